@@ -1,0 +1,29 @@
+"""Exceptions shared by every layer of gaugedyn."""
+
+from __future__ import annotations
+
+
+class InputError(ValueError):
+    """A value a user supplied is not allowed.
+
+    The message names the offending key or option, the value given and what is allowed;
+    the command line prints it on one line and exits with status 2.
+    """
+
+
+class DivergenceError(FloatingPointError):
+    """A trajectory produced NaN or infinity.
+
+    Carries the time, the step index and the quantity that went non-finite, and the last
+    finite state so a caller can inspect or store it.
+    """
+
+    def __init__(self, quantity: str, time: float, step: int, last_state=None):
+        self.quantity = quantity
+        self.time = time
+        self.step = step
+        self.last_state = last_state
+        super().__init__(
+            f"trajectory diverged: {quantity} became non-finite at t={time:.6g} (step {step}); "
+            "reduce the step size or check the initial condition"
+        )

@@ -1,0 +1,65 @@
+"""The ``gaugedyn`` command line.
+
+Each subcommand lives with the module it exposes; that module defines ``register(subparsers)``
+and keeps its heavy imports inside the handler, so ``gaugedyn --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ._errors import DivergenceError, InputError
+
+_COMMAND_MODULES = (
+    "gaugedyn.symbolic._cli",  # derive
+    "gaugedyn.theory._cli",  # solve
+    "gaugedyn.training._cli",  # train
+    "gaugedyn.experiments._cli",  # run, reproduce, plot
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one clear line, exit status 2
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="gaugedyn", description=__doc__.splitlines()[0])
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"gaugedyn {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as err:  # a subsystem not installed in this checkout
+            if err.name != name:
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except InputError as err:
+        print(f"gaugedyn {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except DivergenceError as err:
+        print(f"gaugedyn {args.command}: error: {err}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        print(f"gaugedyn {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

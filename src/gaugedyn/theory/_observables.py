@@ -1,0 +1,131 @@
+"""Observables of the teacher-student model, defined once for theory and simulation.
+
+Every function takes order parameters ``(a, Q, R)`` (and the teacher's ``b, T``), broadcasting over
+leading batch axes; trained networks reach them through :func:`order_parameters`. The
+definitions' free parameters live in :class:`Definitions`, which every result stores.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._errors import InputError
+from ._population import gradients, population_loss
+
+
+@dataclass(frozen=True)
+class Definitions:
+    """Parameters of the observables' definitions (recorded with every result).
+
+    - alignment ``m_in = w_i.v_n / (|w_i| |v_n|)``;
+    - coefficient ``rho_i = a_i |w_i|``; gauge ``delta_i = a_i^2 - |w_i|^2``;
+    - specialization time of teacher ``n``: the first ``t`` with ``max_i m_in(t) >= threshold``;
+    - owner of teacher ``n``: ``argmax_i sign(b_n) rho_i m_in`` (the student carrying the largest
+      signed share of that feature);
+    - pruned: ``|rho_i| < prune_tol``; pruning time: first ``t`` at which that holds;
+    - delta drift: ``max_i |delta_i(t) - delta_i(0)| / (a_i(0)^2 + |w_i(0)|^2)``;
+    - dissipation: ``-dL/dt = sum_i reaction_i + transport_i`` with
+      ``reaction_i = mu_R_i (dL~/drho_i)^2 = (dL/da_i)^2 + (u_i.dL/dw_i)^2`` and
+      ``transport_i = mu_T_i |P_i grad_u L~|^2 = |dL/dw_i|^2 - (u_i.dL/dw_i)^2``.
+    """
+
+    threshold: float = 0.95
+    prune_tol: float = 1e-3
+
+    def __post_init__(self):
+        if not (0.0 < self.threshold < 1.0):
+            raise InputError(f"threshold={self.threshold!r} is not allowed; it must lie in (0, 1)")
+        if not (self.prune_tol > 0.0 and np.isfinite(self.prune_tol)):
+            raise InputError(f"prune_tol={self.prune_tol!r} is not allowed; it must be > 0")
+
+    def describe(self) -> dict:
+        """The definitions as plain data, for result metadata."""
+        return {
+            **dataclasses.asdict(self),
+            "alignment": "m_in = w_i.v_n / (|w_i| |v_n|)",
+            "rho": "rho_i = a_i |w_i|",
+            "delta": "delta_i = a_i^2 - |w_i|^2",
+            "specialization_time": "first t with max_i m_in(t) >= threshold",
+            "owner": "argmax_i sign(b_n) rho_i m_in",
+            "pruned": "|rho_i| < prune_tol",
+            "delta_drift": "max_i |delta_i(t) - delta_i(0)| / (a_i(0)^2 + |w_i(0)|^2)",
+            "dissipation": "reaction_i = (dL/da_i)^2 + (u_i.dL/dw_i)^2, "
+            "transport_i = |dL/dw_i|^2 - (u_i.dL/dw_i)^2",
+            "loss": "L = 1/2 E[(f(x) - f*(x))^2], x ~ N(0, I_D)",
+        }
+
+
+def order_parameters(W, V):
+    """``Q = W W^T``, ``R = W V^T``, ``T = V V^T`` for weights ``W (..., K, D)``, ``V (..., M, D)``."""
+    W, V = np.asarray(W), np.asarray(V)
+    Wt = np.swapaxes(W, -1, -2)
+    return W @ Wt, W @ np.swapaxes(V, -1, -2), V @ np.swapaxes(V, -1, -2)
+
+
+def norms(Q):
+    return np.sqrt(np.diagonal(Q, axis1=-2, axis2=-1))
+
+
+def rho(a, Q):
+    """Feature coefficients ``rho_i = a_i |w_i|``."""
+    return a * norms(Q)
+
+
+def delta(a, Q):
+    """Gauge ``delta_i = a_i^2 - |w_i|^2`` (conserved by gradient flow)."""
+    return a**2 - np.diagonal(Q, axis1=-2, axis2=-1)
+
+
+def alignment(Q, R, T):
+    """Cosine ``m_in`` between student ``i`` and teacher ``n``."""
+    return R / (norms(Q)[..., :, None] * norms(T)[..., None, :])
+
+
+def owner(a, Q, R, T, b):
+    """Index of the student that owns each teacher feature (see :class:`Definitions`)."""
+    share = np.sign(b)[..., None, :] * rho(a, Q)[..., :, None] * alignment(Q, R, T)
+    return np.argmax(share, axis=-2)
+
+
+def pruned(a, Q, definitions: Definitions = Definitions()):
+    """Boolean mask of functionally pruned students ``|rho_i| < prune_tol``."""
+    return np.abs(rho(a, Q)) < definitions.prune_tol
+
+
+def delta_drift(a, Q, a0, Q0):
+    """``max_i |delta_i - delta_i(0)| / (a_i(0)^2 + |w_i(0)|^2)``."""
+    d0 = delta(a0, Q0)
+    scale = a0**2 + np.diagonal(Q0, axis1=-2, axis2=-1)
+    return np.max(np.abs(delta(a, Q) - d0) / scale, axis=-1)
+
+
+def dissipation(a, Q, R, b, T, activation: str = "relu"):
+    """Per-neuron reaction and transport dissipation, ``-dL/dt = sum_i (reaction_i + transport_i)``."""
+    gr = gradients(a, Q, R, b, T, activation)
+    G, H = gr.G, gr.H
+    Rt = np.swapaxes(R, -1, -2)
+    Ht = np.swapaxes(H, -1, -2)
+    gw_w = np.diagonal(2 * G @ Q + H @ Rt, axis1=-2, axis2=-1)
+    gw_sq = np.diagonal(
+        4 * G @ Q @ G + 2 * G @ R @ Ht + 2 * H @ Rt @ G + H @ T @ Ht, axis1=-2, axis2=-1
+    )
+    radial = gw_w**2 / np.diagonal(Q, axis1=-2, axis2=-1)
+    return gr.g_a**2 + radial, np.maximum(gw_sq - radial, 0.0)
+
+
+def observe(a, Q, R, b, T, activation: str = "relu", definitions: Definitions = Definitions()):
+    """All instantaneous observables of a state, as a dict of arrays."""
+    reaction, transport = dissipation(a, Q, R, b, T, activation)
+    return {
+        "loss": population_loss(a, Q, R, b, T, activation),
+        "rho": rho(a, Q),
+        "alignment": alignment(Q, R, T),
+        "delta": delta(a, Q),
+        "owner": owner(a, Q, R, T, b),
+        "pruned": pruned(a, Q, definitions),
+        "reaction": reaction,
+        "transport": transport,
+    }

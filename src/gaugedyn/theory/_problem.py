@@ -1,0 +1,238 @@
+"""Problem specifications: teacher, student, activation and the gauge of each neuron.
+
+The gauge of neuron ``i`` is the choice of ``delta_i = a_i^2 - |w_i|^2`` at a fixed function
+``rho_i u_i``: the transformation ``(a_i, w_i) -> (a_i / c_i, c_i w_i)`` with ``c_i > 0`` keeps the
+network function of a positively homogeneous activation exactly fixed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._errors import InputError
+from ._population import check_activation
+
+GAUGE_NAMES = ("w-heavy", "a-heavy", "balanced")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A teacher-student problem: student ``(a, W)``, teacher ``(b, V)`` and activation.
+
+    ``a (K,)``, ``W (K, D)``, ``b (M,)``, ``V (M, D)``; ``setup`` records how it was built.
+    """
+
+    a: np.ndarray
+    W: np.ndarray
+    b: np.ndarray
+    V: np.ndarray
+    activation: str = "relu"
+    setup: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        check_activation(self.activation)
+        a, W, b, V = (np.asarray(x, dtype=np.float64) for x in (self.a, self.W, self.b, self.V))
+        if a.ndim != 1 or W.ndim != 2 or W.shape[0] != a.shape[0]:
+            raise InputError(f"student shapes a{a.shape}, W{W.shape} do not match; need (K,), (K, D)")
+        if b.ndim != 1 or V.ndim != 2 or V.shape[0] != b.shape[0] or V.shape[1] != W.shape[1]:
+            raise InputError(f"teacher shapes b{b.shape}, V{V.shape} do not match (M,), (M, D={W.shape[1]})")
+        if not all(np.all(np.isfinite(x)) for x in (a, W, b, V)):
+            raise InputError("problem parameters must be finite")
+        if np.any(np.linalg.norm(W, axis=1) == 0) or np.any(np.linalg.norm(V, axis=1) == 0):
+            raise InputError("every student and teacher weight vector must be non-zero")
+        for name, x in zip("aWbV", (a, W, b, V)):
+            object.__setattr__(self, name, x)
+
+    @property
+    def K(self) -> int:
+        return self.a.shape[0]
+
+    @property
+    def M(self) -> int:
+        return self.b.shape[0]
+
+    @property
+    def dim(self) -> int:
+        return self.W.shape[1]
+
+    @property
+    def rho(self) -> np.ndarray:
+        return self.a * np.linalg.norm(self.W, axis=1)
+
+    @property
+    def directions(self) -> np.ndarray:
+        return self.W / np.linalg.norm(self.W, axis=1, keepdims=True)
+
+    @property
+    def delta(self) -> np.ndarray:
+        return self.a**2 - np.sum(self.W**2, axis=1)
+
+    def order_parameters(self):
+        """``(a, Q, R, b, T)``."""
+        return self.a, self.W @ self.W.T, self.W @ self.V.T, self.b, self.V @ self.V.T
+
+    def describe(self) -> dict:
+        """Plain-data summary for result metadata (weights summarised, not dumped)."""
+        return {
+            "activation": self.activation,
+            "K": self.K,
+            "M": self.M,
+            "dim": self.dim,
+            "rho0": self.rho.tolist(),
+            "delta0": self.delta.tolist(),
+            "b": self.b.tolist(),
+            "setup": self.setup,
+        }
+
+    def replace(self, **changes) -> Problem:
+        return dataclasses.replace(self, **changes)
+
+
+def _weights_for(rho_i: float, delta_i: float, direction: np.ndarray):
+    """``(a, w)`` with ``a |w| = rho``, ``a^2 - |w|^2 = delta`` and ``w`` along ``direction``."""
+    root = np.hypot(delta_i, 2.0 * rho_i)
+    # the cancelling branch is rewritten with a^2 |w|^2 = rho^2 so strong gauges stay exact
+    if delta_i >= 0:
+        a_sq = 0.5 * (root + delta_i)
+        w_sq = rho_i * rho_i / a_sq
+    else:
+        w_sq = 0.5 * (root - delta_i)
+        a_sq = rho_i * rho_i / w_sq
+    if w_sq <= 0.0:
+        raise InputError(
+            f"gauge delta={delta_i!r} with rho={rho_i!r} leaves |w|^2={w_sq!r}; the neuron needs |w| > 0"
+        )
+    sign = 1.0 if rho_i >= 0 else -1.0
+    return sign * np.sqrt(a_sq), np.sqrt(w_sq) * direction
+
+
+def named_delta(name: str, rho_i: float, dim: int, strength: float | None = None) -> float:
+    """``delta`` of a named gauge at coefficient ``rho``.
+
+    ``w-heavy``: ``|w|^2 = |rho| * strength``, ``a^2 = |rho| / strength``; ``a-heavy``: the two
+    swapped; ``balanced``: ``delta = 0``. ``strength`` defaults to the input dimension ``D``.
+    """
+    lam = float(dim if strength is None else strength)
+    if lam <= 0:
+        raise InputError(f"gauge strength={lam!r} is not allowed; it must be > 0")
+    r = abs(float(rho_i))
+    if name == "w-heavy":
+        return r / lam - r * lam
+    if name == "a-heavy":
+        return r * lam - r / lam
+    if name == "balanced":
+        return 0.0
+    raise InputError(f"unknown gauge {name!r}; allowed: {', '.join(GAUGE_NAMES)}, a number c > 0 "
+                     "(rescaling) or delta=<value>")
+
+
+def with_gauge(problem: Problem, *, c=None, delta=None, names=None, strength=None) -> Problem:
+    """The same initial function with a new gauge per neuron.
+
+    Exactly one of: ``c`` (rescaling factors ``(a_i, w_i) -> (a_i / c_i, c_i w_i)``), ``delta``
+    (target ``a_i^2 - |w_i|^2``), or ``names`` (one of :data:`GAUGE_NAMES` per neuron).
+    """
+    given = [x is not None for x in (c, delta, names)]
+    if sum(given) != 1:
+        raise InputError("give exactly one of c, delta or names to set a gauge")
+    K = problem.K
+    if c is not None:
+        c = np.broadcast_to(np.asarray(c, dtype=np.float64), (K,))
+        if np.any(~np.isfinite(c)) or np.any(c <= 0):
+            raise InputError(f"gauge factors c={c.tolist()} are not allowed; each must be finite and > 0")
+        return problem.replace(a=problem.a / c, W=problem.W * c[:, None])
+    if names is not None:
+        names = list(names)
+        if len(names) != K:
+            raise InputError(f"{len(names)} gauges given for K={K} neurons; give one per neuron")
+        delta = [named_delta(n, r, problem.dim, strength) for n, r in zip(names, problem.rho)]
+    delta = np.broadcast_to(np.asarray(delta, dtype=np.float64), (K,))
+    if np.any(~np.isfinite(delta)):
+        raise InputError(f"gauge delta={delta.tolist()} must be finite")
+    pairs = [_weights_for(r, d, u) for r, d, u in zip(problem.rho, delta, problem.directions)]
+    a = np.array([p[0] for p in pairs])
+    W = np.stack([p[1] for p in pairs])
+    return problem.replace(a=a, W=W)
+
+
+def _check_dim(dim) -> int:
+    if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 2:
+        raise InputError(f"dim={dim!r} is not allowed; it must be an integer >= 2")
+    return int(dim)
+
+
+def _check_scale(scale) -> float:
+    scale = float(scale)
+    if not (np.isfinite(scale) and scale > 0):
+        raise InputError(f"scale={scale!r} is not allowed; it must be finite and > 0")
+    return scale
+
+
+def single(dim: int, gauge: str = "w-heavy", scale: float = 1.0, activation: str = "relu",
+           overlap: float | None = None) -> Problem:
+    """The ``single`` set-up: ``K = M = 1``, ``b = 1``, ``v = e_1``.
+
+    The student direction ``u0 = m0 e_1 + sqrt(1 - m0^2) e_2`` with ``m0 = D^{-1/2}`` (or
+    ``overlap``), coefficient ``rho0 = scale``; gauge ``w-heavy``: ``|w0|^2 = s D``, ``a0^2 = s / D``;
+    ``a-heavy``: swapped.
+    """
+    dim, scale = _check_dim(dim), _check_scale(scale)
+    return duplicates(dim, [gauge], scale=scale, activation=activation, overlap=overlap,
+                      _name="single")
+
+
+def duplicates(dim: int, gauges: Sequence[str], scale: float = 1.0, activation: str = "relu",
+               overlap: float | None = None, _name: str = "duplicates") -> Problem:
+    """``K = len(gauges)`` copies of the ``single`` neuron, each with its own named gauge."""
+    dim, scale = _check_dim(dim), _check_scale(scale)
+    gauges = list(gauges)
+    if not gauges:
+        raise InputError("gauges must name at least one neuron")
+    m0 = dim**-0.5 if overlap is None else float(overlap)
+    if not (-1.0 < m0 < 1.0):
+        raise InputError(f"overlap={m0!r} is not allowed; it must lie in (-1, 1)")
+    V = np.zeros((1, dim))
+    V[0, 0] = 1.0
+    u0 = np.zeros(dim)
+    u0[0], u0[1] = m0, np.sqrt(1.0 - m0 * m0)
+    K = len(gauges)
+    base = Problem(a=np.full(K, scale), W=np.tile(u0, (K, 1)), b=np.ones(1), V=V,
+                   activation=activation)
+    problem = with_gauge(base, names=gauges)
+    return problem.replace(setup={"name": _name, "dim": dim, "gauges": gauges, "scale": scale,
+                                  "overlap": m0})
+
+
+def random_problem(dim: int, K: int, M: int, rng: np.random.Generator, activation: str = "relu",
+                   scale: float = 1.0) -> Problem:
+    """Gaussian random student and teacher (``w_i, v_n ~ N(0, I/D)``, ``a_i ~ N(0, scale^2)``)."""
+    dim = _check_dim(dim)
+    W = rng.normal(size=(K, dim)) / np.sqrt(dim)
+    V = rng.normal(size=(M, dim)) / np.sqrt(dim)
+    return Problem(a=scale * rng.normal(size=K), W=W, b=rng.normal(size=M), V=V,
+                   activation=activation, setup={"name": "random", "dim": dim, "K": K, "M": M})
+
+
+def perturb(problem: Problem, epsilon: float, rng: np.random.Generator) -> Problem:
+    """A visible perturbation of size ``epsilon`` of the initial function.
+
+    Each neuron's coefficient and direction move independently: ``rho_i -> rho_i (1 + epsilon z_i)``
+    and ``u_i -> normalise(u_i + epsilon xi_i)`` with ``xi_i`` Gaussian in the plane of the set-up
+    (the span of ``u_i`` and the teacher), keeping every neuron's gauge ``delta_i``.
+    """
+    epsilon = float(epsilon)
+    if not (np.isfinite(epsilon) and epsilon >= 0):
+        raise InputError(f"epsilon={epsilon!r} is not allowed; it must be finite and >= 0")
+    basis, _ = np.linalg.qr(np.concatenate([problem.V, problem.W]).T)
+    U = problem.directions
+    xi = rng.normal(size=(problem.K, basis.shape[1])) @ basis.T
+    U = U + epsilon * xi / np.sqrt(basis.shape[1])
+    U /= np.linalg.norm(U, axis=1, keepdims=True)
+    new_rho = problem.rho * (1.0 + epsilon * rng.normal(size=problem.K))
+    pairs = [_weights_for(r, d, u) for r, d, u in zip(new_rho, problem.delta, U)]
+    return problem.replace(a=np.array([p[0] for p in pairs]), W=np.stack([p[1] for p in pairs]),
+                           setup={**problem.setup, "epsilon": epsilon})
