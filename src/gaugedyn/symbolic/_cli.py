@@ -1,0 +1,39 @@
+"""``gaugedyn derive``: write or check the derivation documents and the generated kernels."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "derive",
+        help="write derivations/ and the generated kernels; --check verifies they are current",
+        description="Re-derive every identity with sympy, verify it, and write one Markdown "
+        "document per derivation (plus gaugedyn/theory/_generated_kernels.py). With --check, "
+        "write nothing and exit 1 naming any document that is stale or whose identity fails.",
+    )
+    p.add_argument("--dir", default=None, help="documents folder (default: the repository's derivations/)")
+    p.add_argument("--check", action="store_true", help="verify instead of writing")
+    p.add_argument(
+        "--kernels",
+        default=None,
+        help="path of the generated kernel module (default: gaugedyn/theory/_generated_kernels.py)",
+    )
+    p.set_defaults(func=_handle)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    from ._registry import derive
+
+    report = derive(args.dir, check=args.check, kernels=args.kernels)
+    if report.ok:
+        verb = "checked" if args.check else "written or unchanged"
+        n = len(report.checked) if args.check else len(report.written) + len(report.unchanged)
+        print(f"derive: {n} files {verb}; {len(report.skipped)} skipped")
+        return 0
+    print("derive: failed:", file=sys.stderr)
+    for line in report.failures:
+        print(f"  {line}", file=sys.stderr)
+    return 1
