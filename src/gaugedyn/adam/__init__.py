@@ -1,1 +1,59 @@
-"""adam."""
+"""Adam's update split into sign, magnitude lag and remainder; a recorder for live optimizers.
+
+``split_update``/``decompose_history``/``decompose_state`` are pure (numpy or torch);
+``AdamRecorder`` attaches to ``torch.optim.Adam``/``AdamW``. Torch loads only on first use of
+the recorder, the tasks or the grid runner, so ``import gaugedyn.adam`` stays light.
+"""
+
+from ._decomposition import PARTS as PARTS
+from ._decomposition import RESIDUAL_PARTS as RESIDUAL_PARTS
+from ._decomposition import AdamParts as AdamParts
+from ._decomposition import adam_moments as adam_moments
+from ._decomposition import decompose_history as decompose_history
+from ._decomposition import decompose_state as decompose_state
+from ._decomposition import part_norms as part_norms
+from ._decomposition import shares as shares
+from ._decomposition import smoothness as smoothness
+from ._decomposition import split_update as split_update
+from ._grid import DEFAULT_CONFIG as DEFAULT_CONFIG
+from ._grid import QUICK_CONFIG as QUICK_CONFIG
+from ._grid import THRESHOLDS as THRESHOLDS
+from ._grid import analyse_grid as analyse_grid
+from ._grid import grid_claims as grid_claims
+from ._grid import grid_tasks as grid_tasks
+from ._grid import plot_grid as plot_grid
+from ._grid import plot_heatmaps as plot_heatmaps
+from ._grid import plot_update_norms as plot_update_norms
+from ._grid import run_grid_cell as run_grid_cell
+from ._synthetic import SIGNALS as SIGNALS
+from ._synthetic import fit_slope as fit_slope
+from ._synthetic import measured_vs_series as measured_vs_series
+from ._synthetic import order_check as order_check
+from ._synthetic import series_terms as series_terms
+from ._synthetic import transition_fraction as transition_fraction
+
+_LAZY = {
+    "AdamRecorder": ("._recorder", "AdamRecorder"),
+    "NORM_NAMES": ("._recorder", "NORM_NAMES"),
+    "SAMPLE_FIELDS": ("._recorder", "SAMPLE_FIELDS"),
+    "train_task": (".tasks", "train_task"),
+    "TASKS": (".tasks", "TASKS"),
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        mod, attr = _LAZY[name]
+        return getattr(importlib.import_module(mod, __name__), attr)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "PARTS", "RESIDUAL_PARTS", "AdamParts", "adam_moments", "decompose_history", "decompose_state",
+    "part_norms", "shares", "smoothness", "split_update", "DEFAULT_CONFIG", "QUICK_CONFIG", "THRESHOLDS",
+    "analyse_grid", "grid_claims", "grid_tasks", "plot_grid", "plot_heatmaps",
+    "plot_update_norms", "run_grid_cell", "SIGNALS", "fit_slope", "measured_vs_series",
+    "order_check", "series_terms", "transition_fraction", *_LAZY,
+]

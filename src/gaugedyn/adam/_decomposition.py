@@ -1,0 +1,216 @@
+"""The exact sign / lag / remainder decomposition of one Adam update.
+
+Notation (PyTorch's ``torch.optim.Adam``, ``eps`` outside the root), ``g_t`` the effective gradient
+(coupled weight decay included, sign flipped under ``maximize``):
+
+    m_t = b1 m_{t-1} + (1-b1) g_t,   v_t = b2 v_{t-1} + (1-b2) g_t^2,   w_t = b2 w_{t-1} + (1-b2) g_t,
+    m^ = m_t/(1-b1^t),  v^ = v_t/(1-b2^t),  w^ = w_t/(1-b2^t),  s = sqrt(v^),  d = s + eps,
+    u = m^/d.
+
+``w`` is the first moment taken with the second moment's memory. The split (see ``_derivation``):
+
+    sign       = sign(g_t)
+    lag        = (m^ - w^)/d                         (identically 0 when b1 == b2)
+    transition = sign(w^) - sign(g_t)                (0, +-1 or +-2: sign change inside the window)
+    ratio      = w^/s - sign(w^)                     (= -sign(w^)(1 - 1/sqrt(1 + sigma^2/w^2)))
+    eps        = w^/d - w^/s = -eps w^/(s d)
+
+and ``sign + lag + transition + ratio + eps = u`` exactly in exact arithmetic. Where ``s == 0``
+(an all-zero history) ``ratio = 0``, ``transition = -sign(g_t)`` and ``eps = w^/d``; if also
+``eps == 0`` then ``d`` is taken as 1 (PyTorch would produce 0/0 there), so everything is 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._errors import InputError
+
+PARTS: tuple[str, ...] = ("sign", "lag", "transition", "ratio", "eps")
+RESIDUAL_PARTS: tuple[str, ...] = ("transition", "ratio", "eps")
+
+
+def _is_torch(x) -> bool:
+    return type(x).__module__.startswith("torch")
+
+
+def _check_betas(beta1: float, beta2: float, eps: float) -> None:
+    for name, b in (("beta1", beta1), ("beta2", beta2)):
+        if not 0.0 <= float(b) < 1.0:
+            raise InputError(f"{name}={b!r} is not allowed; it must lie in [0, 1)")
+    if not float(eps) >= 0.0:
+        raise InputError(f"eps={eps!r} is not allowed; it must be >= 0")
+
+
+@dataclass(frozen=True)
+class AdamParts:
+    """The five parts of an Adam update ``u = m^/(sqrt(v^)+eps)`` (arrays or tensors alike).
+
+    ``sign + lag + transition + ratio + eps == update`` to round-off; ``residual`` is
+    ``transition + ratio + eps``. ``m_hat``, ``w_hat`` and ``s`` are the bias-corrected moments
+    and ``sqrt(v^)`` that produced them.
+    """
+
+    sign: Any
+    lag: Any
+    transition: Any
+    ratio: Any
+    eps: Any
+    update: Any
+    m_hat: Any
+    w_hat: Any
+    s: Any
+
+    @property
+    def residual(self):
+        return self.transition + self.ratio + self.eps
+
+    def total(self):
+        """Sum of the five parts (equals ``update`` to round-off)."""
+        return self.sign + self.lag + self.transition + self.ratio + self.eps
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in (*PARTS, "update")}
+
+
+def split_update(m_hat, w_hat, s, grad, eps: float) -> AdamParts:
+    """Split ``u = m_hat/(s + eps)`` into sign, lag, transition, ratio and eps parts.
+
+    ``m_hat``: bias-corrected first moment (memory ``b1``); ``w_hat``: bias-corrected first moment
+    with the second moment's memory ``b2``; ``s = sqrt(v_hat)``; ``grad`` the current effective
+    gradient. Works on numpy arrays and torch tensors (same dtype and device throughout).
+    Contract: ``sum(parts) == update`` to round-off, ``lag`` is exactly zero wherever
+    ``m_hat == w_hat`` bitwise.
+    """
+    if _is_torch(m_hat):
+        import torch as xp
+
+        where = xp.where
+        zeros = xp.zeros_like
+    else:
+        xp = np
+        where = np.where
+        zeros = np.zeros_like
+        m_hat, w_hat, s, grad = (np.asarray(a, dtype=float) for a in (m_hat, w_hat, s, grad))
+    d = s + eps
+    pos = s > 0
+    s_safe = where(pos, s, 1.0 + zeros(s))
+    d = where(d > 0, d, 1.0 + zeros(d))
+    update = m_hat / d
+    lag = (m_hat - w_hat) / d
+    sg = xp.sign(grad)
+    sw = xp.sign(w_hat)
+    ratio_full = w_hat / s_safe
+    ratio = where(pos, ratio_full - sw, zeros(s))
+    transition = where(pos, sw - sg, -sg)
+    eps_part = where(pos, -eps * w_hat / (s_safe * d), w_hat / d)
+    return AdamParts(sg, lag, transition, ratio, eps_part, update, m_hat, w_hat, s)
+
+
+def bias_corrections(step: int, beta1: float, beta2: float) -> tuple[float, float, float]:
+    """``(1 - b1^t, 1 - b2^t, sqrt(1 - b2^t))`` computed exactly as PyTorch's single-tensor path."""
+    bc1 = 1 - beta1**step
+    bc2 = 1 - beta2**step
+    return bc1, bc2, bc2**0.5
+
+
+def decompose_state(exp_avg, exp_avg_sq, slow_avg, grad, step: int, beta1: float, beta2: float,
+                    eps: float) -> AdamParts:
+    """Decompose from the streaming state ``(m_t, v_t, w_t, g_t, t)``.
+
+    ``s = sqrt(v_t)/sqrt(1-b2^t)`` and ``m^ = m_t/(1-b1^t)`` as in PyTorch; ``w^ = w_t/(1-b2^t)``.
+    Pass ``slow_avg=exp_avg`` when ``beta1 == beta2`` (the two EMAs coincide), which makes the lag
+    part exactly zero.
+    """
+    _check_betas(beta1, beta2, eps)
+    if step < 1:
+        raise InputError(f"step={step!r} is not allowed; decompose after at least one step")
+    bc1, bc2, bc2_sqrt = bias_corrections(step, beta1, beta2)
+    sqrt = exp_avg_sq.sqrt() if _is_torch(exp_avg_sq) else np.sqrt(exp_avg_sq)
+    m_hat = exp_avg / bc1
+    w_hat = exp_avg / bc1 if slow_avg is exp_avg else slow_avg / bc2
+    return split_update(m_hat, w_hat, sqrt / bc2_sqrt, grad, eps)
+
+
+def adam_moments(grads, beta1: float, beta2: float) -> dict[str, np.ndarray]:
+    """EMAs of a gradient history ``grads[t-1] = g_t`` (shape ``(T, ...)``), zero initial state.
+
+    Returns ``m``, ``v`` and ``w`` (first moment with memory ``b2``), each ``(T, ...)``, with the
+    same arithmetic as PyTorch's single-tensor path (``lerp`` for first moments,
+    ``mul``/``addcmul`` for the second); ``w is m`` when ``beta1 == beta2``.
+    """
+    g = np.asarray(grads, dtype=float)
+    if g.ndim < 1 or g.shape[0] < 1:
+        raise InputError(f"grads of shape {g.shape} is not allowed; need shape (T, ...) with T >= 1")
+    m = np.zeros_like(g)
+    v = np.zeros_like(g)
+    w = m if beta1 == beta2 else np.zeros_like(g)
+    mk = np.zeros(g.shape[1:])
+    vk = np.zeros(g.shape[1:])
+    wk = np.zeros(g.shape[1:])
+    for t in range(g.shape[0]):
+        mk = _lerp(mk, g[t], 1 - beta1)
+        vk = vk * beta2 + (1 - beta2) * g[t] * g[t]
+        m[t], v[t] = mk, vk
+        if w is not m:
+            wk = _lerp(wk, g[t], 1 - beta2)
+            w[t] = wk
+    return {"m": m, "v": v, "w": w}
+
+
+def _lerp(a, b, weight: float):
+    return a + weight * (b - a) if weight < 0.5 else b - (b - a) * (1 - weight)
+
+
+def decompose_history(grads, beta1: float = 0.9, beta2: float = 0.999,
+                      eps: float = 1e-8) -> AdamParts:
+    """The decomposition of every update of a gradient history ``grads`` (shape ``(T, ...)``).
+
+    A pure function of the effective gradients ``g_1..g_T``: each field of the result has shape
+    ``(T, ...)`` and row ``t-1`` is the split of the update at step ``t``.
+    """
+    _check_betas(beta1, beta2, eps)
+    mom = adam_moments(grads, beta1, beta2)
+    T = mom["m"].shape[0]
+    steps = np.arange(1, T + 1, dtype=float).reshape((T,) + (1,) * (mom["m"].ndim - 1))
+    bc1 = 1 - beta1**steps
+    bc2 = 1 - beta2**steps
+    m_hat = mom["m"] / bc1
+    w_hat = m_hat if mom["w"] is mom["m"] else mom["w"] / bc2
+    s = np.sqrt(mom["v"]) / np.sqrt(bc2)
+    return split_update(m_hat, w_hat, s, np.asarray(grads, dtype=float), eps)
+
+
+def part_norms(parts: AdamParts) -> dict[str, float]:
+    """Euclidean norms of each part, of the residual and of the update (numpy floats)."""
+    out = {}
+    for k in (*PARTS, "update"):
+        out[k] = float(np.linalg.norm(np.ravel(np.asarray(getattr(parts, k)))))
+    out["residual"] = float(np.linalg.norm(np.ravel(np.asarray(parts.residual))))
+    return out
+
+
+def shares(norms: dict, axis_parts: tuple[str, ...] = ("sign", "lag", "residual")) -> dict:
+    r"""Shares of the update: ``share_k = |p_k| / \sum_j |p_j|`` over ``axis_parts``.
+
+    Parts are not orthogonal, so shares are defined by norms normalised to sum to one; a zero
+    denominator gives zero shares. Works elementwise on arrays of norms.
+    """
+    tot = sum(np.asarray(norms[k], dtype=float) for k in axis_parts)
+    safe = np.where(tot > 0, tot, 1.0)
+    return {k: np.where(tot > 0, np.asarray(norms[k], dtype=float) / safe, 0.0) for k in axis_parts}
+
+
+def smoothness(update_norms, skip: int = 1) -> float:
+    r"""Mean absolute change of the log update norm, ``mean_t |log|u_{t+1}| - log|u_t||``.
+
+    Smaller is smoother. The first ``skip`` steps (bias-correction start-up) are left out.
+    """
+    u = np.asarray(update_norms, dtype=float)[skip:]
+    u = u[u > 0]
+    if u.size < 2:
+        return float("nan")
+    return float(np.mean(np.abs(np.diff(np.log(u)))))

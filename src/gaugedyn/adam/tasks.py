@@ -1,0 +1,268 @@
+"""Offline training tasks for the beta grid, each trained with ``torch.optim.Adam`` + recorder.
+
+Data ship with installed packages or are generated, nothing is downloaded:
+
+- ``digits_mlp``, ``digits_cnn``: scikit-learn's ``load_digits`` (8x8 images, 10 classes);
+- ``char_transformer``, ``char_gru``: next-character prediction on the English text of Python's
+  ``pydoc_data.topics``;
+- ``teacher_student``: the Gaussian ReLU teacher-student model (fresh inputs every step).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import torch
+from torch import nn
+
+from .._errors import InputError
+from ._decomposition import smoothness
+from ._recorder import NORM_NAMES, AdamRecorder
+
+TASKS: tuple[str, ...] = (
+    "digits_mlp", "digits_cnn", "char_transformer", "char_gru", "teacher_student",
+)
+
+DEFAULTS: dict[str, dict] = {
+    "digits_mlp": {"lr": 1e-3, "steps": 400, "quick_steps": 60, "batch": 64},
+    "digits_cnn": {"lr": 2e-3, "steps": 400, "quick_steps": 50, "batch": 64},
+    "char_transformer": {"lr": 2e-3, "steps": 400, "quick_steps": 40, "batch": 16},
+    "char_gru": {"lr": 3e-3, "steps": 400, "quick_steps": 40, "batch": 16},
+    "teacher_student": {"lr": 2e-3, "steps": 600, "quick_steps": 80, "batch": 128},
+}
+
+
+@functools.lru_cache(maxsize=1)
+def _digits() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    return (d.data / 16.0).astype(np.float64), d.target.astype(np.int64)
+
+
+@functools.lru_cache(maxsize=1)
+def _text() -> tuple[np.ndarray, int]:
+    from pydoc_data.topics import topics
+
+    text = "\n".join(topics[k] for k in sorted(topics))
+    chars = sorted(set(text))
+    lut = {c: i for i, c in enumerate(chars)}
+    return np.fromiter((lut[c] for c in text), dtype=np.int64, count=len(text)), len(chars)
+
+
+class _CausalBlock(nn.Module):
+    def __init__(self, d: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x):
+        B, T, D = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(D, dim=-1)
+        q, k, v = (t.view(B, T, self.heads, D // self.heads).transpose(1, 2) for t in (q, k, v))
+        a = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(B, T, D))
+        return x + self.mlp(self.ln2(x))
+
+
+class _CharTransformer(nn.Module):
+    def __init__(self, vocab: int, d: int = 32, ctx: int = 32, layers: int = 1, heads: int = 2):
+        super().__init__()
+        self.emb, self.pos = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
+        self.blocks = nn.Sequential(*[_CausalBlock(d, heads) for _ in range(layers)])
+        self.head = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, vocab))
+
+    def forward(self, idx):
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        return self.head(self.blocks(self.emb(idx) + self.pos(pos)))
+
+
+class _CharGRU(nn.Module):
+    def __init__(self, vocab: int, d: int = 32, hidden: int = 64):
+        super().__init__()
+        self.emb, self.gru, self.head = nn.Embedding(vocab, d), nn.GRU(d, hidden, batch_first=True), nn.Linear(hidden, vocab)
+
+    def forward(self, idx):
+        return self.head(self.gru(self.emb(idx))[0])
+
+
+class _TeacherStudent(nn.Module):
+    """``f(x) = sum_i a_i relu(w_i . x)``."""
+
+    def __init__(self, D: int, K: int, gen: torch.Generator, dtype):
+        super().__init__()
+        self.W = nn.Parameter(torch.randn(K, D, generator=gen, dtype=dtype) / D**0.5)
+        self.a = nn.Parameter(torch.randn(K, generator=gen, dtype=dtype) / K**0.5)
+
+    def forward(self, x):
+        return torch.relu(x @ self.W.T) @ self.a
+
+
+def _setup(task: str, gen: torch.Generator, dtype, device):
+    """``(model, batch(gen) -> (x, y), loss(out, y), eval() -> float)`` for one task."""
+    ce = nn.functional.cross_entropy
+    if task in ("digits_mlp", "digits_cnn"):
+        X, y = _digits()
+        Xt = torch.as_tensor(X, dtype=dtype, device=device)
+        yt = torch.as_tensor(y, device=device)
+        if task == "digits_cnn":
+            Xt = Xt.view(-1, 1, 8, 8)
+            model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                  nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.Flatten(),
+                                  nn.Linear(16 * 16, 10))
+        else:
+            model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+        bs = DEFAULTS[task]["batch"]
+
+        def batch(g):
+            i = torch.randint(0, Xt.shape[0], (bs,), generator=g).to(device)
+            return Xt[i], yt[i]
+
+        def evaluate(model):
+            return float(ce(model(Xt), yt))
+
+        return model, batch, ce, evaluate
+    if task in ("char_transformer", "char_gru"):
+        data, vocab = _text()
+        dt = torch.as_tensor(data, device=device)
+        ctx = 32
+        model = _CharTransformer(vocab, ctx=ctx) if task == "char_transformer" else _CharGRU(vocab)
+        bs = DEFAULTS[task]["batch"]
+
+        def batch(g):
+            i = torch.randint(0, dt.numel() - ctx - 1, (bs,), generator=g).to(device)
+            w = i[:, None] + torch.arange(ctx + 1, device=device)
+            seq = dt[w]
+            return seq[:, :-1], seq[:, 1:]
+
+        def loss(out, y):
+            return ce(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+
+        eg = torch.Generator().manual_seed(12345)
+        ex, ey = [], []
+        for _ in range(4):
+            x_, y_ = batch(eg)
+            ex.append(x_)
+            ey.append(y_)
+        ex, ey = torch.cat(ex), torch.cat(ey)
+
+        def evaluate(model):
+            return float(loss(model(ex), ey))
+
+        return model, batch, loss, evaluate
+    if task == "teacher_student":
+        D, K, M = 20, 4, 2
+        V = torch.randn(M, D, generator=gen, dtype=dtype)
+        V = (V / V.norm(dim=1, keepdim=True)).to(device)
+        model = _TeacherStudent(D, K, gen, dtype)
+        bs = DEFAULTS[task]["batch"]
+
+        def teacher(x):
+            return torch.relu(x @ V.T).sum(-1)
+
+        def batch(g):
+            x = torch.randn(bs, D, generator=g, dtype=dtype).to(device)
+            return x, teacher(x)
+
+        def mse(out, y):
+            return 0.5 * ((out - y) ** 2).mean()
+
+        xe = torch.randn(4096, D, generator=torch.Generator().manual_seed(12345), dtype=dtype)
+        xe = xe.to(device)
+        ye = teacher(xe)
+
+        def evaluate(model):
+            return float(mse(model(xe), ye))
+
+        return model, batch, mse, evaluate
+    raise InputError(f"task={task!r} is not allowed; choose one of {list(TASKS)}")
+
+
+def _seed_int(seed) -> int:
+    if isinstance(seed, np.random.SeedSequence):
+        return int(seed.generate_state(1, dtype=np.uint64)[0] % (2**63 - 1))
+    return int(seed)
+
+
+def train_task(task: str, beta1: float, beta2: float, seed=0, steps: int | None = None,
+               lr: float | None = None, device: str = "cpu", quick: bool = False,
+               dtype=torch.float32, eps: float = 1e-8, weight_decay: float = 0.0,
+               sample: int = 0, threads: int | None = 1) -> dict:
+    """Train ``task`` with ``torch.optim.Adam(betas=(beta1, beta2))`` and the recorder attached.
+
+    Returns numpy arrays per step: ``loss`` (minibatch), ``norms`` ``(steps, 7)`` pooled over
+    groups (names ``norm_names``), ``share_sign``, ``share_lag``, ``share_residual``,
+    ``update_norm``, ``transition_frac``; and scalars ``final_loss`` (evaluation loss after
+    training), ``initial_loss``, ``smoothness``, ``n_params``. Deterministic given ``seed``
+    (an int or a ``numpy.random.SeedSequence``). ``threads`` sets torch's intra-op threads for
+    the run (restored afterwards; ``None`` leaves them): one thread is fastest for these sizes.
+    """
+    if task not in TASKS:
+        raise InputError(f"task={task!r} is not allowed; choose one of {list(TASKS)}")
+    if threads is None:
+        return _train(task, beta1, beta2, seed, steps, lr, device, quick, dtype, eps,
+                      weight_decay, sample)
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(threads))
+    try:
+        return _train(task, beta1, beta2, seed, steps, lr, device, quick, dtype, eps,
+                      weight_decay, sample)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _train(task, beta1, beta2, seed, steps, lr, device, quick, dtype, eps, weight_decay, sample):
+    cfg = DEFAULTS[task]
+    steps = int(steps if steps is not None else (cfg["quick_steps"] if quick else cfg["steps"]))
+    if steps < 1:
+        raise InputError(f"steps={steps!r} is not allowed; use an integer >= 1")
+    lr = float(lr if lr is not None else cfg["lr"])
+    s = _seed_int(seed)
+    gen = torch.Generator().manual_seed(s)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(s)  # layer initialisers draw from the global generator
+        model, batch, loss_fn, evaluate = _setup(task, gen, dtype, device)
+    model = model.to(device=device, dtype=dtype)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(beta1, beta2), eps=eps,
+                           weight_decay=weight_decay)
+    rec = AdamRecorder(opt, sample=sample, seed=s)
+    losses = np.empty(steps)
+    with torch.no_grad():
+        initial = evaluate(model)
+    for t in range(steps):
+        x, y = batch(gen)
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        losses[t] = float(loss.detach())
+        if not np.isfinite(losses[t]):
+            from .._errors import DivergenceError
+
+            raise DivergenceError("loss", float(t), t, None)
+    with torch.no_grad():
+        final = evaluate(model)
+    arrays, meta = rec.export()
+    rec.detach()
+    pooled = np.sqrt((arrays["norms"] ** 2).sum(axis=1))
+    sh = rec.shares()
+    counts = arrays["n_coords"].astype(float)
+    out = {
+        "loss": losses,
+        "norms": pooled,
+        "share_sign": sh["sign"],
+        "share_lag": sh["lag"],
+        "share_residual": sh["residual"],
+        "update_norm": pooled[:, NORM_NAMES.index("update")],
+        "transition_frac": (arrays["transition_frac"] * counts).sum(axis=1) / counts.sum(),
+        "final_loss": final,
+        "initial_loss": initial,
+        "smoothness": smoothness(pooled[:, NORM_NAMES.index("update")]),
+        "n_params": int(counts.sum()),
+    }
+    if sample:
+        out.update({k: v for k, v in arrays.items() if k.startswith("sample_")})
+    return out
