@@ -9,8 +9,15 @@ An experiment is a set of independent tasks plus an analysis:
   (derived from the root seed and the task's coordinates, never from execution order), returning
   a dict of numpy arrays and scalars; it runs in worker processes, so the experiment object must
   be picklable;
-- ``analyse(config, tasks, results)``: the arrays behind the figures and the claims;
-- ``plot(arrays, config, outdir)``: figures drawn from the stored arrays alone.
+- ``analyse(config, tasks, results)``: the arrays behind the figures and the claims, and
+  optionally a third item, a dict of diagnostics written into ``summary.json``;
+- ``plot(arrays, config, outdir)``: figures drawn from the stored arrays alone, saved with
+  :func:`gaugedyn.plotting.save_figure`; returns figure names or ``(name, caption)`` pairs.
+
+``config`` is the dict of validated parameters (the keys of ``params``). Optional attributes:
+``captions`` (figure name -> caption) and ``definitions`` (the observables' definitions, recorded
+in ``summary.json``). ``results`` reach ``analyse`` as read back from the result store: arrays as
+numpy arrays, scalars as numpy scalars, other JSON values (``None``, strings, nested lists) as is.
 """
 
 from __future__ import annotations
@@ -70,11 +77,13 @@ class Experiment:
         raise NotImplementedError
 
     def analyse(self, config: dict, tasks: list[dict], results: list[dict]):
-        """Return ``(arrays: dict[str, np.ndarray], claims: list[Claim])``."""
+        """Return ``(arrays: dict[str, np.ndarray], claims: list[Claim])``, optionally with a
+        third item ``diagnostics: dict``."""
         raise NotImplementedError
 
     def plot(self, arrays: dict, config: dict, outdir) -> list[str]:
-        """Draw figures from ``arrays`` into ``outdir``; return the figure base names."""
+        """Draw figures from ``arrays`` into ``outdir``; return the figure base names (or
+        ``(name, caption)`` pairs)."""
         return []
 
 

@@ -1,0 +1,220 @@
+"""Where tasks run: a ``concurrent.futures.Executor`` chosen by name.
+
+- ``process`` (default): a local process pool, one worker per available core, each worker
+  limited to one BLAS / OpenMP / torch thread so tasks do not oversubscribe the cores;
+- ``thread``: a thread pool in this process (useful when tasks release the GIL);
+- ``serial``: tasks run one after another in this process (debugging, profiling);
+- ``dask``: the executor interface of a ``dask.distributed.Client`` connected to ``--scheduler
+  ADDRESS``, or to a local cluster started for the run when no address is given (optional extra
+  ``gaugedyn[dask]``).
+
+Task seeds never depend on the executor: the same sweep gives the same results on all of them.
+Workers import the experiment by name, so it must be importable there (an installed gaugedyn, or
+``package.module:ATTR`` on the workers' path); Dask's nannies already start workers with one BLAS /
+OpenMP thread. Results travel back to this process, which alone writes the result store, so
+remote workers need no shared file system.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import select
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass
+
+from .._errors import InputError
+
+KINDS = ("process", "thread", "serial", "dask")
+MAX_WORKERS = 4096
+_THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)
+
+
+def default_workers() -> int:
+    """The number of cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class ExecutorSpec:
+    """The executor to open: its kind, number of workers and (Dask) scheduler address."""
+
+    kind: str | None = None
+    workers: int | None = None
+    scheduler: str | None = None
+
+    def validate(self) -> ExecutorSpec:
+        """Check the choice before anything runs or is written; return it resolved."""
+        kind = self.kind or ("dask" if self.scheduler is not None else "process")
+        if kind not in KINDS:
+            raise InputError(f"--executor {kind!r} is not allowed; allowed: {', '.join(KINDS)}")
+        workers = self.workers
+        if workers is not None and (
+            type(workers) is not int or not 1 <= workers <= MAX_WORKERS
+        ):
+            raise InputError(
+                f"--workers {workers!r} is not allowed; allowed: an integer in [1, {MAX_WORKERS}]"
+            )
+        scheduler = self.scheduler
+        if scheduler is not None:
+            if kind != "dask":
+                raise InputError(
+                    f"--scheduler {scheduler!r} needs --executor dask (got --executor {kind})"
+                )
+            if not scheduler or any(c.isspace() for c in scheduler):
+                raise InputError(
+                    f"--scheduler {scheduler!r} is not allowed; allowed: a Dask scheduler "
+                    "address such as tcp://host:8786"
+                )
+        if kind == "dask":
+            try:
+                import distributed  # noqa: F401
+            except ImportError:
+                raise InputError(
+                    "--executor dask needs the optional extra: pip install 'gaugedyn[dask]'"
+                ) from None
+        return ExecutorSpec(kind, workers, scheduler)
+
+
+class SerialExecutor(Executor):
+    """Runs each task at submission, in this process."""
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as err:
+            if isinstance(err, KeyboardInterrupt | SystemExit):
+                raise
+            future.set_exception(err)
+        return future
+
+
+def init_worker(
+    parent: int | None = None, path: list[str] | None = None, environ: dict | None = None
+) -> None:
+    """Process-pool initializer: the parent's current ``sys.path`` and environment, one BLAS /
+    OpenMP / torch thread, and exit with the parent.
+
+    Workers start from a fork server that may predate changes the parent made since; and a
+    worker whose parent is killed (SIGKILL leaves no chance to shut the pool down) would
+    otherwise wait for work forever, so a daemon thread watches the parent and ends the worker.
+    """
+    if environ is not None:
+        os.environ.update(environ)
+    if path is not None:
+        sys.path[:] = list(dict.fromkeys([*path, *sys.path]))
+    limit_threads()
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
+
+
+def _exit_with(pid: int) -> None:
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        fd = None
+    if fd is not None:
+        select.select([fd], [], [])  # readable once the process has ended
+    else:
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            except OSError:
+                pass
+    os._exit(1)
+
+
+def limit_threads() -> None:
+    """One BLAS / OpenMP / torch thread in this process."""
+    for name in _THREAD_VARIABLES:
+        os.environ[name] = "1"
+    with contextlib.suppress(Exception):
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        with contextlib.suppress(Exception):
+            torch.set_num_threads(1)
+
+
+def _mp_context():
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+@contextlib.contextmanager
+def open_executor(spec: ExecutorSpec | str | None = None) -> Iterator[Executor]:
+    """Open the executor ``spec`` names; on exit wait for it, or cancel on interruption."""
+    if spec is None:
+        spec = ExecutorSpec()
+    elif isinstance(spec, str):
+        spec = ExecutorSpec(spec)
+    spec = spec.validate()
+    workers = spec.workers or default_workers()
+    closers = []
+    if spec.kind == "process":
+        executor: Executor = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=_mp_context(),
+            initializer=init_worker,
+            initargs=(os.getpid(), list(sys.path), dict(os.environ)),
+        )
+    elif spec.kind == "thread":
+        executor = ThreadPoolExecutor(max_workers=workers)
+    elif spec.kind == "serial":
+        executor = SerialExecutor()
+    else:
+        executor, closers = _dask_executor(spec.scheduler, workers)
+    try:
+        yield executor
+    except BaseException:
+        executor.shutdown(wait=False, cancel_futures=True)
+        raise
+    else:
+        executor.shutdown(wait=True)
+    finally:
+        for close in closers:
+            with contextlib.suppress(Exception):
+                close()
+
+
+def _dask_executor(scheduler: str | None, workers: int):
+    from distributed import Client, LocalCluster
+
+    closers = []
+    if scheduler is None:
+        cluster = LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+        closers.append(cluster.close)
+        address = cluster.scheduler_address
+    else:
+        address = scheduler
+    try:
+        client = Client(address, timeout="10s", set_as_default=False)
+    except Exception as err:
+        for close in closers:
+            close()
+        message = " ".join(str(err).split()) or type(err).__name__
+        raise InputError(f"--scheduler {address!r}: cannot connect to Dask ({message})") from None
+    closers.insert(0, client.close)
+    return client.get_executor(pure=False), closers

@@ -1,0 +1,189 @@
+"""The reproduction report: every claim with its verdict, every figure with its caption.
+
+``DIR/reproduce.json`` lists the experiments a ``reproduce`` ran (and any that crashed);
+``DIR/report.md`` is rebuilt from it and the run folders' ``summary.json`` alone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from ._store import atomic_write
+
+INDEX = "reproduce.json"
+REPORT = "report.md"
+
+
+def write_index(root: Path, index: dict) -> None:
+    atomic_write(root / INDEX, json.dumps(index, indent=1, default=str).encode())
+
+
+def read_index(root: Path) -> dict:
+    try:
+        return json.loads((root / INDEX).read_text())
+    except (OSError, ValueError):
+        names = sorted(p.parent.name for p in root.glob("*/summary.json"))
+        return {"runs": names, "errors": {}}
+
+
+def fmt(value: Any, limit: int = 48) -> str:
+    """A compact rendering of a measured / expected / tolerance value."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}" if math.isfinite(value) else str(value)
+    if isinstance(value, list):
+        text = "[" + ", ".join(fmt(v, limit) for v in value) + "]"
+    elif isinstance(value, dict):
+        text = "{" + ", ".join(f"{k}: {fmt(v, limit)}" for k, v in value.items()) + "}"
+    else:
+        text = str(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def claim_rows(root: Path) -> list[dict]:
+    """One row per claim (and per crashed or failed run) of a reproduce folder."""
+    index = read_index(root)
+    rows = []
+    for name in index.get("runs", []):
+        error = index.get("errors", {}).get(name)
+        summary = _summary(root / name)
+        if error is not None or summary is None:
+            rows.append(_row(name, "(run)", error or "no summary.json", False))
+            continue
+        if summary.get("failed_tasks"):
+            n = len(summary["failed_tasks"])
+            rows.append(_row(name, "(tasks)", f"{n} task(s) failed", False))
+        for claim in summary.get("claims", []):
+            rows.append(
+                {
+                    "experiment": name,
+                    "id": claim["id"],
+                    "measured": fmt(claim.get("measured")),
+                    "expected": fmt(claim.get("expected")),
+                    "tolerance": fmt(claim.get("tolerance")),
+                    "passed": bool(claim.get("passed")),
+                }
+            )
+    return rows
+
+
+def _row(name: str, ident: str, measured: str, passed: bool) -> dict:
+    return {
+        "experiment": name,
+        "id": ident,
+        "measured": fmt(measured, 60),
+        "expected": "-",
+        "tolerance": "-",
+        "passed": passed,
+    }
+
+
+def _summary(run: Path) -> dict | None:
+    try:
+        return json.loads((run / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def table(rows: list[dict]) -> str:
+    """A plain-text table of claim rows (for the terminal)."""
+    head = ["experiment", "claim", "measured", "expected", "tolerance", "verdict"]
+    body = [
+        [r["experiment"], r["id"], r["measured"], r["expected"], r["tolerance"],
+         "PASS" if r["passed"] else "FAIL"]
+        for r in rows
+    ]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
+    lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)) for line in [head, *body]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _md(text: Any) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def write_report(root: Path) -> Path:
+    """Write ``root/report.md`` from the index and the run summaries; return its path."""
+    root = Path(root)
+    index = read_index(root)
+    rows = claim_rows(root)
+    failing = [f"{r['experiment']}:{r['id']}" for r in rows if not r["passed"]]
+    out = ["# gaugedyn reproduction report", ""]
+    mode = "quick" if index.get("quick") else "full"
+    out.append(f"Written {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; {mode} configuration.")
+    if index.get("command"):
+        out.append(f"Command: `{index['command']}`.")
+    verdict = "every claim passed" if not failing else f"{len(failing)} failing: {', '.join(failing)}"
+    out += ["", f"**Verdict: {verdict}.**", "", "## Claims", ""]
+    out.append("| experiment | claim | measured | expected | tolerance | verdict |")
+    out.append("|---|---|---|---|---|---|")
+    for r in rows:
+        verdict_cell = "pass" if r["passed"] else "**FAIL**"
+        out.append(
+            f"| {_md(r['experiment'])} | {_md(r['id'])} | {_md(r['measured'])} | "
+            f"{_md(r['expected'])} | {_md(r['tolerance'])} | {verdict_cell} |"
+        )
+    versions = None
+    for name in index.get("runs", []):
+        summary = _summary(root / name)
+        error = index.get("errors", {}).get(name)
+        out += ["", f"## {name}", ""]
+        if summary is None:
+            out += [f"The run did not complete: {_md(error or 'no summary.json')}."]
+            continue
+        versions = versions or summary.get("versions")
+        if summary.get("description"):
+            out += [_md(summary["description"]), ""]
+        stats = summary.get("diagnostics", {}).get("tasks", {})
+        wall = summary.get("diagnostics", {}).get("wall_seconds")
+        wall_text = f", {wall:.1f} s wall time" if isinstance(wall, int | float) else ""
+        out.append(
+            f"Status: **{summary.get('status')}**; {stats.get('tasks', '?')} tasks "
+            f"({stats.get('reused', 0)} reused from the store, {stats.get('computed', 0)} computed, "
+            f"{stats.get('failed', 0)} failed){wall_text}."
+        )
+        config = summary.get("configuration", {})
+        out += ["", "Configuration:", "", "```json"]
+        shown = {k: config.get(k) for k in ("experiment", "seed", "quick", "source", "overrides")}
+        shown["params"] = config.get("params")
+        out += [json.dumps(shown, indent=1), "```", ""]
+        claims = summary.get("claims", [])
+        if claims:
+            out += ["| claim | statement | measured | expected | tolerance | verdict |"]
+            out += ["|---|---|---|---|---|---|"]
+            for c in claims:
+                out.append(
+                    f"| {_md(c['id'])} | {_md(c.get('statement', ''))} | {_md(fmt(c.get('measured')))} | "
+                    f"{_md(fmt(c.get('expected')))} | {_md(fmt(c.get('tolerance')))} | "
+                    f"{'pass' if c.get('passed') else '**FAIL**'} |"
+                )
+            out.append("")
+        for fig in summary.get("figures", []):
+            png = next((f for f in fig.get("files", []) if f.endswith(".png")), None)
+            if png is None:
+                continue
+            caption = fig.get("caption") or fig["name"]
+            out += [f"![{fig['name']}]({name}/{png})", "", f"*Figure {_md(fig['name'])}.* {_md(caption)}", ""]
+        failed = summary.get("failed_tasks", [])
+        if failed:
+            out += ["Failed tasks:", ""]
+            for f in failed[:50]:
+                out.append(f"- `{json.dumps(f.get('task'))}`: {f.get('type')}: {_md(f.get('message'))}")
+            if len(failed) > 50:
+                out.append(f"- ... and {len(failed) - 50} more (see summary.json)")
+            out.append("")
+    if versions:
+        out += ["", "## Versions", ""]
+        out += [f"- {k}: {v}" for k, v in versions.items()]
+    path = root / REPORT
+    atomic_write(path, ("\n".join(out) + "\n").encode())
+    return path

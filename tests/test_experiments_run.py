@@ -1,0 +1,193 @@
+"""Runs: failed tasks recorded, results committed whole, figures redrawn from stored arrays only,
+reproduce reports and exit codes, results independent of the executor."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from toy_experiments import TOY, Toy, config_text
+
+from gaugedyn.cli import main
+from gaugedyn.experiments import execute, load_arrays, load_config
+
+
+def invoke(argv, capsys) -> tuple[int, str, str]:
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def files_under(path) -> list[str]:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file())
+
+
+@pytest.fixture
+def cfg_path(tmp_path):
+    path = tmp_path / "toy.toml"
+    path.write_text(config_text(seed=1, n_tasks=5, size=32))
+    return path
+
+
+def test_run_writes_summary_arrays_and_figures(tmp_path, cfg_path, capsys):
+    code, out, err = invoke(["run", cfg_path, "--out", tmp_path / "out", "--executor", "serial"], capsys)
+    assert code == 0, err
+    assert "toy: 5 tasks, 0 already stored, 5 to run" in err and "5/5 tasks done" in err
+    assert "bounded" in out and "PASS" in out
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    for key in ("experiment", "configuration", "versions", "seeds", "definitions", "diagnostics",
+                "claims", "failed_tasks", "figures", "arrays_sha256"):
+        assert key in summary, key
+    assert summary["configuration"]["params"]["n_tasks"] == 5 and summary["seeds"]["root"] == 1
+    assert summary["versions"]["numpy"] == np.__version__
+    claim = summary["claims"][0]
+    assert set(claim) == {"id", "statement", "measured", "expected", "tolerance", "passed"}
+    assert summary["figures"] == [
+        {"name": "draws", "caption": TOY.captions["draws"],
+         "files": ["figures/draws.png", "figures/draws.pdf"]}
+    ]
+    arrays = load_arrays(tmp_path / "out")
+    assert arrays["x"].shape == (5, 32) and claim["measured"] == pytest.approx(np.abs(arrays["s"]).max())
+    assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".staging")]
+
+
+def test_failed_and_diverging_tasks_are_recorded_and_do_not_stop_the_sweep(tmp_path, capsys):
+    path = tmp_path / "toy.toml"
+    path.write_text(config_text(n_tasks=6, fail_on=[1], diverge_on=[4]))
+    out = tmp_path / "out"
+    code, _, err = invoke(["run", path, "--out", out, "--executor", "thread", "--workers", "2"], capsys)
+    assert code == 1 and "2 task(s) failed" in err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "tasks failed" and summary["claims"] == []
+    failed = {f["task"]["i"]: f for f in summary["failed_tasks"]}
+    assert sorted(failed) == [1, 4]
+    assert failed[1]["type"] == "RuntimeError" and failed[1]["message"] == "task 1 was told to fail"
+    assert "Traceback" in failed[1]["traceback"] and failed[1]["task"]["fail"] is True
+    div = failed[4]
+    assert div["type"] == "DivergenceError" and (div["quantity"], div["time"], div["step"]) == ("loss", 1.25, 17)
+    assert "loss became non-finite at t=1.25 (step 17)" in div["message"] and len(div["last_state"]) == 3
+    assert summary["diagnostics"]["tasks"]["computed"] == 4
+    assert len(list((out / ".tasks").glob("*/*.json"))) == 4  # the others were stored
+    assert not (out / "arrays.npz").exists()
+
+
+def test_interrupted_analysis_leaves_previous_result_intact(tmp_path, cfg_path, monkeypatch):
+    cfg = load_config(cfg_path)
+    execute(cfg, tmp_path / "out", executor="serial", progress=None)
+    before = {p: (tmp_path / "out" / p).read_bytes() for p in files_under(tmp_path / "out")}
+
+    def broken_plot(self, arrays, config, outdir):
+        (outdir / "half.png").write_bytes(b"half")
+        raise RuntimeError("plot crashed")
+
+    monkeypatch.setattr(Toy, "plot", broken_plot)
+    with pytest.raises(RuntimeError, match="plot crashed"):
+        execute(load_config(cfg_path, overrides=["seed=2"]), tmp_path / "out", executor="serial", progress=None)
+    after = {p: (tmp_path / "out" / p).read_bytes() for p in files_under(tmp_path / "out")}
+    visible = lambda d: {p: v for p, v in d.items() if not p.startswith(".tasks")}  # noqa: E731
+    assert visible(after) == visible(before)  # the new seed's tasks are stored, nothing else moved
+
+
+def test_plot_redraws_from_stored_arrays_only(tmp_path, cfg_path, capsys, monkeypatch):
+    out = tmp_path / "out"
+    assert invoke(["run", cfg_path, "--out", out, "--executor", "serial", "-q"], capsys)[0] == 0
+    figures = files_under(out / "figures")
+    pdf = (out / "figures" / "draws.pdf").read_bytes()
+    for path in (out / "figures").iterdir():
+        path.unlink()
+    import shutil
+
+    shutil.rmtree(out / ".tasks")
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("plot must not recompute")
+
+    monkeypatch.setattr(Toy, "run_task", forbidden)
+    monkeypatch.setattr(Toy, "analyse", forbidden)
+    monkeypatch.setattr(Toy, "tasks", forbidden)
+    code, out_text, err = invoke(["plot", out], capsys)
+    assert code == 0, err
+    assert files_under(out / "figures") == figures == ["draws.pdf", "draws.png"]
+    assert (out / "figures" / "draws.pdf").read_bytes() == pdf  # same arrays, same figure
+    assert "redrew" in out_text
+    (out / "arrays.npz").write_bytes((out / "arrays.npz").read_bytes()[:-10])
+    code, _, err = invoke(["plot", out], capsys)
+    assert code == 2 and "checksum" in err
+    (tmp_path / "empty").mkdir()
+    code, _, err = invoke(["plot", tmp_path / "empty"], capsys)
+    assert code == 2 and "no summary.json" in err
+
+
+def test_reproduce_report_exit_code_and_redraw(tmp_path, capsys, monkeypatch):
+    sims = tmp_path / "sims"
+    sims.mkdir()
+    (sims / "good.toml").write_text(config_text(seed=1, n_tasks=3))
+    (sims / "tight.toml").write_text(config_text(seed=2, n_tasks=3, bound=1e-3))
+    rep = tmp_path / "rep"
+    args = ["reproduce", "--simulations", sims, "--out", rep, "--executor", "serial", "-q"]
+    code, out, err = invoke([*args, "--quick"], capsys)
+    assert code == 1 and "tight:bounded" in err and "good:bounded" not in err
+    assert "PASS" in out and "FAIL" in out
+    report = (rep / "report.md").read_text()
+    assert "| good | bounded |" in report and "| tight | bounded |" in report and "**FAIL**" in report
+    assert "![draws](good/figures/draws.png)" in report
+    assert "*Figure draws.* Sum of the draws of each task." in report
+    assert "## Versions" in report and '"quick": true' in report
+    for name in ("good", "tight"):
+        assert json.loads((rep / name / "summary.json").read_text())["configuration"]["quick"]
+    code, _, _ = invoke([*args, "--quick", "--only", "good"], capsys)
+    assert code == 0
+    assert "tight" not in (rep / "report.md").read_text()
+    for name in ("good", "tight"):
+        for path in (rep / name / "figures").iterdir():
+            path.unlink()
+    monkeypatch.setattr(Toy, "run_task", lambda *a: pytest.fail("recomputed"))
+    code, out, _ = invoke(["plot", rep], capsys)
+    assert code == 0 and out.count("redrew") == 2
+    assert (rep / "good" / "figures" / "draws.png").exists()
+    assert (rep / "tight" / "figures" / "draws.pdf").exists()
+    (sims / "broken.toml").write_text("experiment = [\n")
+    code, _, err = invoke(["reproduce", "--simulations", sims, "--out", tmp_path / "new"], capsys)
+    assert code == 2 and "broken.toml" in err and "line" in err and not (tmp_path / "new").exists()
+    (sims / "broken.toml").unlink()
+    code, _, err = invoke(["reproduce", "--simulations", sims, "--out", rep / "good"], capsys)
+    assert code == 2 and "run folder" in err
+
+
+def test_results_do_not_depend_on_the_executor(tmp_path, cfg_path):
+    cfg = load_config(cfg_path, overrides=["n_tasks=6"])
+    reference = execute(cfg, tmp_path / "serial", executor="serial", progress=None).arrays
+    for kind in ("thread", "process"):
+        from gaugedyn.experiments import ExecutorSpec
+
+        arrays = execute(cfg, tmp_path / kind, executor=ExecutorSpec(kind, 2), progress=None).arrays
+        assert arrays.keys() == reference.keys()
+        for name in arrays:
+            assert arrays[name].dtype == reference[name].dtype
+            assert arrays[name].tobytes() == reference[name].tobytes(), (kind, name)
+    other_seed = execute(load_config(cfg_path, overrides=["n_tasks=6", "seed=9"]), tmp_path / "s9",
+                         executor="serial", progress=None).arrays
+    assert not np.array_equal(other_seed["x"], reference["x"])
+    assert os.listdir(tmp_path / "process" / "figures") != []
+
+
+def test_a_dying_worker_is_recorded_and_the_rerun_resumes(tmp_path):
+    from gaugedyn.experiments import ExecutorSpec
+
+    path = tmp_path / "toy.toml"
+    path.write_text(config_text(n_tasks=4, crash_on=[2]))
+    broken = execute(load_config(path), tmp_path / "out", executor=ExecutorSpec("process", 1),
+                     progress=None)
+    assert broken.exit_code == 1 and broken.summary["status"] == "tasks failed"
+    assert 2 in {f["task"]["i"] for f in broken.failed_tasks}
+    assert all(f["type"] == "BrokenProcessPool" for f in broken.failed_tasks)
+    stored = 4 - len(broken.failed_tasks)
+    fixed = execute(load_config(path, overrides=["crash_on=[]"]), tmp_path / "out",
+                    executor="serial", progress=None)
+    stats = fixed.summary["diagnostics"]["tasks"]
+    assert fixed.exit_code == 0 and stats["reused"] == stored and stats["computed"] == 4 - stored

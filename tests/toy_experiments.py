@@ -1,0 +1,138 @@
+"""A test-only experiment: seeded tasks that sleep briefly, optionally fail or diverge.
+
+Importable by subprocesses through ``PYTHONPATH=tests`` as ``toy_experiments:TOY``. When the
+environment variable ``TOY_LOG`` names a file, every task appends ``<index>`` to it as it starts,
+so a test can count how often each task was computed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from gaugedyn import DivergenceError
+from gaugedyn.experiments import Claim, Experiment, Param
+from gaugedyn.plotting import save_figure, subplots
+
+
+def _index_list(v) -> bool:
+    return isinstance(v, list) and all(type(i) is int and 0 <= i < 10_000 for i in v)
+
+
+class Toy(Experiment):
+    name = "toy"
+    description = "Sums of seeded Gaussian draws, one task per index."
+    captions = {"draws": "Sum of the draws of each task."}
+    definitions = {"s": "sum of the task's draws"}
+    params = {
+        "n_tasks": Param(int, 6, quick=3, check=lambda v: 1 <= v <= 200, allowed="1 to 200"),
+        "size": Param(int, 8, check=lambda v: 1 <= v <= 10_000, allowed="1 to 10000"),
+        "scale": Param(float, 1.0, check=lambda v: v > 0, allowed="a positive number"),
+        "sleep": Param(float, 0.0, check=lambda v: 0 <= v <= 2, allowed="0 to 2 (seconds)"),
+        "fail_on": Param(list, [], check=_index_list, allowed="a list of task indices"),
+        "diverge_on": Param(list, [], check=_index_list, allowed="a list of task indices"),
+        "crash_on": Param(list, [], check=_index_list, allowed="a list of task indices"),
+        "bound": Param(float, 1e6, check=lambda v: v > 0, allowed="a positive number"),
+        "gauge": Param(str, "w", check=lambda v: v in ("w", "a"), allowed="'w' or 'a'"),
+    }
+
+    def tasks(self, config):
+        return [
+            {"i": i, "size": config["size"], "scale": config["scale"], "sleep": config["sleep"],
+             "fail": i in config["fail_on"], "diverge": i in config["diverge_on"],
+             **({"crash": True} if i in config["crash_on"] else {})}
+            for i in range(config["n_tasks"])
+        ]
+
+    def run_task(self, task, seed):
+        log = os.environ.get("TOY_LOG")
+        if log:
+            fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, f"{task['i']}\n".encode())
+            finally:
+                os.close(fd)
+        if task["sleep"]:
+            time.sleep(task["sleep"])
+        if task.get("crash"):
+            import multiprocessing
+
+            if multiprocessing.parent_process() is not None:
+                os._exit(3)  # a worker process dying hard (segfault, out-of-memory kill)
+            raise RuntimeError("crash_on runs only in worker processes")
+        if task["fail"]:
+            raise RuntimeError(f"task {task['i']} was told to fail")
+        x = np.random.default_rng(seed).standard_normal(task["size"]) * task["scale"]
+        if task["diverge"]:
+            raise DivergenceError("loss", 1.25, 17, last_state=x[:3])
+        return {"x": x, "s": float(x.sum()), "i": task["i"], "note": None}
+
+    def analyse(self, config, tasks, results):
+        s = np.array([r["s"] for r in results])
+        x = np.stack([r["x"] for r in results])
+        assert all(r["note"] is None for r in results)
+        biggest = float(np.abs(s).max())
+        claims = [
+            Claim("bounded", "every task's sum stays below the bound", biggest, 0.0,
+                  config["bound"], biggest < config["bound"]),
+        ]
+        return {"s": s, "x": x, "i": np.array([r["i"] for r in results])}, claims, {"max": biggest}
+
+    def plot(self, arrays, config, outdir):
+        fig, ax = subplots()
+        ax.plot(arrays["i"], arrays["s"], "o-")
+        ax.set_xlabel("task")
+        ax.set_ylabel("sum")
+        return [save_figure(fig, outdir, "draws")]
+
+
+TOY = Toy()
+
+
+def toml_value(value) -> str:
+    """A TOML literal for a test value (strings as JSON strings, which TOML also reads)."""
+    import json
+    import math
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
+    raise TypeError(value)
+
+
+def to_toml(data: dict) -> str:
+    """A TOML document for a configuration mapping (top-level scalars, then tables)."""
+    import json
+
+    lines, tables = [], []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            tables.append((key, value))
+        else:
+            lines.append(f"{json.dumps(key)} = {toml_value(value)}")
+    for key, table in tables:
+        lines.append(f"[{json.dumps(key)}]")
+        lines += [f"{json.dumps(k)} = {toml_value(v)}" for k, v in table.items()]
+    return "\n".join(lines) + "\n"
+
+
+def config_text(seed: int = 0, quick: dict | None = None, **params) -> str:
+    data = {"experiment": "toy_experiments:TOY", "seed": seed, "params": params}
+    if quick is not None:
+        data["quick"] = quick
+    return to_toml(data)
