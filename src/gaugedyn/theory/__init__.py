@@ -1,5 +1,12 @@
 """Population theory: problem specifications, the exact flows, integrators and observables."""
 
+from ._flows import FORMULATIONS as FORMULATIONS
+from ._flows import FlowParams as FlowParams
+from ._flows import gd_step as gd_step
+from ._flows import initial_state as initial_state
+from ._flows import jacobian as jacobian
+from ._flows import rhs as rhs
+from ._flows import state_to_order_parameters as state_to_order_parameters
 from ._observables import Definitions as Definitions
 from ._observables import alignment as alignment
 from ._observables import delta as delta
@@ -11,6 +18,7 @@ from ._observables import owner as owner
 from ._observables import pruned as pruned
 from ._observables import rho as rho
 from ._population import ACTIVATIONS as ACTIVATIONS
+from ._population import gradient_jvp as gradient_jvp
 from ._population import gradients as gradients
 from ._population import order_parameter_velocity as order_parameter_velocity
 from ._population import population_loss as population_loss
@@ -21,3 +29,10 @@ from ._problem import perturb as perturb
 from ._problem import random_problem as random_problem
 from ._problem import single as single
 from ._problem import with_gauge as with_gauge
+from ._solution import BatchSolution as BatchSolution
+from ._solution import Solution as Solution
+from ._solve import METHODS as METHODS
+from ._solve import default_t_max as default_t_max
+from ._solve import log_times as log_times
+from ._solve import solve as solve
+from ._solve import solve_batch as solve_batch

@@ -71,24 +71,39 @@ def gradients(a, Q, R, b, T, activation: str = "relu") -> Gradients:
     - sum_n a_i b_n F_q1(Q_ii, T_nn, R_in)``; ``H_in = -a_i b_n F_c(Q_ii, T_nn, R_in)``.
     The weight gradient is then ``dL/dW = 2 G W + H V`` for any realisation of ``(Q, R)``.
     """
+    return _gradients(a, Q, R, b, T, activation, with_loss=True)
+
+
+def _gradients(a, Q, R, b, T, activation: str, with_loss: bool) -> Gradients:
     F, dF, _, S, dS, _ = KERNELS[check_activation(activation)]
     K = Q.shape[-1]
     eye = np.eye(K, dtype=bool)
     dq, dt = _diag(Q), _diag(T)
     q1, q2 = dq[..., :, None], dq[..., None, :]
-    Fss = np.where(eye, S(dq)[..., :, None] * np.ones(K), F(q1, q2, Q))
-    Fq1_ss, _, Fc_ss = dF(q1, q2, np.where(eye, 0.0, Q))
-    Fq1_ss, Fc_ss = np.where(eye, 0.0, Fq1_ss), np.where(eye, 0.0, Fc_ss)
-    Fst = F(dq[..., :, None], dt[..., None, :], R)
-    Fq1_st, _, Fc_st = dF(dq[..., :, None], dt[..., None, :], R)
+    if K == 1:  # no student pairs
+        Fss = S(dq)[..., :, None]
+        Fq1_ss = Fc_ss = np.zeros_like(Q)
+    else:
+        Qo = np.where(eye, 0.0, Q)
+        Fss = np.where(eye, S(dq)[..., :, None], F(q1, q2, Qo))
+        Fq1_ss, _, Fc_ss = dF(q1, q2, Qo)
+        Fq1_ss, Fc_ss = np.where(eye, 0.0, Fq1_ss), np.where(eye, 0.0, Fc_ss)
+    dqi = dq[..., :, None]
+    Fst = F(dqi, dt[..., None, :], R)
+    Fq1_st, _, Fc_st = dF(dqi, dt[..., None, :], R)
 
     aa = a[..., :, None] * a[..., None, :]
     ab = a[..., :, None] * b[..., None, :]
-    loss = population_loss(a, Q, R, b, T, activation)
     g_a = np.einsum("...ij,...j->...i", Fss, a) - np.einsum("...in,...n->...i", Fst, b)
+    if with_loss:
+        tt = np.einsum("...n,...nm,...m->...", b, _pair_matrix(F, S, T), b)
+        loss = 0.5 * np.einsum("...i,...i->...", a, g_a) - 0.5 * np.einsum(
+            "...i,...in,...n->...", a, Fst, b) + 0.5 * tt
+    else:
+        loss = None
     G = 0.5 * aa * Fc_ss
     diag = 0.5 * a**2 * dS(dq) + (aa * Fq1_ss).sum(-1) - (ab * Fq1_st).sum(-1)
-    G = np.where(eye, diag[..., :, None] * np.ones(K), G)
+    G = np.where(eye, diag[..., :, None], G)
     H = -ab * Fc_st
     return Gradients(loss, g_a, G, H)
 
@@ -106,3 +121,69 @@ def order_parameter_velocity(a, Q, R, b, T, activation: str = "relu"):
     dQ = -(2 * GQ + 2 * np.swapaxes(GQ, -1, -2) + HRt + np.swapaxes(HRt, -1, -2))
     dR = -(2 * gr.G @ R + gr.H @ T)
     return -gr.g_a, dQ, dR
+
+
+def _clip_correlation(q1, q2, c, cutoff: float):
+    """``c`` moved inside ``|c| <= (1 - cutoff) sqrt(q1 q2)`` (the kernels' Hessians are singular
+    on ``c^2 = q1 q2`` for ReLU)."""
+    bound = (1.0 - cutoff) * np.sqrt(q1 * q2)
+    return np.clip(c, -bound, bound)
+
+
+def gradient_jvp(a, Q, R, b, T, da, dQ, dR, activation: str = "relu", *,
+                 singular_cutoff: float = 0.0):
+    """Directional derivative of ``(dL/da, G, H)`` of :func:`gradients` along ``(da, dQ, dR)``.
+
+    ``dQ`` is a symmetric direction. The state arrays broadcast against the direction arrays (insert
+    an axis in the state to push many directions at once). With ``singular_cutoff > 0`` the pair
+    kernels' second derivatives are evaluated at a correlation clipped to
+    ``|c| <= (1 - cutoff) sqrt(q1 q2)``: exact away from aligned pairs, finite on them (ReLU's
+    second derivatives diverge like ``(q1 q2 - c^2)^{-1/2}``).
+    """
+    _, dF, d2F, S, dS, d2S = KERNELS[check_activation(activation)]
+    K = Q.shape[-1]
+    eye = np.eye(K, dtype=bool)
+    dq, dt = _diag(Q), _diag(T)
+    ddq = _diag(dQ)
+    q1, q2 = dq[..., :, None], dq[..., None, :]
+    tn = dt[..., None, :]
+    Qo = np.where(eye, 0.0, Q)
+    if singular_cutoff > 0:
+        Qh = np.where(eye, 0.0, _clip_correlation(q1, q2, Q, singular_cutoff))
+        Rh = _clip_correlation(dq[..., :, None], tn, R, singular_cutoff)
+    else:
+        Qh, Rh = Qo, R
+    if K == 1:  # no student pairs
+        Fq1_ss = Fq2_ss = Fc_ss = h11 = h12 = h1c = h2c = hcc = np.zeros_like(Q)
+    else:
+        Fq1_ss, Fq2_ss, Fc_ss = (np.where(eye, 0.0, x) for x in dF(q1, q2, Qo))
+        h11, h12, h1c, _, h2c, hcc = (np.where(eye, 0.0, x) for x in d2F(q1, q2, Qh))
+    Fq1_st, _, Fc_st = dF(dq[..., :, None], tn, R)
+    s11, _, s1c, _, _, scc = d2F(dq[..., :, None], tn, Rh)
+    Fss_self = S(dq)
+
+    dqi, dqj = ddq[..., :, None], ddq[..., None, :]
+    dQo = np.where(eye, 0.0, dQ)
+    dF_ss = np.where(eye, 0.0, Fq1_ss * dqi + Fq2_ss * dqj + Fc_ss * dQo)
+    dF_st = Fq1_st * dqi + Fc_st * dR
+    pair = 0.0 if K == 1 else np.where(eye, 0.0, KERNELS[activation][0](q1, q2, Qo))
+    Fss = np.where(eye, Fss_self[..., :, None] * np.ones(K), pair)
+    dg_a = (np.einsum("...ij,...j->...i", dF_ss, a) + np.einsum("...ij,...j->...i", Fss, da)
+            + dS(dq) * ddq * a
+            - np.einsum("...in,...n->...i", dF_st, b))
+
+    aa = a[..., :, None] * a[..., None, :]
+    daa = da[..., :, None] * a[..., None, :] + a[..., :, None] * da[..., None, :]
+    ab = a[..., :, None] * b[..., None, :]
+    dab = da[..., :, None] * b[..., None, :]
+    dFc_ss = h1c * dqi + h2c * dqj + hcc * dQo
+    dFq1_ss = h11 * dqi + h12 * dqj + h1c * dQo
+    dFq1_st = s11 * dqi + s1c * dR
+    dFc_st = s1c * dqi + scc * dR
+    dG = 0.5 * (daa * Fc_ss + aa * dFc_ss)
+    ddiag = (a * da * dS(dq) + 0.5 * a**2 * d2S(dq) * ddq
+             + (daa * Fq1_ss + aa * dFq1_ss).sum(-1)
+             - (dab * Fq1_st + ab * dFq1_st).sum(-1))
+    dG = np.where(eye, ddiag[..., :, None] * np.ones(K), dG)
+    dH = -(dab * Fc_st + ab * dFc_st)
+    return dg_a, dG, dH

@@ -1,0 +1,266 @@
+"""The three exact formulations of population gradient flow, their Jacobians and GD maps.
+
+All three integrate ``da/dt = -dL/da``, ``dW/dt = -(2 G W + H V)`` (:func:`gradients`):
+
+- ``order-parameters``: the state ``y = (a, Q_{i<=j}, R)``, ``K + K(K+1)/2 + KM`` numbers,
+  ``dQ/dt = -(2GQ + 2QG + HR^T + RH^T)``, ``dR/dt = -(2GR + HT)``; the cost does not depend on ``D``;
+- ``weight-space``: ``y = (a, W)`` in ``D`` dimensions;
+- ``span``: ``y = (a, C)`` with ``W = C E^T`` in an orthonormal basis ``E`` of
+  ``span{w_i(0), v_n}`` (``r <= K + M`` columns); exact at any ``D`` because the flow never
+  leaves that span.
+
+Right-hand sides are pure functions ``rhs(t, y, params)`` vectorised over leading batch axes of
+``y`` (and of the arrays in ``params``). Population gradient descent with step ``eta`` is the Euler
+map of the weight-space flow, ``W -> W - eta dL/dW``; in order parameters it is that map's exact
+image, ``Q -> Q + eta dQ/dt + eta^2 (dL/dW)(dL/dW)^T``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._errors import InputError
+from ._population import _gradients, gradient_jvp
+
+FORMULATIONS = ("order-parameters", "weight-space", "span")
+
+
+@dataclass(frozen=True, eq=False)
+class FlowParams:
+    """Everything a right-hand side needs besides the state.
+
+    ``b (..., M)``, ``T (..., M, M)``; ``V (..., M, d)`` is the teacher in the state's coordinates
+    (``d = D`` for weight-space, ``r`` for span, ``None`` for order parameters); ``basis (D, r)``
+    is the span basis. ``singular_cutoff`` regularises only the Jacobian (see
+    :func:`gradient_jvp`).
+    """
+
+    formulation: str
+    K: int
+    M: int
+    activation: str
+    b: np.ndarray
+    T: np.ndarray
+    V: np.ndarray | None = None
+    basis: np.ndarray | None = None
+    singular_cutoff: float = 1e-10
+
+    @property
+    def coords(self) -> int:
+        return 0 if self.V is None else self.V.shape[-1]
+
+    @property
+    def size(self) -> int:
+        K, M = self.K, self.M
+        if self.formulation == "order-parameters":
+            return K + K * (K + 1) // 2 + K * M
+        return K + K * self.coords
+
+    def take(self, index) -> FlowParams:
+        """Parameters of a subset of a batch (arrays with a leading batch axis)."""
+        pick = {}
+        for name, ndim in (("b", 1), ("T", 2), ("V", 2)):
+            x = getattr(self, name)
+            if x is not None and x.ndim > ndim:
+                pick[name] = x[index]
+        return dataclasses.replace(self, **pick)
+
+    def component(self, index: int) -> str:
+        """Name of state component ``index``."""
+        K = self.K
+        if index < K:
+            return f"a[{index}]"
+        index -= K
+        if self.formulation == "order-parameters":
+            nq = K * (K + 1) // 2
+            if index < nq:
+                iu = _triu(K)
+                return f"Q[{iu[0][index]},{iu[1][index]}]"
+            index -= nq
+            return f"R[{index // self.M},{index % self.M}]"
+        name = "W" if self.formulation == "weight-space" else "C"
+        return f"{name}[{index // self.coords},{index % self.coords}]"
+
+
+def _check_formulation(formulation: str) -> str:
+    if formulation not in FORMULATIONS:
+        raise InputError(f"formulation={formulation!r} is not allowed; choose one of "
+                         f"{', '.join(FORMULATIONS)}")
+    return formulation
+
+
+def span_basis(W: np.ndarray, V: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
+    """Orthonormal basis ``E (D, r)`` of ``span{w_i, v_n}`` (rank-revealing SVD)."""
+    A = np.concatenate([W, V]).T
+    U, s, _ = np.linalg.svd(A, full_matrices=False)
+    r = int(np.sum(s > rtol * s[0]))
+    return U[:, :r]
+
+
+def initial_state(problem, formulation: str = "order-parameters", *,
+                  singular_cutoff: float = 1e-10):
+    """``(y0, params)`` of a :class:`Problem` in the chosen formulation."""
+    _check_formulation(formulation)
+    K, M = problem.K, problem.M
+    a, Q, R, b, T = problem.order_parameters()
+    common = dict(formulation=formulation, K=K, M=M, activation=problem.activation, b=b,
+                  singular_cutoff=singular_cutoff)
+    if formulation == "order-parameters":
+        return pack_order_parameters(a, Q, R), FlowParams(T=T, **common)
+    if formulation == "weight-space":
+        y0 = np.concatenate([a, problem.W.ravel()])
+        return y0, FlowParams(T=T, V=problem.V, **common)
+    E = span_basis(problem.W, problem.V)
+    C, B = problem.W @ E, problem.V @ E
+    y0 = np.concatenate([a, C.ravel()])
+    return y0, FlowParams(T=B @ B.T, V=B, basis=E, **common)
+
+
+@functools.lru_cache(maxsize=64)
+def _triu(K: int):
+    return np.triu_indices(K)
+
+
+def pack_order_parameters(a, Q, R):
+    K = a.shape[-1]
+    iu = _triu(K)
+    return np.concatenate([a, Q[..., iu[0], iu[1]], R.reshape(*R.shape[:-2], -1)], axis=-1)
+
+
+@functools.lru_cache(maxsize=64)
+def _sym_index(K: int) -> np.ndarray:
+    idx = np.zeros((K, K), dtype=int)
+    iu = _triu(K)
+    idx[iu] = np.arange(len(iu[0]))
+    return np.maximum(idx, idx.T) if K > 1 else idx
+
+
+def unpack_order_parameters(y, K: int, M: int):
+    nq = K * (K + 1) // 2
+    a = y[..., :K]
+    Q = y[..., K:K + nq][..., _sym_index(K)]
+    R = y[..., K + nq:].reshape(*y.shape[:-1], K, M)
+    return a, Q, R
+
+
+def _unpack_weights(y, p: FlowParams):
+    return y[..., :p.K], y[..., p.K:].reshape(*y.shape[:-1], p.K, p.coords)
+
+
+def _t(x):
+    return np.swapaxes(x, -1, -2)
+
+
+def state_to_order_parameters(y, p: FlowParams):
+    """``(a, Q, R)`` of states ``y (..., n)``."""
+    if p.formulation == "order-parameters":
+        return unpack_order_parameters(y, p.K, p.M)
+    a, W = _unpack_weights(y, p)
+    V = _expand_params(p, y)[2]
+    return a, W @ _t(W), W @ _t(V)
+
+
+def weights(y, p: FlowParams):
+    """``(a, W)`` in ``D`` dimensions (weight-space and span formulations)."""
+    if p.formulation == "order-parameters":
+        raise InputError("the order-parameter formulation does not carry weights; use "
+                         "formulation='weight-space' or 'span'")
+    a, W = _unpack_weights(y, p)
+    return (a, W) if p.basis is None else (a, W @ p.basis.T)
+
+
+def _expand_params(p: FlowParams, y):
+    """``b, T, V`` broadcastable against states ``y (..., n)``."""
+    extra = y.ndim - 1 - (p.b.ndim - 1)
+    shape = (slice(None),) * (p.b.ndim - 1) + (None,) * extra
+
+    def ex(x):
+        return None if x is None else x[shape]
+
+    return ex(p.b), ex(p.T), ex(p.V)
+
+
+def rhs(t, y, p: FlowParams):
+    """Population gradient flow ``dy/dt`` in the formulation of ``p`` (vectorised over ``y``)."""
+    b, T, V = _expand_params(p, y)
+    if p.formulation == "order-parameters":
+        a, Q, R = unpack_order_parameters(y, p.K, p.M)
+        g = _gradients(a, Q, R, b, T, p.activation, with_loss=False)
+        GQ = g.G @ Q
+        HRt = g.H @ _t(R)
+        dQ = -(2 * GQ + 2 * _t(GQ) + HRt + _t(HRt))
+        dR = -(2 * g.G @ R + g.H @ T)
+        return pack_order_parameters(-g.g_a, dQ, dR)
+    a, W = _unpack_weights(y, p)
+    Q, R = W @ _t(W), W @ _t(V)
+    g = _gradients(a, Q, R, b, T, p.activation, with_loss=False)
+    dW = -(2 * g.G @ W + g.H @ V)
+    return np.concatenate([-g.g_a, dW.reshape(*dW.shape[:-2], -1)], axis=-1)
+
+
+def jacobian(t, y, p: FlowParams):
+    """Exact Jacobian ``d rhs / dy`` (``(..., n, n)``), by the chain rule through the kernels'
+    second derivatives (:func:`gradient_jvp`), regularised only on exactly aligned ReLU pairs."""
+    return rhs_and_jacobian(t, y, p)[1]
+
+
+def rhs_and_jacobian(t, y, p: FlowParams):
+    """``(rhs(t, y, p), jacobian(t, y, p))`` sharing one gradient evaluation."""
+    n = y.shape[-1]
+    b, T, V = _expand_params(p, y)
+    eye = np.eye(n)
+    if p.formulation == "order-parameters":
+        a, Q, R = unpack_order_parameters(y, p.K, p.M)
+        da, dQ, dR = unpack_order_parameters(eye, p.K, p.M)
+    else:
+        a, W = _unpack_weights(y, p)
+        da, dW = _unpack_weights(eye, p)
+        Q, R = W @ _t(W), W @ _t(V)
+        We = W[..., None, :, :]
+        dQ = dW @ _t(We) + We @ _t(dW)
+        dR = dW @ _t(V[..., None, :, :])
+    g = _gradients(a, Q, R, b, T, p.activation, with_loss=False)
+
+    def ex(x):
+        return np.expand_dims(x, -3)
+
+    a_, Q_, R_ = a[..., None, :], ex(Q), ex(R)
+    b_, T_ = b[..., None, :], ex(T)
+    dga, dG, dH = gradient_jvp(a_, Q_, R_, b_, T_, da, dQ, dR, p.activation,
+                               singular_cutoff=p.singular_cutoff)
+    G, H = ex(g.G), ex(g.H)
+    if p.formulation == "order-parameters":
+        A = dG @ Q_ + G @ dQ
+        B = dH @ _t(R_) + H @ _t(dR)
+        dQdot = -(2 * A + 2 * _t(A) + B + _t(B))
+        dRdot = -(2 * (dG @ R_ + G @ dR) + dH @ T_)
+        cols = pack_order_parameters(-dga, dQdot, dRdot)
+        GQ, HRt = g.G @ Q, g.H @ _t(R)
+        f = pack_order_parameters(-g.g_a, -(2 * GQ + 2 * _t(GQ) + HRt + _t(HRt)),
+                                  -(2 * g.G @ R + g.H @ T))
+    else:
+        dWdot = -(2 * (dG @ We + G @ dW) + dH @ V[..., None, :, :])
+        cols = np.concatenate([-dga, dWdot.reshape(*dWdot.shape[:-2], -1)], axis=-1)
+        dW_ = -(2 * g.G @ W + g.H @ V)
+        f = np.concatenate([-g.g_a, dW_.reshape(*dW_.shape[:-2], -1)], axis=-1)
+    return f, _t(cols)
+
+
+def gd_step(y, eta: float, p: FlowParams):
+    """One step of population gradient descent, ``W -> W - eta dL/dW``, ``a -> a - eta dL/da``."""
+    if p.formulation != "order-parameters":
+        return y + eta * rhs(0.0, y, p)
+    b, T, _ = _expand_params(p, y)
+    a, Q, R = unpack_order_parameters(y, p.K, p.M)
+    g = _gradients(a, Q, R, b, T, p.activation, with_loss=False)
+    G, H = g.G, g.H
+    GQ, HRt = G @ Q, H @ _t(R)
+    dQ = -(2 * GQ + 2 * _t(GQ) + HRt + _t(HRt))
+    GRHt = G @ R @ _t(H)
+    outer = 4 * GQ @ G + 2 * GRHt + 2 * _t(GRHt) + H @ T @ _t(H)
+    dR = -(2 * G @ R + H @ T)
+    return pack_order_parameters(a - eta * g.g_a, Q + eta * dQ + eta**2 * outer, R + eta * dR)

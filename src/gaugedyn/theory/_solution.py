@@ -1,0 +1,120 @@
+"""Results of the population theory: trajectories in order parameters, observables, events and
+diagnostics, for one trajectory (:class:`Solution`) or a batch (:class:`BatchSolution`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._observables import Definitions
+
+
+def _json(x):
+    if isinstance(x, dict):
+        return {k: _json(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_json(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _json(x.tolist())
+    if isinstance(x, np.integer | np.bool_):
+        return x.item()
+    if isinstance(x, float | np.floating):
+        x = float(x)
+        return x if np.isfinite(x) else None
+    return x
+
+
+@dataclass
+class Solution:
+    """One trajectory of the population dynamics.
+
+    ``t (T,)``; ``a (T, K)``, ``Q (T, K, K)``, ``R (T, K, M)`` whatever the formulation (``W
+    (T, K, D)`` too if the weights were kept); ``observables``: ``loss (T,)``, ``rho (T, K)``,
+    ``alignment (T, K, M)``, ``delta (T, K)``, ``reaction (T, K)``, ``transport (T, K)``, ``owner``
+    and ``pruned`` over time; ``specialization_time (M,)`` and ``pruning_time (K,)`` (NaN: never,
+    within ``[0, t_final]``); ``owner (M,)`` at the final time; ``delta_drift`` the largest drift of
+    the gauge over the output times; ``diagnostics`` the integrator's counters and settings.
+    """
+
+    t: np.ndarray
+    a: np.ndarray
+    Q: np.ndarray
+    R: np.ndarray
+    observables: dict
+    specialization_time: np.ndarray
+    pruning_time: np.ndarray
+    owner: np.ndarray
+    delta_drift: float
+    diagnostics: dict
+    definitions: Definitions
+    problem: dict
+    W: np.ndarray | None = None
+    settings: dict = field(default_factory=dict)
+
+    def final(self) -> dict:
+        """Observables at the last output time."""
+        return {k: v[-1] for k, v in self.observables.items()}
+
+    def to_dict(self) -> dict:
+        """JSON-ready summary: events, final observables, definitions, settings, diagnostics."""
+        fin = self.final()
+        return _json({
+            "specialization_time": self.specialization_time,
+            "pruning_time": self.pruning_time,
+            "owner": self.owner,
+            "t_final": self.t[-1],
+            "rho": fin["rho"],
+            "alignment": fin["alignment"],
+            "loss": fin["loss"],
+            "delta": fin["delta"],
+            "delta_drift": self.delta_drift,
+            "pruned": fin["pruned"],
+            "definitions": self.definitions.describe(),
+            "problem": self.problem,
+            "settings": self.settings,
+            "diagnostics": self.diagnostics,
+        })
+
+
+@dataclass
+class BatchSolution:
+    """Many trajectories on shared output times: every field of :class:`Solution` with a leading
+    batch axis (NaN after a trajectory stopped), per-trajectory ``diagnostics`` (a list) and the
+    batch's ``wall_time``."""
+
+    t: np.ndarray
+    a: np.ndarray
+    Q: np.ndarray
+    R: np.ndarray
+    observables: dict
+    specialization_time: np.ndarray
+    pruning_time: np.ndarray
+    owner: np.ndarray
+    delta_drift: np.ndarray
+    diagnostics: list
+    definitions: Definitions
+    problems: list
+    wall_time: float = 0.0
+    settings: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return self.a.shape[0]
+
+    def __getitem__(self, i: int) -> Solution:
+        keep = np.isfinite(self.a[i, :, 0])
+        return Solution(
+            t=self.t[keep], a=self.a[i, keep], Q=self.Q[i, keep], R=self.R[i, keep],
+            observables={k: v[i, keep] for k, v in self.observables.items()},
+            specialization_time=self.specialization_time[i], pruning_time=self.pruning_time[i],
+            owner=self.owner[i], delta_drift=float(self.delta_drift[i]),
+            diagnostics=self.diagnostics[i], definitions=self.definitions,
+            problem=self.problems[i], settings=self.settings)
+
+    def to_dict(self) -> dict:
+        """JSON-ready summary of every trajectory."""
+        return _json({
+            "trajectories": [self[i].to_dict() for i in range(len(self))],
+            "wall_time": self.wall_time,
+            "definitions": self.definitions.describe(),
+        })
