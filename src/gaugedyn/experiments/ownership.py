@@ -1,0 +1,173 @@
+"""Among duplicate students, the one with the favourable gauge owns the teacher feature.
+
+Claim 3 of THEORY.md section 2. ``K`` copies of the ``single`` neuron share ``rho0 = s`` and the
+direction ``u0``; copy ``j`` gets the a-heavy gauge (fast transport) and the others the w-heavy
+gauge. For every ``K`` in the list and every ``j``, the population flow is solved (the ``K`` runs of
+one ``K`` in one batch) and checked at the stated time ``t_check``: copy ``j`` is the owner, every
+other copy is functionally pruned (``|rho_i| < prune_tol``), and the function the others still
+carry, ``||sum_{i != j} rho_i relu(u_i.x)|| / ||f*||`` (Gaussian L2 norms), is reported.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..theory import Definitions, duplicates
+from . import _gauge_common as gc
+from ._protocol import Claim, Experiment, Param
+
+
+class Ownership(Experiment):
+    name = "ownership"
+    description = "K duplicates, favourable gauge on each index in turn: owner and pruning"
+    params = {
+        "Ks": Param(list, [2, 3, 5, 8], check=gc.bounded(lambda v: isinstance(v, list) and v and all(
+                        isinstance(k, int) and not isinstance(k, bool) and 2 <= k <= 16 for k in v)
+                        and len(set(v)) == len(v), ""),
+                    allowed="a non-empty list of distinct integers in [2, 16]",
+                    help="numbers of duplicate students"),
+        "dim": Param(int, 100, check=lambda v: v >= 4, allowed="an integer >= 4",
+                     help="input dimension D (also the gauge strength)"),
+        "scale": Param((int, float), 1.0, check=lambda v: v > 0, allowed="a number > 0",
+                       help="initial coefficient rho0 = s of every copy"),
+        "t_check": Param((int, float), 2.0, check=lambda v: v > 0, allowed="a number > 0",
+                         help="the stated time at which owner and pruning are checked"),
+        "prune_tol": Param(float, 1e-3, check=lambda v: 0 < v < 1, allowed="a number in (0, 1)",
+                           help="|rho| below which a copy counts as pruned"),
+        "threshold": Param(float, 0.95, check=lambda v: 0 < v < 1, allowed="a number in (0, 1)",
+                           help="alignment that defines specialization"),
+        "n_times": Param(int, 160, quick=100, check=lambda v: v >= 20, allowed="an integer >= 20",
+                         help="number of log-spaced output times"),
+        "rtol": Param(float, 1e-8, check=lambda v: 0 < v < 1e-3, allowed="a number in (0, 1e-3)",
+                      help="relative tolerance of the batched integrator"),
+    }
+
+    def tasks(self, config):
+        keep = ("dim", "scale", "t_check", "prune_tol", "threshold", "n_times", "rtol")
+        return [{"K": int(K), **{k: config[k] for k in keep}} for K in sorted(config["Ks"])]
+
+    def run_task(self, task, seed):
+        K = task["K"]
+        problems = []
+        for j in range(K):
+            gauges = ["w-heavy"] * K
+            gauges[j] = "a-heavy"
+            problems.append(duplicates(task["dim"], gauges, scale=task["scale"]))
+        definitions = Definitions(threshold=task["threshold"], prune_tol=task["prune_tol"])
+        grid = gc.time_grid(task["t_check"], task["n_times"], t_min=1e-4 / task["dim"])
+        trajs = gc.trajectories(problems, grid, definitions=definitions, rtol=task["rtol"])
+        contribution = []
+        for j, tr in enumerate(trajs):
+            others = np.arange(K) != j
+            a, Q = tr["a"][-1][others], tr["Q"][-1][np.ix_(others, others)]
+            teacher = np.sqrt(0.5)  # ||relu(v.x)|| with |v| = 1, b = 1
+            contribution.append(gc.function_norm(a, Q) / teacher)
+        return {"t": trajs[0]["t"], "rho": np.stack([tr["rho"] for tr in trajs]),
+                "owner": np.array([int(tr["owner"][0]) for tr in trajs]),
+                "pruning_time": np.stack([tr["pruning_time"] for tr in trajs]),
+                "specialization_time": np.array([tr["specialization_time"] for tr in trajs]),
+                "contribution": np.array(contribution),
+                "nsteps_max": max(int(tr["diagnostics"].get("nsteps", 0)) for tr in trajs)}
+
+    def analyse(self, config, tasks, results):
+        tol, t_check = float(config["prune_tol"]), float(config["t_check"])
+        arrays = {"Ks": np.array([t["K"] for t in tasks]), "prune_tol": np.array(tol),
+                  "t_check": np.array(t_check)}
+        n_runs = n_owned = 0
+        worst_rho, worst_contribution, latest_prune = 0.0, 0.0, 0.0
+        for task, res in zip(tasks, results):
+            K = task["K"]
+            owner = np.asarray(res["owner"])
+            n_runs += K
+            n_owned += int(np.sum(owner == np.arange(K)))
+            rho_end = np.abs(np.asarray(res["rho"])[:, -1, :])
+            others = ~np.eye(K, dtype=bool)
+            worst_rho = max(worst_rho, float(np.max(rho_end[others])))
+            prune = np.asarray(res["pruning_time"])[others]
+            latest_prune = max(latest_prune, float(np.max(np.where(np.isnan(prune), np.inf, prune))))
+            worst_contribution = max(worst_contribution, float(np.max(res["contribution"])))
+            arrays |= {f"t_K{K}": np.asarray(res["t"]), f"rho_K{K}": np.asarray(res["rho"]),
+                       f"owner_K{K}": owner, f"pruning_time_K{K}": np.asarray(res["pruning_time"]),
+                       f"specialization_time_K{K}": np.asarray(res["specialization_time"]),
+                       f"contribution_K{K}": np.asarray(res["contribution"])}
+        Ks = ", ".join(str(t["K"]) for t in tasks)
+        bound = (max(t["K"] for t in tasks) - 1) * tol
+        claims = [
+            Claim(id="ownership.owner",
+                  statement=(f"for K in {{{Ks}}} duplicates at D = {config['dim']}, the copy given "
+                             "the a-heavy gauge owns the teacher feature at t = "
+                             f"{t_check:g}, every time (runs owned / runs)"),
+                  measured=n_owned / max(n_runs, 1), expected=1.0, tolerance=0.0,
+                  passed=bool(n_runs > 0 and n_owned == n_runs)),
+            Claim(id="ownership.pruned",
+                  statement=(f"every other copy has |rho| < {tol:g} by t = {t_check:g} (largest "
+                             "|rho| of a non-favourable copy at that time; the latest pruning "
+                             f"time is {latest_prune:.4g})"),
+                  measured=worst_rho, expected=f"< {tol:g}", tolerance=tol,
+                  passed=bool(worst_rho < tol and latest_prune <= t_check)),
+            Claim(id="ownership.remaining_contribution",
+                  statement=("the function still carried by the pruned copies, "
+                             "||sum_{i != owner} rho_i relu(u_i.x)|| / ||f*||, at t = "
+                             f"{t_check:g} (largest over runs; bound (K-1) prune_tol)"),
+                  measured=worst_contribution, expected=f"< {bound:g}", tolerance=bound,
+                  passed=bool(worst_contribution < bound)),
+        ]
+        arrays["caption_ownership_rho"] = np.array(
+            f"Duplicates at D = {config['dim']}: K copies with the same initial function, the "
+            "a-heavy gauge given to one copy in turn (all K runs overlaid). Solid: |rho| of the "
+            "favourable copy; grey: the other copies, falling through the pruning tolerance "
+            f"{tol:g} (dashed) before the stated time t = {t_check:g} (dotted).")
+        arrays["caption_ownership_summary"] = np.array(
+            "Left: pruning time of every non-favourable copy against K and the index of the "
+            "favourable copy. Right: the function the pruned copies still carry at the stated "
+            "time, relative to the teacher's norm.")
+        return arrays, claims
+
+    def plot(self, arrays, config, outdir):
+        import matplotlib.pyplot as plt
+
+        Ks = [int(k) for k in arrays["Ks"]]
+        tol, t_check = float(arrays["prune_tol"]), float(arrays["t_check"])
+        ncol = min(len(Ks), 4)
+        nrow = -(-len(Ks) // ncol)
+        fig, axes = plt.subplots(nrow, ncol, figsize=(2.6 * ncol + 1, 2.8 * nrow + 0.5),
+                                 squeeze=False, sharey=True)
+        for ax, K in zip(axes.ravel(), Ks):
+            t, rho = arrays[f"t_K{K}"][1:], np.abs(arrays[f"rho_K{K}"][:, 1:, :])
+            for j in range(K):
+                for i in range(K):
+                    if i != j:
+                        ax.loglog(t, np.maximum(rho[j, :, i], 1e-16), color="0.6", lw=0.8)
+                ax.loglog(t, rho[j, :, j], color="C0", lw=1.4)
+            ax.axhline(tol, color="C1", ls="--", lw=1)
+            ax.axvline(t_check, color="k", ls=":", lw=1)
+            ax.set(title=f"K = {K}", xlabel="time t", ylim=(1e-12, 1e1))
+        for ax in axes[:, 0]:
+            ax.set_ylabel("|rho_i|")
+        for ax in axes.ravel()[len(Ks):]:
+            ax.set_visible(False)
+        axes[0, 0].plot([], [], color="C0", label="favourable (a-heavy) copy")
+        axes[0, 0].plot([], [], color="0.6", label="other copies (w-heavy)")
+        axes[0, 0].legend(fontsize=7, loc="lower left")
+        names = [gc.save(fig, outdir, "ownership_rho", arrays)]
+
+        fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+        for K in Ks:
+            P = arrays[f"pruning_time_K{K}"]
+            for j in range(K):
+                others = np.delete(P[j], j)
+                axes[0].plot(K + 0.6 * (j / max(K - 1, 1) - 0.5) + 0 * others, others, ".",
+                             color="C0", ms=4)
+            axes[1].semilogy(np.full(K, K), np.maximum(arrays[f"contribution_K{K}"], 1e-18), "o",
+                             color="C2")
+        axes[0].axhline(t_check, color="k", ls=":", lw=1, label="stated time")
+        axes[0].set(xlabel="K (spread: index of the favourable copy)", ylabel="pruning time",
+                    title="pruning times of the other copies", yscale="log")
+        axes[0].legend(fontsize=7)
+        axes[1].set(xlabel="K", ylabel="||f_others|| / ||f*||",
+                    title=f"remaining contribution at t = {t_check:g}")
+        names.append(gc.save(fig, outdir, "ownership_summary", arrays))
+        return names
+
+
+EXPERIMENT = Ownership()
