@@ -46,7 +46,7 @@ def test_run_writes_summary_arrays_and_figures(tmp_path, cfg_path, capsys):
     assert summary["configuration"]["params"]["n_tasks"] == 5 and summary["seeds"]["root"] == 1
     assert summary["versions"]["numpy"] == np.__version__
     claim = summary["claims"][0]
-    assert set(claim) == {"id", "statement", "measured", "expected", "tolerance", "passed"}
+    assert set(claim) == {"id", "statement", "measured", "expected", "tolerance", "passed", "kind"}
     assert summary["figures"] == [
         {"name": "draws", "caption": TOY.captions["draws"],
          "files": ["figures/draws.png", "figures/draws.pdf"]}

@@ -118,7 +118,7 @@ def _arguments(args) -> dict:
 def _run(args) -> int:
     from ._config import load_config
     from ._executor import open_executor
-    from ._report import table
+    from ._report import claim_row, table
     from ._runner import check_output_dir, execute
 
     cfg = load_config(args.config, quick=args.quick, overrides=args.overrides)
@@ -141,17 +141,7 @@ def _run(args) -> int:
         print(f"gaugedyn run: error: {_oneline(err)}; finished tasks are kept, rerun to resume",
               file=sys.stderr)
         return 1
-    rows = [
-        {
-            "experiment": cfg.name,
-            "id": c["id"],
-            "measured": _fmt(c["measured"]),
-            "expected": _fmt(c["expected"]),
-            "tolerance": _fmt(c["tolerance"]),
-            "passed": c["passed"],
-        }
-        for c in outcome.summary["claims"]
-    ]
+    rows = [claim_row(cfg.name, c) for c in outcome.summary["claims"]]
     if rows:
         print(table(rows))
     print(f"{cfg.name}: {outcome.summary['status']}; results in {out}")
@@ -168,12 +158,6 @@ def _run(args) -> int:
 
 def _oneline(err: BaseException) -> str:
     return " ".join(str(err).split()) or type(err).__name__
-
-
-def _fmt(value) -> str:
-    from ._report import fmt
-
-    return fmt(value)
 
 
 def _reproduce(args) -> int:

@@ -29,10 +29,18 @@ from typing import Any
 
 import numpy as np
 
+CLAIM_KINDS = ("check", "finding", "measurement")
+
 
 @dataclass(frozen=True)
 class Claim:
-    """A statement checked on measured numbers."""
+    """A statement checked on measured numbers.
+
+    ``kind="check"``: a property the package guarantees; a failed check fails the run.
+    ``kind="finding"``: an empirical question whose answer is reported as measured (``passed``
+    says whether it held); it never fails the run, so a finding cannot be tuned into a pass.
+    ``kind="measurement"``: a quantity reported with its interval, with no verdict.
+    """
 
     id: str
     statement: str
@@ -40,6 +48,15 @@ class Claim:
     expected: Any
     tolerance: Any
     passed: bool
+    kind: str = "check"
+
+    def __post_init__(self):
+        if self.kind not in CLAIM_KINDS:
+            raise ValueError(f"claim kind {self.kind!r} is not one of {CLAIM_KINDS}")
+
+    @property
+    def fails_run(self) -> bool:
+        return self.kind == "check" and not self.passed
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)

@@ -48,6 +48,32 @@ def fmt(value: Any, limit: int = 48) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def fails_run(claim: dict) -> bool:
+    """Whether a stored claim fails its run (failed checks do; findings never do)."""
+    return claim.get("kind", "check") == "check" and not claim.get("passed")
+
+
+def verdict_word(claim: dict) -> str:
+    """``PASS``/``FAIL`` for checks, ``HELD``/``NOT HELD`` for findings, ``MEASURED``."""
+    if claim.get("kind") == "measurement":
+        return "MEASURED"
+    if claim.get("kind", "check") == "finding":
+        return "HELD" if claim.get("passed") else "NOT HELD"
+    return "PASS" if claim.get("passed") else "FAIL"
+
+
+def claim_row(experiment: str, claim: dict) -> dict:
+    return {
+        "experiment": experiment,
+        "id": claim["id"],
+        "measured": fmt(claim.get("measured")),
+        "expected": fmt(claim.get("expected")),
+        "tolerance": fmt(claim.get("tolerance")),
+        "passed": not fails_run(claim),
+        "verdict": verdict_word(claim),
+    }
+
+
 def claim_rows(root: Path) -> list[dict]:
     """One row per claim (and per crashed or failed run) of a reproduce folder."""
     index = read_index(root)
@@ -62,16 +88,7 @@ def claim_rows(root: Path) -> list[dict]:
             n = len(summary["failed_tasks"])
             rows.append(_row(name, "(tasks)", f"{n} task(s) failed", False))
         for claim in summary.get("claims", []):
-            rows.append(
-                {
-                    "experiment": name,
-                    "id": claim["id"],
-                    "measured": fmt(claim.get("measured")),
-                    "expected": fmt(claim.get("expected")),
-                    "tolerance": fmt(claim.get("tolerance")),
-                    "passed": bool(claim.get("passed")),
-                }
-            )
+            rows.append(claim_row(name, claim))
     return rows
 
 
@@ -83,6 +100,7 @@ def _row(name: str, ident: str, measured: str, passed: bool) -> dict:
         "expected": "-",
         "tolerance": "-",
         "passed": passed,
+        "verdict": "PASS" if passed else "FAIL",
     }
 
 
@@ -98,7 +116,7 @@ def table(rows: list[dict]) -> str:
     head = ["experiment", "claim", "measured", "expected", "tolerance", "verdict"]
     body = [
         [r["experiment"], r["id"], r["measured"], r["expected"], r["tolerance"],
-         "PASS" if r["passed"] else "FAIL"]
+         r["verdict"]]
         for r in rows
     ]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
@@ -127,7 +145,7 @@ def write_report(root: Path) -> Path:
     out.append("| experiment | claim | measured | expected | tolerance | verdict |")
     out.append("|---|---|---|---|---|---|")
     for r in rows:
-        verdict_cell = "pass" if r["passed"] else "**FAIL**"
+        verdict_cell = r["verdict"].lower() if r["passed"] else f"**{r['verdict']}**"
         out.append(
             f"| {_md(r['experiment'])} | {_md(r['id'])} | {_md(r['measured'])} | "
             f"{_md(r['expected'])} | {_md(r['tolerance'])} | {verdict_cell} |"
@@ -164,7 +182,7 @@ def write_report(root: Path) -> Path:
                 out.append(
                     f"| {_md(c['id'])} | {_md(c.get('statement', ''))} | {_md(fmt(c.get('measured')))} | "
                     f"{_md(fmt(c.get('expected')))} | {_md(fmt(c.get('tolerance')))} | "
-                    f"{'pass' if c.get('passed') else '**FAIL**'} |"
+                    f"{verdict_word(c)} |"
                 )
             out.append("")
         for fig in summary.get("figures", []):

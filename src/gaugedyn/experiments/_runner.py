@@ -40,6 +40,7 @@ from .._meta import task_seed, versions
 from ._config import RunConfig, resolve_experiment, show
 from ._executor import ExecutorSpec, open_executor
 from ._protocol import Claim, Experiment, _plain
+from ._report import fails_run
 from ._store import ResultStore, StoreError, atomic_write, fsync_dir, task_key
 
 SUMMARY = "summary.json"
@@ -62,7 +63,7 @@ class RunOutcome:
 
     @property
     def failed_claims(self) -> list[str]:
-        return [c["id"] for c in self.summary.get("claims", []) if not c["passed"]]
+        return [c["id"] for c in self.summary.get("claims", []) if fails_run(c)]
 
     @property
     def failed_tasks(self) -> list[dict]:
@@ -340,7 +341,7 @@ def execute(
                 arrays, claims, diagnostics = _analyse(cfg, results)
                 summary["claims"] = [c.to_dict() for c in claims]
                 summary["diagnostics"].update(diagnostics)
-                summary["status"] = "passed" if all(c.passed for c in claims) else "claims failed"
+                summary["status"] = "claims failed" if any(c.fails_run for c in claims) else "passed"
                 _write_arrays(staging / ARRAYS, arrays, summary)
                 tock = time.perf_counter()
                 summary["figures"] = draw(cfg.experiment, arrays, cfg.params, staging / FIGURES, backend)
