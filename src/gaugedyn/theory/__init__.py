@@ -6,7 +6,9 @@ from ._flows import gd_step as gd_step
 from ._flows import initial_state as initial_state
 from ._flows import jacobian as jacobian
 from ._flows import rhs as rhs
+from ._flows import rhs_and_jacobian as rhs_and_jacobian
 from ._flows import state_to_order_parameters as state_to_order_parameters
+from ._flows import weights as weights
 from ._observables import Definitions as Definitions
 from ._observables import alignment as alignment
 from ._observables import delta as delta

@@ -1,0 +1,147 @@
+"""Benchmarks of the population-theory solvers, measured side by side in one run.
+
+    .venv/bin/python benchmarks/bench_theory.py [--batch 1024] [--loop 32] [--loop-all]
+
+1. the batched Rodas4 integrator on ``--batch`` initial conditions (``single`` set-ups, random
+   D in [10, 300], gauge and scale) against a loop of ``solve_ivp`` calls on the same problems at
+   the same tolerance, each run to its specialization time; the loop is timed on ``--loop`` of them
+   (all with ``--loop-all``) and its per-trajectory cost scaled to the batch; the largest
+   disagreements are printed;
+2. the order-parameter flow at D = 1e6 against D = 10 for the same initial order parameters, and
+   the weight-space / span flows' cost as D grows;
+3. the w-heavy ``single`` set-up to its specialization time at D = 10 ... 1e5, with the
+   specialization time checked against a tighter solve.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from gaugedyn.theory import Problem, random_problem, single, solve, solve_batch
+
+
+def _best(fn, repeat=3):
+    best, out = np.inf, None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def batched_vs_loop(n_batch: int, n_loop: int, loop_all: bool, rtol=1e-8, atol=1e-10):
+    rng = np.random.default_rng(2024)
+    dims = np.exp(rng.uniform(np.log(10), np.log(300), n_batch)).astype(int)
+    gauges = rng.choice(["w-heavy", "a-heavy"], n_batch)
+    scales = rng.uniform(0.5, 2.0, n_batch)
+    problems = [single(int(d), str(g), float(s)) for d, g, s in zip(dims, gauges, scales)]
+    t_max = 1e5
+    t_eval = np.concatenate([[0.0], np.geomspace(1e-3, t_max, 161)])
+    kw = dict(t_max=t_max, t_eval=t_eval, stop_at_specialization=True)
+    t0 = time.perf_counter()
+    batch = solve_batch(problems, rtol=rtol, atol=atol, **kw)
+    t_batch = time.perf_counter() - t0
+    ref = solve_batch(problems, rtol=1e-11, atol=1e-13, **kw)
+    err_batch = np.abs(batch.specialization_time / ref.specialization_time - 1)
+    idx = np.arange(n_batch) if loop_all else np.sort(rng.choice(n_batch, n_loop, replace=False))
+    sub = [problems[i] for i in idx]
+    print(f"[1] batched Rodas4 vs a loop of solve_ivp calls: {n_batch} single set-ups (D in "
+          f"[10, 300], random gauge and scale), each to its specialization time")
+    print(f"    batched rodas rtol={rtol:g}: {t_batch:6.2f} s for {n_batch} "
+          f"({1e3 * t_batch / n_batch:.2f} ms/trajectory, mean steps "
+          f"{np.mean([d['nsteps'] for d in batch.diagnostics]):.0f}); spec-time error vs "
+          f"rtol=1e-11: max {err_batch.max():.1e} (all), {err_batch[idx].max():.1e} (loop subset)")
+    note = "measured on all" if loop_all else f"timed on {len(sub)}, scaled to {n_batch}"
+    ratios = {}
+    for method in ("Radau", "LSODA"):
+        for loop_rtol in (rtol, rtol / 10, rtol / 100):
+            t0 = time.perf_counter()
+            loop = solve_batch(sub, method=method, rtol=loop_rtol, atol=loop_rtol * atol / rtol,
+                               **kw)
+            per = (time.perf_counter() - t0) / len(sub)
+            err = np.abs(loop.specialization_time / ref.specialization_time[idx] - 1).max()
+            d_spec = np.abs(loop.specialization_time / batch.specialization_time[idx] - 1).max()
+            both = np.isfinite(batch.observables["rho"][idx]) & np.isfinite(loop.observables["rho"])
+            d_rho = np.abs(batch.observables["rho"][idx] - loop.observables["rho"])[both].max()
+            est = per * n_batch
+            matched = err <= err_batch[idx].max()
+            print(f"    loop {method:5s} rtol={loop_rtol:.0e}: {1e3 * per:6.1f} ms/trajectory "
+                  f"({est:6.1f} s for {n_batch}, {note}); speed-up x{est / t_batch:4.0f}; "
+                  f"spec-time error {err:.1e}{' (matched)' if matched else ''}; max disagreement "
+                  f"with batch: spec time {d_spec:.1e} rel, rho {d_rho:.1e}")
+            if loop_rtol == rtol:
+                ratios[(method, "same tolerance")] = est / t_batch
+            if matched:
+                ratios[(method, "matched accuracy")] = est / t_batch
+                break
+    for key, value in ratios.items():
+        print(f"    speed-up vs {key[0]} at {key[1]}: x{value:.0f}")
+    return ratios
+
+
+def order_parameter_cost():
+    base = random_problem(10, 3, 2, np.random.default_rng(7))
+    D = 10**6
+    W = np.zeros((3, D))
+    V = np.zeros((2, D))
+    W[:, :10], V[:, :10] = base.W, base.V
+    big = Problem(a=base.a, W=W, b=base.b, V=V, activation=base.activation)
+    kw = dict(t_max=100.0, rtol=1e-8, atol=1e-10)
+    t_small, s_small = _best(lambda: solve(base, **kw), repeat=5)
+    t_big, s_big = _best(lambda: solve(big, **kw), repeat=5)
+    diff = np.max(np.abs(s_small.observables["loss"] - s_big.observables["loss"]))
+    print("[2] order-parameter flow (K=3, M=2, relu, rodas, t_max=100), same initial order "
+          "parameters embedded in D dimensions (best of 5; the solve computes Q, R from W, V)")
+    print(f"    D=10: {t_small:.3f} s   D=1e6: {t_big:.3f} s   ratio {t_big / t_small:.2f} "
+          f"(target <= 1.2); loss trajectories differ by {diff:.1e}")
+    print("    the three formulations as D grows (random K=3, M=2, relu, t_max=10, DOP853 "
+          "rtol=1e-8 for all three, best of 3)")
+    for D in (10, 100, 1000, 10_000, 100_000, 1_000_000):
+        pr = random_problem(D, 3, 2, np.random.default_rng(8))
+        line = f"    D={D:>8d}:"
+        for form in ("weight-space", "span", "order-parameters"):
+            if form == "weight-space" and D > 100_000:
+                line += f" {form} (skipped: {3 * D}-dimensional state)"
+                continue
+            t, _ = _best(lambda pr=pr, form=form: solve(pr, formulation=form, method="DOP853",
+                                                          t_max=10.0))
+            line += f" {form} {t:7.3f} s "
+        print(line)
+    return t_big / t_small
+
+
+def w_heavy_scaling():
+    print("[3] w-heavy single set-up (s=1) to its specialization time, rodas rtol=1e-8 "
+          "(best of 3); reference: rtol=1e-11")
+    out = {}
+    for D in (10, 100, 1000, 10_000, 100_000):
+        pr = single(D, "w-heavy")
+        t, sol = _best(lambda pr=pr: solve(pr, stop_at_specialization=True))
+        ref = solve(pr, rtol=1e-11, atol=1e-13, stop_at_specialization=True)
+        err = abs(sol.specialization_time[0] / ref.specialization_time[0] - 1)
+        out[D] = (t, err)
+        print(f"    D={D:>7d}: {t:6.3f} s  steps {sol.diagnostics['nsteps']:4d}  "
+              f"t_spec={sol.specialization_time[0]:.8e} (t_spec/(sD)={sol.specialization_time[0] / D:.4f})"
+              f"  rel. error vs tighter solve {err:.1e}")
+    print(f"    cost ratio D=1e5 / D=10: {out[100_000][0] / out[10][0]:.2f} (target <= 3)")
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=1024)
+    parser.add_argument("--loop", type=int, default=32)
+    parser.add_argument("--loop-all", action="store_true")
+    parser.add_argument("--skip-batch", action="store_true")
+    args = parser.parse_args()
+    if not args.skip_batch:
+        batched_vs_loop(args.batch, args.loop, args.loop_all)
+    order_parameter_cost()
+    w_heavy_scaling()
+
+
+if __name__ == "__main__":
+    main()
