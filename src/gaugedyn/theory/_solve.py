@@ -97,22 +97,22 @@ def _event_fn(definitions: Definitions):
     def events(y, p: FlowParams):
         a, Q, R = state_to_order_parameters(y, p)
         T = p.T if p.T.ndim == 2 else p.T.reshape(p.T.shape[:1] + (1,) * (y.ndim - 2) + p.T.shape[1:])
-        m = alignment(Q, R, T) - definitions.threshold
+        # specialization of teacher n: max_i m_in crosses the threshold (one event per teacher)
+        m = np.max(alignment(Q, R, T), axis=-2) - definitions.threshold
         prune = definitions.prune_tol - np.abs(a * np.sqrt(np.diagonal(Q, axis1=-2, axis2=-1)))
-        return np.concatenate([m.reshape(*m.shape[:-2], -1), prune], axis=-1)
+        return np.concatenate([m, prune], axis=-1)
 
     return events
 
 
 def _split_events(ev, K, M):
-    """``(specialization (..., M), pruning (..., K))`` from first-crossing times ``(..., KM + K)``."""
-    m = ev[..., : K * M].reshape(*ev.shape[:-1], K, M)
-    spec = np.min(np.where(np.isnan(m), np.inf, m), axis=-2)
-    return np.where(np.isinf(spec), np.nan, spec), ev[..., K * M:]
+    """``(specialization (..., M), pruning (..., K))`` from first-crossing times ``(..., M + K)``."""
+    return ev[..., :M], ev[..., M:]
 
 
 def _stop_mask(K, M):
-    return np.concatenate([np.ones(K * M, dtype=bool), np.zeros(K, dtype=bool)])
+    """Stop once every teacher is specialized (whichever students carry it)."""
+    return np.concatenate([np.ones(M, dtype=bool), np.zeros(K, dtype=bool)])
 
 
 def _scipy(method, y0, p, t_max, t_eval, rtol, atol, event_fn, E, stop):
@@ -133,11 +133,10 @@ def _scipy(method, y0, p, t_max, t_eval, rtol, atol, event_fn, E, stop):
         kwargs["jac"] = lambda t, y: jacobian(t, y, p)
     ev_list = None
     if stop:
-        K, M = p.K, p.M
+        M = p.M
 
         def spec_event(t, y):
-            m = event_fn(y[None], p)[0, : K * M].reshape(K, M)
-            return float(np.min(np.max(m, axis=0)))
+            return float(np.min(event_fn(y[None], p)[0, :M]))
 
         spec_event.terminal = True
         spec_event.direction = 1
@@ -210,10 +209,18 @@ def _gd(y0, p, eta, t_max, t_eval, event_fn, E, stop):
     ys, ks = [], []
     j = 0
     k = 0
+    g_prev = None
     for k in range(n_steps + 1):
         if E:
+            # first crossing, placed by linear interpolation between the two iterates around it
             g = event_fn(y[None], p)[0]
-            events[np.isnan(events) & (g >= 0)] = k * eta
+            new = np.isnan(events) & (g >= 0)
+            if g_prev is None:
+                events[new] = 0.0
+            else:
+                frac = np.clip(g_prev / np.where(new, g_prev - g, 1.0), 0.0, 1.0)
+                events[new] = ((k - 1) + frac[new]) * eta
+            g_prev = g
         halt = stop and np.all(np.isfinite(events[stop_mask]))
         if (j < k_out.size and k_out[j] == k) or halt or k == n_steps:
             ys.append(y.copy())
@@ -282,7 +289,7 @@ def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "fl
                          " needs a dense Jacobian; use formulation='span' (exact at any D)")
     y0, p = initial_state(problem, formulation, singular_cutoff=singular_cutoff)
     event_fn = _event_fn(definitions)
-    E = p.K * p.M + p.K
+    E = p.M + p.K
     start = time.perf_counter()
     if dynamics == "gd":
         raw = _gd(y0, p, eta, t_max, t_eval, event_fn, E, stop_at_specialization)
@@ -357,7 +364,7 @@ def solve_batch(problems: Sequence, *, formulation: str = "order-parameters",
     if p0.V is not None:
         stacked["V"] = np.stack([p.V for _, p in states])
     P = dataclasses.replace(p0, basis=None, **stacked)
-    E = p0.K * p0.M + p0.K
+    E = p0.M + p0.K
     res = rodas4(rhs, jacobian, y0, P, lambda q, i: q.take(i), np.full(len(problems), t_max),
                  t_eval, rtol=rtol, atol=atol, event_fn=_event_fn(definitions), n_events=E,
                  stop_when_all=_stop_mask(p0.K, p0.M) if stop_at_specialization else None,
