@@ -63,7 +63,10 @@ def test_update_matches_adam_formula_and_moments():
 
 @settings(max_examples=60, deadline=None)
 @given(
-    st.lists(st.floats(-1e6, 1e6, allow_subnormal=False), min_size=1, max_size=40),
+    # |g| > 1e-150 or 0: below that g^2 underflows and v^ loses the precision the
+    # Cauchy-Schwarz bound |w^| <= sqrt(v^) relies on (a float64 limit, not a property of the split)
+    st.lists(st.floats(-1e6, 1e6, allow_subnormal=False).filter(lambda x: x == 0 or abs(x) > 1e-150),
+             min_size=1, max_size=40),
     st.sampled_from(BETAS),
 )
 def test_identities_on_arbitrary_histories(values, betas):

@@ -29,9 +29,11 @@ class AdamRecorder:
     ``sample > 0`` it also records, at a fixed random sample of coordinates per group, the
     gradient, ``m``, ``v``, ``w``, the parts, the update and the parameter after the step.
 
-    ``compile=True`` computes the aggregates in one fused ``torch.compile`` kernel per parameter
-    (one pass over memory instead of about twenty; needs a working inductor backend and pays a
-    one-off compilation). ``every = k`` computes the aggregates only at steps ``t`` divisible by ``k`` (``w`` is still
+    The default eager path reduces each parameter in cache-sized chunks (small tensors packed
+    together; ``w`` is updated chunk by chunk in the same sweep) with about twenty passes per
+    chunk, and keeps the partial sums on the device until one transfer per step.
+    ``compile=True`` computes the same sums in one fused ``torch.compile`` kernel per parameter
+    (one pass over memory; needs a working inductor backend and pays a one-off compilation). ``every = k`` computes the aggregates only at steps ``t`` divisible by ``k`` (``w`` is still
     updated every step). Closures that compute gradients inside ``step(closure)`` are not seen by
     the pre-hook and are not supported. Attach before the first step for exact ``w``; attached later, ``w`` starts from ``m`` (noted in
     ``metadata()['attached_at_step']``).
@@ -72,13 +74,12 @@ class AdamRecorder:
             optimizer.register_step_post_hook(self._post),
         ]
 
-    def _scratch(self, like: torch.Tensor) -> list[torch.Tensor]:
+    def _scratch(self, like: torch.Tensor) -> _Scratch:
         key = (like.device, like.dtype)
-        bufs = self._buffers.get(key)
-        if bufs is None:
-            bufs = [torch.empty(_CHUNK, device=like.device, dtype=like.dtype) for _ in range(5)]
-            self._buffers[key] = bufs
-        return bufs
+        sc = self._buffers.get(key)
+        if sc is None:
+            sc = self._buffers[key] = _Scratch(like.device, like.dtype)
+        return sc
 
     def _max_step(self) -> int:
         steps = [int(st["step"]) for st in self.optimizer.state.values() if "step" in st]
@@ -140,16 +141,17 @@ class AdamRecorder:
         if self.sample and self._sample_idx is None:
             self._init_samples()
         n_groups = len(optimizer.param_groups)
-        recorded = advanced = False
-        trans = np.zeros(n_groups)
+        advanced = False
         samp = {f: [[] for _ in range(n_groups)] for f in SAMPLE_FIELDS} if self.sample else None
         step_seen = 0
-        rows = []
+        jobs: list[tuple[_Scratch, int, int, tuple, bool]] = []
         for gi, group in enumerate(optimizer.param_groups):
             b1, b2 = group["betas"]
             b1, b2 = float(b1), float(b2)
             eps = float(group["eps"])
-            sq = None
+            tied = b1 == b2
+            live = []
+            lerp_w, lerp_g = [], []
             for p in group["params"]:
                 g = self._g.get(p)
                 st = optimizer.state.get(p)
@@ -159,7 +161,7 @@ class AdamRecorder:
                 if step == self._prev.get(p, 0):
                     continue
                 m, v = st["exp_avg"], st["exp_avg_sq"]
-                if b1 == b2:
+                if tied:
                     w = m
                 else:
                     w = self._w.get(p)
@@ -169,35 +171,42 @@ class AdamRecorder:
                             bc1, bc2, _ = bias_corrections(step - 1, b1, b2)
                             w.mul_(bc2 / bc1)
                         self._w[p] = w
-                    w.lerp_(g.to(w.dtype), 1 - b2)
                 advanced = True
-                if step % self.every:
-                    continue
-                bc1, bc2, bc2_sqrt = bias_corrections(step, b1, b2)
-                if self.compile:
-                    row = _fused_norms_squared(m, v, w, g, bc1, bc2, bc2_sqrt, eps, w is m)
-                else:
-                    row = _norms_squared(m, v, w, g, bc1, bc2, bc2_sqrt, eps, w is m,
-                                         self._scratch(m))
-                sq = row if sq is None else sq + row.to(sq.device)
-                recorded = True
+                fuse = not tied and step % self.every == 0
+                if not tied and not fuse:
+                    lerp_w.append(w)
+                    lerp_g.append(g if g.dtype == w.dtype else g.to(w.dtype))
+                if step % self.every == 0:
+                    live.append((p, g, m, v, w, step))
+            if lerp_w:
+                torch._foreach_lerp_(lerp_w, lerp_g, 1 - b2)
+            packer = _Packer(self, gi, tied, jobs)
+            for p, g, m, v, w, step in live:
+                bc1, bc2, c = bias_corrections(step, b1, b2)
                 step_seen = max(step_seen, step)
+                packer.add(m, v, w, g, step, bc1, bc2, c, eps, None if tied else 1 - b2)
                 if samp is not None:
                     for q, idx, _ in self._sample_idx[gi]:
                         if q is p:
-                            _sample_into(samp, gi, idx, g, m, v, w, p, bc1, bc2, bc2_sqrt, eps)
-            rows.append(sq)
+                            _sample_into(samp, gi, idx, g, m, v, w, p, bc1, bc2, c, eps)
+            packer.flush()
         self._g.clear()
-        if not recorded:
+        if not jobs:
             self.skipped += not advanced
             return
-        norms = np.zeros((n_groups, len(NORM_NAMES)))
-        for gi, sq in enumerate(rows):
-            if sq is not None:
-                row = sq.double().cpu().numpy()
-                norms[gi] = np.sqrt(row[: len(NORM_NAMES)])
-                t2, t1 = row[len(NORM_NAMES):]  # sum t^2 = n1 + 4 n2, sum |t| = n1 + 2 n2
-                trans[gi] = (t1 - (t2 - t1) / 2) / max(int(self._counts[gi]), 1)
+        sq = np.zeros((n_groups, len(NORM_NAMES) + 1))
+        for sc in {id(j[0]): j[0] for j in jobs}.values():
+            rows = sc.acc[: sc.n].double().cpu().numpy()
+            for s, j, gi, scale, tied_job in jobs:
+                if s is sc:
+                    r = rows[j] * scale
+                    if tied_job:
+                        r[1] = 0.0
+                    sq[gi] += r
+            sc.n = 0
+        norms = np.sqrt(sq[:, : len(NORM_NAMES)])
+        t2, t1 = sq[:, 2], sq[:, -1]  # sum t^2 = n1 + 4 n2, sum |t| = n1 + 2 n2
+        trans = (t1 - (t2 - t1) / 2) / np.maximum(self._counts, 1)
         self._steps.append(step_seen)
         self._norms.append(norms)
         self._trans.append(trans)
@@ -285,89 +294,163 @@ class AdamRecorder:
         }
 
 
-def _norms_squared(m, v, w, g, bc1, bc2, bc2_sqrt, eps, tied, buf) -> torch.Tensor:
-    """Squared norms of the parts (order ``NORM_NAMES``), then ``sum t^2``, ``sum |t|`` of the
-    transition part ``t``; in place in five chunk-sized scratch buffers (no allocation of parameter size).
+_CHUNK = 1 << 17
+_PACK = 1 << 13  # tensors smaller than this are packed together into one chunk
 
-    ``s`` is clamped to the smallest normal number where it is zero: there ``w = 0``, so the
-    ratio and eps parts are 0 and the residual is ``-sign g``, as in :func:`split_update`.
+
+class _Scratch:
+    """Chunk-sized work rows and the per-step table of partial sums for one device and dtype."""
+
+    def __init__(self, device, dtype):
+        self.rows = torch.empty(9, _CHUNK, device=device, dtype=dtype)
+        self.acc = torch.empty(16, len(NORM_NAMES) + 1, device=device, dtype=dtype)
+        self.n = 0
+
+    def slot(self) -> int:
+        if self.n == self.acc.shape[0]:
+            grown = torch.empty(2 * self.n, self.acc.shape[1], device=self.acc.device,
+                                dtype=self.acc.dtype)
+            grown[: self.n] = self.acc
+            self.acc = grown
+        self.n += 1
+        return self.n - 1
+
+
+class _Packer:
+    """Feeds tensors to :func:`_chunk_sums` chunk by chunk; small tensors of one step are packed."""
+
+    def __init__(self, rec, gi, tied, jobs):
+        self.rec, self.gi, self.tied, self.jobs = rec, gi, tied, jobs
+        self.pending: list = []
+        self.size = 0
+        self.key = self.consts = None
+
+    def add(self, m, v, w, g, step, bc1, bc2, c, eps, lerp: float | None) -> None:
+        """Queue one tensor; ``lerp`` is the weight ``1 - b2`` of the update ``w <- lerp(w, g)``
+        done here chunk by chunk, while the chunk is in cache (``None``: ``w`` is up to date)."""
+        n = m.numel()
+        if lerp is not None and (n < _PACK or not w.is_contiguous()):
+            w.lerp_(g if g.dtype == w.dtype else g.to(w.dtype), lerp)
+            lerp = None
+        flat = [x.reshape(-1) for x in (m, v, w, g)]
+        if flat[3].dtype != m.dtype:
+            flat[3] = flat[3].to(m.dtype)
+        key = (m.device, m.dtype, step)
+        if n >= _PACK:
+            size = n if self.rec.compile else _CHUNK  # the fused kernel needs no cache blocking
+            for lo in range(0, n, size):
+                chunk = [x[lo: lo + size] for x in flat]
+                if lerp is not None:
+                    chunk[2].lerp_(chunk[3], lerp)
+                self._run(chunk, bc1, bc2, c, eps)
+            return
+        if self.pending and (key != self.key or self.size + n > _CHUNK):
+            self.flush()
+        self.pending.append(flat)
+        self.size += n
+        self.key, self.consts = key, (bc1, bc2, c, eps)
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        sc = self.rec._scratch(self.pending[0][0])
+        n = self.size
+        stage = sc.rows[5:]
+        ins = []
+        for i in range(4):
+            if i == 2 and self.tied:
+                ins.append(ins[0])
+                continue
+            torch.cat([f[i] for f in self.pending], out=stage[i, :n])
+            ins.append(stage[i, :n])
+        self.pending, self.size = [], 0
+        self._run(ins, *self.consts)
+
+    def _run(self, ins, bc1, bc2, c, eps) -> None:
+        sc = self.rec._scratch(ins[0])
+        j = sc.slot()
+        m, v, w, g = ins
+        if self.rec.compile:
+            _fused_sums(m, v, w, g, bc1 / bc2, c / bc2, eps * c, sc.acc[j])
+        else:
+            _chunk_sums(m, v, None if self.tied else w, g, bc1 / bc2, c / bc2, eps * c,
+                        sc.rows[:5, : m.numel()], sc.acc[j])
+        u = (c / bc1) ** 2
+        scale = (1.0, u, 1.0, 1.0, (eps * c * c / bc2) ** 2, 1.0, u, 1.0)
+        self.jobs.append((sc, j, self.gi, scale, self.tied))
+
+
+def _chunk_sums(m, v, w, g, k, alpha, epsc, rows, out) -> None:
+    """Unscaled partial sums over one chunk into ``out``; the caller scales them into the
+    squared norms of the parts (order ``NORM_NAMES``, then ``sum |t|``).
+
+    With ``A = 1/sqrt(max(v, tiny))`` and ``D = v A + eps c`` (``c s`` and ``c d``,
+    ``c = sqrt(1 - b2^t)``): sums of squares of ``sign g``, ``(m - k w)/D``,
+    ``t = sign w - sign g``, ``sign w - alpha w A``, ``w A/D``, ``sign g - alpha w/D``, ``m/D``,
+    then ``sum |t|``. Thirteen elementwise passes and eight reductions (BLAS dots) over five
+    chunk-sized rows, so the rows stay in cache; nothing of parameter size is allocated. Where ``v = 0`` (then ``w = 0``) the ratio and eps
+    parts are 0 and the residual is ``-sign g``, as in :func:`split_update`.
     """
-    m, v, w, g = (x.reshape(-1) for x in (m, v, w, g))
-    n = m.numel()
-    total = None
-    for lo in range(0, n, _CHUNK):
-        hi = min(lo + _CHUNK, n)
-        part = _chunk_sums(m[lo:hi], v[lo:hi], w[lo:hi] if not tied else None, g[lo:hi],
-                           bc1, bc2, bc2_sqrt, eps, [b[: hi - lo] for b in buf])
-        total = part if total is None else total + part
-    return total
-
-
-_CHUNK = 1 << 18
-
-
-def _chunk_sums(m, v, w, g, bc1, bc2, bc2_sqrt, eps, buf) -> torch.Tensor:
-    # A = c s, B = c d with c = sqrt(1 - b2^t): the bias correction is folded into scalars
-    A, B, C, D, E = buf
-    c = bc2_sqrt
-    dot = torch.dot
+    A, D, SG, SW, X = rows
     tied = w is None
     if tied:
         w = m
-    torch.clamp(v, min=torch.finfo(A.dtype).tiny, out=A).rsqrt_()  # 1 / (c s); rsqrt is cheap
-    torch.mul(v, A, out=B).add_(eps * c).reciprocal_()  # 1 / (c d)
-    torch.mul(m, B, out=C)  # update * bc1 / c
-    u2 = dot(C, C) * (c / bc1) ** 2
-    if tied:
-        lag2 = torch.zeros_like(u2)
-    else:
-        C.addcmul_(w, B, value=-bc1 / bc2)  # lag * bc1 / c
-        lag2 = dot(C, C) * (c / bc1) ** 2
-    torch.sign(w, out=D)
-    torch.sign(g, out=E)
-    s2 = dot(E, E)
-    torch.mul(w, B, out=C).sub_(E, alpha=bc2 / c)  # residual * bc2 / c
-    r2 = dot(C, C) * (c / bc2) ** 2
-    torch.mul(w, A, out=C).sub_(D, alpha=bc2 / c)  # ratio * bc2 / c
-    q2 = dot(C, C) * (c / bc2) ** 2
-    torch.mul(w, A, out=C).mul_(B)  # eps part * -bc2 / (eps c^2)
-    e2 = dot(C, C) * (eps * c * c / bc2) ** 2
-    torch.sub(D, E, out=C)  # transition
-    t2 = dot(C, C)
-    t1 = C.abs_().sum()
-    return torch.stack([s2, lag2, t2, q2, e2, r2, u2, t2, t1])
+    dot = torch.dot
+    tiny = torch.finfo(A.dtype).tiny
+    if epsc > 0:
+        torch.clamp(v, min=tiny, out=A).rsqrt_()
+        torch.addcmul(torch.full((), epsc, dtype=D.dtype, device=D.device), v, A, out=D)
+    else:  # d = s: keep it positive where v = 0
+        torch.clamp(v, min=tiny, out=D)
+        torch.rsqrt(D, out=A)
+        D.mul_(A)
+    torch.sign(g, out=SG)
+    dot(SG, SG, out=out[0])
+    torch.sign(w, out=SW)
+    torch.sub(SW, SG, out=X)
+    dot(X, X, out=out[2])
+    torch.sum(X.abs_(), dim=0, out=out[7])
+    torch.div(m, D, out=X)
+    dot(X, X, out=out[6])
+    if not tied:
+        X.addcdiv_(w, D, value=-k)
+        dot(X, X, out=out[1])
+    torch.addcdiv(SG, w, D, value=-alpha, out=X)
+    dot(X, X, out=out[5])
+    torch.mul(w, A, out=X)
+    SW.sub_(X, alpha=alpha)
+    dot(SW, SW, out=out[3])
+    X.div_(D)
+    dot(X, X, out=out[4])
 
 
 def _sums_expr(m, v, w, g, k):
-    bc1, bc2, c, eps = k[0], k[1], k[2], k[3]
-    A = torch.rsqrt(torch.clamp(v, min=torch.finfo(v.dtype).tiny))
-    B = 1.0 / (v * A + eps * c)
-    U = m * B * (c / bc1)
-    L = (m * B - (bc1 / bc2) * (w * B)) * (c / bc1)
-    sw, sg = torch.sign(w), torch.sign(g)
-    R = (c / bc2) * (w * B) - sg
-    Q = (c / bc2) * (w * A) - sw
-    E = (eps * c * c / bc2) * (w * A * B)
+    tiny = torch.finfo(v.dtype).tiny
+    vc = torch.clamp(v, min=tiny)
+    A = torch.rsqrt(vc)
+    D = vc * A + k[2]
+    sg, sw = torch.sign(g), torch.sign(w)
     T = sw - sg
-    t2 = (T * T).sum()
-    return torch.stack([(sg * sg).sum(), (L * L).sum(), t2, (Q * Q).sum(), (E * E).sum(),
-                        (R * R).sum(), (U * U).sum(), t2, T.abs().sum()])
+    U = m / D
+    L = U - k[0] * (w / D)
+    R = sg - k[1] * (w / D)
+    Q = sw - k[1] * (w * A)
+    E = (w * A) / D
+    return torch.stack([(sg * sg).sum(), (L * L).sum(), (T * T).sum(), (Q * Q).sum(),
+                        (E * E).sum(), (R * R).sum(), (U * U).sum(), T.abs().sum()])
 
 
 _COMPILED = None
 
 
-def _fused_norms_squared(m, v, w, g, bc1, bc2, bc2_sqrt, eps, tied) -> torch.Tensor:
-    """As :func:`_norms_squared`, in one compiled kernel (scalars passed as a tensor so the
-    kernel is compiled once per dtype/device, not once per step)."""
+def _fused_sums(m, v, w, g, k, alpha, epsc, out) -> None:
+    """The sums of :func:`_chunk_sums` in one compiled kernel (constants passed as a tensor so
+    that it is compiled once per dtype and device, not once per step)."""
     global _COMPILED
     if _COMPILED is None:
         _COMPILED = torch.compile(_sums_expr, dynamic=True)
-    k = torch.tensor([bc1, bc2, bc2_sqrt, eps], dtype=m.dtype, device=m.device)
-    out = _COMPILED(m.reshape(-1), v.reshape(-1), w.reshape(-1), g.reshape(-1), k)
-    if tied:
-        out[1] = 0.0
-    return out
+    consts = torch.tensor([k, alpha, epsc], dtype=m.dtype).to(m.device, non_blocking=True)
+    out.copy_(_COMPILED(m, v, w, g, consts))
 
 
 def _sample_into(samp, gi, idx, g, m, v, w, p, bc1, bc2, bc2_sqrt, eps) -> None:
