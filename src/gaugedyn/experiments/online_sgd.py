@@ -1,0 +1,236 @@
+"""Online SGD against the classical online ODE (erf) and the population flow (ReLU, small eta).
+
+erf part: a ``K = 2``, ``M = 1`` teacher-student problem whose order parameters ``(a, Q, R, T)`` are
+the same at every ``D`` (the weights are embedded in the first ``K + M`` coordinates) is trained by
+online SGD (one fresh sample per step, step ``eta / D``, time ``t = steps / D``), ``S`` seeds
+batched per ``D``. The reference is the online ODE of Saad & Solla / Goldt et al. with its
+``eta^2`` noise term (:mod:`gaugedyn.training._online_ode`); the ODE without that term is shown
+too. Claims: the ODE lies inside the seeds' 10-90% band of the population loss at (at least 90%
+of) the records after ``MIN_STEPS`` steps, over all ``D`` (the largest
+``|median - ODE| / half-width`` is reported), and the seed spread shrinks as
+``D^{-1/2}`` (fitted exponent of the time-averaged standard deviation over seeds).
+
+ReLU part: the ``duplicates`` set-up (a-heavy and w-heavy copy) trained by online SGD with a small
+``eta`` against the population flow at flow time ``eta t``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..theory import Problem, duplicates, population_loss, with_gauge
+from . import _gauge_common as gc
+from ._protocol import Claim, Experiment, Param
+
+MIN_STEPS = 10
+"""Records after fewer steps are not compared (a few samples do not average to the ODE)."""
+
+ERF_STATE = {
+    "a": [0.2, 0.2],
+    "Q": [[0.5, 0.1], [0.1, 0.3]],
+    "R": [[0.1], [0.0]],
+    "b": [1.0],
+    "T": [[1.0]],
+}
+
+
+def embedded_problem(dim: int, a, Q, R, b, T, activation: str) -> Problem:
+    """A problem with prescribed order parameters, weights in the first ``K + M`` coordinates."""
+    a, Q, R, b, T = (np.asarray(x, dtype=float) for x in (a, Q, R, b, T))
+    K, M = a.size, b.size
+    L = np.linalg.cholesky(np.block([[T, R.T], [R, Q]]))
+    basis = np.zeros((K + M, dim))
+    basis[:, : K + M] = L
+    return Problem(a=a, W=basis[M:], b=b, V=basis[:M], activation=activation,
+                   setup={"name": "embedded", "dim": dim})
+
+
+def _dims_ok(v):
+    return (isinstance(v, list) and len(v) >= 2 and len(set(v)) == len(v)
+            and all(isinstance(x, int) and not isinstance(x, bool) and 8 <= x <= 20000 for x in v))
+
+
+class OnlineSGD(Experiment):
+    name = "online_sgd"
+    description = "erf online SGD vs the online ODE (eta^2 terms); ReLU online SGD vs the flow"
+    params = {
+        "dims": Param(list, [100, 200, 400, 800], quick=[100, 200, 400], check=gc.bounded(_dims_ok, ""),
+                      allowed="a list of >= 2 distinct integers in [8, 20000]",
+                      help="input dimensions D for the erf comparison"),
+        "seeds": Param(int, 32, quick=16, check=lambda v: 4 <= v <= 1000,
+                       allowed="an integer in [4, 1000]", help="seeds per configuration"),
+        "eta": Param(float, 1.0, check=lambda v: 0 < v <= 3, allowed="a number in (0, 3]",
+                     help="erf learning rate (step eta / D)"),
+        "t_max": Param((int, float), 12.0, quick=8.0, check=lambda v: 0 < v <= 1000,
+                       allowed="a number in (0, 1000]", help="erf training time t = steps / D"),
+        "relu_dim": Param(int, 100, quick=40, check=lambda v: 8 <= v <= 20000,
+                          allowed="an integer in [8, 20000]", help="D of the ReLU comparison"),
+        "relu_eta": Param(float, 0.005, check=lambda v: 0 < v <= 1, allowed="a number in (0, 1]",
+                          help="ReLU learning rate (small: the flow limit)"),
+        "relu_flow_time": Param((int, float), 3.0, quick=2.0, check=lambda v: 0 < v <= 100,
+                                allowed="a number in (0, 100]",
+                                help="ReLU run length in population-flow time eta t"),
+        "spread_tolerance": Param(float, 0.2, check=lambda v: 0 < v < 0.5,
+                                  allowed="a number in (0, 0.5)",
+                                  help="allowed distance of the spread exponent from -1/2"),
+    }
+
+    def tasks(self, config):
+        erf = [{"kind": "erf", "dim": int(d), "eta": config["eta"], "t_max": config["t_max"],
+                "seeds": config["seeds"]} for d in sorted(config["dims"])]
+        relu = {"kind": "relu", "dim": config["relu_dim"], "eta": config["relu_eta"],
+                "t_max": config["relu_flow_time"] / config["relu_eta"], "seeds": config["seeds"]}
+        return erf + [relu]
+
+    @staticmethod
+    def problem(task) -> Problem:
+        if task["kind"] == "erf":
+            return embedded_problem(task["dim"], activation="erf", **ERF_STATE)
+        base = duplicates(task["dim"], ["a-heavy", "w-heavy"], overlap=0.3)
+        return with_gauge(base, names=["a-heavy", "w-heavy"], strength=2.0)
+
+    def run_task(self, task, seed):
+        from ..training import TrainConfig, train
+        from ..training._support import root_of, single_thread
+
+        steps = int(round(task["t_max"] * task["dim"]))
+        cfg = TrainConfig(optimizer="sgd", lr=float(task["eta"]), steps=steps, samples=None,
+                          points_per_decade=15)
+        with single_thread():
+            res = train(self.problem(task), cfg, seeds=task["seeds"], root_seed=root_of(seed),
+                        device="cpu")
+        return {"t": res.time, "flow_time": res.flow_time, "loss": res.loss, "a": res.a,
+                "Q": res.Q, "R": res.R, "wall_time_s": res.diagnostics["wall_time_s"]}
+
+    def analyse(self, config, tasks, results):
+        from ..training._online_ode import online_ode
+        from ..training._support import band, match_times
+
+        arrays, claims = {}, []
+        worst, worst_noiseless, spreads, dims = 0.0, 0.0, [], []
+        inside, total = 0, 0
+        for task, res in zip(tasks, results):
+            if task["kind"] != "erf":
+                continue
+            D = task["dim"]
+            problem = self.problem(task)
+            t, loss = np.asarray(res["t"]), np.asarray(res["loss"])
+            b, T = problem.b, problem.V @ problem.V.T
+            odes = {}
+            for label, noise in (("ode", True), ("ode_eta1", False)):
+                o = online_ode(problem, task["eta"], t, noise=noise)
+                odes[label] = population_loss(o["a"], o["Q"], o["R"], b, T, "erf")
+            lo, med, hi = band(loss)
+            half = np.maximum(0.5 * (hi - lo), 1e-12)
+            sel = t * D >= MIN_STEPS
+            ratio = np.abs(med - odes["ode"])[sel] / half[sel]
+            ratio0 = np.abs(med - odes["ode_eta1"])[sel] / half[sel]
+            worst = max(worst, float(ratio.max()))
+            inside += int(np.sum(((lo <= odes["ode"]) & (odes["ode"] <= hi))[sel]))
+            total += int(np.sum(sel))
+            if D == max(tk["dim"] for tk in tasks if tk["kind"] == "erf"):
+                worst_noiseless = float(ratio0.max())
+            late = t >= 0.2 * t[-1]
+            spreads.append(float(np.mean(np.std(loss[:, late], axis=0))))
+            dims.append(D)
+            arrays |= {f"erf_t_D{D}": t, f"erf_band_D{D}": np.stack([lo, med, hi]),
+                       f"erf_ode_D{D}": odes["ode"], f"erf_ode_eta1_D{D}": odes["ode_eta1"]}
+        fit = gc.loglog_fit(dims, spreads)
+        arrays |= {"erf_dims": np.array(dims, dtype=float), "erf_spread": np.array(spreads),
+                   "erf_spread_fit": np.array([fit["slope"], fit["intercept"], *fit["ci"]])}
+        frac = inside / max(total, 1)
+        claims.append(Claim(
+            id="online_sgd.erf_within_spread",
+            statement=(f"erf online SGD (eta = {config['eta']:g}, step eta/D, t = steps/D, "
+                       f"D in {dims}, {config['seeds']} seeds): the online ODE with its eta^2 "
+                       "noise term lies inside the seeds' 10-90% band of the population loss "
+                       f"(fraction of records after >= {MIN_STEPS} steps, all D; largest "
+                       f"|median - ODE| / band half-width {worst:.3f})"),
+            measured=round(frac, 4), expected=">= 0.9", tolerance=0.1, passed=bool(frac >= 0.9)))
+        claims.append(Claim(
+            id="online_sgd.erf_noise_term_needed",
+            statement=("without its eta^2 term the ODE leaves the seed band at the largest D "
+                       "(largest |median - ODE_eta| / band half-width; > 1 means outside)"),
+            measured=round(worst_noiseless, 4), expected="> 1", tolerance=1.0,
+            passed=bool(worst_noiseless > 1.0)))
+        tol = config["spread_tolerance"]
+        claims.append(Claim(
+            id="online_sgd.erf_spread_exponent",
+            statement=("the seed spread (standard deviation of the loss over seeds, averaged over "
+                       "the last 80% of the run) scales as D^p; fitted p (95% CI "
+                       f"[{fit['ci'][0]:.3f}, {fit['ci'][1]:.3f}]); theory -1/2"),
+            measured=round(fit["slope"], 4), expected=-0.5, tolerance=tol,
+            passed=bool(abs(fit["slope"] + 0.5) <= tol)))
+
+        task, res = next((tk, r) for tk, r in zip(tasks, results) if tk["kind"] == "relu")
+        problem = self.problem(task)
+        ft = np.asarray(res["flow_time"])
+        flow = gc.trajectory(problem, ft, rtol=1e-10, atol=1e-12)
+        j = match_times(ft, flow["t"])
+        ref = flow["loss"][j]
+        loss = np.asarray(res["loss"])
+        lo, med, hi = band(loss)
+        half = np.maximum(0.5 * (hi - lo), 1e-12)
+        sel = np.asarray(res["t"]) * task["dim"] >= MIN_STEPS
+        r_relu = float(np.max(np.abs(med - ref)[sel] / half[sel]))
+        f_relu = float(np.mean(((lo <= ref) & (ref <= hi))[sel]))
+        arrays |= {"relu_flow_time": ft, "relu_band": np.stack([lo, med, hi]), "relu_flow": ref}
+        claims.append(Claim(
+            id="online_sgd.relu_flow_limit",
+            statement=(f"ReLU duplicates (a-heavy + w-heavy, D = {task['dim']}) by online SGD "
+                       f"with eta = {task['eta']:g}: the population flow at time eta t lies "
+                       "inside the seeds' 10-90% band of the loss (fraction of records after "
+                       f">= {MIN_STEPS} steps; largest |median - flow| / band half-width "
+                       f"{r_relu:.3f})"),
+            measured=round(f_relu, 4), expected=">= 0.9", tolerance=0.1,
+            passed=bool(f_relu >= 0.9)))
+        arrays["wall_time_s"] = np.array([float(r.get("wall_time_s", np.nan)) for r in results])
+        arrays["caption_online_sgd_erf"] = np.array(
+            "erf online SGD: population loss, median (line) and 10-90% band over seeds for each "
+            "D, against the online ODE with its eta^2 noise term (black) and without it (dashed).")
+        arrays["caption_online_sgd_spread"] = np.array(
+            "Seed spread of the loss against D with the fitted power law and the D^-1/2 reference.")
+        arrays["caption_online_sgd_relu"] = np.array(
+            "ReLU online SGD at small eta against the population flow (black), time eta t.")
+        return arrays, claims
+
+    def plot(self, arrays, config, outdir):
+        import matplotlib.pyplot as plt
+
+        dims = [int(d) for d in arrays["erf_dims"]]
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for i, D in enumerate(dims):
+            t = arrays[f"erf_t_D{D}"][1:]
+            lo, med, hi = arrays[f"erf_band_D{D}"][:, 1:]
+            ax.plot(t, med, color=f"C{i}", lw=1, label=f"SGD D = {D}")
+            ax.fill_between(t, lo, hi, color=f"C{i}", alpha=0.25, lw=0)
+        t = arrays[f"erf_t_D{dims[-1]}"][1:]
+        ax.plot(t, arrays[f"erf_ode_D{dims[-1]}"][1:], "k", lw=1.2, label="online ODE (eta, eta^2)")
+        ax.plot(t, arrays[f"erf_ode_eta1_D{dims[-1]}"][1:], "k--", lw=1, label="ODE without eta^2")
+        ax.set(xscale="log", yscale="log", xlabel="t = steps / D", ylabel="population loss")
+        ax.legend(fontsize=7)
+        names = [gc.save(fig, outdir, "online_sgd_erf", arrays)]
+
+        fig, ax = plt.subplots(figsize=(4.5, 3.6))
+        d, s = arrays["erf_dims"], arrays["erf_spread"]
+        slope, icpt = arrays["erf_spread_fit"][:2]
+        ax.plot(d, s, "o", label=f"measured, p = {slope:.3f}")
+        ax.plot(d, np.exp(icpt) * d**slope, "C0-", lw=1)
+        ax.plot(d, s[0] * (d / d[0]) ** -0.5, "k:", label="D^-1/2")
+        ax.set(xscale="log", yscale="log", xlabel="D", ylabel="seed std of loss")
+        ax.legend(fontsize=7)
+        names.append(gc.save(fig, outdir, "online_sgd_spread", arrays))
+
+        fig, ax = plt.subplots(figsize=(5, 3.6))
+        ft = arrays["relu_flow_time"][1:]
+        lo, med, hi = arrays["relu_band"][:, 1:]
+        ax.plot(ft, med, "C0", lw=1, label="online SGD (median)")
+        ax.fill_between(ft, lo, hi, color="C0", alpha=0.3, lw=0)
+        ax.plot(ft, arrays["relu_flow"][1:], "k", lw=1, label="population flow")
+        ax.set(xscale="log", yscale="log", xlabel="flow time eta t", ylabel="population loss")
+        ax.legend(fontsize=7)
+        names.append(gc.save(fig, outdir, "online_sgd_relu", arrays))
+        return names
+
+
+EXPERIMENT = OnlineSGD()

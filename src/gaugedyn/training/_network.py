@@ -1,0 +1,176 @@
+"""Batched two-layer networks with explicit parameters ``a`` and ``W``.
+
+``S`` independent students ``f_s(x) = sum_i a_si g(w_si . x)`` with ``a (S, K)``, ``W (S, K, D)``
+share one teacher ``f*(x) = sum_n b_n g(v_n . x)``. Every contraction is a batched matrix product
+over the seed axis (``torch.bmm``), so the arithmetic for one seed is the same whether it is
+trained alone or with others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from .._errors import InputError
+from ..theory import Problem
+from ._activations import activation as _activation
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+SMALL_BATCH = 8
+"""Batches of at most this many samples contract elementwise; larger ones are zero-padded to a
+multiple of 8 samples and use ``torch.bmm``. Both choices depend only on a seed's own shapes:
+with them, every per-seed result is independent of the number of seeds and of the seed's slot
+(BLAS kernels otherwise change with alignment and batch count)."""
+
+
+def rsum(x: torch.Tensor) -> torch.Tensor:
+    """Sum over the last axis in a fixed order: zero-pad to a multiple of 8, sum 8 strided parts.
+
+    The split keeps every reduction's output larger than one element, so torch never switches
+    to a thread-split (batch-dependent) two-pass reduction.
+    """
+    n = x.shape[-1]
+    pad = (-n) % 8
+    if pad:
+        x = torch.nn.functional.pad(x, (0, pad))
+    return x.reshape(*x.shape[:-1], 8, (n + pad) // 8).sum(-1).sum(-1)
+
+
+class Batch(NamedTuple):
+    """Inputs ``X (S, n', D)``, their transpose ``XT (S, D, n')``, targets ``y (S, n')`` and the
+    true sample count ``n`` (``n' >= n`` adds zero samples, which contribute exactly nothing
+    because ``g(0) = 0`` for every activation)."""
+
+    X: torch.Tensor
+    XT: torch.Tensor | None
+    y: torch.Tensor | None
+    n: int
+
+
+def prepare(X: torch.Tensor, y: torch.Tensor | None = None) -> Batch:
+    """Pad a batch of ``n > SMALL_BATCH`` samples to a multiple of 8 and transpose it."""
+    n = X.shape[1]
+    if n <= SMALL_BATCH:
+        return Batch(X, None, y, n)
+    pad = (-n) % 8
+    if pad:
+        X = torch.nn.functional.pad(X, (0, 0, 0, pad))
+        y = None if y is None else torch.nn.functional.pad(y, (0, pad))
+    return Batch(X, X.transpose(1, 2).contiguous(), y, n)
+
+
+def project(W: torch.Tensor, batch: Batch) -> torch.Tensor:
+    """Preactivations ``Z = W X^T``: ``(S, K, D), (S, n, D) -> (S, K, n)``."""
+    if batch.XT is None:
+        return rsum(W[:, :, None, :] * batch.X[:, None, :, :])
+    return torch.bmm(W, batch.XT)
+
+
+def back_project(back: torch.Tensor, batch: Batch) -> torch.Tensor:
+    """``back X``: ``(S, K, n), (S, n, D) -> (S, K, D)``."""
+    if batch.XT is None:
+        return (back[:, :, :, None] * batch.X[:, None, :, :]).sum(2)
+    return torch.bmm(back, batch.X)
+
+
+def resolve_dtype(dtype) -> torch.dtype:
+    if isinstance(dtype, torch.dtype) and dtype in DTYPES.values():
+        return dtype
+    if dtype in DTYPES:
+        return DTYPES[dtype]
+    raise InputError(f"dtype={dtype!r} is not allowed; allowed: {', '.join(DTYPES)}")
+
+
+def resolve_device(device=None) -> torch.device:
+    """``device`` or, when ``None``, ``cuda`` if available else ``cpu``."""
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise InputError(f"device={device!r} is not a torch device; use cpu, cuda or cuda:N") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise InputError(f"device={device!r} requested but CUDA is not available; use cpu")
+    if dev.type not in ("cpu", "cuda", "mps"):
+        raise InputError(f"device={device!r} is not supported; use cpu or cuda")
+    return dev
+
+
+@dataclass
+class Network:
+    """Students ``a (S, K)``, ``W (S, K, D)`` and teacher ``b (M,)``, ``V (M, D)``."""
+
+    a: torch.Tensor
+    W: torch.Tensor
+    b: torch.Tensor
+    V: torch.Tensor
+    activation: str
+
+    @classmethod
+    def from_problem(cls, problem: Problem | Sequence[Problem], seeds: int = 1,
+                     dtype="float64", device=None) -> Network:
+        """``seeds`` copies of the problem's student (or one student per problem in a list).
+
+        All problems in a list must share the teacher and activation; each student starts from
+        its own problem's ``(a, W)``, i.e. the same initial function and gauge per neuron.
+        """
+        dtype, device = resolve_dtype(dtype), resolve_device(device)
+        problems = [problem] * int(seeds) if isinstance(problem, Problem) else list(problem)
+        if not problems:
+            raise InputError("at least one seed (problem) is needed")
+        first = problems[0]
+        for p in problems[1:]:
+            if (p.activation != first.activation or p.W.shape != first.W.shape
+                    or not np.array_equal(p.b, first.b) or not np.array_equal(p.V, first.V)):
+                raise InputError("per-seed problems must share shapes, teacher and activation")
+        kw = {"dtype": dtype, "device": device}
+        a = torch.as_tensor(np.stack([p.a for p in problems]), **kw)
+        W = torch.as_tensor(np.stack([p.W for p in problems]), **kw)
+        return cls(a=a, W=W, b=torch.as_tensor(first.b, **kw), V=torch.as_tensor(first.V, **kw),
+                   activation=first.activation)
+
+    @property
+    def seeds(self) -> int:
+        return self.W.shape[0]
+
+    @property
+    def dim(self) -> int:
+        return self.W.shape[2]
+
+    def teacher(self, batch: Batch) -> torch.Tensor:
+        """``f*(x)`` for a prepared batch; returns ``(S, n')``."""
+        g, _ = _activation(self.activation)
+        V = self.V.unsqueeze(0).expand(batch.X.shape[0], -1, -1).contiguous()
+        return (g(project(V, batch)) * self.b[None, :, None]).sum(1)
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        """``f(x)`` for a prepared batch; returns ``(S, n')``."""
+        g, _ = _activation(self.activation)
+        return (g(project(self.W, batch)) * self.a[:, :, None]).sum(1)
+
+    def loss_and_gradients(self, batch: Batch):
+        """Empirical loss ``L_n = 1/(2n) sum_mu e_mu^2``, ``e = f(x) - y``, and its gradients.
+
+        ``dL_n/da_i = 1/n sum_mu e_mu g(z_i,mu)``,
+        ``dL_n/dw_i = 1/n sum_mu e_mu a_i g'(z_i,mu) x_mu``, ``z = W X^T``.
+        Returns per-seed ``(loss (S,), g_a (S, K), g_W (S, K, D))``.
+        """
+        g, gp = _activation(self.activation)
+        n = batch.n
+        Z = project(self.W, batch)
+        G = g(Z)
+        e = (G * self.a[:, :, None]).sum(1) - batch.y
+        loss = 0.5 * rsum(e * e) / n
+        g_a = rsum(G * e[:, None, :]) / n
+        back = (gp(Z) * e[:, None, :]) * self.a[:, :, None]
+        return loss, g_a, back_project(back, batch) / n
+
+    def numpy_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(a, W)`` as float64 numpy arrays on the host."""
+        return (self.a.detach().to("cpu", torch.float64).numpy(),
+                self.W.detach().to("cpu", torch.float64).numpy())

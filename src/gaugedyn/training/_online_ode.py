@@ -1,0 +1,118 @@
+"""The classical online-SGD ODE (Saad & Solla 1995; Goldt et al. 2019) in this package's scaling.
+
+Online SGD with a fresh batch of ``B`` samples per step, step ``eta / D`` on the batch loss and
+time ``t = steps / D`` has, as ``D -> infinity``, deterministic order parameters obeying
+
+    da_i/dt  = eta * (-dL/da_i),
+    dR_in/dt = eta * (-(2 G R + H T))_in,
+    dQ_ij/dt = eta * (-(2 G Q + 2 Q G + H R^T + R H^T))_ij
+               + (eta^2 / B) a_i a_j E[g'(lambda_i) g'(lambda_j) e^2],
+
+with ``e = sum_k a_k g(lambda_k) - sum_n b_n g(nu_n)``; the ``eta`` terms are the population flow
+(:func:`gaugedyn.theory.order_parameter_velocity`) and the ``eta^2`` term is the gradient noise
+(``|x|^2 ~ D`` makes it survive the limit). The noise term expands into the four-point integrals
+``I4(i, j, k, l) = E[g'(u_i) g'(u_j) g(u_k) g(u_l)]`` over the jointly Gaussian local fields with
+covariance ``C = [[Q, R], [R^T, T]]``; for ``g(z) = erf(z / sqrt 2)`` (Saad & Solla 1995)
+
+    I4 = 4 / (pi^2 sqrt(L4)) arcsin(L0 / sqrt(L1 L2)),
+    L4 = (1 + C11)(1 + C22) - C12^2,
+    L0 = L4 C34 - C23 C24 (1 + C11) - C13 C14 (1 + C22) + C12 C13 C24 + C12 C14 C23,
+    L1 = L4 (1 + C33) - C23^2 (1 + C11) - C13^2 (1 + C22) + 2 C12 C13 C23,
+    L2 = L4 (1 + C44) - C24^2 (1 + C11) - C14^2 (1 + C22) + 2 C12 C14 C24,
+
+and for the linear activation ``I4 = C34``. (Written here because the symbolic module does not
+generate ``I4`` yet; the tests check it by Monte Carlo.) ReLU has no such closed form: its online
+SGD is compared with the population flow at small ``eta``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._errors import InputError
+from ..theory import Problem, order_parameter_velocity
+
+
+def erf_i4(C11, C22, C12, C33, C44, C34, C13, C14, C23, C24):
+    """``E[g'(u1) g'(u2) g(u3) g(u4)]`` for ``g(z) = erf(z / sqrt 2)`` (arrays broadcast)."""
+    L4 = (1 + C11) * (1 + C22) - C12**2
+    L0 = (L4 * C34 - C23 * C24 * (1 + C11) - C13 * C14 * (1 + C22)
+          + C12 * C13 * C24 + C12 * C14 * C23)
+    L1 = L4 * (1 + C33) - C23**2 * (1 + C11) - C13**2 * (1 + C22) + 2 * C12 * C13 * C23
+    L2 = L4 * (1 + C44) - C24**2 * (1 + C11) - C14**2 * (1 + C22) + 2 * C12 * C14 * C24
+    return 4.0 / (np.pi**2 * np.sqrt(L4)) * np.arcsin(L0 / np.sqrt(L1 * L2))
+
+
+def noise_term(a, Q, R, b, T, activation: str):
+    """``N_ij = a_i a_j E[g'(lambda_i) g'(lambda_j) e^2]`` (``K x K``)."""
+    K = a.shape[0]
+    C = np.block([[Q, R], [R.T, T]])
+    c = np.concatenate([a, -b])
+    if activation == "linear":
+        e2 = c @ C @ c
+        return np.outer(a, a) * e2
+    if activation != "erf":
+        raise InputError(f"the online-SGD noise term has a closed form for erf and linear, not "
+                         f"{activation!r}; use eta -> 0 (the population flow) for relu")
+    d = np.diag(C)
+    i = np.arange(K)[:, None, None, None]
+    j = np.arange(K)[None, :, None, None]
+    k = np.arange(C.shape[0])[None, None, :, None]
+    l = np.arange(C.shape[0])[None, None, None, :]
+    I4 = erf_i4(d[i], d[j], C[i, j], d[k], d[l], C[k, l], C[i, k], C[i, l], C[j, k], C[j, l])
+    E = np.einsum("ijkl,k,l->ij", I4, c, c)
+    return np.outer(a, a) * E
+
+
+@dataclass(frozen=True)
+class OnlineODE:
+    """Right-hand side ``f(t, y, params)`` of the online ODE with ``y = (a, Q, R)`` flattened."""
+
+    K: int
+    M: int
+    b: np.ndarray
+    T: np.ndarray
+    activation: str
+    eta: float
+    batch: int = 1
+    noise: bool = True
+
+    def unpack(self, y):
+        K, M = self.K, self.M
+        a = y[:K]
+        Q = y[K:K + K * K].reshape(K, K)
+        R = y[K + K * K:].reshape(K, M)
+        return a, Q, R
+
+    def __call__(self, t, y):
+        a, Q, R = self.unpack(y)
+        da, dQ, dR = order_parameter_velocity(a, Q, R, self.b, self.T, self.activation)
+        dQ = self.eta * dQ
+        if self.noise:
+            dQ = dQ + (self.eta**2 / self.batch) * noise_term(a, Q, R, self.b, self.T,
+                                                              self.activation)
+        return np.concatenate([self.eta * da, dQ.ravel(), self.eta * dR.ravel()])
+
+
+def online_ode(problem: Problem, eta: float, times, batch: int = 1, noise: bool = True,
+               rtol: float = 1e-9, atol: float = 1e-11) -> dict:
+    """Solve the online ODE from ``problem``'s order parameters at ``times`` (``t = steps / D``).
+
+    Returns ``{"t", "a" (T, K), "Q" (T, K, K), "R" (T, K, M)}``.
+    """
+    from scipy.integrate import solve_ivp
+
+    times = np.asarray(times, dtype=np.float64)
+    a0, Q0, R0, b, T = problem.order_parameters()
+    rhs = OnlineODE(problem.K, problem.M, b, T, problem.activation, float(eta), int(batch), noise)
+    y0 = np.concatenate([a0, Q0.ravel(), R0.ravel()])
+    sol = solve_ivp(rhs, (0.0, float(times[-1])), y0, method="DOP853", t_eval=times,
+                    rtol=rtol, atol=atol)
+    if not sol.success:
+        raise RuntimeError(f"online ODE failed: {sol.message}")
+    K, M = problem.K, problem.M
+    Y = sol.y.T
+    return {"t": sol.t, "a": Y[:, :K], "Q": Y[:, K:K + K * K].reshape(-1, K, K),
+            "R": Y[:, K + K * K:].reshape(-1, K, M)}

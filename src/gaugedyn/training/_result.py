@@ -1,0 +1,120 @@
+"""Training results: order parameters on the record grid and the observables computed from them.
+
+All observables go through :mod:`gaugedyn.theory`'s definitions, applied to the order parameters
+``Q = W W^T``, ``R = W V^T`` of the trained weights (obtained with
+:func:`gaugedyn.theory.order_parameters`), so theory and simulation differ only in dynamics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..theory import Definitions
+from ..theory import _observables as obs
+
+
+def crossing_time(times: np.ndarray, values: np.ndarray, threshold: float) -> np.ndarray:
+    """First time a recorded curve reaches ``threshold``, by linear interpolation.
+
+    ``values (..., T)`` sampled at ``times (T,)``: with ``j`` the first record where
+    ``values >= threshold``, the time is ``t_{j-1} + (thr - v_{j-1}) (t_j - t_{j-1}) /
+    (v_j - v_{j-1})`` (``t_0`` if ``j = 0``; ``nan`` if the threshold is never reached).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    times = np.asarray(times, dtype=np.float64)
+    hit = values >= threshold
+    any_hit = hit.any(axis=-1)
+    j = np.argmax(hit, axis=-1)
+    jm = np.maximum(j - 1, 0)
+    v1 = np.take_along_axis(values, j[..., None], -1)[..., 0]
+    v0 = np.take_along_axis(values, jm[..., None], -1)[..., 0]
+    t1, t0 = times[j], times[jm]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(v1 > v0, (threshold - v0) / (v1 - v0), 1.0)
+    out = np.where(j == 0, t1, t0 + np.clip(frac, 0.0, 1.0) * (t1 - t0))
+    return np.where(any_hit, out, np.nan)
+
+
+@dataclass
+class TrainResult:
+    """Recorded training trajectories of ``S`` seeds.
+
+    Arrays: ``steps (T,)``, ``time (T,)`` (theory units), ``flow_time (T,)`` (sum of the step
+    sizes applied to the mean gradient), ``lr (T,)`` (schedule at the record), ``a (S, T, K)``,
+    ``Q (S, T, K, K)``, ``R (S, T, K, M)``, teacher ``b (M,)``, ``T (M, M)``, ``loss (S, T)`` (the
+    population loss in closed form) and ``loss_empirical (S, T)`` (the training-set loss; for
+    online training the mean per-sample loss of the steps since the previous record).
+    """
+
+    steps: np.ndarray
+    time: np.ndarray
+    flow_time: np.ndarray
+    lr: np.ndarray
+    a: np.ndarray
+    Q: np.ndarray
+    R: np.ndarray
+    b: np.ndarray
+    T: np.ndarray
+    loss: np.ndarray
+    loss_empirical: np.ndarray
+    activation: str
+    seeds: list
+    root_seed: int
+    settings: dict = field(default_factory=dict)
+    definitions: Definitions = field(default_factory=Definitions)
+    diagnostics: dict = field(default_factory=dict)
+
+    def alignment(self):
+        """``m_in (S, T, K, M)``."""
+        return obs.alignment(self.Q, self.R, self.T)
+
+    def rho(self):
+        return obs.rho(self.a, self.Q)
+
+    def delta(self):
+        return obs.delta(self.a, self.Q)
+
+    def owner(self):
+        """``(S, T, M)`` index of the owning student of each teacher feature."""
+        return obs.owner(self.a, self.Q, self.R, self.T, self.b)
+
+    def pruned(self):
+        return obs.pruned(self.a, self.Q, self.definitions)
+
+    def delta_drift(self):
+        """``(S, T)``: ``max_i |delta_i(t) - delta_i(0)| / (a_i(0)^2 + |w_i(0)|^2)``."""
+        return obs.delta_drift(self.a, self.Q, self.a[:, :1], self.Q[:, :1])
+
+    def dissipation(self):
+        return obs.dissipation(self.a, self.Q, self.R, self.b, self.T, self.activation)
+
+    def specialization_time(self, threshold: float | None = None) -> np.ndarray:
+        """``(S, M)``: first ``t`` with ``max_i m_in >= threshold`` (:func:`crossing_time`)."""
+        thr = self.definitions.threshold if threshold is None else threshold
+        best = self.alignment().max(axis=-2)
+        return crossing_time(self.time, np.moveaxis(best, 1, -1), thr)
+
+    def pruning_time(self) -> np.ndarray:
+        """``(S, K)``: first ``t`` with ``|rho_i| < prune_tol`` (``nan`` if never)."""
+        small = -np.abs(self.rho())
+        return crossing_time(self.time, np.moveaxis(small, 1, -1), -self.definitions.prune_tol)
+
+    def final(self) -> dict:
+        """Observables at the last record, per seed."""
+        return {
+            "loss": self.loss[:, -1],
+            "loss_empirical": self.loss_empirical[:, -1],
+            "rho": self.rho()[:, -1],
+            "alignment": self.alignment()[:, -1],
+            "delta": self.delta()[:, -1],
+            "owner": self.owner()[:, -1],
+            "pruned": self.pruned()[:, -1],
+            "delta_drift": self.delta_drift()[:, -1],
+        }
+
+    def arrays(self) -> dict:
+        """The stored arrays (everything else derives from them)."""
+        return {k: getattr(self, k) for k in ("steps", "time", "flow_time", "lr", "a", "Q", "R",
+                                               "b", "T", "loss", "loss_empirical")}

@@ -1,0 +1,274 @@
+"""Training loops: full-batch GD, mini-batch and online SGD, Adam, for ``S`` seeds at once.
+
+Conventions (so that simulation and theory curves overlay):
+
+- fixed sample (``samples = n``): ``x_mu ~ N(0, I_D)``, ``mu = 1..n``, drawn once per seed;
+  the loss of a batch ``B`` is ``1/(2|B|) sum_{mu in B} (f(x_mu) - y_mu)^2``; the step is
+  ``theta <- theta - eta_k grad`` and the time is the gradient-flow time ``t = sum_k eta_k``
+  (``= eta * steps`` at constant ``eta``);
+- online SGD (``samples = None``): a fresh batch each step, step ``eta_k / D`` on the batch loss,
+  time ``t = steps / D`` (Saad & Solla; Goldt et al. 2019). The mean drift per unit ``t`` is
+  ``eta`` times the population gradient, so population-flow time is ``flow_time = eta t``;
+- online Adam: fresh batches, step ``eta_k`` (Adam is invariant to the gradient scale), time
+  ``t = sum_k eta_k``.
+
+Seeds: seed ``i`` draws data (and mini-batch orders) from its own generator
+(:func:`gaugedyn.training._data.generator_seed`); all arithmetic is batched over the seed axis
+with operations whose per-slice results do not depend on the number of slices, so any seed
+re-run alone reproduces its batched trajectory bit for bit (checked by the tests on CPU).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time as _time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .._errors import DivergenceError, InputError
+from .._meta import versions
+from ..theory import Definitions, Problem, order_parameters, population_loss
+from . import _data
+from ._network import Network, prepare, resolve_device, resolve_dtype
+from ._optim import OPTIMIZERS, SCHEDULES, adam_state, adam_update, sgd_update, step_size
+from ._result import TrainResult
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Settings of one training run (see module docstring for the conventions).
+
+    ``optimizer``: ``gd`` (full batch, fixed sample), ``sgd`` (mini-batches of ``batch`` from the
+    fixed sample, reshuffled per epoch; or online with ``samples=None``) or ``adam``.
+    ``record_steps``: explicit steps to record, else ``points_per_decade`` log-spaced steps
+    (always including 0 and ``steps``).
+    """
+
+    optimizer: str = "gd"
+    lr: float = 0.01
+    steps: int = 1000
+    samples: int | None = 1000
+    batch: int | None = None
+    schedule: str = "constant"
+    lr_min: float = 0.0
+    decay: float = 1000.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    points_per_decade: int = 40
+    record_steps: tuple[int, ...] | None = None
+    check_every: int = 256
+
+    def __post_init__(self):
+        if self.optimizer not in OPTIMIZERS:
+            raise InputError(f"optimizer={self.optimizer!r} is not allowed; allowed: {', '.join(OPTIMIZERS)}")
+        if self.schedule not in SCHEDULES:
+            raise InputError(f"schedule={self.schedule!r} is not allowed; allowed: {', '.join(SCHEDULES)}")
+        if not (isinstance(self.lr, int | float) and math.isfinite(self.lr) and self.lr > 0):
+            raise InputError(f"lr={self.lr!r} is not allowed; it must be finite and > 0")
+        if isinstance(self.steps, bool) or not isinstance(self.steps, int | np.integer) or self.steps < 1:
+            raise InputError(f"steps={self.steps!r} is not allowed; it must be an integer >= 1")
+        if self.samples is not None and (isinstance(self.samples, bool) or int(self.samples) != self.samples
+                                         or self.samples < 1):
+            raise InputError(f"samples={self.samples!r} is not allowed; it must be an integer >= 1 "
+                             "(or None for online training)")
+        if self.batch is not None and (int(self.batch) != self.batch or self.batch < 1):
+            raise InputError(f"batch={self.batch!r} is not allowed; it must be an integer >= 1")
+        if self.samples is None and self.optimizer == "gd":
+            raise InputError("optimizer='gd' needs a fixed sample (samples=n); use 'sgd' for online")
+        if self.samples is not None and self.batch is not None and self.batch > self.samples:
+            raise InputError(f"batch={self.batch} exceeds samples={self.samples}")
+        if self.optimizer == "gd" and self.batch not in (None, self.samples):
+            raise InputError("optimizer='gd' is full batch; use 'sgd' for mini-batches")
+        b1, b2 = self.betas
+        if not (0 <= b1 < 1 and 0 <= b2 < 1):
+            raise InputError(f"betas={self.betas!r} are not allowed; each must lie in [0, 1)")
+        if self.points_per_decade < 1:
+            raise InputError(f"points_per_decade={self.points_per_decade!r} must be >= 1")
+
+    @property
+    def online(self) -> bool:
+        return self.samples is None
+
+    @property
+    def batch_size(self) -> int:
+        if self.batch is not None:
+            return int(self.batch)
+        return 1 if self.online else int(self.samples)
+
+    def grid(self) -> np.ndarray:
+        if self.record_steps is not None:
+            g = np.unique(np.clip(np.asarray(self.record_steps, dtype=np.int64), 0, self.steps))
+            return np.unique(np.concatenate([[0], g, [self.steps]]))
+        decades = max(math.log10(self.steps), 1e-9)
+        n = max(2, int(math.ceil(decades * self.points_per_decade)) + 1)
+        g = np.round(np.logspace(0, math.log10(self.steps), n)).astype(np.int64)
+        return np.unique(np.concatenate([[0], g, [self.steps]]))
+
+    def describe(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["record_steps"] = None if self.record_steps is None else list(self.record_steps)
+        d["betas"] = list(self.betas)
+        return d
+
+
+def _nonfinite(**tensors) -> str | None:
+    for name, x in tensors.items():
+        if not bool(torch.isfinite(x).all()):
+            return name
+    return None
+
+
+def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int = 1,
+          root_seed: int = 0, seed_indices: Sequence[int] | None = None, dtype="float64",
+          device=None, definitions: Definitions | None = None) -> TrainResult:
+    """Train ``S`` students of ``problem`` on Gaussian data as one batched computation.
+
+    ``seed_indices`` (default ``range(seeds)``) name the seeds: seed ``i`` draws its data from
+    ``task_seed(root_seed, i)``, so ``train(..., seed_indices=[i])`` reproduces seed ``i`` of a
+    batched run exactly. ``problem`` may be a list with one problem per seed (same teacher).
+    Raises :class:`gaugedyn.DivergenceError` if a parameter or the loss becomes non-finite.
+    """
+    started = _time.perf_counter()
+    definitions = Definitions() if definitions is None else definitions
+    dtype, device = resolve_dtype(dtype), resolve_device(device)
+    if seed_indices is None and not isinstance(problem, Problem):
+        seed_indices = list(range(len(problem)))
+    if seed_indices is None:
+        if isinstance(seeds, bool) or int(seeds) != seeds or seeds < 1:
+            raise InputError(f"seeds={seeds!r} is not allowed; it must be an integer >= 1")
+        seed_indices = list(range(int(seeds)))
+    seed_indices = [int(i) for i in seed_indices]
+    if isinstance(problem, Problem):
+        problems = [problem] * len(seed_indices)
+    else:
+        problems = list(problem)
+        if len(problems) != len(seed_indices):
+            raise InputError(f"{len(problems)} problems for {len(seed_indices)} seeds")
+    net = Network.from_problem(problems, dtype=dtype, device=device)
+    S, K, D = net.W.shape
+    gens = _data.generators(root_seed, seed_indices, device)
+    cfg = config
+    B = cfg.batch_size
+    grid = cfg.grid()
+    V_np, b_np = problems[0].V, problems[0].b
+
+    if cfg.online:
+        stream = _data.OnlineStream(gens, B, D, dtype, device, net.teacher)
+        X_all = y_all = full = None
+    else:
+        X_all = _data.gaussian(gens, (int(cfg.samples), D), dtype, device)
+        y_all = net.teacher(prepare(X_all))[:, : int(cfg.samples)]
+        full = prepare(X_all, y_all)
+    n = None if cfg.online else int(cfg.samples)
+    full_batch = not cfg.online and B == n
+    order = None
+    epoch_pos = 0
+    seed_rows = torch.arange(S, device=device)[:, None]
+    scale = 1.0 / D if (cfg.online and cfg.optimizer == "sgd") else 1.0
+    state = adam_state((net.a, net.W)) if cfg.optimizer == "adam" else None
+
+    rec_t, rec_ft, rec_lr = [], [], []
+    rec_a, rec_W_q, rec_W_r, rec_emp = [], [], [], []
+    t_flow = 0.0
+    online_acc = torch.zeros(S, dtype=dtype, device=device)
+    online_count = 0
+    last_good = None
+
+    def time_of(k: int, flow: float) -> float:
+        if cfg.online and cfg.optimizer == "sgd":
+            return k / D
+        return flow
+
+    def record(k: int):
+        nonlocal online_acc, online_count, last_good
+        if cfg.online:
+            emp = online_acc / max(online_count, 1) if online_count else torch.full_like(online_acc, float("nan"))
+            online_acc = torch.zeros_like(online_acc)
+            online_count = 0
+        else:
+            emp = net.loss_and_gradients(full)[0]
+        checks = {"a": net.a, "W": net.W}
+        if k > 0 or not cfg.online:
+            checks["loss_empirical"] = emp
+        bad = _nonfinite(**checks)
+        if bad:
+            raise DivergenceError(bad, time_of(k, t_flow), k, last_good)
+        a_np, W_np = net.numpy_state()
+        Q, R, _ = order_parameters(W_np, V_np)
+        last_good = {"a": a_np, "W": W_np, "step": k}
+        rec_a.append(a_np)
+        rec_W_q.append(Q)
+        rec_W_r.append(R)
+        rec_emp.append(emp.detach().to("cpu", torch.float64).numpy())
+        rec_t.append(time_of(k, t_flow))
+        rec_ft.append(t_flow)
+        rec_lr.append(step_size(cfg.schedule, cfg.lr, k, cfg.steps, cfg.lr_min, cfg.decay))
+
+    record(0)
+    next_rec = 1
+    for k in range(cfg.steps):
+        if cfg.online:
+            batch = stream.next()
+        elif full_batch:
+            batch = full
+        else:
+            if order is None or epoch_pos + B > n:
+                order = _data.permutations(gens, n, device)
+                epoch_pos = 0
+            idx = order[:, epoch_pos:epoch_pos + B]
+            epoch_pos += B
+            batch = prepare(X_all[seed_rows, idx], y_all[seed_rows, idx])
+        loss, g_a, g_W = net.loss_and_gradients(batch)
+        if cfg.online:
+            online_acc = online_acc + loss
+            online_count += 1
+        eta = step_size(cfg.schedule, cfg.lr, k, cfg.steps, cfg.lr_min, cfg.decay)
+        if cfg.optimizer == "adam":
+            net.a, net.W = adam_update((net.a, net.W), (g_a, g_W), state, eta, cfg.betas, cfg.eps)
+        else:
+            net.a, net.W = sgd_update((net.a, net.W), (g_a, g_W), eta * scale)
+        t_flow += eta * scale if cfg.optimizer != "adam" else eta
+        step = k + 1
+        if next_rec < len(grid) and step == grid[next_rec]:
+            record(step)
+            next_rec += 1
+        elif cfg.check_every and step % cfg.check_every == 0:
+            bad = _nonfinite(a=net.a, W=net.W)
+            if bad:
+                raise DivergenceError(bad, time_of(step, t_flow), step, last_good)
+
+    a = np.stack(rec_a, axis=1)
+    Q = np.stack(rec_W_q, axis=1)
+    R = np.stack(rec_W_r, axis=1)
+    T = V_np @ V_np.T
+    pop = population_loss(a, Q, R, b_np, T, net.activation)
+    if cfg.online and cfg.optimizer == "sgd":
+        time_convention = "t = steps / D (online SGD, step eta/D); flow_time = sum_k eta_k / D"
+    elif cfg.online:
+        time_convention = "t = flow_time = sum_k eta_k (online Adam)"
+    else:
+        time_convention = "t = flow_time = sum_k eta_k (= eta * steps at constant eta)"
+    settings = {
+        "config": cfg.describe(),
+        "problem": problems[0].describe(),
+        "per_seed_problems": not isinstance(problem, Problem),
+        "seeds": S,
+        "dtype": str(dtype).replace("torch.", ""),
+        "device": str(device),
+        "time": time_convention,
+        "data": ("online: fresh x ~ N(0, I_D) per step, per-seed blocks of "
+                 f"{_data.stream_block_steps(B, D)} steps" if cfg.online else
+                 f"fixed sample of n={n} x ~ N(0, I_D) per seed"),
+        "seed_derivation": "torch.Generator per seed from gaugedyn._meta.task_seed(root_seed, i)",
+    }
+    return TrainResult(
+        steps=np.asarray(grid, dtype=np.int64), time=np.asarray(rec_t), flow_time=np.asarray(rec_ft),
+        lr=np.asarray(rec_lr), a=a, Q=Q, R=R, b=np.asarray(b_np), T=T, loss=pop,
+        loss_empirical=np.stack(rec_emp, axis=1), activation=net.activation,
+        seeds=seed_indices, root_seed=int(root_seed), settings=settings, definitions=definitions,
+        diagnostics={"wall_time_s": _time.perf_counter() - started, "versions": versions()},
+    )

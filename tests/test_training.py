@@ -1,0 +1,189 @@
+"""The finite-sample trainer: exact seed reproducibility, observables, optimizers, errors, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from gaugedyn import DivergenceError, InputError  # noqa: E402
+from gaugedyn.theory import (  # noqa: E402
+    alignment,
+    duplicates,
+    owner,
+    population_loss,
+    random_problem,
+    rho,
+    single,
+    with_gauge,
+)
+from gaugedyn.training import TrainConfig, crossing_time, train  # noqa: E402
+from gaugedyn.training._network import Network, prepare  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+CONFIGS = [
+    TrainConfig(optimizer="gd", lr=0.02, steps=120, samples=301),
+    TrainConfig(optimizer="sgd", lr=0.02, steps=120, samples=200, batch=5),
+    TrainConfig(optimizer="sgd", lr=0.02, steps=120, samples=200, batch=37),
+    TrainConfig(optimizer="sgd", lr=0.5, steps=300, samples=None),
+    TrainConfig(optimizer="sgd", lr=0.5, steps=200, samples=None, batch=11),
+    TrainConfig(optimizer="adam", lr=0.01, steps=120, samples=150, batch=50, schedule="cosine"),
+]
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c.optimizer}-{c.samples}-{c.batch}")
+@pytest.mark.parametrize("activation", ["relu", "erf"])
+def test_one_seed_alone_reproduces_its_batched_run_bitwise(cfg, activation):
+    gauges = ["a-heavy", "w-heavy", "w-heavy"]
+    problem = with_gauge(duplicates(24, gauges, activation=activation), names=gauges, strength=2.0)
+    batched = train(problem, cfg, seeds=5, root_seed=11, device="cpu")
+    alone = train(problem, cfg, seed_indices=[3], root_seed=11, device="cpu")
+    for key in ("a", "Q", "R", "loss", "loss_empirical"):
+        np.testing.assert_array_equal(getattr(alone, key)[0], getattr(batched, key)[3], err_msg=key)
+    assert not np.array_equal(batched.a[0], batched.a[3])  # seeds differ: their data differ
+
+
+def test_reproducible_with_two_threads_and_large_sample():
+    torch.set_num_threads(2)
+    problem = single(40, "a-heavy")
+    cfg = TrainConfig(lr=0.01, steps=6, samples=40003)
+    batched = train(problem, cfg, seeds=3, root_seed=2, device="cpu")
+    alone = train(problem, cfg, seed_indices=[1], root_seed=2, device="cpu")
+    np.testing.assert_array_equal(alone.Q[0], batched.Q[1])
+    np.testing.assert_array_equal(alone.loss_empirical[0], batched.loss_empirical[1])
+
+
+def test_gradients_match_autograd_and_padding_is_exact():
+    rng = np.random.default_rng(0)
+    problem = random_problem(7, 3, 2, rng, activation="erf")
+    net = Network.from_problem(problem, seeds=2, device="cpu")
+    X = torch.as_tensor(rng.normal(size=(2, 13, 7)))
+    y = torch.as_tensor(rng.normal(size=(2, 13)))
+    loss, g_a, g_W = net.loss_and_gradients(prepare(X, y))
+    a, W = net.a.clone().requires_grad_(), net.W.clone().requires_grad_()
+    Z = torch.einsum("skd,snd->skn", W, X)
+    f = (torch.erf(Z / np.sqrt(2)) * a[:, :, None]).sum(1)
+    ref = 0.5 * ((f - y) ** 2).mean(-1)
+    ref.sum().backward()
+    np.testing.assert_allclose(loss.numpy(), ref.detach().numpy(), rtol=1e-13)
+    np.testing.assert_allclose(g_a.numpy(), a.grad.numpy(), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(g_W.numpy(), W.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_observables_are_the_theory_definitions():
+    problem = duplicates(12, ["a-heavy", "w-heavy"])
+    res = train(problem, TrainConfig(lr=0.01, steps=50, samples=500), seeds=3, device="cpu")
+    a0, Q0, R0, b, T = problem.order_parameters()
+    np.testing.assert_allclose(res.Q[:, 0], np.broadcast_to(Q0, res.Q[:, 0].shape), rtol=1e-15)
+    np.testing.assert_allclose(res.loss[:, 0], population_loss(a0, Q0, R0, b, T), rtol=1e-14)
+    a, Q, R = res.a, res.Q, res.R
+    np.testing.assert_array_equal(res.alignment(), alignment(Q, R, T))
+    np.testing.assert_array_equal(res.rho(), rho(a, Q))
+    np.testing.assert_array_equal(res.owner(), owner(a, Q, R, T, b))
+    assert res.delta_drift()[:, 0].max() == 0.0
+    assert res.delta_drift()[:, -1].max() < 1e-2
+    # closed-form population loss against the network's empirical loss on a large fresh sample
+    net = Network.from_problem(problem, seeds=1, device="cpu")
+    g = torch.Generator().manual_seed(3)
+    X = torch.randn(1, 400_000, 12, generator=g, dtype=torch.float64)
+    batch = prepare(X, None)
+    y = net.teacher(batch)
+    emp = net.loss_and_gradients(batch._replace(y=y))[0].item()
+    assert abs(emp - res.loss[0, 0]) < 5e-3 * res.loss[0, 0] + 1e-3
+
+
+def test_crossing_time_interpolates_linearly_between_records():
+    t = np.array([0.0, 1.0, 2.0, 4.0])
+    m = np.array([[0.1, 0.5, 0.9, 1.0], [0.1, 0.2, 0.3, 0.4]])
+    out = crossing_time(t, m, 0.8)
+    assert out[0] == pytest.approx(1.75)
+    assert np.isnan(out[1])
+
+
+def test_float32_and_schedules_recorded():
+    problem = single(10, "a-heavy")
+    res = train(problem, TrainConfig(lr=0.05, steps=100, samples=200, schedule="inverse", decay=10.0),
+                seeds=2, dtype="float32", device="cpu")
+    assert res.settings["dtype"] == "float32"
+    assert res.lr[0] == pytest.approx(0.05) and res.lr[-1] == pytest.approx(0.05 / 11)
+    assert res.time[-1] == pytest.approx(sum(0.05 / (1 + k / 10.0) for k in range(100)))
+    assert res.specialization_time()[0, 0] < res.time[-1]
+
+
+def test_adam_matches_torch_optim_adam():
+    problem = duplicates(6, ["a-heavy", "w-heavy"])
+    cfg = TrainConfig(optimizer="adam", lr=0.01, steps=30, samples=64, record_steps=(30,))
+    res = train(problem, cfg, seeds=1, root_seed=4, device="cpu")
+    from gaugedyn.training._data import gaussian, generators
+
+    net = Network.from_problem(problem, seeds=1, device="cpu")
+    X = gaussian(generators(4, [0], "cpu"), (64, 6), torch.float64, "cpu")
+    y = net.teacher(prepare(X))[:, :64]
+    a, W = net.a.clone().requires_grad_(), net.W.clone().requires_grad_()
+    opt = torch.optim.Adam([a, W], lr=0.01)
+    for _ in range(30):
+        opt.zero_grad()
+        f = (torch.relu(torch.einsum("skd,snd->skn", W, X)) * a[:, :, None]).sum(1)
+        (0.5 * ((f - y) ** 2).mean()).backward()
+        opt.step()
+    np.testing.assert_allclose(res.a[0, -1], a.detach().numpy()[0], rtol=1e-10)
+    np.testing.assert_allclose(res.Q[0, -1], (W @ W.transpose(1, 2)).detach().numpy()[0], rtol=1e-10)
+
+
+def test_too_large_step_raises_divergence_error():
+    problem = single(16, "w-heavy")
+    with pytest.raises(DivergenceError) as err:
+        train(problem, TrainConfig(lr=5.0, steps=2000, samples=100), seeds=2, device="cpu")
+    assert err.value.step > 0 and err.value.quantity in ("a", "W", "loss_empirical")
+    assert err.value.time == pytest.approx(5.0 * err.value.step)
+    assert err.value.last_state is not None
+
+
+@pytest.mark.parametrize("kwargs", [dict(optimizer="newton"), dict(lr=-1.0), dict(steps=0),
+                                    dict(samples=None, optimizer="gd"), dict(schedule="step"),
+                                    dict(samples=10, batch=20)])
+def test_bad_config_raises_input_error(kwargs):
+    with pytest.raises(InputError):
+        TrainConfig(**kwargs)
+
+
+def test_cli_prints_json_and_rejects_bad_input(capsys):
+    from gaugedyn.cli import main
+
+    rc = main(["train", "--setup", "duplicates", "--dim", "8", "--gauges", "a-heavy,w-heavy",
+               "--samples", "160", "--steps", "400", "--seeds", "3", "--device", "cpu"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["owner"] == [0, 0, 0] and len(out["specialization_time"]) == 3
+    assert out["definitions"]["threshold"] == 0.95
+    for argv in (["train", "--dim", "1", "--samples", "10"],
+                 ["train", "--dim", "8", "--samples", "10", "--optimizer", "lbfgs"],
+                 ["train", "--dim", "8", "--online", "--optimizer", "gd"],
+                 ["train", "--dim", "8", "--samples", "10", "--gauges", "a-heavy"],
+                 ["train", "--dim", "8", "--samples", "10", "--dtype", "float16"]):
+        assert main(argv) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "--dim", "8", "--samples", "ten"])
+    assert exc.value.code == 2
+
+
+def test_owner_is_the_favourable_copy_in_every_seed():
+    from gaugedyn._meta import task_seed
+    from gaugedyn.experiments.gauge_in_training import EXPERIMENT
+
+    task = {"part": "ownership", "dim": 8, "K": 3, "seeds": 16, "epsilon": 0.02,
+            "scale": 1.0, "n_factor": 20, "threshold": 0.95}
+    res = EXPERIMENT.run_task(task, task_seed(0, "test"))
+    assert np.all(res["owner"] == 0)
+    assert np.median(res["contribution"]) < 0.05

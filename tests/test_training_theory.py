@@ -1,0 +1,119 @@
+"""Trained networks against the theory: n^-1/2 convergence, the online ODE, gauge specialization."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from gaugedyn._meta import task_seed  # noqa: E402
+from gaugedyn.experiments import _gauge_common as gc  # noqa: E402
+from gaugedyn.theory import population_loss, single, solve  # noqa: E402
+from gaugedyn.training import TrainConfig, train  # noqa: E402
+from gaugedyn.training._online_ode import erf_i4, noise_term, online_ode  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+def test_gd_deviation_from_population_dynamics_scales_as_inverse_root_n():
+    from gaugedyn.experiments.finite_sample import EXPERIMENT
+
+    cfg = gc.config_of(EXPERIMENT, quick=True, ns=[100, 1000, 10000], seeds=32, t_max=3.0)
+    _, _, arrays, claims = gc.run_inline(EXPERIMENT, cfg, root_seed=1)
+    slopes = {c.id: c.measured for c in claims}
+    for claim in claims:
+        assert abs(claim.measured + 0.5) <= 0.15, slopes
+    # and the deviation itself is small at the largest n
+    assert np.median(arrays["deviation_rho"][-1]) < 0.02
+
+
+def test_erf_i4_against_monte_carlo():
+    from scipy.special import erf
+
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(4, 4)) * 0.7
+    C = A @ A.T
+    u = rng.normal(size=(1_000_000, 4)) @ np.linalg.cholesky(C).T
+    g = erf(u / np.sqrt(2))
+    gp = np.sqrt(2 / np.pi) * np.exp(-0.5 * u * u)
+    mc = gp[:, 0] * gp[:, 1] * g[:, 2] * g[:, 3]
+    exact = erf_i4(C[0, 0], C[1, 1], C[0, 1], C[2, 2], C[3, 3], C[2, 3], C[0, 2], C[0, 3],
+                   C[1, 2], C[1, 3])
+    assert abs(mc.mean() - exact) < 5 * mc.std() / 1000
+
+
+def test_noise_term_linear_is_closed_form():
+    a, Q, R = np.array([0.3, -0.2]), np.array([[1.0, 0.2], [0.2, 0.5]]), np.array([[0.4], [0.1]])
+    b, T = np.array([1.0]), np.eye(1)
+    N = noise_term(a, Q, R, b, T, "linear")
+    np.testing.assert_allclose(N, np.outer(a, a) * 2 * population_loss(a, Q, R, b, T, "linear"))
+
+
+def test_erf_online_sgd_follows_the_online_ode_with_noise_term():
+    from gaugedyn.experiments.online_sgd import EXPERIMENT
+
+    task = {"kind": "erf", "dim": 200, "eta": 1.0, "t_max": 8.0, "seeds": 12}
+    res = EXPERIMENT.run_task(task, task_seed(3, "online"))
+    problem = EXPERIMENT.problem(task)
+    t, loss = res["t"], res["loss"]
+    b, T = problem.b, problem.V @ problem.V.T
+    ode = online_ode(problem, 1.0, t)
+    ode0 = online_ode(problem, 1.0, t, noise=False)
+    L = population_loss(ode["a"], ode["Q"], ode["R"], b, T, "erf")
+    L0 = population_loss(ode0["a"], ode0["Q"], ode0["R"], b, T, "erf")
+    lo, med, hi = np.quantile(loss, [0.1, 0.5, 0.9], axis=0)
+    sel = t * 200 >= 10
+    assert np.all(np.abs(med - L)[sel] <= 0.5 * (hi - lo)[sel] + 1e-12)
+    assert np.any(np.abs(med - L0)[sel] > 0.5 * (hi - lo)[sel])  # the eta^2 term matters
+
+
+def test_trained_specialization_times_follow_the_flow_for_both_gauges():
+    D = 8
+    for gauge, c in (("w-heavy", 1.0), ("a-heavy", 0.05)):
+        problem = single(D, gauge)
+        t_flow = float(np.min(solve(problem, stop_at_specialization=True, t_max=1e4).specialization_time))
+        eta = c / D
+        res = train(problem, TrainConfig(lr=eta, steps=int(2 * t_flow / eta), samples=40 * D,
+                                         points_per_decade=60), seeds=6, root_seed=9, device="cpu")
+        ts = res.specialization_time()[:, 0]
+        assert np.all(np.isfinite(ts))
+        assert abs(np.median(ts) / t_flow - 1) < 0.15, (gauge, ts, t_flow)
+
+
+def _fake_gauge_results(owner_ok: bool):
+    from gaugedyn.experiments.gauge_in_training import EXPERIMENT
+
+    cfg = gc.config_of(EXPERIMENT, quick=True, dims=[8, 16, 32], Ks=[2])
+    tasks = EXPERIMENT.tasks(cfg)
+    rng = np.random.default_rng(0)
+    results = []
+    for task in tasks:
+        if task["part"] == "scaling":
+            D = task["dim"]
+            base = 5.0 * D if task["gauge"] == "w-heavy" else 1.0 / D
+            results.append({"specialization_time": base * (1 + 0.01 * rng.normal(size=6)),
+                            "theory_time": np.array(base), "steps": np.array(100)})
+        else:
+            owner = np.zeros(6, dtype=int)
+            if not owner_ok:
+                owner[2] = 1
+            results.append({"owner": owner, "contribution": np.full(6, 1e-4),
+                            "flow_contribution": np.array(1e-5), "t": np.array([0.0, 1.0]),
+                            "rho": np.ones((6, 2, 2))})
+    return EXPERIMENT.analyse(cfg, tasks, results)[1]
+
+
+def test_gauge_in_training_claims_pass_and_fail_on_built_cases():
+    good = {c.id: c for c in _fake_gauge_results(True)}
+    bad = {c.id: c for c in _fake_gauge_results(False)}
+    assert all(c.passed for c in good.values())
+    assert good["gauge_in_training.ratio_grows"].measured == pytest.approx(2.0, abs=0.05)
+    assert not bad["gauge_in_training.owner_every_seed"].passed
+    assert bad["gauge_in_training.owner_every_seed"].measured == pytest.approx(5 / 6)
