@@ -1,0 +1,623 @@
+"""The gauge under Adam: does the favourable gauge still choose the owner, and how wide is the gap?
+
+Gradient flow conserves ``delta_i = a_i^2 - |w_i|^2`` and the gauge only changes the transport
+mobility ``1/|w_i|^2``; Adam's per-coordinate normalisation ``m^/(sqrt(v^) + eps)`` breaks the
+rescaling symmetry, so its answer is measured here, not assumed. At each input dimension ``D``
+and each ``(beta1, beta2)`` (tied and untied), ``S`` seeds are trained as one batched program by
+:func:`gaugedyn.training.train` (online Adam, fresh Gaussian batches, time ``t = sum_k eta_k``):
+
+- ``single`` with the w-heavy and with the a-heavy gauge (same seeds, hence the same data): the
+  specialization times ``t_w``, ``t_a`` (first ``t`` with alignment ``>= threshold``) and their
+  ratio per seed, the *gauge gap* ``t_w / t_a``, summarised by its geometric mean over seeds with
+  a percentile-bootstrap 95% interval;
+- ``duplicates``: copy 0 a-heavy, copies ``1..K-1`` w-heavy, same initial function; the
+  *owner-selection rate* is the fraction of seeds whose final owner (``argmax_i rho_i m_i``) is the
+  a-heavy copy, with a Wilson 95% interval;
+- the lag share of each neuron's update: the trainer's Adam step is observed through a probe
+  (the trainer exposes no step hook, so :func:`probe_trainer` wraps its ``adam_update`` for the
+  duration of the call), which keeps ``w_t = b2 w_{t-1} + (1-b2) g_t`` and splits each step with
+  :func:`gaugedyn.adam.decompose_state`; per neuron ``i`` (its ``a_i`` and ``w_i``) and step, the
+  shares ``|p_k| / (|sign| + |lag| + |residual|)``, averaged over steps after the start-up
+  fraction ``skip`` and in ``bins`` windows of time.
+
+Checks (they decide the exit status): the probe saw every step; the parts sum to the update to
+``1e-12`` relative to ``max(1, sum_k |p_k|)`` (float64); the update it split is the step the
+trainer applied, to ``1e-12`` relative;
+the lag part is exactly zero at every step of every tied configuration. Findings (owner rate, gauge
+gap, lag shares, drift of ``delta``) are claims with ids ``finding:...``, reported as measured with
+their intervals; their ``passed`` is True because they were measured, not because of their value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import numpy as np
+
+from ._protocol import Claim, Experiment, Param
+
+GAUGES = ("w-heavy", "a-heavy")
+SUM_TOL = 1e-12
+APPLIED_TOL = 1e-12
+PART_NAMES = ("sign", "lag", "residual")
+_PROBE_LOCK = threading.Lock()  # the probe replaces a module attribute: one probed run at a time
+
+
+def _pairs(v) -> bool:
+    return (isinstance(v, list) and len(v) >= 1
+            and all(isinstance(p, list) and len(p) == 2
+                    and all(isinstance(b, float | int) and not isinstance(b, bool)
+                            and 0.0 <= b < 1.0 for b in p) for p in v)
+            and len({tuple(map(float, p)) for p in v}) == len(v))
+
+
+def _dims(v) -> bool:
+    return (isinstance(v, list) and len(v) >= 1 and len(set(v)) == len(v)
+            and all(isinstance(d, int) and not isinstance(d, bool) and 4 <= d <= 4096 for d in v))
+
+
+class GaugeUnderAdam(Experiment):
+    name = "gauge_under_adam"
+    description = ("single (both gauges) and duplicates (one a-heavy, the rest w-heavy) trained "
+                   "with Adam at tied and untied (beta1, beta2) over seeds: owner-selection rate, "
+                   "gauge gap in specialization time and each neuron's lag share, with intervals")
+    params = {
+        "dims": Param(list, [16, 64], quick=[32], check=_dims,
+                      allowed="a list of distinct integers in [4, 4096]",
+                      help="input dimensions D (the gauge strength is D)"),
+        "betas": Param(list, [[0.9, 0.9], [0.99, 0.99], [0.9, 0.99], [0.9, 0.999], [0.99, 0.9]],
+                       quick=[[0.9, 0.9], [0.99, 0.99], [0.9, 0.999], [0.99, 0.9]], check=_pairs,
+                       allowed="a list of distinct [beta1, beta2] pairs, each in [0, 1)",
+                       help="Adam factors; tied when beta1 == beta2"),
+        "seeds": Param(int, 32, quick=8, check=lambda v: 2 <= v <= 4096, allowed="2 to 4096",
+                       help="seeds per configuration, trained as one batch"),
+        "steps": Param(int, 2000, quick=800, check=lambda v: 10 <= v <= 10**6,
+                       allowed="10 to 1000000", help="Adam steps"),
+        "lr": Param(float, 0.01, check=lambda v: 0 < v <= 1, allowed="a number in (0, 1]",
+                    help="Adam step size (time t = lr * steps)"),
+        "batch": Param(int, 32, check=lambda v: 1 <= v <= 100_000, allowed="1 to 100000",
+                       help="fresh Gaussian samples per step"),
+        "copies": Param(int, 2, check=lambda v: 2 <= v <= 16, allowed="2 to 16",
+                        help="K of the duplicates set-up (copy 0 a-heavy, the others w-heavy)"),
+        "scale": Param(float, 1.0, check=lambda v: v > 0, allowed="a number > 0",
+                       help="initial coefficient rho0 = s"),
+        "threshold": Param(float, 0.95, check=lambda v: 0 < v < 1, allowed="a number in (0, 1)",
+                           help="alignment that defines specialization"),
+        "prune_tol": Param(float, 1e-2, check=lambda v: 0 < v < 1, allowed="a number in (0, 1)",
+                           help="|rho| below which a copy counts as pruned"),
+        "bins": Param(int, 40, check=lambda v: 1 <= v <= 1000, allowed="1 to 1000",
+                      help="time windows of the recorded share trajectories"),
+        "skip": Param(float, 0.05, check=lambda v: 0 <= v < 1, allowed="a number in [0, 1)",
+                      help="start-up fraction of steps left out of the mean shares"),
+    }
+    definitions = {
+        "time": "t = lr * steps (online Adam, fresh batches)",
+        "specialization_time": "first t with alignment u.v >= threshold (linear interpolation "
+                               "between records)",
+        "gauge_gap": "t_w / t_a per seed (same seed index, same data); geometric mean over seeds "
+                     "with both finite, percentile bootstrap 95% interval (2000 resamples)",
+        "owner": "argmax_i rho_i m_i at the end of training; selection: owner is the a-heavy "
+                 "copy 0; rate with a Wilson 95% interval",
+        "share": "per neuron i (parameters a_i, w_i) and step: |p_k|_2 / (|sign|_2 + |lag|_2 + "
+                 "|residual|_2), p from gaugedyn.adam.decompose_state; mean over steps after "
+                 "the start-up fraction skip, then over seeds (95% interval: 1.96 standard errors)",
+        "delta_drift": "max_i |delta_i(t) - delta_i(0)| / (a_i(0)^2 + |w_i(0)|^2) at the end",
+    }
+
+    def tasks(self, config):
+        keep = ("seeds", "steps", "lr", "batch", "copies", "scale", "threshold", "prune_tol",
+                "bins", "skip")
+        return [{"dim": int(D), "beta1": float(p[0]), "beta2": float(p[1]),
+                 **{k: config[k] for k in keep}}
+                for D in config["dims"] for p in config["betas"]]
+
+    def run_task(self, task, seed):
+        import torch
+
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return _run(task, seed)
+        finally:
+            torch.set_num_threads(before)
+
+    def analyse(self, config, tasks, results):
+        return analyse_cells(config, tasks, results)
+
+    def plot(self, arrays, config, outdir):
+        return [plot_owner_gap(arrays, outdir), plot_lag_shares(arrays, outdir),
+                plot_alignment(arrays, outdir), plot_share_trajectories(arrays, outdir)]
+
+
+# ---------------------------------------------------------------------------- the probe
+
+
+class AdamProbe:
+    """Observes the trainer's batched Adam steps and splits each one per neuron.
+
+    Called in place of :func:`gaugedyn.training._optim.adam_update` with the same arguments; it
+    calls the original, then reads the new state ``(m_t, v_t, t)``. Parameters are
+    ``(a (S, K), W (S, K, D))``; neuron ``i`` owns ``a[:, i]`` and ``W[:, i, :]``.
+    """
+
+    def __init__(self, original, steps: int, bins: int, skip: float):
+        self.original, self.steps, self.bins = original, int(steps), int(bins)
+        self.start = int(skip * steps)
+        self.calls = 0
+        self.counter_ok = True
+        self.sum_error = 0.0
+        self.applied_error = 0.0
+        self.lag_max = 0.0
+        self._w: dict[int, object] = {}
+        self.bin_sum = None
+        self.bin_count = np.zeros(self.bins)
+        self.mean_sum = None
+        self.mean_count = 0
+
+    def __call__(self, params, grads, state, lr, betas=(0.9, 0.999), eps=1e-8):
+        import torch
+
+        from ..adam import decompose_state
+
+        new = self.original(params, grads, state, lr, betas, eps)
+        b1, b2 = float(betas[0]), float(betas[1])
+        k = int(state["k"])
+        self.calls += 1
+        self.counter_ok &= k == self.calls
+        sq = None
+        with torch.no_grad():
+            for i, (p, g, q) in enumerate(zip(params, grads, new)):
+                m, v = state["m"][i], state["v"][i]
+                if b1 == b2:
+                    w = m
+                else:
+                    prev = self._w.get(i)
+                    w = (1.0 - b2) * g if prev is None else b2 * prev + (1.0 - b2) * g
+                    self._w[i] = w
+                parts = decompose_state(m, v, w, g, k, b1, b2, float(eps))
+                u = parts.update
+                size = sum(x.abs() for x in (parts.sign, parts.lag, parts.transition,
+                                             parts.ratio, parts.eps)).clamp(min=1.0)
+                err = ((parts.total() - u).abs() / size).max()
+                self.sum_error = max(self.sum_error, float(err))
+                rel = ((q - p) + lr * u).abs() / (p.abs() + lr * u.abs() + 1e-300)
+                self.applied_error = max(self.applied_error, float(rel.max()))
+                cols = [parts.sign, parts.lag, parts.residual]
+                per = torch.stack([c * c if c.dim() == 2 else (c * c).sum(-1) for c in cols], -1)
+                sq = per if sq is None else sq + per
+            norms = sq.sqrt().double().cpu().numpy()  # (S, K, 3)
+        self.lag_max = max(self.lag_max, float(norms[..., 1].max()))
+        total = norms.sum(-1, keepdims=True)
+        shares = np.where(total > 0, norms / np.where(total > 0, total, 1.0), 0.0)
+        if self.bin_sum is None:
+            self.bin_sum = np.zeros((self.bins, *shares.shape))
+            self.mean_sum = np.zeros(shares.shape)
+        b = min((k - 1) * self.bins // max(self.steps, 1), self.bins - 1)
+        self.bin_sum[b] += shares
+        self.bin_count[b] += 1
+        if k > self.start:
+            self.mean_sum += shares
+            self.mean_count += 1
+        return new
+
+    def result(self) -> dict:
+        """Mean shares ``(S, K, 3)``, binned shares ``(bins, K, 3)`` (seed means) and checks."""
+        count = np.maximum(self.bin_count, 1)[:, None, None, None]
+        binned = (self.bin_sum / count).mean(axis=1)
+        binned[self.bin_count == 0] = np.nan
+        return {"share_mean": self.mean_sum / max(self.mean_count, 1), "share_bins": binned,
+                "probe_calls": self.calls, "probe_counter_ok": bool(self.counter_ok),
+                "sum_error": self.sum_error, "applied_error": self.applied_error,
+                "lag_norm_max": self.lag_max}
+
+
+@contextlib.contextmanager
+def probe_trainer(probe: AdamProbe):
+    """Route :func:`gaugedyn.training.train`'s Adam steps through ``probe`` inside the block
+    (held under a process-wide lock, so thread executors cannot mix two runs' steps)."""
+    from ..training import _trainer
+
+    with _PROBE_LOCK:
+        original = _trainer.adam_update
+        probe.original = original
+        _trainer.adam_update = probe
+        try:
+            yield probe
+        finally:
+            _trainer.adam_update = original
+
+
+def train_probed(problem, task: dict, root_seed: int):
+    """``(TrainResult, probe result)`` of ``task['seeds']`` seeds of ``problem`` under Adam."""
+    from ..theory import Definitions
+    from ..training import TrainConfig, train
+
+    cfg = TrainConfig(optimizer="adam", lr=task["lr"], steps=task["steps"], samples=None,
+                      batch=task["batch"], betas=(task["beta1"], task["beta2"]))
+    definitions = Definitions(threshold=task["threshold"], prune_tol=task["prune_tol"])
+    probe = AdamProbe(None, task["steps"], task["bins"], task["skip"])
+    with probe_trainer(probe):
+        result = train(problem, cfg, seeds=task["seeds"], root_seed=root_seed, dtype="float64",
+                       device="cpu", definitions=definitions)
+    return result, probe.result()
+
+
+def _run(task: dict, seed: np.random.SeedSequence) -> dict:
+    from ..theory import duplicates, single
+
+    root = int(seed.generate_state(1, dtype=np.uint64)[0] % (2**63 - 1))
+    D, K = task["dim"], task["copies"]
+    out: dict = {}
+    checks = []
+    for gauge in GAUGES:
+        res, probe = train_probed(single(D, gauge, scale=task["scale"]), task, root)
+        tag = gauge.split("-")[0]
+        out[f"t_spec_{tag}"] = res.specialization_time()[:, 0]
+        out[f"alignment_{tag}"] = np.median(res.alignment()[:, :, 0, 0], axis=0)
+        out[f"delta_drift_{tag}"] = res.delta_drift()[:, -1]
+        out[f"loss_{tag}"] = res.loss[:, -1]
+        out[f"share_{tag}"] = probe["share_mean"][:, 0, :]
+        out[f"share_bins_{tag}"] = probe["share_bins"][:, 0, :]
+        out["time"] = res.time
+        checks.append(probe)
+    res, probe = train_probed(duplicates(D, ["a-heavy"] + ["w-heavy"] * (K - 1),
+                                         scale=task["scale"]), task, root)
+    out["owner"] = res.owner()[:, -1, 0]
+    out["rho_dup"] = res.rho()[:, -1, :]
+    out["t_spec_dup"] = res.specialization_time()[:, 0]
+    out["loss_dup"] = res.loss[:, -1]
+    out["share_dup"] = probe["share_mean"]
+    out["share_bins_dup"] = probe["share_bins"]
+    checks.append(probe)
+    out["probe_calls"] = np.array([c["probe_calls"] for c in checks])
+    out["probe_counter_ok"] = all(c["probe_counter_ok"] for c in checks)
+    for key in ("sum_error", "applied_error", "lag_norm_max"):
+        out[key] = max(float(c[key]) for c in checks)
+    out["root_seed"] = str(root)
+    return out
+
+
+# ---------------------------------------------------------------------------- statistics
+
+
+def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion ``k / n`` (``(nan, nan)`` when ``n = 0``)."""
+    if n <= 0:
+        return float("nan"), float("nan")
+    p = k / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return float(max(0.0, mid - half)), float(min(1.0, mid + half))
+
+
+def ratio_interval(num, den, rng: np.random.Generator, n_boot: int = 2000,
+                   level: float = 0.95) -> tuple[float, float, float, int]:
+    """Geometric mean of ``num / den`` over the pairs where both are finite and positive, with a
+    percentile-bootstrap interval: ``(estimate, low, high, pairs used)``."""
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    ok = np.isfinite(num) & np.isfinite(den) & (num > 0) & (den > 0)
+    logs = np.log(num[ok] / den[ok])
+    n = int(logs.size)
+    if n == 0:
+        return float("nan"), float("nan"), float("nan"), 0
+    est = float(np.exp(logs.mean()))
+    if n == 1:
+        return est, float("nan"), float("nan"), 1
+    boot = logs[rng.integers(0, n, size=(n_boot, n))].mean(axis=1)
+    lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
+    return est, float(np.exp(lo)), float(np.exp(hi)), n
+
+
+def mean_interval(x, axis: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean and the 95% normal interval ``mean -+ 1.96 sd / sqrt(n)`` along ``axis``."""
+    x = np.asarray(x, dtype=float)
+    n = x.shape[axis]
+    mean = x.mean(axis=axis)
+    se = x.std(axis=axis, ddof=1) / np.sqrt(n) if n > 1 else np.full_like(mean, np.nan)
+    return mean, mean - 1.96 * se, mean + 1.96 * se
+
+
+# ---------------------------------------------------------------------------- analysis
+
+
+def analyse_cells(config: dict, tasks: list[dict], results: list[dict]):
+    dims = sorted({int(t["dim"]) for t in tasks})
+    pairs = []
+    for t in tasks:
+        p = (float(t["beta1"]), float(t["beta2"]))
+        if p not in pairs:
+            pairs.append(p)
+    nD, nP = len(dims), len(pairs)
+    S = int(tasks[0]["seeds"])
+    K = int(tasks[0]["copies"])
+    T = len(results[0]["time"])
+    bins = int(tasks[0]["bins"])
+    rng = np.random.default_rng(0)
+    a = {
+        "dims": np.array(dims), "beta1": np.array([p[0] for p in pairs]),
+        "beta2": np.array([p[1] for p in pairs]),
+        "tied": np.array([p[0] == p[1] for p in pairs]),
+        "time": np.asarray(results[0]["time"], dtype=float),
+        "threshold": np.array(float(tasks[0]["threshold"])),
+    }
+    shapes = {
+        "owner_rate": (nD, nP), "owner_lo": (nD, nP), "owner_hi": (nD, nP),
+        "owner_count": (nD, nP), "gap": (nD, nP), "gap_lo": (nD, nP), "gap_hi": (nD, nP),
+        "gap_pairs": (nD, nP), "t_spec_w": (nD, nP, S), "t_spec_a": (nD, nP, S),
+        "t_spec_dup": (nD, nP, S), "rho_dup": (nD, nP, S, K), "pruned_rate": (nD, nP),
+        "share_dup": (nD, nP, K, 3), "share_dup_lo": (nD, nP, K, 3),
+        "share_dup_hi": (nD, nP, K, 3), "share_single": (nD, nP, 2, 3),
+        "share_single_lo": (nD, nP, 2, 3), "share_single_hi": (nD, nP, 2, 3),
+        "share_bins_dup": (nD, nP, bins, K, 3), "share_bins_single": (nD, nP, bins, 2, 3),
+        "alignment": (nD, nP, 2, T), "delta_drift": (nD, nP, 2, S), "loss": (nD, nP, 3, S),
+    }
+    for k, shape in shapes.items():
+        a[k] = np.full(shape, np.nan)
+    for t, r in zip(tasks, results):
+        i, j = dims.index(int(t["dim"])), pairs.index((float(t["beta1"]), float(t["beta2"])))
+        owner = np.asarray(r["owner"])
+        k = int(np.sum(owner == 0))
+        a["owner_count"][i, j] = k
+        a["owner_rate"][i, j] = k / owner.size
+        a["owner_lo"][i, j], a["owner_hi"][i, j] = wilson(k, owner.size)
+        est, lo, hi, n = ratio_interval(r["t_spec_w"], r["t_spec_a"], rng)
+        a["gap"][i, j], a["gap_lo"][i, j], a["gap_hi"][i, j], a["gap_pairs"][i, j] = est, lo, hi, n
+        a["t_spec_w"][i, j], a["t_spec_a"][i, j] = r["t_spec_w"], r["t_spec_a"]
+        a["t_spec_dup"][i, j] = r["t_spec_dup"]
+        rho = np.abs(np.asarray(r["rho_dup"], dtype=float))
+        a["rho_dup"][i, j] = rho
+        a["pruned_rate"][i, j] = float(np.mean(rho[:, 1:] < float(t["prune_tol"])))
+        m, lo, hi = mean_interval(r["share_dup"])
+        a["share_dup"][i, j], a["share_dup_lo"][i, j], a["share_dup_hi"][i, j] = m, lo, hi
+        for g, tag in enumerate(("w", "a")):
+            m, lo, hi = mean_interval(r[f"share_{tag}"])
+            a["share_single"][i, j, g] = m
+            a["share_single_lo"][i, j, g], a["share_single_hi"][i, j, g] = lo, hi
+            a["share_bins_single"][i, j, :, g] = r[f"share_bins_{tag}"]
+            a["alignment"][i, j, g] = r[f"alignment_{tag}"]
+            a["delta_drift"][i, j, g] = r[f"delta_drift_{tag}"]
+        a["share_bins_dup"][i, j] = r["share_bins_dup"]
+        a["loss"][i, j] = [r["loss_w"], r["loss_a"], r["loss_dup"]]
+    claims = check_claims(tasks, results) + finding_claims(a, S, K)
+    diagnostics = {"seeds_per_cell": S, "cells": nD * nP,
+                   "probe": "the trainer's adam_update is wrapped for the duration of train(); "
+                            "see gaugedyn.experiments.gauge_under_adam.probe_trainer"}
+    return a, claims, diagnostics
+
+
+def check_claims(tasks: list[dict], results: list[dict]) -> list[Claim]:
+    """The package-correctness checks (they decide the exit status)."""
+    calls_ok = all(bool(r["probe_counter_ok"]) and np.all(np.asarray(r["probe_calls"]) == t["steps"])
+                   for t, r in zip(tasks, results))
+    sum_err = max(float(r["sum_error"]) for r in results)
+    applied = max(float(r["applied_error"]) for r in results)
+    tied = [r for t, r in zip(tasks, results) if float(t["beta1"]) == float(t["beta2"])]
+    lag_tied = max((max(float(r["lag_norm_max"]),
+                        float(np.max(np.asarray(r["share_dup"])[..., 1])),
+                        float(np.max(np.asarray(r["share_w"])[..., 1])),
+                        float(np.max(np.asarray(r["share_a"])[..., 1]))) for r in tied),
+                   default=float("nan"))
+    return [
+        Claim(id="gauge_under_adam.probe_saw_every_step",
+              statement="the probe observed every Adam step of every run, with the optimizer's "
+                        "step counter advancing by one each time",
+              measured=bool(calls_ok), expected=True, tolerance=0, passed=bool(calls_ok)),
+        Claim(id="gauge_under_adam.parts_sum_to_update",
+              statement=f"sign + lag + transition + ratio + eps equals the update to {SUM_TOL:g} "
+                        "in float64 at every coordinate and step (largest error relative to "
+                        "max(1, sum of the parts' magnitudes))",
+              measured=sum_err, expected=0.0, tolerance=SUM_TOL, passed=sum_err <= SUM_TOL),
+        Claim(id="gauge_under_adam.update_is_applied_step",
+              statement="the split update is the trainer's step: |theta_t - theta_{t-1} + lr u_t| "
+                        "/ (|theta_{t-1}| + lr |u_t|) (largest over coordinates and steps)",
+              measured=applied, expected=0.0, tolerance=APPLIED_TOL, passed=applied <= APPLIED_TOL),
+        Claim(id="gauge_under_adam.lag_zero_when_tied",
+              statement=f"with beta1 == beta2 ({len(tied)} configurations) the lag part is exactly "
+                        "zero at every step for every neuron (largest lag norm or share)",
+              measured=lag_tied, expected=0.0, tolerance=0.0,
+              passed=(lag_tied == 0.0) if tied else True),
+    ]
+
+
+def _cell(b1: float, b2: float) -> str:
+    return f"({b1:g}, {b2:g})"
+
+
+def _pooled(values: np.ndarray, mask: np.ndarray) -> float:
+    v = np.asarray(values, dtype=float)[..., mask]
+    v = v[np.isfinite(v)]
+    return float(v.mean()) if v.size else float("nan")
+
+
+def finding_claims(a: dict, S: int, K: int) -> list[Claim]:
+    """The measured answers, one claim per quantity and ``D`` (``passed``: measured)."""
+    dims, b1, b2, tied = a["dims"], a["beta1"], a["beta2"], a["tied"]
+    out = []
+    note = "Measured under Adam"
+    for i, D in enumerate(dims):
+        cells = [_cell(x, y) for x, y in zip(b1, b2)]
+        owner_txt = "; ".join(
+            f"{c}: {int(a['owner_count'][i, j])}/{S} = {a['owner_rate'][i, j]:.2f} "
+            f"[{a['owner_lo'][i, j]:.2f}, {a['owner_hi'][i, j]:.2f}]" for j, c in enumerate(cells))
+        always = bool(np.all(a["owner_rate"][i] == 1.0))
+        out.append(Claim(
+            id=f"finding:owner_rate:D{int(D)}",
+            statement=(f"{note}. duplicates at D = {int(D)} (copy 0 a-heavy, {K - 1} w-heavy), "
+                       f"Adam: fraction of {S} seeds whose final owner is the a-heavy copy, "
+                       f"Wilson 95% interval, per (beta1, beta2): {owner_txt}. The favourable gauge "
+                       f"{'chose the owner in every seed and configuration' if always else 'did not always choose the owner'}; "
+                       f"other copies pruned (|rho| < tol) in {np.nanmean(a['pruned_rate'][i]):.2f} "
+                       "of cases"),
+            measured={"tied": _pooled(a["owner_rate"][i], tied),
+                      "untied": _pooled(a["owner_rate"][i], ~tied),
+                      "min": float(np.nanmin(a["owner_rate"][i]))},
+            expected="measured (gradient flow: 1)", tolerance=None, passed=always,
+            kind="finding"))
+        gap_txt = "; ".join(
+            f"{c}: {a['gap'][i, j]:.3g} [{a['gap_lo'][i, j]:.3g}, {a['gap_hi'][i, j]:.3g}] "
+            f"(n = {int(a['gap_pairs'][i, j])})" for j, c in enumerate(cells))
+        out.append(Claim(
+            id=f"finding:gauge_gap:D{int(D)}",
+            statement=(f"{note}. single at D = {int(D)}: gauge gap t_w / t_a in specialization "
+                       f"time (geometric mean over seeds, bootstrap 95% interval, n seeds where "
+                       f"both specialized), per (beta1, beta2): {gap_txt}"),
+            measured={"tied_geomean": float(np.exp(_pooled(np.log(a["gap"][i]), tied))),
+                      "untied_geomean": float(np.exp(_pooled(np.log(a["gap"][i]), ~tied)))},
+            expected="measured", tolerance=None, passed=True,
+            kind="measurement"))
+        lag_txt = "; ".join(
+            f"{c}: a-heavy copy {a['share_dup'][i, j, 0, 1]:.3f}, w-heavy copies "
+            f"{np.mean(a['share_dup'][i, j, 1:, 1]):.3f}; single w-heavy "
+            f"{a['share_single'][i, j, 0, 1]:.3f}, a-heavy {a['share_single'][i, j, 1, 1]:.3f}"
+            for j, c in enumerate(cells))
+        out.append(Claim(
+            id=f"finding:lag_share:D{int(D)}",
+            statement=(f"{note}. D = {int(D)}: mean lag share of each neuron's Adam update "
+                       f"(seed means) per (beta1, beta2): {lag_txt}"),
+            measured={"untied_max": float(np.nanmax(np.where(tied[None, :, None],
+                                                             np.nan, a["share_dup"][i, :, :, 1])))
+                      if (~tied).any() else None,
+                      "tied_max": float(np.nanmax(a["share_dup"][i, tied][..., 1]))
+                      if tied.any() else None},
+            expected="measured (0 when tied)", tolerance=None, passed=True,
+            kind="measurement"))
+        drift = np.nanmedian(a["delta_drift"][i], axis=-1)
+        out.append(Claim(
+            id=f"finding:delta_drift:D{int(D)}",
+            statement=(f"{note}. D = {int(D)}: median over seeds of the final drift of the gauge "
+                       "delta = a^2 - |w|^2 (conserved by gradient flow), per (beta1, beta2), "
+                       "w-heavy / a-heavy: " + "; ".join(
+                           f"{c}: {drift[j, 0]:.3g} / {drift[j, 1]:.3g}"
+                           for j, c in enumerate(cells))),
+            measured={"w_heavy_max": float(np.nanmax(drift[:, 0])),
+                      "a_heavy_max": float(np.nanmax(drift[:, 1]))},
+            expected="measured (gradient flow: 0)", tolerance=None, passed=True,
+            kind="measurement"))
+    return out
+
+
+# ---------------------------------------------------------------------------- figures
+
+
+def _xlabels(a: dict) -> list[str]:
+    return [_cell(x, y) for x, y in zip(a["beta1"], a["beta2"])]
+
+
+def _shade_tied(ax, tied) -> None:
+    for j, t in enumerate(tied):
+        if t:
+            ax.axvspan(j - 0.45, j + 0.45, color="0.9", zorder=0)
+
+
+def plot_owner_gap(a: dict, outdir):
+    import matplotlib.pyplot as plt
+
+    from ..plotting import save_figure
+
+    dims, tied = a["dims"], a["tied"]
+    x = np.arange(len(tied))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for i, D in enumerate(dims):
+        off = 0.15 * (i - (len(dims) - 1) / 2)
+        r = a["owner_rate"][i]
+        axes[0].errorbar(x + off, r, yerr=[r - a["owner_lo"][i], a["owner_hi"][i] - r], fmt="o",
+                         capsize=3, label=f"D = {int(D)}")
+        g = a["gap"][i]
+        axes[1].errorbar(x + off, g, yerr=[g - a["gap_lo"][i], a["gap_hi"][i] - g], fmt="o",
+                         capsize=3, label=f"D = {int(D)}")
+    for ax in axes:
+        _shade_tied(ax, tied)
+        ax.set_xticks(x, _xlabels(a), rotation=30)
+        ax.set_xlabel("(beta1, beta2); grey: tied")
+        ax.legend()
+    axes[0].set(ylabel="owner = a-heavy copy (fraction of seeds)", ylim=(-0.05, 1.05),
+                title="owner selection (Wilson 95%)")
+    axes[1].set(ylabel="t_w / t_a", yscale="log", title="gauge gap (bootstrap 95%)")
+    caption = ("Left: fraction of seeds in which the a-heavy copy of the duplicates ends as the "
+               "owner, with Wilson 95% intervals. Right: gauge gap t_w / t_a of the single set-up "
+               "(geometric mean over seeds, bootstrap 95% interval). Tied (beta1, beta2) shaded.")
+    return save_figure(fig, outdir, "gauge_under_adam_owner_gap", caption)
+
+
+def plot_lag_shares(a: dict, outdir):
+    import matplotlib.pyplot as plt
+
+    from ..plotting import save_figure
+
+    dims, tied = a["dims"], a["tied"]
+    x = np.arange(len(tied))
+    fig, axes = plt.subplots(1, len(dims), figsize=(4.8 * len(dims) + 0.5, 3.8), squeeze=False,
+                             sharey=True)
+    series = [("duplicates: a-heavy copy", "share_dup", 0, "o"),
+              ("duplicates: w-heavy copy 1", "share_dup", 1, "s"),
+              ("single w-heavy", "share_single", 0, "^"), ("single a-heavy", "share_single", 1, "v")]
+    for i, D in enumerate(dims):
+        ax = axes[0, i]
+        _shade_tied(ax, tied)
+        for n, (label, key, idx, marker) in enumerate(series):
+            m = a[key][i, :, idx, 1]
+            lo, hi = a[f"{key}_lo"][i, :, idx, 1], a[f"{key}_hi"][i, :, idx, 1]
+            ax.errorbar(x + 0.12 * (n - 1.5), m, yerr=[m - lo, hi - m], fmt=marker, capsize=2,
+                        label=label)
+        ax.set_xticks(x, _xlabels(a), rotation=30)
+        ax.set(title=f"D = {int(D)}", xlabel="(beta1, beta2); grey: tied")
+    axes[0, 0].set_ylabel("lag share of the neuron's update")
+    axes[0, 0].legend(fontsize=7)
+    caption = ("Lag share |lag| / (|sign| + |lag| + |residual|) of each neuron's Adam update "
+               "(mean over steps after start-up, seed mean with 95% interval): the duplicates' "
+               "a-heavy and w-heavy copies and the single neuron in each gauge. Exactly zero on "
+               "tied (shaded) configurations.")
+    return save_figure(fig, outdir, "gauge_under_adam_lag_shares", caption)
+
+
+def plot_alignment(a: dict, outdir):
+    import matplotlib.pyplot as plt
+
+    from ..plotting import save_figure
+
+    i = len(a["dims"]) - 1
+    t = a["time"]
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for j, label in enumerate(_xlabels(a)):
+        color = f"C{j % 8}"
+        ax.plot(t[1:], a["alignment"][i, j, 1, 1:], color=color, ls="-",
+                label=f"{label} a-heavy")
+        ax.plot(t[1:], a["alignment"][i, j, 0, 1:], color=color, ls="--",
+                label=f"{label} w-heavy")
+    ax.axhline(float(a["threshold"]), color="k", ls=":", lw=1)
+    ax.set(xscale="log", xlabel="time t = lr * steps", ylabel="alignment u.v (seed median)",
+           title=f"single, D = {int(a['dims'][i])}")
+    ax.legend(fontsize=6, ncol=2)
+    caption = (f"Alignment of the single neuron with the teacher under Adam at D = "
+               f"{int(a['dims'][i])} (median over seeds); solid a-heavy, dashed w-heavy, one colour "
+               "per (beta1, beta2); dotted: the specialization threshold.")
+    return save_figure(fig, outdir, "gauge_under_adam_alignment", caption)
+
+
+def plot_share_trajectories(a: dict, outdir):
+    import matplotlib.pyplot as plt
+
+    from ..plotting import save_figure
+
+    i = len(a["dims"]) - 1
+    bins = a["share_bins_dup"].shape[2]
+    t_end = float(a["time"][-1])
+    tb = (np.arange(bins) + 0.5) * t_end / bins
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    for j, label in enumerate(_xlabels(a)):
+        color = f"C{j % 8}"
+        for ax, k in zip(axes, (0, 1)):
+            ax.plot(tb, a["share_bins_dup"][i, j, :, k, 1], color=color, label=label)
+    for ax, title in zip(axes, ("a-heavy copy", "w-heavy copy 1")):
+        ax.set(xlabel="time t", title=f"duplicates, D = {int(a['dims'][i])}: {title}")
+    axes[0].set_ylabel("lag share (seed mean, window mean)")
+    axes[0].legend(fontsize=7)
+    caption = ("Lag share of each duplicate copy's Adam update over time (window means, seed "
+               f"means) at D = {int(a['dims'][i])}, one colour per (beta1, beta2).")
+    return save_figure(fig, outdir, "gauge_under_adam_share_trajectories", caption)
+
+
+EXPERIMENT = GaugeUnderAdam()
+

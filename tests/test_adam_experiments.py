@@ -1,0 +1,261 @@
+"""The declared Adam experiments: beta_grid and gauge_under_adam, end to end on tiny
+configurations, and their check / finding logic on inputs built to pass and to fail."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gaugedyn import InputError
+from gaugedyn.experiments import beta_grid as bg
+from gaugedyn.experiments import gauge_under_adam as ga
+from gaugedyn.experiments import make_config
+from gaugedyn.plotting import style
+
+
+def _run(experiment, params, tmp_path):
+    cfg = make_config({"experiment": experiment.name, "seed": 3, "params": params})
+    results = [experiment.run_task(t, np.random.SeedSequence(7, spawn_key=(i,)))
+               for i, t in enumerate(cfg.tasks)]
+    out = experiment.analyse(dict(cfg.params), cfg.tasks, results)
+    arrays, claims = out[0], out[1]
+    arrays = {k: np.asarray(v) for k, v in arrays.items()}
+    assert all(v.dtype != object for v in arrays.values())
+    with style("Agg"):
+        names = experiment.plot(arrays, dict(cfg.params), tmp_path)
+    for name in names:
+        name = name[0] if isinstance(name, tuple) else name
+        assert (tmp_path / f"{name}.png").stat().st_size > 0
+        assert (tmp_path / f"{name}.pdf").stat().st_size > 0
+    return cfg, results, arrays, claims
+
+
+def _checks(claims):
+    return [c for c in claims if not c.id.startswith("finding:")]
+
+
+# ---------------------------------------------------------------------------- beta_grid
+
+
+def test_beta_grid_end_to_end_lag_exactly_zero_on_the_diagonal(tmp_path):
+    cfg, results, arrays, claims = _run(
+        bg.EXPERIMENT, {"tasks": ["teacher_student", "digits_mlp"], "beta1s": [0.9, 0.99],
+                        "beta2s": [0.9, 0.99], "steps": 15, "seeds": 1, "sample": 8}, tmp_path)
+    assert len(cfg.tasks) == 8
+    checks = _checks(claims)
+    assert {c.id for c in checks} == {"beta_grid.lag_zero_on_diagonal",
+                                      "beta_grid.parts_sum_to_update",
+                                      "beta_grid.update_is_applied_step"}
+    assert all(c.passed for c in checks), [c for c in checks if not c.passed]
+    for task in ("teacher_student", "digits_mlp"):
+        lag = arrays[f"{task}__share_lag"]
+        assert lag.shape == (2, 2)
+        assert lag[0, 0] == 0.0 and lag[1, 1] == 0.0
+        assert lag[0, 1] > 0 and lag[1, 0] > 0
+        shares = sum(arrays[f"{task}__share_{k}"] for k in ("sign", "lag", "residual"))
+        np.testing.assert_allclose(shares, 1.0, rtol=1e-12)
+        assert arrays[f"{task}__verdict"].shape == (4,)
+    for r, t in zip(results, cfg.tasks):
+        if t["beta1"] == t["beta2"]:
+            assert np.all(r["share_lag"] == 0.0) and r["lag_norm_max"] == 0.0
+    findings = [c for c in claims if c.id.startswith("finding:")]
+    assert len(findings) == 8 and all(c.kind == "finding" and not c.fails_run for c in findings)
+
+
+def _fake_results(hold: bool):
+    """A 2 x 2 grid whose four seed claims all hold (``hold``) or all fail."""
+    tasks, results = [], []
+    for b1 in (0.9, 0.99):
+        for b2 in (0.9, 0.99):
+            tied = b1 == b2
+            if hold:
+                s, lag, res, sm = (0.8, 0.0, 0.2, 0.01) if tied else (0.6, 0.3, 0.1, 0.02)
+            else:
+                s, lag, res, sm = (0.3, 0.0, 0.7, 0.03) if tied else (0.4, 0.05, 0.55, 0.02)
+            tasks.append({"task": "teacher_student", "beta1": b1, "beta2": b2, "seed": 0,
+                          "steps": 10, "lr": 0.0, "sample": 4})
+            results.append({
+                "share_sign": np.full(10, s), "share_lag": np.full(10, lag),
+                "share_residual": np.full(10, res), "update_norm": np.ones(10),
+                "smoothness": np.float64(sm), "final_loss": np.float64(0.1),
+                "sum_error": np.float64(1e-16), "lag_abs_max": np.float64(lag),
+                "applied_ratio": np.float64(0.5), "sampled_groups": np.int64(2),
+                "lag_norm_max": np.float64(lag)})
+    return tasks, results
+
+
+CONFIG = {"lag_min": 0.1, "residual_max": 1 / 3, "skip": 0.1}
+
+
+@pytest.mark.parametrize("hold", [True, False])
+def test_beta_grid_findings_report_the_verdict_without_failing_the_run(hold):
+    tasks, results = _fake_results(hold)
+    arrays, claims, diagnostics = bg.EXPERIMENT.analyse(CONFIG, tasks, results)
+    findings = {c.id.rsplit(":", 1)[1]: c for c in claims if c.id.startswith("finding:")}
+    assert set(findings) == set(bg.VERDICTS)
+    np.testing.assert_array_equal(arrays["teacher_student__verdict"], [int(hold)] * 4)
+    for c in findings.values():
+        assert c.kind == "finding" and c.passed == hold and not c.fails_run  # reported, never fails
+        assert c.statement.startswith("HELD" if hold else "DID NOT HOLD")
+        assert c.measured["verdict"] == ("held" if hold else "not held")
+    assert diagnostics["findings_held"]["teacher_student"] == ("4/4" if hold else "0/4")
+    assert all(c.passed for c in _checks(claims))
+    caption = str(arrays["caption_heatmaps_teacher_student"])
+    assert caption.count("not held") == (0 if hold else 4)
+
+
+@pytest.mark.parametrize("broken, claim", [
+    ({"share_lag": np.r_[np.zeros(9), 1e-300]}, "beta_grid.lag_zero_on_diagonal"),
+    ({"sum_error": np.float64(1e-11)}, "beta_grid.parts_sum_to_update"),
+    ({"applied_ratio": np.float64(1.5)}, "beta_grid.update_is_applied_step"),
+])
+def test_beta_grid_checks_fail_on_broken_inputs(broken, claim):
+    tasks, results = _fake_results(True)
+    results[0] = {**results[0], **broken}  # cell (0.9, 0.9): tied
+    claims = {c.id: c for c in bg.correctness_claims(tasks, results)}
+    assert not claims[claim].passed
+    assert all(c.passed for k, c in claims.items() if k != claim)
+
+
+def test_beta_grid_sample_checks_bound_the_applied_step():
+    lr, u = 1e-3, np.array([[0.5, -1.0], [0.7, 0.2], [1.0, -0.3]])
+    p = np.zeros((3, 2), dtype=np.float32)
+    p[0] = [0.3, -0.2]
+    for t in (1, 2):
+        p[t] = (p[t - 1] - np.float32(lr) * u[t].astype(np.float32)).astype(np.float32)
+    out = {"sample_update_g0": u, "sample_param_g0": p.astype(float)}
+    parts = {"sign": np.sign(u), "lag": 0.1 * u, "transition": 0 * u, "eps": 0 * u}
+    parts["ratio"] = u - parts["sign"] - parts["lag"]
+    out.update({f"sample_{k}_g0": v for k, v in parts.items()})
+    good = bg.sample_checks(out, lr)
+    assert good["applied_ratio"] <= 1.0 and good["sum_error"] < 1e-15
+    assert good["sampled_groups"] == 1
+    bad = bg.sample_checks({**out, "sample_param_g0": out["sample_param_g0"] + [[0, 0], [0, 0],
+                                                                                  [1e-5, 0]]}, lr)
+    assert bad["applied_ratio"] > 1.0
+
+
+def test_beta_grid_rejects_a_grid_without_tied_cells():
+    with pytest.raises(InputError, match="tied"):
+        make_config({"experiment": "beta_grid", "params": {"beta1s": [0.8, 0.9],
+                                                            "beta2s": [0.95, 0.99]}})
+    with pytest.raises(InputError, match="beta1s"):
+        make_config({"experiment": "beta_grid", "params": {"beta1s": [0.5, 0.9]}})
+
+
+def test_beta_grid_quick_is_a_real_grid_over_all_tasks():
+    cfg = make_config({"experiment": "beta_grid"}, quick=True)
+    p = cfg.params
+    assert len(p["beta1s"]) >= 3 and set(p["beta1s"]) == set(p["beta2s"])
+    assert set(p["tasks"]) == set(bg.TASK_NAMES)
+    full = make_config({"experiment": "beta_grid"}).params
+    assert len(full["beta1s"]) >= 5 and len(full["beta2s"]) >= 5
+    assert all(0.8 <= b <= 0.999 for b in full["beta1s"] + full["beta2s"])
+
+
+# ---------------------------------------------------------------------------- gauge_under_adam
+
+
+def test_gauge_under_adam_end_to_end(tmp_path):
+    cfg, results, a, claims = _run(
+        ga.EXPERIMENT, {"dims": [8], "betas": [[0.9, 0.9], [0.9, 0.99]], "seeds": 3,
+                        "steps": 80, "lr": 0.05, "bins": 5}, tmp_path)
+    checks = _checks(claims)
+    assert len(checks) == 4 and all(c.passed for c in checks), [c for c in checks if not c.passed]
+    tied, untied = 0, 1
+    assert np.all(a["share_dup"][0, tied, :, 1] == 0.0)
+    assert np.all(a["share_single"][0, tied, :, 1] == 0.0)
+    assert np.all(a["share_dup"][0, untied, :, 1] > 0.0)
+    np.testing.assert_allclose(a["share_dup"].sum(-1), 1.0, rtol=1e-12)
+    assert np.all((a["owner_lo"] <= a["owner_rate"]) & (a["owner_rate"] <= a["owner_hi"]))
+    ok = np.isfinite(a["gap"])
+    assert np.all(a["gap_lo"][ok] <= a["gap"][ok] + 1e-12)
+    findings = [c for c in claims if c.id.startswith("finding:")]
+    assert {c.id for c in findings} == {f"finding:{k}:D8" for k in
+                                        ("owner_rate", "gauge_gap", "lag_share", "delta_drift")}
+    assert all(not c.fails_run for c in findings)
+    assert {c.kind for c in findings} == {"finding", "measurement"}
+
+
+def test_probe_leaves_the_trainer_trajectory_unchanged_and_is_removed():
+    from gaugedyn.theory import duplicates
+    from gaugedyn.training import TrainConfig, _trainer, train
+
+    problem = duplicates(6, ["a-heavy", "w-heavy"])
+    task = {"lr": 0.05, "steps": 25, "batch": 4, "beta1": 0.9, "beta2": 0.95, "threshold": 0.95,
+            "prune_tol": 1e-2, "bins": 5, "skip": 0.0, "seeds": 2}
+    original = _trainer.adam_update
+    probed, probe = ga.train_probed(problem, task, root_seed=11)
+    assert _trainer.adam_update is original
+    plain = train(problem, TrainConfig(optimizer="adam", lr=0.05, steps=25, samples=None, batch=4,
+                                       betas=(0.9, 0.95)), seeds=2, root_seed=11)
+    np.testing.assert_array_equal(probed.a, plain.a)
+    np.testing.assert_array_equal(probed.Q, plain.Q)
+    assert probe["probe_calls"] == 25 and probe["probe_counter_ok"]
+    assert probe["share_bins"].shape == (5, 2, 3)
+    assert np.all(probe["share_mean"][..., 1] > 0)
+
+
+def _fake_cell(tied: bool, S: int = 4, K: int = 2):
+    r = {"probe_calls": np.array([20, 20, 20]), "probe_counter_ok": True,
+         "sum_error": 1e-16, "applied_error": 1e-16, "lag_norm_max": 0.0 if tied else 0.1,
+         "share_dup": np.tile([0.8, 0.0 if tied else 0.1, 0.1], (S, K, 1)),
+         "share_w": np.tile([0.8, 0.0 if tied else 0.1, 0.1], (S, 1)),
+         "share_a": np.tile([0.8, 0.0 if tied else 0.1, 0.1], (S, 1))}
+    t = {"beta1": 0.9, "beta2": 0.9 if tied else 0.99, "steps": 20}
+    return t, r
+
+
+@pytest.mark.parametrize("broken, claim", [
+    ({"probe_calls": np.array([20, 19, 20])}, "gauge_under_adam.probe_saw_every_step"),
+    ({"probe_counter_ok": False}, "gauge_under_adam.probe_saw_every_step"),
+    ({"sum_error": 1e-10}, "gauge_under_adam.parts_sum_to_update"),
+    ({"applied_error": 1e-9}, "gauge_under_adam.update_is_applied_step"),
+    ({"lag_norm_max": 1e-200}, "gauge_under_adam.lag_zero_when_tied"),
+])
+def test_gauge_under_adam_checks_fail_on_broken_inputs(broken, claim):
+    (t0, r0), (t1, r1) = _fake_cell(True), _fake_cell(False)
+    good = {c.id: c for c in ga.check_claims([t0, t1], [r0, r1])}
+    assert all(c.passed for c in good.values())
+    bad = {c.id: c for c in ga.check_claims([t0, t1], [{**r0, **broken}, r1])}
+    assert not bad[claim].passed
+    assert all(c.passed for k, c in bad.items() if k != claim)
+
+
+def test_wilson_interval_matches_closed_forms():
+    z = 1.959963984540054
+    lo, hi = ga.wilson(10, 10)
+    assert hi == pytest.approx(1.0) and lo == pytest.approx(10 / (10 + z * z))
+    lo, hi = ga.wilson(0, 10)
+    assert lo == 0.0 and hi == pytest.approx(z * z / (10 + z * z))
+    lo, hi = ga.wilson(50, 100)
+    assert lo == pytest.approx(0.4038, abs=1e-4) and hi == pytest.approx(0.5962, abs=1e-4)
+    assert all(np.isnan(ga.wilson(0, 0)))
+
+
+def test_ratio_interval_geometric_mean_and_coverage():
+    rng = np.random.default_rng(0)
+    est, lo, hi, n = ga.ratio_interval([6.0, 6.0, np.nan, 6.0], [2.0, 2.0, 1.0, 2.0], rng)
+    assert (est, lo, hi, n) == (pytest.approx(3.0), pytest.approx(3.0), pytest.approx(3.0), 3)
+    num = np.exp(rng.normal(np.log(5.0), 0.3, size=200))
+    est, lo, hi, n = ga.ratio_interval(num, np.ones(200), rng)
+    assert n == 200 and lo < 5.0 < hi and lo < est < hi and hi / lo < 1.2
+    assert np.isnan(ga.ratio_interval([np.nan], [1.0], rng)[0])
+
+
+def test_declared_configurations_hold_the_full_grid_and_tied_and_untied_betas():
+    from pathlib import Path
+
+    from gaugedyn.experiments import available_experiments, load_config
+
+    assert {"beta_grid", "gauge_under_adam"} <= set(available_experiments())
+    sims = Path(__file__).resolve().parents[1] / "simulations"
+    full = load_config(sims / "beta_grid.toml")
+    assert len(full.params["tasks"]) >= 5 and len(full.params["beta1s"]) >= 5
+    assert len(full.tasks) == 5 * 5 * 5 * full.params["seeds"]
+    quick = load_config(sims / "beta_grid.toml", quick=True)
+    assert len(quick.tasks) < len(full.tasks) / 5
+    for q in (False, True):
+        cfg = load_config(sims / "gauge_under_adam.toml", quick=q)
+        tied = [b1 == b2 for b1, b2 in cfg.params["betas"]]
+        assert any(tied) and not all(tied) and cfg.params["seeds"] >= 8
