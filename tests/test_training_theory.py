@@ -11,7 +11,7 @@ from gaugedyn._meta import task_seed  # noqa: E402
 from gaugedyn.experiments import _gauge_common as gc  # noqa: E402
 from gaugedyn.theory import population_loss, single, solve  # noqa: E402
 from gaugedyn.training import TrainConfig, train  # noqa: E402
-from gaugedyn.training._online_ode import erf_i4, noise_term, online_ode  # noqa: E402
+from gaugedyn.training._online_ode import noise_term, online_ode  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -32,21 +32,6 @@ def test_gd_deviation_from_population_dynamics_scales_as_inverse_root_n():
         assert abs(claim.measured + 0.5) <= 0.15, slopes
     # and the deviation itself is small at the largest n
     assert np.median(arrays["deviation_rho"][-1]) < 0.02
-
-
-def test_erf_i4_against_monte_carlo():
-    from scipy.special import erf
-
-    rng = np.random.default_rng(0)
-    A = rng.normal(size=(4, 4)) * 0.7
-    C = A @ A.T
-    u = rng.normal(size=(1_000_000, 4)) @ np.linalg.cholesky(C).T
-    g = erf(u / np.sqrt(2))
-    gp = np.sqrt(2 / np.pi) * np.exp(-0.5 * u * u)
-    mc = gp[:, 0] * gp[:, 1] * g[:, 2] * g[:, 3]
-    exact = erf_i4(C[0, 0], C[1, 1], C[0, 1], C[2, 2], C[3, 3], C[2, 3], C[0, 2], C[0, 3],
-                   C[1, 2], C[1, 3])
-    assert abs(mc.mean() - exact) < 5 * mc.std() / 1000
 
 
 def test_noise_term_linear_is_closed_form():

@@ -15,7 +15,6 @@ _EXPORTS = {
     "crossing_time": "._result",
     "OnlineODE": "._online_ode",
     "online_ode": "._online_ode",
-    "erf_i4": "._online_ode",
     "noise_term": "._online_ode",
 }
 

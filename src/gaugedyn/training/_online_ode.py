@@ -12,16 +12,9 @@ with ``e = sum_k a_k g(lambda_k) - sum_n b_n g(nu_n)``; the ``eta`` terms are th
 (:func:`gaugedyn.theory.order_parameter_velocity`) and the ``eta^2`` term is the gradient noise
 (``|x|^2 ~ D`` makes it survive the limit). The noise term expands into the four-point integrals
 ``I4(i, j, k, l) = E[g'(u_i) g'(u_j) g(u_k) g(u_l)]`` over the jointly Gaussian local fields with
-covariance ``C = [[Q, R], [R^T, T]]``; for ``g(z) = erf(z / sqrt 2)`` (Saad & Solla 1995)
-
-    I4 = 4 / (pi^2 sqrt(L4)) arcsin(L0 / sqrt(L1 L2)),
-    L4 = (1 + C11)(1 + C22) - C12^2,
-    L0 = L4 C34 - C23 C24 (1 + C11) - C13 C14 (1 + C22) + C12 C13 C24 + C12 C14 C23,
-    L1 = L4 (1 + C33) - C23^2 (1 + C11) - C13^2 (1 + C22) + 2 C12 C13 C23,
-    L2 = L4 (1 + C44) - C24^2 (1 + C11) - C14^2 (1 + C22) + 2 C12 C14 C24,
-
-and for the linear activation ``I4 = C34``. (Written here because the symbolic module does not
-generate ``I4`` yet; the tests check it by Monte Carlo.) ReLU has no such closed form: its online
+covariance ``C = [[Q, R], [R^T, T]]``. For ``g(z) = erf(z / sqrt 2)`` the symbolic module's
+``erf_i4`` (``gaugedyn derive``, ``derivations/gaussian_erf.md``) gives them in closed form; for
+the linear activation ``I4 = C34``. ReLU has no such closed form: its online
 SGD is compared with the population flow at small ``eta``.
 """
 
@@ -33,16 +26,7 @@ import numpy as np
 
 from .._errors import InputError
 from ..theory import Problem, order_parameter_velocity
-
-
-def erf_i4(C11, C22, C12, C33, C44, C34, C13, C14, C23, C24):
-    """``E[g'(u1) g'(u2) g(u3) g(u4)]`` for ``g(z) = erf(z / sqrt 2)`` (arrays broadcast)."""
-    L4 = (1 + C11) * (1 + C22) - C12**2
-    L0 = (L4 * C34 - C23 * C24 * (1 + C11) - C13 * C14 * (1 + C22)
-          + C12 * C13 * C24 + C12 * C14 * C23)
-    L1 = L4 * (1 + C33) - C23**2 * (1 + C11) - C13**2 * (1 + C22) + 2 * C12 * C13 * C23
-    L2 = L4 * (1 + C44) - C24**2 * (1 + C11) - C14**2 * (1 + C22) + 2 * C12 * C14 * C24
-    return 4.0 / (np.pi**2 * np.sqrt(L4)) * np.arcsin(L0 / np.sqrt(L1 * L2))
+from ..theory._generated_kernels import erf_i4
 
 
 def noise_term(a, Q, R, b, T, activation: str):
@@ -61,7 +45,7 @@ def noise_term(a, Q, R, b, T, activation: str):
     j = np.arange(K)[None, :, None, None]
     k = np.arange(C.shape[0])[None, None, :, None]
     l = np.arange(C.shape[0])[None, None, None, :]
-    I4 = erf_i4(d[i], d[j], C[i, j], d[k], d[l], C[k, l], C[i, k], C[i, l], C[j, k], C[j, l])
+    I4 = erf_i4(d[i], C[i, j], C[i, k], C[i, l], d[j], C[j, k], C[j, l], d[k], C[k, l], d[l])
     E = np.einsum("ijkl,k,l->ij", I4, c, c)
     return np.outer(a, a) * E
 
