@@ -54,7 +54,7 @@ SUMMARY_FORMAT = 1
 
 @dataclass
 class RunOutcome:
-    """What a run wrote and how it ended (``exit_code`` 0: complete and every claim passed)."""
+    """What a run wrote and how it ended (``exit_code`` 0: complete and every check passed)."""
 
     out: Path
     summary: dict
