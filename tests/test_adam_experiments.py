@@ -177,23 +177,48 @@ def test_gauge_under_adam_end_to_end(tmp_path):
     assert {c.kind for c in findings} == {"finding", "measurement"}
 
 
-def test_probe_leaves_the_trainer_trajectory_unchanged_and_is_removed():
+def test_probe_leaves_the_trainer_trajectory_unchanged():
     from gaugedyn.theory import duplicates
-    from gaugedyn.training import TrainConfig, _trainer, train
+    from gaugedyn.training import TrainConfig, train
 
     problem = duplicates(6, ["a-heavy", "w-heavy"])
     task = {"lr": 0.05, "steps": 25, "batch": 4, "beta1": 0.9, "beta2": 0.95, "threshold": 0.95,
             "prune_tol": 1e-2, "bins": 5, "skip": 0.0, "seeds": 2}
-    original = _trainer.adam_update
     probed, probe = ga.train_probed(problem, task, root_seed=11)
-    assert _trainer.adam_update is original
     plain = train(problem, TrainConfig(optimizer="adam", lr=0.05, steps=25, samples=None, batch=4,
                                        betas=(0.9, 0.95)), seeds=2, root_seed=11)
-    np.testing.assert_array_equal(probed.a, plain.a)
-    np.testing.assert_array_equal(probed.Q, plain.Q)
+    for key in ("time", "a", "Q", "R", "loss", "loss_empirical"):
+        np.testing.assert_array_equal(getattr(probed, key), getattr(plain, key), err_msg=key)
     assert probe["probe_calls"] == 25 and probe["probe_counter_ok"]
     assert probe["share_bins"].shape == (5, 2, 3)
     assert np.all(probe["share_mean"][..., 1] > 0)
+    assert probe["sum_error"] <= ga.SUM_TOL and probe["applied_error"] <= ga.APPLIED_TOL
+
+
+def test_probed_runs_in_threads_match_serial_runs():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gaugedyn.theory import single
+
+    task = {"lr": 0.05, "steps": 20, "batch": 4, "beta1": 0.9, "beta2": 0.99, "threshold": 0.95,
+            "prune_tol": 1e-2, "bins": 4, "skip": 0.0, "seeds": 2}
+    jobs = [(single(6, g), r) for g, r in (("w-heavy", 1), ("a-heavy", 2), ("w-heavy", 3))]
+    serial = [ga.train_probed(p, task, root_seed=r)[1] for p, r in jobs]
+    with ThreadPoolExecutor(3) as pool:
+        threaded = list(pool.map(lambda j: ga.train_probed(j[0], task, root_seed=j[1])[1], jobs))
+    for s, t in zip(serial, threaded):
+        assert t["probe_calls"] == 20 and t["probe_counter_ok"]
+        np.testing.assert_array_equal(t["share_mean"], s["share_mean"])
+        np.testing.assert_array_equal(t["share_bins"], s["share_bins"])
+
+
+def test_probe_refuses_steps_without_adam_state():
+    from gaugedyn.theory import single
+    from gaugedyn.training import TrainConfig, train
+
+    probe = ga.AdamProbe(steps=3, bins=1, skip=0.0)
+    with pytest.raises(InputError, match="adam"):
+        train(single(6, "w-heavy"), TrainConfig(lr=0.01, steps=3, samples=20), on_step=probe)
 
 
 def _fake_cell(tied: bool, S: int = 4, K: int = 2):

@@ -76,6 +76,9 @@ def test_gradients_match_autograd_and_padding_is_exact():
     f = (torch.erf(Z / np.sqrt(2)) * a[:, :, None]).sum(1)
     ref = 0.5 * ((f - y) ** 2).mean(-1)
     ref.sum().backward()
+    out = net.forward(prepare(X))
+    assert out.shape == (2, 16) and np.all(out[:, 13:].numpy() == 0.0)  # padded to 8k samples
+    np.testing.assert_allclose(out[:, :13].numpy(), f.detach().numpy(), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(loss.numpy(), ref.detach().numpy(), rtol=1e-13)
     np.testing.assert_allclose(g_a.numpy(), a.grad.numpy(), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(g_W.numpy(), W.grad.numpy(), rtol=1e-12, atol=1e-15)
@@ -187,3 +190,49 @@ def test_owner_is_the_favourable_copy_in_every_seed():
     res = EXPERIMENT.run_task(task, task_seed(0, "test"))
     assert np.all(res["owner"] == 0)
     assert np.median(res["contribution"]) < 0.05
+
+
+@pytest.mark.parametrize("cfg", [CONFIGS[0], CONFIGS[2], CONFIGS[4], CONFIGS[5],
+                                 TrainConfig(optimizer="adam", lr=0.01, steps=40, samples=None,
+                                             batch=3, betas=(0.8, 0.95))],
+                         ids=lambda c: f"{c.optimizer}-{c.samples}-{c.batch}")
+def test_on_step_sees_every_step_and_leaves_the_run_bitwise_unchanged(cfg):
+    from gaugedyn.training import StepRecord
+
+    problem = duplicates(10, ["a-heavy", "w-heavy"])
+    plain = train(problem, cfg, seeds=3, root_seed=7, device="cpu")
+    seen = []
+    observed = train(problem, cfg, seeds=3, root_seed=7, device="cpu", on_step=seen.append)
+    for key in ("time", "flow_time", "lr", "a", "Q", "R", "loss", "loss_empirical"):
+        np.testing.assert_array_equal(getattr(observed, key), getattr(plain, key), err_msg=key)
+    assert all(isinstance(r, StepRecord) for r in seen)
+    assert [r.step for r in seen] == list(range(1, cfg.steps + 1))
+    by_step = {r.step: r for r in seen}
+    for j, s in enumerate(plain.steps[1:], start=1):
+        r = by_step[int(s)]
+        assert r.time == plain.time[j]
+        np.testing.assert_array_equal(r.params[0].numpy(), plain.a[:, j])
+        np.testing.assert_array_equal(r.params[1].numpy() @ r.params[1].numpy().transpose(0, 2, 1),
+                                      plain.Q[:, j])
+    for before, after in zip(seen, seen[1:]):
+        assert after.previous[0] is before.params[0] and after.previous[1] is before.params[1]
+    first = seen[0]
+    np.testing.assert_array_equal(first.previous[1].numpy()[0], problem.W)
+    assert first.loss.shape == (3,) and first.grads[1].shape == first.params[1].shape
+    if cfg.optimizer == "adam":
+        b1, b2 = cfg.betas
+        assert [r.adam.k for r in seen] == [r.step for r in seen]
+        for g, m, v in zip(first.grads, first.adam.m, first.adam.v):
+            np.testing.assert_array_equal(m.numpy(), ((1 - b1) * g).numpy())
+            np.testing.assert_array_equal(v.numpy(), ((1 - b2) * (g * g)).numpy())
+    else:
+        scale = 1 / 10 if cfg.online else 1.0
+        assert all(r.adam is None for r in seen)
+        for r in seen[:5]:
+            for p0, p1, g in zip(r.previous, r.params, r.grads):
+                np.testing.assert_array_equal(p1.numpy(), (p0 - r.lr * scale * g).numpy())
+
+
+def test_on_step_must_be_callable():
+    with pytest.raises(InputError, match="on_step"):
+        train(single(6, "w-heavy"), TrainConfig(lr=0.01, steps=3, samples=20), on_step=3)

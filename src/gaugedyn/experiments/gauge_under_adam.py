@@ -13,9 +13,9 @@ and each ``(beta1, beta2)`` (tied and untied), ``S`` seeds are trained as one ba
 - ``duplicates``: copy 0 a-heavy, copies ``1..K-1`` w-heavy, same initial function; the
   *owner-selection rate* is the fraction of seeds whose final owner (``argmax_i rho_i m_i``) is the
   a-heavy copy, with a Wilson 95% interval;
-- the lag share of each neuron's update: the trainer's Adam step is observed through a probe
-  (the trainer exposes no step hook, so :func:`probe_trainer` wraps its ``adam_update`` for the
-  duration of the call), which keeps ``w_t = b2 w_{t-1} + (1-b2) g_t`` and splits each step with
+- the lag share of each neuron's update: every Adam step of the trainer is observed by
+  :class:`AdamProbe`, passed as ``train(..., on_step=probe)``, which keeps
+  ``w_t = b2 w_{t-1} + (1-b2) g_t`` and splits each step with
   :func:`gaugedyn.adam.decompose_state`; per neuron ``i`` (its ``a_i`` and ``w_i``) and step, the
   shares ``|p_k| / (|sign| + |lag| + |residual|)``, averaged over steps after the start-up
   fraction ``skip`` and in ``bins`` windows of time.
@@ -30,9 +30,6 @@ their intervals; their ``passed`` is True because they were measured, not becaus
 
 from __future__ import annotations
 
-import contextlib
-import threading
-
 import numpy as np
 
 from ._protocol import Claim, Experiment, Param
@@ -41,7 +38,6 @@ GAUGES = ("w-heavy", "a-heavy")
 SUM_TOL = 1e-12
 APPLIED_TOL = 1e-12
 PART_NAMES = ("sign", "lag", "residual")
-_PROBE_LOCK = threading.Lock()  # the probe replaces a module attribute: one probed run at a time
 
 
 def _pairs(v) -> bool:
@@ -113,14 +109,10 @@ class GaugeUnderAdam(Experiment):
                 for D in config["dims"] for p in config["betas"]]
 
     def run_task(self, task, seed):
-        import torch
+        from ..training._support import single_thread
 
-        before = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
+        with single_thread():
             return _run(task, seed)
-        finally:
-            torch.set_num_threads(before)
 
     def analyse(self, config, tasks, results):
         return analyse_cells(config, tasks, results)
@@ -134,15 +126,17 @@ class GaugeUnderAdam(Experiment):
 
 
 class AdamProbe:
-    """Observes the trainer's batched Adam steps and splits each one per neuron.
+    """``on_step`` observer of :func:`gaugedyn.training.train` under Adam: splits each step.
 
-    Called in place of :func:`gaugedyn.training._optim.adam_update` with the same arguments; it
-    calls the original, then reads the new state ``(m_t, v_t, t)``. Parameters are
-    ``(a (S, K), W (S, K, D))``; neuron ``i`` owns ``a[:, i]`` and ``W[:, i, :]``.
+    Given each :class:`gaugedyn.training.StepRecord` (parameters ``(a (S, K), W (S, K, D))``
+    before and after the step, the batch gradients and the state ``(m_t, v_t, t)``), it splits
+    the update per neuron ``i`` (``a[:, i]`` and ``W[:, i, :]``); ``betas`` and ``eps`` are the
+    run's Adam settings.
     """
 
-    def __init__(self, original, steps: int, bins: int, skip: float):
-        self.original, self.steps, self.bins = original, int(steps), int(bins)
+    def __init__(self, steps: int, bins: int, skip: float, betas=(0.9, 0.999), eps: float = 1e-8):
+        self.steps, self.bins = int(steps), int(bins)
+        self.b1, self.b2, self.eps = float(betas[0]), float(betas[1]), float(eps)
         self.start = int(skip * steps)
         self.calls = 0
         self.counter_ok = True
@@ -155,27 +149,30 @@ class AdamProbe:
         self.mean_sum = None
         self.mean_count = 0
 
-    def __call__(self, params, grads, state, lr, betas=(0.9, 0.999), eps=1e-8):
+    def __call__(self, record) -> None:
         import torch
 
+        from .._errors import InputError
         from ..adam import decompose_state
 
-        new = self.original(params, grads, state, lr, betas, eps)
-        b1, b2 = float(betas[0]), float(betas[1])
-        k = int(state["k"])
+        state = record.adam
+        if state is None:
+            raise InputError("AdamProbe observes Adam steps; train with optimizer='adam'")
+        b1, b2, lr = self.b1, self.b2, record.lr
+        k = int(state.k)
         self.calls += 1
-        self.counter_ok &= k == self.calls
+        self.counter_ok &= k == self.calls and record.step == self.calls
         sq = None
         with torch.no_grad():
-            for i, (p, g, q) in enumerate(zip(params, grads, new)):
-                m, v = state["m"][i], state["v"][i]
+            for i, (p, g, q, m, v) in enumerate(zip(record.previous, record.grads, record.params,
+                                                    state.m, state.v)):
                 if b1 == b2:
                     w = m
                 else:
                     prev = self._w.get(i)
                     w = (1.0 - b2) * g if prev is None else b2 * prev + (1.0 - b2) * g
                     self._w[i] = w
-                parts = decompose_state(m, v, w, g, k, b1, b2, float(eps))
+                parts = decompose_state(m, v, w, g, k, b1, b2, self.eps)
                 u = parts.update
                 size = sum(x.abs() for x in (parts.sign, parts.lag, parts.transition,
                                              parts.ratio, parts.eps)).clamp(min=1.0)
@@ -199,7 +196,6 @@ class AdamProbe:
         if k > self.start:
             self.mean_sum += shares
             self.mean_count += 1
-        return new
 
     def result(self) -> dict:
         """Mean shares ``(S, K, 3)``, binned shares ``(bins, K, 3)`` (seed means) and checks."""
@@ -212,22 +208,6 @@ class AdamProbe:
                 "lag_norm_max": self.lag_max}
 
 
-@contextlib.contextmanager
-def probe_trainer(probe: AdamProbe):
-    """Route :func:`gaugedyn.training.train`'s Adam steps through ``probe`` inside the block
-    (held under a process-wide lock, so thread executors cannot mix two runs' steps)."""
-    from ..training import _trainer
-
-    with _PROBE_LOCK:
-        original = _trainer.adam_update
-        probe.original = original
-        _trainer.adam_update = probe
-        try:
-            yield probe
-        finally:
-            _trainer.adam_update = original
-
-
 def train_probed(problem, task: dict, root_seed: int):
     """``(TrainResult, probe result)`` of ``task['seeds']`` seeds of ``problem`` under Adam."""
     from ..theory import Definitions
@@ -236,10 +216,9 @@ def train_probed(problem, task: dict, root_seed: int):
     cfg = TrainConfig(optimizer="adam", lr=task["lr"], steps=task["steps"], samples=None,
                       batch=task["batch"], betas=(task["beta1"], task["beta2"]))
     definitions = Definitions(threshold=task["threshold"], prune_tol=task["prune_tol"])
-    probe = AdamProbe(None, task["steps"], task["bins"], task["skip"])
-    with probe_trainer(probe):
-        result = train(problem, cfg, seeds=task["seeds"], root_seed=root_seed, dtype="float64",
-                       device="cpu", definitions=definitions)
+    probe = AdamProbe(task["steps"], task["bins"], task["skip"], cfg.betas, cfg.eps)
+    result = train(problem, cfg, seeds=task["seeds"], root_seed=root_seed, dtype="float64",
+                   device="cpu", definitions=definitions, on_step=probe)
     return result, probe.result()
 
 
@@ -382,8 +361,8 @@ def analyse_cells(config: dict, tasks: list[dict], results: list[dict]):
         a["loss"][i, j] = [r["loss_w"], r["loss_a"], r["loss_dup"]]
     claims = check_claims(tasks, results) + finding_claims(a, S, K)
     diagnostics = {"seeds_per_cell": S, "cells": nD * nP,
-                   "probe": "the trainer's adam_update is wrapped for the duration of train(); "
-                            "see gaugedyn.experiments.gauge_under_adam.probe_trainer"}
+                   "probe": "every Adam step is observed through train(on_step=...); "
+                            "see gaugedyn.experiments.gauge_under_adam.AdamProbe"}
     return a, claims, diagnostics
 
 

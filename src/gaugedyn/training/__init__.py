@@ -11,6 +11,8 @@ _EXPORTS = {
     "Network": "._network",
     "TrainConfig": "._trainer",
     "train": "._trainer",
+    "StepRecord": "._trainer",
+    "AdamState": "._optim",
     "TrainResult": "._result",
     "crossing_time": "._result",
     "OnlineODE": "._online_ode",

@@ -64,10 +64,11 @@ class OnlineODE:
     noise: bool = True
 
     def unpack(self, y):
+        """``(a, Q, R)`` of states ``y (..., K + K^2 + K M)``."""
         K, M = self.K, self.M
-        a = y[:K]
-        Q = y[K:K + K * K].reshape(K, K)
-        R = y[K + K * K:].reshape(K, M)
+        a = y[..., :K]
+        Q = y[..., K:K + K * K].reshape(*y.shape[:-1], K, K)
+        R = y[..., K + K * K:].reshape(*y.shape[:-1], K, M)
         return a, Q, R
 
     def __call__(self, t, y):
@@ -96,7 +97,5 @@ def online_ode(problem: Problem, eta: float, times, batch: int = 1, noise: bool 
                     rtol=rtol, atol=atol)
     if not sol.success:
         raise RuntimeError(f"online ODE failed: {sol.message}")
-    K, M = problem.K, problem.M
-    Y = sol.y.T
-    return {"t": sol.t, "a": Y[:, :K], "Q": Y[:, K:K + K * K].reshape(-1, K, K),
-            "R": Y[:, K + K * K:].reshape(-1, K, M)}
+    a, Q, R = rhs.unpack(sol.y.T)
+    return {"t": sol.t, "a": a, "Q": Q, "R": R}

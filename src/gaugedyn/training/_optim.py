@@ -18,6 +18,7 @@ depend on how many seeds share the tensors):
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from .._errors import InputError
 
@@ -41,8 +42,22 @@ def sgd_update(params, grads, lr: float):
     return tuple(p - lr * g for p, g in zip(params, grads))
 
 
+class AdamState(NamedTuple):
+    """Adam's state after ``k`` steps: first and second moments ``m``, ``v``, one tensor per
+    parameter (a snapshot of the references, read-only)."""
+
+    m: tuple
+    v: tuple
+    k: int
+
+
 def adam_state(params):
     return {"m": [p * 0 for p in params], "v": [p * 0 for p in params], "k": 0}
+
+
+def adam_view(state) -> AdamState:
+    """The :class:`AdamState` of the mutable state that :func:`adam_update` advances."""
+    return AdamState(m=tuple(state["m"]), v=tuple(state["v"]), k=int(state["k"]))
 
 
 def adam_update(params, grads, state, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):

@@ -1,5 +1,6 @@
 """Pieces shared by the experiments that train networks (finite_sample, online_sgd,
-gauge_in_training): thread control, per-seed root seeds, seed bands and theory matching."""
+gauge_in_training, gauge_under_adam): thread control, per-seed root seeds, seed bands and theory
+matching."""
 
 from __future__ import annotations
 

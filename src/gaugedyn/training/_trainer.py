@@ -16,6 +16,9 @@ Seeds: seed ``i`` draws data (and mini-batch orders) from its own generator
 (:func:`gaugedyn.training._data.generator_seed`); all arithmetic is batched over the seed axis
 with operations whose per-slice results do not depend on the number of slices, so any seed
 re-run alone reproduces its batched trajectory bit for bit (checked by the tests on CPU).
+
+Observation: ``train(..., on_step=f)`` calls ``f(StepRecord)`` after every optimizer step (see
+:class:`StepRecord`); with ``on_step=None`` the loop is exactly the unobserved one.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time as _time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +37,16 @@ from .._meta import versions
 from ..theory import Definitions, Problem, order_parameters, population_loss
 from . import _data
 from ._network import Network, prepare, resolve_device, resolve_dtype
-from ._optim import OPTIMIZERS, SCHEDULES, adam_state, adam_update, sgd_update, step_size
+from ._optim import (
+    OPTIMIZERS,
+    SCHEDULES,
+    AdamState,
+    adam_state,
+    adam_update,
+    adam_view,
+    sgd_update,
+    step_size,
+)
 from ._result import TrainResult
 
 
@@ -115,6 +127,33 @@ class TrainConfig:
         return d
 
 
+@dataclass(frozen=True)
+class StepRecord:
+    """What :func:`train` hands to ``on_step`` after each optimizer step.
+
+    - ``step``: steps taken so far, ``1..steps`` (the index used by ``TrainResult.steps``);
+    - ``time``: the time ``t`` after the step (module docstring's convention);
+    - ``lr``: the schedule's ``eta_k`` of this step (online SGD applies ``eta_k / D``);
+    - ``previous``, ``params``: ``(a (S, K), W (S, K, D))`` before and after the step;
+    - ``grads``: ``(dL_B/da, dL_B/dW)`` of the step's batch ``B`` at ``previous``;
+    - ``loss``: that batch loss ``L_B (S,)`` at ``previous``;
+    - ``adam``: :class:`AdamState` ``(m, v, k)`` after the step (``k == step``); ``None`` for
+      ``gd`` and ``sgd``.
+
+    Contract: the tensors are the trainer's own, not copies (observing costs no memory traffic);
+    ``on_step`` may read them and keep references, and must never modify them in place.
+    """
+
+    step: int
+    time: float
+    lr: float
+    previous: tuple[torch.Tensor, torch.Tensor]
+    params: tuple[torch.Tensor, torch.Tensor]
+    grads: tuple[torch.Tensor, torch.Tensor]
+    loss: torch.Tensor
+    adam: AdamState | None
+
+
 def _nonfinite(**tensors) -> str | None:
     for name, x in tensors.items():
         if not bool(torch.isfinite(x).all()):
@@ -124,15 +163,21 @@ def _nonfinite(**tensors) -> str | None:
 
 def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int = 1,
           root_seed: int = 0, seed_indices: Sequence[int] | None = None, dtype="float64",
-          device=None, definitions: Definitions | None = None) -> TrainResult:
+          device=None, definitions: Definitions | None = None,
+          on_step: Callable[[StepRecord], object] | None = None) -> TrainResult:
     """Train ``S`` students of ``problem`` on Gaussian data as one batched computation.
 
     ``seed_indices`` (default ``range(seeds)``) name the seeds: seed ``i`` draws its data from
     ``task_seed(root_seed, i)``, so ``train(..., seed_indices=[i])`` reproduces seed ``i`` of a
     batched run exactly. ``problem`` may be a list with one problem per seed (same teacher).
+    ``on_step``, if given, is called as ``on_step(StepRecord)`` right after each optimizer step
+    (before that step's record and divergence check); its return value is ignored, and as long
+    as it does not modify the tensors it is shown, the run is bit for bit that of ``on_step=None``.
     Raises :class:`gaugedyn.DivergenceError` if a parameter or the loss becomes non-finite.
     """
     started = _time.perf_counter()
+    if on_step is not None and not callable(on_step):
+        raise InputError(f"on_step={on_step!r} is not allowed; it must be callable or None")
     definitions = Definitions() if definitions is None else definitions
     dtype, device = resolve_dtype(dtype), resolve_device(device)
     if seed_indices is None and not isinstance(problem, Problem):
@@ -154,7 +199,8 @@ def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int 
     cfg = config
     B = cfg.batch_size
     grid = cfg.grid()
-    V_np, b_np = problems[0].V, problems[0].b
+    V_np = problems[0].V
+    _, _, _, b_np, T = problems[0].order_parameters()
 
     if cfg.online:
         stream = _data.OnlineStream(gens, B, D, dtype, device, net.teacher)
@@ -186,7 +232,7 @@ def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int 
     def record(k: int):
         nonlocal online_acc, online_count, last_good
         if cfg.online:
-            emp = online_acc / max(online_count, 1) if online_count else torch.full_like(online_acc, float("nan"))
+            emp = online_acc / online_count if online_count else torch.full_like(online_acc, float("nan"))
             online_acc = torch.zeros_like(online_acc)
             online_count = 0
         else:
@@ -227,12 +273,17 @@ def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int 
             online_acc = online_acc + loss
             online_count += 1
         eta = step_size(cfg.schedule, cfg.lr, k, cfg.steps, cfg.lr_min, cfg.decay)
+        previous = (net.a, net.W)
         if cfg.optimizer == "adam":
-            net.a, net.W = adam_update((net.a, net.W), (g_a, g_W), state, eta, cfg.betas, cfg.eps)
+            net.a, net.W = adam_update(previous, (g_a, g_W), state, eta, cfg.betas, cfg.eps)
         else:
-            net.a, net.W = sgd_update((net.a, net.W), (g_a, g_W), eta * scale)
-        t_flow += eta * scale if cfg.optimizer != "adam" else eta
+            net.a, net.W = sgd_update(previous, (g_a, g_W), eta * scale)
+        t_flow += eta * scale
         step = k + 1
+        if on_step is not None:
+            on_step(StepRecord(step=step, time=time_of(step, t_flow), lr=float(eta), previous=previous,
+                               params=(net.a, net.W), grads=(g_a, g_W), loss=loss,
+                               adam=None if state is None else adam_view(state)))
         if next_rec < len(grid) and step == grid[next_rec]:
             record(step)
             next_rec += 1
@@ -244,7 +295,6 @@ def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int 
     a = np.stack(rec_a, axis=1)
     Q = np.stack(rec_W_q, axis=1)
     R = np.stack(rec_W_r, axis=1)
-    T = V_np @ V_np.T
     pop = population_loss(a, Q, R, b_np, T, net.activation)
     if cfg.online and cfg.optimizer == "sgd":
         time_convention = "t = steps / D (online SGD, step eta/D); flow_time = sum_k eta_k / D"
