@@ -283,3 +283,16 @@ def test_divergent_members_of_a_batch_are_isolated(monkeypatch):
     out = gc.trajectories_or_none(["p0", "p1", "bad", "p3", "p4"], np.array([0.0, 1.0]))
     assert [o if o is None else o["ok"] for o in out] == ["p0", "p1", None, "p3", "p4"]
     assert calls[0] == 5 and len(calls) < 10
+
+
+def test_shared_list_check_and_remaining_contribution():
+    check = gc.int_list(2, 4, 16)
+    assert check([4, 16])
+    assert not any(check(v) for v in ([4], [4, 4], [4, 17], [3, 5], [True, 5], [4.0, 5], "ab", None))
+    assert gc.int_list(2, 4, distinct=False)([4, 4])
+    # copy 1 is the teacher itself (a = 1, |w| = 1): it carries all of ||f*||
+    a, Q = np.array([0.3, 1.0]), np.eye(2)
+    assert gc.remaining_contribution(a, Q, owner=0) == pytest.approx(1.0, rel=1e-12)
+    assert gc.remaining_contribution(a, Q, owner=1) == pytest.approx(0.3, rel=1e-12)
+    fit = gc.loglog_fit([1.0, 2.0, 4.0], [1.0, 4.0, 16.0])
+    assert gc.fit_row(fit)[0] == pytest.approx(2.0) and gc.fit_row(fit).shape == (4,)

@@ -1,4 +1,5 @@
-"""Shared pieces of the gauge experiments: trajectories as plain arrays, fits, path distances, figures.
+"""Shared pieces of the gauge experiments: configuration keys, trajectories as plain arrays, fits,
+path distances, figures.
 
 Trajectories come from the population engine (:func:`gaugedyn.theory.solve` and
 :func:`gaugedyn.theory.solve_batch`, order-parameter formulation) with its observables, so the
@@ -13,6 +14,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..theory import Definitions, Problem, population_loss
+from ._protocol import Param
+
+GAUGES = ("w-heavy", "a-heavy")
+"""The two gauges of the ``single`` set-up compared at the same initial function."""
+
+GAUGE_STYLES = (("w_heavy", "w-heavy", "C0"), ("a_heavy", "a-heavy", "C1"))
+"""Per gauge: the key suffix of its stored arrays, its label and its colour in figures."""
+
+TEACHER_NORM = math.sqrt(0.5)
+"""``||relu(v.x)||_{L2(N(0, I))}`` of the teacher (``|v| = 1``, ``b = 1``)."""
 
 TRAJECTORY_KEYS = ("t", "a", "Q", "R", "loss", "rho", "alignment", "reaction", "transport", "delta")
 
@@ -105,7 +116,13 @@ def function_norm(a: np.ndarray, Q: np.ndarray, activation: str = "relu") -> flo
     K = a.shape[-1]
     zero_b, T = np.zeros(1), np.ones((1, 1))
     R = np.zeros((K, 1))
-    return float(np.sqrt(2.0 * max(population_loss(a, Q, R, zero_b, T, activation) - 0.0, 0.0)))
+    return float(np.sqrt(2.0 * max(population_loss(a, Q, R, zero_b, T, activation), 0.0)))
+
+
+def remaining_contribution(a: np.ndarray, Q: np.ndarray, owner: int) -> float:
+    """``||sum_{i != owner} a_i relu(w_i.x)|| / ||f*||`` at one time (``a (K,)``, ``Q (K, K)``)."""
+    others = np.arange(a.shape[-1]) != owner
+    return function_norm(a[others], Q[np.ix_(others, others)]) / TEACHER_NORM
 
 
 def integrate_log(t: np.ndarray, f: np.ndarray) -> float:
@@ -153,6 +170,16 @@ def loglog_fit(x, y, level: float = 0.95) -> dict:
             "ci": [float(coef[1] - half), float(coef[1] + half)], "n": int(n)}
 
 
+def fit_row(fit: dict) -> np.ndarray:
+    """A :func:`loglog_fit` as the stored row ``[slope, intercept, ci_low, ci_high]``."""
+    return np.array([fit["slope"], fit["intercept"], *fit["ci"]])
+
+
+def wall_times(results: Sequence[dict]) -> np.ndarray:
+    """Each task's ``wall_time_s`` (``nan`` where a result lacks it)."""
+    return np.array([float(r.get("wall_time_s", np.nan)) for r in results])
+
+
 def resample_path(x: np.ndarray, y: np.ndarray, n: int) -> np.ndarray:
     """``n`` points equally spaced in arc length along the polyline ``(x, y)``."""
     P = np.stack([x, y], axis=1)
@@ -196,10 +223,15 @@ def caption(arrays: dict, name: str) -> str:
     return str(np.asarray(value).item()) if np.size(value) else ""
 
 
-def save(fig, outdir, name: str, arrays: dict) -> tuple[str, str]:
-    """Write ``name.png`` and ``name.pdf`` (shared style); return ``(name, caption)``."""
+def save(fig, outdir, name: str, arrays: dict, legends=()) -> tuple[str, str]:
+    """Write ``name.png`` and ``name.pdf`` (shared style); return ``(name, caption)``.
+
+    Each axis in ``legends`` gets its legend (font size 7) first.
+    """
     from ..plotting import save_figure
 
+    for ax in legends:
+        ax.legend(fontsize=7)
     return save_figure(fig, outdir, name, caption=caption(arrays, name))
 
 
@@ -217,12 +249,52 @@ def bounded(check, allowed: str):
 
 
 def positive_list(kind=(int, float), minimum: float = 0.0, min_len: int = 1):
+    """A ``Param`` check: a list of at least ``min_len`` numbers of type ``kind``, all ``> minimum``."""
+
     def check(value):
         return (isinstance(value, list) and len(value) >= min_len
                 and all(isinstance(v, kind) and not isinstance(v, bool) and v > minimum
                         for v in value))
 
     return bounded(check, f"a list of at least {min_len} numbers > {minimum}")
+
+
+def int_list(min_len: int, low: int, high: float = math.inf, distinct: bool = True):
+    """A ``Param`` check: a list of at least ``min_len`` integers in ``[low, high]``, without
+    repeats when ``distinct``."""
+
+    def check(value):
+        return (isinstance(value, list) and len(value) >= min_len
+                and all(isinstance(x, int) and not isinstance(x, bool) and low <= x <= high
+                        for x in value)
+                and (not distinct or len(set(value)) == len(value)))
+
+    return bounded(check, f"a list of at least {min_len} integers in [{low}, {high}]")
+
+
+# --- configuration keys shared by several experiments ---------------------------------------
+
+THRESHOLD = Param(float, 0.95, check=lambda v: 0 < v < 1, allowed="a number in (0, 1)",
+                  help="alignment that defines specialization")
+
+T_MAX_BOTH = Param((int, float), 1e5, quick=2e4, check=lambda v: v > 0,
+                   allowed="a number > 0", help="end of both trajectories")
+
+
+def dim_param(default: int = 100, help: str = "input dimension D (also the gauge strength)") -> Param:
+    """The input dimension ``D >= 4`` of the population experiments."""
+    return Param(int, default, check=lambda v: v >= 4, allowed="an integer >= 4", help=help)
+
+
+def scale_param(help: str = "initial coefficient rho0 = s") -> Param:
+    """The initial coefficient ``rho0 = s > 0``."""
+    return Param((int, float), 1.0, check=lambda v: v > 0, allowed="a number > 0", help=help)
+
+
+def rtol_param(default: float, help: str = "relative tolerance of the batched integrator") -> Param:
+    """The integrator's relative tolerance, in ``(0, 1e-3)``."""
+    return Param(float, default, check=lambda v: 0 < v < 1e-3, allowed="a number in (0, 1e-3)",
+                 help=help)
 
 
 def diagnostics(traj: dict, prefix: str = "diag_") -> dict:

@@ -18,25 +18,19 @@ from ..theory import Definitions, single
 from . import _gauge_common as gc
 from ._protocol import Claim, Experiment, Param
 
-GAUGES = ("w-heavy", "a-heavy")
-
 
 class Clock(Experiment):
     name = "clock"
     description = "paths of opposite gauges in the (rho, alignment) plane and their clocks"
     params = {
-        "dim": Param(int, 100, check=lambda v: v >= 4, allowed="an integer >= 4",
-                     help="input dimension D (also the gauge strength)"),
-        "scale": Param((int, float), 1.0, check=lambda v: v > 0, allowed="a number > 0",
-                       help="initial coefficient rho0 = s"),
-        "t_max": Param((int, float), 1e5, quick=2e4, check=lambda v: v > 0,
-                       allowed="a number > 0", help="end of both trajectories"),
+        "dim": gc.dim_param(),
+        "scale": gc.scale_param(),
+        "t_max": gc.T_MAX_BOTH,
         "n_times": Param(int, 1200, quick=500, check=lambda v: v >= 50, allowed="an integer >= 50",
                          help="number of log-spaced output times"),
         "n_path": Param(int, 800, quick=300, check=lambda v: v >= 20, allowed="an integer >= 20",
                         help="points per path after resampling by arc length"),
-        "threshold": Param(float, 0.95, check=lambda v: 0 < v < 1, allowed="a number in (0, 1)",
-                           help="alignment that defines specialization"),
+        "threshold": gc.THRESHOLD,
         "path_bound": Param(float, 0.2, check=lambda v: v > 0, allowed="a number > 0",
                             help="Hausdorff distance the two paths must exceed"),
         "mobility_rtol": Param(float, 1e-12, check=lambda v: v > 0, allowed="a number > 0",
@@ -46,7 +40,7 @@ class Clock(Experiment):
     def tasks(self, config):
         return [{"dim": int(config["dim"]), "gauge": g, "scale": float(config["scale"]),
                  "t_max": float(config["t_max"]), "n_times": int(config["n_times"]),
-                 "threshold": float(config["threshold"])} for g in GAUGES]
+                 "threshold": float(config["threshold"])} for g in gc.GAUGES]
 
     def run_task(self, task, seed):
         problem = single(task["dim"], task["gauge"], scale=task["scale"])
@@ -73,7 +67,7 @@ class Clock(Experiment):
         ratio_theory = (root + d) / (root - d) if root > d else np.inf
         ratio = float(a["mu_T"][0] / w["mu_T"][0])
         arrays = {"dim": np.array(float(config["dim"])), "path_w_heavy": Pw, "path_a_heavy": Pa}
-        for key, res in (("w_heavy", w), ("a_heavy", a)):
+        for (key, _, _), res in zip(gc.GAUGE_STYLES, (w, a)):
             arrays |= {f"t_{key}": res["t"], f"rho_{key}": res["rho"],
                        f"alignment_{key}": res["alignment"], f"mu_R_{key}": res["mu_R"],
                        f"mu_T_{key}": res["mu_T"],
@@ -122,7 +116,7 @@ class Clock(Experiment):
         import matplotlib.pyplot as plt
 
         names = []
-        keys = (("w_heavy", "w-heavy", "C0"), ("a_heavy", "a-heavy", "C1"))
+        keys = gc.GAUGE_STYLES
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
         for key, label, color in keys:
             P = arrays[f"path_{key}"]
@@ -138,9 +132,7 @@ class Clock(Experiment):
         axes[0].set(xlabel="coefficient rho", ylabel="alignment u.v",
                     title=f"paths (Hausdorff distance {float(arrays['hausdorff']):.3f})")
         axes[1].set(xlabel="time t", ylabel="rho, alignment", title="against time")
-        for ax in axes:
-            ax.legend(fontsize=7)
-        names.append(gc.save(fig, outdir, "clock_paths", arrays))
+        names.append(gc.save(fig, outdir, "clock_paths", arrays, legends=axes))
 
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
         for (key, label, color), lw in zip(keys, (4.0, 1.4)):  # equal mu_R: thick under thin
@@ -155,9 +147,7 @@ class Clock(Experiment):
                            label=f"transport clock, {label}")
         axes[0].set(xlabel="time t", ylabel="mobility", title="reaction and transport mobility")
         axes[1].set(xlabel="time t", ylabel="int_0^t mu ds", title="reaction and transport clocks")
-        for ax in axes:
-            ax.legend(fontsize=7)
-        names.append(gc.save(fig, outdir, "clock_mobilities", arrays))
+        names.append(gc.save(fig, outdir, "clock_mobilities", arrays, legends=axes))
         return names
 
 

@@ -15,8 +15,6 @@ from ..theory import Definitions, single
 from . import _gauge_common as gc
 from ._protocol import Claim, Experiment, Param
 
-GAUGES = ("w-heavy", "a-heavy")
-
 
 class DimensionScaling(Experiment):
     name = "dimension_scaling"
@@ -24,27 +22,22 @@ class DimensionScaling(Experiment):
     params = {
         "dims": Param(list, [10, 31, 100, 316, 1000, 3162, 10000, 31623, 100000],
                       quick=[10, 100, 1000, 10000, 100000],
-                      check=gc.bounded(lambda v: isinstance(v, list) and len(v) >= 3 and all(
-                          isinstance(d, int) and not isinstance(d, bool) and d >= 2 for d in v)
-                          and len(set(v)) == len(v), ""),
+                      check=gc.int_list(3, 2),
                       allowed="a list of at least 3 distinct integers >= 2",
                       help="input dimensions D"),
-        "scale": Param((int, float), 1.0, check=lambda v: v > 0, allowed="a number > 0",
-                       help="initial coefficient rho0 = s"),
-        "threshold": Param(float, 0.95, check=lambda v: 0 < v < 1, allowed="a number in (0, 1)",
-                           help="alignment that defines specialization"),
+        "scale": gc.scale_param(),
+        "threshold": gc.THRESHOLD,
         "large_dim": Param(int, 1000, check=lambda v: v >= 2, allowed="an integer >= 2",
                            help="the ratio exponent is fitted on D >= large_dim"),
         "exponent_tol": Param(float, 0.1, check=lambda v: v > 0, allowed="a number > 0",
                               help="allowed distance of each fitted exponent from theory"),
-        "rtol": Param(float, 1e-9, check=lambda v: 0 < v < 1e-3, allowed="a number in (0, 1e-3)",
-                      help="relative tolerance of the integrator"),
+        "rtol": gc.rtol_param(1e-9, help="relative tolerance of the integrator"),
     }
 
     def tasks(self, config):
         return [{"dim": int(d), "gauge": g, "scale": float(config["scale"]),
                  "threshold": float(config["threshold"]), "rtol": float(config["rtol"])}
-                for d in sorted(config["dims"]) for g in GAUGES]
+                for d in sorted(config["dims"]) for g in gc.GAUGES]
 
     def run_task(self, task, seed):
         problem = single(task["dim"], task["gauge"], scale=task["scale"])
@@ -56,14 +49,14 @@ class DimensionScaling(Experiment):
 
     def analyse(self, config, tasks, results):
         dims = np.array(sorted({t["dim"] for t in tasks}), dtype=float)
-        times = {g: np.full(dims.size, np.nan) for g in GAUGES}
+        times = {g: np.full(dims.size, np.nan) for g in gc.GAUGES}
         for task, res in zip(tasks, results):
             times[task["gauge"]][np.searchsorted(dims, task["dim"])] = res["specialization_time"]
         ratio = times["w-heavy"] / times["a-heavy"]
         large = dims >= config["large_dim"]
-        fits = {g: gc.loglog_fit(dims[large], times[g][large]) for g in GAUGES}
+        fits = {g: gc.loglog_fit(dims[large], times[g][large]) for g in gc.GAUGES}
         fits["ratio"] = gc.loglog_fit(dims[large], ratio[large])
-        fits_all = {g: gc.loglog_fit(dims, times[g]) for g in GAUGES}
+        fits_all = {g: gc.loglog_fit(dims, times[g]) for g in gc.GAUGES}
         fits_all["ratio"] = gc.loglog_fit(dims, ratio)
         tol = float(config["exponent_tol"])
         expected = {"w-heavy": 1.0, "a-heavy": -1.0, "ratio": 2.0}
@@ -83,11 +76,8 @@ class DimensionScaling(Experiment):
         arrays = {
             "dims": dims, "time_w_heavy": times["w-heavy"], "time_a_heavy": times["a-heavy"],
             "ratio": ratio, "large_dim": np.array(float(config["large_dim"])),
-            **{f"fit_{k.replace('-', '_')}": np.array([fits[k]["slope"], fits[k]["intercept"],
-                                                       *fits[k]["ci"]]) for k in fits},
-            **{f"fit_all_{k.replace('-', '_')}": np.array(
-                [fits_all[k]["slope"], fits_all[k]["intercept"], *fits_all[k]["ci"]])
-               for k in fits_all},
+            **{f"fit_{k.replace('-', '_')}": gc.fit_row(fits[k]) for k in fits},
+            **{f"fit_all_{k.replace('-', '_')}": gc.fit_row(fits_all[k]) for k in fits_all},
             "caption_dimension_scaling": np.array(
                 "Specialization time (first t with alignment >= "
                 f"{config['threshold']:g}) of the single set-up, rho0 = {config['scale']:g}, "
@@ -118,9 +108,7 @@ class DimensionScaling(Experiment):
                     title="specialization time by gauge")
         axes[1].set(xlabel="input dimension D", ylabel="T(w-heavy) / T(a-heavy)",
                     title="ratio of specialization times (theory: D^2)")
-        for ax in axes:
-            ax.legend(fontsize=7)
-        return [gc.save(fig, outdir, "dimension_scaling", arrays)]
+        return [gc.save(fig, outdir, "dimension_scaling", arrays, legends=axes)]
 
 
 EXPERIMENT = DimensionScaling()

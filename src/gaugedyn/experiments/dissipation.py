@@ -16,19 +16,14 @@ from ..theory import single
 from . import _gauge_common as gc
 from ._protocol import Claim, Experiment, Param
 
-GAUGES = ("w-heavy", "a-heavy")
-
 
 class Dissipation(Experiment):
     name = "dissipation"
     description = "reaction and transport dissipation for both gauges; their integral is the loss drop"
     params = {
-        "dim": Param(int, 100, check=lambda v: v >= 4, allowed="an integer >= 4",
-                     help="input dimension D (also the gauge strength)"),
-        "scale": Param((int, float), 1.0, check=lambda v: v > 0, allowed="a number > 0",
-                       help="initial coefficient rho0 = s"),
-        "t_max": Param((int, float), 1e5, quick=2e4, check=lambda v: v > 0,
-                       allowed="a number > 0", help="end of both trajectories"),
+        "dim": gc.dim_param(),
+        "scale": gc.scale_param(),
+        "t_max": gc.T_MAX_BOTH,
         "per_decade": Param(int, 200, quick=60, check=lambda v: v >= 20,
                             allowed="an integer >= 20",
                             help="output times per decade (the quadrature grid)"),
@@ -39,7 +34,7 @@ class Dissipation(Experiment):
 
     def tasks(self, config):
         return [{"gauge": g, "dim": config["dim"], "scale": config["scale"],
-                 "t_max": config["t_max"], "per_decade": config["per_decade"]} for g in GAUGES]
+                 "t_max": config["t_max"], "per_decade": config["per_decade"]} for g in gc.GAUGES]
 
     def run_task(self, task, seed):
         problem = single(task["dim"], task["gauge"], scale=task["scale"])
@@ -59,14 +54,15 @@ class Dissipation(Experiment):
         for task, r in zip(tasks, results):
             key = task["gauge"].replace("-", "_")
             t, loss = np.asarray(r["t"]), np.asarray(r["loss"])
+            reaction, transport = np.asarray(r["reaction"]), np.asarray(r["transport"])
             drop = float(loss[0] - loss[-1])
             total = float(r["integral_reaction"] + r["integral_transport"])
             gaps[task["gauge"]] = abs(total - drop) / abs(drop)
             shares[task["gauge"]] = float(r["integral_transport"]) / total
-            arrays |= {f"t_{key}": t, f"loss_{key}": loss, f"reaction_{key}": np.asarray(r["reaction"]),
-                       f"transport_{key}": np.asarray(r["transport"]),
-                       f"cumulative_reaction_{key}": gc.cumulative(t, np.asarray(r["reaction"])),
-                       f"cumulative_transport_{key}": gc.cumulative(t, np.asarray(r["transport"])),
+            arrays |= {f"t_{key}": t, f"loss_{key}": loss, f"reaction_{key}": reaction,
+                       f"transport_{key}": transport,
+                       f"cumulative_reaction_{key}": gc.cumulative(t, reaction),
+                       f"cumulative_transport_{key}": gc.cumulative(t, transport),
                        f"balance_{key}": np.array([drop, float(r["integral_reaction"]),
                                                    float(r["integral_transport"])]),
                        f"specialization_time_{key}": np.array(r["specialization_time"])}
@@ -82,7 +78,7 @@ class Dissipation(Experiment):
                              f"{shares['a-heavy']:.3f} (a-heavy) of the dissipation"),
                   measured=worst, expected=0.0, tolerance=tol, passed=bool(worst <= tol)),
         ]
-        arrays["transport_share"] = np.array([shares[g] for g in GAUGES])
+        arrays["transport_share"] = np.array([shares[g] for g in gc.GAUGES])
         arrays["caption_dissipation"] = np.array(
             f"Single set-up at D = {config['dim']}, both gauges from the same initial function. "
             "Left: reaction (solid) and transport (dotted) dissipation, -dL/dt = reaction + "
@@ -94,8 +90,7 @@ class Dissipation(Experiment):
         import matplotlib.pyplot as plt
 
         fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.8))
-        for (key, label), color in zip((("w_heavy", "w-heavy"), ("a_heavy", "a-heavy")),
-                                       ("C0", "C1")):
+        for key, label, color in gc.GAUGE_STYLES:
             t = arrays[f"t_{key}"][1:]
             axes[0].loglog(t, np.maximum(arrays[f"reaction_{key}"][1:], 1e-30), "-", color=color,
                            label=f"reaction, {label}")
@@ -111,9 +106,7 @@ class Dissipation(Experiment):
                     "dissipation", ylim=(1e-14, None))
         axes[1].set(xlabel="time t", ylabel="loss",
                     title="loss and L(0) - integrated dissipation (black dotted)")
-        for ax in axes:
-            ax.legend(fontsize=7)
-        return [gc.save(fig, outdir, "dissipation", arrays)]
+        return [gc.save(fig, outdir, "dissipation", arrays, legends=axes)]
 
 
 EXPERIMENT = Dissipation()

@@ -29,8 +29,7 @@ def _metric(name, x):
 
 
 def _ns_ok(v):
-    return (isinstance(v, list) and len(v) >= 3 and all(isinstance(x, int) and not isinstance(x, bool)
-            and 8 <= x <= 10**6 for x in v) and max(v) / min(v) >= 100)
+    return gc.int_list(3, 8, 10**6, distinct=False)(v) and max(v) / min(v) >= 100
 
 
 class FiniteSample(Experiment):
@@ -84,14 +83,13 @@ class FiniteSample(Experiment):
                 "wall_time_s": res.diagnostics["wall_time_s"]}
 
     def analyse(self, config, tasks, results):
-        ref_task = tasks[0]
-        problem = self.problem(ref_task)
+        from ..training._support import band, match_times
+
+        problem = self.problem(tasks[0])
         t = np.asarray(results[0]["t"])
         eta = float(config["eta"])
         gd = gc.trajectory(problem, t, dynamics="gd", eta=eta)
         flow = gc.trajectory(problem, t, rtol=1e-10, atol=1e-12)
-        from ..training._support import band, match_times
-
         ig, jf = match_times(t, gd["t"]), match_times(t, flow["t"])
         ref = {"loss": gd["loss"][ig], "alignment": gd["alignment"][ig][..., 0], "rho": gd["rho"][ig]}
         ref_flow = {"loss": flow["loss"][jf], "alignment": flow["alignment"][jf][..., 0],
@@ -104,15 +102,16 @@ class FiniteSample(Experiment):
         fits = {}
         for k in OBSERVABLES:
             dev = []
+            ref_k = _metric(k, ref[k])[None]
             for res in results:
-                diff = _metric(k, np.asarray(res[k])) - _metric(k, ref[k])[None]
+                diff = _metric(k, np.asarray(res[k])) - ref_k
                 dev.append(np.sqrt(np.mean(diff.reshape(diff.shape[0], -1) ** 2, axis=1)))
             dev = np.array(dev)  # (n, S): per-seed RMS deviation over the recorded times
             arrays[f"deviation_{k}"] = dev
             med = np.median(dev, axis=1)
             fit = gc.loglog_fit(ns, med)
             fits[k] = fit
-            arrays[f"fit_{k}"] = np.array([fit["slope"], fit["intercept"], *fit["ci"]])
+            arrays[f"fit_{k}"] = gc.fit_row(fit)
             bias = float(np.max(np.abs(ref[k] - ref_flow[k])))
             arrays[f"eta_bias_{k}"] = np.array(bias)
             ok = abs(fit["slope"] + 0.5) <= config["tolerance"]
@@ -126,10 +125,10 @@ class FiniteSample(Experiment):
                            f"distance (eta bias) is {bias:.2g}"),
                 measured=round(fit["slope"], 4), expected=-0.5, tolerance=config["tolerance"],
                 passed=bool(ok)))
-        for k in ("loss", "alignment", "rho"):
+        for k in OBSERVABLES:
             for i, res in enumerate(results):
                 arrays[f"band_{k}_n{i}"] = band(np.asarray(res[k]).reshape(len(res[k]), len(t), -1)[..., 0])
-        arrays["wall_time_s"] = np.array([float(r.get("wall_time_s", np.nan)) for r in results])
+        arrays["wall_time_s"] = gc.wall_times(results)
         arrays["caption_finite_sample_trajectories"] = np.array(
             f"The duplicates set-up (a-heavy and w-heavy copy, gauge strength {config['strength']:g}, "
             f"D = {config['dim']}) trained by full-batch GD with eta = {eta:g} on n samples: median "

@@ -29,24 +29,12 @@ from ..theory import Definitions, duplicates, perturb, single, solve
 from . import _gauge_common as gc
 from ._protocol import Claim, Experiment, Param
 
-GAUGES = ("w-heavy", "a-heavy")
-
-
-def _dims_ok(v):
-    return (isinstance(v, list) and len(v) >= 3 and len(set(v)) == len(v)
-            and all(isinstance(x, int) and not isinstance(x, bool) and 4 <= x <= 256 for x in v))
-
-
-def _Ks_ok(v):
-    return (isinstance(v, list) and len(v) >= 1 and len(set(v)) == len(v)
-            and all(isinstance(x, int) and not isinstance(x, bool) and 2 <= x <= 12 for x in v))
-
 
 class GaugeInTraining(Experiment):
     name = "gauge_in_training"
     description = "dimension scaling and ownership on networks trained by finite-sample GD"
     params = {
-        "dims": Param(list, [8, 16, 32, 64], quick=[8, 16, 32], check=gc.bounded(_dims_ok, ""),
+        "dims": Param(list, [8, 16, 32, 64], quick=[8, 16, 32], check=gc.int_list(3, 4, 256),
                       allowed="a list of >= 3 distinct integers in [4, 256]",
                       help="input dimensions D of the scaling part (steps grow like D^2)"),
         "seeds": Param(int, 24, quick=12, check=lambda v: 2 <= v <= 1000,
@@ -64,7 +52,7 @@ class GaugeInTraining(Experiment):
                               "specialization time"),
         "exponent_tolerance": Param(float, 0.3, check=lambda v: 0 < v <= 1, allowed="a number in (0, 1]",
                                     help="allowed distance of the trained ratio exponent from the flow's"),
-        "Ks": Param(list, [2, 3, 5], quick=[2, 3], check=gc.bounded(_Ks_ok, ""),
+        "Ks": Param(list, [2, 3, 5], quick=[2, 3], check=gc.int_list(1, 2, 12),
                     allowed="a list of distinct integers in [2, 12]", help="numbers of duplicates"),
         "own_dim": Param(int, 16, check=lambda v: 4 <= v <= 256, allowed="an integer in [4, 256]",
                          help="D of the ownership part"),
@@ -72,8 +60,7 @@ class GaugeInTraining(Experiment):
                            allowed="an integer in [2, 2000]", help="seeds per K"),
         "epsilon": Param(float, 0.02, check=lambda v: 0 <= v <= 0.2, allowed="a number in [0, 0.2]",
                          help="per-seed visible perturbation of the initial function"),
-        "threshold": Param(float, 0.95, check=lambda v: 0 < v < 1, allowed="a number in (0, 1)",
-                           help="alignment that defines specialization"),
+        "threshold": gc.THRESHOLD,
     }
 
     def tasks(self, config):
@@ -81,7 +68,7 @@ class GaugeInTraining(Experiment):
                   "threshold": config["threshold"]}
         out = []
         for D in sorted(config["dims"]):
-            for g in GAUGES:
+            for g in gc.GAUGES:
                 c = config["c_w"] if g == "w-heavy" else config["c_a"]
                 out.append({"part": "scaling", "dim": int(D), "gauge": g, "c": c,
                             "seeds": config["seeds"], "horizon": config["horizon"], **common})
@@ -125,15 +112,10 @@ class GaugeInTraining(Experiment):
         with single_thread():
             res = train(problems, cfg, root_seed=root, device="cpu", definitions=definitions)
         owner = res.owner()[:, -1, 0]
-        contribution = []
-        for j in range(res.a.shape[0]):
-            others = np.arange(K) != owner[j]
-            a, Q = res.a[j, -1][others], res.Q[j, -1][np.ix_(others, others)]
-            contribution.append(gc.function_norm(a, Q) / np.sqrt(0.5))
+        contribution = [gc.remaining_contribution(res.a[j, -1], res.Q[j, -1], owner[j])
+                        for j in range(res.a.shape[0])]
         flow_at = solve(base, t_max=t_end, definitions=definitions)
-        others = np.arange(K) != 0
-        flow_contribution = gc.function_norm(flow_at.a[-1][others],
-                                             flow_at.Q[-1][np.ix_(others, others)]) / np.sqrt(0.5)
+        flow_contribution = gc.remaining_contribution(flow_at.a[-1], flow_at.Q[-1], 0)
         return {"owner": owner, "contribution": np.array(contribution),
                 "flow_contribution": np.array(flow_contribution), "t": res.time,
                 "rho": res.rho(), "t_end": np.array(t_end), "eta": np.array(eta),
@@ -145,8 +127,8 @@ class GaugeInTraining(Experiment):
         boot = np.random.default_rng(0)
         arrays, claims = {}, []
         dims = sorted(config["dims"])
-        med = {g: [] for g in GAUGES}
-        theory = {g: [] for g in GAUGES}
+        med = {g: [] for g in gc.GAUGES}
+        theory = {g: [] for g in gc.GAUGES}
         for task, res in zip(tasks, results):
             if task["part"] != "scaling":
                 continue
@@ -163,20 +145,19 @@ class GaugeInTraining(Experiment):
         # seed interval of the ratio: bootstrap both medians
         ratio_ci = []
         for D in dims:
-            w, a = (np.nan_to_num(arrays[f"spec_{g}_D{D}"], nan=np.inf) for g in GAUGES)
+            w, a = (np.nan_to_num(arrays[f"spec_{g}_D{D}"], nan=np.inf) for g in gc.GAUGES)
             r = (np.median(w[boot.integers(0, w.size, (2000, w.size))], axis=1)
                  / np.median(a[boot.integers(0, a.size, (2000, a.size))], axis=1))
             ratio_ci.append(np.quantile(r, [0.05, 0.95]))
         fit = gc.loglog_fit(dims, ratio)
         fit_theory = gc.loglog_fit(dims, ratio_theory)
-        n_missing = sum(int(np.sum(~np.isfinite(arrays[f"spec_{g}_D{D}"]))) for g in GAUGES for D in dims)
-        n_total = sum(arrays[f"spec_{g}_D{D}"].size for g in GAUGES for D in dims)
+        n_missing = sum(int(np.sum(~np.isfinite(arrays[f"spec_{g}_D{D}"]))) for g in gc.GAUGES for D in dims)
+        n_total = sum(arrays[f"spec_{g}_D{D}"].size for g in gc.GAUGES for D in dims)
         arrays |= {"dims": np.array(dims, dtype=float), "ratio": ratio, "ratio_ci": np.array(ratio_ci),
                    "ratio_theory": ratio_theory,
                    "median_w": np.array(med["w-heavy"]), "median_a": np.array(med["a-heavy"]),
                    "theory_w": np.array(theory["w-heavy"]), "theory_a": np.array(theory["a-heavy"]),
-                   "fit": np.array([fit["slope"], fit["intercept"], *fit["ci"]]),
-                   "fit_theory": np.array([fit_theory["slope"], fit_theory["intercept"], *fit_theory["ci"]])}
+                   "fit": gc.fit_row(fit), "fit_theory": gc.fit_row(fit_theory)}
         claims.append(Claim(
             id="gauge_in_training.ratio_grows",
             statement=(f"trained by GD on n = {config['n_factor']} D samples ({config['seeds']} "
@@ -232,7 +213,7 @@ class GaugeInTraining(Experiment):
                        "reported (passes when every median is below 0.05)"),
             measured=[round(c, 6) for c in contrib], expected="< 0.05", tolerance=0.05,
             passed=bool(all(c < 0.05 for c in contrib))))
-        arrays["wall_time_s"] = np.array([float(r.get("wall_time_s", np.nan)) for r in results])
+        arrays["wall_time_s"] = gc.wall_times(results)
         arrays["caption_gauge_in_training_scaling"] = np.array(
             "Specialization times of trained networks (markers: median over seeds, bars: 90% "
             "bootstrap interval) against D for both gauges, with the population flow (lines); "

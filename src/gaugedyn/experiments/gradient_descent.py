@@ -17,31 +17,20 @@ import math
 import numpy as np
 
 from ..theory import Definitions, duplicates
+from ..training import crossing_time
 from . import _gauge_common as gc
 from ._protocol import Claim, Experiment, Param
 
 GAUGES = ("a-heavy", "w-heavy")
-
-
-def crossing_time(t: np.ndarray, m: np.ndarray, threshold: float) -> float:
-    """First time the sampled ``m`` reaches ``threshold``, linearly interpolated between samples."""
-    above = np.flatnonzero(m >= threshold)
-    if above.size == 0:
-        return math.nan
-    k = int(above[0])
-    if k == 0:
-        return float(t[0])
-    return float(t[k - 1] + (threshold - m[k - 1]) / (m[k] - m[k - 1]) * (t[k] - t[k - 1]))
+"""Copy 0 and copy 1 of the duplicates."""
 
 
 class GradientDescent(Experiment):
     name = "gradient_descent"
     description = "population GD with step eta against the flow: O(eta) error, selection kept"
     params = {
-        "dim": Param(int, 30, check=lambda v: v >= 4, allowed="an integer >= 4",
-                     help="input dimension D (also the gauge strength)"),
-        "scale": Param((int, float), 1.0, check=lambda v: v > 0, allowed="a number > 0",
-                       help="initial coefficient rho0 = s of each copy"),
+        "dim": gc.dim_param(30),
+        "scale": gc.scale_param(help="initial coefficient rho0 = s of each copy"),
         "etas": Param(list, [5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3], quick=[1e-4, 3e-4, 1e-3, 3e-3],
                       check=gc.bounded(lambda v: gc.positive_list(min_len=3)(v)
                                        and max(v) < 0.1, ""),
@@ -54,8 +43,7 @@ class GradientDescent(Experiment):
                                 help="step sizes that must keep the selection"),
         "t_end": Param((int, float), 2.0, check=lambda v: v > 0, allowed="a number > 0",
                        help="time by which GD must have pruned the w-heavy copy"),
-        "threshold": Param(float, 0.95, check=lambda v: 0 < v < 1, allowed="a number in (0, 1)",
-                           help="alignment that defines specialization"),
+        "threshold": gc.THRESHOLD,
         "slope_tol": Param(float, 0.1, check=lambda v: v > 0, allowed="a number > 0",
                            help="allowed distance of the fitted error slope from 1"),
     }
@@ -84,7 +72,7 @@ class GradientDescent(Experiment):
             grid = np.arange(0, round(t_max / eta) + 1) * eta
             tr = gc.trajectory(problem, grid, dynamics="gd", eta=eta, definitions=definitions)
             m = tr["alignment"].max(axis=(1, 2))
-            return {"specialization_time": crossing_time(tr["t"], m, task["threshold"]),
+            return {"specialization_time": float(crossing_time(tr["t"], m, task["threshold"])),
                     "step_time": tr["specialization_time"], "steps": len(tr["t"]) - 1}
         tr = gc.trajectory(problem, gc.time_grid(task["t_end"], 60, eta), dynamics="gd",
                            eta=eta, definitions=definitions)
@@ -125,7 +113,7 @@ class GradientDescent(Experiment):
         ]
         arrays = {
             "etas": etas, "time_gd": t_gd, "time_flow": np.array(t_flow), "relative_error": rel,
-            "fit": np.array([fit["slope"], fit["intercept"], *fit["ci"]]),
+            "fit": gc.fit_row(fit),
             "selection_etas": sel_etas, "selection_owner": owners, "selection_pruning_time": prune,
             "selection_delta_drift": np.array([r["delta_drift"] for _, r in sel]),
             "flow_t": np.asarray(flow["t"]), "flow_rho": np.asarray(flow["rho"]),

@@ -45,16 +45,11 @@ def embedded_problem(dim: int, a, Q, R, b, T, activation: str) -> Problem:
                    setup={"name": "embedded", "dim": dim})
 
 
-def _dims_ok(v):
-    return (isinstance(v, list) and len(v) >= 2 and len(set(v)) == len(v)
-            and all(isinstance(x, int) and not isinstance(x, bool) and 8 <= x <= 20000 for x in v))
-
-
 class OnlineSGD(Experiment):
     name = "online_sgd"
     description = "erf online SGD vs the online ODE (eta^2 terms); ReLU online SGD vs the flow"
     params = {
-        "dims": Param(list, [100, 200, 400, 800], quick=[100, 200, 400], check=gc.bounded(_dims_ok, ""),
+        "dims": Param(list, [100, 200, 400, 800], quick=[100, 200, 400], check=gc.int_list(2, 8, 20000),
                       allowed="a list of >= 2 distinct integers in [8, 20000]",
                       help="input dimensions D for the erf comparison"),
         "seeds": Param(int, 32, quick=16, check=lambda v: 4 <= v <= 1000,
@@ -109,6 +104,7 @@ class OnlineSGD(Experiment):
         arrays, claims = {}, []
         worst, worst_noiseless, spreads, dims = 0.0, 0.0, [], []
         inside, total = 0, 0
+        largest_dim = max(tk["dim"] for tk in tasks if tk["kind"] == "erf")
         for task, res in zip(tasks, results):
             if task["kind"] != "erf":
                 continue
@@ -128,7 +124,7 @@ class OnlineSGD(Experiment):
             worst = max(worst, float(ratio.max()))
             inside += int(np.sum(((lo <= odes["ode"]) & (odes["ode"] <= hi))[sel]))
             total += int(np.sum(sel))
-            if D == max(tk["dim"] for tk in tasks if tk["kind"] == "erf"):
+            if D == largest_dim:
                 worst_noiseless = float(ratio0.max())
             late = t >= 0.2 * t[-1]
             spreads.append(float(np.mean(np.std(loss[:, late], axis=0))))
@@ -137,7 +133,7 @@ class OnlineSGD(Experiment):
                        f"erf_ode_D{D}": odes["ode"], f"erf_ode_eta1_D{D}": odes["ode_eta1"]}
         fit = gc.loglog_fit(dims, spreads)
         arrays |= {"erf_dims": np.array(dims, dtype=float), "erf_spread": np.array(spreads),
-                   "erf_spread_fit": np.array([fit["slope"], fit["intercept"], *fit["ci"]])}
+                   "erf_spread_fit": gc.fit_row(fit)}
         frac = inside / max(total, 1)
         claims.append(Claim(
             id="online_sgd.erf_within_spread",
@@ -184,7 +180,7 @@ class OnlineSGD(Experiment):
                        f"{r_relu:.3f})"),
             measured=round(f_relu, 4), expected=">= 0.9", tolerance=0.1,
             passed=bool(f_relu >= 0.9)))
-        arrays["wall_time_s"] = np.array([float(r.get("wall_time_s", np.nan)) for r in results])
+        arrays["wall_time_s"] = gc.wall_times(results)
         arrays["caption_online_sgd_erf"] = np.array(
             "erf online SGD: population loss, median (line) and 10-90% band over seeds for each "
             "D, against the online ODE with its eta^2 noise term (black) and without it (dashed).")

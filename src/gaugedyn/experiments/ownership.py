@@ -21,25 +21,19 @@ class Ownership(Experiment):
     name = "ownership"
     description = "K duplicates, favourable gauge on each index in turn: owner and pruning"
     params = {
-        "Ks": Param(list, [2, 3, 5, 8], check=gc.bounded(lambda v: isinstance(v, list) and v and all(
-                        isinstance(k, int) and not isinstance(k, bool) and 2 <= k <= 16 for k in v)
-                        and len(set(v)) == len(v), ""),
+        "Ks": Param(list, [2, 3, 5, 8], check=gc.int_list(1, 2, 16),
                     allowed="a non-empty list of distinct integers in [2, 16]",
                     help="numbers of duplicate students"),
-        "dim": Param(int, 100, check=lambda v: v >= 4, allowed="an integer >= 4",
-                     help="input dimension D (also the gauge strength)"),
-        "scale": Param((int, float), 1.0, check=lambda v: v > 0, allowed="a number > 0",
-                       help="initial coefficient rho0 = s of every copy"),
+        "dim": gc.dim_param(),
+        "scale": gc.scale_param(help="initial coefficient rho0 = s of every copy"),
         "t_check": Param((int, float), 2.0, check=lambda v: v > 0, allowed="a number > 0",
                          help="the stated time at which owner and pruning are checked"),
         "prune_tol": Param(float, 1e-3, check=lambda v: 0 < v < 1, allowed="a number in (0, 1)",
                            help="|rho| below which a copy counts as pruned"),
-        "threshold": Param(float, 0.95, check=lambda v: 0 < v < 1, allowed="a number in (0, 1)",
-                           help="alignment that defines specialization"),
+        "threshold": gc.THRESHOLD,
         "n_times": Param(int, 160, quick=100, check=lambda v: v >= 20, allowed="an integer >= 20",
                          help="number of log-spaced output times"),
-        "rtol": Param(float, 1e-8, check=lambda v: 0 < v < 1e-3, allowed="a number in (0, 1e-3)",
-                      help="relative tolerance of the batched integrator"),
+        "rtol": gc.rtol_param(1e-8),
     }
 
     def tasks(self, config):
@@ -56,12 +50,8 @@ class Ownership(Experiment):
         definitions = Definitions(threshold=task["threshold"], prune_tol=task["prune_tol"])
         grid = gc.time_grid(task["t_check"], task["n_times"], t_min=1e-4 / task["dim"])
         trajs = gc.trajectories(problems, grid, definitions=definitions, rtol=task["rtol"])
-        contribution = []
-        for j, tr in enumerate(trajs):
-            others = np.arange(K) != j
-            a, Q = tr["a"][-1][others], tr["Q"][-1][np.ix_(others, others)]
-            teacher = np.sqrt(0.5)  # ||relu(v.x)|| with |v| = 1, b = 1
-            contribution.append(gc.function_norm(a, Q) / teacher)
+        contribution = [gc.remaining_contribution(tr["a"][-1], tr["Q"][-1], j)
+                        for j, tr in enumerate(trajs)]
         return {"t": trajs[0]["t"], "rho": np.stack([tr["rho"] for tr in trajs]),
                 "owner": np.array([int(tr["owner"][0]) for tr in trajs]),
                 "pruning_time": np.stack([tr["pruning_time"] for tr in trajs]),

@@ -41,10 +41,8 @@ class Perturbations(Experiment):
                           help="perturbation sizes epsilon"),
         "n_samples": Param(int, 64, quick=16, check=lambda v: v >= 4, allowed="an integer >= 4",
                            help="perturbed initial functions per (epsilon, lambda) cell"),
-        "dim": Param(int, 100, check=lambda v: v >= 4, allowed="an integer >= 4",
-                     help="input dimension D (sets the initial overlap D^-1/2)"),
-        "scale": Param((int, float), 1.0, check=lambda v: v > 0, allowed="a number > 0",
-                       help="initial coefficient rho0 = s of each copy"),
+        "dim": gc.dim_param(help="input dimension D (sets the initial overlap D^-1/2)"),
+        "scale": gc.scale_param(help="initial coefficient rho0 = s of each copy"),
         "t_max": Param((int, float), 100.0, check=lambda v: v > 0, allowed="a number > 0",
                        help="time at which the owner is read"),
         "claim_strength": Param((int, float), 2.0, check=lambda v: v > 1,
@@ -52,8 +50,7 @@ class Perturbations(Experiment):
                                 help="the claimed win-every-time region has lambda >= this"),
         "claim_epsilon": Param((int, float), 0.1, check=lambda v: v > 0, allowed="a number > 0",
                                help="the claimed win-every-time region has epsilon <= this"),
-        "rtol": Param(float, 1e-6, check=lambda v: 0 < v < 1e-3, allowed="a number in (0, 1e-3)",
-                      help="relative tolerance of the batched integrator"),
+        "rtol": gc.rtol_param(1e-6),
     }
 
     def tasks(self, config):
