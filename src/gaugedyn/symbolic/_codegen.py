@@ -15,6 +15,10 @@ from pathlib import Path
 from ._kernels import ACTIVATIONS, kernel_expressions, kernel_symbols
 
 NAME = "generated_kernels"
+HESS_ORDER = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
+"""Second partials of the pair kernel, as index pairs into ``(q1, q2, c)``, in printed order."""
+_PAIR_KINDS = ("pair", "pair_grad", "pair_hess")
+_SELF_KINDS = ("self", "self_grad", "self_hess")
 TARGET = Path(__file__).resolve().parents[1] / "theory" / "_generated_kernels.py"
 
 _HEADER = '''"""Gaussian kernels of each activation, generated from the symbolic derivations.
@@ -118,7 +122,7 @@ def kernel_derivatives(activation: str) -> dict:
     F, S = kernel_expressions(activation)
     v = (q1, q2, c)
     grad = [sp.simplify(sp.diff(F, x)) for x in v]
-    hess = [sp.simplify(sp.diff(grad[i], v[j])) for i, j in ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))]
+    hess = [sp.simplify(sp.diff(grad[i], v[j])) for i, j in HESS_ORDER]
     return dict(
         pair=F,
         pair_grad=grad,
@@ -160,13 +164,13 @@ def source() -> str:
     for act in ACTIVATIONS:
         d = kernel_derivatives(act)
         rep, pre = _relu_substitution() if act == "relu" else ({}, [])
-        for kind in ("pair", "pair_grad", "pair_hess"):
+        for kind in _PAIR_KINDS:
             exprs = d[kind] if isinstance(d[kind], list) else [d[kind]]
             exprs = [e.xreplace(rep) for e in exprs]
             parts.append(
                 _function(f"{kind}_{act}", [q1, q2, c], exprs, pre, errstate=act == "relu" and kind == "pair_hess")
             )
-        for kind in ("self", "self_grad", "self_hess"):
+        for kind in _SELF_KINDS:
             exprs = d[kind] if isinstance(d[kind], list) else [d[kind]]
             parts.append(_function(f"{kind}_{act}", [q], exprs, [], errstate=False))
     for name, args, exprs in _erf_online():
@@ -174,7 +178,7 @@ def source() -> str:
         parts.append(_function(name, a2, e2, [], errstate=False))
     reg = "\n\nKERNELS = {\n"
     for act in ACTIVATIONS:
-        names = ", ".join(f"{k}_{act}" for k in ("pair", "pair_grad", "pair_hess", "self", "self_grad", "self_hess"))
+        names = ", ".join(f"{k}_{act}" for k in _PAIR_KINDS + _SELF_KINDS)
         reg += f'    "{act}": ({names}),\n'
     reg += "}\n"
     parts.append(reg)

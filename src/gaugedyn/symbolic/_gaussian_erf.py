@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ._doc import check, document, is_zero, latex
+from ._doc import check, document, is_zero, latex, pair_partials
 
 NAME = "gaussian_erf"
 
@@ -137,7 +137,6 @@ def verify() -> None:
 
 def build() -> str:
     d = derive()
-    g = d["i2_grad"]
     E = r"\mathbb{E}"
     return document(
         "Gaussian expectations of erf features",
@@ -149,12 +148,7 @@ def build() -> str:
             ("I2 = pair kernel F(q1, q2, c)", E + r"[g(x_1)g(x_2)] = " + latex(d["i2"])),
             (
                 "Partial derivatives of I2",
-                r"\partial_{q_1}F = "
-                + latex(g[0])
-                + r",\quad \partial_{q_2}F = "
-                + latex(g[1])
-                + r",\quad \partial_c F = "
-                + latex(g[2]),
+                pair_partials(d["i2_grad"]),
             ),
             ("Self kernel", E + r"[g(x)^2] = " + latex(d["self"]) + r",\quad x\sim N(0,q)"),
             ("I3 (3x3 covariance C)", E + r"[g'(x_1)\,x_2\,g(x_3)] = " + latex(d["i3"])),

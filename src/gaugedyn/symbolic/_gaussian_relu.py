@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ._doc import check, document, is_zero, latex
+from ._doc import check, document, is_zero, latex, pair_partials
 
 NAME = "gaussian_relu"
 
@@ -160,7 +160,6 @@ def verify() -> None:
 
 def build() -> str:
     d = derive()
-    g = d["pair_grad"]
     cross, _ = cross_moment_expression()
     E = r"\mathbb{E}"
     return document(
@@ -181,12 +180,7 @@ def build() -> str:
             ),
             (
                 "Its first partial derivatives (finite at c^2 = q1 q2)",
-                r"\partial_{q_1}F = "
-                + latex(g[0])
-                + r",\quad \partial_{q_2}F = "
-                + latex(g[1])
-                + r",\quad \partial_c F = "
-                + latex(g[2]),
+                pair_partials(d["pair_grad"]),
             ),
             (
                 "Derivative kernel",

@@ -7,11 +7,15 @@ from functools import cache
 ACTIVATIONS = ("relu", "erf", "linear")
 
 
-def _module(activation: str):
+def check_activation(activation: str) -> None:
     from .._errors import InputError
 
     if activation not in ACTIVATIONS:
         raise InputError(f"activation {activation!r} is not supported; allowed: {ACTIVATIONS}")
+
+
+def _module(activation: str):
+    check_activation(activation)
     from importlib import import_module
 
     return import_module(f"gaugedyn.symbolic._gaussian_{activation}")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from ._doc import check, document, latex
-from ._kernels import ACTIVATIONS, kernel_symbols
+from ._kernels import check_activation, kernel_symbols
 
 NAME = "order_parameter_flow"
 
@@ -26,11 +26,30 @@ NAME = "order_parameter_flow"
 def _check_sizes(activation: str, K: int, M: int) -> None:
     from .._errors import InputError
 
-    if activation not in ACTIVATIONS:
-        raise InputError(f"activation {activation!r} is not supported; allowed: {ACTIVATIONS}")
+    check_activation(activation)
     for name, v in (("K", K), ("M", M)):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise InputError(f"{name} must be a positive integer, got {v!r}")
+
+
+def _symmetric_symbols(name: str, n: int) -> dict:
+    """Symbols ``{name}{i}_{j}`` of a symmetric ``n x n`` matrix, keyed both ways; diagonal positive."""
+    import sympy as sp
+
+    out = {}
+    for i in range(n):
+        for j in range(i, n):
+            out[i, j] = out[j, i] = sp.Symbol(f"{name}{i}_{j}", positive=(i == j), real=True)
+    return out
+
+
+def _gram_term(coef, P: dict, n: int, pair, self_):
+    """``sum_ij coef_i coef_j F(P_ii, P_jj, P_ij)`` with ``S(P_ii)`` on the diagonal."""
+    return sum(
+        coef[i] * coef[j] * (self_(P[i, i]) if i == j else pair(P[i, i], P[j, j], P[i, j]))
+        for i in range(n)
+        for j in range(n)
+    )
 
 
 @cache
@@ -44,25 +63,11 @@ def symbolic_flow(activation: str, K: int, M: int) -> dict:
 
     a = sp.symbols(f"a0:{K}", real=True)
     b = sp.symbols(f"b0:{M}", real=True)
-    Q, T = {}, {}
-    for i in range(K):
-        for j in range(i, K):
-            Q[i, j] = Q[j, i] = sp.Symbol(f"Q{i}_{j}", positive=(i == j), real=True)
-    for n in range(M):
-        for m in range(n, M):
-            T[n, m] = T[m, n] = sp.Symbol(f"T{n}_{m}", positive=(n == m), real=True)
+    Q, T = _symmetric_symbols("Q", K), _symmetric_symbols("T", M)
     R = {(i, n): sp.Symbol(f"R{i}_{n}", real=True) for i in range(K) for n in range(M)}
-    ss = sum(
-        a[i] * a[j] * (self_(Q[i, i]) if i == j else pair(Q[i, i], Q[j, j], Q[i, j]))
-        for i in range(K)
-        for j in range(K)
-    )
+    ss = _gram_term(a, Q, K, pair, self_)
     st = sum(a[i] * b[n] * pair(Q[i, i], T[n, n], R[i, n]) for i in range(K) for n in range(M))
-    tt = sum(
-        b[n] * b[m] * (self_(T[n, n]) if n == m else pair(T[n, n], T[m, m], T[n, m]))
-        for n in range(M)
-        for m in range(M)
-    )
+    tt = _gram_term(b, T, M, pair, self_)
     loss = (ss - 2 * st + tt) / 2
     G = sp.zeros(K, K)
     for i in range(K):
@@ -107,11 +112,11 @@ def concretize(expr, activation: str):
     import sympy as sp
     from sympy.core.function import AppliedUndef
 
-    from ._codegen import kernel_derivatives
+    from ._codegen import HESS_ORDER, kernel_derivatives
 
     kd = kernel_derivatives(activation)
     q1, q2, c, q = kernel_symbols()
-    hess_index = {(0, 0): 0, (0, 1): 1, (0, 2): 2, (1, 1): 3, (1, 2): 4, (2, 2): 5}
+    hess_index = {pair: k for k, pair in enumerate(HESS_ORDER)}
     rep = {}
     for d in expr.atoms(sp.Derivative):
         f = d.expr

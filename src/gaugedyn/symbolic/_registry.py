@@ -68,6 +68,30 @@ def _same_file(path: Path, text: str) -> bool:
     return path.is_file() and path.read_text(encoding="utf-8") == text
 
 
+_STALE = "stale (differs from `gaugedyn derive`)"
+
+
+def _settle(target: Path, text: str, *, check: bool, report: DeriveReport, out,
+            missing: str = "missing") -> None:
+    """Check ``target`` against ``text`` (``check``), else write it unless it already matches."""
+    if check:
+        if _same_file(target, text):
+            report.checked.append(str(target))
+            print(f"ok      {target}", file=out)
+        else:
+            why = missing if not target.exists() else _STALE
+            report.failures.append(f"{target}: {why}")
+            print(f"STALE   {target}: {why}", file=out)
+    elif _same_file(target, text):
+        report.unchanged.append(str(target))
+        print(f"same    {target}", file=out)
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        report.written.append(str(target))
+        print(f"wrote   {target}", file=out)
+
+
 def derive(
     directory: Path | str | None = None,
     *,
@@ -105,36 +129,6 @@ def derive(
             report.failures.append(f"{target}: identity failed: {exc}")
             print(f"FAILED {target}: identity failed: {exc}", file=out)
             continue
-        text = module.build()
-        if check:
-            if _same_file(target, text):
-                report.checked.append(str(target))
-                print(f"ok      {target}", file=out)
-            else:
-                why = "missing" if not target.exists() else "stale (differs from `gaugedyn derive`)"
-                report.failures.append(f"{target}: {why}")
-                print(f"STALE   {target}: {why}", file=out)
-        elif _same_file(target, text):
-            report.unchanged.append(str(target))
-            print(f"same    {target}", file=out)
-        else:
-            target.write_text(text, encoding="utf-8")
-            report.written.append(str(target))
-            print(f"wrote   {target}", file=out)
-    code = source()
-    if check:
-        if _same_file(kernels, code):
-            report.checked.append(str(kernels))
-            print(f"ok      {kernels}", file=out)
-        else:
-            report.failures.append(f"{kernels}: stale (differs from `gaugedyn derive`)")
-            print(f"STALE   {kernels}: stale (differs from `gaugedyn derive`)", file=out)
-    elif _same_file(kernels, code):
-        report.unchanged.append(str(kernels))
-        print(f"same    {kernels}", file=out)
-    else:
-        kernels.parent.mkdir(parents=True, exist_ok=True)
-        kernels.write_text(code, encoding="utf-8")
-        report.written.append(str(kernels))
-        print(f"wrote   {kernels}", file=out)
+        _settle(target, module.build(), check=check, report=report, out=out)
+    _settle(kernels, source(), check=check, report=report, out=out, missing=_STALE)
     return report

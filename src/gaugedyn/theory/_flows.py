@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import InputError
-from ._population import _gradients, gradient_jvp
+from ._population import _gradients, _order_parameter_velocity, gradient_jvp
 
 FORMULATIONS = ("order-parameters", "weight-space", "span")
 
@@ -184,22 +184,23 @@ def _expand_params(p: FlowParams, y):
     return ex(p.b), ex(p.T), ex(p.V)
 
 
-def rhs(t, y, p: FlowParams):
-    """Population gradient flow ``dy/dt`` in the formulation of ``p`` (vectorised over ``y``)."""
-    b, T, V = _expand_params(p, y)
+def _flow(y, p: FlowParams, b, T, V):
+    """``(rhs, gradients, state pieces)`` of one evaluation of the flow."""
     if p.formulation == "order-parameters":
         a, Q, R = unpack_order_parameters(y, p.K, p.M)
         g = _gradients(a, Q, R, b, T, p.activation, with_loss=False)
-        GQ = g.G @ Q
-        HRt = g.H @ _t(R)
-        dQ = -(2 * GQ + 2 * _t(GQ) + HRt + _t(HRt))
-        dR = -(2 * g.G @ R + g.H @ T)
-        return pack_order_parameters(-g.g_a, dQ, dR)
+        return pack_order_parameters(-g.g_a, *_order_parameter_velocity(g, Q, R, T)), g, (a, Q, R)
     a, W = _unpack_weights(y, p)
     Q, R = W @ _t(W), W @ _t(V)
     g = _gradients(a, Q, R, b, T, p.activation, with_loss=False)
     dW = -(2 * g.G @ W + g.H @ V)
-    return np.concatenate([-g.g_a, dW.reshape(*dW.shape[:-2], -1)], axis=-1)
+    f = np.concatenate([-g.g_a, dW.reshape(*dW.shape[:-2], -1)], axis=-1)
+    return f, g, (a, Q, R, W)
+
+
+def rhs(t, y, p: FlowParams):
+    """Population gradient flow ``dy/dt`` in the formulation of ``p`` (vectorised over ``y``)."""
+    return _flow(y, p, *_expand_params(p, y))[0]
 
 
 def jacobian(t, y, p: FlowParams):
@@ -208,22 +209,28 @@ def jacobian(t, y, p: FlowParams):
     return rhs_and_jacobian(t, y, p)[1]
 
 
+@functools.lru_cache(maxsize=64)
+def _order_parameter_directions(n: int, K: int, M: int):
+    """The unit directions ``e_k`` of the order-parameter state as ``(da, dQ, dR)`` (read-only)."""
+    parts = unpack_order_parameters(np.eye(n), K, M)
+    for x in parts:
+        x.flags.writeable = False
+    return parts
+
+
 def rhs_and_jacobian(t, y, p: FlowParams):
     """``(rhs(t, y, p), jacobian(t, y, p))`` sharing one gradient evaluation."""
-    n = y.shape[-1]
     b, T, V = _expand_params(p, y)
-    eye = np.eye(n)
+    f, g, state = _flow(y, p, b, T, V)
     if p.formulation == "order-parameters":
-        a, Q, R = unpack_order_parameters(y, p.K, p.M)
-        da, dQ, dR = unpack_order_parameters(eye, p.K, p.M)
+        a, Q, R = state
+        da, dQ, dR = _order_parameter_directions(y.shape[-1], p.K, p.M)
     else:
-        a, W = _unpack_weights(y, p)
-        da, dW = _unpack_weights(eye, p)
-        Q, R = W @ _t(W), W @ _t(V)
+        a, Q, R, W = state
+        da, dW = _unpack_weights(np.eye(y.shape[-1]), p)
         We = W[..., None, :, :]
         dQ = dW @ _t(We) + We @ _t(dW)
         dR = dW @ _t(V[..., None, :, :])
-    g = _gradients(a, Q, R, b, T, p.activation, with_loss=False)
 
     def ex(x):
         return np.expand_dims(x, -3)
@@ -239,14 +246,9 @@ def rhs_and_jacobian(t, y, p: FlowParams):
         dQdot = -(2 * A + 2 * _t(A) + B + _t(B))
         dRdot = -(2 * (dG @ R_ + G @ dR) + dH @ T_)
         cols = pack_order_parameters(-dga, dQdot, dRdot)
-        GQ, HRt = g.G @ Q, g.H @ _t(R)
-        f = pack_order_parameters(-g.g_a, -(2 * GQ + 2 * _t(GQ) + HRt + _t(HRt)),
-                                  -(2 * g.G @ R + g.H @ T))
     else:
         dWdot = -(2 * (dG @ We + G @ dW) + dH @ V[..., None, :, :])
         cols = np.concatenate([-dga, dWdot.reshape(*dWdot.shape[:-2], -1)], axis=-1)
-        dW_ = -(2 * g.G @ W + g.H @ V)
-        f = np.concatenate([-g.g_a, dW_.reshape(*dW_.shape[:-2], -1)], axis=-1)
     return f, _t(cols)
 
 
@@ -258,9 +260,7 @@ def gd_step(y, eta: float, p: FlowParams):
     a, Q, R = unpack_order_parameters(y, p.K, p.M)
     g = _gradients(a, Q, R, b, T, p.activation, with_loss=False)
     G, H = g.G, g.H
-    GQ, HRt = G @ Q, H @ _t(R)
-    dQ = -(2 * GQ + 2 * _t(GQ) + HRt + _t(HRt))
+    dQ, dR = _order_parameter_velocity(g, Q, R, T)
     GRHt = G @ R @ _t(H)
-    outer = 4 * GQ @ G + 2 * GRHt + 2 * _t(GRHt) + H @ T @ _t(H)
-    dR = -(2 * G @ R + H @ T)
+    outer = 4 * (G @ Q) @ G + 2 * GRHt + 2 * _t(GRHt) + H @ T @ _t(H)
     return pack_order_parameters(a - eta * g.g_a, Q + eta * dQ + eta**2 * outer, R + eta * dR)

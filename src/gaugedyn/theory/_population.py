@@ -18,14 +18,13 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._errors import InputError
 from ._generated_kernels import KERNELS
 
 ACTIVATIONS = tuple(KERNELS)
 
 
 def check_activation(activation: str) -> str:
-    from .._errors import InputError
-
     if activation not in KERNELS:
         raise InputError(f"unknown activation {activation!r}; allowed: {', '.join(ACTIVATIONS)}")
     return activation
@@ -116,11 +115,15 @@ def order_parameter_velocity(a, Q, R, b, T, activation: str = "relu"):
     ``(Q, R)`` and ``dW/dt = -(2 G W + H V)``.
     """
     gr = gradients(a, Q, R, b, T, activation)
-    GQ = gr.G @ Q
-    HRt = gr.H @ np.swapaxes(R, -1, -2)
+    return (-gr.g_a, *_order_parameter_velocity(gr, Q, R, T))
+
+
+def _order_parameter_velocity(g: Gradients, Q, R, T):
+    """``(dQ/dt, dR/dt) = (-(2 G Q + 2 Q G + H R^T + R H^T), -(2 G R + H T))`` from ``g``."""
+    GQ = g.G @ Q
+    HRt = g.H @ np.swapaxes(R, -1, -2)
     dQ = -(2 * GQ + 2 * np.swapaxes(GQ, -1, -2) + HRt + np.swapaxes(HRt, -1, -2))
-    dR = -(2 * gr.G @ R + gr.H @ T)
-    return -gr.g_a, dQ, dR
+    return dQ, -(2 * g.G @ R + g.H @ T)
 
 
 def _clip_correlation(q1, q2, c, cutoff: float):
@@ -140,7 +143,7 @@ def gradient_jvp(a, Q, R, b, T, da, dQ, dR, activation: str = "relu", *,
     ``|c| <= (1 - cutoff) sqrt(q1 q2)``: exact away from aligned pairs, finite on them (ReLU's
     second derivatives diverge like ``(q1 q2 - c^2)^{-1/2}``).
     """
-    _, dF, d2F, S, dS, d2S = KERNELS[check_activation(activation)]
+    F, dF, d2F, S, dS, d2S = KERNELS[check_activation(activation)]
     K = Q.shape[-1]
     eye = np.eye(K, dtype=bool)
     dq, dt = _diag(Q), _diag(T)
@@ -166,7 +169,7 @@ def gradient_jvp(a, Q, R, b, T, da, dQ, dR, activation: str = "relu", *,
     dQo = np.where(eye, 0.0, dQ)
     dF_ss = np.where(eye, 0.0, Fq1_ss * dqi + Fq2_ss * dqj + Fc_ss * dQo)
     dF_st = Fq1_st * dqi + Fc_st * dR
-    pair = 0.0 if K == 1 else np.where(eye, 0.0, KERNELS[activation][0](q1, q2, Qo))
+    pair = 0.0 if K == 1 else np.where(eye, 0.0, F(q1, q2, Qo))
     Fss = np.where(eye, Fss_self[..., :, None] * np.ones(K), pair)
     dg_a = (np.einsum("...ij,...j->...i", dF_ss, a) + np.einsum("...ij,...j->...i", Fss, da)
             + dS(dq) * ddq * a

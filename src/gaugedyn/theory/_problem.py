@@ -110,6 +110,12 @@ def _weights_for(rho_i: float, delta_i: float, direction: np.ndarray):
     return sign * np.sqrt(a_sq), np.sqrt(w_sq) * direction
 
 
+def _gauged_weights(rho, delta, directions):
+    """``(a (K,), W (K, D))`` of neurons ``rho_i u_i`` at gauges ``delta_i`` (see :func:`_weights_for`)."""
+    pairs = [_weights_for(r, d, u) for r, d, u in zip(rho, delta, directions)]
+    return np.array([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
+
+
 def named_delta(name: str, rho_i: float, dim: int, strength: float | None = None) -> float:
     """``delta`` of a named gauge at coefficient ``rho``.
 
@@ -153,9 +159,7 @@ def with_gauge(problem: Problem, *, c=None, delta=None, names=None, strength=Non
     delta = np.broadcast_to(np.asarray(delta, dtype=np.float64), (K,))
     if np.any(~np.isfinite(delta)):
         raise InputError(f"gauge delta={delta.tolist()} must be finite")
-    pairs = [_weights_for(r, d, u) for r, d, u in zip(problem.rho, delta, problem.directions)]
-    a = np.array([p[0] for p in pairs])
-    W = np.stack([p[1] for p in pairs])
+    a, W = _gauged_weights(problem.rho, delta, problem.directions)
     return problem.replace(a=a, W=W)
 
 
@@ -180,7 +184,6 @@ def single(dim: int, gauge: str = "w-heavy", scale: float = 1.0, activation: str
     ``overlap``), coefficient ``rho0 = scale``; gauge ``w-heavy``: ``|w0|^2 = s D``, ``a0^2 = s / D``;
     ``a-heavy``: swapped.
     """
-    dim, scale = _check_dim(dim), _check_scale(scale)
     return duplicates(dim, [gauge], scale=scale, activation=activation, overlap=overlap,
                       _name="single")
 
@@ -233,6 +236,5 @@ def perturb(problem: Problem, epsilon: float, rng: np.random.Generator) -> Probl
     U = U + epsilon * xi / np.sqrt(basis.shape[1])
     U /= np.linalg.norm(U, axis=1, keepdims=True)
     new_rho = problem.rho * (1.0 + epsilon * rng.normal(size=problem.K))
-    pairs = [_weights_for(r, d, u) for r, d, u in zip(new_rho, problem.delta, U)]
-    return problem.replace(a=np.array([p[0] for p in pairs]), W=np.stack([p[1] for p in pairs]),
-                           setup={**problem.setup, "epsilon": epsilon})
+    a, W = _gauged_weights(new_rho, problem.delta, U)
+    return problem.replace(a=a, W=W, setup={**problem.setup, "epsilon": epsilon})

@@ -131,6 +131,7 @@ def rodas4(fun: Callable, jac: Callable, y0, params, take: Callable, t_end, t_ev
     y = y0.copy()
     f = np.empty((B, n))
     J = np.empty((B, n, n))
+    eye = np.eye(n)
     tp, yp = np.zeros(B), y0.copy()
     d1, d2 = np.zeros((B, n)), np.zeros((B, n))
     have_prev = np.zeros(B, dtype=bool)
@@ -176,8 +177,8 @@ def rodas4(fun: Callable, jac: Callable, y0, params, take: Callable, t_end, t_ev
         hh = t[rows] - tp[rows]
         upper = t[rows].copy()
         if E:
-            ga = event_fn(yp[rows], take(params, rows))
-            gb = event_fn(y[rows], take(params, rows))
+            pr = take(params, rows)
+            ga, gb = event_fn(yp[rows], pr), event_fn(y[rows], pr)
             cross = np.isnan(events[rows]) & (ga < 0) & (gb >= 0)
             r, e = np.nonzero(cross)
             if r.size:
@@ -277,7 +278,7 @@ def rodas4(fun: Callable, jac: Callable, y0, params, take: Callable, t_end, t_ev
             h[act] = np.where(init, np.minimum(100 * ha, hb), h[act])
         hh = np.minimum(h[act], t_end[act] - t[act])
         p = take(params, act)
-        M = np.eye(n) / (GAMMA * hh)[:, None, None] - J[act]
+        M = eye / (GAMMA * hh)[:, None, None] - J[act]
         ks = []
         with np.errstate(all="ignore"):
             # small systems: one batched inverse per step; larger: one batched LU per step

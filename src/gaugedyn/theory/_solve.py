@@ -11,6 +11,7 @@ root-finding on each method's dense output:
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 
@@ -18,8 +19,9 @@ import numpy as np
 
 from .._errors import DivergenceError, InputError
 from ._flows import (
-    FORMULATIONS,
     FlowParams,
+    _check_formulation,
+    _expand_params,
     gd_step,
     initial_state,
     jacobian,
@@ -28,7 +30,7 @@ from ._flows import (
     state_to_order_parameters,
     weights,
 )
-from ._observables import Definitions, alignment, delta_drift, observe, owner
+from ._observables import Definitions, alignment, delta_drift, observe, owner, rho
 from ._rosenbrock import rodas4
 from ._solution import BatchSolution, Solution
 
@@ -60,9 +62,7 @@ def log_times(t_max: float, t_min: float = 1e-3, per_decade: int = 40) -> np.nda
     return np.concatenate([[0.0], np.geomspace(t_min, t_max, num)])
 
 
-def _check_positive(name, value, *, allow_none=False):
-    if value is None and allow_none:
-        return None
+def _check_positive(name, value):
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -73,9 +73,7 @@ def _check_positive(name, value, *, allow_none=False):
 
 
 def _check_common(formulation, dynamics, method, rtol, atol):
-    if formulation not in FORMULATIONS:
-        raise InputError(f"formulation={formulation!r} is not allowed; choose one of "
-                         f"{', '.join(FORMULATIONS)}")
+    _check_formulation(formulation)
     if dynamics not in DYNAMICS:
         raise InputError(f"dynamics={dynamics!r} is not allowed; choose one of {', '.join(DYNAMICS)}")
     if method not in METHODS:
@@ -96,16 +94,16 @@ def _check_t_eval(t_eval, t_max):
 def _event_fn(definitions: Definitions):
     def events(y, p: FlowParams):
         a, Q, R = state_to_order_parameters(y, p)
-        T = p.T if p.T.ndim == 2 else p.T.reshape(p.T.shape[:1] + (1,) * (y.ndim - 2) + p.T.shape[1:])
+        T = _expand_params(p, y)[1]
         # specialization of teacher n: max_i m_in crosses the threshold (one event per teacher)
         m = np.max(alignment(Q, R, T), axis=-2) - definitions.threshold
-        prune = definitions.prune_tol - np.abs(a * np.sqrt(np.diagonal(Q, axis1=-2, axis2=-1)))
+        prune = definitions.prune_tol - np.abs(rho(a, Q))
         return np.concatenate([m, prune], axis=-1)
 
     return events
 
 
-def _split_events(ev, K, M):
+def _split_events(ev, M):
     """``(specialization (..., M), pruning (..., K))`` from first-crossing times ``(..., M + K)``."""
     return ev[..., :M], ev[..., M:]
 
@@ -177,11 +175,18 @@ def _scipy(method, y0, p, t_max, t_eval, rtol, atol, event_fn, E, stop):
         events = np.where(np.isnan(events) & (g_end >= -1e-12), t_final, events)
     te = t_eval[t_eval <= t_final]
     Y = sol.sol(te).T if te.size else np.empty((0, y0.size))
-    if te.size == 0 or te[-1] < t_final:
-        te = np.append(te, t_final)
-        Y = np.vstack([Y, sol.sol(t_final)[None]])
+    te, Y = _with_final(te, Y, t_final, lambda: sol.sol(t_final))
     return dict(t=te, y=Y, events=events, t_final=t_final, nfev=sol.nfev, njev=sol.njev,
                 nsteps=len(sol.t) - 1, nrejected=None, status=sol.status, message=sol.message)
+
+
+def _with_final(te, Y, t_final, y_final):
+    """Outputs ``(te, Y)`` with the final time appended unless it is the last output time
+    (``y_final()`` gives the state there)."""
+    if te.size == 0 or te[-1] < t_final:
+        te = np.append(te, t_final)
+        Y = np.vstack([Y, y_final()[None]])
+    return te, Y
 
 
 def _rodas_single(y0, p, t_max, t_eval, rtol, atol, event_fn, E, stop):
@@ -191,10 +196,7 @@ def _rodas_single(y0, p, t_max, t_eval, rtol, atol, event_fn, E, stop):
                  fun_jac=rhs_and_jacobian)
     t_final = float(res.t_final[0])
     keep = t_eval <= t_final
-    te, Y = t_eval[keep], res.y[0, keep]
-    if te.size == 0 or te[-1] < t_final:
-        te = np.append(te, t_final)
-        Y = np.vstack([Y, res.y_final[0][None]])
+    te, Y = _with_final(t_eval[keep], res.y[0, keep], t_final, lambda: res.y_final[0])
     return dict(t=te, y=Y, events=res.events[0], t_final=t_final, nfev=int(res.nfev[0]),
                 njev=int(res.njev[0]), nsteps=int(res.nsteps[0]), nrejected=int(res.nrejected[0]),
                 status=int(res.status[0]), message=res.message[0])
@@ -246,7 +248,7 @@ def _assemble(problem, p, raw, definitions, keep_weights):
     obs = observe(a, Q, R, b, T, problem.activation, definitions)
     a0, Q0, _ = state_to_order_parameters(raw["y"][:1], p)
     drift = float(np.max(delta_drift(a, Q, a0[0], Q0[0])))
-    spec, prune = _split_events(raw["events"], p.K, p.M)
+    spec, prune = _split_events(raw["events"], p.M)
     W = weights(raw["y"], p)[1] if keep_weights else None
     return a, Q, R, obs, spec, prune, owner(a[-1], Q[-1], R[-1], T, b), drift, W
 
@@ -358,8 +360,6 @@ def solve_batch(problems: Sequence, *, formulation: str = "order-parameters",
                          "the batch (span rank differs); use formulation='order-parameters'")
     y0 = np.stack([y for y, _ in states])
     p0 = states[0][1]
-    import dataclasses
-
     stacked = {"b": np.stack([p.b for _, p in states]), "T": np.stack([p.T for _, p in states])}
     if p0.V is not None:
         stacked["V"] = np.stack([p.V for _, p in states])
@@ -376,7 +376,7 @@ def solve_batch(problems: Sequence, *, formulation: str = "order-parameters",
     drift = np.nanmax(delta_drift(a, Q, a[:, :1], Q[:, :1]), axis=1)
     af, Qf, Rf = state_to_order_parameters(res.y_final, P)
     own = owner(af, Qf, Rf, P.T, P.b)
-    spec, prune = _split_events(res.events, p0.K, p0.M)
+    spec, prune = _split_events(res.events, p0.M)
     settings = dict(formulation=formulation, dynamics="flow", t_max=t_max, method=method,
                     rtol=rtol, atol=atol, stop_at_specialization=stop_at_specialization,
                     singular_cutoff=singular_cutoff)
