@@ -177,7 +177,7 @@ def check_seed(value: Any, where: str) -> int:
 def _unknown(key: str, allowed: Iterable[str], where: str, prefix: str = "") -> InputError:
     allowed = sorted(allowed)
     near = difflib.get_close_matches(key, allowed, n=1)
-    hint = f" (did you mean {prefix}{near[0]!r}?)" if near else ""
+    hint = f" (did you mean {prefix}{near[0]}?)" if near else ""
     return InputError(
         f"{where}: unknown key {show(prefix + key)}{hint}; allowed: "
         f"{', '.join(prefix + k for k in allowed) or '(none)'}"
