@@ -1,4 +1,4 @@
-"""The ``gaugedyn`` command line.
+"""gaugedyn: theory and simulation of training dynamics (hidden ReLU gauge, tied-beta Adam).
 
 Each subcommand lives with the module it exposes; that module defines ``register(subparsers)``
 and keeps its heavy imports inside the handler, so ``gaugedyn --help`` stays fast.
