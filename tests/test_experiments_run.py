@@ -54,6 +54,9 @@ def test_run_writes_summary_arrays_and_figures(tmp_path, cfg_path, capsys):
     arrays = load_arrays(tmp_path / "out")
     assert arrays["x"].shape == (5, 32) and claim["measured"] == pytest.approx(np.abs(arrays["s"]).max())
     assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".staging")]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert f"| {claim['id']} |" in report and "| PASS |" in report
+    assert "![draws](figures/draws.png)" in report and TOY.captions["draws"] in report
 
 
 def test_failed_and_diverging_tasks_are_recorded_and_do_not_stop_the_sweep(tmp_path, capsys):

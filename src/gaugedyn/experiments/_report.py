@@ -158,55 +158,74 @@ def write_report(root: Path) -> Path:
     versions = None
     for name in index.get("runs", []):
         summary = _summary(root / name)
-        error = index.get("errors", {}).get(name)
         out += ["", f"## {name}", ""]
         if summary is None:
+            error = index.get("errors", {}).get(name)
             out += [f"The run did not complete: {_md(error or 'no summary.json')}."]
             continue
         versions = versions or summary.get("versions")
-        if summary.get("description"):
-            out += [_md(summary["description"]), ""]
-        stats = summary.get("diagnostics", {}).get("tasks", {})
-        wall = summary.get("diagnostics", {}).get("wall_seconds")
-        wall_text = f", {wall:.1f} s wall time" if isinstance(wall, int | float) else ""
-        out.append(
-            f"Status: **{summary.get('status')}**; {stats.get('tasks', '?')} tasks "
-            f"({stats.get('reused', 0)} reused from the store, {stats.get('computed', 0)} computed, "
-            f"{stats.get('failed', 0)} failed){wall_text}."
-        )
-        config = summary.get("configuration", {})
-        out += ["", "Configuration:", "", "```json"]
-        shown = {k: config.get(k) for k in ("experiment", "seed", "quick", "source", "overrides")}
-        shown["params"] = config.get("params")
-        out += [json.dumps(shown, indent=1), "```", ""]
-        claims = summary.get("claims", [])
-        if claims:
-            out += ["| claim | statement | measured | expected | tolerance | verdict |"]
-            out += ["|---|---|---|---|---|---|"]
-            for c in claims:
-                out.append(
-                    f"| {_md(c['id'])} | {_md(c.get('statement', ''))} | {_md(fmt(c.get('measured')))} | "
-                    f"{_md(fmt(c.get('expected')))} | {_md(fmt(c.get('tolerance')))} | "
-                    f"{verdict_word(c)} |"
-                )
-            out.append("")
-        for fig in summary.get("figures", []):
-            png = next((f for f in fig.get("files", []) if f.endswith(".png")), None)
-            if png is None:
-                continue
-            caption = fig.get("caption") or fig["name"]
-            out += [f"![{fig['name']}]({name}/{png})", "", f"*Figure {_md(fig['name'])}.* {_md(caption)}", ""]
-        failed = summary.get("failed_tasks", [])
-        if failed:
-            out += ["Failed tasks:", ""]
-            for f in failed[:50]:
-                out.append(f"- `{json.dumps(f.get('task'))}`: {f.get('type')}: {_md(f.get('message'))}")
-            if len(failed) > 50:
-                out.append(f"- ... and {len(failed) - 50} more (see summary.json)")
-            out.append("")
+        out += experiment_section(summary, f"{name}/")
     if versions:
         out += ["", "## Versions", ""]
         out += [f"- {k}: {v}" for k, v in versions.items()]
     path = root / REPORT
     atomic_write(path, ("\n".join(out) + "\n").encode())
     return path
+
+
+def experiment_section(summary: dict, link_prefix: str = "") -> list[str]:
+    """Markdown lines for one run: status, configuration, claims, figures, failed tasks."""
+    out = []
+    if summary.get("description"):
+        out += [_md(summary["description"]), ""]
+    stats = summary.get("diagnostics", {}).get("tasks", {})
+    wall = summary.get("diagnostics", {}).get("wall_seconds")
+    wall_text = f", {wall:.1f} s wall time" if isinstance(wall, int | float) else ""
+    out.append(
+        f"Status: **{summary.get('status')}**; {stats.get('tasks', '?')} tasks "
+        f"({stats.get('reused', 0)} reused from the store, {stats.get('computed', 0)} computed, "
+        f"{stats.get('failed', 0)} failed){wall_text}."
+    )
+    config = summary.get("configuration", {})
+    out += ["", "Configuration:", "", "```json"]
+    shown = {k: config.get(k) for k in ("experiment", "seed", "quick", "source", "overrides")}
+    shown["params"] = config.get("params")
+    out += [json.dumps(shown, indent=1), "```", ""]
+    claims = summary.get("claims", [])
+    if claims:
+        out += ["| claim | statement | measured | expected | tolerance | verdict |"]
+        out += ["|---|---|---|---|---|---|"]
+        for c in claims:
+            out.append(
+                f"| {_md(c['id'])} | {_md(c.get('statement', ''))} | {_md(fmt(c.get('measured')))} | "
+                f"{_md(fmt(c.get('expected')))} | {_md(fmt(c.get('tolerance')))} | "
+                f"{verdict_word(c)} |"
+            )
+        out.append("")
+    for fig in summary.get("figures", []):
+        png = next((f for f in fig.get("files", []) if f.endswith(".png")), None)
+        if png is None:
+            continue
+        caption = fig.get("caption") or fig["name"]
+        out += [f"![{fig['name']}]({link_prefix}{png})", "", f"*Figure {_md(fig['name'])}.* {_md(caption)}", ""]
+    failed = summary.get("failed_tasks", [])
+    if failed:
+        out += ["Failed tasks:", ""]
+        for f in failed[:50]:
+            out.append(f"- `{json.dumps(f.get('task'))}`: {f.get('type')}: {_md(f.get('message'))}")
+        if len(failed) > 50:
+            out.append(f"- ... and {len(failed) - 50} more (see summary.json)")
+        out.append("")
+    return out
+
+
+def run_report(summary: dict) -> str:
+    """``report.md`` of a single ``gaugedyn run`` folder."""
+    out = [f"# gaugedyn run: {summary.get('experiment', '?')}", ""]
+    mode = "quick" if summary.get("configuration", {}).get("quick") else "full"
+    out += [f"{mode.capitalize()} configuration.", ""]
+    out += experiment_section(summary)
+    if summary.get("versions"):
+        out += ["## Versions", ""]
+        out += [f"- {k}: {v}" for k, v in summary["versions"].items()]
+    return "\n".join(out) + "\n"

@@ -40,7 +40,7 @@ from .._meta import task_seed, versions
 from ._config import RunConfig, resolve_experiment, show
 from ._executor import ExecutorSpec, open_executor
 from ._protocol import Claim, Experiment, _plain
-from ._report import fails_run
+from ._report import REPORT, fails_run, run_report
 from ._store import ResultStore, StoreError, atomic_write, fsync_dir, task_key
 
 SUMMARY = "summary.json"
@@ -349,6 +349,7 @@ def execute(
                 summary["diagnostics"]["plot_seconds"] = time.perf_counter() - tock
             summary["diagnostics"]["wall_seconds"] = time.time() - started
             _write_json(staging / SUMMARY, summary)
+            (staging / REPORT).write_text(run_report(read_summary(staging)))
             commit(out, staging)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -457,6 +458,8 @@ def commit(out: Path, staging: Path, arrays: bool = True) -> None:
         os.replace(out / FIGURES, staging / "previous-figures")
     if (staging / FIGURES).exists():
         os.replace(staging / FIGURES, out / FIGURES)
+    if (staging / REPORT).exists():
+        os.replace(staging / REPORT, out / REPORT)
     fsync_dir(out)
     os.replace(staging / SUMMARY, out / SUMMARY)
     fsync_dir(out)
@@ -539,6 +542,7 @@ def redraw(folder: str | Path, backend: str | None = None) -> list[Path]:
                 params = summary["configuration"].get("params", {})
                 summary["figures"] = draw(experiment, arrays, params, staging / FIGURES, backend)
                 _write_json(staging / SUMMARY, summary)
+                (staging / REPORT).write_text(run_report(read_summary(staging)))
                 commit(run, staging, arrays=False)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
