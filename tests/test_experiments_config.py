@@ -8,10 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from toy_experiments import TOY, config_text
+from toy_experiments import TOY, config_text, invoke
 
 from gaugedyn import InputError
-from gaugedyn.cli import main
 from gaugedyn.experiments import load_config, make_config, resolve_experiment
 from gaugedyn.experiments._config import parse_override
 
@@ -22,15 +21,6 @@ def write(tmp_path: Path, text: str, name: str = "cfg.toml") -> Path:
     path = tmp_path / name
     path.write_text(text)
     return path
-
-
-def invoke(argv, capsys) -> tuple[int, str, str]:
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_defaults_params_quick_and_set_precedence(tmp_path):

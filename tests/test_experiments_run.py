@@ -8,19 +8,9 @@ import os
 
 import numpy as np
 import pytest
-from toy_experiments import TOY, Toy, config_text
+from toy_experiments import TOY, Toy, config_text, invoke
 
-from gaugedyn.cli import main
 from gaugedyn.experiments import execute, load_arrays, load_config
-
-
-def invoke(argv, capsys) -> tuple[int, str, str]:
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def files_under(path) -> list[str]:
@@ -51,7 +41,7 @@ def test_run_writes_summary_arrays_and_figures(tmp_path, cfg_path, capsys):
         {"name": "draws", "caption": TOY.captions["draws"],
          "files": ["figures/draws.png", "figures/draws.pdf"]}
     ]
-    arrays = load_arrays(tmp_path / "out")
+    arrays = load_arrays(str(tmp_path / "out"))  # a plain string path, as in the README
     assert arrays["x"].shape == (5, 32) and claim["measured"] == pytest.approx(np.abs(arrays["s"]).max())
     assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".staging")]
     report = (tmp_path / "out" / "report.md").read_text()

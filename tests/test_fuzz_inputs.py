@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from toy_experiments import TOY, config_text, to_toml, toml_value
+from toy_experiments import TOY, config_text, invoke, to_toml, toml_value
 
-from gaugedyn.cli import main
 from gaugedyn.experiments._config import TOP_LEVEL_KEYS
 
 TESTS = Path(__file__).parent
@@ -129,11 +128,7 @@ def sandbox(config: str | bytes | None = None):
 
 def assert_rejected(argv, root: Path, capsys) -> None:
     before = snapshot(root)
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
+    code, out, err = invoke(argv, capsys)
     assert code == 2, (argv, code, err)
     lines = err.strip().splitlines()
     assert len(lines) == 1, err

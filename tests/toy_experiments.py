@@ -136,3 +136,15 @@ def config_text(seed: int = 0, quick: dict | None = None, **params) -> str:
     if quick is not None:
         data["quick"] = quick
     return to_toml(data)
+
+
+def invoke(argv, capsys) -> tuple[int, str, str]:
+    """``gaugedyn ARGV`` in this process: exit code, stdout, stderr."""
+    from gaugedyn.cli import main
+
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -27,3 +27,8 @@ class DivergenceError(FloatingPointError):
             f"trajectory diverged: {quantity} became non-finite at t={time:.6g} (step {step}); "
             "reduce the step size or check the initial condition"
         )
+
+
+def oneline(err: BaseException) -> str:
+    """The message of ``err`` on one line (its type name when the message is empty)."""
+    return " ".join(str(err).split()) or type(err).__name__

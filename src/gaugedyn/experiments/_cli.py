@@ -10,7 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-_EXECUTORS = ("process", "thread", "serial", "dask")
+from .._errors import InputError, oneline
+from ._executor import KINDS, MAX_WORKERS, ExecutorSpec, open_executor
 
 
 def _positive_int(text: str) -> int:
@@ -18,8 +19,8 @@ def _positive_int(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if not 1 <= value <= 4096:
-        raise argparse.ArgumentTypeError(f"{value} is not allowed; allowed: 1 to 4096")
+    if not 1 <= value <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"{value} is not allowed; allowed: 1 to {MAX_WORKERS}")
     return value
 
 
@@ -27,7 +28,7 @@ def _executor_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("where tasks run")
     group.add_argument(
         "--executor",
-        choices=_EXECUTORS,
+        choices=KINDS,
         default=None,
         help="process (default: a local pool, one worker per core), thread, serial, or dask",
     )
@@ -94,8 +95,6 @@ def register(subparsers) -> None:
 
 
 def _check_store(store: str | None) -> None:
-    from .._errors import InputError
-
     if store is None:
         return
     path = Path(store)
@@ -105,9 +104,7 @@ def _check_store(store: str | None) -> None:
         raise InputError(f"--store {store!r}: exists and is not a folder")
 
 
-def _spec(args):
-    from ._executor import ExecutorSpec
-
+def _spec(args) -> ExecutorSpec:
     return ExecutorSpec(args.executor, args.workers, args.scheduler).validate()
 
 
@@ -115,11 +112,25 @@ def _arguments(args) -> dict:
     return {k: v for k, v in vars(args).items() if k != "func"}
 
 
+def _execute(args, cfg, out: Path, executor):
+    """Run ``cfg`` into ``out`` as the command line does (Agg backend, the arguments recorded)."""
+    from ._runner import execute
+
+    return execute(
+        cfg,
+        out,
+        executor=executor,
+        store=args.store,
+        progress=None if args.quiet else sys.stderr,
+        backend="Agg",
+        command=_arguments(args),
+    )
+
+
 def _run(args) -> int:
     from ._config import load_config
-    from ._executor import open_executor
     from ._report import claim_row, table
-    from ._runner import check_output_dir, execute
+    from ._runner import check_output_dir
 
     cfg = load_config(args.config, quick=args.quick, overrides=args.overrides)
     spec = _spec(args)
@@ -128,17 +139,9 @@ def _run(args) -> int:
     _check_store(args.store)
     try:
         with open_executor(spec) as executor:
-            outcome = execute(
-                cfg,
-                out,
-                executor=executor,
-                store=args.store,
-                progress=None if args.quiet else sys.stderr,
-                backend="Agg",
-                command=_arguments(args),
-            )
+            outcome = _execute(args, cfg, out, executor)
     except OSError as err:  # a full disk, a vanished folder: finished tasks stay stored
-        print(f"gaugedyn run: error: {_oneline(err)}; finished tasks are kept, rerun to resume",
+        print(f"gaugedyn run: error: {oneline(err)}; finished tasks are kept, rerun to resume",
               file=sys.stderr)
         return 1
     rows = [claim_row(cfg.name, c) for c in outcome.summary["claims"]]
@@ -156,18 +159,12 @@ def _run(args) -> int:
     return outcome.exit_code
 
 
-def _oneline(err: BaseException) -> str:
-    return " ".join(str(err).split()) or type(err).__name__
-
-
 def _reproduce(args) -> int:
     import traceback
 
-    from .._errors import InputError
     from ._config import load_config
-    from ._executor import open_executor
-    from ._report import claim_rows, table, write_index, write_report
-    from ._runner import check_output_dir, claim_output_dir, execute
+    from ._report import failing, table, write_index, write_report
+    from ._runner import check_output_dir, claim_output_dir
 
     folder = Path(args.simulations)
     if not folder.is_dir():
@@ -199,33 +196,23 @@ def _reproduce(args) -> int:
         index = {"runs": [f.stem for f in files], "errors": errors, "quick": args.quick,
                  "command": command, "arguments": _arguments(args)}
         for f, cfg in zip(files, configs):
-            store = None if args.store is None else Path(args.store)
             try:
-                execute(
-                    cfg,
-                    root / f.stem,
-                    executor=executor,
-                    store=store,
-                    progress=None if args.quiet else sys.stderr,
-                    backend="Agg",
-                    command=_arguments(args),
-                )
+                _execute(args, cfg, root / f.stem, executor)
             except InputError as err:
                 errors[f.stem] = str(err)
             except OSError as err:
-                errors[f.stem] = f"{type(err).__name__}: {_oneline(err)}"
+                errors[f.stem] = f"{type(err).__name__}: {oneline(err)}"
                 print(f"gaugedyn reproduce: {f.stem}: {errors[f.stem]}", file=sys.stderr)
             except Exception as err:
                 traceback.print_exc()
-                errors[f.stem] = f"{type(err).__name__}: {_oneline(err)}"
+                errors[f.stem] = f"{type(err).__name__}: {oneline(err)}"
         write_index(root, index)
-        report = write_report(root)
-    rows = claim_rows(root)
+        report, rows = write_report(root)
     print(table(rows))
     print(f"report: {report}")
-    failing = [f"{r['experiment']}:{r['id']}" for r in rows if not r["passed"]]
-    if failing:
-        print(f"gaugedyn reproduce: failing: {', '.join(failing)}", file=sys.stderr)
+    failed = failing(rows)
+    if failed:
+        print(f"gaugedyn reproduce: failing: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
 

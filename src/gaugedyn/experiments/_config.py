@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._errors import InputError
+from .._errors import InputError, oneline
 from ._protocol import Experiment, Param, _plain
 
 TOP_LEVEL_KEYS = ("experiment", "seed", "description", "params", "quick")
@@ -219,7 +219,7 @@ def read_toml(path: str | Path) -> dict:
     except IsADirectoryError:
         raise InputError(f"{path}: is a folder, expected a .toml configuration file") from None
     except (OSError, ValueError) as err:
-        raise InputError(f"{path}: cannot read the configuration file ({_oneline(err)})") from None
+        raise InputError(f"{path}: cannot read the configuration file ({oneline(err)})") from None
     try:
         text = data.decode("utf-8")
         return tomllib.loads(text)
@@ -229,7 +229,7 @@ def read_toml(path: str | Path) -> dict:
             f"{path}: malformed TOML: not UTF-8 text (at line {line}, byte {err.start})"
         ) from None
     except tomllib.TOMLDecodeError as err:
-        message = _oneline(err)
+        message = oneline(err)
         if "(at end of document)" in message:
             line = text.count("\n") + 1
             column = len(text) - (text.rfind("\n") + 1) + 1
@@ -239,10 +239,6 @@ def read_toml(path: str | Path) -> dict:
         raise InputError(f"{path}: malformed TOML: {message}") from None
     except RecursionError:
         raise InputError(f"{path}: malformed TOML: nested too deeply") from None
-
-
-def _oneline(err: BaseException) -> str:
-    return " ".join(str(err).split())
 
 
 def load_config(
@@ -340,7 +336,7 @@ def _tasks(cfg: RunConfig, where: str) -> list[dict]:
     try:
         tasks = list(cfg.experiment.tasks(dict(cfg.params)))
     except InputError as err:
-        raise InputError(f"{where}: {_oneline(err)}") from None
+        raise InputError(f"{where}: {oneline(err)}") from None
     out = []
     for task in tasks:
         if not isinstance(task, Mapping):

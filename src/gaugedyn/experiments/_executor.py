@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from .._errors import InputError
+from .._errors import InputError, oneline
 
 KINDS = ("process", "thread", "serial", "dask")
 MAX_WORKERS = 4096
@@ -214,7 +214,6 @@ def _dask_executor(scheduler: str | None, workers: int):
     except Exception as err:
         for close in closers:
             close()
-        message = " ".join(str(err).split()) or type(err).__name__
-        raise InputError(f"--scheduler {address!r}: cannot connect to Dask ({message})") from None
+        raise InputError(f"--scheduler {address!r}: cannot connect to Dask ({oneline(err)})") from None
     closers.insert(0, client.close)
     return client.get_executor(pure=False), closers

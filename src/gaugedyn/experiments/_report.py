@@ -74,33 +74,40 @@ def claim_row(experiment: str, claim: dict) -> dict:
     }
 
 
-def claim_rows(root: Path) -> list[dict]:
+def failing(rows: list[dict]) -> list[str]:
+    """``experiment:claim`` of every row that fails its run."""
+    return [f"{r['experiment']}:{r['id']}" for r in rows if not r["passed"]]
+
+
+def _runs(root: Path, index: dict) -> list[tuple[str, str | None, dict | None]]:
+    """``(name, crash message, summary)`` of each run an index lists, each summary read once."""
+    errors = index.get("errors", {})
+    return [(name, errors.get(name), _summary(root / name)) for name in index.get("runs", [])]
+
+
+def _rows(runs: list[tuple[str, str | None, dict | None]]) -> list[dict]:
     """One row per claim (and per crashed or failed run) of a reproduce folder."""
-    index = read_index(root)
     rows = []
-    for name in index.get("runs", []):
-        error = index.get("errors", {}).get(name)
-        summary = _summary(root / name)
+    for name, error, summary in runs:
         if error is not None or summary is None:
-            rows.append(_row(name, "(run)", error or "no summary.json", False))
+            rows.append(_failed_row(name, "(run)", error or "no summary.json"))
             continue
         if summary.get("failed_tasks"):
             n = len(summary["failed_tasks"])
-            rows.append(_row(name, "(tasks)", f"{n} task(s) failed", False))
-        for claim in summary.get("claims", []):
-            rows.append(claim_row(name, claim))
+            rows.append(_failed_row(name, "(tasks)", f"{n} task(s) failed"))
+        rows += [claim_row(name, claim) for claim in summary.get("claims", [])]
     return rows
 
 
-def _row(name: str, ident: str, measured: str, passed: bool) -> dict:
+def _failed_row(name: str, ident: str, measured: str) -> dict:
     return {
         "experiment": name,
         "id": ident,
         "measured": fmt(measured, 60),
         "expected": "-",
         "tolerance": "-",
-        "passed": passed,
-        "verdict": "PASS" if passed else "FAIL",
+        "passed": False,
+        "verdict": "FAIL",
     }
 
 
@@ -129,18 +136,20 @@ def _md(text: Any) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def write_report(root: Path) -> Path:
-    """Write ``root/report.md`` from the index and the run summaries; return its path."""
+def write_report(root: Path) -> tuple[Path, list[dict]]:
+    """Write ``root/report.md`` from the index and the run summaries; return its path and the
+    claim rows (one per claim, and per crashed or failed run)."""
     root = Path(root)
     index = read_index(root)
-    rows = claim_rows(root)
-    failing = [f"{r['experiment']}:{r['id']}" for r in rows if not r["passed"]]
+    runs = _runs(root, index)
+    rows = _rows(runs)
+    failed = failing(rows)
     out = ["# gaugedyn reproduction report", ""]
     mode = "quick" if index.get("quick") else "full"
     out.append(f"Written {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; {mode} configuration.")
     if index.get("command"):
         out.append(f"Command: `{index['command']}`.")
-    verdict = "every check passed" if not failing else f"{len(failing)} failing: {', '.join(failing)}"
+    verdict = "every check passed" if not failed else f"{len(failed)} failing: {', '.join(failed)}"
     findings = [r for r in rows if r["verdict"] in ("HELD", "NOT HELD")]
     if findings:
         held = sum(r["verdict"] == "HELD" for r in findings)
@@ -156,11 +165,9 @@ def write_report(root: Path) -> Path:
             f"{_md(r['expected'])} | {_md(r['tolerance'])} | {verdict_cell} |"
         )
     versions = None
-    for name in index.get("runs", []):
-        summary = _summary(root / name)
+    for name, error, summary in runs:
         out += ["", f"## {name}", ""]
         if summary is None:
-            error = index.get("errors", {}).get(name)
             out += [f"The run did not complete: {_md(error or 'no summary.json')}."]
             continue
         versions = versions or summary.get("versions")
@@ -170,7 +177,7 @@ def write_report(root: Path) -> Path:
         out += [f"- {k}: {v}" for k, v in versions.items()]
     path = root / REPORT
     atomic_write(path, ("\n".join(out) + "\n").encode())
-    return path
+    return path, rows
 
 
 def experiment_section(summary: dict, link_prefix: str = "") -> list[str]:
@@ -196,10 +203,10 @@ def experiment_section(summary: dict, link_prefix: str = "") -> list[str]:
         out += ["| claim | statement | measured | expected | tolerance | verdict |"]
         out += ["|---|---|---|---|---|---|"]
         for c in claims:
+            r = claim_row("", c)
             out.append(
-                f"| {_md(c['id'])} | {_md(c.get('statement', ''))} | {_md(fmt(c.get('measured')))} | "
-                f"{_md(fmt(c.get('expected')))} | {_md(fmt(c.get('tolerance')))} | "
-                f"{verdict_word(c)} |"
+                f"| {_md(r['id'])} | {_md(c.get('statement', ''))} | {_md(r['measured'])} | "
+                f"{_md(r['expected'])} | {_md(r['tolerance'])} | {r['verdict']} |"
             )
         out.append("")
     for fig in summary.get("figures", []):

@@ -35,7 +35,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from .._errors import DivergenceError, InputError
+from .._errors import DivergenceError, InputError, oneline
 from .._meta import task_seed, versions
 from ._config import RunConfig, resolve_experiment, show
 from ._executor import ExecutorSpec, open_executor
@@ -85,34 +85,42 @@ def check_output_dir(out: str | Path, kind: str = "run") -> Path:
         if any(len(part.encode()) > 255 for part in path.parts):
             raise InputError(f"--out {show(raw)}: a path component is longer than 255 bytes")
         if path.exists() or path.is_symlink():
-            if not path.is_dir():
-                raise InputError(f"--out {show(raw)}: exists and is not a folder")
-            marker = path / MARKER
-            if marker.is_file():
-                found = _marker_kind(marker)
-                if found != kind:
-                    raise InputError(
-                        f"--out {show(raw)}: holds a gaugedyn {found} folder, not a {kind} "
-                        "folder; choose another folder"
-                    )
-            elif any(path.iterdir()):
-                raise InputError(
-                    f"--out {show(raw)}: folder is not empty and was not written by gaugedyn; "
-                    "choose a new or empty folder"
-                )
-            if not os.access(path, os.W_OK | os.X_OK):
-                raise InputError(f"--out {show(raw)}: folder is not writable")
+            _check_existing(path, f"--out {show(raw)}", kind)
         else:
-            parent = path.absolute().parent
-            while not parent.exists():
-                parent = parent.parent
-            if not parent.is_dir():
-                raise InputError(f"--out {show(raw)}: {parent} is a file, not a folder")
-            if not os.access(parent, os.W_OK | os.X_OK):
-                raise InputError(f"--out {show(raw)}: cannot create folders in {parent}")
+            _check_creatable(path, f"--out {show(raw)}")
     except OSError as err:
         raise InputError(f"--out {show(raw)}: {err.strerror or err}") from None
     return path
+
+
+def _check_existing(path: Path, where: str, kind: str) -> None:
+    if not path.is_dir():
+        raise InputError(f"{where}: exists and is not a folder")
+    marker = path / MARKER
+    if marker.is_file():
+        found = _marker_kind(marker)
+        if found != kind:
+            raise InputError(
+                f"{where}: holds a gaugedyn {found} folder, not a {kind} folder; "
+                "choose another folder"
+            )
+    elif any(path.iterdir()):
+        raise InputError(
+            f"{where}: folder is not empty and was not written by gaugedyn; "
+            "choose a new or empty folder"
+        )
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise InputError(f"{where}: folder is not writable")
+
+
+def _check_creatable(path: Path, where: str) -> None:
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InputError(f"{where}: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"{where}: cannot create folders in {parent}")
 
 
 def _marker_kind(marker: Path) -> str:
@@ -170,7 +178,7 @@ def error_record(err: BaseException) -> dict:
     lines = traceback.format_exception(type(err), err, err.__traceback__)
     record: dict[str, Any] = {
         "type": type(err).__name__,
-        "message": " ".join(str(err).split()) or type(err).__name__,
+        "message": oneline(err),
         "traceback": "".join(lines)[-4000:],
     }
     if isinstance(err, DivergenceError):
@@ -316,10 +324,19 @@ def execute(
     out = check_output_dir(out, "run")
     if not isinstance(executor, Executor):
         with open_executor(executor) as opened:
-            return execute(
-                cfg, out, executor=opened, store=store, progress=progress, backend=backend,
-                command=command,
-            )
+            return _execute(cfg, out, opened, store, progress, backend, command)
+    return _execute(cfg, out, executor, store, progress, backend, command)
+
+
+def _execute(
+    cfg: RunConfig,
+    out: Path,
+    executor: Executor,
+    store: str | Path | None,
+    progress: TextIO | None,
+    backend: str | None,
+    command: dict | None,
+) -> RunOutcome:
     started = time.time()
     where = _describe(executor)
     with claim_output_dir(out, "run"):
@@ -330,9 +347,7 @@ def execute(
         summary["diagnostics"] = {"tasks": stats, "executor": where}
         summary["failed_tasks"] = failures
         arrays: dict[str, np.ndarray] = {}
-        staging = out / f"{STAGING}{os.getpid()}-{secrets.token_hex(4)}"
-        staging.mkdir()
-        try:
+        with _staging(out) as staging:
             if failures:
                 summary["status"] = "tasks failed"
                 summary["claims"] = []
@@ -348,11 +363,8 @@ def execute(
                 summary["diagnostics"]["analyse_seconds"] = tock - tick
                 summary["diagnostics"]["plot_seconds"] = time.perf_counter() - tock
             summary["diagnostics"]["wall_seconds"] = time.time() - started
-            _write_json(staging / SUMMARY, summary)
-            (staging / REPORT).write_text(run_report(read_summary(staging)))
+            _write_summary(staging, summary)
             commit(out, staging)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
     code = 0 if summary["status"] == "passed" else 1
     return RunOutcome(out, summary, code, arrays)
 
@@ -476,9 +488,22 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def _write_json(path: Path, data: dict) -> None:
-    text = json.dumps(_json_safe(_plain(data)), indent=1, allow_nan=False, default=str)
-    atomic_write(path, text.encode())
+@contextlib.contextmanager
+def _staging(out: Path) -> Iterator[Path]:
+    """A fresh staging folder inside ``out``, removed on exit (its contents committed or not)."""
+    staging = out / f"{STAGING}{os.getpid()}-{secrets.token_hex(4)}"
+    staging.mkdir()
+    try:
+        yield staging
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _write_summary(staging: Path, summary: dict) -> None:
+    """Stage ``summary.json`` and the ``report.md`` rendered from exactly what it holds."""
+    text = json.dumps(_json_safe(_plain(summary)), indent=1, allow_nan=False, default=str)
+    atomic_write(staging / SUMMARY, text.encode())
+    (staging / REPORT).write_text(run_report(json.loads(text)))
 
 
 # ---------------------------------------------------------------------------- redrawing
@@ -504,14 +529,15 @@ def read_summary(run: Path) -> dict:
     try:
         summary = json.loads((run / SUMMARY).read_text())
     except (OSError, ValueError) as err:
-        raise InputError(f"{run / SUMMARY}: unreadable summary ({' '.join(str(err).split())})") from None
+        raise InputError(f"{run / SUMMARY}: unreadable summary ({oneline(err)})") from None
     if not isinstance(summary, dict) or "configuration" not in summary:
         raise InputError(f"{run / SUMMARY}: not a gaugedyn summary")
     return summary
 
 
-def load_arrays(run: Path, summary: dict | None = None) -> dict[str, np.ndarray]:
+def load_arrays(run: str | Path, summary: dict | None = None) -> dict[str, np.ndarray]:
     """The stored arrays of a run folder, checked against the summary's checksum."""
+    run = Path(run)
     summary = summary if summary is not None else read_summary(run)
     try:
         data = (run / ARRAYS).read_bytes()
@@ -535,17 +561,11 @@ def redraw(folder: str | Path, backend: str | None = None) -> list[Path]:
         spec = summary["configuration"].get("experiment")
         experiment = resolve_experiment(spec, f"{run / SUMMARY}: experiment")
         arrays = load_arrays(run, summary)
-        with claim_output_dir(run, "run"):
-            staging = run / f"{STAGING}{os.getpid()}-{secrets.token_hex(4)}"
-            staging.mkdir()
-            try:
-                params = summary["configuration"].get("params", {})
-                summary["figures"] = draw(experiment, arrays, params, staging / FIGURES, backend)
-                _write_json(staging / SUMMARY, summary)
-                (staging / REPORT).write_text(run_report(read_summary(staging)))
-                commit(run, staging, arrays=False)
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
+        with claim_output_dir(run, "run"), _staging(run) as staging:
+            params = summary["configuration"].get("params", {})
+            summary["figures"] = draw(experiment, arrays, params, staging / FIGURES, backend)
+            _write_summary(staging, summary)
+            commit(run, staging, arrays=False)
         done.append(run)
     folder = Path(folder)
     if (folder / MARKER).is_file() and _marker_kind(folder / MARKER) == "reproduce":
