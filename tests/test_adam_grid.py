@@ -1,18 +1,10 @@
-"""The beta grid: task list, one cell, the claim verdicts on constructed inputs, the figures."""
+"""The beta-grid analysis: the claim verdicts on constructed inputs, cell means from results."""
 
 import numpy as np
 import pytest
 
 from gaugedyn import InputError
-from gaugedyn._meta import task_seed
-from gaugedyn.adam import (
-    QUICK_CONFIG,
-    analyse_grid,
-    grid_claims,
-    grid_tasks,
-    plot_grid,
-    run_grid_cell,
-)
+from gaugedyn.adam import analyse_grid, grid_claims
 
 B = [0.9, 0.95, 0.99]
 DIAG = np.eye(3, dtype=bool)
@@ -68,41 +60,26 @@ def test_grid_without_diagonal_reports_failure_not_crash():
     assert not v["tied_sign_dominated"]["passed"] and not v["tied_smoother"]["passed"]
 
 
-def _fake_result(task_index, b1, b2, seed, steps=20):
+def _fake_result(b1, b2, seed, steps=20):
     rng = np.random.default_rng(seed)
     tied = b1 == b2
     lag = np.zeros(steps) if tied else np.full(steps, 0.25)
     sign = np.full(steps, 0.8 if tied else 0.6)
     un = np.exp(np.cumsum(rng.normal(0, 0.01 if tied else 0.05, steps)))
-    return {"task_index": task_index, "beta1": b1, "beta2": b2, "seed_index": seed,
-            "share_sign": sign, "share_lag": lag, "share_residual": 1 - sign - lag,
+    return {"share_sign": sign, "share_lag": lag, "share_residual": 1 - sign - lag,
             "update_norm": un, "smoothness": float(np.mean(np.abs(np.diff(np.log(un))))),
             "final_loss": 0.1}
 
 
-def test_analyse_grid_arrays_and_claims_from_results(tmp_path):
-    results = [_fake_result(0, b1, b2, s) for b1 in B for b2 in B for s in range(2)]
-    arrays, claims = analyse_grid(results)
+def test_analyse_grid_arrays_and_claims_from_results():
+    tasks = [{"task": "digits_mlp", "beta1": b1, "beta2": b2, "seed": s}
+             for b1 in B for b2 in B for s in range(2)]
+    results = [_fake_result(t["beta1"], t["beta2"], t["seed"]) for t in tasks]
+    arrays, claims = analyse_grid(results, tasks)
     assert arrays["digits_mlp__share_lag"].shape == (3, 3)
     assert np.all(np.diag(arrays["digits_mlp__share_lag"]) == 0)
     assert arrays["digits_mlp__update_norm"].shape == (3, 3, 20)
     assert len(claims) == 4 and all(c["id"].startswith("digits_mlp:") for c in claims)
     assert all(c["passed"] for c in claims)
-    names = plot_grid(arrays, tmp_path)
-    assert len(names) == 2
-    assert all((tmp_path / f"{n}.png").stat().st_size > 0 for n in names)
-
-
-def test_grid_tasks_and_one_quick_cell():
-    tasks = grid_tasks({**QUICK_CONFIG, "tasks": ["teacher_student"], "seeds": 1})
-    assert len(tasks) == 4 and {(t["beta1"], t["beta2"]) for t in tasks} == {
-        (0.9, 0.9), (0.9, 0.99), (0.99, 0.9), (0.99, 0.99)}
-    t = tasks[1]
-    out = run_grid_cell(t, task_seed(0, t["task"], t["beta1"], t["beta2"], t["seed"]))
-    assert out["beta1"] == 0.9 and out["beta2"] == 0.99 and out["task_index"] == 4
-    assert all(isinstance(v, np.ndarray | float | int) for v in out.values())
-    assert out["share_lag"][1:].min() > 0
-    with pytest.raises(InputError, match="tasks"):
-        grid_tasks({"tasks": ["imagenet"]})
-    with pytest.raises(InputError, match="beta1s"):
-        grid_tasks({"beta1s": [1.2]})
+    with pytest.raises(InputError, match="one task per result"):
+        analyse_grid(results[:-1], tasks)

@@ -2,7 +2,7 @@
 
 ``split_update``/``decompose_history``/``decompose_state`` are pure (numpy or torch);
 ``AdamRecorder`` attaches to ``torch.optim.Adam``/``AdamW``. Torch loads only on first use of
-the recorder, the tasks or the grid runner, so ``import gaugedyn.adam`` stays light.
+the recorder or the tasks, so ``import gaugedyn.adam`` stays light.
 """
 
 from ._decomposition import PARTS as PARTS
@@ -15,16 +15,12 @@ from ._decomposition import part_norms as part_norms
 from ._decomposition import shares as shares
 from ._decomposition import smoothness as smoothness
 from ._decomposition import split_update as split_update
-from ._grid import DEFAULT_CONFIG as DEFAULT_CONFIG
-from ._grid import QUICK_CONFIG as QUICK_CONFIG
+from ._grid import CLAIMS as CLAIMS
+from ._grid import FIELDS as FIELDS
+from ._grid import TASKS as TASKS
 from ._grid import THRESHOLDS as THRESHOLDS
 from ._grid import analyse_grid as analyse_grid
 from ._grid import grid_claims as grid_claims
-from ._grid import grid_tasks as grid_tasks
-from ._grid import plot_grid as plot_grid
-from ._grid import plot_heatmaps as plot_heatmaps
-from ._grid import plot_update_norms as plot_update_norms
-from ._grid import run_grid_cell as run_grid_cell
 from ._synthetic import SIGNALS as SIGNALS
 from ._synthetic import fit_slope as fit_slope
 from ._synthetic import measured_vs_series as measured_vs_series
@@ -37,7 +33,6 @@ _LAZY = {
     "NORM_NAMES": ("._recorder", "NORM_NAMES"),
     "SAMPLE_FIELDS": ("._recorder", "SAMPLE_FIELDS"),
     "train_task": (".tasks", "train_task"),
-    "TASKS": (".tasks", "TASKS"),
 }
 
 
@@ -52,8 +47,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "PARTS", "RESIDUAL_PARTS", "AdamParts", "adam_moments", "decompose_history", "decompose_state",
-    "part_norms", "shares", "smoothness", "split_update", "DEFAULT_CONFIG", "QUICK_CONFIG", "THRESHOLDS",
-    "analyse_grid", "grid_claims", "grid_tasks", "plot_grid", "plot_heatmaps",
-    "plot_update_norms", "run_grid_cell", "SIGNALS", "fit_slope", "measured_vs_series",
+    "part_norms", "shares", "smoothness", "split_update", "CLAIMS", "FIELDS", "TASKS", "THRESHOLDS",
+    "analyse_grid", "grid_claims", "SIGNALS", "fit_slope", "measured_vs_series",
     "order_check", "series_terms", "transition_fraction", *_LAZY,
 ]

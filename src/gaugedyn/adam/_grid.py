@@ -1,4 +1,6 @@
-"""The ``(beta1, beta2)`` grid: tasks, one cell's run, the analysis with the four seed claims.
+"""The ``(beta1, beta2)`` grid analysis: cell means over seeds and the four seed claims.
+
+The grid itself is declared and run by :mod:`gaugedyn.experiments.beta_grid`.
 
 Per run, a share is the mean over steps after a start-up fraction ``skip`` of
 ``share_k = |p_k| / (|sign| + |lag| + |residual|)``; smoothness is
@@ -20,60 +22,14 @@ import numpy as np
 
 from .._errors import InputError
 
-DEFAULT_BETAS: tuple[float, ...] = (0.8, 0.9, 0.95, 0.99, 0.999)
-QUICK_BETAS: tuple[float, ...] = (0.9, 0.99)
-
-DEFAULT_CONFIG: dict = {
-    "tasks": ["digits_mlp", "digits_cnn", "char_transformer", "char_gru", "teacher_student"],
-    "beta1s": list(DEFAULT_BETAS),
-    "beta2s": list(DEFAULT_BETAS),
-    "seeds": 3,
-    "steps": None,
-    "lr": None,
-    "quick": False,
-}
-QUICK_CONFIG: dict = {**DEFAULT_CONFIG, "beta1s": list(QUICK_BETAS), "beta2s": list(QUICK_BETAS),
-                      "seeds": 2, "quick": True}
-
+TASKS: tuple[str, ...] = (
+    "digits_mlp", "digits_cnn", "char_transformer", "char_gru", "teacher_student",
+)
+"""The training tasks of :mod:`gaugedyn.adam.tasks` (named here so the analysis needs no torch)."""
+FIELDS: tuple[str, ...] = ("share_sign", "share_lag", "share_residual", "smoothness", "final_loss")
+CLAIMS: tuple[str, ...] = ("tied_sign_dominated", "lag_substantial_off_diagonal",
+                           "residual_comparatively_small", "tied_smoother")
 THRESHOLDS: dict = {"lag_min": 0.1, "residual_max": 1.0 / 3.0, "skip": 0.1}
-_FIELDS = ("share_sign", "share_lag", "share_residual", "smoothness", "final_loss")
-
-
-def grid_tasks(config: dict) -> list[dict]:
-    """One task dict per ``(task, beta1, beta2, seed)``: JSON-ready coordinates of a run."""
-    from .tasks import TASKS
-
-    cfg = {**DEFAULT_CONFIG, **config}
-    for t in cfg["tasks"]:
-        if t not in TASKS:
-            raise InputError(f"tasks: {t!r} is not allowed; choose from {list(TASKS)}")
-    for key in ("beta1s", "beta2s"):
-        for b in cfg[key]:
-            if not 0.0 <= float(b) < 1.0:
-                raise InputError(f"{key}: {b!r} is not allowed; betas lie in [0, 1)")
-    if int(cfg["seeds"]) < 1:
-        raise InputError(f"seeds={cfg['seeds']!r} is not allowed; use an integer >= 1")
-    return [
-        {"task": t, "beta1": float(b1), "beta2": float(b2), "seed": s,
-         "steps": cfg["steps"], "lr": cfg["lr"], "quick": bool(cfg["quick"])}
-        for t in cfg["tasks"] for b1 in cfg["beta1s"] for b2 in cfg["beta2s"]
-        for s in range(int(cfg["seeds"]))
-    ]
-
-
-def run_grid_cell(task: dict, seed: np.random.SeedSequence) -> dict:
-    """Train one grid task (see :func:`gaugedyn.adam.tasks.train_task`); arrays and scalars.
-
-    The task's coordinates come back as ``task_index``, ``beta1``, ``beta2``, ``seed_index``.
-    """
-    from .tasks import TASKS, train_task
-
-    out = train_task(task["task"], task["beta1"], task["beta2"], seed=seed,
-                     steps=task.get("steps"), lr=task.get("lr"), quick=task.get("quick", False),
-                     device=task.get("device", "cpu"))
-    out.update(task_index=TASKS.index(task["task"]), beta1=float(task["beta1"]),
-               beta2=float(task["beta2"]), seed_index=int(task["seed"]))
-    return out
 
 
 def _run_summary(r: dict, skip: float) -> dict:
@@ -88,26 +44,23 @@ def _run_summary(r: dict, skip: float) -> dict:
     }
 
 
-def analyse_grid(results: list[dict], tasks: list[dict] | None = None,
+def analyse_grid(results: list[dict], tasks: list[dict],
                  thresholds: dict | None = None) -> tuple[dict, list[dict]]:
     """Grid arrays and the four seed claims per task.
 
-    ``results``: outputs of :func:`run_grid_cell` (coordinates taken from ``tasks`` when given,
-    else from the results). Returns ``(arrays, claims)``; arrays are keyed ``"<task>__<field>"``
-    with shape ``(len(beta1s), len(beta2s))`` (seed means; ``..._std`` seed standard deviations),
-    ``"<task>__update_norm"`` ``(n1, n2, steps)`` and ``beta1s``, ``beta2s``. Each claim is a dict
-    ``{id, statement, measured, expected, tolerance, passed}`` with ``id = "<task>:<claim>"``.
+    ``results[i]``: the run of ``tasks[i] = {task, beta1, beta2, ...}`` (a dict with the per-step
+    ``share_sign``, ``share_lag``, ``share_residual``, ``update_norm`` and the scalars
+    ``smoothness``, ``final_loss``). Returns ``(arrays, claims)``; arrays are keyed
+    ``"<task>__<field>"`` with shape ``(len(beta1s), len(beta2s))`` (seed means; ``..._std`` seed
+    standard deviations), ``"<task>__update_norm"`` ``(n1, n2, steps)`` and ``beta1s``,
+    ``beta2s``. Each claim is a dict ``{id, statement, measured, expected, tolerance, passed}``
+    with ``id = "<task>:<claim>"``.
     """
-    from .tasks import TASKS
-
+    if len(tasks) != len(results):
+        raise InputError(f"tasks has {len(tasks)} entries and results {len(results)}; "
+                         "allowed: one task per result")
     th = {**THRESHOLDS, **(thresholds or {})}
-    coords = []
-    for i, r in enumerate(results):
-        if tasks is not None:
-            t = tasks[i]
-            coords.append((t["task"], float(t["beta1"]), float(t["beta2"])))
-        else:
-            coords.append((TASKS[int(r["task_index"])], float(r["beta1"]), float(r["beta2"])))
+    coords = [(t["task"], float(t["beta1"]), float(t["beta2"])) for t in tasks]
     b1s = sorted({c[1] for c in coords})
     b2s = sorted({c[2] for c in coords})
     names = [t for t in TASKS if any(c[0] == t for c in coords)]
@@ -122,7 +75,7 @@ def analyse_grid(results: list[dict], tasks: list[dict] | None = None,
             key = (b1s.index(c[1]), b2s.index(c[2]))
             per.setdefault(key, []).append(_run_summary(r, th["skip"]))
             traj.setdefault(key, []).append(np.asarray(r["update_norm"], dtype=float))
-        for f in _FIELDS:
+        for f in FIELDS:
             mean = np.full((len(b1s), len(b2s)), np.nan)
             std = np.full_like(mean, np.nan)
             for (i, j), runs in per.items():
@@ -136,7 +89,7 @@ def analyse_grid(results: list[dict], tasks: list[dict] | None = None,
             L = min(len(x) for x in v)
             un[i, j, :L] = np.mean([x[:L] for x in v], axis=0)
         arrays[f"{name}__update_norm"] = un
-        claims += grid_claims(name, b1s, b2s, {f: arrays[f"{name}__{f}"] for f in _FIELDS}, th)
+        claims += grid_claims(name, b1s, b2s, {f: arrays[f"{name}__{f}"] for f in FIELDS}, th)
     return arrays, claims
 
 
@@ -203,73 +156,3 @@ def grid_claims(name: str, b1s, b2s, cell: dict, thresholds: dict | None = None)
     else:
         claim("tied_smoother", "needs tied and untied cells", None, "< 1", 0.0, False)
     return out
-
-
-def _figure(nrows: int, ncols: int, size):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=size, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig, fig.subplots(nrows, ncols, squeeze=False)
-
-
-def plot_heatmaps(arrays: dict, outdir, task: str) -> list[str]:
-    """Heatmaps of sign, lag, residual shares, smoothness and final loss over ``(b1, b2)``."""
-    from pathlib import Path
-
-    b1s, b2s = arrays["beta1s"], arrays["beta2s"]
-    fields = ("share_sign", "share_lag", "share_residual", "smoothness", "final_loss")
-    fig, ax = _figure(1, len(fields), (3.2 * len(fields), 3.0))
-    for a, f in zip(ax[0], fields):
-        im = a.imshow(arrays[f"{task}__{f}"], origin="lower", aspect="auto",
-                      vmin=0 if f.startswith("share") else None,
-                      vmax=1 if f.startswith("share") else None)
-        a.set_xticks(range(len(b2s)), [f"{b:g}" for b in b2s], rotation=45)
-        a.set_yticks(range(len(b1s)), [f"{b:g}" for b in b1s])
-        a.set_xlabel("beta2")
-        a.set_ylabel("beta1")
-        a.set_title(f.replace("_", " "))
-        fig.colorbar(im, ax=a, shrink=0.8)
-    fig.suptitle(task)
-    name = f"adam_grid_heatmaps_{task}"
-    Path(outdir).mkdir(parents=True, exist_ok=True)
-    fig.savefig(Path(outdir) / f"{name}.png", dpi=110)
-    return [name]
-
-
-def plot_update_norms(arrays: dict, outdir, task: str) -> list[str]:
-    """Update-norm trajectories: tied cells (solid) and the untied cells of each row (dashed)."""
-    from pathlib import Path
-
-    b1s, b2s = list(arrays["beta1s"]), list(arrays["beta2s"])
-    un = arrays[f"{task}__update_norm"]
-    fig, ax = _figure(1, 2, (10, 3.4))
-    for i, a in enumerate(b1s):
-        for j, b in enumerate(b2s):
-            y = un[i, j]
-            if not np.isfinite(y).any():
-                continue
-            tgt = ax[0, 0] if a == b else ax[0, 1]
-            tgt.plot(y, lw=1.0, label=f"({a:g}, {b:g})")
-    for a, title in zip(ax[0], ("tied b1 = b2", "untied")):
-        a.set_yscale("log")
-        a.set_xlabel("step")
-        a.set_ylabel("|u|")
-        a.set_title(title)
-        if a.lines:
-            a.legend(fontsize=6, ncol=2)
-    fig.suptitle(task)
-    name = f"adam_grid_update_norms_{task}"
-    Path(outdir).mkdir(parents=True, exist_ok=True)
-    fig.savefig(Path(outdir) / f"{name}.png", dpi=110)
-    return [name]
-
-
-def plot_grid(arrays: dict, outdir) -> list[str]:
-    """All grid figures, for every task present in ``arrays``."""
-    tasks = sorted({k.split("__")[0] for k in arrays if "__" in k})
-    names = []
-    for t in tasks:
-        names += plot_heatmaps(arrays, outdir, t) + plot_update_norms(arrays, outdir, t)
-    return names

@@ -33,10 +33,11 @@ class AdamRecorder:
     together; ``w`` is updated chunk by chunk in the same sweep) with about twenty passes per
     chunk, and keeps the partial sums on the device until one transfer per step.
     ``compile=True`` computes the same sums in one fused ``torch.compile`` kernel per parameter
-    (one pass over memory; needs a working inductor backend and pays a one-off compilation). ``every = k`` computes the aggregates only at steps ``t`` divisible by ``k`` (``w`` is still
+    (one pass over memory; needs a working inductor backend and pays a one-off compilation).
+    ``every = k`` computes the aggregates only at steps ``t`` divisible by ``k`` (``w`` is still
     updated every step). Closures that compute gradients inside ``step(closure)`` are not seen by
-    the pre-hook and are not supported. Attach before the first step for exact ``w``; attached later, ``w`` starts from ``m`` (noted in
-    ``metadata()['attached_at_step']``).
+    the pre-hook and are not supported. Attach before the first step for exact ``w``; attached
+    later, ``w`` starts from ``m`` (noted in ``metadata()['attached_at_step']``).
     """
 
     def __init__(self, optimizer: torch.optim.Optimizer, *, sample: int = 0, seed: int = 0,
@@ -388,8 +389,9 @@ def _chunk_sums(m, v, w, g, k, alpha, epsc, rows, out) -> None:
     ``c = sqrt(1 - b2^t)``): sums of squares of ``sign g``, ``(m - k w)/D``,
     ``t = sign w - sign g``, ``sign w - alpha w A``, ``w A/D``, ``sign g - alpha w/D``, ``m/D``,
     then ``sum |t|``. Thirteen elementwise passes and eight reductions (BLAS dots) over five
-    chunk-sized rows, so the rows stay in cache; nothing of parameter size is allocated. Where ``v = 0`` (then ``w = 0``) the ratio and eps
-    parts are 0 and the residual is ``-sign g``, as in :func:`split_update`.
+    chunk-sized rows, so the rows stay in cache; nothing of parameter size is allocated. Where
+    ``v = 0`` (then ``w = 0``) the ratio and eps parts are 0 and the residual is ``-sign g``, as
+    in :func:`split_update`.
     """
     A, D, SG, SW, X = rows
     tied = w is None

@@ -16,13 +16,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._errors import InputError
+from .._errors import DivergenceError, InputError
 from ._decomposition import smoothness
+from ._grid import TASKS as TASKS
 from ._recorder import NORM_NAMES, AdamRecorder
-
-TASKS: tuple[str, ...] = (
-    "digits_mlp", "digits_cnn", "char_transformer", "char_gru", "teacher_student",
-)
 
 DEFAULTS: dict[str, dict] = {
     "digits_mlp": {"lr": 1e-3, "steps": 400, "quick_steps": 60, "batch": 64},
@@ -240,8 +237,6 @@ def _train(task, beta1, beta2, seed, steps, lr, device, quick, dtype, eps, weigh
         opt.step()
         losses[t] = float(loss.detach())
         if not np.isfinite(losses[t]):
-            from .._errors import DivergenceError
-
             raise DivergenceError("loss", float(t), t, None)
     with torch.no_grad():
         final = evaluate(model)
@@ -250,17 +245,18 @@ def _train(task, beta1, beta2, seed, steps, lr, device, quick, dtype, eps, weigh
     pooled = np.sqrt((arrays["norms"] ** 2).sum(axis=1))
     sh = rec.shares()
     counts = arrays["n_coords"].astype(float)
+    update_norm = pooled[:, NORM_NAMES.index("update")]
     out = {
         "loss": losses,
         "norms": pooled,
         "share_sign": sh["sign"],
         "share_lag": sh["lag"],
         "share_residual": sh["residual"],
-        "update_norm": pooled[:, NORM_NAMES.index("update")],
+        "update_norm": update_norm,
         "transition_frac": (arrays["transition_frac"] * counts).sum(axis=1) / counts.sum(),
         "final_loss": final,
         "initial_loss": initial,
-        "smoothness": smoothness(pooled[:, NORM_NAMES.index("update")]),
+        "smoothness": smoothness(update_norm),
         "n_params": int(counts.sum()),
     }
     if sample:

@@ -32,12 +32,11 @@ from __future__ import annotations
 import numpy as np
 
 from .._errors import InputError
+from ..adam import CLAIMS as VERDICTS
+from ..adam import FIELDS, THRESHOLDS, analyse_grid
+from ..adam import TASKS as TASK_NAMES
 from ._protocol import Claim, Experiment, Param
 
-TASK_NAMES = ("digits_mlp", "digits_cnn", "char_transformer", "char_gru", "teacher_student")
-VERDICTS = ("tied_sign_dominated", "lag_substantial_off_diagonal", "residual_comparatively_small",
-            "tied_smoother")
-FIELDS = ("share_sign", "share_lag", "share_residual", "smoothness", "final_loss")
 SUM_TOL = 1e-12
 _F32 = 2.0**-24
 
@@ -79,12 +78,12 @@ class BetaGrid(Experiment):
                     help="Adam step size"),
         "sample": Param(int, 16, check=lambda v: 1 <= v <= 4096, allowed="1 to 4096",
                         help="coordinates per run at which the full split is recorded (checks)"),
-        "lag_min": Param(float, 0.1, check=lambda v: 0 < v < 1, allowed="a number in (0, 1)",
+        "lag_min": Param(float, THRESHOLDS["lag_min"], check=lambda v: 0 < v < 1, allowed="a number in (0, 1)",
                          help="finding 2: mean off-diagonal lag share counted as substantial"),
-        "residual_max": Param(float, 1.0 / 3.0, check=lambda v: 0 < v < 1,
+        "residual_max": Param(float, THRESHOLDS["residual_max"], check=lambda v: 0 < v < 1,
                               allowed="a number in (0, 1)",
                               help="finding 3: mean residual share counted as small"),
-        "skip": Param(float, 0.1, check=lambda v: 0 <= v < 1, allowed="a number in [0, 1)",
+        "skip": Param(float, THRESHOLDS["skip"], check=lambda v: 0 <= v < 1, allowed="a number in [0, 1)",
                       help="start-up fraction of steps left out of the share averages"),
     }
     definitions = {
@@ -130,31 +129,24 @@ class BetaGrid(Experiment):
         return result
 
     def analyse(self, config, tasks, results):
-        from ..adam import analyse_grid
-
-        thresholds = {"lag_min": config["lag_min"], "residual_max": config["residual_max"],
-                      "skip": config["skip"]}
+        thresholds = {k: config[k] for k in THRESHOLDS}
         arrays, grid = analyse_grid([dict(r) for r in results], tasks, thresholds)
         arrays = {k: np.asarray(v) for k, v in arrays.items()}
         claims = correctness_claims(tasks, results)
-        findings, diagnostics = {}, {"findings": {}}
+        diagnostics = {"findings": {}}
         names = [t for t in TASK_NAMES if any(x["task"] == t for x in tasks)]
         arrays["task_names"] = np.array(names)
         arrays["verdict_names"] = np.array(VERDICTS)
         for name in names:
             mine = {c["id"].split(":", 1)[1]: c for c in grid if c["id"].startswith(name + ":")}
-            verdict = np.array([bool(mine[v]["passed"]) if v in mine else False
-                                for v in VERDICTS])
-            arrays[f"{name}__verdict"] = verdict.astype(np.int8)
-            for v in VERDICTS:
-                if v in mine:
-                    c = finding_claim(name, mine[v])
-                    findings.setdefault(name, []).append(c)
-                    claims.append(c)
+            arrays[f"{name}__verdict"] = np.array([mine[v]["passed"] for v in VERDICTS],
+                                                  dtype=np.int8)
+            findings = [finding_claim(name, mine[v]) for v in VERDICTS]
+            claims += findings
             diagnostics["findings"][name] = {
                 v: {"held": bool(mine[v]["passed"]), "measured": mine[v]["measured"]}
-                for v in VERDICTS if v in mine}
-            arrays[f"caption_heatmaps_{name}"] = np.array(heatmap_caption(name, findings.get(name, [])))
+                for v in VERDICTS}
+            arrays[f"caption_heatmaps_{name}"] = np.array(heatmap_caption(name, findings))
         held = {n: int(arrays[f"{n}__verdict"].sum()) for n in names}
         diagnostics["findings_held"] = {n: f"{held[n]}/{len(VERDICTS)}" for n in names}
         return arrays, claims, diagnostics
