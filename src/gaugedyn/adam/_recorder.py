@@ -9,6 +9,7 @@ from .._errors import InputError
 from ._decomposition import PARTS, bias_corrections, shares, split_update
 
 NORM_NAMES: tuple[str, ...] = (*PARTS, "residual", "update")
+BACKENDS: tuple[str, ...] = ("eager", "native", "auto")
 SAMPLE_FIELDS: tuple[str, ...] = ("grad", "m", "v", "w", *PARTS, "update", "param")
 
 
@@ -34,6 +35,12 @@ class AdamRecorder:
     chunk, and keeps the partial sums on the device until one transfer per step.
     ``compile=True`` computes the same sums in one fused ``torch.compile`` kernel per parameter
     (one pass over memory; needs a working inductor backend and pays a one-off compilation).
+    ``backend="native"`` computes them in one compiled C++ sweep per parameter (contiguous
+    float32/float64 CPU tensors; sums in double; ``w`` updated in the same sweep), built on first
+    use with ``torch.utils.cpp_extension`` (g++ and ninja); other tensors, and every tensor when
+    the build fails (logged, no warning), take the eager path. ``backend="auto"`` is the same.
+    The default ``"eager"`` builds nothing (native is opt-in); ``compile=True`` takes precedence
+    over ``backend``.
     ``every = k`` computes the aggregates only at steps ``t`` divisible by ``k`` (``w`` is still
     updated every step). Closures that compute gradients inside ``step(closure)`` are not seen by
     the pre-hook and are not supported. Attach before the first step for exact ``w``; attached
@@ -41,13 +48,15 @@ class AdamRecorder:
     """
 
     def __init__(self, optimizer: torch.optim.Optimizer, *, sample: int = 0, seed: int = 0,
-                 every: int = 1, compile: bool = False):
+                 every: int = 1, compile: bool = False, backend: str = "eager"):
         if not isinstance(optimizer, torch.optim.Adam | torch.optim.AdamW):
             raise InputError(
                 f"optimizer={type(optimizer).__name__} is not allowed; use torch.optim.Adam or AdamW"
             )
         if int(every) < 1:
             raise InputError(f"every={every!r} is not allowed; use an integer >= 1")
+        if backend not in BACKENDS:
+            raise InputError(f"backend={backend!r} is not allowed; use one of {BACKENDS}")
         if int(sample) < 0:
             raise InputError(f"sample={sample!r} is not allowed; use an integer >= 0")
         for g in optimizer.param_groups:
@@ -57,6 +66,15 @@ class AdamRecorder:
         self.sample = int(sample)
         self.every = int(every)
         self.compile = bool(compile)
+        self.backend = backend
+        self._native = None
+        if backend != "eager" and not self.compile:
+            from . import _native
+
+            if _native.available():
+                self._native = _native
+            elif backend == "native":
+                _native.log_fallback()
         self._seed = int(seed)
         self._w: dict[torch.Tensor, torch.Tensor] = {}
         self._g: dict[torch.Tensor, torch.Tensor] = {}
@@ -277,6 +295,7 @@ class AdamRecorder:
             "sample": self.sample,
             "every": self.every,
             "compile": self.compile,
+            "backend": "compile" if self.compile else ("native" if self._native else "eager"),
             "skipped_steps": self.skipped,
             "attached_at_step": self.attached_at_step,
             "definitions": {
@@ -303,9 +322,16 @@ class _Scratch:
     """Chunk-sized work rows and the per-step table of partial sums for one device and dtype."""
 
     def __init__(self, device, dtype):
-        self.rows = torch.empty(9, _CHUNK, device=device, dtype=dtype)
+        self.device, self.dtype = device, dtype
+        self._rows = None
         self.acc = torch.empty(16, len(NORM_NAMES) + 1, device=device, dtype=dtype)
         self.n = 0
+
+    @property
+    def rows(self) -> torch.Tensor:
+        if self._rows is None:
+            self._rows = torch.empty(9, _CHUNK, device=self.device, dtype=self.dtype)
+        return self._rows
 
     def slot(self) -> int:
         if self.n == self.acc.shape[0]:
@@ -330,6 +356,15 @@ class _Packer:
         """Queue one tensor; ``lerp`` is the weight ``1 - b2`` of the update ``w <- lerp(w, g)``
         done here chunk by chunk, while the chunk is in cache (``None``: ``w`` is up to date)."""
         n = m.numel()
+        nat = self.rec._native
+        if nat is not None:
+            gg = g if g.dtype == m.dtype else g.to(m.dtype)
+            if nat.eligible(m, v, w, gg):
+                sc = self.rec._scratch(torch.empty(0, dtype=torch.float64))
+                j = sc.slot()
+                nat.adam_sums(m, v, w, gg, bc1 / bc2, c / bc2, eps * c, lerp, self.tied, sc.acc[j])
+                self._job(sc, j, bc1, bc2, c, eps)
+                return
         if lerp is not None and (n < _PACK or not w.is_contiguous()):
             w.lerp_(g if g.dtype == w.dtype else g.to(w.dtype), lerp)
             lerp = None
@@ -376,6 +411,9 @@ class _Packer:
         else:
             _chunk_sums(m, v, None if self.tied else w, g, bc1 / bc2, c / bc2, eps * c,
                         sc.rows[:5, : m.numel()], sc.acc[j])
+        self._job(sc, j, bc1, bc2, c, eps)
+
+    def _job(self, sc, j, bc1, bc2, c, eps) -> None:
         u = (c / bc1) ** 2
         scale = (1.0, u, 1.0, 1.0, (eps * c * c / bc2) ** 2, 1.0, u, 1.0)
         self.jobs.append((sc, j, self.gi, scale, self.tied))

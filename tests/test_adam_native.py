@@ -1,0 +1,158 @@
+"""The native single-pass kernel against the recorder's eager sums."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from gaugedyn import InputError
+from gaugedyn.adam import AdamRecorder
+from gaugedyn.adam import _native as native
+from gaugedyn.adam._decomposition import bias_corrections
+from gaugedyn.adam._recorder import _chunk_sums
+
+pytestmark = pytest.mark.skipif(not native.available(),
+                                reason=f"native extension does not build: {native._ERROR}")
+
+
+def _state(n, dtype, seed):
+    """Random (m, v, w, g) with exact zeros in g and w and an all-zero history block (v = 0)."""
+    gen = torch.Generator().manual_seed(seed)
+    g = torch.randn(n, generator=gen, dtype=torch.float64)
+    m = 0.3 * torch.randn(n, generator=gen, dtype=torch.float64)
+    w = 0.3 * torch.randn(n, generator=gen, dtype=torch.float64)
+    v = torch.rand(n, generator=gen, dtype=torch.float64) ** 4
+    g[::7] = 0.0
+    w[::5] = 0.0
+    m[:50] = v[:50] = w[:50] = g[:50] = 0.0
+    return tuple(x.to(dtype) for x in (m, v, w, g))
+
+
+def _eager(m, v, w, g, k, alpha, epsc, tied):
+    out = torch.zeros(8, dtype=m.dtype)
+    _chunk_sums(m, v, None if tied else w, g, k, alpha, epsc,
+                torch.empty(5, m.numel(), dtype=m.dtype), out)
+    return out.double().numpy()
+
+
+def _native(m, v, w, g, k, alpha, epsc, lerp, tied):
+    out = torch.full((8,), np.nan, dtype=torch.float64)
+    native.adam_sums(m, v, w, g, k, alpha, epsc, lerp, tied, out)
+    return out.numpy()
+
+
+def _consts(step, b1, b2, eps):
+    bc1, bc2, c = bias_corrections(step, b1, b2)
+    return bc1 / bc2, c / bc2, eps * c
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-8])
+@pytest.mark.parametrize("betas", [(0.9, 0.99), (0.9, 0.9)])
+def test_native_sums_equal_eager_float64(eps, betas):
+    b1, b2 = betas
+    tied = b1 == b2
+    m, v, w, g = _state(50_000, torch.float64, 1)
+    if tied:
+        w = m
+    k, alpha, epsc = _consts(7, b1, b2, eps)
+    w_e, w_n = w.clone(), w.clone()
+    if not tied:
+        w_e.lerp_(g, 1 - b2)
+    ref = _eager(m, v, w_e, g, k, alpha, epsc, tied)
+    got = _native(m, v, m if tied else w_n, g, k, alpha, epsc, None if tied else 1 - b2, tied)
+    keep = [i for i in range(8) if not (tied and i == 1)]
+    assert np.all(ref[keep] > 0)
+    np.testing.assert_allclose(got[keep], ref[keep], rtol=1e-12, atol=0)
+    if tied:
+        assert got[1] == 0.0  # no lag on the diagonal
+    else:
+        np.testing.assert_allclose(w_n.numpy(), w_e.numpy(), rtol=1e-15, atol=1e-300)
+        assert not torch.equal(w_n, w)
+        # without an update, w is read as is
+        again = _native(m, v, w_n, g, k, alpha, epsc, None, False)
+        np.testing.assert_allclose(again, ref, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-8])
+def test_native_sums_float32(eps):
+    m, v, w, g = _state(20_000, torch.float32, 2)
+    k, alpha, epsc = _consts(3, 0.8, 0.95, eps)
+    ref64 = _eager(*(x.double() for x in (m, v, w, g)), k, alpha, epsc, False)
+    ref32 = _eager(m, v, w, g, k, alpha, epsc, False)
+    got = _native(m, v, w, g, k, alpha, epsc, None, False)
+    np.testing.assert_allclose(got, ref64, rtol=1e-5, atol=0)
+    np.testing.assert_allclose(got, ref32, rtol=1e-5, atol=0)
+    w_e, w_n = w.clone(), w.clone()
+    w_e.lerp_(g, 0.05)
+    _native(m, v, w_n, g, k, alpha, epsc, 0.05, False)
+    np.testing.assert_allclose(w_n.numpy(), w_e.numpy(), rtol=1e-6, atol=1e-30)
+
+
+def test_eligibility():
+    x = torch.zeros(4, 3, dtype=torch.float64)
+    assert native.eligible(x, x, x, x)
+    assert not native.eligible(x, x.t(), x, x)
+    assert not native.eligible(x, x.float(), x, x)
+    assert not native.eligible(*(torch.zeros(3, dtype=torch.float16),) * 4)
+
+
+def _run(backend, betas, every, steps=6):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(20, 300), torch.nn.Tanh(),
+                                torch.nn.Linear(300, 3)).double()
+    models = {b: copy.deepcopy(model) for b in ("eager", backend)}
+    out = {}
+    for b, mdl in models.items():
+        opt = torch.optim.Adam(mdl.parameters(), lr=1e-2, betas=betas, eps=1e-8)
+        rec = AdamRecorder(opt, every=every, backend=b)
+        gen = torch.Generator().manual_seed(3)
+        for _ in range(steps):
+            x = torch.randn(32, 20, generator=gen, dtype=torch.float64)
+            opt.zero_grad()
+            mdl(x).pow(2).mean().backward()
+            opt.step()
+        arrays, meta = rec.export()
+        out[b] = (arrays, meta, [rec._w.get(p) for p in mdl.parameters()])
+    return out["eager"], out[backend]
+
+
+@pytest.mark.parametrize("betas,every", [((0.9, 0.99), 1), ((0.9, 0.99), 2), ((0.95, 0.95), 1)])
+def test_recorder_native_equals_eager(betas, every):
+    (ea, em, ew), (na, nm, nw) = _run("native", betas, every)
+    assert em["backend"] == "eager" and nm["backend"] == "native"
+    assert len(na["step"]) == len(ea["step"]) > 0
+    np.testing.assert_array_equal(na["step"], ea["step"])
+    scale = np.abs(ea["norms"]).max(axis=-1, keepdims=True)
+    assert np.max(np.abs(na["norms"] - ea["norms"]) / scale) < 1e-12
+    np.testing.assert_array_equal(na["transition_frac"], ea["transition_frac"])
+    if betas[0] == betas[1]:
+        assert np.all(na["norms"][..., 1] == 0.0)
+    else:
+        assert np.all(na["norms"][..., 1] > 0)
+        for a, b in zip(ew, nw, strict=True):
+            np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-14, atol=1e-300)
+
+
+def test_backend_auto_and_bad_value():
+    opt = torch.optim.Adam(torch.nn.Linear(2, 2).parameters())
+    assert AdamRecorder(opt, backend="auto").metadata()["backend"] == "native"
+    with pytest.raises(InputError, match="backend"):
+        AdamRecorder(opt, backend="cuda")
+
+
+def test_failed_build_falls_back_to_eager(monkeypatch, caplog):
+    def broken():
+        raise RuntimeError("no compiler\nError building extension")
+
+    for name, value in (("_build", broken), ("_TRIED", False), ("_MODULE", None),
+                        ("_LOGGED", False), ("_ERROR", None)):
+        monkeypatch.setattr(native, name, value)
+    with caplog.at_level("WARNING", logger=native.__name__):
+        assert not native.available()
+        opt = torch.optim.Adam(torch.nn.Linear(2, 2).parameters())
+        rec = AdamRecorder(opt, backend="native")
+        assert not native.available()
+    assert rec.metadata()["backend"] == "eager"
+    lines = [r.getMessage() for r in caplog.records if r.name == native.__name__]
+    assert len(lines) == 1 and "Error building extension" in lines[0]
