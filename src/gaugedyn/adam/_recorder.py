@@ -93,11 +93,11 @@ class AdamRecorder:
             optimizer.register_step_post_hook(self._post),
         ]
 
-    def _scratch(self, like: torch.Tensor) -> _Scratch:
-        key = (like.device, like.dtype)
+    def _scratch(self, like: torch.Tensor, dtype: torch.dtype | None = None) -> _Scratch:
+        key = (like.device, dtype or like.dtype)
         sc = self._buffers.get(key)
         if sc is None:
-            sc = self._buffers[key] = _Scratch(like.device, like.dtype)
+            sc = self._buffers[key] = _Scratch(*key)
         return sc
 
     def _max_step(self) -> int:
@@ -360,7 +360,7 @@ class _Packer:
         if nat is not None:
             gg = g if g.dtype == m.dtype else g.to(m.dtype)
             if nat.eligible(m, v, w, gg):
-                sc = self.rec._scratch(torch.empty(0, dtype=torch.float64))
+                sc = self.rec._scratch(m, torch.float64)  # native sums are double on the CPU
                 j = sc.slot()
                 nat.adam_sums(m, v, w, gg, bc1 / bc2, c / bc2, eps * c, lerp, self.tied, sc.acc[j])
                 self._job(sc, j, bc1, bc2, c, eps)
