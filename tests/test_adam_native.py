@@ -1,6 +1,11 @@
 """The native single-pass kernel against the recorder's eager sums."""
 
 import copy
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -156,3 +161,103 @@ def test_failed_build_falls_back_to_eager(monkeypatch, caplog):
     assert rec.metadata()["backend"] == "eager"
     lines = [r.getMessage() for r in caplog.records if r.name == native.__name__]
     assert len(lines) == 1 and "Error building extension" in lines[0]
+
+
+def _fresh(monkeypatch):
+    """Forget this process's load attempt (restored after the test)."""
+    for name, value in (("_TRIED", False), ("_MODULE", None), ("_LOGGED", False),
+                        ("_ERROR", None)):
+        monkeypatch.setattr(native, name, value)
+
+
+def test_default_backend_is_auto_and_skips_the_build_without_cpu_tensors(monkeypatch):
+    opt = torch.optim.Adam(torch.nn.Linear(2, 2).parameters())
+    assert AdamRecorder(opt).metadata()["backend"] == "native"
+    _fresh(monkeypatch)
+
+    def no_build():
+        raise AssertionError("built for an optimizer without CPU tensors")
+
+    monkeypatch.setattr(native, "_build", no_build)
+    meta = torch.optim.Adam(torch.nn.Linear(2, 2, device="meta").parameters())
+    assert AdamRecorder(meta).metadata()["backend"] == "eager"
+    assert not native._TRIED
+
+
+def test_environment_switch_disables_native(monkeypatch, caplog):
+    _fresh(monkeypatch)
+    monkeypatch.setenv("GAUGEDYN_NATIVE", "0")
+    opt = torch.optim.Adam(torch.nn.Linear(2, 2).parameters())
+    with caplog.at_level("WARNING", logger=native.__name__):
+        assert AdamRecorder(opt).metadata()["backend"] == "eager"  # auto: silently eager
+    assert not caplog.records and "GAUGEDYN_NATIVE=0" in native._ERROR
+    with caplog.at_level("WARNING", logger=native.__name__):
+        AdamRecorder(opt, backend="native")  # asked for: says why not
+    assert len(caplog.records) == 1 and "GAUGEDYN_NATIVE=0" in caplog.records[0].getMessage()
+
+
+def test_build_runs_in_a_private_folder_and_publishes_atomically(monkeypatch, tmp_path):
+    """A killed build's leftovers neither block nor leak into the next build; the cache is used."""
+    import torch.utils.cpp_extension as cpp
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    name = native._library_name(native._flags())
+    root = tmp_path / "gaugedyn"
+    stale = root / f"{name}.build-killed"  # as a SIGKILL mid-build leaves it, torch's lock inside
+    stale.mkdir(parents=True)
+    (stale / "lock").write_text("")
+    calls = []
+
+    def fake_load_inline(*, name, build_directory, **kwargs):
+        folder = Path(build_directory)
+        assert folder.parent == root and folder != stale and not any(folder.iterdir())
+        (folder / f"{name}.so").write_bytes(b"binary")
+        calls.append(folder)
+        return "built"
+
+    monkeypatch.setattr(cpp, "load_inline", fake_load_inline)
+    monkeypatch.setattr(native, "_import", lambda n, path: ("cached", n, path))
+    assert native._build() == "built"
+    lib = root / f"{name}.so"
+    assert lib.read_bytes() == b"binary"
+    assert not stale.exists() and not calls[0].exists()  # no build folder is left behind
+    assert native._build() == ("cached", name, lib)  # a second process imports, builds nothing
+    assert len(calls) == 1
+
+
+def test_build_lock_is_released_when_its_holder_is_killed(tmp_path):
+    lock = tmp_path / "x.lock"
+    code = ("import sys, time; from pathlib import Path; from gaugedyn.adam import _native as n\n"
+            "with n._exclusive(Path(sys.argv[1])):\n"
+            "    print('held', flush=True); time.sleep(60)\n")
+    with subprocess.Popen([sys.executable, "-c", code, str(lock)], stdout=subprocess.PIPE,
+                          text=True) as proc:
+        try:
+            assert proc.stdout.readline().strip() == "held"
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+            again = ("import sys; from pathlib import Path; from gaugedyn.adam import _native as n\n"
+                     "with n._exclusive(Path(sys.argv[1])):\n    print('acquired')\n")
+            t0 = time.monotonic()  # a lock that outlived its holder would hang: time out instead
+            out = subprocess.run([sys.executable, "-c", again, str(lock)], capture_output=True,
+                                 text=True, timeout=60, check=True).stdout
+            assert out.strip() == "acquired" and time.monotonic() - t0 < 30
+        finally:
+            proc.kill()
+
+
+def test_sums_do_not_depend_on_the_thread_count():
+    m, v, w, g = _state(300_000, torch.float32, 4)  # many parallel blocks
+    k, alpha, epsc = _consts(5, 0.9, 0.99, 1e-8)
+    threads = torch.get_num_threads()
+    try:
+        got = []
+        for n in (1, 2, 3):
+            torch.set_num_threads(n)
+            w_n = w.clone()
+            got.append((_native(m, v, w_n, g, k, alpha, epsc, 0.01, False), w_n))
+    finally:
+        torch.set_num_threads(threads)
+    for sums, w_n in got[1:]:
+        np.testing.assert_array_equal(sums, got[0][0])  # bitwise: blocks are added in order
+        assert torch.equal(w_n, got[0][1])

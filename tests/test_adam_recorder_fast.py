@@ -1,11 +1,15 @@
-"""The recorder's chunked and packed reductions against the pure decomposition, in float64."""
+"""The recorder's reductions (eager: chunked and packed; native: one sweep per tensor) against
+the pure decomposition, in float64."""
 
 import numpy as np
 import pytest
 import torch
 
 from gaugedyn.adam import NORM_NAMES, AdamRecorder, adam_moments, decompose_history
+from gaugedyn.adam import _native as native
 from gaugedyn.adam import _recorder as R
+
+BACKENDS = pytest.mark.parametrize("backend", ["eager", "native"])
 
 
 def _reference(hist, b1, b2, eps):
@@ -16,9 +20,12 @@ def _reference(hist, b1, b2, eps):
     return sq, (P.transition != 0).sum(axis=1)
 
 
-def _run(shapes, groups, steps, *, eps=1e-8, skip=None, zero=None, seed=0, channels_last=()):
+def _run(shapes, groups, steps, *, eps=1e-8, skip=None, zero=None, seed=0, channels_last=(),
+         backend="eager"):
     """Train a float64 bag of parameters on a random quadratic-sine loss; returns the recorder,
     the per-parameter effective-gradient histories and which optimizer steps each one took."""
+    if backend == "native" and not native.available():
+        pytest.skip(f"native extension does not build: {native._ERROR}")
     gen = torch.Generator().manual_seed(seed)
     params = [torch.nn.Parameter(torch.randn(s, generator=gen, dtype=torch.float64)) for s in shapes]
     for i in channels_last:  # a non-contiguous layout: state and w follow it
@@ -26,7 +33,8 @@ def _run(shapes, groups, steps, *, eps=1e-8, skip=None, zero=None, seed=0, chann
     targets = [torch.randn(s, generator=gen, dtype=torch.float64) for s in shapes]
     opt = torch.optim.Adam([{"params": [params[i] for i in idx], "betas": betas}
                             for idx, betas in groups], lr=1e-2, eps=eps)
-    rec = AdamRecorder(opt)
+    rec = AdamRecorder(opt, backend=backend)
+    assert rec.metadata()["backend"] == backend
     hist = [[] for _ in params]
     took = [[] for _ in params]
     for t in range(steps):
@@ -71,12 +79,13 @@ def _check(rec, hist, took, opt, steps, eps):
     return got
 
 
-def test_chunked_packed_and_multi_group_norms_match_decomposition():
+@BACKENDS
+def test_chunked_packed_and_multi_group_norms_match_decomposition(backend):
     big = R._CHUNK + 1000  # split over two chunks
     small = [(7,), (3, 5), (R._PACK - 1,), (1,), (R._PACK // 2,)]  # packed together
     shapes = [(big,), *small, (R._PACK,), (2, R._PACK), (48, 32, 3, 3)]  # the last three in place
     groups = [([0, 1, 2, 3], (0.9, 0.97)), ([4, 5], (0.9, 0.9)), ([6, 7, 8], (0.8, 0.99))]
-    rec, hist, took, opt = _run(shapes, groups, 6, channels_last=(8,))
+    rec, hist, took, opt = _run(shapes, groups, 6, channels_last=(8,), backend=backend)
     assert not opt.state[opt.param_groups[2]["params"][2]]["exp_avg"].is_contiguous()
     got = _check(rec, hist, took, opt, 6, 1e-8)
     lag = NORM_NAMES.index("lag")
@@ -84,27 +93,30 @@ def test_chunked_packed_and_multi_group_norms_match_decomposition():
     assert np.all(got[1:, [0, 2], lag] > 0.0)
 
 
-def test_many_small_tensors_fill_several_packs():
+@BACKENDS
+def test_many_small_tensors_fill_several_packs(backend):
     n = R._CHUNK // 3000 + 5  # more small tensors than one chunk holds
     shapes = [(3000,)] * n
-    rec, hist, took, opt = _run(shapes, [(list(range(n)), (0.9, 0.99))], 4)
+    rec, hist, took, opt = _run(shapes, [(list(range(n)), (0.9, 0.99))], 4, backend=backend)
     _check(rec, hist, took, opt, 4, 1e-8)
 
 
-def test_parameters_at_different_steps_are_not_packed_together():
+@BACKENDS
+def test_parameters_at_different_steps_are_not_packed_together(backend):
     # parameter 1 gets no gradient on odd steps, so its Adam step counter falls behind
     shapes = [(40,), (30,), (R._CHUNK + 3,)]
     rec, hist, took, opt = _run(shapes, [([0, 1, 2], (0.9, 0.99))], 7,
-                                skip=lambda i, t: i == 1 and t % 2 == 1)
+                                skip=lambda i, t: i == 1 and t % 2 == 1, backend=backend)
     _check(rec, hist, took, opt, 7, 1e-8)
     assert list(rec.export()[0]["step"]) == list(range(1, 8))
 
 
 @pytest.mark.parametrize("eps", [0.0, 1e-8])
-def test_never_touched_coordinates_give_finite_exact_norms(eps):
+@BACKENDS
+def test_never_touched_coordinates_give_finite_exact_norms(eps, backend):
     # coordinates 0..9 have a zero gradient at every step: v = w = m = 0 there
     rec, hist, took, opt = _run([(50,), (R._PACK + 20,)], [([0, 1], (0.9, 0.99))], 5, eps=eps,
-                                zero=slice(0, 10))
+                                zero=slice(0, 10), backend=backend)
     got = _check(rec, hist, took, opt, 5, eps)
     assert np.all(np.isfinite(got))
 

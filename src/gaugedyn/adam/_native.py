@@ -1,24 +1,35 @@
 """A single-pass native CPU kernel for the recorder's per-step sums (built on first use).
 
 Per contiguous float32/float64 CPU tensor, one sweep reads ``g, m, v, w``, updates
-``w <- lerp(w, g, 1 - b2)`` in place (when asked) and accumulates, in double, the eight unscaled
-sums of ``_recorder._chunk_sums``: with ``A = 1/sqrt(max(v, tiny))``, ``D = v A + eps c``
-(``D = max(v, tiny) A`` when ``eps c = 0``), ``sg = sign g``, ``sw = sign w``, ``T = sw - sg``:
+``w <- lerp(w, g, 1 - b2)`` in place (when asked) and accumulates the eight unscaled sums of
+``_recorder._chunk_sums`` (in the tensors' dtype within blocks of 2048 elements, so the loop
+runs at full SIMD width; the block sums in double). With ``A = 1/sqrt(max(v, tiny))``,
+``D = v A + eps c`` (``D = max(v, tiny) A`` when ``eps c = 0``), ``sg = sign g``,
+``sw = sign w`` and ``T = sw - sg``, the sums are
 
     sum sg^2, sum ((m - k w)/D)^2, sum T^2, sum (sw - alpha w A)^2, sum (w A/D)^2,
     sum (sg - alpha w/D)^2, sum (m/D)^2, sum |T|.
 
-The extension is compiled with ``torch.utils.cpp_extension.load_inline`` (g++ and ninja; cached
-under the torch extensions directory). :func:`available` reports whether it built; a failed build
-is logged once (no Python warning) and the recorder falls back to its eager path.
+The extension is compiled with ``torch.utils.cpp_extension.load_inline`` (g++ and ninja) once
+per machine and cached as ``<torch extensions directory>/gaugedyn/<name>.so`` (the directory is
+``TORCH_EXTENSIONS_DIR`` when set; the name hashes the source, the flags and the torch and Python
+versions). :func:`available` reports whether it built; a failed build is logged once (no Python
+warning) and the recorder falls back to its eager path. ``GAUGEDYN_NATIVE=0`` in the environment
+disables it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import importlib.util
 import logging
 import os
+import platform
 import shutil
 import sys
+import tempfile
+from pathlib import Path
 
 import torch
 
@@ -29,21 +40,24 @@ _SOURCE = r"""
 #include <cmath>
 #include <algorithm>
 #include <limits>
+#include <vector>
+#include <ATen/Parallel.h>
 
 namespace {
 
-constexpr int64_t BLOCK = 4096;  // elements per partial sum
+constexpr int64_t BLOCK = 2048;  // elements per partial sum (summed in T, blocks in double)
+constexpr int64_t GRAIN = 16;    // blocks per parallel task
 
 template <typename T, int MODE>
 void block_sums(const T* __restrict m, const T* __restrict v, T* __restrict w,
                 const T* __restrict g, int64_t n, double k, double alpha, double epsc, T lerp,
                 double* out) {
-  using C = T;  // elementwise in the tensors' precision, sums in double
+  using C = T;  // elementwise and in-block sums in the tensors' precision (full SIMD width)
   const C tiny = std::numeric_limits<T>::min();
   const T w1 = T(1) - lerp;
   const bool vsel = epsc > 0.0;
   const C ce = C(epsc), ck = C(k), ca = C(alpha);
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+  C s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
 #pragma omp simd reduction(+ : s0, s1, s2, s3, s4, s5, s6, s7)
   for (int64_t j = 0; j < n; ++j) {
     C gj = g[j];
@@ -66,16 +80,16 @@ void block_sums(const T* __restrict m, const T* __restrict v, T* __restrict w,
     C iD = C(1) / D;
     C sg = (gj > C(0) ? C(1) : C(0)) - (gj < C(0) ? C(1) : C(0));
     C sw = (wj > C(0) ? C(1) : C(0)) - (wj < C(0) ? C(1) : C(0));
-    double t = double(sw - sg);
-    double U = double(mj * iD);
+    C t = sw - sg;
+    C U = mj * iD;
     C wD = wj * iD;
     C wA = wj * A;
-    double R = double(sg - ca * wD);
-    double Q = double(sw - ca * wA);
-    double E = double(wA * iD);
-    s0 += double(sg * sg);
+    C R = sg - ca * wD;
+    C Q = sw - ca * wA;
+    C E = wA * iD;
+    s0 += sg * sg;
     if (MODE != 0) {
-      double L = double(mj * iD - ck * wD);
+      C L = mj * iD - ck * wD;
       s1 += L * L;
     }
     s2 += t * t;
@@ -92,13 +106,19 @@ void block_sums(const T* __restrict m, const T* __restrict v, T* __restrict w,
 template <typename T, int MODE>
 void sweep(const T* pm, const T* pv, T* pw, const T* pg, int64_t n, double k, double alpha,
            double epsc, T lerp, double* total) {
-  double part[8];
-  for (int64_t lo = 0; lo < n; lo += BLOCK) {
-    int64_t len = std::min(BLOCK, n - lo);
-    block_sums<T, MODE>(pm + lo, pv + lo, MODE == 0 ? nullptr : pw + lo, pg + lo, len, k, alpha,
-                        epsc, lerp, part);
-    for (int a = 0; a < 8; ++a) total[a] += part[a];
-  }
+  // Blocks run on torch's intra-op threads; their sums are added in block order afterwards,
+  // so the result does not depend on the number of threads.
+  const int64_t nb = (n + BLOCK - 1) / BLOCK;
+  std::vector<double> part(8 * nb);
+  at::parallel_for(0, nb, GRAIN, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t lo = b * BLOCK;
+      block_sums<T, MODE>(pm + lo, pv + lo, MODE == 0 ? nullptr : pw + lo, pg + lo,
+                          std::min(BLOCK, n - lo), k, alpha, epsc, lerp, &part[8 * b]);
+    }
+  });
+  for (int64_t b = 0; b < nb; ++b)
+    for (int a = 0; a < 8; ++a) total[a] += part[8 * b + a];
 }
 
 template <typename T>
@@ -153,34 +173,97 @@ _TRIED = False
 _ERROR: str | None = None
 _LOGGED = False
 DTYPES = (torch.float32, torch.float64)
+# Instruction sets by torch's own CPU capability (part of the cached library's name). The
+# kernel is bound by vector sqrt/div throughput, so full-width AVX-512 halves its cost.
+_ISA = {
+    "AVX2": ["-mavx2", "-mfma"],
+    "AVX512": ["-mavx2", "-mfma", "-mavx512f", "-mavx512dq", "-mavx512vl", "-mavx512bw",
+               "-mprefer-vector-width=512"],
+}
+
+
+def _flags() -> list[str]:
+    isa = _ISA.get(torch.backends.cpu.get_cpu_capability(), [])
+    return ["-O3", "-fno-math-errno", "-fopenmp-simd", "-fno-trapping-math", *isa]
+
+
+def _library_name(flags: list[str]) -> str:
+    """A name that changes with everything the binary depends on (source, flags, torch, Python)."""
+    key = "\0".join([_SOURCE, *flags, torch.__version__, sys.version, platform.machine()])
+    return "gaugedyn_adam_native_" + hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def _import(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path):
+    """An advisory lock that the kernel releases when its holder dies (no stale lock files)."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): concurrent builds are still safe, just duplicated
+        yield
+        return
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _build():
-    from torch.utils.cpp_extension import load_inline
+    """Import the cached library, or compile it in a private folder and publish it atomically.
 
-    path = os.environ.get("PATH", "")
-    bindir = os.path.dirname(sys.executable)
-    if shutil.which("ninja") is None and os.path.exists(os.path.join(bindir, "ninja")):
-        os.environ["PATH"] = bindir + os.pathsep + path
-    try:
-        cap = torch.backends.cpu.get_cpu_capability()
-        isa = ["-mavx2", "-mfma"] if cap in ("AVX2", "AVX512") else []
-        return load_inline(
-            name=f"gaugedyn_adam_native_v6_{'avx2' if isa else 'base'}",
-            cpp_sources=[_SOURCE],
-            functions=["adam_sums"],
-            extra_cflags=["-O3", "-fno-math-errno", "-fopenmp-simd", "-fno-trapping-math", *isa],
-            verbose=False,
-        )
-    finally:
-        os.environ["PATH"] = path
+    torch's own build cache guards its folder with a lock *file*, which a build killed midway
+    leaves behind, and every later build then waits on it forever. Here the build runs in a
+    fresh temporary folder, a finished library is moved into place with ``os.replace``, and
+    concurrent builders serialise on ``flock`` (released by the kernel if a builder dies).
+    """
+    from torch.utils.cpp_extension import get_default_build_root, load_inline
+
+    flags = _flags()
+    name = _library_name(flags)
+    root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root()) / "gaugedyn"
+    ext = ".pyd" if os.name == "nt" else ".so"  # what load_inline writes
+    lib = root / f"{name}{ext}"
+    if lib.exists():
+        return _import(name, lib)
+    root.mkdir(parents=True, exist_ok=True)
+    with _exclusive(root / f"{name}.lock"):
+        if lib.exists():  # built by another process while we waited
+            return _import(name, lib)
+        for old in root.glob(f"{name}.build-*"):  # left by a killed build
+            shutil.rmtree(old, ignore_errors=True)
+        _log.info("compiling gaugedyn's native Adam recorder kernel into %s (once; ~30 s)", lib)
+        tmp = Path(tempfile.mkdtemp(prefix=f"{name}.build-", dir=root))
+        path = os.environ.get("PATH", "")
+        bindir = os.path.dirname(sys.executable)
+        if shutil.which("ninja") is None and os.path.exists(os.path.join(bindir, "ninja")):
+            os.environ["PATH"] = bindir + os.pathsep + path
+        try:
+            module = load_inline(name=name, cpp_sources=[_SOURCE], functions=["adam_sums"],
+                                 extra_cflags=flags, build_directory=str(tmp), verbose=False)
+            os.replace(tmp / f"{name}{ext}", lib)
+        finally:
+            os.environ["PATH"] = path
+            shutil.rmtree(tmp, ignore_errors=True)
+    return module
 
 
 def load():
-    """The compiled extension module, or ``None`` when it cannot be built (logged once)."""
+    """The compiled extension module, or ``None`` when it cannot be built (logged once) or
+    ``GAUGEDYN_NATIVE=0`` is set."""
     global _MODULE, _TRIED, _ERROR
     if not _TRIED:
         _TRIED = True
+        if os.environ.get("GAUGEDYN_NATIVE", "1").strip() == "0":
+            _ERROR = "disabled by GAUGEDYN_NATIVE=0"
+            return None
         try:
             _MODULE = _build()
         except Exception as exc:  # any build failure means: use the eager path

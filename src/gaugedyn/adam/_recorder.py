@@ -30,17 +30,20 @@ class AdamRecorder:
     ``sample > 0`` it also records, at a fixed random sample of coordinates per group, the
     gradient, ``m``, ``v``, ``w``, the parts, the update and the parameter after the step.
 
-    The default eager path reduces each parameter in cache-sized chunks (small tensors packed
-    together; ``w`` is updated chunk by chunk in the same sweep) with about twenty passes per
-    chunk, and keeps the partial sums on the device until one transfer per step.
+    The eager path (non-CPU tensors, and the fallback) reduces each parameter in cache-sized
+    chunks (small tensors packed together; ``w`` is updated chunk by chunk in the same sweep)
+    with about twenty passes per chunk, and keeps the partial sums on the device until one
+    transfer per step.
     ``compile=True`` computes the same sums in one fused ``torch.compile`` kernel per parameter
     (one pass over memory; needs a working inductor backend and pays a one-off compilation).
-    ``backend="native"`` computes them in one compiled C++ sweep per parameter (contiguous
-    float32/float64 CPU tensors; sums in double; ``w`` updated in the same sweep), built on first
-    use with ``torch.utils.cpp_extension`` (g++ and ninja); other tensors, and every tensor when
-    the build fails (logged, no warning), take the eager path. ``backend="auto"`` is the same.
-    The default ``"eager"`` builds nothing (native is opt-in); ``compile=True`` takes precedence
-    over ``backend``.
+    The native kernel computes them in one compiled C++ sweep per parameter (contiguous
+    float32/float64 CPU tensors; ``w`` updated in the same sweep), built once per machine with
+    ``torch.utils.cpp_extension`` (g++ and ninja; about 30 s, then cached); other tensors, and
+    every tensor when the build fails (logged once, no warning) or ``GAUGEDYN_NATIVE=0`` is set,
+    take the eager path. The default ``backend="auto"`` uses it when the optimizer holds such a
+    CPU tensor (GPU-only models build nothing); ``"native"`` asks for it regardless and logs
+    when it is unavailable; ``"eager"`` never builds it. ``compile=True`` takes precedence over
+    ``backend``.
     ``every = k`` computes the aggregates only at steps ``t`` divisible by ``k`` (``w`` is still
     updated every step). Closures that compute gradients inside ``step(closure)`` are not seen by
     the pre-hook and are not supported. Attach before the first step for exact ``w``; attached
@@ -48,7 +51,7 @@ class AdamRecorder:
     """
 
     def __init__(self, optimizer: torch.optim.Optimizer, *, sample: int = 0, seed: int = 0,
-                 every: int = 1, compile: bool = False, backend: str = "eager"):
+                 every: int = 1, compile: bool = False, backend: str = "auto"):
         if not isinstance(optimizer, torch.optim.Adam | torch.optim.AdamW):
             raise InputError(
                 f"optimizer={type(optimizer).__name__} is not allowed; use torch.optim.Adam or AdamW"
@@ -71,7 +74,9 @@ class AdamRecorder:
         if backend != "eager" and not self.compile:
             from . import _native
 
-            if _native.available():
+            cpu = any(p.device.type == "cpu" and p.dtype in _native.DTYPES
+                      for g in optimizer.param_groups for p in g["params"])
+            if (cpu or backend == "native") and _native.available():
                 self._native = _native
             elif backend == "native":
                 _native.log_fallback()

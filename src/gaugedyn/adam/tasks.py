@@ -225,7 +225,9 @@ def _train(task, beta1, beta2, seed, steps, lr, device, quick, dtype, eps, weigh
     model = model.to(device=device, dtype=dtype)
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(beta1, beta2), eps=eps,
                            weight_decay=weight_decay)
-    rec = AdamRecorder(opt, sample=sample, seed=s)
+    # eager: these models are small, so the recorder's cost is minor, and a reproduction needs
+    # no compiler (nor a one-off build in every fresh worker pool)
+    rec = AdamRecorder(opt, sample=sample, seed=s, backend="eager")
     losses = np.empty(steps)
     with torch.no_grad():
         initial = evaluate(model)
