@@ -184,7 +184,11 @@ _ISA = {
 
 def _flags() -> list[str]:
     isa = _ISA.get(torch.backends.cpu.get_cpu_capability(), [])
-    return ["-O3", "-fno-math-errno", "-fopenmp-simd", "-fno-trapping-math", *isa]
+    # With torch's OpenMP backend, at::parallel_for is inline OpenMP: compile it as such. Not
+    # linking libgomp, the GOMP symbols resolve to the runtime torch already loaded, so the
+    # kernel shares torch's thread pool instead of starting a second one.
+    omp = ["-fopenmp"] if "parallel backend: OpenMP" in torch.__config__.parallel_info() else []
+    return ["-O3", "-fno-math-errno", "-fopenmp-simd", "-fno-trapping-math", *omp, *isa]
 
 
 def _library_name(flags: list[str]) -> str:
