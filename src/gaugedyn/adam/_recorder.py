@@ -465,8 +465,11 @@ def _chunk_sums(m, v, w, g, k, alpha, epsc, rows, out) -> None:
     torch.mul(w, A, out=X)
     SW.sub_(X, alpha=alpha)
     dot(SW, SW, out=out[3])
-    X.div_(D)
-    dot(X, X, out=out[4])
+    if epsc > 0:
+        X.div_(D)
+        dot(X, X, out=out[4])
+    else:  # the eps part is 0 without eps; w A/D = w/s^2 may overflow in float32
+        out[4].zero_()
 
 
 def _sums_expr(m, v, w, g, k):
@@ -496,6 +499,8 @@ def _fused_sums(m, v, w, g, k, alpha, epsc, out) -> None:
         _COMPILED = torch.compile(_sums_expr, dynamic=True)
     consts = torch.tensor([k, alpha, epsc], dtype=m.dtype).to(m.device, non_blocking=True)
     out.copy_(_COMPILED(m, v, w, g, consts))
+    if epsc == 0:  # as in _chunk_sums: the eps part is 0, whatever w/s^2 overflowed to
+        out[4] = 0.0
 
 
 def _sample_into(samp, gi, idx, g, m, v, w, p, bc1, bc2, bc2_sqrt, eps) -> None:
