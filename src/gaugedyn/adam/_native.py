@@ -94,7 +94,7 @@ void block_sums(const T* __restrict m, const T* __restrict v, T* __restrict w,
     }
     s2 += t * t;
     s3 += Q * Q;
-    if (vsel) s4 += E * E;  // the eps part is 0 without eps; w/s^2 may overflow in float
+    s4 += E * E;
     s5 += R * R;
     s6 += U * U;
     s7 += std::fabs(t);

@@ -168,7 +168,7 @@ class AdamRecorder:
         advanced = False
         samp = {f: [[] for _ in range(n_groups)] for f in SAMPLE_FIELDS} if self.sample else None
         step_seen = 0
-        jobs: list[tuple[_Scratch, int, int, tuple, bool]] = []
+        jobs: list[tuple[_Scratch, int, int, np.ndarray]] = []
         for gi, group in enumerate(optimizer.param_groups):
             b1, b2 = group["betas"]
             b1, b2 = float(b1), float(b2)
@@ -221,12 +221,10 @@ class AdamRecorder:
         sq = np.zeros((n_groups, len(NORM_NAMES) + 1))
         for sc in {id(j[0]): j[0] for j in jobs}.values():
             rows = sc.acc[: sc.n].double().cpu().numpy()
-            for s, j, gi, scale, tied_job in jobs:
-                if s is sc:
-                    r = rows[j] * scale
-                    if tied_job:
-                        r[1] = 0.0
-                    sq[gi] += r
+            for s, j, gi, scale in jobs:
+                if s is sc:  # a zero scale marks a part that is exactly 0 (lag when tied, eps
+                    live = scale != 0.0  # without eps): its raw sum is not read, even if inf
+                    sq[gi, live] += rows[j, live] * scale[live]
             sc.n = 0
         norms = np.sqrt(sq[:, : len(NORM_NAMES)])
         t2, t1 = sq[:, 2], sq[:, -1]  # sum t^2 = n1 + 4 n2, sum |t| = n1 + 2 n2
@@ -420,8 +418,9 @@ class _Packer:
 
     def _job(self, sc, j, bc1, bc2, c, eps) -> None:
         u = (c / bc1) ** 2
-        scale = (1.0, u, 1.0, 1.0, (eps * c * c / bc2) ** 2, 1.0, u, 1.0)
-        self.jobs.append((sc, j, self.gi, scale, self.tied))
+        lag = 0.0 if self.tied else u
+        scale = np.array([1.0, lag, 1.0, 1.0, (eps * c * c / bc2) ** 2, 1.0, u, 1.0])
+        self.jobs.append((sc, j, self.gi, scale))
 
 
 def _chunk_sums(m, v, w, g, k, alpha, epsc, rows, out) -> None:
@@ -465,11 +464,8 @@ def _chunk_sums(m, v, w, g, k, alpha, epsc, rows, out) -> None:
     torch.mul(w, A, out=X)
     SW.sub_(X, alpha=alpha)
     dot(SW, SW, out=out[3])
-    if epsc > 0:
-        X.div_(D)
-        dot(X, X, out=out[4])
-    else:  # the eps part is 0 without eps; w A/D = w/s^2 may overflow in float32
-        out[4].zero_()
+    X.div_(D)
+    dot(X, X, out=out[4])
 
 
 def _sums_expr(m, v, w, g, k):
@@ -499,8 +495,6 @@ def _fused_sums(m, v, w, g, k, alpha, epsc, out) -> None:
         _COMPILED = torch.compile(_sums_expr, dynamic=True)
     consts = torch.tensor([k, alpha, epsc], dtype=m.dtype).to(m.device, non_blocking=True)
     out.copy_(_COMPILED(m, v, w, g, consts))
-    if epsc == 0:  # as in _chunk_sums: the eps part is 0, whatever w/s^2 overflowed to
-        out[4] = 0.0
 
 
 def _sample_into(samp, gi, idx, g, m, v, w, p, bc1, bc2, bc2_sqrt, eps) -> None:
