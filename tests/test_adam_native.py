@@ -277,3 +277,26 @@ def test_float32_without_eps_and_tiny_second_moments_stays_finite(backend):
     assert rec.metadata()["backend"] == backend
     assert np.all(np.isfinite(norms)) and np.all(norms[:, 0, NORM_NAMES.index("eps")] == 0.0)
     assert np.all(norms[:, 0, NORM_NAMES.index("update")] > 0)
+
+
+def test_a_failed_build_is_not_repeated_until_its_marker_is_deleted(monkeypatch, tmp_path):
+    import torch.utils.cpp_extension as cpp
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    calls = []
+
+    def failing_load_inline(**kwargs):
+        calls.append(kwargs["build_directory"])
+        raise RuntimeError("compiling\nError building extension 'x': g++ not found")
+
+    monkeypatch.setattr(cpp, "load_inline", failing_load_inline)
+    with pytest.raises(RuntimeError, match="g[+][+] not found"):
+        native._build()
+    with pytest.raises(RuntimeError, match="earlier build failed.*g[+][+] not found"):
+        native._build()  # at once, without compiling
+    assert len(calls) == 1
+    (marker,) = (tmp_path / "gaugedyn").glob("*.failed")
+    marker.unlink()
+    with pytest.raises(RuntimeError, match="g[+][+] not found"):
+        native._build()
+    assert len(calls) == 2

@@ -197,6 +197,12 @@ def _library_name(flags: list[str]) -> str:
     return "gaugedyn_adam_native_" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
+def _summary(exc: BaseException) -> str:
+    """The exception's type and the last line of its message (a compiler's verdict)."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[-1] if lines else ''}"
+
+
 def _import(name: str, path: Path):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -226,7 +232,9 @@ def _build():
     torch's own build cache guards its folder with a lock *file*, which a build killed midway
     leaves behind, and every later build then waits on it forever. Here the build runs in a
     fresh temporary folder, a finished library is moved into place with ``os.replace``, and
-    concurrent builders serialise on ``flock`` (released by the kernel if a builder dies).
+    concurrent builders serialise on ``flock`` (released by the kernel if a builder dies). A
+    failed build leaves ``<name>.failed`` with its error, so later processes fall back at once
+    instead of failing the same build again; deleting it retries.
     """
     from torch.utils.cpp_extension import get_default_build_root, load_inline
 
@@ -235,12 +243,16 @@ def _build():
     root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root()) / "gaugedyn"
     ext = ".pyd" if os.name == "nt" else ".so"  # what load_inline writes
     lib = root / f"{name}{ext}"
+    failed = root / f"{name}.failed"
     if lib.exists():
         return _import(name, lib)
     root.mkdir(parents=True, exist_ok=True)
     with _exclusive(root / f"{name}.lock"):
         if lib.exists():  # built by another process while we waited
             return _import(name, lib)
+        if failed.exists():  # do not pay a failing build in every process
+            raise RuntimeError(f"an earlier build failed; delete {failed} to retry: "
+                               f"{failed.read_text().strip()}")
         for old in root.glob(f"{name}.build-*"):  # left by a killed build
             shutil.rmtree(old, ignore_errors=True)
         _log.info("compiling gaugedyn's native Adam recorder kernel into %s (once; ~30 s)", lib)
@@ -253,6 +265,9 @@ def _build():
             module = load_inline(name=name, cpp_sources=[_SOURCE], functions=["adam_sums"],
                                  extra_cflags=flags, build_directory=str(tmp), verbose=False)
             os.replace(tmp / f"{name}{ext}", lib)
+        except Exception as exc:
+            failed.write_text(_summary(exc) + "\n")
+            raise
         finally:
             os.environ["PATH"] = path
             shutil.rmtree(tmp, ignore_errors=True)
@@ -271,8 +286,7 @@ def load():
         try:
             _MODULE = _build()
         except Exception as exc:  # any build failure means: use the eager path
-            lines = str(exc).strip().splitlines()
-            _ERROR = f"{type(exc).__name__}: {lines[-1] if lines else ''}"
+            _ERROR = _summary(exc)
             log_fallback()
     return _MODULE
 
