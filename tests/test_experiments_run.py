@@ -169,18 +169,24 @@ def test_results_do_not_depend_on_the_executor(tmp_path, cfg_path):
     assert os.listdir(tmp_path / "process" / "figures") != []
 
 
-def test_a_dying_worker_is_recorded_and_the_rerun_resumes(tmp_path):
+@pytest.mark.parametrize("workers,n_tasks,crash_on", [(1, 4, [2]), (2, 9, [1, 6])])
+def test_a_dying_worker_fails_only_its_task_and_the_rerun_resumes(tmp_path, workers, n_tasks,
+                                                                  crash_on):
+    """A worker that dies breaks the pool for every unfinished task; the sweep restarts it,
+    isolates the suspects, and records exactly the tasks that kill their worker."""
     from gaugedyn.experiments import ExecutorSpec
 
     path = tmp_path / "toy.toml"
-    path.write_text(config_text(n_tasks=4, crash_on=[2]))
-    broken = execute(load_config(path), tmp_path / "out", executor=ExecutorSpec("process", 1),
-                     progress=None)
+    path.write_text(config_text(n_tasks=n_tasks, crash_on=crash_on, sleep=0.05))
+    broken = execute(load_config(path), tmp_path / "out",
+                     executor=ExecutorSpec("process", workers), progress=None)
     assert broken.exit_code == 1 and broken.summary["status"] == "tasks failed"
-    assert 2 in {f["task"]["i"] for f in broken.failed_tasks}
-    assert all(f["type"] == "BrokenProcessPool" for f in broken.failed_tasks)
-    stored = 4 - len(broken.failed_tasks)
+    assert sorted(f["task"]["i"] for f in broken.failed_tasks) == crash_on
+    assert all(f["type"] == "BrokenProcessPool" and "died while running it" in f["message"]
+               for f in broken.failed_tasks)
+    stored = n_tasks - len(crash_on)
+    assert broken.summary["diagnostics"]["tasks"]["computed"] == stored
     fixed = execute(load_config(path, overrides=["crash_on=[]"]), tmp_path / "out",
                     executor="serial", progress=None)
     stats = fixed.summary["diagnostics"]["tasks"]
-    assert fixed.exit_code == 0 and stats["reused"] == stored and stats["computed"] == 4 - stored
+    assert fixed.exit_code == 0 and stats["reused"] == stored and stats["computed"] == len(crash_on)

@@ -1,7 +1,8 @@
 """Where tasks run: a ``concurrent.futures.Executor`` chosen by name.
 
 - ``process`` (default): a local process pool, one worker per available core, each worker
-  limited to one BLAS / OpenMP / torch thread so tasks do not oversubscribe the cores;
+  limited to one BLAS / OpenMP / torch thread so tasks do not oversubscribe the cores; it
+  survives a worker's hard death (:class:`ProcessPool`);
 - ``thread``: a thread pool in this process (useful when tasks release the GIL);
 - ``serial``: tasks run one after another in this process (debugging, profiling);
 - ``dask``: the executor interface of a ``dask.distributed.Client`` connected to ``--scheduler
@@ -161,6 +162,60 @@ def _mp_context():
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
+class ProcessPool(Executor):
+    """A local process pool that survives a worker's hard death.
+
+    A worker that dies (segfault, out-of-memory kill) breaks a ``ProcessPoolExecutor``: every
+    unfinished task fails with ``BrokenProcessPool``, not only the one that killed it. The sweep
+    then calls :meth:`restart` and resubmits those tasks, and when a round makes no progress it
+    runs the remaining suspects :meth:`isolated`, each in a pool of its own, so only a task that
+    kills its worker every time is recorded as failed.
+    """
+
+    def __init__(self, workers: int):
+        self._max_workers = workers
+        self._pool = self._new(workers)
+
+    @staticmethod
+    def _new(workers: int) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=_mp_context(),
+            initializer=init_worker,
+            initargs=(os.getpid(), list(sys.path), dict(os.environ)),
+        )
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        return self._pool.submit(fn, *args, **kwargs)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+    def restart(self) -> None:
+        """Replace a broken pool by a fresh one with the same workers."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = self._new(self._max_workers)
+
+    @contextlib.contextmanager
+    def isolated(self) -> Iterator[Executor]:
+        """An executor that runs each task in a one-worker pool of its own, as many at a time
+        as this pool has workers: a worker's death fails only its own task."""
+
+        def alone(fn, args, kwargs):
+            with self._new(1) as pool:
+                return pool.submit(fn, *args, **kwargs).result()
+
+        class Isolated(Executor):
+            def __init__(self, threads: ThreadPoolExecutor):
+                self.threads = threads
+
+            def submit(self, fn, /, *args, **kwargs) -> Future:
+                return self.threads.submit(alone, fn, args, kwargs)
+
+        with ThreadPoolExecutor(max_workers=self._max_workers) as threads:
+            yield Isolated(threads)
+
+
 @contextlib.contextmanager
 def open_executor(spec: ExecutorSpec | str | None = None) -> Iterator[Executor]:
     """Open the executor ``spec`` names; on exit wait for it, or cancel on interruption."""
@@ -172,12 +227,7 @@ def open_executor(spec: ExecutorSpec | str | None = None) -> Iterator[Executor]:
     workers = spec.workers or default_workers()
     closers = []
     if spec.kind == "process":
-        executor: Executor = ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=_mp_context(),
-            initializer=init_worker,
-            initargs=(os.getpid(), list(sys.path), dict(os.environ)),
-        )
+        executor: Executor = ProcessPool(workers)
     elif spec.kind == "thread":
         executor = ThreadPoolExecutor(max_workers=workers)
     elif spec.kind == "serial":

@@ -29,6 +29,7 @@ import time
 import traceback
 from collections.abc import Iterator
 from concurrent.futures import Executor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -255,38 +256,63 @@ def sweep(
     target = cfg.spec if cfg.spec is not None else cfg.experiment
     failures: list[dict] = []
     seconds = 0.0
-    futures = {}
-    for key in pending:
-        task = unique[key]
-        seed = task_seed(cfg.seed, cfg.name, task)
-        futures[executor.submit(run_one, target, task, seed)] = key
-    for future in as_completed(futures):
-        key = futures[future]
-        task = unique[key]
-        try:
-            outcome = future.result()
-        except Exception as err:  # the worker died, or the result could not travel back
-            outcome = ("error", error_record(err))
-        if outcome[0] == "ok":
-            seconds += outcome[2]
-            meta = {
-                "experiment": cfg.name,
-                "task": task,
-                "root_seed": cfg.seed,
-                "version": __version__,
-                "seconds": outcome[2],
-            }
+
+    def collect(ex: Executor, keys: list[str]) -> list[str]:
+        """Run ``keys`` on ``ex``, store what succeeds; return the keys a broken pool lost."""
+        nonlocal seconds
+        futures = {}
+        for key in keys:
+            task = unique[key]
+            futures[ex.submit(run_one, target, task, task_seed(cfg.seed, cfg.name, task))] = key
+        lost = []
+        for future in as_completed(futures):
+            key = futures[future]
             try:
-                store.save(key, outcome[1], meta)
-                record = store.load(key)
-                if record is None:
-                    raise StoreError("the stored record could not be read back")
-                results[key] = record
-            except StoreError as err:
+                outcome = future.result()
+            except BrokenProcessPool:  # some worker died: this task may be innocent
+                lost.append(key)
+                continue
+            except Exception as err:  # the result could not travel back, or Dask lost it
                 outcome = ("error", error_record(err))
-        if outcome[0] == "error":
-            failures.append({"key": key, "task": task, **outcome[1]})
-        progress.update(len(results) + len(failures), len(failures))
+            if outcome[0] == "ok":
+                seconds += outcome[2]
+                outcome = keep(key, outcome)
+            if outcome[0] == "error":
+                failures.append({"key": key, "task": unique[key], **outcome[1]})
+            progress.update(len(results) + len(failures), len(failures))
+        return lost
+
+    def keep(key: str, outcome: tuple) -> tuple:
+        meta = {
+            "experiment": cfg.name,
+            "task": unique[key],
+            "root_seed": cfg.seed,
+            "version": __version__,
+            "seconds": outcome[2],
+        }
+        try:
+            store.save(key, outcome[1], meta)
+            record = store.load(key)
+            if record is None:
+                raise StoreError("the stored record could not be read back")
+            results[key] = record
+        except StoreError as err:
+            return ("error", error_record(err))
+        return outcome
+
+    lost = collect(executor, pending)
+    why = "a worker process died (segfault or out-of-memory kill?) and the pool lost this task"
+    restart = getattr(executor, "restart", None)
+    while lost and restart is not None:  # a worker died: retry on a fresh pool while that helps
+        restart()
+        again = collect(executor, lost)
+        if len(again) == len(lost):  # no progress: run each suspect alone
+            with executor.isolated() as alone:
+                again = collect(alone, again)
+            why = "its worker process died while running it, alone (segfault or out-of-memory kill?)"
+            restart = None
+        lost = again
+    failures += [{"key": k, "task": unique[k], **error_record(BrokenProcessPool(why))} for k in lost]
     if pending:
         progress.update(len(results) + len(failures), len(failures), final=True)
     stats = {
