@@ -212,8 +212,13 @@ class ProcessPool(Executor):
             def submit(self, fn, /, *args, **kwargs) -> Future:
                 return self.threads.submit(alone, fn, args, kwargs)
 
-        with ThreadPoolExecutor(max_workers=self._max_workers) as threads:
+        threads = ThreadPoolExecutor(max_workers=self._max_workers)
+        try:
             yield Isolated(threads)
+        except BaseException:  # interrupted: start no further suspect
+            threads.shutdown(wait=False, cancel_futures=True)
+            raise
+        threads.shutdown(wait=True)
 
 
 @contextlib.contextmanager
