@@ -257,6 +257,25 @@ def sweep(
     failures: list[dict] = []
     seconds = 0.0
 
+    def keep(key: str, outcome: tuple) -> tuple:
+        """Store a finished task and read it back; an error outcome if that fails."""
+        meta = {
+            "experiment": cfg.name,
+            "task": unique[key],
+            "root_seed": cfg.seed,
+            "version": __version__,
+            "seconds": outcome[2],
+        }
+        try:
+            store.save(key, outcome[1], meta)
+            record = store.load(key)
+            if record is None:
+                raise StoreError("the stored record could not be read back")
+            results[key] = record
+        except StoreError as err:
+            return ("error", error_record(err))
+        return outcome
+
     def collect(ex: Executor, keys: list[str]) -> list[str]:
         """Run ``keys`` on ``ex``, store what succeeds; return the keys a broken pool lost."""
         nonlocal seconds
@@ -281,24 +300,6 @@ def sweep(
                 failures.append({"key": key, "task": unique[key], **outcome[1]})
             progress.update(len(results) + len(failures), len(failures))
         return lost
-
-    def keep(key: str, outcome: tuple) -> tuple:
-        meta = {
-            "experiment": cfg.name,
-            "task": unique[key],
-            "root_seed": cfg.seed,
-            "version": __version__,
-            "seconds": outcome[2],
-        }
-        try:
-            store.save(key, outcome[1], meta)
-            record = store.load(key)
-            if record is None:
-                raise StoreError("the stored record could not be read back")
-            results[key] = record
-        except StoreError as err:
-            return ("error", error_record(err))
-        return outcome
 
     lost = collect(executor, pending)
     why = "a worker process died (segfault or out-of-memory kill?) and the pool lost this task"
