@@ -20,6 +20,7 @@ from ._executor import ExecutorSpec as ExecutorSpec
 from ._executor import open_executor as open_executor
 from ._protocol import Claim as Claim
 from ._protocol import Experiment as Experiment
+from ._protocol import finding as finding
 from ._protocol import Param as Param
 from ._runner import RunOutcome as RunOutcome
 from ._runner import execute as execute

@@ -146,23 +146,20 @@ def check_param(name: str, value: Any, param: Param, where: str) -> Any:
         value = float(value)
     if list in types and isinstance(value, tuple):
         value = list(value)
-    allowed = param.allowed or f"a {_type_names(types)}"
+    allowed = param.describe() or f"a {_type_names(types)}"
     if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
         raise InputError(
             f"{where}: {name} = {show(value)} has the wrong type ({type(value).__name__}); "
-            f"allowed: a {_type_names(types)}" + (f", {param.allowed}" if param.allowed else "")
+            f"allowed: a {_type_names(types)}" + (f", {param.allowed}" if param.allowed else
+                                                  f" ({allowed})")
         )
     if not _finite(value):
         raise InputError(
             f"{where}: {name} = {show(value)} is not allowed (nan or inf); allowed: {allowed}"
         )
-    if param.check is not None:
-        try:
-            ok = bool(param.check(value))
-        except Exception:
-            ok = False
-        if not ok:
-            raise InputError(f"{where}: {name} = {show(value)} is not allowed; allowed: {allowed}")
+    problem = param.validate(value)
+    if problem is not None:
+        raise InputError(f"{where}: {name} = {show(value)} is not allowed; allowed: {problem}")
     return value
 
 

@@ -32,14 +32,23 @@ import numpy as np
 CLAIM_KINDS = ("check", "finding", "measurement")
 
 
+VERDICTS = ("HELD", "NOT HELD", "UNRESOLVED")
+
+
 @dataclass(frozen=True)
 class Claim:
     """A statement checked on measured numbers.
 
     ``kind="check"``: a property the package guarantees; a failed check fails the run.
-    ``kind="finding"``: an empirical question whose answer is reported as measured (``passed``
-    says whether it held); it never fails the run, so a finding cannot be tuned into a pass.
+    ``kind="finding"``: a paper's statement, measured and reported as found; it never fails the
+    run, so a finding cannot be tuned into a pass. Its ``verdict`` is ``HELD``, ``NOT HELD`` or
+    ``UNRESOLVED`` (the interval straddles the threshold); a finding built without one reads
+    ``HELD``/``NOT HELD`` from ``passed``. Build findings with :func:`gaugedyn.stats.finding`, which
+    derives the verdict from the interval and records the rule.
     ``kind="measurement"``: a quantity reported with its interval, with no verdict.
+
+    ``interval`` is the ``(low, high)`` confidence interval of ``measured`` where there is one;
+    ``rule`` says in words how the interval became the verdict.
     """
 
     id: str
@@ -49,10 +58,20 @@ class Claim:
     tolerance: Any
     passed: bool
     kind: str = "check"
+    verdict: str | None = None
+    interval: Any = None
+    rule: str = ""
 
     def __post_init__(self):
         if self.kind not in CLAIM_KINDS:
             raise ValueError(f"claim kind {self.kind!r} is not one of {CLAIM_KINDS}")
+        if self.verdict is not None:
+            if self.kind != "finding":
+                raise ValueError(f"claim {self.id}: only findings carry a verdict")
+            if self.verdict not in VERDICTS:
+                raise ValueError(f"claim {self.id}: verdict {self.verdict!r} not in {VERDICTS}")
+            if bool(self.passed) != (self.verdict == "HELD"):
+                raise ValueError(f"claim {self.id}: passed must be verdict == 'HELD'")
 
     @property
     def fails_run(self) -> bool:
@@ -61,15 +80,30 @@ class Claim:
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["passed"] = bool(self.passed)
+        if d["verdict"] is None:
+            d.pop("verdict")
+        if d["interval"] is None:
+            d.pop("interval")
+        if not d["rule"]:
+            d.pop("rule")
         return _plain(d)
 
 
 @dataclass(frozen=True)
 class Param:
-    """One configuration key: its type(s), default, value under ``--quick`` and validity check.
+    """One configuration key, declared once: type, bounds, default, quick value and help.
 
-    ``check`` returns True for allowed values; ``allowed`` says in words what is allowed (it is
-    quoted in the error message of a rejected value).
+    The check and the error text are derived from the declaration:
+
+    - ``lo`` / ``hi``: inclusive bounds of a number, or of every element of a list
+      (``lo_open`` / ``hi_open`` make them strict). Every numeric setting has an ``hi``;
+      ``why`` says in a few words why the upper bound is where it is (quoted in the error);
+    - ``choices``: the allowed values of a string (or of every element of a list of strings);
+    - ``min_len`` / ``max_len``: the length of a list; ``distinct``: no repeated elements;
+    - ``check`` / ``allowed``: an extra predicate and its words, for what bounds cannot say.
+
+    :meth:`validate` returns ``None`` for an allowed value and otherwise the text of what is
+    allowed; :meth:`describe` is that text, used in errors and in the documentation.
     """
 
     type: type | tuple[type, ...]
@@ -78,6 +112,113 @@ class Param:
     check: Callable[[Any], bool] | None = None
     allowed: str = ""
     help: str = ""
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    hi_open: bool = False
+    why: str = ""
+    choices: tuple[str, ...] | None = None
+    min_len: int | None = None
+    max_len: int | None = None
+    distinct: bool = False
+
+    def _range_text(self) -> str:
+        if self.lo is None and self.hi is None:
+            return ""
+        left = "(" if self.lo_open else "["
+        right = ")" if self.hi_open else "]"
+        lo = "-inf" if self.lo is None else f"{self.lo:g}"
+        hi = "inf" if self.hi is None else f"{self.hi:g}"
+        return f"in {left}{lo}, {hi}{right}"
+
+    def describe(self) -> str:
+        """What is allowed, in words (derived from the declaration unless ``allowed`` is set)."""
+        if self.allowed:
+            return self.allowed
+        types = self.type if isinstance(self.type, tuple) else (self.type,)
+        parts = []
+        if list in types:
+            size = []
+            if self.min_len is not None:
+                size.append(f"at least {self.min_len}")
+            if self.max_len is not None:
+                size.append(f"at most {self.max_len}")
+            what = "distinct values" if self.distinct else "values"
+            parts.append(f"a list of {' and '.join(size) or 'any number of'} {what}")
+            if self.choices is not None:
+                parts.append("each one of " + ", ".join(self.choices))
+            elif self._range_text():
+                parts.append("each " + self._range_text())
+        elif self.choices is not None:
+            parts.append("one of " + ", ".join(self.choices))
+        else:
+            if types == (int,):
+                kind = "an integer"
+            elif types == (bool,):
+                kind = "a boolean"
+            elif types == (str,):
+                kind = "a string"
+            else:
+                kind = "a number"
+            parts.append(f"{kind} {self._range_text()}".rstrip())
+        text = ", ".join(parts)
+        if self.why and self.hi is not None:
+            text += f" (upper bound: {self.why})"
+        return text
+
+    def _in_range(self, x: Any) -> bool:
+        if self.choices is not None:
+            return isinstance(x, str) and x in self.choices
+        if isinstance(x, bool) or not isinstance(x, int | float):
+            return self.lo is None and self.hi is None
+        if self.lo is not None and (x < self.lo or (self.lo_open and x == self.lo)):
+            return False
+        if self.hi is not None and (x > self.hi or (self.hi_open and x == self.hi)):
+            return False
+        return True
+
+    def validate(self, value: Any) -> str | None:
+        """``None`` if ``value`` (already of the right type) is allowed, else :meth:`describe`."""
+        items = value if isinstance(value, list) else [value]
+        ok = all(self._in_range(x) for x in items)
+        if isinstance(value, list):
+            ok = ok and (self.min_len is None or len(value) >= self.min_len)
+            ok = ok and (self.max_len is None or len(value) <= self.max_len)
+            if self.distinct:
+                try:
+                    ok = ok and len(set(value)) == len(value)
+                except TypeError:
+                    ok = False
+        if ok and self.check is not None:
+            try:
+                ok = bool(self.check(value))
+            except Exception:
+                ok = False
+        return None if ok else self.describe()
+
+
+def finding(id: str, statement: str, interval: Any, threshold: float, direction: str = ">", *,
+            expected: Any = None, cells: Any = None, extra: dict | None = None) -> Claim:
+    """A finding whose verdict comes from its interval (:func:`gaugedyn.stats.verdict`).
+
+    ``interval`` is a :class:`gaugedyn.stats.Interval` (or ``(estimate, low, high)``);
+    ``threshold`` and ``direction`` state the claim ``value > threshold`` (or ``<``), fixed
+    before the run. ``cells`` (what the finding was judged on) and ``extra`` go into
+    ``tolerance`` beside the threshold, so the summary carries them.
+    """
+    from ..stats import Interval, rule_text, verdict
+
+    iv = Interval(*[float(v) for v in interval])
+    word = verdict(iv, threshold, direction)
+    tolerance = {"threshold": float(threshold), "direction": direction}
+    if cells is not None:
+        tolerance["cells"] = cells
+    if extra:
+        tolerance |= extra
+    return Claim(id=id, statement=statement, measured=iv.estimate,
+                 expected=expected if expected is not None else f"{direction} {threshold:g}",
+                 tolerance=tolerance, passed=word == "HELD", kind="finding", verdict=word,
+                 interval=iv.as_list(), rule=rule_text(threshold, direction))
 
 
 class Experiment:

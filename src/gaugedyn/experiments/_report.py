@@ -54,10 +54,13 @@ def fails_run(claim: dict) -> bool:
 
 
 def verdict_word(claim: dict) -> str:
-    """``PASS``/``FAIL`` for checks, ``HELD``/``NOT HELD`` for findings, ``MEASURED``."""
+    """``PASS``/``FAIL`` for checks, ``HELD``/``NOT HELD``/``UNRESOLVED`` for findings,
+    ``MEASURED``."""
     if claim.get("kind") == "measurement":
         return "MEASURED"
     if claim.get("kind", "check") == "finding":
+        if claim.get("verdict"):
+            return claim["verdict"]
         return "HELD" if claim.get("passed") else "NOT HELD"
     return "PASS" if claim.get("passed") else "FAIL"
 
@@ -69,6 +72,7 @@ def claim_row(experiment: str, claim: dict) -> dict:
         "measured": fmt(claim.get("measured")),
         "expected": fmt(claim.get("expected")),
         "tolerance": fmt(claim.get("tolerance")),
+        "interval": fmt(claim.get("interval")),
         "passed": not fails_run(claim),
         "verdict": verdict_word(claim),
     }
@@ -106,6 +110,7 @@ def _failed_row(name: str, ident: str, measured: str) -> dict:
         "measured": fmt(measured, 60),
         "expected": "-",
         "tolerance": "-",
+        "interval": "-",
         "passed": False,
         "verdict": "FAIL",
     }
@@ -120,9 +125,9 @@ def _summary(run: Path) -> dict | None:
 
 def table(rows: list[dict]) -> str:
     """A plain-text table of claim rows (for the terminal)."""
-    head = ["experiment", "claim", "measured", "expected", "tolerance", "verdict"]
+    head = ["experiment", "claim", "measured", "interval", "expected", "tolerance", "verdict"]
     body = [
-        [r["experiment"], r["id"], r["measured"], r["expected"], r["tolerance"],
+        [r["experiment"], r["id"], r["measured"], r["interval"], r["expected"], r["tolerance"],
          r["verdict"]]
         for r in rows
     ]
@@ -150,19 +155,19 @@ def write_report(root: Path) -> tuple[Path, list[dict]]:
     if index.get("command"):
         out.append(f"Command: `{index['command']}`.")
     verdict = "every check passed" if not failed else f"{len(failed)} failing: {', '.join(failed)}"
-    findings = [r for r in rows if r["verdict"] in ("HELD", "NOT HELD")]
+    findings = [r for r in rows if r["verdict"] in ("HELD", "NOT HELD", "UNRESOLVED")]
     if findings:
         held = sum(r["verdict"] == "HELD" for r in findings)
         verdict += (f"; findings (reported as measured, never failing the run): {held} of "
                     f"{len(findings)} held")
     out += ["", f"**Verdict: {verdict}.**", "", "## Claims", ""]
-    out.append("| experiment | claim | measured | expected | tolerance | verdict |")
-    out.append("|---|---|---|---|---|---|")
+    out.append("| experiment | claim | measured | interval | expected | tolerance | verdict |")
+    out.append("|---|---|---|---|---|---|---|")
     for r in rows:
         verdict_cell = r["verdict"].lower() if r["passed"] else f"**{r['verdict']}**"
         out.append(
             f"| {_md(r['experiment'])} | {_md(r['id'])} | {_md(r['measured'])} | "
-            f"{_md(r['expected'])} | {_md(r['tolerance'])} | {verdict_cell} |"
+            f"{_md(r['interval'])} | {_md(r['expected'])} | {_md(r['tolerance'])} | {verdict_cell} |"
         )
     versions = None
     for name, error, summary in runs:
@@ -200,13 +205,13 @@ def experiment_section(summary: dict, link_prefix: str = "") -> list[str]:
     out += [json.dumps(shown, indent=1), "```", ""]
     claims = summary.get("claims", [])
     if claims:
-        out += ["| claim | statement | measured | expected | tolerance | verdict |"]
-        out += ["|---|---|---|---|---|---|"]
+        out += ["| claim | statement | measured | interval | expected | tolerance | verdict |"]
+        out += ["|---|---|---|---|---|---|---|"]
         for c in claims:
             r = claim_row("", c)
             out.append(
                 f"| {_md(r['id'])} | {_md(c.get('statement', ''))} | {_md(r['measured'])} | "
-                f"{_md(r['expected'])} | {_md(r['tolerance'])} | {r['verdict']} |"
+                f"{_md(r['interval'])} | {_md(r['expected'])} | {_md(r['tolerance'])} | {r['verdict']} |"
             )
         out.append("")
     for fig in summary.get("figures", []):
