@@ -20,8 +20,8 @@ from ._executor import ExecutorSpec as ExecutorSpec
 from ._executor import open_executor as open_executor
 from ._protocol import Claim as Claim
 from ._protocol import Experiment as Experiment
-from ._protocol import finding as finding
 from ._protocol import Param as Param
+from ._protocol import finding as finding
 from ._runner import RunOutcome as RunOutcome
 from ._runner import execute as execute
 from ._runner import load_arrays as load_arrays
