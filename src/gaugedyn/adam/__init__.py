@@ -21,6 +21,12 @@ from ._grid import TASKS as TASKS
 from ._grid import THRESHOLDS as THRESHOLDS
 from ._grid import analyse_grid as analyse_grid
 from ._grid import grid_claims as grid_claims
+from ._spikes import detect as detect_spikes
+from ._spikes import horizon as spike_horizon
+from ._stability import cubic_coefficients as cubic_coefficients
+from ._stability import growth_rate as growth_rate
+from ._stability import oscillating_state as oscillating_state
+from ._stability import simulate_losses as simulate_losses
 from ._synthetic import SIGNALS as SIGNALS
 from ._synthetic import fit_slope as fit_slope
 from ._synthetic import measured_vs_series as measured_vs_series
@@ -50,4 +56,6 @@ __all__ = [
     "part_norms", "shares", "smoothness", "split_update", "CLAIMS", "FIELDS", "TASKS", "THRESHOLDS",
     "analyse_grid", "grid_claims", "SIGNALS", "fit_slope", "measured_vs_series",
     "order_check", "series_terms", "transition_fraction", *_LAZY,
+    "detect_spikes", "spike_horizon", "cubic_coefficients", "growth_rate", "oscillating_state",
+    "simulate_losses",
 ]
