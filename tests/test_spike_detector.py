@@ -82,3 +82,43 @@ def test_divergence_counts_as_spike_and_batches_and_stride():
     env = batch[: T // 10 * 10].reshape(-1, 10, 2).max(axis=1)
     assert detect(env, B1, B2, stride=10)["spiky"].tolist() == [False, True]
     assert block_rises(batch[:10], 300).shape[0] == 0
+
+
+def test_boundary_extraction_fit_and_findings_on_built_maps():
+    from gaugedyn.experiments.spike_boundary import (
+        _check_claim,
+        _findings,
+        boundary_fit,
+        distance_interval,
+        upper_edge,
+    )
+
+    a = np.logspace(-2, -0.3, 6)
+    c = np.logspace(-7, 0, 40)
+
+    def fits_for(k, C):
+        prob = (c[None, :] < C * a[:, None] ** k).astype(float)
+        return boundary_fit(a, upper_edge(prob, c))
+
+    cubic, linear = fits_for(3.0, 1.0), fits_for(1.0, 0.3)
+    assert cubic["slope"][0] == pytest.approx(3.0, abs=0.1)
+    assert linear["slope"][0] == pytest.approx(1.0, abs=0.1)
+    tasks = [{"kind": "1d", "n": 2.0}, {"kind": "1d", "n": 4.0}, {"kind": "1d", "n": 6.0},
+             {"kind": "task", "task": "digits_ce"}]
+    fits = {"n2": cubic, "n4": linear, "n6": fits_for(1.0, 0.03), "digits_ce": linear}
+    got = {f.id: f.verdict for f in _findings(tasks, fits, None)}
+    assert got["spike_boundary.cubic_quadratic"] == "HELD"
+    assert got["spike_boundary.near_linear:n4"] == "HELD"
+    assert got["spike_boundary.linear_on_tasks:digits_ce"] == "HELD"
+    assert got["spike_boundary.C_moves_with_n"] == "HELD"
+    fits = {"n2": linear, "n4": cubic, "n6": fits_for(3.0, 1.0), "digits_ce": cubic}
+    bad = {f.id: f.verdict for f in _findings(tasks, fits, None)}
+    assert bad["spike_boundary.cubic_quadratic"] == "NOT HELD"
+    assert bad["spike_boundary.near_linear:n4"] == "NOT HELD"
+    assert bad["spike_boundary.linear_on_tasks:digits_ce"] == "NOT HELD"
+    assert bad["spike_boundary.C_moves_with_n"] == "NOT HELD"
+    assert np.isnan(upper_edge(np.ones((1, 5)), np.arange(1, 6.0))[0])  # spiky to the top
+    assert distance_interval((1.2, 0.9, 1.4), 1.0)[1:] == (0.0, pytest.approx(0.4))
+    ok = _check_claim({"c_sim": np.array([0.1, 0.2]), "c_theory": np.array([0.101, 0.2])})
+    wrong = _check_claim({"c_sim": np.array([0.1, np.nan]), "c_theory": np.array([0.1, 0.2])})
+    assert ok.passed and not wrong.passed
