@@ -175,8 +175,9 @@ def check_writable_folder(option: str, raw: str) -> None:
         while not existing.exists() and not existing.is_symlink():
             existing = existing.parent
         if not existing.is_dir():
-            where = "exists and is not a folder" if existing == path else f"{existing} is a file"
-            raise InputError(f"{option} {show(raw)}: {where}, not a folder")
+            where = "exists and is not a folder" if existing == path else \
+                f"{existing} is a file, not a folder"
+            raise InputError(f"{option} {show(raw)}: {where}")
         probe = tempfile.mkdtemp(prefix=".gaugedyn-probe-", dir=existing)
         os.rmdir(probe)
     except OSError as err:
