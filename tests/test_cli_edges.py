@@ -377,3 +377,21 @@ def test_dimension_scaling_refuses_dims_it_cannot_fit(tmp_path, capsys):
         pytest.skip("dimension_scaling does not yet implement validate(config)")
     refused(["run", str(ROOT / "simulations" / "dimension_scaling.toml"), "--out", "o",
              "--set", "dims=[10,100,1000]"], tmp_path, capsys, match="dims")
+
+
+def test_an_interrupted_run_says_what_was_kept(toy, capsys, monkeypatch):
+    from gaugedyn.experiments._store import ResultStore
+
+    original, calls = ResultStore.save, []
+
+    def save(self, key, result, meta):
+        calls.append(key)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return original(self, key, result, meta)
+
+    monkeypatch.setattr(ResultStore, "save", save)
+    with contextlib.chdir(toy):
+        rc, _, err = invoke(["run", "toy.toml", "--out", "o", "--executor", "serial", "-q"], capsys)
+    assert rc == 130 and err.strip() == (
+        "gaugedyn run: interrupted; 2 of 3 tasks are stored in o/.tasks; rerun the command to resume")

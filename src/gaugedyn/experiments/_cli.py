@@ -205,6 +205,10 @@ def _run(args) -> int:
         print(f"gaugedyn run: error: {oneline(err)}; {kept_message(cfg, store)}",
               file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        store = args.store if args.store is not None else out / TASKS
+        print(f"gaugedyn run: interrupted; {kept_message(cfg, store)}", file=sys.stderr)
+        return 130
     rows = [claim_row(cfg.name, c) for c in outcome.summary["claims"]]
     if rows:
         print(table(rows))
