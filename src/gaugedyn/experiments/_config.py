@@ -322,7 +322,6 @@ def make_config(
             raise _unknown(key, [*schema, "seed"], "--set")
         applied.append(f"{key}={show(value, limit=10**6)}")
 
-    _validate(experiment, params, where)
     cfg = RunConfig(
         spec=spec,
         experiment=experiment,
@@ -350,7 +349,9 @@ def _validate(experiment: Experiment, params: dict, where: str) -> None:
 
 
 def _tasks(cfg: RunConfig, where: str) -> list[dict]:
-    """The experiment's task list, checked to be JSON-serialisable dicts."""
+    """The experiment's task list (after its optional ``validate``), checked to be
+    JSON-serialisable dicts."""
+    _validate(cfg.experiment, cfg.params, where)
     try:
         tasks = list(cfg.experiment.tasks(dict(cfg.params)))
     except InputError as err:
