@@ -377,6 +377,16 @@ def malformed_value(param):
             options += [st.builds(lambda bad: [*param.default[:1], bad], b)
                         for b in beyond_bounds(param, integer)]
             options.append(st.just([*param.default[:1], math.nan]))
+        wrong_items = {int: st.one_of(TEXT, st.booleans(), st.floats(allow_nan=False).filter(
+                           lambda v: not v.is_integer())),
+                       float: st.one_of(TEXT, st.booleans()),
+                       str: st.one_of(st.integers(), st.floats(allow_nan=False), st.booleans())}
+        if param.choices is not None:
+            options.append(st.builds(lambda bad: [*param.default[:1], bad],
+                                     TEXT.filter(lambda t: t not in param.choices)))
+        if getattr(param, "item", None) in wrong_items:  # a list of one declared element type
+            options.append(st.builds(lambda bad: [*param.default[:1], bad],
+                                     wrong_items[param.item]))
     return st.one_of(options)
 
 
@@ -480,6 +490,8 @@ SYNTHETIC = {
     "either": Param((int, float), 2, lo=1, hi=1e3, why="test"),
     "dims": Param(list, [10, 100], lo=2, hi=10**5, min_len=1, max_len=4, distinct=True, why="t"),
     "mode": Param(str, "a", choices=("a", "b")),
+    "sizes": Param(list, [3], item=int, lo=1, hi=100, max_len=3, why="test"),
+    "names": Param(list, ["a"], item=str, choices=("a", "b"), why="test"),
 }
 
 
