@@ -176,6 +176,17 @@ def test_progress_with_time_left_on_stderr(argv, capsys):
     assert rc == 0 and err == ""
 
 
+def test_progress_leaves_training_unchanged(capsys):
+    argv = [*TRAIN[:-4], "--steps", "300", "--seeds", "2"]
+    outputs = []
+    for extra in ([], ["--progress"]):
+        rc, out, _ = invoke([*argv, *extra], capsys)
+        assert rc == 0
+        result = json.loads(out)
+        outputs.append({k: result[k] for k in ("rho", "loss", "alignment", "delta_drift")})
+    assert outputs[0] == outputs[1]
+
+
 def test_progress_callback_leaves_gd_unchanged():
     from gaugedyn.theory import single, solve
 
