@@ -125,15 +125,24 @@ def parse_options(specs: dict[str, Option], args, names=None) -> dict:
 
 
 def available_memory() -> int:
-    """Bytes of memory available to a new allocation (``MemAvailable`` on Linux)."""
+    """Bytes of memory available to a new allocation: ``MemAvailable`` on Linux, capped by the
+    room left under a cgroup (v2) memory limit, as in a container."""
+    free = None
     with contextlib.suppress(OSError, ValueError):
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    with contextlib.suppress(AttributeError, ValueError, OSError):
-        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    return 2**62
+                    free = int(line.split()[1]) * 1024
+    if free is None:
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            free = int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    with contextlib.suppress(OSError, ValueError):
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        used = int(Path("/sys/fs/cgroup/memory.current").read_text())
+        if limit != "max":
+            room = max(int(limit) - used, 0)
+            free = room if free is None else min(free, room)
+    return 2**62 if free is None else free
 
 
 def size_text(n: float) -> str:
