@@ -11,6 +11,10 @@ Each experiment lives in ``gaugedyn/experiments/<name>.py`` as ``EXPERIMENT`` (a
     outcome.summary["claims"], outcome.arrays
 """
 
+from ._arrays import caption_array as caption_array
+from ._arrays import caption_key as caption_key
+from ._arrays import caption_of as caption_of
+from ._arrays import field_key as field_key
 from ._config import RunConfig as RunConfig
 from ._config import available_experiments as available_experiments
 from ._config import load_config as load_config

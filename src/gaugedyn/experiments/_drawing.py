@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ._arrays import load_arrays
+from ._arrays import caption_of, load_arrays
 from ._config import resolve_experiment
 from ._folders import (
     FIGURES,
@@ -29,7 +29,11 @@ from ._summary import read_summary, write_summary
 def draw(
     experiment: Experiment, arrays: dict, params: dict, outdir: Path, backend: str | None = None
 ) -> list[dict]:
-    """Call ``experiment.plot`` under the shared style; list the figures it wrote."""
+    """Call ``experiment.plot`` under the shared style; list the figures it wrote.
+
+    A figure's caption is the one ``plot`` returned with it, else the experiment's ``captions``
+    entry, else the caption stored in the arrays (:func:`._arrays.caption_of`).
+    """
     from ..plotting import style
 
     outdir.mkdir(parents=True, exist_ok=True)
@@ -40,9 +44,9 @@ def draw(
     listed: dict[str, str] = {}
     for item in items:
         name, caption = (item, "") if isinstance(item, str) else (str(item[0]), str(item[1]))
-        listed[name] = caption or captions.get(name, "")
+        listed[name] = caption or captions.get(name, "") or caption_of(arrays, name)
     for png in sorted(outdir.glob("*.png")):
-        listed.setdefault(png.stem, captions.get(png.stem, ""))
+        listed.setdefault(png.stem, captions.get(png.stem, "") or caption_of(arrays, png.stem))
     figures = []
     for name, caption in listed.items():
         files = [f"{FIGURES}/{name}.{ext}" for ext in ("png", "pdf") if (outdir / f"{name}.{ext}").exists()]

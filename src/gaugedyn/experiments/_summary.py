@@ -20,6 +20,7 @@ import numpy as np
 
 from .._errors import InputError, oneline
 from .._meta import versions
+from ._arrays import schema_problems
 from ._config import RunConfig
 from ._folders import SUMMARY
 from ._protocol import Claim, _plain
@@ -73,9 +74,9 @@ def analyse(cfg: RunConfig, results: list) -> tuple[dict[str, np.ndarray], list[
     arrays, claims = out[0], list(out[1])
     diagnostics = dict(out[2]) if len(out) == 3 and out[2] is not None else {}
     arrays = {str(k): np.asarray(v) for k, v in dict(arrays).items()}
-    for name, array in arrays.items():
-        if array.dtype == object:
-            raise TypeError(f"{cfg.name}.analyse: array {name!r} has dtype object; use numbers")
+    for problem in schema_problems(arrays):
+        raise TypeError(f"{cfg.name}.analyse: {problem} (the arrays.npz schema: "
+                        "gaugedyn.experiments._arrays)")
     for claim in claims:
         if not isinstance(claim, Claim):
             raise TypeError(f"{cfg.name}.analyse: claims must be Claim instances, got {claim!r}")
