@@ -68,7 +68,12 @@ def error_record(err: BaseException) -> dict:
 
 
 class Progress:
-    """Plain progress lines on a stream: done/total, failures, elapsed, eta."""
+    """Plain progress lines on a stream: done/total, failures, elapsed, eta.
+
+    Not tqdm, on purpose: runs mostly write to logs (``nohup``, CI, a batch system), where a
+    redrawn bar leaves carriage-return debris; these are whole lines, at most one a second, and
+    the first says how many tasks the store already held, which a resumed run needs to show.
+    """
 
     def __init__(self, name: str, stream: TextIO | None = sys.stderr, every: float = 1.0):
         self.name, self.stream, self.every = name, stream, every
