@@ -9,8 +9,7 @@ import torch
 
 from gaugedyn import InputError
 from gaugedyn.theory import random_problem
-from gaugedyn.training import TrainConfig, train
-from gaugedyn.training import _data
+from gaugedyn.training import TrainConfig, _data, train
 from gaugedyn.training._online_fast import (
     compiled_online_rhs,
     compiled_step_size,
@@ -153,7 +152,7 @@ def test_online_adam_steps_as_torch_optim_adam_and_its_time_is_the_sum_of_steps(
     np.testing.assert_allclose(res.flow_time, flow, rtol=1e-13)
     params = [torch.nn.Parameter(x.clone()) for x in seen[0][3]]
     opt = torch.optim.Adam(params, lr=0.01, betas=(0.9, 0.99), eps=cfg.eps, foreach=False)
-    for step, _time, lr, _prev, grads, after in seen:
+    for _step, _time, lr, _prev, grads, after in seen:
         for group in opt.param_groups:
             group["lr"] = lr
         for p, g in zip(params, grads):
