@@ -80,3 +80,11 @@ def test_param_bounds_derive_check_and_text():
     assert q.validate([6]) is not None and q.validate([]) is not None
     r = Param(str, "a", choices=("a", "b"))
     assert r.validate("c") == "one of a, b"
+
+
+def test_band_is_low_median_high_over_the_first_axis():
+    x = np.arange(11.0)[:, None] * np.ones((1, 3))
+    lo, med, hi = stats.band(x)
+    np.testing.assert_allclose(lo, 1.0)
+    np.testing.assert_allclose(med, 5.0)
+    np.testing.assert_allclose(hi, 9.0)
