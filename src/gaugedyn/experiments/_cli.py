@@ -302,6 +302,11 @@ def _checked_arrays(run: Path, summary: dict) -> dict:
         arrays = load_arrays(run, summary)
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as err:
         raise InputError(f"{run}: arrays.npz cannot be read as plain arrays ({oneline(err)})") from None
+    from ._arrays import schema_problems
+
+    problems = schema_problems(arrays)
+    if problems:
+        raise InputError(f"{run}: arrays.npz breaks the array schema ({problems[0]})")
     listed = summary.get("arrays")
     found = {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in arrays.items()}
     if listed != found:
@@ -327,19 +332,18 @@ def redraw_checked(folder: str | Path, backend: str | None = None) -> list[Path]
     import contextlib
 
     from ._config import resolve_experiment
-    from ._runner import (
+    from ._drawing import draw
+    from ._folders import (
         FIGURES,
         MARKER,
         SUMMARY,
-        _marker_kind,
-        _staging,
-        _write_summary,
         claim_output_dir,
         commit,
-        draw,
-        read_summary,
+        marker_kind,
         run_folders,
+        staging_dir,
     )
+    from ._summary import read_summary, write_summary
 
     todo = []
     for run in run_folders(folder):
@@ -356,19 +360,19 @@ def redraw_checked(folder: str | Path, backend: str | None = None) -> list[Path]
         staged = []
         for run, summary, experiment, params, arrays in todo:
             stack.enter_context(claim_output_dir(run, "run"))
-            staging = stack.enter_context(_staging(run))
+            staging = stack.enter_context(staging_dir(run))
             try:
                 summary["figures"] = draw(experiment, arrays, params, staging / FIGURES, backend)
             except (KeyError, IndexError, ValueError, TypeError, AttributeError) as err:
                 raise InputError(f"{run}: the stored arrays do not fit experiment "
                                  f"{experiment.name or type(experiment).__name__}; nothing was "
                                  f"redrawn ({type(err).__name__}: {oneline(err)})") from None
-            _write_summary(staging, summary)
+            write_summary(staging, summary)
             staged.append((run, staging))
         for run, staging in staged:
             commit(run, staging, arrays=False)
     folder = Path(folder)
-    if (folder / MARKER).is_file() and _marker_kind(folder / MARKER) == "reproduce":
+    if (folder / MARKER).is_file() and marker_kind(folder / MARKER) == "reproduce":
         from ._report import write_report
 
         write_report(folder)

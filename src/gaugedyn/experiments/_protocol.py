@@ -253,12 +253,12 @@ class Experiment:
     def run_task(self, task: dict, seed: np.random.SeedSequence) -> dict:
         raise NotImplementedError
 
-    def analyse(self, config: dict, tasks: list[dict], results: list[dict]):
+    def analyse(self, config: dict, tasks: list[dict], results: list[dict]) -> tuple:
         """Return ``(arrays: dict[str, np.ndarray], claims: list[Claim])``, optionally with a
         third item ``diagnostics: dict``."""
         raise NotImplementedError
 
-    def plot(self, arrays: dict, config: dict, outdir) -> list[str]:
+    def plot(self, arrays: dict, config: dict, outdir: Any) -> list:
         """Draw figures from ``arrays`` into ``outdir``; return the figure base names (or
         ``(name, caption)`` pairs)."""
         return []
