@@ -289,7 +289,7 @@ def test_a_stopped_run_says_what_was_kept(toy, capsys, monkeypatch):
     with contextlib.chdir(toy):
         rc, _, err = invoke(["run", "toy.toml", "--out", "o", "--executor", "serial", "-q"], capsys)
     assert rc == 1 and "No space left on device" in err
-    assert "1 of 3 tasks are stored in o/.tasks; rerun the command to resume" in err
+    assert "1 of 3 tasks are stored in o/.tasks; rerun to resume" in err
     monkeypatch.setattr(ResultStore, "save", lambda *a: (_ for _ in ()).throw(OSError(28, "full")))
     with contextlib.chdir(toy):
         rc, _, err = invoke(["run", "toy.toml", "--out", "p", "--executor", "serial", "-q"], capsys)
@@ -405,4 +405,4 @@ def test_an_interrupted_run_says_what_was_kept(toy, capsys, monkeypatch):
     with contextlib.chdir(toy):
         rc, _, err = invoke(["run", "toy.toml", "--out", "o", "--executor", "serial", "-q"], capsys)
     assert rc == 130 and err.strip() == (
-        "gaugedyn run: interrupted; 2 of 3 tasks are stored in o/.tasks; rerun the command to resume")
+        "gaugedyn run: interrupted; 2 of 3 tasks are stored in o/.tasks; rerun to resume")

@@ -130,33 +130,37 @@ def kept_message(cfg, store: str | Path) -> str:
         kept = 0
     if kept == 0:
         return f"no finished task was stored in {store}"
-    return f"{kept} of {len(keys)} tasks are stored in {store}; rerun the command to resume"
+    return f"{kept} of {len(keys)} tasks are stored in {store}; rerun to resume"
 
 
-_ADDRESS = re.compile(r"(?:(?P<scheme>tcp|tls|ws|wss)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|"
+_ADDRESS = re.compile(r"(?:(?P<scheme>tcp|tls|ws|wss|ucx)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|"
                       r"[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?)(?::(?P<port>\d{1,5}))?")
 
 
 def check_scheduler(address: str, timeout: float | None = 3.0) -> None:
-    """A Dask scheduler address ``[tcp://]host[:port]`` (also tls, ws, wss) that answers a TCP
-    connection within ``timeout`` seconds (``None``: check the form only); else
-    :class:`InputError` at once, before Dask would wait and time out."""
+    """A Dask scheduler address ``[tcp://]host[:port]`` (also tls, ws, wss, ucx; or an in-process
+    ``inproc://...``) that answers a TCP connection within ``timeout`` seconds (``None``: check
+    the form only); else :class:`InputError` at once, before Dask would wait and time out."""
     import socket
 
-    allowed = "a Dask scheduler address such as tcp://host:8786"
+    if re.fullmatch(r"inproc://\S+", address):
+        return
     match = _ADDRESS.fullmatch(address)
     port = int(match["port"]) if match and match["port"] else 8786
     if match is None or not 1 <= port <= 65535 or "://" not in address and ":" not in address:
-        raise InputError(f"--scheduler {address!r} is not allowed; allowed: {allowed}")
+        raise InputError(f"--scheduler {address!r} is not allowed (cannot connect to Dask at it); "
+                         "allowed: a scheduler address such as tcp://host:8786 (schemes tcp, "
+                         "tls, ws, wss, ucx, inproc)")
     host = match["host"].strip("[]")
-    if timeout is None:
+    if timeout is None or match["scheme"] == "ucx":
         return
     try:
         socket.create_connection((host, port), timeout=timeout).close()
     except OSError as err:
         reason = err.strerror or type(err).__name__
-        raise InputError(f"--scheduler {address!r}: nothing answers at {host}:{port} ({reason}); "
-                         "start the scheduler or check the address") from None
+        raise InputError(f"--scheduler {address!r}: cannot connect to Dask: nothing answers at "
+                         f"{host}:{port} ({reason}); start the scheduler or check the "
+                         "address") from None
 
 
 def _spec(args) -> ExecutorSpec:
