@@ -58,8 +58,8 @@ def test_simulated_growth_rate_matches_theory_and_sees_a_wrong_theory():
 def test_eps_free_state_is_unstable_and_eps_share_creates_a_boundary():
     a = np.logspace(-2.5, -0.2, 12)
     c = np.logspace(-6, -0.1, 12)
-    rate = growth_rate(a[:, None], c[None, :], 2, 0.0)
-    assert np.all(rate > 0)
+    for n in (2, 3, 4, 6):
+        assert np.all(growth_rate(a[:, None], c[None, :], n, 0.0) > 0)
     cb = theory_boundary(np.array([0.1, 0.15, 0.2]), 2, np.array([0.99, 0.97, 0.9]))
     assert np.all(np.isfinite(cb))
     assert growth_rate(0.15, cb[1] * 1.1, 2, 0.97) < 0 < growth_rate(0.15, cb[1] / 1.1, 2, 0.97)

@@ -183,8 +183,9 @@ def _analyse(tasks, results):
         diag["runs"][key] = ({"edge_start": int(r["edge_start"]),
                               "lr_kappa_over_thr_p10_50_90": w["ratio_q"].tolist(),
                               "lr_secant_over_thr_p10_50_90": w["secant_q"].tolist()}
-                             if w else {"edge_start": -1, "max_lr_S_over_thr": float(
-                                 np.nanmax(t["lr"] * S / r["threshold"]))})
+                             if w else {"edge_start": -1, "max_lr_S_over_thr_after_skip": float(
+                                 np.nanmax(np.append(t["lr"] * S[np.asarray(r["lanczos_step"])
+                                           >= t["skip"] * t["steps"]] / r["threshold"], np.nan)))})
         cells.setdefault((t["loss"], t["lr"]), []).append((t, w))
     arrays["run_keys"] = np.array(list(diag["runs"]))
     claims.append(Claim(id="adam_edge.sharpness_bounds_active_curvature",

@@ -147,8 +147,9 @@ def build() -> str:
             "Evaluate P at +1 and -1, and at c = 0 (factorises); for n = 2 set c = gamma s^2, "
             "lambda = 1 + s mu1 + s^2 mu2 and solve order by order in s for mu1^2 = -omega^2 and "
             "mu2 = delta.",
-            "At r = 0 the leading pair grows (delta > 0 for a < 1 - sqrt(3)/2): the oscillating "
-            "state is unstable at every beta1 > 0.13, and its growth per slow turn "
+            "At r = 0 and small c the leading pair grows when delta > 0, i.e. 4 - 8a + a^2 > 0, "
+            "a < 4 - 2 sqrt(3) = 0.536 (beta1 > 0.464); numerically the multipliers exceed 1 "
+            "over the whole scanned plane 1 - beta1 <= 0.63 (tests), and its growth per slow turn "
             "2 pi delta / omega is a function of c / a^3; a share r of eps near 1 turns delta "
             "negative and creates a stable region whose edge the Schur-Cohn test locates.",
         ],
