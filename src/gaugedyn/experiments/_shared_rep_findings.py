@@ -253,8 +253,8 @@ def _plot_contrasts(arrays: dict, config: dict, outdir):
     ax.axvspan(-m, m, color="0.85", zorder=0, label=f"+-{m:g} margin")
     ax.axvline(0.05, ls="--", color="0.4", lw=0.8, label="+0.05 (Table 2)")
     ax.set_yticks(y, names, fontsize=7)
-    ax.set(xlabel="route contrast (specialization lost, A - U) or its change", title="pulse "
-           "responses per intervention, 95% paired seed-bootstrap intervals")
+    ax.set(xlabel="route contrast (specialization lost, A - U) or its change",
+           title="pulse responses per intervention")
     ax.legend(fontsize=7)
     return save_figure(fig, outdir, "shared_representation_contrasts",
                        "Route contrast (acquisition-formed minus update-formed specialization "
