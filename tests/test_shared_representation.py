@@ -180,6 +180,9 @@ def test_absolute_interval():
 def test_bad_input_is_refused_before_work(tmp_path):
     with pytest.raises(InputError, match="control_delta"):
         E.tasks(gc.config_of(E, quick=True, targets=4, control_delta=0.3))
+    with pytest.raises(InputError, match="control_delta"):
+        load_config("simulations/shared_representation.toml",
+                    overrides=["targets=4", "control_delta=0.3"])
     with pytest.raises(InputError, match="setup"):
         load_config("simulations/shared_representation.toml", overrides=["setup=b3-own-mild"])
     with pytest.raises(InputError, match="beta2"):

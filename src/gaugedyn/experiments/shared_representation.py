@@ -111,11 +111,15 @@ class SharedRepresentation(Experiment):
                            "record interval"),
     }
 
-    def tasks(self, config):
+    def validate(self, config):
+        """The variable weight history ``1/K +- delta`` must stay a positive weight."""
         if config["control_delta"] >= 1.0 / config["targets"]:
             raise InputError(f"control_delta = {config['control_delta']:g} is not allowed with "
                              f"targets = {config['targets']}; allowed: a number in "
                              f"(0, {1 / config['targets']:g})")
+
+    def tasks(self, config):
+        self.validate(config)
         return [dict(config)]
 
     def run_task(self, task, seed):
