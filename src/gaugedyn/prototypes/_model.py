@@ -225,7 +225,9 @@ def gradients(xs: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Tenso
 
 
 def _tensor(v, dtype, device) -> torch.Tensor:
-    return torch.as_tensor(np.asarray(v, dtype=np.float64), dtype=dtype, device=device)
+    """A copy (``torch.as_tensor`` would share a float64 array's memory, and Adam's in-place
+    updates would then overwrite the caller's initial parameters)."""
+    return torch.tensor(np.asarray(v, dtype=np.float64), dtype=dtype, device=device)
 
 
 def train(runs: Runs, *, steps: int, lr: float, weight: float, dtype: torch.dtype = torch.float32,
