@@ -190,6 +190,27 @@ def claims_of(config: dict, data: dict, root: int) -> list[Claim]:
     return out
 
 
+def intervals(config: dict, data: dict, root: int) -> dict[str, np.ndarray]:
+    """Bootstrap intervals behind the figures: ``ci__{measure}__{init}`` of shape
+    ``(n_sizes, V, 3)`` (mean, low, high over seeds) and ``tau_ci__{init}`` of shape
+    ``(n_sizes, n_taus, 3)`` for the paired excess ``out_sep(tau) - out_plain``."""
+    out = {}
+    plain = ex.variant_index(config, PLAIN, None)
+    sweep = [ex.variant_index(config, SEP, None, tau=float(t)) for t in config["taus"]]
+    for init, d in data.items():
+        for m in ("reconstruction_error", "usage_nearest", "usage_argmax"):
+            rng = stats.generator(root, "figure", m, init)
+            out[f"ci__{m}__{init}"] = np.array(
+                [[tuple(stats.bootstrap_ci(d[m][i, :, j], rng=rng)) for j in range(d[m].shape[2])]
+                 for i in range(d[m].shape[0])])
+        o = d["outside_fraction"]
+        rng = stats.generator(root, "figure", "tau", init)
+        out[f"tau_ci__{init}"] = np.array(
+            [[tuple(stats.mean_difference_ci(o[i, :, j], o[i, :, plain], rng=rng)) for j in sweep]
+             for i in range(o.shape[0])])
+    return out
+
+
 def analyse(config: dict, tasks: list[dict], results: list[dict]):
     """Arrays behind the figures, the claims and diagnostics (plain fit error, run count)."""
     data = collect(config, tasks, results)
@@ -197,6 +218,7 @@ def analyse(config: dict, tasks: list[dict], results: list[dict]):
     claims = claims_of(config, data, root)
     arrays = {"sizes": np.asarray(config["sizes"], dtype=float),
               "taus": np.asarray(config["taus"], dtype=float)}
+    arrays |= intervals(config, data, root)
     for init, d in data.items():
         for k in (*ex.MEASURES, "positions", "x_last", "fit_history"):
             arrays[f"{k}__{init}"] = d[k]

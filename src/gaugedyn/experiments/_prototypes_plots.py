@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import stats
 from ..plotting import save_figure
 from ..prototypes import _model as model
 from . import prototypes as ex
@@ -14,11 +13,16 @@ COLORS = {"plain": "k", "cov": "tab:green", "sep": "tab:blue", "ov": "tab:red",
           "cov+sep+ov": "tab:brown"}
 
 
-def _line(ax, sizes, values, label, color, style="-"):
-    """Mean over seeds with its 95% t interval, against N."""
-    ivs = np.array([stats.mean_ci(v) for v in values])
-    ax.plot(sizes, ivs[:, 0], style, color=color, label=label, marker="o", ms=3)
-    ax.fill_between(sizes, ivs[:, 1], ivs[:, 2], color=color, alpha=0.15, lw=0)
+def _line(ax, x, ivs, label, color, style="-"):
+    """Mean over seeds with its stored 95% bootstrap interval ``ivs`` (rows: mean, low, high)."""
+    ax.plot(x, ivs[:, 0], style, color=color, label=label, marker="o", ms=3)
+    ax.fill_between(x, ivs[:, 1], ivs[:, 2], color=color, alpha=0.15, lw=0)
+
+
+def _log_sizes(ax, sizes):
+    ax.set_xscale("log")
+    ax.set_xticks(sizes, [f"{n:g}" for n in sizes])
+    ax.minorticks_off()
 
 
 def _grid(config, rows, cols, title):
@@ -35,19 +39,20 @@ def error_figure(arrays, config, outdir):
     inits, covs = config["inits"], config["coverages"]
     fig, axes = _grid(config, inits, covs, "reconstruction error against N")
     for r, init in enumerate(inits):
-        err = arrays[f"reconstruction_error__{init}"]
+        err = arrays[f"ci__reconstruction_error__{init}"]
         for c, cov in enumerate(covs):
             ax = axes[r, c]
             for mask in model.COMBINATIONS:
                 name = model.combination_name(mask)
                 j = ex.variant_index(config, mask, cov)
-                _line(ax, sizes, err[:, :, j], name, COLORS[name])
-            ax.set(xscale="log", yscale="log", xlabel="N",
+                _line(ax, sizes, err[:, j], name, COLORS[name])
+            _log_sizes(ax, sizes)
+            ax.set(yscale="log", xlabel="N",
                    ylabel="reconstruction error", title=f"init {init}, coverage {cov}")
             ax.legend(fontsize=6, ncol=2)
     caption = ("Mean reconstruction error (mean over seeds of min over one-to-one assignments of "
-               "mean |x_j - p_sigma(j)|) against N for the eight loss combinations, 95% t "
-               "intervals over seeds; rows: initialisation reading, columns: coverage reading.")
+               "mean |x_j - p_sigma(j)|) against N for the eight loss combinations, 95% bootstrap "
+               "intervals of the mean over seeds; rows: initialisation reading, columns: coverage reading.")
     return save_figure(fig, outdir, "prototypes_error", caption)
 
 
@@ -60,16 +65,17 @@ def usage_figure(arrays, config, outdir):
     for r, init in enumerate(inits):
         for c, usage in enumerate(ex.pm.USAGES):
             ax = axes[r, c]
-            m = arrays[f"usage_{usage}__{init}"]
+            m = arrays[f"ci__usage_{usage}__{init}"]
             for mask, cov, style in lines:
                 name = model.combination_name(mask) + (f" ({cov})" if cov else "")
                 color = COLORS[model.combination_name(mask)]
-                _line(ax, sizes, m[:, :, ex.variant_index(config, mask, cov)], name, color, style)
-            ax.set(xscale="log", xlabel="N", ylabel="usage ratio",
+                _line(ax, sizes, m[:, ex.variant_index(config, mask, cov)], name, color, style)
+            _log_sizes(ax, sizes)
+            ax.set(xlabel="N", ylabel="usage ratio",
                    title=f"init {init}, usage by {usage}")
             ax.legend(fontsize=6)
     caption = ("Prototype-usage specialization ratio (distinct neurons serving some training "
-               "input, over N) against N, 95% t intervals over seeds; columns: nearest-prototype "
+               "input, over N) against N, 95% bootstrap intervals of the mean over seeds; columns: nearest-prototype "
                "and argmax-of-response readings; coverage dashed for the one-sided reading.")
     return save_figure(fig, outdir, "prototypes_usage", caption)
 
@@ -108,22 +114,19 @@ def tau_figure(arrays, config, outdir):
     inits = config["inits"]
     fig, axes = plt.subplots(1, len(inits), figsize=(4.6 * len(inits), 3.4), squeeze=False)
     for ax, init in zip(axes[0], inits):
-        out = arrays[f"outside_fraction__{init}"]
-        plain = ex.variant_index(config, (0, 0, 0), None)
+        ci = arrays[f"tau_ci__{init}"]
         for i, n in enumerate(sizes):
-            cols = [ex.variant_index(config, (0, 1, 0), None, tau=float(t)) for t in taus]
-            ivs = np.array([stats.mean_ci(out[i, :, j] - out[i, :, plain]) for j in cols])
             color = f"C{i}"
-            ax.plot(taus, ivs[:, 0], "o-", ms=3, color=color, label=f"N = {n:g}")
-            ax.fill_between(taus, ivs[:, 1], ivs[:, 2], color=color, alpha=0.15, lw=0)
+            _line(ax, taus, ci[i], f"N = {n:g}", color)
             ax.axvline(1 / n, color=color, ls=":", lw=0.8)
         ax.axhline(ex.EXPULSION_MARGIN, color="k", ls="--", lw=0.8)
-        ax.set(xscale="log", xlabel="tau", ylabel="outside fraction - plain's",
+        _log_sizes(ax, taus)
+        ax.set(xlabel="tau", ylabel="outside fraction - plain's",
                title=f"separation-only tau sweep, init {init}")
         ax.legend(fontsize=6)
     caption = ("Excess fraction of prototypes outside the hull over the plain fit, separation-only "
                "mask, against tau, per N (dotted: the sample spacing 1/N; dashed: the 0.05 margin "
-               "of the finding), 95% t intervals over seeds.")
+               "of the finding), 95% paired bootstrap intervals over seeds.")
     return save_figure(fig, outdir, "prototypes_tau", caption)
 
 
