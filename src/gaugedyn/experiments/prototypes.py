@@ -95,8 +95,8 @@ class Prototypes(Experiment):
         "sizes": Param(list, [3, 5, 10, 20, 50, 100], quick=[3, 10, 20], lo=3, hi=200,
                        min_len=2, max_len=12, distinct=True, why="time and memory: B N^2 per step",
                        check=lambda v: all(type(n) is int for n in v) and v == sorted(v),
-                       allowed="an ascending list of 2 to 12 distinct integers, each in [3, 200] (upper "
-                       "bound: time and memory, B N^2 per step)",
+                       allowed="an ascending list of at least 2 and at most 12 distinct integers, "
+                       "each in [3, 200] (upper bound: time and memory: B N^2 per step)",
                        help="dataset sizes N (= network widths), ascending"),
         "seeds": Param(int, 10, quick=3, lo=2, hi=200, why="time: one batch row per seed",
                        help="seeds per (N, initialisation, loss)"),
