@@ -5,8 +5,14 @@ import numpy as np
 import pytest
 
 from gaugedyn import InputError
-from gaugedyn.adam import READING_SUMS, cell_table, protocol_statistics, split_update
-from gaugedyn.adam import reading_sums, run_measures
+from gaugedyn.adam import (
+    READING_SUMS,
+    cell_table,
+    protocol_statistics,
+    reading_sums,
+    run_measures,
+    split_update,
+)
 from gaugedyn.adam._grid import roughness
 from gaugedyn.experiments import beta_grid as bg
 
