@@ -31,7 +31,7 @@ def _run(experiment, params, tmp_path):
 
 
 def _checks(claims):
-    return [c for c in claims if not c.id.startswith("finding:")]
+    return [c for c in claims if c.kind == "check"]
 
 
 # ---------------------------------------------------------------------------- beta_grid
@@ -168,11 +168,14 @@ def test_gauge_under_adam_end_to_end(tmp_path):
     assert np.all((a["owner_lo"] <= a["owner_rate"]) & (a["owner_rate"] <= a["owner_hi"]))
     ok = np.isfinite(a["gap"])
     assert np.all(a["gap_lo"][ok] <= a["gap"][ok] + 1e-12)
-    findings = [c for c in claims if c.id.startswith("finding:")]
-    assert {c.id for c in findings} == {f"finding:{k}:D8" for k in
-                                        ("owner_rate", "gauge_gap", "lag_share", "delta_drift")}
-    assert all(not c.fails_run for c in findings)
-    assert {c.kind for c in findings} == {"finding", "measurement"}
+    reported = [c for c in claims if c.id.startswith(("finding:", "measurement:"))]
+    assert {c.id for c in reported} == (
+        {f"finding:{k}:D8:{g}" for k in ("owner_rate", "gauge_gap") for g in ("tied", "untied")}
+        | {f"measurement:{k}:D8" for k in ("gauge_gap", "lag_share", "delta_drift")})
+    assert all(not c.fails_run for c in reported)
+    found = [c for c in reported if c.kind == "finding"]
+    assert all(c.verdict in ("HELD", "NOT HELD", "UNRESOLVED") for c in found)
+    assert all(c.statement.startswith("provisional (reduced configuration): ") for c in found)
 
 
 def test_probe_leaves_the_trainer_trajectory_unchanged():
@@ -211,10 +214,11 @@ def test_probed_runs_in_threads_match_serial_runs():
 
 
 def test_probe_refuses_steps_without_adam_state():
+    from gaugedyn.adam import AdamProbe
     from gaugedyn.theory import single
     from gaugedyn.training import TrainConfig, train
 
-    probe = ga.AdamProbe(steps=3, bins=1, skip=0.0)
+    probe = AdamProbe(steps=3, bins=1, skip=0.0)
     with pytest.raises(InputError, match="adam"):
         train(single(6, "w-heavy"), TrainConfig(lr=0.01, steps=3, samples=20), on_step=probe)
 
@@ -245,25 +249,28 @@ def test_gauge_under_adam_checks_fail_on_broken_inputs(broken, claim):
     assert all(c.passed for k, c in bad.items() if k != claim)
 
 
-def test_wilson_interval_matches_closed_forms():
-    z = 1.959963984540054
-    lo, hi = ga.wilson(10, 10)
-    assert hi == pytest.approx(1.0) and lo == pytest.approx(10 / (10 + z * z))
-    lo, hi = ga.wilson(0, 10)
-    assert lo == 0.0 and hi == pytest.approx(z * z / (10 + z * z))
-    lo, hi = ga.wilson(50, 100)
-    assert lo == pytest.approx(0.4038, abs=1e-4) and hi == pytest.approx(0.5962, abs=1e-4)
-    assert all(np.isnan(ga.wilson(0, 0)))
+def test_gap_interval_geometric_mean_and_coverage():
+    from gaugedyn.stats import generator
 
-
-def test_ratio_interval_geometric_mean_and_coverage():
-    rng = np.random.default_rng(0)
-    est, lo, hi, n = ga.ratio_interval([6.0, 6.0, np.nan, 6.0], [2.0, 2.0, 1.0, 2.0], rng)
+    rng = generator(5, "test")
+    est, lo, hi, n = ga.gap_interval([6.0, 6.0, np.nan, 6.0], [2.0, 2.0, 1.0, 2.0], rng)
     assert (est, lo, hi, n) == (pytest.approx(3.0), pytest.approx(3.0), pytest.approx(3.0), 3)
     num = np.exp(rng.normal(np.log(5.0), 0.3, size=200))
-    est, lo, hi, n = ga.ratio_interval(num, np.ones(200), rng)
+    est, lo, hi, n = ga.gap_interval(num, np.ones(200), rng)
     assert n == 200 and lo < 5.0 < hi and lo < est < hi and hi / lo < 1.2
-    assert np.isnan(ga.ratio_interval([np.nan], [1.0], rng)[0])
+    assert np.isnan(ga.gap_interval([np.nan], [1.0], rng)[0])
+
+
+def test_gauge_findings_judge_the_interval():
+    a = {"dims": np.array([8]), "beta1": np.array([0.9, 0.9]), "beta2": np.array([0.9, 0.99]),
+         "tied": np.array([True, False]), "owner_count": np.array([[8.0, 1.0]]),
+         "t_spec_w": np.array([[np.linspace(4.0, 4.4, 8), np.linspace(0.8, 1.25, 8)]]),
+         "t_spec_a": np.ones((1, 2, 8))}
+    found = {c.id: c for c in ga._group_findings(a, 0, 8, 2, "", 3)}
+    assert found["finding:owner_rate:D8:tied"].verdict == "HELD"
+    assert found["finding:owner_rate:D8:untied"].verdict == "NOT HELD"
+    assert found["finding:gauge_gap:D8:tied"].verdict == "HELD"
+    assert found["finding:gauge_gap:D8:untied"].verdict == "UNRESOLVED"
 
 
 def test_declared_configurations_hold_the_full_grid_and_tied_and_untied_betas():

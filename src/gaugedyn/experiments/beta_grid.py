@@ -133,15 +133,16 @@ class BetaGrid(Experiment):
         return names
 
 
-def configuration_label(config: dict) -> str:
-    """``""`` for the full configuration (the declared defaults), ``"provisional (quick)"`` for
-    the quick one, ``"provisional (reduced configuration)"`` for any other."""
-    params = BetaGrid.params
-    if all(config.get(k) == params[k].default for k in FULL_KEYS):
+def configuration_label(config: dict, params: dict | None = None, keys=FULL_KEYS) -> str:
+    """``""`` for the full configuration (the declared defaults of ``keys`` in ``params``,
+    by default this experiment's), ``"provisional (quick)"`` for the quick one,
+    ``"provisional (reduced configuration)"`` for any other."""
+    params = BetaGrid.params if params is None else params
+    if all(config.get(k) == params[k].default for k in keys):
         return ""
     quick = {k: params[k].quick if params[k].quick is not None else params[k].default
-             for k in FULL_KEYS}
-    if all(config.get(k) == quick[k] for k in FULL_KEYS):
+             for k in keys}
+    if all(config.get(k) == quick[k] for k in keys):
         return "provisional (quick)"
     return "provisional (reduced configuration)"
 
