@@ -39,16 +39,16 @@ def _checks(claims):
 
 def test_beta_grid_end_to_end_lag_exactly_zero_on_the_diagonal(tmp_path):
     cfg, results, arrays, claims = _run(
-        bg.EXPERIMENT, {"tasks": ["teacher_student", "digits_mlp"], "beta1s": [0.9, 0.99],
+        bg.EXPERIMENT, {"tasks": ["teacher_student"], "beta1s": [0.9, 0.99],
                         "beta2s": [0.9, 0.99], "steps": 15, "seeds": 2, "sample": 8}, tmp_path)
-    assert len(cfg.tasks) == 16
+    assert len(cfg.tasks) == 8
     checks = _checks(claims)
     assert {c.id for c in checks} == {"beta_grid.lag_zero_on_diagonal",
                                       "beta_grid.parts_sum_to_update",
                                       "beta_grid.update_is_applied_step",
                                       "beta_grid.recorder_matches_reference"}
     assert all(c.passed for c in checks), [c for c in checks if not c.passed]
-    for task in ("teacher_student", "digits_mlp"):
+    for task in ("teacher_student",):
         lag = arrays[f"{task}__share_lag_squared_current"]
         assert lag.shape == (2, 2)
         assert lag[0, 0] == 0.0 and lag[1, 1] == 0.0
@@ -62,7 +62,7 @@ def test_beta_grid_end_to_end_lag_exactly_zero_on_the_diagonal(tmp_path):
             assert np.all(r["share_lag"] == 0.0) and r["lag_norm_max"] == 0.0
             assert np.all(np.asarray(r["reference"])[:, 2] == 0.0)
     findings = [c for c in claims if c.id.startswith("finding:")]
-    assert len(findings) == 28 and all(c.kind == "finding" and not c.fails_run for c in findings)
+    assert len(findings) == 14 and all(c.kind == "finding" and not c.fails_run for c in findings)
     assert all(c.verdict in ("HELD", "NOT HELD", "UNRESOLVED") for c in findings)
     assert all(c.statement.startswith("provisional (reduced configuration): ") for c in findings)
 
