@@ -37,6 +37,10 @@ _LAZY = {
     "SAMPLE_FIELDS": ("._recorder", "SAMPLE_FIELDS"),
     "train_task": (".tasks", "train_task"),
 }
+_STATE = ("StateRecord", "select", "snapshot", "restore", "transplant", "exchange", "reset",
+          "reset_step", "scalarise_v", "mean_adaptive_scale", "equalise_adaptive_scale",
+          "weights", "update_norm", "rescale_update")
+_LAZY |= {name: ("._state", name) for name in _STATE}  # Adam state surgery (torch, lazy)
 
 
 def __getattr__(name: str):

@@ -62,6 +62,10 @@ def _check_existing(path: Path, where: str, kind: str) -> None:
                 f"{where}: holds a gaugedyn {found} folder, not a {kind} folder; "
                 "choose another folder"
             )
+    elif (claimed := _being_claimed(path)) is not None:
+        if claimed:
+            raise InputError(f"{where}: another gaugedyn command is using this folder (it is "
+                             "creating it now)")
     elif any(path.iterdir()):
         raise InputError(
             f"{where}: folder is not empty and was not written by gaugedyn; "
@@ -69,6 +73,20 @@ def _check_existing(path: Path, where: str, kind: str) -> None:
         )
     if not os.access(path, os.W_OK | os.X_OK):
         raise InputError(f"{where}: folder is not writable")
+
+
+def _being_claimed(path: Path) -> bool | None:
+    """``None`` unless ``path`` holds nothing but temporaries of the mark (``..gaugedyn.tmp-
+    <pid>-*``, written when a command claims a new folder); then whether such a process lives
+    (two commands started together on one folder) or not (a stale claim, reusable)."""
+    from ._store import _alive
+
+    prefix = f".{MARKER}.tmp-"
+    entries = list(path.iterdir())
+    if not entries or not all(p.name.startswith(prefix) for p in entries):
+        return None
+    pids = [p.name[len(prefix):].split("-")[0] for p in entries]
+    return any(pid.isdigit() and _alive(int(pid)) for pid in pids)
 
 
 def _check_creatable(path: Path, where: str) -> None:

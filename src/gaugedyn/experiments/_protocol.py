@@ -14,7 +14,11 @@ An experiment is a set of independent tasks plus an analysis:
 - ``plot(arrays, config, outdir)``: figures drawn from the stored arrays alone, saved with
   :func:`gaugedyn.plotting.save_figure`; returns figure names or ``(name, caption)`` pairs.
 
-``config`` is the dict of validated parameters (the keys of ``params``). Optional attributes:
+``config`` is the dict of validated parameters (the keys of ``params``). Optional method:
+``validate(config)``, called once the parameters are resolved and before ``tasks``, raises
+:class:`gaugedyn.InputError` (naming the settings and what is allowed) for a combination of
+individually valid values whose analysis cannot be done, e.g. a fit that needs at least two
+dimensions above its threshold. Optional attributes:
 ``captions`` (figure name -> caption) and ``definitions`` (the observables' definitions, recorded
 in ``summary.json``). ``results`` reach ``analyse`` as read back from the result store: arrays as
 numpy arrays, scalars as numpy scalars, other JSON values (``None``, strings, nested lists) as is.
