@@ -46,7 +46,7 @@ _F32 = 2.0**-24
 PROTOCOL = "src/gaugedyn/adam/PROTOCOL.md"
 FULL_KEYS = ("tasks", "beta1s", "beta2s", "seeds", "steps", "lr", "skip")
 VERDICT_CODES = {"NOT HELD": 0, "HELD": 1, "UNRESOLVED": 2}
-_BETAS = dict(type=list, lo=0.0, hi=0.999, min_len=2, max_len=8, distinct=True,
+_BETAS = dict(type=list, item=float, lo=0.0, hi=0.999, min_len=2, max_len=8, distinct=True,
               why="a memory of at most 1000 steps, within a run's length")
 
 

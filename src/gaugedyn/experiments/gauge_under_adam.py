@@ -56,7 +56,7 @@ class GaugeUnderAdam(Experiment):
                    "with Adam at tied and untied (beta1, beta2) over seeds: owner-selection rate, "
                    "gauge gap in specialization time and each neuron's lag share, with intervals")
     params = {
-        "dims": Param(list, [16, 64], quick=[32], lo=4, hi=4096, min_len=1, max_len=8,
+        "dims": Param(list, [16, 64], quick=[32], item=int, lo=4, hi=4096, min_len=1, max_len=8,
                       distinct=True, why="memory: seeds x copies x D floats per moment",
                       help="input dimensions D (the gauge strength is D)"),
         "betas": Param(list, [[0.9, 0.9], [0.99, 0.99], [0.9, 0.99], [0.9, 0.999], [0.99, 0.9]],
