@@ -15,12 +15,16 @@ from ._decomposition import part_norms as part_norms
 from ._decomposition import shares as shares
 from ._decomposition import smoothness as smoothness
 from ._decomposition import split_update as split_update
-from ._grid import CLAIMS as CLAIMS
-from ._grid import FIELDS as FIELDS
+from ._grid import TASK_KINDS as TASK_KINDS
 from ._grid import TASKS as TASKS
-from ._grid import THRESHOLDS as THRESHOLDS
-from ._grid import analyse_grid as analyse_grid
-from ._grid import grid_claims as grid_claims
+from ._grid import cell_table as cell_table
+from ._grid import protocol_statistics as protocol_statistics
+from ._grid import run_measures as run_measures
+from ._probe import READING_SUMS as READING_SUMS
+from ._probe import READINGS as READINGS
+from ._probe import AdamProbe as AdamProbe
+from ._probe import StreamingSplit as StreamingSplit
+from ._probe import reading_sums as reading_sums
 from ._spikes import detect as detect_spikes
 from ._spikes import horizon as spike_horizon
 from ._stability import cubic_coefficients as cubic_coefficients
@@ -28,7 +32,6 @@ from ._stability import growth_rate as growth_rate
 from ._stability import oscillating_state as oscillating_state
 from ._stability import simulate_losses as simulate_losses
 from ._synthetic import SIGNALS as SIGNALS
-from ._synthetic import fit_slope as fit_slope
 from ._synthetic import measured_vs_series as measured_vs_series
 from ._synthetic import order_check as order_check
 from ._synthetic import series_terms as series_terms
@@ -57,8 +60,9 @@ def __getattr__(name: str):
 
 __all__ = [
     "PARTS", "RESIDUAL_PARTS", "AdamParts", "adam_moments", "decompose_history", "decompose_state",
-    "part_norms", "shares", "smoothness", "split_update", "CLAIMS", "FIELDS", "TASKS", "THRESHOLDS",
-    "analyse_grid", "grid_claims", "SIGNALS", "fit_slope", "measured_vs_series",
+    "part_norms", "shares", "smoothness", "split_update", "TASK_KINDS", "TASKS", "cell_table",
+    "protocol_statistics", "run_measures", "READING_SUMS", "READINGS", "AdamProbe",
+    "StreamingSplit", "reading_sums", "SIGNALS", "measured_vs_series",
     "order_check", "series_terms", "transition_fraction", *_LAZY,
     "detect_spikes", "spike_horizon", "cubic_coefficients", "growth_rate", "oscillating_state",
     "simulate_losses",

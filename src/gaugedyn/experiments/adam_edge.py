@@ -40,12 +40,12 @@ class AdamEdge(Experiment):
     description = ("full-batch Adam on digits (MSE and cross-entropy): active curvature against "
                    "2(1+beta1)/(1-beta1), gradient reversal and iterate averaging at the edge")
     params = {
-        "losses": Param(list, ["mse", "ce"], choices=("mse", "ce"), min_len=1, max_len=2,
+        "losses": Param(list, ["mse", "ce"], item=str, choices=("mse", "ce"), min_len=1, max_len=2,
                         distinct=True, help="losses"),
-        "lrs": Param(list, [1e-2, 3e-2], quick=[1e-2], lo=1e-5, hi=0.3, min_len=1,
+        "lrs": Param(list, [1e-2, 3e-2], item=float, quick=[1e-2], lo=1e-5, hi=0.3, min_len=1,
                      max_len=6, distinct=True, why="beyond, Adam diverges at start-up",
                      help="step sizes"),
-        "beta1s": Param(list, [0.0, 0.5, 0.9], lo=0.0, hi=0.99, min_len=1, max_len=6,
+        "beta1s": Param(list, [0.0, 0.5, 0.9], item=float, lo=0.0, hi=0.99, min_len=1, max_len=6,
                         distinct=True, why="threshold 398 at 0.99", help="first-moment factors"),
         "beta2": Param(float, 0.999, lo=0.5, hi=0.9999, why="memory 1e4 steps",
                        help="second-moment factor"),
