@@ -90,6 +90,7 @@ class AdamEdge(Experiment):
         finally:
             torch.set_num_threads(before)
         out["edge_start"] = edge_start(out, task)
+        out["bootstrap_seed"] = int(stats.generator(seed, "bootstrap").integers(0, 2**62))
         return out
 
     def analyse(self, config, tasks, results):
@@ -169,7 +170,7 @@ def _cell_findings(loss, lr, ws, rng) -> list[Claim]:
 
 def _analyse(tasks, results):
     arrays, claims, diag = {}, [], {"runs": {}}
-    rng = stats.generator(0, "adam_edge", len(tasks))
+    rng = stats.generator(int(results[0]["bootstrap_seed"]), "adam_edge", len(tasks))
     worst = 0.0
     cells: dict = {}
     for t, r in zip(tasks, results):
