@@ -45,6 +45,18 @@ def _number(name: str, text, *, kind=float, allowed: str = "a number > 0"):
     return value
 
 
+def _functional(sol, problem, activation: str, prune_tol: float) -> dict:
+    """Owners with ties, the remaining function of the non-owners and pruning "from then on"."""
+    import numpy as np
+
+    from ._functional import functional_report, pruning_time
+
+    _, _, _, b, T = problem.order_parameters()
+    report = functional_report(sol.a[-1], sol.Q[-1], sol.R[-1], T, b, activation)
+    prune = pruning_time(sol.t, sol.observables["rho"], prune_tol, sol.pruning_time)
+    return {**report, "pruning_time": [None if np.isnan(x) else float(x) for x in prune]}
+
+
 def _handle(args: argparse.Namespace) -> int:
     import json
 
@@ -109,6 +121,7 @@ def _handle(args: argparse.Namespace) -> int:
                 rtol=numbers["rtol"], atol=numbers["atol"], definitions=definitions,
                 stop_at_specialization=args.stop_at_specialization)
     out = sol.to_dict()
+    out |= _functional(sol, problem, args.activation, prune_tol)
     out["versions"] = versions()
     print(json.dumps(out, allow_nan=False))
     return 0
