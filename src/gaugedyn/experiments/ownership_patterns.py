@@ -26,13 +26,21 @@ Claims:
 
 - ``ownership_patterns.selection_region`` (finding): in the region ``gap >= gap_claim`` and
   ``s >= scale_claim`` (fixed in advance from the counterexamples below), the fraction of patterns
-  selected; HELD when its 95% Wilson interval lies above ``region_rate``. The measured boundary,
+  selected; HELD when its 95% Wilson interval lies above ``region_rate`` (0.8: with the full
+  run's few dozen patterns in the region, a Wilson bound above 0.95 is out of reach even when
+  all are selected). The quick run's few patterns can leave it UNRESOLVED; its statement then
+  says "provisional (quick)". The measured boundary,
   per ``s`` the smallest gap from which every sampled pattern is selected, is reported with it;
 - ``ownership_patterns.ties`` (check): the patterns with gap 0, and only those, end as ties;
 - ``ownership_patterns.counterexamples`` (check): three patterns measured independently (a
   weight-space implementation) land where they were measured: ``w,a,w,b,w`` at ``s = 0.2`` is
   selected with no copy pruned; ``a,w,b`` at ``s = 0.05`` is shared (remaining function 0.107);
   ``a,a,w,w`` at ``s = 1`` is a tie. They are drawn on the map.
+
+The outcome is read at ``t_end = 1000`` in the full and the quick configuration alike (the three
+patterns above are settled by then: their values at ``t = 1000`` and ``t = 25000`` agree to the
+digits quoted). The balanced copies are pruned slowly (their reaction mobility ``2 |rho|``
+vanishes with ``rho``), so "shared" means "not pruned by ``t_end``".
 """
 
 from __future__ import annotations
@@ -92,20 +100,20 @@ class OwnershipPatterns(Experiment):
         "outcome": "selected / shared / tie / other (module docstring)",
     }
     params = {
-        "Ks": Param(list, [2, 3, 4, 5, 6, 8], quick=[2, 3, 5, 8], lo=2, hi=8, min_len=1,
+        "Ks": Param(list, [2, 3, 4, 5, 6, 8], quick=[2, 4, 8], lo=2, hi=8, min_len=1,
                     max_len=7, distinct=True, why="the issue's range: up to 8 duplicates",
                     help="numbers of duplicate students"),
         "scales": Param(list, [0.05, 0.2, 1.0], lo=0.0, lo_open=True, hi=100.0, min_len=1,
                         max_len=8, distinct=True, why=gp.SCALE_WHY,
                         help="initial coefficients rho0 = s"),
-        "n_patterns": Param(int, 24, quick=4, lo=1, hi=500,
+        "n_patterns": Param(int, 24, quick=3, lo=1, hi=500,
                             why="one batch of n_patterns trajectories per (K, s) cell",
                             help="random gauge patterns per (K, s)"),
         "n_levels": Param(int, 9, lo=3, hi=41, why="ties need levels that repeat",
                           help="gauge levels equally spaced in [-1, 1] (odd: includes 0)"),
         "dim": gp.dim_param(10, hi=1000, why="D^g sets the gauges; the issue's D is 10"),
-        "t_end": Param((int, float), 25000.0, lo=1.0, hi=1e6,
-                       why="the stiff integrator's steps grow with the horizon",
+        "t_end": Param((int, float), 1000.0, lo=1.0, hi=1e5,
+                       why="the integrator takes about one step per unit time here",
                        help="time at which the outcome is read"),
         "function_tol": Param(float, 1e-3, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
                               why="relative to ||f*||, 1 is no pruning at all",
@@ -117,7 +125,7 @@ class OwnershipPatterns(Experiment):
                            why="levels lie in [-1, 1]", help="claimed region: gap >= this"),
         "scale_claim": Param(float, 0.2, lo=0.0, hi=100.0, lo_open=True, why=gp.SCALE_WHY,
                              help="claimed region: s >= this"),
-        "region_rate": Param(float, 0.95, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
+        "region_rate": Param(float, 0.8, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
                              why="a fraction", help="claimed selected fraction in the region"),
         "rtol": gp.rtol_param(1e-8),
     }
@@ -220,14 +228,15 @@ class OwnershipPatterns(Experiment):
             out.append(min(ok) if ok else np.nan)
         return np.array(out, dtype=float)
 
-    @staticmethod
-    def _region_claim(config, arr: dict, boundary: np.ndarray) -> Claim:
+    def _region_claim(self, config, arr: dict, boundary: np.ndarray) -> Claim:
         gap_c, s_c = float(config["gap_claim"]), float(config["scale_claim"])
         region = (arr["gap"] >= gap_c - 1e-12) & (arr["scale"] >= s_c)
         k, n = int(np.sum(arr["outcome"][region] == 0)), int(np.sum(region))
         outside = ~region & (arr["gap"] > 0)
         rate_out = float(np.mean(arr["outcome"][outside] == 0)) if outside.any() else np.nan
         edges = ", ".join(f"s = {s:g}: {b:g}" for s, b in zip(sorted(config["scales"]), boundary))
+        few = config["n_patterns"] < self.params["n_patterns"].default
+        note = "; provisional (quick): fewer patterns than the full run" if few else ""
         return finding(
             "ownership_patterns.selection_region",
             (f"among K in {sorted(config['Ks'])} duplicates at D = {config['dim']} with random "
@@ -235,7 +244,7 @@ class OwnershipPatterns(Experiment):
              f"function is below {config['function_tol']:g} ||f*|| at t = {config['t_end']:g} "
              f"whenever gap >= {gap_c:g} and s >= {s_c:g}: fraction selected in that region "
              f"({k} of {n}); outside it (gap > 0) {rate_out:.2f}; measured boundary, the smallest "
-             f"gap from which every pattern is selected: {edges}"),
+             f"gap from which every pattern is selected: {edges}{note}"),
             proportion_ci(k, n), float(config["region_rate"]), ">",
             cells={"patterns_in_region": n})
 
