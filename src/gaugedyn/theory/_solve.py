@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -202,8 +202,9 @@ def _rodas_single(y0, p, t_max, t_eval, rtol, atol, event_fn, E, stop):
                 status=int(res.status[0]), message=res.message[0])
 
 
-def _gd(y0, p, eta, t_max, t_eval, event_fn, E, stop):
+def _gd(y0, p, eta, t_max, t_eval, event_fn, E, stop, progress=None):
     n_steps = int(np.ceil(t_max / eta - 1e-9))
+    chunk = max(1, min(1000, n_steps // 200))  # how often ``progress(done, total)`` is called
     k_out = np.unique(np.clip(np.rint(t_eval / eta).astype(np.int64), 0, n_steps))
     events = np.full(E, np.nan)
     stop_mask = _stop_mask(p.K, p.M)
@@ -213,6 +214,8 @@ def _gd(y0, p, eta, t_max, t_eval, event_fn, E, stop):
     k = 0
     g_prev = None
     for k in range(n_steps + 1):
+        if progress is not None and k % chunk == 0:
+            progress(k, n_steps)
         if E:
             # first crossing, placed by linear interpolation between the two iterates around it
             g = event_fn(y[None], p)[0]
@@ -236,6 +239,8 @@ def _gd(y0, p, eta, t_max, t_eval, event_fn, E, stop):
             bad = int(np.flatnonzero(~np.isfinite(y_new))[0])
             raise DivergenceError(p.component(bad), (k + 1) * eta, k + 1, y)
         y = y_new
+    if progress is not None:
+        progress(k, n_steps)
     ks = np.array(ks)
     return dict(t=ks * eta, y=np.array(ys), events=events, t_final=ks[-1] * eta, nfev=k,
                 njev=0, nsteps=k, nrejected=0, status=1 if k < n_steps else 0,
@@ -257,7 +262,8 @@ def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "fl
           eta: float | None = None, t_max: float | None = None, method: str = "rodas",
           rtol: float = 1e-8, atol: float = 1e-10, definitions: Definitions = DEFAULT_DEFINITIONS,
           t_eval=None, stop_at_specialization: bool = False, keep_weights: bool = False,
-          singular_cutoff: float = 1e-10) -> Solution:
+          singular_cutoff: float = 1e-10,
+          progress: Callable[[int, int], object] | None = None) -> Solution:
     """Population gradient flow (or gradient descent with step ``eta``) from a :class:`Problem`.
 
     ``dynamics="flow"`` integrates ``da/dt = -dL/da``, ``dW/dt = -dL/dW`` with ``method`` (see
@@ -266,7 +272,9 @@ def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "fl
     ``t_eval`` (default: ``0`` and log-spaced times up to ``t_max``; default ``t_max`` from
     :func:`default_t_max`), plus the final time. With ``stop_at_specialization`` the run ends when
     every teacher feature has specialised. Raises :class:`InputError` on bad settings and
-    :class:`DivergenceError` when the trajectory stops being finite.
+    :class:`DivergenceError` when the trajectory stops being finite. ``progress``, if given, is
+    called as ``progress(steps_done, steps_total)`` once per chunk of at most 1000
+    gradient-descent steps (the flow does not call it); it does not change the result.
     """
     _check_common(formulation, dynamics, method, rtol, atol)
     if not isinstance(definitions, Definitions):
@@ -294,7 +302,7 @@ def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "fl
     E = p.M + p.K
     start = time.perf_counter()
     if dynamics == "gd":
-        raw = _gd(y0, p, eta, t_max, t_eval, event_fn, E, stop_at_specialization)
+        raw = _gd(y0, p, eta, t_max, t_eval, event_fn, E, stop_at_specialization, progress)
         method_name = "gd"
     elif method == "rodas":
         raw = _rodas_single(y0, p, t_max, t_eval, rtol, atol, event_fn, E, stop_at_specialization)
