@@ -56,7 +56,6 @@ class DimensionScaling(Experiment):
                 f"needs them; these have {len(above)}: {above})")
 
     def tasks(self, config):
-        self.validate(config)
         return [{"dim": int(d), "gauge": g, "scale": float(config["scale"]),
                  "threshold": float(config["threshold"]), "rtol": float(config["rtol"])}
                 for d in sorted(config["dims"]) for g in gt.GAUGES]

@@ -53,8 +53,9 @@ class FiniteSample(Experiment):
                      help="input dimension D"),
         "ns": Param(list, [100, 300, 1000, 3000, 10000, 30000], quick=[100, 300, 1000, 3000, 10000],
                     lo=8, hi=10**6, min_len=3, max_len=12, check=lambda v: max(v) / min(v) >= 100,
-                    allowed="a list of 3 to 12 integers in [8, 1e6] spanning at least two decades "
-                            "(upper bound: memory, S x n x D samples per task)",
+                    why="memory: S x n x D samples per task",
+                    allowed="a list of at least 3 and at most 12 integers in [8, 1e+06] spanning at least two decades "
+                            "(upper bound: memory: S x n x D samples per task)",
                     help="sample sizes n"),
         "seeds": Param(int, 96, quick=48, lo=2, hi=1000, why="seeds are trained in one batch",
                        help="seeds per n (trained batched)"),

@@ -139,7 +139,6 @@ class OwnershipPatterns(Experiment):
                              "integer in [3, 41] (so that the balanced level 0 is one of them)")
 
     def tasks(self, config):
-        self.validate(config)
         keep = ("n_patterns", "n_levels", "dim", "t_end", "rtol")
         out = [{"K": int(K), "scale": float(s), **{k: config[k] for k in keep}}
                for K in sorted(config["Ks"]) for s in sorted(config["scales"])]

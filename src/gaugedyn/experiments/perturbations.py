@@ -32,7 +32,8 @@ class Perturbations(Experiment):
         "strengths": Param(list, [1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 30.0, 100.0],
                            quick=[1.0, 2.0, 5.0, 20.0, 100.0], lo=1.0, hi=1e4, min_len=2,
                            max_len=20, distinct=True, check=lambda v: 1.0 in v,
-                           allowed="a list of 2 to 20 distinct numbers in [1, 1e4] that contains 1 "
+                           why="the mobility ratio lambda^2 stays below 1e8",
+                           allowed="a list of at least 2 and at most 20 distinct numbers in [1, 10000] that contains 1 "
                                    "(upper bound: the mobility ratio lambda^2 stays below 1e8)",
                            help="gauge strengths lambda (1: symmetric control)"),
         "epsilons": Param(list, [0.003, 0.01, 0.03, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0],

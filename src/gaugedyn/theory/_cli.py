@@ -215,7 +215,7 @@ def _handle(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     out = sol.to_dict()
-    out |= _functional(sol, problem, args.activation, prune_tol)
+    out |= _functional(sol, problem, args.activation, values["prune_tol"])
     out["versions"] = versions()
     print(json.dumps(out, allow_nan=False))
     return 0
