@@ -421,3 +421,16 @@ def test_divergent_members_of_a_batch_are_isolated(monkeypatch):
     out = gt.trajectories_or_none(["p0", "p1", "bad", "p3", "p4"], np.array([0.0, 1.0]))
     assert [o if o is None else o["ok"] for o in out] == ["p0", "p1", None, "p3", "p4"]
     assert calls[0] == 5 and len(calls) < 10
+
+
+def test_finite_sample_dissipation_finding_fails_without_convergence():
+    from gaugedyn.experiments.finite_sample import EXPERIMENT as FINITE
+    from gaugedyn.stats import loglog_fit
+
+    config = config_of(FINITE, quick=True)
+    ns = np.array([100.0, 1000.0, 10000.0, 100000.0])
+    wobble = 1 + 0.01 * np.array([1, -1, 1, -1])
+    good = FINITE._dissipation_finding("reaction", config, ns, loglog_fit(ns, ns**-0.5 * wobble),
+                                       0.0)
+    flat = FINITE._dissipation_finding("transport", config, ns, loglog_fit(ns, wobble), 0.0)
+    assert good.verdict == "HELD" and flat.verdict == "NOT HELD"
