@@ -35,7 +35,7 @@ REDUCED = {
     GD: dict(etas=[3e-4, 1e-3, 3e-3]),
     GD_SELECTION: dict(selection_etas=[1e-2]),
     DISSIPATION: dict(dim=30, t_max=5e3, per_decade=40),
-    PATTERNS: dict(Ks=[2, 3], scales=[0.2], n_patterns=3),
+    PATTERNS: dict(Ks=[2], scales=[1.0], n_patterns=2),
 }
 
 
