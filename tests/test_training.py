@@ -181,13 +181,13 @@ def test_cli_prints_json_and_rejects_bad_input(capsys):
 
 def test_owner_is_the_favourable_copy_in_every_seed():
     from gaugedyn._meta import task_seed
-    from gaugedyn.experiments.gauge_in_training import EXPERIMENT
+    from gaugedyn.experiments.gauge_in_training_ownership import EXPERIMENT
 
-    task = {"part": "ownership", "dim": 8, "K": 3, "seeds": 16, "epsilon": 0.02,
+    task = {"dim": 8, "K": 3, "seeds": 16, "epsilon": 0.02,
             "scale": 1.0, "n_factor": 20, "threshold": 0.95}
     res = EXPERIMENT.run_task(task, task_seed(0, "test"))
     assert np.all(res["owner"] == 0)
-    assert np.median(res["contribution"]) < 0.05
+    assert np.median(res["remaining"]) < 0.05
 
 
 @pytest.mark.parametrize("cfg", [CONFIGS[0], CONFIGS[2], CONFIGS[4], CONFIGS[5],

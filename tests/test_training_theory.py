@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _gauge_helpers import config_of, run_inline
 
 torch = pytest.importorskip("torch")
 
 from gaugedyn._meta import task_seed  # noqa: E402
-from gaugedyn.experiments import _gauge_common as gc  # noqa: E402
 from gaugedyn.theory import population_loss, single, solve  # noqa: E402
 from gaugedyn.training import TrainConfig, train  # noqa: E402
 from gaugedyn.training._online_ode import noise_term, online_ode  # noqa: E402
@@ -25,11 +25,14 @@ def _one_thread():
 def test_gd_deviation_from_population_dynamics_scales_as_inverse_root_n():
     from gaugedyn.experiments.finite_sample import EXPERIMENT
 
-    cfg = gc.config_of(EXPERIMENT, quick=True, ns=[100, 1000, 10000], seeds=32, t_max=3.0)
-    _, _, arrays, claims = gc.run_inline(EXPERIMENT, cfg, root_seed=1)
+    cfg = config_of(EXPERIMENT, quick=True, ns=[100, 1000, 10000], seeds=32, t_max=3.0)
+    _, _, arrays, claims = run_inline(EXPERIMENT, cfg, root_seed=1)
     slopes = {c.id: c.measured for c in claims}
     for claim in claims:
-        assert abs(claim.measured + 0.5) <= 0.15, slopes
+        if claim.kind == "check":  # loss, alignment, rho: the fitted exponent itself
+            assert abs(claim.measured + 0.5) <= 0.15, slopes
+        else:  # reaction, transport: the finding measures |p + 1/2|
+            assert claim.measured <= 0.15, slopes
     # and the deviation itself is small at the largest n
     assert np.median(arrays["deviation_rho"][-1]) < 0.02
 
@@ -72,33 +75,43 @@ def test_trained_specialization_times_follow_the_flow_for_both_gauges():
         assert abs(np.median(ts) / t_flow - 1) < 0.15, (gauge, ts, t_flow)
 
 
-def _fake_gauge_results(owner_ok: bool):
-    from gaugedyn.experiments.gauge_in_training import EXPERIMENT
+def _fake_scaling_results():
+    from gaugedyn.experiments.gauge_in_training_scaling import EXPERIMENT
 
-    cfg = gc.config_of(EXPERIMENT, quick=True, dims=[8, 16, 32], Ks=[2])
+    cfg = config_of(EXPERIMENT, quick=True, dims=[8, 16, 32])
     tasks = EXPERIMENT.tasks(cfg)
     rng = np.random.default_rng(0)
     results = []
-    for task in tasks:
-        if task["part"] == "scaling":
-            D = task["dim"]
-            base = 5.0 * D if task["gauge"] == "w-heavy" else 1.0 / D
-            results.append({"specialization_time": base * (1 + 0.01 * rng.normal(size=6)),
-                            "theory_time": np.array(base), "steps": np.array(100)})
-        else:
-            owner = np.zeros(6, dtype=int)
-            if not owner_ok:
-                owner[2] = 1
-            results.append({"owner": owner, "contribution": np.full(6, 1e-4),
-                            "flow_contribution": np.array(1e-5), "t": np.array([0.0, 1.0]),
-                            "rho": np.ones((6, 2, 2))})
+    for i, task in enumerate(tasks):
+        D = task["dim"]
+        base = 5.0 * D if task["gauge"] == "w-heavy" else 1.0 / D
+        results.append({"specialization_time": base * (1 + 0.01 * rng.normal(size=6)),
+                        "theory_time": np.array(base), "steps": np.array(100),
+                        "run_time": np.array(10 * base), "boot_entropy": 1000 + i})
+    return EXPERIMENT.analyse(cfg, tasks, results)[1]
+
+
+def _fake_ownership_results(owner_ok: bool):
+    from gaugedyn.experiments.gauge_in_training_ownership import EXPERIMENT
+
+    cfg = config_of(EXPERIMENT, quick=True, Ks=[2])
+    tasks = EXPERIMENT.tasks(cfg)
+    results = []
+    for i, _ in enumerate(tasks):
+        owner = np.zeros(6, dtype=int)
+        if not owner_ok:
+            owner[2] = -1  # a tie is not an owner
+        results.append({"owner": owner, "remaining": np.full(6, 1e-4),
+                        "flow_remaining": np.array(1e-5), "t": np.array([0.0, 1.0]),
+                        "rho": np.ones((6, 2, 2)), "boot_entropy": 7 + i})
     return EXPERIMENT.analyse(cfg, tasks, results)[1]
 
 
 def test_gauge_in_training_claims_pass_and_fail_on_built_cases():
-    good = {c.id: c for c in _fake_gauge_results(True)}
-    bad = {c.id: c for c in _fake_gauge_results(False)}
+    good = {c.id: c for c in _fake_scaling_results()}
     assert all(c.passed for c in good.values())
-    assert good["gauge_in_training.ratio_grows"].measured == pytest.approx(2.0, abs=0.05)
-    assert not bad["gauge_in_training.owner_every_seed"].passed
-    assert bad["gauge_in_training.owner_every_seed"].measured == pytest.approx(5 / 6)
+    assert good["gauge_in_training_scaling.ratio_grows"].measured == pytest.approx(2.0, abs=0.05)
+    assert all(c.passed for c in _fake_ownership_results(True))
+    bad = {c.id: c for c in _fake_ownership_results(False)}
+    assert not bad["gauge_in_training_ownership.owner_every_seed"].passed
+    assert bad["gauge_in_training_ownership.owner_every_seed"].measured == pytest.approx(5 / 6)

@@ -1,6 +1,6 @@
 """Selection under visible perturbations of the initial function: a phase diagram.
 
-Claim 4 of THEORY.md section 2 (first half). Two duplicate students start from the ``single``
+Claim 4 of derivations/theory.md section 2 (first half). Two duplicate students start from the ``single``
 function; copy 0 gets the a-heavy gauge and copy 1 the w-heavy gauge, both at gauge strength
 ``lambda`` (``named_delta``: a-heavy ``a^2 = lambda |rho|``, ``|w|^2 = |rho| / lambda``; w-heavy
 swapped), so their transport mobilities differ by ``lambda^2`` and ``lambda = 1`` is the
@@ -19,7 +19,9 @@ import math
 import numpy as np
 
 from ..theory import Definitions, duplicates, perturb, with_gauge
-from . import _gauge_common as gc
+from . import _gauge_figures as gf
+from . import _gauge_params as gp
+from . import _gauge_trajectories as gt
 from ._protocol import Claim, Experiment, Param
 
 
@@ -28,29 +30,32 @@ class Perturbations(Experiment):
     description = "selection probability over perturbation size and gauge strength"
     params = {
         "strengths": Param(list, [1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 30.0, 100.0],
-                           quick=[1.0, 2.0, 5.0, 20.0, 100.0],
-                           check=gc.bounded(lambda v: gc.positive_list(min_len=2)(v)
-                                            and min(v) >= 1 and 1.0 in v, ""),
-                           allowed="a list of at least 2 numbers >= 1 that contains 1",
+                           quick=[1.0, 2.0, 5.0, 20.0, 100.0], lo=1.0, hi=1e4, min_len=2,
+                           max_len=20, distinct=True, check=lambda v: 1.0 in v,
+                           why="the mobility ratio lambda^2 stays below 1e8",
+                           allowed="a list of at least 2 and at most 20 distinct numbers in [1, 10000] that contains 1 "
+                                   "(upper bound: the mobility ratio lambda^2 stays below 1e8)",
                            help="gauge strengths lambda (1: symmetric control)"),
         "epsilons": Param(list, [0.003, 0.01, 0.03, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0],
-                          quick=[0.01, 0.03, 0.1, 0.3, 1.0],
-                          check=gc.bounded(lambda v: gc.positive_list(min_len=2)(v)
-                                           and max(v) <= 2, ""),
-                          allowed="a list of at least 2 numbers in (0, 2]",
+                          quick=[0.01, 0.03, 0.1, 0.3, 1.0], lo=0.0, lo_open=True, hi=2.0,
+                          min_len=2, max_len=20, distinct=True,
+                          why="a perturbation of twice the function is no longer small",
                           help="perturbation sizes epsilon"),
-        "n_samples": Param(int, 64, quick=16, check=lambda v: v >= 4, allowed="an integer >= 4",
+        "n_samples": Param(int, 64, quick=16, lo=4, hi=4096,
+                           why="one batch of n_samples x epsilons trajectories per strength",
                            help="perturbed initial functions per (epsilon, lambda) cell"),
-        "dim": gc.dim_param(help="input dimension D (sets the initial overlap D^-1/2)"),
-        "scale": gc.scale_param(help="initial coefficient rho0 = s of each copy"),
-        "t_max": Param((int, float), 100.0, check=lambda v: v > 0, allowed="a number > 0",
+        "dim": gp.dim_param(help="input dimension D (sets the initial overlap D^-1/2)"),
+        "scale": gp.scale_param(help="initial coefficient rho0 = s of each copy"),
+        "t_max": Param((int, float), 100.0, lo=0.0, lo_open=True, hi=1e6,
+                       why="the stiff integrator's steps grow with the horizon",
                        help="time at which the owner is read"),
-        "claim_strength": Param((int, float), 2.0, check=lambda v: v > 1,
-                                allowed="a number > 1",
+        "claim_strength": Param((int, float), 2.0, lo=1.0, lo_open=True, hi=1e4,
+                                why="the largest strength allowed",
                                 help="the claimed win-every-time region has lambda >= this"),
-        "claim_epsilon": Param((int, float), 0.1, check=lambda v: v > 0, allowed="a number > 0",
+        "claim_epsilon": Param((int, float), 0.1, lo=0.0, lo_open=True, hi=2.0,
+                               why="the largest perturbation allowed",
                                help="the claimed win-every-time region has epsilon <= this"),
-        "rtol": gc.rtol_param(1e-6),
+        "rtol": gp.rtol_param(1e-6),
     }
 
     def tasks(self, config):
@@ -66,8 +71,8 @@ class Perturbations(Experiment):
         for eps, child in zip(task["epsilons"], seed.spawn(len(task["epsilons"]))):
             rng = np.random.default_rng(child)
             problems += [perturb(problem, eps, rng) for _ in range(n)]
-        grid = gc.time_grid(task["t_max"], 30, t_min=1e-3 / task["strength"])
-        trajs = gc.trajectories_or_none(problems, grid, rtol=task["rtol"], atol=1e-9,
+        grid = gt.time_grid(task["t_max"], 30, t_min=1e-3 / task["strength"])
+        trajs = gt.trajectories_or_none(problems, grid, rtol=task["rtol"], atol=1e-9,
                                         definitions=Definitions())
         owner = np.array([-1 if tr is None else int(tr["owner"][0]) for tr in trajs])
         pruned = np.array([False if tr is None else bool(np.isfinite(tr["pruning_time"][1]))
@@ -160,7 +165,7 @@ class Perturbations(Experiment):
         ax.set(xlabel="perturbation size epsilon", ylabel="gauge strength lambda",
                title="P(favourable copy owns the feature)")
         fig.colorbar(mesh, ax=ax, label="win fraction")
-        names = [gc.save(fig, outdir, "perturbations_map", arrays)]
+        names = [gf.save(fig, outdir, "perturbations_map", arrays)]
 
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
         edge = arrays["win_edge_epsilon"]
@@ -177,7 +182,7 @@ class Perturbations(Experiment):
         axes[1].set(xlabel="perturbation size epsilon", ylabel="fraction",
                     title="other copy pruned by the end")
         axes[1].legend(fontsize=7)
-        names.append(gc.save(fig, outdir, "perturbations_edge", arrays))
+        names.append(gf.save(fig, outdir, "perturbations_edge", arrays))
         return names
 
 

@@ -162,6 +162,18 @@ def _warn_loose(values: dict) -> None:
                   "exactly", file=sys.stderr)
 
 
+def _functional(sol, problem, activation: str, prune_tol: float) -> dict:
+    """Owners with ties, the remaining function of the non-owners and pruning "from then on"."""
+    import numpy as np
+
+    from ._functional import functional_report, pruning_time
+
+    _, _, _, b, T = problem.order_parameters()
+    report = functional_report(sol.a[-1], sol.Q[-1], sol.R[-1], T, b, activation)
+    prune = pruning_time(sol.t, sol.observables["rho"], prune_tol, sol.pruning_time)
+    return {**report, "pruning_time": [None if np.isnan(x) else float(x) for x in prune]}
+
+
 def _handle(args: argparse.Namespace) -> int:
     import json
 
@@ -203,6 +215,7 @@ def _handle(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     out = sol.to_dict()
+    out |= _functional(sol, problem, args.activation, values["prune_tol"])
     out["versions"] = versions()
     print(json.dumps(out, allow_nan=False))
     return 0

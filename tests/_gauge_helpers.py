@@ -1,0 +1,20 @@
+"""Running a declared experiment in this process (tests of the gauge experiments)."""
+
+from __future__ import annotations
+
+
+def run_inline(experiment, config: dict, root_seed: int = 0):
+    """Tasks, results, arrays and claims of an experiment run in this process."""
+    from gaugedyn._meta import task_seed
+
+    tasks = experiment.tasks(config)
+    results = [experiment.run_task(t, task_seed(root_seed, experiment.name, t)) for t in tasks]
+    return (tasks, results, *experiment.analyse(config, tasks, results)[:2])
+
+
+def config_of(experiment, quick: bool = True, **overrides) -> dict:
+    """The default (or quick) configuration of an experiment, with overrides."""
+    cfg = {k: (p.quick if quick and p.quick is not None else p.default)
+           for k, p in experiment.params.items()}
+    cfg.update(overrides)
+    return cfg
