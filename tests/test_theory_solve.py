@@ -128,6 +128,20 @@ def test_weight_space_keeps_weights_and_methods_registry():
     assert set(METHODS) >= {"rodas", "Radau", "BDF", "LSODA", "DOP853", "RK45"}
 
 
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_every_registry_entry_is_a_callable_with_one_result_type(name):
+    from gaugedyn.theory._methods import FlowTask, Integration
+    from gaugedyn.theory._solve import _event_fn
+
+    y0, p = initial_state(single(10, "w-heavy"))
+    task = FlowTask(y0=y0, params=p, t_max=1e3, t_eval=np.array([0.0, 1.0, 10.0]),
+                    rtol=1e-8, atol=1e-10, event_fn=_event_fn(Definitions()),
+                    n_events=p.M + p.K, stop=True)
+    out = METHODS[name](task)
+    assert isinstance(out, Integration) and out.status == 1 and out.y.shape == (out.t.size, 3)
+    assert out.t[-1] == out.t_final == pytest.approx(out.events[0])
+
+
 def test_gd_divergence_raises_with_last_finite_state():
     pr = random_problem(10, 2, 1, np.random.default_rng(6), scale=3.0)
     with pytest.raises(DivergenceError) as info:
@@ -184,14 +198,15 @@ def test_cli_bad_values_exit_2_with_one_line(argv, word, capsys):
     assert "\n" not in err and word in err
 
 
-def test_batched_lu_matches_numpy_solve():
-    from gaugedyn.theory._rosenbrock import _lu, _lu_solve
+def test_batched_factorization_matches_numpy_solve():
+    from gaugedyn.theory._rosenbrock import Factorization
 
     rng = np.random.default_rng(9)
-    for n in (1, 4, 15):
+    for n in (1, 4, 15, 80):
         M, b = rng.normal(size=(20, n, n)), rng.normal(size=(20, n))
-        x = _lu_solve(_lu(M), b)
-        np.testing.assert_allclose(M @ x[..., None], b[..., None], atol=1e-9)
+        x = Factorization(M).solve(b)
+        np.testing.assert_allclose(x, np.linalg.solve(M, b[..., None])[..., 0], rtol=1e-9,
+                                   atol=1e-9)
 
 
 def test_flow_divergence_raises_divergence_error():

@@ -9,6 +9,7 @@ from ._flows import rhs as rhs
 from ._flows import rhs_and_jacobian as rhs_and_jacobian
 from ._flows import state_to_order_parameters as state_to_order_parameters
 from ._flows import weights as weights
+from ._methods import METHODS as METHODS
 from ._observables import Definitions as Definitions
 from ._observables import alignment as alignment
 from ._observables import delta as delta
@@ -33,7 +34,6 @@ from ._problem import single as single
 from ._problem import with_gauge as with_gauge
 from ._solution import BatchSolution as BatchSolution
 from ._solution import Solution as Solution
-from ._solve import METHODS as METHODS
 from ._solve import default_t_max as default_t_max
 from ._solve import log_times as log_times
 from ._solve import solve as solve
