@@ -9,7 +9,6 @@ from ._flows import rhs as rhs
 from ._flows import rhs_and_jacobian as rhs_and_jacobian
 from ._flows import state_to_order_parameters as state_to_order_parameters
 from ._flows import weights as weights
-from ._methods import METHODS as METHODS
 from ._observables import Definitions as Definitions
 from ._observables import alignment as alignment
 from ._observables import delta as delta
@@ -32,6 +31,7 @@ from ._problem import perturb as perturb
 from ._problem import random_problem as random_problem
 from ._problem import single as single
 from ._problem import with_gauge as with_gauge
+from ._registry import METHODS as METHODS
 from ._solution import BatchSolution as BatchSolution
 from ._solution import Solution as Solution
 from ._solve import default_t_max as default_t_max

@@ -27,7 +27,7 @@ def register(subparsers) -> None:
                    help="order-parameters, weight-space or span")
     p.add_argument("--dynamics", default="flow", help="flow or gd")
     p.add_argument("--eta", default=None, help="GD step size (> 0; required for --dynamics gd)")
-    p.add_argument("--method", default="rodas", help="rodas, Radau, BDF, LSODA, DOP853 or RK45")
+    p.add_argument("--method", default="auto", help="auto, lsoda, rodas, Radau, BDF, LSODA, DOP853 or RK45")
     p.add_argument("--rtol", default="1e-8", help="relative tolerance (> 0)")
     p.add_argument("--atol", default="1e-10", help="absolute tolerance (> 0)")
     p.add_argument("--stop-at-specialization", action="store_true",

@@ -1,6 +1,6 @@
-"""The integrators of the population flow, chosen by name from :data:`METHODS`.
+"""The integrators of the population flow (the registry :data:`METHODS` is in :mod:`._registry`).
 
-Every entry is a callable ``method(task: FlowTask) -> Integration`` (as ``scipy.integrate``'s
+Every method is a callable ``method(task: FlowTask) -> Integration`` (as ``scipy.integrate``'s
 ``METHODS`` maps names to solver classes). A :class:`FlowTask` is one trajectory: the initial
 state and parameters, the horizon, the output times, the tolerances and the events; an
 :class:`Integration` is what comes back: states on the output times (and the final time), event
@@ -8,10 +8,8 @@ times and the integrator's counters. Events are first crossings from ``< 0`` to 
 ``task.event_fn`` (``0`` when already ``>= 0`` at the start), located on each method's dense
 output; with ``task.stop`` the run ends once every specialization event has happened.
 
-- ``"rodas"``: the L-stable Rosenbrock method of :mod:`._rosenbrock` (exact Jacobian, fourth
-  order, its own dense output), the engine of the batched solver;
-- ``"Radau"``, ``"BDF"``, ``"LSODA"`` (given the exact Jacobian), ``"DOP853"``, ``"RK45"``:
-  ``scipy.integrate.solve_ivp``.
+Here: :func:`rodas` (one trajectory of the batched Rosenbrock method), :class:`ScipyIVP`
+(``scipy.integrate.solve_ivp``) and :func:`gradient_descent` (the ``dynamics="gd"`` map).
 """
 
 from __future__ import annotations
@@ -190,13 +188,6 @@ class ScipyIVP:
         return Integration(t=te, y=Y, events=events, t_final=t_final, nfev=sol.nfev,
                            njev=sol.njev, nsteps=len(sol.t) - 1, nrejected=None,
                            status=sol.status, message=sol.message)
-
-
-SCIPY_METHODS = ("Radau", "BDF", "LSODA", "DOP853", "RK45")
-METHODS: dict[str, Callable[[FlowTask], Integration]] = {
-    "rodas": rodas,
-    **{name: ScipyIVP(name) for name in SCIPY_METHODS},
-}
 
 
 def _gd_events(task: FlowTask, events, g_prev, y, k: int, eta: float):

@@ -63,6 +63,12 @@ def dense(s, y0, y1, d1, d2):
     return (1 - s) * y0 + s * (y1 + (1 - s) * (d1 + s * d2))
 
 
+def dense_coefficients(ks):
+    """``(d1, d2)`` of :func:`dense` from the stages ``k_1..k_5`` of a step."""
+    kk = np.stack(ks[:5], axis=-1)
+    return kk @ _H[0], kk @ _H[1]
+
+
 @dataclass
 class BatchResult:
     """Raw output: states on ``t_eval`` (NaN after a trajectory stopped), final time and state,
@@ -343,12 +349,15 @@ def _initial_step(sys: System, st: State, act) -> None:
 
 class Factorization:
     """``M = I/(gamma h) - J`` factorised once per step through LAPACK, solved six times: a
-    batched inverse (``numpy.linalg.inv``) for ``n <= 8``, where it is cheapest; per-matrix LU
-    (``scipy.linalg.lu_factor``, ``getrf``) otherwise."""
+    batched inverse (``numpy.linalg.inv``, one call for the whole batch) for ``n <= 48``, where
+    the per-call cost of a per-matrix LU would dominate; per-matrix LU (``scipy.linalg.lu_factor``,
+    ``getrf``, a third of the inverse's flops) for larger systems."""
+
+    INVERSE_MAX = 48
 
     def __init__(self, M):
         self.inv, self.lu = None, None
-        if M.shape[-1] <= 8:
+        if M.shape[-1] <= self.INVERSE_MAX:
             try:
                 self.inv = np.linalg.inv(M)
                 return
@@ -358,7 +367,7 @@ class Factorization:
 
     def solve(self, b):
         if self.inv is not None:
-            return np.einsum("bij,bj->bi", self.inv, b)
+            return np.sum(self.inv * b[:, None, :], axis=-1)
         return np.stack([scipy.linalg.lu_solve(lu, bi, check_finite=False)
                          for lu, bi in zip(self.lu, b)])
 
@@ -402,9 +411,7 @@ def control(sys: System, st: State, act, y_new, err, ks, hh) -> None:
     st.t[acc] = np.where(t_end - (st.t[acc] + hh[ok]) <= 1e-13 * np.abs(t_end), t_end,
                          st.t[acc] + hh[ok])
     st.y[acc] = y_new[ok]
-    kk = np.stack(ks[:5], axis=-1)[ok]
-    st.d1[acc] = kk @ _H[0]
-    st.d2[acc] = kk @ _H[1]
+    st.d1[acc], st.d2[acc] = dense_coefficients([k[ok] for k in ks])
     st.need[acc] = True
     st.nsteps[acc] += 1
     st.nrej[act[~ok]] += 1

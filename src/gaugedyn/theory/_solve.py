@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._errors import InputError
+from .._errors import DivergenceError, InputError
 from ._flows import (
     FlowParams,
     _check_formulation,
@@ -29,8 +29,9 @@ from ._flows import (
     state_to_order_parameters,
     weights,
 )
-from ._methods import METHODS, FlowTask, Integration, gradient_descent
+from ._methods import FlowTask, Integration, gradient_descent
 from ._observables import Definitions, alignment, delta_drift, observe, owner, rho
+from ._registry import BATCHED, METHODS
 from ._rosenbrock import rodas4
 from ._solution import BatchSolution, Solution
 
@@ -137,7 +138,7 @@ def _check_solve(problem, formulation, dynamics, eta, t_max, method, rtol, atol,
     if dynamics == "gd" and t_max / eta > 1e7:
         raise InputError(f"dynamics='gd' with eta={eta:g} up to t_max={t_max:g} needs "
                          f"{t_max / eta:.3g} steps (more than 1e7); give a smaller t_max")
-    dense_jacobian = method in ("rodas", "Radau", "BDF", "LSODA")
+    dense_jacobian = method not in ("DOP853", "RK45", "auto")
     if dense_jacobian and formulation == "weight-space" and problem.K * problem.dim > 5000:
         raise InputError(f"method={method!r} on the weight-space flow at K*D="
                          f"{problem.K * problem.dim} needs a dense Jacobian; use "
@@ -146,7 +147,7 @@ def _check_solve(problem, formulation, dynamics, eta, t_max, method, rtol, atol,
 
 
 def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "flow",
-          eta: float | None = None, t_max: float | None = None, method: str = "rodas",
+          eta: float | None = None, t_max: float | None = None, method: str = "auto",
           rtol: float = 1e-8, atol: float = 1e-10, definitions: Definitions = DEFAULT_DEFINITIONS,
           t_eval=None, stop_at_specialization: bool = False, keep_weights: bool = False,
           singular_cutoff: float = 1e-10) -> Solution:
@@ -226,26 +227,28 @@ def solve_batch(problems: Sequence, *, formulation: str = "order-parameters",
                 singular_cutoff: float = 1e-10) -> BatchSolution:
     """Population gradient flow of many problems (same ``K``, ``M``, activation) at once.
 
-    ``method="rodas"`` advances all trajectories together with per-trajectory adaptive steps
+    ``method="rodas"`` (or ``"auto"``) advances all trajectories together with per-trajectory adaptive steps
     (vectorised numpy, batched linear solves); any other name of :data:`METHODS` loops
     :func:`solve` over the problems (for comparison). Outputs share ``t_eval``; ``t_max``
-    defaults to the largest :func:`default_t_max` of the batch.
+    defaults to the largest :func:`default_t_max` of the batch. A trajectory that stops being
+    finite is marked failed (``errors``, ``failed``, its diagnostics' ``status`` ``-2`` and
+    ``message``); the others finish exactly as they would alone.
     """
     problems = list(problems)
     t_max, t_eval = _check_batch(problems, formulation, method, rtol, atol, t_max, t_eval)
     start = time.perf_counter()
-    if method != "rodas":
-        sols = [solve(pr, formulation=formulation, t_max=t_max, method=method, rtol=rtol,
-                      atol=atol, definitions=definitions, t_eval=t_eval,
-                      stop_at_specialization=stop_at_specialization,
-                      singular_cutoff=singular_cutoff) for pr in problems]
-        return _stack(sols, t_eval, definitions, time.perf_counter() - start)
+    if method not in BATCHED:
+        kw = dict(formulation=formulation, t_max=t_max, method=method, rtol=rtol, atol=atol,
+                  definitions=definitions, t_eval=t_eval,
+                  stop_at_specialization=stop_at_specialization, singular_cutoff=singular_cutoff)
+        sols = [_solve_or_error(pr, kw) for pr in problems]
+        return _stack(problems, sols, t_eval, definitions, time.perf_counter() - start)
     y0, P = _batch_params(problems, formulation, singular_cutoff)
     res = rodas4(rhs, jacobian, y0, P, lambda q, i: q.take(i), np.full(len(problems), t_max),
                  t_eval, rtol=rtol, atol=atol, event_fn=_event_fn(definitions),
                  n_events=P.M + P.K,
                  stop_when_all=_stop_mask(P.K, P.M) if stop_at_specialization else None,
-                 component=P.component, fun_jac=rhs_and_jacobian)
+                 component=P.component, fun_jac=rhs_and_jacobian, raise_divergence=False)
     wall = time.perf_counter() - start
     settings = dict(formulation=formulation, dynamics="flow", t_max=t_max, method=method,
                     rtol=rtol, atol=atol, stop_at_specialization=stop_at_specialization,
@@ -272,10 +275,29 @@ def _batch_solution(problems, P: FlowParams, res, definitions, settings, wall) -
                          specialization_time=spec, pruning_time=prune, owner=own,
                          delta_drift=drift, diagnostics=diags, definitions=definitions,
                          problems=[pr.describe() for pr in problems], wall_time=wall,
-                         settings=settings)
+                         settings=settings, errors=list(res.errors))
 
 
-def _stack(sols, t_eval, definitions, wall):
+def _solve_or_error(problem, kw):
+    """:func:`solve`, or the :class:`DivergenceError` it raised."""
+    try:
+        return solve(problem, **kw)
+    except DivergenceError as err:
+        return err
+
+
+def _failed_diagnostics(err: DivergenceError, kw) -> dict:
+    return dict(method=kw["method"], rtol=kw["rtol"], atol=kw["atol"], status=-2,
+                message=str(err), t_final=err.time)
+
+
+def _stack(problems, results, t_eval, definitions, wall):
+    """A :class:`BatchSolution` from :func:`solve`'s results (a :class:`DivergenceError` in
+    place of a failed one: all NaN, marked failed)."""
+    ok = [isinstance(s, Solution) for s in results]
+    if not any(ok):
+        raise results[0]
+    ref = results[ok.index(True)]
     T = t_eval.size
 
     def pad(x):
@@ -285,14 +307,20 @@ def _stack(sols, t_eval, definitions, wall):
         return out
 
     def stack(get):
-        return np.stack([pad(get(s)) for s in sols])
+        return np.stack([pad(get(s)) if good else np.full((T,) + get(ref).shape[1:], np.nan)
+                         for s, good in zip(results, ok)])
 
-    obs = {k: stack(lambda s, k=k: s.observables[k].astype(float)) for k in sols[0].observables}
+    def each(get):
+        return np.stack([get(s) if good else np.full(np.shape(get(ref)), np.nan)
+                         for s, good in zip(results, ok)])
+
+    obs = {k: stack(lambda s, k=k: s.observables[k].astype(float)) for k in ref.observables}
+    diags = [s.diagnostics if good else _failed_diagnostics(s, ref.settings)
+             for s, good in zip(results, ok)]
     return BatchSolution(
         t=t_eval, a=stack(lambda s: s.a), Q=stack(lambda s: s.Q), R=stack(lambda s: s.R),
-        observables=obs, specialization_time=np.stack([s.specialization_time for s in sols]),
-        pruning_time=np.stack([s.pruning_time for s in sols]),
-        owner=np.stack([s.owner for s in sols]),
-        delta_drift=np.array([s.delta_drift for s in sols]),
-        diagnostics=[s.diagnostics for s in sols], definitions=definitions,
-        problems=[s.problem for s in sols], wall_time=wall, settings=sols[0].settings)
+        observables=obs, specialization_time=each(lambda s: s.specialization_time),
+        pruning_time=each(lambda s: s.pruning_time), owner=each(lambda s: s.owner),
+        delta_drift=each(lambda s: s.delta_drift), diagnostics=diags, definitions=definitions,
+        problems=[pr.describe() for pr in problems], wall_time=wall, settings=ref.settings,
+        errors=[None if good else s for s, good in zip(results, ok)])
