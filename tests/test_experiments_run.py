@@ -190,3 +190,49 @@ def test_a_dying_worker_fails_only_its_task_and_the_rerun_resumes(tmp_path, work
                     executor="serial", progress=None)
     stats = fixed.summary["diagnostics"]["tasks"]
     assert fixed.exit_code == 0 and stats["reused"] == stored and stats["computed"] == len(crash_on)
+
+
+def test_arrays_schema_helpers_name_captions_and_fields():
+    from gaugedyn.experiments import caption_array, caption_key, caption_of, field_key
+    from gaugedyn.experiments._arrays import captions, schema_problems, split_key
+
+    arrays = {caption_key("draws"): caption_array("Sum at D = 10."), field_key("char_gru", "lag"):
+              np.zeros(3), "plain": np.ones(2)}
+    assert caption_key("draws") == "caption_draws" and field_key("char_gru", "lag") == "char_gru__lag"
+    assert caption_of(arrays, "draws") == "Sum at D = 10." and caption_of(arrays, "other") == ""
+    assert captions(arrays) == {"draws": "Sum at D = 10."}
+    assert split_key("char_gru__lag_share") == ("char_gru", "lag_share")
+    assert split_key("plain") == (None, "plain") and split_key("caption_a__b") == (None, "caption_a__b")
+    assert not schema_problems(arrays)
+    with pytest.raises(ValueError):
+        field_key("a__b", "c")
+    bad = {"caption_x": np.array(["a", "b"]), "a/b": np.zeros(1), "o": np.array([None])}
+    problems = schema_problems(bad)
+    assert len(problems) == 3 and "caption_x" in problems[0] and "'a/b'" in problems[1]
+
+
+def test_a_stored_caption_reaches_the_summary_and_a_bad_one_is_refused(tmp_path, cfg_path,
+                                                                         monkeypatch):
+    from gaugedyn.experiments import caption_array, caption_key
+
+    analyse = Toy.analyse
+
+    def with_caption(self, config, tasks, results):
+        arrays, claims, diagnostics = analyse(self, config, tasks, results)
+        arrays[caption_key("draws")] = caption_array(f"{len(tasks)} sums.")
+        return arrays, claims, diagnostics
+
+    monkeypatch.setattr(Toy, "analyse", with_caption)
+    monkeypatch.setattr(Toy, "captions", {})
+    outcome = execute(load_config(cfg_path), tmp_path / "a", executor="serial", progress=None)
+    assert outcome.summary["figures"][0]["caption"] == "5 sums."
+    assert outcome.summary["arrays_schema"] == 1
+
+    def bad_caption(self, config, tasks, results):
+        arrays, claims, diagnostics = analyse(self, config, tasks, results)
+        arrays[caption_key("draws")] = np.array(["a", "b"])
+        return arrays, claims, diagnostics
+
+    monkeypatch.setattr(Toy, "analyse", bad_caption)
+    with pytest.raises(TypeError, match="caption 'caption_draws' is not a 0-d string array"):
+        execute(load_config(cfg_path), tmp_path / "b", executor="serial", progress=None)

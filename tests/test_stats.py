@@ -80,3 +80,19 @@ def test_param_bounds_derive_check_and_text():
     assert q.validate([6]) is not None and q.validate([]) is not None
     r = Param(str, "a", choices=("a", "b"))
     assert r.validate("c") == "one of a, b"
+
+
+def test_band_is_low_median_high_over_the_first_axis():
+    x = np.arange(11.0)[:, None] * np.ones((1, 3))
+    lo, med, hi = stats.band(x)
+    np.testing.assert_allclose(lo, 1.0)
+    np.testing.assert_allclose(med, 5.0)
+    np.testing.assert_allclose(hi, 9.0)
+
+
+def test_param_item_type_of_lists():
+    p = Param(list, [1, 2], item=int, lo=0, hi=9, max_len=4)
+    assert p.validate([1, 2]) is None
+    assert p.validate([1, 2.5]) is not None and p.validate([True]) is not None
+    assert "integers" in p.describe()
+    assert Param(list, [1.0], item=float, hi=2, max_len=2).validate([1, 1.5]) is None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class InputError(ValueError):
     """A value a user supplied is not allowed.
@@ -18,7 +20,7 @@ class DivergenceError(FloatingPointError):
     finite state so a caller can inspect or store it.
     """
 
-    def __init__(self, quantity: str, time: float, step: int, last_state=None):
+    def __init__(self, quantity: str, time: float, step: int, last_state: Any = None):
         self.quantity = quantity
         self.time = time
         self.step = step

@@ -7,6 +7,7 @@ import json
 import platform
 import sys
 from importlib import metadata
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,7 @@ def versions() -> dict[str, str]:
     return out
 
 
-def task_seed(root_seed: int, *coordinates) -> np.random.SeedSequence:
+def task_seed(root_seed: int, *coordinates: Any) -> np.random.SeedSequence:
     """The seed of one task, derived from the root seed and the task's coordinates.
 
     The derivation hashes the coordinates (any JSON-serialisable values), so the stream a task
@@ -35,6 +36,6 @@ def task_seed(root_seed: int, *coordinates) -> np.random.SeedSequence:
     return np.random.SeedSequence(entropy=int(root_seed), spawn_key=tuple(words))
 
 
-def rng(root_seed: int, *coordinates) -> np.random.Generator:
+def rng(root_seed: int, *coordinates: Any) -> np.random.Generator:
     """A numpy generator for one task (see :func:`task_seed`)."""
     return np.random.default_rng(task_seed(root_seed, *coordinates))

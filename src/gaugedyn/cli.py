@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
-from ._errors import DivergenceError, InputError
+from ._errors import DivergenceError, InputError, oneline
 
 _COMMAND_MODULES = (
     "gaugedyn.symbolic._cli",  # derive
@@ -43,22 +44,43 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; return its exit status (2: bad input, one line on stderr; 3: diverged;
+    130: interrupted). A closed standard output (``gaugedyn solve ... | head``) ends quietly."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()
+        return code
     except InputError as err:
-        print(f"gaugedyn {args.command}: error: {err}", file=sys.stderr)
+        print(f"gaugedyn {args.command}: error: {oneline(err)}", file=sys.stderr)
         return 2
     except DivergenceError as err:
-        print(f"gaugedyn {args.command}: error: {err}", file=sys.stderr)
+        print(f"gaugedyn {args.command}: error: {oneline(err)}", file=sys.stderr)
         return 3
+    except MemoryError as err:
+        print(f"gaugedyn {args.command}: error: out of memory ({oneline(err)}); choose smaller "
+              "values", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141  # what a shell reports for a process ended by SIGPIPE
     except KeyboardInterrupt:
         print(f"gaugedyn {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so the interpreter's final flush into the closed
+    pipe does not print 'Exception ignored ... BrokenPipeError'."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (tests capture it)
+        pass
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 STYLE = Path(__file__).with_name("gaugedyn.mplstyle")
 FORMATS = ("png", "pdf")
@@ -34,15 +35,15 @@ def style(backend: str | None = None) -> Iterator[None]:
         yield
 
 
-def subplots(*args, **kwargs):
-    """``matplotlib.pyplot.subplots`` under the gaugedyn style."""
+def subplots(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
+    """``matplotlib.pyplot.subplots`` under the gaugedyn style: ``(figure, axes)``."""
     import matplotlib.pyplot as plt
 
     with plt.style.context(str(STYLE)):
         return plt.subplots(*args, **kwargs)
 
 
-def save_figure(fig, outdir: str | Path, name: str, caption: str = "") -> tuple[str, str]:
+def save_figure(fig: Any, outdir: str | Path, name: str, caption: str = "") -> tuple[str, str]:
     """Write ``outdir/name.png`` and ``outdir/name.pdf``, close ``fig``; return ``(name, caption)``.
 
     The PDF carries no creation date, so redrawing the same arrays gives the same file.

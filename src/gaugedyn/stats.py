@@ -177,10 +177,11 @@ def mean_ci(x: Any, confidence: float = CONFIDENCE) -> Interval:
 
 
 def band(x: Any, axis: int = 0, q: tuple[float, float] = (0.1, 0.9)) -> np.ndarray:
-    """``(median, low quantile, high quantile)`` of ``x`` along ``axis``, ignoring nan."""
+    """``(low quantile, median, high quantile)`` of ``x`` along ``axis``, ignoring nan, stacked
+    on a new first axis (the seed band drawn around a median curve)."""
     x = np.asarray(x, dtype=float)
-    return np.stack([np.nanmedian(x, axis=axis), np.nanquantile(x, q[0], axis=axis),
-                     np.nanquantile(x, q[1], axis=axis)])
+    lo, hi = np.nanquantile(x, q, axis=axis)
+    return np.stack([lo, np.nanmedian(x, axis=axis), hi])
 
 
 def line_fit(x: Any, y: Any, confidence: float = CONFIDENCE) -> LineFit:

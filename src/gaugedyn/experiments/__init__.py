@@ -9,8 +9,17 @@ Each experiment lives in ``gaugedyn/experiments/<name>.py`` as ``EXPERIMENT`` (a
     cfg = load_config("simulations/clock.toml", quick=True)
     outcome = execute(cfg, "results/clock-quick", executor="serial")
     outcome.summary["claims"], outcome.arrays
+
+``__all__`` is what a user calls: load or build a configuration, run it, read and redraw its
+results, and, to write an experiment, ``Experiment``, ``Param``, ``Claim``, ``finding`` and the
+``arrays.npz`` key helpers. ``resolve_experiment``, ``open_executor``, ``ResultStore`` and
+``task_key`` stay importable here for the command line, the tests and the benchmarks.
 """
 
+from ._arrays import caption_array as caption_array
+from ._arrays import caption_key as caption_key
+from ._arrays import caption_of as caption_of
+from ._arrays import field_key as field_key
 from ._config import RunConfig as RunConfig
 from ._config import available_experiments as available_experiments
 from ._config import load_config as load_config
@@ -28,3 +37,23 @@ from ._runner import load_arrays as load_arrays
 from ._runner import redraw as redraw
 from ._store import ResultStore as ResultStore
 from ._store import task_key as task_key
+
+__all__ = [
+    "Claim",
+    "ExecutorSpec",
+    "Experiment",
+    "Param",
+    "RunConfig",
+    "RunOutcome",
+    "available_experiments",
+    "caption_array",
+    "caption_key",
+    "caption_of",
+    "execute",
+    "field_key",
+    "finding",
+    "load_arrays",
+    "load_config",
+    "make_config",
+    "redraw",
+]

@@ -7,10 +7,12 @@ what is allowed, exit status 2, and nothing written.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
 from .._errors import InputError, oneline
+from .._options import check_writable_folder
 from ._executor import KINDS, MAX_WORKERS, ExecutorSpec, open_executor
 
 
@@ -95,17 +97,79 @@ def register(subparsers) -> None:
 
 
 def _check_store(store: str | None) -> None:
+    """The store folder exists and is writable, or can be created (checked by a probe)."""
     if store is None:
         return
-    path = Path(store)
     if not store.strip() or "\0" in store:
         raise InputError(f"--store {store!r}: give a folder path")
+    path = Path(store)
     if path.exists() and not path.is_dir():
         raise InputError(f"--store {store!r}: exists and is not a folder")
+    check_writable_folder("--store", store)
+
+
+def _check_out(raw: str | Path, kind: str) -> Path:
+    """``check_output_dir`` and a probe that the folder can really be written (``/proc``, a
+    read-only file system, a folder under a regular file are refused before any work)."""
+    from ._runner import check_output_dir
+
+    out = check_output_dir(raw, kind)
+    check_writable_folder("--out", str(raw))
+    return out
+
+
+def kept_message(cfg, store: str | Path) -> str:
+    """The truth about what a stopped run left: how many of its tasks are in the store."""
+    from .. import __version__
+    from ._store import ResultStore, task_key
+
+    keys = {task_key(cfg.name, task, cfg.seed, __version__) for task in cfg.tasks}
+    try:
+        kept = sum(key in ResultStore(Path(store)) for key in keys)
+    except OSError:
+        kept = 0
+    if kept == 0:
+        return f"no finished task was stored in {store}"
+    return f"{kept} of {len(keys)} tasks are stored in {store}; rerun to resume"
+
+
+_ADDRESS = re.compile(r"(?:(?P<scheme>tcp|tls|ws|wss|ucx)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|"
+                      r"[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?)(?::(?P<port>\d{1,5}))?")
+
+
+def check_scheduler(address: str, timeout: float | None = 3.0) -> None:
+    """A Dask scheduler address ``[tcp://]host[:port]`` (also tls, ws, wss, ucx; or an in-process
+    ``inproc://...``) that answers a TCP connection within ``timeout`` seconds (``None``: check
+    the form only); else :class:`InputError` at once, before Dask would wait and time out."""
+    import socket
+
+    if re.fullmatch(r"inproc://\S+", address):
+        return
+    match = _ADDRESS.fullmatch(address)
+    port = int(match["port"]) if match and match["port"] else 8786
+    if match is None or not 1 <= port <= 65535 or "://" not in address and ":" not in address:
+        raise InputError(f"--scheduler {address!r} is not allowed (cannot connect to Dask at it); "
+                         "allowed: a scheduler address such as tcp://host:8786 (schemes tcp, "
+                         "tls, ws, wss, ucx, inproc)")
+    host = match["host"].strip("[]")
+    if timeout is None or match["scheme"] == "ucx":
+        return
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        raise InputError(f"--scheduler {address!r}: cannot connect to Dask: nothing answers at "
+                         f"{host}:{port} ({reason}); start the scheduler or check the "
+                         "address") from None
 
 
 def _spec(args) -> ExecutorSpec:
-    return ExecutorSpec(args.executor, args.workers, args.scheduler).validate()
+    if args.scheduler is not None:
+        check_scheduler(args.scheduler, timeout=None)  # the form, before importing Dask
+    spec = ExecutorSpec(args.executor, args.workers, args.scheduler).validate()
+    if spec.scheduler is not None:
+        check_scheduler(spec.scheduler)
+    return spec
 
 
 def _arguments(args) -> dict:
@@ -130,20 +194,25 @@ def _execute(args, cfg, out: Path, executor):
 def _run(args) -> int:
     from ._config import load_config
     from ._report import claim_row, table
-    from ._runner import check_output_dir
+    from ._runner import TASKS
 
     cfg = load_config(args.config, quick=args.quick, overrides=args.overrides)
     spec = _spec(args)
     stem = Path(args.config).stem + ("-quick" if args.quick else "")
-    out = check_output_dir(args.out if args.out is not None else Path("results") / stem, "run")
+    out = _check_out(args.out if args.out is not None else Path("results") / stem, "run")
     _check_store(args.store)
     try:
         with open_executor(spec) as executor:
             outcome = _execute(args, cfg, out, executor)
-    except OSError as err:  # a full disk, a vanished folder: finished tasks stay stored
-        print(f"gaugedyn run: error: {oneline(err)}; finished tasks are kept, rerun to resume",
+    except OSError as err:  # a full disk, a vanished folder: say what was kept
+        store = args.store if args.store is not None else out / TASKS
+        print(f"gaugedyn run: error: {oneline(err)}; {kept_message(cfg, store)}",
               file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        store = args.store if args.store is not None else out / TASKS
+        print(f"gaugedyn run: interrupted; {kept_message(cfg, store)}", file=sys.stderr)
+        return 130
     rows = [claim_row(cfg.name, c) for c in outcome.summary["claims"]]
     if rows:
         print(table(rows))
@@ -164,7 +233,7 @@ def _reproduce(args) -> int:
 
     from ._config import load_config
     from ._report import failing, table, write_index, write_report
-    from ._runner import check_output_dir, claim_output_dir
+    from ._runner import claim_output_dir
 
     folder = Path(args.simulations)
     if not folder.is_dir():
@@ -185,10 +254,10 @@ def _reproduce(args) -> int:
     configs = [load_config(f, quick=args.quick) for f in files]
     spec = _spec(args)
     default = "results/reproduce" + ("-quick" if args.quick else "")
-    root = check_output_dir(args.out if args.out is not None else default, "reproduce")
+    root = _check_out(args.out if args.out is not None else default, "reproduce")
     for f in files:
         if root.exists():
-            check_output_dir(root / f.stem, "run")
+            _check_out(root / f.stem, "run")
     _check_store(args.store)
     errors: dict[str, str] = {}
     with open_executor(spec) as executor, claim_output_dir(root, "reproduce"):
@@ -218,9 +287,97 @@ def _reproduce(args) -> int:
 
 
 def _plot(args) -> int:
-    from ._runner import redraw, run_folders
+    from ._runner import run_folders
 
-    runs = redraw(args.folder, backend="Agg")
+    runs = redraw_checked(args.folder, backend="Agg")
     for run in run_folders(args.folder):
         print(f"redrew {run / 'figures'}" if run in runs else f"skipped {run} (no stored arrays)")
     return 0
+
+
+def _checked_arrays(run: Path, summary: dict) -> dict:
+    """The run's arrays, read without pickles and matching the names, shapes and dtypes its
+    summary lists; else :class:`InputError` naming the run and the mismatch."""
+    import zipfile
+
+    from ._runner import load_arrays
+
+    try:
+        arrays = load_arrays(run, summary)
+    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as err:
+        raise InputError(f"{run}: arrays.npz cannot be read as plain arrays ({oneline(err)})") from None
+    from ._arrays import schema_problems
+
+    problems = schema_problems(arrays)
+    if problems:
+        raise InputError(f"{run}: arrays.npz breaks the array schema ({problems[0]})")
+    listed = summary.get("arrays")
+    found = {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in arrays.items()}
+    if listed != found:
+        listed_names = sorted(listed) if isinstance(listed, dict) else listed
+        raise InputError(f"{run}: arrays.npz holds {show_arrays(found)} but summary.json lists "
+                         f"{show_arrays(listed) if isinstance(listed, dict) else listed_names}")
+    return arrays
+
+
+def show_arrays(arrays: dict, limit: int = 120) -> str:
+    text = ", ".join(f"{k}{tuple(v.get('shape', ()))}:{v.get('dtype')}" if isinstance(v, dict)
+                     else str(k) for k, v in arrays.items()) or "no arrays"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def redraw_checked(folder: str | Path, backend: str | None = None) -> list[Path]:
+    """Redraw every run of ``folder`` (a run or a reproduce folder), all or nothing.
+
+    Everything is checked first (each summary, experiment and ``arrays.npz`` against its checksum
+    and the summary's listing); then every run's figures are drawn into a staging folder; only
+    when all have been drawn are they moved into place. A tampered or corrupt run thus gives one
+    error line and leaves every figure as it was."""
+    import contextlib
+
+    from ._config import resolve_experiment
+    from ._drawing import draw
+    from ._folders import (
+        FIGURES,
+        MARKER,
+        SUMMARY,
+        claim_output_dir,
+        commit,
+        marker_kind,
+        run_folders,
+        staging_dir,
+    )
+    from ._summary import read_summary, write_summary
+
+    todo = []
+    for run in run_folders(folder):
+        summary = read_summary(run)
+        if summary.get("arrays_sha256") is None:
+            continue
+        configuration = summary.get("configuration")
+        if not isinstance(configuration, dict) or not isinstance(
+                params := configuration.get("params", {}), dict):
+            raise InputError(f"{run / SUMMARY}: configuration.params is not a table")
+        experiment = resolve_experiment(configuration.get("experiment"), f"{run / SUMMARY}: experiment")
+        todo.append((run, summary, experiment, params, _checked_arrays(run, summary)))
+    with contextlib.ExitStack() as stack:
+        staged = []
+        for run, summary, experiment, params, arrays in todo:
+            stack.enter_context(claim_output_dir(run, "run"))
+            staging = stack.enter_context(staging_dir(run))
+            try:
+                summary["figures"] = draw(experiment, arrays, params, staging / FIGURES, backend)
+            except (KeyError, IndexError, ValueError, TypeError, AttributeError) as err:
+                raise InputError(f"{run}: the stored arrays do not fit experiment "
+                                 f"{experiment.name or type(experiment).__name__}; nothing was "
+                                 f"redrawn ({type(err).__name__}: {oneline(err)})") from None
+            write_summary(staging, summary)
+            staged.append((run, staging))
+        for run, staging in staged:
+            commit(run, staging, arrays=False)
+    folder = Path(folder)
+    if (folder / MARKER).is_file() and marker_kind(folder / MARKER) == "reproduce":
+        from ._report import write_report
+
+        write_report(folder)
+    return [run for run, *_ in todo]

@@ -14,7 +14,8 @@ A configuration file reads::
 
 Resolution order of a parameter: the schema default, then ``[params]``; under ``--quick`` the
 schema's ``quick`` value and then ``[quick]`` take precedence; ``--set key=value`` overrides last.
-Every user-supplied value is checked (type, finiteness, the schema's ``check``); a rejected value
+Every user-supplied value is checked (type, finiteness, the schema's ``check``), then the
+experiment's optional ``validate(config)`` checks the settings together; a rejected value
 raises :class:`gaugedyn.InputError` naming the key, the value and what is allowed.
 """
 
@@ -236,6 +237,13 @@ def read_toml(path: str | Path) -> dict:
         raise InputError(f"{path}: malformed TOML: {message}") from None
     except RecursionError:
         raise InputError(f"{path}: malformed TOML: nested too deeply") from None
+    except ValueError as err:  # an integer past Python's 4300-digit conversion limit
+        digits = re.search(r"has (\d+) digits", str(err))
+        raise InputError(
+            f"{path}: an integer in the file is too long"
+            + (f" ({digits[1]} digits)" if digits else "")
+            + "; allowed: integers of at most 4300 digits (every setting's bound is far below)"
+        ) from None
 
 
 def load_config(
@@ -328,8 +336,22 @@ def make_config(
     return dataclasses.replace(cfg, tasks=_tasks(cfg, where))
 
 
+def _validate(experiment: Experiment, params: dict, where: str) -> None:
+    """The experiment's optional ``validate(config)``: a check of the settings together (e.g. a
+    fit needs two points above its threshold), run before any task is built."""
+    validate = getattr(experiment, "validate", None)
+    if validate is None:
+        return
+    try:
+        validate(dict(params))
+    except InputError as err:
+        raise InputError(f"{where}: {oneline(err)}") from None
+
+
 def _tasks(cfg: RunConfig, where: str) -> list[dict]:
-    """The experiment's task list, checked to be JSON-serialisable dicts."""
+    """The experiment's task list (after its optional ``validate``), checked to be
+    JSON-serialisable dicts."""
+    _validate(cfg.experiment, cfg.params, where)
     try:
         tasks = list(cfg.experiment.tasks(dict(cfg.params)))
     except InputError as err:

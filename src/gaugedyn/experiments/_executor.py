@@ -25,9 +25,10 @@ import select
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from .._errors import InputError, oneline
 
@@ -94,7 +95,7 @@ class ExecutorSpec:
 class SerialExecutor(Executor):
     """Runs each task at submission, in this process."""
 
-    def submit(self, fn, /, *args, **kwargs) -> Future:
+    def submit(self, fn: Callable, /, *args: Any, **kwargs: Any) -> Future:
         future: Future = Future()
         try:
             future.set_result(fn(*args, **kwargs))
@@ -185,7 +186,7 @@ class ProcessPool(Executor):
             initargs=(os.getpid(), list(sys.path), dict(os.environ)),
         )
 
-    def submit(self, fn, /, *args, **kwargs) -> Future:
+    def submit(self, fn: Callable, /, *args: Any, **kwargs: Any) -> Future:
         return self._pool.submit(fn, *args, **kwargs)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
@@ -201,7 +202,7 @@ class ProcessPool(Executor):
         """An executor that runs each task in a one-worker pool of its own, as many at a time
         as this pool has workers: a worker's death fails only its own task."""
 
-        def alone(fn, args, kwargs):
+        def alone(fn: Callable, args: tuple, kwargs: dict) -> Any:
             with self._new(1) as pool:
                 return pool.submit(fn, *args, **kwargs).result()
 
@@ -209,7 +210,7 @@ class ProcessPool(Executor):
             def __init__(self, threads: ThreadPoolExecutor):
                 self.threads = threads
 
-            def submit(self, fn, /, *args, **kwargs) -> Future:
+            def submit(self, fn: Callable, /, *args: Any, **kwargs: Any) -> Future:
                 return self.threads.submit(alone, fn, args, kwargs)
 
         threads = ThreadPoolExecutor(max_workers=self._max_workers)

@@ -14,7 +14,11 @@ An experiment is a set of independent tasks plus an analysis:
 - ``plot(arrays, config, outdir)``: figures drawn from the stored arrays alone, saved with
   :func:`gaugedyn.plotting.save_figure`; returns figure names or ``(name, caption)`` pairs.
 
-``config`` is the dict of validated parameters (the keys of ``params``). Optional attributes:
+``config`` is the dict of validated parameters (the keys of ``params``). Optional method:
+``validate(config)``, called once the parameters are resolved and before ``tasks``, raises
+:class:`gaugedyn.InputError` (naming the settings and what is allowed) for a combination of
+individually valid values whose analysis cannot be done, e.g. a fit that needs at least two
+dimensions above its threshold. Optional attributes:
 ``captions`` (figure name -> caption) and ``definitions`` (the observables' definitions, recorded
 in ``summary.json``). ``results`` reach ``analyse`` as read back from the result store: arrays as
 numpy arrays, scalars as numpy scalars, other JSON values (``None``, strings, nested lists) as is.
@@ -100,6 +104,8 @@ class Param:
       ``why`` says in a few words why the upper bound is where it is (quoted in the error);
     - ``choices``: the allowed values of a string (or of every element of a list of strings);
     - ``min_len`` / ``max_len``: the length of a list; ``distinct``: no repeated elements;
+      ``item``: the type of every element of a list (``int`` excludes booleans and floats;
+      ``float`` admits integers);
     - ``check`` / ``allowed``: an extra predicate and its words, for what bounds cannot say.
 
     :meth:`validate` returns ``None`` for an allowed value and otherwise the text of what is
@@ -121,6 +127,7 @@ class Param:
     min_len: int | None = None
     max_len: int | None = None
     distinct: bool = False
+    item: type | None = None
 
     def _range_text(self) -> str:
         if self.lo is None and self.hi is None:
@@ -143,7 +150,8 @@ class Param:
                 size.append(f"at least {self.min_len}")
             if self.max_len is not None:
                 size.append(f"at most {self.max_len}")
-            what = "distinct values" if self.distinct else "values"
+            noun = {int: "integers", float: "numbers", str: "strings"}.get(self.item, "values")
+            what = f"distinct {noun}" if self.distinct else noun
             parts.append(f"a list of {' and '.join(size) or 'any number of'} {what}")
             if self.choices is not None:
                 parts.append("each one of " + ", ".join(self.choices))
@@ -166,6 +174,15 @@ class Param:
             text += f" (upper bound: {self.why})"
         return text
 
+    def _item_ok(self, x: Any) -> bool:
+        if self.item is None:
+            return True
+        if isinstance(x, bool):
+            return self.item is bool
+        if self.item is float:
+            return isinstance(x, int | float)
+        return isinstance(x, self.item)
+
     def _in_range(self, x: Any) -> bool:
         if self.choices is not None:
             return isinstance(x, str) and x in self.choices
@@ -181,6 +198,8 @@ class Param:
         """``None`` if ``value`` (already of the right type) is allowed, else :meth:`describe`."""
         items = value if isinstance(value, list) else [value]
         ok = all(self._in_range(x) for x in items)
+        if isinstance(value, list):
+            ok = ok and all(self._item_ok(x) for x in items)
         if isinstance(value, list):
             ok = ok and (self.min_len is None or len(value) >= self.min_len)
             ok = ok and (self.max_len is None or len(value) <= self.max_len)
@@ -234,12 +253,12 @@ class Experiment:
     def run_task(self, task: dict, seed: np.random.SeedSequence) -> dict:
         raise NotImplementedError
 
-    def analyse(self, config: dict, tasks: list[dict], results: list[dict]):
+    def analyse(self, config: dict, tasks: list[dict], results: list[dict]) -> tuple:
         """Return ``(arrays: dict[str, np.ndarray], claims: list[Claim])``, optionally with a
         third item ``diagnostics: dict``."""
         raise NotImplementedError
 
-    def plot(self, arrays: dict, config: dict, outdir) -> list[str]:
+    def plot(self, arrays: dict, config: dict, outdir: Any) -> list:
         """Draw figures from ``arrays`` into ``outdir``; return the figure base names (or
         ``(name, caption)`` pairs)."""
         return []

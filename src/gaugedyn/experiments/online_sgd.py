@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..stats import band, loglog_fit
 from ..theory import Problem, duplicates, population_loss, with_gauge
 from . import _gauge_common as gc
 from ._protocol import Claim, Experiment, Param
@@ -49,24 +50,28 @@ class OnlineSGD(Experiment):
     name = "online_sgd"
     description = "erf online SGD vs the online ODE (eta^2 terms); ReLU online SGD vs the flow"
     params = {
-        "dims": Param(list, [100, 200, 400, 800], quick=[100, 200, 400], check=gc.int_list(2, 8, 20000),
-                      allowed="a list of >= 2 distinct integers in [8, 20000]",
-                      help="input dimensions D for the erf comparison"),
-        "seeds": Param(int, 32, quick=16, check=lambda v: 4 <= v <= 1000,
-                       allowed="an integer in [4, 1000]", help="seeds per configuration"),
-        "eta": Param(float, 1.0, check=lambda v: 0 < v <= 3, allowed="a number in (0, 3]",
+        "dims": Param(list, [100, 200, 400, 800], quick=[100, 200, 400], lo=8, hi=20000,
+                      min_len=3, max_len=12, distinct=True, item=int,
+                      why="memory and time: S seeds x D^2 order-parameter records per task",
+                      help="input dimensions D for the erf comparison (>= 3 for the spread fit)"),
+        "seeds": Param(int, 32, quick=16, lo=4, hi=1000, why="one task trains all seeds at once",
+                       help="seeds per configuration"),
+        "eta": Param(float, 1.0, lo=0, lo_open=True, hi=3,
+                     why="the erf online dynamics diverge near eta = pi",
                      help="erf learning rate (step eta / D)"),
-        "t_max": Param((int, float), 12.0, quick=8.0, check=lambda v: 0 < v <= 1000,
-                       allowed="a number in (0, 1000]", help="erf training time t = steps / D"),
-        "relu_dim": Param(int, 100, quick=40, check=lambda v: 8 <= v <= 20000,
-                          allowed="an integer in [8, 20000]", help="D of the ReLU comparison"),
-        "relu_eta": Param(float, 0.005, check=lambda v: 0 < v <= 1, allowed="a number in (0, 1]",
+        "t_max": Param((int, float), 12.0, quick=8.0, lo=0, lo_open=True, hi=1000,
+                       why="steps = t_max D online steps per seed",
+                       help="erf training time t = steps / D"),
+        "relu_dim": Param(int, 100, quick=40, lo=8, hi=20000, why="as dims",
+                          help="D of the ReLU comparison"),
+        "relu_eta": Param(float, 0.005, lo=0, lo_open=True, hi=1,
+                          why="the flow limit needs a small eta",
                           help="ReLU learning rate (small: the flow limit)"),
-        "relu_flow_time": Param((int, float), 3.0, quick=2.0, check=lambda v: 0 < v <= 100,
-                                allowed="a number in (0, 100]",
+        "relu_flow_time": Param((int, float), 3.0, quick=2.0, lo=0, lo_open=True, hi=100,
+                                why="steps = flow_time D / eta online steps",
                                 help="ReLU run length in population-flow time eta t"),
-        "spread_tolerance": Param(float, 0.2, check=lambda v: 0 < v < 0.5,
-                                  allowed="a number in (0, 0.5)",
+        "spread_tolerance": Param(float, 0.2, lo=0, lo_open=True, hi=0.5, hi_open=True,
+                                  why="a wider band could not tell -1/2 from 0",
                                   help="allowed distance of the spread exponent from -1/2"),
     }
 
@@ -99,7 +104,7 @@ class OnlineSGD(Experiment):
 
     def analyse(self, config, tasks, results):
         from ..training._online_ode import online_ode
-        from ..training._support import band, match_times
+        from ..training._support import match_times
 
         arrays, claims = {}, []
         worst, worst_noiseless, spreads, dims = 0.0, 0.0, [], []
@@ -131,9 +136,10 @@ class OnlineSGD(Experiment):
             dims.append(D)
             arrays |= {f"erf_t_D{D}": t, f"erf_band_D{D}": np.stack([lo, med, hi]),
                        f"erf_ode_D{D}": odes["ode"], f"erf_ode_eta1_D{D}": odes["ode_eta1"]}
-        fit = gc.loglog_fit(dims, spreads)
+        fit = loglog_fit(dims, spreads)
         arrays |= {"erf_dims": np.array(dims, dtype=float), "erf_spread": np.array(spreads),
-                   "erf_spread_fit": gc.fit_row(fit)}
+                   "erf_spread_fit": np.array([fit.slope, fit.intercept, fit.slope_low,
+                                               fit.slope_high])}
         frac = inside / max(total, 1)
         claims.append(Claim(
             id="online_sgd.erf_within_spread",
@@ -154,9 +160,9 @@ class OnlineSGD(Experiment):
             id="online_sgd.erf_spread_exponent",
             statement=("the seed spread (standard deviation of the loss over seeds, averaged over "
                        "the last 80% of the run) scales as D^p; fitted p (95% CI "
-                       f"[{fit['ci'][0]:.3f}, {fit['ci'][1]:.3f}]); theory -1/2"),
-            measured=round(fit["slope"], 4), expected=-0.5, tolerance=tol,
-            passed=bool(abs(fit["slope"] + 0.5) <= tol)))
+                       f"[{fit.slope_low:.3f}, {fit.slope_high:.3f}]); theory -1/2"),
+            measured=round(fit.slope, 4), expected=-0.5, tolerance=tol,
+            passed=bool(abs(fit.slope + 0.5) <= tol)))
 
         task, res = next((tk, r) for tk, r in zip(tasks, results) if tk["kind"] == "relu")
         problem = self.problem(task)

@@ -24,8 +24,31 @@ def register(subparsers) -> None:
     p.set_defaults(func=_handle)
 
 
+def _check_paths(args: argparse.Namespace) -> None:
+    """Before any derivation: the folder and the kernel module's folder can be written (or,
+    with --check, the folder exists)."""
+    from pathlib import Path
+
+    from .._errors import InputError
+    from .._options import check_writable_folder
+
+    if args.dir is not None:
+        if args.check and not Path(args.dir).is_dir():
+            raise InputError(f"--dir {args.dir!r}: no such folder to check")
+        if not args.check:
+            check_writable_folder("--dir", args.dir)
+    if args.kernels is not None:
+        kernels = Path(args.kernels)
+        if not args.kernels.strip() or kernels.is_dir():
+            raise InputError(f"--kernels {args.kernels!r}: give the path of a .py file")
+        if not args.check:
+            check_writable_folder("--kernels", str(kernels.parent))
+
+
 def _handle(args: argparse.Namespace) -> int:
     from ._registry import derive
+
+    _check_paths(args)
 
     report = derive(args.dir, check=args.check, kernels=args.kernels)
     if report.ok:

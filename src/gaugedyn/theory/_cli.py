@@ -1,8 +1,50 @@
-"""``gaugedyn solve``: solve one named set-up of the population theory and print one JSON object."""
+"""``gaugedyn solve``: solve one named set-up of the population theory and print one JSON object.
+
+Every option is declared once in :data:`OPTIONS` (type, bounds and why, or choices) and checked
+before anything is allocated; the memory the solve needs is estimated from the dimension, the
+number of neurons, the formulation and the number of output times (:func:`memory_estimate`)
+and a request that cannot fit is refused quoting the estimate.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+
+from .._options import Option
+
+GAUGES = ("w-heavy", "a-heavy", "balanced")
+FORMULATIONS = ("order-parameters", "weight-space", "span")
+METHOD_NAMES = ("auto", "lsoda", "rodas", "Radau", "BDF", "LSODA", "DOP853", "RK45")
+MAX_NEURONS = 64
+LOOSE_RTOL, LOOSE_ATOL = 1e-4, 1e-6
+
+OPTIONS = {
+    "setup": Option("setup", str, choices=("single", "duplicates")),
+    "dim": Option("dim", int, lo=2, hi=10**8,
+                  why="arrays of D float64 per neuron; memory is also estimated per request"),
+    "gauge": Option("gauge", str, choices=GAUGES),
+    "scale": Option("scale", float, lo=1e-6, hi=1e6,
+                    why="|w|^2 = s D and a^2 = s / D must stay resolvable in float64"),
+    "activation": Option("activation", str, choices=("relu", "erf", "linear")),
+    "threshold": Option("threshold", float, lo=0, hi=1, lo_open=True, hi_open=True,
+                        why="an overlap m lies in [-1, 1]"),
+    "prune_tol": Option("prune_tol", float, lo=0, hi=1, lo_open=True, hi_open=True,
+                        why="the owner converges to |rho| = |b| = 1, so a tolerance >= 1 would "
+                        "call it pruned"),
+    "t_max": Option("t_max", float, lo=0, hi=1e12, lo_open=True,
+                    why="beyond 1e12 float64 time no longer resolves the steps"),
+    "formulation": Option("formulation", str, choices=FORMULATIONS),
+    "dynamics": Option("dynamics", str, choices=("flow", "gd")),
+    "eta": Option("eta", float, lo=0, hi=1e3, lo_open=True,
+                  why="gradient descent with larger steps diverges at once on these losses"),
+    "method": Option("method", str, choices=METHOD_NAMES),
+    "rtol": Option("rtol", float, lo=1e-13, hi=1e-2,
+                   why="above 1e-2 the answer is off by more than 1% (below 1e-13 float64 "
+                   "rounding dominates)"),
+    "atol": Option("atol", float, lo=1e-20, hi=1e-2,
+                   why="the state's components start at |a| ~ (s/D)^(1/2), well below 1e-2"),
+}
 
 
 def register(subparsers) -> None:
@@ -11,103 +53,155 @@ def register(subparsers) -> None:
         help="solve a named set-up (single, duplicates) and print one JSON object",
         description="Integrate population gradient flow (or gradient descent) of a named set-up "
         "and print specialization times, owners, the final rho, alignment, loss and delta drift, "
-        "with the definitions, settings and integrator diagnostics, as one JSON object.",
+        "with the definitions, settings and integrator diagnostics, as one JSON object. Every "
+        "value is checked before any work: a bad one gives one error line and exit status 2.",
     )
     p.add_argument("--setup", required=True, help="single or duplicates")
-    p.add_argument("--dim", required=True, help="input dimension D (integer >= 2)")
+    p.add_argument("--dim", required=True, help="input dimension D (integer in [2, 1e8])")
     p.add_argument("--gauge", default=None, help="single: w-heavy, a-heavy or balanced")
     p.add_argument("--gauges", default=None,
-                   help="duplicates: comma-separated gauges, one per copy (e.g. a-heavy,w-heavy)")
-    p.add_argument("--scale", default="1.0", help="initial coefficient rho0 = s (> 0)")
+                   help="duplicates: comma-separated gauges, one per copy (e.g. a-heavy,w-heavy); "
+                   f"at most {MAX_NEURONS}")
+    p.add_argument("--scale", default="1.0", help="initial coefficient rho0 = s, in [1e-6, 1e6]")
     p.add_argument("--activation", default="relu", help="relu, erf or linear")
     p.add_argument("--threshold", default="0.95", help="specialization threshold in (0, 1)")
-    p.add_argument("--prune-tol", default="1e-3", help="pruned when |rho_i| < prune-tol (> 0)")
-    p.add_argument("--t-max", default=None, help="horizon (> 0; default: from the set-up)")
+    p.add_argument("--prune-tol", default="1e-3", help="pruned when |rho_i| < prune-tol, in (0, 1)")
+    p.add_argument("--t-max", default=None, help="horizon in (0, 1e12] (default: from the set-up)")
     p.add_argument("--formulation", default="order-parameters",
                    help="order-parameters, weight-space or span")
     p.add_argument("--dynamics", default="flow", help="flow or gd")
-    p.add_argument("--eta", default=None, help="GD step size (> 0; required for --dynamics gd)")
-    p.add_argument("--method", default="auto", help="auto, lsoda, rodas, Radau, BDF, LSODA, DOP853 or RK45")
-    p.add_argument("--rtol", default="1e-8", help="relative tolerance (> 0)")
-    p.add_argument("--atol", default="1e-10", help="absolute tolerance (> 0)")
+    p.add_argument("--eta", default=None, help="GD step size in (0, 1e3] (required for gd)")
+    p.add_argument("--method", default="auto", help=", ".join(METHOD_NAMES))
+    p.add_argument("--rtol", default="1e-8", help="relative tolerance in [1e-13, 1e-2]")
+    p.add_argument("--atol", default="1e-10", help="absolute tolerance in [1e-20, 1e-2]")
     p.add_argument("--stop-at-specialization", action="store_true",
                    help="end the run when every teacher feature has specialised")
+    progress_options(p)
     p.set_defaults(func=_handle)
 
 
-def _number(name: str, text, *, kind=float, allowed: str = "a number > 0"):
+def progress_options(p: argparse.ArgumentParser) -> None:
+    """``--progress`` / ``--quiet``: a progress bar on standard error (default: on a terminal)."""
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--progress", action="store_true",
+                       help="show progress with the time left on stderr even when it is not a "
+                       "terminal")
+    group.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+
+
+def _gauges(args) -> list[str]:
     from .._errors import InputError
 
-    try:
-        value = kind(text)
-    except (TypeError, ValueError):
-        raise InputError(f"--{name}={text!r} is not allowed; it must be {allowed}") from None
-    return value
+    if args.setup == "single":
+        if args.gauges is not None:
+            raise InputError("--gauges is for --setup duplicates; use --gauge with single")
+        return [OPTIONS["gauge"].parse("w-heavy" if args.gauge is None else args.gauge)]
+    if args.gauge is not None:
+        raise InputError("--gauge is for --setup single; use --gauges with duplicates")
+    if not args.gauges:
+        raise InputError("--gauges is required with --setup duplicates, e.g. "
+                         "a-heavy,w-heavy,w-heavy")
+    names = [g.strip() for g in args.gauges.split(",")]
+    if len(names) > MAX_NEURONS:
+        raise InputError(f"--gauges names {len(names)} neurons; allowed: 1 to {MAX_NEURONS} "
+                         "(the dense Jacobian of the order-parameter state grows as K^4)")
+    for g in names:
+        if g not in GAUGES:
+            raise InputError(f"--gauges entry {g!r} is not allowed; each must be one of "
+                             f"{', '.join(GAUGES)}")
+    return names
+
+
+def output_times(t_max: float, per_decade: int = 40, t_min: float = 1e-3) -> int:
+    """The number of default output times up to ``t_max`` (see ``theory.log_times``)."""
+    import math
+
+    t_min = min(t_min, t_max / 10.0)
+    return max(int(math.ceil(per_decade * math.log10(t_max / t_min))) + 1, 2) + 2
+
+
+def memory_estimate(dim: int, K: int, formulation: str, method: str, n_out: int,
+                    M: int = 1) -> tuple[float, str]:
+    """``(bytes, formula)``: float64 arrays of a solve of ``K`` students and ``M`` teachers.
+
+    The problem holds ``W (K, D)``, ``V (M, D)`` and their directions and span basis (about 8
+    arrays of ``D (K + M)``); the state has ``n`` coordinates (``K + K(K+1)/2 + K M`` for order
+    parameters, ``K + K r`` with ``r = K + M`` for the span, ``K + K D`` for weight space), stored
+    at ``n_out`` output times; an implicit method (rodas, Radau, BDF, LSODA) factorises a dense
+    ``n x n`` Jacobian (about 4 copies).
+    """
+    n = {"order-parameters": K + K * (K + 1) // 2 + K * M, "span": K + K * (K + M),
+         "weight-space": K + K * dim}[formulation]
+    implicit = method in ("auto", "lsoda", "rodas", "Radau", "BDF", "LSODA")
+    total = 8.0 * (8 * dim * (K + M) + n * (n_out + 16) + (4 * n * n if implicit else 0))
+    formula = (f"8 bytes x (8 D (K+M) + n (outputs + 16){' + 4 n^2' if implicit else ''}) with "
+               f"D={dim}, K={K}, n={n}, outputs={n_out}")
+    return total, formula
+
+
+def _numbers(args) -> dict:
+    from .._errors import InputError
+
+    names = ("dim", "scale", "threshold", "prune_tol", "t_max", "eta", "rtol", "atol")
+    values = {name: OPTIONS[name].parse(getattr(args, name)) if getattr(args, name) is not None
+              else None for name in names}
+    for name in ("setup", "activation", "formulation", "dynamics", "method"):
+        values[name] = OPTIONS[name].parse(getattr(args, name))
+    if values["dynamics"] == "gd" and values["eta"] is None:
+        raise InputError("--eta is required with --dynamics gd; give a step size in (0, 1e3]")
+    if values["dynamics"] == "flow" and values["eta"] is not None:
+        raise InputError("--eta is only used with --dynamics gd")
+    return values
+
+
+def _warn_loose(values: dict) -> None:
+    for name, loose in (("rtol", LOOSE_RTOL), ("atol", LOOSE_ATOL)):
+        if values[name] > loose:
+            print(f"gaugedyn solve: warning: --{name}={values[name]:g} is loose (above {loose:g}): "
+                  "expect errors of that order, e.g. in delta_drift, which the flow conserves "
+                  "exactly", file=sys.stderr)
 
 
 def _handle(args: argparse.Namespace) -> int:
     import json
 
-    import numpy as np
-
-    from .._errors import InputError
     from .._meta import versions
+    from .._options import check_memory
+    from .._progress import progress_bar
     from ._observables import Definitions
-    from ._problem import GAUGE_NAMES, duplicates, single
-    from ._solve import solve
+    from ._problem import duplicates, single
+    from ._solve import default_t_max, solve
 
-    if args.setup not in ("single", "duplicates"):
-        raise InputError(f"--setup={args.setup!r} is not allowed; choose single or duplicates")
-    dim = _number("dim", args.dim, kind=int, allowed="an integer >= 2")
-    if dim < 2:
-        raise InputError(f"--dim={args.dim!r} is not allowed; it must be an integer >= 2")
-    scale = _number("scale", args.scale)
-    if not (np.isfinite(scale) and scale > 0):
-        raise InputError(f"--scale={args.scale!r} is not allowed; it must be finite and > 0")
-    threshold = _number("threshold", args.threshold, allowed="a number in (0, 1)")
-    if not (0 < threshold < 1):
-        raise InputError(f"--threshold={args.threshold!r} is not allowed; it must lie in (0, 1)")
-    prune_tol = _number("prune-tol", args.prune_tol)
-    if not (np.isfinite(prune_tol) and prune_tol > 0):
-        raise InputError(f"--prune-tol={args.prune_tol!r} is not allowed; it must be > 0")
-    numbers = {}
-    for name in ("t_max", "eta", "rtol", "atol"):
-        text = getattr(args, name)
-        if text is None:
-            numbers[name] = None
-            continue
-        v = _number(name.replace("_", "-"), text)
-        if not (np.isfinite(v) and v > 0):
-            raise InputError(f"--{name.replace('_', '-')}={text!r} is not allowed; it must be "
-                             "finite and > 0")
-        numbers[name] = v
-    if args.dynamics == "gd" and numbers["eta"] is None:
-        raise InputError("--eta is required with --dynamics gd; give a step size > 0")
-    if args.setup == "single":
-        if args.gauges is not None:
-            raise InputError("--gauges is for --setup duplicates; use --gauge with single")
-        gauge = args.gauge or "w-heavy"
-        if gauge not in GAUGE_NAMES:
-            raise InputError(f"--gauge={gauge!r} is not allowed; choose one of "
-                             f"{', '.join(GAUGE_NAMES)}")
-        problem = single(dim, gauge, scale=scale, activation=args.activation)
+    values = _numbers(args)
+    gauges = _gauges(args)
+    dim, K = values["dim"], len(gauges)
+    _warn_loose(values)
+    base, _ = memory_estimate(dim, K, values["formulation"], values["method"], 0)
+    check_memory(f"--dim={dim} with {K} neuron(s)", base, f"8 bytes x 8 D (K+M), D={dim}, K={K}")
+    kind = dict(scale=values["scale"], activation=values["activation"])
+    problem = single(dim, gauges[0], **kind) if args.setup == "single" else \
+        duplicates(dim, gauges, **kind)
+    t_max = values["t_max"] or default_t_max(problem)
+    estimate, formula = memory_estimate(dim, K, values["formulation"], values["method"],
+                                        output_times(t_max))
+    check_memory(f"--dim={dim} with {K} neuron(s) ({values['formulation']}, "
+                 f"{values['method']}, t_max={t_max:g})", estimate, formula)
+    definitions = Definitions(threshold=values["threshold"], prune_tol=values["prune_tol"])
+    extra = {}
+    if values["dynamics"] == "gd":
+        bar = progress_bar(int(t_max / values["eta"]) + 1, "solve (gd)", unit="step",
+                           force=args.progress, quiet=args.quiet)
+        extra["progress"] = bar.callback
     else:
-        if args.gauge is not None:
-            raise InputError("--gauge is for --setup single; use --gauges with duplicates")
-        if not args.gauges:
-            raise InputError("--gauges is required with --setup duplicates, e.g. "
-                             "a-heavy,w-heavy,w-heavy")
-        names = [g.strip() for g in args.gauges.split(",")]
-        for g in names:
-            if g not in GAUGE_NAMES:
-                raise InputError(f"--gauges entry {g!r} is not allowed; each must be one of "
-                                 f"{', '.join(GAUGE_NAMES)}")
-        problem = duplicates(dim, names, scale=scale, activation=args.activation)
-    definitions = Definitions(threshold=threshold, prune_tol=prune_tol)
-    sol = solve(problem, formulation=args.formulation, dynamics=args.dynamics,
-                eta=numbers["eta"], t_max=numbers["t_max"], method=args.method,
-                rtol=numbers["rtol"], atol=numbers["atol"], definitions=definitions,
-                stop_at_specialization=args.stop_at_specialization)
+        bar = None
+    try:
+        sol = solve(problem, formulation=values["formulation"], dynamics=values["dynamics"],
+                    eta=values["eta"], t_max=values["t_max"], method=values["method"],
+                    rtol=values["rtol"], atol=values["atol"], definitions=definitions,
+                    stop_at_specialization=args.stop_at_specialization, **extra)
+    finally:
+        if bar is not None:
+            bar.close()
     out = sol.to_dict()
     out["versions"] = versions()
     print(json.dumps(out, allow_nan=False))

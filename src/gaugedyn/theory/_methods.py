@@ -203,17 +203,22 @@ def _gd_events(task: FlowTask, events, g_prev, y, k: int, eta: float):
     return g
 
 
-def gradient_descent(task: FlowTask, eta: float) -> Integration:
+def gradient_descent(task: FlowTask, eta: float,
+                     progress: Callable[[int, int], object] | None = None) -> Integration:
     """Population gradient descent ``theta -> theta - eta grad L`` (:func:`gd_step`), step ``k``
-    reported at time ``k eta``; the outputs are the iterates nearest to ``t_eval``."""
+    reported at time ``k eta``; the outputs are the iterates nearest to ``t_eval``.
+    ``progress(done, total)`` is called once per chunk of at most 1000 steps."""
     p = task.params
     n_steps = int(np.ceil(task.t_max / eta - 1e-9))
+    chunk = max(1, min(1000, n_steps // 200))
     k_out = np.unique(np.clip(np.rint(task.t_eval / eta).astype(np.int64), 0, n_steps))
     events = np.full(task.n_events, np.nan)
     y = task.y0.copy()
     ys, ks = [], []
     j, k, g_prev = 0, 0, None
     for k in range(n_steps + 1):
+        if progress is not None and k % chunk == 0:
+            progress(k, n_steps)
         if task.n_events:
             g_prev = _gd_events(task, events, g_prev, y, k, eta)
         halt = task.stop and np.all(np.isfinite(events[task.stop_mask]))
@@ -229,6 +234,8 @@ def gradient_descent(task: FlowTask, eta: float) -> Integration:
             bad = int(np.flatnonzero(~np.isfinite(y_new))[0])
             raise DivergenceError(p.component(bad), (k + 1) * eta, k + 1, y)
         y = y_new
+    if progress is not None:
+        progress(k, n_steps)
     ks = np.array(ks)
     stopped = k < n_steps
     return Integration(t=ks * eta, y=np.array(ys), events=events, t_final=ks[-1] * eta, nfev=k,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -150,7 +150,8 @@ def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "fl
           eta: float | None = None, t_max: float | None = None, method: str = "auto",
           rtol: float = 1e-8, atol: float = 1e-10, definitions: Definitions = DEFAULT_DEFINITIONS,
           t_eval=None, stop_at_specialization: bool = False, keep_weights: bool = False,
-          singular_cutoff: float = 1e-10) -> Solution:
+          singular_cutoff: float = 1e-10,
+          progress: Callable[[int, int], object] | None = None) -> Solution:
     """Population gradient flow (or gradient descent with step ``eta``) from a :class:`Problem`.
 
     ``dynamics="flow"`` integrates ``da/dt = -dL/da``, ``dW/dt = -dL/dW`` with ``method`` (a
@@ -159,7 +160,9 @@ def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "fl
     ``t_eval`` (default: ``0`` and log-spaced times up to ``t_max``; default ``t_max`` from
     :func:`default_t_max`), plus the final time. With ``stop_at_specialization`` the run ends when
     every teacher feature has specialised. Raises :class:`InputError` on bad settings and
-    :class:`DivergenceError` when the trajectory stops being finite.
+    :class:`DivergenceError` when the trajectory stops being finite. ``progress``, if given, is
+    called as ``progress(steps_done, steps_total)`` once per chunk of at most 1000
+    gradient-descent steps (the flow does not call it); it does not change the result.
     """
     eta, t_max, t_eval = _check_solve(problem, formulation, dynamics, eta, t_max, method, rtol,
                                       atol, definitions, t_eval)
@@ -169,7 +172,7 @@ def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "fl
                     stop=stop_at_specialization)
     method_name = "gd" if dynamics == "gd" else method
     start = time.perf_counter()
-    raw = gradient_descent(task, eta) if dynamics == "gd" else METHODS[method](task)
+    raw = gradient_descent(task, eta, progress) if dynamics == "gd" else METHODS[method](task)
     wall = time.perf_counter() - start
     a, Q, R, obs, spec, prune, own, drift, W = _assemble(problem, p, raw, definitions,
                                                          keep_weights)

@@ -1,4 +1,10 @@
-"""``gaugedyn train``: train one named set-up over several seeds and print one JSON object."""
+"""``gaugedyn train``: train one named set-up over several seeds and print one JSON object.
+
+Every option is declared once in :data:`OPTIONS` (type, bounds and why, or choices) and checked
+before anything is allocated: the memory of the data and the network is estimated
+(:func:`memory_estimate`) and so is the arithmetic (:func:`work_estimate`); a request that cannot
+fit, or would run for more than about a day, is refused with the estimate.
+"""
 
 from __future__ import annotations
 
@@ -6,34 +12,75 @@ import argparse
 import json
 import math
 
+from .._options import MAX_SEED, Option
+from ..theory._cli import GAUGES, MAX_NEURONS, progress_options
+
+MAX_FLOP = 1e15  # about a day of one core at 1e10 floating-point operations per second
+
+OPTIONS = {
+    "setup": Option("setup", str, choices=("single", "duplicates")),
+    "dim": Option("dim", int, lo=2, hi=10**7,
+                  why="float arrays of D per sample, neuron and seed; memory is also estimated"),
+    "gauge": Option("gauge", str, choices=GAUGES),
+    "scale": Option("scale", float, lo=1e-6, hi=1e6,
+                    why="|w|^2 = s D and a^2 = s / D must stay resolvable in floating point"),
+    "strength": Option("strength", float, lo=0, hi=1e8, lo_open=True,
+                       why="|w|^2 = s x strength must stay resolvable in floating point"),
+    "activation": Option("activation", str, choices=("relu", "erf", "linear")),
+    "samples": Option("samples", int, lo=1, hi=10**9,
+                      why="S n D floats of data; memory is also estimated per request"),
+    "optimizer": Option("optimizer", str, choices=("gd", "sgd", "adam")),
+    "lr": Option("lr", float, lo=0, hi=1e3, lo_open=True,
+                 why="larger steps diverge at once on these losses"),
+    "steps": Option("steps", int, lo=1, hi=10**9,
+                    why="the arithmetic is also estimated and capped at about a day"),
+    "batch": Option("batch", int, lo=1, hi=10**7, why="S B D floats per step"),
+    "schedule": Option("schedule", str, choices=("constant", "cosine", "inverse")),
+    "seeds": Option("seeds", int, lo=1, hi=100_000, why="seeds are trained as one batch in memory"),
+    "root_seed": Option("root_seed", int, lo=0, hi=MAX_SEED, hi_text="2**64 - 1",
+                        why="seeds are unsigned 64-bit integers"),
+    "threshold": Option("threshold", float, lo=0, hi=1, lo_open=True, hi_open=True,
+                        why="an overlap m lies in [-1, 1]"),
+    "prune_tol": Option("prune_tol", float, lo=0, hi=1, lo_open=True, hi_open=True,
+                        why="the owner converges to |rho| = |b| = 1, so a tolerance >= 1 would "
+                        "call it pruned"),
+    "dtype": Option("dtype", str, choices=("float32", "float64")),
+}
+_NUMBERS = ("dim", "scale", "strength", "samples", "lr", "steps", "batch", "seeds", "root_seed",
+            "threshold", "prune_tol")
+_NAMES = ("setup", "activation", "optimizer", "schedule", "dtype")
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "train", help="train a named set-up on Gaussian data (batched seeds); print JSON",
         description="Train the 'single' or 'duplicates' set-up by full-batch GD, mini-batch or "
         "online SGD, or Adam, S seeds as one batched computation; print final observables, the "
-        "specialization time per seed and the settings as one JSON object.")
-    p.add_argument("--setup", choices=("single", "duplicates"), default="single")
-    p.add_argument("--dim", type=int, required=True, help="input dimension D")
+        "specialization time per seed and the settings as one JSON object. Every value is "
+        "checked before any work: a bad one gives one error line and exit status 2.")
+    p.add_argument("--setup", default="single", help="single or duplicates")
+    p.add_argument("--dim", required=True, help="input dimension D (integer in [2, 1e7])")
     p.add_argument("--gauge", help="gauge of the single neuron: w-heavy, a-heavy or balanced")
     p.add_argument("--gauges", help="comma-separated gauges of the duplicates, e.g. a-heavy,w-heavy")
-    p.add_argument("--scale", type=float, default=1.0, help="initial coefficient rho0 = s")
-    p.add_argument("--strength", type=float, default=None, help="gauge strength (default D)")
+    p.add_argument("--scale", default="1.0", help="initial coefficient rho0 = s, in [1e-6, 1e6]")
+    p.add_argument("--strength", default=None, help="gauge strength in (0, 1e8] (default D)")
     p.add_argument("--activation", default="relu", help="relu, erf or linear")
     data = p.add_mutually_exclusive_group()
-    data.add_argument("--samples", type=int, default=None, help="fixed sample size n")
+    data.add_argument("--samples", default=None, help="fixed sample size n")
     data.add_argument("--online", action="store_true", help="fresh samples every step")
     p.add_argument("--optimizer", default="gd", help="gd, sgd or adam")
-    p.add_argument("--lr", type=float, default=None, help="step size eta (default 0.5/(s D))")
-    p.add_argument("--steps", type=int, default=1000)
-    p.add_argument("--batch", type=int, default=None, help="mini-batch size (sgd, adam)")
+    p.add_argument("--lr", default=None, help="step size eta in (0, 1e3] (default 0.5/(s D))")
+    p.add_argument("--steps", default="1000", help="optimizer steps (integer >= 1)")
+    p.add_argument("--batch", default=None, help="mini-batch size (sgd, adam)")
     p.add_argument("--schedule", default="constant", help="constant, cosine or inverse")
-    p.add_argument("--seeds", type=int, default=4, help="number of seeds S (trained batched)")
-    p.add_argument("--root-seed", type=int, default=0)
-    p.add_argument("--threshold", type=float, default=0.95, help="specialization threshold")
-    p.add_argument("--prune-tol", type=float, default=1e-3)
+    p.add_argument("--seeds", default="4", help="number of seeds S in [1, 100000] (batched)")
+    p.add_argument("--root-seed", default="0", help="root seed, an integer in [0, 2**64)")
+    p.add_argument("--threshold", default="0.95", help="specialization threshold in (0, 1)")
+    p.add_argument("--prune-tol", default="1e-3", help="pruned when |rho_i| < prune-tol, in (0, 1)")
     p.add_argument("--dtype", default="float64", help="float32 or float64")
-    p.add_argument("--device", default=None, help="cpu, cuda (default: cuda if available)")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:N or mps, if this machine has "
+                   "it (default: cuda if available)")
+    progress_options(p)
     p.set_defaults(func=_handle)
 
 
@@ -47,52 +94,149 @@ def _finite(x):
     return x
 
 
-def _handle(args: argparse.Namespace) -> int:
-    import numpy as np
-
+def _gauges(args) -> list[str]:
     from .._errors import InputError
-    from ..theory import Definitions, duplicates, single, with_gauge
-    from ._trainer import TrainConfig, train
 
     if args.setup == "single":
         if args.gauges is not None:
             raise InputError("--gauges is for --setup duplicates; use --gauge with --setup single")
-        gauges = [args.gauge or "w-heavy"]
-        problem = single(args.dim, gauges[0], scale=args.scale, activation=args.activation)
+        return [OPTIONS["gauge"].parse("w-heavy" if args.gauge is None else args.gauge)]
+    if args.gauge is not None or not args.gauges:
+        raise InputError("--setup duplicates needs --gauges (comma-separated), not --gauge")
+    names = [g.strip() for g in args.gauges.split(",")]
+    if len(names) > MAX_NEURONS:
+        raise InputError(f"--gauges names {len(names)} neurons; allowed: 1 to {MAX_NEURONS}")
+    for g in names:
+        if g not in GAUGES:
+            raise InputError(f"--gauges entry {g!r} is not allowed; each must be one of "
+                             f"{', '.join(GAUGES)}")
+    return names
+
+
+def check_device(text: str | None) -> str | None:
+    """``text`` if this machine has that torch device (``cpu``, ``cuda[:N]``, ``mps``), else
+    :class:`InputError` naming the devices it has."""
+    import torch
+
+    from .._errors import InputError
+
+    if text is None:
+        return None
+    have = ["cpu"]
+    if torch.cuda.is_available():
+        have += ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        have.append("mps")
+    if text not in have:
+        raise InputError(f"--device={text!r} is not available on this machine; allowed: "
+                         f"{', '.join(have)}")
+    return text
+
+
+def memory_estimate(v: dict, K: int, itemsize: int) -> tuple[float, str]:
+    """``(bytes, formula)``: the data (fixed sample: ``X``, its padded and transposed copies, the
+    labels; online: one block of the stream) and the network, per seed, times ``S`` seeds."""
+    S, D, n, B = v["seeds"], v["dim"], v["samples"], v["batch"] or 1
+    if n is not None:
+        data, what = 4.0 * n * (D + K + 1) + 4.0 * (B if v["batch"] else 0) * D, "4 n (D + K + 1)"
     else:
-        if args.gauge is not None or not args.gauges:
-            raise InputError("--setup duplicates needs --gauges (comma-separated), not --gauge")
-        gauges = [g.strip() for g in args.gauges.split(",")]
-        problem = duplicates(args.dim, gauges, scale=args.scale, activation=args.activation)
-    if args.strength is not None:
-        problem = with_gauge(problem, names=gauges, strength=args.strength)
-    if not args.online and args.samples is None:
+        data, what = 4.0 * max(2**16, B * D) * 2, "8 max(2^16, B D)"
+    net = 16.0 * K * D
+    total = itemsize * S * (data + net)
+    return total, f"{itemsize} bytes x S x ({what} + 16 K D) with S={S}, n={n}, D={D}, K={K}"
+
+
+def work_estimate(v: dict, K: int) -> float:
+    """Floating-point operations: about ``12 S B D (K + 1)`` per step (forward and backward
+    through students and teacher), ``B = n`` for full-batch GD."""
+    B = v["batch"] or (v["samples"] if v["samples"] is not None else 1)
+    return 12.0 * v["seeds"] * B * v["dim"] * (K + 1) * v["steps"]
+
+
+def _values(args) -> dict:
+    from .._errors import InputError
+
+    v = {name: None if getattr(args, name) is None else OPTIONS[name].parse(getattr(args, name))
+         for name in _NUMBERS}
+    v.update({name: OPTIONS[name].parse(getattr(args, name)) for name in _NAMES})
+    if not args.online and v["samples"] is None:
         raise InputError("give --samples N (fixed sample) or --online")
-    if args.seeds < 1 or args.seeds > 100000:
-        raise InputError(f"--seeds {args.seeds} is not allowed; it must lie in [1, 100000]")
-    lr = args.lr if args.lr is not None else 0.5 / (args.scale * args.dim)
-    cfg = TrainConfig(optimizer=args.optimizer, lr=lr, steps=args.steps,
-                      samples=None if args.online else args.samples, batch=args.batch,
-                      schedule=args.schedule)
-    definitions = Definitions(threshold=args.threshold, prune_tol=args.prune_tol)
-    res = train(problem, cfg, seeds=args.seeds, root_seed=args.root_seed, dtype=args.dtype,
-                device=args.device, definitions=definitions)
+    if v["samples"] is not None and v["batch"] is not None and v["batch"] > v["samples"]:
+        raise InputError(f"--batch={v['batch']} is not allowed; allowed: at most --samples="
+                         f"{v['samples']}")
+    v["device"] = check_device(args.device)
+    return v
+
+
+def _check_size(v: dict, K: int) -> None:
+    from .._errors import InputError
+    from .._options import check_memory
+
+    estimate, formula = memory_estimate(v, K, 4 if v["dtype"] == "float32" else 8)
+    check_memory(f"--dim={v['dim']} --samples={v['samples']} --seeds={v['seeds']}", estimate,
+                 formula)
+    flop = work_estimate(v, K)
+    if flop > MAX_FLOP:
+        raise InputError(
+            f"--steps={v['steps']} with --dim={v['dim']}, --seeds={v['seeds']} and batch "
+            f"{v['batch'] or v['samples'] or 1} needs about {flop:.2g} floating-point operations "
+            f"(12 S B D (K+1) per step), more than the {MAX_FLOP:g} (about a day on one core) "
+            "this command accepts; choose fewer steps, seeds or samples")
+
+
+def _handle(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .._progress import progress_bar
+    from ..theory import Definitions, duplicates, single, with_gauge
+    from ._trainer import TrainConfig, train
+
+    v = _values(args)
+    gauges = _gauges(args)
+    _check_size(v, len(gauges))
+    kind = dict(scale=v["scale"], activation=v["activation"])
+    if args.setup == "single":
+        problem = single(v["dim"], gauges[0], **kind)
+    else:
+        problem = duplicates(v["dim"], gauges, **kind)
+    if v["strength"] is not None:
+        problem = with_gauge(problem, names=gauges, strength=v["strength"])
+    lr = v["lr"] if v["lr"] is not None else 0.5 / (v["scale"] * v["dim"])
+    cfg = TrainConfig(optimizer=v["optimizer"], lr=lr, steps=v["steps"],
+                      samples=None if args.online else v["samples"], batch=v["batch"],
+                      schedule=v["schedule"])
+    definitions = Definitions(threshold=v["threshold"], prune_tol=v["prune_tol"])
+    bar = progress_bar(v["steps"], "train", unit="step", force=args.progress, quiet=args.quiet)
+    every = max(1, min(1000, v["steps"] // 200))
+    on_step = (lambda r: bar.callback(r.step) if r.step % every == 0 or r.step == v["steps"]
+               else None) if bar.enabled else None
+    try:
+        res = train(problem, cfg, seeds=v["seeds"], root_seed=v["root_seed"], dtype=v["dtype"],
+                    device=v["device"], definitions=definitions, on_step=on_step)
+    finally:
+        bar.close()
+    print(json.dumps(_finite(_output(args, v["dim"], gauges, res, definitions, np)),
+                     default=float))
+    return 0
+
+
+def _output(args, dim: int, gauges, res, definitions, np) -> dict:
     final = res.final()
-    out = {
-        "setup": args.setup, "dim": args.dim, "gauges": gauges, "activation": args.activation,
-        "seeds": res.seeds, "root_seed": res.root_seed,
+    spec = res.specialization_time()
+    return {
+        "setup": args.setup, "dim": dim, "gauges": gauges,
+        "activation": args.activation, "seeds": res.seeds, "root_seed": res.root_seed,
         "time_final": float(res.time[-1]), "steps": int(res.steps[-1]),
-        "specialization_time": res.specialization_time()[:, 0].tolist(),
+        "specialization_time": spec[:, 0].tolist(),
         "owner": final["owner"][:, 0].tolist(),
         "loss": final["loss"].tolist(), "loss_empirical": final["loss_empirical"].tolist(),
         "rho": final["rho"].tolist(), "alignment": final["alignment"][..., 0].tolist(),
         "delta_drift": final["delta_drift"].tolist(),
         "pruned": final["pruned"].tolist(),
         "median": {"loss": float(np.median(final["loss"])),
-                   "specialization_time": float(np.nanmedian(res.specialization_time()[:, 0]))
-                   if np.any(np.isfinite(res.specialization_time())) else None},
+                   "specialization_time": float(np.nanmedian(spec[:, 0]))
+                   if np.any(np.isfinite(spec)) else None},
         "settings": res.settings, "definitions": definitions.describe(),
         "wall_time_s": res.diagnostics["wall_time_s"],
     }
-    print(json.dumps(_finite(out), default=float))
-    return 0

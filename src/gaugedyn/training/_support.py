@@ -1,12 +1,15 @@
 """Pieces shared by the experiments that train networks (finite_sample, online_sgd,
-gauge_in_training, gauge_under_adam): thread control, per-seed root seeds, seed bands and theory
-matching."""
+gauge_in_training, gauge_under_adam): thread control, per-seed root seeds and theory matching.
+Seed bands and intervals come from :mod:`gaugedyn.stats` (``band`` is re-exported here)."""
 
 from __future__ import annotations
 
 import contextlib
 
 import numpy as np
+
+from ..stats import band as band
+from ..stats import bootstrap_ci
 
 
 @contextlib.contextmanager
@@ -27,23 +30,11 @@ def root_of(seed: np.random.SeedSequence) -> int:
     return int(seed.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
 
 
-def band(x: np.ndarray, axis: int = 0, q: tuple[float, float] = (0.1, 0.9)) -> np.ndarray:
-    """``(lower quantile, median, upper quantile)`` over seeds, stacked on a new first axis."""
-    lo, hi = np.nanquantile(x, q, axis=axis)
-    return np.stack([lo, np.nanmedian(x, axis=axis), hi])
-
-
-def bootstrap_median(x: np.ndarray, rng: np.random.Generator, n_boot: int = 2000,
-                     level: float = 0.9) -> list[float]:
-    """Percentile bootstrap interval of the median of ``x`` over seeds."""
-    x = np.asarray(x, dtype=float)
-    x = x[np.isfinite(x)]
-    if x.size == 0:
-        return [float("nan"), float("nan")]
-    idx = rng.integers(0, x.size, size=(n_boot, x.size))
-    meds = np.median(x[idx], axis=1)
-    lo, hi = np.quantile(meds, [(1 - level) / 2, (1 + level) / 2])
-    return [float(lo), float(hi)]
+def bootstrap_median(x: np.ndarray, rng: np.random.Generator, level: float = 0.9) -> list[float]:
+    """Bootstrap interval (``level``) of the median of ``x`` over seeds, through
+    :func:`gaugedyn.stats.bootstrap_ci`; ``rng`` must derive from the run's seed."""
+    iv = bootstrap_ci(x, np.median, rng=rng, confidence=level)
+    return [iv.low, iv.high]
 
 
 def match_times(t_sim: np.ndarray, t_ref: np.ndarray) -> np.ndarray:

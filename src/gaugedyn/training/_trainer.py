@@ -154,6 +154,23 @@ class StepRecord:
     adam: AdamState | None
 
 
+BACKENDS = ("torch", "compiled")
+
+
+def _train_compiled(problem, config, seeds, root_seed, seed_indices, dtype, device, definitions,
+                    on_step) -> TrainResult:
+    from ._online_fast import train_online_compiled
+
+    if not isinstance(problem, Problem):
+        raise InputError("backend='compiled' takes one problem shared by every seed")
+    if on_step is not None:
+        raise InputError("backend='compiled' does not call on_step; use backend='torch'")
+    if resolve_dtype(dtype) != torch.float64 or str(resolve_device(device)) != "cpu":
+        raise InputError("backend='compiled' runs in float64 on the CPU")
+    return train_online_compiled(problem, config, seeds=seeds, root_seed=root_seed,
+                                 seed_indices=seed_indices, definitions=definitions)
+
+
 def _nonfinite(**tensors) -> str | None:
     for name, x in tensors.items():
         if not bool(torch.isfinite(x).all()):
@@ -164,7 +181,8 @@ def _nonfinite(**tensors) -> str | None:
 def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int = 1,
           root_seed: int = 0, seed_indices: Sequence[int] | None = None, dtype="float64",
           device=None, definitions: Definitions | None = None,
-          on_step: Callable[[StepRecord], object] | None = None) -> TrainResult:
+          on_step: Callable[[StepRecord], object] | None = None,
+          backend: str = "torch") -> TrainResult:
     """Train ``S`` students of ``problem`` on Gaussian data as one batched computation.
 
     ``seed_indices`` (default ``range(seeds)``) name the seeds: seed ``i`` draws its data from
@@ -174,7 +192,17 @@ def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int 
     (before that step's record and divergence check); its return value is ignored, and as long
     as it does not modify the tensors it is shown, the run is bit for bit that of ``on_step=None``.
     Raises :class:`gaugedyn.DivergenceError` if a parameter or the loss becomes non-finite.
+
+    ``backend="compiled"`` runs online SGD (``optimizer="sgd"``, ``samples=None``) in the compiled
+    kernel of :mod:`gaugedyn.training._online_fast`: the same conventions, float64 on the CPU,
+    seeds on threads, samples from per-seed numpy generators instead of torch's (so a seed's
+    trajectory differs sample by sample from the torch backend's, not in distribution).
     """
+    if backend not in BACKENDS:
+        raise InputError(f"backend={backend!r} is not allowed; allowed: {', '.join(BACKENDS)}")
+    if backend == "compiled":
+        return _train_compiled(problem, config, seeds, root_seed, seed_indices, dtype, device,
+                               definitions, on_step)
     started = _time.perf_counter()
     if on_step is not None and not callable(on_step):
         raise InputError(f"on_step={on_step!r} is not allowed; it must be callable or None")

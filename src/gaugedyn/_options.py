@@ -1,0 +1,194 @@
+"""Command-line options declared once: type, bounds with their reason, choices; and the checks
+every command runs before it allocates or computes anything.
+
+An :class:`Option` turns the text a user typed into a value or raises :class:`InputError` with
+one line naming the option, the value and what is allowed (for numbers the closed or open range
+and, for the upper bound, why it is there). :func:`check_memory` refuses a request whose
+estimated memory exceeds what this machine has available, quoting the estimate.
+:func:`check_writable_folder` checks that a folder can be created (or written) by creating and
+removing a probe folder, so a run cannot compute for minutes and then fail to store anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._errors import InputError
+
+MAX_SEED = 2**64 - 1
+_SHOW = 40
+
+
+def show(text: object) -> str:
+    """``repr`` of a user's text, shortened to one line of at most 40 characters."""
+    r = repr(text).encode("ascii", "backslashreplace").decode()
+    return r if len(r) <= _SHOW else r[: _SHOW - 4] + "...'"
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a command: ``kind`` ``int``, ``float`` or ``str`` with bounds or choices.
+
+    ``lo`` / ``hi`` are inclusive unless ``lo_open`` / ``hi_open``; ``why`` says why the upper
+    bound is where it is. ``choices`` lists the allowed strings (an empty string is never
+    allowed). ``parse`` returns the converted value or raises :class:`InputError`.
+    """
+
+    name: str
+    kind: type = float
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    hi_open: bool = False
+    why: str = ""
+    choices: tuple[str, ...] | None = None
+    hi_text: str = ""
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def describe(self) -> str:
+        """What is allowed, in words."""
+        if self.choices is not None:
+            return "one of " + ", ".join(self.choices)
+        what = "an integer" if self.kind is int else "a number"
+        left, right = "(" if self.lo_open else "[", ")" if self.hi_open else "]"
+        lo = "-inf" if self.lo is None else f"{self.lo:g}"
+        hi = self.hi_text or ("inf" if self.hi is None else f"{self.hi:g}")
+        text = f"{what} in {left}{lo}, {hi}{right}"
+        return text + (f" (upper bound: {self.why})" if self.why and self.hi is not None else "")
+
+    def error(self, text: object, reason: str = "") -> InputError:
+        extra = f" ({reason})" if reason else ""
+        return InputError(f"{self.flag}={show(text)} is not allowed{extra}; allowed: "
+                          f"{self.describe()}")
+
+    def parse(self, text: object):
+        """The value of ``text`` (a string, or an already converted value) or InputError."""
+        if self.choices is not None:
+            if not isinstance(text, str) or text not in self.choices:
+                raise self.error(text)
+            return text
+        value = self._number(text)
+        if self.lo is not None and (value < self.lo or (self.lo_open and value == self.lo)):
+            raise self.error(text)
+        if self.hi is not None and (value > self.hi or (self.hi_open and value == self.hi)):
+            raise self.error(text)
+        return value
+
+    def _number(self, text: object):
+        if isinstance(text, bool):
+            raise self.error(text)
+        if isinstance(text, int | float) and not isinstance(text, bool):
+            value = text
+        else:
+            s = str(text).strip()
+            if len(s) > 400:  # beyond any bound; int() would also refuse past 4300 digits
+                raise self.error(text, "too long")
+            try:
+                value = int(s) if self.kind is int else float(s)
+            except ValueError:
+                if self.kind is int:  # 1e3 and 1000.0 are integers too; 1.5 is not
+                    try:
+                        f = float(s)
+                    except ValueError:
+                        raise self.error(text) from None
+                    if not (math.isfinite(f) and f.is_integer()):
+                        raise self.error(text) from None
+                    value = int(f)
+                else:
+                    raise self.error(text) from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.error(text, "not finite")
+        if self.kind is int and value != int(value):
+            raise self.error(text)
+        return int(value) if self.kind is int else float(value)
+
+
+def parse_options(specs: dict[str, Option], args, names=None) -> dict:
+    """``{name: value}`` for the options ``names`` (default all) whose text in ``args`` is not
+    ``None``; ``None`` where an option was not given."""
+    out = {}
+    for name in names or specs:
+        text = getattr(args, name)
+        out[name] = None if text is None else specs[name].parse(text)
+    return out
+
+
+# ---------------------------------------------------------------------------- memory
+
+
+def available_memory() -> int:
+    """Bytes of memory available to a new allocation: ``MemAvailable`` on Linux, capped by the
+    room left under a cgroup (v2) memory limit, as in a container."""
+    free = None
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    free = int(line.split()[1]) * 1024
+    if free is None:
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            free = int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    with contextlib.suppress(OSError, ValueError):
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        used = int(Path("/sys/fs/cgroup/memory.current").read_text())
+        if limit != "max":
+            room = max(int(limit) - used, 0)
+            free = room if free is None else min(free, room)
+    return 2**62 if free is None else free
+
+
+def size_text(n: float) -> str:
+    """``n`` bytes in binary units (``7.1 PiB``)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if n < 1024 or unit == "EiB":
+            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.3g} EiB"
+
+
+def check_memory(what: str, estimate: float, formula: str, fraction: float = 0.8) -> None:
+    """Refuse ``what`` (the options that set the size) if ``estimate`` bytes exceed ``fraction``
+    of the memory available now; the error quotes the estimate and its formula."""
+    budget = fraction * available_memory()
+    if estimate > budget:
+        raise InputError(
+            f"{what} needs about {size_text(estimate)} of memory ({formula}), more than the "
+            f"{size_text(budget)} available; choose smaller values"
+        )
+
+
+# ---------------------------------------------------------------------------- folders
+
+
+def check_writable_folder(option: str, raw: str) -> None:
+    """Check that the folder ``raw`` exists and is writable, or can be created; write nothing
+    that stays. A probe folder is created (and removed) in the nearest existing ancestor, so
+    read-only file systems, ``/proc`` and folders under a regular file are refused up front."""
+    if not raw.strip():
+        raise InputError(f"{option} '': give a folder path")
+    if "\0" in raw:
+        raise InputError(f"{option} {show(raw)}: a path cannot contain a NUL character")
+    path = Path(raw).absolute()
+    try:
+        if any(len(part.encode()) > 255 for part in path.parts):
+            raise InputError(f"{option} {show(raw)}: a path component is longer than 255 bytes")
+        existing = path
+        while not existing.exists() and not existing.is_symlink():
+            existing = existing.parent
+        if not existing.is_dir():
+            where = "exists and is not a folder" if existing == path else \
+                f"{existing} is a file, not a folder"
+            raise InputError(f"{option} {show(raw)}: {where}")
+        probe = tempfile.mkdtemp(prefix=".gaugedyn-probe-", dir=existing)
+        os.rmdir(probe)
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        raise InputError(f"{option} {show(raw)}: cannot write there ({reason})") from None

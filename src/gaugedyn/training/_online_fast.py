@@ -1,0 +1,422 @@
+"""Online SGD of the classical teacher-student model at compiled speed (numba).
+
+The same model, loss, step and time as :func:`gaugedyn.training.train` with ``optimizer="sgd"``
+and ``samples=None`` (module docstring of ``_trainer``): students ``f(x) = sum_i a_i g(w_i . x)``
+against the teacher ``f*(x) = sum_n b_n g(v_n . x)``, a fresh batch of ``B`` samples
+``x ~ N(0, I_D)`` per step, the step ``eta_k / D`` on the batch loss
+``L_B = 1/(2B) sum_mu (f(x_mu) - f*(x_mu))^2``::
+
+    a_i   <- a_i   - (eta_k / D) (1/B) sum_mu e_mu g(lambda_i)
+    w_i   <- w_i   - (eta_k / D) (1/B) sum_mu e_mu a_i g'(lambda_i) x_mu,
+
+``e = f - f*``, ``lambda_i = w_i . x``, and the time ``t = steps / D``, ``flow_time = sum_k eta_k / D``.
+
+What differs from the torch path is only where the samples come from: seed ``i`` draws from its
+own ``numpy.random.Generator`` (PCG64 seeded from ``gaugedyn._meta.task_seed(root_seed, i)``),
+one sample at a time, inside the compiled loop. Each seed is one call of a ``nogil`` kernel, so
+seeds run on ``threads`` threads at once, and a seed's trajectory does not depend on how many
+seeds or threads share the run. :func:`run_kernel` also accepts the samples as an array, which
+is how the tests check it step for step against the torch trainer.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time as _time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .._errors import DivergenceError, InputError
+from .._meta import task_seed, versions
+from ..theory import Definitions, Problem, population_loss
+
+ACTIVATION_CODES = {"relu": 0, "erf": 1, "linear": 2}
+SCHEDULE_CODES = {"constant": 0, "cosine": 1, "inverse": 2}
+
+_kernels = None
+
+
+def _build():
+    """Compile the kernels on first use (numba is imported only then)."""
+    global _kernels
+    if _kernels is not None:
+        return _kernels
+    import numba
+
+    inv_sqrt2 = 1.0 / math.sqrt(2.0)
+    sqrt_2_over_pi = math.sqrt(2.0 / math.pi)
+
+    @numba.njit(inline="always")
+    def g(act, z):
+        if act == 0:
+            return z if z > 0.0 else 0.0
+        if act == 1:
+            return math.erf(z * inv_sqrt2)
+        return z
+
+    @numba.njit(inline="always")
+    def g_prime(act, z):
+        if act == 0:
+            return 1.0 if z > 0.0 else 0.0
+        if act == 1:
+            return sqrt_2_over_pi * math.exp(-0.5 * (z * z))
+        return 1.0
+
+    @numba.njit
+    def step_size(sched, lr, k, steps, lr_min, decay):
+        if sched == 0:
+            return lr
+        if sched == 1:
+            return lr_min + (lr - lr_min) * 0.5 * (1.0 + math.cos(math.pi * k / max(steps, 1)))
+        return lr / (1.0 + k / decay)
+
+    @numba.njit
+    def record(r, a, W, V, out_a, out_Q, out_R):
+        K, D = W.shape
+        M = V.shape[0]
+        for i in range(K):
+            out_a[r, i] = a[i]
+            for j in range(K):
+                s = 0.0
+                for d in range(D):
+                    s += W[i, d] * W[j, d]
+                out_Q[r, i, j] = s
+            for n in range(M):
+                s = 0.0
+                for d in range(D):
+                    s += W[i, d] * V[n, d]
+                out_R[r, i, n] = s
+        ok = True
+        for i in range(K):
+            if not math.isfinite(a[i]):
+                ok = False
+            for j in range(K):
+                if not math.isfinite(out_Q[r, i, j]):
+                    ok = False
+        return ok
+
+    @numba.njit(nogil=True)
+    def run(a, W, V, b, act, sched, lr, lr_min, decay, steps, grid, batch, gen, X,
+            out_a, out_Q, out_R, out_emp, out_flow):
+        K, D = W.shape
+        M = V.shape[0]
+        P = K + M
+        U = np.empty((D, P))  # student and teacher weights, one contiguous row per coordinate
+        for d in range(D):
+            for i in range(K):
+                U[d, i] = W[i, d]
+            for n in range(M):
+                U[d, K + n] = V[n, d]
+        x = np.empty(D)
+        u = np.empty(P)
+        coef = np.empty(K)
+        ga = np.empty(K)
+        gW = np.zeros((D, K)) if batch > 1 else np.zeros((1, 1))
+        given = X.shape[0] > 0
+        if not record(0, a, W, V, out_a, out_Q, out_R):
+            return 0
+        out_emp[0] = np.nan
+        out_flow[0] = 0.0
+        flow, acc, count, r = 0.0, 0.0, 0, 1
+        for k in range(steps):
+            eta = step_size(sched, lr, k, steps, lr_min, decay) / D
+            ga[:] = 0.0
+            if batch > 1:
+                gW[:, :] = 0.0
+            loss = 0.0
+            for mu in range(batch):
+                u[:] = 0.0
+                for d in range(D):
+                    xd = X[k, mu, d] if given else gen.standard_normal()
+                    x[d] = xd
+                    for p in range(P):
+                        u[p] += U[d, p] * xd
+                e = 0.0
+                for i in range(K):
+                    e += a[i] * g(act, u[i])
+                for n in range(M):
+                    e -= b[n] * g(act, u[K + n])
+                loss += 0.5 * e * e
+                for i in range(K):
+                    ga[i] += e * g(act, u[i])
+                    coef[i] = e * a[i] * g_prime(act, u[i])
+                if batch > 1:
+                    for d in range(D):
+                        for i in range(K):
+                            gW[d, i] += coef[i] * x[d]
+            if batch == 1:
+                for i in range(K):
+                    coef[i] *= eta
+                for d in range(D):
+                    for i in range(K):
+                        U[d, i] -= coef[i] * x[d]
+            else:
+                c = eta / batch
+                for d in range(D):
+                    for i in range(K):
+                        U[d, i] -= c * gW[d, i]
+            for i in range(K):
+                a[i] -= eta * ga[i] / batch
+            flow += eta
+            acc += loss / batch
+            count += 1
+            if r < grid.shape[0] and k + 1 == grid[r]:
+                for d in range(D):
+                    for i in range(K):
+                        W[i, d] = U[d, i]
+                if not record(r, a, W, V, out_a, out_Q, out_R):
+                    return r
+                out_emp[r] = acc / count
+                out_flow[r] = flow
+                acc, count = 0.0, 0
+                r += 1
+        for d in range(D):
+            for i in range(K):
+                W[i, d] = U[d, i]
+        return -1
+
+    _kernels = {"run": run, "step_size": step_size}
+    return _kernels
+
+
+def seed_generator(root_seed: int, index: int) -> np.random.Generator:
+    """The generator of seed ``index`` under ``root_seed`` (PCG64 from ``task_seed``)."""
+    return np.random.default_rng(task_seed(int(root_seed), int(index)))
+
+
+def compiled_step_size(schedule: str, lr: float, k: int, steps: int, lr_min: float = 0.0,
+                       decay: float = 1000.0) -> float:
+    """The compiled kernel's ``eta_k`` (equal to :func:`gaugedyn.training._optim.step_size`)."""
+    return _build()["step_size"](SCHEDULE_CODES[schedule], float(lr), int(k), int(steps),
+                                 float(lr_min), float(decay))
+
+
+def run_kernel(a: np.ndarray, W: np.ndarray, V: np.ndarray, b: np.ndarray, activation: str,
+               config, grid: np.ndarray, gen: np.random.Generator | None = None,
+               X: np.ndarray | None = None) -> dict:
+    """Run one seed in place on copies of ``a (K,)``, ``W (K, D)``; samples from ``gen`` or,
+    if given, from ``X (steps, batch, D)``. Returns the records at ``grid`` and ``failed_at``
+    (the record index where a value became non-finite, or ``None``)."""
+    kern = _build()["run"]
+    a = np.array(a, dtype=np.float64)
+    W = np.array(W, dtype=np.float64)
+    n = grid.shape[0]
+    K, M = a.shape[0], V.shape[0]
+    out = {"a": np.full((n, K), np.nan), "Q": np.full((n, K, K), np.nan),
+           "R": np.full((n, K, M), np.nan), "emp": np.full(n, np.nan),
+           "flow": np.full(n, np.nan)}
+    if X is None:
+        X = np.empty((0, 1, 1))
+        gen = np.random.default_rng(0) if gen is None else gen
+    else:
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        gen = np.random.default_rng(0)
+    status = kern(a, W, np.ascontiguousarray(V, dtype=np.float64), np.asarray(b, np.float64),
+                  ACTIVATION_CODES[activation], SCHEDULE_CODES[config.schedule], float(config.lr),
+                  float(config.lr_min), float(config.decay), int(config.steps),
+                  np.asarray(grid, np.int64), int(config.batch_size), gen, X, out["a"], out["Q"],
+                  out["R"], out["emp"], out["flow"])
+    out["failed_at"] = None if status < 0 else int(status)
+    out["last"] = (a, W)
+    return out
+
+
+def default_threads() -> int:
+    """Threads for seeds: the CPUs this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def train_online_compiled(problem: Problem, config, seeds: int = 1, root_seed: int = 0,
+                          seed_indices: Sequence[int] | None = None,
+                          definitions: Definitions | None = None, threads: int | None = None):
+    """Online SGD of ``problem`` for ``S`` seeds with the compiled kernel (module docstring).
+
+    Returns a :class:`gaugedyn.training.TrainResult` with the same fields and conventions as
+    :func:`gaugedyn.training.train`; raises :class:`gaugedyn.DivergenceError` if a seed's
+    parameters become non-finite (found at the record after the step that broke them).
+    """
+    from ._result import TrainResult
+
+    started = _time.perf_counter()
+    if not (config.online and config.optimizer == "sgd"):
+        raise InputError("the compiled backend runs online SGD only (optimizer='sgd', "
+                         "samples=None); use backend='torch' for the rest")
+    if problem.activation not in ACTIVATION_CODES:
+        raise InputError(f"activation {problem.activation!r} is not allowed; allowed: "
+                         f"{', '.join(ACTIVATION_CODES)}")
+    definitions = Definitions() if definitions is None else definitions
+    if seed_indices is None:
+        seed_indices = list(range(int(seeds)))
+    seed_indices = [int(i) for i in seed_indices]
+    threads = default_threads() if threads is None else int(threads)
+    grid = config.grid()
+    a0, W0, V = (np.asarray(problem.a, float), np.asarray(problem.W, float),
+                 np.asarray(problem.V, float))
+    _build()
+
+    def one(index):
+        return run_kernel(a0, W0, V, problem.b, problem.activation, config, grid,
+                          gen=seed_generator(root_seed, index))
+
+    if threads > 1 and len(seed_indices) > 1:
+        with ThreadPoolExecutor(max_workers=min(threads, len(seed_indices))) as pool:
+            outs = list(pool.map(one, seed_indices))
+    else:
+        outs = [one(i) for i in seed_indices]
+    D = W0.shape[1]
+    for i, o in zip(seed_indices, outs):
+        if o["failed_at"] is not None:
+            r = o["failed_at"]
+            step = int(grid[r])
+            good = {"a": o["a"][r - 1], "Q": o["Q"][r - 1], "step": int(grid[r - 1])} if r else None
+            raise DivergenceError(f"a or W of seed {i}", step / D, step, good)
+    a = np.stack([o["a"] for o in outs])
+    Q = np.stack([o["Q"] for o in outs])
+    R = np.stack([o["R"] for o in outs])
+    _, _, _, b_np, T = problem.order_parameters()
+    from ._optim import step_size
+
+    settings = {
+        "config": config.describe(), "problem": problem.describe(), "per_seed_problems": False,
+        "seeds": len(seed_indices), "dtype": "float64", "device": "cpu", "backend": "compiled",
+        "threads": threads,
+        "time": "t = steps / D (online SGD, step eta/D); flow_time = sum_k eta_k / D",
+        "data": "online: fresh x ~ N(0, I_D) per sample, drawn inside the compiled loop",
+        "seed_derivation": "numpy PCG64 per seed from gaugedyn._meta.task_seed(root_seed, i)",
+    }
+    return TrainResult(
+        steps=np.asarray(grid, dtype=np.int64), time=np.asarray(grid, dtype=float) / D,
+        flow_time=outs[0]["flow"].copy(),
+        lr=np.asarray([step_size(config.schedule, config.lr, int(k), config.steps,
+                                 config.lr_min, config.decay) for k in grid]),
+        a=a, Q=Q, R=R, b=np.asarray(b_np), T=T,
+        loss=population_loss(a, Q, R, b_np, T, problem.activation),
+        loss_empirical=np.stack([o["emp"] for o in outs]), activation=problem.activation,
+        seeds=seed_indices, root_seed=int(root_seed), settings=settings, definitions=definitions,
+        diagnostics={"wall_time_s": _time.perf_counter() - started, "versions": versions()},
+    )
+
+
+# --- the online ODE (erf) in the classical Saad-Solla form, compiled ----------------------------
+
+_ode_kernels = None
+
+
+def jit_generated(fn):
+    """A numba scalar version of a kernel of :mod:`gaugedyn.theory._generated_kernels`.
+
+    The generated functions open with one line that broadcasts their arguments to arrays; the
+    rest is scalar arithmetic. That line is dropped from the function's syntax tree and the rest
+    compiled as is, so the compiled kernel is the symbolic module's expression, not a copy.
+    """
+    import ast
+    import inspect
+    import textwrap
+
+    import numba
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    func = tree.body[0]
+    first = func.body[0]
+    if not (isinstance(first, ast.Assign) and isinstance(first.value, ast.Call)
+            and getattr(first.value.func, "id", "") == "_args"):
+        raise RuntimeError(f"{fn.__name__}: unexpected generated-kernel layout")
+    func.body = func.body[1:]
+    namespace = {"np": np}
+    exec(compile(ast.Module(body=[func], type_ignores=[]), f"<jit {fn.__name__}>", "exec"),
+         namespace)
+    return numba.njit(inline="always")(namespace[fn.__name__])
+
+
+def _build_ode():
+    global _ode_kernels
+    if _ode_kernels is not None:
+        return _ode_kernels
+    import numba
+
+    from ..theory import _generated_kernels as gk
+
+    i2 = jit_generated(gk.pair_erf)
+    i3 = jit_generated(gk.erf_i3)
+    i4 = jit_generated(gk.erf_i4)
+
+    @numba.njit
+    def rhs(y, K, M, b, T, eta, noise_scale, out):
+        P = K + M
+        C = np.empty((P, P))
+        c = np.empty(P)
+        for i in range(K):
+            c[i] = y[i]
+            for j in range(K):
+                C[i, j] = y[K + i * K + j]
+            for n in range(M):
+                C[i, K + n] = y[K + K * K + i * M + n]
+                C[K + n, i] = C[i, K + n]
+        for n in range(M):
+            c[K + n] = -b[n]
+            for m in range(M):
+                C[K + n, K + m] = T[n, m]
+        for i in range(K):
+            s = 0.0
+            for p in range(P):
+                s += c[p] * i2(C[i, i], C[p, p], C[i, p])
+            out[i] = -eta * s
+        # E[g'(u_i) u_j e] for every student i and every field j
+        H = np.empty((K, P))
+        for i in range(K):
+            for j in range(P):
+                s = 0.0
+                for p in range(P):
+                    s += c[p] * i3(C[i, i], C[i, j], C[i, p], C[j, j], C[j, p], C[p, p])
+                H[i, j] = s
+        for i in range(K):
+            for n in range(M):
+                out[K + K * K + i * M + n] = -eta * y[i] * H[i, K + n]
+        for i in range(K):
+            for k in range(i, K):
+                v = -eta * (y[i] * H[i, k] + y[k] * H[k, i])
+                if noise_scale != 0.0:
+                    s = 0.0
+                    for p in range(P):
+                        for q in range(p, P):
+                            w = c[p] * c[q] * (1.0 if p == q else 2.0)
+                            s += w * i4(C[i, i], C[i, k], C[i, p], C[i, q], C[k, k], C[k, p],
+                                        C[k, q], C[p, p], C[p, q], C[q, q])
+                    v += noise_scale * y[i] * y[k] * s
+                out[K + i * K + k] = v
+                out[K + k * K + i] = v
+        return out
+
+    _ode_kernels = {"rhs": rhs}
+    return _ode_kernels
+
+
+def compiled_online_rhs(K: int, M: int, b, T, eta: float, batch: int = 1, noise: bool = True):
+    """``f(t, y)`` of the erf online ODE (same state layout and equations as
+    :class:`gaugedyn.training.OnlineODE`), written in the classical form::
+
+        da_i/dt  = -eta sum_p c_p I2(i, p),
+        dR_in/dt = -eta a_i sum_p c_p I3(i, n, p),
+        dQ_ik/dt = -eta (a_i sum_p c_p I3(i, k, p) + a_k sum_p c_p I3(k, i, p))
+                   + (eta^2 / B) a_i a_k sum_pq c_p c_q I4(i, k, p, q),
+
+    ``c = (a, -b)`` over the student and teacher fields, ``I2 = E[g g]``, ``I3 = E[g' u g]``,
+    ``I4 = E[g' g' g g]`` from the symbolic module's erf integrals, compiled with numba.
+    """
+    rhs = _build_ode()["rhs"]
+    b = np.ascontiguousarray(b, dtype=np.float64)
+    T = np.ascontiguousarray(T, dtype=np.float64)
+    noise_scale = float(eta) ** 2 / int(batch) if noise else 0.0
+    size = K + K * K + K * M
+
+    def f(t, y):
+        return rhs(np.asarray(y, dtype=np.float64), K, M, b, T, float(eta), noise_scale,
+                   np.empty(size))
+
+    return f
