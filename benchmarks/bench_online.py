@@ -23,6 +23,7 @@ import os
 import resource
 import statistics
 import subprocess
+import tempfile
 import time
 
 import numpy as np
@@ -62,7 +63,7 @@ def _problem(N):
     return random_problem(N, 4, 4, np.random.default_rng(0), activation="erf")
 
 
-def single_seed(N, steps, rounds, nn2pp):
+def single_seed(N, steps, rounds, nn2pp, scratch):
     problem = _problem(N)
     cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=steps, samples=None, points_per_decade=5)
     torch_cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=max(steps // 20, 1000), samples=None,
@@ -74,10 +75,10 @@ def single_seed(N, steps, rounds, nn2pp):
         "gaugedyn torch": (lambda: train(problem, torch_cfg, seeds=1), torch_cfg.steps),
     }
     if nn2pp:
-        def run_nn2pp():
+        def run_nn2pp():  # it writes its output files into the working folder: a scratch one
             subprocess.run([nn2pp, "--g1", "1", "--g2", "1", "-N", str(N), "-M", "4", "-K", "4",
                             "--lr", "1", "--both", "--steps", str(steps / N), "--quiet",
-                            "-s", "1"], check=True, stdout=subprocess.DEVNULL)
+                            "-s", "1"], check=True, stdout=subprocess.DEVNULL, cwd=scratch)
         cases["nn2pp (C++)"] = (run_nn2pp, steps)
     med = interleaved({k: v[0] for k, v in cases.items()}, rounds)
     rates = {k: (cases[k][1] / med[k][0], cases[k][1] / med[k][1]) for k in cases}
@@ -154,8 +155,9 @@ def main():
     scale = 10 if args.quick else 1
     print(f"bench_online.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, torch "
           f"{torch.__version__}, {os.cpu_count()} CPUs")
-    single_seed(500, 500_000 // scale, args.rounds, args.nn2pp)
-    single_seed(5000, 100_000 // scale, args.rounds, args.nn2pp)
+    with tempfile.TemporaryDirectory() as scratch:
+        single_seed(500, 500_000 // scale, args.rounds, args.nn2pp, scratch)
+        single_seed(5000, 100_000 // scale, args.rounds, args.nn2pp, scratch)
     batched(500, 16, 100_000 // scale, args.rounds)
     ode(args.rounds)
 

@@ -1,85 +1,198 @@
-"""The beta-grid analysis: the claim verdicts on constructed inputs, cell means from results."""
+"""The beta-grid protocol (src/gaugedyn/adam/PROTOCOL.md) on synthetic grids built to pass and
+built to fail: cells per claim, the divergence rule, both readings and conventions, verdicts."""
 
 import numpy as np
 import pytest
 
 from gaugedyn import InputError
-from gaugedyn.adam import analyse_grid, grid_claims
-
-B = [0.9, 0.95, 0.99]
-DIAG = np.eye(3, dtype=bool)
-
-
-def _cells(sign_diag=0.7, lag_off=0.3, residual=0.1, smooth_diag=0.01, smooth_off=0.02):
-    sign = np.where(DIAG, sign_diag, 0.6)
-    lag = np.where(DIAG, 0.0, lag_off)
-    res = np.full((3, 3), residual)
-    sm = np.where(DIAG, smooth_diag, smooth_off)
-    return {"share_sign": sign, "share_lag": lag, "share_residual": res, "smoothness": sm,
-            "final_loss": np.ones((3, 3))}
-
-
-def _verdicts(cells, **th):
-    return {c["id"].split(":")[1]: c for c in grid_claims("toy", B, B, cells, th or None)}
-
-
-def test_claims_pass_on_constructed_passing_grid():
-    v = _verdicts(_cells())
-    assert set(v) == {"tied_sign_dominated", "lag_substantial_off_diagonal",
-                      "residual_comparatively_small", "tied_smoother"}
-    assert all(c["passed"] for c in v.values())
-    assert v["tied_smoother"]["measured"]["smoothness_ratio_tied_over_untied"] == pytest.approx(0.5)
-    assert v["tied_smoother"]["measured"]["fraction_untied_rougher_than_row_tied"] == 1.0
-    for c in v.values():
-        assert set(c) == {"id", "statement", "measured", "expected", "tolerance", "passed"}
-
-
-@pytest.mark.parametrize(
-    "kw,failing",
-    [
-        ({"sign_diag": 0.05}, "tied_sign_dominated"),
-        ({"lag_off": 0.05}, "lag_substantial_off_diagonal"),
-        ({"residual": 0.5}, "residual_comparatively_small"),
-        ({"smooth_diag": 0.03}, "tied_smoother"),
-    ],
+from gaugedyn.adam import (
+    READING_SUMS,
+    cell_table,
+    protocol_statistics,
+    reading_sums,
+    run_measures,
+    split_update,
 )
-def test_each_claim_fails_on_its_constructed_counterexample(kw, failing):
-    v = _verdicts(_cells(**kw))
-    assert not v[failing]["passed"]
-    assert all(c["passed"] for k, c in v.items() if k != failing)
+from gaugedyn.adam._grid import roughness
+from gaugedyn.experiments import beta_grid as bg
+
+B = [0.9, 0.99, 0.999]
+T = 60
+SEEDS = 5
+COL = {k: i for i, k in enumerate(READING_SUMS)}
 
 
-def test_thresholds_are_configurable():
-    assert not _verdicts(_cells(lag_off=0.3), lag_min=0.4)["lag_substantial_off_diagonal"]["passed"]
-    assert _verdicts(_cells(residual=0.5), residual_max=0.6)["residual_comparatively_small"]["passed"]
+def _reference(sign2, lag2, res2, cos, rough, rng, n=100):
+    """Per-step sums of a run with the given squared part norms, sign cosine and noise level of
+    ``log |u|`` (the roughness); both readings equal."""
+    ref = np.zeros((T, len(READING_SUMS)))
+    u = np.exp(0.01 * np.arange(T) + rough * rng.standard_normal(T))
+    ref[:, COL["update"]] = u**2
+    for r in ("current", "memory"):
+        ref[:, COL[f"sign_{r}"]] = sign2
+        ref[:, COL[f"residual_{r}"]] = res2
+        ref[:, COL[f"dot_update_sign_{r}"]] = cos * u * np.sqrt(sign2)
+    ref[:, COL["lag"]] = lag2
+    ref[:, COL["count"]] = n
+    return ref
 
 
-def test_grid_without_diagonal_reports_failure_not_crash():
-    cells = {k: v[:, :2] for k, v in _cells().items()}
-    v = {c["id"].split(":")[1]: c for c in grid_claims("toy", [0.5, 0.6, 0.7], B[:2], cells)}
-    assert not v["tied_sign_dominated"]["passed"] and not v["tied_smoother"]["passed"]
+def _grid(hold=True, diverge=(), lag_off=None, tied_rough=None):
+    """A 3 x 3 grid on ``digits_mlp`` whose findings all hold (``hold``) or all fail; cells in
+    ``diverge`` end above their initial loss; ``lag_off`` maps cells to their lag share."""
+    tasks, results = [], []
+    for b1 in B:
+        for b2 in B:
+            for s in range(SEEDS):
+                rng = np.random.default_rng([int(b1 * 1e3), int(b2 * 1e3), s])
+                tied = b1 == b2
+                jit = 1 + 0.01 * rng.standard_normal()
+                if hold:
+                    sign2, lag2, res2, cos = (80, 0, 20, 0.9) if tied else (60, 30, 10, 0.8)
+                    rough = 0.01 if tied else 0.05
+                else:
+                    sign2, lag2, res2, cos = (30, 0, 70, 0.5) if tied else (60, 3, 37, 0.5)
+                    rough = 0.05 if tied else 0.01
+                if lag_off is not None and not tied:
+                    lag2 = lag_off.get((b1, b2), lag2)
+                if tied_rough is not None and tied:
+                    rough = tied_rough
+                ref = _reference(sign2 * jit, lag2 * jit, res2 * jit, cos, rough, rng)
+                final = 3.0 if (b1, b2) in diverge else 0.5
+                tasks.append({"task": "digits_mlp", "beta1": b1, "beta2": b2, "seed": s})
+                lag = 0.0 if tied else 0.1
+                results.append({"reference": ref, "final_loss": final, "initial_loss": 2.3,
+                                "nonfinite_step": -1, "share_lag": np.full(T, lag),
+                                "lag_norm_max": lag, "lag_abs_max": lag, "sum_error": 1e-16,
+                                "applied_ratio": 0.5, "sampled_groups": 2,
+                                "reference_error": 1e-7})
+    return tasks, results
 
 
-def _fake_result(b1, b2, seed, steps=20):
-    rng = np.random.default_rng(seed)
-    tied = b1 == b2
-    lag = np.zeros(steps) if tied else np.full(steps, 0.25)
-    sign = np.full(steps, 0.8 if tied else 0.6)
-    un = np.exp(np.cumsum(rng.normal(0, 0.01 if tied else 0.05, steps)))
-    return {"share_sign": sign, "share_lag": lag, "share_residual": 1 - sign - lag,
-            "update_norm": un, "smoothness": float(np.mean(np.abs(np.diff(np.log(un))))),
-            "final_loss": 0.1}
+def _findings(tasks, results):
+    table = cell_table(results, tasks, 0.1)
+    return {bg.finding_id("digits_mlp", s): bg.finding_of("digits_mlp", s, "", [])
+            for s in protocol_statistics(table, "digits_mlp")}, table
 
 
-def test_analyse_grid_arrays_and_claims_from_results():
-    tasks = [{"task": "digits_mlp", "beta1": b1, "beta2": b2, "seed": s}
-             for b1 in B for b2 in B for s in range(2)]
-    results = [_fake_result(t["beta1"], t["beta2"], t["seed"]) for t in tasks]
-    arrays, claims = analyse_grid(results, tasks)
-    assert arrays["digits_mlp__share_lag"].shape == (3, 3)
-    assert np.all(np.diag(arrays["digits_mlp__share_lag"]) == 0)
-    assert arrays["digits_mlp__update_norm"].shape == (3, 3, 20)
-    assert len(claims) == 4 and all(c["id"].startswith("digits_mlp:") for c in claims)
-    assert all(c["passed"] for c in claims)
+def test_pure_sign_update_has_sign_dominance_one():
+    rng = np.random.default_rng(3)
+    ref = []
+    for _ in range(40):  # m^ = w^ = g, sqrt(v^) = |g|, eps = 0: u = g/|g| = sign(g) exactly
+        g = rng.standard_normal(50) * np.exp(rng.standard_normal(50))
+        parts = split_update(g, g, np.abs(g), g, 0.0)
+        np.testing.assert_array_equal(parts.update, np.sign(g))
+        ref.append(reading_sums(parts))
+    ref = np.stack(ref)
+    m = run_measures({"reference": ref, "final_loss": 0.1, "initial_loss": 1.0}, 0.1)
+    for r in ("current", "memory"):
+        assert m[f"dominance_squared_{r}"] == pytest.approx(1.0, abs=1e-15)
+        assert m[f"dominance_norm_{r}"] == pytest.approx(1.0, abs=1e-15)
+        assert m[f"share_sign_squared_{r}"] == pytest.approx(1.0, abs=1e-15)
+    assert m["magnitude"] == pytest.approx(1.0) and m["diverged"] == 0.0
+
+
+def test_update_orthogonal_to_its_sign_part_has_sign_dominance_zero():
+    rng = np.random.default_rng(1)
+    ref = _reference(50.0, 0.0, 50.0, 0.0, 0.01, rng)
+    m = run_measures({"reference": ref, "final_loss": 0.1, "initial_loss": 1.0}, 0.0)
+    assert m["dominance_squared_current"] == 0.0 and m["dominance_squared_memory"] == 0.0
+
+
+def test_every_finding_holds_on_a_grid_built_to_pass():
+    found, _ = _findings(*_grid(hold=True))
+    assert len(found) == 2 * (1 + 2 * 2) + 4
+    bad = {k: (c.verdict, c.interval) for k, c in found.items() if c.verdict != "HELD"}
+    assert not bad
+    for c in found.values():
+        conv = c.tolerance["conventions"]
+        assert set(conv) == {"squared", "norm"} and c.tolerance["primary"] == "squared"
+        assert conv["norm"]["verdict"] == "HELD"
+
+
+def test_every_finding_fails_on_a_grid_built_to_fail():
+    found, _ = _findings(*_grid(hold=False))
+    bad = {k: (c.verdict, c.interval) for k, c in found.items() if c.verdict != "NOT HELD"}
+    assert not bad
+
+
+def test_a_diverged_off_diagonal_cell_does_not_make_the_lag_substantial():
+    big = {(0.9, 0.99): 300.0}  # the only cell with a large lag, in the region beta2 > beta1
+    low = {c: 1.0 for c in [(0.9, 0.999), (0.99, 0.999)]} | big
+    key = "finding:digits_mlp:lag_substantial:current:beta2>beta1"
+    found, _ = _findings(*_grid(lag_off=low))
+    assert found[key].verdict == "HELD"  # control: with the cell trained, its lag decides
+    tasks, results = _grid(lag_off=low, diverge={(0.9, 0.99)})
+    found, table = _findings(tasks, results)
+    assert found[key].verdict == "NOT HELD"
+    assert "(0.9, 0.99)" not in found[key].tolerance["cells"]
+    assert all("(0.9, 0.99)" not in " ".join(c.tolerance["cells"]) for c in found.values())
+    arrays, claims, diag = bg.analyse_grid(bg_config(), tasks, results)
+    assert diag["tasks"]["digits_mlp"]["diverged_cells"] == ["(0.9, 0.99)"]
+    assert arrays["digits_mlp__cell_diverged"][0, 1] == 1
+    held = {c.id: c.verdict for c in claims if c.kind == "finding"}
+    assert held[key] == "NOT HELD"
+
+
+def test_divergence_rule_flags_nonfinite_and_rising_losses():
+    rng = np.random.default_rng(0)
+    ref = _reference(1.0, 0.0, 0.1, 0.9, 0.01, rng)
+    for final, initial, bad, flagged in [(0.5, 1.0, -1, 0.0), (1.5, 1.0, -1, 1.0),
+                                         (np.nan, 1.0, -1, 1.0), (0.5, 1.0, 7, 1.0)]:
+        m = run_measures({"reference": ref, "final_loss": final, "initial_loss": initial,
+                          "nonfinite_step": bad}, 0.1)
+        assert m["diverged"] == flagged
+
+
+def test_regions_are_judged_separately():
+    lag = {(0.9, 0.99): 1.0, (0.9, 0.999): 1.0, (0.99, 0.999): 1.0}  # beta2 > beta1: tiny lag
+    found, _ = _findings(*_grid(lag_off=lag))
+    assert found["finding:digits_mlp:lag_substantial:current:beta2>beta1"].verdict == "NOT HELD"
+    assert found["finding:digits_mlp:lag_substantial:current:beta2<beta1"].verdict == "HELD"
+    cells = found["finding:digits_mlp:lag_substantial:memory:beta2<beta1"].tolerance["cells"]
+    assert sorted(cells) == ["(0.99, 0.9)", "(0.999, 0.9)", "(0.999, 0.99)"]
+
+
+def test_smoothness_is_paired_at_matched_beta():
+    found, table = _findings(*_grid(tied_rough=0.05))  # tied as rough as untied
+    for k, c in found.items():
+        if ":tied_smoother:" in k:
+            assert c.verdict in ("UNRESOLVED", "NOT HELD")
+    stat = [s for s in protocol_statistics(table, "digits_mlp") if s["claim"] == "tied_smoother"]
+    row = next(s for s in stat if s["match"] == "beta1" and s["region"] == "beta2>beta1")
+    assert sorted(row["cells"]) == ["(0.9, 0.9) vs (0.9, 0.99)", "(0.9, 0.9) vs (0.9, 0.999)",
+                                    "(0.99, 0.99) vs (0.99, 0.999)"]
+
+
+def test_roughness_is_detrended():
+    t = np.arange(100.0)
+    assert roughness(np.exp(0.05 * t)) == pytest.approx(0.0, abs=1e-12)
+    assert roughness(np.exp(0.05 * t + 0.1 * (-1) ** t)) == pytest.approx(0.4)
+    assert np.isnan(roughness([1.0, 2.0]))
+
+
+def test_too_few_seeds_or_cells_give_unresolved():
+    tasks, results = _grid()
+    keep = [i for i, t in enumerate(tasks) if t["seed"] == 0]
+    found, _ = _findings([tasks[i] for i in keep], [results[i] for i in keep])
+    assert {c.verdict for c in found.values()} == {"UNRESOLVED"}
     with pytest.raises(InputError, match="one task per result"):
-        analyse_grid(results[:-1], tasks)
+        cell_table(results[:-1], tasks, 0.1)
+
+
+def bg_config(**kw):
+    return {k: p.default for k, p in bg.EXPERIMENT.params.items()} | kw
+
+
+def test_provisional_label_unless_full_configuration():
+    full = bg_config()
+    quick = {k: (p.quick if p.quick is not None else p.default)
+             for k, p in bg.EXPERIMENT.params.items()}
+    assert bg.configuration_label(full) == ""
+    assert bg.configuration_label(quick) == "provisional (quick)"
+    assert bg.configuration_label(full | {"seeds": 3}) == "provisional (reduced configuration)"
+    tasks, results = _grid()
+    _, claims, diag = bg.analyse_grid(quick, tasks, results)
+    found = [c for c in claims if c.kind == "finding"]
+    assert found and all(c.statement.startswith("provisional (quick): ") for c in found)
+    assert diag["provisional"] == "provisional (quick)"

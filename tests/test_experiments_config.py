@@ -167,3 +167,29 @@ def test_subprocess_bad_config_exit_2(tmp_path, text):
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith("gaugedyn run: error: ")
     assert sorted(os.listdir(tmp_path)) == ["cfg.toml"]
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"), [(10, True), (11, False), (0, False), (1, True), (2.5, False)]
+)
+def test_declared_bounds_reach_the_config_error(value, ok):
+    """A Param's bounds decide what make_config accepts; a rejected value is one line with the
+    setting, the bound and why."""
+    from gaugedyn.experiments import Experiment, Param
+
+    class Bounded(Experiment):
+        name = "bounded"
+        params = {"n": Param(int, 3, lo=1, hi=10, why="memory: 8 bytes x n^2")}
+
+        def tasks(self, config):
+            return []
+
+    if ok:
+        assert make_config(Bounded(), overrides={"n": value}).params["n"] == value
+        return
+    with pytest.raises(InputError) as err:
+        make_config(Bounded(), overrides={"n": value})
+    text = str(err.value)
+    assert "\n" not in text and f"n = {value}" in text
+    if isinstance(value, int):
+        assert "in [1, 10]" in text and "memory: 8 bytes x n^2" in text

@@ -236,3 +236,24 @@ def test_a_stored_caption_reaches_the_summary_and_a_bad_one_is_refused(tmp_path,
     monkeypatch.setattr(Toy, "analyse", bad_caption)
     with pytest.raises(TypeError, match="caption 'caption_draws' is not a 0-d string array"):
         execute(load_config(cfg_path), tmp_path / "b", executor="serial", progress=None)
+
+
+def test_compare_runs_sees_identical_and_different_results(tmp_path, capsys):
+    """tools/compare_runs.py: the same configuration twice is identical, another seed is not."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "compare_runs.py"
+    spec = importlib.util.spec_from_file_location("compare_runs", path)
+    compare_runs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare_runs)
+    for name, seed in (("a", 1), ("b", 1), ("c", 2)):
+        cfg = tmp_path / f"{name}.toml"
+        cfg.write_text(config_text(seed=seed, n_tasks=3, size=4))
+        execute(load_config(cfg), tmp_path / name, executor="serial", progress=None)
+    assert compare_runs.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert "toy: identical claims and arrays" in capsys.readouterr().out
+    assert compare_runs.main([str(tmp_path / "a"), str(tmp_path / "c")]) == 1
+    out = capsys.readouterr().out
+    assert "toy: DIFFERS" in out and "claim bounded: measured differ" in out
+    assert "array s: max |difference|" in out and "array x: max |difference|" in out

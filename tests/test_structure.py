@@ -49,6 +49,8 @@ def _is_numeric_scalar(param) -> bool:
 def _is_numeric_list(param) -> bool:
     if list not in _types(param) or param.choices is not None:
         return False
+    if getattr(param, "item", None) in (int, float):
+        return True
     samples = [v for v in (param.default, param.quick) if isinstance(v, list) and v]
     return bool(samples) and all(_numeric(x) for v in samples for x in v)
 
@@ -81,8 +83,12 @@ def test_tomls_do_not_restate_code_defaults():
 
 
 def _above(param, bound: float):
-    """A value of the parameter's type just above ``bound``."""
-    if int in _types(param) and float not in _types(param):
+    """A value of the parameter's (or, for a list, its elements') type just above ``bound``."""
+    types = _types(param)
+    if list in types:
+        item = getattr(param, "item", None)
+        types = (item,) if item is not None else tuple({type(x) for x in param.default or []})
+    if int in types and float not in types:
         return int(math.floor(bound)) + 1
     return bound + max(1.0, abs(bound))
 

@@ -274,14 +274,31 @@ def _build():
     return module
 
 
+def _have_ninja() -> bool:
+    bindir = os.path.dirname(sys.executable)
+    return shutil.which("ninja") is not None or os.path.exists(os.path.join(bindir, "ninja"))
+
+
+def _cached() -> bool:
+    from torch.utils.cpp_extension import get_default_build_root
+
+    root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root()) / "gaugedyn"
+    return (root / f"{_library_name(_flags())}{'.pyd' if os.name == 'nt' else '.so'}").exists()
+
+
 def load():
-    """The compiled extension module, or ``None`` when it cannot be built (logged once) or
-    ``GAUGEDYN_NATIVE=0`` is set."""
+    """The compiled extension module, or ``None`` when it cannot be built (logged once),
+    ``GAUGEDYN_NATIVE=0`` is set, or ``ninja`` (the optional extra ``gaugedyn[native]``) is
+    absent and no library is cached."""
     global _MODULE, _TRIED, _ERROR
     if not _TRIED:
         _TRIED = True
         if os.environ.get("GAUGEDYN_NATIVE", "1").strip() == "0":
             _ERROR = "disabled by GAUGEDYN_NATIVE=0"
+            return None
+        if not _have_ninja() and not _cached():
+            _ERROR = "ninja is not installed (pip install 'gaugedyn[native]')"
+            _log.info("gaugedyn.adam native kernel not built: %s", _ERROR)
             return None
         try:
             _MODULE = _build()
@@ -289,6 +306,29 @@ def load():
             _ERROR = _summary(exc)
             log_fallback()
     return _MODULE
+
+
+BACKENDS: tuple[str, ...] = ("eager", "native", "auto")
+
+
+def resolve_backend(backend: str, compile: bool, tensors) -> tuple[str, object]:
+    """The one place where the recorder's backend is chosen: ``(name, this module or None)``.
+
+    ``compile=True`` wins (``"compile"``); ``"eager"`` never builds; ``"auto"`` (the default)
+    uses the native kernel when one of ``tensors`` is a float32/float64 CPU tensor and the kernel
+    is available, else eager without a word; ``"native"`` asks for it regardless and logs once
+    when it is unavailable.
+    """
+    if compile:
+        return "compile", None
+    if backend == "eager":
+        return "eager", None
+    cpu = any(t.device.type == "cpu" and t.dtype in DTYPES for t in tensors)
+    if (cpu or backend == "native") and available():
+        return "native", sys.modules[__name__]
+    if backend == "native":
+        log_fallback()
+    return "eager", None
 
 
 def log_fallback() -> None:

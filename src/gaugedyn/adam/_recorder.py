@@ -7,9 +7,9 @@ import torch
 
 from .._errors import InputError
 from ._decomposition import PARTS, bias_corrections, shares, split_update
+from ._native import BACKENDS
 
 NORM_NAMES: tuple[str, ...] = (*PARTS, "residual", "update")
-BACKENDS: tuple[str, ...] = ("eager", "native", "auto")
 SAMPLE_FIELDS: tuple[str, ...] = ("grad", "m", "v", "w", *PARTS, "update", "param")
 
 
@@ -47,7 +47,8 @@ class AdamRecorder:
     ``every = k`` computes the aggregates only at steps ``t`` divisible by ``k`` (``w`` is still
     updated every step). Closures that compute gradients inside ``step(closure)`` are not seen by
     the pre-hook and are not supported. Attach before the first step for exact ``w``; attached
-    later, ``w`` starts from ``m`` (noted in ``metadata()['attached_at_step']``).
+    later (after ``k`` steps), ``w_k`` is taken as ``m_k (1-b2^k)/(1-b1^k)`` so that
+    ``w^_k = m^_k`` (noted in ``metadata()['attached_at_step']``).
     """
 
     def __init__(self, optimizer: torch.optim.Optimizer, *, sample: int = 0, seed: int = 0,
@@ -70,16 +71,10 @@ class AdamRecorder:
         self.every = int(every)
         self.compile = bool(compile)
         self.backend = backend
-        self._native = None
-        if backend != "eager" and not self.compile:
-            from . import _native
+        from ._native import resolve_backend
 
-            cpu = any(p.device.type == "cpu" and p.dtype in _native.DTYPES
-                      for g in optimizer.param_groups for p in g["params"])
-            if (cpu or backend == "native") and _native.available():
-                self._native = _native
-            elif backend == "native":
-                _native.log_fallback()
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+        self._backend, self._native = resolve_backend(backend, self.compile, params)
         self._seed = int(seed)
         self._w: dict[torch.Tensor, torch.Tensor] = {}
         self._g: dict[torch.Tensor, torch.Tensor] = {}
@@ -141,7 +136,17 @@ class AdamRecorder:
                 self._g[p] = g
                 st = optimizer.state.get(p, {})
                 self._prev[p] = int(st["step"]) if "step" in st else 0
+                if self._prev[p] > 0 and p not in self._w:
+                    self._late_w(p, st, group)
         return None
+
+    def _late_w(self, p, st, group) -> None:
+        """Attached after ``k`` steps: ``w_k`` such that ``w^_k = m^_k``, i.e.
+        ``w_k = m_k (1 - b2^k) / (1 - b1^k)``, from the state *before* step ``k + 1``."""
+        b1, b2 = (float(b) for b in group["betas"])
+        if b1 != b2 and "exp_avg" in st:
+            bc1, bc2, _ = bias_corrections(self._prev[p], b1, b2)
+            self._w[p] = st["exp_avg"] * (bc2 / bc1)
 
     def _init_samples(self) -> None:
         rng = np.random.default_rng(self._seed)
@@ -189,12 +194,8 @@ class AdamRecorder:
                     w = m
                 else:
                     w = self._w.get(p)
-                    if w is None:
-                        w = m.clone() if step > 1 else torch.zeros_like(m)
-                        if step > 1:
-                            bc1, bc2, _ = bias_corrections(step - 1, b1, b2)
-                            w.mul_(bc2 / bc1)
-                        self._w[p] = w
+                    if w is None:  # first step seen from the start (w_0 = 0; see _late_w)
+                        w = self._w[p] = torch.zeros_like(m)
                 advanced = True
                 fuse = not tied and step % self.every == 0
                 if not tied and not fuse:
@@ -298,7 +299,7 @@ class AdamRecorder:
             "sample": self.sample,
             "every": self.every,
             "compile": self.compile,
-            "backend": "compile" if self.compile else ("native" if self._native else "eager"),
+            "backend": self._backend,
             "skipped_steps": self.skipped,
             "attached_at_step": self.attached_at_step,
             "definitions": {
@@ -417,10 +418,16 @@ class _Packer:
         self._job(sc, j, bc1, bc2, c, eps)
 
     def _job(self, sc, j, bc1, bc2, c, eps) -> None:
-        u = (c / bc1) ** 2
-        lag = 0.0 if self.tied else u
-        scale = np.array([1.0, lag, 1.0, 1.0, (eps * c * c / bc2) ** 2, 1.0, u, 1.0])
-        self.jobs.append((sc, j, self.gi, scale))
+        self.jobs.append((sc, j, self.gi, sum_scale(bc1, bc2, c, eps, self.tied)))
+
+
+def sum_scale(bc1: float, bc2: float, c: float, eps: float, tied: bool) -> np.ndarray:
+    """Factors that turn the unscaled sums of :func:`_chunk_sums` (and of :func:`_sums_expr` and
+    the native kernel) into the squared norms of ``NORM_NAMES`` (then ``sum |t|``); a zero marks
+    a part that is exactly 0 (the lag when tied, the eps part without eps)."""
+    u = (c / bc1) ** 2
+    lag = 0.0 if tied else u
+    return np.array([1.0, lag, 1.0, 1.0, (eps * c * c / bc2) ** 2, 1.0, u, 1.0])
 
 
 def _chunk_sums(m, v, w, g, k, alpha, epsc, rows, out) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._errors import InputError
+from ..stats import loglog_fit
 from ._decomposition import decompose_history
 
 SIGNALS: dict[str, tuple] = {
@@ -94,12 +95,6 @@ def measured_vs_series(signal: str, lams, beta1: float, beta2: float, points=(0.
     return out
 
 
-def fit_slope(x, y) -> float:
-    """Least-squares slope of ``log y`` against ``log x``."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
-
-
 def order_check(signal: str, beta1: float, beta2: float, lams, points=(0.0, 0.7, 1.9)) -> dict:
     r"""Errors of the measured parts against the series, and their fitted orders in ``lam``.
 
@@ -126,7 +121,7 @@ def order_check(signal: str, beta1: float, beta2: float, lams, points=(0.0, 0.7,
     }
     for k in ("lag1", "lag2", "ratio2"):
         e = out[f"err_{k}"]
-        out[f"slope_{k}"] = fit_slope(out["lams"], e) if np.all(e > 0) else float("nan")
+        out[f"slope_{k}"] = loglog_fit(out["lams"], e).slope if np.all(e > 0) else float("nan")
     return out
 
 

@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._protocol import Claim, Experiment, Param
+from ..stats import bootstrap_ci, generator, mean_ci, proportion_ci
+from ._protocol import Claim, Experiment, Param, finding
 
 GAUGES = ("w-heavy", "a-heavy")
 SUM_TOL = 1e-12
 APPLIED_TOL = 1e-12
 PART_NAMES = ("sign", "lag", "residual")
+LABEL_KEYS = ("dims", "betas", "seeds", "steps", "lr", "batch", "copies", "scale", "threshold")
 
 
 def _pairs(v) -> bool:
@@ -48,43 +50,40 @@ def _pairs(v) -> bool:
             and len({tuple(map(float, p)) for p in v}) == len(v))
 
 
-def _dims(v) -> bool:
-    return (isinstance(v, list) and len(v) >= 1 and len(set(v)) == len(v)
-            and all(isinstance(d, int) and not isinstance(d, bool) and 4 <= d <= 4096 for d in v))
-
-
 class GaugeUnderAdam(Experiment):
     name = "gauge_under_adam"
     description = ("single (both gauges) and duplicates (one a-heavy, the rest w-heavy) trained "
                    "with Adam at tied and untied (beta1, beta2) over seeds: owner-selection rate, "
                    "gauge gap in specialization time and each neuron's lag share, with intervals")
     params = {
-        "dims": Param(list, [16, 64], quick=[32], check=_dims,
-                      allowed="a list of distinct integers in [4, 4096]",
+        "dims": Param(list, [16, 64], quick=[32], item=int, lo=4, hi=4096, min_len=1, max_len=8,
+                      distinct=True, why="memory: seeds x copies x D floats per moment",
                       help="input dimensions D (the gauge strength is D)"),
         "betas": Param(list, [[0.9, 0.9], [0.99, 0.99], [0.9, 0.99], [0.9, 0.999], [0.99, 0.9]],
                        quick=[[0.9, 0.9], [0.99, 0.99], [0.9, 0.999], [0.99, 0.9]], check=_pairs,
-                       allowed="a list of distinct [beta1, beta2] pairs, each in [0, 1)",
+                       min_len=1, max_len=12,
+                       allowed="a list of at most 12 distinct [beta1, beta2] pairs, each in [0, 1)",
                        help="Adam factors; tied when beta1 == beta2"),
-        "seeds": Param(int, 32, quick=8, check=lambda v: 2 <= v <= 4096, allowed="2 to 4096",
+        "seeds": Param(int, 32, quick=8, lo=2, hi=4096, why="memory: the seeds train as one batch",
                        help="seeds per configuration, trained as one batch"),
-        "steps": Param(int, 2000, quick=800, check=lambda v: 10 <= v <= 10**6,
-                       allowed="10 to 1000000", help="Adam steps"),
-        "lr": Param(float, 0.01, check=lambda v: 0 < v <= 1, allowed="a number in (0, 1]",
-                    help="Adam step size (time t = lr * steps)"),
-        "batch": Param(int, 32, check=lambda v: 1 <= v <= 100_000, allowed="1 to 100000",
+        "steps": Param(int, 2000, quick=800, lo=10, hi=10**6, why="time: steps of every training",
+                       help="Adam steps"),
+        "lr": Param(float, 0.01, lo=0.0, lo_open=True, hi=1.0,
+                    why="Adam's step is lr per coordinate", help="Adam step size (time t = lr * steps)"),
+        "batch": Param(int, 32, lo=1, hi=100_000, why="memory: batch x D floats per step",
                        help="fresh Gaussian samples per step"),
-        "copies": Param(int, 2, check=lambda v: 2 <= v <= 16, allowed="2 to 16",
+        "copies": Param(int, 2, lo=2, hi=16, why="the duplicates set-up has at most 16 copies",
                         help="K of the duplicates set-up (copy 0 a-heavy, the others w-heavy)"),
-        "scale": Param(float, 1.0, check=lambda v: v > 0, allowed="a number > 0",
-                       help="initial coefficient rho0 = s"),
-        "threshold": Param(float, 0.95, check=lambda v: 0 < v < 1, allowed="a number in (0, 1)",
-                           help="alignment that defines specialization"),
-        "prune_tol": Param(float, 1e-2, check=lambda v: 0 < v < 1, allowed="a number in (0, 1)",
+        "scale": Param(float, 1.0, lo=0.0, lo_open=True, hi=100.0,
+                       why="far outside the studied regime beyond", help="initial coefficient rho0 = s"),
+        "threshold": Param(float, 0.95, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
+                           why="an alignment", help="alignment that defines specialization"),
+        "prune_tol": Param(float, 1e-2, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
+                           why="a fraction of the initial coefficient",
                            help="|rho| below which a copy counts as pruned"),
-        "bins": Param(int, 40, check=lambda v: 1 <= v <= 1000, allowed="1 to 1000",
+        "bins": Param(int, 40, lo=1, hi=1000, why="memory: bins x seeds x copies x 3 floats",
                       help="time windows of the recorded share trajectories"),
-        "skip": Param(float, 0.05, check=lambda v: 0 <= v < 1, allowed="a number in [0, 1)",
+        "skip": Param(float, 0.05, lo=0.0, hi=1.0, hi_open=True, why="a fraction of the steps",
                       help="start-up fraction of steps left out of the mean shares"),
     }
     definitions = {
@@ -125,89 +124,6 @@ class GaugeUnderAdam(Experiment):
 # ---------------------------------------------------------------------------- the probe
 
 
-class AdamProbe:
-    """``on_step`` observer of :func:`gaugedyn.training.train` under Adam: splits each step.
-
-    Given each :class:`gaugedyn.training.StepRecord` (parameters ``(a (S, K), W (S, K, D))``
-    before and after the step, the batch gradients and the state ``(m_t, v_t, t)``), it splits
-    the update per neuron ``i`` (``a[:, i]`` and ``W[:, i, :]``); ``betas`` and ``eps`` are the
-    run's Adam settings.
-    """
-
-    def __init__(self, steps: int, bins: int, skip: float, betas=(0.9, 0.999), eps: float = 1e-8):
-        self.steps, self.bins = int(steps), int(bins)
-        self.b1, self.b2, self.eps = float(betas[0]), float(betas[1]), float(eps)
-        self.start = int(skip * steps)
-        self.calls = 0
-        self.counter_ok = True
-        self.sum_error = 0.0
-        self.applied_error = 0.0
-        self.lag_max = 0.0
-        self._w: dict[int, object] = {}
-        self.bin_sum = None
-        self.bin_count = np.zeros(self.bins)
-        self.mean_sum = None
-        self.mean_count = 0
-
-    def __call__(self, record) -> None:
-        import torch
-
-        from .._errors import InputError
-        from ..adam import decompose_state
-
-        state = record.adam
-        if state is None:
-            raise InputError("AdamProbe observes Adam steps; train with optimizer='adam'")
-        b1, b2, lr = self.b1, self.b2, record.lr
-        k = int(state.k)
-        self.calls += 1
-        self.counter_ok &= k == self.calls and record.step == self.calls
-        sq = None
-        with torch.no_grad():
-            for i, (p, g, q, m, v) in enumerate(zip(record.previous, record.grads, record.params,
-                                                    state.m, state.v)):
-                if b1 == b2:
-                    w = m
-                else:
-                    prev = self._w.get(i)
-                    w = (1.0 - b2) * g if prev is None else b2 * prev + (1.0 - b2) * g
-                    self._w[i] = w
-                parts = decompose_state(m, v, w, g, k, b1, b2, self.eps)
-                u = parts.update
-                size = sum(x.abs() for x in (parts.sign, parts.lag, parts.transition,
-                                             parts.ratio, parts.eps)).clamp(min=1.0)
-                err = ((parts.total() - u).abs() / size).max()
-                self.sum_error = max(self.sum_error, float(err))
-                rel = ((q - p) + lr * u).abs() / (p.abs() + lr * u.abs() + 1e-300)
-                self.applied_error = max(self.applied_error, float(rel.max()))
-                cols = [parts.sign, parts.lag, parts.residual]
-                per = torch.stack([c * c if c.dim() == 2 else (c * c).sum(-1) for c in cols], -1)
-                sq = per if sq is None else sq + per
-            norms = sq.sqrt().double().cpu().numpy()  # (S, K, 3)
-        self.lag_max = max(self.lag_max, float(norms[..., 1].max()))
-        total = norms.sum(-1, keepdims=True)
-        shares = np.where(total > 0, norms / np.where(total > 0, total, 1.0), 0.0)
-        if self.bin_sum is None:
-            self.bin_sum = np.zeros((self.bins, *shares.shape))
-            self.mean_sum = np.zeros(shares.shape)
-        b = min((k - 1) * self.bins // max(self.steps, 1), self.bins - 1)
-        self.bin_sum[b] += shares
-        self.bin_count[b] += 1
-        if k > self.start:
-            self.mean_sum += shares
-            self.mean_count += 1
-
-    def result(self) -> dict:
-        """Mean shares ``(S, K, 3)``, binned shares ``(bins, K, 3)`` (seed means) and checks."""
-        count = np.maximum(self.bin_count, 1)[:, None, None, None]
-        binned = (self.bin_sum / count).mean(axis=1)
-        binned[self.bin_count == 0] = np.nan
-        return {"share_mean": self.mean_sum / max(self.mean_count, 1), "share_bins": binned,
-                "probe_calls": self.calls, "probe_counter_ok": bool(self.counter_ok),
-                "sum_error": self.sum_error, "applied_error": self.applied_error,
-                "lag_norm_max": self.lag_max}
-
-
 def train_probed(problem, task: dict, root_seed: int):
     """``(TrainResult, probe result)`` of ``task['seeds']`` seeds of ``problem`` under Adam."""
     from ..theory import Definitions
@@ -216,6 +132,8 @@ def train_probed(problem, task: dict, root_seed: int):
     cfg = TrainConfig(optimizer="adam", lr=task["lr"], steps=task["steps"], samples=None,
                       batch=task["batch"], betas=(task["beta1"], task["beta2"]))
     definitions = Definitions(threshold=task["threshold"], prune_tol=task["prune_tol"])
+    from ..adam import AdamProbe
+
     probe = AdamProbe(task["steps"], task["bins"], task["skip"], cfg.betas, cfg.eps)
     result = train(problem, cfg, seeds=task["seeds"], root_seed=root_seed, dtype="float64",
                    device="cpu", definitions=definitions, on_step=probe)
@@ -260,42 +178,24 @@ def _run(task: dict, seed: np.random.SeedSequence) -> dict:
 # ---------------------------------------------------------------------------- statistics
 
 
-def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion ``k / n`` (``(nan, nan)`` when ``n = 0``)."""
-    if n <= 0:
-        return float("nan"), float("nan")
-    p = k / n
-    den = 1 + z * z / n
-    mid = (p + z * z / (2 * n)) / den
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return float(max(0.0, mid - half)), float(min(1.0, mid + half))
-
-
-def ratio_interval(num, den, rng: np.random.Generator, n_boot: int = 2000,
-                   level: float = 0.95) -> tuple[float, float, float, int]:
-    """Geometric mean of ``num / den`` over the pairs where both are finite and positive, with a
-    percentile-bootstrap interval: ``(estimate, low, high, pairs used)``."""
+def gap_interval(num, den, rng: np.random.Generator) -> tuple[float, float, float, int]:
+    """Geometric mean of ``num / den`` over the pairs where both are finite and positive, with the
+    percentile-bootstrap interval of :func:`gaugedyn.stats.bootstrap_ci` on the log ratios:
+    ``(estimate, low, high, pairs used)``."""
     num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
     ok = np.isfinite(num) & np.isfinite(den) & (num > 0) & (den > 0)
     logs = np.log(num[ok] / den[ok])
-    n = int(logs.size)
-    if n == 0:
-        return float("nan"), float("nan"), float("nan"), 0
-    est = float(np.exp(logs.mean()))
-    if n == 1:
-        return est, float("nan"), float("nan"), 1
-    boot = logs[rng.integers(0, n, size=(n_boot, n))].mean(axis=1)
-    lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
-    return est, float(np.exp(lo)), float(np.exp(hi)), n
+    iv = bootstrap_ci(logs, rng=rng)
+    return float(np.exp(iv.estimate)), float(np.exp(iv.low)), float(np.exp(iv.high)), int(ok.sum())
 
 
-def mean_interval(x, axis: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean and the 95% normal interval ``mean -+ 1.96 sd / sqrt(n)`` along ``axis``."""
+def seed_mean_ci(x) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean over seeds (axis 0) with the Student-t 95% interval of :func:`gaugedyn.stats.mean_ci`
+    at every other index."""
     x = np.asarray(x, dtype=float)
-    n = x.shape[axis]
-    mean = x.mean(axis=axis)
-    se = x.std(axis=axis, ddof=1) / np.sqrt(n) if n > 1 else np.full_like(mean, np.nan)
-    return mean, mean - 1.96 * se, mean + 1.96 * se
+    flat = x.reshape(x.shape[0], -1)
+    ivs = [mean_ci(flat[:, k]) for k in range(flat.shape[1])]
+    return tuple(np.array([iv[i] for iv in ivs]).reshape(x.shape[1:]) for i in range(3))
 
 
 # ---------------------------------------------------------------------------- analysis
@@ -313,7 +213,6 @@ def analyse_cells(config: dict, tasks: list[dict], results: list[dict]):
     K = int(tasks[0]["copies"])
     T = len(results[0]["time"])
     bins = int(tasks[0]["bins"])
-    rng = np.random.default_rng(0)
     a = {
         "dims": np.array(dims), "beta1": np.array([p[0] for p in pairs]),
         "beta2": np.array([p[1] for p in pairs]),
@@ -340,18 +239,19 @@ def analyse_cells(config: dict, tasks: list[dict], results: list[dict]):
         k = int(np.sum(owner == 0))
         a["owner_count"][i, j] = k
         a["owner_rate"][i, j] = k / owner.size
-        a["owner_lo"][i, j], a["owner_hi"][i, j] = wilson(k, owner.size)
-        est, lo, hi, n = ratio_interval(r["t_spec_w"], r["t_spec_a"], rng)
+        a["owner_lo"][i, j], a["owner_hi"][i, j] = proportion_ci(k, owner.size)[1:]
+        rng = generator(int(r["root_seed"]), "gauge_gap")
+        est, lo, hi, n = gap_interval(r["t_spec_w"], r["t_spec_a"], rng)
         a["gap"][i, j], a["gap_lo"][i, j], a["gap_hi"][i, j], a["gap_pairs"][i, j] = est, lo, hi, n
         a["t_spec_w"][i, j], a["t_spec_a"][i, j] = r["t_spec_w"], r["t_spec_a"]
         a["t_spec_dup"][i, j] = r["t_spec_dup"]
         rho = np.abs(np.asarray(r["rho_dup"], dtype=float))
         a["rho_dup"][i, j] = rho
         a["pruned_rate"][i, j] = float(np.mean(rho[:, 1:] < float(t["prune_tol"])))
-        m, lo, hi = mean_interval(r["share_dup"])
+        m, lo, hi = seed_mean_ci(r["share_dup"])
         a["share_dup"][i, j], a["share_dup_lo"][i, j], a["share_dup_hi"][i, j] = m, lo, hi
         for g, tag in enumerate(("w", "a")):
-            m, lo, hi = mean_interval(r[f"share_{tag}"])
+            m, lo, hi = seed_mean_ci(r[f"share_{tag}"])
             a["share_single"][i, j, g] = m
             a["share_single_lo"][i, j, g], a["share_single_hi"][i, j, g] = lo, hi
             a["share_bins_single"][i, j, :, g] = r[f"share_bins_{tag}"]
@@ -359,10 +259,14 @@ def analyse_cells(config: dict, tasks: list[dict], results: list[dict]):
             a["delta_drift"][i, j, g] = r[f"delta_drift_{tag}"]
         a["share_bins_dup"][i, j] = r["share_bins_dup"]
         a["loss"][i, j] = [r["loss_w"], r["loss_a"], r["loss_dup"]]
-    claims = check_claims(tasks, results) + finding_claims(a, S, K)
-    diagnostics = {"seeds_per_cell": S, "cells": nD * nP,
+    from .beta_grid import configuration_label
+
+    label = configuration_label(config, GaugeUnderAdam.params, LABEL_KEYS)
+    root = int(results[0]["root_seed"])
+    claims = check_claims(tasks, results) + finding_claims(a, S, K, label, root)
+    diagnostics = {"seeds_per_cell": S, "cells": nD * nP, "provisional": label or None,
                    "probe": "every Adam step is observed through train(on_step=...); "
-                            "see gaugedyn.experiments.gauge_under_adam.AdamProbe"}
+                            "see gaugedyn.adam.AdamProbe"}
     return a, claims, diagnostics
 
 
@@ -410,35 +314,51 @@ def _pooled(values: np.ndarray, mask: np.ndarray) -> float:
     return float(v.mean()) if v.size else float("nan")
 
 
-def finding_claims(a: dict, S: int, K: int) -> list[Claim]:
-    """The measured answers, one claim per quantity and ``D`` (``passed``: measured)."""
+def _group_findings(a: dict, i: int, S: int, K: int, label: str, root: int) -> list[Claim]:
+    """Per ``D`` and group (tied, untied): the owner-selection rate (pooled Wilson interval;
+    claimed ``> 1/2``: the favourable gauge chooses the owner in most seeds) and the gauge gap
+    (geometric mean of ``t_w / t_a`` over the group's seeds and configurations, bootstrap interval;
+    claimed ``> 1``: the favourable gauge still specializes first)."""
+    D = int(a["dims"][i])
+    cells = [_cell(x, y) for x, y in zip(a["beta1"], a["beta2"])]
+    lead = f"{label}: " if label else ""
+    out = []
+    for group, mask in (("tied", a["tied"]), ("untied", ~a["tied"])):
+        if not mask.any():
+            continue
+        where = [c for c, m in zip(cells, mask) if m]
+        k, n = int(np.nansum(a["owner_count"][i, mask])), int(S * mask.sum())
+        out.append(finding(
+            f"finding:owner_rate:D{D}:{group}",
+            f"{lead}duplicates at D = {D} (copy 0 a-heavy, {K - 1} w-heavy) under {group} Adam: "
+            f"the a-heavy copy ends as the owner in most seeds ({k}/{n}, Wilson 95% interval)",
+            proportion_ci(k, n), 0.5, ">", expected="> 0.5 (gradient flow: 1)", cells=where,
+            extra={"provisional": label or None}))
+        num, den = a["t_spec_w"][i, mask].ravel(), a["t_spec_a"][i, mask].ravel()
+        est, lo, hi, used = gap_interval(num, den, generator(root, "gauge_gap", D, group))
+        out.append(finding(
+            f"finding:gauge_gap:D{D}:{group}",
+            f"{lead}single at D = {D} under {group} Adam: the gauge gap t_w / t_a in "
+            f"specialization time exceeds 1 (geometric mean over {used} seed-configurations "
+            "where both specialized, bootstrap 95% interval)",
+            (est, lo, hi), 1.0, ">", expected="> 1 (gradient flow: about D^2)", cells=where,
+            extra={"provisional": label or None, "pairs": used}))
+    return out
+
+
+def finding_claims(a: dict, S: int, K: int, label: str = "", root: int = 0) -> list[Claim]:
+    """The findings per ``D`` and group and the measurements per ``D`` (see module doc)."""
     dims, b1, b2, tied = a["dims"], a["beta1"], a["beta2"], a["tied"]
     out = []
-    note = "Measured under Adam"
+    note = f"{label}: measured under Adam" if label else "Measured under Adam"
     for i, D in enumerate(dims):
         cells = [_cell(x, y) for x, y in zip(b1, b2)]
-        owner_txt = "; ".join(
-            f"{c}: {int(a['owner_count'][i, j])}/{S} = {a['owner_rate'][i, j]:.2f} "
-            f"[{a['owner_lo'][i, j]:.2f}, {a['owner_hi'][i, j]:.2f}]" for j, c in enumerate(cells))
-        always = bool(np.all(a["owner_rate"][i] == 1.0))
-        out.append(Claim(
-            id=f"finding:owner_rate:D{int(D)}",
-            statement=(f"{note}. duplicates at D = {int(D)} (copy 0 a-heavy, {K - 1} w-heavy), "
-                       f"Adam: fraction of {S} seeds whose final owner is the a-heavy copy, "
-                       f"Wilson 95% interval, per (beta1, beta2): {owner_txt}. The favourable gauge "
-                       f"{'chose the owner in every seed and configuration' if always else 'did not always choose the owner'}; "
-                       f"other copies pruned (|rho| < tol) in {np.nanmean(a['pruned_rate'][i]):.2f} "
-                       "of cases"),
-            measured={"tied": _pooled(a["owner_rate"][i], tied),
-                      "untied": _pooled(a["owner_rate"][i], ~tied),
-                      "min": float(np.nanmin(a["owner_rate"][i]))},
-            expected="measured (gradient flow: 1)", tolerance=None, passed=always,
-            kind="finding"))
+        out += _group_findings(a, i, S, K, label, root)
         gap_txt = "; ".join(
             f"{c}: {a['gap'][i, j]:.3g} [{a['gap_lo'][i, j]:.3g}, {a['gap_hi'][i, j]:.3g}] "
             f"(n = {int(a['gap_pairs'][i, j])})" for j, c in enumerate(cells))
         out.append(Claim(
-            id=f"finding:gauge_gap:D{int(D)}",
+            id=f"measurement:gauge_gap:D{int(D)}",
             statement=(f"{note}. single at D = {int(D)}: gauge gap t_w / t_a in specialization "
                        f"time (geometric mean over seeds, bootstrap 95% interval, n seeds where "
                        f"both specialized), per (beta1, beta2): {gap_txt}"),
@@ -452,7 +372,7 @@ def finding_claims(a: dict, S: int, K: int) -> list[Claim]:
             f"{a['share_single'][i, j, 0, 1]:.3f}, a-heavy {a['share_single'][i, j, 1, 1]:.3f}"
             for j, c in enumerate(cells))
         out.append(Claim(
-            id=f"finding:lag_share:D{int(D)}",
+            id=f"measurement:lag_share:D{int(D)}",
             statement=(f"{note}. D = {int(D)}: mean lag share of each neuron's Adam update "
                        f"(seed means) per (beta1, beta2): {lag_txt}"),
             measured={"untied_max": float(np.nanmax(np.where(tied[None, :, None],
@@ -464,7 +384,7 @@ def finding_claims(a: dict, S: int, K: int) -> list[Claim]:
             kind="measurement"))
         drift = np.nanmedian(a["delta_drift"][i], axis=-1)
         out.append(Claim(
-            id=f"finding:delta_drift:D{int(D)}",
+            id=f"measurement:delta_drift:D{int(D)}",
             statement=(f"{note}. D = {int(D)}: median over seeds of the final drift of the gauge "
                        "delta = a^2 - |w|^2 (conserved by gradient flow), per (beta1, beta2), "
                        "w-heavy / a-heavy: " + "; ".join(

@@ -103,89 +103,10 @@ class OnlineSGD(Experiment):
                 "Q": res.Q, "R": res.R, "wall_time_s": res.diagnostics["wall_time_s"]}
 
     def analyse(self, config, tasks, results):
-        from ..training._online_ode import online_ode
-        from ..training._support import match_times
-
-        arrays, claims = {}, []
-        worst, worst_noiseless, spreads, dims = 0.0, 0.0, [], []
-        inside, total = 0, 0
-        largest_dim = max(tk["dim"] for tk in tasks if tk["kind"] == "erf")
-        for task, res in zip(tasks, results):
-            if task["kind"] != "erf":
-                continue
-            D = task["dim"]
-            problem = self.problem(task)
-            t, loss = np.asarray(res["t"]), np.asarray(res["loss"])
-            b, T = problem.b, problem.V @ problem.V.T
-            odes = {}
-            for label, noise in (("ode", True), ("ode_eta1", False)):
-                o = online_ode(problem, task["eta"], t, noise=noise)
-                odes[label] = population_loss(o["a"], o["Q"], o["R"], b, T, "erf")
-            lo, med, hi = band(loss)
-            half = np.maximum(0.5 * (hi - lo), 1e-12)
-            sel = t * D >= MIN_STEPS
-            ratio = np.abs(med - odes["ode"])[sel] / half[sel]
-            ratio0 = np.abs(med - odes["ode_eta1"])[sel] / half[sel]
-            worst = max(worst, float(ratio.max()))
-            inside += int(np.sum(((lo <= odes["ode"]) & (odes["ode"] <= hi))[sel]))
-            total += int(np.sum(sel))
-            if D == largest_dim:
-                worst_noiseless = float(ratio0.max())
-            late = t >= 0.2 * t[-1]
-            spreads.append(float(np.mean(np.std(loss[:, late], axis=0))))
-            dims.append(D)
-            arrays |= {f"erf_t_D{D}": t, f"erf_band_D{D}": np.stack([lo, med, hi]),
-                       f"erf_ode_D{D}": odes["ode"], f"erf_ode_eta1_D{D}": odes["ode_eta1"]}
-        fit = loglog_fit(dims, spreads)
-        arrays |= {"erf_dims": np.array(dims, dtype=float), "erf_spread": np.array(spreads),
-                   "erf_spread_fit": np.array([fit.slope, fit.intercept, fit.slope_low,
-                                               fit.slope_high])}
-        frac = inside / max(total, 1)
-        claims.append(Claim(
-            id="online_sgd.erf_within_spread",
-            statement=(f"erf online SGD (eta = {config['eta']:g}, step eta/D, t = steps/D, "
-                       f"D in {dims}, {config['seeds']} seeds): the online ODE with its eta^2 "
-                       "noise term lies inside the seeds' 10-90% band of the population loss "
-                       f"(fraction of records after >= {MIN_STEPS} steps, all D; largest "
-                       f"|median - ODE| / band half-width {worst:.3f})"),
-            measured=round(frac, 4), expected=">= 0.9", tolerance=0.1, passed=bool(frac >= 0.9)))
-        claims.append(Claim(
-            id="online_sgd.erf_noise_term_needed",
-            statement=("without its eta^2 term the ODE leaves the seed band at the largest D "
-                       "(largest |median - ODE_eta| / band half-width; > 1 means outside)"),
-            measured=round(worst_noiseless, 4), expected="> 1", tolerance=1.0,
-            passed=bool(worst_noiseless > 1.0)))
-        tol = config["spread_tolerance"]
-        claims.append(Claim(
-            id="online_sgd.erf_spread_exponent",
-            statement=("the seed spread (standard deviation of the loss over seeds, averaged over "
-                       "the last 80% of the run) scales as D^p; fitted p (95% CI "
-                       f"[{fit.slope_low:.3f}, {fit.slope_high:.3f}]); theory -1/2"),
-            measured=round(fit.slope, 4), expected=-0.5, tolerance=tol,
-            passed=bool(abs(fit.slope + 0.5) <= tol)))
-
-        task, res = next((tk, r) for tk, r in zip(tasks, results) if tk["kind"] == "relu")
-        problem = self.problem(task)
-        ft = np.asarray(res["flow_time"])
-        flow = gc.trajectory(problem, ft, rtol=1e-10, atol=1e-12)
-        j = match_times(ft, flow["t"])
-        ref = flow["loss"][j]
-        loss = np.asarray(res["loss"])
-        lo, med, hi = band(loss)
-        half = np.maximum(0.5 * (hi - lo), 1e-12)
-        sel = np.asarray(res["t"]) * task["dim"] >= MIN_STEPS
-        r_relu = float(np.max(np.abs(med - ref)[sel] / half[sel]))
-        f_relu = float(np.mean(((lo <= ref) & (ref <= hi))[sel]))
-        arrays |= {"relu_flow_time": ft, "relu_band": np.stack([lo, med, hi]), "relu_flow": ref}
-        claims.append(Claim(
-            id="online_sgd.relu_flow_limit",
-            statement=(f"ReLU duplicates (a-heavy + w-heavy, D = {task['dim']}) by online SGD "
-                       f"with eta = {task['eta']:g}: the population flow at time eta t lies "
-                       "inside the seeds' 10-90% band of the loss (fraction of records after "
-                       f">= {MIN_STEPS} steps; largest |median - flow| / band half-width "
-                       f"{r_relu:.3f})"),
-            measured=round(f_relu, 4), expected=">= 0.9", tolerance=0.1,
-            passed=bool(f_relu >= 0.9)))
+        arrays, claims = self._analyse_erf(config, tasks, results)
+        relu_arrays, relu_claim = self._analyse_relu(tasks, results)
+        arrays |= relu_arrays
+        claims.append(relu_claim)
         arrays["wall_time_s"] = gc.wall_times(results)
         arrays["caption_online_sgd_erf"] = np.array(
             "erf online SGD: population loss, median (line) and 10-90% band over seeds for each "
@@ -195,6 +116,93 @@ class OnlineSGD(Experiment):
         arrays["caption_online_sgd_relu"] = np.array(
             "ReLU online SGD at small eta against the population flow (black), time eta t.")
         return arrays, claims
+
+    def _erf_task(self, task, res):
+        """Band, ODE curves and the comparison numbers of one erf task."""
+        from ..training._online_ode import online_ode
+
+        D = task["dim"]
+        problem = self.problem(task)
+        t, loss = np.asarray(res["t"]), np.asarray(res["loss"])
+        b, T = problem.b, problem.V @ problem.V.T
+        odes = {}
+        for label, noise in (("ode", True), ("ode_eta1", False)):
+            o = online_ode(problem, task["eta"], t, noise=noise)
+            odes[label] = population_loss(o["a"], o["Q"], o["R"], b, T, "erf")
+        lo, med, hi = band(loss)
+        half = np.maximum(0.5 * (hi - lo), 1e-12)
+        sel = t * D >= MIN_STEPS
+        late = t >= 0.2 * t[-1]
+        return {
+            "worst": float((np.abs(med - odes["ode"])[sel] / half[sel]).max()),
+            "worst_noiseless": float((np.abs(med - odes["ode_eta1"])[sel] / half[sel]).max()),
+            "inside": int(np.sum(((lo <= odes["ode"]) & (odes["ode"] <= hi))[sel])),
+            "total": int(np.sum(sel)),
+            "spread": float(np.mean(np.std(loss[:, late], axis=0))),
+            "arrays": {f"erf_t_D{D}": t, f"erf_band_D{D}": np.stack([lo, med, hi]),
+                       f"erf_ode_D{D}": odes["ode"], f"erf_ode_eta1_D{D}": odes["ode_eta1"]},
+        }
+
+    def _analyse_erf(self, config, tasks, results):
+        erf = [(tk, self._erf_task(tk, r)) for tk, r in zip(tasks, results) if tk["kind"] == "erf"]
+        dims = [tk["dim"] for tk, _ in erf]
+        arrays = {}
+        for _, m in erf:
+            arrays |= m["arrays"]
+        worst = max([0.0] + [m["worst"] for _, m in erf])
+        worst_noiseless = next(m["worst_noiseless"] for tk, m in erf if tk["dim"] == max(dims))
+        frac = sum(m["inside"] for _, m in erf) / max(sum(m["total"] for _, m in erf), 1)
+        spreads = [m["spread"] for _, m in erf]
+        fit = loglog_fit(dims, spreads)
+        arrays |= {"erf_dims": np.array(dims, dtype=float), "erf_spread": np.array(spreads),
+                   "erf_spread_fit": np.array([fit.slope, fit.intercept, fit.slope_low,
+                                               fit.slope_high])}
+        tol = config["spread_tolerance"]
+        claims = [Claim(
+            id="online_sgd.erf_within_spread",
+            statement=(f"erf online SGD (eta = {config['eta']:g}, step eta/D, t = steps/D, "
+                       f"D in {dims}, {config['seeds']} seeds): the online ODE with its eta^2 "
+                       "noise term lies inside the seeds' 10-90% band of the population loss "
+                       f"(fraction of records after >= {MIN_STEPS} steps, all D; largest "
+                       f"|median - ODE| / band half-width {worst:.3f})"),
+            measured=round(frac, 4), expected=">= 0.9", tolerance=0.1, passed=bool(frac >= 0.9)),
+            Claim(
+            id="online_sgd.erf_noise_term_needed",
+            statement=("without its eta^2 term the ODE leaves the seed band at the largest D "
+                       "(largest |median - ODE_eta| / band half-width; > 1 means outside)"),
+            measured=round(worst_noiseless, 4), expected="> 1", tolerance=1.0,
+            passed=bool(worst_noiseless > 1.0)),
+            Claim(
+            id="online_sgd.erf_spread_exponent",
+            statement=("the seed spread (standard deviation of the loss over seeds, averaged over "
+                       "the last 80% of the run) scales as D^p; fitted p (95% CI "
+                       f"[{fit.slope_low:.3f}, {fit.slope_high:.3f}]); theory -1/2"),
+            measured=round(fit.slope, 4), expected=-0.5, tolerance=tol,
+            passed=bool(abs(fit.slope + 0.5) <= tol))]
+        return arrays, claims
+
+    def _analyse_relu(self, tasks, results):
+        from ..training._support import match_times
+
+        task, res = next((tk, r) for tk, r in zip(tasks, results) if tk["kind"] == "relu")
+        ft = np.asarray(res["flow_time"])
+        flow = gc.trajectory(self.problem(task), ft, rtol=1e-10, atol=1e-12)
+        ref = flow["loss"][match_times(ft, flow["t"])]
+        lo, med, hi = band(np.asarray(res["loss"]))
+        half = np.maximum(0.5 * (hi - lo), 1e-12)
+        sel = np.asarray(res["t"]) * task["dim"] >= MIN_STEPS
+        r_relu = float(np.max(np.abs(med - ref)[sel] / half[sel]))
+        f_relu = float(np.mean(((lo <= ref) & (ref <= hi))[sel]))
+        arrays = {"relu_flow_time": ft, "relu_band": np.stack([lo, med, hi]), "relu_flow": ref}
+        return arrays, Claim(
+            id="online_sgd.relu_flow_limit",
+            statement=(f"ReLU duplicates (a-heavy + w-heavy, D = {task['dim']}) by online SGD "
+                       f"with eta = {task['eta']:g}: the population flow at time eta t lies "
+                       "inside the seeds' 10-90% band of the loss (fraction of records after "
+                       f">= {MIN_STEPS} steps; largest |median - flow| / band half-width "
+                       f"{r_relu:.3f})"),
+            measured=round(f_relu, 4), expected=">= 0.9", tolerance=0.1,
+            passed=bool(f_relu >= 0.9))
 
     def plot(self, arrays, config, outdir):
         import matplotlib.pyplot as plt

@@ -19,6 +19,7 @@ DERIVATIONS: tuple[str, ...] = (
     "gaugedyn.symbolic._gaussian_linear",
     "gaugedyn.symbolic._order_parameters",
     "gaugedyn.symbolic._adam_series",
+    "gaugedyn.symbolic._adam_stability",
     "gaugedyn.adam._derivation",
 )
 """Module paths, in document order. A module that is not importable yet is skipped with a warning."""

@@ -21,7 +21,6 @@ is how the tests check it step for step against the torch trainer.
 
 from __future__ import annotations
 
-import math
 import os
 import time as _time
 from collections.abc import Sequence
@@ -36,150 +35,11 @@ from ..theory import Definitions, Problem, population_loss
 ACTIVATION_CODES = {"relu": 0, "erf": 1, "linear": 2}
 SCHEDULE_CODES = {"constant": 0, "cosine": 1, "inverse": 2}
 
-_kernels = None
-
-
 def _build():
-    """Compile the kernels on first use (numba is imported only then)."""
-    global _kernels
-    if _kernels is not None:
-        return _kernels
-    import numba
+    """The compiled kernels (:mod:`gaugedyn.training._online_kernels`; numba loads here)."""
+    from . import _online_kernels
 
-    inv_sqrt2 = 1.0 / math.sqrt(2.0)
-    sqrt_2_over_pi = math.sqrt(2.0 / math.pi)
-
-    @numba.njit(inline="always")
-    def g(act, z):
-        if act == 0:
-            return z if z > 0.0 else 0.0
-        if act == 1:
-            return math.erf(z * inv_sqrt2)
-        return z
-
-    @numba.njit(inline="always")
-    def g_prime(act, z):
-        if act == 0:
-            return 1.0 if z > 0.0 else 0.0
-        if act == 1:
-            return sqrt_2_over_pi * math.exp(-0.5 * (z * z))
-        return 1.0
-
-    @numba.njit
-    def step_size(sched, lr, k, steps, lr_min, decay):
-        if sched == 0:
-            return lr
-        if sched == 1:
-            return lr_min + (lr - lr_min) * 0.5 * (1.0 + math.cos(math.pi * k / max(steps, 1)))
-        return lr / (1.0 + k / decay)
-
-    @numba.njit
-    def record(r, a, W, V, out_a, out_Q, out_R):
-        K, D = W.shape
-        M = V.shape[0]
-        for i in range(K):
-            out_a[r, i] = a[i]
-            for j in range(K):
-                s = 0.0
-                for d in range(D):
-                    s += W[i, d] * W[j, d]
-                out_Q[r, i, j] = s
-            for n in range(M):
-                s = 0.0
-                for d in range(D):
-                    s += W[i, d] * V[n, d]
-                out_R[r, i, n] = s
-        ok = True
-        for i in range(K):
-            if not math.isfinite(a[i]):
-                ok = False
-            for j in range(K):
-                if not math.isfinite(out_Q[r, i, j]):
-                    ok = False
-        return ok
-
-    @numba.njit(nogil=True)
-    def run(a, W, V, b, act, sched, lr, lr_min, decay, steps, grid, batch, gen, X,
-            out_a, out_Q, out_R, out_emp, out_flow):
-        K, D = W.shape
-        M = V.shape[0]
-        P = K + M
-        U = np.empty((D, P))  # student and teacher weights, one contiguous row per coordinate
-        for d in range(D):
-            for i in range(K):
-                U[d, i] = W[i, d]
-            for n in range(M):
-                U[d, K + n] = V[n, d]
-        x = np.empty(D)
-        u = np.empty(P)
-        coef = np.empty(K)
-        ga = np.empty(K)
-        gW = np.zeros((D, K)) if batch > 1 else np.zeros((1, 1))
-        given = X.shape[0] > 0
-        if not record(0, a, W, V, out_a, out_Q, out_R):
-            return 0
-        out_emp[0] = np.nan
-        out_flow[0] = 0.0
-        flow, acc, count, r = 0.0, 0.0, 0, 1
-        for k in range(steps):
-            eta = step_size(sched, lr, k, steps, lr_min, decay) / D
-            ga[:] = 0.0
-            if batch > 1:
-                gW[:, :] = 0.0
-            loss = 0.0
-            for mu in range(batch):
-                u[:] = 0.0
-                for d in range(D):
-                    xd = X[k, mu, d] if given else gen.standard_normal()
-                    x[d] = xd
-                    for p in range(P):
-                        u[p] += U[d, p] * xd
-                e = 0.0
-                for i in range(K):
-                    e += a[i] * g(act, u[i])
-                for n in range(M):
-                    e -= b[n] * g(act, u[K + n])
-                loss += 0.5 * e * e
-                for i in range(K):
-                    ga[i] += e * g(act, u[i])
-                    coef[i] = e * a[i] * g_prime(act, u[i])
-                if batch > 1:
-                    for d in range(D):
-                        for i in range(K):
-                            gW[d, i] += coef[i] * x[d]
-            if batch == 1:
-                for i in range(K):
-                    coef[i] *= eta
-                for d in range(D):
-                    for i in range(K):
-                        U[d, i] -= coef[i] * x[d]
-            else:
-                c = eta / batch
-                for d in range(D):
-                    for i in range(K):
-                        U[d, i] -= c * gW[d, i]
-            for i in range(K):
-                a[i] -= eta * ga[i] / batch
-            flow += eta
-            acc += loss / batch
-            count += 1
-            if r < grid.shape[0] and k + 1 == grid[r]:
-                for d in range(D):
-                    for i in range(K):
-                        W[i, d] = U[d, i]
-                if not record(r, a, W, V, out_a, out_Q, out_R):
-                    return r
-                out_emp[r] = acc / count
-                out_flow[r] = flow
-                acc, count = 0.0, 0
-                r += 1
-        for d in range(D):
-            for i in range(K):
-                W[i, d] = U[d, i]
-        return -1
-
-    _kernels = {"run": run, "step_size": step_size}
-    return _kernels
+    return {"run": _online_kernels.run, "step_size": _online_kernels.step_size}
 
 
 def seed_generator(root_seed: int, index: int) -> np.random.Generator:
@@ -305,96 +165,10 @@ def train_online_compiled(problem: Problem, config, seeds: int = 1, root_seed: i
 
 # --- the online ODE (erf) in the classical Saad-Solla form, compiled ----------------------------
 
-_ode_kernels = None
-
-
-def jit_generated(fn):
-    """A numba scalar version of a kernel of :mod:`gaugedyn.theory._generated_kernels`.
-
-    The generated functions open with one line that broadcasts their arguments to arrays; the
-    rest is scalar arithmetic. That line is dropped from the function's syntax tree and the rest
-    compiled as is, so the compiled kernel is the symbolic module's expression, not a copy.
-    """
-    import ast
-    import inspect
-    import textwrap
-
-    import numba
-
-    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    func = tree.body[0]
-    first = func.body[0]
-    if not (isinstance(first, ast.Assign) and isinstance(first.value, ast.Call)
-            and getattr(first.value.func, "id", "") == "_args"):
-        raise RuntimeError(f"{fn.__name__}: unexpected generated-kernel layout")
-    func.body = func.body[1:]
-    namespace = {"np": np}
-    exec(compile(ast.Module(body=[func], type_ignores=[]), f"<jit {fn.__name__}>", "exec"),
-         namespace)
-    return numba.njit(inline="always")(namespace[fn.__name__])
-
-
 def _build_ode():
-    global _ode_kernels
-    if _ode_kernels is not None:
-        return _ode_kernels
-    import numba
+    from . import _online_kernels
 
-    from ..theory import _generated_kernels as gk
-
-    i2 = jit_generated(gk.pair_erf)
-    i3 = jit_generated(gk.erf_i3)
-    i4 = jit_generated(gk.erf_i4)
-
-    @numba.njit
-    def rhs(y, K, M, b, T, eta, noise_scale, out):
-        P = K + M
-        C = np.empty((P, P))
-        c = np.empty(P)
-        for i in range(K):
-            c[i] = y[i]
-            for j in range(K):
-                C[i, j] = y[K + i * K + j]
-            for n in range(M):
-                C[i, K + n] = y[K + K * K + i * M + n]
-                C[K + n, i] = C[i, K + n]
-        for n in range(M):
-            c[K + n] = -b[n]
-            for m in range(M):
-                C[K + n, K + m] = T[n, m]
-        for i in range(K):
-            s = 0.0
-            for p in range(P):
-                s += c[p] * i2(C[i, i], C[p, p], C[i, p])
-            out[i] = -eta * s
-        # E[g'(u_i) u_j e] for every student i and every field j
-        H = np.empty((K, P))
-        for i in range(K):
-            for j in range(P):
-                s = 0.0
-                for p in range(P):
-                    s += c[p] * i3(C[i, i], C[i, j], C[i, p], C[j, j], C[j, p], C[p, p])
-                H[i, j] = s
-        for i in range(K):
-            for n in range(M):
-                out[K + K * K + i * M + n] = -eta * y[i] * H[i, K + n]
-        for i in range(K):
-            for k in range(i, K):
-                v = -eta * (y[i] * H[i, k] + y[k] * H[k, i])
-                if noise_scale != 0.0:
-                    s = 0.0
-                    for p in range(P):
-                        for q in range(p, P):
-                            w = c[p] * c[q] * (1.0 if p == q else 2.0)
-                            s += w * i4(C[i, i], C[i, k], C[i, p], C[i, q], C[k, k], C[k, p],
-                                        C[k, q], C[p, p], C[p, q], C[q, q])
-                    v += noise_scale * y[i] * y[k] * s
-                out[K + i * K + k] = v
-                out[K + k * K + i] = v
-        return out
-
-    _ode_kernels = {"rhs": rhs}
-    return _ode_kernels
+    return {"rhs": _online_kernels.online_rhs()}
 
 
 def compiled_online_rhs(K: int, M: int, b, T, eta: float, batch: int = 1, noise: bool = True):

@@ -208,6 +208,44 @@ def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int 
         raise InputError(f"on_step={on_step!r} is not allowed; it must be callable or None")
     definitions = Definitions() if definitions is None else definitions
     dtype, device = resolve_dtype(dtype), resolve_device(device)
+    seed_indices, problems = _seeds_and_problems(problem, seeds, seed_indices)
+    net = Network.from_problem(problems, dtype=dtype, device=device)
+    cfg = config
+    D = net.W.shape[2]
+    gens = _data.generators(root_seed, seed_indices, device)
+    batches = _Batches(cfg, net, gens, dtype, device)
+    scale = 1.0 / D if (cfg.online and cfg.optimizer == "sgd") else 1.0
+    state = adam_state((net.a, net.W)) if cfg.optimizer == "adam" else None
+    records = _Records(cfg, net, problems[0], batches.full)
+    grid = cfg.grid()
+    records.record(0)
+    next_rec = 1
+    for k in range(cfg.steps):
+        loss, g_a, g_W = net.loss_and_gradients(batches.next())
+        records.add_online_loss(loss)
+        eta = step_size(cfg.schedule, cfg.lr, k, cfg.steps, cfg.lr_min, cfg.decay)
+        previous = (net.a, net.W)
+        if cfg.optimizer == "adam":
+            net.a, net.W = adam_update(previous, (g_a, g_W), state, eta, cfg.betas, cfg.eps)
+        else:
+            net.a, net.W = sgd_update(previous, (g_a, g_W), eta * scale)
+        records.t_flow += eta * scale
+        step = k + 1
+        if on_step is not None:
+            on_step(StepRecord(step=step, time=records.time_of(step), lr=float(eta),
+                               previous=previous, params=(net.a, net.W), grads=(g_a, g_W),
+                               loss=loss, adam=None if state is None else adam_view(state)))
+        if next_rec < len(grid) and step == grid[next_rec]:
+            records.record(step)
+            next_rec += 1
+        elif cfg.check_every and step % cfg.check_every == 0:
+            records.check(step)
+    return records.result(problem, grid, seed_indices, root_seed, definitions, started,
+                          _data.stream_block_steps(cfg.batch_size, D))
+
+
+def _seeds_and_problems(problem, seeds, seed_indices) -> tuple[list[int], list[Problem]]:
+    """The seed indices and one problem per seed (the same one, or a list per seed)."""
     if seed_indices is None and not isinstance(problem, Problem):
         seed_indices = list(range(len(problem)))
     if seed_indices is None:
@@ -216,137 +254,134 @@ def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int 
         seed_indices = list(range(int(seeds)))
     seed_indices = [int(i) for i in seed_indices]
     if isinstance(problem, Problem):
-        problems = [problem] * len(seed_indices)
-    else:
-        problems = list(problem)
-        if len(problems) != len(seed_indices):
-            raise InputError(f"{len(problems)} problems for {len(seed_indices)} seeds")
-    net = Network.from_problem(problems, dtype=dtype, device=device)
-    S, K, D = net.W.shape
-    gens = _data.generators(root_seed, seed_indices, device)
-    cfg = config
-    B = cfg.batch_size
-    grid = cfg.grid()
-    V_np = problems[0].V
-    _, _, _, b_np, T = problems[0].order_parameters()
+        return seed_indices, [problem] * len(seed_indices)
+    problems = list(problem)
+    if len(problems) != len(seed_indices):
+        raise InputError(f"{len(problems)} problems for {len(seed_indices)} seeds")
+    return seed_indices, problems
 
-    if cfg.online:
-        stream = _data.OnlineStream(gens, B, D, dtype, device, net.teacher)
-        X_all = y_all = full = None
-    else:
-        X_all = _data.gaussian(gens, (int(cfg.samples), D), dtype, device)
-        y_all = net.teacher(prepare(X_all))[:, : int(cfg.samples)]
-        full = prepare(X_all, y_all)
-    n = None if cfg.online else int(cfg.samples)
-    full_batch = not cfg.online and B == n
-    order = None
-    epoch_pos = 0
-    seed_rows = torch.arange(S, device=device)[:, None]
-    scale = 1.0 / D if (cfg.online and cfg.optimizer == "sgd") else 1.0
-    state = adam_state((net.a, net.W)) if cfg.optimizer == "adam" else None
 
-    rec_t, rec_ft, rec_lr = [], [], []
-    rec_a, rec_W_q, rec_W_r, rec_emp = [], [], [], []
-    t_flow = 0.0
-    online_acc = torch.zeros(S, dtype=dtype, device=device)
-    online_count = 0
-    last_good = None
+class _Batches:
+    """The batch of each step: a fresh one (online), the whole sample (full batch), or the next
+    mini-batch of a per-seed permutation redrawn every epoch."""
 
-    def time_of(k: int, flow: float) -> float:
-        if cfg.online and cfg.optimizer == "sgd":
-            return k / D
-        return flow
-
-    def record(k: int):
-        nonlocal online_acc, online_count, last_good
+    def __init__(self, cfg: TrainConfig, net: Network, gens, dtype, device):
+        S, _, D = net.W.shape
+        self.B = cfg.batch_size
+        self.online = cfg.online
+        self.gens, self.device = gens, device
+        self.full = self.X_all = self.y_all = None
         if cfg.online:
-            emp = online_acc / online_count if online_count else torch.full_like(online_acc, float("nan"))
-            online_acc = torch.zeros_like(online_acc)
-            online_count = 0
+            self.stream = _data.OnlineStream(gens, self.B, D, dtype, device, net.teacher)
+            self.n = None
         else:
-            emp = net.loss_and_gradients(full)[0]
+            self.n = int(cfg.samples)
+            self.X_all = _data.gaussian(gens, (self.n, D), dtype, device)
+            self.y_all = net.teacher(prepare(self.X_all))[:, : self.n]
+            self.full = prepare(self.X_all, self.y_all)
+        self.full_batch = not cfg.online and self.B == self.n
+        self.order = None
+        self.pos = 0
+        self.rows = torch.arange(S, device=device)[:, None]
+
+    def next(self):
+        if self.online:
+            return self.stream.next()
+        if self.full_batch:
+            return self.full
+        if self.order is None or self.pos + self.B > self.n:
+            self.order = _data.permutations(self.gens, self.n, self.device)
+            self.pos = 0
+        idx = self.order[:, self.pos:self.pos + self.B]
+        self.pos += self.B
+        return prepare(self.X_all[self.rows, idx], self.y_all[self.rows, idx])
+
+
+class _Records:
+    """The records on the grid: parameters as order parameters, the empirical loss, times."""
+
+    def __init__(self, cfg: TrainConfig, net: Network, problem: Problem, full):
+        self.cfg, self.net, self.full = cfg, net, full
+        self.V = problem.V
+        _, _, _, self.b, self.T = problem.order_parameters()
+        self.D = net.W.shape[2]
+        self.t_flow = 0.0
+        self.rows = {k: [] for k in ("t", "ft", "lr", "a", "Q", "R", "emp")}
+        self.online_acc = torch.zeros(net.W.shape[0], dtype=net.W.dtype, device=net.W.device)
+        self.online_count = 0
+        self.last_good = None
+
+    def time_of(self, k: int) -> float:
+        if self.cfg.online and self.cfg.optimizer == "sgd":
+            return k / self.D
+        return self.t_flow
+
+    def add_online_loss(self, loss) -> None:
+        if self.cfg.online:
+            self.online_acc = self.online_acc + loss
+            self.online_count += 1
+
+    def check(self, step: int) -> None:
+        bad = _nonfinite(a=self.net.a, W=self.net.W)
+        if bad:
+            raise DivergenceError(bad, self.time_of(step), step, self.last_good)
+
+    def record(self, k: int) -> None:
+        cfg, net = self.cfg, self.net
+        if cfg.online:
+            acc, n = self.online_acc, self.online_count
+            emp = acc / n if n else torch.full_like(acc, float("nan"))
+            self.online_acc = torch.zeros_like(acc)
+            self.online_count = 0
+        else:
+            emp = net.loss_and_gradients(self.full)[0]
         checks = {"a": net.a, "W": net.W}
         if k > 0 or not cfg.online:
             checks["loss_empirical"] = emp
         bad = _nonfinite(**checks)
         if bad:
-            raise DivergenceError(bad, time_of(k, t_flow), k, last_good)
+            raise DivergenceError(bad, self.time_of(k), k, self.last_good)
         a_np, W_np = net.numpy_state()
-        Q, R, _ = order_parameters(W_np, V_np)
-        last_good = {"a": a_np, "W": W_np, "step": k}
-        rec_a.append(a_np)
-        rec_W_q.append(Q)
-        rec_W_r.append(R)
-        rec_emp.append(emp.detach().to("cpu", torch.float64).numpy())
-        rec_t.append(time_of(k, t_flow))
-        rec_ft.append(t_flow)
-        rec_lr.append(step_size(cfg.schedule, cfg.lr, k, cfg.steps, cfg.lr_min, cfg.decay))
+        Q, R, _ = order_parameters(W_np, self.V)
+        self.last_good = {"a": a_np, "W": W_np, "step": k}
+        for key, value in (("a", a_np), ("Q", Q), ("R", R), ("t", self.time_of(k)),
+                           ("ft", self.t_flow),
+                           ("emp", emp.detach().to("cpu", torch.float64).numpy()),
+                           ("lr", step_size(cfg.schedule, cfg.lr, k, cfg.steps, cfg.lr_min,
+                                            cfg.decay))):
+            self.rows[key].append(value)
 
-    record(0)
-    next_rec = 1
-    for k in range(cfg.steps):
-        if cfg.online:
-            batch = stream.next()
-        elif full_batch:
-            batch = full
+    def result(self, problem, grid, seed_indices, root_seed, definitions, started,
+               block) -> TrainResult:
+        cfg, net, rows = self.cfg, self.net, self.rows
+        a, Q, R = (np.stack(rows[k], axis=1) for k in ("a", "Q", "R"))
+        if cfg.online and cfg.optimizer == "sgd":
+            time_convention = "t = steps / D (online SGD, step eta/D); flow_time = sum_k eta_k / D"
+        elif cfg.online:
+            time_convention = "t = flow_time = sum_k eta_k (online Adam)"
         else:
-            if order is None or epoch_pos + B > n:
-                order = _data.permutations(gens, n, device)
-                epoch_pos = 0
-            idx = order[:, epoch_pos:epoch_pos + B]
-            epoch_pos += B
-            batch = prepare(X_all[seed_rows, idx], y_all[seed_rows, idx])
-        loss, g_a, g_W = net.loss_and_gradients(batch)
-        if cfg.online:
-            online_acc = online_acc + loss
-            online_count += 1
-        eta = step_size(cfg.schedule, cfg.lr, k, cfg.steps, cfg.lr_min, cfg.decay)
-        previous = (net.a, net.W)
-        if cfg.optimizer == "adam":
-            net.a, net.W = adam_update(previous, (g_a, g_W), state, eta, cfg.betas, cfg.eps)
-        else:
-            net.a, net.W = sgd_update(previous, (g_a, g_W), eta * scale)
-        t_flow += eta * scale
-        step = k + 1
-        if on_step is not None:
-            on_step(StepRecord(step=step, time=time_of(step, t_flow), lr=float(eta), previous=previous,
-                               params=(net.a, net.W), grads=(g_a, g_W), loss=loss,
-                               adam=None if state is None else adam_view(state)))
-        if next_rec < len(grid) and step == grid[next_rec]:
-            record(step)
-            next_rec += 1
-        elif cfg.check_every and step % cfg.check_every == 0:
-            bad = _nonfinite(a=net.a, W=net.W)
-            if bad:
-                raise DivergenceError(bad, time_of(step, t_flow), step, last_good)
-
-    a = np.stack(rec_a, axis=1)
-    Q = np.stack(rec_W_q, axis=1)
-    R = np.stack(rec_W_r, axis=1)
-    pop = population_loss(a, Q, R, b_np, T, net.activation)
-    if cfg.online and cfg.optimizer == "sgd":
-        time_convention = "t = steps / D (online SGD, step eta/D); flow_time = sum_k eta_k / D"
-    elif cfg.online:
-        time_convention = "t = flow_time = sum_k eta_k (online Adam)"
-    else:
-        time_convention = "t = flow_time = sum_k eta_k (= eta * steps at constant eta)"
-    settings = {
-        "config": cfg.describe(),
-        "problem": problems[0].describe(),
-        "per_seed_problems": not isinstance(problem, Problem),
-        "seeds": S,
-        "dtype": str(dtype).replace("torch.", ""),
-        "device": str(device),
-        "time": time_convention,
-        "data": ("online: fresh x ~ N(0, I_D) per step, per-seed blocks of "
-                 f"{_data.stream_block_steps(B, D)} steps" if cfg.online else
-                 f"fixed sample of n={n} x ~ N(0, I_D) per seed"),
-        "seed_derivation": "torch.Generator per seed from gaugedyn._meta.task_seed(root_seed, i)",
-    }
-    return TrainResult(
-        steps=np.asarray(grid, dtype=np.int64), time=np.asarray(rec_t), flow_time=np.asarray(rec_ft),
-        lr=np.asarray(rec_lr), a=a, Q=Q, R=R, b=np.asarray(b_np), T=T, loss=pop,
-        loss_empirical=np.stack(rec_emp, axis=1), activation=net.activation,
-        seeds=seed_indices, root_seed=int(root_seed), settings=settings, definitions=definitions,
-        diagnostics={"wall_time_s": _time.perf_counter() - started, "versions": versions()},
-    )
+            time_convention = "t = flow_time = sum_k eta_k (= eta * steps at constant eta)"
+        first = problem if isinstance(problem, Problem) else list(problem)[0]
+        settings = {
+            "config": cfg.describe(),
+            "problem": first.describe(),
+            "per_seed_problems": not isinstance(problem, Problem),
+            "seeds": net.W.shape[0],
+            "dtype": str(net.W.dtype).replace("torch.", ""),
+            "device": str(net.W.device),
+            "time": time_convention,
+            "data": (f"online: fresh x ~ N(0, I_D) per step, per-seed blocks of {block} steps"
+                     if cfg.online else
+                     f"fixed sample of n={cfg.samples} x ~ N(0, I_D) per seed"),
+            "seed_derivation": "torch.Generator per seed from gaugedyn._meta.task_seed(root_seed, i)",
+        }
+        return TrainResult(
+            steps=np.asarray(grid, dtype=np.int64), time=np.asarray(rows["t"]),
+            flow_time=np.asarray(rows["ft"]), lr=np.asarray(rows["lr"]), a=a, Q=Q, R=R,
+            b=np.asarray(self.b), T=self.T,
+            loss=population_loss(a, Q, R, self.b, self.T, net.activation),
+            loss_empirical=np.stack(rows["emp"], axis=1), activation=net.activation,
+            seeds=seed_indices, root_seed=int(root_seed), settings=settings,
+            definitions=definitions,
+            diagnostics={"wall_time_s": _time.perf_counter() - started, "versions": versions()},
+        )

@@ -1,0 +1,190 @@
+"""The exact 1-D Adam map on ``L = |x|^n / n`` and the multipliers of its oscillating state.
+
+With ``a = 1 - beta1``, ``c = 1 - beta2`` and ``g(x) = sign(x) |x|^(n-1)``, one Adam step
+(``torch.optim.Adam`` order: gradient, moments, bias corrections, step) is::
+
+    m_t = (1 - a) m_{t-1} + a g(x_t),   v_t = (1 - c) v_{t-1} + c g(x_t)^2,
+    x_{t+1} = x_t - eta m^_t / (sqrt(v^_t) + eps),   m^ = m / (1 - (1-a)^t),  v^ = v / (1 - (1-c)^t).
+
+The stationary map (no bias correction) has a period-2 orbit ``x = +A, -A`` with ``v = A^(2n-2)``
+(:func:`oscillating_state`); linearised about it (derivations/adam_stability.md) its eigenvalues
+are the roots of ``lambda^3 + p2 lambda^2 + p1 lambda + p0`` (:func:`cubic_coefficients`).
+Everything here is numpy and vectorises over any broadcast shape of ``(a, c, seed)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._errors import InputError
+
+
+def cubic_coefficients(a, c, n, r):
+    """``(p2, p1, p0)`` of the oscillating state's characteristic cubic.
+
+    Works on numbers, numpy arrays and sympy symbols alike (the symbolic derivation checks this
+    function against its own result). ``r = eps / (sqrt(V) + eps)`` is eps's share.
+    """
+    p2 = 2 * a * n - 3 * a - 2 * c * n * r + 2 * c * n + 2 * c * r - c - 4 * n + 5
+    p1 = (2 * a * c * n * r - 2 * a * c * r - a * c - 2 * a * n + 2 * a - 2 * c * n * r
+          - 2 * c * n + 2 * c * r + 4 * c + 4 * n - 5)
+    p0 = -(1 - a) * (1 - c)
+    return p2, p1, p0
+
+
+def multipliers(a, c, n, r=0.0) -> np.ndarray:
+    """Eigenvalues of ``S J`` at the oscillating state, shape ``broadcast + (3,)`` (complex).
+
+    The companion matrix of the cubic, batched through ``numpy.linalg.eigvals`` (LAPACK).
+    """
+    p2, p1, p0 = (np.asarray(p, dtype=float) for p in cubic_coefficients(
+        np.asarray(a, float), np.asarray(c, float), float(n), np.asarray(r, float)))
+    p2, p1, p0 = np.broadcast_arrays(p2, p1, p0)
+    comp = np.zeros(p2.shape + (3, 3))
+    comp[..., 0, 0], comp[..., 0, 1], comp[..., 0, 2] = -p2, -p1, -p0
+    comp[..., 1, 0] = comp[..., 2, 1] = 1.0
+    return np.linalg.eigvals(comp)
+
+
+def growth_rate(a, c, n, r=0.0) -> np.ndarray:
+    """``log max |lambda|`` per step: > 0 where the oscillating state is unstable."""
+    return np.log(np.max(np.abs(multipliers(a, c, n, r)), axis=-1))
+
+
+def spiral_ratio(a, c, n, r=0.0) -> np.ndarray:
+    """``log|lambda| / |arg lambda|`` of the leading multiplier (``inf`` when it is real)."""
+    z = multipliers(a, c, n, r)
+    lead = np.take_along_axis(z, np.argmax(np.abs(z), axis=-1)[..., None], axis=-1)[..., 0]
+    ang = np.abs(np.angle(lead))
+    with np.errstate(divide="ignore"):
+        return np.where(ang > 1e-14, np.log(np.abs(lead)) / np.maximum(ang, 1e-300), np.inf)
+
+
+def oscillating_state(a, n: float, lr: float, eps) -> dict:
+    """The period-2 orbit ``(A, M, V)`` and eps share ``r`` of the stationary map.
+
+    ``A`` solves ``eta a A^(n-2) / (2 (2 - a)) = A^(n-1) + eps`` (the largest root; closed form
+    ``A = eta a / (2 (2 - a)) - eps`` at ``n = 2``); ``nan`` where no orbit exists (eps-GD is
+    stable there). ``M = -a A^(n-1) / (2 - a)``, ``V = A^(2n-2)``, ``r = eps / (A^(n-1) + eps)``.
+    """
+    from scipy.optimize import brentq
+
+    a, eps = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(eps, dtype=float))
+    A0 = lr * a / (2 * (2 - a))
+    if n == 2:
+        A = np.where(A0 > eps, A0 - eps, np.nan)
+    else:
+        A = np.full(A0.shape, np.nan)
+        for i in np.ndindex(A0.shape):
+            a0, e = float(A0[i]), float(eps[i])
+            f = lambda y, a0=a0, e=e: a0 * y ** (n - 2) - y ** (n - 1) - e  # noqa: E731
+            top = a0 * (n - 2) / (n - 1)
+            if e == 0:
+                A[i] = a0
+            elif f(top) > 0:
+                A[i] = brentq(f, top, a0, xtol=1e-300, rtol=1e-15)
+    G = A ** (n - 1)
+    return {"A": A, "M": -a * G / (2 - a), "V": G**2, "r": eps / (G + eps)}
+
+
+def adam_step(x, m, v, a, c, n: float, lr: float, eps: float, t: int | None = None):
+    """One exact Adam step on ``|x|^n / n`` (arrays broadcast); ``t`` (1-based) applies the
+    bias corrections, ``None`` gives the stationary map. Returns ``(x, m, v)``."""
+    g = np.sign(x) * np.abs(x) ** (n - 1)
+    m = (1 - a) * m + a * g
+    v = (1 - c) * v + c * g * g
+    if t is None:
+        mh, vh = m, v
+    else:
+        mh, vh = m / (1 - (1 - a) ** t), v / (1 - (1 - c) ** t)
+    return x - lr * mh / (np.sqrt(vh) + eps), m, v
+
+
+def simulated_growth_rate(a, c, n: float, lr: float, eps, steps: int = 4000,
+                          size: float = 1e-7) -> np.ndarray:
+    """Largest Lyapunov exponent of the simulated stationary map at its oscillating state.
+
+    Benettin's method with the nonlinear map itself: the reference is the exact orbit
+    ``z* -> S z*``; a perturbed state at relative distance ``size`` is stepped, its deviation
+    from ``S z*`` measured in units of the orbit's scales ``(A, |M|, V)``, renormalised, and the
+    logs of the growth factors averaged over ``steps`` (first tenth left out). Independent of
+    the linearisation: it uses only :func:`adam_step`.
+    """
+    a, c, eps = np.broadcast_arrays(np.asarray(a, float), np.asarray(c, float),
+                                    np.asarray(eps, float))
+    st = oscillating_state(a, n, lr, eps)
+    A, M, V = (np.broadcast_to(st[k], a.shape) for k in ("A", "M", "V"))
+    scale = np.stack([A, np.abs(M), V])
+    u = np.ones((3,) + a.shape) / np.sqrt(3.0)
+    logs = np.zeros(a.shape)
+    skip = steps // 10
+    for k in range(steps):
+        z = np.array([A, M, V]) + size * u * scale
+        x1, m1, v1 = adam_step(z[0], z[1], z[2], a, c, n, lr, eps)
+        d = np.stack([(-x1 - A), (-m1 - M), (v1 - V)]) / (size * scale)
+        norm = np.sqrt((d**2).sum(axis=0))
+        if k >= skip:
+            logs += np.log(norm)
+        u = d / norm
+    return logs / (steps - skip)
+
+
+def theory_boundary(a, n: float, r, c_lo: float = 1e-8, c_hi: float = 1.0) -> np.ndarray:
+    """``c = 1 - beta2`` at which :func:`growth_rate` crosses 0, by bisection in ``log c``.
+
+    ``nan`` where the rate has one sign over ``[c_lo, c_hi]``. ``a`` and ``r`` broadcast.
+    """
+    return _bisect_log_c(lambda c, a_, r_: growth_rate(a_, c, n, r_), a, r, c_lo, c_hi)
+
+
+def _bisect_log_c(rate, a, r, c_lo, c_hi, iters: int = 60) -> np.ndarray:
+    a, r = np.broadcast_arrays(np.asarray(a, float), np.asarray(r, float))
+    lo, hi = np.full(a.shape, np.log(c_lo)), np.full(a.shape, np.log(c_hi))
+    s_lo, s_hi = np.sign(rate(np.exp(lo), a, r)), np.sign(rate(np.exp(hi), a, r))
+    ok = s_lo * s_hi < 0
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        s = np.sign(rate(np.exp(mid), a, r))
+        left = s == s_lo
+        lo, hi = np.where(left, mid, lo), np.where(left, hi, mid)
+    return np.where(ok, np.exp(0.5 * (lo + hi)), np.nan)
+
+
+def simulated_boundary(a, n: float, lr: float, eps, c_lo: float, c_hi: float,
+                       steps: int = 4000, iters: int = 24) -> np.ndarray:
+    """``c`` at which :func:`simulated_growth_rate` crosses 0 (bisection in ``log c``);
+    ``a`` and ``eps`` broadcast (one eps per cell)."""
+    return _bisect_log_c(lambda c, a_, e_: simulated_growth_rate(a_, c, n, lr, e_, steps),
+                         a, eps, c_lo, c_hi, iters)
+
+
+def simulate_losses(x0, a, c, n: float, lr: float, eps: float, steps: int,
+                    record: int = 1) -> np.ndarray:
+    """Log10 loss envelope of full 1-D Adam (bias-corrected) from ``x0``, ``m = v = 0``.
+
+    ``x0``, ``a``, ``c`` broadcast to the batch shape; returns ``(steps // record,) + shape``
+    holding the largest ``log10(|x_t|^n / n)`` over each run of ``record`` steps (``-inf`` at an
+    exact zero): the upper envelope, so that no spike falls between samples.
+    """
+    if steps < 1 or record < 1:
+        raise InputError(f"steps={steps}, record={record}: allowed: integers >= 1")
+    x, a, c = np.broadcast_arrays(np.asarray(x0, float), np.asarray(a, float),
+                                  np.asarray(c, float))
+    x = x.copy()
+    m, v = np.zeros_like(x), np.zeros_like(x)
+    out = np.empty((steps // record,) + x.shape)
+    b1, b2 = 1 - a, 1 - c
+    p1, p2 = np.ones_like(x), np.ones_like(x)
+    peak = np.full_like(x, -np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for t in range(steps):
+            g = np.sign(x) * np.abs(x) ** (n - 1)
+            m = b1 * m + a * g
+            v = b2 * v + c * g * g
+            p1, p2 = p1 * b1, p2 * b2
+            x = x - lr * (m / (1 - p1)) / (np.sqrt(v / (1 - p2)) + eps)
+            np.maximum(peak, n * np.log10(np.abs(x)) - np.log10(n), out=peak)
+            if (t + 1) % record == 0:
+                out[t // record] = peak
+                peak[...] = -np.inf
+    return out

@@ -1,0 +1,263 @@
+"""The Gaussian-activation network, its prototypes, the structural losses and batched Adam.
+
+The network of width ``N`` on scalar inputs is
+
+    f(x) = sum_i a_i phi(w_i x + b_i) + c,    phi(z) = exp(-z^2 / 2),
+
+and neuron ``i`` peaks at its prototype ``p_i = -b_i / w_i``. The training loss of one run is
+
+    L = L_fit + lambda (m_cov L_cov + m_sep L_sep + m_ov L_ov),   L_fit = mean_j (f(x_j) - y_j)^2,
+
+with one regularisation weight ``lambda`` and a mask ``(m_cov, m_sep, m_ov)`` in ``{0, 1}^3``
+(the eight :data:`COMBINATIONS`). The structural losses (``M`` samples, ``N`` neurons):
+
+- coverage, one-sided: ``mean_j min_i (x_j - p_i)^2``; two-sided (chamfer) adds
+  ``mean_i min_j (p_i - x_j)^2``, which pulls every prototype toward its nearest sample;
+- separation: ``1/(N(N-1)) sum_{i != k} exp(-(p_i - p_k)^2 / (2 tau^2))`` (the pair mask
+  ``i != k``; ``tau`` is a length on the input axis);
+- overlap: ``1/(M N(N-1)) sum_j sum_{i != k} h_ij h_kj`` with ``h_ij = phi(w_i x_j + b_i)``,
+  computed as ``sum_j [(sum_i h_ij)^2 - sum_i h_ij^2]`` in ``O(N M)``.
+
+Runs are batched along a leading axis and the loss minimised is the sum of the runs' losses;
+Adam is elementwise, so each run follows exactly the trajectory it would follow alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+FLOOR = -60.0
+"""Exponents below this are raised to it in the training loop: ``e^-60 ~ 1e-26`` is far below
+float32's resolution next to 1, and exponentiating hugely negative numbers takes CPU exp's slow
+path (a factor 5 on the whole step)."""
+
+COMBINATIONS: tuple[tuple[int, int, int], ...] = tuple(
+    (c, s, o) for o in (0, 1) for s in (0, 1) for c in (0, 1))
+"""The eight masks ``(coverage, separation, overlap)``; ``(0, 0, 0)`` is the plain fit."""
+
+INITS = ("inside", "broad")
+"""Initialisation readings: prototypes uniform in the data range, or the broad Gaussian draw."""
+
+COVERAGES = ("one-sided", "chamfer")
+"""Coverage readings: samples pulled to their nearest prototype, or that plus the reverse term."""
+
+
+def _sin(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return np.sin(2 * np.pi * x)
+
+
+def _random(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return rng.uniform(-1.0, 1.0, size=x.shape)
+
+
+TARGETS: dict[str, Callable[[np.ndarray, np.random.Generator], np.ndarray]] = {
+    "sin": _sin,
+    "random": _random,
+}
+"""Targets of the 1-D data: ``sin(2 pi x)``, or independent ``U[-1, 1]`` labels."""
+
+TARGET_VARIANCE = {"sin": 0.5, "random": 1.0 / 3.0}
+"""The variance of each target over ``x ~ U[0, 1]`` (the unit of the relative fit error)."""
+
+
+def combination_name(mask: Sequence[int]) -> str:
+    """``"plain"``, ``"cov"``, ``"sep+ov"``, ... for a mask ``(coverage, separation, overlap)``."""
+    parts = [name for bit, name in zip(mask, ("cov", "sep", "ov")) if bit]
+    return "+".join(parts) or "plain"
+
+
+def training_data(rng: np.random.Generator, n: int, target: str) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` inputs ``x_j ~ U[0, 1]`` (sorted) and their targets, float64."""
+    if target not in TARGETS:
+        raise ValueError(f"target {target!r} not in {sorted(TARGETS)}")
+    x = np.sort(rng.uniform(0.0, 1.0, size=n))
+    return x, TARGETS[target](x, rng)
+
+
+def initial_parameters(rng: np.random.Generator, n: int, init: str) -> dict[str, np.ndarray]:
+    """Width-``n`` initial parameters (float64).
+
+    ``w ~ N(0, n^2)`` (a bump of width ``~1/n``, the sample spacing), ``a ~ N(0, 1/n)``, ``c = 0``;
+    ``init="inside"``: ``b = -w u`` with ``u ~ U[0, 1]``, so ``p = u`` lies in the data range;
+    ``init="broad"``: ``b ~ N(0, n^2)`` independently, so ``p = -b/w`` is standard Cauchy and
+    only about a quarter of the prototypes start in ``[0, 1]``.
+    """
+    if init not in INITS:
+        raise ValueError(f"init {init!r} not in {INITS}")
+    w = n * rng.standard_normal(n)
+    if init == "inside":
+        b = -w * rng.uniform(0.0, 1.0, size=n)
+    else:
+        b = n * rng.standard_normal(n)
+    a = rng.standard_normal(n) / np.sqrt(n)
+    return {"w": w, "b": b, "a": a, "c": np.zeros(())}
+
+
+def prototypes_of(w, b):
+    """``p_i = -b_i / w_i`` (numpy arrays or torch tensors)."""
+    return -b / w
+
+
+@dataclass(frozen=True)
+class Runs:
+    """A batch of ``B`` runs of width ``N`` on ``M`` samples (numpy, float64).
+
+    ``x``, ``y``: ``(B, M)``; ``w``, ``b``, ``a``: ``(B, N)``; ``c``: ``(B,)`` (initial values);
+    ``mask``: ``(B, 3)`` in ``{0, 1}``; ``chamfer``: ``(B,)`` in ``{0, 1}``; ``tau``: ``(B,)``.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    w: np.ndarray
+    b: np.ndarray
+    a: np.ndarray
+    c: np.ndarray
+    mask: np.ndarray
+    chamfer: np.ndarray
+    tau: np.ndarray
+
+    def __post_init__(self):
+        B, N = np.shape(self.w)
+        if N < 2:
+            raise ValueError(f"width N = {N}: the pairwise losses need N >= 2")
+        for name, shape in (("x", (B, -1)), ("y", np.shape(self.x)), ("b", (B, N)),
+                            ("a", (B, N)), ("c", (B,)), ("mask", (B, 3)), ("chamfer", (B,)),
+                            ("tau", (B,))):
+            got = np.shape(getattr(self, name))
+            if len(got) != len(shape) or any(s not in (-1, g) for s, g in zip(shape, got)):
+                raise ValueError(f"Runs.{name} has shape {got}, expected {shape}")
+
+
+def forward(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, a: torch.Tensor,
+            c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``f`` of shape ``(B, M)`` and the hidden responses ``h`` of shape ``(B, N, M)``."""
+    z = w[:, :, None] * x[:, None, :] + b[:, :, None]
+    h = torch.exp(-0.5 * z * z)
+    return torch.einsum("bn,bnm->bm", a, h) + c[:, None], h
+
+
+def structural_losses(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, h: torch.Tensor,
+                      tau: torch.Tensor, chamfer: torch.Tensor) -> torch.Tensor:
+    """``(B, 3)``: coverage, separation and overlap of every run (module docstring)."""
+    N = w.shape[1]
+    M = x.shape[1]
+    p = prototypes_of(w, b)
+    d2 = (x[:, None, :] - p[:, :, None]) ** 2
+    cov = d2.amin(dim=1).mean(dim=1) + chamfer * d2.amin(dim=2).mean(dim=1)
+    gaps = (p[:, :, None] - p[:, None, :]) ** 2
+    kernel = torch.exp(-gaps / (2 * tau[:, None, None] ** 2))
+    sep = (kernel.sum(dim=(1, 2)) - kernel.diagonal(dim1=1, dim2=2).sum(dim=1)) / (N * (N - 1))
+    total = h.sum(dim=1)
+    ov = (total * total - (h * h).sum(dim=1)).sum(dim=1) / (M * N * (N - 1))
+    return torch.stack([cov, sep, ov], dim=1)
+
+
+def total_loss(x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Tensor,
+               a: torch.Tensor, c: torch.Tensor, mask: torch.Tensor, tau: torch.Tensor,
+               chamfer: torch.Tensor, weight: float) -> torch.Tensor:
+    """``(B,)``: each run's ``L`` written with autograd-friendly operations (the reference that
+    :func:`gradients` is tested against)."""
+    f, h = forward(x, w, b, a, c)
+    fit = ((f - y) ** 2).mean(dim=1)
+    return fit + weight * (mask * structural_losses(x, w, b, h, tau, chamfer)).sum(dim=1)
+
+
+def _nearest(sorted_points: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
+    """Index into ``sorted_points`` (``(B, K)``, ascending) of each query's nearest point."""
+    K = sorted_points.shape[1]
+    hi = torch.searchsorted(sorted_points, queries.contiguous()).clamp_(max=K - 1)
+    lo = (hi - 1).clamp_(min=0)
+    d_hi = (torch.gather(sorted_points, 1, hi) - queries).abs()
+    d_lo = (torch.gather(sorted_points, 1, lo) - queries).abs()
+    return torch.where(d_lo <= d_hi, lo, hi)
+
+
+def _prototype_gradient(xs: torch.Tensor, p: torch.Tensor, mask: torch.Tensor, tau: torch.Tensor,
+                        chamfer: torch.Tensor) -> torch.Tensor:
+    """``d(m_cov L_cov + m_sep L_sep) / dp`` of shape ``(B, N)`` (``xs`` sorted ascending).
+
+    Nearest neighbours on the line come from sorting and ``searchsorted`` (``O(N log N)``).
+    """
+    N, M = p.shape[1], xs.shape[1]
+    ps, order = torch.sort(p, dim=1)
+    near = _nearest(ps, xs)
+    pull = torch.zeros_like(ps).scatter_add_(1, near, -2 * (xs - torch.gather(ps, 1, near)) / M)
+    grad = torch.zeros_like(p).scatter_(1, order, pull)
+    back = torch.gather(xs, 1, _nearest(xs, p))
+    grad = grad + chamfer[:, None] * 2 * (p - back) / N
+    diff = p[:, :, None] - p[:, None, :]
+    t2 = (tau * tau)[:, None, None]
+    kernel = torch.exp((-diff * diff / (2 * t2)).clamp_(min=FLOOR))
+    sep = -(2 / (N * (N - 1))) * (kernel * diff / t2).sum(dim=2)
+    return mask[:, 0:1] * grad + mask[:, 1:2] * sep
+
+
+def gradients(xs: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Tensor,
+              a: torch.Tensor, c: torch.Tensor, mask: torch.Tensor, tau: torch.Tensor,
+              chamfer: torch.Tensor, weight: float):
+    """``(dL/dw, dL/db, dL/da, dL/dc)`` of every run's ``L`` in closed form, and ``L_fit``.
+
+    With ``r = f - y``, ``s_j = sum_i h_ij``: ``dL/dh_ij = 2 a_i r_j / M + lambda m_ov
+    2 (s_j - h_ij) / (M N (N - 1))``, ``dh/dz = -z h``; the prototype part goes through
+    ``dp/dw = -p/w`` and ``dp/db = -1/w``. ``xs`` must be sorted along its last axis.
+    """
+    N, M = w.shape[1], xs.shape[1]
+    z = torch.addcmul(b[:, :, None], w[:, :, None], xs[:, None, :])
+    h = torch.exp((-0.5 * z * z).clamp_(min=FLOOR))
+    r = torch.bmm(a[:, None, :], h)[:, 0, :] + c[:, None] - y
+    g_h = (2 / M) * a[:, :, None] * r[:, None, :]
+    ov = (weight * mask[:, 2] * 2 / (M * N * (N - 1)))[:, None, None]
+    g_h = g_h + ov * (h.sum(dim=1, keepdim=True) - h)
+    g_z = -(z * h * g_h)
+    g_b = g_z.sum(dim=2)
+    g_w = torch.bmm(g_z, xs[:, :, None])[:, :, 0]
+    p = prototypes_of(w, b)
+    g_p = weight * _prototype_gradient(xs, p, mask, tau, chamfer)
+    g_w = g_w - g_p * p / w
+    g_b = g_b - g_p / w
+    g_a = (2 / M) * torch.bmm(h, r[:, :, None])[:, :, 0]
+    g_c = (2 / M) * r.sum(dim=1)
+    return (g_w, g_b, g_a, g_c), (r * r).mean(dim=1)
+
+
+def _tensor(v, dtype, device) -> torch.Tensor:
+    """A copy (``torch.as_tensor`` would share a float64 array's memory, and Adam's in-place
+    updates would then overwrite the caller's initial parameters)."""
+    return torch.tensor(np.asarray(v, dtype=np.float64), dtype=dtype, device=device)
+
+
+def train(runs: Runs, *, steps: int, lr: float, weight: float, dtype: torch.dtype = torch.float32,
+          device: str | torch.device = "cpu", record: Sequence[int] = ()) -> dict[str, np.ndarray]:
+    """Full-batch Adam (``torch.optim.Adam``, default betas) on every run at once.
+
+    Minimises ``sum_runs L`` (module docstring) for ``steps`` steps at step size ``lr``, with the
+    closed-form :func:`gradients`. Returns the final ``w``, ``b``, ``a``, ``c`` (float64 numpy)
+    and ``fit_history`` of shape ``(len(record), B)``: the fit error ``L_fit`` of every run after
+    each step count in ``record`` (0 means before the first step).
+    """
+    order = np.argsort(runs.x, axis=1)
+    xs = _tensor(np.take_along_axis(runs.x, order, 1), dtype, device)
+    y = _tensor(np.take_along_axis(runs.y, order, 1), dtype, device)
+    params = [_tensor(getattr(runs, k), dtype, device) for k in "wbac"]
+    mask = _tensor(runs.mask, dtype, device)
+    tau, chamfer = _tensor(runs.tau, dtype, device), _tensor(runs.chamfer, dtype, device)
+    opt = torch.optim.Adam(params, lr=lr)
+    wanted = {int(s): i for i, s in enumerate(record)}
+    history = np.full((len(wanted), xs.shape[0]), np.nan)
+    with torch.no_grad():
+        for step in range(steps + 1):
+            grads, fit = gradients(xs, y, *params, mask, tau, chamfer, weight)
+            if step in wanted:
+                history[wanted[step]] = fit.cpu().double().numpy()
+            if step == steps:
+                break
+            for param, grad in zip(params, grads):
+                param.grad = grad
+            opt.step()
+    out = {k: p.cpu().double().numpy() for k, p in zip("wbac", params)}
+    out["fit_history"] = history
+    return out

@@ -1,0 +1,224 @@
+"""The numba kernels behind :mod:`gaugedyn.training._online_fast` (imported on first use).
+
+Online SGD (:func:`run`) and the erf online-ODE right-hand side (:func:`online_rhs`); the
+equations are in ``_online_fast``'s docstrings. Activation codes: 0 relu, 1 erf
+(``erf(z / sqrt 2)``), 2 linear; schedule codes: 0 constant, 1 cosine, 2 inverse.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+import textwrap
+
+import numba
+import numpy as np
+
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+@numba.njit(inline="always", cache=True)
+def g(act, z):
+    if act == 0:
+        return z if z > 0.0 else 0.0
+    if act == 1:
+        return math.erf(z * _INV_SQRT2)
+    return z
+
+
+@numba.njit(inline="always", cache=True)
+def g_prime(act, z):
+    if act == 0:
+        return 1.0 if z > 0.0 else 0.0
+    if act == 1:
+        return _SQRT_2_OVER_PI * math.exp(-0.5 * (z * z))
+    return 1.0
+
+
+@numba.njit(cache=True)
+def step_size(sched, lr, k, steps, lr_min, decay):
+    """``eta_k`` of :func:`gaugedyn.training._optim.step_size`, by schedule code."""
+    if sched == 0:
+        return lr
+    if sched == 1:
+        return lr_min + (lr - lr_min) * 0.5 * (1.0 + math.cos(math.pi * k / max(steps, 1)))
+    return lr / (1.0 + k / decay)
+
+
+@numba.njit(cache=True)
+def record(r, a, U, K, out_a, out_Q, out_R):
+    """Store ``a`` and ``Q = W W^T``, ``R = W V^T`` (``U = [W; V]^T``) at record ``r``; False if
+    any is not finite."""
+    D, P = U.shape
+    ok = True
+    for i in range(K):
+        out_a[r, i] = a[i]
+        ok = ok and math.isfinite(a[i])
+        for j in range(P):
+            s = 0.0
+            for d in range(D):
+                s += U[d, i] * U[d, j]
+            if j < K:
+                out_Q[r, i, j] = s
+            else:
+                out_R[r, i, j - K] = s
+            ok = ok and math.isfinite(s)
+    return ok
+
+
+@numba.njit(cache=True)
+def sample_gradient(act, a, b, U, K, x, u, gen, X, k, mu, coef, ga):
+    """Draw (or read) one sample into ``x``, add its ``e g(lambda)`` to ``ga``, set
+    ``coef_i = e a_i g'(lambda_i)``; return the sample's loss ``e^2 / 2``."""
+    D, P = U.shape
+    u[:] = 0.0
+    given = X.shape[0] > 0
+    for d in range(D):
+        xd = X[k, mu, d] if given else gen.standard_normal()
+        x[d] = xd
+        for p in range(P):
+            u[p] += U[d, p] * xd
+    e = 0.0
+    for i in range(K):
+        e += a[i] * g(act, u[i])
+    for n in range(P - K):
+        e -= b[n] * g(act, u[K + n])
+    for i in range(K):
+        ga[i] += e * g(act, u[i])
+        coef[i] = e * a[i] * g_prime(act, u[i])
+    return 0.5 * e * e
+
+
+@numba.njit(nogil=True, cache=True)
+def run(a, W, V, b, act, sched, lr, lr_min, decay, steps, grid, batch, gen, X,
+        out_a, out_Q, out_R, out_emp, out_flow):
+    """Online SGD of one seed in place (``a``, ``W``); records at ``grid``. Returns -1, or the
+    record index at which a value became non-finite."""
+    K, D = W.shape
+    P = K + V.shape[0]
+    U = np.empty((D, P))  # student and teacher weights, one contiguous row per coordinate
+    U[:, :K] = W.T
+    U[:, K:] = V.T
+    x, u, coef, ga = np.empty(D), np.empty(P), np.empty(K), np.empty(K)
+    gW = np.zeros((D, K))
+    if not record(0, a, U, K, out_a, out_Q, out_R):
+        return 0
+    out_emp[0], out_flow[0] = np.nan, 0.0
+    flow, acc, count, r = 0.0, 0.0, 0, 1
+    for k in range(steps):
+        eta = step_size(sched, lr, k, steps, lr_min, decay) / D
+        ga[:] = 0.0
+        loss = 0.0
+        if batch == 1:
+            loss = sample_gradient(act, a, b, U, K, x, u, gen, X, k, 0, coef, ga)
+            for d in range(D):
+                for i in range(K):
+                    U[d, i] -= eta * coef[i] * x[d]
+        else:
+            gW[:, :] = 0.0
+            for mu in range(batch):
+                loss += sample_gradient(act, a, b, U, K, x, u, gen, X, k, mu, coef, ga)
+                for d in range(D):
+                    for i in range(K):
+                        gW[d, i] += coef[i] * x[d]
+            for d in range(D):
+                for i in range(K):
+                    U[d, i] -= (eta / batch) * gW[d, i]
+        for i in range(K):
+            a[i] -= eta * ga[i] / batch
+        flow += eta
+        acc += loss / batch
+        count += 1
+        if r < grid.shape[0] and k + 1 == grid[r]:
+            if not record(r, a, U, K, out_a, out_Q, out_R):
+                return r
+            out_emp[r], out_flow[r] = acc / count, flow
+            acc, count, r = 0.0, 0, r + 1
+    W[:, :] = U[:, :K].T
+    return -1
+
+
+def jit_generated(fn):
+    """A numba scalar version of a kernel of :mod:`gaugedyn.theory._generated_kernels`.
+
+    The generated functions open with one line that broadcasts their arguments to arrays; the
+    rest is scalar arithmetic. That line is dropped from the function's syntax tree and the rest
+    compiled as is, so the compiled kernel is the symbolic module's expression, not a copy.
+    """
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    func = tree.body[0]
+    first = func.body[0]
+    if not (isinstance(first, ast.Assign) and isinstance(first.value, ast.Call)
+            and getattr(first.value.func, "id", "") == "_args"):
+        raise RuntimeError(f"{fn.__name__}: unexpected generated-kernel layout")
+    func.body = func.body[1:]
+    namespace = {"np": np}
+    exec(compile(ast.Module(body=[func], type_ignores=[]), f"<jit {fn.__name__}>", "exec"),
+         namespace)
+    return numba.njit(inline="always")(namespace[fn.__name__])
+
+
+_rhs = None
+
+
+def online_rhs():
+    """The compiled erf online-ODE right-hand side ``rhs(y, K, M, b, T, eta, noise, out)``."""
+    global _rhs
+    if _rhs is None:
+        from ..theory import _generated_kernels as gk
+
+        _rhs = _make_rhs(jit_generated(gk.pair_erf), jit_generated(gk.erf_i3),
+                         jit_generated(gk.erf_i4))
+    return _rhs
+
+
+def _make_rhs(i2, i3, i4):
+    @numba.njit
+    def fields(y, K, M, b, T):
+        P = K + M
+        C, c = np.empty((P, P)), np.empty(P)
+        c[:K] = y[:K]
+        c[K:] = -b
+        C[:K, :K] = y[K:K + K * K].reshape(K, K)
+        R = y[K + K * K:].reshape(K, M)
+        C[:K, K:] = R
+        C[K:, :K] = R.T
+        C[K:, K:] = T
+        return C, c
+
+    @numba.njit
+    def noise_sum(C, c, i, k):
+        s, P = 0.0, c.shape[0]
+        for p in range(P):
+            for q in range(p, P):
+                w = c[p] * c[q] * (1.0 if p == q else 2.0)
+                s += w * i4(C[i, i], C[i, k], C[i, p], C[i, q], C[k, k], C[k, p], C[k, q],
+                            C[p, p], C[p, q], C[q, q])
+        return s
+
+    @numba.njit
+    def rhs(y, K, M, b, T, eta, noise_scale, out):
+        C, c = fields(y, K, M, b, T)
+        P = K + M
+        H = np.zeros((K, P))  # E[g'(u_i) u_j e]
+        for i in range(K):
+            s = 0.0
+            for p in range(P):
+                s += c[p] * i2(C[i, i], C[p, p], C[i, p])
+                for j in range(P):
+                    H[i, j] += c[p] * i3(C[i, i], C[i, j], C[i, p], C[j, j], C[j, p], C[p, p])
+            out[i] = -eta * s
+        for i in range(K):
+            for n in range(M):
+                out[K + K * K + i * M + n] = -eta * y[i] * H[i, K + n]
+            for k in range(i, K):
+                v = -eta * (y[i] * H[i, k] + y[k] * H[k, i])
+                if noise_scale != 0.0:
+                    v += noise_scale * y[i] * y[k] * noise_sum(C, c, i, k)
+                out[K + i * K + k] = v
+                out[K + k * K + i] = v
+        return out
+
+    return rhs

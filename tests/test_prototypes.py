@@ -1,0 +1,289 @@
+"""Prototype networks: measures against independent references, the closed-form gradient against
+autograd, batching, the experiment's configuration and every finding fed inputs built to fail."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import wasserstein_distance
+
+from gaugedyn import InputError
+from gaugedyn.experiments import _prototypes_analysis as pa
+from gaugedyn.experiments import execute, make_config
+from gaugedyn.experiments import prototypes as ex
+from gaugedyn.prototypes import _measures as pm
+from gaugedyn.prototypes import _model as model
+
+# -- measures -------------------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(0, 2**32 - 1))
+def test_assignment_error_equals_sorted_matching_and_wasserstein(n, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0, 1, n)
+    p = rng.standard_cauchy(n) if seed % 2 else rng.uniform(-0.5, 1.5, n)
+    sorted_error = np.mean(np.abs(np.sort(x) - np.sort(p)))
+    assert pm.reconstruction_error(x, p) == pytest.approx(sorted_error, rel=1e-12, abs=1e-14)
+    assert pm.reconstruction_error(x, p) == pytest.approx(wasserstein_distance(x, p), rel=1e-9)
+
+
+def test_assignment_is_not_the_identity_pairing():
+    x, p = np.array([0.0, 1.0]), np.array([1.0, 0.0])
+    assert pm.reconstruction_error(x, p) == 0.0
+    assert np.mean(np.abs(x - p)) == 1.0
+    assert pm.reconstruction_error(x, np.array([np.inf, 0.0])) == np.inf
+    with pytest.raises(ValueError, match="same length"):
+        pm.reconstruction_error(x, np.array([0.0]))
+
+
+HAND_X = np.array([0.0, 0.2, 0.45, 0.7, 1.0])
+HAND_P = np.array([-0.6, 0.1, 0.15, 0.8, 1.7])
+
+
+def test_hand_placed_prototypes_give_the_expected_hull_fraction_usage_and_error():
+    assert pm.outside_fraction(HAND_X, HAND_P) == pytest.approx(2 / 5)
+    # nearest prototypes of the inputs: 0.1, 0.15, 0.15, 0.8, 0.8 -> three distinct of five
+    assert pm.usage_ratio(HAND_X, HAND_P) == pytest.approx(3 / 5)
+    # sorted matching: |0 + 0.6| + |0.2 - 0.1| + |0.45 - 0.15| + |0.7 - 0.8| + |1 - 1.7|
+    assert pm.reconstruction_error(HAND_X, HAND_P) == pytest.approx(1.8 / 5)
+    assert pm.outside_fraction(HAND_X, HAND_X) == 0.0
+    assert pm.usage_ratio(HAND_X, HAND_X) == 1.0
+
+
+def test_argmax_usage_follows_the_responses_not_the_positions():
+    def responses(w):
+        b = -w * HAND_P
+        return np.exp(-0.5 * (w[:, None] * HAND_X[None, :] + b[:, None]) ** 2)
+
+    equal = responses(np.full(5, 10.0))
+    assert pm.usage_ratio(HAND_X, HAND_P, kind="argmax", responses=equal) == pytest.approx(3 / 5)
+    broad = responses(np.array([10.0, 10.0, 10.0, 10.0, 0.1]))  # the neuron at 1.7 covers all
+    assert pm.usage_ratio(HAND_X, HAND_P, kind="argmax", responses=broad) == pytest.approx(1 / 5)
+    with pytest.raises(ValueError, match="responses"):
+        pm.usage_ratio(HAND_X, HAND_P, kind="argmax")
+
+
+def test_measure_runs_agrees_with_the_single_run_measures():
+    rng = np.random.default_rng(3)
+    x = np.sort(rng.uniform(size=(4, 6)), axis=1)
+    y = np.sin(2 * np.pi * x)
+    w, b, a, c = (rng.standard_normal((4, 6)) * 6, rng.standard_normal((4, 6)),
+                  rng.standard_normal((4, 6)), rng.standard_normal(4))
+    got = pm.measure_runs(x, y, w, b, a, c)
+    k = 2
+    p = -b[k] / w[k]
+    f = np.sum(a[k][:, None] * np.exp(-0.5 * (np.outer(w[k], x[k]) + b[k][:, None]) ** 2), 0)
+    assert got["fit_error"][k] == pytest.approx(np.mean((f + c[k] - y[k]) ** 2))
+    assert got["reconstruction_error"][k] == pytest.approx(pm.reconstruction_error(x[k], p))
+    assert got["outside_fraction"][k] == pm.outside_fraction(x[k], p)
+
+
+# -- model ----------------------------------------------------------------------------------
+
+
+def _batch(rng, B=12, N=7, init="inside"):
+    x = np.stack([model.training_data(rng, N, "sin")[0] for _ in range(B)])
+    p0 = [model.initial_parameters(rng, N, init) for _ in range(B)]
+    return model.Runs(
+        x=x, y=np.sin(2 * np.pi * x), w=np.stack([q["w"] for q in p0]),
+        b=np.stack([q["b"] for q in p0]), a=np.stack([q["a"] for q in p0]), c=np.zeros(B),
+        mask=rng.integers(0, 2, size=(B, 3)).astype(float),
+        chamfer=rng.integers(0, 2, size=B).astype(float), tau=rng.uniform(0.02, 0.5, B))
+
+
+def test_closed_form_gradient_equals_autograd_in_float64():
+    runs = _batch(np.random.default_rng(1), init="broad")
+    T = lambda v: torch.tensor(np.asarray(v), dtype=torch.float64)  # noqa: E731
+    params = [T(getattr(runs, k)).requires_grad_(True) for k in "wbac"]
+    extra = (T(runs.mask), T(runs.tau), T(runs.chamfer), 0.3)
+    model.total_loss(T(runs.x), T(runs.y), *params, *extra).sum().backward()
+    grads, fit = model.gradients(T(runs.x), T(runs.y), *[p.detach() for p in params], *extra)
+    for p, g in zip(params, grads):
+        assert torch.allclose(p.grad, g, rtol=1e-10, atol=1e-12)
+    assert fit.shape == (runs.x.shape[0],)
+
+
+def test_structural_losses_are_zero_or_known_where_the_geometry_says():
+    x = torch.tensor([[0.0, 0.5, 1.0]], dtype=torch.float64)
+    w = torch.full((1, 3), 50.0, dtype=torch.float64)
+    b = -w * x  # prototypes on the samples
+    h = torch.exp(-0.5 * (w[:, :, None] * x[:, None, :] + b[:, :, None]) ** 2)
+    one = torch.ones(1, dtype=torch.float64)
+    cov, sep, ov = model.structural_losses(x, w, b, h, 0.1 * one, one)[0]
+    assert float(cov) == 0.0
+    assert float(sep) == pytest.approx((4 * np.exp(-12.5) + 2 * np.exp(-50)) / 6)
+    assert float(ov) < 1e-20
+
+
+def test_a_batched_run_follows_the_trajectory_it_follows_alone():
+    runs = _batch(np.random.default_rng(2))
+    kw = dict(steps=60, lr=1e-2, weight=0.1, dtype=torch.float64, record=(0, 60))
+    w0 = runs.w.copy()
+    together = model.train(runs, **kw)
+    np.testing.assert_array_equal(runs.w, w0)  # the initial parameters are not overwritten
+    k = 5
+    alone = model.train(model.Runs(**{f: getattr(runs, f)[k:k + 1] for f in
+                                      runs.__dataclass_fields__}), **kw)
+    for key in ("w", "b", "a", "c", "fit_history"):
+        np.testing.assert_allclose(together[key][..., k:k + 1] if key == "fit_history"
+                                   else together[key][k:k + 1], alone[key], rtol=1e-9)
+
+
+def test_initialisations_place_the_prototypes_as_documented():
+    rng = np.random.default_rng(4)
+    inside = model.initial_parameters(rng, 4000, "inside")
+    p = model.prototypes_of(inside["w"], inside["b"])
+    assert np.all((p >= 0) & (p <= 1))
+    broad = model.initial_parameters(rng, 4000, "broad")
+    frac = np.mean((model.prototypes_of(broad["w"], broad["b"]) >= 0)
+                   & (model.prototypes_of(broad["w"], broad["b"]) <= 1))
+    assert abs(frac - 0.25) < 0.03  # standard Cauchy: P(0 <= p <= 1) = 1/4
+    with pytest.raises(ValueError, match="init"):
+        model.initial_parameters(rng, 3, "outside")
+    with pytest.raises(ValueError, match="N >= 2"):
+        model.Runs(*(np.zeros((1, 1)),) * 6, np.zeros((1, 3)), np.zeros(1), np.ones(1))
+
+
+# -- the experiment -------------------------------------------------------------------------
+
+
+def _config(**params):
+    return make_config({"experiment": "prototypes", "seed": 5, "params": params})
+
+
+@pytest.mark.parametrize(("params", "fragment"), [
+    ({"sizes": [3, 2.5]}, "integers"), ({"sizes": [10, 3]}, "ascending"),
+    ({"sizes": [3, 500]}, "200"), ({"seeds": 1000}, "seeds"), ({"lr": 0.0}, "lr"),
+    ({"inits": ["outside"]}, "inside"), ({"target": "cos"}, "sin"),
+])
+def test_bad_settings_name_the_value_and_what_is_allowed(params, fragment):
+    with pytest.raises(InputError, match=fragment):
+        _config(**params)
+
+
+def test_a_tau_sweep_that_cannot_test_the_claim_is_refused():
+    with pytest.raises(InputError, match="1/max"):
+        _config(sizes=[3, 10], taus=[0.2, 0.5])
+
+
+def test_full_configuration_has_at_least_480_runs_per_reading():
+    from pathlib import Path
+
+    from gaugedyn.experiments import load_config
+
+    sims = Path(__file__).resolve().parents[1] / "simulations" / "prototypes.toml"
+    cfg = load_config(sims)
+    p = cfg.params
+    assert len(p["sizes"]) >= 6 and p["sizes"][0] <= 3 and p["sizes"][-1] >= 100
+    assert len(model.COMBINATIONS) * len(p["sizes"]) * p["seeds"] >= 480
+    assert not ex._quick(p) and ex._quick(load_config(sims, quick=True).params)
+
+
+def test_a_small_run_reports_every_finding_with_an_interval(tmp_path):
+    cfg = _config(sizes=[3, 4], seeds=2, steps=40, taus=[0.1, 0.5])
+    outcome = execute(cfg, tmp_path / "out", executor="serial")
+    claims = {c["id"]: c for c in outcome.summary["claims"]}
+    findings = [c for c in claims.values() if c["kind"] == "finding"]
+    assert len(findings) == 2 * 3 + 2 * 2 * 5
+    for c in findings:
+        assert c["verdict"] in ("HELD", "NOT HELD", "UNRESOLVED") and len(c["interval"]) == 2
+        assert "provisional (quick)" in c["statement"]
+    assert "plain_fit_converged[init=inside]" in claims
+    assert len(list((tmp_path / "out").rglob("prototypes_*.png"))) == 4
+
+
+# -- findings fed inputs built to hold and to fail ------------------------------------------
+
+S, SIZES = 6, [3, 10, 100]
+
+
+def _judge(fill):
+    """A Judge over synthetic measures: ``fill(config, measure, col)`` returns ``(n, S)``."""
+    cfg = {k: v.default for k, v in ex.Prototypes.params.items()} | {"sizes": SIZES}
+    V = len(ex.variants(cfg))
+    col = lambda mask, cov=None, tau=None: ex.variant_index(cfg, mask, cov, tau=tau)  # noqa: E731
+    rng = np.random.default_rng(0)
+    data = {}
+    for init in cfg["inits"]:
+        d = {}
+        for m in ex.MEASURES:
+            base = 0.1 + 0.001 * rng.standard_normal((len(SIZES), S, V))
+            for j in range(V):
+                base[:, :, j] += fill(cfg, m, j, col)
+            d[m] = base
+        data[init] = d
+    return pa.Judge(cfg, data, root=1)
+
+
+def _shift(target_measure, columns, amount):
+    def fill(cfg, m, j, col):
+        return amount if m == target_measure and j in columns(col) else 0.0
+    return fill
+
+
+@pytest.mark.parametrize(("method", "args", "measure", "columns", "good", "bad"), [
+    ("coverage_lowest_error", ("inside", "chamfer"), "reconstruction_error",
+     lambda col: {col(pa.COV, "chamfer")}, -0.05, +0.05),
+    ("coverage_usage", ("inside", "chamfer", "nearest"), "usage_nearest",
+     lambda col: {col(pa.COV, "chamfer")}, +0.05, -0.05),
+    ("overlap_harmful", ("inside",), "reconstruction_error",
+     lambda col: {col(pa.OV)}, +0.05, -0.05),
+    ("overlap_expels", ("broad",), "outside_fraction", lambda col: {col(pa.OV)}, +0.05, -0.05),
+    ("coverage_keeps_inside", ("inside", "one-sided"), "outside_fraction",
+     lambda col: {col((1, s, o), "one-sided") for s in (0, 1) for o in (0, 1)}, -0.05, +0.05),
+    ("overlap_fits", ("inside", "chamfer"), "fit_error",
+     lambda col: {col((c, s, 1), "chamfer") for c in (0, 1) for s in (0, 1)}, 0.0, +0.05),
+])
+def test_each_finding_holds_on_inputs_built_to_hold_and_fails_on_inputs_built_to_fail(
+        method, args, measure, columns, good, bad):
+    held = getattr(_judge(_shift(measure, columns, good)), method)(*args)
+    failed = getattr(_judge(_shift(measure, columns, bad)), method)(*args)
+    assert held.verdict == "HELD", held
+    assert failed.verdict == "NOT HELD", failed
+
+
+def test_coverage_lowest_error_fails_when_one_size_is_lost():
+    def fill(cfg, m, j, col):
+        if m != "reconstruction_error" or j != col(pa.COV, "chamfer"):
+            return 0.0
+        return 0.0  # set below per size
+
+    judge = _judge(fill)
+    err = judge.data["inside"]["reconstruction_error"]
+    c = judge.col(pa.COV, "chamfer")
+    err[:, :, c] -= 0.05
+    assert judge.coverage_lowest_error("inside", "chamfer").verdict == "HELD"
+    err[1, :, c] += 0.1  # worse than the others at N = 10 only
+    assert judge.coverage_lowest_error("inside", "chamfer").verdict == "NOT HELD"
+
+
+def test_separation_finding_needs_expulsion_at_large_tau_and_none_at_small_tau():
+    def sweep(large, small):
+        def fill(cfg, m, j, col):
+            if m != "outside_fraction":
+                return 0.0
+            if j == col(pa.SEP, tau=0.5):
+                return large
+            if j in {col(pa.SEP, tau=0.01)}:
+                return small
+            return 0.0
+        return _judge(fill).separation_tau("inside")
+
+    assert sweep(0.2, 0.0).verdict == "HELD"
+    assert sweep(0.0, 0.0).verdict == "NOT HELD"  # no expulsion at all
+    assert sweep(0.2, 0.2).verdict == "NOT HELD"  # expulsion at small tau too
+
+
+def test_plain_fit_check_fails_an_unconverged_fit():
+    judge = _judge(lambda cfg, m, j, col: 0.0)
+    cfg, col = judge.config, judge.col
+    judge.data["inside"]["fit_error"][:, :, col(pa.PLAIN)] = 1e-6
+    assert pa.plain_fit(cfg, judge.data, col, "inside").passed
+    judge.data["inside"]["fit_error"][2, :, col(pa.PLAIN)] = 0.01
+    check = pa.plain_fit(cfg, judge.data, col, "inside")
+    assert not check.passed and check.fails_run and "N = 100" in check.statement
+    assert pa.plain_fit(cfg, judge.data, col, "broad").kind == "measurement"

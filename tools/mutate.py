@@ -1,0 +1,265 @@
+"""Mutation testing of the core with planted bugs: does the suite notice a realistic mistake?
+
+Each mutation is ``(id, file, old text, new text, test selection)``: one single, realistic bug (a
+sign, a factor, an axis, a tableau digit, an inverted comparison, a deleted check). The script
+copies the repository (``src``, ``tests``, ``derivations``, ``simulations``, ``pyproject.toml``)
+into a temporary folder, never touching the working tree; for each mutation it replaces the old
+text (which must occur exactly once) in the copy, runs the mutation's tests there with
+``PYTHONPATH`` pointing at the copy and a time limit, restores the file and records
+
+- ``killed``: a selected test failed (or the run exceeded its time limit: ``killed (timeout)``);
+- ``survived``: every selected test passed with the bug in place;
+- ``skipped``: the old text is not in the file (the code moved on; update the mutation).
+
+The score is killed / (killed + survived). Before the mutations, the union of the selections is
+run once on the unmutated copy and must pass, so a kill is the bug's doing (``--no-baseline``
+skips this). Run from the repository root::
+
+    nice -n 5 .venv/bin/python tools/mutate.py                  # every mutation
+    .venv/bin/python tools/mutate.py --list                     # what would be planted
+    .venv/bin/python tools/mutate.py --only rodas-error-stage,owner-axis --timeout 120
+
+Exit status: 0 when every mutation that ran was killed, 1 when one survived, 2 on bad input or a
+failing baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COPIED = ("src", "tests", "derivations", "simulations", "pyproject.toml")
+IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".hypothesis")
+
+
+@dataclass(frozen=True)
+class Mutation:
+    id: str
+    file: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+    what: str
+
+
+T = "tests/"
+MUTATIONS = (
+    # --- the six bugs that went through the suite unnoticed (issue 19) ---------------------------
+    Mutation("rodas-error-stage", "src/gaugedyn/theory/_rosenbrock.py",
+             "err = _rms(ks[5] / (atol", "err = _rms(ks[4] / (atol",
+             (T + "test_theory_solve.py",), "Rodas error estimate taken from the wrong stage"),
+    Mutation("rodas-dense-digit", "src/gaugedyn/theory/_rosenbrock.py",
+             "[10.12623508344586,", "[10.12623508344566,",
+             (T + "test_theory_solve.py",), "one digit of a dense-output coefficient"),
+    Mutation("gd-event-off-by-one", "src/gaugedyn/theory/_solve.py",
+             "events[new] = ((k - 1) + frac[new]) * eta", "events[new] = (k + frac[new]) * eta",
+             (T + "test_theory_solve.py", T + "test_theory_flows.py"),
+             "GD event time interpolated one step late"),
+    Mutation("online-adam-eta-over-d", "src/gaugedyn/training/_trainer.py",
+             'scale = 1.0 / D if (cfg.online and cfg.optimizer == "sgd") else 1.0',
+             "scale = 1.0 / D if cfg.online else 1.0",
+             (T + "test_training.py", T + "test_training_theory.py"),
+             "online SGD's eta/D step applied to online Adam"),
+    Mutation("online-flow-time-no-d", "src/gaugedyn/training/_trainer.py",
+             "t_flow += eta * scale", "t_flow += eta",
+             (T + "test_training.py", T + "test_training_theory.py"),
+             "the /D dropped from online SGD's flow time"),
+    Mutation("recorder-late-attach-swapped", "src/gaugedyn/adam/_recorder.py",
+             "w.mul_(bc2 / bc1)", "w.mul_(bc1 / bc2)",
+             (T + "test_adam_recorder.py", T + "test_adam_recorder_fast.py"),
+             "late-attached AdamRecorder: bias corrections swapped"),
+    # --- the theory ----------------------------------------------------------------------------
+    Mutation("owner-axis", "src/gaugedyn/theory/_observables.py",
+             "return np.argmax(share, axis=-2)", "return np.argmax(share, axis=-1)",
+             (T + "test_theory_solve.py", T + "test_theory_flows.py"),
+             "owner: argmax over teachers instead of students"),
+    Mutation("delta-sign", "src/gaugedyn/theory/_observables.py",
+             "return a**2 - np.diagonal(Q, axis1=-2, axis2=-1)",
+             "return a**2 + np.diagonal(Q, axis1=-2, axis2=-1)",
+             (T + "test_theory_flows.py",), "gauge delta with the wrong sign"),
+    Mutation("gradient-H-sign", "src/gaugedyn/theory/_population.py",
+             "H = -ab * Fc_st", "H = ab * Fc_st",
+             (T + "test_theory_flows.py",), "sign of the teacher-overlap gradient"),
+    Mutation("gradient-diagonal-factor", "src/gaugedyn/theory/_population.py",
+             "diag = 0.5 * a**2 * dS(dq)", "diag = a**2 * dS(dq)",
+             (T + "test_theory_flows.py",), "factor 1/2 lost in the self-overlap gradient"),
+    Mutation("gd-step-second-order", "src/gaugedyn/theory/_flows.py",
+             "Q + eta * dQ + eta**2 * outer", "Q + eta * dQ + eta * outer",
+             (T + "test_theory_flows.py", T + "test_theory_solve.py"),
+             "GD in order parameters: eta^2 term with eta"),
+    Mutation("rodas-tableau-digit", "src/gaugedyn/theory/_rosenbrock.py",
+             "[1.544, 0, 0, 0, 0],", "[1.554, 0, 0, 0, 0],",
+             (T + "test_theory_solve.py",), "one digit of the Rodas4 tableau"),
+    Mutation("rodas-step-exponent", "src/gaugedyn/theory/_rosenbrock.py",
+             "fac = np.clip(0.9 * err ** -0.25, 0.2, 6.0)",
+             "fac = np.clip(0.9 * err ** -0.5, 0.2, 6.0)",
+             (T + "test_theory_solve.py",), "step-size controller with the wrong order"),
+    # --- Adam ------------------------------------------------------------------------------------
+    Mutation("adam-eps-part", "src/gaugedyn/adam/_decomposition.py",
+             "eps_part = where(pos, -eps * w_hat / (s_safe * d), w_hat / d)",
+             "eps_part = where(pos, -eps * w_hat / (s_safe * s_safe), w_hat / d)",
+             (T + "test_adam_decomposition.py",), "eps part of the Adam split with s for s + eps"),
+    Mutation("adam-lag-denominator", "src/gaugedyn/adam/_decomposition.py",
+             "lag = (m_hat - w_hat) / d", "lag = (m_hat - w_hat) / s_safe",
+             (T + "test_adam_decomposition.py",), "lag part divided by sqrt(v^) without eps"),
+    Mutation("adam-bias-beta", "src/gaugedyn/adam/_decomposition.py",
+             "bc1 = 1 - beta1**step\n    bc2 = 1 - beta2**step\n    return bc1, bc2, bc2**0.5",
+             "bc1 = 1 - beta2**step\n    bc2 = 1 - beta2**step\n    return bc1, bc2, bc2**0.5",
+             (T + "test_adam_decomposition.py", T + "test_adam_recorder.py"),
+             "first-moment bias correction with beta2"),
+    # --- statistics and claims -------------------------------------------------------------------
+    Mutation("verdict-low-high", "src/gaugedyn/stats.py",
+             "        if low > threshold:\n            return \"HELD\"",
+             "        if high > threshold:\n            return \"HELD\"",
+             (T + "test_stats.py",), "a finding held when only the interval's top clears it"),
+    Mutation("mean-ci-quantile", "src/gaugedyn/stats.py",
+             "stats.t.ppf(0.5 + confidence / 2, a.size - 1)", "stats.t.ppf(confidence, a.size - 1)",
+             (T + "test_stats.py",), "one-sided quantile in the t interval"),
+    # --- the run machinery -----------------------------------------------------------------------
+    Mutation("store-checksum-deleted", "src/gaugedyn/experiments/_store.py",
+             "if hashlib.sha256(npz).hexdigest() != meta[\"sha256\"]:",
+             "if False:",
+             (T + "test_store.py",), "stored results no longer checked against their checksum"),
+    Mutation("task-key-without-seed", "src/gaugedyn/experiments/_store.py",
+             "payload = canonical_json([experiment, task, int(root_seed), version])",
+             "payload = canonical_json([experiment, task, version])",
+             (T + "test_store.py", T + "test_experiments_run.py"),
+             "the store address ignores the root seed"),
+    Mutation("param-upper-bound-inverted", "src/gaugedyn/experiments/_protocol.py",
+             "if self.hi is not None and (x > self.hi or",
+             "if self.hi is not None and (x < self.hi or",
+             (T + "test_experiments_config.py", T + "test_stats.py"), "Param's upper bound inverted"),
+    Mutation("nan-check-deleted", "src/gaugedyn/experiments/_config.py",
+             "    if not _finite(value):\n", "    if False:\n",
+             (T + "test_experiments_config.py",), "nan and inf settings accepted"),
+    Mutation("retry-no-progress-test", "src/gaugedyn/experiments/_sweep.py",
+             "if len(again) == len(lost):", "if len(again) != len(lost):",
+             (T + "test_experiments_run.py::test_a_dying_worker_fails_only_its_task_and_the_rerun_resumes",),
+             "a dead worker's suspects isolated at the wrong moment"),
+)
+
+
+def copy_repository(into: Path) -> None:
+    for name in COPIED:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, into / name, ignore=IGNORED)
+        elif source.exists():
+            shutil.copy2(source, into / name)
+
+
+def run_tests(where: Path, tests: list[str], limit: float, per_test: float,
+              extra: tuple[str, ...] = ()) -> tuple[str, float, str]:
+    """``("passed" | "failed" | "timeout", seconds, output)`` of the tests run in ``where``."""
+    env = dict(os.environ, PYTHONPATH=str(where / "src"), PYTHONDONTWRITEBYTECODE="1")
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-n", "0",
+               f"--timeout={per_test:g}", *extra, *tests]
+    start = time.monotonic()
+    try:
+        done = subprocess.run(command, cwd=where, env=env, capture_output=True, text=True,
+                              timeout=limit)
+    except subprocess.TimeoutExpired:
+        return "timeout", time.monotonic() - start, ""
+    seconds = time.monotonic() - start
+    if done.returncode == 0:
+        return "passed", seconds, done.stdout
+    if "Timeout" in done.stdout and "failed" in done.stdout:
+        return "timeout", seconds, done.stdout
+    return "failed", seconds, done.stdout
+
+
+def plant(where: Path, mutation: Mutation) -> str | None:
+    """The file's original text after planting the bug in the copy, or ``None`` (not found)."""
+    path = where / mutation.file
+    if not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8")
+    if text.count(mutation.old) != 1:
+        return None
+    path.write_text(text.replace(mutation.old, mutation.new), encoding="utf-8")
+    return text
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="Plant one bug at a time in a copy of the repository "
+                                "and see whether the tests notice.")
+    p.add_argument("--only", default="", help="comma-separated mutation ids (default: all)")
+    p.add_argument("--list", action="store_true", help="list the mutations and exit")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds allowed for one mutation's tests (default 300, at most 3600)")
+    p.add_argument("--per-test", type=float, default=120.0,
+                   help="pytest-timeout limit per test in seconds (default 120, at most 3600)")
+    p.add_argument("--no-baseline", action="store_true",
+                   help="do not first check that the selected tests pass without a bug")
+    args = p.parse_args(argv)
+    for name in ("timeout", "per_test"):
+        value = getattr(args, name)
+        if not 0 < value <= 3600:
+            p.error(f"--{name.replace('_', '-')} {value:g} is not allowed; allowed: (0, 3600]")
+    known = {m.id for m in MUTATIONS}
+    chosen = [s for s in args.only.split(",") if s]
+    unknown = [s for s in chosen if s not in known]
+    if unknown:
+        p.error(f"--only {','.join(unknown)}: unknown mutation; allowed: {', '.join(sorted(known))}")
+    args.mutations = [m for m in MUTATIONS if not chosen or m.id in chosen]
+    return args
+
+
+def report(rows: list[tuple[Mutation, str, float]]) -> int:
+    killed = sum(r.startswith("killed") for _, r, _ in rows)
+    survived = [m.id for m, r, _ in rows if r == "survived"]
+    skipped = [m.id for m, r, _ in rows if r.startswith("skipped")]
+    ran = killed + len(survived)
+    score = f"{killed}/{ran} = {killed / ran:.0%}" if ran else "n/a"
+    print(f"\nscore: {score} killed; survived: {', '.join(survived) or 'none'}; "
+          f"skipped: {', '.join(skipped) or 'none'}")
+    return 1 if survived else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    if args.list:
+        for m in args.mutations:
+            print(f"{m.id:30s} {m.file}: {m.what}")
+        return 0
+    with tempfile.TemporaryDirectory(prefix="gaugedyn-mutate-") as tmp:
+        where = Path(tmp)
+        copy_repository(where)
+        if not args.no_baseline:
+            tests = sorted({t for m in args.mutations for t in m.tests})
+            outcome, seconds, output = run_tests(where, tests, 4 * args.timeout, args.per_test,
+                                                 ("--durations=5",))
+            slowest = output[output.find("slowest"):].splitlines()[1:6] if "slowest" in output else []
+            print(f"baseline ({len(tests)} selections): {outcome} in {seconds:.0f} s; slowest:",
+                  *slowest, sep="\n  ", flush=True)
+            if outcome != "passed":
+                print("the unmutated tests do not pass; fix that first", file=sys.stderr)
+                return 2
+        rows = []
+        for m in args.mutations:
+            original = plant(where, m)
+            if original is None:
+                result, seconds = "skipped (text not found once)", 0.0
+            else:
+                try:
+                    outcome, seconds, _ = run_tests(where, list(m.tests), args.timeout,
+                                                    args.per_test)
+                finally:
+                    (where / m.file).write_text(original, encoding="utf-8")
+                result = {"passed": "survived", "failed": "killed",
+                          "timeout": "killed (timeout)"}[outcome]
+            rows.append((m, result, seconds))
+            print(f"{m.id:30s} {result:30s} {seconds:6.0f} s  {m.what}", flush=True)
+    return report(rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
