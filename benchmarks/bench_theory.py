@@ -181,7 +181,7 @@ def single_trajectory(repeat: int = 3, rtol=1e-8, atol=1e-10):
     t_eval = np.concatenate([[0.0], np.geomspace(1e-3, 1e3, 241)])
     kw = dict(t_max=1e3, t_eval=t_eval, rtol=rtol, atol=atol)
     cpu, wall, out = _interleaved({
-        "solve": lambda: solve(pr, **kw),
+        "solve": lambda: solve(pr, method="auto", **kw),
         "LSODA": lambda: _scipy_lsoda(pr, 1e3, t_eval, rtol, atol)}, repeat)
     diff = np.max(np.abs(_state(out["solve"]) - out["LSODA"].y.T))
     d = out["solve"].diagnostics
@@ -204,7 +204,7 @@ def wide_students(k_max: int = 64):
         if K > k_max:
             break
         pr = random_problem(100, K, K, np.random.default_rng(0))
-        c, w, sol = _timed(lambda pr=pr: solve(pr, t_max=1e3, t_eval=[0.0, 1e3]))
+        c, w, sol = _timed(lambda pr=pr: solve(pr, t_max=1e3, t_eval=[0.0, 1e3], method="auto"))
         d = sol.diagnostics
         ks.append(K)
         cpus.append(c)
@@ -232,7 +232,7 @@ def tight_tolerance():
     for rtol in (1e-10, 1e-11):
         kw = dict(rtol=rtol, atol=1e-2 * rtol)
         cpu, wall, out = _interleaved({
-            "solve": lambda kw=kw: solve(pr, **kw),
+            "solve": lambda kw=kw: solve(pr, method="auto", **kw),
             "LSODA": lambda kw=kw: solve_ivp(lambda t, y: rhs(t, y, p), (0.0, 100.0), y0,
                                              method="LSODA", jac=lambda t, y: jacobian(t, y, p),
                                              **kw)}, 3)

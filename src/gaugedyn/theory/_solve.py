@@ -147,7 +147,7 @@ def _check_solve(problem, formulation, dynamics, eta, t_max, method, rtol, atol,
 
 
 def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "flow",
-          eta: float | None = None, t_max: float | None = None, method: str = "auto",
+          eta: float | None = None, t_max: float | None = None, method: str = "rodas",
           rtol: float = 1e-8, atol: float = 1e-10, definitions: Definitions = DEFAULT_DEFINITIONS,
           t_eval=None, stop_at_specialization: bool = False, keep_weights: bool = False,
           singular_cutoff: float = 1e-10,
