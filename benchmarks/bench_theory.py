@@ -10,7 +10,16 @@
 2. the order-parameter flow at D = 1e6 against D = 10 for the same initial order parameters, and
    the weight-space / span flows' cost as D grows;
 3. the w-heavy ``single`` set-up to its specialization time at D = 10 ... 1e5, with the
-   specialization time checked against a tighter solve.
+   specialization time checked against a tighter solve;
+4. one trajectory, ReLU K = M = 4 to t = 1000 at rtol 1e-8: ``solve`` (method ``auto``)
+   against ``solve_ivp(LSODA)`` on the package's right-hand side and exact Jacobian, CPU and
+   wall time of interleaved repeats, and the largest disagreement of the outputs;
+5. wide students: one trajectory to t = 1000 at K = M = 4 ... ``--k-max``, ``solve`` against
+   LSODA at K = 32, and the fitted exponent of cost against K;
+6. tight tolerance: the D = 1000 a-heavy ``single`` set-up at rtol 1e-10 and 1e-11, steps and
+   CPU time of ``solve`` against ``solve_ivp(LSODA)``.
+
+    .venv/bin/python benchmarks/bench_theory.py --only 4,5,6   # the integrator cases alone
 """
 
 from __future__ import annotations
@@ -130,17 +139,133 @@ def w_heavy_scaling():
     return out
 
 
+def _timed(fn):
+    """``(cpu seconds, wall seconds, result)`` of one call."""
+    c0, w0 = time.process_time(), time.perf_counter()
+    out = fn()
+    return time.process_time() - c0, time.perf_counter() - w0, out
+
+
+def _interleaved(fns: dict, repeat: int):
+    """Medians of CPU and wall time of each of ``fns``, run in turn ``repeat`` times."""
+    cpu = {k: [] for k in fns}
+    wall = {k: [] for k in fns}
+    out = {}
+    for _ in range(repeat):
+        for k, fn in fns.items():
+            c, w, out[k] = _timed(fn)
+            cpu[k].append(c)
+            wall[k].append(w)
+    return ({k: float(np.median(v)) for k, v in cpu.items()},
+            {k: float(np.median(v)) for k, v in wall.items()}, out)
+
+
+def _scipy_lsoda(problem, t_max, t_eval, rtol, atol):
+    from scipy.integrate import solve_ivp
+
+    from gaugedyn.theory import initial_state, jacobian, rhs
+
+    y0, p = initial_state(problem)
+    return solve_ivp(lambda t, y: rhs(t, y, p), (0.0, t_max), y0, method="LSODA", rtol=rtol,
+                     atol=atol, jac=lambda t, y: jacobian(t, y, p), t_eval=t_eval)
+
+
+def _state(sol):
+    from gaugedyn.theory._flows import pack_order_parameters
+
+    return pack_order_parameters(sol.a, sol.Q, sol.R)
+
+
+def single_trajectory(repeat: int = 3, rtol=1e-8, atol=1e-10):
+    pr = random_problem(50, 4, 4, np.random.default_rng(0))
+    t_eval = np.concatenate([[0.0], np.geomspace(1e-3, 1e3, 241)])
+    kw = dict(t_max=1e3, t_eval=t_eval, rtol=rtol, atol=atol)
+    cpu, wall, out = _interleaved({
+        "solve": lambda: solve(pr, method="auto", **kw),
+        "LSODA": lambda: _scipy_lsoda(pr, 1e3, t_eval, rtol, atol)}, repeat)
+    diff = np.max(np.abs(_state(out["solve"]) - out["LSODA"].y.T))
+    d = out["solve"].diagnostics
+    print(f"[4] one trajectory, random ReLU K=M=4 (D=50, seed 0) to t=1000, rtol={rtol:g}, "
+          f"median of {repeat} interleaved runs")
+    print(f"    solve (method {d['method']}): cpu {cpu['solve']:.2f} s, wall {wall['solve']:.2f} s"
+          f", {d['nsteps']} steps, {d['nfev']} f, {d['njev']} J")
+    print(f"    solve_ivp(LSODA, exact J): cpu {cpu['LSODA']:.2f} s, wall {wall['LSODA']:.2f} s, "
+          f"{len(out['LSODA'].t)} outputs, {out['LSODA'].nfev} f, {out['LSODA'].njev} J")
+    print(f"    ratio solve / LSODA: cpu {cpu['solve'] / cpu['LSODA']:.2f}, wall "
+          f"{wall['solve'] / wall['LSODA']:.2f}; largest disagreement of the state {diff:.1e}")
+    return cpu["solve"] / cpu["LSODA"], diff
+
+
+def wide_students(k_max: int = 64):
+    print(f"[5] one trajectory to t=1000, random ReLU K=M (D=100, seed 0), rtol=1e-8, K up to "
+          f"{k_max}; solve (auto) CPU time")
+    ks, cpus = [], []
+    for K in (4, 8, 16, 32, 64):
+        if K > k_max:
+            break
+        pr = random_problem(100, K, K, np.random.default_rng(0))
+        c, w, sol = _timed(lambda pr=pr: solve(pr, t_max=1e3, t_eval=[0.0, 1e3], method="auto"))
+        d = sol.diagnostics
+        ks.append(K)
+        cpus.append(c)
+        print(f"    K={K:3d} (n={sol.a.shape[1] + K * (K + 1) // 2 + K * K:5d}): cpu {c:7.2f} s, "
+              f"wall {w:7.2f} s, method {d['method']}, {d['nsteps']} steps, {d['nfev']} f")
+        if K == 32:
+            cl, wl, ref = _timed(lambda pr=pr: _scipy_lsoda(pr, 1e3, [0.0, 1e3], 1e-8, 1e-10))
+            diff = np.max(np.abs(_state(sol)[-1] - ref.y[:, -1]))
+            print(f"    K= 32 solve_ivp(LSODA, exact J): cpu {cl:.2f} s, wall {wl:.2f} s; ratio "
+                  f"solve / LSODA cpu {c / cl:.2f}, wall {w / wl:.2f}; final states differ by "
+                  f"{diff:.1e}")
+    if len(ks) >= 3:
+        slope = np.polyfit(np.log(ks[1:]), np.log(cpus[1:]), 1)[0]
+        print(f"    cost against K (K >= 8): exponent {slope:.2f} (target <= 3)")
+
+
+def tight_tolerance():
+    from scipy.integrate import solve_ivp
+
+    from gaugedyn.theory import initial_state, jacobian, rhs
+
+    pr = single(1000, "a-heavy")
+    y0, p = initial_state(pr)
+    print("[6] D=1000 a-heavy single set-up to its default t_max (100), steps and CPU time")
+    for rtol in (1e-10, 1e-11):
+        kw = dict(rtol=rtol, atol=1e-2 * rtol)
+        cpu, wall, out = _interleaved({
+            "solve": lambda kw=kw: solve(pr, method="auto", **kw),
+            "LSODA": lambda kw=kw: solve_ivp(lambda t, y: rhs(t, y, p), (0.0, 100.0), y0,
+                                             method="LSODA", jac=lambda t, y: jacobian(t, y, p),
+                                             **kw)}, 3)
+        steps = out["solve"].diagnostics["nsteps"], len(out["LSODA"].t) - 1
+        print(f"    rtol={rtol:g}: solve ({out['solve'].diagnostics['method']}) {steps[0]} steps, "
+              f"cpu {cpu['solve']:.2f} s; solve_ivp(LSODA) {steps[1]} steps, cpu "
+              f"{cpu['LSODA']:.2f} s; steps ratio {steps[0] / steps[1]:.2f}, cpu ratio "
+              f"{cpu['solve'] / cpu['LSODA']:.2f}, wall ratio {wall['solve'] / wall['LSODA']:.2f}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--loop", type=int, default=32)
     parser.add_argument("--loop-all", action="store_true")
     parser.add_argument("--skip-batch", action="store_true")
+    parser.add_argument("--only", default="1,2,3,4,5,6", help="comma-separated sections")
+    parser.add_argument("--k-max", type=int, default=64)
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    if not args.skip_batch:
+    only = {int(x) for x in args.only.split(",")}
+    if 1 in only and not args.skip_batch:
         batched_vs_loop(args.batch, args.loop, args.loop_all)
-    order_parameter_cost()
-    w_heavy_scaling()
+    if 2 in only:
+        order_parameter_cost()
+    if 3 in only:
+        w_heavy_scaling()
+    if 4 in only:
+        single_trajectory(args.repeat)
+    if 5 in only:
+        wide_students(args.k_max)
+    if 6 in only:
+        tight_tolerance()
 
 
 if __name__ == "__main__":

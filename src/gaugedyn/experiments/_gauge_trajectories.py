@@ -66,35 +66,32 @@ def trajectory(problem: Problem, t_eval: np.ndarray, *, dynamics: str = "flow",
 
 def trajectories(problems: Sequence[Problem], t_eval: np.ndarray, *,
                  definitions: Definitions = _DEFAULT, rtol: float = 1e-8,
-                 atol: float = 1e-11) -> list[dict]:
-    """Many flow trajectories through the batched integrator (:func:`gaugedyn.theory.solve_batch`)."""
+                 atol: float = 1e-11, failed_as_none: bool = False) -> list:
+    """Many flow trajectories through the batched integrator (:func:`gaugedyn.theory.solve_batch`).
+
+    A trajectory that diverges raises its :class:`~gaugedyn.DivergenceError`, or with
+    ``failed_as_none`` comes back as ``None`` (the others are unaffected either way).
+    """
     from ..theory import solve_batch
 
     batch = solve_batch(list(problems), formulation="order-parameters",
                         t_max=float(t_eval[-1]), t_eval=np.asarray(t_eval, dtype=float),
                         rtol=rtol, atol=atol, definitions=definitions)
-    return [as_arrays(batch[i], definitions) for i in range(len(batch))]
+    if not failed_as_none:
+        batch.raise_failures()
+    return [None if batch.failed[i] else as_arrays(batch[i], definitions)
+            for i in range(len(batch))]
 
 
 def trajectories_or_none(problems: Sequence[Problem], t_eval: np.ndarray, **kwargs) -> list:
     """:func:`trajectories`, with ``None`` in place of each trajectory that diverges.
 
-    A :class:`~gaugedyn.DivergenceError` (e.g. a perturbation that sends ``|w_i|`` to zero) stops
-    the whole batch; the batch is then split in halves until the divergent members are isolated.
+    A :class:`~gaugedyn.DivergenceError` (e.g. a perturbation that sends ``|w_i|`` to zero) is
+    marked on its own trajectory by the batched solver; the others run on exactly as alone.
     Floating-point warnings are silenced here because the engine's finiteness check reports them.
     """
-    from .._errors import DivergenceError
-
-    problems = list(problems)
-    try:
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            return trajectories(problems, t_eval, **kwargs)
-    except DivergenceError:
-        if len(problems) == 1:
-            return [None]
-    half = len(problems) // 2
-    return (trajectories_or_none(problems[:half], t_eval, **kwargs)
-            + trajectories_or_none(problems[half:], t_eval, **kwargs))
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        return trajectories(problems, t_eval, failed_as_none=True, **kwargs)
 
 
 def mobilities(a: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

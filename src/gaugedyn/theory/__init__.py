@@ -32,9 +32,9 @@ from ._problem import perturb as perturb
 from ._problem import random_problem as random_problem
 from ._problem import single as single
 from ._problem import with_gauge as with_gauge
+from ._registry import METHODS as METHODS
 from ._solution import BatchSolution as BatchSolution
 from ._solution import Solution as Solution
-from ._solve import METHODS as METHODS
 from ._solve import default_t_max as default_t_max
 from ._solve import log_times as log_times
 from ._solve import solve as solve

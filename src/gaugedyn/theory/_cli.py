@@ -15,7 +15,7 @@ from .._options import Option
 
 GAUGES = ("w-heavy", "a-heavy", "balanced")
 FORMULATIONS = ("order-parameters", "weight-space", "span")
-METHOD_NAMES = ("rodas", "Radau", "BDF", "LSODA", "DOP853", "RK45")
+METHOD_NAMES = ("auto", "lsoda", "rodas", "Radau", "BDF", "LSODA", "DOP853", "RK45")
 MAX_NEURONS = 64
 LOOSE_RTOL, LOOSE_ATOL = 1e-4, 1e-6
 
@@ -71,7 +71,7 @@ def register(subparsers) -> None:
                    help="order-parameters, weight-space or span")
     p.add_argument("--dynamics", default="flow", help="flow or gd")
     p.add_argument("--eta", default=None, help="GD step size in (0, 1e3] (required for gd)")
-    p.add_argument("--method", default="rodas", help="rodas, Radau, BDF, LSODA, DOP853 or RK45")
+    p.add_argument("--method", default="rodas", help=", ".join(METHOD_NAMES))
     p.add_argument("--rtol", default="1e-8", help="relative tolerance in [1e-13, 1e-2]")
     p.add_argument("--atol", default="1e-10", help="absolute tolerance in [1e-20, 1e-2]")
     p.add_argument("--stop-at-specialization", action="store_true",
@@ -132,7 +132,7 @@ def memory_estimate(dim: int, K: int, formulation: str, method: str, n_out: int,
     """
     n = {"order-parameters": K + K * (K + 1) // 2 + K * M, "span": K + K * (K + M),
          "weight-space": K + K * dim}[formulation]
-    implicit = method in ("rodas", "Radau", "BDF", "LSODA")
+    implicit = method in ("auto", "lsoda", "rodas", "Radau", "BDF", "LSODA")
     total = 8.0 * (8 * dim * (K + M) + n * (n_out + 16) + (4 * n * n if implicit else 0))
     formula = (f"8 bytes x (8 D (K+M) + n (outputs + 16){' + 4 n^2' if implicit else ''}) with "
                f"D={dim}, K={K}, n={n}, outputs={n_out}")

@@ -34,6 +34,12 @@ def _diag(x):
     return np.diagonal(x, axis1=-2, axis2=-1)
 
 
+def _matvec(A, x):
+    """``A x`` over the last axis, summed per row so that every batch member's result is the
+    same bits whatever the batch it is computed in (``einsum`` may reorder the sum)."""
+    return np.sum(A * x[..., None, :], axis=-1)
+
+
 def _pair_matrix(kernel, self_kernel, Q):
     """``F(Q_ii, Q_jj, Q_ij)`` with the diagonal taken from the one-variable kernel ``S``."""
     d = _diag(Q)
@@ -93,7 +99,7 @@ def _gradients(a, Q, R, b, T, activation: str, with_loss: bool) -> Gradients:
 
     aa = a[..., :, None] * a[..., None, :]
     ab = a[..., :, None] * b[..., None, :]
-    g_a = np.einsum("...ij,...j->...i", Fss, a) - np.einsum("...in,...n->...i", Fst, b)
+    g_a = _matvec(Fss, a) - _matvec(Fst, b)
     if with_loss:
         tt = np.einsum("...n,...nm,...m->...", b, _pair_matrix(F, S, T), b)
         loss = 0.5 * np.einsum("...i,...i->...", a, g_a) - 0.5 * np.einsum(
@@ -171,9 +177,7 @@ def gradient_jvp(a, Q, R, b, T, da, dQ, dR, activation: str = "relu", *,
     dF_st = Fq1_st * dqi + Fc_st * dR
     pair = 0.0 if K == 1 else np.where(eye, 0.0, F(q1, q2, Qo))
     Fss = np.where(eye, Fss_self[..., :, None] * np.ones(K), pair)
-    dg_a = (np.einsum("...ij,...j->...i", dF_ss, a) + np.einsum("...ij,...j->...i", Fss, da)
-            + dS(dq) * ddq * a
-            - np.einsum("...in,...n->...i", dF_st, b))
+    dg_a = (_matvec(dF_ss, a) + _matvec(Fss, da) + dS(dq) * ddq * a - _matvec(dF_st, b))
 
     aa = a[..., :, None] * a[..., None, :]
     daa = da[..., :, None] * a[..., None, :] + a[..., :, None] * da[..., None, :]

@@ -81,7 +81,9 @@ class Solution:
 class BatchSolution:
     """Many trajectories on shared output times: every field of :class:`Solution` with a leading
     batch axis (NaN after a trajectory stopped), per-trajectory ``diagnostics`` (a list) and the
-    batch's ``wall_time``."""
+    batch's ``wall_time``. ``errors[i]`` is the :class:`~gaugedyn.DivergenceError` of a
+    trajectory that stopped being finite (``None`` for the others, which ran on unaffected);
+    a failed trajectory keeps its outputs up to the failure, NaN after it."""
 
     t: np.ndarray
     a: np.ndarray
@@ -97,6 +99,18 @@ class BatchSolution:
     problems: list
     wall_time: float = 0.0
     settings: dict = field(default_factory=dict)
+    errors: list = field(default_factory=list)
+
+    @property
+    def failed(self) -> np.ndarray:
+        """``(B,)``: which trajectories diverged (their messages are in ``diagnostics``)."""
+        return np.array([e is not None for e in self.errors] or [False] * len(self), dtype=bool)
+
+    def raise_failures(self) -> None:
+        """Raise the first trajectory's :class:`~gaugedyn.DivergenceError`, if any failed."""
+        for err in self.errors:
+            if err is not None:
+                raise err
 
     def __len__(self) -> int:
         return self.a.shape[0]
@@ -115,6 +129,7 @@ class BatchSolution:
         """JSON-ready summary of every trajectory."""
         return _json({
             "trajectories": [self[i].to_dict() for i in range(len(self))],
+            "failed": self.failed,
             "wall_time": self.wall_time,
             "definitions": self.definitions.describe(),
         })

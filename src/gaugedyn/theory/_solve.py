@@ -1,9 +1,9 @@
-"""Solving the population dynamics: integrators chosen by name, events, results.
+"""Solving the population dynamics: validation, events, the batched solver and results.
 
-``METHODS`` maps a name to an integrator: ``"rodas"`` (the batched L-stable Rosenbrock method of
-:mod:`._rosenbrock`, vectorised over trajectories) and scipy's ``solve_ivp`` methods ``"Radau"``,
-``"BDF"``, ``"LSODA"`` (given the exact Jacobian), ``"DOP853"``, ``"RK45"``. Events are found by
-root-finding on each method's dense output:
+:data:`METHODS` (see :mod:`._methods`) maps a name to an integrator ``method(task) ->
+Integration``; :func:`solve` builds the task, calls the method (or iterates gradient descent)
+and turns its states into a :class:`Solution`. Events are found by root-finding on each
+method's dense output:
 
 - specialization time of teacher ``n``: first ``t`` with ``max_i m_in(t) >= threshold``;
 - pruning time of student ``i``: first ``t`` with ``|rho_i(t)| < prune_tol``.
@@ -22,7 +22,6 @@ from ._flows import (
     FlowParams,
     _check_formulation,
     _expand_params,
-    gd_step,
     initial_state,
     jacobian,
     rhs,
@@ -30,14 +29,12 @@ from ._flows import (
     state_to_order_parameters,
     weights,
 )
+from ._methods import FlowTask, Integration, gradient_descent
 from ._observables import Definitions, alignment, delta_drift, observe, owner, rho
+from ._registry import BATCHED, METHODS
 from ._rosenbrock import rodas4
 from ._solution import BatchSolution, Solution
 
-SCIPY_METHODS = ("Radau", "BDF", "LSODA", "DOP853", "RK45")
-_IMPLICIT = ("Radau", "BDF", "LSODA")
-METHODS = {"rodas": "batched Rodas4 (L-stable Rosenbrock, exact Jacobian, quintic dense output)",
-           **{m: f"scipy.integrate.solve_ivp(method={m!r})" for m in SCIPY_METHODS}}
 DYNAMICS = ("flow", "gd")
 DEFAULT_DEFINITIONS = Definitions()
 
@@ -113,169 +110,20 @@ def _stop_mask(K, M):
     return np.concatenate([np.ones(M, dtype=bool), np.zeros(K, dtype=bool)])
 
 
-def _scipy(method, y0, p, t_max, t_eval, rtol, atol, event_fn, E, stop):
-    from scipy.integrate import solve_ivp
-    from scipy.optimize import brentq
-
-    count = {"nfev": 0}
-
-    def fun(t, y):
-        if not np.all(np.isfinite(y)):
-            bad = int(np.flatnonzero(~np.isfinite(y))[0])
-            raise DivergenceError(p.component(bad), float(t), count["nfev"], None)
-        count["nfev"] += 1
-        return rhs(t, y, p)
-
-    kwargs = {}
-    if method in _IMPLICIT:
-        kwargs["jac"] = lambda t, y: jacobian(t, y, p)
-    ev_list = None
-    if stop:
-        M = p.M
-
-        def spec_event(t, y):
-            return float(np.min(event_fn(y[None], p)[0, :M]))
-
-        spec_event.terminal = True
-        spec_event.direction = 1
-        ev_list = [spec_event]
-    g0 = event_fn(y0[None], p)[0]
-    events = np.where(g0 >= 0, 0.0, np.nan)
-    stop_now = stop and np.all(np.isfinite(events[_stop_mask(p.K, p.M)]))
-    if stop_now:
-        return dict(t=np.array([0.0]), y=y0[None], events=events, t_final=0.0, nfev=0, njev=0,
-                    nsteps=0, nrejected=0, status=1, message="stopped at event")
-    sol = solve_ivp(fun, (0.0, t_max), y0, method=method, rtol=rtol, atol=atol, dense_output=True,
-                    events=ev_list, **kwargs)
-    if sol.status == -1:
-        last = sol.y[:, -1] if sol.y.size else y0
-        raise DivergenceError(f"integration failed ({sol.message})", float(sol.t[-1]),
-                              len(sol.t) - 1, last)
-    t_final = float(sol.t[-1])
-    ts = sol.t
-    G = event_fn(sol.y.T, p)
-    for e in range(E):
-        if np.isfinite(events[e]):
-            continue
-        hit = np.flatnonzero(G[:, e] >= 0)
-        if hit.size and hit[0] > 0:
-            k = hit[0]
-
-            def ge(tt, e=e):
-                return event_fn(sol.sol(tt)[None], p)[0, e]
-
-            lo, hi = ts[k - 1], ts[k]
-            if ge(lo) >= 0:
-                events[e] = lo
-            else:
-                events[e] = brentq(ge, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
-    if stop and sol.status == 1:
-        t_final = float(sol.t_events[0][0])
-        g_end = event_fn(sol.sol(t_final)[None], p)[0]
-        events = np.where(np.isnan(events) & (g_end >= -1e-12), t_final, events)
-    te = t_eval[t_eval <= t_final]
-    Y = sol.sol(te).T if te.size else np.empty((0, y0.size))
-    te, Y = _with_final(te, Y, t_final, lambda: sol.sol(t_final))
-    return dict(t=te, y=Y, events=events, t_final=t_final, nfev=sol.nfev, njev=sol.njev,
-                nsteps=len(sol.t) - 1, nrejected=None, status=sol.status, message=sol.message)
-
-
-def _with_final(te, Y, t_final, y_final):
-    """Outputs ``(te, Y)`` with the final time appended unless it is the last output time
-    (``y_final()`` gives the state there)."""
-    if te.size == 0 or te[-1] < t_final:
-        te = np.append(te, t_final)
-        Y = np.vstack([Y, y_final()[None]])
-    return te, Y
-
-
-def _rodas_single(y0, p, t_max, t_eval, rtol, atol, event_fn, E, stop):
-    res = rodas4(rhs, jacobian, y0[None], p, lambda q, i: q, np.array([t_max]), t_eval,
-                 rtol=rtol, atol=atol, event_fn=event_fn, n_events=E,
-                 stop_when_all=_stop_mask(p.K, p.M) if stop else None, component=p.component,
-                 fun_jac=rhs_and_jacobian)
-    t_final = float(res.t_final[0])
-    keep = t_eval <= t_final
-    te, Y = _with_final(t_eval[keep], res.y[0, keep], t_final, lambda: res.y_final[0])
-    return dict(t=te, y=Y, events=res.events[0], t_final=t_final, nfev=int(res.nfev[0]),
-                njev=int(res.njev[0]), nsteps=int(res.nsteps[0]), nrejected=int(res.nrejected[0]),
-                status=int(res.status[0]), message=res.message[0])
-
-
-def _gd(y0, p, eta, t_max, t_eval, event_fn, E, stop, progress=None):
-    n_steps = int(np.ceil(t_max / eta - 1e-9))
-    chunk = max(1, min(1000, n_steps // 200))  # how often ``progress(done, total)`` is called
-    k_out = np.unique(np.clip(np.rint(t_eval / eta).astype(np.int64), 0, n_steps))
-    events = np.full(E, np.nan)
-    stop_mask = _stop_mask(p.K, p.M)
-    y = y0.copy()
-    ys, ks = [], []
-    j = 0
-    k = 0
-    g_prev = None
-    for k in range(n_steps + 1):
-        if progress is not None and k % chunk == 0:
-            progress(k, n_steps)
-        if E:
-            # first crossing, placed by linear interpolation between the two iterates around it
-            g = event_fn(y[None], p)[0]
-            new = np.isnan(events) & (g >= 0)
-            if g_prev is None:
-                events[new] = 0.0
-            else:
-                frac = np.clip(g_prev / np.where(new, g_prev - g, 1.0), 0.0, 1.0)
-                events[new] = ((k - 1) + frac[new]) * eta
-            g_prev = g
-        halt = stop and np.all(np.isfinite(events[stop_mask]))
-        if (j < k_out.size and k_out[j] == k) or halt or k == n_steps:
-            ys.append(y.copy())
-            ks.append(k)
-            j += k_out[j] == k if j < k_out.size else 0
-        if halt or k == n_steps:
-            break
-        with np.errstate(over="ignore", invalid="ignore"):
-            y_new = gd_step(y, eta, p)
-        if not np.all(np.isfinite(y_new)):
-            bad = int(np.flatnonzero(~np.isfinite(y_new))[0])
-            raise DivergenceError(p.component(bad), (k + 1) * eta, k + 1, y)
-        y = y_new
-    if progress is not None:
-        progress(k, n_steps)
-    ks = np.array(ks)
-    return dict(t=ks * eta, y=np.array(ys), events=events, t_final=ks[-1] * eta, nfev=k,
-                njev=0, nsteps=k, nrejected=0, status=1 if k < n_steps else 0,
-                message="stopped at event" if k < n_steps else "reached t_max")
-
-
-def _assemble(problem, p, raw, definitions, keep_weights):
-    a, Q, R = state_to_order_parameters(raw["y"], p)
+def _assemble(problem, p, raw: Integration, definitions, keep_weights):
+    a, Q, R = state_to_order_parameters(raw.y, p)
     b, T = problem.b, p.T
     obs = observe(a, Q, R, b, T, problem.activation, definitions)
-    a0, Q0, _ = state_to_order_parameters(raw["y"][:1], p)
+    a0, Q0, _ = state_to_order_parameters(raw.y[:1], p)
     drift = float(np.max(delta_drift(a, Q, a0[0], Q0[0])))
-    spec, prune = _split_events(raw["events"], p.M)
-    W = weights(raw["y"], p)[1] if keep_weights else None
+    spec, prune = _split_events(raw.events, p.M)
+    W = weights(raw.y, p)[1] if keep_weights else None
     return a, Q, R, obs, spec, prune, owner(a[-1], Q[-1], R[-1], T, b), drift, W
 
 
-def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "flow",
-          eta: float | None = None, t_max: float | None = None, method: str = "rodas",
-          rtol: float = 1e-8, atol: float = 1e-10, definitions: Definitions = DEFAULT_DEFINITIONS,
-          t_eval=None, stop_at_specialization: bool = False, keep_weights: bool = False,
-          singular_cutoff: float = 1e-10,
-          progress: Callable[[int, int], object] | None = None) -> Solution:
-    """Population gradient flow (or gradient descent with step ``eta``) from a :class:`Problem`.
-
-    ``dynamics="flow"`` integrates ``da/dt = -dL/da``, ``dW/dt = -dL/dW`` with ``method`` (see
-    :data:`METHODS`) in the chosen exact ``formulation``; ``dynamics="gd"`` iterates
-    ``theta -> theta - eta grad L`` and reports step ``k`` at time ``k eta``. Outputs at
-    ``t_eval`` (default: ``0`` and log-spaced times up to ``t_max``; default ``t_max`` from
-    :func:`default_t_max`), plus the final time. With ``stop_at_specialization`` the run ends when
-    every teacher feature has specialised. Raises :class:`InputError` on bad settings and
-    :class:`DivergenceError` when the trajectory stops being finite. ``progress``, if given, is
-    called as ``progress(steps_done, steps_total)`` once per chunk of at most 1000
-    gradient-descent steps (the flow does not call it); it does not change the result.
-    """
+def _check_solve(problem, formulation, dynamics, eta, t_max, method, rtol, atol, definitions,
+                 t_eval):
+    """Validated ``(eta, t_max, t_eval)`` of :func:`solve` (one :class:`InputError` otherwise)."""
     _check_common(formulation, dynamics, method, rtol, atol)
     if not isinstance(definitions, Definitions):
         raise InputError(f"definitions={definitions!r} is not allowed; pass a Definitions")
@@ -290,26 +138,41 @@ def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "fl
     if dynamics == "gd" and t_max / eta > 1e7:
         raise InputError(f"dynamics='gd' with eta={eta:g} up to t_max={t_max:g} needs "
                          f"{t_max / eta:.3g} steps (more than 1e7); give a smaller t_max")
-    if method in _IMPLICIT and formulation == "weight-space" and problem.K * problem.dim > 5000:
-        raise InputError(f"method={method!r} on the weight-space flow needs a dense "
-                         f"{problem.K * problem.dim}^2 Jacobian; use formulation='span' (exact at "
-                         "any D) or an explicit method")
-    if method == "rodas" and formulation == "weight-space" and problem.K * problem.dim > 5000:
-        raise InputError(f"method='rodas' on the weight-space flow at K*D={problem.K * problem.dim}"
-                         " needs a dense Jacobian; use formulation='span' (exact at any D)")
+    dense_jacobian = method not in ("DOP853", "RK45", "auto")
+    if dense_jacobian and formulation == "weight-space" and problem.K * problem.dim > 5000:
+        raise InputError(f"method={method!r} on the weight-space flow at K*D="
+                         f"{problem.K * problem.dim} needs a dense Jacobian; use "
+                         "formulation='span' (exact at any D) or an explicit method")
+    return eta, t_max, t_eval
+
+
+def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "flow",
+          eta: float | None = None, t_max: float | None = None, method: str = "rodas",
+          rtol: float = 1e-8, atol: float = 1e-10, definitions: Definitions = DEFAULT_DEFINITIONS,
+          t_eval=None, stop_at_specialization: bool = False, keep_weights: bool = False,
+          singular_cutoff: float = 1e-10,
+          progress: Callable[[int, int], object] | None = None) -> Solution:
+    """Population gradient flow (or gradient descent with step ``eta``) from a :class:`Problem`.
+
+    ``dynamics="flow"`` integrates ``da/dt = -dL/da``, ``dW/dt = -dL/dW`` with ``method`` (a
+    name of :data:`METHODS`) in the chosen exact ``formulation``; ``dynamics="gd"`` iterates
+    ``theta -> theta - eta grad L`` and reports step ``k`` at time ``k eta``. Outputs at
+    ``t_eval`` (default: ``0`` and log-spaced times up to ``t_max``; default ``t_max`` from
+    :func:`default_t_max`), plus the final time. With ``stop_at_specialization`` the run ends when
+    every teacher feature has specialised. Raises :class:`InputError` on bad settings and
+    :class:`DivergenceError` when the trajectory stops being finite. ``progress``, if given, is
+    called as ``progress(steps_done, steps_total)`` once per chunk of at most 1000
+    gradient-descent steps (the flow does not call it); it does not change the result.
+    """
+    eta, t_max, t_eval = _check_solve(problem, formulation, dynamics, eta, t_max, method, rtol,
+                                      atol, definitions, t_eval)
     y0, p = initial_state(problem, formulation, singular_cutoff=singular_cutoff)
-    event_fn = _event_fn(definitions)
-    E = p.M + p.K
+    task = FlowTask(y0=y0, params=p, t_max=t_max, t_eval=t_eval, rtol=rtol, atol=atol,
+                    event_fn=_event_fn(definitions), n_events=p.M + p.K,
+                    stop=stop_at_specialization)
+    method_name = "gd" if dynamics == "gd" else method
     start = time.perf_counter()
-    if dynamics == "gd":
-        raw = _gd(y0, p, eta, t_max, t_eval, event_fn, E, stop_at_specialization, progress)
-        method_name = "gd"
-    elif method == "rodas":
-        raw = _rodas_single(y0, p, t_max, t_eval, rtol, atol, event_fn, E, stop_at_specialization)
-        method_name = method
-    else:
-        raw = _scipy(method, y0, p, t_max, t_eval, rtol, atol, event_fn, E, stop_at_specialization)
-        method_name = method
+    raw = gradient_descent(task, eta, progress) if dynamics == "gd" else METHODS[method](task)
     wall = time.perf_counter() - start
     a, Q, R, obs, spec, prune, own, drift, W = _assemble(problem, p, raw, definitions,
                                                          keep_weights)
@@ -317,28 +180,16 @@ def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "fl
                     method=method_name, rtol=rtol, atol=atol,
                     stop_at_specialization=stop_at_specialization,
                     singular_cutoff=singular_cutoff)
-    diagnostics = dict(method=method_name, rtol=rtol, atol=atol, nfev=raw["nfev"],
-                       njev=raw["njev"], nsteps=raw["nsteps"], nrejected=raw["nrejected"],
-                       status=raw["status"], message=raw["message"], wall_time=wall,
-                       t_final=raw["t_final"])
-    return Solution(t=raw["t"], a=a, Q=Q, R=R, observables=obs, specialization_time=spec,
+    diagnostics = dict(method=method_name, rtol=rtol, atol=atol, nfev=raw.nfev, njev=raw.njev,
+                       nsteps=raw.nsteps, nrejected=raw.nrejected, status=raw.status,
+                       message=raw.message, wall_time=wall, t_final=raw.t_final)
+    return Solution(t=raw.t, a=a, Q=Q, R=R, observables=obs, specialization_time=spec,
                     pruning_time=prune, owner=own, delta_drift=drift, diagnostics=diagnostics,
                     definitions=definitions, problem=problem.describe(), W=W, settings=settings)
 
 
-def solve_batch(problems: Sequence, *, formulation: str = "order-parameters",
-                t_max: float | None = None, rtol: float = 1e-8, atol: float = 1e-10,
-                definitions: Definitions = DEFAULT_DEFINITIONS, t_eval=None, method: str = "rodas",
-                stop_at_specialization: bool = False,
-                singular_cutoff: float = 1e-10) -> BatchSolution:
-    """Population gradient flow of many problems (same ``K``, ``M``, activation) at once.
-
-    ``method="rodas"`` advances all trajectories together with per-trajectory adaptive steps
-    (vectorised numpy, batched linear solves); any other name of :data:`METHODS` loops
-    :func:`solve` over the problems (for comparison). Outputs share ``t_eval``; ``t_max``
-    defaults to the largest :func:`default_t_max` of the batch.
-    """
-    problems = list(problems)
+def _check_batch(problems, formulation, method, rtol, atol, t_max, t_eval):
+    """Validated ``(t_max, t_eval)`` of :func:`solve_batch`."""
     if not problems:
         raise InputError("problems is empty; give at least one Problem")
     _check_common(formulation, "flow", method, rtol, atol)
@@ -354,13 +205,11 @@ def solve_batch(problems: Sequence, *, formulation: str = "order-parameters",
         t_max = max(default_t_max(pr) for pr in problems)
     t_max = _check_positive("t_max", t_max)
     t_eval = log_times(t_max) if t_eval is None else _check_t_eval(t_eval, t_max)
-    start = time.perf_counter()
-    if method != "rodas":
-        sols = [solve(pr, formulation=formulation, t_max=t_max, method=method, rtol=rtol,
-                      atol=atol, definitions=definitions, t_eval=t_eval,
-                      stop_at_specialization=stop_at_specialization,
-                      singular_cutoff=singular_cutoff) for pr in problems]
-        return _stack(sols, t_eval, definitions, time.perf_counter() - start)
+    return t_max, t_eval
+
+
+def _batch_params(problems, formulation, singular_cutoff):
+    """Stacked initial states ``(B, n)`` and the batch's :class:`FlowParams`."""
     states = [initial_state(pr, formulation, singular_cutoff=singular_cutoff) for pr in problems]
     sizes = {y.size for y, _ in states}
     if len(sizes) != 1:
@@ -371,35 +220,87 @@ def solve_batch(problems: Sequence, *, formulation: str = "order-parameters",
     stacked = {"b": np.stack([p.b for _, p in states]), "T": np.stack([p.T for _, p in states])}
     if p0.V is not None:
         stacked["V"] = np.stack([p.V for _, p in states])
-    P = dataclasses.replace(p0, basis=None, **stacked)
-    E = p0.M + p0.K
+    return y0, dataclasses.replace(p0, basis=None, **stacked)
+
+
+def solve_batch(problems: Sequence, *, formulation: str = "order-parameters",
+                t_max: float | None = None, rtol: float = 1e-8, atol: float = 1e-10,
+                definitions: Definitions = DEFAULT_DEFINITIONS, t_eval=None, method: str = "rodas",
+                stop_at_specialization: bool = False,
+                singular_cutoff: float = 1e-10) -> BatchSolution:
+    """Population gradient flow of many problems (same ``K``, ``M``, activation) at once.
+
+    ``method="rodas"`` (or ``"auto"``) advances all trajectories together with per-trajectory adaptive steps
+    (vectorised numpy, batched linear solves); any other name of :data:`METHODS` loops
+    :func:`solve` over the problems (for comparison). Outputs share ``t_eval``; ``t_max``
+    defaults to the largest :func:`default_t_max` of the batch. A trajectory that stops being
+    finite is marked failed (``errors``, ``failed``, its diagnostics' ``status`` ``-2`` and
+    ``message``); the others finish exactly as they would alone.
+    """
+    problems = list(problems)
+    t_max, t_eval = _check_batch(problems, formulation, method, rtol, atol, t_max, t_eval)
+    start = time.perf_counter()
+    if method not in BATCHED:
+        kw = dict(formulation=formulation, t_max=t_max, method=method, rtol=rtol, atol=atol,
+                  definitions=definitions, t_eval=t_eval,
+                  stop_at_specialization=stop_at_specialization, singular_cutoff=singular_cutoff)
+        sols = [_solve_or_error(pr, kw) for pr in problems]
+        return _stack(problems, sols, t_eval, definitions, time.perf_counter() - start)
+    y0, P = _batch_params(problems, formulation, singular_cutoff)
     res = rodas4(rhs, jacobian, y0, P, lambda q, i: q.take(i), np.full(len(problems), t_max),
-                 t_eval, rtol=rtol, atol=atol, event_fn=_event_fn(definitions), n_events=E,
-                 stop_when_all=_stop_mask(p0.K, p0.M) if stop_at_specialization else None,
-                 component=p0.component, fun_jac=rhs_and_jacobian)
+                 t_eval, rtol=rtol, atol=atol, event_fn=_event_fn(definitions),
+                 n_events=P.M + P.K,
+                 stop_when_all=_stop_mask(P.K, P.M) if stop_at_specialization else None,
+                 component=P.component, fun_jac=rhs_and_jacobian, raise_divergence=False)
     wall = time.perf_counter() - start
-    a, Q, R = state_to_order_parameters(res.y, P)
-    b, T = P.b[:, None, :], P.T[:, None, :, :]
-    obs = observe(a, Q, R, b, T, first.activation, definitions)
-    drift = np.nanmax(delta_drift(a, Q, a[:, :1], Q[:, :1]), axis=1)
-    af, Qf, Rf = state_to_order_parameters(res.y_final, P)
-    own = owner(af, Qf, Rf, P.T, P.b)
-    spec, prune = _split_events(res.events, p0.M)
     settings = dict(formulation=formulation, dynamics="flow", t_max=t_max, method=method,
                     rtol=rtol, atol=atol, stop_at_specialization=stop_at_specialization,
                     singular_cutoff=singular_cutoff)
-    diags = [dict(method=method, rtol=rtol, atol=atol, nfev=int(res.nfev[i]),
-                  njev=int(res.njev[i]), nsteps=int(res.nsteps[i]),
-                  nrejected=int(res.nrejected[i]), status=int(res.status[i]),
-                  message=res.message[i], t_final=float(res.t_final[i]), wall_time=wall)
+    return _batch_solution(problems, P, res, definitions, settings, wall)
+
+
+def _batch_solution(problems, P: FlowParams, res, definitions, settings, wall) -> BatchSolution:
+    """A :class:`BatchSolution` from the batched integrator's raw result."""
+    a, Q, R = state_to_order_parameters(res.y, P)
+    b, T = P.b[:, None, :], P.T[:, None, :, :]
+    obs = observe(a, Q, R, b, T, problems[0].activation, definitions)
+    drift = np.nanmax(delta_drift(a, Q, a[:, :1], Q[:, :1]), axis=1)
+    af, Qf, Rf = state_to_order_parameters(res.y_final, P)
+    own = owner(af, Qf, Rf, P.T, P.b)
+    spec, prune = _split_events(res.events, P.M)
+    common = dict(method=settings["method"], rtol=settings["rtol"], atol=settings["atol"])
+    diags = [dict(**common, nfev=int(res.nfev[i]), njev=int(res.njev[i]),
+                  nsteps=int(res.nsteps[i]), nrejected=int(res.nrejected[i]),
+                  status=int(res.status[i]), message=res.message[i],
+                  t_final=float(res.t_final[i]), wall_time=wall)
              for i in range(len(problems))]
-    return BatchSolution(t=t_eval, a=a, Q=Q, R=R, observables=obs, specialization_time=spec,
-                         pruning_time=prune, owner=own, delta_drift=drift, diagnostics=diags,
-                         definitions=definitions, problems=[pr.describe() for pr in problems],
-                         wall_time=wall, settings=settings)
+    return BatchSolution(t=res.t_eval, a=a, Q=Q, R=R, observables=obs,
+                         specialization_time=spec, pruning_time=prune, owner=own,
+                         delta_drift=drift, diagnostics=diags, definitions=definitions,
+                         problems=[pr.describe() for pr in problems], wall_time=wall,
+                         settings=settings, errors=list(res.errors))
 
 
-def _stack(sols, t_eval, definitions, wall):
+def _solve_or_error(problem, kw):
+    """:func:`solve`, or the :class:`DivergenceError` it raised."""
+    try:
+        return solve(problem, **kw)
+    except DivergenceError as err:
+        return err
+
+
+def _failed_diagnostics(err: DivergenceError, kw) -> dict:
+    return dict(method=kw["method"], rtol=kw["rtol"], atol=kw["atol"], status=-2,
+                message=str(err), t_final=err.time)
+
+
+def _stack(problems, results, t_eval, definitions, wall):
+    """A :class:`BatchSolution` from :func:`solve`'s results (a :class:`DivergenceError` in
+    place of a failed one: all NaN, marked failed)."""
+    ok = [isinstance(s, Solution) for s in results]
+    if not any(ok):
+        raise results[0]
+    ref = results[ok.index(True)]
     T = t_eval.size
 
     def pad(x):
@@ -409,14 +310,20 @@ def _stack(sols, t_eval, definitions, wall):
         return out
 
     def stack(get):
-        return np.stack([pad(get(s)) for s in sols])
+        return np.stack([pad(get(s)) if good else np.full((T,) + get(ref).shape[1:], np.nan)
+                         for s, good in zip(results, ok)])
 
-    obs = {k: stack(lambda s, k=k: s.observables[k].astype(float)) for k in sols[0].observables}
+    def each(get):
+        return np.stack([get(s) if good else np.full(np.shape(get(ref)), np.nan)
+                         for s, good in zip(results, ok)])
+
+    obs = {k: stack(lambda s, k=k: s.observables[k].astype(float)) for k in ref.observables}
+    diags = [s.diagnostics if good else _failed_diagnostics(s, ref.settings)
+             for s, good in zip(results, ok)]
     return BatchSolution(
         t=t_eval, a=stack(lambda s: s.a), Q=stack(lambda s: s.Q), R=stack(lambda s: s.R),
-        observables=obs, specialization_time=np.stack([s.specialization_time for s in sols]),
-        pruning_time=np.stack([s.pruning_time for s in sols]),
-        owner=np.stack([s.owner for s in sols]),
-        delta_drift=np.array([s.delta_drift for s in sols]),
-        diagnostics=[s.diagnostics for s in sols], definitions=definitions,
-        problems=[s.problem for s in sols], wall_time=wall, settings=sols[0].settings)
+        observables=obs, specialization_time=each(lambda s: s.specialization_time),
+        pruning_time=each(lambda s: s.pruning_time), owner=each(lambda s: s.owner),
+        delta_drift=each(lambda s: s.delta_drift), diagnostics=diags, definitions=definitions,
+        problems=[pr.describe() for pr in problems], wall_time=wall, settings=ref.settings,
+        errors=[None if good else s for s, good in zip(results, ok)])
