@@ -114,7 +114,7 @@ def numeric() -> dict:
 
 
 def _stated():
-    """The forms stated in THEORY.md sec. 1, as independent sympy expressions."""
+    """The forms stated in derivations/theory.md section 1, as independent sympy expressions."""
     import sympy as sp
 
     s = derive()["symbols"]
@@ -155,7 +155,7 @@ def verify() -> None:
     stated = ((sp.pi - tij) * Qkj + sp.sqrt(1 - Qij**2 / (Qii * Qjj)) * sp.sqrt(Qjj / Qii) * Qki) / (
         2 * sp.pi
     )
-    check(is_zero(expr - stated), "E[relu'(l_i) l_k relu(l_j)] differs from THEORY.md")
+    check(is_zero(expr - stated), "E[relu'(l_i) l_k relu(l_j)] differs from derivations/theory.md")
 
 
 def build() -> str:
@@ -214,6 +214,13 @@ def build() -> str:
                 + latex(d["self"]),
             ),
         ],
+        *_build_notes(),
+    )
+
+
+def _build_notes() -> tuple[list[str], list[str], list[str]]:
+    """Assumptions, derivation steps and checks of the ReLU document."""
+    return (
         [
             "x ~ N(0, I_D); u, v nonzero; theta in [0, pi] the angle between u and v.",
             "Only the projection of x onto span{u, v} enters; it is a standard Gaussian in the plane.",
@@ -234,7 +241,8 @@ def build() -> str:
             "E[relu(u.x) x] by projecting onto u (the orthogonal part is independent, mean zero).",
         ],
         [
-            "`verify()` checks each derived form against the form stated in THEORY.md sec. 1 with "
+            "`verify()` checks each derived form against the form stated in derivations/theory.md "
+            "section 1 with "
             "sympy (difference simplifies to zero), plus kappa(1) = 1/2 and F(q, q, q) = q/2.",
             "tests/test_expectations_mc.py checks every closed form against Monte Carlo on >= 20 "
             "random configurations (nearly aligned, orthogonal, nearly opposite, unequal norms), "
