@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from _gauge_helpers import config_of
 
 from gaugedyn import InputError
 from gaugedyn._meta import task_seed
-from gaugedyn.experiments import _gauge_common as gc
 from gaugedyn.experiments import _shared_rep_findings as sf
 from gaugedyn.experiments import _shared_rep_model as sm
 from gaugedyn.experiments import _shared_rep_protocol as sp
@@ -23,7 +23,7 @@ SMALL = dict(setup="b2-own-mild", seeds=3, calibration_seeds=2, w_grid=[0.9, 0.9
 
 
 def run(**over):
-    config = gc.config_of(E, quick=True, **(SMALL | over))
+    config = config_of(E, quick=True, **(SMALL | over))
     tasks = E.tasks(config)
     results = [E.run_task(t, task_seed(0, E.name, t)) for t in tasks]
     return config, results, *E.analyse(config, tasks, results)
@@ -66,7 +66,7 @@ def test_extensions_run_as_configuration(over):
 
 
 def test_routes_split_keeps_each_rows_state():
-    hp = E.tasks(gc.config_of(E, quick=True, **SMALL))[0] | {"bottleneck": 2}
+    hp = E.tasks(config_of(E, quick=True, **SMALL))[0] | {"bottleneck": 2}
     gen = torch.Generator().manual_seed(3)
     world, routes, anc = ss.grow(hp | {"formation_steps": 3, "ancestor_steps": 2}, 2, gen,
                                  [("acquisition", 0.5), ("update", 0.9)])
@@ -82,7 +82,7 @@ def test_routes_split_keeps_each_rows_state():
 
 def test_cohort_rows_are_independent_networks():
     """A network trained in a batch of three equals the same network trained alone."""
-    hp = E.tasks(gc.config_of(E, quick=True, **SMALL))[0] | {"bottleneck": 2}
+    hp = E.tasks(config_of(E, quick=True, **SMALL))[0] | {"bottleneck": 2}
     v = sp.route_variants("acquisition", hp)[:1]
     gen = torch.Generator().manual_seed(5)
     c = sm.init_cohort(gen, 3, hp, v[0])
@@ -179,7 +179,7 @@ def test_absolute_interval():
 
 def test_bad_input_is_refused_before_work(tmp_path):
     with pytest.raises(InputError, match="control_delta"):
-        E.tasks(gc.config_of(E, quick=True, targets=4, control_delta=0.3))
+        E.tasks(config_of(E, quick=True, targets=4, control_delta=0.3))
     with pytest.raises(InputError, match="control_delta"):
         load_config("simulations/shared_representation.toml",
                     overrides=["targets=4", "control_delta=0.3"])
