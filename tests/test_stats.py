@@ -96,3 +96,11 @@ def test_param_item_type_of_lists():
     assert p.validate([1, 2.5]) is not None and p.validate([True]) is not None
     assert "integers" in p.describe()
     assert Param(list, [1.0], item=float, hi=2, max_len=2).validate([1, 1.5]) is None
+
+
+def test_independent_interval_resamples_each_sample_on_its_own():
+    rng = np.random.default_rng(4)
+    x, y = rng.normal(3.0, 0.1, 60), rng.normal(1.0, 0.1, 40)
+    iv = stats.independent_ci((x, y), lambda a, b, axis=-1: np.median(a, axis=axis)
+                              / np.median(b, axis=axis), rng=stats.generator(1, "r"))
+    assert iv.low < 3.0 < iv.high and iv.high - iv.low < 0.5

@@ -3,8 +3,9 @@
 Everything here is a thin layer over :mod:`scipy.stats` (``bootstrap``, ``binomtest``,
 ``linregress``, ``t``), so that an interval means the same thing wherever it is quoted:
 
-- :func:`bootstrap_ci` / :func:`paired_ci`: 95% bootstrap intervals of a statistic of one sample,
-  or of paired samples resampled together (a seed is one pair);
+- :func:`bootstrap_ci` / :func:`paired_ci` / :func:`independent_ci`: 95% bootstrap intervals of
+  a statistic of one sample, of paired samples resampled together (a seed is one pair), or of
+  independent samples resampled each on its own;
 - :func:`proportion_ci`: the Wilson interval of a binomial proportion;
 - :func:`line_fit` / :func:`loglog_fit`: least squares with a t interval on the slope;
 - :func:`verdict`: an interval and a threshold to ``HELD`` / ``NOT HELD`` / ``UNRESOLVED``;
@@ -131,6 +132,23 @@ def paired_ci(samples: Sequence[Any], statistic: Callable, *, rng: np.random.Gen
     if all(np.all(a == a[0]) for a in arrays):
         return Interval(est, est, est)
     res = stats.bootstrap(tuple(arrays), statistic, paired=True, vectorized=True,
+                          confidence_level=confidence, n_resamples=n_resamples, method=method,
+                          random_state=rng)
+    ci = res.confidence_interval
+    return Interval(est, float(ci.low), float(ci.high))
+
+
+def independent_ci(samples: Sequence[Any], statistic: Callable, *, rng: np.random.Generator,
+                   confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES,
+                   method: str = "percentile") -> Interval:
+    """Bootstrap interval of ``statistic(*samples)`` with each sample resampled on its own
+    (unpaired: the samples come from different seeds or sizes). ``statistic(*arrays, axis=-1)``
+    must be vectorised over ``axis``. The samples are used as given (no filtering)."""
+    from scipy import stats
+
+    arrays = tuple(np.asarray(s, dtype=float).ravel() for s in samples)
+    est = float(statistic(*arrays, axis=-1))
+    res = stats.bootstrap(arrays, statistic, paired=False, vectorized=True,
                           confidence_level=confidence, n_resamples=n_resamples, method=method,
                           random_state=rng)
     ci = res.confidence_interval

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..stats import bootstrap_ci, loglog_fit
+from ..stats import bootstrap_ci, independent_ci, loglog_fit
 from ..theory import Definitions, single, solve
 from . import _gauge_figures as gf
 from . import _gauge_training as gtr
@@ -30,14 +30,10 @@ from ._protocol import Claim, Experiment, Param
 
 def median_ratio_ci(w, a, rng) -> list[float]:
     """95% bootstrap interval of ``median(w) / median(a)``, the two samples resampled
-    independently (``scipy.stats.bootstrap``, percentile)."""
-    from scipy import stats
-
-    res = stats.bootstrap((np.asarray(w, float), np.asarray(a, float)),
-                          lambda x, y, axis=-1: np.median(x, axis=axis) / np.median(y, axis=axis),
-                          vectorized=True, paired=False, n_resamples=2000, method="percentile",
-                          random_state=rng)
-    return [float(res.confidence_interval.low), float(res.confidence_interval.high)]
+    independently (:func:`gaugedyn.stats.independent_ci`, percentile)."""
+    iv = independent_ci((w, a), lambda x, y, axis=-1: np.median(x, axis=axis)
+                              / np.median(y, axis=axis), rng=rng)
+    return [iv.low, iv.high]
 
 
 class GaugeInTrainingScaling(Experiment):

@@ -20,7 +20,8 @@ import numpy as np
 
 from ..stats import band, loglog_fit
 from ..theory import Problem, duplicates, population_loss, with_gauge
-from . import _gauge_common as gc
+from . import _gauge_figures as gf
+from . import _gauge_trajectories as gt
 from ._protocol import Claim, Experiment, Param
 
 MIN_STEPS = 10
@@ -107,7 +108,7 @@ class OnlineSGD(Experiment):
         relu_arrays, relu_claim = self._analyse_relu(tasks, results)
         arrays |= relu_arrays
         claims.append(relu_claim)
-        arrays["wall_time_s"] = gc.wall_times(results)
+        arrays["wall_time_s"] = gt.wall_times(results)
         arrays["caption_online_sgd_erf"] = np.array(
             "erf online SGD: population loss, median (line) and 10-90% band over seeds for each "
             "D, against the online ODE with its eta^2 noise term (black) and without it (dashed).")
@@ -186,7 +187,7 @@ class OnlineSGD(Experiment):
 
         task, res = next((tk, r) for tk, r in zip(tasks, results) if tk["kind"] == "relu")
         ft = np.asarray(res["flow_time"])
-        flow = gc.trajectory(self.problem(task), ft, rtol=1e-10, atol=1e-12)
+        flow = gt.trajectory(self.problem(task), ft, rtol=1e-10, atol=1e-12)
         ref = flow["loss"][match_times(ft, flow["t"])]
         lo, med, hi = band(np.asarray(res["loss"]))
         half = np.maximum(0.5 * (hi - lo), 1e-12)
@@ -219,7 +220,7 @@ class OnlineSGD(Experiment):
         ax.plot(t, arrays[f"erf_ode_eta1_D{dims[-1]}"][1:], "k--", lw=1, label="ODE without eta^2")
         ax.set(xscale="log", yscale="log", xlabel="t = steps / D", ylabel="population loss")
         ax.legend(fontsize=7)
-        names = [gc.save(fig, outdir, "online_sgd_erf", arrays)]
+        names = [gf.save(fig, outdir, "online_sgd_erf", arrays)]
 
         fig, ax = plt.subplots(figsize=(4.5, 3.6))
         d, s = arrays["erf_dims"], arrays["erf_spread"]
@@ -229,7 +230,7 @@ class OnlineSGD(Experiment):
         ax.plot(d, s[0] * (d / d[0]) ** -0.5, "k:", label="D^-1/2")
         ax.set(xscale="log", yscale="log", xlabel="D", ylabel="seed std of loss")
         ax.legend(fontsize=7)
-        names.append(gc.save(fig, outdir, "online_sgd_spread", arrays))
+        names.append(gf.save(fig, outdir, "online_sgd_spread", arrays))
 
         fig, ax = plt.subplots(figsize=(5, 3.6))
         ft = arrays["relu_flow_time"][1:]
@@ -239,7 +240,7 @@ class OnlineSGD(Experiment):
         ax.plot(ft, arrays["relu_flow"][1:], "k", lw=1, label="population flow")
         ax.set(xscale="log", yscale="log", xlabel="flow time eta t", ylabel="population loss")
         ax.legend(fontsize=7)
-        names.append(gc.save(fig, outdir, "online_sgd_relu", arrays))
+        names.append(gf.save(fig, outdir, "online_sgd_relu", arrays))
         return names
 
 

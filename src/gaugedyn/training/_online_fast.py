@@ -69,11 +69,12 @@ def run_kernel(a: np.ndarray, W: np.ndarray, V: np.ndarray, b: np.ndarray, activ
            "R": np.full((n, K, M), np.nan), "emp": np.full(n, np.nan),
            "flow": np.full(n, np.nan)}
     if X is None:
+        if gen is None:
+            raise ValueError("run_kernel needs the seed's generator (gen) or the samples (X)")
         X = np.empty((0, 1, 1))
-        gen = np.random.default_rng(0) if gen is None else gen
     else:
         X = np.ascontiguousarray(X, dtype=np.float64)
-        gen = np.random.default_rng(0)
+        gen = np.random.Generator(np.random.PCG64())  # a typed placeholder, never drawn from
     status = kern(a, W, np.ascontiguousarray(V, dtype=np.float64), np.asarray(b, np.float64),
                   ACTIVATION_CODES[activation], SCHEDULE_CODES[config.schedule], float(config.lr),
                   float(config.lr_min), float(config.decay), int(config.steps),
