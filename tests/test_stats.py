@@ -104,3 +104,12 @@ def test_independent_interval_resamples_each_sample_on_its_own():
     iv = stats.independent_ci((x, y), lambda a, b, axis=-1: np.median(a, axis=axis)
                               / np.median(b, axis=axis), rng=stats.generator(1, "r"))
     assert iv.low < 3.0 < iv.high and iv.high - iv.low < 0.5
+
+
+def test_mean_interval_is_scipys_student_t_interval():
+    from scipy import stats as sps
+
+    x = np.random.default_rng(8).normal(1.0, 2.0, 25)
+    iv = stats.mean_ci(x)
+    lo, hi = sps.t.interval(0.95, x.size - 1, loc=x.mean(), scale=sps.sem(x))
+    assert iv.low == pytest.approx(lo, rel=1e-12) and iv.high == pytest.approx(hi, rel=1e-12)
