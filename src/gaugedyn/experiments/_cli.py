@@ -287,97 +287,10 @@ def _reproduce(args) -> int:
 
 
 def _plot(args) -> int:
+    from ._drawing import redraw
     from ._runner import run_folders
 
-    runs = redraw_checked(args.folder, backend="Agg")
+    runs = redraw(args.folder, backend="Agg")
     for run in run_folders(args.folder):
         print(f"redrew {run / 'figures'}" if run in runs else f"skipped {run} (no stored arrays)")
     return 0
-
-
-def _checked_arrays(run: Path, summary: dict) -> dict:
-    """The run's arrays, read without pickles and matching the names, shapes and dtypes its
-    summary lists; else :class:`InputError` naming the run and the mismatch."""
-    import zipfile
-
-    from ._runner import load_arrays
-
-    try:
-        arrays = load_arrays(run, summary)
-    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as err:
-        raise InputError(f"{run}: arrays.npz cannot be read as plain arrays ({oneline(err)})") from None
-    from ._arrays import schema_problems
-
-    problems = schema_problems(arrays)
-    if problems:
-        raise InputError(f"{run}: arrays.npz breaks the array schema ({problems[0]})")
-    listed = summary.get("arrays")
-    found = {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in arrays.items()}
-    if listed != found:
-        listed_names = sorted(listed) if isinstance(listed, dict) else listed
-        raise InputError(f"{run}: arrays.npz holds {show_arrays(found)} but summary.json lists "
-                         f"{show_arrays(listed) if isinstance(listed, dict) else listed_names}")
-    return arrays
-
-
-def show_arrays(arrays: dict, limit: int = 120) -> str:
-    text = ", ".join(f"{k}{tuple(v.get('shape', ()))}:{v.get('dtype')}" if isinstance(v, dict)
-                     else str(k) for k, v in arrays.items()) or "no arrays"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def redraw_checked(folder: str | Path, backend: str | None = None) -> list[Path]:
-    """Redraw every run of ``folder`` (a run or a reproduce folder), all or nothing.
-
-    Everything is checked first (each summary, experiment and ``arrays.npz`` against its checksum
-    and the summary's listing); then every run's figures are drawn into a staging folder; only
-    when all have been drawn are they moved into place. A tampered or corrupt run thus gives one
-    error line and leaves every figure as it was."""
-    import contextlib
-
-    from ._config import resolve_experiment
-    from ._drawing import draw
-    from ._folders import (
-        FIGURES,
-        MARKER,
-        SUMMARY,
-        claim_output_dir,
-        commit,
-        marker_kind,
-        run_folders,
-        staging_dir,
-    )
-    from ._summary import read_summary, write_summary
-
-    todo = []
-    for run in run_folders(folder):
-        summary = read_summary(run)
-        if summary.get("arrays_sha256") is None:
-            continue
-        configuration = summary.get("configuration")
-        if not isinstance(configuration, dict) or not isinstance(
-                params := configuration.get("params", {}), dict):
-            raise InputError(f"{run / SUMMARY}: configuration.params is not a table")
-        experiment = resolve_experiment(configuration.get("experiment"), f"{run / SUMMARY}: experiment")
-        todo.append((run, summary, experiment, params, _checked_arrays(run, summary)))
-    with contextlib.ExitStack() as stack:
-        staged = []
-        for run, summary, experiment, params, arrays in todo:
-            stack.enter_context(claim_output_dir(run, "run"))
-            staging = stack.enter_context(staging_dir(run))
-            try:
-                summary["figures"] = draw(experiment, arrays, params, staging / FIGURES, backend)
-            except (KeyError, IndexError, ValueError, TypeError, AttributeError) as err:
-                raise InputError(f"{run}: the stored arrays do not fit experiment "
-                                 f"{experiment.name or type(experiment).__name__}; nothing was "
-                                 f"redrawn ({type(err).__name__}: {oneline(err)})") from None
-            write_summary(staging, summary)
-            staged.append((run, staging))
-        for run, staging in staged:
-            commit(run, staging, arrays=False)
-    folder = Path(folder)
-    if (folder / MARKER).is_file() and marker_kind(folder / MARKER) == "reproduce":
-        from ._report import write_report
-
-        write_report(folder)
-    return [run for run, *_ in todo]
