@@ -406,3 +406,14 @@ def test_an_interrupted_run_says_what_was_kept(toy, capsys, monkeypatch):
         rc, _, err = invoke(["run", "toy.toml", "--out", "o", "--executor", "serial", "-q"], capsys)
     assert rc == 130 and err.strip() == (
         "gaugedyn run: interrupted; 2 of 3 tasks are stored in o/.tasks; rerun to resume")
+
+
+@pytest.mark.parametrize("gauges", [["w-heavy"], ["a-heavy"], ["balanced"],
+                                    ["w-heavy", "a-heavy", "balanced", "w-heavy"]])
+@pytest.mark.parametrize("dim, scale", [(10, 0.2), (1000, 1.0), (4, 3.0)])
+def test_the_memory_checks_horizon_is_the_solvers_default(gauges, dim, scale):
+    from gaugedyn.theory import default_t_max, duplicates
+    from gaugedyn.theory._cli import named_t_max
+
+    problem = duplicates(dim, gauges, scale=scale)
+    assert named_t_max(dim, gauges, scale) == pytest.approx(default_t_max(problem), rel=1e-12)

@@ -112,6 +112,22 @@ def _gauges(args) -> list[str]:
     return names
 
 
+def named_t_max(dim: int, gauges: list[str], scale: float) -> float:
+    """:func:`gaugedyn.theory.default_t_max` of the named ``single``/``duplicates`` set-up, from
+    the gauges alone: ``|w|^2 = (sqrt(delta^2 + 4 s^2) - delta) / 2``, ``a^2 = |w|^2 + delta``,
+    ``b = 1``."""
+    import math
+
+    from ._problem import named_delta
+
+    clocks = []
+    for g in gauges:
+        d = named_delta(g, scale, dim)
+        w2 = (math.sqrt(d * d + 4 * scale * scale) - d) / 2
+        clocks.append(max(w2, 1.0 / (w2 + d + w2), 1.0))
+    return 100.0 * max(clocks)
+
+
 def output_times(t_max: float, per_decade: int = 40, t_min: float = 1e-3) -> int:
     """The number of default output times up to ``t_max`` (see ``theory.log_times``)."""
     import math
@@ -182,7 +198,7 @@ def _handle(args: argparse.Namespace) -> int:
     from .._progress import progress_bar
     from ._observables import Definitions
     from ._problem import duplicates, single
-    from ._solve import default_t_max, solve
+    from ._solve import solve
 
     values = _numbers(args)
     gauges = _gauges(args)
@@ -190,14 +206,15 @@ def _handle(args: argparse.Namespace) -> int:
     _warn_loose(values)
     base, _ = memory_estimate(dim, K, values["formulation"], values["method"], 0)
     check_memory(f"--dim={dim} with {K} neuron(s)", base, f"8 bytes x 8 D (K+M), D={dim}, K={K}")
-    kind = dict(scale=values["scale"], activation=values["activation"])
-    problem = single(dim, gauges[0], **kind) if args.setup == "single" else \
-        duplicates(dim, gauges, **kind)
-    t_max = values["t_max"] or default_t_max(problem)
+    # checked before the problem is built (that alone takes seconds at large D)
+    t_max = values["t_max"] or named_t_max(dim, gauges, values["scale"])
     estimate, formula = memory_estimate(dim, K, values["formulation"], values["method"],
                                         output_times(t_max))
     check_memory(f"--dim={dim} with {K} neuron(s) ({values['formulation']}, "
                  f"{values['method']}, t_max={t_max:g})", estimate, formula)
+    kind = dict(scale=values["scale"], activation=values["activation"])
+    problem = single(dim, gauges[0], **kind) if args.setup == "single" else \
+        duplicates(dim, gauges, **kind)
     definitions = Definitions(threshold=values["threshold"], prune_tol=values["prune_tol"])
     extra = {}
     if values["dynamics"] == "gd":
