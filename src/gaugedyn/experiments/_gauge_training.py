@@ -18,8 +18,11 @@ THRESHOLD = gp.THRESHOLD
 
 
 def boot_entropy(seed: np.random.SeedSequence) -> int:
-    """An integer from the task's seed, from which the analysis derives its bootstrap stream."""
-    return int(seed.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+    """An integer from the task's seed, from which the analysis derives its bootstrap stream
+    (the same mapping as the trainer's root seed, :func:`gaugedyn.training._support.root_of`)."""
+    from ..training._support import root_of
+
+    return root_of(seed)
 
 
 def analysis_generator(results, *labels) -> np.random.Generator:
