@@ -75,6 +75,21 @@ def test_specialization_time_matches_bisection_on_tight_trajectory(method, rtol)
     assert abs(radau.specialization_time[0] - t_ref) <= 1e-8 * t_ref
 
 
+@pytest.mark.parametrize("dim, gauge", [(10000, "w-heavy"), (100000, "a-heavy")])
+def test_default_lsoda_locates_events_at_extreme_dimensions_as_rodas_does(dim, gauge):
+    # two ways the LSODA path once crawled: a fresh LSODA start inside the event bracket of the
+    # stiff w-heavy flow (160k evaluations in 40 s without finishing), and an event at t = 4e-5
+    # inside a first bracket [0, 1e-3] (22k evaluations)
+    pr = single(dim, gauge)
+    kw = dict(t_max=1e3 * dim, rtol=1e-9, atol=1e-12, stop_at_specialization=True)
+    sol = solve(pr, **kw)
+    assert sol.diagnostics["method"] == "auto" and sol.diagnostics["integrator"] == "lsoda"
+    assert sol.diagnostics["nfev"] < 3000, sol.diagnostics
+    ref = solve(pr, method="rodas", **kw)
+    assert ref.diagnostics["integrator"] == "rodas"
+    np.testing.assert_allclose(sol.specialization_time, ref.specialization_time, rtol=1e-7)
+
+
 def test_pruning_time_matches_bisection_and_owner_is_favourable_gauge():
     pr = duplicates(10, ["w-heavy", "a-heavy"])
     defs = Definitions(prune_tol=1e-2)

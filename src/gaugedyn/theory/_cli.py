@@ -71,7 +71,7 @@ def register(subparsers) -> None:
                    help="order-parameters, weight-space or span")
     p.add_argument("--dynamics", default="flow", help="flow or gd")
     p.add_argument("--eta", default=None, help="GD step size in (0, 1e3] (required for gd)")
-    p.add_argument("--method", default="rodas", help=", ".join(METHOD_NAMES))
+    p.add_argument("--method", default="auto", help=", ".join(METHOD_NAMES))
     p.add_argument("--rtol", default="1e-8", help="relative tolerance in [1e-13, 1e-2]")
     p.add_argument("--atol", default="1e-10", help="absolute tolerance in [1e-20, 1e-2]")
     p.add_argument("--stop-at-specialization", action="store_true",

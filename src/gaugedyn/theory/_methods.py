@@ -53,7 +53,8 @@ class Integration:
     """One integrated trajectory: ``t (T,)`` (the output times reached, then the final time),
     states ``y (T, n)``, first-crossing ``events (E,)`` (NaN: none), ``t_final`` and counters
     (``nrejected`` is ``None`` where the method does not report it); ``status`` ``0`` reached
-    ``t_max``, ``1`` stopped at the events."""
+    ``t_max``, ``1`` stopped at the events; ``integrator`` names the method that ran where a
+    dispatching method (``"auto"``) chose it."""
 
     t: np.ndarray
     y: np.ndarray
@@ -65,6 +66,7 @@ class Integration:
     nrejected: int | None
     status: int
     message: str
+    integrator: str | None = None
 
 
 def with_final(te, Y, t_final, y_final: Callable):

@@ -21,6 +21,7 @@ signature, one result type, as ``scipy.integrate``'s ``METHODS``):
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from ._lsoda import lsoda
@@ -35,10 +36,9 @@ EXPLICIT_ABOVE = 500
 
 def auto(task: FlowTask) -> Integration:
     """:func:`lsoda` for states of at most :data:`EXPLICIT_ABOVE` numbers, ``DOP853`` above (see
-    the module docstring)."""
-    if task.y0.size > EXPLICIT_ABOVE:
-        return METHODS["DOP853"](task)
-    return lsoda(task)
+    the module docstring); the result's ``integrator`` names the one that ran."""
+    name = "DOP853" if task.y0.size > EXPLICIT_ABOVE else "lsoda"
+    return dataclasses.replace(METHODS[name](task), integrator=name)
 
 
 METHODS: dict[str, Callable[[FlowTask], Integration]] = {

@@ -147,7 +147,7 @@ def _check_solve(problem, formulation, dynamics, eta, t_max, method, rtol, atol,
 
 
 def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "flow",
-          eta: float | None = None, t_max: float | None = None, method: str = "rodas",
+          eta: float | None = None, t_max: float | None = None, method: str = "auto",
           rtol: float = 1e-8, atol: float = 1e-10, definitions: Definitions = DEFAULT_DEFINITIONS,
           t_eval=None, stop_at_specialization: bool = False, keep_weights: bool = False,
           singular_cutoff: float = 1e-10,
@@ -155,7 +155,9 @@ def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "fl
     """Population gradient flow (or gradient descent with step ``eta``) from a :class:`Problem`.
 
     ``dynamics="flow"`` integrates ``da/dt = -dL/da``, ``dW/dt = -dL/dW`` with ``method`` (a
-    name of :data:`METHODS`) in the chosen exact ``formulation``; ``dynamics="gd"`` iterates
+    name of :data:`METHODS`; the default ``"auto"`` runs LSODA up to 500 state numbers and
+    DOP853 above, and ``diagnostics["integrator"]`` says which ran) in the chosen exact
+    ``formulation``; ``dynamics="gd"`` iterates
     ``theta -> theta - eta grad L`` and reports step ``k`` at time ``k eta``. Outputs at
     ``t_eval`` (default: ``0`` and log-spaced times up to ``t_max``; default ``t_max`` from
     :func:`default_t_max`), plus the final time. With ``stop_at_specialization`` the run ends when
@@ -180,7 +182,8 @@ def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "fl
                     method=method_name, rtol=rtol, atol=atol,
                     stop_at_specialization=stop_at_specialization,
                     singular_cutoff=singular_cutoff)
-    diagnostics = dict(method=method_name, rtol=rtol, atol=atol, nfev=raw.nfev, njev=raw.njev,
+    diagnostics = dict(method=method_name, integrator=raw.integrator or method_name, rtol=rtol,
+                       atol=atol, nfev=raw.nfev, njev=raw.njev,
                        nsteps=raw.nsteps, nrejected=raw.nrejected, status=raw.status,
                        message=raw.message, wall_time=wall, t_final=raw.t_final)
     return Solution(t=raw.t, a=a, Q=Q, R=R, observables=obs, specialization_time=spec,
@@ -225,13 +228,13 @@ def _batch_params(problems, formulation, singular_cutoff):
 
 def solve_batch(problems: Sequence, *, formulation: str = "order-parameters",
                 t_max: float | None = None, rtol: float = 1e-8, atol: float = 1e-10,
-                definitions: Definitions = DEFAULT_DEFINITIONS, t_eval=None, method: str = "rodas",
+                definitions: Definitions = DEFAULT_DEFINITIONS, t_eval=None, method: str = "auto",
                 stop_at_specialization: bool = False,
                 singular_cutoff: float = 1e-10) -> BatchSolution:
     """Population gradient flow of many problems (same ``K``, ``M``, activation) at once.
 
-    ``method="rodas"`` (or ``"auto"``) advances all trajectories together with per-trajectory adaptive steps
-    (vectorised numpy, batched linear solves); any other name of :data:`METHODS` loops
+    ``method="auto"`` (the default) or ``"rodas"`` advances all trajectories together with
+    per-trajectory adaptive steps (vectorised numpy, batched linear solves); any other name of :data:`METHODS` loops
     :func:`solve` over the problems (for comparison). Outputs share ``t_eval``; ``t_max``
     defaults to the largest :func:`default_t_max` of the batch. A trajectory that stops being
     finite is marked failed (``errors``, ``failed``, its diagnostics' ``status`` ``-2`` and
@@ -268,7 +271,8 @@ def _batch_solution(problems, P: FlowParams, res, definitions, settings, wall) -
     af, Qf, Rf = state_to_order_parameters(res.y_final, P)
     own = owner(af, Qf, Rf, P.T, P.b)
     spec, prune = _split_events(res.events, P.M)
-    common = dict(method=settings["method"], rtol=settings["rtol"], atol=settings["atol"])
+    common = dict(method=settings["method"], integrator="rodas", rtol=settings["rtol"],
+                  atol=settings["atol"])
     diags = [dict(**common, nfev=int(res.nfev[i]), njev=int(res.njev[i]),
                   nsteps=int(res.nsteps[i]), nrejected=int(res.nrejected[i]),
                   status=int(res.status[i]), message=res.message[i],
