@@ -6,7 +6,9 @@ Cases (erf teacher and student, K = M = 4, batch 1, eta = 1, as in Goldt et al. 
    backend and, with ``--nn2pp PATH``, the reference C++ simulator of Goldt et al. (nn2pp, built
    separately: ``g++ -std=c++11 -O3 -fopenmp nn2pp.cpp -larmadillo -o nn2pp.exe``);
 2. seeds batched at N = 500: the summed rate of the compiled backend on one and on all threads,
-   against the torch backend's batched seeds;
+   against the torch backend's batched seeds, and the floor the input draws set: the rate of a
+   compiled loop that only draws the N normals of each step from the same generator (no
+   arithmetic), times the thread count;
 3. the erf online ODE to t = 1000: the compiled right-hand side under LSODA against the numpy one
    under DOP853, both at rtol 1e-9, and both against a DOP853 reference at rtol 1e-13.
 
@@ -94,8 +96,33 @@ def single_seed(N, steps, rounds, nn2pp, scratch):
     return rates
 
 
+_DRAWS = None
+
+
+def _draws_only():
+    """A numba loop drawing ``steps * N`` normals from ``gen``: a step's input, nothing else."""
+    global _DRAWS
+    if _DRAWS is None:
+        import numba
+
+        @numba.njit(nogil=True)
+        def draws(gen, steps, N):
+            s = 0.0
+            for _ in range(steps):
+                for _ in range(N):
+                    s += gen.standard_normal()
+            return s
+
+        _DRAWS = draws
+    return _DRAWS
+
+
 def batched(N, seeds, steps, rounds):
+    from gaugedyn.training._online_fast import seed_generator
+
     problem = _problem(N)
+    draws = _draws_only()
+    draws(seed_generator(0, 0), 1, N)  # compile outside the timing
     cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=steps, samples=None, points_per_decade=5)
     tcfg = TrainConfig(optimizer="sgd", lr=1.0, steps=max(steps // 10, 500), samples=None,
                        points_per_decade=5)
@@ -109,6 +136,7 @@ def batched(N, seeds, steps, rounds):
             lambda: train_online_compiled(problem, cfg, seeds=seeds, threads=threads),
             seeds * steps),
         "torch, batched seeds": (lambda: train(problem, tcfg, seeds=seeds), seeds * tcfg.steps),
+        "draws only, 1 thread": (lambda: draws(seed_generator(0, 0), steps, N), steps),
     }
     med = interleaved({k: v[0] for k, v in cases.items()}, rounds)
     print(f"\n2. {seeds} seeds, N = {N}: summed steps/s (wall | cpu), median of {rounds} rounds")
@@ -119,6 +147,11 @@ def batched(N, seeds, steps, rounds):
     best = max(rates[k][0] for k in rates if k.startswith("compiled"))
     print(f"   ratio best compiled / torch batched: {best / rates['torch, batched seeds'][0]:.1f}x"
           " wall")
+    floor = rates["draws only, 1 thread"][1]
+    print(f"   the input draws alone allow at most {floor:,.0f} steps/s per thread "
+          f"({1e9 / (floor * N):.1f} ns per normal), {threads * floor:,.0f} summed on {threads} "
+          f"threads; compiled on 1 thread reaches {rates['compiled, 1 thread'][1] / floor:.0%} "
+          "of it (cpu)")
     return rates
 
 

@@ -62,7 +62,7 @@ def test_compiled_seeds_do_not_depend_on_threads_or_company():
     alone = train_online_compiled(problem, cfg, seed_indices=[2], root_seed=3, threads=1)
     np.testing.assert_array_equal(many.Q[2], alone.Q[0])
     assert not np.array_equal(many.Q[0], many.Q[1])
-    assert many.settings["backend"] == "compiled" and "PCG64" in many.settings["seed_derivation"]
+    assert many.settings["backend"] == "compiled" and "SFC64" in many.settings["seed_derivation"]
 
 
 def test_compiled_backend_learns_like_the_torch_backend_in_distribution():

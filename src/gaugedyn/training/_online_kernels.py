@@ -47,11 +47,17 @@ def step_size(sched, lr, k, steps, lr_min, decay):
     return lr / (1.0 + k / decay)
 
 
-@numba.njit(cache=True)
+FAST = {"reassoc", "contract"}
+"""The floating-point licence of the dot products and updates: reassociation (so the sums over
+the input coordinates vectorise) and fused multiply-adds; no assumption that values are finite,
+so a diverging run is still caught."""
+
+
+@numba.njit(cache=True, fastmath=FAST)
 def record(r, a, U, K, out_a, out_Q, out_R):
-    """Store ``a`` and ``Q = W W^T``, ``R = W V^T`` (``U = [W; V]^T``) at record ``r``; False if
-    any is not finite."""
-    D, P = U.shape
+    """Store ``a`` and ``Q = W W^T``, ``R = W V^T`` (``U = [W; V]``, one row per field) at record
+    ``r``; False if any is not finite."""
+    P, D = U.shape
     ok = True
     for i in range(K):
         out_a[r, i] = a[i]
@@ -59,7 +65,7 @@ def record(r, a, U, K, out_a, out_Q, out_R):
         for j in range(P):
             s = 0.0
             for d in range(D):
-                s += U[d, i] * U[d, j]
+                s += U[i, d] * U[j, d]
             if j < K:
                 out_Q[r, i, j] = s
             else:
@@ -68,18 +74,23 @@ def record(r, a, U, K, out_a, out_Q, out_R):
     return ok
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath=FAST)
 def sample_gradient(act, a, b, U, K, x, u, gen, X, k, mu, coef, ga):
     """Draw (or read) one sample into ``x``, add its ``e g(lambda)`` to ``ga``, set
-    ``coef_i = e a_i g'(lambda_i)``; return the sample's loss ``e^2 / 2``."""
-    D, P = U.shape
-    u[:] = 0.0
-    given = X.shape[0] > 0
-    for d in range(D):
-        xd = X[k, mu, d] if given else gen.standard_normal()
-        x[d] = xd
-        for p in range(P):
-            u[p] += U[d, p] * xd
+    ``coef_i = e a_i g'(lambda_i)``; return the sample's loss ``e^2 / 2``. The sample is drawn
+    whole first, then projected on every field (``u = U x``: contiguous dot products)."""
+    P, D = U.shape
+    if X.shape[0] > 0:
+        for d in range(D):
+            x[d] = X[k, mu, d]
+    else:
+        for d in range(D):
+            x[d] = gen.standard_normal()
+    for p in range(P):
+        s = 0.0
+        for d in range(D):
+            s += U[p, d] * x[d]
+        u[p] = s
     e = 0.0
     for i in range(K):
         e += a[i] * g(act, u[i])
@@ -91,18 +102,18 @@ def sample_gradient(act, a, b, U, K, x, u, gen, X, k, mu, coef, ga):
     return 0.5 * e * e
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, fastmath=FAST)
 def run(a, W, V, b, act, sched, lr, lr_min, decay, steps, grid, batch, gen, X,
         out_a, out_Q, out_R, out_emp, out_flow):
     """Online SGD of one seed in place (``a``, ``W``); records at ``grid``. Returns -1, or the
     record index at which a value became non-finite."""
     K, D = W.shape
     P = K + V.shape[0]
-    U = np.empty((D, P))  # student and teacher weights, one contiguous row per coordinate
-    U[:, :K] = W.T
-    U[:, K:] = V.T
+    U = np.empty((P, D))  # student and teacher weights, one contiguous row per field
+    U[:K] = W
+    U[K:] = V
     x, u, coef, ga = np.empty(D), np.empty(P), np.empty(K), np.empty(K)
-    gW = np.zeros((D, K))
+    gW = np.zeros((K, D))
     if not record(0, a, U, K, out_a, out_Q, out_R):
         return 0
     out_emp[0], out_flow[0] = np.nan, 0.0
@@ -113,19 +124,21 @@ def run(a, W, V, b, act, sched, lr, lr_min, decay, steps, grid, batch, gen, X,
         loss = 0.0
         if batch == 1:
             loss = sample_gradient(act, a, b, U, K, x, u, gen, X, k, 0, coef, ga)
-            for d in range(D):
-                for i in range(K):
-                    U[d, i] -= eta * coef[i] * x[d]
+            for i in range(K):
+                c = eta * coef[i]
+                for d in range(D):
+                    U[i, d] -= c * x[d]
         else:
             gW[:, :] = 0.0
             for mu in range(batch):
                 loss += sample_gradient(act, a, b, U, K, x, u, gen, X, k, mu, coef, ga)
-                for d in range(D):
-                    for i in range(K):
-                        gW[d, i] += coef[i] * x[d]
-            for d in range(D):
                 for i in range(K):
-                    U[d, i] -= (eta / batch) * gW[d, i]
+                    c = coef[i]
+                    for d in range(D):
+                        gW[i, d] += c * x[d]
+            for i in range(K):
+                for d in range(D):
+                    U[i, d] -= (eta / batch) * gW[i, d]
         for i in range(K):
             a[i] -= eta * ga[i] / batch
         flow += eta
@@ -136,7 +149,7 @@ def run(a, W, V, b, act, sched, lr, lr_min, decay, steps, grid, batch, gen, X,
                 return r
             out_emp[r], out_flow[r] = acc / count, flow
             acc, count, r = 0.0, 0, r + 1
-    W[:, :] = U[:, :K].T
+    W[:, :] = U[:K]
     return -1
 
 
