@@ -91,3 +91,27 @@ def test_no_edge_is_reported_not_averaged_and_check_fails_when_kappa_exceeds_S()
     r["kappa_at_lanczos"] = r["sharpness"] * 1.01
     assert v["adam_edge.sharpness_bounds_active_curvature"][1]
     assert not _verdicts([(task, r)])["adam_edge.sharpness_bounds_active_curvature"][1]
+
+
+@pytest.mark.parametrize("name", ["adam_edge", "spike_boundary"])
+def test_quick_findings_are_labelled_provisional_and_full_ones_are_not(name):
+    from gaugedyn.experiments import resolve_experiment
+    from gaugedyn.experiments.beta_grid import configuration_label
+
+    ex = resolve_experiment(name)
+    full = {k: p.default for k, p in ex.params.items()}
+    quick = {k: (p.quick if p.quick is not None else p.default) for k, p in ex.params.items()}
+    keys = tuple(ex.params)
+    assert configuration_label(full, ex.params, keys) == ""
+    assert configuration_label(quick, ex.params, keys) == "provisional (quick)"
+    if name != "adam_edge":
+        return
+    task, r = _fake(1.0, -0.9, -0.2)
+    for config, prefix in ((full, False), (quick, True)):
+        _, claims, diag = ex.analyse(config, [task], [r])
+        findings = [c for c in claims if c.kind == "finding"]
+        assert findings and all(c.statement.startswith("provisional (quick): ") == prefix
+                                for c in findings)
+        assert all(not c.statement.startswith("provisional") for c in claims
+                   if c.kind != "finding")
+        assert diag["provisional"] == ("provisional (quick)" if prefix else None)

@@ -240,6 +240,17 @@ def finding(id: str, statement: str, interval: Any, threshold: float, direction:
                  interval=iv.as_list(), rule=rule_text(threshold, direction))
 
 
+def provisional(claims: list[Claim], label: str) -> list[Claim]:
+    """``claims`` with every finding's statement prefixed by ``label`` (``"provisional
+    (quick)"``, from :func:`gaugedyn.experiments.beta_grid.configuration_label`); unchanged when
+    ``label`` is empty (the full configuration). Verdicts are kept: the label says they come from
+    a smaller configuration than the one the protocol was fixed for."""
+    if not label:
+        return list(claims)
+    return [dataclasses.replace(c, statement=f"{label}: {c.statement}") if c.kind == "finding"
+            else c for c in claims]
+
+
 class Experiment:
     """Base class of declared experiments (see module docstring)."""
 
