@@ -98,7 +98,7 @@ def order_parameter_cost():
     V = np.zeros((2, D))
     W[:, :10], V[:, :10] = base.W, base.V
     big = Problem(a=base.a, W=W, b=base.b, V=V, activation=base.activation)
-    kw = dict(t_max=100.0, rtol=1e-8, atol=1e-10)
+    kw = dict(t_max=100.0, rtol=1e-8, atol=1e-10, method="rodas")
     t_small, s_small = _best(lambda: solve(base, **kw), repeat=5)
     t_big, s_big = _best(lambda: solve(big, **kw), repeat=5)
     diff = np.max(np.abs(s_small.observables["loss"] - s_big.observables["loss"]))
@@ -128,8 +128,8 @@ def w_heavy_scaling():
     out = {}
     for D in (10, 100, 1000, 10_000, 100_000):
         pr = single(D, "w-heavy")
-        t, sol = _best(lambda pr=pr: solve(pr, stop_at_specialization=True))
-        ref = solve(pr, rtol=1e-11, atol=1e-13, stop_at_specialization=True)
+        t, sol = _best(lambda pr=pr: solve(pr, method="rodas", stop_at_specialization=True))
+        ref = solve(pr, method="rodas", rtol=1e-11, atol=1e-13, stop_at_specialization=True)
         err = abs(sol.specialization_time[0] / ref.specialization_time[0] - 1)
         out[D] = (t, err)
         print(f"    D={D:>7d}: {t:6.3f} s  steps {sol.diagnostics['nsteps']:4d}  "

@@ -7,11 +7,13 @@ state there), with the package's right-hand side and exact Jacobian; LSODA switc
 Adams (orders 1-12, non-stiff) and BDF (orders 1-5, stiff) by itself. The output grid is the
 requested ``t_eval`` merged with 40 log-spaced times per decade (:func:`_grid`), so events are
 bracketed between neighbouring grid times (relative spacing 6%); each bracket is then
-re-integrated with ``solve_ivp(Radau)`` and dense output from the left grid state (a fresh LSODA
-start there is in Adams mode and, on the stiff w-heavy flow at D = 1e4, crawls at steps of 1e-4
-where the march took steps of 1e3), and the crossing located by
-Brent's method on it. With ``task.stop`` the run ends at the first grid time past the last
-specialization event, and the final state is taken from that bracket's dense output.
+re-integrated with ``solve_ivp(LSODA)`` and dense output from the left grid state, and the
+crossing located by Brent's method on it. A fresh LSODA start there is in Adams mode; on the stiff
+w-heavy flow at D = 1e4 it crawled at steps of 1e-4 where the march took steps of 1e3 (160k
+evaluations in 40 s, unfinished), so a bracket that needs more than :data:`BRACKET_BUDGET`
+evaluations is re-integrated by Radau instead (L-stable, its own dense output: 0.2 s there).
+With ``task.stop`` the run ends at the first grid time past the last specialization event, and
+the final state is taken from that bracket's dense output.
 """
 
 from __future__ import annotations
@@ -29,21 +31,25 @@ from ._methods import (
 )
 
 MAX_STEPS = 10**6
-BRACKET_METHOD = "Radau"
-"""The ``solve_ivp`` method that re-integrates an event's bracket with dense output."""
+BRACKET_BUDGET = 2000
+"""Evaluations after which a bracket's LSODA re-integration is handed to Radau."""
 
 
 def _grid(task: FlowTask) -> np.ndarray:
     """``t_eval``, ``0`` and 40 log-spaced times per decade from ``t_min`` to ``t_max``, where
-    ``t_min`` is at most ``1e-3``, ``t_max / 10`` and a thousandth of the fastest initial
-    relative rate's time ``min_i |y0_i| / |f_i(y0)|``, and at least ``1e-16 t_max``: an event in
-    the first transient must fall inside a short bracket (the a-heavy gauge at D = 1e5, where
-    ``R`` grows from 1e-5 at 79 per unit time, specializes at t = 3.9e-5)."""
+    ``t_min`` is at most ``1e-3``, ``t_max / 10`` and the fastest initial relative rate's time
+    ``min_i |y0_i| / |f_i(y0)|``, and at least ``1e-16 t_max``: an event in the first transient
+    must fall inside a short bracket (the a-heavy gauge at D = 1e5, where ``R`` grows from 1e-5
+    at 79 per unit time, specializes at t = 3.9e-5; with the grid starting at 1e-3 its bracket
+    [0, 1e-3] took 22k evaluations). LSODA's step count depends on the first output times in a
+    way no rule predicts (the D = 1000 a-heavy set-up at rtol 1e-10 takes 243 to 673 steps as
+    ``t_min`` moves between a thousandth and one of that time); this choice was measured at
+    339 (rtol 1e-10) and 783 (1e-11) steps, against 478 and 980 for ``solve_ivp(LSODA)``."""
     f = np.abs(rhs(0.0, task.y0, task.params))
     size = np.maximum(np.abs(task.y0), task.atol)
     fastest = float(np.max(f / size)) if f.size else 0.0
     scale = 1.0 / fastest if fastest > 0 else np.inf
-    t_min = max(min(1e-3, task.t_max / 10.0, 1e-3 * scale), 1e-16 * task.t_max)
+    t_min = max(min(1e-3, task.t_max / 10.0, scale), 1e-16 * task.t_max)
     num = max(int(np.ceil(40 * np.log10(task.t_max / t_min))) + 1, 2)
     return np.union1d(np.union1d(task.t_eval, np.geomspace(t_min, task.t_max, num)), [0.0])
 
@@ -93,18 +99,39 @@ def _march(task: FlowTask, grid, counted: _Counted, events):
     return grid[:len(ys)], np.array(ys), brackets, nsteps
 
 
-def _locate(task: FlowTask, ts, ys, brackets, events, counted: _Counted):
-    """Event times inside their brackets; returns the dense solutions by bracket index (their
-    steps are added to ``counted.nsteps``)."""
+class _OverBudget(Exception):
+    """A bracket's LSODA re-integration used up :data:`BRACKET_BUDGET` evaluations."""
+
+
+def _bracket(task: FlowTask, t0, t1, y0, counted: _Counted):
+    """Dense solution on ``[t0, t1]`` from ``y0``: ``solve_ivp(LSODA)``, handed to Radau if it
+    needs more than :data:`BRACKET_BUDGET` evaluations (module docstring); its steps are added
+    to ``counted.nsteps``."""
     from scipy.integrate import solve_ivp
+
+    start = counted.nfev
+
+    def fun(t, y):
+        if counted.nfev - start > BRACKET_BUDGET:
+            raise _OverBudget
+        return counted.fun(t, y)
+
+    kw = dict(rtol=task.rtol, atol=task.atol, dense_output=True, jac=counted.jac)
+    try:
+        sol = solve_ivp(fun, (t0, t1), y0, method="LSODA", **kw)
+    except _OverBudget:
+        sol = solve_ivp(counted.fun, (t0, t1), y0, method="Radau", **kw)
+    counted.nsteps += len(sol.t) - 1
+    return sol.sol
+
+
+def _locate(task: FlowTask, ts, ys, brackets, events, counted: _Counted):
+    """Event times inside their brackets; returns the dense solutions by bracket index."""
     from scipy.optimize import brentq
 
-    p, dense = task.params, {}
-    for k in sorted(set(brackets.values())):
-        sol = solve_ivp(counted.fun, (ts[k - 1], ts[k]), ys[k - 1], method=BRACKET_METHOD,
-                        rtol=task.rtol, atol=task.atol, dense_output=True, jac=counted.jac)
-        dense[k] = sol.sol
-        counted.nsteps += len(sol.t) - 1
+    p = task.params
+    dense = {k: _bracket(task, ts[k - 1], ts[k], ys[k - 1], counted)
+             for k in sorted(set(brackets.values()))}
     for e, k in brackets.items():
         def g(t, e=e, k=k):
             return task.event_fn(dense[k](t)[None], p)[0, e]
