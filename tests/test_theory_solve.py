@@ -90,6 +90,20 @@ def test_default_lsoda_locates_events_at_extreme_dimensions_as_rodas_does(dim, g
     np.testing.assert_allclose(sol.specialization_time, ref.specialization_time, rtol=1e-7)
 
 
+def test_an_event_in_the_first_transient_gets_a_short_bracket(monkeypatch):
+    # the a-heavy gauge at D = 1e5 specializes at t = 3.9e-5; a grid starting at 1e-3 put it in
+    # the bracket [0, 1e-3], which the fallback integrator (Radau) crossed in 22k evaluations
+    from gaugedyn.theory import _lsoda
+
+    monkeypatch.setattr(_lsoda, "BRACKET_BUDGET", 0)  # every bracket goes to Radau
+    pr = single(100000, "a-heavy")
+    kw = dict(t_max=1e8, rtol=1e-9, atol=1e-12, stop_at_specialization=True)
+    sol = solve(pr, method="lsoda", **kw)
+    assert sol.diagnostics["nfev"] < 3000, sol.diagnostics
+    ref = solve(pr, method="rodas", **kw)
+    np.testing.assert_allclose(sol.specialization_time, ref.specialization_time, rtol=1e-7)
+
+
 def test_pruning_time_matches_bisection_and_owner_is_favourable_gauge():
     pr = duplicates(10, ["w-heavy", "a-heavy"])
     defs = Definitions(prune_tol=1e-2)

@@ -2,9 +2,9 @@
 
 Each mutation is ``(id, file, old text, new text, test selection)``: one single, realistic bug (a
 sign, a factor, an axis, a tableau digit, an inverted comparison, a deleted check). The script
-copies the repository (``src``, ``tests``, ``derivations``, ``simulations``, ``pyproject.toml``)
-into a temporary folder, never touching the working tree; for each mutation it replaces the old
-text (which must occur exactly once) in the copy, runs the mutation's tests there with
+copies the repository (``src``, ``tests``, ``tools``, ``derivations``, ``simulations``,
+``pyproject.toml``) into a temporary folder, never touching the working tree; for each mutation
+it replaces the old text (which must occur exactly once) in the copy, runs the mutation's tests there with
 ``PYTHONPATH`` pointing at the copy and a time limit, restores the file and records
 
 - ``killed``: a selected test failed (or the run exceeded its time limit: ``killed (timeout)``);
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COPIED = ("src", "tests", "derivations", "simulations", "pyproject.toml")
+COPIED = ("src", "tests", "tools", "derivations", "simulations", "pyproject.toml")
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".hypothesis")
 
 
@@ -104,6 +104,14 @@ MUTATIONS = (
              "fac = np.clip(0.9 * err ** -0.25, 0.2, 6.0)",
              "fac = np.clip(0.9 * err ** -0.5, 0.2, 6.0)",
              (T + "test_theory_solve.py",), "step-size controller with the wrong order"),
+    Mutation("lsoda-grid-start", "src/gaugedyn/theory/_lsoda.py",
+             "t_min = max(min(1e-3, task.t_max / 10.0, scale), 1e-16 * task.t_max)",
+             "t_min = min(1e-3, task.t_max / 10.0)",
+             (T + "test_theory_solve.py",), "LSODA's grid ignores the initial time scale"),
+    Mutation("lsoda-event-bracket-side", "src/gaugedyn/theory/_lsoda.py",
+             "dense = {k: _bracket(task, ts[k - 1], ts[k], ys[k - 1], counted)",
+             "dense = {k: _bracket(task, ts[k - 1], ts[k], ys[k], counted)",
+             (T + "test_theory_solve.py",), "an event's bracket started from its right end"),
     # --- Adam ------------------------------------------------------------------------------------
     Mutation("adam-eps-part", "src/gaugedyn/adam/_decomposition.py",
              "eps_part = where(pos, -eps * w_hat / (s_safe * d), w_hat / d)",
