@@ -96,14 +96,14 @@ def test_no_edge_is_reported_not_averaged_and_check_fails_when_kappa_exceeds_S()
 @pytest.mark.parametrize("name", ["adam_edge", "spike_boundary"])
 def test_quick_findings_are_labelled_provisional_and_full_ones_are_not(name):
     from gaugedyn.experiments import resolve_experiment
-    from gaugedyn.experiments.beta_grid import configuration_label
+    from gaugedyn.experiments._protocol import configuration_label
 
     ex = resolve_experiment(name)
     full = {k: p.default for k, p in ex.params.items()}
     quick = {k: (p.quick if p.quick is not None else p.default) for k, p in ex.params.items()}
-    keys = tuple(ex.params)
-    assert configuration_label(full, ex.params, keys) == ""
-    assert configuration_label(quick, ex.params, keys) == "provisional (quick)"
+    assert configuration_label(full, ex.params) == ""
+    assert configuration_label(quick, ex.params) == "provisional (quick)"
+    assert configuration_label(full | {"seed_extra": 1}, ex.params) == ""
     if name != "adam_edge":
         return
     task, r = _fake(1.0, -0.9, -0.2)

@@ -240,11 +240,25 @@ def finding(id: str, statement: str, interval: Any, threshold: float, direction:
                  interval=iv.as_list(), rule=rule_text(threshold, direction))
 
 
+def configuration_label(config: dict, params: dict, keys=None) -> str:
+    """``""`` when ``config`` holds the declared defaults of ``keys`` (default: every name in
+    ``params``), ``"provisional (quick)"`` when it holds their quick values,
+    ``"provisional (reduced configuration)"`` otherwise."""
+    keys = tuple(params) if keys is None else tuple(keys)
+    if all(config.get(k) == params[k].default for k in keys):
+        return ""
+    quick = {k: params[k].quick if params[k].quick is not None else params[k].default
+             for k in keys}
+    if all(config.get(k) == quick[k] for k in keys):
+        return "provisional (quick)"
+    return "provisional (reduced configuration)"
+
+
 def provisional(claims: list[Claim], label: str) -> list[Claim]:
-    """``claims`` with every finding's statement prefixed by ``label`` (``"provisional
-    (quick)"``, from :func:`gaugedyn.experiments.beta_grid.configuration_label`); unchanged when
-    ``label`` is empty (the full configuration). Verdicts are kept: the label says they come from
-    a smaller configuration than the one the protocol was fixed for."""
+    """``claims`` with every finding's statement prefixed by ``label`` (from
+    :func:`configuration_label`); unchanged when ``label`` is empty (the full configuration).
+    Verdicts are kept: the label says they come from a smaller configuration than the one the
+    protocol was fixed for."""
     if not label:
         return list(claims)
     return [dataclasses.replace(c, statement=f"{label}: {c.statement}") if c.kind == "finding"

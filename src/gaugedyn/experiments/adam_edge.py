@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import stats
-from ._protocol import Claim, Experiment, Param, finding, provisional
+from ._protocol import Claim, Experiment, Param, configuration_label, finding, provisional
 
 BLOCKS = 10
 EDGE_FRACTION = 0.9
@@ -94,10 +94,8 @@ class AdamEdge(Experiment):
         return out
 
     def analyse(self, config, tasks, results):
-        from .beta_grid import configuration_label
-
         arrays, claims, diag = _analyse(tasks, results)
-        label = configuration_label(config, self.params, tuple(self.params))
+        label = configuration_label(config, self.params)
         diag["provisional"] = label or None
         return arrays, provisional(claims, label), diag
 

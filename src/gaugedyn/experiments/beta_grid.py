@@ -39,6 +39,7 @@ from ..adam import TASK_KINDS, TASKS, cell_table, protocol_statistics
 from ..adam._grid import CONVENTIONS, PRIMARY, diverged_cells
 from ..stats import verdict
 from ._protocol import Claim, Experiment, Param, finding
+from ._protocol import configuration_label as _protocol_label
 
 SUM_TOL = 1e-12
 REFERENCE_TOL = 1e-4
@@ -134,17 +135,9 @@ class BetaGrid(Experiment):
 
 
 def configuration_label(config: dict, params: dict | None = None, keys=FULL_KEYS) -> str:
-    """``""`` for the full configuration (the declared defaults of ``keys`` in ``params``,
-    by default this experiment's), ``"provisional (quick)"`` for the quick one,
-    ``"provisional (reduced configuration)"`` for any other."""
-    params = BetaGrid.params if params is None else params
-    if all(config.get(k) == params[k].default for k in keys):
-        return ""
-    quick = {k: params[k].quick if params[k].quick is not None else params[k].default
-             for k in keys}
-    if all(config.get(k) == quick[k] for k in keys):
-        return "provisional (quick)"
-    return "provisional (reduced configuration)"
+    """:func:`gaugedyn.experiments._protocol.configuration_label` over ``keys`` of ``params``
+    (by default this experiment's)."""
+    return _protocol_label(config, BetaGrid.params if params is None else params, keys)
 
 
 _STATEMENTS = {

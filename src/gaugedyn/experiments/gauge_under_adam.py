@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..stats import bootstrap_ci, generator, mean_ci, proportion_ci
-from ._protocol import Claim, Experiment, Param, finding
+from ._protocol import Claim, Experiment, Param, configuration_label, finding
 
 GAUGES = ("w-heavy", "a-heavy")
 SUM_TOL = 1e-12
@@ -259,8 +259,6 @@ def analyse_cells(config: dict, tasks: list[dict], results: list[dict]):
             a["delta_drift"][i, j, g] = r[f"delta_drift_{tag}"]
         a["share_bins_dup"][i, j] = r["share_bins_dup"]
         a["loss"][i, j] = [r["loss_w"], r["loss_a"], r["loss_dup"]]
-    from .beta_grid import configuration_label
-
     label = configuration_label(config, GaugeUnderAdam.params, LABEL_KEYS)
     root = int(results[0]["root_seed"])
     claims = check_claims(tasks, results) + finding_claims(a, S, K, label, root)
