@@ -265,6 +265,16 @@ def provisional(claims: list[Claim], label: str) -> list[Claim]:
             else c for c in claims]
 
 
+def labelled(params: dict, config: dict, analysed: tuple) -> tuple:
+    """An ``analyse`` result ``(arrays, claims, diagnostics)`` with its findings labelled by
+    :func:`provisional` for ``config`` against the declared ``params``, and the label (or
+    ``None``) in ``diagnostics["provisional"]``."""
+    arrays, claims, diagnostics = analysed
+    label = configuration_label(config, params)
+    diagnostics["provisional"] = label or None
+    return arrays, provisional(claims, label), diagnostics
+
+
 class Experiment:
     """Base class of declared experiments (see module docstring)."""
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import stats
-from ._protocol import Claim, Experiment, Param, configuration_label, finding, provisional
+from ._protocol import Claim, Experiment, Param, finding, labelled
 
 BLOCKS = 10
 EDGE_FRACTION = 0.9
@@ -94,10 +94,7 @@ class AdamEdge(Experiment):
         return out
 
     def analyse(self, config, tasks, results):
-        arrays, claims, diag = _analyse(tasks, results)
-        label = configuration_label(config, self.params)
-        diag["provisional"] = label or None
-        return arrays, provisional(claims, label), diag
+        return labelled(self.params, config, _analyse(tasks, results))
 
     def plot(self, arrays, config, outdir):
         return [_plot(arrays, outdir)]

@@ -39,7 +39,7 @@ from ..adam._stability import (
     spiral_ratio,
     theory_boundary,
 )
-from ._protocol import Claim, Experiment, Param, configuration_label, finding, provisional
+from ._protocol import Claim, Experiment, Param, finding, labelled
 
 CHECK_TOL = 0.05
 CHECK_CELLS = ((0.1, 0.99), (0.15, 0.97), (0.15, 0.99), (0.2, 0.9), (0.2, 0.97))
@@ -117,10 +117,7 @@ class SpikeBoundary(Experiment):
         return _run(task, seed) | {"bootstrap_seed": _bootstrap_seed(seed)}
 
     def analyse(self, config, tasks, results):
-        arrays, claims, diag = _analyse(tasks, results)
-        label = configuration_label(config, self.params)
-        diag["provisional"] = label or None
-        return arrays, provisional(claims, label), diag
+        return labelled(self.params, config, _analyse(tasks, results))
 
     def plot(self, arrays, config, outdir):
         return [_plot_maps(arrays, outdir)]
