@@ -167,3 +167,21 @@ def test_gd_event_times_match_the_crossing_on_the_recorded_iterates():
     assert abs(sol.specialization_time[0] - t_ref) <= 1e-9 * eta
     a, Q, R = state_to_order_parameters(y0, p)
     assert alignment(Q, R, p.T)[0, 0] < sol.definitions.threshold
+
+
+def test_rodas_step_controller_rarely_rejects_on_smooth_flows():
+    # err ** (-1/4) is the controller of a fourth-order method: on smooth flows its proposals
+    # land inside the tolerance, so rejected steps are rare (0-1 per trajectory here). A
+    # controller of the wrong order (err ** (-1/2)) overshoots and rejects 2-21% of its steps.
+    from gaugedyn.theory import random_problem, single, solve_batch
+
+    probs = [single(10, "w-heavy"), single(100, "a-heavy"), single(30, "w-heavy", 2.0)]
+    probs += [random_problem(20, 3, 3, np.random.default_rng(i)) for i in range(3)]
+    for pr in probs:
+        d = solve_batch([pr], t_max=300.0, rtol=1e-8, atol=1e-10).diagnostics[0]
+        assert d["nrejected"] <= max(2, 0.01 * d["nsteps"]), d
+    fun = lambda t, y, p: -y * y  # noqa: E731
+    jac = lambda t, y, p: (-2 * y)[:, :, None]  # noqa: E731
+    r = rb.rodas4(fun, jac, np.ones((1, 1)), None, lambda p, i: p, np.array([10.0]),
+                  np.linspace(0, 10, 51), rtol=1e-9, atol=1e-9)
+    assert r.nrejected[0] <= 2, r.nrejected
