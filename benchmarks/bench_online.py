@@ -28,6 +28,7 @@ import subprocess
 import tempfile
 import time
 
+import numba
 import numpy as np
 import torch
 
@@ -96,33 +97,21 @@ def single_seed(N, steps, rounds, nn2pp, scratch):
     return rates
 
 
-_DRAWS = None
-
-
-def _draws_only():
-    """A numba loop drawing ``steps * N`` normals from ``gen``: a step's input, nothing else."""
-    global _DRAWS
-    if _DRAWS is None:
-        import numba
-
-        @numba.njit(nogil=True)
-        def draws(gen, steps, N):
-            s = 0.0
-            for _ in range(steps):
-                for _ in range(N):
-                    s += gen.standard_normal()
-            return s
-
-        _DRAWS = draws
-    return _DRAWS
+@numba.njit(nogil=True)
+def _draws(gen, steps, N):
+    """``steps * N`` normals from ``gen``: a step's input draws, nothing else."""
+    s = 0.0
+    for _ in range(steps):
+        for _ in range(N):
+            s += gen.standard_normal()
+    return s
 
 
 def batched(N, seeds, steps, rounds):
     from gaugedyn.training._online_fast import seed_generator
 
     problem = _problem(N)
-    draws = _draws_only()
-    draws(seed_generator(0, 0), 1, N)  # compile outside the timing
+    _draws(seed_generator(0, 0), 1, N)  # compile outside the timing
     cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=steps, samples=None, points_per_decade=5)
     tcfg = TrainConfig(optimizer="sgd", lr=1.0, steps=max(steps // 10, 500), samples=None,
                        points_per_decade=5)
@@ -136,7 +125,7 @@ def batched(N, seeds, steps, rounds):
             lambda: train_online_compiled(problem, cfg, seeds=seeds, threads=threads),
             seeds * steps),
         "torch, batched seeds": (lambda: train(problem, tcfg, seeds=seeds), seeds * tcfg.steps),
-        "draws only, 1 thread": (lambda: draws(seed_generator(0, 0), steps, N), steps),
+        "draws only, 1 thread": (lambda: _draws(seed_generator(0, 0), steps, N), steps),
     }
     med = interleaved({k: v[0] for k, v in cases.items()}, rounds)
     print(f"\n2. {seeds} seeds, N = {N}: summed steps/s (wall | cpu), median of {rounds} rounds")

@@ -157,8 +157,8 @@ def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "fl
     ``dynamics="flow"`` integrates ``da/dt = -dL/da``, ``dW/dt = -dL/dW`` with ``method`` (a
     name of :data:`METHODS`; the default ``"auto"`` runs LSODA up to 500 state numbers and
     DOP853 above, and ``diagnostics["integrator"]`` says which ran) in the chosen exact
-    ``formulation``; ``dynamics="gd"`` iterates
-    ``theta -> theta - eta grad L`` and reports step ``k`` at time ``k eta``. Outputs at
+    ``formulation``; ``dynamics="gd"`` iterates ``theta -> theta - eta grad L`` and reports step
+    ``k`` at time ``k eta``. Outputs at
     ``t_eval`` (default: ``0`` and log-spaced times up to ``t_max``; default ``t_max`` from
     :func:`default_t_max`), plus the final time. With ``stop_at_specialization`` the run ends when
     every teacher feature has specialised. Raises :class:`InputError` on bad settings and
@@ -234,8 +234,8 @@ def solve_batch(problems: Sequence, *, formulation: str = "order-parameters",
     """Population gradient flow of many problems (same ``K``, ``M``, activation) at once.
 
     ``method="auto"`` (the default) or ``"rodas"`` advances all trajectories together with
-    per-trajectory adaptive steps (vectorised numpy, batched linear solves); any other name of :data:`METHODS` loops
-    :func:`solve` over the problems (for comparison). Outputs share ``t_eval``; ``t_max``
+    per-trajectory adaptive steps (vectorised numpy, batched linear solves); any other name of
+    :data:`METHODS` loops :func:`solve` over the problems (for comparison). Outputs share ``t_eval``; ``t_max``
     defaults to the largest :func:`default_t_max` of the batch. A trajectory that stops being
     finite is marked failed (``errors``, ``failed``, its diagnostics' ``status`` ``-2`` and
     ``message``); the others finish exactly as they would alone.

@@ -14,10 +14,10 @@ against the teacher ``f*(x) = sum_n b_n g(v_n . x)``, a fresh batch of ``B`` sam
 What differs from the torch path is only where the samples come from: seed ``i`` draws from its
 own ``numpy.random.Generator`` (numpy's SFC64 seeded from ``gaugedyn._meta.task_seed(root_seed,
 i)``), one sample at a time, inside the compiled loop. The input draws are most of a step's cost
-(500 normals: about 5 us, against about 0.9 us for the arithmetic at K = M = 4); numpy's SFC64
+(500 normals: about 4 us, against about 0.9 us for the arithmetic at K = M = 4); numpy's SFC64
 draws them about 30% faster than its default PCG64 here and passes the same statistical batteries
-(PractRand, TestU01 BigCrush). Each seed is one call of a ``nogil`` kernel, so
-seeds run on ``threads`` threads at once, and a seed's trajectory does not depend on how many
+(PractRand, TestU01 BigCrush). Each seed is one call of a ``nogil`` kernel, so seeds run on
+``threads`` threads at once, and a seed's trajectory does not depend on how many
 seeds or threads share the run. :func:`run_kernel` also accepts the samples as an array, which
 is how the tests check it step for step against the torch trainer.
 """
@@ -39,6 +39,7 @@ ACTIVATION_CODES = {"relu": 0, "erf": 1, "linear": 2}
 SCHEDULE_CODES = {"constant": 0, "cosine": 1, "inverse": 2}
 BIT_GENERATOR = np.random.SFC64
 """The bit generator of every seed's input draws (module docstring)."""
+
 
 def _build():
     """The compiled kernels (:mod:`gaugedyn.training._online_kernels`; numba loads here)."""
