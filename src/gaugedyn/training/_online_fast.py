@@ -109,11 +109,29 @@ def train_online_compiled(problem: Problem, config, seeds: int = 1, root_seed: i
     :func:`gaugedyn.training.train`; raises :class:`gaugedyn.DivergenceError` if a seed's
     parameters become non-finite (found at the record after the step that broke them).
     """
+    return train_online(problem, config, seeds, root_seed, seed_indices, definitions, threads,
+                        "compiled")
+
+
+DATA = {
+    "compiled": "online: fresh x ~ N(0, I_D) per sample, drawn inside the compiled loop",
+    "chain": "online, as the exact order-parameter chain: per sample the fields u = L z "
+             "(z ~ N(0, I_r), L L^T = C) and |x|^2 = |z|^2 + chi^2(D - r) (Wishart for a "
+             "batch); the weights are not formed (gaugedyn.training._online_chain)",
+}
+"""What each compiled backend draws, as written into the result's settings."""
+
+
+def train_online(problem: Problem, config, seeds: int, root_seed: int,
+                 seed_indices: Sequence[int] | None, definitions: Definitions | None,
+                 threads: int | None, backend: str):
+    """Online SGD for ``S`` seeds in weight space (``backend="compiled"``) or as the exact
+    order-parameter chain (``"chain"``, :mod:`gaugedyn.training._online_chain`)."""
     from ._result import TrainResult
 
     started = _time.perf_counter()
     if not (config.online and config.optimizer == "sgd"):
-        raise InputError("the compiled backend runs online SGD only (optimizer='sgd', "
+        raise InputError(f"backend={backend!r} runs online SGD only (optimizer='sgd', "
                          "samples=None); use backend='torch' for the rest")
     if problem.activation not in ACTIVATION_CODES:
         raise InputError(f"activation {problem.activation!r} is not allowed; allowed: "
@@ -126,24 +144,33 @@ def train_online_compiled(problem: Problem, config, seeds: int = 1, root_seed: i
     grid = config.grid()
     a0, W0, V = (np.asarray(problem.a, float), np.asarray(problem.W, float),
                  np.asarray(problem.V, float))
-    _build()
+    K, D = W0.shape
+    if backend == "chain":
+        from ._online_chain import gram, run_chain
 
-    def one(index):
-        return run_kernel(a0, W0, V, problem.b, problem.activation, config, grid,
-                          gen=seed_generator(root_seed, index))
+        C0 = gram(problem)
+
+        def one(index):
+            return run_chain(a0, C0, problem.b, K, D, problem.activation, config, grid,
+                             gen=seed_generator(root_seed, index))
+    else:
+        def one(index):
+            return run_kernel(a0, W0, V, problem.b, problem.activation, config, grid,
+                              gen=seed_generator(root_seed, index))
+    _build()
 
     if threads > 1 and len(seed_indices) > 1:
         with ThreadPoolExecutor(max_workers=min(threads, len(seed_indices))) as pool:
             outs = list(pool.map(one, seed_indices))
     else:
         outs = [one(i) for i in seed_indices]
-    D = W0.shape[1]
     for i, o in zip(seed_indices, outs):
         if o["failed_at"] is not None:
             r = o["failed_at"]
             step = int(grid[r])
             good = {"a": o["a"][r - 1], "Q": o["Q"][r - 1], "step": int(grid[r - 1])} if r else None
-            raise DivergenceError(f"a or W of seed {i}", step / D, step, good)
+            what = "a, Q or R" if backend == "chain" else "a or W"
+            raise DivergenceError(f"{what} of seed {i}", step / D, step, good)
     a = np.stack([o["a"] for o in outs])
     Q = np.stack([o["Q"] for o in outs])
     R = np.stack([o["R"] for o in outs])
@@ -152,10 +179,10 @@ def train_online_compiled(problem: Problem, config, seeds: int = 1, root_seed: i
 
     settings = {
         "config": config.describe(), "problem": problem.describe(), "per_seed_problems": False,
-        "seeds": len(seed_indices), "dtype": "float64", "device": "cpu", "backend": "compiled",
+        "seeds": len(seed_indices), "dtype": "float64", "device": "cpu", "backend": backend,
         "threads": threads,
         "time": "t = steps / D (online SGD, step eta/D); flow_time = sum_k eta_k / D",
-        "data": "online: fresh x ~ N(0, I_D) per sample, drawn inside the compiled loop",
+        "data": DATA[backend],
         "seed_derivation": "numpy SFC64 per seed from gaugedyn._meta.task_seed(root_seed, i)",
     }
     return TrainResult(

@@ -1,7 +1,8 @@
 """The numba kernels behind :mod:`gaugedyn.training._online_fast` (imported on first use).
 
-Online SGD (:func:`run`) and the erf online-ODE right-hand side (:func:`online_rhs`); the
-equations are in ``_online_fast``'s docstrings. Activation codes: 0 relu, 1 erf
+Online SGD in weight space (:func:`run`), its exact order-parameter chain (:func:`chain_run`)
+and the erf online-ODE right-hand side (:func:`online_rhs`); the equations are in the docstrings
+of ``_online_fast`` and ``_online_chain``. Activation codes: 0 relu, 1 erf
 (``erf(z / sqrt 2)``), 2 linear; schedule codes: 0 constant, 1 cosine, 2 inverse.
 """
 
@@ -151,6 +152,176 @@ def run(a, W, V, b, act, sched, lr, lr_min, decay, steps, grid, batch, gen, X,
             acc, count, r = 0.0, 0, r + 1
     W[:, :] = U[:K]
     return -1
+
+
+# --- the exact order-parameter chain (``_online_chain``'s docstring has the derivation) -------
+
+@numba.njit(cache=True, fastmath=FAST)
+def cholesky_psd(C, L, tol):
+    """Lower-triangular ``L`` with ``L L^T = C`` for a positive semi-definite ``C``, in place
+    (the strict upper triangle of ``L`` is left as it is: zero when ``L`` starts as zeros); a
+    pivot at or below ``tol`` times its diagonal entry is a direction the rows do not span: its
+    column is set to zero. Returns the rank (the count of nonzero pivots)."""
+    n = C.shape[0]
+    rank = 0
+    for j in range(n):
+        d = C[j, j]
+        for m in range(j):
+            d -= L[j, m] * L[j, m]
+        if d > tol * C[j, j] and d > 0.0:
+            piv = math.sqrt(d)
+            inv = 1.0 / piv
+            L[j, j] = piv
+            rank += 1
+            for i in range(j + 1, n):
+                s = C[i, j]
+                for m in range(j):
+                    s -= L[i, m] * L[j, m]
+                L[i, j] = s * inv
+        else:  # not spanned; or a diverged state, passed on to the record check
+            v = 0.0 if math.isfinite(d) else d
+            rank += 0 if math.isfinite(d) else 1
+            for i in range(j, n):
+                L[i, j] = v
+    return rank
+
+
+@numba.njit(cache=True, fastmath=FAST)
+def draw_fields(L, rank, D, batch, gen, z, u, G, A):
+    """One batch of the chain's randomness at the Gram matrix ``L L^T``: the fields ``u (B, P)``
+    (``u_mu = L z_mu``, ``z_mu ~ N(0, I)`` on the nonzero pivots) and the samples' Gram matrix
+    ``G (B, B)``: ``G_munu = z_mu . z_nu`` plus a Wishart(``D - rank``, ``I_B``) matrix, the
+    inner products of the parts of ``x_mu`` orthogonal to the rows (Bartlett's construction in
+    the scratch ``A (B, B)``, or explicit normals there when ``D - rank < B``)."""
+    P = L.shape[0]
+    for mu in range(batch):
+        for p in range(P):
+            z[mu, p] = gen.standard_normal() if L[p, p] != 0.0 else 0.0
+        for p in range(P):
+            s = 0.0
+            for q in range(p + 1):
+                s += L[p, q] * z[mu, q]
+            u[mu, p] = s
+    for mu in range(batch):
+        for nu in range(mu + 1):
+            s = 0.0
+            for p in range(P):
+                s += z[mu, p] * z[nu, p]
+            G[mu, nu] = s
+    free = max(D - rank, 0)
+    if batch == 1:
+        if free > 0:
+            G[0, 0] += gen.chisquare(free)
+        return
+    if free >= batch:  # Bartlett: G_perp = A A^T, A lower triangular
+        for i in range(batch):
+            A[i, i] = math.sqrt(gen.chisquare(free - i))
+            for j in range(i):
+                A[i, j] = gen.standard_normal()
+            for j in range(i + 1, batch):
+                A[i, j] = 0.0
+        width = batch
+    else:  # G_perp = Y Y^T with Y (B, free) standard normal
+        for i in range(batch):
+            for m in range(free):
+                A[i, m] = gen.standard_normal()
+        width = free
+    for mu in range(batch):
+        for nu in range(mu + 1):
+            s = 0.0
+            for m in range(width):
+                s += A[mu, m] * A[nu, m]
+            G[mu, nu] += s
+    for mu in range(batch):
+        for nu in range(mu):
+            G[nu, mu] = G[mu, nu]
+
+
+@numba.njit(nogil=True, cache=True, fastmath=FAST)
+def chain_run(a, C, b, K, D, act, sched, lr, lr_min, decay, steps, grid, batch, gen, F, S,
+              tol, out_a, out_Q, out_R, out_emp, out_flow):
+    """The exact order-parameter chain of online SGD for one seed, in place on ``a (K,)`` and
+    ``C (P, P)``, the Gram matrix of the rows ``[W; V]`` (students first). The fields and the
+    samples' Gram matrix come from :func:`draw_fields`, or, if ``F`` has rows, from
+    ``F (steps, B, P)`` and ``S (steps, B, B)``. Records at ``grid``; returns -1, or the
+    record index at which a value became non-finite."""
+    P = C.shape[0]
+    M = P - K
+    L = np.zeros((P, P))
+    z, u = np.empty((batch, P)), np.empty((batch, P))
+    G = np.empty((batch, batch))
+    A = np.zeros((batch, batch))
+    c = np.empty((batch, K))
+    ga = np.empty(K)
+    given = F.shape[0] > 0
+    if not chain_record(0, a, C, K, out_a, out_Q, out_R):
+        return 0
+    out_emp[0], out_flow[0] = np.nan, 0.0
+    flow, acc, count, r = 0.0, 0.0, 0, 1
+    for k in range(steps):
+        eta = step_size(sched, lr, k, steps, lr_min, decay) / D
+        if given:
+            for mu in range(batch):
+                for p in range(P):
+                    u[mu, p] = F[k, mu, p]
+                for nu in range(batch):
+                    G[mu, nu] = S[k, mu, nu]
+        else:
+            rank = cholesky_psd(C, L, tol)
+            draw_fields(L, rank, D, batch, gen, z, u, G, A)
+        ga[:] = 0.0
+        loss = 0.0
+        for mu in range(batch):
+            e = 0.0
+            for i in range(K):
+                e += a[i] * g(act, u[mu, i])
+            for n in range(M):
+                e -= b[n] * g(act, u[mu, K + n])
+            for i in range(K):
+                ga[i] += e * g(act, u[mu, i])
+                c[mu, i] = (eta / batch) * e * a[i] * g_prime(act, u[mu, i])
+            loss += 0.5 * e * e
+        # w_i' = w_i - sum_mu c_mu,i x_mu: the new inner products, from u and G alone
+        for i in range(K):
+            for j in range(i, P):
+                s = 0.0
+                for mu in range(batch):
+                    s -= c[mu, i] * u[mu, j]
+                    if j < K:
+                        s -= c[mu, j] * u[mu, i]
+                        for nu in range(batch):
+                            s += c[mu, i] * c[nu, j] * G[mu, nu]
+                C[i, j] += s
+                C[j, i] = C[i, j]
+        for i in range(K):
+            a[i] -= eta * ga[i] / batch
+        flow += eta
+        acc += loss / batch
+        count += 1
+        if r < grid.shape[0] and k + 1 == grid[r]:
+            if not chain_record(r, a, C, K, out_a, out_Q, out_R):
+                return r
+            out_emp[r], out_flow[r] = acc / count, flow
+            acc, count, r = 0.0, 0, r + 1
+    return -1
+
+
+@numba.njit(cache=True)
+def chain_record(r, a, C, K, out_a, out_Q, out_R):
+    """Store ``a``, ``Q`` and ``R`` (blocks of ``C``) at record ``r``; False if any is not
+    finite."""
+    P = C.shape[0]
+    ok = True
+    for i in range(K):
+        out_a[r, i] = a[i]
+        ok = ok and math.isfinite(a[i])
+        for j in range(P):
+            if j < K:
+                out_Q[r, i, j] = C[i, j]
+            else:
+                out_R[r, i, j - K] = C[i, j]
+            ok = ok and math.isfinite(C[i, j])
+    return ok
 
 
 def jit_generated(fn):

@@ -154,21 +154,21 @@ class StepRecord:
     adam: AdamState | None
 
 
-BACKENDS = ("torch", "compiled")
+BACKENDS = ("torch", "compiled", "chain")
 
 
 def _train_compiled(problem, config, seeds, root_seed, seed_indices, dtype, device, definitions,
-                    on_step) -> TrainResult:
-    from ._online_fast import train_online_compiled
+                    on_step, backend) -> TrainResult:
+    from ._online_fast import train_online
 
     if not isinstance(problem, Problem):
-        raise InputError("backend='compiled' takes one problem shared by every seed")
+        raise InputError(f"backend={backend!r} takes one problem shared by every seed")
     if on_step is not None:
-        raise InputError("backend='compiled' does not call on_step; use backend='torch'")
+        raise InputError(f"backend={backend!r} does not call on_step; use backend='torch'")
     if resolve_dtype(dtype) != torch.float64 or str(resolve_device(device)) != "cpu":
-        raise InputError("backend='compiled' runs in float64 on the CPU")
-    return train_online_compiled(problem, config, seeds=seeds, root_seed=root_seed,
-                                 seed_indices=seed_indices, definitions=definitions)
+        raise InputError(f"backend={backend!r} runs in float64 on the CPU")
+    return train_online(problem, config, seeds, root_seed, seed_indices, definitions, None,
+                        backend)
 
 
 def _nonfinite(**tensors) -> str | None:
@@ -197,12 +197,15 @@ def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int 
     kernel of :mod:`gaugedyn.training._online_fast`: the same conventions, float64 on the CPU,
     seeds on threads, samples from per-seed numpy generators instead of torch's (so a seed's
     trajectory differs sample by sample from the torch backend's, not in distribution).
+    ``backend="chain"`` runs the same online SGD as its exact order-parameter Markov chain
+    (:mod:`gaugedyn.training._online_chain`): the same law of ``(a, Q, R)`` and of the online
+    loss at every ``D``, at a cost per step independent of ``D``; the weights are not formed.
     """
     if backend not in BACKENDS:
         raise InputError(f"backend={backend!r} is not allowed; allowed: {', '.join(BACKENDS)}")
-    if backend == "compiled":
+    if backend in ("compiled", "chain"):
         return _train_compiled(problem, config, seeds, root_seed, seed_indices, dtype, device,
-                               definitions, on_step)
+                               definitions, on_step, backend)
     started = _time.perf_counter()
     if on_step is not None and not callable(on_step):
         raise InputError(f"on_step={on_step!r} is not allowed; it must be callable or None")
