@@ -149,6 +149,9 @@ TRAIN = ["train", "--dim", "10", "--samples", "20", "--steps", "5", "--seeds", "
     (["--steps", "1.5"], "--steps='1.5'"),
     (["--steps", "1000000000", "--samples", "10000"], "floating-point operations"),
     (["--prune-tol", "2"], "--prune-tol='2'"),
+    (["--backend", "numba"], "--backend='numba' is not allowed; allowed: one of torch, compiled, chain"),
+    (["--backend", "chain"], "--backend=chain runs online SGD in float64 on the CPU; it needs "
+                             "--online, --optimizer sgd"),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else None)
 def test_train_refuses(extra, match, tmp_path, capsys, small_memory):
     if extra[:2] == ["--device", "mps"]:
@@ -157,6 +160,19 @@ def test_train_refuses(extra, match, tmp_path, capsys, small_memory):
         if torch.backends.mps.is_available():
             pytest.skip("this machine has mps")
     refused([*TRAIN, *extra], tmp_path, capsys, match=match)
+
+
+def test_train_backends_run_online_sgd_and_say_which_ran(capsys):
+    argv = ["train", "--dim", "200", "--online", "--optimizer", "sgd", "--activation", "erf",
+            "--lr", "1", "--steps", "2000", "--seeds", "3"]
+    runs = {}
+    for backend in ("compiled", "chain"):
+        rc, out, err = invoke([*argv, "--backend", backend, "--progress"], capsys)
+        assert rc == 0 and "100%" in err
+        runs[backend] = json.loads(out)
+        assert runs[backend]["settings"]["backend"] == backend
+        assert runs[backend]["time_final"] == 10.0 and len(runs[backend]["loss"]) == 3
+    assert runs["chain"]["loss"] != runs["compiled"]["loss"]  # its own randomness, same law
 
 
 # ---------------------------------------------------------------------------- progress

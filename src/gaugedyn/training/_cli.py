@@ -45,10 +45,11 @@ OPTIONS = {
                         why="the owner converges to |rho| = |b| = 1, so a tolerance >= 1 would "
                         "call it pruned"),
     "dtype": Option("dtype", str, choices=("float32", "float64")),
+    "backend": Option("backend", str, choices=("torch", "compiled", "chain")),
 }
 _NUMBERS = ("dim", "scale", "strength", "samples", "lr", "steps", "batch", "seeds", "root_seed",
             "threshold", "prune_tol")
-_NAMES = ("setup", "activation", "optimizer", "schedule", "dtype")
+_NAMES = ("setup", "activation", "optimizer", "schedule", "dtype", "backend")
 
 
 def register(subparsers) -> None:
@@ -80,6 +81,11 @@ def register(subparsers) -> None:
     p.add_argument("--dtype", default="float64", help="float32 or float64")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:N or mps, if this machine has "
                    "it (default: cuda if available)")
+    p.add_argument("--backend", default="torch",
+                   help="torch (every optimizer, any device); compiled (online SGD in weight "
+                   "space, numba, float64 on the CPU); chain (online SGD as its exact "
+                   "order-parameter chain: the same law of the order parameters and losses, at "
+                   "a cost per step independent of D)")
     progress_options(p)
     p.set_defaults(func=_handle)
 
@@ -149,8 +155,12 @@ def memory_estimate(v: dict, K: int, itemsize: int) -> tuple[float, str]:
 
 def work_estimate(v: dict, K: int) -> float:
     """Floating-point operations: about ``12 S B D (K + 1)`` per step (forward and backward
-    through students and teacher), ``B = n`` for full-batch GD."""
+    through students and teacher), ``B = n`` for full-batch GD; for the chain, which never
+    touches the ``D`` coordinates, about ``S (P^3 + 12 B^2 P^2)`` with ``P = K + 1``."""
     B = v["batch"] or (v["samples"] if v["samples"] is not None else 1)
+    if v.get("backend") == "chain":
+        P = K + 1
+        return float(v["seeds"]) * (P**3 + 12.0 * B * B * P * P) * v["steps"]
     return 12.0 * v["seeds"] * B * v["dim"] * (K + 1) * v["steps"]
 
 
@@ -166,6 +176,14 @@ def _values(args) -> dict:
         raise InputError(f"--batch={v['batch']} is not allowed; allowed: at most --samples="
                          f"{v['samples']}")
     v["device"] = check_device(args.device)
+    if v["backend"] != "torch":
+        wrong = [text for text, bad in (
+            ("--online", not args.online), ("--optimizer sgd", v["optimizer"] != "sgd"),
+            ("--dtype float64", v["dtype"] != "float64"),
+            ("--device cpu", v["device"] not in (None, "cpu"))) if bad]
+        if wrong:
+            raise InputError(f"--backend={v['backend']} runs online SGD in float64 on the CPU; "
+                             f"it needs {', '.join(wrong)} (or use --backend torch)")
     return v
 
 
@@ -211,9 +229,13 @@ def _handle(args: argparse.Namespace) -> int:
     every = max(1, min(1000, v["steps"] // 200))
     on_step = (lambda r: bar.callback(r.step) if r.step % every == 0 or r.step == v["steps"]
                else None) if bar.enabled else None
+    compiled = v["backend"] != "torch"  # one compiled call per seed: no per-step callback
     try:
         res = train(problem, cfg, seeds=v["seeds"], root_seed=v["root_seed"], dtype=v["dtype"],
-                    device=v["device"], definitions=definitions, on_step=on_step)
+                    device=v["device"], definitions=definitions,
+                    on_step=None if compiled else on_step, backend=v["backend"])
+        if compiled and bar.enabled:
+            bar.callback(v["steps"])
     finally:
         bar.close()
     print(json.dumps(_finite(_output(args, v["dim"], gauges, res, definitions, np)),
