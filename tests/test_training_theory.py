@@ -62,6 +62,27 @@ def test_erf_online_sgd_follows_the_online_ode_with_noise_term():
     assert np.any(np.abs(med - L0)[sel] > 0.5 * (hi - lo)[sel])  # the eta^2 term matters
 
 
+def test_online_sgd_experiment_runs_the_chain_at_large_d_and_draws_both_spreads(tmp_path):
+    """The chain tasks of ``online_sgd`` run at D far beyond the weight-space ones, give their
+    own two checks and arrays, and the spread figure draws both, and also a run stored before
+    the chain existed (no chain arrays)."""
+    from gaugedyn.experiments.online_sgd import EXPERIMENT
+
+    cfg = config_of(EXPERIMENT, quick=True, dims=[20, 40, 80], chain_dims=[2000, 8000, 32000],
+                    seeds=8, t_max=3.0, relu_dim=8, relu_flow_time=0.3)
+    tasks, _, arrays, claims = run_inline(EXPERIMENT, cfg, root_seed=2)
+    assert [t["dim"] for t in tasks if t["kind"] == "chain"] == [2000, 8000, 32000]
+    by_id = {c.id: c for c in claims}
+    assert {"online_sgd.chain_within_spread", "online_sgd.chain_spread_exponent",
+            "online_sgd.erf_spread_exponent"} <= set(by_id)
+    assert "backend 'chain'" in by_id["online_sgd.chain_within_spread"].statement
+    np.testing.assert_array_equal(arrays["chain_dims"], [2000, 8000, 32000])
+    assert np.all(np.diff(arrays["chain_spread"]) < 0)  # the spread shrinks with D
+    assert EXPERIMENT.plot(arrays, cfg, tmp_path)
+    old = {k: v for k, v in arrays.items() if not k.startswith("chain_")}
+    assert EXPERIMENT.plot(old, cfg, tmp_path / "old")
+
+
 def test_trained_specialization_times_follow_the_flow_for_both_gauges():
     D = 8
     for gauge, c in (("w-heavy", 1.0), ("a-heavy", 0.05)):

@@ -10,6 +10,13 @@ of) the records after ``MIN_STEPS`` steps, over all ``D`` (the largest
 ``|median - ODE| / half-width`` is reported), and the seed spread shrinks as
 ``D^{-1/2}`` (fitted exponent of the time-averaged standard deviation over seeds).
 
+erf at large ``D``: the same problem, eta, time and seeds run as the exact order-parameter chain
+of online SGD (``backend="chain"``, :mod:`gaugedyn.training._online_chain`; the same law as
+weight-space SGD at each ``D``, at a cost per step independent of ``D``) for ``D`` up to 1e5.
+The same two checks, with the same rules, fixed before the first run: the ODE inside the 10-90%
+band at >= 90% of the records after ``MIN_STEPS`` steps over the chain's ``D``, and the spread
+exponent within ``spread_tolerance`` of -1/2 over the chain's ``D``.
+
 ReLU part: the ``duplicates`` set-up (a-heavy and w-heavy copy) trained by online SGD with a small
 ``eta`` against the population flow at flow time ``eta t``.
 """
@@ -71,6 +78,11 @@ class OnlineSGD(Experiment):
         "relu_flow_time": Param((int, float), 3.0, quick=2.0, lo=0, lo_open=True, hi=100,
                                 why="steps = flow_time D / eta online steps",
                                 help="ReLU run length in population-flow time eta t"),
+        "chain_dims": Param(list, [1000, 10000, 100000], quick=[1000, 3000, 10000], lo=8,
+                            hi=10**6, min_len=3, max_len=12, distinct=True, item=int,
+                            why="t_max D chain steps per seed (about 1 us each)",
+                            help="input dimensions D of the exact order-parameter chain (>= 3 "
+                            "for the spread fit)"),
         "spread_tolerance": Param(float, 0.2, lo=0, lo_open=True, hi=0.5, hi_open=True,
                                   why="a wider band could not tell -1/2 from 0",
                                   help="allowed distance of the spread exponent from -1/2"),
@@ -79,13 +91,15 @@ class OnlineSGD(Experiment):
     def tasks(self, config):
         erf = [{"kind": "erf", "dim": int(d), "eta": config["eta"], "t_max": config["t_max"],
                 "seeds": config["seeds"]} for d in sorted(config["dims"])]
+        chain = [{"kind": "chain", "dim": int(d), "eta": config["eta"], "t_max": config["t_max"],
+                  "seeds": config["seeds"]} for d in sorted(config["chain_dims"])]
         relu = {"kind": "relu", "dim": config["relu_dim"], "eta": config["relu_eta"],
                 "t_max": config["relu_flow_time"] / config["relu_eta"], "seeds": config["seeds"]}
-        return erf + [relu]
+        return erf + chain + [relu]
 
     @staticmethod
     def problem(task) -> Problem:
-        if task["kind"] == "erf":
+        if task["kind"] in ("erf", "chain"):
             return embedded_problem(task["dim"], activation="erf", **ERF_STATE)
         base = duplicates(task["dim"], ["a-heavy", "w-heavy"], overlap=0.3)
         return with_gauge(base, names=["a-heavy", "w-heavy"], strength=2.0)
@@ -97,14 +111,23 @@ class OnlineSGD(Experiment):
         steps = int(round(task["t_max"] * task["dim"]))
         cfg = TrainConfig(optimizer="sgd", lr=float(task["eta"]), steps=steps, samples=None,
                           points_per_decade=15)
-        with single_thread():
-            res = train(self.problem(task), cfg, seeds=task["seeds"], root_seed=root_of(seed),
-                        device="cpu")
+        if task["kind"] == "chain":
+            from ..training._online_fast import train_online
+
+            res = train_online(self.problem(task), cfg, task["seeds"], root_of(seed), None, None,
+                               1, "chain")
+        else:
+            with single_thread():
+                res = train(self.problem(task), cfg, seeds=task["seeds"],
+                            root_seed=root_of(seed), device="cpu")
         return {"t": res.time, "flow_time": res.flow_time, "loss": res.loss, "a": res.a,
                 "Q": res.Q, "R": res.R, "wall_time_s": res.diagnostics["wall_time_s"]}
 
     def analyse(self, config, tasks, results):
-        arrays, claims = self._analyse_erf(config, tasks, results)
+        arrays, claims = self._analyse_erf(config, tasks, results, "erf")
+        chain_arrays, chain_claims = self._analyse_erf(config, tasks, results, "chain")
+        arrays |= chain_arrays
+        claims += chain_claims
         relu_arrays, relu_claim = self._analyse_relu(tasks, results)
         arrays |= relu_arrays
         claims.append(relu_claim)
@@ -113,12 +136,13 @@ class OnlineSGD(Experiment):
             "erf online SGD: population loss, median (line) and 10-90% band over seeds for each "
             "D, against the online ODE with its eta^2 noise term (black) and without it (dashed).")
         arrays["caption_online_sgd_spread"] = np.array(
-            "Seed spread of the loss against D with the fitted power law and the D^-1/2 reference.")
+            "Seed spread of the loss against D with the fitted power laws and the D^-1/2 reference: "
+            "weight-space SGD (circles) and its exact order-parameter chain (squares).")
         arrays["caption_online_sgd_relu"] = np.array(
             "ReLU online SGD at small eta against the population flow (black), time eta t.")
         return arrays, claims
 
-    def _erf_task(self, task, res):
+    def _erf_task(self, task, res, prefix):
         """Band, ODE curves and the comparison numbers of one erf task."""
         from ..training._online_ode import online_ode
 
@@ -140,12 +164,16 @@ class OnlineSGD(Experiment):
             "inside": int(np.sum(((lo <= odes["ode"]) & (odes["ode"] <= hi))[sel])),
             "total": int(np.sum(sel)),
             "spread": float(np.mean(np.std(loss[:, late], axis=0))),
-            "arrays": {f"erf_t_D{D}": t, f"erf_band_D{D}": np.stack([lo, med, hi]),
-                       f"erf_ode_D{D}": odes["ode"], f"erf_ode_eta1_D{D}": odes["ode_eta1"]},
+            "arrays": {f"{prefix}_t_D{D}": t, f"{prefix}_band_D{D}": np.stack([lo, med, hi]),
+                       f"{prefix}_ode_D{D}": odes["ode"],
+                       f"{prefix}_ode_eta1_D{D}": odes["ode_eta1"]},
         }
 
-    def _analyse_erf(self, config, tasks, results):
-        erf = [(tk, self._erf_task(tk, r)) for tk, r in zip(tasks, results) if tk["kind"] == "erf"]
+    def _analyse_erf(self, config, tasks, results, kind):
+        """The erf checks over the tasks of ``kind``: ``"erf"`` (weight space, with the noise-term
+        contrast) or ``"chain"`` (the exact order-parameter chain at large ``D``)."""
+        erf = [(tk, self._erf_task(tk, r, kind)) for tk, r in zip(tasks, results)
+               if tk["kind"] == kind]
         dims = [tk["dim"] for tk, _ in erf]
         arrays = {}
         for _, m in erf:
@@ -155,32 +183,37 @@ class OnlineSGD(Experiment):
         frac = sum(m["inside"] for _, m in erf) / max(sum(m["total"] for _, m in erf), 1)
         spreads = [m["spread"] for _, m in erf]
         fit = loglog_fit(dims, spreads)
-        arrays |= {"erf_dims": np.array(dims, dtype=float), "erf_spread": np.array(spreads),
-                   "erf_spread_fit": np.array([fit.slope, fit.intercept, fit.slope_low,
-                                               fit.slope_high])}
+        arrays |= {f"{kind}_dims": np.array(dims, dtype=float), f"{kind}_spread": np.array(spreads),
+                   f"{kind}_spread_fit": np.array([fit.slope, fit.intercept, fit.slope_low,
+                                                   fit.slope_high])}
         tol = config["spread_tolerance"]
-        claims = [Claim(
-            id="online_sgd.erf_within_spread",
-            statement=(f"erf online SGD (eta = {config['eta']:g}, step eta/D, t = steps/D, "
+        how = ("erf online SGD" if kind == "erf" else
+               "erf online SGD run as its exact order-parameter chain (backend 'chain')")
+        within = Claim(
+            id=f"online_sgd.{kind}_within_spread",
+            statement=(f"{how} (eta = {config['eta']:g}, step eta/D, t = steps/D, "
                        f"D in {dims}, {config['seeds']} seeds): the online ODE with its eta^2 "
                        "noise term lies inside the seeds' 10-90% band of the population loss "
                        f"(fraction of records after >= {MIN_STEPS} steps, all D; largest "
                        f"|median - ODE| / band half-width {worst:.3f})"),
-            measured=round(frac, 4), expected=">= 0.9", tolerance=0.1, passed=bool(frac >= 0.9)),
-            Claim(
+            measured=round(frac, 4), expected=">= 0.9", tolerance=0.1, passed=bool(frac >= 0.9))
+        spread = Claim(
+            id=f"online_sgd.{kind}_spread_exponent",
+            statement=(f"{how}: the seed spread (standard deviation of the loss over seeds, "
+                       f"averaged over the last 80% of the run) scales as D^p over D in {dims}; "
+                       f"fitted p (95% CI [{fit.slope_low:.3f}, {fit.slope_high:.3f}]); "
+                       "theory -1/2"),
+            measured=round(fit.slope, 4), expected=-0.5, tolerance=tol,
+            passed=bool(abs(fit.slope + 0.5) <= tol))
+        if kind != "erf":
+            return arrays, [within, spread]
+        noise = Claim(
             id="online_sgd.erf_noise_term_needed",
             statement=("without its eta^2 term the ODE leaves the seed band at the largest D "
                        "(largest |median - ODE_eta| / band half-width; > 1 means outside)"),
             measured=round(worst_noiseless, 4), expected="> 1", tolerance=1.0,
-            passed=bool(worst_noiseless > 1.0)),
-            Claim(
-            id="online_sgd.erf_spread_exponent",
-            statement=("the seed spread (standard deviation of the loss over seeds, averaged over "
-                       "the last 80% of the run) scales as D^p; fitted p (95% CI "
-                       f"[{fit.slope_low:.3f}, {fit.slope_high:.3f}]); theory -1/2"),
-            measured=round(fit.slope, 4), expected=-0.5, tolerance=tol,
-            passed=bool(abs(fit.slope + 0.5) <= tol))]
-        return arrays, claims
+            passed=bool(worst_noiseless > 1.0))
+        return arrays, [within, noise, spread]
 
     def _analyse_relu(self, tasks, results):
         from ..training._support import match_times
@@ -223,11 +256,20 @@ class OnlineSGD(Experiment):
         names = [gf.save(fig, outdir, "online_sgd_erf", arrays)]
 
         fig, ax = plt.subplots(figsize=(4.5, 3.6))
-        d, s = arrays["erf_dims"], arrays["erf_spread"]
-        slope, icpt = arrays["erf_spread_fit"][:2]
-        ax.plot(d, s, "o", label=f"measured, p = {slope:.3f}")
-        ax.plot(d, np.exp(icpt) * d**slope, "C0-", lw=1)
-        ax.plot(d, s[0] * (d / d[0]) ** -0.5, "k:", label="D^-1/2")
+        everything = []
+        for i, (kind, marker, what) in enumerate((("erf", "o", "weight space"),
+                                                  ("chain", "s", "chain"))):
+            if f"{kind}_dims" not in arrays:  # a run from before the chain existed
+                continue
+            d, s = arrays[f"{kind}_dims"], arrays[f"{kind}_spread"]
+            slope, icpt = arrays[f"{kind}_spread_fit"][:2]
+            ax.plot(d, s, marker, color=f"C{i}", label=f"{what}, p = {slope:.3f}")
+            ax.plot(d, np.exp(icpt) * d**slope, f"C{i}-", lw=1)
+            everything.append((d, s))
+        d = np.concatenate([x for x, _ in everything])
+        d0, s0 = everything[0][0][0], everything[0][1][0]
+        d = np.sort(d)
+        ax.plot(d, s0 * (d / d0) ** -0.5, "k:", label="D^-1/2")
         ax.set(xscale="log", yscale="log", xlabel="D", ylabel="seed std of loss")
         ax.legend(fontsize=7)
         names.append(gf.save(fig, outdir, "online_sgd_spread", arrays))
