@@ -103,6 +103,23 @@ def sample_gradient(act, a, b, U, K, x, u, gen, X, k, mu, coef, ga):
     return 0.5 * e * e
 
 
+@numba.njit(inline="always", cache=True)
+def advance(a, ga, eta, batch, loss, flow, acc, count):
+    """End of a step, shared by both kernels: ``a -= eta ga / B``; the flow time, the summed
+    batch losses and the step count since the last record, advanced."""
+    for i in range(a.shape[0]):
+        a[i] -= eta * ga[i] / batch
+    return flow + eta, acc + loss / batch, count + 1
+
+
+@numba.njit(inline="always", cache=True)
+def close_record(r, acc, count, flow, out_emp, out_flow):
+    """Store record ``r``'s online loss (the mean since the last record) and flow time; the
+    accumulators restart and the next record is ``r + 1``."""
+    out_emp[r], out_flow[r] = acc / count, flow
+    return 0.0, 0, r + 1
+
+
 @numba.njit(nogil=True, cache=True, fastmath=FAST)
 def run(a, W, V, b, act, sched, lr, lr_min, decay, steps, grid, batch, gen, X,
         out_a, out_Q, out_R, out_emp, out_flow):
@@ -140,16 +157,11 @@ def run(a, W, V, b, act, sched, lr, lr_min, decay, steps, grid, batch, gen, X,
             for i in range(K):
                 for d in range(D):
                     U[i, d] -= (eta / batch) * gW[i, d]
-        for i in range(K):
-            a[i] -= eta * ga[i] / batch
-        flow += eta
-        acc += loss / batch
-        count += 1
+        flow, acc, count = advance(a, ga, eta, batch, loss, flow, acc, count)
         if r < grid.shape[0] and k + 1 == grid[r]:
             if not record(r, a, U, K, out_a, out_Q, out_R):
                 return r
-            out_emp[r], out_flow[r] = acc / count, flow
-            acc, count, r = 0.0, 0, r + 1
+            acc, count, r = close_record(r, acc, count, flow, out_emp, out_flow)
     W[:, :] = U[:K]
     return -1
 
@@ -293,16 +305,11 @@ def chain_run(a, C, b, K, D, act, sched, lr, lr_min, decay, steps, grid, batch, 
                             s += c[mu, i] * c[nu, j] * G[mu, nu]
                 C[i, j] += s
                 C[j, i] = C[i, j]
-        for i in range(K):
-            a[i] -= eta * ga[i] / batch
-        flow += eta
-        acc += loss / batch
-        count += 1
+        flow, acc, count = advance(a, ga, eta, batch, loss, flow, acc, count)
         if r < grid.shape[0] and k + 1 == grid[r]:
             if not chain_record(r, a, C, K, out_a, out_Q, out_R):
                 return r
-            out_emp[r], out_flow[r] = acc / count, flow
-            acc, count, r = 0.0, 0, r + 1
+            acc, count, r = close_record(r, acc, count, flow, out_emp, out_flow)
     return -1
 
 
