@@ -83,6 +83,32 @@ def test_online_sgd_experiment_runs_the_chain_at_large_d_and_draws_both_spreads(
     assert EXPERIMENT.plot(old, cfg, tmp_path / "old")
 
 
+@pytest.mark.parametrize("broken", [False, True])
+def test_online_sgd_chain_checks_fail_on_results_built_to_fail(broken):
+    """Fake chain results around the online ODE: spread ``0.02 D^-1/2`` centred on the ODE
+    (both checks pass), or a spread that does not shrink with ``D`` and sits 5 spreads off the
+    ODE (both fail)."""
+    from gaugedyn.experiments.online_sgd import EXPERIMENT
+
+    cfg = config_of(EXPERIMENT, quick=True)
+    tasks = [t for t in EXPERIMENT.tasks(cfg) if t["kind"] == "chain"]
+    rng = np.random.default_rng(0)
+    results = []
+    for task in tasks:
+        D, problem = task["dim"], EXPERIMENT.problem(task)
+        t = np.geomspace(10.0 / D, task["t_max"], 40)
+        o = online_ode(problem, task["eta"], t)
+        ode = population_loss(o["a"], o["Q"], o["R"], problem.b, problem.V @ problem.V.T, "erf")
+        sigma = 0.02 if broken else 0.02 / np.sqrt(D)
+        loss = ode + (5 * sigma if broken else 0.0) + sigma * rng.standard_normal((32, t.size))
+        results.append({"t": t, "loss": loss})
+    _, claims = EXPERIMENT._analyse_erf(cfg, tasks, results, "chain")
+    by_id = {c.id: c for c in claims}
+    assert set(by_id) == {"online_sgd.chain_within_spread", "online_sgd.chain_spread_exponent"}
+    for claim in claims:
+        assert claim.passed is not broken, (claim.id, claim.measured)
+
+
 def test_trained_specialization_times_follow_the_flow_for_both_gauges():
     D = 8
     for gauge, c in (("w-heavy", 1.0), ("a-heavy", 0.05)):
