@@ -94,12 +94,13 @@ def single_seed(N, steps, rounds, nn2pp, scratch):
           f"{torch_cfg.steps}); steps/s (wall | cpu), median of {rounds} interleaved rounds")
     for k, (rw, rc) in rates.items():
         print(f"   {k:20s} {rw:12,.0f} | {rc:12,.0f}")
-    for mine in ("gaugedyn compiled", "gaugedyn chain"):
-        ours = rates[mine]
+    mine = ("gaugedyn compiled", "gaugedyn chain")
+    for name in mine:
+        ours = rates[name]
         for k in cases:
-            if not k.startswith("gaugedyn c"):
-                print(f"   ratio {mine[9:]} / {k}: {ours[0] / rates[k][0]:.2f}x wall, "
-                      f"{ours[1] / rates[k][1]:.2f}x cpu")
+            if k not in mine:
+                print(f"   ratio {name.removeprefix('gaugedyn ')} / {k}: "
+                      f"{ours[0] / rates[k][0]:.2f}x wall, {ours[1] / rates[k][1]:.2f}x cpu")
     return rates
 
 

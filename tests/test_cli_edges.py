@@ -163,6 +163,10 @@ def test_train_refuses(extra, match, tmp_path, capsys, small_memory):
 
 
 def test_train_backends_run_online_sgd_and_say_which_ran(capsys):
+    from gaugedyn.training._cli import OPTIONS
+    from gaugedyn.training._trainer import BACKENDS
+
+    assert OPTIONS["backend"].choices == BACKENDS  # the command line offers what train runs
     argv = ["train", "--dim", "200", "--online", "--optimizer", "sgd", "--activation", "erf",
             "--lr", "1", "--steps", "2000", "--seeds", "3"]
     runs = {}

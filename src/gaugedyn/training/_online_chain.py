@@ -69,7 +69,8 @@ def run_chain(a, C, b, K: int, D: int, activation: str, config, grid: np.ndarray
               sample_gram: np.ndarray | None = None) -> dict:
     """Run the chain for one seed from ``a (K,)``, ``C (P, P)`` (copies); randomness from
     ``gen`` or, if given, ``fields (steps, B, P)`` and ``sample_gram (steps, B, B)``. Returns the
-    records at ``grid`` as :func:`gaugedyn.training._online_fast.run_kernel` does."""
+    records at ``grid`` and ``failed_at`` as :func:`gaugedyn.training._online_fast.run_kernel`
+    does."""
     kern = _kernels().chain_run
     a = np.array(a, dtype=np.float64)
     C = np.array(C, dtype=np.float64)
@@ -92,7 +93,6 @@ def run_chain(a, C, b, K: int, D: int, activation: str, config, grid: np.ndarray
                   fields, sample_gram, PIVOT_TOL, out["a"], out["Q"], out["R"], out["emp"],
                   out["flow"])
     out["failed_at"] = None if status < 0 else int(status)
-    out["last"] = (a, C)
     return out
 
 
