@@ -235,10 +235,11 @@ def solve_batch(problems: Sequence, *, formulation: str = "order-parameters",
 
     ``method="auto"`` (the default) or ``"rodas"`` advances all trajectories together with
     per-trajectory adaptive steps (vectorised numpy, batched linear solves); any other name of
-    :data:`METHODS` loops :func:`solve` over the problems (for comparison). Outputs share ``t_eval``; ``t_max``
-    defaults to the largest :func:`default_t_max` of the batch. A trajectory that stops being
-    finite is marked failed (``errors``, ``failed``, its diagnostics' ``status`` ``-2`` and
-    ``message``); the others finish exactly as they would alone.
+    :data:`METHODS` loops :func:`solve` over the problems (for comparison). Outputs share
+    ``t_eval``; ``t_max`` defaults to the largest :func:`default_t_max` of the batch. A
+    trajectory that stops being finite is marked failed (``errors``, ``failed``, its
+    diagnostics' ``status`` ``-2`` and ``message``); the others finish exactly as they would
+    alone.
     """
     problems = list(problems)
     t_max, t_eval = _check_batch(problems, formulation, method, rtol, atol, t_max, t_eval)
