@@ -6,8 +6,15 @@ import numpy as np
 import pytest
 import torch
 
-from gaugedyn.adam._edge import _flat, _hvp, _setup, preconditioned_sharpness, run_edge, threshold
-from gaugedyn.experiments.adam_edge import _analyse, edge_start, window_stats
+from gaugedyn.experiments.adam_stability._edge import (
+    _flat,
+    _hvp,
+    _setup,
+    preconditioned_sharpness,
+    run_edge,
+    threshold,
+)
+from gaugedyn.experiments.adam_stability.adam_edge import _analyse, edge_start, window_stats
 
 
 def test_threshold():
@@ -96,7 +103,7 @@ def test_no_edge_is_reported_not_averaged_and_check_fails_when_kappa_exceeds_S()
 @pytest.mark.parametrize("name", ["adam_edge", "spike_boundary"])
 def test_quick_findings_are_labelled_provisional_and_full_ones_are_not(name):
     from gaugedyn.experiments import resolve_experiment
-    from gaugedyn.experiments._protocol import configuration_label
+    from gaugedyn.harness._protocol import configuration_label
 
     ex = resolve_experiment(name)
     full = {k: p.default for k, p in ex.params.items()}

@@ -194,7 +194,7 @@ def test_a_dying_worker_fails_only_its_task_and_the_rerun_resumes(tmp_path, work
 
 def test_arrays_schema_helpers_name_captions_and_fields():
     from gaugedyn.experiments import caption_array, caption_key, caption_of, field_key
-    from gaugedyn.experiments._arrays import captions, schema_problems, split_key
+    from gaugedyn.harness._arrays import captions, schema_problems, split_key
 
     arrays = {caption_key("draws"): caption_array("Sum at D = 10."), field_key("char_gru", "lag"):
               np.zeros(3), "plain": np.ones(2)}

@@ -13,18 +13,18 @@ import numpy as np
 import pytest
 from _gauge_helpers import config_of, run_inline
 
-from gaugedyn.experiments import _gauge_paths as paths
-from gaugedyn.experiments import _gauge_quadrature as quad
-from gaugedyn.experiments import _gauge_trajectories as gt
-from gaugedyn.experiments.clock import EXPERIMENT as CLOCK
-from gaugedyn.experiments.dimension_scaling import EXPERIMENT as SCALING
-from gaugedyn.experiments.dissipation import EXPERIMENT as DISSIPATION
-from gaugedyn.experiments.gd_selection import EXPERIMENT as GD_SELECTION
-from gaugedyn.experiments.gradient_descent import EXPERIMENT as GD
-from gaugedyn.experiments.gradient_descent import crossing_time
-from gaugedyn.experiments.ownership import EXPERIMENT as OWNERSHIP
-from gaugedyn.experiments.ownership_patterns import EXPERIMENT as PATTERNS
-from gaugedyn.experiments.perturbations import EXPERIMENT as PERTURBATIONS
+from gaugedyn.experiments.gauge import _paths as paths
+from gaugedyn.experiments.gauge import _quadrature as quad
+from gaugedyn.experiments.gauge import _trajectories as gt
+from gaugedyn.experiments.gauge.clock import EXPERIMENT as CLOCK
+from gaugedyn.experiments.gauge.dimension_scaling import EXPERIMENT as SCALING
+from gaugedyn.experiments.gauge.dissipation import EXPERIMENT as DISSIPATION
+from gaugedyn.experiments.gauge.gd_selection import EXPERIMENT as GD_SELECTION
+from gaugedyn.experiments.gauge.gradient_descent import EXPERIMENT as GD
+from gaugedyn.experiments.gauge.gradient_descent import crossing_time
+from gaugedyn.experiments.gauge.ownership import EXPERIMENT as OWNERSHIP
+from gaugedyn.experiments.gauge.ownership_patterns import EXPERIMENT as PATTERNS
+from gaugedyn.experiments.gauge.perturbations import EXPERIMENT as PERTURBATIONS
 
 REDUCED = {
     SCALING: dict(dims=[100, 1000, 10000], large_dim=100),
@@ -327,7 +327,7 @@ def test_pattern_claims_fail_on_a_resolved_tie_a_moved_counterexample_or_shared_
 
 
 def test_pattern_outcomes_and_gaps():
-    from gaugedyn.experiments.ownership_patterns import classify, gap_of
+    from gaugedyn.experiments.gauge.ownership_patterns import classify, gap_of
 
     assert gap_of([1.0, 1.0, -1.0]) == 0.0 and gap_of([-1.0, 0.5, 0.0]) == 0.5
     assert classify(-1, [1.0, 1.0], 0.0, 1e-3) == 2
@@ -424,7 +424,7 @@ def test_divergent_members_of_a_batch_are_isolated():
 
 
 def test_finite_sample_dissipation_finding_fails_without_convergence():
-    from gaugedyn.experiments.finite_sample import EXPERIMENT as FINITE
+    from gaugedyn.experiments.gauge.finite_sample import EXPERIMENT as FINITE
     from gaugedyn.stats import loglog_fit
 
     config = config_of(FINITE, quick=True)

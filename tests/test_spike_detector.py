@@ -85,7 +85,7 @@ def test_divergence_counts_as_spike_and_batches_and_stride():
 
 
 def test_boundary_extraction_fit_and_findings_on_built_maps():
-    from gaugedyn.experiments.spike_boundary import (
+    from gaugedyn.experiments.adam_stability.spike_boundary import (
         _check_claim,
         _findings,
         boundary_fit,
