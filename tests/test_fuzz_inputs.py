@@ -451,7 +451,7 @@ def malformed_option_text(spec):
         return TEXT.filter(lambda s: s not in spec.choices)
     numbers = [st.sampled_from(["", "nan", "inf", "-inf", "1e400", "0x10", "1,5", "ten"]),
                NOT_NUMBER]
-    if spec.kind is int:
+    if spec.type is int:
         numbers.append(st.floats(allow_nan=False, allow_infinity=False)
                        .filter(lambda v: not v.is_integer()).map(repr))
     if spec.hi is not None:

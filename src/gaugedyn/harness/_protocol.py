@@ -27,11 +27,12 @@ numpy arrays, scalars as numpy scalars, other JSON values (``None``, strings, ne
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from .._options import Param as Param
 
 CLAIM_KINDS = ("check", "finding", "measurement")
 
@@ -91,129 +92,6 @@ class Claim:
         if not d["rule"]:
             d.pop("rule")
         return _plain(d)
-
-
-@dataclass(frozen=True)
-class Param:
-    """One configuration key, declared once: type, bounds, default, quick value and help.
-
-    The check and the error text are derived from the declaration:
-
-    - ``lo`` / ``hi``: inclusive bounds of a number, or of every element of a list
-      (``lo_open`` / ``hi_open`` make them strict). Every numeric setting has an ``hi``;
-      ``why`` says in a few words why the upper bound is where it is (quoted in the error);
-    - ``choices``: the allowed values of a string (or of every element of a list of strings);
-    - ``min_len`` / ``max_len``: the length of a list; ``distinct``: no repeated elements;
-      ``item``: the type of every element of a list (``int`` excludes booleans and floats;
-      ``float`` admits integers);
-    - ``check`` / ``allowed``: an extra predicate and its words, for what bounds cannot say.
-
-    :meth:`validate` returns ``None`` for an allowed value and otherwise the text of what is
-    allowed; :meth:`describe` is that text, used in errors and in the documentation.
-    """
-
-    type: type | tuple[type, ...]
-    default: Any
-    quick: Any = None
-    check: Callable[[Any], bool] | None = None
-    allowed: str = ""
-    help: str = ""
-    lo: float | None = None
-    hi: float | None = None
-    lo_open: bool = False
-    hi_open: bool = False
-    why: str = ""
-    choices: tuple[str, ...] | None = None
-    min_len: int | None = None
-    max_len: int | None = None
-    distinct: bool = False
-    item: type | None = None
-
-    def _range_text(self) -> str:
-        if self.lo is None and self.hi is None:
-            return ""
-        left = "(" if self.lo_open else "["
-        right = ")" if self.hi_open else "]"
-        lo = "-inf" if self.lo is None else f"{self.lo:g}"
-        hi = "inf" if self.hi is None else f"{self.hi:g}"
-        return f"in {left}{lo}, {hi}{right}"
-
-    def describe(self) -> str:
-        """What is allowed, in words (derived from the declaration unless ``allowed`` is set)."""
-        if self.allowed:
-            return self.allowed
-        types = self.type if isinstance(self.type, tuple) else (self.type,)
-        parts = []
-        if list in types:
-            size = []
-            if self.min_len is not None:
-                size.append(f"at least {self.min_len}")
-            if self.max_len is not None:
-                size.append(f"at most {self.max_len}")
-            noun = {int: "integers", float: "numbers", str: "strings"}.get(self.item, "values")
-            what = f"distinct {noun}" if self.distinct else noun
-            parts.append(f"a list of {' and '.join(size) or 'any number of'} {what}")
-            if self.choices is not None:
-                parts.append("each one of " + ", ".join(self.choices))
-            elif self._range_text():
-                parts.append("each " + self._range_text())
-        elif self.choices is not None:
-            parts.append("one of " + ", ".join(self.choices))
-        else:
-            if types == (int,):
-                kind = "an integer"
-            elif types == (bool,):
-                kind = "a boolean"
-            elif types == (str,):
-                kind = "a string"
-            else:
-                kind = "a number"
-            parts.append(f"{kind} {self._range_text()}".rstrip())
-        text = ", ".join(parts)
-        if self.why and self.hi is not None:
-            text += f" (upper bound: {self.why})"
-        return text
-
-    def _item_ok(self, x: Any) -> bool:
-        if self.item is None:
-            return True
-        if isinstance(x, bool):
-            return self.item is bool
-        if self.item is float:
-            return isinstance(x, int | float)
-        return isinstance(x, self.item)
-
-    def _in_range(self, x: Any) -> bool:
-        if self.choices is not None:
-            return isinstance(x, str) and x in self.choices
-        if isinstance(x, bool) or not isinstance(x, int | float):
-            return self.lo is None and self.hi is None
-        if self.lo is not None and (x < self.lo or (self.lo_open and x == self.lo)):
-            return False
-        if self.hi is not None and (x > self.hi or (self.hi_open and x == self.hi)):
-            return False
-        return True
-
-    def validate(self, value: Any) -> str | None:
-        """``None`` if ``value`` (already of the right type) is allowed, else :meth:`describe`."""
-        items = value if isinstance(value, list) else [value]
-        ok = all(self._in_range(x) for x in items)
-        if isinstance(value, list):
-            ok = ok and all(self._item_ok(x) for x in items)
-        if isinstance(value, list):
-            ok = ok and (self.min_len is None or len(value) >= self.min_len)
-            ok = ok and (self.max_len is None or len(value) <= self.max_len)
-            if self.distinct:
-                try:
-                    ok = ok and len(set(value)) == len(value)
-                except TypeError:
-                    ok = False
-        if ok and self.check is not None:
-            try:
-                ok = bool(self.check(value))
-            except Exception:
-                ok = False
-        return None if ok else self.describe()
 
 
 def finding(id: str, statement: str, interval: Any, threshold: float, direction: str = ">", *,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .._options import Option
+from .._options import Param
 
 GAUGES = ("w-heavy", "a-heavy", "balanced")
 FORMULATIONS = ("order-parameters", "weight-space", "span")
@@ -20,29 +20,29 @@ MAX_NEURONS = 64
 LOOSE_RTOL, LOOSE_ATOL = 1e-4, 1e-6
 
 OPTIONS = {
-    "setup": Option("setup", str, choices=("single", "duplicates")),
-    "dim": Option("dim", int, lo=2, hi=10**8,
+    "setup": Param(str, name="setup", choices=("single", "duplicates")),
+    "dim": Param(int, name="dim", lo=2, hi=10**8,
                   why="arrays of D float64 per neuron; memory is also estimated per request"),
-    "gauge": Option("gauge", str, choices=GAUGES),
-    "scale": Option("scale", float, lo=1e-6, hi=1e6,
+    "gauge": Param(str, name="gauge", choices=GAUGES),
+    "scale": Param(float, name="scale", lo=1e-6, hi=1e6,
                     why="|w|^2 = s D and a^2 = s / D must stay resolvable in float64"),
-    "activation": Option("activation", str, choices=("relu", "erf", "linear")),
-    "threshold": Option("threshold", float, lo=0, hi=1, lo_open=True, hi_open=True,
+    "activation": Param(str, name="activation", choices=("relu", "erf", "linear")),
+    "threshold": Param(float, name="threshold", lo=0, hi=1, lo_open=True, hi_open=True,
                         why="an overlap m lies in [-1, 1]"),
-    "prune_tol": Option("prune_tol", float, lo=0, hi=1, lo_open=True, hi_open=True,
+    "prune_tol": Param(float, name="prune_tol", lo=0, hi=1, lo_open=True, hi_open=True,
                         why="the owner converges to |rho| = |b| = 1, so a tolerance >= 1 would "
                         "call it pruned"),
-    "t_max": Option("t_max", float, lo=0, hi=1e12, lo_open=True,
+    "t_max": Param(float, name="t_max", lo=0, hi=1e12, lo_open=True,
                     why="beyond 1e12 float64 time no longer resolves the steps"),
-    "formulation": Option("formulation", str, choices=FORMULATIONS),
-    "dynamics": Option("dynamics", str, choices=("flow", "gd")),
-    "eta": Option("eta", float, lo=0, hi=1e3, lo_open=True,
+    "formulation": Param(str, name="formulation", choices=FORMULATIONS),
+    "dynamics": Param(str, name="dynamics", choices=("flow", "gd")),
+    "eta": Param(float, name="eta", lo=0, hi=1e3, lo_open=True,
                   why="gradient descent with larger steps diverges at once on these losses"),
-    "method": Option("method", str, choices=METHOD_NAMES),
-    "rtol": Option("rtol", float, lo=1e-13, hi=1e-2,
+    "method": Param(str, name="method", choices=METHOD_NAMES),
+    "rtol": Param(float, name="rtol", lo=1e-13, hi=1e-2,
                    why="above 1e-2 the answer is off by more than 1% (below 1e-13 float64 "
                    "rounding dominates)"),
-    "atol": Option("atol", float, lo=1e-20, hi=1e-2,
+    "atol": Param(float, name="atol", lo=1e-20, hi=1e-2,
                    why="the state's components start at |a| ~ (s/D)^(1/2), well below 1e-2"),
 }
 
