@@ -12,12 +12,14 @@ from gaugedyn.experiments.adam_split import beta_grid as bg
 from gaugedyn.experiments.adam_split import gauge_under_adam as ga
 from gaugedyn.plotting import style
 
+SEED = np.random.SeedSequence(2026)  # the analysis seed of runs analysed directly
+
 
 def _run(experiment, params, tmp_path):
     cfg = make_config({"experiment": experiment.name, "seed": 3, "params": params})
     results = [experiment.run_task(t, np.random.SeedSequence(7, spawn_key=(i,)))
                for i, t in enumerate(cfg.tasks)]
-    out = experiment.analyse(dict(cfg.params), cfg.tasks, results)
+    out = experiment.analyse(dict(cfg.params), cfg.tasks, results, SEED)
     arrays, claims = out[0], out[1]
     arrays = {k: np.asarray(v) for k, v in arrays.items()}
     assert all(v.dtype != object for v in arrays.values())

@@ -126,7 +126,7 @@ def test_a_diverged_off_diagonal_cell_does_not_make_the_lag_substantial():
     assert "(0.9, 0.99)" not in found[key].tolerance["cells"]
     assert all("(0.9, 0.99)" not in " ".join(c.tolerance["cells"]) for c in found.values())
     arrays, claims, diag = bg.analyse_grid(bg_config(), tasks, results)
-    assert diag["tasks"]["digits_mlp"]["diverged_cells"] == ["(0.9, 0.99)"]
+    assert diag["per_task"]["digits_mlp"]["diverged_cells"] == ["(0.9, 0.99)"]
     assert arrays["digits_mlp__cell_diverged"][0, 1] == 1
     held = {c.id: c.verdict for c in claims if c.kind == "finding"}
     assert held[key] == "NOT HELD"

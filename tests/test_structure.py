@@ -284,3 +284,18 @@ def test_dir_lists_every_lazy_export():
         assert set(module.__all__) <= set(dir(module)), package
         for name in module.__all__:
             assert getattr(module, name) is not None, f"{package}.{name}"
+
+
+def test_command_line_choices_are_the_registries():
+    from gaugedyn.theory import METHODS
+    from gaugedyn.theory._cli import OPTIONS as SOLVE
+    from gaugedyn.theory._flows import FORMULATIONS
+    from gaugedyn.theory._population import ACTIVATIONS
+    from gaugedyn.theory._problem import GAUGE_NAMES
+    from gaugedyn.training._cli import OPTIONS as TRAIN
+
+    assert SOLVE["method"].choices == tuple(METHODS)
+    assert SOLVE["formulation"].choices == FORMULATIONS
+    for options in (SOLVE, TRAIN):
+        assert options["gauge"].choices == GAUGE_NAMES
+        assert options["activation"].choices == ACTIVATIONS

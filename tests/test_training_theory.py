@@ -13,6 +13,8 @@ from gaugedyn.theory import population_loss, single, solve  # noqa: E402
 from gaugedyn.training import TrainConfig, train  # noqa: E402
 from gaugedyn.training._online_ode import noise_term, online_ode  # noqa: E402
 
+SEED = np.random.SeedSequence(2026)  # the analysis seed of runs analysed directly
+
 
 @pytest.fixture(autouse=True)
 def _one_thread():
@@ -135,7 +137,7 @@ def _fake_scaling_results():
         results.append({"specialization_time": base * (1 + 0.01 * rng.normal(size=6)),
                         "theory_time": np.array(base), "steps": np.array(100),
                         "run_time": np.array(10 * base), "boot_entropy": 1000 + i})
-    return EXPERIMENT.analyse(cfg, tasks, results)[1]
+    return EXPERIMENT.analyse(cfg, tasks, results, SEED)[1]
 
 
 def _fake_ownership_results(owner_ok: bool):
@@ -151,7 +153,7 @@ def _fake_ownership_results(owner_ok: bool):
         results.append({"owner": owner, "remaining": np.full(6, 1e-4),
                         "flow_remaining": np.array(1e-5), "t": np.array([0.0, 1.0]),
                         "rho": np.ones((6, 2, 2)), "boot_entropy": 7 + i})
-    return EXPERIMENT.analyse(cfg, tasks, results)[1]
+    return EXPERIMENT.analyse(cfg, tasks, results, SEED)[1]
 
 
 def test_gauge_in_training_claims_pass_and_fail_on_built_cases():

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import InputError, oneline
-from ._protocol import Experiment, Param, _plain
+from .._json import plain
+from ._protocol import Experiment, Param
 from ._registry import EXPERIMENTS
 
 TOP_LEVEL_KEYS = ("experiment", "seed", "description", "params", "quick")
@@ -59,7 +60,7 @@ class RunConfig:
     tasks: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return _plain(
+        return plain(
             {
                 "experiment": self.spec if self.spec is not None else self.name,
                 "name": self.name,
@@ -122,7 +123,7 @@ def resolve_experiment(spec: Any, where: str = "experiment") -> Experiment:
 def show(value: Any, limit: int = 60) -> str:
     """A one-line rendering of a user value for error messages."""
     try:
-        text = json.dumps(_plain(value), ensure_ascii=True)
+        text = json.dumps(plain(value), ensure_ascii=True)
     except (TypeError, ValueError):
         text = repr(value).encode("ascii", "backslashreplace").decode()
     text = text.replace("\n", "\\n").replace("\r", "\\r")
@@ -364,7 +365,7 @@ def _tasks(cfg: RunConfig, where: str) -> list[dict]:
     for task in tasks:
         if not isinstance(task, Mapping):
             raise TypeError(f"{cfg.name}.tasks() returned {task!r}; each task must be a dict")
-        plain = _plain(dict(task))
-        json.dumps(plain, sort_keys=True, allow_nan=False)
-        out.append(plain)
+        value = plain(dict(task))
+        json.dumps(value, sort_keys=True, allow_nan=False)
+        out.append(value)
     return out

@@ -9,8 +9,10 @@ An experiment is a set of independent tasks plus an analysis:
   (derived from the root seed and the task's coordinates, never from execution order), returning
   a dict of numpy arrays and scalars; it runs in worker processes, so the experiment object must
   be picklable;
-- ``analyse(config, tasks, results)``: the arrays behind the figures and the claims, and
-  optionally a third item, a dict of diagnostics written into ``summary.json``;
+- ``analyse(config, tasks, results, seed)``: the arrays behind the figures and the claims, and
+  optionally a third item, a dict of diagnostics written into ``summary.json``; ``seed`` is the
+  run's ``SeedSequence`` for the analysis (:func:`analysis_seed`: derived from the root seed and
+  the experiment's name), from which every bootstrap draws;
 - ``plot(arrays, config, outdir)``: figures drawn from the stored arrays alone, saved with
   :func:`gaugedyn.plotting.save_figure`; returns figure names or ``(name, caption)`` pairs.
 
@@ -32,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from .._json import plain
 from .._options import Param as Param
 
 CLAIM_KINDS = ("check", "finding", "measurement")
@@ -91,7 +94,7 @@ class Claim:
             d.pop("interval")
         if not d["rule"]:
             d.pop("rule")
-        return _plain(d)
+        return plain(d)
 
 
 def finding(id: str, statement: str, interval: Any, threshold: float, direction: str = ">", *,
@@ -153,6 +156,14 @@ def labelled(params: dict, config: dict, analysed: tuple) -> tuple:
     return arrays, provisional(claims, label), diagnostics
 
 
+def analysis_seed(root_seed: int, experiment: str) -> np.random.SeedSequence:
+    """The ``SeedSequence`` a run hands to ``analyse``: the task-seed rule
+    (:func:`gaugedyn._meta.task_seed`) applied to the coordinates ``(experiment, "analysis")``."""
+    from .._meta import task_seed
+
+    return task_seed(root_seed, experiment, "analysis")
+
+
 class Experiment:
     """Base class of declared experiments (see module docstring)."""
 
@@ -166,29 +177,14 @@ class Experiment:
     def run_task(self, task: dict, seed: np.random.SeedSequence) -> dict:
         raise NotImplementedError
 
-    def analyse(self, config: dict, tasks: list[dict], results: list[dict]) -> tuple:
+    def analyse(self, config: dict, tasks: list[dict], results: list[dict],
+                seed: np.random.SeedSequence) -> tuple:
         """Return ``(arrays: dict[str, np.ndarray], claims: list[Claim])``, optionally with a
-        third item ``diagnostics: dict``."""
+        third item ``diagnostics: dict``. ``seed`` is the run's analysis seed
+        (:func:`analysis_seed`): every resampling of the analysis derives from it."""
         raise NotImplementedError
 
     def plot(self, arrays: dict, config: dict, outdir: Any) -> list:
         """Draw figures from ``arrays`` into ``outdir``; return the figure base names (or
         ``(name, caption)`` pairs)."""
         return []
-
-
-def _plain(x):
-    """Numpy scalars and arrays to JSON-ready Python values."""
-    if isinstance(x, dict):
-        return {str(k): _plain(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_plain(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return _plain(x.tolist())
-    if isinstance(x, np.bool_):
-        return bool(x)
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, np.floating):
-        return float(x)
-    return x

@@ -133,7 +133,9 @@ def _conclude(cfg: RunConfig, results: list, summary: dict, staging: Path,
     tick = time.perf_counter()
     arrays, claims, diagnostics = analyse(cfg, results)
     summary["claims"] = [c.to_dict() for c in claims]
-    summary["diagnostics"].update(diagnostics)
+    # the framework's counters are written last, so no diagnostics key of an experiment can
+    # overwrite them
+    summary["diagnostics"] = {**diagnostics, **summary["diagnostics"]}
     summary["status"] = "claims failed" if any(c.fails_run for c in claims) else "passed"
     write_arrays(staging / ARRAYS, arrays, summary)
     tock = time.perf_counter()

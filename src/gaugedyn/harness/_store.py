@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ._protocol import _plain
+from .._json import plain
 
 FORMAT = 1
 
@@ -34,7 +34,7 @@ class StoreError(TypeError):
 
 
 def canonical_json(value: Any) -> str:
-    return json.dumps(_plain(value), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return json.dumps(plain(value), sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 def task_key(experiment: str, task: dict, root_seed: int, version: str | None = None) -> str:
@@ -90,7 +90,7 @@ def encode_result(result: dict) -> tuple[bytes, dict]:
             names[f"a{i}"] = name
             continue
         try:
-            extras[name] = json.loads(json.dumps(_plain(value)))
+            extras[name] = json.loads(json.dumps(plain(value)))
         except (TypeError, ValueError):
             raise StoreError(
                 f"result {name!r} of type {type(value).__name__} is neither an array nor JSON"
@@ -171,7 +171,7 @@ class ResultStore:
             "sha256": hashlib.sha256(npz).hexdigest(),
             "stored_at": time.time(),
             "layout": layout,
-            **_plain(meta),
+            **plain(meta),
         }
         atomic_write(npz_path, npz, sync_dir=False)  # the json's folder sync covers both
         atomic_write(json_path, json.dumps(record, sort_keys=True).encode())

@@ -5,40 +5,28 @@ The summary holds ``format`` (:data:`SUMMARY_FORMAT`), ``experiment``, ``descrip
 from it), ``definitions`` (the experiment's observables), ``tasks``, ``diagnostics``,
 ``failed_tasks``, ``status``, ``claims``, ``arrays`` (name -> shape and dtype), ``arrays_sha256``
 and ``figures``. It is strict JSON: non-finite floats are written as the strings ``"nan"``,
-``"inf"`` and ``"-inf"`` (:func:`json_safe`). ``report.md`` is rendered from exactly what it holds.
+``"inf"`` and ``"-inf"`` (:func:`gaugedyn._json.strict`). ``report.md`` is rendered from exactly what it holds.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from .._errors import InputError, oneline
+from .._json import strict
 from .._meta import versions
 from ._arrays import schema_problems
 from ._config import RunConfig
 from ._folders import SUMMARY
-from ._protocol import Claim, _plain
+from ._protocol import Claim, analysis_seed
 from ._report import REPORT, run_report
 from ._store import atomic_write
 
 SUMMARY_FORMAT = 1
-
-
-def json_safe(value: Any) -> Any:
-    """Non-finite floats as the strings ``"nan"``, ``"inf"``, ``"-inf"`` (strict JSON)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [json_safe(v) for v in value]
-    return value
 
 
 def summary_head(cfg: RunConfig, command: dict | None) -> dict:
@@ -61,14 +49,15 @@ def summary_head(cfg: RunConfig, command: dict | None) -> dict:
             "derivation": "gaugedyn._meta.task_seed(root, experiment, task): SeedSequence(root, "
             "spawn_key=sha256(json([experiment, task])))",
         },
-        "definitions": json_safe(_plain(definitions)),
+        "definitions": strict(definitions),
         "tasks": cfg.tasks,
     }
 
 
 def analyse(cfg: RunConfig, results: list) -> tuple[dict[str, np.ndarray], list[Claim], dict]:
     """The experiment's ``analyse`` on the stored results, its return value checked."""
-    out = cfg.experiment.analyse(dict(cfg.params), cfg.tasks, results)
+    out = cfg.experiment.analyse(dict(cfg.params), cfg.tasks, results,
+                                 analysis_seed(cfg.seed, cfg.name))
     if not isinstance(out, tuple) or len(out) not in (2, 3):
         raise TypeError(f"{cfg.name}.analyse must return (arrays, claims[, diagnostics])")
     arrays, claims = out[0], list(out[1])
@@ -80,12 +69,12 @@ def analyse(cfg: RunConfig, results: list) -> tuple[dict[str, np.ndarray], list[
     for claim in claims:
         if not isinstance(claim, Claim):
             raise TypeError(f"{cfg.name}.analyse: claims must be Claim instances, got {claim!r}")
-    return arrays, claims, json_safe(_plain(diagnostics))
+    return arrays, claims, strict(diagnostics)
 
 
 def write_summary(staging: Path, summary: dict) -> None:
     """Stage ``summary.json`` and the ``report.md`` rendered from exactly what it holds."""
-    text = json.dumps(json_safe(_plain(summary)), indent=1, allow_nan=False, default=str)
+    text = json.dumps(strict(summary), indent=1, allow_nan=False, default=str)
     atomic_write(staging / SUMMARY, text.encode())
     (staging / REPORT).write_text(run_report(json.loads(text)))
 

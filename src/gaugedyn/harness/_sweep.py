@@ -23,11 +23,11 @@ from typing import Any, TextIO
 import numpy as np
 
 from .._errors import DivergenceError, oneline
+from .._json import plain, strict
 from .._meta import task_seed
 from ._config import RunConfig, resolve_experiment
-from ._protocol import Experiment, _plain
+from ._protocol import Experiment
 from ._store import ResultStore, StoreError, task_key
-from ._summary import json_safe
 
 _EXPERIMENTS: dict[str, Experiment] = {}
 _LOST = "a worker process died (segfault or out-of-memory kill?) and the pool lost this task"
@@ -63,7 +63,7 @@ def error_record(err: BaseException) -> dict:
         state = err.last_state
         with contextlib.suppress(Exception):
             size = np.size(state) if not isinstance(state, dict) else 0
-            record["last_state"] = json_safe(_plain(state)) if size <= 10_000 else None
+            record["last_state"] = strict(plain(state)) if size <= 10_000 else None
     return record
 
 

@@ -12,10 +12,12 @@ import argparse
 import sys
 
 from .._options import Param
+from ._flows import FORMULATIONS
+from ._population import ACTIVATIONS
+from ._problem import GAUGE_NAMES as GAUGES
+from ._registry import METHODS
 
-GAUGES = ("w-heavy", "a-heavy", "balanced")
-FORMULATIONS = ("order-parameters", "weight-space", "span")
-METHOD_NAMES = ("auto", "lsoda", "rodas", "Radau", "BDF", "LSODA", "DOP853", "RK45")
+METHOD_NAMES = tuple(METHODS)
 MAX_NEURONS = 64
 LOOSE_RTOL, LOOSE_ATOL = 1e-4, 1e-6
 
@@ -26,7 +28,7 @@ OPTIONS = {
     "gauge": Param(str, name="gauge", choices=GAUGES),
     "scale": Param(float, name="scale", lo=1e-6, hi=1e6,
                     why="|w|^2 = s D and a^2 = s / D must stay resolvable in float64"),
-    "activation": Param(str, name="activation", choices=("relu", "erf", "linear")),
+    "activation": Param(str, name="activation", choices=ACTIVATIONS),
     "threshold": Param(float, name="threshold", lo=0, hi=1, lo_open=True, hi_open=True,
                         why="an overlap m lies in [-1, 1]"),
     "prune_tol": Param(float, name="prune_tol", lo=0, hi=1, lo_open=True, hi_open=True,
@@ -180,19 +182,19 @@ def _warn_loose(values: dict) -> None:
 
 def _functional(sol, problem, activation: str, prune_tol: float) -> dict:
     """Owners with ties, the remaining function of the non-owners and pruning "from then on"."""
-    import numpy as np
 
     from ._functional import functional_report, pruning_time
 
     _, _, _, b, T = problem.order_parameters()
     report = functional_report(sol.a[-1], sol.Q[-1], sol.R[-1], T, b, activation)
     prune = pruning_time(sol.t, sol.observables["rho"], prune_tol, sol.pruning_time)
-    return {**report, "pruning_time": [None if np.isnan(x) else float(x) for x in prune]}
+    return {**report, "pruning_time": [float(x) for x in prune]}
 
 
 def _handle(args: argparse.Namespace) -> int:
     import json
 
+    from .._json import strict
     from .._meta import versions
     from .._options import check_memory
     from .._progress import progress_bar
@@ -234,5 +236,5 @@ def _handle(args: argparse.Namespace) -> int:
     out = sol.to_dict()
     out |= _functional(sol, problem, args.activation, values["prune_tol"])
     out["versions"] = versions()
-    print(json.dumps(out, allow_nan=False))
+    print(json.dumps(strict(out), allow_nan=False))
     return 0

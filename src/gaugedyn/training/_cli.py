@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 
+from .._json import strict
 from .._options import MAX_SEED, Param
 from ..theory._cli import GAUGES, MAX_NEURONS, progress_options
+from ..theory._population import ACTIVATIONS
 
 MAX_FLOP = 1e15  # about a day of one core at 1e10 floating-point operations per second
 
@@ -26,7 +27,7 @@ OPTIONS = {
                     why="|w|^2 = s D and a^2 = s / D must stay resolvable in floating point"),
     "strength": Param(float, name="strength", lo=0, hi=1e8, lo_open=True,
                        why="|w|^2 = s x strength must stay resolvable in floating point"),
-    "activation": Param(str, name="activation", choices=("relu", "erf", "linear")),
+    "activation": Param(str, name="activation", choices=ACTIVATIONS),
     "samples": Param(int, name="samples", lo=1, hi=10**9,
                       why="S n D floats of data; memory is also estimated per request"),
     "optimizer": Param(str, name="optimizer", choices=("gd", "sgd", "adam")),
@@ -88,16 +89,6 @@ def register(subparsers) -> None:
                    "a cost per step independent of D)")
     progress_options(p)
     p.set_defaults(func=_handle)
-
-
-def _finite(x):
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_finite(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
 
 
 def _gauges(args) -> list[str]:
@@ -238,7 +229,7 @@ def _handle(args: argparse.Namespace) -> int:
             bar.callback(v["steps"])
     finally:
         bar.close()
-    print(json.dumps(_finite(_output(args, v["dim"], gauges, res, definitions, np)),
+    print(json.dumps(strict(_output(args, v["dim"], gauges, res, definitions, np)),
                      default=float))
     return 0
 

@@ -129,7 +129,7 @@ class BetaGrid(Experiment):
                       lr=float(lr))
         return result
 
-    def analyse(self, config, tasks, results):
+    def analyse(self, config, tasks, results, seed):
         return analyse_grid(config, tasks, [dict(r) for r in results])
 
     def plot(self, arrays, config, outdir):
@@ -197,7 +197,7 @@ def analyse_grid(config: dict, tasks: list[dict], results: list[dict]):
     label = configuration_label(config)
     arrays = grid_arrays(table, tasks, results)
     claims = correctness_claims(tasks, results)
-    diagnostics: dict = {"protocol": PROTOCOL, "provisional": label or None, "tasks": {}}
+    diagnostics: dict = {"protocol": PROTOCOL, "provisional": label or None, "per_task": {}}
     for name in table["tasks"]:
         diverged = diverged_cells(table, name)
         found = [finding_of(name, s, label, diverged) for s in protocol_statistics(table, name)]
@@ -206,7 +206,7 @@ def analyse_grid(config: dict, tasks: list[dict], results: list[dict]):
                                                dtype=np.int8)
         arrays["finding_names"] = np.array([c.id.split(":", 2)[2] for c in found])
         arrays[f"caption_heatmaps_{name}"] = np.array(heatmap_caption(name, diverged, label))
-        diagnostics["tasks"][name] = {
+        diagnostics["per_task"][name] = {
             "kind": TASK_KINDS[name], "diverged_cells": diverged,
             "findings": {c.id.split(":", 2)[2]: _diagnostic(c) for c in found}}
     return arrays, claims, diagnostics

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._meta import integer_seed
 from ...harness._protocol import Claim, Experiment, Param, configuration_label, finding
 from ...stats import bootstrap_ci, generator, mean_ci, proportion_ci
 
@@ -113,8 +114,8 @@ class GaugeUnderAdam(Experiment):
         with single_thread():
             return _run(task, seed)
 
-    def analyse(self, config, tasks, results):
-        return analyse_cells(config, tasks, results)
+    def analyse(self, config, tasks, results, seed):
+        return analyse_cells(config, tasks, results, seed)
 
     def plot(self, arrays, config, outdir):
         return [plot_owner_gap(arrays, outdir), plot_lag_shares(arrays, outdir),
@@ -143,7 +144,7 @@ def train_probed(problem, task: dict, root_seed: int):
 def _run(task: dict, seed: np.random.SeedSequence) -> dict:
     from ...theory import duplicates, single
 
-    root = int(seed.generate_state(1, dtype=np.uint64)[0] % (2**63 - 1))
+    root = integer_seed(seed)
     D, K = task["dim"], task["copies"]
     out: dict = {}
     checks = []
@@ -171,7 +172,6 @@ def _run(task: dict, seed: np.random.SeedSequence) -> dict:
     out["probe_counter_ok"] = all(c["probe_counter_ok"] for c in checks)
     for key in ("sum_error", "applied_error", "lag_norm_max"):
         out[key] = max(float(c[key]) for c in checks)
-    out["root_seed"] = str(root)
     return out
 
 
@@ -201,7 +201,8 @@ def seed_mean_ci(x) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 # ---------------------------------------------------------------------------- analysis
 
 
-def analyse_cells(config: dict, tasks: list[dict], results: list[dict]):
+def analyse_cells(config: dict, tasks: list[dict], results: list[dict],
+                  seed: np.random.SeedSequence):
     dims = sorted({int(t["dim"]) for t in tasks})
     pairs = []
     for t in tasks:
@@ -240,7 +241,7 @@ def analyse_cells(config: dict, tasks: list[dict], results: list[dict]):
         a["owner_count"][i, j] = k
         a["owner_rate"][i, j] = k / owner.size
         a["owner_lo"][i, j], a["owner_hi"][i, j] = proportion_ci(k, owner.size)[1:]
-        rng = generator(int(r["root_seed"]), "gauge_gap")
+        rng = generator(seed, "gauge_gap", i, j)
         est, lo, hi, n = gap_interval(r["t_spec_w"], r["t_spec_a"], rng)
         a["gap"][i, j], a["gap_lo"][i, j], a["gap_hi"][i, j], a["gap_pairs"][i, j] = est, lo, hi, n
         a["t_spec_w"][i, j], a["t_spec_a"][i, j] = r["t_spec_w"], r["t_spec_a"]
@@ -260,8 +261,7 @@ def analyse_cells(config: dict, tasks: list[dict], results: list[dict]):
         a["share_bins_dup"][i, j] = r["share_bins_dup"]
         a["loss"][i, j] = [r["loss_w"], r["loss_a"], r["loss_dup"]]
     label = configuration_label(config, GaugeUnderAdam.params, LABEL_KEYS)
-    root = int(results[0]["root_seed"])
-    claims = check_claims(tasks, results) + finding_claims(a, S, K, label, root)
+    claims = check_claims(tasks, results) + finding_claims(a, S, K, label, seed)
     diagnostics = {"seeds_per_cell": S, "cells": nD * nP, "provisional": label or None,
                    "probe": "every Adam step is observed through train(on_step=...); "
                             "see gaugedyn.adam.AdamProbe"}

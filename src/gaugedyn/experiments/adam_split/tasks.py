@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from ..._errors import InputError
+from ..._meta import integer_seed
 from ...adam._decomposition import smoothness
 from ...adam._probe import READING_SUMS, StreamingSplit, reading_sums
 from ...adam._recorder import NORM_NAMES, AdamRecorder
@@ -262,7 +263,7 @@ def _setup(task: str, gen: torch.Generator, dtype, device):
 
 def _seed_int(seed) -> int:
     if isinstance(seed, np.random.SeedSequence):
-        return int(seed.generate_state(1, dtype=np.uint64)[0] % (2**63 - 1))
+        return integer_seed(seed)
     return int(seed)
 
 

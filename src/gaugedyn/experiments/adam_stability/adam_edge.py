@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import stats
+from ..._meta import integer_seed
 from ...harness._protocol import Claim, Experiment, Param, finding, labelled
 
 BLOCKS = 10
@@ -84,17 +85,16 @@ class AdamEdge(Experiment):
         before = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            s = int(seed.generate_state(1)[0] % (2**31))
+            s = integer_seed(seed)
             out = run_edge(task["loss"], task["lr"], task["beta1"], task["beta2"], task["steps"],
                            s, task["n_samples"], task["lanczos_every"])
         finally:
             torch.set_num_threads(before)
         out["edge_start"] = edge_start(out, task)
-        out["bootstrap_seed"] = int(stats.generator(seed, "bootstrap").integers(0, 2**62))
         return out
 
-    def analyse(self, config, tasks, results):
-        return labelled(self.params, config, _analyse(tasks, results))
+    def analyse(self, config, tasks, results, seed):
+        return labelled(self.params, config, _analyse(tasks, results, seed))
 
     def plot(self, arrays, config, outdir):
         return [_plot(arrays, outdir)]
@@ -168,9 +168,9 @@ def _cell_findings(loss, lr, ws, rng) -> list[Claim]:
     ]
 
 
-def _analyse(tasks, results):
+def _analyse(tasks, results, seed):
     arrays, claims, diag = {}, [], {"runs": {}}
-    rng = stats.generator(int(results[0]["bootstrap_seed"]), "adam_edge", len(tasks))
+    rng = stats.generator(seed, "adam_edge", len(tasks))
     worst = 0.0
     cells: dict = {}
     for t, r in zip(tasks, results):

@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import stats
+from ..._meta import integer_seed
 from ...adam import _spikes
 from ...adam._stability import (
     oscillating_state,
@@ -114,18 +115,13 @@ class SpikeBoundary(Experiment):
         return out
 
     def run_task(self, task, seed):
-        return _run(task, seed) | {"bootstrap_seed": _bootstrap_seed(seed)}
+        return _run(task, seed)
 
-    def analyse(self, config, tasks, results):
-        return labelled(self.params, config, _analyse(tasks, results))
+    def analyse(self, config, tasks, results, seed):
+        return labelled(self.params, config, _analyse(tasks, results, seed))
 
     def plot(self, arrays, config, outdir):
         return [_plot_maps(arrays, outdir)]
-
-
-def _bootstrap_seed(seed) -> int:
-    """The seed of the analysis' resampling, derived from the task's seed (never a constant)."""
-    return int(stats.generator(seed, "bootstrap").integers(0, 2**62))
 
 
 def _run(task, seed) -> dict:
@@ -163,7 +159,7 @@ def _run_task(task, a, c, T, stride, seed) -> np.ndarray:
 
     S = task["seeds"]
     aa, cc, ss = np.meshgrid(a, c, np.arange(S), indexing="ij")
-    base = int(seed.generate_state(1)[0] % (2**31))
+    base = integer_seed(seed)
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -232,7 +228,7 @@ def _slope_finding(cid, what, fit, center, width):
                    extra={"slope": [float(v) for v in iv], "C_slope1": float(np.exp(fit["C1"][0]))})
 
 
-def _analyse(tasks, results):
+def _analyse(tasks, results, seed):
     arrays, claims, diag = {}, [], {"systems": {}}
     fits, names = {}, []
     for t, r in zip(tasks, results):
@@ -255,11 +251,11 @@ def _analyse(tasks, results):
                                  "steps": int(r["steps"])}
     arrays["systems"] = np.array(names)
     arrays |= _theory_arrays(tasks)
-    claims += _findings(tasks, fits, results)
+    claims += _findings(tasks, fits, results, seed)
     return arrays, claims, diag
 
 
-def _findings(tasks, fits, results):
+def _findings(tasks, fits, results, seed):
     out = []
     lin_c, lin_w = THRESHOLDS["linear"]
     for t in tasks:
@@ -280,7 +276,6 @@ def _findings(tasks, fits, results):
                                   fits[f"n{n:g}"], lin_c, lin_w))
     if len(big) >= 2:
         lo, hi = fits[f"n{big[0]:g}"]["logC1"], fits[f"n{big[-1]:g}"]["logC1"]
-        seed = int(results[0]["bootstrap_seed"])
         iv = stats.mean_difference_ci(hi, lo, rng=stats.generator(seed, "C_shift", *big))
         rows = int(np.sum(np.isfinite(hi) & np.isfinite(lo)))
         if rows < 3:

@@ -54,16 +54,16 @@ def absolute(iv: stats.Interval) -> stats.Interval:
 class Builder:
     """Collects findings and measurements with the run's seed-derived generators."""
 
-    def __init__(self, config: dict, results: dict, full: int):
-        self.c, self.r = config, results
+    def __init__(self, config: dict, results: dict, full: int, seed: np.random.SeedSequence):
+        self.c, self.r, self.seed = config, results, seed
         self.claims: list[Claim] = []
         self.table: dict[str, list[float]] = {}
         self.note = "" if config["seeds"] >= full else (
             f"provisional ({config['seeds']} confirmatory seeds, not {full}): ")
 
     def rng(self, label: str):
-        """A generator from the task seed (stored by ``run_task`` as ``bootstrap_seed``)."""
-        return stats.generator(int(self.r["bootstrap_seed"]), "shared_representation", label)
+        """A generator from the run's analysis seed and ``label``."""
+        return stats.generator(self.seed, "shared_representation", label)
 
     def contrast(self, key: str, other: str | None = None) -> stats.Interval:
         """Route contrast of condition ``key`` (``key_a - key_b``), or its change from ``other``."""
@@ -211,9 +211,9 @@ def _formation(b: Builder) -> dict:
                                      for i in range(cancel.shape[1])])}
 
 
-def analyse(config: dict, results: dict, full: int):
+def analyse(config: dict, results: dict, full: int, seed: np.random.SeedSequence):
     """``(arrays, claims, diagnostics)`` of one run (see the module docstring)."""
-    b = Builder(config, results, full)
+    b = Builder(config, results, full, seed)
     cal = json.loads(str(results["calibration"]))
     chosen = next(c for c in cal["candidates"] if c["name"] == cal["choice"])
     mode = chosen["eval"]

@@ -139,11 +139,10 @@ class SharedRepresentation(Experiment):
         cand = next(c for c in ss.FAMILY if c["name"] == cal["choice"])
         out = ss.confirm(task, cand, cal["w_star"], seed)
         out["calibration"] = json.dumps(cal)
-        out["bootstrap_seed"] = int(ss.stats.generator(seed, "bootstrap").integers(0, 2**62))
         return out
 
-    def analyse(self, config, tasks, results):
-        return sf.analyse(config, results[0], FULL_SEEDS)
+    def analyse(self, config, tasks, results, seed):
+        return sf.analyse(config, results[0], FULL_SEEDS, seed)
 
     def plot(self, arrays, config, outdir):
         return sf.plot(arrays, config, outdir)

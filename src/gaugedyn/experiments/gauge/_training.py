@@ -4,8 +4,6 @@ derived from the tasks' own seeds (never from a constant)."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...harness._protocol import Param
 from . import _params as gp
 
@@ -17,17 +15,4 @@ SCALE = Param((int, float), 1.0, lo=0.0, lo_open=True, hi=10.0,
 THRESHOLD = gp.THRESHOLD
 
 
-def boot_entropy(seed: np.random.SeedSequence) -> int:
-    """An integer from the task's seed, from which the analysis derives its bootstrap stream
-    (the same mapping as the trainer's root seed, :func:`gaugedyn.training._support.root_of`)."""
-    from ...training._support import root_of
 
-    return root_of(seed)
-
-
-def analysis_generator(results, *labels) -> np.random.Generator:
-    """The analysis's bootstrap generator: derived from every task's seed and ``labels``."""
-    from ...stats import generator
-
-    words = [int(r["boot_entropy"]) for r in results]
-    return generator(np.random.SeedSequence(words), *labels)

@@ -80,7 +80,7 @@ class Clock(Experiment):
                 "mu_R": mu_r[:, 0], "mu_T": mu_t[:, 0],
                 "specialization_time": traj["specialization_time"], **gt.diagnostics(traj)}
 
-    def analyse(self, config, tasks, results):
+    def analyse(self, config, tasks, results, seed):
         by = {t["gauge"]: r for t, r in zip(tasks, results)}
         w, a = by["w-heavy"], by["a-heavy"]
         n = int(config["n_path"])

@@ -68,7 +68,7 @@ class DimensionScaling(Experiment):
                              stop_at_specialization=True)
         return {"specialization_time": traj["specialization_time"], **gt.diagnostics(traj)}
 
-    def analyse(self, config, tasks, results):
+    def analyse(self, config, tasks, results, seed):
         dims = np.array(sorted({t["dim"] for t in tasks}), dtype=float)
         times = {g: np.full(dims.size, np.nan) for g in gt.GAUGES}
         for task, res in zip(tasks, results):

@@ -98,7 +98,7 @@ class Dissipation(Experiment):
                 "integral_transport": quad.integrate_log(tr["t"], transport),
                 "specialization_time": tr["specialization_time"], **gt.diagnostics(tr)}
 
-    def analyse(self, config, tasks, results):
+    def analyse(self, config, tasks, results, seed):
         arrays, gaps, shares, split = {}, {}, {}, {}
         for task, r in zip(tasks, results):
             g, key = task["gauge"], task["gauge"].replace("-", "_")

@@ -82,8 +82,9 @@ class FiniteSample(Experiment):
         return [{"n": int(n), **{k: config[k] for k in keep}} for n in sorted(config["ns"])]
 
     def run_task(self, task, seed):
+        from ..._meta import integer_seed
         from ...training import TrainConfig, train
-        from ...training._support import root_of, single_thread
+        from ...training._support import single_thread
 
         problem = self.problem(task)
         eta = float(task["eta"])
@@ -92,7 +93,7 @@ class FiniteSample(Experiment):
         cfg = TrainConfig(optimizer="gd", lr=eta, steps=steps, samples=task["n"],
                           record_steps=tuple(int(k) for k in grid))
         with single_thread():
-            res = train(problem, cfg, seeds=task["seeds"], root_seed=root_of(seed),
+            res = train(problem, cfg, seeds=task["seeds"], root_seed=integer_seed(seed),
                         dtype=task["dtype"], device="cpu")
         reaction, transport = res.dissipation()
         return {"t": res.time, "loss": res.loss, "loss_empirical": res.loss_empirical,
@@ -100,7 +101,7 @@ class FiniteSample(Experiment):
                 "reaction": reaction.sum(axis=-1), "transport": transport.sum(axis=-1),
                 "wall_time_s": res.diagnostics["wall_time_s"]}
 
-    def analyse(self, config, tasks, results):
+    def analyse(self, config, tasks, results, seed):
         from ...stats import band
         from ...training._support import match_times
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..._meta import rng as meta_rng
 from ...harness._protocol import Claim, Experiment, Param
-from ...stats import bootstrap_ci
+from ...stats import bootstrap_ci, generator
 from ...theory import Definitions, duplicates, owners, perturb, remaining_relative, solve
 from . import _figures as gf
 from . import _training as gtr
@@ -48,12 +48,13 @@ class GaugeInTrainingOwnership(Experiment):
                 for K in sorted(config["Ks"])]
 
     def run_task(self, task, seed):
+        from ..._meta import integer_seed
         from ...training import TrainConfig, train
-        from ...training._support import root_of, single_thread
+        from ...training._support import single_thread
 
         D, s, K = task["dim"], float(task["scale"]), task["K"]
         definitions = Definitions(threshold=task["threshold"])
-        root = root_of(seed)
+        root = integer_seed(seed)
         base = duplicates(D, ["a-heavy"] + ["w-heavy"] * (K - 1), scale=s)
         flow = solve(base, t_max=50.0, definitions=definitions)
         rest = flow.pruning_time[1:]
@@ -73,11 +74,10 @@ class GaugeInTrainingOwnership(Experiment):
         return {"owner": owners(*last[:3], *last[3:5])[:, 0],
                 "remaining": remaining_relative(*last), "flow_remaining": np.array(flow_remaining),
                 "t": res.time, "rho": res.rho(), "t_end": np.array(t_end), "eta": np.array(eta),
-                "boot_entropy": gtr.boot_entropy(seed),
                 "wall_time_s": res.diagnostics.get("wall_time_s", np.nan)}
 
-    def analyse(self, config, tasks, results):
-        rng = gtr.analysis_generator(results, self.name)
+    def analyse(self, config, tasks, results, seed):
+        rng = generator(seed, self.name)
         arrays = {}
         Ks, rates, remaining, remaining_ci, flow_remaining = [], [], [], [], []
         n_runs = n_owned = 0

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...harness._protocol import Claim, Experiment, Param
-from ...stats import bootstrap_ci, independent_ci, loglog_fit
+from ...stats import bootstrap_ci, generator, independent_ci, loglog_fit
 from ...theory import Definitions, single, solve
 from . import _figures as gf
 from . import _training as gtr
@@ -72,8 +72,9 @@ class GaugeInTrainingScaling(Experiment):
         return out
 
     def run_task(self, task, seed):
+        from ..._meta import integer_seed
         from ...training import TrainConfig, train
-        from ...training._support import root_of, single_thread
+        from ...training._support import single_thread
 
         D, s = task["dim"], float(task["scale"])
         definitions = Definitions(threshold=task["threshold"])
@@ -85,16 +86,15 @@ class GaugeInTrainingScaling(Experiment):
         cfg = TrainConfig(optimizer="gd", lr=eta, steps=steps, samples=task["n_factor"] * D,
                           points_per_decade=60)
         with single_thread():
-            res = train(problem, cfg, seeds=task["seeds"], root_seed=root_of(seed), device="cpu",
+            res = train(problem, cfg, seeds=task["seeds"], root_seed=integer_seed(seed), device="cpu",
                         definitions=definitions)
         return {"specialization_time": res.specialization_time()[:, 0],
                 "theory_time": np.array(t_theory), "eta": np.array(eta),
                 "steps": np.array(steps), "run_time": np.array(steps * eta),
-                "boot_entropy": gtr.boot_entropy(seed),
                 "wall_time_s": res.diagnostics.get("wall_time_s", np.nan)}
 
-    def analyse(self, config, tasks, results):
-        rng = gtr.analysis_generator(results, self.name)
+    def analyse(self, config, tasks, results, seed):
+        rng = generator(seed, self.name)
         arrays = {}
         dims = sorted(config["dims"])
         med = {g: [] for g in gt.GAUGES}

@@ -58,7 +58,7 @@ class GDSelection(Experiment):
                 "delta_drift": float(np.max(np.abs(tr["delta"] - d0) / scale0)),
                 "flow_t": flow["t"], "flow_rho": flow["rho"]}
 
-    def analyse(self, config, tasks, results):
+    def analyse(self, config, tasks, results, seed):
         sel_etas = np.array([t["eta"] for t in tasks])
         owners = np.array([int(r["owner"]) for r in results])
         prune = np.array([float(np.asarray(r["pruning_time"])[1]) for r in results])

@@ -72,7 +72,7 @@ class GradientDescent(Experiment):
                 "step_time": tr["specialization_time"], "steps": len(tr["t"]) - 1,
                 "flow_time": float(flow["specialization_time"])}
 
-    def analyse(self, config, tasks, results):
+    def analyse(self, config, tasks, results, seed):
         t_flow = float(results[0]["flow_time"])
         etas = np.array([t["eta"] for t in tasks])
         t_gd = np.array([float(r["specialization_time"]) for r in results])

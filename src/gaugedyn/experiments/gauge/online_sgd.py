@@ -105,8 +105,9 @@ class OnlineSGD(Experiment):
         return with_gauge(base, names=["a-heavy", "w-heavy"], strength=2.0)
 
     def run_task(self, task, seed):
+        from ..._meta import integer_seed
         from ...training import TrainConfig, train
-        from ...training._support import root_of, single_thread
+        from ...training._support import single_thread
 
         steps = int(round(task["t_max"] * task["dim"]))
         cfg = TrainConfig(optimizer="sgd", lr=float(task["eta"]), steps=steps, samples=None,
@@ -114,16 +115,16 @@ class OnlineSGD(Experiment):
         if task["kind"] == "chain":
             from ...training._online_fast import train_online
 
-            res = train_online(self.problem(task), cfg, task["seeds"], root_of(seed), None, None,
+            res = train_online(self.problem(task), cfg, task["seeds"], integer_seed(seed), None, None,
                                1, "chain")
         else:
             with single_thread():
                 res = train(self.problem(task), cfg, seeds=task["seeds"],
-                            root_seed=root_of(seed), device="cpu")
+                            root_seed=integer_seed(seed), device="cpu")
         return {"t": res.time, "flow_time": res.flow_time, "loss": res.loss, "a": res.a,
                 "Q": res.Q, "R": res.R, "wall_time_s": res.diagnostics["wall_time_s"]}
 
-    def analyse(self, config, tasks, results):
+    def analyse(self, config, tasks, results, seed):
         arrays, claims = self._analyse_erf(config, tasks, results, "erf")
         chain_arrays, chain_claims = self._analyse_erf(config, tasks, results, "chain")
         arrays |= chain_arrays

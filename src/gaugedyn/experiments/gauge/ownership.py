@@ -75,7 +75,7 @@ class Ownership(Experiment):
                                        for a, Q, R in last]),
                 "nsteps_max": max(int(tr["diagnostics"].get("nsteps", 0)) for tr in trajs)}
 
-    def analyse(self, config, tasks, results):
+    def analyse(self, config, tasks, results, seed):
         tol, t_check = float(config["prune_tol"]), float(config["t_check"])
         ftol = float(config["function_tol"])
         arrays = {"Ks": np.array([t["K"] for t in tasks]), "prune_tol": np.array(tol),

@@ -176,7 +176,7 @@ class OwnershipPatterns(Experiment):
                 "remaining": np.array([float(remaining_relative(a, Q, R, T, b))
                                        for a, Q, R in last])}
 
-    def analyse(self, config, tasks, results):
+    def analyse(self, config, tasks, results, seed):
         ftol, ptol = float(config["function_tol"]), float(config["prune_tol"])
         rows = {"K": [], "scale": [], "gap": [], "outcome": [], "remaining": [], "unpruned": []}
         extra = None

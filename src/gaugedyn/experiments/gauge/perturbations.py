@@ -81,7 +81,7 @@ class Perturbations(Experiment):
         return {"owner": owner.reshape(shape), "loser_pruned": pruned.reshape(shape),
                 "rho0": np.array([p.rho for p in problems]).reshape(shape + (2,))}
 
-    def analyse(self, config, tasks, results):
+    def analyse(self, config, tasks, results, seed):
         strengths = np.array([t["strength"] for t in tasks])
         epsilons = np.array(tasks[0]["epsilons"])
         owner = np.stack([np.asarray(r["owner"]) for r in results])  # (lambda, eps, sample)

@@ -45,8 +45,8 @@ def collect(config: dict, tasks: list[dict], results: list[dict]) -> dict:
 class Judge:
     """Builds the findings of one run; ``root`` seeds every bootstrap (with the finding's id)."""
 
-    def __init__(self, config: dict, data: dict, root: int):
-        self.config, self.data, self.root = config, data, int(root)
+    def __init__(self, config: dict, data: dict, root: np.random.SeedSequence):
+        self.config, self.data, self.root = config, data, root
         self.col = lambda mask, cov=None, tau=None: ex.variant_index(config, mask, cov, tau=tau)
         self.note = " [provisional (quick)]" if ex._quick(config) else ""
         self.n_sizes = len(config["sizes"])
@@ -177,7 +177,7 @@ def plain_fit(config: dict, data: dict, col: Callable, init: str) -> Claim:
                  tolerance=ex.CONVERGED, passed=bool(worst < ex.CONVERGED))
 
 
-def claims_of(config: dict, data: dict, root: int) -> list[Claim]:
+def claims_of(config: dict, data: dict, root: np.random.SeedSequence) -> list[Claim]:
     """Every claim of a run, readings in the order of the configuration."""
     j = Judge(config, data, root)
     out = []
@@ -190,7 +190,7 @@ def claims_of(config: dict, data: dict, root: int) -> list[Claim]:
     return out
 
 
-def intervals(config: dict, data: dict, root: int) -> dict[str, np.ndarray]:
+def intervals(config: dict, data: dict, root: np.random.SeedSequence) -> dict[str, np.ndarray]:
     """Bootstrap intervals behind the figures: ``ci__{measure}__{init}`` of shape
     ``(n_sizes, V, 3)`` (mean, low, high over seeds) and ``tau_ci__{init}`` of shape
     ``(n_sizes, n_taus, 3)`` for the paired excess ``out_sep(tau) - out_plain``."""
@@ -211,14 +211,13 @@ def intervals(config: dict, data: dict, root: int) -> dict[str, np.ndarray]:
     return out
 
 
-def analyse(config: dict, tasks: list[dict], results: list[dict]):
+def analyse(config: dict, tasks: list[dict], results: list[dict], seed: np.random.SeedSequence):
     """Arrays behind the figures, the claims and diagnostics (plain fit error, run count)."""
     data = collect(config, tasks, results)
-    root = int(np.asarray(results[0]["analysis_seed"]))
-    claims = claims_of(config, data, root)
+    claims = claims_of(config, data, seed)
     arrays = {"sizes": np.asarray(config["sizes"], dtype=float),
               "taus": np.asarray(config["taus"], dtype=float)}
-    arrays |= intervals(config, data, root)
+    arrays |= intervals(config, data, seed)
     for init, d in data.items():
         for k in (*ex.MEASURES, "positions", "x_last", "fit_history"):
             arrays[f"{k}__{init}"] = d[k]

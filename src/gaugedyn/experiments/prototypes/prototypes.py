@@ -157,13 +157,12 @@ class Prototypes(Experiment):
         res["x"] = runs.x.reshape(S, -1, task["n"])[:, 0]
         res["fit_history"] = out["fit_history"].reshape(len(record), S, -1)
         res["record"] = np.array(record)
-        res["analysis_seed"] = int(seed.generate_state(1, dtype=np.uint32)[0])
         return res
 
-    def analyse(self, config, tasks, results):
+    def analyse(self, config, tasks, results, seed):
         from ._analysis import analyse
 
-        return analyse(config, tasks, results)
+        return analyse(config, tasks, results, seed)
 
     def plot(self, arrays, config, outdir):
         from ._analysis import plot
