@@ -80,9 +80,10 @@ MUTATIONS = (
              "late-attached AdamRecorder: bias corrections swapped"),
     # --- the theory ----------------------------------------------------------------------------
     Mutation("owner-axis", "src/gaugedyn/theory/_observables.py",
-             "return np.argmax(share, axis=-2)", "return np.argmax(share, axis=-1)",
+             "best = np.max(share, axis=-2, keepdims=True)",
+             "best = np.max(share, axis=-1, keepdims=True)",
              (T + "test_theory_solve.py", T + "test_theory_flows.py"),
-             "owner: argmax over teachers instead of students"),
+             "owner: the largest share taken over teachers instead of students"),
     Mutation("delta-sign", "src/gaugedyn/theory/_observables.py",
              "return a**2 - np.diagonal(Q, axis1=-2, axis2=-1)",
              "return a**2 + np.diagonal(Q, axis1=-2, axis2=-1)",
