@@ -20,11 +20,13 @@ from ._arrays import caption_array as caption_array
 from ._arrays import caption_key as caption_key
 from ._arrays import caption_of as caption_of
 from ._arrays import field_key as field_key
+from ._arrays import load_arrays as load_arrays
 from ._config import RunConfig as RunConfig
 from ._config import available_experiments as available_experiments
 from ._config import load_config as load_config
 from ._config import make_config as make_config
 from ._config import resolve_experiment as resolve_experiment
+from ._drawing import redraw as redraw
 from ._executor import ExecutorSpec as ExecutorSpec
 from ._executor import open_executor as open_executor
 from ._protocol import Claim as Claim
@@ -35,8 +37,6 @@ from ._registry import EXPERIMENTS as EXPERIMENTS
 from ._registry import SYSTEMS as SYSTEMS
 from ._runner import RunOutcome as RunOutcome
 from ._runner import execute as execute
-from ._runner import load_arrays as load_arrays
-from ._runner import redraw as redraw
 from ._store import ResultStore as ResultStore
 from ._store import task_key as task_key
 

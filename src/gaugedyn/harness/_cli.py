@@ -111,7 +111,7 @@ def _check_store(store: str | None) -> None:
 def _check_out(raw: str | Path, kind: str) -> Path:
     """``check_output_dir`` and a probe that the folder can really be written (``/proc``, a
     read-only file system, a folder under a regular file are refused before any work)."""
-    from ._runner import check_output_dir
+    from ._folders import check_output_dir
 
     out = check_output_dir(raw, kind)
     check_writable_folder("--out", str(raw))
@@ -193,8 +193,8 @@ def _execute(args, cfg, out: Path, executor):
 
 def _run(args) -> int:
     from ._config import load_config
+    from ._folders import TASKS
     from ._report import claim_row, table
-    from ._runner import TASKS
 
     cfg = load_config(args.config, quick=args.quick, overrides=args.overrides)
     spec = _spec(args)
@@ -232,8 +232,8 @@ def _reproduce(args) -> int:
     import traceback
 
     from ._config import load_config
+    from ._folders import claim_output_dir
     from ._report import failing, table, write_index, write_report
-    from ._runner import claim_output_dir
 
     folder = Path(args.simulations)
     if not folder.is_dir():
@@ -288,7 +288,7 @@ def _reproduce(args) -> int:
 
 def _plot(args) -> int:
     from ._drawing import redraw
-    from ._runner import run_folders
+    from ._folders import run_folders
 
     runs = redraw(args.folder, backend="Agg")
     for run in run_folders(args.folder):

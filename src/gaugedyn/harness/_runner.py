@@ -12,8 +12,7 @@ A run folder ``DIR`` holds
 Results are written into ``DIR/.staging-*`` and moved into place; ``summary.json`` is removed
 first and moved in last, so a folder with a ``summary.json`` always holds one complete result
 (:mod:`._folders`). The sweep over tasks, with its retries after a worker's death, is
-:mod:`._sweep`. This module runs the stages in order; the names below are re-exported so that
-``from gaugedyn.harness._runner import ...`` keeps working.
+:mod:`._sweep`. This module runs the stages in order.
 """
 
 from __future__ import annotations
@@ -27,32 +26,23 @@ from typing import TextIO
 
 import numpy as np
 
-from ._arrays import load_arrays as load_arrays
 from ._arrays import write_arrays
 from ._config import RunConfig
-from ._drawing import draw as draw
-from ._drawing import redraw as redraw
+from ._drawing import draw
 from ._executor import ExecutorSpec, open_executor
-from ._folders import ARRAYS as ARRAYS
-from ._folders import FIGURES as FIGURES
-from ._folders import MARKER as MARKER
-from ._folders import STAGING as STAGING
-from ._folders import SUMMARY as SUMMARY
-from ._folders import TASKS as TASKS
-from ._folders import check_output_dir as check_output_dir
-from ._folders import claim_output_dir as claim_output_dir
-from ._folders import commit as commit
-from ._folders import run_folders as run_folders
-from ._folders import staging_dir
+from ._folders import (
+    ARRAYS,
+    FIGURES,
+    TASKS,
+    check_output_dir,
+    claim_output_dir,
+    commit,
+    staging_dir,
+)
 from ._report import fails_run
 from ._store import ResultStore
-from ._summary import SUMMARY_FORMAT as SUMMARY_FORMAT
 from ._summary import analyse, summary_head, write_summary
-from ._summary import read_summary as read_summary
-from ._sweep import Progress as Progress
-from ._sweep import error_record as error_record
-from ._sweep import run_one as run_one
-from ._sweep import sweep as sweep
+from ._sweep import Progress, sweep
 
 
 @dataclass
