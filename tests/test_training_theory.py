@@ -136,7 +136,7 @@ def _fake_scaling_results():
         base = 5.0 * D if task["gauge"] == "w-heavy" else 1.0 / D
         results.append({"specialization_time": base * (1 + 0.01 * rng.normal(size=6)),
                         "theory_time": np.array(base), "steps": np.array(100),
-                        "run_time": np.array(10 * base), "boot_entropy": 1000 + i})
+                        "run_time": np.array(10 * base)})
     return EXPERIMENT.analyse(cfg, tasks, results, SEED)[1]
 
 
@@ -152,7 +152,7 @@ def _fake_ownership_results(owner_ok: bool):
             owner[2] = -1  # a tie is not an owner
         results.append({"owner": owner, "remaining": np.full(6, 1e-4),
                         "flow_remaining": np.array(1e-5), "t": np.array([0.0, 1.0]),
-                        "rho": np.ones((6, 2, 2)), "boot_entropy": 7 + i})
+                        "rho": np.ones((6, 2, 2))})
     return EXPERIMENT.analyse(cfg, tasks, results, SEED)[1]
 
 

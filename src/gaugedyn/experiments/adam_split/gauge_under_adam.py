@@ -312,7 +312,8 @@ def _pooled(values: np.ndarray, mask: np.ndarray) -> float:
     return float(v.mean()) if v.size else float("nan")
 
 
-def _group_findings(a: dict, i: int, S: int, K: int, label: str, root: int) -> list[Claim]:
+def _group_findings(a: dict, i: int, S: int, K: int, label: str,
+                    root: np.random.SeedSequence | int) -> list[Claim]:
     """Per ``D`` and group (tied, untied): the owner-selection rate (pooled Wilson interval;
     claimed ``> 1/2``: the favourable gauge chooses the owner in most seeds) and the gauge gap
     (geometric mean of ``t_w / t_a`` over the group's seeds and configurations, bootstrap interval;
@@ -344,7 +345,8 @@ def _group_findings(a: dict, i: int, S: int, K: int, label: str, root: int) -> l
     return out
 
 
-def finding_claims(a: dict, S: int, K: int, label: str = "", root: int = 0) -> list[Claim]:
+def finding_claims(a: dict, S: int, K: int, label: str,
+                   root: np.random.SeedSequence | int) -> list[Claim]:
     """The findings per ``D`` and group and the measurements per ``D`` (see module doc)."""
     dims, b1, b2, tied = a["dims"], a["beta1"], a["beta2"], a["tied"]
     out = []
