@@ -131,7 +131,7 @@ def _fake_scaling_results():
     tasks = EXPERIMENT.tasks(cfg)
     rng = np.random.default_rng(0)
     results = []
-    for i, task in enumerate(tasks):
+    for task in tasks:
         D = task["dim"]
         base = 5.0 * D if task["gauge"] == "w-heavy" else 1.0 / D
         results.append({"specialization_time": base * (1 + 0.01 * rng.normal(size=6)),
@@ -146,7 +146,7 @@ def _fake_ownership_results(owner_ok: bool):
     cfg = config_of(EXPERIMENT, quick=True, Ks=[2])
     tasks = EXPERIMENT.tasks(cfg)
     results = []
-    for i, _ in enumerate(tasks):
+    for _ in tasks:
         owner = np.zeros(6, dtype=int)
         if not owner_ok:
             owner[2] = -1  # a tie is not an owner
