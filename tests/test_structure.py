@@ -299,3 +299,10 @@ def test_command_line_choices_are_the_registries():
     for options in (SOLVE, TRAIN):
         assert options["gauge"].choices == GAUGE_NAMES
         assert options["activation"].choices == ACTIVATIONS
+
+
+def test_systems_use_the_harness_through_its_public_names():
+    offenders = [f"{_module_name(path)} imports {name}"
+                 for path in sorted((SRC / "gaugedyn/experiments").rglob("*.py"))
+                 for name in _imports(path) if name.startswith("gaugedyn.harness._")]
+    assert not offenders, "\n".join(offenders)

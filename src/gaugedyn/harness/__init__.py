@@ -32,7 +32,10 @@ from ._executor import open_executor as open_executor
 from ._protocol import Claim as Claim
 from ._protocol import Experiment as Experiment
 from ._protocol import Param as Param
+from ._protocol import configuration_label as configuration_label
 from ._protocol import finding as finding
+from ._protocol import labelled as labelled
+from ._protocol import provisional as provisional
 from ._registry import EXPERIMENTS as EXPERIMENTS
 from ._registry import SYSTEMS as SYSTEMS
 from ._runner import RunOutcome as RunOutcome
@@ -43,6 +46,6 @@ from ._store import task_key as task_key
 __all__ = [
     "EXPERIMENTS", "SYSTEMS", "Claim", "ExecutorSpec", "Experiment", "Param", "ResultStore",
     "RunConfig", "RunOutcome", "available_experiments", "caption_array", "caption_key",
-    "caption_of", "execute", "field_key", "finding", "load_arrays", "load_config", "make_config",
-    "open_executor", "redraw", "resolve_experiment", "task_key",
+    "caption_of", "configuration_label", "execute", "field_key", "finding", "labelled", "load_arrays", "load_config", "make_config",
+    "open_executor", "provisional", "redraw", "resolve_experiment", "task_key",
 ]

@@ -35,8 +35,8 @@ from pathlib import Path
 import numpy as np
 
 from ..._errors import InputError
-from ...harness._protocol import Claim, Experiment, Param, finding
-from ...harness._protocol import configuration_label as _protocol_label
+from ...harness import Claim, Experiment, Param, finding
+from ...harness import configuration_label as _protocol_label
 from ...stats import verdict
 from ._grid import (
     CONVENTIONS,

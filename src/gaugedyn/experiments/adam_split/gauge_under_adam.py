@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._meta import integer_seed
-from ...harness._protocol import Claim, Experiment, Param, configuration_label, finding
+from ...harness import Claim, Experiment, Param, configuration_label, finding
 from ...stats import bootstrap_ci, generator, mean_ci, proportion_ci
 
 GAUGES = ("w-heavy", "a-heavy")

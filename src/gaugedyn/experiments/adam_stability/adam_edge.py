@@ -28,7 +28,7 @@ import numpy as np
 
 from ... import stats
 from ..._meta import integer_seed
-from ...harness._protocol import Claim, Experiment, Param, finding, labelled
+from ...harness import Claim, Experiment, Param, finding, labelled
 
 BLOCKS = 10
 EDGE_FRACTION = 0.9

@@ -40,7 +40,7 @@ from ...adam._stability import (
     spiral_ratio,
     theory_boundary,
 )
-from ...harness._protocol import Claim, Experiment, Param, finding, labelled
+from ...harness import Claim, Experiment, Param, finding, labelled
 
 CHECK_TOL = 0.05
 CHECK_CELLS = ((0.1, 0.99), (0.15, 0.97), (0.15, 0.99), (0.2, 0.9), (0.2, 0.97))

@@ -15,7 +15,7 @@ import json
 import numpy as np
 
 from ... import stats
-from ...harness._protocol import Claim, finding
+from ...harness import Claim, finding
 
 PAPER = {
     "switch": "67.5% of acquisition-formed vs 0% of update-formed checkpoints",

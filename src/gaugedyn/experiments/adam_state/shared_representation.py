@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 
 from ..._errors import InputError
-from ...harness._protocol import Experiment, Param
+from ...harness import Experiment, Param
 from . import _findings as sf
 from . import _stages as ss
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...harness._protocol import Param
+from ...harness import Param
 
 MAX_DIM = 10**6
 DIM_WHY = ("the mobility ratio D^2 must stay below 1e12 so that float64 keeps the slower clock's "

@@ -4,7 +4,7 @@ derived from the tasks' own seeds (never from a constant)."""
 
 from __future__ import annotations
 
-from ...harness._protocol import Param
+from ...harness import Param
 from . import _params as gp
 
 N_FACTOR = Param(int, 20, lo=2, hi=1000, why="memory: n_factor x D samples per seed",

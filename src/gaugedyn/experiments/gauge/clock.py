@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...harness._protocol import Claim, Experiment, Param, finding
+from ...harness import Claim, Experiment, Param, finding
 from ...theory import Definitions, single
 from . import _figures as gf
 from . import _params as gp

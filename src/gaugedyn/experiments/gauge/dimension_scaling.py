@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._errors import InputError
-from ...harness._protocol import Claim, Experiment, Param
+from ...harness import Claim, Experiment, Param
 from ...stats import local_slopes, loglog_fit
 from ...theory import Definitions, single
 from . import _figures as gf

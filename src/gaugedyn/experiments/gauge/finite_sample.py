@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...harness._protocol import Claim, Experiment, Param, finding
+from ...harness import Claim, Experiment, Param, finding
 from ...stats import loglog_fit
 from ...theory import duplicates, with_gauge
 from . import _figures as gf

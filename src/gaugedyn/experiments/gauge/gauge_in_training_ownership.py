@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._meta import rng as meta_rng
-from ...harness._protocol import Claim, Experiment, Param
+from ...harness import Claim, Experiment, Param
 from ...stats import bootstrap_ci, generator
 from ...theory import Definitions, duplicates, owners, perturb, remaining_relative, solve
 from . import _figures as gf

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...harness._protocol import Claim, Experiment, Param
+from ...harness import Claim, Experiment, Param
 from ...stats import bootstrap_ci, generator, independent_ci, loglog_fit
 from ...theory import Definitions, single, solve
 from . import _figures as gf

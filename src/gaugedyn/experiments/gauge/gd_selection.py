@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ...harness._protocol import Claim, Experiment, Param
+from ...harness import Claim, Experiment, Param
 from ...theory import Definitions, duplicates
 from . import _figures as gf
 from . import _params as gp

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from ...harness._protocol import Claim, Experiment, Param
+from ...harness import Claim, Experiment, Param
 from ...stats import loglog_fit
 from ...theory import Definitions, duplicates
 from ...training import crossing_time

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...harness._protocol import Claim, Experiment, Param
+from ...harness import Claim, Experiment, Param
 from ...stats import band, loglog_fit
 from ...theory import Problem, duplicates, population_loss, with_gauge
 from . import _figures as gf

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...harness._protocol import Claim, Experiment, Param
+from ...harness import Claim, Experiment, Param
 from ...theory import Definitions, duplicates, owners, remaining_relative
 from . import _figures as gf
 from . import _params as gp

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...harness._protocol import Claim, Experiment, Param, finding
+from ...harness import Claim, Experiment, Param, finding
 from ...stats import generator, proportion_ci
 from ...theory import Definitions, duplicates, owners, remaining_relative, with_gauge
 from . import _figures as gf

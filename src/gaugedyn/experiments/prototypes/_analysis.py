@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ... import stats
-from ...harness._protocol import Claim, finding
+from ...harness import Claim, finding
 from . import _model as model
 from . import prototypes as ex
 

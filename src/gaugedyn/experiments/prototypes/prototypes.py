@@ -28,7 +28,7 @@ import numpy as np
 
 from ... import stats
 from ..._errors import InputError
-from ...harness._protocol import Experiment, Param
+from ...harness import Experiment, Param
 from . import _measures as pm
 from . import _model as model
 
