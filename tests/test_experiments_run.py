@@ -217,8 +217,8 @@ def test_a_stored_caption_reaches_the_summary_and_a_bad_one_is_refused(tmp_path,
 
     analyse = Toy.analyse
 
-    def with_caption(self, config, tasks, results):
-        arrays, claims, diagnostics = analyse(self, config, tasks, results)
+    def with_caption(self, config, tasks, results, seed):
+        arrays, claims, diagnostics = analyse(self, config, tasks, results, seed)
         arrays[caption_key("draws")] = caption_array(f"{len(tasks)} sums.")
         return arrays, claims, diagnostics
 
@@ -228,8 +228,8 @@ def test_a_stored_caption_reaches_the_summary_and_a_bad_one_is_refused(tmp_path,
     assert outcome.summary["figures"][0]["caption"] == "5 sums."
     assert outcome.summary["arrays_schema"] == 1
 
-    def bad_caption(self, config, tasks, results):
-        arrays, claims, diagnostics = analyse(self, config, tasks, results)
+    def bad_caption(self, config, tasks, results, seed):
+        arrays, claims, diagnostics = analyse(self, config, tasks, results, seed)
         arrays[caption_key("draws")] = np.array(["a", "b"])
         return arrays, claims, diagnostics
 
