@@ -142,11 +142,11 @@ MUTATIONS = (
              (T + "test_adam_decomposition.py", T + "test_adam_recorder.py"),
              "first-moment bias correction with beta2"),
     # --- statistics and claims -------------------------------------------------------------------
-    Mutation("verdict-low-high", "src/gaugedyn/stats.py",
+    Mutation("verdict-low-high", "src/gaugedyn/stats/__init__.py",
              "        if low > threshold:\n            return \"HELD\"",
              "        if high > threshold:\n            return \"HELD\"",
              (T + "test_stats.py",), "a finding held when only the interval's top clears it"),
-    Mutation("mean-ci-quantile", "src/gaugedyn/stats.py",
+    Mutation("mean-ci-quantile", "src/gaugedyn/stats/__init__.py",
              "stats.t.ppf(0.5 + confidence / 2, a.size - 1)", "stats.t.ppf(confidence, a.size - 1)",
              (T + "test_stats.py",), "one-sided quantile in the t interval"),
     # --- the run machinery -----------------------------------------------------------------------
