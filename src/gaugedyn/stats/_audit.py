@@ -28,7 +28,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
-from scipy import stats
 
 from .._errors import InputError
 from ._rules import RULES, Rule
@@ -151,9 +150,15 @@ def _run(rule: Rule, rng, reps: int, n: int, offsets: np.ndarray, shape: str, va
     return {"held": held, "not_held": not_held, "covered": covered, "joint": joint}
 
 
+LIMITS = {"n": 100_000, "seeds": 100_000, "cells": 10_000, "reps": 10_000_000}
+"""Upper bounds of the audit's counts: beyond them one scenario would take hours."""
+
+
 def _check_count(name: str, value: Any, lo: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < lo:
-        raise InputError(f"{name}={value!r} is not allowed: an integer >= {lo}")
+    hi = LIMITS[name]
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or not lo <= value <= hi:
+        raise InputError(f"{name}={value!r} is not allowed: an integer in [{lo}, {hi}] (more "
+                         "would take hours)")
     return int(value)
 
 
@@ -177,6 +182,8 @@ def power(rule: Rule, n: int, effect: float, *, cells: int = 1, shape: str = "no
 def _coverage_attainable(rule: Rule, n: int) -> bool:
     """Whether any interval of a binomial proportion can cover ``p = 1/2`` with probability in
     the coverage bar (symmetric order-based intervals ``[a, n - a]``); always true otherwise."""
+    from scipy import stats
+
     if rule.estimator != "proportion":
         return True
     a = np.arange(n // 2 + 1)

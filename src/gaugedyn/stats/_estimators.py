@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats
 
 
 class Bounds(NamedTuple):
@@ -31,6 +30,8 @@ def t_bounds(x: np.ndarray, level: float) -> Bounds:
     Exact for normal samples; for symmetric heavy tails the t interval is conservative, for
     skewed ones (lognormal) it under-covers at small ``n``. ``x`` is ``(..., n)``, ``n >= 2``.
     """
+    from scipy import stats
+
     x = np.asarray(x, dtype=float)
     n = x.shape[-1]
     mean = x.mean(axis=-1)
@@ -41,6 +42,9 @@ def t_bounds(x: np.ndarray, level: float) -> Bounds:
 def t_pvalues(x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
     """One-sided t-test p-values ``(p_above, p_below)`` of ``H1: mean > threshold`` and of
     ``H1: mean < threshold`` (``scipy.stats.t`` tails of the t statistic)."""
+    from scipy import stats
+
+
     x = np.asarray(x, dtype=float)
     n = x.shape[-1]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -57,6 +61,8 @@ def _hs_weights(n: int, level: float) -> tuple[int, float]:
     ``I = (1 - level - c(k)) / (c(k+1) - c(k))``, ``lam = (n - k) I / (k + (n - 2k) I)``.
     ``k = 0`` means no order statistic reaches the level (the bound is infinite).
     """
+    from scipy import stats
+
     alpha = 1.0 - level
     miss = stats.binom.cdf(np.arange(n), n, 0.5)  # miss[k - 1] = c(k)
     k = int(np.searchsorted(miss, alpha, side="right"))
@@ -91,6 +97,8 @@ def median_bounds(x: np.ndarray, level: float) -> Bounds:
 def sign_pvalues(x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
     """Exact sign-test p-values ``(p_above, p_below)`` of ``H1: median > threshold`` and
     ``H1: median < threshold`` (binomial tails; values equal to ``threshold`` are dropped)."""
+    from scipy import stats
+
     x = np.asarray(x, dtype=float)
     above = np.sum(x > threshold, axis=-1)
     below = np.sum(x < threshold, axis=-1)
@@ -105,6 +113,8 @@ def slope_bounds(x: np.ndarray, y: np.ndarray, level: float) -> Bounds:
     (what ``scipy.stats.linregress`` reports). ``x`` is ``(n,)``; ``y`` is ``(..., n)``;
     ``n >= 3``. Exact for independent normal residuals of constant variance.
     """
+    from scipy import stats
+
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     n = x.shape[-1]
@@ -124,6 +134,9 @@ def proportion_table(n: int, level: float, method: str) -> tuple[np.ndarray, np.
     """Bounds ``(lower[k], upper[k])`` for ``k = 0..n`` successes of ``n`` at one-sided
     ``level``: the two-sided ``2 level - 1`` interval of ``scipy.stats.binomtest(k, n)
     .proportion_ci`` (``"wilson"`` or ``"exact"``, Clopper-Pearson)."""
+    from scipy import stats
+
+
     conf = 2 * level - 1
     rows = [stats.binomtest(k, n).proportion_ci(confidence_level=conf, method=method)
             for k in range(n + 1)]
