@@ -149,6 +149,13 @@ MUTATIONS = (
     Mutation("mean-ci-quantile", "src/gaugedyn/stats/__init__.py",
              "stats.t.ppf(0.5 + confidence / 2, a.size - 1)", "stats.t.ppf(confidence, a.size - 1)",
              (T + "test_stats.py",), "one-sided quantile in the t interval"),
+    Mutation("every-cell-without-holm", "src/gaugedyn/stats/_rules.py",
+             "holm = self.bounds((x,), 1 - (1 - level) / m)", "holm = self.bounds((x,), level)",
+             (T + "test_verdict_rules.py",), "the every-cell rule says NOT HELD without Holm"),
+    Mutation("median-interpolation-weight", "src/gaugedyn/stats/_estimators.py",
+             "lam = (n - k) * interp / (k + (n - 2 * k) * interp)",
+             "lam = k * interp / (k + (n - 2 * k) * interp)",
+             (T + "test_verdict_rules.py",), "a wrong Hettmansperger-Sheather weight"),
     # --- the run machinery -----------------------------------------------------------------------
     Mutation("store-checksum-deleted", "src/gaugedyn/experiments/_store.py",
              "if hashlib.sha256(npz).hexdigest() != meta[\"sha256\"]:",

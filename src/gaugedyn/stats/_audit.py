@@ -22,6 +22,7 @@ Every rate carries its Monte Carlo standard error ``sqrt(r (1 - r) / reps)``.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 from collections.abc import Iterable, Sequence
@@ -30,7 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._errors import InputError
-from ._rules import RULES, Rule
+from ._rules import CANDIDATES, RULES, Rule
 
 SHAPES = ("normal", "t3", "lognormal")
 """Noise shapes by name; ``empirical`` (resamples of given values) is open to the Python API."""
@@ -130,6 +131,8 @@ def _simulate(rule: Rule, rng, reps: int, n: int, offsets: np.ndarray, shape: st
 def _run(rule: Rule, rng, reps: int, n: int, offsets: np.ndarray, shape: str, values) -> dict:
     """Counts of HELD / NOT HELD, coverage hits (per cell) and joint coverage hits."""
     threshold, direction = _claim(rule)
+    if rule.estimator == "bootstrap":  # a rejected candidate resamples with the scenario's rng
+        rule = dataclasses.replace(rule, options={**rule.options, "rng": rng})
     block = max(1, _BLOCK // (n * offsets.size))
     held = not_held = covered = joint = 0
     done = 0
@@ -248,16 +251,20 @@ def _bar(rule: Rule, row: dict) -> str:
 def audit(rules: Iterable[str] | None = None, *, seeds: Sequence[int] = SEEDS,
           cells: Sequence[int] = CELLS, shapes: Sequence[str] = SHAPES, reps: int = REPS,
           seed: int = 0, margin: float = MARGIN, effect: float = EFFECT, values: Any = None,
-          progress: bool = False) -> list[dict]:
-    """The audit table: :func:`audit_rule` for every rule (default: all of :data:`RULES`),
-    seed count, cell count (cell rules) and shape, each with generators spawned from
+          progress: bool = False, candidates: bool = False) -> list[dict]:
+    """The audit table: :func:`audit_rule` for every rule (default: all of :data:`RULES`; with
+    ``candidates``, the rejected :data:`gaugedyn.stats._rules.CANDIDATES` instead), seed count,
+    cell count (cell rules) and shape, each with generators spawned from
     ``numpy.random.SeedSequence(seed)``. Bad arguments raise :class:`gaugedyn.InputError`
     before any simulation."""
     from tqdm import tqdm
 
     from ._rules import rule as by_name
 
-    chosen = [by_name(r) for r in (RULES if rules is None else rules)]
+    if candidates:
+        chosen = list(CANDIDATES.values())
+    else:
+        chosen = [by_name(r) for r in (RULES if rules is None else rules)]
     seeds = [_check_count("seeds", s, 3) for s in seeds]
     cells = [_check_count("cells", c, 1) for c in cells]
     reps = _check_count("reps", reps, 1)
@@ -297,6 +304,17 @@ def rows_as_text(rows: list[dict]) -> list[list[str]]:
              _pct(r["joint_coverage"]), _pct(r["power"]), r["bar"]] for r in rows]
 
 
+def catalogue_markdown(rules: Iterable[Rule]) -> str:
+    """The rules as a markdown table: name, statistic, interval, verdict in words (threshold
+    ``c``, band ``(lo, hi)``) and assumptions, each from the rule object itself."""
+    lines = ["| rule | statistic | verdict | assumptions |", "|---|---|---|---|"]
+    for r in rules:
+        band = r.claim in ("inside", "outside")
+        words = r.words(("lo", "hi") if band else "c").split(": ", 1)[1]
+        lines.append(f"| `{r.name}` | {r.statistic} | {words} | {r.assumptions} |")
+    return "\n".join(lines) + "\n"
+
+
 def format_table(rows: list[dict], *, markdown: bool = False, margin: float = MARGIN,
                  effect: float = EFFECT, command: str = "") -> str:
     """The audit as a plain-text table (or markdown, with the command and date that made it).
@@ -309,11 +327,15 @@ def format_table(rows: list[dict], *, markdown: bool = False, margin: float = MA
               f"interval (per cell for cell rules); joint cov.: the cell rules' interval for "
               f"min/max over cells; power: P(HELD) with the claim true by {effect:g} sd. Bars "
               f"(normal, t3, bernoulli): false HELD and false NOT HELD <= 5% + 2 s.e., "
-              f"coverage 93-97%.")
+              f"coverage 93-97%. A rate of 0 out of R has s.e. 0 and a 95% upper bound of "
+              f"3/R.")
     if markdown:
         stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        names = list(dict.fromkeys(r["rule"] for r in rows))
+        every = {**RULES, **CANDIDATES}
         lines = [f"Produced by `{command or 'gaugedyn audit-rules --markdown'}` on {stamp}.", "",
-                 legend, "", "| " + " | ".join(HEADER) + " |",
+                 catalogue_markdown(every[n] for n in names), legend, "",
+                 "| " + " | ".join(HEADER) + " |",
                  "|" + "|".join("---" for _ in HEADER) + "|"]
         lines += ["| " + " | ".join(row) + " |" for row in body]
         return "\n".join(lines) + "\n"

@@ -42,6 +42,9 @@ def register(subparsers) -> None:
                    help=f"effect size at which the power is simulated, in sd (default {EFFECT:g})")
     p.add_argument("--markdown", action="store_true",
                    help="print a markdown table headed by the command and the date")
+    p.add_argument("--candidates", action="store_true",
+                   help="audit the rejected candidates instead (percentile and BCa bootstrap "
+                   "of the mean, exact order statistics of the median, Clopper-Pearson)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=_handle)
 
@@ -57,7 +60,7 @@ def _handle(args) -> int:
         shapes=args.shapes or (("normal", "t3") if args.quick else _audit.SHAPES),
         reps=args.reps if args.reps is not None else quick.get("reps", _audit.REPS),
         seed=args.seed, margin=args.margin, effect=args.effect,
-        progress=not args.no_progress)
+        progress=not args.no_progress, candidates=args.candidates)
     command = _command(args)
     sys.stdout.write(_audit.format_table(rows, markdown=args.markdown, margin=args.margin,
                                          effect=args.effect, command=command))
@@ -78,6 +81,6 @@ def _command(args) -> str:
                                  ("--effect", args.effect, EFFECT)):
         if value is not None and value != default:
             words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
-    if args.markdown:
-        words.append("--markdown")
+    words += [flag for flag, on in (("--candidates", args.candidates),
+                                    ("--markdown", args.markdown)) if on]
     return " ".join(shlex.quote(w) for w in words)

@@ -73,7 +73,7 @@ def _hs_weights(n: int, level: float) -> tuple[int, float]:
     return k, float(lam)
 
 
-def median_bounds(x: np.ndarray, level: float) -> Bounds:
+def median_bounds(x: np.ndarray, level: float, interpolate: bool = True) -> Bounds:
     """Distribution-free bounds of the median from interpolated order statistics
     (Hettmansperger and Sheather 1986): the sign test's interval, interpolated between the two
     order statistics whose binomial levels bracket ``level``, so that its coverage is close to
@@ -81,11 +81,13 @@ def median_bounds(x: np.ndarray, level: float) -> Bounds:
 
     Assumes only independent draws from a continuous distribution; ``x`` is ``(..., n)``.
     Where no order statistic reaches ``level`` (``2^-n > 1 - level``) the bound is infinite.
+    ``interpolate=False`` gives the plain order statistics (the exact, conservative interval).
     """
     x = np.sort(np.asarray(x, dtype=float), axis=-1)
     n = x.shape[-1]
     med = np.median(x, axis=-1)
     k, lam = _hs_weights(n, level)
+    lam = lam if interpolate else 0.0
     if k == 0:
         inf = np.full(med.shape, np.inf)
         return Bounds(med, -inf, inf)
@@ -125,6 +127,21 @@ def slope_bounds(x: np.ndarray, y: np.ndarray, level: float) -> Bounds:
     se = np.sqrt(np.sum(resid**2, axis=-1) / (n - 2) / sxx)
     half = stats.t.ppf(level, n - 2) * se
     return Bounds(slope, slope - half, slope + half)
+
+
+def bootstrap_bounds(x: np.ndarray, level: float, method: str,
+                     rng: np.random.Generator, n_resamples: int = 2000) -> Bounds:
+    """Bootstrap bounds of the mean (``scipy.stats.bootstrap``, ``method`` ``"percentile"`` or
+    ``"BCa"``), vectorised over the leading axes. Kept only as the audit's rejected candidate:
+    at 10 seeds both under-cover (about 90% for a nominal 95% on normal values)."""
+    from scipy import stats
+
+    x = np.asarray(x, dtype=float)
+    res = stats.bootstrap((x,), np.mean, axis=-1, vectorized=True, n_resamples=n_resamples,
+                          confidence_level=2 * level - 1, method=method, random_state=rng,
+                          batch=max(1, 4_000_000 // max(x.size, 1)))
+    ci = res.confidence_interval
+    return Bounds(x.mean(axis=-1), np.asarray(ci.low), np.asarray(ci.high))
 
 
 PROPORTION_METHODS = ("wilson", "exact")

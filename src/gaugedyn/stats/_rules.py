@@ -79,6 +79,10 @@ class Judgement:
         return d
 
 
+def _g(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, int | float) else str(v)
+
+
 def _codes_threshold(low, high, threshold, direction):
     low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
     if direction == ">":
@@ -133,33 +137,35 @@ class Rule:
     @property
     def center(self) -> str:
         """The location the rule's parameter is (``mean`` or ``median``)."""
-        return "median" if self.estimator == "median" else "mean"
+        return "median" if self.estimator in ("median", "order_statistics") else "mean"
 
     def words(self, threshold: Any, direction: str | None = None,
               confidence: float = CONFIDENCE) -> str:
-        """The rule in words, as recorded with every finding."""
+        """The rule in words, as recorded with every finding (a threshold may be a symbol)."""
+        threshold = tuple(map(_g, threshold)) if isinstance(threshold, tuple | list) \
+            else _g(threshold)
         ci = f"the {confidence:.0%} {self.interval_words}"
         if self.claim in ("inside", "outside"):
             lo, hi = threshold
-            inner = (f"HELD if {ci} lies wholly inside ({lo:g}, {hi:g}); NOT HELD if it lies "
+            inner = (f"HELD if {ci} lies wholly inside ({lo}, {hi}); NOT HELD if it lies "
                      f"wholly outside it; otherwise UNRESOLVED")
             if self.claim == "outside":
-                inner = (f"HELD if {ci} lies wholly outside [{lo:g}, {hi:g}]; NOT HELD if it "
+                inner = (f"HELD if {ci} lies wholly outside [{lo}, {hi}]; NOT HELD if it "
                          f"lies wholly inside it; otherwise UNRESOLVED")
             return f"{self.name}: {inner}"
         direction = direction or ">"
         other = "<=" if direction == ">" else ">="
         if self.claim == "threshold":
-            return (f"{self.name}: HELD if {ci} lies wholly {direction} {threshold:g}; "
-                    f"NOT HELD if it lies wholly {other} {threshold:g}; otherwise UNRESOLVED")
-        side = f"{direction} {threshold:g}"
+            return (f"{self.name}: HELD if {ci} lies wholly {direction} {threshold}; "
+                    f"NOT HELD if it lies wholly {other} {threshold}; otherwise UNRESOLVED")
+        side = f"{direction} {threshold}"
         if self.claim == "every_cell":
             return (f"{self.name}: HELD if in every cell {ci} lies wholly {side}; NOT HELD if "
-                    f"some cell lies {other} {threshold:g} by a one-sided test at 2.5% after "
+                    f"some cell lies {other} {threshold} by a one-sided test at 2.5% after "
                     "Holm's correction over the cells; otherwise UNRESOLVED")
         return (f"{self.name}: HELD if some cell lies {side} by a one-sided test at 2.5% after "
                 f"Holm's correction over the cells; NOT HELD if in every cell {ci} lies wholly "
-                f"{other} {threshold:g}; otherwise UNRESOLVED")
+                f"{other} {threshold}; otherwise UNRESOLVED")
 
     # -- vectorised core ------------------------------------------------------------------------
 
@@ -173,6 +179,11 @@ class Rule:
             return est.median_bounds(samples[0], level)
         if self.estimator == "slope":
             return est.slope_bounds(samples[0], samples[1], level)
+        if self.estimator == "bootstrap":
+            return est.bootstrap_bounds(samples[0], level, self.options["method"],
+                                        self.options["rng"])
+        if self.estimator == "order_statistics":
+            return est.median_bounds(samples[0], level, interpolate=False)
         return est.proportion_bounds(samples[0], level, self.options.get("method", "wilson"))
 
     def pvalues(self, x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
@@ -374,6 +385,23 @@ _CATALOGUE = (
 
 RULES: dict[str, Rule] = {r.name: r for r in _CATALOGUE}
 """Every verdict rule by name."""
+
+_REJECTED = "rejected by the audit: under-covers at 10 seeds"
+CANDIDATES: dict[str, Rule] = {r.name: r for r in (
+    Rule("mean_threshold[percentile bootstrap]", "bootstrap", "threshold", "mean",
+         "percentile bootstrap interval of the mean", _REJECTED,
+         options={"method": "percentile"}),
+    Rule("mean_threshold[BCa bootstrap]", "bootstrap", "threshold", "mean",
+         "BCa bootstrap interval of the mean", _REJECTED, options={"method": "BCa"}),
+    Rule("median_threshold[exact order statistics]", "order_statistics", "threshold", "median",
+         "order-statistic interval of the median at the next attainable level",
+         "rejected by the audit: over-covers at 10 seeds (97.9% for a nominal 95%)"),
+    Rule("proportion[Clopper-Pearson]", "proportion", "threshold", "share of successes",
+         "Clopper-Pearson interval", "rejected by the audit: over-covers (conservative)",
+         options={"method": "exact"}),
+)}
+"""Rules the audit tried and rejected, kept so ``gaugedyn audit-rules --candidates`` shows why
+the catalogue's rules were chosen instead (they are not in :data:`RULES`)."""
 
 
 def rule(name: str) -> Rule:
