@@ -241,7 +241,7 @@ class Rule:
             raise InputError(f"threshold={threshold!r} is not allowed for rule {self.name!r}: "
                              "a finite number")
         direction = ">" if direction is None else direction
-        if direction not in (">", "<"):
+        if direction not in self.directions:
             raise InputError(f"direction={direction!r} is not allowed for rule {self.name!r}: "
                              "'>' or '<'")
         return float(threshold), direction
