@@ -2,7 +2,7 @@
 
 Each mutation is ``(id, file, old text, new text, test selection)``: one single, realistic bug (a
 sign, a factor, an axis, a tableau digit, an inverted comparison, a deleted check). The script
-copies the repository (``src``, ``tests``, ``tools``, ``derivations``, ``simulations``,
+copies the repository (``src``, ``tests``, ``tools``, ``derivations``, ``simulations``, ``docs``,
 ``pyproject.toml``) into a temporary folder, never touching the working tree; for each mutation
 it replaces the old text (which must occur exactly once) in the copy, runs the mutation's tests there with
 ``PYTHONPATH`` pointing at the copy and a time limit, restores the file and records
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COPIED = ("src", "tests", "tools", "derivations", "simulations", "pyproject.toml")
+COPIED = ("src", "tests", "tools", "derivations", "simulations", "docs", "pyproject.toml")
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".hypothesis")
 
 
