@@ -137,6 +137,20 @@ def test_power_matches_the_noncentral_t():
     assert abs(rate - exact) < 4 * se
 
 
+def test_power_at_the_papers_value_matches_the_noncentral_t():
+    x = np.random.default_rng(11).normal(0.3, 1.0, 10)
+    judged = stats.judge("mean_threshold", x, threshold=0.0)
+    rate, se = stats.power_at(judged, 0.5, reps=4000, seed=2)
+    exact = sps.nct.sf(sps.t.ppf(0.975, 9), 9, 0.5 / x.std(ddof=1) * math.sqrt(10))
+    assert abs(rate - exact) < 4 * se
+    paired = stats.judge("paired_difference", x, x - 0.2 + 0.1 * np.cos(np.arange(10)),
+                         threshold=0.0)
+    assert stats.power_at(paired, 0.2, reps=500).rate > 0.99
+    assert math.isnan(stats.power_at(stats.judge("mean_threshold", [1.0], threshold=0), 1).rate)
+    cells = stats.judge("every_cell", 0.3 + np.zeros((10, 4)) + x[:, None], threshold=0.0)
+    assert stats.power_at(cells, 0.0, reps=500).rate == 0.0  # on the threshold: never HELD
+
+
 def test_empirical_shape_resamples_given_values():
     values = np.random.default_rng(9).lognormal(size=60)
     row = stats.audit_rule("median_threshold", 10, shape="empirical", values=values, reps=500)

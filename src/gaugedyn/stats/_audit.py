@@ -182,6 +182,56 @@ def power(rule: Rule, n: int, effect: float, *, cells: int = 1, shape: str = "no
     return Rate.of(counts["held"], reps)
 
 
+def _scaled_samples(rule: Rule, values: list, value: float, rng, reps: int, shape: str):
+    """``reps`` data sets shaped like ``values`` whose parameter is ``value`` everywhere, with
+    the spread ``sd`` of ``values`` (per-seed sd; residual sd for a slope; pooled over cells);
+    returns ``(samples, sd)``."""
+    if rule.estimator == "proportion":
+        n = len(values)
+        return ((rng.random((reps, n)) < np.clip(value, 0, 1)).astype(float),), 1.0
+    if rule.estimator == "slope":
+        x, y = (np.asarray(v, dtype=float) for v in values)
+        b = np.polyfit(x, y, 1)
+        sd = float(np.std(y - np.polyval(b, x), ddof=2))
+        return (x, value * x + sd * noise(rng, shape, (reps, x.size), "mean")), sd
+    if rule.estimator == "paired":
+        d = np.subtract(*(np.asarray(v, dtype=float) for v in values))
+        sd = float(np.std(d, ddof=1))
+        return (value + sd * noise(rng, shape, (reps, d.size), "mean"),
+                np.zeros((reps, d.size))), sd
+    v = np.asarray(values, dtype=float)
+    if rule.cells:
+        sd = float(np.sqrt(np.nanmean(np.nanvar(v, axis=0, ddof=1))))
+    else:
+        sd = float(np.std(v, ddof=1))
+    return (value + sd * noise(rng, shape, (reps, *v.shape), rule.center),), sd
+
+
+def power_at(judgement: Any, value: float, *, reps: int = 4000, seed: int = 0,
+             shape: str = "normal") -> Rate:
+    """P(HELD) of ``judgement``'s rule, claim and seed count if the truth were ``value`` (the
+    paper's value) in every cell, with the spread of the judged per-seed values and noise of
+    ``shape``: the power of the finding as run. A spread of zero or fewer values than the rule
+    needs give ``Rate(nan, nan)``."""
+    from ._rules import rule as by_name
+
+    rule = by_name(judgement.rule)
+    reps = _check_count("reps", reps, 1)
+    if not (isinstance(value, int | float) and math.isfinite(value)):
+        raise InputError(f"value={value!r} is not allowed: a finite number (the paper's value)")
+    if rule.estimator != "proportion":
+        noise(np.random.default_rng(0), shape, (1,))
+    if not math.isfinite(judgement.low) and not rule.cells:
+        return Rate(math.nan, math.nan)
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        samples, sd = _scaled_samples(rule, judgement.values, float(value), rng, reps, shape)
+    if not (math.isfinite(sd) and sd > 0):
+        return Rate(math.nan, math.nan)
+    out = rule.evaluate(samples, judgement.threshold, judgement.direction)
+    return Rate.of(int(np.sum(out["code"] == 1)), reps)
+
+
 def _coverage_attainable(rule: Rule, n: int) -> bool:
     """Whether any interval of a binomial proportion can cover ``p = 1/2`` with probability in
     the coverage bar (symmetric order-based intervals ``[a, n - a]``); always true otherwise."""

@@ -436,15 +436,17 @@ def finding_record(judgement: Judgement, *, power: float | None = None,
                    readings: Mapping[str, Judgement | str] | None = None) -> dict:
     """What a finding stores so its verdict can be recomputed from the summary alone: the
     judgement (``rule``, ``per_seed``, interval, threshold, words), its ``power`` at the
-    paper's value for the seeds used with the label ``underpowered`` below
-    :data:`UNDERPOWERED`, and its ``readings`` (``{reading: verdict}``; by default the one
+    paper's value for the seeds used (:func:`gaugedyn.stats.power_at`) with the label
+    ``underpowered`` below :data:`UNDERPOWERED`, and its ``readings`` (``{reading: verdict}``; by default the one
     reading judged). With several readings, ``verdict`` is :func:`combine_readings`'."""
     d = judgement.as_dict()
     if power is not None:
-        if not (isinstance(power, int | float) and 0 <= power <= 1):
-            raise InputError(f"power={power!r} is not allowed: a probability in [0, 1]")
+        ok = isinstance(power, int | float) and (0 <= power <= 1 or math.isnan(power))
+        if not ok:
+            raise InputError(f"power={power!r} is not allowed: a probability in [0, 1] (nan: "
+                             "not computable)")
         d["power"] = float(power)
-        d["underpowered"] = bool(power < UNDERPOWERED)
+        d["underpowered"] = None if math.isnan(power) else bool(power < UNDERPOWERED)
     combined = combine_readings(readings if readings else {"as judged": judgement})
     d["readings"] = combined["readings"]
     if readings:
