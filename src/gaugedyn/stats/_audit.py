@@ -160,8 +160,8 @@ LIMITS = {"n": 100_000, "seeds": 100_000, "cells": 10_000, "reps": 10_000_000}
 def _check_count(name: str, value: Any, lo: int) -> int:
     hi = LIMITS[name]
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or not lo <= value <= hi:
-        raise InputError(f"{name}={value!r} is not allowed: an integer in [{lo}, {hi}] (more "
-                         "would take hours)")
+        raise InputError(f"{name}={value!r} is not allowed: an integer in [{lo}, {hi}] (above "
+                         f"{hi} one scenario would take hours)")
     return int(value)
 
 
