@@ -2,7 +2,7 @@
 
 Each mutation is ``(id, file, old text, new text, test selection)``: one single, realistic bug (a
 sign, a factor, an axis, a tableau digit, an inverted comparison, a deleted check). The script
-copies the repository (``src``, ``tests``, ``tools``, ``derivations``, ``simulations``,
+copies the repository (``src``, ``tests``, ``tools``, ``derivations``, ``simulations``, ``docs``,
 ``pyproject.toml``) into a temporary folder, never touching the working tree; for each mutation
 it replaces the old text (which must occur exactly once) in the copy, runs the mutation's tests there with
 ``PYTHONPATH`` pointing at the copy and a time limit, restores the file and records
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COPIED = ("src", "tests", "tools", "derivations", "simulations", "pyproject.toml")
+COPIED = ("src", "tests", "tools", "derivations", "simulations", "docs", "pyproject.toml")
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".hypothesis")
 
 
@@ -143,13 +143,20 @@ MUTATIONS = (
              (T + "test_adam_decomposition.py", T + "test_adam_recorder.py"),
              "first-moment bias correction with beta2"),
     # --- statistics and claims -------------------------------------------------------------------
-    Mutation("verdict-low-high", "src/gaugedyn/stats.py",
+    Mutation("verdict-low-high", "src/gaugedyn/stats/__init__.py",
              "        if low > threshold:\n            return \"HELD\"",
              "        if high > threshold:\n            return \"HELD\"",
              (T + "test_stats.py",), "a finding held when only the interval's top clears it"),
-    Mutation("mean-ci-quantile", "src/gaugedyn/stats.py",
+    Mutation("mean-ci-quantile", "src/gaugedyn/stats/__init__.py",
              "stats.t.ppf(0.5 + confidence / 2, a.size - 1)", "stats.t.ppf(confidence, a.size - 1)",
              (T + "test_stats.py",), "one-sided quantile in the t interval"),
+    Mutation("every-cell-without-holm", "src/gaugedyn/stats/_rules.py",
+             "holm = self.bounds((x,), 1 - (1 - level) / m)", "holm = self.bounds((x,), level)",
+             (T + "test_verdict_rules.py",), "the every-cell rule says NOT HELD without Holm"),
+    Mutation("median-interpolation-weight", "src/gaugedyn/stats/_estimators.py",
+             "lam = (n - k) * interp / (k + (n - 2 * k) * interp)",
+             "lam = k * interp / (k + (n - 2 * k) * interp)",
+             (T + "test_verdict_rules.py",), "a wrong Hettmansperger-Sheather weight"),
     # --- the run machinery -----------------------------------------------------------------------
     Mutation("store-checksum-deleted", "src/gaugedyn/harness/_store.py",
              "if hashlib.sha256(npz).hexdigest() != meta[\"sha256\"]:",

@@ -11,7 +11,12 @@ Everything here is a thin layer over :mod:`scipy.stats` (``bootstrap``, ``binomt
 - :func:`verdict`: an interval and a threshold to ``HELD`` / ``NOT HELD`` / ``UNRESOLVED``;
 - :func:`compare`: a theory curve against a simulated one, both error measures;
 - :func:`generator`: a ``numpy.random.Generator`` derived from a run's seed and a label, so no
-  resampling is ever seeded with a constant.
+  resampling is ever seeded with a constant;
+- :data:`RULES`: the catalogue of verdict rules by name (:class:`Rule`, :func:`judge`), each
+  turning per-seed values into a :class:`Judgement` (verdict, interval, rule words, values),
+  with :func:`combine_readings` and :func:`finding_record` for findings judged under several
+  readings; :func:`audit` measures every rule's error rates, coverage and power by simulation
+  (``gaugedyn audit-rules``).
 """
 
 from __future__ import annotations
@@ -283,3 +288,20 @@ def compare(theory: Any, simulation: Any) -> dict[str, float]:
     rel = float(np.linalg.norm(diff) / norm) if norm > 0 else math.inf
     return {"relative_frobenius": rel, "mean_absolute": float(np.mean(np.abs(diff))),
             "n": int(keep.sum())}
+
+
+from ._audit import Rate as Rate  # noqa: E402
+from ._audit import audit as audit  # noqa: E402
+from ._audit import audit_rule as audit_rule  # noqa: E402
+from ._audit import format_table as format_table  # noqa: E402
+from ._audit import power_at as power_at  # noqa: E402
+from ._estimators import holm as holm  # noqa: E402
+from ._rules import DEPENDS as DEPENDS  # noqa: E402
+from ._rules import RULES as RULES  # noqa: E402
+from ._rules import UNDERPOWERED as UNDERPOWERED  # noqa: E402
+from ._rules import Judgement as Judgement  # noqa: E402
+from ._rules import Rule as Rule  # noqa: E402
+from ._rules import combine_readings as combine_readings  # noqa: E402
+from ._rules import finding_record as finding_record  # noqa: E402
+from ._rules import judge as judge  # noqa: E402
+from ._rules import rule as rule  # noqa: E402
