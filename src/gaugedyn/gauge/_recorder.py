@@ -317,7 +317,7 @@ class GaugeRecorder:
 
     def _store(self, step: int, row: list[dict]) -> None:
         out = []
-        for g, r in zip(self.groups, row):
+        for r in row:
             shape = r["invariant"].shape
             nan = torch.full(shape, float("nan"), dtype=torch.float64)
             rec = {}
