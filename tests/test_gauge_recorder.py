@@ -72,11 +72,11 @@ MODELS = {"mlp": _mlp, "cnn": lambda: _init(_CNN().to(F64), 0),
           "transformer": lambda: _init(_Transformer().to(F64), 0)}
 
 
-def _train(kind: str, steps: int, opt_fn, every: int = 1, net=None):
+def _train(kind: str, steps: int, opt_fn, every: int = 1, net=None, exact: bool = True):
     net = MODELS[kind]() if net is None else net
     x, y = _data(kind)
     opt = opt_fn(net.parameters())
-    rec = GaugeRecorder(net, opt, every=every)
+    rec = GaugeRecorder(net, opt, every=every, exact_change=exact)
     for _ in range(steps):
         opt.zero_grad()
         (0.5 * ((net(x) - y) ** 2).mean()).backward()
@@ -185,7 +185,7 @@ def test_attached_late_to_momentum_measures_the_carry_once():
     net, opt, _ = _train("mlp", 4, lambda p: torch.optim.SGD(p, lr=0.005, momentum=0.8,
                                                               weight_decay=0.1))
     x, y = _data("mlp")
-    rec = GaugeRecorder(net, opt)
+    rec = GaugeRecorder(net, opt, exact_change=True)
     for _ in range(5):
         opt.zero_grad()
         (0.5 * ((net(x) - y) ** 2).mean()).backward()
@@ -193,6 +193,18 @@ def test_attached_late_to_momentum_measures_the_carry_once():
     arr = rec.group(0)
     assert np.abs(arr["change"] - arr["predicted"]).max() < MOMENTUM_TOL * np.abs(
         arr["change"]).max()
+
+
+@pytest.mark.parametrize("kind", ["mlp", "transformer"])
+def test_fast_change_equals_exact_change_to_rounding_of_the_norms(kind):
+    eta = GD_ETA[kind]
+    fast = _train(kind, 4, lambda p: torch.optim.SGD(p, lr=eta), exact=False)[2]
+    exact = _train(kind, 4, lambda p: torch.optim.SGD(p, lr=eta), exact=True)[2]
+    for gi in range(len(fast.groups)):
+        a, b = fast.group(gi), exact.group(gi)
+        np.testing.assert_array_equal(a["invariant"], b["invariant"])
+        scale = np.abs(a["in_sq"]).max() + np.abs(a["out_sq"]).max()
+        assert np.abs(a["change"] - b["change"]).max() < 1e-14 * scale
 
 
 def test_adam_is_measured_not_predicted_and_mobilities_use_the_package_definitions():

@@ -35,18 +35,23 @@ with ``every > 1``); attached to an optimizer whose buffers already exist, it me
 ``sum s sym(P_t b_{t-1}^T)/2`` once instead. Nesterov, Adam/AdamW and other optimizers are
 measured only (``predicted`` is NaN).
 
-The measured change is computed as ``sum s sym((P' - P)(P' + P)^T)/2``, free of the
-cancellation in ``|P'|^2 - |P|^2``. For rescaling units it also records the mobilities
+The measured change is ``I(after) - I(before)`` from the per-unit norms (its rounding error is
+about ``1e-16 (|a|^2 + |w|^2)``, the float's own resolution of the invariant); with
+``exact_change=True`` it is ``sum s (2 D.P' - |D|^2)``, ``D = P' - P`` from a copy of the
+parameters taken before the step, free of that cancellation (what the exactness tests use). For rescaling units it also records the mobilities
 ``mu_R = |a|^2 + |w|^2``, ``mu_T = 1/|w|^2`` and the dissipation split
 ``reaction = |g_a|^2 + (u.g_w)^2``, ``transport = |g_w|^2 - (u.g_w)^2`` (the package's
 :func:`gaugedyn.theory.mobilities` and :func:`gaugedyn.theory.dissipation_split`), and, with
 ``owner_cos`` set, the functional owner among units whose input directions coincide to that
 cosine (:func:`gaugedyn.theory._functional.owner_sets`).
 
-Cost: a recorded step copies the parameters the groups touch once and runs a few reductions
-over them (about three passes over parameter memory before the step and two after); steps
-between samples cost nothing without momentum. ``benchmarks/bench_gauge_recorder.py`` prints
-the overhead against the plain training step.
+Cost: a recorded step reads the gradients twice and the parameters once before the step
+(``|g|^2`` and ``w.g_w`` per unit, the latter read as ``a.g_a`` on the smaller side: the
+two are equal by the symmetry; ``|P|^2`` is reused from the previous step's reading when no
+parameter was written in between, per torch's version counters) and the parameters once after
+it; ``exact_change=True`` adds a copy and two passes. Steps between samples cost nothing
+without momentum (one reduction of the buffers with it). ``benchmarks/bench_gauge_recorder.py``
+prints the overhead against the plain training step.
 """
 
 from __future__ import annotations
@@ -72,16 +77,40 @@ def _matrix(group: UnitGroup) -> bool:
     return group.kind in ("qk", "vo")
 
 
-def _pair(group: UnitGroup, sides, x: dict, y: dict) -> torch.Tensor:
-    """``sum_sides sym(X Y^T)/2`` per unit (a dot product for units, ``d x d`` for heads)."""
+def _unit_reduce(x: torch.Tensor, y: torch.Tensor | None, side, n: int) -> torch.Tensor:
+    """Per unit, ``sum x*y`` over the unit's entries of one side (``|x|^2`` when ``y`` is
+    ``None``), as reductions over the tensor's other axes (no gathered copy)."""
+    if side.offset or x.shape[side.axis] != n * side.block:
+        x = x.narrow(side.axis, side.offset, n * side.block)
+        if y is not None:
+            y = y.narrow(side.axis, side.offset, n * side.block)
+    if x.dim() == 1:
+        r = x * x if y is None else x * y
+    elif side.axis == 0 and x.is_contiguous() and (y is None or y.is_contiguous()):
+        # rows: reductions over the contiguous trailing axes (the fastest torch kernels)
+        if x.dim() > 2:
+            x = x.reshape(x.shape[0], -1)
+            y = None if y is None else y.reshape(y.shape[0], -1)
+        r = (torch.linalg.vector_norm(x, dim=1).square() if y is None
+             else torch.linalg.vecdot(x, y, dim=1))
+    else:
+        dims = [d for d in range(x.dim()) if d != side.axis]
+        r = (x * (x if y is None else y)).sum(dim=dims)
+    return r.reshape(n, side.block).sum(1) if side.block > 1 else r
+
+
+def _pair(group: UnitGroup, sides, x: dict, y: dict | None = None) -> torch.Tensor:
+    """``sum_sides sym(X Y^T)/2`` per unit (a dot product for units, ``d x d`` for heads);
+    ``y = None`` means ``y = x``."""
     tot = None
     for s in sides:
-        bx, by = blocks(x[s.name], s, group.n_units), blocks(y[s.name], s, group.n_units)
         if _matrix(group):
+            bx = blocks(x[s.name], s, group.n_units)
+            by = bx if y is None else blocks(y[s.name], s, group.n_units)
             m = bx @ by.transpose(1, 2)
             term = (m + m.transpose(1, 2)) / 2
         else:
-            term = (bx * by).sum(dim=(1, 2))
+            term = _unit_reduce(x[s.name], None if y is None else y[s.name], s, group.n_units)
         tot = term if tot is None else tot + term
     return tot
 
@@ -94,11 +123,12 @@ class GaugeRecorder:
     when ``step()`` is called; closures are not supported). ``every = k`` records steps
     ``k, 2k, ...`` counted from attachment. ``owner_cos`` (in ``(0, 1)``): record ownership among
     rescaling units whose input directions have cosine at least this (costs ``O(n^2 d)`` per
-    group and sample).
+    group and sample). ``exact_change``: measure the change from a pre-step copy (see the
+    module docstring).
     """
 
     def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None,
-                 *, every: int = 1, owner_cos: float | None = None):
+                 *, every: int = 1, owner_cos: float | None = None, exact_change: bool = False):
         if int(every) != every or int(every) < 1:
             raise InputError(f"every={every!r} is not allowed; use an integer >= 1")
         if owner_cos is not None and not 0.0 < float(owner_cos) < 1.0:
@@ -110,6 +140,8 @@ class GaugeRecorder:
         self.model = model
         self.optimizer = optimizer
         self.every = int(every)
+        self.exact_change = bool(exact_change)
+        self._after: tuple | None = None
         self.owner_cos = None if owner_cos is None else float(owner_cos)
         self.groups, self.report = find_units(model)
         self._params = dict(model.named_parameters())
@@ -123,10 +155,17 @@ class GaugeRecorder:
         self._pending: dict | None = None
         self._hooks = []
         self._rules = [self._rule(g) for g in self.groups]
+        # w.g_w = a.g_a by the symmetry: read it on the smaller side
+        self._cheap_out = {g.name: g.kind == "rescale" and self._size(g.outputs) < self._size(
+            g.inputs) for g in self.groups}
         self._carry: list[dict | None] = [None] * len(self.groups)
         if optimizer is not None:
             self._hooks = [optimizer.register_step_pre_hook(self._pre),
                            optimizer.register_step_post_hook(self._post)]
+
+    def _size(self, sides) -> int:
+        return sum(self._params[s.name].numel() // self._params[s.name].shape[s.axis]
+                   * s.block for s in sides)
 
     def detach(self) -> None:
         """Remove the optimizer hooks."""
@@ -181,28 +220,43 @@ class GaugeRecorder:
     def _wants(self, step: int) -> bool:
         return step % self.every == 0
 
+    def _norms(self, params: dict, fresh: bool = False) -> list[tuple]:
+        """Per group ``(|X|^2, |Y|^2)``; reused from the last post-step reading while no
+        parameter has been written since (torch's version counters)."""
+        versions = tuple(self._params[n]._version for n in self._names)
+        if not fresh and self._after is not None and self._after[0] == versions:
+            return self._after[1]
+        out = []
+        for g in self.groups:
+            in_sq = _pair(g, g.inputs, params)
+            out_sq = _pair(g, g.outputs, params) if g.outputs else torch.zeros_like(in_sq)
+            out.append((in_sq, out_sq))
+        return out
+
     @torch.no_grad()
     def _pre(self, optimizer, args, kwargs):
         step = self._count + 1
         record = self._wants(step)
-        momentum_rules = [r["rule"] == "sgd_momentum_weight_decay" for r in self._rules]
-        if not record and not any(momentum_rules):
+        carry_rules = [r["rule"] != "none" and r["momentum"] > 0.0 for r in self._rules]
+        if not record and not any(carry_rules):
             self._pending = None
             return
         params = {n: self._params[n].detach() for n in self._names}
         grads = self._grads()
-        pend: dict = {"step": step, "record": record, "groups": []}
+        sq = self._norms(params)
+        pend: dict = {"step": step, "record": record, "groups": [], "sq": sq}
         if record:
-            pend["before"] = {n: t.clone() for n, t in params.items()}
-            pend["row"] = self._measure(params, grads)
+            if self.exact_change:
+                pend["before"] = {n: t.clone() for n, t in params.items()}
+            pend["row"] = self._measure(params, grads, sq)
         for gi, (g, rule) in enumerate(zip(self.groups, self._rules)):
             info: dict = {}
-            if rule["rule"] != "none" and (record or rule["momentum"] > 0.0):
+            if rule["rule"] != "none" and (record or carry_rules[gi]):
                 sx, sy = _SIGNS[g.kind]
-                inv = (pend["row"][gi]["invariant"] if record
-                       else self._invariant(g, params))
+                inv = sx * sq[gi][0] + sy * sq[gi][1]
                 c = rule["weight_decay"] * inv
                 mu = rule["momentum"]
+                info["k"] = None
                 if mu > 0.0:
                     bufs = {n: optimizer.state.get(self._params[n], {}).get("momentum_buffer")
                             for n in self._names}
@@ -210,16 +264,15 @@ class GaugeRecorder:
                         carry = self._carry[gi]
                         if carry is not None and carry["step"] == step - 1:
                             cb = carry["c"] - rule["lr"] * carry["k"]
-                            info["carried"] = True
                         else:
                             cb = (sx * _pair(g, g.inputs, params, bufs)
                                   + (sy * _pair(g, g.outputs, params, bufs) if g.outputs else 0))
-                            info["carried"] = False
                         c = mu * cb + (1.0 - rule["dampening"]) * c
-                    info["k"] = None
+                elif rule["weight_decay"] == 0.0:
+                    r = pend["row"][gi]
+                    info["k"] = sx * r["g_in_sq"] + sy * r["g_out_sq"]
                 else:
-                    d = self._direction_pre(rule, grads, params)
-                    info["k"] = self._signed_sq(g, d)
+                    info["k"] = self._signed_sq(g, self._direction_pre(rule, grads, params))
                 info["c"] = c
             pend["groups"].append(info)
         self._pending = pend
@@ -231,6 +284,8 @@ class GaugeRecorder:
         if pend is None:
             return
         after = {n: self._params[n].detach() for n in self._names}
+        sq_after = self._norms(after, fresh=True)
+        self._after = (tuple(self._params[n]._version for n in self._names), sq_after)
         row = pend.get("row")
         for gi, (g, rule, info) in enumerate(zip(self.groups, self._rules, pend["groups"])):
             if "c" not in info:
@@ -246,40 +301,40 @@ class GaugeRecorder:
                 row[gi]["predicted"] = -2.0 * eta * info["c"] + eta * eta * k
         if row is None:
             return
-        before = pend["before"]
-        diff = {n: after[n] - before[n] for n in self._names}
-        tot = {n: after[n] + before[n] for n in self._names}
-        for g, r in zip(self.groups, row):
+        if self.exact_change:
+            delta = {n: t.sub_(after[n]).neg_() for n, t in pend["before"].items()}
+        for gi, (g, r) in enumerate(zip(self.groups, row)):
             sx, sy = _SIGNS[g.kind]
-            ch = sx * _pair(g, g.inputs, diff, tot)
-            if g.outputs and sy:
-                ch = ch + sy * _pair(g, g.outputs, diff, tot)
+            if self.exact_change:  # |P'|^2 - |P|^2 = 2 D.P' - |D|^2, D = P' - P
+                ch = sx * (2 * _pair(g, g.inputs, delta, after) - _pair(g, g.inputs, delta))
+                if g.outputs and sy:
+                    ch = ch + sy * (2 * _pair(g, g.outputs, delta, after)
+                                    - _pair(g, g.outputs, delta))
+            else:
+                ch = (sx * (sq_after[gi][0] - pend["sq"][gi][0])
+                      + sy * (sq_after[gi][1] - pend["sq"][gi][1]))
             r["change"] = ch
         self._store(pend["step"], row)
 
     # -- measurement -----------------------------------------------------------------------
     def _signed_sq(self, g: UnitGroup, t: dict) -> torch.Tensor:
         sx, sy = _SIGNS[g.kind]
-        out = sx * _pair(g, g.inputs, t, t)
+        out = sx * _pair(g, g.inputs, t)
         if g.outputs and sy:
-            out = out + sy * _pair(g, g.outputs, t, t)
+            out = out + sy * _pair(g, g.outputs, t)
         return out
 
-    def _invariant(self, g: UnitGroup, params: dict) -> torch.Tensor:
-        return self._signed_sq(g, params)
-
-    def _measure(self, params: dict, grads: dict) -> list[dict]:
+    def _measure(self, params: dict, grads: dict, sq: list[tuple]) -> list[dict]:
         rows = []
-        for g in self.groups:
+        for g, (in_sq, out_sq) in zip(self.groups, sq):
             sx, sy = _SIGNS[g.kind]
-            in_sq = _pair(g, g.inputs, params, params)
-            g_in = _pair(g, g.inputs, grads, grads)
-            out_sq = _pair(g, g.outputs, params, params) if g.outputs else torch.zeros_like(in_sq)
-            g_out = _pair(g, g.outputs, grads, grads) if g.outputs else torch.zeros_like(g_in)
+            g_in = _pair(g, g.inputs, grads)
+            g_out = _pair(g, g.outputs, grads) if g.outputs else torch.zeros_like(g_in)
             r = {"in_sq": in_sq, "out_sq": out_sq, "g_in_sq": g_in, "g_out_sq": g_out,
                  "invariant": sx * in_sq + sy * out_sq}
             if not _matrix(g):
-                r["gw_dot_w"] = _pair(g, g.inputs, params, grads)
+                r["gw_dot_w"] = (_pair(g, g.outputs, params, grads) if self._cheap_out[g.name]
+                                 else _pair(g, g.inputs, params, grads))
                 if self.owner_cos is not None and g.kind == "rescale":
                     r["owner"], r["cluster"] = self._owners(g, params)
             rows.append(r)
@@ -336,7 +391,7 @@ class GaugeRecorder:
         and prediction are NaN. ``step`` defaults to the number of records so far."""
         params = {n: self._params[n].detach() for n in self._names}
         self._store(len(self._steps) if step is None else int(step),
-                    self._measure(params, self._grads()))
+                    self._measure(params, self._grads(), self._norms(params, fresh=True)))
 
     # -- export ----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -387,6 +442,7 @@ class GaugeRecorder:
         return {
             "optimizer": type(self.optimizer).__name__ if self.optimizer is not None else None,
             "every": self.every,
+            "exact_change": self.exact_change,
             "owner_cos": self.owner_cos,
             "steps_seen": self._count,
             "groups": [{**g.describe(), "prediction": rule}
@@ -398,7 +454,8 @@ class GaugeRecorder:
                 "invariant": "rescale: |a|^2 - |w|^2 (bias in w); scale: |w|^2; qk: W_Q W_Q^T - "
                              "W_K W_K^T; vo: W_V W_V^T - W_O^T W_O (per head, bias rows in "
                              "W_Q, W_K, W_V)",
-                "change": "I(after step) - I(before step), as sum s sym((P'-P)(P'+P)^T)/2",
+                "change": "I(after step) - I(before step); exact_change: sum s (2 D.P' - |D|^2),"
+                          " D = P' - P",
                 "predicted": "-2 eta c_t + eta^2 k_t; GD: eta^2 (|g_a|^2 - |g_w|^2); momentum "
                              "mu, dampening tau, weight decay lambda: c_t = mu (c_{t-1} - eta "
                              "k_{t-1}) + (1 - tau) lambda I_t, k_t = sum s |b_t|^2; NaN: measured "
