@@ -246,3 +246,69 @@ def test_bad_input_is_one_clear_error():
         GaugeRecorder(_mlp(), owner_cos=1.5)
     with pytest.raises(InputError, match="group"):
         GaugeRecorder(_mlp()).group("nope")
+    with pytest.raises(InputError, match="owner_units"):
+        GaugeRecorder(_mlp(), owner_units={"0": [[1]]})
+    with pytest.raises(InputError, match="owner_units"):
+        GaugeRecorder(_mlp(), owner_units={"4": [[0, 1]]})
+    from gaugedyn.gauge import duplicate_unit
+
+    with pytest.raises(InputError, match="gauges"):
+        duplicate_unit(_mlp(), "0", 0, 1, gauges=(1.0, 0.0))
+    with pytest.raises(InputError, match="units"):
+        duplicate_unit(_mlp(), "0", 0, 0)
+
+
+def test_digits_mlp_duplicates_with_opposite_gauges():
+    """A ReLU MLP on scikit-learn's shipped digits: a unit duplicated into an a-heavy and a
+    w-heavy copy of one function. At the start the copies tie for ownership, have equal reaction
+    mobilities and transport mobilities in the package's ratio; under full-batch GD every unit's
+    delta follows eta^2 (|g_a|^2 - |g_w|^2) and ownership is recorded."""
+    from sklearn.datasets import load_digits
+
+    from gaugedyn.gauge import duplicate_unit
+
+    X, y = load_digits(return_X_y=True)
+    x = torch.tensor(X[:300] / 16.0, dtype=F64)
+    t = torch.nn.functional.one_hot(torch.tensor(y[:300]), 10).to(F64)
+    torch.manual_seed(0)
+    nn = torch.nn
+    net = nn.Sequential(nn.Linear(64, 16), nn.ReLU(), nn.Linear(16, 10)).to(F64)
+    with torch.no_grad():
+        j = int((net[0](x) > 0).to(F64).mean(0).argmax())
+        k = (j + 1) % 16
+        net[2].weight[:, k] = 0.0  # the target's own contribution, removed by the duplication
+        w_sq = float(net[0].weight[j].square().sum() + net[0].bias[j] ** 2)
+        rho = float(net[2].weight[:, j].norm()) / 2 * w_sq**0.5  # each copy's |a| |w|
+    reference = net(x).detach()
+    r = 9.0  # a-heavy copy: |a|^2 / |w|^2 = r; w-heavy copy: 1 / r (opposite deltas)
+    c_a, c_w = (rho / r) ** 0.5 / w_sq**0.5, (rho * r) ** 0.5 / w_sq**0.5
+    rec_op = duplicate_unit(net, "0", j, k, gauges=(c_a, c_w))
+    assert rec_op.details["source"] == j
+    assert (net(x).detach() - reference).abs().max() < 1e-12 * reference.abs().max()
+    eta = 0.5
+    opt = torch.optim.SGD(net.parameters(), lr=eta)
+    rec = GaugeRecorder(net, opt, every=10, owner_units={"0": [[j, k]]}, exact_change=True)
+    rec.record(step=0)
+    for _ in range(60):
+        opt.zero_grad()
+        (0.5 * ((net(x) - t) ** 2).sum(1).mean()).backward()
+        opt.step()
+    arr = rec.group("0")
+    assert arr["owner"][0, j] == -1 and arr["owner"][0, k] == -1  # identical shares: a tie
+    assert set(arr["owner"][1:, j].tolist()) <= {j, k, -1}
+    assert arr["cluster"][:, j].tolist() == [j] * len(rec)
+    delta, rho = arr["invariant"][0, [j, k]], np.sqrt(arr["in_sq"] * arr["out_sq"])[0, [j, k]]
+    assert delta[0] > 0 > delta[1]
+    np.testing.assert_allclose(delta[0], -delta[1], rtol=1e-12)
+    np.testing.assert_allclose(arr["mu_R"][0, j], arr["mu_R"][0, k], rtol=1e-12)
+    root = np.sqrt(delta[0] ** 2 + 4 * rho[0] ** 2)
+    np.testing.assert_allclose(arr["mu_T"][0, j] / arr["mu_T"][0, k],
+                               (root + delta[0]) / (root - delta[0]), rtol=1e-10)
+    # 1e-10 relative, above the float64 floor of the parameters themselves: rounding P - eta g
+    # moves the invariant by up to a few 2^-53 (|a|^2 + |w|^2), which dominates for units whose
+    # step is tiny (eta^2 |g|^2 < 1e-6 |P|^2, here a few near-dead units)
+    live = slice(1, None)
+    scale = eta**2 * (arr["g_in_sq"][live] + arr["g_out_sq"][live])
+    floor = 4 * 2.0**-53 * (arr["in_sq"][live] + arr["out_sq"][live])
+    gap = np.abs(arr["change"][live] - arr["predicted"][live])
+    assert np.all(gap <= 1e-10 * scale + floor)

@@ -19,6 +19,7 @@ _LAZY = {
     "KINDS": "._units",
     "rescale_units": "._surgery",
     "unit_rows": "._surgery",
+    "duplicate_unit": "._surgery",
 }
 
 __all__ = sorted(_LAZY)

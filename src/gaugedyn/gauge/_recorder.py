@@ -42,8 +42,8 @@ parameters taken before the step, free of that cancellation (what the exactness 
 ``mu_R = |a|^2 + |w|^2``, ``mu_T = 1/|w|^2`` and the dissipation split
 ``reaction = |g_a|^2 + (u.g_w)^2``, ``transport = |g_w|^2 - (u.g_w)^2`` (the package's
 :func:`gaugedyn.theory.mobilities` and :func:`gaugedyn.theory.dissipation_split`), and, with
-``owner_cos`` set, the functional owner among units whose input directions coincide to that
-cosine (:func:`gaugedyn.theory._functional.owner_sets`).
+``owner_cos`` or ``owner_units`` set, the functional owner among units whose input directions
+coincide (:func:`gaugedyn.theory._functional.owner_sets`).
 
 Cost: a recorded step reads the gradients twice and the parameters once before the step
 (``|g|^2`` and ``w.g_w`` per unit, the latter read as ``a.g_a`` on the smaller side: the
@@ -115,6 +115,30 @@ def _pair(group: UnitGroup, sides, x: dict, y: dict | None = None) -> torch.Tens
     return tot
 
 
+def _feature(u: np.ndarray, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A cluster's feature: its mean input direction ``v`` and the unit vector ``c^`` of its
+    summed output ``sum_i a_i |w_i|`` (rows of ``rho``); ``c^ = 0`` when that sum is zero."""
+    v = u.sum(0)
+    v = v / np.linalg.norm(v)
+    total = rho.sum(0)
+    tn = np.linalg.norm(total)
+    return v, (total / tn if tn > 0 else np.zeros_like(total))
+
+
+def _owner_of(members: np.ndarray, along: np.ndarray, overlap: np.ndarray) -> int:
+    """The package's functional owner (:func:`gaugedyn.theory._functional.owner_sets`) among
+    ``members`` of one feature: the share of unit ``i`` is ``(a_i.c^)(w_i.v)``, the
+    ``sign(b) rho_i m_i`` of the teacher-student definition with the cluster's summed output in
+    the place of ``b`` (so ``sign(b) = +1``) and ``v`` in the place of the teacher direction;
+    ``-1`` for a tie."""
+    from ..theory._functional import owner_sets
+
+    k = members.size
+    sets = owner_sets(along, np.zeros((k, k)), overlap[:, None], np.ones((1, 1)), np.ones(1))
+    sets = sets[:, 0]
+    return int(members[np.argmax(sets)]) if sets.sum() == 1 else -1
+
+
 class GaugeRecorder:
     """Records the gauge invariants of ``model`` (see the module docstring for the equations).
 
@@ -123,12 +147,16 @@ class GaugeRecorder:
     when ``step()`` is called; closures are not supported). ``every = k`` records steps
     ``k, 2k, ...`` counted from attachment. ``owner_cos`` (in ``(0, 1)``): record ownership among
     rescaling units whose input directions have cosine at least this (costs ``O(n^2 d)`` per
-    group and sample). ``exact_change``: measure the change from a pre-step copy (see the
+    group and sample); ``owner_units = {group: [[i, j, ...], ...]}``: fixed clusters instead
+    (duplicates that may drift apart), whose feature is frozen at the first record.
+    ``exact_change``: measure the change from a pre-step copy (see the
     module docstring).
     """
 
     def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None,
-                 *, every: int = 1, owner_cos: float | None = None, exact_change: bool = False):
+                 *, every: int = 1, owner_cos: float | None = None,
+                 owner_units: dict[str, list[list[int]]] | None = None,
+                 exact_change: bool = False):
         if int(every) != every or int(every) < 1:
             raise InputError(f"every={every!r} is not allowed; use an integer >= 1")
         if owner_cos is not None and not 0.0 < float(owner_cos) < 1.0:
@@ -144,6 +172,8 @@ class GaugeRecorder:
         self._after: tuple | None = None
         self.owner_cos = None if owner_cos is None else float(owner_cos)
         self.groups, self.report = find_units(model)
+        self.owner_units = self._check_owner_units(owner_units or {})
+        self._features: dict = {}
         self._params = dict(model.named_parameters())
         self._names = sorted({s.name for g in self.groups for s in (*g.inputs, *g.outputs)})
         missing = [n for n in self._names if n not in self._params]
@@ -162,6 +192,24 @@ class GaugeRecorder:
         if optimizer is not None:
             self._hooks = [optimizer.register_step_pre_hook(self._pre),
                            optimizer.register_step_post_hook(self._post)]
+
+    def _check_owner_units(self, spec: dict) -> dict:
+        sizes = {g.name: g.n_units for g in self.groups if g.kind == "rescale"}
+        out = {}
+        for name, clusters in spec.items():
+            if name not in sizes:
+                raise InputError(f"owner_units key {name!r} is not allowed; use one of "
+                                 f"{sorted(sizes)} (rescaling groups)")
+            seen: set = set()
+            out[name] = []
+            for c in clusters:
+                c = [int(i) for i in c]
+                if len(c) < 2 or any(not 0 <= i < sizes[name] for i in c) or seen & set(c):
+                    raise InputError(f"owner_units[{name!r}] cluster {c} is not allowed; use "
+                                     f"disjoint lists of two or more units in 0..{sizes[name] - 1}")
+                seen |= set(c)
+                out[name].append(c)
+        return out
 
     def _size(self, sides) -> int:
         return sum(self._params[s.name].numel() // self._params[s.name].shape[s.axis]
@@ -335,15 +383,18 @@ class GaugeRecorder:
             if not _matrix(g):
                 r["gw_dot_w"] = (_pair(g, g.outputs, params, grads) if self._cheap_out[g.name]
                                  else _pair(g, g.inputs, params, grads))
-                if self.owner_cos is not None and g.kind == "rescale":
+                if g.kind == "rescale" and (self.owner_cos is not None
+                                            or g.name in self.owner_units):
                     r["owner"], r["cluster"] = self._owners(g, params)
             rows.append(r)
         return rows
 
     def _owners(self, g: UnitGroup, params: dict) -> tuple[np.ndarray, np.ndarray]:
+        """Per unit the owner of its cluster (``-1``: a tie or no cluster) and the cluster's
+        label (its first member; ``-1``: none). Clusters are the fixed ``owner_units`` of the
+        group (their feature frozen at the first record) or, otherwise, the connected components
+        of ``cos(w_i, w_j) >= owner_cos`` (their feature read at each record)."""
         from scipy.sparse.csgraph import connected_components
-
-        from ..theory._functional import owner_sets
 
         n = g.n_units
         w = torch.cat([blocks(params[s.name], s, n).reshape(n, -1) for s in g.inputs], 1)
@@ -351,23 +402,26 @@ class GaugeRecorder:
         w, a = w.double().cpu().numpy(), a.double().cpu().numpy()
         wn = np.linalg.norm(w, axis=1)
         u = w / np.where(wn > 0, wn, 1.0)[:, None]
-        close = (u @ u.T) >= self.owner_cos
-        _, label = connected_components(close, directed=False)
+        fixed = self.owner_units.get(g.name)
+        if fixed is not None:
+            clusters = [np.asarray(c, dtype=np.int64) for c in fixed]
+        else:
+            _, label = connected_components((u @ u.T) >= self.owner_cos, directed=False)
+            clusters = [np.flatnonzero(label == lab) for lab in np.unique(label)]
         owner = np.full(n, -1, dtype=np.int64)
         cluster = np.full(n, -1, dtype=np.int64)
-        for lab in np.unique(label):
-            members = np.flatnonzero(label == lab)
+        for ci, members in enumerate(clusters):
             if members.size < 2:
                 continue
             cluster[members] = members[0]
-            v = u[members].sum(0)
-            v /= np.linalg.norm(v)
-            total = (a[members] * wn[members, None]).sum(0)
-            tn = np.linalg.norm(total)
-            along = a[members] @ (total / tn) if tn > 0 else np.zeros(members.size)
-            sets = owner_sets(along, np.zeros((members.size, members.size)),
-                              (w[members] @ v)[:, None], np.ones((1, 1)), np.ones(1))[:, 0]
-            owner[members] = members[np.argmax(sets)] if sets.sum() == 1 else -1
+            key = (g.name, ci)
+            if fixed is not None and key in self._features:
+                v, c_hat = self._features[key]
+            else:
+                v, c_hat = _feature(u[members], a[members] * wn[members, None])
+                if fixed is not None:
+                    self._features[key] = (v, c_hat)
+            owner[members] = _owner_of(members, a[members] @ c_hat, w[members] @ v)
         return owner, cluster
 
     def _store(self, step: int, row: list[dict]) -> None:
@@ -444,6 +498,7 @@ class GaugeRecorder:
             "every": self.every,
             "exact_change": self.exact_change,
             "owner_cos": self.owner_cos,
+            "owner_units": self.owner_units,
             "steps_seen": self._count,
             "groups": [{**g.describe(), "prediction": rule}
                        for g, rule in zip(self.groups, self._rules)],
@@ -462,9 +517,11 @@ class GaugeRecorder:
                              "only",
                 "mu_R": "|a|^2 + |w|^2", "mu_T": "1 / |w|^2",
                 "reaction": "|g_a|^2 + (u.g_w)^2", "transport": "|g_w|^2 - (u.g_w)^2",
-                "owner": "among units with input cosine >= owner_cos (connected components): "
-                         "argmax of (a_i.c^) (w_i.v), v the cluster's mean direction, c the "
-                         "cluster's summed output a_i |w_i|; -1 for a tie or a singleton",
+                "owner": "within a cluster (owner_units, feature frozen at the first record; "
+                         "else connected components of input cosine >= owner_cos): argmax of "
+                         "(a_i.c^)(w_i.v), v the cluster's mean direction, c^ its summed "
+                         "output a_i |w_i| normalised (theory owner_sets, tie_rtol); -1 for a "
+                         "tie or no cluster",
             },
             "versions": versions(),
         }

@@ -119,3 +119,49 @@ def rescale_units(model: torch.nn.Module, optimizer: torch.optim.Optimizer | Non
                 t.index_copy_(side.axis, rows, after)
                 rec.add(side.name, key, before, after)
     return rec
+
+
+@torch.no_grad()
+def duplicate_unit(model: torch.nn.Module, layer: str, source: int, target: int,
+                   gauges: tuple[float, float] = (1.0, 1.0)) -> StateRecord:
+    r"""Make unit ``target`` of rescaling group ``layer`` a duplicate of unit ``source`` that
+    shares its output, then give the two copies their gauges:
+
+    .. math::
+
+        X_t \leftarrow X_s,\quad Y_s, Y_t \leftarrow Y_s / 2,\qquad
+        \text{then } (X_s, Y_s) \to (c_s X_s, Y_s / c_s),\ (X_t, Y_t) \to (c_t X_t, Y_t / c_t)
+
+    with ``(c_s, c_t) = gauges``. The pair computes exactly what ``source`` computed (both copies
+    carry ``rho = |a_s||w_s|/2`` along one direction); ``target``'s former contribution is
+    removed, so the model's function changes by that contribution alone. ``c < 1`` makes a copy
+    a-heavy (``delta > 0`` grows), ``c > 1`` w-heavy. Weights only: apply it before building
+    the optimizer, or reset the two units' state rows. Returns the
+    :class:`gaugedyn.adam.StateRecord` of the operation.
+    """
+    group = _group(model, layer)
+    if group.kind != "rescale":
+        raise InputError(f"layer={layer!r} is a {group.kind} group; duplicate_unit needs a "
+                         "rescaling group")
+    idx = _units(group, [source, target])
+    cs = torch.as_tensor(gauges, dtype=torch.float64).reshape(-1)
+    if cs.numel() != 2 or not bool(torch.isfinite(cs).all()) or bool((cs <= 0).any()):
+        raise InputError(f"gauges={gauges!r} is not allowed; use two positive finite numbers")
+    params = dict(model.named_parameters())
+    rec = StateRecord("duplicate_unit", "weights",
+                      details={"layer": layer, "source": int(idx[0]), "target": int(idx[1]),
+                               "gauges": cs.tolist()})
+    for half, sides in ((False, group.inputs), (True, group.outputs)):
+        for side in sides:
+            p = params[side.name].detach()
+            src, dst = side.indices(idx[:1]), side.indices(idx[1:])
+            before = p.index_select(side.axis, torch.cat([src, dst])).clone()
+            val = p.index_select(side.axis, src)
+            if half:
+                val = val / 2
+                p.index_copy_(side.axis, src, val)
+            p.index_copy_(side.axis, dst, val)
+            rec.add(side.name, "param", before, p.index_select(side.axis, torch.cat([src, dst])))
+    for unit, c in zip(idx.tolist(), cs.tolist()):
+        rescale_units(model, None, layer, [unit], c)
+    return rec
