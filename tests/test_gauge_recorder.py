@@ -312,3 +312,57 @@ def test_digits_mlp_duplicates_with_opposite_gauges():
     floor = 4 * 2.0**-53 * (arr["in_sq"][live] + arr["out_sq"][live])
     gap = np.abs(arr["change"][live] - arr["predicted"][live])
     assert np.all(gap <= 1e-10 * scale + floor)
+
+
+def test_momentum_recursion_is_an_algebraic_identity():
+    """sympy: with the symmetry a.g_a = w.g_w at the current point, torch's SGD update with
+    momentum mu, dampening tau and weight decay lambda changes delta by -2 eta c_t + eta^2 k_t
+    with c_t = mu (c_{t-1} - eta k_{t-1}) + (1 - tau) lambda delta_t (the recorder's law)."""
+    import sympy as sp
+
+    eta, mu, tau, lam = sp.symbols("eta mu tau lambda", positive=True)
+    a = sp.Matrix(sp.symbols("a1:3", real=True))
+    w = sp.Matrix(sp.symbols("w1:3", real=True))
+    ga = sp.Matrix(sp.symbols("ga1:3", real=True))
+    gw2 = sp.Symbol("gw2", real=True)
+    gw1 = sp.solve(sp.Eq((a.T * ga)[0], w[0] * sp.Symbol("x") + w[1] * gw2), sp.Symbol("x"))[0]
+    gw = sp.Matrix([gw1, gw2])  # the gradient obeys the symmetry at the current point
+    ba = sp.Matrix(sp.symbols("ba1:3", real=True))  # previous momentum buffers
+    bw = sp.Matrix(sp.symbols("bw1:3", real=True))
+
+    def inv(a_, w_):
+        return (a_.T * a_)[0] - (w_.T * w_)[0]
+
+    a_prev, w_prev = a + eta * ba, w + eta * bw  # the previous step moved P_{t-1} to P_t
+    c_prev = (a_prev.T * ba)[0] - (w_prev.T * bw)[0]
+    k_prev = (ba.T * ba)[0] - (bw.T * bw)[0]
+    na = mu * ba + (1 - tau) * (ga + lam * a)
+    nw = mu * bw + (1 - tau) * (gw + lam * w)
+    c_t = mu * (c_prev - eta * k_prev) + (1 - tau) * lam * inv(a, w)
+    k_t = (na.T * na)[0] - (nw.T * nw)[0]
+    change = inv(a - eta * na, w - eta * nw) - inv(a, w)
+    assert sp.simplify(sp.expand(change - (-2 * eta * c_t + eta**2 * k_t))) == 0
+
+
+def test_scale_unit_under_batchnorm_grows_by_its_gradient():
+    """A unit followed by BatchNorm is scale invariant (up to BN's eps): |w|^2 changes by
+    eta^2 |g_w|^2 - 2 eta w.g_w exactly, and w.g_w is small against |w| |g_w|."""
+    nn = torch.nn
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(6, 5), nn.BatchNorm1d(5, eps=1e-12), nn.ReLU(),
+                        nn.Linear(5, 2)).to(F64)
+    x, y = _data("mlp")
+    y = y[:, :2]
+    eta = 0.1
+    opt = torch.optim.SGD(net.parameters(), lr=eta)
+    rec = GaugeRecorder(net, opt, exact_change=True)
+    for _ in range(5):
+        opt.zero_grad()
+        (0.5 * ((net(x) - y) ** 2).mean()).backward()
+        opt.step()
+    (gi,) = [i for i, g in enumerate(rec.groups) if g.kind == "scale"]
+    arr = rec.group(gi)
+    np.testing.assert_allclose(arr["change"], arr["predicted"] - 2 * eta * arr["gw_dot_w"],
+                               rtol=1e-10)
+    assert np.all(np.abs(arr["gw_dot_w"]) < 1e-6 * np.sqrt(arr["in_sq"] * arr["g_in_sq"]))
+    assert np.all(arr["change"] > 0)
