@@ -366,3 +366,38 @@ def test_scale_unit_under_batchnorm_grows_by_its_gradient():
                                rtol=1e-10)
     assert np.all(np.abs(arr["gw_dot_w"]) < 1e-6 * np.sqrt(arr["in_sq"] * arr["g_in_sq"]))
     assert np.all(arr["change"] > 0)
+
+
+class _Branchy(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.att = torch.nn.MultiheadAttention(4, 1)
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        if x.sum() > 0:  # data-dependent control flow: torch.fx cannot trace it
+            x = self.lin(x)
+        return self.att(x, x, x)[0]
+
+
+def test_an_untraceable_model_keeps_its_attention_pairs_and_says_why():
+    groups, report = find_units(_Branchy())
+    assert [g.kind for g in groups] == ["qk", "vo"]
+    assert report["trace"] != "fx"
+
+
+def test_frozen_parameters_outside_the_optimizer_leave_other_groups_predicted():
+    net = _mlp()
+    net[0].requires_grad_(False)
+    opt = torch.optim.SGD([p for p in net.parameters() if p.requires_grad], lr=0.05,
+                          momentum=0.5)
+    rec = GaugeRecorder(net, opt, exact_change=True)
+    x, y = _data("mlp")
+    for _ in range(3):
+        opt.zero_grad()
+        (0.5 * ((net(x) - y) ** 2).mean()).backward()
+        opt.step()
+    rules = [g["prediction"]["rule"] for g in rec.metadata()["groups"]]
+    assert rules == ["none", "sgd_momentum_weight_decay"]
+    arr = rec.group("2")
+    assert np.abs(arr["change"] - arr["predicted"]).max() < 1e-9 * np.abs(arr["change"]).max()

@@ -325,3 +325,11 @@ def test_checks_amsgrad_shapes_nonfinite_and_bad_rows():
         rescale_units(nb, ob, "0", [0], -1.0)
     with pytest.raises(InputError, match="units"):
         rescale_units(nb, ob, "0", [6], 2.0)
+
+
+def test_unit_rows_of_a_head_cover_its_query_and_key_rows():
+    net, _, _, _ = _built("qk")
+    rows = unit_rows(net, "att.qk", [1])
+    axis, idx = rows["att.in_proj_weight"]
+    assert axis == 0 and idx.tolist() == [4, 5, 6, 7, 12, 13, 14, 15]  # E = 8, head dim 4
+    assert rows["att.in_proj_bias"][1].tolist() == idx.tolist()

@@ -306,8 +306,8 @@ class GaugeRecorder:
                 mu = rule["momentum"]
                 info["k"] = None
                 if mu > 0.0:
-                    bufs = {n: optimizer.state.get(self._params[n], {}).get("momentum_buffer")
-                            for n in self._names}
+                    bufs = {s.name: optimizer.state.get(self._params[s.name], {}).get(
+                        "momentum_buffer") for s in (*g.inputs, *g.outputs)}
                     if all(bufs[s.name] is not None for s in (*g.inputs, *g.outputs)):
                         carry = self._carry[gi]
                         if carry is not None and carry["step"] == step - 1:
@@ -340,8 +340,8 @@ class GaugeRecorder:
                 continue
             k = info["k"]
             if k is None:
-                bufs = {n: optimizer.state[self._params[n]]["momentum_buffer"]
-                        for n in self._names}
+                bufs = {s.name: optimizer.state[self._params[s.name]]["momentum_buffer"]
+                        for s in (*g.inputs, *g.outputs)}
                 k = self._signed_sq(g, bufs)
             self._carry[gi] = {"step": pend["step"], "c": info["c"], "k": k}
             if row is not None:

@@ -65,9 +65,14 @@ def unit_rows(model: torch.nn.Module, layer: str,
     idx = _units(group, units)
     out: dict[str, tuple[int, torch.Tensor]] = {}
     for side in (*group.inputs, *group.outputs):
-        if side.name in out:
-            raise InputError(f"group {layer!r} uses {side.name!r} twice; select it by hand")
-        out[side.name] = (side.axis, side.indices(idx))
+        rows = side.indices(idx)
+        if side.name in out:  # W_Q and W_K rows of one in_proj_weight: disjoint blocks
+            axis, known = out[side.name]
+            if axis != side.axis:
+                raise InputError(f"group {layer!r} uses {side.name!r} along two axes; select "
+                                 "its rows by hand")
+            rows = torch.cat([known, rows])
+        out[side.name] = (side.axis, rows)
     return out
 
 
