@@ -27,8 +27,9 @@ so ``Delta I = eta^2 (|g_a|^2 - |g_w|^2)`` exactly. **SGD with momentum** ``mu``
 
     c_t = \mu\,(c_{t-1} - \eta\,k_{t-1}) + (1-\tau)\,\lambda\,I_t\quad(c_1 = \lambda I_1),
 
-an exact discrete recursion in the invariant and the momentum buffers' norms ``k`` (the
-discrete form of Kunin et al.'s "neural mechanics": weight decay alone gives
+an exact discrete recursion in the invariant and the momentum buffers' norms ``k`` (derived
+and verified with sympy in ``derivations/gauge_steps.md``; the discrete form of Kunin et al.'s
+"neural mechanics": weight decay alone gives
 ``Delta I = -2 eta lambda I + eta^2 k``, the flow limit ``I(t) = I(0) e^{-2 lambda t}``). The
 recorder carries ``c`` across steps (so with momentum it reduces the buffers every step, even
 with ``every > 1``); attached to an optimizer whose buffers already exist, it measures
