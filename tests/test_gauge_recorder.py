@@ -128,22 +128,29 @@ already within a factor two of that floor."""
 @pytest.mark.parametrize("kind", ["mlp", "cnn", "transformer"])
 def test_gd_change_is_eta_squared_gradient_gap(kind):
     """Every unit (and head): Delta I = eta^2 (|g_a|^2 - |g_w|^2) to 1e-10, relative to
-    eta^2 (|g_a|^2 + |g_w|^2) (the gap itself can vanish)."""
+    eta^2 (|g_a|^2 + |g_w|^2) (the gap itself can vanish), above the float64 floor
+    2^-52 (|a|^2 + |w|^2) of the stored parameters (rounding P - eta g moves the invariant by
+    about that much; measured here: at most 0.8 of it). On these models every unit is also
+    within 1e-10 without the floor (worst 2e-11 MLP, 1e-12 CNN, 8e-11 transformer)."""
     eta = GD_ETA[kind]
     _, _, rec = _train(kind, 6, lambda p: torch.optim.SGD(p, lr=eta))
     assert len(rec) == 6
     for gi, g in enumerate(rec.groups):
         arr = rec.group(gi)
         scale = eta**2 * (np.abs(arr["g_in_sq"]) + np.abs(arr["g_out_sq"]))
+        size = np.abs(arr["in_sq"]) + np.abs(arr["out_sq"])
         if g.kind in ("qk", "vo"):
             scale = eta**2 * (np.linalg.norm(arr["g_in_sq"], axis=(-2, -1))
                               + np.linalg.norm(arr["g_out_sq"], axis=(-2, -1)))[..., None, None]
+            size = (np.linalg.norm(arr["in_sq"], axis=(-2, -1))
+                    + np.linalg.norm(arr["out_sq"], axis=(-2, -1)))[..., None, None]
         gap = np.abs(arr["change"] - arr["predicted"])
         live = np.broadcast_to(scale > 0, gap.shape)
         assert np.all(gap[~live] == 0), g.name  # a dead unit: no gradient, no change
         assert live.any(), g.name
-        err = (gap[live] / np.broadcast_to(scale, gap.shape)[live]).max()
-        assert err < 1e-10, (g.name, err)
+        bound = 1e-10 * np.broadcast_to(scale, gap.shape) + 2.0**-52 * np.broadcast_to(size,
+                                                                                     gap.shape)
+        assert np.all(gap <= bound), (g.name, (gap / bound).max())
         # the change is the invariant's own difference (an independent reading)
         diff = np.diff(arr["invariant"], axis=0)
         np.testing.assert_allclose(arr["change"][:-1], diff, atol=1e-13)
@@ -152,7 +159,7 @@ def test_gd_change_is_eta_squared_gradient_gap(kind):
 @pytest.mark.parametrize("kind", ["mlp", "cnn", "transformer"])
 def test_drift_per_unit_time_has_slope_one_in_eta(kind):
     """Over a fixed time T = n eta, |I(T) - I(0)| / T ~ eta: fitted log-log slope 1 +- 0.1."""
-    T, etas, drift = 0.1, np.array([0.00125, 0.0025, 0.005, 0.01]), []
+    T, etas, drift = 0.1, np.array([0.000625, 0.00125, 0.0025, 0.005]), []
     for eta in etas:
         _, _, rec = _train(kind, round(T / eta), lambda p, e=eta: torch.optim.SGD(p, lr=e))
         total = sum(np.linalg.norm(rec.group(i)["change"].sum(0)) for i in range(len(rec.groups)))
