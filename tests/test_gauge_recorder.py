@@ -130,7 +130,7 @@ def test_gd_change_is_eta_squared_gradient_gap(kind):
     """Every unit (and head): Delta I = eta^2 (|g_a|^2 - |g_w|^2) to 1e-10, relative to
     eta^2 (|g_a|^2 + |g_w|^2) (the gap itself can vanish), above the float64 floor
     2^-52 (|a|^2 + |w|^2) of the stored parameters (rounding P - eta g moves the invariant by
-    about that much; measured here: at most 0.8 of it). On these models every unit is also
+    about that much; measured here: at most 0.4 of it). On these models every unit is also
     within 1e-10 without the floor (worst 2e-11 MLP, 1e-12 CNN, 8e-11 transformer)."""
     eta = GD_ETA[kind]
     _, _, rec = _train(kind, 6, lambda p: torch.optim.SGD(p, lr=eta))

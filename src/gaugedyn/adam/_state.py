@@ -335,7 +335,7 @@ def reset(optimizer: torch.optim.Optimizer, model: torch.nn.Module, component: s
     if restart and component != "both":
         raise InputError(f"restart=True with component={component!r} is not allowed; a fresh "
                          "start needs component='both'")
-    rec = StateRecord("reset", component, details={"restart": bool(restart)})
+    rec = StateRecord("reset", component, details={"restart": True} if restart else {})
     pairs, specs = _row_specs(select(model, names), rows)
     states = [(n, p, _state(optimizer, n, p)) for n, p in pairs]
     for n, p, st in states:
