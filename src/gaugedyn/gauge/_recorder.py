@@ -426,14 +426,17 @@ class GaugeRecorder:
         return owner, cluster
 
     def _store(self, step: int, row: list[dict]) -> None:
+        """Keep the step's readings as float64 tensors where they were computed (no host
+        transfer per step; :meth:`group` stacks and moves them once)."""
         out = []
         for r in row:
-            shape = r["invariant"].shape
-            nan = torch.full(shape, float("nan"), dtype=torch.float64)
+            inv = r["invariant"]
             rec = {}
             for f in FIELDS:
                 val = r.get(f)
-                rec[f] = (nan if val is None else val.detach().double().cpu()).numpy()
+                rec[f] = (torch.full(inv.shape, float("nan"), dtype=torch.float64,
+                                     device=inv.device) if val is None
+                          else val.detach().to(torch.float64))
             if "owner" in r:
                 rec["owner"], rec["cluster"] = r["owner"], r["cluster"]
             out.append(rec)
@@ -472,7 +475,9 @@ class GaugeRecorder:
             keys.remove("gw_dot_w")
         if not self._rows:
             return {k: np.zeros((0, g.n_units)) for k in keys}
-        out = {k: np.stack([r[gi][k] for r in self._rows]) for k in keys}
+        out = {k: (np.stack([r[gi][k] for r in self._rows]) if k in ("owner", "cluster")
+                   else torch.stack([r[gi][k] for r in self._rows]).cpu().numpy())
+               for k in keys}
         if g.kind == "rescale":
             from ..theory import dissipation_split, mobilities
 
