@@ -39,8 +39,8 @@ measured only (``predicted`` is NaN).
 The measured change is ``I(after) - I(before)`` from the per-unit norms (its rounding error is
 about ``1e-16 (|a|^2 + |w|^2)``, the float's own resolution of the invariant); with
 ``exact_change=True`` it is ``sum s (2 D.P' - |D|^2)``, ``D = P' - P`` from a copy of the
-parameters taken before the step, free of that cancellation (what the exactness tests use). For rescaling units it also records the mobilities
-``mu_R = |a|^2 + |w|^2``, ``mu_T = 1/|w|^2`` and the dissipation split
+parameters taken before the step, free of that cancellation (what the exactness tests use).
+For rescaling units it also records the mobilities ``mu_R = |a|^2 + |w|^2``, ``mu_T = 1/|w|^2`` and the dissipation split
 ``reaction = |g_a|^2 + (u.g_w)^2``, ``transport = |g_w|^2 - (u.g_w)^2`` (the package's
 :func:`gaugedyn.theory.mobilities` and :func:`gaugedyn.theory.dissipation_split`), and, with
 ``owner_cos`` or ``owner_units`` set, the functional owner among units whose input directions
@@ -52,7 +52,9 @@ two are equal by the symmetry; ``|P|^2`` is reused from the previous step's read
 parameter was written in between, per torch's version counters) and the parameters once after
 it; ``exact_change=True`` adds a copy and two passes. Steps between samples cost nothing
 without momentum (one reduction of the buffers with it). ``benchmarks/bench_gauge_recorder.py``
-prints the overhead against the plain training step.
+prints the overhead against the plain training step: on a 1M-parameter ReLU MLP with SGD, one
+thread, about 1.12 to 1.19 times the plain step's CPU time recording every step and 1.00 to
+1.05 every 10th step (measured on a heavily loaded shared machine).
 """
 
 from __future__ import annotations
