@@ -40,8 +40,9 @@ The measured change is ``I(after) - I(before)`` from the per-unit norms (its rou
 about ``1e-16 (|a|^2 + |w|^2)``, the float's own resolution of the invariant); with
 ``exact_change=True`` it is ``sum s (2 D.P' - |D|^2)``, ``D = P' - P`` from a copy of the
 parameters taken before the step, free of that cancellation (what the exactness tests use).
-For rescaling units it also records the mobilities ``mu_R = |a|^2 + |w|^2``, ``mu_T = 1/|w|^2`` and the dissipation split
-``reaction = |g_a|^2 + (u.g_w)^2``, ``transport = |g_w|^2 - (u.g_w)^2`` (the package's
+For rescaling units it also records the mobilities ``mu_R = |a|^2 + |w|^2``,
+``mu_T = 1/|w|^2`` and the dissipation split ``reaction = |g_a|^2 + (u.g_w)^2``,
+``transport = |g_w|^2 - (u.g_w)^2`` (the package's
 :func:`gaugedyn.theory.mobilities` and :func:`gaugedyn.theory.dissipation_split`), and, with
 ``owner_cos`` or ``owner_units`` set, the functional owner among units whose input directions
 coincide (:func:`gaugedyn.theory._functional.owner_sets`).

@@ -12,7 +12,8 @@ identity, ``flatten`` after a convolution) into the next ``Linear``/``Conv`` (th
 
 leaves the function unchanged, with ``a_j`` the consumer's weights that read unit ``j`` (a column
 of a ``Linear``; ``s`` consecutive columns when a ``flatten`` of ``s`` positions per channel lies
-between; an input-channel slice of a ``Conv``). Its gauge is ``delta_j = |a_j|^2 - |w_j|^2 - b_j^2``.
+between; an input-channel slice of a ``Conv``). Its gauge is
+``delta_j = |a_j|^2 - |w_j|^2 - b_j^2``.
 
 A **scale unit** is a producer followed by a normalisation layer (``BatchNorm``: one unit per
 channel; ``LayerNorm``: the whole layer as one unit): ``w -> c w`` alone leaves the function
