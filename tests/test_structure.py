@@ -278,7 +278,7 @@ def test_the_harness_imports_no_system_and_the_library_neither():
 def test_dir_lists_every_lazy_export():
     import importlib
 
-    for package in ("gaugedyn.adam", "gaugedyn.training", "gaugedyn.symbolic",
+    for package in ("gaugedyn.adam", "gaugedyn.training", "gaugedyn.symbolic", "gaugedyn.gauge",
                     "gaugedyn.experiments.prototypes"):
         module = importlib.import_module(package)
         assert set(module.__all__) <= set(dir(module)), package

@@ -134,8 +134,31 @@ def delta_drift(a, Q, a0, Q0):
     return np.max(np.abs(delta(a, Q) - d0) / scale, axis=-1)
 
 
+def mobilities(a_sq, w_sq):
+    r"""Reaction and transport mobilities of a homogeneous unit from ``|a|^2`` and ``|w|^2``:
+    ``mu_R = |a|^2 + |w|^2 = sqrt(delta^2 + 4 rho^2)``, ``mu_T = 1/|w|^2`` (the identities the
+    symbolic module's ``reaction_transport`` derivation verifies). ``a`` may be a vector (a unit
+    with several outputs); then ``rho = |a| |w|``."""
+    a_sq, w_sq = np.asarray(a_sq), np.asarray(w_sq)
+    with np.errstate(divide="ignore"):
+        return a_sq + w_sq, 1.0 / w_sq
+
+
+def dissipation_split(g_a_sq, g_w_sq, gw_dot_w, w_sq):
+    r"""Reaction and transport parts of one unit's dissipation ``|g_a|^2 + |g_w|^2`` from the
+    squared gradient norms, ``g_w . w`` and ``|w|^2``:
+    ``reaction = |g_a|^2 + (u.g_w)^2``, ``transport = |g_w|^2 - (u.g_w)^2`` (``u = w/|w|``;
+    the transport part is clipped at 0 against round-off). Under gradient flow
+    ``-dL/dt = sum_i reaction_i + transport_i``."""
+    g_a_sq, g_w_sq, gw_dot_w, w_sq = (np.asarray(x) for x in (g_a_sq, g_w_sq, gw_dot_w, w_sq))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        radial = np.where(w_sq > 0, gw_dot_w**2 / w_sq, 0.0)
+    return g_a_sq + radial, np.maximum(g_w_sq - radial, 0.0)
+
+
 def dissipation(a, Q, R, b, T, activation: str = "relu"):
-    """Per-neuron reaction and transport dissipation, ``-dL/dt = sum_i (reaction_i + transport_i)``."""
+    """Per-neuron reaction and transport dissipation, ``-dL/dt = sum_i (reaction_i + transport_i)``
+    (:func:`dissipation_split` of the population gradient)."""
     gr = gradients(a, Q, R, b, T, activation)
     G, H = gr.G, gr.H
     Rt = np.swapaxes(R, -1, -2)
@@ -144,8 +167,7 @@ def dissipation(a, Q, R, b, T, activation: str = "relu"):
     gw_sq = np.diagonal(
         4 * G @ Q @ G + 2 * G @ R @ Ht + 2 * H @ Rt @ G + H @ T @ Ht, axis1=-2, axis2=-1
     )
-    radial = gw_w**2 / np.diagonal(Q, axis1=-2, axis2=-1)
-    return gr.g_a**2 + radial, np.maximum(gw_sq - radial, 0.0)
+    return dissipation_split(gr.g_a**2, gw_sq, gw_w, np.diagonal(Q, axis1=-2, axis2=-1))
 
 
 def observe(a, Q, R, b, T, activation: str = "relu", definitions: Definitions = Definitions()):

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...theory import Definitions, Problem
+from ...theory import mobilities as theory_mobilities
 from ...theory._functional import pruning_time
 
 GAUGES = ("w-heavy", "a-heavy")
@@ -96,8 +97,7 @@ def trajectories_or_none(problems: Sequence[Problem], t_eval: np.ndarray, **kwar
 
 def mobilities(a: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Reaction and transport mobilities ``mu_R = a^2 + |w|^2``, ``mu_T = 1/|w|^2``."""
-    w2 = np.diagonal(Q, axis1=-2, axis2=-1)
-    return a**2 + w2, 1.0 / w2
+    return theory_mobilities(a**2, np.diagonal(Q, axis1=-2, axis2=-1))
 
 
 def diagnostics(traj: dict, prefix: str = "diag_") -> dict:
