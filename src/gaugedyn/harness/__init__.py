@@ -34,6 +34,7 @@ from ._protocol import Experiment as Experiment
 from ._protocol import Param as Param
 from ._protocol import configuration_label as configuration_label
 from ._protocol import finding as finding
+from ._protocol import judged as judged
 from ._protocol import labelled as labelled
 from ._protocol import provisional as provisional
 from ._registry import EXPERIMENTS as EXPERIMENTS
@@ -46,6 +47,6 @@ from ._store import task_key as task_key
 __all__ = [
     "EXPERIMENTS", "SYSTEMS", "Claim", "ExecutorSpec", "Experiment", "Param", "ResultStore",
     "RunConfig", "RunOutcome", "available_experiments", "caption_array", "caption_key",
-    "caption_of", "configuration_label", "execute", "field_key", "finding", "labelled", "load_arrays", "load_config", "make_config",
+    "caption_of", "configuration_label", "execute", "field_key", "finding", "judged", "labelled", "load_arrays", "load_config", "make_config",
     "open_executor", "provisional", "redraw", "resolve_experiment", "task_key",
 ]

@@ -40,7 +40,9 @@ from .._options import Param as Param
 CLAIM_KINDS = ("check", "finding", "measurement")
 
 
-VERDICTS = ("HELD", "NOT HELD", "UNRESOLVED")
+VERDICTS = ("HELD", "NOT HELD", "UNRESOLVED", "depends on the reading")
+"""A finding's verdicts: the three of one reading, and the fourth when the documented readings
+of its protocol disagree (each reading's verdict is stored beside it)."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,12 @@ class Claim:
     ``kind="measurement"``: a quantity reported with its interval, with no verdict.
 
     ``interval`` is the ``(low, high)`` confidence interval of ``measured`` where there is one;
-    ``rule`` says in words how the interval became the verdict.
+    ``rule`` says how the interval became the verdict: the name of a verdict rule of the
+    catalogue (:data:`gaugedyn.stats.RULES`) for findings built with :func:`judged`, whose
+    ``rule_text`` gives its words, ``per_seed`` the values it judged (so the verdict can be
+    recomputed from ``summary.json`` alone), ``power`` its probability of saying HELD at the
+    paper's value for the seeds used (``underpowered`` below :data:`gaugedyn.stats.UNDERPOWERED`)
+    and ``readings`` the verdict under each documented reading of the protocol.
     """
 
     id: str
@@ -69,6 +76,11 @@ class Claim:
     verdict: str | None = None
     interval: Any = None
     rule: str = ""
+    rule_text: str = ""
+    per_seed: Any = None
+    power: float | None = None
+    underpowered: bool | None = None
+    readings: dict | None = None
 
     def __post_init__(self):
         if self.kind not in CLAIM_KINDS:
@@ -78,6 +90,9 @@ class Claim:
                 raise ValueError(f"claim {self.id}: only findings carry a verdict")
             if self.verdict not in VERDICTS:
                 raise ValueError(f"claim {self.id}: verdict {self.verdict!r} not in {VERDICTS}")
+            if self.readings is not None and self.verdict != _combined(self.readings):
+                raise ValueError(f"claim {self.id}: verdict {self.verdict!r} is not the one its "
+                                 f"readings give ({_combined(self.readings)!r})")
             if bool(self.passed) != (self.verdict == "HELD"):
                 raise ValueError(f"claim {self.id}: passed must be verdict == 'HELD'")
 
@@ -92,9 +107,15 @@ class Claim:
             d.pop("verdict")
         if d["interval"] is None:
             d.pop("interval")
-        if not d["rule"]:
-            d.pop("rule")
+        for key in ("rule", "rule_text", "per_seed", "power", "underpowered", "readings"):
+            if d[key] is None or (isinstance(d[key], str) and not d[key]):
+                d.pop(key)
         return plain(d)
+
+
+def _combined(readings: dict) -> str:
+    words = set(readings.values())
+    return words.pop() if len(words) == 1 else VERDICTS[3]
 
 
 def finding(id: str, statement: str, interval: Any, threshold: float, direction: str = ">", *,
@@ -119,6 +140,40 @@ def finding(id: str, statement: str, interval: Any, threshold: float, direction:
                  expected=expected if expected is not None else f"{direction} {threshold:g}",
                  tolerance=tolerance, passed=word == "HELD", kind="finding", verdict=word,
                  interval=iv.as_list(), rule=rule_text(threshold, direction))
+
+
+def judged(id: str, statement: str, judgement: Any, *, readings: dict | None = None,
+           paper_value: float | None = None, expected: Any = None, extra: dict | None = None,
+           power_reps: int = 2000) -> Claim:
+    """A finding judged by a rule of the catalogue (:func:`gaugedyn.stats.judge`).
+
+    ``judgement`` is the primary reading's :class:`gaugedyn.stats.Judgement`; ``readings`` maps
+    every documented reading of the protocol (the primary one included) to its judgement, and
+    the verdict is theirs when they agree, ``"depends on the reading"`` otherwise. ``paper_value``
+    is the paper's value of the judged parameter: the finding's ``power`` is the rule's
+    probability of HELD there, simulated (:func:`gaugedyn.stats.power_at`) with the spread of the
+    judged per-seed values, for the seeds used. ``extra`` goes into ``tolerance``.
+    """
+    from ..stats import finding_record, power_at
+
+    power = None
+    if paper_value is not None:
+        power = power_at(judgement, float(paper_value), reps=power_reps).rate
+    record = finding_record(judgement, power=power, readings=readings)
+    tolerance = {"threshold": judgement.threshold, "direction": judgement.direction,
+                 "n": judgement.n}
+    if judgement.cells is not None:
+        tolerance["cells"] = judgement.cells
+    if extra:
+        tolerance |= extra
+    word = record["verdict"]
+    return Claim(id=id, statement=statement, measured=judgement.estimate,
+                 expected=expected if expected is not None else judgement.words,
+                 tolerance=tolerance, passed=word == "HELD", kind="finding", verdict=word,
+                 interval=[judgement.low, judgement.high], rule=judgement.rule,
+                 rule_text=judgement.words, per_seed=record.get("per_seed"),
+                 power=record.get("power"), underpowered=record.get("underpowered"),
+                 readings=record["readings"])
 
 
 def configuration_label(config: dict, params: dict, keys=None) -> str:

@@ -53,6 +53,9 @@ def fails_run(claim: dict) -> bool:
     return claim.get("kind", "check") == "check" and not claim.get("passed")
 
 
+FINDING_WORDS = ("HELD", "NOT HELD", "UNRESOLVED", "depends on the reading")
+
+
 def verdict_word(claim: dict) -> str:
     """``PASS``/``FAIL`` for checks, ``HELD``/``NOT HELD``/``UNRESOLVED`` for findings,
     ``MEASURED``."""
@@ -65,6 +68,18 @@ def verdict_word(claim: dict) -> str:
     return "PASS" if claim.get("passed") else "FAIL"
 
 
+def marks(claim: dict) -> str:
+    """What a finding's verdict needs beside it: ``underpowered`` (its power at the paper's value
+    below the bar) and, when the documented readings disagree, each reading's verdict."""
+    out = []
+    if claim.get("underpowered"):
+        out.append(f"underpowered (power {fmt(claim.get('power'))})")
+    readings = claim.get("readings") or {}
+    if len(set(readings.values())) > 1:
+        out.append("; ".join(f"{k}: {v}" for k, v in readings.items()))
+    return f" [{'; '.join(out)}]" if out else ""
+
+
 def claim_row(experiment: str, claim: dict) -> dict:
     return {
         "experiment": experiment,
@@ -74,7 +89,8 @@ def claim_row(experiment: str, claim: dict) -> dict:
         "tolerance": fmt(claim.get("tolerance")),
         "interval": fmt(claim.get("interval")),
         "passed": not fails_run(claim),
-        "verdict": verdict_word(claim),
+        "verdict": verdict_word(claim) + marks(claim),
+        "word": verdict_word(claim),
     }
 
 
@@ -155,11 +171,12 @@ def write_report(root: Path) -> tuple[Path, list[dict]]:
     if index.get("command"):
         out.append(f"Command: `{index['command']}`.")
     verdict = "every check passed" if not failed else f"{len(failed)} failing: {', '.join(failed)}"
-    findings = [r for r in rows if r["verdict"] in ("HELD", "NOT HELD", "UNRESOLVED")]
+    findings = [r for r in rows if r.get("word") in FINDING_WORDS]
     if findings:
-        held = sum(r["verdict"] == "HELD" for r in findings)
-        verdict += (f"; findings (reported as measured, never failing the run): {held} of "
-                    f"{len(findings)} held")
+        counts = ", ".join(f"{sum(r['word'] == w for r in findings)} {w.lower()}"
+                           for w in FINDING_WORDS)
+        verdict += (f"; {len(findings)} findings (reported as measured, never failing the run): "
+                    f"{counts}")
     out += ["", f"**Verdict: {verdict}.**", "", "## Claims", ""]
     out.append("| experiment | claim | measured | interval | expected | tolerance | verdict |")
     out.append("|---|---|---|---|---|---|---|")
