@@ -1,9 +1,10 @@
 """Batched two-layer networks with explicit parameters ``a`` and ``W``.
 
 ``S`` independent students ``f_s(x) = sum_i a_si g(w_si . x)`` with ``a (S, K)``, ``W (S, K, D)``
-share one teacher ``f*(x) = sum_n b_n g(v_n . x)``. Every contraction is a batched matrix product
-over the seed axis (``torch.bmm``), so the arithmetic for one seed is the same whether it is
-trained alone or with others.
+share one teacher ``f*(x) = sum_n b_n g(v_n . x)``. Every contraction is a matrix product per
+seed with the seed's own shapes and memory alignment (:func:`seedwise_mm`), so the arithmetic for
+one seed is the same whether it is trained alone or with others, at any thread count shared by
+the two runs.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 SMALL_BATCH = 8
 """Batches of at most this many samples contract elementwise; larger ones are zero-padded to a
-multiple of 8 samples and use ``torch.bmm``. Both choices depend only on a seed's own shapes:
+multiple of 8 samples and use :func:`seedwise_mm`. Both choices depend only on a seed's own shapes:
 with them, every per-seed result is independent of the number of seeds and of the seed's slot
 (BLAS kernels otherwise change with alignment and batch count)."""
 
@@ -39,6 +40,29 @@ def rsum(x: torch.Tensor) -> torch.Tensor:
     if pad:
         x = torch.nn.functional.pad(x, (0, pad))
     return x.reshape(*x.shape[:-1], 8, (n + pad) // 8).sum(-1).sum(-1)
+
+
+def _aligned(t: torch.Tensor) -> torch.Tensor:
+    """``t`` itself when its data start on a 64-byte boundary, else an aligned copy (BLAS
+    kernels may pick their code path by alignment; a fresh CPU tensor is 64-byte aligned)."""
+    return t if t.data_ptr() % 64 == 0 else t.clone()
+
+
+def seedwise_mm(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    """``C[s] = A[s] @ B[s]``: ``(S, m, k), (S, k, p) -> (S, m, p)``, one ``torch.mm`` per seed on CPU.
+
+    A batched product (``torch.bmm``) lets the BLAS choose its threading and kernels from the
+    batch count: MKL splits a lone product's reduction across threads but hands whole products
+    of a batch to threads, so seed ``s`` of a batch of 3 and the same seed alone can differ in
+    the last bit. One call per seed, each on 64-byte-aligned operands, makes the call for a seed
+    the same in any batch; with the same thread count it is the same arithmetic. On one thread
+    ``torch.bmm`` is already a sequence of single-threaded per-seed products (and per-seed calls
+    would cost up to 3x on many small seeds), so it is kept there, and on other devices (the
+    bitwise promise is made on CPU only).
+    """
+    if A.device.type != "cpu" or torch.get_num_threads() == 1:
+        return torch.bmm(A, B)
+    return torch.stack([torch.mm(_aligned(a), _aligned(b)) for a, b in zip(A, B, strict=True)])
 
 
 class Batch(NamedTuple):
@@ -68,14 +92,14 @@ def project(W: torch.Tensor, batch: Batch) -> torch.Tensor:
     """Preactivations ``Z = W X^T``: ``(S, K, D), (S, n, D) -> (S, K, n)``."""
     if batch.XT is None:
         return rsum(W[:, :, None, :] * batch.X[:, None, :, :])
-    return torch.bmm(W, batch.XT)
+    return seedwise_mm(W, batch.XT)
 
 
 def back_project(back: torch.Tensor, batch: Batch) -> torch.Tensor:
     """``back X``: ``(S, K, n), (S, n, D) -> (S, K, D)``."""
     if batch.XT is None:
         return (back[:, :, :, None] * batch.X[:, None, :, :]).sum(2)
-    return torch.bmm(back, batch.X)
+    return seedwise_mm(back, batch.X)
 
 
 def resolve_dtype(dtype) -> torch.dtype:
