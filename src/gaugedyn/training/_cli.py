@@ -252,11 +252,13 @@ def _output(args, dim: int, gauges, res, definitions, np) -> dict:
         "time_final": float(res.time[-1]), "steps": int(res.steps[-1]),
         "specialization_time": spec[:, 0].tolist(),
         "owner": final["owner"][:, 0].tolist(),
-        "loss": final["loss"].tolist(), "loss_empirical": final["loss_empirical"].tolist(),
+        # L >= 0: the closed form's round-off below 0 is shown as 0
+        "loss": np.maximum(final["loss"], 0.0).tolist(),
+        "loss_empirical": final["loss_empirical"].tolist(),
         "rho": final["rho"].tolist(), "alignment": final["alignment"][..., 0].tolist(),
         "delta_drift": final["delta_drift"].tolist(),
         "pruned": final["pruned"].tolist(),
-        "median": {"loss": float(np.median(final["loss"])),
+        "median": {"loss": float(max(np.median(final["loss"]), 0.0)),
                    "specialization_time": float(np.nanmedian(spec[:, 0]))
                    if np.any(np.isfinite(spec)) else None},
         "settings": res.settings, "definitions": definitions.describe(),
