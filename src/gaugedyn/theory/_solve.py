@@ -59,6 +59,21 @@ def log_times(t_max: float, t_min: float = 1e-3, per_decade: int = 40) -> np.nda
     return np.concatenate([[0.0], np.geomspace(t_min, t_max, num)])
 
 
+MAX_GD_STEPS = 1e7
+
+
+def check_gd_steps(eta: float, t_max: float, eta_name: str = "eta",
+                   t_max_name: str = "t_max") -> int:
+    """The number of gradient-descent steps up to ``t_max`` (``ceil(t_max / eta)``, at most
+    :data:`MAX_GD_STEPS`), or :class:`InputError`."""
+    steps = t_max / eta  # inf when eta is tiny: refused below, never turned into an int
+    if not steps <= MAX_GD_STEPS:
+        raise InputError(f"dynamics gd with {eta_name}={eta:g} up to {t_max_name}={t_max:g} "
+                         f"needs {steps:.3g} steps (more than {MAX_GD_STEPS:g}); give a larger "
+                         f"{eta_name} or a smaller {t_max_name}")
+    return int(steps)
+
+
 def _check_positive(name, value):
     try:
         v = float(value)
@@ -157,9 +172,8 @@ def _check_solve(problem, formulation, dynamics, eta, t_max, method, rtol, atol,
     if not (isinstance(singular_cutoff, int | float) and 0 <= singular_cutoff < 1):
         raise InputError(f"singular_cutoff={singular_cutoff!r} is not allowed; allowed: a number "
                          "in [0, 1) (relative singular values below it are dropped)")
-    if dynamics == "gd" and t_max / eta > 1e7:
-        raise InputError(f"dynamics='gd' with eta={eta:g} up to t_max={t_max:g} needs "
-                         f"{t_max / eta:.3g} steps (more than 1e7); give a smaller t_max")
+    if dynamics == "gd":
+        check_gd_steps(eta, t_max)
     dense_jacobian = method not in ("DOP853", "RK45", "auto")
     if dense_jacobian and formulation == "weight-space" and problem.K * problem.dim > 5000:
         raise InputError(f"method={method!r} on the weight-space flow at K*D="
