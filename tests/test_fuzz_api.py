@@ -23,7 +23,15 @@ torch = pytest.importorskip("torch")
 from gaugedyn import InputError  # noqa: E402
 from gaugedyn import prototypes as proto  # noqa: E402
 from gaugedyn._options import Option  # noqa: E402
-from gaugedyn.theory import Definitions, single, solve, solve_batch  # noqa: E402
+from gaugedyn.theory import (  # noqa: E402
+    Definitions,
+    perturb,
+    random_problem,
+    single,
+    solve,
+    solve_batch,
+)
+from gaugedyn.theory import _problem as problem_module  # noqa: E402
 from gaugedyn.theory._cli import OPTIONS as SOLVE  # noqa: E402
 from gaugedyn.training import TrainConfig, crossing_time, online_ode, train  # noqa: E402
 from gaugedyn.training._cli import OPTIONS as TRAIN  # noqa: E402
@@ -82,6 +90,13 @@ CASES = [
     ("eta", SOLVE["eta"], lambda v: _solve_gd(eta=v)),
     ("rtol", SOLVE["rtol"], lambda v: solve_batch([PROBLEM], rtol=v, t_max=1.0)),
     ("t_max", SOLVE["t_max"], none_ok(lambda v: solve_batch([PROBLEM], t_max=v))),
+    ("dim", SOLVE["dim"], lambda v: single(v, "w-heavy")),
+    ("scale", problem_module._SCALE, lambda v: single(4, "w-heavy", scale=v)),
+    ("overlap", problem_module._OVERLAP, none_ok(lambda v: single(4, "w-heavy", overlap=v))),
+    ("activation", SOLVE["activation"], lambda v: single(4, "w-heavy", activation=v)),
+    ("K", problem_module._COUNT, lambda v: random_problem(4, v, 1, np.random.default_rng(0))),
+    ("epsilon", problem_module._EPSILON,
+     lambda v: perturb(PROBLEM, v, np.random.default_rng(0))),
     ("threshold", SOLVE["threshold"], lambda v: Definitions(threshold=v)),
     ("prune_tol", SOLVE["prune_tol"], lambda v: Definitions(prune_tol=v)),
     *[(name, TRAIN[name], lambda v, n=name: TrainConfig(**{**CFG, n: v}))

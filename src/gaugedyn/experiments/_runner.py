@@ -105,18 +105,20 @@ RUN_IDENTITY = ("experiment", "seed", "quick", "params")
 
 def check_same_run(out: Path, cfg: RunConfig, force: bool = False) -> None:
     """Refuse (:class:`InputError`) to write ``cfg``'s results over another run's in ``out``
-    unless ``force``; a folder without a readable ``summary.json`` holds no results to keep."""
+    unless ``force``; a folder without a readable ``summary.json`` with stored arrays holds no
+    results to keep."""
     import json
 
     from .._errors import InputError
     from ._summary import json_safe
 
     try:
-        stored = json.loads((out / SUMMARY).read_text()).get("configuration")
+        summary = json.loads((out / SUMMARY).read_text())
+        stored = summary.get("configuration")
     except (OSError, ValueError, AttributeError):
         return
-    if force or not isinstance(stored, dict):
-        return
+    if force or not isinstance(stored, dict) or summary.get("arrays_sha256") is None:
+        return  # forced, or no results there (unreadable, or every task of it failed)
     mine = json.loads(json.dumps(json_safe(cfg.to_dict())))
     differ = [k for k in RUN_IDENTITY if stored.get(k) != mine.get(k)]
     if differ:
