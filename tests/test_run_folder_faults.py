@@ -51,7 +51,9 @@ def _edit(run: Path, change) -> None:
     (lambda s: s.update(claims=[{"id": "x", "passed": "yes"}]), "claims[0]"),
     (lambda s: s.update(claims=[{"id": "x", "statement": "", "measured": 1, "expected": 1,
                                  "tolerance": 0, "passed": True, "kind": "bogus"}]), "claims[0]"),
-], ids=["nan-param", "bad-param", "unknown-param", "claims-text", "claim-type", "claim-kind"])
+    (lambda s: s.update(arrays_sha256=None), "records no checksum"),
+], ids=["nan-param", "bad-param", "unknown-param", "claims-text", "claim-type", "claim-kind",
+        "no-checksum"])
 def test_plot_refuses_an_edited_summary(run_folder, capsys, change, match):
     _edit(run_folder / "o", change)
     line = _refused(["plot", "o"], run_folder, capsys, match)

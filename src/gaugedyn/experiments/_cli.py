@@ -302,5 +302,6 @@ def _plot(args) -> int:
 
     runs = redraw(args.folder, backend="Agg")
     for run in run_folders(args.folder):
-        print(f"redrew {run / 'figures'}" if run in runs else f"skipped {run} (no stored arrays)")
+        print(f"redrew {run / 'figures'}" if run in runs else
+              f"skipped {run} (its tasks failed: it stored no arrays)")
     return 0

@@ -17,6 +17,7 @@ from .._errors import InputError, oneline
 from ._arrays import caption_of, load_arrays, schema_problems
 from ._config import _validate, resolve_experiment
 from ._folders import (
+    ARRAYS,
     FIGURES,
     MARKER,
     SUMMARY,
@@ -138,6 +139,9 @@ def redraw(folder: str | Path, backend: str | None = None) -> list[Path]:
     for run in run_folders(folder):
         summary = read_summary(run)
         if summary.get("arrays_sha256") is None:
+            if (run / ARRAYS).exists():
+                raise InputError(f"{run / SUMMARY}: records no checksum for the arrays.npz "
+                                 "beside it (an edited summary?); nothing was redrawn")
             continue
         configuration = summary.get("configuration")
         if not isinstance(configuration, dict) or not isinstance(
