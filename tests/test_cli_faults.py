@@ -100,3 +100,31 @@ def test_the_recorder_says_when_it_compiles(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "compiling the Adam recorder's native kernel" in err and "compiled" in err
     assert torch is not None
+
+
+@pytest.mark.parametrize("message", [
+    "[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough memory: you "
+    "tried to allocate 85899345920 bytes.",
+    "CUDA out of memory. Tried to allocate 20.00 GiB",
+])
+def test_a_torch_allocation_failure_is_one_line(capsys, monkeypatch, message):
+    import gaugedyn.theory._cli as solve_cli
+
+    def allocate(args):
+        raise RuntimeError(message)
+
+    monkeypatch.setattr(solve_cli, "_handle", allocate)
+    line = _one_line(["solve", "--setup", "single", "--dim", "10"], capsys)
+    assert "out of memory" in line
+
+
+def test_other_runtime_errors_are_not_taken_for_memory(monkeypatch):
+    import gaugedyn.theory._cli as solve_cli
+    from gaugedyn.cli import main
+
+    def broken(args):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(solve_cli, "_handle", broken)
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(["solve", "--setup", "single", "--dim", "10"])

@@ -96,9 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     except DivergenceError as err:
         print(f"gaugedyn {args.command}: error: {oneline(err)}", file=sys.stderr)
         return 3
-    except MemoryError as err:
-        print(f"gaugedyn {args.command}: error: out of memory ({oneline(err)}); choose smaller "
-              "values", file=sys.stderr)
+    except (MemoryError, RuntimeError) as err:
+        if isinstance(err, RuntimeError) and not _allocation_failure(err):
+            raise
+        print(f"gaugedyn {args.command}: error: out of memory ({oneline(err)[:300]}); choose "
+              "smaller values", file=sys.stderr)
         return 2
     except BrokenPipeError:
         _silence_stdout()
@@ -106,6 +108,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"gaugedyn {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+_ALLOCATION_FAILURES = ("DefaultCPUAllocator: not enough memory", "can't allocate memory",
+                        "CUDA out of memory", "out of memory")
+
+
+def _allocation_failure(err: RuntimeError) -> bool:
+    """Whether ``err`` is torch's way of saying an allocation failed (a ``RuntimeError``, or
+    ``torch.OutOfMemoryError``, rather than Python's ``MemoryError``)."""
+    return type(err).__name__ == "OutOfMemoryError" or any(
+        text in str(err) for text in _ALLOCATION_FAILURES)
 
 
 def _silence_stdout() -> None:
