@@ -128,3 +128,12 @@ def test_other_runtime_errors_are_not_taken_for_memory(monkeypatch):
     monkeypatch.setattr(solve_cli, "_handle", broken)
     with pytest.raises(RuntimeError, match="a bug"):
         main(["solve", "--setup", "single", "--dim", "10"])
+
+
+def test_derive_check_calls_a_missing_kernel_file_missing(tmp_path, capsys):
+    from gaugedyn.symbolic._registry import derive
+
+    report = derive(tmp_path, check=True, kernels=tmp_path / "absent.py", modules=())
+    assert report.failures == [f"{tmp_path / 'absent.py'}: missing (run `gaugedyn derive` to "
+                               "write it)"]
+    assert "MISSING" in capsys.readouterr().out
