@@ -1,14 +1,15 @@
 """Batched two-layer networks with explicit parameters ``a`` and ``W``.
 
 ``S`` independent students ``f_s(x) = sum_i a_si g(w_si . x)`` with ``a (S, K)``, ``W (S, K, D)``
-share one teacher ``f*(x) = sum_n b_n g(v_n . x)``. Every contraction is a matrix product per
-seed with the seed's own shapes and memory alignment (:func:`seedwise_mm`), so the arithmetic for
-one seed is the same whether it is trained alone or with others, at any thread count shared by
-the two runs.
+share one teacher ``f*(x) = sum_n b_n g(v_n . x)``. Every contraction goes through
+:func:`seedwise_mm`, so the arithmetic for one seed is the same whether it is trained alone or
+with others, at any thread count shared by the two runs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -48,20 +49,48 @@ def _aligned(t: torch.Tensor) -> torch.Tensor:
     return t if t.data_ptr() % 64 == 0 else t.clone()
 
 
-def seedwise_mm(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
-    """``C[s] = A[s] @ B[s]``: ``(S, m, k), (S, k, p) -> (S, m, p)``, one ``torch.mm`` per seed on CPU.
+SEEDWISE_MIN = 2**22
+"""Per-seed products of at least this many multiply-adds (``m k p``) run as one threaded BLAS
+call per seed; smaller ones as one single-threaded batched call (see :func:`seedwise_mm`)."""
 
-    A batched product (``torch.bmm``) lets the BLAS choose its threading and kernels from the
-    batch count: MKL splits a lone product's reduction across threads but hands whole products
-    of a batch to threads, so seed ``s`` of a batch of 3 and the same seed alone can differ in
-    the last bit. One call per seed, each on 64-byte-aligned operands, makes the call for a seed
-    the same in any batch; with the same thread count it is the same arithmetic. On one thread
-    ``torch.bmm`` is already a sequence of single-threaded per-seed products (and per-seed calls
-    would cost up to 3x on many small seeds), so it is kept there, and on other devices (the
-    bitwise promise is made on CPU only).
+_ONE_THREAD = threading.Lock()
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """torch (and its BLAS) on one thread for the duration; a lock keeps concurrent callers
+    from restoring each other's settings wrongly."""
+    if torch.get_num_threads() == 1:  # the usual case in sweeps: no lock, no change
+        yield
+        return
+    with _ONE_THREAD:
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
+
+
+def seedwise_mm(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    """``C[s] = A[s] @ B[s]``: ``(S, m, k), (S, k, p) -> (S, m, p)``, each seed's product the
+    same arithmetic whatever the batch.
+
+    A batched product (``torch.bmm``) on several threads lets the BLAS choose its threading and
+    kernels from the batch count: MKL hands whole products of a batch to threads but splits a
+    lone product, or picks another kernel, so seed ``s`` of a batch of 3 and the same seed alone
+    can differ in the last bit. So on CPU a small product (under :data:`SEEDWISE_MIN`
+    multiply-adds per seed) runs as ``torch.bmm`` on one thread, which is a sequence of
+    single-threaded per-seed products (the same bits at any thread count, and one call instead
+    of ``S``); a large one runs as one threaded ``torch.mm`` per seed on 64-byte-aligned
+    operands, the same call for a seed in any batch (its bits may change with the thread
+    count). Other devices keep ``torch.bmm`` (the bitwise promise is made on CPU only).
     """
-    if A.device.type != "cpu" or torch.get_num_threads() == 1:
+    if A.device.type != "cpu":
         return torch.bmm(A, B)
+    if A.shape[1] * A.shape[2] * B.shape[2] < SEEDWISE_MIN or torch.get_num_threads() == 1:
+        with _one_thread():
+            return torch.bmm(A, B)
     return torch.stack([torch.mm(_aligned(a), _aligned(b)) for a, b in zip(A, B, strict=True)])
 
 

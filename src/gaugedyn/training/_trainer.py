@@ -15,9 +15,9 @@ Conventions (so that simulation and theory curves overlay):
 Seeds: seed ``i`` draws data (and mini-batch orders) from its own generator
 (:func:`gaugedyn.training._data.generator_seed`); all arithmetic is batched over the seed axis
 with operations whose per-slice results do not depend on the number of slices (matrix products
-are one BLAS call per seed, :func:`gaugedyn.training._network.seedwise_mm`), so any seed re-run
-alone with the same torch thread count reproduces its batched trajectory bit for bit (checked by
-the tests on CPU at 1, 2 and 4 threads); another thread count may move it at round-off.
+through :func:`gaugedyn.training._network.seedwise_mm`), so any seed re-run alone with the same
+torch thread count reproduces its batched trajectory bit for bit (checked by the tests on CPU at
+1, 2 and 4 threads); another thread count may move it at round-off where a product is large.
 
 Observation: ``train(..., on_step=f)`` calls ``f(StepRecord)`` after every optimizer step (see
 :class:`StepRecord`); with ``on_step=None`` the loop is exactly the unobserved one.
