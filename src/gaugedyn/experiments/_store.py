@@ -167,6 +167,10 @@ class ResultStore:
         try:
             meta = json.loads(json_path.read_text())
             npz = npz_path.read_bytes()
+            if isinstance(meta, dict) and isinstance(meta.get("format"), int) \
+                    and meta["format"] < FORMAT:
+                raise ValueError(f"store format {meta['format']}, older than {FORMAT}, whose "
+                                 "checksum did not cover the array names")
             if not isinstance(meta, dict) or meta.get("format") != FORMAT \
                     or meta.get("key") != key:
                 raise ValueError("metadata does not describe this key")
@@ -183,7 +187,7 @@ class ResultStore:
             return None
 
     def discard(self, key: str, reason: str) -> None:
-        print(f"store: discarding corrupt record {key[:12]} ({reason}); recomputing", file=sys.stderr)
+        print(f"store: discarding record {key[:12]} ({reason}); recomputing", file=sys.stderr)
         self.discarded.append(key)
         for path in self._paths(key)[::-1]:
             _remove(path)
