@@ -151,7 +151,7 @@ MUTATIONS = (
              (T + "test_stats.py",), "one-sided quantile in the t interval"),
     # --- the run machinery -----------------------------------------------------------------------
     Mutation("store-checksum-deleted", "src/gaugedyn/experiments/_store.py",
-             "if hashlib.sha256(npz).hexdigest() != meta[\"sha256\"]:",
+             "if record_digest(key, npz, layout) != meta[\"sha256\"]:",
              "if False:",
              (T + "test_store.py",), "stored results no longer checked against their checksum"),
     Mutation("task-key-without-seed", "src/gaugedyn/experiments/_store.py",
