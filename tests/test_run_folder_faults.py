@@ -93,3 +93,22 @@ def test_the_python_api_refuses_too(run_folder):
         execute(cfg, run_folder / "o", executor="serial", progress=None)
     assert execute(cfg, run_folder / "o", executor="serial", progress=None,
                    force=True).exit_code == 0
+
+
+def test_a_full_disk_while_drawing_says_what_was_kept(tmp_path, capsys, monkeypatch):
+    from toy_experiments import Toy
+
+    def plot(self, arrays, config, outdir):
+        try:
+            raise OSError(28, "No space left on device")
+        except OSError:  # what matplotlib's PDF writer does next
+            raise AttributeError("'NoneType' object has no attribute 'write'") from None
+
+    monkeypatch.setattr(Toy, "plot", plot)
+    (tmp_path / "toy.toml").write_text(config_text(n_tasks=2))
+    with contextlib.chdir(tmp_path):
+        rc, _, err = invoke(["run", "toy.toml", "--out", "o", "--executor", "serial", "-q"],
+                            capsys)
+    lines = err.strip().splitlines()
+    assert rc == 1 and len(lines) == 1 and "No space left on device" in lines[0], err
+    assert "2 of 2 tasks are stored" in lines[0]

@@ -43,7 +43,13 @@ def draw(
 
     outdir.mkdir(parents=True, exist_ok=True)
     with style(backend):
-        returned = experiment.plot(arrays, dict(params), outdir) or []
+        try:
+            returned = experiment.plot(arrays, dict(params), outdir) or []
+        except Exception as err:
+            cause = _os_error_behind(err)
+            if cause is None:
+                raise
+            raise cause from None  # e.g. a full disk, which matplotlib's PDF writer buries
     captions = dict(getattr(experiment, "captions", {}) or {})
     items = returned.items() if isinstance(returned, dict) else returned
     listed: dict[str, str] = {}
@@ -61,6 +67,18 @@ def draw(
             with open(path, "rb") as f:
                 os.fsync(f.fileno())
     return figures
+
+
+def _os_error_behind(err: BaseException) -> OSError | None:
+    """The :class:`OSError` that ``err`` was raised while handling, if any (a full disk while
+    writing a PDF surfaces from matplotlib as an ``AttributeError`` in its clean-up)."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, OSError):
+            return err
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return None
 
 
 def _checked_arrays(run: Path, summary: dict) -> dict:
