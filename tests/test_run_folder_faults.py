@@ -112,3 +112,21 @@ def test_a_full_disk_while_drawing_says_what_was_kept(tmp_path, capsys, monkeypa
     lines = err.strip().splitlines()
     assert rc == 1 and len(lines) == 1 and "No space left on device" in lines[0], err
     assert "2 of 2 tasks are stored" in lines[0]
+
+
+def test_a_full_disk_while_redrawing_replaces_nothing(run_folder, capsys, monkeypatch):
+    from toy_experiments import Toy
+
+    def plot(self, arrays, config, outdir):
+        try:
+            raise OSError(28, "No space left on device")
+        except OSError:
+            raise AttributeError("'NoneType' object has no attribute 'write'") from None
+
+    monkeypatch.setattr(Toy, "plot", plot)
+    before = _snapshot(run_folder)
+    with contextlib.chdir(run_folder):
+        rc, _, err = invoke(["plot", "o"], capsys)
+    lines = err.strip().splitlines()
+    assert rc == 1 and len(lines) == 1 and "No space left on device" in lines[0], err
+    assert _snapshot(run_folder) == before

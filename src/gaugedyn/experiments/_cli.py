@@ -300,7 +300,11 @@ def _plot(args) -> int:
     from ._drawing import redraw
     from ._runner import run_folders
 
-    runs = redraw(args.folder, backend="Agg")
+    try:
+        runs = redraw(args.folder, backend="Agg")
+    except OSError as err:  # a full disk while drawing: the staged figures are dropped
+        print(f"gaugedyn plot: error: {oneline(err)}; no figure was replaced", file=sys.stderr)
+        return 1
     for run in run_folders(args.folder):
         print(f"redrew {run / 'figures'}" if run in runs else
               f"skipped {run} (its tasks failed: it stored no arrays)")
