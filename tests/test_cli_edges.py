@@ -159,7 +159,21 @@ def test_train_refuses(extra, match, tmp_path, capsys, small_memory):
 
         if torch.backends.mps.is_available():
             pytest.skip("this machine has mps")
-    refused([*TRAIN, *extra], tmp_path, capsys, match=match)
+    refused(_with(TRAIN, extra), tmp_path, capsys, match=match)
+
+
+def _with(argv: list[str], extra: list[str]) -> list[str]:
+    """``argv`` with the options of ``extra`` replacing its own (an option given twice is
+    refused), the rest of ``extra`` appended."""
+    out, extra = list(argv), list(extra)
+    for i in range(len(extra) - 1):
+        flag = extra[i]
+        if flag is not None and flag.startswith("--") and flag in out \
+                and extra[i + 1] is not None:
+            j = out.index(flag)
+            out[j + 1] = extra[i + 1]
+            extra[i] = extra[i + 1] = None
+    return out + [x for x in extra if x is not None]
 
 
 def test_train_backends_run_online_sgd_and_say_which_ran(capsys):

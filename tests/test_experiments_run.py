@@ -80,7 +80,8 @@ def test_interrupted_analysis_leaves_previous_result_intact(tmp_path, cfg_path, 
 
     monkeypatch.setattr(Toy, "plot", broken_plot)
     with pytest.raises(RuntimeError, match="plot crashed"):
-        execute(load_config(cfg_path, overrides=["seed=2"]), tmp_path / "out", executor="serial", progress=None)
+        execute(load_config(cfg_path, overrides=["seed=2"]), tmp_path / "out", executor="serial",
+                progress=None, force=True)
     after = {p: (tmp_path / "out" / p).read_bytes() for p in files_under(tmp_path / "out")}
     visible = lambda d: {p: v for p, v in d.items() if not p.startswith(".tasks")}  # noqa: E731
     assert visible(after) == visible(before)  # the new seed's tasks are stored, nothing else moved

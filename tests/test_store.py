@@ -76,9 +76,53 @@ def _corrupt_wrong_key(npz, meta):
     meta.write_text(json.dumps(record))
 
 
+def _corrupt_swap_names(npz, meta):
+    record = json.loads(meta.read_text())
+    names = record["layout"]["arrays"]
+    (k0, v0), (k1, v1) = list(names.items())[:2]
+    names[k0], names[k1] = v1, v0  # "x" now reads the array stored for "s", and back
+    meta.write_text(json.dumps(record))
+
+
+def _corrupt_drop_name(npz, meta):
+    record = json.loads(meta.read_text())
+    record["layout"]["arrays"].popitem()
+    meta.write_text(json.dumps(record))
+
+
+def _corrupt_extras(npz, meta):
+    record = json.loads(meta.read_text())
+    record["layout"]["extras"]["note"] = "edited"
+    meta.write_text(json.dumps(record))
+
+
+def _corrupt_folder_is_a_file(npz, meta):
+    import shutil
+
+    shutil.rmtree(npz.parent)
+    npz.parent.write_text("not a folder")
+
+
+def _corrupt_json_is_a_folder(npz, meta):
+    meta.unlink()
+    meta.mkdir()
+    (meta / "x").write_text("")
+
+
+def _corrupt_npz_is_a_folder(npz, meta):
+    npz.unlink()
+    npz.mkdir()
+
+
+NOT_COUNTED = ("_corrupt_delete_npz", "_corrupt_folder_is_a_file")
+
+
 @pytest.mark.parametrize(
     "corrupt",
-    [_corrupt_flip, _corrupt_valid_npz_other_values, _corrupt_truncate_json, _corrupt_delete_npz, _corrupt_wrong_key]
+    [_corrupt_flip, _corrupt_valid_npz_other_values, _corrupt_truncate_json, _corrupt_delete_npz,
+     _corrupt_wrong_key, _corrupt_swap_names, _corrupt_drop_name, _corrupt_extras,
+     _corrupt_folder_is_a_file, _corrupt_json_is_a_folder, _corrupt_npz_is_a_folder],
+    ids=lambda f: f.__name__.removeprefix("_corrupt_"),
 )
 def test_corrupt_record_is_detected_and_recomputed(tmp_path, monkeypatch, corrupt):
     log = tmp_path / "log"
@@ -97,7 +141,7 @@ def test_corrupt_record_is_detected_and_recomputed(tmp_path, monkeypatch, corrup
     assert log.read_text().split() == ["2"]  # only the corrupt task ran again
     stats = second.summary["diagnostics"]["tasks"]
     assert stats["computed"] == 1 and stats["reused"] == 3
-    if corrupt is not _corrupt_delete_npz:
+    if corrupt.__name__ not in NOT_COUNTED:
         assert stats["discarded_corrupt"] == 1
     for name, array in first.arrays.items():
         assert second.arrays[name].tobytes() == array.tobytes()
@@ -140,3 +184,29 @@ def test_full_disk_stops_cleanly_and_keeps_finished_tasks(tmp_path, monkeypatch,
     assert main(argv) == 0
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["diagnostics"]["tasks"]["reused"] == 2
+
+
+def test_serial_runs_store_each_task_as_it_finishes(tmp_path, monkeypatch):
+    log = tmp_path / "log"
+    monkeypatch.setenv("TOY_LOG", str(log))
+    cfg_path = tmp_path / "cfg.toml"
+    cfg_path.write_text(config_text(seed=4, n_tasks=4))
+    started_when_saved = []
+    real_save = ResultStore.save
+
+    def save(self, key, result, meta):
+        started_when_saved.append(len(log.read_text().split()))
+        real_save(self, key, result, meta)
+
+    monkeypatch.setattr(ResultStore, "save", save)
+    out = execute(load_config(cfg_path), tmp_path / "out", executor="serial", progress=None)
+    assert out.exit_code == 0
+    assert started_when_saved == [1, 2, 3, 4]  # task k is stored before task k + 1 starts
+
+
+def test_a_store_root_replaced_by_a_file_does_not_block_a_rerun(tmp_path):
+    store = ResultStore(tmp_path / "tasks")
+    (tmp_path / "tasks").write_text("not a folder")
+    assert store.load("ab" * 32) is None
+    store.save("ab" * 32, {"x": np.arange(3.0)}, {})
+    assert np.array_equal(store.load("ab" * 32)["x"], np.arange(3.0))

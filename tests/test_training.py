@@ -54,14 +54,51 @@ def test_one_seed_alone_reproduces_its_batched_run_bitwise(cfg, activation):
     assert not np.array_equal(batched.a[0], batched.a[3])  # seeds differ: their data differ
 
 
-def test_reproducible_with_two_threads_and_large_sample():
-    torch.set_num_threads(2)
-    problem = single(40, "a-heavy")
-    cfg = TrainConfig(lr=0.01, steps=6, samples=40003)
+@pytest.mark.parametrize("threads", [2, 4])
+@pytest.mark.parametrize(("samples", "dim", "width"),
+                         [(40003, 40, 1), (1000, 100, 4), (3001, 64, 6), (40003, 40, 4)])
+def test_reproducible_with_threads_and_large_sample(threads, samples, dim, width):
+    # the (1000, 100, 4) and (3001, 64, 6) cases differed in the last bit with torch.bmm and MKL
+    # on 2 or 4 threads (a batch of 3 products is threaded per product, a lone one per reduction)
+    torch.set_num_threads(threads)
+    problem = random_problem(dim, width, 2, np.random.default_rng(0))
+    cfg = TrainConfig(lr=0.01, steps=6, samples=samples)
     batched = train(problem, cfg, seeds=3, root_seed=2, device="cpu")
     alone = train(problem, cfg, seed_indices=[1], root_seed=2, device="cpu")
     np.testing.assert_array_equal(alone.Q[0], batched.Q[1])
+    np.testing.assert_array_equal(alone.R[0], batched.R[1])
     np.testing.assert_array_equal(alone.loss_empirical[0], batched.loss_empirical[1])
+
+
+@pytest.mark.parametrize("threads", [2, 4])
+def test_seedwise_products_do_not_depend_on_the_batch(threads):
+    from gaugedyn.training._network import SEEDWISE_MIN, seedwise_mm
+
+    g = torch.Generator().manual_seed(0)
+    torch.set_num_threads(threads)
+    for m, k, p in [(4, 64, 40), (6, 3008, 64), (4, 40008, 40)]:  # the last is a large product
+        A = torch.randn(3, m, k, generator=g, dtype=torch.float64)
+        B = torch.randn(3, k, p, generator=g, dtype=torch.float64)
+        batched = seedwise_mm(A, B)[1]
+        assert torch.equal(seedwise_mm(A[1:2].clone(), B[1:2].clone())[0], batched)
+        if m * k * p < SEEDWISE_MIN:  # small products: single-threaded, so any thread count
+            torch.set_num_threads(1)
+            assert torch.equal(seedwise_mm(A, B)[1], batched)
+            torch.set_num_threads(threads)
+    assert torch.get_num_threads() == threads
+
+
+def test_thread_count_changes_a_seed_only_at_round_off():
+    # the bitwise promise is per thread count; across thread counts the BLAS reduction order
+    # may change, which moves a short run by round-off only
+    problem = random_problem(100, 4, 2, np.random.default_rng(0))
+    cfg = TrainConfig(lr=0.01, steps=6, samples=1000)
+    runs = []
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        runs.append(train(problem, cfg, seeds=2, root_seed=2, device="cpu"))
+    np.testing.assert_allclose(runs[1].Q, runs[0].Q, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(runs[1].loss_empirical, runs[0].loss_empirical, rtol=1e-13)
 
 
 def test_gradients_match_autograd_and_padding_is_exact():

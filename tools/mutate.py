@@ -159,7 +159,7 @@ MUTATIONS = (
              (T + "test_verdict_rules.py",), "a wrong Hettmansperger-Sheather weight"),
     # --- the run machinery -----------------------------------------------------------------------
     Mutation("store-checksum-deleted", "src/gaugedyn/harness/_store.py",
-             "if hashlib.sha256(npz).hexdigest() != meta[\"sha256\"]:",
+             "if record_digest(key, npz, layout) != meta[\"sha256\"]:",
              "if False:",
              (T + "test_store.py",), "stored results no longer checked against their checksum"),
     Mutation("task-key-without-seed", "src/gaugedyn/harness/_store.py",

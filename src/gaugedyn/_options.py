@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import os
 import tempfile
 from collections.abc import Callable
@@ -167,10 +168,39 @@ class Param:
         """The command-line flag: ``--name`` with ``-`` for ``_``."""
         return "--" + self.name.replace("_", "-")
 
-    def error(self, text: object, reason: str = "") -> InputError:
+    def error(self, text: object, reason: str = "", label: str | None = None) -> InputError:
         extra = f" ({reason})" if reason else ""
-        return InputError(f"{self.flag}={show(text)} is not allowed{extra}; allowed: "
+        return InputError(f"{label or self.flag}={show(text)} is not allowed{extra}; allowed: "
                           f"{self.describe()}")
+
+    def accept(self, value: object, name: str | None = None):
+        """A Python argument checked against this declaration, or InputError naming it.
+
+        The same bounds and choices as :meth:`parse`, but for a value passed in Python: a number
+        must be a real number (not text, not a bool), an integer must be integral (``2.0`` is
+        2, ``1.5`` is refused), every number finite; the error names ``name=value`` (default:
+        the declared name).
+        """
+        label = name or self.name
+        if self.choices is not None:
+            if not isinstance(value, str) or value not in self.choices:
+                raise self.error(value, label=label)
+            return value
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise self.error(value, f"not a {'whole ' if self.type is int else ''}number",
+                             label=label)
+        v = float(value)
+        if not math.isfinite(v):
+            raise self.error(value, "not finite", label=label)
+        if self.type is int:
+            if not isinstance(value, numbers.Integral) and not v.is_integer():
+                raise self.error(value, "not an integer", label=label)
+            v = int(value)
+        if self.lo is not None and (v < self.lo or (self.lo_open and v == self.lo)):
+            raise self.error(value, label=label)
+        if self.hi is not None and (v > self.hi or (self.hi_open and v == self.hi)):
+            raise self.error(value, label=label)
+        return v
 
     def parse(self, text: object):
         """The value of ``text`` (a string, or an already converted value) or InputError."""

@@ -27,6 +27,39 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+_SEEN = "_gaugedyn_seen_options"
+_SINGLE = (argparse._StoreAction, argparse._StoreConstAction)
+
+
+def _once(cls: type) -> type:
+    """``cls`` refusing a second occurrence of its option (argparse lets the last one win)."""
+
+    class Once(cls):
+        def __call__(self, parser, namespace, values, option_string=None):
+            seen = getattr(namespace, _SEEN, None)
+            if seen is None:
+                seen = set()
+                setattr(namespace, _SEEN, seen)
+            if self.dest in seen:
+                parser.error(f"{'/'.join(self.option_strings)} is given more than once; give "
+                             "each option once")
+            seen.add(self.dest)
+            super().__call__(parser, namespace, values, option_string)
+
+    Once.__name__ = f"Once{cls.__name__}"
+    return Once
+
+
+def _refuse_repeats(parser: argparse.ArgumentParser) -> None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _refuse_repeats(sub)
+        elif action.option_strings and type(action) in _SINGLE + (
+                argparse._StoreTrueAction, argparse._StoreFalseAction):
+            action.__class__ = _once(type(action))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gaugedyn", description=__doc__.splitlines()[0])
     from . import __version__
@@ -41,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.register(sub)
+    _refuse_repeats(parser)
     return parser
 
 
@@ -49,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     130: interrupted). A closed standard output (``gaugedyn solve ... | head``) ends quietly."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    vars(args).pop(_SEEN, None)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -62,9 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     except DivergenceError as err:
         print(f"gaugedyn {args.command}: error: {oneline(err)}", file=sys.stderr)
         return 3
-    except MemoryError as err:
-        print(f"gaugedyn {args.command}: error: out of memory ({oneline(err)}); choose smaller "
-              "values", file=sys.stderr)
+    except (MemoryError, RuntimeError) as err:
+        if isinstance(err, RuntimeError) and not _allocation_failure(err):
+            raise
+        print(f"gaugedyn {args.command}: error: out of memory ({oneline(err)[:300]}); choose "
+              "smaller values", file=sys.stderr)
         return 2
     except BrokenPipeError:
         _silence_stdout()
@@ -72,6 +109,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"gaugedyn {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+_ALLOCATION_FAILURES = ("DefaultCPUAllocator: not enough memory", "can't allocate memory",
+                        "CUDA out of memory", "out of memory")
+
+
+def _allocation_failure(err: RuntimeError) -> bool:
+    """Whether ``err`` is torch's way of saying an allocation failed (a ``RuntimeError``, or
+    ``torch.OutOfMemoryError``, rather than Python's ``MemoryError``)."""
+    return type(err).__name__ == "OutOfMemoryError" or any(
+        text in str(err) for text in _ALLOCATION_FAILURES)
 
 
 def _silence_stdout() -> None:

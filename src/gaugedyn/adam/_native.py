@@ -29,6 +29,7 @@ import platform
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import torch
@@ -255,7 +256,10 @@ def _build():
                                f"{failed.read_text().strip()}")
         for old in root.glob(f"{name}.build-*"):  # left by a killed build
             shutil.rmtree(old, ignore_errors=True)
-        _log.info("compiling gaugedyn's native Adam recorder kernel into %s (once; ~30 s)", lib)
+        # said on stderr, not logged: a silent pause of tens of seconds looks like a hang
+        print(f"gaugedyn: compiling the Adam recorder's native kernel (once per machine, about "
+              f"40 s; cached as {lib}) ...", file=sys.stderr, flush=True)
+        started = time.perf_counter()
         tmp = Path(tempfile.mkdtemp(prefix=f"{name}.build-", dir=root))
         path = os.environ.get("PATH", "")
         bindir = os.path.dirname(sys.executable)
@@ -267,10 +271,14 @@ def _build():
             os.replace(tmp / f"{name}{ext}", lib)
         except Exception as exc:
             failed.write_text(_summary(exc) + "\n")
+            print("gaugedyn: compiling the native kernel failed; the recorder uses its eager "
+                  f"sums ({_summary(exc)})", file=sys.stderr, flush=True)
             raise
         finally:
             os.environ["PATH"] = path
             shutil.rmtree(tmp, ignore_errors=True)
+        print(f"gaugedyn: compiled the native kernel in {time.perf_counter() - started:.0f} s",
+              file=sys.stderr, flush=True)
     return module
 
 

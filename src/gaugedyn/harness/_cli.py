@@ -67,6 +67,8 @@ def register(subparsers) -> None:
         metavar="KEY=VALUE",
         help="override a parameter (VALUE is a TOML literal, e.g. dims=[10,100]) or the seed",
     )
+    run.add_argument("--force", action="store_true",
+                     help="replace the results of another run found in the output folder")
     _executor_options(run)
     run.set_defaults(func=_run)
 
@@ -84,6 +86,8 @@ def register(subparsers) -> None:
         "--simulations", metavar="DIR", default="simulations", help="folder of .toml files"
     )
     rep.add_argument("--only", metavar="NAME,...", help="run only these experiments")
+    rep.add_argument("--force", action="store_true",
+                     help="replace the results of other runs found in the output folders")
     _executor_options(rep)
     rep.set_defaults(func=_reproduce)
 
@@ -188,6 +192,7 @@ def _execute(args, cfg, out: Path, executor):
         progress=None if args.quiet else sys.stderr,
         backend="Agg",
         command=_arguments(args),
+        force=getattr(args, "force", False),
     )
 
 
@@ -200,6 +205,9 @@ def _run(args) -> int:
     spec = _spec(args)
     stem = Path(args.config).stem + ("-quick" if args.quick else "")
     out = _check_out(args.out if args.out is not None else Path("results") / stem, "run")
+    from ._runner import check_same_run
+
+    check_same_run(out, cfg, args.force)
     _check_store(args.store)
     try:
         with open_executor(spec) as executor:
@@ -255,9 +263,11 @@ def _reproduce(args) -> int:
     spec = _spec(args)
     default = "results/reproduce" + ("-quick" if args.quick else "")
     root = _check_out(args.out if args.out is not None else default, "reproduce")
-    for f in files:
+    from ._runner import check_same_run
+
+    for f, cfg in zip(files, configs):
         if root.exists():
-            _check_out(root / f.stem, "run")
+            check_same_run(_check_out(root / f.stem, "run"), cfg, args.force)
     _check_store(args.store)
     errors: dict[str, str] = {}
     with open_executor(spec) as executor, claim_output_dir(root, "reproduce"):
@@ -290,7 +300,12 @@ def _plot(args) -> int:
     from ._drawing import redraw
     from ._folders import run_folders
 
-    runs = redraw(args.folder, backend="Agg")
+    try:
+        runs = redraw(args.folder, backend="Agg")
+    except OSError as err:  # a full disk while drawing: the staged figures are dropped
+        print(f"gaugedyn plot: error: {oneline(err)}; no figure was replaced", file=sys.stderr)
+        return 1
     for run in run_folders(args.folder):
-        print(f"redrew {run / 'figures'}" if run in runs else f"skipped {run} (no stored arrays)")
+        print(f"redrew {run / 'figures'}" if run in runs else
+              f"skipped {run} (its tasks failed: it stored no arrays)")
     return 0

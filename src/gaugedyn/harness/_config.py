@@ -131,8 +131,10 @@ def show(value: Any, limit: int = 60) -> str:
 
 
 def _type_names(types: tuple[type, ...]) -> str:
+    """The types in words with their article: ``an integer or number``, ``a string``."""
     names = {int: "integer", float: "number", str: "string", bool: "boolean", list: "list"}
-    return " or ".join(names.get(t, t.__name__) for t in types)
+    text = " or ".join(names.get(t, t.__name__) for t in types)
+    return ("an " if text[:1].lower() in "aeiou" else "a ") + text
 
 
 def _finite(value: Any) -> bool:
@@ -152,11 +154,11 @@ def check_param(name: str, value: Any, param: Param, where: str) -> Any:
         value = float(value)
     if list in types and isinstance(value, tuple):
         value = list(value)
-    allowed = param.describe() or f"a {_type_names(types)}"
+    allowed = param.describe() or _type_names(types)
     if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
         raise InputError(
             f"{where}: {name} = {show(value)} has the wrong type ({type(value).__name__}); "
-            f"allowed: a {_type_names(types)}" + (f", {param.allowed}" if param.allowed else
+            f"allowed: {_type_names(types)}" + (f", {param.allowed}" if param.allowed else
                                                   f" ({allowed})")
         )
     if not _finite(value):

@@ -15,8 +15,9 @@ from pathlib import Path
 
 from .._errors import InputError, oneline
 from ._arrays import caption_of, load_arrays, schema_problems
-from ._config import resolve_experiment
+from ._config import _validate, resolve_experiment
 from ._folders import (
+    ARRAYS,
     FIGURES,
     MARKER,
     SUMMARY,
@@ -42,7 +43,13 @@ def draw(
 
     outdir.mkdir(parents=True, exist_ok=True)
     with style(backend):
-        returned = experiment.plot(arrays, dict(params), outdir) or []
+        try:
+            returned = experiment.plot(arrays, dict(params), outdir) or []
+        except Exception as err:
+            cause = _os_error_behind(err)
+            if cause is None:
+                raise
+            raise cause from None  # e.g. a full disk, which matplotlib's PDF writer buries
     captions = dict(getattr(experiment, "captions", {}) or {})
     items = returned.items() if isinstance(returned, dict) else returned
     listed: dict[str, str] = {}
@@ -60,6 +67,18 @@ def draw(
             with open(path, "rb") as f:
                 os.fsync(f.fileno())
     return figures
+
+
+def _os_error_behind(err: BaseException) -> OSError | None:
+    """The :class:`OSError` that ``err`` was raised while handling, if any (a full disk while
+    writing a PDF surfaces from matplotlib as an ``AttributeError`` in its clean-up)."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, OSError):
+            return err
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return None
 
 
 def _checked_arrays(run: Path, summary: dict) -> dict:
@@ -87,6 +106,46 @@ def show_arrays(arrays: dict, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _checked_summary(run: Path, summary: dict, experiment: Experiment, params: dict) -> dict:
+    """The summary's parameters checked against the experiment's declarations (the checks a run
+    makes of its configuration) and its claims checked as :class:`Claim` records; returns the
+    checked parameters, else :class:`InputError` naming the run and what is wrong."""
+    from ._config import _unknown, check_param
+    from ._protocol import Claim
+
+    where = f"{run / SUMMARY}: configuration"
+    schema = dict(getattr(experiment, "params", {}) or {})
+    checked = {}
+    for key, value in params.items():
+        if key not in schema:
+            raise _unknown(str(key), schema, where, "params.")
+        checked[key] = check_param(f"params.{key}", value, schema[key], where)
+    claims = summary.get("claims", [])
+    if not isinstance(claims, list):
+        raise InputError(f"{run / SUMMARY}: claims is not a list of claims")
+    fields = {f for f in Claim.__dataclass_fields__}
+    for i, claim in enumerate(claims):
+        try:
+            if not isinstance(claim, dict) or not set(claim) <= fields \
+                    or not isinstance(claim.get("id"), str) \
+                    or not isinstance(claim.get("passed"), bool):
+                raise ValueError("not a claim record")
+            Claim(**claim)
+        except (TypeError, ValueError) as err:
+            raise InputError(f"{run / SUMMARY}: claims[{i}] is not a valid claim "
+                             f"({oneline(err)})") from None
+    return checked
+
+
+def _check_report_target(folder: Path) -> None:
+    from ._report import REPORT
+
+    target = folder / REPORT
+    if (target.exists() or target.is_symlink()) and not target.is_file():
+        raise InputError(f"{target}: exists and is not a file; nothing was redrawn (move it "
+                         "away and run plot again)")
+
+
 def redraw(folder: str | Path, backend: str | None = None) -> list[Path]:
     """Redraw every run of ``folder`` (a run or a reproduce folder), all or nothing.
 
@@ -98,13 +157,22 @@ def redraw(folder: str | Path, backend: str | None = None) -> list[Path]:
     for run in run_folders(folder):
         summary = read_summary(run)
         if summary.get("arrays_sha256") is None:
+            if (run / ARRAYS).exists():
+                raise InputError(f"{run / SUMMARY}: records no checksum for the arrays.npz "
+                                 "beside it (an edited summary?); nothing was redrawn")
             continue
         configuration = summary.get("configuration")
         if not isinstance(configuration, dict) or not isinstance(
                 params := configuration.get("params", {}), dict):
             raise InputError(f"{run / SUMMARY}: configuration.params is not a table")
         experiment = resolve_experiment(configuration.get("experiment"), f"{run / SUMMARY}: experiment")
+        params = _checked_summary(run, summary, experiment, params)
+        _validate(experiment, params, f"{run / SUMMARY}: configuration")
         todo.append((run, summary, experiment, params, _checked_arrays(run, summary)))
+    folder = Path(folder)
+    reproduce = (folder / MARKER).is_file() and marker_kind(folder / MARKER) == "reproduce"
+    if reproduce:
+        _check_report_target(folder)
     with contextlib.ExitStack() as stack:
         staged = []
         for run, summary, experiment, params, arrays in todo:
@@ -120,8 +188,7 @@ def redraw(folder: str | Path, backend: str | None = None) -> list[Path]:
             staged.append((run, staging))
         for run, staging in staged:
             commit(run, staging, arrays=False)
-    folder = Path(folder)
-    if (folder / MARKER).is_file() and marker_kind(folder / MARKER) == "reproduce":
+    if reproduce:
         from ._report import write_report
 
         write_report(folder)

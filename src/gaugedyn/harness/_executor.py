@@ -93,7 +93,10 @@ class ExecutorSpec:
 
 
 class SerialExecutor(Executor):
-    """Runs each task at submission, in this process."""
+    """Runs each task at submission, in this process (so the sweep stores each task as soon as
+    it is submitted: an interrupted serial run keeps every task it finished)."""
+
+    runs_at_submission = True
 
     def submit(self, fn: Callable, /, *args: Any, **kwargs: Any) -> Future:
         future: Future = Future()

@@ -33,6 +33,7 @@ from ._executor import ExecutorSpec, open_executor
 from ._folders import (
     ARRAYS,
     FIGURES,
+    SUMMARY,
     TASKS,
     check_output_dir,
     claim_output_dir,
@@ -72,17 +73,52 @@ def execute(
     progress: TextIO | None = sys.stderr,
     backend: str | None = None,
     command: dict | None = None,
+    force: bool = False,
 ) -> RunOutcome:
     """Run ``cfg`` into the folder ``out`` (see the module docstring for what it holds).
 
     ``executor`` is an open :class:`concurrent.futures.Executor`, or what :func:`open_executor`
     accepts (default: a local process pool). Nothing is written before ``out`` is checked.
+    A folder holding the results of another run (another experiment, seed, parameters or
+    quick/full) is refused unless ``force``; the same run resumes or repeats there.
     """
     out = check_output_dir(out, "run")
+    check_same_run(out, cfg, force)
     if not isinstance(executor, Executor):
         with open_executor(executor) as opened:
             return _execute(cfg, out, opened, store, progress, backend, command)
     return _execute(cfg, out, executor, store, progress, backend, command)
+
+
+RUN_IDENTITY = ("experiment", "seed", "quick", "params")
+"""The configuration entries that make a run folder's results that run's and no other's."""
+
+
+def check_same_run(out: Path, cfg: RunConfig, force: bool = False) -> None:
+    """Refuse (:class:`InputError`) to write ``cfg``'s results over another run's in ``out``
+    unless ``force``; a folder without a readable ``summary.json`` with stored arrays holds no
+    results to keep."""
+    import json
+
+    from .._errors import InputError
+    from .._json import strict
+
+    try:
+        summary = json.loads((out / SUMMARY).read_text())
+        stored = summary.get("configuration")
+    except (OSError, ValueError, AttributeError):
+        return
+    if force or not isinstance(stored, dict) or summary.get("arrays_sha256") is None:
+        return  # forced, or no results there (unreadable, or every task of it failed)
+    mine = json.loads(json.dumps(strict(cfg.to_dict())))
+    differ = [k for k in RUN_IDENTITY if stored.get(k) != mine.get(k)]
+    if differ:
+        theirs = f"{stored.get('experiment')}, seed {stored.get('seed')}" + \
+            (", quick" if stored.get("quick") else "")
+        raise InputError(
+            f"--out {out}: holds the results of another run ({theirs}; differs in "
+            f"{', '.join(differ)}); choose another folder, or pass --force (force=True) to "
+            "replace them")
 
 
 def _execute(

@@ -2,10 +2,16 @@
 
 A task's key is ``sha256(canonical JSON of [experiment name, task, root seed, package version])``.
 A record is two files under ``ROOT/<key[:2]>/``: ``<key>.npz`` (the result's arrays) and
-``<key>.json`` (metadata: the task, its seed, the npz checksum, values that are not arrays). Each
+``<key>.json`` (metadata: the task, its seed, the checksum, values that are not arrays). Each
 file is written to a temporary name, flushed to disk and renamed into place, the npz first and the
 json last, so the json is the commit mark: a record without it, or whose checksum does not match
 on read, is discarded and its task recomputed.
+
+The checksum covers everything that decides the numbers a record hands back: the npz bytes, the
+record's key and format, and its layout (which stored array carries which result name, and the
+values that are not arrays). A record damaged in any way (bytes, names, a file or folder of the
+store replaced by something else) is discarded and recomputed; nothing in the store can block a
+rerun.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import io
 import json
 import os
 import secrets
+import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -26,7 +33,7 @@ import numpy as np
 
 from .._json import plain
 
-FORMAT = 1
+FORMAT = 2
 
 
 class StoreError(TypeError):
@@ -110,6 +117,22 @@ def decode_result(npz: bytes, layout: dict) -> dict:
     return out
 
 
+def record_digest(key: str, npz: bytes, layout: dict) -> str:
+    """``sha256`` of what decides a record's numbers: format, key, layout and npz bytes."""
+    head = json.dumps({"format": FORMAT, "key": key, "layout": layout}, sort_keys=True,
+                      separators=(",", ":")).encode()  # extras may hold nan, as JSON allows
+    return hashlib.sha256(len(head).to_bytes(8, "little") + head + npz).hexdigest()
+
+
+def _remove(path: Path) -> None:
+    """Remove whatever is at ``path``: a file, a link or a folder (damaged store content)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
 class ResultStore:
     """Finished tasks under ``root``, addressed by :func:`task_key`."""
 
@@ -144,37 +167,59 @@ class ResultStore:
         try:
             meta = json.loads(json_path.read_text())
             npz = npz_path.read_bytes()
-            if meta.get("format") != FORMAT or meta.get("key") != key:
+            if isinstance(meta, dict) and isinstance(meta.get("format"), int) \
+                    and meta["format"] < FORMAT:
+                raise ValueError(f"store format {meta['format']}, older than {FORMAT}, whose "
+                                 "checksum did not cover the array names")
+            if not isinstance(meta, dict) or meta.get("format") != FORMAT \
+                    or meta.get("key") != key:
                 raise ValueError("metadata does not describe this key")
-            if hashlib.sha256(npz).hexdigest() != meta["sha256"]:
+            layout = meta["layout"]
+            if record_digest(key, npz, layout) != meta["sha256"]:
                 raise ValueError("checksum mismatch")
-            return decode_result(npz, meta["layout"])
+            result = decode_result(npz, layout)
+            with np.load(io.BytesIO(npz), allow_pickle=False) as f:
+                if sorted(f.files) != sorted(layout["arrays"]):
+                    raise ValueError("the stored arrays do not match the layout")
+            return result
         except Exception as err:
             self.discard(key, f"{type(err).__name__}: {err}")
             return None
 
     def discard(self, key: str, reason: str) -> None:
-        print(f"store: discarding corrupt record {key[:12]} ({reason}); recomputing", file=sys.stderr)
+        print(f"store: discarding record {key[:12]} ({reason}); recomputing", file=sys.stderr)
         self.discarded.append(key)
         for path in self._paths(key)[::-1]:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+            _remove(path)
 
     def save(self, key: str, result: dict, meta: dict) -> None:
         """Store ``result`` atomically (npz, then the json commit mark)."""
         npz, layout = encode_result(result)
         npz_path, json_path = self._paths(key)
-        npz_path.parent.mkdir(parents=True, exist_ok=True)
+        self._make_folder(npz_path.parent)
+        for path in (npz_path, json_path):
+            if path.is_dir() and not path.is_symlink():
+                _remove(path)  # a folder where a record file belongs: damaged store content
         record = {
             "format": FORMAT,
             "key": key,
-            "sha256": hashlib.sha256(npz).hexdigest(),
+            "sha256": record_digest(key, npz, layout),
             "stored_at": time.time(),
             "layout": layout,
             **plain(meta),
         }
         atomic_write(npz_path, npz, sync_dir=False)  # the json's folder sync covers both
         atomic_write(json_path, json.dumps(record, sort_keys=True).encode())
+
+    def _make_folder(self, folder: Path) -> None:
+        """Create ``folder`` (inside the store), first removing a file that stands in the way
+        of it or of the store's root: such a file is damage, and must not block every rerun."""
+        for path in (self.root, folder):
+            if (path.exists() or path.is_symlink()) and not path.is_dir():
+                print(f"store: removing {path}, which should be a folder of the store",
+                      file=sys.stderr)
+                _remove(path)
+        folder.mkdir(parents=True, exist_ok=True)
 
     def clean_temporaries(self) -> int:
         """Remove temporary files left by processes that no longer run; return how many."""

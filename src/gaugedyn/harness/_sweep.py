@@ -152,27 +152,36 @@ class _Sweep:
 
     def collect(self, ex: Executor, keys: list[str]) -> list[str]:
         """Run ``keys`` on ``ex``, store what succeeds; return the keys a broken pool lost."""
-        cfg, futures = self.cfg, {}
-        for key in keys:
+        cfg, lost = self.cfg, []
+
+        def submit(key: str):
             task = self.unique[key]
-            futures[ex.submit(run_one, self.target, task, task_seed(cfg.seed, cfg.name, task))] = key
-        lost = []
+            return ex.submit(run_one, self.target, task, task_seed(cfg.seed, cfg.name, task))
+
+        if getattr(ex, "runs_at_submission", False):  # serial: store each task as it finishes
+            for key in keys:
+                self._finish(key, submit(key), lost)
+            return lost
+        futures = {submit(key): key for key in keys}
         for future in as_completed(futures):
-            key = futures[future]
-            try:
-                outcome = future.result()
-            except BrokenProcessPool:  # some worker died: this task may be innocent
-                lost.append(key)
-                continue
-            except Exception as err:  # the result could not travel back, or Dask lost it
-                outcome = ("error", error_record(err))
-            if outcome[0] == "ok":
-                self.seconds += outcome[2]
-                outcome = self.keep(key, outcome)
-            if outcome[0] == "error":
-                self.failures.append({"key": key, "task": self.unique[key], **outcome[1]})
-            self.progress.update(len(self.results) + len(self.failures), len(self.failures))
+            self._finish(futures[future], future, lost)
         return lost
+
+    def _finish(self, key: str, future, lost: list[str]) -> None:
+        """Store a finished task's result, or record its failure (``lost`` if its worker died)."""
+        try:
+            outcome = future.result()
+        except BrokenProcessPool:  # some worker died: this task may be innocent
+            lost.append(key)
+            return
+        except Exception as err:  # the result could not travel back, or Dask lost it
+            outcome = ("error", error_record(err))
+        if outcome[0] == "ok":
+            self.seconds += outcome[2]
+            outcome = self.keep(key, outcome)
+        if outcome[0] == "error":
+            self.failures.append({"key": key, "task": self.unique[key], **outcome[1]})
+        self.progress.update(len(self.results) + len(self.failures), len(self.failures))
 
     def retry(self, executor: Executor, lost: list[str]) -> None:
         """Retry tasks a dead worker took down: on a fresh pool while that helps, then alone."""

@@ -73,17 +73,17 @@ def _same_file(path: Path, text: str) -> bool:
 _STALE = "stale (differs from `gaugedyn derive`)"
 
 
-def _settle(target: Path, text: str, *, check: bool, report: DeriveReport, out,
-            missing: str = "missing") -> None:
+def _settle(target: Path, text: str, *, check: bool, report: DeriveReport, out) -> None:
     """Check ``target`` against ``text`` (``check``), else write it unless it already matches."""
     if check:
         if _same_file(target, text):
             report.checked.append(str(target))
             print(f"ok      {target}", file=out)
         else:
-            why = missing if not target.exists() else _STALE
+            label, why = ("MISSING", "missing (run `gaugedyn derive` to write it)") \
+                if not target.exists() else ("STALE  ", _STALE)
             report.failures.append(f"{target}: {why}")
-            print(f"STALE   {target}: {why}", file=out)
+            print(f"{label} {target}: {why}", file=out)
     elif _same_file(target, text):
         report.unchanged.append(str(target))
         print(f"same    {target}", file=out)
@@ -132,5 +132,5 @@ def derive(
             print(f"FAILED {target}: identity failed: {exc}", file=out)
             continue
         _settle(target, module.build(), check=check, report=report, out=out)
-    _settle(kernels, source(), check=check, report=report, out=out, missing=_STALE)
+    _settle(kernels, source(), check=check, report=report, out=out)
     return report

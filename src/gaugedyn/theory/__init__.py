@@ -22,6 +22,7 @@ from ._observables import order_parameters as order_parameters
 from ._observables import owner as owner
 from ._observables import pruned as pruned
 from ._observables import rho as rho
+from ._observables import specialization as specialization
 from ._population import ACTIVATIONS as ACTIVATIONS
 from ._population import gradient_jvp as gradient_jvp
 from ._population import gradients as gradients

@@ -150,7 +150,10 @@ def memory_estimate(dim: int, K: int, formulation: str, method: str, n_out: int,
     """
     n = {"order-parameters": K + K * (K + 1) // 2 + K * M, "span": K + K * (K + M),
          "weight-space": K + K * dim}[formulation]
-    implicit = method in ("auto", "lsoda", "rodas", "Radau", "BDF", "LSODA")
+    from ._registry import EXPLICIT_ABOVE  # "auto" runs an explicit method above it
+
+    implicit = method in ("lsoda", "rodas", "Radau", "BDF", "LSODA") or (
+        method == "auto" and n <= EXPLICIT_ABOVE)
     total = 8.0 * (8 * dim * (K + M) + n * (n_out + 16) + (4 * n * n if implicit else 0))
     formula = (f"8 bytes x (8 D (K+M) + n (outputs + 16){' + 4 n^2' if implicit else ''}) with "
                f"D={dim}, K={K}, n={n}, outputs={n_out}")
@@ -206,10 +209,15 @@ def _handle(args: argparse.Namespace) -> int:
     gauges = _gauges(args)
     dim, K = values["dim"], len(gauges)
     _warn_loose(values)
-    base, _ = memory_estimate(dim, K, values["formulation"], values["method"], 0)
-    check_memory(f"--dim={dim} with {K} neuron(s)", base, f"8 bytes x 8 D (K+M), D={dim}, K={K}")
+    base, base_formula = memory_estimate(dim, K, values["formulation"], values["method"], 0)
+    check_memory(f"--dim={dim} with {K} neuron(s) ({values['formulation']}, "
+                 f"{values['method']})", base, base_formula)
     # checked before the problem is built (that alone takes seconds at large D)
     t_max = values["t_max"] or named_t_max(dim, gauges, values["scale"])
+    if values["dynamics"] == "gd":
+        from ._solve import check_gd_steps
+
+        steps = check_gd_steps(values["eta"], t_max, "--eta", "--t-max")
     estimate, formula = memory_estimate(dim, K, values["formulation"], values["method"],
                                         output_times(t_max))
     check_memory(f"--dim={dim} with {K} neuron(s) ({values['formulation']}, "
@@ -220,7 +228,7 @@ def _handle(args: argparse.Namespace) -> int:
     definitions = Definitions(threshold=values["threshold"], prune_tol=values["prune_tol"])
     extra = {}
     if values["dynamics"] == "gd":
-        bar = progress_bar(int(t_max / values["eta"]) + 1, "solve (gd)", unit="step",
+        bar = progress_bar(steps + 1, "solve (gd)", unit="step",
                            force=args.progress, quiet=args.quiet)
         extra["progress"] = bar.callback
     else:

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._errors import InputError
 from ._population import gradients, population_loss
 
 TIE_RTOL = 1e-4
@@ -28,7 +27,10 @@ class Definitions:
 
     - alignment ``m_in = w_i.v_n / (|w_i| |v_n|)``;
     - coefficient ``rho_i = a_i |w_i|``; gauge ``delta_i = a_i^2 - |w_i|^2``;
-    - specialization time of teacher ``n``: the first ``t`` with ``max_i m_in(t) >= threshold``;
+    - specialization of teacher ``n``: ``s_n = max_i m_in``, or ``max_i |m_in|`` for an odd
+      activation (``erf``, ``linear``), where ``(a_i, w_i)`` and ``(-a_i, -w_i)`` are the same
+      function (:func:`specialization`); specialization time: the first ``t`` with
+      ``s_n(t) >= threshold``;
     - owner of teacher ``n``: the student carrying the largest signed share
       ``sign(b_n) rho_i m_in`` of that feature; students within ``TIE_RTOL`` of the largest
       share are tied and the owner reads ``-1`` (:func:`owners`);
@@ -43,10 +45,10 @@ class Definitions:
     prune_tol: float = 1e-3
 
     def __post_init__(self):
-        if not (0.0 < self.threshold < 1.0):
-            raise InputError(f"threshold={self.threshold!r} is not allowed; it must lie in (0, 1)")
-        if not (self.prune_tol > 0.0 and np.isfinite(self.prune_tol)):
-            raise InputError(f"prune_tol={self.prune_tol!r} is not allowed; it must be > 0")
+        from ._cli import OPTIONS  # the command line's declarations: the same bounds and reasons
+
+        OPTIONS["threshold"].accept(self.threshold)
+        OPTIONS["prune_tol"].accept(self.prune_tol)
 
     def describe(self) -> dict:
         """The definitions as plain data, for result metadata."""
@@ -55,7 +57,9 @@ class Definitions:
             "alignment": "m_in = w_i.v_n / (|w_i| |v_n|)",
             "rho": "rho_i = a_i |w_i|",
             "delta": "delta_i = a_i^2 - |w_i|^2",
-            "specialization_time": "first t with max_i m_in(t) >= threshold",
+            "specialization": "s_n = max_i m_in (max_i |m_in| for odd activations: erf, "
+            "linear)",
+            "specialization_time": "first t with s_n(t) >= threshold",
             "owner": "argmax_i sign(b_n) rho_i m_in",
             "pruned": "|rho_i| < prune_tol",
             "delta_drift": "max_i |delta_i(t) - delta_i(0)| / (a_i(0)^2 + |w_i(0)|^2)",
@@ -87,8 +91,27 @@ def delta(a, Q):
 
 
 def alignment(Q, R, T):
-    """Cosine ``m_in`` between student ``i`` and teacher ``n``."""
-    return R / (norms(Q)[..., :, None] * norms(T)[..., None, :])
+    """Cosine ``m_in`` between student ``i`` and teacher ``n``, in ``[-1, 1]`` (the quotient's
+    round-off, up to a few ulp past 1 for a student parallel to a teacher, is clipped)."""
+    return np.clip(R / (norms(Q)[..., :, None] * norms(T)[..., None, :]), -1.0, 1.0)
+
+
+ODD_ACTIVATIONS = frozenset({"erf", "linear"})
+"""Activations with ``g(-z) = -g(z)``: for them a student and its sign flip are one function."""
+
+
+def specialization(Q, R, T, activation: str = "relu"):
+    """How well teacher ``n`` is learned: ``s_n = max_i m_in`` over students ``i``; ``(..., M)``.
+
+    For an odd activation (:data:`ODD_ACTIVATIONS`) ``a g(w.x) = (-a) g(-w.x)``, so a student
+    at alignment ``-1`` has learned the teacher as fully as one at ``+1``; there
+    ``s_n = max_i |m_in|``. Teacher ``n`` is specialised when ``s_n >= threshold``. This is the
+    one definition the solver's events and the trained networks' times both use.
+    """
+    m = alignment(Q, R, T)
+    if activation in ODD_ACTIVATIONS:
+        m = np.abs(m)
+    return np.max(m, axis=-2)
 
 
 def owner_sets(a, Q, R, T, b, tie_rtol: float = TIE_RTOL) -> np.ndarray:

@@ -25,8 +25,9 @@ ACTIVATIONS = tuple(KERNELS)
 
 
 def check_activation(activation: str) -> str:
-    if activation not in KERNELS:
-        raise InputError(f"unknown activation {activation!r}; allowed: {', '.join(ACTIVATIONS)}")
+    if not isinstance(activation, str) or activation not in KERNELS:
+        raise InputError(f"activation={activation!r} is not allowed; allowed: "
+                         f"{', '.join(ACTIVATIONS)}")
     return activation
 
 

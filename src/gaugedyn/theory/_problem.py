@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._errors import InputError
+from .._options import Param
 from ._population import check_activation
 
 GAUGE_NAMES = ("w-heavy", "a-heavy", "balanced")
@@ -164,16 +165,31 @@ def with_gauge(problem: Problem, *, c=None, delta=None, names=None, strength=Non
 
 
 def _check_dim(dim) -> int:
-    if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 2:
-        raise InputError(f"dim={dim!r} is not allowed; it must be an integer >= 2")
-    return int(dim)
+    """``dim`` checked against the command line's declaration (an integer in [2, 1e8])."""
+    from ._cli import OPTIONS
+
+    if isinstance(dim, float):  # a dimension is a count: 10.0 is a slip, not 10
+        raise InputError(f"dim={dim!r} is not allowed (not an integer); allowed: "
+                         f"{OPTIONS['dim'].describe()}")
+    return OPTIONS["dim"].accept(dim)
+
+
+_SCALE = Param(float, name="scale", lo=0, lo_open=True, hi=1e150,
+                why="a^2 = s / D and |w|^2 = s D must stay finite in float64")
+_OVERLAP = Param(float, name="overlap", lo=-1, hi=1, lo_open=True, hi_open=True,
+                  why="an overlap is a cosine")
+_EPSILON = Param(float, name="epsilon", lo=0, hi=1e6, why="a relative perturbation")
+_COUNT = Param(int, name="count", lo=1, hi=10**6, why="neurons are dense arrays of D numbers each")
 
 
 def _check_scale(scale) -> float:
-    scale = float(scale)
-    if not (np.isfinite(scale) and scale > 0):
-        raise InputError(f"scale={scale!r} is not allowed; it must be finite and > 0")
-    return scale
+    return _SCALE.accept(scale)
+
+
+def _check_rng(rng) -> None:
+    if not isinstance(rng, np.random.Generator):
+        raise InputError(f"rng={type(rng).__name__} is not allowed; allowed: a "
+                         "numpy.random.Generator (explicit seeds only)")
 
 
 def single(dim: int, gauge: str = "w-heavy", scale: float = 1.0, activation: str = "relu",
@@ -192,12 +208,12 @@ def duplicates(dim: int, gauges: Sequence[str], scale: float = 1.0, activation: 
                overlap: float | None = None, _name: str = "duplicates") -> Problem:
     """``K = len(gauges)`` copies of the ``single`` neuron, each with its own named gauge."""
     dim, scale = _check_dim(dim), _check_scale(scale)
+    check_activation(activation)
+    if isinstance(gauges, str) or not isinstance(gauges, Sequence) or not gauges:
+        raise InputError(f"gauges={gauges!r} is not allowed; allowed: a non-empty list of gauge "
+                         f"names ({', '.join(GAUGE_NAMES)}) or factors c > 0")
     gauges = list(gauges)
-    if not gauges:
-        raise InputError("gauges must name at least one neuron")
-    m0 = dim**-0.5 if overlap is None else float(overlap)
-    if not (-1.0 < m0 < 1.0):
-        raise InputError(f"overlap={m0!r} is not allowed; it must lie in (-1, 1)")
+    m0 = dim**-0.5 if overlap is None else _OVERLAP.accept(overlap)
     V = np.zeros((1, dim))
     V[0, 0] = 1.0
     u0 = np.zeros(dim)
@@ -213,7 +229,10 @@ def duplicates(dim: int, gauges: Sequence[str], scale: float = 1.0, activation: 
 def random_problem(dim: int, K: int, M: int, rng: np.random.Generator, activation: str = "relu",
                    scale: float = 1.0) -> Problem:
     """Gaussian random student and teacher (``w_i, v_n ~ N(0, I/D)``, ``a_i ~ N(0, scale^2)``)."""
-    dim = _check_dim(dim)
+    dim, scale = _check_dim(dim), _check_scale(scale)
+    K, M = _COUNT.accept(K, "K"), _COUNT.accept(M, "M")
+    _check_rng(rng)
+    check_activation(activation)
     W = rng.normal(size=(K, dim)) / np.sqrt(dim)
     V = rng.normal(size=(M, dim)) / np.sqrt(dim)
     return Problem(a=scale * rng.normal(size=K), W=W, b=rng.normal(size=M), V=V,
@@ -227,9 +246,10 @@ def perturb(problem: Problem, epsilon: float, rng: np.random.Generator) -> Probl
     and ``u_i -> normalise(u_i + epsilon xi_i)`` with ``xi_i`` Gaussian in the plane of the set-up
     (the span of ``u_i`` and the teacher), keeping every neuron's gauge ``delta_i``.
     """
-    epsilon = float(epsilon)
-    if not (np.isfinite(epsilon) and epsilon >= 0):
-        raise InputError(f"epsilon={epsilon!r} is not allowed; it must be finite and >= 0")
+    epsilon = _EPSILON.accept(epsilon)
+    _check_rng(rng)
+    if not isinstance(problem, Problem):
+        raise InputError(f"problem={type(problem).__name__} is not allowed; allowed: a Problem")
     basis, _ = np.linalg.qr(np.concatenate([problem.V, problem.W]).T)
     U = problem.directions
     xi = rng.normal(size=(problem.K, basis.shape[1])) @ basis.T

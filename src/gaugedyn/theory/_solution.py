@@ -58,7 +58,7 @@ class Solution(_Trajectories):
             "t_final": self.t[-1],
             "rho": fin["rho"],
             "alignment": fin["alignment"],
-            "loss": fin["loss"],
+            "loss": np.maximum(fin["loss"], 0.0),  # L >= 0; the closed form's round-off is not
             "delta": fin["delta"],
             "delta_drift": self.delta_drift,
             "pruned": fin["pruned"],

@@ -30,7 +30,7 @@ from ._flows import (
     weights,
 )
 from ._methods import FlowTask, Integration, gradient_descent
-from ._observables import Definitions, alignment, delta_drift, observe, owner, rho
+from ._observables import Definitions, delta_drift, observe, owner, rho, specialization
 from ._registry import BATCHED, METHODS
 from ._rosenbrock import rodas4
 from ._solution import BatchSolution, Solution
@@ -59,6 +59,21 @@ def log_times(t_max: float, t_min: float = 1e-3, per_decade: int = 40) -> np.nda
     return np.concatenate([[0.0], np.geomspace(t_min, t_max, num)])
 
 
+MAX_GD_STEPS = 1e7
+
+
+def check_gd_steps(eta: float, t_max: float, eta_name: str = "eta",
+                   t_max_name: str = "t_max") -> int:
+    """The number of gradient-descent steps up to ``t_max`` (``ceil(t_max / eta)``, at most
+    :data:`MAX_GD_STEPS`), or :class:`InputError`."""
+    steps = t_max / eta  # inf when eta is tiny: refused below, never turned into an int
+    if not steps <= MAX_GD_STEPS:
+        raise InputError(f"dynamics gd with {eta_name}={eta:g} up to {t_max_name}={t_max:g} "
+                         f"needs {steps:.3g} steps (more than {MAX_GD_STEPS:g}); give a larger "
+                         f"{eta_name} or a smaller {t_max_name}")
+    return int(steps)
+
+
 def _check_positive(name, value):
     try:
         v = float(value)
@@ -69,14 +84,30 @@ def _check_positive(name, value):
     return v
 
 
+def _option(name: str, value):
+    """``value`` checked against the command line's declaration of ``name``
+    (:data:`gaugedyn.theory._cli.OPTIONS`): the same bounds, with their reasons, in Python."""
+    from ._cli import OPTIONS
+
+    return OPTIONS[name].accept(value)
+
+
+def _check_problem(problem, name: str = "problem"):
+    from ._problem import Problem
+
+    if not isinstance(problem, Problem):
+        raise InputError(f"{name}={type(problem).__name__} is not allowed; allowed: a "
+                         "gaugedyn.theory.Problem (single, duplicates, random_problem, ...)")
+
+
 def _check_common(formulation, dynamics, method, rtol, atol):
     _check_formulation(formulation)
     if dynamics not in DYNAMICS:
         raise InputError(f"dynamics={dynamics!r} is not allowed; choose one of {', '.join(DYNAMICS)}")
     if method not in METHODS:
         raise InputError(f"method={method!r} is not allowed; choose one of {', '.join(METHODS)}")
-    _check_positive("rtol", rtol)
-    _check_positive("atol", atol)
+    _option("rtol", rtol)
+    _option("atol", atol)
 
 
 def _check_t_eval(t_eval, t_max):
@@ -92,8 +123,8 @@ def _event_fn(definitions: Definitions):
     def events(y, p: FlowParams):
         a, Q, R = state_to_order_parameters(y, p)
         T = _expand_params(p, y)[1]
-        # specialization of teacher n: max_i m_in crosses the threshold (one event per teacher)
-        m = np.max(alignment(Q, R, T), axis=-2) - definitions.threshold
+        # specialization of teacher n: s_n crosses the threshold (one event per teacher)
+        m = specialization(Q, R, T, p.activation) - definitions.threshold
         prune = definitions.prune_tol - np.abs(rho(a, Q))
         return np.concatenate([m, prune], axis=-1)
 
@@ -122,22 +153,27 @@ def _assemble(problem, p, raw: Integration, definitions, keep_weights):
 
 
 def _check_solve(problem, formulation, dynamics, eta, t_max, method, rtol, atol, definitions,
-                 t_eval):
+                 t_eval, singular_cutoff=1e-10):
     """Validated ``(eta, t_max, t_eval)`` of :func:`solve` (one :class:`InputError` otherwise)."""
+    _check_problem(problem)
     _check_common(formulation, dynamics, method, rtol, atol)
     if not isinstance(definitions, Definitions):
         raise InputError(f"definitions={definitions!r} is not allowed; pass a Definitions")
     if dynamics == "gd":
         if eta is None:
-            raise InputError("eta is required for dynamics='gd'; give a step size > 0")
-        eta = _check_positive("eta", eta)
+            raise InputError("eta=None is not allowed with dynamics='gd'; give a step size in "
+                             "(0, 1e3]")
+        eta = _option("eta", eta)
     elif eta is not None:
         raise InputError(f"eta={eta!r} is only used with dynamics='gd'")
-    t_max = default_t_max(problem) if t_max is None else _check_positive("t_max", t_max)
+    t_max = _check_positive("t_max", default_t_max(problem)) if t_max is None else \
+        _option("t_max", t_max)
     t_eval = log_times(t_max) if t_eval is None else _check_t_eval(t_eval, t_max)
-    if dynamics == "gd" and t_max / eta > 1e7:
-        raise InputError(f"dynamics='gd' with eta={eta:g} up to t_max={t_max:g} needs "
-                         f"{t_max / eta:.3g} steps (more than 1e7); give a smaller t_max")
+    if not (isinstance(singular_cutoff, int | float) and 0 <= singular_cutoff < 1):
+        raise InputError(f"singular_cutoff={singular_cutoff!r} is not allowed; allowed: a number "
+                         "in [0, 1) (relative singular values below it are dropped)")
+    if dynamics == "gd":
+        check_gd_steps(eta, t_max)
     dense_jacobian = method not in ("DOP853", "RK45", "auto")
     if dense_jacobian and formulation == "weight-space" and problem.K * problem.dim > 5000:
         raise InputError(f"method={method!r} on the weight-space flow at K*D="
@@ -167,7 +203,7 @@ def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "fl
     gradient-descent steps (the flow does not call it); it does not change the result.
     """
     eta, t_max, t_eval = _check_solve(problem, formulation, dynamics, eta, t_max, method, rtol,
-                                      atol, definitions, t_eval)
+                                      atol, definitions, t_eval, singular_cutoff)
     y0, p = initial_state(problem, formulation, singular_cutoff=singular_cutoff)
     task = FlowTask(y0=y0, params=p, t_max=t_max, t_eval=t_eval, rtol=rtol, atol=atol,
                     event_fn=_event_fn(definitions), n_events=p.M + p.K,
@@ -195,6 +231,8 @@ def _check_batch(problems, formulation, method, rtol, atol, t_max, t_eval):
     """Validated ``(t_max, t_eval)`` of :func:`solve_batch`."""
     if not problems:
         raise InputError("problems is empty; give at least one Problem")
+    for i, pr in enumerate(problems):
+        _check_problem(pr, f"problems[{i}]")
     _check_common(formulation, "flow", method, rtol, atol)
     first = problems[0]
     for i, pr in enumerate(problems):
@@ -204,9 +242,8 @@ def _check_batch(problems, formulation, method, rtol, atol, t_max, t_eval):
                              f"activation={first.activation!r}")
         if formulation == "weight-space" and pr.dim != first.dim:
             raise InputError(f"problem {i} has dim={pr.dim}; a weight-space batch needs one dim")
-    if t_max is None:
-        t_max = max(default_t_max(pr) for pr in problems)
-    t_max = _check_positive("t_max", t_max)
+    t_max = _check_positive("t_max", max(default_t_max(pr) for pr in problems)) \
+        if t_max is None else _option("t_max", t_max)
     t_eval = log_times(t_max) if t_eval is None else _check_t_eval(t_eval, t_max)
     return t_max, t_eval
 
@@ -241,7 +278,11 @@ def solve_batch(problems: Sequence, *, formulation: str = "order-parameters",
     diagnostics' ``status`` ``-2`` and ``message``); the others finish exactly as they would
     alone.
     """
-    problems = list(problems)
+    try:
+        problems = list(problems)
+    except TypeError:
+        raise InputError(f"problems={type(problems).__name__} is not allowed; allowed: a "
+                         "sequence of gaugedyn.theory.Problem") from None
     t_max, t_eval = _check_batch(problems, formulation, method, rtol, atol, t_max, t_eval)
     start = time.perf_counter()
     if method not in BATCHED:

@@ -1,13 +1,15 @@
 """Batched two-layer networks with explicit parameters ``a`` and ``W``.
 
 ``S`` independent students ``f_s(x) = sum_i a_si g(w_si . x)`` with ``a (S, K)``, ``W (S, K, D)``
-share one teacher ``f*(x) = sum_n b_n g(v_n . x)``. Every contraction is a batched matrix product
-over the seed axis (``torch.bmm``), so the arithmetic for one seed is the same whether it is
-trained alone or with others.
+share one teacher ``f*(x) = sum_n b_n g(v_n . x)``. Every contraction goes through
+:func:`seedwise_mm`, so the arithmetic for one seed is the same whether it is trained alone or
+with others, at any thread count shared by the two runs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -23,7 +25,7 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 SMALL_BATCH = 8
 """Batches of at most this many samples contract elementwise; larger ones are zero-padded to a
-multiple of 8 samples and use ``torch.bmm``. Both choices depend only on a seed's own shapes:
+multiple of 8 samples and use :func:`seedwise_mm`. Both choices depend only on a seed's own shapes:
 with them, every per-seed result is independent of the number of seeds and of the seed's slot
 (BLAS kernels otherwise change with alignment and batch count)."""
 
@@ -39,6 +41,57 @@ def rsum(x: torch.Tensor) -> torch.Tensor:
     if pad:
         x = torch.nn.functional.pad(x, (0, pad))
     return x.reshape(*x.shape[:-1], 8, (n + pad) // 8).sum(-1).sum(-1)
+
+
+def _aligned(t: torch.Tensor) -> torch.Tensor:
+    """``t`` itself when its data start on a 64-byte boundary, else an aligned copy (BLAS
+    kernels may pick their code path by alignment; a fresh CPU tensor is 64-byte aligned)."""
+    return t if t.data_ptr() % 64 == 0 else t.clone()
+
+
+SEEDWISE_MIN = 2**22
+"""Per-seed products of at least this many multiply-adds (``m k p``) run as one threaded BLAS
+call per seed; smaller ones as one single-threaded batched call (see :func:`seedwise_mm`)."""
+
+_ONE_THREAD = threading.Lock()
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """torch (and its BLAS) on one thread for the duration; a lock keeps concurrent callers
+    from restoring each other's settings wrongly."""
+    if torch.get_num_threads() == 1:  # the usual case in sweeps: no lock, no change
+        yield
+        return
+    with _ONE_THREAD:
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
+
+
+def seedwise_mm(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    """``C[s] = A[s] @ B[s]``: ``(S, m, k), (S, k, p) -> (S, m, p)``, each seed's product the
+    same arithmetic whatever the batch.
+
+    A batched product (``torch.bmm``) on several threads lets the BLAS choose its threading and
+    kernels from the batch count: MKL hands whole products of a batch to threads but splits a
+    lone product, or picks another kernel, so seed ``s`` of a batch of 3 and the same seed alone
+    can differ in the last bit. So on CPU a small product (under :data:`SEEDWISE_MIN`
+    multiply-adds per seed) runs as ``torch.bmm`` on one thread, which is a sequence of
+    single-threaded per-seed products (the same bits at any thread count, and one call instead
+    of ``S``); a large one runs as one threaded ``torch.mm`` per seed on 64-byte-aligned
+    operands, the same call for a seed in any batch (its bits may change with the thread
+    count). Other devices keep ``torch.bmm`` (the bitwise promise is made on CPU only).
+    """
+    if A.device.type != "cpu":
+        return torch.bmm(A, B)
+    if A.shape[1] * A.shape[2] * B.shape[2] < SEEDWISE_MIN or torch.get_num_threads() == 1:
+        with _one_thread():
+            return torch.bmm(A, B)
+    return torch.stack([torch.mm(_aligned(a), _aligned(b)) for a, b in zip(A, B, strict=True)])
 
 
 class Batch(NamedTuple):
@@ -68,14 +121,14 @@ def project(W: torch.Tensor, batch: Batch) -> torch.Tensor:
     """Preactivations ``Z = W X^T``: ``(S, K, D), (S, n, D) -> (S, K, n)``."""
     if batch.XT is None:
         return rsum(W[:, :, None, :] * batch.X[:, None, :, :])
-    return torch.bmm(W, batch.XT)
+    return seedwise_mm(W, batch.XT)
 
 
 def back_project(back: torch.Tensor, batch: Batch) -> torch.Tensor:
     """``back X``: ``(S, K, n), (S, n, D) -> (S, K, D)``."""
     if batch.XT is None:
         return (back[:, :, :, None] * batch.X[:, None, :, :]).sum(2)
-    return torch.bmm(back, batch.X)
+    return seedwise_mm(back, batch.X)
 
 
 def resolve_dtype(dtype) -> torch.dtype:

@@ -84,6 +84,31 @@ class OnlineODE:
 ODE_METHODS = ("auto", "compiled", "reference")
 
 
+def _check_args(problem, eta, batch, noise, rtol, atol, times):
+    """``online_ode``'s arguments checked against the command line's declarations (``lr`` and
+    ``batch`` of ``gaugedyn train``, ``rtol``/``atol`` of ``gaugedyn solve``), or InputError."""
+    from ..theory._cli import OPTIONS as SOLVE
+    from ._cli import OPTIONS as TRAIN
+
+    if not isinstance(problem, Problem):
+        raise InputError(f"problem={type(problem).__name__} is not allowed; allowed: a "
+                         "gaugedyn.theory.Problem")
+    if not isinstance(noise, bool | np.bool_):
+        raise InputError(f"noise={noise!r} is not allowed; allowed: True or False")
+    eta, batch = TRAIN["lr"].accept(eta, "eta"), TRAIN["batch"].accept(batch)
+    rtol, atol = SOLVE["rtol"].accept(rtol), SOLVE["atol"].accept(atol)
+    try:
+        t = np.asarray(times, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError("times is not allowed; allowed: an increasing 1-D array of times "
+                         ">= 0") from None
+    if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or t[0] < 0 \
+            or np.any(np.diff(t) <= 0):
+        raise InputError(f"times (shape {t.shape}) is not allowed; allowed: a non-empty, "
+                         "strictly increasing 1-D array of finite times >= 0")
+    return eta, batch, rtol, atol, t
+
+
 def online_ode(problem: Problem, eta: float, times, batch: int = 1, noise: bool = True,
                rtol: float = 1e-9, atol: float = 1e-11, method: str = "auto") -> dict:
     """Solve the online ODE from ``problem``'s order parameters at ``times`` (``t = steps / D``).
@@ -98,7 +123,7 @@ def online_ode(problem: Problem, eta: float, times, batch: int = 1, noise: bool 
 
     if method not in ODE_METHODS:
         raise InputError(f"method={method!r} is not allowed; allowed: {', '.join(ODE_METHODS)}")
-    times = np.asarray(times, dtype=np.float64)
+    eta, batch, rtol, atol, times = _check_args(problem, eta, batch, noise, rtol, atol, times)
     a0, Q0, R0, b, T = problem.order_parameters()
     rhs = OnlineODE(problem.K, problem.M, b, T, problem.activation, float(eta), int(batch), noise)
     y0 = np.concatenate([a0, Q0.ravel(), R0.ravel()])

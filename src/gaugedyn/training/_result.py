@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._errors import InputError
 from ..theory import Definitions
 from ..theory import _observables as obs
 
@@ -22,8 +23,22 @@ def crossing_time(times: np.ndarray, values: np.ndarray, threshold: float) -> np
     ``values >= threshold``, the time is ``t_{j-1} + (thr - v_{j-1}) (t_j - t_{j-1}) /
     (v_j - v_{j-1})`` (``t_0`` if ``j = 0``; ``nan`` if the threshold is never reached).
     """
-    values = np.asarray(values, dtype=np.float64)
-    times = np.asarray(times, dtype=np.float64)
+    try:
+        values = np.asarray(values, dtype=np.float64)
+        times = np.asarray(times, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError("times and values must be arrays of numbers") from None
+    if times.ndim != 1 or times.size == 0:
+        raise InputError(f"times (shape {times.shape}) is not allowed; allowed: a non-empty 1-D "
+                         "array")
+    if values.ndim == 0 or values.shape[-1] != times.size:
+        raise InputError(f"values (shape {values.shape}) is not allowed; allowed: shape "
+                         f"(..., {times.size}), one value per time")
+    if not np.all(np.isfinite(times)) or np.any(np.diff(times) < 0):
+        raise InputError("times is not allowed; allowed: finite, non-decreasing times")
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float | np.floating) \
+            or not np.isfinite(threshold):
+        raise InputError(f"threshold={threshold!r} is not allowed; allowed: a finite number")
     hit = values >= threshold
     any_hit = hit.any(axis=-1)
     j = np.argmax(hit, axis=-1)
@@ -91,9 +106,11 @@ class TrainResult:
         return obs.dissipation(self.a, self.Q, self.R, self.b, self.T, self.activation)
 
     def specialization_time(self, threshold: float | None = None) -> np.ndarray:
-        """``(S, M)``: first ``t`` with ``max_i m_in >= threshold`` (:func:`crossing_time`)."""
+        """``(S, M)``: first ``t`` with specialization ``s_n >= threshold``
+        (:func:`gaugedyn.theory._observables.specialization`, sign-invariant for odd activations;
+        :func:`crossing_time`)."""
         thr = self.definitions.threshold if threshold is None else threshold
-        best = self.alignment().max(axis=-2)
+        best = obs.specialization(self.Q, self.R, self.T, self.activation)
         return crossing_time(self.time, np.moveaxis(best, 1, -1), thr)
 
     def pruning_time(self) -> np.ndarray:

@@ -14,8 +14,10 @@ Conventions (so that simulation and theory curves overlay):
 
 Seeds: seed ``i`` draws data (and mini-batch orders) from its own generator
 (:func:`gaugedyn.training._data.generator_seed`); all arithmetic is batched over the seed axis
-with operations whose per-slice results do not depend on the number of slices, so any seed
-re-run alone reproduces its batched trajectory bit for bit (checked by the tests on CPU).
+with operations whose per-slice results do not depend on the number of slices (matrix products
+through :func:`gaugedyn.training._network.seedwise_mm`), so any seed re-run alone with the same
+torch thread count reproduces its batched trajectory bit for bit (checked by the tests on CPU at
+1, 2 and 4 threads); another thread count may move it at round-off where a product is large.
 
 Observation: ``train(..., on_step=f)`` calls ``f(StepRecord)`` after every optimizer step (see
 :class:`StepRecord`); with ``on_step=None`` the loop is exactly the unobserved one.
@@ -34,12 +36,11 @@ import torch
 
 from .._errors import DivergenceError, InputError
 from .._meta import versions
+from .._options import MAX_SEED, Param
 from ..theory import Definitions, Problem, order_parameters, population_loss
 from . import _data
 from ._network import Network, prepare, resolve_device, resolve_dtype
 from ._optim import (
-    OPTIMIZERS,
-    SCHEDULES,
     AdamState,
     adam_state,
     adam_update,
@@ -48,6 +49,41 @@ from ._optim import (
     step_size,
 )
 from ._result import TrainResult
+
+API_OPTIONS = {
+    "lr_min": Param(float, name="lr_min", lo=0, hi=1e3, why="the smallest step of a schedule, <= lr"),
+    "decay": Param(float, name="decay", lo=0, hi=1e15, lo_open=True,
+                    why="steps of the inverse schedule's decay; beyond it the schedule is constant"),
+    "eps": Param(float, name="eps", lo=0, hi=1e3, lo_open=True,
+                  why="Adam's denominator floor; above 1e3 Adam is plain SGD scaled down"),
+    "beta": Param(float, name="beta", lo=0, hi=1, hi_open=True,
+                   why="a moment's decay factor; 1 would never forget"),
+    "points_per_decade": Param(int, name="points_per_decade", lo=1, hi=10**6,
+                                why="records per decade of steps"),
+    "check_every": Param(int, name="check_every", lo=0, hi=10**9,
+                          why="steps between divergence checks (0: only at records)"),
+    "seed_index": Param(int, name="seed_indices", lo=0, hi=MAX_SEED, hi_text="2**64 - 1",
+                         why="seed indices are unsigned 64-bit integers"),
+}
+"""Settings of the Python API that the command line does not expose, declared with the same
+:class:`gaugedyn._options.Param` type; the others come from the command line's declarations
+(:data:`gaugedyn.training._cli.OPTIONS`), so both refuse the same values with the same reasons."""
+
+
+def _option(name: str, value):
+    from ._cli import OPTIONS
+
+    return OPTIONS[name].accept(value)
+
+
+def _record_steps(steps) -> tuple[int, ...]:
+    try:
+        values = tuple(steps)
+    except TypeError:
+        raise InputError(f"record_steps={steps!r} is not allowed; allowed: a sequence of "
+                         "integers >= 0 (or None)") from None
+    check = Param(int, name="record_steps", lo=0, hi=10**9, why="steps are at most 1e9")
+    return tuple(check.accept(v) for v in values)
 
 
 @dataclass(frozen=True)
@@ -75,31 +111,30 @@ class TrainConfig:
     check_every: int = 256
 
     def __post_init__(self):
-        if self.optimizer not in OPTIMIZERS:
-            raise InputError(f"optimizer={self.optimizer!r} is not allowed; allowed: {', '.join(OPTIMIZERS)}")
-        if self.schedule not in SCHEDULES:
-            raise InputError(f"schedule={self.schedule!r} is not allowed; allowed: {', '.join(SCHEDULES)}")
-        if not (isinstance(self.lr, int | float) and math.isfinite(self.lr) and self.lr > 0):
-            raise InputError(f"lr={self.lr!r} is not allowed; it must be finite and > 0")
-        if isinstance(self.steps, bool) or not isinstance(self.steps, int | np.integer) or self.steps < 1:
-            raise InputError(f"steps={self.steps!r} is not allowed; it must be an integer >= 1")
-        if self.samples is not None and (isinstance(self.samples, bool) or int(self.samples) != self.samples
-                                         or self.samples < 1):
-            raise InputError(f"samples={self.samples!r} is not allowed; it must be an integer >= 1 "
-                             "(or None for online training)")
-        if self.batch is not None and (int(self.batch) != self.batch or self.batch < 1):
-            raise InputError(f"batch={self.batch!r} is not allowed; it must be an integer >= 1")
+        for name in ("optimizer", "schedule", "lr", "steps"):
+            object.__setattr__(self, name, _option(name, getattr(self, name)))
+        for name in ("samples", "batch"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _option(name, getattr(self, name)))
+        for name in ("lr_min", "decay", "eps", "points_per_decade", "check_every"):
+            object.__setattr__(self, name, API_OPTIONS[name].accept(getattr(self, name)))
+        if isinstance(self.betas, str) or not isinstance(self.betas, Sequence) \
+                or len(self.betas) != 2:
+            raise InputError(f"betas={self.betas!r} is not allowed; allowed: two numbers "
+                             "(beta1, beta2), each in [0, 1)")
+        object.__setattr__(self, "betas", tuple(API_OPTIONS["beta"].accept(b, "betas")
+                                                for b in self.betas))
+        if self.record_steps is not None:
+            object.__setattr__(self, "record_steps", _record_steps(self.record_steps))
         if self.samples is None and self.optimizer == "gd":
             raise InputError("optimizer='gd' needs a fixed sample (samples=n); use 'sgd' for online")
         if self.samples is not None and self.batch is not None and self.batch > self.samples:
             raise InputError(f"batch={self.batch} exceeds samples={self.samples}")
         if self.optimizer == "gd" and self.batch not in (None, self.samples):
             raise InputError("optimizer='gd' is full batch; use 'sgd' for mini-batches")
-        b1, b2 = self.betas
-        if not (0 <= b1 < 1 and 0 <= b2 < 1):
-            raise InputError(f"betas={self.betas!r} are not allowed; each must lie in [0, 1)")
-        if self.points_per_decade < 1:
-            raise InputError(f"points_per_decade={self.points_per_decade!r} must be >= 1")
+        if self.lr_min > self.lr:
+            raise InputError(f"lr_min={self.lr_min!r} is not allowed; allowed: a number in "
+                             f"[0, lr={self.lr!r}] (the schedule decays from lr to lr_min)")
 
     @property
     def online(self) -> bool:
@@ -203,6 +238,7 @@ def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int 
     """
     if backend not in BACKENDS:
         raise InputError(f"backend={backend!r} is not allowed; allowed: {', '.join(BACKENDS)}")
+    root_seed = _check_train_args(problem, config, root_seed, definitions)
     if backend in ("compiled", "chain"):
         return _train_compiled(problem, config, seeds, root_seed, seed_indices, dtype, device,
                                definitions, on_step, backend)
@@ -247,15 +283,37 @@ def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int 
                           _data.stream_block_steps(cfg.batch_size, D))
 
 
+def _check_train_args(problem, config, root_seed, definitions) -> int:
+    """The arguments of :func:`train` every backend shares, or one :class:`InputError`;
+    returns the root seed as an int."""
+    if not isinstance(config, TrainConfig):
+        raise InputError(f"config={type(config).__name__} is not allowed; allowed: a TrainConfig")
+    root_seed = _option("root_seed", root_seed)
+    if definitions is not None and not isinstance(definitions, Definitions):
+        raise InputError(f"definitions={type(definitions).__name__} is not allowed; allowed: a "
+                         "gaugedyn.theory.Definitions or None")
+    if not isinstance(problem, Problem):
+        if isinstance(problem, str) or not isinstance(problem, Sequence) or not problem or \
+                not all(isinstance(p, Problem) for p in problem):
+            raise InputError(f"problem={type(problem).__name__} is not allowed; allowed: a "
+                             "gaugedyn.theory.Problem or a non-empty list of them (one per seed)")
+    return root_seed
+
+
 def _seeds_and_problems(problem, seeds, seed_indices) -> tuple[list[int], list[Problem]]:
     """The seed indices and one problem per seed (the same one, or a list per seed)."""
     if seed_indices is None and not isinstance(problem, Problem):
         seed_indices = list(range(len(problem)))
     if seed_indices is None:
-        if isinstance(seeds, bool) or int(seeds) != seeds or seeds < 1:
-            raise InputError(f"seeds={seeds!r} is not allowed; it must be an integer >= 1")
-        seed_indices = list(range(int(seeds)))
-    seed_indices = [int(i) for i in seed_indices]
+        seed_indices = list(range(_option("seeds", seeds)))
+    if isinstance(seed_indices, str) or not isinstance(seed_indices, Sequence | np.ndarray) \
+            or len(seed_indices) == 0:
+        raise InputError(f"seed_indices={seed_indices!r} is not allowed; allowed: a non-empty "
+                         "sequence of distinct integers >= 0 (or None)")
+    seed_indices = [API_OPTIONS["seed_index"].accept(i) for i in seed_indices]
+    if len(set(seed_indices)) != len(seed_indices):
+        raise InputError(f"seed_indices={seed_indices!r} is not allowed; the indices must be "
+                         "distinct (a repeated seed would train the same data twice)")
     if isinstance(problem, Problem):
         return seed_indices, [problem] * len(seed_indices)
     problems = list(problem)

@@ -185,7 +185,7 @@ class FiniteSample(Experiment):
         colors = plt.cm.viridis(np.linspace(0, 0.9, len(ns)))
         for ax, k in zip(axes, OBSERVABLES):
             for i, n in enumerate(ns):
-                med, lo, hi = arrays[f"band_{k}_n{i}"]
+                lo, med, hi = arrays[f"band_{k}_n{i}"]  # stats.band: (low, median, high)
                 ax.plot(t[1:], med[1:], color=colors[i], lw=1, label=f"n = {int(n)}")
                 ax.fill_between(t[1:], lo[1:], hi[1:], color=colors[i], alpha=0.25, lw=0)
             ref, fl = arrays[f"gd_{k}"], arrays[f"flow_{k}"]

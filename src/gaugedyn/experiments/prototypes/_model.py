@@ -30,6 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..._errors import InputError
+from ..._options import Param
+
 FLOOR = -60.0
 """Exponents below this are raised to it in the training loop: ``e^-60 ~ 1e-26`` is far below
 float32's resolution next to 1, and exponentiating hugely negative numbers takes CPU exp's slow
@@ -70,10 +73,31 @@ def combination_name(mask: Sequence[int]) -> str:
     return "+".join(parts) or "plain"
 
 
+OPTIONS = {
+    "n": Param(int, name="n", lo=1, hi=10**6, why="one hidden neuron per sample"),
+    "target": Param(str, name="target", choices=tuple(TARGETS)),
+    "init": Param(str, name="init", choices=INITS),
+    "steps": Param(int, name="steps", lo=0, hi=10**9, why="Adam steps; 0 returns the initial values"),
+    "lr": Param(float, name="lr", lo=0, hi=1e3, lo_open=True,
+                 why="Adam moves each parameter by about lr per step"),
+    "weight": Param(float, name="weight", lo=0, hi=1e6, why="the structural losses' weight"),
+    "record": Param(int, name="record", lo=0, hi=10**9, why="step counts, at most steps"),
+}
+"""The Python API's arguments, declared with the command line's :class:`gaugedyn._options.Param`
+type (the same checks and error wording)."""
+
+
+def _check_rng(rng) -> None:
+    if not isinstance(rng, np.random.Generator):
+        raise InputError(f"rng={type(rng).__name__} is not allowed; allowed: a "
+                         "numpy.random.Generator (explicit seeds only)")
+
+
 def training_data(rng: np.random.Generator, n: int, target: str) -> tuple[np.ndarray, np.ndarray]:
     """``n`` inputs ``x_j ~ U[0, 1]`` (sorted) and their targets, float64."""
-    if target not in TARGETS:
-        raise ValueError(f"target {target!r} not in {sorted(TARGETS)}")
+    _check_rng(rng)
+    n = OPTIONS["n"].accept(n)
+    OPTIONS["target"].accept(target)
     x = np.sort(rng.uniform(0.0, 1.0, size=n))
     return x, TARGETS[target](x, rng)
 
@@ -86,8 +110,9 @@ def initial_parameters(rng: np.random.Generator, n: int, init: str) -> dict[str,
     ``init="broad"``: ``b ~ N(0, n^2)`` independently, so ``p = -b/w`` is standard Cauchy and
     only about a quarter of the prototypes start in ``[0, 1]``.
     """
-    if init not in INITS:
-        raise ValueError(f"init {init!r} not in {INITS}")
+    _check_rng(rng)
+    n = OPTIONS["n"].accept(n)
+    OPTIONS["init"].accept(init)
     w = n * rng.standard_normal(n)
     if init == "inside":
         b = -w * rng.uniform(0.0, 1.0, size=n)
@@ -121,15 +146,33 @@ class Runs:
     tau: np.ndarray
 
     def __post_init__(self):
+        for name in ("x", "y", "w", "b", "a", "c", "mask", "chamfer", "tau"):
+            try:
+                v = np.asarray(getattr(self, name), dtype=np.float64)
+            except (TypeError, ValueError):
+                raise InputError(f"Runs.{name} is not allowed; allowed: an array of numbers") \
+                    from None
+            if not np.all(np.isfinite(v)):
+                raise InputError(f"Runs.{name} is not allowed (nan or inf); allowed: finite "
+                                 "numbers")
+        if np.ndim(self.w) != 2:
+            raise InputError(f"Runs.w has shape {np.shape(self.w)}, expected (B, N)")
         B, N = np.shape(self.w)
-        if N < 2:
-            raise ValueError(f"width N = {N}: the pairwise losses need N >= 2")
+        if N < 2 or B < 1:
+            raise InputError(f"Runs.w has shape {(B, N)}: the pairwise losses need width N >= 2 "
+                             "and at least one run")
         for name, shape in (("x", (B, -1)), ("y", np.shape(self.x)), ("b", (B, N)),
                             ("a", (B, N)), ("c", (B,)), ("mask", (B, 3)), ("chamfer", (B,)),
                             ("tau", (B,))):
             got = np.shape(getattr(self, name))
             if len(got) != len(shape) or any(s not in (-1, g) for s, g in zip(shape, got)):
-                raise ValueError(f"Runs.{name} has shape {got}, expected {shape}")
+                raise InputError(f"Runs.{name} has shape {got}, expected {shape}")
+        if np.shape(self.x)[1] < 1:
+            raise InputError("Runs.x has no samples; allowed: shape (B, M) with M >= 1")
+        if not np.all(np.isin(self.mask, (0, 1))) or not np.all(np.isin(self.chamfer, (0, 1))):
+            raise InputError("Runs.mask and Runs.chamfer are not allowed; allowed: 0 or 1 each")
+        if not np.all(np.asarray(self.tau) > 0):
+            raise InputError("Runs.tau is not allowed; allowed: numbers > 0")
 
 
 def forward(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, a: torch.Tensor,
@@ -239,6 +282,23 @@ def train(runs: Runs, *, steps: int, lr: float, weight: float, dtype: torch.dtyp
     and ``fit_history`` of shape ``(len(record), B)``: the fit error ``L_fit`` of every run after
     each step count in ``record`` (0 means before the first step).
     """
+    if not isinstance(runs, Runs):
+        raise InputError(f"runs={type(runs).__name__} is not allowed; allowed: a "
+                         "gaugedyn.experiments.prototypes.Runs")
+    steps = OPTIONS["steps"].accept(steps)
+    lr, weight = OPTIONS["lr"].accept(lr), OPTIONS["weight"].accept(weight)
+    if dtype not in (torch.float32, torch.float64):
+        raise InputError(f"dtype={dtype!r} is not allowed; allowed: torch.float32 or "
+                         "torch.float64")
+    from ...training._network import resolve_device
+
+    device = resolve_device(device)
+    if isinstance(record, str) or not isinstance(record, Sequence | np.ndarray):
+        raise InputError(f"record={record!r} is not allowed; allowed: a sequence of step counts")
+    record = [OPTIONS["record"].accept(r, "record") for r in record]
+    if any(r > steps for r in record):
+        raise InputError(f"record={record!r} is not allowed; allowed: step counts in [0, "
+                         f"steps={steps}]")
     order = np.argsort(runs.x, axis=1)
     xs = _tensor(np.take_along_axis(runs.x, order, 1), dtype, device)
     y = _tensor(np.take_along_axis(runs.y, order, 1), dtype, device)

@@ -1,0 +1,139 @@
+"""Command-line faults found by an independent probe: a traceback on an overflowing step count,
+a memory refusal whose figure disagreed with its formula, repeated options where the last won
+silently, work estimates without the fixed cost per step, and a silent first compile."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from toy_experiments import invoke
+
+from gaugedyn import _options as options
+
+
+def _one_line(argv, capsys, code=2) -> str:
+    rc, out, err = invoke(argv, capsys)
+    lines = err.strip().splitlines()
+    assert rc == code and len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.fixture
+def small_memory(monkeypatch):
+    monkeypatch.setattr(options, "available_memory", lambda: 8 * 2**30)
+
+
+def test_gradient_descent_with_a_vanishing_step_is_refused(capsys):
+    line = _one_line(["solve", "--setup", "single", "--dim", "10", "--dynamics", "gd",
+                      "--eta", "1e-300", "--t-max", "1e12"], capsys)
+    assert "--eta=1e-300" in line and "steps" in line
+
+
+@pytest.mark.parametrize("extra", [
+    ["--dim", "100000000", "--formulation", "weight-space"],
+    ["--dim", "100000", "--formulation", "weight-space", "--method", "rodas"],
+    ["--dim", "100000000"],
+])
+def test_a_memory_refusal_quotes_what_its_formula_gives(capsys, small_memory, extra):
+    line = _one_line(["solve", "--setup", "single", *extra], capsys)
+    quoted = re.search(r"needs about (\S+ \S+) of memory \((.*)\), more than", line)
+    assert quoted, line
+    formula = quoted.group(2)
+    values = dict(re.findall(r"(\w+)=(\d+)", formula.split(" with ")[1]))
+    D, K, n, outputs = (int(values[k]) for k in ("D", "K", "n", "outputs"))
+    total = 8 * (8 * D * (K + 1) + n * (outputs + 16) + (4 * n * n if "4 n^2" in formula else 0))
+    assert options.size_text(total) == quoted.group(1), line
+
+
+@pytest.mark.parametrize("argv", [
+    ["solve", "--setup", "single", "--dim", "10", "--dim", "20"],
+    ["solve", "--setup", "single", "--dim", "10", "--rtol", "1e-8", "--rtol=1e-9"],
+    ["train", "--dim", "10", "--samples", "5", "--steps", "3", "--steps", "4"],
+    ["run", "cfg.toml", "--quick", "--quick"],
+])
+def test_repeated_options_are_refused(capsys, argv):
+    assert "more than once" in _one_line(argv, capsys)
+
+
+def test_repeatable_options_still_repeat(tmp_path, capsys, monkeypatch):
+    from toy_experiments import config_text
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "toy.toml").write_text(config_text(n_tasks=2))
+    rc, _, err = invoke(["run", "toy.toml", "--out", "o", "--executor", "serial", "-q",
+                         "--set", "size=3", "--set", "seed=2"], capsys)
+    assert rc == 0, err
+
+
+@pytest.mark.parametrize("extra", [
+    ["--online", "--optimizer", "sgd", "--steps", "1000000000", "--seeds", "1"],
+    ["--online", "--optimizer", "sgd", "--backend", "chain", "--steps", "1000000000",
+     "--seeds", "1000"],
+])
+def test_work_estimates_include_the_fixed_cost_per_step(capsys, monkeypatch, extra):
+    import gaugedyn.training._trainer as trainer
+
+    def accepted(*args, **kwargs):  # today's estimate let these run for 31 h and 41 h
+        raise AssertionError("a request of more than a day was accepted")
+
+    monkeypatch.setattr(trainer, "train", accepted)
+    line = _one_line(["train", "--dim", "10", *extra, "-q"], capsys)
+    assert "per step" in line and " h " in line
+
+
+def test_the_recorder_says_when_it_compiles(tmp_path, monkeypatch, capsys):
+    torch = pytest.importorskip("torch")
+    import torch.utils.cpp_extension as cpp
+
+    from gaugedyn.adam import _native
+
+    def fake_build(name, build_directory, **kw):
+        from pathlib import Path
+
+        (Path(build_directory) / f"{name}.so").write_bytes(b"")
+        return "module"
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    monkeypatch.setattr(cpp, "load_inline", fake_build)
+    assert _native._build() == "module"
+    err = capsys.readouterr().err
+    assert "compiling the Adam recorder's native kernel" in err and "compiled" in err
+    assert torch is not None
+
+
+@pytest.mark.parametrize("message", [
+    "[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough memory: you "
+    "tried to allocate 85899345920 bytes.",
+    "CUDA out of memory. Tried to allocate 20.00 GiB",
+])
+def test_a_torch_allocation_failure_is_one_line(capsys, monkeypatch, message):
+    import gaugedyn.theory._cli as solve_cli
+
+    def allocate(args):
+        raise RuntimeError(message)
+
+    monkeypatch.setattr(solve_cli, "_handle", allocate)
+    line = _one_line(["solve", "--setup", "single", "--dim", "10"], capsys)
+    assert "out of memory" in line
+
+
+def test_other_runtime_errors_are_not_taken_for_memory(monkeypatch):
+    import gaugedyn.theory._cli as solve_cli
+    from gaugedyn.cli import main
+
+    def broken(args):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(solve_cli, "_handle", broken)
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(["solve", "--setup", "single", "--dim", "10"])
+
+
+def test_derive_check_calls_a_missing_kernel_file_missing(tmp_path, capsys):
+    from gaugedyn.symbolic._registry import derive
+
+    report = derive(tmp_path, check=True, kernels=tmp_path / "absent.py", modules=())
+    assert report.failures == [f"{tmp_path / 'absent.py'}: missing (run `gaugedyn derive` to "
+                               "write it)"]
+    assert "MISSING" in capsys.readouterr().out
