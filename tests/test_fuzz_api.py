@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 torch = pytest.importorskip("torch")
 
 from gaugedyn import InputError  # noqa: E402
-from gaugedyn.experiments import prototypes as proto  # noqa: E402
 from gaugedyn._options import Param  # noqa: E402
+from gaugedyn.experiments import prototypes as proto  # noqa: E402
 from gaugedyn.theory import (  # noqa: E402
     Definitions,
     perturb,
