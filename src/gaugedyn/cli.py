@@ -18,6 +18,7 @@ _COMMAND_MODULES = (
     "gaugedyn.theory._cli",  # solve
     "gaugedyn.training._cli",  # train
     "gaugedyn.experiments._cli",  # run, reproduce, plot
+    "gaugedyn.publish",  # publish
 )
 
 
