@@ -3,7 +3,8 @@
 Results as data. The ``summary.json`` of a full-configuration run is committed under
 ``results-data/<experiment>/summary.json`` with a ``published`` record: the command that produced
 it, the date it finished (UTC) and the code version (gaugedyn's version and the git commit of the
-checkout, with ``dirty`` when ``src/`` or ``simulations/`` had uncommitted changes)::
+checkout when the run was added, with ``dirty`` when ``src/`` or ``simulations/`` had uncommitted
+changes: add a run from the checkout that ran it)::
 
     gaugedyn run simulations/spike_boundary.toml --out /tmp/sb      # a full configuration
     gaugedyn publish --add /tmp/sb                                  # -> results-data/spike_boundary/
@@ -18,7 +19,9 @@ and everything between them is generated::
     <!-- /publish -->
 
 Kinds: ``claims EXPERIMENT`` (every claim of one run: kind, measured value, 95% interval, rule
-and verdict, then the run's provenance) and ``systems`` (one row per paper of
+and verdict, the claims' statements, then the run's provenance), ``figures EXPERIMENT`` (the
+run's figures, copied by ``--add`` into ``docs/figures/<experiment>/``, with their captions) and
+``systems`` (one row per paper of
 :data:`gaugedyn.papers.PAPERS`: its checks and the counts of its findings' verdicts over the
 published runs, linking to its page). ``--check`` regenerates every table in memory and compares
 it with the file, so a table that no longer matches its committed run fails CI.
@@ -159,7 +162,8 @@ def _rule(claim: dict) -> str:
     kind, expected, tol = claim.get("kind", "check"), claim.get("expected"), claim.get("tolerance")
     if kind == "measurement":
         return "-"
-    if kind == "check" and isinstance(tol, int | float) and not isinstance(tol, bool):
+    if (kind == "check" and not isinstance(expected, str) and isinstance(tol, int | float)
+            and not isinstance(tol, bool)):
         return f"{_fmt(expected)} +- {_fmt(tol)}"
     return _fmt(expected)
 
@@ -188,7 +192,10 @@ def claims_table(experiment: str, data: dict[str, dict]) -> list[str]:
         lines.append(f"| `{claim['id']}` | {claim.get('kind', 'check')} | "
                      f"{_fmt(claim.get('measured'))} | {_fmt(claim.get('interval'))} | "
                      f"{_rule(claim)} | {verdict_word(claim)} |")
-    return [*lines, "", provenance(experiment, summary)]
+    notes = [f"- `{c['id']}`: {' '.join(str(c['statement']).split())}"
+             for c in summary.get("claims", []) if c.get("statement")]
+    return [*lines, "", *(["Statements:", "", *notes, ""] if notes else []),
+            provenance(experiment, summary)]
 
 
 def figures_block(experiment: str, data: dict[str, dict], here: Path, root: Path) -> list[str]:
