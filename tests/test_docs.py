@@ -110,7 +110,6 @@ def _adjacent(page: Path, line: int, code: str, next_line: int) -> bool:
 
 
 def test_the_site_builds_strictly(tmp_path):
-    pytest.importorskip("mkdocs", reason="the docs extra is part of the test extra")
     site = tmp_path / "site"
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d",
                            str(site)], cwd=ROOT, capture_output=True, text=True, timeout=240,
@@ -231,3 +230,14 @@ def test_release_metadata():
     cff = (ROOT / "CITATION.cff").read_text()
     assert f'version: "{gaugedyn.__version__}"' in cff
     assert f"## {gaugedyn.__version__}" in (ROOT / "CHANGELOG.md").read_text()
+
+
+def test_every_committed_run_is_full_and_shown():
+    from gaugedyn.publish import load_published
+
+    text = "\n".join(p.read_text() for p in pages())
+    for name, summary in load_published(ROOT).items():
+        command = summary["command"]
+        assert not command.get("quick") and not command.get("overrides"), name
+        assert summary["published"]["code_version"]["commit"] != "unknown", name
+        assert f"<!-- publish:claims {name} -->" in text, f"{name} is committed but shown nowhere"
