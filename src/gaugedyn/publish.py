@@ -164,7 +164,7 @@ def _rule(claim: dict) -> str:
         return "-"
     if (kind == "check" and not isinstance(expected, str) and isinstance(tol, int | float)
             and not isinstance(tol, bool)):
-        return f"{_fmt(expected)} +- {_fmt(tol)}"
+        return f"{_fmt(expected)} +- {_fmt(tol)}" if tol else f"= {_fmt(expected)}"
     return _fmt(expected)
 
 
