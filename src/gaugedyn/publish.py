@@ -150,10 +150,10 @@ def _pngs(summary: dict) -> list[str]:
 
 # --- rendering ------------------------------------------------------------------------------
 
-def _fmt(value) -> str:
+def _fmt(value, limit: int = 60) -> str:
     from .experiments._report import fmt
 
-    return fmt(value, 60).replace("|", "\\|")
+    return fmt(value, limit).replace("|", "\\|")
 
 
 def _rule(claim: dict) -> str:
@@ -165,7 +165,7 @@ def _rule(claim: dict) -> str:
     if (kind == "check" and not isinstance(expected, str) and isinstance(tol, int | float)
             and not isinstance(tol, bool)):
         return f"{_fmt(expected)} +- {_fmt(tol)}" if tol else f"= {_fmt(expected)}"
-    return _fmt(expected)
+    return _fmt(expected, limit=10_000)  # a paper's values are never cut
 
 
 def provenance(experiment: str, summary: dict) -> str:
