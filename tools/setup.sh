@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # Creates .venv (if missing) and installs gaugedyn with its test tools.
 # sympy is pinned because derivations/ and the generated kernels are its byte-exact output.
-# torch is pinned to the 2.13.0 CPU wheel first, so pip never pulls a multi-GB CUDA build.
+# torch: a torch already installed in .venv is kept (any build: CPU, CUDA, ROCm). Otherwise
+# torch==2.13.0 is installed from pip's configured index; from PyPI on Linux that is the CUDA
+# build (several GB). For the CPU build, install it first:
+#   .venv/bin/python -m pip install torch --index-url https://download.pytorch.org/whl/cpu
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check torch==2.13.0 sympy==1.14.0
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+PIP=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
+if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+  "${PIP[@]}" torch==2.13.0
+fi
+"${PIP[@]}" sympy==1.14.0
+"${PIP[@]}" -e '.[test]'

@@ -19,6 +19,7 @@ _COMMAND_MODULES = (
     "gaugedyn.training._cli",  # train
     "gaugedyn.harness._cli",  # run, reproduce, plot
     "gaugedyn.stats._cli",  # audit-rules
+    "gaugedyn.publish",  # publish
 )
 
 

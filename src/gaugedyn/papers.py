@@ -1,0 +1,98 @@
+"""The papers gaugedyn reproduces and the declared experiments that test each one.
+
+One entry per system: its key (the folder name the experiments of that system live under), the
+paper's title and authors as the sources name them, a one-line description, the page of the
+documentation site, and the experiments (``simulations/<name>.toml``) whose claims test it. The
+README's and the site's tables of systems (``gaugedyn publish``) are generated from this map.
+
+Where the source material names no title or no authors, the entry says so (``None``) rather
+than guessing one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Paper:
+    """One reproduced paper (or pair of papers) and the experiments that test it.
+
+    ``title`` and ``authors`` are ``None`` where the source material does not give them; then
+    ``subject`` alone identifies the paper.
+    """
+
+    system: str
+    name: str
+    title: str | None
+    authors: tuple[str, ...] | None
+    subject: str
+    page: str
+    experiments: tuple[str, ...]
+
+
+PAPERS: tuple[Paper, ...] = (
+    Paper(
+        system="gauge",
+        name="Hidden gauge in ReLU networks",
+        title="Hidden Gauge Controls Feature Specialization in ReLU Networks",
+        authors=("Tongxi Wang",),
+        subject="a rescaling gauge invisible to the initial function sets which duplicate neuron "
+                "owns a teacher feature, and when",
+        page="systems/gauge.md",
+        experiments=("dimension_scaling", "clock", "ownership", "ownership_patterns",
+                     "perturbations", "gradient_descent", "gd_selection", "dissipation",
+                     "finite_sample", "online_sgd", "gauge_in_training_scaling",
+                     "gauge_in_training_ownership"),
+    ),
+    Paper(
+        system="adam_split",
+        name="Tied-beta Adam",
+        title="Why β1 = β2 Is Dynamically Special in Adam",
+        authors=None,
+        subject="Adam's update splits into a sign part, a magnitude-lag part that vanishes "
+                "exactly when beta1 = beta2, and remainders",
+        page="systems/tied-beta-adam.md",
+        experiments=("beta_grid", "gauge_under_adam"),
+    ),
+    Paper(
+        system="adam_state",
+        name="Second-moment structure in shared representations",
+        title="Matched Specialization, Different Adaptation: Second-Moment Structure in Shared "
+              "Representations",
+        authors=("Toru Takahashi",),
+        subject="networks matched in their measured specialization adapt differently because of "
+                "the second moment Adam carries",
+        page="systems/shared-representation.md",
+        experiments=("shared_representation",),
+    ),
+    Paper(
+        system="prototypes",
+        name="Prototype specialization in minimal Gaussian MLPs",
+        title="From Latent Space to Training Data: Explainable Specialization in Minimal MLPs",
+        authors=("Alba", "López-Rubio"),
+        subject="structural losses make the hidden units of a Gaussian-activation MLP readable "
+                "as prototypes of the training inputs",
+        page="systems/prototypes.md",
+        experiments=("prototypes",),
+    ),
+    Paper(
+        system="adam_stability",
+        name="Adam stability: loss spikes and the edge of stability",
+        title=None,
+        authors=None,
+        subject="two papers: a linear boundary 1 - beta2 = C (1 - beta1) between spiky and "
+                "smooth Adam training, and full-batch Adam at the edge of stability through the "
+                "active curvature and gradient reversal",
+        page="systems/adam-stability.md",
+        experiments=("spike_boundary", "adam_edge"),
+    ),
+)
+
+
+def paper_of(experiment: str) -> Paper:
+    """The paper an experiment tests (``KeyError`` naming it for an unmapped experiment)."""
+    for paper in PAPERS:
+        if experiment in paper.experiments:
+            return paper
+    raise KeyError(f"experiment {experiment!r} belongs to no paper in gaugedyn.papers.PAPERS")

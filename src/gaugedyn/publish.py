@@ -1,0 +1,324 @@
+"""``gaugedyn publish``: the README's and the site's result tables, generated from committed runs.
+
+Results as data. The ``summary.json`` of a full-configuration run is committed under
+``results-data/<experiment>/summary.json`` with a ``published`` record: the command that produced
+it, the date it finished (UTC) and the code version (gaugedyn's version and the git commit of the
+checkout when the run was added, with ``dirty`` when ``src/`` or ``simulations/`` had uncommitted
+changes: add a run from the checkout that ran it)::
+
+    gaugedyn run simulations/spike_boundary.toml --out /tmp/sb      # a full configuration
+    gaugedyn publish --add /tmp/sb                                  # -> results-data/spike_boundary/
+    gaugedyn publish                                                # rewrite every marked table
+    gaugedyn publish --check                                        # exit 1 naming stale tables
+
+A table lives in a Markdown file (``README.md`` and ``docs/**/*.md``) between two marker lines,
+and everything between them is generated::
+
+    <!-- publish:claims spike_boundary -->
+    ...
+    <!-- /publish -->
+
+Kinds: ``claims EXPERIMENT`` (every claim of one run: kind, measured value, 95% interval, rule
+and verdict, the claims' statements, then the run's provenance), ``figures EXPERIMENT`` (the
+run's figures, copied by ``--add`` into ``docs/figures/<experiment>/``, with their captions) and
+``systems`` (one row per paper of
+:data:`gaugedyn.papers.PAPERS`: its checks and the counts of its findings' verdicts over the
+published runs, linking to its page). ``--check`` regenerates every table in memory and compares
+it with the file, so a table that no longer matches its committed run fails CI.
+
+Quick and reduced configurations are refused by ``--add``: published numbers are full runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ._errors import InputError
+from .papers import PAPERS
+
+DATA = "results-data"
+_OPEN = re.compile(r"^<!-- publish:(\w+)(?: (\w+))? -->$")
+_CLOSE = "<!-- /publish -->"
+_KINDS = ("claims", "figures", "systems")
+FIGURES = "docs/figures"
+
+
+def published_files(root: Path) -> list[Path]:
+    """The Markdown files that may hold tables: ``README.md`` and ``docs/**/*.md``."""
+    files = [root / "README.md"] if (root / "README.md").is_file() else []
+    return files + sorted((root / "docs").rglob("*.md"))
+
+
+def load_published(root: Path) -> dict[str, dict]:
+    """Every committed summary: experiment name -> the summary (with its ``published`` record)."""
+    out = {}
+    for path in sorted((root / DATA).glob("*/summary.json")):
+        out[path.parent.name] = json.loads(path.read_text())
+    return out
+
+
+# --- adding a run ---------------------------------------------------------------------------
+
+def command_line(command: dict | None) -> str:
+    """The ``gaugedyn run`` command a summary's recorded arguments stand for (output folders
+    and progress options left out: they do not change the result)."""
+    if not command:
+        return "(not recorded)"
+    words = ["gaugedyn", str(command.get("command", "run")), str(command.get("config", ""))]
+    if command.get("quick"):
+        words.append("--quick")
+    words += [f"--set {item}" for item in command.get("overrides") or []]
+    for key in ("executor", "workers"):
+        if command.get(key) is not None:
+            words.append(f"--{key} {command[key]}")
+    return " ".join(w for w in words if w)
+
+
+def _git(root: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                              check=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip()
+
+
+def code_version(root: Path) -> dict:
+    """gaugedyn's version and the git commit of ``root`` (``dirty``: uncommitted changes in
+    ``src/`` or ``simulations/``; commit ``"unknown"`` outside a git checkout)."""
+    from . import __version__
+
+    commit = _git(root, "rev-parse", "HEAD") or "unknown"
+    dirty = bool(_git(root, "status", "--porcelain", "--", "src", "simulations"))
+    return {"gaugedyn": __version__, "commit": commit, "dirty": dirty}
+
+
+def read_run(run: Path) -> dict:
+    """A run's summary, refused (:class:`~gaugedyn.InputError`) when the folder has none, when
+    it is a quick or reduced configuration, or when the run is not complete."""
+    path = Path(run) / "summary.json"
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise InputError(f"--add {run}: no readable summary.json there ({err})") from None
+    command = summary.get("command") or {}
+    if command.get("quick") or command.get("overrides"):
+        raise InputError(f"--add {run}: a quick or reduced configuration (quick="
+                         f"{bool(command.get('quick'))}, --set {command.get('overrides')}); "
+                         "only full configurations are published")
+    if summary.get("failed_tasks") or summary.get("status") not in ("passed", "claims failed"):
+        raise InputError(f"--add {run}: the run is not complete (status "
+                         f"{summary.get('status')!r}, {len(summary.get('failed_tasks') or [])} "
+                         "failed tasks); finish it first")
+    return summary
+
+
+def add_run(run: Path, root: Path) -> Path:
+    """Copy ``run/summary.json`` (checked by :func:`read_run`) to
+    ``results-data/<experiment>/summary.json`` with its ``published`` record."""
+    path = Path(run) / "summary.json"
+    summary = read_run(run)
+    command = summary.get("command") or {}
+    finished = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    summary["published"] = {
+        "command": command_line(command),
+        "date": finished.strftime("%Y-%m-%d %H:%M UTC"),
+        "code_version": code_version(root),
+    }
+    target = root / DATA / summary["experiment"] / "summary.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    figures = root / FIGURES / summary["experiment"]
+    for png in _pngs(summary):
+        figures.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Path(run) / png, figures / Path(png).name)
+    return target
+
+
+def _pngs(summary: dict) -> list[str]:
+    """The PNG files of a summary's figures (relative to the run folder)."""
+    return [f for fig in summary.get("figures", []) for f in fig.get("files", [])
+            if f.endswith(".png")]
+
+
+# --- rendering ------------------------------------------------------------------------------
+
+def _fmt(value, limit: int = 60) -> str:
+    from .harness._report import fmt
+
+    return fmt(value, limit).replace("|", "\\|")
+
+
+def _rule(claim: dict) -> str:
+    """A finding's threshold (``< 0.5``), a check's ``expected +- tolerance``, ``-`` for a
+    measurement."""
+    kind, expected, tol = claim.get("kind", "check"), claim.get("expected"), claim.get("tolerance")
+    if kind == "measurement":
+        return "-"
+    if (kind == "check" and not isinstance(expected, str) and isinstance(tol, int | float)
+            and not isinstance(tol, bool)):
+        return f"{_fmt(expected)} +- {_fmt(tol)}" if tol else f"= {_fmt(expected)}"
+    return _fmt(expected, limit=10_000)  # a paper's values are never cut
+
+
+def provenance(experiment: str, summary: dict) -> str:
+    """One line: which committed file, command, date and code version a table comes from."""
+    pub = summary.get("published", {})
+    code = pub.get("code_version", {})
+    commit = str(code.get("commit", "unknown"))[:10] + (" (with local changes)"
+                                                         if code.get("dirty") else "")
+    return (f"From `{DATA}/{experiment}/summary.json`: `{pub.get('command', '?')}`, finished "
+            f"{pub.get('date', '?')}, gaugedyn {code.get('gaugedyn', '?')} at commit {commit}.")
+
+
+def claims_table(experiment: str, data: dict[str, dict]) -> list[str]:
+    """Every claim of one published run, then its provenance."""
+    from .harness._report import verdict_word
+
+    if experiment not in data:
+        raise InputError(f"publish:claims {experiment}: no {DATA}/{experiment}/summary.json; "
+                         f"published runs: {', '.join(sorted(data)) or 'none'}")
+    summary = data[experiment]
+    lines = ["| claim | kind | measured | 95% interval | rule | verdict |",
+             "|---|---|---|---|---|---|"]
+    for claim in summary.get("claims", []):
+        lines.append(f"| `{claim['id']}` | {claim.get('kind', 'check')} | "
+                     f"{_fmt(claim.get('measured'))} | {_fmt(claim.get('interval'))} | "
+                     f"{_rule(claim)} | {verdict_word(claim)} |")
+    notes = [f"- `{c['id']}`: {' '.join(str(c['statement']).split())}"
+             for c in summary.get("claims", []) if c.get("statement")]
+    return [*lines, "", *(["Statements:", "", *notes, ""] if notes else []),
+            provenance(experiment, summary)]
+
+
+def figures_block(experiment: str, data: dict[str, dict], here: Path, root: Path) -> list[str]:
+    """Every figure of one published run (its PNG copied by ``--add`` into ``docs/figures/``),
+    with the caption its summary gives, then its provenance."""
+    if experiment not in data:
+        raise InputError(f"publish:figures {experiment}: no {DATA}/{experiment}/summary.json; "
+                         f"published runs: {', '.join(sorted(data)) or 'none'}")
+    lines = []
+    for fig in data[experiment].get("figures", []):
+        for png in (f for f in fig.get("files", []) if f.endswith(".png")):
+            path = root / FIGURES / experiment / Path(png).name
+            if not path.is_file():
+                raise InputError(f"publish:figures {experiment}: {path} is missing; rerun "
+                                 f"gaugedyn publish --add on the run")
+            rel = os.path.relpath(path, here).replace(os.sep, "/")
+            caption = " ".join(str(fig.get("caption", fig.get("name", ""))).split())
+            lines += [f"![{fig.get('name', '')}]({rel})", "", f"*{caption}*", ""]
+    return [*lines, provenance(experiment, data[experiment])]
+
+
+def verdict_counts(summaries: list[dict]) -> dict[str, int]:
+    """Checks passed / failed and findings HELD / NOT HELD / UNRESOLVED over some summaries."""
+    from .harness._report import verdict_word
+
+    counts = dict.fromkeys(("PASS", "FAIL", "HELD", "NOT HELD", "UNRESOLVED", "MEASURED"), 0)
+    for summary in summaries:
+        for claim in summary.get("claims", []):
+            counts[verdict_word(claim)] += 1
+    return counts
+
+
+def systems_table(data: dict[str, dict], here: Path, root: Path) -> list[str]:
+    """One row per paper: its page, its published full runs, checks and finding verdicts."""
+    lines = ["| system | paper | full runs published | checks passed | findings: HELD / NOT "
+             "HELD / UNRESOLVED |", "|---|---|---|---|---|"]
+    for paper in PAPERS:
+        page = os.path.relpath(root / "docs" / paper.page, here).replace(os.sep, "/")
+        title = f"*{paper.title}*" if paper.title else paper.subject
+        runs = [e for e in paper.experiments if e in data]
+        if not runs:
+            lines.append(f"| [{paper.name}]({page}) | {title} | none yet | - | - |")
+            continue
+        c = verdict_counts([data[e] for e in runs])
+        checks = f"{c['PASS']} of {c['PASS'] + c['FAIL']}" if c["PASS"] + c["FAIL"] else "no checks"
+        lines.append(f"| [{paper.name}]({page}) | {title} | {', '.join(f'`{e}`' for e in runs)} "
+                     f"| {checks} | {c['HELD']} / {c['NOT HELD']} "
+                     f"/ {c['UNRESOLVED']} |")
+    return lines
+
+
+def render(text: str, path: Path, root: Path, data: dict[str, dict]) -> str:
+    """``text`` with every marked table regenerated (markers kept, bodies replaced)."""
+    out, lines, i = [], text.split("\n"), 0
+    while i < len(lines):
+        line = lines[i]
+        out.append(line)
+        match = _OPEN.match(line.strip())
+        i += 1
+        if not match:
+            continue
+        kind, arg = match.groups()
+        end = next((j for j in range(i, len(lines)) if lines[j].strip() == _CLOSE), None)
+        if end is None:
+            raise InputError(f"{path}: '{line.strip()}' has no closing '{_CLOSE}'")
+        if kind not in _KINDS or (kind == "systems") == bool(arg):
+            raise InputError(f"{path}: '{line.strip()}': allowed are 'publish:claims "
+                             "EXPERIMENT', 'publish:figures EXPERIMENT' and 'publish:systems'")
+        if kind == "claims":
+            body = claims_table(arg, data)
+        elif kind == "figures":
+            body = figures_block(arg, data, path.parent, root)
+        else:
+            body = systems_table(data, path.parent, root)
+        out += ["", *body, "", lines[end]]
+        i = end + 1
+    return "\n".join(out)
+
+
+def publish(root: Path, check: bool = False) -> list[Path]:
+    """Regenerate every marked table under ``root``. Returns the files that changed (written,
+    or with ``check`` only listed)."""
+    root = Path(root)
+    data = load_published(root)
+    stale = []
+    for path in published_files(root):
+        text = path.read_text()
+        new = render(text, path, root, data)
+        if new != text:
+            stale.append(path)
+            if not check:
+                path.write_text(new)
+    return stale
+
+
+# --- command line ---------------------------------------------------------------------------
+
+def register(sub) -> None:
+    p = sub.add_parser("publish", help="result tables of README and docs from results-data/",
+                       description="Regenerate the README's and the docs' result tables from the "
+                                   f"committed runs in {DATA}/ (between <!-- publish:... --> "
+                                   "markers).")
+    p.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 naming every table that does not match its run")
+    p.add_argument("--add", metavar="RUN", type=Path, action="append", default=[],
+                   help=f"first copy a full run's summary.json into {DATA}/ (repeatable)")
+    p.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
+    p.set_defaults(func=_main)
+
+
+def _main(args) -> int:
+    root = args.root
+    if not (root / DATA).is_dir() and not args.add:
+        raise InputError(f"--root {root}: no {DATA}/ folder there; run from the repository root")
+    if args.check and args.add:
+        raise InputError("--check and --add exclude each other: --check writes nothing")
+    for run in args.add:  # every run checked before anything is written
+        read_run(run)
+    for run in args.add:
+        print(f"added {add_run(run, root)}")
+    stale = publish(root, check=args.check)
+    for path in stale:
+        verb = "stale (does not match results-data/; run gaugedyn publish)" if args.check \
+            else "rewritten"
+        print(f"{path}: {verb}", file=sys.stderr if args.check else sys.stdout)
+    return 1 if args.check and stale else 0
