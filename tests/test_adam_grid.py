@@ -83,6 +83,8 @@ def _assert_recomputable(c) -> None:
     assert set(detail) == set(d["readings"])
     for name, r in detail.items():
         assert r["verdict"] == d["readings"].get(name, d["verdict"])
+        assert judge(r["rule"], r["per_seed"], threshold=r["threshold"],
+                     direction=r["direction"]).verdict == r["verdict"]
     again = judge("mean_threshold", d["per_seed"], threshold=d["tolerance"]["threshold"],
                   direction=d["tolerance"]["direction"])
     assert [again.low, again.high] == d["interval"]

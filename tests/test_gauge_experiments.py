@@ -464,3 +464,23 @@ def test_finite_sample_dissipation_finding_fails_without_convergence():
         assert_judged(c, "slope_band")
         assert c["per_seed"][0] == pytest.approx(list(np.log(ns)))
     assert good.power > 0.8 and flat.power > 0.8  # the wobble is small: power at p = -1/2
+
+
+def test_the_verdicts_docs_page_recomputes_a_stored_quick_summary(tmp_path):
+    """docs/verdicts-in-experiments.md: its python block re-judges every finding of a stored
+    quick ``clock`` summary from the summary alone."""
+    import re
+    from pathlib import Path
+
+    from gaugedyn.harness import execute, load_config
+
+    root = Path(__file__).resolve().parents[1]
+    cfg = load_config(root / "simulations" / "clock.toml", quick=True,
+                      overrides=["n_path=120", "n_times=200"])
+    execute(cfg, tmp_path / "clock-quick", executor="serial", progress=None)
+    doc = root / "docs" / "verdicts-in-experiments.md"
+    (block,) = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)
+    path = str(tmp_path / "clock-quick" / "summary.json")
+    assert '"results/clock-quick/summary.json"' in block
+    exec(compile(block.replace('"results/clock-quick/summary.json"', repr(path)), str(doc),
+                 "exec"), {})

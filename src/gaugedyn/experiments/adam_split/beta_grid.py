@@ -219,7 +219,8 @@ def findings_of(task: str, statistics: list[dict], label: str, diverged: list[st
                      f"[{n} cell{'s' if n != 1 else ''}; mean_threshold over seeds; judged under "
                      f"{how}; the paper gives no value]")
         detail = {k: {"estimate": j.estimate, "interval": [j.low, j.high],
-                      "threshold": j.threshold, "direction": j.direction, "verdict": j.verdict}
+                      "threshold": j.threshold, "direction": j.direction, "verdict": j.verdict,
+                      "rule": j.rule, "per_seed": j.values}
                   for k, j in readings.items()}
         extra = {"region": stat["region"], "cells": stat["cells"], "reading_detail": detail,
                  "diverged_cells": diverged, "provisional": label or None,

@@ -395,7 +395,9 @@ def _group_findings(a: dict, i: int, S: int, K: int, label: str,
                          "under Adam)")
             expected = "log gap > 0 (gradient flow: about log D^2)"
         detail = {g: {"estimate": j.estimate, "interval": [j.low, j.high], "n": j.n,
-                      "verdict": j.verdict, "cells": every[g]} for g, j in readings.items()}
+                      "threshold": j.threshold, "direction": j.direction, "verdict": j.verdict,
+                      "rule": j.rule, "per_seed": j.values, "cells": every[g]}
+                  for g, j in readings.items()}
         out.append(judged(f"finding:{kind}:D{D}", statement, primary, readings=readings,
                           paper_value=power_at, expected=expected,
                           extra={"provisional": label or None, "cells": cells,
