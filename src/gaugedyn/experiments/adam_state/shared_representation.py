@@ -21,8 +21,8 @@ searches the family again.
 Findings (each with the paper's criterion and number beside the measured one; judged by the
 verdict rules of :data:`gaugedyn.stats.RULES`: ``paired_difference`` for a contrast claimed
 above or below a threshold, ``equivalence`` for one claimed inside +-margin, both on the
-per-seed values, with the power at the paper's value): switch rates; Table 2 (inherited > +0.05, reset inside
-+-0.02, all three pulses); Table 4 (exchange ``m`` within +-0.02 of own, exchange ``v`` negative,
+per-seed values, with the power at the paper's value): switch rates; Table 2 (inherited >
++0.05, reset inside +-0.02, all three pulses); Table 4 (exchange ``m`` within +-0.02 of own, exchange ``v`` negative,
 the equal-mean weight-history control); the common-scale pattern effect; Table 5 (first encoder
 layer carries most, heads change little, equal movement positive); Table 6 (projected-history
 ``v`` lowers the ten-update loss in the native recipient); endpoint matching (inside
