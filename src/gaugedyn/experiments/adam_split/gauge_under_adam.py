@@ -265,7 +265,7 @@ def analyse_cells(config: dict, tasks: list[dict], results: list[dict],
         a["share_bins_dup"][i, j] = r["share_bins_dup"]
         a["loss"][i, j] = [r["loss_w"], r["loss_a"], r["loss_dup"]]
     label = configuration_label(config, GaugeUnderAdam.params, LABEL_KEYS)
-    claims = check_claims(tasks, results) + finding_claims(a, S, K, label, seed)
+    claims = check_claims(tasks, results) + finding_claims(a, S, K, label)
     diagnostics = {"seeds_per_cell": S, "cells": nD * nP, "provisional": label or None,
                    "probe": "every Adam step is observed through train(on_step=...); "
                             "see gaugedyn.adam.AdamProbe"}
@@ -347,8 +347,7 @@ def gap_per_seed(a: dict, i: int, mask: np.ndarray) -> np.ndarray:
                         / np.maximum(ok.sum(axis=0), 1), np.nan)
 
 
-def _group_findings(a: dict, i: int, S: int, K: int, label: str,
-                    root: np.random.SeedSequence | int | None = None) -> list[Claim]:
+def _group_findings(a: dict, i: int, S: int, K: int, label: str) -> list[Claim]:
     """Per ``D``, judged over each comparison set of :data:`GROUPS` (the finding's readings; its
     estimate and interval are over all configurations):
 
@@ -361,8 +360,7 @@ def _group_findings(a: dict, i: int, S: int, K: int, label: str,
 
     The papers give no value under Adam (gradient flow: rate 1, gap about ``D^2``), so the
     power is computed at the threshold moved by the audit's margin
-    (:func:`gaugedyn.experiments._verdicts.margin_value`). ``root`` is unused (kept for callers
-    that pass the analysis seed; no rule draws random numbers)."""
+    (:func:`gaugedyn.experiments._verdicts.margin_value`)."""
     D = int(a["dims"][i])
     cells = [_cell(x, y) for x, y in zip(a["beta1"], a["beta2"])]
     lead = f"{label}: " if label else ""
@@ -405,15 +403,15 @@ def _group_findings(a: dict, i: int, S: int, K: int, label: str,
     return out
 
 
-def finding_claims(a: dict, S: int, K: int, label: str,
-                   root: np.random.SeedSequence | int) -> list[Claim]:
-    """The findings per ``D`` and group and the measurements per ``D`` (see module doc)."""
+def finding_claims(a: dict, S: int, K: int, label: str) -> list[Claim]:
+    """The findings per ``D`` (judged over every comparison set) and the measurements per
+    ``D`` (see module doc)."""
     dims, b1, b2, tied = a["dims"], a["beta1"], a["beta2"], a["tied"]
     out = []
     note = f"{label}: measured under Adam" if label else "Measured under Adam"
     for i, D in enumerate(dims):
         cells = [_cell(x, y) for x, y in zip(b1, b2)]
-        out += _group_findings(a, i, S, K, label, root)
+        out += _group_findings(a, i, S, K, label)
         gap_txt = "; ".join(
             f"{c}: {a['gap'][i, j]:.3g} [{a['gap_lo'][i, j]:.3g}, {a['gap_hi'][i, j]:.3g}] "
             f"(n = {int(a['gap_pairs'][i, j])})" for j, c in enumerate(cells))
