@@ -58,14 +58,19 @@ def test_beta_grid_end_to_end_lag_exactly_zero_on_the_diagonal(tmp_path):
         shares = sum(arrays[f"{task}__share_{k}_squared_current"]
                      for k in ("sign", "lag", "residual"))
         np.testing.assert_allclose(shares, 1.0, rtol=1e-12)
-        assert arrays[f"{task}__verdicts"].shape == (14,)
+        assert arrays[f"{task}__verdicts"].shape == (9,)
     for r, t in zip(results, cfg.tasks):
         if t["beta1"] == t["beta2"]:
             assert np.all(r["share_lag"] == 0.0) and r["lag_norm_max"] == 0.0
             assert np.all(np.asarray(r["reference"])[:, 2] == 0.0)
     findings = [c for c in claims if c.id.startswith("finding:")]
-    assert len(findings) == 14 and all(c.kind == "finding" and not c.fails_run for c in findings)
-    assert all(c.verdict in ("HELD", "NOT HELD", "UNRESOLVED") for c in findings)
+    assert len(findings) == 9 and all(c.kind == "finding" and not c.fails_run for c in findings)
+    assert all(c.verdict in ("HELD", "NOT HELD", "UNRESOLVED", "depends on the reading")
+               for c in findings)
+    for c in findings:  # rule, per-seed values, power and the verdict of every reading
+        d = c.to_dict()
+        assert d["rule"] == "mean_threshold" and len(d["per_seed"]) <= 2 and "power" in d
+        assert len(d["readings"]) == (1 if ":tied_smoother:" in c.id else 4)
     assert all(c.statement.startswith("provisional (reduced configuration): ") for c in findings)
 
 
@@ -172,11 +177,16 @@ def test_gauge_under_adam_end_to_end(tmp_path):
     assert np.all(a["gap_lo"][ok] <= a["gap"][ok] + 1e-12)
     reported = [c for c in claims if c.id.startswith(("finding:", "measurement:"))]
     assert {c.id for c in reported} == (
-        {f"finding:{k}:D8:{g}" for k in ("owner_rate", "gauge_gap") for g in ("tied", "untied")}
+        {f"finding:{k}:D8" for k in ("owner_rate", "gauge_gap")}
         | {f"measurement:{k}:D8" for k in ("gauge_gap", "lag_share", "delta_drift")})
     assert all(not c.fails_run for c in reported)
     found = [c for c in reported if c.kind == "finding"]
-    assert all(c.verdict in ("HELD", "NOT HELD", "UNRESOLVED") for c in found)
+    assert all(c.verdict in ("HELD", "NOT HELD", "UNRESOLVED", "depends on the reading")
+               for c in found)
+    for c in found:
+        d = c.to_dict()
+        assert d["rule"] in ("proportion", "mean_threshold") and "power" in d
+        assert set(d["readings"]) == set(ga.GROUPS) and d["per_seed"]
     assert all(c.statement.startswith("provisional (reduced configuration): ") for c in found)
 
 
@@ -268,11 +278,27 @@ def test_gauge_findings_judge_the_interval():
          "tied": np.array([True, False]), "owner_count": np.array([[8.0, 1.0]]),
          "t_spec_w": np.array([[np.linspace(4.0, 4.4, 8), np.linspace(0.8, 1.25, 8)]]),
          "t_spec_a": np.ones((1, 2, 8))}
-    found = {c.id: c for c in ga._group_findings(a, 0, 8, 2, "", 3)}
-    assert found["finding:owner_rate:D8:tied"].verdict == "HELD"
-    assert found["finding:owner_rate:D8:untied"].verdict == "NOT HELD"
-    assert found["finding:gauge_gap:D8:tied"].verdict == "HELD"
-    assert found["finding:gauge_gap:D8:untied"].verdict == "UNRESOLVED"
+    found = {c.id: c for c in ga._group_findings(a, 0, 8, 2, "")}
+    rate, gap = found["finding:owner_rate:D8"], found["finding:gauge_gap:D8"]
+    assert rate.readings == {"all configurations": "UNRESOLVED", "tied": "HELD",
+                             "untied": "NOT HELD"}
+    assert gap.readings == {"all configurations": "HELD", "tied": "HELD",
+                            "untied": "UNRESOLVED"}
+    assert rate.verdict == gap.verdict == "depends on the reading" and not rate.passed
+    from gaugedyn.stats import judge
+
+    d = rate.to_dict()  # recomputed from the record alone
+    again = judge(d["rule"], d["per_seed"], threshold=0.5, direction=">")
+    assert [again.low, again.high] == d["interval"] and again.verdict == "UNRESOLVED"
+    # built to hold in every group, and built to fail in every group
+    held = {c.id: c for c in ga._group_findings(a | {"owner_count": np.array([[8.0, 8.0]]),
+                                                    "t_spec_w": np.full((1, 2, 8), 4.0)
+                                                    + np.linspace(0, 0.1, 8)}, 0, 8, 2, "")}
+    assert {c.verdict for c in held.values()} == {"HELD"}
+    failed = {c.id: c for c in ga._group_findings(a | {"owner_count": np.array([[0.0, 1.0]]),
+                                                      "t_spec_w": np.full((1, 2, 8), 0.5)
+                                                      + np.linspace(0, 0.1, 8)}, 0, 8, 2, "")}
+    assert {c.verdict for c in failed.values()} == {"NOT HELD"}
 
 
 def test_declared_configurations_hold_the_full_grid_and_tied_and_untied_betas():

@@ -45,6 +45,23 @@ def verdicts(claims) -> dict[str, bool]:
     return {c.id: bool(c.passed) for c in claims}
 
 
+def assert_judged(c: dict, rule: str) -> None:
+    """A finding record names its rule and carries its per-seed values, power and readings, and
+    (for a catalogue rule) its verdict is recomputed from the record alone."""
+    from gaugedyn.stats import RULES, judge
+
+    assert c["kind"] == "finding" and c["rule"] == rule
+    assert c["per_seed"] is not None and "power" in c and c["readings"]
+    assert set(c["readings"].values()) <= {"HELD", "NOT HELD", "UNRESOLVED"}
+    if rule in RULES:
+        t = c["tolerance"]
+        samples = c["per_seed"] if RULES[rule].estimator in ("slope", "paired") else [c["per_seed"]]
+        thr = tuple(t["threshold"]) if isinstance(t["threshold"], list) else t["threshold"]
+        again = judge(rule, *samples, threshold=thr,
+                      direction=t["direction"] if not isinstance(thr, tuple) else None)
+        assert again.verdict == c["verdict"] and [again.low, again.high] == c["interval"]
+
+
 @pytest.fixture(scope="module", params=list(REDUCED), ids=lambda e: e.name)
 def reduced_run(request):
     experiment = request.param
@@ -62,6 +79,8 @@ def test_reduced_run_passes_its_claims_and_draws(reduced_run, tmp_path):
     for c in claims:
         assert c.id.startswith(experiment.name + ".")
         assert c.to_dict()["passed"] is bool(c.passed)
+        if c.kind == "finding":
+            assert_judged(c.to_dict(), c.rule)
     for name, value in arrays.items():
         assert np.asarray(value).dtype != object, name
     np.savez(tmp_path / "arrays.npz", **arrays)  # figures are drawn from the stored arrays alone
@@ -141,6 +160,8 @@ def test_clock_claims_fail_on_one_path_or_one_clock():
     claims = CLOCK.analyse(config, tasks, _clock_results(False, same_clocks=True), SEED)[1]
     clocks = next(c for c in claims if c.id == "clock.clocks")
     assert clocks.verdict == "NOT HELD" and clocks.measured == pytest.approx(1.0)
+    assert_judged(clocks.to_dict(), "deterministic")
+    assert clocks.per_seed == [clocks.measured] and clocks.power == 1.0  # at D^2 > D
 
 
 def test_initial_mobilities_are_identities_of_the_set_up():
@@ -326,6 +347,11 @@ def test_pattern_claims_fail_on_a_resolved_tie_a_moved_counterexample_or_shared_
     assert not _patterns(wrong_counterexample=True)["ownership_patterns.counterexamples"].passed
     region = _patterns(shared_in_region=40)["ownership_patterns.selection_region"]
     assert region.verdict == "NOT HELD"
+    held = good["ownership_patterns.selection_region"]
+    assert held.verdict == "HELD" and held.power > 0.8
+    for c in (held.to_dict(), region.to_dict()):
+        assert_judged(c, "proportion")
+        assert c["readings"] == {"as judged": c["verdict"]}
 
 
 def test_pattern_outcomes_and_gaps():
@@ -427,12 +453,34 @@ def test_divergent_members_of_a_batch_are_isolated():
 
 def test_finite_sample_dissipation_finding_fails_without_convergence():
     from gaugedyn.experiments.gauge.finite_sample import EXPERIMENT as FINITE
-    from gaugedyn.stats import loglog_fit
 
     config = config_of(FINITE, quick=True)
     ns = np.array([100.0, 1000.0, 10000.0, 100000.0])
     wobble = 1 + 0.01 * np.array([1, -1, 1, -1])
-    good = FINITE._dissipation_finding("reaction", config, ns, loglog_fit(ns, ns**-0.5 * wobble),
-                                       0.0)
-    flat = FINITE._dissipation_finding("transport", config, ns, loglog_fit(ns, wobble), 0.0)
+    good = FINITE._dissipation_finding("reaction", config, ns, ns**-0.5 * wobble, 0.0)
+    flat = FINITE._dissipation_finding("transport", config, ns, wobble, 0.0)
     assert good.verdict == "HELD" and flat.verdict == "NOT HELD"
+    for c in (good.to_dict(), flat.to_dict()):
+        assert_judged(c, "slope_band")
+        assert c["per_seed"][0] == pytest.approx(list(np.log(ns)))
+    assert good.power > 0.8 and flat.power > 0.8  # the wobble is small: power at p = -1/2
+
+
+def test_the_verdicts_docs_page_recomputes_a_stored_quick_summary(tmp_path):
+    """docs/verdicts-in-experiments.md: its python block re-judges every finding of a stored
+    quick ``clock`` summary from the summary alone."""
+    import re
+    from pathlib import Path
+
+    from gaugedyn.harness import execute, load_config
+
+    root = Path(__file__).resolve().parents[1]
+    cfg = load_config(root / "simulations" / "clock.toml", quick=True,
+                      overrides=["n_path=120", "n_times=200"])
+    execute(cfg, tmp_path / "clock-quick", executor="serial", progress=None)
+    doc = root / "docs" / "verdicts-in-experiments.md"
+    (block,) = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)
+    path = str(tmp_path / "clock-quick" / "summary.json")
+    assert '"results/clock-quick/summary.json"' in block
+    exec(compile(block.replace('"results/clock-quick/summary.json"', repr(path)), str(doc),
+                 "exec"), {})

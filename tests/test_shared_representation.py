@@ -46,10 +46,19 @@ def test_small_run_reports_every_finding_with_interval_and_paper(small, tmp_path
                 "endpoints.favoured", "horizon.sgd", "formation.cancellation"):
         assert f"shared_representation.{key}" in ids
     for c in claims:
+        if c.id == "shared_representation.setup":
+            assert "calibrated in this run" in c.statement and "b2-own-mild" in c.statement
+            continue
         assert c.interval is not None and len(c.interval) == 2
         if c.kind == "finding":
             assert "paper:" in c.expected and c.statement.startswith("provisional")
+            d = c.to_dict()
+            assert d["rule"] in ("paired_difference", "equivalence")
+            assert len(d["per_seed"]) == (2 if d["rule"] == "paired_difference" else 3)
+            assert "power" in d and "underpowered" in d
+            assert d["readings"] == {"as judged": d["verdict"]}
     assert diag["calibration"]["choice"] == "b2-own-mild"
+    assert diag["calibration"]["source"] == "calibrate"
     assert diag["calibration"]["candidates"][0]["w_star"] in (0.9, 0.99)
     assert diag["interventions"]["iv_xv"][0]["operation"] == "exchange"
     names = [n if isinstance(n, str) else n[0] for n in E.plot(arrays, config, tmp_path)]
@@ -173,10 +182,47 @@ def test_switch_table6_and_endpoint_findings_can_fail(small):
     assert v["endpoints.favoured"] == "NOT HELD"
 
 
-def test_absolute_interval():
-    iv = sf.stats.Interval
-    assert sf.absolute(iv(0.01, -0.03, 0.02)) == iv(0.01, 0.0, 0.03)
-    assert sf.absolute(iv(-0.05, -0.06, -0.04)) == iv(0.05, 0.04, 0.06)
+def test_a_finding_is_recomputable_from_its_record(small):
+    config, results = small[0], small[1][0]
+    _, claims, _ = sf.analyse(config, results, 40, SEED)
+    for c in (c.to_dict() for c in claims if c.kind == "finding"):
+        t = c["tolerance"]
+        thr = tuple(t["threshold"]) if c["rule"] == "equivalence" else t["threshold"]
+        per = c["per_seed"]
+        samples = per if c["rule"] == "paired_difference" else [per]
+        again = sf.stats.judge(c["rule"], *samples, threshold=thr,
+                               direction=None if c["rule"] == "equivalence" else t["direction"])
+        assert again.verdict == c["verdict"], c["id"]
+
+
+def test_quick_and_extended_runs_reuse_the_stored_full_calibration(small, tmp_path):
+    from gaugedyn.experiments.adam_state import _calibration as sc
+
+    quick = load_config("simulations/shared_representation.toml", quick=True)
+    how = quick.tasks[0]["calibration"]
+    assert how["source"] == "stored" and how["choice"] == sc.stored()["choice"]
+    assert how["calibration_seeds"] == E.params["calibration_seeds"].default
+    again = load_config("simulations/shared_representation.toml", quick=True,
+                        overrides=["recalibrate=true"])
+    assert again.tasks[0]["calibration"] == {"source": "calibrate",
+                                             "reason": "recalibrate = true"}
+    other = load_config("simulations/shared_representation.toml", quick=True,
+                        overrides=["beta2=0.9"]).tasks[0]["calibration"]
+    assert other["source"] == "calibrate" and "beta2" in other["reason"]
+    # a run given a stored choice trains that set-up, calibrates nothing, and says so
+    config = small[0] | {"setup": "search"}
+    record = {"choice": "b1-own-strong", "w_star": 0.99, "rule": "eligible",
+              "candidates": [], "calibration_seeds": 16, "settings": {}, "command": "cmd",
+              "date": "today"}
+    path = tmp_path / "calibration.json"
+    path.write_text(__import__("json").dumps(record))
+    plan = sc.plan(config, [], path)
+    assert plan["source"] == "stored"
+    task = E.tasks(config)[0] | {"calibration": plan}
+    out = E.run_task(task, task_seed(0, E.name, task))
+    cal = __import__("json").loads(out["calibration"])
+    assert cal["choice"] == "b1-own-strong" and cal["w_star"] == 0.99
+    assert "stored full calibration" in sc.describe(cal)
 
 
 def test_bad_input_is_refused_before_work(tmp_path):

@@ -6,7 +6,7 @@ statistics of :func:`protocol_statistics` into findings. This module needs no to
 Per run (after the start-up fraction ``skip`` of steps), from the reference split's per-step
 sums (:data:`gaugedyn.adam.READING_SUMS`), for each sign reading ``r`` (``current``: sign
 ``sign(g_t)``, residual ``transition + ratio + eps``; ``memory``: sign ``sign(w^)``, residual
-``ratio + eps``; the lag is the same) and each share convention (``squared``, the primary:
+``ratio + eps``; the lag is the same) and each share convention (``squared``:
 ``|p_k|^2 / sum_j |p_j|^2``; ``norm``: ``|p_k| / sum_j |p_j|``):
 
 - ``share_<part>_<convention>_<r>``: the step mean of the share of ``sign``, ``lag``,

@@ -17,14 +17,20 @@ with ``w`` the first moment taken with the second moment's memory (``w is m`` wh
   tied cell; at a sample of coordinates the five parts sum to the update to ``1e-12``; the
   recorded update is the step ``torch.optim.Adam`` applied, to float32 round-off; the recorder's
   norms equal the reference split's to ``REFERENCE_TOL`` of the update norm;
-- *findings* (:func:`gaugedyn.experiments.finding`, HELD / NOT HELD / UNRESOLVED from a 95%
-  interval over seeds), per task and per reading, on the cells the protocol names, diverged
-  cells excluded: ``sign_dominated_tied``, ``lag_substantial`` and ``residual_small`` (each
-  off-diagonal region ``beta2 > beta1`` and ``beta2 < beta1`` separately) and
-  ``tied_smoother`` (at matched ``beta1`` and matched ``beta2``, each region). The verdict is
-  the primary (squared-norm) convention's; the norm convention's estimate, interval and verdict
-  are recorded beside it. A configuration other than the full one prints every finding as
-  "provisional (quick)" (or "provisional (reduced configuration)").
+- *findings* (:func:`gaugedyn.harness.judged`, rule ``mean_threshold``: the 95% Student t
+  interval over seeds of the per-seed mean over the judged cells), per task, on the cells the
+  protocol names, diverged cells excluded: ``sign_dominated_tied``, ``lag_substantial`` and
+  ``residual_small`` (each off-diagonal region ``beta2 > beta1`` and ``beta2 < beta1``
+  separately) and ``tied_smoother`` (at matched ``beta1`` and matched ``beta2``, each region).
+  Readings are judged, not chosen: a share or sign-dominance finding is judged under each sign
+  reading (current, memory) and each share convention (squared, norm), four readings stored in
+  ``readings`` with their estimates and intervals in ``tolerance.reading_detail``; the verdict
+  is their common one, or "depends on the reading". The estimate and interval shown are the
+  ``current/squared`` reading's. The paper gives no value of these measures, so the power is
+  computed at the threshold moved half a standard deviation of the per-seed values onto the
+  claimed side (:func:`gaugedyn.experiments._verdicts.margin_value`). A configuration other than
+  the full one prints every finding as "provisional (quick)" (or "provisional (reduced
+  configuration)").
 """
 
 from __future__ import annotations
@@ -35,12 +41,12 @@ from pathlib import Path
 import numpy as np
 
 from ..._errors import InputError
-from ...harness import Claim, Experiment, Param, finding
+from ...harness import Claim, Experiment, Param, judged
 from ...harness import configuration_label as _protocol_label
-from ...stats import verdict
+from ...stats import judge
+from .._verdicts import no_paper_value
 from ._grid import (
     CONVENTIONS,
-    PRIMARY,
     TASK_KINDS,
     TASKS,
     cell_table,
@@ -53,7 +59,9 @@ REFERENCE_TOL = 1e-4
 _F32 = 2.0**-24
 PROTOCOL = "src/gaugedyn/experiments/adam_split/PROTOCOL.md"
 FULL_KEYS = ("tasks", "beta1s", "beta2s", "seeds", "steps", "lr", "skip")
-VERDICT_CODES = {"NOT HELD": 0, "HELD": 1, "UNRESOLVED": 2}
+VERDICT_CODES = {"NOT HELD": 0, "HELD": 1, "UNRESOLVED": 2, "depends on the reading": 3}
+PRIMARY_READING = "current/squared"
+"""The reading whose estimate and interval a finding shows (its verdict is every reading's)."""
 _BETAS = dict(type=list, item=float, lo=0.0, hi=0.999, min_len=2, max_len=8, distinct=True,
               why="a memory of at most 1000 steps, within a run's length")
 
@@ -87,7 +95,7 @@ class BetaGrid(Experiment):
         "parts": "lag = (m^ - w^)/(sqrt(v^)+eps), w_t = b2 w_{t-1} + (1-b2) g_t, w^ = w/(1-b2^t); "
                  "current reading: sign = sign(g_t), residual = transition + ratio + eps; "
                  "memory reading: sign = sign(w^), residual = ratio + eps",
-        "share": "squared (primary): |p_k|^2 / sum_j |p_j|^2; norm: |p_k| / sum_j |p_j|, over "
+        "share": "squared: |p_k|^2 / sum_j |p_j|^2; norm: |p_k| / sum_j |p_j|, over "
                  "(sign, lag, residual) of the reading, all parameters, per step; run value: mean "
                  "over steps after the start-up fraction skip",
         "sign_dominance": "squared: cos^2(u, sign part), norm: cos(u, sign part), step mean "
@@ -97,8 +105,10 @@ class BetaGrid(Experiment):
         "diverged": "a run diverged if a minibatch loss was not finite, or its final evaluation "
                     "loss is not finite or above its initial one; a cell diverged if any seed "
                     "did; diverged cells are hatched and left out of every finding",
-        "intervals": "95% Student-t interval over seeds of the per-seed mean over the judged "
-                     "cells (gaugedyn.stats.mean_ci); verdict gaugedyn.stats.verdict",
+        "intervals": "rule mean_threshold (gaugedyn.stats.RULES): 95% Student-t interval over "
+                     "seeds of the per-seed mean over the judged cells, in every reading (sign "
+                     "reading x share convention); verdict: the readings' common one, or "
+                     "'depends on the reading'",
         "protocol": PROTOCOL,
     }
 
@@ -160,35 +170,66 @@ _STATEMENTS = {
 
 
 def finding_id(task: str, stat: dict) -> str:
-    """``finding:<task>:<claim>:<reading>:<region>[:matched_<beta>]``."""
+    """``finding:<task>:<claim>:<region>[:matched_<beta>]`` (one finding for every reading)."""
     tail = f":matched_{stat['match']}" if "match" in stat else ""
-    return f"finding:{task}:{stat['claim']}:{stat['reading']}:{stat['region']}{tail}"
+    return f"finding:{task}:{stat['claim']}:{stat['region']}{tail}"
 
 
-def finding_of(task: str, stat: dict, label: str, diverged: list[str]) -> Claim:
-    """One protocol statistic as a finding: the verdict from the primary convention, both
-    conventions (estimate, interval, threshold, verdict) recorded in ``tolerance``."""
-    conv = {}
-    for c in CONVENTIONS:
-        x = stat["conventions"][c]
-        conv[c] = {**x, "verdict": verdict(x["interval"], x["threshold"], x["direction"])}
-    p = stat["conventions"][PRIMARY]
-    words = _STATEMENTS[stat["claim"]].format(t=p["threshold"], region=stat["region"],
-                                              match=stat.get("match", ""))
-    n = len(stat["cells"])
-    reading = ("both readings (the update does not depend on the reading)"
-               if stat["reading"] == "both" else f"{stat['reading']} reading")
-    statement = (f"{label + ': ' if label else ''}{task} ({TASK_KINDS[task]}), {reading}: {words}"
-                 f" [{n} cell{'s' if n != 1 else ''}; 95% interval over seeds; norm convention: "
-                 f"{conv['norm']['verdict']}]")
-    extra = {"reading": stat["reading"], "region": stat["region"], "primary": PRIMARY,
-             "conventions": conv, "diverged_cells": diverged, "provisional": label or None,
-             "protocol": PROTOCOL}
-    if "match" in stat:
-        extra["match"] = stat["match"]
-    iv = (p["estimate"], *p["interval"])
-    return finding(finding_id(task, stat), statement, iv, p["threshold"], p["direction"],
-                   cells=stat["cells"], extra=extra)
+READING_ORDER = tuple(f"{r}/{c}" for r in ("current", "memory") for c in CONVENTIONS)
+"""The readings a share or sign-dominance finding is judged under: sign reading x share
+convention (``PROTOCOL.md`` sections 2, 3); ``current/squared`` is listed first."""
+
+
+def _judgements(group: list[dict]) -> dict:
+    """``{reading: Judgement}`` of one finding: ``mean_threshold`` on the per-seed values of
+    every sign reading and share convention (one reading where the measure depends on neither)."""
+    out = {}
+    for stat in group:
+        for c in CONVENTIONS:
+            x = stat["conventions"][c]
+            name = "as judged" if stat["reading"] == "both" else f"{stat['reading']}/{c}"
+            if name in out:
+                continue
+            out[name] = judge("mean_threshold", x["per_seed"], threshold=x["threshold"],
+                              direction=x["direction"])
+    return out
+
+
+def findings_of(task: str, statistics: list[dict], label: str, diverged: list[str]) -> list:
+    """The protocol's statistics of ``task`` as findings: one per claim, region (and match),
+    judged under every documented reading (:data:`READING_ORDER`); the verdict is the readings'
+    common one, or "depends on the reading"."""
+    groups: dict = {}
+    for stat in statistics:
+        groups.setdefault(finding_id(task, stat), []).append(stat)
+    out = []
+    for fid, group in groups.items():
+        stat = group[0]
+        readings = _judgements(group)
+        primary = readings.get(PRIMARY_READING, next(iter(readings.values())))
+        words = _STATEMENTS[stat["claim"]].format(t=primary.threshold, region=stat["region"],
+                                                  match=stat.get("match", ""))
+        n = len(stat["cells"])
+        several = len(readings) > 1
+        how = ("each sign reading (current, memory) and share convention (squared, norm): "
+               + ", ".join(f"{k} {j.verdict}" for k, j in readings.items())
+               if several else "the update does not depend on the reading")
+        power_at, why = no_paper_value(primary)
+        statement = (f"{label + ': ' if label else ''}{task} ({TASK_KINDS[task]}): {words} "
+                     f"[{n} cell{'s' if n != 1 else ''}; mean_threshold over seeds; judged under "
+                     f"{how}; the paper gives no value]")
+        detail = {k: {"estimate": j.estimate, "interval": [j.low, j.high],
+                      "threshold": j.threshold, "direction": j.direction, "verdict": j.verdict,
+                      "rule": j.rule, "per_seed": j.values}
+                  for k, j in readings.items()}
+        extra = {"region": stat["region"], "cells": stat["cells"], "reading_detail": detail,
+                 "diverged_cells": diverged, "provisional": label or None,
+                 "protocol": PROTOCOL, **why}
+        if "match" in stat:
+            extra["match"] = stat["match"]
+        out.append(judged(fid, statement, primary, readings=readings if several else None,
+                          paper_value=power_at, extra=extra))
+    return out
 
 
 def analyse_grid(config: dict, tasks: list[dict], results: list[dict]):
@@ -200,7 +241,7 @@ def analyse_grid(config: dict, tasks: list[dict], results: list[dict]):
     diagnostics: dict = {"protocol": PROTOCOL, "provisional": label or None, "per_task": {}}
     for name in table["tasks"]:
         diverged = diverged_cells(table, name)
-        found = [finding_of(name, s, label, diverged) for s in protocol_statistics(table, name)]
+        found = findings_of(name, protocol_statistics(table, name), label, diverged)
         claims += found
         arrays[f"{name}__verdicts"] = np.array([VERDICT_CODES[c.verdict] for c in found],
                                                dtype=np.int8)
@@ -215,10 +256,7 @@ def analyse_grid(config: dict, tasks: list[dict], results: list[dict]):
 def _diagnostic(c: Claim) -> dict:
     tol = c.tolerance
     return {"verdict": c.verdict, "estimate": c.measured, "interval": c.interval,
-            "reading": tol["reading"], "region": tol["region"], "primary": tol["primary"],
-            "conventions": {k: {"estimate": v["estimate"], "interval": v["interval"],
-                                "threshold": v["threshold"], "verdict": v["verdict"]}
-                            for k, v in tol["conventions"].items()},
+            "region": tol["region"], "readings": tol["reading_detail"],
             "cells": tol["cells"], "diverged_cells": tol["diverged_cells"]}
 
 
@@ -270,22 +308,23 @@ def reference_error(out: dict) -> float:
 
 
 def readme_table(summary: str | Path) -> str:
-    """The README's findings table from a run's ``summary.json`` (verdicts and primary
-    intervals exactly as the claims state them), one row per task and reading."""
+    """The README's findings table from a run's ``summary.json``: one row per task, one column
+    per finding (claim, region, match), the verdict with the ``current/squared`` reading's
+    estimate and interval, and each reading's verdict where they disagree."""
     data = json.loads(Path(summary).read_text())
     found = [c for c in data["claims"] if c.get("kind") == "finding"]
-    cols = list(dict.fromkeys(":".join(c["id"].split(":")[2:3] + c["id"].split(":")[4:])
-                              for c in found))
+    cols = list(dict.fromkeys(":".join(c["id"].split(":")[2:]) for c in found))
     rows: dict = {}
     for c in found:
-        _, task, claim, reading, *rest = c["id"].split(":")
-        key = (task, reading)
+        _, task, *rest = c["id"].split(":")
         cell = f"{c['verdict']} {c['measured']:.3g} [{c['interval'][0]:.3g}, {c['interval'][1]:.3g}]"
-        rows.setdefault(key, {})[":".join([claim, *rest])] = cell
-    head = "| task | reading | " + " | ".join(cols) + " |"
-    lines = [head, "|" + " --- |" * (len(cols) + 2)]
-    for (task, reading), cells in rows.items():
-        lines.append(f"| {task} ({TASK_KINDS.get(task, '?')}) | {reading} | "
+        if c["verdict"] == "depends on the reading":
+            cell += " (" + ", ".join(f"{k}: {v}" for k, v in c["readings"].items()) + ")"
+        rows.setdefault(task, {})[":".join(rest)] = cell
+    head = "| task | " + " | ".join(cols) + " |"
+    lines = [head, "|" + " --- |" * (len(cols) + 1)]
+    for task, cells in rows.items():
+        lines.append(f"| {task} ({TASK_KINDS.get(task, '?')}) | "
                      + " | ".join(cells.get(k, "") for k in cols) + " |")
     return "\n".join(lines)
 
@@ -463,7 +502,7 @@ def plot_verdicts(arrays: dict, outdir):
     table = np.array([arrays[f"{n}__verdicts"] for n in names], dtype=float)
     words = {v: k for k, v in VERDICT_CODES.items()}
     fig, ax = plt.subplots(figsize=(0.55 * len(cols) + 2.5, 0.45 * len(names) + 3.2))
-    colours = np.choose(table.astype(int), [0.0, 1.0, 0.5])
+    colours = np.choose(table.astype(int), [0.0, 1.0, 0.5, 0.3])
     ax.imshow(colours, cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
     for i in range(len(names)):
         for j in range(len(cols)):
@@ -474,8 +513,9 @@ def plot_verdicts(arrays: dict, outdir):
     ax.set_yticks(range(len(names)), names)
     ax.grid(False)
     caption = ("Every finding judged task by task under the written protocol (green: HELD, red: NOT "
-               "HELD, yellow: UNRESOLVED, from the primary squared-norm convention's 95% interval "
-               "over seeds); the numbers and the norm convention are in the claims table.")
+               "HELD, yellow: UNRESOLVED, orange: depends on the reading; each from the 95% t "
+               "intervals over seeds in every sign reading and share convention); the numbers "
+               "of each reading are in the claims table.")
     return save_figure(fig, outdir, "beta_grid_verdicts", caption)
 
 

@@ -23,9 +23,12 @@ and each ``(beta1, beta2)`` (tied and untied), ``S`` seeds are trained as one ba
 Checks (they decide the exit status): the probe saw every step; the parts sum to the update to
 ``1e-12`` relative to ``max(1, sum_k |p_k|)`` (float64); the update it split is the step the
 trainer applied, to ``1e-12`` relative;
-the lag part is exactly zero at every step of every tied configuration. Findings (owner rate, gauge
-gap, lag shares, drift of ``delta``) are claims with ids ``finding:...``, reported as measured with
-their intervals; their ``passed`` is True because they were measured, not because of their value.
+the lag part is exactly zero at every step of every tied configuration. Findings (owner rate and
+gauge gap per ``D``, ids ``finding:...``) are judged by rules of the catalogue
+(:data:`gaugedyn.stats.RULES`: ``proportion`` and ``mean_threshold`` on per-seed log ratios)
+over every comparison set, all configurations, the tied and the untied ones, stored as the
+finding's readings ("depends on the reading" when they disagree); lag shares and the drift of
+``delta`` are measurements.
 """
 
 from __future__ import annotations
@@ -33,8 +36,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..._meta import integer_seed
-from ...harness import Claim, Experiment, Param, configuration_label, finding
-from ...stats import bootstrap_ci, generator, mean_ci, proportion_ci
+from ...harness import Claim, Experiment, Param, configuration_label, judged
+from ...stats import bootstrap_ci, generator, judge, mean_ci, proportion_ci
+from .._verdicts import no_paper_value
 
 GAUGES = ("w-heavy", "a-heavy")
 SUM_TOL = 1e-12
@@ -261,7 +265,7 @@ def analyse_cells(config: dict, tasks: list[dict], results: list[dict],
         a["share_bins_dup"][i, j] = r["share_bins_dup"]
         a["loss"][i, j] = [r["loss_w"], r["loss_a"], r["loss_dup"]]
     label = configuration_label(config, GaugeUnderAdam.params, LABEL_KEYS)
-    claims = check_claims(tasks, results) + finding_claims(a, S, K, label, seed)
+    claims = check_claims(tasks, results) + finding_claims(a, S, K, label)
     diagnostics = {"seeds_per_cell": S, "cells": nD * nP, "provisional": label or None,
                    "probe": "every Adam step is observed through train(on_step=...); "
                             "see gaugedyn.adam.AdamProbe"}
@@ -312,48 +316,102 @@ def _pooled(values: np.ndarray, mask: np.ndarray) -> float:
     return float(v.mean()) if v.size else float("nan")
 
 
-def _group_findings(a: dict, i: int, S: int, K: int, label: str,
-                    root: np.random.SeedSequence | int) -> list[Claim]:
-    """Per ``D`` and group (tied, untied): the owner-selection rate (pooled Wilson interval;
-    claimed ``> 1/2``: the favourable gauge chooses the owner in most seeds) and the gauge gap
-    (geometric mean of ``t_w / t_a`` over the group's seeds and configurations, bootstrap interval;
-    claimed ``> 1``: the favourable gauge still specializes first)."""
+GROUPS = ("all configurations", "tied", "untied")
+"""The comparison sets a finding is judged over (its readings): every ``(beta1, beta2)``, the
+tied ones, the untied ones."""
+
+
+def _groups(tied: np.ndarray) -> dict[str, np.ndarray]:
+    masks = {"all configurations": np.ones_like(tied, dtype=bool), "tied": tied,
+             "untied": ~tied}
+    return {g: m for g, m in masks.items() if m.any()}
+
+
+def owner_outcomes(a: dict, i: int, mask: np.ndarray, S: int) -> np.ndarray:
+    """One 0/1 outcome per seed and configuration of ``mask`` at ``D = dims[i]`` (1: the a-heavy
+    copy ends as the owner), from the counts per configuration."""
+    counts = np.nan_to_num(a["owner_count"][i, mask]).astype(int)
+    return np.concatenate([np.r_[np.ones(k), np.zeros(S - k)] for k in counts])
+
+
+def gap_per_seed(a: dict, i: int, mask: np.ndarray) -> np.ndarray:
+    """Per seed, the mean over the configurations of ``mask`` of ``log(t_w / t_a)`` where both
+    specialized (``nan`` for a seed where none did): one value per seed, since the
+    configurations of a seed share its data."""
+    num, den = a["t_spec_w"][i, mask], a["t_spec_a"][i, mask]  # (configurations, seeds)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.where((num > 0) & (den > 0), np.log(num / den), np.nan)
+    ok = np.isfinite(logs)
+    with np.errstate(invalid="ignore"):
+        return np.where(ok.any(axis=0), np.nansum(np.where(ok, logs, 0.0), axis=0)
+                        / np.maximum(ok.sum(axis=0), 1), np.nan)
+
+
+def _group_findings(a: dict, i: int, S: int, K: int, label: str) -> list[Claim]:
+    """Per ``D``, judged over each comparison set of :data:`GROUPS` (the finding's readings; its
+    estimate and interval are over all configurations):
+
+    - ``finding:owner_rate:D<D>``: the owner-selection rate, rule ``proportion`` (Wilson) over
+      the seed-configurations, claimed ``> 1/2`` (the favourable gauge chooses the owner in most
+      seeds);
+    - ``finding:gauge_gap:D<D>``: the gauge gap, rule ``mean_threshold`` on the per-seed mean
+      log ratio ``log(t_w / t_a)``, claimed ``> 0`` (the favourable gauge still specializes
+      first; the statement reports the geometric mean ``exp`` of the estimate).
+
+    The papers give no value under Adam (gradient flow: rate 1, gap about ``D^2``), so the
+    power is computed at the threshold moved by the audit's margin
+    (:func:`gaugedyn.experiments._verdicts.margin_value`)."""
     D = int(a["dims"][i])
     cells = [_cell(x, y) for x, y in zip(a["beta1"], a["beta2"])]
     lead = f"{label}: " if label else ""
+    groups = _groups(np.asarray(a["tied"], dtype=bool))
+    rates = {g: judge("proportion", owner_outcomes(a, i, m, S), threshold=0.5, direction=">")
+             for g, m in groups.items()}
+    gaps = {g: judge("mean_threshold", gap_per_seed(a, i, m), threshold=0.0, direction=">")
+            for g, m in groups.items()}
+    every = {g: [c for c, x in zip(cells, m) if x] for g, m in groups.items()}
     out = []
-    for group, mask in (("tied", a["tied"]), ("untied", ~a["tied"])):
-        if not mask.any():
-            continue
-        where = [c for c, m in zip(cells, mask) if m]
-        k, n = int(np.nansum(a["owner_count"][i, mask])), int(S * mask.sum())
-        out.append(finding(
-            f"finding:owner_rate:D{D}:{group}",
-            f"{lead}duplicates at D = {D} (copy 0 a-heavy, {K - 1} w-heavy) under {group} Adam: "
-            f"the a-heavy copy ends as the owner in most seeds ({k}/{n}, Wilson 95% interval)",
-            proportion_ci(k, n), 0.5, ">", expected="> 0.5 (gradient flow: 1)", cells=where,
-            extra={"provisional": label or None}))
-        num, den = a["t_spec_w"][i, mask].ravel(), a["t_spec_a"][i, mask].ravel()
-        est, lo, hi, used = gap_interval(num, den, generator(root, "gauge_gap", D, group))
-        out.append(finding(
-            f"finding:gauge_gap:D{D}:{group}",
-            f"{lead}single at D = {D} under {group} Adam: the gauge gap t_w / t_a in "
-            f"specialization time exceeds 1 (geometric mean over {used} seed-configurations "
-            "where both specialized, bootstrap 95% interval)",
-            (est, lo, hi), 1.0, ">", expected="> 1 (gradient flow: about D^2)", cells=where,
-            extra={"provisional": label or None, "pairs": used}))
+    for kind, readings in (("owner_rate", rates), ("gauge_gap", gaps)):
+        primary = readings["all configurations"]
+        power_at, why = no_paper_value(primary)
+        words = "; ".join(f"{g}: {j.verdict}" for g, j in readings.items())
+        if kind == "owner_rate":
+            k = int(np.sum(primary.values))
+            statement = (f"{lead}duplicates at D = {D} (copy 0 a-heavy, {K - 1} w-heavy) under "
+                         f"Adam: the a-heavy copy ends as the owner in most seeds ({k}/"
+                         f"{primary.n} seed-configurations; rule proportion, judged over all "
+                         f"configurations, the tied and the untied ones: {words}; the paper "
+                         "gives no value under Adam)")
+            expected = "> 0.5 (gradient flow: 1)"
+        else:
+            g = [np.exp(x) for x in (primary.estimate, primary.low, primary.high)]
+            statement = (f"{lead}single at D = {D} under Adam: the gauge gap t_w / t_a in "
+                         f"specialization time exceeds 1: per-seed mean log ratio > 0 over "
+                         f"{primary.n} seeds (geometric mean {g[0]:.3g} [{g[1]:.3g}, "
+                         f"{g[2]:.3g}]; rule mean_threshold, judged over all configurations, "
+                         f"the tied and the untied ones: {words}; the paper gives no value "
+                         "under Adam)")
+            expected = "log gap > 0 (gradient flow: about log D^2)"
+        detail = {g: {"estimate": j.estimate, "interval": [j.low, j.high], "n": j.n,
+                      "threshold": j.threshold, "direction": j.direction, "verdict": j.verdict,
+                      "rule": j.rule, "per_seed": j.values, "cells": every[g]}
+                  for g, j in readings.items()}
+        out.append(judged(f"finding:{kind}:D{D}", statement, primary, readings=readings,
+                          paper_value=power_at, expected=expected,
+                          extra={"provisional": label or None, "cells": cells,
+                                 "reading_detail": detail, **why}))
     return out
 
 
-def finding_claims(a: dict, S: int, K: int, label: str,
-                   root: np.random.SeedSequence | int) -> list[Claim]:
-    """The findings per ``D`` and group and the measurements per ``D`` (see module doc)."""
+def finding_claims(a: dict, S: int, K: int, label: str) -> list[Claim]:
+    """The findings per ``D`` (judged over every comparison set) and the measurements per
+    ``D`` (see module doc)."""
     dims, b1, b2, tied = a["dims"], a["beta1"], a["beta2"], a["tied"]
     out = []
     note = f"{label}: measured under Adam" if label else "Measured under Adam"
     for i, D in enumerate(dims):
         cells = [_cell(x, y) for x, y in zip(b1, b2)]
-        out += _group_findings(a, i, S, K, label, root)
+        out += _group_findings(a, i, S, K, label)
         gap_txt = "; ".join(
             f"{c}: {a['gap'][i, j]:.3g} [{a['gap_lo'][i, j]:.3g}, {a['gap_hi'][i, j]:.3g}] "
             f"(n = {int(a['gap_pairs'][i, j])})" for j, c in enumerate(cells))

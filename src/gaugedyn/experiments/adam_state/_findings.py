@@ -1,11 +1,20 @@
 """Findings, measurements and figures of ``shared_representation`` from its stored arrays.
 
-Every finding's criterion is the paper's pre-specified one and is fixed here before any run:
-intervals are 95% paired seed-bootstrap intervals (:func:`gaugedyn.stats.mean_difference_ci`,
-resampling seeds; a seed's value is its mean over the mirrored directions). An equivalence
-criterion ("inside +-m") is judged on the interval of ``|x|``: ``[0, max(|lo|, |hi|)]`` when the
-interval of ``x`` contains 0, else ``[min, max]`` of ``|lo|, |hi|``; HELD when it lies below ``m``,
-NOT HELD when it lies wholly at or above ``m`` (the signed interval is recorded beside it).
+Every finding's criterion is the paper's pre-specified one and is fixed here before any run;
+its verdict comes from a rule of the catalogue (:data:`gaugedyn.stats.RULES`) on the per-seed
+values (a seed's value is its mean over the mirrored directions):
+
+- a contrast claimed above or below a threshold (``> 0.05``, ``> 0``, ``< 0``):
+  ``paired_difference``, the 95% Student t interval of the mean over seeds of ``x - y`` (the
+  two routes, or a condition's contrast and its reference condition's, on the same seed);
+- a contrast claimed inside ``+-m`` (reset, exchange ``m``, heads, endpoints): ``equivalence``
+  (two one-sided tests at 2.5%: HELD when the 95% t interval of the mean difference lies inside
+  ``(-m, m)``, NOT HELD when it lies wholly outside it).
+
+``paper_value`` is the paper's estimate of the same difference (:data:`PAPER_VALUE`, from the
+numbers in :data:`PAPER`); a finding's ``power`` is its rule's probability of HELD there for the
+seeds used. Measurements (the paper gives them no decision rule) keep their paired
+seed-bootstrap intervals (:func:`gaugedyn.stats.mean_difference_ci`).
 """
 
 from __future__ import annotations
@@ -15,7 +24,8 @@ import json
 import numpy as np
 
 from ... import stats
-from ...harness import Claim, finding
+from ...harness import Claim, judged
+from . import _calibration as sc
 
 PAPER = {
     "switch": "67.5% of acquisition-formed vs 0% of update-formed checkpoints",
@@ -30,25 +40,25 @@ PAPER = {
     "heads": "own 0.1907, both heads 0.1911 [0.1838, 0.1978]",
     "move": "0.0303 [0.0269, 0.0338]",
     "t6": "native acquisition: native v 0.3551, projected-history v 0.3079",
+    "endpoints": "all endpoint intervals inside tolerance",
 }
+
+PAPER_VALUE = {
+    "endpoints": 0.0,  # matched endpoints: no route difference
+    "switch": 0.675 - 0.0, "t2_acquisition_own": 0.1668, "t2_update_own": 0.1510,
+    "t2_combined_own": 0.1951, "t2_acquisition_reset": 0.0011, "t2_update_reset": 0.0120,
+    "t2_combined_reset": 0.0103, "xm": 0.1982 - 0.1968, "xv": -0.1265, "ctl_own": 0.0324,
+    "ctl_xv": -0.0141, "pattern": 0.1028, "enc": 0.0611 - 0.0115, "heads": 0.1911 - 0.1907,
+    "move": 0.0303, "t6": 0.3079 - 0.3551,
+}
+"""The paper's value of each judged difference (from :data:`PAPER`): where a finding's power
+is computed."""
 
 
 def _seedwise(x) -> np.ndarray:
     """A seed's value: the mean over its directions (``[S, K] -> [S]``)."""
     x = np.asarray(x, dtype=float)
     return x.mean(axis=-1) if x.ndim > 1 else x
-
-
-def _iv(r: dict, key_a: str, key_b: str, rng) -> stats.Interval:
-    return stats.mean_difference_ci(_seedwise(r[key_a]), _seedwise(r[key_b]), rng=rng)
-
-
-def absolute(iv: stats.Interval) -> stats.Interval:
-    """The interval of ``|x|`` from that of ``x`` (see the module docstring)."""
-    lo, hi = abs(iv.low), abs(iv.high)
-    top = max(lo, hi)
-    bottom = 0.0 if iv.low <= 0 <= iv.high else min(lo, hi)
-    return stats.Interval(abs(iv.estimate), bottom, top)
 
 
 class Builder:
@@ -65,27 +75,48 @@ class Builder:
         """A generator from the run's analysis seed and ``label``."""
         return stats.generator(self.seed, "shared_representation", label)
 
-    def contrast(self, key: str, other: str | None = None) -> stats.Interval:
-        """Route contrast of condition ``key`` (``key_a - key_b``), or its change from ``other``."""
+    def pair(self, key: str, other: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Per-seed ``(x, y)`` of the route contrast of condition ``key`` (``x`` the
+        acquisition-formed route, ``y`` the update-formed one), or of its change from ``other``
+        (``x`` the contrast of ``key``, ``y`` that of ``other``)."""
         a, b = _seedwise(self.r[f"{key}_a"]), _seedwise(self.r[f"{key}_b"])
-        x = a - b
         if other is None:
-            iv = stats.mean_difference_ci(a, b, rng=self.rng(key))
-        else:
-            y = _seedwise(self.r[f"{other}_a"]) - _seedwise(self.r[f"{other}_b"])
-            iv = stats.mean_difference_ci(x, y, rng=self.rng(key + "-" + other))
-        self.table[key if other is None else f"{key}-{other}"] = [*iv]
+            return a, b
+        return a - b, _seedwise(self.r[f"{other}_a"]) - _seedwise(self.r[f"{other}_b"])
+
+    def contrast(self, key: str, other: str | None = None) -> stats.Interval:
+        """A measured contrast (no decision rule): paired seed-bootstrap interval."""
+        x, y = self.pair(key, other)
+        name = key if other is None else f"{key}-{other}"
+        iv = stats.mean_difference_ci(x, y, rng=self.rng(key if other is None
+                                                          else key + "-" + other))
+        self.table[name] = [*iv]
         return iv
 
-    def add(self, id_: str, text: str, iv: stats.Interval, thr: float, direction: str,
-            paper: str, equivalence: bool = False, cells=None) -> None:
-        extra = {"paper": paper}
+    def add(self, id_: str, text: str, pair, thr: float, direction: str, paper: str,
+            paper_value: float, equivalence: bool = False, table: str | None = None) -> None:
+        """A finding on per-seed ``pair = (x, y)``: ``equivalence`` of ``x - y`` inside
+        ``(-thr, thr)``, else ``paired_difference`` of ``x - y`` against ``thr``."""
+        x, y = (np.asarray(v, dtype=float) for v in pair)
         if equivalence:
-            extra["signed_interval"] = [iv.estimate, iv.low, iv.high]
-            iv = absolute(iv)
-        self.claims.append(finding(f"shared_representation.{id_}", self.note + text, iv, thr,
-                                   direction, expected=f"{direction} {thr:g} (paper: {paper})",
-                                   cells=cells, extra=extra))
+            j = stats.judge("equivalence", x - y, threshold=(-thr, thr))
+        else:
+            j = stats.judge("paired_difference", x, y, threshold=thr, direction=direction)
+        if table is not None:
+            self.table[table] = [j.estimate, j.low, j.high]
+        claim = f"inside +-{thr:g}" if equivalence else f"{direction} {thr:g}"
+        self.claims.append(judged(f"shared_representation.{id_}", self.note + text, j,
+                                  paper_value=paper_value,
+                                  expected=f"{claim} (paper: {paper})",
+                                  extra={"paper": paper, "paper_value": paper_value}))
+
+    def judge_contrast(self, id_: str, text: str, key: str, thr: float, direction: str,
+                       paper_key: str, other: str | None = None,
+                       equivalence: bool = False) -> None:
+        """:meth:`add` on the contrast of ``key`` (or its change from ``other``)."""
+        name = key if other is None else f"{key}-{other}"
+        self.add(id_, text, self.pair(key, other), thr, direction, PAPER[paper_key],
+                 PAPER_VALUE[paper_key], equivalence, table=name)
 
     def measure(self, id_: str, text: str, iv: stats.Interval, paper: str = "") -> None:
         self.claims.append(Claim(id=f"shared_representation.{id_}", statement=self.note + text,
@@ -97,32 +128,31 @@ class Builder:
 def _endpoints(b: Builder, mode: str) -> None:
     r, tol = b.r, b.c["tolerance"]
     for side, name in (("f", "favoured"), ("o", "opposed")):
-        iv = stats.mean_difference_ci(r[f"end_{mode}_a_{side}"], r[f"end_{mode}_u_{side}"],
-                                      rng=b.rng(f"end-{side}"))
         b.add(f"endpoints.{name}", f"endpoint matching: route difference in the {name} target's "
               f"readout precision r_{side} at the formation endpoint ({mode} evaluation "
-              f"distribution) lies inside +-{tol:g}", iv, tol, "<",
-              "all endpoint intervals inside tolerance", equivalence=True)
+              f"distribution) lies inside +-{tol:g}",
+              (r[f"end_{mode}_a_{side}"], r[f"end_{mode}_u_{side}"]), tol, "<",
+              PAPER["endpoints"], PAPER_VALUE["endpoints"], equivalence=True)
 
 
 def _table2(b: Builder) -> None:
     m = b.c["margin"]
     for kind in ("acquisition", "update", "combined"):
-        b.add(f"table2.inherited.{kind}", f"{kind} pulse, inherited Adam state: acquisition-"
-              "formed minus update-formed specialization lost after the pulse exceeds +0.05",
-              b.contrast(f"t2_{kind}_own"), 0.05, ">", PAPER[f"t2_{kind}_own"])
-        b.add(f"table2.reset.{kind}", f"{kind} pulse, Adam state and step reset: the route "
-              f"contrast lies inside +-{m:g}", b.contrast(f"t2_{kind}_reset"), m, "<",
-              PAPER[f"t2_{kind}_reset"], equivalence=True)
+        b.judge_contrast(f"table2.inherited.{kind}", f"{kind} pulse, inherited Adam state: "
+                         "acquisition-formed minus update-formed specialization lost after the "
+                         "pulse exceeds +0.05", f"t2_{kind}_own", 0.05, ">", f"t2_{kind}_own")
+        b.judge_contrast(f"table2.reset.{kind}", f"{kind} pulse, Adam state and step reset: the "
+                         f"route contrast lies inside +-{m:g}", f"t2_{kind}_reset", m, "<",
+                         f"t2_{kind}_reset", equivalence=True)
 
 
 def _switch(b: Builder) -> None:
     r = b.r
     sa, su = r["t2_combined_own_switch_a"], r["t2_combined_own_switch_b"]
-    iv = stats.mean_difference_ci(_seedwise(sa), _seedwise(su), rng=b.rng("switch"))
     b.add("switch.rate_difference", "the more precisely readable target switches within the "
           "pulse more often in acquisition-formed than in update-formed checkpoints (paired "
-          "per-seed switch-rate difference > 0)", iv, 0.0, ">", PAPER["switch"])
+          "per-seed switch-rate difference > 0)", (_seedwise(sa), _seedwise(su)), 0.0, ">",
+          PAPER["switch"], PAPER_VALUE["switch"])
     for tag, x in (("acquisition", sa), ("update", su)):
         x = np.asarray(x)
         b.measure(f"switch.rate.{tag}", f"switch rate of {tag}-formed checkpoints (Wilson "
@@ -132,26 +162,27 @@ def _switch(b: Builder) -> None:
 
 def _table4(b: Builder) -> None:
     m = b.c["margin"]
-    own = b.contrast("t2_combined_own")
-    b.add("table4.exchange_m", f"exchanging m changes the combined-pulse route contrast by "
-          f"less than the margin +-{m:g} (own {own.estimate:.4f})",
-          b.contrast("iv_xm", "t2_combined_own"), m, "<", PAPER["xm"], equivalence=True)
-    b.add("table4.exchange_v", "exchanging v reverses the route contrast (interval below 0)",
-          b.contrast("iv_xv"), 0.0, "<", PAPER["xv"])
-    b.add("table4.control_own", "equal-mean weight-history control: constant minus variable "
-          "loss-weight history at fixed acquisition gains, own state, contrast above 0",
-          b.contrast("ctl_own"), 0.0, ">", PAPER["ctl_own"])
-    b.add("table4.control_exchange_v", "equal-mean weight-history control with v exchanged: "
-          "contrast below 0", b.contrast("ctl_xv"), 0.0, "<", PAPER["ctl_xv"])
+    own = b.pair("t2_combined_own")
+    b.judge_contrast("table4.exchange_m", f"exchanging m changes the combined-pulse route "
+                     f"contrast by less than the margin +-{m:g} (own "
+                     f"{float(np.mean(own[0] - own[1])):.4f})", "iv_xm", m, "<", "xm",
+                     other="t2_combined_own", equivalence=True)
+    b.judge_contrast("table4.exchange_v", "exchanging v reverses the route contrast (interval "
+                     "below 0)", "iv_xv", 0.0, "<", "xv")
+    b.judge_contrast("table4.control_own", "equal-mean weight-history control: constant minus "
+                     "variable loss-weight history at fixed acquisition gains, own state, "
+                     "contrast above 0", "ctl_own", 0.0, ">", "ctl_own")
+    b.judge_contrast("table4.control_exchange_v", "equal-mean weight-history control with v "
+                     "exchanged: contrast below 0", "ctl_xv", 0.0, "<", "ctl_xv")
     for key, text in (("ctl_xm", "exchange m"), ("ctl_reset", "reset")):
         b.measure(f"table4.control_{key[4:]}", f"weight-history control contrast, {text}",
                   b.contrast(key))
 
 
 def _pattern(b: Builder) -> None:
-    b.add("pattern.common_scale", "common-scale pattern effect: at equalised mean adaptive "
-          "scale a_v, the route contrast minus the contrast with v exchanged is above 0",
-          b.contrast("iv_eq", "iv_eq+xv"), 0.0, ">", PAPER["pattern"])
+    b.judge_contrast("pattern.common_scale", "common-scale pattern effect: at equalised mean "
+                     "adaptive scale a_v, the route contrast minus the contrast with v exchanged "
+                     "is above 0", "iv_eq", 0.0, ">", "pattern", other="iv_eq+xv")
     for key, text in (("iv_scal", "v scalarised per tensor"), ("iv_eq", "a_v equalised"),
                       ("iv_scal+eq", "v scalarised and a_v equalised")):
         b.measure(f"pattern.{key[3:]}", f"route contrast with {text}", b.contrast(key))
@@ -159,24 +190,24 @@ def _pattern(b: Builder) -> None:
 
 def _table5(b: Builder) -> None:
     m = b.c["margin"]
-    b.add("table5.first_layer_carries_most", "exchanging the first encoder layer's v moves the "
-          "contrast further than exchanging the second's: contrast(second) - contrast(first) > 0",
-          b.contrast("iv_xv:enc1", "iv_xv:enc0"), 0.0, ">", PAPER["enc"])
-    b.add("table5.heads_change_little", f"exchanging both heads' v changes the contrast by less "
-          f"than +-{m:g}", b.contrast("iv_xv:heads", "t2_combined_own"), m, "<", PAPER["heads"],
-          equivalence=True)
-    b.add("table5.equal_movement", "with every update rescaled to the routes' common norm "
-          "(equal movement), the contrast stays above 0", b.contrast("iv_move"), 0.0, ">",
-          PAPER["move"])
+    b.judge_contrast("table5.first_layer_carries_most", "exchanging the first encoder layer's v "
+                     "moves the contrast further than exchanging the second's: "
+                     "contrast(second) - contrast(first) > 0", "iv_xv:enc1", 0.0, ">", "enc",
+                     other="iv_xv:enc0")
+    b.judge_contrast("table5.heads_change_little", f"exchanging both heads' v changes the "
+                     f"contrast by less than +-{m:g}", "iv_xv:heads", m, "<", "heads",
+                     other="t2_combined_own", equivalence=True)
+    b.judge_contrast("table5.equal_movement", "with every update rescaled to the routes' common "
+                     "norm (equal movement), the contrast stays above 0", "iv_move", 0.0, ">",
+                     "move")
 
 
 def _table6(b: Builder) -> None:
     r = b.r
-    iv = stats.mean_difference_ci(_seedwise(r["t6_acq_projected"]), _seedwise(r["t6_acq_native"]),
-                                  rng=b.rng("t6"))
     b.add("table6.projected_v", "in the native acquisition recipient (weights, m, step fixed), "
           "the projected-history v lowers the specialization lost: projected minus native < 0",
-          iv, 0.0, "<", PAPER["t6"])
+          (_seedwise(r["t6_acq_projected"]), _seedwise(r["t6_acq_native"])), 0.0, "<",
+          PAPER["t6"], PAPER_VALUE["t6"])
     iv = stats.mean_difference_ci(_seedwise(r["t6_proj_projected"]),
                                   _seedwise(r["t6_proj_native"]), rng=b.rng("t6p"))
     b.measure("table6.projected_recipient", "projected recipient: projected minus native v", iv)
@@ -215,8 +246,16 @@ def analyse(config: dict, results: dict, full: int, seed: np.random.SeedSequence
     """``(arrays, claims, diagnostics)`` of one run (see the module docstring)."""
     b = Builder(config, results, full, seed)
     cal = json.loads(str(results["calibration"]))
-    chosen = next(c for c in cal["candidates"] if c["name"] == cal["choice"])
+    from ._stages import FAMILY
+
+    chosen = next((c for c in cal["candidates"] if c["name"] == cal["choice"]),
+                  next(c for c in FAMILY if c["name"] == cal["choice"]))
     mode = chosen["eval"]
+    cal.setdefault("source", "calibrate")
+    b.claims.append(Claim(id="shared_representation.setup", statement=b.note + "set-up of "
+                          "this run: " + sc.describe(cal), measured=cal["choice"],
+                          expected="the full configuration's set-up", tolerance=None,
+                          passed=True, kind="measurement"))
     _endpoints(b, mode)
     _switch(b)
     _table2(b)
@@ -233,7 +272,8 @@ def analyse(config: dict, results: dict, full: int, seed: np.random.SeedSequence
             for mode in ("own", "common") for tag in ("a", "u") for side in ("f", "o")}
     arrays |= {"endpoints": np.array([[r[f"end_{mode}_{t}_{s}"] for s in ("f", "o")]
                                       for t in ("a", "u")], dtype=float)}
-    diag = {"calibration": cal, "chosen": chosen, "endpoint_means": ends,
+    diag = {"calibration": cal, "setup": sc.describe(cal), "chosen": chosen,
+            "endpoint_means": ends,
             "interventions": json.loads(str(r["records"]))}
     return arrays, b.claims, diag
 

@@ -12,9 +12,17 @@ pre-specified rule (endpoint matching and the sign of the inherited combined-pul
 every table is measured on disjoint confirmatory seeds. The run is one task: calibration then
 confirmation, all seeds of a stage trained as one batched program.
 
-Findings (each with the paper's criterion and number beside the measured one; 95% paired seed
-bootstrap intervals, ``gaugedyn.stats``): switch rates; Table 2 (inherited > +0.05, reset inside
-+-0.02, all three pulses); Table 4 (exchange ``m`` within +-0.02 of own, exchange ``v`` negative,
+The full configuration's choice is stored as data (``calibration.json`` beside this module,
+:mod:`._calibration`): quick runs and ``--set`` runs with the same set-up settings reuse it, so
+a quick run previews the full one (fewer seeds, never another set-up), and say so in the claim
+``shared_representation.setup`` and ``diagnostics.calibration.source``; ``recalibrate = true``
+searches the family again.
+
+Findings (each with the paper's criterion and number beside the measured one; judged by the
+verdict rules of :data:`gaugedyn.stats.RULES`: ``paired_difference`` for a contrast claimed
+above or below a threshold, ``equivalence`` for one claimed inside +-margin, both on the
+per-seed values, with the power at the paper's value): switch rates; Table 2 (inherited >
++0.05, reset inside +-0.02, all three pulses); Table 4 (exchange ``m`` within +-0.02 of own, exchange ``v`` negative,
 the equal-mean weight-history control); the common-scale pattern effect; Table 5 (first encoder
 layer carries most, heads change little, equal movement positive); Table 6 (projected-history
 ``v`` lowers the ten-update loss in the native recipient); endpoint matching (inside
@@ -28,6 +36,7 @@ import json
 
 from ..._errors import InputError
 from ...harness import Experiment, Param
+from . import _calibration as sc
 from . import _findings as sf
 from . import _stages as ss
 
@@ -64,8 +73,11 @@ class SharedRepresentation(Experiment):
     definitions = DEFINITIONS
     params = {
         "setup": Param(str, "search", choices=SETUPS,
-                       help="'search' calibrates the whole candidate family; a name fixes one "
-                            "candidate (w* is still calibrated)"),
+                       help="'search': the set-up chosen by the candidate family's calibration "
+                            "(the stored full calibration unless recalibrate = true); a name fixes "
+                            "one candidate (w* is still calibrated)"),
+        "recalibrate": Param(bool, False, help="search the candidate family again instead of "
+                             "reusing the stored full calibration (calibration.json)"),
         "seeds": _p(int, FULL_SEEDS, 2, 512, "time: about 2 s of CPU per confirmatory seed",
                     "confirmatory seeds", quick=12),
         "calibration_seeds": _p(int, 16, 2, 256, "time: 12 candidates x 22 networks per seed",
@@ -119,8 +131,10 @@ class SharedRepresentation(Experiment):
                              f"(0, {1 / config['targets']:g})")
 
     def tasks(self, config):
+        """One task; it carries how its set-up is obtained (:func:`._calibration.plan`), so a
+        stored choice that changes is a different task."""
         self.validate(config)
-        return [dict(config)]
+        return [dict(config) | {"calibration": sc.plan(config, sc.setup_keys(self.params))}]
 
     def run_task(self, task, seed):
         import torch
@@ -133,9 +147,13 @@ class SharedRepresentation(Experiment):
             torch.set_num_threads(threads)
 
     def _run(self, task, seed):
-        family = ss.FAMILY if task["setup"] == "search" else tuple(
-            c for c in ss.FAMILY if c["name"] == task["setup"])
-        cal = ss.calibrate(task, seed, family)
+        how = task.get("calibration") or {"source": "calibrate", "reason": "calibration"}
+        if how["source"] == "stored":
+            cal = dict(how)
+        else:
+            family = ss.FAMILY if task["setup"] == "search" else tuple(
+                c for c in ss.FAMILY if c["name"] == task["setup"])
+            cal = ss.calibrate(task, seed, family) | how
         cand = next(c for c in ss.FAMILY if c["name"] == cal["choice"])
         out = ss.confirm(task, cand, cal["w_star"], seed)
         out["calibration"] = json.dumps(cal)

@@ -16,16 +16,19 @@ at ``t = 0``, are unit tests of the set-up):
   specialization time ``T_g``. A common change of time would need the same ratio of transport
   to reaction time ``C_T(T_g) / C_R(T_g)`` in both gauges. Finding: the a-heavy ratio exceeds the
   w-heavy ratio by more than ``D^clock_exponent`` (the mobility ratio at ``t = 0`` is about
-  ``D^2``; the threshold, fixed before the run, asks for ``D^1``). The value is deterministic,
-  so its interval is the point itself.
+  ``D^2``; the threshold, fixed before the run, asks for ``D^1``). The value is deterministic
+  (one integration, no seeds), so the finding's rule is ``deterministic``
+  (:func:`gaugedyn.experiments._verdicts.deterministic`): its interval is the point itself, and
+  its power at the paper's value ``D^2`` is 1.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...harness import Claim, Experiment, Param, finding
+from ...harness import Claim, Experiment, Param
 from ...theory import Definitions, single
+from .._verdicts import deterministic
 from . import _figures as gf
 from . import _params as gp
 from . import _paths as paths
@@ -116,7 +119,7 @@ class Clock(Experiment):
                   measured=haus, expected=f"> {config['path_bound']:g}",
                   tolerance=float(config["path_bound"]),
                   passed=bool(np.isfinite(haus) and haus > config["path_bound"])),
-            finding("clock.clocks",
+            deterministic("clock.clocks",
                     ("integrated along each trajectory to its own specialization time, the "
                      "transport clock per unit reaction clock, C_T/C_R, of the a-heavy gauge "
                      "exceeds the w-heavy gauge's by more than D^"
@@ -124,8 +127,8 @@ class Clock(Experiment):
                      "common change of time runs both on one clock (a-heavy "
                      f"{ratio['a-heavy']:.4g}, w-heavy {ratio['w-heavy']:.4g}; deterministic, "
                      "the interval is the point)"),
-                    (separation, separation, separation), bound, ">",
-                    cells={"dim": int(config["dim"])}),
+                    separation, bound, ">", paper_value=float(config["dim"]) ** 2,
+                    extra={"cells": {"dim": int(config["dim"])}}),
         ]
         return arrays, claims
 

@@ -26,9 +26,11 @@ Claims:
 
 - ``ownership_patterns.selection_region`` (finding): in the region ``gap >= gap_claim`` and
   ``s >= scale_claim`` (fixed in advance from the counterexamples below), the fraction of patterns
-  selected; HELD when its 95% Wilson interval lies above ``region_rate`` (0.8: with the full
+  selected, judged by the catalogue's ``proportion`` rule on the patterns' outcomes (1 selected,
+  0 not): HELD when its 95% Wilson interval lies above ``region_rate`` (0.8: with the full
   run's few dozen patterns in the region, a Wilson bound above 0.95 is out of reach even when
-  all are selected). The quick run's few patterns can leave it UNRESOLVED; its statement then
+  all are selected); the power is computed at the paper's value, 1 (claim 3: the favourable
+  gauge selects). The quick run's few patterns can leave it UNRESOLVED; its statement then
   says "provisional (quick)". The measured boundary,
   per ``s`` the smallest gap from which every sampled pattern is selected, is reported with it;
 - ``ownership_patterns.ties`` (check): the patterns with gap 0, and only those, end as ties;
@@ -47,8 +49,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...harness import Claim, Experiment, Param, finding
-from ...stats import generator, proportion_ci
+from ...harness import Claim, Experiment, Param, judged
+from ...stats import generator, judge
 from ...theory import Definitions, duplicates, owners, remaining_relative, with_gauge
 from . import _figures as gf
 from . import _params as gp
@@ -231,13 +233,15 @@ class OwnershipPatterns(Experiment):
     def _region_claim(self, config, arr: dict, boundary: np.ndarray) -> Claim:
         gap_c, s_c = float(config["gap_claim"]), float(config["scale_claim"])
         region = (arr["gap"] >= gap_c - 1e-12) & (arr["scale"] >= s_c)
-        k, n = int(np.sum(arr["outcome"][region] == 0)), int(np.sum(region))
+        hits = (arr["outcome"][region] == 0).astype(float)
+        k, n = int(hits.sum()), int(hits.size)
         outside = ~region & (arr["gap"] > 0)
         rate_out = float(np.mean(arr["outcome"][outside] == 0)) if outside.any() else np.nan
         edges = ", ".join(f"s = {s:g}: {b:g}" for s, b in zip(sorted(config["scales"]), boundary))
         few = config["n_patterns"] < self.params["n_patterns"].default
         note = "; provisional (quick): fewer patterns than the full run" if few else ""
-        return finding(
+        j = judge("proportion", hits, threshold=float(config["region_rate"]), direction=">")
+        return judged(
             "ownership_patterns.selection_region",
             (f"among K in {sorted(config['Ks'])} duplicates at D = {config['dim']} with random "
              f"gauge levels, the most favourable copy is the unique owner and the remaining "
@@ -245,8 +249,8 @@ class OwnershipPatterns(Experiment):
              f"whenever gap >= {gap_c:g} and s >= {s_c:g}: fraction selected in that region "
              f"({k} of {n}); outside it (gap > 0) {rate_out:.2f}; measured boundary, the smallest "
              f"gap from which every pattern is selected: {edges}{note}"),
-            proportion_ci(k, n), float(config["region_rate"]), ">",
-            cells={"patterns_in_region": n})
+            j, paper_value=1.0, expected=f"> {config['region_rate']:g} (paper: 1)",
+            extra={"cells": {"patterns_in_region": n}, "paper_value": 1.0})
 
     @staticmethod
     def _tie_claim(arr: dict) -> Claim:

@@ -1,0 +1,125 @@
+"""The stored calibration of ``shared_representation``: a quick run previews the full one.
+
+The calibration stage searches the candidate family (:data:`._stages.FAMILY`) for one set-up
+(a candidate and the update route's loss weight ``w*``). A quick configuration has fewer
+calibration seeds, so its own search can choose a different set-up, and then its verdicts are
+about another experiment. So the full configuration's choice is stored as data, in
+``calibration.json`` beside this module, written by :func:`write` (``python -m
+gaugedyn.experiments.adam_state._calibration simulations/shared_representation.toml``) with the
+command, the date and the settings it was made under; every run with ``setup = "search"``
+whose set-up settings (:data:`SETUP_KEYS`: everything but the seed counts, the horizon and the
+record interval) equal the stored ones reuses that choice, and says so. A run recalibrates
+instead when asked (``recalibrate = true``), or when its settings differ from the stored ones
+(an extension such as ``--set beta2=0.9`` defines another set-up family; the record names the
+keys that differ). ``setup = <candidate>`` fixes the candidate and calibrates ``w*`` for it.
+
+The seed of the stored calibration is the one a full run with ``recalibrate = true`` gets
+(:func:`gaugedyn._meta.task_seed` of the configuration's root seed, the experiment and the full
+task), so that run reproduces the stored file's choice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import shlex
+import sys
+from pathlib import Path
+
+STORED = Path(__file__).with_name("calibration.json")
+"""The full configuration's calibration (committed with the package)."""
+NOT_SETUP = ("setup", "recalibrate", "seeds", "calibration_seeds", "horizon", "record_every")
+"""Parameters that do not define the set-up family: the seed counts (a quick run has fewer),
+the continued-opposition horizon and the formation record interval (measured after the choice)."""
+
+
+def setup_keys(params: dict) -> tuple[str, ...]:
+    """The parameters that define the set-up family (every declared one but :data:`NOT_SETUP`)."""
+    return tuple(k for k in params if k not in NOT_SETUP)
+
+
+def stored(path: Path = STORED) -> dict | None:
+    """The stored calibration record, or ``None`` when there is none."""
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        return None
+
+
+def plan(config: dict, keys, path: Path = STORED) -> dict:
+    """How a run with ``config`` gets its set-up: ``{"source": "stored", ...the record...}``,
+    or ``{"source": "calibrate", "reason": ...}`` (asked to recalibrate, a fixed candidate, no
+    stored record, or set-up settings that differ from the stored ones)."""
+    if config["setup"] != "search":
+        return {"source": "calibrate", "reason": f"setup = {config['setup']!r} fixes the "
+                "candidate; w* is calibrated for it"}
+    if config.get("recalibrate"):
+        return {"source": "calibrate", "reason": "recalibrate = true"}
+    record = stored(path)
+    if record is None:
+        return {"source": "calibrate", "reason": f"no stored calibration ({Path(path).name})"}
+    differ = [k for k in keys if _plain(config.get(k)) != _plain(record["settings"].get(k))]
+    if differ:
+        return {"source": "calibrate", "reason": "the stored calibration was made under other "
+                "set-up settings (" + ", ".join(f"{k} = {record['settings'].get(k)!r} there, "
+                f"{config.get(k)!r} here" for k in differ) + ")"}
+    return {"source": "stored", "file": Path(path).name, **record}
+
+
+def _plain(v):
+    return json.loads(json.dumps(v))
+
+
+def describe(cal: dict) -> str:
+    """One sentence saying where the run's set-up came from (for the report)."""
+    choice = f"set-up {cal['choice']} with w* = {cal['w_star']:g} ({cal['rule']})"
+    if cal.get("source") == "stored":
+        return (f"{choice}, chosen by the stored full calibration ({cal['file']}: "
+                f"{cal['calibration_seeds']} calibration seeds, written {cal['date']} by "
+                f"`{cal['command']}`), not recalibrated in this run")
+    return f"{choice}, calibrated in this run ({cal.get('reason', 'calibration')})"
+
+
+def write(toml: str, overrides=(), path: Path = STORED, command: str | None = None) -> dict:
+    """Run the calibration stage of the full configuration of ``toml`` (with ``overrides``) as
+    a run with ``recalibrate = true`` would, and store its choice at ``path``."""
+    from ..._meta import task_seed
+    from ...harness import load_config
+    from . import _stages as ss
+
+    cfg = load_config(toml, overrides=[*overrides, "recalibrate=true"])
+    task = cfg.tasks[0]
+    seed = task_seed(cfg.seed, cfg.name, task)
+    family = ss.FAMILY if task["setup"] == "search" else tuple(
+        c for c in ss.FAMILY if c["name"] == task["setup"])
+    cal = ss.calibrate(task, seed, family)
+    keys = setup_keys(cfg.params)
+    record = {
+        "choice": cal["choice"], "w_star": cal["w_star"], "rule": cal["rule"],
+        "candidates": cal["candidates"], "calibration_seeds": task["calibration_seeds"],
+        "root_seed": cfg.seed, "settings": {k: task[k] for k in keys},
+        "command": command or "python -m gaugedyn.experiments.adam_state._calibration "
+                              + " ".join(shlex.quote(a) for a in (toml, *overrides)),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "seed_derivation": "gaugedyn._meta.task_seed(root_seed, 'shared_representation', the "
+                           "full task with recalibrate = true)",
+    }
+    Path(path).write_text(json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description="store the full calibration of shared_representation")
+    p.add_argument("config", help="the configuration file (simulations/shared_representation.toml)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="an override of the configuration (a full run's settings by default)")
+    p.add_argument("--out", default=str(STORED), help="where to store the record")
+    args = p.parse_args(argv)
+    record = write(args.config, args.set, Path(args.out))
+    print(f"stored {args.out}: {describe(record | {'source': 'stored', 'file': args.out})}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
