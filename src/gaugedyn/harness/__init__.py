@@ -43,10 +43,14 @@ from ._runner import RunOutcome as RunOutcome
 from ._runner import execute as execute
 from ._store import ResultStore as ResultStore
 from ._store import task_key as task_key
+from ._verdicts import deterministic as deterministic
+from ._verdicts import margin_value as margin_value
+from ._verdicts import no_paper_value as no_paper_value
 
 __all__ = [
     "EXPERIMENTS", "SYSTEMS", "Claim", "ExecutorSpec", "Experiment", "Param", "ResultStore",
     "RunConfig", "RunOutcome", "available_experiments", "caption_array", "caption_key",
-    "caption_of", "configuration_label", "execute", "field_key", "finding", "judged", "labelled", "load_arrays", "load_config", "make_config",
-    "open_executor", "provisional", "redraw", "resolve_experiment", "task_key",
+    "caption_of", "configuration_label", "deterministic", "execute", "field_key", "finding",
+    "judged", "labelled", "load_arrays", "load_config", "make_config", "margin_value",
+    "no_paper_value", "open_executor", "provisional", "redraw", "resolve_experiment", "task_key",
 ]

@@ -28,7 +28,7 @@ with ``w`` the first moment taken with the second moment's memory (``w is m`` wh
   is their common one, or "depends on the reading". The estimate and interval shown are the
   ``current/squared`` reading's. The paper gives no value of these measures, so the power is
   computed at the threshold moved half a standard deviation of the per-seed values onto the
-  claimed side (:func:`gaugedyn.experiments._verdicts.margin_value`). A configuration other than
+  claimed side (:func:`gaugedyn.harness._verdicts.margin_value`). A configuration other than
   the full one prints every finding as "provisional (quick)" (or "provisional (reduced
   configuration)").
 """
@@ -41,10 +41,9 @@ from pathlib import Path
 import numpy as np
 
 from ..._errors import InputError
-from ...harness import Claim, Experiment, Param, judged
+from ...harness import Claim, Experiment, Param, judged, no_paper_value
 from ...harness import configuration_label as _protocol_label
 from ...stats import judge
-from .._verdicts import no_paper_value
 from ._grid import (
     CONVENTIONS,
     TASK_KINDS,

@@ -36,9 +36,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..._meta import integer_seed
-from ...harness import Claim, Experiment, Param, configuration_label, judged
+from ...harness import Claim, Experiment, Param, configuration_label, judged, no_paper_value
 from ...stats import bootstrap_ci, generator, judge, mean_ci, proportion_ci
-from .._verdicts import no_paper_value
 
 GAUGES = ("w-heavy", "a-heavy")
 SUM_TOL = 1e-12
@@ -360,7 +359,7 @@ def _group_findings(a: dict, i: int, S: int, K: int, label: str) -> list[Claim]:
 
     The papers give no value under Adam (gradient flow: rate 1, gap about ``D^2``), so the
     power is computed at the threshold moved by the audit's margin
-    (:func:`gaugedyn.experiments._verdicts.margin_value`)."""
+    (:func:`gaugedyn.harness._verdicts.margin_value`)."""
     D = int(a["dims"][i])
     cells = [_cell(x, y) for x, y in zip(a["beta1"], a["beta2"])]
     lead = f"{label}: " if label else ""

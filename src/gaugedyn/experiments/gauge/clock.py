@@ -18,7 +18,7 @@ at ``t = 0``, are unit tests of the set-up):
   w-heavy ratio by more than ``D^clock_exponent`` (the mobility ratio at ``t = 0`` is about
   ``D^2``; the threshold, fixed before the run, asks for ``D^1``). The value is deterministic
   (one integration, no seeds), so the finding's rule is ``deterministic``
-  (:func:`gaugedyn.experiments._verdicts.deterministic`): its interval is the point itself, and
+  (:func:`gaugedyn.harness._verdicts.deterministic`): its interval is the point itself, and
   its power at the paper's value ``D^2`` is 1.
 """
 
@@ -26,9 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...harness import Claim, Experiment, Param
+from ...harness import Claim, Experiment, Param, deterministic
 from ...theory import Definitions, single
-from .._verdicts import deterministic
 from . import _figures as gf
 from . import _params as gp
 from . import _paths as paths

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ..harness import Claim
 from ..stats import RULES, rule_text, verdict
 from ..stats._audit import MARGIN
+from ._protocol import Claim
 
 DETERMINISTIC = "deterministic"
 """The rule name of a finding on a deterministic value (not a rule of the catalogue: there is
