@@ -17,10 +17,12 @@ from gaugedyn.adam._edge import _flat, _moments, _setup, run_edge, threshold
 
 
 def _model_and_loss(seed=0):
-    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
     net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
     net = net.double()
-    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64))
     x = torch.randn(10, 3, generator=g, dtype=torch.float64)
     y = torch.randn(10, 1, generator=g, dtype=torch.float64)
     return net, lambda: ((net(x) - y) ** 2).mean()
