@@ -17,6 +17,7 @@ skips this). Run from the repository root::
 
     nice -n 5 .venv/bin/python tools/mutate.py                  # every mutation
     .venv/bin/python tools/mutate.py --list                     # what would be planted
+    .venv/bin/python tools/mutate.py --check                    # does every text still match?
     .venv/bin/python tools/mutate.py --only rodas-error-stage,owner-axis --timeout 120
     nice -n 5 .venv/bin/python tools/mutate.py --group issue34 --timeout 180   # one group
 
@@ -384,6 +385,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="comma-separated test selections run for every chosen mutation instead "
                    "of its own (to measure another suite against the same bugs)")
     p.add_argument("--list", action="store_true", help="list the mutations and exit")
+    p.add_argument("--check", action="store_true",
+                   help="only check that every chosen mutation's text occurs once in its file "
+                   "(exit 1 naming those that do not)")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds allowed for one mutation's tests (default 300, at most 3600)")
     p.add_argument("--per-test", type=float, default=120.0,
@@ -431,6 +435,13 @@ def main(argv: list[str] | None = None) -> int:
         for m in args.mutations:
             print(f"{m.id:30s} {m.group:8s} {m.file}: {m.what}")
         return 0
+    if args.check:
+        stale = [m for m in args.mutations if not (ROOT / m.file).is_file()
+                 or (ROOT / m.file).read_text(encoding="utf-8").count(m.old) != 1]
+        for m in stale:
+            print(f"{m.id}: its text does not occur exactly once in {m.file}")
+        print(f"{len(args.mutations) - len(stale)} of {len(args.mutations)} mutations match")
+        return 1 if stale else 0
     with tempfile.TemporaryDirectory(prefix="gaugedyn-mutate-") as tmp:
         where = Path(tmp)
         copy_repository(where)
