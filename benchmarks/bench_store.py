@@ -23,8 +23,8 @@ from toy_experiments import TOY  # noqa: E402
 
 from gaugedyn._meta import task_seed  # noqa: E402
 from gaugedyn.experiments import ResultStore, make_config  # noqa: E402
-from gaugedyn.experiments._executor import SerialExecutor  # noqa: E402
-from gaugedyn.experiments._runner import sweep  # noqa: E402
+from gaugedyn.harness._executor import SerialExecutor  # noqa: E402
+from gaugedyn.harness._sweep import sweep  # noqa: E402
 
 
 def store_costs(n_records: int) -> None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+SEED = np.random.SeedSequence(2026)  # the analysis seed of runs analysed directly
+
 
 def run_inline(experiment, config: dict, root_seed: int = 0):
     """Tasks, results, arrays and claims of an experiment run in this process."""
@@ -9,7 +13,7 @@ def run_inline(experiment, config: dict, root_seed: int = 0):
 
     tasks = experiment.tasks(config)
     results = [experiment.run_task(t, task_seed(root_seed, experiment.name, t)) for t in tasks]
-    return (tasks, results, *experiment.analyse(config, tasks, results)[:2])
+    return (tasks, results, *experiment.analyse(config, tasks, results, SEED)[:2])
 
 
 def config_of(experiment, quick: bool = True, **overrides) -> dict:

@@ -6,8 +6,17 @@ import numpy as np
 import pytest
 import torch
 
-from gaugedyn.adam._edge import _flat, _hvp, _setup, preconditioned_sharpness, run_edge, threshold
-from gaugedyn.experiments.adam_edge import _analyse, edge_start, window_stats
+from gaugedyn.experiments.adam_stability._edge import (
+    _flat,
+    _hvp,
+    _setup,
+    preconditioned_sharpness,
+    run_edge,
+    threshold,
+)
+from gaugedyn.experiments.adam_stability.adam_edge import _analyse, edge_start, window_stats
+
+SEED = np.random.SeedSequence(2026)  # the analysis seed of runs analysed directly
 
 
 def test_threshold():
@@ -61,12 +70,11 @@ def _fake(kappa_ratio, cos, lower, T=1000, b1=0.5, lr=1e-2, edge=True):
     r["kappa_at_lanczos"] = r["kappa_g"][r["lanczos_step"]]
     task = {"loss": "mse", "lr": lr, "beta1": b1, "steps": T, "skip": 0.1}
     r["edge_start"] = edge_start(r, task)
-    r["bootstrap_seed"] = 12345  # run_task derives it from the task seed
     return task, r
 
 
 def _verdicts(pairs):
-    _, claims, _ = _analyse(*zip(*pairs))
+    _, claims, _ = _analyse(*zip(*pairs), np.random.SeedSequence(12345))
     return {c.id.split(":")[0]: (c.verdict, c.passed) for c in claims}
 
 
@@ -96,7 +104,7 @@ def test_no_edge_is_reported_not_averaged_and_check_fails_when_kappa_exceeds_S()
 @pytest.mark.parametrize("name", ["adam_edge", "spike_boundary"])
 def test_quick_findings_are_labelled_provisional_and_full_ones_are_not(name):
     from gaugedyn.experiments import resolve_experiment
-    from gaugedyn.experiments._protocol import configuration_label
+    from gaugedyn.harness._protocol import configuration_label
 
     ex = resolve_experiment(name)
     full = {k: p.default for k, p in ex.params.items()}
@@ -108,7 +116,7 @@ def test_quick_findings_are_labelled_provisional_and_full_ones_are_not(name):
         return
     task, r = _fake(1.0, -0.9, -0.2)
     for config, prefix in ((full, False), (quick, True)):
-        _, claims, diag = ex.analyse(config, [task], [r])
+        _, claims, diag = ex.analyse(config, [task], [r], SEED)
         findings = [c for c in claims if c.kind == "finding"]
         assert findings and all(c.statement.startswith("provisional (quick): ") == prefix
                                 for c in findings)

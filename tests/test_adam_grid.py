@@ -1,20 +1,18 @@
-"""The beta-grid protocol (src/gaugedyn/adam/PROTOCOL.md) on synthetic grids built to pass and
-built to fail: cells per claim, the divergence rule, both readings and conventions, verdicts."""
+"""The beta-grid protocol (``experiments/adam_split/PROTOCOL.md``) on synthetic grids built
+to pass and built to fail: cells per claim, the divergence rule, both readings and conventions, verdicts."""
 
 import numpy as np
 import pytest
 
 from gaugedyn import InputError
-from gaugedyn.adam import (
-    READING_SUMS,
+from gaugedyn.adam import READING_SUMS, reading_sums, split_update
+from gaugedyn.experiments.adam_split import beta_grid as bg
+from gaugedyn.experiments.adam_split._grid import (
     cell_table,
     protocol_statistics,
-    reading_sums,
+    roughness,
     run_measures,
-    split_update,
 )
-from gaugedyn.adam._grid import roughness
-from gaugedyn.experiments import beta_grid as bg
 
 B = [0.9, 0.99, 0.999]
 T = 60
@@ -128,7 +126,7 @@ def test_a_diverged_off_diagonal_cell_does_not_make_the_lag_substantial():
     assert "(0.9, 0.99)" not in found[key].tolerance["cells"]
     assert all("(0.9, 0.99)" not in " ".join(c.tolerance["cells"]) for c in found.values())
     arrays, claims, diag = bg.analyse_grid(bg_config(), tasks, results)
-    assert diag["tasks"]["digits_mlp"]["diverged_cells"] == ["(0.9, 0.99)"]
+    assert diag["per_task"]["digits_mlp"]["diverged_cells"] == ["(0.9, 0.99)"]
     assert arrays["digits_mlp__cell_diverged"][0, 1] == 1
     held = {c.id: c.verdict for c in claims if c.kind == "finding"}
     assert held[key] == "NOT HELD"

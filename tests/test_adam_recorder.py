@@ -6,7 +6,7 @@ import torch
 
 from gaugedyn import InputError
 from gaugedyn.adam import NORM_NAMES, AdamRecorder, adam_moments, decompose_history
-from gaugedyn.adam.tasks import TASKS, _setup, train_task
+from gaugedyn.experiments.adam_split.tasks import TASKS, _setup, train_task
 
 LR = 1e-3
 

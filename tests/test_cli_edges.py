@@ -295,7 +295,7 @@ def test_two_runs_started_together_on_one_out(tmp_path):
 
 
 def test_a_stopped_run_says_what_was_kept(toy, capsys, monkeypatch):
-    from gaugedyn.experiments._store import ResultStore
+    from gaugedyn.harness._store import ResultStore
 
     original, calls = ResultStore.save, []
 
@@ -411,7 +411,7 @@ def test_dimension_scaling_refuses_dims_it_cannot_fit(tmp_path, capsys):
 
 
 def test_an_interrupted_run_says_what_was_kept(toy, capsys, monkeypatch):
-    from gaugedyn.experiments._store import ResultStore
+    from gaugedyn.harness._store import ResultStore
 
     original, calls = ResultStore.save, []
 

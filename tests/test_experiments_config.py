@@ -12,7 +12,7 @@ from toy_experiments import TOY, config_text, invoke
 
 from gaugedyn import InputError
 from gaugedyn.experiments import load_config, make_config, resolve_experiment
-from gaugedyn.experiments._config import parse_override
+from gaugedyn.harness._config import parse_override
 
 TESTS = Path(__file__).parent
 
@@ -82,7 +82,7 @@ def test_bad_params_name_key_value_and_allowed(tmp_path, params, fragments):
         ('experiment = "toy_experiments:TOY"\ncolour = 1\n', 'unknown key "colour"'),
         ('experiment = "no_such_thing"\n', "no such experiment"),
         ('experiment = "Not A Name"\n', "not allowed"),
-        ('experiment = "gaugedyn.experiments._protocol:Param"\n', "not a gaugedyn Experiment"),
+        ('experiment = "gaugedyn.harness._protocol:Param"\n', "not a gaugedyn Experiment"),
         ("seed = 1\n", "missing key 'experiment'"),
         ('experiment = "toy_experiments:TOY"\nparams = 3\n', "must be a table"),
         ('experiment = "toy_experiments:TOY"\n[quick]\nsize = 0\n', "quick.size = 0"),

@@ -194,7 +194,7 @@ def test_a_dying_worker_fails_only_its_task_and_the_rerun_resumes(tmp_path, work
 
 def test_arrays_schema_helpers_name_captions_and_fields():
     from gaugedyn.experiments import caption_array, caption_key, caption_of, field_key
-    from gaugedyn.experiments._arrays import captions, schema_problems, split_key
+    from gaugedyn.harness._arrays import captions, schema_problems, split_key
 
     arrays = {caption_key("draws"): caption_array("Sum at D = 10."), field_key("char_gru", "lag"):
               np.zeros(3), "plain": np.ones(2)}
@@ -217,8 +217,8 @@ def test_a_stored_caption_reaches_the_summary_and_a_bad_one_is_refused(tmp_path,
 
     analyse = Toy.analyse
 
-    def with_caption(self, config, tasks, results):
-        arrays, claims, diagnostics = analyse(self, config, tasks, results)
+    def with_caption(self, config, tasks, results, seed):
+        arrays, claims, diagnostics = analyse(self, config, tasks, results, seed)
         arrays[caption_key("draws")] = caption_array(f"{len(tasks)} sums.")
         return arrays, claims, diagnostics
 
@@ -228,8 +228,8 @@ def test_a_stored_caption_reaches_the_summary_and_a_bad_one_is_refused(tmp_path,
     assert outcome.summary["figures"][0]["caption"] == "5 sums."
     assert outcome.summary["arrays_schema"] == 1
 
-    def bad_caption(self, config, tasks, results):
-        arrays, claims, diagnostics = analyse(self, config, tasks, results)
+    def bad_caption(self, config, tasks, results, seed):
+        arrays, claims, diagnostics = analyse(self, config, tasks, results, seed)
         arrays[caption_key("draws")] = np.array(["a", "b"])
         return arrays, claims, diagnostics
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from toy_experiments import TOY, config_text, invoke, to_toml, toml_value
 
 from gaugedyn.experiments import Param
-from gaugedyn.experiments._config import TOP_LEVEL_KEYS
+from gaugedyn.harness._config import TOP_LEVEL_KEYS
 
 TESTS = Path(__file__).parent
 SPEC = "toy_experiments:TOY"
@@ -451,7 +451,7 @@ def malformed_option_text(spec):
         return TEXT.filter(lambda s: s not in spec.choices)
     numbers = [st.sampled_from(["", "nan", "inf", "-inf", "1e400", "0x10", "1,5", "ten"]),
                NOT_NUMBER]
-    if spec.kind is int:
+    if spec.type is int:
         numbers.append(st.floats(allow_nan=False, allow_infinity=False)
                        .filter(lambda v: not v.is_integer()).map(repr))
     if spec.hi is not None:
@@ -501,7 +501,7 @@ def test_the_setting_generator_yields_only_refused_values(data):
     """The generator itself can fail: every value it draws must be refused by the declaration
     (so the test above cannot pass by generating values that are allowed)."""
     from gaugedyn import InputError
-    from gaugedyn.experiments._config import check_param
+    from gaugedyn.harness._config import check_param
 
     key = data.draw(st.sampled_from(sorted(SYNTHETIC)))
     value = data.draw(malformed_value(SYNTHETIC[key]))

@@ -13,18 +13,20 @@ import numpy as np
 import pytest
 from _gauge_helpers import config_of, run_inline
 
-from gaugedyn.experiments import _gauge_paths as paths
-from gaugedyn.experiments import _gauge_quadrature as quad
-from gaugedyn.experiments import _gauge_trajectories as gt
-from gaugedyn.experiments.clock import EXPERIMENT as CLOCK
-from gaugedyn.experiments.dimension_scaling import EXPERIMENT as SCALING
-from gaugedyn.experiments.dissipation import EXPERIMENT as DISSIPATION
-from gaugedyn.experiments.gd_selection import EXPERIMENT as GD_SELECTION
-from gaugedyn.experiments.gradient_descent import EXPERIMENT as GD
-from gaugedyn.experiments.gradient_descent import crossing_time
-from gaugedyn.experiments.ownership import EXPERIMENT as OWNERSHIP
-from gaugedyn.experiments.ownership_patterns import EXPERIMENT as PATTERNS
-from gaugedyn.experiments.perturbations import EXPERIMENT as PERTURBATIONS
+from gaugedyn.experiments.gauge import _paths as paths
+from gaugedyn.experiments.gauge import _quadrature as quad
+from gaugedyn.experiments.gauge import _trajectories as gt
+from gaugedyn.experiments.gauge.clock import EXPERIMENT as CLOCK
+from gaugedyn.experiments.gauge.dimension_scaling import EXPERIMENT as SCALING
+from gaugedyn.experiments.gauge.dissipation import EXPERIMENT as DISSIPATION
+from gaugedyn.experiments.gauge.gd_selection import EXPERIMENT as GD_SELECTION
+from gaugedyn.experiments.gauge.gradient_descent import EXPERIMENT as GD
+from gaugedyn.experiments.gauge.gradient_descent import crossing_time
+from gaugedyn.experiments.gauge.ownership import EXPERIMENT as OWNERSHIP
+from gaugedyn.experiments.gauge.ownership_patterns import EXPERIMENT as PATTERNS
+from gaugedyn.experiments.gauge.perturbations import EXPERIMENT as PERTURBATIONS
+
+SEED = np.random.SeedSequence(2026)  # the analysis seed of runs analysed directly
 
 REDUCED = {
     SCALING: dict(dims=[100, 1000, 10000], large_dim=100),
@@ -97,7 +99,7 @@ def _scaling(ratio_exponent: float):
         D = t["dim"]
         T = 8.0 * D if t["gauge"] == "w-heavy" else 8.0 * D ** (1.0 - ratio_exponent)
         results.append({"specialization_time": T})
-    return verdicts(SCALING.analyse(config, tasks, results)[1])
+    return verdicts(SCALING.analyse(config, tasks, results, SEED)[1])
 
 
 def test_scaling_claim_fails_for_a_ratio_slope_of_one_and_a_half():
@@ -112,7 +114,7 @@ def test_scaling_claim_fails_when_a_run_never_specializes():
     config = config_of(SCALING, quick=True, dims=[1000, 10000, 100000], large_dim=1000)
     tasks = SCALING.tasks(config)
     results = [{"specialization_time": math.nan if i == 0 else 1.0} for i in range(len(tasks))]
-    assert not any(verdicts(SCALING.analyse(config, tasks, results)[1]).values())
+    assert not any(verdicts(SCALING.analyse(config, tasks, results, SEED)[1]).values())
 
 
 def _clock_results(same_path: bool, same_clocks: bool = False):
@@ -132,11 +134,11 @@ def _clock_results(same_path: bool, same_clocks: bool = False):
 def test_clock_claims_fail_on_one_path_or_one_clock():
     config = config_of(CLOCK, quick=True, n_path=200)
     tasks = CLOCK.tasks(config)
-    good = verdicts(CLOCK.analyse(config, tasks, _clock_results(same_path=False))[1])
-    bad = verdicts(CLOCK.analyse(config, tasks, _clock_results(same_path=True))[1])
+    good = verdicts(CLOCK.analyse(config, tasks, _clock_results(same_path=False), SEED)[1])
+    bad = verdicts(CLOCK.analyse(config, tasks, _clock_results(same_path=True), SEED)[1])
     assert good["clock.path_distance"] and not bad["clock.path_distance"]
     assert good["clock.clocks"]
-    claims = CLOCK.analyse(config, tasks, _clock_results(False, same_clocks=True))[1]
+    claims = CLOCK.analyse(config, tasks, _clock_results(False, same_clocks=True), SEED)[1]
     clocks = next(c for c in claims if c.id == "clock.clocks")
     assert clocks.verdict == "NOT HELD" and clocks.measured == pytest.approx(1.0)
 
@@ -179,7 +181,7 @@ def _ownership(wrong_owner=False, unpruned=False, cancelling=False, leftover=Fal
             owner = np.array([-1, 1])
         results.append({"t": t, "rho": rho, "owner": owner, "pruning_time": prune,
                         "specialization_time": np.full(K, 0.1), "remaining": remaining})
-    return verdicts(OWNERSHIP.analyse(config, tasks, results)[1])
+    return verdicts(OWNERSHIP.analyse(config, tasks, results, SEED)[1])
 
 
 def test_ownership_claims_fail_on_the_wrong_owner_a_tie_an_unpruned_copy_or_leftover():
@@ -209,7 +211,7 @@ def _perturbations(loss_in_region=False, biased_control=False):
                 owner[1, 7] = 1
         results.append({"owner": owner, "loser_pruned": rng.random((2, 40)) < 0.5,
                         "rho0": np.ones((2, 40, 2))})
-    return verdicts(PERTURBATIONS.analyse(config, tasks, results)[1])
+    return verdicts(PERTURBATIONS.analyse(config, tasks, results, SEED)[1])
 
 
 def test_perturbation_claims_fail_on_a_loss_in_the_region_or_a_biased_control():
@@ -223,7 +225,7 @@ def _gd(order: float):
     tasks = GD.tasks(config)
     results = [{"specialization_time": 0.066 * (1 + 3 * task["eta"] ** order),
                 "step_time": 0.066, "steps": 10, "flow_time": 0.066} for task in tasks]
-    return verdicts(GD.analyse(config, tasks, results)[1])
+    return verdicts(GD.analyse(config, tasks, results, SEED)[1])
 
 
 def _gd_selection(owner: int = 0, prune: float = 1.3):
@@ -232,7 +234,7 @@ def _gd_selection(owner: int = 0, prune: float = 1.3):
     results = [{"t": np.array([0.0, 1.0]), "rho": np.ones((2, 2)), "owner": owner,
                 "pruning_time": np.array([np.nan, prune]), "delta_drift": 1e-3,
                 "flow_t": np.array([0.0, 1.0]), "flow_rho": np.ones((2, 2))} for _ in tasks]
-    return verdicts(GD_SELECTION.analyse(config, tasks, results)[1])
+    return verdicts(GD_SELECTION.analyse(config, tasks, results, SEED)[1])
 
 
 def test_gd_claims_fail_on_second_order_errors_or_lost_selection():
@@ -269,7 +271,7 @@ def test_dissipation_claims_fail_on_a_missed_loss_drop_or_a_wrong_split():
     tasks = DISSIPATION.tasks(config)
 
     def run(**kw):
-        return verdicts(DISSIPATION.analyse(config, tasks, _dissipation_results(**kw))[1])
+        return verdicts(DISSIPATION.analyse(config, tasks, _dissipation_results(**kw), SEED)[1])
 
     good = run()
     assert all(good.values()), good
@@ -314,7 +316,7 @@ def _patterns(break_tie=False, wrong_counterexample=False, shared_in_region=0):
         rho_end = np.where(np.arange(3) == owner[:, None], 1.0, 0.0)
         results.append({"levels": levels, "scales": np.full(150, task["scale"]),
                         "rho_end": rho_end, "owner": owner, "remaining": remaining})
-    return {c.id: c for c in PATTERNS.analyse(config, tasks, results)[1]}
+    return {c.id: c for c in PATTERNS.analyse(config, tasks, results, SEED)[1]}
 
 
 def test_pattern_claims_fail_on_a_resolved_tie_a_moved_counterexample_or_shared_ownership():
@@ -327,7 +329,7 @@ def test_pattern_claims_fail_on_a_resolved_tie_a_moved_counterexample_or_shared_
 
 
 def test_pattern_outcomes_and_gaps():
-    from gaugedyn.experiments.ownership_patterns import classify, gap_of
+    from gaugedyn.experiments.gauge.ownership_patterns import classify, gap_of
 
     assert gap_of([1.0, 1.0, -1.0]) == 0.0 and gap_of([-1.0, 0.5, 0.0]) == 0.5
     assert classify(-1, [1.0, 1.0], 0.0, 1e-3) == 2
@@ -424,7 +426,7 @@ def test_divergent_members_of_a_batch_are_isolated():
 
 
 def test_finite_sample_dissipation_finding_fails_without_convergence():
-    from gaugedyn.experiments.finite_sample import EXPERIMENT as FINITE
+    from gaugedyn.experiments.gauge.finite_sample import EXPERIMENT as FINITE
     from gaugedyn.stats import loglog_fit
 
     config = config_of(FINITE, quick=True)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from gaugedyn.adam._edge import _flat, _moments, _setup, run_edge, threshold
+from gaugedyn.experiments.adam_stability._edge import _flat, _moments, _setup, run_edge, threshold
 
 
 def _model_and_loss(seed=0):

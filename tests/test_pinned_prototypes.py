@@ -13,7 +13,7 @@ import pytest
 import torch
 from scipy import stats
 
-from gaugedyn.prototypes import Runs, initial_parameters, prototypes_of, train
+from gaugedyn.experiments.prototypes import Runs, initial_parameters, prototypes_of, train
 
 
 def _reference_init(seed, n, init):

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from gaugedyn.experiments import _shared_rep_model as sm
-from gaugedyn.experiments import _shared_rep_protocol as sp
+from gaugedyn.experiments.adam_state import _model as sm
+from gaugedyn.experiments.adam_state import _protocol as sp
 
 HP = dict(dim=6, width=5, bottleneck=2, targets=3, activation="tanh", lr=0.05, beta1=0.9,
           beta2=0.999, eps=1e-8, gain_weak=0.3, control_delta=0.1, control_period=5,

@@ -10,12 +10,14 @@ from _gauge_helpers import config_of
 
 from gaugedyn import InputError
 from gaugedyn._meta import task_seed
-from gaugedyn.experiments import _shared_rep_findings as sf
-from gaugedyn.experiments import _shared_rep_model as sm
-from gaugedyn.experiments import _shared_rep_protocol as sp
-from gaugedyn.experiments import _shared_rep_stages as ss
 from gaugedyn.experiments import load_config
-from gaugedyn.experiments.shared_representation import EXPERIMENT as E
+from gaugedyn.experiments.adam_state import _findings as sf
+from gaugedyn.experiments.adam_state import _model as sm
+from gaugedyn.experiments.adam_state import _protocol as sp
+from gaugedyn.experiments.adam_state import _stages as ss
+from gaugedyn.experiments.adam_state.shared_representation import EXPERIMENT as E
+
+SEED = np.random.SeedSequence(2026)  # the analysis seed of runs analysed directly
 
 SMALL = dict(setup="b2-own-mild", seeds=3, calibration_seeds=2, w_grid=[0.9, 0.99], eval_n=64,
              horizon=10, batch=16, ancestor_steps=10, formation_steps=30, record_every=10,
@@ -26,7 +28,7 @@ def run(**over):
     config = config_of(E, quick=True, **(SMALL | over))
     tasks = E.tasks(config)
     results = [E.run_task(t, task_seed(0, E.name, t)) for t in tasks]
-    return config, results, *E.analyse(config, tasks, results)
+    return config, results, *E.analyse(config, tasks, results, SEED)
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +125,7 @@ def _shifted(results: dict, shift: dict[str, float]) -> dict:
 
 
 def _verdicts(config, results):
-    _, claims, _ = sf.analyse(config, results, 40)
+    _, claims, _ = sf.analyse(config, results, 40, SEED)
     return {c.id.split(".", 1)[1]: c.verdict for c in claims if c.kind == "finding"}
 
 

@@ -85,7 +85,7 @@ def test_divergence_counts_as_spike_and_batches_and_stride():
 
 
 def test_boundary_extraction_fit_and_findings_on_built_maps():
-    from gaugedyn.experiments.spike_boundary import (
+    from gaugedyn.experiments.adam_stability.spike_boundary import (
         _check_claim,
         _findings,
         boundary_fit,
@@ -106,13 +106,13 @@ def test_boundary_extraction_fit_and_findings_on_built_maps():
     tasks = [{"kind": "1d", "n": 2.0}, {"kind": "1d", "n": 4.0}, {"kind": "1d", "n": 6.0},
              {"kind": "task", "task": "digits_ce"}]
     fits = {"n2": cubic, "n4": linear, "n6": fits_for(1.0, 0.03), "digits_ce": linear}
-    got = {f.id: f.verdict for f in _findings(tasks, fits, [{"bootstrap_seed": 7}])}
+    got = {f.id: f.verdict for f in _findings(tasks, fits, [{}], np.random.SeedSequence(7))}
     assert got["spike_boundary.cubic_quadratic"] == "HELD"
     assert got["spike_boundary.near_linear:n4"] == "HELD"
     assert got["spike_boundary.linear_on_tasks:digits_ce"] == "HELD"
     assert got["spike_boundary.C_moves_with_n"] == "HELD"
     fits = {"n2": linear, "n4": cubic, "n6": fits_for(3.0, 1.0), "digits_ce": cubic}
-    bad = {f.id: f.verdict for f in _findings(tasks, fits, [{"bootstrap_seed": 7}])}
+    bad = {f.id: f.verdict for f in _findings(tasks, fits, [{}], np.random.SeedSequence(7))}
     assert bad["spike_boundary.cubic_quadratic"] == "NOT HELD"
     assert bad["spike_boundary.near_linear:n4"] == "NOT HELD"
     assert bad["spike_boundary.linear_on_tasks:digits_ce"] == "NOT HELD"

@@ -9,7 +9,7 @@ import pytest
 from toy_experiments import config_text
 
 from gaugedyn.experiments import ResultStore, execute, load_config, task_key
-from gaugedyn.experiments._store import StoreError
+from gaugedyn.harness._store import StoreError
 
 
 def test_key_depends_on_everything_and_nothing_else():

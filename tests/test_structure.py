@@ -20,7 +20,7 @@ from pathlib import Path
 
 from gaugedyn import InputError
 from gaugedyn.experiments import available_experiments, make_config, resolve_experiment
-from gaugedyn.experiments._config import read_toml
+from gaugedyn.harness._config import read_toml
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
@@ -208,3 +208,101 @@ def test_the_rules_see_their_offenders(tmp_path):
     assert any(p.startswith("toy.free: numeric setting without") for p in problems), problems
     assert any(p.startswith("toy.loose") and "why" in p for p in problems), problems
     assert _is_numeric_list(Toy.params["xs"]) and not _is_numeric_list(Toy.params["modes"])
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _defines_experiment(path: Path) -> bool:
+    """A module assigns a top-level ``EXPERIMENT``."""
+    tree = ast.parse(path.read_text())
+    return any(isinstance(node, ast.Assign | ast.AnnAssign)
+               and any(isinstance(t, ast.Name) and t.id == "EXPERIMENT"
+                       for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))
+               for node in tree.body)
+
+
+def test_the_registry_names_exactly_the_modules_that_define_experiments():
+    from gaugedyn.harness import EXPERIMENTS, SYSTEMS
+
+    defining = {_module_name(p) for p in (SRC / "gaugedyn/experiments").rglob("*.py")
+                if _defines_experiment(p)}
+    registered = set(EXPERIMENTS.values())
+    assert defining == registered, (f"defined but not registered: {sorted(defining - registered)}; "
+                                    f"registered but not defined: {sorted(registered - defining)}")
+    folders = {p.name for p in (SRC / "gaugedyn/experiments").iterdir()
+               if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders == set(SYSTEMS)
+    for name, module in EXPERIMENTS.items():
+        assert module.rsplit(".", 1)[1] == name
+        assert resolve_experiment(name).name == name
+
+
+def _imports(path: Path) -> set[str]:
+    """Absolute names of the gaugedyn modules ``path`` imports (relative imports resolved)."""
+    here = _module_name(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            out.add(name)
+            out.update(f"{name}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+    return {n for n in out if n.startswith("gaugedyn")}
+
+
+def test_the_harness_imports_no_system_and_the_library_neither():
+    offenders = []
+    for path in sorted((SRC / "gaugedyn").rglob("*.py")):
+        module = _module_name(path)
+        in_harness = module.startswith("gaugedyn.harness")
+        in_library = not in_harness and not module.startswith("gaugedyn.experiments") \
+            and module not in ("gaugedyn.cli", "gaugedyn.__main__")
+        for name in _imports(path):
+            if in_harness and name.startswith("gaugedyn.experiments"):
+                offenders.append(f"{module} imports {name}")
+            if in_library and (name.startswith("gaugedyn.experiments")
+                               or name.startswith("gaugedyn.harness")):
+                offenders.append(f"{module} imports {name}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_dir_lists_every_lazy_export():
+    import importlib
+
+    for package in ("gaugedyn.adam", "gaugedyn.training", "gaugedyn.symbolic", "gaugedyn.gauge",
+                    "gaugedyn.experiments.prototypes"):
+        module = importlib.import_module(package)
+        assert set(module.__all__) <= set(dir(module)), package
+        for name in module.__all__:
+            assert getattr(module, name) is not None, f"{package}.{name}"
+
+
+def test_command_line_choices_are_the_registries():
+    from gaugedyn.theory import METHODS
+    from gaugedyn.theory._cli import OPTIONS as SOLVE
+    from gaugedyn.theory._flows import FORMULATIONS
+    from gaugedyn.theory._population import ACTIVATIONS
+    from gaugedyn.theory._problem import GAUGE_NAMES
+    from gaugedyn.training._cli import OPTIONS as TRAIN
+
+    assert SOLVE["method"].choices == tuple(METHODS)
+    assert SOLVE["formulation"].choices == FORMULATIONS
+    for options in (SOLVE, TRAIN):
+        assert options["gauge"].choices == GAUGE_NAMES
+        assert options["activation"].choices == ACTIVATIONS
+
+
+def test_systems_use_the_harness_through_its_public_names():
+    offenders = [f"{_module_name(path)} imports {name}"
+                 for path in sorted((SRC / "gaugedyn/experiments").rglob("*.py"))
+                 for name in _imports(path) if name.startswith("gaugedyn.harness._")]
+    assert not offenders, "\n".join(offenders)

@@ -181,7 +181,7 @@ def test_cli_prints_json_and_rejects_bad_input(capsys):
 
 def test_owner_is_the_favourable_copy_in_every_seed():
     from gaugedyn._meta import task_seed
-    from gaugedyn.experiments.gauge_in_training_ownership import EXPERIMENT
+    from gaugedyn.experiments.gauge.gauge_in_training_ownership import EXPERIMENT
 
     task = {"dim": 8, "K": 3, "seeds": 16, "epsilon": 0.02,
             "scale": 1.0, "n_factor": 20, "threshold": 0.95}

@@ -13,6 +13,8 @@ from gaugedyn.theory import population_loss, single, solve  # noqa: E402
 from gaugedyn.training import TrainConfig, train  # noqa: E402
 from gaugedyn.training._online_ode import noise_term, online_ode  # noqa: E402
 
+SEED = np.random.SeedSequence(2026)  # the analysis seed of runs analysed directly
+
 
 @pytest.fixture(autouse=True)
 def _one_thread():
@@ -23,7 +25,7 @@ def _one_thread():
 
 
 def test_gd_deviation_from_population_dynamics_scales_as_inverse_root_n():
-    from gaugedyn.experiments.finite_sample import EXPERIMENT
+    from gaugedyn.experiments.gauge.finite_sample import EXPERIMENT
 
     cfg = config_of(EXPERIMENT, quick=True, ns=[100, 1000, 10000], seeds=32, t_max=3.0)
     _, _, arrays, claims = run_inline(EXPERIMENT, cfg, root_seed=1)
@@ -45,7 +47,7 @@ def test_noise_term_linear_is_closed_form():
 
 
 def test_erf_online_sgd_follows_the_online_ode_with_noise_term():
-    from gaugedyn.experiments.online_sgd import EXPERIMENT
+    from gaugedyn.experiments.gauge.online_sgd import EXPERIMENT
 
     task = {"kind": "erf", "dim": 200, "eta": 1.0, "t_max": 8.0, "seeds": 12}
     res = EXPERIMENT.run_task(task, task_seed(3, "online"))
@@ -66,7 +68,7 @@ def test_online_sgd_experiment_runs_the_chain_at_large_d_and_draws_both_spreads(
     """The chain tasks of ``online_sgd`` run at D far beyond the weight-space ones, give their
     own two checks and arrays, and the spread figure draws both, and also a run stored before
     the chain existed (no chain arrays)."""
-    from gaugedyn.experiments.online_sgd import EXPERIMENT
+    from gaugedyn.experiments.gauge.online_sgd import EXPERIMENT
 
     cfg = config_of(EXPERIMENT, quick=True, dims=[20, 40, 80], chain_dims=[2000, 8000, 32000],
                     seeds=8, t_max=3.0, relu_dim=8, relu_flow_time=0.3)
@@ -88,7 +90,7 @@ def test_online_sgd_chain_checks_fail_on_results_built_to_fail(broken):
     """Fake chain results around the online ODE: spread ``0.02 D^-1/2`` centred on the ODE
     (both checks pass), or a spread that does not shrink with ``D`` and sits 5 spreads off the
     ODE (both fail)."""
-    from gaugedyn.experiments.online_sgd import EXPERIMENT
+    from gaugedyn.experiments.gauge.online_sgd import EXPERIMENT
 
     cfg = config_of(EXPERIMENT, quick=True)
     tasks = [t for t in EXPERIMENT.tasks(cfg) if t["kind"] == "chain"]
@@ -123,35 +125,35 @@ def test_trained_specialization_times_follow_the_flow_for_both_gauges():
 
 
 def _fake_scaling_results():
-    from gaugedyn.experiments.gauge_in_training_scaling import EXPERIMENT
+    from gaugedyn.experiments.gauge.gauge_in_training_scaling import EXPERIMENT
 
     cfg = config_of(EXPERIMENT, quick=True, dims=[8, 16, 32])
     tasks = EXPERIMENT.tasks(cfg)
     rng = np.random.default_rng(0)
     results = []
-    for i, task in enumerate(tasks):
+    for task in tasks:
         D = task["dim"]
         base = 5.0 * D if task["gauge"] == "w-heavy" else 1.0 / D
         results.append({"specialization_time": base * (1 + 0.01 * rng.normal(size=6)),
                         "theory_time": np.array(base), "steps": np.array(100),
-                        "run_time": np.array(10 * base), "boot_entropy": 1000 + i})
-    return EXPERIMENT.analyse(cfg, tasks, results)[1]
+                        "run_time": np.array(10 * base)})
+    return EXPERIMENT.analyse(cfg, tasks, results, SEED)[1]
 
 
 def _fake_ownership_results(owner_ok: bool):
-    from gaugedyn.experiments.gauge_in_training_ownership import EXPERIMENT
+    from gaugedyn.experiments.gauge.gauge_in_training_ownership import EXPERIMENT
 
     cfg = config_of(EXPERIMENT, quick=True, Ks=[2])
     tasks = EXPERIMENT.tasks(cfg)
     results = []
-    for i, _ in enumerate(tasks):
+    for _ in tasks:
         owner = np.zeros(6, dtype=int)
         if not owner_ok:
             owner[2] = -1  # a tie is not an owner
         results.append({"owner": owner, "remaining": np.full(6, 1e-4),
                         "flow_remaining": np.array(1e-5), "t": np.array([0.0, 1.0]),
-                        "rho": np.ones((6, 2, 2)), "boot_entropy": 7 + i})
-    return EXPERIMENT.analyse(cfg, tasks, results)[1]
+                        "rho": np.ones((6, 2, 2))})
+    return EXPERIMENT.analyse(cfg, tasks, results, SEED)[1]
 
 
 def test_gauge_in_training_claims_pass_and_fail_on_built_cases():

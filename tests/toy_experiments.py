@@ -69,7 +69,7 @@ class Toy(Experiment):
             raise DivergenceError("loss", 1.25, 17, last_state=x[:3])
         return {"x": x, "s": float(x.sum()), "i": task["i"], "note": None}
 
-    def analyse(self, config, tasks, results):
+    def analyse(self, config, tasks, results, seed):
         s = np.array([r["s"] for r in results])
         x = np.stack([r["x"] for r in results])
         assert all(r["note"] is None for r in results)

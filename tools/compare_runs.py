@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from gaugedyn import InputError
-from gaugedyn.experiments._arrays import load_arrays
-from gaugedyn.experiments._folders import run_folders
-from gaugedyn.experiments._summary import read_summary
+from gaugedyn.harness._arrays import load_arrays
+from gaugedyn.harness._folders import run_folders
+from gaugedyn.harness._summary import read_summary
 
 CLAIM_FIELDS = ("kind", "measured", "expected", "tolerance", "passed", "verdict", "interval")
 

@@ -2,7 +2,7 @@
 
 Each mutation is ``(id, file, old text, new text, test selection)``: one single, realistic bug (a
 sign, a factor, an axis, a tableau digit, an inverted comparison, a deleted check). The script
-copies the repository (``src``, ``tests``, ``tools``, ``derivations``, ``simulations``,
+copies the repository (``src``, ``tests``, ``tools``, ``derivations``, ``simulations``, ``docs``,
 ``pyproject.toml``) into a temporary folder, never touching the working tree; for each mutation
 it replaces the old text (which must occur exactly once) in the copy, runs the mutation's tests there with
 ``PYTHONPATH`` pointing at the copy and a time limit, restores the file and records
@@ -43,7 +43,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COPIED = ("src", "tests", "tools", "derivations", "simulations", "pyproject.toml")
+COPIED = ("src", "tests", "tools", "derivations", "simulations", "docs", "pyproject.toml")
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".hypothesis")
 
 
@@ -88,9 +88,10 @@ MUTATIONS = (
              "late-attached AdamRecorder: bias corrections swapped"),
     # --- the theory ----------------------------------------------------------------------------
     Mutation("owner-axis", "src/gaugedyn/theory/_observables.py",
-             "return np.argmax(share, axis=-2)", "return np.argmax(share, axis=-1)",
+             "best = np.max(share, axis=-2, keepdims=True)",
+             "best = np.max(share, axis=-1, keepdims=True)",
              (T + "test_theory_solve.py", T + "test_theory_flows.py"),
-             "owner: argmax over teachers instead of students"),
+             "owner: the largest share taken over teachers instead of students"),
     Mutation("delta-sign", "src/gaugedyn/theory/_observables.py",
              "return a**2 - np.diagonal(Q, axis1=-2, axis2=-1)",
              "return a**2 + np.diagonal(Q, axis1=-2, axis2=-1)",
@@ -150,31 +151,38 @@ MUTATIONS = (
              (T + "test_adam_decomposition.py", T + "test_adam_recorder.py"),
              "first-moment bias correction with beta2"),
     # --- statistics and claims -------------------------------------------------------------------
-    Mutation("verdict-low-high", "src/gaugedyn/stats.py",
+    Mutation("verdict-low-high", "src/gaugedyn/stats/__init__.py",
              "        if low > threshold:\n            return \"HELD\"",
              "        if high > threshold:\n            return \"HELD\"",
              (T + "test_stats.py",), "a finding held when only the interval's top clears it"),
-    Mutation("mean-ci-quantile", "src/gaugedyn/stats.py",
+    Mutation("mean-ci-quantile", "src/gaugedyn/stats/__init__.py",
              "stats.t.ppf(0.5 + confidence / 2, a.size - 1)", "stats.t.ppf(confidence, a.size - 1)",
              (T + "test_stats.py",), "one-sided quantile in the t interval"),
+    Mutation("every-cell-without-holm", "src/gaugedyn/stats/_rules.py",
+             "holm = self.bounds((x,), 1 - (1 - level) / m)", "holm = self.bounds((x,), level)",
+             (T + "test_verdict_rules.py",), "the every-cell rule says NOT HELD without Holm"),
+    Mutation("median-interpolation-weight", "src/gaugedyn/stats/_estimators.py",
+             "lam = (n - k) * interp / (k + (n - 2 * k) * interp)",
+             "lam = k * interp / (k + (n - 2 * k) * interp)",
+             (T + "test_verdict_rules.py",), "a wrong Hettmansperger-Sheather weight"),
     # --- the run machinery -----------------------------------------------------------------------
-    Mutation("store-checksum-deleted", "src/gaugedyn/experiments/_store.py",
+    Mutation("store-checksum-deleted", "src/gaugedyn/harness/_store.py",
              "if hashlib.sha256(npz).hexdigest() != meta[\"sha256\"]:",
              "if False:",
              (T + "test_store.py",), "stored results no longer checked against their checksum"),
-    Mutation("task-key-without-seed", "src/gaugedyn/experiments/_store.py",
+    Mutation("task-key-without-seed", "src/gaugedyn/harness/_store.py",
              "payload = canonical_json([experiment, task, int(root_seed), version])",
              "payload = canonical_json([experiment, task, version])",
              (T + "test_store.py", T + "test_experiments_run.py"),
              "the store address ignores the root seed"),
-    Mutation("param-upper-bound-inverted", "src/gaugedyn/experiments/_protocol.py",
+    Mutation("param-upper-bound-inverted", "src/gaugedyn/_options.py",
              "if self.hi is not None and (x > self.hi or",
              "if self.hi is not None and (x < self.hi or",
              (T + "test_experiments_config.py", T + "test_stats.py"), "Param's upper bound inverted"),
-    Mutation("nan-check-deleted", "src/gaugedyn/experiments/_config.py",
+    Mutation("nan-check-deleted", "src/gaugedyn/harness/_config.py",
              "    if not _finite(value):\n", "    if False:\n",
              (T + "test_experiments_config.py",), "nan and inf settings accepted"),
-    Mutation("retry-no-progress-test", "src/gaugedyn/experiments/_sweep.py",
+    Mutation("retry-no-progress-test", "src/gaugedyn/harness/_sweep.py",
              "if len(again) == len(lost):", "if len(again) != len(lost):",
              (T + "test_experiments_run.py::test_a_dying_worker_fails_only_its_task_and_the_rerun_resumes",),
              "a dead worker's suspects isolated at the wrong moment"),
@@ -186,9 +194,9 @@ KERN = "src/gaugedyn/training/_online_kernels.py"
 STATE = "src/gaugedyn/adam/_state.py"
 SPIKES = "src/gaugedyn/adam/_spikes.py"
 STAB = "src/gaugedyn/adam/_stability.py"
-EDGE = "src/gaugedyn/adam/_edge.py"
-PROTO = "src/gaugedyn/prototypes/_model.py"
-SREP = "src/gaugedyn/experiments/_shared_rep_protocol.py"
+EDGE = "src/gaugedyn/experiments/adam_stability/_edge.py"
+PROTO = "src/gaugedyn/experiments/prototypes/_model.py"
+SREP = "src/gaugedyn/experiments/adam_state/_protocol.py"
 CHAIN_T = (T + "test_pinned_chain.py",)
 CHAIN_RUN_T = (T + "test_online_chain.py::test_chain_update_is_weight_space_sgd_on_the_same_samples",)
 STATE_T = (T + "test_pinned_adam_state.py",)
@@ -235,8 +243,8 @@ MUTATIONS += (
          'return 1.0, float(g["eps"])', STATE_T, "adaptive scale without bias correction"),
     _m34("state-bias-step-ahead", STATE, 'b2 ** float(st["step"])',
          'b2 ** (float(st["step"]) + 1)', STATE_T, "bias correction one step ahead"),
-    _m34("state-eps-inside-root", STATE, '(st["exp_avg_sq"].double() / bc2).sqrt() + eps',
-         '(st["exp_avg_sq"].double() / bc2 + eps).sqrt()', STATE_T,
+    _m34("state-eps-inside-root", STATE, "terms.append(1.0 / ((v.double() / bc2).sqrt() + eps))",
+         "terms.append(1.0 / ((v.double() / bc2 + eps).sqrt()))", STATE_T,
          "eps added under the square root"),
     _m34("state-group-first", STATE, 'if any(q is p for q in g["params"]):', "if True:",
          STATE_T, "every parameter read with the first group's betas and eps"),
@@ -245,13 +253,14 @@ MUTATIONS += (
     _m34("state-count-with-batch", STATE,
          "cnt += t[(0,) * batch_dims].numel() if batch_dims else t.numel()",
          "cnt += t.numel()", STATE_T, "per-batch means divided by the batch's count too"),
-    _m34("state-amsgrad-both", STATE, 'if component != "m"', 'if component == "v"',
-         STATE_T, "reset('both') keeps amsgrad's running maximum"),
-    _m34("state-equalise-c", STATE, "v.mul_(_expand(c * c, v, batch_dims))",
-         "v.mul_(_expand(c, v, batch_dims))", STATE_T, "v scaled by c instead of c^2"),
+    _m34("state-amsgrad-both", STATE, 'if "exp_avg_sq" in keys and "max_exp_avg_sq" in st',
+         'if keys == ("exp_avg_sq",) and "max_exp_avg_sq" in st', STATE_T,
+         "amsgrad's running maximum travels with v alone, not with 'both'"),
+    _m34("state-equalise-c", STATE, "before * _expand(c * c, before, batch_dims)",
+         "before * _expand(c, before, batch_dims)", STATE_T, "v scaled by c instead of c^2"),
     _m34("state-bisection-side", STATE, "too_big = a > target", "too_big = a < target",
          STATE_T, "the scale bisection keeps the wrong half"),
-    _m34("state-exchange-b", STATE, "sb[key].copy_(before)", "sb[key].copy_(sa[key])",
+    _m34("state-exchange-b", STATE, "_put(tb, spec, before)", "_put(tb, spec, _get(ta, spec))",
          STATE_T, "exchange leaves the second optimizer with its own moment"),
     _m34("state-update-norm-rms", STATE,
          "return (_group_mean(sq, batch_dims) * _numel(sq, batch_dims)).sqrt()",

@@ -36,6 +36,13 @@ def task_seed(root_seed: int, *coordinates: Any) -> np.random.SeedSequence:
     return np.random.SeedSequence(entropy=int(root_seed), spawn_key=tuple(words))
 
 
+def integer_seed(seed: np.random.SeedSequence) -> int:
+    """The one integer a ``SeedSequence`` gives the code that needs an integer seed (torch's
+    ``manual_seed``, numba kernels, numpy's legacy seeding, the trainer's ``root_seed``): the top
+    63 bits of its first 64-bit word, so the integer is non-negative in every signed 64-bit type."""
+    return int(seed.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+
+
 def rng(root_seed: int, *coordinates: Any) -> np.random.Generator:
     """A numpy generator for one task (see :func:`task_seed`)."""
     return np.random.default_rng(task_seed(root_seed, *coordinates))

@@ -1,9 +1,9 @@
-"""Command-line options declared once: type, bounds with their reason, choices; and the checks
+"""Settings declared once (command-line options and configuration keys): type, bounds with their reason, choices; and the checks
 every command runs before it allocates or computes anything.
 
-An :class:`Option` turns the text a user typed into a value or raises :class:`InputError` with
-one line naming the option, the value and what is allowed (for numbers the closed or open range
-and, for the upper bound, why it is there). :func:`check_memory` refuses a request whose
+A :class:`Param` (shared with the configurations of declared experiments) turns the text a user
+typed into a value or raises :class:`InputError` with one line naming the option, the value and
+what is allowed (for numbers the closed or open range and, for the upper bound, why it is there). :func:`check_memory` refuses a request whose
 estimated memory exceeds what this machine has available, quoting the estimate.
 :func:`check_writable_folder` checks that a folder can be created (or written) by creating and
 removing a probe folder, so a run cannot compute for minutes and then fail to store anything.
@@ -15,8 +15,10 @@ import contextlib
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ._errors import InputError
 
@@ -31,38 +33,139 @@ def show(text: object) -> str:
 
 
 @dataclass(frozen=True)
-class Option:
-    """One option of a command: ``kind`` ``int``, ``float`` or ``str`` with bounds or choices.
+class Param:
+    """One setting, declared once: type, bounds and why, choices, lengths, default, quick value
+    and help. Configuration keys (:mod:`gaugedyn.harness`) and command-line options (``solve``,
+    ``train``, ...) are both ``Param``; the check, the error text and the documentation are
+    derived from the declaration:
 
-    ``lo`` / ``hi`` are inclusive unless ``lo_open`` / ``hi_open``; ``why`` says why the upper
-    bound is where it is. ``choices`` lists the allowed strings (an empty string is never
-    allowed). ``parse`` returns the converted value or raises :class:`InputError`.
+    - ``lo`` / ``hi``: inclusive bounds of a number, or of every element of a list
+      (``lo_open`` / ``hi_open`` make them strict). Every numeric setting has an ``hi``;
+      ``why`` says in a few words why the upper bound is where it is (quoted in the error);
+    - ``choices``: the allowed values of a string (or of every element of a list of strings);
+    - ``min_len`` / ``max_len``: the length of a list; ``distinct``: no repeated elements;
+      ``item``: the type of every element of a list (``int`` excludes booleans and floats;
+      ``float`` admits integers);
+    - ``check`` / ``allowed``: an extra predicate and its words, for what bounds cannot say.
+
+    - ``name``: the command-line option's name (``--name`` with ``-`` for ``_``);
+      ``hi_text``: how to write the upper bound in words (``2**64 - 1``).
+
+    :meth:`validate` returns ``None`` for an allowed value (already of the right type) and
+    otherwise the text of what is allowed; :meth:`parse` turns text a user typed into the value or
+    raises :class:`InputError` with one line naming the option, the value and what is allowed;
+    :meth:`describe` is that text, used in errors and in the documentation.
     """
 
-    name: str
-    kind: type = float
+    type: type | tuple[type, ...]
+    default: Any = None
+    quick: Any = None
+    check: Callable[[Any], bool] | None = None
+    allowed: str = ""
+    help: str = ""
     lo: float | None = None
     hi: float | None = None
     lo_open: bool = False
     hi_open: bool = False
     why: str = ""
     choices: tuple[str, ...] | None = None
+    min_len: int | None = None
+    max_len: int | None = None
+    distinct: bool = False
+    item: type | None = None
+    name: str = ""
     hi_text: str = ""
+
+    def _range_text(self) -> str:
+        if self.lo is None and self.hi is None:
+            return ""
+        left = "(" if self.lo_open else "["
+        right = ")" if self.hi_open else "]"
+        lo = "-inf" if self.lo is None else f"{self.lo:g}"
+        hi = self.hi_text or ("inf" if self.hi is None else f"{self.hi:g}")
+        return f"in {left}{lo}, {hi}{right}"
+
+    def describe(self) -> str:
+        """What is allowed, in words (derived from the declaration unless ``allowed`` is set)."""
+        if self.allowed:
+            return self.allowed
+        types = self.type if isinstance(self.type, tuple) else (self.type,)
+        parts = []
+        if list in types:
+            size = []
+            if self.min_len is not None:
+                size.append(f"at least {self.min_len}")
+            if self.max_len is not None:
+                size.append(f"at most {self.max_len}")
+            noun = {int: "integers", float: "numbers", str: "strings"}.get(self.item, "values")
+            what = f"distinct {noun}" if self.distinct else noun
+            parts.append(f"a list of {' and '.join(size) or 'any number of'} {what}")
+            if self.choices is not None:
+                parts.append("each one of " + ", ".join(self.choices))
+            elif self._range_text():
+                parts.append("each " + self._range_text())
+        elif self.choices is not None:
+            parts.append("one of " + ", ".join(self.choices))
+        else:
+            if types == (int,):
+                kind = "an integer"
+            elif types == (bool,):
+                kind = "a boolean"
+            elif types == (str,):
+                kind = "a string"
+            else:
+                kind = "a number"
+            parts.append(f"{kind} {self._range_text()}".rstrip())
+        text = ", ".join(parts)
+        if self.why and self.hi is not None:
+            text += f" (upper bound: {self.why})"
+        return text
+
+    def _item_ok(self, x: Any) -> bool:
+        if self.item is None:
+            return True
+        if isinstance(x, bool):
+            return self.item is bool
+        if self.item is float:
+            return isinstance(x, int | float)
+        return isinstance(x, self.item)
+
+    def _in_range(self, x: Any) -> bool:
+        if self.choices is not None:
+            return isinstance(x, str) and x in self.choices
+        if isinstance(x, bool) or not isinstance(x, int | float):
+            return self.lo is None and self.hi is None
+        if self.lo is not None and (x < self.lo or (self.lo_open and x == self.lo)):
+            return False
+        if self.hi is not None and (x > self.hi or (self.hi_open and x == self.hi)):
+            return False
+        return True
+
+    def validate(self, value: Any) -> str | None:
+        """``None`` if ``value`` (already of the right type) is allowed, else :meth:`describe`."""
+        items = value if isinstance(value, list) else [value]
+        ok = all(self._in_range(x) for x in items)
+        if isinstance(value, list):
+            ok = ok and all(self._item_ok(x) for x in items)
+        if isinstance(value, list):
+            ok = ok and (self.min_len is None or len(value) >= self.min_len)
+            ok = ok and (self.max_len is None or len(value) <= self.max_len)
+            if self.distinct:
+                try:
+                    ok = ok and len(set(value)) == len(value)
+                except TypeError:
+                    ok = False
+        if ok and self.check is not None:
+            try:
+                ok = bool(self.check(value))
+            except Exception:
+                ok = False
+        return None if ok else self.describe()
 
     @property
     def flag(self) -> str:
+        """The command-line flag: ``--name`` with ``-`` for ``_``."""
         return "--" + self.name.replace("_", "-")
-
-    def describe(self) -> str:
-        """What is allowed, in words."""
-        if self.choices is not None:
-            return "one of " + ", ".join(self.choices)
-        what = "an integer" if self.kind is int else "a number"
-        left, right = "(" if self.lo_open else "[", ")" if self.hi_open else "]"
-        lo = "-inf" if self.lo is None else f"{self.lo:g}"
-        hi = self.hi_text or ("inf" if self.hi is None else f"{self.hi:g}")
-        text = f"{what} in {left}{lo}, {hi}{right}"
-        return text + (f" (upper bound: {self.why})" if self.why and self.hi is not None else "")
 
     def error(self, text: object, reason: str = "") -> InputError:
         extra = f" ({reason})" if reason else ""
@@ -76,42 +179,40 @@ class Option:
                 raise self.error(text)
             return text
         value = self._number(text)
-        if self.lo is not None and (value < self.lo or (self.lo_open and value == self.lo)):
-            raise self.error(text)
-        if self.hi is not None and (value > self.hi or (self.hi_open and value == self.hi)):
+        if not self._in_range(value):
             raise self.error(text)
         return value
 
     def _number(self, text: object):
+        integer = self.type is int
         if isinstance(text, bool):
             raise self.error(text)
-        if isinstance(text, int | float) and not isinstance(text, bool):
+        if isinstance(text, int | float):
             value = text
         else:
             s = str(text).strip()
             if len(s) > 400:  # beyond any bound; int() would also refuse past 4300 digits
                 raise self.error(text, "too long")
             try:
-                value = int(s) if self.kind is int else float(s)
+                value = int(s) if integer else float(s)
             except ValueError:
-                if self.kind is int:  # 1e3 and 1000.0 are integers too; 1.5 is not
-                    try:
-                        f = float(s)
-                    except ValueError:
-                        raise self.error(text) from None
-                    if not (math.isfinite(f) and f.is_integer()):
-                        raise self.error(text) from None
-                    value = int(f)
-                else:
+                if not integer:
                     raise self.error(text) from None
+                try:  # 1e3 and 1000.0 are integers too; 1.5 is not
+                    f = float(s)
+                except ValueError:
+                    raise self.error(text) from None
+                if not (math.isfinite(f) and f.is_integer()):
+                    raise self.error(text) from None
+                value = int(f)
         if isinstance(value, float) and not math.isfinite(value):
             raise self.error(text, "not finite")
-        if self.kind is int and value != int(value):
+        if integer and value != int(value):
             raise self.error(text)
-        return int(value) if self.kind is int else float(value)
+        return int(value) if integer else float(value)
 
 
-def parse_options(specs: dict[str, Option], args, names=None) -> dict:
+def parse_options(specs: dict[str, Param], args, names=None) -> dict:
     """``{name: value}`` for the options ``names`` (default all) whose text in ``args`` is not
     ``None``; ``None`` where an option was not given."""
     out = {}

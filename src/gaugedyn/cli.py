@@ -17,7 +17,8 @@ _COMMAND_MODULES = (
     "gaugedyn.symbolic._cli",  # derive
     "gaugedyn.theory._cli",  # solve
     "gaugedyn.training._cli",  # train
-    "gaugedyn.experiments._cli",  # run, reproduce, plot
+    "gaugedyn.harness._cli",  # run, reproduce, plot
+    "gaugedyn.stats._cli",  # audit-rules
 )
 
 

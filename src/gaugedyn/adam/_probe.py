@@ -5,7 +5,7 @@ Everything here calls the one reference implementation of the algebra,
 (``_recorder._chunk_sums``, ``_recorder._sums_expr`` and the C++ kernel of ``_native``) are
 tested against it.
 
-Two readings of the sign part (see ``PROTOCOL.md`` beside this module):
+Two readings of the sign part (see the beta grid's protocol, ``experiments/adam_split/PROTOCOL.md``):
 
 - ``current``: ``sign = sign(g_t)``, ``residual = transition + ratio + eps`` (the exact split);
 - ``memory``: ``sign = sign(w^)``, the same ``lag``, ``residual = ratio + eps`` (the transition

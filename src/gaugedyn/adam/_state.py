@@ -17,12 +17,28 @@ kernels, ``AdamRecorder`` hooks and any other reference stay valid) and returns 
 metadata. ``batch_dims = k`` treats the first ``k`` axes of every tensor as a batch of independent
 models (many seeds trained as one program): means, norms and scales are then taken per batch
 element, over the remaining axes of the selection.
+
+**Rows.** ``transplant``, ``exchange``, ``reset``, ``scalarise_v``, ``mean_adaptive_scale`` and
+``equalise_adaptive_scale`` take ``rows``: a sequence of indices along axis 0 of every selected
+tensor (the units of a layer: rows of a weight, entries of a bias), or a mapping
+``{name: (axis, indices)}`` that selects per tensor (a unit's outgoing weights are a column,
+``axis = 1``; :func:`gaugedyn.gauge.unit_rows` builds it for a unit of a model). Only those
+entries are read and written. ``reset(..., rows=..., restart=True)`` gives the reset rows their
+own step count: see :func:`reset`.
+
+**Checks.** ``amsgrad``'s ``max_exp_avg_sq`` travels with ``v`` in every operation that moves
+``v`` (exchange, transplant, reset, restore); ``scalarise_v`` and the adaptive-scale operations,
+which are defined on ``v`` itself, refuse an ``amsgrad`` optimizer. Shapes must match exactly (no
+broadcasting), and an operation that would spread a non-finite value over other coordinates
+(a mean, a common scale) refuses non-finite state, before anything is written.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Sequence
+import math
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +55,8 @@ name up to its last dot: ``enc.0.weight`` and ``enc.0.bias`` form layer ``enc.0`
 whole selection at once."""
 
 Names = str | Sequence[str] | None
+Rows = Sequence[int] | torch.Tensor | Mapping[str, tuple[int, Sequence[int]]] | None
+_Spec = tuple[int, torch.Tensor] | None
 
 
 @dataclass
@@ -108,6 +126,76 @@ def _group_of(optimizer, p: torch.Tensor) -> dict:
     raise InputError("a selected parameter is not managed by this optimizer")
 
 
+def _row_specs(pairs: list[tuple[str, torch.Tensor]], rows: Rows,
+               batch_dims: int = 0) -> tuple[list[tuple[str, torch.Tensor]], dict[str, _Spec]]:
+    """The selected pairs restricted to ``rows`` (a mapping selects by name) and, per name, the
+    ``(axis, indices)`` to read and write (``None``: the whole tensor)."""
+    if rows is None:
+        return pairs, {n: None for n, _ in pairs}
+    names = [n for n, _ in pairs]
+    if isinstance(rows, Mapping):
+        unknown = [k for k in rows if k not in names]
+        if unknown:
+            raise InputError(f"rows names {unknown} are not allowed; allowed: the selected "
+                             f"parameters {names}")
+        raw = {k: rows[k] for k in rows}
+        pairs = [(n, p) for n, p in pairs if n in raw]
+    else:
+        raw = {n: (0, rows) for n in names}
+    specs: dict[str, _Spec] = {}
+    for n, p in pairs:
+        try:
+            axis, idx = raw[n]
+            axis = int(axis)
+            idx = torch.as_tensor(idx, dtype=torch.long).reshape(-1)
+        except (TypeError, ValueError) as err:
+            raise InputError(f"rows[{n!r}]={raw[n]!r} is not allowed; allowed: (axis, indices) "
+                             "with an integer axis and integer indices") from err
+        if not batch_dims <= axis < p.dim():
+            raise InputError(f"rows axis={axis} for {n!r} is not allowed; allowed: "
+                             f"{batch_dims}..{p.dim() - 1} (shape {tuple(p.shape)})")
+        size = p.shape[axis]
+        if idx.numel() == 0 or int(idx.min()) < 0 or int(idx.max()) >= size:
+            raise InputError(f"rows for {n!r} are not allowed: indices must be non-empty and in "
+                             f"0..{size - 1} along axis {axis}")
+        if torch.unique(idx).numel() != idx.numel():
+            raise InputError(f"rows for {n!r} are not allowed: repeated indices")
+        specs[n] = (axis, idx)
+    return pairs, specs
+
+
+def _get(t: torch.Tensor, spec: _Spec) -> torch.Tensor:
+    return t if spec is None else t.index_select(spec[0], spec[1].to(t.device))
+
+
+def _put(t: torch.Tensor, spec: _Spec, value: torch.Tensor) -> None:
+    if value.shape != _get(t, spec).shape:
+        raise InputError(f"shape {tuple(value.shape)} does not match the destination's "
+                         f"{tuple(_get(t, spec).shape)}; shapes must match exactly")
+    if spec is None:
+        t.copy_(value)
+    else:
+        t.index_copy_(spec[0], spec[1].to(t.device), value.to(t.dtype))
+
+
+def _with_max(keys: tuple[str, ...], st: dict) -> tuple[str, ...]:
+    """``keys`` plus ``max_exp_avg_sq`` (amsgrad) wherever ``v`` is among them."""
+    return keys + (("max_exp_avg_sq",) if "exp_avg_sq" in keys and "max_exp_avg_sq" in st
+                   else ())
+
+
+def _refuse_amsgrad(optimizer, operation: str) -> None:
+    if any(g.get("amsgrad", False) for g in optimizer.param_groups):
+        raise InputError(f"amsgrad=True is not allowed for {operation}: the operation is defined "
+                         "on v, and amsgrad's denominator uses max_exp_avg_sq")
+
+
+def _refuse_nonfinite(name: str, key: str, t: torch.Tensor, operation: str) -> None:
+    if not bool(torch.isfinite(t).all()):
+        raise InputError(f"parameter {name!r} has non-finite {key}; {operation} would spread it "
+                         "over the other coordinates of its group")
+
+
 def snapshot(optimizer: torch.optim.Optimizer, model: torch.nn.Module,
              names: Names = None, *, weights: bool = True) -> dict[str, dict[str, torch.Tensor]]:
     """A deep copy of the selected parameters' state: ``{name: {"step", "exp_avg",
@@ -135,6 +223,14 @@ def restore(optimizer: torch.optim.Optimizer, model: torch.nn.Module,
             raise InputError(f"snapshot has no entry {n!r}; it holds {', '.join(snap)}")
         st = _state(optimizer, n, p)
         for key, val in snap[n].items():
+            if key != "param" and key not in st:
+                raise InputError(f"snapshot entry {n!r} holds {key!r}, which this optimizer's "
+                                 "state lacks (amsgrad on one side only?)")
+            dest = p if key == "param" else st[key]
+            if tuple(val.shape) != tuple(dest.shape):
+                raise InputError(f"snapshot {n!r}.{key} has shape {tuple(val.shape)}, the "
+                                 f"destination {tuple(dest.shape)}; shapes must match exactly")
+        for key, val in snap[n].items():
             dest = p if key == "param" else st[key]
             before = dest.detach().clone()
             dest.copy_(val)
@@ -145,70 +241,187 @@ def restore(optimizer: torch.optim.Optimizer, model: torch.nn.Module,
 @torch.no_grad()
 def transplant(optimizer: torch.optim.Optimizer, model: torch.nn.Module,
                snap: dict[str, dict[str, torch.Tensor]], component: str = "v",
-               names: Names = None) -> StateRecord:
-    """Copy one component (``m``, ``v`` or ``both``) from a :func:`snapshot` (of any optimizer
-    with the same parameter names and shapes) into ``optimizer``; weights and step counts stay."""
+               names: Names = None, *, rows: Rows = None) -> StateRecord:
+    """Copy one component (``m``, ``v`` or ``both``; ``v`` brings amsgrad's ``max_exp_avg_sq``)
+    from a :func:`snapshot` (of any optimizer with the same parameter names and exactly the same
+    shapes) into ``optimizer``, whole tensors or the given ``rows`` (the same rows of the
+    snapshot); weights and step counts stay."""
     _check_optimizer(optimizer)
     rec = StateRecord("transplant", component)
-    for n, p in select(model, names):
+    pairs, specs = _row_specs(select(model, names), rows)
+    plan = []
+    for n, p in pairs:
         if n not in snap:
             raise InputError(f"snapshot has no entry {n!r}; it holds {', '.join(snap)}")
         st = _state(optimizer, n, p)
-        for key in _keys(component):
-            before = st[key].clone()
-            st[key].copy_(snap[n][key])
-            rec.add(n, key, before, st[key])
+        for key in _with_max(_keys(component), st):
+            if key not in snap[n]:
+                raise InputError(f"snapshot entry {n!r} has no {key!r} (amsgrad on one side "
+                                 "only?)")
+            if tuple(snap[n][key].shape) != tuple(st[key].shape):
+                raise InputError(f"snapshot {n!r}.{key} has shape {tuple(snap[n][key].shape)}, "
+                                 f"the optimizer's {tuple(st[key].shape)}; shapes must match "
+                                 "exactly")
+            plan.append((n, key, st[key], _get(snap[n][key], specs[n]), specs[n]))
+    for n, key, dest, val, spec in plan:
+        before = _get(dest, spec).clone()
+        _put(dest, spec, val)
+        rec.add(n, key, before, _get(dest, spec))
     return rec
 
 
 @torch.no_grad()
 def exchange(opt_a: torch.optim.Optimizer, model_a: torch.nn.Module,
              opt_b: torch.optim.Optimizer, model_b: torch.nn.Module, component: str = "v",
-             names: Names = None) -> StateRecord:
-    """Swap a component between two optimizers, tensor by tensor (matched by name):
-    ``m_a <-> m_b`` and/or ``v_a <-> v_b``. Weights and step counts stay, so each optimizer's
-    next step uses its own bias correction ``1 - beta^t`` with the other's moments. The swap is
-    an exact copy: exchanging twice restores both states bit for bit."""
+             names: Names = None, *, rows: Rows = None) -> StateRecord:
+    """Swap a component between two optimizers, tensor by tensor (matched by name), whole or
+    the given ``rows`` of both: ``m_a <-> m_b`` and/or ``v_a <-> v_b`` (with amsgrad's
+    ``max_exp_avg_sq``, which both must then have). Weights and step counts stay, so each
+    optimizer's next step uses its own bias correction ``1 - beta^t`` with the other's moments.
+    The swap is an exact copy: exchanging twice restores both states bit for bit."""
     _check_optimizer(opt_a)
     _check_optimizer(opt_b)
     keys = _keys(component)
     other = dict(select(model_b, None))
     rec = StateRecord("exchange", component)
-    for n, pa in select(model_a, names):
+    pairs, specs = _row_specs(select(model_a, names), rows)
+    plan = []
+    for n, pa in pairs:
         if n not in other or other[n].shape != pa.shape:
             raise InputError(f"parameter {n!r} has no counterpart of shape {tuple(pa.shape)} "
                              "in the second model")
         sa, sb = _state(opt_a, n, pa), _state(opt_b, n, other[n])
-        for key in keys:
-            before = sa[key].clone()
-            sa[key].copy_(sb[key])
-            sb[key].copy_(before)
-            rec.add(n, f"a.{key}", before, sa[key])
-            rec.add(n, f"b.{key}", sa[key], sb[key])
+        ka, kb = _with_max(keys, sa), _with_max(keys, sb)
+        if ka != kb:
+            raise InputError(f"parameter {n!r}: one optimizer keeps max_exp_avg_sq (amsgrad) "
+                             "and the other does not; exchange needs both or neither")
+        for key in ka:
+            if sa[key].shape != sb[key].shape:
+                raise InputError(f"parameter {n!r}: {key} shapes {tuple(sa[key].shape)} and "
+                                 f"{tuple(sb[key].shape)} differ; shapes must match exactly")
+            plan.append((n, key, sa[key], sb[key], specs[n]))
+    for n, key, ta, tb, spec in plan:
+        before = _get(ta, spec).clone()
+        _put(ta, spec, _get(tb, spec))
+        _put(tb, spec, before)
+        rec.add(n, f"a.{key}", before, _get(ta, spec))
+        rec.add(n, f"b.{key}", _get(ta, spec), _get(tb, spec))
     return rec
 
 
 @torch.no_grad()
 def reset(optimizer: torch.optim.Optimizer, model: torch.nn.Module, component: str = "both",
-          names: Names = None) -> StateRecord:
-    r"""Zero a component (``m``, ``v`` or ``both``) in place, keeping the step count ``t``.
+          names: Names = None, *, rows: Rows = None, restart: bool = False) -> StateRecord:
+    r"""Zero a component (``m``, ``v`` or ``both``; ``v`` with amsgrad's ``max_exp_avg_sq``) in
+    place, whole tensors or the given ``rows``, keeping the step count ``t``.
 
     Bias-correction consequence: the next step has ``m = (1-\beta_1) g`` but divides by
     ``1-\beta_1^{t+1}`` (near 1 for large ``t``), so ``\hat m \approx (1-\beta_1) g`` instead of
     ``g`` (likewise ``\hat v \approx (1-\beta_2) g^2``): zeroed moments with a kept step count are
     under-corrected and rebuild over ``1/(1-\beta)`` steps. Resetting ``both`` and then the step
     (:func:`reset_step`) is exactly a fresh optimizer's next step.
+
+    ``restart=True`` (with ``component="both"``) makes the reset entries start afresh: whole
+    tensors get step count 0 (as :func:`reset_step`); reset ``rows`` get their own step count
+    ``s`` (steps since the reset), kept by the toolkit in step hooks on the optimizer: after each
+    step it recomputes those rows' parameters as torch's Adam does with ``s`` in place of ``t``,
+    ``p = p_{before} - \eta\,\frac{m/(1-\beta_1^s)}{\sqrt{v/(1-\beta_2^s)} + \epsilon}`` (after
+    AdamW's decay ``p_{before}(1 - \eta\lambda)``; amsgrad's running maximum in place of ``v``),
+    so each reset row follows a fresh optimizer's trajectory on that row exactly (to rounding).
+    The rows are released once ``1-\beta^s`` and ``1-\beta^t`` are equal in float64. Steps
+    skipped by a ``GradScaler`` (the count did not advance) are left alone.
     """
     _check_optimizer(optimizer)
-    rec = StateRecord("reset", component)
-    for n, p in select(model, names):
-        st = _state(optimizer, n, p)
-        for key in _keys(component) + (("max_exp_avg_sq",) if component != "m"
-                                       and "max_exp_avg_sq" in st else ()):
-            before = st[key].clone()
-            st[key].zero_()
-            rec.add(n, key, before, st[key])
+    if restart and component != "both":
+        raise InputError(f"restart=True with component={component!r} is not allowed; a fresh "
+                         "start needs component='both'")
+    rec = StateRecord("reset", component, details={"restart": True} if restart else {})
+    pairs, specs = _row_specs(select(model, names), rows)
+    states = [(n, p, _state(optimizer, n, p)) for n, p in pairs]
+    for n, p, st in states:
+        for key in _with_max(_keys(component), st):
+            before = _get(st[key], specs[n]).clone()
+            _put(st[key], specs[n], torch.zeros_like(before))
+            rec.add(n, key, before, _get(st[key], specs[n]))
+        if restart:
+            clock = _RowClock.of(optimizer)
+            if specs[n] is None:
+                clock.forget(p)
+                st["step"].fill_(0)
+            else:
+                clock.add(p, specs[n], float(st["step"]))
+    if restart:
+        rec.details["row_clock"] = any(specs[n] is not None for n, _, _ in states)
     return rec
+
+
+class _RowClock:
+    """Per-row step counts of one optimizer (see :func:`reset`), applied in step hooks."""
+
+    _clocks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, optimizer) -> _RowClock:
+        if optimizer not in cls._clocks:
+            cls._clocks[optimizer] = cls(optimizer)
+        return cls._clocks[optimizer]
+
+    def __init__(self, optimizer):
+        self.optimizer = weakref.ref(optimizer)
+        self.rows: dict[int, tuple[torch.Tensor, list[list]]] = {}
+        self.hooks = [optimizer.register_step_pre_hook(self._pre),
+                      optimizer.register_step_post_hook(self._post)]
+
+    def forget(self, p: torch.Tensor) -> None:
+        self.rows.pop(id(p), None)
+
+    def add(self, p: torch.Tensor, spec: tuple[int, torch.Tensor], t0: float) -> None:
+        axis, idx = spec
+        _, items = self.rows.setdefault(id(p), (p, []))
+        for item in items:  # a row reset again restarts from now
+            if item[0] == axis:
+                keep = ~torch.isin(item[1], idx)
+                item[1] = item[1][keep]
+        items[:] = [it for it in items if it[1].numel()]
+        items.append([axis, idx.clone(), t0, None, t0])
+
+    @torch.no_grad()
+    def _pre(self, optimizer, args, kwargs) -> None:
+        for p, items in self.rows.values():
+            for item in items:
+                item[3] = p.detach().index_select(item[0], item[1].to(p.device)).clone()
+
+    @torch.no_grad()
+    def _post(self, optimizer, args, kwargs) -> None:
+        for key, (p, items) in list(self.rows.items()):
+            st = optimizer.state.get(p)
+            if not st:
+                continue
+            group = _group_of(optimizer, p)
+            t = float(st["step"])
+            b1, b2 = (float(b) for b in group["betas"])
+            lr, eps = float(group["lr"]), float(group["eps"])
+            wd = float(group["weight_decay"])
+            decoupled = bool(group.get("decoupled_weight_decay",
+                                       isinstance(optimizer, torch.optim.AdamW)))
+            v_key = "max_exp_avg_sq" if group.get("amsgrad", False) else "exp_avg_sq"
+            for item in items:
+                axis, idx, t0, before, last = item
+                if before is None or t == last:
+                    continue  # no pre-step copy, or the step was skipped
+                item[4] = t
+                s = t - t0
+                i = idx.to(p.device)
+                m, v = st["exp_avg"].index_select(axis, i), st[v_key].index_select(axis, i)
+                new = before * (1 - lr * wd) if decoupled and wd != 0 else before
+                denom = (v.sqrt() / math.sqrt(1 - b2**s)).add_(eps)
+                new = new.addcdiv(m, denom, value=-lr / (1 - b1**s))
+                p.detach().index_copy_(axis, i, new)
+                if 1 - b1**s == 1 - b1**t and 1 - b2**s == 1 - b2**t:
+                    item[1] = idx[:0]
+            items[:] = [it for it in items if it[1].numel()]
+            if not items:
+                del self.rows[key]
 
 
 @torch.no_grad()
@@ -271,22 +484,27 @@ def _expand(value: torch.Tensor, like: torch.Tensor, batch_dims: int) -> torch.T
 
 @torch.no_grad()
 def scalarise_v(optimizer: torch.optim.Optimizer, model: torch.nn.Module, names: Names = None,
-                *, per: str = "tensor", batch_dims: int = 0) -> StateRecord:
+                *, per: str = "tensor", batch_dims: int = 0, rows: Rows = None) -> StateRecord:
     r"""Replace ``v`` by its mean within each group: ``v_i \leftarrow \bar v = \frac1n\sum_j v_j``
-    (``per = "tensor"``, ``"layer"`` or ``"selection"``; per batch element). The mean of ``v``
-    over each group is kept (up to the rounding of ``\bar v`` itself, computed in float64); the
-    coordinate pattern of ``v`` is removed, so only its scale is left."""
+    (``per = "tensor"``, ``"layer"`` or ``"selection"``; per batch element; over the given
+    ``rows`` only, when given). The mean of ``v`` over each group is kept (up to the rounding of
+    ``\bar v`` itself, computed in float64); the coordinate pattern of ``v`` is removed, so only
+    its scale is left. Refuses amsgrad and non-finite ``v`` (a mean would spread it)."""
     _check_optimizer(optimizer)
+    _refuse_amsgrad(optimizer, "scalarise_v")
     rec = StateRecord("scalarise_v", "v", details={"per": per, "batch_dims": int(batch_dims)})
-    pairs = select(model, names)
+    pairs, specs = _row_specs(select(model, names), rows, int(batch_dims))
+    plan = []
     for group in _groups(pairs, per):
-        states = [_state(optimizer, n, p) for n, p in group]
-        mean = _group_mean((st["exp_avg_sq"] for st in states), batch_dims)
-        for (n, _), st in zip(group, states):
-            v = st["exp_avg_sq"]
-            before = v.clone()
-            v.copy_(_expand(mean, v, batch_dims).expand_as(v))
-            rec.add(n, "exp_avg_sq", before, v)
+        vs = [_get(_state(optimizer, n, p)["exp_avg_sq"], specs[n]) for n, p in group]
+        for (n, _), v in zip(group, vs):
+            _refuse_nonfinite(n, "v", v, "scalarise_v")
+        plan.append((group, vs, _group_mean(vs, batch_dims)))
+    for group, vs, mean in plan:
+        for (n, p), before in zip(group, vs):
+            v = _state(optimizer, n, p)["exp_avg_sq"]
+            _put(v, specs[n], _expand(mean, before, batch_dims).expand_as(before).to(v.dtype))
+            rec.add(n, "exp_avg_sq", before, _get(v, specs[n]))
     return rec
 
 
@@ -297,16 +515,21 @@ def _bias2(optimizer, p: torch.Tensor, st: dict) -> tuple[float, float]:
 
 
 def mean_adaptive_scale(optimizer: torch.optim.Optimizer, model: torch.nn.Module,
-                        names: Names = None, *, batch_dims: int = 0) -> torch.Tensor:
-    r"""``\bar a_v = \mathrm{mean}_i\, 1/(\sqrt{\hat v_i} + \epsilon)`` over the selection, with
-    ``\hat v = v/(1-\beta_2^t)``; a float64 tensor of the batch shape (a 0-d tensor without a
-    batch)."""
+                        names: Names = None, *, batch_dims: int = 0,
+                        rows: Rows = None) -> torch.Tensor:
+    r"""``\bar a_v = \mathrm{mean}_i\, 1/(\sqrt{\hat v_i} + \epsilon)`` over the selection (its
+    ``rows``, when given), with ``\hat v = v/(1-\beta_2^t)``; a float64 tensor of the batch shape
+    (a 0-d tensor without a batch). Refuses amsgrad and non-finite ``v``."""
     _check_optimizer(optimizer)
+    _refuse_amsgrad(optimizer, "mean_adaptive_scale")
     terms = []
-    for n, p in select(model, names):
+    pairs, specs = _row_specs(select(model, names), rows, int(batch_dims))
+    for n, p in pairs:
         st = _state(optimizer, n, p)
+        v = _get(st["exp_avg_sq"], specs[n])
+        _refuse_nonfinite(n, "v", v, "the mean adaptive scale")
         bc2, eps = _bias2(optimizer, p, st)
-        terms.append(1.0 / ((st["exp_avg_sq"].double() / bc2).sqrt() + eps))
+        terms.append(1.0 / ((v.double() / bc2).sqrt() + eps))
     return _group_mean(terms, batch_dims)
 
 
@@ -331,14 +554,17 @@ def _scale_for(vhat: list[torch.Tensor], eps: list[float], target: torch.Tensor,
 @torch.no_grad()
 def equalise_adaptive_scale(opt_a: torch.optim.Optimizer, model_a: torch.nn.Module,
                             opt_b: torch.optim.Optimizer, model_b: torch.nn.Module,
-                            names: Names = None, *, batch_dims: int = 0) -> StateRecord:
+                            names: Names = None, *, batch_dims: int = 0,
+                            rows: Rows = None) -> StateRecord:
     r"""Rescale ``v`` of both states so both have the same mean adaptive scale
-    ``\bar a_v = \mathrm{mean}\,1/(\sqrt{\hat v}+\epsilon)`` over the selection, equal to the
-    arithmetic mean of the two: ``v \leftarrow c^2 v`` with ``c`` solving
+    ``\bar a_v = \mathrm{mean}\,1/(\sqrt{\hat v}+\epsilon)`` over the selection (its ``rows``,
+    when given; the same rows in both), equal to the arithmetic mean of the two:
+    ``v \leftarrow c^2 v`` with ``c`` solving
     ``\mathrm{mean}\,1/(c\sqrt{\hat v}+\epsilon) = (\bar a_v^A + \bar a_v^B)/2`` per state and batch
     element (exact up to the bisection, to float64 rounding). The pattern of ``v`` (ratios between
-    coordinates) is kept; only its scale moves."""
-    targets = [mean_adaptive_scale(o, m, names, batch_dims=batch_dims)
+    coordinates) is kept; only its scale moves. Refuses amsgrad and non-finite ``v`` in either
+    state before writing anything."""
+    targets = [mean_adaptive_scale(o, m, names, batch_dims=batch_dims, rows=rows)
                for o, m in ((opt_a, model_a), (opt_b, model_b))]
     target = (targets[0] + targets[1]) / 2
     rec = StateRecord("equalise_adaptive_scale", "v",
@@ -346,16 +572,16 @@ def equalise_adaptive_scale(opt_a: torch.optim.Optimizer, model_a: torch.nn.Modu
                                "a_v_target": target.flatten().tolist(),
                                "batch_dims": int(batch_dims)})
     for tag, opt, model in (("a", opt_a, model_a), ("b", opt_b, model_b)):
-        pairs = select(model, names)
+        pairs, specs = _row_specs(select(model, names), rows, int(batch_dims))
         states = [_state(opt, n, p) for n, p in pairs]
         info = [_bias2(opt, p, st) for (_, p), st in zip(pairs, states)]
-        vhat = [st["exp_avg_sq"].double() / bc2 for st, (bc2, _) in zip(states, info)]
+        vs = [_get(st["exp_avg_sq"], specs[n]) for (n, _), st in zip(pairs, states)]
+        vhat = [v.double() / bc2 for v, (bc2, _) in zip(vs, info)]
         c = _scale_for(vhat, [e for _, e in info], target, batch_dims)
-        for (n, _), st in zip(pairs, states):
+        for (n, _), st, before in zip(pairs, states, vs):
             v = st["exp_avg_sq"]
-            before = v.clone()
-            v.mul_(_expand(c * c, v, batch_dims))
-            rec.add(n, f"{tag}.exp_avg_sq", before, v)
+            _put(v, specs[n], before * _expand(c * c, before, batch_dims))
+            rec.add(n, f"{tag}.exp_avg_sq", before, _get(v, specs[n]))
     return rec
 
 
@@ -386,6 +612,11 @@ def rescale_update(model: torch.nn.Module, before: dict[str, torch.Tensor],
     ``\|\Delta\|`` over the selection per batch element (:func:`update_norm`); ``norm`` (``\nu``)
     is a number or a tensor of the batch shape. A zero update stays zero. The optimizer state is
     not touched: the moments still carry the gradient, only the movement is controlled."""
+    for n, p in select(model, names):
+        if n not in before or before[n].shape != p.shape:
+            raise InputError(f"before has no entry {n!r} of shape {tuple(p.shape)}; take it "
+                             "with weights() on the same selection")
+        _refuse_nonfinite(n, "update", p.detach() - before[n], "rescale_update")
     now = update_norm(model, before, names, batch_dims=batch_dims)
     nu = torch.as_tensor(norm, dtype=torch.float64, device=now.device)
     factor = torch.where(now > 0, nu / now.clamp_min(1e-300), torch.zeros_like(now))

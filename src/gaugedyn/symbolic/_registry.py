@@ -14,6 +14,7 @@ from pathlib import Path
 DERIVATIONS: tuple[str, ...] = (
     "gaugedyn.symbolic._homogeneous",
     "gaugedyn.symbolic._reaction_transport",
+    "gaugedyn.symbolic._gauge_steps",
     "gaugedyn.symbolic._gaussian_relu",
     "gaugedyn.symbolic._gaussian_erf",
     "gaugedyn.symbolic._gaussian_linear",

@@ -15,6 +15,8 @@ from ._observables import alignment as alignment
 from ._observables import delta as delta
 from ._observables import delta_drift as delta_drift
 from ._observables import dissipation as dissipation
+from ._observables import dissipation_split as dissipation_split
+from ._observables import mobilities as mobilities
 from ._observables import observe as observe
 from ._observables import order_parameters as order_parameters
 from ._observables import owner as owner

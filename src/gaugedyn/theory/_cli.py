@@ -11,38 +11,40 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .._options import Option
+from .._options import Param
+from ._flows import FORMULATIONS
+from ._population import ACTIVATIONS
+from ._problem import GAUGE_NAMES as GAUGES
+from ._registry import METHODS
 
-GAUGES = ("w-heavy", "a-heavy", "balanced")
-FORMULATIONS = ("order-parameters", "weight-space", "span")
-METHOD_NAMES = ("auto", "lsoda", "rodas", "Radau", "BDF", "LSODA", "DOP853", "RK45")
+METHOD_NAMES = tuple(METHODS)
 MAX_NEURONS = 64
 LOOSE_RTOL, LOOSE_ATOL = 1e-4, 1e-6
 
 OPTIONS = {
-    "setup": Option("setup", str, choices=("single", "duplicates")),
-    "dim": Option("dim", int, lo=2, hi=10**8,
+    "setup": Param(str, name="setup", choices=("single", "duplicates")),
+    "dim": Param(int, name="dim", lo=2, hi=10**8,
                   why="arrays of D float64 per neuron; memory is also estimated per request"),
-    "gauge": Option("gauge", str, choices=GAUGES),
-    "scale": Option("scale", float, lo=1e-6, hi=1e6,
+    "gauge": Param(str, name="gauge", choices=GAUGES),
+    "scale": Param(float, name="scale", lo=1e-6, hi=1e6,
                     why="|w|^2 = s D and a^2 = s / D must stay resolvable in float64"),
-    "activation": Option("activation", str, choices=("relu", "erf", "linear")),
-    "threshold": Option("threshold", float, lo=0, hi=1, lo_open=True, hi_open=True,
+    "activation": Param(str, name="activation", choices=ACTIVATIONS),
+    "threshold": Param(float, name="threshold", lo=0, hi=1, lo_open=True, hi_open=True,
                         why="an overlap m lies in [-1, 1]"),
-    "prune_tol": Option("prune_tol", float, lo=0, hi=1, lo_open=True, hi_open=True,
+    "prune_tol": Param(float, name="prune_tol", lo=0, hi=1, lo_open=True, hi_open=True,
                         why="the owner converges to |rho| = |b| = 1, so a tolerance >= 1 would "
                         "call it pruned"),
-    "t_max": Option("t_max", float, lo=0, hi=1e12, lo_open=True,
+    "t_max": Param(float, name="t_max", lo=0, hi=1e12, lo_open=True,
                     why="beyond 1e12 float64 time no longer resolves the steps"),
-    "formulation": Option("formulation", str, choices=FORMULATIONS),
-    "dynamics": Option("dynamics", str, choices=("flow", "gd")),
-    "eta": Option("eta", float, lo=0, hi=1e3, lo_open=True,
+    "formulation": Param(str, name="formulation", choices=FORMULATIONS),
+    "dynamics": Param(str, name="dynamics", choices=("flow", "gd")),
+    "eta": Param(float, name="eta", lo=0, hi=1e3, lo_open=True,
                   why="gradient descent with larger steps diverges at once on these losses"),
-    "method": Option("method", str, choices=METHOD_NAMES),
-    "rtol": Option("rtol", float, lo=1e-13, hi=1e-2,
+    "method": Param(str, name="method", choices=METHOD_NAMES),
+    "rtol": Param(float, name="rtol", lo=1e-13, hi=1e-2,
                    why="above 1e-2 the answer is off by more than 1% (below 1e-13 float64 "
                    "rounding dominates)"),
-    "atol": Option("atol", float, lo=1e-20, hi=1e-2,
+    "atol": Param(float, name="atol", lo=1e-20, hi=1e-2,
                    why="the state's components start at |a| ~ (s/D)^(1/2), well below 1e-2"),
 }
 
@@ -180,19 +182,19 @@ def _warn_loose(values: dict) -> None:
 
 def _functional(sol, problem, activation: str, prune_tol: float) -> dict:
     """Owners with ties, the remaining function of the non-owners and pruning "from then on"."""
-    import numpy as np
 
     from ._functional import functional_report, pruning_time
 
     _, _, _, b, T = problem.order_parameters()
     report = functional_report(sol.a[-1], sol.Q[-1], sol.R[-1], T, b, activation)
     prune = pruning_time(sol.t, sol.observables["rho"], prune_tol, sol.pruning_time)
-    return {**report, "pruning_time": [None if np.isnan(x) else float(x) for x in prune]}
+    return {**report, "pruning_time": [float(x) for x in prune]}
 
 
 def _handle(args: argparse.Namespace) -> int:
     import json
 
+    from .._json import strict
     from .._meta import versions
     from .._options import check_memory
     from .._progress import progress_bar
@@ -234,5 +236,5 @@ def _handle(args: argparse.Namespace) -> int:
     out = sol.to_dict()
     out |= _functional(sol, problem, args.activation, values["prune_tol"])
     out["versions"] = versions()
-    print(json.dumps(out, allow_nan=False))
+    print(json.dumps(strict(out), allow_nan=False))
     return 0

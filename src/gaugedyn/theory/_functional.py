@@ -2,11 +2,9 @@
 
 The seed's statement about duplicate students is about the *function* the non-owners still
 carry, not about each non-owner's coefficient: copies that share a direction can cancel. These
-observables are defined once here, for the theory, the experiments and trained networks alike:
+observables are defined once here, for the theory, the experiments and trained networks alike
+(the owner sets and owners themselves are :mod:`._observables`'s, re-exported here):
 
-- owner set of teacher ``n``: every student whose signed share ``sign(b_n) rho_i m_in`` is within
-  ``tie_rtol * max_j |share_jn|`` of the largest share. One student: a unique owner; two or more:
-  a **tie**, reported as such and never resolved by index;
 - remaining function: ``||sum_{i not in any owner set} rho_i g(u_i.x)||_{L2(N(0, I_D))}``, in
   closed form from the Gaussian pair kernel ``F`` of the activation (the same kernel as the
   population loss): ``sum_{ij} a_i a_j F(Q_ii, Q_jj, Q_ij)`` over the non-owners, square-rooted;
@@ -19,12 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._observables import TIE_RTOL as TIE_RTOL
+from ._observables import owner_sets as owner_sets
+from ._observables import owners as owners
 from ._population import population_loss
-
-TIE_RTOL = 1e-4
-"""Relative gap below which two students' shares of a feature count as tied: well above the
-accumulated integration error between identical copies (4e-7 measured with the span formulation
-at rtol 1e-8), far below the difference any gauge gap produces."""
 
 
 def _norm_sq(a, Q, activation: str):
@@ -49,31 +45,6 @@ def function_norm(a, Q, activation: str = "relu") -> np.ndarray:
 def teacher_norm(b, T, activation: str = "relu") -> np.ndarray:
     """``||f*||_{L2(N(0, I))} = ||sum_n b_n g(v_n.x)||`` (``b (..., M)``, ``T (..., M, M)``)."""
     return function_norm(b, T, activation)
-
-
-def owner_sets(a, Q, R, T, b, tie_rtol: float = TIE_RTOL) -> np.ndarray:
-    """Boolean ``(..., K, M)``: student ``i`` is in the owner set of teacher ``n``.
-
-    The share of ``i`` in feature ``n`` is ``sign(b_n) rho_i m_in`` with ``rho_i = a_i |w_i|`` and
-    ``m_in`` the cosine of ``w_i`` and ``v_n``; every student within ``tie_rtol`` (relative to the
-    largest share's magnitude) of the largest share is an owner.
-    """
-    a, Q, R, T, b = (np.asarray(x, dtype=float) for x in (a, Q, R, T, b))
-    # rho_i m_in = a_i |w_i| (w_i.v_n) / (|w_i| |v_n|) = a_i R_in / |v_n|: no square root of Q
-    t = np.sqrt(np.diagonal(T, axis1=-2, axis2=-1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share = np.sign(b)[..., None, :] * (a[..., :, None] * R / t[..., None, :])
-    share = np.nan_to_num(share, nan=-np.inf)
-    best = np.max(share, axis=-2, keepdims=True)
-    scale = np.max(np.abs(np.where(np.isfinite(share), share, 0.0)), axis=-2, keepdims=True)
-    return share >= best - tie_rtol * scale
-
-
-def owners(a, Q, R, T, b, tie_rtol: float = TIE_RTOL) -> np.ndarray:
-    """Owner of each teacher feature ``(..., M)``: the student index, or ``-1`` for a tie."""
-    sets = owner_sets(a, Q, R, T, b, tie_rtol)
-    unique = np.sum(sets, axis=-2) == 1
-    return np.where(unique, np.argmax(sets, axis=-2), -1)
 
 
 def remaining_function(a, Q, R, T, b, activation: str = "relu",

@@ -15,6 +15,12 @@ import numpy as np
 from .._errors import InputError
 from ._population import gradients, population_loss
 
+TIE_RTOL = 1e-4
+"""Relative gap below which two students' shares of a feature count as tied: well above the
+accumulated integration error between identical copies (4e-7 measured with the span formulation
+at rtol 1e-8), far below the difference any gauge gap produces."""
+
+
 
 @dataclass(frozen=True)
 class Definitions:
@@ -23,8 +29,9 @@ class Definitions:
     - alignment ``m_in = w_i.v_n / (|w_i| |v_n|)``;
     - coefficient ``rho_i = a_i |w_i|``; gauge ``delta_i = a_i^2 - |w_i|^2``;
     - specialization time of teacher ``n``: the first ``t`` with ``max_i m_in(t) >= threshold``;
-    - owner of teacher ``n``: ``argmax_i sign(b_n) rho_i m_in`` (the student carrying the largest
-      signed share of that feature);
+    - owner of teacher ``n``: the student carrying the largest signed share
+      ``sign(b_n) rho_i m_in`` of that feature; students within ``TIE_RTOL`` of the largest
+      share are tied and the owner reads ``-1`` (:func:`owners`);
     - pruned: ``|rho_i| < prune_tol``; pruning time: first ``t`` at which that holds;
     - delta drift: ``max_i |delta_i(t) - delta_i(0)| / (a_i(0)^2 + |w_i(0)|^2)``;
     - dissipation: ``-dL/dt = sum_i reaction_i + transport_i`` with
@@ -84,10 +91,35 @@ def alignment(Q, R, T):
     return R / (norms(Q)[..., :, None] * norms(T)[..., None, :])
 
 
-def owner(a, Q, R, T, b):
-    """Index of the student that owns each teacher feature (see :class:`Definitions`)."""
-    share = np.sign(b)[..., None, :] * rho(a, Q)[..., :, None] * alignment(Q, R, T)
-    return np.argmax(share, axis=-2)
+def owner_sets(a, Q, R, T, b, tie_rtol: float = TIE_RTOL) -> np.ndarray:
+    """Boolean ``(..., K, M)``: student ``i`` is in the owner set of teacher ``n``.
+
+    The share of ``i`` in feature ``n`` is ``sign(b_n) rho_i m_in`` with ``rho_i = a_i |w_i|`` and
+    ``m_in`` the cosine of ``w_i`` and ``v_n``; every student within ``tie_rtol`` (relative to the
+    largest share's magnitude) of the largest share is an owner.
+    """
+    a, Q, R, T, b = (np.asarray(x, dtype=float) for x in (a, Q, R, T, b))
+    # rho_i m_in = a_i |w_i| (w_i.v_n) / (|w_i| |v_n|) = a_i R_in / |v_n|: no square root of Q
+    t = np.sqrt(np.diagonal(T, axis1=-2, axis2=-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.sign(b)[..., None, :] * (a[..., :, None] * R / t[..., None, :])
+    share = np.nan_to_num(share, nan=-np.inf)
+    best = np.max(share, axis=-2, keepdims=True)
+    scale = np.max(np.abs(np.where(np.isfinite(share), share, 0.0)), axis=-2, keepdims=True)
+    return share >= best - tie_rtol * scale
+
+
+def owners(a, Q, R, T, b, tie_rtol: float = TIE_RTOL) -> np.ndarray:
+    """Owner of each teacher feature ``(..., M)``: the student index, or ``-1`` for a tie."""
+    sets = owner_sets(a, Q, R, T, b, tie_rtol)
+    unique = np.sum(sets, axis=-2) == 1
+    return np.where(unique, np.argmax(sets, axis=-2), -1)
+
+
+def owner(a, Q, R, T, b, tie_rtol: float = TIE_RTOL) -> np.ndarray:
+    """The owner of each teacher feature: :func:`owners` (``-1`` for a tie), the one definition
+    every layer uses."""
+    return owners(a, Q, R, T, b, tie_rtol)
 
 
 def pruned(a, Q, definitions: Definitions = Definitions()):
@@ -102,8 +134,31 @@ def delta_drift(a, Q, a0, Q0):
     return np.max(np.abs(delta(a, Q) - d0) / scale, axis=-1)
 
 
+def mobilities(a_sq, w_sq):
+    r"""Reaction and transport mobilities of a homogeneous unit from ``|a|^2`` and ``|w|^2``:
+    ``mu_R = |a|^2 + |w|^2 = sqrt(delta^2 + 4 rho^2)``, ``mu_T = 1/|w|^2`` (the identities the
+    symbolic module's ``reaction_transport`` derivation verifies). ``a`` may be a vector (a unit
+    with several outputs); then ``rho = |a| |w|``."""
+    a_sq, w_sq = np.asarray(a_sq), np.asarray(w_sq)
+    with np.errstate(divide="ignore"):
+        return a_sq + w_sq, 1.0 / w_sq
+
+
+def dissipation_split(g_a_sq, g_w_sq, gw_dot_w, w_sq):
+    r"""Reaction and transport parts of one unit's dissipation ``|g_a|^2 + |g_w|^2`` from the
+    squared gradient norms, ``g_w . w`` and ``|w|^2``:
+    ``reaction = |g_a|^2 + (u.g_w)^2``, ``transport = |g_w|^2 - (u.g_w)^2`` (``u = w/|w|``;
+    the transport part is clipped at 0 against round-off). Under gradient flow
+    ``-dL/dt = sum_i reaction_i + transport_i``."""
+    g_a_sq, g_w_sq, gw_dot_w, w_sq = (np.asarray(x) for x in (g_a_sq, g_w_sq, gw_dot_w, w_sq))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        radial = np.where(w_sq > 0, gw_dot_w**2 / w_sq, 0.0)
+    return g_a_sq + radial, np.maximum(g_w_sq - radial, 0.0)
+
+
 def dissipation(a, Q, R, b, T, activation: str = "relu"):
-    """Per-neuron reaction and transport dissipation, ``-dL/dt = sum_i (reaction_i + transport_i)``."""
+    """Per-neuron reaction and transport dissipation, ``-dL/dt = sum_i (reaction_i + transport_i)``
+    (:func:`dissipation_split` of the population gradient)."""
     gr = gradients(a, Q, R, b, T, activation)
     G, H = gr.G, gr.H
     Rt = np.swapaxes(R, -1, -2)
@@ -112,8 +167,7 @@ def dissipation(a, Q, R, b, T, activation: str = "relu"):
     gw_sq = np.diagonal(
         4 * G @ Q @ G + 2 * G @ R @ Ht + 2 * H @ Rt @ G + H @ T @ Ht, axis1=-2, axis2=-1
     )
-    radial = gw_w**2 / np.diagonal(Q, axis1=-2, axis2=-1)
-    return gr.g_a**2 + radial, np.maximum(gw_sq - radial, 0.0)
+    return dissipation_split(gr.g_a**2, gw_sq, gw_w, np.diagonal(Q, axis1=-2, axis2=-1))
 
 
 def observe(a, Q, R, b, T, activation: str = "relu", definitions: Definitions = Definitions()):

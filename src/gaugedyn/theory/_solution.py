@@ -7,26 +7,26 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._json import strict
 from ._observables import Definitions
 
 
-def _json(x):
-    if isinstance(x, dict):
-        return {k: _json(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_json(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return _json(x.tolist())
-    if isinstance(x, np.integer | np.bool_):
-        return x.item()
-    if isinstance(x, float | np.floating):
-        x = float(x)
-        return x if np.isfinite(x) else None
-    return x
+@dataclass
+class _Trajectories:
+    """The fields a single trajectory and a batch of them share (see :class:`Solution`)."""
+
+    t: np.ndarray
+    a: np.ndarray
+    Q: np.ndarray
+    R: np.ndarray
+    observables: dict
+    specialization_time: np.ndarray
+    pruning_time: np.ndarray
+    owner: np.ndarray
 
 
 @dataclass
-class Solution:
+class Solution(_Trajectories):
     """One trajectory of the population dynamics.
 
     ``t (T,)``; ``a (T, K)``, ``Q (T, K, K)``, ``R (T, K, M)`` whatever the formulation (``W
@@ -37,14 +37,6 @@ class Solution:
     the gauge over the output times; ``diagnostics`` the integrator's counters and settings.
     """
 
-    t: np.ndarray
-    a: np.ndarray
-    Q: np.ndarray
-    R: np.ndarray
-    observables: dict
-    specialization_time: np.ndarray
-    pruning_time: np.ndarray
-    owner: np.ndarray
     delta_drift: float
     diagnostics: dict
     definitions: Definitions
@@ -59,7 +51,7 @@ class Solution:
     def to_dict(self) -> dict:
         """JSON-ready summary: events, final observables, definitions, settings, diagnostics."""
         fin = self.final()
-        return _json({
+        return strict({
             "specialization_time": self.specialization_time,
             "pruning_time": self.pruning_time,
             "owner": self.owner,
@@ -78,21 +70,13 @@ class Solution:
 
 
 @dataclass
-class BatchSolution:
+class BatchSolution(_Trajectories):
     """Many trajectories on shared output times: every field of :class:`Solution` with a leading
     batch axis (NaN after a trajectory stopped), per-trajectory ``diagnostics`` (a list) and the
     batch's ``wall_time``. ``errors[i]`` is the :class:`~gaugedyn.DivergenceError` of a
     trajectory that stopped being finite (``None`` for the others, which ran on unaffected);
     a failed trajectory keeps its outputs up to the failure, NaN after it."""
 
-    t: np.ndarray
-    a: np.ndarray
-    Q: np.ndarray
-    R: np.ndarray
-    observables: dict
-    specialization_time: np.ndarray
-    pruning_time: np.ndarray
-    owner: np.ndarray
     delta_drift: np.ndarray
     diagnostics: list
     definitions: Definitions
@@ -127,7 +111,7 @@ class BatchSolution:
 
     def to_dict(self) -> dict:
         """JSON-ready summary of every trajectory."""
-        return _json({
+        return strict({
             "trajectories": [self[i].to_dict() for i in range(len(self))],
             "failed": self.failed,
             "wall_time": self.wall_time,

@@ -3,27 +3,12 @@
 Public names load lazily, so ``import gaugedyn.training`` does not import torch.
 """
 
-from __future__ import annotations
+from .._lazy import attach
 
-import importlib
-
-_EXPORTS = {
-    "Network": "._network",
-    "TrainConfig": "._trainer",
-    "train": "._trainer",
-    "StepRecord": "._trainer",
-    "AdamState": "._optim",
-    "TrainResult": "._result",
-    "crossing_time": "._result",
-    "OnlineODE": "._online_ode",
-    "online_ode": "._online_ode",
-    "noise_term": "._online_ode",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__, __all__ = attach(__name__, {
+    "_network": ["Network"],
+    "_trainer": ["TrainConfig", "train", "StepRecord"],
+    "_optim": ["AdamState"],
+    "_result": ["TrainResult", "crossing_time"],
+    "_online_ode": ["OnlineODE", "online_ode", "noise_term"],
+})

@@ -10,42 +10,43 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 
-from .._options import MAX_SEED, Option
+from .._json import strict
+from .._options import MAX_SEED, Param
 from ..theory._cli import GAUGES, MAX_NEURONS, progress_options
+from ..theory._population import ACTIVATIONS
 
 MAX_FLOP = 1e15  # about a day of one core at 1e10 floating-point operations per second
 
 OPTIONS = {
-    "setup": Option("setup", str, choices=("single", "duplicates")),
-    "dim": Option("dim", int, lo=2, hi=10**7,
+    "setup": Param(str, name="setup", choices=("single", "duplicates")),
+    "dim": Param(int, name="dim", lo=2, hi=10**7,
                   why="float arrays of D per sample, neuron and seed; memory is also estimated"),
-    "gauge": Option("gauge", str, choices=GAUGES),
-    "scale": Option("scale", float, lo=1e-6, hi=1e6,
+    "gauge": Param(str, name="gauge", choices=GAUGES),
+    "scale": Param(float, name="scale", lo=1e-6, hi=1e6,
                     why="|w|^2 = s D and a^2 = s / D must stay resolvable in floating point"),
-    "strength": Option("strength", float, lo=0, hi=1e8, lo_open=True,
+    "strength": Param(float, name="strength", lo=0, hi=1e8, lo_open=True,
                        why="|w|^2 = s x strength must stay resolvable in floating point"),
-    "activation": Option("activation", str, choices=("relu", "erf", "linear")),
-    "samples": Option("samples", int, lo=1, hi=10**9,
+    "activation": Param(str, name="activation", choices=ACTIVATIONS),
+    "samples": Param(int, name="samples", lo=1, hi=10**9,
                       why="S n D floats of data; memory is also estimated per request"),
-    "optimizer": Option("optimizer", str, choices=("gd", "sgd", "adam")),
-    "lr": Option("lr", float, lo=0, hi=1e3, lo_open=True,
+    "optimizer": Param(str, name="optimizer", choices=("gd", "sgd", "adam")),
+    "lr": Param(float, name="lr", lo=0, hi=1e3, lo_open=True,
                  why="larger steps diverge at once on these losses"),
-    "steps": Option("steps", int, lo=1, hi=10**9,
+    "steps": Param(int, name="steps", lo=1, hi=10**9,
                     why="the arithmetic is also estimated and capped at about a day"),
-    "batch": Option("batch", int, lo=1, hi=10**7, why="S B D floats per step"),
-    "schedule": Option("schedule", str, choices=("constant", "cosine", "inverse")),
-    "seeds": Option("seeds", int, lo=1, hi=100_000, why="seeds are trained as one batch in memory"),
-    "root_seed": Option("root_seed", int, lo=0, hi=MAX_SEED, hi_text="2**64 - 1",
+    "batch": Param(int, name="batch", lo=1, hi=10**7, why="S B D floats per step"),
+    "schedule": Param(str, name="schedule", choices=("constant", "cosine", "inverse")),
+    "seeds": Param(int, name="seeds", lo=1, hi=100_000, why="seeds are trained as one batch in memory"),
+    "root_seed": Param(int, name="root_seed", lo=0, hi=MAX_SEED, hi_text="2**64 - 1",
                         why="seeds are unsigned 64-bit integers"),
-    "threshold": Option("threshold", float, lo=0, hi=1, lo_open=True, hi_open=True,
+    "threshold": Param(float, name="threshold", lo=0, hi=1, lo_open=True, hi_open=True,
                         why="an overlap m lies in [-1, 1]"),
-    "prune_tol": Option("prune_tol", float, lo=0, hi=1, lo_open=True, hi_open=True,
+    "prune_tol": Param(float, name="prune_tol", lo=0, hi=1, lo_open=True, hi_open=True,
                         why="the owner converges to |rho| = |b| = 1, so a tolerance >= 1 would "
                         "call it pruned"),
-    "dtype": Option("dtype", str, choices=("float32", "float64")),
-    "backend": Option("backend", str, choices=("torch", "compiled", "chain")),
+    "dtype": Param(str, name="dtype", choices=("float32", "float64")),
+    "backend": Param(str, name="backend", choices=("torch", "compiled", "chain")),
 }
 _NUMBERS = ("dim", "scale", "strength", "samples", "lr", "steps", "batch", "seeds", "root_seed",
             "threshold", "prune_tol")
@@ -88,16 +89,6 @@ def register(subparsers) -> None:
                    "a cost per step independent of D)")
     progress_options(p)
     p.set_defaults(func=_handle)
-
-
-def _finite(x):
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_finite(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
 
 
 def _gauges(args) -> list[str]:
@@ -238,7 +229,7 @@ def _handle(args: argparse.Namespace) -> int:
             bar.callback(v["steps"])
     finally:
         bar.close()
-    print(json.dumps(_finite(_output(args, v["dim"], gauges, res, definitions, np)),
+    print(json.dumps(strict(_output(args, v["dim"], gauges, res, definitions, np)),
                      default=float))
     return 0
 

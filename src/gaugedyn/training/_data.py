@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .._meta import task_seed
+from .._meta import integer_seed, task_seed
 from ._network import SMALL_BATCH, Batch, prepare
 
 _STREAM_BLOCK = 1 << 16
@@ -20,8 +20,7 @@ _STREAM_BLOCK = 1 << 16
 
 def generator_seed(root_seed: int, index: int) -> int:
     """The 63-bit torch seed of seed ``index`` under ``root_seed``."""
-    state = task_seed(int(root_seed), int(index)).generate_state(2, dtype="uint32")
-    return (int(state[0]) << 31 ^ int(state[1])) & ((1 << 63) - 1)
+    return integer_seed(task_seed(int(root_seed), int(index)))
 
 
 def generators(root_seed: int, indices: Sequence[int], device) -> list[torch.Generator]:

@@ -9,7 +9,6 @@ import contextlib
 import numpy as np
 
 from ..stats import band as band
-from ..stats import bootstrap_ci
 
 
 @contextlib.contextmanager
@@ -23,18 +22,6 @@ def single_thread():
         yield
     finally:
         torch.set_num_threads(old)
-
-
-def root_of(seed: np.random.SeedSequence) -> int:
-    """The trainer's root seed for a task (seed ``i`` then derives from ``task_seed(root, i)``)."""
-    return int(seed.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
-
-
-def bootstrap_median(x: np.ndarray, rng: np.random.Generator, level: float = 0.9) -> list[float]:
-    """Bootstrap interval (``level``) of the median of ``x`` over seeds, through
-    :func:`gaugedyn.stats.bootstrap_ci`; ``rng`` must derive from the run's seed."""
-    iv = bootstrap_ci(x, np.median, rng=rng, confidence=level)
-    return [iv.low, iv.high]
 
 
 def match_times(t_sim: np.ndarray, t_ref: np.ndarray) -> np.ndarray:

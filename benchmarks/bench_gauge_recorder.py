@@ -1,0 +1,99 @@
+"""GaugeRecorder overhead on a training step of a ~1M-parameter ReLU MLP, against the plain step.
+
+Identical copies of the model (784-1024-256-10, two rescaling groups of 1024 and 256 units)
+train on the same batch: plain, with the recorder at every step (``every=1``) and at every 10th
+step (``every=10``). Blocks of steps are interleaved in rotating order; each round gives one
+paired ratio per variant (its block time over the plain block of the same round); the median
+ratio over rounds is printed with its quartiles, in wall time and in process CPU time (less
+sensitive to a loaded machine). ``--optimizer sgd`` (default: plain SGD, the recorder predicts
+the GD change), ``momentum`` (SGD with momentum and weight decay: the recursion runs every step,
+even with ``every=10``) or ``adam`` (measured only).
+
+    .venv/bin/python benchmarks/bench_gauge_recorder.py [--repeats 15] [--steps 5]
+        [--batch 128] [--threads 1] [--optimizer sgd|momentum|adam]
+
+``--threads 0`` keeps torch's default thread count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import time
+
+import torch
+
+from gaugedyn.gauge import GaugeRecorder
+
+OPTIMIZERS = {
+    "sgd": lambda p: torch.optim.SGD(p, lr=1e-2),
+    "momentum": lambda p: torch.optim.SGD(p, lr=1e-2, momentum=0.9, weight_decay=1e-4),
+    "adam": lambda p: torch.optim.Adam(p, lr=1e-3),
+}
+
+
+def _quartiles(x: list[float]) -> tuple[float, float, float]:
+    q = statistics.quantiles(x, n=4) if len(x) > 1 else [x[0]] * 3
+    return q[0], statistics.median(x), q[2]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
+    ap.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="sgd")
+    args = ap.parse_args()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    base = torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.ReLU(),
+                               torch.nn.Linear(1024, 256), torch.nn.ReLU(),
+                               torch.nn.Linear(256, 10))
+    n = sum(p.numel() for p in base.parameters())
+    variants = {"every=1": 1, "every=10": 10}
+    models = {"plain": base, **{k: copy.deepcopy(base) for k in variants}}
+    opts = {k: OPTIMIZERS[args.optimizer](m.parameters()) for k, m in models.items()}
+    recs = {k: GaugeRecorder(models[k], opts[k], every=e) for k, e in variants.items()}
+    x = torch.randn(args.batch, 784)
+    y = torch.randint(0, 10, (args.batch,))
+
+    def block(k: str) -> tuple[float, float]:
+        m, o = models[k], opts[k]
+        t0, c0 = time.perf_counter(), time.process_time()
+        for _ in range(args.steps):
+            o.zero_grad(set_to_none=True)
+            torch.nn.functional.cross_entropy(m(x), y).backward()
+            o.step()
+        return (time.perf_counter() - t0) / args.steps, (time.process_time() - c0) / args.steps
+
+    for k in models:  # warm-up
+        block(k)
+    times: dict[str, list] = {k: [] for k in models}
+    keys = list(models)
+    for r in range(args.repeats):
+        for i in range(len(keys)):
+            k = keys[(i + r) % len(keys)]
+            times[k].append(block(k))
+    rec = recs["every=1"]
+    print(f"model: MLP 784-1024-256-10, {n} parameters, {len(rec.groups)} gauge groups "
+          f"({', '.join(f'{g.name}: {g.n_units} units' for g in rec.groups)}), batch "
+          f"{args.batch}, threads {torch.get_num_threads()}, optimizer {args.optimizer}; "
+          f"{args.repeats} interleaved rounds of {args.steps} steps per variant")
+    wall = statistics.median(t[0] for t in times["plain"])
+    cpu = statistics.median(t[1] for t in times["plain"])
+    print(f"plain step: median {1e3 * wall:.2f} ms wall, {1e3 * cpu:.2f} ms CPU")
+    print("overhead ratio = recorder / plain, paired per round: median [quartiles]")
+    for k, r in recs.items():
+        rw = [a[0] / b[0] for a, b in zip(times[k], times["plain"])]
+        rc = [a[1] / b[1] for a, b in zip(times[k], times["plain"])]
+        lo, mid, hi = _quartiles(rw)
+        clo, cmid, chi = _quartiles(rc)
+        print(f"  recorder {k:<9} ({len(r)} recorded steps): wall {mid:.3f} [{lo:.3f}, "
+              f"{hi:.3f}]  CPU {cmid:.3f} [{clo:.3f}, {chi:.3f}]  ({100 * (mid - 1):+.1f}% wall)")
+
+
+if __name__ == "__main__":
+    main()

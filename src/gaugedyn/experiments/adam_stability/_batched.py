@@ -1,0 +1,99 @@
+"""Full-batch small models trained as one batch of independent copies, with per-copy Adam betas.
+
+Two task variants are built here from the package's offline data (nothing downloaded):
+
+- ``digits_ce``: scikit-learn's digits (the ``digits_mlp`` task of :mod:`gaugedyn.experiments.adam_split.tasks`),
+  MLP 64-32-10 (ReLU), cross-entropy, full batch on the first ``n_samples`` images;
+- ``teacher_mse``: the Gaussian ReLU teacher-student of :mod:`gaugedyn.experiments.adam_split.tasks` (``D = 20``,
+  student width 4, teacher width 2) on one fixed sample of ``n_samples`` inputs, half the mean
+  squared error, full batch.
+
+``B`` copies (one per ``(beta1, beta2, seed)``) share the data; parameters carry a leading batch
+axis and :func:`adam_steps` applies ``torch.optim.Adam``'s update with a per-copy ``beta1``,
+``beta2`` (checked against ``torch.optim.Adam`` in the tests).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..._errors import InputError
+
+TASKS = ("digits_ce", "teacher_mse")
+
+
+def _data(task: str, n_samples: int, dtype, seed: int):
+    if task == "digits_ce":
+        from ..adam_split.tasks import _digits
+
+        X, y = _digits()
+        return (torch.as_tensor(X[:n_samples], dtype=dtype),
+                torch.as_tensor(y[:n_samples]), (64, 32, 10))
+    if task == "teacher_mse":
+        g = torch.Generator().manual_seed(int(seed))
+        V = torch.randn(2, 20, generator=g, dtype=dtype)
+        V = V / V.norm(dim=1, keepdim=True)
+        X = torch.randn(n_samples, 20, generator=g, dtype=dtype)
+        return X, torch.relu(X @ V.T).sum(-1, keepdim=True), (20, 4, 1)
+    raise InputError(f"task={task!r} is not allowed; choose one of {list(TASKS)}")
+
+
+class BatchedMLP:
+    """``B`` two-layer ReLU MLPs ``f(x) = relu(x W1 + b1) W2 + b2`` on shared full-batch data."""
+
+    def __init__(self, task: str, B: int, seeds, n_samples: int = 256, dtype=torch.float64,
+                 data_seed: int = 0):
+        self.task = task
+        self.X, self.y, (d, h, k) = _data(task, n_samples, dtype, data_seed)
+        params = []
+        for s in np.broadcast_to(np.asarray(seeds), (B,)):
+            g = torch.Generator().manual_seed(int(s))
+            lim1, lim2 = 1 / d**0.5, 1 / h**0.5  # torch.nn.Linear's default uniform bounds
+            params.append([(torch.rand(d, h, generator=g, dtype=dtype) * 2 - 1) * lim1,
+                           (torch.rand(1, h, generator=g, dtype=dtype) * 2 - 1) * lim1,
+                           (torch.rand(h, k, generator=g, dtype=dtype) * 2 - 1) * lim2,
+                           (torch.rand(1, k, generator=g, dtype=dtype) * 2 - 1) * lim2])
+        self.params = [torch.stack([p[i] for p in params]).requires_grad_(True) for i in range(4)]
+
+    def losses(self, params=None) -> torch.Tensor:
+        """Per-copy full-batch loss, shape ``(B,)``."""
+        W1, b1, W2, b2 = self.params if params is None else params
+        out = torch.relu(self.X @ W1 + b1) @ W2 + b2
+        if self.task == "digits_ce":
+            logp = torch.log_softmax(out, dim=-1)
+            return -logp.gather(-1, self.y.expand(out.shape[0], -1)[..., None]).squeeze(-1).mean(-1)
+        return 0.5 * ((out - self.y) ** 2).mean(dim=(-1, -2))
+
+
+def adam_steps(model: BatchedMLP, lr: float, beta1, beta2, steps: int, eps: float = 1e-8,
+               record: int = 1) -> np.ndarray:
+    """Full-batch Adam with per-copy betas; returns ``log10`` losses ``(steps // record, B)``,
+    each the largest over its ``record`` steps (the envelope), ``inf`` after a divergence."""
+    b1 = torch.as_tensor(np.asarray(beta1, float), dtype=model.params[0].dtype)
+    b2 = torch.as_tensor(np.asarray(beta2, float), dtype=model.params[0].dtype)
+    B = model.params[0].shape[0]
+    b1, b2 = b1.expand(B), b2.expand(B)
+    shape = [(-1,) + (1,) * (p.ndim - 1) for p in model.params]
+    m = [torch.zeros_like(p) for p in model.params]
+    v = [torch.zeros_like(p) for p in model.params]
+    out = np.empty((steps // record, B))
+    peak = torch.full((B,), -np.inf, dtype=torch.float64)
+    p1 = torch.ones_like(b1)
+    p2 = torch.ones_like(b2)
+    for t in range(steps):
+        L = model.losses()
+        grads = torch.autograd.grad(L.sum(), model.params)
+        with torch.no_grad():
+            p1, p2 = p1 * b1, p2 * b2
+            for p, g, mi, vi, sh in zip(model.params, grads, m, v, shape):
+                mi.mul_(b1.view(sh)).add_((1 - b1).view(sh) * g)
+                vi.mul_(b2.view(sh)).add_((1 - b2).view(sh) * g * g)
+                den = (vi / (1 - p2).view(sh)).sqrt() + eps
+                p.sub_(lr * (mi / (1 - p1).view(sh)) / den)
+            ell = torch.log10(L.detach().double())
+            peak = torch.maximum(peak, torch.where(torch.isfinite(ell), ell, torch.inf))
+        if (t + 1) % record == 0:
+            out[t // record] = peak.numpy()
+            peak.fill_(-np.inf)
+    return out

@@ -1,0 +1,151 @@
+r"""Matched specialization, different adaptation: second-moment structure in shared representations.
+
+Small Adam-trained networks with a shared encoder and one linear head per target reach matched
+readout measurements by two formation routes (*acquisition-formed*: the input shows the favoured
+target with a larger gain, equal loss weights; *update-formed*: equal gains, loss weight ``w*`` on
+the favoured target) and then receive the same ten opposing updates. Adam-state interventions
+(:mod:`gaugedyn.adam`'s state toolkit) locate the response difference. The set-up is written out,
+with every inferred choice marked, in ``derivations/shared_representation.md``; it is a *search
+over set-ups*: a candidate family fixed in that document (``FAMILY`` in
+:mod:`._stages`) is calibrated on calibration seeds, one candidate is chosen by the
+pre-specified rule (endpoint matching and the sign of the inherited combined-pulse contrast), and
+every table is measured on disjoint confirmatory seeds. The run is one task: calibration then
+confirmation, all seeds of a stage trained as one batched program.
+
+Findings (each with the paper's criterion and number beside the measured one; 95% paired seed
+bootstrap intervals, ``gaugedyn.stats``): switch rates; Table 2 (inherited > +0.05, reset inside
++-0.02, all three pulses); Table 4 (exchange ``m`` within +-0.02 of own, exchange ``v`` negative,
+the equal-mean weight-history control); the common-scale pattern effect; Table 5 (first encoder
+layer carries most, heads change little, equal movement positive); Table 6 (projected-history
+``v`` lowers the ten-update loss in the native recipient); endpoint matching (inside
++-``tolerance``). Continued opposition (Figure 4b) and formation accounting (Figure 5) are
+measurements: the paper gives them no decision rule.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..._errors import InputError
+from ...harness import Experiment, Param
+from . import _findings as sf
+from . import _stages as ss
+
+SETUPS = ("search", *(c["name"] for c in ss.FAMILY))
+FULL_SEEDS = 40
+
+DEFINITIONS = {
+    "readout precision r_k": "1 - mean_n (y_k - z_k)^2 / Var z_k on the evaluation draw (Var z_k = 1)",
+    "specialization s": "r_f - r_o: favoured target f minus the target o = (f+1) mod K that the "
+                        "opposing pulse favours",
+    "specialization lost": "s before minus s after pulse_steps opposing updates",
+    "route contrast": "per seed, mean over directions of (lost, acquisition-formed) - (lost, "
+                      "update-formed); 95% paired seed-bootstrap interval",
+    "switch": "argmax_k r_k after the pulse is no longer f",
+    "endpoint mismatch": "per seed route difference of r_f and of r_o at the formation endpoint; "
+                         "matched when both paired intervals lie inside +-tolerance",
+    "a_v": "mean over coordinates of 1 / (sqrt(v / (1 - beta2^t)) + eps)",
+    "common-scale pattern effect": "contrast at equalised a_v minus contrast at equalised a_v "
+                                   "with v exchanged",
+    "cancellation fraction": "-C/S, C = sum_t sum_{j!=k} g_j . g_k, S = sum_t sum_k |g_k|^2 over "
+                             "encoder parameters, g_k the weighted gradient of target k's loss",
+}
+
+
+def _p(type_, default, lo, hi, why, help_, quick=None, **kw) -> Param:
+    return Param(type_, default, quick=quick, lo=lo, hi=hi, why=why, help=help_, **kw)
+
+
+class SharedRepresentation(Experiment):
+    name = "shared_representation"
+    description = ("two formation routes to matched readouts in a shared-encoder network, ten "
+                   "opposing updates, Adam-state interventions; set-up chosen on calibration "
+                   "seeds, every table on disjoint confirmatory seeds")
+    definitions = DEFINITIONS
+    params = {
+        "setup": Param(str, "search", choices=SETUPS,
+                       help="'search' calibrates the whole candidate family; a name fixes one "
+                            "candidate (w* is still calibrated)"),
+        "seeds": _p(int, FULL_SEEDS, 2, 512, "time: about 2 s of CPU per confirmatory seed",
+                    "confirmatory seeds", quick=12),
+        "calibration_seeds": _p(int, 16, 2, 256, "time: 12 candidates x 22 networks per seed",
+                                "calibration seeds (a disjoint stream)", quick=8),
+        "targets": _p(int, 2, 2, 4, "the candidate family and pulses are defined up to 4",
+                      "number of Gaussian latent targets K"),
+        "dim": _p(int, 16, 4, 256, "memory: batch x dim floats per network", "input dimension"),
+        "width": _p(int, 32, 2, 512, "time: width^2 per network and step", "first encoder width"),
+        "activation": Param(str, "tanh", choices=("tanh", "relu"), help="encoder activation"),
+        "rho": _p(float, 0.3, 0.0, 0.9, "the latent covariance must stay positive definite",
+                  "correlation between targets"),
+        "sigma": _p(float, 0.5, 0.0, 10.0, "beyond that no target is readable", "input noise"),
+        "lr": _p(float, 0.01, 0.0, 1.0, "Adam diverges far below it", "Adam step size",
+                 lo_open=True),
+        "beta1": _p(float, 0.9, 0.0, 0.999, "Adam needs beta1 < 1", "Adam beta1"),
+        "beta2": _p(float, 0.999, 0.0, 0.9999, "Adam needs beta2 < 1", "Adam beta2"),
+        "eps": _p(float, 1e-8, 0.0, 1e-2, "larger eps is no longer Adam", "Adam eps", lo_open=True),
+        "batch": _p(int, 128, 8, 4096, "memory: batch x width floats per network",
+                    "fresh samples per update"),
+        "ancestor_steps": _p(int, 200, 0, 20000, "time", "shared-ancestor updates"),
+        "formation_steps": _p(int, 500, 10, 20000, "time", "formation updates per route"),
+        "pulse_steps": _p(int, 10, 1, 400, "the horizon marks stop at 400", "opposing updates"),
+        "horizon": _p(int, 200, 10, 400, "the horizon marks stop at 400",
+                      "continued-opposition updates (Figure 4b)", quick=100),
+        "gain_weak": _p(float, 0.5, 0.0, 1.0, "the favoured gain is 1", "acquisition gain of "
+                        "the non-favoured targets", lo_open=True, hi_open=True),
+        "control_delta": _p(float, 0.3, 0.0, 0.5, "weights must stay in (0, 1)",
+                            "variable weight history: 1/K +- delta on the favoured target",
+                            lo_open=True, hi_open=True),
+        "control_period": _p(int, 50, 1, 10000, "time", "steps per half-cycle of the variable "
+                             "weight history"),
+        "eval_n": _p(int, 1024, 64, 65536, "memory: eval_n x dim floats per seed",
+                     "evaluation samples per seed"),
+        "tolerance": _p(float, 0.03, 0.0, 0.5, "readouts lie in [0, 1]",
+                        "endpoint matching tolerance", lo_open=True),
+        "margin": _p(float, 0.02, 0.0, 0.5, "readouts lie in [0, 1]",
+                     "equivalence margin (reset, exchange m, heads)", lo_open=True),
+        "w_grid": Param(list, [0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999], lo=0.0,
+                        hi=1.0, hi_open=True, min_len=1, max_len=32, distinct=True,
+                        why="a loss weight lies in [0, 1)",
+                        help="candidate loss weights w* of the update route"),
+        "record_every": _p(int, 10, 1, 1000, "memory: one record per step", "formation "
+                           "record interval"),
+    }
+
+    def validate(self, config):
+        """The variable weight history ``1/K +- delta`` must stay a positive weight."""
+        if config["control_delta"] >= 1.0 / config["targets"]:
+            raise InputError(f"control_delta = {config['control_delta']:g} is not allowed with "
+                             f"targets = {config['targets']}; allowed: a number in "
+                             f"(0, {1 / config['targets']:g})")
+
+    def tasks(self, config):
+        self.validate(config)
+        return [dict(config)]
+
+    def run_task(self, task, seed):
+        import torch
+
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # tiny batched kernels: extra threads only add contention
+        try:
+            return self._run(task, seed)
+        finally:
+            torch.set_num_threads(threads)
+
+    def _run(self, task, seed):
+        family = ss.FAMILY if task["setup"] == "search" else tuple(
+            c for c in ss.FAMILY if c["name"] == task["setup"])
+        cal = ss.calibrate(task, seed, family)
+        cand = next(c for c in ss.FAMILY if c["name"] == cal["choice"])
+        out = ss.confirm(task, cand, cal["w_star"], seed)
+        out["calibration"] = json.dumps(cal)
+        return out
+
+    def analyse(self, config, tasks, results, seed):
+        return sf.analyse(config, results[0], FULL_SEEDS, seed)
+
+    def plot(self, arrays, config, outdir):
+        return sf.plot(arrays, config, outdir)
+
+
+EXPERIMENT = SharedRepresentation()

@@ -1,0 +1,52 @@
+"""The machinery of declared experiments, apart from the five systems.
+
+Configurations (``_config``), a resumable result store (``_store``), executors (``_executor``), the
+sweep over tasks (``_sweep``), the run's stages (``_runner``), ``summary.json`` and
+``arrays.npz`` (``_summary``, ``_arrays``), figures (``_drawing``), result folders
+(``_folders``), the report (``_report``), what an experiment is (``_protocol``: ``Experiment``,
+``Param``, ``Claim``, ``finding``) and the command line (``_cli``: run, reproduce, plot).
+
+The layout's rule: the library (:mod:`gaugedyn.symbolic`, :mod:`~gaugedyn.theory`,
+:mod:`~gaugedyn.training`, :mod:`~gaugedyn.adam`, :mod:`~gaugedyn.stats`,
+:mod:`~gaugedyn.plotting`) holds engines a user applies to their own models (the Adam state
+toolkit, the recorder, the 1-D stability map, the spike detector); a system folder under
+:mod:`gaugedyn.experiments` holds what one study needs (its experiments, models, protocols,
+analysis and figures); the harness holds only machinery. Systems import the harness's types and
+the library; the harness finds an experiment by its registered name (:data:`EXPERIMENTS`, module
+names as strings) and never imports a system otherwise; the library imports neither.
+"""
+
+from ._arrays import caption_array as caption_array
+from ._arrays import caption_key as caption_key
+from ._arrays import caption_of as caption_of
+from ._arrays import field_key as field_key
+from ._arrays import load_arrays as load_arrays
+from ._config import RunConfig as RunConfig
+from ._config import available_experiments as available_experiments
+from ._config import load_config as load_config
+from ._config import make_config as make_config
+from ._config import resolve_experiment as resolve_experiment
+from ._drawing import redraw as redraw
+from ._executor import ExecutorSpec as ExecutorSpec
+from ._executor import open_executor as open_executor
+from ._protocol import Claim as Claim
+from ._protocol import Experiment as Experiment
+from ._protocol import Param as Param
+from ._protocol import configuration_label as configuration_label
+from ._protocol import finding as finding
+from ._protocol import judged as judged
+from ._protocol import labelled as labelled
+from ._protocol import provisional as provisional
+from ._registry import EXPERIMENTS as EXPERIMENTS
+from ._registry import SYSTEMS as SYSTEMS
+from ._runner import RunOutcome as RunOutcome
+from ._runner import execute as execute
+from ._store import ResultStore as ResultStore
+from ._store import task_key as task_key
+
+__all__ = [
+    "EXPERIMENTS", "SYSTEMS", "Claim", "ExecutorSpec", "Experiment", "Param", "ResultStore",
+    "RunConfig", "RunOutcome", "available_experiments", "caption_array", "caption_key",
+    "caption_of", "configuration_label", "execute", "field_key", "finding", "judged", "labelled", "load_arrays", "load_config", "make_config",
+    "open_executor", "provisional", "redraw", "resolve_experiment", "task_key",
+]

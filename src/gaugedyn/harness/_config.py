@@ -1,0 +1,371 @@
+"""Declared configurations: a TOML file naming an experiment, its root seed and its parameters.
+
+A configuration file reads::
+
+    experiment = "dimension_scaling"   # gaugedyn.experiments.<name>, or "package.module:ATTR"
+    seed = 0                           # root seed; every task seed derives from it
+    description = "optional text"
+
+    [params]                           # validated against the experiment's ``params`` schema
+    dims = [10, 100, 1000, 10000]
+
+    [quick]                            # optional: values used under --quick
+    dims = [10, 100]
+
+Resolution order of a parameter: the schema default, then ``[params]``; under ``--quick`` the
+schema's ``quick`` value and then ``[quick]`` take precedence; ``--set key=value`` overrides last.
+Every user-supplied value is checked (type, finiteness, the schema's ``check``), then the
+experiment's optional ``validate(config)`` checks the settings together; a rejected value
+raises :class:`gaugedyn.InputError` naming the key, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib
+import json
+import math
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._errors import InputError, oneline
+from .._json import plain
+from ._protocol import Experiment, Param
+from ._registry import EXPERIMENTS
+
+TOP_LEVEL_KEYS = ("experiment", "seed", "description", "params", "quick")
+MAX_SEED = 2**64 - 1
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A validated configuration: the experiment, its root seed, its parameters and its tasks."""
+
+    spec: str | None
+    experiment: Experiment
+    name: str
+    seed: int
+    params: dict[str, Any]
+    quick: bool = False
+    source: str | None = None
+    description: str = ""
+    overrides: tuple[str, ...] = ()
+    tasks: list[dict] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return plain(
+            {
+                "experiment": self.spec if self.spec is not None else self.name,
+                "name": self.name,
+                "seed": self.seed,
+                "quick": self.quick,
+                "source": self.source,
+                "description": self.description,
+                "overrides": list(self.overrides),
+                "params": self.params,
+            }
+        )
+
+
+def available_experiments() -> list[str]:
+    """Names of the experiments shipped in :mod:`gaugedyn.experiments` (the registry's keys)."""
+    return sorted(EXPERIMENTS)
+
+
+def resolve_experiment(spec: Any, where: str = "experiment") -> Experiment:
+    """The experiment object named by ``spec``: ``"name"`` or ``"package.module:ATTR"``."""
+    if not isinstance(spec, str):
+        raise InputError(f"{where} = {show(spec)} must be a string naming an experiment")
+    if ":" in spec:
+        module_name, _, attr = spec.partition(":")
+        if not _DOTTED.fullmatch(module_name) or not attr.isidentifier():
+            raise InputError(
+                f"{where} = {show(spec)} is not allowed; allowed: an experiment name or "
+                "'package.module:ATTRIBUTE'"
+            )
+    else:
+        if not _NAME.fullmatch(spec):
+            raise InputError(
+                f"{where} = {show(spec)} is not allowed; allowed: one of "
+                f"{', '.join(available_experiments()) or '(none installed)'}"
+            )
+        if spec not in EXPERIMENTS:
+            raise InputError(
+                f"{where} = {show(spec)}: no such experiment; allowed: one of "
+                f"{', '.join(available_experiments())}, or 'package.module:ATTRIBUTE'"
+            )
+        module_name, attr = EXPERIMENTS[spec], "EXPERIMENT"
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        if err.name is None or not module_name.startswith(err.name):
+            raise
+        choices = ", ".join(available_experiments()) or "(none installed)"
+        raise InputError(
+            f"{where} = {show(spec)}: no such experiment; allowed: one of {choices}, "
+            "or 'package.module:ATTRIBUTE'"
+        ) from None
+    experiment = getattr(module, attr, None)
+    if not isinstance(experiment, Experiment):
+        raise InputError(
+            f"{where} = {show(spec)}: {module_name}.{attr} is not a gaugedyn Experiment instance"
+        )
+    return experiment
+
+
+def show(value: Any, limit: int = 60) -> str:
+    """A one-line rendering of a user value for error messages."""
+    try:
+        text = json.dumps(plain(value), ensure_ascii=True)
+    except (TypeError, ValueError):
+        text = repr(value).encode("ascii", "backslashreplace").decode()
+    text = text.replace("\n", "\\n").replace("\r", "\\r")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _type_names(types: tuple[type, ...]) -> str:
+    names = {int: "integer", float: "number", str: "string", bool: "boolean", list: "list"}
+    return " or ".join(names.get(t, t.__name__) for t in types)
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list | tuple):
+        return all(_finite(v) for v in value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    return True
+
+
+def check_param(name: str, value: Any, param: Param, where: str) -> Any:
+    """``value`` converted to the schema's type, or :class:`InputError` naming what is allowed."""
+    types = param.type if isinstance(param.type, tuple) else (param.type,)
+    if float in types and type(value) is int and int not in types:
+        value = float(value)
+    if list in types and isinstance(value, tuple):
+        value = list(value)
+    allowed = param.describe() or f"a {_type_names(types)}"
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+        raise InputError(
+            f"{where}: {name} = {show(value)} has the wrong type ({type(value).__name__}); "
+            f"allowed: a {_type_names(types)}" + (f", {param.allowed}" if param.allowed else
+                                                  f" ({allowed})")
+        )
+    if not _finite(value):
+        raise InputError(
+            f"{where}: {name} = {show(value)} is not allowed (nan or inf); allowed: {allowed}"
+        )
+    problem = param.validate(value)
+    if problem is not None:
+        raise InputError(f"{where}: {name} = {show(value)} is not allowed; allowed: {problem}")
+    return value
+
+
+def check_seed(value: Any, where: str) -> int:
+    if type(value) is not int or not 0 <= value <= MAX_SEED:
+        raise InputError(
+            f"{where}: seed = {show(value)} is not allowed; allowed: an integer in [0, 2**64)"
+        )
+    return value
+
+
+def _unknown(key: str, allowed: Iterable[str], where: str, prefix: str = "") -> InputError:
+    allowed = sorted(allowed)
+    near = difflib.get_close_matches(key, allowed, n=1)
+    hint = f" (did you mean {prefix}{near[0]}?)" if near else ""
+    return InputError(
+        f"{where}: unknown key {show(prefix + key)}{hint}; allowed: "
+        f"{', '.join(prefix + k for k in allowed) or '(none)'}"
+    )
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """``"key=value"`` with ``value`` a TOML literal (a bare word reads as a string)."""
+    if not isinstance(text, str) or "=" not in text:
+        raise InputError(f"--set {show(text)}: expected key=value, e.g. --set dims=[10,100]")
+    key, _, raw = text.partition("=")
+    key, raw = key.strip(), raw.strip()
+    if key.startswith("params."):
+        key = key[len("params.") :]
+    if not key:
+        raise InputError(f"--set {show(text)}: the key is empty; expected key=value")
+    parsed = None
+    if "\n" not in raw and "\r" not in raw:
+        try:
+            parsed = tomllib.loads(f"v = {raw}")
+        except (tomllib.TOMLDecodeError, RecursionError, ValueError):
+            if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", raw):
+                return key, raw
+    if parsed is None or set(parsed) != {"v"}:
+        raise InputError(
+            f"--set {show(text)}: the value {show(raw)} is not a TOML value "
+            '(e.g. 3, 0.5, true, "text", [1, 2])'
+        )
+    return key, parsed["v"]
+
+
+def read_toml(path: str | Path) -> dict:
+    """The parsed TOML file, or :class:`InputError` with the parser's line and column."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{path}: configuration file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a folder, expected a .toml configuration file") from None
+    except (OSError, ValueError) as err:
+        raise InputError(f"{path}: cannot read the configuration file ({oneline(err)})") from None
+    try:
+        text = data.decode("utf-8")
+        return tomllib.loads(text)
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise InputError(
+            f"{path}: malformed TOML: not UTF-8 text (at line {line}, byte {err.start})"
+        ) from None
+    except tomllib.TOMLDecodeError as err:
+        message = oneline(err)
+        if "(at end of document)" in message:
+            line = text.count("\n") + 1
+            column = len(text) - (text.rfind("\n") + 1) + 1
+            message = message.replace(
+                "(at end of document)", f"(at end of document, line {line}, column {column})"
+            )
+        raise InputError(f"{path}: malformed TOML: {message}") from None
+    except RecursionError:
+        raise InputError(f"{path}: malformed TOML: nested too deeply") from None
+    except ValueError as err:  # an integer past Python's 4300-digit conversion limit
+        digits = re.search(r"has (\d+) digits", str(err))
+        raise InputError(
+            f"{path}: an integer in the file is too long"
+            + (f" ({digits[1]} digits)" if digits else "")
+            + "; allowed: integers of at most 4300 digits (every setting's bound is far below)"
+        ) from None
+
+
+def load_config(
+    path: str | Path, *, quick: bool = False, overrides: Iterable[str] = ()
+) -> RunConfig:
+    """Read, validate and resolve a configuration file (see the module docstring)."""
+    data = read_toml(path)
+    return make_config(data, quick=quick, overrides=overrides, source=str(path))
+
+
+def make_config(
+    data: Mapping[str, Any] | Experiment,
+    *,
+    quick: bool = False,
+    overrides: Iterable[str] | Mapping[str, Any] = (),
+    source: str | None = None,
+    seed: int | None = None,
+) -> RunConfig:
+    """Validate a configuration given as a parsed TOML mapping (or an experiment object).
+
+    ``overrides`` are ``"key=value"`` strings or a mapping; the key ``seed`` sets the root seed.
+    """
+    where = source or "configuration"
+    if isinstance(data, Experiment):
+        data = {"experiment": data, "seed": 0 if seed is None else seed}
+    if not isinstance(data, Mapping):
+        raise InputError(f"{where}: expected a table of settings")
+    for key in data:
+        if key not in TOP_LEVEL_KEYS:
+            raise _unknown(str(key), TOP_LEVEL_KEYS, where)
+    if "experiment" not in data:
+        raise InputError(f"{where}: missing key 'experiment' (the experiment to run)")
+    spec = data["experiment"]
+    if isinstance(spec, Experiment):
+        experiment, spec = spec, None
+    else:
+        experiment = resolve_experiment(spec, f"{where}: experiment")
+    name = experiment.name or (spec or type(experiment).__name__)
+    root_seed = check_seed(data.get("seed", 0), where)
+    description = data.get("description", experiment.description)
+    if not isinstance(description, str):
+        raise InputError(f"{where}: description = {show(description)} must be a string")
+
+    schema = experiment.params
+    tables = {}
+    for table in ("params", "quick"):
+        values = data.get(table, {})
+        if not isinstance(values, Mapping):
+            raise InputError(f"{where}: {table} = {show(values)} must be a table ([{table}])")
+        for key, value in values.items():
+            if key not in schema:
+                raise _unknown(str(key), schema, where, f"{table}.")
+            check_param(f"{table}.{key}", value, schema[key], where)
+        tables[table] = values
+
+    params: dict[str, Any] = {}
+    for key, param in schema.items():
+        value = param.default
+        if key in tables["params"]:
+            value = check_param(f"params.{key}", tables["params"][key], param, where)
+        if quick:
+            if key in tables["quick"]:
+                value = check_param(f"quick.{key}", tables["quick"][key], param, where)
+            elif param.quick is not None:
+                value = param.quick
+        params[key] = value
+
+    items = overrides.items() if isinstance(overrides, Mapping) else map(parse_override, overrides)
+    applied = []
+    for key, value in items:
+        if key == "seed":
+            root_seed = check_seed(value, "--set")
+        elif key in schema:
+            params[key] = check_param(key, value, schema[key], "--set")
+        else:
+            raise _unknown(key, [*schema, "seed"], "--set")
+        applied.append(f"{key}={show(value, limit=10**6)}")
+
+    cfg = RunConfig(
+        spec=spec,
+        experiment=experiment,
+        name=name,
+        seed=root_seed,
+        params=params,
+        quick=quick,
+        source=source,
+        description=description,
+        overrides=tuple(applied),
+    )
+    return dataclasses.replace(cfg, tasks=_tasks(cfg, where))
+
+
+def _validate(experiment: Experiment, params: dict, where: str) -> None:
+    """The experiment's optional ``validate(config)``: a check of the settings together (e.g. a
+    fit needs two points above its threshold), run before any task is built."""
+    validate = getattr(experiment, "validate", None)
+    if validate is None:
+        return
+    try:
+        validate(dict(params))
+    except InputError as err:
+        raise InputError(f"{where}: {oneline(err)}") from None
+
+
+def _tasks(cfg: RunConfig, where: str) -> list[dict]:
+    """The experiment's task list (after its optional ``validate``), checked to be
+    JSON-serialisable dicts."""
+    _validate(cfg.experiment, cfg.params, where)
+    try:
+        tasks = list(cfg.experiment.tasks(dict(cfg.params)))
+    except InputError as err:
+        raise InputError(f"{where}: {oneline(err)}") from None
+    out = []
+    for task in tasks:
+        if not isinstance(task, Mapping):
+            raise TypeError(f"{cfg.name}.tasks() returned {task!r}; each task must be a dict")
+        value = plain(dict(task))
+        json.dumps(value, sort_keys=True, allow_nan=False)
+        out.append(value)
+    return out

@@ -1,0 +1,245 @@
+"""What a declared experiment is.
+
+An experiment is a set of independent tasks plus an analysis:
+
+- ``params``: the configuration schema (name -> :class:`Param`), validated on load;
+- ``tasks(config)``: the task list, each a JSON-serialisable dict of coordinates that fully
+  determines the task (its key in the result store is a hash of it and the package version);
+- ``run_task(task, seed)``: a pure function of the task and its ``numpy.random.SeedSequence``
+  (derived from the root seed and the task's coordinates, never from execution order), returning
+  a dict of numpy arrays and scalars; it runs in worker processes, so the experiment object must
+  be picklable;
+- ``analyse(config, tasks, results, seed)``: the arrays behind the figures and the claims, and
+  optionally a third item, a dict of diagnostics written into ``summary.json``; ``seed`` is the
+  run's ``SeedSequence`` for the analysis (:func:`analysis_seed`: derived from the root seed and
+  the experiment's name), from which every bootstrap draws;
+- ``plot(arrays, config, outdir)``: figures drawn from the stored arrays alone, saved with
+  :func:`gaugedyn.plotting.save_figure`; returns figure names or ``(name, caption)`` pairs.
+
+``config`` is the dict of validated parameters (the keys of ``params``). Optional method:
+``validate(config)``, called once the parameters are resolved and before ``tasks``, raises
+:class:`gaugedyn.InputError` (naming the settings and what is allowed) for a combination of
+individually valid values whose analysis cannot be done, e.g. a fit that needs at least two
+dimensions above its threshold. Optional attributes:
+``captions`` (figure name -> caption) and ``definitions`` (the observables' definitions, recorded
+in ``summary.json``). ``results`` reach ``analyse`` as read back from the result store: arrays as
+numpy arrays, scalars as numpy scalars, other JSON values (``None``, strings, nested lists) as is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._json import plain
+from .._options import Param as Param
+
+CLAIM_KINDS = ("check", "finding", "measurement")
+
+
+VERDICTS = ("HELD", "NOT HELD", "UNRESOLVED", "depends on the reading")
+"""A finding's verdicts: the three of one reading, and the fourth when the documented readings
+of its protocol disagree (each reading's verdict is stored beside it)."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A statement checked on measured numbers.
+
+    ``kind="check"``: a property the package guarantees; a failed check fails the run.
+    ``kind="finding"``: a paper's statement, measured and reported as found; it never fails the
+    run, so a finding cannot be tuned into a pass. Its ``verdict`` is ``HELD``, ``NOT HELD`` or
+    ``UNRESOLVED`` (the interval straddles the threshold); a finding built without one reads
+    ``HELD``/``NOT HELD`` from ``passed``. Build findings with :func:`gaugedyn.stats.finding`, which
+    derives the verdict from the interval and records the rule.
+    ``kind="measurement"``: a quantity reported with its interval, with no verdict.
+
+    ``interval`` is the ``(low, high)`` confidence interval of ``measured`` where there is one;
+    ``rule`` says how the interval became the verdict: the name of a verdict rule of the
+    catalogue (:data:`gaugedyn.stats.RULES`) for findings built with :func:`judged`, whose
+    ``rule_text`` gives its words, ``per_seed`` the values it judged (so the verdict can be
+    recomputed from ``summary.json`` alone), ``power`` its probability of saying HELD at the
+    paper's value for the seeds used (``underpowered`` below :data:`gaugedyn.stats.UNDERPOWERED`)
+    and ``readings`` the verdict under each documented reading of the protocol.
+    """
+
+    id: str
+    statement: str
+    measured: Any
+    expected: Any
+    tolerance: Any
+    passed: bool
+    kind: str = "check"
+    verdict: str | None = None
+    interval: Any = None
+    rule: str = ""
+    rule_text: str = ""
+    per_seed: Any = None
+    power: float | None = None
+    underpowered: bool | None = None
+    readings: dict | None = None
+
+    def __post_init__(self):
+        if self.kind not in CLAIM_KINDS:
+            raise ValueError(f"claim kind {self.kind!r} is not one of {CLAIM_KINDS}")
+        if self.verdict is not None:
+            if self.kind != "finding":
+                raise ValueError(f"claim {self.id}: only findings carry a verdict")
+            if self.verdict not in VERDICTS:
+                raise ValueError(f"claim {self.id}: verdict {self.verdict!r} not in {VERDICTS}")
+            if self.readings is not None and self.verdict != _combined(self.readings):
+                raise ValueError(f"claim {self.id}: verdict {self.verdict!r} is not the one its "
+                                 f"readings give ({_combined(self.readings)!r})")
+            if bool(self.passed) != (self.verdict == "HELD"):
+                raise ValueError(f"claim {self.id}: passed must be verdict == 'HELD'")
+
+    @property
+    def fails_run(self) -> bool:
+        return self.kind == "check" and not self.passed
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["passed"] = bool(self.passed)
+        if d["verdict"] is None:
+            d.pop("verdict")
+        if d["interval"] is None:
+            d.pop("interval")
+        for key in ("rule", "rule_text", "per_seed", "power", "underpowered", "readings"):
+            if d[key] is None or (isinstance(d[key], str) and not d[key]):
+                d.pop(key)
+        return plain(d)
+
+
+def _combined(readings: dict) -> str:
+    words = set(readings.values())
+    return words.pop() if len(words) == 1 else VERDICTS[3]
+
+
+def finding(id: str, statement: str, interval: Any, threshold: float, direction: str = ">", *,
+            expected: Any = None, cells: Any = None, extra: dict | None = None) -> Claim:
+    """A finding whose verdict comes from its interval (:func:`gaugedyn.stats.verdict`).
+
+    ``interval`` is a :class:`gaugedyn.stats.Interval` (or ``(estimate, low, high)``);
+    ``threshold`` and ``direction`` state the claim ``value > threshold`` (or ``<``), fixed
+    before the run. ``cells`` (what the finding was judged on) and ``extra`` go into
+    ``tolerance`` beside the threshold, so the summary carries them.
+    """
+    from ..stats import Interval, rule_text, verdict
+
+    iv = Interval(*[float(v) for v in interval])
+    word = verdict(iv, threshold, direction)
+    tolerance = {"threshold": float(threshold), "direction": direction}
+    if cells is not None:
+        tolerance["cells"] = cells
+    if extra:
+        tolerance |= extra
+    return Claim(id=id, statement=statement, measured=iv.estimate,
+                 expected=expected if expected is not None else f"{direction} {threshold:g}",
+                 tolerance=tolerance, passed=word == "HELD", kind="finding", verdict=word,
+                 interval=iv.as_list(), rule=rule_text(threshold, direction))
+
+
+def judged(id: str, statement: str, judgement: Any, *, readings: dict | None = None,
+           paper_value: float | None = None, expected: Any = None, extra: dict | None = None,
+           power_reps: int = 2000) -> Claim:
+    """A finding judged by a rule of the catalogue (:func:`gaugedyn.stats.judge`).
+
+    ``judgement`` is the primary reading's :class:`gaugedyn.stats.Judgement`; ``readings`` maps
+    every documented reading of the protocol (the primary one included) to its judgement, and
+    the verdict is theirs when they agree, ``"depends on the reading"`` otherwise. ``paper_value``
+    is the paper's value of the judged parameter: the finding's ``power`` is the rule's
+    probability of HELD there, simulated (:func:`gaugedyn.stats.power_at`) with the spread of the
+    judged per-seed values, for the seeds used. ``extra`` goes into ``tolerance``.
+    """
+    from ..stats import finding_record, power_at
+
+    power = None
+    if paper_value is not None:
+        power = power_at(judgement, float(paper_value), reps=power_reps).rate
+    record = finding_record(judgement, power=power, readings=readings)
+    tolerance = {"threshold": judgement.threshold, "direction": judgement.direction,
+                 "n": judgement.n}
+    if judgement.cells is not None:
+        tolerance["cells"] = judgement.cells
+    if extra:
+        tolerance |= extra
+    word = record["verdict"]
+    return Claim(id=id, statement=statement, measured=judgement.estimate,
+                 expected=expected if expected is not None else judgement.words,
+                 tolerance=tolerance, passed=word == "HELD", kind="finding", verdict=word,
+                 interval=[judgement.low, judgement.high], rule=judgement.rule,
+                 rule_text=judgement.words, per_seed=record.get("per_seed"),
+                 power=record.get("power"), underpowered=record.get("underpowered"),
+                 readings=record["readings"])
+
+
+def configuration_label(config: dict, params: dict, keys=None) -> str:
+    """``""`` when ``config`` holds the declared defaults of ``keys`` (default: every name in
+    ``params``), ``"provisional (quick)"`` when it holds their quick values,
+    ``"provisional (reduced configuration)"`` otherwise."""
+    keys = tuple(params) if keys is None else tuple(keys)
+    if all(config.get(k) == params[k].default for k in keys):
+        return ""
+    quick = {k: params[k].quick if params[k].quick is not None else params[k].default
+             for k in keys}
+    if all(config.get(k) == quick[k] for k in keys):
+        return "provisional (quick)"
+    return "provisional (reduced configuration)"
+
+
+def provisional(claims: list[Claim], label: str) -> list[Claim]:
+    """``claims`` with every finding's statement prefixed by ``label`` (from
+    :func:`configuration_label`); unchanged when ``label`` is empty (the full configuration).
+    Verdicts are kept: the label says they come from a smaller configuration than the one the
+    protocol was fixed for."""
+    if not label:
+        return list(claims)
+    return [dataclasses.replace(c, statement=f"{label}: {c.statement}") if c.kind == "finding"
+            else c for c in claims]
+
+
+def labelled(params: dict, config: dict, analysed: tuple) -> tuple:
+    """An ``analyse`` result ``(arrays, claims, diagnostics)`` with its findings labelled by
+    :func:`provisional` for ``config`` against the declared ``params``, and the label (or
+    ``None``) in ``diagnostics["provisional"]``."""
+    arrays, claims, diagnostics = analysed
+    label = configuration_label(config, params)
+    diagnostics["provisional"] = label or None
+    return arrays, provisional(claims, label), diagnostics
+
+
+def analysis_seed(root_seed: int, experiment: str) -> np.random.SeedSequence:
+    """The ``SeedSequence`` a run hands to ``analyse``: the task-seed rule
+    (:func:`gaugedyn._meta.task_seed`) applied to the coordinates ``(experiment, "analysis")``."""
+    from .._meta import task_seed
+
+    return task_seed(root_seed, experiment, "analysis")
+
+
+class Experiment:
+    """Base class of declared experiments (see module docstring)."""
+
+    name: str = ""
+    description: str = ""
+    params: dict[str, Param] = {}
+
+    def tasks(self, config: dict) -> list[dict]:
+        raise NotImplementedError
+
+    def run_task(self, task: dict, seed: np.random.SeedSequence) -> dict:
+        raise NotImplementedError
+
+    def analyse(self, config: dict, tasks: list[dict], results: list[dict],
+                seed: np.random.SeedSequence) -> tuple:
+        """Return ``(arrays: dict[str, np.ndarray], claims: list[Claim])``, optionally with a
+        third item ``diagnostics: dict``. ``seed`` is the run's analysis seed
+        (:func:`analysis_seed`): every resampling of the analysis derives from it."""
+        raise NotImplementedError
+
+    def plot(self, arrays: dict, config: dict, outdir: Any) -> list:
+        """Draw figures from ``arrays`` into ``outdir``; return the figure base names (or
+        ``(name, caption)`` pairs)."""
+        return []

@@ -1,0 +1,260 @@
+"""The reproduction report: every claim with its verdict, every figure with its caption.
+
+``DIR/reproduce.json`` lists the experiments a ``reproduce`` ran (and any that crashed);
+``DIR/report.md`` is rebuilt from it and the run folders' ``summary.json`` alone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from ._store import atomic_write
+
+INDEX = "reproduce.json"
+REPORT = "report.md"
+
+
+def write_index(root: Path, index: dict) -> None:
+    atomic_write(root / INDEX, json.dumps(index, indent=1, default=str).encode())
+
+
+def read_index(root: Path) -> dict:
+    try:
+        return json.loads((root / INDEX).read_text())
+    except (OSError, ValueError):
+        names = sorted(p.parent.name for p in root.glob("*/summary.json"))
+        return {"runs": names, "errors": {}}
+
+
+def fmt(value: Any, limit: int = 48) -> str:
+    """A compact rendering of a measured / expected / tolerance value."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}" if math.isfinite(value) else str(value)
+    if isinstance(value, list):
+        text = "[" + ", ".join(fmt(v, limit) for v in value) + "]"
+    elif isinstance(value, dict):
+        text = "{" + ", ".join(f"{k}: {fmt(v, limit)}" for k, v in value.items()) + "}"
+    else:
+        text = str(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def fails_run(claim: dict) -> bool:
+    """Whether a stored claim fails its run (failed checks do; findings never do)."""
+    return claim.get("kind", "check") == "check" and not claim.get("passed")
+
+
+FINDING_WORDS = ("HELD", "NOT HELD", "UNRESOLVED", "depends on the reading")
+
+
+def verdict_word(claim: dict) -> str:
+    """``PASS``/``FAIL`` for checks, ``HELD``/``NOT HELD``/``UNRESOLVED`` for findings,
+    ``MEASURED``."""
+    if claim.get("kind") == "measurement":
+        return "MEASURED"
+    if claim.get("kind", "check") == "finding":
+        if claim.get("verdict"):
+            return claim["verdict"]
+        return "HELD" if claim.get("passed") else "NOT HELD"
+    return "PASS" if claim.get("passed") else "FAIL"
+
+
+def marks(claim: dict) -> str:
+    """What a finding's verdict needs beside it: ``underpowered`` (its power at the paper's value
+    below the bar) and, when the documented readings disagree, each reading's verdict."""
+    out = []
+    if claim.get("underpowered"):
+        out.append(f"underpowered (power {fmt(claim.get('power'))})")
+    readings = claim.get("readings") or {}
+    if len(set(readings.values())) > 1:
+        out.append("; ".join(f"{k}: {v}" for k, v in readings.items()))
+    return f" [{'; '.join(out)}]" if out else ""
+
+
+def claim_row(experiment: str, claim: dict) -> dict:
+    return {
+        "experiment": experiment,
+        "id": claim["id"],
+        "measured": fmt(claim.get("measured")),
+        "expected": fmt(claim.get("expected")),
+        "tolerance": fmt(claim.get("tolerance")),
+        "interval": fmt(claim.get("interval")),
+        "passed": not fails_run(claim),
+        "verdict": verdict_word(claim) + marks(claim),
+        "word": verdict_word(claim),
+    }
+
+
+def failing(rows: list[dict]) -> list[str]:
+    """``experiment:claim`` of every row that fails its run."""
+    return [f"{r['experiment']}:{r['id']}" for r in rows if not r["passed"]]
+
+
+def _runs(root: Path, index: dict) -> list[tuple[str, str | None, dict | None]]:
+    """``(name, crash message, summary)`` of each run an index lists, each summary read once."""
+    errors = index.get("errors", {})
+    return [(name, errors.get(name), _summary(root / name)) for name in index.get("runs", [])]
+
+
+def _rows(runs: list[tuple[str, str | None, dict | None]]) -> list[dict]:
+    """One row per claim (and per crashed or failed run) of a reproduce folder."""
+    rows = []
+    for name, error, summary in runs:
+        if error is not None or summary is None:
+            rows.append(_failed_row(name, "(run)", error or "no summary.json"))
+            continue
+        if summary.get("failed_tasks"):
+            n = len(summary["failed_tasks"])
+            rows.append(_failed_row(name, "(tasks)", f"{n} task(s) failed"))
+        rows += [claim_row(name, claim) for claim in summary.get("claims", [])]
+    return rows
+
+
+def _failed_row(name: str, ident: str, measured: str) -> dict:
+    return {
+        "experiment": name,
+        "id": ident,
+        "measured": fmt(measured, 60),
+        "expected": "-",
+        "tolerance": "-",
+        "interval": "-",
+        "passed": False,
+        "verdict": "FAIL",
+    }
+
+
+def _summary(run: Path) -> dict | None:
+    try:
+        return json.loads((run / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def table(rows: list[dict]) -> str:
+    """A plain-text table of claim rows (for the terminal)."""
+    head = ["experiment", "claim", "measured", "interval", "expected", "tolerance", "verdict"]
+    body = [
+        [r["experiment"], r["id"], r["measured"], r["interval"], r["expected"], r["tolerance"],
+         r["verdict"]]
+        for r in rows
+    ]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
+    lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)) for line in [head, *body]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _md(text: Any) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def write_report(root: Path) -> tuple[Path, list[dict]]:
+    """Write ``root/report.md`` from the index and the run summaries; return its path and the
+    claim rows (one per claim, and per crashed or failed run)."""
+    root = Path(root)
+    index = read_index(root)
+    runs = _runs(root, index)
+    rows = _rows(runs)
+    failed = failing(rows)
+    out = ["# gaugedyn reproduction report", ""]
+    mode = "quick" if index.get("quick") else "full"
+    out.append(f"Written {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; {mode} configuration.")
+    if index.get("command"):
+        out.append(f"Command: `{index['command']}`.")
+    verdict = "every check passed" if not failed else f"{len(failed)} failing: {', '.join(failed)}"
+    findings = [r for r in rows if r.get("word") in FINDING_WORDS]
+    if findings:
+        counts = ", ".join(f"{sum(r['word'] == w for r in findings)} {w.lower()}"
+                           for w in FINDING_WORDS)
+        verdict += (f"; {len(findings)} findings (reported as measured, never failing the run): "
+                    f"{counts}")
+    out += ["", f"**Verdict: {verdict}.**", "", "## Claims", ""]
+    out.append("| experiment | claim | measured | interval | expected | tolerance | verdict |")
+    out.append("|---|---|---|---|---|---|---|")
+    for r in rows:
+        verdict_cell = r["verdict"].lower() if r["passed"] else f"**{r['verdict']}**"
+        out.append(
+            f"| {_md(r['experiment'])} | {_md(r['id'])} | {_md(r['measured'])} | "
+            f"{_md(r['interval'])} | {_md(r['expected'])} | {_md(r['tolerance'])} | {verdict_cell} |"
+        )
+    versions = None
+    for name, error, summary in runs:
+        out += ["", f"## {name}", ""]
+        if summary is None:
+            out += [f"The run did not complete: {_md(error or 'no summary.json')}."]
+            continue
+        versions = versions or summary.get("versions")
+        out += experiment_section(summary, f"{name}/")
+    if versions:
+        out += ["", "## Versions", ""]
+        out += [f"- {k}: {v}" for k, v in versions.items()]
+    path = root / REPORT
+    atomic_write(path, ("\n".join(out) + "\n").encode())
+    return path, rows
+
+
+def experiment_section(summary: dict, link_prefix: str = "") -> list[str]:
+    """Markdown lines for one run: status, configuration, claims, figures, failed tasks."""
+    out = []
+    if summary.get("description"):
+        out += [_md(summary["description"]), ""]
+    stats = summary.get("diagnostics", {}).get("tasks", {})
+    wall = summary.get("diagnostics", {}).get("wall_seconds")
+    wall_text = f", {wall:.1f} s wall time" if isinstance(wall, int | float) else ""
+    out.append(
+        f"Status: **{summary.get('status')}**; {stats.get('tasks', '?')} tasks "
+        f"({stats.get('reused', 0)} reused from the store, {stats.get('computed', 0)} computed, "
+        f"{stats.get('failed', 0)} failed){wall_text}."
+    )
+    config = summary.get("configuration", {})
+    out += ["", "Configuration:", "", "```json"]
+    shown = {k: config.get(k) for k in ("experiment", "seed", "quick", "source", "overrides")}
+    shown["params"] = config.get("params")
+    out += [json.dumps(shown, indent=1), "```", ""]
+    claims = summary.get("claims", [])
+    if claims:
+        out += ["| claim | statement | measured | interval | expected | tolerance | verdict |"]
+        out += ["|---|---|---|---|---|---|---|"]
+        for c in claims:
+            r = claim_row("", c)
+            out.append(
+                f"| {_md(r['id'])} | {_md(c.get('statement', ''))} | {_md(r['measured'])} | "
+                f"{_md(r['interval'])} | {_md(r['expected'])} | {_md(r['tolerance'])} | {r['verdict']} |"
+            )
+        out.append("")
+    for fig in summary.get("figures", []):
+        png = next((f for f in fig.get("files", []) if f.endswith(".png")), None)
+        if png is None:
+            continue
+        caption = fig.get("caption") or fig["name"]
+        out += [f"![{fig['name']}]({link_prefix}{png})", "", f"*Figure {_md(fig['name'])}.* {_md(caption)}", ""]
+    failed = summary.get("failed_tasks", [])
+    if failed:
+        out += ["Failed tasks:", ""]
+        for f in failed[:50]:
+            out.append(f"- `{json.dumps(f.get('task'))}`: {f.get('type')}: {_md(f.get('message'))}")
+        if len(failed) > 50:
+            out.append(f"- ... and {len(failed) - 50} more (see summary.json)")
+        out.append("")
+    return out
+
+
+def run_report(summary: dict) -> str:
+    """``report.md`` of a single ``gaugedyn run`` folder."""
+    out = [f"# gaugedyn run: {summary.get('experiment', '?')}", ""]
+    mode = "quick" if summary.get("configuration", {}).get("quick") else "full"
+    out += [f"{mode.capitalize()} configuration.", ""]
+    out += experiment_section(summary)
+    if summary.get("versions"):
+        out += ["## Versions", ""]
+        out += [f"- {k}: {v}" for k, v in summary["versions"].items()]
+    return "\n".join(out) + "\n"

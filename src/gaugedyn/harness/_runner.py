@@ -1,0 +1,141 @@
+"""Running a configuration: tasks through an executor into the store, analysis, committed results.
+
+A run folder ``DIR`` holds
+
+- ``summary.json``: experiment, configuration, versions, seeds, definitions, diagnostics, claims,
+  failed tasks, figures and the checksum of ``arrays.npz`` (:mod:`._summary`);
+- ``arrays.npz``: every array the figures are drawn from (:mod:`._arrays`);
+- ``figures/NAME.png`` and ``figures/NAME.pdf`` (:mod:`._drawing`);
+- ``.tasks/``: the result store (unless another store is given), which makes reruns resume;
+- ``.gaugedyn``: the mark that gaugedyn owns the folder (also the lock of a running command).
+
+Results are written into ``DIR/.staging-*`` and moved into place; ``summary.json`` is removed
+first and moved in last, so a folder with a ``summary.json`` always holds one complete result
+(:mod:`._folders`). The sweep over tasks, with its retries after a worker's death, is
+:mod:`._sweep`. This module runs the stages in order.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+
+from ._arrays import write_arrays
+from ._config import RunConfig
+from ._drawing import draw
+from ._executor import ExecutorSpec, open_executor
+from ._folders import (
+    ARRAYS,
+    FIGURES,
+    TASKS,
+    check_output_dir,
+    claim_output_dir,
+    commit,
+    staging_dir,
+)
+from ._report import fails_run
+from ._store import ResultStore
+from ._summary import analyse, summary_head, write_summary
+from ._sweep import Progress, sweep
+
+
+@dataclass
+class RunOutcome:
+    """What a run wrote and how it ended (``exit_code`` 0: complete and every check passed)."""
+
+    out: Path
+    summary: dict
+    exit_code: int
+    arrays: dict = field(default_factory=dict)
+
+    @property
+    def failed_claims(self) -> list[str]:
+        return [c["id"] for c in self.summary.get("claims", []) if fails_run(c)]
+
+    @property
+    def failed_tasks(self) -> list[dict]:
+        return self.summary.get("failed_tasks", [])
+
+
+def execute(
+    cfg: RunConfig,
+    out: str | Path,
+    *,
+    executor: Executor | ExecutorSpec | str | None = None,
+    store: str | Path | None = None,
+    progress: TextIO | None = sys.stderr,
+    backend: str | None = None,
+    command: dict | None = None,
+) -> RunOutcome:
+    """Run ``cfg`` into the folder ``out`` (see the module docstring for what it holds).
+
+    ``executor`` is an open :class:`concurrent.futures.Executor`, or what :func:`open_executor`
+    accepts (default: a local process pool). Nothing is written before ``out`` is checked.
+    """
+    out = check_output_dir(out, "run")
+    if not isinstance(executor, Executor):
+        with open_executor(executor) as opened:
+            return _execute(cfg, out, opened, store, progress, backend, command)
+    return _execute(cfg, out, executor, store, progress, backend, command)
+
+
+def _execute(
+    cfg: RunConfig,
+    out: Path,
+    executor: Executor,
+    store: str | Path | None,
+    progress: TextIO | None,
+    backend: str | None,
+    command: dict | None,
+) -> RunOutcome:
+    started = time.time()
+    where = _describe(executor)
+    with claim_output_dir(out, "run"):
+        result_store = ResultStore(Path(store) if store is not None else out / TASKS)
+        result_store.clean_temporaries()
+        results, failures, stats = sweep(cfg, result_store, executor, Progress(cfg.name, progress), where)
+        summary = summary_head(cfg, command)
+        summary["diagnostics"] = {"tasks": stats, "executor": where}
+        summary["failed_tasks"] = failures
+        arrays: dict[str, np.ndarray] = {}
+        with staging_dir(out) as staging:
+            if failures:
+                summary["status"] = "tasks failed"
+                summary["claims"] = []
+            else:
+                arrays = _conclude(cfg, results, summary, staging, backend)
+            summary["diagnostics"]["wall_seconds"] = time.time() - started
+            write_summary(staging, summary)
+            commit(out, staging)
+    code = 0 if summary["status"] == "passed" else 1
+    return RunOutcome(out, summary, code, arrays)
+
+
+def _conclude(cfg: RunConfig, results: list, summary: dict, staging: Path,
+              backend: str | None) -> dict[str, np.ndarray]:
+    """Analyse the results, stage the arrays and the figures; fill the summary's verdicts."""
+    tick = time.perf_counter()
+    arrays, claims, diagnostics = analyse(cfg, results)
+    summary["claims"] = [c.to_dict() for c in claims]
+    # the framework's counters are written last, so no diagnostics key of an experiment can
+    # overwrite them
+    summary["diagnostics"] = {**diagnostics, **summary["diagnostics"]}
+    summary["status"] = "claims failed" if any(c.fails_run for c in claims) else "passed"
+    write_arrays(staging / ARRAYS, arrays, summary)
+    tock = time.perf_counter()
+    summary["figures"] = draw(cfg.experiment, arrays, cfg.params, staging / FIGURES, backend)
+    summary["diagnostics"]["analyse_seconds"] = tock - tick
+    summary["diagnostics"]["plot_seconds"] = time.perf_counter() - tock
+    return arrays
+
+
+def _describe(executor: Executor) -> str:
+    name = type(executor).__name__
+    workers = getattr(executor, "_max_workers", None)
+    return f"{name} x{workers}" if workers else name

@@ -1,0 +1,90 @@
+"""``summary.json``: what a run was (configuration, versions, seeds, definitions) and what it found.
+
+The summary holds ``format`` (:data:`SUMMARY_FORMAT`), ``experiment``, ``description``,
+``configuration``, ``command``, ``versions``, ``seeds`` (the root seed and how task seeds derive
+from it), ``definitions`` (the experiment's observables), ``tasks``, ``diagnostics``,
+``failed_tasks``, ``status``, ``claims``, ``arrays`` (name -> shape and dtype), ``arrays_sha256``
+and ``figures``. It is strict JSON: non-finite floats are written as the strings ``"nan"``,
+``"inf"`` and ``"-inf"`` (:func:`gaugedyn._json.strict`). ``report.md`` is rendered from exactly what it holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .._errors import InputError, oneline
+from .._json import strict
+from .._meta import versions
+from ._arrays import schema_problems
+from ._config import RunConfig
+from ._folders import SUMMARY
+from ._protocol import Claim, analysis_seed
+from ._report import REPORT, run_report
+from ._store import atomic_write
+
+SUMMARY_FORMAT = 1
+
+
+def summary_head(cfg: RunConfig, command: dict | None) -> dict:
+    """The part of the summary known before any task runs."""
+    experiment = cfg.experiment
+    definitions = getattr(experiment, "definitions", None)
+    if dataclasses.is_dataclass(definitions) and not isinstance(definitions, type):
+        definitions = dataclasses.asdict(definitions)
+    elif definitions is not None and not isinstance(definitions, dict | str | list):
+        definitions = str(definitions)
+    return {
+        "format": SUMMARY_FORMAT,
+        "experiment": cfg.name,
+        "description": cfg.description,
+        "configuration": cfg.to_dict(),
+        "command": command,
+        "versions": versions(),
+        "seeds": {
+            "root": cfg.seed,
+            "derivation": "gaugedyn._meta.task_seed(root, experiment, task): SeedSequence(root, "
+            "spawn_key=sha256(json([experiment, task])))",
+        },
+        "definitions": strict(definitions),
+        "tasks": cfg.tasks,
+    }
+
+
+def analyse(cfg: RunConfig, results: list) -> tuple[dict[str, np.ndarray], list[Claim], dict]:
+    """The experiment's ``analyse`` on the stored results, its return value checked."""
+    out = cfg.experiment.analyse(dict(cfg.params), cfg.tasks, results,
+                                 analysis_seed(cfg.seed, cfg.name))
+    if not isinstance(out, tuple) or len(out) not in (2, 3):
+        raise TypeError(f"{cfg.name}.analyse must return (arrays, claims[, diagnostics])")
+    arrays, claims = out[0], list(out[1])
+    diagnostics = dict(out[2]) if len(out) == 3 and out[2] is not None else {}
+    arrays = {str(k): np.asarray(v) for k, v in dict(arrays).items()}
+    for problem in schema_problems(arrays):
+        raise TypeError(f"{cfg.name}.analyse: {problem} (the arrays.npz schema: "
+                        "gaugedyn.harness._arrays)")
+    for claim in claims:
+        if not isinstance(claim, Claim):
+            raise TypeError(f"{cfg.name}.analyse: claims must be Claim instances, got {claim!r}")
+    return arrays, claims, strict(diagnostics)
+
+
+def write_summary(staging: Path, summary: dict) -> None:
+    """Stage ``summary.json`` and the ``report.md`` rendered from exactly what it holds."""
+    text = json.dumps(strict(summary), indent=1, allow_nan=False, default=str)
+    atomic_write(staging / SUMMARY, text.encode())
+    (staging / REPORT).write_text(run_report(json.loads(text)))
+
+
+def read_summary(run: Path) -> dict:
+    """The ``summary.json`` of a run folder, or :class:`InputError` if it is not one."""
+    try:
+        summary = json.loads((run / SUMMARY).read_text())
+    except (OSError, ValueError) as err:
+        raise InputError(f"{run / SUMMARY}: unreadable summary ({oneline(err)})") from None
+    if not isinstance(summary, dict) or "configuration" not in summary:
+        raise InputError(f"{run / SUMMARY}: not a gaugedyn summary")
+    return summary

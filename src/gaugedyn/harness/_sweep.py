@@ -1,0 +1,228 @@
+"""The sweep: every task of a configuration, read from the result store or computed and stored.
+
+Tasks run on a :class:`concurrent.futures.Executor` through :func:`run_one`, which never raises:
+a task that raises comes back as an error record (type, one-line message, traceback). A worker
+process that dies breaks a process pool for every unfinished task; the sweep then restarts the
+pool and retries the lost tasks while that makes progress, and otherwise runs each remaining
+suspect in a pool of its own, so only a task that kills its worker every time is recorded as
+failed. Results always come back through the store, so a resumed run sees exactly what an
+uninterrupted one does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import time
+import traceback
+from concurrent.futures import Executor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TextIO
+
+import numpy as np
+
+from .._errors import DivergenceError, oneline
+from .._json import plain, strict
+from .._meta import task_seed
+from ._config import RunConfig, resolve_experiment
+from ._protocol import Experiment
+from ._store import ResultStore, StoreError, task_key
+
+_EXPERIMENTS: dict[str, Experiment] = {}
+_LOST = "a worker process died (segfault or out-of-memory kill?) and the pool lost this task"
+_LOST_ALONE = "its worker process died while running it, alone (segfault or out-of-memory kill?)"
+
+
+def run_one(target: str | Experiment, task: dict, seed: np.random.SeedSequence) -> tuple:
+    """One task in a worker: ``("ok", result, seconds)`` or ``("error", record)``."""
+    if isinstance(target, str):
+        if target not in _EXPERIMENTS:
+            _EXPERIMENTS[target] = resolve_experiment(target)
+        experiment = _EXPERIMENTS[target]
+    else:
+        experiment = target
+    start = time.perf_counter()
+    try:
+        result = experiment.run_task(task, seed)
+    except Exception as err:
+        return ("error", error_record(err))
+    return ("ok", result, time.perf_counter() - start)
+
+
+def error_record(err: BaseException) -> dict:
+    """The error of a failed task: type, one-line message, traceback summary."""
+    lines = traceback.format_exception(type(err), err, err.__traceback__)
+    record: dict[str, Any] = {
+        "type": type(err).__name__,
+        "message": oneline(err),
+        "traceback": "".join(lines)[-4000:],
+    }
+    if isinstance(err, DivergenceError):
+        record.update(quantity=err.quantity, time=err.time, step=err.step)
+        state = err.last_state
+        with contextlib.suppress(Exception):
+            size = np.size(state) if not isinstance(state, dict) else 0
+            record["last_state"] = strict(plain(state)) if size <= 10_000 else None
+    return record
+
+
+class Progress:
+    """Plain progress lines on a stream: done/total, failures, elapsed, eta.
+
+    Not tqdm, on purpose: runs mostly write to logs (``nohup``, CI, a batch system), where a
+    redrawn bar leaves carriage-return debris; these are whole lines, at most one a second, and
+    the first says how many tasks the store already held, which a resumed run needs to show.
+    """
+
+    def __init__(self, name: str, stream: TextIO | None = sys.stderr, every: float = 1.0):
+        self.name, self.stream, self.every = name, stream, every
+        self.start = time.monotonic()
+        self.last = -math.inf
+        self.shown = -1
+
+    def begin(self, total: int, stored: int, where: str) -> None:
+        self.total, self.stored = total, stored
+        self.start = time.monotonic()
+        self._print(
+            f"{self.name}: {total} tasks, {stored} already stored, {total - stored} to run ({where})"
+        )
+
+    def update(self, done: int, failed: int, final: bool = False) -> None:
+        now = time.monotonic()
+        if (not final and now - self.last < self.every) or (final and done == self.shown):
+            return
+        self.last, self.shown = now, done
+        elapsed = now - self.start
+        computed = done - self.stored
+        remaining = self.total - done
+        eta = elapsed / computed * remaining if computed > 0 else math.nan
+        eta_text = f", eta {eta:.1f} s" if remaining and math.isfinite(eta) else ""
+        fail_text = f" ({failed} failed)" if failed else ""
+        self._print(
+            f"{self.name}: {done}/{self.total} tasks done{fail_text}, "
+            f"{elapsed:.1f} s elapsed{eta_text}"
+        )
+
+    def _print(self, line: str) -> None:
+        if self.stream is not None:
+            print(line, file=self.stream, flush=True)
+
+
+class _Sweep:
+    """The state of one sweep: the unique tasks by key, what is stored, what failed."""
+
+    def __init__(self, cfg: RunConfig, store: ResultStore, progress: Progress):
+        from .. import __version__
+
+        self.cfg, self.store, self.progress, self.version = cfg, store, progress, __version__
+        self.keys = [task_key(cfg.name, task, cfg.seed, __version__) for task in cfg.tasks]
+        self.unique = dict(zip(self.keys, cfg.tasks))
+        self.results: dict[str, dict] = {}
+        self.failures: list[dict] = []
+        self.seconds = 0.0
+        self.target = cfg.spec if cfg.spec is not None else cfg.experiment
+
+    def load_stored(self) -> list[str]:
+        """Read every stored task back; return the keys still to compute."""
+        for key in self.unique:
+            record = self.store.load(key)
+            if record is not None:
+                self.results[key] = record
+        return [key for key in self.unique if key not in self.results]
+
+    def keep(self, key: str, outcome: tuple) -> tuple:
+        """Store a finished task and read it back; an error outcome if that fails."""
+        meta = {
+            "experiment": self.cfg.name,
+            "task": self.unique[key],
+            "root_seed": self.cfg.seed,
+            "version": self.version,
+            "seconds": outcome[2],
+        }
+        try:
+            self.store.save(key, outcome[1], meta)
+            record = self.store.load(key)
+            if record is None:
+                raise StoreError("the stored record could not be read back")
+            self.results[key] = record
+        except StoreError as err:
+            return ("error", error_record(err))
+        return outcome
+
+    def collect(self, ex: Executor, keys: list[str]) -> list[str]:
+        """Run ``keys`` on ``ex``, store what succeeds; return the keys a broken pool lost."""
+        cfg, futures = self.cfg, {}
+        for key in keys:
+            task = self.unique[key]
+            futures[ex.submit(run_one, self.target, task, task_seed(cfg.seed, cfg.name, task))] = key
+        lost = []
+        for future in as_completed(futures):
+            key = futures[future]
+            try:
+                outcome = future.result()
+            except BrokenProcessPool:  # some worker died: this task may be innocent
+                lost.append(key)
+                continue
+            except Exception as err:  # the result could not travel back, or Dask lost it
+                outcome = ("error", error_record(err))
+            if outcome[0] == "ok":
+                self.seconds += outcome[2]
+                outcome = self.keep(key, outcome)
+            if outcome[0] == "error":
+                self.failures.append({"key": key, "task": self.unique[key], **outcome[1]})
+            self.progress.update(len(self.results) + len(self.failures), len(self.failures))
+        return lost
+
+    def retry(self, executor: Executor, lost: list[str]) -> None:
+        """Retry tasks a dead worker took down: on a fresh pool while that helps, then alone."""
+        why = _LOST
+        restart = getattr(executor, "restart", None)
+        while lost and restart is not None:
+            restart()
+            again = self.collect(executor, lost)
+            if len(again) == len(lost):  # no progress: run each suspect alone
+                with executor.isolated() as alone:
+                    again = self.collect(alone, again)
+                why = _LOST_ALONE
+                restart = None
+            lost = again
+        self.failures += [{"key": k, "task": self.unique[k], **error_record(BrokenProcessPool(why))}
+                          for k in lost]
+
+    def stats(self, pending: list[str]) -> dict:
+        return {
+            "tasks": len(self.keys),
+            "unique_tasks": len(self.unique),
+            "reused": len(self.unique) - len(pending),
+            "computed": len(pending) - len(self.failures),
+            "failed": len(self.failures),
+            "discarded_corrupt": len(self.store.discarded),
+            "compute_seconds": self.seconds,
+        }
+
+
+def sweep(
+    cfg: RunConfig,
+    store: ResultStore,
+    executor: Executor,
+    progress: Progress | None = None,
+    where: str = "",
+) -> tuple[list[dict | None], list[dict], dict]:
+    """Every task of ``cfg``: loaded from ``store`` or computed on ``executor`` and stored.
+
+    Returns the results in task order (``None`` for a failed task), the failure records (in task
+    order) and counts. Results always come back through the store, so a resumed run sees exactly
+    what an uninterrupted one does.
+    """
+    state = _Sweep(cfg, store, progress or Progress(cfg.name, None))
+    pending = state.load_stored()
+    state.progress.begin(len(state.unique), len(state.results), where)
+    state.retry(executor, state.collect(executor, pending))
+    if pending:
+        state.progress.update(len(state.results) + len(state.failures), len(state.failures),
+                              final=True)
+    stats = state.stats(pending)
+    order = {key: i for i, key in enumerate(state.unique)}
+    state.failures.sort(key=lambda f: order[f["key"]])
+    return [state.results.get(key) for key in state.keys], state.failures, stats

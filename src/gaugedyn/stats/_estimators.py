@@ -1,0 +1,184 @@
+"""One-sided confidence bounds of a location or a slope, vectorised over leading axes.
+
+An estimator maps samples ``(..., n)`` (the sample on the last axis, experiments on the leading
+ones) to ``(estimate, lower, upper)``, where ``lower`` and ``upper`` are one-sided bounds at
+level ``level``: ``P(lower <= theta) >= level`` and ``P(upper >= theta) >= level``. A two-sided
+``c`` interval is the pair of bounds at ``level = (1 + c) / 2``; a Holm / Bonferroni step at
+``a / m`` is the bound at ``level = 1 - a / m``. Every bound comes from a closed form of
+:mod:`scipy.stats` (Student t quantiles, binomial tails, ``binomtest(...).proportion_ci``);
+nothing here resamples.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+
+class Bounds(NamedTuple):
+    """Estimate and one-sided bounds, arrays over the leading (experiment) axes."""
+
+    estimate: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+
+
+def t_bounds(x: np.ndarray, level: float) -> Bounds:
+    r"""Student t bounds of the mean: :math:`\bar x \mp t_{n-1}(\text{level})\, s/\sqrt n`.
+
+    Exact for normal samples; for symmetric heavy tails the t interval is conservative, for
+    skewed ones (lognormal) it under-covers at small ``n``. ``x`` is ``(..., n)``, ``n >= 2``.
+    """
+    from scipy import stats
+
+    x = np.asarray(x, dtype=float)
+    n = x.shape[-1]
+    mean = x.mean(axis=-1)
+    half = stats.t.ppf(level, n - 1) * x.std(axis=-1, ddof=1) / np.sqrt(n)
+    return Bounds(mean, mean - half, mean + half)
+
+
+def t_pvalues(x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided t-test p-values ``(p_above, p_below)`` of ``H1: mean > threshold`` and of
+    ``H1: mean < threshold`` (``scipy.stats.t`` tails of the t statistic)."""
+    from scipy import stats
+
+
+    x = np.asarray(x, dtype=float)
+    n = x.shape[-1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tstat = (x.mean(axis=-1) - threshold) / (x.std(axis=-1, ddof=1) / np.sqrt(n))
+    return stats.t.sf(tstat, n - 1), stats.t.cdf(tstat, n - 1)
+
+
+def _hs_weights(n: int, level: float) -> tuple[int, float]:
+    """Order-statistic index ``k`` (1-based) and interpolation weight ``lam`` of the
+    Hettmansperger-Sheather (1986) bound: ``lower = (1 - lam) X(k) + lam X(k+1)``.
+
+    With ``c(k) = P(B <= k - 1)``, ``B ~ Binomial(n, 1/2)``, the bound ``X(k)`` misses the
+    median with probability ``c(k)``; ``k`` is the largest with ``c(k) <= 1 - level`` and
+    ``I = (1 - level - c(k)) / (c(k+1) - c(k))``, ``lam = (n - k) I / (k + (n - 2k) I)``.
+    ``k = 0`` means no order statistic reaches the level (the bound is infinite).
+    """
+    from scipy import stats
+
+    alpha = 1.0 - level
+    miss = stats.binom.cdf(np.arange(n), n, 0.5)  # miss[k - 1] = c(k)
+    k = int(np.searchsorted(miss, alpha, side="right"))
+    if k == 0 or 2 * k >= n:
+        return k, 0.0
+    interp = (alpha - miss[k - 1]) / (miss[k] - miss[k - 1])
+    lam = (n - k) * interp / (k + (n - 2 * k) * interp)
+    return k, float(lam)
+
+
+def median_bounds(x: np.ndarray, level: float, interpolate: bool = True) -> Bounds:
+    """Distribution-free bounds of the median from interpolated order statistics
+    (Hettmansperger and Sheather 1986): the sign test's interval, interpolated between the two
+    order statistics whose binomial levels bracket ``level``, so that its coverage is close to
+    nominal instead of the next attainable level (97.9% at ``n = 10`` for a nominal 95%).
+
+    Assumes only independent draws from a continuous distribution; ``x`` is ``(..., n)``.
+    Where no order statistic reaches ``level`` (``2^-n > 1 - level``) the bound is infinite.
+    ``interpolate=False`` gives the plain order statistics (the exact, conservative interval).
+    """
+    x = np.sort(np.asarray(x, dtype=float), axis=-1)
+    n = x.shape[-1]
+    med = np.median(x, axis=-1)
+    k, lam = _hs_weights(n, level)
+    lam = lam if interpolate else 0.0
+    if k == 0:
+        inf = np.full(med.shape, np.inf)
+        return Bounds(med, -inf, inf)
+    lower = (1 - lam) * x[..., k - 1] + lam * x[..., min(k, n - 1)]
+    upper = (1 - lam) * x[..., n - k] + lam * x[..., max(n - k - 1, 0)]
+    return Bounds(med, lower, upper)
+
+
+def sign_pvalues(x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """Exact sign-test p-values ``(p_above, p_below)`` of ``H1: median > threshold`` and
+    ``H1: median < threshold`` (binomial tails; values equal to ``threshold`` are dropped)."""
+    from scipy import stats
+
+    x = np.asarray(x, dtype=float)
+    above = np.sum(x > threshold, axis=-1)
+    below = np.sum(x < threshold, axis=-1)
+    m = above + below
+    return stats.binom.sf(above - 1, m, 0.5), stats.binom.cdf(above, m, 0.5)
+
+
+def slope_bounds(x: np.ndarray, y: np.ndarray, level: float) -> Bounds:
+    r"""Least-squares slope of ``y`` on ``x`` with its Student t bounds,
+    :math:`\hat b \mp t_{n-2}(\text{level})\,\mathrm{se}(\hat b)`,
+    :math:`\mathrm{se}^2 = \sum r_i^2 / ((n-2) \sum (x_i - \bar x)^2)`
+    (what ``scipy.stats.linregress`` reports). ``x`` is ``(n,)``; ``y`` is ``(..., n)``;
+    ``n >= 3``. Exact for independent normal residuals of constant variance.
+    """
+    from scipy import stats
+
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    n = x.shape[-1]
+    xc = x - x.mean()
+    sxx = float(xc @ xc)
+    slope = (y @ xc) / sxx
+    resid = y - y.mean(axis=-1, keepdims=True) - slope[..., None] * xc
+    se = np.sqrt(np.sum(resid**2, axis=-1) / (n - 2) / sxx)
+    half = stats.t.ppf(level, n - 2) * se
+    return Bounds(slope, slope - half, slope + half)
+
+
+def bootstrap_bounds(x: np.ndarray, level: float, method: str,
+                     rng: np.random.Generator, n_resamples: int = 2000) -> Bounds:
+    """Bootstrap bounds of the mean (``scipy.stats.bootstrap``, ``method`` ``"percentile"`` or
+    ``"BCa"``), vectorised over the leading axes. Kept only as the audit's rejected candidate:
+    at 10 seeds both under-cover (about 90% for a nominal 95% on normal values)."""
+    from scipy import stats
+
+    x = np.asarray(x, dtype=float)
+    res = stats.bootstrap((x,), np.mean, axis=-1, vectorized=True, n_resamples=n_resamples,
+                          confidence_level=2 * level - 1, method=method, random_state=rng,
+                          batch=max(1, 4_000_000 // max(x.size, 1)))
+    ci = res.confidence_interval
+    return Bounds(x.mean(axis=-1), np.asarray(ci.low), np.asarray(ci.high))
+
+
+PROPORTION_METHODS = ("wilson", "exact")
+
+
+def proportion_table(n: int, level: float, method: str) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds ``(lower[k], upper[k])`` for ``k = 0..n`` successes of ``n`` at one-sided
+    ``level``: the two-sided ``2 level - 1`` interval of ``scipy.stats.binomtest(k, n)
+    .proportion_ci`` (``"wilson"`` or ``"exact"``, Clopper-Pearson)."""
+    from scipy import stats
+
+
+    conf = 2 * level - 1
+    rows = [stats.binomtest(k, n).proportion_ci(confidence_level=conf, method=method)
+            for k in range(n + 1)]
+    return np.array([r.low for r in rows]), np.array([r.high for r in rows])
+
+
+def proportion_bounds(x: np.ndarray, level: float, method: str = "wilson") -> Bounds:
+    """Bounds of a success probability from 0/1 outcomes ``x`` ``(..., n)`` (see
+    :func:`proportion_table`)."""
+    x = np.asarray(x, dtype=float)
+    n = x.shape[-1]
+    k = np.rint(x.sum(axis=-1)).astype(int)
+    lo, hi = proportion_table(n, level, method)
+    return Bounds(k / n, lo[k], hi[k])
+
+
+def holm(p: np.ndarray) -> np.ndarray:
+    """Holm (1979) adjusted p-values along the last axis: with ``p`` sorted ascending,
+    ``p_adj(i) = max_{j <= i} min(1, (m - j + 1) p(j))``, returned in the original order.
+    Any adjusted p-value ``<= a`` exactly when ``min p <= a / m`` (Holm's first step)."""
+    p = np.asarray(p, dtype=float)
+    m = p.shape[-1]
+    order = np.argsort(p, axis=-1)
+    ranked = np.take_along_axis(p, order, axis=-1) * (m - np.arange(m))
+    adjusted = np.minimum(1.0, np.maximum.accumulate(ranked, axis=-1))
+    out = np.empty_like(adjusted)
+    np.put_along_axis(out, order, adjusted, axis=-1)
+    return out

@@ -1,0 +1,454 @@
+"""The catalogue of verdict rules: each turns per-seed values into HELD / NOT HELD / UNRESOLVED.
+
+A rule is one named object (:class:`Rule`) holding its test statistic, its interval, its verdict,
+its assumptions and the words of its rule; :data:`RULES` maps each name to its rule, so a finding
+names the rule it was judged by. Every rule reads its verdict off one 95% interval of one
+parameter (never a min or max inside a bootstrap):
+
+- *threshold* rules claim ``theta > c`` (or ``< c``): HELD when the interval lies wholly on the
+  claimed side, NOT HELD when it lies wholly on the other side (touching ``c`` counts as the
+  other side), UNRESOLVED otherwise; each side is a one-sided test at 2.5%;
+- *band* rules claim ``lo < theta < hi`` (``inside``, equivalence by two one-sided tests at
+  2.5% each) or ``theta`` outside ``[lo, hi]`` (``outside``, a relevant difference);
+- *cell* rules claim ``theta_c > c`` in every cell (intersection-union test: HELD when every
+  cell's own test holds; NOT HELD when some cell is on the wrong side after Holm's correction)
+  or in some cell (union-intersection test: HELD when some cell holds after Holm; NOT HELD when
+  every cell's own test says the wrong side). Their interval is one for ``min_c theta_c`` (or
+  ``max``) built from the per-cell one-sided bounds, so the verdict is again the interval's.
+
+The rules' error rates, interval coverage and power are measured by simulation in
+:mod:`gaugedyn.stats._audit` (``gaugedyn audit-rules``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._errors import InputError
+from . import CONFIDENCE, Interval
+from . import _estimators as est
+
+WORDS = {1: "HELD", 0: "UNRESOLVED", -1: "NOT HELD"}
+UNDERPOWERED = 0.8
+"""Power below which a finding is labelled ``underpowered``."""
+DEPENDS = "depends on the reading"
+
+ESTIMATORS = ("mean", "paired", "median", "slope", "proportion")
+CLAIMS = ("threshold", "inside", "outside", "every_cell", "some_cell")
+_MIN_N = {"mean": 2, "paired": 2, "median": 2, "slope": 3, "proportion": 1}
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A rule's verdict on one data set, with everything needed to recompute it.
+
+    ``values`` are the per-seed values as judged (``[x, y]`` pairs for a paired or slope rule,
+    one row per seed and one column per cell for a cell rule); ``cells`` (cell rules only) holds
+    per cell the estimate, the 95% interval and the Holm-adjusted one-sided p-value of the side
+    that decides the verdict.
+    """
+
+    rule: str
+    verdict: str
+    estimate: float
+    low: float
+    high: float
+    threshold: Any
+    direction: str
+    n: int
+    words: str
+    values: Any = None
+    cells: list | None = None
+
+    @property
+    def interval(self) -> Interval:
+        return Interval(self.estimate, self.low, self.high)
+
+    def as_dict(self) -> dict:
+        d = {"rule": self.rule, "verdict": self.verdict, "estimate": self.estimate,
+             "interval": [self.low, self.high], "threshold": self.threshold,
+             "direction": self.direction, "n": self.n, "words": self.words,
+             "per_seed": self.values}
+        if self.cells is not None:
+            d["cells"] = self.cells
+        return d
+
+
+def _g(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, int | float) else str(v)
+
+
+def _codes_threshold(low, high, threshold, direction):
+    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    if direction == ">":
+        return np.where(low > threshold, 1, np.where(high <= threshold, -1, 0))
+    return np.where(high < threshold, 1, np.where(low >= threshold, -1, 0))
+
+
+def _codes_band(low, high, band, inside):
+    lo, hi = band
+    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    within = (low > lo) & (high < hi)
+    beyond = (high < lo) | (low > hi)
+    closed_within = (low >= lo) & (high <= hi)
+    closed_beyond = (high <= lo) | (low >= hi)
+    if inside:
+        return np.where(within, 1, np.where(closed_beyond, -1, 0))
+    return np.where(beyond, 1, np.where(closed_within, -1, 0))
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A verdict rule: an estimator (``mean``, ``paired``, ``median``, ``slope``,
+    ``proportion``) with one-sided bounds at 2.5%, and the geometry of its claim
+    (``threshold``, ``inside``, ``outside``, ``every_cell``, ``some_cell``).
+
+    ``judge(*samples, threshold=..., direction=...)`` gives a :class:`Judgement`;
+    ``evaluate`` is the same rule vectorised over leading (experiment) axes, used by the audit;
+    ``power(n, effect)`` is the probability of HELD when the truth lies ``effect`` standard
+    deviations inside the claim (simulated, :func:`gaugedyn.stats.audit_rule`).
+    """
+
+    name: str
+    estimator: str
+    claim: str
+    statistic: str
+    interval_words: str
+    assumptions: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    # -- the claim's geometry -------------------------------------------------------------------
+
+    @property
+    def directions(self) -> tuple[str, ...]:
+        if self.claim in ("inside", "outside"):
+            return (self.claim,)
+        return (">", "<")
+
+    @property
+    def cells(self) -> bool:
+        return self.claim in ("every_cell", "some_cell")
+
+    @property
+    def center(self) -> str:
+        """The location the rule's parameter is (``mean`` or ``median``)."""
+        return "median" if self.estimator in ("median", "order_statistics") else "mean"
+
+    def words(self, threshold: Any, direction: str | None = None,
+              confidence: float = CONFIDENCE) -> str:
+        """The rule in words, as recorded with every finding (a threshold may be a symbol)."""
+        threshold = tuple(map(_g, threshold)) if isinstance(threshold, tuple | list) \
+            else _g(threshold)
+        ci = f"the {confidence:.0%} {self.interval_words}"
+        if self.claim in ("inside", "outside"):
+            lo, hi = threshold
+            inner = (f"HELD if {ci} lies wholly inside ({lo}, {hi}); NOT HELD if it lies "
+                     f"wholly outside it; otherwise UNRESOLVED")
+            if self.claim == "outside":
+                inner = (f"HELD if {ci} lies wholly outside [{lo}, {hi}]; NOT HELD if it "
+                         f"lies wholly inside it; otherwise UNRESOLVED")
+            return f"{self.name}: {inner}"
+        direction = direction or ">"
+        other = "<=" if direction == ">" else ">="
+        if self.claim == "threshold":
+            return (f"{self.name}: HELD if {ci} lies wholly {direction} {threshold}; "
+                    f"NOT HELD if it lies wholly {other} {threshold}; otherwise UNRESOLVED")
+        side = f"{direction} {threshold}"
+        if self.claim == "every_cell":
+            return (f"{self.name}: HELD if in every cell {ci} lies wholly {side}; NOT HELD if "
+                    f"some cell lies {other} {threshold} by a one-sided test at 2.5% after "
+                    "Holm's correction over the cells; otherwise UNRESOLVED")
+        return (f"{self.name}: HELD if some cell lies {side} by a one-sided test at 2.5% after "
+                f"Holm's correction over the cells; NOT HELD if in every cell {ci} lies wholly "
+                f"{other} {threshold}; otherwise UNRESOLVED")
+
+    # -- vectorised core ------------------------------------------------------------------------
+
+    def bounds(self, samples: Sequence[np.ndarray], level: float) -> est.Bounds:
+        """One-sided bounds at ``level`` of the rule's parameter over the last axis."""
+        if self.estimator == "mean":
+            return est.t_bounds(samples[0], level)
+        if self.estimator == "paired":
+            return est.t_bounds(np.asarray(samples[0]) - np.asarray(samples[1]), level)
+        if self.estimator == "median":
+            return est.median_bounds(samples[0], level)
+        if self.estimator == "slope":
+            return est.slope_bounds(samples[0], samples[1], level)
+        if self.estimator == "bootstrap":
+            return est.bootstrap_bounds(samples[0], level, self.options["method"],
+                                        self.options["rng"])
+        if self.estimator == "order_statistics":
+            return est.median_bounds(samples[0], level, interpolate=False)
+        return est.proportion_bounds(samples[0], level, self.options.get("method", "wilson"))
+
+    def pvalues(self, x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+        """``(p_above, p_below)`` one-sided p-values of the per-cell test (cell rules)."""
+        if self.estimator == "median":
+            return est.sign_pvalues(x, threshold)
+        return est.t_pvalues(x, threshold)
+
+    def evaluate(self, samples: Sequence[np.ndarray], threshold: Any, direction: str,
+                 confidence: float = CONFIDENCE) -> dict[str, np.ndarray]:
+        """Verdict codes (1 HELD, 0 UNRESOLVED, -1 NOT HELD), estimate and interval over the
+        leading axes. Cell rules take ``samples[0]`` of shape ``(..., n, cells)`` and also
+        return ``cell_low`` / ``cell_high`` / ``cell_estimate`` ``(..., cells)``."""
+        level = 0.5 + confidence / 2
+        if not self.cells:
+            b = self.bounds(samples, level)
+            if self.claim == "threshold":
+                code = _codes_threshold(b.lower, b.upper, threshold, direction)
+            else:
+                code = _codes_band(b.lower, b.upper, threshold, self.claim == "inside")
+            return {"code": code, "estimate": b.estimate, "low": b.lower, "high": b.upper}
+        x = np.swapaxes(np.asarray(samples[0], dtype=float), -1, -2)  # (..., cells, n)
+        m = x.shape[-2]
+        plain = self.bounds((x,), level)
+        holm = self.bounds((x,), 1 - (1 - level) / m)
+        low_side_min = (self.claim == "every_cell") == (direction == ">")
+        if low_side_min:  # the parameter is min_c theta_c
+            estimate = plain.estimate.min(axis=-1)
+            low, high = plain.lower.min(axis=-1), holm.upper.min(axis=-1)
+        else:  # the parameter is max_c theta_c
+            estimate = plain.estimate.max(axis=-1)
+            low, high = holm.lower.max(axis=-1), plain.upper.max(axis=-1)
+        return {"code": _codes_threshold(low, high, threshold, direction), "estimate": estimate,
+                "low": low, "high": high, "cell_estimate": plain.estimate,
+                "cell_low": plain.lower, "cell_high": plain.upper}
+
+    # -- one data set ---------------------------------------------------------------------------
+
+    def _check_claim(self, threshold: Any, direction: str | None, confidence: float):
+        if not (isinstance(confidence, int | float) and 0 < confidence < 1):
+            raise InputError(f"confidence={confidence!r} is not allowed: a number in (0, 1)")
+        if self.claim in ("inside", "outside"):
+            ok = (isinstance(threshold, Sequence) and len(threshold) == 2
+                  and all(isinstance(v, int | float) and math.isfinite(v) for v in threshold)
+                  and threshold[0] < threshold[1])
+            if not ok:
+                raise InputError(f"threshold={threshold!r} is not allowed for rule "
+                                 f"{self.name!r}: a band (lo, hi) of finite numbers, lo < hi")
+            if direction not in (None, self.claim):
+                raise InputError(f"direction={direction!r} is not allowed for rule "
+                                 f"{self.name!r}: {self.claim!r} (or omit it)")
+            return (float(threshold[0]), float(threshold[1])), self.claim
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float) \
+                or not math.isfinite(threshold):
+            raise InputError(f"threshold={threshold!r} is not allowed for rule {self.name!r}: "
+                             "a finite number")
+        direction = ">" if direction is None else direction
+        if direction not in self.directions:
+            raise InputError(f"direction={direction!r} is not allowed for rule {self.name!r}: "
+                             "'>' or '<'")
+        return float(threshold), direction
+
+    def _clean(self, samples: tuple) -> tuple[np.ndarray, ...]:
+        want = 2 if self.estimator in ("paired", "slope") else 1
+        if len(samples) != want:
+            what = "two arrays (x, y)" if want == 2 else "one array of per-seed values"
+            raise InputError(f"samples: rule {self.name!r} takes {what}, got {len(samples)}")
+        try:
+            arrays = [np.asarray(s, dtype=float) for s in samples]
+        except (TypeError, ValueError) as err:
+            raise InputError(f"values: not numeric ({err}); rule {self.name!r} takes arrays of "
+                             "numbers") from None
+        if self.cells:
+            if arrays[0].ndim != 2 or arrays[0].shape[1] < 1:
+                raise InputError(f"values of shape {arrays[0].shape} are not allowed for rule "
+                                 f"{self.name!r}: a 2-D array (seeds, cells)")
+            return (arrays[0],)
+        arrays = [a.ravel() for a in arrays]
+        if want == 2 and arrays[0].size != arrays[1].size:
+            raise InputError(f"samples: rule {self.name!r} needs x and y of equal length, got "
+                             f"{arrays[0].size} and {arrays[1].size}")
+        keep = np.all([np.isfinite(a) for a in arrays], axis=0)
+        arrays = [a[keep] for a in arrays]
+        if self.estimator == "proportion" and not np.all((arrays[0] == 0) | (arrays[0] == 1)):
+            raise InputError(f"values are not allowed for rule {self.name!r}: outcomes 0 or 1 "
+                             "(or booleans), one per trial")
+        return tuple(arrays)
+
+    def judge(self, *samples: Any, threshold: Any, direction: str | None = None,
+              confidence: float = CONFIDENCE) -> Judgement:
+        """The rule's verdict on one data set. Non-finite values are dropped (a seed with any
+        non-finite member is dropped whole); fewer than the rule's minimum count (two, three
+        for a slope) give ``UNRESOLVED`` with a ``nan`` interval."""
+        threshold, direction = self._check_claim(threshold, direction, confidence)
+        arrays = self._clean(samples)
+        words = self.words(threshold, direction, confidence)
+        values = [a.tolist() for a in arrays] if len(arrays) == 2 else arrays[0].tolist()
+        if self.cells:
+            return self._judge_cells(arrays[0], threshold, direction, confidence, words)
+        n = int(arrays[0].size)
+        if n < _MIN_N[self.estimator] or (self.estimator == "slope" and np.ptp(arrays[0]) == 0):
+            return Judgement(self.name, "UNRESOLVED", math.nan, math.nan, math.nan, threshold,
+                             direction, n, words, values)
+        out = self.evaluate(arrays, threshold, direction, confidence)
+        return Judgement(self.name, WORDS[int(out["code"])], float(out["estimate"]),
+                         float(out["low"]), float(out["high"]), threshold, direction, n, words,
+                         values)
+
+    def _judge_cells(self, x, threshold, direction, confidence, words) -> Judgement:
+        """Cells may lose different seeds to non-finite values, so each is bounded alone."""
+        level = 0.5 + confidence / 2
+        m = x.shape[1]
+        rows = []
+        for c in range(m):
+            col = x[:, c][np.isfinite(x[:, c])]
+            if col.size < _MIN_N[self.estimator]:
+                nan = math.nan
+                rows.append((nan, nan, nan, nan, nan, nan, nan, col.size))
+                continue
+            b = self.bounds((col,), level)
+            h = self.bounds((col,), 1 - (1 - level) / m)
+            above, below = self.pvalues(col, threshold)
+            rows.append((float(b.estimate), float(b.lower), float(b.upper), float(h.lower),
+                         float(h.upper), float(above), float(below), col.size))
+        r = np.array(rows, dtype=float)
+        min_side = (self.claim == "every_cell") == (direction == ">")
+        with np.errstate(invalid="ignore"):
+            if min_side:
+                estimate, low, high = r[:, 0].min(), r[:, 1].min(), r[:, 4].min()
+            else:
+                estimate, low, high = r[:, 0].max(), r[:, 3].max(), r[:, 2].max()
+        wrong = r[:, 6] if direction == ">" else r[:, 5]
+        right = r[:, 5] if direction == ">" else r[:, 6]
+        deciding = wrong if self.claim == "every_cell" else right
+        adjusted = est.holm(np.where(np.isfinite(deciding), deciding, 1.0))
+        word = WORDS[int(_codes_threshold(low, high, threshold, direction))]
+        cells = [{"estimate": row[0], "interval": [row[1], row[2]], "n": int(row[7]),
+                  "p_holm": float(p)} for row, p in zip(rows, adjusted)]
+        return Judgement(self.name, word, float(estimate), float(low), float(high), threshold,
+                         direction, int(x.shape[0]), words, x.tolist(), cells)
+
+    def power(self, n: int, effect: float, *, cells: int = 1, shape: str = "normal",
+              reps: int = 4000, seed: int = 0, values: Any = None) -> tuple[float, float]:
+        """``(P(HELD), Monte Carlo s.e.)`` at ``n`` seeds when the truth lies ``effect``
+        standard deviations of one observation inside the claim (for a cell rule: every cell
+        at ``effect`` for ``every_cell``, one cell for ``some_cell``), simulated with noise of
+        ``shape`` (see :func:`gaugedyn.stats.audit_rule`)."""
+        from ._audit import power
+
+        return power(self, n, effect, cells=cells, shape=shape, reps=reps, seed=seed,
+                     values=values)
+
+
+_T = "Student t interval of the mean"
+_T_PAIRED = "Student t interval of the mean paired difference"
+_MEDIAN = "distribution-free interval of the median (interpolated order statistics)"
+_SLOPE = "Student t interval of the least-squares slope"
+_WILSON = "Wilson interval of the proportion"
+_INDEPENDENT = "independent seeds (one value per seed)"
+_NORMALISH = ("the seed mean is close to normal: exact for normal values, conservative for "
+              "symmetric heavy tails (t(3)); under-covers for strongly skewed values "
+              "(lognormal at 10 seeds: use a median rule)")
+_CELLS = ("each cell as its base rule; any dependence between cells (Holm's correction and the "
+          "intersection-union test need no independence)")
+
+_CATALOGUE = (
+    Rule("mean_threshold", "mean", "threshold", "mean of the per-seed values", _T,
+         f"{_INDEPENDENT}; {_NORMALISH}"),
+    Rule("paired_difference", "paired", "threshold",
+         "mean over seeds of x - y, the two measured on the same seed", _T_PAIRED,
+         f"pairs independent across seeds; {_NORMALISH}"),
+    Rule("equivalence", "mean", "inside", "mean of the per-seed values", _T,
+         f"{_INDEPENDENT}; {_NORMALISH}; two one-sided tests at 2.5% each"),
+    Rule("relevant_difference", "mean", "outside", "mean of the per-seed values", _T,
+         f"{_INDEPENDENT}; {_NORMALISH}"),
+    Rule("slope_threshold", "slope", "threshold", "least-squares slope of y on x", _SLOPE,
+         "independent residuals of constant variance, close to normal; x fixed"),
+    Rule("slope_band", "slope", "inside", "least-squares slope of y on x", _SLOPE,
+         "independent residuals of constant variance, close to normal; x fixed; two "
+         "one-sided tests at 2.5% each"),
+    Rule("proportion", "proportion", "threshold", "share of successes among n trials",
+         _WILSON, "independent trials with one success probability; the interval is "
+         "scipy.stats.binomtest(k, n).proportion_ci(method='wilson')",
+         options={"method": "wilson"}),
+    Rule("median_threshold", "median", "threshold", "median of the per-seed values "
+         "(sign test)", _MEDIAN, f"{_INDEPENDENT}; a continuous distribution, any shape "
+         "(heavy tails, skew)"),
+    Rule("median_band", "median", "inside", "median of the per-seed values", _MEDIAN,
+         f"{_INDEPENDENT}; a continuous distribution, any shape; two one-sided tests at 2.5%"),
+    Rule("every_cell", "mean", "every_cell", "per cell, the mean of the per-seed values",
+         _T + " per cell", f"{_CELLS}; {_NORMALISH}"),
+    Rule("some_cell", "mean", "some_cell", "per cell, the mean of the per-seed values",
+         _T + " per cell", f"{_CELLS}; {_NORMALISH}"),
+    Rule("every_cell_median", "median", "every_cell", "per cell, the median of the per-seed "
+         "values (sign test)", _MEDIAN + " per cell", f"{_CELLS}; any continuous shape"),
+    Rule("some_cell_median", "median", "some_cell", "per cell, the median of the per-seed "
+         "values (sign test)", _MEDIAN + " per cell", f"{_CELLS}; any continuous shape"),
+)
+
+RULES: dict[str, Rule] = {r.name: r for r in _CATALOGUE}
+"""Every verdict rule by name."""
+
+_REJECTED = "rejected by the audit: under-covers at 10 seeds"
+CANDIDATES: dict[str, Rule] = {r.name: r for r in (
+    Rule("mean_threshold[percentile bootstrap]", "bootstrap", "threshold", "mean",
+         "percentile bootstrap interval of the mean", _REJECTED,
+         options={"method": "percentile"}),
+    Rule("mean_threshold[BCa bootstrap]", "bootstrap", "threshold", "mean",
+         "BCa bootstrap interval of the mean", _REJECTED, options={"method": "BCa"}),
+    Rule("median_threshold[exact order statistics]", "order_statistics", "threshold", "median",
+         "order-statistic interval of the median at the next attainable level",
+         "rejected by the audit: over-covers at 10 seeds (97.9% for a nominal 95%)"),
+    Rule("proportion[Clopper-Pearson]", "proportion", "threshold", "share of successes",
+         "Clopper-Pearson interval", "rejected by the audit: over-covers (conservative)",
+         options={"method": "exact"}),
+)}
+"""Rules the audit tried and rejected, kept so ``gaugedyn audit-rules --candidates`` shows why
+the catalogue's rules were chosen instead (they are not in :data:`RULES`)."""
+
+
+def rule(name: str) -> Rule:
+    """The rule called ``name`` (:class:`gaugedyn.InputError` naming the allowed ones)."""
+    if name not in RULES:
+        raise InputError(f"rule={name!r} is not a verdict rule: one of {', '.join(RULES)}")
+    return RULES[name]
+
+
+def judge(name: str, *samples: Any, threshold: Any, direction: str | None = None,
+          confidence: float = CONFIDENCE) -> Judgement:
+    """``RULES[name].judge(*samples, threshold=..., direction=...)``."""
+    return rule(name).judge(*samples, threshold=threshold, direction=direction,
+                            confidence=confidence)
+
+
+def combine_readings(readings: Mapping[str, Judgement | str]) -> dict:
+    """One finding judged under each documented reading: ``{"verdict": word, "readings":
+    {reading: word}}`` where ``word`` is the common verdict, or ``"depends on the reading"``
+    when the readings disagree."""
+    if not readings:
+        raise InputError("readings: at least one reading is needed")
+    words = {k: (v.verdict if isinstance(v, Judgement) else str(v)) for k, v in readings.items()}
+    bad = sorted(set(words.values()) - set(WORDS.values()))
+    if bad:
+        raise InputError(f"readings: verdict {bad[0]!r} is not one of {sorted(WORDS.values())}")
+    common = set(words.values())
+    return {"verdict": common.pop() if len(common) == 1 else DEPENDS, "readings": words}
+
+
+def finding_record(judgement: Judgement, *, power: float | None = None,
+                   readings: Mapping[str, Judgement | str] | None = None) -> dict:
+    """What a finding stores so its verdict can be recomputed from the summary alone: the
+    judgement (``rule``, ``per_seed``, interval, threshold, words), its ``power`` at the
+    paper's value for the seeds used (:func:`gaugedyn.stats.power_at`) with the label
+    ``underpowered`` below :data:`UNDERPOWERED`, and its ``readings`` (``{reading: verdict}``; by default the one
+    reading judged). With several readings, ``verdict`` is :func:`combine_readings`'."""
+    d = judgement.as_dict()
+    if power is not None:
+        ok = isinstance(power, int | float) and (0 <= power <= 1 or math.isnan(power))
+        if not ok:
+            raise InputError(f"power={power!r} is not allowed: a probability in [0, 1] (nan: "
+                             "not computable)")
+        d["power"] = float(power)
+        d["underpowered"] = None if math.isnan(power) else bool(power < UNDERPOWERED)
+    combined = combine_readings(readings if readings else {"as judged": judgement})
+    d["readings"] = combined["readings"]
+    if readings:
+        d["verdict"] = combined["verdict"]
+    return d
