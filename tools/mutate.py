@@ -17,7 +17,14 @@ skips this). Run from the repository root::
 
     nice -n 5 .venv/bin/python tools/mutate.py                  # every mutation
     .venv/bin/python tools/mutate.py --list                     # what would be planted
+    .venv/bin/python tools/mutate.py --check                    # does every text still match?
     .venv/bin/python tools/mutate.py --only rodas-error-stage,owner-axis --timeout 120
+    nice -n 5 .venv/bin/python tools/mutate.py --group issue34 --timeout 180   # one group
+
+Groups: ``core`` (the developers' first set) and ``issue34`` (the newest library modules: the
+order-parameter chain, the Adam state toolkit, the spike detector, the 1-D map, the edge
+preconditioner, the prototype model and the shared-representation pulses, each against its
+``tests/test_pinned_*.py`` file).
 
 Exit status: 0 when every mutation that ran was killed, 1 when one survived, 2 on bad input or a
 failing baseline.
@@ -32,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,6 +55,7 @@ class Mutation:
     new: str
     tests: tuple[str, ...]
     what: str
+    group: str = "core"
 
 
 T = "tests/"
@@ -181,6 +189,160 @@ MUTATIONS = (
 )
 
 
+# --- issue 34: the newest library modules, against the pinned tests --------------------------
+KERN = "src/gaugedyn/training/_online_kernels.py"
+STATE = "src/gaugedyn/adam/_state.py"
+SPIKES = "src/gaugedyn/adam/_spikes.py"
+STAB = "src/gaugedyn/adam/_stability.py"
+EDGE = "src/gaugedyn/experiments/adam_stability/_edge.py"
+PROTO = "src/gaugedyn/experiments/prototypes/_model.py"
+SREP = "src/gaugedyn/experiments/adam_state/_protocol.py"
+CHAIN_T = (T + "test_pinned_chain.py",)
+CHAIN_RUN_T = (T + "test_online_chain.py::test_chain_update_is_weight_space_sgd_on_the_same_samples",)
+STATE_T = (T + "test_pinned_adam_state.py",)
+STAB_T = (T + "test_pinned_stability.py",)
+EDGE_T = (T + "test_pinned_edge.py",)
+PROTO_T = (T + "test_pinned_prototypes.py",)
+SREP_T = (T + "test_pinned_shared_rep.py",)
+
+
+def _m34(id: str, file: str, old: str, new: str, tests: tuple[str, ...], what: str) -> Mutation:
+    return Mutation(id, file, old, new, tests, what, group="issue34")
+
+
+MUTATIONS += (
+    # the chain's per-step draw and its update
+    _m34("chain-field-transposed", KERN, "s += L[p, q] * z[mu, q]", "s += L[q, p] * z[mu, q]",
+         CHAIN_T, "fields drawn as L^T z instead of L z"),
+    _m34("chain-bartlett-upper", KERN, "A[i, j] = gen.standard_normal()",
+         "A[j, i] = gen.standard_normal()", CHAIN_T,
+         "Bartlett's factor filled above its diagonal (A^T A for A A^T)"),
+    _m34("chain-bartlett-dof-minus-one", KERN, "math.sqrt(gen.chisquare(free - i))",
+         "math.sqrt(gen.chisquare(free - i - 1))", CHAIN_T,
+         "Bartlett's chi-square one degree of freedom short (1-based index)"),
+    _m34("chain-explicit-transposed", KERN, "A[i, m] = gen.standard_normal()",
+         "A[m, i] = gen.standard_normal()", CHAIN_T,
+         "the explicit orthogonal normals stored transposed (free < B)"),
+    _m34("chain-single-chi-rankless", KERN, "G[0, 0] += gen.chisquare(free)",
+         "G[0, 0] += gen.chisquare(D)", CHAIN_T,
+         "B = 1: |x_perp|^2 drawn with D degrees of freedom whatever the rank"),
+    _m34("chain-pivot-guard-dropped", KERN, "if d > tol * C[j, j] and d > 0.0:", "if d > 0.0:",
+         CHAIN_T, "the relative pivot threshold dropped: rounding counts as a direction"),
+    _m34("chain-cholesky-row", KERN, "s -= L[i, m] * L[j, m]", "s -= L[i, m] * L[i, m]",
+         CHAIN_T, "Cholesky's off-diagonal update with the wrong row"),
+    _m34("chain-gram-mirror", KERN, "G[nu, mu] = G[mu, nu]", "G[mu, nu] = G[nu, mu]",
+         CHAIN_T, "the samples' Gram matrix mirrored the wrong way"),
+    _m34("chain-coef-batch", KERN, "c[mu, i] = (eta / batch) * e", "c[mu, i] = eta * e",
+         CHAIN_RUN_T, "the chain's weight step not averaged over the batch"),
+    _m34("chain-q-cross-term", KERN, "s -= c[mu, j] * u[mu, i]", "s -= c[mu, i] * u[mu, j]",
+         CHAIN_RUN_T, "Q's update with one cross term counted twice"),
+    # the Adam state toolkit
+    _m34("state-bias-beta1", STATE, 'b2 = float(g["betas"][1])', 'b2 = float(g["betas"][0])',
+         STATE_T, "adaptive scale bias-corrected with beta1"),
+    _m34("state-bias-missing", STATE, 'return 1.0 - b2 ** float(st["step"]), float(g["eps"])',
+         'return 1.0, float(g["eps"])', STATE_T, "adaptive scale without bias correction"),
+    _m34("state-bias-step-ahead", STATE, 'b2 ** float(st["step"])',
+         'b2 ** (float(st["step"]) + 1)', STATE_T, "bias correction one step ahead"),
+    _m34("state-eps-inside-root", STATE, "terms.append(1.0 / ((v.double() / bc2).sqrt() + eps))",
+         "terms.append(1.0 / ((v.double() / bc2 + eps).sqrt()))", STATE_T,
+         "eps added under the square root"),
+    _m34("state-group-first", STATE, 'if any(q is p for q in g["params"]):', "if True:",
+         STATE_T, "every parameter read with the first group's betas and eps"),
+    _m34("state-layer-first-dot", STATE, 'n.rpartition(".")[0]', 'n.partition(".")[0]',
+         STATE_T, "layers grouped by the name up to its first dot"),
+    _m34("state-count-with-batch", STATE,
+         "cnt += t[(0,) * batch_dims].numel() if batch_dims else t.numel()",
+         "cnt += t.numel()", STATE_T, "per-batch means divided by the batch's count too"),
+    _m34("state-amsgrad-both", STATE, 'if "exp_avg_sq" in keys and "max_exp_avg_sq" in st',
+         'if keys == ("exp_avg_sq",) and "max_exp_avg_sq" in st', STATE_T,
+         "amsgrad's running maximum travels with v alone, not with 'both'"),
+    _m34("state-equalise-c", STATE, "before * _expand(c * c, before, batch_dims)",
+         "before * _expand(c, before, batch_dims)", STATE_T, "v scaled by c instead of c^2"),
+    _m34("state-bisection-side", STATE, "too_big = a > target", "too_big = a < target",
+         STATE_T, "the scale bisection keeps the wrong half"),
+    _m34("state-exchange-b", STATE, "_put(tb, spec, before)", "_put(tb, spec, _get(ta, spec))",
+         STATE_T, "exchange leaves the second optimizer with its own moment"),
+    _m34("state-update-norm-rms", STATE,
+         "return (_group_mean(sq, batch_dims) * _numel(sq, batch_dims)).sqrt()",
+         "return _group_mean(sq, batch_dims).sqrt()", STATE_T,
+         "update norm returned as a root mean square"),
+    # the spike detector
+    _m34("spikes-same-block-baseline", SPIKES, "rise = peak[1:] - base[:-1]",
+         "rise = peak[1:] - base[1:]", STAB_T, "spike baseline from the same block"),
+    _m34("spikes-min-baseline", SPIKES, "base = np.median(blocks, axis=1)",
+         "base = blocks.min(axis=1)", STAB_T, "spike baseline the block minimum"),
+    _m34("spikes-warmup-kept", SPIKES, "blocks = ell[b:b * (nb + 1)]",
+         "blocks = ell[:b * nb]", STAB_T, "the warm-up block judged"),
+    _m34("spikes-horizon-faster", SPIKES, "tau = np.maximum(", "tau = np.minimum(",
+         STAB_T, "horizon from the faster memory"),
+    _m34("spikes-threshold-strict", SPIKES, "hits = rises >= RISE_DECADES",
+         "hits = rises > RISE_DECADES", STAB_T, "a rise of exactly 2 decades not a spike"),
+    _m34("spikes-judged-strict", SPIKES, "b - 1 >= MIN_BLOCKS", "b - 1 > MIN_BLOCKS",
+         STAB_T, "a run of exactly MIN_BLOCKS blocks not judged"),
+    _m34("spikes-divergence-low", SPIKES, "return np.where(np.isnan(rise), np.inf, rise)",
+         "return np.where(np.isnan(rise), -np.inf, rise)", STAB_T,
+         "a diverged block (inf - inf) read as no rise"),
+    # the 1-D Adam map
+    _m34("stab-step-m-with-c", STAB, "mh, vh = m / (1 - (1 - a) ** t)",
+         "mh, vh = m / (1 - (1 - c) ** t)", STAB_T, "first moment corrected with beta2"),
+    _m34("stab-step-v-uncorrected", STAB, "v / (1 - (1 - c) ** t)\n", "v\n", STAB_T,
+         "the exact step's second moment not bias-corrected"),
+    _m34("stab-sim-m-uncorrected", STAB, "x = x - lr * (m / (1 - p1))", "x = x - lr * m",
+         STAB_T, "simulated losses without the first-moment correction"),
+    _m34("stab-sim-powers-swapped", STAB, "p1, p2 = p1 * b1, p2 * b2",
+         "p1, p2 = p1 * b2, p2 * b1", STAB_T, "simulated bias corrections with swapped betas"),
+    _m34("stab-sim-loss-exponent", STAB, "n * np.log10(np.abs(x)) - np.log10(n)",
+         "np.log10(np.abs(x)) - np.log10(n)", STAB_T, "log loss without the exponent n"),
+    _m34("stab-orbit-amplitude", STAB, "A0 = lr * a / (2 * (2 - a))", "A0 = lr * a / (2 - a)",
+         STAB_T, "orbit amplitude without its factor 1/2"),
+    _m34("stab-orbit-m-sign", STAB, '"M": -a * G / (2 - a)', '"M": a * G / (2 - a)',
+         STAB_T, "orbit momentum with the wrong sign"),
+    # the edge preconditioner
+    _m34("edge-no-bias", EDGE, "out.append((v / (1 - beta2**t)).sqrt() + eps)",
+         "out.append(v.sqrt() + eps)", EDGE_T, "preconditioner without bias correction"),
+    _m34("edge-step-behind", EDGE, 't = int(st["step"]) + 1 if', 't = int(st["step"]) if',
+         EDGE_T, "preconditioner's bias correction one step behind"),
+    _m34("edge-betas-swapped", EDGE, "v = beta2 * v_prev + (1 - beta2) * g * g",
+         "v = (1 - beta2) * v_prev + beta2 * g * g", EDGE_T,
+         "second moment with beta2 and 1 - beta2 swapped"),
+    _m34("edge-kappa-plain", EDGE, "float(d @ Hd / (d @ (P * d)))", "float(d @ Hd / (d @ d))",
+         EDGE_T, "active curvature not preconditioned"),
+    _m34("edge-secant-plain", EDGE, "(dth @ (P * dth))", "(dth @ dth)", EDGE_T,
+         "secant curvature not preconditioned"),
+    _m34("edge-direction-gradient", EDGE, "d = (g.detach() / P)", "d = g.detach()", EDGE_T,
+         "active curvature along g instead of P^-1 g"),
+    _m34("edge-threshold-no-momentum", EDGE, "2.0 * (1.0 + beta1) / (1.0 - beta1)",
+         "2.0 / (1.0 - beta1)", EDGE_T, "edge threshold without the (1 + beta1)"),
+    # the prototype model
+    _m34("proto-w-scale", PROTO, "w = n * rng.standard_normal(n)",
+         "w = np.sqrt(n) * rng.standard_normal(n)", PROTO_T, "w ~ N(0, n) instead of N(0, n^2)"),
+    _m34("proto-a-scale", PROTO, "a = rng.standard_normal(n) / np.sqrt(n)",
+         "a = rng.standard_normal(n) / n", PROTO_T, "a ~ N(0, 1/n^2) instead of N(0, 1/n)"),
+    _m34("proto-inside-sign", PROTO, "b = -w * rng.uniform(0.0, 1.0, size=n)",
+         "b = w * rng.uniform(0.0, 1.0, size=n)", PROTO_T, "inside prototypes in [-1, 0]"),
+    _m34("proto-broad-scale", PROTO, "b = n * rng.standard_normal(n)",
+         "b = rng.standard_normal(n)", PROTO_T, "broad biases without the width scale"),
+    _m34("proto-one-step-short", PROTO, "if step == steps:", "if step == steps - 1:",
+         PROTO_T, "training stops one Adam step short"),
+    # the shared-representation pulses
+    _m34("srep-pulse-own-target", SREP, "o = (v.fav + 1) % K", "o = v.fav % K", SREP_T,
+         "the pulse favours the route's own target"),
+    _m34("srep-spec-previous", SREP, "o = (f + 1) % K", "o = (f - 1) % K", SREP_T,
+         "specialization measured against the previous target"),
+    _m34("srep-favour-share", SREP, "other = (1.0 - top) / (K - 1)", "other = (1.0 - top) / K",
+         SREP_T, "the rest of the weight shared over K instead of K - 1"),
+    _m34("srep-combined-weights", SREP, 'if kind != "acquisition" else equal(K)',
+         'if kind == "update" else equal(K)', SREP_T, "combined pulse with equal loss weights"),
+    _m34("srep-combined-gains", SREP, 'if kind != "update" else (1.0,) * K',
+         'if kind == "acquisition" else (1.0,) * K', SREP_T, "combined pulse with equal gains"),
+    _m34("srep-lost-sign", SREP, '"lost": s0[i] - s_end', '"lost": s_end - s0[i]', SREP_T,
+         "specialization lost with the wrong sign"),
+    _m34("srep-switched-inverted", SREP, '"switched": ~top', '"switched": top', SREP_T,
+         "switch verdict inverted"),
+)
+GROUPS = sorted({m.group for m in MUTATIONS})
+
+
 def copy_repository(into: Path) -> None:
     for name in COPIED:
         source = ROOT / name
@@ -226,7 +388,15 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="Plant one bug at a time in a copy of the repository "
                                 "and see whether the tests notice.")
     p.add_argument("--only", default="", help="comma-separated mutation ids (default: all)")
+    p.add_argument("--group", default="", help=f"only this group ({', '.join(GROUPS)}; "
+                   "default: all)")
+    p.add_argument("--tests", default="",
+                   help="comma-separated test selections run for every chosen mutation instead "
+                   "of its own (to measure another suite against the same bugs)")
     p.add_argument("--list", action="store_true", help="list the mutations and exit")
+    p.add_argument("--check", action="store_true",
+                   help="only check that every chosen mutation's text occurs once in its file "
+                   "(exit 1 naming those that do not)")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds allowed for one mutation's tests (default 300, at most 3600)")
     p.add_argument("--per-test", type=float, default=120.0,
@@ -234,6 +404,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-baseline", action="store_true",
                    help="do not first check that the selected tests pass without a bug")
     args = p.parse_args(argv)
+    if args.group and args.group not in GROUPS:
+        p.error(f"--group {args.group}: unknown group; allowed: {', '.join(GROUPS)}")
     for name in ("timeout", "per_test"):
         value = getattr(args, name)
         if not 0 < value <= 3600:
@@ -243,7 +415,14 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     unknown = [s for s in chosen if s not in known]
     if unknown:
         p.error(f"--only {','.join(unknown)}: unknown mutation; allowed: {', '.join(sorted(known))}")
-    args.mutations = [m for m in MUTATIONS if not chosen or m.id in chosen]
+    args.mutations = [m for m in MUTATIONS if (not chosen or m.id in chosen)
+                      and (not args.group or m.group == args.group)]
+    override = tuple(t for t in args.tests.split(",") if t)
+    missing = [t for t in override if not (ROOT / t.split("::")[0]).exists()]
+    if missing:
+        p.error(f"--tests {','.join(missing)}: no such test file; allowed: paths under tests/")
+    if override:
+        args.mutations = [replace(m, tests=override) for m in args.mutations]
     return args
 
 
@@ -251,10 +430,11 @@ def report(rows: list[tuple[Mutation, str, float]]) -> int:
     killed = sum(r.startswith("killed") for _, r, _ in rows)
     survived = [m.id for m, r, _ in rows if r == "survived"]
     skipped = [m.id for m, r, _ in rows if r.startswith("skipped")]
+    timeouts = [m.id for m, r, _ in rows if r.endswith("(timeout)")]
     ran = killed + len(survived)
     score = f"{killed}/{ran} = {killed / ran:.0%}" if ran else "n/a"
     print(f"\nscore: {score} killed; survived: {', '.join(survived) or 'none'}; "
-          f"skipped: {', '.join(skipped) or 'none'}")
+          f"skipped: {', '.join(skipped) or 'none'}; timed out: {', '.join(timeouts) or 'none'}")
     return 1 if survived else 0
 
 
@@ -262,8 +442,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     if args.list:
         for m in args.mutations:
-            print(f"{m.id:30s} {m.file}: {m.what}")
+            print(f"{m.id:30s} {m.group:8s} {m.file}: {m.what}")
         return 0
+    if args.check:
+        stale = [m for m in args.mutations if not (ROOT / m.file).is_file()
+                 or (ROOT / m.file).read_text(encoding="utf-8").count(m.old) != 1]
+        for m in stale:
+            print(f"{m.id}: its text does not occur exactly once in {m.file}")
+        print(f"{len(args.mutations) - len(stale)} of {len(args.mutations)} mutations match")
+        return 1 if stale else 0
     with tempfile.TemporaryDirectory(prefix="gaugedyn-mutate-") as tmp:
         where = Path(tmp)
         copy_repository(where)
