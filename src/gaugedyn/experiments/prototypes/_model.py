@@ -107,7 +107,8 @@ class Runs:
     """A batch of ``B`` runs of width ``N`` on ``M`` samples (numpy, float64).
 
     ``x``, ``y``: ``(B, M)``; ``w``, ``b``, ``a``: ``(B, N)``; ``c``: ``(B,)`` (initial values);
-    ``mask``: ``(B, 3)`` in ``{0, 1}``; ``chamfer``: ``(B,)`` in ``{0, 1}``; ``tau``: ``(B,)``.
+    ``mask``: ``(B, 3)`` in ``{0, 1}``; ``chamfer``: ``(B,)`` in ``{0, 1}``; ``tau``: ``(B,)``;
+    ``weight``: ``(B,)``, each run's ``lambda`` (``None``: the ``weight`` passed to :func:`train`).
     """
 
     x: np.ndarray
@@ -119,6 +120,7 @@ class Runs:
     mask: np.ndarray
     chamfer: np.ndarray
     tau: np.ndarray
+    weight: np.ndarray | None = None
 
     def __post_init__(self):
         B, N = np.shape(self.w)
@@ -126,7 +128,9 @@ class Runs:
             raise ValueError(f"width N = {N}: the pairwise losses need N >= 2")
         for name, shape in (("x", (B, -1)), ("y", np.shape(self.x)), ("b", (B, N)),
                             ("a", (B, N)), ("c", (B,)), ("mask", (B, 3)), ("chamfer", (B,)),
-                            ("tau", (B,))):
+                            ("tau", (B,)), ("weight", (B,))):
+            if getattr(self, name) is None:
+                continue
             got = np.shape(getattr(self, name))
             if len(got) != len(shape) or any(s not in (-1, g) for s, g in zip(shape, got)):
                 raise ValueError(f"Runs.{name} has shape {got}, expected {shape}")
@@ -158,9 +162,9 @@ def structural_losses(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, h: torc
 
 def total_loss(x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Tensor,
                a: torch.Tensor, c: torch.Tensor, mask: torch.Tensor, tau: torch.Tensor,
-               chamfer: torch.Tensor, weight: float) -> torch.Tensor:
+               chamfer: torch.Tensor, weight) -> torch.Tensor:
     """``(B,)``: each run's ``L`` written with autograd-friendly operations (the reference that
-    :func:`gradients` is tested against)."""
+    :func:`gradients` is tested against); ``weight`` one number or ``(B,)``."""
     f, h = forward(x, w, b, a, c)
     fit = ((f - y) ** 2).mean(dim=1)
     return fit + weight * (mask * structural_losses(x, w, b, h, tau, chamfer)).sum(dim=1)
@@ -198,8 +202,10 @@ def _prototype_gradient(xs: torch.Tensor, p: torch.Tensor, mask: torch.Tensor, t
 
 def gradients(xs: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Tensor,
               a: torch.Tensor, c: torch.Tensor, mask: torch.Tensor, tau: torch.Tensor,
-              chamfer: torch.Tensor, weight: float):
+              chamfer: torch.Tensor, weight):
     """``(dL/dw, dL/db, dL/da, dL/dc)`` of every run's ``L`` in closed form, and ``L_fit``.
+
+    ``weight`` is ``lambda``: one number, or a ``(B,)`` tensor (one per run).
 
     With ``r = f - y``, ``s_j = sum_i h_ij``: ``dL/dh_ij = 2 a_i r_j / M + lambda m_ov
     2 (s_j - h_ij) / (M N (N - 1))``, ``dh/dz = -z h``; the prototype part goes through
@@ -210,13 +216,14 @@ def gradients(xs: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Tenso
     h = torch.exp((-0.5 * z * z).clamp_(min=FLOOR))
     r = torch.bmm(a[:, None, :], h)[:, 0, :] + c[:, None] - y
     g_h = (2 / M) * a[:, :, None] * r[:, None, :]
+    weight = torch.as_tensor(weight, dtype=w.dtype, device=w.device).expand(w.shape[0])
     ov = (weight * mask[:, 2] * 2 / (M * N * (N - 1)))[:, None, None]
     g_h = g_h + ov * (h.sum(dim=1, keepdim=True) - h)
     g_z = -(z * h * g_h)
     g_b = g_z.sum(dim=2)
     g_w = torch.bmm(g_z, xs[:, :, None])[:, :, 0]
     p = prototypes_of(w, b)
-    g_p = weight * _prototype_gradient(xs, p, mask, tau, chamfer)
+    g_p = weight[:, None] * _prototype_gradient(xs, p, mask, tau, chamfer)
     g_w = g_w - g_p * p / w
     g_b = g_b - g_p / w
     g_a = (2 / M) * torch.bmm(h, r[:, :, None])[:, :, 0]
@@ -230,34 +237,109 @@ def _tensor(v, dtype, device) -> torch.Tensor:
     return torch.tensor(np.asarray(v, dtype=np.float64), dtype=dtype, device=device)
 
 
+def max_displacement(w0, b0, w1, b1) -> np.ndarray:
+    """``max_i |p_i(1) - p_i(0)|`` per run (``(B, N)`` arrays in, ``(B,)`` out; ``inf`` when a
+    prototype is not finite at either end)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.abs(prototypes_of(w1, b1) - prototypes_of(w0, b0))
+    return np.where(np.isfinite(d), d, np.inf).max(axis=1)
+
+
 def train(runs: Runs, *, steps: int, lr: float, weight: float, dtype: torch.dtype = torch.float32,
-          device: str | torch.device = "cpu", record: Sequence[int] = ()) -> dict[str, np.ndarray]:
+          device: str | torch.device = "cpu", record: Sequence[int] = (), window: int = 0,
+          tolerance: float = 0.0, cap: int = 0) -> dict[str, np.ndarray]:
     """Full-batch Adam (``torch.optim.Adam``, default betas) on every run at once.
 
     Minimises ``sum_runs L`` (module docstring) for ``steps`` steps at step size ``lr``, with the
-    closed-form :func:`gradients`. Returns the final ``w``, ``b``, ``a``, ``c`` (float64 numpy)
-    and ``fit_history`` of shape ``(len(record), B)``: the fit error ``L_fit`` of every run after
-    each step count in ``record`` (0 means before the first step).
+    closed-form :func:`gradients` (``lambda``: ``runs.weight``, else ``weight``). Returns the
+    final ``w``, ``b``, ``a``, ``c`` (float64 numpy) and ``fit_history`` of shape
+    ``(len(record), B)``: the fit error ``L_fit`` of every run after each step count in
+    ``record`` (0 means before the first step).
+
+    With ``window > 0`` (a divisor of ``steps`` and of ``cap``) the parameters are also kept every
+    ``window`` steps (``snapshots``: ``w``, ``b``, ``a`` of shape ``(K, B, N)``, ``c``
+    ``(K, B)``, at ``checkpoints``, step 0 first), and training goes on past ``steps`` until every
+    run has settled or ``cap`` steps are done. A run settles at the first checkpoint ``t`` where
+    the largest displacement of its prototypes over the window, ``max_i |p_i(t) -
+    p_i(t - window)|`` (:func:`max_displacement`), is below ``tolerance``; ``settled_at`` holds
+    that step (``-1`` if it never settles by ``cap``). The final parameters are those at the last
+    step trained; the fixed budget's are ``snapshots`` at ``steps``.
     """
+    if window:
+        if steps % window or cap % window or cap < steps:
+            raise ValueError(f"window {window} must divide steps {steps} and cap {cap} >= steps")
+    last = cap if window else steps
     order = np.argsort(runs.x, axis=1)
     xs = _tensor(np.take_along_axis(runs.x, order, 1), dtype, device)
     y = _tensor(np.take_along_axis(runs.y, order, 1), dtype, device)
     params = [_tensor(getattr(runs, k), dtype, device) for k in "wbac"]
     mask = _tensor(runs.mask, dtype, device)
     tau, chamfer = _tensor(runs.tau, dtype, device), _tensor(runs.chamfer, dtype, device)
+    lam = _tensor(runs.weight if runs.weight is not None else np.full(len(runs.tau), weight),
+                  dtype, device)
     opt = torch.optim.Adam(params, lr=lr)
     wanted = {int(s): i for i, s in enumerate(record)}
     history = np.full((len(wanted), xs.shape[0]), np.nan)
+    snaps, settled = [], np.full(xs.shape[0], -1)
     with torch.no_grad():
-        for step in range(steps + 1):
-            grads, fit = gradients(xs, y, *params, mask, tau, chamfer, weight)
+        for step in range(last + 1):
+            grads, fit = gradients(xs, y, *params, mask, tau, chamfer, lam)
             if step in wanted:
                 history[wanted[step]] = fit.cpu().double().numpy()
-            if step == steps:
+            if window and step % window == 0:
+                snaps.append([np.array(p.cpu().double().numpy()) for p in params])  # a copy
+                if step:
+                    moved = max_displacement(snaps[-2][0], snaps[-2][1], *snaps[-1][:2])
+                    settled = np.where((settled < 0) & (moved < tolerance), step, settled)
+                if step >= steps and np.all(settled >= 0):
+                    break
+            if step == last:
                 break
             for param, grad in zip(params, grads):
                 param.grad = grad
             opt.step()
     out = {k: p.cpu().double().numpy() for k, p in zip("wbac", params)}
     out["fit_history"] = history
+    if window:
+        out["snapshots"] = {k: np.stack([s[i] for s in snaps]) for i, k in enumerate("wbac")}
+        out["checkpoints"] = np.arange(len(snaps)) * window
+        out["settled_at"] = settled
+    return out
+
+
+CHUNK_ELEMENTS = 2_500_000
+"""Most ``B N max(N, M)`` elements trained as one batch by :func:`train_chunked`: a
+``(B, N, N)`` float32 array of this size (10 MB) stays near the cache, and at ``N = 100`` one
+batch of 1,120 runs costs about three times as much per element as batches of 250."""
+
+
+def train_chunked(runs: Runs, **kw) -> dict[str, np.ndarray]:
+    """:func:`train` on consecutive slices of the batch of at most :data:`CHUNK_ELEMENTS`
+    elements each, merged. Each run follows exactly the trajectory it follows alone, so the
+    result equals :func:`train` on the whole batch except where a slice stops early (every run
+    of it settled): its later ``snapshots`` are ``nan`` and its final parameters are those at
+    its stop."""
+    B, N = np.shape(runs.w)
+    size = max(1, CHUNK_ELEMENTS // (N * max(N, np.shape(runs.x)[1])))
+    parts = []
+    for lo in range(0, B, size):
+        part = Runs(**{f: (None if getattr(runs, f) is None else getattr(runs, f)[lo:lo + size])
+                       for f in runs.__dataclass_fields__})
+        parts.append(train(part, **kw))
+    out = {k: np.concatenate([p[k] for p in parts]) for k in "wbac"}
+    out["fit_history"] = np.concatenate([p["fit_history"] for p in parts], axis=1)
+    if "snapshots" in parts[0]:
+        k = max(len(p["checkpoints"]) for p in parts)
+        window = int(kw["window"])
+        out["checkpoints"] = np.arange(k) * window
+        out["settled_at"] = np.concatenate([p["settled_at"] for p in parts])
+        snaps = {}
+        for name in "wbac":
+            pieces = []
+            for p in parts:
+                s = p["snapshots"][name]
+                pad = np.full((k - s.shape[0], *s.shape[1:]), np.nan)
+                pieces.append(np.concatenate([s, pad]))
+            snaps[name] = np.concatenate(pieces, axis=1)
+        out["snapshots"] = snaps
     return out
