@@ -23,11 +23,13 @@ COV, SEP, OV, PLAIN = (1, 0, 0), (0, 1, 0), (0, 0, 1), (0, 0, 0)
 NAMED = (PLAIN, COV, SEP, OV)
 """The four approaches the abstract names: plain fitting, coverage, separation, overlap."""
 
-EFFECT = {"error": 0.01, "usage": 0.05, "outside": ex.EXPULSION_MARGIN, "fit": 0.0}
-"""The value of each judged parameter at which a finding's ``power`` is computed, fixed before
-running (the abstract gives no numbers): a reconstruction-error difference of 0.01 (1% of the
-input range), a usage difference of 0.05, an outside-fraction excess 0.05 beyond the claim's
-threshold, and no fit cost for ``overlap_fits_as_well``."""
+EFFECT = {"error": 0.01, "usage": 0.05, "outside": ex.EXPULSION_MARGIN,
+          "fit": ex.FIT_TOLERANCE}
+"""How far inside its claim each judged parameter is taken to lie when a finding's ``power`` is
+computed, fixed before running (the abstract gives no numbers): a reconstruction-error
+difference of 0.01 (1% of the input range), a usage difference of 0.05, an outside-fraction
+excess 0.05 beyond the claim's threshold, and no fit cost at all for ``overlap_fits_as_well``
+(the tolerance 0.01 below its threshold)."""
 
 
 def collect(config: dict, tasks: list[dict], results: list[dict]) -> dict:

@@ -307,10 +307,11 @@ def train(runs: Runs, *, steps: int, lr: float, weight: float, dtype: torch.dtyp
     return out
 
 
-CHUNK_ELEMENTS = 2_500_000
-"""Most ``B N max(N, M)`` elements trained as one batch by :func:`train_chunked`: a
-``(B, N, N)`` float32 array of this size (10 MB) stays near the cache, and at ``N = 100`` one
-batch of 1,120 runs costs about three times as much per element as batches of 250."""
+CHUNK_ELEMENTS = 3_000_000
+"""Most ``B N max(N, M)`` elements trained as one batch by :func:`train_chunked`. At ``N = 100``
+one batch of 1,120 runs cost 2.96 times the CPU time per step of slices of 250 (12 MB float32
+arrays), measured side by side by ``benchmarks/bench_prototypes_chunking.py``; at ``N = 50``
+(2.8 million elements) slicing did not help, so the whole batch is kept there."""
 
 
 def train_chunked(runs: Runs, **kw) -> dict[str, np.ndarray]:

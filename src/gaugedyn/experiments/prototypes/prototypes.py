@@ -6,20 +6,30 @@ uniform inputs with the plain fit and every combination of three structural loss
 separation, overlap), under every candidate reading of the set-up (coverage one-sided or chamfer,
 prototypes initialised inside the data range or broadly; the usage ratio by nearest prototype or by
 argmax of the response). One task is one ``(N, initialisation)``: all seeds, loss combinations,
-coverage readings and the ``tau`` sweep on the separation-only mask train as one batched program.
-The model, the readings and each finding's protocol are fixed in ``derivations/prototypes.md``;
-the findings (thresholds fixed beforehand):
+coverage readings, the ``tau`` sweep on the separation-only mask and the single-loss masks at the
+other plausible ``lambda`` values train as one batched program (in cache-sized slices), with
+checkpoints every ``window`` steps. Two budget readings come from the same trajectories: the
+fixed budget (``steps``) and the settled one (each run read at the first checkpoint where its
+largest prototype displacement over a window is below ``settle_tolerance``, at most ``cap``).
 
-1. ``coverage_lowest_error``: ``min over N, k != cov of mean_s(err_k - err_cov) > 0``;
-2. ``coverage_usage_above_plain``: ``mean over N of mean_s(usage_cov - usage_plain) > 0``;
-3. ``overlap_harmful``: ``min over N of mean_s(err_ov - err_plain) > 0``;
-4. ``overlap_fits_as_well``: ``max over N of mean(fit_with_ov - fit_without_ov) / var(y) < 0.01``;
-5. ``overlap_expels``: ``mean over N of mean_s(out_ov - out_plain) > 0``;
-6. ``coverage_keeps_inside``: ``mean over N and pairs of (out_with_cov - out_without) < 0``;
-7. ``separation_large_tau_only``: at the largest ``N``, ``min(D(tau_max) - 0.05,
-   0.05 - max_{tau <= 1/N} D(tau)) > 0`` with ``D = mean_s(out_sep(tau) - out_plain)``.
+The model, the readings and each finding's protocol are fixed in ``derivations/prototypes.md``
+(and ``docs/prototypes.md``). Each finding is judged by a rule of the verdict-rule catalogue
+(:mod:`._analysis`), primarily against the four approaches the abstract names (plain fit,
+coverage, separation, overlap) at the fixed budget and the nominal ``lambda`` and ``tau``, and
+under every documented alternative reading:
 
-Intervals are paired bootstrap intervals over seeds (:func:`gaugedyn.stats.paired_ci`).
+1. ``coverage_lowest_error``: ``every_cell`` on ``err_k - err_cov > 0`` (cells: N x {plain, sep,
+   ov}; reading: all seven other masks);
+2. ``coverage_usage_above_plain``: ``mean_threshold`` on the mean over N of ``usage_cov -
+   usage_plain > 0``;
+3. ``overlap_harmful``: ``every_cell_median`` on ``err_ov - err_plain > 0`` (cells: N);
+4. ``overlap_fits_as_well``: ``every_cell`` on ``(fit_ov - fit_plain) / var(y) < 0.01``;
+5. ``overlap_expels``: ``mean_threshold`` on the mean over N of ``out_ov - out_plain > 0``;
+6. ``coverage_keeps_inside``: ``mean_threshold`` on the mean over N of ``out_cov - out_plain < 0``;
+7. ``separation_mixed``: ``some_cell_median`` on ``err_sep - err_plain < 0`` (cells: N);
+8. ``separation_no_expulsion_at_nominal_tau``: ``every_cell`` on ``out_sep - out_plain < 0.05``;
+9. ``separation_expels_at_large_tau``: ``mean_threshold`` on the mean over N of
+   ``out_sep(tau_max) - out_plain > 0.05``.
 """
 
 from __future__ import annotations
