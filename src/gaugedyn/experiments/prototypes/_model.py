@@ -184,7 +184,9 @@ def _prototype_gradient(xs: torch.Tensor, p: torch.Tensor, mask: torch.Tensor, t
                         chamfer: torch.Tensor) -> torch.Tensor:
     """``d(m_cov L_cov + m_sep L_sep) / dp`` of shape ``(B, N)`` (``xs`` sorted ascending).
 
-    Nearest neighbours on the line come from sorting and ``searchsorted`` (``O(N log N)``).
+    Nearest neighbours on the line come from sorting and ``searchsorted`` (``O(N log N)``); the
+    ``O(N^2)`` separation term is computed only for the runs whose mask has separation, with
+    in-place operations (the step's largest cost after the responses).
     """
     N, M = p.shape[1], xs.shape[1]
     ps, order = torch.sort(p, dim=1)
@@ -192,12 +194,16 @@ def _prototype_gradient(xs: torch.Tensor, p: torch.Tensor, mask: torch.Tensor, t
     pull = torch.zeros_like(ps).scatter_add_(1, near, -2 * (xs - torch.gather(ps, 1, near)) / M)
     grad = torch.zeros_like(p).scatter_(1, order, pull)
     back = torch.gather(xs, 1, _nearest(xs, p))
-    grad = grad + chamfer[:, None] * 2 * (p - back) / N
-    diff = p[:, :, None] - p[:, None, :]
-    t2 = (tau * tau)[:, None, None]
-    kernel = torch.exp((-diff * diff / (2 * t2)).clamp_(min=FLOOR))
-    sep = -(2 / (N * (N - 1))) * (kernel * diff / t2).sum(dim=2)
-    return mask[:, 0:1] * grad + mask[:, 1:2] * sep
+    grad = mask[:, 0:1] * (grad + chamfer[:, None] * 2 * (p - back) / N)
+    rows = torch.nonzero(mask[:, 1]).flatten()
+    if rows.numel():
+        q = p.index_select(0, rows)
+        diff = q[:, :, None] - q[:, None, :]
+        inv = 1.0 / (tau.index_select(0, rows) ** 2)
+        kernel = diff.square().mul_((-0.5 * inv)[:, None, None]).clamp_(min=FLOOR).exp_()
+        sep = kernel.mul_(diff).sum(dim=2).mul_((-(2 / (N * (N - 1))) * inv)[:, None])
+        grad = grad.index_add(0, rows, sep * mask.index_select(0, rows)[:, 1:2])
+    return grad
 
 
 def gradients(xs: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Tensor,
@@ -209,17 +215,20 @@ def gradients(xs: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Tenso
 
     With ``r = f - y``, ``s_j = sum_i h_ij``: ``dL/dh_ij = 2 a_i r_j / M + lambda m_ov
     2 (s_j - h_ij) / (M N (N - 1))``, ``dh/dz = -z h``; the prototype part goes through
-    ``dp/dw = -p/w`` and ``dp/db = -1/w``. ``xs`` must be sorted along its last axis.
+    ``dp/dw = -p/w`` and ``dp/db = -1/w``. ``xs`` must be sorted along its last axis. The
+    ``(B, N, M)`` arrays are updated in place where possible (the step is memory-bound).
     """
     N, M = w.shape[1], xs.shape[1]
     z = torch.addcmul(b[:, :, None], w[:, :, None], xs[:, None, :])
-    h = torch.exp((-0.5 * z * z).clamp_(min=FLOOR))
+    h = z.square().mul_(-0.5).clamp_(min=FLOOR).exp_()
     r = torch.bmm(a[:, None, :], h)[:, 0, :] + c[:, None] - y
-    g_h = (2 / M) * a[:, :, None] * r[:, None, :]
     weight = torch.as_tensor(weight, dtype=w.dtype, device=w.device).expand(w.shape[0])
     ov = (weight * mask[:, 2] * 2 / (M * N * (N - 1)))[:, None, None]
-    g_h = g_h + ov * (h.sum(dim=1, keepdim=True) - h)
-    g_z = -(z * h * g_h)
+    # -dL/dh = -(2/M) a_i r_j - ov (s_j - h_ij), then dL/dz = (-dL/dh) h z
+    g_z = torch.mul(a[:, :, None], r[:, None, :]).mul_(-2 / M)
+    if bool(torch.any(ov != 0)):
+        g_z.add_(torch.mul(h, ov)).sub_(h.sum(dim=1, keepdim=True) * ov)
+    g_z.mul_(h).mul_(z)
     g_b = g_z.sum(dim=2)
     g_w = torch.bmm(g_z, xs[:, :, None])[:, :, 0]
     p = prototypes_of(w, b)
