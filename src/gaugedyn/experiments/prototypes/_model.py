@@ -224,10 +224,13 @@ def gradients(xs: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Tenso
     r = torch.bmm(a[:, None, :], h)[:, 0, :] + c[:, None] - y
     weight = torch.as_tensor(weight, dtype=w.dtype, device=w.device).expand(w.shape[0])
     ov = (weight * mask[:, 2] * 2 / (M * N * (N - 1)))[:, None, None]
-    # -dL/dh = -(2/M) a_i r_j - ov (s_j - h_ij), then dL/dz = (-dL/dh) h z
-    g_z = torch.mul(a[:, :, None], r[:, None, :]).mul_(-2 / M)
-    if bool(torch.any(ov != 0)):
-        g_z.add_(torch.mul(h, ov)).sub_(h.sum(dim=1, keepdim=True) * ov)
+    # -dL/dh = -(2/M) a_i r_j - ov (s_j - h_ij), then dL/dz = (-dL/dh) h z; the overlap term
+    # only on the runs whose mask has overlap
+    g_z = torch.mul((-2 / M) * a[:, :, None], r[:, None, :])
+    rows = torch.nonzero(ov[:, 0, 0]).flatten()
+    if rows.numel():
+        hr, o = h.index_select(0, rows), ov.index_select(0, rows)
+        g_z.index_add_(0, rows, (hr - hr.sum(dim=1, keepdim=True)).mul_(o))
     g_z.mul_(h).mul_(z)
     g_b = g_z.sum(dim=2)
     g_w = torch.bmm(g_z, xs[:, :, None])[:, :, 0]
