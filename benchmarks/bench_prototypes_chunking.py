@@ -23,7 +23,7 @@ def _time(fn, steps):
     return (time.process_time() - t0) / steps, (time.perf_counter() - w0) / steps
 
 
-def main(sizes=(10, 20, 50, 100), steps=10, rounds=3):
+def main(sizes=(3, 5, 10, 20, 50, 100), steps=10, rounds=3):
     cfg = {k: p.default for k, p in ex.Prototypes.params.items()}
     total = 0.0
     for n in sizes:
