@@ -14,7 +14,8 @@ COLORS = {"plain": "k", "cov": "tab:green", "sep": "tab:blue", "ov": "tab:red",
 
 
 def _line(ax, x, ivs, label, color, style="-"):
-    """Mean over seeds with its stored 95% bootstrap interval ``ivs`` (rows: mean, low, high)."""
+    """A centre over seeds (mean or median) with its stored 95% interval ``ivs`` (rows: centre, low,
+    high)."""
     ax.plot(x, ivs[:, 0], style, color=color, label=label, marker="o", ms=3)
     ax.fill_between(x, ivs[:, 1], ivs[:, 2], color=color, alpha=0.15, lw=0)
 
