@@ -92,7 +92,8 @@ def _batch(rng, B=12, N=7, init="inside"):
         x=x, y=np.sin(2 * np.pi * x), w=np.stack([q["w"] for q in p0]),
         b=np.stack([q["b"] for q in p0]), a=np.stack([q["a"] for q in p0]), c=np.zeros(B),
         mask=rng.integers(0, 2, size=(B, 3)).astype(float),
-        chamfer=rng.integers(0, 2, size=B).astype(float), tau=rng.uniform(0.02, 0.5, B))
+        chamfer=rng.integers(0, 2, size=B).astype(float), tau=rng.uniform(0.02, 0.5, B),
+        weight=rng.uniform(0.0, 1.0, B))
 
 
 def test_closed_form_gradient_equals_autograd_in_float64():
@@ -105,6 +106,65 @@ def test_closed_form_gradient_equals_autograd_in_float64():
     for p, g in zip(params, grads):
         assert torch.allclose(p.grad, g, rtol=1e-10, atol=1e-12)
     assert fit.shape == (runs.x.shape[0],)
+    one = model.gradients(T(runs.x), T(runs.y), *[p.detach() for p in params], *extra[:3], 0.3)
+    per_run = model.gradients(T(runs.x), T(runs.y), *[p.detach() for p in params], *extra[:3],
+                              torch.full((runs.x.shape[0],), 0.3, dtype=torch.float64))
+    for g1, g2 in zip(one[0], per_run[0]):
+        assert torch.equal(g1, g2)
+
+
+def test_per_run_lambda_gradient_equals_autograd():
+    runs = _batch(np.random.default_rng(7))
+    T = lambda v: torch.tensor(np.asarray(v), dtype=torch.float64)  # noqa: E731
+    params = [T(getattr(runs, k)).requires_grad_(True) for k in "wbac"]
+    extra = (T(runs.mask), T(runs.tau), T(runs.chamfer), T(runs.weight))
+    model.total_loss(T(runs.x), T(runs.y), *params, *extra).sum().backward()
+    grads, _ = model.gradients(T(runs.x), T(runs.y), *[p.detach() for p in params], *extra)
+    for p, g in zip(params, grads):
+        assert torch.allclose(p.grad, g, rtol=1e-10, atol=1e-12)
+
+
+def test_checkpoints_keep_the_fixed_budget_and_settling_stops_at_the_tolerance():
+    runs = _batch(np.random.default_rng(8), B=6, N=5)
+    kw = dict(lr=1e-2, weight=0.1, dtype=torch.float64)
+    plain = model.train(runs, steps=40, **kw)
+    never = model.train(runs, steps=40, window=20, tolerance=0.0, cap=100, **kw)
+    assert list(never["checkpoints"]) == [0, 20, 40, 60, 80, 100]
+    assert np.all(never["settled_at"] == -1)  # tolerance 0: nothing settles, train to the cap
+    for k in "wbac":  # the snapshot at the fixed budget is the fixed-budget run
+        np.testing.assert_array_equal(never["snapshots"][k][2], plain[k])
+        np.testing.assert_array_equal(never["snapshots"][k][-1], never[k])
+    always = model.train(runs, steps=40, window=20, tolerance=np.inf, cap=100, **kw)
+    assert np.all(always["settled_at"] == 20) and list(always["checkpoints"]) == [0, 20, 40]
+    moved = model.max_displacement(never["snapshots"]["w"][1], never["snapshots"]["b"][1],
+                                   never["snapshots"]["w"][2], never["snapshots"]["b"][2])
+    tol = float(np.median(moved))
+    mid = model.train(runs, steps=20, window=20, tolerance=tol, cap=100, **kw)
+    first = np.where(moved < tol, 40, -1)
+    assert np.all(mid["settled_at"][moved < tol] <= 40)
+    assert np.all(mid["settled_at"][first == -1] != 40)
+    with pytest.raises(ValueError, match="window"):
+        model.train(runs, steps=30, window=20, tolerance=0.1, cap=100, **kw)
+
+
+def test_training_in_slices_equals_training_the_whole_batch(monkeypatch):
+    runs = _batch(np.random.default_rng(9), B=7, N=5)
+    kw = dict(steps=40, lr=1e-2, weight=0.1, dtype=torch.float64, record=(0, 40), window=20,
+              tolerance=0.0, cap=60)
+    whole = model.train(runs, **kw)
+    monkeypatch.setattr(model, "CHUNK_ELEMENTS", 3 * 25)  # slices of 3, 3 and 1 runs
+    sliced = model.train_chunked(runs, **kw)
+    for k in "wbac":
+        np.testing.assert_allclose(sliced["snapshots"][k], whole["snapshots"][k], rtol=1e-12)
+    np.testing.assert_allclose(sliced["fit_history"], whole["fit_history"], rtol=1e-12)
+    np.testing.assert_array_equal(sliced["settled_at"], whole["settled_at"])
+
+
+def test_max_displacement_is_the_largest_prototype_move():
+    w0, b0 = np.array([[1.0, 2.0]]), np.array([[-0.5, -1.0]])  # p = 0.5, 0.5
+    w1, b1 = np.array([[1.0, 2.0]]), np.array([[-0.7, -0.8]])  # p = 0.7, 0.4
+    assert model.max_displacement(w0, b0, w1, b1) == pytest.approx([0.2])
+    assert model.max_displacement(w0, b0, np.array([[0.0, 2.0]]), b1)[0] == np.inf
 
 
 def test_structural_losses_are_zero_or_known_where_the_geometry_says():
@@ -168,122 +228,177 @@ def test_bad_settings_name_the_value_and_what_is_allowed(params, fragment):
 def test_a_tau_sweep_that_cannot_test_the_claim_is_refused():
     with pytest.raises(InputError, match="1/max"):
         _config(sizes=[3, 10], taus=[0.2, 0.5])
+    with pytest.raises(InputError, match=r"1/\(4 max"):
+        _config(sizes=[3, 10], taus=[0.05, 0.5], nominal_taus=[0.05])
+    with pytest.raises(InputError, match="nominal_taus"):
+        _config(sizes=[3, 10], taus=[0.02, 0.05, 0.5], nominal_taus=[0.1])
+    with pytest.raises(InputError, match="weights"):
+        _config(sizes=[3, 10], weights=[0.3])
+    with pytest.raises(InputError, match="window"):
+        _config(sizes=[3, 10], steps=1500)
 
 
-def test_full_configuration_has_at_least_480_runs_per_reading():
+def test_full_configuration_has_40_seeds_and_the_quick_one_previews_it():
     from pathlib import Path
 
     from gaugedyn.experiments import load_config
 
     sims = Path(__file__).resolve().parents[1] / "simulations" / "prototypes.toml"
-    cfg = load_config(sims)
-    p = cfg.params
-    assert len(p["sizes"]) >= 6 and p["sizes"][0] <= 3 and p["sizes"][-1] >= 100
-    assert len(model.COMBINATIONS) * len(p["sizes"]) * p["seeds"] >= 480
-    assert not ex._quick(p) and ex._quick(load_config(sims, quick=True).params)
+    p = load_config(sims).params
+    q = load_config(sims, quick=True).params
+    assert p["seeds"] == 40 and len(p["sizes"]) >= 6 and p["sizes"][-1] >= 100
+    assert min(p["taus"]) <= 1 / (4 * p["sizes"][-1])
+    assert not ex._quick(p) and ex._quick(q)
+    # the quick configuration changes only seeds, sizes and steps
+    changed = {k for k in p if p[k] != q[k]}
+    assert changed <= {"seeds", "sizes", "steps", "cap"}, changed
+    assert set(q["sizes"]) <= set(p["sizes"])
 
 
-def test_a_small_run_reports_every_finding_with_an_interval(tmp_path):
-    cfg = _config(sizes=[3, 4], seeds=2, steps=40, taus=[0.1, 0.5])
+def test_a_small_run_reports_every_finding_with_its_rule_and_readings(tmp_path):
+    cfg = _config(sizes=[3, 4], seeds=6, steps=40, window=20, cap=60, taus=[0.05, 0.1, 0.5],
+                  nominal_taus=[0.05])
     outcome = execute(cfg, tmp_path / "out", executor="serial")
     claims = {c["id"]: c for c in outcome.summary["claims"]}
     findings = [c for c in claims.values() if c["kind"] == "finding"]
-    assert len(findings) == 2 * 3 + 2 * 2 * 5
+    assert len(findings) == 2 * 6 + 2 * 2 * 4
     for c in findings:
-        assert c["verdict"] in ("HELD", "NOT HELD", "UNRESOLVED") and len(c["interval"]) == 2
-        assert "provisional (quick)" in c["statement"]
+        assert c["verdict"] in ("HELD", "NOT HELD", "UNRESOLVED", "depends on the reading")
+        assert len(c["interval"]) == 2 and c["rule"] and "power" in c
+        assert "provisional" in c["statement"]
+        assert any(k.startswith("settled") for k in c["readings"]), c["readings"]
+    lowest = claims["coverage_lowest_error[init=inside,coverage=chamfer]"]
+    assert "all 8 masks, fixed budget" in lowest["readings"]
+    assert "lambda=0.3, tau=0.05" in " ".join(lowest["readings"])
     assert "plain_fit_converged[init=inside]" in claims
-    assert len(list((tmp_path / "out").rglob("prototypes_*.png"))) == 4
+    assert len(list((tmp_path / "out").rglob("prototypes_*.png"))) == 7
 
 
 # -- findings fed inputs built to hold and to fail ------------------------------------------
 
-S, SIZES = 6, [3, 10, 100]
+S, SIZES = 10, [3, 10, 100]
 
 
-def _judge(fill):
-    """A Judge over synthetic measures: ``fill(config, measure, col)`` returns ``(n, S)``."""
+def _judge():
+    """A Judge over synthetic measures: every value ``0.1 + 0.001 noise``."""
     cfg = {k: v.default for k, v in ex.Prototypes.params.items()} | {"sizes": SIZES}
     V = len(ex.variants(cfg))
-    col = lambda mask, cov=None, tau=None: ex.variant_index(cfg, mask, cov, tau=tau)  # noqa: E731
     rng = np.random.default_rng(0)
-    data = {}
-    for init in cfg["inits"]:
-        d = {}
-        for m in ex.MEASURES:
-            base = 0.1 + 0.001 * rng.standard_normal((len(SIZES), S, V))
-            for j in range(V):
-                base[:, :, j] += fill(cfg, m, j, col)
-            d[m] = base
-        data[init] = d
+    data = {init: {b: {m: 0.1 + 0.001 * rng.standard_normal((len(SIZES), S, V))
+                       for m in ex.MEASURES} for b in ex.BUDGETS} for init in cfg["inits"]}
     return pa.Judge(cfg, data, root=np.random.SeedSequence(1))
 
 
-def _shift(target_measure, columns, amount):
-    def fill(cfg, m, j, col):
-        return amount if m == target_measure and j in columns(col) else 0.0
-    return fill
+def _shifted(measure, columns, amount, budgets=ex.BUDGETS):
+    judge = _judge()
+    for init in judge.config["inits"]:
+        for b in budgets:
+            judge.data[init][b][measure][:, :, sorted(columns(judge))] += amount
+    return judge
+
+
+LAMS = ex.Prototypes.params["weights"].default
+NOMINAL_TAUS = ex.Prototypes.params["nominal_taus"].default
+
+
+def _cov_cols(cov):
+    return lambda j: {j.col(pa.COV, cov, lam) for lam in LAMS}
+
+
+def _sep_cols(j):
+    return ({j.col(pa.SEP, lam=lam) for lam in LAMS}
+            | {j.col(pa.SEP, tau=t) for t in NOMINAL_TAUS})
 
 
 @pytest.mark.parametrize(("method", "args", "measure", "columns", "good", "bad"), [
     ("coverage_lowest_error", ("inside", "chamfer"), "reconstruction_error",
-     lambda col: {col(pa.COV, "chamfer")}, -0.05, +0.05),
+     _cov_cols("chamfer"), -0.05, +0.05),
     ("coverage_usage", ("inside", "chamfer", "nearest"), "usage_nearest",
-     lambda col: {col(pa.COV, "chamfer")}, +0.05, -0.05),
+     _cov_cols("chamfer"), +0.05, -0.05),
     ("overlap_harmful", ("inside",), "reconstruction_error",
-     lambda col: {col(pa.OV)}, +0.05, -0.05),
-    ("overlap_expels", ("broad",), "outside_fraction", lambda col: {col(pa.OV)}, +0.05, -0.05),
+     lambda j: {j.col(pa.OV, lam=lam) for lam in LAMS}, +0.05, -0.05),
+    ("overlap_expels", ("broad",), "outside_fraction",
+     lambda j: {j.col(pa.OV, lam=lam) for lam in LAMS}, +0.05, -0.05),
     ("coverage_keeps_inside", ("inside", "one-sided"), "outside_fraction",
-     lambda col: {col((1, s, o), "one-sided") for s in (0, 1) for o in (0, 1)}, -0.05, +0.05),
-    ("overlap_fits", ("inside", "chamfer"), "fit_error",
-     lambda col: {col((c, s, 1), "chamfer") for c in (0, 1) for s in (0, 1)}, 0.0, +0.05),
+     lambda j: _cov_cols("one-sided")(j) | {j.col((1, s, o), "one-sided") for s in (0, 1)
+                                            for o in (0, 1)}, -0.05, +0.05),
+    ("overlap_fits", ("inside",), "fit_error",
+     lambda j: {j.col((c, s, 1), cov) for c in (0, 1) for s in (0, 1)
+                for cov in ex.model.COVERAGES} | {j.col(pa.OV, lam=lam) for lam in LAMS},
+     0.0, +0.05),
+    ("separation_mixed", ("inside",), "reconstruction_error", _sep_cols, -0.05, +0.05),
+    ("separation_no_expulsion", ("inside",), "outside_fraction", _sep_cols, 0.0, +0.2),
+    ("separation_expels_large_tau", ("broad",), "outside_fraction",
+     lambda j: {j.col(pa.SEP, tau=0.5)}, +0.2, 0.0),
 ])
 def test_each_finding_holds_on_inputs_built_to_hold_and_fails_on_inputs_built_to_fail(
         method, args, measure, columns, good, bad):
-    held = getattr(_judge(_shift(measure, columns, good)), method)(*args)
-    failed = getattr(_judge(_shift(measure, columns, bad)), method)(*args)
-    assert held.verdict == "HELD", held
-    assert failed.verdict == "NOT HELD", failed
+    held = getattr(_shifted(measure, columns, good), method)(*args)
+    failed = getattr(_shifted(measure, columns, bad), method)(*args)
+    assert held.verdict == "HELD", (held.verdict, held.readings)
+    assert failed.verdict == "NOT HELD", (failed.verdict, failed.readings)
+    assert held.rule in ex.stats.RULES and len(held.readings) >= 2
 
 
-def test_coverage_lowest_error_fails_when_one_size_is_lost():
-    def fill(cfg, m, j, col):
-        if m != "reconstruction_error" or j != col(pa.COV, "chamfer"):
-            return 0.0
-        return 0.0  # set below per size
+def test_a_finding_whose_budget_readings_disagree_depends_on_the_reading():
+    judge = _shifted("reconstruction_error", lambda j: {j.col(pa.OV, lam=lam) for lam in LAMS},
+                     +0.05, budgets=("fixed",))
+    c = judge.overlap_harmful("inside")
+    assert c.verdict == "depends on the reading"
+    assert c.readings["fixed budget, lambda=0.1"] == "HELD"
+    assert c.readings["settled, lambda=0.1"] == "UNRESOLVED"  # no difference there
+    assert c.tolerance["median"] and c.tolerance["mean"]  # medians reported beside means
 
-    judge = _judge(fill)
-    err = judge.data["inside"]["reconstruction_error"]
-    c = judge.col(pa.COV, "chamfer")
-    err[:, :, c] -= 0.05
+
+def test_coverage_lowest_error_holds_per_cell_and_fails_when_one_size_is_lost():
+    judge = _shifted("reconstruction_error", _cov_cols("chamfer"), -0.05)
     assert judge.coverage_lowest_error("inside", "chamfer").verdict == "HELD"
-    err[1, :, c] += 0.1  # worse than the others at N = 10 only
+    for b in ex.BUDGETS:  # worse than the others at N = 10 only
+        judge.data["inside"][b]["reconstruction_error"][1, :, sorted(
+            _cov_cols("chamfer")(judge))] += 0.1
     assert judge.coverage_lowest_error("inside", "chamfer").verdict == "NOT HELD"
 
 
-def test_separation_finding_needs_expulsion_at_large_tau_and_none_at_small_tau():
-    def sweep(large, small):
-        def fill(cfg, m, j, col):
-            if m != "outside_fraction":
-                return 0.0
-            if j == col(pa.SEP, tau=0.5):
-                return large
-            if j in {col(pa.SEP, tau=0.01)}:
-                return small
-            return 0.0
-        return _judge(fill).separation_tau("inside")
-
-    assert sweep(0.2, 0.0).verdict == "HELD"
-    assert sweep(0.0, 0.0).verdict == "NOT HELD"  # no expulsion at all
-    assert sweep(0.2, 0.2).verdict == "NOT HELD"  # expulsion at small tau too
+def test_the_eight_mask_reading_can_disagree_with_the_named_comparison():
+    judge = _shifted("reconstruction_error", _cov_cols("chamfer"), -0.05)
+    judge.data["inside"]["fixed"]["reconstruction_error"][:, :, judge.col(
+        (1, 1, 0), "chamfer")] -= 0.1  # cov+sep beats coverage alone
+    c = judge.coverage_lowest_error("inside", "chamfer")
+    assert c.readings["fixed budget, lambda=0.1, tau=0.05"] == "HELD"
+    assert c.readings["all 8 masks, fixed budget"] == "NOT HELD"
+    assert c.verdict == "depends on the reading"
 
 
 def test_plain_fit_check_fails_an_unconverged_fit():
-    judge = _judge(lambda cfg, m, j, col: 0.0)
+    judge = _judge()
     cfg, col = judge.config, judge.col
-    judge.data["inside"]["fit_error"][:, :, col(pa.PLAIN)] = 1e-6
+    fit = judge.data["inside"]["fixed"]["fit_error"]
+    fit[:, :, col(pa.PLAIN)] = 1e-6
     assert pa.plain_fit(cfg, judge.data, col, "inside").passed
-    judge.data["inside"]["fit_error"][2, :, col(pa.PLAIN)] = 0.01
+    fit[2, :, col(pa.PLAIN)] = 0.01
     check = pa.plain_fit(cfg, judge.data, col, "inside")
     assert not check.passed and check.fails_run and "N = 100" in check.statement
     assert pa.plain_fit(cfg, judge.data, col, "broad").kind == "measurement"
+
+
+def test_the_docs_table_has_a_row_per_finding_with_its_readings(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "prototypes_doc.py"
+    spec = importlib.util.spec_from_file_location("prototypes_doc", path)
+    doc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(doc)
+    judge = _shifted("reconstruction_error", lambda j: {j.col(pa.OV, lam=lam) for lam in LAMS},
+                     +0.05, budgets=("fixed",))
+    c = judge.overlap_harmful("inside").to_dict()
+    check = pa.plain_fit(judge.config, judge.data, judge.col, "broad").to_dict()
+    summary = {"command": {"command": "run", "config": "simulations/prototypes.toml",
+                           "quick": True, "overrides": []},
+               "diagnostics": {"provisional": "provisional (quick)"}, "claims": [c, check]}
+    text = doc.table(summary, "today")
+    assert "`gaugedyn run simulations/prototypes.toml --quick`" in text
+    row = next(line for line in text.splitlines() if "overlap_harmful" in line)
+    assert "every_cell_median" in row and "depends on the reading" in row
+    assert "settled, lambda=0.1: UNRESOLVED" in row
+    assert "plain_fit_error[init=broad]" in text

@@ -132,7 +132,8 @@ class Runs:
     """A batch of ``B`` runs of width ``N`` on ``M`` samples (numpy, float64).
 
     ``x``, ``y``: ``(B, M)``; ``w``, ``b``, ``a``: ``(B, N)``; ``c``: ``(B,)`` (initial values);
-    ``mask``: ``(B, 3)`` in ``{0, 1}``; ``chamfer``: ``(B,)`` in ``{0, 1}``; ``tau``: ``(B,)``.
+    ``mask``: ``(B, 3)`` in ``{0, 1}``; ``chamfer``: ``(B,)`` in ``{0, 1}``; ``tau``: ``(B,)``;
+    ``weight``: ``(B,)``, each run's ``lambda`` (``None``: the ``weight`` passed to :func:`train`).
     """
 
     x: np.ndarray
@@ -144,6 +145,7 @@ class Runs:
     mask: np.ndarray
     chamfer: np.ndarray
     tau: np.ndarray
+    weight: np.ndarray | None = None
 
     def __post_init__(self):
         for name in ("x", "y", "w", "b", "a", "c", "mask", "chamfer", "tau"):
@@ -163,7 +165,9 @@ class Runs:
                              "and at least one run")
         for name, shape in (("x", (B, -1)), ("y", np.shape(self.x)), ("b", (B, N)),
                             ("a", (B, N)), ("c", (B,)), ("mask", (B, 3)), ("chamfer", (B,)),
-                            ("tau", (B,))):
+                            ("tau", (B,)), ("weight", (B,))):
+            if getattr(self, name) is None:
+                continue
             got = np.shape(getattr(self, name))
             if len(got) != len(shape) or any(s not in (-1, g) for s, g in zip(shape, got)):
                 raise InputError(f"Runs.{name} has shape {got}, expected {shape}")
@@ -201,9 +205,9 @@ def structural_losses(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, h: torc
 
 def total_loss(x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Tensor,
                a: torch.Tensor, c: torch.Tensor, mask: torch.Tensor, tau: torch.Tensor,
-               chamfer: torch.Tensor, weight: float) -> torch.Tensor:
+               chamfer: torch.Tensor, weight) -> torch.Tensor:
     """``(B,)``: each run's ``L`` written with autograd-friendly operations (the reference that
-    :func:`gradients` is tested against)."""
+    :func:`gradients` is tested against); ``weight`` one number or ``(B,)``."""
     f, h = forward(x, w, b, a, c)
     fit = ((f - y) ** 2).mean(dim=1)
     return fit + weight * (mask * structural_losses(x, w, b, h, tau, chamfer)).sum(dim=1)
@@ -223,7 +227,9 @@ def _prototype_gradient(xs: torch.Tensor, p: torch.Tensor, mask: torch.Tensor, t
                         chamfer: torch.Tensor) -> torch.Tensor:
     """``d(m_cov L_cov + m_sep L_sep) / dp`` of shape ``(B, N)`` (``xs`` sorted ascending).
 
-    Nearest neighbours on the line come from sorting and ``searchsorted`` (``O(N log N)``).
+    Nearest neighbours on the line come from sorting and ``searchsorted`` (``O(N log N)``); the
+    ``O(N^2)`` separation term is computed only for the runs whose mask has separation, with
+    in-place operations (the step's largest cost after the responses).
     """
     N, M = p.shape[1], xs.shape[1]
     ps, order = torch.sort(p, dim=1)
@@ -231,35 +237,48 @@ def _prototype_gradient(xs: torch.Tensor, p: torch.Tensor, mask: torch.Tensor, t
     pull = torch.zeros_like(ps).scatter_add_(1, near, -2 * (xs - torch.gather(ps, 1, near)) / M)
     grad = torch.zeros_like(p).scatter_(1, order, pull)
     back = torch.gather(xs, 1, _nearest(xs, p))
-    grad = grad + chamfer[:, None] * 2 * (p - back) / N
-    diff = p[:, :, None] - p[:, None, :]
-    t2 = (tau * tau)[:, None, None]
-    kernel = torch.exp((-diff * diff / (2 * t2)).clamp_(min=FLOOR))
-    sep = -(2 / (N * (N - 1))) * (kernel * diff / t2).sum(dim=2)
-    return mask[:, 0:1] * grad + mask[:, 1:2] * sep
+    grad = mask[:, 0:1] * (grad + chamfer[:, None] * 2 * (p - back) / N)
+    rows = torch.nonzero(mask[:, 1]).flatten()
+    if rows.numel():
+        q = p.index_select(0, rows)
+        diff = q[:, :, None] - q[:, None, :]
+        inv = 1.0 / (tau.index_select(0, rows) ** 2)
+        kernel = diff.square().mul_((-0.5 * inv)[:, None, None]).clamp_(min=FLOOR).exp_()
+        sep = kernel.mul_(diff).sum(dim=2).mul_((-(2 / (N * (N - 1))) * inv)[:, None])
+        grad = grad.index_add(0, rows, sep * mask.index_select(0, rows)[:, 1:2])
+    return grad
 
 
 def gradients(xs: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Tensor,
               a: torch.Tensor, c: torch.Tensor, mask: torch.Tensor, tau: torch.Tensor,
-              chamfer: torch.Tensor, weight: float):
+              chamfer: torch.Tensor, weight):
     """``(dL/dw, dL/db, dL/da, dL/dc)`` of every run's ``L`` in closed form, and ``L_fit``.
+
+    ``weight`` is ``lambda``: one number, or a ``(B,)`` tensor (one per run).
 
     With ``r = f - y``, ``s_j = sum_i h_ij``: ``dL/dh_ij = 2 a_i r_j / M + lambda m_ov
     2 (s_j - h_ij) / (M N (N - 1))``, ``dh/dz = -z h``; the prototype part goes through
-    ``dp/dw = -p/w`` and ``dp/db = -1/w``. ``xs`` must be sorted along its last axis.
+    ``dp/dw = -p/w`` and ``dp/db = -1/w``. ``xs`` must be sorted along its last axis. The
+    ``(B, N, M)`` arrays are updated in place where possible (the step is memory-bound).
     """
     N, M = w.shape[1], xs.shape[1]
     z = torch.addcmul(b[:, :, None], w[:, :, None], xs[:, None, :])
-    h = torch.exp((-0.5 * z * z).clamp_(min=FLOOR))
+    h = z.square().mul_(-0.5).clamp_(min=FLOOR).exp_()
     r = torch.bmm(a[:, None, :], h)[:, 0, :] + c[:, None] - y
-    g_h = (2 / M) * a[:, :, None] * r[:, None, :]
+    weight = torch.as_tensor(weight, dtype=w.dtype, device=w.device).expand(w.shape[0])
     ov = (weight * mask[:, 2] * 2 / (M * N * (N - 1)))[:, None, None]
-    g_h = g_h + ov * (h.sum(dim=1, keepdim=True) - h)
-    g_z = -(z * h * g_h)
+    # -dL/dh = -(2/M) a_i r_j - ov (s_j - h_ij), then dL/dz = (-dL/dh) h z; the overlap term
+    # only on the runs whose mask has overlap
+    g_z = torch.mul((-2 / M) * a[:, :, None], r[:, None, :])
+    rows = torch.nonzero(ov[:, 0, 0]).flatten()
+    if rows.numel():
+        hr, o = h.index_select(0, rows), ov.index_select(0, rows)
+        g_z.index_add_(0, rows, (hr - hr.sum(dim=1, keepdim=True)).mul_(o))
+    g_z.mul_(h).mul_(z)
     g_b = g_z.sum(dim=2)
     g_w = torch.bmm(g_z, xs[:, :, None])[:, :, 0]
     p = prototypes_of(w, b)
-    g_p = weight * _prototype_gradient(xs, p, mask, tau, chamfer)
+    g_p = weight[:, None] * _prototype_gradient(xs, p, mask, tau, chamfer)
     g_w = g_w - g_p * p / w
     g_b = g_b - g_p / w
     g_a = (2 / M) * torch.bmm(h, r[:, :, None])[:, :, 0]
@@ -273,14 +292,33 @@ def _tensor(v, dtype, device) -> torch.Tensor:
     return torch.tensor(np.asarray(v, dtype=np.float64), dtype=dtype, device=device)
 
 
+def max_displacement(w0, b0, w1, b1) -> np.ndarray:
+    """``max_i |p_i(1) - p_i(0)|`` per run (``(B, N)`` arrays in, ``(B,)`` out; ``inf`` when a
+    prototype is not finite at either end)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.abs(prototypes_of(w1, b1) - prototypes_of(w0, b0))
+    return np.where(np.isfinite(d), d, np.inf).max(axis=1)
+
+
 def train(runs: Runs, *, steps: int, lr: float, weight: float, dtype: torch.dtype = torch.float32,
-          device: str | torch.device = "cpu", record: Sequence[int] = ()) -> dict[str, np.ndarray]:
+          device: str | torch.device = "cpu", record: Sequence[int] = (), window: int = 0,
+          tolerance: float = 0.0, cap: int = 0) -> dict[str, np.ndarray]:
     """Full-batch Adam (``torch.optim.Adam``, default betas) on every run at once.
 
     Minimises ``sum_runs L`` (module docstring) for ``steps`` steps at step size ``lr``, with the
-    closed-form :func:`gradients`. Returns the final ``w``, ``b``, ``a``, ``c`` (float64 numpy)
-    and ``fit_history`` of shape ``(len(record), B)``: the fit error ``L_fit`` of every run after
-    each step count in ``record`` (0 means before the first step).
+    closed-form :func:`gradients` (``lambda``: ``runs.weight``, else ``weight``). Returns the
+    final ``w``, ``b``, ``a``, ``c`` (float64 numpy) and ``fit_history`` of shape
+    ``(len(record), B)``: the fit error ``L_fit`` of every run after each step count in
+    ``record`` (0 means before the first step).
+
+    With ``window > 0`` (a divisor of ``steps`` and of ``cap``) the parameters are also kept every
+    ``window`` steps (``snapshots``: ``w``, ``b``, ``a`` of shape ``(K, B, N)``, ``c``
+    ``(K, B)``, at ``checkpoints``, step 0 first), and training goes on past ``steps`` until every
+    run has settled or ``cap`` steps are done. A run settles at the first checkpoint ``t`` where
+    the largest displacement of its prototypes over the window, ``max_i |p_i(t) -
+    p_i(t - window)|`` (:func:`max_displacement`), is below ``tolerance``; ``settled_at`` holds
+    that step (``-1`` if it never settles by ``cap``). The final parameters are those at the last
+    step trained; the fixed budget's are ``snapshots`` at ``steps``.
     """
     if not isinstance(runs, Runs):
         raise InputError(f"runs={type(runs).__name__} is not allowed; allowed: a "
@@ -299,25 +337,83 @@ def train(runs: Runs, *, steps: int, lr: float, weight: float, dtype: torch.dtyp
     if any(r > steps for r in record):
         raise InputError(f"record={record!r} is not allowed; allowed: step counts in [0, "
                          f"steps={steps}]")
+    if window:
+        if steps % window or cap % window or cap < steps:
+            raise InputError(f"window={window} is not allowed; allowed: a divisor of steps={steps} "
+                             f"and of cap={cap}, with cap >= steps")
+    last = cap if window else steps
     order = np.argsort(runs.x, axis=1)
     xs = _tensor(np.take_along_axis(runs.x, order, 1), dtype, device)
     y = _tensor(np.take_along_axis(runs.y, order, 1), dtype, device)
     params = [_tensor(getattr(runs, k), dtype, device) for k in "wbac"]
     mask = _tensor(runs.mask, dtype, device)
     tau, chamfer = _tensor(runs.tau, dtype, device), _tensor(runs.chamfer, dtype, device)
+    lam = _tensor(runs.weight if runs.weight is not None else np.full(len(runs.tau), weight),
+                  dtype, device)
     opt = torch.optim.Adam(params, lr=lr)
     wanted = {int(s): i for i, s in enumerate(record)}
     history = np.full((len(wanted), xs.shape[0]), np.nan)
+    snaps, settled = [], np.full(xs.shape[0], -1)
     with torch.no_grad():
-        for step in range(steps + 1):
-            grads, fit = gradients(xs, y, *params, mask, tau, chamfer, weight)
+        for step in range(last + 1):
+            grads, fit = gradients(xs, y, *params, mask, tau, chamfer, lam)
             if step in wanted:
                 history[wanted[step]] = fit.cpu().double().numpy()
-            if step == steps:
+            if window and step % window == 0:
+                snaps.append([np.array(p.cpu().double().numpy()) for p in params])  # a copy
+                if step:
+                    moved = max_displacement(snaps[-2][0], snaps[-2][1], *snaps[-1][:2])
+                    settled = np.where((settled < 0) & (moved < tolerance), step, settled)
+                if step >= steps and np.all(settled >= 0):
+                    break
+            if step == last:
                 break
             for param, grad in zip(params, grads):
                 param.grad = grad
             opt.step()
     out = {k: p.cpu().double().numpy() for k, p in zip("wbac", params)}
     out["fit_history"] = history
+    if window:
+        out["snapshots"] = {k: np.stack([s[i] for s in snaps]) for i, k in enumerate("wbac")}
+        out["checkpoints"] = np.arange(len(snaps)) * window
+        out["settled_at"] = settled
+    return out
+
+
+CHUNK_ELEMENTS = 3_000_000
+"""Most ``B N max(N, M)`` elements trained as one batch by :func:`train_chunked`. At ``N = 100``
+one batch of 1,120 runs cost 2.96 times the CPU time per step of slices of 250 (12 MB float32
+arrays), measured side by side by ``benchmarks/bench_prototypes_chunking.py``; at ``N = 50``
+(2.8 million elements) slicing did not help, so the whole batch is kept there."""
+
+
+def train_chunked(runs: Runs, **kw) -> dict[str, np.ndarray]:
+    """:func:`train` on consecutive slices of the batch of at most :data:`CHUNK_ELEMENTS`
+    elements each, merged. Each run follows exactly the trajectory it follows alone, so the
+    result equals :func:`train` on the whole batch except where a slice stops early (every run
+    of it settled): its later ``snapshots`` are ``nan`` and its final parameters are those at
+    its stop."""
+    B, N = np.shape(runs.w)
+    size = max(1, CHUNK_ELEMENTS // (N * max(N, np.shape(runs.x)[1])))
+    parts = []
+    for lo in range(0, B, size):
+        part = Runs(**{f: (None if getattr(runs, f) is None else getattr(runs, f)[lo:lo + size])
+                       for f in runs.__dataclass_fields__})
+        parts.append(train(part, **kw))
+    out = {k: np.concatenate([p[k] for p in parts]) for k in "wbac"}
+    out["fit_history"] = np.concatenate([p["fit_history"] for p in parts], axis=1)
+    if "snapshots" in parts[0]:
+        k = max(len(p["checkpoints"]) for p in parts)
+        window = int(kw["window"])
+        out["checkpoints"] = np.arange(k) * window
+        out["settled_at"] = np.concatenate([p["settled_at"] for p in parts])
+        snaps = {}
+        for name in "wbac":
+            pieces = []
+            for p in parts:
+                s = p["snapshots"][name]
+                pad = np.full((k - s.shape[0], *s.shape[1:]), np.nan)
+                pieces.append(np.concatenate([s, pad]))
+            snaps[name] = np.concatenate(pieces, axis=1)
+        out["snapshots"] = snaps
     return out

@@ -6,20 +6,30 @@ uniform inputs with the plain fit and every combination of three structural loss
 separation, overlap), under every candidate reading of the set-up (coverage one-sided or chamfer,
 prototypes initialised inside the data range or broadly; the usage ratio by nearest prototype or by
 argmax of the response). One task is one ``(N, initialisation)``: all seeds, loss combinations,
-coverage readings and the ``tau`` sweep on the separation-only mask train as one batched program.
-The model, the readings and each finding's protocol are fixed in ``derivations/prototypes.md``;
-the findings (thresholds fixed beforehand):
+coverage readings, the ``tau`` sweep on the separation-only mask and the single-loss masks at the
+other plausible ``lambda`` values train as one batched program (in cache-sized slices), with
+checkpoints every ``window`` steps. Two budget readings come from the same trajectories: the
+fixed budget (``steps``) and the settled one (each run read at the first checkpoint where its
+largest prototype displacement over a window is below ``settle_tolerance``, at most ``cap``).
 
-1. ``coverage_lowest_error``: ``min over N, k != cov of mean_s(err_k - err_cov) > 0``;
-2. ``coverage_usage_above_plain``: ``mean over N of mean_s(usage_cov - usage_plain) > 0``;
-3. ``overlap_harmful``: ``min over N of mean_s(err_ov - err_plain) > 0``;
-4. ``overlap_fits_as_well``: ``max over N of mean(fit_with_ov - fit_without_ov) / var(y) < 0.01``;
-5. ``overlap_expels``: ``mean over N of mean_s(out_ov - out_plain) > 0``;
-6. ``coverage_keeps_inside``: ``mean over N and pairs of (out_with_cov - out_without) < 0``;
-7. ``separation_large_tau_only``: at the largest ``N``, ``min(D(tau_max) - 0.05,
-   0.05 - max_{tau <= 1/N} D(tau)) > 0`` with ``D = mean_s(out_sep(tau) - out_plain)``.
+The model, the readings and each finding's protocol are fixed in ``derivations/prototypes.md``
+(and ``docs/prototypes.md``). Each finding is judged by a rule of the verdict-rule catalogue
+(:mod:`._analysis`), primarily against the four approaches the abstract names (plain fit,
+coverage, separation, overlap) at the fixed budget and the nominal ``lambda`` and ``tau``, and
+under every documented alternative reading:
 
-Intervals are paired bootstrap intervals over seeds (:func:`gaugedyn.stats.paired_ci`).
+1. ``coverage_lowest_error``: ``every_cell`` on ``err_k - err_cov > 0`` (cells: N x {plain, sep,
+   ov}; reading: all seven other masks);
+2. ``coverage_usage_above_plain``: ``mean_threshold`` on the mean over N of ``usage_cov -
+   usage_plain > 0``;
+3. ``overlap_harmful``: ``every_cell_median`` on ``err_ov - err_plain > 0`` (cells: N);
+4. ``overlap_fits_as_well``: ``every_cell`` on ``(fit_ov - fit_plain) / var(y) < 0.01``;
+5. ``overlap_expels``: ``mean_threshold`` on the mean over N of ``out_ov - out_plain > 0``;
+6. ``coverage_keeps_inside``: ``mean_threshold`` on the mean over N of ``out_cov - out_plain < 0``;
+7. ``separation_mixed``: ``some_cell_median`` on ``err_sep - err_plain < 0`` (cells: N);
+8. ``separation_no_expulsion_at_nominal_tau``: ``every_cell`` on ``out_sep - out_plain < 0.05``;
+9. ``separation_expels_at_large_tau``: ``mean_threshold`` on the mean over N of
+   ``out_sep(tau_max) - out_plain > 0.05``.
 """
 
 from __future__ import annotations
@@ -34,35 +44,58 @@ from . import _model as model
 
 MEASURES = ("reconstruction_error", "usage_nearest", "usage_argmax", "outside_fraction",
             "fit_error")
+BUDGETS = ("fixed", "settled")
+"""Budget readings: the fixed step budget (``steps``), or trained until the prototypes stop
+moving (largest displacement per ``window`` steps below ``settle_tolerance``, at most ``cap``)."""
 FIT_TOLERANCE = 0.01
-"""Finding 4: adding overlap may cost at most this much explained variance (fixed beforehand)."""
+"""``overlap_fits_as_well``: adding overlap may cost at most this much explained variance."""
 EXPULSION_MARGIN = 0.05
-"""Finding 7: the outside-fraction excess over the plain fit that counts as expulsion."""
+"""The outside-fraction excess over the plain fit that counts as expulsion (fixed beforehand)."""
 CONVERGED = 1e-3
 """Check (initialisation ``inside``): the plain fit's mean fit error over the target variance must be below this."""
 
 
 def variants(config: dict) -> list[dict]:
     """The runs of one seed in one task: each combination (coverage ones once per coverage
-    reading) at the nominal ``tau``, then the ``tau`` sweep on the separation-only mask."""
+    reading) at the nominal ``tau`` and ``lambda`` (``kind="core"``), the ``tau`` sweep on the
+    separation-only mask (``"sweep"``), and the single-loss masks at every other ``lambda`` of
+    ``weights`` (``"lambda"``; separation at the nominal ``tau``)."""
+    tau, lam = float(config["tau"]), float(config["weight"])
     out = []
     for mask in model.COMBINATIONS:
         for coverage in (config["coverages"] if mask[0] else (None,)):
-            out.append({"mask": mask, "coverage": coverage, "tau": float(config["tau"]),
-                        "sweep": False})
-    for tau in config["taus"]:
-        out.append({"mask": (0, 1, 0), "coverage": None, "tau": float(tau), "sweep": True})
+            out.append({"mask": mask, "coverage": coverage, "tau": tau, "weight": lam,
+                        "kind": "core"})
+    for t in config["taus"]:
+        out.append({"mask": (0, 1, 0), "coverage": None, "tau": float(t), "weight": lam,
+                    "kind": "sweep"})
+    for other in config["weights"]:
+        if float(other) == lam:
+            continue
+        for mask in ((1, 0, 0), (0, 1, 0), (0, 0, 1)):
+            for coverage in (config["coverages"] if mask[0] else (None,)):
+                out.append({"mask": mask, "coverage": coverage, "tau": tau,
+                            "weight": float(other), "kind": "lambda"})
     return out
 
 
-def variant_index(config: dict, mask, coverage: str | None, *, tau: float | None = None) -> int:
-    """Column of a run in a task's ``(S, V)`` arrays (coverage ``None`` for a mask without it)."""
+def variant_index(config: dict, mask, coverage: str | None, *, tau: float | None = None,
+                  weight: float | None = None) -> int:
+    """Column of a run in a task's ``(S, V)`` arrays (coverage ``None`` for a mask without it):
+    the core run, the sweep run at ``tau`` (separation-only), or the run at another ``weight``
+    (single-loss masks). :class:`KeyError` when no such run exists."""
+    lam = float(config["weight"])
+    kind = ("sweep" if tau is not None else
+            "lambda" if weight is not None and float(weight) != lam else "core")
     for j, v in enumerate(variants(config)):
-        if tuple(v["mask"]) != tuple(mask) or v["sweep"] != (tau is not None):
+        if tuple(v["mask"]) != tuple(mask) or v["kind"] != kind:
             continue
-        if (not mask[0] or v["coverage"] == coverage) and (tau is None or v["tau"] == tau):
+        if mask[0] and v["coverage"] != coverage:
+            continue
+        if (tau is None or v["tau"] == float(tau)) and (kind != "lambda"
+                                                        or v["weight"] == float(weight)):
             return j
-    raise KeyError((mask, coverage, tau))
+    raise KeyError((mask, coverage, tau, weight))
 
 
 def _runs(config: dict, n: int, init: str, seed: np.random.SeedSequence) -> model.Runs:
@@ -77,14 +110,20 @@ def _runs(config: dict, n: int, init: str, seed: np.random.SeedSequence) -> mode
         b=stack("b"), a=stack("a"), c=np.zeros(len(rows)),
         mask=np.array([r[3]["mask"] for r in rows], dtype=float),
         chamfer=np.array([r[3]["coverage"] == "chamfer" for r in rows], dtype=float),
-        tau=np.array([r[3]["tau"] for r in rows]))
+        tau=np.array([r[3]["tau"] for r in rows]),
+        weight=np.array([r[3]["weight"] for r in rows]))
+
+
+def label(config: dict) -> str:
+    """``""`` for the declared full configuration, else the provisional label."""
+    from ...harness import configuration_label
+
+    return configuration_label(config, Prototypes.params)
 
 
 def _quick(config: dict) -> bool:
-    """Whether the configuration is smaller than the declared full one (findings provisional)."""
-    full = Prototypes.params
-    return (config["seeds"] < full["seeds"].default or config["steps"] < full["steps"].default
-            or list(config["sizes"]) != list(full["sizes"].default))
+    """Whether the configuration differs from the declared full one (findings provisional)."""
+    return bool(label(config))
 
 
 class Prototypes(Experiment):
@@ -98,19 +137,38 @@ class Prototypes(Experiment):
                        allowed="an ascending list of at least 2 and at most 12 distinct integers, "
                        "each in [3, 200] (upper bound: time and memory: B N^2 per step)",
                        help="dataset sizes N (= network widths), ascending"),
-        "seeds": Param(int, 10, quick=3, lo=2, hi=200, why="time: one batch row per seed",
+        "seeds": Param(int, 40, quick=4, lo=2, hi=200, why="time: one batch row per seed",
                        help="seeds per (N, initialisation, loss)"),
-        "steps": Param(int, 4000, quick=2500, lo=1, hi=100_000, why="time",
-                       help="full-batch Adam steps"),
+        "steps": Param(int, 4000, quick=1000, lo=1, hi=100_000, why="time",
+                       help="the fixed budget: full-batch Adam steps (a multiple of window)"),
+        "window": Param(int, 1000, quick=1000, lo=1, hi=100_000, why="time",
+                        help="steps between checkpoints; settling is judged over one window"),
+        "settle_tolerance": Param(float, 0.01, lo=0, lo_open=True, hi=1.0,
+                                  why="a length on the unit input interval",
+                                  help="a run has settled when its largest prototype "
+                                  "displacement over one window is below this"),
+        "cap": Param(int, 16000, quick=2000, lo=1, hi=200_000, why="time",
+                     help="most steps of the settled reading (a multiple of window, >= steps)"),
         "lr": Param(float, 1e-2, lo=0, lo_open=True, hi=1.0, why="Adam moves each parameter "
                     "by ~lr per step", help="Adam step size"),
         "weight": Param(float, 0.1, lo=0, hi=100.0, why="the structural losses dwarf the fit",
-                        help="regularisation weight lambda of every structural loss"),
+                        help="nominal regularisation weight lambda of every structural loss (a "
+                        "guess: the abstract gives none)"),
+        "weights": Param(list, [0.03, 0.1, 0.3], lo=0, lo_open=True, hi=100.0, min_len=1,
+                         max_len=6, distinct=True, why="the structural losses dwarf the fit",
+                         help="plausible lambdas, each a reading (single-loss masks); must "
+                         "contain weight"),
         "tau": Param(float, 0.05, lo=0, lo_open=True, hi=10.0, why="beyond the data range",
-                     help="nominal separation temperature (a length on the input axis)"),
-        "taus": Param(list, [0.01, 0.02, 0.05, 0.1, 0.2, 0.5], quick=[0.02, 0.05, 0.5], lo=0, lo_open=True, hi=10.0,
-                      min_len=2, max_len=12, distinct=True, why="beyond the data range",
-                      help="tau sweep on the separation-only mask"),
+                     help="nominal separation temperature (a length on the input axis; a guess)"),
+        "taus": Param(list, [0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5], lo=0,
+                      lo_open=True, hi=10.0, min_len=2, max_len=12, distinct=True,
+                      why="beyond the data range",
+                      help="tau sweep on the separation-only mask, ascending; its largest is "
+                      "the 'large temperature'"),
+        "nominal_taus": Param(list, [0.01, 0.02, 0.05, 0.1], lo=0, lo_open=True, hi=10.0,
+                              min_len=1, max_len=12, distinct=True, why="beyond the data range",
+                              help="plausible nominal temperatures, each a reading; a subset of "
+                              "taus containing tau"),
         "target": Param(str, "sin", choices=tuple(model.TARGETS), help="targets of the data"),
         "inits": Param(list, list(model.INITS), choices=model.INITS, min_len=1, max_len=2,
                        distinct=True, help="initialisation readings"),
@@ -131,10 +189,24 @@ class Prototypes(Experiment):
 
     def tasks(self, config):
         spacing = 1.0 / max(config["sizes"])
-        if min(config["taus"]) > spacing or max(config["taus"]) <= spacing:
-            raise InputError(f"taus = {config['taus']}: the sweep needs a tau <= 1/max(sizes) = "
-                             f"{spacing:g} and a tau above it")
-        keys = ("seeds", "steps", "lr", "weight", "tau", "taus", "target", "coverages", "dtype")
+        taus = [float(t) for t in config["taus"]]
+        if min(taus) > spacing / 4 or max(taus) <= spacing or taus != sorted(taus):
+            raise InputError(f"taus = {config['taus']}: the sweep must be ascending, reach "
+                             f"tau <= 1/(4 max(sizes)) = {spacing / 4:g} and go above "
+                             f"1/max(sizes) = {spacing:g}")
+        if float(config["tau"]) not in [float(t) for t in config["nominal_taus"]] or not set(
+                map(float, config["nominal_taus"])) <= set(taus):
+            raise InputError(f"nominal_taus = {config['nominal_taus']}: must contain tau = "
+                             f"{config['tau']:g} and lie in taus = {config['taus']}")
+        if float(config["weight"]) not in [float(w) for w in config["weights"]]:
+            raise InputError(f"weights = {config['weights']}: must contain weight = "
+                             f"{config['weight']:g}")
+        w, st, cap = int(config["window"]), int(config["steps"]), int(config["cap"])
+        if st % w or cap % w or cap < st:
+            raise InputError(f"window = {w}, steps = {st}, cap = {cap}: the window must divide "
+                             "steps and cap, and cap >= steps")
+        keys = ("seeds", "steps", "window", "settle_tolerance", "cap", "lr", "weight", "weights",
+                "tau", "taus", "target", "coverages", "dtype")
         return [{"n": int(n), "init": init, **{k: config[k] for k in keys}}
                 for n in config["sizes"] for init in config["inits"]]
 
@@ -144,19 +216,34 @@ class Prototypes(Experiment):
         from ...training._support import single_thread
 
         runs = _runs(task, task["n"], task["init"], seed)
-        steps = int(task["steps"])
+        steps, window = int(task["steps"]), int(task["window"])
         record = sorted({0, steps // 2, (3 * steps) // 4, steps})
         with single_thread():
-            out = model.train(runs, steps=steps, lr=task["lr"], weight=task["weight"],
-                              dtype=getattr(torch, task["dtype"]), record=record)
-        got = pm.measure_runs(runs.x, runs.y, out["w"], out["b"], out["a"], out["c"])
+            out = model.train_chunked(
+                runs, steps=steps, lr=task["lr"], weight=task["weight"],
+                dtype=getattr(torch, task["dtype"]), record=record, window=window,
+                tolerance=task["settle_tolerance"], cap=int(task["cap"]))
+        snaps, steps_at = out["snapshots"], out["checkpoints"]
+        settled = out["settled_at"]
+        at = np.where(settled >= 0, settled, steps_at[-1]) // window
+        rows = np.arange(len(at))
         S = int(task["seeds"])
-        shape = (S, -1)
-        res = {k: got[k].reshape(shape) for k in MEASURES}
-        res["prototypes"] = got["prototypes"].reshape(S, -1, task["n"])
+        res = {}
+        for budget, k in (("fixed", np.full(len(at), steps // window)), ("settled", at)):
+            got = pm.measure_runs(runs.x, runs.y, *(snaps[p][k, rows] for p in "wbac"))
+            res |= {f"{budget}__{m}": got[m].reshape(S, -1) for m in MEASURES}
+            res[f"{budget}__prototypes"] = got["prototypes"].reshape(S, -1, task["n"])
         res["x"] = runs.x.reshape(S, -1, task["n"])[:, 0]
         res["fit_history"] = out["fit_history"].reshape(len(record), S, -1)
         res["record"] = np.array(record)
+        res["settled_at"] = settled.reshape(S, -1)
+        res["checkpoints"] = steps_at
+        with np.errstate(divide="ignore", invalid="ignore"):
+            protos = -snaps["b"] / snaps["w"]  # (K, B, N); a row of nan: the slice had stopped
+        res["outside_history"] = np.stack(
+            [[np.nan if np.all(np.isnan(w)) else pm.outside_fraction(x, p)
+              for x, p, w in zip(runs.x, protos[i], snaps["w"][i])]
+             for i in range(len(steps_at))]).reshape(len(steps_at), S, -1)
         return res
 
     def analyse(self, config, tasks, results, seed):
