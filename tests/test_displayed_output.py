@@ -73,9 +73,13 @@ def test_odd_activation_trained_network_reports_its_specialization_time():
     torch = pytest.importorskip("torch")
     from gaugedyn.training import TrainConfig, train
 
+    before = torch.get_num_threads()
     torch.set_num_threads(1)
-    res = train(_anti_aligned("erf"), TrainConfig(lr=0.01, steps=3, samples=50), seeds=2,
-                device="cpu")
+    try:
+        res = train(_anti_aligned("erf"), TrainConfig(lr=0.01, steps=3, samples=50), seeds=2,
+                    device="cpu")
+    finally:
+        torch.set_num_threads(before)
     np.testing.assert_array_equal(res.specialization_time()[:, 0], [0.0, 0.0])
 
 

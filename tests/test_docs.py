@@ -76,8 +76,21 @@ def _runnable() -> list[Path]:
     return [p for p in pages() if any(lang == "python" for lang, _, _ in blocks(p))]
 
 
+@pytest.fixture
+def fresh_torch():
+    """torch as a reader's fresh process has it (default dtype, thread count), restored after:
+    the pages' printed numbers are for that state, whatever ran before in this process."""
+    import torch
+
+    dtype, threads = torch.get_default_dtype(), torch.get_num_threads()
+    torch.set_default_dtype(torch.float32)
+    yield
+    torch.set_default_dtype(dtype)
+    torch.set_num_threads(threads)
+
+
 @pytest.mark.parametrize("page", _runnable(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_python_blocks_run_and_print_what_the_page_says(page, tmp_path, monkeypatch):
+def test_python_blocks_run_and_print_what_the_page_says(page, tmp_path, monkeypatch, fresh_torch):
     import matplotlib
 
     matplotlib.use("Agg")

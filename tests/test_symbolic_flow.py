@@ -11,7 +11,15 @@ import torch
 from gaugedyn.symbolic import compile_order_parameter_flow
 from gaugedyn.symbolic._reaction_transport import mobilities
 
-torch.set_default_dtype(torch.float64)
+
+@pytest.fixture(autouse=True)
+def _float64():
+    """Every test here computes in float64; the default is restored after each, so the tests
+    that run next in the same process see torch as it was."""
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(before)
 
 
 def _pair_torch(act, q1, q2, c):
