@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._errors import InputError
-from ._population import check_activation
+from ._activation import Activation, activation_of
 
 GAUGE_NAMES = ("w-heavy", "a-heavy", "balanced")
 
@@ -30,11 +30,11 @@ class Problem:
     W: np.ndarray
     b: np.ndarray
     V: np.ndarray
-    activation: str = "relu"
+    activation: str | Activation = "relu"
     setup: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        check_activation(self.activation)
+        activation_of(self.activation)
         a, W, b, V = (np.asarray(x, dtype=np.float64) for x in (self.a, self.W, self.b, self.V))
         if a.ndim != 1 or W.ndim != 2 or W.shape[0] != a.shape[0]:
             raise InputError(f"student shapes a{a.shape}, W{W.shape} do not match; need (K,), (K, D)")
@@ -78,7 +78,7 @@ class Problem:
     def describe(self) -> dict:
         """Plain-data summary for result metadata (weights summarised, not dumped)."""
         return {
-            "activation": self.activation,
+            "activation": activation_of(self.activation).name,
             "K": self.K,
             "M": self.M,
             "dim": self.dim,
@@ -176,8 +176,8 @@ def _check_scale(scale) -> float:
     return scale
 
 
-def single(dim: int, gauge: str = "w-heavy", scale: float = 1.0, activation: str = "relu",
-           overlap: float | None = None) -> Problem:
+def single(dim: int, gauge: str = "w-heavy", scale: float = 1.0,
+           activation: str | Activation = "relu", overlap: float | None = None) -> Problem:
     """The ``single`` set-up: ``K = M = 1``, ``b = 1``, ``v = e_1``.
 
     The student direction ``u0 = m0 e_1 + sqrt(1 - m0^2) e_2`` with ``m0 = D^{-1/2}`` (or
@@ -188,8 +188,9 @@ def single(dim: int, gauge: str = "w-heavy", scale: float = 1.0, activation: str
                       _name="single")
 
 
-def duplicates(dim: int, gauges: Sequence[str], scale: float = 1.0, activation: str = "relu",
-               overlap: float | None = None, _name: str = "duplicates") -> Problem:
+def duplicates(dim: int, gauges: Sequence[str], scale: float = 1.0,
+               activation: str | Activation = "relu", overlap: float | None = None,
+               _name: str = "duplicates") -> Problem:
     """``K = len(gauges)`` copies of the ``single`` neuron, each with its own named gauge."""
     dim, scale = _check_dim(dim), _check_scale(scale)
     gauges = list(gauges)
@@ -210,8 +211,8 @@ def duplicates(dim: int, gauges: Sequence[str], scale: float = 1.0, activation: 
                                   "overlap": m0})
 
 
-def random_problem(dim: int, K: int, M: int, rng: np.random.Generator, activation: str = "relu",
-                   scale: float = 1.0) -> Problem:
+def random_problem(dim: int, K: int, M: int, rng: np.random.Generator,
+                   activation: str | Activation = "relu", scale: float = 1.0) -> Problem:
     """Gaussian random student and teacher (``w_i, v_n ~ N(0, I/D)``, ``a_i ~ N(0, scale^2)``)."""
     dim = _check_dim(dim)
     W = rng.normal(size=(K, dim)) / np.sqrt(dim)
