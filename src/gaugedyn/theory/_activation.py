@@ -47,17 +47,21 @@ def _torch():
 
 
 def _autograd_derivative(fn: Callable) -> Callable:
-    """``g'`` of an elementwise torch function ``g`` by autograd (zeros where ``g`` is constant)."""
+    """``g'`` of an elementwise torch function ``g`` by autograd (zeros where ``g`` is constant);
+    differentiable again when its input requires grad (so ``g''`` is autograd of it)."""
 
     def derivative(z):
         torch = _torch()
         with torch.enable_grad():
-            t = z.detach().clone().requires_grad_(True)
+            again = z.requires_grad
+            t = z if again else z.detach().requires_grad_(True)
             y = fn(t)
             if not y.requires_grad:
                 return torch.zeros_like(z)
-            (d,) = torch.autograd.grad(y.sum(), t, allow_unused=True)
-        return torch.zeros_like(z) if d is None else d.detach()
+            (d,) = torch.autograd.grad(y.sum(), t, create_graph=again, allow_unused=True)
+        if d is None:
+            return torch.zeros_like(z)
+        return d if again else d.detach()
 
     return derivative
 
@@ -401,8 +405,8 @@ def check_activation(activation: str | Activation, *, samples: int = 1_000_000,
         if len(zs) != 1:
             raise InputError(f"sympy_expr {expr} must have exactly one free symbol")
         xs = np.linspace(-6.0, 6.0, 2001)
-        f = sp.lambdify(zs, expr, "numpy")
-        fp = sp.lambdify(zs, sp.diff(expr, zs[0]), "numpy")
+        f = sp.lambdify(zs, expr, ["scipy", "numpy"])
+        fp = sp.lambdify(zs, sp.diff(expr, zs[0]), ["scipy", "numpy"])
         off = xs != 0.0  # a kink at 0 has no derivative there
         report["function_vs_sympy"] = float(np.max(np.abs(g(xs) - f(xs))))
         report["derivative_vs_sympy"] = float(np.max(np.abs(gp(xs[off]) - fp(xs[off]))))
