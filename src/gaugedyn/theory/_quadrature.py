@@ -230,3 +230,68 @@ class PairQuadrature:
         grad = d @ self._w1
         hess = (d * (self._z1**2 - 1.0) / (2 * q[:, None])) @ self._w1
         return val.reshape(shape), grad.reshape(shape), hess.reshape(shape)
+
+
+FOUR_POINT_NODES = 10
+"""Gauss-Hermite nodes per axis of :func:`gaussian_product` in the online ODE's four-point
+integrals (``10^4`` nodes per integral)."""
+
+
+def hermite_grid(d: int, nodes: int):
+    """The tensor Gauss-Hermite rule for ``N(0, I_d)``: nodes ``(nodes^d, d)`` and weights."""
+    z, w = roots_hermitenorm(nodes)
+    w = w / np.sqrt(2.0 * np.pi)
+    Z = np.stack(np.meshgrid(*([z] * d), indexing="ij"), axis=-1).reshape(-1, d)
+    W = np.prod(np.stack(np.meshgrid(*([w] * d), indexing="ij"), axis=-1).reshape(-1, d), -1)
+    return Z, W
+
+
+def eigen_factor(C, tol: float = 1e-12, symmetric: bool = False):
+    """``A = U sqrt(L) (d, r)`` with ``A A^T = C`` from the eigenvalues above ``tol`` times the
+    largest (a repeated or dependent field costs no dimension).
+
+    The tensor rule is invariant under the eigenvectors' signs and order, so its value is a
+    smooth function of ``C`` away from repeated eigenvalues; on principal axes it is two digits
+    more accurate than on a Cholesky factor or the symmetric square root (erf noise term, 16
+    nodes per axis). Near repeated eigenvalues the axes turn quickly; for an integrand with a
+    kink, whose rule error is large (about 1e-3), that makes the value rough, so
+    ``symmetric=True`` returns ``U sqrt(L) U^T`` instead (smooth in ``C``; positive definite
+    ``C`` only, else the eigen factor).
+    """
+    lam, U = np.linalg.eigh(np.asarray(C, dtype=np.float64))
+    keep = lam > tol * max(lam.max(), 0.0)
+    if symmetric and np.all(keep):
+        return (U * np.sqrt(lam)) @ U.T
+    return U[:, keep] * np.sqrt(lam[keep])
+
+
+def gaussian_product(fns, C, nodes: int = FOUR_POINT_NODES, chunk: int = 16) -> np.ndarray:
+    """``E[f_1(x_1) ... f_d(x_d)]`` for ``x ~ N(0, C)``, ``C (..., d, d)`` positive semidefinite.
+
+    The tensor Gauss-Hermite rule with ``nodes`` per axis on ``x = U sqrt(L) z`` (the eigen
+    factor of ``C``, so a singular ``C``, e.g. a repeated field, is exact); vectorised over the
+    leading axes of ``C`` in blocks of ``chunk``. Exact for polynomial ``f`` of total degree
+    ``<= 2 nodes - 1``; for smooth ``f`` its error is what the difference with ``nodes + 4``
+    shows (:func:`gaussian_product_error`); for ``f`` with a kink it converges only
+    algebraically.
+    """
+    C = np.asarray(C, dtype=np.float64)
+    d = C.shape[-1]
+    lead = C.shape[:-2]
+    flat = C.reshape(-1, d, d)
+    Z, Wt = hermite_grid(d, nodes)
+    out = np.empty(flat.shape[0])
+    for s in range(0, flat.shape[0], chunk):
+        lam, U = np.linalg.eigh(flat[s:s + chunk])
+        A = U * np.sqrt(np.maximum(lam, 0.0))[..., None, :]
+        X = Z @ np.swapaxes(A, -1, -2)  # (B, N, d)
+        prod = np.ones(X.shape[:-1])
+        for k, f in enumerate(fns):
+            prod = prod * f(np.ascontiguousarray(X[..., k]))
+        out[s:s + chunk] = prod @ Wt
+    return out.reshape(lead)
+
+
+def gaussian_product_error(fns, C, nodes: int = FOUR_POINT_NODES) -> np.ndarray:
+    """The stated error of :func:`gaussian_product`: ``|rule(nodes) - rule(nodes + 4)|``."""
+    return np.abs(gaussian_product(fns, C, nodes) - gaussian_product(fns, C, nodes + 4))

@@ -13,6 +13,7 @@ import json
 import math
 
 from .._options import MAX_SEED, Option
+from ..theory._activation import ACTIVATIONS
 from ..theory._cli import GAUGES, MAX_NEURONS, progress_options
 
 MAX_FLOP = 1e15  # about a day of one core at 1e10 floating-point operations per second
@@ -26,7 +27,7 @@ OPTIONS = {
                     why="|w|^2 = s D and a^2 = s / D must stay resolvable in floating point"),
     "strength": Option("strength", float, lo=0, hi=1e8, lo_open=True,
                        why="|w|^2 = s x strength must stay resolvable in floating point"),
-    "activation": Option("activation", str, choices=("relu", "erf", "linear")),
+    "activation": Option("activation", str, choices=tuple(ACTIVATIONS)),
     "samples": Option("samples", int, lo=1, hi=10**9,
                       why="S n D floats of data; memory is also estimated per request"),
     "optimizer": Option("optimizer", str, choices=("gd", "sgd", "adam")),
@@ -65,7 +66,7 @@ def register(subparsers) -> None:
     p.add_argument("--gauges", help="comma-separated gauges of the duplicates, e.g. a-heavy,w-heavy")
     p.add_argument("--scale", default="1.0", help="initial coefficient rho0 = s, in [1e-6, 1e6]")
     p.add_argument("--strength", default=None, help="gauge strength in (0, 1e8] (default D)")
-    p.add_argument("--activation", default="relu", help="relu, erf or linear")
+    p.add_argument("--activation", default="relu", help=", ".join(ACTIVATIONS))
     data = p.add_mutually_exclusive_group()
     data.add_argument("--samples", default=None, help="fixed sample size n")
     data.add_argument("--online", action="store_true", help="fresh samples every step")
