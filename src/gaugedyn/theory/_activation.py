@@ -21,6 +21,7 @@ autograd.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -83,7 +84,8 @@ class Activation:
     """An activation ``g`` and everything the package computes from it (module docstring).
 
     ``closed_form`` is the generated ``(F, dF, d2F, S, dS, d2S)`` or ``None``; ``nodes`` is the
-    quadrature's ``n`` when there is none; ``second_derivative`` (``g''`` in torch, for the
+    quadrature's ``n`` when there is none (``None``: the rule's default, 40 Gauss-Hermite nodes
+    per axis or 16 Gauss-Legendre nodes per arc); ``second_derivative`` (``g''`` in torch, for the
     quadrature of smooth ``g``) defaults to autograd of ``derivative``; ``sympy_expr`` (in one
     symbol), if given, is checked against ``function`` and ``derivative`` by
     :func:`check_activation`.
@@ -96,20 +98,21 @@ class Activation:
     code: int | None = None
     closed_form: tuple | None = None
     sympy_expr: Any = None
-    nodes: int = 48
+    nodes: int | None = None
     description: str = ""
     second_derivative: Callable | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
             raise InputError(f"an activation needs a non-empty name, not {self.name!r}")
-        if int(self.nodes) < 4:
-            raise InputError(f"nodes={self.nodes!r} is too few; allowed: an integer >= 4")
+        if self.nodes is not None and (not isinstance(self.nodes, int) or self.nodes < 4):
+            raise InputError(f"nodes={self.nodes!r} is not allowed; allowed: an integer >= 4 "
+                             "or None (the rule's default)")
 
     @classmethod
     def from_torch(cls, fn: Callable, sympy_expr=None, name: str = "custom", *,
                    derivative: Callable | None = None, homogeneous: bool = False,
-                   nodes: int = 48, description: str = "") -> Activation:
+                   nodes: int | None = None, description: str = "") -> Activation:
         """A user's elementwise torch function as an activation.
 
         ``g'`` is ``derivative`` or autograd of ``fn``; the kernels are the quadrature of
@@ -132,6 +135,15 @@ class Activation:
                               self.homogeneous, self.nodes)
 
     @property
+    def rule(self) -> str:
+        """The kernels in words: ``closed form`` or the quadrature rule and its nodes."""
+        if self.closed_form is not None:
+            return "closed form"
+        q = self.quadrature
+        return (f"polar quadrature, {q.nodes} Gauss-Legendre nodes per arc" if self.homogeneous
+                else f"Gauss-Hermite quadrature, {q.nodes} nodes per axis")
+
+    @property
     def second(self) -> Callable:
         """``g''`` in torch: ``second_derivative`` or autograd of ``derivative``."""
         if self.second_derivative is not None:
@@ -152,8 +164,7 @@ class Activation:
         return self.name
 
     def __repr__(self) -> str:
-        kind = "closed form" if self.closed_form is not None else f"quadrature n={self.nodes}"
-        return f"Activation({self.name!r}, {kind}, homogeneous={self.homogeneous})"
+        return f"Activation({self.name!r}, {self.rule}, homogeneous={self.homogeneous})"
 
 
 def _builtin(name, fn, d, d2=None, *, code, homogeneous=False, description=""):
@@ -389,8 +400,8 @@ def check_activation(activation: str | Activation, *, samples: int = 1_000_000,
                              .abs().max())
     report = {
         "activation": act.name, "samples": samples, "configurations": configurations,
-        "seed": seed, "kernels": "closed form" if act.closed_form is not None and not numerical
-        else f"quadrature n={act.nodes}",
+        "seed": seed, "kernels": act.rule if not numerical
+        else dataclasses.replace(act, closed_form=None).rule,
         "max_z": {k: v for k, v in worst.items() if not (k == "pair_dq1" and gpp is None)},
         "derivative_vs_autograd": derivative_error,
         "quadrature_error": float(np.max(act.quadrature.error(q1, q2, c))),

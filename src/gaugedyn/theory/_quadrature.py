@@ -19,20 +19,21 @@ divide by ``sigma`` as the ReLU closed forms do.
 Two rules, vectorised over all pairs at once (every input broadcasts; the result has the
 broadcast shape):
 
-- smooth ``g`` (``homogeneous=False``): the tensor Gauss-Hermite rule with ``n`` nodes per axis on
-  ``x1 = sqrt(q1) z1``, ``x2 = sqrt(q2) (rho z1 + sigma z2)`` (the Cholesky factor of ``C``);
-  exact for polynomial ``g`` of degree ``<= n - 1`` (quadratic, He2, He3; the one-variable self
-  kernel uses ``2 n`` nodes, as cheap as ``n`` per pair), exponentially
-  convergent for entire ``g`` (erf: error < 1e-12 at ``n = 48`` for ``q <= 2``), slower when ``g``
-  has poles near the real axis at the scale of ``sqrt(q)`` (tanh: about 1e-8 at ``q = 1``, 1e-4
-  at ``q = 4``);
+- smooth ``g`` (``homogeneous=False``): the tensor Gauss-Hermite rule with ``n`` nodes per axis
+  (``HERMITE_NODES = 40`` by default) on ``x1 = sqrt(q1) z1``, ``x2 = sqrt(q2) (rho z1 +
+  sigma z2)`` (the Cholesky factor of ``C``); exact for polynomial ``g`` of degree ``<= n - 1``
+  (quadratic, He2, He3; the one-variable self kernel uses ``2 n`` nodes, as cheap as ``n`` per
+  pair), exponentially convergent for entire ``g`` (erf: error bound 3e-12 for ``q <= 2``),
+  slower when ``g`` has poles near the real axis at the scale of ``sqrt(q)`` (tanh: about 5e-5
+  for ``q <= 2``, 1e-4 at ``q = 4``; raise ``nodes`` for more);
 - positively homogeneous ``g`` of degree 1 (``g(t x) = t g(x)`` for ``t > 0``: ReLU, leaky ReLU,
   absolute value): polar coordinates ``z = r (cos theta, sin theta)``. The integrand is a
   polynomial in ``r`` (exact with a two-node Gauss-Laguerre rule in ``r^2 / 2``) and, between
   the four angles where ``x1`` or ``x2`` changes sign, a smooth function of ``theta``
-  (Gauss-Legendre with ``n`` nodes on each arc): the kinks at 0 are never integrated across, and
-  the rule reaches round-off (ReLU: 1e-15 against its closed form). ``dF/dq1`` comes from Euler's
-  relation ``2 q1 dF/dq1 + c dF/dc = F`` (so ``g''``, a delta, is never needed).
+  (Gauss-Legendre with ``n`` nodes on each arc, ``POLAR_NODES = 16`` by default): the kinks at 0
+  are never integrated across, and the rule reaches round-off (ReLU: 1e-15 against its closed
+  form). ``dF/dq1`` comes from Euler's relation ``2 q1 dF/dq1 + c dF/dc = F`` (so ``g''``, a
+  delta, is never needed).
 
 :meth:`PairQuadrature.error` is the stated error bound: the largest difference of the values and
 first derivatives between the rule with ``n`` and with ``2 n`` nodes at the given configurations.
@@ -46,6 +47,11 @@ import numpy as np
 from scipy.special import roots_hermitenorm, roots_laguerre, roots_legendre
 
 _RADIAL_NODES = 2
+HERMITE_NODES = 40
+"""Default Gauss-Hermite nodes per axis of the smooth rule (erf: error bound 3e-12 for
+``q <= 2``; tanh: 5e-5, its poles at ``z = i pi / (2 sqrt q)`` are near the real axis)."""
+POLAR_NODES = 16
+"""Default Gauss-Legendre nodes per arc of the polar rule (round-off for ReLU)."""
 
 
 def _flat(*xs):
@@ -66,9 +72,11 @@ class PairQuadrature:
     """Pairs evaluated per block (bounds the memory of the node arrays)."""
 
     def __init__(self, g: Callable, g1: Callable, g2: Callable | None, homogeneous: bool,
-                 nodes: int = 48):
+                 nodes: int | None = None):
         self.g, self.g1, self.g2 = g, g1, g2
         self.homogeneous = bool(homogeneous)
+        if nodes is None:
+            nodes = POLAR_NODES if homogeneous else HERMITE_NODES
         self.nodes = int(nodes)
         if self.homogeneous:
             t, w = roots_legendre(self.nodes)
@@ -131,8 +139,11 @@ class PairQuadrature:
                 or (hess and self._last[1][2] is None)):
             swap = q1 > q2
             rows = np.stack([np.where(swap, q2, q1), np.where(swap, q1, q2), c], axis=1)
-            uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
-            inverse = inverse.ravel()
+            first: dict = {}
+            inverse = np.array([first.setdefault(r, len(first))
+                                for r in map(tuple, rows.tolist())], dtype=np.intp)
+            uniq = np.empty((len(first), 3))
+            uniq[inverse] = rows
             parts = [self._pair_block(*uniq[i:i + self.CHUNK].T, hess)
                      for i in range(0, uniq.shape[0], self.CHUNK)]
             val = np.concatenate([p[0] for p in parts])[inverse]
