@@ -195,3 +195,21 @@ def test_bad_activation_is_one_clear_error():
     cfg = TrainConfig(optimizer="sgd", lr=0.1, steps=5, samples=None, batch=1)
     with pytest.raises(InputError, match="no compiled kernel.*backend='torch'"):
         train(pr, cfg, seeds=1, backend="compiled")
+
+
+def test_check_activation_command(tmp_path, capsys):
+    import json
+
+    from gaugedyn.cli import main
+
+    assert main(["check-activation", "he2", "--samples", "20000", "--configurations", "2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["activation"] == "he2" and out["passed"] and out["quadrature_error"] < 1e-12
+    user = tmp_path / "mine.py"
+    user.write_text("import torch\n\ndef cube(z):\n    return z ** 3\n")
+    assert main(["check-activation", f"{user}:cube", "--samples", "20000",
+                 "--configurations", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["activation"] == "cube"
+    assert main(["check-activation", "swish"]) == 2
+    assert "unknown activation 'swish'" in capsys.readouterr().err
+    assert main(["check-activation", "tanh", "--samples", "10"]) == 2

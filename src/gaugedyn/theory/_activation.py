@@ -402,7 +402,8 @@ def check_activation(activation: str | Activation, *, samples: int = 1_000_000,
         "activation": act.name, "samples": samples, "configurations": configurations,
         "seed": seed, "kernels": act.rule if not numerical
         else dataclasses.replace(act, closed_form=None).rule,
-        "max_z": {k: v for k, v in worst.items() if not (k == "pair_dq1" and gpp is None)},
+        "max_z": {k: float(v) for k, v in worst.items()
+                  if not (k == "pair_dq1" and gpp is None)},
         "derivative_vs_autograd": derivative_error,
         "quadrature_error": float(np.max(act.quadrature.error(q1, q2, c))),
     }
