@@ -60,6 +60,13 @@ def four_point(activation, C, K: int, numerical: bool = False) -> np.ndarray:
     return gaussian_product((gp, gp, g, g), sub)
 
 
+def pair_derivative(activation, Q) -> np.ndarray:
+    """``J_ij = E[g'(lambda_i) g'(lambda_j)] = dF/dc (Q_ii, Q_jj, Q_ij)`` (Price's theorem), the
+    label-noise part of the noise term: ``y = f*(x) + sigma xi`` adds ``sigma^2 a_i a_j J_ij``."""
+    d = np.diag(Q)
+    return activation_of(activation).kernels[1](d[:, None], d[None, :], Q)[2]
+
+
 def noise_term(a, Q, R, b, T, activation):
     """``N_ij = a_i a_j E[g'(lambda_i) g'(lambda_j) e^2]`` (``K x K``): closed forms for linear
     and erf; otherwise, when the Gram matrix ``C`` of the ``K + M`` fields has rank ``r <= 4``,
@@ -97,6 +104,9 @@ class OnlineODE:
     eta: float
     batch: int = 1
     noise: bool = True
+    weight_decay: float = 0.0
+    lr2: float = 1.0
+    label_noise: float = 0.0
 
     def unpack(self, y):
         """``(a, Q, R)`` of states ``y (..., K + K^2 + K M)``."""
@@ -109,10 +119,16 @@ class OnlineODE:
     def __call__(self, t, y):
         a, Q, R = self.unpack(y)
         da, dQ, dR = order_parameter_velocity(a, Q, R, self.b, self.T, self.activation)
+        lam = self.weight_decay
+        if lam or self.lr2 != 1.0:
+            da, dQ, dR = self.lr2 * (da - lam * a), dQ - 2 * lam * Q, dR - lam * R
         dQ = self.eta * dQ
         if self.noise:
-            dQ = dQ + (self.eta**2 / self.batch) * noise_term(a, Q, R, self.b, self.T,
-                                                              self.activation)
+            N = noise_term(a, Q, R, self.b, self.T, self.activation)
+            if self.label_noise:
+                N = N + self.label_noise**2 * np.outer(a, a) * pair_derivative(
+                    self.activation, Q)
+            dQ = dQ + (self.eta**2 / self.batch) * N
         return np.concatenate([self.eta * da, dQ.ravel(), self.eta * dR.ravel()])
 
 
@@ -120,14 +136,20 @@ ODE_METHODS = ("auto", "compiled", "reference")
 
 
 def online_ode(problem: Problem, eta: float, times, batch: int = 1, noise: bool = True,
-               rtol: float = 1e-9, atol: float = 1e-11, method: str = "auto") -> dict:
+               rtol: float = 1e-9, atol: float = 1e-11, method: str = "auto", *,
+               weight_decay: float = 0.0, lr2: float = 1.0, label_noise: float = 0.0) -> dict:
     """Solve the online ODE from ``problem``'s order parameters at ``times`` (``t = steps / D``).
 
     ``method="compiled"`` (the default for erf under ``"auto"``) integrates the numba-compiled
     classical form (:func:`gaugedyn.training._online_fast.compiled_online_rhs`) with LSODA
     (``scipy.integrate.odeint``); ``"reference"`` integrates :class:`OnlineODE` (numpy, through
     the population velocity) with DOP853. The two right-hand sides agree to round-off (tested).
-    Returns ``{"t", "a" (T, K), "Q" (T, K, K), "R" (T, K, M)}``.
+    The classical options, as in ``TrainConfig``: ``weight_decay`` ``lambda`` (the step
+    ``-(eta / D) (grad + lambda theta)`` on both layers: ``dQ/dt`` gains ``-2 eta lambda Q``,
+    ``dR/dt`` gains ``-eta lambda R``), ``lr2`` (the second layer's rate relative to the first)
+    and ``label_noise`` ``sigma`` (``y = f*(x) + sigma xi``: the noise term gains
+    ``sigma^2 a_i a_j E[g'(lambda_i) g'(lambda_j)]``); with any of them set ``"auto"`` runs the
+    reference right-hand side. Returns ``{"t", "a" (T, K), "Q" (T, K, K), "R" (T, K, M)}``.
     """
     from scipy.integrate import odeint, solve_ivp
 
@@ -135,11 +157,19 @@ def online_ode(problem: Problem, eta: float, times, batch: int = 1, noise: bool 
         raise InputError(f"method={method!r} is not allowed; allowed: {', '.join(ODE_METHODS)}")
     times = np.asarray(times, dtype=np.float64)
     a0, Q0, R0, b, T = problem.order_parameters()
-    rhs = OnlineODE(problem.K, problem.M, b, T, problem.activation, float(eta), int(batch), noise)
+    for name, v in (("weight_decay", weight_decay), ("lr2", lr2), ("label_noise", label_noise)):
+        if not (isinstance(v, int | float) and np.isfinite(v) and v >= 0):
+            raise InputError(f"{name}={v!r} is not allowed; allowed: a finite number >= 0")
+    rhs = OnlineODE(problem.K, problem.M, b, T, problem.activation, float(eta), int(batch), noise,
+                    float(weight_decay), float(lr2), float(label_noise))
     y0 = np.concatenate([a0, Q0.ravel(), R0.ravel()])
+    plain = weight_decay == 0 and lr2 == 1 and label_noise == 0
     if method == "auto":
-        method = "compiled" if problem.activation == "erf" else "reference"
+        method = "compiled" if problem.activation == "erf" and plain else "reference"
     if method == "compiled":
+        if not plain:
+            raise InputError("method='compiled' integrates the plain online ODE; the classical "
+                             "options run with method='reference'")
         if activation_of(problem.activation).name != "erf":
             raise InputError(f"method='compiled' integrates the erf online ODE, not "
                              f"{problem.activation!r}; use method='reference'")
