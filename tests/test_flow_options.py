@@ -89,3 +89,19 @@ def test_frozen_second_layer_and_decay_to_zero():
 def test_bad_options_are_one_clear_error(kw):
     with pytest.raises(InputError, match="is not allowed; allowed"):
         solve(random_problem(5, 1, 1, np.random.default_rng(0)), t_max=1.0, **kw)
+
+
+def test_solve_and_train_commands_take_the_options(capsys):
+    import json
+
+    from gaugedyn.cli import main
+
+    assert main(["solve", "--setup", "single", "--dim", "20", "--weight-decay", "0.01",
+                 "--lr2", "0.5", "--t-max", "5", "-q"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["settings"]["weight_decay"] == 0.01 and out["settings"]["lr2"] == 0.5
+    assert main(["solve", "--setup", "single", "--dim", "20", "--lr2", "-1"]) == 2
+    assert "--lr2='-1' is not allowed" in capsys.readouterr().err
+    assert main(["train", "--setup", "single", "--dim", "50", "--online", "--optimizer", "sgd",
+                 "--steps", "50", "--backend", "chain", "--label-noise", "0.3", "-q"]) == 2
+    assert "backend='torch'" in capsys.readouterr().err

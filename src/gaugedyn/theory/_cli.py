@@ -43,6 +43,10 @@ OPTIONS = {
     "rtol": Option("rtol", float, lo=1e-13, hi=1e-2,
                    why="above 1e-2 the answer is off by more than 1% (below 1e-13 float64 "
                    "rounding dominates)"),
+    "weight_decay": Option("weight_decay", float, lo=0, hi=1e3,
+                           why="a larger penalty shrinks every weight to 0 at once"),
+    "lr2": Option("lr2", float, lo=0, hi=1e3,
+                  why="the second layer's rate relative to the first; 0 freezes it"),
     "atol": Option("atol", float, lo=1e-20, hi=1e-2,
                    why="the state's components start at |a| ~ (s/D)^(1/2), well below 1e-2"),
 }
@@ -65,6 +69,9 @@ def register(subparsers) -> None:
                    f"at most {MAX_NEURONS}")
     p.add_argument("--scale", default="1.0", help="initial coefficient rho0 = s, in [1e-6, 1e6]")
     p.add_argument("--activation", default="relu", help=", ".join(ACTIVATIONS))
+    p.add_argument("--weight-decay", default="0", help="weight decay on both layers, in [0, 1e3]")
+    p.add_argument("--lr2", default="1", help="second-layer rate relative to the first, in "
+                   "[0, 1e3] (0 freezes it)")
     p.add_argument("--threshold", default="0.95", help="specialization threshold in (0, 1)")
     p.add_argument("--prune-tol", default="1e-3", help="pruned when |rho_i| < prune-tol, in (0, 1)")
     p.add_argument("--t-max", default=None, help="horizon in (0, 1e12] (default: from the set-up)")
@@ -238,7 +245,8 @@ def memory_estimate(dim: int, K: int, formulation: str, method: str, n_out: int,
 def _numbers(args) -> dict:
     from .._errors import InputError
 
-    names = ("dim", "scale", "threshold", "prune_tol", "t_max", "eta", "rtol", "atol")
+    names = ("dim", "scale", "threshold", "prune_tol", "t_max", "eta", "rtol", "atol",
+             "weight_decay", "lr2")
     values = {name: OPTIONS[name].parse(getattr(args, name)) if getattr(args, name) is not None
               else None for name in names}
     for name in ("setup", "activation", "formulation", "dynamics", "method"):
@@ -307,7 +315,8 @@ def _handle(args: argparse.Namespace) -> int:
         sol = solve(problem, formulation=values["formulation"], dynamics=values["dynamics"],
                     eta=values["eta"], t_max=values["t_max"], method=values["method"],
                     rtol=values["rtol"], atol=values["atol"], definitions=definitions,
-                    stop_at_specialization=args.stop_at_specialization, **extra)
+                    stop_at_specialization=args.stop_at_specialization,
+                    weight_decay=values["weight_decay"], lr2=values["lr2"], **extra)
     finally:
         if bar is not None:
             bar.close()

@@ -47,9 +47,15 @@ OPTIONS = {
                         "call it pruned"),
     "dtype": Option("dtype", str, choices=("float32", "float64")),
     "backend": Option("backend", str, choices=("torch", "compiled", "chain")),
+    "weight_decay": Option("weight_decay", float, lo=0, hi=1e3,
+                           why="a larger penalty shrinks every weight to 0 within one step"),
+    "lr2": Option("lr2", float, lo=0, hi=1e3,
+                  why="the second layer's rate relative to the first; 0 freezes it"),
+    "label_noise": Option("label_noise", float, lo=0, hi=1e3,
+                          why="the teacher's output is O(1); larger noise is all noise"),
 }
 _NUMBERS = ("dim", "scale", "strength", "samples", "lr", "steps", "batch", "seeds", "root_seed",
-            "threshold", "prune_tol")
+            "threshold", "prune_tol", "weight_decay", "lr2", "label_noise")
 _NAMES = ("setup", "activation", "optimizer", "schedule", "dtype", "backend")
 
 
@@ -67,6 +73,10 @@ def register(subparsers) -> None:
     p.add_argument("--scale", default="1.0", help="initial coefficient rho0 = s, in [1e-6, 1e6]")
     p.add_argument("--strength", default=None, help="gauge strength in (0, 1e8] (default D)")
     p.add_argument("--activation", default="relu", help=", ".join(ACTIVATIONS))
+    p.add_argument("--weight-decay", default="0", help="weight decay on both layers, in [0, 1e3]")
+    p.add_argument("--lr2", default="1", help="second-layer rate relative to the first, in "
+                   "[0, 1e3] (0 freezes it; SGD and GD)")
+    p.add_argument("--label-noise", default="0", help="teacher output noise sigma, in [0, 1e3]")
     data = p.add_mutually_exclusive_group()
     data.add_argument("--samples", default=None, help="fixed sample size n")
     data.add_argument("--online", action="store_true", help="fresh samples every step")
@@ -224,7 +234,8 @@ def _handle(args: argparse.Namespace) -> int:
     lr = v["lr"] if v["lr"] is not None else 0.5 / (v["scale"] * v["dim"])
     cfg = TrainConfig(optimizer=v["optimizer"], lr=lr, steps=v["steps"],
                       samples=None if args.online else v["samples"], batch=v["batch"],
-                      schedule=v["schedule"])
+                      schedule=v["schedule"], weight_decay=v["weight_decay"], lr2=v["lr2"],
+                      label_noise=v["label_noise"])
     definitions = Definitions(threshold=v["threshold"], prune_tol=v["prune_tol"])
     bar = progress_bar(v["steps"], "train", unit="step", force=args.progress, quiet=args.quiet)
     every = max(1, min(1000, v["steps"] // 200))
