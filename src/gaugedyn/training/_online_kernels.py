@@ -18,11 +18,11 @@ import textwrap
 import numba
 import numpy as np
 
+from ..theory._activation import LEAKY_SLOPE
+
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-LEAKY_SLOPE = 0.01
-"""``leaky_relu``'s slope for ``z < 0`` (equal to ``gaugedyn.theory._activation.LEAKY_SLOPE``)."""
 
 
 @numba.njit(inline="always", cache=True)
