@@ -213,3 +213,15 @@ def test_check_activation_command(tmp_path, capsys):
     assert main(["check-activation", "swish"]) == 2
     assert "unknown activation 'swish'" in capsys.readouterr().err
     assert main(["check-activation", "tanh", "--samples", "10"]) == 2
+
+
+def test_hessian_of_aligned_pairs_is_finite_and_taken_at_rho_max():
+    from gaugedyn.theory._quadrature import HESSIAN_RHO_MAX
+
+    quad = ACTIVATIONS["tanh"].quadrature
+    q = np.array([0.7, 1.3])
+    aligned = quad.pair_hess(q[0], q[1], np.sqrt(q[0] * q[1]))
+    at_max = quad.pair_hess(q[0], q[1], HESSIAN_RHO_MAX * np.sqrt(q[0] * q[1]))
+    assert np.all(np.isfinite(aligned)) and np.allclose(aligned, at_max, rtol=0, atol=0)
+    # values are not shifted: at exact alignment the pair kernel is the self kernel
+    assert abs(quad.pair(1.1, 1.1, 1.1) - quad.self_(1.1)) <= 1e-10

@@ -37,6 +37,7 @@ broadcast shape):
 
 :meth:`PairQuadrature.error` is the stated error bound: the largest difference of the values and
 first derivatives between the rule with ``n`` and with ``2 n`` nodes at the given configurations.
+Second derivatives of nearly aligned pairs are evaluated at ``|rho| = HESSIAN_RHO_MAX``.
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ import numpy as np
 from scipy.special import roots_hermitenorm, roots_laguerre, roots_legendre
 
 _RADIAL_NODES = 2
+HESSIAN_RHO_MAX = 1.0 - 1e-4
+"""Second derivatives of pairs with ``|rho| > HESSIAN_RHO_MAX`` are taken at ``|rho| =
+HESSIAN_RHO_MAX``: the density's score divides by ``sigma^4``, so closer to alignment its
+cancellation leaves nothing (the Hessian enters only Jacobians; for smooth ``g`` the shift
+changes it by ``O(1e-4)``, for ReLU-like ``g`` it is ``O(1 / sigma)`` there anyway)."""
 HERMITE_NODES = 40
 """Default Gauss-Hermite nodes per axis of the smooth rule (erf: error bound 3e-12 for
 ``q <= 2``; tanh: 5e-5, its poles at ``z = i pi / (2 sqrt q)`` are near the real axis)."""
@@ -146,6 +152,19 @@ class PairQuadrature:
             uniq[inverse] = rows
             parts = [self._pair_block(*uniq[i:i + self.CHUNK].T, hess)
                      for i in range(0, uniq.shape[0], self.CHUNK)]
+            if hess:
+                bound = HESSIAN_RHO_MAX * np.sqrt(uniq[:, 0] * uniq[:, 1])
+                near = np.abs(uniq[:, 2]) > bound
+                if np.any(near):  # the Hessian of nearly aligned pairs at |rho| = RHO_MAX
+                    near_rows = uniq[near].copy()
+                    near_rows[:, 2] = np.clip(near_rows[:, 2], -bound[near], bound[near])
+                    h_near = self._pair_block(*near_rows.T, True)[2]
+                    full = [np.concatenate([p[2][k] for p in parts]) for k in range(6)]
+                    for k in range(6):
+                        full[k][near] = h_near[k]
+                    parts = [(np.concatenate([p[0] for p in parts]),
+                              tuple(np.concatenate([p[1][k] for p in parts]) for k in range(3)),
+                              tuple(full))]
             val = np.concatenate([p[0] for p in parts])[inverse]
             d1, d2, dc = (np.concatenate([p[1][k] for p in parts])[inverse] for k in range(3))
             grad = (np.where(swap, d2, d1), np.where(swap, d1, d2), dc)
