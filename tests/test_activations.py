@@ -223,5 +223,7 @@ def test_hessian_of_aligned_pairs_is_finite_and_taken_at_rho_max():
     aligned = quad.pair_hess(q[0], q[1], np.sqrt(q[0] * q[1]))
     at_max = quad.pair_hess(q[0], q[1], HESSIAN_RHO_MAX * np.sqrt(q[0] * q[1]))
     assert np.all(np.isfinite(aligned)) and np.allclose(aligned, at_max, rtol=0, atol=0)
-    # values are not shifted: at exact alignment the pair kernel is the self kernel
-    assert abs(quad.pair(1.1, 1.1, 1.1) - quad.self_(1.1)) <= 1e-10
+    # values are not shifted: at exact alignment the pair kernel is the self kernel, within the
+    # rule's stated error bound
+    bound = quad.error(np.array([1.1]), np.array([1.1]), np.array([1.1]))[0]
+    assert abs(quad.pair(1.1, 1.1, 1.1) - quad.self_(1.1)) <= bound
