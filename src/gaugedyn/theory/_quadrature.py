@@ -25,8 +25,7 @@ broadcast shape):
   (quadratic, He2, He3; the one-variable self kernel uses ``2 n`` nodes, as cheap as ``n`` per
   pair), exponentially convergent for entire ``g`` (erf: error bound 3e-12 for ``q <= 2``),
   slower when ``g`` has poles near the real axis at the scale of ``sqrt(q)`` (tanh: about 5e-5
-  for ``q <= 2``; above ``q = 2`` the node count grows like ``sqrt(q)``, see
-  :data:`Q_REFERENCE`; raise ``nodes`` for more);
+  for ``q <= 2``, 1e-4 at ``q = 4``; raise ``nodes`` for more);
 - positively homogeneous ``g`` of degree 1 (``g(t x) = t g(x)`` for ``t > 0``: ReLU, leaky ReLU,
   absolute value): polar coordinates ``z = r (cos theta, sin theta)``. The integrand is a
   polynomial in ``r`` (exact with a two-node Gauss-Laguerre rule in ``r^2 / 2``) and, between
@@ -43,7 +42,6 @@ Second derivatives of nearly aligned pairs are evaluated at ``|rho| = HESSIAN_RH
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -56,26 +54,10 @@ HESSIAN_RHO_MAX``: the density's score divides by ``sigma^4``, so closer to alig
 cancellation leaves nothing (the Hessian enters only Jacobians; for smooth ``g`` the shift
 changes it by ``O(1e-4)``, for ReLU-like ``g`` it is ``O(1 / sigma)`` there anyway)."""
 HERMITE_NODES = 40
-Q_REFERENCE = 2.0
-"""Up to this variance the smooth rule uses ``nodes`` per axis; above it ``nodes sqrt(q /
-Q_REFERENCE)`` (rounded up to a multiple of 8, at most :data:`MAX_HERMITE_NODES`): ``g(sqrt(q)
-z)`` varies on the scale ``1 / sqrt(q)`` in ``z``. It helps, but does not keep the error of a
-function with poles: tanh's error bound is 1e-6 at ``q = 1`` (40 nodes), 9e-5 at ``q = 4`` (64)
-and 3e-3 at ``q = 20`` (128; 4e-2 with 40)."""
-MAX_HERMITE_NODES = 256
 """Default Gauss-Hermite nodes per axis of the smooth rule (erf: error bound 3e-12 for
 ``q <= 2``; tanh: 5e-5, its poles at ``z = i pi / (2 sqrt q)`` are near the real axis)."""
 POLAR_NODES = 16
 """Default Gauss-Legendre nodes per arc of the polar rule (round-off for ReLU)."""
-
-
-@functools.lru_cache(maxsize=32)
-def _hermite(n: int):
-    """Gauss-Hermite nodes and weights for ``N(0, 1)`` (read-only)."""
-    z, w = roots_hermitenorm(n)
-    w = w / np.sqrt(2.0 * np.pi)
-    z.flags.writeable = w.flags.writeable = False
-    return z, w
 
 
 def _flat(*xs):
@@ -107,14 +89,12 @@ class PairQuadrature:
             self._t, self._wt = t, w
             s, ws = roots_laguerre(_RADIAL_NODES)
             self._r, self._wr = np.sqrt(2.0 * s), ws
+        else:
+            z, w = roots_hermitenorm(self.nodes)
+            self._z, self._w = z, w / np.sqrt(2.0 * np.pi)
+            z, w = roots_hermitenorm(2 * self.nodes)
+            self._z1, self._w1 = z, w / np.sqrt(2.0 * np.pi)
         self._last = None
-
-    def nodes_for(self, q) -> np.ndarray:
-        """Gauss-Hermite nodes per axis of the smooth rule at variance ``q``
-        (:data:`Q_REFERENCE`)."""
-        scale = np.sqrt(np.maximum(np.asarray(q, dtype=np.float64), Q_REFERENCE) / Q_REFERENCE)
-        n = np.where(scale <= 1.0, self.nodes, 8 * np.ceil(self.nodes * scale / 8))
-        return np.minimum(n, max(MAX_HERMITE_NODES, self.nodes)).astype(int)
 
     # --- the six kernels --------------------------------------------------------------------
 
@@ -170,21 +150,28 @@ class PairQuadrature:
                                 for r in map(tuple, rows.tolist())], dtype=np.intp)
             uniq = np.empty((len(first), 3))
             uniq[inverse] = rows
-            val, grads, hs = self._blocks(uniq, hess)
+            parts = [self._pair_block(*uniq[i:i + self.CHUNK].T, hess)
+                     for i in range(0, uniq.shape[0], self.CHUNK)]
             if hess:
                 bound = HESSIAN_RHO_MAX * np.sqrt(uniq[:, 0] * uniq[:, 1])
                 near = np.abs(uniq[:, 2]) > bound
                 if np.any(near):  # the Hessian of nearly aligned pairs at |rho| = RHO_MAX
                     near_rows = uniq[near].copy()
                     near_rows[:, 2] = np.clip(near_rows[:, 2], -bound[near], bound[near])
-                    h_near = self._blocks(near_rows, True)[2]
+                    h_near = self._pair_block(*near_rows.T, True)[2]
+                    full = [np.concatenate([p[2][k] for p in parts]) for k in range(6)]
                     for k in range(6):
-                        hs[k][near] = h_near[k]
-            val = val[inverse]
-            d1, d2, dc = (x[inverse] for x in grads)
+                        full[k][near] = h_near[k]
+                    parts = [(np.concatenate([p[0] for p in parts]),
+                              tuple(np.concatenate([p[1][k] for p in parts]) for k in range(3)),
+                              tuple(full))]
+            val = np.concatenate([p[0] for p in parts])[inverse]
+            d1, d2, dc = (np.concatenate([p[1][k] for p in parts])[inverse] for k in range(3))
             grad = (np.where(swap, d2, d1), np.where(swap, d1, d2), dc)
+            hs = None
             if hess:
-                h11, h12, h1c, h22, h2c, hcc = (x[inverse] for x in hs)
+                h11, h12, h1c, h22, h2c, hcc = (np.concatenate([p[2][k] for p in parts])[inverse]
+                                                for k in range(6))
                 hs = (np.where(swap, h22, h11), h12, np.where(swap, h2c, h1c),
                       np.where(swap, h11, h22), np.where(swap, h1c, h2c), hcc)
             self._last = (key, (val, grad, hs))
@@ -192,31 +179,9 @@ class PairQuadrature:
         return (val.reshape(shape), tuple(x.reshape(shape) for x in grad),
                 None if hs is None else tuple(x.reshape(shape) for x in hs))
 
-    def _blocks(self, rows, hess: bool):
-        """``(val, grads (3), hessian (6) or None)`` of the rows ``(q1, q2, c)``, in row order:
-        blocks of :attr:`CHUNK` rows sharing one node count (:meth:`nodes_for`)."""
-        P = rows.shape[0]
-        val = np.empty(P)
-        grads = [np.empty(P) for _ in range(3)]
-        hs = [np.empty(P) for _ in range(6)] if hess else None
-        n_row = (np.full(P, self.nodes) if self.homogeneous
-                 else self.nodes_for(np.maximum(rows[:, 0], rows[:, 1])))
-        for n in np.unique(n_row):
-            idx = np.flatnonzero(n_row == n)
-            for i in range(0, idx.size, self.CHUNK):
-                sel = idx[i:i + self.CHUNK]
-                out = self._pair_block(*rows[sel].T, hess, int(n))
-                val[sel] = out[0]
-                for k in range(3):
-                    grads[k][sel] = out[1][k]
-                for k in range(6 if hess else 0):
-                    hs[k][sel] = out[2][k]
-        return val, grads, hs
-
-    def _pair_block(self, q1, q2, c, hess: bool, n: int):
-        """The kernels of ``P`` pairs with ``n`` Gauss-Hermite nodes per axis (smooth rule);
-        node arrays are ``(P, n, n)`` (``x1`` depending on the first axis only) or ``(P, N, 1)``
-        (polar)."""
+    def _pair_block(self, q1, q2, c, hess: bool):
+        """The kernels of ``P`` pairs; node arrays are ``(P, n, n)`` (Gauss-Hermite, ``x1``
+        depending on the first axis only) or ``(P, N, 1)`` (polar)."""
         sq1, sq2 = np.sqrt(q1), np.sqrt(q2)
         rho = np.clip(c / (sq1 * sq2), -1.0, 1.0)
         sigma = np.sqrt(np.maximum(1.0 - rho * rho, 0.0))
@@ -224,9 +189,8 @@ class PairQuadrature:
         if self.homogeneous:
             z1, z2, w1, w2 = self._polar(rho, sigma)
         else:
-            z, w = _hermite(n)
-            z1, z2 = z[None, :, None], z[None, None, :]
-            w1, w2 = w[None, :], w
+            z1, z2 = self._z[None, :, None], self._z[None, None, :]
+            w1, w2 = self._w[None, :], self._w
         x1 = sq1[col] * z1
         x2 = sq2[col] * (rho[col] * z1 + sigma[col] * z2)
         G1, P1 = self.g(x1)[..., 0], self.g1(x1)[..., 0]
@@ -289,16 +253,12 @@ class PairQuadrature:
         if self.homogeneous:
             m = 0.5 * (self.g(np.ones(1))[0] ** 2 + self.g(-np.ones(1))[0] ** 2)
             return (q * m).reshape(shape), np.full(shape, m), np.zeros(shape)
-        val, grad, hess = np.empty(q.size), np.empty(q.size), np.empty(q.size)
-        n_row = 2 * self.nodes_for(q)
-        for n in np.unique(n_row):
-            sel = np.flatnonzero(n_row == n)
-            z, w = _hermite(int(n))
-            x = np.sqrt(q[sel])[:, None] * z
-            G, P, S = self.g(x), self.g1(x), self.g2(x)
-            d = P * P + G * S
-            val[sel], grad[sel] = (G * G) @ w, d @ w
-            hess[sel] = (d * (z**2 - 1.0) / (2 * q[sel, None])) @ w
+        x = np.sqrt(q)[:, None] * self._z1
+        G, P, S = self.g(x), self.g1(x), self.g2(x)
+        val = G * G @ self._w1
+        d = P * P + G * S
+        grad = d @ self._w1
+        hess = (d * (self._z1**2 - 1.0) / (2 * q[:, None])) @ self._w1
         return val.reshape(shape), grad.reshape(shape), hess.reshape(shape)
 
 
