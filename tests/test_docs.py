@@ -26,7 +26,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LANGUAGES = {"python", "text", "bash", "toml", "json"}
 # pages other branches are writing; the nav names them already (mkdocs.yml validation.nav)
-AWAITED = {"own-activation.md"}
+AWAITED: set[str] = set()
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 
 

@@ -288,9 +288,9 @@ def test_dir_lists_every_lazy_export():
 
 def test_command_line_choices_are_the_registries():
     from gaugedyn.theory import METHODS
+    from gaugedyn.theory._activation import ACTIVATIONS
     from gaugedyn.theory._cli import OPTIONS as SOLVE
     from gaugedyn.theory._flows import FORMULATIONS
-    from gaugedyn.theory._population import ACTIVATIONS
     from gaugedyn.theory._problem import GAUGE_NAMES
     from gaugedyn.training._cli import OPTIONS as TRAIN
 
@@ -298,7 +298,7 @@ def test_command_line_choices_are_the_registries():
     assert SOLVE["formulation"].choices == FORMULATIONS
     for options in (SOLVE, TRAIN):
         assert options["gauge"].choices == GAUGE_NAMES
-        assert options["activation"].choices == ACTIVATIONS
+        assert options["activation"].choices == tuple(ACTIVATIONS)
 
 
 def test_systems_use_the_harness_through_its_public_names():

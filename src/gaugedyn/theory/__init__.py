@@ -1,5 +1,10 @@
 """Population theory: problem specifications, the exact flows, integrators and observables."""
 
+from ._activation import ACTIVATIONS as ACTIVATIONS
+from ._activation import Activation as Activation
+from ._activation import activation_of as activation_of
+from ._activation import check_activation as check_activation
+from ._activation import register_activation as register_activation
 from ._flows import FORMULATIONS as FORMULATIONS
 from ._flows import FlowParams as FlowParams
 from ._flows import gd_step as gd_step
@@ -23,7 +28,6 @@ from ._observables import owner as owner
 from ._observables import pruned as pruned
 from ._observables import rho as rho
 from ._observables import specialization as specialization
-from ._population import ACTIVATIONS as ACTIVATIONS
 from ._population import gradient_jvp as gradient_jvp
 from ._population import gradients as gradients
 from ._population import order_parameter_velocity as order_parameter_velocity

@@ -9,6 +9,11 @@ All three integrate ``da/dt = -dL/da``, ``dW/dt = -(2 G W + H V)`` (:func:`gradi
   ``span{w_i(0), v_n}`` (``r <= K + M`` columns); exact at any ``D`` because the flow never
   leaves that span.
 
+The classical options (``FlowParams.weight_decay = lambda``, ``FlowParams.lr2``): the flow
+``da/dt = -lr2 (dL/da + lambda a)``, ``dW/dt = -(dL/dW + lambda W)``, i.e. in order parameters
+``dQ/dt -> dQ/dt - 2 lambda Q`` and ``dR/dt -> dR/dt - lambda R``; ``lr2 = 0`` freezes the
+second layer. Gradient descent's map becomes ``W -> (1 - eta lambda) W - eta dL/dW``.
+
 Right-hand sides are pure functions ``rhs(t, y, params)`` vectorised over leading batch axes of
 ``y`` (and of the arrays in ``params``). Population gradient descent with step ``eta`` is the Euler
 map of the weight-space flow, ``W -> W - eta dL/dW``; in order parameters it is that map's exact
@@ -48,6 +53,26 @@ class FlowParams:
     V: np.ndarray | None = None
     basis: np.ndarray | None = None
     singular_cutoff: float = 1e-10
+    weight_decay: float = 0.0
+    lr2: float = 1.0
+
+    @property
+    def plain(self) -> bool:
+        """Whether the flow is plain gradient flow (no weight decay, equal rates)."""
+        return self.weight_decay == 0.0 and self.lr2 == 1.0
+
+    def rate(self, y) -> tuple[np.ndarray, np.ndarray]:
+        """``(s, d)`` with the options' flow ``S f - lambda d * y``: ``s`` is ``lr2`` on the
+        ``a`` components and 1 elsewhere, ``d`` is ``lr2`` on ``a``, 2 on ``Q``, 1 on ``R``,
+        ``W`` and ``C`` (module docstring)."""
+        n = y.shape[-1]
+        s = np.ones(n)
+        s[:self.K] = self.lr2
+        d = np.ones(n)
+        d[:self.K] = self.lr2
+        if self.formulation == "order-parameters":
+            d[self.K:self.K + self.K * (self.K + 1) // 2] = 2.0
+        return s, d
 
     @property
     def coords(self) -> int:
@@ -101,14 +126,27 @@ def span_basis(W: np.ndarray, V: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
     return U[:, :r]
 
 
+def _check_option(name: str, value, allowed: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = float("nan")
+    if not (np.isfinite(v) and v >= 0):
+        raise InputError(f"{name}={value!r} is not allowed; allowed: {allowed}")
+    return v
+
+
 def initial_state(problem, formulation: str = "order-parameters", *,
-                  singular_cutoff: float = 1e-10):
-    """``(y0, params)`` of a :class:`Problem` in the chosen formulation."""
+                  singular_cutoff: float = 1e-10, weight_decay: float = 0.0, lr2: float = 1.0):
+    """``(y0, params)`` of a :class:`Problem` in the chosen formulation (with the classical
+    options ``weight_decay`` and ``lr2`` of :class:`FlowParams`)."""
     _check_formulation(formulation)
+    weight_decay = _check_option("weight_decay", weight_decay, "a finite number >= 0")
+    lr2 = _check_option("lr2", lr2, "a finite number >= 0 (0 freezes the second layer)")
     K, M = problem.K, problem.M
     a, Q, R, b, T = problem.order_parameters()
     common = dict(formulation=formulation, K=K, M=M, activation=problem.activation, b=b,
-                  singular_cutoff=singular_cutoff)
+                  singular_cutoff=singular_cutoff, weight_decay=weight_decay, lr2=lr2)
     if formulation == "order-parameters":
         return pack_order_parameters(a, Q, R), FlowParams(T=T, **common)
     if formulation == "weight-space":
@@ -200,7 +238,11 @@ def _flow(y, p: FlowParams, b, T, V):
 
 def rhs(t, y, p: FlowParams):
     """Population gradient flow ``dy/dt`` in the formulation of ``p`` (vectorised over ``y``)."""
-    return _flow(y, p, *_expand_params(p, y))[0]
+    f = _flow(y, p, *_expand_params(p, y))[0]
+    if p.plain:
+        return f
+    s, d = p.rate(y)
+    return s * f - p.weight_decay * d * y
 
 
 def jacobian(t, y, p: FlowParams):
@@ -249,7 +291,11 @@ def rhs_and_jacobian(t, y, p: FlowParams):
     else:
         dWdot = -(2 * (dG @ We + G @ dW) + dH @ V[..., None, :, :])
         cols = np.concatenate([-dga, dWdot.reshape(*dWdot.shape[:-2], -1)], axis=-1)
-    return f, _t(cols)
+    J = _t(cols)
+    if p.plain:
+        return f, J
+    s, d = p.rate(y)
+    return s * f - p.weight_decay * d * y, s[:, None] * J - p.weight_decay * np.diag(d)
 
 
 def gd_step(y, eta: float, p: FlowParams):
@@ -263,4 +309,10 @@ def gd_step(y, eta: float, p: FlowParams):
     dQ, dR = _order_parameter_velocity(g, Q, R, T)
     GRHt = G @ R @ _t(H)
     outer = 4 * (G @ Q) @ G + 2 * GRHt + 2 * _t(GRHt) + H @ T @ _t(H)
-    return pack_order_parameters(a - eta * g.g_a, Q + eta * dQ + eta**2 * outer, R + eta * dR)
+    if p.plain:
+        return pack_order_parameters(a - eta * g.g_a, Q + eta * dQ + eta**2 * outer,
+                                     R + eta * dR)
+    keep = 1.0 - eta * p.weight_decay  # W -> keep W - eta dL/dW
+    return pack_order_parameters(a - eta * p.lr2 * (g.g_a + p.weight_decay * a),
+                                 keep**2 * Q + eta * keep * dQ + eta**2 * outer,
+                                 keep * R + eta * dR)

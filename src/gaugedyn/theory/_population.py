@@ -7,7 +7,9 @@ With student ``f(x) = sum_i a_i g(w_i.x)``, teacher ``f*(x) = sum_n b_n g(v_n.x)
     L = 1/2 sum_ij a_i a_j F(Q_ii, Q_jj, Q_ij) - sum_in a_i b_n F(Q_ii, T_nn, R_in)
         + 1/2 sum_nm b_n b_m F(T_nn, T_mm, T_nm),
 
-with ``F`` the Gaussian pair kernel of the activation (``F(q, q, q) = S(q)`` on the diagonal).
+with ``F`` the Gaussian pair kernel of the activation (``F(q, q, q) = S(q)`` on the diagonal);
+``activation`` is a registered name or an :class:`~gaugedyn.theory.Activation`, whose ``kernels``
+supply ``F`` and ``S`` (closed forms or quadrature).
 Every function broadcasts over leading batch axes: ``a (..., K)``, ``Q (..., K, K)``,
 ``R (..., K, M)``, ``b (..., M)``, ``T (..., M, M)``.
 """
@@ -18,17 +20,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._errors import InputError
-from ._generated_kernels import KERNELS
-
-ACTIVATIONS = tuple(KERNELS)
+from ._activation import activation_of
 
 
-def check_activation(activation: str) -> str:
-    if not isinstance(activation, str) or activation not in KERNELS:
-        raise InputError(f"activation={activation!r} is not allowed; allowed: "
-                         f"{', '.join(ACTIVATIONS)}")
-    return activation
+def _kernels(activation):
+    """``(F, dF, d2F, S, dS, d2S)`` of an activation name or :class:`Activation`."""
+    return activation_of(activation).kernels
 
 
 def _diag(x):
@@ -50,9 +47,9 @@ def _pair_matrix(kernel, self_kernel, Q):
     return np.where(eye, self_kernel(d)[..., :, None] * np.ones(K), out)
 
 
-def population_loss(a, Q, R, b, T, activation: str = "relu"):
+def population_loss(a, Q, R, b, T, activation="relu"):
     """``L(a, Q, R)`` in closed form (see module docstring)."""
-    F, _, _, S, _, _ = KERNELS[check_activation(activation)]
+    F, _, _, S, _, _ = _kernels(activation)
     dq, dt = _diag(Q), _diag(T)
     ss = np.einsum("...i,...ij,...j->...", a, _pair_matrix(F, S, Q), a)
     st = np.einsum("...i,...in,...n->...", a, F(dq[..., :, None], dt[..., None, :], R), b)
@@ -69,7 +66,7 @@ class Gradients(NamedTuple):
     H: np.ndarray
 
 
-def gradients(a, Q, R, b, T, activation: str = "relu") -> Gradients:
+def gradients(a, Q, R, b, T, activation="relu") -> Gradients:
     """Loss and its gradients in order parameters.
 
     ``G`` is the symmetrised derivative of ``L`` in ``Q``: ``G_ij = 1/2 a_i a_j F_c(i, j)`` off the
@@ -80,8 +77,8 @@ def gradients(a, Q, R, b, T, activation: str = "relu") -> Gradients:
     return _gradients(a, Q, R, b, T, activation, with_loss=True)
 
 
-def _gradients(a, Q, R, b, T, activation: str, with_loss: bool) -> Gradients:
-    F, dF, _, S, dS, _ = KERNELS[check_activation(activation)]
+def _gradients(a, Q, R, b, T, activation, with_loss: bool) -> Gradients:
+    F, dF, _, S, dS, _ = _kernels(activation)
     K = Q.shape[-1]
     eye = np.eye(K, dtype=bool)
     dq, dt = _diag(Q), _diag(T)
@@ -114,7 +111,7 @@ def _gradients(a, Q, R, b, T, activation: str, with_loss: bool) -> Gradients:
     return Gradients(loss, g_a, G, H)
 
 
-def order_parameter_velocity(a, Q, R, b, T, activation: str = "relu"):
+def order_parameter_velocity(a, Q, R, b, T, activation="relu"):
     """Population gradient flow in order parameters.
 
     ``da/dt = -dL/da``, ``dQ/dt = -(2 G Q + 2 Q G + H R^T + R H^T)``,
@@ -140,7 +137,7 @@ def _clip_correlation(q1, q2, c, cutoff: float):
     return np.clip(c, -bound, bound)
 
 
-def gradient_jvp(a, Q, R, b, T, da, dQ, dR, activation: str = "relu", *,
+def gradient_jvp(a, Q, R, b, T, da, dQ, dR, activation="relu", *,
                  singular_cutoff: float = 0.0):
     """Directional derivative of ``(dL/da, G, H)`` of :func:`gradients` along ``(da, dQ, dR)``.
 
@@ -150,7 +147,7 @@ def gradient_jvp(a, Q, R, b, T, da, dQ, dR, activation: str = "relu", *,
     ``|c| <= (1 - cutoff) sqrt(q1 q2)``: exact away from aligned pairs, finite on them (ReLU's
     second derivatives diverge like ``(q1 q2 - c^2)^{-1/2}``).
     """
-    F, dF, d2F, S, dS, d2S = KERNELS[check_activation(activation)]
+    F, dF, d2F, S, dS, d2S = _kernels(activation)
     K = Q.shape[-1]
     eye = np.eye(K, dtype=bool)
     dq, dt = _diag(Q), _diag(T)

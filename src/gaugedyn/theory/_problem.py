@@ -15,7 +15,7 @@ import numpy as np
 
 from .._errors import InputError
 from .._options import Param
-from ._population import check_activation
+from ._activation import Activation, activation_of
 
 GAUGE_NAMES = ("w-heavy", "a-heavy", "balanced")
 
@@ -31,11 +31,11 @@ class Problem:
     W: np.ndarray
     b: np.ndarray
     V: np.ndarray
-    activation: str = "relu"
+    activation: str | Activation = "relu"
     setup: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        check_activation(self.activation)
+        activation_of(self.activation)
         a, W, b, V = (np.asarray(x, dtype=np.float64) for x in (self.a, self.W, self.b, self.V))
         if a.ndim != 1 or W.ndim != 2 or W.shape[0] != a.shape[0]:
             raise InputError(f"student shapes a{a.shape}, W{W.shape} do not match; need (K,), (K, D)")
@@ -79,7 +79,7 @@ class Problem:
     def describe(self) -> dict:
         """Plain-data summary for result metadata (weights summarised, not dumped)."""
         return {
-            "activation": self.activation,
+            "activation": activation_of(self.activation).name,
             "K": self.K,
             "M": self.M,
             "dim": self.dim,
@@ -192,8 +192,8 @@ def _check_rng(rng) -> None:
                          "numpy.random.Generator (explicit seeds only)")
 
 
-def single(dim: int, gauge: str = "w-heavy", scale: float = 1.0, activation: str = "relu",
-           overlap: float | None = None) -> Problem:
+def single(dim: int, gauge: str = "w-heavy", scale: float = 1.0,
+           activation: str | Activation = "relu", overlap: float | None = None) -> Problem:
     """The ``single`` set-up: ``K = M = 1``, ``b = 1``, ``v = e_1``.
 
     The student direction ``u0 = m0 e_1 + sqrt(1 - m0^2) e_2`` with ``m0 = D^{-1/2}`` (or
@@ -204,11 +204,12 @@ def single(dim: int, gauge: str = "w-heavy", scale: float = 1.0, activation: str
                       _name="single")
 
 
-def duplicates(dim: int, gauges: Sequence[str], scale: float = 1.0, activation: str = "relu",
-               overlap: float | None = None, _name: str = "duplicates") -> Problem:
+def duplicates(dim: int, gauges: Sequence[str], scale: float = 1.0,
+               activation: str | Activation = "relu", overlap: float | None = None,
+               _name: str = "duplicates") -> Problem:
     """``K = len(gauges)`` copies of the ``single`` neuron, each with its own named gauge."""
     dim, scale = _check_dim(dim), _check_scale(scale)
-    check_activation(activation)
+    activation_of(activation)
     if isinstance(gauges, str) or not isinstance(gauges, Sequence) or not gauges:
         raise InputError(f"gauges={gauges!r} is not allowed; allowed: a non-empty list of gauge "
                          f"names ({', '.join(GAUGE_NAMES)}) or factors c > 0")
@@ -226,13 +227,13 @@ def duplicates(dim: int, gauges: Sequence[str], scale: float = 1.0, activation: 
                                   "overlap": m0})
 
 
-def random_problem(dim: int, K: int, M: int, rng: np.random.Generator, activation: str = "relu",
-                   scale: float = 1.0) -> Problem:
+def random_problem(dim: int, K: int, M: int, rng: np.random.Generator,
+                   activation: str | Activation = "relu", scale: float = 1.0) -> Problem:
     """Gaussian random student and teacher (``w_i, v_n ~ N(0, I/D)``, ``a_i ~ N(0, scale^2)``)."""
     dim, scale = _check_dim(dim), _check_scale(scale)
     K, M = _COUNT.accept(K, "K"), _COUNT.accept(M, "M")
     _check_rng(rng)
-    check_activation(activation)
+    activation_of(activation)
     W = rng.normal(size=(K, dim)) / np.sqrt(dim)
     V = rng.normal(size=(M, dim)) / np.sqrt(dim)
     return Problem(a=scale * rng.normal(size=K), W=W, b=rng.normal(size=M), V=V,

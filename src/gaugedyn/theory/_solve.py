@@ -187,7 +187,8 @@ def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "fl
           rtol: float = 1e-8, atol: float = 1e-10, definitions: Definitions = DEFAULT_DEFINITIONS,
           t_eval=None, stop_at_specialization: bool = False, keep_weights: bool = False,
           singular_cutoff: float = 1e-10,
-          progress: Callable[[int, int], object] | None = None) -> Solution:
+          progress: Callable[[int, int], object] | None = None, weight_decay: float = 0.0,
+          lr2: float = 1.0) -> Solution:
     """Population gradient flow (or gradient descent with step ``eta``) from a :class:`Problem`.
 
     ``dynamics="flow"`` integrates ``da/dt = -dL/da``, ``dW/dt = -dL/dW`` with ``method`` (a
@@ -201,10 +202,13 @@ def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "fl
     :class:`DivergenceError` when the trajectory stops being finite. ``progress``, if given, is
     called as ``progress(steps_done, steps_total)`` once per chunk of at most 1000
     gradient-descent steps (the flow does not call it); it does not change the result.
+    ``weight_decay`` and ``lr2`` are the classical options of :class:`FlowParams` (weight decay
+    on both layers; the second layer's rate relative to the first, 0 freezing it).
     """
     eta, t_max, t_eval = _check_solve(problem, formulation, dynamics, eta, t_max, method, rtol,
                                       atol, definitions, t_eval, singular_cutoff)
-    y0, p = initial_state(problem, formulation, singular_cutoff=singular_cutoff)
+    y0, p = initial_state(problem, formulation, singular_cutoff=singular_cutoff,
+                          weight_decay=weight_decay, lr2=lr2)
     task = FlowTask(y0=y0, params=p, t_max=t_max, t_eval=t_eval, rtol=rtol, atol=atol,
                     event_fn=_event_fn(definitions), n_events=p.M + p.K,
                     stop=stop_at_specialization)
@@ -218,6 +222,8 @@ def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "fl
                     method=method_name, rtol=rtol, atol=atol,
                     stop_at_specialization=stop_at_specialization,
                     singular_cutoff=singular_cutoff)
+    if not p.plain:
+        settings.update(weight_decay=p.weight_decay, lr2=p.lr2)
     diagnostics = dict(method=method_name, integrator=raw.integrator or method_name, rtol=rtol,
                        atol=atol, nfev=raw.nfev, njev=raw.njev,
                        nsteps=raw.nsteps, nrejected=raw.nrejected, status=raw.status,

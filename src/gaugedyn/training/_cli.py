@@ -13,8 +13,8 @@ import json
 
 from .._json import strict
 from .._options import MAX_SEED, Param
+from ..theory._activation import ACTIVATIONS
 from ..theory._cli import GAUGES, MAX_NEURONS, progress_options
-from ..theory._population import ACTIVATIONS
 
 MAX_FLOP = 1e15  # about a day of one core at 1e10 floating-point operations per second
 FLOP_RATE = 1e10  # floating-point operations per second of one core
@@ -35,7 +35,7 @@ OPTIONS = {
                     why="|w|^2 = s D and a^2 = s / D must stay resolvable in floating point"),
     "strength": Param(float, name="strength", lo=0, hi=1e8, lo_open=True,
                        why="|w|^2 = s x strength must stay resolvable in floating point"),
-    "activation": Param(str, name="activation", choices=ACTIVATIONS),
+    "activation": Param(str, name="activation", choices=tuple(ACTIVATIONS)),
     "samples": Param(int, name="samples", lo=1, hi=10**9,
                       why="S n D floats of data; memory is also estimated per request"),
     "optimizer": Param(str, name="optimizer", choices=("gd", "sgd", "adam")),
@@ -55,9 +55,15 @@ OPTIONS = {
                         "call it pruned"),
     "dtype": Param(str, name="dtype", choices=("float32", "float64")),
     "backend": Param(str, name="backend", choices=("torch", "compiled", "chain")),
+    "weight_decay": Param(float, name="weight_decay", lo=0, hi=1e3,
+                           why="a larger penalty shrinks every weight to 0 within one step"),
+    "lr2": Param(float, name="lr2", lo=0, hi=1e3,
+                  why="the second layer's rate relative to the first; 0 freezes it"),
+    "label_noise": Param(float, name="label_noise", lo=0, hi=1e3,
+                          why="the teacher's output is O(1); larger noise is all noise"),
 }
 _NUMBERS = ("dim", "scale", "strength", "samples", "lr", "steps", "batch", "seeds", "root_seed",
-            "threshold", "prune_tol")
+            "threshold", "prune_tol", "weight_decay", "lr2", "label_noise")
 _NAMES = ("setup", "activation", "optimizer", "schedule", "dtype", "backend")
 
 
@@ -74,7 +80,11 @@ def register(subparsers) -> None:
     p.add_argument("--gauges", help="comma-separated gauges of the duplicates, e.g. a-heavy,w-heavy")
     p.add_argument("--scale", default="1.0", help="initial coefficient rho0 = s, in [1e-6, 1e6]")
     p.add_argument("--strength", default=None, help="gauge strength in (0, 1e8] (default D)")
-    p.add_argument("--activation", default="relu", help="relu, erf or linear")
+    p.add_argument("--activation", default="relu", help=", ".join(ACTIVATIONS))
+    p.add_argument("--weight-decay", default="0", help="weight decay on both layers, in [0, 1e3]")
+    p.add_argument("--lr2", default="1", help="second-layer rate relative to the first, in "
+                   "[0, 1e3] (0 freezes it; SGD and GD)")
+    p.add_argument("--label-noise", default="0", help="teacher output noise sigma, in [0, 1e3]")
     data = p.add_mutually_exclusive_group()
     data.add_argument("--samples", default=None, help="fixed sample size n")
     data.add_argument("--online", action="store_true", help="fresh samples every step")
@@ -240,7 +250,8 @@ def _handle(args: argparse.Namespace) -> int:
     lr = v["lr"] if v["lr"] is not None else 0.5 / (v["scale"] * v["dim"])
     cfg = TrainConfig(optimizer=v["optimizer"], lr=lr, steps=v["steps"],
                       samples=None if args.online else v["samples"], batch=v["batch"],
-                      schedule=v["schedule"])
+                      schedule=v["schedule"], weight_decay=v["weight_decay"], lr2=v["lr2"],
+                      label_noise=v["label_noise"])
     definitions = Definitions(threshold=v["threshold"], prune_tol=v["prune_tol"])
     bar = progress_bar(v["steps"], "train", unit="step", force=args.progress, quiet=args.quiet)
     every = max(1, min(1000, v["steps"] // 200))

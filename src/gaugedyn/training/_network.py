@@ -19,6 +19,7 @@ import torch
 
 from .._errors import InputError
 from ..theory import Problem
+from ..theory._activation import Activation
 from ._activations import activation as _activation
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -96,8 +97,8 @@ def seedwise_mm(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
 
 class Batch(NamedTuple):
     """Inputs ``X (S, n', D)``, their transpose ``XT (S, D, n')``, targets ``y (S, n')`` and the
-    true sample count ``n`` (``n' >= n`` adds zero samples, which contribute exactly nothing
-    because ``g(0) = 0`` for every activation)."""
+    true sample count ``n`` (``n' >= n`` adds zero samples; their errors are set to exactly 0,
+    so they contribute nothing even where ``g(0) != 0``)."""
 
     X: torch.Tensor
     XT: torch.Tensor | None
@@ -162,7 +163,7 @@ class Network:
     W: torch.Tensor
     b: torch.Tensor
     V: torch.Tensor
-    activation: str
+    activation: str | Activation
 
     @classmethod
     def from_problem(cls, problem: Problem | Sequence[Problem], seeds: int = 1,
@@ -218,6 +219,8 @@ class Network:
         Z = project(self.W, batch)
         G = g(Z)
         e = (G * self.a[:, :, None]).sum(1) - batch.y
+        if e.shape[-1] > n:  # padded samples (zero already when g(0) = 0)
+            e[..., n:] = 0.0
         loss = 0.5 * rsum(e * e) / n
         g_a = rsum(G * e[:, None, :]) / n
         back = (gp(Z) * e[:, None, :]) * self.a[:, :, None]

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._online_fast import ACTIVATION_CODES, BIT_GENERATOR, SCHEDULE_CODES
+from ._online_fast import BIT_GENERATOR, SCHEDULE_CODES, activation_code
 
 PIVOT_TOL = 1e-13
 """Relative pivot below which :func:`cholesky_psd` treats a direction as not spanned."""
@@ -87,7 +87,7 @@ def run_chain(a, C, b, K: int, D: int, activation: str, config, grid: np.ndarray
         fields = np.ascontiguousarray(fields, dtype=np.float64)
         sample_gram = np.ascontiguousarray(sample_gram, dtype=np.float64)
         gen = np.random.Generator(BIT_GENERATOR(0))  # a typed placeholder, never drawn from
-    status = kern(a, C, np.asarray(b, np.float64), int(K), int(D), ACTIVATION_CODES[activation],
+    status = kern(a, C, np.asarray(b, np.float64), int(K), int(D), activation_code(activation),
                   SCHEDULE_CODES[config.schedule], float(config.lr), float(config.lr_min),
                   float(config.decay), int(config.steps), np.asarray(grid, np.int64), B, gen,
                   fields, sample_gram, PIVOT_TOL, out["a"], out["Q"], out["R"], out["emp"],

@@ -33,9 +33,20 @@ import numpy as np
 
 from .._errors import DivergenceError, InputError
 from .._meta import task_seed, versions
-from ..theory import Definitions, Problem, population_loss
+from ..theory import ACTIVATIONS, Definitions, Problem, activation_of, population_loss
 
-ACTIVATION_CODES = {"relu": 0, "erf": 1, "linear": 2}
+ACTIVATION_CODES = {name: act.code for name, act in ACTIVATIONS.items() if act.code is not None}
+"""The compiled kernels' code of each built-in activation (``Activation.code``)."""
+
+
+def activation_code(activation) -> int:
+    """The compiled code of an activation name or object; an activation without one (a user's
+    torch function) is an :class:`InputError` that points to ``backend="torch"``."""
+    act = activation_of(activation)
+    if act.code is None:
+        raise InputError(f"activation {act.name!r} has no compiled kernel; compiled: "
+                         f"{', '.join(ACTIVATION_CODES)}; use backend='torch' for online SGD")
+    return int(act.code)
 SCHEDULE_CODES = {"constant": 0, "cosine": 1, "inverse": 2}
 BIT_GENERATOR = np.random.SFC64
 """The bit generator of every seed's input draws (module docstring)."""
@@ -83,7 +94,7 @@ def run_kernel(a: np.ndarray, W: np.ndarray, V: np.ndarray, b: np.ndarray, activ
         X = np.ascontiguousarray(X, dtype=np.float64)
         gen = np.random.Generator(BIT_GENERATOR(0))  # a typed placeholder, never drawn from
     status = kern(a, W, np.ascontiguousarray(V, dtype=np.float64), np.asarray(b, np.float64),
-                  ACTIVATION_CODES[activation], SCHEDULE_CODES[config.schedule], float(config.lr),
+                  activation_code(activation), SCHEDULE_CODES[config.schedule], float(config.lr),
                   float(config.lr_min), float(config.decay), int(config.steps),
                   np.asarray(grid, np.int64), int(config.batch_size), gen, X, out["a"], out["Q"],
                   out["R"], out["emp"], out["flow"])
@@ -133,9 +144,7 @@ def train_online(problem: Problem, config, seeds: int, root_seed: int,
     if not (config.online and config.optimizer == "sgd"):
         raise InputError(f"backend={backend!r} runs online SGD only (optimizer='sgd', "
                          "samples=None); use backend='torch' for the rest")
-    if problem.activation not in ACTIVATION_CODES:
-        raise InputError(f"activation {problem.activation!r} is not allowed; allowed: "
-                         f"{', '.join(ACTIVATION_CODES)}")
+    activation_code(problem.activation)
     definitions = Definitions() if definitions is None else definitions
     if seed_indices is None:
         seed_indices = list(range(int(seeds)))

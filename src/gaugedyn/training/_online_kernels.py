@@ -2,8 +2,10 @@
 
 Online SGD in weight space (:func:`run`), its exact order-parameter chain (:func:`chain_run`)
 and the erf online-ODE right-hand side (:func:`online_rhs`); the equations are in the docstrings
-of ``_online_fast`` and ``_online_chain``. Activation codes: 0 relu, 1 erf
-(``erf(z / sqrt 2)``), 2 linear; schedule codes: 0 constant, 1 cosine, 2 inverse.
+of ``_online_fast`` and ``_online_chain``. Activation codes (``Activation.code`` of
+``gaugedyn.theory.ACTIVATIONS``): 0 relu, 1 erf (``erf(z / sqrt 2)``), 2 linear, 3 tanh,
+4 softplus, 5 gelu, 6 leaky_relu, 7 abs, 8 quadratic, 9 he2, 10 he3; any other code raises.
+Schedule codes: 0 constant, 1 cosine, 2 inverse.
 """
 
 from __future__ import annotations
@@ -16,26 +18,68 @@ import textwrap
 import numba
 import numpy as np
 
+from ..theory._activation import LEAKY_SLOPE
+
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 @numba.njit(inline="always", cache=True)
 def g(act, z):
+    """``g(z)`` of activation code ``act`` (``gaugedyn.theory.ACTIVATIONS[name].code``); an
+    unknown code raises."""
     if act == 0:
         return z if z > 0.0 else 0.0
     if act == 1:
         return math.erf(z * _INV_SQRT2)
-    return z
+    if act == 2:
+        return z
+    if act == 3:
+        return math.tanh(z)
+    if act == 4:
+        return max(z, 0.0) + math.log1p(math.exp(-abs(z)))
+    if act == 5:
+        return 0.5 * z * (1.0 + math.erf(z * _INV_SQRT2))
+    if act == 6:
+        return z if z > 0.0 else LEAKY_SLOPE * z
+    if act == 7:
+        return abs(z)
+    if act == 8:
+        return z * z
+    if act == 9:
+        return z * z - 1.0
+    if act == 10:
+        return z * z * z - 3.0 * z
+    raise ValueError("unknown activation code")
 
 
 @numba.njit(inline="always", cache=True)
 def g_prime(act, z):
+    """``g'(z)`` of activation code ``act``; an unknown code raises."""
     if act == 0:
         return 1.0 if z > 0.0 else 0.0
     if act == 1:
         return _SQRT_2_OVER_PI * math.exp(-0.5 * (z * z))
-    return 1.0
+    if act == 2:
+        return 1.0
+    if act == 3:
+        t = math.tanh(z)
+        return 1.0 - t * t
+    if act == 4:
+        return 1.0 / (1.0 + math.exp(-z)) if z >= 0.0 else math.exp(z) / (1.0 + math.exp(z))
+    if act == 5:
+        return (0.5 * (1.0 + math.erf(z * _INV_SQRT2))
+                + z * _INV_SQRT_2PI * math.exp(-0.5 * (z * z)))
+    if act == 6:
+        return 1.0 if z > 0.0 else LEAKY_SLOPE
+    if act == 7:
+        return 1.0 if z > 0.0 else (-1.0 if z < 0.0 else 0.0)
+    if act == 8 or act == 9:
+        return 2.0 * z
+    if act == 10:
+        return 3.0 * z * z - 3.0
+    raise ValueError("unknown activation code")
 
 
 @numba.njit(cache=True)

@@ -14,8 +14,12 @@ with ``e = sum_k a_k g(lambda_k) - sum_n b_n g(nu_n)``; the ``eta`` terms are th
 ``I4(i, j, k, l) = E[g'(u_i) g'(u_j) g(u_k) g(u_l)]`` over the jointly Gaussian local fields with
 covariance ``C = [[Q, R], [R^T, T]]``. For ``g(z) = erf(z / sqrt 2)`` the symbolic module's
 ``erf_i4`` (``gaugedyn derive``, ``derivations/gaussian_erf.md``) gives them in closed form; for
-the linear activation ``I4 = C34``. ReLU has no such closed form: its online
-SGD is compared with the population flow at small ``eta``.
+the linear activation ``I4 = C34``; for every other activation they are four-dimensional
+Gauss-Hermite integrals on the eigen factor of each 4 x 4 covariance
+(:func:`gaugedyn.theory._quadrature.gaussian_product`, ``10^4`` nodes each: exact for
+polynomial ``g`` up to the degree it states, exponentially accurate for smooth ``g``, and only
+algebraically for ``g`` with a kink such as ReLU, where its error is what
+``gaussian_product_error`` reports).
 """
 
 from __future__ import annotations
@@ -25,28 +29,66 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import InputError
-from ..theory import Problem, order_parameter_velocity
+from ..theory import Problem, activation_of, order_parameter_velocity
+from ..theory._activation import _on_numpy
 from ..theory._generated_kernels import erf_i4
+from ..theory._quadrature import eigen_factor, gaussian_product, hermite_grid
+
+DIRECT_NODES = {1: 96, 2: 64, 3: 32, 4: 16}
+"""Gauss-Hermite nodes per axis of the noise term's direct rule, by the rank of ``C`` (at most
+``16^4 = 65,536`` nodes: relative error about 2e-4 for erf at q ~ 1.5); above rank 4 the
+four-point integrals are used instead."""
 
 
-def noise_term(a, Q, R, b, T, activation: str):
-    """``N_ij = a_i a_j E[g'(lambda_i) g'(lambda_j) e^2]`` (``K x K``)."""
+def four_point(activation, C, K: int, numerical: bool = False) -> np.ndarray:
+    """``I4[i, j, k, l] = E[g'(u_i) g'(u_j) g(u_k) g(u_l)]`` for students ``i, j < K`` and all
+    fields ``k, l`` of the Gram matrix ``C`` (closed form for erf unless ``numerical``,
+    quadrature otherwise)."""
+    act = activation_of(activation)
+    P = C.shape[0]
+    i = np.arange(K)[:, None, None, None]
+    j = np.arange(K)[None, :, None, None]
+    k = np.arange(P)[None, None, :, None]
+    l = np.arange(P)[None, None, None, :]
+    if act.name == "erf" and act.closed_form is not None and not numerical:
+        d = np.diag(C)
+        return erf_i4(d[i], C[i, j], C[i, k], C[i, l], d[j], C[j, k], C[j, l], d[k], C[k, l],
+                      d[l])
+    idx = np.stack(np.broadcast_arrays(i, j, k, l), axis=-1)  # (K, K, P, P, 4)
+    sub = C[idx[..., :, None], idx[..., None, :]]
+    g, gp = _on_numpy(act.function), _on_numpy(act.derivative)
+    return gaussian_product((gp, gp, g, g), sub)
+
+
+def pair_derivative(activation, Q) -> np.ndarray:
+    """``J_ij = E[g'(lambda_i) g'(lambda_j)] = dF/dc (Q_ii, Q_jj, Q_ij)`` (Price's theorem), the
+    label-noise part of the noise term: ``y = f*(x) + sigma xi`` adds ``sigma^2 a_i a_j J_ij``."""
+    d = np.diag(Q)
+    return activation_of(activation).kernels[1](d[:, None], d[None, :], Q)[2]
+
+
+def noise_term(a, Q, R, b, T, activation):
+    """``N_ij = a_i a_j E[g'(lambda_i) g'(lambda_j) e^2]`` (``K x K``): closed forms for linear
+    and erf; otherwise, when the Gram matrix ``C`` of the ``K + M`` fields has rank ``r <= 4``,
+    one ``r``-dimensional Gauss-Hermite rule on its eigen factor for all ``(i, j)`` at once
+    (:data:`DIRECT_NODES`), else the four-point integrals :func:`four_point`."""
     K = a.shape[0]
     C = np.block([[Q, R], [R.T, T]])
     c = np.concatenate([a, -b])
-    if activation == "linear":
+    act = activation_of(activation)
+    if act.name == "linear":
         e2 = c @ C @ c
         return np.outer(a, a) * e2
-    if activation != "erf":
-        raise InputError(f"the online-SGD noise term has a closed form for erf and linear, not "
-                         f"{activation!r}; use eta -> 0 (the population flow) for relu")
-    d = np.diag(C)
-    i = np.arange(K)[:, None, None, None]
-    j = np.arange(K)[None, :, None, None]
-    k = np.arange(C.shape[0])[None, None, :, None]
-    l = np.arange(C.shape[0])[None, None, None, :]
-    I4 = erf_i4(d[i], C[i, j], C[i, k], C[i, l], d[j], C[j, k], C[j, l], d[k], C[k, l], d[l])
-    E = np.einsum("ijkl,k,l->ij", I4, c, c)
+    if act.name != "erf":
+        A = eigen_factor(C, symmetric=act.homogeneous)
+        if A.shape[1] <= max(DIRECT_NODES):
+            Z, W = hermite_grid(A.shape[1], DIRECT_NODES[A.shape[1]])
+            U = Z @ A.T
+            e = _on_numpy(act.function)(U) @ c
+            Gp = _on_numpy(act.derivative)(U[:, :K])
+            E = (Gp * (W * e * e)[:, None]).T @ Gp
+            return np.outer(a, a) * E
+    E = np.einsum("ijkl,k,l->ij", four_point(act, C, K), c, c)
     return np.outer(a, a) * E
 
 
@@ -62,6 +104,9 @@ class OnlineODE:
     eta: float
     batch: int = 1
     noise: bool = True
+    weight_decay: float = 0.0
+    lr2: float = 1.0
+    label_noise: float = 0.0
 
     def unpack(self, y):
         """``(a, Q, R)`` of states ``y (..., K + K^2 + K M)``."""
@@ -74,10 +119,16 @@ class OnlineODE:
     def __call__(self, t, y):
         a, Q, R = self.unpack(y)
         da, dQ, dR = order_parameter_velocity(a, Q, R, self.b, self.T, self.activation)
+        lam = self.weight_decay
+        if lam or self.lr2 != 1.0:
+            da, dQ, dR = self.lr2 * (da - lam * a), dQ - 2 * lam * Q, dR - lam * R
         dQ = self.eta * dQ
         if self.noise:
-            dQ = dQ + (self.eta**2 / self.batch) * noise_term(a, Q, R, self.b, self.T,
-                                                              self.activation)
+            N = noise_term(a, Q, R, self.b, self.T, self.activation)
+            if self.label_noise:
+                N = N + self.label_noise**2 * np.outer(a, a) * pair_derivative(
+                    self.activation, Q)
+            dQ = dQ + (self.eta**2 / self.batch) * N
         return np.concatenate([self.eta * da, dQ.ravel(), self.eta * dR.ravel()])
 
 
@@ -110,14 +161,20 @@ def _check_args(problem, eta, batch, noise, rtol, atol, times):
 
 
 def online_ode(problem: Problem, eta: float, times, batch: int = 1, noise: bool = True,
-               rtol: float = 1e-9, atol: float = 1e-11, method: str = "auto") -> dict:
+               rtol: float = 1e-9, atol: float = 1e-11, method: str = "auto", *,
+               weight_decay: float = 0.0, lr2: float = 1.0, label_noise: float = 0.0) -> dict:
     """Solve the online ODE from ``problem``'s order parameters at ``times`` (``t = steps / D``).
 
     ``method="compiled"`` (the default for erf under ``"auto"``) integrates the numba-compiled
     classical form (:func:`gaugedyn.training._online_fast.compiled_online_rhs`) with LSODA
     (``scipy.integrate.odeint``); ``"reference"`` integrates :class:`OnlineODE` (numpy, through
     the population velocity) with DOP853. The two right-hand sides agree to round-off (tested).
-    Returns ``{"t", "a" (T, K), "Q" (T, K, K), "R" (T, K, M)}``.
+    The classical options, as in ``TrainConfig``: ``weight_decay`` ``lambda`` (the step
+    ``-(eta / D) (grad + lambda theta)`` on both layers: ``dQ/dt`` gains ``-2 eta lambda Q``,
+    ``dR/dt`` gains ``-eta lambda R``), ``lr2`` (the second layer's rate relative to the first)
+    and ``label_noise`` ``sigma`` (``y = f*(x) + sigma xi``: the noise term gains
+    ``sigma^2 a_i a_j E[g'(lambda_i) g'(lambda_j)]``); with any of them set ``"auto"`` runs the
+    reference right-hand side. Returns ``{"t", "a" (T, K), "Q" (T, K, K), "R" (T, K, M)}``.
     """
     from scipy.integrate import odeint, solve_ivp
 
@@ -125,12 +182,20 @@ def online_ode(problem: Problem, eta: float, times, batch: int = 1, noise: bool 
         raise InputError(f"method={method!r} is not allowed; allowed: {', '.join(ODE_METHODS)}")
     eta, batch, rtol, atol, times = _check_args(problem, eta, batch, noise, rtol, atol, times)
     a0, Q0, R0, b, T = problem.order_parameters()
-    rhs = OnlineODE(problem.K, problem.M, b, T, problem.activation, float(eta), int(batch), noise)
+    for name, v in (("weight_decay", weight_decay), ("lr2", lr2), ("label_noise", label_noise)):
+        if not (isinstance(v, int | float) and np.isfinite(v) and v >= 0):
+            raise InputError(f"{name}={v!r} is not allowed; allowed: a finite number >= 0")
+    rhs = OnlineODE(problem.K, problem.M, b, T, problem.activation, float(eta), int(batch), noise,
+                    float(weight_decay), float(lr2), float(label_noise))
     y0 = np.concatenate([a0, Q0.ravel(), R0.ravel()])
+    plain = weight_decay == 0 and lr2 == 1 and label_noise == 0
     if method == "auto":
-        method = "compiled" if problem.activation == "erf" else "reference"
+        method = "compiled" if problem.activation == "erf" and plain else "reference"
     if method == "compiled":
-        if problem.activation != "erf":
+        if not plain:
+            raise InputError("method='compiled' integrates the plain online ODE; the classical "
+                             "options run with method='reference'")
+        if activation_of(problem.activation).name != "erf":
             raise InputError(f"method='compiled' integrates the erf online ODE, not "
                              f"{problem.activation!r}; use method='reference'")
         from ._online_fast import compiled_online_rhs

@@ -109,6 +109,14 @@ class TrainConfig:
     points_per_decade: int = 40
     record_steps: tuple[int, ...] | None = None
     check_every: int = 256
+    weight_decay: float = 0.0
+    lr2: float = 1.0
+    label_noise: float = 0.0
+
+    @property
+    def plain(self) -> bool:
+        """No classical option is set (weight decay, second-layer rate, label noise)."""
+        return self.weight_decay == 0.0 and self.lr2 == 1.0 and self.label_noise == 0.0
 
     def __post_init__(self):
         for name in ("optimizer", "schedule", "lr", "steps"):
@@ -135,6 +143,19 @@ class TrainConfig:
         if self.lr_min > self.lr:
             raise InputError(f"lr_min={self.lr_min!r} is not allowed; allowed: a number in "
                              f"[0, lr={self.lr!r}] (the schedule decays from lr to lr_min)")
+        b1, b2 = self.betas
+        if not (0 <= b1 < 1 and 0 <= b2 < 1):
+            raise InputError(f"betas={self.betas!r} are not allowed; each must lie in [0, 1)")
+        if self.points_per_decade < 1:
+            raise InputError(f"points_per_decade={self.points_per_decade!r} must be >= 1")
+        for name in ("weight_decay", "lr2", "label_noise"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not (
+                    math.isfinite(v) and v >= 0):
+                raise InputError(f"{name}={v!r} is not allowed; allowed: a finite number >= 0")
+        if self.optimizer == "adam" and self.lr2 != 1.0:
+            raise InputError(f"lr2={self.lr2!r} is for optimizer='sgd' or 'gd'; Adam takes one "
+                             "learning rate")
 
     @property
     def online(self) -> bool:
@@ -157,6 +178,9 @@ class TrainConfig:
 
     def describe(self) -> dict:
         d = dataclasses.asdict(self)
+        if self.plain:  # the classical options appear only when set
+            for name in ("weight_decay", "lr2", "label_noise"):
+                d.pop(name)
         d["record_steps"] = None if self.record_steps is None else list(self.record_steps)
         d["betas"] = list(self.betas)
         return d
@@ -202,6 +226,9 @@ def _train_compiled(problem, config, seeds, root_seed, seed_indices, dtype, devi
         raise InputError(f"backend={backend!r} does not call on_step; use backend='torch'")
     if resolve_dtype(dtype) != torch.float64 or str(resolve_device(device)) != "cpu":
         raise InputError(f"backend={backend!r} runs in float64 on the CPU")
+    if not config.plain:
+        raise InputError(f"backend={backend!r} runs plain online SGD; weight_decay, lr2 and "
+                         "label_noise run with backend='torch'")
     return train_online(problem, config, seeds, root_seed, seed_indices, definitions, None,
                         backend)
 
@@ -264,8 +291,13 @@ def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int 
         records.add_online_loss(loss)
         eta = step_size(cfg.schedule, cfg.lr, k, cfg.steps, cfg.lr_min, cfg.decay)
         previous = (net.a, net.W)
+        if cfg.weight_decay:
+            g_a, g_W = g_a + cfg.weight_decay * net.a, g_W + cfg.weight_decay * net.W
         if cfg.optimizer == "adam":
             net.a, net.W = adam_update(previous, (g_a, g_W), state, eta, cfg.betas, cfg.eps)
+        elif cfg.lr2 != 1.0:
+            net.a = sgd_update((net.a,), (g_a,), eta * scale * cfg.lr2)[0]
+            net.W = sgd_update((net.W,), (g_W,), eta * scale)[0]
         else:
             net.a, net.W = sgd_update(previous, (g_a, g_W), eta * scale)
         records.t_flow += eta * scale
@@ -333,12 +365,16 @@ class _Batches:
         self.gens, self.device = gens, device
         self.full = self.X_all = self.y_all = None
         if cfg.online:
-            self.stream = _data.OnlineStream(gens, self.B, D, dtype, device, net.teacher)
+            self.stream = _data.OnlineStream(gens, self.B, D, dtype, device, net.teacher,
+                                             cfg.label_noise)
             self.n = None
         else:
             self.n = int(cfg.samples)
             self.X_all = _data.gaussian(gens, (self.n, D), dtype, device)
             self.y_all = net.teacher(prepare(self.X_all))[:, : self.n]
+            if cfg.label_noise:
+                self.y_all = self.y_all + cfg.label_noise * _data.gaussian(
+                    gens, (self.n,), dtype, device)
             self.full = prepare(self.X_all, self.y_all)
         self.full_batch = not cfg.online and self.B == self.n
         self.order = None

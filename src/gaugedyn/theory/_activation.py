@@ -1,0 +1,426 @@
+"""The activation ``g`` of the teacher-student model: one object that every layer reads.
+
+An :class:`Activation` holds
+
+- ``function`` and ``derivative``: ``g`` and ``g'`` on torch tensors (the trainer, the checks);
+- ``code``: the compiled kernels' activation code (``gaugedyn.training._online_kernels.g``), or
+  ``None`` when ``g`` runs in torch only (then online SGD runs with ``backend="torch"``);
+- ``homogeneous``: whether ``g(t z) = t g(z)`` for ``t > 0`` (then the rescaling gauge
+  ``(a_i, w_i) -> (a_i / c, c w_i)`` leaves the network function fixed);
+- ``kernels``: its Gaussian expectations ``(F, dF, d2F, S, dS, d2S)`` (``F(q1, q2, c) =
+  E[g(x1) g(x2)]`` and ``S(q) = E[g(x)^2]`` with their derivatives): the sympy-generated closed
+  forms where the package derives them (relu, erf, linear), otherwise quadrature
+  (:mod:`gaugedyn.theory._quadrature`, with its stated error bound).
+
+:data:`ACTIVATIONS` maps each registered name to its object; a user's activation is
+``Activation.from_torch(fn, name=...)``, passed wherever an activation name is accepted (or
+registered with :func:`register_activation` to be found by name, also on the command line).
+:func:`check_activation` compares an activation's kernels with Monte Carlo and its derivative with
+autograd.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from .._errors import InputError
+from ._generated_kernels import KERNELS
+from ._quadrature import PairQuadrature
+
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+LEAKY_SLOPE = 0.01
+"""The negative-side slope of ``leaky_relu`` (torch's default)."""
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def _autograd_derivative(fn: Callable) -> Callable:
+    """``g'`` of an elementwise torch function ``g`` by autograd (zeros where ``g`` is constant);
+    differentiable again when its input requires grad (so ``g''`` is autograd of it)."""
+
+    def derivative(z):
+        torch = _torch()
+        with torch.enable_grad():
+            again = z.requires_grad
+            t = z if again else z.detach().requires_grad_(True)
+            y = fn(t)
+            if not y.requires_grad:
+                return torch.zeros_like(z)
+            (d,) = torch.autograd.grad(y.sum(), t, create_graph=again, allow_unused=True)
+        if d is None:
+            return torch.zeros_like(z)
+        return d if again else d.detach()
+
+    return derivative
+
+
+def _on_numpy(fn: Callable) -> Callable:
+    """A torch function evaluated on float64 numpy arrays (no copy)."""
+
+    def f(x):
+        torch = _torch()
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        with torch.no_grad():
+            return np.asarray(fn(torch.from_numpy(x)).detach().numpy(), dtype=np.float64)
+
+    return f
+
+
+@dataclass(frozen=True, eq=False)
+class Activation:
+    """An activation ``g`` and everything the package computes from it (module docstring).
+
+    ``closed_form`` is the generated ``(F, dF, d2F, S, dS, d2S)`` or ``None``; ``nodes`` is the
+    quadrature's ``n`` when there is none (``None``: the rule's default, 40 Gauss-Hermite nodes
+    per axis or 16 Gauss-Legendre nodes per arc); ``second_derivative`` (``g''`` in torch, for the
+    quadrature of smooth ``g``) defaults to autograd of ``derivative``; ``sympy_expr`` (in one
+    symbol), if given, is checked against ``function`` and ``derivative`` by
+    :func:`check_activation`.
+    """
+
+    name: str
+    function: Callable
+    derivative: Callable
+    homogeneous: bool = False
+    code: int | None = None
+    closed_form: tuple | None = None
+    sympy_expr: Any = None
+    nodes: int | None = None
+    description: str = ""
+    second_derivative: Callable | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise InputError(f"an activation needs a non-empty name, not {self.name!r}")
+        if self.nodes is not None and (not isinstance(self.nodes, int) or self.nodes < 4):
+            raise InputError(f"nodes={self.nodes!r} is not allowed; allowed: an integer >= 4 "
+                             "or None (the rule's default)")
+
+    @classmethod
+    def from_torch(cls, fn: Callable, sympy_expr=None, name: str = "custom", *,
+                   derivative: Callable | None = None, homogeneous: bool = False,
+                   nodes: int | None = None, description: str = "") -> Activation:
+        """A user's elementwise torch function as an activation.
+
+        ``g'`` is ``derivative`` or autograd of ``fn``; the kernels are the quadrature of
+        :mod:`gaugedyn.theory._quadrature` (``homogeneous=True`` selects its polar rule, exact for
+        degree-1 positively homogeneous ``g`` with a kink at 0 only; otherwise ``g`` should be
+        smooth, see the rule's error bound); online SGD runs in torch (no compiled code).
+        """
+        if not callable(fn):
+            raise InputError(f"fn={fn!r} is not callable; allowed: an elementwise torch function")
+        return cls(name=name, function=fn,
+                   derivative=derivative if derivative is not None else _autograd_derivative(fn),
+                   homogeneous=homogeneous, code=None, closed_form=None, sympy_expr=sympy_expr,
+                   nodes=nodes, description=description or f"user activation {name}")
+
+    @cached_property
+    def quadrature(self) -> PairQuadrature:
+        """The numerical kernels (used when there is no closed form, and by the checks)."""
+        second = None if self.homogeneous else _on_numpy(self.second)
+        return PairQuadrature(_on_numpy(self.function), _on_numpy(self.derivative), second,
+                              self.homogeneous, self.nodes)
+
+    @property
+    def rule(self) -> str:
+        """The kernels in words: ``closed form`` or the quadrature rule and its nodes."""
+        if self.closed_form is not None:
+            return "closed form"
+        q = self.quadrature
+        return (f"polar quadrature, {q.nodes} Gauss-Legendre nodes per arc" if self.homogeneous
+                else f"Gauss-Hermite quadrature, {q.nodes} nodes per axis")
+
+    @property
+    def second(self) -> Callable:
+        """``g''`` in torch: ``second_derivative`` or autograd of ``derivative``."""
+        if self.second_derivative is not None:
+            return self.second_derivative
+        return _autograd_derivative(self.derivative)
+
+    @property
+    def kernels(self) -> tuple:
+        """``(F, dF, d2F, S, dS, d2S)``: the closed forms if any, else :attr:`quadrature`'s."""
+        return self.closed_form if self.closed_form is not None else self.quadrature.kernels()
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the numba kernels know ``g`` (``code`` is set)."""
+        return self.code is not None
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"Activation({self.name!r}, {self.rule}, homogeneous={self.homogeneous})"
+
+
+def _builtin(name, fn, d, d2=None, *, code, homogeneous=False, description=""):
+    return Activation(name=name, function=fn, derivative=d, homogeneous=homogeneous, code=code,
+                      closed_form=KERNELS.get(name), description=description,
+                      second_derivative=d2)
+
+
+def _relu(z):
+    return _torch().relu(z)
+
+
+def _relu_prime(z):
+    return (z > 0).to(z.dtype)
+
+
+def _erf(z):
+    return _torch().erf(z * _INV_SQRT2)
+
+
+def _erf_prime(z):
+    return _SQRT_2_OVER_PI * _torch().exp(-0.5 * (z * z))
+
+
+def _linear(z):
+    return z
+
+
+def _linear_prime(z):
+    return _torch().ones_like(z)
+
+
+def _erf_second(z):
+    return -z * _erf_prime(z)
+
+
+def _tanh(z):
+    return _torch().tanh(z)
+
+
+def _tanh_prime(z):
+    t = _torch().tanh(z)
+    return 1.0 - t * t
+
+
+def _tanh_second(z):
+    t = _torch().tanh(z)
+    return -2.0 * t * (1.0 - t * t)
+
+
+def _softplus(z):
+    return _torch().logaddexp(z, _torch().zeros_like(z))
+
+
+def _softplus_prime(z):
+    return _torch().sigmoid(z)
+
+
+def _softplus_second(z):
+    s = _torch().sigmoid(z)
+    return s * (1.0 - s)
+
+
+def _gelu(z):
+    return 0.5 * z * (1.0 + _torch().erf(z * _INV_SQRT2))
+
+
+def _gelu_prime(z):
+    torch = _torch()
+    return 0.5 * (1.0 + torch.erf(z * _INV_SQRT2)) + z * _INV_SQRT_2PI * torch.exp(-0.5 * z * z)
+
+
+def _gelu_second(z):
+    return (2.0 - z * z) * _INV_SQRT_2PI * _torch().exp(-0.5 * z * z)
+
+
+def _leaky(z):
+    return _torch().where(z > 0, z, LEAKY_SLOPE * z)
+
+
+def _leaky_prime(z):
+    torch = _torch()
+    return torch.where(z > 0, torch.ones_like(z), torch.full_like(z, LEAKY_SLOPE))
+
+
+def _abs(z):
+    return _torch().abs(z)
+
+
+def _abs_prime(z):
+    return _torch().sign(z)
+
+
+def _quadratic(z):
+    return z * z
+
+
+def _quadratic_prime(z):
+    return 2.0 * z
+
+
+def _two(z):
+    return _torch().full_like(z, 2.0)
+
+
+def _he2(z):
+    return z * z - 1.0
+
+
+def _he3(z):
+    return z * z * z - 3.0 * z
+
+
+def _he3_prime(z):
+    return 3.0 * z * z - 3.0
+
+
+def _he3_second(z):
+    return 6.0 * z
+
+
+def _sympy_builtins():
+    """The sympy expressions of the built-ins (for :func:`check_activation`), in ``z``."""
+    import sympy as sp
+
+    z = sp.Symbol("z", real=True)
+    return {
+        "relu": sp.Max(z, 0), "erf": sp.erf(z / sp.sqrt(2)), "linear": z, "tanh": sp.tanh(z),
+        "softplus": sp.log(1 + sp.exp(z)), "gelu": z * (1 + sp.erf(z / sp.sqrt(2))) / 2,
+        "leaky_relu": sp.Piecewise((z, z > 0), (sp.Rational(1, 100) * z, True)),
+        "abs": sp.Abs(z), "quadratic": z**2, "he2": z**2 - 1, "he3": z**3 - 3 * z,
+    }
+
+
+ACTIVATIONS: dict[str, Activation] = {
+    a.name: a for a in (
+        _builtin("relu", _relu, _relu_prime, code=0, homogeneous=True,
+                 description="max(z, 0)"),
+        _builtin("erf", _erf, _erf_prime, _erf_second, code=1,
+                 description="erf(z / sqrt 2) (Saad & Solla's normalisation)"),
+        _builtin("linear", _linear, _linear_prime, code=2, homogeneous=True, description="z"),
+        _builtin("tanh", _tanh, _tanh_prime, _tanh_second, code=3, description="tanh(z)"),
+        _builtin("softplus", _softplus, _softplus_prime, _softplus_second, code=4,
+                 description="log(1 + e^z)"),
+        _builtin("gelu", _gelu, _gelu_prime, _gelu_second, code=5,
+                 description="z Phi(z) (exact GELU)"),
+        _builtin("leaky_relu", _leaky, _leaky_prime, code=6, homogeneous=True,
+                 description=f"z for z > 0, {LEAKY_SLOPE} z otherwise"),
+        _builtin("abs", _abs, _abs_prime, code=7, homogeneous=True, description="|z|"),
+        _builtin("quadratic", _quadratic, _quadratic_prime, _two, code=8,
+                 description="z^2 (phase retrieval)"),
+        _builtin("he2", _he2, _quadratic_prime, _two, code=9,
+                 description="z^2 - 1 (Hermite He2)"),
+        _builtin("he3", _he3, _he3_prime, _he3_second, code=10,
+                 description="z^3 - 3z (Hermite He3)"),
+    )
+}
+"""Every registered activation by name (the built-ins, then any :func:`register_activation`-ed)."""
+
+
+def register_activation(activation: Activation) -> Activation:
+    """Add ``activation`` to :data:`ACTIVATIONS` under its name (a name may be taken once)."""
+    if not isinstance(activation, Activation):
+        raise InputError(f"register takes an Activation, not {type(activation).__name__}")
+    if activation.name in ACTIVATIONS and ACTIVATIONS[activation.name] is not activation:
+        raise InputError(f"activation name {activation.name!r} is taken; registered: "
+                         f"{', '.join(ACTIVATIONS)}")
+    ACTIVATIONS[activation.name] = activation
+    return activation
+
+
+def activation_of(activation: str | Activation) -> Activation:
+    """The :class:`Activation` of a registered name (or the object itself)."""
+    if isinstance(activation, Activation):
+        return activation
+    try:
+        return ACTIVATIONS[activation]
+    except (KeyError, TypeError):
+        raise InputError(f"activation={activation!r} is not allowed; allowed: "
+                         f"{', '.join(ACTIVATIONS)} or an Activation") from None
+
+
+def activation_name(activation: str | Activation) -> str:
+    """The name of an activation given by name or object."""
+    return activation_of(activation).name
+
+
+# --- the checks a user runs on their activation ---------------------------------------------
+
+
+def check_activation(activation: str | Activation, *, samples: int = 1_000_000,
+                     configurations: int = 20, seed: int = 0, numerical: bool = False) -> dict:
+    """Compare an activation's Gaussian expectations with Monte Carlo and ``g'`` with autograd.
+
+    On ``configurations`` random covariances ``C = [[q1, c], [c, q2]]`` (``q`` in ``[0.25, 2]``,
+    correlation in ``[-0.9, 0.9]``) it draws ``samples`` Gaussian pairs (common random numbers,
+    ``numpy.random.default_rng(seed)``) and reports, for each kernel quantity the flow uses
+    (``F``, ``dF/dc = E[g' g']``, ``2 dF/dq1 = E[g'' g]`` through Price's theorem when ``g`` is
+    smooth, and ``S``), the largest deviation in standard errors ``max |kernel - MC| / SE``; for
+    the derivative the largest ``|g' - autograd g'|`` on a grid of 2001 points in ``[-6, 6]``;
+    ``quadrature_error``, the largest stated error bound of the numerical kernels on the same
+    configurations; and, when ``sympy_expr`` is set, the largest deviation of ``function`` and
+    ``derivative`` from it. ``numerical=True`` checks the quadrature even when a closed form
+    exists. The kernels pass when every z-score is below 4.
+    """
+    act = activation_of(activation)
+    torch = _torch()
+    rng = np.random.default_rng(seed)
+    kernels = act.quadrature.kernels() if numerical else act.kernels
+    F, dF, _, S, _, _ = kernels
+    q1, q2 = rng.uniform(0.25, 2.0, configurations), rng.uniform(0.25, 2.0, configurations)
+    c = rng.uniform(-0.9, 0.9, configurations) * np.sqrt(q1 * q2)
+    z = rng.standard_normal((2, samples))
+    g, gp = _on_numpy(act.function), _on_numpy(act.derivative)
+    gpp = None if act.homogeneous else _on_numpy(act.second)
+    worst = {"pair": 0.0, "pair_dc": 0.0, "pair_dq1": 0.0, "self": 0.0}
+    for i in range(configurations):
+        rho = c[i] / math.sqrt(q1[i] * q2[i])
+        x1 = math.sqrt(q1[i]) * z[0]
+        x2 = math.sqrt(q2[i]) * (rho * z[0] + math.sqrt(1 - rho * rho) * z[1])
+        G1, G2, P1, P2 = g(x1), g(x2), gp(x1), gp(x2)
+        grad = dF(q1[i], q2[i], c[i])
+        pairs = [("pair", G1 * G2, F(q1[i], q2[i], c[i])), ("pair_dc", P1 * P2, grad[2]),
+                 ("self", G1 * G1, S(q1[i]))]
+        if gpp is not None:
+            pairs.append(("pair_dq1", gpp(x1) * G2, 2 * grad[0]))
+        for key, sample, value in pairs:
+            se = sample.std(ddof=1) / math.sqrt(samples)
+            dev = abs(float(value) - sample.mean())
+            worst[key] = max(worst[key], dev / se if se > 0 else (0.0 if dev < 1e-12 else np.inf))
+    grid = torch.linspace(-6.0, 6.0, 2001, dtype=torch.float64)
+    derivative_error = float((act.derivative(grid) - _autograd_derivative(act.function)(grid))
+                             .abs().max())
+    report = {
+        "activation": act.name, "samples": samples, "configurations": configurations,
+        "seed": seed, "kernels": act.rule if not numerical
+        else dataclasses.replace(act, closed_form=None).rule,
+        "max_z": {k: float(v) for k, v in worst.items()
+                  if not (k == "pair_dq1" and gpp is None)},
+        "derivative_vs_autograd": derivative_error,
+        "quadrature_error": float(np.max(act.quadrature.error(q1, q2, c))),
+    }
+    expr = act.sympy_expr
+    if expr is None and ACTIVATIONS.get(act.name) is act:
+        expr = _sympy_builtins().get(act.name)
+    if expr is not None:
+        import sympy as sp
+
+        zs = sorted(expr.free_symbols, key=str)
+        if len(zs) != 1:
+            raise InputError(f"sympy_expr {expr} must have exactly one free symbol")
+        xs = np.linspace(-6.0, 6.0, 2001)
+        f = sp.lambdify(zs, expr, ["scipy", "numpy"])
+        fp = sp.lambdify(zs, sp.diff(expr, zs[0]), ["scipy", "numpy"])
+        off = xs != 0.0  # a kink at 0 has no derivative there
+        report["function_vs_sympy"] = float(np.max(np.abs(g(xs) - f(xs))))
+        report["derivative_vs_sympy"] = float(np.max(np.abs(gp(xs[off]) - fp(xs[off]))))
+    report["passed"] = bool(max(report["max_z"].values()) < 4.0)
+    return report
