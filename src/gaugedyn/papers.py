@@ -2,7 +2,8 @@
 
 One entry per system: its key (the folder name the experiments of that system live under), the
 paper's title and authors as the sources name them, a one-line description, the page of the
-documentation site, and the experiments (``simulations/<name>.toml``) whose claims test it. The
+documentation site; the experiments whose claims test it are its system's in the harness's
+registry (:data:`gaugedyn.harness.SYSTEMS`). The
 README's and the site's tables of systems (``gaugedyn publish``) are generated from this map.
 
 Where the source material names no title or no authors, the entry says so (``None``) rather
@@ -12,6 +13,8 @@ than guessing one.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from .harness._registry import SYSTEMS
 
 
 @dataclass(frozen=True)
@@ -28,7 +31,11 @@ class Paper:
     authors: tuple[str, ...] | None
     subject: str
     page: str
-    experiments: tuple[str, ...]
+
+    @property
+    def experiments(self) -> tuple[str, ...]:
+        """The experiments of this paper's system, as the harness's registry lists them."""
+        return SYSTEMS[self.system]
 
 
 PAPERS: tuple[Paper, ...] = (
@@ -40,10 +47,6 @@ PAPERS: tuple[Paper, ...] = (
         subject="a rescaling gauge invisible to the initial function sets which duplicate neuron "
                 "owns a teacher feature, and when",
         page="systems/gauge.md",
-        experiments=("dimension_scaling", "clock", "ownership", "ownership_patterns",
-                     "perturbations", "gradient_descent", "gd_selection", "dissipation",
-                     "finite_sample", "online_sgd", "gauge_in_training_scaling",
-                     "gauge_in_training_ownership"),
     ),
     Paper(
         system="adam_split",
@@ -53,7 +56,6 @@ PAPERS: tuple[Paper, ...] = (
         subject="Adam's update splits into a sign part, a magnitude-lag part that vanishes "
                 "exactly when beta1 = beta2, and remainders",
         page="systems/tied-beta-adam.md",
-        experiments=("beta_grid", "gauge_under_adam"),
     ),
     Paper(
         system="adam_state",
@@ -64,7 +66,6 @@ PAPERS: tuple[Paper, ...] = (
         subject="networks matched in their measured specialization adapt differently because of "
                 "the second moment Adam carries",
         page="systems/shared-representation.md",
-        experiments=("shared_representation",),
     ),
     Paper(
         system="prototypes",
@@ -74,7 +75,6 @@ PAPERS: tuple[Paper, ...] = (
         subject="structural losses make the hidden units of a Gaussian-activation MLP readable "
                 "as prototypes of the training inputs",
         page="systems/prototypes.md",
-        experiments=("prototypes",),
     ),
     Paper(
         system="adam_stability",
@@ -85,7 +85,6 @@ PAPERS: tuple[Paper, ...] = (
                 "smooth Adam training, and full-batch Adam at the edge of stability through the "
                 "active curvature and gradient reversal",
         page="systems/adam-stability.md",
-        experiments=("spike_boundary", "adam_edge"),
     ),
 )
 

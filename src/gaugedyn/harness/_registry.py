@@ -12,18 +12,18 @@ from __future__ import annotations
 SYSTEMS: dict[str, tuple[str, ...]] = {
     # hidden gauge in ReLU networks: population flows, finite networks, online SGD
     "gauge": (
-        "clock",
         "dimension_scaling",
-        "dissipation",
-        "finite_sample",
-        "gauge_in_training_ownership",
-        "gauge_in_training_scaling",
-        "gd_selection",
-        "gradient_descent",
-        "online_sgd",
+        "clock",
         "ownership",
         "ownership_patterns",
         "perturbations",
+        "gradient_descent",
+        "gd_selection",
+        "dissipation",
+        "finite_sample",
+        "online_sgd",
+        "gauge_in_training_scaling",
+        "gauge_in_training_ownership",
     ),
     # tied-beta Adam: the update's split on real tasks, and the gauge under Adam
     "adam_split": ("beta_grid", "gauge_under_adam"),

@@ -89,6 +89,7 @@ def claim_row(experiment: str, claim: dict) -> dict:
         "tolerance": fmt(claim.get("tolerance")),
         "interval": fmt(claim.get("interval")),
         "passed": not fails_run(claim),
+        "expected_full": fmt(claim.get("expected"), limit=10**6),
         "verdict": verdict_word(claim) + marks(claim),
         "word": verdict_word(claim),
     }
@@ -129,6 +130,7 @@ def _failed_row(name: str, ident: str, measured: str) -> dict:
         "interval": "-",
         "passed": False,
         "verdict": "FAIL",
+        "word": "FAIL",
     }
 
 
@@ -157,27 +159,107 @@ def _md(text: Any) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
+def _counts(rows: list[dict]) -> str:
+    """``"3 held, 1 not held, 0 unresolved, 0 depends on the reading"`` of finding rows."""
+    return ", ".join(f"{sum(r['word'] == w for r in rows)} {w.lower()}" for w in FINDING_WORDS)
+
+
+def _papers() -> list:
+    """The papers, each with the experiments of its system (:mod:`gaugedyn.papers`)."""
+    from ..papers import PAPERS
+
+    return list(PAPERS)
+
+
+def _paper_section(paper, runs, provisional: str) -> list[str]:
+    """One paper: its title, its verdict counts, its findings (the paper's value in full) with
+    their verdicts, its checks summarised, and its figures."""
+    title = f": *{paper.title}*" if paper.title else ""
+    by = f" ({', '.join(paper.authors)})" if paper.authors else ""
+    out = [f"## {paper.name}{title}{by}", "", _md(paper.subject[:1].upper() + paper.subject[1:])
+           + ".", ""]
+    mine = [(n, e, s) for n, e, s in runs if n in paper.experiments]
+    if not mine:
+        return out + ["No experiment of this paper was run.", ""]
+    rows = _rows(mine)
+    findings = [r for r in rows if r.get("word") in FINDING_WORDS]
+    checks = [r for r in rows if r.get("word") in ("PASS", "FAIL")]
+    failed = [r for r in rows if not r["passed"]]
+    out.append(f"Experiments: {', '.join(n for n, _, _ in mine)}. Findings{provisional}: "
+               f"{len(findings)} ({_counts(findings)}). Checks: "
+               f"{sum(r['passed'] for r in checks)} of {len(checks)} passed"
+               + (f"; **failing: {', '.join(r['id'] for r in failed)}**" if failed else "") + ".")
+    out.append("")
+    if findings:
+        out += ["| experiment | finding | statement | measured | interval | paper / claimed | "
+                "verdict |", "|---|---|---|---|---|---|---|"]
+        statements = {(n, c["id"]): c.get("statement", "") for n, _, s in mine if s
+                      for c in s.get("claims", [])}
+        for r in findings:
+            out.append(f"| {_md(r['experiment'])} | {_md(r['id'])} | "
+                       f"{_md(statements.get((r['experiment'], r['id']), ''))} | "
+                       f"{_md(r['measured'])} | {_md(r['interval'])} | {_md(r['expected_full'])} "
+                       f"| {r['verdict']} |")
+        out.append("")
+    for name, _, summary in mine:
+        out += _figures(summary, f"{name}/")
+    return out
+
+
+def _figures(summary: dict | None, link_prefix: str) -> list[str]:
+    """Each figure of a run, inline with its caption."""
+    out = []
+    for fig in (summary or {}).get("figures", []):
+        png = next((f for f in fig.get("files", []) if f.endswith(".png")), None)
+        if png is not None:
+            caption = fig.get("caption") or fig["name"]
+            out += [f"![{fig['name']}]({link_prefix}{png})", "",
+                    f"*Figure {_md(fig['name'])}.* {_md(caption)}", ""]
+    return out
+
+
 def write_report(root: Path) -> tuple[Path, list[dict]]:
     """Write ``root/report.md`` from the index and the run summaries; return its path and the
-    claim rows (one per claim, and per crashed or failed run)."""
+    claim rows (one per claim, and per crashed or failed run).
+
+    The report opens with one section per paper (:mod:`gaugedyn.papers`: title, verdict counts,
+    the findings with the paper's values in full, checks summarised, figures), then the
+    experiments that belong to no paper; the full claims table and each run's configuration and
+    details follow in appendices. Under a quick configuration every verdict is labelled
+    provisional."""
     root = Path(root)
     index = read_index(root)
     runs = _runs(root, index)
     rows = _rows(runs)
     failed = failing(rows)
     out = ["# gaugedyn reproduction report", ""]
-    mode = "quick" if index.get("quick") else "full"
+    quick = bool(index.get("quick"))
+    mode = "quick" if quick else "full"
+    provisional = " (provisional (quick): fewer seeds, steps or cells than the protocol's)" \
+        if quick else ""
     out.append(f"Written {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; {mode} configuration.")
     if index.get("command"):
         out.append(f"Command: `{index['command']}`.")
     verdict = "every check passed" if not failed else f"{len(failed)} failing: {', '.join(failed)}"
     findings = [r for r in rows if r.get("word") in FINDING_WORDS]
     if findings:
-        counts = ", ".join(f"{sum(r['word'] == w for r in findings)} {w.lower()}"
-                           for w in FINDING_WORDS)
-        verdict += (f"; {len(findings)} findings (reported as measured, never failing the run): "
-                    f"{counts}")
-    out += ["", f"**Verdict: {verdict}.**", "", "## Claims", ""]
+        verdict += (f"; {len(findings)} findings{provisional} (reported as measured, never "
+                    f"failing the run): {_counts(findings)}")
+    out += ["", f"**Verdict: {verdict}.**", ""]
+    papers = _papers()
+    claimed = {e for p in papers for e in p.experiments}
+    for paper in papers:
+        out += _paper_section(paper, runs, provisional)
+    others = [(n, e, s) for n, e, s in runs if n not in claimed]
+    if others:
+        out += ["## Other experiments", ""]
+        for name, error, summary in others:
+            other = _rows([(name, error, summary)])
+            out += [f"- {name}: {_counts([r for r in other if r.get('word') in FINDING_WORDS])}"
+                    f"; {sum(not r['passed'] for r in other)} failing.", ""]
+            out += _figures(summary, f"{name}/")
+        out.append("")
+    out += ["## Appendix A: every claim", ""]
     out.append("| experiment | claim | measured | interval | expected | tolerance | verdict |")
     out.append("|---|---|---|---|---|---|---|")
     for r in rows:
@@ -186,14 +268,15 @@ def write_report(root: Path) -> tuple[Path, list[dict]]:
             f"| {_md(r['experiment'])} | {_md(r['id'])} | {_md(r['measured'])} | "
             f"{_md(r['interval'])} | {_md(r['expected'])} | {_md(r['tolerance'])} | {verdict_cell} |"
         )
+    out += ["", "## Appendix B: the runs", ""]
     versions = None
     for name, error, summary in runs:
-        out += ["", f"## {name}", ""]
+        out += ["", f"### {name}", ""]
         if summary is None:
             out += [f"The run did not complete: {_md(error or 'no summary.json')}."]
             continue
         versions = versions or summary.get("versions")
-        out += experiment_section(summary, f"{name}/")
+        out += experiment_section(summary, f"{name}/", figures=False)
     if versions:
         out += ["", "## Versions", ""]
         out += [f"- {k}: {v}" for k, v in versions.items()]
@@ -202,7 +285,7 @@ def write_report(root: Path) -> tuple[Path, list[dict]]:
     return path, rows
 
 
-def experiment_section(summary: dict, link_prefix: str = "") -> list[str]:
+def experiment_section(summary: dict, link_prefix: str = "", figures: bool = True) -> list[str]:
     """Markdown lines for one run: status, configuration, claims, figures, failed tasks."""
     out = []
     if summary.get("description"):
@@ -231,7 +314,7 @@ def experiment_section(summary: dict, link_prefix: str = "") -> list[str]:
                 f"{_md(r['interval'])} | {_md(r['expected'])} | {_md(r['tolerance'])} | {r['verdict']} |"
             )
         out.append("")
-    for fig in summary.get("figures", []):
+    for fig in summary.get("figures", []) if figures else []:
         png = next((f for f in fig.get("files", []) if f.endswith(".png")), None)
         if png is None:
             continue
