@@ -19,7 +19,7 @@ def test_dask_local_cluster_matches_process_pool(tmp_path, capsys):
                    progress=None)
     assert pool.exit_code == 0
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address="127.0.0.1:0") as cluster:
         code = main(["run", str(path), "--out", str(tmp_path / "dask"),
                      "--scheduler", cluster.scheduler_address, "-q"])
         _, err = capsys.readouterr()

@@ -262,7 +262,7 @@ def _dask_executor(scheduler: str | None, workers: int):
     closers = []
     if scheduler is None:
         cluster = LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
         )
         closers.append(cluster.close)
         address = cluster.scheduler_address
