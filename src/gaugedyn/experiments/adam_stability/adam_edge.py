@@ -136,13 +136,21 @@ def window_stats(r: dict, task: dict) -> dict:
             "sharp_ratio": task["lr"] * np.asarray(r["sharpness"]) / thr}
 
 
+def distance_interval(iv, center: float) -> stats.Interval:
+    """The interval of ``|value - center|`` implied by an interval of ``value``."""
+    lo, hi = float(iv[1]), float(iv[2])
+    est = abs(float(iv[0]) - center)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return stats.Interval(est, np.nan, np.nan)
+    d = (abs(lo - center), abs(hi - center))
+    return stats.Interval(est, 0.0 if lo <= center <= hi else min(d), max(d))
+
+
 def _cell_findings(loss, lr, ws, rng) -> list[Claim]:
     cell = f"{loss}:lr{lr:g}"
     pool = {k: np.concatenate([w[k] for w in ws]) for k in ("ratio", "reversal", "lower", "smooth")}
     q = np.nanquantile(np.concatenate([w["ratio_q"][None] for w in ws]), 0.5, axis=0)
     iv = stats.bootstrap_ci(pool["ratio"], np.median, rng=rng)
-    from .spike_boundary import distance_interval
-
     before = np.nanmean([w["reversal_before"] for w in ws])
     rev = stats.bootstrap_ci(pool["reversal"], np.mean, rng=rng)
     low = stats.bootstrap_ci(pool["lower"], np.mean, rng=rng)
