@@ -130,7 +130,7 @@ def _fake(kappa_ratio, cos, lower, frozen, T=1000, b1=0.5, lr=1e-2, edge=True, s
          "secant": np.full(T, thr / lr), "cosine": np.full(T, cos) + 0.01 * rng.standard_normal(),
          "loss": L, "ema_loss": E, "lanczos_step": lz, "sharpness": S, "threshold": thr,
          "frozen_loss": np.full(T, np.nan)}
-    task = {"kind": "run", "loss": "mse", "lr": lr, "beta1": b1, "steps": T, "skip": 0.1,
+    task = {"kind": "run", "loss": "mse", "lr": lr, "beta1": b1, "beta2": 0.99, "steps": T, "skip": 0.1,
             "seed_index": seed}
     r["edge_start"] = edge_start(r, task)
     r["freeze_step"] = r["edge_start"]
@@ -184,3 +184,15 @@ def test_quick_findings_are_labelled_provisional_and_full_ones_are_not(name):
         assert all(not c.statement.startswith("provisional") for c in claims
                    if c.kind != "finding")
         assert diag["provisional"] == ("provisional (quick)" if prefix else None)
+
+
+def test_a_control_shorter_than_three_memory_times_is_left_out():
+    pairs = [_fake(1.0, -0.9, -0.2, 3.0, seed=s) for s in range(3)]
+    for t, _ in pairs:
+        t["beta2"] = 0.999  # memory 1000 steps: the 1000-step runs leave < 3 memory times
+    _, claims, _ = _analyse(*zip(*pairs), np.random.SeedSequence(1))
+    got = {c.id.split(":")[0]: c for c in claims}
+    for k in ("frozen_v_rises", "adaptive_stays_on_edge", "feedback"):
+        assert got[f"adam_edge.{k}"].verdict == "UNRESOLVED"
+    assert "3 left out" in got["adam_edge.frozen_v_rises"].statement
+    assert got["adam_edge.gradient_reversal"].verdict == "HELD"

@@ -14,7 +14,11 @@ Protocol, fixed before any run:
   is reported as such and is left out of the findings; the edge window: ``t_e`` to the end;
 - *frozen-v control*: at ``t_e`` a copy of the run continues with Adam's preconditioner held at
   ``P(t_e)`` (``_edge.run_edge(freeze=True)``); per seed, the median of ``lr S / thr`` over the
-  Lanczos steps after ``t_e``, for the copy and for the adaptive run (same steps);
+  Lanczos steps at least one memory time ``1/(1 - beta2)`` after ``t_e`` (the adaptive ``v`` has
+  had time to respond), for the copy and for the adaptive run (same steps); a seed whose run
+  continues fewer than ``CONTROL_MEMORIES = 3`` memory times after ``t_e`` is left out of these
+  three findings (the control cannot tell the runs apart before ``v`` moves; ``beta2 = 0.99``
+  by default, memory 100 steps: at 0.999 a 1500-step run leaves about one memory time);
   ``frozen_v_rises``: the copy's ``log10`` ratio has mean > 0 (``mean_threshold``);
   ``adaptive_stays_on_edge``: the adaptive run's ``log10`` ratio lies inside
   (-log10 1.25, log10 1.25) (``equivalence``); ``feedback``: copy minus adaptive ``log10``
@@ -53,6 +57,8 @@ STAY_BAND = (-math.log10(1.25), math.log10(1.25))
 SEPARATION = math.log10(2.0)
 REVERSAL_COS, REVERSAL_MIN = -0.5, 0.5
 LANCZOS_TOL = 1e-6
+CONTROL_MEMORIES = 3.0
+"""A frozen-v control is judged when it lasts at least this many memory times 1/(1 - beta2)."""
 
 
 class AdamEdge(Experiment):
@@ -68,8 +74,9 @@ class AdamEdge(Experiment):
         "beta1s": Param(list, [0.5, 0.9], item=float, quick=[0.9], lo=0.0, hi=0.99, min_len=1,
                         max_len=6, distinct=True, why="threshold 398 at 0.99",
                         help="first-moment factors"),
-        "beta2": Param(float, 0.999, lo=0.5, hi=0.9999, why="memory 1e4 steps",
-                       help="second-moment factor"),
+        "beta2": Param(float, 0.99, lo=0.5, hi=0.9999, why="memory 1e4 steps",
+                       help="second-moment factor (its memory 1/(1 - beta2) must fit "
+                            f"{CONTROL_MEMORIES:g} times into the run after the edge)"),
         "seeds": Param(int, 3, quick=2, lo=2, hi=16, why="an interval needs two seeds; CPU time",
                        help="initialisations per cell"),
         "steps": Param(int, 1500, quick=600, lo=100, hi=20000, why="CPU time: ~4 HVPs a step",
@@ -178,9 +185,11 @@ def window_stats(r: dict, task: dict) -> dict:
            "smooth": period_two(np.log(E)) / period_two(np.log(L)),
            "ratio_q": np.nanquantile(k, [0.1, 0.5, 0.9]),
            "secant_q": np.nanquantile(lr * np.asarray(r["secant"])[t0:] / thr, [0.1, 0.5, 0.9])}
-    if "frozen_sharpness" in r and int(r.get("freeze_step", -1)) >= 0:
-        lz = np.asarray(r["lanczos_step"])
-        after = lz > int(r["freeze_step"])
+    te = int(r.get("freeze_step", -1))
+    memory = 1.0 / (1.0 - task["beta2"])
+    lz = np.asarray(r["lanczos_step"])
+    if "frozen_sharpness" in r and te >= 0 and lz[-1] - te >= CONTROL_MEMORIES * memory:
+        after = lz >= te + memory
         f = lr * np.asarray(r["frozen_sharpness"])[after] / thr
         a = lr * np.asarray(r["sharpness"])[after] / thr
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -206,6 +215,7 @@ def _cell_findings(loss, lr, b1, ws) -> list[Claim]:
                       f"{jr.estimate:.3g} (95% [{jr.low:.3g}, {jr.high:.3g}], {n} edge runs); "
                       f"claim inside {CURVATURE_BAND}", jr, paper_value=1.0))
     frozen = col["frozen"]
+    short = int(np.sum(~np.isfinite(col["adaptive"])))
     fz = _j("mean_threshold", np.minimum(frozen, 6.0), threshold=0.0, direction=">")
     ad = _j("equivalence", col["adaptive"], threshold=STAY_BAND)
     fb = _j("paired_difference", np.minimum(frozen, 6.0), col["adaptive"], threshold=0.0,
@@ -216,7 +226,8 @@ def _cell_findings(loss, lr, b1, ws) -> list[Claim]:
         judged(f"adam_edge.frozen_v_rises:{cell}",
                f"{cell}: with v frozen at the edge, lr S / thr after it (geometric mean over "
                f"seeds of the per-seed median) {fr[0]:.3g} (95% [{fr[1]:.3g}, {fr[2]:.3g}], "
-               f"{n} seeds; a diverged copy counts as 1e6); claim > 1", fz),
+               f"{fz.n} seeds; {short} left out: control shorter than {CONTROL_MEMORIES:g} "
+               "memory times; a diverged copy counts as 1e6); claim > 1", fz),
         judged(f"adam_edge.adaptive_stays_on_edge:{cell}",
                f"{cell}: the adaptive run's lr S / thr over the same steps {ar[0]:.3g} (95% "
                f"[{ar[1]:.3g}, {ar[2]:.3g}]); claim within a factor 1.25 of 1", ad,
