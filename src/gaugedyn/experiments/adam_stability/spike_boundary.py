@@ -439,12 +439,13 @@ def _plot_maps(arrays, outdir):
     names = [str(s) for s in arrays["systems"]]
     fig, axes = plt.subplots(2, len(names), figsize=(3.2 * len(names), 6.2), squeeze=False)
     level = float(arrays["fitted_level"])
+    cmap = plt.get_cmap("magma").with_extremes(bad="0.75")
     for col, name in enumerate(names):
         a, c = arrays[f"{name}__a"], arrays[f"{name}__c"]
         for row, (start, window) in enumerate((("orbit", "settled"), ("generic", "transient"))):
             ax = axes[row, col]
             P = np.ma.masked_invalid(arrays[f"{name}_{start}_{window}__prob"])
-            ax.pcolormesh(c, a, P, shading="nearest", cmap="magma", vmin=0, vmax=1)
+            ax.pcolormesh(c, a, P, shading="nearest", cmap=cmap, vmin=0, vmax=1)
             for (s, w), style in {("orbit", "settled"): "c^-", ("orbit", "transient"): "gv:",
                                   ("generic", "settled"): "bs--",
                                   ("generic", "transient"): "yo:"}.items():
@@ -455,12 +456,12 @@ def _plot_maps(arrays, outdir):
             ax.contour(arrays["theory_c"], arrays["theory_a"], arrays[key], levels=levels,
                        colors="w", linestyles=["--", ":"][:len(levels)])
             ax.set(xscale="log", yscale="log", xlabel="1 - beta2", ylabel="1 - beta1",
-                   title=f"{name}: {start} start, {window} map",
+                   title=f"{name}: {start}, {window}",
                    xlim=(c.min() / 1.5, c.max() * 1.5), ylim=(a.min() / 1.5, a.max() * 1.5))
             ax.grid(False)
     axes[0, 0].legend(fontsize=5)
-    caption = ("Spike probability (black 0, white 1; blank: not simulated below the row's edge "
-               "or no judged seed) over (1 - beta2, 1 - beta1) for each n; top: orbit start, "
+    caption = ("Spike probability (black 0, white 1; grey: not simulated, below the row's first "
+               "spiky cell, or no judged seed) over (1 - beta2, 1 - beta1) for each n; top: orbit start, "
                "settled window (the primary reading); bottom: generic start, transient-inclusive "
                "window. Lines: the fitted upper edge under the four start x window readings. "
                "White: the 1-D theory's level curves of 2 pi delta/omega (growth per slow turn of "
