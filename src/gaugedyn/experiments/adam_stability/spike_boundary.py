@@ -1,11 +1,13 @@
 """Adam's loss-spike boundary in the ``(1 - beta1, 1 - beta2)`` plane, judged on settled dynamics.
 
 Systems: the 1-D losses ``L = |x|^n / n`` (exact Adam map, compiled, one run per cell and seed:
-:func:`gaugedyn.adam._stability.simulate_envelopes`). Every run is judged by the one spike
-detector (:mod:`gaugedyn.adam._spikes`) under two readings of its window. The two training tasks
-of the first version (digits cross-entropy, teacher-student MSE) never reached the spiky regime
-(issue 25) and are left out; networks that reach it (full-batch float64, calibrated beforehand,
-batched with :mod:`gaugedyn.experiments.adam_stability._batched`) are still to be added.
+:func:`gaugedyn.adam._stability.simulate_envelopes`) and the full-batch float64 teacher-student
+regression ``teacher_mse`` (:mod:`gaugedyn.experiments.adam_stability._batched`, every cell and
+seed a copy in one batched program), whose step size and scan range were chosen beforehand on a
+calibration pilot stored as data (:mod:`gaugedyn.experiments.adam_stability._calibration`).
+Every run is judged by the one spike detector (:mod:`gaugedyn.adam._spikes`) under two readings
+of its window. The first version's digits cross-entropy task (float32) never reached the spiky
+regime (issue 25) and is left out.
 
 Protocol, fixed before any run:
 
@@ -18,6 +20,9 @@ Protocol, fixed before any run:
   ``W + (MIN_BLOCKS + 1) H`` steps with ``W = SETTLE (1/(1 - beta1) + 1/(1 - beta2))``
   (``SETTLE = 100``) and the detector judges only the steps after ``W``; ``transient``: the
   detector judges the whole run (spikes anywhere after one horizon count);
+- *tasks*: every cell runs from its network's initialisation (seeded) for the longest settled
+  run of the grid (so every cell holds its own settled window), float64, the detector's floor
+  ``FLOAT64_FLOOR`` and its ceiling the initial loss (above it: diverged);
 - spike probability of a cell: the share of its seeds judged spiky among those judged spiky or
   quiet (undetermined, i.e. underflowed, and diverged seeds are left out and counted apart;
   a cell with none left has no probability);
@@ -33,7 +38,7 @@ Protocol, fixed before any run:
 - findings, each judged under every combination of the readings (window x rows x start for the
   1-D maps; window x rows for the tasks) and "depends on the reading" when they disagree:
   ``cubic_quadratic``: slope in (2, 4) at ``n = 2``; ``near_linear:n``: slope in (0.5, 1.5) per
-  ``n > 2``; ``linear_on_tasks:task``: slope in (0.5, 1.5); ``C_moves_with_n``: per row,
+  ``n > 2``; ``linear_on_tasks:task``: slope in (0.5, 1.5) (readings window x rows); ``C_moves_with_n``: per row,
   ``log C(n_max) - log C(n_min)`` with ``C = c_b / a``, outside [-0.2, 0.2] (``relevant_difference``
   on the rows); ``edge_level_is_one``: the linear theory's growth per slow turn
   ``2 pi delta/omega`` of the oscillating state's leading multiplier, evaluated on the simulated
@@ -54,6 +59,7 @@ import math
 import numpy as np
 
 from ... import stats
+from ..._meta import integer_seed
 from ...adam import _spikes
 from ...adam._stability import (
     loss_floor,
@@ -64,6 +70,7 @@ from ...adam._stability import (
     theory_boundary,
 )
 from ...harness import Claim, Experiment, Param, judged, labelled
+from ._calibration import TASKS as CALIBRATION
 
 CHECK_TOL = 0.05
 CHECK_CELLS = ((0.1, 0.99), (0.15, 0.97), (0.15, 0.99), (0.2, 0.9), (0.2, 0.97))
@@ -118,6 +125,20 @@ class SpikeBoundary(Experiment):
                     help="Adam step size of the 1-D maps"),
         "eps": Param(float, 0.0, lo=0.0, hi=1e-3, why="eps dominates the 1-D state above",
                      help="Adam eps of the 1-D maps (0: only the oscillation scale matters)"),
+        "tasks": Param(list, ["teacher_mse"], item=str, choices=tuple(CALIBRATION), min_len=0,
+                       max_len=1, distinct=True, help="full-batch float64 training tasks"),
+        "task_one_minus_beta1": Param(list, CALIBRATION["teacher_mse"]["one_minus_beta1"],
+                                      item=float, quick=[0.1, 0.03], lo=1e-3, hi=1.0,
+                                      hi_open=True, min_len=2, max_len=8, distinct=True,
+                                      why="beta1 >= 0; below 1e-3 a settled run passes 1e5 "
+                                          "steps", help="task grid of 1 - beta1 (calibrated)"),
+        "task_one_minus_beta2": Param(list, CALIBRATION["teacher_mse"]["one_minus_beta2"],
+                                      item=float, quick=[0.01, 0.03, 0.1], lo=1e-3, hi=1.0,
+                                      hi_open=True, min_len=2, max_len=8, distinct=True,
+                                      why="below 1e-3 a settled run passes 1e5 steps",
+                                      help="task grid of 1 - beta2 (calibrated)"),
+        "task_seeds": Param(int, 3, quick=2, lo=1, hi=16, why="CPU time: one copy per seed",
+                            help="initialisations per task cell"),
         "check_steps": Param(int, 2000, quick=1500, lo=500, hi=20000,
                              why="CPU time of the bisection", help="steps per simulated growth rate"),
     }
@@ -149,6 +170,13 @@ class SpikeBoundary(Experiment):
                                         if n <= 2 or v >= config["c_min_above_2"]),
                             "seeds": int(config["seeds"]),
                             "eps": float(config["eps"]), **common})
+        for name in config["tasks"]:
+            cal = CALIBRATION[name]
+            out.append({"kind": "task", "task": name, "start": "init",
+                        "a": list(config["task_one_minus_beta1"]),
+                        "c": sorted(config["task_one_minus_beta2"]),
+                        "seeds": int(config["task_seeds"]), "lr": float(cal["lr"]),
+                        "n_samples": int(cal["n_samples"])})
         return out
 
     def run_task(self, task, seed):
@@ -210,7 +238,42 @@ def _run(task, seed) -> dict:
         th = theory_boundary(a, 2, r, 1e-2, 1.0)
         sim = simulated_boundary(a, 2, task["lr"], eps, 1e-2, 1.0, steps=task["steps"])
         return {"a": a, "r": r, "c_theory": th, "c_sim": sim}
+    if task["kind"] == "task":
+        return _run_task(task, seed)
     return _run_1d(task, seed)
+
+
+def _run_task(task, seed) -> dict:
+    """Every cell and seed of a training task as one copy of a batched full-batch program."""
+    import torch
+
+    from ._batched import BatchedMLP, adam_steps
+
+    a, c, S = np.array(task["a"]), np.array(task["c"]), task["seeds"]
+    aa, cc, ss = np.meshgrid(a, c, np.arange(S), indexing="ij")
+    T = int(run_steps(aa, cc).max())
+    stride = max(1, int(_spikes.horizon(1 - aa, 1 - cc).min()) // 10)
+    base = integer_seed(seed)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        model = BatchedMLP(task["task"], aa.size, base + ss.ravel(), task["n_samples"],
+                           dtype=torch.float64, data_seed=base)
+        ell = adam_steps(model, task["lr"], 1 - aa.ravel(), 1 - cc.ravel(), T, record=stride)
+    finally:
+        torch.set_num_threads(before)
+    status = np.full(aa.shape + (2,), NOT_SIMULATED, dtype=np.int8)
+    rise = np.full(aa.shape + (2,), np.nan)
+    for k, idx in enumerate(np.ndindex(aa.shape)):
+        i, j, _ = idx
+        for w, d in enumerate(judge_run(ell[:, k], a[i], c[j], stride, _spikes.FLOAT64_FLOOR,
+                                        ceiling=float(ell[0, k]),
+                                        settle=int(settle_steps(a[i], c[j])))):
+            status[idx + (w,)] = CODES[str(d["status"])]
+            rise[idx + (w,)] = d["max_rise"]
+    final = ell[-1].reshape(aa.shape)
+    return {"status": status, "max_rise": rise, "a": a, "c": c, "steps_run": T * aa.size,
+            "final_log10_loss": final}
 
 
 def _run_1d(task, seed) -> dict:
@@ -298,7 +361,10 @@ def _analyse(tasks, results, seed):
             claims.append(_check_claim(r))
             arrays |= {f"check_{k}": np.asarray(r[k]) for k in ("a", "r", "c_theory", "c_sim")}
             continue
-        name, start = f"n{t['n']:g}", t["start"]
+        name = f"n{t['n']:g}" if t["kind"] == "1d" else t["task"]
+        start = t["start"]
+        if t["kind"] == "task":
+            arrays[f"{name}__final_log10_loss"] = np.asarray(r["final_log10_loss"])
         if name not in names:
             names.append(name)
         st = np.asarray(r["status"])
@@ -317,11 +383,38 @@ def _analyse(tasks, results, seed):
                 "simulated_cells": int(np.sum(st[..., w] != NOT_SIMULATED))}
         diag["systems"][key + "_steps_run"] = int(r["steps_run"])
     arrays["systems"] = np.array(names)
+    one_d = [n for n in names if _is_1d(n)]
     a_of = {n: arrays[f"{n}__a"] for n in names}
-    claims += _findings(names, a_of, edges, seed)
+    claims += _findings(one_d, a_of, edges, seed)
+    claims += [_task_claim(n, a_of[n], edges) for n in names if not _is_1d(n)]
     level = _level(a_of, edges)
-    arrays |= _theory_arrays(names, level)
+    arrays |= _theory_arrays(one_d, level)
     return arrays, claims, diag
+
+
+def _is_1d(name: str) -> bool:
+    return name.startswith("n") and name[1:].replace(".", "", 1).isdigit()
+
+
+def _task_claim(name, a, edges):
+    """``linear_on_tasks:name``: slope in (0.5, 1.5), judged under window x rows."""
+    def one(window, rows):
+        keep = _rows(a, rows)
+        return slope_judgement(a[keep], edges[(name, window, "init")][keep], BANDS["linear"])
+
+    primary, js = readings(one, _factors(start=False))
+    j = js[primary]
+    n_rows = int(np.isfinite(edges[(name, "settled", "init")][_rows(a, ROWSETS[0])]).sum())
+    beside = "; ".join(f"{k}: {v.estimate:.3g} [{v.low:.3g}, {v.high:.3g}]"
+                       for k, v in js.items() if k != primary)
+    return judged(f"spike_boundary.linear_on_tasks:{name}",
+                  f"{name}: the spike boundary is linear: slope ({primary}) {j.estimate:.3g} "
+                  f"(95% [{j.low:.3g}, {j.high:.3g}], {n_rows} rows with an edge); claim slope "
+                  f"in {BANDS['linear']}; other readings: {beside}", j, readings=js,
+                  paper_value=1.0,
+                  extra={"slopes": {k: [v.estimate, v.low, v.high] for k, v in js.items()},
+                         "edges": {w: [float(x) for x in edges[(name, w, "init")]]
+                                   for w in WINDOWS}})
 
 
 def _level(a_of, edges) -> float:
@@ -442,19 +535,25 @@ def _plot_maps(arrays, outdir):
     cmap = plt.get_cmap("magma").with_extremes(bad="0.75")
     for col, name in enumerate(names):
         a, c = arrays[f"{name}__a"], arrays[f"{name}__c"]
-        for row, (start, window) in enumerate((("orbit", "settled"), ("generic", "transient"))):
+        pairs = ((("orbit", "settled"), ("generic", "transient")) if _is_1d(name)
+                 else (("init", "settled"), ("init", "transient")))
+        for row, (start, window) in enumerate(pairs):
             ax = axes[row, col]
             P = np.ma.masked_invalid(arrays[f"{name}_{start}_{window}__prob"])
             ax.pcolormesh(c, a, P, shading="nearest", cmap=cmap, vmin=0, vmax=1)
-            for (s, w), style in {("orbit", "settled"): "c^-", ("orbit", "transient"): "gv:",
-                                  ("generic", "settled"): "bs--",
-                                  ("generic", "transient"): "yo:"}.items():
+            styles = {("orbit", "settled"): "c^-", ("orbit", "transient"): "gv:",
+                      ("generic", "settled"): "bs--", ("generic", "transient"): "yo:",
+                      ("init", "settled"): "c^-", ("init", "transient"): "yo:"}
+            for (s, w), style in styles.items():
+                if f"{name}_{s}_{w}__boundary" not in arrays:
+                    continue
                 ax.plot(arrays[f"{name}_{s}_{w}__boundary"], a, style, ms=3, lw=1,
                         label=f"edge: {s}, {w}")
             key = f"{name}__theory_turn_growth"
             levels = sorted({1.0, level} if np.isfinite(level) and name == "n2" else {1.0})
-            ax.contour(arrays["theory_c"], arrays["theory_a"], arrays[key], levels=levels,
-                       colors="w", linestyles=["--", ":"][:len(levels)])
+            if key in arrays:
+                ax.contour(arrays["theory_c"], arrays["theory_a"], arrays[key], levels=levels,
+                           colors="w", linestyles=["--", ":"][:len(levels)])
             ax.set(xscale="log", yscale="log", xlabel="1 - beta2", ylabel="1 - beta1",
                    title=f"{name}: {start}, {window}",
                    xlim=(c.min() / 1.5, c.max() * 1.5), ylim=(a.min() / 1.5, a.max() * 1.5))
@@ -463,7 +562,8 @@ def _plot_maps(arrays, outdir):
     caption = ("Spike probability (black 0, white 1; grey: not simulated, below the row's first "
                "spiky cell, or no judged seed) over (1 - beta2, 1 - beta1) for each n; top: orbit start, "
                "settled window (the primary reading); bottom: generic start, transient-inclusive "
-               "window. Lines: the fitted upper edge under the four start x window readings. "
+               "window; for a training task (from its initialisation) top settled, bottom "
+               "transient-inclusive. Lines: the fitted upper edge under the four start x window readings. "
                "White: the 1-D theory's level curves of 2 pi delta/omega (growth per slow turn of "
                f"the oscillating state, eps = 0): dashed at level 1, dotted at {level:.3g}, the "
                "level fitted on the simulated settled orbit-start edge of the beta1 >= 0.9 rows.")
