@@ -150,3 +150,38 @@ def test_upper_edge_and_check_claim():
     ok = _check_claim({"c_sim": np.array([0.1, 0.2]), "c_theory": np.array([0.101, 0.2])})
     wrong = _check_claim({"c_sim": np.array([0.1, np.nan]), "c_theory": np.array([0.1, 0.2])})
     assert ok.passed and not wrong.passed
+
+
+def test_task_scan_uses_the_stored_calibration_and_judges_every_copy():
+    from gaugedyn.experiments.adam_stability._calibration import TASKS
+    from gaugedyn.experiments.adam_stability.spike_boundary import EXPERIMENT, _run_task
+
+    full = {k: p.default for k, p in EXPERIMENT.params.items()}
+    quick = {k: (p.quick if p.quick is not None else p.default)
+             for k, p in EXPERIMENT.params.items()}
+    cal = TASKS["teacher_mse"]
+    for config in (full, quick):
+        (task,) = [t for t in EXPERIMENT.tasks(config) if t["kind"] == "task"]
+        assert task["lr"] == cal["lr"] and task["n_samples"] == cal["n_samples"]
+        assert set(task["a"]) <= set(cal["one_minus_beta1"])  # quick: a subset of the choice
+        assert set(task["c"]) <= set(cal["one_minus_beta2"])
+    r = _run_task({"task": "teacher_mse", "a": [0.5, 0.3], "c": [0.3, 0.5], "seeds": 2,
+                   "lr": 1e-2, "n_samples": 32}, np.random.SeedSequence(4))
+    assert r["status"].shape == (2, 2, 2, 2)
+    assert set(np.unique(r["status"])) <= set(CODES.values())  # every copy judged
+    assert r["steps_run"] == int(run_steps(np.array([0.3]), np.array([0.3]))[0]) * 8
+    assert np.all(np.isfinite(r["final_log10_loss"]))
+
+
+def test_linear_on_tasks_is_judged_under_window_and_rows():
+    from gaugedyn.experiments.adam_stability.spike_boundary import _task_claim
+
+    a = np.array([0.1, 0.03, 0.01, 0.005])
+    lin = {("t", w, "init"): 0.5 * a * (1 + 0.05 * np.arange(4)) for w in ("settled", "transient")}
+    c = _task_claim("t", a, lin)
+    assert c.verdict == "HELD" and len(c.readings) == 4
+    cub = dict(lin)
+    cub[("t", "transient", "init")] = 30 * a**3
+    d = _task_claim("t", a, cub)
+    assert d.verdict == "depends on the reading"
+    assert d.readings["transient, all rows"] == "NOT HELD"
