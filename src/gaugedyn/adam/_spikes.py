@@ -2,20 +2,32 @@
 
 A loss curve ``L_t`` (any positive series, one value per step or per ``stride`` steps) is cut
 into consecutive blocks of ``H`` steps, the horizon, after a warm-up of one horizon. With
-``ell = log10 L``, block ``k`` (k >= 1 after the warm-up) holds a spike when
+``ell = max(log10 L, floor)`` (the log loss clipped at the float's floor: the log10 of the
+smallest loss the computation resolves; an exact zero is *below resolution*, not ``-inf``
+decades), block ``k`` (k >= 1 after the warm-up) holds a spike when
 
-    max_{t in block k} ell_t  -  median_{t in block k-1} ell_t  >=  RISE_DECADES,
+    max_{t in block k} ell_t  -  median_{t in block k-1} ell_t  >=  RISE_DECADES
 
-i.e. the loss climbs a factor ``10^RISE_DECADES`` above where it typically sat one horizon
-before. The horizon is long enough for the slowest memory to forget:
+and its baseline block ``k - 1`` is *resolved*: fewer than half of its samples lie at the floor
+(otherwise the median is the floor, a bound and not a level, and the rise is unknown). The
+horizon is long enough for the slowest memory to forget:
 
     H = ceil(HORIZON_MEMORIES * max(1 / (1 - beta1), 1 / (1 - beta2)))
 
-(``HORIZON_MEMORIES = 3``: three e-folds of the slower moment, 95% forgotten). A run is spiky
-when any post-warm-up block holds a spike; the run must last at least ``MIN_BLOCKS`` blocks
-after the warm-up (:func:`steps_needed`). The median (not the minimum) as baseline ignores deep
-momentary dips, the block maximum catches a spike of any width below one horizon, and a slow
-drift of the loss moves the median with it.
+(``HORIZON_MEMORIES = 3``: three e-folds of the slower moment, 95% forgotten). Each run gets one
+status, in this order:
+
+- *not judged*: fewer than ``MIN_BLOCKS`` blocks after the warm-up (:func:`steps_needed`);
+- *diverged*: some sample is ``nan`` or ``+inf``, or lies above ``ceiling`` (the initial loss
+  for a training task): divergence is classified apart from spikes, never counted as one;
+- *spiky*: some block holds a spike over a resolved baseline;
+- *undetermined*: no spike, but some baseline block is unresolved (the loss underflowed):
+  whether the climb out of the underflow is a spike cannot be told, so never spiky;
+- *quiet*: otherwise.
+
+The median (not the minimum) as baseline ignores deep momentary dips (a loss flickering to zero
+in fewer than half the steps included), the block maximum catches a spike of any width below one
+horizon, and a slow drift of the loss moves the median with it.
 """
 
 from __future__ import annotations
@@ -32,12 +44,23 @@ HORIZON_MEMORIES = 3.0
 """Horizon in units of the slower memory time ``max(1/(1 - beta1), 1/(1 - beta2))``."""
 MIN_BLOCKS = 4
 """Post-warm-up blocks a run must contain for the detector to judge it."""
+UNRESOLVED_SHARE = 0.5
+"""A block whose share of samples at the floor is at least this has no resolved baseline."""
+FLOAT64_FLOOR = math.log10(np.finfo(np.float64).tiny)
+"""log10 of the smallest normal float64 (-307.65): the default floor of a loss in float64."""
+FLOAT32_FLOOR = math.log10(np.finfo(np.float32).tiny)
+"""log10 of the smallest normal float32 (-37.93)."""
+STATUSES = ("quiet", "spiky", "undetermined", "diverged", "not judged")
 
 DEFINITION = (
-    f"ell = log10(loss); horizon H = ceil({HORIZON_MEMORIES:g} max(1/(1-beta1), 1/(1-beta2))) "
-    f"steps; warm-up of one horizon left out; the rest cut into blocks of H steps; block k >= 1 "
-    f"holds a spike when max(ell over block k) - median(ell over block k-1) >= {RISE_DECADES:g}; "
-    f"a run is spiky when any block holds one; it needs >= {MIN_BLOCKS} blocks after the warm-up")
+    f"ell = max(log10(loss), floor) (floor: log10 of the smallest loss the float resolves); "
+    f"horizon H = ceil({HORIZON_MEMORIES:g} max(1/(1-beta1), 1/(1-beta2))) steps; warm-up of "
+    f"one horizon left out; the rest cut into blocks of H steps; block k >= 1 holds a spike when "
+    f"max(ell over block k) - median(ell over block k-1) >= {RISE_DECADES:g} and fewer than "
+    f"{UNRESOLVED_SHARE:.0%} of block k-1 lies at the floor; status per run: diverged (nan, "
+    f"+inf or above the ceiling: the initial loss for tasks) apart from spikes; spiky (some "
+    f"spike); undetermined (no spike but an underflowed baseline block: never spiky); quiet; a "
+    f"run needs >= {MIN_BLOCKS} blocks after the warm-up to be judged")
 
 
 def horizon(beta1, beta2) -> np.ndarray:
@@ -54,49 +77,77 @@ def steps_needed(beta1, beta2) -> int:
     return int(np.max(horizon(beta1, beta2))) * (MIN_BLOCKS + 1)
 
 
-def block_rises(log_loss, H: int, stride: int = 1) -> np.ndarray:
-    """Per post-warm-up block ``k >= 1``: ``max(block k) - median(block k-1)`` of ``log_loss``.
+def _blocks(ell: np.ndarray, H: int, stride: int):
+    if H < 1 or stride < 1:
+        raise InputError(f"H={H}, stride={stride}: allowed: integers >= 1")
+    b = max(1, int(round(H / stride)))
+    nb = ell.shape[0] // b - 1  # blocks after the warm-up block
+    if nb < 2:
+        return None
+    return ell[b:b * (nb + 1)].reshape((nb, b) + ell.shape[1:])
+
+
+def block_rises(log_loss, H: int, stride: int = 1, floor: float = FLOAT64_FLOOR):
+    """Per post-warm-up block ``k >= 1``: ``(rise, resolved)`` where ``rise = max(block k) -
+    median(block k-1)`` of the clipped log loss and ``resolved`` says whether block ``k - 1`` is
+    a resolved baseline (module doc).
 
     ``log_loss`` has shape ``(T, ...)``, sampled every ``stride`` steps (the horizon ``H`` is
-    in steps; a block is ``max(1, round(H / stride))`` samples). Non-finite values count as
-    ``-inf`` (an exact zero loss) except ``nan``/``+inf``, which mean divergence and count as
-    ``+inf``. Returns ``(n_blocks - 1, ...)``; empty along axis 0 when the run is too short.
+    in steps; a block is ``max(1, round(H / stride))`` samples). ``-inf`` (an exact zero loss)
+    and anything below ``floor`` count as the floor; ``nan`` and ``+inf`` (divergence, judged
+    by :func:`detect`) count as the floor here too, so they never make a rise. Returns two
+    arrays of shape ``(n_blocks - 1, ...)``; empty along axis 0 when the run is too short.
     """
     ell = np.asarray(log_loss, dtype=float)
     if ell.ndim < 1:
         raise InputError("log_loss must have a time axis")
-    if H < 1 or stride < 1:
-        raise InputError(f"H={H}, stride={stride}: allowed: integers >= 1")
-    ell = np.where(np.isnan(ell) | (ell == np.inf), np.inf, ell)
-    b = max(1, int(round(H / stride)))
-    nb = ell.shape[0] // b - 1  # blocks after the warm-up block
-    if nb < 2:
-        return np.empty((0,) + ell.shape[1:])
-    blocks = ell[b:b * (nb + 1)].reshape((nb, b) + ell.shape[1:])
+    ell = np.where(np.isfinite(ell), np.maximum(ell, floor), floor)
+    blocks = _blocks(ell, H, stride)
+    if blocks is None:
+        empty = np.empty((0,) + ell.shape[1:])
+        return empty, empty.astype(bool)
     peak = blocks.max(axis=1)
-    with np.errstate(invalid="ignore"):
-        base = np.median(blocks, axis=1)
-        rise = peak[1:] - base[:-1]
-    return np.where(np.isnan(rise), np.inf, rise)
+    base = np.median(blocks, axis=1)
+    resolved = (blocks <= floor).mean(axis=1) < UNRESOLVED_SHARE
+    return peak[1:] - base[:-1], resolved[:-1]
 
 
-def detect(log_loss, beta1: float, beta2: float, stride: int = 1) -> dict:
+def detect(log_loss, beta1: float, beta2: float, stride: int = 1,
+           floor: float = FLOAT64_FLOOR, ceiling: float = math.inf) -> dict:
     """Judge one run (or a batch sharing ``beta1, beta2``) with the detector of the module doc.
 
-    Returns ``spiky`` (bool array over the batch shape), ``n_spikes`` (blocks holding a spike),
-    ``max_rise`` (decades), ``judged`` (False where the run holds fewer than ``MIN_BLOCKS``
-    post-warm-up blocks; ``spiky`` is then False and should not be counted) and ``horizon``.
+    ``floor`` is the log10 of the smallest resolved loss (:data:`FLOAT64_FLOOR`,
+    :data:`FLOAT32_FLOOR`, or the caller's own), ``ceiling`` the log10 loss above which a run
+    counts as diverged. Returns boolean arrays over the batch shape, one true per run at most:
+    ``spiky``, ``undetermined``, ``diverged``, ``quiet``, and ``judged`` (False: too short; all
+    the others are then False), plus ``status`` (strings of :data:`STATUSES`), ``n_spikes``
+    (blocks holding a spike), ``max_rise`` (decades, over resolved baselines; ``-inf`` when
+    none) and ``horizon``.
     """
+    if not floor < ceiling:
+        raise InputError(f"floor={floor}, ceiling={ceiling}: allowed: floor < ceiling")
+    ell = np.asarray(log_loss, dtype=float)
     H = int(horizon(beta1, beta2))
-    rises = block_rises(log_loss, H, stride)
-    shape = np.asarray(log_loss).shape[1:]
+    rises, resolved = block_rises(ell, H, stride, floor)
+    shape = ell.shape[1:]
     b = max(1, int(round(H / stride)))
-    judged = np.asarray(log_loss).shape[0] // b - 1 >= MIN_BLOCKS
+    judged = np.broadcast_to(ell.shape[0] // b - 1 >= MIN_BLOCKS, shape).copy()
+    with np.errstate(invalid="ignore"):
+        bad = np.isnan(ell) | (ell > ceiling)
+    diverged = bad.any(axis=0) & judged
     if rises.shape[0] == 0:
-        z = np.zeros(shape, dtype=bool)
-        return {"spiky": z, "n_spikes": np.zeros(shape, int), "max_rise": np.full(shape, -math.inf),
-                "judged": np.broadcast_to(judged, shape).copy(), "horizon": H}
-    hits = rises >= RISE_DECADES
-    return {"spiky": hits.any(axis=0) & judged, "n_spikes": hits.sum(axis=0),
-            "max_rise": rises.max(axis=0), "judged": np.broadcast_to(judged, shape).copy(),
+        hits = np.zeros((1,) + shape, dtype=bool)
+        rise = np.full(shape, -math.inf)
+        unresolved = np.zeros(shape, dtype=bool)
+    else:
+        hits = (rises >= RISE_DECADES) & resolved
+        rise = np.where(resolved, rises, -math.inf).max(axis=0)
+        unresolved = (~resolved).any(axis=0)
+    spiky = hits.any(axis=0) & judged & ~diverged
+    undetermined = unresolved & judged & ~diverged & ~spiky
+    quiet = judged & ~diverged & ~spiky & ~undetermined
+    status = np.select([~judged, diverged, spiky, undetermined],
+                       ["not judged", "diverged", "spiky", "undetermined"], default="quiet")
+    return {"spiky": spiky, "undetermined": undetermined, "diverged": diverged, "quiet": quiet,
+            "judged": judged, "status": status, "n_spikes": hits.sum(axis=0), "max_rise": rise,
             "horizon": H}

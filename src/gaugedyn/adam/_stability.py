@@ -188,3 +188,43 @@ def simulate_losses(x0, a, c, n: float, lr: float, eps: float, steps: int,
                 out[t // record] = peak
                 peak[...] = -np.inf
     return out
+
+
+def loss_floor(n: float) -> float:
+    """log10 of the smallest resolved loss ``|x|^n / n`` of the 1-D maps: ``x`` at the smallest
+    normal float64 (``log10 |x|`` is computed from ``x`` itself, so the loss never underflows
+    before ``x`` does)."""
+    return float(n * np.log10(np.finfo(np.float64).tiny) - np.log10(n))
+
+
+def simulate_envelopes(x0, m0, v0, a, c, n: float, lr: float, eps: float, steps, samples: int,
+                       bias: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Log10 loss envelopes of many independent 1-D Adam runs, in groups of equal length.
+
+    ``x0``, ``m0``, ``v0`` have shape ``(G, L)`` (broadcast): lane ``l`` of group ``g`` starts at
+    ``(x0, m0, v0)[g, l]`` (the moments *before* the first step); ``a = 1 - beta1``,
+    ``c = 1 - beta2`` and ``steps`` have shape ``(G,)``. Each run takes ``steps[g]`` exact steps
+    of :func:`adam_step` (bias-corrected from ``t = 1`` when ``bias``, else the stationary
+    map), compiled with numba. Returns ``(ell, stride, used)``: ``ell`` of shape
+    ``(G, L, samples)`` holds ``max log10(|x|^n / n)`` over each ``stride[g] =
+    ceil(steps[g] / samples)`` steps (``-inf`` at an exact zero, ``nan`` after a ``nan``), the
+    first ``used[g]`` samples valid (the rest ``nan``). Equals :func:`simulate_losses` (tests).
+    """
+    a, c, steps = (np.ascontiguousarray(np.atleast_1d(z), dtype=dt)
+                   for z, dt in ((a, float), (c, float), (steps, np.int64)))
+    a, c, steps = np.broadcast_arrays(a, c, steps)
+    x0 = np.atleast_2d(np.asarray(x0, dtype=float))
+    G, L = a.size, x0.shape[-1]
+    x0, m0, v0 = (np.ascontiguousarray(np.broadcast_to(np.asarray(z, dtype=float), (G, L)))
+                  for z in (x0, m0, v0))
+    if samples < 1 or np.any(steps < 1):
+        raise InputError(f"samples={samples}, steps={steps.min()}: allowed: integers >= 1")
+    from ._stability_kernels import envelopes
+
+    stride = -(-steps // samples)
+    out = np.full((G, L, samples), np.nan)
+    used = envelopes(x0, m0, v0, np.ascontiguousarray(a), np.ascontiguousarray(c), float(n),
+                     float(lr), float(eps), np.ascontiguousarray(steps), stride, bool(bias), out)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ell = n * np.log10(out) - np.log10(n)
+    return ell, stride, used

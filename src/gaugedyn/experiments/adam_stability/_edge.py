@@ -10,7 +10,16 @@ At step ``t`` with gradient ``g`` and Adam's preconditioner ``P = diag(sqrt(v^_t
   started from the previous eigenvector);
 - secant curvature ``dtheta^T (g_t - g_{t-1}) / dtheta^T P dtheta``, ``dtheta = theta_t - theta_{t-1}``;
 - cosine between consecutive gradients;
-- loss of the iterate average ``bar theta <- decay bar theta + (1 - decay) theta`` (decay 0.9).
+- loss of the iterate average ``bar theta <- decay bar theta + (1 - decay) theta`` (decay 0.9);
+- the frozen-``v`` control (``freeze=True``): at the edge (the first Lanczos step ``t_e >=
+  freeze_after`` with ``lr S >= freeze_fraction * threshold``) a copy of the run continues with
+  the preconditioner held at its value ``P(t_e)`` (``m`` still updated, bias-corrected by the
+  step count), so the negative feedback through ``v`` is cut; its loss every step and its
+  preconditioned sharpness ``lambda_max(P(t_e)^-1/2 H P(t_e)^-1/2)`` at the same Lanczos steps.
+
+:func:`diagonal_quadratic` is the exactly solvable companion (``L = sum h_i theta_i^2 / 2``,
+``S = max h_i / P_i`` and ``kappa_g`` in closed form); :func:`dense_sharpness` the dense
+eigensolver (LAPACK) the Lanczos estimate is checked against.
 
 The stability threshold of heavy-ball EMA momentum on a quadratic is
 ``lr * curvature = 2 (1 + beta1) / (1 - beta1)`` (:func:`threshold`).
@@ -32,7 +41,7 @@ def threshold(beta1: float) -> float:
     return 2.0 * (1.0 + beta1) / (1.0 - beta1)
 
 
-def _setup(loss: str, n_samples: int, seed: int):
+def _setup(loss: str, n_samples: int, seed: int, hidden: int = 32):
     from ..adam_split.tasks import _digits
 
     if loss not in LOSSES:
@@ -42,7 +51,7 @@ def _setup(loss: str, n_samples: int, seed: int):
     y = torch.as_tensor(y[:n_samples])
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10)).double()
+        model = nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10)).double()
     if loss == "ce":
         return model, lambda: nn.functional.cross_entropy(model(X), y)
     onehot = nn.functional.one_hot(y, 10).double()
@@ -88,21 +97,28 @@ def _moments(opt, params, g_list, beta2, eps):
 
 def run_edge(loss: str, lr: float, beta1: float, beta2: float, steps: int, seed: int,
              n_samples: int = 512, lanczos_every: int = 200, eps: float = 1e-8,
-             ema_decay: float = 0.9) -> dict:
+             ema_decay: float = 0.9, freeze: bool = False, freeze_after: int = 0,
+             freeze_fraction: float = 0.9) -> dict:
     """Train with ``torch.optim.Adam`` full batch and record the module's observables per step.
 
     Returns arrays ``loss``, ``ema_loss``, ``kappa_g``, ``secant``, ``cosine`` (``nan`` at step
     0) and ``lanczos_step``, ``sharpness``, ``kappa_at_lanczos`` (sampled every ``lanczos_every``
-    steps), plus ``threshold``.
+    steps), plus ``threshold``; with ``freeze``, also ``freeze_step`` (``t_e``, ``-1`` when the
+    run never reached the edge), ``frozen_loss`` (per step, ``nan`` before ``t_e`` and after a
+    divergence of the copy) and ``frozen_sharpness`` (at the Lanczos steps, ``nan`` before).
     """
     model, loss_fn = _setup(loss, n_samples, seed)
     params = [p for p in model.parameters()]
     opt = torch.optim.Adam(params, lr=lr, betas=(beta1, beta2), eps=eps)
-    rec = {k: np.full(steps, np.nan) for k in ("loss", "ema_loss", "kappa_g", "secant", "cosine")}
-    lz_t, lz_s, lz_k = [], [], []
+    thr = threshold(beta1)
+    rec = {k: np.full(steps, np.nan) for k in ("loss", "ema_loss", "kappa_g", "secant", "cosine",
+                                               "frozen_loss")}
+    lz_t, lz_s, lz_k, lz_f = [], [], [], []
     ema = _flat(params).detach().clone()
     prev_theta = prev_g = None
-    v0 = None
+    v0 = vf = None
+    frozen = None  # (theta, m, P) of the frozen-v copy once the edge is reached
+    t_e = -1
     for t in range(steps):
         theta = _flat(params).detach().clone()
         L = loss_fn()
@@ -118,11 +134,22 @@ def run_edge(loss: str, lr: float, beta1: float, beta2: float, steps: int, seed:
             dth = theta - prev_theta
             rec["secant"][t] = float(dth @ (g - prev_g) / (dth @ (P * dth)))
             rec["cosine"][t] = float(g @ prev_g / (g.norm() * prev_g.norm()))
-        if t % lanczos_every == 0 or t == steps - 1:
+        lanczos = t % lanczos_every == 0 or t == steps - 1
+        if lanczos:
             S, v0 = preconditioned_sharpness(loss_fn, params, P, v0)
             lz_t.append(t)
             lz_s.append(S)
             lz_k.append(rec["kappa_g"][t])
+            if freeze and frozen is None and t >= freeze_after and lr * S >= freeze_fraction * thr:
+                st = [opt.state.get(p, {}) for p in params]
+                m = _flat([s_["exp_avg"] if "exp_avg" in s_ else torch.zeros_like(p)
+                           for s_, p in zip(st, params)])
+                frozen, t_e, vf = (theta.clone(), m.clone(), P.clone()), t, v0
+        if frozen is not None:
+            frozen, vf = _frozen_step(model, loss_fn, params, frozen, lr, beta1, t, lanczos,
+                                      rec, lz_f, vf)
+        elif lanczos:
+            lz_f.append(np.nan)
         for p, gi in zip(params, g_list):
             p.grad = gi.detach()
         opt.step()
@@ -131,8 +158,96 @@ def run_edge(loss: str, lr: float, beta1: float, beta2: float, steps: int, seed:
         prev_theta, prev_g = theta, g
         if not np.isfinite(rec["loss"][t]):
             break
-    return {**rec, "lanczos_step": np.array(lz_t), "sharpness": np.array(lz_s),
-            "kappa_at_lanczos": np.array(lz_k), "threshold": threshold(beta1)}
+    out = {**rec, "lanczos_step": np.array(lz_t), "sharpness": np.array(lz_s),
+           "kappa_at_lanczos": np.array(lz_k), "threshold": thr}
+    if freeze:
+        out |= {"freeze_step": t_e, "frozen_sharpness": np.array(lz_f)}
+    else:
+        out.pop("frozen_loss")
+    return out
+
+
+def _frozen_step(model, loss_fn, params, frozen, lr, beta1, t, lanczos, rec, lz_f, vf):
+    """One step of the frozen-``v`` copy at step ``t`` (its loss and, at a Lanczos step, its
+    preconditioned sharpness with the frozen ``P``); ``None`` once the copy has diverged."""
+    theta, m, P = frozen
+    saved = [p.detach().clone() for p in params]
+    try:
+        with torch.no_grad():
+            torch.nn.utils.vector_to_parameters(theta, params)
+        L = loss_fn()
+        g = _flat(torch.autograd.grad(L, params)).detach()
+        rec["frozen_loss"][t] = float(L.detach())
+        if lanczos:
+            S, vf = preconditioned_sharpness(loss_fn, params, P, vf)
+            lz_f.append(S)
+        m = beta1 * m + (1 - beta1) * g
+        theta = theta - lr * (m / (1 - beta1 ** (t + 1))) / P
+    finally:
+        with torch.no_grad():
+            for p, s_ in zip(params, saved):
+                p.copy_(s_)
+    if not (np.isfinite(rec["frozen_loss"][t]) and torch.isfinite(theta).all()):
+        return None, vf
+    return (theta, m, P), vf
+
+
+def dense_sharpness(loss_fn, params, P: torch.Tensor) -> float:
+    """``lambda_max(P^-1/2 H P^-1/2)`` from the dense Hessian (every HVP with a unit vector at
+    once, batched by ``torch.autograd.grad(..., is_grads_batched=True)``, then LAPACK's
+    ``eigvalsh``): the reference the Lanczos estimate is checked against."""
+    n = P.numel()
+    g = _flat(torch.autograd.grad(loss_fn(), params, create_graph=True))
+    rows = torch.autograd.grad(g, params, grad_outputs=torch.eye(n, dtype=g.dtype),
+                               is_grads_batched=True)
+    H = torch.cat([r.reshape(n, -1) for r in rows], dim=1).detach()
+    s = P.rsqrt()
+    A = (s[:, None] * (0.5 * (H + H.T)) * s[None, :]).numpy()
+    return float(np.linalg.eigvalsh(A)[-1])
+
+
+def lanczos_check(lr: float, beta1: float, beta2: float, seed: int, warm_steps: int = 50,
+                  n_samples: int = 64, hidden: int = 8, eps: float = 1e-8) -> dict:
+    """Lanczos (:func:`preconditioned_sharpness`) against :func:`dense_sharpness` on a small
+    digits MLP (64-``hidden``-10, MSE) after ``warm_steps`` Adam steps, with Adam's ``P``."""
+    model, loss_fn = _setup("mse", n_samples, seed, hidden)
+    params = list(model.parameters())
+    opt = torch.optim.Adam(params, lr=lr, betas=(beta1, beta2), eps=eps)
+    for _ in range(warm_steps):
+        opt.zero_grad()
+        loss_fn().backward()
+        opt.step()
+    g_list = torch.autograd.grad(loss_fn(), params)
+    P = _moments(opt, params, list(g_list), beta2, eps)
+    S, _ = preconditioned_sharpness(loss_fn, params, P)
+    D = dense_sharpness(loss_fn, params, P)
+    return {"lanczos": S, "dense": D, "n_params": int(P.numel())}
+
+
+def diagonal_quadratic(beta1: float, beta2: float, lr: float, steps: int, seed: int,
+                       dim: int = 50, h_range: tuple = (1.0, 100.0), eps: float = 1e-8) -> dict:
+    """Full-batch Adam (bias-corrected) on ``L = sum_i h_i theta_i^2 / 2``, ``h`` log-spaced
+    over ``h_range``, ``theta_0 ~ N(0, 1)``. Per step, before the step: ``P = sqrt(v^) + eps``,
+    the preconditioned sharpness ``S = max_i h_i / P_i`` and the active curvature
+    ``kappa_g = sum_i h_i d_i^2 / sum_i P_i d_i^2`` (``d = g / P``), both exact."""
+    rng = np.random.default_rng(seed)
+    h = np.logspace(np.log10(h_range[0]), np.log10(h_range[1]), dim)
+    th = rng.standard_normal(dim)
+    m, v = np.zeros(dim), np.zeros(dim)
+    out = {k: np.empty(steps) for k in ("loss", "kappa_g", "sharpness")}
+    for t in range(1, steps + 1):
+        g = h * th
+        m = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g * g
+        P = np.sqrt(v / (1 - beta2**t)) + eps
+        d = g / P
+        top = np.max(np.abs(d))
+        d = d / top if top > 0 else d  # kappa_g is scale-free; no underflow of d^2
+        out["loss"][t - 1] = 0.5 * h @ th**2
+        out["kappa_g"][t - 1] = (h @ d**2) / (P @ d**2) if top > 0 else np.nan
+        out["sharpness"][t - 1] = np.max(h / P)
+        th = th - lr * (m / (1 - beta1**t)) / P
+    return out | {"threshold": threshold(beta1)}
 
 
 def _loss_at(model, loss_fn, params, vec) -> float:

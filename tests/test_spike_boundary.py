@@ -1,0 +1,187 @@
+"""spike_boundary: the compiled 1-D map, the starts, the two windows, the scan and the findings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gaugedyn.adam._stability import (
+    adam_step,
+    loss_floor,
+    oscillating_state,
+    simulate_envelopes,
+    simulate_losses,
+)
+from gaugedyn.experiments.adam_stability.spike_boundary import (
+    BANDS,
+    CODES,
+    NOT_SIMULATED,
+    _check_claim,
+    _findings,
+    _run_1d,
+    judge_run,
+    probability,
+    run_steps,
+    settle_steps,
+    start_state,
+    turn_growth,
+    upper_edge,
+)
+
+
+@pytest.mark.parametrize("n, eps", [(2.0, 0.0), (3.0, 1e-8), (6.0, 0.0)])
+def test_compiled_envelopes_equal_the_numpy_map(n, eps):
+    x0 = np.array([[0.003, -0.002], [0.01, 0.004]])
+    a, c = np.array([0.1, 0.05]), np.array([0.01, 0.001])
+    ref = simulate_losses(x0, a[:, None], c[:, None], n, 1e-2, eps, 3000, record=10)
+    ell, stride, used = simulate_envelopes(x0, 0, 0, a, c, n, 1e-2, eps, 3000, 300, True)
+    assert stride.tolist() == [10, 10] and used.tolist() == [300, 300]
+    got = np.moveaxis(ell, -1, 0)
+    if n == 2.0:  # the same floating-point operations in the same order
+        np.testing.assert_array_equal(got, ref)
+    else:  # x^(n-1): numba's pow and numpy's may differ in the last place
+        np.testing.assert_allclose(got, ref, rtol=1e-12)
+
+
+def test_orbit_start_is_on_the_period_two_orbit_and_generic_start_is_not():
+    rng = np.random.default_rng(0)
+    a = np.array([[0.05, 0.2]])
+    x, m, v, bias = start_state("orbit", a, 2.0, 1e-2, 0.0, rng)
+    st = oscillating_state(a, 2.0, 1e-2, 0.0)
+    assert not bias
+    np.testing.assert_allclose(np.abs(x), st["A"], rtol=1.01e-2)
+    np.testing.assert_allclose(m * np.sign(x), st["M"])
+    x1, m1, v1 = adam_step(np.sign(x) * st["A"], m, v, a, 0.01, 2.0, 1e-2, 0.0)
+    np.testing.assert_allclose(x1, -np.sign(x) * st["A"], rtol=1e-12)  # one period-2 step
+    np.testing.assert_allclose(v1, v, rtol=1e-12)
+    g = start_state("generic", a, 2.0, 1e-2, 0.0, rng)
+    assert g[3] and np.all(g[1] == 0) and np.all(g[2] == 0)
+
+
+def test_windows_settled_ignores_a_transient_spike_that_the_transient_reading_counts():
+    a, c = 0.1, 0.01
+    W = int(settle_steps(a, c))
+    T = int(run_steps(a, c))
+    ell = np.full(T, -6.0)
+    ell[W // 2: W // 2 + 20] = -2.0  # a spike during the start-up
+    settled, transient = judge_run(ell, a, c, 1, loss_floor(2.0), settle=W)
+    assert settled["status"] == "quiet" and transient["status"] == "spiky"
+    assert settled["judged"] and T >= W + 5 * 300
+
+
+def test_probability_leaves_out_undetermined_and_diverged_seeds():
+    q, s, u, d = (CODES[k] for k in ("quiet", "spiky", "undetermined", "diverged"))
+    st = np.array([[q, s, u, d], [u, u, d, d], [s, s, q, u]])
+    np.testing.assert_allclose(probability(st), [0.5, np.nan, 2 / 3])
+
+
+def test_scan_stops_below_the_first_spiky_cell_and_finds_the_quadratic_edge():
+    task = {"n": 2.0, "start": "orbit", "a": [0.2], "c": [3e-3, 1e-2, 0.03, 0.1],
+            "seeds": 2, "eps": 0.0, "lr": 1e-2}
+    r = _run_1d(task, np.random.SeedSequence(3))
+    st = r["status"][0, :, :, 0]  # (cols, seeds), settled window
+    top_spiky = np.flatnonzero(probability(st) >= 0.5)
+    assert top_spiky.size  # the quadratic at a = 0.2 is spiky below c ~ 0.02 (settled)
+    j = top_spiky[-1]
+    assert np.all(r["status"][0, :j] == NOT_SIMULATED) or j == 0
+    assert np.all(probability(st[j + 1:]) < 0.5)
+
+
+def _edges(a, cb):
+    return {(n, w, s): cb[n] for n in cb for w in ("settled", "transient")
+            for s in ("orbit", "generic")}
+
+
+def test_findings_on_built_edges_under_every_reading():
+    a = np.logspace(-2, -0.3, 7)
+    cubic, linear = 15 * a**3, 0.3 * a
+    names = ["n2", "n4", "n6"]
+    a_of = dict.fromkeys(names, a)
+    got = {f.id: f for f in _findings(names, a_of, _edges(a, {"n2": cubic, "n4": linear,
+                                                              "n6": 0.03 * a}),
+                                      np.random.SeedSequence(7))}
+    assert got["spike_boundary.cubic_quadratic"].verdict == "HELD"
+    assert set(got["spike_boundary.cubic_quadratic"].readings.values()) == {"HELD"}
+    assert len(got["spike_boundary.cubic_quadratic"].readings) == 8
+    assert got["spike_boundary.near_linear:n4"].verdict == "HELD"
+    assert got["spike_boundary.C_moves_with_n"].verdict == "HELD"
+    assert got["spike_boundary.edge_level_is_one"].rule == "equivalence"
+    bad = {f.id: f.verdict for f in _findings(names, a_of, _edges(a, {
+        "n2": linear, "n4": cubic, "n6": cubic}), np.random.SeedSequence(7))}
+    assert bad["spike_boundary.cubic_quadratic"] == "NOT HELD"
+    assert bad["spike_boundary.near_linear:n4"] == "NOT HELD"
+    assert bad["spike_boundary.C_moves_with_n"] == "NOT HELD"
+    # the readings disagree when the transient window moves the edge
+    mixed = _edges(a, {"n2": cubic, "n4": linear, "n6": 0.03 * a})
+    for s in ("orbit", "generic"):
+        mixed[("n2", "transient", s)] = linear
+    dep = {f.id: f for f in _findings(names, a_of, mixed, np.random.SeedSequence(7))}
+    c = dep["spike_boundary.cubic_quadratic"]
+    assert c.verdict == "depends on the reading"
+    assert c.readings["settled, beta1>=0.9, orbit start"] == "HELD"
+    assert c.readings["transient, all rows, generic start"] == "NOT HELD"
+
+
+def test_edge_level_is_the_theory_level_on_its_own_level_curve():
+    """An edge drawn exactly on the theory's level curve 2 pi delta/omega = L gives level L."""
+    from scipy.optimize import brentq
+
+    a = np.logspace(-2, np.log10(0.05), 5)
+    for L in (1.0, 2.8):  # on the small-c branch, below the ridge of 2 pi delta/omega (~3.4)
+        cb = np.array([np.exp(brentq(lambda lc, ai=ai, L=L: turn_growth(ai, np.exp(lc)) - L,
+                                     np.log(1e-12), np.log(ai**2))) for ai in a])
+        np.testing.assert_allclose(turn_growth(a, cb), L, rtol=1e-6)
+        f = {x.id: x for x in _findings(["n2"], {"n2": a}, _edges(a, {"n2": cb}),
+                                        np.random.SeedSequence(1))}
+        lv = f["spike_boundary.edge_level_is_one"]
+        assert lv.tolerance["level"]["settled, beta1>=0.9, orbit start"][0] == pytest.approx(L)
+        assert lv.verdict == ("HELD" if L == 1.0 else "NOT HELD")
+
+
+def test_upper_edge_and_check_claim():
+    c = np.logspace(-7, 0, 40)
+    a = np.logspace(-2, -0.3, 6)
+    prob = (c[None, :] < a[:, None] ** 3).astype(float)
+    np.testing.assert_allclose(np.log(upper_edge(prob, c)), 3 * np.log(a), atol=0.25)
+    assert np.isnan(upper_edge(np.ones((1, 5)), np.arange(1, 6.0))[0])  # spiky to the top
+    gap = np.array([[1.0, np.nan, 0.0]])
+    assert np.isnan(upper_edge(gap, np.arange(1, 4.0))[0])  # the cell above has no probability
+    assert BANDS["cubic"] == (2.0, 4.0)
+    ok = _check_claim({"c_sim": np.array([0.1, 0.2]), "c_theory": np.array([0.101, 0.2])})
+    wrong = _check_claim({"c_sim": np.array([0.1, np.nan]), "c_theory": np.array([0.1, 0.2])})
+    assert ok.passed and not wrong.passed
+
+
+def test_task_scan_uses_the_stored_calibration_and_judges_every_copy():
+    from gaugedyn.experiments.adam_stability._calibration import TASKS
+    from gaugedyn.experiments.adam_stability.spike_boundary import EXPERIMENT, _run_task
+
+    full = {k: p.default for k, p in EXPERIMENT.params.items()}
+    quick = {k: (p.quick if p.quick is not None else p.default)
+             for k, p in EXPERIMENT.params.items()}
+    cal = TASKS["teacher_mse"]
+    for config in (full, quick):
+        (task,) = [t for t in EXPERIMENT.tasks(config) if t["kind"] == "task"]
+        assert task["lr"] == cal["lr"] and task["n_samples"] == cal["n_samples"]
+        assert set(task["a"]) <= set(cal["one_minus_beta1"])  # quick: a subset of the choice
+        assert set(task["c"]) <= set(cal["one_minus_beta2"])
+    r = _run_task({"task": "teacher_mse", "a": [0.5, 0.3], "c": [0.3, 0.5], "seeds": 2,
+                   "lr": 1e-2, "n_samples": 32}, np.random.SeedSequence(4))
+    assert r["status"].shape == (2, 2, 2, 2)
+    assert set(np.unique(r["status"])) <= set(CODES.values())  # every copy judged
+    assert r["steps_run"] == int(run_steps(np.array([0.3]), np.array([0.3]))[0]) * 8
+    assert np.all(np.isfinite(r["final_log10_loss"]))
+
+
+def test_linear_on_tasks_is_judged_under_window_and_rows():
+    from gaugedyn.experiments.adam_stability.spike_boundary import _task_claim
+
+    a = np.array([0.1, 0.03, 0.01, 0.005])
+    lin = {("t", w, "init"): 0.5 * a * (1 + 0.05 * np.arange(4)) for w in ("settled", "transient")}
+    c = _task_claim("t", a, lin)
+    assert c.verdict == "HELD" and len(c.readings) == 4
+    cub = dict(lin)
+    cub[("t", "transient", "init")] = 30 * a**3
+    d = _task_claim("t", a, cub)
+    assert d.verdict == "depends on the reading"
+    assert d.readings["transient, all rows"] == "NOT HELD"
