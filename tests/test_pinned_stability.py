@@ -122,8 +122,9 @@ def test_block_rises_equal_a_loop_over_blocks():
     rng = np.random.default_rng(0)
     ell = np.cumsum(rng.standard_normal(200)) * 0.3
     for H, stride in ((12, 1), (10, 3), (7, 2)):
-        np.testing.assert_allclose(block_rises(ell, H, stride), _reference_rises(ell, H, stride),
-                                   rtol=0, atol=1e-12)
+        rises, resolved = block_rises(ell, H, stride)
+        np.testing.assert_allclose(rises, _reference_rises(ell, H, stride), rtol=0, atol=1e-12)
+        assert resolved.all()  # nothing near the float's floor
 
 
 def test_the_baseline_is_the_previous_blocks_median_on_a_known_curve():
@@ -143,21 +144,24 @@ def test_the_baseline_is_the_previous_blocks_median_on_a_known_curve():
     b3[2] = 3.4
     b4 = [1.5] * H
     ell = np.array(warm + b0 + b1 + b2 + b3 + b4)
-    np.testing.assert_allclose(block_rises(ell, H), [2.0, 1.5, 1.9, 0.0], rtol=0, atol=1e-12)
+    rises, resolved = block_rises(ell, H)
+    np.testing.assert_allclose(rises, [2.0, 1.5, 1.9, 0.0], rtol=0, atol=1e-12)
+    assert resolved.all()
     out = detect_spikes(ell, 0.5, 0.75)
     assert bool(out["spiky"]) and int(out["n_spikes"]) == 1 and bool(out["judged"])
     assert float(out["max_rise"]) == pytest.approx(2.0)
     assert RISE_DECADES == 2.0 and MIN_BLOCKS == 4
 
 
-def test_judged_needs_exactly_min_blocks_and_divergence_counts_as_a_spike():
+def test_judged_needs_exactly_min_blocks_and_divergence_is_not_a_spike():
     H = 12
     just = np.zeros(H * (MIN_BLOCKS + 1))
     short = np.zeros(H * MIN_BLOCKS)
     assert bool(detect_spikes(just, 0.5, 0.75)["judged"])
     assert not bool(detect_spikes(short, 0.5, 0.75)["judged"])
     gone = np.zeros(H * 6)
-    gone[H * 3:] = np.nan  # diverged for good: inf - inf must still read as a spike
-    rises = block_rises(gone, H)
-    assert np.all(rises[1:] == np.inf)
-    assert bool(detect_spikes(gone, 0.5, 0.75)["spiky"])
+    gone[H * 3:] = np.nan  # diverged for good: classified apart, never counted as a spike
+    rises, _ = block_rises(gone, H)
+    assert np.all(np.isfinite(rises))  # nan reads as the floor: it makes no rise
+    out = detect_spikes(gone, 0.5, 0.75)
+    assert bool(out["diverged"]) and not bool(out["spiky"]) and out["status"] == "diverged"
