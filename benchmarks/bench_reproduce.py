@@ -34,7 +34,7 @@ order, median and quartiles of the per-round ratio in wall and in CPU time. The 
 ``shared_representation`` have no batched path yet (issue 33, item 1): their ratios come with
 it.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/bench_reproduce.py --quick
+    .venv/bin/python benchmarks/bench_reproduce.py --quick
         [--only a,b] [--full] [--executor process|thread|serial] [--workers N]
         [--no-ratio] [--markdown docs/benchmarks-reproduce.md]
 
@@ -138,7 +138,8 @@ def table(rows: list[dict], markdown: bool = False) -> str:
     body = [_cells(r) for r in rows] + [_cells(total_row(rows))]
     if markdown:
         lines = ["| " + " | ".join(COLUMNS) + " |",
-                 "|" + "|".join(":---" if i == 0 else "---:" for i in range(len(COLUMNS))) + "|"]
+                 "|" + "|".join(":---" if i in (0, len(COLUMNS) - 1) else "---:"
+                                for i in range(len(COLUMNS))) + "|"]
         lines += ["| " + " | ".join(c) + " |" for c in body]
         return "\n".join(lines)
     widths = [max(len(x) for x in col) for col in zip(COLUMNS, *body)]
@@ -230,6 +231,17 @@ def run_experiment(path: Path, quick: bool, spec, out: Path) -> dict:
     return row_from_summary(path.stem, outcome.summary, wall, c1 - c0, complete)
 
 
+def load_note(load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
+    """A warning when the machine was busy (a 1-minute load average above half its cores)."""
+    cores = os.cpu_count() or 1
+    peak = max(load[0][0], load[1][0])
+    if peak <= 0.5 * cores:
+        return ""
+    return (f"The machine was shared with other work during the run (1-minute load average up "
+            f"to {peak:.1f} on {cores} cores): wall times are inflated by the contention, and "
+            "CPU/wall below the worker count shows it; CPU s is the steadier figure.")
+
+
 def markdown_page(rows: list[dict], command: str, ratio: dict | None, quick: bool,
                   executor: str, load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -248,6 +260,7 @@ def markdown_page(rows: list[dict], command: str, ratio: dict | None, quick: boo
         "Load average before and after the run: "
         + " / ".join(", ".join(f"{x:.2f}" for x in avg) for avg in load) + " (1, 5, 15 min).",
         "",
+        *([load_note(load), ""] if load_note(load) else []),
         "Each experiment runs into a fresh folder (no task reused). *wall s* and *CPU s* are "
         "measured around the run (CPU: this process and every process under it); the shares "
         "are of the run's own `diagnostics.wall_seconds`: the sweep over tasks (training), the "
@@ -315,8 +328,10 @@ def main(argv: list[str] | None = None) -> int:
         print("note: some tasks were reused from a store; their time is not in the table")
     if ratio is not None:
         print(ratio_text(ratio))
+    if load_note(load):
+        print(load_note(load))
     if args.markdown:
-        command = "PYTHONPATH=src python benchmarks/bench_reproduce.py " + " ".join(
+        command = ".venv/bin/python benchmarks/bench_reproduce.py " + " ".join(
             a for a in (argv if argv is not None else sys.argv[1:]))
         Path(args.markdown).write_text(
             markdown_page(rows, command.strip(), ratio, args.quick, executor, load))

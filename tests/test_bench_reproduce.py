@@ -62,6 +62,10 @@ def test_table_text_and_markdown(bench):
     page = bench.markdown_page(rows(bench), "python benchmarks/bench_reproduce.py --quick", None,
                                True, "process", ((1.0, 1.0, 1.0), (2.0, 2.0, 2.0)))
     assert "quick configurations" in page and "--quick" in page and md[-1] in page
+    assert bench.load_note(((0.0, 0.0, 0.0), (0.0, 0.0, 0.0))) == ""
+    busy = ((100.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+    assert "shared with other work" in bench.load_note(busy)
+    assert bench.load_note(busy) in bench.markdown_page(rows(bench), "x", None, True, "serial", busy)
 
 
 def test_error_row_and_incomplete_cpu_are_marked(bench):
