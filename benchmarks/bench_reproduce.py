@@ -151,7 +151,7 @@ def table(rows: list[dict], markdown: bool = False) -> str:
 
 
 def _quartiles(x: list[float]) -> tuple[float, float, float]:
-    q = statistics.quantiles(x, n=4) if len(x) > 1 else [x[0]] * 3
+    q = statistics.quantiles(x, n=4, method="inclusive") if len(x) > 1 else [x[0]] * 3
     return q[0], statistics.median(x), q[2]
 
 
