@@ -3,7 +3,9 @@ runs it, one row per experiment.
 
 Each experiment of ``simulations/*.toml`` is loaded (:func:`gaugedyn.experiments.load_config`)
 and run (:func:`gaugedyn.experiments.execute`, figures on the Agg backend) into a fresh temporary
-folder, so every task is computed, none reused. Per experiment it prints
+folder, so every task is computed, none reused. Each experiment opens its own executor (so its
+workers have ended, and their CPU time is counted, when its row is written), where ``gaugedyn
+reproduce`` shares one: each row carries its pool's start-up. Per experiment it prints
 
 - ``tasks``: the configuration's tasks (``diagnostics.tasks.tasks`` of ``summary.json``);
 - ``wall s``: wall time around :func:`execute` (``time.perf_counter``);
@@ -340,4 +342,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from gaugedyn import InputError
+
+    try:
+        sys.exit(main())
+    except InputError as err:  # bad input: one line, exit 2, nothing run
+        print(f"bench_reproduce.py: error: {err}", file=sys.stderr)
+        sys.exit(2)
