@@ -1,0 +1,351 @@
+"""The whole reproduction, timed: every experiment's configuration run as ``gaugedyn reproduce``
+runs it, one row per experiment.
+
+Each experiment of ``simulations/*.toml`` is loaded (:func:`gaugedyn.experiments.load_config`)
+and run (:func:`gaugedyn.experiments.execute`, figures on the Agg backend) into a fresh temporary
+folder, so every task is computed, none reused. Each experiment opens its own executor (so its
+workers have ended, and their CPU time is counted, when its row is written), where ``gaugedyn
+reproduce`` shares one: each row carries its pool's start-up. Per experiment it prints
+
+- ``tasks``: the configuration's tasks (``diagnostics.tasks.tasks`` of ``summary.json``);
+- ``wall s``: wall time around :func:`execute` (``time.perf_counter``);
+- ``CPU s``: CPU time of this process and every process under it over that interval, user +
+  system. With psutil (installed with the ``test`` extra, through ``dask[distributed]``) it is
+  ``getrusage(RUSAGE_SELF) + getrusage(RUSAGE_CHILDREN)`` plus, for each live descendant (the
+  forkserver that starts the pool's workers and reaps them), its own and its reaped children's
+  times; without psutil only the first two, which miss workers reaped by the forkserver (the
+  column is then marked ``*``);
+- ``CPU/wall``: the cores kept busy on average;
+- the shares of the run's own ``diagnostics.wall_seconds`` spent in the sweep over tasks
+  (training; the remainder after analysis and figures, so it includes opening the store),
+  in analysis (``analyse_seconds``: the experiment's ``analyse`` and writing ``arrays.npz``)
+  and in figures (``plot_seconds``);
+- ``task s``: the tasks' summed compute time (``compute_seconds``, each task's wall time inside
+  its worker), and the run's status.
+
+A total row sums the times and tasks; its shares are weighted by each run's wall time.
+
+There is no peer for the whole reproduction, so no ratio for the table. One experiment runs
+copies batched where a loop of single runs is the peer: the stability scan (``spike_boundary``)
+trains all its cells and seeds of a task as one batched program (``adam_stability._batched``).
+Unless ``--no-ratio``, its batched-against-loop ratio is measured side by side on a small
+subset: ``B`` copies of ``teacher_mse`` with per-copy betas trained as one batch, against the
+same ``B`` copies trained one at a time by the same code, interleaved over rounds in rotating
+order, median and quartiles of the per-round ratio in wall and in CPU time. The grids of the
+``adam_split`` system (``beta_grid``, ``gauge_under_adam``) and ``prototypes`` and
+``shared_representation`` have no batched path yet (issue 33, item 1): their ratios come with
+it.
+
+    .venv/bin/python benchmarks/bench_reproduce.py --quick
+        [--only a,b] [--full] [--executor process|thread|serial] [--workers N]
+        [--no-ratio] [--markdown docs/benchmarks-reproduce.md]
+
+One of ``--quick`` (the reduced configurations) or ``--full`` must be given. ``--markdown PATH``
+writes the table as a docs page with the command, date and machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+COLUMNS = ("experiment", "tasks", "wall s", "CPU s", "CPU/wall", "sweep %", "analysis %",
+           "figures %", "task s", "status")
+
+
+def cpu_seconds() -> tuple[float, bool]:
+    """CPU seconds (user + system) of this process and everything under it so far, and whether
+    the live descendants were counted (psutil present)."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        r = resource.getrusage(who)
+        total += r.ru_utime + r.ru_stime
+    try:
+        import psutil
+    except ImportError:
+        return total, False
+    for child in psutil.Process().children(recursive=True):
+        try:
+            t = child.cpu_times()
+        except psutil.Error:  # exited between the listing and the reading
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total, True
+
+
+def row_from_summary(name: str, summary: dict, wall: float, cpu: float,
+                     complete_cpu: bool = True) -> dict:
+    """One table row from a run's ``summary.json`` and the times measured around it."""
+    diag = summary.get("diagnostics", {})
+    counts = diag.get("tasks", {})
+    run_wall = float(diag.get("wall_seconds", wall))
+    analyse = float(diag.get("analyse_seconds", 0.0))
+    plot = float(diag.get("plot_seconds", 0.0))
+    return {
+        "experiment": name,
+        "tasks": int(counts.get("tasks", 0)),
+        "reused": int(counts.get("reused", 0)),
+        "wall": wall,
+        "cpu": cpu,
+        "complete_cpu": complete_cpu,
+        "run_wall": run_wall,
+        "sweep": max(run_wall - analyse - plot, 0.0),
+        "analyse": analyse,
+        "plot": plot,
+        "task_seconds": float(counts.get("compute_seconds", 0.0)),
+        "status": str(summary.get("status", "?")),
+    }
+
+
+def error_row(name: str, wall: float, cpu: float, err: BaseException) -> dict:
+    """A row for a run that raised before writing its summary."""
+    row = row_from_summary(name, {}, wall, cpu)
+    row.update(run_wall=0.0, sweep=0.0, status=f"error: {type(err).__name__}")
+    return row
+
+
+def total_row(rows: list[dict]) -> dict:
+    """Sums over ``rows``; the shares (computed in :func:`table`) are wall-weighted."""
+    keys = ("tasks", "reused", "wall", "cpu", "run_wall", "sweep", "analyse", "plot",
+            "task_seconds")
+    total = {k: sum(r[k] for r in rows) for k in keys}
+    ok = sum(r["status"] == "passed" for r in rows)
+    total.update(experiment="total", complete_cpu=all(r["complete_cpu"] for r in rows),
+                 status=f"{ok}/{len(rows)} passed")
+    return total
+
+
+def _cells(row: dict) -> list[str]:
+    share = (lambda x: f"{100 * x / row['run_wall']:.0f}") if row["run_wall"] > 0 else (
+        lambda x: "-")
+    cpu = f"{row['cpu']:.1f}" + ("" if row["complete_cpu"] else "*")
+    ratio = f"{row['cpu'] / row['wall']:.2f}" if row["wall"] > 0 else "-"
+    return [row["experiment"], str(row["tasks"]), f"{row['wall']:.1f}", cpu, ratio,
+            share(row["sweep"]), share(row["analyse"]), share(row["plot"]),
+            f"{row['task_seconds']:.1f}", row["status"]]
+
+
+def table(rows: list[dict], markdown: bool = False) -> str:
+    """The table of ``rows`` and their total, as plain text or as a Markdown table."""
+    body = [_cells(r) for r in rows] + [_cells(total_row(rows))]
+    if markdown:
+        lines = ["| " + " | ".join(COLUMNS) + " |",
+                 "|" + "|".join(":---" if i in (0, len(COLUMNS) - 1) else "---:"
+                                for i in range(len(COLUMNS))) + "|"]
+        lines += ["| " + " | ".join(c) + " |" for c in body]
+        return "\n".join(lines)
+    widths = [max(len(x) for x in col) for col in zip(COLUMNS, *body)]
+    fmt = lambda cells: "  ".join(  # noqa: E731
+        c.ljust(w) if i in (0, len(cells) - 1) else c.rjust(w)
+        for i, (c, w) in enumerate(zip(cells, widths)))
+    rule = "-" * len(fmt(list(COLUMNS)))
+    return "\n".join([fmt(list(COLUMNS)), rule, *map(fmt, body[:-1]), rule, fmt(body[-1])])
+
+
+def _quartiles(x: list[float]) -> tuple[float, float, float]:
+    q = statistics.quantiles(x, n=4, method="inclusive") if len(x) > 1 else [x[0]] * 3
+    return q[0], statistics.median(x), q[2]
+
+
+def batched_ratio(copies: int = 16, steps: int = 300, rounds: int = 5) -> dict:
+    """The stability scan's batched copies against a loop of single copies, side by side.
+
+    ``copies`` teacher-student copies (``teacher_mse``, 256 samples, float64, one torch thread as
+    ``spike_boundary`` runs them) with per-copy betas, ``steps`` full-batch Adam steps; returns
+    the quartiles of loop / batched per round in wall and CPU time, and the largest difference of
+    the recorded log10 losses between the two (the same arithmetic per copy)."""
+    import numpy as np
+    import torch
+
+    from gaugedyn.experiments.adam_stability._batched import BatchedMLP, adam_steps
+
+    rng = np.random.default_rng(0)
+    b1 = 1 - 10 ** rng.uniform(-2, -0.5, copies)
+    b2 = 1 - 10 ** rng.uniform(-4, -2, copies)
+    seeds = np.arange(copies)
+
+    def batched():
+        model = BatchedMLP("teacher_mse", copies, seeds, 256, dtype=torch.float64)
+        return adam_steps(model, 1e-2, b1, b2, steps, record=10)
+
+    def loop():
+        return np.concatenate([
+            adam_steps(BatchedMLP("teacher_mse", 1, seeds[k:k + 1], 256, dtype=torch.float64),
+                       1e-2, b1[k:k + 1], b2[k:k + 1], steps, record=10)
+            for k in range(copies)], axis=1)
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        diff = float(np.nanmax(np.abs(batched() - loop())))  # warm up, and compare
+        variants = {"loop": loop, "batched": batched}
+        names = list(variants)
+        wall = {k: [] for k in names}
+        cpu = {k: [] for k in names}
+        for r in range(rounds):
+            for k in names[r % 2:] + names[:r % 2]:
+                t0, c0 = time.perf_counter(), time.process_time()
+                variants[k]()
+                wall[k].append(time.perf_counter() - t0)
+                cpu[k].append(time.process_time() - c0)
+    finally:
+        torch.set_num_threads(before)
+    return {
+        "copies": copies, "steps": steps, "rounds": rounds, "max_abs_diff": diff,
+        "wall": _quartiles([a / b for a, b in zip(wall["loop"], wall["batched"])]),
+        "cpu": _quartiles([a / b for a, b in zip(cpu["loop"], cpu["batched"])]),
+    }
+
+
+def ratio_text(r: dict) -> str:
+    w, c = r["wall"], r["cpu"]
+    return (f"spike_boundary's batched copies against a loop of single copies ({r['copies']} "
+            f"teacher_mse copies x {r['steps']} Adam steps, {r['rounds']} rounds interleaved): "
+            f"loop / batched wall {w[1]:.1f}x [{w[0]:.1f}, {w[2]:.1f}], "
+            f"CPU {c[1]:.1f}x [{c[0]:.1f}, {c[2]:.1f}]; "
+            f"largest |difference| of the recorded log10 losses {r['max_abs_diff']:.1e}")
+
+
+def run_experiment(path: Path, quick: bool, spec, out: Path) -> dict:
+    """Run one configuration into ``out`` and return its row."""
+    from gaugedyn.experiments import execute, load_config
+
+    cfg = load_config(path, quick=quick)
+    c0, complete = cpu_seconds()
+    t0 = time.perf_counter()
+    try:
+        outcome = execute(cfg, out, executor=spec, progress=None, backend="Agg")
+    except Exception as err:  # one experiment's failure is a row, not the end of the benchmark
+        c1, complete = cpu_seconds()
+        return error_row(path.stem, time.perf_counter() - t0, c1 - c0, err)
+    wall = time.perf_counter() - t0
+    c1, complete = cpu_seconds()
+    return row_from_summary(path.stem, outcome.summary, wall, c1 - c0, complete)
+
+
+def load_note(load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
+    """A warning when the machine was busy (a 1-minute load average above half its cores)."""
+    cores = os.cpu_count() or 1
+    peak = max(load[0][0], load[1][0])
+    if peak <= 0.5 * cores:
+        return ""
+    return (f"The machine was shared with other work during the run (1-minute load average up "
+            f"to {peak:.1f} on {cores} cores): wall times are inflated by the contention, and "
+            "CPU/wall below the worker count shows it; CPU s is the steadier figure.")
+
+
+def markdown_page(rows: list[dict], command: str, ratio: dict | None, quick: bool,
+                  executor: str, load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    kind = "quick" if quick else "full"
+    lines = [
+        f"# Benchmark of the whole reproduction ({kind} configurations)",
+        "",
+        "Generated by `benchmarks/bench_reproduce.py --markdown`; do not edit by hand. Rerun:",
+        "",
+        "```bash",
+        command,
+        "```",
+        "",
+        f"Date: {now}. Machine: {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}; executor: {executor}. "
+        "Load average before and after the run: "
+        + " / ".join(", ".join(f"{x:.2f}" for x in avg) for avg in load) + " (1, 5, 15 min).",
+        "",
+        *([load_note(load), ""] if load_note(load) else []),
+        "Each experiment runs into a fresh folder (no task reused). *wall s* and *CPU s* are "
+        "measured around the run (CPU: this process and every process under it); the shares "
+        "are of the run's own `diagnostics.wall_seconds`: the sweep over tasks (training), the "
+        "analysis (with writing `arrays.npz`) and the figures; *task s* is the tasks' summed "
+        "compute time. See the script's docstring for the definitions.",
+        "",
+        table(rows, markdown=True),
+        "",
+    ]
+    if ratio is not None:
+        lines += [ratio_text(ratio) + ".", ""]
+    lines += ["The grids of `beta_grid`, `gauge_under_adam`, `prototypes` and "
+              "`shared_representation` have no batched path yet (issue 33, item 1); their "
+              "batched-against-loop ratios come with it.", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--quick", action="store_true", help="the reduced configurations")
+    mode.add_argument("--full", action="store_true", help="the full configurations")
+    ap.add_argument("--only", metavar="NAME,...", help="run only these experiments")
+    ap.add_argument("--simulations", default=str(REPO / "simulations"), metavar="DIR")
+    ap.add_argument("--executor", choices=("process", "thread", "serial"), default=None)
+    ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--no-ratio", action="store_true", help="skip the batched-against-loop ratio")
+    ap.add_argument("--markdown", metavar="PATH", help="also write the table as a docs page")
+    args = ap.parse_args(argv)
+
+    from gaugedyn import InputError
+    from gaugedyn.experiments import ExecutorSpec
+
+    files = sorted(Path(args.simulations).glob("*.toml"))
+    names = [f.stem for f in files]
+    if args.only is not None:
+        wanted = [n.strip() for n in args.only.split(",") if n.strip()]
+        unknown = [n for n in wanted if n not in names]
+        if not wanted or unknown:
+            raise InputError(f"--only {args.only!r}: unknown experiment "
+                             f"{', '.join(unknown) or '(none given)'}; allowed: {', '.join(names)}")
+        files = [f for f in files if f.stem in wanted]
+    if not files:
+        raise InputError(f"--simulations {args.simulations!r}: no .toml files")
+    spec = ExecutorSpec(args.executor, args.workers).validate()
+    executor = f"{spec.kind}" + (f" x{spec.workers}" if spec.workers else " (one worker per core)")
+
+    load_before = os.getloadavg()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-reproduce-") as tmp:
+        for f in files:
+            row = run_experiment(f, args.quick, spec, Path(tmp) / f.stem)
+            rows.append(row)
+            print(f"{row['experiment']}: {row['wall']:.1f} s wall, {row['status']}",
+                  file=sys.stderr, flush=True)
+    load = (load_before, os.getloadavg())
+    ratio = None if args.no_ratio else batched_ratio()
+
+    print(f"{'quick' if args.quick else 'full'} configurations, executor {executor}, "
+          f"{os.cpu_count()} cores, load average before {load_before[0]:.2f}")
+    print(table(rows))
+    if any(not r["complete_cpu"] for r in rows):
+        print("* psutil missing: CPU of pool workers reaped by the forkserver not counted")
+    if any(r["reused"] for r in rows):
+        print("note: some tasks were reused from a store; their time is not in the table")
+    if ratio is not None:
+        print(ratio_text(ratio))
+    if load_note(load):
+        print(load_note(load))
+    if args.markdown:
+        command = ".venv/bin/python benchmarks/bench_reproduce.py " + " ".join(
+            a for a in (argv if argv is not None else sys.argv[1:]))
+        Path(args.markdown).write_text(
+            markdown_page(rows, command.strip(), ratio, args.quick, executor, load))
+        print(f"wrote {args.markdown}")
+    return 0
+
+
+if __name__ == "__main__":
+    from gaugedyn import InputError
+
+    try:
+        sys.exit(main())
+    except InputError as err:  # bad input: one line, exit 2, nothing run
+        print(f"bench_reproduce.py: error: {err}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,95 @@
+"""benchmarks/bench_reproduce.py: the table built from fake summaries (no experiment run), so the
+script cannot rot unnoticed."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from gaugedyn import InputError
+
+PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_reproduce.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_reproduce", PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def fake_summary(tasks: int, wall: float, analyse: float, plot: float, compute: float,
+                 status: str = "passed") -> dict:
+    return {"status": status, "diagnostics": {
+        "tasks": {"tasks": tasks, "unique_tasks": tasks, "reused": 0, "computed": tasks,
+                  "failed": 0, "compute_seconds": compute},
+        "executor": "ProcessPool x2", "analyse_seconds": analyse, "plot_seconds": plot,
+        "wall_seconds": wall}}
+
+
+def rows(bench):
+    return [bench.row_from_summary("a", fake_summary(4, 10.0, 2.0, 3.0, 9.0), 10.5, 21.0),
+            bench.row_from_summary("b", fake_summary(6, 30.0, 3.0, 0.0, 50.0, "claims failed"),
+                                   30.5, 55.0)]
+
+
+def test_rows_shares_and_total(bench):
+    a, b = rows(bench)
+    assert (a["sweep"], a["analyse"], a["plot"]) == (5.0, 2.0, 3.0)
+    assert b["sweep"] == 27.0
+    total = bench.total_row([a, b])
+    assert total["tasks"] == 10 and total["wall"] == 41.0 and total["cpu"] == 76.0
+    assert total["status"] == "1/2 passed"
+    cells = bench._cells(a)
+    # tasks, wall, CPU, CPU/wall, then the shares of the run's wall_seconds
+    assert cells[1:8] == ["4", "10.5", "21.0", "2.00", "50", "20", "30"]
+    # the total's shares are wall-weighted: sweep 32 s, analysis 5 s, figures 3 s of 40 s
+    assert bench._cells(total)[5:8] == ["80", "12", "8"]
+
+
+def test_table_text_and_markdown(bench):
+    text = bench.table(rows(bench))
+    lines = text.splitlines()
+    assert lines[0].split()[:2] == ["experiment", "tasks"]
+    assert lines[-1].startswith("total") and lines[-1].rstrip().endswith("1/2 passed")
+    md = bench.table(rows(bench), markdown=True).splitlines()
+    assert md[0] == "| " + " | ".join(bench.COLUMNS) + " |"
+    assert len(md) == 2 + 2 + 1  # header, rule, two rows, total
+    assert md[2].startswith("| a | 4 | 10.5 | 21.0 | 2.00 | 50 | 20 | 30 | 9.0 | passed |")
+    page = bench.markdown_page(rows(bench), "python benchmarks/bench_reproduce.py --quick", None,
+                               True, "process", ((1.0, 1.0, 1.0), (2.0, 2.0, 2.0)))
+    assert "quick configurations" in page and "--quick" in page and md[-1] in page
+    assert bench.load_note(((0.0, 0.0, 0.0), (0.0, 0.0, 0.0))) == ""
+    busy = ((100.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+    assert "shared with other work" in bench.load_note(busy)
+    assert bench.load_note(busy) in bench.markdown_page(rows(bench), "x", None, True, "serial", busy)
+
+
+def test_error_row_and_incomplete_cpu_are_marked(bench):
+    row = bench.error_row("c", 1.0, 0.5, RuntimeError("boom"))
+    row["complete_cpu"] = False
+    cells = bench._cells(row)
+    assert cells[3] == "0.5*" and cells[5:8] == ["-", "-", "-"]
+    assert cells[-1] == "error: RuntimeError"
+
+
+def test_cpu_seconds_counts_this_process(bench):
+    before, _ = bench.cpu_seconds()
+    sum(i * i for i in range(200_000))
+    after, _ = bench.cpu_seconds()
+    assert after > before
+
+
+def test_unknown_experiment_is_refused_before_any_run(bench):
+    with pytest.raises(InputError, match="--only 'nope': unknown experiment nope"):
+        bench.main(["--quick", "--only", "nope", "--no-ratio"])
+
+
+def test_batched_ratio_runs_and_batched_copies_equal_the_loop(bench):
+    r = bench.batched_ratio(copies=2, steps=20, rounds=2)
+    assert r["max_abs_diff"] <= 1e-12
+    assert all(x > 0 for x in r["wall"] + r["cpu"])
+    assert "loop / batched wall" in bench.ratio_text(r)
