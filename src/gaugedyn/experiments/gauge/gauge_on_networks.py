@@ -199,8 +199,8 @@ def _analyse(config, tasks, results) -> tuple:
         "with its Wilson 95% interval; the dashed line is 1/2.")
     arrays["caption_gauge_on_networks_drift"] = np.array(
         "Cumulative change of delta = |a|^2 - |w|^2 of the a-heavy (left) and w-heavy (right) copy, "
-        "relative to |delta(0)|, seed 0 of each optimizer: measured (solid) and predicted "
-        "(dashed; none under Adam).")
+        "relative to |delta(0)|, seed 0 of each optimizer: measured (lines) and predicted "
+        "(crosses; none under Adam). The axis is logarithmic beyond 1e-6 in size.")
     wall = {t["optimizer"]: 0.0 for t in tasks}
     for t, r in zip(tasks, results):
         wall[t["optimizer"]] += float(r["wall_time_s"])
@@ -230,7 +230,8 @@ def _plot_drift(arrays, outdir):
         d0 = np.abs(arrays[f"delta0_{opt}"][0])
         for c, ax in enumerate(axes):
             ax.plot(step, arrays[f"change_{opt}"][0, :, c] / d0[c], color=f"C{i}", label=opt)
-            ax.plot(step, arrays[f"predicted_{opt}"][0, :, c] / d0[c], color=f"C{i}", ls="--")
+            ax.plot(step, arrays[f"predicted_{opt}"][0, :, c] / d0[c], color=f"C{i}", ls="none",
+                    marker="x", markersize=3, markevery=max(1, step.size // 12))
     for ax, copy in zip(axes, ("a-heavy", "w-heavy")):
         ax.set(xlabel="step", ylabel="(delta(t) - delta(0)) / |delta(0)|", title=copy,
                )
