@@ -233,9 +233,9 @@ def _plot_drift(arrays, outdir):
             ax.plot(step, arrays[f"predicted_{opt}"][0, :, c] / d0[c], color=f"C{i}", ls="none",
                     marker="x", markersize=3, markevery=max(1, step.size // 12))
     for ax, copy in zip(axes, ("a-heavy", "w-heavy")):
-        ax.set(xlabel="step", ylabel="(delta(t) - delta(0)) / |delta(0)|", title=copy,
-               )
+        ax.set(xlabel="step", title=copy)
         ax.set_yscale("symlog", linthresh=1e-6)
+    axes[0].set_ylabel("(delta(t) - delta(0)) / |delta(0)|")
     return gf.save(fig, outdir, "gauge_on_networks_drift", arrays, legends=(axes[0],))
 
 
