@@ -51,3 +51,13 @@ def test_the_report_opens_with_one_section_per_paper_and_ends_with_the_claims_ta
     assert "1 not held" in adam and "1 depends on the reading" in adam
     assert text.index("## Appendix A") > text.index("## Other experiments")
     assert len(rows) == 5
+
+
+def test_published_counts_include_findings_that_depend_on_the_reading():
+    from gaugedyn.publish import verdict_counts
+
+    summary = {"claims": [_finding("a", "depends on the reading", "> 0"),
+                          _finding("b", "HELD", "> 0"),
+                          {"id": "c", "kind": "check", "passed": True}]}
+    c = verdict_counts([summary])
+    assert (c["depends on the reading"], c["HELD"], c["PASS"]) == (1, 1, 1)

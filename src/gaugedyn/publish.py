@@ -218,10 +218,11 @@ def figures_block(experiment: str, data: dict[str, dict], here: Path, root: Path
 
 
 def verdict_counts(summaries: list[dict]) -> dict[str, int]:
-    """Checks passed / failed and findings HELD / NOT HELD / UNRESOLVED over some summaries."""
-    from .harness._report import verdict_word
+    """Checks passed / failed and findings HELD / NOT HELD / UNRESOLVED / depends on the reading
+    over some summaries."""
+    from .harness._report import FINDING_WORDS, verdict_word
 
-    counts = dict.fromkeys(("PASS", "FAIL", "HELD", "NOT HELD", "UNRESOLVED", "MEASURED"), 0)
+    counts = dict.fromkeys(("PASS", "FAIL", *FINDING_WORDS, "MEASURED"), 0)
     for summary in summaries:
         for claim in summary.get("claims", []):
             counts[verdict_word(claim)] += 1
@@ -231,7 +232,7 @@ def verdict_counts(summaries: list[dict]) -> dict[str, int]:
 def systems_table(data: dict[str, dict], here: Path, root: Path) -> list[str]:
     """One row per paper: its page, its published full runs, checks and finding verdicts."""
     lines = ["| system | paper | full runs published | checks passed | findings: HELD / NOT "
-             "HELD / UNRESOLVED |", "|---|---|---|---|---|"]
+             "HELD / UNRESOLVED / depends on the reading |", "|---|---|---|---|---|"]
     for paper in PAPERS:
         page = os.path.relpath(root / "docs" / paper.page, here).replace(os.sep, "/")
         title = f"*{paper.title}*" if paper.title else paper.subject
@@ -243,7 +244,7 @@ def systems_table(data: dict[str, dict], here: Path, root: Path) -> list[str]:
         checks = f"{c['PASS']} of {c['PASS'] + c['FAIL']}" if c["PASS"] + c["FAIL"] else "no checks"
         lines.append(f"| [{paper.name}]({page}) | {title} | {', '.join(f'`{e}`' for e in runs)} "
                      f"| {checks} | {c['HELD']} / {c['NOT HELD']} "
-                     f"/ {c['UNRESOLVED']} |")
+                     f"/ {c['UNRESOLVED']} / {c['depends on the reading']} |")
     return lines
 
 
