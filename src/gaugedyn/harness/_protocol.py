@@ -120,7 +120,10 @@ def _combined(readings: dict) -> str:
 
 def finding(id: str, statement: str, interval: Any, threshold: float, direction: str = ">", *,
             expected: Any = None, cells: Any = None, extra: dict | None = None) -> Claim:
-    """A finding whose verdict comes from its interval (:func:`gaugedyn.stats.verdict`).
+    """A finding whose verdict comes from an interval computed elsewhere
+    (:func:`gaugedyn.stats.verdict`). Kept for callers outside the package; the experiments
+    build every finding with :func:`judged`, which names an audited rule of the catalogue and
+    stores the per-seed values, the power and each reading's verdict.
 
     ``interval`` is a :class:`gaugedyn.stats.Interval` (or ``(estimate, low, high)``);
     ``threshold`` and ``direction`` state the claim ``value > threshold`` (or ``<``), fixed
