@@ -242,16 +242,6 @@ class Param:
         return int(value) if integer else float(value)
 
 
-def parse_options(specs: dict[str, Param], args, names=None) -> dict:
-    """``{name: value}`` for the options ``names`` (default all) whose text in ``args`` is not
-    ``None``; ``None`` where an option was not given."""
-    out = {}
-    for name in names or specs:
-        text = getattr(args, name)
-        out[name] = None if text is None else specs[name].parse(text)
-    return out
-
-
 # ---------------------------------------------------------------------------- memory
 
 
