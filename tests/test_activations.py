@@ -74,10 +74,9 @@ def test_kernels_within_four_standard_errors_of_monte_carlo(name):
 @pytest.mark.parametrize("name", ["tanh", "softplus", "gelu", "leaky_relu", "abs", "he2", "he3",
                                   "user_softplus"])
 def test_hessian_is_the_derivative_of_the_gradient(name):
-    """The quadrature Hessian against a five-point difference of its gradient (both from a
-    160-node rule, so that quadrature error is below the difference's resolution), and the
-    default rule's Hessian against that fine one (the weights of the density's score lose
-    accuracy: about 1e-5 for tanh at q = 2)."""
+    """The numerical Hessian against a five-point difference of its gradient (both from a
+    160-term (or 160-node) rule, so that its error is below the difference's resolution), and
+    the default rule's Hessian against that fine one."""
     act = _softplus_user() if name == "user_softplus" else ACTIVATIONS[name]
     base = act.quadrature
     fine = PairQuadrature(base.g, base.g1, base.g2, base.homogeneous, 160)
@@ -106,7 +105,7 @@ def test_hessian_is_the_derivative_of_the_gradient(name):
 
 @pytest.mark.parametrize("name", ["relu", "erf", "linear"])
 def test_numerical_path_equals_closed_forms(name):
-    """Through the quadrature (polar rule for relu and linear, Gauss-Hermite for erf), every
+    """Through the numerical rule (polar for relu and linear, Hermite expansion for erf), every
     kernel value, gradient and Hessian equals the sympy closed form to 1e-10, and the stated
     error bound covers the value and gradient errors."""
     act = ACTIVATIONS[name]
@@ -124,12 +123,12 @@ def test_numerical_path_equals_closed_forms(name):
 
 
 def test_error_bound_flags_a_hard_case():
-    """tanh at q = 9 (poles of g(sqrt(q) z) near the real axis) is where Gauss-Hermite is
-    slowest: the bound says so, and it bounds the true error of the n-node rule."""
+    """tanh at q = 9 (poles of g(sqrt(q) z) near the real axis) is where the Hermite expansion
+    is slowest: the bound says so, and it bounds the true error of the N-term rule."""
     act = ACTIVATIONS["tanh"]
     q1, q2, c = np.array([9.0]), np.array([9.0]), np.array([3.0])
     bound = act.quadrature.error(q1, q2, c)
-    ref = PairQuadrature(act.quadrature.g, act.quadrature.g1, act.quadrature.g2, False, 400)
+    ref = PairQuadrature(act.quadrature.g, act.quadrature.g1, act.quadrature.g2, False, 300)
     true = abs(act.quadrature.pair(q1, q2, c) - ref.pair(q1, q2, c))
     assert bound[0] > 1e-6 and true[0] <= bound[0]
 
@@ -215,15 +214,33 @@ def test_check_activation_command(tmp_path, capsys):
     assert main(["check-activation", "tanh", "--samples", "10"]) == 2
 
 
-def test_hessian_of_aligned_pairs_is_finite_and_taken_at_rho_max():
-    from gaugedyn.theory._quadrature import HESSIAN_RHO_MAX
-
+def test_hessian_of_aligned_pairs_is_finite_and_continuous():
+    """The Hermite expansion's derivatives are the series' own (no score, no clipping): finite
+    at exact alignment and continuous into it; the aligned value is the self kernel within the
+    stated error bound."""
     quad = ACTIVATIONS["tanh"].quadrature
     q = np.array([0.7, 1.3])
     aligned = quad.pair_hess(q[0], q[1], np.sqrt(q[0] * q[1]))
-    at_max = quad.pair_hess(q[0], q[1], HESSIAN_RHO_MAX * np.sqrt(q[0] * q[1]))
-    assert np.all(np.isfinite(aligned)) and np.allclose(aligned, at_max, rtol=0, atol=0)
-    # values are not shifted: at exact alignment the pair kernel is the self kernel, within the
-    # rule's stated error bound
+    near = quad.pair_hess(q[0], q[1], (1 - 1e-9) * np.sqrt(q[0] * q[1]))
+    assert np.all(np.isfinite(aligned)) and np.allclose(aligned, near, rtol=1e-6, atol=1e-8)
     bound = quad.error(np.array([1.1]), np.array([1.1]), np.array([1.1]))[0]
     assert abs(quad.pair(1.1, 1.1, 1.1) - quad.self_(1.1)) <= bound
+
+
+@pytest.mark.parametrize("name", ["leaky_relu", "abs", "user_homogeneous"])
+def test_homogeneous_reduction_equals_polar_quadrature(name):
+    """A positively homogeneous g is g(1) relu + g(-1) relu(-.): the flow's kernels (ReLU closed
+    forms) equal the polar quadrature to 1e-12, values, gradients and Hessians."""
+    if name == "user_homogeneous":
+        act = Activation.from_torch(lambda z: torch.where(z > 0, 2.0 * z, -0.5 * z),
+                                    name="kinked", homogeneous=True)
+    else:
+        act = ACTIVATIONS[name]
+    assert act.rule.startswith("ReLU closed forms")
+    q1, q2, c = _configs()
+    flow, polar = act.kernels, act.quadrature.kernels()
+    for k in range(6):
+        args = (q1, q2, c) if k < 3 else (q1,)
+        got = np.atleast_2d(np.asarray(flow[k](*args), dtype=float))
+        want = np.atleast_2d(np.asarray(polar[k](*args), dtype=float))
+        assert np.abs(got - want).max() <= 1e-12 * max(1.0, np.abs(want).max()), (name, k)

@@ -9,8 +9,10 @@ An :class:`Activation` holds
   ``(a_i, w_i) -> (a_i / c, c w_i)`` leaves the network function fixed);
 - ``kernels``: its Gaussian expectations ``(F, dF, d2F, S, dS, d2S)`` (``F(q1, q2, c) =
   E[g(x1) g(x2)]`` and ``S(q) = E[g(x)^2]`` with their derivatives): the sympy-generated closed
-  forms where the package derives them (relu, erf, linear), otherwise quadrature
-  (:mod:`gaugedyn.theory._quadrature`, with its stated error bound).
+  forms where the package derives them (relu, erf, linear); for positively homogeneous ``g``
+  (leaky ReLU, absolute value, a user's) the ReLU closed forms (:func:`homogeneous_kernels`);
+  otherwise the Hermite expansion of :mod:`gaugedyn.theory._quadrature`, with its stated error
+  bound (its polar rule checks the homogeneous reduction).
 
 :data:`ACTIVATIONS` maps each registered name to its object; a user's activation is
 ``Activation.from_torch(fn, name=...)``, passed wherever an activation name is accepted (or
@@ -21,7 +23,6 @@ autograd.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,7 +33,10 @@ import numpy as np
 
 from .._errors import InputError
 from ._generated_kernels import KERNELS
-from ._quadrature import PairQuadrature
+from ._quadrature import MAX_HERMITE_TERMS, PairQuadrature
+
+POLAR_MAX_NODES = 512
+"""The most Gauss-Legendre nodes per arc an activation's polar rule may take."""
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -84,8 +88,8 @@ class Activation:
     """An activation ``g`` and everything the package computes from it (module docstring).
 
     ``closed_form`` is the generated ``(F, dF, d2F, S, dS, d2S)`` or ``None``; ``nodes`` is the
-    quadrature's ``n`` when there is none (``None``: the rule's default, 40 Gauss-Hermite nodes
-    per axis or 16 Gauss-Legendre nodes per arc); ``second_derivative`` (``g''`` in torch, for the
+    quadrature's size (``None``: the rule's default, 96 Hermite terms for smooth ``g``, 16
+    Gauss-Legendre nodes per arc for the polar rule); ``second_derivative`` (``g''`` in torch, for the
     quadrature of smooth ``g``) defaults to autograd of ``derivative``; ``sympy_expr`` (in one
     symbol), if given, is checked against ``function`` and ``derivative`` by
     :func:`check_activation`.
@@ -105,9 +109,11 @@ class Activation:
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
             raise InputError(f"an activation needs a non-empty name, not {self.name!r}")
-        if self.nodes is not None and (not isinstance(self.nodes, int) or self.nodes < 4):
-            raise InputError(f"nodes={self.nodes!r} is not allowed; allowed: an integer >= 4 "
-                             "or None (the rule's default)")
+        top = POLAR_MAX_NODES if self.homogeneous else MAX_HERMITE_TERMS // 2
+        if self.nodes is not None and (not isinstance(self.nodes, int)
+                                       or not 4 <= self.nodes <= top):
+            raise InputError(f"nodes={self.nodes!r} is not allowed; allowed: an integer from 4 "
+                             f"to {top} or None (the rule's default)")
 
     @classmethod
     def from_torch(cls, fn: Callable, sympy_expr=None, name: str = "custom", *,
@@ -115,10 +121,12 @@ class Activation:
                    nodes: int | None = None, description: str = "") -> Activation:
         """A user's elementwise torch function as an activation.
 
-        ``g'`` is ``derivative`` or autograd of ``fn``; the kernels are the quadrature of
-        :mod:`gaugedyn.theory._quadrature` (``homogeneous=True`` selects its polar rule, exact for
-        degree-1 positively homogeneous ``g`` with a kink at 0 only; otherwise ``g`` should be
-        smooth, see the rule's error bound); online SGD runs in torch (no compiled code).
+        ``g'`` is ``derivative`` or autograd of ``fn``. With ``homogeneous=True`` (``g(t x) =
+        t g(x)`` for ``t > 0``, so ``g = g(1) relu + g(-1) relu(-.)``) the kernels are the ReLU
+        closed forms of :func:`homogeneous_kernels` (:func:`check_activation` tests the claim
+        against Monte Carlo); otherwise ``g`` should be smooth and the kernels are the Hermite
+        expansion of :mod:`gaugedyn.theory._quadrature` (see its error bound). Online SGD runs in
+        torch (no compiled code).
         """
         if not callable(fn):
             raise InputError(f"fn={fn!r} is not callable; allowed: an elementwise torch function")
@@ -136,12 +144,20 @@ class Activation:
 
     @property
     def rule(self) -> str:
-        """The kernels in words: ``closed form`` or the quadrature rule and its nodes."""
+        """The kernels the flow uses, in words."""
         if self.closed_form is not None:
             return "closed form"
+        if self.homogeneous:
+            return "ReLU closed forms (g(1) relu(x) + g(-1) relu(-x))"
+        return self.quadrature_rule
+
+    @property
+    def quadrature_rule(self) -> str:
+        """The numerical rule of :attr:`quadrature` and its size, in words."""
         q = self.quadrature
         return (f"polar quadrature, {q.nodes} Gauss-Legendre nodes per arc" if self.homogeneous
-                else f"Gauss-Hermite quadrature, {q.nodes} nodes per axis")
+                else f"Hermite expansion, {q.nodes} terms ({4 * q.nodes}-node Gauss-Hermite "
+                     "coefficients)")
 
     @property
     def second(self) -> Callable:
@@ -152,8 +168,20 @@ class Activation:
 
     @property
     def kernels(self) -> tuple:
-        """``(F, dF, d2F, S, dS, d2S)``: the closed forms if any, else :attr:`quadrature`'s."""
-        return self.closed_form if self.closed_form is not None else self.quadrature.kernels()
+        """``(F, dF, d2F, S, dS, d2S)``: the closed forms if any; for positively homogeneous
+        ``g`` the ReLU closed forms through :func:`homogeneous_kernels`; else
+        :attr:`quadrature`'s."""
+        if self.closed_form is not None:
+            return self.closed_form
+        if self.homogeneous:
+            return self._homogeneous
+        return self.quadrature.kernels()
+
+    @cached_property
+    def _homogeneous(self) -> tuple:
+        torch = _torch()
+        ends = self.function(torch.tensor([1.0, -1.0], dtype=torch.float64))
+        return homogeneous_kernels(float(ends[0]), float(ends[1]))
 
     @property
     def compiled(self) -> bool:
@@ -165,6 +193,36 @@ class Activation:
 
     def __repr__(self) -> str:
         return f"Activation({self.name!r}, {self.rule}, homogeneous={self.homogeneous})"
+
+
+def homogeneous_kernels(up: float, down: float) -> tuple:
+    """The kernels of a positively homogeneous ``g`` of degree 1, from the ReLU closed forms.
+
+    Such a ``g`` is ``g(x) = up relu(x) + down relu(-x)`` with ``up = g(1)``, ``down = g(-1)``,
+    and ``relu(x1) relu(-x2)`` is ``relu`` of the pair ``(x1, -x2)``, whose covariance is ``-c``:
+
+        F(q1, q2, c) = (up^2 + down^2) F_relu(q1, q2, c) + 2 up down F_relu(q1, q2, -c),
+        S(q) = (up^2 + down^2) S_relu(q),
+
+    with every derivative by the chain rule (the sign of ``c`` flips the odd ``c``-derivatives).
+    Exact: the polar quadrature of :class:`PairQuadrature` agrees to round-off (tested)."""
+    F, dF, d2F, S, dS, d2S = KERNELS["relu"]
+    u, v = up * up + down * down, 2.0 * up * down
+    hess_sign = (1.0, 1.0, -1.0, 1.0, -1.0, 1.0)  # q1q1, q1q2, q1c, q2q2, q2c, cc
+
+    def pair(q1, q2, c):
+        return u * F(q1, q2, c) + v * F(q1, q2, -np.asarray(c))
+
+    def pair_grad(q1, q2, c):
+        a, b = dF(q1, q2, c), dF(q1, q2, -np.asarray(c))
+        return (u * a[0] + v * b[0], u * a[1] + v * b[1], u * a[2] - v * b[2])
+
+    def pair_hess(q1, q2, c):
+        a, b = d2F(q1, q2, c), d2F(q1, q2, -np.asarray(c))
+        return tuple(u * x + s * v * y for x, y, s in zip(a, b, hess_sign))
+
+    return (pair, pair_grad, pair_hess, lambda q: u * S(q), lambda q: u * dS(q),
+            lambda q: u * d2S(q))
 
 
 def _builtin(name, fn, d, d2=None, *, code, homogeneous=False, description=""):
@@ -400,8 +458,7 @@ def check_activation(activation: str | Activation, *, samples: int = 1_000_000,
                              .abs().max())
     report = {
         "activation": act.name, "samples": samples, "configurations": configurations,
-        "seed": seed, "kernels": act.rule if not numerical
-        else dataclasses.replace(act, closed_form=None).rule,
+        "seed": seed, "kernels": act.quadrature_rule if numerical else act.rule,
         "max_z": {k: float(v) for k, v in worst.items()
                   if not (k == "pair_dq1" and gpp is None)},
         "derivative_vs_autograd": derivative_error,

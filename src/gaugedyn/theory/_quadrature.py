@@ -19,13 +19,24 @@ divide by ``sigma`` as the ReLU closed forms do.
 Two rules, vectorised over all pairs at once (every input broadcasts; the result has the
 broadcast shape):
 
-- smooth ``g`` (``homogeneous=False``): the tensor Gauss-Hermite rule with ``n`` nodes per axis
-  (``HERMITE_NODES = 40`` by default) on ``x1 = sqrt(q1) z1``, ``x2 = sqrt(q2) (rho z1 +
-  sigma z2)`` (the Cholesky factor of ``C``); exact for polynomial ``g`` of degree ``<= n - 1``
-  (quadratic, He2, He3; the one-variable self kernel uses ``2 n`` nodes, as cheap as ``n`` per
-  pair), exponentially convergent for entire ``g`` (erf: error bound 3e-12 for ``q <= 2``),
-  slower when ``g`` has poles near the real axis at the scale of ``sqrt(q)`` (tanh: about 5e-5
-  for ``q <= 2``, 1e-4 at ``q = 4``; raise ``nodes`` for more);
+- smooth ``g`` (``homogeneous=False``): the Hermite (Mehler) expansion. With ``x = sqrt(q) z``
+  and the orthonormal Hermite coefficients ``A_k(q) = E[g(sqrt(q) z) He_k(z)] / sqrt(k!)``,
+
+      F(q1, q2, c) = sum_{k=0}^{N} A_k(q1) A_k(q2) rho^k,
+
+  truncated at ``N`` terms (``HERMITE_TERMS = 96`` by default; ``nodes`` sets it). The
+  coefficients and their ``q``-derivatives ``A_k' = E[g'(x) z He_k] / (2 sqrt(q k!))``,
+  ``A_k'' = E[g''(x) z^2 He_k] / (4 q sqrt(k!)) - E[g'(x) z He_k] / (4 q^(3/2) sqrt(k!))`` come
+  from one one-dimensional Gauss-Hermite rule with ``4 N`` nodes per distinct ``q`` (so ``g``,
+  ``g'``, ``g''`` are evaluated ``12 N`` times per distinct diagonal entry, not per pair: the
+  ``K + M`` diagonal entries of ``Q`` and ``T`` serve all ``K^2 + K M`` pairs), and every
+  derivative of ``F`` in ``(q1, q2, c)`` is the chain rule through ``rho = c / sqrt(q1 q2)``
+  applied to the series (exact, finite at ``|rho| = 1``). By Parseval, ``sum_k A_k(q)^2 =
+  S(q)``, so the truncation error of ``F`` is at most ``sqrt(tail(q1) tail(q2)) |rho|^(N+1)``
+  with ``tail(q) = S(q) - sum_{k<=N} A_k(q)^2``. Exact for polynomial ``g`` of degree
+  ``<= N``; geometric in ``N`` for entire ``g`` (erf: 1e-15); for ``g`` analytic in a strip
+  of half-width ``a / sqrt(q)`` the coefficients fall like ``exp(-a sqrt(2 k / q))`` (tanh,
+  ``a = pi / 2``: about 1e-9 at ``q <= 2``, 1e-6 at ``q = 9``; raise ``nodes`` for more);
 - positively homogeneous ``g`` of degree 1 (``g(t x) = t g(x)`` for ``t > 0``: ReLU, leaky ReLU,
   absolute value): polar coordinates ``z = r (cos theta, sin theta)``. The integrand is a
   polynomial in ``r`` (exact with a two-node Gauss-Laguerre rule in ``r^2 / 2``) and, between
@@ -37,7 +48,8 @@ broadcast shape):
 
 :meth:`PairQuadrature.error` is the stated error bound: the largest difference of the values and
 first derivatives between the rule with ``n`` and with ``2 n`` nodes at the given configurations.
-Second derivatives of nearly aligned pairs are evaluated at ``|rho| = HESSIAN_RHO_MAX``.
+Second derivatives of nearly aligned pairs by the polar rule are evaluated at ``|rho| =
+HESSIAN_RHO_MAX``.
 """
 
 from __future__ import annotations
@@ -53,9 +65,16 @@ HESSIAN_RHO_MAX = 1.0 - 1e-4
 HESSIAN_RHO_MAX``: the density's score divides by ``sigma^4``, so closer to alignment its
 cancellation leaves nothing (the Hessian enters only Jacobians; for smooth ``g`` the shift
 changes it by ``O(1e-4)``, for ReLU-like ``g`` it is ``O(1 / sigma)`` there anyway)."""
-HERMITE_NODES = 40
-"""Default Gauss-Hermite nodes per axis of the smooth rule (erf: error bound 3e-12 for
-``q <= 2``; tanh: 5e-5, its poles at ``z = i pi / (2 sqrt q)`` are near the real axis)."""
+HERMITE_TERMS = 96
+"""Default number of terms ``N`` of the smooth rule's Hermite expansion (erf: error bound 1e-15
+for ``q <= 2``; tanh: 1e-9, its poles at ``z = i pi / (2 sqrt q)`` are near the real axis)."""
+COEFFICIENT_NODES = 4
+"""Gauss-Hermite nodes per term of the one-dimensional rule for the Hermite coefficients (``4 N``:
+at tanh, ``q = 9``, the pair kernel's error is 3e-7 with ``2 N``, 7e-10 with ``4 N``; the rule
+runs once per distinct diagonal entry, so its size costs next to nothing)."""
+MAX_HERMITE_TERMS = 300
+"""The most terms the smooth rule takes (beyond, the weights of the ``4 N``-node rule underflow
+where the highest Hermite functions live)."""
 POLAR_NODES = 16
 """Default Gauss-Legendre nodes per arc of the polar rule (round-off for ReLU)."""
 
@@ -82,7 +101,7 @@ class PairQuadrature:
         self.g, self.g1, self.g2 = g, g1, g2
         self.homogeneous = bool(homogeneous)
         if nodes is None:
-            nodes = POLAR_NODES if homogeneous else HERMITE_NODES
+            nodes = POLAR_NODES if homogeneous else HERMITE_TERMS
         self.nodes = int(nodes)
         if self.homogeneous:
             t, w = roots_legendre(self.nodes)
@@ -90,10 +109,21 @@ class PairQuadrature:
             s, ws = roots_laguerre(_RADIAL_NODES)
             self._r, self._wr = np.sqrt(2.0 * s), ws
         else:
-            z, w = roots_hermitenorm(self.nodes)
-            self._z, self._w = z, w / np.sqrt(2.0 * np.pi)
-            z, w = roots_hermitenorm(2 * self.nodes)
+            if not 1 <= self.nodes <= 2 * MAX_HERMITE_TERMS:
+                raise ValueError(f"nodes={self.nodes} terms; allowed 1 to {2 * MAX_HERMITE_TERMS}")
+            z, w = roots_hermitenorm(COEFFICIENT_NODES * self.nodes)
             self._z1, self._w1 = z, w / np.sqrt(2.0 * np.pi)
+            # rows k = 0..N: w_j He_k(z_j) / sqrt(k!), by the orthonormal recurrence on
+            # sqrt(w_j) He_k(z_j) / sqrt(k!) (bounded by about 1, so nothing overflows)
+            phi = np.empty((self.nodes + 1, z.size))
+            phi[0] = np.sqrt(self._w1)
+            if self.nodes >= 1:
+                phi[1] = z * phi[0]
+            for k in range(1, self.nodes):
+                phi[k + 1] = (z * phi[k] - np.sqrt(k) * phi[k - 1]) / np.sqrt(k + 1)
+            self._basis = phi * np.sqrt(self._w1)
+            self._k = np.arange(self.nodes + 1, dtype=np.float64)
+            self._coefficients: dict = {}
         self._last = None
 
     # --- the six kernels --------------------------------------------------------------------
@@ -124,8 +154,12 @@ class PairQuadrature:
     def error(self, q1, q2, c) -> np.ndarray:
         """The stated error bound at each configuration: ``max |K_n - K_2n|`` over the value and
         the three first derivatives of the pair kernel and the value and derivative of the self
-        kernel at ``q1`` and ``q2`` (module docstring)."""
-        fine = PairQuadrature(self.g, self.g1, self.g2, self.homogeneous, 2 * self.nodes)
+        kernel at ``q1`` and ``q2`` (module docstring; ``n`` nodes per arc of the polar rule, or
+        ``N`` terms of the Hermite expansion with its ``4 N``-node rule)."""
+        fine_nodes = 2 * self.nodes
+        if not self.homogeneous:
+            fine_nodes = min(fine_nodes, 2 * MAX_HERMITE_TERMS)
+        fine = PairQuadrature(self.g, self.g1, self.g2, self.homogeneous, fine_nodes)
         v0, g0, _ = self._pair(q1, q2, c, hess=False)
         v1, g1, _ = fine._pair(q1, q2, c, hess=False)
         diffs = [v0 - v1, *(a - b for a, b in zip(g0, g1))]
@@ -140,6 +174,8 @@ class PairQuadrature:
         ``(q2, q1, c)`` are evaluated once, and the last call is remembered (whatever its shape),
         so the value, gradient and Hessian of one state cost one evaluation of ``g``."""
         shape, (q1, q2, c) = _flat(q1, q2, c)
+        if not self.homogeneous:
+            return self._series(shape, q1, q2, c, hess)
         key = (q1.tobytes(), q2.tobytes(), c.tobytes())
         if (self._last is None or self._last[0] != key
                 or (hess and self._last[1][2] is None)):
@@ -180,17 +216,12 @@ class PairQuadrature:
                 None if hs is None else tuple(x.reshape(shape) for x in hs))
 
     def _pair_block(self, q1, q2, c, hess: bool):
-        """The kernels of ``P`` pairs; node arrays are ``(P, n, n)`` (Gauss-Hermite, ``x1``
-        depending on the first axis only) or ``(P, N, 1)`` (polar)."""
+        """The polar rule's kernels of ``P`` pairs; node arrays are ``(P, N, 1)``."""
         sq1, sq2 = np.sqrt(q1), np.sqrt(q2)
         rho = np.clip(c / (sq1 * sq2), -1.0, 1.0)
         sigma = np.sqrt(np.maximum(1.0 - rho * rho, 0.0))
         col = (slice(None), None, None)
-        if self.homogeneous:
-            z1, z2, w1, w2 = self._polar(rho, sigma)
-        else:
-            z1, z2 = self._z[None, :, None], self._z[None, None, :]
-            w1, w2 = self._w[None, :], self._w
+        z1, z2, w1, w2 = self._polar(rho, sigma)
         x1 = sq1[col] * z1
         x2 = sq2[col] * (rho[col] * z1 + sigma[col] * z2)
         G1, P1 = self.g(x1)[..., 0], self.g1(x1)[..., 0]
@@ -198,12 +229,7 @@ class PairQuadrature:
         G2w, P2w = G2 @ w2, P2 @ w2
         val = np.sum(w1 * G1 * G2w, axis=-1)
         dc = np.sum(w1 * P1 * P2w, axis=-1)
-        if self.homogeneous:
-            d1, d2 = (val - c * dc) / (2 * q1), (val - c * dc) / (2 * q2)
-        else:
-            S1, S2 = self.g2(x1)[..., 0], self.g2(x2)
-            d1 = 0.5 * np.sum(w1 * S1 * G2w, axis=-1)
-            d2 = 0.5 * np.sum(w1 * G1 * (S2 @ w2), axis=-1)
+        d1, d2 = (val - c * dc) / (2 * q1), (val - c * dc) / (2 * q2)
         if not hess:
             return val, (d1, d2, dc)
         W = w1[..., None] * w2
@@ -217,17 +243,11 @@ class PairQuadrature:
             sc = y1 * y2 - A12[col]
             pp = W * P1[..., None] * P2
             h1c, h2c, hcc = (np.sum(pp * s, axis=(-2, -1)) for s in (s1, s2, sc))
-            if self.homogeneous:
-                h11 = (-d1 - c * h1c) / (2 * q1)
-                h12 = (d2 - c * h2c) / (2 * q1)
-                h22 = (-d2 - c * h2c) / (2 * q2)
-                h1c_, h2c_ = -c * hcc / (2 * q1), -c * hcc / (2 * q2)
-                return val, (d1, d2, dc), (h11, h12, h1c_, h22, h2c_, hcc)
-            a = 0.5 * W * S1[..., None] * G2
-            b = 0.5 * W * G1[..., None] * S2
-            h11, h12 = np.sum(a * s1, axis=(-2, -1)), np.sum(a * s2, axis=(-2, -1))
-            h22 = np.sum(b * s2, axis=(-2, -1))
-        return val, (d1, d2, dc), (h11, h12, h1c, h22, h2c, hcc)
+            h11 = (-d1 - c * h1c) / (2 * q1)
+            h12 = (d2 - c * h2c) / (2 * q1)
+            h22 = (-d2 - c * h2c) / (2 * q2)
+            h1c_, h2c_ = -c * hcc / (2 * q1), -c * hcc / (2 * q2)
+        return val, (d1, d2, dc), (h11, h12, h1c_, h22, h2c_, hcc)
 
     def _polar(self, rho, sigma):
         """Polar nodes per pair, ``z1, z2 (P, N, 1)``, weights ``w1 (P, N)``, ``w2 (1,)``: the
@@ -248,18 +268,92 @@ class PairQuadrature:
         w1 = (wt[..., None] * self._wr[None, None, :]).reshape(P, -1)
         return z1, z2, w1, np.ones(1)
 
+    def _coefficients_of(self, q):
+        """``(coef (len(q), 3, N + 1), self (len(q), 3))`` at each entry of the flat ``q``: the
+        orthonormal Hermite coefficients ``A_k`` of ``g(sqrt(q) z)`` with their first and second
+        ``q``-derivatives, and ``(S, S', S'')``, from the ``4 N``-node rule; remembered per value
+        of ``q`` (a flow evaluates a handful of distinct diagonal entries many times)."""
+        memo = self._coefficients
+        keys = q.tolist()
+        missing = sorted({v for v in keys if v not in memo})
+        if missing:
+            if len(memo) + len(missing) > 4096:
+                memo.clear()
+                missing = sorted(set(keys))
+            qm = np.array(missing)
+            sq = np.sqrt(qm)[:, None]
+            z = self._z1
+            x = sq * z
+            G, P, S2 = self.g(x), self.g1(x), self.g2(x)
+            Pz = P * z
+            # A, int g' z He_k, int g'' z^2 He_k (rows of the basis), stacked in one product
+            raw = np.stack([G, Pz, S2 * z * z], axis=1) @ self._basis.T
+            coef = np.stack([raw[:, 0], raw[:, 1] / (2.0 * sq),
+                             raw[:, 2] / (4.0 * sq**2) - raw[:, 1] / (4.0 * sq**3)], axis=1)
+            d = P * P + G * S2
+            selfk = np.stack([(G * G) @ self._w1, d @ self._w1,
+                              (d * (z**2 - 1.0) / (2.0 * sq**2)) @ self._w1], axis=1)
+            for i, v in enumerate(missing):
+                memo[v] = (coef[i], selfk[i])
+        rows = [memo[v] for v in keys]
+        return np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+
+    def _series(self, shape, q1, q2, c, hess: bool):
+        """The smooth rule (module docstring): ``F = Phi(q1, q2, rho)`` with ``Phi = sum_k
+        A_k(q1) A_k(q2) rho^k``; the derivatives in ``(q1, q2, c)`` by the chain rule. The last
+        call is remembered, so the value, gradient and Hessian of one state cost one series."""
+        key = (q1.tobytes(), q2.tobytes(), c.tobytes())
+        if self._last is None or self._last[0] != key or (hess and self._last[1][2] is None):
+            self._last = (key, self._series_flat(q1, q2, c, hess))
+        val, grad, hs = self._last[1]
+        return (val.reshape(shape), tuple(x.reshape(shape) for x in grad),
+                None if hs is None else tuple(x.reshape(shape) for x in hs))
+
+    def _series_flat(self, q1, q2, c, hess: bool):
+        n = q1.size
+        coef, _ = self._coefficients_of(np.concatenate([q1, q2]))
+        one, two = coef[:n], coef[n:]  # (n, 3, N + 1): A, A', A''
+        s = np.sqrt(q1 * q2)
+        rho = np.clip(c / s, -1.0, 1.0)
+        k = self._k
+        pw = np.vander(rho, k.size, increasing=True)  # rho^k
+        d = np.zeros_like(pw)  # k rho^(k-1)
+        d[:, 1:] = k[1:] * pw[:, :-1]
+        a1, a2 = one[:, 0], two[:, 0]
+        aa = a1 * a2
+        # Phi, Phi_1, Phi_2 against rho^k; Phi_r against k rho^(k-1)
+        prods = [aa, one[:, 1] * a2, a1 * two[:, 1]]
+        if hess:
+            prods += [one[:, 2] * a2, a1 * two[:, 2], one[:, 1] * two[:, 1]]
+        by_pw = np.einsum("jpk,pk->jp", np.stack(prods), pw)
+        by_d = np.einsum("jpk,pk->jp", np.stack(prods[:3]), d)
+        phi, p1, p2 = by_pw[:3]
+        pr, p1r, p2r = by_d
+        r1, r2, rc = -rho / (2 * q1), -rho / (2 * q2), 1.0 / s
+        grad = (p1 + pr * r1, p2 + pr * r2, pr * rc)
+        if not hess:
+            return phi, grad, None
+        e = np.zeros_like(pw)  # k (k-1) rho^(k-2)
+        e[:, 2:] = k[2:] * (k[2:] - 1) * pw[:, :-2]
+        p11, p22, p12 = by_pw[3:]
+        prr = np.sum(aa * e, axis=-1)
+        r11, r22, r12 = 3 * rho / (4 * q1**2), 3 * rho / (4 * q2**2), rho / (4 * q1 * q2)
+        r1c, r2c = -rc / (2 * q1), -rc / (2 * q2)
+        hs = (p11 + 2 * p1r * r1 + prr * r1 * r1 + pr * r11,
+              p12 + p1r * r2 + p2r * r1 + prr * r1 * r2 + pr * r12,
+              p1r * rc + prr * r1 * rc + pr * r1c,
+              p22 + 2 * p2r * r2 + prr * r2 * r2 + pr * r22,
+              p2r * rc + prr * r2 * rc + pr * r2c,
+              prr * rc * rc)
+        return phi, grad, hs
+
     def _self(self, q):
         shape, (q,) = _flat(q)
         if self.homogeneous:
             m = 0.5 * (self.g(np.ones(1))[0] ** 2 + self.g(-np.ones(1))[0] ** 2)
             return (q * m).reshape(shape), np.full(shape, m), np.zeros(shape)
-        x = np.sqrt(q)[:, None] * self._z1
-        G, P, S = self.g(x), self.g1(x), self.g2(x)
-        val = G * G @ self._w1
-        d = P * P + G * S
-        grad = d @ self._w1
-        hess = (d * (self._z1**2 - 1.0) / (2 * q[:, None])) @ self._w1
-        return val.reshape(shape), grad.reshape(shape), hess.reshape(shape)
+        _, selfk = self._coefficients_of(q)
+        return tuple(selfk[:, j].reshape(shape) for j in range(3))
 
 
 FOUR_POINT_NODES = 10
