@@ -4,6 +4,7 @@ from ._activation import ACTIVATIONS as ACTIVATIONS
 from ._activation import Activation as Activation
 from ._activation import activation_of as activation_of
 from ._activation import check_activation as check_activation
+from ._activation import cross_kernels as cross_kernels
 from ._activation import register_activation as register_activation
 from ._flows import FORMULATIONS as FORMULATIONS
 from ._flows import FlowParams as FlowParams

@@ -33,7 +33,13 @@ import numpy as np
 
 from .._errors import InputError
 from ._generated_kernels import KERNELS
-from ._quadrature import MAX_HERMITE_TERMS, PairQuadrature
+from ._quadrature import (
+    MAX_HERMITE_TERMS,
+    PairQuadrature,
+    _flat,
+    homogeneous_coefficients,
+    mehler,
+)
 
 POLAR_MAX_NODES = 512
 """The most Gauss-Legendre nodes per arc an activation's polar rule may take."""
@@ -179,9 +185,7 @@ class Activation:
 
     @cached_property
     def _homogeneous(self) -> tuple:
-        torch = _torch()
-        ends = self.function(torch.tensor([1.0, -1.0], dtype=torch.float64))
-        return homogeneous_kernels(float(ends[0]), float(ends[1]))
+        return homogeneous_kernels(*_ends(self))
 
     @property
     def compiled(self) -> bool:
@@ -223,6 +227,96 @@ def homogeneous_kernels(up: float, down: float) -> tuple:
 
     return (pair, pair_grad, pair_hess, lambda q: u * S(q), lambda q: u * dS(q),
             lambda q: u * d2S(q))
+
+
+def _ends(act: Activation) -> tuple[float, float]:
+    torch = _torch()
+    ends = act.function(torch.tensor([1.0, -1.0], dtype=torch.float64))
+    return float(ends[0]), float(ends[1])
+
+
+_CROSS: dict = {}
+
+
+def cross_kernels(student: str | Activation, teacher: str | Activation | None) -> tuple:
+    """``(F, dF, d2F)`` of the student-teacher pair ``F(q1, q2, c) = E[g(x1) g*(x2)]``
+    (``x1`` a student field of variance ``q1``, ``x2`` a teacher field of variance ``q2``).
+
+    The student's own pair kernels when ``teacher`` is ``None`` or the same activation; for two
+    positively homogeneous activations the ReLU closed forms (``g = u relu + d relu(-.)``, so
+    ``F = (u u* + d d*) F_relu(c) + (u d* + d u*) F_relu(-c)``); otherwise the Mehler series
+    ``sum_k A_k(q1) A*_k(q2) rho^k`` of :func:`gaugedyn.theory._quadrature.mehler`, with each
+    side's Hermite coefficients from its quadrature (smooth ``g``) or exactly
+    (:func:`~gaugedyn.theory._quadrature.homogeneous_coefficients`), truncated at the smooth
+    side's number of terms (the smaller one if both are smooth). Its error bound is the series'
+    with twice the terms against this one (:func:`cross_error`).
+    """
+    s = activation_of(student)
+    t = s if teacher is None else activation_of(teacher)
+    if t is s or t.name == s.name and t.function is s.function:
+        return s.kernels[:3]
+    key = (id(s), id(t))
+    if key not in _CROSS:
+        _CROSS[key] = (s, t, _cross(s, t))
+    return _CROSS[key][2]
+
+
+def _cross(s: Activation, t: Activation, scale: int = 1) -> tuple:
+    if s.homogeneous and t.homogeneous:
+        (us, ds), (ut, dt) = _ends(s), _ends(t)
+        F, dF, d2F = KERNELS["relu"][:3]
+        u, v = us * ut + ds * dt, us * dt + ds * ut
+        sign = (1.0, 1.0, -1.0, 1.0, -1.0, 1.0)
+
+        def pair(q1, q2, c):
+            return u * F(q1, q2, c) + v * F(q1, q2, -np.asarray(c))
+
+        def pair_grad(q1, q2, c):
+            a, b = dF(q1, q2, c), dF(q1, q2, -np.asarray(c))
+            return (u * a[0] + v * b[0], u * a[1] + v * b[1], u * a[2] - v * b[2])
+
+        def pair_hess(q1, q2, c):
+            a, b = d2F(q1, q2, c), d2F(q1, q2, -np.asarray(c))
+            return tuple(u * x + z * v * y for x, y, z in zip(a, b, sign))
+
+        return pair, pair_grad, pair_hess
+    terms = min(a.quadrature.nodes for a in (s, t) if not a.homogeneous) * scale
+    sides = []
+    for a in (s, t):
+        if a.homogeneous:
+            up, down = _ends(a)
+            sides.append(lambda q, up=up, down=down: homogeneous_coefficients(up, down, q, terms))
+        else:
+            quad = a.quadrature if scale == 1 else PairQuadrature(
+                a.quadrature.g, a.quadrature.g1, a.quadrature.g2, False, terms)
+            sides.append(lambda q, quad=quad: quad._coefficients_of(q)[0][:, :, :terms + 1])
+    last: list = [None, None]
+
+    def evaluate(q1, q2, c, hess):
+        shape, (q1, q2, c) = _flat(q1, q2, c)
+        key = (q1.tobytes(), q2.tobytes(), c.tobytes())
+        if last[0] != key or (hess and last[1][2] is None):
+            last[0], last[1] = key, mehler(sides[0](q1), sides[1](q2), q1, q2, c, hess)
+        val, grad, hs = last[1]
+        return (val.reshape(shape), tuple(x.reshape(shape) for x in grad),
+                None if hs is None else tuple(x.reshape(shape) for x in hs))
+
+    return (lambda q1, q2, c: evaluate(q1, q2, c, False)[0],
+            lambda q1, q2, c: evaluate(q1, q2, c, False)[1],
+            lambda q1, q2, c: evaluate(q1, q2, c, True)[2])
+
+
+def cross_error(student, teacher, q1, q2, c) -> np.ndarray:
+    """The stated error bound of :func:`cross_kernels` at each configuration: the largest
+    difference of the value and gradient between the series and the series with twice the terms
+    (zero for the closed forms)."""
+    s, t = activation_of(student), activation_of(teacher)
+    if s.homogeneous and t.homogeneous or s is t:
+        return np.zeros(np.broadcast_shapes(np.shape(q1), np.shape(q2), np.shape(c)))
+    base, fine = cross_kernels(s, t), _cross(s, t, scale=2)
+    diffs = [base[0](q1, q2, c) - fine[0](q1, q2, c),
+             *(x - y for x, y in zip(base[1](q1, q2, c), fine[1](q1, q2, c)))]
+    return np.max(np.abs(np.stack(np.broadcast_arrays(*diffs))), axis=0)
 
 
 def _builtin(name, fn, d, d2=None, *, code, homogeneous=False, description=""):

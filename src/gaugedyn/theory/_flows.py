@@ -55,6 +55,7 @@ class FlowParams:
     singular_cutoff: float = 1e-10
     weight_decay: float = 0.0
     lr2: float = 1.0
+    teacher_activation: str | None = None
 
     @property
     def plain(self) -> bool:
@@ -146,7 +147,8 @@ def initial_state(problem, formulation: str = "order-parameters", *,
     K, M = problem.K, problem.M
     a, Q, R, b, T = problem.order_parameters()
     common = dict(formulation=formulation, K=K, M=M, activation=problem.activation, b=b,
-                  singular_cutoff=singular_cutoff, weight_decay=weight_decay, lr2=lr2)
+                  singular_cutoff=singular_cutoff, weight_decay=weight_decay, lr2=lr2,
+                  teacher_activation=problem.teacher_activation)
     if formulation == "order-parameters":
         return pack_order_parameters(a, Q, R), FlowParams(T=T, **common)
     if formulation == "weight-space":
@@ -226,11 +228,13 @@ def _flow(y, p: FlowParams, b, T, V):
     """``(rhs, gradients, state pieces)`` of one evaluation of the flow."""
     if p.formulation == "order-parameters":
         a, Q, R = unpack_order_parameters(y, p.K, p.M)
-        g = _gradients(a, Q, R, b, T, p.activation, with_loss=False)
+        g = _gradients(a, Q, R, b, T, p.activation, with_loss=False,
+                       teacher_activation=p.teacher_activation)
         return pack_order_parameters(-g.g_a, *_order_parameter_velocity(g, Q, R, T)), g, (a, Q, R)
     a, W = _unpack_weights(y, p)
     Q, R = W @ _t(W), W @ _t(V)
-    g = _gradients(a, Q, R, b, T, p.activation, with_loss=False)
+    g = _gradients(a, Q, R, b, T, p.activation, with_loss=False,
+                   teacher_activation=p.teacher_activation)
     dW = -(2 * g.G @ W + g.H @ V)
     f = np.concatenate([-g.g_a, dW.reshape(*dW.shape[:-2], -1)], axis=-1)
     return f, g, (a, Q, R, W)
@@ -280,7 +284,8 @@ def rhs_and_jacobian(t, y, p: FlowParams):
     a_, Q_, R_ = a[..., None, :], ex(Q), ex(R)
     b_, T_ = b[..., None, :], ex(T)
     dga, dG, dH = gradient_jvp(a_, Q_, R_, b_, T_, da, dQ, dR, p.activation,
-                               singular_cutoff=p.singular_cutoff)
+                               singular_cutoff=p.singular_cutoff,
+                               teacher_activation=p.teacher_activation)
     G, H = ex(g.G), ex(g.H)
     if p.formulation == "order-parameters":
         A = dG @ Q_ + G @ dQ
@@ -304,7 +309,8 @@ def gd_step(y, eta: float, p: FlowParams):
         return y + eta * rhs(0.0, y, p)
     b, T, _ = _expand_params(p, y)
     a, Q, R = unpack_order_parameters(y, p.K, p.M)
-    g = _gradients(a, Q, R, b, T, p.activation, with_loss=False)
+    g = _gradients(a, Q, R, b, T, p.activation, with_loss=False,
+                   teacher_activation=p.teacher_activation)
     G, H = g.G, g.H
     dQ, dR = _order_parameter_velocity(g, Q, R, T)
     GRHt = G @ R @ _t(H)

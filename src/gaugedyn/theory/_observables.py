@@ -179,10 +179,10 @@ def dissipation_split(g_a_sq, g_w_sq, gw_dot_w, w_sq):
     return g_a_sq + radial, np.maximum(g_w_sq - radial, 0.0)
 
 
-def dissipation(a, Q, R, b, T, activation: str = "relu"):
+def dissipation(a, Q, R, b, T, activation: str = "relu", teacher_activation=None):
     """Per-neuron reaction and transport dissipation, ``-dL/dt = sum_i (reaction_i + transport_i)``
     (:func:`dissipation_split` of the population gradient)."""
-    gr = gradients(a, Q, R, b, T, activation)
+    gr = gradients(a, Q, R, b, T, activation, teacher_activation)
     G, H = gr.G, gr.H
     Rt = np.swapaxes(R, -1, -2)
     Ht = np.swapaxes(H, -1, -2)
@@ -193,11 +193,13 @@ def dissipation(a, Q, R, b, T, activation: str = "relu"):
     return dissipation_split(gr.g_a**2, gw_sq, gw_w, np.diagonal(Q, axis1=-2, axis2=-1))
 
 
-def observe(a, Q, R, b, T, activation: str = "relu", definitions: Definitions = Definitions()):
-    """All instantaneous observables of a state, as a dict of arrays."""
-    reaction, transport = dissipation(a, Q, R, b, T, activation)
+def observe(a, Q, R, b, T, activation: str = "relu", definitions: Definitions = Definitions(),
+            teacher_activation=None):
+    """All instantaneous observables of a state, as a dict of arrays (``teacher_activation``:
+    the teacher's, when it differs from the student's)."""
+    reaction, transport = dissipation(a, Q, R, b, T, activation, teacher_activation)
     return {
-        "loss": population_loss(a, Q, R, b, T, activation),
+        "loss": population_loss(a, Q, R, b, T, activation, teacher_activation),
         "rho": rho(a, Q),
         "alignment": alignment(Q, R, T),
         "delta": delta(a, Q),

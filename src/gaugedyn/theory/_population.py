@@ -9,7 +9,10 @@ With student ``f(x) = sum_i a_i g(w_i.x)``, teacher ``f*(x) = sum_n b_n g(v_n.x)
 
 with ``F`` the Gaussian pair kernel of the activation (``F(q, q, q) = S(q)`` on the diagonal);
 ``activation`` is a registered name or an :class:`~gaugedyn.theory.Activation`, whose ``kernels``
-supply ``F`` and ``S`` (closed forms or quadrature).
+supply ``F`` and ``S`` (closed forms or quadrature). A teacher with its own activation ``g*``
+(``teacher_activation``; ``None``: the student's) takes its kernels in the teacher-teacher sum
+and the cross kernel ``E[g(x1) g*(x2)]`` of :func:`~gaugedyn.theory.cross_kernels` in the
+student-teacher sum.
 Every function broadcasts over leading batch axes: ``a (..., K)``, ``Q (..., K, K)``,
 ``R (..., K, M)``, ``b (..., M)``, ``T (..., M, M)``.
 """
@@ -20,12 +23,18 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._activation import activation_of
+from ._activation import activation_of, cross_kernels
 
 
 def _kernels(activation):
     """``(F, dF, d2F, S, dS, d2S)`` of an activation name or :class:`Activation`."""
     return activation_of(activation).kernels
+
+
+def _teacher(activation, teacher_activation):
+    """The teacher's kernels and the student-teacher ``(F, dF, d2F)``."""
+    t = activation if teacher_activation is None else teacher_activation
+    return _kernels(t), cross_kernels(activation, teacher_activation)
 
 
 def _diag(x):
@@ -47,13 +56,14 @@ def _pair_matrix(kernel, self_kernel, Q):
     return np.where(eye, self_kernel(d)[..., :, None] * np.ones(K), out)
 
 
-def population_loss(a, Q, R, b, T, activation="relu"):
+def population_loss(a, Q, R, b, T, activation="relu", teacher_activation=None):
     """``L(a, Q, R)`` in closed form (see module docstring)."""
     F, _, _, S, _, _ = _kernels(activation)
+    tk, (Fx, _, _) = _teacher(activation, teacher_activation)
     dq, dt = _diag(Q), _diag(T)
     ss = np.einsum("...i,...ij,...j->...", a, _pair_matrix(F, S, Q), a)
-    st = np.einsum("...i,...in,...n->...", a, F(dq[..., :, None], dt[..., None, :], R), b)
-    tt = np.einsum("...n,...nm,...m->...", b, _pair_matrix(F, S, T), b)
+    st = np.einsum("...i,...in,...n->...", a, Fx(dq[..., :, None], dt[..., None, :], R), b)
+    tt = np.einsum("...n,...nm,...m->...", b, _pair_matrix(tk[0], tk[3], T), b)
     return 0.5 * ss - st + 0.5 * tt
 
 
@@ -66,7 +76,7 @@ class Gradients(NamedTuple):
     H: np.ndarray
 
 
-def gradients(a, Q, R, b, T, activation="relu") -> Gradients:
+def gradients(a, Q, R, b, T, activation="relu", teacher_activation=None) -> Gradients:
     """Loss and its gradients in order parameters.
 
     ``G`` is the symmetrised derivative of ``L`` in ``Q``: ``G_ij = 1/2 a_i a_j F_c(i, j)`` off the
@@ -74,11 +84,14 @@ def gradients(a, Q, R, b, T, activation="relu") -> Gradients:
     - sum_n a_i b_n F_q1(Q_ii, T_nn, R_in)``; ``H_in = -a_i b_n F_c(Q_ii, T_nn, R_in)``.
     The weight gradient is then ``dL/dW = 2 G W + H V`` for any realisation of ``(Q, R)``.
     """
-    return _gradients(a, Q, R, b, T, activation, with_loss=True)
+    return _gradients(a, Q, R, b, T, activation, with_loss=True,
+                      teacher_activation=teacher_activation)
 
 
-def _gradients(a, Q, R, b, T, activation, with_loss: bool) -> Gradients:
+def _gradients(a, Q, R, b, T, activation, with_loss: bool,
+               teacher_activation=None) -> Gradients:
     F, dF, _, S, dS, _ = _kernels(activation)
+    tk, (Fx, dFx, _) = _teacher(activation, teacher_activation)
     K = Q.shape[-1]
     eye = np.eye(K, dtype=bool)
     dq, dt = _diag(Q), _diag(T)
@@ -92,14 +105,14 @@ def _gradients(a, Q, R, b, T, activation, with_loss: bool) -> Gradients:
         Fq1_ss, _, Fc_ss = dF(q1, q2, Qo)
         Fq1_ss, Fc_ss = np.where(eye, 0.0, Fq1_ss), np.where(eye, 0.0, Fc_ss)
     dqi = dq[..., :, None]
-    Fst = F(dqi, dt[..., None, :], R)
-    Fq1_st, _, Fc_st = dF(dqi, dt[..., None, :], R)
+    Fst = Fx(dqi, dt[..., None, :], R)
+    Fq1_st, _, Fc_st = dFx(dqi, dt[..., None, :], R)
 
     aa = a[..., :, None] * a[..., None, :]
     ab = a[..., :, None] * b[..., None, :]
     g_a = _matvec(Fss, a) - _matvec(Fst, b)
     if with_loss:
-        tt = np.einsum("...n,...nm,...m->...", b, _pair_matrix(F, S, T), b)
+        tt = np.einsum("...n,...nm,...m->...", b, _pair_matrix(tk[0], tk[3], T), b)
         loss = 0.5 * np.einsum("...i,...i->...", a, g_a) - 0.5 * np.einsum(
             "...i,...in,...n->...", a, Fst, b) + 0.5 * tt
     else:
@@ -111,14 +124,14 @@ def _gradients(a, Q, R, b, T, activation, with_loss: bool) -> Gradients:
     return Gradients(loss, g_a, G, H)
 
 
-def order_parameter_velocity(a, Q, R, b, T, activation="relu"):
+def order_parameter_velocity(a, Q, R, b, T, activation="relu", teacher_activation=None):
     """Population gradient flow in order parameters.
 
     ``da/dt = -dL/da``, ``dQ/dt = -(2 G Q + 2 Q G + H R^T + R H^T)``,
     ``dR/dt = -(2 G R + H T)``; exact for any ``D`` because ``L`` depends on ``W`` only through
     ``(Q, R)`` and ``dW/dt = -(2 G W + H V)``.
     """
-    gr = gradients(a, Q, R, b, T, activation)
+    gr = gradients(a, Q, R, b, T, activation, teacher_activation)
     return (-gr.g_a, *_order_parameter_velocity(gr, Q, R, T))
 
 
@@ -138,7 +151,7 @@ def _clip_correlation(q1, q2, c, cutoff: float):
 
 
 def gradient_jvp(a, Q, R, b, T, da, dQ, dR, activation="relu", *,
-                 singular_cutoff: float = 0.0):
+                 singular_cutoff: float = 0.0, teacher_activation=None):
     """Directional derivative of ``(dL/da, G, H)`` of :func:`gradients` along ``(da, dQ, dR)``.
 
     ``dQ`` is a symmetric direction. The state arrays broadcast against the direction arrays (insert
@@ -148,6 +161,7 @@ def gradient_jvp(a, Q, R, b, T, da, dQ, dR, activation="relu", *,
     second derivatives diverge like ``(q1 q2 - c^2)^{-1/2}``).
     """
     F, dF, d2F, S, dS, d2S = _kernels(activation)
+    _, (_, dFx, d2Fx) = _teacher(activation, teacher_activation)
     K = Q.shape[-1]
     eye = np.eye(K, dtype=bool)
     dq, dt = _diag(Q), _diag(T)
@@ -165,8 +179,8 @@ def gradient_jvp(a, Q, R, b, T, da, dQ, dR, activation="relu", *,
     else:
         Fq1_ss, Fq2_ss, Fc_ss = (np.where(eye, 0.0, x) for x in dF(q1, q2, Qo))
         h11, h12, h1c, _, h2c, hcc = (np.where(eye, 0.0, x) for x in d2F(q1, q2, Qh))
-    Fq1_st, _, Fc_st = dF(dq[..., :, None], tn, R)
-    s11, _, s1c, _, _, scc = d2F(dq[..., :, None], tn, Rh)
+    Fq1_st, _, Fc_st = dFx(dq[..., :, None], tn, R)
+    s11, _, s1c, _, _, scc = d2Fx(dq[..., :, None], tn, Rh)
     Fss_self = S(dq)
 
     dqi, dqj = ddq[..., :, None], ddq[..., None, :]

@@ -24,7 +24,9 @@ GAUGE_NAMES = ("w-heavy", "a-heavy", "balanced")
 class Problem:
     """A teacher-student problem: student ``(a, W)``, teacher ``(b, V)`` and activation.
 
-    ``a (K,)``, ``W (K, D)``, ``b (M,)``, ``V (M, D)``; ``setup`` records how it was built.
+    ``a (K,)``, ``W (K, D)``, ``b (M,)``, ``V (M, D)``; ``setup`` records how it was built;
+    ``teacher_activation`` is the teacher's activation when it differs from the student's
+    (``None``: the same; :attr:`teacher` is the teacher's in either case).
     """
 
     a: np.ndarray
@@ -33,9 +35,12 @@ class Problem:
     V: np.ndarray
     activation: str | Activation = "relu"
     setup: dict = field(default_factory=dict)
+    teacher_activation: str | Activation | None = None
 
     def __post_init__(self):
         activation_of(self.activation)
+        if self.teacher_activation is not None:
+            activation_of(self.teacher_activation)
         a, W, b, V = (np.asarray(x, dtype=np.float64) for x in (self.a, self.W, self.b, self.V))
         if a.ndim != 1 or W.ndim != 2 or W.shape[0] != a.shape[0]:
             raise InputError(f"student shapes a{a.shape}, W{W.shape} do not match; need (K,), (K, D)")
@@ -47,6 +52,12 @@ class Problem:
             raise InputError("every student and teacher weight vector must be non-zero")
         for name, x in zip("aWbV", (a, W, b, V)):
             object.__setattr__(self, name, x)
+
+    @property
+    def teacher(self) -> Activation:
+        """The teacher's activation (the student's unless ``teacher_activation`` is set)."""
+        return activation_of(self.activation if self.teacher_activation is None
+                             else self.teacher_activation)
 
     @property
     def K(self) -> int:
@@ -78,7 +89,7 @@ class Problem:
 
     def describe(self) -> dict:
         """Plain-data summary for result metadata (weights summarised, not dumped)."""
-        return {
+        out = {
             "activation": activation_of(self.activation).name,
             "K": self.K,
             "M": self.M,
@@ -88,6 +99,9 @@ class Problem:
             "b": self.b.tolist(),
             "setup": self.setup,
         }
+        if self.teacher_activation is not None:
+            out["teacher_activation"] = activation_of(self.teacher_activation).name
+        return out
 
     def replace(self, **changes) -> Problem:
         return dataclasses.replace(self, **changes)
@@ -228,8 +242,10 @@ def duplicates(dim: int, gauges: Sequence[str], scale: float = 1.0,
 
 
 def random_problem(dim: int, K: int, M: int, rng: np.random.Generator,
-                   activation: str | Activation = "relu", scale: float = 1.0) -> Problem:
-    """Gaussian random student and teacher (``w_i, v_n ~ N(0, I/D)``, ``a_i ~ N(0, scale^2)``)."""
+                   activation: str | Activation = "relu", scale: float = 1.0,
+                   teacher_activation: str | Activation | None = None) -> Problem:
+    """Gaussian random student and teacher (``w_i, v_n ~ N(0, I/D)``, ``a_i ~ N(0, scale^2)``);
+    ``teacher_activation``: the teacher's own activation (``None``: the student's)."""
     dim, scale = _check_dim(dim), _check_scale(scale)
     K, M = _COUNT.accept(K, "K"), _COUNT.accept(M, "M")
     _check_rng(rng)
@@ -237,7 +253,8 @@ def random_problem(dim: int, K: int, M: int, rng: np.random.Generator,
     W = rng.normal(size=(K, dim)) / np.sqrt(dim)
     V = rng.normal(size=(M, dim)) / np.sqrt(dim)
     return Problem(a=scale * rng.normal(size=K), W=W, b=rng.normal(size=M), V=V,
-                   activation=activation, setup={"name": "random", "dim": dim, "K": K, "M": M})
+                   activation=activation, setup={"name": "random", "dim": dim, "K": K, "M": M},
+                   teacher_activation=teacher_activation)
 
 
 def perturb(problem: Problem, epsilon: float, rng: np.random.Generator) -> Problem:

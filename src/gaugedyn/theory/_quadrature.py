@@ -312,40 +312,7 @@ class PairQuadrature:
     def _series_flat(self, q1, q2, c, hess: bool):
         n = q1.size
         coef, _ = self._coefficients_of(np.concatenate([q1, q2]))
-        one, two = coef[:n], coef[n:]  # (n, 3, N + 1): A, A', A''
-        s = np.sqrt(q1 * q2)
-        rho = np.clip(c / s, -1.0, 1.0)
-        k = self._k
-        pw = np.vander(rho, k.size, increasing=True)  # rho^k
-        d = np.zeros_like(pw)  # k rho^(k-1)
-        d[:, 1:] = k[1:] * pw[:, :-1]
-        a1, a2 = one[:, 0], two[:, 0]
-        aa = a1 * a2
-        # Phi, Phi_1, Phi_2 against rho^k; Phi_r against k rho^(k-1)
-        prods = [aa, one[:, 1] * a2, a1 * two[:, 1]]
-        if hess:
-            prods += [one[:, 2] * a2, a1 * two[:, 2], one[:, 1] * two[:, 1]]
-        by_pw = np.einsum("jpk,pk->jp", np.stack(prods), pw)
-        by_d = np.einsum("jpk,pk->jp", np.stack(prods[:3]), d)
-        phi, p1, p2 = by_pw[:3]
-        pr, p1r, p2r = by_d
-        r1, r2, rc = -rho / (2 * q1), -rho / (2 * q2), 1.0 / s
-        grad = (p1 + pr * r1, p2 + pr * r2, pr * rc)
-        if not hess:
-            return phi, grad, None
-        e = np.zeros_like(pw)  # k (k-1) rho^(k-2)
-        e[:, 2:] = k[2:] * (k[2:] - 1) * pw[:, :-2]
-        p11, p22, p12 = by_pw[3:]
-        prr = np.sum(aa * e, axis=-1)
-        r11, r22, r12 = 3 * rho / (4 * q1**2), 3 * rho / (4 * q2**2), rho / (4 * q1 * q2)
-        r1c, r2c = -rc / (2 * q1), -rc / (2 * q2)
-        hs = (p11 + 2 * p1r * r1 + prr * r1 * r1 + pr * r11,
-              p12 + p1r * r2 + p2r * r1 + prr * r1 * r2 + pr * r12,
-              p1r * rc + prr * r1 * rc + pr * r1c,
-              p22 + 2 * p2r * r2 + prr * r2 * r2 + pr * r22,
-              p2r * rc + prr * r2 * rc + pr * r2c,
-              prr * rc * rc)
-        return phi, grad, hs
+        return mehler(coef[:n], coef[n:], q1, q2, c, hess)
 
     def _self(self, q):
         shape, (q,) = _flat(q)
@@ -354,6 +321,73 @@ class PairQuadrature:
             return (q * m).reshape(shape), np.full(shape, m), np.zeros(shape)
         _, selfk = self._coefficients_of(q)
         return tuple(selfk[:, j].reshape(shape) for j in range(3))
+
+
+def mehler(one, two, q1, q2, c, hess: bool):
+    """``F(q1, q2, c) = Phi(q1, q2, rho) = sum_k A_k(q1) B_k(q2) rho^k`` with its gradient and
+    (if ``hess``) Hessian in ``(q1, q2, c)`` by the chain rule through ``rho = c / sqrt(q1 q2)``.
+
+    ``one``, ``two`` ``(P, 3, N + 1)``: the orthonormal Hermite coefficients of the two functions
+    at ``q1`` and ``q2`` and their first and second ``q``-derivatives (module docstring); the two
+    functions may differ (a student's and a teacher's activation). Returns ``(F, (F_q1, F_q2,
+    F_c), hessian or None)``, the Hessian in the order q1q1, q1q2, q1c, q2q2, q2c, cc.
+    """
+    s = np.sqrt(q1 * q2)
+    rho = np.clip(c / s, -1.0, 1.0)
+    k = np.arange(one.shape[-1], dtype=np.float64)
+    pw = np.vander(rho, k.size, increasing=True)  # rho^k
+    d = np.zeros_like(pw)  # k rho^(k-1)
+    d[:, 1:] = k[1:] * pw[:, :-1]
+    a1, a2 = one[:, 0], two[:, 0]
+    aa = a1 * a2
+    # Phi, Phi_1, Phi_2 against rho^k; Phi_r against k rho^(k-1)
+    prods = [aa, one[:, 1] * a2, a1 * two[:, 1]]
+    if hess:
+        prods += [one[:, 2] * a2, a1 * two[:, 2], one[:, 1] * two[:, 1]]
+    by_pw = np.einsum("jpk,pk->jp", np.stack(prods), pw)
+    by_d = np.einsum("jpk,pk->jp", np.stack(prods[:3]), d)
+    phi, p1, p2 = by_pw[:3]
+    pr, p1r, p2r = by_d
+    r1, r2, rc = -rho / (2 * q1), -rho / (2 * q2), 1.0 / s
+    grad = (p1 + pr * r1, p2 + pr * r2, pr * rc)
+    if not hess:
+        return phi, grad, None
+    e = np.zeros_like(pw)  # k (k-1) rho^(k-2)
+    e[:, 2:] = k[2:] * (k[2:] - 1) * pw[:, :-2]
+    p11, p22, p12 = by_pw[3:]
+    prr = np.sum(aa * e, axis=-1)
+    r11, r22, r12 = 3 * rho / (4 * q1**2), 3 * rho / (4 * q2**2), rho / (4 * q1 * q2)
+    r1c, r2c = -rc / (2 * q1), -rc / (2 * q2)
+    hs = (p11 + 2 * p1r * r1 + prr * r1 * r1 + pr * r11,
+          p12 + p1r * r2 + p2r * r1 + prr * r1 * r2 + pr * r12,
+          p1r * rc + prr * r1 * rc + pr * r1c,
+          p22 + 2 * p2r * r2 + prr * r2 * r2 + pr * r22,
+          p2r * rc + prr * r2 * rc + pr * r2c,
+          prr * rc * rc)
+    return phi, grad, hs
+
+
+def homogeneous_coefficients(up: float, down: float, q, terms: int) -> np.ndarray:
+    """``(len(q), 3, terms + 1)``: the orthonormal Hermite coefficients of ``g(sqrt(q) z)`` for
+    ``g = up relu + down relu(-.)`` and their ``q``-derivatives, exactly: ``A_k(q) = sqrt(q)
+    a_k`` with ``a_0 = (up + down) / sqrt(2 pi)``, ``a_1 = (up - down) / 2`` and ``a_k = (up +
+    (-1)^k down) He_{k-2}(0) / sqrt(2 pi k!)`` for ``k >= 2`` (``E[relu(z) He_k(z)] =
+    E[delta(z) He_{k-2}(z)]`` by parts twice)."""
+    a = np.zeros(terms + 1)
+    a[0] = (up + down) / np.sqrt(2 * np.pi)
+    if terms >= 1:
+        a[1] = 0.5 * (up - down)
+    he = np.zeros(terms + 1)  # He_j(0) / sqrt(j!)
+    he[0] = 1.0
+    for j in range(2, terms + 1, 2):
+        he[j] = -he[j - 2] * np.sqrt((j - 1) / j)
+    for k in range(2, terms + 1):
+        sign = 1.0 if k % 2 == 0 else -1.0
+        # He_{k-2}(0) / sqrt(k!) = (He_{k-2}(0) / sqrt((k-2)!)) / sqrt(k (k-1))
+        a[k] = (up + sign * down) * he[k - 2] / np.sqrt(2 * np.pi * k * (k - 1))
+    q = np.asarray(q, dtype=np.float64)[:, None]
+    sq = np.sqrt(q)
+    return np.stack([sq * a, a / (2 * sq), -a / (4 * q * sq)], axis=1)
 
 
 FOUR_POINT_NODES = 10

@@ -144,7 +144,7 @@ def _stop_mask(K, M):
 def _assemble(problem, p, raw: Integration, definitions, keep_weights):
     a, Q, R = state_to_order_parameters(raw.y, p)
     b, T = problem.b, p.T
-    obs = observe(a, Q, R, b, T, problem.activation, definitions)
+    obs = observe(a, Q, R, b, T, problem.activation, definitions, problem.teacher_activation)
     a0, Q0, _ = state_to_order_parameters(raw.y[:1], p)
     drift = float(np.max(delta_drift(a, Q, a0[0], Q0[0])))
     spec, prune = _split_events(raw.events, p.M)
@@ -242,10 +242,12 @@ def _check_batch(problems, formulation, method, rtol, atol, t_max, t_eval):
     _check_common(formulation, "flow", method, rtol, atol)
     first = problems[0]
     for i, pr in enumerate(problems):
-        if (pr.K, pr.M, pr.activation) != (first.K, first.M, first.activation):
-            raise InputError(f"problem {i} has K={pr.K}, M={pr.M}, activation={pr.activation!r};"
-                             f" the batch needs K={first.K}, M={first.M}, "
-                             f"activation={first.activation!r}")
+        if ((pr.K, pr.M, pr.activation, pr.teacher_activation)
+                != (first.K, first.M, first.activation, first.teacher_activation)):
+            raise InputError(f"problem {i} has K={pr.K}, M={pr.M}, activation={pr.activation!r},"
+                             f" teacher_activation={pr.teacher_activation!r}; the batch needs "
+                             f"K={first.K}, M={first.M}, activation={first.activation!r}, "
+                             f"teacher_activation={first.teacher_activation!r}")
         if formulation == "weight-space" and pr.dim != first.dim:
             raise InputError(f"problem {i} has dim={pr.dim}; a weight-space batch needs one dim")
     t_max = _check_positive("t_max", max(default_t_max(pr) for pr in problems)) \
@@ -314,7 +316,8 @@ def _batch_solution(problems, P: FlowParams, res, definitions, settings, wall) -
     """A :class:`BatchSolution` from the batched integrator's raw result."""
     a, Q, R = state_to_order_parameters(res.y, P)
     b, T = P.b[:, None, :], P.T[:, None, :, :]
-    obs = observe(a, Q, R, b, T, problems[0].activation, definitions)
+    obs = observe(a, Q, R, b, T, problems[0].activation, definitions,
+                  problems[0].teacher_activation)
     drift = np.nanmax(delta_drift(a, Q, a[:, :1], Q[:, :1]), axis=1)
     af, Qf, Rf = state_to_order_parameters(res.y_final, P)
     own = owner(af, Qf, Rf, P.T, P.b)

@@ -157,13 +157,15 @@ def resolve_device(device=None) -> torch.device:
 
 @dataclass
 class Network:
-    """Students ``a (S, K)``, ``W (S, K, D)`` and teacher ``b (M,)``, ``V (M, D)``."""
+    """Students ``a (S, K)``, ``W (S, K, D)`` and teacher ``b (M,)``, ``V (M, D)``; the teacher
+    uses ``teacher_activation`` when it is set, else the students' ``activation``."""
 
     a: torch.Tensor
     W: torch.Tensor
     b: torch.Tensor
     V: torch.Tensor
     activation: str | Activation
+    teacher_activation: str | Activation | None = None
 
     @classmethod
     def from_problem(cls, problem: Problem | Sequence[Problem], seeds: int = 1,
@@ -180,13 +182,14 @@ class Network:
         first = problems[0]
         for p in problems[1:]:
             if (p.activation != first.activation or p.W.shape != first.W.shape
+                    or p.teacher_activation != first.teacher_activation
                     or not np.array_equal(p.b, first.b) or not np.array_equal(p.V, first.V)):
                 raise InputError("per-seed problems must share shapes, teacher and activation")
         kw = {"dtype": dtype, "device": device}
         a = torch.as_tensor(np.stack([p.a for p in problems]), **kw)
         W = torch.as_tensor(np.stack([p.W for p in problems]), **kw)
         return cls(a=a, W=W, b=torch.as_tensor(first.b, **kw), V=torch.as_tensor(first.V, **kw),
-                   activation=first.activation)
+                   activation=first.activation, teacher_activation=first.teacher_activation)
 
     @property
     def seeds(self) -> int:
@@ -198,7 +201,8 @@ class Network:
 
     def teacher(self, batch: Batch) -> torch.Tensor:
         """``f*(x)`` for a prepared batch; returns ``(S, n')``."""
-        g, _ = _activation(self.activation)
+        g, _ = _activation(self.activation if self.teacher_activation is None
+                           else self.teacher_activation)
         V = self.V.unsqueeze(0).expand(batch.X.shape[0], -1, -1).contiguous()
         return (g(project(V, batch)) * self.b[None, :, None]).sum(1)
 

@@ -66,11 +66,11 @@ def gram(problem) -> np.ndarray:
 
 def run_chain(a, C, b, K: int, D: int, activation: str, config, grid: np.ndarray,
               gen: np.random.Generator | None = None, fields: np.ndarray | None = None,
-              sample_gram: np.ndarray | None = None) -> dict:
+              sample_gram: np.ndarray | None = None, teacher_activation=None) -> dict:
     """Run the chain for one seed from ``a (K,)``, ``C (P, P)`` (copies); randomness from
     ``gen`` or, if given, ``fields (steps, B, P)`` and ``sample_gram (steps, B, B)``. Returns the
     records at ``grid`` and ``failed_at`` as :func:`gaugedyn.training._online_fast.run_kernel`
-    does."""
+    does; ``teacher_activation`` is the teacher's (``None``: the student's)."""
     kern = _kernels().chain_run
     a = np.array(a, dtype=np.float64)
     C = np.array(C, dtype=np.float64)
@@ -87,8 +87,9 @@ def run_chain(a, C, b, K: int, D: int, activation: str, config, grid: np.ndarray
         fields = np.ascontiguousarray(fields, dtype=np.float64)
         sample_gram = np.ascontiguousarray(sample_gram, dtype=np.float64)
         gen = np.random.Generator(BIT_GENERATOR(0))  # a typed placeholder, never drawn from
+    teacher = activation if teacher_activation is None else teacher_activation
     status = kern(a, C, np.asarray(b, np.float64), int(K), int(D), activation_code(activation),
-                  SCHEDULE_CODES[config.schedule], float(config.lr), float(config.lr_min),
+                  activation_code(teacher), SCHEDULE_CODES[config.schedule], float(config.lr), float(config.lr_min),
                   float(config.decay), int(config.steps), np.asarray(grid, np.int64), B, gen,
                   fields, sample_gram, PIVOT_TOL, out["a"], out["Q"], out["R"], out["emp"],
                   out["flow"])

@@ -74,9 +74,10 @@ def compiled_step_size(schedule: str, lr: float, k: int, steps: int, lr_min: flo
 
 def run_kernel(a: np.ndarray, W: np.ndarray, V: np.ndarray, b: np.ndarray, activation: str,
                config, grid: np.ndarray, gen: np.random.Generator | None = None,
-               X: np.ndarray | None = None) -> dict:
+               X: np.ndarray | None = None, teacher_activation=None) -> dict:
     """Run one seed in place on copies of ``a (K,)``, ``W (K, D)``; samples from ``gen`` or,
-    if given, from ``X (steps, batch, D)``. Returns the records at ``grid`` and ``failed_at``
+    if given, from ``X (steps, batch, D)``; the teacher uses ``teacher_activation`` (``None``:
+    the student's). Returns the records at ``grid`` and ``failed_at``
     (the record index where a value became non-finite, or ``None``)."""
     kern = _build()["run"]
     a = np.array(a, dtype=np.float64)
@@ -94,7 +95,10 @@ def run_kernel(a: np.ndarray, W: np.ndarray, V: np.ndarray, b: np.ndarray, activ
         X = np.ascontiguousarray(X, dtype=np.float64)
         gen = np.random.Generator(BIT_GENERATOR(0))  # a typed placeholder, never drawn from
     status = kern(a, W, np.ascontiguousarray(V, dtype=np.float64), np.asarray(b, np.float64),
-                  activation_code(activation), SCHEDULE_CODES[config.schedule], float(config.lr),
+                  activation_code(activation),
+                  activation_code(activation if teacher_activation is None
+                                  else teacher_activation),
+                  SCHEDULE_CODES[config.schedule], float(config.lr),
                   float(config.lr_min), float(config.decay), int(config.steps),
                   np.asarray(grid, np.int64), int(config.batch_size), gen, X, out["a"], out["Q"],
                   out["R"], out["emp"], out["flow"])
@@ -145,6 +149,7 @@ def train_online(problem: Problem, config, seeds: int, root_seed: int,
         raise InputError(f"backend={backend!r} runs online SGD only (optimizer='sgd', "
                          "samples=None); use backend='torch' for the rest")
     activation_code(problem.activation)
+    activation_code(problem.teacher)
     definitions = Definitions() if definitions is None else definitions
     if seed_indices is None:
         seed_indices = list(range(int(seeds)))
@@ -161,11 +166,13 @@ def train_online(problem: Problem, config, seeds: int, root_seed: int,
 
         def one(index):
             return run_chain(a0, C0, problem.b, K, D, problem.activation, config, grid,
-                             gen=seed_generator(root_seed, index))
+                             gen=seed_generator(root_seed, index),
+                             teacher_activation=problem.teacher_activation)
     else:
         def one(index):
             return run_kernel(a0, W0, V, problem.b, problem.activation, config, grid,
-                              gen=seed_generator(root_seed, index))
+                              gen=seed_generator(root_seed, index),
+                              teacher_activation=problem.teacher_activation)
     _build()
 
     if threads > 1 and len(seed_indices) > 1:
@@ -200,8 +207,9 @@ def train_online(problem: Problem, config, seeds: int, root_seed: int,
         lr=np.asarray([step_size(config.schedule, config.lr, int(k), config.steps,
                                  config.lr_min, config.decay) for k in grid]),
         a=a, Q=Q, R=R, b=np.asarray(b_np), T=T,
-        loss=population_loss(a, Q, R, b_np, T, problem.activation),
+        loss=population_loss(a, Q, R, b_np, T, problem.activation, problem.teacher_activation),
         loss_empirical=np.stack([o["emp"] for o in outs]), activation=problem.activation,
+        teacher_activation=problem.teacher_activation,
         seeds=seed_indices, root_seed=int(root_seed), settings=settings, definitions=definitions,
         diagnostics={"wall_time_s": _time.perf_counter() - started, "versions": versions()},
     )

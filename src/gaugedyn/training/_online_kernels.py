@@ -120,7 +120,7 @@ def record(r, a, U, K, out_a, out_Q, out_R):
 
 
 @numba.njit(cache=True, fastmath=FAST)
-def sample_gradient(act, a, b, U, K, x, u, gen, X, k, mu, coef, ga):
+def sample_gradient(act, tact, a, b, U, K, x, u, gen, X, k, mu, coef, ga):
     """Draw (or read) one sample into ``x``, add its ``e g(lambda)`` to ``ga``, set
     ``coef_i = e a_i g'(lambda_i)``; return the sample's loss ``e^2 / 2``. The sample is drawn
     whole first, then projected on every field (``u = U x``: contiguous dot products)."""
@@ -140,7 +140,7 @@ def sample_gradient(act, a, b, U, K, x, u, gen, X, k, mu, coef, ga):
     for i in range(K):
         e += a[i] * g(act, u[i])
     for n in range(P - K):
-        e -= b[n] * g(act, u[K + n])
+        e -= b[n] * g(tact, u[K + n])
     for i in range(K):
         ga[i] += e * g(act, u[i])
         coef[i] = e * a[i] * g_prime(act, u[i])
@@ -165,7 +165,7 @@ def close_record(r, acc, count, flow, out_emp, out_flow):
 
 
 @numba.njit(nogil=True, cache=True, fastmath=FAST)
-def run(a, W, V, b, act, sched, lr, lr_min, decay, steps, grid, batch, gen, X,
+def run(a, W, V, b, act, tact, sched, lr, lr_min, decay, steps, grid, batch, gen, X,
         out_a, out_Q, out_R, out_emp, out_flow):
     """Online SGD of one seed in place (``a``, ``W``); records at ``grid``. Returns -1, or the
     record index at which a value became non-finite."""
@@ -185,7 +185,7 @@ def run(a, W, V, b, act, sched, lr, lr_min, decay, steps, grid, batch, gen, X,
         ga[:] = 0.0
         loss = 0.0
         if batch == 1:
-            loss = sample_gradient(act, a, b, U, K, x, u, gen, X, k, 0, coef, ga)
+            loss = sample_gradient(act, tact, a, b, U, K, x, u, gen, X, k, 0, coef, ga)
             for i in range(K):
                 c = eta * coef[i]
                 for d in range(D):
@@ -193,7 +193,8 @@ def run(a, W, V, b, act, sched, lr, lr_min, decay, steps, grid, batch, gen, X,
         else:
             gW[:, :] = 0.0
             for mu in range(batch):
-                loss += sample_gradient(act, a, b, U, K, x, u, gen, X, k, mu, coef, ga)
+                loss += sample_gradient(act, tact, a, b, U, K, x, u, gen, X, k, mu, coef,
+                                        ga)
                 for i in range(K):
                     c = coef[i]
                     for d in range(D):
@@ -294,7 +295,7 @@ def draw_fields(L, rank, D, batch, gen, z, u, G, A):
 
 
 @numba.njit(nogil=True, cache=True, fastmath=FAST)
-def chain_run(a, C, b, K, D, act, sched, lr, lr_min, decay, steps, grid, batch, gen, F, S,
+def chain_run(a, C, b, K, D, act, tact, sched, lr, lr_min, decay, steps, grid, batch, gen, F, S,
               tol, out_a, out_Q, out_R, out_emp, out_flow):
     """The exact order-parameter chain of online SGD for one seed, in place on ``a (K,)`` and
     ``C (P, P)``, the Gram matrix of the rows ``[W; V]`` (students first). The fields and the
@@ -332,7 +333,7 @@ def chain_run(a, C, b, K, D, act, sched, lr, lr_min, decay, steps, grid, batch, 
             for i in range(K):
                 e += a[i] * g(act, u[mu, i])
             for n in range(M):
-                e -= b[n] * g(act, u[mu, K + n])
+                e -= b[n] * g(tact, u[mu, K + n])
             for i in range(K):
                 ga[i] += e * g(act, u[mu, i])
                 c[mu, i] = (eta / batch) * e * a[i] * g_prime(act, u[mu, i])

@@ -40,24 +40,34 @@ DIRECT_NODES = {1: 96, 2: 64, 3: 32, 4: 16}
 four-point integrals are used instead."""
 
 
-def four_point(activation, C, K: int, numerical: bool = False) -> np.ndarray:
-    """``I4[i, j, k, l] = E[g'(u_i) g'(u_j) g(u_k) g(u_l)]`` for students ``i, j < K`` and all
-    fields ``k, l`` of the Gram matrix ``C`` (closed form for erf unless ``numerical``,
-    quadrature otherwise)."""
+def four_point(activation, C, K: int, numerical: bool = False,
+               teacher_activation=None) -> np.ndarray:
+    """``I4[i, j, k, l] = E[g'(u_i) g'(u_j) h_k(u_k) h_l(u_l)]`` for students ``i, j < K`` and all
+    fields ``k, l`` of the Gram matrix ``C``, ``h_k = g`` on the student fields (``k < K``) and
+    the teacher's ``g*`` on the others (closed form for erf unless ``numerical``, quadrature
+    otherwise)."""
     act = activation_of(activation)
+    teacher = act if teacher_activation is None else activation_of(teacher_activation)
     P = C.shape[0]
     i = np.arange(K)[:, None, None, None]
     j = np.arange(K)[None, :, None, None]
     k = np.arange(P)[None, None, :, None]
     l = np.arange(P)[None, None, None, :]
-    if act.name == "erf" and act.closed_form is not None and not numerical:
+    if act.name == "erf" and act.closed_form is not None and not numerical and teacher is act:
         d = np.diag(C)
         return erf_i4(d[i], C[i, j], C[i, k], C[i, l], d[j], C[j, k], C[j, l], d[k], C[k, l],
                       d[l])
     idx = np.stack(np.broadcast_arrays(i, j, k, l), axis=-1)  # (K, K, P, P, 4)
     sub = C[idx[..., :, None], idx[..., None, :]]
     g, gp = _on_numpy(act.function), _on_numpy(act.derivative)
-    return gaussian_product((gp, gp, g, g), sub)
+    if teacher is act:
+        return gaussian_product((gp, gp, g, g), sub)
+    gt = _on_numpy(teacher.function)
+    out = np.empty(sub.shape[:4])
+    for ks, hk in ((slice(0, K), g), (slice(K, P), gt)):
+        for ls, hl in ((slice(0, K), g), (slice(K, P), gt)):
+            out[:, :, ks, ls] = gaussian_product((gp, gp, hk, hl), sub[:, :, ks, ls])
+    return out
 
 
 def pair_derivative(activation, Q) -> np.ndarray:
@@ -67,28 +77,31 @@ def pair_derivative(activation, Q) -> np.ndarray:
     return activation_of(activation).kernels[1](d[:, None], d[None, :], Q)[2]
 
 
-def noise_term(a, Q, R, b, T, activation):
-    """``N_ij = a_i a_j E[g'(lambda_i) g'(lambda_j) e^2]`` (``K x K``): closed forms for linear
-    and erf; otherwise, when the Gram matrix ``C`` of the ``K + M`` fields has rank ``r <= 4``,
+def noise_term(a, Q, R, b, T, activation, teacher_activation=None):
+    """``N_ij = a_i a_j E[g'(lambda_i) g'(lambda_j) e^2]`` (``K x K``), ``e = sum_k a_k
+    g(lambda_k) - sum_n b_n g*(nu_n)`` (``g*``: ``teacher_activation``, default ``g``): closed
+    forms for linear and erf (same teacher); otherwise, when the Gram matrix ``C`` of the ``K + M`` fields has rank ``r <= 4``,
     one ``r``-dimensional Gauss-Hermite rule on its eigen factor for all ``(i, j)`` at once
     (:data:`DIRECT_NODES`), else the four-point integrals :func:`four_point`."""
     K = a.shape[0]
     C = np.block([[Q, R], [R.T, T]])
     c = np.concatenate([a, -b])
     act = activation_of(activation)
-    if act.name == "linear":
+    teacher = act if teacher_activation is None else activation_of(teacher_activation)
+    same = teacher is act
+    if act.name == "linear" and same:
         e2 = c @ C @ c
         return np.outer(a, a) * e2
-    if act.name != "erf":
-        A = eigen_factor(C, symmetric=act.homogeneous)
+    if act.name != "erf" or not same:
+        A = eigen_factor(C, symmetric=act.homogeneous or teacher.homogeneous)
         if A.shape[1] <= max(DIRECT_NODES):
             Z, W = hermite_grid(A.shape[1], DIRECT_NODES[A.shape[1]])
             U = Z @ A.T
-            e = _on_numpy(act.function)(U) @ c
+            e = _on_numpy(act.function)(U[:, :K]) @ a - _on_numpy(teacher.function)(U[:, K:]) @ b
             Gp = _on_numpy(act.derivative)(U[:, :K])
             E = (Gp * (W * e * e)[:, None]).T @ Gp
             return np.outer(a, a) * E
-    E = np.einsum("ijkl,k,l->ij", four_point(act, C, K), c, c)
+    E = np.einsum("ijkl,k,l->ij", four_point(act, C, K, teacher_activation=teacher), c, c)
     return np.outer(a, a) * E
 
 
@@ -107,6 +120,7 @@ class OnlineODE:
     weight_decay: float = 0.0
     lr2: float = 1.0
     label_noise: float = 0.0
+    teacher_activation: str | None = None
 
     def unpack(self, y):
         """``(a, Q, R)`` of states ``y (..., K + K^2 + K M)``."""
@@ -118,13 +132,14 @@ class OnlineODE:
 
     def __call__(self, t, y):
         a, Q, R = self.unpack(y)
-        da, dQ, dR = order_parameter_velocity(a, Q, R, self.b, self.T, self.activation)
+        da, dQ, dR = order_parameter_velocity(a, Q, R, self.b, self.T, self.activation,
+                                              self.teacher_activation)
         lam = self.weight_decay
         if lam or self.lr2 != 1.0:
             da, dQ, dR = self.lr2 * (da - lam * a), dQ - 2 * lam * Q, dR - lam * R
         dQ = self.eta * dQ
         if self.noise:
-            N = noise_term(a, Q, R, self.b, self.T, self.activation)
+            N = noise_term(a, Q, R, self.b, self.T, self.activation, self.teacher_activation)
             if self.label_noise:
                 N = N + self.label_noise**2 * np.outer(a, a) * pair_derivative(
                     self.activation, Q)
@@ -173,8 +188,9 @@ def online_ode(problem: Problem, eta: float, times, batch: int = 1, noise: bool 
     ``-(eta / D) (grad + lambda theta)`` on both layers: ``dQ/dt`` gains ``-2 eta lambda Q``,
     ``dR/dt`` gains ``-eta lambda R``), ``lr2`` (the second layer's rate relative to the first)
     and ``label_noise`` ``sigma`` (``y = f*(x) + sigma xi``: the noise term gains
-    ``sigma^2 a_i a_j E[g'(lambda_i) g'(lambda_j)]``); with any of them set ``"auto"`` runs the
-    reference right-hand side. Returns ``{"t", "a" (T, K), "Q" (T, K, K), "R" (T, K, M)}``.
+    ``sigma^2 a_i a_j E[g'(lambda_i) g'(lambda_j)]``); the teacher's own activation is
+    ``problem.teacher_activation``. With any of them set ``"auto"`` runs the reference
+    right-hand side. Returns ``{"t", "a" (T, K), "Q" (T, K, K), "R" (T, K, M)}``.
     """
     from scipy.integrate import odeint, solve_ivp
 
@@ -186,15 +202,18 @@ def online_ode(problem: Problem, eta: float, times, batch: int = 1, noise: bool 
         if not (isinstance(v, int | float) and np.isfinite(v) and v >= 0):
             raise InputError(f"{name}={v!r} is not allowed; allowed: a finite number >= 0")
     rhs = OnlineODE(problem.K, problem.M, b, T, problem.activation, float(eta), int(batch), noise,
-                    float(weight_decay), float(lr2), float(label_noise))
+                    float(weight_decay), float(lr2), float(label_noise),
+                    problem.teacher_activation)
     y0 = np.concatenate([a0, Q0.ravel(), R0.ravel()])
-    plain = weight_decay == 0 and lr2 == 1 and label_noise == 0
+    plain = (weight_decay == 0 and lr2 == 1 and label_noise == 0
+             and problem.teacher.name == activation_of(problem.activation).name)
     if method == "auto":
         method = "compiled" if problem.activation == "erf" and plain else "reference"
     if method == "compiled":
         if not plain:
             raise InputError("method='compiled' integrates the plain online ODE; the classical "
-                             "options run with method='reference'")
+                             "options (and a teacher activation of its own) run with "
+                             "method='reference'")
         if activation_of(problem.activation).name != "erf":
             raise InputError(f"method='compiled' integrates the erf online ODE, not "
                              f"{problem.activation!r}; use method='reference'")

@@ -80,6 +80,8 @@ class TrainResult:
     settings: dict = field(default_factory=dict)
     definitions: Definitions = field(default_factory=Definitions)
     diagnostics: dict = field(default_factory=dict)
+    teacher_activation: str | None = None
+    """The teacher's activation when it differs from the student's (``None``: the same)."""
 
     def alignment(self):
         """``m_in (S, T, K, M)``."""
@@ -103,7 +105,8 @@ class TrainResult:
         return obs.delta_drift(self.a, self.Q, self.a[:, :1], self.Q[:, :1])
 
     def dissipation(self):
-        return obs.dissipation(self.a, self.Q, self.R, self.b, self.T, self.activation)
+        return obs.dissipation(self.a, self.Q, self.R, self.b, self.T, self.activation,
+                               self.teacher_activation)
 
     def specialization_time(self, threshold: float | None = None) -> np.ndarray:
         """``(S, M)``: first ``t`` with specialization ``s_n >= threshold``
