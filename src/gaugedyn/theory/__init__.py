@@ -18,6 +18,7 @@ from ._flows import weights as weights
 from ._functional import functional_report, owners, pruned_since, remaining_relative  # noqa: F401
 from ._observables import Definitions as Definitions
 from ._observables import alignment as alignment
+from ._observables import classification_error as classification_error
 from ._observables import delta as delta
 from ._observables import delta_drift as delta_drift
 from ._observables import dissipation as dissipation

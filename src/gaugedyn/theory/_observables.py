@@ -193,6 +193,52 @@ def dissipation(a, Q, R, b, T, activation: str = "relu", teacher_activation=None
     return dissipation_split(gr.g_a**2, gw_sq, gw_w, np.diagonal(Q, axis1=-2, axis2=-1))
 
 
+CLASSIFICATION_SAMPLES = 2**16
+"""Default Gaussian draws of :func:`classification_error` (standard error <= 0.002)."""
+
+
+def classification_error(a, Q, R, b, T, activation="relu", teacher_activation=None, *,
+                         samples: int = CLASSIFICATION_SAMPLES, rng=None):
+    """The classification error ``P(sign f(x) != sign f*(x))`` of the state(s), with its
+    Monte Carlo standard error: ``(error, se)``, each of the batch shape.
+
+    ``sign`` as the classical codes take it (nn2pp's ``classify``: ``sign(0) = +1``). The local
+    fields ``(lambda, nu) ~ N(0, C)``, ``C = [[Q, R], [R^T, T]]``, are ``U sqrt(L) z`` (the eigen
+    factor of ``C``, so a singular ``C`` is exact) for ``samples`` standard normal ``z`` drawn
+    once from ``rng`` (default ``numpy.random.default_rng(0)``) and shared by every state (common
+    random numbers: a trajectory's error moves smoothly, not by fresh noise); ``f = sum_i a_i
+    g(lambda_i)``, ``f* = sum_n b_n g*(nu_n)`` (``g*``: ``teacher_activation``, default ``g``).
+    ``se = sqrt(p (1 - p) / samples)``. For the linear activation, and for odd ``g`` at ``K = M
+    = 1``, the exact value is ``arccos(corr(f, f*)) / pi`` (tested).
+    """
+    from ._activation import _on_numpy, activation_of
+
+    g = _on_numpy(activation_of(activation).function)
+    gt = _on_numpy(activation_of(activation if teacher_activation is None
+                                 else teacher_activation).function)
+    a, Q, R, b, T = (np.asarray(x, dtype=np.float64) for x in (a, Q, R, b, T))
+    K, M = a.shape[-1], b.shape[-1]
+    lead = np.broadcast_shapes(a.shape[:-1], Q.shape[:-2], R.shape[:-2], b.shape[:-1],
+                               T.shape[:-2])
+    a, b = np.broadcast_to(a, lead + (K,)), np.broadcast_to(b, lead + (M,))
+    Q, R = np.broadcast_to(Q, lead + (K, K)), np.broadcast_to(R, lead + (K, M))
+    T = np.broadcast_to(T, lead + (M, M))
+    C = np.concatenate([np.concatenate([Q, R], -1),
+                        np.concatenate([np.swapaxes(R, -1, -2), T], -1)], -2)
+    rng = np.random.default_rng(0) if rng is None else rng
+    z = rng.standard_normal((int(samples), K + M))
+    flat_C, flat_a, flat_b = C.reshape(-1, K + M, K + M), a.reshape(-1, K), b.reshape(-1, M)
+    err = np.empty(flat_C.shape[0])
+    for s in range(err.size):
+        lam, U = np.linalg.eigh(flat_C[s])
+        u = z @ (U * np.sqrt(np.maximum(lam, 0.0))).T
+        f = g(np.ascontiguousarray(u[:, :K])) @ flat_a[s]
+        fs = gt(np.ascontiguousarray(u[:, K:])) @ flat_b[s]
+        err[s] = np.mean(np.where(f >= 0, 1.0, -1.0) != np.where(fs >= 0, 1.0, -1.0))
+    err = err.reshape(lead)
+    return err, np.sqrt(err * (1.0 - err) / int(samples))
+
+
 def observe(a, Q, R, b, T, activation: str = "relu", definitions: Definitions = Definitions(),
             teacher_activation=None):
     """All instantaneous observables of a state, as a dict of arrays (``teacher_activation``:

@@ -30,7 +30,15 @@ from ._flows import (
     weights,
 )
 from ._methods import FlowTask, Integration, gradient_descent
-from ._observables import Definitions, delta_drift, observe, owner, rho, specialization
+from ._observables import (
+    Definitions,
+    classification_error,
+    delta_drift,
+    observe,
+    owner,
+    rho,
+    specialization,
+)
 from ._registry import BATCHED, METHODS
 from ._rosenbrock import rodas4
 from ._solution import BatchSolution, Solution
@@ -188,7 +196,7 @@ def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "fl
           t_eval=None, stop_at_specialization: bool = False, keep_weights: bool = False,
           singular_cutoff: float = 1e-10,
           progress: Callable[[int, int], object] | None = None, weight_decay: float = 0.0,
-          lr2: float = 1.0) -> Solution:
+          lr2: float = 1.0, classification_samples: int = 0) -> Solution:
     """Population gradient flow (or gradient descent with step ``eta``) from a :class:`Problem`.
 
     ``dynamics="flow"`` integrates ``da/dt = -dL/da``, ``dW/dt = -dL/dW`` with ``method`` (a
@@ -204,7 +212,14 @@ def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "fl
     gradient-descent steps (the flow does not call it); it does not change the result.
     ``weight_decay`` and ``lr2`` are the classical options of :class:`FlowParams` (weight decay
     on both layers; the second layer's rate relative to the first, 0 freezing it).
+    ``classification_samples > 0`` adds the classification error beside the mean-squared error:
+    ``observables["classification_error"]`` and ``["classification_error_se"]`` at every output
+    time (:func:`~gaugedyn.theory.classification_error` with that many draws).
     """
+    if (isinstance(classification_samples, bool) or not isinstance(classification_samples, int)
+            or classification_samples < 0):
+        raise InputError(f"classification_samples={classification_samples!r} is not allowed; "
+                         "allowed: an integer >= 0 (0: no classification error)")
     eta, t_max, t_eval = _check_solve(problem, formulation, dynamics, eta, t_max, method, rtol,
                                       atol, definitions, t_eval, singular_cutoff)
     y0, p = initial_state(problem, formulation, singular_cutoff=singular_cutoff,
@@ -218,6 +233,10 @@ def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "fl
     wall = time.perf_counter() - start
     a, Q, R, obs, spec, prune, own, drift, W = _assemble(problem, p, raw, definitions,
                                                          keep_weights)
+    if classification_samples:
+        obs["classification_error"], obs["classification_error_se"] = classification_error(
+            a, Q, R, problem.b, p.T, problem.activation, problem.teacher_activation,
+            samples=classification_samples)
     settings = dict(formulation=formulation, dynamics=dynamics, eta=eta, t_max=t_max,
                     method=method_name, rtol=rtol, atol=atol,
                     stop_at_specialization=stop_at_specialization,

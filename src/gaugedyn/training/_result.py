@@ -108,6 +108,13 @@ class TrainResult:
         return obs.dissipation(self.a, self.Q, self.R, self.b, self.T, self.activation,
                                self.teacher_activation)
 
+    def classification_error(self, samples: int = obs.CLASSIFICATION_SAMPLES, rng=None):
+        """``(error (S, T), se (S, T))``: the classification error ``P(sign f != sign f*)`` of
+        every record, beside the mean-squared ``loss``
+        (:func:`gaugedyn.theory.classification_error`, common random numbers from ``rng``)."""
+        return obs.classification_error(self.a, self.Q, self.R, self.b, self.T, self.activation,
+                                        self.teacher_activation, samples=samples, rng=rng)
+
     def specialization_time(self, threshold: float | None = None) -> np.ndarray:
         """``(S, M)``: first ``t`` with specialization ``s_n >= threshold``
         (:func:`gaugedyn.theory._observables.specialization`, sign-invariant for odd activations;
