@@ -138,3 +138,21 @@ def test_bad_teacher_activation_is_one_clear_error():
                         teacher_activation="erf")
     with pytest.raises(InputError, match="method='compiled'"):
         online_ode(pr, 1.0, [0.0, 1.0], method="compiled")
+
+
+def test_command_lines_take_a_teacher_activation(capsys):
+    import json
+
+    from gaugedyn.cli import main
+
+    assert main(["solve", "--setup", "single", "--dim", "20", "--gauge", "balanced",
+                 "--activation", "relu", "--teacher-activation", "erf", "--t-max", "5"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["problem"]["teacher_activation"] == "erf"
+    assert main(["train", "--setup", "single", "--dim", "20", "--gauge", "balanced", "--online",
+                 "--steps", "50", "--activation", "relu", "--teacher-activation", "erf",
+                 "--optimizer", "sgd", "--backend", "chain"]) == 0
+    assert json.loads(capsys.readouterr().out)["teacher_activation"] == "erf"
+    assert main(["solve", "--setup", "single", "--dim", "20", "--gauge", "balanced",
+                 "--teacher-activation", "swish"]) == 2
+    assert "--teacher-activation='swish' is not allowed" in capsys.readouterr().err

@@ -29,6 +29,7 @@ OPTIONS = {
     "scale": Param(float, name="scale", lo=1e-6, hi=1e6,
                     why="|w|^2 = s D and a^2 = s / D must stay resolvable in float64"),
     "activation": Param(str, name="activation", choices=tuple(ACTIVATIONS)),
+    "teacher_activation": Param(str, name="teacher_activation", choices=tuple(ACTIVATIONS)),
     "threshold": Param(float, name="threshold", lo=0, hi=1, lo_open=True, hi_open=True,
                         why="an overlap m lies in [-1, 1]"),
     "prune_tol": Param(float, name="prune_tol", lo=0, hi=1, lo_open=True, hi_open=True,
@@ -70,6 +71,8 @@ def register(subparsers) -> None:
                    f"at most {MAX_NEURONS}")
     p.add_argument("--scale", default="1.0", help="initial coefficient rho0 = s, in [1e-6, 1e6]")
     p.add_argument("--activation", default="relu", help=", ".join(ACTIVATIONS))
+    p.add_argument("--teacher-activation", default=None,
+                   help="the teacher's own activation (default: the student's)")
     p.add_argument("--weight-decay", default="0", help="weight decay on both layers, in [0, 1e3]")
     p.add_argument("--lr2", default="1", help="second-layer rate relative to the first, in "
                    "[0, 1e3] (0 freezes it)")
@@ -255,6 +258,8 @@ def _numbers(args) -> dict:
               else None for name in names}
     for name in ("setup", "activation", "formulation", "dynamics", "method"):
         values[name] = OPTIONS[name].parse(getattr(args, name))
+    values["teacher_activation"] = (None if args.teacher_activation is None else
+                                    OPTIONS["teacher_activation"].parse(args.teacher_activation))
     if values["dynamics"] == "gd" and values["eta"] is None:
         raise InputError("--eta is required with --dynamics gd; give a step size in (0, 1e3]")
     if values["dynamics"] == "flow" and values["eta"] is not None:
@@ -276,7 +281,8 @@ def _functional(sol, problem, activation: str, prune_tol: float) -> dict:
     from ._functional import functional_report, pruning_time
 
     _, _, _, b, T = problem.order_parameters()
-    report = functional_report(sol.a[-1], sol.Q[-1], sol.R[-1], T, b, activation)
+    report = functional_report(sol.a[-1], sol.Q[-1], sol.R[-1], T, b, activation,
+                               teacher_activation=problem.teacher_activation)
     prune = pruning_time(sol.t, sol.observables["rho"], prune_tol, sol.pruning_time)
     return {**report, "pruning_time": [float(x) for x in prune]}
 
@@ -312,6 +318,8 @@ def _handle(args: argparse.Namespace) -> int:
     kind = dict(scale=values["scale"], activation=values["activation"])
     problem = single(dim, gauges[0], **kind) if args.setup == "single" else \
         duplicates(dim, gauges, **kind)
+    if values["teacher_activation"] is not None:
+        problem = problem.replace(teacher_activation=values["teacher_activation"])
     definitions = Definitions(threshold=values["threshold"], prune_tol=values["prune_tol"])
     extra = {}
     if values["dynamics"] == "gd":

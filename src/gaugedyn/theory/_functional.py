@@ -94,9 +94,10 @@ def pruning_time(t, rho, prune_tol: float, event_time=None) -> np.ndarray:
 
 
 def functional_report(a, Q, R, T, b, activation: str = "relu",
-                      tie_rtol: float = TIE_RTOL) -> dict:
+                      tie_rtol: float = TIE_RTOL, teacher_activation=None) -> dict:
     """Owners (index or ``"tie"`` with the tied indices) and the remaining function of one state,
-    as plain data (``a (K,)``, ``Q (K, K)``, ``R (K, M)``, ``T (M, M)``, ``b (M,)``)."""
+    as plain data (``a (K,)``, ``Q (K, K)``, ``R (K, M)``, ``T (M, M)``, ``b (M,)``); the
+    teacher's norm with ``teacher_activation`` when it is set."""
     sets = owner_sets(a, Q, R, T, b, tie_rtol)
     own = []
     for n in range(sets.shape[-1]):
@@ -107,5 +108,6 @@ def functional_report(a, Q, R, T, b, activation: str = "relu",
                                         for n in range(sets.shape[-1])],
             "tie": [o == "tie" for o in own],
             "remaining_function": remaining,
-            "remaining_relative": remaining / float(teacher_norm(b, T, activation)),
+            "remaining_relative": remaining / float(teacher_norm(
+                b, T, activation if teacher_activation is None else teacher_activation)),
             "tie_rtol": tie_rtol}

@@ -36,6 +36,7 @@ OPTIONS = {
     "strength": Param(float, name="strength", lo=0, hi=1e8, lo_open=True,
                        why="|w|^2 = s x strength must stay resolvable in floating point"),
     "activation": Param(str, name="activation", choices=tuple(ACTIVATIONS)),
+    "teacher_activation": Param(str, name="teacher_activation", choices=tuple(ACTIVATIONS)),
     "samples": Param(int, name="samples", lo=1, hi=10**9,
                       why="S n D floats of data; memory is also estimated per request"),
     "optimizer": Param(str, name="optimizer", choices=("gd", "sgd", "adam")),
@@ -81,6 +82,8 @@ def register(subparsers) -> None:
     p.add_argument("--scale", default="1.0", help="initial coefficient rho0 = s, in [1e-6, 1e6]")
     p.add_argument("--strength", default=None, help="gauge strength in (0, 1e8] (default D)")
     p.add_argument("--activation", default="relu", help=", ".join(ACTIVATIONS))
+    p.add_argument("--teacher-activation", default=None,
+                   help="the teacher's own activation (default: the student's)")
     p.add_argument("--weight-decay", default="0", help="weight decay on both layers, in [0, 1e3]")
     p.add_argument("--lr2", default="1", help="second-layer rate relative to the first, in "
                    "[0, 1e3] (0 freezes it; SGD and GD)")
@@ -191,6 +194,8 @@ def _values(args) -> dict:
     v = {name: None if getattr(args, name) is None else OPTIONS[name].parse(getattr(args, name))
          for name in _NUMBERS}
     v.update({name: OPTIONS[name].parse(getattr(args, name)) for name in _NAMES})
+    v["teacher_activation"] = (None if args.teacher_activation is None else
+                               OPTIONS["teacher_activation"].parse(args.teacher_activation))
     if not args.online and v["samples"] is None:
         raise InputError("give --samples N (fixed sample) or --online")
     if v["samples"] is not None and v["batch"] is not None and v["batch"] > v["samples"]:
@@ -245,6 +250,8 @@ def _handle(args: argparse.Namespace) -> int:
         problem = single(v["dim"], gauges[0], **kind)
     else:
         problem = duplicates(v["dim"], gauges, **kind)
+    if v["teacher_activation"] is not None:
+        problem = problem.replace(teacher_activation=v["teacher_activation"])
     if v["strength"] is not None:
         problem = with_gauge(problem, names=gauges, strength=v["strength"])
     lr = v["lr"] if v["lr"] is not None else 0.5 / (v["scale"] * v["dim"])
@@ -276,7 +283,8 @@ def _output(args, dim: int, gauges, res, definitions, np) -> dict:
     spec = res.specialization_time()
     return {
         "setup": args.setup, "dim": dim, "gauges": gauges,
-        "activation": args.activation, "seeds": res.seeds, "root_seed": res.root_seed,
+        "activation": args.activation, "teacher_activation": args.teacher_activation,
+        "seeds": res.seeds, "root_seed": res.root_seed,
         "time_final": float(res.time[-1]), "steps": int(res.steps[-1]),
         "specialization_time": spec[:, 0].tolist(),
         "owner": final["owner"][:, 0].tolist(),
