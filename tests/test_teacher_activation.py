@@ -156,3 +156,45 @@ def test_command_lines_take_a_teacher_activation(capsys):
     assert main(["solve", "--setup", "single", "--dim", "20", "--gauge", "balanced",
                  "--teacher-activation", "swish"]) == 2
     assert "--teacher-activation='swish' is not allowed" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("student, teacher", [("tanh", "user_softplus"), ("leaky_relu", "tanh"),
+                                              ("he3", "erf"), ("erf", "relu")])
+def test_cross_kernels_within_four_standard_errors_of_monte_carlo(student, teacher):
+    """E[g(x1) g*(x2)] and its three first derivatives (likelihood-ratio Monte Carlo, 10^6
+    samples per configuration) on 10 random covariances, for smooth, homogeneous and user pairs."""
+    import torch
+
+    from gaugedyn.theory import Activation
+
+    def act(name):
+        if name == "user_softplus":
+            return Activation.from_torch(torch.nn.functional.softplus, name="softplus_user")
+        return ACTIVATIONS[name]
+
+    s, t = act(student), act(teacher)
+    F, dF, _ = cross_kernels(s, t)
+
+    def numpy(fn):
+        return lambda x: fn(torch.from_numpy(x)).numpy()
+
+    g, gt = numpy(s.function), numpy(t.function)
+    rng = np.random.default_rng(12)
+    worst = 0.0
+    for _ in range(10):
+        q1, q2 = rng.uniform(0.25, 2.0, 2)
+        c = rng.uniform(-0.9, 0.9) * math.sqrt(q1 * q2)
+        z = rng.standard_normal((2, 1_000_000))
+        rho = c / math.sqrt(q1 * q2)
+        x1 = math.sqrt(q1) * z[0]
+        x2 = math.sqrt(q2) * (rho * z[0] + math.sqrt(1 - rho**2) * z[1])
+        A = np.linalg.inv([[q1, c], [c, q2]])
+        y1, y2 = A[0, 0] * x1 + A[0, 1] * x2, A[1, 0] * x1 + A[1, 1] * x2
+        gg = g(x1) * gt(x2)
+        grad = dF(q1, q2, c)
+        for sample, value in [(gg, F(q1, q2, c)), (gg * 0.5 * (y1 * y1 - A[0, 0]), grad[0]),
+                              (gg * 0.5 * (y2 * y2 - A[1, 1]), grad[1]),
+                              (gg * (y1 * y2 - A[0, 1]), grad[2])]:
+            se = sample.std(ddof=1) / math.sqrt(sample.size)
+            worst = max(worst, abs(float(value) - sample.mean()) / se)
+    assert worst < 4.0, (student, teacher, worst)
