@@ -290,14 +290,16 @@ def _cross(s: Activation, t: Activation, scale: int = 1) -> tuple:
             quad = a.quadrature if scale == 1 else PairQuadrature(
                 a.quadrature.g, a.quadrature.g1, a.quadrature.g2, False, terms)
             sides.append(lambda q, quad=quad: quad._coefficients_of(q)[0][:, :, :terms + 1])
-    last: list = [None, None]
+    last: list = [None]
 
     def evaluate(q1, q2, c, hess):
         shape, (q1, q2, c) = _flat(q1, q2, c)
         key = (q1.tobytes(), q2.tobytes(), c.tobytes())
-        if last[0] != key or (hess and last[1][2] is None):
-            last[0], last[1] = key, mehler(sides[0](q1), sides[1](q2), q1, q2, c, hess)
-        val, grad, hs = last[1]
+        entry = last[0]  # the last call's (key, result), read once
+        if entry is None or entry[0] != key or (hess and entry[1][2] is None):
+            entry = (key, mehler(sides[0](q1), sides[1](q2), q1, q2, c, hess))
+            last[0] = entry
+        val, grad, hs = entry[1]
         return (val.reshape(shape), tuple(x.reshape(shape) for x in grad),
                 None if hs is None else tuple(x.reshape(shape) for x in hs))
 

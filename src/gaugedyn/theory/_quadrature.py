@@ -275,11 +275,11 @@ class PairQuadrature:
         of ``q`` (a flow evaluates a handful of distinct diagonal entries many times)."""
         memo = self._coefficients
         keys = q.tolist()
-        missing = sorted({v for v in keys if v not in memo})
+        found = {v: memo[v] for v in set(keys) if v in memo}  # a local copy: thread-safe reads
+        missing = sorted(set(keys) - found.keys())
         if missing:
             if len(memo) + len(missing) > 4096:
                 memo.clear()
-                missing = sorted(set(keys))
             qm = np.array(missing)
             sq = np.sqrt(qm)[:, None]
             z = self._z1
@@ -294,8 +294,8 @@ class PairQuadrature:
             selfk = np.stack([(G * G) @ self._w1, d @ self._w1,
                               (d * (z**2 - 1.0) / (2.0 * sq**2)) @ self._w1], axis=1)
             for i, v in enumerate(missing):
-                memo[v] = (coef[i], selfk[i])
-        rows = [memo[v] for v in keys]
+                found[v] = memo[v] = (coef[i], selfk[i])
+        rows = [found[v] for v in keys]
         return np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
 
     def _series(self, shape, q1, q2, c, hess: bool):
@@ -303,9 +303,11 @@ class PairQuadrature:
         A_k(q1) A_k(q2) rho^k``; the derivatives in ``(q1, q2, c)`` by the chain rule. The last
         call is remembered, so the value, gradient and Hessian of one state cost one series."""
         key = (q1.tobytes(), q2.tobytes(), c.tobytes())
-        if self._last is None or self._last[0] != key or (hess and self._last[1][2] is None):
-            self._last = (key, self._series_flat(q1, q2, c, hess))
-        val, grad, hs = self._last[1]
+        entry = self._last  # read once: another thread may replace it
+        if entry is None or entry[0] != key or (hess and entry[1][2] is None):
+            entry = (key, self._series_flat(q1, q2, c, hess))
+            self._last = entry
+        val, grad, hs = entry[1]
         return (val.reshape(shape), tuple(x.reshape(shape) for x in grad),
                 None if hs is None else tuple(x.reshape(shape) for x in hs))
 
