@@ -198,3 +198,18 @@ def test_cross_kernels_within_four_standard_errors_of_monte_carlo(student, teach
             se = sample.std(ddof=1) / math.sqrt(sample.size)
             worst = max(worst, abs(float(value) - sample.mean()) / se)
     assert worst < 4.0, (student, teacher, worst)
+
+
+def test_batched_flow_carries_the_teacher_activation():
+    from gaugedyn.theory import solve_batch
+
+    problems = [random_problem(10, 2, 2, np.random.default_rng(i), activation="relu",
+                               teacher_activation="erf") for i in range(2)]
+    t = np.concatenate([[0.0], np.geomspace(1e-2, 5.0, 10)])
+    batch = solve_batch(problems, t_max=5.0, t_eval=t, rtol=1e-10, atol=1e-12)
+    for i, pr in enumerate(problems):
+        one = solve(pr, t_max=5.0, t_eval=t, rtol=1e-10, atol=1e-12)
+        assert np.abs(batch.observables["loss"][i] - one.observables["loss"]).max() < 1e-8
+    mixed = [problems[0], problems[1].replace(teacher_activation=None)]
+    with pytest.raises(InputError, match="teacher_activation"):
+        solve_batch(mixed, t_max=1.0)
