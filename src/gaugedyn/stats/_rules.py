@@ -50,7 +50,8 @@ class Judgement:
     ``values`` are the per-seed values as judged (``[x, y]`` pairs for a paired or slope rule,
     one row per seed and one column per cell for a cell rule); ``cells`` (cell rules only) holds
     per cell the estimate, the 95% interval and the Holm-adjusted one-sided p-value of the side
-    that decides the verdict.
+    that decides the verdict; ``draw`` (randomised rules only, ``proportion``) is the uniform
+    draw the interval was computed with, so the verdict can be recomputed from the record.
     """
 
     rule: str
@@ -64,6 +65,7 @@ class Judgement:
     words: str
     values: Any = None
     cells: list | None = None
+    draw: float | None = None
 
     @property
     def interval(self) -> Interval:
@@ -76,6 +78,8 @@ class Judgement:
              "per_seed": self.values}
         if self.cells is not None:
             d["cells"] = self.cells
+        if self.draw is not None:
+            d["uniform_draw"] = self.draw
         return d
 
 
@@ -135,6 +139,11 @@ class Rule:
         return self.claim in ("every_cell", "some_cell")
 
     @property
+    def randomised(self) -> bool:
+        """Whether the rule's interval uses a uniform draw (the randomised exact proportion)."""
+        return self.estimator == "proportion" and self.options.get("method") == "randomised"
+
+    @property
     def center(self) -> str:
         """The location the rule's parameter is (``mean`` or ``median``)."""
         return "median" if self.estimator in ("median", "order_statistics") else "mean"
@@ -169,8 +178,10 @@ class Rule:
 
     # -- vectorised core ------------------------------------------------------------------------
 
-    def bounds(self, samples: Sequence[np.ndarray], level: float) -> est.Bounds:
-        """One-sided bounds at ``level`` of the rule's parameter over the last axis."""
+    def bounds(self, samples: Sequence[np.ndarray], level: float,
+               draws: np.ndarray | None = None) -> est.Bounds:
+        """One-sided bounds at ``level`` of the rule's parameter over the last axis (``draws``:
+        one uniform draw per experiment, for a randomised rule)."""
         if self.estimator == "mean":
             return est.t_bounds(samples[0], level)
         if self.estimator == "paired":
@@ -184,6 +195,8 @@ class Rule:
                                         self.options["rng"])
         if self.estimator == "order_statistics":
             return est.median_bounds(samples[0], level, interpolate=False)
+        if self.randomised:
+            return est.randomised_proportion_bounds(samples[0], level, draws)
         return est.proportion_bounds(samples[0], level, self.options.get("method", "wilson"))
 
     def pvalues(self, x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
@@ -193,18 +206,30 @@ class Rule:
         return est.t_pvalues(x, threshold)
 
     def evaluate(self, samples: Sequence[np.ndarray], threshold: Any, direction: str,
-                 confidence: float = CONFIDENCE) -> dict[str, np.ndarray]:
+                 confidence: float = CONFIDENCE, *, rng: np.random.Generator | None = None,
+                 draws: Any = None) -> dict[str, np.ndarray]:
         """Verdict codes (1 HELD, 0 UNRESOLVED, -1 NOT HELD), estimate and interval over the
         leading axes. Cell rules take ``samples[0]`` of shape ``(..., n, cells)`` and also
-        return ``cell_low`` / ``cell_high`` / ``cell_estimate`` ``(..., cells)``."""
+        return ``cell_low`` / ``cell_high`` / ``cell_estimate`` ``(..., cells)``. A randomised
+        rule takes one uniform draw per experiment, ``draws`` or else drawn from ``rng``, and
+        returns them as ``draw``."""
         level = 0.5 + confidence / 2
         if not self.cells:
-            b = self.bounds(samples, level)
+            out = {}
+            if self.randomised:
+                if draws is None:
+                    if rng is None:
+                        raise InputError(f"rng=None is not allowed for rule {self.name!r}: its "
+                                         "interval is randomised; pass a generator (from the "
+                                         "run's seed) or the draws")
+                    draws = rng.random(np.shape(samples[0])[:-1])
+                out["draw"] = draws = np.asarray(draws, dtype=float)
+            b = self.bounds(samples, level, draws)
             if self.claim == "threshold":
                 code = _codes_threshold(b.lower, b.upper, threshold, direction)
             else:
                 code = _codes_band(b.lower, b.upper, threshold, self.claim == "inside")
-            return {"code": code, "estimate": b.estimate, "low": b.lower, "high": b.upper}
+            return out | {"code": code, "estimate": b.estimate, "low": b.lower, "high": b.upper}
         x = np.swapaxes(np.asarray(samples[0], dtype=float), -1, -2)  # (..., cells, n)
         m = x.shape[-2]
         plain = self.bounds((x,), level)
@@ -273,24 +298,52 @@ class Rule:
         return tuple(arrays)
 
     def judge(self, *samples: Any, threshold: Any, direction: str | None = None,
-              confidence: float = CONFIDENCE) -> Judgement:
+              confidence: float = CONFIDENCE, rng: np.random.Generator | None = None,
+              draw: float | None = None) -> Judgement:
         """The rule's verdict on one data set. Non-finite values are dropped (a seed with any
         non-finite member is dropped whole); fewer than the rule's minimum count (two, three
-        for a slope) give ``UNRESOLVED`` with a ``nan`` interval."""
+        for a slope) give ``UNRESOLVED`` with a ``nan`` interval. A randomised rule
+        (``proportion``) needs ``rng``, a generator derived from the run's seed
+        (:func:`gaugedyn.stats.generator`), from which it takes one uniform draw, recorded in
+        the judgement and in its words so that the verdict can be recomputed: ``draw`` (a
+        recorded draw in ``[0, 1)``) instead of ``rng`` recomputes it."""
         threshold, direction = self._check_claim(threshold, direction, confidence)
         arrays = self._clean(samples)
+        if self.randomised:
+            draw = self._check_draw(rng, draw)
+        elif draw is not None:
+            raise InputError(f"draw={draw!r} is not allowed for rule {self.name!r}: only a "
+                             "randomised rule (proportion) takes a uniform draw")
         words = self.words(threshold, direction, confidence)
+        if draw is not None:
+            words += f" (uniform draw u = {draw!r}, from the run's analysis seed)"
         values = [a.tolist() for a in arrays] if len(arrays) == 2 else arrays[0].tolist()
         if self.cells:
             return self._judge_cells(arrays[0], threshold, direction, confidence, words)
         n = int(arrays[0].size)
         if n < _MIN_N[self.estimator] or (self.estimator == "slope" and np.ptp(arrays[0]) == 0):
             return Judgement(self.name, "UNRESOLVED", math.nan, math.nan, math.nan, threshold,
-                             direction, n, words, values)
-        out = self.evaluate(arrays, threshold, direction, confidence)
+                             direction, n, words, values, draw=draw)
+        out = self.evaluate(arrays, threshold, direction, confidence, draws=draw)
         return Judgement(self.name, WORDS[int(out["code"])], float(out["estimate"]),
                          float(out["low"]), float(out["high"]), threshold, direction, n, words,
-                         values)
+                         values, draw=draw)
+
+    def _check_draw(self, rng: Any, draw: Any) -> float:
+        if draw is not None:
+            ok = (isinstance(draw, int | float) and not isinstance(draw, bool)
+                  and 0 <= draw < 1 and rng is None)
+            if not ok:
+                raise InputError(f"draw={draw!r} is not allowed for rule {self.name!r}: a "
+                                 "number in [0, 1), the recorded uniform draw, given without "
+                                 "rng")
+            return float(draw)
+        if not isinstance(rng, np.random.Generator):
+            raise InputError(f"rng={rng!r} is not allowed for rule {self.name!r}: its interval "
+                             "is randomised; pass rng=gaugedyn.stats.generator(seed, label) "
+                             "from the run's analysis seed, so that a rerun reproduces the "
+                             "verdict (or draw=, the recorded uniform draw)")
+        return float(rng.random())
 
     def _judge_cells(self, x, threshold, direction, confidence, words) -> Judgement:
         """Cells may lose different seeds to non-finite values, so each is bounded alone."""
@@ -341,7 +394,7 @@ _T = "Student t interval of the mean"
 _T_PAIRED = "Student t interval of the mean paired difference"
 _MEDIAN = "distribution-free interval of the median (interpolated order statistics)"
 _SLOPE = "Student t interval of the least-squares slope"
-_WILSON = "Wilson interval of the proportion"
+_STEVENS = "randomised exact (Stevens 1950) interval of the proportion"
 _INDEPENDENT = "independent seeds (one value per seed)"
 _NORMALISH = ("the seed mean is close to normal: exact for normal values, conservative for "
               "symmetric heavy tails (t(3)); under-covers for strongly skewed values "
@@ -365,9 +418,11 @@ _CATALOGUE = (
          "independent residuals of constant variance, close to normal; x fixed; two "
          "one-sided tests at 2.5% each"),
     Rule("proportion", "proportion", "threshold", "share of successes among n trials",
-         _WILSON, "independent trials with one success probability; the interval is "
-         "scipy.stats.binomtest(k, n).proportion_ci(method='wilson')",
-         options={"method": "wilson"}),
+         _STEVENS, "independent trials with one success probability; the interval inverts the "
+         "randomised binomial test (scipy.stats.binom tails, one uniform draw u per finding "
+         "from the run's analysis seed, recorded with it), so its coverage is exactly 95% at "
+         "every n and p and a rerun reproduces the verdict",
+         options={"method": "randomised"}),
     Rule("median_threshold", "median", "threshold", "median of the per-seed values "
          "(sign test)", _MEDIAN, f"{_INDEPENDENT}; a continuous distribution, any shape "
          "(heavy tails, skew)"),
@@ -396,6 +451,11 @@ CANDIDATES: dict[str, Rule] = {r.name: r for r in (
     Rule("median_threshold[exact order statistics]", "order_statistics", "threshold", "median",
          "order-statistic interval of the median at the next attainable level",
          "rejected by the audit: over-covers at 10 seeds (97.9% for a nominal 95%)"),
+    Rule("proportion[Wilson]", "proportion", "threshold", "share of successes",
+         "Wilson interval", "rejected by the audit: its coverage jumps with n and p (exact "
+         "binomial sums: 97.9% at 10 trials and p = 1/2, 91.4% at 10 and p = 0.05, 92.3% at 16 "
+         "and p = 1/2, 98.3% at 6 and p = 0.8); no interval that is not randomised attains "
+         "93-97% at every trial count", options={"method": "wilson"}),
     Rule("proportion[Clopper-Pearson]", "proportion", "threshold", "share of successes",
          "Clopper-Pearson interval", "rejected by the audit: over-covers (conservative)",
          options={"method": "exact"}),
@@ -412,10 +472,12 @@ def rule(name: str) -> Rule:
 
 
 def judge(name: str, *samples: Any, threshold: Any, direction: str | None = None,
-          confidence: float = CONFIDENCE) -> Judgement:
-    """``RULES[name].judge(*samples, threshold=..., direction=...)``."""
+          confidence: float = CONFIDENCE, rng: np.random.Generator | None = None,
+          draw: float | None = None) -> Judgement:
+    """``RULES[name].judge(*samples, threshold=..., direction=..., rng=..., draw=...)``
+    (``rng`` or ``draw``: only for a randomised rule, ``proportion``)."""
     return rule(name).judge(*samples, threshold=threshold, direction=direction,
-                            confidence=confidence)
+                            confidence=confidence, rng=rng, draw=draw)
 
 
 def combine_readings(readings: Mapping[str, Judgement | str]) -> dict:
