@@ -27,6 +27,9 @@ def test_the_quick_audit_meets_the_bars():
     assert {r["seeds"] for r in rows if r["rule"] == "proportion"} == set(_audit.TRIALS)
     assert all(set(r["coverage_by_p"]) == set(_audit.COVERAGE_P)
                for r in rows if r["rule"] == "proportion")
+    listed = [r for r in rows if r["bar"] == _audit.NOT_SIMULATED]
+    assert [r["rule"] for r in listed] == ["deterministic"]
+    rows = [r for r in rows if r not in listed]
     misses = [f"{r['rule']} n={r['seeds']} {r['shape']}: {r['bar']}" for r in rows
               if not r["bar"].startswith("ok")]
     assert not misses, "\n".join(misses)
@@ -149,6 +152,35 @@ def test_the_proportion_verdict_is_reproducible_from_the_seed_and_the_record():
         stats.judge("proportion", outcomes, threshold=0.5, draw=1.5)
     with pytest.raises(InputError, match="draw=0.5"):
         stats.judge("mean_threshold", outcomes, threshold=0.5, draw=0.5)
+
+
+def test_deterministic_is_a_catalogue_rule_whose_interval_is_the_point():
+    j = stats.judge("deterministic", [15975.4], threshold=100.0)
+    assert j.verdict == "HELD" and j.interval == (15975.4, 15975.4, 15975.4) and j.n == 1
+    assert stats.judge("deterministic", [3.0], threshold=3.0).verdict == "NOT HELD"
+    assert stats.judge("deterministic", [np.nan], threshold=3.0).verdict == "UNRESOLVED"
+    assert stats.power_at(j, 1e4) == (1.0, 0.0) and stats.power_at(j, 50.0) == (0.0, 0.0)
+    with pytest.raises(InputError, match="one value"):
+        stats.judge("deterministic", [1.0, 2.0], threshold=0.0)
+    assert stats.audit_rule("deterministic", 10)["bar"] == _audit.NOT_SIMULATED
+
+
+def test_every_published_finding_names_a_catalogue_rule():
+    """Every finding of every published summary (results-data/*/summary.json) was judged by a
+    rule of the catalogue, so its verdict can be recomputed and its rule is audited."""
+    import json
+
+    root = Path(__file__).resolve().parents[1] / "results-data"
+    summaries = sorted(root.glob("*/summary.json"))
+    assert summaries
+    used = {}
+    for path in summaries:
+        for c in json.loads(path.read_text(encoding="utf-8"))["claims"]:
+            if c.get("kind") == "finding":
+                used.setdefault(c.get("rule"), []).append(f"{path.parent.name}: {c['id']}")
+    unknown = {r: ids for r, ids in used.items() if r not in stats.RULES}
+    assert not unknown, unknown
+    assert "deterministic" in used and "proportion" in used
 
 
 def test_median_bounds_are_order_statistics_where_the_level_is_attainable():
@@ -293,6 +325,9 @@ def test_the_docs_page_runs_and_lists_every_rule():
     for block in blocks:
         exec(compile(block, str(DOC), "exec"), {})
     for name, rule in stats.RULES.items():
+        if rule.estimator == "point":
+            assert f"| {name} | 1 | 1 | none |" in text, name
+            continue
         counts = _audit.TRIALS if rule.estimator == "proportion" else _audit.SEEDS
         for n in counts:
             assert f"| {name} | {n} |" in text, (name, n)

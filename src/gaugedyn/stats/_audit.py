@@ -19,6 +19,9 @@ Coverage is that of the rule's 95% interval for the true parameter over the ``tr
 of the interval for ``min_c theta_c`` or ``max_c theta_c``, conservative by construction).
 Every rate carries its Monte Carlo standard error ``sqrt(r (1 - r) / reps)``.
 
+The ``deterministic`` rule (a single exact value) is listed, not simulated: it has no sampling
+error, so its verdict is certain and its power is 1 or 0 (:data:`NOT_SIMULATED`).
+
 A proportion rule is audited at the trial counts of the experiments' proportion findings
 (:data:`TRIALS`) instead of the seed counts, and its coverage is also measured at each true
 success probability of :data:`COVERAGE_P` (``coverage_by_p``; the bar applies to each).
@@ -61,6 +64,8 @@ COVERAGE_P = (0.05, 0.25, 0.5, 0.75, 0.8, 0.95)
 CELLS = (6, 42)
 """Cell counts of the claims over many cells (prototypes: 6 sizes, and 6 sizes x 7 variants)."""
 REPS = 20000
+NOT_SIMULATED = ("not simulated: a deterministic value has no sampling error (its interval is "
+                 "the point)")
 QUICK = {"seeds": SEEDS, "trials": TRIALS, "cells": (42,), "reps": 2000}
 _BLOCK = 2_000_000
 
@@ -180,7 +185,12 @@ def _check_count(name: str, value: Any, lo: int) -> int:
 
 def power(rule: Rule, n: int, effect: float, *, cells: int = 1, shape: str = "normal",
           reps: int = 4000, seed: int = 0, values: Any = None) -> Rate:
-    """P(HELD) when the claim holds by ``effect`` sd (the audit's ``power`` scenario)."""
+    """P(HELD) when the claim holds by ``effect`` sd (the audit's ``power`` scenario); for the
+    ``deterministic`` rule, 1 when ``effect > 0`` and 0 otherwise (no noise)."""
+    if rule.estimator == "point":
+        if not (isinstance(effect, int | float) and math.isfinite(effect)):
+            raise InputError(f"effect={effect!r} is not allowed: a finite number")
+        return Rate(float(effect > 0), 0.0)
     n = _check_count("n", n, 3 if rule.estimator == "slope" else 2)
     reps = _check_count("reps", reps, 1)
     cells = _check_count("cells", cells, 1)
@@ -232,6 +242,10 @@ def power_at(judgement: Any, value: float, *, reps: int = 4000, seed: int = 0,
     reps = _check_count("reps", reps, 1)
     if not (isinstance(value, int | float) and math.isfinite(value)):
         raise InputError(f"value={value!r} is not allowed: a finite number (the paper's value)")
+    if rule.estimator == "point":  # no noise: the verdict at the value is certain
+        out = rule.evaluate((np.array([float(value)]),), judgement.threshold,
+                            judgement.direction)
+        return Rate(float(out["code"] == 1), 0.0)
     if rule.estimator != "proportion":
         noise(np.random.default_rng(0), shape, (1,))
     if not math.isfinite(judgement.low) and not rule.cells:
@@ -257,6 +271,11 @@ def audit_rule(rule: Rule | str, n: int, *, cells: int = 1, shape: str = "normal
         from ._rules import rule as by_name
 
         rule = by_name(rule)
+    if rule.estimator == "point":
+        return {"rule": rule.name, "seeds": 1, "cells": 1, "shape": "none", "reps": 0,
+                **dict.fromkeys(("false_held", "held_at_boundary", "false_not_held",
+                                 "coverage", "joint_coverage", "power")),
+                "bar": NOT_SIMULATED}
     n = _check_count("seeds", n, 3 if rule.estimator == "slope" else 2)
     reps = _check_count("reps", reps, 1)
     cells = _check_count("cells", cells, 1) if rule.cells else 1
@@ -334,6 +353,9 @@ def audit(rules: Iterable[str] | None = None, *, seeds: Sequence[int] = SEEDS,
         raise InputError("seeds, trials, cells and shapes: each needs at least one value")
     jobs = []
     for r in chosen:
+        if r.estimator == "point":
+            jobs.append((r, 1, 1, "none"))
+            continue
         for n in (trials if r.estimator == "proportion" else seeds):
             for s in (("bernoulli",) if r.estimator == "proportion" else shapes):
                 for c in (cells if r.cells else (1,)):
@@ -387,7 +409,7 @@ def format_table(rows: list[dict], *, markdown: bool = False, margin: float = MA
     """The audit as a plain-text table (or markdown, with the command and date that made it).
     Rates in percent, Monte Carlo standard errors in brackets."""
     body = rows_as_text(rows)
-    reps = sorted({r["reps"] for r in rows})
+    reps = sorted({r["reps"] for r in rows if r["reps"]})
     legend = (f"Rates in % (Monte Carlo s.e.), {', '.join(map(str, reps))} simulated experiments "
               f"per scenario. false HELD: claim false by {margin:g} sd; HELD at bound: parameter "
               f"on the threshold; false NOT HELD: claim true by {margin:g} sd; coverage: 95% "

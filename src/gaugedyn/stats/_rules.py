@@ -38,9 +38,9 @@ UNDERPOWERED = 0.8
 """Power below which a finding is labelled ``underpowered``."""
 DEPENDS = "depends on the reading"
 
-ESTIMATORS = ("mean", "paired", "median", "slope", "proportion")
+ESTIMATORS = ("mean", "paired", "median", "slope", "proportion", "point")
 CLAIMS = ("threshold", "inside", "outside", "every_cell", "some_cell")
-_MIN_N = {"mean": 2, "paired": 2, "median": 2, "slope": 3, "proportion": 1}
+_MIN_N = {"mean": 2, "paired": 2, "median": 2, "slope": 3, "proportion": 1, "point": 1}
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,8 @@ def _codes_band(low, high, band, inside):
 @dataclass(frozen=True)
 class Rule:
     """A verdict rule: an estimator (``mean``, ``paired``, ``median``, ``slope``,
-    ``proportion``) with one-sided bounds at 2.5%, and the geometry of its claim
+    ``proportion``; ``point``, a deterministic value whose interval is the value itself) with
+    one-sided bounds at 2.5%, and the geometry of its claim
     (``threshold``, ``inside``, ``outside``, ``every_cell``, ``some_cell``).
 
     ``judge(*samples, threshold=..., direction=...)`` gives a :class:`Judgement`;
@@ -153,7 +154,8 @@ class Rule:
         """The rule in words, as recorded with every finding (a threshold may be a symbol)."""
         threshold = tuple(map(_g, threshold)) if isinstance(threshold, tuple | list) \
             else _g(threshold)
-        ci = f"the {confidence:.0%} {self.interval_words}"
+        ci = (self.interval_words if self.estimator == "point"
+              else f"the {confidence:.0%} {self.interval_words}")
         if self.claim in ("inside", "outside"):
             lo, hi = threshold
             inner = (f"HELD if {ci} lies wholly inside ({lo}, {hi}); NOT HELD if it lies "
@@ -193,6 +195,9 @@ class Rule:
         if self.estimator == "bootstrap":
             return est.bootstrap_bounds(samples[0], level, self.options["method"],
                                         self.options["rng"])
+        if self.estimator == "point":
+            v = np.asarray(samples[0], dtype=float)[..., 0]
+            return est.Bounds(v, v, v)
         if self.estimator == "order_statistics":
             return est.median_bounds(samples[0], level, interpolate=False)
         if self.randomised:
@@ -292,6 +297,9 @@ class Rule:
                              f"{arrays[0].size} and {arrays[1].size}")
         keep = np.all([np.isfinite(a) for a in arrays], axis=0)
         arrays = [a[keep] for a in arrays]
+        if self.estimator == "point" and arrays[0].size > 1:
+            raise InputError(f"values: rule {self.name!r} takes one value (a deterministic "
+                             f"computation has no seeds to pool), got {arrays[0].size}")
         if self.estimator == "proportion" and not np.all((arrays[0] == 0) | (arrays[0] == 1)):
             raise InputError(f"values are not allowed for rule {self.name!r}: outcomes 0 or 1 "
                              "(or booleans), one per trial")
@@ -399,6 +407,10 @@ _INDEPENDENT = "independent seeds (one value per seed)"
 _NORMALISH = ("the seed mean is close to normal: exact for normal values, conservative for "
               "symmetric heavy tails (t(3)); under-covers for strongly skewed values "
               "(lognormal at 10 seeds: use a median rule)")
+_POINT = ("the value of one deterministic computation (a numerical integration, "
+          "bit-reproducible for the same configuration); no sampling error, so the interval is "
+          "the point itself and nothing is simulated: the audit lists the rule as not simulated "
+          "and the power at a value is 1 when the value lies on the claimed side, else 0")
 _CELLS = ("each cell as its base rule; any dependence between cells (Holm's correction and the "
           "intersection-union test need no independence)")
 
@@ -436,6 +448,8 @@ _CATALOGUE = (
          "values (sign test)", _MEDIAN + " per cell", f"{_CELLS}; any continuous shape"),
     Rule("some_cell_median", "median", "some_cell", "per cell, the median of the per-seed "
          "values (sign test)", _MEDIAN + " per cell", f"{_CELLS}; any continuous shape"),
+    Rule("deterministic", "point", "threshold", "the one value of a deterministic computation",
+         "the interval of the value (the point itself: no sampling error)", _POINT),
 )
 
 RULES: dict[str, Rule] = {r.name: r for r in _CATALOGUE}
