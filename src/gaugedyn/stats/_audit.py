@@ -56,8 +56,9 @@ TRIALS = (6, 10, 16, 32, 39, 64, 96, 160)
 """Trial counts of the experiments' proportion findings: gauge_on_networks, 6 seeds per
 optimizer (quick) and 16 (full); gauge_under_adam, seeds x (beta1, beta2) configurations over
 the tied, the untied and all configurations, 16 / 16 / 32 (quick) and 64 / 96 / 160 (full);
-ownership_patterns, the patterns inside the claimed region (39 in the full run); 10, the
-smallest seed count of the other rules."""
+ownership_patterns, the patterns inside the claimed region (39 in the full run, none in the
+quick run, which leaves that finding UNRESOLVED); 10, the smallest seed count of the other
+rules."""
 COVERAGE_P = (0.05, 0.25, 0.5, 0.75, 0.8, 0.95)
 """True success probabilities at which a proportion rule's coverage is measured (0.25, 0.5 and
 0.75 are the false, boundary and true scenarios; 0.8 is ownership_patterns' threshold)."""
