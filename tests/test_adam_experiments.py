@@ -278,7 +278,7 @@ def test_gauge_findings_judge_the_interval():
          "tied": np.array([True, False]), "owner_count": np.array([[8.0, 1.0]]),
          "t_spec_w": np.array([[np.linspace(4.0, 4.4, 8), np.linspace(0.8, 1.25, 8)]]),
          "t_spec_a": np.ones((1, 2, 8))}
-    found = {c.id: c for c in ga._group_findings(a, 0, 8, 2, "")}
+    found = {c.id: c for c in ga._group_findings(a, 0, 8, 2, "", np.random.SeedSequence(0))}
     rate, gap = found["finding:owner_rate:D8"], found["finding:gauge_gap:D8"]
     assert rate.readings == {"all configurations": "UNRESOLVED", "tied": "HELD",
                              "untied": "NOT HELD"}
@@ -288,16 +288,19 @@ def test_gauge_findings_judge_the_interval():
     from gaugedyn.stats import judge
 
     d = rate.to_dict()  # recomputed from the record alone
-    again = judge(d["rule"], d["per_seed"], threshold=0.5, direction=">")
+    again = judge(d["rule"], d["per_seed"], threshold=0.5, direction=">",
+                  draw=d["tolerance"]["uniform_draw"])
     assert [again.low, again.high] == d["interval"] and again.verdict == "UNRESOLVED"
     # built to hold in every group, and built to fail in every group
     held = {c.id: c for c in ga._group_findings(a | {"owner_count": np.array([[8.0, 8.0]]),
                                                     "t_spec_w": np.full((1, 2, 8), 4.0)
-                                                    + np.linspace(0, 0.1, 8)}, 0, 8, 2, "")}
+                                                    + np.linspace(0, 0.1, 8)}, 0, 8, 2, "",
+                                          np.random.SeedSequence(0))}
     assert {c.verdict for c in held.values()} == {"HELD"}
     failed = {c.id: c for c in ga._group_findings(a | {"owner_count": np.array([[0.0, 1.0]]),
                                                       "t_spec_w": np.full((1, 2, 8), 0.5)
-                                                      + np.linspace(0, 0.1, 8)}, 0, 8, 2, "")}
+                                                      + np.linspace(0, 0.1, 8)}, 0, 8, 2, "",
+                                          np.random.SeedSequence(0))}
     assert {c.verdict for c in failed.values()} == {"NOT HELD"}
 
 

@@ -144,7 +144,9 @@ def test_reproduce_report_exit_code_and_redraw(tmp_path, capsys, monkeypatch):
     code, out, _ = invoke(["plot", rep], capsys)
     assert code == 0 and out.count("redrew") == 2
     assert (rep / "good" / "figures" / "draws.png").exists()
-    assert (rep / "tight" / "figures" / "draws.pdf").exists()
+    assert not (rep / "tight" / "figures" / "draws.pdf").exists()  # quick runs: PNG alone
+    tight = json.loads((rep / "tight" / "summary.json").read_text())
+    assert tight["figures"][0]["files"] == ["figures/draws.png"]
     (sims / "broken.toml").write_text("experiment = [\n")
     code, _, err = invoke(["reproduce", "--simulations", sims, "--out", tmp_path / "new"], capsys)
     assert code == 2 and "broken.toml" in err and "line" in err and not (tmp_path / "new").exists()
@@ -258,3 +260,29 @@ def test_compare_runs_sees_identical_and_different_results(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "toy: DIFFERS" in out and "claim bounded: measured differ" in out
     assert "array s: max |difference|" in out and "array x: max |difference|" in out
+
+
+def test_save_figure_lays_out_once_and_writes_the_runs_formats(tmp_path, monkeypatch):
+    """Full runs write PNG and PDF, quick runs PNG alone; the constrained layout runs once per
+    figure (the second file reuses its positions)."""
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    from gaugedyn.plotting import figure_formats, save_figure, style, subplots
+
+    calls = []
+    execute = ConstrainedLayoutEngine.execute
+    monkeypatch.setattr(ConstrainedLayoutEngine, "execute",
+                        lambda self, fig: calls.append(fig) or execute(self, fig))
+    for quick, want in ((False, ["f.pdf", "f.png"]), (True, ["f.png"])):
+        out = tmp_path / str(quick)
+        with style("Agg", figure_formats(quick)):
+            fig, ax = subplots()
+            ax.set(xlabel="x", ylabel="y")
+            ax.plot([1, 2, 3], [1, 4, 9])
+            save_figure(fig, out, "f")
+        assert sorted(p.name for p in out.iterdir()) == want
+        assert len(calls) == 1
+        calls.clear()
+    with pytest.raises(ValueError, match="formats"):
+        with style("Agg", ("pdf",)):
+            pass

@@ -58,7 +58,8 @@ def assert_judged(c: dict, rule: str) -> None:
         samples = c["per_seed"] if RULES[rule].estimator in ("slope", "paired") else [c["per_seed"]]
         thr = tuple(t["threshold"]) if isinstance(t["threshold"], list) else t["threshold"]
         again = judge(rule, *samples, threshold=thr,
-                      direction=t["direction"] if not isinstance(thr, tuple) else None)
+                      direction=t["direction"] if not isinstance(thr, tuple) else None,
+                      draw=t.get("uniform_draw"))  # a randomised rule's recorded draw
         assert again.verdict == c["verdict"] and [again.low, again.high] == c["interval"]
 
 

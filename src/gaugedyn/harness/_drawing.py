@@ -32,17 +32,19 @@ from ._summary import read_summary, write_summary
 
 
 def draw(
-    experiment: Experiment, arrays: dict, params: dict, outdir: Path, backend: str | None = None
+    experiment: Experiment, arrays: dict, params: dict, outdir: Path, backend: str | None = None,
+    quick: bool = False,
 ) -> list[dict]:
-    """Call ``experiment.plot`` under the shared style; list the figures it wrote.
+    """Call ``experiment.plot`` under the shared style; list the figures it wrote (a ``quick``
+    run's in PNG alone, :func:`gaugedyn.plotting.figure_formats`).
 
     A figure's caption is the one ``plot`` returned with it, else the experiment's ``captions``
     entry, else the caption stored in the arrays (:func:`._arrays.caption_of`).
     """
-    from ..plotting import style
+    from ..plotting import figure_formats, style
 
     outdir.mkdir(parents=True, exist_ok=True)
-    with style(backend):
+    with style(backend, figure_formats(quick)):
         try:
             returned = experiment.plot(arrays, dict(params), outdir) or []
         except Exception as err:
@@ -179,7 +181,8 @@ def redraw(folder: str | Path, backend: str | None = None) -> list[Path]:
             stack.enter_context(claim_output_dir(run, "run"))
             staging = stack.enter_context(staging_dir(run))
             try:
-                summary["figures"] = draw(experiment, arrays, params, staging / FIGURES, backend)
+                summary["figures"] = draw(experiment, arrays, params, staging / FIGURES, backend,
+                                          quick=summary["configuration"].get("quick") is True)
             except (KeyError, IndexError, ValueError, TypeError, AttributeError) as err:
                 raise InputError(f"{run}: the stored arrays do not fit experiment "
                                  f"{experiment.name or type(experiment).__name__}; nothing was "

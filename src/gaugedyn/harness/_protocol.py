@@ -167,6 +167,8 @@ def judged(id: str, statement: str, judgement: Any, *, readings: dict | None = N
                  "n": judgement.n}
     if judgement.cells is not None:
         tolerance["cells"] = judgement.cells
+    if getattr(judgement, "draw", None) is not None:  # a randomised rule's recorded draw
+        tolerance["uniform_draw"] = judgement.draw
     if extra:
         tolerance |= extra
     word = record["verdict"]

@@ -5,7 +5,7 @@ A run folder ``DIR`` holds
 - ``summary.json``: experiment, configuration, versions, seeds, definitions, diagnostics, claims,
   failed tasks, figures and the checksum of ``arrays.npz`` (:mod:`._summary`);
 - ``arrays.npz``: every array the figures are drawn from (:mod:`._arrays`);
-- ``figures/NAME.png`` and ``figures/NAME.pdf`` (:mod:`._drawing`);
+- ``figures/NAME.png`` and ``figures/NAME.pdf`` (:mod:`._drawing`; PNG alone for a quick run);
 - ``.tasks/``: the result store (unless another store is given), which makes reruns resume;
 - ``.gaugedyn``: the mark that gaugedyn owns the folder (also the lock of a running command).
 
@@ -165,7 +165,8 @@ def _conclude(cfg: RunConfig, results: list, summary: dict, staging: Path,
     summary["status"] = "claims failed" if any(c.fails_run for c in claims) else "passed"
     write_arrays(staging / ARRAYS, arrays, summary)
     tock = time.perf_counter()
-    summary["figures"] = draw(cfg.experiment, arrays, cfg.params, staging / FIGURES, backend)
+    summary["figures"] = draw(cfg.experiment, arrays, cfg.params, staging / FIGURES, backend,
+                              quick=cfg.quick)
     summary["diagnostics"]["analyse_seconds"] = tock - tick
     summary["diagnostics"]["plot_seconds"] = time.perf_counter() - tock
     return arrays

@@ -6,9 +6,10 @@
   onto the claimed side, the point at which ``gaugedyn audit-rules`` measures a rule's false
   NOT HELD rate. The finding records the value and why (:func:`no_paper_value`).
 - :func:`deterministic`: a finding whose measured value has no sampling error (one
-  deterministic integration): rule ``deterministic``, its interval the point itself, the one
-  value in ``per_seed``; with no noise its verdict at the paper's value is certain, so its power
-  is 1 when the paper's value lies on the claimed side and 0 otherwise.
+  deterministic integration), judged by the catalogue's rule ``deterministic``
+  (:data:`gaugedyn.stats.RULES`): its interval the point itself, the one value in ``per_seed``;
+  with no noise its verdict at the paper's value is certain, so its power is 1 when the paper's
+  value lies on the claimed side and 0 otherwise.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from ..stats import RULES, rule_text, verdict
+from ..stats import RULES, judge
 from ..stats._audit import MARGIN
-from ._protocol import Claim
+from ._protocol import Claim, judged
 
 DETERMINISTIC = "deterministic"
-"""The rule name of a finding on a deterministic value (not a rule of the catalogue: there is
-nothing to simulate; its verdict is :func:`gaugedyn.stats.verdict` of the point)."""
+"""The catalogue's rule for a finding on a deterministic value (``RULES["deterministic"]``:
+listed by the audit, not simulated, as there is no noise)."""
 
 
 def _spread(judgement: Any) -> float:
@@ -76,18 +77,10 @@ def no_paper_value(judgement: Any) -> tuple[float, dict]:
 
 def deterministic(id: str, statement: str, value: float, threshold: float, direction: str = ">",
                   *, paper_value: float, expected: Any = None, extra: dict | None = None) -> Claim:
-    """A finding on a deterministic value (see the module docstring)."""
-    v = float(value)
-    word = verdict((v, v, v), threshold, direction) if math.isfinite(v) else "UNRESOLVED"
+    """A finding on a deterministic value (see the module docstring): rule
+    ``deterministic`` of the catalogue on the one value, judged by :func:`judged`."""
+    j = judge(DETERMINISTIC, [float(value)], threshold=threshold, direction=direction)
     p = float(paper_value)
-    power = float(verdict((p, p, p), threshold, direction) == "HELD")
-    tolerance = ({"threshold": float(threshold), "direction": direction, "n": 1,
-                  "paper_value": p} | (extra or {}))
-    return Claim(id=id, statement=statement, measured=v,
-                 expected=expected if expected is not None else f"{direction} {threshold:g}",
-                 tolerance=tolerance, passed=word == "HELD", kind="finding", verdict=word,
-                 interval=[v, v], rule=DETERMINISTIC,
-                 rule_text=f"{DETERMINISTIC}: the value has no sampling error, its interval "
-                           f"is the point; {rule_text(threshold, direction)}",
-                 per_seed=[v], power=power, underpowered=power < 0.8,
-                 readings={"as judged": word})
+    return judged(id, statement, j, paper_value=p,
+                  expected=expected if expected is not None else f"{direction} {threshold:g}",
+                  extra={"paper_value": p} | (extra or {}))

@@ -144,7 +144,7 @@ def bootstrap_bounds(x: np.ndarray, level: float, method: str,
     return Bounds(x.mean(axis=-1), np.asarray(ci.low), np.asarray(ci.high))
 
 
-PROPORTION_METHODS = ("wilson", "exact")
+PROPORTION_METHODS = ("randomised", "wilson", "exact")
 
 
 def proportion_table(n: int, level: float, method: str) -> tuple[np.ndarray, np.ndarray]:
@@ -162,12 +162,64 @@ def proportion_table(n: int, level: float, method: str) -> tuple[np.ndarray, np.
 
 def proportion_bounds(x: np.ndarray, level: float, method: str = "wilson") -> Bounds:
     """Bounds of a success probability from 0/1 outcomes ``x`` ``(..., n)`` (see
-    :func:`proportion_table`)."""
+    :func:`proportion_table`; the non-randomised intervals, kept as the audit's rejected
+    candidates)."""
     x = np.asarray(x, dtype=float)
     n = x.shape[-1]
     k = np.rint(x.sum(axis=-1)).astype(int)
     lo, hi = proportion_table(n, level, method)
     return Bounds(k / n, lo[k], hi[k])
+
+
+def randomised_cdf(p: np.ndarray, k: np.ndarray, n: int, u: np.ndarray) -> np.ndarray:
+    r"""The distribution function of the randomised statistic ``Y = X + U`` at its observed
+    value ``k + u``, :math:`F_p(k + u) = P_p(X < k) + u\,P_p(X = k)`, ``X ~ Binomial(n, p)``,
+    ``U ~ Uniform(0, 1)`` independent of ``X`` (``scipy.stats.binom``). For ``0 < p < 1``,
+    :math:`F_p(Y)` is exactly uniform on (0, 1) and :math:`F_p(y)` decreases in ``p``."""
+    from scipy import stats
+
+    return stats.binom.cdf(k - 1, n, p) + u * stats.binom.pmf(k, n, p)
+
+
+def randomised_proportion_bounds(x: np.ndarray, level: float, u: np.ndarray) -> Bounds:
+    r"""Randomised exact bounds of a success probability (Stevens 1950): from 0/1 outcomes
+    ``x`` ``(..., n)`` and one uniform draw ``u`` per experiment (shape ``x.shape[:-1]``),
+
+    .. math:: \text{lower} = \inf\{p : F_p(k + u) \le \text{level}\}, \qquad
+              \text{upper} = \sup\{p : F_p(k + u) \ge 1 - \text{level}\}
+
+    with :func:`randomised_cdf` ``F``. Because :math:`F_p(X + U)` is exactly uniform, each bound
+    misses ``p`` with probability exactly ``1 - level`` for every ``n`` and every ``0 < p < 1``,
+    so the two-sided interval covers with probability exactly ``2 level - 1`` (95% at
+    ``level = 0.975``), where no non-randomised interval can (its attainable coverages jump with
+    ``n`` and ``p``). Each bound is the root of a monotone function of ``p`` on ``[0, 1]``
+    (``scipy.optimize.elementwise.find_root``, vectorised); where ``F`` does not cross the
+    level inside ``(0, 1)`` the bound is an end of ``[0, 1]`` (``k = 0``: ``lower = 0`` unless
+    ``u > level``, ``upper = 0`` when ``u <= 1 - level``; ``k = n`` mirrored). The same ``u``
+    serves both bounds, so ``lower <= upper``; ``u`` must come from the run's seed
+    (:func:`gaugedyn.stats.generator`) so that a rerun reproduces the bounds.
+    """
+    from scipy.optimize import elementwise
+
+    x = np.asarray(x, dtype=float)
+    n = x.shape[-1]
+    k = np.rint(x.sum(axis=-1))
+    u = np.broadcast_to(np.asarray(u, dtype=float), k.shape)
+    zeros, ones = np.zeros(k.shape), np.ones(k.shape)
+    at0, at1 = randomised_cdf(zeros, k, n, u), randomised_cdf(ones, k, n, u)
+
+    def root(target: float) -> np.ndarray:
+        if k.size == 0:
+            return zeros
+        with np.errstate(invalid="ignore", divide="ignore"):
+            res = elementwise.find_root(lambda p, k_, u_: randomised_cdf(p, k_, n, u_) - target,
+                                        (zeros, ones), args=(k, u))
+        return np.asarray(res.x, dtype=float)
+
+    alpha = 1.0 - level
+    lower = np.where(at0 <= level, 0.0, np.where(at1 >= level, 1.0, root(level)))
+    upper = np.where(at1 >= alpha, 1.0, np.where(at0 <= alpha, 0.0, root(alpha)))
+    return Bounds(k / n, lower, upper)
 
 
 def holm(p: np.ndarray) -> np.ndarray:

@@ -38,9 +38,9 @@ UNDERPOWERED = 0.8
 """Power below which a finding is labelled ``underpowered``."""
 DEPENDS = "depends on the reading"
 
-ESTIMATORS = ("mean", "paired", "median", "slope", "proportion")
+ESTIMATORS = ("mean", "paired", "median", "slope", "proportion", "point")
 CLAIMS = ("threshold", "inside", "outside", "every_cell", "some_cell")
-_MIN_N = {"mean": 2, "paired": 2, "median": 2, "slope": 3, "proportion": 1}
+_MIN_N = {"mean": 2, "paired": 2, "median": 2, "slope": 3, "proportion": 1, "point": 1}
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,8 @@ class Judgement:
     ``values`` are the per-seed values as judged (``[x, y]`` pairs for a paired or slope rule,
     one row per seed and one column per cell for a cell rule); ``cells`` (cell rules only) holds
     per cell the estimate, the 95% interval and the Holm-adjusted one-sided p-value of the side
-    that decides the verdict.
+    that decides the verdict; ``draw`` (randomised rules only, ``proportion``) is the uniform
+    draw the interval was computed with, so the verdict can be recomputed from the record.
     """
 
     rule: str
@@ -64,6 +65,7 @@ class Judgement:
     words: str
     values: Any = None
     cells: list | None = None
+    draw: float | None = None
 
     @property
     def interval(self) -> Interval:
@@ -76,6 +78,8 @@ class Judgement:
              "per_seed": self.values}
         if self.cells is not None:
             d["cells"] = self.cells
+        if self.draw is not None:
+            d["uniform_draw"] = self.draw
         return d
 
 
@@ -105,7 +109,8 @@ def _codes_band(low, high, band, inside):
 @dataclass(frozen=True)
 class Rule:
     """A verdict rule: an estimator (``mean``, ``paired``, ``median``, ``slope``,
-    ``proportion``) with one-sided bounds at 2.5%, and the geometry of its claim
+    ``proportion``; ``point``, a deterministic value whose interval is the value itself) with
+    one-sided bounds at 2.5%, and the geometry of its claim
     (``threshold``, ``inside``, ``outside``, ``every_cell``, ``some_cell``).
 
     ``judge(*samples, threshold=..., direction=...)`` gives a :class:`Judgement`;
@@ -135,6 +140,11 @@ class Rule:
         return self.claim in ("every_cell", "some_cell")
 
     @property
+    def randomised(self) -> bool:
+        """Whether the rule's interval uses a uniform draw (the randomised exact proportion)."""
+        return self.estimator == "proportion" and self.options.get("method") == "randomised"
+
+    @property
     def center(self) -> str:
         """The location the rule's parameter is (``mean`` or ``median``)."""
         return "median" if self.estimator in ("median", "order_statistics") else "mean"
@@ -144,7 +154,8 @@ class Rule:
         """The rule in words, as recorded with every finding (a threshold may be a symbol)."""
         threshold = tuple(map(_g, threshold)) if isinstance(threshold, tuple | list) \
             else _g(threshold)
-        ci = f"the {confidence:.0%} {self.interval_words}"
+        ci = (self.interval_words if self.estimator == "point"
+              else f"the {confidence:.0%} {self.interval_words}")
         if self.claim in ("inside", "outside"):
             lo, hi = threshold
             inner = (f"HELD if {ci} lies wholly inside ({lo}, {hi}); NOT HELD if it lies "
@@ -169,8 +180,10 @@ class Rule:
 
     # -- vectorised core ------------------------------------------------------------------------
 
-    def bounds(self, samples: Sequence[np.ndarray], level: float) -> est.Bounds:
-        """One-sided bounds at ``level`` of the rule's parameter over the last axis."""
+    def bounds(self, samples: Sequence[np.ndarray], level: float,
+               draws: np.ndarray | None = None) -> est.Bounds:
+        """One-sided bounds at ``level`` of the rule's parameter over the last axis (``draws``:
+        one uniform draw per experiment, for a randomised rule)."""
         if self.estimator == "mean":
             return est.t_bounds(samples[0], level)
         if self.estimator == "paired":
@@ -182,8 +195,13 @@ class Rule:
         if self.estimator == "bootstrap":
             return est.bootstrap_bounds(samples[0], level, self.options["method"],
                                         self.options["rng"])
+        if self.estimator == "point":
+            v = np.asarray(samples[0], dtype=float)[..., 0]
+            return est.Bounds(v, v, v)
         if self.estimator == "order_statistics":
             return est.median_bounds(samples[0], level, interpolate=False)
+        if self.randomised:
+            return est.randomised_proportion_bounds(samples[0], level, draws)
         return est.proportion_bounds(samples[0], level, self.options.get("method", "wilson"))
 
     def pvalues(self, x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
@@ -193,18 +211,30 @@ class Rule:
         return est.t_pvalues(x, threshold)
 
     def evaluate(self, samples: Sequence[np.ndarray], threshold: Any, direction: str,
-                 confidence: float = CONFIDENCE) -> dict[str, np.ndarray]:
+                 confidence: float = CONFIDENCE, *, rng: np.random.Generator | None = None,
+                 draws: Any = None) -> dict[str, np.ndarray]:
         """Verdict codes (1 HELD, 0 UNRESOLVED, -1 NOT HELD), estimate and interval over the
         leading axes. Cell rules take ``samples[0]`` of shape ``(..., n, cells)`` and also
-        return ``cell_low`` / ``cell_high`` / ``cell_estimate`` ``(..., cells)``."""
+        return ``cell_low`` / ``cell_high`` / ``cell_estimate`` ``(..., cells)``. A randomised
+        rule takes one uniform draw per experiment, ``draws`` or else drawn from ``rng``, and
+        returns them as ``draw``."""
         level = 0.5 + confidence / 2
         if not self.cells:
-            b = self.bounds(samples, level)
+            out = {}
+            if self.randomised:
+                if draws is None:
+                    if rng is None:
+                        raise InputError(f"rng=None is not allowed for rule {self.name!r}: its "
+                                         "interval is randomised; pass a generator (from the "
+                                         "run's seed) or the draws")
+                    draws = rng.random(np.shape(samples[0])[:-1])
+                out["draw"] = draws = np.asarray(draws, dtype=float)
+            b = self.bounds(samples, level, draws)
             if self.claim == "threshold":
                 code = _codes_threshold(b.lower, b.upper, threshold, direction)
             else:
                 code = _codes_band(b.lower, b.upper, threshold, self.claim == "inside")
-            return {"code": code, "estimate": b.estimate, "low": b.lower, "high": b.upper}
+            return out | {"code": code, "estimate": b.estimate, "low": b.lower, "high": b.upper}
         x = np.swapaxes(np.asarray(samples[0], dtype=float), -1, -2)  # (..., cells, n)
         m = x.shape[-2]
         plain = self.bounds((x,), level)
@@ -267,30 +297,61 @@ class Rule:
                              f"{arrays[0].size} and {arrays[1].size}")
         keep = np.all([np.isfinite(a) for a in arrays], axis=0)
         arrays = [a[keep] for a in arrays]
+        if self.estimator == "point" and arrays[0].size > 1:
+            raise InputError(f"values: rule {self.name!r} takes one value (a deterministic "
+                             f"computation has no seeds to pool), got {arrays[0].size}")
         if self.estimator == "proportion" and not np.all((arrays[0] == 0) | (arrays[0] == 1)):
             raise InputError(f"values are not allowed for rule {self.name!r}: outcomes 0 or 1 "
                              "(or booleans), one per trial")
         return tuple(arrays)
 
     def judge(self, *samples: Any, threshold: Any, direction: str | None = None,
-              confidence: float = CONFIDENCE) -> Judgement:
+              confidence: float = CONFIDENCE, rng: np.random.Generator | None = None,
+              draw: float | None = None) -> Judgement:
         """The rule's verdict on one data set. Non-finite values are dropped (a seed with any
         non-finite member is dropped whole); fewer than the rule's minimum count (two, three
-        for a slope) give ``UNRESOLVED`` with a ``nan`` interval."""
+        for a slope) give ``UNRESOLVED`` with a ``nan`` interval. A randomised rule
+        (``proportion``) needs ``rng``, a generator derived from the run's seed
+        (:func:`gaugedyn.stats.generator`), from which it takes one uniform draw, recorded in
+        the judgement and in its words so that the verdict can be recomputed: ``draw`` (a
+        recorded draw in ``[0, 1)``) instead of ``rng`` recomputes it."""
         threshold, direction = self._check_claim(threshold, direction, confidence)
         arrays = self._clean(samples)
+        if self.randomised:
+            draw = self._check_draw(rng, draw)
+        elif draw is not None:
+            raise InputError(f"draw={draw!r} is not allowed for rule {self.name!r}: only a "
+                             "randomised rule (proportion) takes a uniform draw")
         words = self.words(threshold, direction, confidence)
+        if draw is not None:
+            words += f" (uniform draw u = {draw!r}, from the run's analysis seed)"
         values = [a.tolist() for a in arrays] if len(arrays) == 2 else arrays[0].tolist()
         if self.cells:
             return self._judge_cells(arrays[0], threshold, direction, confidence, words)
         n = int(arrays[0].size)
         if n < _MIN_N[self.estimator] or (self.estimator == "slope" and np.ptp(arrays[0]) == 0):
             return Judgement(self.name, "UNRESOLVED", math.nan, math.nan, math.nan, threshold,
-                             direction, n, words, values)
-        out = self.evaluate(arrays, threshold, direction, confidence)
+                             direction, n, words, values, draw=draw)
+        out = self.evaluate(arrays, threshold, direction, confidence, draws=draw)
         return Judgement(self.name, WORDS[int(out["code"])], float(out["estimate"]),
                          float(out["low"]), float(out["high"]), threshold, direction, n, words,
-                         values)
+                         values, draw=draw)
+
+    def _check_draw(self, rng: Any, draw: Any) -> float:
+        if draw is not None:
+            ok = (isinstance(draw, int | float) and not isinstance(draw, bool)
+                  and 0 <= draw < 1 and rng is None)
+            if not ok:
+                raise InputError(f"draw={draw!r} is not allowed for rule {self.name!r}: a "
+                                 "number in [0, 1), the recorded uniform draw, given without "
+                                 "rng")
+            return float(draw)
+        if not isinstance(rng, np.random.Generator):
+            raise InputError(f"rng={rng!r} is not allowed for rule {self.name!r}: its interval "
+                             "is randomised; pass rng=gaugedyn.stats.generator(seed, label) "
+                             "from the run's analysis seed, so that a rerun reproduces the "
+                             "verdict (or draw=, the recorded uniform draw)")
+        return float(rng.random())
 
     def _judge_cells(self, x, threshold, direction, confidence, words) -> Judgement:
         """Cells may lose different seeds to non-finite values, so each is bounded alone."""
@@ -341,11 +402,15 @@ _T = "Student t interval of the mean"
 _T_PAIRED = "Student t interval of the mean paired difference"
 _MEDIAN = "distribution-free interval of the median (interpolated order statistics)"
 _SLOPE = "Student t interval of the least-squares slope"
-_WILSON = "Wilson interval of the proportion"
+_STEVENS = "randomised exact (Stevens 1950) interval of the proportion"
 _INDEPENDENT = "independent seeds (one value per seed)"
 _NORMALISH = ("the seed mean is close to normal: exact for normal values, conservative for "
               "symmetric heavy tails (t(3)); under-covers for strongly skewed values "
               "(lognormal at 10 seeds: use a median rule)")
+_POINT = ("the value of one deterministic computation (a numerical integration, "
+          "bit-reproducible for the same configuration); no sampling error, so the interval is "
+          "the point itself and nothing is simulated: the audit lists the rule as not simulated "
+          "and the power at a value is 1 when the value lies on the claimed side, else 0")
 _CELLS = ("each cell as its base rule; any dependence between cells (Holm's correction and the "
           "intersection-union test need no independence)")
 
@@ -365,9 +430,11 @@ _CATALOGUE = (
          "independent residuals of constant variance, close to normal; x fixed; two "
          "one-sided tests at 2.5% each"),
     Rule("proportion", "proportion", "threshold", "share of successes among n trials",
-         _WILSON, "independent trials with one success probability; the interval is "
-         "scipy.stats.binomtest(k, n).proportion_ci(method='wilson')",
-         options={"method": "wilson"}),
+         _STEVENS, "independent trials with one success probability; the interval inverts the "
+         "randomised binomial test (scipy.stats.binom tails, one uniform draw u per finding "
+         "from the run's analysis seed, recorded with it), so its coverage is exactly 95% at "
+         "every n and p and a rerun reproduces the verdict",
+         options={"method": "randomised"}),
     Rule("median_threshold", "median", "threshold", "median of the per-seed values "
          "(sign test)", _MEDIAN, f"{_INDEPENDENT}; a continuous distribution, any shape "
          "(heavy tails, skew)"),
@@ -381,6 +448,8 @@ _CATALOGUE = (
          "values (sign test)", _MEDIAN + " per cell", f"{_CELLS}; any continuous shape"),
     Rule("some_cell_median", "median", "some_cell", "per cell, the median of the per-seed "
          "values (sign test)", _MEDIAN + " per cell", f"{_CELLS}; any continuous shape"),
+    Rule("deterministic", "point", "threshold", "the one value of a deterministic computation",
+         "the interval of the value (the point itself: no sampling error)", _POINT),
 )
 
 RULES: dict[str, Rule] = {r.name: r for r in _CATALOGUE}
@@ -396,6 +465,11 @@ CANDIDATES: dict[str, Rule] = {r.name: r for r in (
     Rule("median_threshold[exact order statistics]", "order_statistics", "threshold", "median",
          "order-statistic interval of the median at the next attainable level",
          "rejected by the audit: over-covers at 10 seeds (97.9% for a nominal 95%)"),
+    Rule("proportion[Wilson]", "proportion", "threshold", "share of successes",
+         "Wilson interval", "rejected by the audit: its coverage jumps with n and p (exact "
+         "binomial sums: 97.9% at 10 trials and p = 1/2, 91.4% at 10 and p = 0.05, 92.3% at 16 "
+         "and p = 1/2, 98.3% at 6 and p = 0.8); no interval that is not randomised attains "
+         "93-97% at every trial count", options={"method": "wilson"}),
     Rule("proportion[Clopper-Pearson]", "proportion", "threshold", "share of successes",
          "Clopper-Pearson interval", "rejected by the audit: over-covers (conservative)",
          options={"method": "exact"}),
@@ -412,10 +486,12 @@ def rule(name: str) -> Rule:
 
 
 def judge(name: str, *samples: Any, threshold: Any, direction: str | None = None,
-          confidence: float = CONFIDENCE) -> Judgement:
-    """``RULES[name].judge(*samples, threshold=..., direction=...)``."""
+          confidence: float = CONFIDENCE, rng: np.random.Generator | None = None,
+          draw: float | None = None) -> Judgement:
+    """``RULES[name].judge(*samples, threshold=..., direction=..., rng=..., draw=...)``
+    (``rng`` or ``draw``: only for a randomised rule, ``proportion``)."""
     return rule(name).judge(*samples, threshold=threshold, direction=direction,
-                            confidence=confidence)
+                            confidence=confidence, rng=rng, draw=draw)
 
 
 def combine_readings(readings: Mapping[str, Judgement | str]) -> dict:

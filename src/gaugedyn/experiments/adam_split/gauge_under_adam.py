@@ -264,7 +264,7 @@ def analyse_cells(config: dict, tasks: list[dict], results: list[dict],
         a["share_bins_dup"][i, j] = r["share_bins_dup"]
         a["loss"][i, j] = [r["loss_w"], r["loss_a"], r["loss_dup"]]
     label = configuration_label(config, GaugeUnderAdam.params, LABEL_KEYS)
-    claims = check_claims(tasks, results) + finding_claims(a, S, K, label)
+    claims = check_claims(tasks, results) + finding_claims(a, S, K, label, seed)
     diagnostics = {"seeds_per_cell": S, "cells": nD * nP, "provisional": label or None,
                    "probe": "every Adam step is observed through train(on_step=...); "
                             "see gaugedyn.adam.AdamProbe"}
@@ -346,11 +346,12 @@ def gap_per_seed(a: dict, i: int, mask: np.ndarray) -> np.ndarray:
                         / np.maximum(ok.sum(axis=0), 1), np.nan)
 
 
-def _group_findings(a: dict, i: int, S: int, K: int, label: str) -> list[Claim]:
+def _group_findings(a: dict, i: int, S: int, K: int, label: str, seed) -> list[Claim]:
     """Per ``D``, judged over each comparison set of :data:`GROUPS` (the finding's readings; its
     estimate and interval are over all configurations):
 
-    - ``finding:owner_rate:D<D>``: the owner-selection rate, rule ``proportion`` (Wilson) over
+    - ``finding:owner_rate:D<D>``: the owner-selection rate, rule ``proportion`` (randomised
+      exact interval, its uniform draw from the run's analysis ``seed``) over
       the seed-configurations, claimed ``> 1/2`` (the favourable gauge chooses the owner in most
       seeds);
     - ``finding:gauge_gap:D<D>``: the gauge gap, rule ``mean_threshold`` on the per-seed mean
@@ -364,8 +365,8 @@ def _group_findings(a: dict, i: int, S: int, K: int, label: str) -> list[Claim]:
     cells = [_cell(x, y) for x, y in zip(a["beta1"], a["beta2"])]
     lead = f"{label}: " if label else ""
     groups = _groups(np.asarray(a["tied"], dtype=bool))
-    rates = {g: judge("proportion", owner_outcomes(a, i, m, S), threshold=0.5, direction=">")
-             for g, m in groups.items()}
+    rates = {g: judge("proportion", owner_outcomes(a, i, m, S), threshold=0.5, direction=">",
+                      rng=generator(seed, "owner_rate", D, g)) for g, m in groups.items()}
     gaps = {g: judge("mean_threshold", gap_per_seed(a, i, m), threshold=0.0, direction=">")
             for g, m in groups.items()}
     every = {g: [c for c, x in zip(cells, m) if x] for g, m in groups.items()}
@@ -402,7 +403,7 @@ def _group_findings(a: dict, i: int, S: int, K: int, label: str) -> list[Claim]:
     return out
 
 
-def finding_claims(a: dict, S: int, K: int, label: str) -> list[Claim]:
+def finding_claims(a: dict, S: int, K: int, label: str, seed) -> list[Claim]:
     """The findings per ``D`` (judged over every comparison set) and the measurements per
     ``D`` (see module doc)."""
     dims, b1, b2, tied = a["dims"], a["beta1"], a["beta2"], a["tied"]
@@ -410,7 +411,7 @@ def finding_claims(a: dict, S: int, K: int, label: str) -> list[Claim]:
     note = f"{label}: measured under Adam" if label else "Measured under Adam"
     for i, D in enumerate(dims):
         cells = [_cell(x, y) for x, y in zip(b1, b2)]
-        out += _group_findings(a, i, S, K, label)
+        out += _group_findings(a, i, S, K, label, seed)
         gap_txt = "; ".join(
             f"{c}: {a['gap'][i, j]:.3g} [{a['gap_lo'][i, j]:.3g}, {a['gap_hi'][i, j]:.3g}] "
             f"(n = {int(a['gap_pairs'][i, j])})" for j, c in enumerate(cells))

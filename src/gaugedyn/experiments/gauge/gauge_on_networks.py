@@ -18,7 +18,8 @@ Checks (they decide the exit status): the duplication and the gauges leave the o
 to ``1e-12`` relative; every invariant's change per GD step equals its prediction to
 :data:`._digits.GD_TOL` relative (plus the float's resolution of the invariant,
 :func:`._digits.gap`), and per momentum step to :data:`._digits.MOMENTUM_TOL`. Findings, one per
-optimizer, rule ``proportion`` (Wilson) claimed ``> 1/2``: the a-heavy copy owns the feature in
+optimizer, rule ``proportion`` (randomised exact interval, its uniform draw from the run's
+analysis seed) claimed ``> 1/2``: the a-heavy copy owns the feature in
 most seeds (the seed's flow claim gives rate 1, the paper value for GD and momentum, whose small
 steps follow the flow; the paper gives no value under Adam). Measurements: the median relative
 drift of each copy's ``delta`` and the median ratio ``mu_T(a-heavy) / mu_T(w-heavy)`` of the
@@ -31,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...harness import Claim, Experiment, Param, judged, labelled, no_paper_value
-from ...stats import judge, proportion_ci
+from ...stats import generator, judge
 from . import _digits as dg
 from . import _figures as gf
 
@@ -104,7 +105,7 @@ class GaugeOnNetworks(Experiment):
         return out
 
     def analyse(self, config, tasks, results, seed):
-        return labelled(self.params, config, _analyse(config, tasks, results))
+        return labelled(self.params, config, _analyse(config, tasks, results, seed))
 
     def plot(self, arrays, config, outdir):
         return [_plot_owner(arrays, outdir), _plot_drift(arrays, outdir)]
@@ -145,13 +146,14 @@ def _checks(data: dict) -> list[Claim]:
     return claims
 
 
-def _findings(config, data: dict, arrays: dict) -> list[Claim]:
+def _findings(config, data: dict, arrays: dict, seed) -> list[Claim]:
     out = []
     for opt, d in data.items():
         owned = (d["owner"] == dg.A_HEAVY).astype(float)
-        j = judge("proportion", owned, threshold=0.5, direction=">")
+        j = judge("proportion", owned, threshold=0.5, direction=">",
+                  rng=generator(seed, "a_heavy_owns", opt))
         k, n = int(owned.sum()), owned.size
-        arrays[f"owner_rate_{opt}"] = np.array([k / n, *proportion_ci(k, n)[1:]])
+        arrays[f"owner_rate_{opt}"] = np.array([k / n, j.low, j.high])
         arrays[f"owner_{opt}"] = d["owner"]
         if opt == "adam":
             paper, extra = no_paper_value(j)
@@ -186,17 +188,17 @@ def _measurements(data: dict, arrays: dict) -> list[Claim]:
     return out
 
 
-def _analyse(config, tasks, results) -> tuple:
+def _analyse(config, tasks, results, seed) -> tuple:
     data = _gather(tasks, results)
     arrays: dict = {"optimizers": np.array(list(data))}
     for opt, d in data.items():
         arrays |= {f"step_{opt}": d["step"], f"change_{opt}": d["change"],
                    f"predicted_{opt}": d["predicted"], f"delta0_{opt}": d["delta0"],
                    f"mu_T_{opt}": d["mu_T"], f"mu_R_{opt}": d["mu_R"], f"loss_{opt}": d["loss"]}
-    claims = _checks(data) + _findings(config, data, arrays) + _measurements(data, arrays)
+    claims = _checks(data) + _findings(config, data, arrays, seed) + _measurements(data, arrays)
     arrays["caption_gauge_on_networks_owner"] = np.array(
         "Share of seeds whose a-heavy copy owns the duplicated feature at the end, per optimizer, "
-        "with its Wilson 95% interval; the dashed line is 1/2.")
+        "with the 95% interval of its finding (rule proportion); the dashed line is 1/2.")
     arrays["caption_gauge_on_networks_drift"] = np.array(
         "Cumulative change of delta = |a|^2 - |w|^2 of the a-heavy (left) and w-heavy (right) copy, "
         "relative to |delta(0)|, seed 0 of each optimizer: measured (lines) and predicted "
