@@ -72,15 +72,15 @@ class GaugeOnNetworks(Experiment):
                              help="steps at the largest size (the time T = slope_steps lr_gd)"),
         "optimizers": Param(list, list(dg.OPTIMIZERS), choices=dg.OPTIMIZERS, min_len=1,
                             max_len=3, distinct=True, help="optimizers to train with"),
-        "seeds": Param(int, 16, quick=6, lo=2, hi=400, why="one seed is one CPU training run",
+        "seeds": Param(int, 12, quick=6, lo=2, hi=400, why="one seed is one CPU training run",
                        help="seeds per optimizer"),
         "chunk": Param(int, 4, quick=3, lo=1, hi=64, why="a task is one worker's share",
                        help="seeds per task"),
         "steps": Param(int, 1500, quick=600, lo=10, hi=20000,
                        why="every step is recorded in float64", help="training steps"),
-        "samples": Param(int, 512, quick=256, lo=64, hi=1797,
+        "samples": Param(int, 256, quick=256, lo=64, hi=1797,
                          why="load_digits holds 1797 images",
-                         help="training images (the first ones; 512 keeps the CNN and the "
+                         help="training images (the first ones; 256 keeps the CNN and the "
                               "transformer at a few ms per float64 step)"),
         "hidden": Param(int, 32, lo=4, hi=256, why="the recorder reads every unit per step",
                         help="units per hidden layer of the MLP"),
