@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
 import statistics
 import time
 
@@ -69,6 +70,7 @@ def main() -> None:
             o.step()
         return (time.perf_counter() - t0) / args.steps, (time.process_time() - c0) / args.steps
 
+    load0 = os.getloadavg()[0]
     for k in models:  # warm-up
         block(k)
     times: dict[str, list] = {k: [] for k in models}
@@ -81,7 +83,9 @@ def main() -> None:
     print(f"model: MLP 784-1024-256-10, {n} parameters, {len(rec.groups)} gauge groups "
           f"({', '.join(f'{g.name}: {g.n_units} units' for g in rec.groups)}), batch "
           f"{args.batch}, threads {torch.get_num_threads()}, optimizer {args.optimizer}; "
-          f"{args.repeats} interleaved rounds of {args.steps} steps per variant")
+          f"{args.repeats} interleaved rounds of {args.steps} steps per variant; load average "
+          f"{load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end ({os.cpu_count()} "
+          "CPUs)")
     wall = statistics.median(t[0] for t in times["plain"])
     cpu = statistics.median(t[1] for t in times["plain"])
     print(f"plain step: median {1e3 * wall:.2f} ms wall, {1e3 * cpu:.2f} ms CPU")

@@ -408,3 +408,33 @@ def test_frozen_parameters_outside_the_optimizer_leave_other_groups_predicted():
     assert rules == ["none", "sgd_momentum_weight_decay"]
     arr = rec.group("2")
     assert np.abs(arr["change"] - arr["predicted"]).max() < 1e-9 * np.abs(arr["change"]).max()
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_prediction_follows_a_learning_rate_schedule(momentum):
+    """The step size is read at each step: a schedule that halves it every two steps keeps
+    the prediction exact (GD to 1e-10 of eta^2 (|g_a|^2 + |g_w|^2) above the float64 floor;
+    momentum with weight decay to MOMENTUM_TOL of the largest change)."""
+    net, (x, y) = MODELS["mlp"](), _data("mlp")
+    opt = torch.optim.SGD(net.parameters(), lr=0.2 if momentum == 0 else 0.01,
+                          momentum=momentum, weight_decay=0.0 if momentum == 0 else 0.05)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    rec = GaugeRecorder(net, opt, exact_change=True)
+    lrs = []
+    for _ in range(6):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.zero_grad()
+        (0.5 * ((net(x) - y) ** 2).mean()).backward()
+        opt.step()
+        sched.step()
+    assert len(set(lrs)) == 3
+    for gi in range(len(rec.groups)):
+        arr = rec.group(gi)
+        gap = np.abs(arr["change"] - arr["predicted"])
+        if momentum == 0:
+            eta2 = np.asarray(lrs)[:, None] ** 2
+            bound = (1e-10 * eta2 * (arr["g_in_sq"] + arr["g_out_sq"])
+                     + 2.0**-52 * (arr["in_sq"] + arr["out_sq"]))
+            assert np.all(gap <= bound)
+        else:
+            assert gap.max() < MOMENTUM_TOL * np.abs(arr["change"]).max()

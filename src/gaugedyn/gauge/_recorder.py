@@ -47,15 +47,27 @@ For rescaling units it also records the mobilities ``mu_R = |a|^2 + |w|^2``,
 ``owner_cos`` or ``owner_units`` set, the functional owner among units whose input directions
 coincide (:func:`gaugedyn.theory._observables.owner_sets`).
 
-Cost: a recorded step reads the gradients twice and the parameters once before the step
-(``|g|^2`` and ``w.g_w`` per unit, the latter read as ``a.g_a`` on the smaller side: the
-two are equal by the symmetry; ``|P|^2`` is reused from the previous step's reading when no
-parameter was written in between, per torch's version counters) and the parameters once after
-it; ``exact_change=True`` adds a copy and two passes. Steps between samples cost nothing
-without momentum (one reduction of the buffers with it). ``benchmarks/bench_gauge_recorder.py``
-prints the overhead against the plain training step: on a 1M-parameter ReLU MLP with SGD, one
-thread, about 1.12 to 1.19 times the plain step's CPU time recording every step and 1.00 to
-1.05 every 10th step (measured on a heavily loaded shared machine).
+Cost: a recorded step reads the gradients once before the step
+(``|g|^2`` of every side, by one pass per parameter: a row reduction where one group reads the
+tensor, one elementwise square and a sum per side where two groups share it; and ``w.g_w`` per
+unit, read as ``a.g_a`` on the smaller side with its parameters: the two are equal by the symmetry; ``|P|^2`` is
+reused from the previous step's reading when no parameter was written in between, per torch's
+version counters) and the parameters once after it. Products go into reusable scratch buffers;
+the per-step readings are kept as the tensors computed, and the invariant, the change
+``I(after) - I(before)`` and the GD prediction ``eta^2 k`` (from the gradient norms in hand,
+with the learning rate read at each step) are formed once, in float64, by :meth:`group`.
+``exact_change=True`` adds a copy and two passes. Steps between samples cost nothing without
+momentum (one reduction of the buffers with it). ``benchmarks/bench_gauge_recorder.py`` prints
+the overhead against the plain training step: on a 1M-parameter ReLU MLP with SGD, one thread,
+a median 1.08 to 1.09 times the plain step's CPU time recording every step (three runs of 15
+to 30 interleaved rounds, quartiles up to 1.17) and 0.98 to 1.02 every 10th step; with momentum
+and weight decay (whose prediction reads the buffers every step) 1.13 and 1.06 (load averages 11
+to 14 on two shared cores). Run beside the previous per-unit implementation in one process the
+two differed by less than the rounds' spread (1.10 against 1.13, 1.09 against 1.10, 1.15 against
+1.15): on this model the cost is memory traffic, the two passes over the first layer's weights
+and gradient, whichever hook reads them (a gradient read in its accumulation hook, just after
+backward wrote it, cost the same). The fixed cost per recorded step fell from 0.35 to 0.11 ms
+(a tiny MLP).
 """
 
 from __future__ import annotations
@@ -81,26 +93,53 @@ def _matrix(group: UnitGroup) -> bool:
     return group.kind in ("qk", "vo")
 
 
-def _unit_reduce(x: torch.Tensor, y: torch.Tensor | None, side, n: int) -> torch.Tensor:
+class _Scratch:
+    """Reusable product buffers, one per shape, dtype and device: an elementwise product formed
+    for a reduction goes into memory already mapped instead of a fresh allocation per step
+    (which the allocator may return to the system and fault in again at the next one)."""
+
+    def __init__(self):
+        self._bufs: dict = {}
+
+    def mul(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        key = (tuple(x.shape), x.dtype, x.device)
+        buf = self._bufs.get(key)
+        if buf is None:
+            buf = self._bufs[key] = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        return torch.mul(x, y, out=buf)
+
+
+def _unit_reduce(x: torch.Tensor, y: torch.Tensor | None, side, n: int,
+                 scratch: _Scratch | None = None) -> torch.Tensor:
     """Per unit, ``sum x*y`` over the unit's entries of one side (``|x|^2`` when ``y`` is
-    ``None``), as reductions over the tensor's other axes (no gathered copy)."""
+    ``None``), as reductions over the tensor's other axes (no gathered copy; a product, where
+    one is formed, into ``scratch``)."""
     if side.offset or x.shape[side.axis] != n * side.block:
         x = x.narrow(side.axis, side.offset, n * side.block)
         if y is not None:
             y = y.narrow(side.axis, side.offset, n * side.block)
     if x.dim() == 1:
         r = x * x if y is None else x * y
-    elif side.axis == 0 and x.is_contiguous() and (y is None or y.is_contiguous()):
-        # rows: reductions over the contiguous trailing axes (the fastest torch kernels)
-        if x.dim() > 2:
-            x = x.reshape(x.shape[0], -1)
-            y = None if y is None else y.reshape(y.shape[0], -1)
-        r = (torch.linalg.vector_norm(x, dim=1).square() if y is None
-             else torch.linalg.vecdot(x, y, dim=1))
+    elif y is None and side.axis == 0 and x.is_contiguous():
+        # rows: a fused reduction over the contiguous trailing axes, no product formed
+        r = torch.linalg.vector_norm(x.reshape(x.shape[0], -1), dim=1).square()
     else:
-        dims = [d for d in range(x.dim()) if d != side.axis]
-        r = (x * (x if y is None else y)).sum(dim=dims)
+        prod = (x * (x if y is None else y) if scratch is None
+                else scratch.mul(x, x if y is None else y))
+        r = prod.sum(dim=[d for d in range(x.dim()) if d != side.axis])
     return r.reshape(n, side.block).sum(1) if side.block > 1 else r
+
+
+def _side_sum(sq: torch.Tensor, side, n: int) -> torch.Tensor:
+    """Per unit, the sum of ``sq`` (an elementwise product already formed) over the unit's
+    entries of one side (a new tensor: ``sq`` may be a scratch buffer)."""
+    if side.offset or sq.shape[side.axis] != n * side.block:
+        sq = sq.narrow(side.axis, side.offset, n * side.block)
+    if sq.dim() > 1:
+        sq = sq.sum(dim=[d for d in range(sq.dim()) if d != side.axis])
+    elif side.block == 1:
+        sq = sq.clone()
+    return sq.reshape(n, side.block).sum(1) if side.block > 1 else sq
 
 
 def _pair(group: UnitGroup, sides, x: dict, y: dict | None = None) -> torch.Tensor:
@@ -117,6 +156,15 @@ def _pair(group: UnitGroup, sides, x: dict, y: dict | None = None) -> torch.Tens
             term = _unit_reduce(x[s.name], None if y is None else y[s.name], s, group.n_units)
         tot = term if tot is None else tot + term
     return tot
+
+
+def _column(rows: list[dict], key: str, shape: tuple) -> np.ndarray:
+    """The records' ``key`` stacked into a float64 array of ``shape`` (NaN where absent)."""
+    out = np.full(shape, np.nan)
+    idx = [i for i, r in enumerate(rows) if r.get(key) is not None]
+    if idx:
+        out[idx] = torch.stack([rows[i][key] for i in idx]).to(torch.float64).cpu().numpy()
+    return out
 
 
 def _feature(u: np.ndarray, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -193,6 +241,21 @@ class GaugeRecorder:
         self._cheap_out = {g.name: g.kind == "rescale" and self._size(g.outputs) < self._size(
             g.inputs) for g in self.groups}
         self._carry: list[dict | None] = [None] * len(self.groups)
+        self._scratch = _Scratch()
+        self._matrix = [gi for gi, g in enumerate(self.groups) if _matrix(g)]
+        # which parameter each unit group reads, side by side (see _squares)
+        self._plan: dict[str, list] = {}
+        for gi, g in enumerate(self.groups):
+            if not _matrix(g):
+                for io, sides in ((0, g.inputs), (1, g.outputs)):
+                    for s in sides:
+                        self._plan.setdefault(s.name, []).append((gi, io, s))
+        self._gd = [gi for gi, r in enumerate(self._rules) if r["rule"] == "gd"]
+        self._tensor_rules = [gi for gi, r in enumerate(self._rules)
+                              if r["rule"] == "sgd_momentum_weight_decay"]
+        self._carried = {gi for gi in self._tensor_rules if self._rules[gi]["momentum"] > 0.0}
+        self._pgroups = {gi: self._group_hparams(self.groups[gi])[0]
+                         for gi in (*self._gd, *self._tensor_rules)}
         if optimizer is not None:
             self._hooks = [optimizer.register_step_pre_hook(self._pre),
                            optimizer.register_step_post_hook(self._post)]
@@ -272,61 +335,93 @@ class GaugeRecorder:
     def _wants(self, step: int) -> bool:
         return step % self.every == 0
 
-    def _norms(self, params: dict, fresh: bool = False) -> list[tuple]:
-        """Per group ``(|X|^2, |Y|^2)``; reused from the last post-step reading while no
-        parameter has been written since (torch's version counters)."""
-        versions = tuple(self._params[n]._version for n in self._names)
-        if not fresh and self._after is not None and self._after[0] == versions:
-            return self._after[1]
-        out = []
-        for g in self.groups:
-            in_sq = _pair(g, g.inputs, params)
-            out_sq = _pair(g, g.outputs, params) if g.outputs else torch.zeros_like(in_sq)
-            out.append((in_sq, out_sq))
+    def _squares(self, t: dict, want: set | None = None) -> list[list]:
+        """Per group ``[|X|^2, |Y|^2]`` of the tensors ``t`` (by parameter name; ``None`` for a
+        side a group lacks or a group not in ``want``). A unit group's reductions run per
+        parameter, not per unit: one pass over a tensor read by one group, one elementwise
+        square and one sum per side for a tensor two groups share (the middle ``Linear`` of an
+        MLP is one group's consumer and the next one's producer)."""
+        out: list[list] = [[None, None] for _ in self.groups]
+        for name, uses in self._plan.items():
+            if want is not None:
+                uses = [u for u in uses if u[0] in want]
+                if not uses:
+                    continue
+            x = t[name]
+            if len(uses) == 1:
+                gi, _, side = uses[0]
+                vals = [_unit_reduce(x, None, side, self.groups[gi].n_units, self._scratch)]
+            else:
+                sq = self._scratch.mul(x, x)
+                vals = [_side_sum(sq, side, self.groups[gi].n_units) for gi, _, side in uses]
+            for (gi, io, _), v in zip(uses, vals):
+                cur = out[gi][io]
+                out[gi][io] = v if cur is None else cur + v
+        for gi in self._matrix:
+            if want is None or gi in want:
+                g = self.groups[gi]
+                out[gi] = [_pair(g, g.inputs, t), _pair(g, g.outputs, t)]
         return out
+
+    def _signed(self, gi: int, pair) -> torch.Tensor:
+        """``s_X |X|^2 + s_Y |Y|^2`` of one group's ``[|X|^2, |Y|^2]``."""
+        sx, sy = _SIGNS[self.groups[gi].kind]
+        return sx * pair[0] if pair[1] is None or not sy else sx * pair[0] + sy * pair[1]
+
+    def _norms(self, params: dict, fresh: bool = False) -> list[list]:
+        """Per group ``[|X|^2, |Y|^2]``; reused from the last post-step reading while no
+        parameter has been written since (torch's version counters)."""
+        if not fresh and self._after is not None and self._after[0] == self._versions():
+            return self._after[1]
+        return self._squares(params)
+
+    def _versions(self) -> tuple:
+        return tuple(self._params[n]._version for n in self._names)
 
     @torch.no_grad()
     def _pre(self, optimizer, args, kwargs):
         step = self._count + 1
         record = self._wants(step)
-        carry_rules = [r["rule"] != "none" and r["momentum"] > 0.0 for r in self._rules]
-        if not record and not any(carry_rules):
+        if not record and not self._carried:
             self._pending = None
             return
         params = {n: self._params[n].detach() for n in self._names}
-        grads = self._grads()
+        grads = self._grads() if record or self._tensor_rules else None
         sq = self._norms(params)
-        pend: dict = {"step": step, "record": record, "groups": [], "sq": sq}
+        pend: dict = {"step": step, "row": None, "info": {}}
         if record:
             if self.exact_change:
                 pend["before"] = {n: t.clone() for n, t in params.items()}
-            pend["row"] = self._measure(params, grads, sq)
-        for gi, (g, rule) in enumerate(zip(self.groups, self._rules)):
-            info: dict = {}
-            if rule["rule"] != "none" and (record or carry_rules[gi]):
-                sx, sy = _SIGNS[g.kind]
-                inv = sx * sq[gi][0] + sy * sq[gi][1]
-                c = rule["weight_decay"] * inv
-                mu = rule["momentum"]
-                info["k"] = None
-                if mu > 0.0:
-                    bufs = {s.name: optimizer.state.get(self._params[s.name], {}).get(
-                        "momentum_buffer") for s in (*g.inputs, *g.outputs)}
-                    if all(bufs[s.name] is not None for s in (*g.inputs, *g.outputs)):
-                        carry = self._carry[gi]
-                        if carry is not None and carry["step"] == step - 1:
-                            cb = carry["c"] - rule["lr"] * carry["k"]
-                        else:
-                            cb = (sx * _pair(g, g.inputs, params, bufs)
-                                  + (sy * _pair(g, g.outputs, params, bufs) if g.outputs else 0))
-                        c = mu * cb + (1.0 - rule["dampening"]) * c
-                elif rule["weight_decay"] == 0.0:
-                    r = pend["row"][gi]
-                    info["k"] = sx * r["g_in_sq"] + sy * r["g_out_sq"]
-                else:
-                    info["k"] = self._signed_sq(g, self._direction_pre(rule, grads, params))
-                info["c"] = c
-            pend["groups"].append(info)
+            pend["row"] = row = self._measure(params, grads, sq)
+            for gi in self._gd:  # D = g: the prediction eta^2 k from the gradients in hand
+                row[gi]["lr"] = float(self._pgroups[gi]["lr"])
+        for gi in self._tensor_rules:
+            rule = self._rules[gi]
+            if not (record or gi in self._carried):
+                continue
+            inv = self._signed(gi, sq[gi])
+            c = rule["weight_decay"] * inv
+            mu = rule["momentum"]
+            k = None
+            g = self.groups[gi]
+            if mu > 0.0:
+                sides = (*g.inputs, *g.outputs)
+                bufs = {s.name: optimizer.state.get(self._params[s.name], {}).get(
+                    "momentum_buffer") for s in sides}
+                if all(bufs[s.name] is not None for s in sides):
+                    carry = self._carry[gi]
+                    if carry is not None and carry["step"] == step - 1:
+                        cb = carry["c"] - carry["lr"] * carry["k"]
+                    else:
+                        sx, sy = _SIGNS[g.kind]
+                        cb = sx * _pair(g, g.inputs, params, bufs)
+                        if g.outputs and sy:
+                            cb = cb + sy * _pair(g, g.outputs, params, bufs)
+                    c = mu * cb + (1.0 - rule["dampening"]) * c
+            else:
+                k = self._signed(gi, self._squares(
+                    self._direction_pre(rule, grads, params), {gi})[gi])
+            pend["info"][gi] = {"c": c, "k": k, "lr": float(self._pgroups[gi]["lr"])}
         self._pending = pend
 
     @torch.no_grad()
@@ -336,57 +431,52 @@ class GaugeRecorder:
         if pend is None:
             return
         after = {n: self._params[n].detach() for n in self._names}
-        sq_after = self._norms(after, fresh=True)
-        self._after = (tuple(self._params[n]._version for n in self._names), sq_after)
-        row = pend.get("row")
-        for gi, (g, rule, info) in enumerate(zip(self.groups, self._rules, pend["groups"])):
-            if "c" not in info:
-                continue
-            k = info["k"]
-            if k is None:
-                bufs = {s.name: optimizer.state[self._params[s.name]]["momentum_buffer"]
-                        for s in (*g.inputs, *g.outputs)}
-                k = self._signed_sq(g, bufs)
-            self._carry[gi] = {"step": pend["step"], "c": info["c"], "k": k}
+        row = pend["row"]
+        if row is not None:
+            sq_after = self._squares(after)
+            self._after = (self._versions(), sq_after)
+        need = [gi for gi, info in pend["info"].items() if info["k"] is None]
+        if need:
+            bufs = {s.name: optimizer.state[self._params[s.name]]["momentum_buffer"]
+                    for gi in need for s in (*self.groups[gi].inputs, *self.groups[gi].outputs)}
+            bsq = self._squares(bufs, set(need))
+        for gi, info in pend["info"].items():
+            k = info["k"] if info["k"] is not None else self._signed(gi, bsq[gi])
+            self._carry[gi] = {"step": pend["step"], "c": info["c"], "k": k, "lr": info["lr"]}
             if row is not None:
-                eta = rule["lr"]
+                eta = info["lr"]
                 row[gi]["predicted"] = -2.0 * eta * info["c"] + eta * eta * k
         if row is None:
             return
         if self.exact_change:
             delta = {n: t.sub_(after[n]).neg_() for n, t in pend["before"].items()}
-        for gi, (g, r) in enumerate(zip(self.groups, row)):
-            sx, sy = _SIGNS[g.kind]
-            if self.exact_change:  # |P'|^2 - |P|^2 = 2 D.P' - |D|^2, D = P' - P
+            for g, r in zip(self.groups, row):
+                sx, sy = _SIGNS[g.kind]
+                # |P'|^2 - |P|^2 = 2 D.P' - |D|^2, D = P' - P
                 ch = sx * (2 * _pair(g, g.inputs, delta, after) - _pair(g, g.inputs, delta))
                 if g.outputs and sy:
                     ch = ch + sy * (2 * _pair(g, g.outputs, delta, after)
                                     - _pair(g, g.outputs, delta))
-            else:
-                ch = (sx * (sq_after[gi][0] - pend["sq"][gi][0])
-                      + sy * (sq_after[gi][1] - pend["sq"][gi][1]))
-            r["change"] = ch
-        self._store(pend["step"], row)
+                r["change"] = ch
+        else:  # I(after) - I(before), formed at export
+            for r, (in_a, out_a) in zip(row, sq_after):
+                r["in_after"], r["out_after"] = in_a, out_a
+        self._rows.append(row)
+        self._steps.append(pend["step"])
 
     # -- measurement -----------------------------------------------------------------------
-    def _signed_sq(self, g: UnitGroup, t: dict) -> torch.Tensor:
-        sx, sy = _SIGNS[g.kind]
-        out = sx * _pair(g, g.inputs, t)
-        if g.outputs and sy:
-            out = out + sy * _pair(g, g.outputs, t)
-        return out
-
-    def _measure(self, params: dict, grads: dict, sq: list[tuple]) -> list[dict]:
+    def _measure(self, params: dict, grads: dict, sq: list) -> list[dict]:
+        """One record's raw per-group readings (tensors as computed; :meth:`group` converts
+        and derives the rest once)."""
+        gsq = self._squares(grads)
         rows = []
-        for g, (in_sq, out_sq) in zip(self.groups, sq):
-            sx, sy = _SIGNS[g.kind]
-            g_in = _pair(g, g.inputs, grads)
-            g_out = _pair(g, g.outputs, grads) if g.outputs else torch.zeros_like(g_in)
-            r = {"in_sq": in_sq, "out_sq": out_sq, "g_in_sq": g_in, "g_out_sq": g_out,
-                 "invariant": sx * in_sq + sy * out_sq}
+        for gi, g in enumerate(self.groups):
+            r = {"in_sq": sq[gi][0], "out_sq": sq[gi][1], "g_in_sq": gsq[gi][0],
+                 "g_out_sq": gsq[gi][1]}
             if not _matrix(g):
-                r["gw_dot_w"] = (_pair(g, g.outputs, params, grads) if self._cheap_out[g.name]
-                                 else _pair(g, g.inputs, params, grads))
+                sides = g.outputs if self._cheap_out[g.name] else g.inputs
+                r["gw_dot_w"] = sum(_unit_reduce(params[s.name], grads[s.name], s, g.n_units,
+                                                 self._scratch) for s in sides)
                 if g.kind == "rescale" and (self.owner_cos is not None
                                             or g.name in self.owner_units):
                     r["owner"], r["cluster"] = self._owners(g, params)
@@ -428,31 +518,13 @@ class GaugeRecorder:
             owner[members] = _owner_of(members, a[members] @ c_hat, w[members] @ v)
         return owner, cluster
 
-    def _store(self, step: int, row: list[dict]) -> None:
-        """Keep the step's readings as float64 tensors where they were computed (no host
-        transfer per step; :meth:`group` stacks and moves them once)."""
-        out = []
-        for r in row:
-            inv = r["invariant"]
-            rec = {}
-            for f in FIELDS:
-                val = r.get(f)
-                rec[f] = (torch.full(inv.shape, float("nan"), dtype=torch.float64,
-                                     device=inv.device) if val is None
-                          else val.detach().to(torch.float64))
-            if "owner" in r:
-                rec["owner"], rec["cluster"] = r["owner"], r["cluster"]
-            out.append(rec)
-        self._rows.append(out)
-        self._steps.append(step)
-
     @torch.no_grad()
     def record(self, step: int | None = None) -> None:
         """Record the current state (invariants, norms, gradients in ``.grad`` if any); change
         and prediction are NaN. ``step`` defaults to the number of records so far."""
         params = {n: self._params[n].detach() for n in self._names}
-        self._store(len(self._steps) if step is None else int(step),
-                    self._measure(params, self._grads(), self._norms(params, fresh=True)))
+        self._rows.append(self._measure(params, self._grads(), self._norms(params, fresh=True)))
+        self._steps.append(len(self._steps) if step is None else int(step))
 
     # -- export ----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -472,15 +544,30 @@ class GaugeRecorder:
                 raise InputError(f"group={name_or_index!r} is not allowed; use 0.."
                                  f"{len(self.groups) - 1}")
         g = self.groups[gi]
-        keys = list(FIELDS) + (["owner", "cluster"] if self._rows and "owner" in
-                               self._rows[0][gi] else [])
-        if _matrix(g):
-            keys.remove("gw_dot_w")
-        if not self._rows:
-            return {k: np.zeros((0, g.n_units)) for k in keys}
-        out = {k: (np.stack([r[gi][k] for r in self._rows]) if k in ("owner", "cluster")
-                   else torch.stack([r[gi][k] for r in self._rows]).cpu().numpy())
-               for k in keys}
+        rows = [r[gi] for r in self._rows]
+        shape = (len(rows), g.n_units, g.block, g.block) if _matrix(g) else (len(rows),
+                                                                            g.n_units)
+        col = {k: _column(rows, k, shape) for k in ("in_sq", "out_sq", "g_in_sq", "g_out_sq",
+                                                   "in_after", "out_after", "change",
+                                                   "predicted")}
+        sx, sy = _SIGNS[g.kind]
+        for k in ("out_sq", "g_out_sq", "out_after"):  # a scale unit has no output side
+            if not g.outputs:
+                col[k] = np.where(np.isnan(col[k.replace("out", "in")]), np.nan, 0.0)
+        out = {"invariant": sx * col["in_sq"] + sy * col["out_sq"]}
+        measured = np.isnan(col["change"]) & ~np.isnan(col["in_after"])
+        col["change"] = np.where(measured, sx * (col["in_after"] - col["in_sq"])
+                                 + sy * (col["out_after"] - col["out_sq"]), col["change"])
+        lr = np.array([r.get("lr", np.nan) for r in rows]).reshape(-1, *[1] * (len(shape) - 1))
+        gd = np.isnan(col["predicted"]) & ~np.isnan(lr)
+        col["predicted"] = np.where(gd, lr ** 2 * (sx * col["g_in_sq"] + sy * col["g_out_sq"]),
+                                    col["predicted"])
+        out |= {k: col[k] for k in FIELDS[1:-1]}
+        if not _matrix(g):
+            out["gw_dot_w"] = _column(rows, "gw_dot_w", shape)
+        if rows and "owner" in rows[0]:
+            out["owner"] = np.stack([r["owner"] for r in rows])
+            out["cluster"] = np.stack([r["cluster"] for r in rows])
         if g.kind == "rescale":
             from ..theory import dissipation_split, mobilities
 

@@ -1,17 +1,25 @@
-r"""One run of :mod:`gauge_on_networks`: a ReLU MLP on the digits data with a duplicated unit.
+r"""One run of :mod:`gauge_on_networks`: torch models on the digits data with a duplicated unit.
 
-The model is ``Linear(64, h) - ReLU - Linear(h, h) - ReLU - Linear(h, 10)`` in float64 on the
-CPU, trained full-batch on the squared error to one-hot targets of scikit-learn's shipped
-``load_digits`` (pixels divided by 16; the first ``samples`` images). Unit ``1`` of the first
-hidden layer (group ``"0"``) are chosen on the data at initialisation: the *source*, the unit
-active on the most images (a unit dead on every image would give two dead copies), and the
-*target*, the unit active on the fewest. The target first loses its output (its outgoing weights
-are set to zero), then :func:`gaugedyn.gauge.duplicate_unit` makes it a copy of the source sharing
-its output, with the gauges ``(1/s, s)``: the source is a-heavy (``|w| / s``, ``|a| s``), the
-target w-heavy. The function is unchanged by the whole operation (the zeroed unit contributed
-nothing).
-:class:`gaugedyn.gauge.GaugeRecorder` records every step with ``exact_change=True`` and the
-fixed cluster ``owner_units={"0": [[source, target]]}``.
+Three models, in float64 on the CPU, trained full-batch on the squared error to one-hot targets of
+scikit-learn's shipped ``load_digits`` (pixels divided by 16; the first ``samples`` images):
+
+- ``mlp``: ``Linear(64, h) - ReLU - Linear(h, h) - ReLU - Linear(h, 10)``;
+- ``cnn``: ``Conv2d(1, c, 3, pad 1) - ReLU - MaxPool2d(2) - Conv2d(c, c, 3, pad 1) - ReLU -
+  Flatten - Linear(16 c, 10)`` on the 8 x 8 images (``c = channels``);
+- ``transformer``: the image's 8 rows as 8 tokens of 8 pixels, ``Linear(8, 16)`` embedding, one
+  ``MultiheadAttention(16, 2 heads)`` with a residual, then ``Linear(16, 32) - ReLU -
+  Linear(32, 10)`` per token, averaged over tokens (its gauge: the heads' ``(W_Q, W_K)`` and
+  ``(W_V, W_O)`` invariants and the 32 ReLU units).
+
+In the MLP and the CNN, unit (channel) ``source`` of the first layer (group ``"0"``) is the unit
+active on the most inputs (a unit dead everywhere would give two dead copies) and ``target`` the
+one active on the fewest. The target first loses its output (its outgoing weights are set to
+zero), then :func:`gaugedyn.gauge.duplicate_unit` makes it a copy of the source sharing its
+output, with the gauges ``(1/s, s)``: the source is a-heavy (``|w| / s``, ``|a| s``), the target
+w-heavy. The function is unchanged by the whole operation (the zeroed unit contributed
+nothing). :class:`gaugedyn.gauge.GaugeRecorder` records every step with ``exact_change=True``;
+the owner of the pair (fixed cluster ``owner_units={"0": [[source, target]]}``, feature frozen
+at the start) is read by a second recorder without optimizer at the start and at the end.
 """
 
 from __future__ import annotations
@@ -41,24 +49,76 @@ def digits(samples: int):
     return x, y
 
 
-def build(hidden: int, gauge: float, torch_seed: int, x):
-    """``(model, (source, target), change)``: the duplicated model, the pair's unit indices
-    (a-heavy, w-heavy) and the largest relative change of its outputs on ``x`` made by the
-    duplication and the gauges (zero up to rounding)."""
+MODELS = ("mlp", "cnn", "transformer")
+"""The models; the owner runs use the first two (the transformer has no duplicated unit)."""
+EMBED, HEADS, WIDTH = 16, 2, 32
+"""The transformer's embedding, heads and ReLU width."""
+
+
+def network(model: str, hidden: int, channels: int):
+    """A fresh float64 ``model`` (see the module docstring) drawn from torch's global
+    generator."""
     import torch
 
-    from ...gauge import duplicate_unit
-
     nn = torch.nn
+    if model == "mlp":
+        return nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, hidden),
+                             nn.ReLU(), nn.Linear(hidden, 10)).double()
+    if model == "cnn":
+        return nn.Sequential(nn.Conv2d(1, channels, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Conv2d(channels, channels, 3, padding=1), nn.ReLU(),
+                             nn.Flatten(), nn.Linear(16 * channels, 10)).double()
+    return _transformer_class()().double()
+
+
+def inputs(model: str, x):
+    """The digits ``x`` (``(N, 64)``) in the shape ``model`` reads."""
+    if model == "cnn":
+        return x.reshape(-1, 1, 8, 8)
+    if model == "transformer":
+        return x.reshape(-1, 8, 8)
+    return x
+
+
+def _transformer_class():
+    import torch
+
+    class Transformer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Linear(8, EMBED)
+            self.att = torch.nn.MultiheadAttention(EMBED, HEADS, batch_first=True)
+            self.up = torch.nn.Linear(EMBED, WIDTH)
+            self.down = torch.nn.Linear(WIDTH, 10)
+
+        def forward(self, x):
+            e = self.embed(x)
+            h, _ = self.att(e, e, e, need_weights=False)
+            return self.down(torch.relu(self.up(h + e))).mean(dim=1)
+
+    return Transformer
+
+
+def build(model: str, hidden: int, channels: int, gauge: float, torch_seed: int, x):
+    """``(net, (source, target), change)``: the duplicated ``model`` (``mlp`` or ``cnn``), the
+    pair's unit indices (a-heavy, w-heavy) and the largest relative change of its outputs on
+    ``x`` made by the duplication and the gauges (zero up to rounding)."""
+    import torch
+
+    from ...gauge import duplicate_unit, find_units
+
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(torch_seed)
-        net = nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, hidden),
-                            nn.ReLU(), nn.Linear(hidden, 10)).double()
+        net = network(model, hidden, channels)
+    (group,) = [g for g in find_units(net)[0] if g.name == "0"]
+    params = dict(net.named_parameters())
     with torch.no_grad():
-        active = (net[0](x) > 0).double().mean(0)
+        act = net[0](x) > 0
+        active = act.double().mean([d for d in range(act.dim()) if d != 1])
         order = torch.argsort(active, descending=True, stable=True)
         source, target = int(order[0]), int(order[-1])
-        net[2].weight[:, target] = 0.0  # the target's contribution removed: the function is kept
+        for side in group.outputs:  # the target's contribution removed: the function is kept
+            params[side.name].index_fill_(side.axis, side.indices([target]), 0.0)
         before = net(x)
         duplicate_unit(net, "0", source, target, gauges=(1.0 / gauge, gauge))
         change = float((net(x) - before).abs().max() / before.abs().max())
@@ -85,35 +145,48 @@ def gap(units: dict, lr: float, rel: float) -> float:
     if not np.all(np.isfinite(pred)):
         return float("nan")
     eps = np.finfo(np.float64).eps
-    allowed = (rel * (lr ** 2 * (units["g_in_sq"] + units["g_out_sq"]) + np.abs(pred))
-               + 4 * eps * (units["in_sq"] + units["out_sq"]))
+    size = units["in_sq"], units["out_sq"], units["g_in_sq"], units["g_out_sq"], pred
+    if change.ndim == 4:  # attention pairs: d x d per head, their Frobenius norms
+        size = [np.linalg.norm(v, axis=(-2, -1))[..., None, None] for v in size]
+    else:
+        size = [np.abs(v) for v in size]
+    allowed = (rel * (lr ** 2 * (size[2] + size[3]) + size[4]) + 4 * eps * (size[0] + size[1]))
     return float(np.max(np.abs(change - pred) / allowed))
 
 
+def _loss(net, x, y):
+    return 0.5 * ((net(x) - y) ** 2).sum(1).mean()
+
+
 def train_one(name: str, task: dict, torch_seed: int, stride: int) -> dict:
-    """Train one seed with optimizer ``name``; the readings of the two copies (every
-    ``stride``-th step), their final owner and the largest per-step prediction gap."""
+    """Train one seed of ``task["model"]`` with optimizer ``name``; the readings of the two
+    copies (every ``stride``-th step), their final owner and the largest per-step prediction
+    gap."""
     import torch
 
     from ...gauge import GaugeRecorder
 
     x, y = digits(task["samples"])
-    net, pair, func_change = build(task["hidden"], task["gauge"], torch_seed, x)
+    x = inputs(task["model"], x)
+    net, pair, func_change = build(task["model"], task["hidden"], task["channels"],
+                                   task["gauge"], torch_seed, x)
     pair = list(pair)
     opt = optimizer(name, net, task)
-    rec = GaugeRecorder(net, opt, exact_change=True, owner_units={"0": [pair]})
+    rec = GaugeRecorder(net, opt, exact_change=True)
+    owner_rec = GaugeRecorder(net, owner_units={"0": [pair]})
+    owner_rec.record()  # freezes the pair's feature at the start
     for _ in range(task["steps"]):
         opt.zero_grad()
-        loss = 0.5 * ((net(x) - y) ** 2).sum(1).mean()
-        loss.backward()
+        _loss(net, x, y).backward()
         opt.step()
+    owner_rec.record()
     with torch.no_grad():
-        final_loss = float(0.5 * ((net(x) - y) ** 2).sum(1).mean())
+        final_loss = float(_loss(net, x, y))
     lr = task[f"lr_{name}"]
     rel = GD_TOL if name == "gd" else MOMENTUM_TOL
     gaps = [gap(rec.group(g.name), lr, rel) for g in rec.groups]
     units = rec.group("0")
-    owner = int(units["owner"][-1, pair[0]])
+    owner = int(owner_rec.group("0")["owner"][-1, pair[0]])
     keep = slice(stride - 1, None, stride)
     return {
         "owner": pair.index(owner) if owner in pair else -1,  # 0: a-heavy, 1: w-heavy
@@ -128,3 +201,49 @@ def train_one(name: str, task: dict, torch_seed: int, stride: int) -> dict:
         "mu_T0": units["mu_T"][0, pair],
         "step": np.arange(1, task["steps"] + 1)[keep],
     }
+
+
+SLOPE_KINDS = {"mlp": ("rescale",), "cnn": ("rescale",), "transformer": ("qk", "vo")}
+"""The groups whose drift the slope fit reads: every ReLU unit of the MLP and the CNN, the
+attention heads' invariants of the transformer."""
+
+
+def drift_rates(task: dict, torch_seed: int) -> dict:
+    """Full-batch GD from one initial ``task["model"]`` at the step sizes
+    ``etas = lr_gd 2^-k`` (``k = 0 .. slope_sizes - 1``), each for the same time
+    ``T = slope_steps lr_gd`` (``slope_steps 2^k`` steps): the drift per unit time
+    ``|I(T) - I(0)| / T`` (the Euclidean, for heads Frobenius, norm over the
+    :data:`SLOPE_KINDS` groups' units of the summed per-step change), the fitted slope of
+    ``log drift`` on ``log eta`` (GD's drift is ``eta^2 k`` per step, so ``eta T <k>``
+    over the time ``T``: slope 1 as ``eta -> 0``) and the largest per-step prediction gap
+    (every group, :func:`gap` at :data:`GD_TOL`)."""
+    import torch
+
+    from ...gauge import GaugeRecorder
+
+    model = task["model"]
+    x, y = digits(task["samples"])
+    x = inputs(model, x)
+    etas = task["lr_gd"] * 2.0 ** -np.arange(task["slope_sizes"])
+    drift, gaps = [], []
+    T = task["slope_steps"] * task["lr_gd"]
+    for k, eta in enumerate(etas):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(torch_seed)
+            net = network(model, task["hidden"], task["channels"])
+        opt = torch.optim.SGD(net.parameters(), lr=float(eta))
+        rec = GaugeRecorder(net, opt, exact_change=True)
+        for _ in range(task["slope_steps"] * 2 ** k):
+            opt.zero_grad()
+            _loss(net, x, y).backward()
+            opt.step()
+        total = 0.0
+        for g in rec.groups:
+            arr = rec.group(g.name)
+            gaps.append(gap(arr, float(eta), GD_TOL))
+            if g.kind in SLOPE_KINDS[model]:
+                total += float(np.sum(arr["change"].sum(0) ** 2))
+        drift.append(np.sqrt(total) / T)
+    drift = np.asarray(drift)
+    slope = float(np.polyfit(np.log(etas), np.log(drift), 1)[0])
+    return {"eta": etas, "drift": drift, "slope": slope, "gap": float(np.max(gaps))}
