@@ -2,21 +2,27 @@
 (derivations/theory.md section 3), judged under the protocol written in
 ``src/gaugedyn/experiments/adam_split/PROTOCOL.md`` (fixed before any grid ran).
 
-Every cell trains one task with ``torch.optim.Adam(betas=(beta1, beta2))``
-(:func:`gaugedyn.experiments.adam_split.tasks.train_task`), with the :class:`gaugedyn.adam.AdamRecorder` attached
-and every step also split by the reference :func:`gaugedyn.adam.split_update` (float64), which
-gives both sign readings:
+Every copy (task, cell ``(beta1, beta2)``, seed) trains one task with Adam's update at
+``betas=(beta1, beta2)``; all cells and seeds of a task are one harness task, trained as one
+program by :func:`gaugedyn.experiments.adam_split._batched.train_copies` (each copy's own
+model and minibatches, ``torch.optim.Adam``'s arithmetic with per-copy betas: bit for bit the
+trajectory ``torch.optim.Adam`` gives the copy alone on the CPU). Every step of every copy is
+split by streaming sums in the working precision, which give both sign readings:
 
     u = sign + lag + residual,   lag = (m^ - w^)/(sqrt(v^) + eps),
     current reading: sign = sign(g_t),  residual = transition + ratio + eps;
     memory reading:  sign = sign(w^),   residual = ratio + eps,
 
 with ``w`` the first moment taken with the second moment's memory (``w is m`` when ``b1 == b2``).
+The declared reference copies (``reference``: seed 0 of the grid's four corner cells by
+default, or every copy) are also split every step by the reference
+:func:`gaugedyn.adam.split_update` in float64.
 
-- *checks* (they decide the exit status): the lag part is exactly zero at every step of every
-  tied cell; at a sample of coordinates the five parts sum to the update to ``1e-12``; the
-  recorded update is the step ``torch.optim.Adam`` applied, to float32 round-off; the recorder's
-  norms equal the reference split's to ``REFERENCE_TOL`` of the update norm;
+- *checks* (they decide the exit status): the streaming lag is exactly zero at every step of
+  every tied copy (and the reference's on the tied reference copies); on the reference copies,
+  at every coordinate and step, the five parts sum to the update to ``1e-12``, the split update
+  is the step applied to float32 round-off, and the streaming sums equal the reference's to
+  ``REFERENCE_TOL`` of the update norm;
 - *findings* (:func:`gaugedyn.harness.judged`, rule ``mean_threshold``: the 95% Student t
   interval over seeds of the per-seed mean over the judged cells), per task, on the cells the
   protocol names, diverged cells excluded: ``sign_dominated_tied``, ``lag_substantial`` and
