@@ -7,7 +7,7 @@ step split by the float64 reference), one torch thread, as ``run_task`` ran it. 
 seeds, the float64 reference on the declared ``corners`` copies only. Both train the same copies
 (the same integer seeds), so their trajectories are the same bit for bit on the CPU.
 
-Rounds are interleaved (the order alternates); per task and in total the script prints the
+Both paths are warmed up first (imports, data); rounds are interleaved (the order alternates); per task and in total the script prints the
 median over rounds of wall time (``time.perf_counter``) and CPU time (``time.process_time``,
 this process: both paths run in it) and the ratio per-run / batched (median, and the smallest
 and largest per-round ratio). It then judges the protocol's findings from each path's results
@@ -121,6 +121,10 @@ def beta_grid_ratio(tasks=None, betas=DEFAULT_BETAS, seeds: int = 2, steps: int 
     diff = 0.0
     identical = True
     try:
+        for task in tasks:  # warm up: imports (torch.optim pulls in torch._dynamo), data, caches
+            run_loop(task, cells[:1], 3)
+            run_batched(task, cells[:1], 3, device)
+        findings(tasks[0], cells, run_batched(tasks[0], cells, 3, device))
         for r in range(rounds):
             for task in tasks:
                 outs = {}
