@@ -44,7 +44,7 @@ import torch
 
 from ..._errors import InputError
 from ...adam._probe import READING_SUMS, StreamingSplit, reading_sums
-from .tasks import DEFAULTS, TASKS, _seed_int, _setup
+from .tasks import TASKS, _seed_int, _setup
 
 BLOCK = 1 << 16
 """Elements per block of the batched update and sums (a cache-sized block of copies of one
@@ -61,18 +61,16 @@ def _build(task: str, seed: int, dtype, device):
     return model.to(device=device, dtype=dtype), gen, batch, loss_fn, evaluate
 
 
-class _Blocks:
-    """The ``(rows, slice)`` blocks of a ``(B, P)`` buffer: per parameter slice, copies in
-    groups of at most ``BLOCK`` elements."""
-
-    def __init__(self, sizes: list[int], B: int):
-        self.blocks = []
-        o = 0
-        for n in sizes:
-            rows = max(1, BLOCK // max(n, 1))
-            for r in range(0, B, rows):
-                self.blocks.append((slice(r, min(r + rows, B)), slice(o, o + n)))
-            o += n
+def _blocks(sizes: list[int], B: int) -> list[tuple[slice, slice]]:
+    """The ``(rows, columns)`` blocks of a ``(B, P)`` buffer: per parameter (its columns, so
+    every operation sees a parameter's elements as ``torch.optim.Adam`` does), copies in groups
+    of at most ``BLOCK`` elements."""
+    out, o = [], 0
+    for n in sizes:
+        rows = max(1, BLOCK // max(n, 1))
+        out += [(slice(r, min(r + rows, B)), slice(o, o + n)) for r in range(0, B, rows)]
+        o += n
+    return out
 
 
 def _column(values, dtype, device) -> torch.Tensor:
@@ -142,7 +140,7 @@ def _train(task, copies, steps, lr, reference, eps, device, dtype):
     b2 = np.array([c[1] for c in copies])
     col = lambda x: _column(x, dtype, device)  # noqa: E731
     w1, c2, b2c = col(1 - b1), col(1 - b2), col(b2)
-    blocks = _Blocks(sizes, B).blocks
+    blocks = _blocks(sizes, B)
     losses = np.full((B, steps), np.nan)
     sums = np.full((B, steps, len(READING_SUMS)), np.nan)
     stop = np.full(B, -1)
@@ -283,8 +281,3 @@ def reference_error(streaming: np.ndarray, reference: np.ndarray) -> float:
     e = np.concatenate(errs)
     e = e[np.isfinite(e)]
     return float(e.max()) if e.size else 0.0
-
-
-def default_steps(task: str, steps: int) -> int:
-    """``steps``, or the task's default (``tasks.DEFAULTS``) when ``steps`` is 0."""
-    return int(steps) or int(DEFAULTS[task]["steps"])
