@@ -31,14 +31,18 @@ trains all its cells and seeds of a task as one batched program (``adam_stabilit
 Unless ``--no-ratio``, its batched-against-loop ratio is measured side by side on a small
 subset: ``B`` copies of ``teacher_mse`` with per-copy betas trained as one batch, against the
 same ``B`` copies trained one at a time by the same code, interleaved over rounds in rotating
-order, median and quartiles of the per-round ratio in wall and in CPU time. The grids of the
-``adam_split`` system (``beta_grid``, ``gauge_under_adam``) and ``prototypes`` and
-``shared_representation`` have no batched path yet (issue 33, item 1): their ratios come with
-it.
+order, median and quartiles of the per-round ratio in wall and in CPU time. ``beta_grid``
+trains every cell and seed of a task as one program (``adam_split._batched``): unless
+``--no-ratio``, ``benchmarks/bench_beta_grid.py``'s ratio against today's per-run tasks on the
+same copies is printed beside it (``--grid-steps``, ``--grid-rounds``; 2 x 2 cells x 2 seeds of
+every task), with the loss trajectories compared and the findings judged from both.
+``gauge_under_adam``, ``prototypes`` and ``shared_representation`` have no batched path yet
+(issue 33, item 1).
 
     .venv/bin/python benchmarks/bench_reproduce.py --quick
         [--only a,b] [--full] [--executor process|thread|serial] [--workers N]
-        [--no-ratio] [--markdown docs/benchmarks-reproduce.md]
+        [--no-ratio] [--grid-steps 100] [--grid-rounds 2]
+        [--markdown docs/benchmarks-reproduce.md]
 
 One of ``--quick`` (the reduced configurations) or ``--full`` must be given. ``--markdown PATH``
 writes the table as a docs page with the command, date and machine.
@@ -216,6 +220,20 @@ def ratio_text(r: dict) -> str:
             f"largest |difference| of the recorded log10 losses {r['max_abs_diff']:.1e}")
 
 
+def grid_ratio(steps: int = 100, rounds: int = 2, tasks=None) -> dict:
+    """``benchmarks/bench_beta_grid.py``'s batched-against-per-run ratio (its defaults: 2 x 2
+    cells x 2 seeds of every task, or of ``tasks``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_beta_grid", Path(__file__).resolve().parent / "bench_beta_grid.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = module.beta_grid_ratio(tasks, steps=steps, rounds=rounds)
+    result["text"] = module.ratio_text(result)
+    return result
+
+
 def run_experiment(path: Path, quick: bool, spec, out: Path) -> dict:
     """Run one configuration into ``out`` and return its row."""
     from gaugedyn.experiments import execute, load_config
@@ -245,7 +263,8 @@ def load_note(load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
 
 
 def markdown_page(rows: list[dict], command: str, ratio: dict | None, quick: bool,
-                  executor: str, load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
+                  executor: str, load: tuple[tuple[float, ...], tuple[float, ...]],
+                  grid: dict | None = None) -> str:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     kind = "quick" if quick else "full"
     lines = [
@@ -274,9 +293,11 @@ def markdown_page(rows: list[dict], command: str, ratio: dict | None, quick: boo
     ]
     if ratio is not None:
         lines += [ratio_text(ratio) + ".", ""]
-    lines += ["The grids of `beta_grid`, `gauge_under_adam`, `prototypes` and "
-              "`shared_representation` have no batched path yet (issue 33, item 1); their "
-              "batched-against-loop ratios come with it.", ""]
+    if grid is not None:
+        lines += [grid["text"] + ".", ""]
+    lines += ["The grids of `gauge_under_adam`, `prototypes` and `shared_representation` have no "
+              "batched path yet (issue 33, item 1); their batched-against-loop ratios come with "
+              "it.", ""]
     return "\n".join(lines)
 
 
@@ -290,11 +311,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--executor", choices=("process", "thread", "serial"), default=None)
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--no-ratio", action="store_true", help="skip the batched-against-loop ratio")
+    ap.add_argument("--grid-steps", type=int, default=100, metavar="N",
+                    help="steps of the beta_grid ratio's copies")
+    ap.add_argument("--grid-rounds", type=int, default=2, metavar="N",
+                    help="interleaved rounds of the beta_grid ratio")
     ap.add_argument("--markdown", metavar="PATH", help="also write the table as a docs page")
     args = ap.parse_args(argv)
 
     from gaugedyn import InputError
     from gaugedyn.experiments import ExecutorSpec
+
+    if args.grid_steps < 3 or args.grid_rounds < 1:
+        raise InputError(f"--grid-steps {args.grid_steps} / --grid-rounds {args.grid_rounds} "
+                         "are not allowed; use steps >= 3 and rounds >= 1")
 
     files = sorted(Path(args.simulations).glob("*.toml"))
     names = [f.stem for f in files]
@@ -320,6 +349,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr, flush=True)
     load = (load_before, os.getloadavg())
     ratio = None if args.no_ratio else batched_ratio()
+    grid = None if args.no_ratio else grid_ratio(args.grid_steps, args.grid_rounds)
 
     print(f"{'quick' if args.quick else 'full'} configurations, executor {executor}, "
           f"{os.cpu_count()} cores, load average before {load_before[0]:.2f}")
@@ -330,13 +360,15 @@ def main(argv: list[str] | None = None) -> int:
         print("note: some tasks were reused from a store; their time is not in the table")
     if ratio is not None:
         print(ratio_text(ratio))
+    if grid is not None:
+        print(grid["text"])
     if load_note(load):
         print(load_note(load))
     if args.markdown:
         command = ".venv/bin/python benchmarks/bench_reproduce.py " + " ".join(
             a for a in (argv if argv is not None else sys.argv[1:]))
         Path(args.markdown).write_text(
-            markdown_page(rows, command.strip(), ratio, args.quick, executor, load))
+            markdown_page(rows, command.strip(), ratio, args.quick, executor, load, grid))
         print(f"wrote {args.markdown}")
     return 0
 

@@ -58,12 +58,8 @@ def _grid(hold=True, diverge=(), lag_off=None, tied_rough=None):
                 ref = _reference(sign2 * jit, lag2 * jit, res2 * jit, cos, rough, rng)
                 final = 3.0 if (b1, b2) in diverge else 0.5
                 tasks.append({"task": "digits_mlp", "beta1": b1, "beta2": b2, "seed": s})
-                lag = 0.0 if tied else 0.1
-                results.append({"reference": ref, "final_loss": final, "initial_loss": 2.3,
-                                "nonfinite_step": -1, "share_lag": np.full(T, lag),
-                                "lag_norm_max": lag, "lag_abs_max": lag, "sum_error": 1e-16,
-                                "applied_ratio": 0.5, "sampled_groups": 2,
-                                "reference_error": 1e-7})
+                results.append({"sums": ref, "final_loss": final, "initial_loss": 2.3,
+                                "nonfinite_step": -1})
     return tasks, results
 
 
@@ -99,7 +95,7 @@ def test_pure_sign_update_has_sign_dominance_one():
         np.testing.assert_array_equal(parts.update, np.sign(g))
         ref.append(reading_sums(parts))
     ref = np.stack(ref)
-    m = run_measures({"reference": ref, "final_loss": 0.1, "initial_loss": 1.0}, 0.1)
+    m = run_measures({"sums": ref, "final_loss": 0.1, "initial_loss": 1.0}, 0.1)
     for r in ("current", "memory"):
         assert m[f"dominance_squared_{r}"] == pytest.approx(1.0, abs=1e-15)
         assert m[f"dominance_norm_{r}"] == pytest.approx(1.0, abs=1e-15)
@@ -110,7 +106,7 @@ def test_pure_sign_update_has_sign_dominance_one():
 def test_update_orthogonal_to_its_sign_part_has_sign_dominance_zero():
     rng = np.random.default_rng(1)
     ref = _reference(50.0, 0.0, 50.0, 0.0, 0.01, rng)
-    m = run_measures({"reference": ref, "final_loss": 0.1, "initial_loss": 1.0}, 0.0)
+    m = run_measures({"sums": ref, "final_loss": 0.1, "initial_loss": 1.0}, 0.0)
     assert m["dominance_squared_current"] == 0.0 and m["dominance_squared_memory"] == 0.0
 
 
@@ -162,7 +158,7 @@ def test_a_diverged_off_diagonal_cell_does_not_make_the_lag_substantial():
     assert found[key].verdict == "NOT HELD"
     assert "(0.9, 0.99)" not in found[key].tolerance["cells"]
     assert all("(0.9, 0.99)" not in " ".join(c.tolerance["cells"]) for c in found.values())
-    arrays, claims, diag = bg.analyse_grid(bg_config(), tasks, results)
+    arrays, claims, diag = bg.analyse_grid(bg_config(), tasks, results, [], [])
     assert diag["per_task"]["digits_mlp"]["diverged_cells"] == ["(0.9, 0.99)"]
     assert arrays["digits_mlp__cell_diverged"][0, 1] == 1
     held = {c.id: c.verdict for c in claims if c.kind == "finding"}
@@ -174,7 +170,7 @@ def test_divergence_rule_flags_nonfinite_and_rising_losses():
     ref = _reference(1.0, 0.0, 0.1, 0.9, 0.01, rng)
     for final, initial, bad, flagged in [(0.5, 1.0, -1, 0.0), (1.5, 1.0, -1, 1.0),
                                          (np.nan, 1.0, -1, 1.0), (0.5, 1.0, 7, 1.0)]:
-        m = run_measures({"reference": ref, "final_loss": final, "initial_loss": initial,
+        m = run_measures({"sums": ref, "final_loss": final, "initial_loss": initial,
                           "nonfinite_step": bad}, 0.1)
         assert m["diverged"] == flagged
 
@@ -227,7 +223,7 @@ def test_provisional_label_unless_full_configuration():
     assert bg.configuration_label(quick) == "provisional (quick)"
     assert bg.configuration_label(full | {"seeds": 3}) == "provisional (reduced configuration)"
     tasks, results = _grid()
-    _, claims, diag = bg.analyse_grid(quick, tasks, results)
+    _, claims, diag = bg.analyse_grid(quick, tasks, results, [], [])
     found = [c for c in claims if c.kind == "finding"]
     assert found and all(c.statement.startswith("provisional (quick): ") for c in found)
     assert diag["provisional"] == "provisional (quick)"

@@ -93,3 +93,28 @@ def test_batched_ratio_runs_and_batched_copies_equal_the_loop(bench):
     assert r["max_abs_diff"] <= 1e-12
     assert all(x > 0 for x in r["wall"] + r["cpu"])
     assert "loop / batched wall" in bench.ratio_text(r)
+
+
+def test_beta_grid_ratio_runs_and_both_paths_agree(bench):
+    r = bench.grid_ratio(steps=4, rounds=1, tasks=["teacher_student"])
+    assert r["identical_losses"] and r["agree"] == r["compared"] > 0
+    assert r["max_diff"] < 1e-4 and all(x > 0 for x in r["ratio"]["wall"] + r["ratio"]["cpu"])
+    assert "per-run / batched wall" in r["text"] and set(r["rows"]) == set(r["tasks"])
+    page = bench.markdown_page(rows(bench), "x", None, True, "serial",
+                               ((0.0,) * 3, (0.0,) * 3), r)
+    assert r["text"] in page
+
+
+def test_beta_grid_bench_refuses_bad_options():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_beta_grid",
+                                                  PATH.parent / "bench_beta_grid.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(InputError, match="--tasks 'mnist'"):
+        module.main(["--tasks", "mnist"])
+    with pytest.raises(InputError, match="--betas"):
+        module.main(["--betas", "0.9,1.5"])
+    with pytest.raises(InputError, match="--seeds 1"):
+        module.main(["--seeds", "1"])

@@ -3,8 +3,9 @@
 The grid itself is declared and run by :mod:`gaugedyn.experiments.adam_split.beta_grid`, which turns the
 statistics of :func:`protocol_statistics` into findings. This module needs no torch.
 
-Per run (after the start-up fraction ``skip`` of steps), from the reference split's per-step
-sums (:data:`gaugedyn.adam.READING_SUMS`), for each sign reading ``r`` (``current``: sign
+Per run (after the start-up fraction ``skip`` of steps), from the split's per-step sums
+(:data:`gaugedyn.adam.READING_SUMS`; the streaming sums of the batched training, checked
+against the float64 reference split on the declared reference copies), for each sign reading ``r`` (``current``: sign
 ``sign(g_t)``, residual ``transition + ratio + eps``; ``memory``: sign ``sign(w^)``, residual
 ``ratio + eps``; the lag is the same) and each share convention (``squared``:
 ``|p_k|^2 / sum_j |p_j|^2``; ``norm``: ``|p_k| / sum_j |p_j|``):
@@ -31,7 +32,6 @@ import numpy as np
 
 from ..._errors import InputError
 from ...adam._probe import READING_SUMS, READINGS
-from ...stats import Interval, mean_ci
 
 TASKS: tuple[str, ...] = (
     "digits_mlp", "digits_cnn", "digits_resnet", "char_transformer", "char_gru", "word_mlp",
@@ -44,7 +44,6 @@ TASK_KINDS: dict[str, str] = {
     "teacher_student": "neither",
 }
 CONVENTIONS: tuple[str, ...] = ("squared", "norm")
-PRIMARY = "squared"
 SHARE_PARTS: tuple[str, ...] = ("sign", "lag", "residual")
 REGIONS: tuple[str, ...] = ("beta2>beta1", "beta2<beta1")
 MATCHES: tuple[str, ...] = ("beta1", "beta2")
@@ -107,11 +106,11 @@ def roughness(update_norms, skip: int = 0) -> float:
 
 def run_measures(r: dict, skip: float) -> dict[str, float]:
     """The per-run measures of the module docstring from one run's result ``r`` (its
-    ``reference`` sums ``(T, len(READING_SUMS))``, ``final_loss``, ``initial_loss`` and
+    split ``sums`` ``(T, len(READING_SUMS))``, ``final_loss``, ``initial_loss`` and
     ``nonfinite_step``)."""
-    ref = np.asarray(r["reference"], dtype=float)
+    ref = np.asarray(r["sums"], dtype=float)
     if ref.ndim != 2 or ref.shape[1] != len(READING_SUMS):
-        raise InputError(f"reference of shape {ref.shape} is not allowed; need (steps, "
+        raise InputError(f"sums of shape {ref.shape} is not allowed; need (steps, "
                          f"{len(READING_SUMS)})")
     k = min(int(skip * ref.shape[0]), max(ref.shape[0] - 3, 0))
     tail = ref[k:]
@@ -188,10 +187,6 @@ def _per_seed(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return np.nanmean(x[mask], axis=0)
 
 
-def _interval(per_seed: np.ndarray) -> Interval:
-    return mean_ci(per_seed)
-
-
 def smooth_pairs(b1s, b2s, masks: dict, match: str, region: str) -> list[tuple]:
     """Pairs ``((i_tied, j_tied), (i, j))``: each valid off-diagonal cell of ``region`` with the
     valid tied cell of the same ``beta1`` (``match="beta1"``, same row) or the same ``beta2``
@@ -210,12 +205,9 @@ def smooth_pairs(b1s, b2s, masks: dict, match: str, region: str) -> list[tuple]:
 def _stat(claim: str, reading: str, per_seed: dict, cells: list[str], **where) -> dict:
     conv = {}
     for c in CONVENTIONS:
-        iv = _interval(per_seed[c])
-        conv[c] = {"estimate": iv.estimate, "interval": iv.as_list(),
-                   "threshold": THRESHOLDS[claim][c], "direction": DIRECTIONS[claim],
+        conv[c] = {"threshold": THRESHOLDS[claim][c], "direction": DIRECTIONS[claim],
                    "per_seed": [float(v) for v in per_seed[c]]}
-    return {"claim": claim, "reading": reading, **where, "primary": PRIMARY,
-            "conventions": conv, "cells": cells}
+    return {"claim": claim, "reading": reading, **where, "conventions": conv, "cells": cells}
 
 
 def _share_stats(per: dict, b1s, b2s, masks: dict) -> list[dict]:
@@ -261,10 +253,10 @@ def protocol_statistics(table: dict, name: str) -> list[dict]:
 
     Each is a dict: ``claim`` (:data:`CLAIMS`), ``reading`` (``current``, ``memory``, or
     ``both`` where the measure does not depend on it), ``region`` (``tied`` or one of
-    :data:`REGIONS`), ``match`` (smoothness only), ``conventions`` (per convention: the estimate,
-    its 95% Student-t interval over seeds of the per-seed cell means, the threshold, the
-    direction and the per-seed values), ``primary`` and the ``cells`` judged on (diverged cells
-    never among them).
+    :data:`REGIONS`), ``match`` (smoothness only), ``conventions`` (per convention: the
+    per-seed cell means, the threshold and the direction; the verdict rule is applied to them by
+    :func:`gaugedyn.experiments.adam_split.beta_grid.findings_of`) and the ``cells`` judged on
+    (diverged cells never among them).
     """
     b1s, b2s = table["beta1s"], table["beta2s"]
     per = table["tasks"][name]

@@ -10,7 +10,9 @@ Two task variants are built here from the package's offline data (nothing downlo
 
 ``B`` copies (one per ``(beta1, beta2, seed)``) share the data; parameters carry a leading batch
 axis and :func:`adam_steps` applies ``torch.optim.Adam``'s update with a per-copy ``beta1``,
-``beta2`` (checked against ``torch.optim.Adam`` in the tests).
+``beta2`` (checked against ``torch.optim.Adam`` in the tests). ``device``: the torch device
+of the data and parameters (the initialisation is drawn on the CPU, so it is the same on
+every device).
 """
 
 from __future__ import annotations
@@ -43,9 +45,10 @@ class BatchedMLP:
     """``B`` two-layer ReLU MLPs ``f(x) = relu(x W1 + b1) W2 + b2`` on shared full-batch data."""
 
     def __init__(self, task: str, B: int, seeds, n_samples: int = 256, dtype=torch.float64,
-                 data_seed: int = 0):
+                 data_seed: int = 0, device: str = "cpu"):
         self.task = task
-        self.X, self.y, (d, h, k) = _data(task, n_samples, dtype, data_seed)
+        X, y, (d, h, k) = _data(task, n_samples, dtype, data_seed)
+        self.X, self.y = X.to(device), y.to(device)
         params = []
         for s in np.broadcast_to(np.asarray(seeds), (B,)):
             g = torch.Generator().manual_seed(int(s))
@@ -54,7 +57,8 @@ class BatchedMLP:
                            (torch.rand(1, h, generator=g, dtype=dtype) * 2 - 1) * lim1,
                            (torch.rand(h, k, generator=g, dtype=dtype) * 2 - 1) * lim2,
                            (torch.rand(1, k, generator=g, dtype=dtype) * 2 - 1) * lim2])
-        self.params = [torch.stack([p[i] for p in params]).requires_grad_(True) for i in range(4)]
+        self.params = [torch.stack([p[i] for p in params]).to(device).requires_grad_(True)
+                       for i in range(4)]
 
     def losses(self, params=None) -> torch.Tensor:
         """Per-copy full-batch loss, shape ``(B,)``."""
@@ -70,15 +74,16 @@ def adam_steps(model: BatchedMLP, lr: float, beta1, beta2, steps: int, eps: floa
                record: int = 1) -> np.ndarray:
     """Full-batch Adam with per-copy betas; returns ``log10`` losses ``(steps // record, B)``,
     each the largest over its ``record`` steps (the envelope), ``inf`` after a divergence."""
-    b1 = torch.as_tensor(np.asarray(beta1, float), dtype=model.params[0].dtype)
-    b2 = torch.as_tensor(np.asarray(beta2, float), dtype=model.params[0].dtype)
+    like = model.params[0]
+    b1 = torch.as_tensor(np.asarray(beta1, float), dtype=like.dtype, device=like.device)
+    b2 = torch.as_tensor(np.asarray(beta2, float), dtype=like.dtype, device=like.device)
     B = model.params[0].shape[0]
     b1, b2 = b1.expand(B), b2.expand(B)
     shape = [(-1,) + (1,) * (p.ndim - 1) for p in model.params]
     m = [torch.zeros_like(p) for p in model.params]
     v = [torch.zeros_like(p) for p in model.params]
     out = np.empty((steps // record, B))
-    peak = torch.full((B,), -np.inf, dtype=torch.float64)
+    peak = torch.full((B,), -np.inf, dtype=torch.float64, device=like.device)
     p1 = torch.ones_like(b1)
     p2 = torch.ones_like(b2)
     for t in range(steps):
@@ -94,6 +99,6 @@ def adam_steps(model: BatchedMLP, lr: float, beta1, beta2, steps: int, eps: floa
             ell = torch.log10(L.detach().double())
             peak = torch.maximum(peak, torch.where(torch.isfinite(ell), ell, torch.inf))
         if (t + 1) % record == 0:
-            out[t // record] = peak.numpy()
+            out[t // record] = peak.cpu().numpy()
             peak.fill_(-np.inf)
     return out

@@ -1,0 +1,223 @@
+"""The batched beta grid against today's per-run tasks, side by side on the same cells.
+
+Peer: the per-run path the experiment used before issue 33, one ``train_task`` per cell and
+seed (``torch.optim.Adam`` with the ``AdamRecorder`` attached, sampled coordinates, and every
+step split by the float64 reference), one torch thread, as ``run_task`` ran it. Batched: one
+:func:`gaugedyn.experiments.adam_split._batched.train_copies` per task over all its cells and
+seeds, the float64 reference on the declared ``corners`` copies only. Both train the same copies
+(the same integer seeds), so their trajectories are the same bit for bit on the CPU.
+
+Both paths are warmed up first (imports, data); rounds are interleaved (the order alternates); per task and in total the script prints the
+median over rounds of wall time (``time.perf_counter``) and CPU time (``time.process_time``,
+this process: both paths run in it) and the ratio per-run / batched (median, and the smallest
+and largest per-round ratio). It then judges the protocol's findings from each path's results
+(per-run: the reference sums of every step; batched: the streaming sums) and prints how many
+verdicts agree (every reading) and the largest difference of the per-seed values behind them.
+
+    .venv/bin/python benchmarks/bench_beta_grid.py [--tasks a,b] [--betas 0.9,0.99]
+        [--seeds 2] [--steps 40] [--rounds 3] [--device cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+
+DEFAULT_BETAS = (0.9, 0.99)
+
+
+def _cells(betas, seeds: int) -> list[tuple[float, float, int]]:
+    return [(b1, b2, 1000 + 97 * i + k) for i, (b1, b2) in
+            enumerate((a, b) for a in betas for b in betas) for k in range(seeds)]
+
+
+def run_batched(task: str, cells, steps: int, device: str = "cpu") -> dict:
+    from gaugedyn.experiments.adam_split._batched import train_copies
+    from gaugedyn.experiments.adam_split.beta_grid import reference_copies
+    from gaugedyn.experiments.adam_split.tasks import DEFAULTS
+
+    betas = sorted({c[0] for c in cells})
+    seeds = len(cells) // len(betas) ** 2
+    spec = {"beta1s": betas, "beta2s": betas, "seeds": seeds, "reference": "corners"}
+    return train_copies(task, cells, steps, DEFAULTS[task]["lr"],
+                        reference=reference_copies(spec), device=device)
+
+
+def run_loop(task: str, cells, steps: int) -> dict:
+    """Today's per-run tasks: one ``train_task`` per copy (recorder, 16 sampled coordinates,
+    the float64 reference every step), stacked like :func:`run_batched`'s arrays."""
+    from gaugedyn.experiments.adam_split.tasks import DEFAULTS, train_task
+
+    outs = [train_task(task, b1, b2, seed=s, steps=steps, lr=DEFAULTS[task]["lr"], sample=16,
+                       threads=1) for b1, b2, s in cells]
+    return {"loss": np.stack([o["loss"] for o in outs]),
+            "sums": np.stack([o["reference"] for o in outs]),
+            "final_loss": np.array([o["final_loss"] for o in outs]),
+            "initial_loss": np.array([o["initial_loss"] for o in outs]),
+            "nonfinite_step": np.array([o["nonfinite_step"] for o in outs])}
+
+
+def findings(task: str, cells, out: dict) -> dict:
+    """``{finding id: (verdict, {reading: (verdict, per-seed values)})}`` of one path's run."""
+    from gaugedyn.experiments.adam_split._grid import (
+        cell_table,
+        diverged_cells,
+        protocol_statistics,
+    )
+    from gaugedyn.experiments.adam_split.beta_grid import findings_of
+
+    betas = sorted({c[0] for c in cells})
+    seeds = len(cells) // len(betas) ** 2
+    runs = [{"task": task, "beta1": b1, "beta2": b2, "seed": i % seeds}
+            for i, (b1, b2, _) in enumerate(cells)]
+    per = [{"sums": out["sums"][i], "final_loss": out["final_loss"][i],
+            "initial_loss": out["initial_loss"][i], "nonfinite_step": out["nonfinite_step"][i]}
+           for i in range(len(cells))]
+    table = cell_table(per, runs, 0.1)
+    found = findings_of(task, protocol_statistics(table, task), "", diverged_cells(table, task))
+    return {c.id: (c.verdict, {k: (v["verdict"], v["per_seed"])
+                               for k, v in c.tolerance["reading_detail"].items()})
+            for c in found}
+
+
+def compare(a: dict, b: dict) -> tuple[int, int, float]:
+    """(verdicts that agree, verdicts compared, largest |per-seed difference|) over every
+    reading of every finding."""
+    agree, total, diff = 0, 0, 0.0
+    for fid, (verdict, readings) in a.items():
+        other_verdict, other = b[fid]
+        agree += verdict == other_verdict
+        total += 1
+        for k, (v, x) in readings.items():
+            agree += v == other[k][0]
+            total += 1
+            d = np.abs(np.asarray(x, float) - np.asarray(other[k][1], float))
+            d = d[np.isfinite(d)]
+            diff = max(diff, float(d.max()) if d.size else 0.0)
+    return agree, total, diff
+
+
+def _spread(x: list[float]) -> tuple[float, float, float]:
+    return min(x), statistics.median(x), max(x)
+
+
+def beta_grid_ratio(tasks=None, betas=DEFAULT_BETAS, seeds: int = 2, steps: int = 40,
+                    rounds: int = 3, device: str = "cpu") -> dict:
+    """Time both paths on the same copies, interleaved; compare their findings."""
+    import torch
+
+    from gaugedyn.experiments.adam_split.tasks import TASKS
+
+    tasks = list(tasks or TASKS)
+    cells = _cells([float(b) for b in betas], int(seeds))
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    times = {k: {t: {"wall": [], "cpu": []} for t in tasks} for k in ("loop", "batched")}
+    agree = total = 0
+    diff = 0.0
+    identical = True
+    try:
+        for task in tasks:  # warm up: imports (torch.optim pulls in torch._dynamo), data, caches
+            run_loop(task, cells[:1], 3)
+            run_batched(task, cells[:1], 3, device)
+        findings(tasks[0], cells, run_batched(tasks[0], cells, 3, device))
+        for r in range(rounds):
+            for task in tasks:
+                outs = {}
+                order = ("loop", "batched") if r % 2 == 0 else ("batched", "loop")
+                for k in order:
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    outs[k] = (run_loop(task, cells, steps) if k == "loop"
+                               else run_batched(task, cells, steps, device))
+                    times[k][task]["wall"].append(time.perf_counter() - t0)
+                    times[k][task]["cpu"].append(time.process_time() - c0)
+                if r == 0:
+                    a, n, d = compare(findings(task, cells, outs["loop"]),
+                                      findings(task, cells, outs["batched"]))
+                    agree, total, diff = agree + a, total + n, max(diff, d)
+                    identical &= bool(np.array_equal(outs["loop"]["loss"], outs["batched"]["loss"],
+                                                     equal_nan=True))
+    finally:
+        torch.set_num_threads(before)
+    rows = {}
+    for task in tasks:
+        rows[task] = {m: {k: statistics.median(times[k][task][m]) for k in times}
+                      for m in ("wall", "cpu")}
+    ratio = {m: _spread([sum(times["loop"][t][m][r] for t in tasks)
+                         / sum(times["batched"][t][m][r] for t in tasks) for r in range(rounds)])
+             for m in ("wall", "cpu")}
+    return {"tasks": tasks, "copies": len(cells), "betas": list(betas), "seeds": seeds,
+            "steps": steps, "rounds": rounds, "device": device, "rows": rows, "ratio": ratio,
+            "agree": agree, "compared": total, "max_diff": diff, "identical_losses": identical}
+
+
+def ratio_text(r: dict) -> str:
+    w, c = r["ratio"]["wall"], r["ratio"]["cpu"]
+    return (f"beta_grid's batched program against today's per-run tasks ({r['copies']} copies "
+            f"per task: {len(r['betas'])}x{len(r['betas'])} cells x {r['seeds']} seeds, "
+            f"{len(r['tasks'])} tasks, {r['steps']} steps, {r['rounds']} rounds interleaved, "
+            f"{r['device']}): per-run / batched wall {w[1]:.1f}x [{w[0]:.1f}, {w[2]:.1f}], "
+            f"CPU {c[1]:.1f}x [{c[0]:.1f}, {c[2]:.1f}]; loss trajectories identical: "
+            f"{'yes' if r['identical_losses'] else 'no'}; verdicts that agree (every finding "
+            f"and reading): {r['agree']}/{r['compared']}; largest |per-seed difference| "
+            f"{r['max_diff']:.1e}")
+
+
+def table(r: dict) -> str:
+    head = f"{'task':18s} {'per-run wall':>12s} {'batched wall':>12s} {'ratio':>6s}" \
+           f" {'per-run CPU':>11s} {'batched CPU':>11s} {'ratio':>6s}"
+    lines = [head, "-" * len(head)]
+    for task, row in r["rows"].items():
+        w, c = row["wall"], row["cpu"]
+        lines.append(f"{task:18s} {w['loop']:12.2f} {w['batched']:12.2f} "
+                     f"{w['loop'] / w['batched']:6.1f} {c['loop']:11.2f} {c['batched']:11.2f} "
+                     f"{c['loop'] / c['batched']:6.1f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tasks", default=None, metavar="A,B", help="tasks (default: all seven)")
+    ap.add_argument("--betas", default=",".join(map(str, DEFAULT_BETAS)), metavar="B,...")
+    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--device", default="cpu")
+    args = ap.parse_args(argv)
+
+    from gaugedyn import InputError
+    from gaugedyn.experiments.adam_split.tasks import TASKS
+
+    tasks = [t.strip() for t in args.tasks.split(",")] if args.tasks else list(TASKS)
+    bad = [t for t in tasks if t not in TASKS]
+    if bad or not tasks:
+        raise InputError(f"--tasks {args.tasks!r}: unknown {bad}; allowed: {', '.join(TASKS)}")
+    try:
+        betas = [float(b) for b in args.betas.split(",")]
+    except ValueError:
+        raise InputError(f"--betas {args.betas!r} is not allowed; give numbers in [0, 1) "
+                         "separated by commas") from None
+    if not betas or not all(0 <= b < 1 for b in betas) or len(set(betas)) != len(betas):
+        raise InputError(f"--betas {args.betas!r} is not allowed; give distinct numbers in [0, 1)")
+    for name, v, lo in (("seeds", args.seeds, 2), ("steps", args.steps, 3),
+                        ("rounds", args.rounds, 1)):
+        if v < lo:
+            raise InputError(f"--{name} {v} is not allowed; use an integer >= {lo}")
+    r = beta_grid_ratio(tasks, betas, args.seeds, args.steps, args.rounds, args.device)
+    print(table(r))
+    print(ratio_text(r))
+    return 0
+
+
+if __name__ == "__main__":
+    from gaugedyn import InputError
+
+    try:
+        sys.exit(main())
+    except InputError as err:
+        print(f"bench_beta_grid.py: error: {err}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,283 @@
+"""Every cell and seed of one beta-grid task trained as one program (issue 33).
+
+``B`` copies of one task of :mod:`gaugedyn.experiments.adam_split.tasks`, copy ``c`` with its
+own ``(beta1_c, beta2_c)`` and integer seed ``s_c``. Each copy is the task's own model and
+minibatch stream built exactly as :func:`~gaugedyn.experiments.adam_split.tasks.train_task`
+builds them for seed ``s_c`` (same initialisation, same batches); its parameters and gradients
+are views into one ``(B, P)`` buffer each, so one step is
+
+1. the forward and backward pass of every live copy (the model's own code, one copy at a time:
+   for these small models a loop of unbatched passes is faster than ``torch.func.vmap``,
+   measured in ``benchmarks/bench_beta_grid.py``), gradients accumulated into the buffer;
+2. for all copies at once, per parameter and block of copies: ``torch.optim.Adam``'s
+   single-tensor update with per-copy betas, op for op (``m.lerp_(g, 1-b1)``,
+   ``v.mul_(b2).addcmul_(g, g, 1-b2)``, ``denom = sqrt(v)/sqrt(1-b2^t) + eps``,
+   ``p += (-lr/(1-b1^t)) m / denom``, the per-copy scalars cast to the working dtype as PyTorch
+   casts its Python scalars), so that on the CPU a copy's trajectory is bitwise the one
+   ``torch.optim.Adam`` gives it alone (tested);
+3. the streaming split sums :data:`gaugedyn.adam.READING_SUMS` of every copy, in the working
+   dtype with float64 accumulation, from ``m^ = m/(1-b1^t)``, ``w^ = w/(1-b2^t)`` (``w_t`` the
+   first moment with the second moment's memory, ``w = lerp(w, g, 1-b2)``; bitwise ``m`` when
+   ``b1 == b2``, so the lag is exactly zero there), ``s = sqrt(v)/sqrt(1-b2^t)``,
+   ``u = m^/(s + eps)``, ``lag = (m^ - w^)/(s + eps)``, the sign parts ``sign(g)`` (current
+   reading) and ``sign(w^)`` where ``v > 0`` (memory reading), the residuals
+   ``u - sign - lag`` of each reading;
+4. on the declared **reference copies** only, the float64 reference split
+   (:class:`gaugedyn.adam.StreamingSplit`, i.e. :func:`gaugedyn.adam.split_update`) of the
+   copy's whole state, and the checks it supports: the streaming sums' norms against the
+   reference's (relative to the reference ``|u|``), the five parts summing to the update, the
+   lag's largest ``|.|``, and the update being the applied float32 step.
+
+A copy whose minibatch loss is not finite stops there (its later rows are nan, its final loss
+is nan), as in ``train_task``. Rows are independent: a copy's numbers do not depend on the
+other copies of its batch (tested bitwise against the same copy in a batch of one).
+Device-agnostic (``device``): the buffers live on the device; the reference's float32 checks
+run on the CPU.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..._errors import InputError
+from ...adam._probe import READING_SUMS, StreamingSplit, reading_sums
+from .tasks import TASKS, _seed_int, _setup
+
+BLOCK = 1 << 16
+"""Elements per block of the batched update and sums (a cache-sized block of copies of one
+parameter)."""
+_F32 = 2.0**-24
+_NORMS = tuple(i for i, k in enumerate(READING_SUMS) if not k.startswith(("dot", "count")))
+
+
+def _build(task: str, seed: int, dtype, device):
+    gen = torch.Generator().manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)  # layer initialisers draw from the global generator
+        model, batch, loss_fn, evaluate = _setup(task, gen, dtype, device)
+    return model.to(device=device, dtype=dtype), gen, batch, loss_fn, evaluate
+
+
+def _blocks(sizes: list[int], B: int) -> list[tuple[slice, slice]]:
+    """The ``(rows, columns)`` blocks of a ``(B, P)`` buffer: per parameter (its columns, so
+    every operation sees a parameter's elements as ``torch.optim.Adam`` does), copies in groups
+    of at most ``BLOCK`` elements."""
+    out, o = [], 0
+    for n in sizes:
+        rows = max(1, BLOCK // max(n, 1))
+        out += [(slice(r, min(r + rows, B)), slice(o, o + n)) for r in range(0, B, rows)]
+        o += n
+    return out
+
+
+def _column(values, dtype, device) -> torch.Tensor:
+    return torch.as_tensor(np.asarray(values, dtype=float), dtype=dtype, device=device)[:, None]
+
+
+def train_copies(task: str, copies, steps: int, lr: float, *, reference=(), eps: float = 1e-8,
+                 device: str = "cpu", dtype=torch.float32, threads: int | None = 1) -> dict:
+    """Train ``copies = [(beta1, beta2, seed), ...]`` of ``task`` as one program (module
+    docstring); ``reference``: indices of the copies also split by the float64 reference.
+
+    Returns numpy arrays: ``loss (B, T)`` (minibatch), ``sums (B, T, len(READING_SUMS))``
+    (streaming), ``final_loss``, ``initial_loss`` (evaluation), ``nonfinite_step`` (``-1`` if
+    none) per copy, ``n_params``; for the reference copies (in the order of ``reference``):
+    ``reference_index``, ``reference (R, T, len(READING_SUMS))`` (float64 sums),
+    ``reference_error`` (largest ``|norm streaming - norm reference| / |u|`` and
+    ``|dot streaming - dot reference| / (|u| |sign|)`` over steps), ``sum_error`` (largest
+    ``|sum of parts - u| / max(1, sum_k |p_k|)``), ``lag_abs_max`` and ``applied_ratio``
+    (largest ``|p_t - p_{t-1} + lr u_t|`` over the bound ``ulp(p) + 16 2^-24 lr |u|``), each
+    over every coordinate and step. ``seed`` of a copy: an int or a ``SeedSequence``.
+    """
+    if task not in TASKS:
+        raise InputError(f"task={task!r} is not allowed; choose one of {list(TASKS)}")
+    if int(steps) < 1:
+        raise InputError(f"steps={steps!r} is not allowed; use an integer >= 1")
+    copies = [(float(b1), float(b2), _seed_int(s)) for b1, b2, s in copies]
+    if not copies:
+        raise InputError("copies=[] is not allowed; give at least one (beta1, beta2, seed)")
+    for b1, b2, _ in copies:
+        if not (0.0 <= b1 < 1.0 and 0.0 <= b2 < 1.0):
+            raise InputError(f"betas ({b1}, {b2}) are not allowed; each must lie in [0, 1)")
+    reference = [int(i) for i in reference]
+    bad = [i for i in reference if not 0 <= i < len(copies)]
+    if bad:
+        raise InputError(f"reference={bad} is not allowed; copy indices lie in "
+                         f"[0, {len(copies) - 1}]")
+    if threads is None:
+        return _train(task, copies, int(steps), float(lr), reference, eps, device, dtype)
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(threads))
+    try:
+        return _train(task, copies, int(steps), float(lr), reference, eps, device, dtype)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _train(task, copies, steps, lr, reference, eps, device, dtype):
+    B = len(copies)
+    built = [_build(task, s, dtype, device) for _, _, s in copies]
+    models = [b[0] for b in built]
+    params = [list(m.parameters()) for m in models]
+    sizes = [p.numel() for p in params[0]]
+    P = sum(sizes)
+    flat = torch.empty((B, P), dtype=dtype, device=device)
+    grad = torch.zeros((B, P), dtype=dtype, device=device)
+    with torch.no_grad():
+        for c, ps in enumerate(params):
+            o = 0
+            for p, n in zip(ps, sizes):
+                flat[c, o:o + n].copy_(p.reshape(-1))
+                p.data = flat[c, o:o + n].view_as(p)
+                p.grad = grad[c, o:o + n].view_as(p)
+                o += n
+        initial = np.array([b[4](m) for b, m in zip(built, models)])
+    m, v, w = (torch.zeros_like(flat) for _ in range(3))
+    b1 = np.array([c[0] for c in copies])
+    b2 = np.array([c[1] for c in copies])
+    col = lambda x: _column(x, dtype, device)  # noqa: E731
+    w1, c2, b2c = col(1 - b1), col(1 - b2), col(b2)
+    blocks = _blocks(sizes, B)
+    losses = np.full((B, steps), np.nan)
+    sums = np.full((B, steps, len(READING_SUMS)), np.nan)
+    stop = np.full(B, -1)
+    ref = _Reference(copies, reference, steps, lr, eps)
+    for t in range(1, steps + 1):
+        grad.zero_()
+        for c, (model, gen, batch, loss_fn, _) in enumerate(built):
+            if stop[c] >= 0:
+                continue
+            x, y = batch(gen)
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            losses[c, t - 1] = float(loss.detach())
+            if not math.isfinite(losses[c, t - 1]):
+                stop[c] = t - 1  # no step taken from here on (train_task returns here)
+                grad[c].zero_()
+        with torch.no_grad():
+            before = ref.rows(flat)
+            bc1 = 1 - b1**t
+            bc2 = 1 - b2**t
+            scal = (col(-lr / bc1), col(bc2**0.5), col(bc1), col(bc2))
+            step_sums = torch.zeros((B, len(READING_SUMS)), dtype=torch.float64, device=device)
+            for rows, cols in blocks:
+                _block(flat[rows, cols], grad[rows, cols], m[rows, cols], v[rows, cols],
+                       w[rows, cols], w1[rows], c2[rows], b2c[rows],
+                       tuple(x[rows] for x in scal), eps, step_sums[rows])
+            sums[:, t - 1] = step_sums.cpu().numpy()
+            ref.step(t, flat, grad, m, v, before, stop)
+    sums[:, :, READING_SUMS.index("count")] = P
+    final = np.full(B, np.nan)
+    with torch.no_grad():
+        for c, b in enumerate(built):
+            if stop[c] >= 0:
+                sums[c, stop[c]:] = np.nan
+            else:
+                final[c] = b[4](models[c])
+    return {"loss": losses, "sums": sums, "final_loss": final, "initial_loss": initial,
+            "nonfinite_step": stop, "n_params": P, **ref.result(stop, sums)}
+
+
+def _block(p, g, m, v, w, w1, c2, b2, scal, eps, out):
+    """``torch.optim.Adam``'s single-tensor step on one block (rows: copies) and its streaming
+    split sums added into ``out`` (rows, len(READING_SUMS)), float64."""
+    nss, bc2s, bc1, bc2 = scal
+    m.lerp_(g, w1)
+    v.mul_(b2).addcmul_(c2 * g, g)  # addcmul_(g, g, value=1-b2) as PyTorch computes it
+    w.lerp_(g, c2)
+    d = (v.sqrt() / bc2s).add_(eps)
+    p.add_(nss * m / d)
+    mh = m / bc1
+    wh = w / bc2
+    u = mh / d
+    lag = (mh - wh) / d
+    sg = torch.sign(g)
+    sw = torch.sign(wh) * (v > 0)
+    f64 = torch.float64
+
+    def ss(x):
+        return (x * x).sum(dim=1, dtype=f64)
+
+    out[:, 0] += ss(sg)
+    out[:, 1] += ss(sw)
+    out[:, 2] += ss(lag)
+    out[:, 3] += ss(u - sg - lag)
+    out[:, 4] += ss(u - sw - lag)
+    out[:, 5] += ss(u)
+    out[:, 6] += (u * sg).sum(dim=1, dtype=f64)
+    out[:, 7] += (u * sw).sum(dim=1, dtype=f64)
+
+
+class _Reference:
+    """The float64 reference split of the declared copies and the checks it supports."""
+
+    def __init__(self, copies, index, steps: int, lr: float, eps: float):
+        self.index = list(index)
+        self.lr, self.eps = lr, eps
+        self.splits = [StreamingSplit(copies[i][0], copies[i][1], eps) for i in self.index]
+        self.sums = np.full((len(self.index), steps, len(READING_SUMS)), np.nan)
+        R = len(self.index)
+        self.ref_err, self.sum_err = np.zeros(R), np.zeros(R)
+        self.lag_max, self.applied = np.zeros(R), np.zeros(R)
+
+    def rows(self, flat):
+        return flat[self.index].double().cpu() if self.index else None
+
+    def step(self, t: int, flat, grad, m, v, before, stop) -> None:
+        if not self.index:
+            return
+        idx = self.index
+        after = flat[idx].double().cpu()
+        mm, vv, gg = (x[idx].double().cpu() for x in (m, v, grad))
+        for r, split in enumerate(self.splits):
+            if stop[idx[r]] >= 0:
+                continue
+            parts = split.step(0, mm[r], vv[r], gg[r], t)
+            self.sums[r, t - 1] = reading_sums(parts)
+            u = parts.update
+            size = sum(x.abs() for x in (parts.sign, parts.lag, parts.transition, parts.ratio,
+                                         parts.eps)).clamp(min=1.0)
+            self.sum_err[r] = max(self.sum_err[r],
+                                  float(((parts.total() - u).abs() / size).max()))
+            self.lag_max[r] = max(self.lag_max[r], float(parts.lag.abs().max()))
+            p0, p1 = before[r].numpy(), after[r].numpy()
+            big = np.maximum(np.abs(p0), np.abs(p1)).astype(np.float32)
+            un = u.numpy()
+            bound = np.spacing(big).astype(float) + 16 * _F32 * self.lr * np.abs(un)
+            self.applied[r] = max(self.applied[r],
+                                  float(np.max(np.abs(p1 - p0 + self.lr * un) / bound)))
+
+    def result(self, stop, sums) -> dict:
+        """The reference arrays and checks (rows of steps not taken are nan)."""
+        for r, i in enumerate(self.index):
+            if stop[i] >= 0:
+                self.sums[r, stop[i]:] = np.nan
+        err = [reference_error(sums[i], self.sums[r]) for r, i in enumerate(self.index)]
+        return {"reference_index": np.array(self.index, dtype=np.int64),
+                "reference": self.sums, "reference_error": np.array(err, dtype=float),
+                "sum_error": self.sum_err,
+                "lag_abs_max": self.lag_max, "applied_ratio": self.applied}
+
+
+def reference_error(streaming: np.ndarray, reference: np.ndarray) -> float:
+    """Largest error of the streaming sums against the reference's over the steps of one copy:
+    ``|sqrt(a_k) - sqrt(r_k)| / |u|`` for every squared norm ``k`` of :data:`READING_SUMS` and
+    ``|a_k - r_k| / (|u| |sign|)`` for the two inner products (``|u|``, ``|sign|`` the
+    reference's); steps not taken are left out."""
+    a = np.asarray(streaming, dtype=float)
+    r = np.asarray(reference, dtype=float)
+    col = {k: i for i, k in enumerate(READING_SUMS)}
+    u = np.sqrt(r[:, col["update"]])
+    errs = []
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in _NORMS:
+            errs.append(np.abs(np.sqrt(a[:, i]) - np.sqrt(r[:, i])) / u)
+        for reading in ("current", "memory"):
+            i, s = col[f"dot_update_sign_{reading}"], col[f"sign_{reading}"]
+            errs.append(np.abs(a[:, i] - r[:, i]) / (u * np.sqrt(r[:, s])))
+    e = np.concatenate(errs)
+    e = e[np.isfinite(e)]
+    return float(e.max()) if e.size else 0.0
