@@ -265,14 +265,16 @@ def _run_task(task, seed) -> dict:
     from ._batched import BatchedMLP, adam_steps
 
     a, c, S = np.array(task["a"]), np.array(task["c"]), task["seeds"]
-    aa, cc, ss = np.meshgrid(a, c, np.arange(S), indexing="ij")
+    aa, cc, _ = np.meshgrid(a, c, np.arange(S), indexing="ij")
     T = int(run_steps(aa, cc).max())
     stride = max(1, int(_spikes.horizon(1 - aa, 1 - cc).min()) // 10)
     base = integer_seed(seed)
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        model = BatchedMLP(task["task"], aa.size, base + ss.ravel(), task["n_samples"],
+        # every copy its own initialisation (cells independent): a shared one put whole rows on
+        # the same plateau in a pilot (docs/adam-stability.md)
+        model = BatchedMLP(task["task"], aa.size, base + np.arange(aa.size), task["n_samples"],
                            dtype=torch.float64, data_seed=base, hidden=task["hidden"])
         ell = adam_steps(model, task["lr"], 1 - aa.ravel(), 1 - cc.ravel(), T, record=stride)
     finally:
