@@ -15,7 +15,7 @@ from gaugedyn.experiments.adam_stability._batched import (
 )
 
 
-@pytest.mark.parametrize("task", ["digits_ce", "digits_mse", "teacher_mse"])
+@pytest.mark.parametrize("task", ["digits_ce", "digits_mse", "teacher_mse", "teacher4_mse"])
 def test_per_copy_betas_reproduce_torch_adam(task):
     betas = [(0.9, 0.999), (0.5, 0.9), (0.0, 0.99)]
     model = BatchedMLP(task, len(betas), [3, 4, 5], n_samples=32)

@@ -1,12 +1,13 @@
 """Full-batch small models trained as one batch of independent copies, with per-copy Adam betas.
 
-Two task variants are built here from the package's offline data (nothing downloaded):
+Task variants built here from the package's offline data (nothing downloaded):
 
 - ``digits_ce``: scikit-learn's digits (the ``digits_mlp`` task of :mod:`gaugedyn.experiments.adam_split.tasks`),
   MLP 64-32-10 (ReLU), cross-entropy, full batch on the first ``n_samples`` images;
 - ``teacher_mse``: the Gaussian ReLU teacher-student of :mod:`gaugedyn.experiments.adam_split.tasks` (``D = 20``,
-  student width 4, teacher width 2) on one fixed sample of ``n_samples`` inputs, half the mean
-  squared error, full batch;
+  default student width 4, teacher width 2) on one fixed sample of ``n_samples`` inputs, half
+  the mean squared error, full batch;
+- ``teacher4_mse``: the same with a teacher of width 4 (default student width 16);
 - ``digits_mse``: the same digits, MLP 64-``hidden``-10 (ReLU), half the squared error to the
   one-hot labels summed over the ten outputs and averaged over the images (the loss of
   ``adam_edge``'s ``mse``; the audit's pilot task), full batch on the first ``n_samples`` images;
@@ -26,7 +27,7 @@ import torch
 
 from ..._errors import InputError
 
-TASKS = ("digits_ce", "digits_mse", "teacher_mse")
+TASKS = ("digits_ce", "digits_mse", "teacher_mse", "teacher4_mse")
 LABEL_NOISE = 0.2
 """Share of the labels :func:`noisy_labels` replaces by another class."""
 NOISE_SEED = 0
@@ -41,7 +42,8 @@ def noisy_labels(y: torch.Tensor, share: float = LABEL_NOISE, seed: int = NOISE_
     return torch.where(flip, (y + torch.randint(1, 10, y.shape, generator=g)) % 10, y)
 
 
-HIDDEN = {"digits_ce": 32, "digits_mse": 32, "teacher_mse": 4}
+HIDDEN = {"digits_ce": 32, "digits_mse": 32, "teacher_mse": 4, "teacher4_mse": 16}
+TEACHER_WIDTH = {"teacher_mse": 2, "teacher4_mse": 4}
 """Default hidden width per task."""
 
 
@@ -57,9 +59,9 @@ def _data(task: str, n_samples: int, dtype, seed: int, hidden: int | None = None
         if task == "digits_mse":
             return X, torch.nn.functional.one_hot(y, 10).to(dtype), (64, hidden, 10)
         return X, y, (64, hidden, 10)
-    if task == "teacher_mse":
+    if task in TEACHER_WIDTH:
         g = torch.Generator().manual_seed(int(seed))
-        V = torch.randn(2, 20, generator=g, dtype=dtype)
+        V = torch.randn(TEACHER_WIDTH[task], 20, generator=g, dtype=dtype)
         V = V / V.norm(dim=1, keepdim=True)
         X = torch.randn(n_samples, 20, generator=g, dtype=dtype)
         return X, torch.relu(X @ V.T).sum(-1, keepdim=True), (20, hidden, 1)

@@ -38,7 +38,7 @@ GRID = {"one_minus_beta1": [0.5, 0.4, 0.3, 0.2, 0.15, 0.1],
 
 TASKS = {
     "teacher_mse": {"lr": 1e-2, "n_samples": 256, "hidden": 8, **GRID},
-    "digits_mse": {"lr": 1e-2, "n_samples": 128, "hidden": 16, **GRID},
+    "teacher4_mse": {"lr": 1e-2, "n_samples": 256, "hidden": 16, **GRID},
 }
 """Per task: the chosen ``lr``, ``n_samples``, hidden width and scan grid; ``pilot``: the pilot
 they were chosen on (:func:`calibration_pilot`'s output, stored in ``pilots.json``)."""
