@@ -6,10 +6,16 @@ import numpy as np
 import pytest
 import torch
 
-from gaugedyn.experiments.adam_stability._batched import BatchedMLP, adam_steps
+from gaugedyn.experiments.adam_stability import _edge, adam_edge
+from gaugedyn.experiments.adam_stability._batched import (
+    LABEL_NOISE,
+    BatchedMLP,
+    adam_steps,
+    noisy_labels,
+)
 
 
-@pytest.mark.parametrize("task", ["digits_ce", "teacher_mse"])
+@pytest.mark.parametrize("task", ["digits_ce", "digits_mse", "teacher_mse", "teacher4_mse"])
 def test_per_copy_betas_reproduce_torch_adam(task):
     betas = [(0.9, 0.999), (0.5, 0.9), (0.0, 0.99)]
     model = BatchedMLP(task, len(betas), [3, 4, 5], n_samples=32)
@@ -28,3 +34,31 @@ def test_per_copy_betas_reproduce_torch_adam(task):
         np.testing.assert_allclose(ell[:, k], want, rtol=1e-12)
         for p, q in zip(model.params, ps):
             torch.testing.assert_close(p[k].detach(), q.detach(), rtol=1e-10, atol=1e-12)
+
+
+def test_digits_mse_is_adam_edges_mse_loss():
+    # one definition of the digits MSE: the batched task's loss equals adam_edge's on the same net
+    model = BatchedMLP("digits_mse", 1, [7], n_samples=40, hidden=32)
+    net, loss_fn = _edge._setup("mse", 40, 0)
+    W1, b1, W2, b2 = (p[0].detach() for p in model.params)
+    with torch.no_grad():
+        net[0].weight.copy_(W1.T)
+        net[0].bias.copy_(b1[0])
+        net[2].weight.copy_(W2.T)
+        net[2].bias.copy_(b2[0])
+    torch.testing.assert_close(model.losses()[0].detach(), loss_fn().detach(), rtol=1e-13,
+                               atol=0)
+
+
+def test_noisy_labels_replace_the_stated_share_by_another_class():
+    y = torch.arange(1797) % 10
+    z = noisy_labels(y)
+    changed = (z != y).double().mean().item()
+    assert abs(changed - LABEL_NOISE) < 4 * (LABEL_NOISE * (1 - LABEL_NOISE) / 1797) ** 0.5
+    assert torch.equal(z, noisy_labels(y))  # one fixed draw
+    assert int(z.min()) >= 0 and int(z.max()) <= 9
+    assert not torch.equal(z, noisy_labels(y, seed=1))
+
+
+def test_adam_edge_declares_the_losses_edge_defines():
+    assert adam_edge.LOSSES == _edge.LOSSES

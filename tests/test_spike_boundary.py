@@ -159,29 +159,73 @@ def test_task_scan_uses_the_stored_calibration_and_judges_every_copy():
     full = {k: p.default for k, p in EXPERIMENT.params.items()}
     quick = {k: (p.quick if p.quick is not None else p.default)
              for k, p in EXPERIMENT.params.items()}
-    cal = TASKS["teacher_mse"]
     for config in (full, quick):
-        (task,) = [t for t in EXPERIMENT.tasks(config) if t["kind"] == "task"]
-        assert task["lr"] == cal["lr"] and task["n_samples"] == cal["n_samples"]
-        assert set(task["a"]) <= set(cal["one_minus_beta1"])  # quick: a subset of the choice
-        assert set(task["c"]) <= set(cal["one_minus_beta2"])
+        tasks = [t for t in EXPERIMENT.tasks(config) if t["kind"] == "task"]
+        assert [t["task"] for t in tasks] == list(TASKS)  # quick previews the same tasks
+        for task in tasks:
+            cal = TASKS[task["task"]]
+            assert (task["lr"], task["n_samples"], task["hidden"]) == (
+                cal["lr"], cal["n_samples"], cal["hidden"])
+            assert set(task["a"]) <= set(cal["one_minus_beta1"])  # quick: a subset of the choice
+            assert set(task["c"]) <= set(cal["one_minus_beta2"])
     r = _run_task({"task": "teacher_mse", "a": [0.5, 0.3], "c": [0.3, 0.5], "seeds": 2,
-                   "lr": 1e-2, "n_samples": 32}, np.random.SeedSequence(4))
+                   "lr": 1e-2, "n_samples": 32, "hidden": 4}, np.random.SeedSequence(4))
     assert r["status"].shape == (2, 2, 2, 2)
     assert set(np.unique(r["status"])) <= set(CODES.values())  # every copy judged
     assert r["steps_run"] == int(run_steps(np.array([0.3]), np.array([0.3]))[0]) * 8
     assert np.all(np.isfinite(r["final_log10_loss"]))
 
 
-def test_linear_on_tasks_is_judged_under_window_and_rows():
-    from gaugedyn.experiments.adam_stability.spike_boundary import _task_claim
+def test_a_copy_on_a_plateau_is_untrained_under_both_windows(monkeypatch):
+    from gaugedyn.experiments.adam_stability import _batched, spike_boundary
 
-    a = np.array([0.1, 0.03, 0.01, 0.005])
-    lin = {("t", w, "init"): 0.5 * a * (1 + 0.05 * np.arange(4)) for w in ("settled", "transient")}
+    T = int(run_steps(np.array([0.5]), np.array([0.3]))[0])
+    curves = np.zeros((T, 2))
+    curves[:, 1] = -np.linspace(0, 6, T)  # copy 1 falls six decades; copy 0 stays on a plateau
+    monkeypatch.setattr(_batched, "adam_steps", lambda *a, **k: curves.copy())
+    r = spike_boundary._run_task({"task": "teacher_mse", "a": [0.5], "c": [0.3], "seeds": 2,
+                                  "lr": 1e-2, "n_samples": 8, "hidden": 4},
+                                 np.random.SeedSequence(1))
+    assert list(r["status"][0, 0, :, 0]) == [CODES["untrained"], CODES["quiet"]]
+    assert list(r["status"][0, 0, :, 1]) == [CODES["untrained"], CODES["quiet"]]
+    assert np.isnan(spike_boundary.probability(r["status"][..., 0][:, :, :1]))[0, 0]
+
+
+def test_stored_pilots_meet_the_calibration_rule_and_the_rule_can_fail():
+    from gaugedyn.experiments.adam_stability._calibration import TASKS, rule_met
+
+    for name, cal in TASKS.items():
+        ok, why = rule_met(cal["pilot"])
+        assert ok, (name, why)
+        assert cal["pilot"]["lr"] == cal["lr"]
+    bad = dict(TASKS["teacher_mse"]["pilot"])
+    bad["settled_edge"] = [None] * (len(bad["settled_edge"]) - 2) + [0.1, 0.1]
+    assert not rule_met(bad)[0]
+    bad = dict(TASKS["teacher_mse"]["pilot"])
+    bad["settled"] = [["untrained"] * len(bad["settled"][0])] + bad["settled"][1:]
+    assert not rule_met(bad)[0]
+
+
+def test_linear_on_tasks_and_C_between_tasks_are_judged_under_both_windows():
+    from gaugedyn.experiments.adam_stability.spike_boundary import (
+        _task_claim,
+        _tasks_C_claim,
+        task_C,
+    )
+
+    a = np.array([0.5, 0.4, 0.3, 0.2, 0.15, 0.1])
+    wig = 1 + 0.03 * np.array([1, -1, 1, -1, 1, -1])
+    lin = {("t", w, "init"): 0.5 * a * wig for w in ("settled", "transient")}
     c = _task_claim("t", a, lin)
-    assert c.verdict == "HELD" and len(c.readings) == 4
+    assert c.verdict == "HELD" and set(c.readings) == {"settled", "transient"}
+    np.testing.assert_allclose(c.tolerance["C"]["settled"][0], 0.5, rtol=0.02)
     cub = dict(lin)
-    cub[("t", "transient", "init")] = 30 * a**3
+    cub[("t", "transient", "init")] = 3 * a**3 * wig
     d = _task_claim("t", a, cub)
-    assert d.verdict == "depends on the reading"
-    assert d.readings["transient, all rows"] == "NOT HELD"
+    assert d.verdict == "depends on the reading" and d.readings["transient"] == "NOT HELD"
+    other = {("u", w, "init"): 0.05 * a * wig[::-1] for w in ("settled", "transient")}
+    same = {("u", w, "init"): 0.5 * a * wig[::-1] for w in ("settled", "transient")}
+    a_of = {"t": a, "u": a}
+    assert _tasks_C_claim(["t", "u"], a_of, lin | other).verdict == "HELD"
+    assert _tasks_C_claim(["t", "u"], a_of, lin | same).verdict == "NOT HELD"
+    assert np.isnan(task_C(a[:1], a[:1])[1])  # one row: no interval

@@ -1,12 +1,19 @@
 """Full-batch small models trained as one batch of independent copies, with per-copy Adam betas.
 
-Two task variants are built here from the package's offline data (nothing downloaded):
+Task variants built here from the package's offline data (nothing downloaded):
 
 - ``digits_ce``: scikit-learn's digits (the ``digits_mlp`` task of :mod:`gaugedyn.experiments.adam_split.tasks`),
   MLP 64-32-10 (ReLU), cross-entropy, full batch on the first ``n_samples`` images;
 - ``teacher_mse``: the Gaussian ReLU teacher-student of :mod:`gaugedyn.experiments.adam_split.tasks` (``D = 20``,
-  student width 4, teacher width 2) on one fixed sample of ``n_samples`` inputs, half the mean
-  squared error, full batch.
+  default student width 4, teacher width 2) on one fixed sample of ``n_samples`` inputs, half
+  the mean squared error, full batch;
+- ``teacher4_mse``: the same with a teacher of width 4 (default student width 16);
+- ``digits_mse``: the same digits, MLP 64-``hidden``-10 (ReLU), half the squared error to the
+  one-hot labels summed over the ten outputs and averaged over the images (the loss of
+  ``adam_edge``'s ``mse``; the audit's pilot task), full batch on the first ``n_samples`` images;
+- :func:`noisy_labels`: the digits labels with a share ``LABEL_NOISE`` replaced by one of the
+  other nine classes (a fixed draw), for a cross-entropy task that cannot be fitted perfectly
+  (``adam_edge``'s ``ce_noisy``).
 
 ``B`` copies (one per ``(beta1, beta2, seed)``) share the data; parameters carry a leading batch
 axis and :func:`adam_steps` applies ``torch.optim.Adam``'s update with a per-copy ``beta1``,
@@ -22,32 +29,53 @@ import torch
 
 from ..._errors import InputError
 
-TASKS = ("digits_ce", "teacher_mse")
+TASKS = ("digits_ce", "digits_mse", "teacher_mse", "teacher4_mse")
+LABEL_NOISE = 0.2
+"""Share of the labels :func:`noisy_labels` replaces by another class."""
+NOISE_SEED = 0
+"""The one fixed draw of the replaced labels (the data are the same for every run's seed)."""
 
 
-def _data(task: str, n_samples: int, dtype, seed: int):
-    if task == "digits_ce":
+def noisy_labels(y: torch.Tensor, share: float = LABEL_NOISE, seed: int = NOISE_SEED):
+    """``y`` with each label, independently with probability ``share``, replaced by
+    ``(y + k) mod 10``, ``k`` uniform on ``1..9`` (a draw from the other nine classes)."""
+    g = torch.Generator().manual_seed(int(seed))
+    flip = torch.rand(y.shape, generator=g) < share
+    return torch.where(flip, (y + torch.randint(1, 10, y.shape, generator=g)) % 10, y)
+
+
+HIDDEN = {"digits_ce": 32, "digits_mse": 32, "teacher_mse": 4, "teacher4_mse": 16}
+TEACHER_WIDTH = {"teacher_mse": 2, "teacher4_mse": 4}
+"""Default hidden width per task."""
+
+
+def _data(task: str, n_samples: int, dtype, seed: int, hidden: int | None = None):
+    if task not in TASKS:
+        raise InputError(f"task={task!r} is not allowed; choose one of {list(TASKS)}")
+    hidden = HIDDEN[task] if hidden is None else int(hidden)
+    if task.startswith("digits"):
         from ..adam_split.tasks import _digits
 
         X, y = _digits()
-        return (torch.as_tensor(X[:n_samples], dtype=dtype),
-                torch.as_tensor(y[:n_samples]), (64, 32, 10))
-    if task == "teacher_mse":
+        X, y = torch.as_tensor(X[:n_samples], dtype=dtype), torch.as_tensor(y[:n_samples])
+        if task == "digits_mse":
+            return X, torch.nn.functional.one_hot(y, 10).to(dtype), (64, hidden, 10)
+        return X, y, (64, hidden, 10)
+    if task in TEACHER_WIDTH:
         g = torch.Generator().manual_seed(int(seed))
-        V = torch.randn(2, 20, generator=g, dtype=dtype)
+        V = torch.randn(TEACHER_WIDTH[task], 20, generator=g, dtype=dtype)
         V = V / V.norm(dim=1, keepdim=True)
         X = torch.randn(n_samples, 20, generator=g, dtype=dtype)
-        return X, torch.relu(X @ V.T).sum(-1, keepdim=True), (20, 4, 1)
-    raise InputError(f"task={task!r} is not allowed; choose one of {list(TASKS)}")
+        return X, torch.relu(X @ V.T).sum(-1, keepdim=True), (20, hidden, 1)
 
 
 class BatchedMLP:
     """``B`` two-layer ReLU MLPs ``f(x) = relu(x W1 + b1) W2 + b2`` on shared full-batch data."""
 
     def __init__(self, task: str, B: int, seeds, n_samples: int = 256, dtype=torch.float64,
-                 data_seed: int = 0, device: str = "cpu"):
+                 data_seed: int = 0, hidden: int | None = None, device: str = "cpu"):
         self.task = task
-        X, y, (d, h, k) = _data(task, n_samples, dtype, data_seed)
+        X, y, (d, h, k) = _data(task, n_samples, dtype, data_seed, hidden)
         self.X, self.y = X.to(device), y.to(device)
         params = []
         for s in np.broadcast_to(np.asarray(seeds), (B,)):
@@ -67,7 +95,7 @@ class BatchedMLP:
         if self.task == "digits_ce":
             logp = torch.log_softmax(out, dim=-1)
             return -logp.gather(-1, self.y.expand(out.shape[0], -1)[..., None]).squeeze(-1).mean(-1)
-        return 0.5 * ((out - self.y) ** 2).mean(dim=(-1, -2))
+        return 0.5 * ((out - self.y) ** 2).sum(-1).mean(-1)
 
 
 def adam_steps(model: BatchedMLP, lr: float, beta1, beta2, steps: int, eps: float = 1e-8,

@@ -33,7 +33,11 @@ from torch import nn
 
 from ..._errors import InputError
 
-LOSSES = ("mse", "ce")
+LOSSES = ("mse", "ce", "ce_noisy")
+HIDDEN = {"mse": 32, "ce": 32, "ce_noisy": 4}
+"""Hidden width per loss: ``ce_noisy`` is a narrow network on labels with a share
+``_batched.LABEL_NOISE`` replaced, so that it cannot fit the training set (its loss stays near
+1.5 where the width-32 network's falls to zero)."""
 
 
 def threshold(beta1: float) -> float:
@@ -41,18 +45,23 @@ def threshold(beta1: float) -> float:
     return 2.0 * (1.0 + beta1) / (1.0 - beta1)
 
 
-def _setup(loss: str, n_samples: int, seed: int, hidden: int = 32):
+def _setup(loss: str, n_samples: int, seed: int, hidden: int | None = None):
     from ..adam_split.tasks import _digits
 
     if loss not in LOSSES:
         raise InputError(f"loss={loss!r} is not allowed; choose one of {list(LOSSES)}")
+    hidden = HIDDEN[loss] if hidden is None else hidden
     X, y = _digits()
     X = torch.as_tensor(X[:n_samples], dtype=torch.float64)
     y = torch.as_tensor(y[:n_samples])
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10)).double()
-    if loss == "ce":
+    if loss == "ce_noisy":
+        from ._batched import noisy_labels
+
+        y = noisy_labels(y)
+    if loss in ("ce", "ce_noisy"):
         return model, lambda: nn.functional.cross_entropy(model(X), y)
     onehot = nn.functional.one_hot(y, 10).double()
     return model, lambda: 0.5 * ((model(X) - onehot) ** 2).sum(-1).mean()

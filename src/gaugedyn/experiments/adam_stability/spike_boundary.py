@@ -1,15 +1,17 @@
 """Adam's loss-spike boundary in the ``(1 - beta1, 1 - beta2)`` plane, judged on settled dynamics.
 
 Systems: the 1-D losses ``L = |x|^n / n`` (exact Adam map, compiled, one run per cell and seed:
-:func:`gaugedyn.adam._stability.simulate_envelopes`) and the full-batch float64 teacher-student
-regression ``teacher_mse`` (:mod:`gaugedyn.experiments.adam_stability._batched`, every cell and
-seed a copy in one batched program), whose step size and scan range were chosen beforehand on a
-calibration pilot stored as data (:mod:`gaugedyn.experiments.adam_stability._calibration`).
+:func:`gaugedyn.adam._stability.simulate_envelopes`) and two full-batch float64 training tasks,
+the teacher-student regression ``teacher_mse`` and the digits MLP under MSE ``digits_mse``
+(:mod:`gaugedyn.experiments.adam_stability._batched`, every cell and seed of a task a copy in one
+batched program), whose step size and scan range were chosen beforehand on calibration pilots
+stored as data (:mod:`gaugedyn.experiments.adam_stability._calibration`).
 Every run is judged by the one spike detector (:mod:`gaugedyn.adam._spikes`) under two readings
 of its window. The first version's digits cross-entropy task (float32) never reached the spiky
 regime (issue 25) and is left out.
 
-Protocol, fixed before any run:
+Protocol, fixed before any run (the tasks' parts before their scan; docs/adam-stability.md
+says which were chosen after a pilot):
 
 - *starts* of the 1-D runs: ``orbit`` (primary): on the period-2 orbit of the stationary map in
   all three coordinates, ``(x, m, v) = s (A (1 + d), M, V/s)`` with a random sign ``s``, a
@@ -22,7 +24,9 @@ Protocol, fixed before any run:
   detector judges the whole run (spikes anywhere after one horizon count);
 - *tasks*: every cell runs from its network's initialisation (seeded) for the longest settled
   run of the grid (so every cell holds its own settled window), float64, the detector's floor
-  ``FLOAT64_FLOOR`` and its ceiling the initial loss (above it: diverged);
+  ``FLOAT64_FLOOR`` and its ceiling the initial loss (above it: diverged); a copy whose
+  settled window's median ``log10`` loss is not ``TRAINED_DECADES`` (3) below its initial loss is ``untrained`` (on a plateau, not in the
+  regime the claim is about) and is left out of the probabilities like an undetermined one;
 - spike probability of a cell: the share of its seeds judged spiky among those judged spiky or
   quiet (undetermined, i.e. underflowed, and diverged seeds are left out and counted apart;
   a cell with none left has no probability);
@@ -36,9 +40,13 @@ Protocol, fixed before any run:
   (``gaugedyn.stats.RULES``, Student t interval of the least-squares slope); two row sets:
   ``beta1 >= 0.9`` (``a <= 0.1``, primary) and the whole range;
 - findings, each judged under every combination of the readings (window x rows x start for the
-  1-D maps; window x rows for the tasks) and "depends on the reading" when they disagree:
+  1-D maps; the window for the tasks, over all their rows: their grid has one ``beta1 >= 0.9``
+  row) and "depends on the reading" when they disagree:
   ``cubic_quadratic``: slope in (2, 4) at ``n = 2``; ``near_linear:n``: slope in (0.5, 1.5) per
-  ``n > 2``; ``linear_on_tasks:task``: slope in (0.5, 1.5) (readings window x rows); ``C_moves_with_n``: per row,
+  ``n > 2``; ``linear_on_tasks:task``: slope in (0.5, 1.5), with ``C = c_b / (1 - beta1)``
+  per task (geometric mean over rows, t interval) reported beside it;
+  ``C_differs_between_tasks``: per row ``log C`` of ``digits_mse`` minus ``teacher_mse`` outside
+  [-0.2, 0.2] (``relevant_difference``); ``C_moves_with_n``: per row,
   ``log C(n_max) - log C(n_min)`` with ``C = c_b / a``, outside [-0.2, 0.2] (``relevant_difference``
   on the rows); ``edge_level_is_one``: the linear theory's growth per slow turn
   ``2 pi delta/omega`` of the oscillating state's leading multiplier, evaluated on the simulated
@@ -70,6 +78,7 @@ from ...adam._stability import (
     theory_boundary,
 )
 from ...harness import Claim, Experiment, Param, judged, labelled
+from ._calibration import GRID as TASK_GRID
 from ._calibration import TASKS as CALIBRATION
 
 CHECK_TOL = 0.05
@@ -89,9 +98,14 @@ LEVEL_BAND = (-math.log10(2.0), math.log10(2.0))
 STARTS = ("orbit", "generic")
 WINDOWS = ("settled", "transient")
 ROWSETS = ("beta1>=0.9", "all rows")
-CODES = {"quiet": 0, "spiky": 1, "undetermined": 2, "diverged": 3, "not judged": 4}
+CODES = {"quiet": 0, "spiky": 1, "undetermined": 2, "diverged": 3, "not judged": 4,
+         "untrained": 6}
 NOT_SIMULATED = 5
 """Status code of a cell below its row's boundary (the scan stopped above it)."""
+TRAINED_DECADES = 3.0
+"""A task's copy is ``untrained`` (left out, counted apart, under both windows) when the median
+``log10`` loss of its settled window is not at least this many decades below its initial loss:
+it sits on a plateau and has not reached the regime the claim is about."""
 
 
 def _grid(lo: float, hi: float, k: int) -> list[float]:
@@ -125,19 +139,20 @@ class SpikeBoundary(Experiment):
                     help="Adam step size of the 1-D maps"),
         "eps": Param(float, 0.0, lo=0.0, hi=1e-3, why="eps dominates the 1-D state above",
                      help="Adam eps of the 1-D maps (0: only the oscillation scale matters)"),
-        "tasks": Param(list, ["teacher_mse"], item=str, choices=tuple(CALIBRATION), min_len=0,
-                       max_len=1, distinct=True, help="full-batch float64 training tasks"),
-        "task_one_minus_beta1": Param(list, CALIBRATION["teacher_mse"]["one_minus_beta1"],
-                                      item=float, quick=[0.1, 0.03], lo=1e-3, hi=1.0,
-                                      hi_open=True, min_len=2, max_len=8, distinct=True,
+        "tasks": Param(list, list(CALIBRATION), item=str, choices=tuple(CALIBRATION),
+                       min_len=0, max_len=len(CALIBRATION), distinct=True,
+                       help="full-batch float64 training tasks"),
+        "task_one_minus_beta1": Param(list, TASK_GRID["one_minus_beta1"], item=float,
+                                      quick=[0.5, 0.3, 0.2], lo=1e-3, hi=1.0, hi_open=True,
+                                      min_len=2, max_len=8, distinct=True,
                                       why="beta1 >= 0; below 1e-3 a settled run passes 1e5 "
                                           "steps", help="task grid of 1 - beta1 (calibrated)"),
-        "task_one_minus_beta2": Param(list, CALIBRATION["teacher_mse"]["one_minus_beta2"],
-                                      item=float, quick=[0.01, 0.03, 0.1], lo=1e-3, hi=1.0,
-                                      hi_open=True, min_len=2, max_len=8, distinct=True,
+        "task_one_minus_beta2": Param(list, TASK_GRID["one_minus_beta2"], item=float,
+                                      quick=[0.03, 0.1, 0.3], lo=1e-3, hi=1.0, hi_open=True,
+                                      min_len=2, max_len=8, distinct=True,
                                       why="below 1e-3 a settled run passes 1e5 steps",
                                       help="task grid of 1 - beta2 (calibrated)"),
-        "task_seeds": Param(int, 3, quick=2, lo=1, hi=16, why="CPU time: one copy per seed",
+        "task_seeds": Param(int, 3, quick=1, lo=1, hi=16, why="CPU time: one copy per seed",
                             help="initialisations per task cell"),
         "check_steps": Param(int, 2000, quick=1500, lo=500, hi=20000,
                              why="CPU time of the bisection", help="steps per simulated growth rate"),
@@ -176,7 +191,7 @@ class SpikeBoundary(Experiment):
                         "a": list(config["task_one_minus_beta1"]),
                         "c": sorted(config["task_one_minus_beta2"]),
                         "seeds": int(config["task_seeds"]), "lr": float(cal["lr"]),
-                        "n_samples": int(cal["n_samples"])})
+                        "n_samples": int(cal["n_samples"]), "hidden": int(cal["hidden"])})
         return out
 
     def run_task(self, task, seed):
@@ -250,30 +265,45 @@ def _run_task(task, seed) -> dict:
     from ._batched import BatchedMLP, adam_steps
 
     a, c, S = np.array(task["a"]), np.array(task["c"]), task["seeds"]
-    aa, cc, ss = np.meshgrid(a, c, np.arange(S), indexing="ij")
+    aa, cc, _ = np.meshgrid(a, c, np.arange(S), indexing="ij")
     T = int(run_steps(aa, cc).max())
     stride = max(1, int(_spikes.horizon(1 - aa, 1 - cc).min()) // 10)
     base = integer_seed(seed)
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        model = BatchedMLP(task["task"], aa.size, base + ss.ravel(), task["n_samples"],
-                           dtype=torch.float64, data_seed=base)
+        # every copy its own initialisation (cells independent): a shared one put whole rows on
+        # the same plateau in a pilot (docs/adam-stability.md)
+        model = BatchedMLP(task["task"], aa.size, base + np.arange(aa.size), task["n_samples"],
+                           dtype=torch.float64, data_seed=base, hidden=task["hidden"])
         ell = adam_steps(model, task["lr"], 1 - aa.ravel(), 1 - cc.ravel(), T, record=stride)
     finally:
         torch.set_num_threads(before)
     status = np.full(aa.shape + (2,), NOT_SIMULATED, dtype=np.int8)
     rise = np.full(aa.shape + (2,), np.nan)
+    settled_median = np.full(aa.shape, np.nan)
     for k, idx in enumerate(np.ndindex(aa.shape)):
         i, j, _ = idx
+        settle = int(settle_steps(a[i], c[j]))
         for w, d in enumerate(judge_run(ell[:, k], a[i], c[j], stride, _spikes.FLOAT64_FLOOR,
-                                        ceiling=float(ell[0, k]),
-                                        settle=int(settle_steps(a[i], c[j])))):
+                                        ceiling=float(ell[0, k]), settle=settle)):
             status[idx + (w,)] = CODES[str(d["status"])]
             rise[idx + (w,)] = d["max_rise"]
+        settled_median[idx] = trained_level(ell[:, k], settle, stride)
+        if not settled_median[idx] <= ell[0, k] - TRAINED_DECADES and np.all(
+                status[idx] != CODES["diverged"]):
+            status[idx] = CODES["untrained"]
     final = ell[-1].reshape(aa.shape)
     return {"status": status, "max_rise": rise, "a": a, "c": c, "steps_run": T * aa.size,
-            "final_log10_loss": final}
+            "final_log10_loss": final, "settled_median_log10_loss": settled_median}
+
+
+def trained_level(ell, settle: int, stride: int) -> float:
+    """Median of the clipped ``log10`` loss over the settled window (the samples from step
+    ``settle`` on; non-finite samples count as the float's floor, as in the detector)."""
+    w = np.asarray(ell, float)[-(-int(settle) // int(stride)):]
+    w = np.where(np.isfinite(w), np.maximum(w, _spikes.FLOAT64_FLOOR), _spikes.FLOAT64_FLOOR)
+    return float(np.median(w)) if w.size else math.nan
 
 
 def _run_1d(task, seed) -> dict:
@@ -386,7 +416,11 @@ def _analyse(tasks, results, seed):
     one_d = [n for n in names if _is_1d(n)]
     a_of = {n: arrays[f"{n}__a"] for n in names}
     claims += _findings(one_d, a_of, edges, seed)
-    claims += [_task_claim(n, a_of[n], edges) for n in names if not _is_1d(n)]
+    task_names = [n for n in names if not _is_1d(n)]
+    claims += [_task_claim(n, a_of[n], edges) for n in task_names]
+    if len(task_names) >= 2 and all(np.array_equal(a_of[n], a_of[task_names[0]])
+                                    for n in task_names):
+        claims.append(_tasks_C_claim(task_names, a_of, edges))
     level = _level(a_of, edges)
     arrays |= _theory_arrays(one_d, level)
     return arrays, claims, diag
@@ -397,24 +431,60 @@ def _is_1d(name: str) -> bool:
 
 
 def _task_claim(name, a, edges):
-    """``linear_on_tasks:name``: slope in (0.5, 1.5), judged under window x rows."""
-    def one(window, rows):
-        keep = _rows(a, rows)
-        return slope_judgement(a[keep], edges[(name, window, "init")][keep], BANDS["linear"])
+    """``linear_on_tasks:name``: slope in (0.5, 1.5) over all rows of the task grid, judged
+    under both windows (settled primary); ``C = c_b / a`` (slope fixed at 1) reported per
+    window as the geometric mean over the rows with an edge, with its t interval."""
+    def one(window):
+        return slope_judgement(a, edges[(name, window, "init")], BANDS["linear"])
 
-    primary, js = readings(one, _factors(start=False))
+    primary, js = readings(one, {"window": WINDOWS})
     j = js[primary]
-    n_rows = int(np.isfinite(edges[(name, "settled", "init")][_rows(a, ROWSETS[0])]).sum())
+    n_rows = int(np.isfinite(edges[(name, "settled", "init")]).sum())
     beside = "; ".join(f"{k}: {v.estimate:.3g} [{v.low:.3g}, {v.high:.3g}]"
                        for k, v in js.items() if k != primary)
+    C = {w: task_C(a, edges[(name, w, "init")]) for w in WINDOWS}
+    Cw = "; ".join(f"{w} {v[0]:.3g} [{v[1]:.3g}, {v[2]:.3g}]" for w, v in C.items())
     return judged(f"spike_boundary.linear_on_tasks:{name}",
                   f"{name}: the spike boundary is linear: slope ({primary}) {j.estimate:.3g} "
                   f"(95% [{j.low:.3g}, {j.high:.3g}], {n_rows} rows with an edge); claim slope "
-                  f"in {BANDS['linear']}; other readings: {beside}", j, readings=js,
+                  f"in {BANDS['linear']}; other readings: {beside}; C = c_b / (1 - beta1) "
+                  f"(geometric mean over rows, 95%): {Cw}", j, readings=js,
                   paper_value=1.0,
                   extra={"slopes": {k: [v.estimate, v.low, v.high] for k, v in js.items()},
+                         "C": C,
                          "edges": {w: [float(x) for x in edges[(name, w, "init")]]
                                    for w in WINDOWS}})
+
+
+def task_C(a, cb) -> list[float]:
+    """``C = c_b / a`` at slope 1: ``[geometric mean, low, high]`` over the rows with an edge
+    (the Student t interval of the mean of ``log10 C``, the ``mean_threshold`` rule's); ``nan``
+    with fewer than two rows."""
+    lc = np.log10(np.asarray(cb, float) / np.asarray(a, float))
+    lc = lc[np.isfinite(lc)]
+    if lc.size < 2:
+        return [float(10 ** lc[0]) if lc.size else math.nan, math.nan, math.nan]
+    j = stats.judge("mean_threshold", lc, threshold=0.0, direction=">")
+    return [float(10 ** j.estimate), float(10 ** j.low), float(10 ** j.high)]
+
+
+def _tasks_C_claim(names, a_of, edges):
+    """``C_differs_between_tasks``: per row, ``log C`` of the second task minus the first's
+    outside [-C_SHIFT, C_SHIFT] (``relevant_difference``), under both windows."""
+    first, second = names[0], names[1]
+    a = a_of[first]
+
+    def one(window):
+        d = np.log(edges[(second, window, "init")] / edges[(first, window, "init")])
+        return stats.judge("relevant_difference", d, threshold=(-C_SHIFT, C_SHIFT))
+
+    primary, js = readings(one, {"window": WINDOWS})
+    j = js[primary]
+    return judged("spike_boundary.C_differs_between_tasks",
+                  f"per row 1 - beta1 ({', '.join(f'{v:g}' for v in a)}), log C({second}) - "
+                  f"log C({first}) = {j.estimate:.3g} (95% [{j.low:.3g}, {j.high:.3g}], {j.n} "
+                  f"rows with an edge on both, {primary}); claim: C depends on the task, "
+                  f"outside [-{C_SHIFT:g}, {C_SHIFT:g}]", j, readings=js)
 
 
 def _level(a_of, edges) -> float:
