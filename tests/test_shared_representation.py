@@ -55,7 +55,9 @@ def test_small_run_reports_every_finding_with_interval_and_paper(small, tmp_path
             d = c.to_dict()
             assert d["rule"] in ("paired_difference", "equivalence")
             assert len(d["per_seed"]) == (2 if d["rule"] == "paired_difference" else 3)
-            assert "power" in d and "underpowered" in d
+            spread = np.ptp(np.subtract(*d["per_seed"]) if len(d["per_seed"]) == 2
+                            else d["per_seed"][0]) if len(d["per_seed"][0]) > 1 else 0.0
+            assert ("power" in d and "underpowered" in d) or spread == 0  # none at no spread
             assert d["readings"] == {"as judged": d["verdict"]}
     assert diag["calibration"]["choice"] == "b2-own-mild"
     assert diag["calibration"]["source"] == "calibrate"
@@ -169,6 +171,8 @@ def test_switch_table6_and_endpoint_findings_can_fail(small):
     S, K = np.asarray(results["t2_combined_own_a"]).shape
     results["t2_combined_own_switch_a"] = np.ones((S, K))
     results["t2_combined_own_switch_b"] = np.zeros((S, K))
+    results["t2_combined_own_specialized_a"] = np.ones((S, K))
+    results["t2_combined_own_specialized_b"] = np.ones((S, K))
     results["t6_acq_projected"] = np.asarray(results["t6_acq_native"]) - 0.1
     results["end_own_a_f"] = np.asarray(results["end_own_u_f"]) + 0.01
     v = _verdicts(config, results)
@@ -235,3 +239,27 @@ def test_bad_input_is_refused_before_work(tmp_path):
         load_config("simulations/shared_representation.toml", overrides=["setup=b3-own-mild"])
     with pytest.raises(InputError, match="beta2"):
         load_config("simulations/shared_representation.toml", overrides=["beta2=1.0"])
+
+
+def test_a_checkpoint_already_reversed_before_the_pulse_is_not_counted_as_switched():
+    """Direction 0's favoured head is zeroed, so its other target is on top before the pulse:
+    that checkpoint is outside the denominator and never counts as switched; direction 1 (the
+    favoured target on top before) stays countable."""
+    hp = E.tasks(config_of(E, quick=True, **SMALL))[0] | {"bottleneck": 2, "pulse_gain": 0.5,
+                                                         "pulse_weight": 0.75, "lr": 1e-6}
+    gen = torch.Generator().manual_seed(11)
+    world, routes, _ = ss.grow(hp | {"formation_steps": 40, "ancestor_steps": 40}, 2, gen,
+                               [("acquisition", 0.5)])
+    a = routes["acquisition"]
+    with torch.no_grad():
+        heads = a.net.heads.weight  # [S K, K, d]: row b = s K + f
+        heads[:, 0] = 0.0  # every network reads target 0 as the constant 3: r_0 = 1 - 10 = -9
+        a.net.heads.bias[:, 0] = 3.0  # direction f = 0: its other target on top already
+    evals = world.sample(torch.Generator().manual_seed(12), 256)
+    pulse = sp.Pulse(world, evals, hp, "own", 13)
+    _, top = pulse.measure(a)
+    assert not top[:, 0].any() and top[:, 1].all()  # direction 0 reversed before the pulse
+    res = pulse.run([a])["routes"][0]
+    assert not res["switched"][:, 0].any()  # the old count said switched: not on top after
+    assert not res["specialized"][:, 0].any() and res["specialized"][:, 1].all()
+    assert (res["switched"] <= res["specialized"]).all()

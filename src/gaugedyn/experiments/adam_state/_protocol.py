@@ -5,7 +5,8 @@ A *pulse* is ``pulse_steps`` further updates that favour the opposing target ``o
 ``acquisition`` (gains ``g_o = 1``, others ``pulse_gain``; equal loss weights), ``update`` (equal
 gains; ``w_o = pulse_weight``, others share the rest) or ``combined`` (both). Specialization is
 ``s = r_f - r_o`` (readout precisions on the evaluation distribution); the *specialization lost*
-is ``s_0 - s_T``; the checkpoint *switches* when ``argmax_k r_k`` after the pulse is not ``f``.
+is ``s_0 - s_T``; the checkpoint *switches* when ``argmax_k r_k = f`` before the pulse and not
+after it (checkpoints specialized before are the denominator).
 Every route of one comparison receives the same pulse batches (common random numbers).
 """
 
@@ -115,11 +116,17 @@ class Pulse:
             movement: bool = False, sgd: list[torch.Tensor] | None = None,
             marks: tuple[int, ...] = ()) -> dict:
         """Specialization lost and switches per route after ``steps``; with ``marks``, the
-        specialization lost at those step counts too (``[marks, S, K]`` per route)."""
+        specialization lost at those step counts too (``[marks, S, K]`` per route).
+
+        A checkpoint *switches* when its favoured target ``f`` is on top (``argmax_k r_k = f``)
+        before the pulse and not after it; ``specialized`` marks the checkpoints with ``f`` on top
+        before the pulse (the switch rate's denominator). A checkpoint whose other target is
+        already on top before the pulse is never counted as switched."""
         steps = self.hp["pulse_steps"] if steps is None else steps
         gen = torch.Generator().manual_seed(self.seed)
         specs = [pulse_spec(c, kind, self.hp) for c in routes]
-        s0 = [self.measure(c)[0] for c in routes]
+        first = [self.measure(c) for c in routes]
+        s0 = [m[0] for m in first]
         trace = [[] for _ in routes]
         for t in range(1, steps + 1):
             z, xi = self.world.sample(gen, self.hp["batch"])
@@ -140,7 +147,9 @@ class Pulse:
         out = []
         for i, c in enumerate(routes):
             s_end, top = self.measure(c)
-            out.append({"lost": s0[i] - s_end, "switched": ~top, "s0": s0[i],
+            before = first[i][1]
+            out.append({"lost": s0[i] - s_end, "switched": before & ~top, "specialized": before,
+                        "s0": s0[i],
                         "trace": np.array(trace[i]) if marks else None})
         return {"routes": out}
 
@@ -224,4 +233,5 @@ def compare(pulse: Pulse, a: sm.Cohort, b: sm.Cohort, name: str, kind: str = "co
     recs = intervene(name, a, b)
     res = pulse.run([a, b], kind, movement=name.endswith("move"))["routes"]
     return {"lost_a": res[0]["lost"], "lost_b": res[1]["lost"], "switch_a": res[0]["switched"],
-            "switch_b": res[1]["switched"], "records": summarise_records(recs)}
+            "switch_b": res[1]["switched"], "specialized_a": res[0]["specialized"],
+            "specialized_b": res[1]["specialized"], "records": summarise_records(recs)}

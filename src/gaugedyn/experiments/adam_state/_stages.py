@@ -152,6 +152,8 @@ def confirm(hp: dict, cand: dict, w_star: float, seed: np.random.SeedSequence) -
         out[f"{key}_a"], out[f"{key}_b"] = res["lost_a"], res["lost_b"]
         out[f"{key}_switch_a"] = res["switch_a"].astype(float)
         out[f"{key}_switch_b"] = res["switch_b"].astype(float)
+        out[f"{key}_specialized_a"] = res["specialized_a"].astype(float)
+        out[f"{key}_specialized_b"] = res["specialized_b"].astype(float)
         records[key] = json.loads(res["records"])
     out |= table6(pulse, A, routes["projected"])
     out |= horizon(pulse, A, U, hpc)
