@@ -55,8 +55,9 @@ def test_small_run_reports_every_finding_with_interval_and_paper(small, tmp_path
             d = c.to_dict()
             assert d["rule"] in ("paired_difference", "equivalence")
             assert len(d["per_seed"]) == (2 if d["rule"] == "paired_difference" else 3)
-            spread = np.ptp(np.subtract(*d["per_seed"]) if len(d["per_seed"]) == 2
-                            else d["per_seed"][0]) if len(d["per_seed"][0]) > 1 else 0.0
+            per = [np.atleast_1d(np.asarray(p, dtype=float)) for p in d["per_seed"]]
+            diff = per[0] - per[1] if len(per) == 2 else per[0]
+            spread = float(np.ptp(diff)) if diff.size > 1 else 0.0
             assert ("power" in d and "underpowered" in d) or spread == 0  # none at no spread
             assert d["readings"] == {"as judged": d["verdict"]}
     assert diag["calibration"]["choice"] == "b2-own-mild"
