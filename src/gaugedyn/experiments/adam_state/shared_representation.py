@@ -38,9 +38,9 @@ from ..._errors import InputError
 from ...harness import Experiment, Param
 from . import _calibration as sc
 from . import _findings as sf
+from . import _protocol as sp
 from . import _stages as ss
 
-SETUPS = ("search", *(c["name"] for c in ss.FAMILY))
 FULL_SEEDS = 40
 
 DEFINITIONS = {
@@ -72,16 +72,31 @@ class SharedRepresentation(Experiment):
                    "seeds, every table on disjoint confirmatory seeds")
     definitions = DEFINITIONS
     params = {
-        "setup": Param(str, "search", choices=SETUPS,
-                       help="'search': the set-up chosen by the candidate family's calibration "
-                            "(the stored full calibration unless recalibrate = true); a name fixes "
-                            "one candidate (w* is still calibrated)"),
+        "acquisition": Param((str, list), ["gain", "rate", "step"], choices=sp.MEANINGS,
+                             min_len=1, max_len=3, distinct=True, item=str,
+                             help="family: what acquisition means (input gain; label "
+                                  "observation rate per sample; per step); one value fixes it"),
+        "d_Z": Param((int, list), [1, 2, 3, 32], lo=1, hi=256, min_len=1, max_len=8,
+                     distinct=True, item=int, why="time: d_Z x width per network",
+                     help="family: capacity of the shared representation (encoder output "
+                          "width); one value fixes it"),
+        "lr": Param((float, list), [0.01, 0.003], lo=0.0, hi=1.0, lo_open=True, min_len=1,
+                    max_len=4, distinct=True, item=float, why="Adam diverges far below it",
+                    help="family: Adam step size; one value fixes it"),
+        "pulse": Param((str, list), ["mild", "strong"], choices=tuple(ss.STRENGTHS), min_len=1,
+                       max_len=2, distinct=True, item=str,
+                       help="family: opposing-pulse strength; one value fixes it"),
+        "readout": Param((str, list), ["own", "common"], choices=ss.EVALS, min_len=1, max_len=2,
+                         distinct=True, item=str,
+                         help="family: evaluation distribution of the readouts (the routes' own "
+                              "inputs or common equal gains; only input-gain acquisition "
+                              "tells them apart)"),
         "recalibrate": Param(bool, False, help="search the candidate family again instead of "
                              "reusing the stored full calibration (calibration.json)"),
-        "seeds": _p(int, FULL_SEEDS, 2, 512, "time: about 2 s of CPU per confirmatory seed",
-                    "confirmatory seeds", quick=12),
-        "calibration_seeds": _p(int, 16, 2, 256, "time: 12 candidates x 22 networks per seed",
-                                "calibration seeds (a disjoint stream)", quick=8),
+        "seeds": _p(int, FULL_SEEDS, 2, 512, "time: six formations per confirmatory seed",
+                    "confirmatory seeds per table (each table its own)", quick=10),
+        "calibration_seeds": _p(int, 16, 2, 256, "time: 24 formations of 22 networks per seed",
+                                "calibration seeds (a disjoint stream)", quick=6),
         "targets": _p(int, 2, 2, 4, "the candidate family and pulses are defined up to 4",
                       "number of Gaussian latent targets K"),
         "dim": _p(int, 16, 4, 256, "memory: batch x dim floats per network", "input dimension"),
@@ -90,8 +105,6 @@ class SharedRepresentation(Experiment):
         "rho": _p(float, 0.3, 0.0, 0.9, "the latent covariance must stay positive definite",
                   "correlation between targets"),
         "sigma": _p(float, 0.5, 0.0, 10.0, "beyond that no target is readable", "input noise"),
-        "lr": _p(float, 0.01, 0.0, 1.0, "Adam diverges far below it", "Adam step size",
-                 lo_open=True),
         "beta1": _p(float, 0.9, 0.0, 0.999, "Adam needs beta1 < 1", "Adam beta1"),
         "beta2": _p(float, 0.999, 0.0, 0.9999, "Adam needs beta2 < 1", "Adam beta2"),
         "eps": _p(float, 1e-8, 0.0, 1e-2, "larger eps is no longer Adam", "Adam eps", lo_open=True),
@@ -104,6 +117,9 @@ class SharedRepresentation(Experiment):
                       "continued-opposition updates (Figure 4b)", quick=100),
         "gain_weak": _p(float, 0.5, 0.0, 1.0, "the favoured gain is 1", "acquisition gain of "
                         "the non-favoured targets", lo_open=True, hi_open=True),
+        "observe_weak": _p(float, 0.25, 0.0, 1.0, "a rate lies in (0, 1)", "acquisition as "
+                           "label observation: rate of the non-favoured targets' labels",
+                           lo_open=True, hi_open=True),
         "control_delta": _p(float, 0.3, 0.0, 0.5, "weights must stay in (0, 1)",
                             "variable weight history: 1/K +- delta on the favoured target",
                             lo_open=True, hi_open=True),
@@ -115,7 +131,15 @@ class SharedRepresentation(Experiment):
                         "endpoint matching tolerance", lo_open=True),
         "margin": _p(float, 0.02, 0.0, 0.5, "readouts lie in [0, 1]",
                      "equivalence margin (reset, exchange m, heads)", lo_open=True),
-        "w_grid": Param(list, [0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999], lo=0.0,
+        "control_margin": _p(float, 0.01, 0.0, 0.5, "readouts lie in [0, 1]",
+                             "equivalence margin of the weight-history control (Figure 2b)",
+                             lo_open=True),
+        "spec_level": _p(float, 0.2, 0.0, 2.0, "specialization is a difference of precisions",
+                         "defining property: probe specialization at least this in both "
+                         "routes"),
+        "conflict_level": _p(float, 0.1, -1.0, 1.0, "-C/S lies in [-1, 1] for two targets",
+                             "defining property: the acquisition route's -C/S at least this"),
+        "w_grid": Param(list, [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99, 0.999], lo=0.0,
                         hi=1.0, hi_open=True, min_len=1, max_len=32, distinct=True,
                         why="a loss weight lies in [0, 1)",
                         help="candidate loss weights w* of the update route"),
@@ -131,10 +155,12 @@ class SharedRepresentation(Experiment):
                              f"(0, {1 / config['targets']:g})")
 
     def tasks(self, config):
-        """One task; it carries how its set-up is obtained (:func:`._calibration.plan`), so a
-        stored choice that changes is a different task."""
+        """One task; the family lists are normalised (a single value is a one-entry list) and
+        the task carries how its set-up is obtained (:func:`._calibration.plan`), so a stored
+        choice that changes is a different task."""
         self.validate(config)
-        return [dict(config) | {"calibration": sc.plan(config, sc.setup_keys(self.params))}]
+        config = dict(config) | {k: ss._list(config[k]) for k in sc.FAMILY_KEYS}
+        return [config | {"calibration": sc.plan(config, sc.setup_keys(self.params))}]
 
     def run_task(self, task, seed):
         import torch
@@ -148,13 +174,11 @@ class SharedRepresentation(Experiment):
 
     def _run(self, task, seed):
         how = task.get("calibration") or {"source": "calibrate", "reason": "calibration"}
-        if how["source"] == "stored":
+        if how["source"] in ("stored", "stored subset"):
             cal = dict(how)
         else:
-            family = ss.FAMILY if task["setup"] == "search" else tuple(
-                c for c in ss.FAMILY if c["name"] == task["setup"])
-            cal = ss.calibrate(task, seed, family) | how
-        cand = next(c for c in ss.FAMILY if c["name"] == cal["choice"])
+            cal = ss.calibrate(task, seed) | how
+        cand = next(c for c in cal["candidates"] if c["name"] == cal["measured"])
         out = ss.confirm(task, cand, cal["w_star"], seed)
         out["calibration"] = json.dumps(cal)
         return out
