@@ -1,33 +1,39 @@
 r"""Matched specialization, different adaptation: second-moment structure in shared representations.
 
-Small Adam-trained networks with a shared encoder and one linear head per target reach matched
-readout measurements by two formation routes (*acquisition-formed*: the input shows the favoured
-target with a larger gain, equal loss weights; *update-formed*: equal gains, loss weight ``w*`` on
-the favoured target) and then receive the same ten opposing updates. Adam-state interventions
-(:mod:`gaugedyn.adam`'s state toolkit) locate the response difference. The set-up is written out,
-with every inferred choice marked, in ``derivations/shared_representation.md``; it is a *search
-over set-ups*: a candidate family fixed in that document (``FAMILY`` in
-:mod:`._stages`) is calibrated on calibration seeds, one candidate is chosen by the
-pre-specified rule (endpoint matching and the sign of the inherited combined-pulse contrast), and
-every table is measured on disjoint confirmatory seeds. The run is one task: calibration then
-confirmation, all seeds of a stage trained as one batched program.
+Small Adam-trained networks with a shared encoder (capacity ``d_Z``) and one linear head per
+target reach matched readout measurements by two formation routes (*acquisition-formed*: the
+favoured target is acquired more, equal loss weights; *update-formed*: every target acquired
+alike, loss weight ``w*`` on the favoured one) and then receive the same ten opposing updates.
+Adam-state interventions (:mod:`gaugedyn.adam`'s state toolkit) locate the response difference.
+The set-up is written out, with every inferred choice marked, in
+``derivations/shared_representation.md`` (sections 4-8, fixed before any run): a candidate family
+(:func:`._stages.family`: what *acquisition* means — input gain, label-observation rate per
+sample, or per step — x ``d_Z`` in {1, 2, 3, 32} x learning rate x pulse strength x evaluation
+distribution) is calibrated on calibration seeds and one candidate is chosen **only by its
+defining properties** (matched endpoints, probe specialization of at least ``spec_level`` in
+both routes, acquisition-route cancellation ``-C/S`` of at least ``conflict_level``); no outcome
+a table reports enters the choice. If no candidate has them all, the run says so and every
+finding is UNRESOLVED with that reason. Each table is then measured on its own confirmatory
+seeds (:data:`._stages.TABLES`), every seed of a table trained as one batched program.
 
-The full configuration's choice is stored as data (``calibration.json`` beside this module,
-:mod:`._calibration`): quick runs and ``--set`` runs with the same set-up settings reuse it, so
-a quick run previews the full one (fewer seeds, never another set-up), and say so in the claim
+Specialization is read by the heads and by a linear probe on the representation (held-out
+inputs; :func:`._model.readouts`); every finding that reads it is judged under both, as
+readings. A checkpoint switches only if its favoured target was on top before the pulse and is
+not after; the denominator is reported.
+
+The full configuration's calibration is stored as data (``calibration.json`` beside this module,
+:mod:`._calibration`): quick runs and ``--set`` runs with the same set-up settings reuse it (a
+narrowed family reuses the stored rows of the candidates it keeps) and say so in the claim
 ``shared_representation.setup`` and ``diagnostics.calibration.source``; ``recalibrate = true``
 searches the family again.
 
-Findings (each with the paper's criterion and number beside the measured one; judged by the
-verdict rules of :data:`gaugedyn.stats.RULES`: ``paired_difference`` for a contrast claimed
-above or below a threshold, ``equivalence`` for one claimed inside +-margin, both on the
-per-seed values, with the power at the paper's value): switch rates; Table 2 (inherited >
-+0.05, reset inside +-0.02, all three pulses); Table 4 (exchange ``m`` within +-0.02 of own, exchange ``v`` negative,
-the equal-mean weight-history control); the common-scale pattern effect; Table 5 (first encoder
-layer carries most, heads change little, equal movement positive); Table 6 (projected-history
-``v`` lowers the ten-update loss in the native recipient); endpoint matching (inside
-+-``tolerance``). Continued opposition (Figure 4b) and formation accounting (Figure 5) are
-measurements: the paper gives them no decision rule.
+Findings (each with the paper's criterion and value beside the measured one; judged by the
+verdict rules of :data:`gaugedyn.stats.RULES` on per-seed values, with the power at the paper's
+value): endpoint matching; switch-rate difference; Table 2 (inherited > +0.05, reset inside
++-0.02, three pulses); Table 4 (exchange ``m`` within +-0.02, exchange ``v`` negative, the
+weight-history control with its +-0.01 margin); the common-scale pattern effect; Table 5; Table
+6; formation (encoder second moments smaller and ``-C/S`` larger in the acquisition route).
+Continued opposition (Figure 4b) is a measurement: the paper gives it no decision rule.
 """
 
 from __future__ import annotations
