@@ -110,9 +110,11 @@ def describe(cal: dict) -> str:
     return f"{choice}, calibrated in this run ({cal.get('reason', 'calibration')})"
 
 
-def write(toml: str, overrides=(), path: Path = STORED, command: str | None = None) -> dict:
+def write(toml: str, overrides=(), path: Path = STORED, command: str | None = None,
+          workers: int = 1) -> dict:
     """Run the calibration stage of the full configuration of ``toml`` (with ``overrides``) as
-    a run with ``recalibrate = true`` would, and store its choice at ``path``."""
+    a run with ``recalibrate = true`` would, and store its choice at ``path``; ``workers > 1``
+    runs the formations in that many processes (the same record)."""
     from ..._meta import task_seed
     from ...harness import load_config
     from . import _stages as ss
@@ -120,7 +122,16 @@ def write(toml: str, overrides=(), path: Path = STORED, command: str | None = No
     cfg = load_config(toml, overrides=[*overrides, "recalibrate=true"])
     task = cfg.tasks[0]
     seed = task_seed(cfg.seed, cfg.name, task)
-    cal = ss.calibrate(task, seed)
+    if workers > 1:
+        import concurrent.futures as cf
+        import multiprocessing as mp
+
+        with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"),
+                                    initializer=_one_thread) as pool:
+            cal = ss.calibrate(task, seed, map_=pool.map)
+    else:
+        _one_thread()
+        cal = ss.calibrate(task, seed)
     keys = setup_keys(cfg.params)
     record = {
         "choice": cal["choice"], "measured": cal["measured"], "w_star": cal["w_star"],
@@ -137,14 +148,22 @@ def write(toml: str, overrides=(), path: Path = STORED, command: str | None = No
     return record
 
 
+def _one_thread() -> None:
+    import torch
+
+    torch.set_num_threads(1)  # tiny batched kernels: extra threads only add contention
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="store the full calibration of shared_representation")
     p.add_argument("config", help="the configuration file (simulations/shared_representation.toml)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="an override of the configuration (a full run's settings by default)")
     p.add_argument("--out", default=str(STORED), help="where to store the record")
+    p.add_argument("--workers", type=int, default=1, choices=range(1, 65), metavar="N",
+                   help="processes for the formations (1 to 64; the same record)")
     args = p.parse_args(argv)
-    record = write(args.config, args.set, Path(args.out))
+    record = write(args.config, args.set, Path(args.out), workers=args.workers)
     print(f"stored {args.out}: {describe(record | {'source': 'stored', 'file': args.out})}")
     return 0
 

@@ -137,57 +137,65 @@ def properties(row: dict, hp: dict) -> dict:
     return {"matched": bool(matched), "specialized": bool(spec), "conflicting": bool(conf)}
 
 
-def calibrate(hp: dict, seed: np.random.SeedSequence, cands: list[dict] | None = None) -> dict:
+def calibrate(hp: dict, seed: np.random.SeedSequence, cands: list[dict] | None = None,
+              map_=map) -> dict:
     """Every candidate on the calibration seeds: ``w*`` by the endpoint mismatch (the largest
     route difference of mean ``r_f``, ``r_o`` by the heads) over ``w_grid``; at ``w*`` the
     endpoint intervals, each route's mean specialization by both readouts and each route's
     ``-C/S``; then :func:`properties` and :func:`choose`. One formation serves every candidate
-    that shares its meaning, ``d_Z`` and learning rate."""
+    that shares its meaning, ``d_Z`` and learning rate; the formations are independent (each
+    from the same calibration stream), so ``map_`` may run them in worker processes with the
+    same result."""
     cands = family(hp) if cands is None else cands
-    S, grid, K = hp["calibration_seeds"], hp["w_grid"], hp["targets"]
-    rows = []
     groups: dict[tuple, list[dict]] = {}
     for c in cands:
         groups.setdefault((c["acquisition"], c["d_Z"], c["lr"]), []).append(c)
-    for members in groups.values():
-        hpc = with_candidate(hp, members[0])
-        roles = [("acquisition", 0.5)] + [("update", w) for w in grid]
-        record = sm.FormationRecord(every=10 ** 9)
-        world, routes, _ = grow(hpc, S, torch_gen(seed, "calibration", "data"), roles, record)
-        cancel = _route_cancellation(record, S, len(roles), K)
-        evals = sm.EvalDraw.draw(world, torch_gen(seed, "calibration", "eval"), hp["eval_n"])
-        for cand in members:
-            pulse = sp.Pulse(world, evals, hpc, cand["eval"], 0)
-            a = routes["acquisition"]
-            ra = endpoints(pulse, a)
-            miss = []
-            for w in grid:
-                ru = endpoints(pulse, routes[f"update@{w:g}"])["heads"]
-                miss.append(max(abs(np.mean(ra["heads"][0] - ru[0])),
-                                abs(np.mean(ra["heads"][1] - ru[1]))))
-            i_star = int(np.argmin(miss))
-            w_star = float(grid[i_star])
-            ru = endpoints(pulse, routes[f"update@{w_star:g}"])
-            ivs = [_paired(ra["heads"][i], ru["heads"][i], seed, "calibration", cand["name"], i)
-                   for i in (0, 1)]
-            row = cand | {
-                "w_star": w_star, "mismatch": float(min(miss)),
-                "endpoint_intervals": [list(iv) for iv in ivs],
-                "probe_specialization": {"acquisition": float(np.mean(ra["probe"][0]
-                                                                      - ra["probe"][1])),
-                                         "update": float(np.mean(ru["probe"][0]
-                                                                 - ru["probe"][1]))},
-                "heads_specialization": {"acquisition": float(np.mean(ra["heads"][0]
-                                                                      - ra["heads"][1])),
-                                         "update": float(np.mean(ru["heads"][0]
-                                                                 - ru["heads"][1]))},
-                "cancellation": {"acquisition": float(cancel[:, 0].mean()),
-                                 "update": float(cancel[:, 1 + i_star].mean())}}
-            row["properties"] = properties(row, hp)
-            row["eligible"] = all(row["properties"].values())
-            rows.append(row)
+    jobs = [(hp, seed, members) for members in groups.values()]
+    rows = [row for part in map_(_calibrate_group, jobs) for row in part]
     return {"candidates": rows, **choose(rows),
             "levels": {k: hp[k] for k in ("tolerance", "spec_level", "conflict_level")}}
+
+
+def _calibrate_group(job: tuple) -> list[dict]:
+    """The calibration rows of the candidates sharing one formation (see :func:`calibrate`)."""
+    hp, seed, members = job
+    S, grid, K = hp["calibration_seeds"], hp["w_grid"], hp["targets"]
+    rows = []
+    hpc = with_candidate(hp, members[0])
+    roles = [("acquisition", 0.5)] + [("update", w) for w in grid]
+    record = sm.FormationRecord(every=10 ** 9)
+    world, routes, _ = grow(hpc, S, torch_gen(seed, "calibration", "data"), roles, record)
+    cancel = _route_cancellation(record, S, len(roles), K)
+    evals = sm.EvalDraw.draw(world, torch_gen(seed, "calibration", "eval"), hp["eval_n"])
+    for cand in members:
+        pulse = sp.Pulse(world, evals, hpc, cand["eval"], 0)
+        a = routes["acquisition"]
+        ra = endpoints(pulse, a)
+        miss = []
+        for w in grid:
+            ru = endpoints(pulse, routes[f"update@{w:g}"])["heads"]
+            miss.append(max(abs(np.mean(ra["heads"][0] - ru[0])),
+                            abs(np.mean(ra["heads"][1] - ru[1]))))
+        i_star = int(np.argmin(miss))
+        w_star = float(grid[i_star])
+        ru = endpoints(pulse, routes[f"update@{w_star:g}"])
+        ivs = [_paired(ra["heads"][i], ru["heads"][i], seed, "calibration", cand["name"], i)
+               for i in (0, 1)]
+        row = cand | {
+            "w_star": w_star, "mismatch": float(min(miss)),
+            "endpoint_intervals": [list(iv) for iv in ivs],
+            "probe_specialization": {"acquisition": float(np.mean(ra["probe"][0]
+                                                                  - ra["probe"][1])),
+                                     "update": float(np.mean(ru["probe"][0] - ru["probe"][1]))},
+            "heads_specialization": {"acquisition": float(np.mean(ra["heads"][0]
+                                                                  - ra["heads"][1])),
+                                     "update": float(np.mean(ru["heads"][0] - ru["heads"][1]))},
+            "cancellation": {"acquisition": float(cancel[:, 0].mean()),
+                             "update": float(cancel[:, 1 + i_star].mean())}}
+        row["properties"] = properties(row, hp)
+        row["eligible"] = all(row["properties"].values())
+        rows.append(row)
+    return rows
 
 
 def choose(rows: list[dict]) -> dict:
