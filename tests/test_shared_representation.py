@@ -85,6 +85,14 @@ def test_small_run_reports_every_finding_under_both_readouts(small, tmp_path):
     assert all((tmp_path / f"{n}.png").exists() for n in names)
 
 
+def test_results_of_one_task_per_table_merge_into_one():
+    parts = [{"t2_x_a": 1, "records": json.dumps({"t2": [1]}), "calibration": "c"},
+             {"t4_x_a": 2, "records": json.dumps({"t4": [2]}), "calibration": "c"}]
+    out = sf.merge(parts)
+    assert out["t2_x_a"] == 1 and out["t4_x_a"] == 2 and out["calibration"] == "c"
+    assert json.loads(out["records"]) == {"t2": [1], "t4": [2]}
+
+
 def test_tables_use_disjoint_seed_sets(small):
     """Each table grows its own world: the Table 2 and Table 4 routes differ at the endpoint."""
     results = small[1][0]
@@ -351,6 +359,7 @@ def test_quick_and_narrowed_runs_reuse_the_stored_full_calibration(small, tmp_pa
     quick = load_config("simulations/shared_representation.toml", quick=True)
     how = quick.tasks[0]["calibration"]
     assert how["source"] == "stored" and how["measured"] == sc.stored()["measured"]
+    assert [t["tables"] for t in quick.tasks] == [[t] for t in ss.TABLES]  # one task per table
     assert how["calibration_seeds"] == E.params["calibration_seeds"].default
     narrow = load_config("simulations/shared_representation.toml", quick=True,
                          overrides=["d_Z=3"]).tasks[0]["calibration"]
@@ -373,8 +382,9 @@ def test_quick_and_narrowed_runs_reuse_the_stored_full_calibration(small, tmp_pa
     path.write_text(json.dumps(record))
     plan = sc.plan(config, [], path)
     assert plan["source"] == "stored"
-    task = E.tasks(config)[0] | {"calibration": plan}
+    task = E.tasks(config)[0] | {"calibration": plan, "tables": ["t2"]}
     out = E.run_task(task, task_seed(0, E.name, task))
+    assert "t2_combined_own_a" in out and "t4_own_a" not in out
     got = json.loads(out["calibration"])
     assert got["measured"] == cal["measured"] and "stored full calibration" in sc.describe(got)
 

@@ -317,6 +317,18 @@ def _formation(b: Builder) -> dict:
                                      for i in range(cancel.shape[1])])}
 
 
+def merge(results: list[dict]) -> dict:
+    """One result from the tasks' (one per table, or one for all): arrays side by side, the
+    intervention records joined, the calibration (the same in every task) once."""
+    out: dict = {}
+    records: dict = {}
+    for r in results:
+        out |= {k: v for k, v in r.items() if k != "records"}
+        records |= json.loads(str(r["records"]))
+    out["records"] = json.dumps(records)
+    return out
+
+
 def analyse(config: dict, results: dict, full: int, seed: np.random.SeedSequence):
     """``(arrays, claims, diagnostics)`` of one run (see the module docstring)."""
     cal = json.loads(str(results["calibration"]))

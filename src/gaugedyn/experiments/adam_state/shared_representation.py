@@ -161,12 +161,17 @@ class SharedRepresentation(Experiment):
                              f"(0, {1 / config['targets']:g})")
 
     def tasks(self, config):
-        """One task; the family lists are normalised (a single value is a one-entry list) and
-        the task carries how its set-up is obtained (:func:`._calibration.plan`), so a stored
-        choice that changes is a different task."""
+        """The family lists normalised (a single value is a one-entry list); every task carries
+        how its set-up is obtained (:func:`._calibration.plan`), so a stored choice that changes
+        is a different task. With a stored calibration, one task per table (each its own task
+        seed, so its own seeds; the harness runs them in parallel); a run that calibrates is one
+        task, so the family is searched once."""
         self.validate(config)
         config = dict(config) | {k: ss._list(config[k]) for k in sc.FAMILY_KEYS}
-        return [config | {"calibration": sc.plan(config, sc.setup_keys(self.params))}]
+        how = sc.plan(config, sc.setup_keys(self.params))
+        if how["source"] == "calibrate":
+            return [config | {"calibration": how, "tables": list(ss.TABLES)}]
+        return [config | {"calibration": how, "tables": [t]} for t in ss.TABLES]
 
     def run_task(self, task, seed):
         import torch
@@ -185,12 +190,12 @@ class SharedRepresentation(Experiment):
         else:
             cal = ss.calibrate(task, seed) | how
         cand = next(c for c in cal["candidates"] if c["name"] == cal["measured"])
-        out = ss.confirm(task, cand, cal["w_star"], seed)
+        out = ss.confirm(task, cand, cal["w_star"], seed, tables=task["tables"])
         out["calibration"] = json.dumps(cal)
         return out
 
     def analyse(self, config, tasks, results, seed):
-        return sf.analyse(config, results[0], FULL_SEEDS, seed)
+        return sf.analyse(config, sf.merge(results), FULL_SEEDS, seed)
 
     def plot(self, arrays, config, outdir):
         return sf.plot(arrays, config, outdir)
