@@ -3,8 +3,8 @@
 A pulse favours the opposing target ``o = (f + 1) mod K`` of a direction ``f``: gains ``1`` at
 ``o`` and ``pulse_gain`` elsewhere (``acquisition``, ``combined``), loss weight ``pulse_weight``
 at ``o`` and ``(1 - pulse_weight) / (K - 1)`` elsewhere (``update``, ``combined``); the
-specialization is ``s = r_f - r_o``, the loss ``s_0 - s_T``, a switch ``argmax r != f``. ``K = 3``
-here, so ``f + 1`` and ``f - 1`` differ.
+specialization is ``s = r_f - r_o``, the loss ``s_0 - s_T``, a switch ``argmax r = f`` before and
+``argmax r != f`` after. ``K = 3`` here, so ``f + 1`` and ``f - 1`` differ.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from gaugedyn.experiments.adam_state import _protocol as sp
 
 HP = dict(dim=6, width=5, bottleneck=2, targets=3, activation="tanh", lr=0.05, beta1=0.9,
           beta2=0.999, eps=1e-8, gain_weak=0.3, control_delta=0.1, control_period=5,
-          pulse_gain=0.2, pulse_weight=0.8, pulse_steps=3, batch=16)
+          pulse_gain=0.2, pulse_weight=0.8, pulse_steps=3, batch=16, acquisition="gain",
+          observe_weak=0.25, pulse_observe=0.5)
 
 
 def _hand_spec(kind, fav, K=3, pg=0.2, pw=0.8):
@@ -36,14 +37,16 @@ def _cohort(seed=0, seeds=2):
     anc = sm.init_cohort(gen, seeds, HP, sm.Variant("ancestor", 0, (1.0,) * 3, sp.equal(3)))
     c = sm.replicate(anc, sp.route_variants("acquisition", HP))
     sm.train(c, world, gen, 4, HP["batch"])
-    evals = world.sample(torch.Generator().manual_seed(seed + 50), 64)
+    evals = sm.EvalDraw.draw(world, torch.Generator().manual_seed(seed + 50), 64)
     return world, c, evals
 
 
 @pytest.mark.parametrize("kind", sp.PULSES)
 def test_pulse_spec_favours_the_next_target(kind):
     _, c, _ = _cohort()
-    gains, weights = sp.pulse_spec(c, kind, HP)
+    spec = sp.pulse_spec(c, kind, HP)
+    gains, weights = spec["gains"], spec["weights"]
+    assert bool((spec["observe"] == 1).all())  # input-gain acquisition observes every label
     want = [_hand_spec(kind, v.fav) for v in c.variants]
     torch.testing.assert_close(gains, torch.tensor([g for g, _ in want]), rtol=1e-7, atol=0)
     torch.testing.assert_close(weights, torch.tensor([w for _, w in want] * c.seeds),
@@ -63,7 +66,7 @@ def test_spec_of_is_own_minus_next_and_switch_is_argmax():
 
 
 def _hand_readouts(c, world, evals):
-    return sm.readouts(c.net, world, *evals, c.gains(), c.R)
+    return sm.readouts(c.net, world, evals, c.gains(), c.R)["heads"]
 
 
 def _hand_s(r, c):
@@ -78,8 +81,8 @@ def test_a_pulse_step_is_the_hand_step_and_lost_is_start_minus_end():
     the same batches: same weights; ``lost = s_0 - s_T`` and ``switched`` from hand readouts."""
     world, c, evals = _cohort(1)
     twin = sp.clone(c)
-    s0, _ = _hand_s(_hand_readouts(c, world, evals), c)
-    out = sp.Pulse(world, evals, HP, "own", seed=17).run([c], "combined")["routes"][0]
+    s0, top0 = _hand_s(_hand_readouts(c, world, evals), c)
+    out = sp.Pulse(world, evals, HP, "own", seed=17).run([c], "combined")["routes"][0]["heads"]
     gen = torch.Generator().manual_seed(17)
     spec = [_hand_spec("combined", v.fav) for v in twin.variants]
     g = torch.tensor([s[0] for s in spec])
@@ -95,7 +98,8 @@ def test_a_pulse_step_is_the_hand_step_and_lost_is_start_minus_end():
     sT, topT = _hand_s(_hand_readouts(c, world, evals), c)
     np.testing.assert_allclose(out["s0"], s0, rtol=1e-6)
     np.testing.assert_allclose(out["lost"], s0 - sT, rtol=1e-5, atol=1e-6)
-    assert np.array_equal(out["switched"], ~topT)
+    assert np.array_equal(out["switched"], top0 & ~topT)
+    assert np.array_equal(out["specialized"], top0)
     assert np.any(np.abs(s0 - sT) > 1e-4)  # the pulse moved something: the sign is tested
 
 
@@ -106,5 +110,7 @@ def test_a_strong_pulse_toward_the_next_target_loses_specialization():
     world, c, evals = _cohort(2)
     hp = HP | {"pulse_gain": 0.0, "pulse_weight": 1.0}
     out = sp.Pulse(world, evals, hp, "equal", seed=3).run([c], "combined", steps=300)["routes"][0]
+    out = out["heads"]
     assert np.all(out["lost"] > 0), out["lost"]
-    assert np.all(out["switched"]), out["switched"]
+    assert np.array_equal(out["switched"], out["specialized"]), out["switched"]
+    assert out["specialized"].any()

@@ -333,12 +333,16 @@ MUTATIONS += (
          SREP_T, "the rest of the weight shared over K instead of K - 1"),
     _m34("srep-combined-weights", SREP, 'if kind != "acquisition" else equal(K)',
          'if kind == "update" else equal(K)', SREP_T, "combined pulse with equal loss weights"),
-    _m34("srep-combined-gains", SREP, 'if kind != "update" else (1.0,) * K',
-         'if kind == "acquisition" else (1.0,) * K', SREP_T, "combined pulse with equal gains"),
-    _m34("srep-lost-sign", SREP, '"lost": s0[i] - s_end', '"lost": s_end - s0[i]', SREP_T,
+    _m34("srep-combined-gains", SREP, '        if kind != "update":\n',
+         '        if kind == "acquisition":\n', SREP_T, "combined pulse with equal gains"),
+    _m34("srep-lost-sign", SREP, '"lost": s0 - s1', '"lost": s1 - s0', SREP_T,
          "specialization lost with the wrong sign"),
-    _m34("srep-switched-inverted", SREP, '"switched": ~top', '"switched": top', SREP_T,
-         "switch verdict inverted"),
+    _m34("srep-switched-inverted", SREP, '"switched": top0 & ~top1', '"switched": top0 & top1',
+         SREP_T, "switch verdict inverted"),
+    _m34("srep-switched-unconditional", SREP, '"switched": top0 & ~top1', '"switched": ~top1',
+         (*SREP_T, T + "test_shared_representation.py::test_a_checkpoint_already_reversed_"
+          "before_the_pulse_is_not_counted_as_switched"),
+         "a checkpoint counted as switched without its target on top before"),
 )
 GROUPS = sorted({m.group for m in MUTATIONS})
 

@@ -1,7 +1,7 @@
 """The stored calibration of ``shared_representation``: a quick run previews the full one.
 
-The calibration stage searches the candidate family (:data:`._stages.FAMILY`) for one set-up
-(a candidate and the update route's loss weight ``w*``). A quick configuration has fewer
+The calibration stage searches the candidate family (:func:`._stages.family`) for one set-up
+(a candidate and the update route's loss weight ``w*``) by its defining properties only. A quick configuration has fewer
 calibration seeds, so its own search can choose a different set-up, and then its verdicts are
 about another experiment. So the full configuration's choice is stored as data, in
 ``calibration.json`` beside this module, written by :func:`write` (``python -m
@@ -11,7 +11,9 @@ whose set-up settings (:data:`SETUP_KEYS`: everything but the seed counts, the h
 record interval) equal the stored ones reuses that choice, and says so. A run recalibrates
 instead when asked (``recalibrate = true``), or when its settings differ from the stored ones
 (an extension such as ``--set beta2=0.9`` defines another set-up family; the record names the
-keys that differ). ``setup = <candidate>`` fixes the candidate and calibrates ``w*`` for it.
+keys that differ). A run that narrows the family (``--set d_Z=3``, ``--set acquisition=rate``)
+with every other set-up setting equal reuses the stored rows of the candidates it keeps and
+applies the same choice rule to them (source ``"stored subset"``), and says so.
 
 The seed of the stored calibration is the one a full run with ``recalibrate = true`` gets
 (:func:`gaugedyn._meta.task_seed` of the configuration's root seed, the experiment and the full
@@ -29,9 +31,13 @@ from pathlib import Path
 
 STORED = Path(__file__).with_name("calibration.json")
 """The full configuration's calibration (committed with the package)."""
-NOT_SETUP = ("setup", "recalibrate", "seeds", "calibration_seeds", "horizon", "record_every")
+NOT_SETUP = ("recalibrate", "seeds", "calibration_seeds", "horizon", "record_every",
+             "margin", "control_margin")
+FAMILY_KEYS = ("acquisition", "d_Z", "lr", "pulse", "readout")
+"""The family's dimensions (lists): a run may narrow them and reuse the stored rows."""
 """Parameters that do not define the set-up family: the seed counts (a quick run has fewer),
-the continued-opposition horizon and the formation record interval (measured after the choice)."""
+the continued-opposition horizon, the formation record interval and the findings' margins
+(measured or applied after the choice)."""
 
 
 def setup_keys(params: dict) -> tuple[str, ...]:
@@ -49,22 +55,36 @@ def stored(path: Path = STORED) -> dict | None:
 
 def plan(config: dict, keys, path: Path = STORED) -> dict:
     """How a run with ``config`` gets its set-up: ``{"source": "stored", ...the record...}``,
-    or ``{"source": "calibrate", "reason": ...}`` (asked to recalibrate, a fixed candidate, no
-    stored record, or set-up settings that differ from the stored ones)."""
-    if config["setup"] != "search":
-        return {"source": "calibrate", "reason": f"setup = {config['setup']!r} fixes the "
-                "candidate; w* is calibrated for it"}
+    ``{"source": "stored subset", ...}`` (a narrowed family: the stored rows of the kept
+    candidates, chosen again by the same rule), or ``{"source": "calibrate", "reason": ...}``
+    (asked to recalibrate, no stored record, or set-up settings that differ)."""
     if config.get("recalibrate"):
         return {"source": "calibrate", "reason": "recalibrate = true"}
     record = stored(path)
     if record is None:
         return {"source": "calibrate", "reason": f"no stored calibration ({Path(path).name})"}
     differ = [k for k in keys if _plain(config.get(k)) != _plain(record["settings"].get(k))]
-    if differ:
-        return {"source": "calibrate", "reason": "the stored calibration was made under other "
-                "set-up settings (" + ", ".join(f"{k} = {record['settings'].get(k)!r} there, "
-                f"{config.get(k)!r} here" for k in differ) + ")"}
-    return {"source": "stored", "file": Path(path).name, **record}
+    if not differ:
+        return {"source": "stored", "file": Path(path).name, **record}
+    narrowed = [k for k in differ if k in FAMILY_KEYS
+                and set(_plain(_as_list(config[k]))) <= set(_plain(_as_list(
+                    record["settings"].get(k, []))))]
+    if narrowed == differ:
+        from ._stages import choose, family
+
+        names = {c["name"] for c in family(config)}
+        rows = [r for r in record["candidates"] if r["name"] in names]
+        if len(rows) == len(names):
+            return {"source": "stored subset", "file": Path(path).name, **record,
+                    "candidates": rows, **choose(rows),
+                    "narrowed": {k: config[k] for k in narrowed}}
+    return {"source": "calibrate", "reason": "the stored calibration was made under other "
+            "set-up settings (" + ", ".join(f"{k} = {record['settings'].get(k)!r} there, "
+            f"{config.get(k)!r} here" for k in differ) + ")"}
+
+
+def _as_list(v) -> list:
+    return list(v) if isinstance(v, list | tuple) else [v]
 
 
 def _plain(v):
@@ -73,17 +93,28 @@ def _plain(v):
 
 def describe(cal: dict) -> str:
     """One sentence saying where the run's set-up came from (for the report)."""
-    choice = f"set-up {cal['choice']} with w* = {cal['w_star']:g} ({cal['rule']})"
-    if cal.get("source") == "stored":
-        return (f"{choice}, chosen by the stored full calibration ({cal['file']}: "
+    n = len(cal.get("candidates", []))
+    if cal.get("choice"):
+        choice = (f"set-up {cal['choice']} with w* = {cal['w_star']:g}, the one of {n} "
+                  f"candidates chosen by the rule ({cal['rule']})")
+    else:
+        choice = (f"no set-up: {cal['rule']} among {n} candidates; measured: "
+                  f"{cal['measured']} with w* = {cal['w_star']:g}")
+    if cal.get("source") in ("stored", "stored subset"):
+        sub = (" (the family narrowed to " + ", ".join(f"{k} = {v}" for k, v in
+                                                        cal["narrowed"].items())
+               + "; the stored rows of those candidates)") if cal.get("narrowed") else ""
+        return (f"{choice}, from the stored full calibration{sub} ({cal['file']}: "
                 f"{cal['calibration_seeds']} calibration seeds, written {cal['date']} by "
                 f"`{cal['command']}`), not recalibrated in this run")
     return f"{choice}, calibrated in this run ({cal.get('reason', 'calibration')})"
 
 
-def write(toml: str, overrides=(), path: Path = STORED, command: str | None = None) -> dict:
+def write(toml: str, overrides=(), path: Path = STORED, command: str | None = None,
+          workers: int = 1) -> dict:
     """Run the calibration stage of the full configuration of ``toml`` (with ``overrides``) as
-    a run with ``recalibrate = true`` would, and store its choice at ``path``."""
+    a run with ``recalibrate = true`` would, and store its choice at ``path``; ``workers > 1``
+    runs the formations in that many processes (the same record)."""
     from ..._meta import task_seed
     from ...harness import load_config
     from . import _stages as ss
@@ -91,12 +122,20 @@ def write(toml: str, overrides=(), path: Path = STORED, command: str | None = No
     cfg = load_config(toml, overrides=[*overrides, "recalibrate=true"])
     task = cfg.tasks[0]
     seed = task_seed(cfg.seed, cfg.name, task)
-    family = ss.FAMILY if task["setup"] == "search" else tuple(
-        c for c in ss.FAMILY if c["name"] == task["setup"])
-    cal = ss.calibrate(task, seed, family)
+    if workers > 1:
+        import concurrent.futures as cf
+        import multiprocessing as mp
+
+        with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"),
+                                    initializer=_one_thread) as pool:
+            cal = ss.calibrate(task, seed, map_=pool.map)
+    else:
+        _one_thread()
+        cal = ss.calibrate(task, seed)
     keys = setup_keys(cfg.params)
     record = {
-        "choice": cal["choice"], "w_star": cal["w_star"], "rule": cal["rule"],
+        "choice": cal["choice"], "measured": cal["measured"], "w_star": cal["w_star"],
+        "rule": cal["rule"], "levels": cal["levels"],
         "candidates": cal["candidates"], "calibration_seeds": task["calibration_seeds"],
         "root_seed": cfg.seed, "settings": {k: task[k] for k in keys},
         "command": command or "python -m gaugedyn.experiments.adam_state._calibration "
@@ -109,14 +148,22 @@ def write(toml: str, overrides=(), path: Path = STORED, command: str | None = No
     return record
 
 
+def _one_thread() -> None:
+    import torch
+
+    torch.set_num_threads(1)  # tiny batched kernels: extra threads only add contention
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="store the full calibration of shared_representation")
     p.add_argument("config", help="the configuration file (simulations/shared_representation.toml)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="an override of the configuration (a full run's settings by default)")
     p.add_argument("--out", default=str(STORED), help="where to store the record")
+    p.add_argument("--workers", type=int, default=1, choices=range(1, 65), metavar="N",
+                   help="processes for the formations (1 to 64; the same record)")
     args = p.parse_args(argv)
-    record = write(args.config, args.set, Path(args.out))
+    record = write(args.config, args.set, Path(args.out), workers=args.workers)
     print(f"stored {args.out}: {describe(record | {'source': 'stored', 'file': args.out})}")
     return 0
 

@@ -6,8 +6,12 @@ fixed mixing ``M`` (``D x K``, entries ``N(0, 1/D)``) with per-target gains ``g`
 ``x -> act(W0 x + b0) -> act(W1 h + b1) -> (W_h h + b_h)`` (encoder ``D -> width -> bottleneck``,
 one linear head per target, the ``K`` rows of ``heads``), every parameter a tensor with a leading
 batch axis ``b = s R + r``, trained by one ``torch.optim.Adam`` (elementwise, so one optimizer over
-the batch is ``S R`` independent optimizers sharing a step count). A variant is a gains vector and
-a loss-weight schedule; its loss is ``sum_k w_k(t) mean_n (y_k - z_k)^2``.
+the batch is ``S R`` independent optimizers sharing a step count). A variant is a gains vector,
+a label-observation vector ``q`` (target ``k``'s label enters the loss with probability ``q_k``,
+drawn per sample or per step) and a loss-weight schedule; its loss is
+``sum_k w_k(t) mean_n o_nk (y_k - z_k)^2`` with ``o_nk`` the observation indicator (1 when
+``q = 1``). Readouts (:func:`readouts`) are the one definition of readout precision, by the heads
+and by a linear probe fitted on the representation.
 """
 
 from __future__ import annotations
@@ -20,6 +24,12 @@ import torch
 
 ACTS = {"tanh": torch.tanh, "relu": torch.relu}
 ENCODER = ("encoder.0.*", "encoder.1.*")
+READOUTS = ("heads", "probe")
+"""The two readouts of readout precision: the network's own heads, and a linear probe fitted on
+the representation (the encoder output) on held-out inputs."""
+PROBE_RIDGE = 1e-6
+"""Ridge of the probe's least squares, relative to the mean squared representation entry (only
+to keep a rank-deficient representation solvable)."""
 
 
 class _Layer(torch.nn.Module):
@@ -41,9 +51,13 @@ class Net(torch.nn.Module):
         self.heads = _Layer(*layers[2])
         self.act = act
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def represent(self, x: torch.Tensor) -> torch.Tensor:
+        """The shared representation ``h = act(W1 act(W0 x + b0) + b1)`` (``[B, n, d_Z]``)."""
         f = ACTS[self.act]
-        return self.heads(f(self.encoder[1](f(self.encoder[0](x)))))
+        return f(self.encoder[1](f(self.encoder[0](x))))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.heads(self.represent(x))
 
 
 @dataclass
@@ -79,8 +93,9 @@ class World:
 
 @dataclass
 class Variant:
-    """One formation variant: gains, loss weights (constant, or alternating every ``period``
-    steps between ``weights`` and ``alt``), the favoured target and the projection flag."""
+    """One formation variant: gains, label-observation rates ``observe`` (per ``per`` =
+    ``"sample"`` or ``"step"``), loss weights (constant, or alternating every ``period`` steps
+    between ``weights`` and ``alt``), the favoured target and the projection flag."""
 
     role: str
     fav: int
@@ -89,6 +104,8 @@ class Variant:
     alt: tuple[float, ...] | None = None
     period: int = 50
     projected: bool = False
+    observe: tuple[float, ...] | None = None
+    per: str = "sample"
 
     def weights_at(self, t: int) -> tuple[float, ...]:
         if self.alt is None or (t // self.period) % 2 == 0:
@@ -115,6 +132,14 @@ class Cohort:
 
     def gains(self) -> torch.Tensor:
         return self.tensor([v.gains for v in self.variants])
+
+    def observe(self) -> torch.Tensor:
+        """Label-observation rates ``[R, K]`` (1 where a variant observes every label)."""
+        K = self.hp["targets"]
+        return self.tensor([v.observe or (1.0,) * K for v in self.variants])
+
+    def per_step(self) -> torch.Tensor:
+        return torch.tensor([v.per == "step" for v in self.variants])
 
     def weights(self, t: int) -> torch.Tensor:
         """Loss weights ``[S R, K]`` at formation step ``t``."""
@@ -160,11 +185,29 @@ def replicate(src: Cohort, variants: list[Variant], rows: torch.Tensor | None = 
     return Cohort(net, opt, variants, int(rows.shape[0]), src.hp)
 
 
-def task_losses(net: Net, x: torch.Tensor, z: torch.Tensor, R: int) -> torch.Tensor:
-    """Per network and target, ``mean_n (y_k - z_k)^2``: ``[S R, K]`` (``z`` is ``[S, n, K]``)."""
+def label_mask(gen: torch.Generator, seeds: int, n: int, observe: torch.Tensor,
+               per_step: torch.Tensor) -> torch.Tensor | None:
+    """Observation indicators ``o [S R, n, K]``: target ``k``'s label observed with probability
+    ``observe[r, k]``, drawn per sample, or once per step for the variants in ``per_step``. One
+    uniform draw per seed serves every variant (common random numbers); ``None`` (and no draw)
+    when every label is always observed."""
+    if bool((observe >= 1).all()):
+        return None
+    K = observe.shape[1]
+    u_sample = torch.rand(seeds, 1, n, K, generator=gen)
+    u_step = torch.rand(seeds, 1, 1, K, generator=gen)
+    u = torch.where(per_step[None, :, None, None], u_step, u_sample)
+    return (u < observe[None, :, None, :]).float().reshape(-1, n, K)
+
+
+def task_losses(net: Net, x: torch.Tensor, z: torch.Tensor, R: int,
+                mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Per network and target, ``mean_n o_nk (y_k - z_k)^2``: ``[S R, K]`` (``z`` is
+    ``[S, n, K]``; ``o = mask``, all ones by default)."""
     y = net(x)
     zz = z[:, None].expand(z.shape[0], R, *z.shape[1:]).reshape(y.shape)
-    return ((y - zz) ** 2).mean(dim=1)
+    err = (y - zz) ** 2
+    return (err if mask is None else err * mask).mean(dim=1)
 
 
 def _dot(a: list[torch.Tensor], b: list[torch.Tensor]) -> torch.Tensor:
@@ -229,13 +272,14 @@ def train(c: Cohort, world: World, gen: torch.Generator, steps: int, batch: int,
           record: FormationRecord | None = None) -> None:
     """``steps`` Adam steps of every variant on fresh batches (the same draw for all variants
     of a seed). Per-task gradients are formed when a record is kept or a variant projects."""
-    gains = c.gains()
+    gains, observe, per_step = c.gains(), c.observe(), c.per_step()
     proj = torch.tensor([v.projected for v in c.variants]).repeat(c.seeds)
     per_task = record is not None or bool(proj.any())
     n_enc = 4
     for t in range(steps):
         z, xi = world.sample(gen, batch)
-        losses = task_losses(c.net, world.inputs(z, xi, gains), z, c.R)
+        mask = label_mask(gen, c.seeds, batch, observe, per_step)
+        losses = task_losses(c.net, world.inputs(z, xi, gains), z, c.R, mask)
         w = c.weights(t)
         c.opt.zero_grad(set_to_none=True)
         if not per_task:
@@ -263,9 +307,46 @@ def _accumulate(record: FormationRecord, grads: list[list[torch.Tensor]], n_enc:
     record.cross = cross if record.cross is None else record.cross + cross
 
 
+@dataclass
+class EvalDraw:
+    """A stage's fixed evaluation draw ``(z, xi)`` and the held-out draw the probe is fitted on."""
+
+    z: torch.Tensor
+    xi: torch.Tensor
+    z_fit: torch.Tensor
+    xi_fit: torch.Tensor
+
+    @classmethod
+    def draw(cls, world: World, gen: torch.Generator, n: int) -> EvalDraw:
+        z_fit, xi_fit = world.sample(gen, n)
+        z, xi = world.sample(gen, n)
+        return cls(z, xi, z_fit, xi_fit)
+
+
+def _expanded(z: torch.Tensor, R: int) -> torch.Tensor:
+    return z[:, None].expand(z.shape[0], R, *z.shape[1:]).reshape(-1, *z.shape[1:])
+
+
 @torch.no_grad()
-def readouts(net: Net, world: World, z: torch.Tensor, xi: torch.Tensor, gains: torch.Tensor,
-             R: int) -> torch.Tensor:
-    r"""Readout precision ``r_k = 1 - mean_n (y_k - z_k)^2 / Var z_k`` (``Var z_k = 1``) per
-    network and target on the evaluation draw ``(z, xi)`` seen with ``gains [R, K]``."""
-    return 1.0 - task_losses(net, world.inputs(z, xi, gains), z, R)
+def readouts(net: Net, world: World, ev: EvalDraw, gains: torch.Tensor,
+             R: int) -> dict[str, torch.Tensor]:
+    r"""Readout precision ``r_k = 1 - mean_n (yhat_k - z_k)^2 / Var z_k`` (``Var z_k = 1``) per
+    network and target (``[S R, K]``) on the evaluation draw seen with ``gains [R, K]``, under
+    both readouts: ``heads`` (``yhat`` the network's output) and ``probe`` (``yhat = [h, 1] B``
+    with ``B`` the least-squares fit of ``z`` on the representation ``h`` and a constant, fitted
+    per network on the held-out draw ``(z_fit, xi_fit)``; ridge :data:`PROBE_RIDGE` times the
+    mean squared entry of ``[h, 1]``)."""
+    x = world.inputs(ev.z, ev.xi, gains)
+    h = net.represent(x)
+    z = _expanded(ev.z, R)
+    heads = 1.0 - ((net.heads(h) - z) ** 2).mean(dim=1)
+    hf = net.represent(world.inputs(ev.z_fit, ev.xi_fit, gains)).double()
+    one = torch.ones(*hf.shape[:2], 1, dtype=hf.dtype)
+    A = torch.cat([hf, one], dim=2)
+    G = A.transpose(1, 2) @ A
+    lam = PROBE_RIDGE * G.diagonal(dim1=1, dim2=2).mean(1) + 1e-300
+    G = G + lam[:, None, None] * torch.eye(G.shape[1], dtype=G.dtype)
+    B = torch.linalg.solve(G, A.transpose(1, 2) @ _expanded(ev.z_fit, R).double())
+    Ae = torch.cat([h.double(), torch.ones(*h.shape[:2], 1, dtype=torch.float64)], dim=2)
+    probe = 1.0 - ((Ae @ B - z.double()) ** 2).mean(dim=1)
+    return {"heads": heads, "probe": probe.float()}

@@ -1,11 +1,18 @@
 r"""Routes, pulses and Adam-state interventions of ``shared_representation``.
 
 A *route* is a cohort of ``S`` seeds x ``K`` directions (direction ``f`` favours target ``f``).
+*Acquisition* has one of three meanings (``hp["acquisition"]``): ``gain`` (the input shows the
+favoured target at gain 1, the others at ``gain_weak``), ``rate`` (every target at gain 1; the
+others' labels observed per sample with probability ``observe_weak``) or ``step`` (the same rate,
+drawn once per update for the whole batch).
 A *pulse* is ``pulse_steps`` further updates that favour the opposing target ``o = (f+1) mod K``:
-``acquisition`` (gains ``g_o = 1``, others ``pulse_gain``; equal loss weights), ``update`` (equal
-gains; ``w_o = pulse_weight``, others share the rest) or ``combined`` (both). Specialization is
-``s = r_f - r_o`` (readout precisions on the evaluation distribution); the *specialization lost*
-is ``s_0 - s_T``; the checkpoint *switches* when ``argmax_k r_k`` after the pulse is not ``f``.
+``acquisition`` (acquisition in the set-up's meaning towards ``o``: gain ``pulse_gain`` or
+observation rate ``pulse_observe`` for the others; equal loss weights), ``update`` (equal
+gains, every label; ``w_o = pulse_weight``, others share the rest) or ``combined`` (both).
+Specialization is ``s = r_f - r_o`` (readout precisions on the evaluation distribution, under
+each readout of :data:`._model.READOUTS`); the *specialization lost*
+is ``s_0 - s_T``; the checkpoint *switches* when ``argmax_k r_k = f`` before the pulse and not
+after it (checkpoints specialized before are the denominator).
 Every route of one comparison receives the same pulse batches (common random numbers).
 """
 
@@ -32,23 +39,39 @@ def favour(K: int, f: int, top: float, rest: float | None = None) -> tuple[float
     return tuple(top if k == f else other for k in range(K))
 
 
+MEANINGS = ("gain", "rate", "step")
+"""What *acquisition* means: input gain, label-observation rate per sample, or per step."""
+
+
+def acquired(hp: dict, f: int, weak_gain: float, weak_rate: float) -> dict:
+    """Variant fields of acquisition towards ``f`` in the set-up's meaning: ``gains`` and
+    ``observe``/``per`` (the other targets at ``weak_gain`` or observed at ``weak_rate``)."""
+    K, meaning = hp["targets"], hp["acquisition"]
+    if meaning == "gain":
+        return {"gains": favour(K, f, 1.0, weak_gain)}
+    if meaning in ("rate", "step"):
+        return {"gains": (1.0,) * K, "observe": favour(K, f, 1.0, weak_rate),
+                "per": "sample" if meaning == "rate" else "step"}
+    raise ValueError(f"unknown acquisition meaning {meaning!r}")
+
+
 def route_variants(role: str, hp: dict, w_star: float = 0.5) -> list[sm.Variant]:
-    """The ``K`` directions of a route: ``acquisition`` (gains favour ``f``, equal weights),
-    ``update`` (equal gains, weights ``w*`` to ``f``), ``variable`` (acquisition gains, weights
-    alternating every ``period`` steps between ``1/K +- delta`` on ``f``: mean ``1/K`` as for
-    ``acquisition``), ``projected`` (acquisition with gradient projection)."""
-    K, weak = hp["targets"], hp["gain_weak"]
+    """The ``K`` directions of a route: ``acquisition`` (acquisition favours ``f``, equal
+    weights), ``update`` (equal gains, every label, weights ``w*`` to ``f``), ``variable``
+    (acquisition, weights alternating every ``period`` steps between ``1/K +- delta`` on ``f``:
+    mean ``1/K`` as for ``acquisition``), ``projected`` (acquisition with gradient projection)."""
+    K = hp["targets"]
     out = []
     for f in range(K):
-        acq = favour(K, f, 1.0, weak)
+        acq = acquired(hp, f, hp["gain_weak"], hp["observe_weak"])
         if role in ("acquisition", "projected"):
-            v = sm.Variant(role, f, acq, equal(K), projected=role == "projected")
+            v = sm.Variant(role, f, weights=equal(K), projected=role == "projected", **acq)
         elif role == "update":
             v = sm.Variant(role, f, tuple([1.0] * K), favour(K, f, w_star))
         elif role == "variable":
             d = hp["control_delta"]
-            v = sm.Variant(role, f, acq, favour(K, f, 1 / K + d), favour(K, f, 1 / K - d),
-                           period=hp["control_period"])
+            v = sm.Variant(role, f, weights=favour(K, f, 1 / K + d), alt=favour(K, f, 1 / K - d),
+                           period=hp["control_period"], **acq)
         else:
             raise ValueError(f"unknown route role {role!r}")
         out.append(v)
@@ -72,21 +95,35 @@ def split(c: sm.Cohort, roles: list[str]) -> dict[str, sm.Cohort]:
 
 
 def eval_gains(c: sm.Cohort, mode: str) -> torch.Tensor:
-    """Evaluation gains per variant: the route's own formation gains, or common equal gains."""
+    """Evaluation gains per variant: the route's own formation gains, or common equal gains
+    (the two coincide unless acquisition means input gain)."""
     if mode == "own":
         return c.gains()
     return torch.ones(c.R, c.hp["targets"])
 
 
-def pulse_spec(c: sm.Cohort, kind: str, hp: dict) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pulse gains ``[R, K]`` and loss weights ``[S R, K]`` for the route's directions."""
+def pulse_spec(c: sm.Cohort, kind: str, hp: dict) -> dict:
+    """The pulse of ``kind`` for the route's directions: ``gains [R, K]``, loss ``weights
+    [S R, K]``, ``observe [R, K]`` and ``per_step [R]``."""
     K = hp["targets"]
-    gains, weights = [], []
+    gains, weights, observe, per = [], [], [], []
     for v in c.variants:
         o = (v.fav + 1) % K
-        gains.append(favour(K, o, 1.0, hp["pulse_gain"]) if kind != "update" else (1.0,) * K)
+        acq = {"gains": (1.0,) * K}
+        if kind != "update":
+            acq = acquired(hp, o, hp["pulse_gain"], hp["pulse_observe"])
+        gains.append(acq["gains"])
+        observe.append(acq.get("observe", (1.0,) * K))
+        per.append(acq.get("per") == "step")
         weights.append(favour(K, o, hp["pulse_weight"]) if kind != "acquisition" else equal(K))
-    return torch.tensor(gains), torch.tensor(weights).repeat(c.seeds, 1)
+    return {"gains": torch.tensor(gains), "weights": torch.tensor(weights).repeat(c.seeds, 1),
+            "observe": torch.tensor(observe), "per_step": torch.tensor(per)}
+
+
+def _pulse_loss(c: sm.Cohort, world: sm.World, spec: dict, z, xi, gen) -> torch.Tensor:
+    mask = sm.label_mask(gen, c.seeds, z.shape[1], spec["observe"], spec["per_step"])
+    losses = sm.task_losses(c.net, world.inputs(z, xi, spec["gains"]), z, c.R, mask)
+    return (spec["weights"] * losses).sum()
 
 
 def spec_of(r: torch.Tensor, c: sm.Cohort) -> tuple[np.ndarray, np.ndarray]:
@@ -103,29 +140,36 @@ def spec_of(r: torch.Tensor, c: sm.Cohort) -> tuple[np.ndarray, np.ndarray]:
 class Pulse:
     """Runs one pulse on a list of routes with shared batches and a fixed evaluation draw."""
 
-    def __init__(self, world: sm.World, evals: tuple[torch.Tensor, torch.Tensor], hp: dict,
-                 mode: str, seed: int):
+    def __init__(self, world: sm.World, evals: sm.EvalDraw, hp: dict, mode: str, seed: int):
         self.world, self.evals, self.hp, self.mode, self.seed = world, evals, hp, mode, seed
 
-    def measure(self, c: sm.Cohort) -> tuple[np.ndarray, np.ndarray]:
-        r = sm.readouts(c.net, self.world, *self.evals, eval_gains(c, self.mode), c.R)
-        return spec_of(r, c)
+    def measure(self, c: sm.Cohort) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per readout, ``(s, favoured target on top)`` per checkpoint (``[S, K]`` each)."""
+        r = sm.readouts(c.net, self.world, self.evals, eval_gains(c, self.mode), c.R)
+        return {name: spec_of(r[name], c) for name in sm.READOUTS}
 
     def run(self, routes: list[sm.Cohort], kind: str = "combined", steps: int | None = None,
             movement: bool = False, sgd: list[torch.Tensor] | None = None,
             marks: tuple[int, ...] = ()) -> dict:
-        """Specialization lost and switches per route after ``steps``; with ``marks``, the
-        specialization lost at those step counts too (``[marks, S, K]`` per route)."""
+        """Per route and readout, the specialization lost and the switches after ``steps``;
+        with ``marks``, the specialization lost at those step counts too (``[marks, S, K]``).
+
+        A checkpoint *switches* when its favoured target ``f`` is on top (``argmax_k r_k = f``)
+        before the pulse and not after it; ``specialized`` marks the checkpoints with ``f`` on top
+        before the pulse (the switch rate's denominator). A checkpoint whose other target is
+        already on top before the pulse is never counted as switched."""
         steps = self.hp["pulse_steps"] if steps is None else steps
         gen = torch.Generator().manual_seed(self.seed)
         specs = [pulse_spec(c, kind, self.hp) for c in routes]
-        s0 = [self.measure(c)[0] for c in routes]
-        trace = [[] for _ in routes]
+        first = [self.measure(c) for c in routes]
+        trace = [{name: [] for name in sm.READOUTS} for _ in routes]
         for t in range(1, steps + 1):
             z, xi = self.world.sample(gen, self.hp["batch"])
+            state = gen.get_state()  # every route draws the same label masks
             before = [st.weights(c.net) for c in routes] if movement else None
-            for i, (c, (g, w)) in enumerate(zip(routes, specs)):
-                loss = (w * sm.task_losses(c.net, self.world.inputs(z, xi, g), z, c.R)).sum()
+            for i, (c, spec) in enumerate(zip(routes, specs)):
+                gen.set_state(state)
+                loss = _pulse_loss(c, self.world, spec, z, xi, gen)
                 c.opt.zero_grad(set_to_none=True)
                 loss.backward()
                 if sgd is not None:
@@ -136,12 +180,18 @@ class Pulse:
                 _equal_movement(routes, before)
             if t in marks:
                 for i, c in enumerate(routes):
-                    trace[i].append(s0[i] - self.measure(c)[0])
+                    now = self.measure(c)
+                    for name in sm.READOUTS:
+                        trace[i][name].append(first[i][name][0] - now[name][0])
         out = []
         for i, c in enumerate(routes):
-            s_end, top = self.measure(c)
-            out.append({"lost": s0[i] - s_end, "switched": ~top, "s0": s0[i],
-                        "trace": np.array(trace[i]) if marks else None})
+            end = self.measure(c)
+            row = {}
+            for name in sm.READOUTS:
+                (s0, top0), (s1, top1) = first[i][name], end[name]
+                row[name] = {"lost": s0 - s1, "switched": top0 & ~top1, "specialized": top0,
+                             "s0": s0, "trace": np.array(trace[i][name]) if marks else None}
+            out.append(row)
         return {"routes": out}
 
 
@@ -165,9 +215,8 @@ def sgd_rates(c: sm.Cohort, world: sm.World, kind: str, hp: dict, seed: int) -> 
     ``Delta_Adam`` the update the inherited Adam state would take from that gradient."""
     gen = torch.Generator().manual_seed(seed)
     z, xi = world.sample(gen, hp["batch"])
-    g_, w = pulse_spec(c, kind, hp)
     c.opt.zero_grad(set_to_none=True)
-    (w * sm.task_losses(c.net, world.inputs(z, xi, g_), z, c.R)).sum().backward()
+    _pulse_loss(c, world, pulse_spec(c, kind, hp), z, xi, gen).backward()
     b1, b2, lr, eps = hp["beta1"], hp["beta2"], hp["lr"], hp["eps"]
     du, gg = 0.0, 0.0
     for p in c.net.parameters():
@@ -219,9 +268,15 @@ def summarise_records(recs: list[dict]) -> str:
 
 
 def compare(pulse: Pulse, a: sm.Cohort, b: sm.Cohort, name: str, kind: str = "combined") -> dict:
-    """Clone the pair, apply ``name``, pulse both; per-seed losses, switches and the records."""
+    """Clone the pair, apply ``name``, pulse both: per readout, per-seed losses, switches and
+    the switch denominators (``{readout: {"lost_a", ...}}``), and the toolkit's records."""
     a, b = clone(a), clone(b)
     recs = intervene(name, a, b)
     res = pulse.run([a, b], kind, movement=name.endswith("move"))["routes"]
-    return {"lost_a": res[0]["lost"], "lost_b": res[1]["lost"], "switch_a": res[0]["switched"],
-            "switch_b": res[1]["switched"], "records": summarise_records(recs)}
+    out = {"records": summarise_records(recs)}
+    for ro in sm.READOUTS:
+        ra, rb = res[0][ro], res[1][ro]
+        out[ro] = {"lost_a": ra["lost"], "lost_b": rb["lost"], "switch_a": ra["switched"],
+                   "switch_b": rb["switched"], "specialized_a": ra["specialized"],
+                   "specialized_b": rb["specialized"]}
+    return out

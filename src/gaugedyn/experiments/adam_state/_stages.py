@@ -1,12 +1,22 @@
 r"""The two stages of ``shared_representation``: calibration over the candidate family, then the
-confirmatory measurement of every table on disjoint seeds.
+confirmatory measurement of every table on its own seeds.
 
-Calibration seeds and confirmatory seeds come from different streams of the task's seed
-(labels ``"calibration"`` and ``"confirm"``), so no confirmatory network is ever seen by the choice.
+Calibration seeds and each table's confirmatory seeds come from different streams of the task's
+seed (labels ``"calibration"`` and ``("confirm", table)``, :func:`gaugedyn.stats.generator`), so
+no confirmatory network is ever seen by the choice and no two tables share a seed.
+
+The family (:func:`family`) crosses what *acquisition* means (input gain; label-observation rate
+per sample; per step), the representation's capacity ``d_Z``, the learning rate, the pulse
+strength and the evaluation distribution (``own``/``common``; the two coincide unless
+acquisition means input gain, so only ``common`` is kept there). A candidate is chosen **only by
+its defining properties** (:func:`properties`), measured on calibration seeds: matched endpoints,
+real specialization (read by the probe, in both routes) and conflicting task gradients (``-C/S``
+of the acquisition route). No outcome a table reports enters the choice.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -17,20 +27,49 @@ from ...adam import _state as st
 from . import _model as sm
 from . import _protocol as sp
 
-BOTTLENECKS = (32, 2, 1)
 EVALS = ("own", "common")
-STRENGTHS = {"mild": (0.5, 0.75), "strong": (0.25, 0.9)}
-"""Pulse strength: ``(pulse_gain, pulse_weight)`` of the opposing pulse."""
+STRENGTHS = {"mild": {"pulse_gain": 0.5, "pulse_observe": 0.5, "pulse_weight": 0.75},
+             "strong": {"pulse_gain": 0.25, "pulse_observe": 0.25, "pulse_weight": 0.9}}
+"""Pulse strength: the opposing pulse's gain (or observation rate) of the non-favoured targets
+and loss weight of the favoured one."""
 
-FAMILY = tuple({"name": f"b{b}-{e}-{s}", "bottleneck": b, "eval": e, "pulse": s}
-               for b in BOTTLENECKS for e in EVALS for s in STRENGTHS)
-"""The candidate set-ups, fixed before calibration: encoder bottleneck (second-layer width) x
-evaluation distribution x pulse strength. Order is the tie-break of last resort."""
+TABLES = {
+    "t2": (("acquisition", "update"), True),
+    "t4": (("acquisition", "update", "variable"), False),
+    "pattern": (("acquisition", "update"), False),
+    "t5": (("acquisition", "update"), False),
+    "t6": (("acquisition", "projected"), True),
+    "horizon": (("acquisition", "update"), False),
+}
+"""Each table's routes and whether its formation is recorded; every table grows its own seeds
+(switching, Table 2 and the formation accounting of Figure 5 share ``t2``'s, as in the paper)."""
 
-INTERVENTIONS = ("own", "reset", "xm", "xv", "scal", "eq", "scal+eq", "eq+xv", "xv:enc0",
-                 "xv:enc1", "xv:heads", "move")
+INTERVENTIONS = {"t4": ("xm", "xv", "reset"),
+                 "pattern": ("scal", "eq", "scal+eq", "eq+xv"),
+                 "t5": ("xv:enc0", "xv:enc1", "xv:heads", "move", "xv")}
 CONTROL = ("own", "xm", "xv", "reset")
 MARKS = (1, 2, 5, 10, 20, 50, 100, 200, 400)
+
+
+def _list(v) -> list:
+    return list(v) if isinstance(v, list | tuple) else [v]
+
+
+def cand_name(c: dict) -> str:
+    return f"{c['acquisition']}-d{c['d_Z']}-lr{c['lr']:g}-{c['pulse']}-{c['eval']}"
+
+
+def family(hp: dict) -> list[dict]:
+    """The candidate set-ups of ``hp``'s family lists, in the declared order (which breaks
+    ties): acquisition meaning x ``d_Z`` x learning rate x pulse strength x evaluation."""
+    out = []
+    evals = _list(hp["readout"])
+    for m, d, lr, pulse in itertools.product(_list(hp["acquisition"]), _list(hp["d_Z"]),
+                                             _list(hp["lr"]), _list(hp["pulse"])):
+        for e in (evals if m == "gain" else ["common" if "common" in evals else evals[0]]):
+            c = {"acquisition": m, "d_Z": int(d), "lr": float(lr), "pulse": pulse, "eval": e}
+            out.append(c | {"name": cand_name(c)})
+    return out
 
 
 def torch_gen(seed: np.random.SeedSequence, *labels) -> torch.Generator:
@@ -44,8 +83,9 @@ def pulse_seed(seed: np.random.SeedSequence, *labels) -> int:
 
 
 def with_candidate(hp: dict, cand: dict) -> dict:
-    gain, weight = STRENGTHS[cand["pulse"]]
-    return hp | {"bottleneck": cand["bottleneck"], "pulse_gain": gain, "pulse_weight": weight}
+    """``hp`` with the candidate's set-up (meaning, capacity, learning rate, pulse)."""
+    return hp | {"acquisition": cand["acquisition"], "bottleneck": cand["d_Z"],
+                 "lr": cand["lr"], **STRENGTHS[cand["pulse"]]}
 
 
 def grow(hp: dict, seeds: int, gen: torch.Generator, roles: list[tuple[str, float]],
@@ -62,100 +102,185 @@ def grow(hp: dict, seeds: int, gen: torch.Generator, roles: list[tuple[str, floa
     return world, sp.split(form, names), anc
 
 
-def endpoints(pulse: sp.Pulse, c: sm.Cohort) -> tuple[np.ndarray, np.ndarray]:
-    """Readout precisions ``r_f`` and ``r_o`` per seed (mean over directions)."""
+def endpoints(pulse: sp.Pulse, c: sm.Cohort) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per readout, readout precisions ``r_f`` and ``r_o`` per seed (mean over directions)."""
     K = c.hp["targets"]
-    r = sm.readouts(c.net, pulse.world, *pulse.evals, sp.eval_gains(c, pulse.mode), c.R)
+    rs = sm.readouts(c.net, pulse.world, pulse.evals, sp.eval_gains(c, pulse.mode), c.R)
     f = torch.tensor([v.fav for v in c.variants]).repeat(c.seeds)
-    rows = torch.arange(r.shape[0])
-    rf = r[rows, f].reshape(c.seeds, c.R).double().numpy().mean(1)
-    ro = r[rows, (f + 1) % K].reshape(c.seeds, c.R).double().numpy().mean(1)
-    return rf, ro
+    rows = torch.arange(f.shape[0])
+    out = {}
+    for name, r in rs.items():
+        rf = r[rows, f].reshape(c.seeds, c.R).double().numpy().mean(1)
+        ro = r[rows, (f + 1) % K].reshape(c.seeds, c.R).double().numpy().mean(1)
+        out[name] = (rf, ro)
+    return out
 
 
 def _paired(x, y, seed, *labels) -> stats.Interval:
     return stats.mean_difference_ci(x, y, rng=stats.generator(seed, *labels))
 
 
-def calibrate(hp: dict, seed: np.random.SeedSequence, family=FAMILY) -> dict:
-    """Every candidate on the calibration seeds: ``w*`` chosen by endpoint mismatch, the endpoint
-    intervals at ``w*`` and the sign of the inherited combined-pulse contrast."""
-    S, tol, grid = hp["calibration_seeds"], hp["tolerance"], hp["w_grid"]
+def _route_cancellation(record: sm.FormationRecord, S: int, n_routes: int, K: int) -> np.ndarray:
+    """``-C/S`` per seed and route (``[S, routes]``, mean over directions)."""
+    return record.cancellation().reshape(S, n_routes, K).mean(axis=2)
+
+
+def properties(row: dict, hp: dict) -> dict:
+    """The defining properties of a candidate's calibration row: ``matched`` (both endpoint
+    intervals, ``r_f`` and ``r_o`` by the heads, inside ``+-tolerance``), ``specialized`` (mean
+    probe specialization at least ``spec_level`` in both routes) and ``conflicting`` (the
+    acquisition route's mean ``-C/S`` at least ``conflict_level``)."""
+    tol = hp["tolerance"]
+    matched = all(-tol < iv[1] and iv[2] < tol for iv in row["endpoint_intervals"])
+    spec = min(row["probe_specialization"].values()) >= hp["spec_level"]
+    conf = row["cancellation"]["acquisition"] >= hp["conflict_level"]
+    return {"matched": bool(matched), "specialized": bool(spec), "conflicting": bool(conf)}
+
+
+def calibrate(hp: dict, seed: np.random.SeedSequence, cands: list[dict] | None = None,
+              map_=map) -> dict:
+    """Every candidate on the calibration seeds: ``w*`` by the endpoint mismatch (the largest
+    route difference of mean ``r_f``, ``r_o`` by the heads) over ``w_grid``; at ``w*`` the
+    endpoint intervals, each route's mean specialization by both readouts and each route's
+    ``-C/S``; then :func:`properties` and :func:`choose`. One formation serves every candidate
+    that shares its meaning, ``d_Z`` and learning rate; the formations are independent (each
+    from the same calibration stream), so ``map_`` may run them in worker processes with the
+    same result."""
+    cands = family(hp) if cands is None else cands
+    groups: dict[tuple, list[dict]] = {}
+    for c in cands:
+        groups.setdefault((c["acquisition"], c["d_Z"], c["lr"]), []).append(c)
+    jobs = [(hp, seed, members) for members in groups.values()]
+    rows = [row for part in map_(_calibrate_group, jobs) for row in part]
+    return {"candidates": rows, **choose(rows),
+            "levels": {k: hp[k] for k in ("tolerance", "spec_level", "conflict_level")}}
+
+
+def _calibrate_group(job: tuple) -> list[dict]:
+    """The calibration rows of the candidates sharing one formation (see :func:`calibrate`)."""
+    hp, seed, members = job
+    S, grid, K = hp["calibration_seeds"], hp["w_grid"], hp["targets"]
     rows = []
-    for b in sorted({c["bottleneck"] for c in family}, reverse=True):
-        hpb = hp | {"bottleneck": b}
-        world, routes, _ = grow(hpb, S, torch_gen(seed, "calibration", "data"),
-                               [("acquisition", 0.5)] + [("update", w) for w in grid])
-        evals = world.sample(torch_gen(seed, "calibration", "eval"), hp["eval_n"])
-        for cand in [c for c in family if c["bottleneck"] == b]:
-            hpc = with_candidate(hpb, cand)
-            pulse = sp.Pulse(world, evals, hpc, cand["eval"], pulse_seed(seed, "calibration"))
-            a = routes["acquisition"]
-            ra = endpoints(pulse, a)
-            miss = []
-            for w in grid:
-                ru = endpoints(pulse, routes[f"update@{w:g}"])
-                miss.append(max(abs(np.mean(ra[0] - ru[0])), abs(np.mean(ra[1] - ru[1]))))
-            w_star = float(grid[int(np.argmin(miss))])
-            u = routes[f"update@{w_star:g}"]
-            ru = endpoints(pulse, u)
-            ivs = [_paired(ra[i], ru[i], seed, "calibration", cand["name"], i) for i in (0, 1)]
-            res = sp.compare(pulse, a, u, "own")
-            con = _paired(res["lost_a"].mean(1), res["lost_b"].mean(1), seed, "calibration",
-                          cand["name"], "contrast")
-            matched = all(-tol < iv.low and iv.high < tol for iv in ivs)
-            rows.append(cand | {"w_star": w_star, "mismatch": float(min(miss)),
-                                "endpoint_intervals": [list(iv) for iv in ivs],
-                                "endpoints_matched": bool(matched),
-                                "contrast": list(con), "sign_positive": bool(con.low > 0),
-                                "eligible": bool(matched and con.low > 0)})
-    return {"candidates": rows, **choose(rows)}
+    hpc = with_candidate(hp, members[0])
+    roles = [("acquisition", 0.5)] + [("update", w) for w in grid]
+    record = sm.FormationRecord(every=10 ** 9)
+    world, routes, _ = grow(hpc, S, torch_gen(seed, "calibration", "data"), roles, record)
+    cancel = _route_cancellation(record, S, len(roles), K)
+    evals = sm.EvalDraw.draw(world, torch_gen(seed, "calibration", "eval"), hp["eval_n"])
+    for cand in members:
+        pulse = sp.Pulse(world, evals, hpc, cand["eval"], 0)
+        a = routes["acquisition"]
+        ra = endpoints(pulse, a)
+        miss = []
+        for w in grid:
+            ru = endpoints(pulse, routes[f"update@{w:g}"])["heads"]
+            miss.append(max(abs(np.mean(ra["heads"][0] - ru[0])),
+                            abs(np.mean(ra["heads"][1] - ru[1]))))
+        i_star = int(np.argmin(miss))
+        w_star = float(grid[i_star])
+        ru = endpoints(pulse, routes[f"update@{w_star:g}"])
+        ivs = [_paired(ra["heads"][i], ru["heads"][i], seed, "calibration", cand["name"], i)
+               for i in (0, 1)]
+        row = cand | {
+            "w_star": w_star, "mismatch": float(min(miss)),
+            "endpoint_intervals": [list(iv) for iv in ivs],
+            "probe_specialization": {"acquisition": float(np.mean(ra["probe"][0]
+                                                                  - ra["probe"][1])),
+                                     "update": float(np.mean(ru["probe"][0] - ru["probe"][1]))},
+            "heads_specialization": {"acquisition": float(np.mean(ra["heads"][0]
+                                                                  - ra["heads"][1])),
+                                     "update": float(np.mean(ru["heads"][0] - ru["heads"][1]))},
+            "cancellation": {"acquisition": float(cancel[:, 0].mean()),
+                             "update": float(cancel[:, 1 + i_star].mean())}}
+        row["properties"] = properties(row, hp)
+        row["eligible"] = all(row["properties"].values())
+        rows.append(row)
+    return rows
 
 
 def choose(rows: list[dict]) -> dict:
-    """The pre-specified rule: among eligible candidates (endpoints matched and inherited
-    contrast interval above 0) the smallest endpoint mismatch; if none, among those with a
-    positive contrast; if none, the smallest mismatch overall (the record says which)."""
-    for rule, pool in (("eligible", [r for r in rows if r["eligible"]]),
-                       ("sign only (no candidate matched endpoints)",
-                        [r for r in rows if r["sign_positive"]]),
-                       ("none eligible: smallest mismatch", rows)):
-        if pool:
-            best = min(pool, key=lambda r: (r["mismatch"], rows.index(r)))
-            return {"choice": best["name"], "rule": rule, "w_star": best["w_star"]}
-    raise ValueError("empty candidate family")
+    """The pre-specified rule: among the candidates with every defining property, the smallest
+    endpoint mismatch (ties: the family's order). If none has them all, there is no choice
+    (``choice = None``) and the run measures the *closest* candidate (most properties, then
+    smallest mismatch) only to report it; its findings are UNRESOLVED."""
+    if not rows:
+        raise ValueError("empty candidate family")
+    pool = [r for r in rows if r["eligible"]]
+    if pool:
+        best = min(pool, key=lambda r: (r["mismatch"], rows.index(r)))
+        return {"choice": best["name"], "measured": best["name"], "w_star": best["w_star"],
+                "rule": "every defining property; smallest endpoint mismatch"}
+    near = min(rows, key=lambda r: (-sum(r["properties"].values()), r["mismatch"],
+                                    rows.index(r)))
+    return {"choice": None, "measured": near["name"], "w_star": near["w_star"],
+            "rule": "no candidate has every defining property (matched endpoints, probe "
+                    "specialization, conflicting gradients); the closest is measured, not judged"}
 
 
-def confirm(hp: dict, cand: dict, w_star: float, seed: np.random.SeedSequence) -> dict:
-    """Every table on ``hp["seeds"]`` confirmatory seeds with the chosen candidate and ``w*``:
-    per-seed arrays (``[S, K]``: seed x direction) keyed by table and condition."""
+def _grow_table(hp: dict, table: str, w_star: float, seed) -> tuple:
+    roles_of, recorded = TABLES[table]
+    roles = [(r, w_star if r == "update" else 0.5) for r in roles_of]
+    record = sm.FormationRecord(every=hp["record_every"]) if recorded else None
+    world, routes, anc = grow(hp, hp["seeds"], torch_gen(seed, "confirm", table, "data"), roles,
+                              record)
+    named = {r: routes[f"update@{w_star:g}" if r == "update" else r] for r in roles_of}
+    evals = sm.EvalDraw.draw(world, torch_gen(seed, "confirm", table, "eval"), hp["eval_n"])
+    return world, named, anc, record, evals, len(roles)
+
+
+def _put(out: dict, key: str, res: dict) -> None:
+    """Store a comparison's per-readout arrays: ``{key}_a`` (heads) and ``{key}_a_probe``."""
+    for ro in sm.READOUTS:
+        sfx = "" if ro == "heads" else f"_{ro}"
+        r = res[ro]
+        out[f"{key}_a{sfx}"], out[f"{key}_b{sfx}"] = r["lost_a"], r["lost_b"]
+        for part in ("switch", "specialized"):
+            for t in "ab":
+                out[f"{key}_{part}_{t}{sfx}"] = r[f"{part}_{t}"].astype(float)
+
+
+def confirm(hp: dict, cand: dict, w_star: float, seed: np.random.SeedSequence,
+            tables=tuple(TABLES)) -> dict:
+    """Every table on its own ``hp["seeds"]`` confirmatory seeds with the candidate and ``w*``:
+    per-seed arrays (``[S, K]``: seed x direction) keyed by table and condition, by both
+    readouts."""
     hpc = with_candidate(hp, cand)
-    record = sm.FormationRecord(every=hp["record_every"])
-    roles = [("acquisition", 0.5), ("update", w_star), ("variable", 0.5), ("projected", 0.5)]
-    world, routes, anc = grow(hpc, hp["seeds"], torch_gen(seed, "confirm", "data"), roles, record)
-    A, U = routes["acquisition"], routes[f"update@{w_star:g}"]
-    evals = world.sample(torch_gen(seed, "confirm", "eval"), hp["eval_n"])
-    pseed = pulse_seed(seed, "confirm")
-    pulse = sp.Pulse(world, evals, hpc, cand["eval"], pseed)
     out: dict = {}
-    for mode in EVALS:
-        view = sp.Pulse(world, evals, hpc, mode, pseed)
-        for tag, c in (("a", A), ("u", U)):
-            out[f"end_{mode}_{tag}_f"], out[f"end_{mode}_{tag}_o"] = endpoints(view, c)
     records = {}
-    jobs = [(f"t2_{k}_{n}", A, U, n, k) for k in sp.PULSES for n in ("own", "reset")]
-    jobs += [(f"iv_{n}", A, U, n, "combined") for n in INTERVENTIONS if n not in ("own",
-                                                                                  "reset")]
-    jobs += [(f"ctl_{n}", A, routes["variable"], n, "combined") for n in CONTROL]
-    for key, a, b, name, kind in jobs:
-        res = sp.compare(pulse, a, b, name, kind)
-        out[f"{key}_a"], out[f"{key}_b"] = res["lost_a"], res["lost_b"]
-        out[f"{key}_switch_a"] = res["switch_a"].astype(float)
-        out[f"{key}_switch_b"] = res["switch_b"].astype(float)
-        records[key] = json.loads(res["records"])
-    out |= table6(pulse, A, routes["projected"])
-    out |= horizon(pulse, A, U, hpc)
-    out |= formation_arrays(record, anc, hpc, len(roles))
+    for table in tables:
+        world, R, anc, record, evals, n_roles = _grow_table(hpc, table, w_star, seed)
+        pseed = pulse_seed(seed, "confirm", table)
+        pulse = sp.Pulse(world, evals, hpc, cand["eval"], pseed)
+        A = R["acquisition"]
+        jobs = []
+        if table == "t2":
+            for mode in EVALS:
+                view = sp.Pulse(world, evals, hpc, mode, pseed)
+                for tag, c in (("a", A), ("u", R["update"])):
+                    ends = endpoints(view, c)
+                    for ro in sm.READOUTS:
+                        sfx = "" if ro == "heads" else f"_{ro}"
+                        out[f"end_{mode}_{tag}_f{sfx}"], out[f"end_{mode}_{tag}_o{sfx}"] = ends[ro]
+            jobs = [(f"t2_{k}_{n}", A, R["update"], n, k) for k in sp.PULSES
+                    for n in ("own", "reset")]
+            out |= formation_arrays(record, anc, hpc, n_roles, "t2")
+        elif table == "t4":
+            jobs = [("t4_own", A, R["update"], "own", "combined")]
+            jobs += [(f"iv_{n}", A, R["update"], n, "combined") for n in INTERVENTIONS[table]]
+            jobs += [(f"ctl_{n}", A, R["variable"], n, "combined") for n in CONTROL]
+        elif table in ("pattern", "t5"):
+            jobs = [(f"{table}_own", A, R["update"], "own", "combined")]
+            jobs += [(f"{table}_{n}", A, R["update"], n, "combined")
+                     for n in INTERVENTIONS[table]]
+        elif table == "t6":
+            out |= table6(pulse, A, R["projected"])
+            out |= formation_arrays(record, anc, hpc, n_roles, "t6")
+        elif table == "horizon":
+            out |= horizon(pulse, A, R["update"], hpc)
+        for key, a, b, name, kind in jobs:
+            res = sp.compare(pulse, a, b, name, kind)
+            _put(out, key, res)
+            records[key] = json.loads(res["records"])
     out["records"] = json.dumps(records)
     return out
 
@@ -169,7 +294,10 @@ def table6(pulse: sp.Pulse, A: sm.Cohort, P: sm.Cohort) -> dict:
             c = sp.clone(rec)
             if src is not rec:
                 st.transplant(c.opt, c.net, st.snapshot(src.opt, src.net, weights=False), "v")
-            out[f"t6_{rname}_{vname}"] = pulse.run([c])["routes"][0]["lost"]
+            res = pulse.run([c])["routes"][0]
+            for ro in sm.READOUTS:
+                sfx = "" if ro == "heads" else f"_{ro}"
+                out[f"t6_{rname}_{vname}{sfx}"] = res[ro]["lost"]
     return out
 
 
@@ -187,18 +315,24 @@ def horizon(pulse: sp.Pulse, A: sm.Cohort, U: sm.Cohort, hp: dict) -> dict:
         if name == "sgd":
             rates = [sp.sgd_rates(c, pulse.world, "combined", hp, pulse.seed) for c in (a, b)]
         res = pulse.run([a, b], "combined", steps=H, sgd=rates, marks=marks)["routes"]
-        out[f"hz_{name}_a"], out[f"hz_{name}_b"] = res[0]["trace"], res[1]["trace"]
+        for ro in sm.READOUTS:
+            sfx = "" if ro == "heads" else f"_{ro}"
+            out[f"hz_{name}_a{sfx}"] = res[0][ro]["trace"]
+            out[f"hz_{name}_b{sfx}"] = res[1][ro]["trace"]
     return out
 
 
-def formation_arrays(record: sm.FormationRecord, anc: sm.Cohort, hp: dict, n_roles: int) -> dict:
-    """Encoder-layer mean ``v`` along formation per route (mean over seeds and directions), the
-    ancestor's ``v`` discounted by ``beta2^t``, and ``-C/S`` per seed and route."""
+def formation_arrays(record: sm.FormationRecord, anc: sm.Cohort, hp: dict, n_roles: int,
+                     table: str) -> dict:
+    """Encoder-layer mean ``v`` along formation per route (mean over seeds and directions), per
+    seed at the end (``[layer, S, route]``), the ancestor's ``v`` discounted by ``beta2^t``, and
+    ``-C/S`` per seed and route; keys prefixed ``{table}_``."""
     K, S = hp["targets"], anc.seeds
     v = np.stack(record.v_mean).reshape(len(record.v_mean), 2, S, n_roles, K)
     t = record.every * np.arange(1, v.shape[0] + 1, dtype=float)
     anc_v = sm.encoder_v_means(anc).mean(axis=1)
-    return {"form_t": t, "form_v": v.mean(axis=(2, 4)),
-            "form_v_final": v[-1].mean(axis=3),
-            "form_v_ancestor": anc_v[None, :] * hp["beta2"] ** t[:, None],
-            "form_cancel": record.cancellation().reshape(S, n_roles, K).mean(axis=2)}
+    p = f"{table}_"
+    return {p + "form_t": t, p + "form_v": v.mean(axis=(2, 4)),
+            p + "form_v_final": v[-1].mean(axis=3),
+            p + "form_v_ancestor": anc_v[None, :] * hp["beta2"] ** t[:, None],
+            p + "form_cancel": _route_cancellation(record, S, n_roles, K)}

@@ -1,33 +1,39 @@
 r"""Matched specialization, different adaptation: second-moment structure in shared representations.
 
-Small Adam-trained networks with a shared encoder and one linear head per target reach matched
-readout measurements by two formation routes (*acquisition-formed*: the input shows the favoured
-target with a larger gain, equal loss weights; *update-formed*: equal gains, loss weight ``w*`` on
-the favoured target) and then receive the same ten opposing updates. Adam-state interventions
-(:mod:`gaugedyn.adam`'s state toolkit) locate the response difference. The set-up is written out,
-with every inferred choice marked, in ``derivations/shared_representation.md``; it is a *search
-over set-ups*: a candidate family fixed in that document (``FAMILY`` in
-:mod:`._stages`) is calibrated on calibration seeds, one candidate is chosen by the
-pre-specified rule (endpoint matching and the sign of the inherited combined-pulse contrast), and
-every table is measured on disjoint confirmatory seeds. The run is one task: calibration then
-confirmation, all seeds of a stage trained as one batched program.
+Small Adam-trained networks with a shared encoder (capacity ``d_Z``) and one linear head per
+target reach matched readout measurements by two formation routes (*acquisition-formed*: the
+favoured target is acquired more, equal loss weights; *update-formed*: every target acquired
+alike, loss weight ``w*`` on the favoured one) and then receive the same ten opposing updates.
+Adam-state interventions (:mod:`gaugedyn.adam`'s state toolkit) locate the response difference.
+The set-up is written out, with every inferred choice marked, in
+``derivations/shared_representation.md`` (sections 4-8, fixed before any run): a candidate family
+(:func:`._stages.family`: what *acquisition* means — input gain, label-observation rate per
+sample, or per step — x ``d_Z`` in {1, 2, 3, 32} x learning rate x pulse strength x evaluation
+distribution) is calibrated on calibration seeds and one candidate is chosen **only by its
+defining properties** (matched endpoints, probe specialization of at least ``spec_level`` in
+both routes, acquisition-route cancellation ``-C/S`` of at least ``conflict_level``); no outcome
+a table reports enters the choice. If no candidate has them all, the run says so and every
+finding is UNRESOLVED with that reason. Each table is then measured on its own confirmatory
+seeds (:data:`._stages.TABLES`), every seed of a table trained as one batched program.
 
-The full configuration's choice is stored as data (``calibration.json`` beside this module,
-:mod:`._calibration`): quick runs and ``--set`` runs with the same set-up settings reuse it, so
-a quick run previews the full one (fewer seeds, never another set-up), and say so in the claim
+Specialization is read by the heads and by a linear probe on the representation (held-out
+inputs; :func:`._model.readouts`); every finding that reads it is judged under both, as
+readings. A checkpoint switches only if its favoured target was on top before the pulse and is
+not after; the denominator is reported.
+
+The full configuration's calibration is stored as data (``calibration.json`` beside this module,
+:mod:`._calibration`): quick runs and ``--set`` runs with the same set-up settings reuse it (a
+narrowed family reuses the stored rows of the candidates it keeps) and say so in the claim
 ``shared_representation.setup`` and ``diagnostics.calibration.source``; ``recalibrate = true``
 searches the family again.
 
-Findings (each with the paper's criterion and number beside the measured one; judged by the
-verdict rules of :data:`gaugedyn.stats.RULES`: ``paired_difference`` for a contrast claimed
-above or below a threshold, ``equivalence`` for one claimed inside +-margin, both on the
-per-seed values, with the power at the paper's value): switch rates; Table 2 (inherited >
-+0.05, reset inside +-0.02, all three pulses); Table 4 (exchange ``m`` within +-0.02 of own, exchange ``v`` negative,
-the equal-mean weight-history control); the common-scale pattern effect; Table 5 (first encoder
-layer carries most, heads change little, equal movement positive); Table 6 (projected-history
-``v`` lowers the ten-update loss in the native recipient); endpoint matching (inside
-+-``tolerance``). Continued opposition (Figure 4b) and formation accounting (Figure 5) are
-measurements: the paper gives them no decision rule.
+Findings (each with the paper's criterion and value beside the measured one; judged by the
+verdict rules of :data:`gaugedyn.stats.RULES` on per-seed values, with the power at the paper's
+value): endpoint matching; switch-rate difference; Table 2 (inherited > +0.05, reset inside
++-0.02, three pulses); Table 4 (exchange ``m`` within +-0.02, exchange ``v`` negative, the
+weight-history control with its +-0.01 margin); the common-scale pattern effect; Table 5; Table
+6; formation (encoder second moments smaller and ``-C/S`` larger in the acquisition route).
+Continued opposition (Figure 4b) is a measurement: the paper gives it no decision rule.
 """
 
 from __future__ import annotations
@@ -38,9 +44,9 @@ from ..._errors import InputError
 from ...harness import Experiment, Param
 from . import _calibration as sc
 from . import _findings as sf
+from . import _protocol as sp
 from . import _stages as ss
 
-SETUPS = ("search", *(c["name"] for c in ss.FAMILY))
 FULL_SEEDS = 40
 
 DEFINITIONS = {
@@ -72,16 +78,31 @@ class SharedRepresentation(Experiment):
                    "seeds, every table on disjoint confirmatory seeds")
     definitions = DEFINITIONS
     params = {
-        "setup": Param(str, "search", choices=SETUPS,
-                       help="'search': the set-up chosen by the candidate family's calibration "
-                            "(the stored full calibration unless recalibrate = true); a name fixes "
-                            "one candidate (w* is still calibrated)"),
+        "acquisition": Param((str, list), ["gain", "rate", "step"], choices=sp.MEANINGS,
+                             min_len=1, max_len=3, distinct=True, item=str,
+                             help="family: what acquisition means (input gain; label "
+                                  "observation rate per sample; per step); one value fixes it"),
+        "d_Z": Param((int, list), [1, 2, 3, 32], lo=1, hi=256, min_len=1, max_len=8,
+                     distinct=True, item=int, why="time: d_Z x width per network",
+                     help="family: capacity of the shared representation (encoder output "
+                          "width); one value fixes it"),
+        "lr": Param((float, list), [0.01, 0.003], lo=0.0, hi=1.0, lo_open=True, min_len=1,
+                    max_len=4, distinct=True, item=float, why="Adam diverges far below it",
+                    help="family: Adam step size; one value fixes it"),
+        "pulse": Param((str, list), ["mild", "strong"], choices=tuple(ss.STRENGTHS), min_len=1,
+                       max_len=2, distinct=True, item=str,
+                       help="family: opposing-pulse strength; one value fixes it"),
+        "readout": Param((str, list), ["own", "common"], choices=ss.EVALS, min_len=1, max_len=2,
+                         distinct=True, item=str,
+                         help="family: evaluation distribution of the readouts (the routes' own "
+                              "inputs or common equal gains; only input-gain acquisition "
+                              "tells them apart)"),
         "recalibrate": Param(bool, False, help="search the candidate family again instead of "
                              "reusing the stored full calibration (calibration.json)"),
-        "seeds": _p(int, FULL_SEEDS, 2, 512, "time: about 2 s of CPU per confirmatory seed",
-                    "confirmatory seeds", quick=12),
-        "calibration_seeds": _p(int, 16, 2, 256, "time: 12 candidates x 22 networks per seed",
-                                "calibration seeds (a disjoint stream)", quick=8),
+        "seeds": _p(int, FULL_SEEDS, 2, 512, "time: six formations per confirmatory seed",
+                    "confirmatory seeds per table (each table its own)", quick=10),
+        "calibration_seeds": _p(int, 16, 2, 256, "time: 24 formations of 22 networks per seed",
+                                "calibration seeds (a disjoint stream)", quick=6),
         "targets": _p(int, 2, 2, 4, "the candidate family and pulses are defined up to 4",
                       "number of Gaussian latent targets K"),
         "dim": _p(int, 16, 4, 256, "memory: batch x dim floats per network", "input dimension"),
@@ -90,8 +111,6 @@ class SharedRepresentation(Experiment):
         "rho": _p(float, 0.3, 0.0, 0.9, "the latent covariance must stay positive definite",
                   "correlation between targets"),
         "sigma": _p(float, 0.5, 0.0, 10.0, "beyond that no target is readable", "input noise"),
-        "lr": _p(float, 0.01, 0.0, 1.0, "Adam diverges far below it", "Adam step size",
-                 lo_open=True),
         "beta1": _p(float, 0.9, 0.0, 0.999, "Adam needs beta1 < 1", "Adam beta1"),
         "beta2": _p(float, 0.999, 0.0, 0.9999, "Adam needs beta2 < 1", "Adam beta2"),
         "eps": _p(float, 1e-8, 0.0, 1e-2, "larger eps is no longer Adam", "Adam eps", lo_open=True),
@@ -104,6 +123,9 @@ class SharedRepresentation(Experiment):
                       "continued-opposition updates (Figure 4b)", quick=100),
         "gain_weak": _p(float, 0.5, 0.0, 1.0, "the favoured gain is 1", "acquisition gain of "
                         "the non-favoured targets", lo_open=True, hi_open=True),
+        "observe_weak": _p(float, 0.25, 0.0, 1.0, "a rate lies in (0, 1)", "acquisition as "
+                           "label observation: rate of the non-favoured targets' labels",
+                           lo_open=True, hi_open=True),
         "control_delta": _p(float, 0.3, 0.0, 0.5, "weights must stay in (0, 1)",
                             "variable weight history: 1/K +- delta on the favoured target",
                             lo_open=True, hi_open=True),
@@ -115,7 +137,15 @@ class SharedRepresentation(Experiment):
                         "endpoint matching tolerance", lo_open=True),
         "margin": _p(float, 0.02, 0.0, 0.5, "readouts lie in [0, 1]",
                      "equivalence margin (reset, exchange m, heads)", lo_open=True),
-        "w_grid": Param(list, [0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999], lo=0.0,
+        "control_margin": _p(float, 0.01, 0.0, 0.5, "readouts lie in [0, 1]",
+                             "equivalence margin of the weight-history control (Figure 2b)",
+                             lo_open=True),
+        "spec_level": _p(float, 0.2, 0.0, 2.0, "specialization is a difference of precisions",
+                         "defining property: probe specialization at least this in both "
+                         "routes"),
+        "conflict_level": _p(float, 0.1, -1.0, 1.0, "-C/S lies in [-1, 1] for two targets",
+                             "defining property: the acquisition route's -C/S at least this"),
+        "w_grid": Param(list, [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99, 0.999], lo=0.0,
                         hi=1.0, hi_open=True, min_len=1, max_len=32, distinct=True,
                         why="a loss weight lies in [0, 1)",
                         help="candidate loss weights w* of the update route"),
@@ -131,10 +161,17 @@ class SharedRepresentation(Experiment):
                              f"(0, {1 / config['targets']:g})")
 
     def tasks(self, config):
-        """One task; it carries how its set-up is obtained (:func:`._calibration.plan`), so a
-        stored choice that changes is a different task."""
+        """The family lists normalised (a single value is a one-entry list); every task carries
+        how its set-up is obtained (:func:`._calibration.plan`), so a stored choice that changes
+        is a different task. With a stored calibration, one task per table (each its own task
+        seed, so its own seeds; the harness runs them in parallel); a run that calibrates is one
+        task, so the family is searched once."""
         self.validate(config)
-        return [dict(config) | {"calibration": sc.plan(config, sc.setup_keys(self.params))}]
+        config = dict(config) | {k: ss._list(config[k]) for k in sc.FAMILY_KEYS}
+        how = sc.plan(config, sc.setup_keys(self.params))
+        if how["source"] == "calibrate":
+            return [config | {"calibration": how, "tables": list(ss.TABLES)}]
+        return [config | {"calibration": how, "tables": [t]} for t in ss.TABLES]
 
     def run_task(self, task, seed):
         import torch
@@ -148,19 +185,17 @@ class SharedRepresentation(Experiment):
 
     def _run(self, task, seed):
         how = task.get("calibration") or {"source": "calibrate", "reason": "calibration"}
-        if how["source"] == "stored":
+        if how["source"] in ("stored", "stored subset"):
             cal = dict(how)
         else:
-            family = ss.FAMILY if task["setup"] == "search" else tuple(
-                c for c in ss.FAMILY if c["name"] == task["setup"])
-            cal = ss.calibrate(task, seed, family) | how
-        cand = next(c for c in ss.FAMILY if c["name"] == cal["choice"])
-        out = ss.confirm(task, cand, cal["w_star"], seed)
+            cal = ss.calibrate(task, seed) | how
+        cand = next(c for c in cal["candidates"] if c["name"] == cal["measured"])
+        out = ss.confirm(task, cand, cal["w_star"], seed, tables=task["tables"])
         out["calibration"] = json.dumps(cal)
         return out
 
     def analyse(self, config, tasks, results, seed):
-        return sf.analyse(config, results[0], FULL_SEEDS, seed)
+        return sf.analyse(config, sf.merge(results), FULL_SEEDS, seed)
 
     def plot(self, arrays, config, outdir):
         return sf.plot(arrays, config, outdir)
