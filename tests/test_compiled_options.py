@@ -134,7 +134,8 @@ def test_chain_with_options_is_compiled_sgd_in_distribution():
 def test_chain_with_options_at_large_d_follows_the_online_ode():
     """At D = 10,000 the 16-seed mean of the chain with weight decay, ``lr2`` and label noise
     follows the online ODE with the same options within 5 standard errors plus 1e-4 (the O(1/D)
-    bias) at every record from t = 0.5 to t = 5, and the plain ODE misses it."""
+    bias) at every record from t = 0.5 to t = 5 and lies inside the seeds' 10-90% band at
+    >= 90% of the entries; the plain ODE misses the mean by more than 10 standard errors."""
     D = 10_000
     opts = dict(weight_decay=0.1, lr2=0.5, label_noise=0.5)
     problem = random_problem(D, 2, 2, np.random.default_rng(3), activation="erf")
@@ -151,6 +152,8 @@ def test_chain_with_options_at_large_d_follows_the_online_ode():
         se = x.std(axis=0, ddof=1) / np.sqrt(x.shape[0])
         gap = np.abs(x.mean(axis=0) - ode[key][late])
         assert np.all(gap <= 5 * se + 1e-4), (key, (gap / (se + 1e-300)).max())
+        lo, hi = np.quantile(x, [0.1, 0.9], axis=0)
+        assert ((ode[key][late] >= lo) & (ode[key][late] <= hi)).mean() >= 0.9, key
         missed = max(missed, (np.abs(x.mean(axis=0) - plain[key][late]) / (se + 1e-4)).max())
     assert missed > 10, missed
 
