@@ -18,8 +18,8 @@ A. erf teacher and student with ``--sigma 0.1 --wd 1e-4 --lr2 0.5 --both``. nn2p
    the gradient of each layer (torch's convention): ``eta = lr``, ``lr2 = lr2 / lr``,
    ``lambda = wd / lr`` make the first layer's terms identical, and the second layer's decay
    differs by ``(1 - lr2 / lr) wd v``, which this script adds to gaugedyn's ``dv/dt`` (written
-   out, so nothing is hidden). The SGD rates: nn2pp's simulator against gaugedyn's torch trainer
-   with the same options (the compiled backends run plain SGD only), steps per second.
+   out, so nothing is hidden). The SGD rates: nn2pp's simulator against gaugedyn's torch
+   trainer, compiled weight-space backend and chain with the same options, steps per second.
 B. erf teacher, ReLU student (``--g1 1 --g2 2 --both``, plain SGD). nn2pp's ODE covers only one
    activation (erf or linear), so gaugedyn's online ODE (the teacher's own activation) is
    (DOP853 at rtol 1e-6; its ReLU noise term is a four-dimensional quadrature) compared with
@@ -196,10 +196,16 @@ def case_a(exe, scratch: Path, N: int, t_max: float, rounds: int):
     cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=steps, samples=None, batch=1,
                       weight_decay=OPTIONS["wd"], lr2=OPTIONS["lr2"],
                       label_noise=OPTIONS["sigma"], points_per_decade=2)
+    for backend in ("compiled", "chain"):  # compile outside the timing
+        train(big, TrainConfig(optimizer="sgd", lr=1.0, steps=10, samples=None, batch=1,
+                               weight_decay=0.1, lr2=0.5, label_noise=0.1), backend=backend)
     timed = interleaved({
         "nn2pp SGD (C++, Armadillo)": lambda: subprocess.run(sgd_args[:-1], cwd=folder,
                                                              capture_output=True, check=True),
         "gaugedyn torch trainer": lambda: train(big, cfg, seeds=1, backend="torch"),
+        "gaugedyn compiled (weight space)": lambda: train(big, cfg, seeds=1,
+                                                          backend="compiled"),
+        "gaugedyn chain (order parameters)": lambda: train(big, cfg, seeds=1, backend="chain"),
     }, rounds)
     _rates(timed, steps, "nn2pp SGD (C++, Armadillo)")
 

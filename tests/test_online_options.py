@@ -55,10 +55,6 @@ def test_label_noise_term_is_sigma_squared_a_a_e_gprime_gprime():
 
 def test_options_refused_where_they_do_not_run():
     problem = random_problem(50, 2, 2, np.random.default_rng(0), activation="erf")
-    cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=10, samples=None, weight_decay=0.1)
-    for backend in ("compiled", "chain"):
-        with pytest.raises(InputError, match="backend='torch'"):
-            train(problem, cfg, backend=backend)
     with pytest.raises(InputError, match="lr2"):
         TrainConfig(optimizer="adam", lr2=0.5)
     with pytest.raises(InputError, match="label_noise=-1"):

@@ -34,6 +34,17 @@ every step (a pivot at or below ``PIVOT_TOL`` of its diagonal entry counts as a 
 rows do not span, so duplicate neurons and ``D < P`` are handled); the Wishart part is drawn by
 Bartlett's construction.
 
+**The classical options** (``_online_fast``'s docstring) keep the chain exact. Label noise
+``sigma xi_mu`` enters ``e_mu`` as one more normal, independent of ``x_mu`` (drawn after the
+step's fields). Weight decay makes ``w_i' = s w_i - sum_mu c_mu,i x_mu`` with
+``s = 1 - eta lambda / D``, so
+
+    Q_ij' = s^2 Q_ij - s sum_mu (c_mu,i lambda_mu,j + c_mu,j lambda_mu,i)
+            + sum_munu c_mu,i c_nu,j G_munu,
+    R_in' = s R_in - sum_mu c_mu,i nu_mu,n;
+
+``lr2`` scales the ``a`` step only.
+
 **What it gives and what it does not.** The records are ``a``, ``Q``, ``R``, the online loss
 and the flow time, with the conventions of ``train``; the weights themselves are not formed.
 Sample by sample it differs from the weight-space kernel (different randomness); in
@@ -46,7 +57,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._online_fast import BIT_GENERATOR, SCHEDULE_CODES, activation_code
+from ._online_fast import BIT_GENERATOR, SCHEDULE_CODES, activation_code, given_noise, options
 
 PIVOT_TOL = 1e-13
 """Relative pivot below which :func:`cholesky_psd` treats a direction as not spanned."""
@@ -66,11 +77,14 @@ def gram(problem) -> np.ndarray:
 
 def run_chain(a, C, b, K: int, D: int, activation: str, config, grid: np.ndarray,
               gen: np.random.Generator | None = None, fields: np.ndarray | None = None,
-              sample_gram: np.ndarray | None = None, teacher_activation=None) -> dict:
+              sample_gram: np.ndarray | None = None, teacher_activation=None,
+              noise: np.ndarray | None = None) -> dict:
     """Run the chain for one seed from ``a (K,)``, ``C (P, P)`` (copies); randomness from
-    ``gen`` or, if given, ``fields (steps, B, P)`` and ``sample_gram (steps, B, B)``. Returns the
-    records at ``grid`` and ``failed_at`` as :func:`gaugedyn.training._online_fast.run_kernel`
-    does; ``teacher_activation`` is the teacher's (``None``: the student's)."""
+    ``gen`` or, if given, ``fields (steps, B, P)``, ``sample_gram (steps, B, B)`` and (with
+    label noise) ``noise (steps, B)``. The classical options of ``config`` as in
+    :func:`gaugedyn.training._online_fast.run_kernel`. Returns the records at ``grid`` and
+    ``failed_at`` as ``run_kernel`` does; ``teacher_activation`` is the teacher's (``None``: the
+    student's)."""
     kern = _kernels().chain_run
     a = np.array(a, dtype=np.float64)
     C = np.array(C, dtype=np.float64)
@@ -87,12 +101,13 @@ def run_chain(a, C, b, K: int, D: int, activation: str, config, grid: np.ndarray
         fields = np.ascontiguousarray(fields, dtype=np.float64)
         sample_gram = np.ascontiguousarray(sample_gram, dtype=np.float64)
         gen = np.random.Generator(BIT_GENERATOR(0))  # a typed placeholder, never drawn from
+    noise = given_noise(noise, fields.shape[0] > 0, config)
     teacher = activation if teacher_activation is None else teacher_activation
     status = kern(a, C, np.asarray(b, np.float64), int(K), int(D), activation_code(activation),
-                  activation_code(teacher), SCHEDULE_CODES[config.schedule], float(config.lr), float(config.lr_min),
-                  float(config.decay), int(config.steps), np.asarray(grid, np.int64), B, gen,
-                  fields, sample_gram, PIVOT_TOL, out["a"], out["Q"], out["R"], out["emp"],
-                  out["flow"])
+                  activation_code(teacher), SCHEDULE_CODES[config.schedule], float(config.lr),
+                  float(config.lr_min), float(config.decay), int(config.steps),
+                  np.asarray(grid, np.int64), B, gen, fields, sample_gram, PIVOT_TOL,
+                  *options(config), noise, out["a"], out["Q"], out["R"], out["emp"], out["flow"])
     out["failed_at"] = None if status < 0 else int(status)
     return out
 

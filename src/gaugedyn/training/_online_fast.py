@@ -10,6 +10,11 @@ against the teacher ``f*(x) = sum_n b_n g(v_n . x)``, a fresh batch of ``B`` sam
     w_i   <- w_i   - (eta_k / D) (1/B) sum_mu e_mu a_i g'(lambda_i) x_mu,
 
 ``e = f - f*``, ``lambda_i = w_i . x``, and the time ``t = steps / D``, ``flow_time = sum_k eta_k / D``.
+The classical options of ``TrainConfig``, with the torch trainer's conventions: label noise
+``sigma`` (labels ``y = f*(x) + sigma xi``, ``xi ~ N(0, 1)`` per sample, so ``e = f - f* -
+sigma xi``), weight decay ``lambda`` added to both layers' gradients (``theta <- theta - (eta_k
+/ D) (grad + lambda theta)``) and the second layer's relative rate ``lr2`` (the ``a`` step is
+``lr2`` times the above; ``lr2 = 0`` freezes it; the flow time stays ``sum_k eta_k / D``).
 
 What differs from the torch path is only where the samples come from: seed ``i`` draws from its
 own ``numpy.random.Generator`` (numpy's SFC64 seeded from ``gaugedyn._meta.task_seed(root_seed,
@@ -74,11 +79,15 @@ def compiled_step_size(schedule: str, lr: float, k: int, steps: int, lr_min: flo
 
 def run_kernel(a: np.ndarray, W: np.ndarray, V: np.ndarray, b: np.ndarray, activation: str,
                config, grid: np.ndarray, gen: np.random.Generator | None = None,
-               X: np.ndarray | None = None, teacher_activation=None) -> dict:
+               X: np.ndarray | None = None, teacher_activation=None,
+               noise: np.ndarray | None = None) -> dict:
     """Run one seed in place on copies of ``a (K,)``, ``W (K, D)``; samples from ``gen`` or,
-    if given, from ``X (steps, batch, D)``; the teacher uses ``teacher_activation`` (``None``:
-    the student's). Returns the records at ``grid`` and ``failed_at``
-    (the record index where a value became non-finite, or ``None``)."""
+    if given, from ``X (steps, batch, D)`` and (with ``config.label_noise > 0``) the label
+    noises ``xi`` from ``noise (steps, batch)``; the teacher uses ``teacher_activation``
+    (``None``: the student's). ``config.weight_decay``, ``config.lr2`` and
+    ``config.label_noise`` apply as in the torch trainer (module docstring). Returns the records
+    at ``grid`` and ``failed_at`` (the record index where a value became non-finite, or
+    ``None``)."""
     kern = _build()["run"]
     a = np.array(a, dtype=np.float64)
     W = np.array(W, dtype=np.float64)
@@ -94,17 +103,33 @@ def run_kernel(a: np.ndarray, W: np.ndarray, V: np.ndarray, b: np.ndarray, activ
     else:
         X = np.ascontiguousarray(X, dtype=np.float64)
         gen = np.random.Generator(BIT_GENERATOR(0))  # a typed placeholder, never drawn from
+    noise = given_noise(noise, X.shape[0] > 0, config)
     status = kern(a, W, np.ascontiguousarray(V, dtype=np.float64), np.asarray(b, np.float64),
                   activation_code(activation),
                   activation_code(activation if teacher_activation is None
                                   else teacher_activation),
                   SCHEDULE_CODES[config.schedule], float(config.lr),
                   float(config.lr_min), float(config.decay), int(config.steps),
-                  np.asarray(grid, np.int64), int(config.batch_size), gen, X, out["a"], out["Q"],
-                  out["R"], out["emp"], out["flow"])
+                  np.asarray(grid, np.int64), int(config.batch_size), gen, X,
+                  *options(config), noise, out["a"], out["Q"], out["R"], out["emp"], out["flow"])
     out["failed_at"] = None if status < 0 else int(status)
     out["last"] = (a, W)
     return out
+
+
+def options(config) -> tuple[float, float, float]:
+    """``(weight_decay, lr2, label_noise)`` of ``config``, as the kernels take them."""
+    return float(config.weight_decay), float(config.lr2), float(config.label_noise)
+
+
+def given_noise(noise, given: bool, config) -> np.ndarray:
+    """The label noises ``(steps, batch)`` a kernel reads when its samples are given (an empty
+    array when they are drawn, or when there is no label noise)."""
+    if not given or not config.label_noise:
+        return np.empty((0, 1))
+    if noise is None:
+        raise ValueError("label noise with given samples needs the noises (noise)")
+    return np.ascontiguousarray(noise, dtype=np.float64)
 
 
 def default_threads() -> int:

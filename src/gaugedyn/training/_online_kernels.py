@@ -120,10 +120,12 @@ def record(r, a, U, K, out_a, out_Q, out_R):
 
 
 @numba.njit(cache=True, fastmath=FAST)
-def sample_gradient(act, tact, a, b, U, K, x, u, gen, X, k, mu, coef, ga):
+def sample_gradient(act, tact, a, b, U, K, x, u, gen, X, k, mu, coef, ga, sigma, N):
     """Draw (or read) one sample into ``x``, add its ``e g(lambda)`` to ``ga``, set
     ``coef_i = e a_i g'(lambda_i)``; return the sample's loss ``e^2 / 2``. The sample is drawn
-    whole first, then projected on every field (``u = U x``: contiguous dot products)."""
+    whole first, then projected on every field (``u = U x``: contiguous dot products). With
+    label noise ``sigma > 0`` the label is ``y = f*(x) + sigma xi``, so ``e = f - f* - sigma xi``,
+    ``xi ~ N(0, 1)`` drawn right after the sample's inputs (or read from ``N[k, mu]``)."""
     P, D = U.shape
     if X.shape[0] > 0:
         for d in range(D):
@@ -141,6 +143,8 @@ def sample_gradient(act, tact, a, b, U, K, x, u, gen, X, k, mu, coef, ga):
         e += a[i] * g(act, u[i])
     for n in range(P - K):
         e -= b[n] * g(tact, u[K + n])
+    if sigma != 0.0:
+        e -= sigma * (N[k, mu] if N.shape[0] > 0 else gen.standard_normal())
     for i in range(K):
         ga[i] += e * g(act, u[i])
         coef[i] = e * a[i] * g_prime(act, u[i])
@@ -148,11 +152,16 @@ def sample_gradient(act, tact, a, b, U, K, x, u, gen, X, k, mu, coef, ga):
 
 
 @numba.njit(inline="always", cache=True)
-def advance(a, ga, eta, batch, loss, flow, acc, count):
-    """End of a step, shared by both kernels: ``a -= eta ga / B``; the flow time, the summed
-    batch losses and the step count since the last record, advanced."""
-    for i in range(a.shape[0]):
-        a[i] -= eta * ga[i] / batch
+def advance(a, ga, eta, batch, loss, flow, acc, count, wd, lr2):
+    """End of a step, shared by both kernels: ``a -= eta lr2 (ga / B + wd a)`` (plain:
+    ``a -= eta ga / B``); the flow time (``+ eta``, whatever ``lr2``), the summed batch losses
+    and the step count since the last record, advanced."""
+    if wd == 0.0 and lr2 == 1.0:
+        for i in range(a.shape[0]):
+            a[i] -= eta * ga[i] / batch
+    else:
+        for i in range(a.shape[0]):
+            a[i] -= (eta * lr2) * (ga[i] / batch + wd * a[i])
     return flow + eta, acc + loss / batch, count + 1
 
 
@@ -166,9 +175,12 @@ def close_record(r, acc, count, flow, out_emp, out_flow):
 
 @numba.njit(nogil=True, cache=True, fastmath=FAST)
 def run(a, W, V, b, act, tact, sched, lr, lr_min, decay, steps, grid, batch, gen, X,
-        out_a, out_Q, out_R, out_emp, out_flow):
-    """Online SGD of one seed in place (``a``, ``W``); records at ``grid``. Returns -1, or the
-    record index at which a value became non-finite."""
+        wd, lr2, sigma, N, out_a, out_Q, out_R, out_emp, out_flow):
+    """Online SGD of one seed in place (``a``, ``W``); records at ``grid``. The classical
+    options as in the torch trainer: weight decay ``wd`` (``w <- (1 - eta wd) w - eta grad``,
+    ``eta`` the step ``eta_k / D``), the second layer's relative rate ``lr2`` (0 freezes it) and
+    label noise ``sigma`` (:func:`sample_gradient`; ``N (steps, B)`` the noises when ``X`` is
+    given). Returns -1, or the record index at which a value became non-finite."""
     K, D = W.shape
     P = K + V.shape[0]
     U = np.empty((P, D))  # student and teacher weights, one contiguous row per field
@@ -185,24 +197,38 @@ def run(a, W, V, b, act, tact, sched, lr, lr_min, decay, steps, grid, batch, gen
         ga[:] = 0.0
         loss = 0.0
         if batch == 1:
-            loss = sample_gradient(act, tact, a, b, U, K, x, u, gen, X, k, 0, coef, ga)
-            for i in range(K):
-                c = eta * coef[i]
-                for d in range(D):
-                    U[i, d] -= c * x[d]
+            loss = sample_gradient(act, tact, a, b, U, K, x, u, gen, X, k, 0, coef, ga, sigma,
+                                   N)
+            if wd == 0.0:
+                for i in range(K):
+                    c = eta * coef[i]
+                    for d in range(D):
+                        U[i, d] -= c * x[d]
+            else:
+                shrink = 1.0 - eta * wd
+                for i in range(K):
+                    c = eta * coef[i]
+                    for d in range(D):
+                        U[i, d] = shrink * U[i, d] - c * x[d]
         else:
             gW[:, :] = 0.0
             for mu in range(batch):
                 loss += sample_gradient(act, tact, a, b, U, K, x, u, gen, X, k, mu, coef,
-                                        ga)
+                                        ga, sigma, N)
                 for i in range(K):
                     c = coef[i]
                     for d in range(D):
                         gW[i, d] += c * x[d]
-            for i in range(K):
-                for d in range(D):
-                    U[i, d] -= (eta / batch) * gW[i, d]
-        flow, acc, count = advance(a, ga, eta, batch, loss, flow, acc, count)
+            if wd == 0.0:
+                for i in range(K):
+                    for d in range(D):
+                        U[i, d] -= (eta / batch) * gW[i, d]
+            else:
+                shrink = 1.0 - eta * wd
+                for i in range(K):
+                    for d in range(D):
+                        U[i, d] = shrink * U[i, d] - (eta / batch) * gW[i, d]
+        flow, acc, count = advance(a, ga, eta, batch, loss, flow, acc, count, wd, lr2)
         if r < grid.shape[0] and k + 1 == grid[r]:
             if not record(r, a, U, K, out_a, out_Q, out_R):
                 return r
@@ -296,12 +322,16 @@ def draw_fields(L, rank, D, batch, gen, z, u, G, A):
 
 @numba.njit(nogil=True, cache=True, fastmath=FAST)
 def chain_run(a, C, b, K, D, act, tact, sched, lr, lr_min, decay, steps, grid, batch, gen, F, S,
-              tol, out_a, out_Q, out_R, out_emp, out_flow):
+              tol, wd, lr2, sigma, N, out_a, out_Q, out_R, out_emp, out_flow):
     """The exact order-parameter chain of online SGD for one seed, in place on ``a (K,)`` and
     ``C (P, P)``, the Gram matrix of the rows ``[W; V]`` (students first). The fields and the
     samples' Gram matrix come from :func:`draw_fields`, or, if ``F`` has rows, from
-    ``F (steps, B, P)`` and ``S (steps, B, B)``. Records at ``grid``; returns -1, or the
-    record index at which a value became non-finite."""
+    ``F (steps, B, P)`` and ``S (steps, B, B)``. The classical options as in :func:`run`: with
+    label noise each sample's ``xi`` is drawn after the step's fields (or read from
+    ``N (steps, B)``); weight decay ``w_i' = s w_i - sum_mu c_mu,i x_mu``, ``s = 1 - eta wd``,
+    gives ``Q' = s^2 Q - s (linear terms) + (quadratic terms)`` and ``R' = s R - sum_mu c_mu,i
+    nu_mu`` (``_online_chain``). Records at ``grid``; returns -1, or the record index at which
+    a value became non-finite."""
     P = C.shape[0]
     M = P - K
     L = np.zeros((P, P))
@@ -334,23 +364,43 @@ def chain_run(a, C, b, K, D, act, tact, sched, lr, lr_min, decay, steps, grid, b
                 e += a[i] * g(act, u[mu, i])
             for n in range(M):
                 e -= b[n] * g(tact, u[mu, K + n])
+            if sigma != 0.0:
+                e -= sigma * (N[k, mu] if given else gen.standard_normal())
             for i in range(K):
                 ga[i] += e * g(act, u[mu, i])
                 c[mu, i] = (eta / batch) * e * a[i] * g_prime(act, u[mu, i])
             loss += 0.5 * e * e
-        # w_i' = w_i - sum_mu c_mu,i x_mu: the new inner products, from u and G alone
-        for i in range(K):
-            for j in range(i, P):
-                s = 0.0
-                for mu in range(batch):
-                    s -= c[mu, i] * u[mu, j]
+        if wd == 0.0:
+            # w_i' = w_i - sum_mu c_mu,i x_mu: the new inner products, from u and G alone
+            for i in range(K):
+                for j in range(i, P):
+                    s = 0.0
+                    for mu in range(batch):
+                        s -= c[mu, i] * u[mu, j]
+                        if j < K:
+                            s -= c[mu, j] * u[mu, i]
+                            for nu in range(batch):
+                                s += c[mu, i] * c[nu, j] * G[mu, nu]
+                    C[i, j] += s
+                    C[j, i] = C[i, j]
+        else:
+            # w_i' = shrink w_i - sum_mu c_mu,i x_mu
+            shrink = 1.0 - eta * wd
+            for i in range(K):
+                for j in range(i, P):
+                    lin, quad = 0.0, 0.0
+                    for mu in range(batch):
+                        lin -= c[mu, i] * u[mu, j]
+                        if j < K:
+                            lin -= c[mu, j] * u[mu, i]
+                            for nu in range(batch):
+                                quad += c[mu, i] * c[nu, j] * G[mu, nu]
                     if j < K:
-                        s -= c[mu, j] * u[mu, i]
-                        for nu in range(batch):
-                            s += c[mu, i] * c[nu, j] * G[mu, nu]
-                C[i, j] += s
-                C[j, i] = C[i, j]
-        flow, acc, count = advance(a, ga, eta, batch, loss, flow, acc, count)
+                        C[i, j] = shrink * (shrink * C[i, j] + lin) + quad
+                    else:
+                        C[i, j] = shrink * C[i, j] + lin
+                    C[j, i] = C[i, j]
+        flow, acc, count = advance(a, ga, eta, batch, loss, flow, acc, count, wd, lr2)
         if r < grid.shape[0] and k + 1 == grid[r]:
             if not chain_record(r, a, C, K, out_a, out_Q, out_R):
                 return r

@@ -226,9 +226,6 @@ def _train_compiled(problem, config, seeds, root_seed, seed_indices, dtype, devi
         raise InputError(f"backend={backend!r} does not call on_step; use backend='torch'")
     if resolve_dtype(dtype) != torch.float64 or str(resolve_device(device)) != "cpu":
         raise InputError(f"backend={backend!r} runs in float64 on the CPU")
-    if not config.plain:
-        raise InputError(f"backend={backend!r} runs plain online SGD; weight_decay, lr2 and "
-                         "label_noise run with backend='torch'")
     return train_online(problem, config, seeds, root_seed, seed_indices, definitions, None,
                         backend)
 
@@ -258,7 +255,8 @@ def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int 
     ``backend="compiled"`` runs online SGD (``optimizer="sgd"``, ``samples=None``) in the compiled
     kernel of :mod:`gaugedyn.training._online_fast`: the same conventions, float64 on the CPU,
     seeds on threads, samples from per-seed numpy generators instead of torch's (so a seed's
-    trajectory differs sample by sample from the torch backend's, not in distribution).
+    trajectory differs sample by sample from the torch backend's, not in distribution), with
+    ``weight_decay``, ``lr2`` and ``label_noise`` as here.
     ``backend="chain"`` runs the same online SGD as its exact order-parameter Markov chain
     (:mod:`gaugedyn.training._online_chain`): the same law of ``(a, Q, R)`` and of the online
     loss at every ``D``, at a cost per step independent of ``D``; the weights are not formed.
