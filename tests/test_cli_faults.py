@@ -137,3 +137,49 @@ def test_derive_check_calls_a_missing_kernel_file_missing(tmp_path, capsys):
     assert report.failures == [f"{tmp_path / 'absent.py'}: missing (run `gaugedyn derive` to "
                                "write it)"]
     assert "MISSING" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("method", ["RK45", "DOP853", "BDF"])
+def test_an_integration_that_would_run_for_years_stops_within_seconds(capsys, monkeypatch,
+                                                                      method):
+    import time
+
+    import gaugedyn.theory._methods as methods
+
+    monkeypatch.setattr(methods, "PACE_AFTER", 0.2)  # judged after 2 s from the command line
+    start = time.perf_counter()
+    line = _one_line(["solve", "--setup", "single", "--dim", "10", "--t-max", "1e12",
+                      "--method", method, "-q"], capsys)
+    assert time.perf_counter() - start < 30
+    assert f"method={method!r}" in line and "h, more than" in line and "lsoda" in line, line
+
+
+def test_an_ordinary_explicit_integration_is_not_stopped(monkeypatch):
+    import gaugedyn.theory._methods as methods
+    from gaugedyn.theory import single, solve
+
+    monkeypatch.setattr(methods, "PACE_AFTER", 0.0)  # projected from the first window on
+    sol = solve(single(10, "w-heavy"), method="DOP853", t_max=200.0)
+    assert sol.t[-1] == 200.0
+
+
+def test_gradient_descent_work_is_estimated_before_the_problem_is_built(capsys, monkeypatch):
+    import gaugedyn.theory._problem as problem
+
+    def built(*args, **kwargs):  # 1e7 steps of a million-wide state: about 34 h
+        raise AssertionError("a request of more than a day was accepted")
+
+    monkeypatch.setattr(problem, "single", built)
+    line = _one_line(["solve", "--setup", "single", "--dim", "1000000", "--formulation",
+                      "weight-space", "--dynamics", "gd", "--eta", "1e-4", "--t-max", "1e3"],
+                     capsys)
+    assert "h on one core" in line and "us per step" in line and "--eta=0.0001" in line, line
+
+
+def test_gradient_descent_work_is_estimated_in_python_too():
+    from gaugedyn import InputError
+    from gaugedyn.theory import single, solve
+
+    with pytest.raises(InputError, match="h on one core"):
+        solve(single(1000000, "balanced"), formulation="weight-space", dynamics="gd",
+              eta=1e-4, t_max=1e3)
