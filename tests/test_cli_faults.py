@@ -183,3 +183,41 @@ def test_gradient_descent_work_is_estimated_in_python_too():
     with pytest.raises(InputError, match="h on one core"):
         solve(single(1000000, "balanced"), formulation="weight-space", dynamics="gd",
               eta=1e-4, t_max=1e3)
+
+
+@pytest.mark.parametrize("argv", [
+    ["audit-rules", "--reps", "10000000", "--seeds", "100000", "--no-progress"],
+    ["audit-rules", "--rules", "every_cell", "--seeds", "100000", "--cells", "10000",
+     "--reps", "100000", "--no-progress"],
+])
+def test_an_audit_of_more_than_a_day_is_refused_before_it_simulates(capsys, monkeypatch, argv):
+    from gaugedyn.stats import _audit
+
+    def simulated(*args, **kwargs):  # each count was within its bound; their product was not
+        raise AssertionError("an audit of more than a day was started")
+
+    monkeypatch.setattr(_audit, "_run", simulated)
+    line = _one_line(argv, capsys)
+    assert "h on one core" in line and "choose fewer reps" in line, line
+
+
+def test_an_audit_row_checks_its_work_in_python_too():
+    from gaugedyn import InputError
+    from gaugedyn.stats._audit import audit_rule
+
+    with pytest.raises(InputError, match="h on one core"):
+        audit_rule("every_cell", 100_000, cells=10_000, reps=100_000)
+
+
+def test_check_activation_refuses_samples_that_do_not_fit(capsys, small_memory):
+    line = _one_line(["check-activation", "tanh", "--samples", "100000000"], capsys)
+    assert "samples=100000000 needs about 11.9 GiB of memory" in line, line
+
+
+def test_check_activation_checks_its_sizes_in_python():
+    from gaugedyn import InputError
+    from gaugedyn.theory import check_activation
+
+    for bad in (dict(samples=10), dict(configurations=0), dict(samples=1500.5), dict(seed=-1)):
+        with pytest.raises(InputError):
+            check_activation("tanh", **bad)
