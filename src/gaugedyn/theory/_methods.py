@@ -129,11 +129,11 @@ def _refine_events(task: FlowTask, events, ts, ys, sol_fn) -> None:
 
 
 class Pace:
-    """The work guard of a step-by-step integration: once it has computed for
-    :data:`PACE_AFTER` seconds, every :data:`PACE_EVERY` right-hand sides it projects the time
-    still needed to reach ``t_max`` at the pace of the last window (``(t_max - t)`` times the
-    seconds per unit of ``t`` since the previous check) and raises :class:`InputError` when the
-    projection exceeds :data:`gaugedyn._options.MAX_SECONDS` (about a day).
+    """The work guard of a step-by-step integration: at the end of each window of at least
+    :data:`PACE_AFTER` seconds (looked at every :data:`PACE_EVERY` right-hand sides) it projects
+    the time still needed to reach ``t_max`` at the window's pace (``(t_max - t)`` times the
+    seconds per unit of ``t`` in the window) and raises :class:`InputError` when the projection
+    exceeds :data:`gaugedyn._options.MAX_SECONDS` (about a day).
 
     An explicit method's step is bounded by the flow's stiffness, which stays once the flow has
     settled, so its pace there is constant and the projection honest (``DOP853`` on the D = 10
@@ -154,7 +154,7 @@ class Pace:
         if self.calls % PACE_EVERY:
             return
         now = self.clock()
-        if now - self.start < PACE_AFTER:
+        if now - self.wall_ref < PACE_AFTER:  # windows of at least PACE_AFTER seconds
             return
         if self.t_seen > self.t_ref:
             left = (self.t_max - self.t_seen) * (now - self.wall_ref) / (self.t_seen - self.t_ref)
@@ -174,7 +174,7 @@ class Pace:
 
 
 PACE_AFTER = 2.0
-"""Seconds of integration before :class:`Pace` first projects."""
+"""Seconds of the shortest window over which :class:`Pace` projects."""
 PACE_EVERY = 256
 """Right-hand sides between two projections of :class:`Pace`."""
 
