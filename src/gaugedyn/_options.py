@@ -6,8 +6,9 @@ typed into a value or raises :class:`InputError` with one line naming the option
 what is allowed (for numbers the closed or open range and, for the upper bound, why it is there).
 :func:`check_memory` refuses a request whose estimated memory exceeds what this machine has
 available, quoting the estimate, and :func:`check_work` one whose estimated time on one core
-exceeds about a day. :func:`check_writable_folder` checks that a folder can be created (or written) by creating and
-removing a probe folder, so a run cannot compute for minutes and then fail to store anything.
+exceeds about a day. :func:`check_writable_folder` checks that a folder can be created (or
+written) by creating and removing a probe folder, so a run cannot compute for minutes and then
+fail to store anything.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._errors import DivergenceError
+from .._errors import DivergenceError, InputError
+from .._options import MAX_SECONDS
 from ._flows import FlowParams, gd_step, jacobian, rhs, rhs_and_jacobian
 from ._rosenbrock import rodas4
 
@@ -158,14 +159,12 @@ class Pace:
             return
         if self.t_seen > self.t_ref:
             left = (self.t_max - self.t_seen) * (now - self.wall_ref) / (self.t_seen - self.t_ref)
-            if left > _max_seconds():
-                from .._errors import InputError
-
+            if left > MAX_SECONDS:
                 raise InputError(
                     f"method={self.method!r} has reached t={self.t_seen:.4g} of t_max="
                     f"{self.t_max:g} in {now - self.start:.3g} s ({self.calls} right-hand "
                     f"sides); at its pace since t={self.t_ref:.4g} the rest needs about "
-                    f"{left / 3600:.3g} h, more than the {_max_seconds() / 3600:.3g} h (about a "
+                    f"{left / 3600:.3g} h, more than the {MAX_SECONDS / 3600:.3g} h (about a "
                     "day) a solve accepts: its steps stay short after the flow settles (an "
                     "explicit method's are bounded by the flow's stiffness); use method 'lsoda' "
                     "(implicit, for stiff flows; the span or order-parameter formulation keeps "
@@ -177,12 +176,6 @@ PACE_AFTER = 2.0
 """Seconds of the shortest window over which :class:`Pace` projects."""
 PACE_EVERY = 256
 """Right-hand sides between two projections of :class:`Pace`."""
-
-
-def _max_seconds() -> float:
-    from .._options import MAX_SECONDS
-
-    return MAX_SECONDS
 
 
 class ScipyIVP:
@@ -230,8 +223,9 @@ class ScipyIVP:
         events = _initial_events(task)
         if task.stop and np.all(np.isfinite(events[task.stop_mask])):
             return _stopped_at_start(task, events)
-        sol = solve_ivp(self._fun(p, Pace(self.name, task.t_max)), (0.0, task.t_max), task.y0, method=self.name,
-                        rtol=task.rtol, atol=task.atol, dense_output=True,
+        fun = self._fun(p, Pace(self.name, task.t_max))
+        sol = solve_ivp(fun, (0.0, task.t_max), task.y0, method=self.name, rtol=task.rtol,
+                        atol=task.atol, dense_output=True,
                         events=self._terminal(task) if task.stop else None, **kwargs)
         if sol.status == -1:
             last = sol.y[:, -1] if sol.y.size else task.y0
