@@ -34,8 +34,7 @@ def test_ctrl_c_says_what_is_stored_in_one_line(tmp_path, phase):
     mark.mkdir()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in [str(TESTS), os.environ.get("PYTHONPATH", "")] if p),
-        "TOY_LOG": str(log), "TOY_MARK": str(mark), "TOY_SLOW_ANALYSIS": "30",
-        "TOY_SLOW_FIGURES": "30"}
+        "TOY_LOG": str(log), "TOY_MARK": str(mark), f"TOY_SLOW_{phase.upper()}": "30"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "gaugedyn", "run", str(cfg), "--out", str(out), "--workers",
          "2", "-q"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
