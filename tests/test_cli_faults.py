@@ -137,3 +137,87 @@ def test_derive_check_calls_a_missing_kernel_file_missing(tmp_path, capsys):
     assert report.failures == [f"{tmp_path / 'absent.py'}: missing (run `gaugedyn derive` to "
                                "write it)"]
     assert "MISSING" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("method", ["RK45", "DOP853", "BDF"])
+def test_an_integration_that_would_run_for_years_stops_within_seconds(capsys, monkeypatch,
+                                                                      method):
+    import time
+
+    import gaugedyn.theory._methods as methods
+
+    monkeypatch.setattr(methods, "PACE_AFTER", 0.2)  # judged after 2 s from the command line
+    start = time.perf_counter()
+    line = _one_line(["solve", "--setup", "single", "--dim", "10", "--t-max", "1e12",
+                      "--method", method, "-q"], capsys)
+    assert time.perf_counter() - start < 30
+    assert f"method={method!r}" in line and "h, more than" in line and "lsoda" in line, line
+
+
+def test_an_ordinary_explicit_integration_is_not_stopped(monkeypatch):
+    import gaugedyn.theory._methods as methods
+    from gaugedyn.theory import single, solve
+
+    monkeypatch.setattr(methods, "PACE_AFTER", 0.0)  # projected from the first window on
+    sol = solve(single(10, "w-heavy"), method="DOP853", t_max=200.0)
+    assert sol.t[-1] == 200.0
+
+
+def test_gradient_descent_work_is_estimated_before_the_problem_is_built(capsys, monkeypatch):
+    import gaugedyn.theory._problem as problem
+
+    def built(*args, **kwargs):  # 1e7 steps of a million-wide state: about 34 h
+        raise AssertionError("a request of more than a day was accepted")
+
+    monkeypatch.setattr(problem, "single", built)
+    line = _one_line(["solve", "--setup", "single", "--dim", "1000000", "--formulation",
+                      "weight-space", "--dynamics", "gd", "--eta", "1e-4", "--t-max", "1e3"],
+                     capsys)
+    assert "h on one core" in line and "us per step" in line and "--eta=0.0001" in line, line
+
+
+def test_gradient_descent_work_is_estimated_in_python_too():
+    from gaugedyn import InputError
+    from gaugedyn.theory import single, solve
+
+    with pytest.raises(InputError, match="h on one core"):
+        solve(single(1000000, "balanced"), formulation="weight-space", dynamics="gd",
+              eta=1e-4, t_max=1e3)
+
+
+@pytest.mark.parametrize("argv", [
+    ["audit-rules", "--reps", "10000000", "--seeds", "100000", "--no-progress"],
+    ["audit-rules", "--rules", "every_cell", "--seeds", "100000", "--cells", "10000",
+     "--reps", "100000", "--no-progress"],
+])
+def test_an_audit_of_more_than_a_day_is_refused_before_it_simulates(capsys, monkeypatch, argv):
+    from gaugedyn.stats import _audit
+
+    def simulated(*args, **kwargs):  # each count was within its bound; their product was not
+        raise AssertionError("an audit of more than a day was started")
+
+    monkeypatch.setattr(_audit, "_run", simulated)
+    line = _one_line(argv, capsys)
+    assert "h on one core" in line and "choose fewer reps" in line, line
+
+
+def test_an_audit_row_checks_its_work_in_python_too():
+    from gaugedyn import InputError
+    from gaugedyn.stats._audit import audit_rule
+
+    with pytest.raises(InputError, match="h on one core"):
+        audit_rule("every_cell", 100_000, cells=10_000, reps=100_000)
+
+
+def test_check_activation_refuses_samples_that_do_not_fit(capsys, small_memory):
+    line = _one_line(["check-activation", "tanh", "--samples", "100000000"], capsys)
+    assert "samples=100000000 needs about 11.9 GiB of memory" in line, line
+
+
+def test_check_activation_checks_its_sizes_in_python():
+    from gaugedyn import InputError
+    from gaugedyn.theory import check_activation
+
+    for bad in (dict(samples=10), dict(configurations=0), dict(samples=1500.5), dict(seed=-1)):
+        with pytest.raises(InputError):
+            check_activation("tanh", **bad)

@@ -2,7 +2,9 @@
 
 Importable by subprocesses through ``PYTHONPATH=tests`` as ``toy_experiments:TOY``. When the
 environment variable ``TOY_LOG`` names a file, every task appends ``<index>`` to it as it starts,
-so a test can count how often each task was computed.
+so a test can count how often each task was computed. ``TOY_SLOW_ANALYSIS`` and
+``TOY_SLOW_FIGURES`` (seconds) make the analysis and the figures pause, after creating the file
+``analysis`` or ``figures`` in the folder ``TOY_MARK`` names, so a test can interrupt a run there.
 """
 
 from __future__ import annotations
@@ -19,6 +21,13 @@ from gaugedyn.plotting import save_figure, subplots
 
 def _index_list(v) -> bool:
     return isinstance(v, list) and all(type(i) is int and 0 <= i < 10_000 for i in v)
+
+
+def _pause(phase: str) -> None:
+    mark = os.environ.get("TOY_MARK")
+    if mark:
+        open(os.path.join(mark, phase), "w").close()
+    time.sleep(float(os.environ.get(f"TOY_SLOW_{phase.upper()}", "0")))
 
 
 class Toy(Experiment):
@@ -70,6 +79,7 @@ class Toy(Experiment):
         return {"x": x, "s": float(x.sum()), "i": task["i"], "note": None}
 
     def analyse(self, config, tasks, results, seed):
+        _pause("analysis")
         s = np.array([r["s"] for r in results])
         x = np.stack([r["x"] for r in results])
         assert all(r["note"] is None for r in results)
@@ -81,6 +91,7 @@ class Toy(Experiment):
         return {"s": s, "x": x, "i": np.array([r["i"] for r in results])}, claims, {"max": biggest}
 
     def plot(self, arrays, config, outdir):
+        _pause("figures")
         fig, ax = subplots()
         ax.plot(arrays["i"], arrays["s"], "o-")
         ax.set_xlabel("task")

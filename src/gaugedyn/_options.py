@@ -3,10 +3,12 @@ every command runs before it allocates or computes anything.
 
 A :class:`Param` (shared with the configurations of declared experiments) turns the text a user
 typed into a value or raises :class:`InputError` with one line naming the option, the value and
-what is allowed (for numbers the closed or open range and, for the upper bound, why it is there). :func:`check_memory` refuses a request whose
-estimated memory exceeds what this machine has available, quoting the estimate.
-:func:`check_writable_folder` checks that a folder can be created (or written) by creating and
-removing a probe folder, so a run cannot compute for minutes and then fail to store anything.
+what is allowed (for numbers the closed or open range and, for the upper bound, why it is there).
+:func:`check_memory` refuses a request whose estimated memory exceeds what this machine has
+available, quoting the estimate, and :func:`check_work` one whose estimated time on one core
+exceeds about a day. :func:`check_writable_folder` checks that a folder can be created (or
+written) by creating and removing a probe folder, so a run cannot compute for minutes and then
+fail to store anything.
 """
 
 from __future__ import annotations
@@ -283,6 +285,22 @@ def check_memory(what: str, estimate: float, formula: str, fraction: float = 0.8
         raise InputError(
             f"{what} needs about {size_text(estimate)} of memory ({formula}), more than the "
             f"{size_text(budget)} available; choose smaller values"
+        )
+
+
+FLOP_RATE = 1e10
+"""Floating-point operations per second of one core, the rate every work estimate assumes."""
+MAX_SECONDS = 1e5
+"""The longest a single command accepts to compute, about a day (27.8 h) of one core."""
+
+
+def check_work(what: str, seconds: float, formula: str, advice: str) -> None:
+    """Refuse ``what`` (the options that set the work) if its estimated ``seconds`` on one core
+    exceed :data:`MAX_SECONDS`; the error quotes the estimate, its ``formula`` and ``advice``."""
+    if not seconds <= MAX_SECONDS:  # NaN and inf refused too
+        raise InputError(
+            f"{what} needs about {seconds / 3600:.3g} h on one core ({formula}), more than the "
+            f"{MAX_SECONDS / 3600:.3g} h (about a day) this command accepts; {advice}"
         )
 
 

@@ -22,6 +22,7 @@ import contextlib
 import multiprocessing
 import os
 import select
+import signal
 import sys
 import threading
 import time
@@ -113,7 +114,11 @@ def init_worker(
     parent: int | None = None, path: list[str] | None = None, environ: dict | None = None
 ) -> None:
     """Process-pool initializer: the parent's current ``sys.path`` and environment, one BLAS /
-    OpenMP / torch thread, and exit with the parent.
+    OpenMP / torch thread, SIGINT ignored, and exit with the parent.
+
+    Ctrl-C on a terminal signals the whole process group: the parent alone answers it (it
+    cancels the pool, ends the workers and says how many tasks are stored); a worker that took
+    it too would print its own ``KeyboardInterrupt`` traceback.
 
     Workers start from a fork server that may predate changes the parent made since; and a
     worker whose parent is killed (SIGKILL leaves no chance to shut the pool down) would
@@ -124,8 +129,21 @@ def init_worker(
     if path is not None:
         sys.path[:] = list(dict.fromkeys([*path, *sys.path]))
     limit_threads()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if parent is not None:
         threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
+
+
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    """Terminate ``pool``'s worker processes (``terminate_workers`` from Python 3.14 on)."""
+    end = getattr(pool, "terminate_workers", None)
+    if end is not None:
+        with contextlib.suppress(Exception):
+            end()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(Exception):
+            process.terminate()
 
 
 def _exit_with(pid: int) -> None:
@@ -193,7 +211,12 @@ class ProcessPool(Executor):
         return self._pool.submit(fn, *args, **kwargs)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """As ``ProcessPoolExecutor.shutdown``; ``wait=False`` with ``cancel_futures`` (an
+        interrupted sweep) also ends the workers, whose running tasks nobody will store, so the
+        interpreter does not wait for them at exit."""
         self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+        if cancel_futures and not wait:
+            _end_workers(self._pool)
 
     def restart(self) -> None:
         """Replace a broken pool by a fresh one with the same workers."""

@@ -310,7 +310,8 @@ def _handle(args: argparse.Namespace) -> int:
     if values["dynamics"] == "gd":
         from ._solve import check_gd_steps
 
-        steps = check_gd_steps(values["eta"], t_max, "--eta", "--t-max")
+        width = dim if values["formulation"] == "weight-space" else K + 1
+        steps = check_gd_steps(values["eta"], t_max, K, 1, width, "--eta", "--t-max")
     estimate, formula = memory_estimate(dim, K, values["formulation"], values["method"],
                                         output_times(t_max))
     check_memory(f"--dim={dim} with {K} neuron(s) ({values['formulation']}, "

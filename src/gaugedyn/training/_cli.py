@@ -12,13 +12,10 @@ import argparse
 import json
 
 from .._json import strict
-from .._options import MAX_SEED, Param
+from .._options import FLOP_RATE, MAX_SEED, Param
 from ..theory._activation import ACTIVATIONS
 from ..theory._cli import GAUGES, MAX_NEURONS, progress_options
 
-MAX_FLOP = 1e15  # about a day of one core at 1e10 floating-point operations per second
-FLOP_RATE = 1e10  # floating-point operations per second of one core
-MAX_SECONDS = MAX_FLOP / FLOP_RATE
 STEP_SECONDS = {"torch": 1.1e-4, "compiled": 1e-6, "chain": 1e-6}
 """Fixed cost of one optimizer step whatever its size (Python, torch dispatch, records): 113 us
 per step on the torch backend, measured by an independent probe on an idle two-core x86-64."""
@@ -214,25 +211,21 @@ def _values(args) -> dict:
 
 
 def _check_size(v: dict, K: int) -> None:
-    from .._errors import InputError
-    from .._options import check_memory
+    from .._options import check_memory, check_work
 
     estimate, formula = memory_estimate(v, K, 4 if v["dtype"] == "float32" else 8)
     check_memory(f"--dim={v['dim']} --samples={v['samples']} --seeds={v['seeds']}", estimate,
                  formula)
     flop = work_estimate(v, K)
-    seconds = time_estimate(v, flop)
-    if seconds > MAX_SECONDS:
-        backend = v.get("backend") or "torch"
-        raise InputError(
-            f"--steps={v['steps']} with --dim={v['dim']}, --seeds={v['seeds']} and batch "
-            f"{v['batch'] or v['samples'] or 1} needs about {seconds / 3600:.3g} h on one core: "
-            f"{flop:.2g} floating-point operations at {FLOAT_RATE_TEXT} plus "
-            f"{STEP_SECONDS[backend] * 1e6:g} us per step"
-            + (f" and {SEED_STEP_SECONDS[backend] * 1e9:g} ns per seed and step"
-               if SEED_STEP_SECONDS[backend] else "")
-            + f" of fixed cost, more than the {MAX_SECONDS / 3600:.3g} h (about a day) this "
-            "command accepts; choose fewer steps, seeds or samples")
+    backend = v.get("backend") or "torch"
+    check_work(
+        f"--steps={v['steps']} with --dim={v['dim']}, --seeds={v['seeds']} and batch "
+        f"{v['batch'] or v['samples'] or 1}", time_estimate(v, flop),
+        f"{flop:.2g} floating-point operations at {FLOAT_RATE_TEXT} plus "
+        f"{STEP_SECONDS[backend] * 1e6:g} us per step"
+        + (f" and {SEED_STEP_SECONDS[backend] * 1e9:g} ns per seed and step"
+           if SEED_STEP_SECONDS[backend] else "") + " of fixed cost",
+        "choose fewer steps, seeds or samples")
 
 
 def _handle(args: argparse.Namespace) -> int:

@@ -33,11 +33,27 @@ Claims:
   gauge selects). The quick run's few patterns can leave it UNRESOLVED; its statement then
   says "provisional (quick)". The measured boundary,
   per ``s`` the smallest gap from which every sampled pattern is selected, is reported with it;
-- ``ownership_patterns.ties`` (check): the patterns with gap 0, and only those, end as ties;
+- ``ownership_patterns.ties`` (check): a pattern ends as a tie exactly when the largest share
+  of the feature belongs to a class of two or more copies with the same gauge level (never one
+  of them by index), e.g. every gap-0 pattern whose top class owns; a lone copy that holds the
+  largest share is its unique owner, whatever the gap;
 - ``ownership_patterns.counterexamples`` (check): three patterns measured independently (a
   weight-space implementation) land where they were measured: ``w,a,w,b,w`` at ``s = 0.2`` is
   selected with no copy pruned; ``a,w,b`` at ``s = 0.05`` is shared (remaining function 0.107);
   ``a,a,w,w`` at ``s = 1`` is a tie. They are drawn on the map.
+
+Copies with the same level start from the same state, and the exact flow keeps them identical
+(it is symmetric under exchanging them). The integrated flow does not: at collinear copies the
+pair kernel's ``dF/dc = (pi - theta)/(2 pi)`` has an unbounded derivative (``1/(2 pi
+sqrt(q1 q2 - c^2))``), so an integration error ``eps`` in ``c`` moves the velocity by about
+``sqrt(eps)`` and splits the copies along a direction the loss does not see (only their sum is
+the function). Measured on the two w-heavy copies at ``s = 1``: shares 0.484 / 0.516 at
+``t = 1000`` with rtol 1e-8 and atol 1e-8 (this experiment's), 0.497 / 0.503 at 1e-10, 0.523 /
+0.477 with LSODA and 0.507 / 0.493 in the span formulation: a split of either sign that shrinks
+with the tolerance, integration error rather than dynamics, far above the tie rule's relative
+1e-4. The outcome is therefore read from the final state averaged over each class of identical
+copies (:func:`symmetrized`, the projection onto the exchange-symmetric states the exact flow
+stays in).
 
 The outcome is read at ``t_end = 1000`` in the full and the quick configuration alike (the three
 patterns above are settled by then: their values at ``t = 1000`` and ``t = 25000`` agree to the
@@ -51,7 +67,7 @@ import numpy as np
 
 from ...harness import Claim, Experiment, Param, judged
 from ...stats import generator, judge
-from ...theory import Definitions, duplicates, owners, remaining_relative, with_gauge
+from ...theory import Definitions, duplicates, owners, remaining_relative, rho, with_gauge
 from . import _figures as gf
 from . import _params as gp
 from . import _trajectories as gt
@@ -75,6 +91,35 @@ def pattern_problem(dim: int, levels, scale: float):
     return with_gauge(base, delta=scale * (float(dim) ** g - float(dim) ** -g))
 
 
+def classes(levels) -> np.ndarray:
+    """Class label per copy: copies with the same gauge level share a label (the index of the
+    first of them), so they start from the same state."""
+    g = np.asarray(levels, dtype=float)
+    return np.array([int(np.flatnonzero(g == v)[0]) for v in g])
+
+
+def symmetrized(a, Q, R, levels):
+    """``(a, Q, R)`` averaged over the exchanges of identical copies (same level): ``a`` and the
+    rows of ``R`` per class, and ``Q``'s diagonal, its off-diagonal within a class and each block
+    between two classes, each over its own entries (the Reynolds projection onto the states the
+    exact flow keeps from a start with identical copies)."""
+    lab = classes(levels)
+    a, Q, R = (np.array(x, dtype=float) for x in (a, Q, R))
+    same = lab[:, None] == lab[None, :]
+    eye = np.eye(lab.size, dtype=bool)
+    a_out, R_out, Q_out = a.copy(), R.copy(), Q.copy()
+    for c in np.unique(lab):
+        rows = lab == c
+        a_out[rows] = a[rows].mean()
+        R_out[rows] = R[rows].mean(axis=0)
+        for d in np.unique(lab):
+            block = rows[:, None] & (lab == d)[None, :]
+            for part in ((block & eye, block & same & ~eye) if c == d else (block,)):
+                if part.any():
+                    Q_out[part] = Q[part].mean()
+    return a_out, Q_out, R_out
+
+
 def gap_of(levels) -> float:
     """``g_(1) - g_(2)``: the most favourable level minus the second most favourable."""
     top = np.sort(np.asarray(levels, dtype=float))[::-1]
@@ -88,6 +133,15 @@ def classify(owner: int, levels, remaining: float, function_tol: float) -> int:
     if float(levels[owner]) < float(np.max(levels)):
         return 3
     return 0 if remaining < function_tol else 1
+
+
+def _owner_class_size(a, Q, R, T, b, levels) -> int:
+    """Copies in the class that holds the largest share: the owner among one representative per
+    class (0 when two different classes tie)."""
+    lab = classes(levels)
+    reps = np.unique(lab)
+    best = int(owners(a[reps], Q[np.ix_(reps, reps)], R[reps], T, b)[0])
+    return 0 if best < 0 else int(np.sum(lab == reps[best]))
 
 
 class OwnershipPatterns(Experiment):
@@ -166,21 +220,25 @@ class OwnershipPatterns(Experiment):
         opts = {"rtol": task["rtol"], "atol": 1e-8, "definitions": Definitions()}
         rows = [gt.trajectories([p], grid_t, **opts)[0] for p in problems]
         b, T = problems[0].b, problems[0].V @ problems[0].V.T
-        last = [(tr["a"][-1], tr["Q"][-1], tr["R"][-1]) for tr in rows]
+        last = [symmetrized(tr["a"][-1], tr["Q"][-1], tr["R"][-1], g)
+                for tr, g in zip(rows, levels)]
         K = max(len(g) for g in levels)
         pad = np.full((len(levels), K), np.nan)
         rho_end = pad.copy()
-        for i, (g, tr) in enumerate(zip(levels, rows)):
+        for i, (g, (a, Q, _)) in enumerate(zip(levels, last)):
             pad[i, :len(g)] = g
-            rho_end[i, :len(g)] = tr["rho"][-1]
+            rho_end[i, :len(g)] = rho(a, Q)
         return {"levels": pad, "scales": np.array(scales), "rho_end": rho_end,
                 "owner": np.array([int(owners(a, Q, R, T, b)[0]) for a, Q, R in last]),
+                "owner_class_size": np.array([_owner_class_size(a, Q, R, T, b, g)
+                                              for (a, Q, R), g in zip(last, levels)]),
                 "remaining": np.array([float(remaining_relative(a, Q, R, T, b))
                                        for a, Q, R in last])}
 
     def analyse(self, config, tasks, results, seed):
         ftol, ptol = float(config["function_tol"]), float(config["prune_tol"])
-        rows = {"K": [], "scale": [], "gap": [], "outcome": [], "remaining": [], "unpruned": []}
+        rows = {"K": [], "scale": [], "gap": [], "outcome": [], "remaining": [], "unpruned": [],
+                "owner_class": []}
         extra = None
         for task, res in zip(tasks, results):
             table = self._table(res, ftol, ptol)
@@ -205,7 +263,8 @@ class OwnershipPatterns(Experiment):
     @staticmethod
     def _table(res, ftol: float, ptol: float) -> dict:
         levels = np.asarray(res["levels"], dtype=float)
-        out = {"K": [], "scale": [], "gap": [], "outcome": [], "remaining": [], "unpruned": []}
+        out = {"K": [], "scale": [], "gap": [], "outcome": [], "remaining": [], "unpruned": [],
+               "owner_class": []}
         for i, row in enumerate(levels):
             g = row[np.isfinite(row)]
             owner, rem = int(res["owner"][i]), float(res["remaining"][i])
@@ -217,6 +276,7 @@ class OwnershipPatterns(Experiment):
             out["outcome"].append(classify(owner, g, rem, ftol))
             out["remaining"].append(rem)
             out["unpruned"].append(bool(owner >= 0 and np.any(np.abs(rho[others]) >= ptol)))
+            out["owner_class"].append(int(res["owner_class_size"][i]))
         return out
 
     @staticmethod
@@ -255,13 +315,14 @@ class OwnershipPatterns(Experiment):
 
     @staticmethod
     def _tie_claim(arr: dict) -> Claim:
-        symmetric = arr["gap"] == 0
+        shared = arr["owner_class"] >= 2  # the largest share is held by identical copies
         tie = arr["outcome"] == 2
-        wrong = int(np.sum(symmetric != tie))
+        wrong = int(np.sum(shared != tie) + np.sum(arr["owner_class"] == 0))
         return Claim(id="ownership_patterns.ties",
-                     statement=(f"the {int(symmetric.sum())} patterns whose two most favourable "
-                                "copies have the same gauge, and only those, end as ties (never an "
-                                "owner by index): patterns misreported"),
+                     statement=(f"the {int(shared.sum())} patterns whose largest share belongs to "
+                                "two or more copies with the same gauge, and only those, end as "
+                                f"ties (never an owner by index; {int(np.sum(arr['gap'] == 0))} "
+                                "patterns have gap 0): patterns misreported"),
                      measured=wrong, expected=0, tolerance=0, passed=bool(wrong == 0))
 
     @staticmethod

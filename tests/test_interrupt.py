@@ -1,0 +1,62 @@
+"""Ctrl-C on ``gaugedyn run`` with the process executor, as a terminal sends it (SIGINT to the
+whole process group) during the sweep, the analysis or the figures: one line saying what is
+stored, exit status 130, no worker's traceback, and no half-written result in the folder."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from toy_experiments import config_text
+
+TESTS = Path(__file__).parent
+pytestmark = pytest.mark.skipif(not hasattr(os, "killpg"), reason="POSIX process groups")
+
+
+def _wait_for(condition, proc, limit: float = 60.0) -> None:
+    end = time.monotonic() + limit
+    while not condition():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < end, "the run never reached the moment to interrupt"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("phase", ["sweep", "analysis", "figures"])
+def test_ctrl_c_says_what_is_stored_in_one_line(tmp_path, phase):
+    cfg = tmp_path / "toy.toml"
+    cfg.write_text(config_text(n_tasks=6, sleep=0.2))
+    log, mark, out = tmp_path / "log", tmp_path / "mark", tmp_path / "out"
+    mark.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in [str(TESTS), os.environ.get("PYTHONPATH", "")] if p),
+        "TOY_LOG": str(log), "TOY_MARK": str(mark), f"TOY_SLOW_{phase.upper()}": "30"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gaugedyn", "run", str(cfg), "--out", str(out), "--workers",
+         "2", "-q"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    try:
+        if phase == "sweep":  # two tasks running in the workers, four still to start
+            _wait_for(lambda: log.exists() and len(log.read_text().split()) >= 2, proc)
+        else:
+            _wait_for((mark / phase).exists, proc)
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C on a terminal does
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    lines = err.strip().splitlines()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert len(lines) == 1 and lines[0].startswith("gaugedyn run: interrupted; "), err
+    if phase == "sweep":
+        assert lines[0].endswith("rerun to resume") or "no finished task was stored" in err, err
+    else:
+        assert "6 of 6 tasks are stored" in lines[0] and lines[0].endswith("rerun to resume")
+    leftover = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+    assert leftover == [], leftover  # no summary, arrays, figures or report of a half run
