@@ -139,7 +139,7 @@ class Prototypes(Experiment):
                        help="dataset sizes N (= network widths), ascending"),
         "seeds": Param(int, 40, quick=4, lo=2, hi=200, why="time: one batch row per seed",
                        help="seeds per (N, initialisation, loss)"),
-        "steps": Param(int, 4000, quick=1000, lo=1, hi=100_000, why="time",
+        "steps": Param(int, 4000, quick=2000, lo=1, hi=100_000, why="time",
                        help="the fixed budget: full-batch Adam steps (a multiple of window)"),
         "window": Param(int, 1000, quick=1000, lo=1, hi=100_000, why="time",
                         help="steps between checkpoints; settling is judged over one window"),
