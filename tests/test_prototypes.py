@@ -471,3 +471,23 @@ def test_the_docs_table_has_a_row_per_finding_with_its_readings(tmp_path):
     assert "every_cell_median" in row and "depends on the reading" in row
     assert "settled, lambda=0.1: UNRESOLVED" in row
     assert "plain_fit_error[init=broad]" in text
+
+
+def test_publish_writes_each_findings_verdict_per_reading(tmp_path):
+    from gaugedyn import publish
+
+    judge = _shifted("reconstruction_error", lambda j: {j.col(pa.OV, lam=lam) for lam in LAMS},
+                     +0.05, budgets=("fixed",))
+    c = judge.overlap_harmful("inside").to_dict()
+    check = pa.plain_fit(judge.config, judge.data, judge.col, "broad").to_dict()
+    summary = {"claims": [c, check], "published": {"command": "gaugedyn run x.toml"}}
+    page = tmp_path / "page.md"
+    text = "# t\n\n<!-- publish:readings prototypes -->\n<!-- /publish -->\n"
+    out = publish.render(text, page, tmp_path, {"prototypes": summary})
+    row = next(line for line in out.splitlines() if "overlap_harmful" in line)
+    assert "`every_cell_median`" in row and "**depends on the reading**" in row
+    assert "fixed budget, lambda=0.1: HELD" in row and "settled, lambda=0.1: UNRESOLVED" in row
+    assert "| `plain_fit_error[init=broad]` |" in out and "MEASURED" in out
+    assert "From `results-data/prototypes/summary.json`: `gaugedyn run x.toml`" in out
+    with pytest.raises(InputError, match="publish:readings nothing"):
+        publish.render(text.replace("prototypes", "nothing"), page, tmp_path, {})
