@@ -376,18 +376,27 @@ def _cov_cols(cov):
 
 def _sep_cols(j):
     return ({j.col(pa.SEP, lam=lam) for lam in LAMS}
-            | {j.col(pa.SEP, tau=t) for t in NOMINAL_TAUS})
+            | {j.col(pa.SEP, tau=t) for t in NOMINAL_TAUS} | _with(1)(j))
+
+
+def _with(bit, cov=None):
+    """Every core column whose mask has loss ``bit`` (the all-mask readings' pairs)."""
+    return lambda j: {j.col(m, c) for m in model.COMBINATIONS if m[bit]
+                      for c in (model.COVERAGES if m[0] else (None,))
+                      if cov is None or not m[0] or c == cov}
+
+
+def _ov_cols(j):
+    return {j.col(pa.OV, lam=lam) for lam in LAMS} | _with(2)(j)
 
 
 @pytest.mark.parametrize(("method", "args", "measure", "columns", "good", "bad"), [
     ("coverage_lowest_error", ("inside", "chamfer"), "reconstruction_error",
      _cov_cols("chamfer"), -0.05, +0.05),
     ("coverage_usage", ("inside", "chamfer", "nearest"), "usage_nearest",
-     _cov_cols("chamfer"), +0.05, -0.05),
-    ("overlap_harmful", ("inside",), "reconstruction_error",
-     lambda j: {j.col(pa.OV, lam=lam) for lam in LAMS}, +0.05, -0.05),
-    ("overlap_expels", ("broad",), "outside_fraction",
-     lambda j: {j.col(pa.OV, lam=lam) for lam in LAMS}, +0.05, -0.05),
+     lambda j: _cov_cols("chamfer")(j) | _with(0, "chamfer")(j), +0.05, -0.05),
+    ("overlap_harmful", ("inside",), "reconstruction_error", _ov_cols, +0.05, -0.05),
+    ("overlap_expels", ("broad",), "outside_fraction", _ov_cols, +0.05, -0.05),
     ("coverage_keeps_inside", ("inside", "one-sided"), "outside_fraction",
      lambda j: _cov_cols("one-sided")(j) | {j.col((1, s, o), "one-sided") for s in (0, 1)
                                             for o in (0, 1)}, -0.05, +0.05),
