@@ -459,29 +459,6 @@ def test_plain_fit_check_fails_an_unconverged_fit():
     assert pa.plain_fit(cfg, judge.data, col, "broad").kind == "measurement"
 
 
-def test_the_docs_table_has_a_row_per_finding_with_its_readings(tmp_path):
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "tools" / "prototypes_doc.py"
-    spec = importlib.util.spec_from_file_location("prototypes_doc", path)
-    doc = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(doc)
-    judge = _shifted("reconstruction_error", lambda j: {j.col(pa.OV, lam=lam) for lam in LAMS},
-                     +0.05, budgets=("fixed",))
-    c = judge.overlap_harmful("inside").to_dict()
-    check = pa.plain_fit(judge.config, judge.data, judge.col, "broad").to_dict()
-    summary = {"command": {"command": "run", "config": "simulations/prototypes.toml",
-                           "quick": True, "overrides": []},
-               "diagnostics": {"provisional": "provisional (quick)"}, "claims": [c, check]}
-    text = doc.table(summary, "today")
-    assert "`gaugedyn run simulations/prototypes.toml --quick`" in text
-    row = next(line for line in text.splitlines() if "overlap_harmful" in line)
-    assert "every_cell_median" in row and "depends on the reading" in row
-    assert "settled, lambda=0.1: UNRESOLVED" in row
-    assert "plain_fit_error[init=broad]" in text
-
-
 def test_publish_writes_each_findings_verdict_per_reading(tmp_path):
     from gaugedyn import publish
 
