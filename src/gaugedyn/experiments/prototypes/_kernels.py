@@ -84,6 +84,57 @@ def _support(xs, wi, bi):
     return np.searchsorted(xs, p - half), np.searchsorted(xs, p + half, side="right")
 
 
+@numba.njit(inline="always", cache=True, fastmath=FAST)
+def _prototype_part(xs, b, w, m_cov, m_sep, chamfer, tau, gp, ps, pull, e):
+    """``gp = d(m_cov L_cov + m_sep L_sep)/dp`` of one run (``ps``: its prototypes; ``pull``,
+    ``e`` scratch): nearest neighbours on the line by sorting, the separation kernel on pairs
+    closer than ``RADIUS tau``."""
+    N, M = w.shape[0], xs.shape[0]
+    for i in range(N):
+        gp[i] = 0.0
+    if m_cov != 0.0 or m_sep != 0.0:
+        for i in range(N):
+            ps[i] = -b[i] / w[i]
+    if m_cov != 0.0:
+        order = np.argsort(ps)
+        srt = ps[order]
+        for k in range(N):
+            pull[k] = 0.0
+        for j in range(M):
+            k = _nearest(srt, xs[j])
+            pull[k] += -2.0 * (xs[j] - srt[k]) / M
+        for k in range(N):
+            gp[order[k]] = pull[k]
+        if chamfer != 0.0:
+            for i in range(N):
+                back = xs[_nearest(xs, ps[i])]
+                gp[i] += 2.0 * (ps[i] - back) / N
+    if m_sep != 0.0:
+        inv = 1.0 / (tau * tau)
+        reach = RADIUS * tau
+        order = np.argsort(ps)
+        srt = ps[order]
+        for i in range(N):
+            pull[i] = 0.0
+        for i in range(N):
+            end = np.searchsorted(srt, srt[i] + reach)  # pairs beyond contribute e^q < e^FLOOR
+            m = end - i - 1
+            for t in range(m):
+                d = srt[i] - srt[i + 1 + t]
+                e[t] = max(-0.5 * inv * (d * d), FLOOR)
+            acc = 0.0
+            for t in range(m):
+                q = e[t]
+                d = srt[i] - srt[i + 1 + t]
+                v = _exp(q) * d if q > FLOOR else 0.0
+                acc += v
+                pull[i + 1 + t] -= v
+            pull[i] += acc
+        scale = -(2.0 / (N * (N - 1))) * inv
+        for k in range(N):
+            gp[order[k]] += scale * pull[k]
+
+
 @numba.njit(cache=True, fastmath=FAST)
 def _gradient(xs, y, w, b, a, c, m_cov, m_sep, m_ov, chamfer, tau, lam, H, span, r, s, e, gw,
               gb, ga, gp, ps, pull):
@@ -139,49 +190,7 @@ def _gradient(xs, y, w, b, a, c, m_cov, m_sep, m_ov, chamfer, tau, lam, H, span,
             gai += h * r[j]
         gw[i], gb[i], ga[i] = gwi, gbi, (2.0 / M) * gai
     # the prototype part: d(m_cov L_cov + m_sep L_sep)/dp, then dp/dw = -p/w, dp/db = -1/w
-    for i in range(N):
-        gp[i] = 0.0
-    if m_cov != 0.0 or m_sep != 0.0:
-        for i in range(N):
-            ps[i] = -b[i] / w[i]
-    if m_cov != 0.0:
-        order = np.argsort(ps)
-        srt = ps[order]
-        for k in range(N):
-            pull[k] = 0.0
-        for j in range(M):
-            k = _nearest(srt, xs[j])
-            pull[k] += -2.0 * (xs[j] - srt[k]) / M
-        for k in range(N):
-            gp[order[k]] = pull[k]
-        if chamfer != 0.0:
-            for i in range(N):
-                back = xs[_nearest(xs, ps[i])]
-                gp[i] += 2.0 * (ps[i] - back) / N
-    if m_sep != 0.0:
-        inv = 1.0 / (tau * tau)
-        reach = RADIUS * tau
-        order = np.argsort(ps)
-        srt = ps[order]
-        for i in range(N):
-            pull[i] = 0.0
-        for i in range(N):
-            end = np.searchsorted(srt, srt[i] + reach)  # pairs beyond contribute e^q < e^FLOOR
-            m = end - i - 1
-            for t in range(m):
-                d = srt[i] - srt[i + 1 + t]
-                e[t] = max(-0.5 * inv * (d * d), FLOOR)
-            acc = 0.0
-            for t in range(m):
-                q = e[t]
-                d = srt[i] - srt[i + 1 + t]
-                v = _exp(q) * d if q > FLOOR else 0.0
-                acc += v
-                pull[i + 1 + t] -= v
-            pull[i] += acc
-        scale = -(2.0 / (N * (N - 1))) * inv
-        for k in range(N):
-            gp[order[k]] += scale * pull[k]
+    _prototype_part(xs, b, w, m_cov, m_sep, chamfer, tau, gp, ps, pull, e)
     if m_cov != 0.0 or m_sep != 0.0:
         for i in range(N):
             g = lam * gp[i]
