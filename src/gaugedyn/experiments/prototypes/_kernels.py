@@ -3,8 +3,10 @@
 :func:`train_window` trains every run of a batch for a number of full-batch Adam steps, one run
 after another: a run's parameters, Adam moments and its ``N x M`` responses stay in cache for all
 the window's steps, and no step goes back to Python. The gradient is the closed form of
-:func:`._model.gradients` (same equations, same ``FLOOR`` on the exponents, the same nearest-
-neighbour tie rule), written as loops in float64; the Adam update is ``torch.optim.Adam``'s
+:func:`._model.gradients` (same equations, the same nearest-neighbour tie rule), written as
+loops in float64; where :func:`._model.gradients` raises an exponent below ``FLOOR`` to it
+(``e^-60 ~ 1e-26``), the kernel drops the term (it computes a neuron's response only on the
+samples where its exponent exceeds ``FLOOR``), a difference below round-off; the Adam update is ``torch.optim.Adam``'s
 (betas ``(0.9, 0.999)``, ``eps = 1e-8``, bias corrections of the global step count). The runs are
 independent, so a run's trajectory does not depend on which other runs share its batch: the
 arithmetic of one run is the same sequence of float64 operations however the batch is made up.

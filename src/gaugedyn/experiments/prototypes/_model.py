@@ -389,7 +389,8 @@ def train_fused(runs: Runs, *, steps: int, lr: float, weight: float,
     Each run trains one after another for a whole window of steps with its parameters, Adam
     moments and responses in cache, and never goes back to Python inside a window; the gradient
     is :func:`gradients`' closed form and the update ``torch.optim.Adam``'s, so a run follows the
-    trajectory :func:`train` gives it in float64 up to the order of its sums (round-off), and
+    trajectory :func:`train` gives it in float64 up to the order of its sums and the terms below
+    ``e^FLOOR`` that the kernel drops (round-off), and
     exactly the trajectory it follows alone (its arithmetic does not depend on the batch).
 
     One difference in what is kept: with ``window > 0``, a run stops training at the first
