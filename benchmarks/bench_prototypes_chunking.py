@@ -3,7 +3,10 @@
 One task of the full configuration (40 seeds x 28 runs = 1,120 runs of width N) is trained for a
 few full-batch Adam steps both ways, interleaved, and the script prints CPU and wall time per
 step and their ratio, per N; it also prints the full configuration's extrapolated cost (every run
-trained to the cap, both initialisations). Run: ``python benchmarks/bench_prototypes_chunking.py``.
+trained to the cap, both initialisations) on this path. It times the float32 torch path
+(``dtype="float32"``); the experiment's default float64 path is the compiled kernel, timed against
+this one by ``benchmarks/bench_prototypes_fused.py``. Run:
+``python benchmarks/bench_prototypes_chunking.py``.
 """
 
 from __future__ import annotations

@@ -193,6 +193,75 @@ def test_a_batched_run_follows_the_trajectory_it_follows_alone():
                                    else together[key][k:k + 1], alone[key], rtol=1e-9)
 
 
+def _rows(runs, idx):
+    return model.Runs(**{f: getattr(runs, f)[idx] for f in runs.__dataclass_fields__})
+
+
+def test_the_compiled_kernel_follows_torch_adam_in_float64():
+    # the same equations and torch.optim.Adam's update; only the order of sums differs (and the
+    # exponents below FLOOR, e^-60 ~ 1e-26, which the kernel drops), so round-off alone
+    for seed, init in ((3, "inside"), (4, "broad")):
+        runs = _batch(np.random.default_rng(seed), B=16, N=9, init=init)
+        kw = dict(steps=80, lr=1e-2, weight=0.1, record=(0, 40, 80))
+        fused = model.train_fused(runs, **kw)
+        ref = model.train(runs, dtype=torch.float64, **kw)
+        for key in ("w", "b", "a", "c", "fit_history"):
+            np.testing.assert_allclose(fused[key], ref[key], rtol=1e-9, atol=1e-12)
+
+
+def test_a_run_in_the_compiled_batch_is_bitwise_the_run_alone():
+    runs = _batch(np.random.default_rng(5), B=10, N=8)
+    kw = dict(steps=40, lr=1e-2, weight=0.1, record=(0, 20, 40), window=20, tolerance=1e-3,
+              cap=100)
+    together = model.train_fused(runs, **kw)
+    for k in (0, 6):
+        alone = model.train_fused(_rows(runs, slice(k, k + 1)), **kw)
+        for key in "wbac":
+            np.testing.assert_array_equal(together["snapshots"][key][:, k:k + 1],
+                                          alone["snapshots"][key])
+        np.testing.assert_array_equal(together["fit_history"][:, k], alone["fit_history"][:, 0])
+        assert together["settled_at"][k] == alone["settled_at"][0]
+
+
+def test_a_settled_run_holds_its_parameters_and_the_fixed_budget_is_unchanged():
+    runs = _batch(np.random.default_rng(6), B=8, N=6)
+    kw = dict(steps=40, lr=1e-2, weight=0.1, window=20, cap=120)
+    never = model.train_fused(runs, tolerance=0.0, **kw)
+    assert np.all(never["settled_at"] == -1) and never["snapshots"]["w"].shape[0] == 7
+    moved = model.max_displacement(never["snapshots"]["w"][1], never["snapshots"]["b"][1],
+                                   never["snapshots"]["w"][2], never["snapshots"]["b"][2])
+    tol = float(np.median(moved))
+    some = model.train_fused(runs, tolerance=tol, **kw)
+    stopped = some["settled_at"] == 40  # settled by the fixed budget: stops there
+    assert stopped.any() and not stopped.all()
+    for key in "wbac":
+        snaps = some["snapshots"][key]
+        np.testing.assert_array_equal(snaps[2], never["snapshots"][key][2])  # fixed budget
+        np.testing.assert_array_equal(snaps[3:, stopped], np.broadcast_to(
+            snaps[2, stopped], snaps[3:, stopped].shape))  # held from step 40 on
+        np.testing.assert_array_equal(snaps[3, ~stopped & (some["settled_at"] < 0)],
+                                      never["snapshots"][key][3, ~stopped
+                                                              & (some["settled_at"] < 0)])
+
+
+def test_the_kernels_exponential_is_within_one_ulp_of_numpy():
+    import numba
+
+    from gaugedyn.experiments.prototypes import _kernels as kern
+
+    @numba.njit
+    def many(q):
+        out = np.empty_like(q)
+        for i in range(q.shape[0]):
+            out[i] = kern._exp(q[i])
+        return out
+
+    q = np.concatenate([np.linspace(kern.FLOOR, 0.0, 200_001),
+                        np.random.default_rng(0).uniform(kern.FLOOR, 0.0, 100_000)])
+    ref = np.exp(q)
+    assert np.max(np.abs(many(q) - ref) / np.spacing(ref)) <= 1.0
+
+
 def test_initialisations_place_the_prototypes_as_documented():
     rng = np.random.default_rng(4)
     inside = model.initial_parameters(rng, 4000, "inside")
@@ -307,18 +376,27 @@ def _cov_cols(cov):
 
 def _sep_cols(j):
     return ({j.col(pa.SEP, lam=lam) for lam in LAMS}
-            | {j.col(pa.SEP, tau=t) for t in NOMINAL_TAUS})
+            | {j.col(pa.SEP, tau=t) for t in NOMINAL_TAUS} | _with(1)(j))
+
+
+def _with(bit, cov=None):
+    """Every core column whose mask has loss ``bit`` (the all-mask readings' pairs)."""
+    return lambda j: {j.col(m, c) for m in model.COMBINATIONS if m[bit]
+                      for c in (model.COVERAGES if m[0] else (None,))
+                      if cov is None or not m[0] or c == cov}
+
+
+def _ov_cols(j):
+    return {j.col(pa.OV, lam=lam) for lam in LAMS} | _with(2)(j)
 
 
 @pytest.mark.parametrize(("method", "args", "measure", "columns", "good", "bad"), [
     ("coverage_lowest_error", ("inside", "chamfer"), "reconstruction_error",
      _cov_cols("chamfer"), -0.05, +0.05),
     ("coverage_usage", ("inside", "chamfer", "nearest"), "usage_nearest",
-     _cov_cols("chamfer"), +0.05, -0.05),
-    ("overlap_harmful", ("inside",), "reconstruction_error",
-     lambda j: {j.col(pa.OV, lam=lam) for lam in LAMS}, +0.05, -0.05),
-    ("overlap_expels", ("broad",), "outside_fraction",
-     lambda j: {j.col(pa.OV, lam=lam) for lam in LAMS}, +0.05, -0.05),
+     lambda j: _cov_cols("chamfer")(j) | _with(0, "chamfer")(j), +0.05, -0.05),
+    ("overlap_harmful", ("inside",), "reconstruction_error", _ov_cols, +0.05, -0.05),
+    ("overlap_expels", ("broad",), "outside_fraction", _ov_cols, +0.05, -0.05),
     ("coverage_keeps_inside", ("inside", "one-sided"), "outside_fraction",
      lambda j: _cov_cols("one-sided")(j) | {j.col((1, s, o), "one-sided") for s in (0, 1)
                                             for o in (0, 1)}, -0.05, +0.05),
@@ -381,24 +459,21 @@ def test_plain_fit_check_fails_an_unconverged_fit():
     assert pa.plain_fit(cfg, judge.data, col, "broad").kind == "measurement"
 
 
-def test_the_docs_table_has_a_row_per_finding_with_its_readings(tmp_path):
-    import importlib.util
-    from pathlib import Path
+def test_publish_writes_each_findings_verdict_per_reading(tmp_path):
+    from gaugedyn import publish
 
-    path = Path(__file__).resolve().parents[1] / "tools" / "prototypes_doc.py"
-    spec = importlib.util.spec_from_file_location("prototypes_doc", path)
-    doc = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(doc)
     judge = _shifted("reconstruction_error", lambda j: {j.col(pa.OV, lam=lam) for lam in LAMS},
                      +0.05, budgets=("fixed",))
     c = judge.overlap_harmful("inside").to_dict()
     check = pa.plain_fit(judge.config, judge.data, judge.col, "broad").to_dict()
-    summary = {"command": {"command": "run", "config": "simulations/prototypes.toml",
-                           "quick": True, "overrides": []},
-               "diagnostics": {"provisional": "provisional (quick)"}, "claims": [c, check]}
-    text = doc.table(summary, "today")
-    assert "`gaugedyn run simulations/prototypes.toml --quick`" in text
-    row = next(line for line in text.splitlines() if "overlap_harmful" in line)
-    assert "every_cell_median" in row and "depends on the reading" in row
-    assert "settled, lambda=0.1: UNRESOLVED" in row
-    assert "plain_fit_error[init=broad]" in text
+    summary = {"claims": [c, check], "published": {"command": "gaugedyn run x.toml"}}
+    page = tmp_path / "page.md"
+    text = "# t\n\n<!-- publish:readings prototypes -->\n<!-- /publish -->\n"
+    out = publish.render(text, page, tmp_path, {"prototypes": summary})
+    row = next(line for line in out.splitlines() if "overlap_harmful" in line)
+    assert "`every_cell_median`" in row and "**depends on the reading**" in row
+    assert "fixed budget, lambda=0.1: HELD" in row and "settled, lambda=0.1: UNRESOLVED" in row
+    assert "| `plain_fit_error[init=broad]` |" in out and "MEASURED" in out
+    assert "From `results-data/prototypes/summary.json`: `gaugedyn run x.toml`" in out
+    with pytest.raises(InputError, match="publish:readings nothing"):
+        publish.render(text.replace("prototypes", "nothing"), page, tmp_path, {})

@@ -19,7 +19,10 @@ and everything between them is generated::
     <!-- /publish -->
 
 Kinds: ``claims EXPERIMENT`` (every claim of one run: kind, measured value, 95% interval, rule
-and verdict, the claims' statements, then the run's provenance), ``figures EXPERIMENT`` (the
+and verdict, the claims' statements, then the run's provenance), ``readings EXPERIMENT`` (every
+finding of one run with its rule, primary estimate and interval, verdict, power and its verdict
+under each documented reading; then its checks and measurements and the provenance: for runs
+whose findings are judged under several readings), ``figures EXPERIMENT`` (the
 run's figures, copied by ``--add`` into ``docs/figures/<experiment>/``, with their captions) and
 ``systems`` (one row per paper of
 :data:`gaugedyn.papers.PAPERS`: its checks and the counts of its findings' verdicts over the
@@ -46,7 +49,7 @@ from .papers import PAPERS
 DATA = "results-data"
 _OPEN = re.compile(r"^<!-- publish:(\w+)(?: (\w+))? -->$")
 _CLOSE = "<!-- /publish -->"
-_KINDS = ("claims", "figures", "systems")
+_KINDS = ("claims", "readings", "figures", "systems")
 FIGURES = "docs/figures"
 
 
@@ -198,6 +201,29 @@ def claims_table(experiment: str, data: dict[str, dict]) -> list[str]:
             provenance(experiment, summary)]
 
 
+def readings_table(experiment: str, data: dict[str, dict]) -> list[str]:
+    """Every finding of one published run with its verdict under each reading, then its checks
+    and measurements, then its provenance."""
+    from .harness._report import verdict_word
+
+    if experiment not in data:
+        raise InputError(f"publish:readings {experiment}: no {DATA}/{experiment}/summary.json; "
+                         f"published runs: {', '.join(sorted(data)) or 'none'}")
+    claims = data[experiment].get("claims", [])
+    lines = ["| finding | rule | primary estimate [95% interval] | verdict | power | verdict per "
+             "reading |", "|---|---|---|---|---|---|"]
+    for c in (c for c in claims if c.get("kind") == "finding"):
+        power = _fmt(c.get("power")) + (" (underpowered)" if c.get("underpowered") else "")
+        readings = "; ".join(f"{k}: {v}" for k, v in (c.get("readings") or {}).items())
+        lines.append(f"| `{c['id']}` | `{c.get('rule', '-')}` | {_fmt(c.get('measured'))} "
+                     f"{_fmt(c.get('interval'))} | **{verdict_word(c)}** | {power} | "
+                     f"{readings or '-'} |")
+    lines += ["", "| check or measurement | value | status |", "|---|---|---|"]
+    for c in (c for c in claims if c.get("kind") != "finding"):
+        lines.append(f"| `{c['id']}` | {_fmt(c.get('measured'))} | {verdict_word(c)} |")
+    return [*lines, "", provenance(experiment, data[experiment])]
+
+
 def figures_block(experiment: str, data: dict[str, dict], here: Path, root: Path) -> list[str]:
     """Every figure of one published run (its PNG copied by ``--add`` into ``docs/figures/``),
     with the caption its summary gives, then its provenance."""
@@ -264,9 +290,12 @@ def render(text: str, path: Path, root: Path, data: dict[str, dict]) -> str:
             raise InputError(f"{path}: '{line.strip()}' has no closing '{_CLOSE}'")
         if kind not in _KINDS or (kind == "systems") == bool(arg):
             raise InputError(f"{path}: '{line.strip()}': allowed are 'publish:claims "
-                             "EXPERIMENT', 'publish:figures EXPERIMENT' and 'publish:systems'")
+                             "EXPERIMENT', 'publish:readings EXPERIMENT', 'publish:figures "
+                             "EXPERIMENT' and 'publish:systems'")
         if kind == "claims":
             body = claims_table(arg, data)
+        elif kind == "readings":
+            body = readings_table(arg, data)
         elif kind == "figures":
             body = figures_block(arg, data, path.parent, root)
         else:

@@ -380,6 +380,84 @@ def train(runs: Runs, *, steps: int, lr: float, weight: float, dtype: torch.dtyp
     return out
 
 
+def train_fused(runs: Runs, *, steps: int, lr: float, weight: float,
+                record: Sequence[int] = (), window: int = 0, tolerance: float = 0.0,
+                cap: int = 0) -> dict[str, np.ndarray]:
+    """:func:`train` in float64 through one compiled kernel (:mod:`._kernels`), with the same
+    arguments (no ``dtype``, ``device``) and the same return value.
+
+    Each run trains one after another for a whole window of steps with its parameters, Adam
+    moments and responses in cache, and never goes back to Python inside a window; the gradient
+    is :func:`gradients`' closed form and the update ``torch.optim.Adam``'s, so a run follows the
+    trajectory :func:`train` gives it in float64 up to the order of its sums and the terms below
+    ``e^FLOOR`` that the kernel drops (round-off), and
+    exactly the trajectory it follows alone (its arithmetic does not depend on the batch).
+
+    One difference in what is kept: with ``window > 0``, a run stops training at the first
+    checkpoint ``t >= steps`` at which it has settled (``settled_at`` set), and its parameters are
+    held there, so its later ``snapshots`` repeat its settled state (:func:`train` trains every
+    run until all have settled or ``cap``). The fixed-budget and the settled readings are the same
+    either way; only the snapshots after a run has settled differ.
+    """
+    if not isinstance(runs, Runs):
+        raise InputError(f"runs={type(runs).__name__} is not allowed; allowed: a "
+                         "gaugedyn.experiments.prototypes.Runs")
+    steps = OPTIONS["steps"].accept(steps)
+    lr, weight = OPTIONS["lr"].accept(lr), OPTIONS["weight"].accept(weight)
+    if isinstance(record, str) or not isinstance(record, Sequence | np.ndarray):
+        raise InputError(f"record={record!r} is not allowed; allowed: a sequence of step counts")
+    record = [OPTIONS["record"].accept(r, "record") for r in record]
+    if any(r > steps for r in record):
+        raise InputError(f"record={record!r} is not allowed; allowed: step counts in [0, "
+                         f"steps={steps}]")
+    if window and (steps % window or cap % window or cap < steps):
+        raise InputError(f"window={window} is not allowed; allowed: a divisor of steps={steps} "
+                         f"and of cap={cap}, with cap >= steps")
+    from . import _kernels
+
+    last = cap if window else steps
+    order = np.argsort(runs.x, axis=1)
+    xs = np.ascontiguousarray(np.take_along_axis(np.asarray(runs.x, float), order, 1))
+    y = np.ascontiguousarray(np.take_along_axis(np.asarray(runs.y, float), order, 1))
+    w, b, a = (np.array(getattr(runs, k), dtype=np.float64) for k in "wba")
+    c = np.array(runs.c, dtype=np.float64).reshape(-1)
+    B, N = w.shape
+    mom = np.zeros((B, 2, 4, N))
+    mask = np.array(runs.mask, dtype=np.float64)
+    chamfer, tau = np.array(runs.chamfer, dtype=np.float64), np.array(runs.tau, dtype=np.float64)
+    lam = np.array(runs.weight if runs.weight is not None else np.full(B, weight), dtype=float)
+    wanted = {int(s): i for i, s in enumerate(record)}
+    history = np.full((len(wanted), B), np.nan)
+    bounds = sorted(set(wanted) | set(range(0, last + 1, window) if window else {0, last}))
+    snaps, settled = [], np.full(B, -1)
+    every, active = np.ones(B, dtype=np.bool_), np.ones(B, dtype=np.bool_)
+    fit = np.full(B, np.nan)
+    for t, nxt in zip(bounds, [*bounds[1:], None]):
+        if t in wanted:
+            _kernels.train_window(xs, y, w, b, a, c, mom, mask, chamfer, tau, lam, lr, t, 0,
+                                  every, fit)
+            history[wanted[t]] = fit
+        if window and t % window == 0:
+            snaps.append([w.copy(), b.copy(), a.copy(), c.copy()])
+            if t:
+                moved = max_displacement(snaps[-2][0], snaps[-2][1], w, b)
+                settled = np.where((settled < 0) & (moved < tolerance), t, settled)
+            if t >= steps:
+                active &= settled < 0
+                if not active.any():
+                    break
+        if nxt is None:
+            break
+        _kernels.train_window(xs, y, w, b, a, c, mom, mask, chamfer, tau, lam, lr, t, nxt - t,
+                              active, fit)
+    out = {"w": w, "b": b, "a": a, "c": c, "fit_history": history}
+    if window:
+        out["snapshots"] = {k: np.stack([s[i] for s in snaps]) for i, k in enumerate("wbac")}
+        out["checkpoints"] = np.arange(len(snaps)) * window
+        out["settled_at"] = settled
+    return out
+
+
 CHUNK_ELEMENTS = 3_000_000
 """Most ``B N max(N, M)`` elements trained as one batch by :func:`train_chunked`. At ``N = 100``
 one batch of 1,120 runs cost 2.96 times the CPU time per step of slices of 250 (12 MB float32

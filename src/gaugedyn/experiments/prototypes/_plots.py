@@ -26,6 +26,24 @@ def _log_sizes(ax, sizes):
     ax.minorticks_off()
 
 
+def _plain_log_y(ax):
+    """A log y axis with plain-text labels at a few decades and no minor ticks (the default
+    minor ticks and mathtext labels were most of a figure's drawing time)."""
+    from matplotlib import ticker
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(ticker.LogLocator(numticks=6))
+    ax.yaxis.set_major_formatter(ticker.LogFormatter(labelOnlyBase=True))
+    ax.yaxis.set_minor_locator(ticker.NullLocator())
+
+
+def _legend(fig, ax, ncol=4):
+    """One legend for the whole figure, below the panels, from ``ax``'s lines (every panel
+    draws the same ones)."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize=7)
+
+
 def _grid(config, rows, cols, title):
     import matplotlib.pyplot as plt
 
@@ -56,9 +74,10 @@ def _by_mask_figure(arrays, config, outdir, measure, name, ylabel, caption, *, m
                 if medians:
                     ax.plot(sizes, means[:, j, 0], "x", color=COLORS[label], ms=4)
             _log_sizes(ax, sizes)
-            ax.set(yscale="log" if log else "linear", xlabel="N", ylabel=ylabel,
-                   title=f"init {init}, coverage {cov}, {budget} budget")
-            ax.legend(fontsize=6, ncol=2)
+            if log:
+                _plain_log_y(ax)
+            ax.set(xlabel="N", ylabel=ylabel, title=f"init {init}, coverage {cov}, {budget} budget")
+    _legend(fig, axes[0, 0], ncol=8)
     return save_figure(fig, outdir, name, caption)
 
 
@@ -105,7 +124,7 @@ def usage_figure(arrays, config, outdir):
             _log_sizes(ax, sizes)
             ax.set(xlabel="N", ylabel="usage ratio",
                    title=f"init {init}, usage by {usage}")
-            ax.legend(fontsize=6)
+    _legend(fig, axes[0, 0], ncol=5)
     caption = ("Prototype-usage specialization ratio (distinct neurons serving some training "
                "input, over N) against N at the fixed budget, means over seeds with 95% t "
                "intervals; columns: nearest-prototype and argmax-of-response readings; coverage "
@@ -164,7 +183,7 @@ def tau_figure(arrays, config, outdir):
             ax.tick_params(axis="x", labelsize=6)
             ax.set(xlabel="tau", ylabel="outside fraction - plain's",
                    title=f"separation-only tau sweep, init {init}, {budget} budget")
-            ax.legend(fontsize=6)
+    _legend(fig, axes[0, 0], ncol=5)
     caption = ("Excess fraction of prototypes outside the hull over the plain fit, separation-only "
                "mask, against tau, per N (dotted: the sample spacing 1/N; dashed: the 0.05 "
                "expulsion margin; solid black: the nominal tau; grey band: the plausible nominal "
@@ -193,7 +212,7 @@ def history_figure(arrays, config, outdir):
         ax.axvline(float(config["steps"]), color="k", ls=":", lw=0.8, label="fixed budget")
         ax.set(xlabel="Adam steps", ylabel="outside fraction",
                title=f"N = {sizes[-1]:g}, init {init}")
-        ax.legend(fontsize=6)
+    _legend(fig, axes[0, 0], ncol=3)
     caption = (f"Fraction of prototypes outside the hull against training steps at the largest "
                f"N for the four approaches the abstract names (nominal lambda and tau) and "
                f"separation at tau = {big:g}, means over seeds with 95% t intervals; dotted: the "

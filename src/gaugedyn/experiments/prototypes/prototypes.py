@@ -139,7 +139,7 @@ class Prototypes(Experiment):
                        help="dataset sizes N (= network widths), ascending"),
         "seeds": Param(int, 40, quick=4, lo=2, hi=200, why="time: one batch row per seed",
                        help="seeds per (N, initialisation, loss)"),
-        "steps": Param(int, 4000, quick=1000, lo=1, hi=100_000, why="time",
+        "steps": Param(int, 4000, quick=2000, lo=1, hi=100_000, why="time",
                        help="the fixed budget: full-batch Adam steps (a multiple of window)"),
         "window": Param(int, 1000, quick=1000, lo=1, hi=100_000, why="time",
                         help="steps between checkpoints; settling is judged over one window"),
@@ -174,7 +174,9 @@ class Prototypes(Experiment):
                        distinct=True, help="initialisation readings"),
         "coverages": Param(list, list(model.COVERAGES), choices=model.COVERAGES, min_len=1,
                            max_len=2, distinct=True, help="coverage readings"),
-        "dtype": Param(str, "float32", choices=("float32", "float64"), help="training dtype"),
+        "dtype": Param(str, "float64", choices=("float32", "float64"),
+                       help="training dtype: float64 trains through the compiled kernel "
+                       "(model.train_fused), float32 through torch (model.train_chunked)"),
     }
     definitions = pm.DEFINITIONS | {
         "loss": "L = L_fit + lambda (m_cov L_cov + m_sep L_sep + m_ov L_ov), mask in {0,1}^3",
@@ -218,11 +220,13 @@ class Prototypes(Experiment):
         runs = _runs(task, task["n"], task["init"], seed)
         steps, window = int(task["steps"]), int(task["window"])
         record = sorted({0, steps // 2, (3 * steps) // 4, steps})
-        with single_thread():
-            out = model.train_chunked(
-                runs, steps=steps, lr=task["lr"], weight=task["weight"],
-                dtype=getattr(torch, task["dtype"]), record=record, window=window,
-                tolerance=task["settle_tolerance"], cap=int(task["cap"]))
+        kw = {"steps": steps, "lr": task["lr"], "weight": task["weight"], "record": record,
+              "window": window, "tolerance": task["settle_tolerance"], "cap": int(task["cap"])}
+        if task["dtype"] == "float64":
+            out = model.train_fused(runs, **kw)
+        else:
+            with single_thread():
+                out = model.train_chunked(runs, dtype=torch.float32, **kw)
         snaps, steps_at = out["snapshots"], out["checkpoints"]
         settled = out["settled_at"]
         at = np.where(settled >= 0, settled, steps_at[-1]) // window
