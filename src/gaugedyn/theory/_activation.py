@@ -210,8 +210,17 @@ def homogeneous_kernels(up: float, down: float) -> tuple:
 
     with every derivative by the chain rule (the sign of ``c`` flips the odd ``c``-derivatives).
     Exact: the polar quadrature of :class:`PairQuadrature` agrees to round-off (tested)."""
-    F, dF, d2F, S, dS, d2S = KERNELS["relu"]
-    u, v = up * up + down * down, 2.0 * up * down
+    S, dS, d2S = KERNELS["relu"][3:]
+    u = up * up + down * down
+    return (*_relu_pair(u, 2.0 * up * down), lambda q: u * S(q), lambda q: u * dS(q),
+            lambda q: u * d2S(q))
+
+
+def _relu_pair(u: float, v: float) -> tuple:
+    """``(F, dF, d2F)`` of ``u F_relu(q1, q2, c) + v F_relu(q1, q2, -c)``, every derivative by
+    the chain rule (the sign of ``c`` flips the odd ``c``-derivatives): the pair kernels of two
+    positively homogeneous activations (:func:`homogeneous_kernels`, :func:`cross_kernels`)."""
+    F, dF, d2F = KERNELS["relu"][:3]
     hess_sign = (1.0, 1.0, -1.0, 1.0, -1.0, 1.0)  # q1q1, q1q2, q1c, q2q2, q2c, cc
 
     def pair(q1, q2, c):
@@ -223,10 +232,9 @@ def homogeneous_kernels(up: float, down: float) -> tuple:
 
     def pair_hess(q1, q2, c):
         a, b = d2F(q1, q2, c), d2F(q1, q2, -np.asarray(c))
-        return tuple(u * x + s * v * y for x, y, s in zip(a, b, hess_sign))
+        return tuple(u * x + z * v * y for x, y, z in zip(a, b, hess_sign))
 
-    return (pair, pair_grad, pair_hess, lambda q: u * S(q), lambda q: u * dS(q),
-            lambda q: u * d2S(q))
+    return pair, pair_grad, pair_hess
 
 
 def _ends(act: Activation) -> tuple[float, float]:
@@ -264,22 +272,7 @@ def cross_kernels(student: str | Activation, teacher: str | Activation | None) -
 def _cross(s: Activation, t: Activation, scale: int = 1) -> tuple:
     if s.homogeneous and t.homogeneous:
         (us, ds), (ut, dt) = _ends(s), _ends(t)
-        F, dF, d2F = KERNELS["relu"][:3]
-        u, v = us * ut + ds * dt, us * dt + ds * ut
-        sign = (1.0, 1.0, -1.0, 1.0, -1.0, 1.0)
-
-        def pair(q1, q2, c):
-            return u * F(q1, q2, c) + v * F(q1, q2, -np.asarray(c))
-
-        def pair_grad(q1, q2, c):
-            a, b = dF(q1, q2, c), dF(q1, q2, -np.asarray(c))
-            return (u * a[0] + v * b[0], u * a[1] + v * b[1], u * a[2] - v * b[2])
-
-        def pair_hess(q1, q2, c):
-            a, b = d2F(q1, q2, c), d2F(q1, q2, -np.asarray(c))
-            return tuple(u * x + z * v * y for x, y, z in zip(a, b, sign))
-
-        return pair, pair_grad, pair_hess
+        return _relu_pair(us * ut + ds * dt, us * dt + ds * ut)
     terms = min(a.quadrature.nodes for a in (s, t) if not a.homogeneous) * scale
     sides = []
     for a in (s, t):
