@@ -252,10 +252,11 @@ def run_experiment(path: Path, quick: bool, spec, out: Path) -> dict:
 
 
 def load_note(load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
-    """A warning when the machine was busy (a 1-minute load average above half its cores)."""
+    """A warning when the machine was busy: a 1-minute load average above the core count (the
+    run's own workers, one per core, bring the load to about the core count by themselves)."""
     cores = os.cpu_count() or 1
     peak = max(load[0][0], load[1][0])
-    if peak <= 0.5 * cores:
+    if peak <= cores:
         return ""
     return (f"The machine was shared with other work during the run (1-minute load average up "
             f"to {peak:.1f} on {cores} cores): wall times are inflated by the contention, and "

@@ -300,6 +300,18 @@ def max_displacement(w0, b0, w1, b1) -> np.ndarray:
     return np.where(np.isfinite(d), d, np.inf).max(axis=1)
 
 
+
+def _accept_record(record, steps: int) -> list[int]:
+    """The step counts to snapshot: a sequence of counts in ``[0, steps]`` (one message for the
+    torch and the compiled paths)."""
+    if isinstance(record, str) or not isinstance(record, Sequence | np.ndarray):
+        raise InputError(f"record={record!r} is not allowed; allowed: a sequence of step counts")
+    record = [OPTIONS["record"].accept(r, "record") for r in record]
+    if any(r > steps for r in record):
+        raise InputError(f"record={record!r} is not allowed; allowed: step counts in [0, "
+                         f"steps={steps}]")
+    return record
+
 def train(runs: Runs, *, steps: int, lr: float, weight: float, dtype: torch.dtype = torch.float32,
           device: str | torch.device = "cpu", record: Sequence[int] = (), window: int = 0,
           tolerance: float = 0.0, cap: int = 0) -> dict[str, np.ndarray]:
@@ -331,12 +343,7 @@ def train(runs: Runs, *, steps: int, lr: float, weight: float, dtype: torch.dtyp
     from ...training._network import resolve_device
 
     device = resolve_device(device)
-    if isinstance(record, str) or not isinstance(record, Sequence | np.ndarray):
-        raise InputError(f"record={record!r} is not allowed; allowed: a sequence of step counts")
-    record = [OPTIONS["record"].accept(r, "record") for r in record]
-    if any(r > steps for r in record):
-        raise InputError(f"record={record!r} is not allowed; allowed: step counts in [0, "
-                         f"steps={steps}]")
+    record = _accept_record(record, steps)
     if window:
         if steps % window or cap % window or cap < steps:
             raise InputError(f"window={window} is not allowed; allowed: a divisor of steps={steps} "
@@ -404,12 +411,7 @@ def train_fused(runs: Runs, *, steps: int, lr: float, weight: float,
                          "gaugedyn.experiments.prototypes.Runs")
     steps = OPTIONS["steps"].accept(steps)
     lr, weight = OPTIONS["lr"].accept(lr), OPTIONS["weight"].accept(weight)
-    if isinstance(record, str) or not isinstance(record, Sequence | np.ndarray):
-        raise InputError(f"record={record!r} is not allowed; allowed: a sequence of step counts")
-    record = [OPTIONS["record"].accept(r, "record") for r in record]
-    if any(r > steps for r in record):
-        raise InputError(f"record={record!r} is not allowed; allowed: step counts in [0, "
-                         f"steps={steps}]")
+    record = _accept_record(record, steps)
     if window and (steps % window or cap % window or cap < steps):
         raise InputError(f"window={window} is not allowed; allowed: a divisor of steps={steps} "
                          f"and of cap={cap}, with cap >= steps")
