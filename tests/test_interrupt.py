@@ -26,6 +26,14 @@ def _wait_for(condition, proc, limit: float = 60.0) -> None:
         time.sleep(0.05)
 
 
+def _default_sigint() -> None:
+    """In the child before exec: SIGINT to its default action, so the run's Python installs
+    its KeyboardInterrupt handler even when the test process inherited SIGINT ignored (a
+    background job of a shell without job control starts so, and an ignored signal stays
+    ignored across fork and exec)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("phase", ["sweep", "analysis", "figures"])
 def test_ctrl_c_says_what_is_stored_in_one_line(tmp_path, phase):
     cfg = tmp_path / "toy.toml"
@@ -38,7 +46,7 @@ def test_ctrl_c_says_what_is_stored_in_one_line(tmp_path, phase):
     proc = subprocess.Popen(
         [sys.executable, "-m", "gaugedyn", "run", str(cfg), "--out", str(out), "--workers",
          "2", "-q"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
+        start_new_session=True, preexec_fn=_default_sigint)
     try:
         if phase == "sweep":  # two tasks running in the workers, four still to start
             _wait_for(lambda: log.exists() and len(log.read_text().split()) >= 2, proc)
