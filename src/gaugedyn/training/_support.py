@@ -4,24 +4,18 @@ Seed bands and intervals come from :mod:`gaugedyn.stats` (``band`` is re-exporte
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 from ..stats import band as band
 
 
-@contextlib.contextmanager
 def single_thread():
-    """Run torch on one intra-op thread (tasks run side by side; oversubscription is slow)."""
-    import torch
+    """Run torch on one intra-op thread (tasks run side by side; oversubscription is slow): the
+    trainer's own context manager (:func:`gaugedyn.training._network._one_thread`, which skips
+    the change when torch already runs one thread and locks against concurrent callers)."""
+    from ._network import _one_thread
 
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
+    return _one_thread()
 
 
 def match_times(t_sim: np.ndarray, t_ref: np.ndarray) -> np.ndarray:
