@@ -286,3 +286,42 @@ def test_save_figure_lays_out_once_and_writes_the_runs_formats(tmp_path, monkeyp
     with pytest.raises(ValueError, match="formats"):
         with style("Agg", ("pdf",)):
             pass
+
+
+def test_compare_runs_tolerance_keeps_verdicts_exact(tmp_path, capsys):
+    """compare_runs --rtol: a number moved within the tolerance passes, beyond it fails, and a
+    changed verdict fails at any tolerance."""
+    import copy
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("compare_runs", root / "tools" / "compare_runs.py")
+    compare_runs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare_runs)
+    base = json.loads((root / "results-data" / "beta_grid" / "summary.json").read_text())
+    finding = next(i for i, c in enumerate(base["claims"]) if c["kind"] == "finding")
+
+    def write(name, edit):
+        s = copy.deepcopy(base)
+        edit(s["claims"][finding])
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_text(json.dumps(s))
+        return str(tmp_path / name)
+
+    same = write("same", lambda c: None)
+
+    def nudge(c):
+        c["per_seed"][0] *= 1 + 1e-6
+
+    moved = write("moved", nudge)
+    flipped = write("flipped", lambda c: c["readings"].update(
+        {k: "UNRESOLVED" for k in list(c["readings"])[:1]}))
+    assert compare_runs.main([same, moved, "--rtol", "1e-5"]) == 0
+    assert "the same to rtol 1e-05" in capsys.readouterr().out
+    assert compare_runs.main([same, moved, "--rtol", "1e-8"]) == 1
+    assert "per_seed differ" in capsys.readouterr().out
+    assert compare_runs.main([same, flipped, "--rtol", "1"]) == 1
+    assert "readings." in capsys.readouterr().out
+    assert compare_runs.main([same, same, "--atol", "1"]) == 2
