@@ -72,8 +72,9 @@ class OnlineStream:
                                                     self.dtype, self.device)
             if self.batch > SMALL_BATCH:
                 pad = (-self.batch) % 8
-                X = torch.nn.functional.pad(X, (0, 0, 0, pad))
-                y = torch.nn.functional.pad(y, (0, pad))
+                if pad:  # (a zero pad would only copy the block)
+                    X = torch.nn.functional.pad(X, (0, 0, 0, pad))
+                    y = torch.nn.functional.pad(y, (0, pad))
                 self._XT = X.transpose(2, 3).contiguous()
             self._X, self._y = X, y
             self._pos = 0
