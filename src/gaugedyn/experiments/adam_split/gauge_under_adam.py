@@ -348,7 +348,10 @@ def analyse_cells(config: dict, tasks: list[dict], results: list[dict],
     claims = check_claims(tasks, results) + finding_claims(a, S, K, label, seed)
     diagnostics = {"seeds_per_cell": S, "cells": nD * nP, "provisional": label or None,
                    "probe": "every Adam step is observed through train(on_step=...); "
-                            "see gaugedyn.adam.AdamProbe"}
+                            "see gaugedyn.adam.AdamProbe",
+                   "cell_seeds": "one task per D trains every (beta1, beta2) cell; cell c draws "
+                                 "from task_seed(root, 'gauge_under_adam', c) (cell_seed: the "
+                                 "seed the cell had as its own task)"}
     return a, claims, diagnostics
 
 
