@@ -33,8 +33,12 @@ def generators(root_seed: int, indices: Sequence[int], device) -> list[torch.Gen
 
 
 def gaussian(gens: list[torch.Generator], shape: tuple[int, ...], dtype, device) -> torch.Tensor:
-    """One standard Gaussian block of ``shape`` per seed, stacked: ``(S, *shape)``."""
-    return torch.stack([torch.randn(shape, generator=g, dtype=dtype, device=device) for g in gens])
+    """One standard Gaussian block of ``shape`` per seed, stacked: ``(S, *shape)`` (each drawn
+    into its row of the result: the numbers of a fresh draw, without stacking copies)."""
+    out = torch.empty((len(gens), *shape), dtype=dtype, device=device)
+    for row, g in zip(out, gens, strict=True):
+        torch.randn(shape, generator=g, dtype=dtype, device=device, out=row)
+    return out
 
 
 def permutations(gens: list[torch.Generator], n: int, device) -> torch.Tensor:
