@@ -35,9 +35,12 @@ order, median and quartiles of the per-round ratio in wall and in CPU time. ``be
 trains every cell and seed of a task as one program (``adam_split._batched``): unless
 ``--no-ratio``, ``benchmarks/bench_beta_grid.py``'s ratio against today's per-run tasks on the
 same copies is printed beside it (``--grid-steps``, ``--grid-rounds``; 2 x 2 cells x 2 seeds of
-every task), with the loss trajectories compared and the findings judged from both.
-``gauge_under_adam``, ``prototypes`` and ``shared_representation`` have no batched path yet
-(issue 33, item 1).
+every task), with the loss trajectories compared and the findings judged from both. ``gauge_under_adam``
+(every beta pair and seed of a ``D``), ``prototypes`` (every run of a task, one compiled call)
+and ``shared_representation`` (a cohort of seeds x variants) are batched too: unless
+``--no-ratio``, ``benchmarks/bench_batched_grids.py`` measures each against a loop of one-copy
+runs on a small subset (interleaved rounds, wall and CPU, median and range, the largest
+difference of the outputs).
 
     .venv/bin/python benchmarks/bench_reproduce.py --quick
         [--only a,b] [--full] [--executor process|thread|serial] [--workers N]
@@ -234,6 +237,18 @@ def grid_ratio(steps: int = 100, rounds: int = 2, tasks=None) -> dict:
     return result
 
 
+def batched_grids(rounds: int = 3) -> list[dict]:
+    """``benchmarks/bench_batched_grids.py``'s measurements (gauge_under_adam, prototypes,
+    shared_representation: batched against a loop of one-copy runs), each with its ``text``."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_batched_grids", Path(__file__).resolve().parent / "bench_batched_grids.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.measure_all(rounds=rounds)
+
+
 def run_experiment(path: Path, quick: bool, spec, out: Path) -> dict:
     """Run one configuration into ``out`` and return its row."""
     from gaugedyn.experiments import execute, load_config
@@ -265,7 +280,7 @@ def load_note(load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
 
 def markdown_page(rows: list[dict], command: str, ratio: dict | None, quick: bool,
                   executor: str, load: tuple[tuple[float, ...], tuple[float, ...]],
-                  grid: dict | None = None) -> str:
+                  grid: dict | None = None, grids: list[dict] | None = None) -> str:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     kind = "quick" if quick else "full"
     lines = [
@@ -296,9 +311,8 @@ def markdown_page(rows: list[dict], command: str, ratio: dict | None, quick: boo
         lines += [ratio_text(ratio) + ".", ""]
     if grid is not None:
         lines += [grid["text"] + ".", ""]
-    lines += ["The grids of `gauge_under_adam`, `prototypes` and `shared_representation` have no "
-              "batched path yet (issue 33, item 1); their batched-against-loop ratios come with "
-              "it.", ""]
+    for r in grids or []:
+        lines += [r["text"] + ".", ""]
     return "\n".join(lines)
 
 
@@ -351,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     load = (load_before, os.getloadavg())
     ratio = None if args.no_ratio else batched_ratio()
     grid = None if args.no_ratio else grid_ratio(args.grid_steps, args.grid_rounds)
+    grids = [] if args.no_ratio else batched_grids()
 
     print(f"{'quick' if args.quick else 'full'} configurations, executor {executor}, "
           f"{os.cpu_count()} cores, load average before {load_before[0]:.2f}")
@@ -363,13 +378,15 @@ def main(argv: list[str] | None = None) -> int:
         print(ratio_text(ratio))
     if grid is not None:
         print(grid["text"])
+    for r in grids:
+        print(r["text"])
     if load_note(load):
         print(load_note(load))
     if args.markdown:
         command = ".venv/bin/python benchmarks/bench_reproduce.py " + " ".join(
             a for a in (argv if argv is not None else sys.argv[1:]))
         Path(args.markdown).write_text(
-            markdown_page(rows, command.strip(), ratio, args.quick, executor, load, grid))
+            markdown_page(rows, command.strip(), ratio, args.quick, executor, load, grid, grids))
         print(f"wrote {args.markdown}")
     return 0
 

@@ -118,3 +118,39 @@ def test_beta_grid_bench_refuses_bad_options():
         module.main(["--betas", "0.9,1.5"])
     with pytest.raises(InputError, match="--seeds 1"):
         module.main(["--seeds", "1"])
+
+
+@pytest.fixture(scope="module")
+def grids_bench():
+    spec = importlib.util.spec_from_file_location("bench_batched_grids",
+                                                  PATH.parent / "bench_batched_grids.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(("name", "kwargs"), [
+    ("gauge_under_adam", dict(dim=4, seeds=2, steps=10)),
+    ("prototypes", dict(n=3, seeds=1, steps=20)),
+    ("shared_representation", dict(seeds=1, steps=10)),
+])
+def test_batched_grids_equal_their_loops_bitwise(bench, grids_bench, name, kwargs):
+    r = grids_bench.MEASURES[name](rounds=1, **kwargs)
+    assert r["name"] == name and r["max_abs_diff"] == 0.0
+    assert all(x > 0 for x in r["wall"] + r["cpu"])
+    r["text"] = grids_bench.ratio_text(r)
+    assert "loop / batched wall" in r["text"]
+    page = bench.markdown_page(rows(bench), "x", None, True, "serial",
+                               ((0.0,) * 3, (0.0,) * 3), None, [r])
+    assert r["text"] in page and "no batched path" not in page
+
+
+def test_batched_grids_max_difference_and_options(grids_bench):
+    nan = float("nan")
+    assert grids_bench.max_difference([1.0, nan], [1.0, nan]) == 0.0
+    assert grids_bench.max_difference([1.0, nan], [1.0, 2.0]) == float("inf")
+    assert grids_bench.max_difference([1.0, 2.0], [1.5, 2.0]) == 0.5
+    with pytest.raises(InputError, match="--only 'nope'"):
+        grids_bench.main(["--only", "nope"])
+    with pytest.raises(InputError, match="--rounds 0"):
+        grids_bench.main(["--rounds", "0"])

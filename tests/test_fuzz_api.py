@@ -106,7 +106,9 @@ CASES = [
     *[(name, API_OPTIONS[name], lambda v, n=name: TrainConfig(**{**CFG, n: v}))
       for name in ("lr_min", "eps", "decay", "points_per_decade", "check_every")],
     ("betas", API_OPTIONS["beta"], lambda v: TrainConfig(**CFG, betas=(0.9, v))),
-    ("root_seed", TRAIN["root_seed"], lambda v: train(PROBLEM, TrainConfig(**CFG), root_seed=v)),
+    # three seeds: a list of at most two roots (WRONG_TYPES) is the wrong length for one per seed
+    ("root_seed", TRAIN["root_seed"],
+     lambda v: train(PROBLEM, TrainConfig(**CFG), seeds=3, root_seed=v)),
     ("seeds", TRAIN["seeds"], lambda v: train(PROBLEM, TrainConfig(**CFG), seeds=v)),
     ("seed_indices", API_OPTIONS["seed_index"],
      lambda v: train(PROBLEM, TrainConfig(**CFG), seed_indices=[0, v])),

@@ -271,3 +271,52 @@ def test_on_step_sees_every_step_and_leaves_the_run_bitwise_unchanged(cfg):
 def test_on_step_must_be_callable():
     with pytest.raises(InputError, match="on_step"):
         train(single(6, "w-heavy"), TrainConfig(lr=0.01, steps=3, samples=20), on_step=3)
+
+
+PAIRS = [(0.9, 0.9), (0.9, 0.99), (0.99, 0.9)]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_per_copy_betas_and_roots_equal_each_run_alone_bitwise(dtype):
+    """One Adam pair and one root per copy: three runs (tied and untied, each its own root)
+    trained as one program, each copy bit for bit its run alone, including the on_step view."""
+    problem, S, roots = duplicates(6, ["a-heavy", "w-heavy"]), 2, [11, 12, 13]
+    base = dict(optimizer="adam", lr=0.05, steps=30, samples=None, batch=12)
+    seen = []
+    batched = train(problem, TrainConfig(**base, betas=[p for p in PAIRS for _ in range(S)]),
+                    root_seed=[r for r in roots for _ in range(S)],
+                    seed_indices=list(range(S)) * len(PAIRS), dtype=dtype, device="cpu",
+                    on_step=lambda rec: seen.append(rec.select(slice(S, 2 * S)).params[1]))
+    assert batched.root_seed == [r for r in roots for _ in range(S)]
+    for j, (pair, root) in enumerate(zip(PAIRS, roots)):
+        steps: list = []
+        alone = train(problem, TrainConfig(**base, betas=pair), seeds=S, root_seed=root,
+                      dtype=dtype, device="cpu", on_step=lambda rec, out=steps: out.append(
+                          rec.params[1]))
+        rows = slice(j * S, (j + 1) * S)
+        for key in ("a", "Q", "R", "loss", "loss_empirical"):
+            np.testing.assert_array_equal(getattr(batched, key)[rows], getattr(alone, key),
+                                          err_msg=f"{pair} {key}")
+        if j == 1:
+            assert all(torch.equal(x, y) for x, y in zip(seen, steps, strict=True))
+
+
+@pytest.mark.parametrize(("make", "match"), [
+    (lambda: TrainConfig(optimizer="adam", betas=[[0.9, 1.0], [0.9, 0.9]]), "betas=1.0"),
+    (lambda: TrainConfig(optimizer="adam", betas=[[0.9, 0.9], 0.9]), "betas="),
+    (lambda: TrainConfig(optimizer="adam", betas=[[0.9, 0.9, 0.9]]), "betas="),
+    (lambda: TrainConfig(optimizer="sgd", samples=None, betas=[[0.9, 0.9]]), "betas="),
+    (lambda: train(single(4, "w-heavy"), TrainConfig(optimizer="adam", samples=None, steps=2,
+                                                       betas=[[0.9, 0.9]] * 3), seeds=2),
+     "betas="),
+    (lambda: train(single(4, "w-heavy"), TrainConfig(optimizer="adam", samples=None, steps=2),
+                   seeds=2, root_seed=[1, 2, 3]), "root_seed="),
+    (lambda: train(single(4, "w-heavy"), TrainConfig(optimizer="adam", samples=None, steps=2),
+                   root_seed=[1, 1], seed_indices=[0, 0]), "seed_indices="),
+    (lambda: train(single(4, "w-heavy"), TrainConfig(optimizer="sgd", samples=None, steps=2),
+                   seeds=2, root_seed=[1, 2], backend="compiled"), "root_seed="),
+])
+def test_per_copy_betas_and_roots_refuse_bad_values(make, match):
+    with pytest.raises(InputError, match=match) as err:
+        make()
+    assert "\n" not in str(err.value) and "allowed" in str(err.value)

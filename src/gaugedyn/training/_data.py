@@ -33,8 +33,12 @@ def generators(root_seed: int, indices: Sequence[int], device) -> list[torch.Gen
 
 
 def gaussian(gens: list[torch.Generator], shape: tuple[int, ...], dtype, device) -> torch.Tensor:
-    """One standard Gaussian block of ``shape`` per seed, stacked: ``(S, *shape)``."""
-    return torch.stack([torch.randn(shape, generator=g, dtype=dtype, device=device) for g in gens])
+    """One standard Gaussian block of ``shape`` per seed, stacked: ``(S, *shape)`` (each drawn
+    into its row of the result: the numbers of a fresh draw, without stacking copies)."""
+    out = torch.empty((len(gens), *shape), dtype=dtype, device=device)
+    for row, g in zip(out, gens, strict=True):
+        torch.randn(shape, generator=g, dtype=dtype, device=device, out=row)
+    return out
 
 
 def permutations(gens: list[torch.Generator], n: int, device) -> torch.Tensor:
@@ -72,8 +76,9 @@ class OnlineStream:
                                                     self.dtype, self.device)
             if self.batch > SMALL_BATCH:
                 pad = (-self.batch) % 8
-                X = torch.nn.functional.pad(X, (0, 0, 0, pad))
-                y = torch.nn.functional.pad(y, (0, pad))
+                if pad:  # (a zero pad would only copy the block)
+                    X = torch.nn.functional.pad(X, (0, 0, 0, pad))
+                    y = torch.nn.functional.pad(y, (0, pad))
                 self._XT = X.transpose(2, 3).contiguous()
             self._X, self._y = X, y
             self._pos = 0

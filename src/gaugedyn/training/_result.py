@@ -61,6 +61,7 @@ class TrainResult:
     ``Q (S, T, K, K)``, ``R (S, T, K, M)``, teacher ``b (M,)``, ``T (M, M)``, ``loss (S, T)`` (the
     population loss in closed form) and ``loss_empirical (S, T)`` (the training-set loss; for
     online training the mean per-sample loss of the steps since the previous record).
+    ``root_seed``: the run's root seed, or one per seed when the run was given one per seed.
     """
 
     steps: np.ndarray
@@ -76,7 +77,7 @@ class TrainResult:
     loss_empirical: np.ndarray
     activation: str
     seeds: list
-    root_seed: int
+    root_seed: int | list[int]
     settings: dict = field(default_factory=dict)
     definitions: Definitions = field(default_factory=Definitions)
     diagnostics: dict = field(default_factory=dict)

@@ -86,6 +86,23 @@ def _record_steps(steps) -> tuple[int, ...]:
     return tuple(check.accept(v) for v in values)
 
 
+_BETAS_ALLOWED = ("two numbers (beta1, beta2), each in [0, 1), or a non-empty sequence of such "
+                  "pairs, one per seed")
+
+
+def _betas(value) -> tuple:
+    """``(beta1, beta2)`` as floats, or a tuple of such pairs (one per seed), or InputError."""
+    def pair(p) -> tuple[float, float]:
+        if isinstance(p, str) or not isinstance(p, Sequence) or len(p) != 2:
+            raise InputError(f"betas={value!r} is not allowed; allowed: {_BETAS_ALLOWED}")
+        return tuple(API_OPTIONS["beta"].accept(b, "betas") for b in p)
+
+    if isinstance(value, Sequence) and not isinstance(value, str) and len(value) > 0 \
+            and all(isinstance(p, Sequence) and not isinstance(p, str) for p in value):
+        return tuple(pair(p) for p in value)
+    return pair(value)
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Settings of one training run (see module docstring for the conventions).
@@ -93,7 +110,9 @@ class TrainConfig:
     ``optimizer``: ``gd`` (full batch, fixed sample), ``sgd`` (mini-batches of ``batch`` from the
     fixed sample, reshuffled per epoch; or online with ``samples=None``) or ``adam``.
     ``record_steps``: explicit steps to record, else ``points_per_decade`` log-spaced steps
-    (always including 0 and ``steps``).
+    (always including 0 and ``steps``). ``betas``: Adam's ``(beta1, beta2)``, or one such pair
+    per seed (a sequence as long as the run's seeds), so that copies with different factors train
+    as one program, each copy the same arithmetic as its pair's run alone.
     """
 
     optimizer: str = "gd"
@@ -126,12 +145,11 @@ class TrainConfig:
                 object.__setattr__(self, name, _option(name, getattr(self, name)))
         for name in ("lr_min", "decay", "eps", "points_per_decade", "check_every"):
             object.__setattr__(self, name, API_OPTIONS[name].accept(getattr(self, name)))
-        if isinstance(self.betas, str) or not isinstance(self.betas, Sequence) \
-                or len(self.betas) != 2:
-            raise InputError(f"betas={self.betas!r} is not allowed; allowed: two numbers "
-                             "(beta1, beta2), each in [0, 1)")
-        object.__setattr__(self, "betas", tuple(API_OPTIONS["beta"].accept(b, "betas")
-                                                for b in self.betas))
+        object.__setattr__(self, "betas", _betas(self.betas))
+        if self.per_copy_betas and self.optimizer != "adam":
+            raise InputError(f"betas={[list(p) for p in self.betas]!r} is not allowed with "
+                             f"optimizer={self.optimizer!r}; allowed: one pair per seed with "
+                             "optimizer='adam'")
         if self.record_steps is not None:
             object.__setattr__(self, "record_steps", _record_steps(self.record_steps))
         if self.samples is None and self.optimizer == "gd":
@@ -143,9 +161,6 @@ class TrainConfig:
         if self.lr_min > self.lr:
             raise InputError(f"lr_min={self.lr_min!r} is not allowed; allowed: a number in "
                              f"[0, lr={self.lr!r}] (the schedule decays from lr to lr_min)")
-        b1, b2 = self.betas
-        if not (0 <= b1 < 1 and 0 <= b2 < 1):
-            raise InputError(f"betas={self.betas!r} are not allowed; each must lie in [0, 1)")
         if self.points_per_decade < 1:
             raise InputError(f"points_per_decade={self.points_per_decade!r} must be >= 1")
         for name in ("weight_decay", "lr2", "label_noise"):
@@ -156,6 +171,11 @@ class TrainConfig:
         if self.optimizer == "adam" and self.lr2 != 1.0:
             raise InputError(f"lr2={self.lr2!r} is for optimizer='sgd' or 'gd'; Adam takes one "
                              "learning rate")
+
+    @property
+    def per_copy_betas(self) -> bool:
+        """``betas`` holds one ``(beta1, beta2)`` per seed (copy) rather than one pair."""
+        return isinstance(self.betas[0], tuple)
 
     @property
     def online(self) -> bool:
@@ -182,7 +202,7 @@ class TrainConfig:
             for name in ("weight_decay", "lr2", "label_noise"):
                 d.pop(name)
         d["record_steps"] = None if self.record_steps is None else list(self.record_steps)
-        d["betas"] = list(self.betas)
+        d["betas"] = [list(p) for p in self.betas] if self.per_copy_betas else list(self.betas)
         return d
 
 
@@ -212,6 +232,21 @@ class StepRecord:
     loss: torch.Tensor
     adam: AdamState | None
 
+    def select(self, rows: slice) -> StepRecord:
+        """The record of the copies ``rows`` (a slice of axis 0) alone, as views of the same
+        tensors: what an observer of a run of just those copies would be shown (several runs
+        trained as one program, each observed by its own ``on_step``)."""
+        if not isinstance(rows, slice):
+            raise InputError(f"rows={rows!r} is not allowed; allowed: a slice of the copies")
+
+        def pick(ts):
+            return tuple(t[rows] for t in ts)
+
+        adam = None if self.adam is None else AdamState(m=pick(self.adam.m), v=pick(self.adam.v),
+                                                        k=self.adam.k)
+        return dataclasses.replace(self, previous=pick(self.previous), params=pick(self.params),
+                                   grads=pick(self.grads), loss=self.loss[rows], adam=adam)
+
 
 BACKENDS = ("torch", "compiled", "chain")
 
@@ -238,7 +273,8 @@ def _nonfinite(**tensors) -> str | None:
 
 
 def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int = 1,
-          root_seed: int = 0, seed_indices: Sequence[int] | None = None, dtype="float64",
+          root_seed: int | Sequence[int] = 0, seed_indices: Sequence[int] | None = None,
+          dtype="float64",
           device=None, definitions: Definitions | None = None,
           on_step: Callable[[StepRecord], object] | None = None,
           backend: str = "torch") -> TrainResult:
@@ -247,6 +283,10 @@ def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int 
     ``seed_indices`` (default ``range(seeds)``) name the seeds: seed ``i`` draws its data from
     ``task_seed(root_seed, i)``, so ``train(..., seed_indices=[i])`` reproduces seed ``i`` of a
     batched run exactly. ``problem`` may be a list with one problem per seed (same teacher).
+    ``root_seed`` may also be a sequence with one root per seed: seed ``c`` then draws from
+    ``task_seed(root_seed[c], seed_indices[c])`` (the ``(root, index)`` pairs distinct), and with
+    ``config.betas`` one pair per seed, copies of several runs (each its own root and Adam
+    factors) train as one program, each copy bit for bit its run alone (``backend="torch"``).
     ``on_step``, if given, is called as ``on_step(StepRecord)`` right after each optimizer step
     (before that step's record and divergence check); its return value is ignored, and as long
     as it does not modify the tensors it is shown, the run is bit for bit that of ``on_step=None``.
@@ -265,6 +305,10 @@ def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int 
         raise InputError(f"backend={backend!r} is not allowed; allowed: {', '.join(BACKENDS)}")
     root_seed = _check_train_args(problem, config, root_seed, definitions)
     if backend in ("compiled", "chain"):
+        if not isinstance(root_seed, int):
+            raise InputError(f"root_seed={list(root_seed)!r} is not allowed for backend="
+                             f"{backend!r}; allowed: one integer (one root per seed is for "
+                             "backend='torch')")
         return _train_compiled(problem, config, seeds, root_seed, seed_indices, dtype, device,
                                definitions, on_step, backend)
     started = _time.perf_counter()
@@ -272,11 +316,13 @@ def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int 
         raise InputError(f"on_step={on_step!r} is not allowed; it must be callable or None")
     definitions = Definitions() if definitions is None else definitions
     dtype, device = resolve_dtype(dtype), resolve_device(device)
-    seed_indices, problems = _seeds_and_problems(problem, seeds, seed_indices)
+    seed_indices, problems = _seeds_and_problems(problem, seeds, seed_indices, root_seed)
+    _check_copies(config, root_seed, len(seed_indices))
     net = Network.from_problem(problems, dtype=dtype, device=device)
     cfg = config
     D = net.W.shape[2]
-    gens = _data.generators(root_seed, seed_indices, device)
+    gens = ([g for r, i in zip(root_seed, seed_indices) for g in _data.generators(r, [i], device)]
+            if isinstance(root_seed, tuple) else _data.generators(root_seed, seed_indices, device))
     batches = _Batches(cfg, net, gens, dtype, device)
     scale = 1.0 / D if (cfg.online and cfg.optimizer == "sgd") else 1.0
     state = adam_state((net.a, net.W)) if cfg.optimizer == "adam" else None
@@ -313,12 +359,17 @@ def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int 
                           _data.stream_block_steps(cfg.batch_size, D))
 
 
-def _check_train_args(problem, config, root_seed, definitions) -> int:
+def _check_train_args(problem, config, root_seed, definitions) -> int | tuple[int, ...]:
     """The arguments of :func:`train` every backend shares, or one :class:`InputError`;
-    returns the root seed as an int."""
+    returns the root seed as an int (or a tuple of ints, one per seed)."""
     if not isinstance(config, TrainConfig):
         raise InputError(f"config={type(config).__name__} is not allowed; allowed: a TrainConfig")
-    root_seed = _option("root_seed", root_seed)
+    if isinstance(root_seed, Sequence | np.ndarray) and not isinstance(root_seed, str):
+        if len(root_seed) == 0:
+            raise InputError("root_seed=[] is not allowed; allowed: an integer, or one per seed")
+        root_seed = tuple(_option("root_seed", r) for r in root_seed)
+    else:
+        root_seed = _option("root_seed", root_seed)
     if definitions is not None and not isinstance(definitions, Definitions):
         raise InputError(f"definitions={type(definitions).__name__} is not allowed; allowed: a "
                          "gaugedyn.theory.Definitions or None")
@@ -330,7 +381,19 @@ def _check_train_args(problem, config, root_seed, definitions) -> int:
     return root_seed
 
 
-def _seeds_and_problems(problem, seeds, seed_indices) -> tuple[list[int], list[Problem]]:
+def _check_copies(config: TrainConfig, root_seed, seeds: int) -> None:
+    """One root per seed and one Adam pair per seed where given as sequences, or InputError."""
+    if isinstance(root_seed, tuple) and len(root_seed) != seeds:
+        raise InputError(f"root_seed={list(root_seed)!r} is not allowed: {len(root_seed)} roots "
+                         f"for {seeds} seeds; allowed: an integer, or one root per seed")
+    if config.per_copy_betas and len(config.betas) != seeds:
+        raise InputError(f"betas={[list(p) for p in config.betas]!r} is not allowed: "
+                         f"{len(config.betas)} pairs for {seeds} seeds; allowed: one (beta1, "
+                         "beta2), or one pair per seed")
+
+
+def _seeds_and_problems(problem, seeds, seed_indices,
+                        root_seed=0) -> tuple[list[int], list[Problem]]:
     """The seed indices and one problem per seed (the same one, or a list per seed)."""
     if seed_indices is None and not isinstance(problem, Problem):
         seed_indices = list(range(len(problem)))
@@ -341,9 +404,12 @@ def _seeds_and_problems(problem, seeds, seed_indices) -> tuple[list[int], list[P
         raise InputError(f"seed_indices={seed_indices!r} is not allowed; allowed: a non-empty "
                          "sequence of distinct integers >= 0 (or None)")
     seed_indices = [API_OPTIONS["seed_index"].accept(i) for i in seed_indices]
-    if len(set(seed_indices)) != len(seed_indices):
+    named = (list(zip(root_seed, seed_indices)) if isinstance(root_seed, tuple)
+             and len(root_seed) == len(seed_indices) else seed_indices)
+    if len(set(named)) != len(named):
         raise InputError(f"seed_indices={seed_indices!r} is not allowed; the indices must be "
-                         "distinct (a repeated seed would train the same data twice)")
+                         "distinct (under one root; with one root per seed, the (root, index) "
+                         "pairs): a repeated seed would train the same data twice")
     if isinstance(problem, Problem):
         return seed_indices, [problem] * len(seed_indices)
     problems = list(problem)
@@ -468,7 +534,9 @@ class _Records:
             "data": (f"online: fresh x ~ N(0, I_D) per step, per-seed blocks of {block} steps"
                      if cfg.online else
                      f"fixed sample of n={cfg.samples} x ~ N(0, I_D) per seed"),
-            "seed_derivation": "torch.Generator per seed from gaugedyn._meta.task_seed(root_seed, i)",
+            "seed_derivation": "torch.Generator per seed from gaugedyn._meta.task_seed(root_seed, i)"
+                               + (" (root_seed: one per seed)" if isinstance(root_seed, tuple)
+                                  else ""),
         }
         return TrainResult(
             steps=np.asarray(grid, dtype=np.int64), time=np.asarray(rows["t"]),
@@ -478,7 +546,9 @@ class _Records:
                                  net.teacher_activation),
             loss_empirical=np.stack(rows["emp"], axis=1), activation=net.activation,
             teacher_activation=net.teacher_activation,
-            seeds=seed_indices, root_seed=int(root_seed), settings=settings,
+            seeds=seed_indices,
+            root_seed=list(root_seed) if isinstance(root_seed, tuple) else int(root_seed),
+            settings=settings,
             definitions=definitions,
             diagnostics={"wall_time_s": _time.perf_counter() - started, "versions": versions()},
         )

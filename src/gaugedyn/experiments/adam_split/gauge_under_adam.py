@@ -3,8 +3,10 @@
 Gradient flow conserves ``delta_i = a_i^2 - |w_i|^2`` and the gauge only changes the transport
 mobility ``1/|w_i|^2``; Adam's per-coordinate normalisation ``m^/(sqrt(v^) + eps)`` breaks the
 rescaling symmetry, so its answer is measured here, not assumed. At each input dimension ``D``
-and each ``(beta1, beta2)`` (tied and untied), ``S`` seeds are trained as one batched program by
-:func:`gaugedyn.training.train` (online Adam, fresh Gaussian batches, time ``t = sum_k eta_k``):
+(one task) the ``S`` seeds of every ``(beta1, beta2)`` (tied and untied) are trained as one
+batched program by :func:`gaugedyn.training.train` (online Adam, fresh Gaussian batches, time
+``t = sum_k eta_k``; one Adam pair and one root seed per copy, so each copy is bit for bit its
+cell trained alone, with the seed the cell had as its own task, :func:`cell_seed`):
 
 - ``single`` with the w-heavy and with the a-heavy gauge (same seeds, hence the same data): the
   specialization times ``t_w``, ``t_a`` (first ``t`` with alignment ``>= threshold``) and their
@@ -35,7 +37,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._meta import integer_seed
+from ..._errors import InputError
+from ..._meta import integer_seed, task_seed
 from ...harness import Claim, Experiment, Param, configuration_label, judged, no_paper_value
 from ...stats import bootstrap_ci, generator, judge, mean_ci, proportion_ci
 
@@ -107,9 +110,8 @@ class GaugeUnderAdam(Experiment):
     def tasks(self, config):
         keep = ("seeds", "steps", "lr", "batch", "copies", "scale", "threshold", "prune_tol",
                 "bins", "skip")
-        return [{"dim": int(D), "beta1": float(p[0]), "beta2": float(p[1]),
-                 **{k: config[k] for k in keep}}
-                for D in config["dims"] for p in config["betas"]]
+        return [{"dim": int(D), "betas": [[float(p[0]), float(p[1])] for p in config["betas"]],
+                 **{k: config[k] for k in keep}} for D in config["dims"]]
 
     def run_task(self, task, seed):
         from ...training._support import single_thread
@@ -118,7 +120,7 @@ class GaugeUnderAdam(Experiment):
             return _run(task, seed)
 
     def analyse(self, config, tasks, results, seed):
-        return analyse_cells(config, tasks, results, seed)
+        return analyse_cells(config, *split_cells(tasks, results), seed)
 
     def plot(self, arrays, config, outdir):
         return [plot_owner_gap(arrays, outdir), plot_lag_shares(arrays, outdir),
@@ -128,54 +130,133 @@ class GaugeUnderAdam(Experiment):
 # ---------------------------------------------------------------------------- the probe
 
 
-def train_probed(problem, task: dict, root_seed: int):
-    """``(TrainResult, probe result)`` of ``task['seeds']`` seeds of ``problem`` under Adam."""
+def cell_tasks(task: dict) -> list[dict]:
+    """The cells ``(D, beta1, beta2)`` of a task, each the task a cell was before the cells of a
+    ``D`` were batched: ``{"dim", "beta1", "beta2", and the shared settings}``."""
+    rest = {k: v for k, v in task.items() if k != "betas"}
+    return [{**rest, "beta1": float(b1), "beta2": float(b2)} for b1, b2 in task["betas"]]
+
+
+def cell_seed(seed: np.random.SeedSequence, cell: dict) -> np.random.SeedSequence:
+    """The seed of one cell: ``task_seed(root, "gauge_under_adam", cell)``, the seed the harness
+    gave the cell when it was its own task (the harness seeds a task with ``task_seed(root,
+    experiment, task)``, the derivation every summary records). ``root`` is the run's root seed,
+    the ``entropy`` of the task's ``SeedSequence`` (an integer: :func:`gaugedyn._meta.task_seed`
+    builds it so). Batching the cells of a ``D`` into one task leaves each copy's data, hence
+    every number, as it was."""
+    if not isinstance(seed.entropy, int):
+        raise InputError(f"seed entropy {seed.entropy!r} is not allowed; allowed: a SeedSequence "
+                         "with one integer entropy (the harness's task seeds)")
+    return task_seed(seed.entropy, GaugeUnderAdam.name, cell)
+
+
+class _PerCell:
+    """``on_step`` of a batched run: cell ``j``'s probe sees only its own copies, rows
+    ``j S .. (j + 1) S - 1`` (:meth:`gaugedyn.training.StepRecord.select`)."""
+
+    def __init__(self, probes: list, seeds: int):
+        self.probes, self.seeds = probes, seeds
+
+    def __call__(self, record) -> None:
+        S = self.seeds
+        for j, probe in enumerate(self.probes):
+            probe(record.select(slice(j * S, (j + 1) * S)))
+
+
+def _copies(result, rows: slice):
+    """The :class:`TrainResult` of the copies ``rows`` alone (contiguous arrays, so every
+    observable is computed as on the run of those copies alone)."""
+    import dataclasses
+
+    pick = {k: np.ascontiguousarray(getattr(result, k)[rows])
+            for k in ("a", "Q", "R", "loss", "loss_empirical")}
+    return dataclasses.replace(result, **pick, seeds=result.seeds[rows],
+                               root_seed=result.root_seed[rows.start])
+
+
+def train_cells(problem, cells: list[dict], roots: list[int]) -> list[tuple]:
+    """``[(TrainResult, probe result)]``, one per cell: ``cells[j]['seeds']`` seeds of ``problem``
+    under Adam at the cell's ``(beta1, beta2)`` from root seed ``roots[j]``, every cell's seeds
+    one program (one Adam pair and one root per copy; a lone cell runs exactly as before, with
+    one pair and one root). Each cell's :class:`AdamProbe` observes its own copies only."""
+    from ...adam import AdamProbe
     from ...theory import Definitions
     from ...training import TrainConfig, train
 
-    cfg = TrainConfig(optimizer="adam", lr=task["lr"], steps=task["steps"], samples=None,
-                      batch=task["batch"], betas=(task["beta1"], task["beta2"]))
-    definitions = Definitions(threshold=task["threshold"], prune_tol=task["prune_tol"])
-    from ...adam import AdamProbe
+    first, S = cells[0], int(cells[0]["seeds"])
+    pairs = [(c["beta1"], c["beta2"]) for c in cells]
+    one = len(cells) == 1
+    cfg = TrainConfig(optimizer="adam", lr=first["lr"], steps=first["steps"], samples=None,
+                      batch=first["batch"],
+                      betas=pairs[0] if one else [p for p in pairs for _ in range(S)])
+    definitions = Definitions(threshold=first["threshold"], prune_tol=first["prune_tol"])
+    probes = [AdamProbe(first["steps"], first["bins"], first["skip"], p, cfg.eps) for p in pairs]
+    if one:
+        result = train(problem, cfg, seeds=S, root_seed=roots[0], dtype="float64",
+                       device="cpu", definitions=definitions, on_step=probes[0])
+        return [(result, probes[0].result())]
+    result = train(problem, cfg, root_seed=[r for r in roots for _ in range(S)],
+                   seed_indices=list(range(S)) * len(cells), dtype="float64", device="cpu",
+                   definitions=definitions, on_step=_PerCell(probes, S))
+    return [(_copies(result, slice(j * S, (j + 1) * S)), probe.result())
+            for j, probe in enumerate(probes)]
 
-    probe = AdamProbe(task["steps"], task["bins"], task["skip"], cfg.betas, cfg.eps)
-    result = train(problem, cfg, seeds=task["seeds"], root_seed=root_seed, dtype="float64",
-                   device="cpu", definitions=definitions, on_step=probe)
-    return result, probe.result()
+
+def train_probed(problem, task: dict, root_seed: int):
+    """``(TrainResult, probe result)`` of ``task['seeds']`` seeds of ``problem`` under Adam at
+    the task's ``(beta1, beta2)`` (one cell of :func:`train_cells`)."""
+    return train_cells(problem, [task], [root_seed])[0]
 
 
 def _run(task: dict, seed: np.random.SeedSequence) -> dict:
+    """Every cell of a task (one ``D``, every ``(beta1, beta2)``): each output with a leading
+    cell axis (``time`` shared)."""
     from ...theory import duplicates, single
 
-    root = integer_seed(seed)
+    cells = cell_tasks(task)
+    roots = [integer_seed(cell_seed(seed, c)) for c in cells]
     D, K = task["dim"], task["copies"]
-    out: dict = {}
-    checks = []
+    outs: list[dict] = [{} for _ in cells]
+    checks: list[list] = [[] for _ in cells]
     for gauge in GAUGES:
-        res, probe = train_probed(single(D, gauge, scale=task["scale"]), task, root)
         tag = gauge.split("-")[0]
-        out[f"t_spec_{tag}"] = res.specialization_time()[:, 0]
-        out[f"alignment_{tag}"] = np.median(res.alignment()[:, :, 0, 0], axis=0)
-        out[f"delta_drift_{tag}"] = res.delta_drift()[:, -1]
-        out[f"loss_{tag}"] = res.loss[:, -1]
-        out[f"share_{tag}"] = probe["share_mean"][:, 0, :]
-        out[f"share_bins_{tag}"] = probe["share_bins"][:, 0, :]
-        out["time"] = res.time
-        checks.append(probe)
-    res, probe = train_probed(duplicates(D, ["a-heavy"] + ["w-heavy"] * (K - 1),
-                                         scale=task["scale"]), task, root)
-    out["owner"] = res.owner()[:, -1, 0]
-    out["rho_dup"] = res.rho()[:, -1, :]
-    out["t_spec_dup"] = res.specialization_time()[:, 0]
-    out["loss_dup"] = res.loss[:, -1]
-    out["share_dup"] = probe["share_mean"]
-    out["share_bins_dup"] = probe["share_bins"]
-    checks.append(probe)
-    out["probe_calls"] = np.array([c["probe_calls"] for c in checks])
-    out["probe_counter_ok"] = all(c["probe_counter_ok"] for c in checks)
-    for key in ("sum_error", "applied_error", "lag_norm_max"):
-        out[key] = max(float(c[key]) for c in checks)
-    return out
+        trained = train_cells(single(D, gauge, scale=task["scale"]), cells, roots)
+        for out, chk, (res, probe) in zip(outs, checks, trained):
+            out[f"t_spec_{tag}"] = res.specialization_time()[:, 0]
+            out[f"alignment_{tag}"] = np.median(res.alignment()[:, :, 0, 0], axis=0)
+            out[f"delta_drift_{tag}"] = res.delta_drift()[:, -1]
+            out[f"loss_{tag}"] = res.loss[:, -1]
+            out[f"share_{tag}"] = probe["share_mean"][:, 0, :]
+            out[f"share_bins_{tag}"] = probe["share_bins"][:, 0, :]
+            out["time"] = res.time
+            chk.append(probe)
+    trained = train_cells(duplicates(D, ["a-heavy"] + ["w-heavy"] * (K - 1),
+                                     scale=task["scale"]), cells, roots)
+    for out, chk, (res, probe) in zip(outs, checks, trained):
+        out["owner"] = res.owner()[:, -1, 0]
+        out["rho_dup"] = res.rho()[:, -1, :]
+        out["t_spec_dup"] = res.specialization_time()[:, 0]
+        out["loss_dup"] = res.loss[:, -1]
+        out["share_dup"] = probe["share_mean"]
+        out["share_bins_dup"] = probe["share_bins"]
+        chk.append(probe)
+        out["probe_calls"] = np.array([c["probe_calls"] for c in chk])
+        out["probe_counter_ok"] = all(c["probe_counter_ok"] for c in chk)
+        for key in ("sum_error", "applied_error", "lag_norm_max"):
+            out[key] = max(float(c[key]) for c in chk)
+    stacked = {k: np.stack([np.asarray(o[k]) for o in outs]) for k in outs[0] if k != "time"}
+    return {"time": outs[0]["time"], **stacked}
+
+
+def split_cells(tasks: list[dict], results: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The per-``D`` tasks and results as one task and one result per cell (the form the
+    analysis reads), in the order ``D``, then ``(beta1, beta2)``."""
+    cells, per_cell = [], []
+    for t, r in zip(tasks, results):
+        for j, cell in enumerate(cell_tasks(t)):
+            cells.append(cell)
+            per_cell.append({k: (v if k == "time" else np.asarray(v)[j]) for k, v in r.items()})
+    return cells, per_cell
 
 
 # ---------------------------------------------------------------------------- statistics
@@ -267,7 +348,10 @@ def analyse_cells(config: dict, tasks: list[dict], results: list[dict],
     claims = check_claims(tasks, results) + finding_claims(a, S, K, label, seed)
     diagnostics = {"seeds_per_cell": S, "cells": nD * nP, "provisional": label or None,
                    "probe": "every Adam step is observed through train(on_step=...); "
-                            "see gaugedyn.adam.AdamProbe"}
+                            "see gaugedyn.adam.AdamProbe",
+                   "cell_seeds": "one task per D trains every (beta1, beta2) cell; cell c draws "
+                                 "from task_seed(root, 'gauge_under_adam', c) (cell_seed: the "
+                                 "seed the cell had as its own task)"}
     return a, claims, diagnostics
 
 
