@@ -98,7 +98,8 @@ def gauge_under_adam_ratio(dim: int = 16, seeds: int = 4, steps: int = 64,
     from gaugedyn.experiments.adam_split import gauge_under_adam as ga
 
     cfg = make_config({"experiment": ga.EXPERIMENT.name, "seed": 0,
-                       "params": {"dims": [dim], "seeds": seeds, "steps": steps}})
+                       "params": {"dims": [dim], "seeds": seeds, "steps": steps,
+                                  "pairs_per_task": 12}})
     (task,) = cfg.tasks
     seed = np.random.SeedSequence(0)  # the per-cell seeds derive from its entropy (cell_seed)
 

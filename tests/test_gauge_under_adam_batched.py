@@ -14,7 +14,17 @@ from gaugedyn.experiments import make_config  # noqa: E402
 from gaugedyn.experiments.adam_split import gauge_under_adam as ga  # noqa: E402
 
 PARAMS = {"dims": [6], "betas": [[0.9, 0.9], [0.9, 0.99], [0.99, 0.9]], "seeds": 2,
-          "steps": 30, "lr": 0.05, "batch": 12, "bins": 3}
+          "steps": 30, "lr": 0.05, "batch": 12, "bins": 3, "pairs_per_task": 3}
+
+
+def test_pairs_per_task_groups_the_cells_and_defaults_to_one_task_per_cell():
+    one = make_config({"experiment": "gauge_under_adam", "seed": 4,
+                       "params": {**PARAMS, "pairs_per_task": 1}})
+    two = make_config({"experiment": "gauge_under_adam", "seed": 4,
+                       "params": {**PARAMS, "pairs_per_task": 2}})
+    assert [t["betas"] for t in one.tasks] == [[p] for p in PARAMS["betas"]]
+    assert [t["betas"] for t in two.tasks] == [PARAMS["betas"][:2], PARAMS["betas"][2:]]
+    assert ga.EXPERIMENT.params["pairs_per_task"].default == 1
 
 
 def test_a_cell_of_the_batched_task_equals_the_cell_alone_bitwise():

@@ -90,6 +90,14 @@ class GaugeUnderAdam(Experiment):
                            help="|rho| below which a copy counts as pruned"),
         "bins": Param(int, 40, lo=1, hi=1000, why="memory: bins x seeds x copies x 3 floats",
                       help="time windows of the recorded share trajectories"),
+        "pairs_per_task": Param(int, 1, lo=1, hi=12,
+                                why="a task trains this many beta pairs as one program",
+                                help="(beta1, beta2) pairs per task, their seeds trained as one "
+                                     "program; no number depends on it (every cell keeps its own "
+                                     "seed). 1: one task per cell, which keeps every worker busy "
+                                     "on CPU, where one program over the pairs measured no faster "
+                                     "(benchmarks/bench_batched_grids.py: the per-copy data "
+                                     "draws dominate); more for a device"),
         "skip": Param(float, 0.05, lo=0.0, hi=1.0, hi_open=True, why="a fraction of the steps",
                       help="start-up fraction of steps left out of the mean shares"),
     }
@@ -110,8 +118,10 @@ class GaugeUnderAdam(Experiment):
     def tasks(self, config):
         keep = ("seeds", "steps", "lr", "batch", "copies", "scale", "threshold", "prune_tol",
                 "bins", "skip")
-        return [{"dim": int(D), "betas": [[float(p[0]), float(p[1])] for p in config["betas"]],
-                 **{k: config[k] for k in keep}} for D in config["dims"]]
+        pairs = [[float(p[0]), float(p[1])] for p in config["betas"]]
+        n = int(config["pairs_per_task"])
+        return [{"dim": int(D), "betas": pairs[i:i + n], **{k: config[k] for k in keep}}
+                for D in config["dims"] for i in range(0, len(pairs), n)]
 
     def run_task(self, task, seed):
         from ...training._support import single_thread
@@ -349,7 +359,7 @@ def analyse_cells(config: dict, tasks: list[dict], results: list[dict],
     diagnostics = {"seeds_per_cell": S, "cells": nD * nP, "provisional": label or None,
                    "probe": "every Adam step is observed through train(on_step=...); "
                             "see gaugedyn.adam.AdamProbe",
-                   "cell_seeds": "one task per D trains every (beta1, beta2) cell; cell c draws "
+                   "cell_seeds": "a task trains pairs_per_task (beta1, beta2) cells of one D; cell c draws "
                                  "from task_seed(root, 'gauge_under_adam', c) (cell_seed: the "
                                  "seed the cell had as its own task)"}
     return a, claims, diagnostics
