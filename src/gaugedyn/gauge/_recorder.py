@@ -47,27 +47,21 @@ For rescaling units it also records the mobilities ``mu_R = |a|^2 + |w|^2``,
 ``owner_cos`` or ``owner_units`` set, the functional owner among units whose input directions
 coincide (:func:`gaugedyn.theory._observables.owner_sets`).
 
-Cost: a recorded step reads the gradients once before the step
-(``|g|^2`` of every side, by one pass per parameter: a row reduction where one group reads the
-tensor, one elementwise square and a sum per side where two groups share it; and ``w.g_w`` per
-unit, read as ``a.g_a`` on the smaller side with its parameters: the two are equal by the symmetry; ``|P|^2`` is
-reused from the previous step's reading when no parameter was written in between, per torch's
-version counters) and the parameters once after it. Products go into reusable scratch buffers;
-the per-step readings are kept as the tensors computed, and the invariant, the change
-``I(after) - I(before)`` and the GD prediction ``eta^2 k`` (from the gradient norms in hand,
-with the learning rate read at each step) are formed once, in float64, by :meth:`group`.
-``exact_change=True`` adds a copy and two passes. Steps between samples cost nothing without
-momentum (one reduction of the buffers with it). ``benchmarks/bench_gauge_recorder.py`` prints
-the overhead against the plain training step: on a 1M-parameter ReLU MLP with SGD, one thread,
-a median 1.08 to 1.09 times the plain step's CPU time recording every step (three runs of 15
-to 30 interleaved rounds, quartiles up to 1.17) and 0.98 to 1.02 every 10th step; with momentum
-and weight decay (whose prediction reads the buffers every step) 1.13 and 1.06 (load averages 11
-to 14 on two shared cores). Run beside the previous per-unit implementation in one process the
-two differed by less than the rounds' spread (1.10 against 1.13, 1.09 against 1.10, 1.15 against
-1.15): on this model the cost is memory traffic, the two passes over the first layer's weights
-and gradient, whichever hook reads them (a gradient read in its accumulation hook, just after
-backward wrote it, cost the same). The fixed cost per recorded step fell from 0.35 to 0.11 ms
-(a tiny MLP).
+Cost: a recorded step makes one reduction pass over the gradients before the step and one over
+the parameters after it (``|P|^2`` before the step is the previous step's reading, reused when no
+parameter was written in between, per torch's version counters). A pass runs per parameter,
+not per unit: a tensor read by one group along its rows gives its row norms
+(``torch.linalg.vector_norm``: one read, no product formed; squared when the sides are
+combined), any other is squared once into a reusable scratch buffer and summed per side (column
+sums as a product with a vector of ones), so a tensor two groups share (the middle ``Linear``
+of an MLP) is squared once for both. ``w.g_w`` is read as ``a.g_a`` on the smaller side (equal
+by the symmetry). The readings are kept as computed; the sides are combined, and the invariant,
+the change ``I(after) - I(before)`` and the GD prediction ``eta^2 k`` (learning rate read at
+each step) formed once, in float64, by :meth:`group`. With momentum the recursion's few
+per-unit operations run every step, and so does one pass over the buffers. ``exact_change``
+adds a copy and two passes. ``benchmarks/bench_gauge_recorder.py`` prints the overhead against
+the plain training step; its numbers, and why what remains is the passes themselves, are in the
+docs page ``docs/gauge-recorder.md``.
 """
 
 from __future__ import annotations
