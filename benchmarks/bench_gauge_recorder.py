@@ -4,8 +4,9 @@ Identical copies of the model (784-1024-256-10, two rescaling groups of 1024 and
 train on the same batch: plain, with the recorder at every step (``every=1``) and at every 10th
 step (``every=10``). Blocks of steps are interleaved in rotating order; each round gives one
 paired ratio per variant (its block time over the plain block of the same round); the median
-ratio over rounds is printed with its quartiles, in wall time and in process CPU time (less
-sensitive to a loaded machine). ``--optimizer sgd`` (default: plain SGD, the recorder predicts
+ratio over rounds is printed with its distribution-free 95% interval (order statistics,
+``scipy.stats.quantile_test``) and the rounds' quartiles, in wall time and in process CPU time
+(less sensitive to a loaded machine). ``--optimizer sgd`` (default: plain SGD, the recorder predicts
 the GD change), ``momentum`` (SGD with momentum and weight decay: the recursion runs every step,
 even with ``every=10``) or ``adam`` (measured only).
 
@@ -19,11 +20,13 @@ from __future__ import annotations
 
 import argparse
 import copy
+import math
 import os
 import statistics
 import time
 
 import torch
+from scipy import stats
 
 from gaugedyn.gauge import GaugeRecorder
 
@@ -34,9 +37,15 @@ OPTIMIZERS = {
 }
 
 
-def _quartiles(x: list[float]) -> tuple[float, float, float]:
-    q = statistics.quantiles(x, n=4) if len(x) > 1 else [x[0]] * 3
-    return q[0], statistics.median(x), q[2]
+def _summary(x: list[float]) -> str:
+    """``median [95% interval of the median] (quartiles q1-q3)`` of paired ratios."""
+    if len(x) < 2:
+        return f"{x[0]:.3f}"
+    q = statistics.quantiles(x, n=4)
+    ci = stats.quantile_test(x, q=statistics.median(x), p=0.5).confidence_interval(0.95)
+    interval = (f"[{ci.low:.3f}, {ci.high:.3f}]" if math.isfinite(ci.low + ci.high)
+                else "[too few rounds for a 95% interval]")
+    return f"{statistics.median(x):.3f} {interval} (quartiles {q[0]:.3f}-{q[2]:.3f})"
 
 
 def main() -> None:
@@ -89,14 +98,13 @@ def main() -> None:
     wall = statistics.median(t[0] for t in times["plain"])
     cpu = statistics.median(t[1] for t in times["plain"])
     print(f"plain step: median {1e3 * wall:.2f} ms wall, {1e3 * cpu:.2f} ms CPU")
-    print("overhead ratio = recorder / plain, paired per round: median [quartiles]")
+    print("overhead ratio = recorder / plain, paired per round: median [95% interval of the "
+          "median] (quartiles of the rounds)")
     for k, r in recs.items():
         rw = [a[0] / b[0] for a, b in zip(times[k], times["plain"])]
         rc = [a[1] / b[1] for a, b in zip(times[k], times["plain"])]
-        lo, mid, hi = _quartiles(rw)
-        clo, cmid, chi = _quartiles(rc)
-        print(f"  recorder {k:<9} ({len(r)} recorded steps): wall {mid:.3f} [{lo:.3f}, "
-              f"{hi:.3f}]  CPU {cmid:.3f} [{clo:.3f}, {chi:.3f}]  ({100 * (mid - 1):+.1f}% wall)")
+        print(f"  recorder {k:<9} ({len(r)} recorded steps): wall {_summary(rw)}  CPU "
+              f"{_summary(rc)}")
 
 
 if __name__ == "__main__":

@@ -47,27 +47,21 @@ For rescaling units it also records the mobilities ``mu_R = |a|^2 + |w|^2``,
 ``owner_cos`` or ``owner_units`` set, the functional owner among units whose input directions
 coincide (:func:`gaugedyn.theory._observables.owner_sets`).
 
-Cost: a recorded step reads the gradients once before the step
-(``|g|^2`` of every side, by one pass per parameter: a row reduction where one group reads the
-tensor, one elementwise square and a sum per side where two groups share it; and ``w.g_w`` per
-unit, read as ``a.g_a`` on the smaller side with its parameters: the two are equal by the symmetry; ``|P|^2`` is
-reused from the previous step's reading when no parameter was written in between, per torch's
-version counters) and the parameters once after it. Products go into reusable scratch buffers;
-the per-step readings are kept as the tensors computed, and the invariant, the change
-``I(after) - I(before)`` and the GD prediction ``eta^2 k`` (from the gradient norms in hand,
-with the learning rate read at each step) are formed once, in float64, by :meth:`group`.
-``exact_change=True`` adds a copy and two passes. Steps between samples cost nothing without
-momentum (one reduction of the buffers with it). ``benchmarks/bench_gauge_recorder.py`` prints
-the overhead against the plain training step: on a 1M-parameter ReLU MLP with SGD, one thread,
-a median 1.08 to 1.09 times the plain step's CPU time recording every step (three runs of 15
-to 30 interleaved rounds, quartiles up to 1.17) and 0.98 to 1.02 every 10th step; with momentum
-and weight decay (whose prediction reads the buffers every step) 1.13 and 1.06 (load averages 11
-to 14 on two shared cores). Run beside the previous per-unit implementation in one process the
-two differed by less than the rounds' spread (1.10 against 1.13, 1.09 against 1.10, 1.15 against
-1.15): on this model the cost is memory traffic, the two passes over the first layer's weights
-and gradient, whichever hook reads them (a gradient read in its accumulation hook, just after
-backward wrote it, cost the same). The fixed cost per recorded step fell from 0.35 to 0.11 ms
-(a tiny MLP).
+Cost: a recorded step makes one reduction pass over the gradients before the step and one over
+the parameters after it (``|P|^2`` before the step is the previous step's reading, reused when no
+parameter was written in between, per torch's version counters). A pass runs per parameter,
+not per unit: a tensor read by one group along its rows gives its row norms
+(``torch.linalg.vector_norm``: one read, no product formed; squared when the sides are
+combined), any other is squared once into a reusable scratch buffer and summed per side (column
+sums as a product with a vector of ones), so a tensor two groups share (the middle ``Linear``
+of an MLP) is squared once for both. ``w.g_w`` is read as ``a.g_a`` on the smaller side (equal
+by the symmetry). The readings are kept as computed; the sides are combined, and the invariant,
+the change ``I(after) - I(before)`` and the GD prediction ``eta^2 k`` (learning rate read at
+each step) formed once, in float64, by :meth:`group`. With momentum the recursion's few
+per-unit operations run every step, and so does one pass over the buffers. ``exact_change``
+adds a copy and two passes. ``benchmarks/bench_gauge_recorder.py`` prints the overhead against
+the plain training step; its numbers, and why what remains is the passes themselves, are in the
+docs page ``docs/gauge-recorder.md``.
 """
 
 from __future__ import annotations
@@ -96,7 +90,8 @@ def _matrix(group: UnitGroup) -> bool:
 class _Scratch:
     """Reusable product buffers, one per shape, dtype and device: an elementwise product formed
     for a reduction goes into memory already mapped instead of a fresh allocation per step
-    (which the allocator may return to the system and fault in again at the next one)."""
+    (which the allocator may return to the system and fault in again at the next one); and the
+    vectors of ones that column sums are formed with."""
 
     def __init__(self):
         self._bufs: dict = {}
@@ -107,6 +102,23 @@ class _Scratch:
         if buf is None:
             buf = self._bufs[key] = torch.empty(x.shape, dtype=x.dtype, device=x.device)
         return torch.mul(x, y, out=buf)
+
+    def ones(self, n: int, like: torch.Tensor) -> torch.Tensor:
+        key = (n, like.dtype, like.device)
+        buf = self._bufs.get(key)
+        if buf is None:
+            buf = self._bufs[key] = torch.ones(n, dtype=like.dtype, device=like.device)
+        return buf
+
+
+def _axis_sum(x: torch.Tensor, axis: int, scratch: _Scratch | None) -> torch.Tensor:
+    """``x`` summed over every axis but ``axis``: a matrix's column sums as a product with a
+    vector of ones (one vectorised pass, against a strided sum over the rows)."""
+    if x.dim() == 2 and axis == 1 and scratch is not None:
+        return scratch.ones(x.shape[0], x) @ x
+    if axis == 0:
+        return x.reshape(x.shape[0], -1).sum(1)
+    return x.sum(dim=[d for d in range(x.dim()) if d != axis])
 
 
 def _unit_reduce(x: torch.Tensor, y: torch.Tensor | None, side, n: int,
@@ -120,23 +132,20 @@ def _unit_reduce(x: torch.Tensor, y: torch.Tensor | None, side, n: int,
             y = y.narrow(side.axis, side.offset, n * side.block)
     if x.dim() == 1:
         r = x * x if y is None else x * y
-    elif y is None and side.axis == 0 and x.is_contiguous():
-        # rows: a fused reduction over the contiguous trailing axes, no product formed
-        r = torch.linalg.vector_norm(x.reshape(x.shape[0], -1), dim=1).square()
     else:
         prod = (x * (x if y is None else y) if scratch is None
                 else scratch.mul(x, x if y is None else y))
-        r = prod.sum(dim=[d for d in range(x.dim()) if d != side.axis])
+        r = _axis_sum(prod, side.axis, scratch)
     return r.reshape(n, side.block).sum(1) if side.block > 1 else r
 
 
-def _side_sum(sq: torch.Tensor, side, n: int) -> torch.Tensor:
+def _side_sum(sq: torch.Tensor, side, n: int, scratch: _Scratch) -> torch.Tensor:
     """Per unit, the sum of ``sq`` (an elementwise product already formed) over the unit's
     entries of one side (a new tensor: ``sq`` may be a scratch buffer)."""
     if side.offset or sq.shape[side.axis] != n * side.block:
         sq = sq.narrow(side.axis, side.offset, n * side.block)
     if sq.dim() > 1:
-        sq = sq.sum(dim=[d for d in range(sq.dim()) if d != side.axis])
+        sq = _axis_sum(sq, side.axis, scratch)
     elif side.block == 1:
         sq = sq.clone()
     return sq.reshape(n, side.block).sum(1) if side.block > 1 else sq
@@ -250,6 +259,23 @@ class GaugeRecorder:
                 for io, sides in ((0, g.inputs), (1, g.outputs)):
                     for s in sides:
                         self._plan.setdefault(s.name, []).append((gi, io, s))
+        # a reduction pass yields a flat list of readings, one per (parameter, group side) in
+        # plan order: a tensor read by one group along its rows gives its units' row norms
+        # (squared when the sides are combined: one read, no product formed); any other, the
+        # sums of its elementwise square
+        self._uses: list[tuple] = []  # (group, side 0/1, Side, units, row norm?)
+        self._reads: list[tuple] = []  # (parameter, row norm?, indices into _uses)
+        for name, uses in self._plan.items():
+            rows = len(uses) == 1 and self._params[name].dim() > 1 and uses[0][2].axis == 0
+            self._reads.append((name, rows, list(range(len(self._uses),
+                                                       len(self._uses) + len(uses)))))
+            self._uses += [(gi, io, side, self.groups[gi].n_units, rows)
+                           for gi, io, side in uses]
+        # per group and side, its readings: sums of squares first, then the row norms that
+        # :meth:`_side` squares and adds in one operation each
+        self._slots = [[sorted((i for i, u in enumerate(self._uses) if u[:2] == (gi, io)),
+                               key=lambda i: self._uses[i][4])
+                        for io in (0, 1)] for gi in range(len(self.groups))]
         self._gd = [gi for gi, r in enumerate(self._rules) if r["rule"] == "gd"]
         self._tensor_rules = [gi for gi, r in enumerate(self._rules)
                               if r["rule"] == "sgd_momentum_weight_decay"]
@@ -335,41 +361,64 @@ class GaugeRecorder:
     def _wants(self, step: int) -> bool:
         return step % self.every == 0
 
-    def _squares(self, t: dict, want: set | None = None) -> list[list]:
-        """Per group ``[|X|^2, |Y|^2]`` of the tensors ``t`` (by parameter name; ``None`` for a
-        side a group lacks or a group not in ``want``). A unit group's reductions run per
-        parameter, not per unit: one pass over a tensor read by one group, one elementwise
-        square and one sum per side for a tensor two groups share (the middle ``Linear`` of an
-        MLP is one group's consumer and the next one's producer)."""
-        out: list[list] = [[None, None] for _ in self.groups]
-        for name, uses in self._plan.items():
-            if want is not None:
-                uses = [u for u in uses if u[0] in want]
-                if not uses:
-                    continue
+    def _squares(self, t: dict, want: set | None = None) -> tuple[list, dict]:
+        """One reduction pass over the tensors ``t`` (by parameter name): ``(flat, mat)``, the
+        unit groups' readings (see ``_uses``; ``None`` for a group not in ``want``) and, per
+        attention group, ``[|X|^2, |Y|^2]``. It runs per parameter, not per unit: one pass over
+        a tensor read by one group, one elementwise square and one sum per side for a tensor
+        two groups share (the middle ``Linear`` of an MLP is one group's consumer and the next
+        one's producer); :meth:`_side` combines a group's readings."""
+        flat: list = [None] * len(self._uses)
+        uses = self._uses
+        for name, rows, idx in self._reads:
+            if want is not None and all(uses[i][0] not in want for i in idx):
+                continue
             x = t[name]
-            if len(uses) == 1:
-                gi, _, side = uses[0]
-                vals = [_unit_reduce(x, None, side, self.groups[gi].n_units, self._scratch)]
+            if rows:
+                _, _, side, n, _ = uses[idx[0]]
+                if side.offset or x.shape[0] != n * side.block:
+                    x = x.narrow(0, side.offset, n * side.block)
+                flat[idx[0]] = torch.linalg.vector_norm(x.reshape(n, -1), dim=1)
+            elif x.dim() == 1 and len(idx) == 1:
+                _, _, side, n, _ = uses[idx[0]]
+                flat[idx[0]] = _unit_reduce(x, None, side, n)
             else:
                 sq = self._scratch.mul(x, x)
-                vals = [_side_sum(sq, side, self.groups[gi].n_units) for gi, _, side in uses]
-            for (gi, io, _), v in zip(uses, vals):
-                cur = out[gi][io]
-                out[gi][io] = v if cur is None else cur + v
-        for gi in self._matrix:
-            if want is None or gi in want:
-                g = self.groups[gi]
-                out[gi] = [_pair(g, g.inputs, t), _pair(g, g.outputs, t)]
-        return out
+                for i in idx:
+                    flat[i] = _side_sum(sq, uses[i][2], uses[i][3], self._scratch)
+        mat = {gi: [_pair(self.groups[gi], self.groups[gi].inputs, t),
+                    _pair(self.groups[gi], self.groups[gi].outputs, t)]
+               for gi in self._matrix if want is None or gi in want}
+        return flat, mat
 
-    def _signed(self, gi: int, pair) -> torch.Tensor:
-        """``s_X |X|^2 + s_Y |Y|^2`` of one group's ``[|X|^2, |Y|^2]``."""
+    def _side(self, reading: tuple, gi: int, io: int,
+              dtype: torch.dtype | None = None) -> torch.Tensor | None:
+        """``|X|^2`` (``io = 0``) or ``|Y|^2`` (``io = 1``) of group ``gi`` from a pass's
+        readings (``None`` for a side the group lacks), in ``dtype`` if given."""
+        flat, mat = reading
+        if gi in mat:
+            v = mat[gi][io]
+            return v if dtype is None or v is None else v.to(dtype)
+        tot = None
+        for i in self._slots[gi][io]:
+            v = flat[i] if dtype is None else flat[i].to(dtype)
+            if not self._uses[i][4]:
+                tot = v if tot is None else tot + v
+            else:  # a row norm
+                tot = v.square() if tot is None else torch.addcmul(tot, v, v)
+        return tot
+
+    def _signed(self, gi: int, reading: tuple) -> torch.Tensor:
+        """``s_X |X|^2 + s_Y |Y|^2`` of one group from a pass's readings (signs are +-1)."""
         sx, sy = _SIGNS[self.groups[gi].kind]
-        return sx * pair[0] if pair[1] is None or not sy else sx * pair[0] + sy * pair[1]
+        x = self._side(reading, gi, 0)
+        y = self._side(reading, gi, 1) if sy else None
+        if y is None:
+            return x if sx > 0 else -x
+        return x - y if sx > 0 else y - x
 
-    def _norms(self, params: dict, fresh: bool = False) -> list[list]:
-        """Per group ``[|X|^2, |Y|^2]``; reused from the last post-step reading while no
+    def _norms(self, params: dict, fresh: bool = False) -> tuple:
+        """The parameters' readings (:meth:`_squares`); reused from the last post-step reading while no
         parameter has been written since (torch's version counters)."""
         if not fresh and self._after is not None and self._after[0] == self._versions():
             return self._after[1]
@@ -394,14 +443,14 @@ class GaugeRecorder:
                 pend["before"] = {n: t.clone() for n, t in params.items()}
             pend["row"] = row = self._measure(params, grads, sq)
             for gi in self._gd:  # D = g: the prediction eta^2 k from the gradients in hand
-                row[gi]["lr"] = float(self._pgroups[gi]["lr"])
+                row["lr"][gi] = float(self._pgroups[gi]["lr"])
         for gi in self._tensor_rules:
             rule = self._rules[gi]
             if not (record or gi in self._carried):
                 continue
-            inv = self._signed(gi, sq[gi])
-            c = rule["weight_decay"] * inv
+            inv = self._signed(gi, sq)
             mu = rule["momentum"]
+            c = None
             k = None
             g = self.groups[gi]
             if mu > 0.0:
@@ -411,16 +460,19 @@ class GaugeRecorder:
                 if all(bufs[s.name] is not None for s in sides):
                     carry = self._carry[gi]
                     if carry is not None and carry["step"] == step - 1:
-                        cb = carry["c"] - carry["lr"] * carry["k"]
+                        cb = torch.add(carry["c"], carry["k"], alpha=-carry["lr"])
                     else:
                         sx, sy = _SIGNS[g.kind]
                         cb = sx * _pair(g, g.inputs, params, bufs)
                         if g.outputs and sy:
                             cb = cb + sy * _pair(g, g.outputs, params, bufs)
-                    c = mu * cb + (1.0 - rule["dampening"]) * c
+                    c = torch.add(inv * ((1.0 - rule["dampening"]) * rule["weight_decay"]), cb,
+                                  alpha=mu)
             else:
                 k = self._signed(gi, self._squares(
-                    self._direction_pre(rule, grads, params), {gi})[gi])
+                    self._direction_pre(rule, grads, params), {gi}))
+            if c is None:  # no buffer yet (b_1 = g_1 + lambda P_1) or no momentum
+                c = inv * rule["weight_decay"]
             pend["info"][gi] = {"c": c, "k": k, "lr": float(self._pgroups[gi]["lr"])}
         self._pending = pend
 
@@ -441,47 +493,64 @@ class GaugeRecorder:
                     for gi in need for s in (*self.groups[gi].inputs, *self.groups[gi].outputs)}
             bsq = self._squares(bufs, set(need))
         for gi, info in pend["info"].items():
-            k = info["k"] if info["k"] is not None else self._signed(gi, bsq[gi])
+            k = info["k"] if info["k"] is not None else self._signed(gi, bsq)
             self._carry[gi] = {"step": pend["step"], "c": info["c"], "k": k, "lr": info["lr"]}
             if row is not None:
                 eta = info["lr"]
-                row[gi]["predicted"] = -2.0 * eta * info["c"] + eta * eta * k
+                # -2 eta c + eta^2 k
+                row["predicted"][gi] = torch.add(info["c"], k, alpha=-0.5 * eta).mul_(-2.0 * eta)
         if row is None:
             return
         if self.exact_change:
             delta = {n: t.sub_(after[n]).neg_() for n, t in pend["before"].items()}
-            for g, r in zip(self.groups, row):
+            for gi, g in enumerate(self.groups):
                 sx, sy = _SIGNS[g.kind]
                 # |P'|^2 - |P|^2 = 2 D.P' - |D|^2, D = P' - P
                 ch = sx * (2 * _pair(g, g.inputs, delta, after) - _pair(g, g.inputs, delta))
                 if g.outputs and sy:
                     ch = ch + sy * (2 * _pair(g, g.outputs, delta, after)
                                     - _pair(g, g.outputs, delta))
-                r["change"] = ch
+                row["change"][gi] = ch
         else:  # I(after) - I(before), formed at export
-            for r, (in_a, out_a) in zip(row, sq_after):
-                r["in_after"], r["out_after"] = in_a, out_a
+            row["after"] = sq_after
         self._rows.append(row)
         self._steps.append(pend["step"])
 
     # -- measurement -----------------------------------------------------------------------
-    def _measure(self, params: dict, grads: dict, sq: list) -> list[dict]:
-        """One record's raw per-group readings (tensors as computed; :meth:`group` converts
-        and derives the rest once)."""
-        gsq = self._squares(grads)
-        rows = []
+    def _measure(self, params: dict, grads: dict, sq: tuple) -> dict:
+        """One record's raw readings (tensors as computed: the parameters' and gradients'
+        passes, ``w.g_w`` per unit group; :meth:`group` combines, converts and derives the
+        rest once)."""
+        row = {"p": sq, "g": self._squares(grads), "after": None, "gw": {}, "owner": {},
+               "lr": {}, "predicted": {}, "change": {}}
         for gi, g in enumerate(self.groups):
-            r = {"in_sq": sq[gi][0], "out_sq": sq[gi][1], "g_in_sq": gsq[gi][0],
-                 "g_out_sq": gsq[gi][1]}
-            if not _matrix(g):
-                sides = g.outputs if self._cheap_out[g.name] else g.inputs
-                r["gw_dot_w"] = sum(_unit_reduce(params[s.name], grads[s.name], s, g.n_units,
-                                                 self._scratch) for s in sides)
-                if g.kind == "rescale" and (self.owner_cos is not None
-                                            or g.name in self.owner_units):
-                    r["owner"], r["cluster"] = self._owners(g, params)
-            rows.append(r)
-        return rows
+            if _matrix(g):
+                continue
+            gw = None
+            for s in g.outputs if self._cheap_out[g.name] else g.inputs:
+                v = _unit_reduce(params[s.name], grads[s.name], s, g.n_units, self._scratch)
+                gw = v if gw is None else gw + v
+            row["gw"][gi] = gw
+            if g.kind == "rescale" and (self.owner_cos is not None or g.name in self.owner_units):
+                row["owner"][gi] = self._owners(g, params)
+        return row
+
+    def _unpack(self, row: dict, gi: int) -> dict:
+        """Group ``gi``'s fields of one raw record, sides combined in float64."""
+        f64 = torch.float64
+        out = {"in_sq": self._side(row["p"], gi, 0, f64), "out_sq": self._side(row["p"], gi, 1, f64),
+               "g_in_sq": self._side(row["g"], gi, 0, f64),
+               "g_out_sq": self._side(row["g"], gi, 1, f64),
+               "gw_dot_w": row["gw"].get(gi), "change": row["change"].get(gi),
+               "predicted": row["predicted"].get(gi)}
+        if row["after"] is not None:
+            out["in_after"] = self._side(row["after"], gi, 0, f64)
+            out["out_after"] = self._side(row["after"], gi, 1, f64)
+        if gi in row["lr"]:
+            out["lr"] = row["lr"][gi]
+        if gi in row["owner"]:
+            out["owner"], out["cluster"] = row["owner"][gi]
+        return out
 
     def _owners(self, g: UnitGroup, params: dict) -> tuple[np.ndarray, np.ndarray]:
         """Per unit the owner of its cluster (``-1``: a tie or no cluster) and the cluster's
@@ -544,7 +613,7 @@ class GaugeRecorder:
                 raise InputError(f"group={name_or_index!r} is not allowed; use 0.."
                                  f"{len(self.groups) - 1}")
         g = self.groups[gi]
-        rows = [r[gi] for r in self._rows]
+        rows = [self._unpack(r, gi) for r in self._rows]
         shape = (len(rows), g.n_units, g.block, g.block) if _matrix(g) else (len(rows),
                                                                             g.n_units)
         col = {k: _column(rows, k, shape) for k in ("in_sq", "out_sq", "g_in_sq", "g_out_sq",
