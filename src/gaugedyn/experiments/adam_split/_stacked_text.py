@@ -40,11 +40,13 @@ def _linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2))
 
 
-def _embed(table: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
-    """Rows ``table[c, idx[c]]`` per copy: ``table (B, V, d)``, ``idx (B, ...)`` ->
-    ``(B, ..., d)``."""
+def _embed(table: torch.Tensor, idx: torch.Tensor, axis: int = 0) -> torch.Tensor:
+    """Rows ``table[c, i]`` for every index ``i`` of copy ``c`` (axis ``axis`` of ``idx``):
+    ``table (B, V, d)``, ``idx (..., B, ...)`` -> ``(..., B, ..., d)``."""
     B, V, d = table.shape
-    offset = torch.arange(B, device=idx.device).view(B, *(1,) * (idx.dim() - 1)) * V
+    shape = [1] * idx.dim()
+    shape[axis] = B
+    offset = torch.arange(B, device=idx.device).view(shape) * V
     return F.embedding(idx + offset, table.reshape(B * V, d))
 
 
@@ -108,7 +110,10 @@ def build_transformer(model0: nn.Module, params) -> Callable[[torch.Tensor], tor
 
 
 def build_gru(model0: nn.Module, params) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The stacked forward of ``_CharGRU`` (module docstring)."""
+    """The stacked forward of ``_CharGRU`` (module docstring). The input projections of all
+    steps are gathered, time-major, from the per-copy table ``E W_i^T + b_i`` (``vocab`` rows
+    instead of ``bs T``); a step is one ``baddbmm`` over all copies and four elementwise
+    kernels (``r`` and ``z`` through one ``sigmoid``)."""
     p = _named(model0, params)
     gru = model0.gru
     if gru.num_layers != 1 or gru.bidirectional or not gru.batch_first or not gru.bias:
@@ -121,19 +126,15 @@ def build_gru(model0: nn.Module, params) -> Callable[[torch.Tensor], torch.Tenso
 
     def forward(x: torch.Tensor) -> torch.Tensor:
         B, bs, T = x.shape
-        e = _embed(emb, x).reshape(B, bs * T, -1)
-        gi = _linear(e, wih, bih).view(B, bs, T, 3 * H)
+        gi = _embed(_linear(emb, wih, bih), x.permute(2, 0, 1), axis=1)  # (T, B, bs, 3H)
         whh_t, bhh_1 = whh.transpose(1, 2), bhh.unsqueeze(1)
-        h = e.new_zeros(B, bs, H)
+        h = gi.new_zeros(B, bs, H)
         hs = []
-        for git in gi.unbind(2):
+        for g in gi.unbind(0):
             gh = torch.baddbmm(bhh_1, h, whh_t)
-            ir, iz, i_n = git.split(H, dim=-1)
-            hr, hz, hn = gh.split(H, dim=-1)
-            r = torch.sigmoid(ir + hr)
-            z = torch.sigmoid(iz + hz)
-            n = torch.tanh(torch.addcmul(i_n, r, hn))
-            h = torch.lerp(n, h, z)
+            rz = torch.sigmoid(g[..., :2 * H] + gh[..., :2 * H])
+            n = torch.tanh(torch.addcmul(g[..., 2 * H:], rz[..., :H], gh[..., 2 * H:]))
+            h = torch.lerp(n, h, rz[..., H:])
             hs.append(h)
         out = _linear(torch.stack(hs, dim=2).view(B, bs * T, H), hw, hb)
         return out.view(B, bs, T, -1)
