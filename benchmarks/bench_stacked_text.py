@@ -14,8 +14,12 @@ stream. One *step* is the forward and backward pass of every copy's mean cross-e
 One torch thread. Both paths are warmed up; rounds are interleaved (the order alternates); each
 round times ``--reps`` steps of each path. Printed per task and ``B``: the median over rounds of
 the CPU time (``time.process_time``) and wall time (``time.perf_counter``) per copy-step in ms,
-with the smallest and largest round in brackets, and the ratio loop / stacked (median of the
-per-round ratios, CPU and wall, with their range).
+with the smallest and largest round in brackets, the minor page faults per copy-step (fresh
+memory mapped by the allocator; their cost is system time, inside the CPU time), and the ratio
+loop / stacked (median of the per-round ratios, CPU and wall, with their range). Large tensors
+of many copies are mapped afresh every step by glibc's allocator; run with
+``THP_MEM_ALLOC_ENABLE=1`` (PyTorch: transparent huge pages for large CPU tensors) to see the
+cost without most of those faults.
 
     .venv/bin/python benchmarks/bench_stacked_text.py [--tasks char_transformer,char_gru]
         [--copies 16,160] [--rounds 5] [--reps 3] [--dtype float32]
@@ -24,6 +28,8 @@ per-round ratios, CPU and wall, with their range).
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import statistics
 import time
 
@@ -69,11 +75,13 @@ def setup(task: str, B: int, dtype):
     return loop_step, stacked_step
 
 
-def _timed(fn, reps: int) -> tuple[float, float]:
+def _timed(fn, reps: int) -> tuple[float, float, int]:
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     c0, w0 = time.process_time(), time.perf_counter()
     for _ in range(reps):
         fn()
-    return time.process_time() - c0, time.perf_counter() - w0
+    c, w = time.process_time() - c0, time.perf_counter() - w0
+    return c, w, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
 
 
 def _line(name: str, xs: list[float]) -> str:
@@ -90,8 +98,10 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
     dtype = getattr(torch, a.dtype)
-    print(f"torch {torch.__version__}, one thread, {a.dtype}, {a.rounds} interleaved rounds of "
-          f"{a.reps} steps; ms per copy-step: median [min, max]")
+    thp = os.environ.get("THP_MEM_ALLOC_ENABLE", "unset")
+    print(f"torch {torch.__version__}, one thread, {a.dtype}, THP_MEM_ALLOC_ENABLE={thp}, "
+          f"load average {os.getloadavg()[0]:.2f}; {a.rounds} interleaved rounds of {a.reps} "
+          f"steps; ms per copy-step: median [min, max]")
     for task in a.tasks.split(","):
         for B in (int(b) for b in a.copies.split(",")):
             loop, stacked = setup(task, B, dtype)
@@ -102,12 +112,14 @@ def main(argv=None) -> int:
                 for name, fn in order if r % 2 == 0 else order[::-1]:
                     t[name].append(_timed(fn, a.reps))
             n = a.reps * B
-            ms = {k: ([c / n * 1e3 for c, _ in v], [w / n * 1e3 for _, w in v])
+            ms = {k: ([c / n * 1e3 for c, _, _ in v], [w / n * 1e3 for _, w, _ in v])
                   for k, v in t.items()}
+            faults = {k: statistics.median(f / n for _, _, f in v) for k, v in t.items()}
             rc = [lc / sc for lc, sc in zip(ms["loop"][0], ms["stacked"][0])]
             rw = [lw / sw for lw, sw in zip(ms["loop"][1], ms["stacked"][1])]
             print(f"{task:16s} B={B:4d}  " + "  ".join(
-                f"{k}: {_line('cpu', ms[k][0])} {_line('wall', ms[k][1])}" for k in ms))
+                f"{k}: {_line('cpu', ms[k][0])} {_line('wall', ms[k][1])} "
+                f"faults {faults[k]:.0f}" for k in ms))
             print(f"{'':16s}         ratio loop/stacked: {_line('cpu', rc)} "
                   f"{_line('wall', rw)}")
     return 0

@@ -17,11 +17,19 @@ own module applied to ``x[c]``, differentiable with respect to ``params``.
   ``r = sigma(W_ir e_t + b_ir + W_hr h + b_hr)``, ``z = sigma(W_iz e_t + b_iz + W_hz h + b_hz)``,
   ``n = tanh(W_in e_t + b_in + r (W_hn h + b_hn))``, ``h' = (1 - z) n + z h`` from ``h = 0``,
   the gate rows of ``weight_ih_l0``/``weight_hh_l0`` in the order ``(r, z, n)``; the input
-  projections of all ``T`` steps in one product, then one product per step over all copies;
-  logits ``W_o h_t + b_o``.
+  projections of all ``T`` steps gathered from one per-copy product ``E W_i^T + b_i`` over the
+  vocabulary, then one product per step over all copies; logits ``W_o h_t + b_o``.
 
 The builders read ``model0`` for hyper-parameters only (sizes, heads, ``eps``), never for its
-parameter values. Pure torch on ``x.device``, any floating dtype.
+parameter values. Pure torch on ``x.device``, any floating dtype; autograd differentiates it
+(no hand-written backward: a custom adjoint of the GRU recurrence, tried, was no faster).
+
+Cost on the CPU (``benchmarks/bench_stacked_text.py``): the gain over a loop of the per-copy
+modules is the loop's per-module overhead and the GRU's many small per-step kernels; the
+transformer's cost is mostly its matrix products and elementwise kernels, which stacking does
+not make cheaper. Tensors of many copies are large: with glibc's allocator every step maps them
+afresh (page faults, system time); PyTorch's ``THP_MEM_ALLOC_ENABLE=1`` (transparent huge pages
+for large CPU tensors) removes most of that cost.
 """
 
 from __future__ import annotations
