@@ -78,3 +78,14 @@ def test_params_must_match_the_model(task):
         TEXT_STACKED[task](models[0], params[:-1])
     with pytest.raises(InputError, match="expected"):
         TEXT_STACKED[task](models[0], [p[:, None] for p in params])
+
+
+@pytest.mark.parametrize("task", sorted(TEXT_STACKED))
+def test_shorter_sequences(task):
+    """Sequences shorter than the transformer's context use the first ``T`` positions."""
+    models, x, *_, params = _copies(task, 2, torch.float64)
+    x = x[..., :20]
+    with torch.no_grad():
+        out = TEXT_STACKED[task](models[0], params)(x)
+        for c, m in enumerate(models):
+            assert _rel(out[c], m(x[c])) < 1e-12
