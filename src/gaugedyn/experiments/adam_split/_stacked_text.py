@@ -124,7 +124,8 @@ def build_gru(model0: nn.Module, params) -> Callable[[torch.Tensor], torch.Tenso
     """The stacked forward of ``_CharGRU`` (module docstring). The input projections of all
     steps are gathered, time-major, from the per-copy table ``E W_i^T + b_i`` (``vocab`` rows
     instead of ``bs T``); a step is one ``baddbmm`` over all copies and four elementwise
-    kernels (``r`` and ``z`` through one ``sigmoid``)."""
+    kernels (``r`` and ``z`` through one ``sigmoid``), the gate blocks taken by ``split`` (whose
+    backward is one ``cat``, where a slice's backward fills a zero tensor per slice)."""
     p = _named(model0, params)
     gru = model0.gru
     if gru.num_layers != 1 or gru.bidirectional or not gru.batch_first or not gru.bias:
@@ -142,10 +143,11 @@ def build_gru(model0: nn.Module, params) -> Callable[[torch.Tensor], torch.Tenso
         h = gi.new_zeros(B, bs, H)
         hs = []
         for g in gi.unbind(0):
-            gh = torch.baddbmm(bhh_1, h, whh_t)
-            rz = torch.sigmoid(g[..., :2 * H] + gh[..., :2 * H])
-            n = torch.tanh(torch.addcmul(g[..., 2 * H:], rz[..., :H], gh[..., 2 * H:]))
-            h = torch.lerp(n, h, rz[..., H:])
+            grz, gn = g.split([2 * H, H], -1)
+            hrz, hn = torch.baddbmm(bhh_1, h, whh_t).split([2 * H, H], -1)
+            r, z = torch.sigmoid(grz + hrz).split(H, -1)
+            n = torch.tanh(torch.addcmul(gn, r, hn))
+            h = torch.lerp(n, h, z)
             hs.append(h)
         out = _linear(torch.stack(hs, dim=2).view(B, bs * T, H), hw, hb)
         return out.view(B, bs, T, -1)
