@@ -92,14 +92,14 @@ def build_transformer(model0: nn.Module, params) -> Callable[[torch.Tensor], tor
     blocks = []
     for i, blk in enumerate(model0.blocks):
         k = f"blocks.{i}."
+        if not isinstance(blk.mlp[1], nn.GELU) or blk.mlp[1].approximate != "none":
+            raise InputError(f"block {i}'s MLP activation is {blk.mlp[1]!r}; the stacked "
+                             "forward implements nn.GELU() (erf form)")
         blocks.append((blk.heads, _ln_eps(blk.ln1), _ln_eps(blk.ln2),
                        *(p[k + n] for n in ("ln1.weight", "ln1.bias", "qkv.weight", "qkv.bias",
                                             "proj.weight", "proj.bias", "ln2.weight", "ln2.bias",
                                             "mlp.0.weight", "mlp.0.bias", "mlp.2.weight",
                                             "mlp.2.bias"))))
-    act = model0.blocks[0].mlp[1]
-    if not isinstance(act, nn.GELU) or act.approximate != "none":
-        raise InputError("the transformer's MLP activation must be nn.GELU() (erf form)")
     ln_eps = _ln_eps(model0.head[0])
     emb, pos = p["emb.weight"], p["pos.weight"]
     lnw, lnb, hw, hb = (p[f"head.{n}"] for n in ("0.weight", "0.bias", "1.weight", "1.bias"))
