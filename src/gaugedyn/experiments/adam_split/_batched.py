@@ -44,6 +44,7 @@ import torch
 
 from ..._errors import InputError
 from ...adam._probe import READING_SUMS, StreamingSplit, reading_sums
+from ._stacked import STACKED
 from .tasks import TASKS, _seed_int, _setup
 
 BLOCK = 1 << 16
@@ -61,14 +62,14 @@ def _build(task: str, seed: int, dtype, device):
     return model.to(device=device, dtype=dtype), gen, batch, loss_fn, evaluate
 
 
-def _blocks(sizes: list[int], B: int) -> list[tuple[slice, slice]]:
-    """The ``(rows, columns)`` blocks of a ``(B, P)`` buffer: per parameter (its columns, so
-    every operation sees a parameter's elements as ``torch.optim.Adam`` does), copies in groups
-    of at most ``BLOCK`` elements."""
+def _blocks(sizes: list[int], B: int) -> list[tuple[slice, slice, int]]:
+    """The ``(rows, columns, parameter index)`` blocks of a ``(B, P)`` buffer: per parameter
+    (its columns, so every operation sees a parameter's elements as ``torch.optim.Adam`` does),
+    copies in groups of at most ``BLOCK`` elements."""
     out, o = [], 0
-    for n in sizes:
+    for j, n in enumerate(sizes):
         rows = max(1, BLOCK // max(n, 1))
-        out += [(slice(r, min(r + rows, B)), slice(o, o + n)) for r in range(0, B, rows)]
+        out += [(slice(r, min(r + rows, B)), slice(o, o + n), j) for r in range(0, B, rows)]
         o += n
     return out
 
@@ -78,7 +79,8 @@ def _column(values, dtype, device) -> torch.Tensor:
 
 
 def train_copies(task: str, copies, steps: int, lr: float, *, reference=(), eps: float = 1e-8,
-                 device: str = "cpu", dtype=torch.float32, threads: int | None = 1) -> dict:
+                 device: str = "cpu", dtype=torch.float32, threads: int | None = 1,
+                 forward: str | None = None) -> dict:
     """Train ``copies = [(beta1, beta2, seed), ...]`` of ``task`` as one program (module
     docstring); ``reference``: indices of the copies also split by the float64 reference.
 
@@ -90,10 +92,16 @@ def train_copies(task: str, copies, steps: int, lr: float, *, reference=(), eps:
     ``|dot streaming - dot reference| / (|u| |sign|)`` over steps), ``sum_error`` (largest
     ``|sum of parts - u| / max(1, sum_k |p_k|)``), ``lag_abs_max`` and ``applied_ratio``
     (largest ``|p_t - p_{t-1} + lr u_t|`` over the bound ``ulp(p) + 16 2^-24 lr |u|``), each
-    over every coordinate and step. ``seed`` of a copy: an int or a ``SeedSequence``.
+    over every coordinate and step; ``forward``, the path of step 1 that ran. ``seed`` of a
+    copy: an int or a ``SeedSequence``.
+
+    ``forward``: ``"stacked"`` (one pass over every copy, :data:`STACKED`; the default where
+    the task has one) or ``"loop"`` (each copy's own module in turn; the default otherwise, and
+    the path whose trajectories are bitwise ``torch.optim.Adam``'s).
     """
     if task not in TASKS:
         raise InputError(f"task={task!r} is not allowed; choose one of {list(TASKS)}")
+    forward = forward_of(task, forward)
     if int(steps) < 1:
         raise InputError(f"steps={steps!r} is not allowed; use an integer >= 1")
     copies = [(float(b1), float(b2), _seed_int(s)) for b1, b2, s in copies]
@@ -108,20 +116,50 @@ def train_copies(task: str, copies, steps: int, lr: float, *, reference=(), eps:
         raise InputError(f"reference={bad} is not allowed; copy indices lie in "
                          f"[0, {len(copies) - 1}]")
     if threads is None:
-        return _train(task, copies, int(steps), float(lr), reference, eps, device, dtype)
+        return _train(task, copies, int(steps), float(lr), reference, eps, device, dtype, forward)
     before = torch.get_num_threads()
     torch.set_num_threads(int(threads))
     try:
-        return _train(task, copies, int(steps), float(lr), reference, eps, device, dtype)
+        return _train(task, copies, int(steps), float(lr), reference, eps, device, dtype,
+                      forward)
     finally:
         torch.set_num_threads(before)
 
 
-def _train(task, copies, steps, lr, reference, eps, device, dtype):
+FORWARDS = ("stacked", "loop")
+"""The paths of step 1: one stacked pass over every copy, or each copy's own module in turn."""
+
+
+def forward_of(task: str, forward: str | None = None) -> str:
+    """The forward path of ``task``: ``forward`` checked, or the default (``"stacked"`` where
+    :data:`STACKED` has the task, else ``"loop"``)."""
+    if forward is None:
+        return "stacked" if task in STACKED else "loop"
+    if forward not in FORWARDS:
+        raise InputError(f"forward={forward!r} is not allowed; choose one of {list(FORWARDS)}")
+    if forward == "stacked" and task not in STACKED:
+        raise InputError(f"forward='stacked' is not allowed for task={task!r} (no stacked pass); "
+                         f"allowed: 'loop', or a task of {sorted(STACKED)}")
+    return forward
+
+
+def copy_losses(task: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Each copy's minibatch loss ``(B,)`` from stacked outputs ``out (B, ...)`` and targets
+    ``y (B, ...)``: the task's own loss (:mod:`~gaugedyn.experiments.adam_split.tasks`) per copy,
+    ``0.5 mean (out - y)^2`` (teacher_student) or the mean cross-entropy over every position."""
+    B = out.shape[0]
+    if task == "teacher_student":
+        return 0.5 * (out - y).square().reshape(B, -1).mean(1)
+    ce = torch.nn.functional.cross_entropy
+    return ce(out.reshape(-1, out.shape[-1]), y.reshape(-1), reduction="none").view(B, -1).mean(1)
+
+
+def _train(task, copies, steps, lr, reference, eps, device, dtype, forward):
     B = len(copies)
     built = [_build(task, s, dtype, device) for _, _, s in copies]
     models = [b[0] for b in built]
     params = [list(m.parameters()) for m in models]
+    shapes = [p.shape for p in params[0]]
     sizes = [p.numel() for p in params[0]]
     P = sum(sizes)
     flat = torch.empty((B, P), dtype=dtype, device=device)
@@ -132,9 +170,12 @@ def _train(task, copies, steps, lr, reference, eps, device, dtype):
             for p, n in zip(ps, sizes):
                 flat[c, o:o + n].copy_(p.reshape(-1))
                 p.data = flat[c, o:o + n].view_as(p)
-                p.grad = grad[c, o:o + n].view_as(p)
+                if forward == "loop":
+                    p.grad = grad[c, o:o + n].view_as(p)
                 o += n
         initial = np.array([b[4](m) for b, m in zip(built, models)])
+    if forward == "stacked":
+        flat.requires_grad_(True)
     m, v, w = (torch.zeros_like(flat) for _ in range(3))
     b1 = np.array([c[0] for c in copies])
     b2 = np.array([c[1] for c in copies])
@@ -145,30 +186,24 @@ def _train(task, copies, steps, lr, reference, eps, device, dtype):
     sums = np.full((B, steps, len(READING_SUMS)), np.nan)
     stop = np.full(B, -1)
     ref = _Reference(copies, reference, steps, lr, eps)
+    grads = [grad[:, cols] for _, cols, _ in _blocks(sizes, 1)]  # per parameter (B, n_j)
     for t in range(1, steps + 1):
-        grad.zero_()
-        for c, (model, gen, batch, loss_fn, _) in enumerate(built):
-            if stop[c] >= 0:
-                continue
-            x, y = batch(gen)
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            losses[c, t - 1] = float(loss.detach())
-            if not math.isfinite(losses[c, t - 1]):
-                stop[c] = t - 1  # no step taken from here on (train_task returns here)
-                grad[c].zero_()
+        if forward == "loop":
+            _loop_step(built, grad, losses, stop, t)
+        else:
+            grads = _stacked_step(task, built, flat, shapes, sizes, losses, stop, t)
         with torch.no_grad():
             before = ref.rows(flat)
             bc1 = 1 - b1**t
             bc2 = 1 - b2**t
             scal = (col(-lr / bc1), col(bc2**0.5), col(bc1), col(bc2))
             step_sums = torch.zeros((B, len(READING_SUMS)), dtype=torch.float64, device=device)
-            for rows, cols in blocks:
-                _block(flat[rows, cols], grad[rows, cols], m[rows, cols], v[rows, cols],
+            for rows, cols, j in blocks:
+                _block(flat[rows, cols], grads[j][rows], m[rows, cols], v[rows, cols],
                        w[rows, cols], w1[rows], c2[rows], b2c[rows],
                        tuple(x[rows] for x in scal), eps, step_sums[rows])
             sums[:, t - 1] = step_sums.cpu().numpy()
-            ref.step(t, flat, grad, m, v, before, stop)
+            ref.step(t, flat, grads, m, v, before, stop)
     sums[:, :, READING_SUMS.index("count")] = P
     final = np.full(B, np.nan)
     with torch.no_grad():
@@ -178,7 +213,52 @@ def _train(task, copies, steps, lr, reference, eps, device, dtype):
             else:
                 final[c] = b[4](models[c])
     return {"loss": losses, "sums": sums, "final_loss": final, "initial_loss": initial,
-            "nonfinite_step": stop, "n_params": P, **ref.result(stop, sums)}
+            "nonfinite_step": stop, "n_params": P, "forward": forward, **ref.result(stop, sums)}
+
+
+def _loop_step(built, grad, losses, stop, t: int) -> None:
+    """Step 1 by each live copy's own module: gradients accumulated into ``grad``'s rows."""
+    grad.zero_()
+    for c, (model, gen, batch, loss_fn, _) in enumerate(built):
+        if stop[c] >= 0:
+            continue
+        x, y = batch(gen)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        losses[c, t - 1] = float(loss.detach())
+        if not math.isfinite(losses[c, t - 1]):
+            stop[c] = t - 1  # no step taken from here on (train_task returns here)
+            grad[c].zero_()
+
+
+def _stacked_step(task, built, flat, shapes, sizes, losses, stop, t: int) -> list:
+    """Step 1 by one stacked pass (:data:`STACKED`) over every copy: the gradients ``(B, n_j)``
+    of the summed per-copy losses with respect to each parameter's columns of the flat buffer,
+    rows of stopped copies zero. Every copy draws its own minibatch from its own generator, as
+    in the loop."""
+    B = flat.shape[0]
+    live = np.flatnonzero(stop < 0)
+    if not live.size:
+        return [flat.new_zeros((B, n)) for n in sizes]
+    draws = [built[c][2](built[c][1]) for c in live]
+    x = torch.stack([d[0] for d in draws])
+    y = torch.stack([d[1] for d in draws])
+    if len(live) < B:  # stopped copies take no step; their rows see a live copy's batch
+        pick = torch.as_tensor(np.searchsorted(live, np.arange(B)).clip(max=len(live) - 1))
+        x, y = x[pick.to(x.device)], y[pick.to(y.device)]
+    params = [p.view(B, *s) for p, s in zip(flat.split(sizes, dim=1), shapes)]
+    loss = copy_losses(task, STACKED[task](built[0][0], params)(x), y)
+    value = loss.detach().cpu().numpy().astype(float)
+    losses[live, t - 1] = value[live]
+    bad = live[~np.isfinite(value[live])]
+    stop[bad] = t - 1  # no step taken from here on (train_task returns here)
+    grads = [g.reshape(B, -1) for g in torch.autograd.grad(loss.sum(), params)]
+    dead = np.flatnonzero(stop >= 0)
+    if dead.size:
+        rows = torch.as_tensor(dead, device=flat.device)
+        for g in grads:
+            g[rows] = 0.0
+    return grads
 
 
 def _block(p, g, m, v, w, w1, c2, b2, scal, eps, out):
@@ -196,19 +276,21 @@ def _block(p, g, m, v, w, w1, c2, b2, scal, eps, out):
     lag = (mh - wh) / d
     sg = torch.sign(g)
     sw = torch.sign(wh) * (v > 0)
-    f64 = torch.float64
+    r = u - lag
 
-    def ss(x):
-        return (x * x).sum(dim=1, dtype=f64)
+    def dot(x, y):  # the working dtype's cascade sum (error O(eps log n)), added in float64
+        return torch.linalg.vecdot(x, y, dim=1).double()
 
-    out[:, 0] += ss(sg)
-    out[:, 1] += ss(sw)
-    out[:, 2] += ss(lag)
-    out[:, 3] += ss(u - sg - lag)
-    out[:, 4] += ss(u - sw - lag)
-    out[:, 5] += ss(u)
-    out[:, 6] += (u * sg).sum(dim=1, dtype=f64)
-    out[:, 7] += (u * sw).sum(dim=1, dtype=f64)
+    out[:, 0] += dot(sg, sg)
+    out[:, 1] += dot(sw, sw)
+    out[:, 2] += dot(lag, lag)
+    rc = r - sg
+    out[:, 3] += dot(rc, rc)
+    rc = r - sw
+    out[:, 4] += dot(rc, rc)
+    out[:, 5] += dot(u, u)
+    out[:, 6] += dot(u, sg)
+    out[:, 7] += dot(u, sw)
 
 
 class _Reference:
@@ -226,12 +308,13 @@ class _Reference:
     def rows(self, flat):
         return flat[self.index].double().cpu() if self.index else None
 
-    def step(self, t: int, flat, grad, m, v, before, stop) -> None:
+    def step(self, t: int, flat, grads, m, v, before, stop) -> None:
         if not self.index:
             return
         idx = self.index
         after = flat[idx].double().cpu()
-        mm, vv, gg = (x[idx].double().cpu() for x in (m, v, grad))
+        gg = torch.cat([g[idx] for g in grads], dim=1).double().cpu()
+        mm, vv = (x[idx].double().cpu() for x in (m, v))
         for r, split in enumerate(self.splits):
             if stop[idx[r]] >= 0:
                 continue
