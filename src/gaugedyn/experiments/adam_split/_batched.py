@@ -6,9 +6,14 @@ minibatch stream built exactly as :func:`~gaugedyn.experiments.adam_split.tasks.
 builds them for seed ``s_c`` (same initialisation, same batches); its parameters and gradients
 are views into one ``(B, P)`` buffer each, so one step is
 
-1. the forward and backward pass of every live copy (the model's own code, one copy at a time:
-   for these small models a loop of unbatched passes is faster than ``torch.func.vmap``,
-   measured in ``benchmarks/bench_beta_grid.py``), gradients accumulated into the buffer;
+1. the forward and backward pass of every live copy, on one of two paths (``forward``):
+   ``"stacked"``, one pass over all copies (``STACKED`` of ``_stacked.py``: batched matrix
+   products, gathered embeddings, grouped convolutions), the loss the
+   sum over live copies of each copy's own mean minibatch loss, its gradient taken per
+   parameter; or ``"loop"``, the model's own code one copy at a time, gradients accumulated
+   into the buffer (the path that is bitwise ``torch.optim.Adam``; the stacked one equals it
+   to round-off, tested in float64 and float32); ``benchmarks/bench_beta_grid.py`` measures
+   both;
 2. for all copies at once, per parameter and block of copies: ``torch.optim.Adam``'s
    single-tensor update with per-copy betas, op for op (``m.lerp_(g, 1-b1)``,
    ``v.mul_(b2).addcmul_(g, g, 1-b2)``, ``denom = sqrt(v)/sqrt(1-b2^t) + eps``,
@@ -16,7 +21,8 @@ are views into one ``(B, P)`` buffer each, so one step is
    casts its Python scalars), so that on the CPU a copy's trajectory is bitwise the one
    ``torch.optim.Adam`` gives it alone (tested);
 3. the streaming split sums :data:`gaugedyn.adam.READING_SUMS` of every copy, in the working
-   dtype with float64 accumulation, from ``m^ = m/(1-b1^t)``, ``w^ = w/(1-b2^t)`` (``w_t`` the
+   dtype (each block's sums by torch's cascade sum, error ``O(eps log n)`` of the summed
+   magnitudes, the blocks added in float64), from ``m^ = m/(1-b1^t)``, ``w^ = w/(1-b2^t)`` (``w_t`` the
    first moment with the second moment's memory, ``w = lerp(w, g, 1-b2)``; bitwise ``m`` when
    ``b1 == b2``, so the lag is exactly zero there), ``s = sqrt(v)/sqrt(1-b2^t)``,
    ``u = m^/(s + eps)``, ``lag = (m^ - w^)/(s + eps)``, the sign parts ``sign(g)`` (current
@@ -30,7 +36,8 @@ are views into one ``(B, P)`` buffer each, so one step is
 
 A copy whose minibatch loss is not finite stops there (its later rows are nan, its final loss
 is nan), as in ``train_task``. Rows are independent: a copy's numbers do not depend on the
-other copies of its batch (tested bitwise against the same copy in a batch of one).
+other copies of its batch (tested against the same copy in a batch of one: bitwise on the loop
+path, to round-off on the stacked one).
 Device-agnostic (``device``): the buffers live on the device; the reference's float32 checks
 run on the CPU.
 """

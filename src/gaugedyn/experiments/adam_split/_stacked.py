@@ -17,8 +17,12 @@ Per layer, with ``x_c`` of shape ``(n, i)`` and ``W_c`` ``(o, i)``:
   ``groups = B`` (group ``c`` is copy ``c``'s convolution), activations in that layout from the
   first convolution to the flattening before the head, max-pooling and ReLU acting per channel.
 
-Measured (``benchmarks/bench_beta_grid.py --forward``): the grouped convolution against a loop of
-per-copy convolutions and against ``unfold`` + ``bmm``, the fastest on the CPU for these sizes.
+The grouped convolution is the fastest of the candidates measured on the CPU for these sizes
+(``benchmarks/bench_beta_grid.py`` times the whole stacked path against the loop). Its float32
+arithmetic differs from a copy's own convolution by round-off, so where the digits' blank
+regions make a max-pooling window's maximum an exact tie in the copy's own pass, the stacked
+pass may see it one ulp apart and route the pooling's gradient to the other element (float64:
+exact ties in both); the tests state the tolerances.
 """
 
 from __future__ import annotations
