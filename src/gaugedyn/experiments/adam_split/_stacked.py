@@ -21,6 +21,11 @@ Per layer, with ``x_c`` of shape ``(n, i)`` and ``W_c`` ``(o, i)``:
   the ReLU runs on the pooled quarter.
 
 The grouped convolution is the fastest of the candidates measured on the CPU for these sizes
+(one thread, a loaded two-core machine, 2026-12-02; forward and backward of one 3x3 convolution
+8 -> 8 channels, batch 64, per copy, 32 copies): on 8x8 images a loop of per-copy convolutions
+1.57 ms, grouped 1.06 ms, ``unfold`` + ``bmm`` 4.9 ms, a row-Toeplitz matrix product 1.96 ms;
+on 4x4 images 0.50, 0.25 (grouped, channels-last), 0.59 and 0.34 ms; max-pooling's forward on
+``(64, 1280, 8, 8)`` took 33 ms contiguous and 4 ms channels-last
 (``benchmarks/bench_beta_grid.py`` times the whole stacked path against the loop). Its float32
 arithmetic differs from a copy's own convolution by round-off, so where the digits' blank
 regions make a max-pooling window's maximum an exact tie in the copy's own pass, the stacked
@@ -43,7 +48,7 @@ def _linear(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.baddbmm(b.unsqueeze(1), x, W.transpose(1, 2))
 
 
-def _conv(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, padding: int) -> torch.Tensor:
+def _conv(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, padding) -> torch.Tensor:
     """Copy ``c``'s ``conv2d(x_c, W_c, b_c)`` for every copy at once: ``x (n, B*Ci, H, W)``
     (copy-major channels), ``W (B, Co, Ci, k, k)``, ``b (B, Co)`` -> ``(n, B*Co, H', W')``."""
     B = W.shape[0]
