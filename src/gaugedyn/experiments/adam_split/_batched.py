@@ -282,22 +282,16 @@ def _block(p, g, m, v, w, w1, c2, b2, scal, eps, out):
     u = mh / d
     lag = (mh - wh) / d
     sg = torch.sign(g)
-    sw = torch.sign(wh) * (v > 0)
+    sw = torch.sign(wh) * torch.sign(v)  # sign(w^) where v > 0 (v >= 0), else (-)0
     r = u - lag
+    rc, rw = r - sg, r - sw
 
-    def dot(x, y):  # the working dtype's cascade sum (error O(eps log n)), added in float64
-        return torch.linalg.vecdot(x, y, dim=1).double()
+    def dot(x, y):  # the working dtype's cascade sum (error O(eps log n))
+        return torch.linalg.vecdot(x, y, dim=1)
 
-    out[:, 0] += dot(sg, sg)
-    out[:, 1] += dot(sw, sw)
-    out[:, 2] += dot(lag, lag)
-    rc = r - sg
-    out[:, 3] += dot(rc, rc)
-    rc = r - sw
-    out[:, 4] += dot(rc, rc)
-    out[:, 5] += dot(u, u)
-    out[:, 6] += dot(u, sg)
-    out[:, 7] += dot(u, sw)
+    parts = (dot(sg, sg), dot(sw, sw), dot(lag, lag), dot(rc, rc), dot(rw, rw), dot(u, u),
+             dot(u, sg), dot(u, sw))
+    out[:, :len(parts)] += torch.stack(parts, dim=1).double()  # the blocks added in float64
 
 
 class _Reference:
