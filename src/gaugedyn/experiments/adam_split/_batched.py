@@ -6,9 +6,14 @@ minibatch stream built exactly as :func:`~gaugedyn.experiments.adam_split.tasks.
 builds them for seed ``s_c`` (same initialisation, same batches); its parameters and gradients
 are views into one ``(B, P)`` buffer each, so one step is
 
-1. the forward and backward pass of every live copy (the model's own code, one copy at a time:
-   for these small models a loop of unbatched passes is faster than ``torch.func.vmap``,
-   measured in ``benchmarks/bench_beta_grid.py``), gradients accumulated into the buffer;
+1. the forward and backward pass of every live copy, on one of two paths (``forward``):
+   ``"stacked"``, one pass over all copies (``STACKED`` of ``_stacked.py``: batched matrix
+   products, gathered embeddings, grouped convolutions), the loss the
+   sum over live copies of each copy's own mean minibatch loss, its gradient taken per
+   parameter; or ``"loop"``, the model's own code one copy at a time, gradients accumulated
+   into the buffer (the path that is bitwise ``torch.optim.Adam``; the stacked one equals it
+   to round-off, tested in float64 and float32); ``benchmarks/bench_beta_grid.py`` measures
+   both;
 2. for all copies at once, per parameter and block of copies: ``torch.optim.Adam``'s
    single-tensor update with per-copy betas, op for op (``m.lerp_(g, 1-b1)``,
    ``v.mul_(b2).addcmul_(g, g, 1-b2)``, ``denom = sqrt(v)/sqrt(1-b2^t) + eps``,
@@ -16,7 +21,8 @@ are views into one ``(B, P)`` buffer each, so one step is
    casts its Python scalars), so that on the CPU a copy's trajectory is bitwise the one
    ``torch.optim.Adam`` gives it alone (tested);
 3. the streaming split sums :data:`gaugedyn.adam.READING_SUMS` of every copy, in the working
-   dtype with float64 accumulation, from ``m^ = m/(1-b1^t)``, ``w^ = w/(1-b2^t)`` (``w_t`` the
+   dtype (each block's sums by torch's cascade sum, error ``O(eps log n)`` of the summed
+   magnitudes, the blocks added in float64), from ``m^ = m/(1-b1^t)``, ``w^ = w/(1-b2^t)`` (``w_t`` the
    first moment with the second moment's memory, ``w = lerp(w, g, 1-b2)``; bitwise ``m`` when
    ``b1 == b2``, so the lag is exactly zero there), ``s = sqrt(v)/sqrt(1-b2^t)``,
    ``u = m^/(s + eps)``, ``lag = (m^ - w^)/(s + eps)``, the sign parts ``sign(g)`` (current
@@ -30,7 +36,8 @@ are views into one ``(B, P)`` buffer each, so one step is
 
 A copy whose minibatch loss is not finite stops there (its later rows are nan, its final loss
 is nan), as in ``train_task``. Rows are independent: a copy's numbers do not depend on the
-other copies of its batch (tested bitwise against the same copy in a batch of one).
+other copies of its batch (tested against the same copy in a batch of one: bitwise on the loop
+path, to round-off on the stacked one).
 Device-agnostic (``device``): the buffers live on the device; the reference's float32 checks
 run on the CPU.
 """
@@ -44,6 +51,7 @@ import torch
 
 from ..._errors import InputError
 from ...adam._probe import READING_SUMS, StreamingSplit, reading_sums
+from ._stacked import STACKED
 from .tasks import TASKS, _seed_int, _setup
 
 BLOCK = 1 << 16
@@ -61,14 +69,14 @@ def _build(task: str, seed: int, dtype, device):
     return model.to(device=device, dtype=dtype), gen, batch, loss_fn, evaluate
 
 
-def _blocks(sizes: list[int], B: int) -> list[tuple[slice, slice]]:
-    """The ``(rows, columns)`` blocks of a ``(B, P)`` buffer: per parameter (its columns, so
-    every operation sees a parameter's elements as ``torch.optim.Adam`` does), copies in groups
-    of at most ``BLOCK`` elements."""
+def _blocks(sizes: list[int], B: int) -> list[tuple[slice, slice, int]]:
+    """The ``(rows, columns, parameter index)`` blocks of a ``(B, P)`` buffer: per parameter
+    (its columns, so every operation sees a parameter's elements as ``torch.optim.Adam`` does),
+    copies in groups of at most ``BLOCK`` elements."""
     out, o = [], 0
-    for n in sizes:
+    for j, n in enumerate(sizes):
         rows = max(1, BLOCK // max(n, 1))
-        out += [(slice(r, min(r + rows, B)), slice(o, o + n)) for r in range(0, B, rows)]
+        out += [(slice(r, min(r + rows, B)), slice(o, o + n), j) for r in range(0, B, rows)]
         o += n
     return out
 
@@ -78,7 +86,8 @@ def _column(values, dtype, device) -> torch.Tensor:
 
 
 def train_copies(task: str, copies, steps: int, lr: float, *, reference=(), eps: float = 1e-8,
-                 device: str = "cpu", dtype=torch.float32, threads: int | None = 1) -> dict:
+                 device: str = "cpu", dtype=torch.float32, threads: int | None = 1,
+                 forward: str | None = None) -> dict:
     """Train ``copies = [(beta1, beta2, seed), ...]`` of ``task`` as one program (module
     docstring); ``reference``: indices of the copies also split by the float64 reference.
 
@@ -90,10 +99,16 @@ def train_copies(task: str, copies, steps: int, lr: float, *, reference=(), eps:
     ``|dot streaming - dot reference| / (|u| |sign|)`` over steps), ``sum_error`` (largest
     ``|sum of parts - u| / max(1, sum_k |p_k|)``), ``lag_abs_max`` and ``applied_ratio``
     (largest ``|p_t - p_{t-1} + lr u_t|`` over the bound ``ulp(p) + 16 2^-24 lr |u|``), each
-    over every coordinate and step. ``seed`` of a copy: an int or a ``SeedSequence``.
+    over every coordinate and step; ``forward``, the path of step 1 that ran. ``seed`` of a
+    copy: an int or a ``SeedSequence``.
+
+    ``forward``: ``"stacked"`` (one pass over every copy, :data:`STACKED`; the default where
+    the task has one) or ``"loop"`` (each copy's own module in turn; the default otherwise, and
+    the path whose trajectories are bitwise ``torch.optim.Adam``'s).
     """
     if task not in TASKS:
         raise InputError(f"task={task!r} is not allowed; choose one of {list(TASKS)}")
+    forward = forward_of(task, forward)
     if int(steps) < 1:
         raise InputError(f"steps={steps!r} is not allowed; use an integer >= 1")
     copies = [(float(b1), float(b2), _seed_int(s)) for b1, b2, s in copies]
@@ -108,20 +123,50 @@ def train_copies(task: str, copies, steps: int, lr: float, *, reference=(), eps:
         raise InputError(f"reference={bad} is not allowed; copy indices lie in "
                          f"[0, {len(copies) - 1}]")
     if threads is None:
-        return _train(task, copies, int(steps), float(lr), reference, eps, device, dtype)
+        return _train(task, copies, int(steps), float(lr), reference, eps, device, dtype, forward)
     before = torch.get_num_threads()
     torch.set_num_threads(int(threads))
     try:
-        return _train(task, copies, int(steps), float(lr), reference, eps, device, dtype)
+        return _train(task, copies, int(steps), float(lr), reference, eps, device, dtype,
+                      forward)
     finally:
         torch.set_num_threads(before)
 
 
-def _train(task, copies, steps, lr, reference, eps, device, dtype):
+FORWARDS = ("stacked", "loop")
+"""The paths of step 1: one stacked pass over every copy, or each copy's own module in turn."""
+
+
+def forward_of(task: str, forward: str | None = None) -> str:
+    """The forward path of ``task``: ``forward`` checked, or the default (``"stacked"`` where
+    :data:`STACKED` has the task, else ``"loop"``)."""
+    if forward is None:
+        return "stacked" if task in STACKED else "loop"
+    if forward not in FORWARDS:
+        raise InputError(f"forward={forward!r} is not allowed; choose one of {list(FORWARDS)}")
+    if forward == "stacked" and task not in STACKED:
+        raise InputError(f"forward='stacked' is not allowed for task={task!r} (no stacked pass); "
+                         f"allowed: 'loop', or a task of {sorted(STACKED)}")
+    return forward
+
+
+def copy_losses(task: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Each copy's minibatch loss ``(B,)`` from stacked outputs ``out (B, ...)`` and targets
+    ``y (B, ...)``: the task's own loss (:mod:`~gaugedyn.experiments.adam_split.tasks`) per copy,
+    ``0.5 mean (out - y)^2`` (teacher_student) or the mean cross-entropy over every position."""
+    B = out.shape[0]
+    if task == "teacher_student":
+        return 0.5 * (out - y).square().reshape(B, -1).mean(1)
+    ce = torch.nn.functional.cross_entropy
+    return ce(out.reshape(-1, out.shape[-1]), y.reshape(-1), reduction="none").view(B, -1).mean(1)
+
+
+def _train(task, copies, steps, lr, reference, eps, device, dtype, forward):
     B = len(copies)
     built = [_build(task, s, dtype, device) for _, _, s in copies]
     models = [b[0] for b in built]
     params = [list(m.parameters()) for m in models]
+    shapes = [p.shape for p in params[0]]
     sizes = [p.numel() for p in params[0]]
     P = sum(sizes)
     flat = torch.empty((B, P), dtype=dtype, device=device)
@@ -132,9 +177,12 @@ def _train(task, copies, steps, lr, reference, eps, device, dtype):
             for p, n in zip(ps, sizes):
                 flat[c, o:o + n].copy_(p.reshape(-1))
                 p.data = flat[c, o:o + n].view_as(p)
-                p.grad = grad[c, o:o + n].view_as(p)
+                if forward == "loop":
+                    p.grad = grad[c, o:o + n].view_as(p)
                 o += n
         initial = np.array([b[4](m) for b, m in zip(built, models)])
+    if forward == "stacked":
+        flat.requires_grad_(True)
     m, v, w = (torch.zeros_like(flat) for _ in range(3))
     b1 = np.array([c[0] for c in copies])
     b2 = np.array([c[1] for c in copies])
@@ -145,30 +193,24 @@ def _train(task, copies, steps, lr, reference, eps, device, dtype):
     sums = np.full((B, steps, len(READING_SUMS)), np.nan)
     stop = np.full(B, -1)
     ref = _Reference(copies, reference, steps, lr, eps)
+    grads = [grad[:, cols] for _, cols, _ in _blocks(sizes, 1)]  # per parameter (B, n_j)
     for t in range(1, steps + 1):
-        grad.zero_()
-        for c, (model, gen, batch, loss_fn, _) in enumerate(built):
-            if stop[c] >= 0:
-                continue
-            x, y = batch(gen)
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            losses[c, t - 1] = float(loss.detach())
-            if not math.isfinite(losses[c, t - 1]):
-                stop[c] = t - 1  # no step taken from here on (train_task returns here)
-                grad[c].zero_()
+        if forward == "loop":
+            _loop_step(built, grad, losses, stop, t)
+        else:
+            grads = _stacked_step(task, built, flat, shapes, sizes, losses, stop, t)
         with torch.no_grad():
             before = ref.rows(flat)
             bc1 = 1 - b1**t
             bc2 = 1 - b2**t
             scal = (col(-lr / bc1), col(bc2**0.5), col(bc1), col(bc2))
             step_sums = torch.zeros((B, len(READING_SUMS)), dtype=torch.float64, device=device)
-            for rows, cols in blocks:
-                _block(flat[rows, cols], grad[rows, cols], m[rows, cols], v[rows, cols],
+            for rows, cols, j in blocks:
+                _block(flat[rows, cols], grads[j][rows], m[rows, cols], v[rows, cols],
                        w[rows, cols], w1[rows], c2[rows], b2c[rows],
                        tuple(x[rows] for x in scal), eps, step_sums[rows])
             sums[:, t - 1] = step_sums.cpu().numpy()
-            ref.step(t, flat, grad, m, v, before, stop)
+            ref.step(t, flat, grads, m, v, before, stop)
     sums[:, :, READING_SUMS.index("count")] = P
     final = np.full(B, np.nan)
     with torch.no_grad():
@@ -178,7 +220,52 @@ def _train(task, copies, steps, lr, reference, eps, device, dtype):
             else:
                 final[c] = b[4](models[c])
     return {"loss": losses, "sums": sums, "final_loss": final, "initial_loss": initial,
-            "nonfinite_step": stop, "n_params": P, **ref.result(stop, sums)}
+            "nonfinite_step": stop, "n_params": P, "forward": forward, **ref.result(stop, sums)}
+
+
+def _loop_step(built, grad, losses, stop, t: int) -> None:
+    """Step 1 by each live copy's own module: gradients accumulated into ``grad``'s rows."""
+    grad.zero_()
+    for c, (model, gen, batch, loss_fn, _) in enumerate(built):
+        if stop[c] >= 0:
+            continue
+        x, y = batch(gen)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        losses[c, t - 1] = float(loss.detach())
+        if not math.isfinite(losses[c, t - 1]):
+            stop[c] = t - 1  # no step taken from here on (train_task returns here)
+            grad[c].zero_()
+
+
+def _stacked_step(task, built, flat, shapes, sizes, losses, stop, t: int) -> list:
+    """Step 1 by one stacked pass (:data:`STACKED`) over every copy: the gradients ``(B, n_j)``
+    of the summed per-copy losses with respect to each parameter's columns of the flat buffer,
+    rows of stopped copies zero. Every copy draws its own minibatch from its own generator, as
+    in the loop."""
+    B = flat.shape[0]
+    live = np.flatnonzero(stop < 0)
+    if not live.size:
+        return [flat.new_zeros((B, n)) for n in sizes]
+    draws = [built[c][2](built[c][1]) for c in live]
+    x = torch.stack([d[0] for d in draws])
+    y = torch.stack([d[1] for d in draws])
+    if len(live) < B:  # stopped copies take no step; their rows see a live copy's batch
+        pick = torch.as_tensor(np.searchsorted(live, np.arange(B)).clip(max=len(live) - 1))
+        x, y = x[pick.to(x.device)], y[pick.to(y.device)]
+    params = [p.view(B, *s) for p, s in zip(flat.split(sizes, dim=1), shapes)]
+    loss = copy_losses(task, STACKED[task](built[0][0], params)(x), y)
+    value = loss.detach().cpu().numpy().astype(float)
+    losses[live, t - 1] = value[live]
+    bad = live[~np.isfinite(value[live])]
+    stop[bad] = t - 1  # no step taken from here on (train_task returns here)
+    grads = [g.reshape(B, -1) for g in torch.autograd.grad(loss.sum(), params)]
+    dead = np.flatnonzero(stop >= 0)
+    if dead.size:
+        rows = torch.as_tensor(dead, device=flat.device)
+        for g in grads:
+            g[rows] = 0.0
+    return grads
 
 
 def _block(p, g, m, v, w, w1, c2, b2, scal, eps, out):
@@ -195,20 +282,16 @@ def _block(p, g, m, v, w, w1, c2, b2, scal, eps, out):
     u = mh / d
     lag = (mh - wh) / d
     sg = torch.sign(g)
-    sw = torch.sign(wh) * (v > 0)
-    f64 = torch.float64
+    sw = torch.sign(wh) * torch.sign(v)  # sign(w^) where v > 0 (v >= 0), else (-)0
+    r = u - lag
+    rc, rw = r - sg, r - sw
 
-    def ss(x):
-        return (x * x).sum(dim=1, dtype=f64)
+    def dot(x, y):  # the working dtype's cascade sum (error O(eps log n))
+        return torch.linalg.vecdot(x, y, dim=1)
 
-    out[:, 0] += ss(sg)
-    out[:, 1] += ss(sw)
-    out[:, 2] += ss(lag)
-    out[:, 3] += ss(u - sg - lag)
-    out[:, 4] += ss(u - sw - lag)
-    out[:, 5] += ss(u)
-    out[:, 6] += (u * sg).sum(dim=1, dtype=f64)
-    out[:, 7] += (u * sw).sum(dim=1, dtype=f64)
+    parts = (dot(sg, sg), dot(sw, sw), dot(lag, lag), dot(rc, rc), dot(rw, rw), dot(u, u),
+             dot(u, sg), dot(u, sw))
+    out[:, :len(parts)] += torch.stack(parts, dim=1).double()  # the blocks added in float64
 
 
 class _Reference:
@@ -226,12 +309,13 @@ class _Reference:
     def rows(self, flat):
         return flat[self.index].double().cpu() if self.index else None
 
-    def step(self, t: int, flat, grad, m, v, before, stop) -> None:
+    def step(self, t: int, flat, grads, m, v, before, stop) -> None:
         if not self.index:
             return
         idx = self.index
         after = flat[idx].double().cpu()
-        mm, vv, gg = (x[idx].double().cpu() for x in (m, v, grad))
+        gg = torch.cat([g[idx] for g in grads], dim=1).double().cpu()
+        mm, vv = (x[idx].double().cpu() for x in (m, v))
         for r, split in enumerate(self.splits):
             if stop[idx[r]] >= 0:
                 continue
