@@ -78,6 +78,12 @@ TRAIN_TOL = {torch.float64: 1e-12, torch.float32: 1e-4}
 and final losses, and of the streaming sums relative to the update norm
 (:func:`~gaugedyn.experiments.adam_split._batched.reference_error`)."""
 SUMS_TOL = {torch.float64: 1e-12, torch.float32: 1e-2}
+SUMS_TOL_TRANSFORMER_F64 = 1e-4
+"""char_transformer in float64: the key part of ``qkv``'s bias has a gradient that is zero
+exactly in exact arithmetic (softmax ignores a shift shared by every key), so both paths give it
+round-off (about 1e-19), and where one path's round-off is exactly 0 the current reading's sign
+is 0 there and +-1 in the other path: one coordinate's residual moves by 1 out of about 10^4
+(measured 5.4e-5 relative to ``|u|`` over 15 steps), while the losses agree to 1e-12."""
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
@@ -92,7 +98,9 @@ def test_stacked_training_equals_the_loop(task, dtype):
     np.testing.assert_allclose(a["final_loss"], b["final_loss"], rtol=TRAIN_TOL[dtype], atol=0)
     np.testing.assert_array_equal(a["nonfinite_step"], b["nonfinite_step"])
     for c in range(len(COPIES)):
-        assert bt.reference_error(a["sums"][c], b["sums"][c]) <= SUMS_TOL[dtype]
+        tol = (SUMS_TOL_TRANSFORMER_F64 if (task, dtype) == ("char_transformer", torch.float64)
+               else SUMS_TOL[dtype])
+        assert bt.reference_error(a["sums"][c], b["sums"][c]) <= tol
     assert max(a["reference_error"]) <= bg.REFERENCE_TOL and max(a["applied_ratio"]) <= 1.0
     assert max(a["sum_error"]) <= bg.SUM_TOL and a["lag_abs_max"][1] == 0.0
 
@@ -130,3 +138,15 @@ def test_the_default_path_and_the_one_error_line():
     if missing:
         with pytest.raises(bt.InputError, match="forward='stacked' is not allowed"):
             bt.forward_of(missing[0], "stacked")
+
+
+@pytest.mark.parametrize("task", ["char_gru", "digits_mlp"])
+def test_a_copys_numbers_do_not_depend_on_its_block(task, monkeypatch):
+    """STACK_BLOCK splits the stacked pass into blocks of copies; every copy's trajectory is the
+    same whether its block holds one copy or all of them (float64, to round-off)."""
+    lr = DEFAULTS[task]["lr"]
+    whole = bt.train_copies(task, COPIES, 5, lr, dtype=torch.float64, forward="stacked")
+    monkeypatch.setitem(bt.STACK_BLOCK, task, 1)
+    split = bt.train_copies(task, COPIES, 5, lr, dtype=torch.float64, forward="stacked")
+    np.testing.assert_allclose(split["loss"], whole["loss"], rtol=1e-12, atol=0)
+    np.testing.assert_allclose(split["sums"], whole["sums"], rtol=1e-9, atol=1e-12)

@@ -223,6 +223,14 @@ def _train(task, copies, steps, lr, reference, eps, device, dtype, forward):
             "nonfinite_step": stop, "n_params": P, "forward": forward, **ref.result(stop, sums)}
 
 
+STACK_BLOCK: dict[str, int] = {"char_transformer": 16, "char_gru": 16}
+"""Copies per stacked pass of a task (absent: every copy in one pass). For the two text tasks
+one pass over 160 copies measured slower than 16 at a time (``benchmarks/bench_stacked_text.py
+--chunk``: the transformer 0.89x the per-copy loop at 160 at once, 1.14x in blocks of 16; the
+GRU 2.2x against 3.0x): the activations of many copies fall out of cache and their fresh
+allocations fault pages in every step. A copy's numbers do not depend on its block."""
+
+
 def _loop_step(built, grad, losses, stop, t: int) -> None:
     """Step 1 by each live copy's own module: gradients accumulated into ``grad``'s rows."""
     grad.zero_()
@@ -254,12 +262,19 @@ def _stacked_step(task, built, flat, shapes, sizes, losses, stop, t: int) -> lis
         pick = torch.as_tensor(np.searchsorted(live, np.arange(B)).clip(max=len(live) - 1))
         x, y = x[pick.to(x.device)], y[pick.to(y.device)]
     params = [p.view(B, *s) for p, s in zip(flat.split(sizes, dim=1), shapes)]
-    loss = copy_losses(task, STACKED[task](built[0][0], params)(x), y)
-    value = loss.detach().cpu().numpy().astype(float)
+    n = STACK_BLOCK.get(task) or B
+    values, parts = [], []
+    for lo in range(0, B, n):  # one stacked pass per block of copies (STACK_BLOCK)
+        block = [p[lo:lo + n] for p in params]
+        loss = copy_losses(task, STACKED[task](built[0][0], block)(x[lo:lo + n]), y[lo:lo + n])
+        values.append(loss.detach().cpu().numpy().astype(float))
+        parts.append(torch.autograd.grad(loss.sum(), block))
+    value = np.concatenate(values)
     losses[live, t - 1] = value[live]
     bad = live[~np.isfinite(value[live])]
     stop[bad] = t - 1  # no step taken from here on (train_task returns here)
-    grads = [g.reshape(B, -1) for g in torch.autograd.grad(loss.sum(), params)]
+    grads = [torch.cat([g[j] for g in parts]).reshape(B, -1) if len(parts) > 1
+             else parts[0][j].reshape(B, -1) for j in range(len(params))]
     dead = np.flatnonzero(stop >= 0)
     if dead.size:
         rows = torch.as_tensor(dead, device=flat.device)

@@ -40,6 +40,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from ._stacked_text import TEXT_STACKED
 from .tasks import _DigitsResNet, _TeacherStudent, _WordMLP
 
 
@@ -158,4 +159,7 @@ STACKED: dict[str, Callable] = {
     "digits_cnn": _digits_cnn,
     "digits_resnet": _digits_resnet,
 }
-"""Task name -> builder ``(model0, params) -> forward`` (module docstring)."""
+"""Task name -> builder ``(model0, params) -> forward`` (module docstring); the text tasks'
+builders are :data:`gaugedyn.experiments.adam_split._stacked_text.TEXT_STACKED`."""
+
+STACKED.update(TEXT_STACKED)
