@@ -50,14 +50,16 @@ coincide (:func:`gaugedyn.theory._observables.owner_sets`).
 Cost: a recorded step makes one reduction pass over the gradients before the step and one over
 the parameters after it (``|P|^2`` before the step is the previous step's reading, reused when no
 parameter was written in between, per torch's version counters). A pass runs per parameter,
-not per unit: a tensor read by one group along its rows gives its row norms
-(``torch.linalg.vector_norm``: one read, no product formed; squared when the sides are
-combined), any other is squared once into a reusable scratch buffer and summed per side (column
-sums as a product with a vector of ones), so a tensor two groups share (the middle ``Linear``
-of an MLP) is squared once for both. ``w.g_w`` is read as ``a.g_a`` on the smaller side (equal
-by the symmetry). The readings are kept as computed; the sides are combined, and the invariant,
-the change ``I(after) - I(before)`` and the GD prediction ``eta^2 k`` (learning rate read at
-each step) formed once, in float64, by :meth:`group`. With momentum the recursion's few
+not per unit: a contiguous float32/float64 CPU matrix goes through one numba kernel
+(:func:`gaugedyn.gauge._kernels.sums`) that reads it once and returns its row and column sums
+of squares, and, for the gradient of a tensor ``w.g_w`` is read from, the row and column sums
+of ``w g`` in the same read (``w.g_w`` is read as ``a.g_a`` on the smaller side, equal by the
+symmetry); so a tensor two groups share (the middle ``Linear`` of an MLP) is read once for both.
+Other tensors (other devices, dtypes and layouts, convolutions) take torch reductions: a row
+norm for a tensor read along its rows, else an elementwise square into a reusable scratch
+buffer summed per side. The readings are kept as computed; the sides are combined, and the
+invariant, the change ``I(after) - I(before)`` and the GD prediction ``eta^2 k`` (learning rate
+read at each step) formed once, in float64, by :meth:`group`. With momentum the recursion's few
 per-unit operations run every step, and so does one pass over the buffers. ``exact_change``
 adds a copy and two passes. ``benchmarks/bench_gauge_recorder.py`` prints the overhead against
 the plain training step; its numbers, and why what remains is the passes themselves, are in the
@@ -149,6 +151,21 @@ def _side_sum(sq: torch.Tensor, side, n: int, scratch: _Scratch) -> torch.Tensor
     elif side.block == 1:
         sq = sq.clone()
     return sq.reshape(n, side.block).sum(1) if side.block > 1 else sq
+
+
+def _per_unit(v: torch.Tensor, side, n: int) -> torch.Tensor:
+    """Per unit, the sum of ``v`` (one entry per index of the side's axis) over the unit's
+    entries of that side."""
+    if side.offset or v.shape[0] != n * side.block:
+        v = v.narrow(0, side.offset, n * side.block)
+    return v.reshape(n, side.block).sum(1) if side.block > 1 else v
+
+
+def _fusable(x: torch.Tensor, y: torch.Tensor | None) -> bool:
+    """Whether the fused kernel takes ``x`` (and ``y``), checked without importing numba."""
+    return (x.device.type == "cpu" and x.dim() == 2 and x.dtype in (torch.float32, torch.float64)
+            and x.is_contiguous() and (y is None or (y.device.type == "cpu" and y.dtype == x.dtype
+                                                     and y.is_contiguous())))
 
 
 def _pair(group: UnitGroup, sides, x: dict, y: dict | None = None) -> torch.Tensor:
@@ -260,9 +277,8 @@ class GaugeRecorder:
                     for s in sides:
                         self._plan.setdefault(s.name, []).append((gi, io, s))
         # a reduction pass yields a flat list of readings, one per (parameter, group side) in
-        # plan order: a tensor read by one group along its rows gives its units' row norms
-        # (squared when the sides are combined: one read, no product formed); any other, the
-        # sums of its elementwise square
+        # plan order, each the units' sums of squares on that side; outside the fused kernel a
+        # tensor read by one group along its rows is read by one row norm (no product formed)
         self._uses: list[tuple] = []  # (group, side 0/1, Side, units, row norm?)
         self._reads: list[tuple] = []  # (parameter, row norm?, indices into _uses)
         for name, uses in self._plan.items():
@@ -271,12 +287,22 @@ class GaugeRecorder:
                                                        len(self._uses) + len(uses)))))
             self._uses += [(gi, io, side, self.groups[gi].n_units, rows)
                            for gi, io, side in uses]
-        # per group and side, its readings: sums of squares first, then the row norms that
-        # :meth:`_side` squares and adds in one operation each
+        # per group and side, its readings (:meth:`_side` adds them)
         self._slots = [[sorted((i for i, u in enumerate(self._uses) if u[:2] == (gi, io)),
                                key=lambda i: self._uses[i][4])
                         for io in (0, 1)] for gi in range(len(self.groups))]
         self._gd = [gi for gi, r in enumerate(self._rules) if r["rule"] == "gd"]
+        # w.g_w of each unit group, per parameter it is read from (the cheap side)
+        self._dots: dict[str, list] = {}
+        for gi, g in enumerate(self.groups):
+            if not _matrix(g):
+                for s in g.outputs if self._cheap_out[g.name] else g.inputs:
+                    self._dots.setdefault(s.name, []).append((gi, s))
+        # the axes each parameter is summed along (by its groups' sides and the dots)
+        self._axes = {name: {s.axis for _, _, s in uses} | {s.axis for _, s in
+                                                            self._dots.get(name, [])}
+                      for name, uses in self._plan.items()}
+        self._fuse = True  # 2-d CPU tensors through the fused kernel (_kernels.sums)
         self._tensor_rules = [gi for gi, r in enumerate(self._rules)
                               if r["rule"] == "sgd_momentum_weight_decay"]
         self._carried = {gi for gi in self._tensor_rules if self._rules[gi]["momentum"] > 0.0}
@@ -361,24 +387,46 @@ class GaugeRecorder:
     def _wants(self, step: int) -> bool:
         return step % self.every == 0
 
-    def _squares(self, t: dict, want: set | None = None) -> tuple[list, dict]:
+    def _squares(self, t: dict, want: set | None = None,
+                 dot: dict | None = None) -> tuple[list, dict] | tuple[tuple, dict]:
         """One reduction pass over the tensors ``t`` (by parameter name): ``(flat, mat)``, the
         unit groups' readings (see ``_uses``; ``None`` for a group not in ``want``) and, per
-        attention group, ``[|X|^2, |Y|^2]``. It runs per parameter, not per unit: one pass over
-        a tensor read by one group, one elementwise square and one sum per side for a tensor
-        two groups share (the middle ``Linear`` of an MLP is one group's consumer and the next
-        one's producer); :meth:`_side` combines a group's readings."""
+        attention group, ``[|X|^2, |Y|^2]``. It runs per parameter, not per unit: a contiguous
+        CPU matrix goes through the fused kernel (:func:`._kernels.sums`: its row and column
+        sums in one read); otherwise one pass over a tensor read by one group, one
+        elementwise square and one sum per side for a tensor two groups share (the middle
+        ``Linear`` of an MLP is one group's consumer and the next one's producer);
+        :meth:`_side` combines a group's readings. With ``dot`` (the parameters, when ``t``
+        holds the gradients) it returns ``((flat, mat), gw)`` with ``gw`` each unit group's
+        ``w.g_w``, read in the same pass where the kernel takes the tensor."""
         flat: list = [None] * len(self._uses)
         uses = self._uses
+        gw: dict = {}
+        done: set = set()
         for name, rows, idx in self._reads:
             if want is not None and all(uses[i][0] not in want for i in idx):
                 continue
             x = t[name]
+            y = dot[name] if dot is not None and name in self._dots else None
+            if self._fuse and _fusable(x, y):
+                from ._kernels import sums
+
+                r, c = sums(x, y, cols=1 in self._axes[name])
+                vec = (r, c)
+                for i in idx:
+                    _, _, side, n, _ = uses[i]
+                    flat[i] = _per_unit(vec[side.axis][0], side, n)
+                if y is not None:
+                    for gi, s in self._dots[name]:
+                        v = _per_unit(vec[s.axis][1], s, self.groups[gi].n_units)
+                        gw[gi] = v if gi not in gw else gw[gi] + v
+                    done.add(name)
+                continue
             if rows:
                 _, _, side, n, _ = uses[idx[0]]
                 if side.offset or x.shape[0] != n * side.block:
                     x = x.narrow(0, side.offset, n * side.block)
-                flat[idx[0]] = torch.linalg.vector_norm(x.reshape(n, -1), dim=1)
+                flat[idx[0]] = torch.linalg.vector_norm(x.reshape(n, -1), dim=1).square_()
             elif x.dim() == 1 and len(idx) == 1:
                 _, _, side, n, _ = uses[idx[0]]
                 flat[idx[0]] = _unit_reduce(x, None, side, n)
@@ -389,7 +437,15 @@ class GaugeRecorder:
         mat = {gi: [_pair(self.groups[gi], self.groups[gi].inputs, t),
                     _pair(self.groups[gi], self.groups[gi].outputs, t)]
                for gi in self._matrix if want is None or gi in want}
-        return flat, mat
+        if dot is None:
+            return flat, mat
+        for name, pairs in self._dots.items():
+            if name in done:
+                continue
+            for gi, s in pairs:
+                v = _unit_reduce(dot[name], t[name], s, self.groups[gi].n_units, self._scratch)
+                gw[gi] = v if gi not in gw else gw[gi] + v
+        return (flat, mat), gw
 
     def _side(self, reading: tuple, gi: int, io: int,
               dtype: torch.dtype | None = None) -> torch.Tensor | None:
@@ -402,10 +458,7 @@ class GaugeRecorder:
         tot = None
         for i in self._slots[gi][io]:
             v = flat[i] if dtype is None else flat[i].to(dtype)
-            if not self._uses[i][4]:
-                tot = v if tot is None else tot + v
-            else:  # a row norm
-                tot = v.square() if tot is None else torch.addcmul(tot, v, v)
+            tot = v if tot is None else tot + v
         return tot
 
     def _signed(self, gi: int, reading: tuple) -> torch.Tensor:
@@ -521,16 +574,12 @@ class GaugeRecorder:
         """One record's raw readings (tensors as computed: the parameters' and gradients'
         passes, ``w.g_w`` per unit group; :meth:`group` combines, converts and derives the
         rest once)."""
-        row = {"p": sq, "g": self._squares(grads), "after": None, "gw": {}, "owner": {},
+        gsq, gw = self._squares(grads, dot=params)
+        row = {"p": sq, "g": gsq, "after": None, "gw": gw, "owner": {},
                "lr": {}, "predicted": {}, "change": {}}
         for gi, g in enumerate(self.groups):
             if _matrix(g):
                 continue
-            gw = None
-            for s in g.outputs if self._cheap_out[g.name] else g.inputs:
-                v = _unit_reduce(params[s.name], grads[s.name], s, g.n_units, self._scratch)
-                gw = v if gw is None else gw + v
-            row["gw"][gi] = gw
             if g.kind == "rescale" and (self.owner_cos is not None or g.name in self.owner_units):
                 row["owner"][gi] = self._owners(g, params)
         return row
