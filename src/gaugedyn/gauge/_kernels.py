@@ -29,31 +29,20 @@ FAST = {"reassoc", "contract"}
 """Sums may be reordered and multiply-adds fused (round-off only), so the loops vectorise; no
 assumption about nan or inf is made."""
 
-@numba.njit(cache=True, fastmath=FAST)
-def _square_sums(x, rows, cols, do_cols):  # pragma: no cover - compiled
-    R, C = x.shape
-    for i in range(R):
-        s = 0.0
-        if do_cols:
-            for j in range(C):
-                a = np.float64(x[i, j])
-                aa = a * a
-                s += aa
-                cols[0, j] += aa
-        else:
-            for j in range(C):
-                a = np.float64(x[i, j])
-                s += a * a
-        rows[0, i] = s
-
 
 @numba.njit(cache=True, fastmath=FAST)
-def _pair_sums(x, y, rows, cols, do_cols):  # pragma: no cover - compiled
+def _sums_into(x, y, pair, do_cols, rx, rxy, cx, cxy):  # pragma: no cover - compiled
+    """Row sums of ``x^2`` into ``rx`` (and of ``x y`` into ``rxy`` if ``pair``), column sums
+    into ``cx`` (``cxy``) if ``do_cols``; the branches outside the inner loops."""
     R, C = x.shape
+    if do_cols:
+        cx[:] = 0.0
+        if pair:
+            cxy[:] = 0.0
     for i in range(R):
         sxx = 0.0
         sxy = 0.0
-        if do_cols:
+        if pair and do_cols:
             for j in range(C):
                 a = np.float64(x[i, j])
                 b = np.float64(y[i, j])
@@ -61,16 +50,65 @@ def _pair_sums(x, y, rows, cols, do_cols):  # pragma: no cover - compiled
                 ab = a * b
                 sxx += aa
                 sxy += ab
-                cols[0, j] += aa
-                cols[1, j] += ab
-        else:
+                cx[j] += aa
+                cxy[j] += ab
+        elif pair:
             for j in range(C):
                 a = np.float64(x[i, j])
                 b = np.float64(y[i, j])
                 sxx += a * a
                 sxy += a * b
-        rows[0, i] = sxx
-        rows[1, i] = sxy
+        elif do_cols:
+            for j in range(C):
+                a = np.float64(x[i, j])
+                aa = a * a
+                sxx += aa
+                cx[j] += aa
+        else:
+            for j in range(C):
+                a = np.float64(x[i, j])
+                sxx += a * a
+        rx[i] = sxx
+        if pair:
+            rxy[i] = sxy
+
+
+@numba.njit(cache=True, fastmath=FAST)
+def _pass(xs, ys, plan, out):  # pragma: no cover - compiled
+    for k in range(len(xs)):
+        x = xs[k]
+        R, C = x.shape
+        pair = plan[k, 0] == 1
+        do_cols = plan[k, 1] == 1
+        o = plan[k, 2:]
+        _sums_into(x, ys[k], pair, do_cols, out[o[0]:o[0] + R], out[o[1]:o[1] + R],
+                   out[o[2]:o[2] + C], out[o[3]:o[3] + C])
+
+
+def layout(shapes: list[tuple[int, int]], pairs: list[bool],
+           cols: list[bool]) -> tuple[np.ndarray, int]:
+    """``(plan, size)`` of one :func:`run` over matrices of ``shapes``: per matrix ``[pair,
+    cols, offset of the row sums of x^2, of x y, of the column sums of x^2, of x y]`` into one
+    float64 buffer of ``size`` (an absent sum gets an empty slice at 0)."""
+    plan = np.zeros((len(shapes), 6), dtype=np.int64)
+    off = 0
+    for k, ((R, C), pair, col) in enumerate(zip(shapes, pairs, cols)):
+        plan[k, :2] = pair, col
+        for j, (n, want) in enumerate(((R, True), (R, pair), (C, col), (C, col and pair))):
+            plan[k, 2 + j] = off if want else 0
+            off += n if want else 0
+    return plan, off
+
+
+def run(xs: tuple[np.ndarray, ...], ys: tuple[np.ndarray, ...], plan: np.ndarray,
+        size: int) -> np.ndarray:
+    """The sums of :func:`layout`'s ``plan`` over the matrices ``xs`` (each with ``ys[k]``,
+    read only where the plan pairs it; pass ``xs[k]`` otherwise) in one call: a fresh float64
+    buffer of ``size``. ``xs`` and ``ys``: C-contiguous arrays of one dtype (float32 or
+    float64), two-dimensional."""
+    out = np.empty(size)
+    _pass(xs, ys, plan, out)
+    return out
 
 
 def sums(x: torch.Tensor, y: torch.Tensor | None = None,
@@ -80,11 +118,12 @@ def sums(x: torch.Tensor, y: torch.Tensor | None = None,
     module docstring. ``x`` and ``y``: contiguous, detached CPU matrices of one dtype, float32
     or float64 (read zero-copy through ``numpy()``)."""
     R, C = x.shape
-    k = 1 if y is None else 2
-    r = np.empty((k, R))
-    c = np.zeros((k, C) if cols else (k, 1))
-    if y is None:
-        _square_sums(x.numpy(), r, c, cols)
-    else:
-        _pair_sums(x.numpy(), y.numpy(), r, c, cols)
-    return torch.from_numpy(r), (torch.from_numpy(c) if cols else None)
+    pair = y is not None
+    plan, size = layout([(R, C)], [pair], [cols])
+    a = x.numpy()
+    out = torch.from_numpy(run((a,), (y.numpy() if pair else a,), plan, size))
+    o = plan[0, 2:]
+    r = torch.stack([out[o[0]:o[0] + R]] + ([out[o[1]:o[1] + R]] if pair else []))
+    c = (torch.stack([out[o[2]:o[2] + C]] + ([out[o[3]:o[3] + C]] if pair else []))
+         if cols else None)
+    return r, c

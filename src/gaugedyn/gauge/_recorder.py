@@ -161,11 +161,8 @@ def _per_unit(v: torch.Tensor, side, n: int) -> torch.Tensor:
     return v.reshape(n, side.block).sum(1) if side.block > 1 else v
 
 
-def _fusable(x: torch.Tensor, y: torch.Tensor | None) -> bool:
-    """Whether the fused kernel takes ``x`` (and ``y``), checked without importing numba."""
-    return (x.device.type == "cpu" and x.dim() == 2 and x.dtype in (torch.float32, torch.float64)
-            and x.is_contiguous() and (y is None or (y.device.type == "cpu" and y.dtype == x.dtype
-                                                     and y.is_contiguous())))
+_FLOATS = (torch.float32, torch.float64)
+"""The dtypes the fused kernel takes."""
 
 
 def _pair(group: UnitGroup, sides, x: dict, y: dict | None = None) -> torch.Tensor:
@@ -302,7 +299,9 @@ class GaugeRecorder:
         self._axes = {name: {s.axis for _, _, s in uses} | {s.axis for _, s in
                                                             self._dots.get(name, [])}
                       for name, uses in self._plan.items()}
-        self._fuse = True  # 2-d CPU tensors through the fused kernel (_kernels.sums)
+        self._fuse = True  # contiguous float CPU tensors through the fused kernel (_fused)
+        self._layouts: dict = {}
+        self._read_uses = {name: idx for name, _, idx in self._reads}
         self._tensor_rules = [gi for gi, r in enumerate(self._rules)
                               if r["rule"] == "sgd_momentum_weight_decay"]
         self._carried = {gi for gi in self._tensor_rules if self._rules[gi]["momentum"] > 0.0}
@@ -402,26 +401,11 @@ class GaugeRecorder:
         flat: list = [None] * len(self._uses)
         uses = self._uses
         gw: dict = {}
-        done: set = set()
+        done = self._fused(t, dot, flat, gw) if self._fuse else ()
         for name, rows, idx in self._reads:
-            if want is not None and all(uses[i][0] not in want for i in idx):
+            if name in done or (want is not None and all(uses[i][0] not in want for i in idx)):
                 continue
             x = t[name]
-            y = dot[name] if dot is not None and name in self._dots else None
-            if self._fuse and _fusable(x, y):
-                from ._kernels import sums
-
-                r, c = sums(x, y, cols=1 in self._axes[name])
-                vec = (r, c)
-                for i in idx:
-                    _, _, side, n, _ = uses[i]
-                    flat[i] = _per_unit(vec[side.axis][0], side, n)
-                if y is not None:
-                    for gi, s in self._dots[name]:
-                        v = _per_unit(vec[s.axis][1], s, self.groups[gi].n_units)
-                        gw[gi] = v if gi not in gw else gw[gi] + v
-                    done.add(name)
-                continue
             if rows:
                 _, _, side, n, _ = uses[idx[0]]
                 if side.offset or x.shape[0] != n * side.block:
@@ -446,6 +430,56 @@ class GaugeRecorder:
                 v = _unit_reduce(dot[name], t[name], s, self.groups[gi].n_units, self._scratch)
                 gw[gi] = v if gi not in gw else gw[gi] + v
         return (flat, mat), gw
+
+    def _fused(self, t: dict, dot: dict | None, flat: list, gw: dict) -> set:
+        """The fused kernel's part of :meth:`_squares`: every contiguous float CPU matrix or
+        vector of ``t`` (of one dtype, the first float one's) read in one call of
+        :func:`._kernels.run`, with ``dot``'s tensor where ``w.g_w`` is read from it; fills
+        ``flat`` and ``gw`` and returns the names it read."""
+        names, xs, ys = [], [], []
+        dtype = None
+        for name, _, _ in self._reads:
+            x = t.get(name)
+            if x is None:
+                continue
+            y = dot[name] if dot is not None and name in self._dots else x
+            if dtype is None and x.dtype in _FLOATS:
+                dtype = x.dtype
+            if (x.dtype is not dtype or y.dtype is not dtype or not x.is_cpu or not y.is_cpu
+                    or not 1 <= x.dim() <= 2 or not x.is_contiguous() or not y.is_contiguous()):
+                continue
+            names.append(name)
+            xs.append(x)
+            ys.append(None if y is x else y)
+        if not names:
+            return set()
+        key = (tuple(names), tuple(y is not None for y in ys))
+        plan = self._layouts.get(key)
+        if plan is None:
+            from ._kernels import layout
+
+            shapes = [(x.shape[0], x.shape[1] if x.dim() == 2 else 1) for x in xs]
+            plan = self._layouts[key] = (*layout(shapes, list(key[1]), [
+                1 in self._axes[n] for n in names]), shapes)
+        from ._kernels import run
+
+        arrs = tuple(x.numpy().reshape(shape) for x, shape in zip(xs, plan[2]))
+        out = torch.from_numpy(run(arrs, tuple(
+            arrs[k] if y is None else y.numpy().reshape(arrs[k].shape) for k, y in enumerate(ys)),
+            plan[0], plan[1]))
+        for k, name in enumerate(names):
+            R, C = plan[2][k]
+            o = plan[0][k, 2:]
+            vec = (out[o[0]:o[0] + R], out[o[2]:o[2] + C])
+            for i in self._read_uses[name]:
+                _, _, side, n, _ = self._uses[i]
+                flat[i] = _per_unit(vec[side.axis], side, n)
+            if ys[k] is not None:
+                dvec = (out[o[1]:o[1] + R], out[o[3]:o[3] + C])
+                for gi, s in self._dots[name]:
+                    v = _per_unit(dvec[s.axis], s, self.groups[gi].n_units)
+                    gw[gi] = v if gi not in gw else gw[gi] + v
+        return set(names)
 
     def _side(self, reading: tuple, gi: int, io: int,
               dtype: torch.dtype | None = None) -> torch.Tensor | None:
