@@ -153,16 +153,25 @@ def _side_sum(sq: torch.Tensor, side, n: int, scratch: _Scratch) -> torch.Tensor
     return sq.reshape(n, side.block).sum(1) if side.block > 1 else sq
 
 
-def _per_unit(v: torch.Tensor, side, n: int) -> torch.Tensor:
-    """Per unit, the sum of ``v`` (one entry per index of the side's axis) over the unit's
-    entries of that side."""
-    if side.offset or v.shape[0] != n * side.block:
-        v = v.narrow(0, side.offset, n * side.block)
-    return v.reshape(n, side.block).sum(1) if side.block > 1 else v
-
-
 _FLOATS = (torch.float32, torch.float64)
 """The dtypes the fused kernel takes."""
+
+
+def _resolve(v) -> torch.Tensor:
+    """A reading as a tensor: a tensor as is, the fused kernel's ``(buffer, start, stop,
+    block)`` (a slice of its float64 buffer, the sums per entry of the side's axis) summed per
+    unit over ``block`` entries, or a list of such parts added."""
+    if isinstance(v, list):
+        tot = None
+        for part in v:
+            part = _resolve(part)
+            tot = part if tot is None else tot + part
+        return tot
+    if isinstance(v, tuple):
+        buf, a, b, block = v
+        v = torch.from_numpy(buf[a:b])
+        return v.reshape(-1, block).sum(1) if block > 1 else v
+    return v
 
 
 def _pair(group: UnitGroup, sides, x: dict, y: dict | None = None) -> torch.Tensor:
@@ -428,7 +437,7 @@ class GaugeRecorder:
                 continue
             for gi, s in pairs:
                 v = _unit_reduce(dot[name], t[name], s, self.groups[gi].n_units, self._scratch)
-                gw[gi] = v if gi not in gw else gw[gi] + v
+                gw.setdefault(gi, []).append(v)
         return (flat, mat), gw
 
     def _fused(self, t: dict, dot: dict | None, flat: list, gw: dict) -> set:
@@ -456,30 +465,39 @@ class GaugeRecorder:
         key = (tuple(names), tuple(y is not None for y in ys))
         plan = self._layouts.get(key)
         if plan is None:
-            from ._kernels import layout
-
-            shapes = [(x.shape[0], x.shape[1] if x.dim() == 2 else 1) for x in xs]
-            plan = self._layouts[key] = (*layout(shapes, list(key[1]), [
-                1 in self._axes[n] for n in names]), shapes)
+            plan = self._layouts[key] = self._layout(names, xs, key[1])
         from ._kernels import run
 
         arrs = tuple(x.numpy().reshape(shape) for x, shape in zip(xs, plan[2]))
-        out = torch.from_numpy(run(arrs, tuple(
-            arrs[k] if y is None else y.numpy().reshape(arrs[k].shape) for k, y in enumerate(ys)),
-            plan[0], plan[1]))
+        out = run(arrs, tuple(arrs[k] if y is None else y.numpy().reshape(arrs[k].shape)
+                              for k, y in enumerate(ys)), plan[0], plan[1])
+        for i, a, b, block in plan[3]:
+            flat[i] = (out, a, b, block)
+        for gi, a, b, block in plan[4]:
+            gw.setdefault(gi, []).append((out, a, b, block))
+        return set(names)
+
+    def _layout(self, names: list, xs: list, pairs: tuple) -> tuple:
+        """The fused pass over ``names`` (tensors ``xs``; ``pairs``: read with the parameter):
+        the kernel's plan and buffer size, the matrix shapes, and where each reading lies in
+        the buffer: ``(use index, start, stop, block)`` and ``(group, start, stop, block)`` for
+        ``w.g_w``."""
+        from ._kernels import layout
+
+        shapes = [(x.shape[0], x.shape[1] if x.dim() == 2 else 1) for x in xs]
+        plan, size = layout(shapes, list(pairs), [1 in self._axes[n] for n in names])
+        uses, dots = [], []
         for k, name in enumerate(names):
-            R, C = plan[2][k]
-            o = plan[0][k, 2:]
-            vec = (out[o[0]:o[0] + R], out[o[2]:o[2] + C])
+            o = plan[k, 2:]
             for i in self._read_uses[name]:
                 _, _, side, n, _ = self._uses[i]
-                flat[i] = _per_unit(vec[side.axis], side, n)
-            if ys[k] is not None:
-                dvec = (out[o[1]:o[1] + R], out[o[3]:o[3] + C])
-                for gi, s in self._dots[name]:
-                    v = _per_unit(dvec[s.axis], s, self.groups[gi].n_units)
-                    gw[gi] = v if gi not in gw else gw[gi] + v
-        return set(names)
+                a = int(o[2 * side.axis]) + side.offset
+                uses.append((i, a, a + n * side.block, side.block))
+            if pairs[k]:
+                for gi, side in self._dots[name]:
+                    a = int(o[2 * side.axis + 1]) + side.offset
+                    dots.append((gi, a, a + self.groups[gi].n_units * side.block, side.block))
+        return plan, size, shapes, uses, dots
 
     def _side(self, reading: tuple, gi: int, io: int,
               dtype: torch.dtype | None = None) -> torch.Tensor | None:
@@ -491,7 +509,8 @@ class GaugeRecorder:
             return v if dtype is None or v is None else v.to(dtype)
         tot = None
         for i in self._slots[gi][io]:
-            v = flat[i] if dtype is None else flat[i].to(dtype)
+            v = _resolve(flat[i])
+            v = v if dtype is None else v.to(dtype)
             tot = v if tot is None else tot + v
         return tot
 
@@ -624,7 +643,7 @@ class GaugeRecorder:
         out = {"in_sq": self._side(row["p"], gi, 0, f64), "out_sq": self._side(row["p"], gi, 1, f64),
                "g_in_sq": self._side(row["g"], gi, 0, f64),
                "g_out_sq": self._side(row["g"], gi, 1, f64),
-               "gw_dot_w": row["gw"].get(gi), "change": row["change"].get(gi),
+               "gw_dot_w": _resolve(row["gw"].get(gi)), "change": row["change"].get(gi),
                "predicted": row["predicted"].get(gi)}
         if row["after"] is not None:
             out["in_after"] = self._side(row["after"], gi, 0, f64)
