@@ -167,9 +167,14 @@ def _np_side(parts: list) -> np.ndarray | None:
     return tot
 
 
+def _host(v):
+    """A CPU tensor as a numpy array (zero-copy); anything else as is."""
+    return v.numpy() if isinstance(v, torch.Tensor) and v.device.type == "cpu" else v
+
+
 def _resolve(v) -> torch.Tensor:
-    """A reading as a tensor: a tensor as is, the fused kernel's ``(buffer, start, stop,
-    block)`` (a slice of its float64 buffer, the sums per entry of the side's axis) summed per
+    """A reading as a tensor: a tensor as is, a numpy array shared, the fused kernel's
+    ``(buffer, start, stop, block)`` (a slice of its float64 buffer, the sums per entry of the side's axis) summed per
     unit over ``block`` entries, or a list of such parts added."""
     if isinstance(v, list):
         tot = None
@@ -177,6 +182,8 @@ def _resolve(v) -> torch.Tensor:
             part = _resolve(part)
             tot = part if tot is None else tot + part
         return tot
+    if isinstance(v, np.ndarray):
+        return torch.from_numpy(v)
     if isinstance(v, tuple):
         buf, a, b, block = v
         v = torch.from_numpy(buf[a:b])
@@ -417,10 +424,20 @@ class GaugeRecorder:
         :meth:`_side` combines a group's readings. With ``dot`` (the parameters, when ``t``
         holds the gradients) it returns ``((flat, mat), gw)`` with ``gw`` each unit group's
         ``w.g_w``, read in the same pass where the kernel takes the tensor."""
-        flat: list = [None] * len(self._uses)
+        return self._passes([(t, want, dot)])[0]
+
+    def _passes(self, jobs: list[tuple]) -> list:
+        """:meth:`_squares` of each ``(t, want, dot)`` of ``jobs``, the fused kernel's part of
+        all of them in one call."""
+        outs = [([None] * len(self._uses), {}) for _ in jobs]
+        done = self._fused(jobs, outs) if self._fuse else [()] * len(jobs)
+        return [self._torch_pass(*job, *out, dn) for job, out, dn in zip(jobs, outs, done)]
+
+    def _torch_pass(self, t: dict, want: set | None, dot: dict | None, flat: list, gw: dict,
+                    done) -> tuple:
+        """The torch reductions of :meth:`_squares` over the tensors the kernel did not read
+        (``done``)."""
         uses = self._uses
-        gw: dict = {}
-        done = self._fused(t, dot, flat, gw) if self._fuse else ()
         for name, rows, idx in self._reads:
             if name in done or (want is not None and all(uses[i][0] not in want for i in idx)):
                 continue
@@ -450,28 +467,31 @@ class GaugeRecorder:
                 gw.setdefault(gi, []).append(v)
         return (flat, mat), gw
 
-    def _fused(self, t: dict, dot: dict | None, flat: list, gw: dict) -> set:
-        """The fused kernel's part of :meth:`_squares`: every contiguous float CPU matrix or
-        vector of ``t`` (of one dtype, the first float one's) read in one call of
+    def _fused(self, jobs: list[tuple], outs: list[tuple]) -> list[set]:
+        """The fused kernel's part of :meth:`_passes`: every contiguous float CPU matrix or
+        vector of each job's ``t`` (of one dtype, the first float one's) read in one call of
         :func:`._kernels.run`, with ``dot``'s tensor where ``w.g_w`` is read from it; fills
-        ``flat`` and ``gw`` and returns the names it read."""
+        each job's ``flat`` and ``gw`` (``outs``) and returns the names it read per job."""
         names, xs, ys = [], [], []
         dtype = None
-        for name, _, _ in self._reads:
-            x = t.get(name)
-            if x is None:
-                continue
-            y = dot[name] if dot is not None and name in self._dots else x
-            if dtype is None and x.dtype in _FLOATS:
-                dtype = x.dtype
-            if (x.dtype is not dtype or y.dtype is not dtype or not x.is_cpu or not y.is_cpu
-                    or not 1 <= x.dim() <= 2 or not x.is_contiguous() or not y.is_contiguous()):
-                continue
-            names.append(name)
-            xs.append(x)
-            ys.append(None if y is x else y)
+        for j, (t, _, dot) in enumerate(jobs):
+            for name, _, _ in self._reads:
+                x = t.get(name)
+                if x is None:
+                    continue
+                y = dot[name] if dot is not None and name in self._dots else x
+                if dtype is None and x.dtype in _FLOATS:
+                    dtype = x.dtype
+                if (x.dtype is not dtype or y.dtype is not dtype or not x.is_cpu
+                        or not y.is_cpu or not 1 <= x.dim() <= 2 or not x.is_contiguous()
+                        or not y.is_contiguous()):
+                    continue
+                names.append((j, name))
+                xs.append(x)
+                ys.append(None if y is x else y)
+        done: list[set] = [set() for _ in jobs]
         if not names:
-            return set()
+            return done
         key = (tuple(names), tuple(y is not None for y in ys))
         plan = self._layouts.get(key)
         if plan is None:
@@ -481,32 +501,35 @@ class GaugeRecorder:
         arrs = tuple(x.numpy().reshape(shape) for x, shape in zip(xs, plan[2]))
         out = run(arrs, tuple(arrs[k] if y is None else y.numpy().reshape(arrs[k].shape)
                               for k, y in enumerate(ys)), plan[0], plan[1])
-        for i, a, b, block in plan[3]:
-            flat[i] = (out, a, b, block)
-        for gi, a, b, block in plan[4]:
-            gw.setdefault(gi, []).append((out, a, b, block))
-        return set(names)
+        for j, i, a, b, block in plan[3]:
+            outs[j][0][i] = (out, a, b, block)
+        for j, gi, a, b, block in plan[4]:
+            outs[j][1].setdefault(gi, []).append((out, a, b, block))
+        for j, name in names:
+            done[j].add(name)
+        return done
 
     def _layout(self, names: list, xs: list, pairs: tuple) -> tuple:
-        """The fused pass over ``names`` (tensors ``xs``; ``pairs``: read with the parameter):
-        the kernel's plan and buffer size, the matrix shapes, and where each reading lies in
-        the buffer: ``(use index, start, stop, block)`` and ``(group, start, stop, block)`` for
-        ``w.g_w``."""
+        """The fused pass over ``names`` (``(job, name)``, tensors ``xs``; ``pairs``: read with
+        the parameter): the kernel's plan and buffer size, the matrix shapes, and where each
+        reading lies in the buffer: ``(job, use index, start, stop, block)`` and ``(job, group,
+        start, stop, block)`` for ``w.g_w``."""
         from ._kernels import layout
 
         shapes = [(x.shape[0], x.shape[1] if x.dim() == 2 else 1) for x in xs]
-        plan, size = layout(shapes, list(pairs), [1 in self._axes[n] for n in names])
+        plan, size = layout(shapes, list(pairs), [1 in self._axes[n] for _, n in names])
         uses, dots = [], []
-        for k, name in enumerate(names):
+        for k, (j, name) in enumerate(names):
             o = plan[k, 2:]
             for i in self._read_uses[name]:
                 _, _, side, n, _ = self._uses[i]
                 a = int(o[2 * side.axis]) + side.offset
-                uses.append((i, a, a + n * side.block, side.block))
+                uses.append((j, i, a, a + n * side.block, side.block))
             if pairs[k]:
                 for gi, side in self._dots[name]:
                     a = int(o[2 * side.axis + 1]) + side.offset
-                    dots.append((gi, a, a + self.groups[gi].n_units * side.block, side.block))
+                    dots.append((j, gi, a, a + self.groups[gi].n_units * side.block,
+                                 side.block))
         return plan, size, shapes, uses, dots
 
     def _side(self, reading: tuple, gi: int, io: int,
@@ -524,9 +547,10 @@ class GaugeRecorder:
             tot = v if tot is None else tot + v
         return tot
 
-    def _signed(self, gi: int, reading: tuple) -> torch.Tensor:
+    def _signed(self, gi: int, reading: tuple, host: bool = False) -> torch.Tensor | np.ndarray:
         """``s_X |X|^2 + s_Y |Y|^2`` of one group from a pass's readings (signs are +-1); in
-        numpy (small operations cost less there) where the readings are the fused kernel's."""
+        numpy (small operations cost less there) where the readings are the fused kernel's,
+        returned as a numpy array with ``host`` (else a tensor)."""
         sx, sy = _SIGNS[self.groups[gi].kind]
         flat, mat = reading
         sides = (0, 1) if sy else (0,)
@@ -537,12 +561,11 @@ class GaugeRecorder:
                 out = x if sx > 0 else -x
             else:
                 out = x - y if sx > 0 else y - x
-            return torch.from_numpy(out if out.base is None else out.copy())
+            return out if host else torch.from_numpy(out if out.base is None else out.copy())
         x = self._side(reading, gi, 0)
         y = self._side(reading, gi, 1) if sy else None
-        if y is None:
-            return x if sx > 0 else -x
-        return x - y if sx > 0 else y - x
+        out = (x if sx > 0 else -x) if y is None else (x - y if sx > 0 else y - x)
+        return _host(out) if host else out
 
     def _norms(self, params: dict, fresh: bool = False) -> tuple:
         """The parameters' readings (:meth:`_squares`); reused from the last post-step reading while no
@@ -575,7 +598,8 @@ class GaugeRecorder:
             rule = self._rules[gi]
             if not (record or gi in self._carried):
                 continue
-            inv = self._signed(gi, sq)
+            # the recursion's few per-unit operations in numpy on the CPU (_host)
+            inv = self._signed(gi, sq, host=True)
             mu = rule["momentum"]
             c = None
             k = None
@@ -587,17 +611,17 @@ class GaugeRecorder:
                 if all(bufs[s.name] is not None for s in sides):
                     carry = self._carry[gi]
                     if carry is not None and carry["step"] == step - 1:
-                        cb = torch.add(carry["c"], carry["k"], alpha=-carry["lr"])
+                        cb = carry["c"] - carry["lr"] * carry["k"]
                     else:
                         sx, sy = _SIGNS[g.kind]
                         cb = sx * _pair(g, g.inputs, params, bufs)
                         if g.outputs and sy:
                             cb = cb + sy * _pair(g, g.outputs, params, bufs)
-                    c = torch.add(inv * ((1.0 - rule["dampening"]) * rule["weight_decay"]), cb,
-                                  alpha=mu)
+                        cb = _host(cb)
+                    c = inv * ((1.0 - rule["dampening"]) * rule["weight_decay"]) + mu * cb
             else:
                 k = self._signed(gi, self._squares(
-                    self._direction_pre(rule, grads, params), {gi}))
+                    self._direction_pre(rule, grads, params), {gi}), host=True)
             if c is None:  # no buffer yet (b_1 = g_1 + lambda P_1) or no momentum
                 c = inv * rule["weight_decay"]
             pend["info"][gi] = {"c": c, "k": k, "lr": float(self._pgroups[gi]["lr"])}
@@ -611,21 +635,25 @@ class GaugeRecorder:
             return
         after = {n: self._params[n].detach() for n in self._names}
         row = pend["row"]
-        if row is not None:
-            sq_after = self._squares(after)
-            self._after = (self._versions(), sq_after)
         need = [gi for gi, info in pend["info"].items() if info["k"] is None]
-        if need:
+        jobs = [(after, None, None)] if row is not None else []
+        if need:  # the momentum buffers, in the same kernel call as the parameters
             bufs = {s.name: optimizer.state[self._params[s.name]]["momentum_buffer"]
                     for gi in need for s in (*self.groups[gi].inputs, *self.groups[gi].outputs)}
-            bsq = self._squares(bufs, set(need))
+            jobs.append((bufs, set(need), None))
+        readings = self._passes(jobs) if jobs else []
+        if row is not None:
+            sq_after = readings[0]
+            self._after = (self._versions(), sq_after)
+        if need:
+            bsq = readings[-1]
         for gi, info in pend["info"].items():
-            k = info["k"] if info["k"] is not None else self._signed(gi, bsq)
+            k = info["k"] if info["k"] is not None else self._signed(gi, bsq, host=True)
             self._carry[gi] = {"step": pend["step"], "c": info["c"], "k": k, "lr": info["lr"]}
             if row is not None:
                 eta = info["lr"]
                 # -2 eta c + eta^2 k
-                row["predicted"][gi] = torch.add(info["c"], k, alpha=-0.5 * eta).mul_(-2.0 * eta)
+                row["predicted"][gi] = -2.0 * eta * (info["c"] - 0.5 * eta * k)
         if row is None:
             return
         if self.exact_change:
@@ -665,7 +693,7 @@ class GaugeRecorder:
                "g_in_sq": self._side(row["g"], gi, 0, f64),
                "g_out_sq": self._side(row["g"], gi, 1, f64),
                "gw_dot_w": _resolve(row["gw"].get(gi)), "change": row["change"].get(gi),
-               "predicted": row["predicted"].get(gi)}
+               "predicted": _resolve(row["predicted"].get(gi))}
         if row["after"] is not None:
             out["in_after"] = self._side(row["after"], gi, 0, f64)
             out["out_after"] = self._side(row["after"], gi, 1, f64)
