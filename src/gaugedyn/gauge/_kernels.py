@@ -16,7 +16,9 @@ Each product of two float32 or float64 entries is formed in float64 (exact for f
 and summed in float64, the sums reordered to vectorise (round-off only): the results agree with
 an exact sum to about ``1e-16`` relative times the number of terms, more closely than torch's
 float32 reductions do. Where torch's separate reductions read a shared tensor once per sum (and
-write and reread an elementwise product), this reads each input once.
+write and reread an elementwise product), this reads each input once. :func:`run` does this
+for a whole pass's tensors in one call (:func:`layout` places their sums in one buffer), so a
+recorder hook pays one dispatch per pass.
 """
 
 from __future__ import annotations

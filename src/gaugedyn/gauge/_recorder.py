@@ -50,14 +50,15 @@ coincide (:func:`gaugedyn.theory._observables.owner_sets`).
 Cost: a recorded step makes one reduction pass over the gradients before the step and one over
 the parameters after it (``|P|^2`` before the step is the previous step's reading, reused when no
 parameter was written in between, per torch's version counters). A pass runs per parameter,
-not per unit: a contiguous float32/float64 CPU matrix goes through one numba kernel
-(:func:`gaugedyn.gauge._kernels.sums`) that reads it once and returns its row and column sums
-of squares, and, for the gradient of a tensor ``w.g_w`` is read from, the row and column sums
+not per unit: every contiguous float32/float64 CPU tensor of a pass goes through one call of a
+numba kernel (:func:`gaugedyn.gauge._kernels.run`) that reads each once and returns its row and
+column sums of squares, and, for the gradient of a tensor ``w.g_w`` is read from, the row and column sums
 of ``w g`` in the same read (``w.g_w`` is read as ``a.g_a`` on the smaller side, equal by the
 symmetry); so a tensor two groups share (the middle ``Linear`` of an MLP) is read once for both.
 Other tensors (other devices, dtypes and layouts, convolutions) take torch reductions: a row
 norm for a tensor read along its rows, else an elementwise square into a reusable scratch
-buffer summed per side. The readings are kept as computed; the sides are combined, and the
+buffer summed per side. The readings are kept as computed (the kernel's as slices of its
+buffer, summed per unit when read); the sides are combined, and the
 invariant, the change ``I(after) - I(before)`` and the GD prediction ``eta^2 k`` (learning rate
 read at each step) formed once, in float64, by :meth:`group`. With momentum the recursion's few
 per-unit operations run every step, and so does one pass over the buffers. ``exact_change``
@@ -416,9 +417,9 @@ class GaugeRecorder:
                  dot: dict | None = None) -> tuple[list, dict] | tuple[tuple, dict]:
         """One reduction pass over the tensors ``t`` (by parameter name): ``(flat, mat)``, the
         unit groups' readings (see ``_uses``; ``None`` for a group not in ``want``) and, per
-        attention group, ``[|X|^2, |Y|^2]``. It runs per parameter, not per unit: a contiguous
-        CPU matrix goes through the fused kernel (:func:`._kernels.sums`: its row and column
-        sums in one read); otherwise one pass over a tensor read by one group, one
+        attention group, ``[|X|^2, |Y|^2]``. It runs per parameter, not per unit: contiguous
+        float CPU tensors go through the fused kernel (:meth:`_fused`: their row and column
+        sums in one read each, one call for all); otherwise one pass over a tensor read by one group, one
         elementwise square and one sum per side for a tensor two groups share (the middle
         ``Linear`` of an MLP is one group's consumer and the next one's producer);
         :meth:`_side` combines a group's readings. With ``dot`` (the parameters, when ``t``
