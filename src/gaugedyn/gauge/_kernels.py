@@ -109,6 +109,13 @@ def run(xs: tuple[np.ndarray, ...], ys: tuple[np.ndarray, ...], plan: np.ndarray
     buffer of ``size``. ``xs`` and ``ys``: C-contiguous arrays of one dtype (float32 or
     float64), two-dimensional."""
     out = np.empty(size)
+    k = len(xs)
+    pad = (1 << (k - 1).bit_length()) - k  # tuples padded to a power of two: fewer compilations
+    if pad:
+        empty = np.empty((0, 0), dtype=xs[0].dtype)
+        xs = xs + (empty,) * pad
+        ys = ys + (empty,) * pad
+        plan = np.concatenate([plan, np.zeros((pad, plan.shape[1]), dtype=plan.dtype)])
     _pass(xs, ys, plan, out)
     return out
 
