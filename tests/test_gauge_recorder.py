@@ -469,16 +469,19 @@ reductions differ by torch's float32 rounding, ~sqrt(n) 6e-8 for n <= 1024 terms
 the field's largest entry."""
 
 
+@pytest.mark.parametrize("kind", ["mlp", "cnn", "transformer"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("momentum", [0.0, 0.9])
-def test_fused_readings_equal_torch_reductions(dtype, momentum):
-    """Every exported field of the fused path (CPU matrices through ``_kernels.sums``) equals
-    the torch-reduction path's (``_fuse = False``, the path of other devices and layouts): to
+def test_fused_readings_equal_torch_reductions(kind, dtype, momentum):
+    """Every exported field of the fused path (contiguous CPU matrices and vectors through
+    ``_kernels.run``; a CNN's 4-d weights and attention pairs stay on torch's reductions, so
+    the CNN and the transformer mix both) equals the torch-reduction path's (``_fuse =
+    False``, the path of other devices and layouts): to
     1e-12 relative in float64, to FUSED_F32_RTOL in float32; relative to the field's largest
     entry, for ``change`` (a difference of norms) to the norms' (``in_sq + out_sq``)."""
     arrays = []
     for fuse in (True, False):
-        net, (x, y) = _mlp().to(dtype), _data("mlp")
+        net, (x, y) = MODELS[kind]().to(dtype), _data(kind)
         opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=momentum,
                               weight_decay=0.01 if momentum else 0.0)
         rec = GaugeRecorder(net, opt)
