@@ -329,6 +329,7 @@ class GaugeRecorder:
         self._fuse = True  # contiguous float CPU tensors through the fused kernel (_fused)
         self._layouts: dict = {}
         self._read_uses = {name: idx for name, _, idx in self._reads}
+        self._flat_names = [n for n, _, _ in self._reads if 1 <= self._params[n].dim() <= 2]
         self._tensor_rules = [gi for gi, r in enumerate(self._rules)
                               if r["rule"] == "sgd_momentum_weight_decay"]
         self._carried = {gi for gi in self._tensor_rules if self._rules[gi]["momentum"] > 0.0}
@@ -439,6 +440,9 @@ class GaugeRecorder:
         """The torch reductions of :meth:`_squares` over the tensors the kernel did not read
         (``done``)."""
         uses = self._uses
+        if len(done) == len(self._reads) and not self._matrix and (dot is None or all(
+                n in done for n in self._dots)):
+            return (flat, {}) if dot is None else ((flat, {}), gw)
         for name, rows, idx in self._reads:
             if name in done or (want is not None and all(uses[i][0] not in want for i in idx)):
                 continue
@@ -476,20 +480,22 @@ class GaugeRecorder:
         names, xs, ys = [], [], []
         dtype = None
         for j, (t, _, dot) in enumerate(jobs):
-            for name, _, _ in self._reads:
+            for name in self._flat_names:  # the parameters of at most two dimensions
                 x = t.get(name)
                 if x is None:
                     continue
-                y = dot[name] if dot is not None and name in self._dots else x
                 if dtype is None and x.dtype in _FLOATS:
                     dtype = x.dtype
-                if (x.dtype is not dtype or y.dtype is not dtype or not x.is_cpu
-                        or not y.is_cpu or not 1 <= x.dim() <= 2 or not x.is_contiguous()
-                        or not y.is_contiguous()):
+                if x.dtype is not dtype or not x.is_cpu or not x.is_contiguous():
                     continue
+                y = None
+                if dot is not None and name in self._dots:
+                    y = dot[name]
+                    if y.dtype is not dtype or not y.is_cpu or not y.is_contiguous():
+                        continue
                 names.append((j, name))
                 xs.append(x)
-                ys.append(None if y is x else y)
+                ys.append(y)
         done: list[set] = [set() for _ in jobs]
         if not names:
             return done
