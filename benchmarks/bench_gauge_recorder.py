@@ -8,10 +8,12 @@ ratio over rounds is printed with its distribution-free 95% interval (order stat
 ``scipy.stats.quantile_test``) and the rounds' quartiles, in wall time and in process CPU time
 (less sensitive to a loaded machine). ``--optimizer sgd`` (default: plain SGD, the recorder predicts
 the GD change), ``momentum`` (SGD with momentum and weight decay: the recursion runs every step,
-even with ``every=10``) or ``adam`` (measured only).
+even with ``every=10``) or ``adam`` (measured only). ``--torch-reductions`` adds a third
+recorder at every step that reads the tensors with torch's reductions instead of the fused
+kernel (the path of other devices and layouts), side by side.
 
     .venv/bin/python benchmarks/bench_gauge_recorder.py [--repeats 15] [--steps 5]
-        [--batch 128] [--threads 1] [--optimizer sgd|momentum|adam]
+        [--batch 128] [--threads 1] [--optimizer sgd|momentum|adam] [--torch-reductions]
 
 ``--threads 0`` keeps torch's default thread count.
 """
@@ -55,6 +57,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
     ap.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="sgd")
+    ap.add_argument("--torch-reductions", action="store_true",
+                    help="also a recorder reading with torch's reductions (no fused kernel)")
     args = ap.parse_args()
     if args.threads > 0:
         torch.set_num_threads(args.threads)
@@ -64,9 +68,13 @@ def main() -> None:
                                torch.nn.Linear(256, 10))
     n = sum(p.numel() for p in base.parameters())
     variants = {"every=1": 1, "every=10": 10}
+    if args.torch_reductions:
+        variants["torch=1"] = 1
     models = {"plain": base, **{k: copy.deepcopy(base) for k in variants}}
     opts = {k: OPTIMIZERS[args.optimizer](m.parameters()) for k, m in models.items()}
     recs = {k: GaugeRecorder(models[k], opts[k], every=e) for k, e in variants.items()}
+    if args.torch_reductions:
+        recs["torch=1"]._fuse = False  # the torch-reduction path (what a GPU model takes)
     x = torch.randn(args.batch, 784)
     y = torch.randint(0, 10, (args.batch,))
 

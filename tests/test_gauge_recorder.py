@@ -438,3 +438,97 @@ def test_prediction_follows_a_learning_rate_schedule(momentum):
             assert np.all(gap <= bound)
         else:
             assert gap.max() < MOMENTUM_TOL * np.abs(arr["change"]).max()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fused_kernel_sums_equal_exact_float64_sums(dtype):
+    """The kernel forms each product in float64 (exact for float32 entries) and sums in
+    float64: its row and column sums of x^2 and x y equal torch's float64 sums of the same
+    entries to 1e-12 relative, in either input dtype (torch's own float32 sums are ~1e-6)."""
+    from gaugedyn.gauge._kernels import sums
+
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(37, 53, generator=g, dtype=F64).to(dtype)
+    y = torch.randn(37, 53, generator=g, dtype=F64).to(dtype)
+    xd, yd = x.double(), y.double()
+    ref = {"rows": (xd.square().sum(1), (xd * yd).sum(1)),
+           "cols": (xd.square().sum(0), (xd * yd).sum(0))}
+    r, c = sums(x, y)
+    r1, c1 = sums(x)
+    r0, none = sums(x, y, cols=False)
+    assert none is None and r.dtype == c.dtype == F64
+    for got, want in ((r[0], ref["rows"][0]), (r[1], ref["rows"][1]), (c[0], ref["cols"][0]),
+                      (c[1], ref["cols"][1]), (r1[0], ref["rows"][0]), (c1[0], ref["cols"][0]),
+                      (r0[1], ref["rows"][1])):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12 * float(want.abs().max()))
+
+
+FUSED_F32_RTOL = 1e-5
+"""Stated before the run: in float32 the fused readings (float64 sums) and torch's float32
+reductions differ by torch's float32 rounding, ~sqrt(n) 6e-8 for n <= 1024 terms; relative to
+the field's largest entry."""
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn", "transformer"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_fused_readings_equal_torch_reductions(kind, dtype, momentum):
+    """Every exported field of the fused path (contiguous CPU matrices and vectors through
+    ``_kernels.run``; a CNN's 4-d weights and attention pairs stay on torch's reductions, so
+    the CNN and the transformer mix both) equals the torch-reduction path's (``_fuse =
+    False``, the path of other devices and layouts): to
+    1e-12 relative in float64, to FUSED_F32_RTOL in float32; relative to the field's largest
+    entry, for ``change`` (a difference of norms) to the norms' (``in_sq + out_sq``)."""
+    arrays = []
+    for fuse in (True, False):
+        net, (x, y) = MODELS[kind]().to(dtype), _data(kind)
+        opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=momentum,
+                              weight_decay=0.01 if momentum else 0.0)
+        rec = GaugeRecorder(net, opt)
+        rec._fuse = fuse
+        for _ in range(4):
+            opt.zero_grad()
+            (0.5 * ((net(x.to(dtype)) - y.to(dtype)) ** 2).mean()).backward()
+            opt.step()
+        arrays.append(rec.export()[0])
+    rtol = 1e-12 if dtype == F64 else FUSED_F32_RTOL
+    for k, a in arrays[0].items():
+        b = arrays[1][k]
+        scale = np.nanmax(np.abs(b)) if np.isfinite(b).any() else 1.0
+        if k.endswith("_change"):
+            g = k.split("_")[0]
+            scale = np.abs(arrays[1][f"{g}_in_sq"]).max() + np.abs(arrays[1][f"{g}_out_sq"]).max()
+        np.testing.assert_allclose(a, b, rtol=0, atol=rtol * scale, err_msg=k)
+
+
+@pytest.mark.parametrize("every", [1, 2])
+def test_parameters_modified_between_steps_are_read_afresh(every):
+    """The reading before a step is the last step's reading after it only while no parameter
+    was written in between (torch's version counters): an in-place ``mul_`` and a
+    ``rescale_units`` between steps are seen; the recorded invariant is the one computed
+    directly from the weights, and the change equals the exact change."""
+    from gaugedyn.gauge import rescale_units
+
+    fast, exact = [], []
+    for exact_change, out in ((False, fast), (True, exact)):
+        net, (x, y) = _mlp(), _data("mlp")
+        opt = torch.optim.SGD(net.parameters(), lr=0.05)
+        rec = GaugeRecorder(net, opt, every=every, exact_change=exact_change)
+        direct = []
+        for t in range(6):
+            if t == 2:
+                with torch.no_grad():
+                    net[0].weight.mul_(1.5)
+            if t == 4:
+                rescale_units(net, opt, "0", units=[1, 4], c=3.0)
+            w = torch.cat([net[0].weight, net[0].bias[:, None]], 1)
+            direct.append((net[2].weight.square().sum(0) - w.square().sum(1)).detach())
+            opt.zero_grad()
+            (0.5 * ((net(x) - y) ** 2).mean()).backward()
+            opt.step()
+        arr = rec.group("0")
+        want = torch.stack(direct)[every - 1::every].numpy()
+        np.testing.assert_allclose(arr["invariant"], want, rtol=1e-13, atol=1e-13)
+        out.append(arr)
+    scale = np.abs(fast[0]["in_sq"]).max() + np.abs(fast[0]["out_sq"]).max()
+    assert np.abs(fast[0]["change"] - exact[0]["change"]).max() < 1e-14 * scale

@@ -50,14 +50,17 @@ coincide (:func:`gaugedyn.theory._observables.owner_sets`).
 Cost: a recorded step makes one reduction pass over the gradients before the step and one over
 the parameters after it (``|P|^2`` before the step is the previous step's reading, reused when no
 parameter was written in between, per torch's version counters). A pass runs per parameter,
-not per unit: a tensor read by one group along its rows gives its row norms
-(``torch.linalg.vector_norm``: one read, no product formed; squared when the sides are
-combined), any other is squared once into a reusable scratch buffer and summed per side (column
-sums as a product with a vector of ones), so a tensor two groups share (the middle ``Linear``
-of an MLP) is squared once for both. ``w.g_w`` is read as ``a.g_a`` on the smaller side (equal
-by the symmetry). The readings are kept as computed; the sides are combined, and the invariant,
-the change ``I(after) - I(before)`` and the GD prediction ``eta^2 k`` (learning rate read at
-each step) formed once, in float64, by :meth:`group`. With momentum the recursion's few
+not per unit: every contiguous float32/float64 CPU tensor of a pass goes through one call of a
+numba kernel (:func:`gaugedyn.gauge._kernels.run`) that reads each once and returns its row and
+column sums of squares, and, for the gradient of a tensor ``w.g_w`` is read from, the row and column sums
+of ``w g`` in the same read (``w.g_w`` is read as ``a.g_a`` on the smaller side, equal by the
+symmetry); so a tensor two groups share (the middle ``Linear`` of an MLP) is read once for both.
+Other tensors (other devices, dtypes and layouts, convolutions) take torch reductions: a row
+norm for a tensor read along its rows, else an elementwise square into a reusable scratch
+buffer summed per side. The readings are kept as computed (the kernel's as slices of its
+buffer, summed per unit when read); the sides are combined, and the
+invariant, the change ``I(after) - I(before)`` and the GD prediction ``eta^2 k`` (learning rate
+read at each step) formed once, in float64, by :meth:`group`. With momentum the recursion's few
 per-unit operations run every step, and so does one pass over the buffers. ``exact_change``
 adds a copy and two passes. ``benchmarks/bench_gauge_recorder.py`` prints the overhead against
 the plain training step; its numbers, and why what remains is the passes themselves, are in the
@@ -149,6 +152,44 @@ def _side_sum(sq: torch.Tensor, side, n: int, scratch: _Scratch) -> torch.Tensor
     elif side.block == 1:
         sq = sq.clone()
     return sq.reshape(n, side.block).sum(1) if side.block > 1 else sq
+
+
+_FLOATS = (torch.float32, torch.float64)
+"""The dtypes the fused kernel takes."""
+
+
+def _np_side(parts: list) -> np.ndarray | None:
+    """The fused kernel's readings ``(buffer, start, stop, block)`` summed per unit and added,
+    in numpy (``None`` for no part)."""
+    tot = None
+    for buf, a, b, block in parts:
+        v = buf[a:b] if block == 1 else buf[a:b].reshape(-1, block).sum(1)
+        tot = v if tot is None else tot + v
+    return tot
+
+
+def _host(v):
+    """A CPU tensor as a numpy array (zero-copy); anything else as is."""
+    return v.numpy() if isinstance(v, torch.Tensor) and v.device.type == "cpu" else v
+
+
+def _resolve(v) -> torch.Tensor:
+    """A reading as a tensor: a tensor as is, a numpy array shared, the fused kernel's
+    ``(buffer, start, stop, block)`` (a slice of its float64 buffer, the sums per entry of the side's axis) summed per
+    unit over ``block`` entries, or a list of such parts added."""
+    if isinstance(v, list):
+        tot = None
+        for part in v:
+            part = _resolve(part)
+            tot = part if tot is None else tot + part
+        return tot
+    if isinstance(v, np.ndarray):
+        return torch.from_numpy(v)
+    if isinstance(v, tuple):
+        buf, a, b, block = v
+        v = torch.from_numpy(buf[a:b])
+        return v.reshape(-1, block).sum(1) if block > 1 else v
+    return v
 
 
 def _pair(group: UnitGroup, sides, x: dict, y: dict | None = None) -> torch.Tensor:
@@ -260,9 +301,8 @@ class GaugeRecorder:
                     for s in sides:
                         self._plan.setdefault(s.name, []).append((gi, io, s))
         # a reduction pass yields a flat list of readings, one per (parameter, group side) in
-        # plan order: a tensor read by one group along its rows gives its units' row norms
-        # (squared when the sides are combined: one read, no product formed); any other, the
-        # sums of its elementwise square
+        # plan order, each the units' sums of squares on that side; outside the fused kernel a
+        # tensor read by one group along its rows is read by one row norm (no product formed)
         self._uses: list[tuple] = []  # (group, side 0/1, Side, units, row norm?)
         self._reads: list[tuple] = []  # (parameter, row norm?, indices into _uses)
         for name, uses in self._plan.items():
@@ -271,12 +311,25 @@ class GaugeRecorder:
                                                        len(self._uses) + len(uses)))))
             self._uses += [(gi, io, side, self.groups[gi].n_units, rows)
                            for gi, io, side in uses]
-        # per group and side, its readings: sums of squares first, then the row norms that
-        # :meth:`_side` squares and adds in one operation each
+        # per group and side, its readings (:meth:`_side` adds them)
         self._slots = [[sorted((i for i, u in enumerate(self._uses) if u[:2] == (gi, io)),
                                key=lambda i: self._uses[i][4])
                         for io in (0, 1)] for gi in range(len(self.groups))]
         self._gd = [gi for gi, r in enumerate(self._rules) if r["rule"] == "gd"]
+        # w.g_w of each unit group, per parameter it is read from (the cheap side)
+        self._dots: dict[str, list] = {}
+        for gi, g in enumerate(self.groups):
+            if not _matrix(g):
+                for s in g.outputs if self._cheap_out[g.name] else g.inputs:
+                    self._dots.setdefault(s.name, []).append((gi, s))
+        # the axes each parameter is summed along (by its groups' sides and the dots)
+        self._axes = {name: {s.axis for _, _, s in uses} | {s.axis for _, s in
+                                                            self._dots.get(name, [])}
+                      for name, uses in self._plan.items()}
+        self._fuse = True  # contiguous float CPU tensors through the fused kernel (_fused)
+        self._layouts: dict = {}
+        self._read_uses = {name: idx for name, _, idx in self._reads}
+        self._flat_names = [n for n, _, _ in self._reads if 1 <= self._params[n].dim() <= 2]
         self._tensor_rules = [gi for gi, r in enumerate(self._rules)
                               if r["rule"] == "sgd_momentum_weight_decay"]
         self._carried = {gi for gi in self._tensor_rules if self._rules[gi]["momentum"] > 0.0}
@@ -361,24 +414,44 @@ class GaugeRecorder:
     def _wants(self, step: int) -> bool:
         return step % self.every == 0
 
-    def _squares(self, t: dict, want: set | None = None) -> tuple[list, dict]:
+    def _squares(self, t: dict, want: set | None = None,
+                 dot: dict | None = None) -> tuple[list, dict] | tuple[tuple, dict]:
         """One reduction pass over the tensors ``t`` (by parameter name): ``(flat, mat)``, the
         unit groups' readings (see ``_uses``; ``None`` for a group not in ``want``) and, per
-        attention group, ``[|X|^2, |Y|^2]``. It runs per parameter, not per unit: one pass over
-        a tensor read by one group, one elementwise square and one sum per side for a tensor
-        two groups share (the middle ``Linear`` of an MLP is one group's consumer and the next
-        one's producer); :meth:`_side` combines a group's readings."""
-        flat: list = [None] * len(self._uses)
+        attention group, ``[|X|^2, |Y|^2]``. It runs per parameter, not per unit: contiguous
+        float CPU tensors go through the fused kernel (:meth:`_fused`: their row and column
+        sums in one read each, one call for all); otherwise one pass over a tensor read by one group, one
+        elementwise square and one sum per side for a tensor two groups share (the middle
+        ``Linear`` of an MLP is one group's consumer and the next one's producer);
+        :meth:`_side` combines a group's readings. With ``dot`` (the parameters, when ``t``
+        holds the gradients) it returns ``((flat, mat), gw)`` with ``gw`` each unit group's
+        ``w.g_w``, read in the same pass where the kernel takes the tensor."""
+        return self._passes([(t, want, dot)])[0]
+
+    def _passes(self, jobs: list[tuple]) -> list:
+        """:meth:`_squares` of each ``(t, want, dot)`` of ``jobs``, the fused kernel's part of
+        all of them in one call."""
+        outs = [([None] * len(self._uses), {}) for _ in jobs]
+        done = self._fused(jobs, outs) if self._fuse else [()] * len(jobs)
+        return [self._torch_pass(*job, *out, dn) for job, out, dn in zip(jobs, outs, done)]
+
+    def _torch_pass(self, t: dict, want: set | None, dot: dict | None, flat: list, gw: dict,
+                    done) -> tuple:
+        """The torch reductions of :meth:`_squares` over the tensors the kernel did not read
+        (``done``)."""
         uses = self._uses
+        if len(done) == len(self._reads) and not self._matrix and (dot is None or all(
+                n in done for n in self._dots)):
+            return (flat, {}) if dot is None else ((flat, {}), gw)
         for name, rows, idx in self._reads:
-            if want is not None and all(uses[i][0] not in want for i in idx):
+            if name in done or (want is not None and all(uses[i][0] not in want for i in idx)):
                 continue
             x = t[name]
             if rows:
                 _, _, side, n, _ = uses[idx[0]]
                 if side.offset or x.shape[0] != n * side.block:
                     x = x.narrow(0, side.offset, n * side.block)
-                flat[idx[0]] = torch.linalg.vector_norm(x.reshape(n, -1), dim=1)
+                flat[idx[0]] = torch.linalg.vector_norm(x.reshape(n, -1), dim=1).square_()
             elif x.dim() == 1 and len(idx) == 1:
                 _, _, side, n, _ = uses[idx[0]]
                 flat[idx[0]] = _unit_reduce(x, None, side, n)
@@ -389,7 +462,82 @@ class GaugeRecorder:
         mat = {gi: [_pair(self.groups[gi], self.groups[gi].inputs, t),
                     _pair(self.groups[gi], self.groups[gi].outputs, t)]
                for gi in self._matrix if want is None or gi in want}
-        return flat, mat
+        if dot is None:
+            return flat, mat
+        for name, pairs in self._dots.items():
+            if name in done:
+                continue
+            for gi, s in pairs:
+                v = _unit_reduce(dot[name], t[name], s, self.groups[gi].n_units, self._scratch)
+                gw.setdefault(gi, []).append(v)
+        return (flat, mat), gw
+
+    def _fused(self, jobs: list[tuple], outs: list[tuple]) -> list[set]:
+        """The fused kernel's part of :meth:`_passes`: every contiguous float CPU matrix or
+        vector of each job's ``t`` (of one dtype, the first float one's) read in one call of
+        :func:`._kernels.run`, with ``dot``'s tensor where ``w.g_w`` is read from it; fills
+        each job's ``flat`` and ``gw`` (``outs``) and returns the names it read per job."""
+        names, xs, ys = [], [], []
+        dtype = None
+        for j, (t, _, dot) in enumerate(jobs):
+            for name in self._flat_names:  # the parameters of at most two dimensions
+                x = t.get(name)
+                if x is None:
+                    continue
+                if dtype is None and x.dtype in _FLOATS:
+                    dtype = x.dtype
+                if x.dtype is not dtype or not x.is_cpu or not x.is_contiguous():
+                    continue
+                y = None
+                if dot is not None and name in self._dots:
+                    y = dot[name]
+                    if y.dtype is not dtype or not y.is_cpu or not y.is_contiguous():
+                        continue
+                names.append((j, name))
+                xs.append(x)
+                ys.append(y)
+        done: list[set] = [set() for _ in jobs]
+        if not names:
+            return done
+        key = (tuple(names), tuple(y is not None for y in ys))
+        plan = self._layouts.get(key)
+        if plan is None:
+            plan = self._layouts[key] = self._layout(names, xs, key[1])
+        from ._kernels import run
+
+        arrs = tuple(x.numpy().reshape(shape) for x, shape in zip(xs, plan[2]))
+        out = run(arrs, tuple(arrs[k] if y is None else y.numpy().reshape(arrs[k].shape)
+                              for k, y in enumerate(ys)), plan[0], plan[1])
+        for j, i, a, b, block in plan[3]:
+            outs[j][0][i] = (out, a, b, block)
+        for j, gi, a, b, block in plan[4]:
+            outs[j][1].setdefault(gi, []).append((out, a, b, block))
+        for j, name in names:
+            done[j].add(name)
+        return done
+
+    def _layout(self, names: list, xs: list, pairs: tuple) -> tuple:
+        """The fused pass over ``names`` (``(job, name)``, tensors ``xs``; ``pairs``: read with
+        the parameter): the kernel's plan and buffer size, the matrix shapes, and where each
+        reading lies in the buffer: ``(job, use index, start, stop, block)`` and ``(job, group,
+        start, stop, block)`` for ``w.g_w``."""
+        from ._kernels import layout
+
+        shapes = [(x.shape[0], x.shape[1] if x.dim() == 2 else 1) for x in xs]
+        plan, size = layout(shapes, list(pairs), [1 in self._axes[n] for _, n in names])
+        uses, dots = [], []
+        for k, (j, name) in enumerate(names):
+            o = plan[k, 2:]
+            for i in self._read_uses[name]:
+                _, _, side, n, _ = self._uses[i]
+                a = int(o[2 * side.axis]) + side.offset
+                uses.append((j, i, a, a + n * side.block, side.block))
+            if pairs[k]:
+                for gi, side in self._dots[name]:
+                    a = int(o[2 * side.axis + 1]) + side.offset
+                    dots.append((j, gi, a, a + self.groups[gi].n_units * side.block,
+                                 side.block))
+        return plan, size, shapes, uses, dots
 
     def _side(self, reading: tuple, gi: int, io: int,
               dtype: torch.dtype | None = None) -> torch.Tensor | None:
@@ -401,21 +549,30 @@ class GaugeRecorder:
             return v if dtype is None or v is None else v.to(dtype)
         tot = None
         for i in self._slots[gi][io]:
-            v = flat[i] if dtype is None else flat[i].to(dtype)
-            if not self._uses[i][4]:
-                tot = v if tot is None else tot + v
-            else:  # a row norm
-                tot = v.square() if tot is None else torch.addcmul(tot, v, v)
+            v = _resolve(flat[i])
+            v = v if dtype is None else v.to(dtype)
+            tot = v if tot is None else tot + v
         return tot
 
-    def _signed(self, gi: int, reading: tuple) -> torch.Tensor:
-        """``s_X |X|^2 + s_Y |Y|^2`` of one group from a pass's readings (signs are +-1)."""
+    def _signed(self, gi: int, reading: tuple, host: bool = False) -> torch.Tensor | np.ndarray:
+        """``s_X |X|^2 + s_Y |Y|^2`` of one group from a pass's readings (signs are +-1); in
+        numpy (small operations cost less there) where the readings are the fused kernel's,
+        returned as a numpy array with ``host`` (else a tensor)."""
         sx, sy = _SIGNS[self.groups[gi].kind]
+        flat, mat = reading
+        sides = (0, 1) if sy else (0,)
+        if gi not in mat and all(isinstance(flat[i], tuple) for io in sides
+                                 for i in self._slots[gi][io]):
+            x, y = (_np_side([flat[i] for i in self._slots[gi][io]]) for io in (0, 1))
+            if not sy or y is None:
+                out = x if sx > 0 else -x
+            else:
+                out = x - y if sx > 0 else y - x
+            return out if host else torch.from_numpy(out if out.base is None else out.copy())
         x = self._side(reading, gi, 0)
         y = self._side(reading, gi, 1) if sy else None
-        if y is None:
-            return x if sx > 0 else -x
-        return x - y if sx > 0 else y - x
+        out = (x if sx > 0 else -x) if y is None else (x - y if sx > 0 else y - x)
+        return _host(out) if host else out
 
     def _norms(self, params: dict, fresh: bool = False) -> tuple:
         """The parameters' readings (:meth:`_squares`); reused from the last post-step reading while no
@@ -448,7 +605,8 @@ class GaugeRecorder:
             rule = self._rules[gi]
             if not (record or gi in self._carried):
                 continue
-            inv = self._signed(gi, sq)
+            # the recursion's few per-unit operations in numpy on the CPU (_host)
+            inv = self._signed(gi, sq, host=True)
             mu = rule["momentum"]
             c = None
             k = None
@@ -460,17 +618,17 @@ class GaugeRecorder:
                 if all(bufs[s.name] is not None for s in sides):
                     carry = self._carry[gi]
                     if carry is not None and carry["step"] == step - 1:
-                        cb = torch.add(carry["c"], carry["k"], alpha=-carry["lr"])
+                        cb = carry["c"] - carry["lr"] * carry["k"]
                     else:
                         sx, sy = _SIGNS[g.kind]
                         cb = sx * _pair(g, g.inputs, params, bufs)
                         if g.outputs and sy:
                             cb = cb + sy * _pair(g, g.outputs, params, bufs)
-                    c = torch.add(inv * ((1.0 - rule["dampening"]) * rule["weight_decay"]), cb,
-                                  alpha=mu)
+                        cb = _host(cb)
+                    c = inv * ((1.0 - rule["dampening"]) * rule["weight_decay"]) + mu * cb
             else:
                 k = self._signed(gi, self._squares(
-                    self._direction_pre(rule, grads, params), {gi}))
+                    self._direction_pre(rule, grads, params), {gi}), host=True)
             if c is None:  # no buffer yet (b_1 = g_1 + lambda P_1) or no momentum
                 c = inv * rule["weight_decay"]
             pend["info"][gi] = {"c": c, "k": k, "lr": float(self._pgroups[gi]["lr"])}
@@ -484,21 +642,25 @@ class GaugeRecorder:
             return
         after = {n: self._params[n].detach() for n in self._names}
         row = pend["row"]
-        if row is not None:
-            sq_after = self._squares(after)
-            self._after = (self._versions(), sq_after)
         need = [gi for gi, info in pend["info"].items() if info["k"] is None]
-        if need:
+        jobs = [(after, None, None)] if row is not None else []
+        if need:  # the momentum buffers, in the same kernel call as the parameters
             bufs = {s.name: optimizer.state[self._params[s.name]]["momentum_buffer"]
                     for gi in need for s in (*self.groups[gi].inputs, *self.groups[gi].outputs)}
-            bsq = self._squares(bufs, set(need))
+            jobs.append((bufs, set(need), None))
+        readings = self._passes(jobs) if jobs else []
+        if row is not None:
+            sq_after = readings[0]
+            self._after = (self._versions(), sq_after)
+        if need:
+            bsq = readings[-1]
         for gi, info in pend["info"].items():
-            k = info["k"] if info["k"] is not None else self._signed(gi, bsq)
+            k = info["k"] if info["k"] is not None else self._signed(gi, bsq, host=True)
             self._carry[gi] = {"step": pend["step"], "c": info["c"], "k": k, "lr": info["lr"]}
             if row is not None:
                 eta = info["lr"]
                 # -2 eta c + eta^2 k
-                row["predicted"][gi] = torch.add(info["c"], k, alpha=-0.5 * eta).mul_(-2.0 * eta)
+                row["predicted"][gi] = -2.0 * eta * (info["c"] - 0.5 * eta * k)
         if row is None:
             return
         if self.exact_change:
@@ -521,16 +683,12 @@ class GaugeRecorder:
         """One record's raw readings (tensors as computed: the parameters' and gradients'
         passes, ``w.g_w`` per unit group; :meth:`group` combines, converts and derives the
         rest once)."""
-        row = {"p": sq, "g": self._squares(grads), "after": None, "gw": {}, "owner": {},
+        gsq, gw = self._squares(grads, dot=params)
+        row = {"p": sq, "g": gsq, "after": None, "gw": gw, "owner": {},
                "lr": {}, "predicted": {}, "change": {}}
         for gi, g in enumerate(self.groups):
             if _matrix(g):
                 continue
-            gw = None
-            for s in g.outputs if self._cheap_out[g.name] else g.inputs:
-                v = _unit_reduce(params[s.name], grads[s.name], s, g.n_units, self._scratch)
-                gw = v if gw is None else gw + v
-            row["gw"][gi] = gw
             if g.kind == "rescale" and (self.owner_cos is not None or g.name in self.owner_units):
                 row["owner"][gi] = self._owners(g, params)
         return row
@@ -541,8 +699,8 @@ class GaugeRecorder:
         out = {"in_sq": self._side(row["p"], gi, 0, f64), "out_sq": self._side(row["p"], gi, 1, f64),
                "g_in_sq": self._side(row["g"], gi, 0, f64),
                "g_out_sq": self._side(row["g"], gi, 1, f64),
-               "gw_dot_w": row["gw"].get(gi), "change": row["change"].get(gi),
-               "predicted": row["predicted"].get(gi)}
+               "gw_dot_w": _resolve(row["gw"].get(gi)), "change": row["change"].get(gi),
+               "predicted": _resolve(row["predicted"].get(gi))}
         if row["after"] is not None:
             out["in_after"] = self._side(row["after"], gi, 0, f64)
             out["out_after"] = self._side(row["after"], gi, 1, f64)

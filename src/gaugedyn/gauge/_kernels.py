@@ -1,0 +1,138 @@
+"""Fused per-row and per-column sums for :class:`._recorder.GaugeRecorder` (numba; imported on
+first use).
+
+For a matrix ``x`` (``R x C``) and optionally a second ``y`` of the same shape,
+:func:`sums` returns in one pass over memory
+
+.. math::
+
+    \\text{rows}_{k,i} = \\sum_j p_k(x_{ij}, y_{ij}),\\qquad
+    \\text{cols}_{k,j} = \\sum_i p_k(x_{ij}, y_{ij}),\\qquad
+    p = (x^2,\\ x y)\\ (\\text{or } x^2 \\text{ alone}),
+
+the per-unit norms a rescaling group needs of a weight read along its rows (the unit's input
+weights) and along its columns (its output weights), and the dot products ``w.g`` on either side.
+Each product of two float32 or float64 entries is formed in float64 (exact for float32 inputs)
+and summed in float64, the sums reordered to vectorise (round-off only): the results agree with
+an exact sum to about ``1e-16`` relative times the number of terms, more closely than torch's
+float32 reductions do. Where torch's separate reductions read a shared tensor once per sum (and
+write and reread an elementwise product), this reads each input once. :func:`run` does this
+for a whole pass's tensors in one call (:func:`layout` places their sums in one buffer), so a
+recorder hook pays one dispatch per pass.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import torch
+
+FAST = {"reassoc", "contract"}
+"""Sums may be reordered and multiply-adds fused (round-off only), so the loops vectorise; no
+assumption about nan or inf is made."""
+
+
+@numba.njit(cache=True, fastmath=FAST)
+def _sums_into(x, y, pair, do_cols, rx, rxy, cx, cxy):  # pragma: no cover - compiled
+    """Row sums of ``x^2`` into ``rx`` (and of ``x y`` into ``rxy`` if ``pair``), column sums
+    into ``cx`` (``cxy``) if ``do_cols``; the branches outside the inner loops."""
+    R, C = x.shape
+    if do_cols:
+        cx[:] = 0.0
+        if pair:
+            cxy[:] = 0.0
+    for i in range(R):
+        sxx = 0.0
+        sxy = 0.0
+        if pair and do_cols:
+            for j in range(C):
+                a = np.float64(x[i, j])
+                b = np.float64(y[i, j])
+                aa = a * a
+                ab = a * b
+                sxx += aa
+                sxy += ab
+                cx[j] += aa
+                cxy[j] += ab
+        elif pair:
+            for j in range(C):
+                a = np.float64(x[i, j])
+                b = np.float64(y[i, j])
+                sxx += a * a
+                sxy += a * b
+        elif do_cols:
+            for j in range(C):
+                a = np.float64(x[i, j])
+                aa = a * a
+                sxx += aa
+                cx[j] += aa
+        else:
+            for j in range(C):
+                a = np.float64(x[i, j])
+                sxx += a * a
+        rx[i] = sxx
+        if pair:
+            rxy[i] = sxy
+
+
+@numba.njit(cache=True, fastmath=FAST)
+def _pass(xs, ys, plan, out):  # pragma: no cover - compiled
+    for k in range(len(xs)):
+        x = xs[k]
+        R, C = x.shape
+        pair = plan[k, 0] == 1
+        do_cols = plan[k, 1] == 1
+        o = plan[k, 2:]
+        _sums_into(x, ys[k], pair, do_cols, out[o[0]:o[0] + R], out[o[1]:o[1] + R],
+                   out[o[2]:o[2] + C], out[o[3]:o[3] + C])
+
+
+def layout(shapes: list[tuple[int, int]], pairs: list[bool],
+           cols: list[bool]) -> tuple[np.ndarray, int]:
+    """``(plan, size)`` of one :func:`run` over matrices of ``shapes``: per matrix ``[pair,
+    cols, offset of the row sums of x^2, of x y, of the column sums of x^2, of x y]`` into one
+    float64 buffer of ``size`` (an absent sum gets an empty slice at 0)."""
+    plan = np.zeros((len(shapes), 6), dtype=np.int64)
+    off = 0
+    for k, ((R, C), pair, col) in enumerate(zip(shapes, pairs, cols)):
+        plan[k, :2] = pair, col
+        for j, (n, want) in enumerate(((R, True), (R, pair), (C, col), (C, col and pair))):
+            plan[k, 2 + j] = off if want else 0
+            off += n if want else 0
+    return plan, off
+
+
+def run(xs: tuple[np.ndarray, ...], ys: tuple[np.ndarray, ...], plan: np.ndarray,
+        size: int) -> np.ndarray:
+    """The sums of :func:`layout`'s ``plan`` over the matrices ``xs`` (each with ``ys[k]``,
+    read only where the plan pairs it; pass ``xs[k]`` otherwise) in one call: a fresh float64
+    buffer of ``size``. ``xs`` and ``ys``: C-contiguous arrays of one dtype (float32 or
+    float64), two-dimensional."""
+    out = np.empty(size)
+    k = len(xs)
+    pad = (1 << (k - 1).bit_length()) - k  # tuples padded to a power of two: fewer compilations
+    if pad:
+        empty = np.empty((0, 0), dtype=xs[0].dtype)
+        xs = xs + (empty,) * pad
+        ys = ys + (empty,) * pad
+        plan = np.concatenate([plan, np.zeros((pad, plan.shape[1]), dtype=plan.dtype)])
+    _pass(xs, ys, plan, out)
+    return out
+
+
+def sums(x: torch.Tensor, y: torch.Tensor | None = None,
+         cols: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(rows, cols)``: float64 tensors of shape ``(k, R)`` and ``(k, C)`` (``cols`` ``None``
+    unless asked), ``k = 1`` (``x^2``) without ``y``, else ``k = 2`` (``x^2, x y``); see the
+    module docstring. ``x`` and ``y``: contiguous, detached CPU matrices of one dtype, float32
+    or float64 (read zero-copy through ``numpy()``)."""
+    R, C = x.shape
+    pair = y is not None
+    plan, size = layout([(R, C)], [pair], [cols])
+    a = x.numpy()
+    out = torch.from_numpy(run((a,), (y.numpy() if pair else a,), plan, size))
+    o = plan[0, 2:]
+    r = torch.stack([out[o[0]:o[0] + R]] + ([out[o[1]:o[1] + R]] if pair else []))
+    c = (torch.stack([out[o[2]:o[2] + C]] + ([out[o[3]:o[3] + C]] if pair else []))
+         if cols else None)
+    return r, c
