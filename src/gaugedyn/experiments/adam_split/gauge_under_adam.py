@@ -429,8 +429,9 @@ def owner_outcomes(a: dict, i: int, mask: np.ndarray, S: int) -> np.ndarray:
 
 def gap_per_seed(a: dict, i: int, mask: np.ndarray) -> np.ndarray:
     """Per seed, the mean over the configurations of ``mask`` of ``log(t_w / t_a)`` where both
-    specialized (``nan`` for a seed where none did): one value per seed, since the
-    configurations of a seed share its data."""
+    specialized (``nan`` for a seed where none did): one value per seed index, so an interval
+    counts seeds, not configurations x seeds (every configuration has its own root seed, so a
+    seed index's configurations do not share data, and the per-index means are independent)."""
     num, den = a["t_spec_w"][i, mask], a["t_spec_a"][i, mask]  # (configurations, seeds)
     with np.errstate(divide="ignore", invalid="ignore"):
         logs = np.where((num > 0) & (den > 0), np.log(num / den), np.nan)
