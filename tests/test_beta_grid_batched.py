@@ -48,7 +48,10 @@ def test_reference_error_sees_a_one_percent_error_in_one_norm():
     assert bt.reference_error(sums, out["reference"][0]) > bg.REFERENCE_TOL
 
 
-def test_a_step_that_is_not_the_split_update_fails_the_applied_check(monkeypatch):
+@pytest.mark.parametrize(("task", "steps", "forward"),
+                         [("teacher_student", 4, "loop"), ("digits_cnn", 3, "stacked")])
+def test_a_step_that_is_not_the_split_update_fails_the_applied_check(task, steps, forward,
+                                                                      monkeypatch):
     block = bt._block
 
     def shifted(p, *args):  # a bug: the parameters move by more than the split update says
@@ -56,7 +59,7 @@ def test_a_step_that_is_not_the_split_update_fails_the_applied_check(monkeypatch
         p.add_(1e-4)
 
     monkeypatch.setattr(bt, "_block", shifted)
-    out = bt.train_copies("teacher_student", COPIES[:1], 4, 2e-3, reference=[0])
+    out = bt.train_copies(task, COPIES[:1], steps, 2e-3, reference=[0], forward=forward)
     assert out["applied_ratio"][0] > 1.0 and out["sum_error"][0] <= bg.SUM_TOL
 
 
