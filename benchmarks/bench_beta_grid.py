@@ -21,8 +21,20 @@ results (per-run: the reference sums of every step; batched: the streaming sums)
 many verdicts agree (every reading), the largest difference of the per-seed values behind them,
 and the largest relative difference of the minibatch losses.
 
+``--roofline`` adds, from the same run, how far the arithmetic itself lets the ratio go. Per task:
+the floating-point operations of one copy-step's forward and backward pass
+(``torch.utils.flop_counter.FlopCounterMode`` on one copy's own module: matrix products,
+convolutions and attention; elementwise work is not counted), the stacked forward and backward
+pass alone on the same copies (CPU time, median of ``--roofline-reps``), and this core's
+single-precision matrix-product rate (a 1024 x 1024 ``torch.mm``, one thread, measured in the same
+run, interleaved with the passes). From these: the ratio's target time per copy-step (per-run / 10),
+the time the counted arithmetic takes at the matrix-product rate (a floor no implementation on
+this core beats), and the share of that rate the arithmetic would need to meet the target if
+every other part of the step (the Adam update, the split sums, the minibatches, the evaluations)
+cost nothing. A share above 1 means the target is out of reach on this core.
+
     .venv/bin/python benchmarks/bench_beta_grid.py [--tasks a,b] [--betas 0.9,0.99]
-        [--seeds 2] [--steps 40] [--rounds 3] [--device cpu]
+        [--seeds 2] [--steps 40] [--rounds 3] [--device cpu] [--roofline] [--roofline-reps 5]
 """
 
 from __future__ import annotations
@@ -189,6 +201,123 @@ def beta_grid_ratio(tasks=None, betas=DEFAULT_BETAS, seeds: int = 2, steps: int 
             "max_loss_diff": loss_diff}
 
 
+def _copy_flops(task: str) -> float:
+    """Counted floating-point operations of one copy-step's forward and backward pass (the
+    task's own module on its own minibatch, float32)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from gaugedyn.experiments.adam_split._batched import _build
+
+    model, gen, batch, loss_fn, _ = _build(task, 1000, torch.float32, "cpu")
+    x, y = batch(gen)
+    with FlopCounterMode(display=False) as counter:
+        loss_fn(model(x), y).backward()
+    return float(counter.get_total_flops())
+
+
+def _stacked_pass(task: str, cells, device: str):
+    """A closure that runs one stacked forward and backward pass over every copy of
+    ``cells`` (in :data:`STACK_BLOCK` blocks), each on its own first minibatch."""
+    import torch
+
+    from gaugedyn.experiments.adam_split._batched import STACK_BLOCK, _build, copy_losses
+    from gaugedyn.experiments.adam_split._stacked import STACKED
+
+    built = [_build(task, s, torch.float32, device) for _, _, s in cells]
+    per_copy = [list(b[0].parameters()) for b in built]
+    params = [torch.stack([ps[j].detach() for ps in per_copy]).requires_grad_(True)
+              for j in range(len(per_copy[0]))]
+    draws = [b[2](b[1]) for b in built]
+    x = torch.stack([d[0] for d in draws])
+    y = torch.stack([d[1] for d in draws])
+    n = STACK_BLOCK.get(task) or len(cells)
+
+    def run():
+        for lo in range(0, len(cells), n):
+            block = [p[lo:lo + n] for p in params]
+            loss = copy_losses(task, STACKED[task](built[0][0], block)(x[lo:lo + n]),
+                               y[lo:lo + n])
+            torch.autograd.grad(loss.sum(), block)
+
+    return run
+
+
+def _mm_rate(size: int = 1024) -> float:
+    """This core's float32 matrix-product rate, FLOP per CPU second (one ``torch.mm``)."""
+    import torch
+
+    a = torch.randn(size, size, generator=torch.Generator().manual_seed(0))
+    c0 = time.process_time()
+    a @ a
+    return 2.0 * size**3 / max(time.process_time() - c0, 1e-9)
+
+
+def roofline(r: dict, reps: int = 5) -> dict:
+    """The arithmetic bound on the ratio (module docstring, ``--roofline``), from the timings of
+    :func:`beta_grid_ratio`'s result ``r`` and passes measured here on the same copies."""
+    import torch
+
+    from gaugedyn.experiments.adam_split._batched import forward_of
+
+    cells = _cells([float(b) for b in r["betas"]], int(r["seeds"]))
+    per_step = len(cells) * r["steps"]
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        passes = {t: _stacked_pass(t, cells, r["device"]) for t in r["tasks"]
+                  if forward_of(t) == "stacked"}
+        for run in passes.values():
+            run()  # warm up
+        _mm_rate()
+        pass_cpu = {t: [] for t in passes}
+        rates = []
+        for _ in range(int(reps)):  # interleaved: the rate beside every task's pass
+            rates.append(_mm_rate())
+            for t, run in passes.items():
+                c0 = time.process_time()
+                run()
+                pass_cpu[t].append(time.process_time() - c0)
+        flops = {t: _copy_flops(t) for t in r["tasks"]}
+    finally:
+        torch.set_num_threads(before)
+    rate = statistics.median(rates)
+    rows = {}
+    for t in r["tasks"]:
+        per_run = r["rows"][t]["cpu"]["per-run"] / per_step
+        target = per_run / 10
+        row = {"mflop": flops[t] / 1e6, "per_run_ms": 1e3 * per_run,
+               "batched_ms": 1e3 * r["rows"][t]["cpu"]["batched"] / per_step,
+               "target_ms": 1e3 * target, "floor_ms": 1e3 * flops[t] / rate,
+               "share_needed": flops[t] / target / rate, "pass_ms": None, "pass_share": None}
+        if t in pass_cpu:
+            p = statistics.median(pass_cpu[t]) / len(cells)
+            row["pass_ms"], row["pass_share"] = 1e3 * p, flops[t] / p / rate
+        rows[t] = row
+    total = {k: sum(x[k] for x in rows.values())
+             for k in ("mflop", "per_run_ms", "batched_ms", "target_ms", "floor_ms")}
+    total["share_needed"] = total["mflop"] * 1e6 / (total["target_ms"] / 1e3) / rate
+    return {"rate": rate, "rates": rates, "rows": rows, "total": total}
+
+
+def roofline_text(q: dict) -> str:
+    head = (f"{'task':17s} {'MFLOP':>7s} {'per-run':>8s} {'batched':>8s} {'target':>7s} "
+            f"{'floor':>6s} {'needed':>7s} {'pass':>6s} {'pass at':>7s}")
+    lines = [f"the arithmetic bound (ms of CPU time per copy-step; this core's float32 "
+             f"matrix-product rate {q['rate'] / 1e9:.1f} GFLOP/s, median of "
+             f"{len(q['rates'])}: range {min(q['rates']) / 1e9:.1f}-{max(q['rates']) / 1e9:.1f}); "
+             "target = per-run / 10, floor = counted FLOP at that rate, needed = the share of "
+             "the rate the arithmetic needs to meet the target with the rest of the step free, "
+             "pass = the stacked forward and backward pass alone, pass at = its share of the "
+             "rate", head, "-" * len(head)]
+    for t, x in list(q["rows"].items()) + [("all tasks", q["total"])]:
+        pa = (f"{x['pass_ms']:6.3f} {x['pass_share']:7.0%}" if x.get("pass_ms") is not None
+              else f"{'-':>6s} {'-':>7s}")
+        lines.append(f"{t:17s} {x['mflop']:7.2f} {x['per_run_ms']:8.3f} {x['batched_ms']:8.3f} "
+                     f"{x['target_ms']:7.3f} {x['floor_ms']:6.3f} {x['share_needed']:7.0%} {pa}")
+    return "\n".join(lines)
+
+
 def _fmt(x) -> str:
     return f"{x[1]:.1f}x [{x[0]:.1f}, {x[2]:.1f}]"
 
@@ -238,6 +367,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--roofline", action="store_true",
+                    help="add the arithmetic bound on the ratio (module docstring)")
+    ap.add_argument("--roofline-reps", type=int, default=5, metavar="N")
     args = ap.parse_args(argv)
 
     from gaugedyn import InputError
@@ -255,12 +387,14 @@ def main(argv: list[str] | None = None) -> int:
     if not betas or not all(0 <= b < 1 for b in betas) or len(set(betas)) != len(betas):
         raise InputError(f"--betas {args.betas!r} is not allowed; give distinct numbers in [0, 1)")
     for name, v, lo in (("seeds", args.seeds, 2), ("steps", args.steps, 3),
-                        ("rounds", args.rounds, 1)):
+                        ("rounds", args.rounds, 1), ("roofline-reps", args.roofline_reps, 1)):
         if v < lo:
             raise InputError(f"--{name} {v} is not allowed; use an integer >= {lo}")
     r = beta_grid_ratio(tasks, betas, args.seeds, args.steps, args.rounds, args.device)
     print(table(r))
     print(ratio_text(r))
+    if args.roofline:
+        print(roofline_text(roofline(r, args.roofline_reps)))
     return 0
 
 

@@ -108,6 +108,35 @@ def test_beta_grid_ratio_runs_and_both_paths_agree(bench):
     assert r["text"] in page
 
 
+@pytest.fixture(scope="module")
+def grid_bench():
+    spec = importlib.util.spec_from_file_location("bench_beta_grid",
+                                                  PATH.parent / "bench_beta_grid.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_roofline_counts_the_arithmetic_and_derives_the_bound(grid_bench):
+    # digits_mlp, Linear(64, 32), ReLU, Linear(32, 10) on a minibatch of 64: forward
+    # 2*64*(64*32 + 32*10); backward the second layer's input and weight gradients and the first
+    # layer's weight gradient (the images need none)
+    assert grid_bench._copy_flops("digits_mlp") == 2 * 64 * (64 * 32 + 32 * 10) \
+        + 2 * 64 * (32 * 10 * 2 + 64 * 32)
+    r = grid_bench.beta_grid_ratio(["digits_mlp", "teacher_student"], (0.9, 0.99), 2, 3, 1)
+    q = grid_bench.roofline(r, reps=1)
+    assert q["rate"] > 0 and len(q["rates"]) == 1
+    for t, x in q["rows"].items():
+        per_step = r["copies"] * r["steps"]
+        assert x["per_run_ms"] == pytest.approx(1e3 * r["rows"][t]["cpu"]["per-run"] / per_step)
+        assert x["target_ms"] == pytest.approx(x["per_run_ms"] / 10)
+        assert x["share_needed"] == pytest.approx(x["floor_ms"] / x["target_ms"])
+        assert x["pass_ms"] > 0 and x["pass_share"] == pytest.approx(x["floor_ms"] / x["pass_ms"])
+    assert q["total"]["mflop"] == pytest.approx(sum(x["mflop"] for x in q["rows"].values()))
+    text = grid_bench.roofline_text(q)
+    assert "digits_mlp" in text and "all tasks" in text and "GFLOP/s" in text
+
+
 def test_beta_grid_bench_refuses_bad_options():
     import importlib.util
 
@@ -121,6 +150,8 @@ def test_beta_grid_bench_refuses_bad_options():
         module.main(["--betas", "0.9,1.5"])
     with pytest.raises(InputError, match="--seeds 1"):
         module.main(["--seeds", "1"])
+    with pytest.raises(InputError, match="--roofline-reps 0"):
+        module.main(["--roofline", "--roofline-reps", "0"])
 
 
 @pytest.fixture(scope="module")
