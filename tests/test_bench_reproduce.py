@@ -13,12 +13,17 @@ from gaugedyn import InputError
 PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_reproduce.py"
 
 
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("bench_reproduce", PATH)
+def _load(name: str):
+    """A script of ``benchmarks/`` imported as a module."""
+    spec = importlib.util.spec_from_file_location(name, PATH.parent / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return _load("bench_reproduce")
 
 
 def fake_summary(tasks: int, wall: float, analyse: float, plot: float, compute: float,
@@ -110,11 +115,7 @@ def test_beta_grid_ratio_runs_and_both_paths_agree(bench):
 
 @pytest.fixture(scope="module")
 def grid_bench():
-    spec = importlib.util.spec_from_file_location("bench_beta_grid",
-                                                  PATH.parent / "bench_beta_grid.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _load("bench_beta_grid")
 
 
 def test_roofline_counts_the_arithmetic_and_derives_the_bound(grid_bench):
@@ -137,30 +138,20 @@ def test_roofline_counts_the_arithmetic_and_derives_the_bound(grid_bench):
     assert "digits_mlp" in text and "all tasks" in text and "GFLOP/s" in text
 
 
-def test_beta_grid_bench_refuses_bad_options():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_beta_grid",
-                                                  PATH.parent / "bench_beta_grid.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def test_beta_grid_bench_refuses_bad_options(grid_bench):
     with pytest.raises(InputError, match="--tasks 'mnist'"):
-        module.main(["--tasks", "mnist"])
+        grid_bench.main(["--tasks", "mnist"])
     with pytest.raises(InputError, match="--betas"):
-        module.main(["--betas", "0.9,1.5"])
+        grid_bench.main(["--betas", "0.9,1.5"])
     with pytest.raises(InputError, match="--seeds 1"):
-        module.main(["--seeds", "1"])
+        grid_bench.main(["--seeds", "1"])
     with pytest.raises(InputError, match="--roofline-reps 0"):
-        module.main(["--roofline", "--roofline-reps", "0"])
+        grid_bench.main(["--roofline", "--roofline-reps", "0"])
 
 
 @pytest.fixture(scope="module")
 def grids_bench():
-    spec = importlib.util.spec_from_file_location("bench_batched_grids",
-                                                  PATH.parent / "bench_batched_grids.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _load("bench_batched_grids")
 
 
 @pytest.mark.parametrize(("name", "kwargs"), [
