@@ -132,7 +132,12 @@ def test_roofline_counts_the_arithmetic_and_derives_the_bound(grid_bench):
         assert x["per_run_ms"] == pytest.approx(1e3 * r["rows"][t]["cpu"]["per-run"] / per_step)
         assert x["target_ms"] == pytest.approx(x["per_run_ms"] / 10)
         assert x["share_needed"] == pytest.approx(x["floor_ms"] / x["target_ms"])
-        assert x["pass_ms"] > 0 and x["pass_share"] == pytest.approx(x["floor_ms"] / x["pass_ms"])
+        least = 1e6 * min(x["mflop"], x["pass_mflop"])
+        assert x["floor_ms"] == pytest.approx(1e3 * least / q["rate"])
+        assert x["pass_ms"] > 0
+        assert x["pass_share"] == pytest.approx(1e9 * x["pass_mflop"] / x["pass_ms"] / q["rate"])
+    # the stacked digits MLP (baddbmm) does its module's products: the same count
+    assert q["rows"]["digits_mlp"]["pass_mflop"] == pytest.approx(q["rows"]["digits_mlp"]["mflop"])
     assert q["total"]["mflop"] == pytest.approx(sum(x["mflop"] for x in q["rows"].values()))
     text = grid_bench.roofline_text(q)
     assert "digits_mlp" in text and "all tasks" in text and "GFLOP/s" in text
