@@ -25,8 +25,9 @@ and the largest relative difference of the minibatch losses.
 the floating-point operations of one copy-step's forward and backward pass, counted by
 ``torch.utils.flop_counter.FlopCounterMode`` (matrix products, convolutions and attention;
 elementwise work and gathers are not counted) twice: on one copy's own module, and on the stacked
-pass per copy (which may do less: the GRU's input projections go through a per-copy table of the
-vocabulary); the stacked forward and backward pass alone on the same copies (CPU time, median of
+pass over one copy (which may do less: the GRU's input projections go through a per-copy table of
+the vocabulary; one copy, because the counter counts a grouped convolution's backward as if
+ungrouped); the stacked forward and backward pass alone on the same copies (CPU time, median of
 ``--roofline-reps``); and this core's single-precision matrix-product rate (a 1024 x 1024
 ``torch.mm``, one thread, measured in the same run, interleaved with the passes). From these: the
 ratio's target time per copy-step (per-run / 10), the time the smaller of the two counts takes at
@@ -288,7 +289,9 @@ def roofline(r: dict, reps: int = 5) -> dict:
                 run()
                 pass_cpu[t].append(time.process_time() - c0)
         flops = {t: _copy_flops(t) for t in r["tasks"]}
-        pass_flops = {t: _counted(run) / len(cells) for t, run in passes.items()}
+        # counted on a pass over one copy: FlopCounterMode (torch 2.13) counts a grouped
+        # convolution's backward as if ungrouped, ``groups`` times too many
+        pass_flops = {t: _counted(_stacked_pass(t, cells[:1], r["device"])) for t in passes}
     finally:
         torch.set_num_threads(before)
     rate = statistics.median(rates)
