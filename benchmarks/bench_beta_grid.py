@@ -408,6 +408,10 @@ def main(argv: list[str] | None = None) -> int:
                         ("rounds", args.rounds, 1), ("roofline-reps", args.roofline_reps, 1)):
         if v < lo:
             raise InputError(f"--{name} {v} is not allowed; use an integer >= {lo}")
+    if args.roofline and args.device != "cpu":
+        raise InputError(f"--roofline with --device {args.device!r} is not allowed: the bound "
+                         "compares CPU time with this core's matrix-product rate; use "
+                         "--device cpu")
     r = beta_grid_ratio(tasks, betas, args.seeds, args.steps, args.rounds, args.device)
     print(table(r))
     print(ratio_text(r))

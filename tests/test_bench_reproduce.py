@@ -154,6 +154,8 @@ def test_beta_grid_bench_refuses_bad_options(grid_bench):
         grid_bench.main(["--seeds", "1"])
     with pytest.raises(InputError, match="--roofline-reps 0"):
         grid_bench.main(["--roofline", "--roofline-reps", "0"])
+    with pytest.raises(InputError, match="--roofline with --device 'cuda'"):
+        grid_bench.main(["--roofline", "--device", "cuda"])
 
 
 @pytest.fixture(scope="module")
