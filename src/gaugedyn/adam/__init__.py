@@ -21,6 +21,7 @@ from ._probe import READINGS as READINGS
 from ._probe import AdamProbe as AdamProbe
 from ._probe import StreamingSplit as StreamingSplit
 from ._probe import reading_sums as reading_sums
+from ._spikes import OnlineSpikeDetector as OnlineSpikeDetector
 from ._spikes import detect as detect_spikes  # noqa: F401 (in __all__ through attach)
 from ._spikes import horizon as spike_horizon  # noqa: F401 (in __all__ through attach)
 from ._stability import cubic_coefficients as cubic_coefficients
@@ -37,11 +38,14 @@ _EAGER = [
     "PARTS", "RESIDUAL_PARTS", "AdamParts", "adam_moments", "decompose_history", "decompose_state",
     "part_norms", "shares", "smoothness", "split_update", "READING_SUMS", "READINGS", "AdamProbe",
     "StreamingSplit", "reading_sums", "SIGNALS", "measured_vs_series", "order_check",
-    "series_terms", "transition_fraction", "detect_spikes", "spike_horizon", "cubic_coefficients",
+    "series_terms", "transition_fraction", "detect_spikes", "OnlineSpikeDetector", "spike_horizon", "cubic_coefficients",
     "growth_rate", "oscillating_state", "simulate_losses",
 ]
 __getattr__, __dir__, __all__ = attach(__name__, {
     "_recorder": ["AdamRecorder", "NORM_NAMES", "SAMPLE_FIELDS"],
+    # curvature through Adam's preconditioner (torch, lazy)
+    "_sharpness": ["preconditioned_sharpness", "hessian_vector_product", "dense_hessian",
+                   "edge_threshold"],
     # Adam state surgery (torch, lazy)
     "_state": ["StateRecord", "select", "snapshot", "restore", "transplant", "exchange", "reset",
                "reset_step", "scalarise_v", "mean_adaptive_scale", "equalise_adaptive_scale",

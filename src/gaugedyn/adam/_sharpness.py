@@ -1,0 +1,114 @@
+r"""Curvature of a loss seen through Adam's preconditioner, for any torch model.
+
+With parameters ``theta`` (the flattened ``params``), the Hessian ``H`` of a scalar loss and a
+positive preconditioner ``P`` (Adam's ``sqrt(v^) + eps``, or ones):
+
+- the preconditioned sharpness ``S = lambda_max(P^{-1/2} H P^{-1/2})``, by Lanczos
+  (``scipy.sparse.linalg.eigsh``, ARPACK, ``which="LA"``) over a ``LinearOperator`` of
+  Hessian-vector products, warm-started from a previous eigenvector;
+- the active curvature ``kappa_g = d^T H d / d^T P d`` with ``d = P^{-1} g``: the Rayleigh
+  quotient of ``P^{-1/2} H P^{-1/2}`` along the preconditioned gradient (one product);
+- heavy-ball EMA momentum on a quadratic is stable while
+  ``lr S < 2 (1 + beta1) / (1 - beta1)`` (:func:`edge_threshold`).
+
+A Hessian-vector product is ``H u = grad(grad(L) . u)`` by double backward through
+``torch.autograd`` (:func:`hessian_vector_product`); :func:`dense_hessian` forms ``H`` from every
+unit vector at once (the reference the Lanczos estimate is checked against).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+
+from .._errors import InputError
+
+LossFn = Callable[[], torch.Tensor]
+
+
+def edge_threshold(beta1: float) -> float:
+    """``2 (1 + beta1) / (1 - beta1)``: the edge of ``lr`` times the preconditioned curvature
+    of heavy-ball EMA momentum (Adam with a frozen preconditioner) on a quadratic."""
+    if not 0.0 <= float(beta1) < 1.0:
+        raise InputError(f"beta1={beta1!r} is not allowed; use a number in [0, 1)")
+    return 2.0 * (1.0 + beta1) / (1.0 - beta1)
+
+
+def flat(ts: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The tensors flattened and concatenated, in order."""
+    return torch.cat([t.reshape(-1) for t in ts])
+
+
+def hessian_vector_product(loss_fn: LossFn, params: Sequence[torch.Tensor],
+                           vec: torch.Tensor) -> torch.Tensor:
+    """``H vec`` (flat) of ``loss_fn()`` with respect to ``params`` (double backward)."""
+    g = torch.autograd.grad(loss_fn(), list(params), create_graph=True)
+    return flat(torch.autograd.grad(flat(g) @ vec, list(params))).detach()
+
+
+class _Operator:
+    """``u -> P^{-1/2} H P^{-1/2} u`` over one gradient graph (built once, kept between
+    products), counting the products."""
+
+    def __init__(self, loss_fn: LossFn, params: Sequence[torch.Tensor], P: torch.Tensor):
+        self.params = list(params)
+        self.loss = loss_fn()
+        self.g = flat(torch.autograd.grad(self.loss, self.params, create_graph=True))
+        self.s = P.detach().to(self.g.dtype).rsqrt()
+        self.count = 0
+
+    def hvp(self, u: torch.Tensor) -> torch.Tensor:
+        self.count += 1
+        return flat(torch.autograd.grad(self.g @ u, self.params, retain_graph=True)).detach()
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        u = torch.as_tensor(np.asarray(x).ravel(), dtype=self.g.dtype, device=self.g.device)
+        return (self.s * self.hvp(self.s * u)).double().cpu().numpy()
+
+
+def preconditioned_sharpness(loss_fn: LossFn, params: Sequence[torch.Tensor], P: torch.Tensor,
+                             v0: np.ndarray | None = None, tol: float = 1e-6, *,
+                             maxiter: int = 2000, ncv: int | None = None) -> dict:
+    """``lambda_max(P^{-1/2} H P^{-1/2})`` by Lanczos and, from the same gradient graph, the
+    active curvature ``kappa_g`` (module doc).
+
+    ``P``: the flat preconditioner (positive, one entry per parameter coordinate); ``v0``: a
+    start vector (the previous ``eigenvector``); ``tol``, ``maxiter``, ``ncv``: ARPACK's
+    relative accuracy, restarts and Lanczos basis size (the cost is ``products`` Hessian-vector
+    products). Returns ``{"sharpness", "active_curvature", "eigenvector", "products",
+    "loss"}``; ARPACK's non-convergence (``ArpackNoConvergence``) propagates.
+    """
+    from scipy.sparse.linalg import LinearOperator, eigsh
+
+    params = list(params)
+    n = sum(p.numel() for p in params)
+    if P.numel() != n or not bool((P > 0).all()):
+        raise InputError(f"P has {P.numel()} entries (positive required), the parameters {n}")
+    op = _Operator(loss_fn, params, P)
+    g = op.g.detach()
+    Pd = P.detach().to(g.dtype)
+    d = g / Pd
+    top = d.abs().max()
+    kappa = float("nan")
+    if top > 0:
+        d = d / top  # kappa_g is scale-free; no underflow of d^2
+        kappa = float(d @ op.hvp(d) / (d @ (Pd * d)))
+    lin = LinearOperator((n, n), matvec=op, dtype=np.float64)
+    vals, vecs = eigsh(lin, k=1, which="LA", v0=v0, tol=tol, maxiter=maxiter, ncv=ncv)
+    return {"sharpness": float(vals[0]), "active_curvature": kappa, "eigenvector": vecs[:, 0],
+            "products": op.count, "loss": float(op.loss.detach())}
+
+
+def dense_hessian(loss_fn: LossFn, params: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The dense Hessian (``n x n``, symmetrised) from every unit vector at once
+    (``torch.autograd.grad(..., is_grads_batched=True)``): a reference for small models."""
+    params = list(params)
+    g = flat(torch.autograd.grad(loss_fn(), params, create_graph=True))
+    n = g.numel()
+    rows = torch.autograd.grad(g, params, grad_outputs=torch.eye(n, dtype=g.dtype,
+                                                                  device=g.device),
+                               is_grads_batched=True)
+    H = torch.cat([r.reshape(n, -1) for r in rows], dim=1).detach()
+    return 0.5 * (H + H.T)
