@@ -5,8 +5,9 @@ optimisation, passes a closure (forward, backward, gradient clipping) to ``optim
 :class:`LightningMonitor` attaches a :class:`~gaugedyn.monitor.Monitor` to the optimizer at
 ``on_train_start`` (after it is built), whose first step pre-hook evaluates the closure, so every
 instrument sees the step's gradients after clipping and unscaling. Losses are read from
-``training_step``'s output at ``on_train_batch_end`` (every micro-batch: with
-``accumulate_grad_batches = k`` the step's loss is the mean of its ``k`` losses) and the step's
+``training_step``'s output at ``on_train_batch_end`` (every micro-batch, times ``k`` since
+Lightning hands it divided by ``accumulate_grad_batches = k``: the step's loss is the mean of its
+``k`` losses) and the step's
 scalars are written then. Mixed precision: Lightning keeps the parameters and Adam's moments in
 float32 under ``16-mixed``/``bf16-mixed``, so the split is recorded in float32 (the optimizer's
 dtype); under ``*-true`` precisions in the parameters' own dtype. A step skipped by the AMP scaler
@@ -62,7 +63,8 @@ class LightningMonitor(Callback):
             return
         loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
         if isinstance(loss, torch.Tensor | float):
-            self.monitor.observe_loss(loss)
+            # Lightning hands the loss divided by accumulate_grad_batches (what it backpropagates)
+            self.monitor.observe_loss(float(loss) * int(trainer.accumulate_grad_batches))
         self.monitor.end_step()
 
     def on_train_end(self, trainer: Any, pl_module: torch.nn.Module) -> None:
