@@ -48,6 +48,12 @@ def hessian_vector_product(loss_fn: LossFn, params: Sequence[torch.Tensor],
     return flat(torch.autograd.grad(flat(g) @ vec, list(params))).detach()
 
 
+def _grad(y: torch.Tensor, params: list[torch.Tensor], **kw) -> torch.Tensor:
+    """``d y / d params`` flattened, zeros for parameters ``y`` does not use."""
+    gs = torch.autograd.grad(y, params, allow_unused=True, **kw)
+    return flat([torch.zeros_like(p) if g is None else g for g, p in zip(gs, params)])
+
+
 class _Operator:
     """``u -> P^{-1/2} H P^{-1/2} u`` over one gradient graph (built once, kept between
     products), counting the products."""
@@ -55,13 +61,16 @@ class _Operator:
     def __init__(self, loss_fn: LossFn, params: Sequence[torch.Tensor], P: torch.Tensor):
         self.params = list(params)
         self.loss = loss_fn()
-        self.g = flat(torch.autograd.grad(self.loss, self.params, create_graph=True))
+        self.g = _grad(self.loss, self.params, create_graph=True)
         self.s = P.detach().to(self.g.dtype).rsqrt()
         self.count = 0
 
     def hvp(self, u: torch.Tensor) -> torch.Tensor:
         self.count += 1
-        return flat(torch.autograd.grad(self.g @ u, self.params, retain_graph=True)).detach()
+        if not self.g.requires_grad:  # the loss is linear in the parameters
+            return torch.zeros_like(u)
+        return _grad(self.g @ u, self.params, retain_graph=True).detach()
+
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         u = torch.as_tensor(np.asarray(x).ravel(), dtype=self.g.dtype, device=self.g.device)

@@ -9,7 +9,9 @@ Instruments (each optional, each with its own ``every``):
 - ``spikes``: :class:`gaugedyn.adam.OnlineSpikeDetector` on the training loss (one sample every
   ``every`` steps: the detector's stride), the offline detector's statistic block by block;
 - ``edge``: :class:`~gaugedyn.monitor.EdgeProbe`, the preconditioned sharpness and the active
-  curvature of a probe loss every ``every`` steps, by Lanczos on Hessian-vector products.
+  curvature of a probe loss every ``every`` steps, by Lanczos on Hessian-vector products: read
+  at the state after ``t`` steps, ``t`` divisible by ``every`` (``t = 0`` included), before step
+  ``t + 1``, and written with that step's scalars.
 
 Order within one ``optimizer.step()``: a closure passed to ``step`` is evaluated first (by the
 monitor's first pre-hook, so every instrument sees this step's gradients: what Lightning's
@@ -235,7 +237,7 @@ class Monitor:
         return tuple(args[:1]), {**rest, "closure": lambda: loss}
 
     def _edge_pre(self, optimizer, args, kwargs) -> None:
-        if self.edge is not None and (self.step + 1) % self.edge.every == 0:
+        if self.edge is not None and self.step % self.edge.every == 0:
             self._edge_row = self.edge.measure(optimizer)
 
     def _post(self, optimizer, args, kwargs) -> None:
