@@ -424,3 +424,26 @@ def test_bad_objects_are_refused():
         EdgeProbe(3)
     with pytest.raises(InputError, match="tol"):
         EdgeProbe(lambda: torch.zeros(()), tol=2.0)
+
+
+def test_lanczos_finds_a_known_top_eigenvalue_and_agrees_with_arpack():
+    from gaugedyn.adam import lanczos_top, preconditioned_sharpness
+
+    g = torch.Generator().manual_seed(0)
+    Q, _ = torch.linalg.qr(torch.randn(300, 300, dtype=torch.float64, generator=g))
+    eig = torch.linspace(-5.0, 3.0, 300, dtype=torch.float64)
+    eig[-1] = 3.5  # a gap of 0.5 above the rest
+    A = Q @ torch.diag(eig) @ Q.T
+    theta, vec, products = lanczos_top(lambda u: A @ u, torch.randn(300, dtype=torch.float64,
+                                                                     generator=g), tol=1e-10)
+    assert theta == pytest.approx(3.5, rel=1e-9) and products < 300
+    assert abs(float(vec @ Q[:, -1])) == pytest.approx(1.0, abs=1e-6)
+    model, opt, loss_fn = setup()
+    params = list(model.parameters())
+    P = torch.rand(sum(p.numel() for p in params), generator=g) + 0.5
+    a = preconditioned_sharpness(loss_fn, params, P, tol=1e-8, method="lanczos")
+    b = preconditioned_sharpness(loss_fn, params, P, tol=1e-8, method="arpack")
+    assert a["sharpness"] == pytest.approx(b["sharpness"], rel=1e-6)
+    assert a["active_curvature"] == b["active_curvature"]
+    with pytest.raises(InputError, match="method"):
+        preconditioned_sharpness(loss_fn, params, P, method="power")

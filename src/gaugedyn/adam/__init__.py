@@ -45,6 +45,7 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "_recorder": ["AdamRecorder", "NORM_NAMES", "SAMPLE_FIELDS"],
     # curvature through Adam's preconditioner (torch, lazy)
     "_sharpness": ["preconditioned_sharpness", "hessian_vector_product", "dense_hessian",
+                   "lanczos_top", "SHARPNESS_METHODS",
                    "edge_threshold"],
     # Adam state surgery (torch, lazy)
     "_state": ["StateRecord", "select", "snapshot", "restore", "transplant", "exchange", "reset",

@@ -3,9 +3,10 @@ r"""Curvature of a loss seen through Adam's preconditioner, for any torch model.
 With parameters ``theta`` (the flattened ``params``), the Hessian ``H`` of a scalar loss and a
 positive preconditioner ``P`` (Adam's ``sqrt(v^) + eps``, or ones):
 
-- the preconditioned sharpness ``S = lambda_max(P^{-1/2} H P^{-1/2})``, by Lanczos
-  (``scipy.sparse.linalg.eigsh``, ARPACK, ``which="LA"``) over a ``LinearOperator`` of
-  Hessian-vector products, warm-started from a previous eigenvector;
+- the preconditioned sharpness ``S = lambda_max(P^{-1/2} H P^{-1/2})``, by Lanczos on
+  Hessian-vector products (:func:`lanczos_top` in torch, or ARPACK through
+  ``scipy.sparse.linalg.eigsh`` over a ``LinearOperator``), warm-started from a previous
+  eigenvector;
 - the active curvature ``kappa_g = d^T H d / d^T P d`` with ``d = P^{-1} g``: the Rayleigh
   quotient of ``P^{-1/2} H P^{-1/2}`` along the preconditioned gradient (one product);
 - heavy-ball EMA momentum on a quadratic is stable while
@@ -18,6 +19,7 @@ unit vector at once (the reference the Lanczos estimate is checked against).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -77,20 +79,66 @@ class _Operator:
         return (self.s * self.hvp(self.s * u)).double().cpu().numpy()
 
 
+SHARPNESS_METHODS = ("lanczos", "arpack")
+"""Eigensolvers of :func:`preconditioned_sharpness`: ``"lanczos"`` (the restarted Lanczos of
+:func:`lanczos_top`, in torch on the parameters' device) and ``"arpack"``
+(``scipy.sparse.linalg.eigsh`` over a ``LinearOperator``, in numpy on the CPU; its per-iteration
+work is far slower than a product for a million parameters)."""
+
+
+def lanczos_top(matvec: Callable[[torch.Tensor], torch.Tensor], v0: torch.Tensor, *,
+                tol: float = 1e-6, maxiter: int = 2000, ncv: int = 20
+                ) -> tuple[float, torch.Tensor, int]:
+    r"""The largest eigenvalue of a symmetric operator and its vector, by Lanczos with full
+    reorthogonalisation, restarted from the best Ritz vector every ``ncv`` products.
+
+    Converged when the Ritz residual ``|eta_j s_j| <= tol |	heta|`` (ARPACK's relative
+    criterion); ``maxiter`` bounds the products. Returns ``(theta, vector, products)``; a run
+    that exhausts ``maxiter`` returns its best estimate (the caller sees ``products``).
+    """
+    from scipy.linalg import eigh_tridiagonal
+
+    x = v0.to(torch.float64)
+    theta, count = math.nan, 0
+    while count < maxiter:
+        basis, alpha, beta = [x / x.norm()], [], []
+        for _ in range(min(ncv, maxiter - count)):
+            q = basis[-1]
+            w = matvec(q.to(v0.dtype)).to(torch.float64)
+            count += 1
+            alpha.append(float(q @ w))
+            Q = torch.stack(basis)
+            for _ in range(2):  # classical Gram-Schmidt twice: orthogonal to working precision
+                w = w - Q.T @ (Q @ w)
+            b = float(w.norm())
+            vals, vecs = eigh_tridiagonal(np.array(alpha), np.array(beta), select="i",
+                                          select_range=(len(alpha) - 1, len(alpha) - 1))
+            theta, s = float(vals[0]), vecs[:, 0]
+            if b * abs(s[-1]) <= tol * abs(theta) or b == 0.0:
+                return theta, Q.T @ torch.as_tensor(s, dtype=torch.float64, device=Q.device), count
+            beta.append(b)
+            basis.append(w / b)
+        x = torch.stack(basis[: len(alpha)]).T @ torch.as_tensor(s, dtype=torch.float64,
+                                                                  device=x.device)
+    return theta, x / x.norm(), count
+
+
 def preconditioned_sharpness(loss_fn: LossFn, params: Sequence[torch.Tensor], P: torch.Tensor,
-                             v0: np.ndarray | None = None, tol: float = 1e-6, *,
-                             maxiter: int = 2000, ncv: int | None = None) -> dict:
+                             v0: np.ndarray | torch.Tensor | None = None, tol: float = 1e-6, *,
+                             maxiter: int = 2000, ncv: int | None = None,
+                             method: str = "lanczos") -> dict:
     """``lambda_max(P^{-1/2} H P^{-1/2})`` by Lanczos and, from the same gradient graph, the
     active curvature ``kappa_g`` (module doc).
 
     ``P``: the flat preconditioner (positive, one entry per parameter coordinate); ``v0``: a
-    start vector (the previous ``eigenvector``); ``tol``, ``maxiter``, ``ncv``: ARPACK's
-    relative accuracy, restarts and Lanczos basis size (the cost is ``products`` Hessian-vector
-    products). Returns ``{"sharpness", "active_curvature", "eigenvector", "products",
-    "loss"}``; ARPACK's non-convergence (``ArpackNoConvergence``) propagates.
+    start vector (the previous ``eigenvector``; random when ``None``, from the global torch
+    generator); ``tol``, ``maxiter``, ``ncv``: the relative accuracy, the product budget and the
+    Lanczos basis size (the cost is ``products`` Hessian-vector products); ``method``: one of
+    :data:`SHARPNESS_METHODS`. Returns ``{"sharpness", "active_curvature", "eigenvector", "products",
+    "loss"}``; ``"arpack"``'s non-convergence (``ArpackNoConvergence``) propagates.
     """
-    from scipy.sparse.linalg import LinearOperator, eigsh
-
+    if method not in SHARPNESS_METHODS:
+        raise InputError(f"method={method!r} is not allowed; use one of {SHARPNESS_METHODS}")
     params = list(params)
     n = sum(p.numel() for p in params)
     if P.numel() != n or not bool((P > 0).all()):
@@ -104,9 +152,19 @@ def preconditioned_sharpness(loss_fn: LossFn, params: Sequence[torch.Tensor], P:
     if top > 0:
         d = d / top  # kappa_g is scale-free; no underflow of d^2
         kappa = float(d @ op.hvp(d) / (d @ (Pd * d)))
-    lin = LinearOperator((n, n), matvec=op, dtype=np.float64)
-    vals, vecs = eigsh(lin, k=1, which="LA", v0=v0, tol=tol, maxiter=maxiter, ncv=ncv)
-    return {"sharpness": float(vals[0]), "active_curvature": kappa, "eigenvector": vecs[:, 0],
+    if method == "arpack":
+        from scipy.sparse.linalg import LinearOperator, eigsh
+
+        start = None if v0 is None else np.asarray(torch.as_tensor(v0).cpu(), dtype=float)
+        lin = LinearOperator((n, n), matvec=op, dtype=np.float64)
+        vals, vecs = eigsh(lin, k=1, which="LA", v0=start, tol=tol, maxiter=maxiter, ncv=ncv)
+        value, vector = float(vals[0]), torch.as_tensor(vecs[:, 0])
+    else:
+        start = (torch.randn(n, dtype=torch.float64, device=g.device) if v0 is None
+                 else torch.as_tensor(v0, dtype=torch.float64).to(g.device))
+        value, vector, _ = lanczos_top(lambda u: op.s * op.hvp(op.s * u), start.to(g.dtype),
+                                       tol=tol, maxiter=maxiter, ncv=ncv or 20)
+    return {"sharpness": value, "active_curvature": kappa, "eigenvector": vector,
             "products": op.count, "loss": float(op.loss.detach())}
 
 

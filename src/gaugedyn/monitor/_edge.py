@@ -26,19 +26,20 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import torch
 
 from .._errors import InputError
 
 
 class EdgeProbe:
-    """``every``: steps between readings; ``tol``, ``maxiter``, ``ncv``: ARPACK's relative
-    accuracy, restart limit and Lanczos basis (the overhead knobs); ``loss_fn() -> tensor``:
-    the probe loss on a fixed batch at the model's current parameters."""
+    """``loss_fn() -> tensor``: the probe loss on a fixed batch at the model's current
+    parameters; ``every``: steps between readings; ``tol``, ``maxiter``, ``ncv``: the Lanczos
+    relative accuracy, product budget and basis size (the overhead knobs); ``method``: the
+    eigensolver (``"lanczos"`` in torch, or ``"arpack"``: :data:`gaugedyn.adam.SHARPNESS_METHODS`)."""
 
     def __init__(self, loss_fn: Callable[[], torch.Tensor], *, every: int = 500,
-                 tol: float = 1e-3, maxiter: int = 300, ncv: int | None = None):
+                 tol: float = 1e-3, maxiter: int = 300, ncv: int | None = None,
+                 method: str = "lanczos"):
         if not callable(loss_fn):
             raise InputError(f"loss_fn={loss_fn!r} is not allowed; use a function "
                              "loss_fn() -> scalar tensor")
@@ -48,12 +49,17 @@ class EdgeProbe:
             raise InputError(f"tol={tol!r} is not allowed; use a number in [0, 1)")
         if int(maxiter) < 1:
             raise InputError(f"maxiter={maxiter!r} is not allowed; use an integer >= 1")
-        self.loss_fn, self.every = loss_fn, int(every)
+        from ..adam import SHARPNESS_METHODS
+
+        if method not in SHARPNESS_METHODS:
+            raise InputError(f"method={method!r} is not allowed; use one of {SHARPNESS_METHODS}")
+        self.loss_fn, self.every, self.method = loss_fn, int(every), method
         self.tol, self.maxiter, self.ncv = float(tol), int(maxiter), ncv
-        self._v0: np.ndarray | None = None
+        self._v0: torch.Tensor | None = None
 
     def settings(self) -> dict:
-        return {"every": self.every, "tol": self.tol, "maxiter": self.maxiter, "ncv": self.ncv}
+        return {"every": self.every, "tol": self.tol, "maxiter": self.maxiter, "ncv": self.ncv,
+                "method": self.method}
 
     @staticmethod
     def params(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
@@ -106,7 +112,8 @@ class EdgeProbe:
         devices = sorted({p.device.index or 0 for p in params if p.device.type == "cuda"})
         with torch.random.fork_rng(devices=devices):
             out = preconditioned_sharpness(self.loss_fn, params, P, v0=self._v0, tol=self.tol,
-                                           maxiter=self.maxiter, ncv=self.ncv)
+                                           maxiter=self.maxiter, ncv=self.ncv,
+                                           method=self.method)
         self._v0 = out.pop("eigenvector")
         lr = optimizer.param_groups[0]["lr"]
         lr = float(lr.item()) if torch.is_tensor(lr) else float(lr)

@@ -160,7 +160,9 @@ class WandbSink:
     """``run.log(scalars, step=step)`` on a Weights & Biases run: an open ``run`` (left open)
     or one started by ``wandb.init(**init)`` here and finished by :meth:`close`. Offline runs
     (``mode="offline"`` or ``WANDB_MODE=offline``) write their run folder locally with no
-    account or network. Steps must not decrease (wandb's rule)."""
+    account or network. Steps must not decrease (wandb's rule). Closing a run started here
+    also stops wandb's service when no other run is open, so the run's file is complete when
+    :meth:`close` returns (the service writes it after ``finish``)."""
 
     def __init__(self, run: Any = None, **init: Any):
         if run is not None and init:
@@ -180,6 +182,10 @@ class WandbSink:
     def close(self) -> None:
         if self._own:
             self.run.finish()
+            import wandb
+
+            if wandb.run is None:  # wandb's service writes the run file after finish returns
+                wandb.teardown()
 
 
 class StoreSink:
