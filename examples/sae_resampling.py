@@ -28,8 +28,9 @@ Protocol (fixed before the run; the settings below are the only constants):
   per-seed paired differences, the same seed and data in every arm): ``rows`` below ``none``
   (< 0) and ``rows`` below ``whole`` (< 0); the arms' medians with their intervals beside them.
 
-    .venv/bin/python examples/sae_resampling.py --out results-data/sae_resampling [--seeds 12]
+    .venv/bin/python examples/sae_resampling.py --out examples/results/sae_resampling
     .venv/bin/python examples/sae_resampling.py --quick --out /tmp/sae
+    .venv/bin/python examples/sae_resampling.py --table examples/results/sae_resampling/summary.json
 
 writes ``summary.json`` (settings, per-seed values, judgements, code identity) and
 ``sae_resampling.png`` (mean loss around the events per arm; per-seed amplitudes).
@@ -198,12 +199,38 @@ def figure(result: dict, path: Path, steps: int) -> None:
     plt.close(fig)
 
 
+def table(summary: dict) -> str:
+    """The Markdown table of a ``summary.json``: per reading, each arm's median amplitude with
+    its interval and the two findings with their verdicts (what the docs show)."""
+    head = ("| reading | none | rows | whole | rows - none | rows - whole |\n"
+            "|---|---|---|---|---|---|")
+    lines = [head]
+    for reading, j in summary["judgements"].items():
+        cells = []
+        for a in ARMS:
+            lo, hi = (float(v) for v in j["arms"][a]["interval"])
+            cells.append(f"{float(j['arms'][a]['estimate']):.3f} [{lo:.3f}, {hi:.3f}]")
+        for f in ("rows_below_none", "rows_below_whole"):
+            x = j["findings"][f]
+            lo, hi = (float(v) for v in x["interval"])
+            cells.append(f"{float(x['estimate']):+.3f} [{lo:+.3f}, {hi:+.3f}] "
+                         f"**{x['verdict']}**")
+        lines.append(f"| {reading} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help="folder for summary.json and the figure")
+    ap.add_argument("--out", help="folder for summary.json and the figure")
+    ap.add_argument("--table", metavar="SUMMARY", help="print the docs table of a summary.json")
     ap.add_argument("--seeds", type=int, default=SEEDS)
     ap.add_argument("--quick", action="store_true", help="3 seeds, 1300 steps (a smoke run)")
     args = ap.parse_args(argv)
+    if args.table:
+        print(table(json.loads(Path(args.table).read_text())))
+        return
+    if not args.out:
+        ap.error("--out is required (or --table SUMMARY)")
     seeds, steps = (3, 1300) if args.quick else (args.seeds, STEPS)
     if seeds < 1:
         ap.error(f"--seeds {seeds}: allowed: an integer >= 1")
@@ -212,6 +239,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     result = study(seeds, steps)
+    from gaugedyn._json import strict
     from gaugedyn._meta import versions
 
     summary = {
@@ -223,7 +251,8 @@ def main(argv: list[str] | None = None) -> None:
         "judgements": judgements(result["values"]), "versions": versions(),
         "seconds": time.perf_counter() - t0,
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=float) + "\n")
+    (out / "summary.json").write_text(json.dumps(strict(summary), indent=1, allow_nan=False)
+                                      + "\n")
     figure(result, out / "sae_resampling.png", steps)
     print(f"wrote {out / 'summary.json'} and the figure in {summary['seconds']:.0f} s")
 
