@@ -102,21 +102,25 @@ def test_the_loss_and_the_edge_probe_schedule(run):
     assert not opt._optimizer_step_pre_hooks and not opt._optimizer_step_post_hooks
 
 
+def _trajectory(instruments: bool) -> torch.Tensor:
+    model, opt, loss_fn = setup(seed=3)
+    drop = nn.Dropout(0.2)
+
+    def noisy():  # a probe loss that draws random numbers (dropout, fresh inputs)
+        return nn.functional.mse_loss(drop(model[0](torch.randn(8, 8))).sum(1), torch.ones(8))
+
+    kw = ({"adam": {"every": 1}, "gauge": {"every": 1}, "edge": EdgeProbe(noisy, every=2)}
+          if instruments else {"adam": False, "gauge": False, "spikes": False})
+    torch.manual_seed(11)
+    mon = Monitor(opt, model, **kw)
+    train(mon, opt, lambda: loss_fn() + 0.0 * drop(torch.ones(4)).sum(), 6)
+    mon.detach()
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
 def test_the_monitor_leaves_training_bit_for_bit_unchanged():
     """Same seed with and without every instrument (the probe's forward passes, RNG use)."""
-    out = []
-    for instruments in (False, True):
-        model, opt, loss_fn = setup(seed=3)
-        drop = nn.Dropout(0.2)
-        noisy = lambda: nn.functional.mse_loss(drop(model[0](torch.randn(8, 8))).sum(1), torch.ones(8))  # noqa: E731
-        kw = ({"adam": {"every": 1}, "gauge": {"every": 1}, "edge": EdgeProbe(noisy, every=2)}
-              if instruments else {"adam": False, "gauge": False, "spikes": False})
-        torch.manual_seed(11)
-        mon = Monitor(opt, model, **kw)
-        train(mon, opt, lambda: loss_fn() + 0.0 * drop(torch.ones(4)).sum(), 6)
-        mon.detach()
-        out.append(torch.cat([p.detach().reshape(-1) for p in model.parameters()]))
-    assert torch.equal(out[0], out[1])
+    assert torch.equal(_trajectory(False), _trajectory(True))
 
 
 def test_a_closure_is_evaluated_before_the_instruments():

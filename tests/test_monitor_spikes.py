@@ -5,7 +5,6 @@ underflowed and diverged, and on the loss stream of a published spike_boundary c
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np

@@ -101,7 +101,9 @@ def lanczos_top(matvec: Callable[[torch.Tensor], torch.Tensor], v0: torch.Tensor
     x = v0.to(torch.float64)
     theta, count = math.nan, 0
     while count < maxiter:
-        basis, alpha, beta = [x / x.norm()], [], []
+        basis = [x / x.norm()]
+        alpha: list[float] = []
+        beta: list[float] = []
         for _ in range(min(ncv, maxiter - count)):
             q = basis[-1]
             w = matvec(q.to(v0.dtype)).to(torch.float64)
@@ -155,14 +157,14 @@ def preconditioned_sharpness(loss_fn: LossFn, params: Sequence[torch.Tensor], P:
     if method == "arpack":
         from scipy.sparse.linalg import LinearOperator, eigsh
 
-        start = None if v0 is None else np.asarray(torch.as_tensor(v0).cpu(), dtype=float)
+        v0_np = None if v0 is None else np.asarray(torch.as_tensor(v0).cpu(), dtype=float)
         lin = LinearOperator((n, n), matvec=op, dtype=np.float64)
-        vals, vecs = eigsh(lin, k=1, which="LA", v0=start, tol=tol, maxiter=maxiter, ncv=ncv)
+        vals, vecs = eigsh(lin, k=1, which="LA", v0=v0_np, tol=tol, maxiter=maxiter, ncv=ncv)
         value, vector = float(vals[0]), torch.as_tensor(vecs[:, 0])
     else:
-        start = (torch.randn(n, dtype=torch.float64, device=g.device) if v0 is None
-                 else torch.as_tensor(v0, dtype=torch.float64).to(g.device))
-        value, vector, _ = lanczos_top(lambda u: op.s * op.hvp(op.s * u), start.to(g.dtype),
+        v0_t = (torch.randn(n, dtype=torch.float64, device=g.device) if v0 is None
+                else torch.as_tensor(v0, dtype=torch.float64).to(g.device))
+        value, vector, _ = lanczos_top(lambda u: op.s * op.hvp(op.s * u), v0_t.to(g.dtype),
                                        tol=tol, maxiter=maxiter, ncv=ncv or 20)
     return {"sharpness": value, "active_curvature": kappa, "eigenvector": vector,
             "products": op.count, "loss": float(op.loss.detach())}

@@ -172,7 +172,7 @@ def judge_blocks(rises: np.ndarray, resolved: np.ndarray, judged, bad, shape: tu
     else:
         hits = (rises >= RISE_DECADES) & resolved
         rise = np.where(resolved, rises, -math.inf).max(axis=0)
-        unresolved = (~resolved).any(axis=0)
+        unresolved = np.asarray((~resolved).any(axis=0))
     spiky = hits.any(axis=0) & judged & ~diverged
     undetermined = unresolved & judged & ~diverged & ~spiky
     quiet = judged & ~diverged & ~spiky & ~undetermined

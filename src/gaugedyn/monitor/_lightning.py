@@ -25,7 +25,7 @@ try:
     from lightning.pytorch.callbacks import Callback
 except ImportError:  # the standalone package
     try:
-        from pytorch_lightning.callbacks import Callback
+        from pytorch_lightning.callbacks import Callback  # type: ignore[assignment]
     except ImportError as err:
         raise ImportError("gaugedyn.monitor.LightningMonitor needs PyTorch Lightning; install "
                           "it with pip install lightning (or gaugedyn[monitor])") from err

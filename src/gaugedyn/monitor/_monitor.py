@@ -275,7 +275,7 @@ class Monitor:
             return
         step, scalars = self._pending
         self._pending = None
-        events = []
+        events: list[dict] = []
         if self._loss:
             loss = float(np.mean(self._loss))
             self._loss = []
