@@ -280,6 +280,7 @@ def test_dir_lists_every_lazy_export():
     import importlib
 
     for package in ("gaugedyn.adam", "gaugedyn.training", "gaugedyn.symbolic", "gaugedyn.gauge",
+                    "gaugedyn.monitor",
                     "gaugedyn.experiments.prototypes"):
         module = importlib.import_module(package)
         assert set(module.__all__) <= set(dir(module)), package
