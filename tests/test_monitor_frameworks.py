@@ -181,7 +181,7 @@ def test_hf_callback_gives_the_raw_split_bit_for_bit(raw, tmp_path):
                                   raw[1].series("gaugedyn/loss")[1])
 
 
-def test_hf_callback_without_a_bound_trainer_finds_the_optimizer_or_says_how(tmp_path):
+def test_hf_callback_without_a_bound_trainer(tmp_path):
     """transformers #38181: callbacks may get optimizer=None; unbound, the callback either
     finds it in the hook's arguments or stops with the way out."""
     from gaugedyn._errors import InputError
@@ -212,3 +212,26 @@ def test_lightning_bf16_mixed_records_the_split_in_the_optimizer_dtype():
     assert all(st["exp_avg"].dtype == torch.float32 for st in opt.state.values())
     assert arrays["adam_norms"].shape == (STEPS, 2, 7) and np.isfinite(arrays["adam_norms"]).all()
     assert os.environ.get("WANDB_MODE") in (None, "offline", "disabled")
+
+
+def test_hf_callback_handed_optimizer_none_takes_the_bound_trainers():
+    """transformers #38181: where the Trainer hands callbacks optimizer=None, an unbound callback
+    says how to bind it, and a bound one unwraps the trainer's optimizer."""
+    from types import SimpleNamespace
+
+    pytest.importorskip("transformers")
+    from gaugedyn._errors import InputError
+    from gaugedyn.monitor import HFMonitor
+
+    model = Net()
+    opt = make_optimizer(model)
+    state = SimpleNamespace(global_step=3)
+    cb = HFMonitor(gauge=False, spikes=False)
+    cb.on_train_begin(None, state, None, model=model, optimizer=None)
+    with pytest.raises(InputError, match=r"HFMonitor.attach\(trainer\)"):
+        cb.on_step_begin(None, state, None, model=model, optimizer=None)
+    cb.trainer = SimpleNamespace(optimizer=SimpleNamespace(optimizer=opt), model=model)
+    cb.on_step_begin(None, state, None, model=model, optimizer=None)
+    assert cb.monitor.optimizer is opt and cb.monitor.step == 3
+    cb.on_train_end(None, state, None)
+    assert not opt._optimizer_step_pre_hooks and not opt._optimizer_step_post_hooks
