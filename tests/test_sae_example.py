@@ -57,6 +57,7 @@ def test_resampling_resets_the_resampled_rows_state_through_the_monitor(sae, mon
             return out
 
     monkeypatch.setattr(sae, "Monitor", Spy)
+    monkeypatch.setattr(sae, "BATCH", 32)  # a quarter of the cost; latents still die by step 800
     res = sae.run(0, "rows", False, steps=801)
     assert res["events"][-1][0] == 800 and res["events"][-1][1] == seen["dead"] > 0
     assert seen["zero"]
