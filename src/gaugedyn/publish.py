@@ -26,8 +26,12 @@ whose findings are judged under several readings), ``figures EXPERIMENT`` (the
 run's figures, copied by ``--add`` into ``docs/figures/<experiment>/``, with their captions) and
 ``systems`` (one row per paper of
 :data:`gaugedyn.papers.PAPERS`: its checks and the counts of its findings' verdicts over the
-published runs, linking to its page). ``--check`` regenerates every table in memory and compares
-it with the file, so a table that no longer matches its committed run fails CI.
+published runs, linking to its page). The site's navigation of the systems' pages is generated
+the same way, in ``mkdocs.yml`` between ``# publish:nav`` and ``# /publish`` comment lines, from
+each system's declaration (``system.toml``: its page, its title, its further pages).
+``--check`` regenerates every table and the navigation in memory and compares them with the
+files, so a table that no longer matches its committed run, or a navigation that no longer
+matches the declared systems, fails CI.
 
 Quick and reduced configurations are refused by ``--add``: published numbers are full runs.
 """
@@ -51,6 +55,10 @@ _OPEN = re.compile(r"^<!-- publish:(\w+)(?: (\w+))? -->$")
 _CLOSE = "<!-- /publish -->"
 _KINDS = ("claims", "readings", "figures", "systems")
 FIGURES = "docs/figures"
+SITE = "mkdocs.yml"
+_NAV_OPEN = re.compile(r"^(\s*)# publish:nav\b")
+_NAV_CLOSE = "# /publish"
+_PLAIN_TITLE = re.compile(r"[A-Za-z0-9(][^:#\"'{}\[\],&*!|>%@`]*")
 
 
 def published_files(root: Path) -> list[Path]:
@@ -305,9 +313,48 @@ def render(text: str, path: Path, root: Path, data: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
+def _nav_title(title: str) -> str:
+    """``title`` as a YAML mapping key: plain where YAML reads it back unchanged, else quoted."""
+    if _PLAIN_TITLE.fullmatch(title) and title == title.strip():
+        return title
+    return json.dumps(title, ensure_ascii=False)
+
+
+def nav_entries(root: Path) -> list[tuple[str, str]]:
+    """``(title, page)`` of every system's pages, in the order of the declarations; refused
+    (:class:`~gaugedyn.InputError`) when a declared page is not under ``docs/``."""
+    entries = []
+    for paper in PAPERS:
+        for title, page in paper.nav_entries:
+            if not (root / "docs" / page).is_file():
+                raise InputError(f"experiments/{paper.system}/system.toml declares the page "
+                                 f"{page!r}, which is not in docs/; write docs/{page}")
+            entries.append((title, page))
+    return entries
+
+
+def render_nav(text: str, path: Path, root: Path) -> str:
+    """``text`` (``mkdocs.yml``) with the systems' navigation between ``# publish:nav`` and
+    ``# /publish`` regenerated from the declarations (markers kept, entries replaced)."""
+    lines = text.split("\n")
+    opens = [i for i, line in enumerate(lines) if _NAV_OPEN.match(line)]
+    if len(opens) != 1:
+        raise InputError(f"{path}: needs exactly one '# publish:nav' comment line where the "
+                         f"systems' pages are listed, found {len(opens)}")
+    start = opens[0]
+    end = next((j for j in range(start + 1, len(lines)) if lines[j].strip() == _NAV_CLOSE), None)
+    if end is None:
+        raise InputError(f"{path}: '# publish:nav' has no closing '{_NAV_CLOSE}'")
+    match = _NAV_OPEN.match(lines[start])
+    indent = match.group(1) if match else ""
+    body = [f"{indent}- {_nav_title(title)}: {page}" for title, page in nav_entries(root)]
+    return "\n".join([*lines[: start + 1], *body, *lines[end:]])
+
+
 def publish(root: Path, check: bool = False) -> list[Path]:
-    """Regenerate every marked table under ``root``. Returns the files that changed (written,
-    or with ``check`` only listed)."""
+    """Regenerate every marked table under ``root`` and, where ``root`` has a ``mkdocs.yml``, its
+    navigation of the systems' pages. Returns the files that changed (written, or with
+    ``check`` only listed)."""
     root = Path(root)
     data = load_published(root)
     stale = []
@@ -318,6 +365,14 @@ def publish(root: Path, check: bool = False) -> list[Path]:
             stale.append(path)
             if not check:
                 path.write_text(new)
+    site = root / SITE
+    if site.is_file():
+        text = site.read_text()
+        new = render_nav(text, site, root)
+        if new != text:
+            stale.append(site)
+            if not check:
+                site.write_text(new)
     return stale
 
 
@@ -348,7 +403,7 @@ def _main(args) -> int:
         print(f"added {add_run(run, root)}")
     stale = publish(root, check=args.check)
     for path in stale:
-        verb = "stale (does not match results-data/; run gaugedyn publish)" if args.check \
-            else "rewritten"
+        verb = "stale (does not match results-data/ or the declared systems; run gaugedyn " \
+            "publish)" if args.check else "rewritten"
         print(f"{path}: {verb}", file=sys.stderr if args.check else sys.stdout)
     return 1 if args.check and stale else 0

@@ -12,7 +12,7 @@ import textwrap
 from functools import cache
 from pathlib import Path
 
-from ._kernels import ACTIVATIONS, kernel_expressions, kernel_symbols
+from ._kernels import closed_form_activations, kernel_expressions, kernel_symbols
 
 NAME = "generated_kernels"
 HESS_ORDER = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
@@ -26,7 +26,7 @@ _HEADER = '''"""Gaussian kernels of each activation, generated from the symbolic
 GENERATED FILE, do not edit: written by ``gaugedyn derive`` (gaugedyn.symbolic._codegen) and
 kept current by ``gaugedyn derive --check``.
 
-For act in relu, erf, linear (g(z) = erf(z / sqrt 2) for erf), elementwise with numpy
+For act in {activations} (g(z) = erf(z / sqrt 2) for erf), elementwise with numpy
 broadcasting, float64:
 
 - ``pair_<act>(q1, q2, c)`` = E[g(x1) g(x2)], (x1, x2) ~ N(0, [[q1, c], [c, q2]]);
@@ -160,8 +160,9 @@ def _rename(args, exprs):
 def source() -> str:
     """The full text of ``_generated_kernels.py``."""
     q1, q2, c, q = kernel_symbols()
-    parts = [_HEADER]
-    for act in ACTIVATIONS:
+    activations = closed_form_activations()
+    parts = [_HEADER.replace("{activations}", ", ".join(activations))]
+    for act in activations:
         d = kernel_derivatives(act)
         rep, pre = _relu_substitution() if act == "relu" else ({}, [])
         for kind in _PAIR_KINDS:
@@ -177,7 +178,7 @@ def source() -> str:
         a2, e2 = _rename(args, exprs)
         parts.append(_function(name, a2, e2, [], errstate=False))
     reg = "\n\nKERNELS = {\n"
-    for act in ACTIVATIONS:
+    for act in activations:
         names = ", ".join(f"{k}_{act}" for k in _PAIR_KINDS + _SELF_KINDS)
         reg += f'    "{act}": ({names}),\n'
     reg += "}\n"
