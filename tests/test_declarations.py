@@ -32,11 +32,13 @@ nav = "Toy system"
 
 
 def test_every_system_folder_is_registered_and_declared():
-    folders = sorted(p.name for p in (PACKAGE / "experiments").iterdir()
-                     if (p / "__init__.py").is_file())
+    folders = sorted(
+        p.name for p in (PACKAGE / "experiments").iterdir() if (p / "__init__.py").is_file()
+    )
     assert sorted(SYSTEM_NAMES) == folders, (
         f"folders not in SYSTEM_NAMES (harness/_registry.py): "
-        f"{sorted(set(folders) - set(SYSTEM_NAMES))}")
+        f"{sorted(set(folders) - set(SYSTEM_NAMES))}"
+    )
     for name in folders:
         assert (PACKAGE / "experiments" / name / "system.toml").is_file(), name
 
@@ -58,27 +60,33 @@ def test_a_declaration_is_parsed_with_its_optional_keys():
     toy = parse_system("toy", GOOD)
     assert (toy.title, toy.authors, toy.experiments) == (None, None, ("toy_one", "toy_two"))
     assert toy.nav_entries == (("Toy system", "systems/toy.md"),)
-    full = parse_system("toy", GOOD.replace('name = "Toy"', 'name = "Toy"\ntitle = """A\n  Title"""'
-                                            '\nauthors = ["A. B."]') + 'more = [{ nav = "P", '
-                        'page = "p.md" }]\n')
+    full = parse_system(
+        "toy",
+        GOOD.replace('name = "Toy"', 'name = "Toy"\ntitle = """A\n  Title"""\nauthors = ["A. B."]')
+        + 'more = [{ nav = "P", '
+        'page = "p.md" }]\n',
+    )
     assert (full.title, full.authors) == ("A Title", ("A. B.",))
     assert full.nav_entries == (("Toy system", "systems/toy.md"), ("P", "p.md"))
 
 
-@pytest.mark.parametrize("edit, named", [
-    (lambda t: t + 'colour = "red"\n', "colour"),
-    (lambda t: t.replace('subject = "a toy"\n', ""), "subject"),
-    (lambda t: t.replace('["toy_one", "toy_two"]', '[]'), "experiments"),
-    (lambda t: t.replace('["toy_one", "toy_two"]', '["toy_one", "toy_one"]'), "experiments"),
-    (lambda t: t.replace('"toy_two"', '"Toy-Two"'), "Toy-Two"),
-    (lambda t: t.replace('"systems/toy.md"', '"systems/toy.html"'), "docs.page"),
-    (lambda t: t.replace('"systems/toy.md"', '"../toy.md"'), "docs.page"),
-    (lambda t: t.replace('nav = "Toy system"', 'nav = " "'), "docs.nav"),
-    (lambda t: t.replace('nav = "Toy system"', ""), "[docs]"),
-    (lambda t: t + 'more = [{ nav = "P" }]\n', "docs.more"),
-    (lambda t: t.replace('name = "Toy"', 'name = "Toy"\nauthors = []'), "authors"),
-    (lambda t: t.replace('name = "Toy"', 'name = "Toy'), "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "edit, named",
+    [
+        (lambda t: t + 'colour = "red"\n', "colour"),
+        (lambda t: t.replace('subject = "a toy"\n', ""), "subject"),
+        (lambda t: t.replace('["toy_one", "toy_two"]', "[]"), "experiments"),
+        (lambda t: t.replace('["toy_one", "toy_two"]', '["toy_one", "toy_one"]'), "experiments"),
+        (lambda t: t.replace('"toy_two"', '"Toy-Two"'), "Toy-Two"),
+        (lambda t: t.replace('"systems/toy.md"', '"systems/toy.html"'), "docs.page"),
+        (lambda t: t.replace('"systems/toy.md"', '"../toy.md"'), "docs.page"),
+        (lambda t: t.replace('nav = "Toy system"', 'nav = " "'), "docs.nav"),
+        (lambda t: t.replace('nav = "Toy system"', ""), "[docs]"),
+        (lambda t: t + 'more = [{ nav = "P" }]\n', "docs.more"),
+        (lambda t: t.replace('name = "Toy"', 'name = "Toy"\nauthors = []'), "authors"),
+        (lambda t: t.replace('name = "Toy"', 'name = "Toy'), "not valid TOML"),
+    ],
+)
 def test_a_bad_declaration_is_refused_naming_the_file_and_key(edit, named):
     with pytest.raises(InputError, match="experiments/toy/system.toml") as err:
         parse_system("toy", edit(GOOD))
@@ -131,11 +139,30 @@ def test_titles_that_yaml_would_misread_are_quoted(tmp_path, monkeypatch):
     import gaugedyn.publish as publish_module
     from gaugedyn.harness import System
 
-    titles = ["Plain title", "With: colon", "#hash", "quote's", '"quoted"', "[list]", "a, b",
-              "ends: ", "A (parenthesis) - dash"]
-    papers = tuple(System(system=f"s{i}", name=t, title=None, authors=None, subject="x",
-                          experiments=(f"e{i}",), page="index.md", nav=t)
-                   for i, t in enumerate(titles))
+    titles = [
+        "Plain title",
+        "With: colon",
+        "#hash",
+        "quote's",
+        '"quoted"',
+        "[list]",
+        "a, b",
+        "ends: ",
+        "A (parenthesis) - dash",
+    ]
+    papers = tuple(
+        System(
+            system=f"s{i}",
+            name=t,
+            title=None,
+            authors=None,
+            subject="x",
+            experiments=(f"e{i}",),
+            page="index.md",
+            nav=t,
+        )
+        for i, t in enumerate(titles)
+    )
     monkeypatch.setattr(publish_module, "PAPERS", papers)
     root = tmp_path
     (root / "docs").mkdir()
@@ -156,11 +183,16 @@ def test_a_navigation_without_its_markers_is_refused(tmp_path):
 
 def test_package_data_patterns_ship_every_data_file_of_every_system():
     patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "package-data"]["gaugedyn"]
-    files = [p.relative_to(PACKAGE).as_posix()
-             for p in (PACKAGE / "experiments").rglob("*")
-             if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts
-             and not p.name.startswith(".")]
+        "package-data"
+    ]["gaugedyn"]
+    files = [
+        p.relative_to(PACKAGE).as_posix()
+        for p in (PACKAGE / "experiments").rglob("*")
+        if p.is_file()
+        and p.suffix not in (".py", ".pyc")
+        and "__pycache__" not in p.parts
+        and not p.name.startswith(".")
+    ]
     assert any(f.endswith("system.toml") for f in files)
     missing = [f for f in files if not any(fnmatch.fnmatch(f, pat) for pat in patterns)]
     assert not missing, f"not shipped by pyproject.toml's package-data: {missing}"

@@ -41,7 +41,21 @@ from ..harness import resolve_experiment as resolve_experiment
 from ..harness import task_key as task_key
 
 __all__ = [
-    "Claim", "ExecutorSpec", "Experiment", "Param", "RunConfig", "RunOutcome",
-    "available_experiments", "caption_array", "caption_key", "caption_of", "execute",
-    "field_key", "finding", "load_arrays", "load_config", "make_config", "redraw",
+    "Claim",
+    "ExecutorSpec",
+    "Experiment",
+    "Param",
+    "RunConfig",
+    "RunOutcome",
+    "available_experiments",
+    "caption_array",
+    "caption_key",
+    "caption_of",
+    "execute",
+    "field_key",
+    "finding",
+    "load_arrays",
+    "load_config",
+    "make_config",
+    "redraw",
 ]

@@ -64,8 +64,9 @@ def _check_existing(path: Path, where: str, kind: str) -> None:
             )
     elif (claimed := _being_claimed(path)) is not None:
         if claimed:
-            raise InputError(f"{where}: another gaugedyn command is using this folder (it is "
-                             "creating it now)")
+            raise InputError(
+                f"{where}: another gaugedyn command is using this folder (it is creating it now)"
+            )
     elif any(path.iterdir()):
         raise InputError(
             f"{where}: folder is not empty and was not written by gaugedyn; "
@@ -85,7 +86,7 @@ def _being_claimed(path: Path) -> bool | None:
     entries = list(path.iterdir())
     if not entries or not all(p.name.startswith(prefix) for p in entries):
         return None
-    pids = [p.name[len(prefix):].split("-")[0] for p in entries]
+    pids = [p.name[len(prefix) :].split("-")[0] for p in entries]
     return any(pid.isdigit() and _alive(int(pid)) for pid in pids)
 
 
@@ -122,7 +123,9 @@ def claim_output_dir(path: Path, kind: str) -> Iterator[Path]:
         except ImportError:
             pass
         except OSError:
-            raise InputError(f"--out {path}: another gaugedyn command is using this folder") from None
+            raise InputError(
+                f"--out {path}: another gaugedyn command is using this folder"
+            ) from None
         for stale in path.glob(f"{STAGING}*"):
             shutil.rmtree(stale, ignore_errors=True)
         yield path

@@ -85,8 +85,10 @@ def _text(where: str, value: Any) -> str:
 
 def _page(where: str, value: Any) -> str:
     if not isinstance(value, str) or not _PAGE.fullmatch(value) or ".." in value.split("/"):
-        raise InputError(f"{where} = {value!r} is not allowed; allowed: a Markdown page under "
-                         "docs/ (e.g. 'systems/gauge.md')")
+        raise InputError(
+            f"{where} = {value!r} is not allowed; allowed: a Markdown page under "
+            "docs/ (e.g. 'systems/gauge.md')"
+        )
     return value
 
 
@@ -105,39 +107,57 @@ def parse_system(system: str, text: str, where: str | None = None) -> System:
     unknown = sorted(set(data) - _KEYS)
     missing = [k for k in _REQUIRED if k not in data]
     if unknown or missing:
-        raise InputError(f"{where}: unknown keys {unknown}, missing keys {missing}; allowed: "
-                         f"{', '.join(sorted(_KEYS))} (title and authors may be left out)")
+        raise InputError(
+            f"{where}: unknown keys {unknown}, missing keys {missing}; allowed: "
+            f"{', '.join(sorted(_KEYS))} (title and authors may be left out)"
+        )
     authors = data.get("authors")
     if authors is not None and (not isinstance(authors, list) or not authors):
-        raise InputError(f"{where}: authors = {authors!r} is not allowed; allowed: a non-empty "
-                         "list of names, or no authors key")
+        raise InputError(
+            f"{where}: authors = {authors!r} is not allowed; allowed: a non-empty "
+            "list of names, or no authors key"
+        )
     experiments = data["experiments"]
-    if (not isinstance(experiments, list) or not experiments
-            or not all(isinstance(e, str) and _IDENTIFIER.fullmatch(e) for e in experiments)
-            or len(set(experiments)) != len(experiments)):
-        raise InputError(f"{where}: experiments = {experiments!r} is not allowed; allowed: a "
-                         "non-empty list of distinct module names (lower case, digits, _)")
+    if (
+        not isinstance(experiments, list)
+        or not experiments
+        or not all(isinstance(e, str) and _IDENTIFIER.fullmatch(e) for e in experiments)
+        or len(set(experiments)) != len(experiments)
+    ):
+        raise InputError(
+            f"{where}: experiments = {experiments!r} is not allowed; allowed: a "
+            "non-empty list of distinct module names (lower case, digits, _)"
+        )
     docs = data["docs"]
     if not isinstance(docs, dict) or set(docs) - _DOCS_KEYS or not {"page", "nav"} <= set(docs):
-        raise InputError(f"{where}: [docs] = {docs!r} is not allowed; allowed: a table with "
-                         "page, nav and optionally more = [{nav = ..., page = ...}, ...]")
+        raise InputError(
+            f"{where}: [docs] = {docs!r} is not allowed; allowed: a table with "
+            "page, nav and optionally more = [{nav = ..., page = ...}, ...]"
+        )
     more = docs.get("more", [])
-    if not isinstance(more, list) or not all(isinstance(m, dict) and set(m) == {"nav", "page"}
-                                             for m in more):
-        raise InputError(f"{where}: docs.more = {more!r} is not allowed; allowed: a list of "
-                         "tables {nav = 'title', page = 'page.md'}")
+    if not isinstance(more, list) or not all(
+        isinstance(m, dict) and set(m) == {"nav", "page"} for m in more
+    ):
+        raise InputError(
+            f"{where}: docs.more = {more!r} is not allowed; allowed: a list of "
+            "tables {nav = 'title', page = 'page.md'}"
+        )
     return System(
         system=system,
         name=_text(f"{where}: name", data["name"]),
         title=_text(f"{where}: title", data["title"]) if "title" in data else None,
-        authors=None if authors is None else tuple(_text(f"{where}: authors", a)
-                                                   for a in authors),
+        authors=None if authors is None else tuple(_text(f"{where}: authors", a) for a in authors),
         subject=_text(f"{where}: subject", data["subject"]),
         experiments=tuple(experiments),
         page=_page(f"{where}: docs.page", docs["page"]),
         nav=_text(f"{where}: docs.nav", docs["nav"]),
-        more_pages=tuple((_text(f"{where}: docs.more.nav", m["nav"]),
-                          _page(f"{where}: docs.more.page", m["page"])) for m in more),
+        more_pages=tuple(
+            (
+                _text(f"{where}: docs.more.nav", m["nav"]),
+                _page(f"{where}: docs.more.page", m["page"]),
+            )
+            for m in more
+        ),
     )
 
 
@@ -147,8 +167,9 @@ def read_system(system: str) -> System:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InputError(f"system {system!r} has no declaration: experiments/{system}/"
-                         f"{DECLARATION} is missing") from None
+        raise InputError(
+            f"system {system!r} has no declaration: experiments/{system}/{DECLARATION} is missing"
+        ) from None
     return parse_system(system, text)
 
 
@@ -158,8 +179,10 @@ def _declarations(names: tuple[str, ...]) -> dict[str, System]:
     for system in out.values():
         for experiment in system.experiments:
             if experiment in seen:
-                raise InputError(f"experiment {experiment!r} is declared by two systems: "
-                                 f"{seen[experiment]} and {system.system}")
+                raise InputError(
+                    f"experiment {experiment!r} is declared by two systems: "
+                    f"{seen[experiment]} and {system.system}"
+                )
             seen[experiment] = system.system
     return out
 

@@ -56,16 +56,18 @@ def summary_head(cfg: RunConfig, command: dict | None) -> dict:
 
 def analyse(cfg: RunConfig, results: list) -> tuple[dict[str, np.ndarray], list[Claim], dict]:
     """The experiment's ``analyse`` on the stored results, its return value checked."""
-    out = cfg.experiment.analyse(dict(cfg.params), cfg.tasks, results,
-                                 analysis_seed(cfg.seed, cfg.name))
+    out = cfg.experiment.analyse(
+        dict(cfg.params), cfg.tasks, results, analysis_seed(cfg.seed, cfg.name)
+    )
     if not isinstance(out, tuple) or len(out) not in (2, 3):
         raise TypeError(f"{cfg.name}.analyse must return (arrays, claims[, diagnostics])")
     arrays, claims = out[0], list(out[1])
     diagnostics = dict(out[2]) if len(out) == 3 and out[2] is not None else {}
     arrays = {str(k): np.asarray(v) for k, v in dict(arrays).items()}
     for problem in schema_problems(arrays):
-        raise TypeError(f"{cfg.name}.analyse: {problem} (the arrays.npz schema: "
-                        "gaugedyn.harness._arrays)")
+        raise TypeError(
+            f"{cfg.name}.analyse: {problem} (the arrays.npz schema: gaugedyn.harness._arrays)"
+        )
     for claim in claims:
         if not isinstance(claim, Claim):
             raise TypeError(f"{cfg.name}.analyse: claims must be Claim instances, got {claim!r}")

@@ -74,21 +74,29 @@ def _function(name: str, args: list, outputs: list, preamble: list[str], errstat
     printer = _printer()
     arg_names = [str(a) for a in args]
     subexprs, reduced = sp.cse(outputs, symbols=sp.numbered_symbols("x"), optimizations="basic")
-    body = [f"{', '.join(arg_names)}{',' if len(args) == 1 else ''} = _args({', '.join(arg_names)})"]
+    body = [
+        f"{', '.join(arg_names)}{',' if len(args) == 1 else ''} = _args({', '.join(arg_names)})"
+    ]
     used = {str(x) for e in [*reduced, *(e for _, e in subexprs)] for x in e.free_symbols}
     body += [line for line in preamble if line.split(" = ")[0] in used]
     for sym, e in subexprs:
         body.append(f"{sym} = {_print(printer, e, arg_names[0], False)}")
     outs = [_print(printer, e, arg_names[0], True) for e in reduced]
-    ret = f"return {outs[0]}" if len(outs) == 1 else "return (\n" + "".join(
-        f"    {o},\n" for o in outs
-    ) + ")"
+    ret = (
+        f"return {outs[0]}"
+        if len(outs) == 1
+        else "return (\n" + "".join(f"    {o},\n" for o in outs) + ")"
+    )
     body += ret.split("\n")
     if errstate:
         body = [body[0], 'with np.errstate(divide="ignore", invalid="ignore"):'] + [
             "    " + line for line in body[1:]
         ]
-    return f"\n\ndef {name}({', '.join(arg_names)}):\n" + textwrap.indent("\n".join(body), "    ") + "\n"
+    return (
+        f"\n\ndef {name}({', '.join(arg_names)}):\n"
+        + textwrap.indent("\n".join(body), "    ")
+        + "\n"
+    )
 
 
 def _relu_substitution():
@@ -169,7 +177,13 @@ def source() -> str:
             exprs = d[kind] if isinstance(d[kind], list) else [d[kind]]
             exprs = [e.xreplace(rep) for e in exprs]
             parts.append(
-                _function(f"{kind}_{act}", [q1, q2, c], exprs, pre, errstate=act == "relu" and kind == "pair_hess")
+                _function(
+                    f"{kind}_{act}",
+                    [q1, q2, c],
+                    exprs,
+                    pre,
+                    errstate=act == "relu" and kind == "pair_hess",
+                )
             )
         for kind in _SELF_KINDS:
             exprs = d[kind] if isinstance(d[kind], list) else [d[kind]]

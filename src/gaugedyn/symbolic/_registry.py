@@ -72,14 +72,18 @@ def _defines_derivation(path: Path) -> tuple[bool, str | None]:
             for target in targets:
                 if isinstance(target, ast.Name):
                     names.add(target.id)
-                    if target.id == "NAME" and isinstance(node.value, ast.Constant) \
-                            and isinstance(node.value.value, str):
+                    if (
+                        target.id == "NAME"
+                        and isinstance(node.value, ast.Constant)
+                        and isinstance(node.value.value, str)
+                    ):
                         value = node.value.value
     return {"NAME", "build", "verify"} <= names, value
 
 
-def declaration_problems(modules: tuple[str, ...] = DERIVATIONS,
-                         kernels: Path | None = None) -> list[str]:
+def declaration_problems(
+    modules: tuple[str, ...] = DERIVATIONS, kernels: Path | None = None
+) -> list[str]:
     """What ``derive`` refuses before any work (empty when nothing): a module of this folder
     that defines a derivation not in ``modules``; a ``_gaussian_<name>.py`` whose ``<name>`` is
     not a registered activation or whose ``NAME`` is not ``gaussian_<name>``; a registered
@@ -95,28 +99,36 @@ def declaration_problems(modules: tuple[str, ...] = DERIVATIONS,
         defines, name = _defines_derivation(path)
         module = f"gaugedyn.symbolic.{path.stem}"
         if defines and module not in modules and not path.name.startswith(PREFIX):
-            problems.append(f"symbolic/{path.name} defines a derivation (NAME, build, verify) "
-                            "that derive does not know: name it in DERIVATIONS "
-                            "(symbolic/_registry.py), or call an activation's kernel "
-                            f"derivation {PREFIX}<activation>.py")
+            problems.append(
+                f"symbolic/{path.name} defines a derivation (NAME, build, verify) "
+                "that derive does not know: name it in DERIVATIONS "
+                "(symbolic/_registry.py), or call an activation's kernel "
+                f"derivation {PREFIX}<activation>.py"
+            )
     found = gaussian_names()
     for activation in found:
         path = FOLDER / f"{PREFIX}{activation}.py"
         if activation not in ACTIVATIONS:
-            problems.append(f"symbolic/{path.name} derives the kernels of {activation!r}, which "
-                            "is not a registered activation; register it in "
-                            "theory/_activation.py (ACTIVATIONS: "
-                            f"{', '.join(ACTIVATIONS)})")
+            problems.append(
+                f"symbolic/{path.name} derives the kernels of {activation!r}, which "
+                "is not a registered activation; register it in "
+                "theory/_activation.py (ACTIVATIONS: "
+                f"{', '.join(ACTIVATIONS)})"
+            )
         _, name = _defines_derivation(path)
         if name != f"gaussian_{activation}":
-            problems.append(f"symbolic/{path.name}: NAME = {name!r}; it must be "
-                            f"'gaussian_{activation}' (the document derivations/gaussian_"
-                            f"{activation}.md)")
+            problems.append(
+                f"symbolic/{path.name}: NAME = {name!r}; it must be "
+                f"'gaussian_{activation}' (the document derivations/gaussian_"
+                f"{activation}.md)"
+            )
     for name in generated_names(kernels):
         if name not in found:
-            problems.append(f"activation {name!r} has closed-form kernels in {kernels.name} "
-                            f"(KERNELS) but no symbolic/{PREFIX}{name}.py derives them; restore "
-                            "it (to drop the closed form, delete its KERNELS entry)")
+            problems.append(
+                f"activation {name!r} has closed-form kernels in {kernels.name} "
+                f"(KERNELS) but no symbolic/{PREFIX}{name}.py derives them; restore "
+                "it (to drop the closed form, delete its KERNELS entry)"
+            )
     return problems
 
 
@@ -126,11 +138,16 @@ def generated_names(kernels: Path) -> tuple[str, ...]:
     if not kernels.is_file():
         return ()
     for node in ast.parse(kernels.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "KERNELS"
-                                                for t in node.targets) \
-                and isinstance(node.value, ast.Dict):
-            return tuple(k.value for k in node.value.keys
-                         if isinstance(k, ast.Constant) and isinstance(k.value, str))
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "KERNELS" for t in node.targets)
+            and isinstance(node.value, ast.Dict)
+        ):
+            return tuple(
+                k.value
+                for k in node.value.keys
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            )
     return ()
 
 
@@ -166,8 +183,11 @@ def _settle(target: Path, text: str, *, check: bool, report: DeriveReport, out) 
             report.checked.append(str(target))
             print(f"ok      {target}", file=out)
         else:
-            label, why = ("MISSING", "missing (run `gaugedyn derive` to write it)") \
-                if not target.exists() else ("STALE  ", _STALE)
+            label, why = (
+                ("MISSING", "missing (run `gaugedyn derive` to write it)")
+                if not target.exists()
+                else ("STALE  ", _STALE)
+            )
             report.failures.append(f"{target}: {why}")
             print(f"{label} {target}: {why}", file=out)
     elif _same_file(target, text):
@@ -229,7 +249,9 @@ def derive(
             print(f"FAILED {target}: identity failed: {exc}", file=out)
             continue
         _settle(target, module.build(), check=check, report=report, out=out)
-    print(f"kernels of {', '.join(closed_form_activations()) or 'no activation'} "
-          "(closed forms)", file=out)
+    print(
+        f"kernels of {', '.join(closed_form_activations()) or 'no activation'} (closed forms)",
+        file=out,
+    )
     _settle(kernels, source(), check=check, report=report, out=out)
     return report
