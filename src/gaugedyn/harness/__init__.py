@@ -1,4 +1,4 @@
-"""The machinery of declared experiments, apart from the five systems.
+"""The machinery of declared experiments, apart from the systems.
 
 Configurations (``_config``), a resumable result store (``_store``), executors (``_executor``), the
 sweep over tasks (``_sweep``), the run's stages (``_runner``), ``summary.json`` and
