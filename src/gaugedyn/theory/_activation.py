@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError
+from .._options import Param
 from ._generated_kernels import KERNELS
 from ._quadrature import (
     MAX_HERMITE_TERMS,
@@ -77,8 +78,9 @@ def _autograd_derivative(fn: Callable) -> Callable:
     return derivative
 
 
-def _on_numpy(fn: Callable) -> Callable:
-    """A torch function evaluated on float64 numpy arrays (no copy)."""
+def on_numpy(fn: Callable) -> Callable:
+    """An elementwise torch function evaluated on float64 numpy arrays (no copy):
+    ``on_numpy(activation.function)(x)`` is ``g(x)`` as a numpy array."""
 
     def f(x):
         torch = _torch()
@@ -144,8 +146,8 @@ class Activation:
     @cached_property
     def quadrature(self) -> PairQuadrature:
         """The numerical kernels (used when there is no closed form, and by the checks)."""
-        second = None if self.homogeneous else _on_numpy(self.second)
-        return PairQuadrature(_on_numpy(self.function), _on_numpy(self.derivative), second,
+        second = None if self.homogeneous else on_numpy(self.second)
+        return PairQuadrature(on_numpy(self.function), on_numpy(self.derivative), second,
                               self.homogeneous, self.nodes)
 
     @property
@@ -511,13 +513,26 @@ CHECK_SECONDS_PER_SAMPLE = 5e-7
 loaded two-core x86-64)."""
 
 
+PARAMS: dict[str, Param] = {
+    "samples": Param(int, 1_000_000, name="samples", lo=1000, hi=10**8,
+                     help="Monte Carlo samples per configuration",
+                     why="1e8 pairs of float64 samples take about 1.6 GB"),
+    "configurations": Param(int, 20, name="configurations", lo=1, hi=1000,
+                            help="random covariances to check",
+                            why="each configuration draws its own Monte Carlo estimate"),
+    "seed": Param(int, 0, name="seed", lo=0, hi=2**63 - 1, hi_text="2**63 - 1",
+                  help="seed of the covariances and samples", why="numpy's SeedSequence entropy"),
+}
+"""The settings of :func:`check_activation`, declared once: checked by it and offered by
+``gaugedyn check-activation``."""
+
+
 def _check_sizes(samples, configurations, seed) -> tuple[int, int]:
     from .._options import check_memory, check_work
-    from ._cli import CHECK_OPTIONS
 
-    samples = CHECK_OPTIONS["samples"].accept(samples)
-    configurations = CHECK_OPTIONS["configurations"].accept(configurations)
-    CHECK_OPTIONS["seed"].accept(seed)
+    samples = PARAMS["samples"].accept(samples)
+    configurations = PARAMS["configurations"].accept(configurations)
+    PARAMS["seed"].accept(seed)
     check_memory(f"samples={samples}", CHECK_BYTES_PER_SAMPLE * samples,
                  f"{CHECK_BYTES_PER_SAMPLE} bytes per sample")
     check_work(f"samples={samples} on configurations={configurations}",
@@ -554,8 +569,8 @@ def check_activation(activation: str | Activation, *, samples: int = 1_000_000,
     q1, q2 = rng.uniform(0.25, 2.0, configurations), rng.uniform(0.25, 2.0, configurations)
     c = rng.uniform(-0.9, 0.9, configurations) * np.sqrt(q1 * q2)
     z = rng.standard_normal((2, samples))
-    g, gp = _on_numpy(act.function), _on_numpy(act.derivative)
-    gpp = None if act.homogeneous else _on_numpy(act.second)
+    g, gp = on_numpy(act.function), on_numpy(act.derivative)
+    gpp = None if act.homogeneous else on_numpy(act.second)
     worst = {"pair": 0.0, "pair_dc": 0.0, "pair_dq1": 0.0, "self": 0.0}
     for i in range(configurations):
         rho = c[i] / math.sqrt(q1[i] * q2[i])

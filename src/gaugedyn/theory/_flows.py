@@ -29,9 +29,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import InputError
+from .._options import Param
 from ._population import _gradients, _order_parameter_velocity, gradient_jvp
 
 FORMULATIONS = ("order-parameters", "weight-space", "span")
+
+PARAMS: dict[str, Param] = {
+    "formulation": Param(str, "order-parameters", name="formulation", choices=FORMULATIONS,
+                         help="the exact formulation integrated"),
+    "weight_decay": Param(float, 0.0, name="weight_decay", lo=0, hi=1e3,
+                          help="weight decay lambda on both layers",
+                          why="a larger penalty shrinks every weight to 0 at once"),
+    "lr2": Param(float, 1.0, name="lr2", lo=0, hi=1e3,
+                 help="second-layer rate",
+                 why="the second layer's rate relative to the first; 0 freezes it"),
+}
+"""The settings of the flows (:func:`initial_state`), declared once: checked here and offered
+by the command line."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,10 +127,7 @@ class FlowParams:
 
 
 def _check_formulation(formulation: str) -> str:
-    if formulation not in FORMULATIONS:
-        raise InputError(f"formulation={formulation!r} is not allowed; choose one of "
-                         f"{', '.join(FORMULATIONS)}")
-    return formulation
+    return PARAMS["formulation"].accept(formulation)
 
 
 def span_basis(W: np.ndarray, V: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
@@ -127,23 +138,13 @@ def span_basis(W: np.ndarray, V: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
     return U[:, :r]
 
 
-def _check_option(name: str, value, allowed: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        v = float("nan")
-    if not (np.isfinite(v) and v >= 0):
-        raise InputError(f"{name}={value!r} is not allowed; allowed: {allowed}")
-    return v
-
-
 def initial_state(problem, formulation: str = "order-parameters", *,
                   singular_cutoff: float = 1e-10, weight_decay: float = 0.0, lr2: float = 1.0):
     """``(y0, params)`` of a :class:`Problem` in the chosen formulation (with the classical
     options ``weight_decay`` and ``lr2`` of :class:`FlowParams`)."""
     _check_formulation(formulation)
-    weight_decay = _check_option("weight_decay", weight_decay, "a finite number >= 0")
-    lr2 = _check_option("lr2", lr2, "a finite number >= 0 (0 freezes the second layer)")
+    weight_decay = PARAMS["weight_decay"].accept(weight_decay)
+    lr2 = PARAMS["lr2"].accept(lr2)
     K, M = problem.K, problem.M
     a, Q, R, b, T = problem.order_parameters()
     common = dict(formulation=formulation, K=K, M=M, activation=problem.activation, b=b,

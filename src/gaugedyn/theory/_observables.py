@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._options import Param
 from ._population import gradients, population_loss
 
 TIE_RTOL = 1e-4
@@ -19,6 +20,17 @@ TIE_RTOL = 1e-4
 accumulated integration error between identical copies (4e-7 measured with the span formulation
 at rtol 1e-8), far below the difference any gauge gap produces."""
 
+
+PARAMS: dict[str, Param] = {
+    "threshold": Param(float, 0.95, name="threshold", lo=0, hi=1, lo_open=True, hi_open=True,
+                       help="specialization threshold", why="an overlap m lies in [-1, 1]"),
+    "prune_tol": Param(float, 1e-3, name="prune_tol", lo=0, hi=1, lo_open=True, hi_open=True,
+                       help="pruned when |rho_i| < prune_tol",
+                       why="the owner converges to |rho| = |b| = 1, so a tolerance >= 1 would "
+                       "call it pruned"),
+}
+"""The parameters of :class:`Definitions`, declared once: checked by it and offered by the
+command line."""
 
 
 @dataclass(frozen=True)
@@ -45,10 +57,8 @@ class Definitions:
     prune_tol: float = 1e-3
 
     def __post_init__(self):
-        from ._cli import OPTIONS  # the command line's declarations: the same bounds and reasons
-
-        OPTIONS["threshold"].accept(self.threshold)
-        OPTIONS["prune_tol"].accept(self.prune_tol)
+        PARAMS["threshold"].accept(self.threshold)
+        PARAMS["prune_tol"].accept(self.prune_tol)
 
     def describe(self) -> dict:
         """The definitions as plain data, for result metadata."""
@@ -211,10 +221,10 @@ def classification_error(a, Q, R, b, T, activation="relu", teacher_activation=No
     ``se = sqrt(p (1 - p) / samples)``. For the linear activation, and for odd ``g`` at ``K = M
     = 1``, the exact value is ``arccos(corr(f, f*)) / pi`` (tested).
     """
-    from ._activation import _on_numpy, activation_of
+    from ._activation import activation_of, on_numpy
 
-    g = _on_numpy(activation_of(activation).function)
-    gt = _on_numpy(activation_of(activation if teacher_activation is None
+    g = on_numpy(activation_of(activation).function)
+    gt = on_numpy(activation_of(activation if teacher_activation is None
                                  else teacher_activation).function)
     a, Q, R, b, T = (np.asarray(x, dtype=np.float64) for x in (a, Q, R, b, T))
     K, M = a.shape[-1], b.shape[-1]

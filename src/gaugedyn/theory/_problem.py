@@ -15,9 +15,36 @@ import numpy as np
 
 from .._errors import InputError
 from .._options import Param
-from ._activation import Activation, activation_of
+from ._activation import ACTIVATIONS, Activation, activation_of
 
 GAUGE_NAMES = ("w-heavy", "a-heavy", "balanced")
+MAX_NEURONS = 64
+"""The most neurons of a named set-up on the command line (the dense Jacobian of the
+order-parameter state grows as ``K^4``)."""
+
+PARAMS: dict[str, Param] = {
+    "dim": Param(int, name="dim", lo=2, hi=10**8, help="input dimension D", metavar="D",
+                 why="arrays of D float64 per neuron; memory is also estimated per request"),
+    "gauge": Param(str, "w-heavy", name="gauge", choices=GAUGE_NAMES,
+                   help="gauge of the single neuron"),
+    "scale": Param(float, 1.0, name="scale", lo=0, lo_open=True, hi=1e150,
+                   help="initial coefficient rho0 = s",
+                   why="a^2 = s / D and |w|^2 = s D must stay finite in float64"),
+    "activation": Param(str, "relu", name="activation", choices=tuple(ACTIVATIONS),
+                        help="the student's activation"),
+    "teacher_activation": Param(str, name="teacher_activation", choices=tuple(ACTIVATIONS),
+                                help="the teacher's own activation"),
+    "overlap": Param(float, name="overlap", lo=-1, hi=1, lo_open=True, hi_open=True,
+                     help="initial overlap m0 of the student with the teacher",
+                     why="an overlap is a cosine"),
+    "epsilon": Param(float, name="epsilon", lo=0, hi=1e6, help="size of a perturbation",
+                     why="a relative perturbation"),
+    "count": Param(int, name="count", lo=1, hi=10**6, help="number of neurons",
+                   why="neurons are dense arrays of D numbers each"),
+}
+"""The settings of the set-ups (:func:`single`, :func:`duplicates`, :func:`random_problem`,
+:func:`perturb`), declared once: the functions check their arguments with them and the command
+line derives its options from them."""
 
 
 @dataclass(frozen=True)
@@ -179,25 +206,15 @@ def with_gauge(problem: Problem, *, c=None, delta=None, names=None, strength=Non
 
 
 def _check_dim(dim) -> int:
-    """``dim`` checked against the command line's declaration (an integer in [2, 1e8])."""
-    from ._cli import OPTIONS
-
+    """``dim`` checked against its declaration (:data:`PARAMS`)."""
     if isinstance(dim, float):  # a dimension is a count: 10.0 is a slip, not 10
         raise InputError(f"dim={dim!r} is not allowed (not an integer); allowed: "
-                         f"{OPTIONS['dim'].describe()}")
-    return OPTIONS["dim"].accept(dim)
-
-
-_SCALE = Param(float, name="scale", lo=0, lo_open=True, hi=1e150,
-                why="a^2 = s / D and |w|^2 = s D must stay finite in float64")
-_OVERLAP = Param(float, name="overlap", lo=-1, hi=1, lo_open=True, hi_open=True,
-                  why="an overlap is a cosine")
-_EPSILON = Param(float, name="epsilon", lo=0, hi=1e6, why="a relative perturbation")
-_COUNT = Param(int, name="count", lo=1, hi=10**6, why="neurons are dense arrays of D numbers each")
+                         f"{PARAMS['dim'].describe()}")
+    return PARAMS["dim"].accept(dim)
 
 
 def _check_scale(scale) -> float:
-    return _SCALE.accept(scale)
+    return PARAMS["scale"].accept(scale)
 
 
 def _check_rng(rng) -> None:
@@ -228,7 +245,7 @@ def duplicates(dim: int, gauges: Sequence[str], scale: float = 1.0,
         raise InputError(f"gauges={gauges!r} is not allowed; allowed: a non-empty list of gauge "
                          f"names ({', '.join(GAUGE_NAMES)}) or factors c > 0")
     gauges = list(gauges)
-    m0 = dim**-0.5 if overlap is None else _OVERLAP.accept(overlap)
+    m0 = dim**-0.5 if overlap is None else PARAMS["overlap"].accept(overlap)
     V = np.zeros((1, dim))
     V[0, 0] = 1.0
     u0 = np.zeros(dim)
@@ -247,7 +264,7 @@ def random_problem(dim: int, K: int, M: int, rng: np.random.Generator,
     """Gaussian random student and teacher (``w_i, v_n ~ N(0, I/D)``, ``a_i ~ N(0, scale^2)``);
     ``teacher_activation``: the teacher's own activation (``None``: the student's)."""
     dim, scale = _check_dim(dim), _check_scale(scale)
-    K, M = _COUNT.accept(K, "K"), _COUNT.accept(M, "M")
+    K, M = PARAMS["count"].accept(K, "K"), PARAMS["count"].accept(M, "M")
     _check_rng(rng)
     activation_of(activation)
     W = rng.normal(size=(K, dim)) / np.sqrt(dim)
@@ -264,7 +281,7 @@ def perturb(problem: Problem, epsilon: float, rng: np.random.Generator) -> Probl
     and ``u_i -> normalise(u_i + epsilon xi_i)`` with ``xi_i`` Gaussian in the plane of the set-up
     (the span of ``u_i`` and the teacher), keeping every neuron's gauge ``delta_i``.
     """
-    epsilon = _EPSILON.accept(epsilon)
+    epsilon = PARAMS["epsilon"].accept(epsilon)
     _check_rng(rng)
     if not isinstance(problem, Problem):
         raise InputError(f"problem={type(problem).__name__} is not allowed; allowed: a Problem")

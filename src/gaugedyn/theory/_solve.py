@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .._errors import DivergenceError, InputError
+from .._options import Param
 from ._flows import (
     FlowParams,
     _check_formulation,
@@ -44,6 +45,25 @@ from ._rosenbrock import rodas4
 from ._solution import BatchSolution, Solution
 
 DYNAMICS = ("flow", "gd")
+
+PARAMS: dict[str, Param] = {
+    "t_max": Param(float, name="t_max", lo=0, hi=1e12, lo_open=True, help="horizon",
+                   why="beyond 1e12 float64 time no longer resolves the steps"),
+    "dynamics": Param(str, "flow", name="dynamics", choices=DYNAMICS,
+                      help="gradient flow or gradient descent"),
+    "eta": Param(float, name="eta", lo=0, hi=1e3, lo_open=True,
+                 help="gradient-descent step size (dynamics gd only)",
+                 why="gradient descent with larger steps diverges at once on these losses"),
+    "method": Param(str, "auto", name="method", choices=tuple(METHODS),
+                    help="integrator of the flow"),
+    "rtol": Param(float, 1e-8, name="rtol", lo=1e-13, hi=1e-2, help="relative tolerance",
+                  why="above 1e-2 the answer is off by more than 1% (below 1e-13 float64 "
+                  "rounding dominates)"),
+    "atol": Param(float, 1e-10, name="atol", lo=1e-20, hi=1e-2, help="absolute tolerance",
+                  why="the state's components start at |a| ~ (s/D)^(1/2), well below 1e-2"),
+}
+"""The settings of :func:`solve` and :func:`solve_batch`, declared once: checked by them and
+offered by the command line (``gaugedyn solve``)."""
 DEFAULT_DEFINITIONS = Definitions()
 
 
@@ -117,14 +137,6 @@ def _check_positive(name, value):
     return v
 
 
-def _option(name: str, value):
-    """``value`` checked against the command line's declaration of ``name``
-    (:data:`gaugedyn.theory._cli.OPTIONS`): the same bounds, with their reasons, in Python."""
-    from ._cli import OPTIONS
-
-    return OPTIONS[name].accept(value)
-
-
 def _check_problem(problem, name: str = "problem"):
     from ._problem import Problem
 
@@ -135,12 +147,9 @@ def _check_problem(problem, name: str = "problem"):
 
 def _check_common(formulation, dynamics, method, rtol, atol):
     _check_formulation(formulation)
-    if dynamics not in DYNAMICS:
-        raise InputError(f"dynamics={dynamics!r} is not allowed; choose one of {', '.join(DYNAMICS)}")
-    if method not in METHODS:
-        raise InputError(f"method={method!r} is not allowed; choose one of {', '.join(METHODS)}")
-    _option("rtol", rtol)
-    _option("atol", atol)
+    for name, value in (("dynamics", dynamics), ("method", method), ("rtol", rtol),
+                        ("atol", atol)):
+        PARAMS[name].accept(value)
 
 
 def _check_t_eval(t_eval, t_max):
@@ -194,13 +203,13 @@ def _check_solve(problem, formulation, dynamics, eta, t_max, method, rtol, atol,
         raise InputError(f"definitions={definitions!r} is not allowed; pass a Definitions")
     if dynamics == "gd":
         if eta is None:
-            raise InputError("eta=None is not allowed with dynamics='gd'; give a step size in "
-                             "(0, 1e3]")
-        eta = _option("eta", eta)
+            raise InputError("eta=None is not allowed with dynamics='gd'; give a step size: "
+                             f"{PARAMS['eta'].describe()}")
+        eta = PARAMS["eta"].accept(eta)
     elif eta is not None:
         raise InputError(f"eta={eta!r} is only used with dynamics='gd'")
     t_max = _check_positive("t_max", default_t_max(problem)) if t_max is None else \
-        _option("t_max", t_max)
+        PARAMS["t_max"].accept(t_max)
     t_eval = log_times(t_max) if t_eval is None else _check_t_eval(t_eval, t_max)
     if not (isinstance(singular_cutoff, int | float) and 0 <= singular_cutoff < 1):
         raise InputError(f"singular_cutoff={singular_cutoff!r} is not allowed; allowed: a number "
@@ -296,7 +305,7 @@ def _check_batch(problems, formulation, method, rtol, atol, t_max, t_eval):
         if formulation == "weight-space" and pr.dim != first.dim:
             raise InputError(f"problem {i} has dim={pr.dim}; a weight-space batch needs one dim")
     t_max = _check_positive("t_max", max(default_t_max(pr) for pr in problems)) \
-        if t_max is None else _option("t_max", t_max)
+        if t_max is None else PARAMS["t_max"].accept(t_max)
     t_eval = log_times(t_max) if t_eval is None else _check_t_eval(t_eval, t_max)
     return t_max, t_eval
 

@@ -29,10 +29,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import InputError
-from ..theory import Problem, activation_of, order_parameter_velocity
-from ..theory._activation import _on_numpy
-from ..theory._generated_kernels import erf_i4
-from ..theory._quadrature import eigen_factor, gaussian_product, hermite_grid
+from ..theory import PARAMS as THEORY
+from ..theory import (
+    Problem,
+    activation_of,
+    eigen_factor,
+    gaussian_product,
+    generated_kernels,
+    hermite_grid,
+    on_numpy,
+    order_parameter_velocity,
+)
+from ._params import PARAMS
 
 DIRECT_NODES = {1: 96, 2: 64, 3: 32, 4: 16}
 """Gauss-Hermite nodes per axis of the noise term's direct rule, by the rank of ``C`` (at most
@@ -55,14 +63,14 @@ def four_point(activation, C, K: int, numerical: bool = False,
     l = np.arange(P)[None, None, None, :]
     if act.name == "erf" and act.closed_form is not None and not numerical and teacher is act:
         d = np.diag(C)
-        return erf_i4(d[i], C[i, j], C[i, k], C[i, l], d[j], C[j, k], C[j, l], d[k], C[k, l],
+        return generated_kernels.erf_i4(d[i], C[i, j], C[i, k], C[i, l], d[j], C[j, k], C[j, l], d[k], C[k, l],
                       d[l])
     idx = np.stack(np.broadcast_arrays(i, j, k, l), axis=-1)  # (K, K, P, P, 4)
     sub = C[idx[..., :, None], idx[..., None, :]]
-    g, gp = _on_numpy(act.function), _on_numpy(act.derivative)
+    g, gp = on_numpy(act.function), on_numpy(act.derivative)
     if teacher is act:
         return gaussian_product((gp, gp, g, g), sub)
-    gt = _on_numpy(teacher.function)
+    gt = on_numpy(teacher.function)
     out = np.empty(sub.shape[:4])
     for ks, hk in ((slice(0, K), g), (slice(K, P), gt)):
         for ls, hl in ((slice(0, K), g), (slice(K, P), gt)):
@@ -97,8 +105,8 @@ def noise_term(a, Q, R, b, T, activation, teacher_activation=None):
         if A.shape[1] <= max(DIRECT_NODES):
             Z, W = hermite_grid(A.shape[1], DIRECT_NODES[A.shape[1]])
             U = Z @ A.T
-            e = _on_numpy(act.function)(U[:, :K]) @ a - _on_numpy(teacher.function)(U[:, K:]) @ b
-            Gp = _on_numpy(act.derivative)(U[:, :K])
+            e = on_numpy(act.function)(U[:, :K]) @ a - on_numpy(teacher.function)(U[:, K:]) @ b
+            Gp = on_numpy(act.derivative)(U[:, :K])
             E = (Gp * (W * e * e)[:, None]).T @ Gp
             return np.outer(a, a) * E
     E = np.einsum("ijkl,k,l->ij", four_point(act, C, K, teacher_activation=teacher), c, c)
@@ -151,18 +159,15 @@ ODE_METHODS = ("auto", "compiled", "reference")
 
 
 def _check_args(problem, eta, batch, noise, rtol, atol, times):
-    """``online_ode``'s arguments checked against the command line's declarations (``lr`` and
-    ``batch`` of ``gaugedyn train``, ``rtol``/``atol`` of ``gaugedyn solve``), or InputError."""
-    from ..theory._cli import OPTIONS as SOLVE
-    from ._cli import OPTIONS as TRAIN
-
+    """``online_ode``'s arguments checked against the declarations of the trainer's (``lr``,
+    ``batch``) and the solver's (``rtol``, ``atol``) settings, or InputError."""
     if not isinstance(problem, Problem):
         raise InputError(f"problem={type(problem).__name__} is not allowed; allowed: a "
                          "gaugedyn.theory.Problem")
     if not isinstance(noise, bool | np.bool_):
         raise InputError(f"noise={noise!r} is not allowed; allowed: True or False")
-    eta, batch = TRAIN["lr"].accept(eta, "eta"), TRAIN["batch"].accept(batch)
-    rtol, atol = SOLVE["rtol"].accept(rtol), SOLVE["atol"].accept(atol)
+    eta, batch = PARAMS["lr"].accept(eta, "eta"), PARAMS["batch"].accept(batch)
+    rtol, atol = THEORY["rtol"].accept(rtol), THEORY["atol"].accept(atol)
     try:
         t = np.asarray(times, dtype=np.float64)
     except (TypeError, ValueError):

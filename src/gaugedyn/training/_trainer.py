@@ -36,7 +36,6 @@ import torch
 
 from .._errors import DivergenceError, InputError
 from .._meta import versions
-from .._options import MAX_SEED, Param
 from ..theory import Definitions, Problem, order_parameters, population_loss
 from . import _data
 from ._network import Network, prepare, resolve_device, resolve_dtype
@@ -48,32 +47,8 @@ from ._optim import (
     sgd_update,
     step_size,
 )
+from ._params import PARAMS
 from ._result import TrainResult
-
-API_OPTIONS = {
-    "lr_min": Param(float, name="lr_min", lo=0, hi=1e3, why="the smallest step of a schedule, <= lr"),
-    "decay": Param(float, name="decay", lo=0, hi=1e15, lo_open=True,
-                    why="steps of the inverse schedule's decay; beyond it the schedule is constant"),
-    "eps": Param(float, name="eps", lo=0, hi=1e3, lo_open=True,
-                  why="Adam's denominator floor; above 1e3 Adam is plain SGD scaled down"),
-    "beta": Param(float, name="beta", lo=0, hi=1, hi_open=True,
-                   why="a moment's decay factor; 1 would never forget"),
-    "points_per_decade": Param(int, name="points_per_decade", lo=1, hi=10**6,
-                                why="records per decade of steps"),
-    "check_every": Param(int, name="check_every", lo=0, hi=10**9,
-                          why="steps between divergence checks (0: only at records)"),
-    "seed_index": Param(int, name="seed_indices", lo=0, hi=MAX_SEED, hi_text="2**64 - 1",
-                         why="seed indices are unsigned 64-bit integers"),
-}
-"""Settings of the Python API that the command line does not expose, declared with the same
-:class:`gaugedyn._options.Param` type; the others come from the command line's declarations
-(:data:`gaugedyn.training._cli.OPTIONS`), so both refuse the same values with the same reasons."""
-
-
-def _option(name: str, value):
-    from ._cli import OPTIONS
-
-    return OPTIONS[name].accept(value)
 
 
 def _record_steps(steps) -> tuple[int, ...]:
@@ -82,8 +57,7 @@ def _record_steps(steps) -> tuple[int, ...]:
     except TypeError:
         raise InputError(f"record_steps={steps!r} is not allowed; allowed: a sequence of "
                          "integers >= 0 (or None)") from None
-    check = Param(int, name="record_steps", lo=0, hi=10**9, why="steps are at most 1e9")
-    return tuple(check.accept(v) for v in values)
+    return tuple(PARAMS["record_step"].accept(v) for v in values)
 
 
 _BETAS_ALLOWED = ("two numbers (beta1, beta2), each in [0, 1), or a non-empty sequence of such "
@@ -95,7 +69,7 @@ def _betas(value) -> tuple:
     def pair(p) -> tuple[float, float]:
         if isinstance(p, str) or not isinstance(p, Sequence) or len(p) != 2:
             raise InputError(f"betas={value!r} is not allowed; allowed: {_BETAS_ALLOWED}")
-        return tuple(API_OPTIONS["beta"].accept(b, "betas") for b in p)
+        return tuple(PARAMS["beta"].accept(b, "betas") for b in p)
 
     if isinstance(value, Sequence) and not isinstance(value, str) and len(value) > 0 \
             and all(isinstance(p, Sequence) and not isinstance(p, str) for p in value):
@@ -138,13 +112,12 @@ class TrainConfig:
         return self.weight_decay == 0.0 and self.lr2 == 1.0 and self.label_noise == 0.0
 
     def __post_init__(self):
-        for name in ("optimizer", "schedule", "lr", "steps"):
-            object.__setattr__(self, name, _option(name, getattr(self, name)))
+        for name in ("optimizer", "schedule", "lr", "steps", "lr_min", "decay", "eps",
+                     "points_per_decade", "check_every"):
+            object.__setattr__(self, name, PARAMS[name].accept(getattr(self, name)))
         for name in ("samples", "batch"):
             if getattr(self, name) is not None:
-                object.__setattr__(self, name, _option(name, getattr(self, name)))
-        for name in ("lr_min", "decay", "eps", "points_per_decade", "check_every"):
-            object.__setattr__(self, name, API_OPTIONS[name].accept(getattr(self, name)))
+                object.__setattr__(self, name, PARAMS[name].accept(getattr(self, name)))
         object.__setattr__(self, "betas", _betas(self.betas))
         if self.per_copy_betas and self.optimizer != "adam":
             raise InputError(f"betas={[list(p) for p in self.betas]!r} is not allowed with "
@@ -164,10 +137,7 @@ class TrainConfig:
         if self.points_per_decade < 1:
             raise InputError(f"points_per_decade={self.points_per_decade!r} must be >= 1")
         for name in ("weight_decay", "lr2", "label_noise"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | float) or not (
-                    math.isfinite(v) and v >= 0):
-                raise InputError(f"{name}={v!r} is not allowed; allowed: a finite number >= 0")
+            PARAMS[name].accept(getattr(self, name))  # checked; kept as given
         if self.optimizer == "adam" and self.lr2 != 1.0:
             raise InputError(f"lr2={self.lr2!r} is for optimizer='sgd' or 'gd'; Adam takes one "
                              "learning rate")
@@ -248,9 +218,6 @@ class StepRecord:
                                    grads=pick(self.grads), loss=self.loss[rows], adam=adam)
 
 
-BACKENDS = ("torch", "compiled", "chain")
-
-
 def _train_compiled(problem, config, seeds, root_seed, seed_indices, dtype, device, definitions,
                     on_step, backend) -> TrainResult:
     from ._online_fast import train_online
@@ -301,8 +268,7 @@ def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int 
     (:mod:`gaugedyn.training._online_chain`): the same law of ``(a, Q, R)`` and of the online
     loss at every ``D``, at a cost per step independent of ``D``; the weights are not formed.
     """
-    if backend not in BACKENDS:
-        raise InputError(f"backend={backend!r} is not allowed; allowed: {', '.join(BACKENDS)}")
+    PARAMS["backend"].accept(backend)
     root_seed = _check_train_args(problem, config, root_seed, definitions)
     if backend in ("compiled", "chain"):
         if not isinstance(root_seed, int):
@@ -367,9 +333,9 @@ def _check_train_args(problem, config, root_seed, definitions) -> int | tuple[in
     if isinstance(root_seed, Sequence | np.ndarray) and not isinstance(root_seed, str):
         if len(root_seed) == 0:
             raise InputError("root_seed=[] is not allowed; allowed: an integer, or one per seed")
-        root_seed = tuple(_option("root_seed", r) for r in root_seed)
+        root_seed = tuple(PARAMS["root_seed"].accept(r) for r in root_seed)
     else:
-        root_seed = _option("root_seed", root_seed)
+        root_seed = PARAMS["root_seed"].accept(root_seed)
     if definitions is not None and not isinstance(definitions, Definitions):
         raise InputError(f"definitions={type(definitions).__name__} is not allowed; allowed: a "
                          "gaugedyn.theory.Definitions or None")
@@ -398,12 +364,12 @@ def _seeds_and_problems(problem, seeds, seed_indices,
     if seed_indices is None and not isinstance(problem, Problem):
         seed_indices = list(range(len(problem)))
     if seed_indices is None:
-        seed_indices = list(range(_option("seeds", seeds)))
+        seed_indices = list(range(PARAMS["seeds"].accept(seeds)))
     if isinstance(seed_indices, str) or not isinstance(seed_indices, Sequence | np.ndarray) \
             or len(seed_indices) == 0:
         raise InputError(f"seed_indices={seed_indices!r} is not allowed; allowed: a non-empty "
                          "sequence of distinct integers >= 0 (or None)")
-    seed_indices = [API_OPTIONS["seed_index"].accept(i) for i in seed_indices]
+    seed_indices = [PARAMS["seed_index"].accept(i) for i in seed_indices]
     named = (list(zip(root_seed, seed_indices)) if isinstance(root_seed, tuple)
              and len(root_seed) == len(seed_indices) else seed_indices)
     if len(set(named)) != len(named):
