@@ -18,6 +18,7 @@ fail to store anything.
 from __future__ import annotations
 
 import argparse
+import builtins
 import contextlib
 import math
 import numbers
@@ -84,7 +85,7 @@ class Param:
     min_len: int | None = None
     max_len: int | None = None
     distinct: bool = False
-    item: type | None = None
+    item: builtins.type | None = None
     name: str = ""
     hi_text: str = ""
     metavar: str = ""
@@ -110,7 +111,9 @@ class Param:
                 size.append(f"at least {self.min_len}")
             if self.max_len is not None:
                 size.append(f"at most {self.max_len}")
-            noun = {int: "integers", float: "numbers", str: "strings"}.get(self.item, "values")
+            nouns: dict[builtins.type | None, str] = {int: "integers", float: "numbers",
+                                                       str: "strings"}
+            noun = nouns.get(self.item, "values")
             what = f"distinct {noun}" if self.distinct else noun
             parts.append(f"a list of {' and '.join(size) or 'any number of'} {what}")
             if self.choices is not None:
@@ -234,7 +237,7 @@ class Param:
         if self.type is int:
             if not isinstance(value, numbers.Integral) and not v.is_integer():
                 raise self.error(value, "not an integer", label=label)
-            v = int(value)
+            v = int(value) if isinstance(value, numbers.Integral) else int(v)
         if self.lo is not None and (v < self.lo or (self.lo_open and v == self.lo)):
             raise self.error(value, label=label)
         if self.hi is not None and (v > self.hi or (self.hi_open and v == self.hi)):

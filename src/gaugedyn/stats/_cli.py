@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import shlex
 import sys
+from typing import Any
 
 
 def register(subparsers) -> None:
     from ._audit import CELLS, EFFECT, MARGIN, QUICK, REPS, SEEDS, SHAPES, TRIALS
+
+    quick: dict[str, Any] = QUICK  # the quick form's counts (tuples of int) and reps (int)
 
     p = subparsers.add_parser(
         "audit-rules",
@@ -24,8 +27,8 @@ def register(subparsers) -> None:
         "input.",
     )
     p.add_argument("--quick", action="store_true",
-                   help=f"the test-suite form: {QUICK['reps']} experiments per scenario, "
-                   f"cells {list(QUICK['cells'])}, shapes normal and t3")
+                   help=f"the test-suite form: {quick['reps']} experiments per scenario, "
+                   f"cells {list(quick['cells'])}, shapes normal and t3")
     p.add_argument("--seeds", type=int, nargs="+", default=None,
                    help=f"seed counts (default {' '.join(map(str, SEEDS))}; each >= 3)")
     p.add_argument("--trials", type=int, nargs="+", default=None,
@@ -35,7 +38,7 @@ def register(subparsers) -> None:
                    help=f"cell counts of the cell rules (default {' '.join(map(str, CELLS))})")
     p.add_argument("--reps", type=int, default=None,
                    help=f"simulated experiments per scenario (default {REPS}; quick "
-                   f"{QUICK['reps']})")
+                   f"{quick['reps']})")
     p.add_argument("--shapes", nargs="+", default=None,
                    help=f"noise shapes among {', '.join(SHAPES)} (default all; quick: normal t3)")
     p.add_argument("--rules", nargs="+", default=None, help="rule names (default: every rule)")
@@ -58,7 +61,7 @@ def register(subparsers) -> None:
 def _handle(args) -> int:
     from . import _audit
 
-    quick = _audit.QUICK if args.quick else {}
+    quick: dict[str, Any] = _audit.QUICK if args.quick else {}
     rows = _audit.audit(
         args.rules,
         seeds=args.seeds or quick.get("seeds", _audit.SEEDS),

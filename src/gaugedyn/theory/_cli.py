@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from .._options import Param, progress_options
 from ._activation import ACTIVATIONS
@@ -113,6 +114,8 @@ def load_activation(spec: str):
             if not path.is_file():
                 raise InputError(f"activation file {where!r} does not exist")
             spec_ = importlib.util.spec_from_file_location(path.stem, path)
+            if spec_ is None or spec_.loader is None:
+                raise InputError(f"cannot import {where!r} for the activation: not a module")
             module = importlib.util.module_from_spec(spec_)
             spec_.loader.exec_module(module)
         else:
@@ -286,7 +289,7 @@ def _handle(args: argparse.Namespace) -> int:
     if values["teacher_activation"] is not None:
         problem = problem.replace(teacher_activation=values["teacher_activation"])
     definitions = Definitions(threshold=values["threshold"], prune_tol=values["prune_tol"])
-    extra = {}
+    extra: dict[str, Any] = {}
     if values["dynamics"] == "gd":
         bar = progress_bar(steps + 1, "solve (gd)", unit="step",
                            force=args.progress, quiet=args.quiet)

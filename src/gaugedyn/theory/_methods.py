@@ -211,8 +211,9 @@ class ScipyIVP:
         def spec_event(t, y):
             return float(np.min(task.event_fn(y[None], p)[0, :M]))
 
-        spec_event.terminal = True
-        spec_event.direction = 1
+        # attributes scipy's solve_ivp reads from an event function (mypy cannot type them)
+        spec_event.terminal = True  # type: ignore[attr-defined]
+        spec_event.direction = 1  # type: ignore[attr-defined]
         return [spec_event]
 
     def __call__(self, task: FlowTask) -> Integration:
@@ -292,8 +293,8 @@ def gradient_descent(task: FlowTask, eta: float,
         y = y_new
     if progress is not None:
         progress(k, n_steps)
-    ks = np.array(ks)
+    done = np.array(ks)
     stopped = k < n_steps
-    return Integration(t=ks * eta, y=np.array(ys), events=events, t_final=ks[-1] * eta, nfev=k,
+    return Integration(t=done * eta, y=np.array(ys), events=events, t_final=done[-1] * eta, nfev=k,
                        njev=0, nsteps=k, nrejected=0, status=1 if stopped else 0,
                        message="stopped at event" if stopped else "reached t_max")

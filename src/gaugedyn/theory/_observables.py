@@ -238,7 +238,7 @@ def classification_error(a, Q, R, b, T, activation="relu", teacher_activation=No
     rng = np.random.default_rng(0) if rng is None else rng
     z = rng.standard_normal((int(samples), K + M))
     flat_C, flat_a, flat_b = C.reshape(-1, K + M, K + M), a.reshape(-1, K), b.reshape(-1, M)
-    err = np.empty(flat_C.shape[0])
+    err: np.ndarray = np.empty(flat_C.shape[0])
     for s in range(err.size):
         lam, U = np.linalg.eigh(flat_C[s])
         u = z @ (U * np.sqrt(np.maximum(lam, 0.0))).T

@@ -124,7 +124,7 @@ class PairQuadrature:
             self._basis = phi * np.sqrt(self._w1)
             self._k = np.arange(self.nodes + 1, dtype=np.float64)
             self._coefficients: dict = {}
-        self._last = None
+        self._last: tuple | None = None
 
     # --- the six kernels --------------------------------------------------------------------
 
@@ -186,15 +186,16 @@ class PairQuadrature:
                                 for r in map(tuple, rows.tolist())], dtype=np.intp)
             uniq = np.empty((len(first), 3))
             uniq[inverse] = rows
-            parts = [self._pair_block(*uniq[i:i + self.CHUNK].T, hess)
-                     for i in range(0, uniq.shape[0], self.CHUNK)]
+            blocks = (uniq[i:i + self.CHUNK] for i in range(0, uniq.shape[0], self.CHUNK))
+            parts = [self._pair_block(b[:, 0], b[:, 1], b[:, 2], hess) for b in blocks]
             if hess:
                 bound = HESSIAN_RHO_MAX * np.sqrt(uniq[:, 0] * uniq[:, 1])
                 near = np.abs(uniq[:, 2]) > bound
                 if np.any(near):  # the Hessian of nearly aligned pairs at |rho| = RHO_MAX
                     near_rows = uniq[near].copy()
                     near_rows[:, 2] = np.clip(near_rows[:, 2], -bound[near], bound[near])
-                    h_near = self._pair_block(*near_rows.T, True)[2]
+                    h_near = self._pair_block(near_rows[:, 0], near_rows[:, 1],
+                                              near_rows[:, 2], True)[2]
                     full = [np.concatenate([p[2][k] for p in parts]) for k in range(6)]
                     for k in range(6):
                         full[k][near] = h_near[k]

@@ -169,6 +169,7 @@ def init(sys: System, y0, t_end, t_eval) -> State:
                t_final=t_end.copy(), y_final=np.full((B, n), np.nan), errors=[None] * B)
     st.out[:, : st.ptr[0]] = y0[:, None, :]
     if sys.n_events:
+        assert sys.event_fn is not None  # n_events > 0 comes with an event function
         st.events[sys.event_fn(y0, sys.params) >= 0] = 0.0
         s0 = _stopped(sys, st, np.arange(B))
         st.t_final[s0] = 0.0
@@ -247,6 +248,7 @@ def _segment(sys: System, st: State, rows) -> None:
 def locate_events(sys: System, st: State, rows, hh) -> None:
     """First crossings (``< 0`` to ``>= 0``) inside the last step, located on the dense output by
     the Illinois variant of regula falsi (bisection after 40 iterations) to ``4 eps |t|``."""
+    assert sys.event_fn is not None  # called only when there are events
     pr = sys.take(sys.params, rows)
     ga, gb = sys.event_fn(st.yp[rows], pr), sys.event_fn(st.y[rows], pr)
     r, e = np.nonzero(np.isnan(st.events[rows]) & (ga < 0) & (gb >= 0))
@@ -381,7 +383,7 @@ def attempt(sys: System, st: State, act):
     hh = np.minimum(st.h[act], st.t_end[act] - st.t[act])
     p = sys.take(sys.params, act)
     M = np.eye(n) / (GAMMA * hh)[:, None, None] - st.J[act]
-    ks = []
+    ks: list[np.ndarray] = []
     with np.errstate(all="ignore"):
         lu = Factorization(M)
         for i in range(6):

@@ -15,7 +15,7 @@ import argparse
 import json
 
 from .._json import strict
-from .._options import FLOP_RATE, Param, progress_options
+from .._options import DECLARED, FLOP_RATE, Param, progress_options
 from ..theory import GAUGE_NAMES as GAUGES
 from ..theory import MAX_NEURONS
 from ..theory import PARAMS as THEORY
@@ -81,7 +81,7 @@ def register(subparsers) -> None:
         elif name in _COMPUTED:
             option.add_to(where, default=None, default_text=_COMPUTED[name])
         else:
-            option.add_to(where, **({"default": _DEFAULTS[name]} if name in _DEFAULTS else {}))
+            option.add_to(where, default=_DEFAULTS.get(name, DECLARED))
         if name == "gauge":
             p.add_argument("--gauges", help="comma-separated gauges of the duplicates, e.g. "
                            f"a-heavy,w-heavy, each one of {', '.join(GAUGES)}; at most "

@@ -31,6 +31,7 @@ import numpy as np
 from .._errors import InputError
 from ..theory import PARAMS as THEORY
 from ..theory import (
+    Activation,
     Problem,
     activation_of,
     eigen_factor,
@@ -121,14 +122,14 @@ class OnlineODE:
     M: int
     b: np.ndarray
     T: np.ndarray
-    activation: str
+    activation: str | Activation
     eta: float
     batch: int = 1
     noise: bool = True
     weight_decay: float = 0.0
     lr2: float = 1.0
     label_noise: float = 0.0
-    teacher_activation: str | None = None
+    teacher_activation: str | Activation | None = None
 
     def unpack(self, y):
         """``(a, Q, R)`` of states ``y (..., K + K^2 + K M)``."""

@@ -77,6 +77,11 @@ def _betas(value) -> tuple:
     return pair(value)
 
 
+def _betas_list(betas: tuple) -> list:
+    """``betas`` as lists, as written in metadata and errors: ``[b1, b2]`` or one per seed."""
+    return [list(p) if isinstance(p, tuple) else p for p in betas]
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Settings of one training run (see module docstring for the conventions).
@@ -97,7 +102,7 @@ class TrainConfig:
     schedule: str = "constant"
     lr_min: float = 0.0
     decay: float = 1000.0
-    betas: tuple[float, float] = (0.9, 0.999)
+    betas: tuple[float, float] | tuple[tuple[float, float], ...] = (0.9, 0.999)
     eps: float = 1e-8
     points_per_decade: int = 40
     record_steps: tuple[int, ...] | None = None
@@ -120,7 +125,7 @@ class TrainConfig:
                 object.__setattr__(self, name, PARAMS[name].accept(getattr(self, name)))
         object.__setattr__(self, "betas", _betas(self.betas))
         if self.per_copy_betas and self.optimizer != "adam":
-            raise InputError(f"betas={[list(p) for p in self.betas]!r} is not allowed with "
+            raise InputError(f"betas={_betas_list(self.betas)!r} is not allowed with "
                              f"optimizer={self.optimizer!r}; allowed: one pair per seed with "
                              "optimizer='adam'")
         if self.record_steps is not None:
@@ -155,7 +160,7 @@ class TrainConfig:
     def batch_size(self) -> int:
         if self.batch is not None:
             return int(self.batch)
-        return 1 if self.online else int(self.samples)
+        return 1 if self.samples is None else int(self.samples)  # 1 online
 
     def grid(self) -> np.ndarray:
         if self.record_steps is not None:
@@ -172,7 +177,7 @@ class TrainConfig:
             for name in ("weight_decay", "lr2", "label_noise"):
                 d.pop(name)
         d["record_steps"] = None if self.record_steps is None else list(self.record_steps)
-        d["betas"] = [list(p) for p in self.betas] if self.per_copy_betas else list(self.betas)
+        d["betas"] = _betas_list(self.betas)
         return d
 
 
@@ -353,7 +358,7 @@ def _check_copies(config: TrainConfig, root_seed, seeds: int) -> None:
         raise InputError(f"root_seed={list(root_seed)!r} is not allowed: {len(root_seed)} roots "
                          f"for {seeds} seeds; allowed: an integer, or one root per seed")
     if config.per_copy_betas and len(config.betas) != seeds:
-        raise InputError(f"betas={[list(p) for p in config.betas]!r} is not allowed: "
+        raise InputError(f"betas={_betas_list(config.betas)!r} is not allowed: "
                          f"{len(config.betas)} pairs for {seeds} seeds; allowed: one (beta1, "
                          "beta2), or one pair per seed")
 
@@ -394,7 +399,7 @@ class _Batches:
         self.online = cfg.online
         self.gens, self.device = gens, device
         self.full = self.X_all = self.y_all = None
-        if cfg.online:
+        if cfg.samples is None:  # online
             self.stream = _data.OnlineStream(gens, self.B, D, dtype, device, net.teacher,
                                              cfg.label_noise)
             self.n = None
@@ -433,10 +438,10 @@ class _Records:
         _, _, _, self.b, self.T = problem.order_parameters()
         self.D = net.W.shape[2]
         self.t_flow = 0.0
-        self.rows = {k: [] for k in ("t", "ft", "lr", "a", "Q", "R", "emp")}
+        self.rows: dict[str, list] = {k: [] for k in ("t", "ft", "lr", "a", "Q", "R", "emp")}
         self.online_acc = torch.zeros(net.W.shape[0], dtype=net.W.dtype, device=net.W.device)
         self.online_count = 0
-        self.last_good = None
+        self.last_good: dict | None = None
 
     def time_of(self, k: int) -> float:
         if self.cfg.online and self.cfg.optimizer == "sgd":
