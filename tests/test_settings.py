@@ -42,8 +42,11 @@ def _options(command: str) -> dict[str, Param]:
     from gaugedyn.theory import _cli as solve_cli
     from gaugedyn.training import _cli as train_cli
 
-    return {"solve": solve_cli.OPTIONS, "check-activation": _activation.PARAMS,
-            "train": train_cli.OPTIONS}[command]
+    return {
+        "solve": solve_cli.OPTIONS,
+        "check-activation": _activation.PARAMS,
+        "train": train_cli.OPTIONS,
+    }[command]
 
 
 def _engine_params(command: str) -> dict[str, Param]:
@@ -65,8 +68,11 @@ def _help_of(command: str) -> dict[str, str]:
     """Each option's help as ``--help`` prints it (``%`` expanded, not wrapped), by destination."""
     sub = _subparser(command)
     formatter = sub._get_formatter()
-    return {a.dest: formatter._expand_help(a) for a in sub._actions
-            if a.option_strings and a.help is not None}
+    return {
+        a.dest: formatter._expand_help(a)
+        for a in sub._actions
+        if a.option_strings and a.help is not None
+    }
 
 
 @pytest.mark.parametrize("command", sorted(BASE))
@@ -110,18 +116,31 @@ def _bad_values(option: Param) -> list[str]:
     bad = []
     if option.hi is not None:
         hi = option.hi
-        bad.append(value_text(hi) if option.hi_open else
-                   str(int(hi) + 1) if option.type is int else repr(hi * 10 if hi > 0 else hi + 1))
+        bad.append(
+            value_text(hi)
+            if option.hi_open
+            else str(int(hi) + 1)
+            if option.type is int
+            else repr(hi * 10 if hi > 0 else hi + 1)
+        )
     if option.lo is not None:
         lo = option.lo
-        bad.append(value_text(lo) if option.lo_open else
-                   str(math.ceil(lo) - 1) if option.type is int else
-                   repr(lo / 10 if lo > 0 else lo - 1))
+        bad.append(
+            value_text(lo)
+            if option.lo_open
+            else str(math.ceil(lo) - 1)
+            if option.type is int
+            else repr(lo / 10 if lo > 0 else lo - 1)
+        )
     return bad
 
 
-CASES = [(command, name, bad) for command in sorted(BASE)
-         for name, option in _options(command).items() for bad in _bad_values(option)]
+CASES = [
+    (command, name, bad)
+    for command in sorted(BASE)
+    for name, option in _options(command).items()
+    for bad in _bad_values(option)
+]
 
 
 @pytest.mark.parametrize("command,name,bad", CASES, ids=[f"{c}-{n}-{b}" for c, n, b in CASES])
@@ -131,8 +150,10 @@ def test_a_bad_value_is_refused_with_the_declarations_text(command, name, bad, c
     argv = [command, *POSITIONAL.get(command, []), *(x for kv in args.items() for x in kv)]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert err == (f"gaugedyn {command}: error: {option.flag}={bad!r} is not allowed; "
-                   f"allowed: {option.describe()}")
+    assert err == (
+        f"gaugedyn {command}: error: {option.flag}={bad!r} is not allowed; "
+        f"allowed: {option.describe()}"
+    )
 
 
 def test_the_bad_values_are_out_of_bounds():
@@ -202,8 +223,7 @@ def _imports(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
             names.add("." * node.level + (node.module or ""))
-            names.update("." * node.level + (node.module or "") + "." + a.name
-                         for a in node.names)
+            names.update("." * node.level + (node.module or "") + "." + a.name for a in node.names)
         elif isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
     return names
@@ -215,6 +235,9 @@ def test_no_engine_imports_a_command_line_module():
         for path in sorted((SRC / folder).glob("*.py")):
             if path.name == "_cli.py":
                 continue
-            offenders += [f"{folder}/{path.name} imports {name}" for name in _imports(path)
-                          if name.split(".")[-1] == "_cli"]
+            offenders += [
+                f"{folder}/{path.name} imports {name}"
+                for name in _imports(path)
+                if name.split(".")[-1] == "_cli"
+            ]
     assert not offenders, "\n".join(offenders)

@@ -111,8 +111,11 @@ class Param:
                 size.append(f"at least {self.min_len}")
             if self.max_len is not None:
                 size.append(f"at most {self.max_len}")
-            nouns: dict[builtins.type | None, str] = {int: "integers", float: "numbers",
-                                                       str: "strings"}
+            nouns: dict[builtins.type | None, str] = {
+                int: "integers",
+                float: "numbers",
+                str: "strings",
+            }
             noun = nouns.get(self.item, "values")
             what = f"distinct {noun}" if self.distinct else noun
             parts.append(f"a list of {' and '.join(size) or 'any number of'} {what}")
@@ -183,8 +186,7 @@ class Param:
         """The command-line flag: ``--name`` with ``-`` for ``_``."""
         return "--" + self.name.replace("_", "-")
 
-    def help_text(self, default: Any = None, required: bool = False,
-                  default_text: str = "") -> str:
+    def help_text(self, default: Any = None, required: bool = False, default_text: str = "") -> str:
         """The help of the command-line option: ``help``, what is allowed (:meth:`describe`) and
         the default (``default_text`` where the default is computed, not a value)."""
         text = f"{self.help}: {self.describe()}" if self.help else self.describe()
@@ -196,9 +198,14 @@ class Param:
             return f"{text}; default: {value_text(default)}"
         return text
 
-    def add_to(self, parser: argparse.ArgumentParser | argparse._ArgumentGroup, *,
-               default: Any = DECLARED, required: bool = False,
-               default_text: str = "") -> argparse.Action:
+    def add_to(
+        self,
+        parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+        *,
+        default: Any = DECLARED,
+        required: bool = False,
+        default_text: str = "",
+    ) -> argparse.Action:
         """Add this setting to ``parser`` as the option :attr:`flag`, its help derived from the
         declaration (:meth:`help_text`) and its value kept as the text the user typed, for
         :meth:`parse` to check before any work (one :class:`InputError`, exit status 2).
@@ -207,13 +214,15 @@ class Param:
         ``default_text``: the words for a default the command computes (``0.5 / (s D)``)."""
         value = self.default if default is DECLARED else default
         help_ = self.help_text(value, required, default_text).replace("%", "%%")
-        return parser.add_argument(self.flag, default=value, required=required,
-                                   metavar=self.metavar or None, help=help_)
+        return parser.add_argument(
+            self.flag, default=value, required=required, metavar=self.metavar or None, help=help_
+        )
 
     def error(self, text: object, reason: str = "", label: str | None = None) -> InputError:
         extra = f" ({reason})" if reason else ""
-        return InputError(f"{label or self.flag}={show(text)} is not allowed{extra}; allowed: "
-                          f"{self.describe()}")
+        return InputError(
+            f"{label or self.flag}={show(text)} is not allowed{extra}; allowed: {self.describe()}"
+        )
 
     def accept(self, value: object, name: str | None = None):
         """A Python argument checked against this declaration, or InputError naming it.
@@ -229,8 +238,9 @@ class Param:
                 raise self.error(value, label=label)
             return value
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise self.error(value, f"not a {'whole ' if self.type is int else ''}number",
-                             label=label)
+            raise self.error(
+                value, f"not a {'whole ' if self.type is int else ''}number", label=label
+            )
         v = float(value)
         if not math.isfinite(v):
             raise self.error(value, "not finite", label=label)
@@ -294,9 +304,11 @@ def value_text(value: Any) -> str:
 def progress_options(parser: argparse.ArgumentParser) -> None:
     """``--progress`` / ``--quiet``: a progress bar on standard error (default: on a terminal)."""
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--progress", action="store_true",
-                       help="show progress with the time left on stderr even when it is not a "
-                       "terminal")
+    group.add_argument(
+        "--progress",
+        action="store_true",
+        help="show progress with the time left on stderr even when it is not a terminal",
+    )
     group.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -379,8 +391,11 @@ def check_writable_folder(option: str, raw: str) -> None:
         while not existing.exists() and not existing.is_symlink():
             existing = existing.parent
         if not existing.is_dir():
-            where = "exists and is not a folder" if existing == path else \
-                f"{existing} is a file, not a folder"
+            where = (
+                "exists and is not a folder"
+                if existing == path
+                else f"{existing} is a file, not a folder"
+            )
             raise InputError(f"{option} {show(raw)}: {where}")
         probe = tempfile.mkdtemp(prefix=".gaugedyn-probe-", dir=existing)
         os.rmdir(probe)

@@ -25,15 +25,41 @@ from ._problem import MAX_NEURONS
 LOOSE_RTOL, LOOSE_ATOL = 1e-4, 1e-6
 
 OPTIONS: dict[str, Param] = {
-    "setup": Param(str, name="setup", choices=("single", "duplicates"),
-                   help="the named set-up: one student neuron, or copies of it"),
+    "setup": Param(
+        str,
+        name="setup",
+        choices=("single", "duplicates"),
+        help="the named set-up: one student neuron, or copies of it",
+    ),
     "dim": PARAMS["dim"],
     "gauge": PARAMS["gauge"],
-    "scale": Param(float, 1.0, name="scale", lo=1e-6, hi=1e6, help="initial coefficient rho0 = s",
-                   why="|w|^2 = s D and a^2 = s / D must stay resolvable in float64"),
-    **{name: PARAMS[name] for name in (
-        "activation", "teacher_activation", "weight_decay", "lr2", "threshold", "prune_tol",
-        "t_max", "formulation", "dynamics", "eta", "method", "rtol", "atol")},
+    "scale": Param(
+        float,
+        1.0,
+        name="scale",
+        lo=1e-6,
+        hi=1e6,
+        help="initial coefficient rho0 = s",
+        why="|w|^2 = s D and a^2 = s / D must stay resolvable in float64",
+    ),
+    **{
+        name: PARAMS[name]
+        for name in (
+            "activation",
+            "teacher_activation",
+            "weight_decay",
+            "lr2",
+            "threshold",
+            "prune_tol",
+            "t_max",
+            "formulation",
+            "dynamics",
+            "eta",
+            "method",
+            "rtol",
+            "atol",
+        )
+    },
 }
 """The options of ``gaugedyn solve`` in the order of its help: the engines' declarations, and
 the set-up and its scale (narrower than :func:`gaugedyn.theory.single` accepts), which only the
@@ -64,12 +90,18 @@ def register(subparsers) -> None:
         else:
             option.add_to(p)
         if name == "gauge":
-            p.add_argument("--gauges", default=None,
-                           help="duplicates: comma-separated gauges, one per copy (e.g. "
-                           f"a-heavy,w-heavy), each one of {', '.join(GAUGES)}; at most "
-                           f"{MAX_NEURONS}")
-    p.add_argument("--stop-at-specialization", action="store_true",
-                   help="end the run when every teacher feature has specialised")
+            p.add_argument(
+                "--gauges",
+                default=None,
+                help="duplicates: comma-separated gauges, one per copy (e.g. "
+                f"a-heavy,w-heavy), each one of {', '.join(GAUGES)}; at most "
+                f"{MAX_NEURONS}",
+            )
+    p.add_argument(
+        "--stop-at-specialization",
+        action="store_true",
+        help="end the run when every teacher feature has specialised",
+    )
     progress_options(p)
     p.set_defaults(func=_handle)
     _register_check(subparsers)
@@ -85,13 +117,19 @@ def _register_check(subparsers) -> None:
         "standard errors and the quadrature's stated error bound as one JSON object. Exit "
         "status 0 when every deviation is below 4 standard errors, 1 otherwise.",
     )
-    p.add_argument("activation", help=f"a registered name ({', '.join(ACTIVATIONS)}) or "
-                   "MODULE:NAME, an Activation (or an elementwise torch function) in an "
-                   "importable module or a .py file")
+    p.add_argument(
+        "activation",
+        help=f"a registered name ({', '.join(ACTIVATIONS)}) or "
+        "MODULE:NAME, an Activation (or an elementwise torch function) in an "
+        "importable module or a .py file",
+    )
     for option in CHECK_OPTIONS.values():
         option.add_to(p)
-    p.add_argument("--numerical", action="store_true",
-                   help="check the quadrature even where a closed form exists")
+    p.add_argument(
+        "--numerical",
+        action="store_true",
+        help="check the quadrature even where a closed form exists",
+    )
     p.set_defaults(func=_handle_check)
 
 
@@ -127,8 +165,10 @@ def load_activation(spec: str):
         return obj
     if callable(obj):
         return Activation.from_torch(obj, name=attr)
-    raise InputError(f"{spec!r} names no Activation or function; allowed: MODULE:NAME with NAME "
-                     "an Activation or an elementwise torch function")
+    raise InputError(
+        f"{spec!r} names no Activation or function; allowed: MODULE:NAME with NAME "
+        "an Activation or an elementwise torch function"
+    )
 
 
 def _handle_check(args) -> int:
@@ -138,9 +178,13 @@ def _handle_check(args) -> int:
 
     values = {k: o.parse(getattr(args, k)) for k, o in CHECK_OPTIONS.items()}
     act = load_activation(args.activation)
-    report = check_activation(act, samples=values["samples"],
-                              configurations=values["configurations"], seed=values["seed"],
-                              numerical=args.numerical)
+    report = check_activation(
+        act,
+        samples=values["samples"],
+        configurations=values["configurations"],
+        seed=values["seed"],
+        numerical=args.numerical,
+    )
     print(json.dumps(report, indent=1))
     return 0 if report["passed"] else 1
 
@@ -156,16 +200,20 @@ def _gauges(args) -> list[str]:
     if args.gauge is not None:
         raise InputError("--gauge is for --setup single; use --gauges with duplicates")
     if not args.gauges:
-        raise InputError("--gauges is required with --setup duplicates, e.g. "
-                         "a-heavy,w-heavy,w-heavy")
+        raise InputError(
+            "--gauges is required with --setup duplicates, e.g. a-heavy,w-heavy,w-heavy"
+        )
     names = [g.strip() for g in args.gauges.split(",")]
     if len(names) > MAX_NEURONS:
-        raise InputError(f"--gauges names {len(names)} neurons; allowed: 1 to {MAX_NEURONS} "
-                         "(the dense Jacobian of the order-parameter state grows as K^4)")
+        raise InputError(
+            f"--gauges names {len(names)} neurons; allowed: 1 to {MAX_NEURONS} "
+            "(the dense Jacobian of the order-parameter state grows as K^4)"
+        )
     for g in names:
         if g not in GAUGES:
-            raise InputError(f"--gauges entry {g!r} is not allowed; each must be one of "
-                             f"{', '.join(GAUGES)}")
+            raise InputError(
+                f"--gauges entry {g!r} is not allowed; each must be one of {', '.join(GAUGES)}"
+            )
     return names
 
 
@@ -193,8 +241,9 @@ def output_times(t_max: float, per_decade: int = 40, t_min: float = 1e-3) -> int
     return max(int(math.ceil(per_decade * math.log10(t_max / t_min))) + 1, 2) + 2
 
 
-def memory_estimate(dim: int, K: int, formulation: str, method: str, n_out: int,
-                    M: int = 1) -> tuple[float, str]:
+def memory_estimate(
+    dim: int, K: int, formulation: str, method: str, n_out: int, M: int = 1
+) -> tuple[float, str]:
     """``(bytes, formula)``: float64 arrays of a solve of ``K`` students and ``M`` teachers.
 
     The problem holds ``W (K, D)``, ``V (M, D)`` and their directions and span basis (about 8
@@ -203,32 +252,54 @@ def memory_estimate(dim: int, K: int, formulation: str, method: str, n_out: int,
     at ``n_out`` output times; an implicit method (rodas, Radau, BDF, LSODA) factorises a dense
     ``n x n`` Jacobian (about 4 copies).
     """
-    n = {"order-parameters": K + K * (K + 1) // 2 + K * M, "span": K + K * (K + M),
-         "weight-space": K + K * dim}[formulation]
+    n = {
+        "order-parameters": K + K * (K + 1) // 2 + K * M,
+        "span": K + K * (K + M),
+        "weight-space": K + K * dim,
+    }[formulation]
     from ._registry import EXPLICIT_ABOVE  # "auto" runs an explicit method above it
 
     implicit = method in ("lsoda", "rodas", "Radau", "BDF", "LSODA") or (
-        method == "auto" and n <= EXPLICIT_ABOVE)
+        method == "auto" and n <= EXPLICIT_ABOVE
+    )
     total = 8.0 * (8 * dim * (K + M) + n * (n_out + 16) + (4 * n * n if implicit else 0))
-    formula = (f"8 bytes x (8 D (K+M) + n (outputs + 16){' + 4 n^2' if implicit else ''}) with "
-               f"D={dim}, K={K}, n={n}, outputs={n_out}")
+    formula = (
+        f"8 bytes x (8 D (K+M) + n (outputs + 16){' + 4 n^2' if implicit else ''}) with "
+        f"D={dim}, K={K}, n={n}, outputs={n_out}"
+    )
     return total, formula
 
 
 def _numbers(args) -> dict:
     from .._errors import InputError
 
-    names = ("dim", "scale", "threshold", "prune_tol", "t_max", "eta", "rtol", "atol",
-             "weight_decay", "lr2")
-    values = {name: OPTIONS[name].parse(getattr(args, name)) if getattr(args, name) is not None
-              else None for name in names}
+    names = (
+        "dim",
+        "scale",
+        "threshold",
+        "prune_tol",
+        "t_max",
+        "eta",
+        "rtol",
+        "atol",
+        "weight_decay",
+        "lr2",
+    )
+    values = {
+        name: OPTIONS[name].parse(getattr(args, name)) if getattr(args, name) is not None else None
+        for name in names
+    }
     for name in ("setup", "activation", "formulation", "dynamics", "method"):
         values[name] = OPTIONS[name].parse(getattr(args, name))
-    values["teacher_activation"] = (None if args.teacher_activation is None else
-                                    OPTIONS["teacher_activation"].parse(args.teacher_activation))
+    values["teacher_activation"] = (
+        None
+        if args.teacher_activation is None
+        else OPTIONS["teacher_activation"].parse(args.teacher_activation)
+    )
     if values["dynamics"] == "gd" and values["eta"] is None:
-        raise InputError("--eta is required with --dynamics gd; give a step size: "
-                         f"{OPTIONS['eta'].describe()}")
+        raise InputError(
+            f"--eta is required with --dynamics gd; give a step size: {OPTIONS['eta'].describe()}"
+        )
     if values["dynamics"] == "flow" and values["eta"] is not None:
         raise InputError("--eta is only used with --dynamics gd")
     return values
@@ -237,9 +308,12 @@ def _numbers(args) -> dict:
 def _warn_loose(values: dict) -> None:
     for name, loose in (("rtol", LOOSE_RTOL), ("atol", LOOSE_ATOL)):
         if values[name] > loose:
-            print(f"gaugedyn solve: warning: --{name}={values[name]:g} is loose (above {loose:g}): "
-                  "expect errors of that order, e.g. in delta_drift, which the flow conserves "
-                  "exactly", file=sys.stderr)
+            print(
+                f"gaugedyn solve: warning: --{name}={values[name]:g} is loose (above {loose:g}): "
+                "expect errors of that order, e.g. in delta_drift, which the flow conserves "
+                "exactly",
+                file=sys.stderr,
+            )
 
 
 def _functional(sol, problem, activation: str, prune_tol: float) -> dict:
@@ -248,8 +322,15 @@ def _functional(sol, problem, activation: str, prune_tol: float) -> dict:
     from ._functional import functional_report, pruning_time
 
     _, _, _, b, T = problem.order_parameters()
-    report = functional_report(sol.a[-1], sol.Q[-1], sol.R[-1], T, b, activation,
-                               teacher_activation=problem.teacher_activation)
+    report = functional_report(
+        sol.a[-1],
+        sol.Q[-1],
+        sol.R[-1],
+        T,
+        b,
+        activation,
+        teacher_activation=problem.teacher_activation,
+    )
     prune = pruning_time(sol.t, sol.observables["rho"], prune_tol, sol.pruning_time)
     return {**report, "pruning_time": [float(x) for x in prune]}
 
@@ -270,8 +351,11 @@ def _handle(args: argparse.Namespace) -> int:
     dim, K = values["dim"], len(gauges)
     _warn_loose(values)
     base, base_formula = memory_estimate(dim, K, values["formulation"], values["method"], 0)
-    check_memory(f"--dim={dim} with {K} neuron(s) ({values['formulation']}, "
-                 f"{values['method']})", base, base_formula)
+    check_memory(
+        f"--dim={dim} with {K} neuron(s) ({values['formulation']}, {values['method']})",
+        base,
+        base_formula,
+    )
     # checked before the problem is built (that alone takes seconds at large D)
     t_max = values["t_max"] or named_t_max(dim, gauges, values["scale"])
     if values["dynamics"] == "gd":
@@ -279,29 +363,48 @@ def _handle(args: argparse.Namespace) -> int:
 
         width = dim if values["formulation"] == "weight-space" else K + 1
         steps = check_gd_steps(values["eta"], t_max, K, 1, width, "--eta", "--t-max")
-    estimate, formula = memory_estimate(dim, K, values["formulation"], values["method"],
-                                        output_times(t_max))
-    check_memory(f"--dim={dim} with {K} neuron(s) ({values['formulation']}, "
-                 f"{values['method']}, t_max={t_max:g})", estimate, formula)
+    estimate, formula = memory_estimate(
+        dim, K, values["formulation"], values["method"], output_times(t_max)
+    )
+    check_memory(
+        f"--dim={dim} with {K} neuron(s) ({values['formulation']}, "
+        f"{values['method']}, t_max={t_max:g})",
+        estimate,
+        formula,
+    )
     kind = dict(scale=values["scale"], activation=values["activation"])
-    problem = single(dim, gauges[0], **kind) if args.setup == "single" else \
-        duplicates(dim, gauges, **kind)
+    problem = (
+        single(dim, gauges[0], **kind)
+        if args.setup == "single"
+        else duplicates(dim, gauges, **kind)
+    )
     if values["teacher_activation"] is not None:
         problem = problem.replace(teacher_activation=values["teacher_activation"])
     definitions = Definitions(threshold=values["threshold"], prune_tol=values["prune_tol"])
     extra: dict[str, Any] = {}
     if values["dynamics"] == "gd":
-        bar = progress_bar(steps + 1, "solve (gd)", unit="step",
-                           force=args.progress, quiet=args.quiet)
+        bar = progress_bar(
+            steps + 1, "solve (gd)", unit="step", force=args.progress, quiet=args.quiet
+        )
         extra["progress"] = bar.callback
     else:
         bar = None
     try:
-        sol = solve(problem, formulation=values["formulation"], dynamics=values["dynamics"],
-                    eta=values["eta"], t_max=values["t_max"], method=values["method"],
-                    rtol=values["rtol"], atol=values["atol"], definitions=definitions,
-                    stop_at_specialization=args.stop_at_specialization,
-                    weight_decay=values["weight_decay"], lr2=values["lr2"], **extra)
+        sol = solve(
+            problem,
+            formulation=values["formulation"],
+            dynamics=values["dynamics"],
+            eta=values["eta"],
+            t_max=values["t_max"],
+            method=values["method"],
+            rtol=values["rtol"],
+            atol=values["atol"],
+            definitions=definitions,
+            stop_at_specialization=args.stop_at_specialization,
+            weight_decay=values["weight_decay"],
+            lr2=values["lr2"],
+            **extra,
+        )
     finally:
         if bar is not None:
             bar.close()

@@ -22,12 +22,28 @@ at rtol 1e-8), far below the difference any gauge gap produces."""
 
 
 PARAMS: dict[str, Param] = {
-    "threshold": Param(float, 0.95, name="threshold", lo=0, hi=1, lo_open=True, hi_open=True,
-                       help="specialization threshold", why="an overlap m lies in [-1, 1]"),
-    "prune_tol": Param(float, 1e-3, name="prune_tol", lo=0, hi=1, lo_open=True, hi_open=True,
-                       help="pruned when |rho_i| < prune_tol",
-                       why="the owner converges to |rho| = |b| = 1, so a tolerance >= 1 would "
-                       "call it pruned"),
+    "threshold": Param(
+        float,
+        0.95,
+        name="threshold",
+        lo=0,
+        hi=1,
+        lo_open=True,
+        hi_open=True,
+        help="specialization threshold",
+        why="an overlap m lies in [-1, 1]",
+    ),
+    "prune_tol": Param(
+        float,
+        1e-3,
+        name="prune_tol",
+        lo=0,
+        hi=1,
+        lo_open=True,
+        hi_open=True,
+        help="pruned when |rho_i| < prune_tol",
+        why="the owner converges to |rho| = |b| = 1, so a tolerance >= 1 would call it pruned",
+    ),
 }
 """The parameters of :class:`Definitions`, declared once: checked by it and offered by the
 command line."""
@@ -67,8 +83,7 @@ class Definitions:
             "alignment": "m_in = w_i.v_n / (|w_i| |v_n|)",
             "rho": "rho_i = a_i |w_i|",
             "delta": "delta_i = a_i^2 - |w_i|^2",
-            "specialization": "s_n = max_i m_in (max_i |m_in| for odd activations: erf, "
-            "linear)",
+            "specialization": "s_n = max_i m_in (max_i |m_in| for odd activations: erf, linear)",
             "specialization_time": "first t with s_n(t) >= threshold",
             "owner": "argmax_i sign(b_n) rho_i m_in",
             "pruned": "|rho_i| < prune_tol",
@@ -207,8 +222,18 @@ CLASSIFICATION_SAMPLES = 2**16
 """Default Gaussian draws of :func:`classification_error` (standard error <= 0.002)."""
 
 
-def classification_error(a, Q, R, b, T, activation="relu", teacher_activation=None, *,
-                         samples: int = CLASSIFICATION_SAMPLES, rng=None):
+def classification_error(
+    a,
+    Q,
+    R,
+    b,
+    T,
+    activation="relu",
+    teacher_activation=None,
+    *,
+    samples: int = CLASSIFICATION_SAMPLES,
+    rng=None,
+):
     """The classification error ``P(sign f(x) != sign f*(x))`` of the state(s), with its
     Monte Carlo standard error: ``(error, se)``, each of the batch shape.
 
@@ -224,17 +249,18 @@ def classification_error(a, Q, R, b, T, activation="relu", teacher_activation=No
     from ._activation import activation_of, on_numpy
 
     g = on_numpy(activation_of(activation).function)
-    gt = on_numpy(activation_of(activation if teacher_activation is None
-                                 else teacher_activation).function)
+    gt = on_numpy(
+        activation_of(activation if teacher_activation is None else teacher_activation).function
+    )
     a, Q, R, b, T = (np.asarray(x, dtype=np.float64) for x in (a, Q, R, b, T))
     K, M = a.shape[-1], b.shape[-1]
-    lead = np.broadcast_shapes(a.shape[:-1], Q.shape[:-2], R.shape[:-2], b.shape[:-1],
-                               T.shape[:-2])
+    lead = np.broadcast_shapes(a.shape[:-1], Q.shape[:-2], R.shape[:-2], b.shape[:-1], T.shape[:-2])
     a, b = np.broadcast_to(a, lead + (K,)), np.broadcast_to(b, lead + (M,))
     Q, R = np.broadcast_to(Q, lead + (K, K)), np.broadcast_to(R, lead + (K, M))
     T = np.broadcast_to(T, lead + (M, M))
-    C = np.concatenate([np.concatenate([Q, R], -1),
-                        np.concatenate([np.swapaxes(R, -1, -2), T], -1)], -2)
+    C = np.concatenate(
+        [np.concatenate([Q, R], -1), np.concatenate([np.swapaxes(R, -1, -2), T], -1)], -2
+    )
     rng = np.random.default_rng(0) if rng is None else rng
     z = rng.standard_normal((int(samples), K + M))
     flat_C, flat_a, flat_b = C.reshape(-1, K + M, K + M), a.reshape(-1, K), b.reshape(-1, M)
@@ -249,8 +275,16 @@ def classification_error(a, Q, R, b, T, activation="relu", teacher_activation=No
     return err, np.sqrt(err * (1.0 - err) / int(samples))
 
 
-def observe(a, Q, R, b, T, activation: str = "relu", definitions: Definitions = Definitions(),
-            teacher_activation=None):
+def observe(
+    a,
+    Q,
+    R,
+    b,
+    T,
+    activation: str = "relu",
+    definitions: Definitions = Definitions(),
+    teacher_activation=None,
+):
     """All instantaneous observables of a state, as a dict of arrays (``teacher_activation``:
     the teacher's, when it differs from the student's)."""
     reaction, transport = dissipation(a, Q, R, b, T, activation, teacher_activation)

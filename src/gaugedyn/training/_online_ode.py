@@ -49,8 +49,9 @@ DIRECT_NODES = {1: 96, 2: 64, 3: 32, 4: 16}
 four-point integrals are used instead."""
 
 
-def four_point(activation, C, K: int, numerical: bool = False,
-               teacher_activation=None) -> np.ndarray:
+def four_point(
+    activation, C, K: int, numerical: bool = False, teacher_activation=None
+) -> np.ndarray:
     """``I4[i, j, k, l] = E[g'(u_i) g'(u_j) h_k(u_k) h_l(u_l)]`` for students ``i, j < K`` and all
     fields ``k, l`` of the Gram matrix ``C``, ``h_k = g`` on the student fields (``k < K``) and
     the teacher's ``g*`` on the others (closed form for erf unless ``numerical``, quadrature
@@ -64,8 +65,9 @@ def four_point(activation, C, K: int, numerical: bool = False,
     l = np.arange(P)[None, None, None, :]
     if act.name == "erf" and act.closed_form is not None and not numerical and teacher is act:
         d = np.diag(C)
-        return generated_kernels.erf_i4(d[i], C[i, j], C[i, k], C[i, l], d[j], C[j, k], C[j, l], d[k], C[k, l],
-                      d[l])
+        return generated_kernels.erf_i4(
+            d[i], C[i, j], C[i, k], C[i, l], d[j], C[j, k], C[j, l], d[k], C[k, l], d[l]
+        )
     idx = np.stack(np.broadcast_arrays(i, j, k, l), axis=-1)  # (K, K, P, P, 4)
     sub = C[idx[..., :, None], idx[..., None, :]]
     g, gp = on_numpy(act.function), on_numpy(act.derivative)
@@ -135,14 +137,15 @@ class OnlineODE:
         """``(a, Q, R)`` of states ``y (..., K + K^2 + K M)``."""
         K, M = self.K, self.M
         a = y[..., :K]
-        Q = y[..., K:K + K * K].reshape(*y.shape[:-1], K, K)
-        R = y[..., K + K * K:].reshape(*y.shape[:-1], K, M)
+        Q = y[..., K : K + K * K].reshape(*y.shape[:-1], K, K)
+        R = y[..., K + K * K :].reshape(*y.shape[:-1], K, M)
         return a, Q, R
 
     def __call__(self, t, y):
         a, Q, R = self.unpack(y)
-        da, dQ, dR = order_parameter_velocity(a, Q, R, self.b, self.T, self.activation,
-                                              self.teacher_activation)
+        da, dQ, dR = order_parameter_velocity(
+            a, Q, R, self.b, self.T, self.activation, self.teacher_activation
+        )
         lam = self.weight_decay
         if lam or self.lr2 != 1.0:
             da, dQ, dR = self.lr2 * (da - lam * a), dQ - 2 * lam * Q, dR - lam * R
@@ -150,8 +153,7 @@ class OnlineODE:
         if self.noise:
             N = noise_term(a, Q, R, self.b, self.T, self.activation, self.teacher_activation)
             if self.label_noise:
-                N = N + self.label_noise**2 * np.outer(a, a) * pair_derivative(
-                    self.activation, Q)
+                N = N + self.label_noise**2 * np.outer(a, a) * pair_derivative(self.activation, Q)
             dQ = dQ + (self.eta**2 / self.batch) * N
         return np.concatenate([self.eta * da, dQ.ravel(), self.eta * dR.ravel()])
 
@@ -163,8 +165,9 @@ def _check_args(problem, eta, batch, noise, rtol, atol, times):
     """``online_ode``'s arguments checked against the declarations of the trainer's (``lr``,
     ``batch``) and the solver's (``rtol``, ``atol``) settings, or InputError."""
     if not isinstance(problem, Problem):
-        raise InputError(f"problem={type(problem).__name__} is not allowed; allowed: a "
-                         "gaugedyn.theory.Problem")
+        raise InputError(
+            f"problem={type(problem).__name__} is not allowed; allowed: a gaugedyn.theory.Problem"
+        )
     if not isinstance(noise, bool | np.bool_):
         raise InputError(f"noise={noise!r} is not allowed; allowed: True or False")
     eta, batch = PARAMS["lr"].accept(eta, "eta"), PARAMS["batch"].accept(batch)
@@ -172,18 +175,37 @@ def _check_args(problem, eta, batch, noise, rtol, atol, times):
     try:
         t = np.asarray(times, dtype=np.float64)
     except (TypeError, ValueError):
-        raise InputError("times is not allowed; allowed: an increasing 1-D array of times "
-                         ">= 0") from None
-    if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or t[0] < 0 \
-            or np.any(np.diff(t) <= 0):
-        raise InputError(f"times (shape {t.shape}) is not allowed; allowed: a non-empty, "
-                         "strictly increasing 1-D array of finite times >= 0")
+        raise InputError(
+            "times is not allowed; allowed: an increasing 1-D array of times >= 0"
+        ) from None
+    if (
+        t.ndim != 1
+        or t.size == 0
+        or not np.all(np.isfinite(t))
+        or t[0] < 0
+        or np.any(np.diff(t) <= 0)
+    ):
+        raise InputError(
+            f"times (shape {t.shape}) is not allowed; allowed: a non-empty, "
+            "strictly increasing 1-D array of finite times >= 0"
+        )
     return eta, batch, rtol, atol, t
 
 
-def online_ode(problem: Problem, eta: float, times, batch: int = 1, noise: bool = True,
-               rtol: float = 1e-9, atol: float = 1e-11, method: str = "auto", *,
-               weight_decay: float = 0.0, lr2: float = 1.0, label_noise: float = 0.0) -> dict:
+def online_ode(
+    problem: Problem,
+    eta: float,
+    times,
+    batch: int = 1,
+    noise: bool = True,
+    rtol: float = 1e-9,
+    atol: float = 1e-11,
+    method: str = "auto",
+    *,
+    weight_decay: float = 0.0,
+    lr2: float = 1.0,
+    label_noise: float = 0.0,
+) -> dict:
     """Solve the online ODE from ``problem``'s order parameters at ``times`` (``t = steps / D``).
 
     ``method="compiled"`` (the default for erf under ``"auto"``) integrates the numba-compiled
@@ -207,35 +229,56 @@ def online_ode(problem: Problem, eta: float, times, batch: int = 1, noise: bool 
     for name, v in (("weight_decay", weight_decay), ("lr2", lr2), ("label_noise", label_noise)):
         if not (isinstance(v, int | float) and np.isfinite(v) and v >= 0):
             raise InputError(f"{name}={v!r} is not allowed; allowed: a finite number >= 0")
-    rhs = OnlineODE(problem.K, problem.M, b, T, problem.activation, float(eta), int(batch), noise,
-                    float(weight_decay), float(lr2), float(label_noise),
-                    problem.teacher_activation)
+    rhs = OnlineODE(
+        problem.K,
+        problem.M,
+        b,
+        T,
+        problem.activation,
+        float(eta),
+        int(batch),
+        noise,
+        float(weight_decay),
+        float(lr2),
+        float(label_noise),
+        problem.teacher_activation,
+    )
     y0 = np.concatenate([a0, Q0.ravel(), R0.ravel()])
-    plain = (weight_decay == 0 and lr2 == 1 and label_noise == 0
-             and problem.teacher.name == activation_of(problem.activation).name)
+    plain = (
+        weight_decay == 0
+        and lr2 == 1
+        and label_noise == 0
+        and problem.teacher.name == activation_of(problem.activation).name
+    )
     if method == "auto":
         method = "compiled" if problem.activation == "erf" and plain else "reference"
     if method == "compiled":
         if not plain:
-            raise InputError("method='compiled' integrates the plain online ODE; the classical "
-                             "options (and a teacher activation of its own) run with "
-                             "method='reference'")
+            raise InputError(
+                "method='compiled' integrates the plain online ODE; the classical "
+                "options (and a teacher activation of its own) run with "
+                "method='reference'"
+            )
         if activation_of(problem.activation).name != "erf":
-            raise InputError(f"method='compiled' integrates the erf online ODE, not "
-                             f"{problem.activation!r}; use method='reference'")
+            raise InputError(
+                f"method='compiled' integrates the erf online ODE, not "
+                f"{problem.activation!r}; use method='reference'"
+            )
         from ._online_fast import compiled_online_rhs
 
         f = compiled_online_rhs(problem.K, problem.M, b, T, float(eta), int(batch), noise)
         grid = times if times[0] == 0.0 else np.concatenate([[0.0], times])
-        Y, info = odeint(f, y0, grid, tfirst=True, rtol=rtol, atol=atol, mxstep=1_000_000,
-                         full_output=True)
+        Y, info = odeint(
+            f, y0, grid, tfirst=True, rtol=rtol, atol=atol, mxstep=1_000_000, full_output=True
+        )
         if info["message"] != "Integration successful.":
             raise RuntimeError(f"online ODE failed: {info['message']}")
         Y = Y if times[0] == 0.0 else Y[1:]
         a, Q, R = rhs.unpack(Y)
         return {"t": times, "a": a, "Q": Q, "R": R}
-    sol = solve_ivp(rhs, (0.0, float(times[-1])), y0, method="DOP853", t_eval=times,
-                    rtol=rtol, atol=atol)
+    sol = solve_ivp(
+        rhs, (0.0, float(times[-1])), y0, method="DOP853", t_eval=times, rtol=rtol, atol=atol
+    )
     if not sol.success:
         raise RuntimeError(f"online ODE failed: {sol.message}")
     a, Q, R = rhs.unpack(sol.y.T)
