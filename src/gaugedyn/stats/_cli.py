@@ -10,7 +10,7 @@ from typing import Any
 
 
 def register(subparsers) -> None:
-    from ._audit import CELLS, EFFECT, MARGIN, QUICK, REPS, SEEDS, SHAPES, TRIALS
+    from ._audit import EFFECT, MARGIN, QUICK, SHAPES
 
     quick: dict[str, Any] = QUICK  # the quick form's counts (tuples of int) and reps (int)
 
@@ -20,10 +20,10 @@ def register(subparsers) -> None:
         description="For every verdict rule of gaugedyn.stats.RULES, at the seed and cell counts "
         "the experiments use and for several noise shapes, simulate claims true by a margin, on "
         "the threshold and false by a margin, and print the false-HELD and false-NOT-HELD rates, "
-        "the 95%% interval's coverage and the power, each with its Monte Carlo standard error. "
+        "the 95% interval's coverage and the power, each with its Monte Carlo standard error. "
         "Proportion rules run at the trial counts of --trials, with their coverage also at "
-        "several true success probabilities. Exit status 1 when a rule misses the bars (<= 5%% "
-        "+ 2 s.e. errors, 93-97%% coverage, on normal, t3 and Bernoulli outcomes), 2 on bad "
+        "several true success probabilities. Exit status 1 when a rule misses the bars (<= 5% "
+        "+ 2 s.e. errors, 93-97% coverage, on normal, t3 and Bernoulli outcomes), 2 on bad "
         "input.",
     )
     p.add_argument(
@@ -32,34 +32,7 @@ def register(subparsers) -> None:
         help=f"the test-suite form: {quick['reps']} experiments per scenario, "
         f"cells {list(quick['cells'])}, shapes normal and t3",
     )
-    p.add_argument(
-        "--seeds",
-        type=int,
-        nargs="+",
-        default=None,
-        help=f"seed counts (default {' '.join(map(str, SEEDS))}; each >= 3)",
-    )
-    p.add_argument(
-        "--trials",
-        type=int,
-        nargs="+",
-        default=None,
-        help=f"trial counts of the proportion rules (default "
-        f"{' '.join(map(str, TRIALS))}; each >= 2)",
-    )
-    p.add_argument(
-        "--cells",
-        type=int,
-        nargs="+",
-        default=None,
-        help=f"cell counts of the cell rules (default {' '.join(map(str, CELLS))})",
-    )
-    p.add_argument(
-        "--reps",
-        type=int,
-        default=None,
-        help=f"simulated experiments per scenario (default {REPS}; quick {quick['reps']})",
-    )
+    _count_options(p, quick)
     p.add_argument(
         "--shapes",
         nargs="+",
@@ -95,6 +68,40 @@ def register(subparsers) -> None:
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=_handle)
+
+
+def _count_options(p, quick: dict[str, Any]) -> None:
+    """``--seeds``, ``--trials``, ``--cells`` and ``--reps``: the sizes the audit simulates."""
+    from ._audit import CELLS, REPS, SEEDS, TRIALS
+
+    p.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=None,
+        help=f"seed counts (default {' '.join(map(str, SEEDS))}; each >= 3)",
+    )
+    p.add_argument(
+        "--trials",
+        type=int,
+        nargs="+",
+        default=None,
+        help=f"trial counts of the proportion rules (default "
+        f"{' '.join(map(str, TRIALS))}; each >= 2)",
+    )
+    p.add_argument(
+        "--cells",
+        type=int,
+        nargs="+",
+        default=None,
+        help=f"cell counts of the cell rules (default {' '.join(map(str, CELLS))})",
+    )
+    p.add_argument(
+        "--reps",
+        type=int,
+        default=None,
+        help=f"simulated experiments per scenario (default {REPS}; quick {quick['reps']})",
+    )
 
 
 def _handle(args) -> int:

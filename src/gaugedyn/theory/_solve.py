@@ -291,6 +291,32 @@ def _check_solve(
     return eta, t_max, t_eval
 
 
+def _check_classification_samples(samples) -> None:
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 0:
+        raise InputError(
+            f"classification_samples={samples!r} is not allowed; "
+            "allowed: an integer >= 0 (0: no classification error)"
+        )
+
+
+def _diagnostics(raw: Integration, method: str, rtol: float, atol: float, wall: float) -> dict:
+    """The integrator's diagnostics of a :class:`Solution` (``method``: the name asked for)."""
+    return dict(
+        method=method,
+        integrator=raw.integrator or method,
+        rtol=rtol,
+        atol=atol,
+        nfev=raw.nfev,
+        njev=raw.njev,
+        nsteps=raw.nsteps,
+        nrejected=raw.nrejected,
+        status=raw.status,
+        message=raw.message,
+        wall_time=wall,
+        t_final=raw.t_final,
+    )
+
+
 def solve(
     problem,
     *,
@@ -330,15 +356,7 @@ def solve(
     ``observables["classification_error"]`` and ``["classification_error_se"]`` at every output
     time (:func:`~gaugedyn.theory.classification_error` with that many draws).
     """
-    if (
-        isinstance(classification_samples, bool)
-        or not isinstance(classification_samples, int)
-        or classification_samples < 0
-    ):
-        raise InputError(
-            f"classification_samples={classification_samples!r} is not allowed; "
-            "allowed: an integer >= 0 (0: no classification error)"
-        )
+    _check_classification_samples(classification_samples)
     eta, t_max, t_eval = _check_solve(
         problem,
         formulation,
@@ -395,20 +413,7 @@ def solve(
     )
     if not p.plain:
         settings.update(weight_decay=p.weight_decay, lr2=p.lr2)
-    diagnostics = dict(
-        method=method_name,
-        integrator=raw.integrator or method_name,
-        rtol=rtol,
-        atol=atol,
-        nfev=raw.nfev,
-        njev=raw.njev,
-        nsteps=raw.nsteps,
-        nrejected=raw.nrejected,
-        status=raw.status,
-        message=raw.message,
-        wall_time=wall,
-        t_final=raw.t_final,
-    )
+    diagnostics = _diagnostics(raw, method_name, rtol, atol, wall)
     return Solution(
         t=raw.t,
         a=a,

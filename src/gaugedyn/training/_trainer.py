@@ -261,6 +261,12 @@ def _train_compiled(
 ) -> TrainResult:
     from ._online_fast import train_online
 
+    if not isinstance(root_seed, int):
+        raise InputError(
+            f"root_seed={list(root_seed)!r} is not allowed for backend="
+            f"{backend!r}; allowed: one integer (one root per seed is for "
+            "backend='torch')"
+        )
     if not isinstance(problem, Problem):
         raise InputError(f"backend={backend!r} takes one problem shared by every seed")
     if on_step is not None:
@@ -315,12 +321,6 @@ def train(
     PARAMS["backend"].accept(backend)
     root_seed = _check_train_args(problem, config, root_seed, definitions)
     if backend in ("compiled", "chain"):
-        if not isinstance(root_seed, int):
-            raise InputError(
-                f"root_seed={list(root_seed)!r} is not allowed for backend="
-                f"{backend!r}; allowed: one integer (one root per seed is for "
-                "backend='torch')"
-            )
         return _train_compiled(
             problem,
             config,
@@ -343,11 +343,7 @@ def train(
     net = Network.from_problem(problems, dtype=dtype, device=device)
     cfg = config
     D = net.W.shape[2]
-    gens = (
-        [g for r, i in zip(root_seed, seed_indices) for g in _data.generators(r, [i], device)]
-        if isinstance(root_seed, tuple)
-        else _data.generators(root_seed, seed_indices, device)
-    )
+    gens = _generators(root_seed, seed_indices, device)
     batches = _Batches(cfg, net, gens, dtype, device)
     scale = 1.0 / D if (cfg.online and cfg.optimizer == "sgd") else 1.0
     state = adam_state((net.a, net.W)) if cfg.optimizer == "adam" else None
@@ -398,6 +394,15 @@ def train(
         started,
         _data.stream_block_steps(cfg.batch_size, D),
     )
+
+
+def _generators(root_seed: int | tuple[int, ...], seed_indices: list[int], device) -> list:
+    """One torch generator per seed: of ``(root_seed, i)``, or of ``(root_seed[c], i)``."""
+    if isinstance(root_seed, tuple):
+        return [
+            g for r, i in zip(root_seed, seed_indices) for g in _data.generators(r, [i], device)
+        ]
+    return _data.generators(root_seed, seed_indices, device)
 
 
 def _check_train_args(problem, config, root_seed, definitions) -> int | tuple[int, ...]:
