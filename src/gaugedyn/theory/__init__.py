@@ -21,6 +21,7 @@ from ._flows import weights as weights
 from ._functional import functional_report, owners, pruned_since, remaining_relative  # noqa: F401
 from ._functional import owner_sets as owner_sets
 from ._functional import pruning_time as pruning_time
+from ._observables import CLASSIFICATION_SAMPLES as CLASSIFICATION_SAMPLES
 from ._observables import Definitions as Definitions
 from ._observables import alignment as alignment
 from ._observables import classification_error as classification_error
