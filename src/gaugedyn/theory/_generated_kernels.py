@@ -31,7 +31,7 @@ def pair_relu(q1, q2, c):
     q1, q2, c = _args(q1, q2, c)
     s = np.sqrt(np.maximum(q1 * q2 - c**2, 0.0))
     theta = np.arccos(np.clip(c / np.sqrt(q1 * q2), -1.0, 1.0))
-    return (1 / 2) * (-c * theta + np.pi * c + s) / np.pi
+    return (1/2)*(-c*theta + np.pi*c + s)/np.pi
 
 
 def pair_grad_relu(q1, q2, c):
@@ -39,11 +39,11 @@ def pair_grad_relu(q1, q2, c):
     s = np.sqrt(np.maximum(q1 * q2 - c**2, 0.0))
     theta = np.arccos(np.clip(c / np.sqrt(q1 * q2), -1.0, 1.0))
     x0 = 0.3183098861837907
-    x1 = (1 / 4) * s * x0
+    x1 = (1/4)*s*x0
     return (
-        x1 / q1,
-        x1 / q2,
-        -1 / 2 * x0 * (theta - np.pi),
+        x1/q1,
+        x1/q2,
+        -1/2*x0*(theta - np.pi),
     )
 
 
@@ -51,50 +51,50 @@ def pair_hess_relu(q1, q2, c):
     q1, q2, c = _args(q1, q2, c)
     with np.errstate(divide="ignore", invalid="ignore"):
         s = np.sqrt(np.maximum(q1 * q2 - c**2, 0.0))
-        x0 = 1 / (np.pi * s)
-        x1 = (1 / 8) * x0
-        x2 = x1 * (2 * c**2 - q1 * q2)
-        x3 = (1 / 4) * c * x0
+        x0 = 1/(np.pi*s)
+        x1 = (1/8)*x0
+        x2 = x1*(2*c**2 - q1*q2)
+        x3 = (1/4)*c*x0
         return (
-            x2 / q1**2,
+            x2/q1**2,
             np.array(x1),
-            -x3 / q1,
-            x2 / q2**2,
-            -x3 / q2,
-            (1 / 2) * x0,
+            -x3/q1,
+            x2/q2**2,
+            -x3/q2,
+            (1/2)*x0,
         )
 
 
 def self_relu(q):
-    (q,) = _args(q)
-    return (1 / 2) * q
+    q, = _args(q)
+    return (1/2)*q
 
 
 def self_grad_relu(q):
-    (q,) = _args(q)
+    q, = _args(q)
     return np.full(q.shape, 0.5)
 
 
 def self_hess_relu(q):
-    (q,) = _args(q)
+    q, = _args(q)
     return np.full(q.shape, 0.0)
 
 
 def pair_erf(q1, q2, c):
     q1, q2, c = _args(q1, q2, c)
-    return 2 * np.arcsin(c / (np.sqrt(q1 + 1) * np.sqrt(q2 + 1))) / np.pi
+    return 2*np.arcsin(c/(np.sqrt(q1 + 1)*np.sqrt(q2 + 1)))/np.pi
 
 
 def pair_grad_erf(q1, q2, c):
     q1, q2, c = _args(q1, q2, c)
     x0 = q1 + 1
     x1 = q2 + 1
-    x2 = 1 / (np.pi * np.sqrt(-(c**2) + x0 * x1))
-    x3 = c * x2
+    x2 = 1/(np.pi*np.sqrt(-c**2 + x0*x1))
+    x3 = c*x2
     return (
-        -x3 / x0,
-        -x3 / x1,
-        2 * x2,
+        -x3/x0,
+        -x3/x1,
+        2*x2,
     )
 
 
@@ -103,33 +103,33 @@ def pair_hess_erf(q1, q2, c):
     x0 = q1 + 1
     x1 = c**2
     x2 = q2 + 1
-    x3 = 1 / (np.pi * (x0 * x2 - x1) ** (3 / 2))
-    x4 = c * x3
-    x5 = (1 / 2) * x4
-    x6 = x5 * (-3 * x0 * x2 + 2 * x1)
+    x3 = 1/(np.pi*(x0*x2 - x1)**(3/2))
+    x4 = c*x3
+    x5 = (1/2)*x4
+    x6 = x5*(-3*x0*x2 + 2*x1)
     return (
-        -x6 / x0**2,
+        -x6/x0**2,
         np.array(x5),
-        -x2 * x3,
-        -x6 / x2**2,
-        -x0 * x3,
-        2 * x4,
+        -x2*x3,
+        -x6/x2**2,
+        -x0*x3,
+        2*x4,
     )
 
 
 def self_erf(q):
-    (q,) = _args(q)
-    return 2 * np.arcsin(q / (q + 1)) / np.pi
+    q, = _args(q)
+    return 2*np.arcsin(q/(q + 1))/np.pi
 
 
 def self_grad_erf(q):
-    (q,) = _args(q)
-    return 2 / (np.pi * (q + 1) * np.sqrt(2 * q + 1))
+    q, = _args(q)
+    return 2/(np.pi*(q + 1)*np.sqrt(2*q + 1))
 
 
 def self_hess_erf(q):
-    (q,) = _args(q)
-    return -2 * (3 * q + 2) / (np.pi * np.sqrt(2 * q + 1) * (2 * q**3 + 5 * q**2 + 4 * q + 1))
+    q, = _args(q)
+    return -2*(3*q + 2)/(np.pi*np.sqrt(2*q + 1)*(2*q**3 + 5*q**2 + 4*q + 1))
 
 
 def pair_linear(q1, q2, c):
@@ -159,62 +159,43 @@ def pair_hess_linear(q1, q2, c):
 
 
 def self_linear(q):
-    (q,) = _args(q)
+    q, = _args(q)
     return np.array(q)
 
 
 def self_grad_linear(q):
-    (q,) = _args(q)
+    q, = _args(q)
     return np.full(q.shape, 1.0)
 
 
 def self_hess_linear(q):
-    (q,) = _args(q)
+    q, = _args(q)
     return np.full(q.shape, 0.0)
 
 
 def erf_i3(c11, c12, c13, c22, c23, c33):
     c11, c12, c13, c22, c23, c33 = _args(c11, c12, c13, c22, c23, c33)
     x0 = c11 + 1
-    return -2 * (c12 * c13 - c23 * x0) / (np.pi * x0 * np.sqrt(-(c13**2) + x0 * (c33 + 1)))
+    return -2*(c12*c13 - c23*x0)/(np.pi*x0*np.sqrt(-c13**2 + x0*(c33 + 1)))
 
 
 def erf_i4(c11, c12, c13, c14, c22, c23, c24, c33, c34, c44):
-    c11, c12, c13, c14, c22, c23, c24, c33, c34, c44 = _args(
-        c11, c12, c13, c14, c22, c23, c24, c33, c34, c44
-    )
+    c11, c12, c13, c14, c22, c23, c24, c33, c34, c44 = _args(c11, c12, c13, c14, c22, c23, c24, c33, c34, c44)
     x0 = c11 + 1
     x1 = c22 + 1
-    x2 = c12**2 - x0 * x1
-    x3 = c12 * c13
-    x4 = c12 * c14
-    return (
-        -4
-        * np.arcsin(
-            (c13 * c14 * x1 + c23 * c24 * x0 - c23 * x4 - c24 * x3 + c34 * x2)
-            / np.sqrt(
-                (c13**2 * x1 + c23**2 * x0 - 2 * c23 * x3 + x2 * (c33 + 1))
-                * (c14**2 * x1 + c24**2 * x0 - 2 * c24 * x4 + x2 * (c44 + 1))
-            )
-        )
-        / (np.pi**2 * np.sqrt(-x2))
-    )
+    x2 = c12**2 - x0*x1
+    x3 = c12*c13
+    x4 = c12*c14
+    return -4*np.arcsin((c13*c14*x1 + c23*c24*x0 - c23*x4 - c24*x3 + c34*x2)/np.sqrt((c13**2*x1 + c23**2*x0 - 2*c23*x3 + x2*(c33 + 1))*(c14**2*x1 + c24**2*x0 - 2*c24*x4 + x2*(c44 + 1))))/(np.pi**2*np.sqrt(-x2))
 
 
 def erf_j2(c11, c12, c22):
     c11, c12, c22 = _args(c11, c12, c22)
-    return 2 / (np.pi * np.sqrt(c11 * c22 + c11 - c12**2 + c22 + 1))
+    return 2/(np.pi*np.sqrt(c11*c22 + c11 - c12**2 + c22 + 1))
 
 
 KERNELS = {
     "relu": (pair_relu, pair_grad_relu, pair_hess_relu, self_relu, self_grad_relu, self_hess_relu),
     "erf": (pair_erf, pair_grad_erf, pair_hess_erf, self_erf, self_grad_erf, self_hess_erf),
-    "linear": (
-        pair_linear,
-        pair_grad_linear,
-        pair_hess_linear,
-        self_linear,
-        self_grad_linear,
-        self_hess_linear,
-    ),
+    "linear": (pair_linear, pair_grad_linear, pair_hess_linear, self_linear, self_grad_linear, self_hess_linear),
 }
