@@ -178,7 +178,7 @@ def _with(argv: list[str], extra: list[str]) -> list[str]:
 
 def test_train_backends_run_online_sgd_and_say_which_ran(capsys):
     from gaugedyn.training._cli import OPTIONS
-    from gaugedyn.training._trainer import BACKENDS
+    from gaugedyn.training._params import BACKENDS
 
     assert OPTIONS["backend"].choices == BACKENDS  # the command line offers what train runs
     argv = ["train", "--dim", "200", "--online", "--optimizer", "sgd", "--activation", "erf",

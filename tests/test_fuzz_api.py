@@ -31,11 +31,11 @@ from gaugedyn.theory import (  # noqa: E402
     solve,
     solve_batch,
 )
-from gaugedyn.theory import _problem as problem_module  # noqa: E402
 from gaugedyn.theory._cli import OPTIONS as SOLVE  # noqa: E402
+from gaugedyn.theory._problem import PARAMS as PROBLEM_PARAMS  # noqa: E402
 from gaugedyn.training import TrainConfig, crossing_time, online_ode, train  # noqa: E402
 from gaugedyn.training._cli import OPTIONS as TRAIN  # noqa: E402
-from gaugedyn.training._trainer import API_OPTIONS  # noqa: E402
+from gaugedyn.training._params import PARAMS as API_OPTIONS  # noqa: E402
 
 SETTINGS = dict(deadline=None, max_examples=25,
                 suppress_health_check=[HealthCheck.too_slow])
@@ -91,11 +91,11 @@ CASES = [
     ("rtol", SOLVE["rtol"], lambda v: solve_batch([PROBLEM], rtol=v, t_max=1.0)),
     ("t_max", SOLVE["t_max"], none_ok(lambda v: solve_batch([PROBLEM], t_max=v))),
     ("dim", SOLVE["dim"], lambda v: single(v, "w-heavy")),
-    ("scale", problem_module._SCALE, lambda v: single(4, "w-heavy", scale=v)),
-    ("overlap", problem_module._OVERLAP, none_ok(lambda v: single(4, "w-heavy", overlap=v))),
+    ("scale", PROBLEM_PARAMS["scale"], lambda v: single(4, "w-heavy", scale=v)),
+    ("overlap", PROBLEM_PARAMS["overlap"], none_ok(lambda v: single(4, "w-heavy", overlap=v))),
     ("activation", SOLVE["activation"], lambda v: single(4, "w-heavy", activation=v)),
-    ("K", problem_module._COUNT, lambda v: random_problem(4, v, 1, np.random.default_rng(0))),
-    ("epsilon", problem_module._EPSILON,
+    ("K", PROBLEM_PARAMS["count"], lambda v: random_problem(4, v, 1, np.random.default_rng(0))),
+    ("epsilon", PROBLEM_PARAMS["epsilon"],
      lambda v: perturb(PROBLEM, v, np.random.default_rng(0))),
     ("threshold", SOLVE["threshold"], lambda v: Definitions(threshold=v)),
     ("prune_tol", SOLVE["prune_tol"], lambda v: Definitions(prune_tol=v)),
