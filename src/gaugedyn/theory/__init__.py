@@ -16,6 +16,7 @@ from ._flows import rhs_and_jacobian as rhs_and_jacobian
 from ._flows import state_to_order_parameters as state_to_order_parameters
 from ._flows import weights as weights
 from ._functional import functional_report, owners, pruned_since, remaining_relative  # noqa: F401
+from ._functional import pruning_time as pruning_time
 from ._observables import Definitions as Definitions
 from ._observables import alignment as alignment
 from ._observables import classification_error as classification_error
