@@ -23,7 +23,7 @@ import json
 import numpy as np
 import torch
 
-from ...adam import _state as st
+from ... import adam
 from . import _model as sm
 
 PULSES = ("acquisition", "update", "combined")
@@ -166,7 +166,7 @@ class Pulse:
         for t in range(1, steps + 1):
             z, xi = self.world.sample(gen, self.hp["batch"])
             state = gen.get_state()  # every route draws the same label masks
-            before = [st.weights(c.net) for c in routes] if movement else None
+            before = [adam.weights(c.net) for c in routes] if movement else None
             for i, (c, spec) in enumerate(zip(routes, specs)):
                 gen.set_state(state)
                 loss = _pulse_loss(c, self.world, spec, z, xi, gen)
@@ -204,10 +204,10 @@ def _sgd_step(c: sm.Cohort, lr: torch.Tensor) -> None:
 def _equal_movement(routes: list[sm.Cohort], before: list[dict]) -> None:
     """The joint norm-control rule: every route's update rescaled, per seed and direction, to
     the mean of the routes' own update norms at that step."""
-    norms = [st.update_norm(c.net, b, batch_dims=1) for c, b in zip(routes, before)]
+    norms = [adam.update_norm(c.net, b, batch_dims=1) for c, b in zip(routes, before)]
     target = sum(norms) / len(norms)
     for c, b in zip(routes, before):
-        st.rescale_update(c.net, b, target, batch_dims=1)
+        adam.rescale_update(c.net, b, target, batch_dims=1)
 
 
 def sgd_rates(c: sm.Cohort, world: sm.World, kind: str, hp: dict, seed: int) -> torch.Tensor:
@@ -238,16 +238,16 @@ def intervene(name: str, a: sm.Cohort, b: sm.Cohort) -> list[dict]:
             continue
         if step == "reset":
             for c in (a, b):
-                recs += [st.reset(c.opt, c.net, "both"), st.reset_step(c.opt, c.net, 0)]
+                recs += [adam.reset(c.opt, c.net, "both"), adam.reset_step(c.opt, c.net, 0)]
         elif step in ("xm", "xv"):
-            recs.append(st.exchange(a.opt, a.net, b.opt, b.net, step[1]))
+            recs.append(adam.exchange(a.opt, a.net, b.opt, b.net, step[1]))
         elif step.startswith("xv:"):
             names = {"enc0": "encoder.0.*", "enc1": "encoder.1.*", "heads": "heads.*"}[step[3:]]
-            recs.append(st.exchange(a.opt, a.net, b.opt, b.net, "v", names))
+            recs.append(adam.exchange(a.opt, a.net, b.opt, b.net, "v", names))
         elif step == "scal":
-            recs += [st.scalarise_v(c.opt, c.net, per="tensor", batch_dims=1) for c in (a, b)]
+            recs += [adam.scalarise_v(c.opt, c.net, per="tensor", batch_dims=1) for c in (a, b)]
         elif step == "eq":
-            recs.append(st.equalise_adaptive_scale(a.opt, a.net, b.opt, b.net, batch_dims=1))
+            recs.append(adam.equalise_adaptive_scale(a.opt, a.net, b.opt, b.net, batch_dims=1))
         else:
             raise ValueError(f"unknown intervention step {step!r}")
     return recs

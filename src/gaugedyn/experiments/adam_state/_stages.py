@@ -22,8 +22,7 @@ import json
 import numpy as np
 import torch
 
-from ... import stats
-from ...adam import _state as st
+from ... import adam, stats
 from . import _model as sm
 from . import _protocol as sp
 
@@ -293,7 +292,7 @@ def table6(pulse: sp.Pulse, A: sm.Cohort, P: sm.Cohort) -> dict:
         for vname, src in (("native", A), ("projected", P)):
             c = sp.clone(rec)
             if src is not rec:
-                st.transplant(c.opt, c.net, st.snapshot(src.opt, src.net, weights=False), "v")
+                adam.transplant(c.opt, c.net, adam.snapshot(src.opt, src.net, weights=False), "v")
             res = pulse.run([c])["routes"][0]
             for ro in sm.READOUTS:
                 sfx = "" if ro == "heads" else f"_{ro}"

@@ -13,9 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...theory import Definitions, Problem
+from ...theory import Definitions, Problem, pruning_time
 from ...theory import mobilities as theory_mobilities
-from ...theory._functional import pruning_time
 
 GAUGES = ("w-heavy", "a-heavy")
 """The two gauges of the ``single`` set-up compared at the same initial function."""

@@ -78,8 +78,7 @@ class FiniteSample(Experiment):
 
     def run_task(self, task, seed):
         from ..._meta import integer_seed
-        from ...training import TrainConfig, train
-        from ...training._support import single_thread
+        from ...training import TrainConfig, single_thread, train
 
         problem = self.problem(task)
         eta = float(task["eta"])
@@ -98,7 +97,7 @@ class FiniteSample(Experiment):
 
     def analyse(self, config, tasks, results, seed):
         from ...stats import band
-        from ...training._support import match_times
+        from ...training import match_times
 
         problem = self.problem(tasks[0])
         t = np.asarray(results[0]["t"])

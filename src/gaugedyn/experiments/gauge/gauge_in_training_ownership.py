@@ -49,8 +49,7 @@ class GaugeInTrainingOwnership(Experiment):
 
     def run_task(self, task, seed):
         from ..._meta import integer_seed
-        from ...training import TrainConfig, train
-        from ...training._support import single_thread
+        from ...training import TrainConfig, single_thread, train
 
         D, s, K = task["dim"], float(task["scale"]), task["K"]
         definitions = Definitions(threshold=task["threshold"])

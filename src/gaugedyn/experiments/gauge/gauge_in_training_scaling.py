@@ -73,8 +73,7 @@ class GaugeInTrainingScaling(Experiment):
 
     def run_task(self, task, seed):
         from ..._meta import integer_seed
-        from ...training import TrainConfig, train
-        from ...training._support import single_thread
+        from ...training import TrainConfig, single_thread, train
 
         D, s = task["dim"], float(task["scale"])
         definitions = Definitions(threshold=task["threshold"])

@@ -128,7 +128,7 @@ class GaugeOnNetworks(Experiment):
         import time
 
         from ..._meta import integer_seed
-        from ...training._support import single_thread
+        from ...training import single_thread
 
         t0 = time.perf_counter()
         runs = []

@@ -106,14 +106,13 @@ class OnlineSGD(Experiment):
 
     def run_task(self, task, seed):
         from ..._meta import integer_seed
-        from ...training import TrainConfig, train
-        from ...training._support import single_thread
+        from ...training import TrainConfig, single_thread, train
 
         steps = int(round(task["t_max"] * task["dim"]))
         cfg = TrainConfig(optimizer="sgd", lr=float(task["eta"]), steps=steps, samples=None,
                           points_per_decade=15)
         if task["kind"] == "chain":
-            from ...training._online_fast import train_online
+            from ...training import train_online
 
             res = train_online(self.problem(task), cfg, task["seeds"], integer_seed(seed), None, None,
                                1, "chain")
@@ -146,7 +145,7 @@ class OnlineSGD(Experiment):
     def _erf_task(self, task, res, prefix):
         """Band, ODE curves and the comparison numbers of one erf task; the ODE without its
         noise term only for weight space (``prefix == "erf"``), the one check that uses it."""
-        from ...training._online_ode import online_ode
+        from ...training import online_ode
 
         D = task["dim"]
         problem = self.problem(task)
@@ -217,7 +216,7 @@ class OnlineSGD(Experiment):
         return arrays, [within, noise, spread]
 
     def _analyse_relu(self, tasks, results):
-        from ...training._support import match_times
+        from ...training import match_times
 
         task, res = next((tk, r) for tk, r in zip(tasks, results) if tk["kind"] == "relu")
         ft = np.asarray(res["flow_time"])

@@ -15,7 +15,6 @@ import numpy as np
 
 from ... import stats
 from ...harness import Claim, judged, labelled
-from ...stats import _estimators as est
 from . import _model as model
 from . import prototypes as ex
 
@@ -385,7 +384,7 @@ def _bands(x: np.ndarray, center: str) -> np.ndarray:
     """``(..., 3)``: centre (mean or median) and 95% interval over the last axis (seeds): the t
     interval of the mean, or the distribution-free interval of the median."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        b = (est.t_bounds if center == "mean" else est.median_bounds)(x, 0.975)
+        b = (stats.t_bounds if center == "mean" else stats.median_bounds)(x, 0.975)
     return np.stack([b.estimate, b.lower, b.upper], axis=-1)
 
 

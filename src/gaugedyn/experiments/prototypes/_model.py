@@ -340,7 +340,7 @@ def train(runs: Runs, *, steps: int, lr: float, weight: float, dtype: torch.dtyp
     if dtype not in (torch.float32, torch.float64):
         raise InputError(f"dtype={dtype!r} is not allowed; allowed: torch.float32 or "
                          "torch.float64")
-    from ...training._network import resolve_device
+    from ...training import resolve_device
 
     device = resolve_device(device)
     record = _accept_record(record, steps)

@@ -215,7 +215,7 @@ class Prototypes(Experiment):
     def run_task(self, task, seed):
         import torch
 
-        from ...training._support import single_thread
+        from ...training import single_thread
 
         runs = _runs(task, task["n"], task["init"], seed)
         steps, window = int(task["steps"]), int(task["window"])
