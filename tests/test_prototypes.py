@@ -311,13 +311,15 @@ def test_full_configuration_has_40_seeds_and_the_quick_one_previews_it():
     from pathlib import Path
 
     from gaugedyn.experiments import load_config
+    from gaugedyn.harness import configuration_label
 
     sims = Path(__file__).resolve().parents[1] / "simulations" / "prototypes.toml"
     p = load_config(sims).params
     q = load_config(sims, quick=True).params
     assert p["seeds"] == 40 and len(p["sizes"]) >= 6 and p["sizes"][-1] >= 100
     assert min(p["taus"]) <= 1 / (4 * p["sizes"][-1])
-    assert not ex._quick(p) and ex._quick(q)
+    assert configuration_label(p, ex.Prototypes.params) == ""
+    assert configuration_label(q, ex.Prototypes.params) == "provisional (quick)"
     # the quick configuration changes only seeds, sizes and steps
     changed = {k for k in p if p[k] != q[k]}
     assert changed <= {"seeds", "sizes", "steps", "cap"}, changed

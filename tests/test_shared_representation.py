@@ -20,6 +20,7 @@ from gaugedyn.experiments.adam_state import _model as sm
 from gaugedyn.experiments.adam_state import _protocol as sp
 from gaugedyn.experiments.adam_state import _stages as ss
 from gaugedyn.experiments.adam_state.shared_representation import EXPERIMENT as E
+from gaugedyn.harness import labelled
 
 SEED = np.random.SeedSequence(2026)  # the analysis seed of runs analysed directly
 
@@ -35,7 +36,7 @@ def run(**over):
     config = config_of(E, quick=True, **(SMALL | LOOSE | over))
     tasks = E.tasks(config)
     results = [E.run_task(t, task_seed(0, E.name, t)) for t in tasks]
-    return config, results, *E.analyse(config, tasks, results, SEED)
+    return config, results, *labelled(E.params, config, E.analyse(config, tasks, results, SEED))
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +67,7 @@ def test_small_run_reports_every_finding_under_both_readouts(small, tmp_path):
             continue
         assert c.interval is not None and len(c.interval) == 2
         if c.kind == "finding":
-            assert "paper:" in c.expected and c.statement.startswith("provisional")
+            assert "paper:" in c.expected and c.statement.startswith("provisional (reduced ")
             d = c.to_dict()
             assert d["rule"] in ("paired_difference", "equivalence")
             assert "paper_value" in d["tolerance"]
@@ -272,7 +273,7 @@ def _shifted(results: dict, shift: dict[str, float]) -> dict:
 
 
 def _verdicts(config, results):
-    _, claims, _ = sf.analyse(config, results, 40, SEED)
+    _, claims, _ = sf.analyse(config, results, SEED)
     return {c.id.split(".", 1)[1]: c.verdict for c in claims if c.kind == "finding"}
 
 
@@ -344,7 +345,7 @@ def test_switch_table6_formation_and_endpoint_findings_can_fail(small):
 
 def test_a_finding_is_recomputable_from_its_record(small):
     config, results = small[0], small[1][0]
-    _, claims, _ = sf.analyse(config, results, 40, SEED)
+    _, claims, _ = sf.analyse(config, results, SEED)
     for c in (c.to_dict() for c in claims if c.kind == "finding"):
         t = c["tolerance"]
         thr = tuple(t["threshold"]) if c["rule"] == "equivalence" else t["threshold"]

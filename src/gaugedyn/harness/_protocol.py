@@ -16,7 +16,10 @@ An experiment is a set of independent tasks plus an analysis:
 - ``plot(arrays, config, outdir)``: figures drawn from the stored arrays alone, saved with
   :func:`gaugedyn.plotting.save_figure`; returns figure names or ``(name, caption)`` pairs.
 
-``config`` is the dict of validated parameters (the keys of ``params``). Optional method:
+``config`` is the dict of validated parameters (the keys of ``params``). The harness labels the
+findings of every run whose configuration is not the declared full one (:func:`labelled`, over
+``label_keys``: every declared setting unless an experiment names fewer), so an experiment never
+labels its own. Optional method:
 ``validate(config)``, called once the parameters are resolved and before ``tasks``, raises
 :class:`gaugedyn.InputError` (naming the settings and what is allowed) for a combination of
 individually valid values whose analysis cannot be done, e.g. a fit that needs at least two
@@ -29,6 +32,7 @@ numpy arrays, scalars as numpy scalars, other JSON values (``None``, strings, ne
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -181,7 +185,7 @@ def judged(id: str, statement: str, judgement: Any, *, readings: dict | None = N
                  readings=record["readings"])
 
 
-def configuration_label(config: dict, params: dict, keys=None) -> str:
+def configuration_label(config: dict, params: dict, keys: Iterable[str] | None = None) -> str:
     """``""`` when ``config`` holds the declared defaults of ``keys`` (default: every name in
     ``params``), ``"provisional (quick)"`` when it holds their quick values,
     ``"provisional (reduced configuration)"`` otherwise."""
@@ -199,19 +203,24 @@ def provisional(claims: list[Claim], label: str) -> list[Claim]:
     """``claims`` with every finding's statement prefixed by ``label`` (from
     :func:`configuration_label`); unchanged when ``label`` is empty (the full configuration).
     Verdicts are kept: the label says they come from a smaller configuration than the one the
-    protocol was fixed for."""
+    protocol was fixed for. A finding that already begins with the label keeps it once, so
+    labelling twice changes nothing."""
     if not label:
         return list(claims)
-    return [dataclasses.replace(c, statement=f"{label}: {c.statement}") if c.kind == "finding"
-            else c for c in claims]
+    lead = f"{label}: "
+    return [dataclasses.replace(c, statement=lead + c.statement)
+            if c.kind == "finding" and not c.statement.startswith(lead) else c for c in claims]
 
 
-def labelled(params: dict, config: dict, analysed: tuple) -> tuple:
+def labelled(params: dict, config: dict, analysed: tuple,
+             keys: Iterable[str] | None = None) -> tuple[dict, list[Claim], dict]:
     """An ``analyse`` result ``(arrays, claims, diagnostics)`` with its findings labelled by
-    :func:`provisional` for ``config`` against the declared ``params``, and the label (or
-    ``None``) in ``diagnostics["provisional"]``."""
+    :func:`provisional` for ``config`` against the declared ``params`` (over ``keys``, default
+    every one), and the label (or ``None``) in ``diagnostics["provisional"]``. The harness
+    applies it to every run (:func:`gaugedyn.harness._summary.analyse`), with the experiment's
+    :attr:`Experiment.label_keys`."""
     arrays, claims, diagnostics = analysed
-    label = configuration_label(config, params)
+    label = configuration_label(config, params, keys)
     diagnostics["provisional"] = label or None
     return arrays, provisional(claims, label), diagnostics
 
@@ -230,6 +239,10 @@ class Experiment:
     name: str = ""
     description: str = ""
     params: dict[str, Param] = {}
+    label_keys: tuple[str, ...] | None = None
+    """The settings whose declared values make the full configuration (:func:`labelled` compares
+    them); ``None``: every name in ``params``. An experiment leaves out only settings that change
+    no number it reports (a device)."""
 
     def tasks(self, config: dict) -> list[dict]:
         raise NotImplementedError

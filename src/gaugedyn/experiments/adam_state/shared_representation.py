@@ -195,7 +195,7 @@ class SharedRepresentation(Experiment):
         return out
 
     def analyse(self, config, tasks, results, seed):
-        return sf.analyse(config, sf.merge(results), FULL_SEEDS, seed)
+        return sf.analyse(config, sf.merge(results), seed)
 
     def plot(self, arrays, config, outdir):
         return sf.plot(arrays, config, outdir)

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...harness import Claim, Experiment, Param, judged, labelled, no_paper_value
+from ...harness import Claim, Experiment, Param, judged, no_paper_value
 from ...stats import generator, judge
 from . import _digits as dg
 from . import _figures as gf
@@ -146,7 +146,7 @@ class GaugeOnNetworks(Experiment):
         return out
 
     def analyse(self, config, tasks, results, seed):
-        return labelled(self.params, config, _analyse(config, tasks, results, seed))
+        return _analyse(config, tasks, results, seed)
 
     def plot(self, arrays, config, outdir):
         out = []

@@ -30,8 +30,8 @@ Claims:
   0 not): HELD when its 95% interval (randomised exact, the uniform draw from the run's analysis
   seed) lies above ``region_rate`` (0.8: with the full run's few dozen patterns in the region, a
   lower bound above 0.95 is out of reach even when all are selected); the power is computed at the paper's value, 1 (claim 3: the favourable
-  gauge selects). The quick run's few patterns can leave it UNRESOLVED; its statement then
-  says "provisional (quick)". The measured boundary,
+  gauge selects). The quick run's few patterns can leave it UNRESOLVED (the harness labels
+  every quick finding "provisional (quick)"). The measured boundary,
   per ``s`` the smallest gap from which every sampled pattern is selected, is reported with it;
 - ``ownership_patterns.ties`` (check): a pattern ends as a tie exactly when the largest share
   of the feature belongs to a class of two or more copies with the same gauge level (never one
@@ -298,8 +298,6 @@ class OwnershipPatterns(Experiment):
         outside = ~region & (arr["gap"] > 0)
         rate_out = float(np.mean(arr["outcome"][outside] == 0)) if outside.any() else np.nan
         edges = ", ".join(f"s = {s:g}: {b:g}" for s, b in zip(sorted(config["scales"]), boundary))
-        few = config["n_patterns"] < self.params["n_patterns"].default
-        note = "; provisional (quick): fewer patterns than the full run" if few else ""
         j = judge("proportion", hits, threshold=float(config["region_rate"]), direction=">",
                   rng=generator(seed, "selection_region"))
         return judged(
@@ -309,7 +307,7 @@ class OwnershipPatterns(Experiment):
              f"function is below {config['function_tol']:g} ||f*|| at t = {config['t_end']:g} "
              f"whenever gap >= {gap_c:g} and s >= {s_c:g}: fraction selected in that region "
              f"({k} of {n}); outside it (gap > 0) {rate_out:.2f}; measured boundary, the smallest "
-             f"gap from which every pattern is selected: {edges}{note}"),
+             f"gap from which every pattern is selected: {edges}"),
             j, paper_value=1.0, expected=f"> {config['region_rate']:g} (paper: 1)",
             extra={"cells": {"patterns_in_region": n}, "paper_value": 1.0})
 

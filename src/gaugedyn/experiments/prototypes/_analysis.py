@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import stats
-from ...harness import Claim, judged, labelled
+from ...harness import Claim, judged
 from . import _model as model
 from . import prototypes as ex
 
@@ -436,7 +436,7 @@ def analyse(config: dict, tasks: list[dict], results: list[dict], seed: np.rando
                    "runs_trained": int(n_trained),
                    "settled_share": {init: float(np.mean(data[init]["settled_at"] >= 0))
                                      for init in config["inits"]}}
-    return labelled(ex.Prototypes.params, config, (arrays, claims, diagnostics))
+    return arrays, claims, diagnostics
 
 
 def plot(arrays: dict, config: dict, outdir) -> list:

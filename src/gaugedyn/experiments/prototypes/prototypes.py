@@ -114,18 +114,6 @@ def _runs(config: dict, n: int, init: str, seed: np.random.SeedSequence) -> mode
         weight=np.array([r[3]["weight"] for r in rows]))
 
 
-def label(config: dict) -> str:
-    """``""`` for the declared full configuration, else the provisional label."""
-    from ...harness import configuration_label
-
-    return configuration_label(config, Prototypes.params)
-
-
-def _quick(config: dict) -> bool:
-    """Whether the configuration differs from the declared full one (findings provisional)."""
-    return bool(label(config))
-
-
 class Prototypes(Experiment):
     name = "prototypes"
     description = ("prototype reconstruction, usage and expulsion under coverage, separation and "
