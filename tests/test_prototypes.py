@@ -15,6 +15,7 @@ from gaugedyn.experiments import execute, make_config
 from gaugedyn.experiments.prototypes import _analysis as pa
 from gaugedyn.experiments.prototypes import _measures as pm
 from gaugedyn.experiments.prototypes import _model as model
+from gaugedyn.experiments.prototypes import _protocol as pp
 from gaugedyn.experiments.prototypes import prototypes as ex
 
 # -- measures -------------------------------------------------------------------------------
@@ -353,14 +354,14 @@ S, SIZES = 10, [3, 10, 100]
 def _judge():
     """A Judge over synthetic measures: every value ``0.1 + 0.001 noise``."""
     cfg = {k: v.default for k, v in ex.Prototypes.params.items()} | {"sizes": SIZES}
-    V = len(ex.variants(cfg))
+    V = len(pp.variants(cfg))
     rng = np.random.default_rng(0)
     data = {init: {b: {m: 0.1 + 0.001 * rng.standard_normal((len(SIZES), S, V))
-                       for m in ex.MEASURES} for b in ex.BUDGETS} for init in cfg["inits"]}
+                       for m in pp.MEASURES} for b in pp.BUDGETS} for init in cfg["inits"]}
     return pa.Judge(cfg, data, root=np.random.SeedSequence(1))
 
 
-def _shifted(measure, columns, amount, budgets=ex.BUDGETS):
+def _shifted(measure, columns, amount, budgets=pp.BUDGETS):
     judge = _judge()
     for init in judge.config["inits"]:
         for b in budgets:
@@ -373,23 +374,23 @@ NOMINAL_TAUS = ex.Prototypes.params["nominal_taus"].default
 
 
 def _cov_cols(cov):
-    return lambda j: {j.col(pa.COV, cov, lam) for lam in LAMS}
+    return lambda j: {j.col(pp.COV, cov, lam) for lam in LAMS}
 
 
 def _sep_cols(j):
-    return ({j.col(pa.SEP, lam=lam) for lam in LAMS}
-            | {j.col(pa.SEP, tau=t) for t in NOMINAL_TAUS} | _with(1)(j))
+    return ({j.col(pp.SEP, lam=lam) for lam in LAMS}
+            | {j.col(pp.SEP, tau=t) for t in NOMINAL_TAUS} | _with(1)(j))
 
 
 def _with(bit, cov=None):
     """Every core column whose mask has loss ``bit`` (the all-mask readings' pairs)."""
-    return lambda j: {j.col(m, c) for m in model.COMBINATIONS if m[bit]
-                      for c in (model.COVERAGES if m[0] else (None,))
+    return lambda j: {j.col(m, c) for m in pp.COMBINATIONS if m[bit]
+                      for c in (pp.COVERAGES if m[0] else (None,))
                       if cov is None or not m[0] or c == cov}
 
 
 def _ov_cols(j):
-    return {j.col(pa.OV, lam=lam) for lam in LAMS} | _with(2)(j)
+    return {j.col(pp.OV, lam=lam) for lam in LAMS} | _with(2)(j)
 
 
 @pytest.mark.parametrize(("method", "args", "measure", "columns", "good", "bad"), [
@@ -404,12 +405,12 @@ def _ov_cols(j):
                                             for o in (0, 1)}, -0.05, +0.05),
     ("overlap_fits", ("inside",), "fit_error",
      lambda j: {j.col((c, s, 1), cov) for c in (0, 1) for s in (0, 1)
-                for cov in ex.model.COVERAGES} | {j.col(pa.OV, lam=lam) for lam in LAMS},
+                for cov in pp.COVERAGES} | {j.col(pp.OV, lam=lam) for lam in LAMS},
      0.0, +0.05),
     ("separation_mixed", ("inside",), "reconstruction_error", _sep_cols, -0.05, +0.05),
     ("separation_no_expulsion", ("inside",), "outside_fraction", _sep_cols, 0.0, +0.2),
     ("separation_expels_large_tau", ("broad",), "outside_fraction",
-     lambda j: {j.col(pa.SEP, tau=0.5)}, +0.2, 0.0),
+     lambda j: {j.col(pp.SEP, tau=0.5)}, +0.2, 0.0),
 ])
 def test_each_finding_holds_on_inputs_built_to_hold_and_fails_on_inputs_built_to_fail(
         method, args, measure, columns, good, bad):
@@ -421,7 +422,7 @@ def test_each_finding_holds_on_inputs_built_to_hold_and_fails_on_inputs_built_to
 
 
 def test_a_finding_whose_budget_readings_disagree_depends_on_the_reading():
-    judge = _shifted("reconstruction_error", lambda j: {j.col(pa.OV, lam=lam) for lam in LAMS},
+    judge = _shifted("reconstruction_error", lambda j: {j.col(pp.OV, lam=lam) for lam in LAMS},
                      +0.05, budgets=("fixed",))
     c = judge.overlap_harmful("inside")
     assert c.verdict == "depends on the reading"
@@ -433,7 +434,7 @@ def test_a_finding_whose_budget_readings_disagree_depends_on_the_reading():
 def test_coverage_lowest_error_holds_per_cell_and_fails_when_one_size_is_lost():
     judge = _shifted("reconstruction_error", _cov_cols("chamfer"), -0.05)
     assert judge.coverage_lowest_error("inside", "chamfer").verdict == "HELD"
-    for b in ex.BUDGETS:  # worse than the others at N = 10 only
+    for b in pp.BUDGETS:  # worse than the others at N = 10 only
         judge.data["inside"][b]["reconstruction_error"][1, :, sorted(
             _cov_cols("chamfer")(judge))] += 0.1
     assert judge.coverage_lowest_error("inside", "chamfer").verdict == "NOT HELD"
@@ -453,9 +454,9 @@ def test_plain_fit_check_fails_an_unconverged_fit():
     judge = _judge()
     cfg, col = judge.config, judge.col
     fit = judge.data["inside"]["fixed"]["fit_error"]
-    fit[:, :, col(pa.PLAIN)] = 1e-6
+    fit[:, :, col(pp.PLAIN)] = 1e-6
     assert pa.plain_fit(cfg, judge.data, col, "inside").passed
-    fit[2, :, col(pa.PLAIN)] = 0.01
+    fit[2, :, col(pp.PLAIN)] = 0.01
     check = pa.plain_fit(cfg, judge.data, col, "inside")
     assert not check.passed and check.fails_run and "N = 100" in check.statement
     assert pa.plain_fit(cfg, judge.data, col, "broad").kind == "measurement"
@@ -464,7 +465,7 @@ def test_plain_fit_check_fails_an_unconverged_fit():
 def test_publish_writes_each_findings_verdict_per_reading(tmp_path):
     from gaugedyn import publish
 
-    judge = _shifted("reconstruction_error", lambda j: {j.col(pa.OV, lam=lam) for lam in LAMS},
+    judge = _shifted("reconstruction_error", lambda j: {j.col(pp.OV, lam=lam) for lam in LAMS},
                      +0.05, budgets=("fixed",))
     c = judge.overlap_harmful("inside").to_dict()
     check = pa.plain_fit(judge.config, judge.data, judge.col, "broad").to_dict()

@@ -1,4 +1,4 @@
-"""Analysis and figures of the ``prototypes`` experiment (its findings' protocol is in
+"""Analysis of the ``prototypes`` experiment (its findings' protocol is in
 ``derivations/prototypes.md`` and ``docs/prototypes.md``).
 
 Every finding is judged by a rule of the verdict-rule catalogue (:data:`gaugedyn.stats.RULES`)
@@ -16,19 +16,20 @@ import numpy as np
 from ... import stats
 from ...harness import Claim, judged
 from . import _model as model
-from . import prototypes as ex
-
-COV, SEP, OV, PLAIN = (1, 0, 0), (0, 1, 0), (0, 0, 1), (0, 0, 0)
-NAMED = (PLAIN, COV, SEP, OV)
-"""The four approaches the abstract names: plain fitting, coverage, separation, overlap."""
-
-EFFECT = {"error": 0.01, "usage": 0.05, "outside": ex.EXPULSION_MARGIN,
-          "fit": ex.FIT_TOLERANCE}
-"""How far inside its claim each judged parameter is taken to lie when a finding's ``power`` is
-computed, fixed before running (the abstract gives no numbers): a reconstruction-error
-difference of 0.01 (1% of the input range), a usage difference of 0.05, an outside-fraction
-excess 0.05 beyond the claim's threshold, and no fit cost at all for ``overlap_fits_as_well``
-(the tolerance 0.01 below its threshold)."""
+from ._protocol import (
+    BUDGETS,
+    COMBINATIONS,
+    CONVERGED,
+    COV,
+    EFFECT,
+    EXPULSION_MARGIN,
+    FIT_TOLERANCE,
+    MEASURES,
+    OV,
+    PLAIN,
+    SEP,
+    variant_index,
+)
 
 
 def collect(config: dict, tasks: list[dict], results: list[dict]) -> dict:
@@ -42,7 +43,7 @@ def collect(config: dict, tasks: list[dict], results: list[dict]) -> dict:
     for init in config["inits"]:
         rows = [by[(n, init)] for n in sizes]
         d = {b: {m: np.stack([np.asarray(r[f"{b}__{m}"], dtype=float) for r in rows])
-                 for m in ex.MEASURES} for b in ex.BUDGETS}
+                 for m in MEASURES} for b in BUDGETS}
         d["fit_history"] = np.stack([np.asarray(r["fit_history"], dtype=float) for r in rows])
         d["positions"] = np.asarray(rows[-1]["fixed__prototypes"], dtype=float)
         d["x_last"] = np.asarray(rows[-1]["x"], dtype=float)
@@ -77,11 +78,11 @@ class Judge:
         lam = self.lam if lam is None or mask == PLAIN else float(lam)
         tau = self.tau if tau is None or not mask[1] else float(tau)
         if lam == self.lam and tau == self.tau:
-            return ex.variant_index(self.config, mask, cov)
+            return variant_index(self.config, mask, cov)
         if lam == self.lam and mask == SEP:
-            return ex.variant_index(self.config, mask, None, tau=tau)
+            return variant_index(self.config, mask, None, tau=tau)
         if tau == self.tau:
-            return ex.variant_index(self.config, mask, cov, weight=lam)
+            return variant_index(self.config, mask, cov, weight=lam)
         raise KeyError((mask, cov, lam, tau))
 
     def measure(self, init: str, budget: str, name: str) -> np.ndarray:
@@ -98,7 +99,7 @@ class Judge:
         it] - measure[mask]`` (coverage reading ``cov`` where a mask has coverage; nominal
         ``lambda`` and ``tau``)."""
         out = []
-        for m in (m for m in model.COMBINATIONS if m[bit] == 0):
+        for m in (m for m in COMBINATIONS if m[bit] == 0):
             on = tuple(1 if i == bit else v for i, v in enumerate(m))
             out.append(self.diff(init, budget, name, self.col(on, cov), self.col(m, cov)))
         return np.mean(out, axis=0)
@@ -108,7 +109,7 @@ class Judge:
         over N per seed with ``reduce``)."""
         out = {}
         for cov in (self.config["coverages"] if bit != 0 else ()):
-            for b in ex.BUDGETS:
+            for b in BUDGETS:
                 v = self.pairs(init, b, name, bit, cov)
                 out[f"four pairs (coverage {cov}), {self.budget_name(b)}"] = (
                     v.mean(axis=1) if reduce else v)
@@ -137,7 +138,7 @@ class Judge:
         does not exist) under every budget and nominal-setting reading, plus each
         ``extra[name] = (budget, values)``; returns ``(judgements, per-reading medians)``."""
         out = {}
-        for budget in ex.BUDGETS:
+        for budget in BUDGETS:
             for words, lam, tau in self.settings(sep):
                 try:
                     v = values(budget, lam, tau)
@@ -178,9 +179,9 @@ class Judge:
         def every(budget):
             c = self.col(COV, cov)
             return np.hstack([self.diff(init, budget, "reconstruction_error", self.col(k, cov), c)
-                              for k in model.COMBINATIONS if k != COV])
+                              for k in COMBINATIONS if k != COV])
 
-        extra = {f"all 8 masks, {self.budget_name(b)}": every(b) for b in ex.BUDGETS}
+        extra = {f"all 8 masks, {self.budget_name(b)}": every(b) for b in BUDGETS}
         n = len(self.sizes)
         return self.finding(
             f"coverage_lowest_error[init={init},coverage={cov}]",
@@ -202,7 +203,7 @@ class Judge:
             "reading: the mean over the four pairs (a mask with coverage, the same without)",
             values, "mean_threshold", 0.0, ">", "usage",
             extra={f"four pairs, {self.budget_name(b)}": self.pairs(
-                init, b, f"usage_{usage}", 0, cov).mean(axis=1) for b in ex.BUDGETS})
+                init, b, f"usage_{usage}", 0, cov).mean(axis=1) for b in BUDGETS})
 
     def overlap_harmful(self, init: str) -> Claim:
         def values(budget, lam, tau):
@@ -244,21 +245,21 @@ class Judge:
                              self.col(PLAIN)) / var
 
         def pairs(budget, cov):
-            masks = [m for m in model.COMBINATIONS if m[2] == 0]
+            masks = [m for m in COMBINATIONS if m[2] == 0]
             return np.mean([self.diff(init, budget, "fit_error", self.col((m[0], m[1], 1), cov),
                                       self.col(m, cov)) for m in masks], axis=0) / var
 
         extra = {f"four pairs (coverage {cov}), {self.budget_name(b)}": pairs(b, cov)
-                 for cov in self.config["coverages"] for b in ex.BUDGETS}
+                 for cov in self.config["coverages"] for b in BUDGETS}
         return self.finding(
             f"overlap_fits_as_well[init={init}]",
             "overlap-active runs fit the data as well as overlap-free ones: at every N, "
-            f"(fit_ov - fit_plain) / var(y) < {ex.FIT_TOLERANCE:g} (every_cell); second "
+            f"(fit_ov - fit_plain) / var(y) < {FIT_TOLERANCE:g} (every_cell); second "
             "reading: the mean over the four pairs (a mask with overlap, the same without)",
-            named, "every_cell", ex.FIT_TOLERANCE, "<", "fit", extra=extra, cells="N")
+            named, "every_cell", FIT_TOLERANCE, "<", "fit", extra=extra, cells="N")
 
     def overlap_fit_ratio(self, init: str, cov: str) -> Claim:
-        masks = [m for m in model.COMBINATIONS if m[2] == 0]
+        masks = [m for m in COMBINATIONS if m[2] == 0]
         fit = self.measure(init, "fixed", "fit_error")
         num = np.mean([fit[:, :, self.col((m[0], m[1], 1), cov)] for m in masks], axis=(0, 1))
         den = np.mean([fit[:, :, self.col(m, cov)] for m in masks], axis=(0, 1))
@@ -289,12 +290,12 @@ class Judge:
                              self.col(PLAIN)).mean(axis=1)
 
         def pairs(budget):
-            masks = [m for m in model.COMBINATIONS if m[0] == 0]
+            masks = [m for m in COMBINATIONS if m[0] == 0]
             return np.mean([self.diff(init, budget, "outside_fraction",
                                       self.col((1, m[1], m[2]), cov), self.col(m))
                             for m in masks], axis=(0, 2))
 
-        extra = {f"four pairs, {self.budget_name(b)}": pairs(b) for b in ex.BUDGETS}
+        extra = {f"four pairs, {self.budget_name(b)}": pairs(b) for b in BUDGETS}
         return self.finding(
             f"coverage_keeps_inside[init={init},coverage={cov}]",
             "coverage keeps prototypes inside the hull: the mean over seeds of (mean over N of "
@@ -303,7 +304,7 @@ class Judge:
             extra=extra)
 
     def separation_no_expulsion(self, init: str) -> Claim:
-        m = ex.EXPULSION_MARGIN
+        m = EXPULSION_MARGIN
 
         def values(budget, lam, tau):
             return self.diff(init, budget, "outside_fraction", self.col(SEP, lam=lam, tau=tau),
@@ -318,13 +319,13 @@ class Judge:
             cells="N", extra=self.all_masks(init, "outside_fraction", 1))
 
     def separation_expels_large_tau(self, init: str) -> Claim:
-        m, big = ex.EXPULSION_MARGIN, max(float(t) for t in self.config["taus"])
+        m, big = EXPULSION_MARGIN, max(float(t) for t in self.config["taus"])
 
         def values(budget, lam, tau):
             if lam != self.lam or tau != self.tau:
                 raise KeyError(lam)
             return self.diff(init, budget, "outside_fraction",
-                             ex.variant_index(self.config, SEP, None, tau=big),
+                             variant_index(self.config, SEP, None, tau=big),
                              self.col(PLAIN)).mean(axis=1)
 
         return self.finding(
@@ -348,9 +349,9 @@ def plain_fit(config: dict, data: dict, col, init: str) -> Claim:
         return Claim(id=f"plain_fit_error[init={init}]", statement=text, measured=worst,
                      expected=None, tolerance=None, passed=True, kind="measurement")
     return Claim(id=f"plain_fit_converged[init={init}]",
-                 statement=text + f" is below {ex.CONVERGED:g}: the budget lets the plain fit "
-                 "converge", measured=worst, expected=f"< {ex.CONVERGED:g}",
-                 tolerance=ex.CONVERGED, passed=bool(worst < ex.CONVERGED))
+                 statement=text + f" is below {CONVERGED:g}: the budget lets the plain fit "
+                 "converge", measured=worst, expected=f"< {CONVERGED:g}",
+                 tolerance=CONVERGED, passed=bool(worst < CONVERGED))
 
 
 def settled_share(config: dict, data: dict, init: str) -> Claim:
@@ -395,12 +396,12 @@ def intervals(config: dict, data: dict) -> dict[str, np.ndarray]:
     ``out_sep(tau) - out_plain`` (mean), and ``history__{init}`` ``(n_sizes, K, V, 3)`` for the
     outside fraction at each checkpoint (mean)."""
     out = {}
-    plain = ex.variant_index(config, PLAIN, None)
-    sweep = [ex.variant_index(config, SEP, None, tau=float(t)) for t in config["taus"]]
+    plain = variant_index(config, PLAIN, None)
+    sweep = [variant_index(config, SEP, None, tau=float(t)) for t in config["taus"]]
     for init in config["inits"]:
         d = data[init]
-        for budget in ex.BUDGETS:
-            for m in ex.MEASURES:
+        for budget in BUDGETS:
+            for m in MEASURES:
                 x = np.moveaxis(d[budget][m], 1, -1)  # (n_sizes, V, S)
                 for center in ("mean", "median"):
                     out[f"{center}__{m}__{budget}__{init}"] = _bands(x, center)
@@ -421,25 +422,19 @@ def analyse(config: dict, tasks: list[dict], results: list[dict], seed: np.rando
     arrays |= intervals(config, data)
     for init in config["inits"]:
         d = data[init]
-        for b in ex.BUDGETS:
-            for k in ex.MEASURES:
+        for b in BUDGETS:
+            for k in MEASURES:
                 arrays[f"{b}__{k}__{init}"] = d[b][k]
         for k in ("positions", "x_last", "fit_history", "settled_at"):
             arrays[f"{k}__{init}"] = d[k]
-    col = ex.variant_index(config, PLAIN, None)
+    col = variant_index(config, PLAIN, None)
     var = model.TARGET_VARIANCE[config["target"]]
     plain = {init: (np.mean(data[init]["fixed"]["fit_error"][:, :, col], axis=1) / var).tolist()
              for init in config["inits"]}
-    n_core = len(model.COMBINATIONS) * len(config["sizes"]) * int(config["seeds"])
+    n_core = len(COMBINATIONS) * len(config["sizes"]) * int(config["seeds"])
     n_trained = sum(np.asarray(r["fixed__fit_error"]).size for r in results)
     diagnostics = {"plain_relative_fit_error": plain, "runs_per_reading": n_core,
                    "runs_trained": int(n_trained),
                    "settled_share": {init: float(np.mean(data[init]["settled_at"] >= 0))
                                      for init in config["inits"]}}
     return arrays, claims, diagnostics
-
-
-def plot(arrays: dict, config: dict, outdir) -> list:
-    from ._plots import plot as draw
-
-    return draw(arrays, config, outdir)

@@ -32,21 +32,14 @@ import torch
 
 from ..._errors import InputError
 from ..._options import Param
+from ._protocol import COMBINATIONS as COMBINATIONS
+from ._protocol import COVERAGES as COVERAGES
+from ._protocol import INITS as INITS
 
 FLOOR = -60.0
 """Exponents below this are raised to it in the training loop: ``e^-60 ~ 1e-26`` is far below
 float32's resolution next to 1, and exponentiating hugely negative numbers takes CPU exp's slow
 path (a factor 5 on the whole step)."""
-
-COMBINATIONS: tuple[tuple[int, int, int], ...] = tuple(
-    (c, s, o) for o in (0, 1) for s in (0, 1) for c in (0, 1))
-"""The eight masks ``(coverage, separation, overlap)``; ``(0, 0, 0)`` is the plain fit."""
-
-INITS = ("inside", "broad")
-"""Initialisation readings: prototypes uniform in the data range, or the broad Gaussian draw."""
-
-COVERAGES = ("one-sided", "chamfer")
-"""Coverage readings: samples pulled to their nearest prototype, or that plus the reverse term."""
 
 
 def _sin(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:

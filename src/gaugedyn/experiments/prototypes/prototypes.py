@@ -3,33 +3,11 @@ training inputs be read back from the weights.
 
 Width-``N`` networks ``f(x) = sum_i a_i exp(-(w_i x + b_i)^2 / 2) + c`` are trained on ``N``
 uniform inputs with the plain fit and every combination of three structural losses (coverage,
-separation, overlap), under every candidate reading of the set-up (coverage one-sided or chamfer,
-prototypes initialised inside the data range or broadly; the usage ratio by nearest prototype or by
-argmax of the response). One task is one ``(N, initialisation)``: all seeds, loss combinations,
-coverage readings, the ``tau`` sweep on the separation-only mask and the single-loss masks at the
-other plausible ``lambda`` values train as one batched program (in cache-sized slices), with
-checkpoints every ``window`` steps. Two budget readings come from the same trajectories: the
-fixed budget (``steps``) and the settled one (each run read at the first checkpoint where its
-largest prototype displacement over a window is below ``settle_tolerance``, at most ``cap``).
-
-The model, the readings and each finding's protocol are fixed in ``derivations/prototypes.md``
-(and ``docs/prototypes.md``). Each finding is judged by a rule of the verdict-rule catalogue
-(:mod:`._analysis`), primarily against the four approaches the abstract names (plain fit,
-coverage, separation, overlap) at the fixed budget and the nominal ``lambda`` and ``tau``, and
-under every documented alternative reading:
-
-1. ``coverage_lowest_error``: ``every_cell`` on ``err_k - err_cov > 0`` (cells: N x {plain, sep,
-   ov}; reading: all seven other masks);
-2. ``coverage_usage_above_plain``: ``mean_threshold`` on the mean over N of ``usage_cov -
-   usage_plain > 0``;
-3. ``overlap_harmful``: ``every_cell_median`` on ``err_ov - err_plain > 0`` (cells: N);
-4. ``overlap_fits_as_well``: ``every_cell`` on ``(fit_ov - fit_plain) / var(y) < 0.01``;
-5. ``overlap_expels``: ``mean_threshold`` on the mean over N of ``out_ov - out_plain > 0``;
-6. ``coverage_keeps_inside``: ``mean_threshold`` on the mean over N of ``out_cov - out_plain < 0``;
-7. ``separation_mixed``: ``some_cell_median`` on ``err_sep - err_plain < 0`` (cells: N);
-8. ``separation_no_expulsion_at_nominal_tau``: ``every_cell`` on ``out_sep - out_plain < 0.05``;
-9. ``separation_expels_at_large_tau``: ``mean_threshold`` on the mean over N of
-   ``out_sep(tau_max) - out_plain > 0.05``.
+separation, overlap), under every candidate reading of the set-up; one task is one
+``(N, initialisation)``, every seed and loss combination trained as one batched program. The
+protocol (runs, readings, the nine findings and their rules) is ``PROTOCOL.md`` beside this
+module, its fixed numbers are :mod:`._protocol`, the findings :mod:`._analysis` and the figures
+:mod:`._figures`.
 """
 
 from __future__ import annotations
@@ -41,61 +19,7 @@ from ..._errors import InputError
 from ...harness import Experiment, Param
 from . import _measures as pm
 from . import _model as model
-
-MEASURES = ("reconstruction_error", "usage_nearest", "usage_argmax", "outside_fraction",
-            "fit_error")
-BUDGETS = ("fixed", "settled")
-"""Budget readings: the fixed step budget (``steps``), or trained until the prototypes stop
-moving (largest displacement per ``window`` steps below ``settle_tolerance``, at most ``cap``)."""
-FIT_TOLERANCE = 0.01
-"""``overlap_fits_as_well``: adding overlap may cost at most this much explained variance."""
-EXPULSION_MARGIN = 0.05
-"""The outside-fraction excess over the plain fit that counts as expulsion (fixed beforehand)."""
-CONVERGED = 1e-3
-"""Check (initialisation ``inside``): the plain fit's mean fit error over the target variance must be below this."""
-
-
-def variants(config: dict) -> list[dict]:
-    """The runs of one seed in one task: each combination (coverage ones once per coverage
-    reading) at the nominal ``tau`` and ``lambda`` (``kind="core"``), the ``tau`` sweep on the
-    separation-only mask (``"sweep"``), and the single-loss masks at every other ``lambda`` of
-    ``weights`` (``"lambda"``; separation at the nominal ``tau``)."""
-    tau, lam = float(config["tau"]), float(config["weight"])
-    out = []
-    for mask in model.COMBINATIONS:
-        for coverage in (config["coverages"] if mask[0] else (None,)):
-            out.append({"mask": mask, "coverage": coverage, "tau": tau, "weight": lam,
-                        "kind": "core"})
-    for t in config["taus"]:
-        out.append({"mask": (0, 1, 0), "coverage": None, "tau": float(t), "weight": lam,
-                    "kind": "sweep"})
-    for other in config["weights"]:
-        if float(other) == lam:
-            continue
-        for mask in ((1, 0, 0), (0, 1, 0), (0, 0, 1)):
-            for coverage in (config["coverages"] if mask[0] else (None,)):
-                out.append({"mask": mask, "coverage": coverage, "tau": tau,
-                            "weight": float(other), "kind": "lambda"})
-    return out
-
-
-def variant_index(config: dict, mask, coverage: str | None, *, tau: float | None = None,
-                  weight: float | None = None) -> int:
-    """Column of a run in a task's ``(S, V)`` arrays (coverage ``None`` for a mask without it):
-    the core run, the sweep run at ``tau`` (separation-only), or the run at another ``weight``
-    (single-loss masks). :class:`KeyError` when no such run exists."""
-    lam = float(config["weight"])
-    kind = ("sweep" if tau is not None else
-            "lambda" if weight is not None and float(weight) != lam else "core")
-    for j, v in enumerate(variants(config)):
-        if tuple(v["mask"]) != tuple(mask) or v["kind"] != kind:
-            continue
-        if mask[0] and v["coverage"] != coverage:
-            continue
-        if (tau is None or v["tau"] == float(tau)) and (kind != "lambda"
-                                                        or v["weight"] == float(weight)):
-            return j
-    raise KeyError((mask, coverage, tau, weight))
+from ._protocol import MEASURES, variants
 
 
 def _runs(config: dict, n: int, init: str, seed: np.random.SeedSequence) -> model.Runs:
@@ -244,7 +168,7 @@ class Prototypes(Experiment):
         return analyse(config, tasks, results, seed)
 
     def plot(self, arrays, config, outdir):
-        from ._analysis import plot
+        from ._figures import plot
 
         return plot(arrays, config, outdir)
 

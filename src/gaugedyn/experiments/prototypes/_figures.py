@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...plotting import save_figure
+from . import _measures as pm
 from . import _model as model
-from . import prototypes as ex
+from ._protocol import BUDGETS, COMBINATIONS, EXPULSION_MARGIN, variant_index, variants
 
 COLORS = {"plain": "k", "cov": "tab:green", "sep": "tab:blue", "ov": "tab:red",
           "cov+sep": "tab:cyan", "cov+ov": "tab:olive", "sep+ov": "tab:purple",
@@ -54,7 +55,7 @@ def _grid(config, rows, cols, title):
 
 
 def _panels(config):
-    return [(cov, budget) for cov in config["coverages"] for budget in ex.BUDGETS]
+    return [(cov, budget) for cov in config["coverages"] for budget in BUDGETS]
 
 
 def _by_mask_figure(arrays, config, outdir, measure, name, ylabel, caption, *, medians, log):
@@ -67,9 +68,9 @@ def _by_mask_figure(arrays, config, outdir, measure, name, ylabel, caption, *, m
             centre = "median" if medians else "mean"
             band = arrays[f"{centre}__{measure}__{budget}__{init}"]
             means = arrays[f"mean__{measure}__{budget}__{init}"]
-            for mask in model.COMBINATIONS:
+            for mask in COMBINATIONS:
                 label = model.combination_name(mask)
-                j = ex.variant_index(config, mask, cov)
+                j = variant_index(config, mask, cov)
                 _line(ax, sizes, band[:, j], label, COLORS[label])
                 if medians:
                     ax.plot(sizes, means[:, j, 0], "x", color=COLORS[label], ms=4)
@@ -110,17 +111,17 @@ def outside_figure(arrays, config, outdir):
 def usage_figure(arrays, config, outdir):
     sizes = arrays["sizes"]
     inits = config["inits"]
-    fig, axes = _grid(config, inits, ex.pm.USAGES, "prototype-usage specialization ratio")
+    fig, axes = _grid(config, inits, pm.USAGES, "prototype-usage specialization ratio")
     lines = [((0, 0, 0), None, "-"), ((0, 1, 0), None, "-"), ((0, 0, 1), None, "-")]
     lines += [((1, 0, 0), cov, "-" if cov == "chamfer" else "--") for cov in config["coverages"]]
     for r, init in enumerate(inits):
-        for c, usage in enumerate(ex.pm.USAGES):
+        for c, usage in enumerate(pm.USAGES):
             ax = axes[r, c]
             m = arrays[f"mean__usage_{usage}__fixed__{init}"]
             for mask, cov, style in lines:
                 name = model.combination_name(mask) + (f" ({cov})" if cov else "")
                 color = COLORS[model.combination_name(mask)]
-                _line(ax, sizes, m[:, ex.variant_index(config, mask, cov)], name, color, style)
+                _line(ax, sizes, m[:, variant_index(config, mask, cov)], name, color, style)
             _log_sizes(ax, sizes)
             ax.set(xlabel="N", ylabel="usage ratio",
                    title=f"init {init}, usage by {usage}")
@@ -136,13 +137,13 @@ def positions_figure(arrays, config, outdir):
     import matplotlib.pyplot as plt
 
     inits = config["inits"]
-    vs = [v for v in ex.variants(config) if v["kind"] == "core"]
+    vs = [v for v in variants(config) if v["kind"] == "core"]
     fig, axes = plt.subplots(1, len(inits), figsize=(5.2 * len(inits), 0.32 * len(vs) + 1.6),
                              squeeze=False)
     for ax, init in zip(axes[0], inits):
         pos, x = arrays[f"positions__{init}"][0], arrays[f"x_last__{init}"][0]
         for row, v in enumerate(vs):
-            j = ex.variant_index(config, v["mask"], v["coverage"])
+            j = variant_index(config, v["mask"], v["coverage"])
             p = np.clip(pos[j], -0.5, 1.5)
             name = model.combination_name(v["mask"])
             ax.plot(p, np.full(p.size, row), "|", color=COLORS[name], ms=8)
@@ -164,16 +165,16 @@ def tau_figure(arrays, config, outdir):
 
     taus, sizes = arrays["taus"], arrays["sizes"]
     inits = config["inits"]
-    fig, axes = plt.subplots(len(ex.BUDGETS), len(inits), figsize=(4.8 * len(inits), 3.4 * 2),
+    fig, axes = plt.subplots(len(BUDGETS), len(inits), figsize=(4.8 * len(inits), 3.4 * 2),
                              squeeze=False)
-    for r, budget in enumerate(ex.BUDGETS):
+    for r, budget in enumerate(BUDGETS):
         for ax, init in zip(axes[r], inits):
             ci = arrays[f"tau__{budget}__{init}"]
             for i, n in enumerate(sizes):
                 color = f"C{i}"
                 _line(ax, taus, ci[i], f"N = {n:g}", color)
                 ax.axvline(1 / n, color=color, ls=":", lw=0.8)
-            ax.axhline(ex.EXPULSION_MARGIN, color="k", ls="--", lw=0.8)
+            ax.axhline(EXPULSION_MARGIN, color="k", ls="--", lw=0.8)
             nominal = [float(t) for t in config["nominal_taus"]]
             ax.axvspan(min(nominal), max(nominal), color="0.85", zorder=0,
                        label="plausible nominal taus")
@@ -206,7 +207,7 @@ def history_figure(arrays, config, outdir):
         for mask, cov, tau in lines:
             name = model.combination_name(mask)
             label = name + (f" ({cov})" if cov else "") + (f", tau {tau:g}" if tau else "")
-            j = ex.variant_index(config, mask, cov, tau=tau)
+            j = variant_index(config, mask, cov, tau=tau)
             ok = np.isfinite(h[:, j, 0])
             _line(ax, steps[ok], h[ok, j], label, COLORS[name], "--" if tau else "-")
         ax.axvline(float(config["steps"]), color="k", ls=":", lw=0.8, label="fixed budget")
