@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from gaugedyn.experiments.adam_state import _model as sm
-from gaugedyn.experiments.adam_state import _protocol as sp
+from gaugedyn.experiments.adam_state import _protocol as pp
+from gaugedyn.experiments.adam_state import _pulses as sp
 
 HP = dict(dim=6, width=5, bottleneck=2, targets=3, activation="tanh", lr=0.05, beta1=0.9,
           beta2=0.999, eps=1e-8, gain_weak=0.3, control_delta=0.1, control_period=5,
@@ -41,7 +42,7 @@ def _cohort(seed=0, seeds=2):
     return world, c, evals
 
 
-@pytest.mark.parametrize("kind", sp.PULSES)
+@pytest.mark.parametrize("kind", pp.PULSES)
 def test_pulse_spec_favours_the_next_target(kind):
     _, c, _ = _cohort()
     spec = sp.pulse_spec(c, kind, HP)

@@ -14,10 +14,10 @@ from _gauge_helpers import config_of
 from gaugedyn import InputError
 from gaugedyn._meta import task_seed
 from gaugedyn.experiments import load_config
+from gaugedyn.experiments.adam_state import _analysis as sf
 from gaugedyn.experiments.adam_state import _calibration as sc
-from gaugedyn.experiments.adam_state import _findings as sf
 from gaugedyn.experiments.adam_state import _model as sm
-from gaugedyn.experiments.adam_state import _protocol as sp
+from gaugedyn.experiments.adam_state import _pulses as sp
 from gaugedyn.experiments.adam_state import _stages as ss
 from gaugedyn.experiments.adam_state.shared_representation import EXPERIMENT as E
 from gaugedyn.harness import labelled

@@ -24,30 +24,8 @@ import torch
 
 from ... import adam, stats
 from . import _model as sm
-from . import _protocol as sp
-
-EVALS = ("own", "common")
-STRENGTHS = {"mild": {"pulse_gain": 0.5, "pulse_observe": 0.5, "pulse_weight": 0.75},
-             "strong": {"pulse_gain": 0.25, "pulse_observe": 0.25, "pulse_weight": 0.9}}
-"""Pulse strength: the opposing pulse's gain (or observation rate) of the non-favoured targets
-and loss weight of the favoured one."""
-
-TABLES = {
-    "t2": (("acquisition", "update"), True),
-    "t4": (("acquisition", "update", "variable"), False),
-    "pattern": (("acquisition", "update"), False),
-    "t5": (("acquisition", "update"), False),
-    "t6": (("acquisition", "projected"), True),
-    "horizon": (("acquisition", "update"), False),
-}
-"""Each table's routes and whether its formation is recorded; every table grows its own seeds
-(switching, Table 2 and the formation accounting of Figure 5 share ``t2``'s, as in the paper)."""
-
-INTERVENTIONS = {"t4": ("xm", "xv", "reset"),
-                 "pattern": ("scal", "eq", "scal+eq", "eq+xv"),
-                 "t5": ("xv:enc0", "xv:enc1", "xv:heads", "move", "xv")}
-CONTROL = ("own", "xm", "xv", "reset")
-MARKS = (1, 2, 5, 10, 20, 50, 100, 200, 400)
+from . import _pulses as sp
+from ._protocol import CONTROL, EVALS, INTERVENTIONS, MARKS, PULSES, STRENGTHS, TABLES
 
 
 def _list(v) -> list:
@@ -260,7 +238,7 @@ def confirm(hp: dict, cand: dict, w_star: float, seed: np.random.SeedSequence,
                     for ro in sm.READOUTS:
                         sfx = "" if ro == "heads" else f"_{ro}"
                         out[f"end_{mode}_{tag}_f{sfx}"], out[f"end_{mode}_{tag}_o{sfx}"] = ends[ro]
-            jobs = [(f"t2_{k}_{n}", A, R["update"], n, k) for k in sp.PULSES
+            jobs = [(f"t2_{k}_{n}", A, R["update"], n, k) for k in PULSES
                     for n in ("own", "reset")]
             out |= formation_arrays(record, anc, hpc, n_roles, "t2")
         elif table == "t4":

@@ -1,39 +1,13 @@
-r"""Matched specialization, different adaptation: second-moment structure in shared representations.
+"""Matched specialization, different adaptation: second-moment structure in shared representations.
 
-Small Adam-trained networks with a shared encoder (capacity ``d_Z``) and one linear head per
-target reach matched readout measurements by two formation routes (*acquisition-formed*: the
-favoured target is acquired more, equal loss weights; *update-formed*: every target acquired
-alike, loss weight ``w*`` on the favoured one) and then receive the same ten opposing updates.
-Adam-state interventions (:mod:`gaugedyn.adam`'s state toolkit) locate the response difference.
-The set-up is written out, with every inferred choice marked, in
-``derivations/shared_representation.md`` (sections 4-8, fixed before any run): a candidate family
-(:func:`._stages.family`: what *acquisition* means — input gain, label-observation rate per
-sample, or per step — x ``d_Z`` in {1, 2, 3, 32} x learning rate x pulse strength x evaluation
-distribution) is calibrated on calibration seeds and one candidate is chosen **only by its
-defining properties** (matched endpoints, probe specialization of at least ``spec_level`` in
-both routes, acquisition-route cancellation ``-C/S`` of at least ``conflict_level``); no outcome
-a table reports enters the choice. If no candidate has them all, the run says so and every
-finding is UNRESOLVED with that reason. Each table is then measured on its own confirmatory
-seeds (:data:`._stages.TABLES`), every seed of a table trained as one batched program.
-
-Specialization is read by the heads and by a linear probe on the representation (held-out
-inputs; :func:`._model.readouts`); every finding that reads it is judged under both, as
-readings. A checkpoint switches only if its favoured target was on top before the pulse and is
-not after; the denominator is reported.
-
-The full configuration's calibration is stored as data (``calibration.json`` beside this module,
-:mod:`._calibration`): quick runs and ``--set`` runs with the same set-up settings reuse it (a
-narrowed family reuses the stored rows of the candidates it keeps) and say so in the claim
-``shared_representation.setup`` and ``diagnostics.calibration.source``; ``recalibrate = true``
-searches the family again.
-
-Findings (each with the paper's criterion and value beside the measured one; judged by the
-verdict rules of :data:`gaugedyn.stats.RULES` on per-seed values, with the power at the paper's
-value): endpoint matching; switch-rate difference; Table 2 (inherited > +0.05, reset inside
-+-0.02, three pulses); Table 4 (exchange ``m`` within +-0.02, exchange ``v`` negative, the
-weight-history control with its +-0.01 margin); the common-scale pattern effect; Table 5; Table
-6; formation (encoder second moments smaller and ``-C/S`` larger in the acquisition route).
-Continued opposition (Figure 4b) is a measurement: the paper gives it no decision rule.
+Small Adam-trained networks with a shared encoder and one linear head per target reach matched
+readout measurements by two formation routes (acquisition-formed, update-formed), then receive
+the same ten opposing updates; Adam-state interventions locate the response difference. A
+set-up is chosen from a candidate family on calibration seeds by its defining properties only,
+then every table is measured on its own confirmatory seeds. The protocol (set-up, choice rule,
+readings, findings) is ``PROTOCOL.md`` beside this module, its fixed numbers
+:mod:`._protocol`; this module declares the settings and runs the two stages
+(:mod:`._stages`); the findings are :mod:`._analysis` and the figures :mod:`._figures`.
 """
 
 from __future__ import annotations
@@ -42,12 +16,11 @@ import json
 
 from ..._errors import InputError
 from ...harness import Experiment, Param
+from . import _analysis as sa
 from . import _calibration as sc
-from . import _findings as sf
-from . import _protocol as sp
+from . import _figures as sg
 from . import _stages as ss
-
-FULL_SEEDS = 40
+from ._protocol import EVALS, FULL_SEEDS, MEANINGS, STRENGTHS, TABLES
 
 DEFINITIONS = {
     "readout precision r_k": "1 - mean_n (y_k - z_k)^2 / Var z_k on the evaluation draw (Var z_k = 1)",
@@ -78,7 +51,7 @@ class SharedRepresentation(Experiment):
                    "seeds, every table on disjoint confirmatory seeds")
     definitions = DEFINITIONS
     params = {
-        "acquisition": Param((str, list), ["gain", "rate", "step"], choices=sp.MEANINGS,
+        "acquisition": Param((str, list), ["gain", "rate", "step"], choices=MEANINGS,
                              min_len=1, max_len=3, distinct=True, item=str,
                              help="family: what acquisition means (input gain; label "
                                   "observation rate per sample; per step); one value fixes it"),
@@ -89,10 +62,10 @@ class SharedRepresentation(Experiment):
         "lr": Param((float, list), [0.01, 0.003], lo=0.0, hi=1.0, lo_open=True, min_len=1,
                     max_len=4, distinct=True, item=float, why="Adam diverges far below it",
                     help="family: Adam step size; one value fixes it"),
-        "pulse": Param((str, list), ["mild", "strong"], choices=tuple(ss.STRENGTHS), min_len=1,
+        "pulse": Param((str, list), ["mild", "strong"], choices=tuple(STRENGTHS), min_len=1,
                        max_len=2, distinct=True, item=str,
                        help="family: opposing-pulse strength; one value fixes it"),
-        "readout": Param((str, list), ["own", "common"], choices=ss.EVALS, min_len=1, max_len=2,
+        "readout": Param((str, list), ["own", "common"], choices=EVALS, min_len=1, max_len=2,
                          distinct=True, item=str,
                          help="family: evaluation distribution of the readouts (the routes' own "
                               "inputs or common equal gains; only input-gain acquisition "
@@ -170,8 +143,8 @@ class SharedRepresentation(Experiment):
         config = dict(config) | {k: ss._list(config[k]) for k in sc.FAMILY_KEYS}
         how = sc.plan(config, sc.setup_keys(self.params))
         if how["source"] == "calibrate":
-            return [config | {"calibration": how, "tables": list(ss.TABLES)}]
-        return [config | {"calibration": how, "tables": [t]} for t in ss.TABLES]
+            return [config | {"calibration": how, "tables": list(TABLES)}]
+        return [config | {"calibration": how, "tables": [t]} for t in TABLES]
 
     def run_task(self, task, seed):
         import torch
@@ -195,10 +168,10 @@ class SharedRepresentation(Experiment):
         return out
 
     def analyse(self, config, tasks, results, seed):
-        return sf.analyse(config, sf.merge(results), seed)
+        return sa.analyse(config, sa.merge(results), seed)
 
     def plot(self, arrays, config, outdir):
-        return sf.plot(arrays, config, outdir)
+        return sg.plot(arrays, config, outdir)
 
 
 EXPERIMENT = SharedRepresentation()

@@ -1,4 +1,4 @@
-"""Findings, measurements and figures of ``shared_representation`` from its stored arrays.
+"""Findings and measurements of ``shared_representation`` from its stored results.
 
 Every finding's criterion is the paper's pre-specified one and is fixed here before any run;
 its verdict comes from a rule of the catalogue (:data:`gaugedyn.stats.RULES`) on the per-seed
@@ -14,12 +14,12 @@ values (a seed's value is its mean over the mirrored directions):
 Every finding that reads specialization is judged under both readouts (:data:`._model.READOUTS`:
 the heads, primary, and a linear probe on the representation) as *readings*
 (:func:`gaugedyn.harness.judged`): its verdict is "depends on the reading" when they disagree.
-Every table is judged on its own confirmatory seeds (:data:`._stages.TABLES`). When the
+Every table is judged on its own confirmatory seeds (:data:`._protocol.TABLES`). When the
 calibration found no candidate with every defining property, each finding is UNRESOLVED with
 that reason (its numbers are still reported), never judged on a set-up without them.
 
-``paper_value`` is the paper's estimate of the same difference (:data:`PAPER_VALUE`, from the
-numbers in :data:`PAPER`); a finding's ``power`` is its rule's probability of HELD there for the
+``paper_value`` is the paper's estimate of the same difference (:data:`._protocol.PAPER_VALUE`,
+from the numbers in :data:`._protocol.PAPER`); a finding's ``power`` is its rule's probability of HELD there for the
 seeds used. Measurements (the paper gives them no decision rule) keep their paired
 seed-bootstrap intervals (:func:`gaugedyn.stats.mean_difference_ci`).
 """
@@ -33,38 +33,7 @@ import numpy as np
 from ... import stats
 from ...harness import Claim, judged
 from . import _calibration as sc
-
-PAPER = {
-    "switch": "67.5% of acquisition-formed vs 0% of update-formed checkpoints",
-    "t2_acquisition_own": "0.1668 [0.1601, 0.1736]", "t2_update_own": "0.1510 [0.1456, 0.1562]",
-    "t2_combined_own": "0.1951 [0.1880, 0.2021]", "t2_acquisition_reset": "0.0011 [-0.0010, 0.0035]",
-    "t2_update_reset": "0.0120 [0.0093, 0.0149]", "t2_combined_reset": "0.0103 [0.0079, 0.0129]",
-    "xm": "own 0.1968, exchange m 0.1982 [0.1912, 0.2054]",
-    "xv": "-0.1265 [-0.1348, -0.1183]", "ctl_own": "0.0324 [0.0294, 0.0354]",
-    "ctl_xv": "-0.0141 [-0.0176, -0.0110]",
-    "ctl_xm": "own 0.0324, exchange m 0.0321 [0.0277, 0.0362]",
-    "ctl_reset": "0.0046 [0.0031, 0.0062]",
-    "pattern": "0.1028 [0.0947, 0.1109] (Table 7, beta2 0.999, 500 steps)",
-    "enc": "first layer 0.0115 [0.0060, 0.0171] vs second layer 0.0611 [0.0558, 0.0665]",
-    "heads": "own 0.1907, both heads 0.1911 [0.1838, 0.1978]",
-    "move": "0.0303 [0.0269, 0.0338]",
-    "t6": "native acquisition: native v 0.3551, projected-history v 0.3079",
-    "endpoints": "all endpoint intervals inside tolerance",
-    "form_v": "small encoder second moments (Figure 5; no number given)",
-    "form_cancel": "stronger cancellation between task gradients (Figure 5; no number given)",
-}
-
-PAPER_VALUE = {
-    "endpoints": 0.0,  # matched endpoints: no route difference
-    "switch": 0.675 - 0.0, "t2_acquisition_own": 0.1668, "t2_update_own": 0.1510,
-    "t2_combined_own": 0.1951, "t2_acquisition_reset": 0.0011, "t2_update_reset": 0.0120,
-    "t2_combined_reset": 0.0103, "xm": 0.1982 - 0.1968, "xv": -0.1265, "ctl_own": 0.0324,
-    "ctl_xv": -0.0141, "ctl_xm": 0.0321 - 0.0324, "ctl_reset": 0.0046, "pattern": 0.1028,
-    "enc": 0.0611 - 0.0115, "heads": 0.1911 - 0.1907, "move": 0.0303, "t6": 0.3079 - 0.3551,
-    "form_v": None, "form_cancel": None,
-}
-"""The paper's value of each judged difference (from :data:`PAPER`): where a finding's power
-is computed (``None``: the paper states a direction only)."""
+from ._protocol import PAPER, PAPER_VALUE
 
 SUFFIX = {"heads": "", "probe": "_probe"}
 
@@ -366,96 +335,3 @@ def analyse(config: dict, results: dict, seed: np.random.SeedSequence):
             "endpoint_means": ends, "unresolved": unresolved or None,
             "interventions": json.loads(str(r["records"]))}
     return arrays, b.claims, diag
-
-
-ROLES = ("acquisition", "update")
-
-
-def _plot_contrasts(arrays: dict, config: dict, outdir):
-    from ...plotting import save_figure, subplots
-
-    names = [str(n) for n in arrays["contrast_names"]]
-    iv = np.asarray(arrays["contrasts"], dtype=float)
-    fig, ax = subplots(figsize=(6.5, 0.28 * len(names) + 1.2))
-    y = np.arange(len(names))
-    ax.errorbar(iv[:, 0], y, xerr=[iv[:, 0] - iv[:, 1], iv[:, 2] - iv[:, 0]], fmt="o", ms=3)
-    m = config["margin"]
-    ax.axvspan(-m, m, color="0.85", zorder=0, label=f"+-{m:g} margin")
-    ax.axvline(0.05, ls="--", color="0.4", lw=0.8, label="+0.05 (Table 2)")
-    ax.set_yticks(y, names, fontsize=7)
-    ax.set(xlabel="route contrast (specialization lost, A - U) or its change",
-           title="pulse responses per intervention")
-    ax.legend(fontsize=7)
-    return save_figure(fig, outdir, "shared_representation_contrasts",
-                       "Route contrast (acquisition-formed minus update-formed specialization "
-                       "lost; ctl_: constant minus variable weight history) per condition, and "
-                       "differences between conditions (a-b), with 95% intervals.")
-
-
-def _plot_endpoints(arrays: dict, outdir):
-    from ...plotting import save_figure, subplots
-
-    e = np.asarray(arrays["endpoints"], dtype=float)  # [route, side, seed]
-    fig, ax = subplots(figsize=(4.5, 3.5))
-    for i, (route, color) in enumerate((("acquisition-formed", "C0"), ("update-formed", "C1"))):
-        mf, mo = (stats.mean_ci(e[i, 0]), stats.mean_ci(e[i, 1]))
-        ax.errorbar([mf.estimate], [mo.estimate], xerr=[[mf.estimate - mf.low],
-                    [mf.high - mf.estimate]], yerr=[[mo.estimate - mo.low],
-                    [mo.high - mo.estimate]], fmt="o", color=color, label=route)
-        ax.plot(e[i, 0], e[i, 1], ".", color=color, alpha=0.3, ms=3)
-    ax.set(xlabel="r_f (favoured target)", ylabel="r_o (opposed target)",
-           title="formation endpoints")
-    ax.legend(fontsize=7)
-    return save_figure(fig, outdir, "shared_representation_endpoints",
-                       "Readout precisions of the favoured and the opposed target at the "
-                       "formation endpoint per seed (dots) and their means with 95% t intervals.")
-
-
-def _plot_horizon(arrays: dict, config: dict, outdir):
-    from ...plotting import save_figure, subplots
-
-    marks = np.asarray(arrays["horizon_marks"], dtype=float)
-    fig, ax = subplots(figsize=(5, 3.5))
-    for name, color in (("inherited", "C0"), ("fresh", "C1"), ("sgd", "C2")):
-        iv = np.asarray(arrays[f"horizon_{name}"], dtype=float)
-        ax.plot(marks, iv[:, 0], "o-", color=color, label=f"{name} " + (
-            "Adam" if name != "sgd" else "(calibrated SGD)"))
-        ax.fill_between(marks, iv[:, 1], iv[:, 2], color=color, alpha=0.2)
-    m = config["margin"]
-    ax.axhspan(-m, m, color="0.85", zorder=0)
-    ax.set_xscale("log")
-    ax.set(xlabel="opposing updates", ylabel="route contrast", title="continued opposition")
-    ax.legend(fontsize=7)
-    return save_figure(fig, outdir, "shared_representation_horizon",
-                       "Route contrast under continued combined opposition with inherited Adam, "
-                       "fresh Adam and SGD calibrated to Adam's first update norm; bands are 95% "
-                       "paired seed-bootstrap intervals; the grey band is the ten-update margin.")
-
-
-def _plot_formation(arrays: dict, outdir):
-    from ...plotting import save_figure, subplots
-
-    t, v = np.asarray(arrays["form_t"]), np.asarray(arrays["form_v"])  # v: [T, layer, role]
-    anc = np.asarray(arrays["form_v_ancestor"])
-    fig, axes = subplots(1, 3, figsize=(11, 3.4))
-    for layer in (0, 1):
-        for j, role in enumerate(ROLES):
-            axes[layer].semilogy(t, v[:, layer, j], color=f"C{j}", label=role)
-        axes[layer].semilogy(t, anc[:, layer], "k--", lw=0.8, label="ancestor, discounted")
-        axes[layer].set(xlabel="formation step", ylabel="mean v per parameter",
-                        title=f"encoder layer {layer}")
-    c = np.asarray(arrays["form_cancel"])
-    axes[2].bar(range(len(ROLES)), c[:, 0], yerr=[c[:, 0] - c[:, 1], c[:, 2] - c[:, 0]],
-                color=[f"C{j}" for j in range(len(ROLES))])
-    axes[2].set_xticks(range(len(ROLES)), ROLES, fontsize=7)
-    axes[2].set(ylabel="-C/S (accumulated)", title="gradient cancellation in the encoder")
-    axes[0].legend(fontsize=7)
-    return save_figure(fig, outdir, "shared_representation_formation",
-                       "Formation-time accounting: mean second moment per encoder parameter along "
-                       "each route (dashed: the shared ancestor's v discounted by beta2^t) and "
-                       "the accumulated cancellation fraction -C/S between task gradients.")
-
-
-def plot(arrays: dict, config: dict, outdir) -> list:
-    return [_plot_contrasts(arrays, config, outdir), _plot_endpoints(arrays, outdir),
-            _plot_horizon(arrays, config, outdir), _plot_formation(arrays, outdir)]
