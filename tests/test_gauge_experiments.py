@@ -21,10 +21,10 @@ from gaugedyn.experiments.gauge.dimension_scaling import EXPERIMENT as SCALING
 from gaugedyn.experiments.gauge.dissipation import EXPERIMENT as DISSIPATION
 from gaugedyn.experiments.gauge.gd_selection import EXPERIMENT as GD_SELECTION
 from gaugedyn.experiments.gauge.gradient_descent import EXPERIMENT as GD
-from gaugedyn.experiments.gauge.gradient_descent import crossing_time
 from gaugedyn.experiments.gauge.ownership import EXPERIMENT as OWNERSHIP
 from gaugedyn.experiments.gauge.ownership_patterns import EXPERIMENT as PATTERNS
 from gaugedyn.experiments.gauge.perturbations import EXPERIMENT as PERTURBATIONS
+from gaugedyn.training import crossing_time
 
 SEED = np.random.SeedSequence(2026)  # the analysis seed of runs analysed directly
 
@@ -382,9 +382,10 @@ def test_identical_copies_are_read_from_their_exchange_symmetric_state():
 def test_two_identical_copies_end_as_a_tie(monkeypatch):
     # one of the full run's two misreported patterns: w,w at s = 1, split 0.484 / 0.516 by
     # integration error when read without the exchange symmetry
+    import gaugedyn.experiments.gauge._protocol as gp
     import gaugedyn.experiments.gauge.ownership_patterns as op
 
-    monkeypatch.setattr(op, "COUNTEREXAMPLES", ((("w-heavy", "w-heavy"), 1.0, "tie"),))
+    monkeypatch.setattr(gp, "COUNTEREXAMPLES", ((("w-heavy", "w-heavy"), 1.0, "tie"),))
     task = {"K": 0, "scale": 0.0, "counterexamples": True, "dim": 10, "t_end": 1000.0,
             "rtol": 1e-8}
     res = op.EXPERIMENT.run_task(task, np.random.SeedSequence(0))
@@ -393,7 +394,7 @@ def test_two_identical_copies_end_as_a_tie(monkeypatch):
 
 
 def test_pattern_outcomes_and_gaps():
-    from gaugedyn.experiments.gauge.ownership_patterns import classify, gap_of
+    from gaugedyn.experiments.gauge._analysis import classify, gap_of
 
     assert gap_of([1.0, 1.0, -1.0]) == 0.0 and gap_of([-1.0, 0.5, 0.0]) == 0.5
     assert classify(-1, [1.0, 1.0], 0.0, 1e-3) == 2
@@ -490,13 +491,14 @@ def test_divergent_members_of_a_batch_are_isolated():
 
 
 def test_finite_sample_dissipation_finding_fails_without_convergence():
+    from gaugedyn.experiments.gauge._analysis import _finite_sample_dissipation_finding as finding
     from gaugedyn.experiments.gauge.finite_sample import EXPERIMENT as FINITE
 
     config = config_of(FINITE, quick=True)
     ns = np.array([100.0, 1000.0, 10000.0, 100000.0])
     wobble = 1 + 0.01 * np.array([1, -1, 1, -1])
-    good = FINITE._dissipation_finding("reaction", config, ns, ns**-0.5 * wobble, 0.0)
-    flat = FINITE._dissipation_finding("transport", config, ns, wobble, 0.0)
+    good = finding("reaction", config, ns, ns**-0.5 * wobble, 0.0)
+    flat = finding("transport", config, ns, wobble, 0.0)
     assert good.verdict == "HELD" and flat.verdict == "NOT HELD"
     for c in (good.to_dict(), flat.to_dict()):
         assert_judged(c, "slope_band")

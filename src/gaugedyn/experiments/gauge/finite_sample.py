@@ -23,21 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...harness import Claim, Experiment, Param, judged
-from ...stats import judge, loglog_fit
-from ...theory import duplicates, with_gauge
+from ...harness import Experiment, Param
+from . import _analysis as ga
 from . import _figures as gf
-from . import _trajectories as gt
-
-CHECKED = ("loss", "alignment", "rho")
-DISSIPATION = ("reaction", "transport")
-OBSERVABLES = CHECKED + DISSIPATION
-
-
-def _metric(name, x):
-    """Alignment deviations are measured as angles ``arccos m`` (linear in the weight error even
-    where ``m`` is close to 1, where ``m`` itself moves only quadratically)."""
-    return np.arccos(np.clip(x, -1.0, 1.0)) if name == "alignment" else x
+from . import _protocol as gp
 
 
 class FiniteSample(Experiment):
@@ -67,10 +56,7 @@ class FiniteSample(Experiment):
         "dtype": Param(str, "float64", choices=("float32", "float64"), help="training precision"),
     }
 
-    @staticmethod
-    def problem(task):
-        base = duplicates(task["dim"], ["a-heavy", "w-heavy"])
-        return with_gauge(base, names=["a-heavy", "w-heavy"], strength=task["strength"])
+    problem = staticmethod(gp.finite_sample_problem)
 
     def tasks(self, config):
         keep = ("dim", "seeds", "strength", "eta", "t_max", "dtype")
@@ -96,120 +82,10 @@ class FiniteSample(Experiment):
                 "wall_time_s": res.diagnostics["wall_time_s"]}
 
     def analyse(self, config, tasks, results, seed):
-        from ...stats import band
-        from ...training import match_times
-
-        problem = self.problem(tasks[0])
-        t = np.asarray(results[0]["t"])
-        eta = float(config["eta"])
-        gd = gt.trajectory(problem, t, dynamics="gd", eta=eta)
-        flow = gt.trajectory(problem, t, rtol=1e-10, atol=1e-12)
-        ig, jf = match_times(t, gd["t"]), match_times(t, flow["t"])
-        ref, ref_flow = ({"loss": tr["loss"][i], "alignment": tr["alignment"][i][..., 0],
-                          "rho": tr["rho"][i], "reaction": tr["reaction"][i].sum(axis=-1),
-                          "transport": tr["transport"][i].sum(axis=-1)}
-                         for tr, i in ((gd, ig), (flow, jf)))
-        ns = np.array([task["n"] for task in tasks], dtype=float)
-        arrays = {"ns": ns, "t": t, "eta": np.array(eta)}
-        for k in OBSERVABLES:
-            arrays[f"gd_{k}"], arrays[f"flow_{k}"] = ref[k], ref_flow[k]
-        claims = []
-        fits = {}
-        for k in OBSERVABLES:
-            dev = []
-            ref_k = _metric(k, ref[k])[None]
-            for res in results:
-                diff = _metric(k, np.asarray(res[k])) - ref_k
-                dev.append(np.sqrt(np.mean(diff.reshape(diff.shape[0], -1) ** 2, axis=1)))
-            dev = np.array(dev)  # (n, S): per-seed RMS deviation over the recorded times
-            arrays[f"deviation_{k}"] = dev
-            med = np.median(dev, axis=1)
-            fit = loglog_fit(ns, med)
-            fits[k] = fit
-            arrays[f"fit_{k}"] = gf.fit_row(fit)
-            bias = float(np.max(np.abs(ref[k] - ref_flow[k])))
-            arrays[f"eta_bias_{k}"] = np.array(bias)
-            if k in DISSIPATION:
-                claims.append(self._dissipation_finding(k, config, ns, med, bias))
-                continue
-            ok = abs(fit.slope + 0.5) <= config["tolerance"]
-            claims.append(Claim(
-                id=f"finite_sample.exponent_{k}",
-                statement=(f"full-batch GD (eta = {eta:g}, D = {config['dim']}) on n samples: the "
-                           f"RMS-over-time deviation of {k} from population GD over t <= "
-                           f"{config['t_max']:g} (median over {config['seeds']} seeds) scales as "
-                           f"n^p over n = {int(ns.min())}..{int(ns.max())}; fitted p (95% CI "
-                           f"[{fit.slope_low:.3f}, {fit.slope_high:.3f}]); the population GD-to-flow "
-                           f"distance (eta bias) is {bias:.2g}"),
-                measured=round(fit.slope, 4), expected=-0.5, tolerance=config["tolerance"],
-                passed=bool(ok)))
-        for k in OBSERVABLES:
-            for i, res in enumerate(results):
-                arrays[f"band_{k}_n{i}"] = band(np.asarray(res[k]).reshape(len(res[k]), len(t), -1)[..., 0])
-        arrays["wall_time_s"] = gt.wall_times(results)
-        arrays["caption_finite_sample_trajectories"] = np.array(
-            f"The duplicates set-up (a-heavy and w-heavy copy, gauge strength {config['strength']:g}, "
-            f"D = {config['dim']}) trained by full-batch GD with eta = {eta:g} on n samples: median "
-            "(line) and 10-90% band over seeds for each n, against population GD (black) and the "
-            "population flow (dashed). Loss is the closed-form population loss of the trained "
-            "weights; alignment and rho are those of the a-heavy copy; reaction and transport are the "
-            "two parts of -dL/dt (summed over copies) at the trained weights.")
-        arrays["caption_finite_sample_deviation"] = np.array(
-            "RMS-over-time deviation from population GD, median over seeds (markers, bars: "
-            "10-90% of the per-seed values over seeds), against n, with the fitted power law and the n^-1/2 reference.")
-        return arrays, claims
-
-    @staticmethod
-    def _dissipation_finding(k, config, ns, med, bias):
-        """``slope_band`` on ``(log n, log median deviation)``: the slope inside
-        ``-1/2 +- tolerance``."""
-        tol = float(config["tolerance"])
-        j = judge("slope_band", np.log(ns), np.log(med), threshold=(-0.5 - tol, -0.5 + tol))
-        return judged(
-            f"finite_sample.exponent_{k}",
-            (f"the {k} dissipation of networks trained by full-batch GD (eta = "
-             f"{config['eta']:g}, D = {config['dim']}), in closed form at the trained weights, "
-             f"approaches population GD's as n^-1/2: the fitted exponent p of the RMS-over-time "
-             f"deviation (median over {config['seeds']} seeds; n = {int(ns.min())}.."
-             f"{int(ns.max())}) lies inside -1/2 +- {tol:g} (p = {j.estimate:.3f} "
-             f"[{j.low:.3f}, {j.high:.3f}]; eta bias {bias:.2g})"),
-            j, paper_value=-0.5, expected=f"-0.5 +- {tol:g} (paper: -1/2)",
-            extra={"paper_value": -0.5, "eta_bias": bias})
+        return ga.finite_sample(config, tasks, results, seed)
 
     def plot(self, arrays, config, outdir):
-        import matplotlib.pyplot as plt
-
-        ns, t = arrays["ns"], arrays["t"]
-        fig, axes = plt.subplots(1, len(OBSERVABLES), figsize=(4 * len(OBSERVABLES), 3.6))
-        colors = plt.cm.viridis(np.linspace(0, 0.9, len(ns)))
-        for ax, k in zip(axes, OBSERVABLES):
-            for i, n in enumerate(ns):
-                lo, med, hi = arrays[f"band_{k}_n{i}"]  # stats.band: (low, median, high)
-                ax.plot(t[1:], med[1:], color=colors[i], lw=1, label=f"n = {int(n)}")
-                ax.fill_between(t[1:], lo[1:], hi[1:], color=colors[i], alpha=0.25, lw=0)
-            ref, fl = arrays[f"gd_{k}"], arrays[f"flow_{k}"]
-            ax.plot(t[1:], (ref if ref.ndim == 1 else ref[:, 0])[1:], "k", lw=1.2, label="population GD")
-            ax.plot(t[1:], (fl if fl.ndim == 1 else fl[:, 0])[1:], "k--", lw=1, label="population flow")
-            ax.set(xscale="log", xlabel="t = eta * steps", title=k)
-        for i in (0, 3, 4):
-            axes[i].set_yscale("log")
-        axes[0].legend(fontsize=6)
-        names = [gf.save(fig, outdir, "finite_sample_trajectories", arrays)]
-
-        fig, ax = plt.subplots(figsize=(5, 3.8))
-        for j, k in enumerate(OBSERVABLES):
-            dev = arrays[f"deviation_{k}"]
-            med = np.median(dev, axis=1)
-            lo, hi = np.quantile(dev, [0.1, 0.9], axis=1)
-            ax.errorbar(ns, med, yerr=[med - lo, hi - med], fmt="o", color=f"C{j}", ms=4,
-                        label=f"{k}: p = {arrays[f'fit_{k}'][0]:.3f}")
-            slope, icpt = arrays[f"fit_{k}"][:2]
-            ax.plot(ns, np.exp(icpt) * ns**slope, color=f"C{j}", lw=1)
-        ax.plot(ns, med[0] * (ns / ns[0]) ** -0.5, "k:", lw=1, label="n^-1/2")
-        ax.set(xscale="log", yscale="log", xlabel="samples n", ylabel="RMS deviation from population GD")
-        ax.legend(fontsize=7)
-        names.append(gf.save(fig, outdir, "finite_sample_deviation", arrays))
-        return names
+        return gf.finite_sample(arrays, config, outdir)
 
 
 EXPERIMENT = FiniteSample()

@@ -9,14 +9,13 @@ drawn beside them.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ...harness import Claim, Experiment, Param
+from ...harness import Experiment, Param
 from ...theory import Definitions, duplicates
+from . import _analysis as ga
 from . import _figures as gf
-from . import _params as gp
+from . import _protocol as gp
 from . import _trajectories as gt
 from .gradient_descent import ETA_WHY, GAUGES, flow_reference
 
@@ -59,55 +58,10 @@ class GDSelection(Experiment):
                 "flow_t": flow["t"], "flow_rho": flow["rho"]}
 
     def analyse(self, config, tasks, results, seed):
-        sel_etas = np.array([t["eta"] for t in tasks])
-        owners = np.array([int(r["owner"]) for r in results])
-        prune = np.array([float(np.asarray(r["pruning_time"])[1]) for r in results])
-        kept = (owners == 0) & np.isfinite(prune) & (prune <= config["t_end"])
-        claims = [
-            Claim(id="gd_selection.selection",
-                  statement=(f"GD with eta in {{{', '.join(f'{e:g}' for e in sel_etas)}}} keeps the "
-                             "selection: the a-heavy copy is the unique owner and the w-heavy copy "
-                             f"is pruned from then on by t = {config['t_end']:g} (runs kept / "
-                             "runs)"),
-                  measured=float(kept.mean()) if kept.size else math.nan, expected=1.0,
-                  tolerance=0.0, passed=bool(kept.size and kept.all())),
-        ]
-        arrays = {
-            "selection_etas": sel_etas, "selection_owner": owners, "selection_pruning_time": prune,
-            "selection_delta_drift": np.array([r["delta_drift"] for r in results]),
-            "flow_t": np.asarray(results[0]["flow_t"]), "flow_rho": np.asarray(results[0]["flow_rho"]),
-            "t_end": np.array(float(config["t_end"])),
-            "caption_gd_selection": np.array(
-                "|rho| of both copies under the flow (black) and under GD with the larger steps "
-                "(colours): the a-heavy copy keeps the feature and the w-heavy copy falls through "
-                f"the pruning tolerance before t = {config['t_end']:g}."),
-        }
-        for eta, r in zip(sel_etas, results):
-            arrays[f"selection_t_{eta:g}"] = np.asarray(r["t"])
-            arrays[f"selection_rho_{eta:g}"] = np.asarray(r["rho"])
-        return arrays, claims
+        return ga.gd_selection(config, tasks, results, seed)
 
     def plot(self, arrays, config, outdir):
-        import matplotlib.pyplot as plt
-
-        names = []
-        fig, ax = plt.subplots()
-        t = arrays["flow_t"][1:]
-        for i, ls in ((0, "-"), (1, "--")):
-            ax.loglog(t, np.maximum(np.abs(arrays["flow_rho"][1:, i]), 1e-16), ls, color="k",
-                      label=f"flow, copy {i} ({'a' if i == 0 else 'w'}-heavy)")
-        for c, eta in enumerate(arrays["selection_etas"]):
-            ts = arrays[f"selection_t_{eta:g}"][1:]
-            rho = np.abs(arrays[f"selection_rho_{eta:g}"][1:])
-            for i, ls in ((0, "-"), (1, "--")):
-                ax.loglog(ts, np.maximum(rho[:, i], 1e-16), ls, color=f"C{c}", alpha=0.8,
-                          label=f"GD eta={eta:g}" if i == 0 else None)
-        ax.axvline(float(arrays["t_end"]), color="k", ls=":", lw=1)
-        ax.set(xlabel="time t", ylabel="|rho_i|", title="selection under gradient descent",
-               ylim=(1e-10, 10))
-        ax.legend(fontsize=7)
-        names.append(gf.save(fig, outdir, "gd_selection", arrays))
-        return names
+        return gf.gd_selection(arrays, config, outdir)
 
 
 EXPERIMENT = GDSelection()

@@ -17,12 +17,12 @@ import math
 
 import numpy as np
 
-from ...harness import Claim, Experiment, Param
-from ...stats import loglog_fit
+from ...harness import Experiment, Param
 from ...theory import Definitions, duplicates
 from ...training import crossing_time
+from . import _analysis as ga
 from . import _figures as gf
-from . import _params as gp
+from . import _protocol as gp
 from . import _trajectories as gt
 
 GAUGES = ("a-heavy", "w-heavy")
@@ -73,47 +73,10 @@ class GradientDescent(Experiment):
                 "flow_time": float(flow["specialization_time"])}
 
     def analyse(self, config, tasks, results, seed):
-        t_flow = float(results[0]["flow_time"])
-        etas = np.array([t["eta"] for t in tasks])
-        t_gd = np.array([float(r["specialization_time"]) for r in results])
-        rel = np.abs(t_gd - t_flow) / t_flow
-        fit = loglog_fit(etas, rel)
-        tol = float(config["slope_tol"])
-        claims = [
-            Claim(id="gradient_descent.error_slope",
-                  statement=("the relative error of the GD specialization time against the flow's "
-                             f"(T_flow = {t_flow:.6g}) scales as eta^1: fitted log-log slope over "
-                             f"eta in [{etas.min():g}, {etas.max():g}] within {tol:g} of 1 (95% CI "
-                             f"[{fit.slope_low:.3f}, {fit.slope_high:.3f}])"),
-                  measured=fit.slope, expected=1.0, tolerance=tol,
-                  passed=bool(np.isfinite(fit.slope) and abs(fit.slope - 1.0) <= tol)),
-        ]
-        arrays = {
-            "etas": etas, "time_gd": t_gd, "time_flow": np.array(t_flow), "relative_error": rel,
-            "fit": gf.fit_row(fit),
-            "caption_gd_error": np.array(
-                f"Two duplicates at D = {config['dim']} (a-heavy, w-heavy): relative error of the "
-                "population-GD specialization time against the flow's, against the step eta, with "
-                "the least-squares log-log fit (slope and 95% CI in the legend; first order: "
-                "slope 1)."),
-        }
-        return arrays, claims
+        return ga.gradient_descent(config, tasks, results, seed)
 
     def plot(self, arrays, config, outdir):
-        import matplotlib.pyplot as plt
-
-        etas, rel = arrays["etas"], arrays["relative_error"]
-        slope, icpt, lo, hi = arrays["fit"]
-        fig, ax = plt.subplots()
-        ax.loglog(etas, rel, "o", label="|T_gd - T_flow| / T_flow")
-        ax.loglog(etas, np.exp(icpt) * etas**slope, "-",
-                  label=f"fit: slope {slope:.3f} [{lo:.3f}, {hi:.3f}]")
-        ax.set(xlabel="step size eta", ylabel="relative error of specialization time",
-               title="gradient descent against the flow")
-        ax.legend()
-        names = [gf.save(fig, outdir, "gd_error", arrays)]
-
-        return names
+        return gf.gradient_descent(arrays, config, outdir)
 
 
 EXPERIMENT = GradientDescent()

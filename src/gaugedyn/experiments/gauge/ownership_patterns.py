@@ -65,23 +65,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...harness import Claim, Experiment, Param, judged
-from ...stats import generator, judge
+from ...harness import Experiment, Param
+from ...stats import generator
 from ...theory import Definitions, duplicates, owners, remaining_relative, rho, with_gauge
+from . import _analysis as ga
 from . import _figures as gf
-from . import _params as gp
+from . import _protocol as gp
 from . import _trajectories as gt
-
-OUTCOMES = ("selected", "shared", "tie", "other")
-"""Outcome codes 0..3 of a pattern (see the module docstring)."""
-
-LEVEL = {"w-heavy": -1.0, "balanced": 0.0, "a-heavy": 1.0}
-COUNTEREXAMPLES = (
-    (("w-heavy", "a-heavy", "w-heavy", "balanced", "w-heavy"), 0.2, "selected, unpruned"),
-    (("a-heavy", "w-heavy", "balanced"), 0.05, "shared"),
-    (("a-heavy", "a-heavy", "w-heavy", "w-heavy"), 1.0, "tie"),
-)
-"""The issue's patterns, the scale and the outcome an independent implementation measured."""
 
 
 def pattern_problem(dim: int, levels, scale: float):
@@ -120,19 +110,8 @@ def symmetrized(a, Q, R, levels):
     return a_out, Q_out, R_out
 
 
-def gap_of(levels) -> float:
-    """``g_(1) - g_(2)``: the most favourable level minus the second most favourable."""
-    top = np.sort(np.asarray(levels, dtype=float))[::-1]
-    return float(top[0] - top[1])
 
 
-def classify(owner: int, levels, remaining: float, function_tol: float) -> int:
-    """The outcome code (index into :data:`OUTCOMES`) of one pattern at ``t_end``."""
-    if owner < 0:
-        return 2
-    if float(levels[owner]) < float(np.max(levels)):
-        return 3
-    return 0 if remaining < function_tol else 1
 
 
 def _owner_class_size(a, Q, R, T, b, levels) -> int:
@@ -204,8 +183,8 @@ class OwnershipPatterns(Experiment):
 
     def run_task(self, task, seed):
         if task.get("counterexamples"):
-            levels = [[LEVEL[g] for g in gauges] for gauges, _, _ in COUNTEREXAMPLES]
-            scales = [s for _, s, _ in COUNTEREXAMPLES]
+            levels = [[gp.LEVEL[g] for g in gauges] for gauges, _, _ in gp.COUNTEREXAMPLES]
+            scales = [s for _, s, _ in gp.COUNTEREXAMPLES]
         else:
             rng = generator(seed, "levels")
             grid = np.linspace(-1.0, 1.0, int(task["n_levels"]))
@@ -236,171 +215,10 @@ class OwnershipPatterns(Experiment):
                                        for a, Q, R in last])}
 
     def analyse(self, config, tasks, results, seed):
-        ftol, ptol = float(config["function_tol"]), float(config["prune_tol"])
-        rows = {"K": [], "scale": [], "gap": [], "outcome": [], "remaining": [], "unpruned": [],
-                "owner_class": []}
-        extra = None
-        for task, res in zip(tasks, results):
-            table = self._table(res, ftol, ptol)
-            if task.get("counterexamples"):
-                extra = table
-                continue
-            for k, v in table.items():
-                rows[k].extend(v)
-        arr = {k: np.array(v, dtype=float) for k, v in rows.items()}
-        arrays = {f"pattern_{k}": v for k, v in arr.items()}
-        arrays |= {f"counterexample_{k}": np.array(v, dtype=float) for k, v in extra.items()}
-        arrays |= {"scales": np.array(sorted(config["scales"]), dtype=float),
-                   "gap_claim": np.array(float(config["gap_claim"])),
-                   "scale_claim": np.array(float(config["scale_claim"]))}
-        boundary = self._boundary(arr, arrays["scales"])
-        arrays["boundary_gap"] = boundary
-        claims = [self._region_claim(config, arr, boundary, seed), self._tie_claim(arr),
-                  self._counterexample_claim(extra, ftol)]
-        arrays |= self._captions(config)
-        return arrays, claims
-
-    @staticmethod
-    def _table(res, ftol: float, ptol: float) -> dict:
-        levels = np.asarray(res["levels"], dtype=float)
-        out = {"K": [], "scale": [], "gap": [], "outcome": [], "remaining": [], "unpruned": [],
-               "owner_class": []}
-        for i, row in enumerate(levels):
-            g = row[np.isfinite(row)]
-            owner, rem = int(res["owner"][i]), float(res["remaining"][i])
-            rho = np.asarray(res["rho_end"][i])[: g.size]
-            others = np.arange(g.size) != owner
-            out["K"].append(g.size)
-            out["scale"].append(float(res["scales"][i]))
-            out["gap"].append(gap_of(g))
-            out["outcome"].append(classify(owner, g, rem, ftol))
-            out["remaining"].append(rem)
-            out["unpruned"].append(bool(owner >= 0 and np.any(np.abs(rho[others]) >= ptol)))
-            out["owner_class"].append(int(res["owner_class_size"][i]))
-        return out
-
-    @staticmethod
-    def _boundary(arr: dict, scales: np.ndarray) -> np.ndarray:
-        """Per scale, the smallest sampled gap from which every pattern is selected (nan: none)."""
-        out = []
-        for s in scales:
-            at = arr["scale"] == s
-            gaps = np.unique(arr["gap"][at & (arr["gap"] > 0)])
-            ok = [g for g in gaps if np.all(arr["outcome"][at & (arr["gap"] >= g)] == 0)]
-            out.append(min(ok) if ok else np.nan)
-        return np.array(out, dtype=float)
-
-    def _region_claim(self, config, arr: dict, boundary: np.ndarray, seed) -> Claim:
-        gap_c, s_c = float(config["gap_claim"]), float(config["scale_claim"])
-        region = (arr["gap"] >= gap_c - 1e-12) & (arr["scale"] >= s_c)
-        hits = (arr["outcome"][region] == 0).astype(float)
-        k, n = int(hits.sum()), int(hits.size)
-        outside = ~region & (arr["gap"] > 0)
-        rate_out = float(np.mean(arr["outcome"][outside] == 0)) if outside.any() else np.nan
-        edges = ", ".join(f"s = {s:g}: {b:g}" for s, b in zip(sorted(config["scales"]), boundary))
-        j = judge("proportion", hits, threshold=float(config["region_rate"]), direction=">",
-                  rng=generator(seed, "selection_region"))
-        return judged(
-            "ownership_patterns.selection_region",
-            (f"among K in {sorted(config['Ks'])} duplicates at D = {config['dim']} with random "
-             f"gauge levels, the most favourable copy is the unique owner and the remaining "
-             f"function is below {config['function_tol']:g} ||f*|| at t = {config['t_end']:g} "
-             f"whenever gap >= {gap_c:g} and s >= {s_c:g}: fraction selected in that region "
-             f"({k} of {n}); outside it (gap > 0) {rate_out:.2f}; measured boundary, the smallest "
-             f"gap from which every pattern is selected: {edges}"),
-            j, paper_value=1.0, expected=f"> {config['region_rate']:g} (paper: 1)",
-            extra={"cells": {"patterns_in_region": n}, "paper_value": 1.0})
-
-    @staticmethod
-    def _tie_claim(arr: dict) -> Claim:
-        shared = arr["owner_class"] >= 2  # the largest share is held by identical copies
-        tie = arr["outcome"] == 2
-        wrong = int(np.sum(shared != tie) + np.sum(arr["owner_class"] == 0))
-        return Claim(id="ownership_patterns.ties",
-                     statement=(f"the {int(shared.sum())} patterns whose largest share belongs to "
-                                "two or more copies with the same gauge, and only those, end as "
-                                f"ties (never an owner by index; {int(np.sum(arr['gap'] == 0))} "
-                                "patterns have gap 0): patterns misreported"),
-                     measured=wrong, expected=0, tolerance=0, passed=bool(wrong == 0))
-
-    @staticmethod
-    def _counterexample_claim(extra: dict, ftol: float) -> Claim:
-        got = []
-        for i in range(len(COUNTEREXAMPLES)):
-            word = OUTCOMES[int(extra["outcome"][i])]
-            if word == "selected" and extra["unpruned"][i]:
-                word = "selected, unpruned"
-            got.append(word)
-        shared = float(extra["remaining"][1])
-        ok = [g == e for g, (_, _, e) in zip(got, COUNTEREXAMPLES)]
-        ok[1] = ok[1] and abs(shared - 0.1069) < 0.002
-        return Claim(id="ownership_patterns.counterexamples",
-                     statement=("the three patterns measured independently land where they were "
-                                "measured: w,a,w,b,w (s = 0.2) selected with no copy pruned, "
-                                "a,w,b (s = 0.05) shared with remaining function 0.107, a,a,w,w "
-                                f"(s = 1) a tie; measured: {', '.join(got)} (remaining "
-                                f"{shared:.4f}); patterns matched"),
-                     measured=int(sum(ok)), expected=3, tolerance=0, passed=bool(all(ok)))
-
-    @staticmethod
-    def _captions(config) -> dict:
-        return {"caption_ownership_patterns_map": np.array(
-            f"Random gauge patterns of K in {sorted(config['Ks'])} duplicates at D = "
-            f"{config['dim']}: outcome at t = {config['t_end']:g} against the gap between the "
-            "most and second-most favourable gauge level (jittered) and the scale s. Green: "
-            "selected (unique owner, remaining function below "
-            f"{config['function_tol']:g} ||f*||; ringed: some non-owner unpruned, their "
-            "contributions cancel); orange: shared ownership; blue: tie; red: a less favourable "
-            "owner. Stars: the three independently measured patterns; dashed: the claimed "
-            "region; black bars: the measured boundary per s."),
-            "caption_ownership_patterns_remaining": np.array(
-                "Remaining function of the non-owners over ||f*|| against the gap, one panel "
-                f"per scale (dashed: function_tol = {config['function_tol']:g}).")}
+        return ga.ownership_patterns(config, tasks, results, seed)
 
     def plot(self, arrays, config, outdir):
-        import matplotlib.pyplot as plt
-
-        colors = ("C2", "C1", "C0", "C3")
-        scales = arrays["scales"]
-        gap, s, out = (arrays[f"pattern_{k}"] for k in ("gap", "scale", "outcome"))
-        unpruned = arrays["pattern_unpruned"].astype(bool)
-        jitter = 0.04 * np.sin(np.arange(gap.size) * 2.399)
-        ypos = np.searchsorted(scales, s) + 3 * jitter
-        fig, ax = plt.subplots(figsize=(7, 4.2))
-        for code, name in enumerate(OUTCOMES):
-            m = out == code
-            ax.scatter(gap[m] + jitter[m], ypos[m], s=14, color=colors[code], label=name)
-        m = unpruned & (out == 0)
-        ax.scatter(gap[m] + jitter[m], ypos[m], s=40, facecolors="none", edgecolors="k", lw=0.6,
-                   label="selected, a non-owner unpruned")
-        ce = arrays
-        ax.scatter(ce["counterexample_gap"], np.searchsorted(scales, ce["counterexample_scale"]),
-                   marker="*", s=160, c=[colors[int(o)] for o in ce["counterexample_outcome"]],
-                   edgecolors="k", label="issue's patterns")
-        for i, b in enumerate(arrays["boundary_gap"]):
-            if np.isfinite(b):
-                ax.plot([b, b], [i - 0.3, i + 0.3], "k-", lw=2)
-        inside = np.flatnonzero(scales >= float(arrays["scale_claim"]))
-        if inside.size:
-            ax.add_patch(plt.Rectangle((float(arrays["gap_claim"]) - 0.05, inside[0] - 0.4),
-                                       2.1 - float(arrays["gap_claim"]), inside.size - 0.2,
-                                       fill=False, ec="k", ls="--"))
-        ax.set_yticks(range(scales.size), [f"{v:g}" for v in scales])
-        ax.set(xlabel="gap g(1) - g(2) (transport mobility ratio ~ D^gap)", ylabel="scale s",
-               title="outcome of random duplicate-gauge patterns", xlim=(-0.15, 2.15))
-        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-        names = [gf.save(fig, outdir, "ownership_patterns_map", arrays)]
-
-        fig, axes = plt.subplots(1, scales.size, figsize=(3.2 * scales.size, 3.2), squeeze=False)
-        rem = arrays["pattern_remaining"]
-        for ax, v in zip(axes[0], scales):
-            m = s == v
-            ax.semilogy(gap[m] + jitter[m], np.maximum(rem[m], 1e-16), ".", color="C0")
-            ax.axhline(float(config["function_tol"]), color="C1", ls="--", lw=1)
-            ax.set(title=f"s = {v:g}", xlabel="gap", ylim=(1e-16, 2))
-        axes[0, 0].set_ylabel("remaining function / ||f*||")
-        names.append(gf.save(fig, outdir, "ownership_patterns_remaining", arrays))
-        return names
+        return gf.ownership_patterns(arrays, config, outdir)
 
 
 EXPERIMENT = OwnershipPatterns()

@@ -14,14 +14,13 @@ won and is reported.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ...harness import Claim, Experiment, Param
+from ...harness import Experiment, Param
 from ...theory import Definitions, duplicates, perturb, with_gauge
+from . import _analysis as ga
 from . import _figures as gf
-from . import _params as gp
+from . import _protocol as gp
 from . import _trajectories as gt
 
 
@@ -82,108 +81,10 @@ class Perturbations(Experiment):
                 "rho0": np.array([p.rho for p in problems]).reshape(shape + (2,))}
 
     def analyse(self, config, tasks, results, seed):
-        strengths = np.array([t["strength"] for t in tasks])
-        epsilons = np.array(tasks[0]["epsilons"])
-        owner = np.stack([np.asarray(r["owner"]) for r in results])  # (lambda, eps, sample)
-        win = (owner == 0).mean(axis=-1)
-        diverged = (owner < 0).mean(axis=-1)
-        pruned = np.stack([np.asarray(r["loser_pruned"]) for r in results]).mean(axis=-1)
-        always = (owner == 0).all(axis=-1)
-        n = owner.shape[-1]
-        region = (strengths[:, None] >= config["claim_strength"]) & (
-            epsilons[None, :] <= config["claim_epsilon"])
-        region_min = float(win[region].min()) if region.any() else math.nan
-        control = strengths == 1.0
-        pooled = float(win[control].mean()) if control.any() else math.nan
-        n_pooled = int(control.sum() * epsilons.size * n)
-        band = 4.0 * math.sqrt(0.25 / max(n_pooled, 1))
-        # largest epsilon up to which every smaller cell is won every time, per strength
-        edge = np.array([epsilons[:np.argmin(row)].max() if not row.all() and row[0]
-                         else (epsilons.max() if row.all() else 0.0) for row in always])
-        claims = [
-            Claim(id="perturbations.win_region",
-                  statement=(f"with gauge strength lambda >= {config['claim_strength']:g} and "
-                             f"perturbation size epsilon <= {config['claim_epsilon']:g}, the "
-                             f"favourable (a-heavy) copy owns the feature in every one of the {n} "
-                             "perturbed samples of each cell (smallest win fraction in that "
-                             "region)"),
-                  measured=region_min, expected=1.0, tolerance=0.0,
-                  passed=bool(region.any() and region_min == 1.0)),
-            Claim(id="perturbations.symmetric_control",
-                  statement=("at lambda = 1 (both copies balanced, the labels interchangeable) "
-                             "the 'favourable' copy wins about half the time: pooled win "
-                             f"fraction over {n_pooled} samples within 4 binomial standard "
-                             "errors of 1/2"),
-                  measured=pooled, expected=0.5, tolerance=band,
-                  passed=bool(control.any() and abs(pooled - 0.5) <= band)),
-        ]
-        arrays = {
-            "strengths": strengths, "epsilons": epsilons, "win_fraction": win,
-            "win_always": always, "diverged_fraction": diverged, "loser_pruned_fraction": pruned,
-            "win_edge_epsilon": edge, "n_samples": np.array(n),
-            "claim_strength": np.array(float(config["claim_strength"])),
-            "claim_epsilon": np.array(float(config["claim_epsilon"])),
-            "caption_perturbations_map": np.array(
-                f"Two duplicates at D = {config['dim']}, a-heavy and w-heavy at gauge strength "
-                "lambda (transport mobility ratio lambda^2), initial function perturbed at size "
-                f"epsilon ({n} samples per cell). Colour: fraction of samples in which the "
-                f"a-heavy copy owns the feature at t = {config['t_max']:g}; cells outlined in "
-                "white: it wins every time; dashed box: the region claimed. lambda = 1 is the "
-                "symmetric control. Samples whose trajectory diverged (some |w_i| driven through "
-                f"zero by a large perturbation; at most {diverged.max():.3f} of a cell) count as "
-                "not won."),
-            "caption_perturbations_edge": np.array(
-                "Largest perturbation size up to which the favourable copy wins every sample, "
-                "against gauge strength, and the fraction of samples in which the other copy is "
-                "pruned (|rho| below tolerance) by the end."),
-        }
-        return arrays, claims
+        return ga.perturbations(config, tasks, results, seed)
 
     def plot(self, arrays, config, outdir):
-        import matplotlib.pyplot as plt
-
-        lam, eps = arrays["strengths"], arrays["epsilons"]
-        win, always = arrays["win_fraction"], arrays["win_always"]
-        fig, ax = plt.subplots(figsize=(6.4, 4.4))
-        xi, yi = np.arange(eps.size), np.arange(lam.size)
-        mesh = ax.pcolormesh(xi, yi, win, vmin=0, vmax=1, cmap="viridis", shading="nearest")
-        for i in yi:
-            for j in xi:
-                if always[i, j]:
-                    ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False,
-                                               ec="white", lw=1.5))
-                ax.text(j, i, f"{win[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                        color="k" if win[i, j] > 0.6 else "w")
-        inside_l = np.flatnonzero(lam >= float(arrays["claim_strength"]))
-        inside_e = np.flatnonzero(eps <= float(arrays["claim_epsilon"]))
-        if inside_l.size and inside_e.size:
-            ax.add_patch(plt.Rectangle((inside_e[0] - 0.5, inside_l[0] - 0.5), inside_e.size,
-                                       inside_l.size, fill=False, ec="C1", lw=2, ls="--"))
-        ax.set_xticks(xi, [f"{e:g}" for e in eps])
-        ax.set_yticks(yi, [f"{v:g}" for v in lam])
-        ax.grid(False)
-        ax.set(xlabel="perturbation size epsilon", ylabel="gauge strength lambda",
-               title="P(favourable copy owns the feature)")
-        fig.colorbar(mesh, ax=ax, label="win fraction")
-        names = [gf.save(fig, outdir, "perturbations_map", arrays)]
-
-        fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
-        edge = arrays["win_edge_epsilon"]
-        won = edge > 0
-        axes[0].loglog(lam[won], edge[won], "o-", label="largest epsilon won every time")
-        floor = eps.min() / 3
-        axes[0].plot(lam[~won], np.full((~won).sum(), floor), "x", color="C3", ms=8,
-                     label="not won every time even at the smallest epsilon")
-        axes[0].set(xlabel="gauge strength lambda", ylabel="epsilon",
-                    title="favourable copy wins every sample up to", ylim=(floor / 2, None))
-        axes[0].legend(fontsize=7)
-        for i, v in enumerate(lam):
-            axes[1].semilogx(eps, arrays["loser_pruned_fraction"][i], "o-", label=f"lambda={v:g}")
-        axes[1].set(xlabel="perturbation size epsilon", ylabel="fraction",
-                    title="other copy pruned by the end")
-        axes[1].legend(fontsize=7)
-        names.append(gf.save(fig, outdir, "perturbations_edge", arrays))
-        return names
+        return gf.perturbations(arrays, config, outdir)
 
 
 EXPERIMENT = Perturbations()
