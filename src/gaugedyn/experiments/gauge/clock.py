@@ -1,25 +1,9 @@
 """Opposite gauges follow different paths, not the same path on different clocks.
 
-Claim 2 of derivations/theory.md section 2. The w-heavy and a-heavy ``single`` set-ups share the
-initial function. Two claims about the dynamics (the identities of the initial condition, equal
-reaction mobilities and transport mobilities in the ratio ``(root + |delta|) / (root - |delta|)``
-at ``t = 0``, are unit tests of the set-up):
-
-- ``clock.path_distance``: if a monotone change of time ``t -> h(t)`` mapped one trajectory onto
-  the other, the two would trace the same curve in the ``(rho, alignment)`` plane; any
-  reparametrization leaves that curve (the image of the path) unchanged, so the Hausdorff distance
-  between the two images is a lower bound on the distance between the trajectories under every
-  reparametrization (the Frechet distance is reported alongside). Check: it exceeds
-  ``path_bound``.
-- ``clock.clocks``: the reaction clock ``C_R(t) = int_0^t mu_R ds`` and the transport clock
-  ``C_T(t) = int_0^t mu_T ds`` are integrated along both trajectories up to each one's own
-  specialization time ``T_g``. A common change of time would need the same ratio of transport
-  to reaction time ``C_T(T_g) / C_R(T_g)`` in both gauges. Finding: the a-heavy ratio exceeds the
-  w-heavy ratio by more than ``D^clock_exponent`` (the mobility ratio at ``t = 0`` is about
-  ``D^2``; the threshold, fixed before the run, asks for ``D^1``). The value is deterministic
-  (one integration, no seeds), so the finding's rule is ``deterministic``
-  (:func:`gaugedyn.harness._verdicts.deterministic`): its interval is the point itself, and
-  its power at the paper's value ``D^2`` is 1.
+The protocol (set-up, claims and their rules, fixed before any run) is the ``clock``
+section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
+declares the settings and runs the tasks, :func:`._analysis.clock` turns the results into
+claims and :func:`._figures.clock` draws the figures.
 """
 
 from __future__ import annotations

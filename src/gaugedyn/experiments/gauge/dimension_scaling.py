@@ -1,15 +1,9 @@
 """Specialization time of the ``single`` set-up against the input dimension, for both gauges.
 
-Claim 1 of derivations/theory.md section 2: at a fixed initial function (``rho0 = s``, overlap ``D^-1/2``)
-the w-heavy gauge (``|w0|^2 = s D``) specializes in a time ``Theta(D)`` and the a-heavy gauge
-(``a0^2 = s D``) in ``Theta(1/D)``, so their ratio grows as ``D^2``. Each ``(D, gauge)`` is one
-population-flow solve stopped at the specialization event; the exponents are least-squares fits
-of ``log T`` on ``log D`` over ``D >= large_dim`` only (:func:`gaugedyn.stats.loglog_fit`, Student-t
-intervals). The residuals of a power law fitted to a pre-asymptotic curve are systematic, so the
-t interval understates the uncertainty; the local slopes ``d log T / d log D`` between
-consecutive dimensions (:func:`gaugedyn.stats.local_slopes`) are stored and drawn beside the fit
-to show the drift. A ``dims`` list with fewer than three dimensions at or above ``large_dim`` is
-refused before any work (:meth:`DimensionScaling.validate`).
+The protocol (set-up, claims and their rules, fixed before any run) is the ``dimension_scaling``
+section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
+declares the settings and runs the tasks, :func:`._analysis.dimension_scaling` turns the results into
+claims and :func:`._figures.dimension_scaling` draws the figures.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """Reaction and transport dissipation along the two gauges' trajectories.
 
-derivations/theory.md section 2: ``-dL/dt = sum_i mu_R_i (dL~/drho_i)^2 + mu_T_i |P_i grad_{u_i}
-L~|^2``. For the ``single`` set-up at ``D`` in both gauges, the two parts are recorded over time
-(the engine's closed-form observables ``reaction`` and ``transport``) with the trajectory itself
-(``rho``, the alignment ``m = u.v`` and the mobilities ``mu_R = a^2 + |w|^2``,
-``mu_T = 1/|w|^2``). Checks:
-
-- ``dissipation.balance``: ``int_0^{t_max} (reaction + transport) dt`` (Simpson's rule in
-  ``log t`` on a dense log-spaced grid) equals the loss drop ``L(0) - L(t_max)`` to
-  ``rtol_balance``;
-- ``dissipation.reaction_split`` and ``dissipation.transport_split``: each part recomputed from the
-  stored trajectory alone, by finite differences in ``log t`` (second order), as
-  ``(d rho/dt)^2 / mu_R`` and ``|du/dt|^2 / mu_T``; the direction ``u`` moves in the plane of
-  ``u_0`` and the teacher, so ``|du/dt|^2 = (dm/dt)^2 / (1 - m^2)``. The measure is the
-  integrated gap ``int |FD - closed form| dt / int closed form dt`` per part and gauge, which
-  must stay below ``split_rtol`` (default 1e-2: the finite-difference error is about
-  ``h^2 = (ln 10 / per_decade)^2``, 1.5e-3 at the quick grid's 60 points per decade).
-
-The share of the total carried by transport is reported for each gauge.
+The protocol (set-up, claims and their rules, fixed before any run) is the ``dissipation``
+section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
+declares the settings and runs the tasks, :func:`._analysis.dissipation` turns the results into
+claims and :func:`._figures.dissipation` draws the figures.
 """
 
 from __future__ import annotations

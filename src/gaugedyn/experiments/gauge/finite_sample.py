@@ -1,22 +1,9 @@
 """Finite-sample gradient descent converges to the population dynamics as ``n`` grows.
 
-Claim 5 of derivations/theory.md section 2. The ``duplicates`` set-up (one a-heavy and one w-heavy copy at
-gauge strength ``strength``) is trained by full-batch GD with step ``eta`` on ``n`` fixed Gaussian
-samples, ``S`` seeds per ``n`` in one batched run. The reference is the population dynamics with
-the same step (population GD, the Euler map of the flow, from :func:`gaugedyn.theory.solve`), so
-the deviation measures the finite sample alone; the population flow is drawn too, and its distance
-to population GD (the ``O(eta)`` discretisation bias) is reported. Per seed the deviation of an
-observable is its root-mean-square difference from the reference over the recorded times (loss:
-population loss of the trained weights; ``rho``: every student; alignment: the angle
-``arccos m`` of every student; reaction and transport: the two parts of the dissipation
-``-dL/dt``, summed over students, evaluated in closed form at the trained weights by the same
-observable as the theory's, :func:`gaugedyn.theory.dissipation`); the median over seeds is
-fitted against ``n`` on log-log axes (:func:`gaugedyn.stats.loglog_fit`). Theory: deviation
-``~ n^{-1/2}``. Loss, alignment and ``rho`` are checks; the dissipation parts are findings of the
-seed's statement 5, judged by the catalogue's ``slope_band`` rule on the points
-``(log n, log median deviation)``: HELD when the 95% t interval of the least-squares slope lies
-inside ``(-1/2 - tolerance, -1/2 + tolerance)`` (the paper's value ``-1/2`` is where the power is
-computed), shown with their seed bands against population GD.
+The protocol (set-up, claims and their rules, fixed before any run) is the ``finite_sample``
+section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
+declares the settings and runs the tasks, :func:`._analysis.finite_sample` turns the results into
+claims and :func:`._figures.finite_sample` draws the figures.
 """
 
 from __future__ import annotations

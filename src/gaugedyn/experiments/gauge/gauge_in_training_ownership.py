@@ -1,13 +1,9 @@
 """Ownership of the teacher feature measured on networks trained by finite-sample GD.
 
-Claim 3 of derivations/theory.md section 2, on finite-sample full-batch GD (``n = n_factor * D``
-Gaussian samples per seed). ``K`` duplicates with the a-heavy gauge on copy 0 and the w-heavy
-gauge on the others, each seed's initial function perturbed visibly by ``epsilon``
-(:func:`gaugedyn.theory.perturb`, its own generator). Claims: copy 0 is the unique owner of the
-feature in every seed (:func:`gaugedyn.theory.owners`; a tie counts as not owned); the
-non-owners' remaining function ``||sum_{i != owner} rho_i relu(u_i.x)|| / ||f*||``
-(:func:`gaugedyn.theory.remaining_relative`) is reported per ``K`` with a 95% bootstrap interval
-of its median over seeds (generator derived from the tasks' seeds), next to the flow's value.
+The protocol (set-up, claims and their rules, fixed before any run) is the ``gauge_in_training_ownership``
+section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
+declares the settings and runs the tasks, :func:`._analysis.gauge_in_training_ownership` turns the results into
+claims and :func:`._figures.gauge_in_training_ownership` draws the figures.
 """
 
 from __future__ import annotations

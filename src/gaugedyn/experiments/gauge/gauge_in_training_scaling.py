@@ -1,19 +1,9 @@
 """Dimension scaling of the gauge measured on networks trained by finite-sample GD.
 
-Claim 1 of derivations/theory.md section 2, on finite-sample full-batch GD (``n = n_factor * D``
-Gaussian samples per seed, ``S`` seeds trained batched per configuration). The ``single`` set-up
-in the w-heavy and the a-heavy gauge (strength ``D``). GD on the w-heavy neuron is stable only
-for ``eta`` below about ``2 / (s D)`` (its reaction rate) while it specializes after a time of
-order ``s D``, so its step count grows like ``D^2``; each gauge gets ``eta = c_gauge / (s D)``
-(``c`` smaller for the a-heavy gauge, whose transport rate ``D / s`` is the fast one), and ``D``
-stays small (the theory carries large ``D``, see the ``dimension_scaling`` experiment).
-Specialization times come from linear interpolation of the alignment between recorded steps
-(:func:`gaugedyn.training.crossing_time`); a run that never specializes counts at the end of its
-run (a censored time, later than every measured one). Claims: the ratio of median specialization
-times grows with ``D`` (95% t interval of the fitted exponent above 0) and its exponent agrees
-with the population flow's over the same ``D`` within ``exponent_tolerance``. Seed intervals
-(bootstrap of the medians, :mod:`gaugedyn.stats`) come from a generator derived from the tasks'
-seeds.
+The protocol (set-up, claims and their rules, fixed before any run) is the ``gauge_in_training_scaling``
+section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
+declares the settings and runs the tasks, :func:`._analysis.gauge_in_training_scaling` turns the results into
+claims and :func:`._figures.gauge_in_training_scaling` draws the figures.
 """
 
 from __future__ import annotations

@@ -1,41 +1,10 @@
-r"""The gauge on networks the theory did not build: a ReLU MLP, a small CNN and a tiny
+"""The gauge on networks the theory did not build: a ReLU MLP, a small CNN and a tiny
 transformer on the digits data.
 
-Claim 3 of derivations/theory.md section 2 (the favourable gauge picks the owner among
-duplicates) and the exact discrete drift of the gauge, measured with
-:class:`gaugedyn.gauge.GaugeRecorder` on torch models trained full-batch on scikit-learn's shipped
-``load_digits`` (the models and the duplication: :mod:`._digits`).
-
-*Owner runs* (``models``: the MLP and the CNN): unit (channel) 0 of the first hidden layer is
-duplicated into unit 1 with the same function and opposite gauges (unit 0 a-heavy,
-``(|w|, |a|) -> (|w| / s, |a| s)``; unit 1 w-heavy), then trained with full-batch GD, GD with
-heavy-ball momentum and weight decay (``torch.optim.SGD``) and Adam, ``seeds`` seeds each (tasks:
-model x optimizer x chunk of seeds). Per run: the functional owner of the pair at the last step
-(a tie counts as not owned), the per-step change of every unit's ``delta = |a|^2 - |w|^2``
-against its prediction (GD: ``eta^2 (|g_a|^2 - |g_w|^2)``; momentum: the recorder's exact
-recursion; Adam: measured only), the cumulative drift of the pair's ``delta`` and their
-mobilities ``mu_R = |a|^2 + |w|^2``, ``mu_T = 1 / |w|^2``.
-
-*Slope runs* (``slope_models``: the MLP, the CNN and the transformer, ``slope_seeds`` seeds
-each): full-batch GD from one initial model at ``slope_sizes`` step sizes
-``eta = lr_gd 2^-k``, each over the same time ``T`` (:func:`._digits.drift_rates`): the drift per
-unit time of the invariants (every ReLU unit of the MLP and the CNN; the heads'
-``W_Q W_Q^T - W_K W_K^T`` and ``W_V W_V^T - W_O^T W_O`` of the transformer, the ``W_Q^T W_Q -
-W_K^T W_K`` of the ``x W`` convention), and per seed the least-squares slope of its log against
-log eta. GD drifts by ``eta^2 k`` per step, ``eta T <k>`` over the time ``T``: slope 1.
-
-Checks (they decide the exit status): the duplication and the gauges leave the outputs unchanged
-to ``1e-12`` relative; every invariant's change per GD step (owner runs and slope runs, which
-include the attention pairs) equals its prediction to :data:`._digits.GD_TOL` relative (plus the
-float's resolution of the invariant, :func:`._digits.gap`), and per momentum step to
-:data:`._digits.MOMENTUM_TOL`. Findings: per model and optimizer, rule ``proportion``
-(randomised exact interval, its uniform draw from the run's analysis seed) claimed ``> 1/2``: the a-heavy copy owns the feature in most seeds (the seed's flow claim gives
-rate 1, the paper value for GD and momentum, whose small steps follow the flow; the paper gives
-no value under Adam); per slope model, rule ``equivalence`` (two one-sided t tests on the
-per-seed slopes) inside ``[0.9, 1.1]`` (paper value 1). Measurements: the median relative drift
-of each copy's ``delta`` and the median ratio ``mu_T(a-heavy) / mu_T(w-heavy)`` of the copies'
-transport mobilities at the end (``s^4`` at the start). Seeds are not paired across optimizers
-(each task draws its own).
+The protocol (set-up, claims and their rules, fixed before any run) is the ``gauge_on_networks``
+section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
+declares the settings and runs the tasks, :func:`._analysis.gauge_on_networks` turns the results into
+claims and :func:`._figures.gauge_on_networks` draws the figures.
 """
 
 from __future__ import annotations

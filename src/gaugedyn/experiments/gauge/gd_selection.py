@@ -1,10 +1,9 @@
 """Population gradient descent with small steps keeps the selection of the flow.
 
-Claim 4 of derivations/theory.md section 2 (second half, selection). Two duplicates at ``D``
-(copy 0 a-heavy, copy 1 w-heavy) follow population gradient descent with each step ``eta`` to
-``t_end``; the selection is kept when copy 0 is the unique owner (ties count as lost) and copy 1
-is pruned from some time ``<= t_end`` on (``|rho_1| < prune_tol`` from then on). The flow is
-drawn beside them.
+The protocol (set-up, claims and their rules, fixed before any run) is the ``gd_selection``
+section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
+declares the settings and runs the tasks, :func:`._analysis.gd_selection` turns the results into
+claims and :func:`._figures.gd_selection` draws the figures.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Population gradient descent against the flow: first-order convergence.
 
-Claim 4 of derivations/theory.md section 2 (second half, the step size). Two duplicates at ``D``
-(copy 0 a-heavy, copy 1 w-heavy) are followed by the population flow (tight tolerance) and by
-population gradient descent ``theta -> theta - eta grad L`` for several steps ``eta``, step ``k``
-at time ``k eta``. The GD specialization time is read between the two steps that bracket the
-threshold (linear interpolation of the alignment), so its error against the flow's is the
-method's global error, ``O(eta)`` for the Euler map: the fitted log-log slope of the relative
-error against ``eta`` is compared with 1 (:func:`gaugedyn.stats.loglog_fit`). The selection under
-GD is the ``gd_selection`` experiment.
+The protocol (set-up, claims and their rules, fixed before any run) is the ``gradient_descent``
+section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
+declares the settings and runs the tasks, :func:`._analysis.gradient_descent` turns the results into
+claims and :func:`._figures.gradient_descent` draws the figures.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """Online SGD against the classical online ODE (erf) and the population flow (ReLU, small eta).
 
-erf part: a ``K = 2``, ``M = 1`` teacher-student problem whose order parameters ``(a, Q, R, T)`` are
-the same at every ``D`` (the weights are embedded in the first ``K + M`` coordinates) is trained by
-online SGD (one fresh sample per step, step ``eta / D``, time ``t = steps / D``), ``S`` seeds
-batched per ``D``. The reference is the online ODE of Saad & Solla / Goldt et al. with its
-``eta^2`` noise term (:mod:`gaugedyn.training._online_ode`); the ODE without that term is shown
-too. Claims: the ODE lies inside the seeds' 10-90% band of the population loss at (at least 90%
-of) the records after ``MIN_STEPS`` steps, over all ``D`` (the largest
-``|median - ODE| / half-width`` is reported), and the seed spread shrinks as
-``D^{-1/2}`` (fitted exponent of the time-averaged standard deviation over seeds).
-
-erf at large ``D``: the same problem, eta, time and seeds run as the exact order-parameter chain
-of online SGD (``backend="chain"``, :mod:`gaugedyn.training._online_chain`; the same law as
-weight-space SGD at each ``D``, at a cost per step independent of ``D``) for ``D`` up to 1e5.
-The same two checks, with the same rules, fixed before the first run: the ODE inside the 10-90%
-band at >= 90% of the records after ``MIN_STEPS`` steps over the chain's ``D``, and the spread
-exponent within ``spread_tolerance`` of -1/2 over the chain's ``D``.
-
-ReLU part: the ``duplicates`` set-up (a-heavy and w-heavy copy) trained by online SGD with a small
-``eta`` against the population flow at flow time ``eta t``.
+The protocol (set-up, claims and their rules, fixed before any run) is the ``online_sgd``
+section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
+declares the settings and runs the tasks, :func:`._analysis.online_sgd` turns the results into
+claims and :func:`._figures.online_sgd` draws the figures.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Among duplicate students, the one with the favourable gauge owns the teacher feature.
 
-Claim 3 of derivations/theory.md section 2, on one pattern: ``K`` copies of the ``single`` neuron
-share ``rho0 = s`` and the direction ``u0``; copy ``j`` gets the a-heavy gauge (fast transport)
-and the others the w-heavy gauge. For every ``K`` in the list and every ``j``, the population
-flow is solved (the ``K`` runs of one ``K`` in one batch) and checked at the stated time
-``t_check``: copy ``j`` is the unique owner (a tie counts as not owned;
-:func:`gaugedyn.theory.owners`), every other copy is pruned from some time ``<= t_check`` on
-(``|rho_i| < prune_tol`` from then on), and the function the non-owners still carry,
-``||sum_{i != owner} rho_i relu(u_i.x)|| / ||f*||`` (closed-form Gaussian norm,
-:func:`gaugedyn.theory.remaining_relative`), is below ``function_tol``. Other gauge patterns
-(mixed, balanced, tied) are mapped by the ``ownership_patterns`` experiment.
+The protocol (set-up, claims and their rules, fixed before any run) is the ``ownership``
+section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
+declares the settings and runs the tasks, :func:`._analysis.ownership` turns the results into
+claims and :func:`._figures.ownership` draws the figures.
 """
 
 from __future__ import annotations

@@ -1,64 +1,9 @@
 """Which copy owns the teacher feature, over random patterns of duplicate gauges.
 
-Claim 3 of derivations/theory.md section 2 says: among any number of initially duplicate students,
-assigning the favourable gauge to one neuron selects it as the owner and drives the remaining
-functional contribution to zero. This experiment maps where that holds.
-
-Protocol (fixed before any run). ``K`` duplicates of the ``single`` neuron at ``D = dim`` share
-``rho0 = s`` and ``u0``; copy ``i`` gets the gauge level ``g_i``, drawn uniformly from
-``n_levels`` equally spaced values in ``[-1, 1]`` (the task's own generator): ``delta_i =
-s (D^g_i - D^-g_i)``, so ``g = 1`` is a-heavy, ``g = -1`` w-heavy and ``g = 0`` balanced, and the
-transport mobility ``1/|w_i|^2`` grows with ``g_i``. The *gap* is ``g_(1) - g_(2)``, the
-difference of the two most favourable levels (the transport mobility ratio of those two copies is
-about ``D^gap``). The flow runs to ``t_end`` and the outcome is read there, with the observables
-of :mod:`gaugedyn.theory` (owner sets with ties, the remaining function
-``||sum_{i not owner} rho_i relu(u_i.x)|| / ||f*||`` in closed form):
-
-- **tie**: two or more copies share the largest share of the feature (never resolved by index);
-- **selected**: the most favourable copy is the unique owner and the remaining function is below
-  ``function_tol``; **selected, unpruned** marks those where some non-owner still has
-  ``|rho_i| >= prune_tol`` (their contributions cancel);
-- **shared**: the most favourable copy is the unique owner, but the remaining function is not
-  below ``function_tol``;
-- **other**: a less favourable copy is the unique owner.
-
-Claims:
-
-- ``ownership_patterns.selection_region`` (finding): in the region ``gap >= gap_claim`` and
-  ``s >= scale_claim`` (fixed in advance from the counterexamples below), the fraction of patterns
-  selected, judged by the catalogue's ``proportion`` rule on the patterns' outcomes (1 selected,
-  0 not): HELD when its 95% interval (randomised exact, the uniform draw from the run's analysis
-  seed) lies above ``region_rate`` (0.8: with the full run's few dozen patterns in the region, a
-  lower bound above 0.95 is out of reach even when all are selected); the power is computed at the paper's value, 1 (claim 3: the favourable
-  gauge selects). The quick run's few patterns can leave it UNRESOLVED (the harness labels
-  every quick finding "provisional (quick)"). The measured boundary,
-  per ``s`` the smallest gap from which every sampled pattern is selected, is reported with it;
-- ``ownership_patterns.ties`` (check): a pattern ends as a tie exactly when the largest share
-  of the feature belongs to a class of two or more copies with the same gauge level (never one
-  of them by index), e.g. every gap-0 pattern whose top class owns; a lone copy that holds the
-  largest share is its unique owner, whatever the gap;
-- ``ownership_patterns.counterexamples`` (check): three patterns measured independently (a
-  weight-space implementation) land where they were measured: ``w,a,w,b,w`` at ``s = 0.2`` is
-  selected with no copy pruned; ``a,w,b`` at ``s = 0.05`` is shared (remaining function 0.107);
-  ``a,a,w,w`` at ``s = 1`` is a tie. They are drawn on the map.
-
-Copies with the same level start from the same state, and the exact flow keeps them identical
-(it is symmetric under exchanging them). The integrated flow does not: at collinear copies the
-pair kernel's ``dF/dc = (pi - theta)/(2 pi)`` has an unbounded derivative (``1/(2 pi
-sqrt(q1 q2 - c^2))``), so an integration error ``eps`` in ``c`` moves the velocity by about
-``sqrt(eps)`` and splits the copies along a direction the loss does not see (only their sum is
-the function). Measured on the two w-heavy copies at ``s = 1``: shares 0.484 / 0.516 at
-``t = 1000`` with rtol 1e-8 and atol 1e-8 (this experiment's), 0.497 / 0.503 at 1e-10, 0.523 /
-0.477 with LSODA and 0.507 / 0.493 in the span formulation: a split of either sign that shrinks
-with the tolerance, integration error rather than dynamics, far above the tie rule's relative
-1e-4. The outcome is therefore read from the final state averaged over each class of identical
-copies (:func:`symmetrized`, the projection onto the exchange-symmetric states the exact flow
-stays in).
-
-The outcome is read at ``t_end = 1000`` in the full and the quick configuration alike (the three
-patterns above are settled by then: their values at ``t = 1000`` and ``t = 25000`` agree to the
-digits quoted). The balanced copies are pruned slowly (their reaction mobility ``2 |rho|``
-vanishes with ``rho``), so "shared" means "not pruned by ``t_end``".
+The protocol (set-up, claims and their rules, fixed before any run) is the ``ownership_patterns``
+section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
+declares the settings and runs the tasks, :func:`._analysis.ownership_patterns` turns the results into
+claims and :func:`._figures.ownership_patterns` draws the figures.
 """
 
 from __future__ import annotations
@@ -132,7 +77,7 @@ class OwnershipPatterns(Experiment):
         "owner": "unique student with the largest share sign(b) rho_i m_i; tie if several "
                  "within 1e-4 relative",
         "remaining_function": "||sum_{i not owner} rho_i relu(u_i.x)||_{L2(N(0, I))} / ||f*||",
-        "outcome": "selected / shared / tie / other (module docstring)",
+        "outcome": "selected / shared / tie / other (PROTOCOL.md, ownership_patterns)",
     }
     params = {
         "Ks": Param(list, [2, 3, 4, 5, 6, 8], quick=[2, 5, 8], lo=2, hi=8, min_len=1,

@@ -1,15 +1,9 @@
 """Selection under visible perturbations of the initial function: a phase diagram.
 
-Claim 4 of derivations/theory.md section 2 (first half). Two duplicate students start from the ``single``
-function; copy 0 gets the a-heavy gauge and copy 1 the w-heavy gauge, both at gauge strength
-``lambda`` (``named_delta``: a-heavy ``a^2 = lambda |rho|``, ``|w|^2 = |rho| / lambda``; w-heavy
-swapped), so their transport mobilities differ by ``lambda^2`` and ``lambda = 1`` is the
-symmetric control (both balanced). Each sample perturbs the initial function by
-:func:`gaugedyn.theory.perturb` with size ``epsilon`` (gauges kept), and the batched integrator
-follows every sample to ``t_max``; the favourable copy wins when it owns the teacher feature at
-``t_max``. The map of the win fraction over ``(epsilon, lambda)`` is the phase diagram; a sample
-whose trajectory diverges (a perturbation that drives some ``|w_i|`` through zero) counts as not
-won and is reported.
+The protocol (set-up, claims and their rules, fixed before any run) is the ``perturbations``
+section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
+declares the settings and runs the tasks, :func:`._analysis.perturbations` turns the results into
+claims and :func:`._figures.perturbations` draws the figures.
 """
 
 from __future__ import annotations
