@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import torch
@@ -211,7 +212,15 @@ def task_losses(net: Net, x: torch.Tensor, z: torch.Tensor, R: int,
 
 
 def _dot(a: list[torch.Tensor], b: list[torch.Tensor]) -> torch.Tensor:
-    return sum((x * y).flatten(1).sum(1) for x, y in zip(a, b))
+    return cast(torch.Tensor, sum((x * y).flatten(1).sum(1) for x, y in zip(a, b)))
+
+
+def grad_of(p: torch.Tensor) -> torch.Tensor:
+    """``p.grad``, which a backward pass has set."""
+    if p.grad is None:
+        raise RuntimeError(f"a parameter of shape {tuple(p.shape)} has no gradient: no backward "
+                           "pass reached it")
+    return p.grad
 
 
 def _expand(c: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -255,15 +264,18 @@ class FormationRecord:
 
     def cancellation(self) -> np.ndarray:
         """``-C / S`` per network."""
+        if self.cross is None or self.sq is None:
+            raise ValueError("no formation step was recorded: no cancellation to report")
         return -self.cross / np.maximum(self.sq, 1e-300)
 
 
 def encoder_v_means(c: Cohort) -> np.ndarray:
     out = []
     for layer in c.net.encoder:
+        assert isinstance(layer, _Layer)
         v = [c.opt.state[p]["exp_avg_sq"] if c.opt.state.get(p) else torch.zeros_like(p)
              for p in (layer.weight, layer.bias)]
-        tot = sum(t.double().flatten(1).sum(1) for t in v)
+        tot = cast(torch.Tensor, sum(t.double().flatten(1).sum(1) for t in v))
         out.append((tot / sum(t[0].numel() for t in v)).numpy())
     return np.stack(out)
 
@@ -291,7 +303,7 @@ def train(c: Cohort, world: World, gen: torch.Generator, steps: int, batch: int,
             if proj.any():
                 project(grads, proj, n_enc)
             for i, p in enumerate(c.net.parameters()):
-                p.grad = sum(g[i] for g in grads)
+                p.grad = cast(torch.Tensor, sum(g[i] for g in grads))
         c.opt.step()
         if record is not None and (t + 1) % record.every == 0:
             record.v_mean.append(encoder_v_means(c))
@@ -300,9 +312,9 @@ def train(c: Cohort, world: World, gen: torch.Generator, steps: int, batch: int,
 def _accumulate(record: FormationRecord, grads: list[list[torch.Tensor]], n_enc: int) -> None:
     K = len(grads)
     enc = [g[:n_enc] for g in grads]
-    sq = sum(_dot(e, e) for e in enc).double().numpy()
-    cross = sum(_dot(enc[j], enc[k]) for j in range(K) for k in range(K) if j != k)
-    cross = cross.double().numpy() if torch.is_tensor(cross) else np.zeros_like(sq)
+    sq = cast(torch.Tensor, sum(_dot(e, e) for e in enc)).double().numpy()
+    total = sum(_dot(enc[j], enc[k]) for j in range(K) for k in range(K) if j != k)
+    cross = total.double().numpy() if isinstance(total, torch.Tensor) else np.zeros_like(sq)
     record.sq = sq if record.sq is None else record.sq + sq
     record.cross = cross if record.cross is None else record.cross + cross
 

@@ -19,6 +19,7 @@ Every route of one comparison receives the same pulse batches (common random num
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import torch
@@ -156,7 +157,8 @@ class Pulse:
         gen = torch.Generator().manual_seed(self.seed)
         specs = [pulse_spec(c, kind, self.hp) for c in routes]
         first = [self.measure(c) for c in routes]
-        trace = [{name: [] for name in sm.READOUTS} for _ in routes]
+        trace: list[dict[str, list[np.ndarray]]] = [{name: [] for name in sm.READOUTS}
+                                                      for _ in routes]
         for t in range(1, steps + 1):
             z, xi = self.world.sample(gen, self.hp["batch"])
             state = gen.get_state()  # every route draws the same label masks
@@ -170,7 +172,7 @@ class Pulse:
                     _sgd_step(c, sgd[i])
                 else:
                     c.opt.step()
-            if movement:
+            if before is not None:
                 _equal_movement(routes, before)
             if t in marks:
                 for i, c in enumerate(routes):
@@ -192,7 +194,7 @@ class Pulse:
 @torch.no_grad()
 def _sgd_step(c: sm.Cohort, lr: torch.Tensor) -> None:
     for p in c.net.parameters():
-        p.sub_(sm._expand(lr, p) * p.grad)
+        p.sub_(sm._expand(lr, p) * sm.grad_of(p))
 
 
 def _equal_movement(routes: list[sm.Cohort], before: list[dict]) -> None:
@@ -212,21 +214,24 @@ def sgd_rates(c: sm.Cohort, world: sm.World, kind: str, hp: dict, seed: int) -> 
     c.opt.zero_grad(set_to_none=True)
     _pulse_loss(c, world, pulse_spec(c, kind, hp), z, xi, gen).backward()
     b1, b2, lr, eps = hp["beta1"], hp["beta2"], hp["lr"], hp["eps"]
-    du, gg = 0.0, 0.0
+    du: float | torch.Tensor = 0.0
+    gg: float | torch.Tensor = 0.0
     for p in c.net.parameters():
         s = c.opt.state[p]
         t = float(s["step"]) + 1
-        m = (b1 * s["exp_avg"] + (1 - b1) * p.grad) / (1 - b1 ** t)
-        v = (b2 * s["exp_avg_sq"] + (1 - b2) * p.grad ** 2) / (1 - b2 ** t)
+        g = sm.grad_of(p)
+        m = (b1 * s["exp_avg"] + (1 - b1) * g) / (1 - b1 ** t)
+        v = (b2 * s["exp_avg_sq"] + (1 - b2) * g ** 2) / (1 - b2 ** t)
         du = du + ((lr * m / (v.sqrt() + eps)) ** 2).flatten(1).sum(1)
-        gg = gg + (p.grad ** 2).flatten(1).sum(1)
+        gg = gg + (g ** 2).flatten(1).sum(1)
     c.opt.zero_grad(set_to_none=True)
-    return (du.sqrt() / gg.sqrt().clamp_min(1e-30)).detach()
+    return (torch.as_tensor(du).sqrt() / torch.as_tensor(gg).sqrt().clamp_min(1e-30)).detach()
 
 
-def intervene(name: str, a: sm.Cohort, b: sm.Cohort) -> list[dict]:
-    """Apply intervention ``name`` to the pair ``(a, b)`` in place; the toolkit's records."""
-    recs = []
+def intervene(name: str, a: sm.Cohort, b: sm.Cohort) -> list[Any]:
+    """Apply intervention ``name`` to the pair ``(a, b)`` in place; the toolkit's records
+    (:class:`gaugedyn.adam.StateRecord`)."""
+    recs: list[Any] = []
     for step in name.split("+"):
         if step in ("own", "move"):
             continue
@@ -247,7 +252,7 @@ def intervene(name: str, a: sm.Cohort, b: sm.Cohort) -> list[dict]:
     return recs
 
 
-def summarise_records(recs: list[dict]) -> str:
+def summarise_records(recs: list[Any]) -> str:
     """A compact JSON text of the toolkit records (operation, tensors, total norms)."""
     out = []
     for r in recs:
@@ -267,7 +272,7 @@ def compare(pulse: Pulse, a: sm.Cohort, b: sm.Cohort, name: str, kind: str = "co
     a, b = clone(a), clone(b)
     recs = intervene(name, a, b)
     res = pulse.run([a, b], kind, movement=name.endswith("move"))["routes"]
-    out = {"records": summarise_records(recs)}
+    out: dict[str, Any] = {"records": summarise_records(recs)}
     for ro in sm.READOUTS:
         ra, rb = res[0][ro], res[1][ro]
         out[ro] = {"lost_a": ra["lost"], "lost_b": rb["lost"], "switch_a": ra["switched"],

@@ -150,9 +150,9 @@ def _calibrate_group(job: tuple) -> list[dict]:
         ra = endpoints(pulse, a)
         miss = []
         for w in grid:
-            ru = endpoints(pulse, routes[f"update@{w:g}"])["heads"]
-            miss.append(max(abs(np.mean(ra["heads"][0] - ru[0])),
-                            abs(np.mean(ra["heads"][1] - ru[1]))))
+            heads = endpoints(pulse, routes[f"update@{w:g}"])["heads"]
+            miss.append(max(abs(np.mean(ra["heads"][0] - heads[0])),
+                            abs(np.mean(ra["heads"][1] - heads[1]))))
         i_star = int(np.argmin(miss))
         w_star = float(grid[i_star])
         ru = endpoints(pulse, routes[f"update@{w_star:g}"])

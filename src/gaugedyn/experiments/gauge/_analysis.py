@@ -427,7 +427,8 @@ def _networks_gather(tasks, results) -> tuple[dict, dict]:
         key = ((task["model"], task["optimizer"]) if task["kind"] == "owner"
                else task["model"])
         by.setdefault(key, []).append(res)
-    owner, slope = {}, {}
+    owner: dict[tuple[str, str] | str, dict[str, np.ndarray]] = {}
+    slope: dict[tuple[str, str] | str, dict[str, np.ndarray]] = {}
     for key, parts in by.items():
         d = {k: np.concatenate([np.atleast_1d(np.asarray(p[k])) for p in parts])
              for k in parts[0] if k not in ("step", "eta", "wall_time_s")}
@@ -825,8 +826,8 @@ def ownership_patterns(config, tasks, results, seed):
 
 def _ownership_patterns_table(res, ftol: float, ptol: float) -> dict:
     levels = np.asarray(res["levels"], dtype=float)
-    out = {"K": [], "scale": [], "gap": [], "outcome": [], "remaining": [], "unpruned": [],
-           "owner_class": []}
+    out: dict[str, list] = {"K": [], "scale": [], "gap": [], "outcome": [], "remaining": [],
+                            "unpruned": [], "owner_class": []}
     for i, row in enumerate(levels):
         g = row[np.isfinite(row)]
         owner, rem = int(res["owner"][i]), float(res["remaining"][i])

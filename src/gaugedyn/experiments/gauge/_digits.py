@@ -145,11 +145,11 @@ def gap(units: dict, lr: float, rel: float) -> float:
     if not np.all(np.isfinite(pred)):
         return float("nan")
     eps = np.finfo(np.float64).eps
-    size = units["in_sq"], units["out_sq"], units["g_in_sq"], units["g_out_sq"], pred
+    parts = units["in_sq"], units["out_sq"], units["g_in_sq"], units["g_out_sq"], pred
     if change.ndim == 4:  # attention pairs: d x d per head, their Frobenius norms
-        size = [np.linalg.norm(v, axis=(-2, -1))[..., None, None] for v in size]
+        size = [np.linalg.norm(v, axis=(-2, -1))[..., None, None] for v in parts]
     else:
-        size = [np.abs(v) for v in size]
+        size = [np.abs(v) for v in parts]
     allowed = (rel * (lr ** 2 * (size[2] + size[3]) + size[4]) + 4 * eps * (size[0] + size[1]))
     return float(np.max(np.abs(change - pred) / allowed))
 
@@ -244,6 +244,6 @@ def drift_rates(task: dict, torch_seed: int) -> dict:
             if g.kind in SLOPE_KINDS[model]:
                 total += float(np.sum(arr["change"].sum(0) ** 2))
         drift.append(np.sqrt(total) / T)
-    drift = np.asarray(drift)
-    slope = float(np.polyfit(np.log(etas), np.log(drift), 1)[0])
-    return {"eta": etas, "drift": drift, "slope": slope, "gap": float(np.max(gaps))}
+    rates = np.asarray(drift)
+    slope = float(np.polyfit(np.log(etas), np.log(rates), 1)[0])
+    return {"eta": etas, "drift": rates, "slope": slope, "gap": float(np.max(gaps))}

@@ -11,6 +11,8 @@ across readings says "depends on the reading".
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ... import stats
@@ -39,10 +41,10 @@ def collect(config: dict, tasks: list[dict], results: list[dict]) -> dict:
     sizes = [int(n) for n in config["sizes"]]
     by = {(t["n"], t["init"]): r for t, r in zip(tasks, results)}
     k = int(config["cap"]) // int(config["window"]) + 1
-    out = {}
+    out: dict[str, Any] = {}
     for init in config["inits"]:
         rows = [by[(n, init)] for n in sizes]
-        d = {b: {m: np.stack([np.asarray(r[f"{b}__{m}"], dtype=float) for r in rows])
+        d: dict[str, Any] = {b: {m: np.stack([np.asarray(r[f"{b}__{m}"], dtype=float) for r in rows])
                  for m in MEASURES} for b in BUDGETS}
         d["fit_history"] = np.stack([np.asarray(r["fit_history"], dtype=float) for r in rows])
         d["positions"] = np.asarray(rows[-1]["fixed__prototypes"], dtype=float)
@@ -65,7 +67,7 @@ def _g(v) -> str:
 class Judge:
     """Builds the findings of one run from the collected measures."""
 
-    def __init__(self, config: dict, data: dict, root: np.random.SeedSequence | None = None):
+    def __init__(self, config: dict, data: dict, root: np.random.SeedSequence):
         self.config, self.data, self.root = config, data, root
         self.sizes = [int(n) for n in config["sizes"]]
         self.lam, self.tau = float(config["weight"]), float(config["tau"])

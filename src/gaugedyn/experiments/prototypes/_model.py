@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -307,7 +308,7 @@ def _accept_record(record, steps: int) -> list[int]:
 
 def train(runs: Runs, *, steps: int, lr: float, weight: float, dtype: torch.dtype = torch.float32,
           device: str | torch.device = "cpu", record: Sequence[int] = (), window: int = 0,
-          tolerance: float = 0.0, cap: int = 0) -> dict[str, np.ndarray]:
+          tolerance: float = 0.0, cap: int = 0) -> dict[str, Any]:
     """Full-batch Adam (``torch.optim.Adam``, default betas) on every run at once.
 
     Minimises ``sum_runs L`` (module docstring) for ``steps`` steps at step size ``lr``, with the
@@ -346,6 +347,7 @@ def train(runs: Runs, *, steps: int, lr: float, weight: float, dtype: torch.dtyp
     xs = _tensor(np.take_along_axis(runs.x, order, 1), dtype, device)
     y = _tensor(np.take_along_axis(runs.y, order, 1), dtype, device)
     params = [_tensor(getattr(runs, k), dtype, device) for k in "wbac"]
+    pw, pb, pa, pc = params
     mask = _tensor(runs.mask, dtype, device)
     tau, chamfer = _tensor(runs.tau, dtype, device), _tensor(runs.chamfer, dtype, device)
     lam = _tensor(runs.weight if runs.weight is not None else np.full(len(runs.tau), weight),
@@ -356,7 +358,7 @@ def train(runs: Runs, *, steps: int, lr: float, weight: float, dtype: torch.dtyp
     snaps, settled = [], np.full(xs.shape[0], -1)
     with torch.no_grad():
         for step in range(last + 1):
-            grads, fit = gradients(xs, y, *params, mask, tau, chamfer, lam)
+            grads, fit = gradients(xs, y, pw, pb, pa, pc, mask, tau, chamfer, lam)
             if step in wanted:
                 history[wanted[step]] = fit.cpu().double().numpy()
             if window and step % window == 0:
@@ -371,7 +373,7 @@ def train(runs: Runs, *, steps: int, lr: float, weight: float, dtype: torch.dtyp
             for param, grad in zip(params, grads):
                 param.grad = grad
             opt.step()
-    out = {k: p.cpu().double().numpy() for k, p in zip("wbac", params)}
+    out: dict[str, Any] = {k: p.cpu().double().numpy() for k, p in zip("wbac", params)}
     out["fit_history"] = history
     if window:
         out["snapshots"] = {k: np.stack([s[i] for s in snaps]) for i, k in enumerate("wbac")}
@@ -382,7 +384,7 @@ def train(runs: Runs, *, steps: int, lr: float, weight: float, dtype: torch.dtyp
 
 def train_fused(runs: Runs, *, steps: int, lr: float, weight: float,
                 record: Sequence[int] = (), window: int = 0, tolerance: float = 0.0,
-                cap: int = 0) -> dict[str, np.ndarray]:
+                cap: int = 0) -> dict[str, Any]:
     """:func:`train` in float64 through one compiled kernel (:mod:`._kernels`), with the same
     arguments (no ``dtype``, ``device``) and the same return value.
 
@@ -445,7 +447,7 @@ def train_fused(runs: Runs, *, steps: int, lr: float, weight: float,
             break
         _kernels.train_window(xs, y, w, b, a, c, mom, mask, chamfer, tau, lam, lr, t, nxt - t,
                               active, fit)
-    out = {"w": w, "b": b, "a": a, "c": c, "fit_history": history}
+    out: dict[str, Any] = {"w": w, "b": b, "a": a, "c": c, "fit_history": history}
     if window:
         out["snapshots"] = {k: np.stack([s[i] for s in snaps]) for i, k in enumerate("wbac")}
         out["checkpoints"] = np.arange(len(snaps)) * window
@@ -460,7 +462,7 @@ arrays), measured side by side by ``benchmarks/bench_prototypes_chunking.py``; a
 (2.8 million elements) slicing did not help, so the whole batch is kept there."""
 
 
-def train_chunked(runs: Runs, **kw) -> dict[str, np.ndarray]:
+def train_chunked(runs: Runs, **kw) -> dict[str, Any]:
     """:func:`train` on consecutive slices of the batch of at most :data:`CHUNK_ELEMENTS`
     elements each, merged. Each run follows exactly the trajectory it follows alone, so the
     result equals :func:`train` on the whole batch except where a slice stops early (every run
@@ -470,10 +472,12 @@ def train_chunked(runs: Runs, **kw) -> dict[str, np.ndarray]:
     size = max(1, CHUNK_ELEMENTS // (N * max(N, np.shape(runs.x)[1])))
     parts = []
     for lo in range(0, B, size):
-        part = Runs(**{f: (None if getattr(runs, f) is None else getattr(runs, f)[lo:lo + size])
-                       for f in runs.__dataclass_fields__})
+        fields: dict[str, Any] = {f: (None if getattr(runs, f) is None
+                                      else getattr(runs, f)[lo:lo + size])
+                                  for f in runs.__dataclass_fields__}
+        part = Runs(**fields)
         parts.append(train(part, **kw))
-    out = {k: np.concatenate([p[k] for p in parts]) for k in "wbac"}
+    out: dict[str, Any] = {k: np.concatenate([p[k] for p in parts]) for k in "wbac"}
     out["fit_history"] = np.concatenate([p["fit_history"] for p in parts], axis=1)
     if "snapshots" in parts[0]:
         k = max(len(p["checkpoints"]) for p in parts)

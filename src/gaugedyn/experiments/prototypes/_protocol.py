@@ -75,7 +75,7 @@ def variant_index(config: dict, mask, coverage: str | None, *, tau: float | None
             continue
         if mask[0] and v["coverage"] != coverage:
             continue
-        if (tau is None or v["tau"] == float(tau)) and (kind != "lambda"
-                                                        or v["weight"] == float(weight)):
+        if (tau is None or v["tau"] == float(tau)) and (
+                kind != "lambda" or weight is not None and v["weight"] == float(weight)):
             return j
     raise KeyError((mask, coverage, tau, weight))
