@@ -16,14 +16,17 @@ def run_inline(experiment, config: dict, root_seed: int = 0):
     tasks = experiment.tasks(config)
     results = [experiment.run_task(t, task_seed(root_seed, experiment.name, t)) for t in tasks]
     arrays, claims = experiment.analyse(config, tasks, results, SEED)[:2]
-    arrays, claims, _ = labelled(experiment.params, config, (arrays, claims, {}),
-                                 experiment.label_keys)
+    arrays, claims, _ = labelled(
+        experiment.params, config, (arrays, claims, {}), experiment.label_keys
+    )
     return tasks, results, arrays, claims
 
 
 def config_of(experiment, quick: bool = True, **overrides) -> dict:
     """The default (or quick) configuration of an experiment, with overrides."""
-    cfg = {k: (p.quick if quick and p.quick is not None else p.default)
-           for k, p in experiment.params.items()}
+    cfg = {
+        k: (p.quick if quick and p.quick is not None else p.default)
+        for k, p in experiment.params.items()
+    }
     cfg.update(overrides)
     return cfg

@@ -44,14 +44,18 @@ def _claims(tmp_path, quick: bool, **overrides) -> tuple[dict, dict]:
     return {c["id"]: c for c in summary["claims"]}, summary["diagnostics"]
 
 
-@pytest.mark.parametrize(("quick", "overrides", "label"), [
-    (True, {}, "provisional (quick)"),
-    (False, {"n": 3}, "provisional (reduced configuration)"),
-    (False, {}, ""),
-    (False, {"device": "meta"}, ""),  # a setting outside label_keys changes no number
-])
-def test_the_harness_labels_findings_outside_the_full_configuration(tmp_path, quick, overrides,
-                                                                    label):
+@pytest.mark.parametrize(
+    ("quick", "overrides", "label"),
+    [
+        (True, {}, "provisional (quick)"),
+        (False, {"n": 3}, "provisional (reduced configuration)"),
+        (False, {}, ""),
+        (False, {"device": "meta"}, ""),  # a setting outside label_keys changes no number
+    ],
+)
+def test_the_harness_labels_findings_outside_the_full_configuration(
+    tmp_path, quick, overrides, label
+):
     claims, diagnostics = _claims(tmp_path, quick, **overrides)
     lead = f"{label}: " if label else ""
     assert claims["unlabelled.finding"]["statement"] == lead + "the mean is above -1"
@@ -63,7 +67,8 @@ def test_labelling_twice_labels_once():
     claim = finding("f", "a statement", (1.0, 0.5, 2.0), 0.0)
     once = provisional([claim], "provisional (quick)")
     assert [c.statement for c in provisional(once, "provisional (quick)")] == [
-        "provisional (quick): a statement"]
+        "provisional (quick): a statement"
+    ]
     assert provisional([claim], "") == [claim]
     params = Unlabelled.params
     _, claims, diag = labelled(params, {"n": 4, "device": "meta"}, ({}, [claim], {}))

@@ -18,10 +18,10 @@ SYSTEMS_DIR = Path(__file__).resolve().parents[1] / "src" / "gaugedyn" / "experi
 SYSTEMS = sorted(p.name for p in SYSTEMS_DIR.iterdir() if (p / "__init__.py").is_file())
 NOT_YET = {
     "adam_split": "no _protocol.py; beta_grid and gauge_under_adam hold their analysis and "
-                  "figures and label their own quick findings (part S of issue 47)",
+    "figures and label their own quick findings (part S of issue 47)",
     "adam_stability": "no PROTOCOL.md or _protocol.py; spike_boundary and adam_edge hold their "
-                      "analysis and figures and label their own quick findings; an import "
-                      "circle (part S of issue 47)",
+    "analysis and figures and label their own quick findings; an import "
+    "circle (part S of issue 47)",
 }
 """Systems not yet brought to the layout, each with what is missing; the test fails (strict)
 once one is, so its entry is removed then."""
@@ -30,8 +30,12 @@ LABELS = {"labelled", "provisional", "configuration_label"}
 
 
 def _systems():
-    return [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=NOT_YET[s]))
-            if s in NOT_YET else s for s in SYSTEMS]
+    return [
+        pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=NOT_YET[s]))
+        if s in NOT_YET
+        else s
+        for s in SYSTEMS
+    ]
 
 
 def _modules(folder: Path) -> dict[str, ast.Module]:
@@ -48,7 +52,8 @@ def _imports(system: str, tree: ast.Module) -> tuple[set[str], set[str]]:
             if node.level == 1:
                 own |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
             elif node.level == 0 and (node.module or "").startswith(
-                    f"gaugedyn.experiments.{system}."):
+                f"gaugedyn.experiments.{system}."
+            ):
                 own.add(node.module.split(".")[3])
         elif isinstance(node, ast.Import):
             names |= {a.name for a in node.names}
@@ -72,8 +77,13 @@ def test_every_system_folder_has_one_layout(system):
     assert protocol.is_file(), f"{system}: no PROTOCOL.md"
     text = protocol.read_text()
     assert "## Where each piece lives" in text, f"{system}/PROTOCOL.md: no 'Where each piece lives'"
-    unnamed = [m for m in modules if m != "__init__" and f"`{m}.py`" not in text
-               and not (m in _experiment_modules(system) and "`<experiment>.py`" in text)]
+    unnamed = [
+        m
+        for m in modules
+        if m != "__init__"
+        and f"`{m}.py`" not in text
+        and not (m in _experiment_modules(system) and "`<experiment>.py`" in text)
+    ]
     assert not unnamed, f"{system}/PROTOCOL.md does not say where these live: {unnamed}"
 
     assert "_protocol" in modules, f"{system}: no _protocol.py"
@@ -88,7 +98,8 @@ def test_every_system_folder_has_one_layout(system):
         _, names = _imports(system, modules[name])
         assert not names & CLAIM_BUILDERS, f"{system}/{name}.py builds claims: move to _analysis"
         assert not names & {"matplotlib", "matplotlib.pyplot", "save_figure", "subplots"}, (
-            f"{system}/{name}.py draws figures: move to _figures")
+            f"{system}/{name}.py draws figures: move to _figures"
+        )
     assert {"_analysis", "_figures"} <= set(modules), f"{system}: no _analysis.py or _figures.py"
 
     graph = {}
@@ -109,10 +120,15 @@ def test_the_layout_checks_see_their_offenders(tmp_path, monkeypatch):
     def broken(**files):
         folder = tmp_path / "toy_system"
         folder.mkdir(exist_ok=True)
-        base = {"__init__.py": "", "_protocol.py": "X = 1\n", "_analysis.py": "",
-                "_figures.py": "", "PROTOCOL.md": "## Where each piece lives\n`_protocol.py` "
-                "`_analysis.py` `_figures.py` `toy.py`\n",
-                "toy.py": "from . import _analysis\n"}
+        base = {
+            "__init__.py": "",
+            "_protocol.py": "X = 1\n",
+            "_analysis.py": "",
+            "_figures.py": "",
+            "PROTOCOL.md": "## Where each piece lives\n`_protocol.py` "
+            "`_analysis.py` `_figures.py` `toy.py`\n",
+            "toy.py": "from . import _analysis\n",
+        }
         for name, text in (base | files).items():
             (folder / name).write_text(text)
         return folder

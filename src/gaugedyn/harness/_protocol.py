@@ -95,8 +95,10 @@ class Claim:
             if self.verdict not in VERDICTS:
                 raise ValueError(f"claim {self.id}: verdict {self.verdict!r} not in {VERDICTS}")
             if self.readings is not None and self.verdict != _combined(self.readings):
-                raise ValueError(f"claim {self.id}: verdict {self.verdict!r} is not the one its "
-                                 f"readings give ({_combined(self.readings)!r})")
+                raise ValueError(
+                    f"claim {self.id}: verdict {self.verdict!r} is not the one its "
+                    f"readings give ({_combined(self.readings)!r})"
+                )
             if bool(self.passed) != (self.verdict == "HELD"):
                 raise ValueError(f"claim {self.id}: passed must be verdict == 'HELD'")
 
@@ -122,8 +124,17 @@ def _combined(readings: dict) -> str:
     return words.pop() if len(words) == 1 else VERDICTS[3]
 
 
-def finding(id: str, statement: str, interval: Any, threshold: float, direction: str = ">", *,
-            expected: Any = None, cells: Any = None, extra: dict | None = None) -> Claim:
+def finding(
+    id: str,
+    statement: str,
+    interval: Any,
+    threshold: float,
+    direction: str = ">",
+    *,
+    expected: Any = None,
+    cells: Any = None,
+    extra: dict | None = None,
+) -> Claim:
     """A finding whose verdict comes from an interval computed elsewhere
     (:func:`gaugedyn.stats.verdict`). Kept for callers outside the package; the experiments
     build every finding with :func:`judged`, which names an audited rule of the catalogue and
@@ -143,15 +154,31 @@ def finding(id: str, statement: str, interval: Any, threshold: float, direction:
         tolerance["cells"] = cells
     if extra:
         tolerance |= extra
-    return Claim(id=id, statement=statement, measured=iv.estimate,
-                 expected=expected if expected is not None else f"{direction} {threshold:g}",
-                 tolerance=tolerance, passed=word == "HELD", kind="finding", verdict=word,
-                 interval=iv.as_list(), rule=rule_text(threshold, direction))
+    return Claim(
+        id=id,
+        statement=statement,
+        measured=iv.estimate,
+        expected=expected if expected is not None else f"{direction} {threshold:g}",
+        tolerance=tolerance,
+        passed=word == "HELD",
+        kind="finding",
+        verdict=word,
+        interval=iv.as_list(),
+        rule=rule_text(threshold, direction),
+    )
 
 
-def judged(id: str, statement: str, judgement: Any, *, readings: dict | None = None,
-           paper_value: float | None = None, expected: Any = None, extra: dict | None = None,
-           power_reps: int = 2000) -> Claim:
+def judged(
+    id: str,
+    statement: str,
+    judgement: Any,
+    *,
+    readings: dict | None = None,
+    paper_value: float | None = None,
+    expected: Any = None,
+    extra: dict | None = None,
+    power_reps: int = 2000,
+) -> Claim:
     """A finding judged by a rule of the catalogue (:func:`gaugedyn.stats.judge`).
 
     ``judgement`` is the primary reading's :class:`gaugedyn.stats.Judgement`; ``readings`` maps
@@ -167,8 +194,11 @@ def judged(id: str, statement: str, judgement: Any, *, readings: dict | None = N
     if paper_value is not None:
         power = power_at(judgement, float(paper_value), reps=power_reps).rate
     record = finding_record(judgement, power=power, readings=readings)
-    tolerance = {"threshold": judgement.threshold, "direction": judgement.direction,
-                 "n": judgement.n}
+    tolerance = {
+        "threshold": judgement.threshold,
+        "direction": judgement.direction,
+        "n": judgement.n,
+    }
     if judgement.cells is not None:
         tolerance["cells"] = judgement.cells
     if getattr(judgement, "draw", None) is not None:  # a randomised rule's recorded draw
@@ -176,13 +206,23 @@ def judged(id: str, statement: str, judgement: Any, *, readings: dict | None = N
     if extra:
         tolerance |= extra
     word = record["verdict"]
-    return Claim(id=id, statement=statement, measured=judgement.estimate,
-                 expected=expected if expected is not None else judgement.words,
-                 tolerance=tolerance, passed=word == "HELD", kind="finding", verdict=word,
-                 interval=[judgement.low, judgement.high], rule=judgement.rule,
-                 rule_text=judgement.words, per_seed=record.get("per_seed"),
-                 power=record.get("power"), underpowered=record.get("underpowered"),
-                 readings=record["readings"])
+    return Claim(
+        id=id,
+        statement=statement,
+        measured=judgement.estimate,
+        expected=expected if expected is not None else judgement.words,
+        tolerance=tolerance,
+        passed=word == "HELD",
+        kind="finding",
+        verdict=word,
+        interval=[judgement.low, judgement.high],
+        rule=judgement.rule,
+        rule_text=judgement.words,
+        per_seed=record.get("per_seed"),
+        power=record.get("power"),
+        underpowered=record.get("underpowered"),
+        readings=record["readings"],
+    )
 
 
 def configuration_label(config: dict, params: dict, keys: Iterable[str] | None = None) -> str:
@@ -192,8 +232,7 @@ def configuration_label(config: dict, params: dict, keys: Iterable[str] | None =
     keys = tuple(params) if keys is None else tuple(keys)
     if all(config.get(k) == params[k].default for k in keys):
         return ""
-    quick = {k: params[k].quick if params[k].quick is not None else params[k].default
-             for k in keys}
+    quick = {k: params[k].quick if params[k].quick is not None else params[k].default for k in keys}
     if all(config.get(k) == quick[k] for k in keys):
         return "provisional (quick)"
     return "provisional (reduced configuration)"
@@ -208,12 +247,17 @@ def provisional(claims: list[Claim], label: str) -> list[Claim]:
     if not label:
         return list(claims)
     lead = f"{label}: "
-    return [dataclasses.replace(c, statement=lead + c.statement)
-            if c.kind == "finding" and not c.statement.startswith(lead) else c for c in claims]
+    return [
+        dataclasses.replace(c, statement=lead + c.statement)
+        if c.kind == "finding" and not c.statement.startswith(lead)
+        else c
+        for c in claims
+    ]
 
 
-def labelled(params: dict, config: dict, analysed: tuple,
-             keys: Iterable[str] | None = None) -> tuple[dict, list[Claim], dict]:
+def labelled(
+    params: dict, config: dict, analysed: tuple, keys: Iterable[str] | None = None
+) -> tuple[dict, list[Claim], dict]:
     """An ``analyse`` result ``(arrays, claims, diagnostics)`` with its findings labelled by
     :func:`provisional` for ``config`` against the declared ``params`` (over ``keys``, default
     every one), and the label (or ``None``) in ``diagnostics["provisional"]``. The harness
@@ -250,8 +294,9 @@ class Experiment:
     def run_task(self, task: dict, seed: np.random.SeedSequence) -> dict:
         raise NotImplementedError
 
-    def analyse(self, config: dict, tasks: list[dict], results: list[dict],
-                seed: np.random.SeedSequence) -> tuple:
+    def analyse(
+        self, config: dict, tasks: list[dict], results: list[dict], seed: np.random.SeedSequence
+    ) -> tuple:
         """Return ``(arrays: dict[str, np.ndarray], claims: list[Claim])``, optionally with a
         third item ``diagnostics: dict``. ``seed`` is the run's analysis seed
         (:func:`analysis_seed`): every resampling of the analysis derives from it."""

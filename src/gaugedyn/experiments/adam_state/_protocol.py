@@ -18,8 +18,10 @@ PULSES = ("acquisition", "update", "combined")
 EVALS = ("own", "common")
 """Evaluation distributions of the readouts: the routes' own inputs, or common equal gains."""
 
-STRENGTHS = {"mild": {"pulse_gain": 0.5, "pulse_observe": 0.5, "pulse_weight": 0.75},
-             "strong": {"pulse_gain": 0.25, "pulse_observe": 0.25, "pulse_weight": 0.9}}
+STRENGTHS = {
+    "mild": {"pulse_gain": 0.5, "pulse_observe": 0.5, "pulse_weight": 0.75},
+    "strong": {"pulse_gain": 0.25, "pulse_observe": 0.25, "pulse_weight": 0.9},
+}
 """Pulse strength: the opposing pulse's gain (or observation rate) of the non-favoured targets
 and loss weight of the favoured one."""
 
@@ -34,9 +36,11 @@ TABLES = {
 """Each table's routes and whether its formation is recorded; every table grows its own seeds
 (switching, Table 2 and the formation accounting of Figure 5 share ``t2``'s, as in the paper)."""
 
-INTERVENTIONS = {"t4": ("xm", "xv", "reset"),
-                 "pattern": ("scal", "eq", "scal+eq", "eq+xv"),
-                 "t5": ("xv:enc0", "xv:enc1", "xv:heads", "move", "xv")}
+INTERVENTIONS = {
+    "t4": ("xm", "xv", "reset"),
+    "pattern": ("scal", "eq", "scal+eq", "eq+xv"),
+    "t5": ("xv:enc0", "xv:enc1", "xv:heads", "move", "xv"),
+}
 """The Adam-state interventions of Tables 4 and 5 and of the common-scale pattern (steps joined
 by ``+``; :func:`._pulses.intervene`)."""
 CONTROL = ("own", "xm", "xv", "reset")
@@ -46,11 +50,15 @@ MARKS = (1, 2, 5, 10, 20, 50, 100, 200, 400)
 
 PAPER = {
     "switch": "67.5% of acquisition-formed vs 0% of update-formed checkpoints",
-    "t2_acquisition_own": "0.1668 [0.1601, 0.1736]", "t2_update_own": "0.1510 [0.1456, 0.1562]",
-    "t2_combined_own": "0.1951 [0.1880, 0.2021]", "t2_acquisition_reset": "0.0011 [-0.0010, 0.0035]",
-    "t2_update_reset": "0.0120 [0.0093, 0.0149]", "t2_combined_reset": "0.0103 [0.0079, 0.0129]",
+    "t2_acquisition_own": "0.1668 [0.1601, 0.1736]",
+    "t2_update_own": "0.1510 [0.1456, 0.1562]",
+    "t2_combined_own": "0.1951 [0.1880, 0.2021]",
+    "t2_acquisition_reset": "0.0011 [-0.0010, 0.0035]",
+    "t2_update_reset": "0.0120 [0.0093, 0.0149]",
+    "t2_combined_reset": "0.0103 [0.0079, 0.0129]",
     "xm": "own 0.1968, exchange m 0.1982 [0.1912, 0.2054]",
-    "xv": "-0.1265 [-0.1348, -0.1183]", "ctl_own": "0.0324 [0.0294, 0.0354]",
+    "xv": "-0.1265 [-0.1348, -0.1183]",
+    "ctl_own": "0.0324 [0.0294, 0.0354]",
     "ctl_xv": "-0.0141 [-0.0176, -0.0110]",
     "ctl_xm": "own 0.0324, exchange m 0.0321 [0.0277, 0.0362]",
     "ctl_reset": "0.0046 [0.0031, 0.0062]",
@@ -67,12 +75,26 @@ PAPER = {
 
 PAPER_VALUE = {
     "endpoints": 0.0,  # matched endpoints: no route difference
-    "switch": 0.675 - 0.0, "t2_acquisition_own": 0.1668, "t2_update_own": 0.1510,
-    "t2_combined_own": 0.1951, "t2_acquisition_reset": 0.0011, "t2_update_reset": 0.0120,
-    "t2_combined_reset": 0.0103, "xm": 0.1982 - 0.1968, "xv": -0.1265, "ctl_own": 0.0324,
-    "ctl_xv": -0.0141, "ctl_xm": 0.0321 - 0.0324, "ctl_reset": 0.0046, "pattern": 0.1028,
-    "enc": 0.0611 - 0.0115, "heads": 0.1911 - 0.1907, "move": 0.0303, "t6": 0.3079 - 0.3551,
-    "form_v": None, "form_cancel": None,
+    "switch": 0.675 - 0.0,
+    "t2_acquisition_own": 0.1668,
+    "t2_update_own": 0.1510,
+    "t2_combined_own": 0.1951,
+    "t2_acquisition_reset": 0.0011,
+    "t2_update_reset": 0.0120,
+    "t2_combined_reset": 0.0103,
+    "xm": 0.1982 - 0.1968,
+    "xv": -0.1265,
+    "ctl_own": 0.0324,
+    "ctl_xv": -0.0141,
+    "ctl_xm": 0.0321 - 0.0324,
+    "ctl_reset": 0.0046,
+    "pattern": 0.1028,
+    "enc": 0.0611 - 0.0115,
+    "heads": 0.1911 - 0.1907,
+    "move": 0.0303,
+    "t6": 0.3079 - 0.3551,
+    "form_v": None,
+    "form_cancel": None,
 }
 """The paper's value of each judged difference (from :data:`PAPER`): where a finding's power
 is computed (``None``: the paper states a direction only)."""

@@ -45,8 +45,11 @@ def acquired(hp: dict, f: int, weak_gain: float, weak_rate: float) -> dict:
     if meaning == "gain":
         return {"gains": favour(K, f, 1.0, weak_gain)}
     if meaning in ("rate", "step"):
-        return {"gains": (1.0,) * K, "observe": favour(K, f, 1.0, weak_rate),
-                "per": "sample" if meaning == "rate" else "step"}
+        return {
+            "gains": (1.0,) * K,
+            "observe": favour(K, f, 1.0, weak_rate),
+            "per": "sample" if meaning == "rate" else "step",
+        }
     raise ValueError(f"unknown acquisition meaning {meaning!r}")
 
 
@@ -65,8 +68,14 @@ def route_variants(role: str, hp: dict, w_star: float = 0.5) -> list[sm.Variant]
             v = sm.Variant(role, f, tuple([1.0] * K), favour(K, f, w_star))
         elif role == "variable":
             d = hp["control_delta"]
-            v = sm.Variant(role, f, weights=favour(K, f, 1 / K + d), alt=favour(K, f, 1 / K - d),
-                           period=hp["control_period"], **acq)
+            v = sm.Variant(
+                role,
+                f,
+                weights=favour(K, f, 1 / K + d),
+                alt=favour(K, f, 1 / K - d),
+                period=hp["control_period"],
+                **acq,
+            )
         else:
             raise ValueError(f"unknown route role {role!r}")
         out.append(v)
@@ -85,7 +94,7 @@ def split(c: sm.Cohort, roles: list[str]) -> dict[str, sm.Cohort]:
     for i, role in enumerate(roles):
         cols = torch.arange(i * K, (i + 1) * K)
         rows = torch.arange(c.seeds)[:, None] * c.R + cols[None, :]
-        out[role] = sm.replicate(c, c.variants[i * K:(i + 1) * K], rows)
+        out[role] = sm.replicate(c, c.variants[i * K : (i + 1) * K], rows)
     return out
 
 
@@ -111,8 +120,12 @@ def pulse_spec(c: sm.Cohort, kind: str, hp: dict) -> dict:
         observe.append(acq.get("observe", (1.0,) * K))
         per.append(acq.get("per") == "step")
         weights.append(favour(K, o, hp["pulse_weight"]) if kind != "acquisition" else equal(K))
-    return {"gains": torch.tensor(gains), "weights": torch.tensor(weights).repeat(c.seeds, 1),
-            "observe": torch.tensor(observe), "per_step": torch.tensor(per)}
+    return {
+        "gains": torch.tensor(gains),
+        "weights": torch.tensor(weights).repeat(c.seeds, 1),
+        "observe": torch.tensor(observe),
+        "per_step": torch.tensor(per),
+    }
 
 
 def _pulse_loss(c: sm.Cohort, world: sm.World, spec: dict, z, xi, gen) -> torch.Tensor:
@@ -143,9 +156,15 @@ class Pulse:
         r = sm.readouts(c.net, self.world, self.evals, eval_gains(c, self.mode), c.R)
         return {name: spec_of(r[name], c) for name in sm.READOUTS}
 
-    def run(self, routes: list[sm.Cohort], kind: str = "combined", steps: int | None = None,
-            movement: bool = False, sgd: list[torch.Tensor] | None = None,
-            marks: tuple[int, ...] = ()) -> dict:
+    def run(
+        self,
+        routes: list[sm.Cohort],
+        kind: str = "combined",
+        steps: int | None = None,
+        movement: bool = False,
+        sgd: list[torch.Tensor] | None = None,
+        marks: tuple[int, ...] = (),
+    ) -> dict:
         """Per route and readout, the specialization lost and the switches after ``steps``;
         with ``marks``, the specialization lost at those step counts too (``[marks, S, K]``).
 
@@ -157,8 +176,9 @@ class Pulse:
         gen = torch.Generator().manual_seed(self.seed)
         specs = [pulse_spec(c, kind, self.hp) for c in routes]
         first = [self.measure(c) for c in routes]
-        trace: list[dict[str, list[np.ndarray]]] = [{name: [] for name in sm.READOUTS}
-                                                      for _ in routes]
+        trace: list[dict[str, list[np.ndarray]]] = [
+            {name: [] for name in sm.READOUTS} for _ in routes
+        ]
         for t in range(1, steps + 1):
             z, xi = self.world.sample(gen, self.hp["batch"])
             state = gen.get_state()  # every route draws the same label masks
@@ -185,8 +205,13 @@ class Pulse:
             row = {}
             for name in sm.READOUTS:
                 (s0, top0), (s1, top1) = first[i][name], end[name]
-                row[name] = {"lost": s0 - s1, "switched": top0 & ~top1, "specialized": top0,
-                             "s0": s0, "trace": np.array(trace[i][name]) if marks else None}
+                row[name] = {
+                    "lost": s0 - s1,
+                    "switched": top0 & ~top1,
+                    "specialized": top0,
+                    "s0": s0,
+                    "trace": np.array(trace[i][name]) if marks else None,
+                }
             out.append(row)
         return {"routes": out}
 
@@ -220,10 +245,10 @@ def sgd_rates(c: sm.Cohort, world: sm.World, kind: str, hp: dict, seed: int) -> 
         s = c.opt.state[p]
         t = float(s["step"]) + 1
         g = sm.grad_of(p)
-        m = (b1 * s["exp_avg"] + (1 - b1) * g) / (1 - b1 ** t)
-        v = (b2 * s["exp_avg_sq"] + (1 - b2) * g ** 2) / (1 - b2 ** t)
+        m = (b1 * s["exp_avg"] + (1 - b1) * g) / (1 - b1**t)
+        v = (b2 * s["exp_avg_sq"] + (1 - b2) * g**2) / (1 - b2**t)
         du = du + ((lr * m / (v.sqrt() + eps)) ** 2).flatten(1).sum(1)
-        gg = gg + (g ** 2).flatten(1).sum(1)
+        gg = gg + (g**2).flatten(1).sum(1)
     c.opt.zero_grad(set_to_none=True)
     return (torch.as_tensor(du).sqrt() / torch.as_tensor(gg).sqrt().clamp_min(1e-30)).detach()
 
@@ -257,12 +282,15 @@ def summarise_records(recs: list[Any]) -> str:
     out = []
     for r in recs:
         d = r.to_dict()
-        out.append({"operation": d["operation"], "component": d["component"],
-                    "tensors": [e["name"] + ":" + e["tensor"] for e in d["entries"]],
-                    "norm_before": float(np.sqrt(sum(e["norm_before"] ** 2
-                                                     for e in d["entries"]))),
-                    "norm_after": float(np.sqrt(sum(e["norm_after"] ** 2
-                                                    for e in d["entries"])))})
+        out.append(
+            {
+                "operation": d["operation"],
+                "component": d["component"],
+                "tensors": [e["name"] + ":" + e["tensor"] for e in d["entries"]],
+                "norm_before": float(np.sqrt(sum(e["norm_before"] ** 2 for e in d["entries"]))),
+                "norm_after": float(np.sqrt(sum(e["norm_after"] ** 2 for e in d["entries"]))),
+            }
+        )
     return json.dumps(out)
 
 
@@ -275,7 +303,12 @@ def compare(pulse: Pulse, a: sm.Cohort, b: sm.Cohort, name: str, kind: str = "co
     out: dict[str, Any] = {"records": summarise_records(recs)}
     for ro in sm.READOUTS:
         ra, rb = res[0][ro], res[1][ro]
-        out[ro] = {"lost_a": ra["lost"], "lost_b": rb["lost"], "switch_a": ra["switched"],
-                   "switch_b": rb["switched"], "specialized_a": ra["specialized"],
-                   "specialized_b": rb["specialized"]}
+        out[ro] = {
+            "lost_a": ra["lost"],
+            "lost_b": rb["lost"],
+            "switch_a": ra["switched"],
+            "switch_b": rb["switched"],
+            "specialized_a": ra["specialized"],
+            "specialized_b": rb["specialized"],
+        }
     return out

@@ -25,18 +25,18 @@ from ._protocol import EVALS, FULL_SEEDS, MEANINGS, STRENGTHS, TABLES
 DEFINITIONS = {
     "readout precision r_k": "1 - mean_n (y_k - z_k)^2 / Var z_k on the evaluation draw (Var z_k = 1)",
     "specialization s": "r_f - r_o: favoured target f minus the target o = (f+1) mod K that the "
-                        "opposing pulse favours",
+    "opposing pulse favours",
     "specialization lost": "s before minus s after pulse_steps opposing updates",
     "route contrast": "per seed, mean over directions of (lost, acquisition-formed) - (lost, "
-                      "update-formed); 95% paired seed-bootstrap interval",
+    "update-formed); 95% paired seed-bootstrap interval",
     "switch": "argmax_k r_k after the pulse is no longer f",
     "endpoint mismatch": "per seed route difference of r_f and of r_o at the formation endpoint; "
-                         "matched when both paired intervals lie inside +-tolerance",
+    "matched when both paired intervals lie inside +-tolerance",
     "a_v": "mean over coordinates of 1 / (sqrt(v / (1 - beta2^t)) + eps)",
     "common-scale pattern effect": "contrast at equalised a_v minus contrast at equalised a_v "
-                                   "with v exchanged",
+    "with v exchanged",
     "cancellation fraction": "-C/S, C = sum_t sum_{j!=k} g_j . g_k, S = sum_t sum_k |g_k|^2 over "
-                             "encoder parameters, g_k the weighted gradient of target k's loss",
+    "encoder parameters, g_k the weighted gradient of target k's loss",
 }
 
 
@@ -46,92 +46,248 @@ def _p(type_, default, lo, hi, why, help_, quick=None, **kw) -> Param:
 
 class SharedRepresentation(Experiment):
     name = "shared_representation"
-    description = ("two formation routes to matched readouts in a shared-encoder network, ten "
-                   "opposing updates, Adam-state interventions; set-up chosen on calibration "
-                   "seeds, every table on disjoint confirmatory seeds")
+    description = (
+        "two formation routes to matched readouts in a shared-encoder network, ten "
+        "opposing updates, Adam-state interventions; set-up chosen on calibration "
+        "seeds, every table on disjoint confirmatory seeds"
+    )
     definitions = DEFINITIONS
     params = {
-        "acquisition": Param((str, list), ["gain", "rate", "step"], choices=MEANINGS,
-                             min_len=1, max_len=3, distinct=True, item=str,
-                             help="family: what acquisition means (input gain; label "
-                                  "observation rate per sample; per step); one value fixes it"),
-        "d_Z": Param((int, list), [1, 2, 3, 32], lo=1, hi=256, min_len=1, max_len=8,
-                     distinct=True, item=int, why="time: d_Z x width per network",
-                     help="family: capacity of the shared representation (encoder output "
-                          "width); one value fixes it"),
-        "lr": Param((float, list), [0.01, 0.003], lo=0.0, hi=1.0, lo_open=True, min_len=1,
-                    max_len=4, distinct=True, item=float, why="Adam diverges far below it",
-                    help="family: Adam step size; one value fixes it"),
-        "pulse": Param((str, list), ["mild", "strong"], choices=tuple(STRENGTHS), min_len=1,
-                       max_len=2, distinct=True, item=str,
-                       help="family: opposing-pulse strength; one value fixes it"),
-        "readout": Param((str, list), ["own", "common"], choices=EVALS, min_len=1, max_len=2,
-                         distinct=True, item=str,
-                         help="family: evaluation distribution of the readouts (the routes' own "
-                              "inputs or common equal gains; only input-gain acquisition "
-                              "tells them apart)"),
-        "recalibrate": Param(bool, False, help="search the candidate family again instead of "
-                             "reusing the stored full calibration (calibration.json)"),
-        "seeds": _p(int, FULL_SEEDS, 2, 512, "time: six formations per confirmatory seed",
-                    "confirmatory seeds per table (each table its own)", quick=10),
-        "calibration_seeds": _p(int, 16, 2, 256, "time: 24 formations of 22 networks per seed",
-                                "calibration seeds (a disjoint stream)", quick=6),
-        "targets": _p(int, 2, 2, 4, "the candidate family and pulses are defined up to 4",
-                      "number of Gaussian latent targets K"),
+        "acquisition": Param(
+            (str, list),
+            ["gain", "rate", "step"],
+            choices=MEANINGS,
+            min_len=1,
+            max_len=3,
+            distinct=True,
+            item=str,
+            help="family: what acquisition means (input gain; label "
+            "observation rate per sample; per step); one value fixes it",
+        ),
+        "d_Z": Param(
+            (int, list),
+            [1, 2, 3, 32],
+            lo=1,
+            hi=256,
+            min_len=1,
+            max_len=8,
+            distinct=True,
+            item=int,
+            why="time: d_Z x width per network",
+            help="family: capacity of the shared representation (encoder output "
+            "width); one value fixes it",
+        ),
+        "lr": Param(
+            (float, list),
+            [0.01, 0.003],
+            lo=0.0,
+            hi=1.0,
+            lo_open=True,
+            min_len=1,
+            max_len=4,
+            distinct=True,
+            item=float,
+            why="Adam diverges far below it",
+            help="family: Adam step size; one value fixes it",
+        ),
+        "pulse": Param(
+            (str, list),
+            ["mild", "strong"],
+            choices=tuple(STRENGTHS),
+            min_len=1,
+            max_len=2,
+            distinct=True,
+            item=str,
+            help="family: opposing-pulse strength; one value fixes it",
+        ),
+        "readout": Param(
+            (str, list),
+            ["own", "common"],
+            choices=EVALS,
+            min_len=1,
+            max_len=2,
+            distinct=True,
+            item=str,
+            help="family: evaluation distribution of the readouts (the routes' own "
+            "inputs or common equal gains; only input-gain acquisition "
+            "tells them apart)",
+        ),
+        "recalibrate": Param(
+            bool,
+            False,
+            help="search the candidate family again instead of "
+            "reusing the stored full calibration (calibration.json)",
+        ),
+        "seeds": _p(
+            int,
+            FULL_SEEDS,
+            2,
+            512,
+            "time: six formations per confirmatory seed",
+            "confirmatory seeds per table (each table its own)",
+            quick=10,
+        ),
+        "calibration_seeds": _p(
+            int,
+            16,
+            2,
+            256,
+            "time: 24 formations of 22 networks per seed",
+            "calibration seeds (a disjoint stream)",
+            quick=6,
+        ),
+        "targets": _p(
+            int,
+            2,
+            2,
+            4,
+            "the candidate family and pulses are defined up to 4",
+            "number of Gaussian latent targets K",
+        ),
         "dim": _p(int, 16, 4, 256, "memory: batch x dim floats per network", "input dimension"),
         "width": _p(int, 32, 2, 512, "time: width^2 per network and step", "first encoder width"),
         "activation": Param(str, "tanh", choices=("tanh", "relu"), help="encoder activation"),
-        "rho": _p(float, 0.3, 0.0, 0.9, "the latent covariance must stay positive definite",
-                  "correlation between targets"),
+        "rho": _p(
+            float,
+            0.3,
+            0.0,
+            0.9,
+            "the latent covariance must stay positive definite",
+            "correlation between targets",
+        ),
         "sigma": _p(float, 0.5, 0.0, 10.0, "beyond that no target is readable", "input noise"),
         "beta1": _p(float, 0.9, 0.0, 0.999, "Adam needs beta1 < 1", "Adam beta1"),
         "beta2": _p(float, 0.999, 0.0, 0.9999, "Adam needs beta2 < 1", "Adam beta2"),
         "eps": _p(float, 1e-8, 0.0, 1e-2, "larger eps is no longer Adam", "Adam eps", lo_open=True),
-        "batch": _p(int, 128, 8, 4096, "memory: batch x width floats per network",
-                    "fresh samples per update"),
+        "batch": _p(
+            int,
+            128,
+            8,
+            4096,
+            "memory: batch x width floats per network",
+            "fresh samples per update",
+        ),
         "ancestor_steps": _p(int, 200, 0, 20000, "time", "shared-ancestor updates"),
         "formation_steps": _p(int, 500, 10, 20000, "time", "formation updates per route"),
         "pulse_steps": _p(int, 10, 1, 400, "the horizon marks stop at 400", "opposing updates"),
-        "horizon": _p(int, 200, 10, 400, "the horizon marks stop at 400",
-                      "continued-opposition updates (Figure 4b)", quick=100),
-        "gain_weak": _p(float, 0.5, 0.0, 1.0, "the favoured gain is 1", "acquisition gain of "
-                        "the non-favoured targets", lo_open=True, hi_open=True),
-        "observe_weak": _p(float, 0.25, 0.0, 1.0, "a rate lies in (0, 1)", "acquisition as "
-                           "label observation: rate of the non-favoured targets' labels",
-                           lo_open=True, hi_open=True),
-        "control_delta": _p(float, 0.3, 0.0, 0.5, "weights must stay in (0, 1)",
-                            "variable weight history: 1/K +- delta on the favoured target",
-                            lo_open=True, hi_open=True),
-        "control_period": _p(int, 50, 1, 10000, "time", "steps per half-cycle of the variable "
-                             "weight history"),
-        "eval_n": _p(int, 1024, 64, 65536, "memory: eval_n x dim floats per seed",
-                     "evaluation samples per seed"),
-        "tolerance": _p(float, 0.03, 0.0, 0.5, "readouts lie in [0, 1]",
-                        "endpoint matching tolerance", lo_open=True),
-        "margin": _p(float, 0.02, 0.0, 0.5, "readouts lie in [0, 1]",
-                     "equivalence margin (reset, exchange m, heads)", lo_open=True),
-        "control_margin": _p(float, 0.01, 0.0, 0.5, "readouts lie in [0, 1]",
-                             "equivalence margin of the weight-history control (Figure 2b)",
-                             lo_open=True),
-        "spec_level": _p(float, 0.2, 0.0, 2.0, "specialization is a difference of precisions",
-                         "defining property: probe specialization at least this in both "
-                         "routes"),
-        "conflict_level": _p(float, 0.1, -1.0, 1.0, "-C/S lies in [-1, 1] for two targets",
-                             "defining property: the acquisition route's -C/S at least this"),
-        "w_grid": Param(list, [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99, 0.999], lo=0.0,
-                        hi=1.0, hi_open=True, min_len=1, max_len=32, distinct=True,
-                        why="a loss weight lies in [0, 1)",
-                        help="candidate loss weights w* of the update route"),
-        "record_every": _p(int, 10, 1, 1000, "memory: one record per step", "formation "
-                           "record interval"),
+        "horizon": _p(
+            int,
+            200,
+            10,
+            400,
+            "the horizon marks stop at 400",
+            "continued-opposition updates (Figure 4b)",
+            quick=100,
+        ),
+        "gain_weak": _p(
+            float,
+            0.5,
+            0.0,
+            1.0,
+            "the favoured gain is 1",
+            "acquisition gain of the non-favoured targets",
+            lo_open=True,
+            hi_open=True,
+        ),
+        "observe_weak": _p(
+            float,
+            0.25,
+            0.0,
+            1.0,
+            "a rate lies in (0, 1)",
+            "acquisition as label observation: rate of the non-favoured targets' labels",
+            lo_open=True,
+            hi_open=True,
+        ),
+        "control_delta": _p(
+            float,
+            0.3,
+            0.0,
+            0.5,
+            "weights must stay in (0, 1)",
+            "variable weight history: 1/K +- delta on the favoured target",
+            lo_open=True,
+            hi_open=True,
+        ),
+        "control_period": _p(
+            int, 50, 1, 10000, "time", "steps per half-cycle of the variable weight history"
+        ),
+        "eval_n": _p(
+            int,
+            1024,
+            64,
+            65536,
+            "memory: eval_n x dim floats per seed",
+            "evaluation samples per seed",
+        ),
+        "tolerance": _p(
+            float,
+            0.03,
+            0.0,
+            0.5,
+            "readouts lie in [0, 1]",
+            "endpoint matching tolerance",
+            lo_open=True,
+        ),
+        "margin": _p(
+            float,
+            0.02,
+            0.0,
+            0.5,
+            "readouts lie in [0, 1]",
+            "equivalence margin (reset, exchange m, heads)",
+            lo_open=True,
+        ),
+        "control_margin": _p(
+            float,
+            0.01,
+            0.0,
+            0.5,
+            "readouts lie in [0, 1]",
+            "equivalence margin of the weight-history control (Figure 2b)",
+            lo_open=True,
+        ),
+        "spec_level": _p(
+            float,
+            0.2,
+            0.0,
+            2.0,
+            "specialization is a difference of precisions",
+            "defining property: probe specialization at least this in both routes",
+        ),
+        "conflict_level": _p(
+            float,
+            0.1,
+            -1.0,
+            1.0,
+            "-C/S lies in [-1, 1] for two targets",
+            "defining property: the acquisition route's -C/S at least this",
+        ),
+        "w_grid": Param(
+            list,
+            [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99, 0.999],
+            lo=0.0,
+            hi=1.0,
+            hi_open=True,
+            min_len=1,
+            max_len=32,
+            distinct=True,
+            why="a loss weight lies in [0, 1)",
+            help="candidate loss weights w* of the update route",
+        ),
+        "record_every": _p(
+            int, 10, 1, 1000, "memory: one record per step", "formation record interval"
+        ),
     }
 
     def validate(self, config):
         """The variable weight history ``1/K +- delta`` must stay a positive weight."""
         if config["control_delta"] >= 1.0 / config["targets"]:
-            raise InputError(f"control_delta = {config['control_delta']:g} is not allowed with "
-                             f"targets = {config['targets']}; allowed: a number in "
-                             f"(0, {1 / config['targets']:g})")
+            raise InputError(
+                f"control_delta = {config['control_delta']:g} is not allowed with "
+                f"targets = {config['targets']}; allowed: a number in "
+                f"(0, {1 / config['targets']:g})"
+            )
 
     def tasks(self, config):
         """The family lists normalised (a single value is a one-entry list); every task carries

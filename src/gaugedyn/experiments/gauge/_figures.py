@@ -44,28 +44,39 @@ def clock(arrays, config, outdir):
         axes[0].plot(P[:, 0], P[:, 1], "-", color=color, label=label)
         axes[0].plot(P[-1, 0], P[-1, 1], "s", color=color)
         t = arrays[f"t_{key}"][1:]
-        axes[1].semilogx(t, arrays[f"alignment_{key}"][1:], "-", color=color,
-                         label=f"alignment, {label}")
-        axes[1].semilogx(t, arrays[f"rho_{key}"][1:], "--", color=color,
-                         label=f"rho, {label}")
+        axes[1].semilogx(
+            t, arrays[f"alignment_{key}"][1:], "-", color=color, label=f"alignment, {label}"
+        )
+        axes[1].semilogx(t, arrays[f"rho_{key}"][1:], "--", color=color, label=f"rho, {label}")
     P = arrays["path_w_heavy"]
     axes[0].plot(P[0, 0], P[0, 1], "ko", label="common start")
-    axes[0].set(xlabel="coefficient rho", ylabel="alignment u.v",
-                title=f"paths (Hausdorff distance {float(arrays['hausdorff']):.3f})")
+    axes[0].set(
+        xlabel="coefficient rho",
+        ylabel="alignment u.v",
+        title=f"paths (Hausdorff distance {float(arrays['hausdorff']):.3f})",
+    )
     axes[1].set(xlabel="time t", ylabel="rho, alignment", title="against time")
     names.append(save(fig, outdir, "clock_paths", arrays, legends=axes))
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
     for (key, label, color), lw in zip(keys, (4.0, 1.4)):  # equal mu_R: thick under thin
         t = arrays[f"t_{key}"][1:]
-        axes[0].loglog(t, arrays[f"mu_R_{key}"][1:], "-", color=color, lw=lw, alpha=0.8,
-                       label=f"mu_R, {label}")
-        axes[0].loglog(t, arrays[f"mu_T_{key}"][1:], "--", color=color,
-                       label=f"mu_T, {label}")
-        axes[1].loglog(t, arrays[f"clock_R_{key}"][1:], "-", color=color, lw=lw, alpha=0.8,
-                       label=f"reaction clock, {label}")
-        axes[1].loglog(t, arrays[f"clock_T_{key}"][1:], "--", color=color,
-                       label=f"transport clock, {label}")
+        axes[0].loglog(
+            t, arrays[f"mu_R_{key}"][1:], "-", color=color, lw=lw, alpha=0.8, label=f"mu_R, {label}"
+        )
+        axes[0].loglog(t, arrays[f"mu_T_{key}"][1:], "--", color=color, label=f"mu_T, {label}")
+        axes[1].loglog(
+            t,
+            arrays[f"clock_R_{key}"][1:],
+            "-",
+            color=color,
+            lw=lw,
+            alpha=0.8,
+            label=f"reaction clock, {label}",
+        )
+        axes[1].loglog(
+            t, arrays[f"clock_T_{key}"][1:], "--", color=color, label=f"transport clock, {label}"
+        )
         t_spec = float(arrays[f"specialization_time_{key}"])
         axes[1].plot([t_spec, t_spec], arrays[f"clocks_at_spec_{key}"], "o", color=color)
     axes[0].set(xlabel="time t", ylabel="mobility", title="reaction and transport mobility")
@@ -80,25 +91,42 @@ def dimension_scaling(arrays, config, outdir):
     dims = arrays["dims"]
     large = dims >= float(arrays["large_dim"])
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
-    series = (("w-heavy", arrays["time_w_heavy"], arrays["fit_w_heavy"], "C0", axes[0]),
-              ("a-heavy", arrays["time_a_heavy"], arrays["fit_a_heavy"], "C1", axes[0]),
-              ("ratio w/a", arrays["ratio"], arrays["fit_ratio"], "C2", axes[1]))
+    series = (
+        ("w-heavy", arrays["time_w_heavy"], arrays["fit_w_heavy"], "C0", axes[0]),
+        ("a-heavy", arrays["time_a_heavy"], arrays["fit_a_heavy"], "C1", axes[0]),
+        ("ratio w/a", arrays["ratio"], arrays["fit_ratio"], "C2", axes[1]),
+    )
     for label, y, fit, color, ax in series:
         slope, icpt, lo, hi = fit
-        ax.loglog(dims, y, "o", color=color,
-                  label=f"{label}: slope {slope:.3f} [{lo:.3f}, {hi:.3f}]")
+        ax.loglog(
+            dims, y, "o", color=color, label=f"{label}: slope {slope:.3f} [{lo:.3f}, {hi:.3f}]"
+        )
         xs = dims[large]
         if xs.size:
             ax.loglog(xs, np.exp(icpt) * xs**slope, "-", color=color, alpha=0.7)
     mid = np.sqrt(dims[1:] * dims[:-1])
-    for v, x, yv in zip(arrays["local_slope_ratio"], mid, np.sqrt(arrays["ratio"][1:]
-                                                                 * arrays["ratio"][:-1])):
-        axes[1].annotate(f"{v:.2f}", (x, yv), fontsize=6, color="C2",
-                         textcoords="offset points", xytext=(0, 6), ha="center")
-    axes[0].set(xlabel="input dimension D", ylabel="specialization time T",
-                title="specialization time by gauge")
-    axes[1].set(xlabel="input dimension D", ylabel="T(w-heavy) / T(a-heavy)",
-                title="ratio of specialization times (theory: D^2)")
+    for v, x, yv in zip(
+        arrays["local_slope_ratio"], mid, np.sqrt(arrays["ratio"][1:] * arrays["ratio"][:-1])
+    ):
+        axes[1].annotate(
+            f"{v:.2f}",
+            (x, yv),
+            fontsize=6,
+            color="C2",
+            textcoords="offset points",
+            xytext=(0, 6),
+            ha="center",
+        )
+    axes[0].set(
+        xlabel="input dimension D",
+        ylabel="specialization time T",
+        title="specialization time by gauge",
+    )
+    axes[1].set(
+        xlabel="input dimension D",
+        ylabel="T(w-heavy) / T(a-heavy)",
+        title="ratio of specialization times (theory: D^2)",
+    )
     return [save(fig, outdir, "dimension_scaling", arrays, legends=axes)]
 
 
@@ -108,23 +136,59 @@ def dissipation(arrays, config, outdir):
     fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.8))
     for key, label, color in gt.GAUGE_STYLES:
         t = arrays[f"t_{key}"][1:]
-        axes[0].loglog(t, np.maximum(arrays[f"reaction_{key}"][1:], 1e-30), "-", color=color,
-                       label=f"reaction, {label}")
-        axes[0].loglog(t, np.maximum(arrays[f"transport_{key}"][1:], 1e-30), ":",
-                       color=color, label=f"transport, {label}")
+        axes[0].loglog(
+            t,
+            np.maximum(arrays[f"reaction_{key}"][1:], 1e-30),
+            "-",
+            color=color,
+            label=f"reaction, {label}",
+        )
+        axes[0].loglog(
+            t,
+            np.maximum(arrays[f"transport_{key}"][1:], 1e-30),
+            ":",
+            color=color,
+            label=f"transport, {label}",
+        )
         for part in ("reaction", "transport"):
-            axes[0].loglog(t[::10], np.maximum(arrays[f"{part}_fd_{key}"][::10], 1e-30), "x",
-                           color=color, ms=3, alpha=0.6)
+            axes[0].loglog(
+                t[::10],
+                np.maximum(arrays[f"{part}_fd_{key}"][::10], 1e-30),
+                "x",
+                color=color,
+                ms=3,
+                alpha=0.6,
+            )
         loss = arrays[f"loss_{key}"]
         axes[1].semilogx(t, loss[1:], "-", color=color, label=f"loss, {label}")
-        axes[1].semilogx(t, loss[0] - arrays[f"cumulative_reaction_{key}"][1:], "--",
-                         color=color, alpha=0.7, label=f"L(0) - int reaction, {label}")
-        axes[1].semilogx(t, loss[0] - arrays[f"cumulative_reaction_{key}"][1:]
-                         - arrays[f"cumulative_transport_{key}"][1:], ":", color="k", lw=1)
-    axes[0].set(xlabel="time t", ylabel="dissipation rate", title="reaction and transport "
-                "dissipation", ylim=(1e-14, None))
-    axes[1].set(xlabel="time t", ylabel="loss",
-                title="loss and L(0) - integrated dissipation (black dotted)")
+        axes[1].semilogx(
+            t,
+            loss[0] - arrays[f"cumulative_reaction_{key}"][1:],
+            "--",
+            color=color,
+            alpha=0.7,
+            label=f"L(0) - int reaction, {label}",
+        )
+        axes[1].semilogx(
+            t,
+            loss[0]
+            - arrays[f"cumulative_reaction_{key}"][1:]
+            - arrays[f"cumulative_transport_{key}"][1:],
+            ":",
+            color="k",
+            lw=1,
+        )
+    axes[0].set(
+        xlabel="time t",
+        ylabel="dissipation rate",
+        title="reaction and transport dissipation",
+        ylim=(1e-14, None),
+    )
+    axes[1].set(
+        xlabel="time t",
+        ylabel="loss",
+        title="loss and L(0) - integrated dissipation (black dotted)",
+    )
     return [save(fig, outdir, "dissipation", arrays, legends=axes)]
 
 
@@ -140,7 +204,9 @@ def finite_sample(arrays, config, outdir):
             ax.plot(t[1:], med[1:], color=colors[i], lw=1, label=f"n = {int(n)}")
             ax.fill_between(t[1:], lo[1:], hi[1:], color=colors[i], alpha=0.25, lw=0)
         ref, fl = arrays[f"gd_{k}"], arrays[f"flow_{k}"]
-        ax.plot(t[1:], (ref if ref.ndim == 1 else ref[:, 0])[1:], "k", lw=1.2, label="population GD")
+        ax.plot(
+            t[1:], (ref if ref.ndim == 1 else ref[:, 0])[1:], "k", lw=1.2, label="population GD"
+        )
         ax.plot(t[1:], (fl if fl.ndim == 1 else fl[:, 0])[1:], "k--", lw=1, label="population flow")
         ax.set(xscale="log", xlabel="t = eta * steps", title=k)
     for i in (0, 3, 4):
@@ -153,12 +219,21 @@ def finite_sample(arrays, config, outdir):
         dev = arrays[f"deviation_{k}"]
         med = np.median(dev, axis=1)
         lo, hi = np.quantile(dev, [0.1, 0.9], axis=1)
-        ax.errorbar(ns, med, yerr=[med - lo, hi - med], fmt="o", color=f"C{j}", ms=4,
-                    label=f"{k}: p = {arrays[f'fit_{k}'][0]:.3f}")
+        ax.errorbar(
+            ns,
+            med,
+            yerr=[med - lo, hi - med],
+            fmt="o",
+            color=f"C{j}",
+            ms=4,
+            label=f"{k}: p = {arrays[f'fit_{k}'][0]:.3f}",
+        )
         slope, icpt = arrays[f"fit_{k}"][:2]
         ax.plot(ns, np.exp(icpt) * ns**slope, color=f"C{j}", lw=1)
     ax.plot(ns, med[0] * (ns / ns[0]) ** -0.5, "k:", lw=1, label="n^-1/2")
-    ax.set(xscale="log", yscale="log", xlabel="samples n", ylabel="RMS deviation from population GD")
+    ax.set(
+        xscale="log", yscale="log", xlabel="samples n", ylabel="RMS deviation from population GD"
+    )
     ax.legend(fontsize=7)
     names.append(save(fig, outdir, "finite_sample_deviation", arrays))
     return names
@@ -190,16 +265,28 @@ def gauge_in_training_scaling(arrays, config, outdir):
     for i, (g, key) in enumerate((("w-heavy", "w"), ("a-heavy", "a"))):
         m = arrays[f"median_{key}"]
         ci = np.array([arrays[f"spec_ci_{g}_D{int(D)}"] for D in dims])
-        axes[0].errorbar(dims, m, yerr=[m - ci[:, 0], ci[:, 1] - m], fmt="o", color=f"C{i}",
-                         label=f"trained, {g}")
+        axes[0].errorbar(
+            dims,
+            m,
+            yerr=[m - ci[:, 0], ci[:, 1] - m],
+            fmt="o",
+            color=f"C{i}",
+            label=f"trained, {g}",
+        )
         axes[0].plot(dims, arrays[f"theory_{key}"], color=f"C{i}", lw=1, label=f"flow, {g}")
     axes[0].set(xscale="log", yscale="log", xlabel="D", ylabel="specialization time")
     axes[0].legend(fontsize=7)
     r, ci = arrays["ratio"], arrays["ratio_ci"]
-    axes[1].errorbar(dims, r, yerr=[r - ci[:, 0], ci[:, 1] - r], fmt="o",
-                     label=f"trained, p = {arrays['fit'][0]:.2f}")
-    axes[1].plot(dims, arrays["ratio_theory"], "k-", lw=1,
-                 label=f"flow, p = {arrays['fit_theory'][0]:.2f}")
+    axes[1].errorbar(
+        dims,
+        r,
+        yerr=[r - ci[:, 0], ci[:, 1] - r],
+        fmt="o",
+        label=f"trained, p = {arrays['fit'][0]:.2f}",
+    )
+    axes[1].plot(
+        dims, arrays["ratio_theory"], "k-", lw=1, label=f"flow, p = {arrays['fit_theory'][0]:.2f}"
+    )
     axes[1].set(xscale="log", yscale="log", xlabel="D", ylabel="t_spec(w-heavy) / t_spec(a-heavy)")
     axes[1].legend(fontsize=7)
     names = [save(fig, outdir, "gauge_in_training_scaling", arrays)]
@@ -225,8 +312,12 @@ def _networks_owner(arrays, outdir):
         p, lo, hi = arrays[f"owner_rate_{run}"]
         ax.errorbar([i], [p], yerr=[[p - lo], [hi - p]], fmt="o", color=f"C{i % 3}", capsize=4)
     ax.axhline(0.5, color="0.5", ls="--", lw=0.8)
-    ax.set(xticks=range(len(runs)), xticklabels=[r.replace("_", "\n") for r in runs],
-           ylim=(0, 1.05), ylabel="a-heavy copy owns (share of seeds)")
+    ax.set(
+        xticks=range(len(runs)),
+        xticklabels=[r.replace("_", "\n") for r in runs],
+        ylim=(0, 1.05),
+        ylabel="a-heavy copy owns (share of seeds)",
+    )
     return save(fig, outdir, "gauge_on_networks_owner", arrays)
 
 
@@ -239,10 +330,22 @@ def _networks_drift(arrays, outdir):
         d0 = np.abs(arrays[f"delta0_{run}"][0])
         ls = "-" if run.startswith("mlp") else ":"
         for c, ax in enumerate(axes):
-            ax.plot(step, arrays[f"change_{run}"][0, :, c] / d0[c], color=f"C{i}", ls=ls,
-                    label=run.replace("_", " "))
-            ax.plot(step, arrays[f"predicted_{run}"][0, :, c] / d0[c], color=f"C{i}",
-                    ls="none", marker="x", markersize=3, markevery=max(1, step.size // 12))
+            ax.plot(
+                step,
+                arrays[f"change_{run}"][0, :, c] / d0[c],
+                color=f"C{i}",
+                ls=ls,
+                label=run.replace("_", " "),
+            )
+            ax.plot(
+                step,
+                arrays[f"predicted_{run}"][0, :, c] / d0[c],
+                color=f"C{i}",
+                ls="none",
+                marker="x",
+                markersize=3,
+                markevery=max(1, step.size // 12),
+            )
     for ax, copy in zip(axes, ("a-heavy", "w-heavy")):
         ax.set(xlabel="step", title=copy)
         ax.set_yscale("symlog", linthresh=1e-6)
@@ -257,8 +360,9 @@ def _networks_slope(arrays, outdir):
     for i, model in enumerate(str(m) for m in arrays["slope_models"]):
         eta = arrays[f"slope_eta_{model}"]
         for s, drift in enumerate(arrays[f"slope_drift_{model}"]):
-            ax.loglog(eta, drift, color=f"C{i}", lw=0.8, marker=".",
-                      label=model if s == 0 else None)
+            ax.loglog(
+                eta, drift, color=f"C{i}", lw=0.8, marker=".", label=model if s == 0 else None
+            )
         ref = arrays[f"slope_drift_{model}"][:, 0].mean()
         ax.loglog(eta, ref * eta / eta[0], color="0.5", ls="--", lw=0.8)
     ax.set(xlabel="step size eta", ylabel="drift per unit time")
@@ -272,17 +376,32 @@ def gd_selection(arrays, config, outdir):
     fig, ax = plt.subplots()
     t = arrays["flow_t"][1:]
     for i, ls in ((0, "-"), (1, "--")):
-        ax.loglog(t, np.maximum(np.abs(arrays["flow_rho"][1:, i]), 1e-16), ls, color="k",
-                  label=f"flow, copy {i} ({'a' if i == 0 else 'w'}-heavy)")
+        ax.loglog(
+            t,
+            np.maximum(np.abs(arrays["flow_rho"][1:, i]), 1e-16),
+            ls,
+            color="k",
+            label=f"flow, copy {i} ({'a' if i == 0 else 'w'}-heavy)",
+        )
     for c, eta in enumerate(arrays["selection_etas"]):
         ts = arrays[f"selection_t_{eta:g}"][1:]
         rho = np.abs(arrays[f"selection_rho_{eta:g}"][1:])
         for i, ls in ((0, "-"), (1, "--")):
-            ax.loglog(ts, np.maximum(rho[:, i], 1e-16), ls, color=f"C{c}", alpha=0.8,
-                      label=f"GD eta={eta:g}" if i == 0 else None)
+            ax.loglog(
+                ts,
+                np.maximum(rho[:, i], 1e-16),
+                ls,
+                color=f"C{c}",
+                alpha=0.8,
+                label=f"GD eta={eta:g}" if i == 0 else None,
+            )
     ax.axvline(float(arrays["t_end"]), color="k", ls=":", lw=1)
-    ax.set(xlabel="time t", ylabel="|rho_i|", title="selection under gradient descent",
-           ylim=(1e-10, 10))
+    ax.set(
+        xlabel="time t",
+        ylabel="|rho_i|",
+        title="selection under gradient descent",
+        ylim=(1e-10, 10),
+    )
     ax.legend(fontsize=7)
     names.append(save(fig, outdir, "gd_selection", arrays))
     return names
@@ -295,10 +414,14 @@ def gradient_descent(arrays, config, outdir):
     slope, icpt, lo, hi = arrays["fit"]
     fig, ax = plt.subplots()
     ax.loglog(etas, rel, "o", label="|T_gd - T_flow| / T_flow")
-    ax.loglog(etas, np.exp(icpt) * etas**slope, "-",
-              label=f"fit: slope {slope:.3f} [{lo:.3f}, {hi:.3f}]")
-    ax.set(xlabel="step size eta", ylabel="relative error of specialization time",
-           title="gradient descent against the flow")
+    ax.loglog(
+        etas, np.exp(icpt) * etas**slope, "-", label=f"fit: slope {slope:.3f} [{lo:.3f}, {hi:.3f}]"
+    )
+    ax.set(
+        xlabel="step size eta",
+        ylabel="relative error of specialization time",
+        title="gradient descent against the flow",
+    )
     ax.legend()
     names = [save(fig, outdir, "gd_error", arrays)]
 
@@ -324,8 +447,9 @@ def online_sgd(arrays, config, outdir):
 
     fig, ax = plt.subplots(figsize=(4.5, 3.6))
     everything = []
-    for i, (kind, marker, what) in enumerate((("erf", "o", "weight space"),
-                                              ("chain", "s", "chain"))):
+    for i, (kind, marker, what) in enumerate(
+        (("erf", "o", "weight space"), ("chain", "s", "chain"))
+    ):
         if f"{kind}_dims" not in arrays:  # a run from before the chain existed
             continue
         d, s = arrays[f"{kind}_dims"], arrays[f"{kind}_spread"]
@@ -360,8 +484,9 @@ def ownership(arrays, config, outdir):
     tol, t_check = float(arrays["prune_tol"]), float(arrays["t_check"])
     ncol = min(len(Ks), 4)
     nrow = -(-len(Ks) // ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(2.6 * ncol + 1, 2.8 * nrow + 0.5),
-                             squeeze=False, sharey=True)
+    fig, axes = plt.subplots(
+        nrow, ncol, figsize=(2.6 * ncol + 1, 2.8 * nrow + 0.5), squeeze=False, sharey=True
+    )
     for ax, K in zip(axes.ravel(), Ks):
         t, rho = arrays[f"t_K{K}"][1:], np.abs(arrays[f"rho_K{K}"][:, 1:, :])
         for j in range(K):
@@ -374,7 +499,7 @@ def ownership(arrays, config, outdir):
         ax.set(title=f"K = {K}", xlabel="time t", ylim=(1e-12, 1e1))
     for ax in axes[:, 0]:
         ax.set_ylabel("|rho_i|")
-    for ax in axes.ravel()[len(Ks):]:
+    for ax in axes.ravel()[len(Ks) :]:
         ax.set_visible(False)
     axes[0, 0].plot([], [], color="C0", label="favourable (a-heavy) copy")
     axes[0, 0].plot([], [], color="0.6", label="other copies (w-heavy)")
@@ -386,17 +511,26 @@ def ownership(arrays, config, outdir):
         P = arrays[f"pruning_time_K{K}"]
         for j in range(K):
             others = np.delete(P[j], j)
-            axes[0].plot(K + 0.6 * (j / max(K - 1, 1) - 0.5) + 0 * others, others, ".",
-                         color="C0", ms=4)
-        axes[1].semilogy(np.full(K, K), np.maximum(arrays[f"remaining_K{K}"], 1e-18), "o",
-                         color="C2")
+            axes[0].plot(
+                K + 0.6 * (j / max(K - 1, 1) - 0.5) + 0 * others, others, ".", color="C0", ms=4
+            )
+        axes[1].semilogy(
+            np.full(K, K), np.maximum(arrays[f"remaining_K{K}"], 1e-18), "o", color="C2"
+        )
     axes[0].axhline(t_check, color="k", ls=":", lw=1, label="stated time")
-    axes[0].set(xlabel="K (spread: index of the favourable copy)", ylabel="pruning time",
-                title="pruning times of the other copies", yscale="log")
+    axes[0].set(
+        xlabel="K (spread: index of the favourable copy)",
+        ylabel="pruning time",
+        title="pruning times of the other copies",
+        yscale="log",
+    )
     axes[0].legend(fontsize=7)
     axes[1].axhline(float(arrays["function_tol"]), color="C1", ls="--", lw=1)
-    axes[1].set(xlabel="K", ylabel="||f_others|| / ||f*||",
-                title=f"remaining contribution at t = {t_check:g}")
+    axes[1].set(
+        xlabel="K",
+        ylabel="||f_others|| / ||f*||",
+        title=f"remaining contribution at t = {t_check:g}",
+    )
     names.append(save(fig, outdir, "ownership_summary", arrays))
     return names
 
@@ -415,23 +549,47 @@ def ownership_patterns(arrays, config, outdir):
         m = out == code
         ax.scatter(gap[m] + jitter[m], ypos[m], s=14, color=colors[code], label=name)
     m = unpruned & (out == 0)
-    ax.scatter(gap[m] + jitter[m], ypos[m], s=40, facecolors="none", edgecolors="k", lw=0.6,
-               label="selected, a non-owner unpruned")
+    ax.scatter(
+        gap[m] + jitter[m],
+        ypos[m],
+        s=40,
+        facecolors="none",
+        edgecolors="k",
+        lw=0.6,
+        label="selected, a non-owner unpruned",
+    )
     ce = arrays
-    ax.scatter(ce["counterexample_gap"], np.searchsorted(scales, ce["counterexample_scale"]),
-               marker="*", s=160, c=[colors[int(o)] for o in ce["counterexample_outcome"]],
-               edgecolors="k", label="issue's patterns")
+    ax.scatter(
+        ce["counterexample_gap"],
+        np.searchsorted(scales, ce["counterexample_scale"]),
+        marker="*",
+        s=160,
+        c=[colors[int(o)] for o in ce["counterexample_outcome"]],
+        edgecolors="k",
+        label="issue's patterns",
+    )
     for i, b in enumerate(arrays["boundary_gap"]):
         if np.isfinite(b):
             ax.plot([b, b], [i - 0.3, i + 0.3], "k-", lw=2)
     inside = np.flatnonzero(scales >= float(arrays["scale_claim"]))
     if inside.size:
-        ax.add_patch(plt.Rectangle((float(arrays["gap_claim"]) - 0.05, inside[0] - 0.4),
-                                   2.1 - float(arrays["gap_claim"]), inside.size - 0.2,
-                                   fill=False, ec="k", ls="--"))
+        ax.add_patch(
+            plt.Rectangle(
+                (float(arrays["gap_claim"]) - 0.05, inside[0] - 0.4),
+                2.1 - float(arrays["gap_claim"]),
+                inside.size - 0.2,
+                fill=False,
+                ec="k",
+                ls="--",
+            )
+        )
     ax.set_yticks(range(scales.size), [f"{v:g}" for v in scales])
-    ax.set(xlabel="gap g(1) - g(2) (transport mobility ratio ~ D^gap)", ylabel="scale s",
-           title="outcome of random duplicate-gauge patterns", xlim=(-0.15, 2.15))
+    ax.set(
+        xlabel="gap g(1) - g(2) (transport mobility ratio ~ D^gap)",
+        ylabel="scale s",
+        title="outcome of random duplicate-gauge patterns",
+        xlim=(-0.15, 2.15),
+    )
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     names = [save(fig, outdir, "ownership_patterns_map", arrays)]
 
@@ -458,20 +616,40 @@ def perturbations(arrays, config, outdir):
     for i in yi:
         for j in xi:
             if always[i, j]:
-                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False,
-                                           ec="white", lw=1.5))
-            ax.text(j, i, f"{win[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                    color="k" if win[i, j] > 0.6 else "w")
+                ax.add_patch(
+                    plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="white", lw=1.5)
+                )
+            ax.text(
+                j,
+                i,
+                f"{win[i, j]:.2f}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="k" if win[i, j] > 0.6 else "w",
+            )
     inside_l = np.flatnonzero(lam >= float(arrays["claim_strength"]))
     inside_e = np.flatnonzero(eps <= float(arrays["claim_epsilon"]))
     if inside_l.size and inside_e.size:
-        ax.add_patch(plt.Rectangle((inside_e[0] - 0.5, inside_l[0] - 0.5), inside_e.size,
-                                   inside_l.size, fill=False, ec="C1", lw=2, ls="--"))
+        ax.add_patch(
+            plt.Rectangle(
+                (inside_e[0] - 0.5, inside_l[0] - 0.5),
+                inside_e.size,
+                inside_l.size,
+                fill=False,
+                ec="C1",
+                lw=2,
+                ls="--",
+            )
+        )
     ax.set_xticks(xi, [f"{e:g}" for e in eps])
     ax.set_yticks(yi, [f"{v:g}" for v in lam])
     ax.grid(False)
-    ax.set(xlabel="perturbation size epsilon", ylabel="gauge strength lambda",
-           title="P(favourable copy owns the feature)")
+    ax.set(
+        xlabel="perturbation size epsilon",
+        ylabel="gauge strength lambda",
+        title="P(favourable copy owns the feature)",
+    )
     fig.colorbar(mesh, ax=ax, label="win fraction")
     names = [save(fig, outdir, "perturbations_map", arrays)]
 
@@ -480,15 +658,26 @@ def perturbations(arrays, config, outdir):
     won = edge > 0
     axes[0].loglog(lam[won], edge[won], "o-", label="largest epsilon won every time")
     floor = eps.min() / 3
-    axes[0].plot(lam[~won], np.full((~won).sum(), floor), "x", color="C3", ms=8,
-                 label="not won every time even at the smallest epsilon")
-    axes[0].set(xlabel="gauge strength lambda", ylabel="epsilon",
-                title="favourable copy wins every sample up to", ylim=(floor / 2, None))
+    axes[0].plot(
+        lam[~won],
+        np.full((~won).sum(), floor),
+        "x",
+        color="C3",
+        ms=8,
+        label="not won every time even at the smallest epsilon",
+    )
+    axes[0].set(
+        xlabel="gauge strength lambda",
+        ylabel="epsilon",
+        title="favourable copy wins every sample up to",
+        ylim=(floor / 2, None),
+    )
     axes[0].legend(fontsize=7)
     for i, v in enumerate(lam):
         axes[1].semilogx(eps, arrays["loser_pruned_fraction"][i], "o-", label=f"lambda={v:g}")
-    axes[1].set(xlabel="perturbation size epsilon", ylabel="fraction",
-                title="other copy pruned by the end")
+    axes[1].set(
+        xlabel="perturbation size epsilon", ylabel="fraction", title="other copy pruned by the end"
+    )
     axes[1].legend(fontsize=7)
     names.append(save(fig, outdir, "perturbations_edge", arrays))
     return names

@@ -11,20 +11,41 @@ from ...harness import Param
 from ...theory import Problem, duplicates, with_gauge
 
 MAX_DIM = 10**6
-DIM_WHY = ("the mobility ratio D^2 must stay below 1e12 so that float64 keeps the slower clock's "
-           "digits")
+DIM_WHY = (
+    "the mobility ratio D^2 must stay below 1e12 so that float64 keeps the slower clock's digits"
+)
 SCALE_WHY = "rho0 = 100 ||f*||; far larger s overflow the gauge delta = s (1/D - D) to -inf"
 T_MAX_WHY = "steps grow with log t_max; 1e8 is past every specialization time for D <= 1e4"
 
-THRESHOLD = Param(float, 0.95, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
-                  why="an alignment is a cosine", help="alignment that defines specialization")
+THRESHOLD = Param(
+    float,
+    0.95,
+    lo=0.0,
+    hi=1.0,
+    lo_open=True,
+    hi_open=True,
+    why="an alignment is a cosine",
+    help="alignment that defines specialization",
+)
 
-T_MAX_BOTH = Param((int, float), 1e5, quick=2e4, lo=0.0, lo_open=True, hi=1e8, why=T_MAX_WHY,
-                   help="end of both trajectories")
+T_MAX_BOTH = Param(
+    (int, float),
+    1e5,
+    quick=2e4,
+    lo=0.0,
+    lo_open=True,
+    hi=1e8,
+    why=T_MAX_WHY,
+    help="end of both trajectories",
+)
 
 
-def dim_param(default: int = 100, help: str = "input dimension D (also the gauge strength)",
-              hi: int = MAX_DIM, why: str = DIM_WHY) -> Param:
+def dim_param(
+    default: int = 100,
+    help: str = "input dimension D (also the gauge strength)",
+    hi: int = MAX_DIM,
+    why: str = DIM_WHY,
+) -> Param:
     """The input dimension ``D`` of the population experiments, in ``[4, hi]``."""
     return Param(int, default, lo=4, hi=hi, why=why, help=help)
 
@@ -36,24 +57,50 @@ def scale_param(help: str = "initial coefficient rho0 = s", default: float = 1.0
 
 def rtol_param(default: float, help: str = "relative tolerance of the batched integrator") -> Param:
     """The integrator's relative tolerance, in ``(1e-14, 1e-3)``."""
-    return Param(float, default, lo=1e-14, hi=1e-3, hi_open=True,
-                 why="a looser tolerance no longer resolves the pruned copies' |rho| ~ 1e-3",
-                 help=help)
+    return Param(
+        float,
+        default,
+        lo=1e-14,
+        hi=1e-3,
+        hi_open=True,
+        why="a looser tolerance no longer resolves the pruned copies' |rho| ~ 1e-3",
+        help=help,
+    )
 
 
-def n_times_param(default: int, quick: int | None, lo: int,
-                  help: str = "number of log-spaced output times") -> Param:
+def n_times_param(
+    default: int, quick: int | None, lo: int, help: str = "number of log-spaced output times"
+) -> Param:
     """A number of output times in ``[lo, 20000]``."""
-    return Param(int, default, quick=quick, lo=lo, hi=20000,
-                 why="memory: 8 bytes x K^2 per output time per trajectory", help=help)
+    return Param(
+        int,
+        default,
+        quick=quick,
+        lo=lo,
+        hi=20000,
+        why="memory: 8 bytes x K^2 per output time per trajectory",
+        help=help,
+    )
 
 
-N_FACTOR = Param(int, 20, lo=2, hi=1000, why="memory: n_factor x D samples per seed",
-                 help="samples per seed n = n_factor * D")
+N_FACTOR = Param(
+    int,
+    20,
+    lo=2,
+    hi=1000,
+    why="memory: n_factor x D samples per seed",
+    help="samples per seed n = n_factor * D",
+)
 """Trained networks (``gauge_in_training_*``): samples per seed ``n = n_factor D``."""
-TRAINED_SCALE = Param((int, float), 1.0, lo=0.0, lo_open=True, hi=10.0,
-                      why="GD steps grow like s D at the stable step 1 / (s D)",
-                      help="initial coefficient rho0 = s")
+TRAINED_SCALE = Param(
+    (int, float),
+    1.0,
+    lo=0.0,
+    lo_open=True,
+    hi=10.0,
+    why="GD steps grow like s D at the stable step 1 / (s D)",
+    help="initial coefficient rho0 = s",
+)
 """Trained networks (``gauge_in_training_*``): the initial coefficient ``rho0 = s``."""
 
 MIN_FIT_DIMS = 3
@@ -108,8 +155,14 @@ def embedded_problem(dim: int, a, Q, R, b, T, activation: str) -> Problem:
     L = np.linalg.cholesky(np.block([[T, R.T], [R, Q]]))
     basis = np.zeros((K + M, dim))
     basis[:, : K + M] = L
-    return Problem(a=a, W=basis[M:], b=b, V=basis[:M], activation=activation,
-                   setup={"name": "embedded", "dim": dim})
+    return Problem(
+        a=a,
+        W=basis[M:],
+        b=b,
+        V=basis[:M],
+        activation=activation,
+        setup={"name": "embedded", "dim": dim},
+    )
 
 
 def online_problem(task: dict) -> Problem:

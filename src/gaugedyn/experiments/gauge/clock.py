@@ -30,31 +30,62 @@ class Clock(Experiment):
         "scale": gp.scale_param(),
         "t_max": gp.T_MAX_BOTH,
         "n_times": gp.n_times_param(1200, 500, 50),
-        "n_path": Param(int, 800, quick=300, lo=20, hi=5000,
-                        why="the Frechet table costs n_path^2 Python steps",
-                        help="points per path after resampling by arc length"),
+        "n_path": Param(
+            int,
+            800,
+            quick=300,
+            lo=20,
+            hi=5000,
+            why="the Frechet table costs n_path^2 Python steps",
+            help="points per path after resampling by arc length",
+        ),
         "threshold": gp.THRESHOLD,
-        "path_bound": Param(float, 0.2, lo=0.0, lo_open=True, hi=2.0,
-                            why="both paths lie in [0, 1] x [-1, 1] near the teacher",
-                            help="Hausdorff distance the two paths must exceed"),
-        "clock_exponent": Param(float, 1.0, lo=0.0, hi=4.0,
-                                why="the mobility ratio at t = 0 is about D^2",
-                                help="claimed: clock separation > D^clock_exponent"),
+        "path_bound": Param(
+            float,
+            0.2,
+            lo=0.0,
+            lo_open=True,
+            hi=2.0,
+            why="both paths lie in [0, 1] x [-1, 1] near the teacher",
+            help="Hausdorff distance the two paths must exceed",
+        ),
+        "clock_exponent": Param(
+            float,
+            1.0,
+            lo=0.0,
+            hi=4.0,
+            why="the mobility ratio at t = 0 is about D^2",
+            help="claimed: clock separation > D^clock_exponent",
+        ),
     }
 
     def tasks(self, config):
-        return [{"dim": int(config["dim"]), "gauge": g, "scale": float(config["scale"]),
-                 "t_max": float(config["t_max"]), "n_times": int(config["n_times"]),
-                 "threshold": float(config["threshold"])} for g in gt.GAUGES]
+        return [
+            {
+                "dim": int(config["dim"]),
+                "gauge": g,
+                "scale": float(config["scale"]),
+                "t_max": float(config["t_max"]),
+                "n_times": int(config["n_times"]),
+                "threshold": float(config["threshold"]),
+            }
+            for g in gt.GAUGES
+        ]
 
     def run_task(self, task, seed):
         problem = single(task["dim"], task["gauge"], scale=task["scale"])
         grid = gt.time_grid(task["t_max"], task["n_times"], t_min=1e-4 / task["dim"] ** 2)
         traj = gt.trajectory(problem, grid, definitions=Definitions(threshold=task["threshold"]))
         mu_r, mu_t = gt.mobilities(traj["a"], traj["Q"])
-        return {"t": traj["t"], "rho": traj["rho"][:, 0], "alignment": traj["alignment"][:, 0, 0],
-                "mu_R": mu_r[:, 0], "mu_T": mu_t[:, 0],
-                "specialization_time": traj["specialization_time"], **gt.diagnostics(traj)}
+        return {
+            "t": traj["t"],
+            "rho": traj["rho"][:, 0],
+            "alignment": traj["alignment"][:, 0, 0],
+            "mu_R": mu_r[:, 0],
+            "mu_T": mu_t[:, 0],
+            "specialization_time": traj["specialization_time"],
+            **gt.diagnostics(traj),
+        }
 
     def analyse(self, config, tasks, results, seed):
         return ga.clock(config, tasks, results, seed)

@@ -20,26 +20,74 @@ class FiniteSample(Experiment):
     name = "finite_sample"
     description = "full-batch GD on n samples against population dynamics: deviation ~ n^-1/2"
     params = {
-        "dim": Param(int, 5, lo=2, hi=1000, why="memory: S x n x D samples per task",
-                     help="input dimension D"),
-        "ns": Param(list, [100, 300, 1000, 3000, 10000, 30000], quick=[100, 300, 1000, 3000, 10000],
-                    lo=8, hi=10**6, min_len=3, max_len=12, check=lambda v: max(v) / min(v) >= 100,
-                    why="memory: S x n x D samples per task",
-                    allowed="a list of at least 3 and at most 12 integers in [8, 1e+06] spanning at least two decades "
-                            "(upper bound: memory: S x n x D samples per task)",
-                    help="sample sizes n"),
-        "seeds": Param(int, 96, quick=48, lo=2, hi=1000, why="seeds are trained in one batch",
-                       help="seeds per n (trained batched)"),
-        "strength": Param((int, float), 2.0, lo=1.0, hi=100.0,
-                          why="GD with eta is unstable once the fast mobility lambda s > 2 / eta",
-                          help="gauge strength lambda: a-heavy a^2 = s lambda, |w|^2 = s / lambda"),
-        "eta": Param(float, 0.02, lo=0.0, lo_open=True, hi=0.2, why="GD stability",
-                     help="GD step size (time t = eta * steps)"),
-        "t_max": Param((int, float), 8.0, quick=6.0, lo=0.0, lo_open=True, hi=1000.0,
-                       why="t_max / eta full-batch steps per task", help="training time"),
-        "tolerance": Param(float, 0.15, lo=0.0, hi=0.5, lo_open=True, hi_open=True,
-                           why="0.5 would accept no decrease at all",
-                           help="allowed distance of each fitted exponent from -1/2"),
+        "dim": Param(
+            int,
+            5,
+            lo=2,
+            hi=1000,
+            why="memory: S x n x D samples per task",
+            help="input dimension D",
+        ),
+        "ns": Param(
+            list,
+            [100, 300, 1000, 3000, 10000, 30000],
+            quick=[100, 300, 1000, 3000, 10000],
+            lo=8,
+            hi=10**6,
+            min_len=3,
+            max_len=12,
+            check=lambda v: max(v) / min(v) >= 100,
+            why="memory: S x n x D samples per task",
+            allowed="a list of at least 3 and at most 12 integers in [8, 1e+06] spanning at least two decades "
+            "(upper bound: memory: S x n x D samples per task)",
+            help="sample sizes n",
+        ),
+        "seeds": Param(
+            int,
+            96,
+            quick=48,
+            lo=2,
+            hi=1000,
+            why="seeds are trained in one batch",
+            help="seeds per n (trained batched)",
+        ),
+        "strength": Param(
+            (int, float),
+            2.0,
+            lo=1.0,
+            hi=100.0,
+            why="GD with eta is unstable once the fast mobility lambda s > 2 / eta",
+            help="gauge strength lambda: a-heavy a^2 = s lambda, |w|^2 = s / lambda",
+        ),
+        "eta": Param(
+            float,
+            0.02,
+            lo=0.0,
+            lo_open=True,
+            hi=0.2,
+            why="GD stability",
+            help="GD step size (time t = eta * steps)",
+        ),
+        "t_max": Param(
+            (int, float),
+            8.0,
+            quick=6.0,
+            lo=0.0,
+            lo_open=True,
+            hi=1000.0,
+            why="t_max / eta full-batch steps per task",
+            help="training time",
+        ),
+        "tolerance": Param(
+            float,
+            0.15,
+            lo=0.0,
+            hi=0.5,
+            lo_open=True,
+            hi_open=True,
+            why="0.5 would accept no decrease at all",
+            help="allowed distance of each fitted exponent from -1/2",
+        ),
         "dtype": Param(str, "float64", choices=("float32", "float64"), help="training precision"),
     }
 
@@ -57,16 +105,33 @@ class FiniteSample(Experiment):
         eta = float(task["eta"])
         steps = int(round(task["t_max"] / eta))
         grid = np.unique(np.round(np.logspace(0, np.log10(steps), 60)).astype(int))
-        cfg = TrainConfig(optimizer="gd", lr=eta, steps=steps, samples=task["n"],
-                          record_steps=tuple(int(k) for k in grid))
+        cfg = TrainConfig(
+            optimizer="gd",
+            lr=eta,
+            steps=steps,
+            samples=task["n"],
+            record_steps=tuple(int(k) for k in grid),
+        )
         with single_thread():
-            res = train(problem, cfg, seeds=task["seeds"], root_seed=integer_seed(seed),
-                        dtype=task["dtype"], device="cpu")
+            res = train(
+                problem,
+                cfg,
+                seeds=task["seeds"],
+                root_seed=integer_seed(seed),
+                dtype=task["dtype"],
+                device="cpu",
+            )
         reaction, transport = res.dissipation()
-        return {"t": res.time, "loss": res.loss, "loss_empirical": res.loss_empirical,
-                "alignment": res.alignment()[..., 0], "rho": res.rho(),
-                "reaction": reaction.sum(axis=-1), "transport": transport.sum(axis=-1),
-                "wall_time_s": res.diagnostics["wall_time_s"]}
+        return {
+            "t": res.time,
+            "loss": res.loss,
+            "loss_empirical": res.loss_empirical,
+            "alignment": res.alignment()[..., 0],
+            "rho": res.rho(),
+            "reaction": reaction.sum(axis=-1),
+            "transport": transport.sum(axis=-1),
+            "wall_time_s": res.diagnostics["wall_time_s"],
+        }
 
     def analyse(self, config, tasks, results, seed):
         return ga.finite_sample(config, tasks, results, seed)

@@ -22,25 +22,54 @@ class GaugeInTrainingOwnership(Experiment):
     name = "gauge_in_training_ownership"
     description = "ownership of the feature among duplicates trained by finite-sample GD"
     params = {
-        "Ks": Param(list, [2, 3, 5], quick=[2, 3], lo=2, hi=12, min_len=1, max_len=8,
-                    distinct=True, why="GD's stable step falls as 1 / K", help="numbers of duplicates"),
-        "dim": Param(int, 16, lo=4, hi=256, why="steps grow like D",
-                     help="D of the duplicates"),
-        "seeds": Param(int, 64, quick=24, lo=2, hi=2000, why="seeds are trained in one batch",
-                       help="seeds per K"),
-        "epsilon": Param(float, 0.02, lo=0.0, hi=0.2,
-                         why="a perturbation beyond 0.2 is no longer small",
-                         help="per-seed visible perturbation of the initial function"),
+        "Ks": Param(
+            list,
+            [2, 3, 5],
+            quick=[2, 3],
+            lo=2,
+            hi=12,
+            min_len=1,
+            max_len=8,
+            distinct=True,
+            why="GD's stable step falls as 1 / K",
+            help="numbers of duplicates",
+        ),
+        "dim": Param(int, 16, lo=4, hi=256, why="steps grow like D", help="D of the duplicates"),
+        "seeds": Param(
+            int,
+            64,
+            quick=24,
+            lo=2,
+            hi=2000,
+            why="seeds are trained in one batch",
+            help="seeds per K",
+        ),
+        "epsilon": Param(
+            float,
+            0.02,
+            lo=0.0,
+            hi=0.2,
+            why="a perturbation beyond 0.2 is no longer small",
+            help="per-seed visible perturbation of the initial function",
+        ),
         "scale": gp.TRAINED_SCALE,
         "n_factor": gp.N_FACTOR,
         "threshold": gp.THRESHOLD,
     }
 
     def tasks(self, config):
-        return [{"dim": config["dim"], "K": int(K), "seeds": config["seeds"],
-                 "epsilon": config["epsilon"], "scale": config["scale"],
-                 "n_factor": config["n_factor"], "threshold": config["threshold"]}
-                for K in sorted(config["Ks"])]
+        return [
+            {
+                "dim": config["dim"],
+                "K": int(K),
+                "seeds": config["seeds"],
+                "epsilon": config["epsilon"],
+                "scale": config["scale"],
+                "n_factor": config["n_factor"],
+                "threshold": config["threshold"],
+            }
+            for K in sorted(config["Ks"])
+        ]
 
     def run_task(self, task, seed):
         from ..._meta import integer_seed
@@ -54,21 +83,34 @@ class GaugeInTrainingOwnership(Experiment):
         rest = flow.pruning_time[1:]
         prune = np.nanmax(rest) if np.any(np.isfinite(rest)) else 10.0
         t_end = 2.0 * float(max(prune, np.min(flow.specialization_time)))
-        problems = [perturb(base, task["epsilon"], meta_rng(root, i, "perturb"))
-                    for i in range(task["seeds"])]
+        problems = [
+            perturb(base, task["epsilon"], meta_rng(root, i, "perturb"))
+            for i in range(task["seeds"])
+        ]
         eta = 0.5 / (K * s * D)
-        cfg = TrainConfig(optimizer="gd", lr=eta, steps=int(np.ceil(t_end / eta)),
-                          samples=task["n_factor"] * D, points_per_decade=20)
+        cfg = TrainConfig(
+            optimizer="gd",
+            lr=eta,
+            steps=int(np.ceil(t_end / eta)),
+            samples=task["n_factor"] * D,
+            points_per_decade=20,
+        )
         with single_thread():
             res = train(problems, cfg, root_seed=root, device="cpu", definitions=definitions)
         b, T = base.b, base.V @ base.V.T
         last = (res.a[:, -1], res.Q[:, -1], res.R[:, -1], T, b)
         flow_at = solve(base, t_max=t_end, definitions=definitions)
         flow_remaining = remaining_relative(flow_at.a[-1], flow_at.Q[-1], flow_at.R[-1], T, b)
-        return {"owner": owners(*last[:3], *last[3:5])[:, 0],
-                "remaining": remaining_relative(*last), "flow_remaining": np.array(flow_remaining),
-                "t": res.time, "rho": res.rho(), "t_end": np.array(t_end), "eta": np.array(eta),
-                "wall_time_s": res.diagnostics.get("wall_time_s", np.nan)}
+        return {
+            "owner": owners(*last[:3], *last[3:5])[:, 0],
+            "remaining": remaining_relative(*last),
+            "flow_remaining": np.array(flow_remaining),
+            "t": res.time,
+            "rho": res.rho(),
+            "t_end": np.array(t_end),
+            "eta": np.array(eta),
+            "wall_time_s": res.diagnostics.get("wall_time_s", np.nan),
+        }
 
     def analyse(self, config, tasks, results, seed):
         return ga.gauge_in_training_ownership(config, tasks, results, seed)

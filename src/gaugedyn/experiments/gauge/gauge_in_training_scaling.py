@@ -22,24 +22,65 @@ class GaugeInTrainingScaling(Experiment):
     name = "gauge_in_training_scaling"
     description = "dimension scaling of the gauge on networks trained by finite-sample GD"
     params = {
-        "dims": Param(list, [8, 16, 32, 64], quick=[8, 16, 32], lo=4, hi=256, min_len=3,
-                      max_len=8, distinct=True, why="GD steps grow like D^2",
-                      help="input dimensions D (steps grow like D^2)"),
-        "seeds": Param(int, 24, quick=12, lo=2, hi=1000, why="seeds are trained in one batch",
-                       help="seeds per configuration"),
+        "dims": Param(
+            list,
+            [8, 16, 32, 64],
+            quick=[8, 16, 32],
+            lo=4,
+            hi=256,
+            min_len=3,
+            max_len=8,
+            distinct=True,
+            why="GD steps grow like D^2",
+            help="input dimensions D (steps grow like D^2)",
+        ),
+        "seeds": Param(
+            int,
+            24,
+            quick=12,
+            lo=2,
+            hi=1000,
+            why="seeds are trained in one batch",
+            help="seeds per configuration",
+        ),
         "scale": gp.TRAINED_SCALE,
         "n_factor": gp.N_FACTOR,
-        "c_w": Param(float, 1.0, lo=0.0, lo_open=True, hi=1.5, why="GD stability: eta < 2 / (s D)",
-                     help="w-heavy step eta = c_w / (s D)"),
-        "c_a": Param(float, 0.05, lo=0.0, lo_open=True, hi=1.5, why="GD stability",
-                     help="a-heavy step eta = c_a / (s D)"),
-        "horizon": Param((int, float), 2.0, lo=1.0, lo_open=True, hi=10.0,
-                         why="steps grow linearly with the horizon",
-                         help="training time, in units of the flow's specialization time"),
-        "exponent_tolerance": Param(float, 0.3, lo=0.0, lo_open=True, hi=1.0,
-                                    why="a tolerance of 1 accepts D^1 for D^2",
-                                    help="allowed distance of the trained ratio exponent from "
-                                         "the flow's"),
+        "c_w": Param(
+            float,
+            1.0,
+            lo=0.0,
+            lo_open=True,
+            hi=1.5,
+            why="GD stability: eta < 2 / (s D)",
+            help="w-heavy step eta = c_w / (s D)",
+        ),
+        "c_a": Param(
+            float,
+            0.05,
+            lo=0.0,
+            lo_open=True,
+            hi=1.5,
+            why="GD stability",
+            help="a-heavy step eta = c_a / (s D)",
+        ),
+        "horizon": Param(
+            (int, float),
+            2.0,
+            lo=1.0,
+            lo_open=True,
+            hi=10.0,
+            why="steps grow linearly with the horizon",
+            help="training time, in units of the flow's specialization time",
+        ),
+        "exponent_tolerance": Param(
+            float,
+            0.3,
+            lo=0.0,
+            lo_open=True,
+            hi=1.0,
+            why="a tolerance of 1 accepts D^1 for D^2",
+            help="allowed distance of the trained ratio exponent from the flow's",
+        ),
         "threshold": gp.THRESHOLD,
     }
 
@@ -48,9 +89,18 @@ class GaugeInTrainingScaling(Experiment):
         for D in sorted(config["dims"]):
             for g in gt.GAUGES:
                 c = config["c_w"] if g == "w-heavy" else config["c_a"]
-                out.append({"dim": int(D), "gauge": g, "c": c, "seeds": config["seeds"],
-                            "horizon": config["horizon"], "scale": config["scale"],
-                            "n_factor": config["n_factor"], "threshold": config["threshold"]})
+                out.append(
+                    {
+                        "dim": int(D),
+                        "gauge": g,
+                        "c": c,
+                        "seeds": config["seeds"],
+                        "horizon": config["horizon"],
+                        "scale": config["scale"],
+                        "n_factor": config["n_factor"],
+                        "threshold": config["threshold"],
+                    }
+                )
         return out
 
     def run_task(self, task, seed):
@@ -64,15 +114,26 @@ class GaugeInTrainingScaling(Experiment):
         t_theory = float(np.min(theory.specialization_time))
         eta = task["c"] / (s * D)
         steps = int(np.ceil(task["horizon"] * t_theory / eta))
-        cfg = TrainConfig(optimizer="gd", lr=eta, steps=steps, samples=task["n_factor"] * D,
-                          points_per_decade=60)
+        cfg = TrainConfig(
+            optimizer="gd", lr=eta, steps=steps, samples=task["n_factor"] * D, points_per_decade=60
+        )
         with single_thread():
-            res = train(problem, cfg, seeds=task["seeds"], root_seed=integer_seed(seed), device="cpu",
-                        definitions=definitions)
-        return {"specialization_time": res.specialization_time()[:, 0],
-                "theory_time": np.array(t_theory), "eta": np.array(eta),
-                "steps": np.array(steps), "run_time": np.array(steps * eta),
-                "wall_time_s": res.diagnostics.get("wall_time_s", np.nan)}
+            res = train(
+                problem,
+                cfg,
+                seeds=task["seeds"],
+                root_seed=integer_seed(seed),
+                device="cpu",
+                definitions=definitions,
+            )
+        return {
+            "specialization_time": res.specialization_time()[:, 0],
+            "theory_time": np.array(t_theory),
+            "eta": np.array(eta),
+            "steps": np.array(steps),
+            "run_time": np.array(steps * eta),
+            "wall_time_s": res.diagnostics.get("wall_time_s", np.nan),
+        }
 
     def analyse(self, config, tasks, results, seed):
         return ga.gauge_in_training_scaling(config, tasks, results, seed)

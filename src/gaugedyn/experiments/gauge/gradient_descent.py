@@ -31,8 +31,13 @@ ETA_WHY = "GD on the w-heavy copy is unstable above about 2 / (s D)"
 def flow_reference(dim: int, scale: float, threshold: float, t_end: float) -> dict:
     """The flow of the two duplicates (tight tolerance), shared by the tasks of one process."""
     problem = duplicates(dim, list(GAUGES), scale=scale)
-    return gt.trajectory(problem, gt.time_grid(t_end, 200, 1e-6), rtol=1e-11, atol=1e-13,
-                         definitions=Definitions(threshold=threshold))
+    return gt.trajectory(
+        problem,
+        gt.time_grid(t_end, 200, 1e-6),
+        rtol=1e-11,
+        atol=1e-13,
+        definitions=Definitions(threshold=threshold),
+    )
 
 
 class GradientDescent(Experiment):
@@ -41,13 +46,29 @@ class GradientDescent(Experiment):
     params = {
         "dim": gp.dim_param(30, hi=10**4, why="GD steps to specialization grow like D"),
         "scale": gp.scale_param(help="initial coefficient rho0 = s of each copy"),
-        "etas": Param(list, [5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3], quick=[1e-4, 3e-4, 1e-3, 3e-3],
-                      lo=1e-7, hi=0.1, hi_open=True, min_len=3, max_len=20, distinct=True,
-                      why=ETA_WHY, help="step sizes for the specialization-time error"),
+        "etas": Param(
+            list,
+            [5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3],
+            quick=[1e-4, 3e-4, 1e-3, 3e-3],
+            lo=1e-7,
+            hi=0.1,
+            hi_open=True,
+            min_len=3,
+            max_len=20,
+            distinct=True,
+            why=ETA_WHY,
+            help="step sizes for the specialization-time error",
+        ),
         "threshold": gp.THRESHOLD,
-        "slope_tol": Param(float, 0.1, lo=0.0, lo_open=True, hi=1.0,
-                           why="a slope within 1 of 1 would accept second order",
-                           help="allowed distance of the fitted error slope from 1"),
+        "slope_tol": Param(
+            float,
+            0.1,
+            lo=0.0,
+            lo_open=True,
+            hi=1.0,
+            why="a slope within 1 of 1 would accept second order",
+            help="allowed distance of the fitted error slope from 1",
+        ),
     }
 
     def tasks(self, config):
@@ -64,9 +85,12 @@ class GradientDescent(Experiment):
         tr = gt.trajectory(problem, grid, dynamics="gd", eta=eta, definitions=definitions)
         m = tr["alignment"].max(axis=(1, 2))
         flow = flow_reference(task["dim"], task["scale"], task["threshold"], 2.0)
-        return {"specialization_time": float(crossing_time(tr["t"], m, task["threshold"])),
-                "step_time": tr["specialization_time"], "steps": len(tr["t"]) - 1,
-                "flow_time": float(flow["specialization_time"])}
+        return {
+            "specialization_time": float(crossing_time(tr["t"], m, task["threshold"])),
+            "step_time": tr["specialization_time"],
+            "steps": len(tr["t"]) - 1,
+            "flow_time": float(flow["specialization_time"]),
+        }
 
     def analyse(self, config, tasks, results, seed):
         return ga.gradient_descent(config, tasks, results, seed)

@@ -27,20 +27,48 @@ class Ownership(Experiment):
         "pruning_time": "first output time from which |rho_i| < prune_tol at every later time",
     }
     params = {
-        "Ks": Param(list, [2, 3, 5, 8], lo=2, hi=16, min_len=1, max_len=8, distinct=True,
-                    why="the batch holds K runs of K copies: memory K^3 per output time",
-                    help="numbers of duplicate students"),
+        "Ks": Param(
+            list,
+            [2, 3, 5, 8],
+            lo=2,
+            hi=16,
+            min_len=1,
+            max_len=8,
+            distinct=True,
+            why="the batch holds K runs of K copies: memory K^3 per output time",
+            help="numbers of duplicate students",
+        ),
         "dim": gp.dim_param(),
         "scale": gp.scale_param(help="initial coefficient rho0 = s of every copy"),
-        "t_check": Param((int, float), 2.0, lo=0.0, lo_open=True, hi=1e6,
-                         why="the stiff integrator's steps grow with the horizon",
-                         help="the stated time at which owner and pruning are checked"),
-        "prune_tol": Param(float, 1e-3, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
-                           why="|rho| of the teacher's owner is 1",
-                           help="|rho| below which a copy counts as pruned"),
-        "function_tol": Param(float, 1e-3, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
-                              why="relative to ||f*||, 1 is no pruning at all",
-                              help="remaining function / ||f*|| below which it counts as zero"),
+        "t_check": Param(
+            (int, float),
+            2.0,
+            lo=0.0,
+            lo_open=True,
+            hi=1e6,
+            why="the stiff integrator's steps grow with the horizon",
+            help="the stated time at which owner and pruning are checked",
+        ),
+        "prune_tol": Param(
+            float,
+            1e-3,
+            lo=0.0,
+            hi=1.0,
+            lo_open=True,
+            hi_open=True,
+            why="|rho| of the teacher's owner is 1",
+            help="|rho| below which a copy counts as pruned",
+        ),
+        "function_tol": Param(
+            float,
+            1e-3,
+            lo=0.0,
+            hi=1.0,
+            lo_open=True,
+            hi_open=True,
+            why="relative to ||f*||, 1 is no pruning at all",
+            help="remaining function / ||f*|| below which it counts as zero",
+        ),
         "threshold": gp.THRESHOLD,
         "n_times": gp.n_times_param(160, 100, 20),
         "rtol": gp.rtol_param(1e-8),
@@ -62,13 +90,15 @@ class Ownership(Experiment):
         trajs = gt.trajectories(problems, grid, definitions=definitions, rtol=task["rtol"])
         b, T = problems[0].b, problems[0].V @ problems[0].V.T
         last = [(tr["a"][-1], tr["Q"][-1], tr["R"][-1]) for tr in trajs]
-        return {"t": trajs[0]["t"], "rho": np.stack([tr["rho"] for tr in trajs]),
-                "owner": np.array([int(owners(a, Q, R, T, b)[0]) for a, Q, R in last]),
-                "pruning_time": np.stack([tr["pruning_time"] for tr in trajs]),
-                "specialization_time": np.array([tr["specialization_time"] for tr in trajs]),
-                "remaining": np.array([float(remaining_relative(a, Q, R, T, b))
-                                       for a, Q, R in last]),
-                "nsteps_max": max(int(tr["diagnostics"].get("nsteps", 0)) for tr in trajs)}
+        return {
+            "t": trajs[0]["t"],
+            "rho": np.stack([tr["rho"] for tr in trajs]),
+            "owner": np.array([int(owners(a, Q, R, T, b)[0]) for a, Q, R in last]),
+            "pruning_time": np.stack([tr["pruning_time"] for tr in trajs]),
+            "specialization_time": np.array([tr["specialization_time"] for tr in trajs]),
+            "remaining": np.array([float(remaining_relative(a, Q, R, T, b)) for a, Q, R in last]),
+            "nsteps_max": max(int(tr["diagnostics"].get("nsteps", 0)) for tr in trajs),
+        }
 
     def analyse(self, config, tasks, results, seed):
         return ga.ownership(config, tasks, results, seed)

@@ -49,14 +49,10 @@ def symmetrized(a, Q, R, levels):
         R_out[rows] = R[rows].mean(axis=0)
         for d in np.unique(lab):
             block = rows[:, None] & (lab == d)[None, :]
-            for part in ((block & eye, block & same & ~eye) if c == d else (block,)):
+            for part in (block & eye, block & same & ~eye) if c == d else (block,):
                 if part.any():
                     Q_out[part] = Q[part].mean()
     return a_out, Q_out, R_out
-
-
-
-
 
 
 def _owner_class_size(a, Q, R, T, b, levels) -> int:
@@ -75,38 +71,109 @@ class OwnershipPatterns(Experiment):
         "level": "g_i: delta_i = s (D^g_i - D^-g_i); 1 a-heavy, -1 w-heavy, 0 balanced",
         "gap": "g_(1) - g_(2), the two most favourable levels",
         "owner": "unique student with the largest share sign(b) rho_i m_i; tie if several "
-                 "within 1e-4 relative",
+        "within 1e-4 relative",
         "remaining_function": "||sum_{i not owner} rho_i relu(u_i.x)||_{L2(N(0, I))} / ||f*||",
         "outcome": "selected / shared / tie / other (PROTOCOL.md, ownership_patterns)",
     }
     params = {
-        "Ks": Param(list, [2, 3, 4, 5, 6, 8], quick=[2, 5, 8], lo=2, hi=8, min_len=1,
-                    max_len=7, distinct=True, why="the issue's range: up to 8 duplicates",
-                    help="numbers of duplicate students"),
-        "scales": Param(list, [0.05, 0.2, 1.0], lo=0.0, lo_open=True, hi=100.0, min_len=1,
-                        max_len=8, distinct=True, why=gp.SCALE_WHY,
-                        help="initial coefficients rho0 = s"),
-        "n_patterns": Param(int, 24, quick=2, lo=1, hi=500,
-                            why="one batch of n_patterns trajectories per (K, s) cell",
-                            help="random gauge patterns per (K, s)"),
-        "n_levels": Param(int, 9, lo=3, hi=41, why="ties need levels that repeat",
-                          help="gauge levels equally spaced in [-1, 1] (odd: includes 0)"),
+        "Ks": Param(
+            list,
+            [2, 3, 4, 5, 6, 8],
+            quick=[2, 5, 8],
+            lo=2,
+            hi=8,
+            min_len=1,
+            max_len=7,
+            distinct=True,
+            why="the issue's range: up to 8 duplicates",
+            help="numbers of duplicate students",
+        ),
+        "scales": Param(
+            list,
+            [0.05, 0.2, 1.0],
+            lo=0.0,
+            lo_open=True,
+            hi=100.0,
+            min_len=1,
+            max_len=8,
+            distinct=True,
+            why=gp.SCALE_WHY,
+            help="initial coefficients rho0 = s",
+        ),
+        "n_patterns": Param(
+            int,
+            24,
+            quick=2,
+            lo=1,
+            hi=500,
+            why="one batch of n_patterns trajectories per (K, s) cell",
+            help="random gauge patterns per (K, s)",
+        ),
+        "n_levels": Param(
+            int,
+            9,
+            lo=3,
+            hi=41,
+            why="ties need levels that repeat",
+            help="gauge levels equally spaced in [-1, 1] (odd: includes 0)",
+        ),
         "dim": gp.dim_param(10, hi=1000, why="D^g sets the gauges; the issue's D is 10"),
-        "t_end": Param((int, float), 1000.0, lo=1.0, hi=1e5,
-                       why="the integrator takes about one step per unit time here",
-                       help="time at which the outcome is read"),
-        "function_tol": Param(float, 1e-3, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
-                              why="relative to ||f*||, 1 is no pruning at all",
-                              help="remaining function / ||f*|| below which it counts as zero"),
-        "prune_tol": Param(float, 1e-3, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
-                           why="|rho| of the teacher's owner is 1",
-                           help="|rho| below which a single copy counts as pruned"),
-        "gap_claim": Param(float, 1.0, lo=0.0, hi=2.0, lo_open=True,
-                           why="levels lie in [-1, 1]", help="claimed region: gap >= this"),
-        "scale_claim": Param(float, 0.2, lo=0.0, hi=100.0, lo_open=True, why=gp.SCALE_WHY,
-                             help="claimed region: s >= this"),
-        "region_rate": Param(float, 0.8, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
-                             why="a fraction", help="claimed selected fraction in the region"),
+        "t_end": Param(
+            (int, float),
+            1000.0,
+            lo=1.0,
+            hi=1e5,
+            why="the integrator takes about one step per unit time here",
+            help="time at which the outcome is read",
+        ),
+        "function_tol": Param(
+            float,
+            1e-3,
+            lo=0.0,
+            hi=1.0,
+            lo_open=True,
+            hi_open=True,
+            why="relative to ||f*||, 1 is no pruning at all",
+            help="remaining function / ||f*|| below which it counts as zero",
+        ),
+        "prune_tol": Param(
+            float,
+            1e-3,
+            lo=0.0,
+            hi=1.0,
+            lo_open=True,
+            hi_open=True,
+            why="|rho| of the teacher's owner is 1",
+            help="|rho| below which a single copy counts as pruned",
+        ),
+        "gap_claim": Param(
+            float,
+            1.0,
+            lo=0.0,
+            hi=2.0,
+            lo_open=True,
+            why="levels lie in [-1, 1]",
+            help="claimed region: gap >= this",
+        ),
+        "scale_claim": Param(
+            float,
+            0.2,
+            lo=0.0,
+            hi=100.0,
+            lo_open=True,
+            why=gp.SCALE_WHY,
+            help="claimed region: s >= this",
+        ),
+        "region_rate": Param(
+            float,
+            0.8,
+            lo=0.0,
+            hi=1.0,
+            lo_open=True,
+            hi_open=True,
+            why="a fraction",
+            help="claimed selected fraction in the region",
+        ),
         "rtol": gp.rtol_param(1e-8),
     }
 
@@ -115,15 +182,26 @@ class OwnershipPatterns(Experiment):
         from ..._errors import InputError
 
         if int(config["n_levels"]) % 2 == 0:
-            raise InputError(f"n_levels = {config['n_levels']} is not allowed; allowed: an odd "
-                             "integer in [3, 41] (so that the balanced level 0 is one of them)")
+            raise InputError(
+                f"n_levels = {config['n_levels']} is not allowed; allowed: an odd "
+                "integer in [3, 41] (so that the balanced level 0 is one of them)"
+            )
 
     def tasks(self, config):
         keep = ("n_patterns", "n_levels", "dim", "t_end", "rtol")
-        out = [{"K": int(K), "scale": float(s), **{k: config[k] for k in keep}}
-               for K in sorted(config["Ks"]) for s in sorted(config["scales"])]
-        out.append({"K": 0, "scale": 0.0, "counterexamples": True,
-                    **{k: config[k] for k in ("dim", "t_end", "rtol")}})
+        out = [
+            {"K": int(K), "scale": float(s), **{k: config[k] for k in keep}}
+            for K in sorted(config["Ks"])
+            for s in sorted(config["scales"])
+        ]
+        out.append(
+            {
+                "K": 0,
+                "scale": 0.0,
+                "counterexamples": True,
+                **{k: config[k] for k in ("dim", "t_end", "rtol")},
+            }
+        )
         return out
 
     def run_task(self, task, seed):
@@ -144,20 +222,25 @@ class OwnershipPatterns(Experiment):
         opts = {"rtol": task["rtol"], "atol": 1e-8, "definitions": Definitions()}
         rows = [gt.trajectories([p], grid_t, **opts)[0] for p in problems]
         b, T = problems[0].b, problems[0].V @ problems[0].V.T
-        last = [symmetrized(tr["a"][-1], tr["Q"][-1], tr["R"][-1], g)
-                for tr, g in zip(rows, levels)]
+        last = [
+            symmetrized(tr["a"][-1], tr["Q"][-1], tr["R"][-1], g) for tr, g in zip(rows, levels)
+        ]
         K = max(len(g) for g in levels)
         pad = np.full((len(levels), K), np.nan)
         rho_end = pad.copy()
         for i, (g, (a, Q, _)) in enumerate(zip(levels, last)):
-            pad[i, :len(g)] = g
-            rho_end[i, :len(g)] = rho(a, Q)
-        return {"levels": pad, "scales": np.array(scales), "rho_end": rho_end,
-                "owner": np.array([int(owners(a, Q, R, T, b)[0]) for a, Q, R in last]),
-                "owner_class_size": np.array([_owner_class_size(a, Q, R, T, b, g)
-                                              for (a, Q, R), g in zip(last, levels)]),
-                "remaining": np.array([float(remaining_relative(a, Q, R, T, b))
-                                       for a, Q, R in last])}
+            pad[i, : len(g)] = g
+            rho_end[i, : len(g)] = rho(a, Q)
+        return {
+            "levels": pad,
+            "scales": np.array(scales),
+            "rho_end": rho_end,
+            "owner": np.array([int(owners(a, Q, R, T, b)[0]) for a, Q, R in last]),
+            "owner_class_size": np.array(
+                [_owner_class_size(a, Q, R, T, b, g) for (a, Q, R), g in zip(last, levels)]
+            ),
+            "remaining": np.array([float(remaining_relative(a, Q, R, T, b)) for a, Q, R in last]),
+        }
 
     def analyse(self, config, tasks, results, seed):
         return ga.ownership_patterns(config, tasks, results, seed)

@@ -44,8 +44,13 @@ def collect(config: dict, tasks: list[dict], results: list[dict]) -> dict:
     out: dict[str, Any] = {}
     for init in config["inits"]:
         rows = [by[(n, init)] for n in sizes]
-        d: dict[str, Any] = {b: {m: np.stack([np.asarray(r[f"{b}__{m}"], dtype=float) for r in rows])
-                 for m in MEASURES} for b in BUDGETS}
+        d: dict[str, Any] = {
+            b: {
+                m: np.stack([np.asarray(r[f"{b}__{m}"], dtype=float) for r in rows])
+                for m in MEASURES
+            }
+            for b in BUDGETS
+        }
         d["fit_history"] = np.stack([np.asarray(r["fit_history"], dtype=float) for r in rows])
         d["positions"] = np.asarray(rows[-1]["fixed__prototypes"], dtype=float)
         d["x_last"] = np.asarray(rows[-1]["x"], dtype=float)
@@ -53,7 +58,7 @@ def collect(config: dict, tasks: list[dict], results: list[dict]) -> dict:
         hist = np.full((len(sizes), k, *d["settled_at"].shape[1:]), np.nan)
         for i, r in enumerate(rows):
             h = np.asarray(r["outside_history"], dtype=float)
-            hist[i, :h.shape[0]] = h
+            hist[i, : h.shape[0]] = h
         d["outside_history"] = hist
         out[init] = d
     out["checkpoints"] = np.arange(k) * int(config["window"])
@@ -110,11 +115,12 @@ class Judge:
         """The all-mask readings of one loss's effect, per coverage reading and budget (the mean
         over N per seed with ``reduce``)."""
         out = {}
-        for cov in (self.config["coverages"] if bit != 0 else ()):
+        for cov in self.config["coverages"] if bit != 0 else ():
             for b in BUDGETS:
                 v = self.pairs(init, b, name, bit, cov)
                 out[f"four pairs (coverage {cov}), {self.budget_name(b)}"] = (
-                    v.mean(axis=1) if reduce else v)
+                    v.mean(axis=1) if reduce else v
+                )
         return out
 
     @staticmethod
@@ -125,17 +131,35 @@ class Judge:
         """``(words, lambda, tau)`` of every reading of the nominal settings, nominal first:
         each plausible ``lambda`` at the nominal ``tau``, and (``sep``) each plausible ``tau``
         at the nominal ``lambda``."""
-        out = [(f"lambda={_g(self.lam)}" + (f", tau={_g(self.tau)}" if sep else ""),
-                self.lam, self.tau)]
-        out += [(f"lambda={_g(w)}" + (f", tau={_g(self.tau)}" if sep else ""), w, self.tau)
-                for w in self.lams if w != self.lam]
+        out = [
+            (
+                f"lambda={_g(self.lam)}" + (f", tau={_g(self.tau)}" if sep else ""),
+                self.lam,
+                self.tau,
+            )
+        ]
+        out += [
+            (f"lambda={_g(w)}" + (f", tau={_g(self.tau)}" if sep else ""), w, self.tau)
+            for w in self.lams
+            if w != self.lam
+        ]
         if sep:
-            out += [(f"lambda={_g(self.lam)}, tau={_g(t)}", self.lam, t)
-                    for t in self.taus if t != self.tau]
+            out += [
+                (f"lambda={_g(self.lam)}, tau={_g(t)}", self.lam, t)
+                for t in self.taus
+                if t != self.tau
+            ]
         return out
 
-    def readings(self, values, rule: str, threshold: float, direction: str, sep: bool,
-                 extra: dict | None = None) -> tuple[dict, dict]:
+    def readings(
+        self,
+        values,
+        rule: str,
+        threshold: float,
+        direction: str,
+        sep: bool,
+        extra: dict | None = None,
+    ) -> tuple[dict, dict]:
         """Judge ``values(budget, lam, tau)`` (per-seed values, or ``None`` when the reading
         does not exist) under every budget and nominal-setting reading, plus each
         ``extra[name] = (budget, values)``; returns ``(judgements, per-reading medians)``."""
@@ -149,39 +173,69 @@ class Judge:
                 out[f"{self.budget_name(budget)}, {words}"] = v
         for name, v in (extra or {}).items():
             out[name] = v
-        judgements = {k: stats.judge(rule, v, threshold=threshold, direction=direction)
-                      for k, v in out.items()}
+        judgements = {
+            k: stats.judge(rule, v, threshold=threshold, direction=direction)
+            for k, v in out.items()
+        }
         return judgements, out
 
-    def finding(self, id: str, statement: str, values, rule: str, threshold: float,
-                direction: str, effect: str, *, sep: bool = False, extra=None,
-                cells: str | None = None) -> Claim:
+    def finding(
+        self,
+        id: str,
+        statement: str,
+        values,
+        rule: str,
+        threshold: float,
+        direction: str,
+        effect: str,
+        *,
+        sep: bool = False,
+        extra=None,
+        cells: str | None = None,
+    ) -> Claim:
         js, vals = self.readings(values, rule, threshold, direction, sep, extra)
         primary = next(iter(js))
         v = np.asarray(vals[primary], dtype=float)
         sign = 1.0 if direction == ">" else -1.0
-        summary = {"primary_reading": primary,
-                   "mean": np.nanmean(v, axis=0).tolist(),
-                   "median": np.nanmedian(v, axis=0).tolist(),
-                   "share_on_claimed_side": float(np.mean(sign * (v - threshold) > 0))}
+        summary = {
+            "primary_reading": primary,
+            "mean": np.nanmean(v, axis=0).tolist(),
+            "median": np.nanmedian(v, axis=0).tolist(),
+            "share_on_claimed_side": float(np.mean(sign * (v - threshold) > 0)),
+        }
         if cells:
             summary["cells_are"] = cells
         summary["reading_estimates"] = {k: j.estimate for k, j in js.items()}
-        return judged(id, statement, js[primary], readings=js,
-                      paper_value=threshold + sign * EFFECT[effect], extra=summary)
+        return judged(
+            id,
+            statement,
+            js[primary],
+            readings=js,
+            paper_value=threshold + sign * EFFECT[effect],
+            extra=summary,
+        )
 
     # -- findings ---------------------------------------------------------------------------
 
     def coverage_lowest_error(self, init: str, cov: str) -> Claim:
         def named(budget, lam, tau):
             c = self.col(COV, cov, lam)
-            return np.hstack([self.diff(init, budget, "reconstruction_error",
-                                        self.col(k, cov, lam, tau), c) for k in (PLAIN, SEP, OV)])
+            return np.hstack(
+                [
+                    self.diff(init, budget, "reconstruction_error", self.col(k, cov, lam, tau), c)
+                    for k in (PLAIN, SEP, OV)
+                ]
+            )
 
         def every(budget):
             c = self.col(COV, cov)
-            return np.hstack([self.diff(init, budget, "reconstruction_error", self.col(k, cov), c)
-                              for k in COMBINATIONS if k != COV])
+            return np.hstack(
+                [
+                    self.diff(init, budget, "reconstruction_error", self.col(k, cov), c)
+                    for k in COMBINATIONS
+                    if k != COV
+                ]
+            )
 
         extra = {f"all 8 masks, {self.budget_name(b)}": every(b) for b in BUDGETS}
         n = len(self.sizes)
@@ -190,27 +244,45 @@ class Judge:
             "coverage-only gives the lowest mean reconstruction error at every N, against the "
             "approaches the abstract names (plain fit, separation, overlap): err_k - err_cov > 0 "
             f"in every cell (N x k, {n} x 3); second reading: against all seven other masks",
-            named, "every_cell", 0.0, ">", "error", sep=True, extra=extra,
-            cells="size-major: N x (plain, sep, ov)")
+            named,
+            "every_cell",
+            0.0,
+            ">",
+            "error",
+            sep=True,
+            extra=extra,
+            cells="size-major: N x (plain, sep, ov)",
+        )
 
     def coverage_usage(self, init: str, cov: str, usage: str) -> Claim:
         def values(budget, lam, tau):
-            return self.diff(init, budget, f"usage_{usage}", self.col(COV, cov, lam),
-                             self.col(PLAIN)).mean(axis=1)
+            return self.diff(
+                init, budget, f"usage_{usage}", self.col(COV, cov, lam), self.col(PLAIN)
+            ).mean(axis=1)
 
         return self.finding(
             f"coverage_usage_above_plain[init={init},coverage={cov},usage={usage}]",
             "coverage-only raises the prototype-usage specialization ratio over the plain fit: "
             "the mean over seeds of (mean over N of usage_cov - usage_plain) > 0; second "
             "reading: the mean over the four pairs (a mask with coverage, the same without)",
-            values, "mean_threshold", 0.0, ">", "usage",
-            extra={f"four pairs, {self.budget_name(b)}": self.pairs(
-                init, b, f"usage_{usage}", 0, cov).mean(axis=1) for b in BUDGETS})
+            values,
+            "mean_threshold",
+            0.0,
+            ">",
+            "usage",
+            extra={
+                f"four pairs, {self.budget_name(b)}": self.pairs(
+                    init, b, f"usage_{usage}", 0, cov
+                ).mean(axis=1)
+                for b in BUDGETS
+            },
+        )
 
     def overlap_harmful(self, init: str) -> Claim:
         def values(budget, lam, tau):
-            return self.diff(init, budget, "reconstruction_error", self.col(OV, lam=lam),
-                             self.col(PLAIN))
+            return self.diff(
+                init, budget, "reconstruction_error", self.col(OV, lam=lam), self.col(PLAIN)
+            )
 
         return self.finding(
             f"overlap_harmful[init={init}]",
@@ -218,13 +290,24 @@ class Judge:
             "fit at every N, judged on the median paired difference err_ov - err_plain per N "
             "(the error is heavy-tailed; means stored beside medians); second reading: the "
             "mean over the four pairs (a mask with overlap, the same without)",
-            values, "every_cell_median", 0.0, ">", "error", cells="N",
-            extra=self.all_masks(init, "reconstruction_error", 2))
+            values,
+            "every_cell_median",
+            0.0,
+            ">",
+            "error",
+            cells="N",
+            extra=self.all_masks(init, "reconstruction_error", 2),
+        )
 
     def separation_mixed(self, init: str) -> Claim:
         def values(budget, lam, tau):
-            return self.diff(init, budget, "reconstruction_error", self.col(SEP, lam=lam, tau=tau),
-                             self.col(PLAIN))
+            return self.diff(
+                init,
+                budget,
+                "reconstruction_error",
+                self.col(SEP, lam=lam, tau=tau),
+                self.col(PLAIN),
+            )
 
         claim = self.finding(
             f"separation_mixed[init={init}]",
@@ -232,10 +315,18 @@ class Judge:
             "paired difference err_sep - err_plain is below 0 (some_cell_median, Holm over N); "
             "'worse at some N' is stored beside it; second reading: the mean over the four "
             "pairs (a mask with separation, the same without)",
-            values, "some_cell_median", 0.0, "<", "error", sep=True, cells="N",
-            extra=self.all_masks(init, "reconstruction_error", 1))
-        worse = stats.judge("some_cell_median", values("fixed", self.lam, self.tau),
-                            threshold=0.0, direction=">")
+            values,
+            "some_cell_median",
+            0.0,
+            "<",
+            "error",
+            sep=True,
+            cells="N",
+            extra=self.all_masks(init, "reconstruction_error", 1),
+        )
+        worse = stats.judge(
+            "some_cell_median", values("fixed", self.lam, self.tau), threshold=0.0, direction=">"
+        )
         claim.tolerance["worse_at_some_N"] = worse.verdict
         return claim
 
@@ -243,22 +334,47 @@ class Judge:
         var = model.TARGET_VARIANCE[self.config["target"]]
 
         def named(budget, lam, tau):
-            return self.diff(init, budget, "fit_error", self.col(OV, lam=lam),
-                             self.col(PLAIN)) / var
+            return (
+                self.diff(init, budget, "fit_error", self.col(OV, lam=lam), self.col(PLAIN)) / var
+            )
 
         def pairs(budget, cov):
             masks = [m for m in COMBINATIONS if m[2] == 0]
-            return np.mean([self.diff(init, budget, "fit_error", self.col((m[0], m[1], 1), cov),
-                                      self.col(m, cov)) for m in masks], axis=0) / var
+            return (
+                np.mean(
+                    [
+                        self.diff(
+                            init,
+                            budget,
+                            "fit_error",
+                            self.col((m[0], m[1], 1), cov),
+                            self.col(m, cov),
+                        )
+                        for m in masks
+                    ],
+                    axis=0,
+                )
+                / var
+            )
 
-        extra = {f"four pairs (coverage {cov}), {self.budget_name(b)}": pairs(b, cov)
-                 for cov in self.config["coverages"] for b in BUDGETS}
+        extra = {
+            f"four pairs (coverage {cov}), {self.budget_name(b)}": pairs(b, cov)
+            for cov in self.config["coverages"]
+            for b in BUDGETS
+        }
         return self.finding(
             f"overlap_fits_as_well[init={init}]",
             "overlap-active runs fit the data as well as overlap-free ones: at every N, "
             f"(fit_ov - fit_plain) / var(y) < {FIT_TOLERANCE:g} (every_cell); second "
             "reading: the mean over the four pairs (a mask with overlap, the same without)",
-            named, "every_cell", FIT_TOLERANCE, "<", "fit", extra=extra, cells="N")
+            named,
+            "every_cell",
+            FIT_TOLERANCE,
+            "<",
+            "fit",
+            extra=extra,
+            cells="N",
+        )
 
     def overlap_fit_ratio(self, init: str, cov: str) -> Claim:
         masks = [m for m in COMBINATIONS if m[2] == 0]
@@ -267,58 +383,96 @@ class Judge:
         den = np.mean([fit[:, :, self.col(m, cov)] for m in masks], axis=(0, 1))
         rng = stats.generator(self.root, "ratio", init, cov)
         iv = stats.ratio_ci(num, den, rng=rng)
-        return Claim(id=f"overlap_fit_ratio[init={init},coverage={cov}]",
-                     statement="mean fit error of overlap-active runs over that of their "
-                     "overlap-free counterparts (fixed budget, pooled over N and pairs)",
-                     measured=iv.estimate, expected=None, tolerance=None, passed=True,
-                     kind="measurement", interval=iv.as_list())
+        return Claim(
+            id=f"overlap_fit_ratio[init={init},coverage={cov}]",
+            statement="mean fit error of overlap-active runs over that of their "
+            "overlap-free counterparts (fixed budget, pooled over N and pairs)",
+            measured=iv.estimate,
+            expected=None,
+            tolerance=None,
+            passed=True,
+            kind="measurement",
+            interval=iv.as_list(),
+        )
 
     def overlap_expels(self, init: str) -> Claim:
         def values(budget, lam, tau):
-            return self.diff(init, budget, "outside_fraction", self.col(OV, lam=lam),
-                             self.col(PLAIN)).mean(axis=1)
+            return self.diff(
+                init, budget, "outside_fraction", self.col(OV, lam=lam), self.col(PLAIN)
+            ).mean(axis=1)
 
         return self.finding(
             f"overlap_expels[init={init}]",
             "overlap pushes prototypes outside the data's hull at the nominal choice: the mean "
             "over seeds of (mean over N of out_ov - out_plain) > 0; second reading: the mean "
             "over the four pairs (a mask with overlap, the same without)",
-            values, "mean_threshold", 0.0, ">", "outside",
-            extra=self.all_masks(init, "outside_fraction", 2, reduce=True))
+            values,
+            "mean_threshold",
+            0.0,
+            ">",
+            "outside",
+            extra=self.all_masks(init, "outside_fraction", 2, reduce=True),
+        )
 
     def coverage_keeps_inside(self, init: str, cov: str) -> Claim:
         def named(budget, lam, tau):
-            return self.diff(init, budget, "outside_fraction", self.col(COV, cov, lam),
-                             self.col(PLAIN)).mean(axis=1)
+            return self.diff(
+                init, budget, "outside_fraction", self.col(COV, cov, lam), self.col(PLAIN)
+            ).mean(axis=1)
 
         def pairs(budget):
             masks = [m for m in COMBINATIONS if m[0] == 0]
-            return np.mean([self.diff(init, budget, "outside_fraction",
-                                      self.col((1, m[1], m[2]), cov), self.col(m))
-                            for m in masks], axis=(0, 2))
+            return np.mean(
+                [
+                    self.diff(
+                        init,
+                        budget,
+                        "outside_fraction",
+                        self.col((1, m[1], m[2]), cov),
+                        self.col(m),
+                    )
+                    for m in masks
+                ],
+                axis=(0, 2),
+            )
 
         extra = {f"four pairs, {self.budget_name(b)}": pairs(b) for b in BUDGETS}
         return self.finding(
             f"coverage_keeps_inside[init={init},coverage={cov}]",
             "coverage keeps prototypes inside the hull: the mean over seeds of (mean over N of "
             "out_cov - out_plain) < 0; second reading: the mean over the four pairs (a mask "
-            "with coverage, the same without)", named, "mean_threshold", 0.0, "<", "outside",
-            extra=extra)
+            "with coverage, the same without)",
+            named,
+            "mean_threshold",
+            0.0,
+            "<",
+            "outside",
+            extra=extra,
+        )
 
     def separation_no_expulsion(self, init: str) -> Claim:
         m = EXPULSION_MARGIN
 
         def values(budget, lam, tau):
-            return self.diff(init, budget, "outside_fraction", self.col(SEP, lam=lam, tau=tau),
-                             self.col(PLAIN))
+            return self.diff(
+                init, budget, "outside_fraction", self.col(SEP, lam=lam, tau=tau), self.col(PLAIN)
+            )
 
         return self.finding(
             f"separation_no_expulsion_at_nominal_tau[init={init}]",
             "separation does not expel at the nominal temperature: at every N, the mean excess "
             f"out_sep - out_plain is below {m:g} (every_cell), under each plausible nominal "
             "tau and lambda; second reading: the mean over the four pairs (a mask with "
-            "separation, the same without)", values, "every_cell", m, "<", "outside", sep=True,
-            cells="N", extra=self.all_masks(init, "outside_fraction", 1))
+            "separation, the same without)",
+            values,
+            "every_cell",
+            m,
+            "<",
+            "outside",
+            sep=True,
+            cells="N",
+            extra=self.all_masks(init, "outside_fraction", 1),
+        )
 
     def separation_expels_large_tau(self, init: str) -> Claim:
         m, big = EXPULSION_MARGIN, max(float(t) for t in self.config["taus"])
@@ -326,16 +480,25 @@ class Judge:
         def values(budget, lam, tau):
             if lam != self.lam or tau != self.tau:
                 raise KeyError(lam)
-            return self.diff(init, budget, "outside_fraction",
-                             variant_index(self.config, SEP, None, tau=big),
-                             self.col(PLAIN)).mean(axis=1)
+            return self.diff(
+                init,
+                budget,
+                "outside_fraction",
+                variant_index(self.config, SEP, None, tau=big),
+                self.col(PLAIN),
+            ).mean(axis=1)
 
         return self.finding(
             f"separation_expels_at_large_tau[init={init}]",
             f"separation expels at large temperature: at tau = {big:g}, the mean over seeds of "
             f"(mean over N of out_sep - out_plain) > {m:g} (the tau sweep runs on the "
-            "separation-only mask, so this finding has no all-mask reading)", values,
-            "mean_threshold", m, ">", "outside")
+            "separation-only mask, so this finding has no all-mask reading)",
+            values,
+            "mean_threshold",
+            m,
+            ">",
+            "outside",
+        )
 
 
 def plain_fit(config: dict, data: dict, col, init: str) -> Claim:
@@ -345,26 +508,45 @@ def plain_fit(config: dict, data: dict, col, init: str) -> Claim:
     rel = np.mean(fit, axis=1) / model.TARGET_VARIANCE[config["target"]]
     i = int(np.argmax(rel))
     worst = float(rel[i])
-    text = (f"init={init}: the plain fit's mean over seeds of fit_error / var(y) at the fixed "
-            f"budget, worst over N (at N = {config['sizes'][i]})")
+    text = (
+        f"init={init}: the plain fit's mean over seeds of fit_error / var(y) at the fixed "
+        f"budget, worst over N (at N = {config['sizes'][i]})"
+    )
     if init != "inside":
-        return Claim(id=f"plain_fit_error[init={init}]", statement=text, measured=worst,
-                     expected=None, tolerance=None, passed=True, kind="measurement")
-    return Claim(id=f"plain_fit_converged[init={init}]",
-                 statement=text + f" is below {CONVERGED:g}: the budget lets the plain fit "
-                 "converge", measured=worst, expected=f"< {CONVERGED:g}",
-                 tolerance=CONVERGED, passed=bool(worst < CONVERGED))
+        return Claim(
+            id=f"plain_fit_error[init={init}]",
+            statement=text,
+            measured=worst,
+            expected=None,
+            tolerance=None,
+            passed=True,
+            kind="measurement",
+        )
+    return Claim(
+        id=f"plain_fit_converged[init={init}]",
+        statement=text + f" is below {CONVERGED:g}: the budget lets the plain fit converge",
+        measured=worst,
+        expected=f"< {CONVERGED:g}",
+        tolerance=CONVERGED,
+        passed=bool(worst < CONVERGED),
+    )
 
 
 def settled_share(config: dict, data: dict, init: str) -> Claim:
     """The share of runs that settled before the cap (a measurement)."""
     s = data[init]["settled_at"]
     share = float(np.mean(s >= 0))
-    return Claim(id=f"settled_share[init={init}]",
-                 statement=f"init={init}: share of runs whose largest prototype displacement per "
-                 f"{config['window']} steps fell below {config['settle_tolerance']:g} within "
-                 f"{config['cap']} steps (the rest are read at the cap)", measured=share,
-                 expected=None, tolerance=None, passed=True, kind="measurement")
+    return Claim(
+        id=f"settled_share[init={init}]",
+        statement=f"init={init}: share of runs whose largest prototype displacement per "
+        f"{config['window']} steps fell below {config['settle_tolerance']:g} within "
+        f"{config['cap']} steps (the rest are read at the cap)",
+        measured=share,
+        expected=None,
+        tolerance=None,
+        passed=True,
+        kind="measurement",
+    )
 
 
 def claims_of(config: dict, data: dict, root: np.random.SeedSequence) -> list[Claim]:
@@ -372,13 +554,22 @@ def claims_of(config: dict, data: dict, root: np.random.SeedSequence) -> list[Cl
     j = Judge(config, data, root)
     out = []
     for init in config["inits"]:
-        out += [plain_fit(config, data, j.col, init), settled_share(config, data, init),
-                j.overlap_harmful(init), j.overlap_expels(init), j.overlap_fits(init),
-                j.separation_mixed(init), j.separation_no_expulsion(init),
-                j.separation_expels_large_tau(init)]
+        out += [
+            plain_fit(config, data, j.col, init),
+            settled_share(config, data, init),
+            j.overlap_harmful(init),
+            j.overlap_expels(init),
+            j.overlap_fits(init),
+            j.separation_mixed(init),
+            j.separation_no_expulsion(init),
+            j.separation_expels_large_tau(init),
+        ]
         for cov in config["coverages"]:
-            out += [j.coverage_lowest_error(init, cov), j.coverage_keeps_inside(init, cov),
-                    j.overlap_fit_ratio(init, cov)]
+            out += [
+                j.coverage_lowest_error(init, cov),
+                j.coverage_keeps_inside(init, cov),
+                j.overlap_fit_ratio(init, cov),
+            ]
             out += [j.coverage_usage(init, cov, u) for u in ("nearest", "argmax")]
     return out
 
@@ -418,9 +609,11 @@ def analyse(config: dict, tasks: list[dict], results: list[dict], seed: np.rando
     """Arrays behind the figures, the claims and diagnostics (plain fit error, run count)."""
     data = collect(config, tasks, results)
     claims = claims_of(config, data, seed)
-    arrays = {"sizes": np.asarray(config["sizes"], dtype=float),
-              "taus": np.asarray(config["taus"], dtype=float),
-              "checkpoints": data["checkpoints"].astype(float)}
+    arrays = {
+        "sizes": np.asarray(config["sizes"], dtype=float),
+        "taus": np.asarray(config["taus"], dtype=float),
+        "checkpoints": data["checkpoints"].astype(float),
+    }
     arrays |= intervals(config, data)
     for init in config["inits"]:
         d = data[init]
@@ -431,12 +624,18 @@ def analyse(config: dict, tasks: list[dict], results: list[dict], seed: np.rando
             arrays[f"{k}__{init}"] = d[k]
     col = variant_index(config, PLAIN, None)
     var = model.TARGET_VARIANCE[config["target"]]
-    plain = {init: (np.mean(data[init]["fixed"]["fit_error"][:, :, col], axis=1) / var).tolist()
-             for init in config["inits"]}
+    plain = {
+        init: (np.mean(data[init]["fixed"]["fit_error"][:, :, col], axis=1) / var).tolist()
+        for init in config["inits"]
+    }
     n_core = len(COMBINATIONS) * len(config["sizes"]) * int(config["seeds"])
     n_trained = sum(np.asarray(r["fixed__fit_error"]).size for r in results)
-    diagnostics = {"plain_relative_fit_error": plain, "runs_per_reading": n_core,
-                   "runs_trained": int(n_trained),
-                   "settled_share": {init: float(np.mean(data[init]["settled_at"] >= 0))
-                                     for init in config["inits"]}}
+    diagnostics = {
+        "plain_relative_fit_error": plain,
+        "runs_per_reading": n_core,
+        "runs_trained": int(n_trained),
+        "settled_share": {
+            init: float(np.mean(data[init]["settled_at"] >= 0)) for init in config["inits"]
+        },
+    }
     return arrays, claims, diagnostics

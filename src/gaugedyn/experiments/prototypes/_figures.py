@@ -9,9 +9,16 @@ from . import _measures as pm
 from . import _model as model
 from ._protocol import BUDGETS, COMBINATIONS, EXPULSION_MARGIN, variant_index, variants
 
-COLORS = {"plain": "k", "cov": "tab:green", "sep": "tab:blue", "ov": "tab:red",
-          "cov+sep": "tab:cyan", "cov+ov": "tab:olive", "sep+ov": "tab:purple",
-          "cov+sep+ov": "tab:brown"}
+COLORS = {
+    "plain": "k",
+    "cov": "tab:green",
+    "sep": "tab:blue",
+    "ov": "tab:red",
+    "cov+sep": "tab:cyan",
+    "cov+ov": "tab:olive",
+    "sep+ov": "tab:purple",
+    "cov+sep+ov": "tab:brown",
+}
 
 
 def _line(ax, x, ivs, label, color, style="-"):
@@ -48,8 +55,9 @@ def _legend(fig, ax, ncol=4):
 def _grid(config, rows, cols, title):
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(len(rows), len(cols), figsize=(4.6 * len(cols), 3.4 * len(rows)),
-                             squeeze=False, sharex=True)
+    fig, axes = plt.subplots(
+        len(rows), len(cols), figsize=(4.6 * len(cols), 3.4 * len(rows)), squeeze=False, sharex=True
+    )
     fig.suptitle(title, fontsize=9)
     return fig, axes
 
@@ -83,29 +91,62 @@ def _by_mask_figure(arrays, config, outdir, measure, name, ylabel, caption, *, m
 
 
 def error_figure(arrays, config, outdir):
-    caption = ("Reconstruction error (min over one-to-one assignments of mean |x_j - p_sigma(j)|)"
-               " against N for the eight loss combinations: lines are medians over seeds with "
-               "their 95% distribution-free intervals, crosses the means (the error is "
-               "heavy-tailed); rows: initialisation reading, columns: coverage reading and "
-               "budget reading (fixed step budget, or trained until the prototypes settle).")
-    return _by_mask_figure(arrays, config, outdir, "reconstruction_error", "prototypes_error",
-                           "reconstruction error", caption, medians=True, log=True)
+    caption = (
+        "Reconstruction error (min over one-to-one assignments of mean |x_j - p_sigma(j)|)"
+        " against N for the eight loss combinations: lines are medians over seeds with "
+        "their 95% distribution-free intervals, crosses the means (the error is "
+        "heavy-tailed); rows: initialisation reading, columns: coverage reading and "
+        "budget reading (fixed step budget, or trained until the prototypes settle)."
+    )
+    return _by_mask_figure(
+        arrays,
+        config,
+        outdir,
+        "reconstruction_error",
+        "prototypes_error",
+        "reconstruction error",
+        caption,
+        medians=True,
+        log=True,
+    )
 
 
 def fit_figure(arrays, config, outdir):
-    caption = ("Fit error mean_j (f(x_j) - y_j)^2 against N for the eight loss combinations: "
-               "medians over seeds with 95% distribution-free intervals, crosses the means; "
-               "panels as in the error figure.")
-    return _by_mask_figure(arrays, config, outdir, "fit_error", "prototypes_fit", "fit error",
-                           caption, medians=True, log=True)
+    caption = (
+        "Fit error mean_j (f(x_j) - y_j)^2 against N for the eight loss combinations: "
+        "medians over seeds with 95% distribution-free intervals, crosses the means; "
+        "panels as in the error figure."
+    )
+    return _by_mask_figure(
+        arrays,
+        config,
+        outdir,
+        "fit_error",
+        "prototypes_fit",
+        "fit error",
+        caption,
+        medians=True,
+        log=True,
+    )
 
 
 def outside_figure(arrays, config, outdir):
-    caption = ("Fraction of prototypes outside the data's hull against N for the eight loss "
-               "combinations, means over seeds with 95% t intervals; panels as in the error "
-               "figure.")
-    return _by_mask_figure(arrays, config, outdir, "outside_fraction", "prototypes_outside",
-                           "outside fraction", caption, medians=False, log=False)
+    caption = (
+        "Fraction of prototypes outside the data's hull against N for the eight loss "
+        "combinations, means over seeds with 95% t intervals; panels as in the error "
+        "figure."
+    )
+    return _by_mask_figure(
+        arrays,
+        config,
+        outdir,
+        "outside_fraction",
+        "prototypes_outside",
+        "outside fraction",
+        caption,
+        medians=False,
+        log=False,
+    )
 
 
 def usage_figure(arrays, config, outdir):
@@ -123,13 +164,14 @@ def usage_figure(arrays, config, outdir):
                 color = COLORS[model.combination_name(mask)]
                 _line(ax, sizes, m[:, variant_index(config, mask, cov)], name, color, style)
             _log_sizes(ax, sizes)
-            ax.set(xlabel="N", ylabel="usage ratio",
-                   title=f"init {init}, usage by {usage}")
+            ax.set(xlabel="N", ylabel="usage ratio", title=f"init {init}, usage by {usage}")
     _legend(fig, axes[0, 0], ncol=5)
-    caption = ("Prototype-usage specialization ratio (distinct neurons serving some training "
-               "input, over N) against N at the fixed budget, means over seeds with 95% t "
-               "intervals; columns: nearest-prototype and argmax-of-response readings; coverage "
-               "dashed for the one-sided reading.")
+    caption = (
+        "Prototype-usage specialization ratio (distinct neurons serving some training "
+        "input, over N) against N at the fixed budget, means over seeds with 95% t "
+        "intervals; columns: nearest-prototype and argmax-of-response readings; coverage "
+        "dashed for the one-sided reading."
+    )
     return save_figure(fig, outdir, "prototypes_usage", caption)
 
 
@@ -138,8 +180,9 @@ def positions_figure(arrays, config, outdir):
 
     inits = config["inits"]
     vs = [v for v in variants(config) if v["kind"] == "core"]
-    fig, axes = plt.subplots(1, len(inits), figsize=(5.2 * len(inits), 0.32 * len(vs) + 1.6),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(inits), figsize=(5.2 * len(inits), 0.32 * len(vs) + 1.6), squeeze=False
+    )
     for ax, init in zip(axes[0], inits):
         pos, x = arrays[f"positions__{init}"][0], arrays[f"x_last__{init}"][0]
         for row, v in enumerate(vs):
@@ -148,15 +191,22 @@ def positions_figure(arrays, config, outdir):
             name = model.combination_name(v["mask"])
             ax.plot(p, np.full(p.size, row), "|", color=COLORS[name], ms=8)
         ax.plot(x, np.full(x.size, -1), "|", color="0.4", ms=8)
-        labels = [model.combination_name(v["mask"]) + (f" ({v['coverage']})" if v["coverage"]
-                                                        else "") for v in vs]
+        labels = [
+            model.combination_name(v["mask"]) + (f" ({v['coverage']})" if v["coverage"] else "")
+            for v in vs
+        ]
         ax.set_yticks(range(-1, len(vs)), ["data"] + labels, fontsize=6)
         ax.axvspan(x.min(), x.max(), color="0.9", zorder=0)
-        ax.set(xlim=(-0.55, 1.55), xlabel="prototype p = -b/w (clipped to [-0.5, 1.5])",
-               title=f"N = {x.size}, init {init}, seed 0, fixed budget")
-    caption = ("Prototype positions p_i = -b_i/w_i at the largest N for every loss combination "
-               "and coverage reading (first seed), against the training inputs (bottom row); "
-               "the grey band is the inputs' hull, positions beyond [-0.5, 1.5] drawn at the edge.")
+        ax.set(
+            xlim=(-0.55, 1.55),
+            xlabel="prototype p = -b/w (clipped to [-0.5, 1.5])",
+            title=f"N = {x.size}, init {init}, seed 0, fixed budget",
+        )
+    caption = (
+        "Prototype positions p_i = -b_i/w_i at the largest N for every loss combination "
+        "and coverage reading (first seed), against the training inputs (bottom row); "
+        "the grey band is the inputs' hull, positions beyond [-0.5, 1.5] drawn at the edge."
+    )
     return save_figure(fig, outdir, "prototypes_positions", caption)
 
 
@@ -165,8 +215,9 @@ def tau_figure(arrays, config, outdir):
 
     taus, sizes = arrays["taus"], arrays["sizes"]
     inits = config["inits"]
-    fig, axes = plt.subplots(len(BUDGETS), len(inits), figsize=(4.8 * len(inits), 3.4 * 2),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(BUDGETS), len(inits), figsize=(4.8 * len(inits), 3.4 * 2), squeeze=False
+    )
     for r, budget in enumerate(BUDGETS):
         for ax, init in zip(axes[r], inits):
             ci = arrays[f"tau__{budget}__{init}"]
@@ -176,20 +227,30 @@ def tau_figure(arrays, config, outdir):
                 ax.axvline(1 / n, color=color, ls=":", lw=0.8)
             ax.axhline(EXPULSION_MARGIN, color="k", ls="--", lw=0.8)
             nominal = [float(t) for t in config["nominal_taus"]]
-            ax.axvspan(min(nominal), max(nominal), color="0.85", zorder=0,
-                       label="plausible nominal taus")
-            ax.axvline(float(config["tau"]), color="k", lw=1.2, label=f"nominal tau "
-                       f"{float(config['tau']):g}")
+            ax.axvspan(
+                min(nominal), max(nominal), color="0.85", zorder=0, label="plausible nominal taus"
+            )
+            ax.axvline(
+                float(config["tau"]),
+                color="k",
+                lw=1.2,
+                label=f"nominal tau {float(config['tau']):g}",
+            )
             _log_sizes(ax, taus)
             ax.tick_params(axis="x", labelsize=6)
-            ax.set(xlabel="tau", ylabel="outside fraction - plain's",
-                   title=f"separation-only tau sweep, init {init}, {budget} budget")
+            ax.set(
+                xlabel="tau",
+                ylabel="outside fraction - plain's",
+                title=f"separation-only tau sweep, init {init}, {budget} budget",
+            )
     _legend(fig, axes[0, 0], ncol=5)
-    caption = ("Excess fraction of prototypes outside the hull over the plain fit, separation-only "
-               "mask, against tau, per N (dotted: the sample spacing 1/N; dashed: the 0.05 "
-               "expulsion margin; solid black: the nominal tau; grey band: the plausible nominal "
-               "taus judged as readings), means over seeds with 95% t intervals of the paired "
-               "difference; rows: fixed and settled budget.")
+    caption = (
+        "Excess fraction of prototypes outside the hull over the plain fit, separation-only "
+        "mask, against tau, per N (dotted: the sample spacing 1/N; dashed: the 0.05 "
+        "expulsion margin; solid black: the nominal tau; grey band: the plausible nominal "
+        "taus judged as readings), means over seeds with 95% t intervals of the paired "
+        "difference; rows: fixed and settled budget."
+    )
     return save_figure(fig, outdir, "prototypes_tau", caption)
 
 
@@ -200,8 +261,13 @@ def history_figure(arrays, config, outdir):
     inits = config["inits"]
     fig, axes = plt.subplots(1, len(inits), figsize=(4.8 * len(inits), 3.4), squeeze=False)
     big = max(float(t) for t in config["taus"])
-    lines = [((0, 0, 0), None, None), ((1, 0, 0), config["coverages"][-1], None),
-             ((0, 1, 0), None, None), ((0, 0, 1), None, None), ((0, 1, 0), None, big)]
+    lines = [
+        ((0, 0, 0), None, None),
+        ((1, 0, 0), config["coverages"][-1], None),
+        ((0, 1, 0), None, None),
+        ((0, 0, 1), None, None),
+        ((0, 1, 0), None, big),
+    ]
     for ax, init in zip(axes[0], inits):
         h = arrays[f"history__{init}"][-1]  # (K, V, 3) at the largest N
         for mask, cov, tau in lines:
@@ -211,22 +277,30 @@ def history_figure(arrays, config, outdir):
             ok = np.isfinite(h[:, j, 0])
             _line(ax, steps[ok], h[ok, j], label, COLORS[name], "--" if tau else "-")
         ax.axvline(float(config["steps"]), color="k", ls=":", lw=0.8, label="fixed budget")
-        ax.set(xlabel="Adam steps", ylabel="outside fraction",
-               title=f"N = {sizes[-1]:g}, init {init}")
+        ax.set(
+            xlabel="Adam steps", ylabel="outside fraction", title=f"N = {sizes[-1]:g}, init {init}"
+        )
     _legend(fig, axes[0, 0], ncol=3)
-    caption = (f"Fraction of prototypes outside the hull against training steps at the largest "
-               f"N for the four approaches the abstract names (nominal lambda and tau) and "
-               f"separation at tau = {big:g}, means over seeds with 95% t intervals; dotted: the "
-               f"fixed budget. A task stops once every run has settled (largest prototype "
-               f"displacement per {config['window']} steps below {config['settle_tolerance']:g})"
-               f" or at {config['cap']} steps.")
+    caption = (
+        f"Fraction of prototypes outside the hull against training steps at the largest "
+        f"N for the four approaches the abstract names (nominal lambda and tau) and "
+        f"separation at tau = {big:g}, means over seeds with 95% t intervals; dotted: the "
+        f"fixed budget. A task stops once every run has settled (largest prototype "
+        f"displacement per {config['window']} steps below {config['settle_tolerance']:g})"
+        f" or at {config['cap']} steps."
+    )
     return save_figure(fig, outdir, "prototypes_history", caption)
 
 
 def plot(arrays: dict, config: dict, outdir) -> list:
     """The figures: error, fit error, outside fraction and usage against N, positions at the
     largest N, the tau sweep, and the outside fraction against steps."""
-    return [error_figure(arrays, config, outdir), fit_figure(arrays, config, outdir),
-            outside_figure(arrays, config, outdir), usage_figure(arrays, config, outdir),
-            positions_figure(arrays, config, outdir), tau_figure(arrays, config, outdir),
-            history_figure(arrays, config, outdir)]
+    return [
+        error_figure(arrays, config, outdir),
+        fit_figure(arrays, config, outdir),
+        outside_figure(arrays, config, outdir),
+        usage_figure(arrays, config, outdir),
+        positions_figure(arrays, config, outdir),
+        tau_figure(arrays, config, outdir),
+        history_figure(arrays, config, outdir),
+    ]

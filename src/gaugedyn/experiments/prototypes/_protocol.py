@@ -5,7 +5,8 @@ findings and the effects at which their power is computed, and the layout of a t
 from __future__ import annotations
 
 COMBINATIONS: tuple[tuple[int, int, int], ...] = tuple(
-    (c, s, o) for o in (0, 1) for s in (0, 1) for c in (0, 1))
+    (c, s, o) for o in (0, 1) for s in (0, 1) for c in (0, 1)
+)
 """The eight masks ``(coverage, separation, overlap)``; ``(0, 0, 0)`` is the plain fit."""
 
 INITS = ("inside", "broad")
@@ -18,8 +19,13 @@ COV, SEP, OV, PLAIN = (1, 0, 0), (0, 1, 0), (0, 0, 1), (0, 0, 0)
 NAMED = (PLAIN, COV, SEP, OV)
 """The four approaches the abstract names: plain fitting, coverage, separation, overlap."""
 
-MEASURES = ("reconstruction_error", "usage_nearest", "usage_argmax", "outside_fraction",
-            "fit_error")
+MEASURES = (
+    "reconstruction_error",
+    "usage_nearest",
+    "usage_argmax",
+    "outside_fraction",
+    "fit_error",
+)
 BUDGETS = ("fixed", "settled")
 """Budget readings: the fixed step budget (``steps``), or trained until the prototypes stop
 moving (largest displacement per ``window`` steps below ``settle_tolerance``, at most ``cap``)."""
@@ -46,36 +52,57 @@ def variants(config: dict) -> list[dict]:
     tau, lam = float(config["tau"]), float(config["weight"])
     out = []
     for mask in COMBINATIONS:
-        for coverage in (config["coverages"] if mask[0] else (None,)):
-            out.append({"mask": mask, "coverage": coverage, "tau": tau, "weight": lam,
-                        "kind": "core"})
+        for coverage in config["coverages"] if mask[0] else (None,):
+            out.append(
+                {"mask": mask, "coverage": coverage, "tau": tau, "weight": lam, "kind": "core"}
+            )
     for t in config["taus"]:
-        out.append({"mask": (0, 1, 0), "coverage": None, "tau": float(t), "weight": lam,
-                    "kind": "sweep"})
+        out.append(
+            {"mask": (0, 1, 0), "coverage": None, "tau": float(t), "weight": lam, "kind": "sweep"}
+        )
     for other in config["weights"]:
         if float(other) == lam:
             continue
         for mask in ((1, 0, 0), (0, 1, 0), (0, 0, 1)):
-            for coverage in (config["coverages"] if mask[0] else (None,)):
-                out.append({"mask": mask, "coverage": coverage, "tau": tau,
-                            "weight": float(other), "kind": "lambda"})
+            for coverage in config["coverages"] if mask[0] else (None,):
+                out.append(
+                    {
+                        "mask": mask,
+                        "coverage": coverage,
+                        "tau": tau,
+                        "weight": float(other),
+                        "kind": "lambda",
+                    }
+                )
     return out
 
 
-def variant_index(config: dict, mask, coverage: str | None, *, tau: float | None = None,
-                  weight: float | None = None) -> int:
+def variant_index(
+    config: dict,
+    mask,
+    coverage: str | None,
+    *,
+    tau: float | None = None,
+    weight: float | None = None,
+) -> int:
     """Column of a run in a task's ``(S, V)`` arrays (coverage ``None`` for a mask without it):
     the core run, the sweep run at ``tau`` (separation-only), or the run at another ``weight``
     (single-loss masks). :class:`KeyError` when no such run exists."""
     lam = float(config["weight"])
-    kind = ("sweep" if tau is not None else
-            "lambda" if weight is not None and float(weight) != lam else "core")
+    kind = (
+        "sweep"
+        if tau is not None
+        else "lambda"
+        if weight is not None and float(weight) != lam
+        else "core"
+    )
     for j, v in enumerate(variants(config)):
         if tuple(v["mask"]) != tuple(mask) or v["kind"] != kind:
             continue
         if mask[0] and v["coverage"] != coverage:
             continue
         if (tau is None or v["tau"] == float(tau)) and (
-                kind != "lambda" or weight is not None and v["weight"] == float(weight)):
+            kind != "lambda" or weight is not None and v["weight"] == float(weight)
+        ):
             return j
     raise KeyError((mask, coverage, tau, weight))
