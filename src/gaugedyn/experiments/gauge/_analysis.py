@@ -1067,18 +1067,25 @@ def ownership(config, tasks, results, seed):
             passed=bool(np.isfinite(worst_remaining) and worst_remaining < ftol),
         ),
     ]
-    arrays["caption_ownership_rho"] = np.array(
-        f"Duplicates at D = {config['dim']}: K copies with the same initial function, the "
-        "a-heavy gauge given to one copy in turn (all K runs overlaid). Solid: |rho| of the "
-        "favourable copy; grey: the other copies, falling through the pruning tolerance "
-        f"{tol:g} (dashed) before the stated time t = {t_check:g} (dotted)."
-    )
-    arrays["caption_ownership_summary"] = np.array(
-        "Left: time from which each non-favourable copy stays pruned, against K and the "
-        "index of the favourable copy. Right: the function the non-owners still carry at the "
-        "stated time, relative to the teacher's norm (closed form; dashed: function_tol)."
-    )
+    arrays |= _ownership_captions(config, tol, t_check)
     return arrays, claims
+
+
+def _ownership_captions(config, tol: float, t_check: float) -> dict:
+    return {
+        "caption_ownership_rho": np.array(
+            f"Duplicates at D = {config['dim']}: K copies with the same initial function, the "
+            "a-heavy gauge given to one copy in turn (all K runs overlaid). Solid: |rho| of the "
+            "favourable copy; grey: the other copies, falling through the pruning tolerance "
+            f"{tol:g} (dashed) before the stated time t = {t_check:g} (dotted)."
+        ),
+        "caption_ownership_summary": np.array(
+            "Left: time from which each non-favourable copy stays pruned, against K and the "
+            "index of the favourable copy. Right: the function the non-owners still carry at "
+            "the stated time, relative to the teacher's norm (closed form; dashed: "
+            "function_tol)."
+        ),
+    }
 
 
 def ownership_patterns(config, tasks, results, seed):
@@ -1333,6 +1340,13 @@ def perturbations(config, tasks, results, seed):
         "n_samples": np.array(n),
         "claim_strength": np.array(float(config["claim_strength"])),
         "claim_epsilon": np.array(float(config["claim_epsilon"])),
+        **_perturbations_captions(config, n, diverged),
+    }
+    return arrays, claims
+
+
+def _perturbations_captions(config, n: int, diverged: np.ndarray) -> dict:
+    return {
         "caption_perturbations_map": np.array(
             f"Two duplicates at D = {config['dim']}, a-heavy and w-heavy at gauge strength "
             "lambda (transport mobility ratio lambda^2), initial function perturbed at size "
@@ -1349,4 +1363,3 @@ def perturbations(config, tasks, results, seed):
             "pruned (|rho| below tolerance) by the end."
         ),
     }
-    return arrays, claims
