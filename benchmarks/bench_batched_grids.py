@@ -183,7 +183,7 @@ def shared_representation_ratio(seeds: int = 2, steps: int = 20, rounds: int = 3
     import torch
 
     from gaugedyn.experiments.adam_state import _model as sm
-    from gaugedyn.experiments.adam_state import _protocol as sp
+    from gaugedyn.experiments.adam_state import _pulses as sp
     from gaugedyn.experiments.adam_state.shared_representation import SharedRepresentation
 
     hp = {k: q.default for k, q in SharedRepresentation.params.items()}

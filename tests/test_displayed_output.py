@@ -16,7 +16,8 @@ def test_finite_sample_band_surrounds_its_median(tmp_path, monkeypatch):
     matplotlib.use("Agg")
     from matplotlib.axes import Axes
 
-    from gaugedyn.experiments.gauge.finite_sample import EXPERIMENT, OBSERVABLES
+    from gaugedyn.experiments.gauge._protocol import OBSERVABLES
+    from gaugedyn.experiments.gauge.finite_sample import EXPERIMENT
     from gaugedyn.stats import band
 
     rng = np.random.default_rng(0)

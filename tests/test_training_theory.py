@@ -9,6 +9,7 @@ from _gauge_helpers import config_of, run_inline
 torch = pytest.importorskip("torch")
 
 from gaugedyn._meta import task_seed  # noqa: E402
+from gaugedyn.experiments.gauge._analysis import _online_sgd_analyse_erf  # noqa: E402
 from gaugedyn.theory import population_loss, single, solve  # noqa: E402
 from gaugedyn.training import TrainConfig, train  # noqa: E402
 from gaugedyn.training._online_ode import noise_term, online_ode  # noqa: E402
@@ -105,7 +106,7 @@ def test_online_sgd_chain_checks_fail_on_results_built_to_fail(broken):
         sigma = 0.02 if broken else 0.02 / np.sqrt(D)
         loss = ode + (5 * sigma if broken else 0.0) + sigma * rng.standard_normal((32, t.size))
         results.append({"t": t, "loss": loss})
-    _, claims = EXPERIMENT._analyse_erf(cfg, tasks, results, "chain")
+    _, claims = _online_sgd_analyse_erf(cfg, tasks, results, "chain")
     by_id = {c.id: c for c in claims}
     assert set(by_id) == {"online_sgd.chain_within_spread", "online_sgd.chain_spread_exponent"}
     for claim in claims:

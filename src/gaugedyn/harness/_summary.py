@@ -22,7 +22,7 @@ from .._meta import versions
 from ._arrays import schema_problems
 from ._config import RunConfig
 from ._folders import SUMMARY
-from ._protocol import Claim, analysis_seed
+from ._protocol import Claim, analysis_seed, labelled
 from ._report import REPORT, run_report
 from ._store import atomic_write
 
@@ -55,7 +55,8 @@ def summary_head(cfg: RunConfig, command: dict | None) -> dict:
 
 
 def analyse(cfg: RunConfig, results: list) -> tuple[dict[str, np.ndarray], list[Claim], dict]:
-    """The experiment's ``analyse`` on the stored results, its return value checked."""
+    """The experiment's ``analyse`` on the stored results, its return value checked and its
+    findings labelled provisional outside the full configuration (:func:`._protocol.labelled`)."""
     out = cfg.experiment.analyse(
         dict(cfg.params), cfg.tasks, results, analysis_seed(cfg.seed, cfg.name)
     )
@@ -71,6 +72,9 @@ def analyse(cfg: RunConfig, results: list) -> tuple[dict[str, np.ndarray], list[
     for claim in claims:
         if not isinstance(claim, Claim):
             raise TypeError(f"{cfg.name}.analyse: claims must be Claim instances, got {claim!r}")
+    arrays, claims, diagnostics = labelled(cfg.experiment.params, dict(cfg.params),
+                                           (arrays, claims, diagnostics),
+                                           cfg.experiment.label_keys)
     return arrays, claims, strict(diagnostics)
 
 

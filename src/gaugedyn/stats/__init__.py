@@ -296,6 +296,8 @@ from ._audit import audit_rule as audit_rule  # noqa: E402
 from ._audit import format_table as format_table  # noqa: E402
 from ._audit import power_at as power_at  # noqa: E402
 from ._estimators import holm as holm  # noqa: E402
+from ._estimators import median_bounds as median_bounds  # noqa: E402
+from ._estimators import t_bounds as t_bounds  # noqa: E402
 from ._rules import DEPENDS as DEPENDS  # noqa: E402
 from ._rules import RULES as RULES  # noqa: E402
 from ._rules import UNDERPOWERED as UNDERPOWERED  # noqa: E402
