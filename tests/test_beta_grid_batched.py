@@ -68,11 +68,16 @@ def test_a_copy_with_a_nonfinite_loss_stops_there_as_train_task_does(forward):
     out = bt.train_copies("teacher_student", COPIES[:2], 6, 1e30, reference=[0], forward=forward)
     for c, (b1, b2, seed) in enumerate(COPIES[:2]):
         ref = train_task("teacher_student", b1, b2, seed=seed, steps=6, lr=1e30)
-        assert out["nonfinite_step"][c] == ref["nonfinite_step"] >= 0
+        stop = ref["nonfinite_step"]
+        assert out["nonfinite_step"][c] == stop >= 0
         rtol = 0 if forward == "loop" else 1e-6  # the stacked pass: float32 round-off
-        np.testing.assert_allclose(out["loss"][c], ref["loss"], rtol=rtol)
-        assert np.isnan(out["final_loss"][c]) and np.isnan(ref["final_loss"])
-        assert np.all(np.isnan(out["sums"][c, ref["nonfinite_step"]:]))
+        np.testing.assert_allclose(out["loss"][c, :stop], ref["loss"][:stop], rtol=rtol)
+        # which non-finite value (inf or nan) the overflow gives is the platform's: not compared
+        assert not np.isfinite(out["loss"][c, stop]) and not np.isfinite(ref["loss"][stop])
+        assert not np.isfinite(out["loss"][c, stop:]).any()
+        assert not np.isfinite(ref["loss"][stop:]).any()
+        assert not np.isfinite(out["final_loss"][c]) and not np.isfinite(ref["final_loss"])
+        assert not np.isfinite(out["sums"][c, stop:]).any()
 
 
 def test_copies_and_their_seeds_and_the_reference_subset():
