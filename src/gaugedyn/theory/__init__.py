@@ -1,6 +1,8 @@
 """Population theory: problem specifications, the exact flows, integrators and observables."""
 
+from . import _generated_kernels as generated_kernels  # noqa: F401 (public module alias)
 from ._activation import ACTIVATIONS as ACTIVATIONS
+from ._activation import LEAKY_SLOPE as LEAKY_SLOPE
 from ._activation import Activation as Activation
 from ._activation import activation_of as activation_of
 from ._activation import check_activation as check_activation
@@ -16,6 +18,7 @@ from ._flows import rhs_and_jacobian as rhs_and_jacobian
 from ._flows import state_to_order_parameters as state_to_order_parameters
 from ._flows import weights as weights
 from ._functional import functional_report, owners, pruned_since, remaining_relative  # noqa: F401
+from ._observables import CLASSIFICATION_SAMPLES as CLASSIFICATION_SAMPLES
 from ._observables import Definitions as Definitions
 from ._observables import alignment as alignment
 from ._observables import classification_error as classification_error
@@ -27,6 +30,7 @@ from ._observables import mobilities as mobilities
 from ._observables import observe as observe
 from ._observables import order_parameters as order_parameters
 from ._observables import owner as owner
+from ._observables import owner_sets as owner_sets
 from ._observables import pruned as pruned
 from ._observables import rho as rho
 from ._observables import specialization as specialization
