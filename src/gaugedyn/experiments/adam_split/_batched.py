@@ -50,7 +50,15 @@ import numpy as np
 import torch
 
 from ..._errors import InputError
-from ...adam._probe import READING_SUMS, StreamingSplit, reading_sums
+from ...adam import (
+    OP_ORDER_FACTORS,
+    READING_SUMS,
+    AdamFactors,
+    StreamingSplit,
+    adam_factors,
+    batched_adam_step,
+    reading_sums,
+)
 from ._stacked import STACKED
 from .tasks import TASKS, _seed_int, _setup
 
@@ -58,6 +66,8 @@ BLOCK = 1 << 16
 """Elements per block of the batched update and sums (a cache-sized block of copies of one
 parameter)."""
 _F32 = 2.0**-24
+_FACTORS = (*OP_ORDER_FACTORS["torch"], "bias1", "bias2")
+"""The per-copy factors a block reads: the update's and the split's bias corrections."""
 _NORMS = tuple(i for i, k in enumerate(READING_SUMS) if not k.startswith(("dot", "count")))
 
 
@@ -79,10 +89,6 @@ def _blocks(sizes: list[int], B: int) -> list[tuple[slice, slice, int]]:
         out += [(slice(r, min(r + rows, B)), slice(o, o + n), j) for r in range(0, B, rows)]
         o += n
     return out
-
-
-def _column(values, dtype, device) -> torch.Tensor:
-    return torch.as_tensor(np.asarray(values, dtype=float), dtype=dtype, device=device)[:, None]
 
 
 def train_copies(task: str, copies, steps: int, lr: float, *, reference=(), eps: float = 1e-8,
@@ -184,10 +190,7 @@ def _train(task, copies, steps, lr, reference, eps, device, dtype, forward):
     if forward == "stacked":
         flat.requires_grad_(True)
     m, v, w = (torch.zeros_like(flat) for _ in range(3))
-    b1 = np.array([c[0] for c in copies])
-    b2 = np.array([c[1] for c in copies])
-    col = lambda x: _column(x, dtype, device)  # noqa: E731
-    w1, c2, b2c = col(1 - b1), col(1 - b2), col(b2)
+    betas = (np.array([c[0] for c in copies]), np.array([c[1] for c in copies]))
     blocks = _blocks(sizes, B)
     losses = np.full((B, steps), np.nan)
     sums = np.full((B, steps, len(READING_SUMS)), np.nan)
@@ -201,14 +204,12 @@ def _train(task, copies, steps, lr, reference, eps, device, dtype, forward):
             grads = _stacked_step(task, built, flat, shapes, sizes, losses, stop, t)
         with torch.no_grad():
             before = ref.rows(flat)
-            bc1 = 1 - b1**t
-            bc2 = 1 - b2**t
-            scal = (col(-lr / bc1), col(bc2**0.5), col(bc1), col(bc2))
+            factors = adam_factors(t, lr=lr, betas=betas, op_order="torch",
+                                   like=flat).shaped(flat, _FACTORS)
             step_sums = torch.zeros((B, len(READING_SUMS)), dtype=torch.float64, device=device)
             for rows, cols, j in blocks:
                 _block(flat[rows, cols], grads[j][rows], m[rows, cols], v[rows, cols],
-                       w[rows, cols], w1[rows], c2[rows], b2c[rows],
-                       tuple(x[rows] for x in scal), eps, step_sums[rows])
+                       w[rows, cols], factors.rows(rows, _FACTORS), eps, step_sums[rows])
             sums[:, t - 1] = step_sums.cpu().numpy()
             ref.step(t, flat, grads, m, v, before, stop)
     sums[:, :, READING_SUMS.index("count")] = P
@@ -283,15 +284,13 @@ def _stacked_step(task, built, flat, shapes, sizes, losses, stop, t: int) -> lis
     return grads
 
 
-def _block(p, g, m, v, w, w1, c2, b2, scal, eps, out):
-    """``torch.optim.Adam``'s single-tensor step on one block (rows: copies) and its streaming
-    split sums added into ``out`` (rows, len(READING_SUMS)), float64."""
-    nss, bc2s, bc1, bc2 = scal
-    m.lerp_(g, w1)
-    v.mul_(b2).addcmul_(c2 * g, g)  # addcmul_(g, g, value=1-b2) as PyTorch computes it
-    w.lerp_(g, c2)
-    d = (v.sqrt() / bc2s).add_(eps)
-    p.add_(nss * m / d)
+def _block(p, g, m, v, w, factors: AdamFactors, eps, out):
+    """``torch.optim.Adam``'s single-tensor step on one block (rows: copies;
+    :func:`gaugedyn.adam.batched_adam_step`, ``op_order="torch"``) and its streaming split sums
+    added into ``out`` (rows, len(READING_SUMS)), float64."""
+    d = batched_adam_step([p], [g], [m], [v], factors, eps=eps).denominators[0]
+    w.lerp_(g, factors.one_minus_beta2)
+    bc1, bc2 = factors.bias1, factors.bias2
     mh = m / bc1
     wh = w / bc2
     u = mh / d

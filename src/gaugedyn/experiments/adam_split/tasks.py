@@ -20,9 +20,15 @@ from torch import nn
 
 from ..._errors import InputError
 from ..._meta import integer_seed
-from ...adam._decomposition import smoothness
-from ...adam._probe import READING_SUMS, StreamingSplit, reading_sums
-from ...adam._recorder import NORM_NAMES, AdamRecorder
+from ...adam import (
+    NORM_NAMES,
+    READING_SUMS,
+    AdamRecorder,
+    StreamingSplit,
+    reading_sums,
+    smoothness,
+)
+from ...training import load_digits
 from ._grid import TASKS as TASKS
 
 DEFAULTS: dict[str, dict] = {
@@ -34,14 +40,6 @@ DEFAULTS: dict[str, dict] = {
     "word_mlp": {"lr": 3e-3, "steps": 400, "quick_steps": 50, "batch": 64},
     "teacher_student": {"lr": 2e-3, "steps": 600, "quick_steps": 80, "batch": 128},
 }
-
-
-@functools.lru_cache(maxsize=1)
-def _digits() -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.datasets import load_digits
-
-    d = load_digits()
-    return (d.data / 16.0).astype(np.float64), d.target.astype(np.int64)
 
 
 @functools.lru_cache(maxsize=1)
@@ -175,7 +173,7 @@ def _classifier(X: np.ndarray, y: np.ndarray, model, bs: int, dtype, device):
 
 
 def _setup_digits(task: str, gen, dtype, device):
-    X, y = _digits()
+    X, y = load_digits()
     if task == "digits_mlp":
         model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
         return _classifier(X, y, model, DEFAULTS[task]["batch"], dtype, device)

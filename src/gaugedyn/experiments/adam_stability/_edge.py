@@ -18,8 +18,9 @@ At step ``t`` with gradient ``g`` and Adam's preconditioner ``P = diag(sqrt(v^_t
   preconditioned sharpness ``lambda_max(P(t_e)^-1/2 H P(t_e)^-1/2)`` at the same Lanczos steps.
 
 :func:`diagonal_quadratic` is the exactly solvable companion (``L = sum h_i theta_i^2 / 2``,
-``S = max h_i / P_i`` and ``kappa_g`` in closed form); :func:`dense_sharpness` the dense
-eigensolver (LAPACK) the Lanczos estimate is checked against.
+``S = max h_i / P_i`` and ``kappa_g`` in closed form). The Hessian-vector product, the Lanczos
+estimate and the dense eigensolver it is checked against are the library's
+(:func:`gaugedyn.adam.preconditioned_sharpness`, :func:`gaugedyn.adam.dense_sharpness`).
 
 The stability threshold of heavy-ball EMA momentum on a quadratic is
 ``lr * curvature = 2 (1 + beta1) / (1 - beta1)`` (:func:`threshold`).
@@ -32,6 +33,8 @@ import torch
 from torch import nn
 
 from ..._errors import InputError
+from ...adam import dense_sharpness, preconditioned_sharpness
+from ...training import load_digits
 
 LOSSES = ("mse", "ce", "ce_noisy")
 HIDDEN = {"mse": 32, "ce": 32, "ce_noisy": 4}
@@ -46,12 +49,10 @@ def threshold(beta1: float) -> float:
 
 
 def _setup(loss: str, n_samples: int, seed: int, hidden: int | None = None):
-    from ..adam_split.tasks import _digits
-
     if loss not in LOSSES:
         raise InputError(f"loss={loss!r} is not allowed; choose one of {list(LOSSES)}")
     hidden = HIDDEN[loss] if hidden is None else hidden
-    X, y = _digits()
+    X, y = load_digits()
     X = torch.as_tensor(X[:n_samples], dtype=torch.float64)
     y = torch.as_tensor(y[:n_samples])
     with torch.random.fork_rng(devices=[]):
@@ -69,27 +70,6 @@ def _setup(loss: str, n_samples: int, seed: int, hidden: int | None = None):
 
 def _flat(ts) -> torch.Tensor:
     return torch.cat([t.reshape(-1) for t in ts])
-
-
-def _hvp(loss_fn, params, vec: torch.Tensor) -> torch.Tensor:
-    L = loss_fn()
-    g = torch.autograd.grad(L, params, create_graph=True)
-    return _flat(torch.autograd.grad(_flat(g) @ vec, params)).detach()
-
-
-def preconditioned_sharpness(loss_fn, params, P: torch.Tensor, v0=None, tol: float = 1e-6):
-    """``(lambda_max, eigenvector)`` of ``P^-1/2 H P^-1/2`` by Lanczos (``eigsh``, ``which='LA'``)."""
-    from scipy.sparse.linalg import LinearOperator, eigsh
-
-    s = P.rsqrt()
-
-    def mv(x):
-        xt = torch.as_tensor(np.asarray(x).ravel(), dtype=torch.float64)
-        return (s * _hvp(loss_fn, params, s * xt)).numpy()
-
-    op = LinearOperator((P.numel(), P.numel()), matvec=mv, dtype=np.float64)
-    vals, vecs = eigsh(op, k=1, which="LA", v0=v0, tol=tol, maxiter=2000)
-    return float(vals[0]), vecs[:, 0]
 
 
 def _moments(opt, params, g_list, beta2, eps):
@@ -122,9 +102,13 @@ def run_edge(loss: str, lr: float, beta1: float, beta2: float, steps: int, seed:
     thr = threshold(beta1)
     rec = {k: np.full(steps, np.nan) for k in ("loss", "ema_loss", "kappa_g", "secant", "cosine",
                                                "frozen_loss")}
-    lz_t, lz_s, lz_k, lz_f = [], [], [], []
+    lz_t: list[int] = []
+    lz_s: list[float] = []
+    lz_k: list[float] = []
+    lz_f: list[float] = []
     ema = _flat(params).detach().clone()
-    prev_theta = prev_g = None
+    prev_theta: torch.Tensor | None = None
+    prev_g: torch.Tensor | None = None
     v0 = vf = None
     frozen = None  # (theta, m, P) of the frozen-v copy once the edge is reached
     t_e = -1
@@ -139,7 +123,7 @@ def run_edge(loss: str, lr: float, beta1: float, beta2: float, steps: int, seed:
         g = g.detach()
         rec["loss"][t] = float(L.detach())
         rec["kappa_g"][t] = float(d @ Hd / (d @ (P * d)))
-        if prev_g is not None:
+        if prev_g is not None and prev_theta is not None:
             dth = theta - prev_theta
             rec["secant"][t] = float(dth @ (g - prev_g) / (dth @ (P * dth)))
             rec["cosine"][t] = float(g @ prev_g / (g.norm() * prev_g.norm()))
@@ -199,20 +183,6 @@ def _frozen_step(model, loss_fn, params, frozen, lr, beta1, t, lanczos, rec, lz_
     if not (np.isfinite(rec["frozen_loss"][t]) and torch.isfinite(theta).all()):
         return None, vf
     return (theta, m, P), vf
-
-
-def dense_sharpness(loss_fn, params, P: torch.Tensor) -> float:
-    """``lambda_max(P^-1/2 H P^-1/2)`` from the dense Hessian (every HVP with a unit vector at
-    once, batched by ``torch.autograd.grad(..., is_grads_batched=True)``, then LAPACK's
-    ``eigvalsh``): the reference the Lanczos estimate is checked against."""
-    n = P.numel()
-    g = _flat(torch.autograd.grad(loss_fn(), params, create_graph=True))
-    rows = torch.autograd.grad(g, params, grad_outputs=torch.eye(n, dtype=g.dtype),
-                               is_grads_batched=True)
-    H = torch.cat([r.reshape(n, -1) for r in rows], dim=1).detach()
-    s = P.rsqrt()
-    A = (s[:, None] * (0.5 * (H + H.T)) * s[None, :]).numpy()
-    return float(np.linalg.eigvalsh(A)[-1])
 
 
 def lanczos_check(lr: float, beta1: float, beta2: float, seed: int, warm_steps: int = 50,
