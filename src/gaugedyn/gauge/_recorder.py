@@ -233,7 +233,7 @@ def _owner_of(members: np.ndarray, along: np.ndarray, overlap: np.ndarray) -> in
     ``sign(b) rho_i m_i`` of the teacher-student definition with the cluster's summed output in
     the place of ``b`` (so ``sign(b) = +1``) and ``v`` in the place of the teacher direction;
     ``-1`` for a tie."""
-    from ..theory._observables import owner_sets
+    from ..theory import owner_sets
 
     k = members.size
     sets = owner_sets(along, np.zeros((k, k)), overlap[:, None], np.ones((1, 1)), np.ones(1))

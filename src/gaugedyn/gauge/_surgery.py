@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import torch
 
 from .._errors import InputError
-from ..adam._state import StateRecord
+from ..adam import StateRecord
 from ._units import UnitGroup, find_units
 
 _STATE_POWERS = {"exp_avg": 1, "exp_avg_sq": 2, "max_exp_avg_sq": 2, "momentum_buffer": 1}

@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..stats import RULES, judge
-from ..stats._audit import MARGIN
+from ..stats import MARGIN, RULES, judge
 from ._protocol import Claim, judged
 
 DETERMINISTIC = "deterministic"

@@ -68,7 +68,7 @@ def coefficients_text() -> dict:
 def verify() -> None:
     import sympy as sp
 
-    from ..adam._stability import cubic_coefficients
+    from ..adam import cubic_coefficients
 
     d = derive()
     a, c, n, r, lam = d["a"], d["c"], d["n"], d["r"], d["lam"]

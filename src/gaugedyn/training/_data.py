@@ -61,7 +61,9 @@ class OnlineStream:
         self.dtype, self.device, self.teacher = dtype, device, teacher
         self.block = stream_block_steps(batch, dim)
         self._pos = self.block
-        self._X = self._XT = self._y = None
+        self._X: torch.Tensor | None = None
+        self._XT: torch.Tensor | None = None
+        self._y: torch.Tensor | None = None
 
     def next(self) -> Batch:
         """The prepared batch of the next step."""
@@ -84,5 +86,6 @@ class OnlineStream:
             self._pos = 0
         k = self._pos
         self._pos += 1
+        assert self._X is not None and self._y is not None
         XT = None if self._XT is None else self._XT[:, k]
         return Batch(self._X[:, k], XT, self._y[:, k], self.batch)

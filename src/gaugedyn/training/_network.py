@@ -18,8 +18,7 @@ import numpy as np
 import torch
 
 from .._errors import InputError
-from ..theory import Problem
-from ..theory._activation import Activation
+from ..theory import Activation, Problem
 from ._activations import activation as _activation
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}

@@ -55,9 +55,11 @@ trajectories against the weight-space kernel's by two-sample tests.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from ._online_fast import BIT_GENERATOR, SCHEDULE_CODES, activation_code, given_noise, options
+from ._online_codes import BIT_GENERATOR, SCHEDULE_CODES, activation_code, given_noise, options
 
 PIVOT_TOL = 1e-13
 """Relative pivot below which :func:`cholesky_psd` treats a direction as not spanned."""
@@ -89,7 +91,7 @@ def run_chain(a, C, b, K: int, D: int, activation: str, config, grid: np.ndarray
     a = np.array(a, dtype=np.float64)
     C = np.array(C, dtype=np.float64)
     n, P = grid.shape[0], C.shape[0]
-    out = {"a": np.full((n, K), np.nan), "Q": np.full((n, K, K), np.nan),
+    out: dict[str, Any] = {"a": np.full((n, K), np.nan), "Q": np.full((n, K, K), np.nan),
            "R": np.full((n, K, P - K), np.nan), "emp": np.full(n, np.nan),
            "flow": np.full(n, np.nan)}
     B = int(config.batch_size)

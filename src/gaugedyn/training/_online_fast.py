@@ -33,28 +33,19 @@ import os
 import time as _time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
 from .._errors import DivergenceError, InputError
 from .._meta import task_seed, versions
-from ..theory import ACTIVATIONS, Definitions, Problem, activation_of, population_loss
-
-ACTIVATION_CODES = {name: act.code for name, act in ACTIVATIONS.items() if act.code is not None}
-"""The compiled kernels' code of each built-in activation (``Activation.code``)."""
-
-
-def activation_code(activation) -> int:
-    """The compiled code of an activation name or object; an activation without one (a user's
-    torch function) is an :class:`InputError` that points to ``backend="torch"``."""
-    act = activation_of(activation)
-    if act.code is None:
-        raise InputError(f"activation {act.name!r} has no compiled kernel; compiled: "
-                         f"{', '.join(ACTIVATION_CODES)}; use backend='torch' for online SGD")
-    return int(act.code)
-SCHEDULE_CODES = {"constant": 0, "cosine": 1, "inverse": 2}
-BIT_GENERATOR = np.random.SFC64
-"""The bit generator of every seed's input draws (module docstring)."""
+from ..theory import Definitions, Problem, population_loss
+from ._online_codes import ACTIVATION_CODES as ACTIVATION_CODES
+from ._online_codes import BIT_GENERATOR as BIT_GENERATOR
+from ._online_codes import SCHEDULE_CODES as SCHEDULE_CODES
+from ._online_codes import activation_code as activation_code
+from ._online_codes import given_noise as given_noise
+from ._online_codes import options as options
 
 
 def _build():
@@ -93,7 +84,7 @@ def run_kernel(a: np.ndarray, W: np.ndarray, V: np.ndarray, b: np.ndarray, activ
     W = np.array(W, dtype=np.float64)
     n = grid.shape[0]
     K, M = a.shape[0], V.shape[0]
-    out = {"a": np.full((n, K), np.nan), "Q": np.full((n, K, K), np.nan),
+    out: dict[str, Any] = {"a": np.full((n, K), np.nan), "Q": np.full((n, K, K), np.nan),
            "R": np.full((n, K, M), np.nan), "emp": np.full(n, np.nan),
            "flow": np.full(n, np.nan)}
     if X is None:
@@ -115,21 +106,6 @@ def run_kernel(a: np.ndarray, W: np.ndarray, V: np.ndarray, b: np.ndarray, activ
     out["failed_at"] = None if status < 0 else int(status)
     out["last"] = (a, W)
     return out
-
-
-def options(config) -> tuple[float, float, float]:
-    """``(weight_decay, lr2, label_noise)`` of ``config``, as the kernels take them."""
-    return float(config.weight_decay), float(config.lr2), float(config.label_noise)
-
-
-def given_noise(noise, given: bool, config) -> np.ndarray:
-    """The label noises ``(steps, batch)`` a kernel reads when its samples are given (an empty
-    array when they are drawn, or when there is no label noise)."""
-    if not given or not config.label_noise:
-        return np.empty((0, 1))
-    if noise is None:
-        raise ValueError("label noise with given samples needs the noises (noise)")
-    return np.ascontiguousarray(noise, dtype=np.float64)
 
 
 def default_threads() -> int:

@@ -18,7 +18,7 @@ import textwrap
 import numba
 import numpy as np
 
-from ..theory._activation import LEAKY_SLOPE
+from ..theory import LEAKY_SLOPE
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -453,7 +453,7 @@ def online_rhs():
     """The compiled erf online-ODE right-hand side ``rhs(y, K, M, b, T, eta, noise, out)``."""
     global _rhs
     if _rhs is None:
-        from ..theory import _generated_kernels as gk
+        from ..theory import generated_kernels as gk
 
         _rhs = _make_rhs(jit_generated(gk.pair_erf), jit_generated(gk.erf_i3),
                          jit_generated(gk.erf_i4))

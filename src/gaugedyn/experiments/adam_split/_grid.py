@@ -31,7 +31,7 @@ import warnings
 import numpy as np
 
 from ..._errors import InputError
-from ...adam._probe import READING_SUMS, READINGS
+from ...adam import READING_SUMS, READINGS
 
 TASKS: tuple[str, ...] = (
     "digits_mlp", "digits_cnn", "digits_resnet", "char_transformer", "char_gru", "word_mlp",

@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from ..._errors import InputError
-from ...adam._probe import READING_SUMS
+from ...adam import READING_SUMS
 from ...harness import Claim, Experiment, Param, judged, no_paper_value
 from ...harness import configuration_label as _protocol_label
 from ...stats import judge

@@ -124,7 +124,7 @@ class GaugeUnderAdam(Experiment):
                 for D in config["dims"] for i in range(0, len(pairs), n)]
 
     def run_task(self, task, seed):
-        from ...training._support import single_thread
+        from ...training import single_thread
 
         with single_thread():
             return _run(task, seed)

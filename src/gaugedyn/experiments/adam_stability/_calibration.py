@@ -1,12 +1,12 @@
 """The stored choice of the network tasks' step size and scan range (issue 25, item 3).
 
 Chosen before the scan of ``spike_boundary`` on a calibration pilot (:func:`calibration_pilot`:
-the task program of the scan, ``spike_boundary._run_task``, one seed per cell, seed
+the task program of the scan, ``_scan._run_task``, one seed per cell, seed
 ``PILOT_SEED``), whose result is kept here beside the choice so that quick runs and ``--set``
 extensions reuse it. The rule (:func:`rule_met`), the property that defines the experiment and
 never the slope it reports: every ``beta1`` row of the pilot holds a cell whose copy reached low
 loss (``trained``: the settled window's median ``log10`` loss at least
-``spike_boundary.TRAINED_DECADES`` below the initial loss), and at least ``MIN_ROWS`` rows have a
+``_protocol.TRAINED_DECADES`` below the initial loss), and at least ``MIN_ROWS`` rows have a
 *settled* edge (the settled window's upper edge of the spiky region) inside the scan's
 ``1 - beta2`` range. The scan range is the pilot's grid.
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ GRID = {"one_minus_beta1": [0.5, 0.4, 0.3, 0.2, 0.15, 0.1],
         "one_minus_beta2": [1e-2, 3e-2, 0.1, 0.3]}
 """The pilot's grid and the full scan's (chosen before any pilot, module doc)."""
 
-TASKS = {
+TASKS: dict[str, dict[str, Any]] = {
     "teacher_mse": {"lr": 1e-2, "n_samples": 256, "hidden": 8, **GRID},
     "teacher4_mse": {"lr": 1e-2, "n_samples": 256, "hidden": 16, **GRID},
 }
@@ -51,7 +52,8 @@ def calibration_pilot(task: str, lr: float | None = None, hidden: int | None = N
     """Rerun the pilot of ``task`` (at its stored ``lr`` and width unless given): one seed per cell of the
     grid, the scan's own program; returns per window the status names ``(rows, cols)``, the
     settled median ``log10`` loss, the rows with a settled edge and the steps run."""
-    from .spike_boundary import CODES, WINDOWS, _run_task, probability, upper_edge
+    from ._protocol import CODES, WINDOWS, probability, upper_edge
+    from ._scan import _run_task
 
     cal = TASKS[task]
     r = _run_task({"task": task, "a": GRID["one_minus_beta1"], "c": GRID["one_minus_beta2"],
