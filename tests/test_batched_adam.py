@@ -32,8 +32,10 @@ def _tensors(dtype, seed=0):
     g = torch.Generator().manual_seed(seed)
     shapes = [(B, 7), (B, 3, 5), (B,)]
     params = [torch.randn(s, generator=g, dtype=torch.float64).to(dtype) for s in shapes]
-    grads = [[torch.randn(s, generator=g, dtype=torch.float64).to(dtype) for s in shapes]
-             for _ in range(12)]
+    grads = [
+        [torch.randn(s, generator=g, dtype=torch.float64).to(dtype) for s in shapes]
+        for _ in range(12)
+    ]
     return params, grads
 
 
@@ -43,8 +45,11 @@ def _run(op_order, dtype, lr, betas, inplace=True, steps=12):
     v = [torch.zeros_like(p) for p in params]
     f = None
     for k in range(steps):
-        f = (adam_factors(1, lr=lr, betas=betas, op_order=op_order, like=params[0])
-             if f is None else f.next())
+        f = (
+            adam_factors(1, lr=lr, betas=betas, op_order=op_order, like=params[0])
+            if f is None
+            else f.next()
+        )
         out = batched_adam_step(params, grads[k], m, v, f, eps=1e-8, inplace=inplace)
         params, m, v = out.params, out.exp_avgs, out.exp_avg_sqs
     return params, m, v
@@ -93,12 +98,18 @@ def test_textbook_order_is_the_one_pair_update_copy_by_copy_bitwise(dtype, inpla
     got, _, _ = _run("textbook", dtype, 1e-2, _per_copy(BETAS), inplace)
     params, grads = _tensors(dtype)
     for c, (b1, b2) in enumerate(BETAS):
-        want = _textbook_reference([p[c:c + 1] for p in params],
-                                   [[g[c:c + 1] for g in gs] for gs in grads], b1, b2, 1e-2,
-                                   1e-8, 12)
+        want = _textbook_reference(
+            [p[c : c + 1] for p in params],
+            [[g[c : c + 1] for g in gs] for gs in grads],
+            b1,
+            b2,
+            1e-2,
+            1e-8,
+            12,
+        )
         alone, _, _ = _run("textbook", dtype, 1e-2, (b1, b2), inplace)  # Python scalars
         for i in range(len(want)):
-            assert torch.equal(got[i][c:c + 1], want[i]), (c, i)
+            assert torch.equal(got[i][c : c + 1], want[i]), (c, i)
             assert torch.equal(alone[i][c], want[i][0]), (c, i)
 
 
@@ -153,8 +164,11 @@ def test_running_order_is_the_1d_map_of_the_stability_theory_to_the_square_roots
     steps, lr = 400, 1e-2
     x, m, v = x0.copy(), np.zeros(4), np.zeros(4)
     p1, p2 = np.ones(4), np.ones(4)
-    xt, mt, vt = torch.tensor(x0), torch.zeros(4, dtype=torch.float64), torch.zeros(
-        4, dtype=torch.float64)
+    xt, mt, vt = (
+        torch.tensor(x0),
+        torch.zeros(4, dtype=torch.float64),
+        torch.zeros(4, dtype=torch.float64),
+    )
     f = None
     worst = 0.0
     for _ in range(steps):  # the 1-D map's step, operation for operation as simulate_losses
@@ -163,8 +177,11 @@ def test_running_order_is_the_1d_map_of_the_stability_theory_to_the_square_roots
         p1, p2 = p1 * (1 - a), p2 * (1 - c)
         xt.copy_(torch.from_numpy(x))
         x = x - lr * (m / (1 - p1)) / (np.sqrt(v / (1 - p2)) + eps)
-        f = (adam_factors(1, lr=lr, betas=(1 - a, 1 - c), op_order="running", like=xt)
-             if f is None else f.next())
+        f = (
+            adam_factors(1, lr=lr, betas=(1 - a, 1 - c), op_order="running", like=xt)
+            if f is None
+            else f.next()
+        )
         batched_adam_step([xt], [xt.clone()], [mt], [vt], f, eps=eps)
         assert np.array_equal(mt.numpy(), m) and np.array_equal(vt.numpy(), v)
         assert np.array_equal(f.power1.numpy(), p1) and np.array_equal(f.power2.numpy(), p2)
@@ -213,24 +230,36 @@ def test_factors_rows_and_shapes():
     assert math.isclose(one.next(0.2).step_size, 0.2 / (1.0 - 0.9**3))
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"op_order": "adamw"}, "op_order='adamw'"),
-    ({"betas": (1.0, 0.9)}, "beta1="),
-    ({"betas": ([0.9, 0.8], [0.9, 0.8, 0.7])}, "copies"),
-    ({"betas": (0.9,)}, "betas="),
-    ({"lr": float("nan")}, "lr=nan"),
-    ({"lr": [[0.1]]}, "lr="),
-    ({"step": 0}, "step=0"),
-    ({"like": None}, "like=None"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"op_order": "adamw"}, "op_order='adamw'"),
+        ({"betas": (1.0, 0.9)}, "beta1="),
+        ({"betas": ([0.9, 0.8], [0.9, 0.8, 0.7])}, "copies"),
+        ({"betas": (0.9,)}, "betas="),
+        ({"lr": float("nan")}, "lr=nan"),
+        ({"lr": [[0.1]]}, "lr="),
+        ({"step": 0}, "step=0"),
+        ({"like": None}, "like=None"),
+    ],
+)
 def test_bad_hyper_parameters_are_one_error_line(kwargs, match):
-    args = {"step": 1, "lr": 0.1, "betas": (0.9, 0.99), "op_order": "torch",
-            "like": torch.zeros(2)} | kwargs
+    args = {
+        "step": 1,
+        "lr": 0.1,
+        "betas": (0.9, 0.99),
+        "op_order": "torch",
+        "like": torch.zeros(2),
+    } | kwargs
     step = args.pop("step")
     with pytest.raises(InputError, match=match) as err:
         adam_factors(step, **args)
     assert "\n" not in str(err.value)
     with pytest.raises(InputError, match="2 params"):
-        batched_adam_step([torch.zeros(2)] * 2, [torch.zeros(2)], [torch.zeros(2)],
-                          [torch.zeros(2)], adam_factors(1, lr=0.1, betas=(0.9, 0.9),
-                                                         op_order="textbook"))
+        batched_adam_step(
+            [torch.zeros(2)] * 2,
+            [torch.zeros(2)],
+            [torch.zeros(2)],
+            [torch.zeros(2)],
+            adam_factors(1, lr=0.1, betas=(0.9, 0.9), op_order="textbook"),
+        )

@@ -66,8 +66,19 @@ OP_ORDER_FACTORS: dict[str, tuple[str, ...]] = {
 Factor = float | torch.Tensor
 """A per-step scalar: one float for every copy, or a 1-D tensor with one value per copy."""
 
-_SCALARS = ("lr", "beta1", "beta2", "one_minus_beta1", "one_minus_beta2", "power1", "power2",
-            "bias1", "bias2", "bias2_sqrt", "step_size")
+_SCALARS = (
+    "lr",
+    "beta1",
+    "beta2",
+    "one_minus_beta1",
+    "one_minus_beta2",
+    "power1",
+    "power2",
+    "bias1",
+    "bias2",
+    "bias2_sqrt",
+    "step_size",
+)
 
 
 class _Spec(NamedTuple):
@@ -109,22 +120,25 @@ class AdamFactors(NamedTuple):
         spec = self.spec if lr is None else self.spec._replace(lr=_values(lr, "lr"))
         return _STEP_FACTORS[spec.op_order](self._replace(spec=spec), self.step + 1)
 
-    def rows(self, index: slice | torch.Tensor, names: Sequence[str] = _SCALARS
-             ) -> AdamFactors:
+    def rows(self, index: slice | torch.Tensor, names: Sequence[str] = _SCALARS) -> AdamFactors:
         """The factors ``names`` (default: all) of the copies ``index`` (floats are shared and
         stay; the other factors are left as they are)."""
-        rows: dict[str, Any] = {k: v[index] for k in names
-                                if isinstance(v := getattr(self, k), torch.Tensor)
-                                and v.dim() > 0}
+        rows: dict[str, Any] = {
+            k: v[index]
+            for k in names
+            if isinstance(v := getattr(self, k), torch.Tensor) and v.dim() > 0
+        }
         return self._replace(**rows)
 
     def shaped(self, like: torch.Tensor, names: Sequence[str] = _SCALARS) -> AdamFactors:
         """The factors ``names`` (default: all) as columns broadcasting along axis 0 of
         ``like`` (shape ``(B, 1, ...)``)."""
         shape = (-1,) + (1,) * (like.dim() - 1)
-        views: dict[str, Any] = {k: v.view(shape) for k in names
-                                 if isinstance(v := getattr(self, k), torch.Tensor)
-                                 and v.dim() != len(shape)}
+        views: dict[str, Any] = {
+            k: v.view(shape)
+            for k in names
+            if isinstance(v := getattr(self, k), torch.Tensor) and v.dim() != len(shape)
+        }
         return self._replace(**views) if views else self
 
 
@@ -149,13 +163,21 @@ def _values(value: Any, name: str) -> np.ndarray:
     except (TypeError, ValueError):
         arr = np.empty((0, 0))
     if arr.ndim > 1 or (arr.ndim == 1 and arr.size == 0) or not np.all(np.isfinite(arr)):
-        raise InputError(f"{name}={value!r} is not allowed; allowed: a finite number or a "
-                         "non-empty 1-D sequence of them (one per copy)")
+        raise InputError(
+            f"{name}={value!r} is not allowed; allowed: a finite number or a "
+            "non-empty 1-D sequence of them (one per copy)"
+        )
     return arr
 
 
-def adam_factors(step: int, *, lr: Any, betas: tuple[Any, Any], op_order: str = "torch",
-                 like: torch.Tensor | None = None) -> AdamFactors:
+def adam_factors(
+    step: int,
+    *,
+    lr: Any,
+    betas: tuple[Any, Any],
+    op_order: str = "torch",
+    like: torch.Tensor | None = None,
+) -> AdamFactors:
     """The per-copy scalars of Adam step ``step`` (1-based) in the order ``op_order``.
 
     ``lr`` and each of ``betas = (beta1, beta2)``: a number shared by every copy or a 1-D
@@ -173,15 +195,18 @@ def adam_factors(step: int, *, lr: Any, betas: tuple[Any, Any], op_order: str = 
     b1, b2, lrs = _values(betas[0], "beta1"), _values(betas[1], "beta2"), _values(lr, "lr")
     for name, b in (("beta1", b1), ("beta2", b2)):
         if not np.all((b >= 0.0) & (b < 1.0)):
-            raise InputError(f"{name}={b.tolist()!r} is not allowed; each beta must lie in "
-                             "[0, 1)")
+            raise InputError(f"{name}={b.tolist()!r} is not allowed; each beta must lie in [0, 1)")
     sizes = {x.size for x in (b1, b2, lrs) if x.ndim == 1}
     if len(sizes) > 1:
-        raise InputError(f"beta1, beta2 and lr give {sorted(sizes)} copies; allowed: one number "
-                         "of copies (or a number shared by all)")
+        raise InputError(
+            f"beta1, beta2 and lr give {sorted(sizes)} copies; allowed: one number "
+            "of copies (or a number shared by all)"
+        )
     if like is None and (op_order != "textbook" or sizes):
-        raise InputError(f"like=None is not allowed for op_order={op_order!r} with these "
-                         "hyper-parameters; pass a tensor of the working dtype and device")
+        raise InputError(
+            f"like=None is not allowed for op_order={op_order!r} with these "
+            "hyper-parameters; pass a tensor of the working dtype and device"
+        )
     spec = _Spec(op_order, b1, b2, lrs, None if like is None else like.new_empty(0))
     factors = _CONSTANTS[op_order](spec)
     if op_order == "running":  # its bias corrections are running products: step by step
@@ -202,8 +227,21 @@ def _constants(spec: _Spec) -> AdamFactors:
     tensors = spec.op_order == "torch"
     one = lambda arr, fn: _doubles(arr, fn, spec.like, tensors)  # noqa: E731
     b1, b2 = spec.beta1, spec.beta2
-    return AdamFactors(spec, 0, 0.0, one(b1, float), one(b2, float), one(b1, lambda b: 1.0 - b),
-                       one(b2, lambda b: 1.0 - b), 1.0, 1.0, 0.0, 0.0, 0.0, 0.0)
+    return AdamFactors(
+        spec,
+        0,
+        0.0,
+        one(b1, float),
+        one(b2, float),
+        one(b1, lambda b: 1.0 - b),
+        one(b2, lambda b: 1.0 - b),
+        1.0,
+        1.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+    )
 
 
 def _doubles(arr: np.ndarray, fn, like: torch.Tensor | None, tensors: bool = False) -> Factor:
@@ -211,8 +249,9 @@ def _doubles(arr: np.ndarray, fn, like: torch.Tensor | None, tensors: bool = Fal
     if arr.ndim == 0 and not tensors:
         return fn(float(arr))
     assert like is not None
-    return torch.tensor([fn(float(x)) for x in np.atleast_1d(arr)], dtype=like.dtype,
-                        device=like.device)
+    return torch.tensor(
+        [fn(float(x)) for x in np.atleast_1d(arr)], dtype=like.dtype, device=like.device
+    )
 
 
 def _per_step(f: AdamFactors, step: int) -> AdamFactors:
@@ -225,16 +264,23 @@ def _per_step(f: AdamFactors, step: int) -> AdamFactors:
     if not copies and spec.op_order == "textbook":  # Python floats throughout
         lr, b1, b2 = float(spec.lr), float(spec.beta1), float(spec.beta2)
         bias1, bias2 = 1.0 - b1**step, 1.0 - b2**step
-        return f._replace(step=step, lr=lr, power1=b1**step, power2=b2**step, bias1=bias1,
-                          bias2=bias2, bias2_sqrt=bias2**0.5, step_size=lr / bias1)
+        return f._replace(
+            step=step,
+            lr=lr,
+            power1=b1**step,
+            power2=b2**step,
+            bias1=bias1,
+            bias2=bias2,
+            bias2_sqrt=bias2**0.5,
+            step_size=lr / bias1,
+        )
     rows = []
     for lr, b1, b2 in np.broadcast(spec.lr, spec.beta1, spec.beta2):
         lr, b1, b2 = float(lr), float(b1), float(b2)
         bias1, bias2 = 1.0 - b1**step, 1.0 - b2**step
         rows.append((lr, b1**step, b2**step, bias1, bias2, bias2**0.5, lr / bias1))
     assert spec.like is not None
-    table = dict(zip(names, torch.tensor(rows, dtype=spec.like.dtype,
-                                         device=spec.like.device).T))
+    table = dict(zip(names, torch.tensor(rows, dtype=spec.like.dtype, device=spec.like.device).T))
     if not spec.lr.ndim and spec.op_order == "textbook":  # a shared rate stays a Python scalar
         table["lr"] = rows[0][0]
     return f._replace(step=step, **table)
@@ -242,31 +288,60 @@ def _per_step(f: AdamFactors, step: int) -> AdamFactors:
 
 def _running_constants(spec: _Spec) -> AdamFactors:
     beta1, beta2 = _tensor(spec.beta1, spec.like), _tensor(spec.beta2, spec.like)
-    return AdamFactors(spec, 0, 0.0, beta1, beta2, 1 - beta1, 1 - beta2, torch.ones_like(beta1),
-                       torch.ones_like(beta2), 0.0, 0.0, 0.0, 0.0)
+    return AdamFactors(
+        spec,
+        0,
+        0.0,
+        beta1,
+        beta2,
+        1 - beta1,
+        1 - beta2,
+        torch.ones_like(beta1),
+        torch.ones_like(beta2),
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+    )
 
 
 def _running(f: AdamFactors, step: int) -> AdamFactors:
     """The working dtype throughout: ``1 - b`` and the running products ``prod_{s <= t} b``."""
     if step != f.step + 1:
-        raise InputError(f"step={step} is not allowed after step {f.step} for "
-                         "op_order='running'; allowed: the next step")
+        raise InputError(
+            f"step={step} is not allowed after step {f.step} for "
+            "op_order='running'; allowed: the next step"
+        )
     spec = f.spec
     lr: Factor = float(spec.lr) if spec.lr.ndim == 0 else _tensor(spec.lr, spec.like)
     p1, p2 = f.power1 * f.beta1, f.power2 * f.beta2
     bias1, bias2 = 1 - p1, 1 - p2
-    return f._replace(step=step, lr=lr, power1=p1, power2=p2, bias1=bias1, bias2=bias2,
-                      bias2_sqrt=bias2**0.5, step_size=lr / bias1)
+    return f._replace(
+        step=step,
+        lr=lr,
+        power1=p1,
+        power2=p2,
+        bias1=bias1,
+        bias2=bias2,
+        bias2_sqrt=bias2**0.5,
+        step_size=lr / bias1,
+    )
 
 
 _CONSTANTS = {"torch": _constants, "textbook": _constants, "running": _running_constants}
 _STEP_FACTORS = {"torch": _per_step, "textbook": _per_step, "running": _running}
 
 
-def batched_adam_step(params: Sequence[torch.Tensor], grads: Sequence[torch.Tensor],
-                      exp_avgs: Sequence[torch.Tensor], exp_avg_sqs: Sequence[torch.Tensor],
-                      factors: AdamFactors, *, eps: float = 1e-8, inplace: bool = True
-                      ) -> AdamStep:
+def batched_adam_step(
+    params: Sequence[torch.Tensor],
+    grads: Sequence[torch.Tensor],
+    exp_avgs: Sequence[torch.Tensor],
+    exp_avg_sqs: Sequence[torch.Tensor],
+    factors: AdamFactors,
+    *,
+    eps: float = 1e-8,
+    inplace: bool = True,
+) -> AdamStep:
     r"""One Adam step of ``B`` copies (axis 0 of every tensor) with per-copy ``factors``.
 
     .. math::
@@ -287,9 +362,11 @@ def batched_adam_step(params: Sequence[torch.Tensor], grads: Sequence[torch.Tens
     """
     n = len(params)
     if not len(grads) == len(exp_avgs) == len(exp_avg_sqs) == n:
-        raise InputError(f"{n} params, {len(grads)} grads, {len(exp_avgs)} exp_avgs and "
-                         f"{len(exp_avg_sqs)} exp_avg_sqs are not allowed; give one of each "
-                         "per tensor")
+        raise InputError(
+            f"{n} params, {len(grads)} grads, {len(exp_avgs)} exp_avgs and "
+            f"{len(exp_avg_sqs)} exp_avg_sqs are not allowed; give one of each "
+            "per tensor"
+        )
     step, uses = _STEPS[factors.op_order], OP_ORDER_FACTORS[factors.op_order]
     out: AdamStep = AdamStep([], [], [], [])
     shaped: dict[int, AdamFactors] = {}

@@ -36,8 +36,9 @@ def _flat(ts: Sequence[torch.Tensor]) -> torch.Tensor:
     return torch.cat([t.reshape(-1) for t in ts])
 
 
-def hessian_vector_product(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch.Tensor],
-                           vec: torch.Tensor) -> torch.Tensor:
+def hessian_vector_product(
+    loss_fn: Callable[[], torch.Tensor], params: Sequence[torch.Tensor], vec: torch.Tensor
+) -> torch.Tensor:
     r""":math:`H u` for the flattened vector ``vec`` (:math:`u`, over ``params`` in order):
     :math:`\nabla_\theta (\nabla_\theta L \cdot u)`, detached."""
     L = loss_fn()
@@ -45,9 +46,13 @@ def hessian_vector_product(loss_fn: Callable[[], torch.Tensor], params: Sequence
     return _flat(torch.autograd.grad(_flat(g) @ vec, params)).detach()
 
 
-def preconditioned_sharpness(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch.Tensor],
-                             P: torch.Tensor, v0: np.ndarray | None = None, tol: float = 1e-6
-                             ) -> tuple[float, np.ndarray]:
+def preconditioned_sharpness(
+    loss_fn: Callable[[], torch.Tensor],
+    params: Sequence[torch.Tensor],
+    P: torch.Tensor,
+    v0: np.ndarray | None = None,
+    tol: float = 1e-6,
+) -> tuple[float, np.ndarray]:
     r"""``(lambda_max, eigenvector)`` of :math:`P^{-1/2} H P^{-1/2}` by Lanczos (``eigsh``,
     ``which='LA'``, relative tolerance ``tol``); ``v0`` warm-starts it (e.g. the previous
     eigenvector)."""
@@ -64,16 +69,18 @@ def preconditioned_sharpness(loss_fn: Callable[[], torch.Tensor], params: Sequen
     return float(vals[0]), vecs[:, 0]
 
 
-def dense_sharpness(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch.Tensor],
-                    P: torch.Tensor) -> float:
+def dense_sharpness(
+    loss_fn: Callable[[], torch.Tensor], params: Sequence[torch.Tensor], P: torch.Tensor
+) -> float:
     r""":math:`\lambda_{\max}(P^{-1/2} H P^{-1/2})` from the dense Hessian (every HVP with a
     unit vector at once, batched by ``torch.autograd.grad(..., is_grads_batched=True)``, then
     LAPACK's ``eigvalsh`` of :math:`P^{-1/2} (H + H^T)/2 \, P^{-1/2}`): the reference the Lanczos
     estimate is checked against (memory :math:`O(n^2)` for ``n`` parameters)."""
     n = P.numel()
     g = _flat(torch.autograd.grad(loss_fn(), params, create_graph=True))
-    rows = torch.autograd.grad(g, params, grad_outputs=torch.eye(n, dtype=g.dtype),
-                               is_grads_batched=True)
+    rows = torch.autograd.grad(
+        g, params, grad_outputs=torch.eye(n, dtype=g.dtype), is_grads_batched=True
+    )
     H = torch.cat([r.reshape(n, -1) for r in rows], dim=1).detach()
     s = P.rsqrt()
     A = (s[:, None] * (0.5 * (H + H.T)) * s[None, :]).numpy()

@@ -68,9 +68,15 @@ def _finite_1d(x: Any) -> np.ndarray:
     return a[np.isfinite(a)]
 
 
-def bootstrap_ci(data: Any, statistic: Callable = np.mean, *, rng: np.random.Generator,
-                 confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES,
-                 method: str = "percentile") -> Interval:
+def bootstrap_ci(
+    data: Any,
+    statistic: Callable = np.mean,
+    *,
+    rng: np.random.Generator,
+    confidence: float = CONFIDENCE,
+    n_resamples: int = N_RESAMPLES,
+    method: str = "percentile",
+) -> Interval:
     """Bootstrap interval of ``statistic`` over the finite entries of ``data`` (one sample).
 
     ``scipy.stats.bootstrap`` with ``method`` (``"percentile"`` by default: it never fails on
@@ -87,16 +93,28 @@ def bootstrap_ci(data: Any, statistic: Callable = np.mean, *, rng: np.random.Gen
         return Interval(est, math.nan, math.nan)
     if np.all(x == x[0]):
         return Interval(est, est, est)
-    res = stats.bootstrap((x,), lambda s, axis=-1: statistic(s, axis=axis), vectorized=True,
-                          confidence_level=confidence, n_resamples=n_resamples, method=method,
-                          random_state=rng)
+    res = stats.bootstrap(
+        (x,),
+        lambda s, axis=-1: statistic(s, axis=axis),
+        vectorized=True,
+        confidence_level=confidence,
+        n_resamples=n_resamples,
+        method=method,
+        random_state=rng,
+    )
     ci = res.confidence_interval
     return Interval(est, float(ci.low), float(ci.high))
 
 
-def paired_ci(samples: Sequence[Any], statistic: Callable, *, rng: np.random.Generator,
-              confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES,
-              method: str = "percentile") -> Interval:
+def paired_ci(
+    samples: Sequence[Any],
+    statistic: Callable,
+    *,
+    rng: np.random.Generator,
+    confidence: float = CONFIDENCE,
+    n_resamples: int = N_RESAMPLES,
+    method: str = "percentile",
+) -> Interval:
     """Bootstrap interval of ``statistic(*samples)`` with the samples resampled as pairs.
 
     ``samples`` are equal-length arrays indexed by seed; a seed where any sample is not finite
@@ -118,16 +136,29 @@ def paired_ci(samples: Sequence[Any], statistic: Callable, *, rng: np.random.Gen
         return Interval(est, math.nan, math.nan)
     if all(np.all(a == a[0]) for a in arrays):
         return Interval(est, est, est)
-    res = stats.bootstrap(tuple(arrays), statistic, paired=True, vectorized=True,
-                          confidence_level=confidence, n_resamples=n_resamples, method=method,
-                          random_state=rng)
+    res = stats.bootstrap(
+        tuple(arrays),
+        statistic,
+        paired=True,
+        vectorized=True,
+        confidence_level=confidence,
+        n_resamples=n_resamples,
+        method=method,
+        random_state=rng,
+    )
     ci = res.confidence_interval
     return Interval(est, float(ci.low), float(ci.high))
 
 
-def independent_ci(samples: Sequence[Any], statistic: Callable, *, rng: np.random.Generator,
-                   confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES,
-                   method: str = "percentile") -> Interval:
+def independent_ci(
+    samples: Sequence[Any],
+    statistic: Callable,
+    *,
+    rng: np.random.Generator,
+    confidence: float = CONFIDENCE,
+    n_resamples: int = N_RESAMPLES,
+    method: str = "percentile",
+) -> Interval:
     """Bootstrap interval of ``statistic(*samples)`` with each sample resampled on its own
     (unpaired: the samples come from different seeds or sizes). ``statistic(*arrays, axis=-1)``
     must be vectorised over ``axis``. The samples are used as given (no filtering)."""
@@ -135,25 +166,39 @@ def independent_ci(samples: Sequence[Any], statistic: Callable, *, rng: np.rando
 
     arrays = tuple(np.asarray(s, dtype=float).ravel() for s in samples)
     est = float(statistic(*arrays, axis=-1))
-    res = stats.bootstrap(arrays, statistic, paired=False, vectorized=True,
-                          confidence_level=confidence, n_resamples=n_resamples, method=method,
-                          random_state=rng)
+    res = stats.bootstrap(
+        arrays,
+        statistic,
+        paired=False,
+        vectorized=True,
+        confidence_level=confidence,
+        n_resamples=n_resamples,
+        method=method,
+        random_state=rng,
+    )
     ci = res.confidence_interval
     return Interval(est, float(ci.low), float(ci.high))
 
 
-def mean_difference_ci(x: Any, y: Any, *, rng: np.random.Generator,
-                       confidence: float = CONFIDENCE) -> Interval:
+def mean_difference_ci(
+    x: Any, y: Any, *, rng: np.random.Generator, confidence: float = CONFIDENCE
+) -> Interval:
     """Paired bootstrap interval of ``mean(x - y)`` (``x[i]``, ``y[i]`` from the same seed)."""
-    return paired_ci((x, y), lambda a, b, axis=-1: np.mean(a - b, axis=axis), rng=rng,
-                     confidence=confidence)
+    return paired_ci(
+        (x, y), lambda a, b, axis=-1: np.mean(a - b, axis=axis), rng=rng, confidence=confidence
+    )
 
 
-def ratio_ci(num: Any, den: Any, *, rng: np.random.Generator,
-             confidence: float = CONFIDENCE) -> Interval:
+def ratio_ci(
+    num: Any, den: Any, *, rng: np.random.Generator, confidence: float = CONFIDENCE
+) -> Interval:
     """Paired bootstrap interval of ``mean(num) / mean(den)``."""
-    return paired_ci((num, den), lambda a, b, axis=-1: np.mean(a, axis=axis) / np.mean(b, axis=axis),
-                     rng=rng, confidence=confidence)
+    return paired_ci(
+        (num, den),
+        lambda a, b, axis=-1: np.mean(a, axis=axis) / np.mean(b, axis=axis),
+        rng=rng,
+        confidence=confidence,
+    )
 
 
 def proportion_ci(k: int, n: int, confidence: float = CONFIDENCE) -> Interval:
@@ -162,8 +207,7 @@ def proportion_ci(k: int, n: int, confidence: float = CONFIDENCE) -> Interval:
 
     if n <= 0:
         return Interval(math.nan, math.nan, math.nan)
-    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence,
-                                                       method="wilson")
+    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
     return Interval(k / n, float(ci.low), float(ci.high))
 
 
@@ -203,11 +247,25 @@ def line_fit(x: Any, y: Any, confidence: float = CONFIDENCE) -> LineFit:
         return LineFit(math.nan, math.nan, math.nan, math.nan, math.nan, math.nan, n)
     res = stats.linregress(x, y)
     if n < 3:
-        return LineFit(float(res.slope), float(res.intercept), math.nan, math.nan, math.nan,
-                       float(res.rvalue), n)
+        return LineFit(
+            float(res.slope),
+            float(res.intercept),
+            math.nan,
+            math.nan,
+            math.nan,
+            float(res.rvalue),
+            n,
+        )
     half = float(stats.t.ppf(0.5 + confidence / 2, n - 2) * res.stderr)
-    return LineFit(float(res.slope), float(res.intercept), float(res.slope - half),
-                   float(res.slope + half), float(res.stderr), float(res.rvalue), n)
+    return LineFit(
+        float(res.slope),
+        float(res.intercept),
+        float(res.slope - half),
+        float(res.slope + half),
+        float(res.stderr),
+        float(res.rvalue),
+        n,
+    )
 
 
 def loglog_fit(x: Any, y: Any, confidence: float = CONFIDENCE) -> LineFit:
@@ -250,8 +308,10 @@ def verdict(interval: Interval | Sequence[float], threshold: float, direction: s
 def rule_text(threshold: float, direction: str = ">", confidence: float = CONFIDENCE) -> str:
     """The words of :func:`verdict`'s rule, recorded with every finding."""
     other = "<=" if direction == ">" else ">="
-    return (f"HELD if the {confidence:.0%} interval lies wholly {direction} {threshold:g}; "
-            f"NOT HELD if it lies wholly {other} {threshold:g}; otherwise UNRESOLVED")
+    return (
+        f"HELD if the {confidence:.0%} interval lies wholly {direction} {threshold:g}; "
+        f"NOT HELD if it lies wholly {other} {threshold:g}; otherwise UNRESOLVED"
+    )
 
 
 def compare(theory: Any, simulation: Any) -> dict[str, float]:
@@ -268,5 +328,8 @@ def compare(theory: Any, simulation: Any) -> dict[str, float]:
     diff = sim[keep] - th[keep]
     norm = float(np.linalg.norm(th[keep]))
     rel = float(np.linalg.norm(diff) / norm) if norm > 0 else math.inf
-    return {"relative_frobenius": rel, "mean_absolute": float(np.mean(np.abs(diff))),
-            "n": int(keep.sum())}
+    return {
+        "relative_frobenius": rel,
+        "mean_absolute": float(np.mean(np.abs(diff))),
+        "n": int(keep.sum()),
+    }

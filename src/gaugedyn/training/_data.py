@@ -54,8 +54,9 @@ def stream_block_steps(batch: int, dim: int) -> int:
 class OnlineStream:
     """Fresh samples for online training: blocks of ``(steps, batch, D)`` drawn per seed."""
 
-    def __init__(self, gens, batch: int, dim: int, dtype, device, teacher,
-                 label_noise: float = 0.0):
+    def __init__(
+        self, gens, batch: int, dim: int, dtype, device, teacher, label_noise: float = 0.0
+    ):
         self.gens, self.batch, self.dim = gens, batch, dim
         self.label_noise = float(label_noise)
         self.dtype, self.device, self.teacher = dtype, device, teacher
@@ -74,8 +75,9 @@ class OnlineStream:
             y = self.teacher(prepare(flat))[:, : self.block * self.batch]
             y = y.reshape(S, self.block, self.batch)
             if self.label_noise:  # y = f*(x) + sigma xi, drawn after the block's inputs
-                y = y + self.label_noise * gaussian(self.gens, (self.block, self.batch),
-                                                    self.dtype, self.device)
+                y = y + self.label_noise * gaussian(
+                    self.gens, (self.block, self.batch), self.dtype, self.device
+                )
             if self.batch > SMALL_BATCH:
                 pad = (-self.batch) % 8
                 if pad:  # (a zero pad would only copy the block)

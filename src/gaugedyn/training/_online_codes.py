@@ -18,8 +18,10 @@ def activation_code(activation) -> int:
     torch function) is an :class:`InputError` that points to ``backend="torch"``."""
     act = activation_of(activation)
     if act.code is None:
-        raise InputError(f"activation {act.name!r} has no compiled kernel; compiled: "
-                         f"{', '.join(ACTIVATION_CODES)}; use backend='torch' for online SGD")
+        raise InputError(
+            f"activation {act.name!r} has no compiled kernel; compiled: "
+            f"{', '.join(ACTIVATION_CODES)}; use backend='torch' for online SGD"
+        )
     return int(act.code)
 
 

@@ -61,17 +61,28 @@ def seed_generator(root_seed: int, index: int) -> np.random.Generator:
     return np.random.Generator(BIT_GENERATOR(task_seed(int(root_seed), int(index))))
 
 
-def compiled_step_size(schedule: str, lr: float, k: int, steps: int, lr_min: float = 0.0,
-                       decay: float = 1000.0) -> float:
+def compiled_step_size(
+    schedule: str, lr: float, k: int, steps: int, lr_min: float = 0.0, decay: float = 1000.0
+) -> float:
     """The compiled kernel's ``eta_k`` (equal to :func:`gaugedyn.training._optim.step_size`)."""
-    return _build()["step_size"](SCHEDULE_CODES[schedule], float(lr), int(k), int(steps),
-                                 float(lr_min), float(decay))
+    return _build()["step_size"](
+        SCHEDULE_CODES[schedule], float(lr), int(k), int(steps), float(lr_min), float(decay)
+    )
 
 
-def run_kernel(a: np.ndarray, W: np.ndarray, V: np.ndarray, b: np.ndarray, activation: str,
-               config, grid: np.ndarray, gen: np.random.Generator | None = None,
-               X: np.ndarray | None = None, teacher_activation=None,
-               noise: np.ndarray | None = None) -> dict:
+def run_kernel(
+    a: np.ndarray,
+    W: np.ndarray,
+    V: np.ndarray,
+    b: np.ndarray,
+    activation: str,
+    config,
+    grid: np.ndarray,
+    gen: np.random.Generator | None = None,
+    X: np.ndarray | None = None,
+    teacher_activation=None,
+    noise: np.ndarray | None = None,
+) -> dict:
     """Run one seed in place on copies of ``a (K,)``, ``W (K, D)``; samples from ``gen`` or,
     if given, from ``X (steps, batch, D)`` and (with ``config.label_noise > 0``) the label
     noises ``xi`` from ``noise (steps, batch)``; the teacher uses ``teacher_activation``
@@ -84,9 +95,13 @@ def run_kernel(a: np.ndarray, W: np.ndarray, V: np.ndarray, b: np.ndarray, activ
     W = np.array(W, dtype=np.float64)
     n = grid.shape[0]
     K, M = a.shape[0], V.shape[0]
-    out: dict[str, Any] = {"a": np.full((n, K), np.nan), "Q": np.full((n, K, K), np.nan),
-           "R": np.full((n, K, M), np.nan), "emp": np.full(n, np.nan),
-           "flow": np.full(n, np.nan)}
+    out: dict[str, Any] = {
+        "a": np.full((n, K), np.nan),
+        "Q": np.full((n, K, K), np.nan),
+        "R": np.full((n, K, M), np.nan),
+        "emp": np.full(n, np.nan),
+        "flow": np.full(n, np.nan),
+    }
     if X is None:
         if gen is None:
             raise ValueError("run_kernel needs the seed's generator (gen) or the samples (X)")
@@ -95,14 +110,30 @@ def run_kernel(a: np.ndarray, W: np.ndarray, V: np.ndarray, b: np.ndarray, activ
         X = np.ascontiguousarray(X, dtype=np.float64)
         gen = np.random.Generator(BIT_GENERATOR(0))  # a typed placeholder, never drawn from
     noise = given_noise(noise, X.shape[0] > 0, config)
-    status = kern(a, W, np.ascontiguousarray(V, dtype=np.float64), np.asarray(b, np.float64),
-                  activation_code(activation),
-                  activation_code(activation if teacher_activation is None
-                                  else teacher_activation),
-                  SCHEDULE_CODES[config.schedule], float(config.lr),
-                  float(config.lr_min), float(config.decay), int(config.steps),
-                  np.asarray(grid, np.int64), int(config.batch_size), gen, X,
-                  *options(config), noise, out["a"], out["Q"], out["R"], out["emp"], out["flow"])
+    status = kern(
+        a,
+        W,
+        np.ascontiguousarray(V, dtype=np.float64),
+        np.asarray(b, np.float64),
+        activation_code(activation),
+        activation_code(activation if teacher_activation is None else teacher_activation),
+        SCHEDULE_CODES[config.schedule],
+        float(config.lr),
+        float(config.lr_min),
+        float(config.decay),
+        int(config.steps),
+        np.asarray(grid, np.int64),
+        int(config.batch_size),
+        gen,
+        X,
+        *options(config),
+        noise,
+        out["a"],
+        out["Q"],
+        out["R"],
+        out["emp"],
+        out["flow"],
+    )
     out["failed_at"] = None if status < 0 else int(status)
     out["last"] = (a, W)
     return out
@@ -116,39 +147,55 @@ def default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def train_online_compiled(problem: Problem, config, seeds: int = 1, root_seed: int = 0,
-                          seed_indices: Sequence[int] | None = None,
-                          definitions: Definitions | None = None, threads: int | None = None):
+def train_online_compiled(
+    problem: Problem,
+    config,
+    seeds: int = 1,
+    root_seed: int = 0,
+    seed_indices: Sequence[int] | None = None,
+    definitions: Definitions | None = None,
+    threads: int | None = None,
+):
     """Online SGD of ``problem`` for ``S`` seeds with the compiled kernel (module docstring).
 
     Returns a :class:`gaugedyn.training.TrainResult` with the same fields and conventions as
     :func:`gaugedyn.training.train`; raises :class:`gaugedyn.DivergenceError` if a seed's
     parameters become non-finite (found at the record after the step that broke them).
     """
-    return train_online(problem, config, seeds, root_seed, seed_indices, definitions, threads,
-                        "compiled")
+    return train_online(
+        problem, config, seeds, root_seed, seed_indices, definitions, threads, "compiled"
+    )
 
 
 DATA = {
     "compiled": "online: fresh x ~ N(0, I_D) per sample, drawn inside the compiled loop",
     "chain": "online, as the exact order-parameter chain: per sample the fields u = L z "
-             "(z ~ N(0, I_r), L L^T = C) and |x|^2 = |z|^2 + chi^2(D - r) (Wishart for a "
-             "batch); the weights are not formed (gaugedyn.training._online_chain)",
+    "(z ~ N(0, I_r), L L^T = C) and |x|^2 = |z|^2 + chi^2(D - r) (Wishart for a "
+    "batch); the weights are not formed (gaugedyn.training._online_chain)",
 }
 """What each compiled backend draws, as written into the result's settings."""
 
 
-def train_online(problem: Problem, config, seeds: int, root_seed: int,
-                 seed_indices: Sequence[int] | None, definitions: Definitions | None,
-                 threads: int | None, backend: str):
+def train_online(
+    problem: Problem,
+    config,
+    seeds: int,
+    root_seed: int,
+    seed_indices: Sequence[int] | None,
+    definitions: Definitions | None,
+    threads: int | None,
+    backend: str,
+):
     """Online SGD for ``S`` seeds in weight space (``backend="compiled"``) or as the exact
     order-parameter chain (``"chain"``, :mod:`gaugedyn.training._online_chain`)."""
     from ._result import TrainResult
 
     started = _time.perf_counter()
     if not (config.online and config.optimizer == "sgd"):
-        raise InputError(f"backend={backend!r} runs online SGD only (optimizer='sgd', "
-                         "samples=None); use backend='torch' for the rest")
+        raise InputError(
+            f"backend={backend!r} runs online SGD only (optimizer='sgd', "
+            "samples=None); use backend='torch' for the rest"
+        )
     activation_code(problem.activation)
     activation_code(problem.teacher)
     definitions = Definitions() if definitions is None else definitions
@@ -157,8 +204,11 @@ def train_online(problem: Problem, config, seeds: int, root_seed: int,
     seed_indices = [int(i) for i in seed_indices]
     threads = default_threads() if threads is None else int(threads)
     grid = config.grid()
-    a0, W0, V = (np.asarray(problem.a, float), np.asarray(problem.W, float),
-                 np.asarray(problem.V, float))
+    a0, W0, V = (
+        np.asarray(problem.a, float),
+        np.asarray(problem.W, float),
+        np.asarray(problem.V, float),
+    )
     K, D = W0.shape
     if backend == "chain":
         from ._online_chain import gram, run_chain
@@ -166,14 +216,33 @@ def train_online(problem: Problem, config, seeds: int, root_seed: int,
         C0 = gram(problem)
 
         def one(index):
-            return run_chain(a0, C0, problem.b, K, D, problem.activation, config, grid,
-                             gen=seed_generator(root_seed, index),
-                             teacher_activation=problem.teacher_activation)
+            return run_chain(
+                a0,
+                C0,
+                problem.b,
+                K,
+                D,
+                problem.activation,
+                config,
+                grid,
+                gen=seed_generator(root_seed, index),
+                teacher_activation=problem.teacher_activation,
+            )
     else:
+
         def one(index):
-            return run_kernel(a0, W0, V, problem.b, problem.activation, config, grid,
-                              gen=seed_generator(root_seed, index),
-                              teacher_activation=problem.teacher_activation)
+            return run_kernel(
+                a0,
+                W0,
+                V,
+                problem.b,
+                problem.activation,
+                config,
+                grid,
+                gen=seed_generator(root_seed, index),
+                teacher_activation=problem.teacher_activation,
+            )
+
     _build()
 
     if threads > 1 and len(seed_indices) > 1:
@@ -195,28 +264,49 @@ def train_online(problem: Problem, config, seeds: int, root_seed: int,
     from ._optim import step_size
 
     settings = {
-        "config": config.describe(), "problem": problem.describe(), "per_seed_problems": False,
-        "seeds": len(seed_indices), "dtype": "float64", "device": "cpu", "backend": backend,
+        "config": config.describe(),
+        "problem": problem.describe(),
+        "per_seed_problems": False,
+        "seeds": len(seed_indices),
+        "dtype": "float64",
+        "device": "cpu",
+        "backend": backend,
         "threads": threads,
         "time": "t = steps / D (online SGD, step eta/D); flow_time = sum_k eta_k / D",
         "data": DATA[backend],
         "seed_derivation": "numpy SFC64 per seed from gaugedyn._meta.task_seed(root_seed, i)",
     }
     return TrainResult(
-        steps=np.asarray(grid, dtype=np.int64), time=np.asarray(grid, dtype=float) / D,
+        steps=np.asarray(grid, dtype=np.int64),
+        time=np.asarray(grid, dtype=float) / D,
         flow_time=outs[0]["flow"].copy(),
-        lr=np.asarray([step_size(config.schedule, config.lr, int(k), config.steps,
-                                 config.lr_min, config.decay) for k in grid]),
-        a=a, Q=Q, R=R, b=np.asarray(b_np), T=T,
+        lr=np.asarray(
+            [
+                step_size(
+                    config.schedule, config.lr, int(k), config.steps, config.lr_min, config.decay
+                )
+                for k in grid
+            ]
+        ),
+        a=a,
+        Q=Q,
+        R=R,
+        b=np.asarray(b_np),
+        T=T,
         loss=population_loss(a, Q, R, b_np, T, problem.activation, problem.teacher_activation),
-        loss_empirical=np.stack([o["emp"] for o in outs]), activation=problem.activation,
+        loss_empirical=np.stack([o["emp"] for o in outs]),
+        activation=problem.activation,
         teacher_activation=problem.teacher_activation,
-        seeds=seed_indices, root_seed=int(root_seed), settings=settings, definitions=definitions,
+        seeds=seed_indices,
+        root_seed=int(root_seed),
+        settings=settings,
+        definitions=definitions,
         diagnostics={"wall_time_s": _time.perf_counter() - started, "versions": versions()},
     )
 
 
 # --- the online ODE (erf) in the classical Saad-Solla form, compiled ----------------------------
+
 
 def _build_ode():
     from . import _online_kernels
@@ -243,7 +333,8 @@ def compiled_online_rhs(K: int, M: int, b, T, eta: float, batch: int = 1, noise:
     size = K + K * K + K * M
 
     def f(t, y):
-        return rhs(np.asarray(y, dtype=np.float64), K, M, b, T, float(eta), noise_scale,
-                   np.empty(size))
+        return rhs(
+            np.asarray(y, dtype=np.float64), K, M, b, T, float(eta), noise_scale, np.empty(size)
+        )
 
     return f

@@ -34,8 +34,9 @@ SCHEDULES = ("constant", "cosine", "inverse")
 OPTIMIZERS = ("gd", "sgd", "adam")
 
 
-def step_size(schedule: str, lr: float, k: int, steps: int, lr_min: float = 0.0,
-              decay: float = 1000.0) -> float:
+def step_size(
+    schedule: str, lr: float, k: int, steps: int, lr_min: float = 0.0, decay: float = 1000.0
+) -> float:
     """``eta_k`` of a named schedule (see module docstring)."""
     if schedule == "constant":
         return lr
@@ -82,10 +83,8 @@ def adam_update(params, grads, state, lr: float, betas=(0.9, 0.999), eps: float 
     else:
         if isinstance(betas[0], Sequence):
             betas = (tuple(float(p[0]) for p in betas), tuple(float(p[1]) for p in betas))
-        factors = adam_factors(state["k"], lr=lr, betas=betas, op_order="textbook",
-                               like=params[0])
+        factors = adam_factors(state["k"], lr=lr, betas=betas, op_order="textbook", like=params[0])
     state["factors"] = factors
-    step = batched_adam_step(params, grads, state["m"], state["v"], factors, eps=eps,
-                             inplace=False)
+    step = batched_adam_step(params, grads, state["m"], state["v"], factors, eps=eps, inplace=False)
     state["m"], state["v"] = list(step.exp_avgs), list(step.exp_avg_sqs)
     return tuple(step.params)

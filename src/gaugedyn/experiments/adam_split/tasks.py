@@ -29,7 +29,7 @@ from ...adam import (
     smoothness,
 )
 from ...training import load_digits
-from ._grid import TASKS as TASKS
+from ._protocol import TASKS as TASKS
 
 DEFAULTS: dict[str, dict] = {
     "digits_mlp": {"lr": 1e-3, "steps": 400, "quick_steps": 60, "batch": 64},
@@ -104,7 +104,11 @@ class _CharTransformer(nn.Module):
 class _CharGRU(nn.Module):
     def __init__(self, vocab: int, d: int = 32, hidden: int = 64):
         super().__init__()
-        self.emb, self.gru, self.head = nn.Embedding(vocab, d), nn.GRU(d, hidden, batch_first=True), nn.Linear(hidden, vocab)
+        self.emb, self.gru, self.head = (
+            nn.Embedding(vocab, d),
+            nn.GRU(d, hidden, batch_first=True),
+            nn.Linear(hidden, vocab),
+        )
 
     def forward(self, idx):
         return self.head(self.gru(self.emb(idx))[0])
@@ -138,8 +142,9 @@ class _WordMLP(nn.Module):
     def __init__(self, vocab: int, d: int = 24, hidden: int = 64):
         super().__init__()
         self.emb = nn.Embedding(vocab, d)
-        self.mlp = nn.Sequential(nn.Linear(_WORD_CTX * d, hidden), nn.ReLU(),
-                                 nn.Linear(hidden, vocab))
+        self.mlp = nn.Sequential(
+            nn.Linear(_WORD_CTX * d, hidden), nn.ReLU(), nn.Linear(hidden, vocab)
+        )
 
     def forward(self, idx):
         return self.mlp(self.emb(idx).flatten(1))
@@ -174,14 +179,21 @@ def _classifier(X: np.ndarray, y: np.ndarray, model, bs: int, dtype, device):
 
 def _setup_digits(task: str, gen, dtype, device):
     X, y = load_digits()
+    model: nn.Module
     if task == "digits_mlp":
         model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
         return _classifier(X, y, model, DEFAULTS[task]["batch"], dtype, device)
     X = X.reshape(-1, 1, 8, 8)
     if task == "digits_cnn":
-        model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                              nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.Flatten(),
-                              nn.Linear(16 * 16, 10))
+        model = nn.Sequential(
+            nn.Conv2d(1, 8, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 3, padding=1),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(16 * 16, 10),
+        )
     else:
         model = _DigitsResNet()
     return _classifier(X, y, model, DEFAULTS[task]["batch"], dtype, device)
@@ -246,10 +258,15 @@ def _setup_teacher_student(task: str, gen, dtype, device):
     return model, batch, mse, evaluate
 
 
-_SETUPS = {"digits_mlp": _setup_digits, "digits_cnn": _setup_digits,
-           "digits_resnet": _setup_digits, "char_transformer": _setup_text,
-           "char_gru": _setup_text, "word_mlp": _setup_text,
-           "teacher_student": _setup_teacher_student}
+_SETUPS = {
+    "digits_mlp": _setup_digits,
+    "digits_cnn": _setup_digits,
+    "digits_resnet": _setup_digits,
+    "char_transformer": _setup_text,
+    "char_gru": _setup_text,
+    "word_mlp": _setup_text,
+    "teacher_student": _setup_teacher_student,
+}
 
 
 def _setup(task: str, gen: torch.Generator, dtype, device):
@@ -265,10 +282,21 @@ def _seed_int(seed) -> int:
     return int(seed)
 
 
-def train_task(task: str, beta1: float, beta2: float, seed=0, steps: int | None = None,
-               lr: float | None = None, device: str = "cpu", quick: bool = False,
-               dtype=torch.float32, eps: float = 1e-8, weight_decay: float = 0.0,
-               sample: int = 0, threads: int | None = 1) -> dict:
+def train_task(
+    task: str,
+    beta1: float,
+    beta2: float,
+    seed=0,
+    steps: int | None = None,
+    lr: float | None = None,
+    device: str = "cpu",
+    quick: bool = False,
+    dtype=torch.float32,
+    eps: float = 1e-8,
+    weight_decay: float = 0.0,
+    sample: int = 0,
+    threads: int | None = 1,
+) -> dict:
     """Train ``task`` with ``torch.optim.Adam(betas=(beta1, beta2))`` and the recorder attached.
 
     Returns numpy arrays per step: ``loss`` (minibatch), ``norms`` ``(steps, 7)`` pooled over
@@ -312,8 +340,7 @@ def _reference_sums(opt, grads: list, split: StreamingSplit) -> np.ndarray:
     total = np.zeros(len(READING_SUMS))
     for i, (p, g) in enumerate(grads):
         st = opt.state[p]
-        parts = split.step(i, st["exp_avg"].double(), st["exp_avg_sq"].double(), g,
-                           int(st["step"]))
+        parts = split.step(i, st["exp_avg"].double(), st["exp_avg_sq"].double(), g, int(st["step"]))
         total += reading_sums(parts)
     return total
 
@@ -348,21 +375,25 @@ def _train(task, beta1, beta2, seed, steps, lr, device, quick, dtype, eps, weigh
         torch.manual_seed(s)  # layer initialisers draw from the global generator
         model, batch, loss_fn, evaluate = _setup(task, gen, dtype, device)
     model = model.to(device=device, dtype=dtype)
-    opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(beta1, beta2), eps=eps,
-                           weight_decay=weight_decay)
+    opt = torch.optim.Adam(
+        model.parameters(), lr=lr, betas=(beta1, beta2), eps=eps, weight_decay=weight_decay
+    )
     # eager: these models are small, so the recorder's cost is minor, and a reproduction needs
     # no compiler (nor a one-off build in every fresh worker pool)
     rec = AdamRecorder(opt, sample=sample, seed=s, backend="eager")
     with torch.no_grad():
         initial = evaluate(model)
-    losses, ref, bad = _loop(model, opt, batch, loss_fn, gen, steps, StreamingSplit(beta1, beta2, eps))
+    losses, ref, bad = _loop(
+        model, opt, batch, loss_fn, gen, steps, StreamingSplit(beta1, beta2, eps)
+    )
     with torch.no_grad():
         final = evaluate(model) if bad < 0 else float("nan")
     arrays, _ = rec.export()
     rec.detach()
     out = _recorded(arrays, rec, steps)
-    out.update(loss=losses, reference=ref, final_loss=final, initial_loss=initial,
-               nonfinite_step=int(bad))
+    out.update(
+        loss=losses, reference=ref, final_loss=final, initial_loss=initial, nonfinite_step=int(bad)
+    )
     if sample:
         out.update({k: _pad(v, steps) for k, v in arrays.items() if k.startswith("sample_")})
     return out
@@ -381,7 +412,11 @@ def _recorded(arrays: dict, rec: AdamRecorder, steps: int) -> dict:
     sh = rec.shares()
     counts = arrays["n_coords"].astype(float)
     update_norm = pooled[:, NORM_NAMES.index("update")]
-    trans = (arrays["transition_frac"] * counts).sum(axis=1) / counts.sum() if len(pooled) else []
+    trans = (
+        (arrays["transition_frac"] * counts).sum(axis=1) / counts.sum()
+        if len(pooled)
+        else np.zeros(0)
+    )
     return {
         "norms": _pad(pooled.reshape(-1, len(NORM_NAMES)), steps),
         "share_sign": _pad(sh["sign"], steps),

@@ -72,8 +72,17 @@ def _data(task: str, n_samples: int, dtype, seed: int, hidden: int | None = None
 class BatchedMLP:
     """``B`` two-layer ReLU MLPs ``f(x) = relu(x W1 + b1) W2 + b2`` on shared full-batch data."""
 
-    def __init__(self, task: str, B: int, seeds, n_samples: int = 256, dtype=torch.float64,
-                 data_seed: int = 0, hidden: int | None = None, device: str = "cpu"):
+    def __init__(
+        self,
+        task: str,
+        B: int,
+        seeds,
+        n_samples: int = 256,
+        dtype=torch.float64,
+        data_seed: int = 0,
+        hidden: int | None = None,
+        device: str = "cpu",
+    ):
         self.task = task
         X, y, (d, h, k) = _data(task, n_samples, dtype, data_seed, hidden)
         self.X, self.y = X.to(device), y.to(device)
@@ -81,12 +90,17 @@ class BatchedMLP:
         for s in np.broadcast_to(np.asarray(seeds), (B,)):
             g = torch.Generator().manual_seed(int(s))
             lim1, lim2 = 1 / d**0.5, 1 / h**0.5  # torch.nn.Linear's default uniform bounds
-            params.append([(torch.rand(d, h, generator=g, dtype=dtype) * 2 - 1) * lim1,
-                           (torch.rand(1, h, generator=g, dtype=dtype) * 2 - 1) * lim1,
-                           (torch.rand(h, k, generator=g, dtype=dtype) * 2 - 1) * lim2,
-                           (torch.rand(1, k, generator=g, dtype=dtype) * 2 - 1) * lim2])
-        self.params = [torch.stack([p[i] for p in params]).to(device).requires_grad_(True)
-                       for i in range(4)]
+            params.append(
+                [
+                    (torch.rand(d, h, generator=g, dtype=dtype) * 2 - 1) * lim1,
+                    (torch.rand(1, h, generator=g, dtype=dtype) * 2 - 1) * lim1,
+                    (torch.rand(h, k, generator=g, dtype=dtype) * 2 - 1) * lim2,
+                    (torch.rand(1, k, generator=g, dtype=dtype) * 2 - 1) * lim2,
+                ]
+            )
+        self.params = [
+            torch.stack([p[i] for p in params]).to(device).requires_grad_(True) for i in range(4)
+        ]
 
     def losses(self, params=None) -> torch.Tensor:
         """Per-copy full-batch loss, shape ``(B,)``."""
@@ -98,8 +112,9 @@ class BatchedMLP:
         return 0.5 * ((out - self.y) ** 2).sum(-1).mean(-1)
 
 
-def adam_steps(model: BatchedMLP, lr: float, beta1, beta2, steps: int, eps: float = 1e-8,
-               record: int = 1) -> np.ndarray:
+def adam_steps(
+    model: BatchedMLP, lr: float, beta1, beta2, steps: int, eps: float = 1e-8, record: int = 1
+) -> np.ndarray:
     """Full-batch Adam with per-copy betas (:func:`gaugedyn.adam.batched_adam_step`, the
     ``"running"`` operation order of the 1-D maps); returns ``log10`` losses
     ``(steps // record, B)``, each the largest over its ``record`` steps (the envelope), ``inf``
@@ -116,8 +131,11 @@ def adam_steps(model: BatchedMLP, lr: float, beta1, beta2, steps: int, eps: floa
         L = model.losses()
         grads = torch.autograd.grad(L.sum(), model.params)
         with torch.no_grad():
-            factors = (adam_factors(1, lr=lr, betas=betas, op_order="running", like=like)
-                       if factors is None else factors.next())
+            factors = (
+                adam_factors(1, lr=lr, betas=betas, op_order="running", like=like)
+                if factors is None
+                else factors.next()
+            )
             batched_adam_step(model.params, grads, m, v, factors, eps=eps)
             ell = torch.log10(L.detach().double())
             peak = torch.maximum(peak, torch.where(torch.isfinite(ell), ell, torch.inf))

@@ -33,8 +33,10 @@ MIN_ROWS = 3
 """Rows with a settled edge the pilot must show."""
 PILOT_SEED = 20261202
 """Seed of the pilot's ``SeedSequence`` (initialisations and teacher data)."""
-GRID = {"one_minus_beta1": [0.5, 0.4, 0.3, 0.2, 0.15, 0.1],
-        "one_minus_beta2": [1e-2, 3e-2, 0.1, 0.3]}
+GRID = {
+    "one_minus_beta1": [0.5, 0.4, 0.3, 0.2, 0.15, 0.1],
+    "one_minus_beta2": [1e-2, 3e-2, 0.1, 0.3],
+}
 """The pilot's grid and the full scan's (chosen before any pilot, module doc)."""
 
 TASKS: dict[str, dict[str, Any]] = {
@@ -56,22 +58,31 @@ def calibration_pilot(task: str, lr: float | None = None, hidden: int | None = N
     from ._scan import _run_task
 
     cal = TASKS[task]
-    r = _run_task({"task": task, "a": GRID["one_minus_beta1"], "c": GRID["one_minus_beta2"],
-                   "seeds": 1, "lr": float(cal["lr"] if lr is None else lr),
-                   "n_samples": cal["n_samples"],
-                   "hidden": int(cal["hidden"] if hidden is None else hidden)},
-                  np.random.SeedSequence(PILOT_SEED))
+    r = _run_task(
+        {
+            "task": task,
+            "a": GRID["one_minus_beta1"],
+            "c": GRID["one_minus_beta2"],
+            "seeds": 1,
+            "lr": float(cal["lr"] if lr is None else lr),
+            "n_samples": cal["n_samples"],
+            "hidden": int(cal["hidden"] if hidden is None else hidden),
+        },
+        np.random.SeedSequence(PILOT_SEED),
+    )
     names = {v: k for k, v in CODES.items()}
-    out = {"lr": float(cal["lr"] if lr is None else lr),
-           "hidden": int(cal["hidden"] if hidden is None else hidden), "steps": int(r["steps_run"]) // (
-        len(GRID["one_minus_beta1"]) * len(GRID["one_minus_beta2"]))}
+    out: dict[str, Any] = {
+        "lr": float(cal["lr"] if lr is None else lr),
+        "hidden": int(cal["hidden"] if hidden is None else hidden),
+        "steps": int(r["steps_run"])
+        // (len(GRID["one_minus_beta1"]) * len(GRID["one_minus_beta2"])),
+    }
     for w, window in enumerate(WINDOWS):
         st = r["status"][..., 0, w]
         out[window] = [[names[int(v)] for v in row] for row in st]
         edge = upper_edge(probability(r["status"][..., w]), np.asarray(GRID["one_minus_beta2"]))
         out[f"{window}_edge"] = [None if not np.isfinite(e) else float(f"{e:.3g}") for e in edge]
-    out["settled_median_log10_loss"] = np.round(r["settled_median_log10_loss"][..., 0],
-                                                2).tolist()
+    out["settled_median_log10_loss"] = np.round(r["settled_median_log10_loss"][..., 0], 2).tolist()
     return out
 
 
@@ -81,5 +92,7 @@ def rule_met(pilot: dict) -> tuple[bool, str]:
     trained_rows = [bool(np.any(row != "untrained")) for row in settled]
     edges = sum(e is not None for e in pilot["settled_edge"])
     ok = all(trained_rows) and edges >= MIN_ROWS
-    return ok, (f"{sum(trained_rows)} of {len(trained_rows)} rows hold a trained copy; {edges} "
-                f"rows have a settled edge (need every row trained and >= {MIN_ROWS} edges)")
+    return ok, (
+        f"{sum(trained_rows)} of {len(trained_rows)} rows hold a trained copy; {edges} "
+        f"rows have a settled edge (need every row trained and >= {MIN_ROWS} edges)"
+    )

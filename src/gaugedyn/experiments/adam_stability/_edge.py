@@ -84,10 +84,21 @@ def _moments(opt, params, g_list, beta2, eps):
     return _flat(out)
 
 
-def run_edge(loss: str, lr: float, beta1: float, beta2: float, steps: int, seed: int,
-             n_samples: int = 512, lanczos_every: int = 200, eps: float = 1e-8,
-             ema_decay: float = 0.9, freeze: bool = False, freeze_after: int = 0,
-             freeze_fraction: float = 0.9) -> dict:
+def run_edge(
+    loss: str,
+    lr: float,
+    beta1: float,
+    beta2: float,
+    steps: int,
+    seed: int,
+    n_samples: int = 512,
+    lanczos_every: int = 200,
+    eps: float = 1e-8,
+    ema_decay: float = 0.9,
+    freeze: bool = False,
+    freeze_after: int = 0,
+    freeze_fraction: float = 0.9,
+) -> dict:
     """Train with ``torch.optim.Adam`` full batch and record the module's observables per step.
 
     Returns arrays ``loss``, ``ema_loss``, ``kappa_g``, ``secant``, ``cosine`` (``nan`` at step
@@ -100,8 +111,10 @@ def run_edge(loss: str, lr: float, beta1: float, beta2: float, steps: int, seed:
     params = [p for p in model.parameters()]
     opt = torch.optim.Adam(params, lr=lr, betas=(beta1, beta2), eps=eps)
     thr = threshold(beta1)
-    rec = {k: np.full(steps, np.nan) for k in ("loss", "ema_loss", "kappa_g", "secant", "cosine",
-                                               "frozen_loss")}
+    rec = {
+        k: np.full(steps, np.nan)
+        for k in ("loss", "ema_loss", "kappa_g", "secant", "cosine", "frozen_loss")
+    }
     lz_t: list[int] = []
     lz_s: list[float] = []
     lz_k: list[float] = []
@@ -118,7 +131,7 @@ def run_edge(loss: str, lr: float, beta1: float, beta2: float, steps: int, seed:
         g_list = torch.autograd.grad(L, params, create_graph=True)
         g = _flat(g_list)
         P = _moments(opt, params, [x.detach() for x in g_list], beta2, eps)
-        d = (g.detach() / P)
+        d = g.detach() / P
         Hd = _flat(torch.autograd.grad(g @ d, params)).detach()
         g = g.detach()
         rec["loss"][t] = float(L.detach())
@@ -135,12 +148,17 @@ def run_edge(loss: str, lr: float, beta1: float, beta2: float, steps: int, seed:
             lz_k.append(rec["kappa_g"][t])
             if freeze and frozen is None and t >= freeze_after and lr * S >= freeze_fraction * thr:
                 st = [opt.state.get(p, {}) for p in params]
-                m = _flat([s_["exp_avg"] if "exp_avg" in s_ else torch.zeros_like(p)
-                           for s_, p in zip(st, params)])
+                m = _flat(
+                    [
+                        s_["exp_avg"] if "exp_avg" in s_ else torch.zeros_like(p)
+                        for s_, p in zip(st, params)
+                    ]
+                )
                 frozen, t_e, vf = (theta.clone(), m.clone(), P.clone()), t, v0
         if frozen is not None:
-            frozen, vf = _frozen_step(model, loss_fn, params, frozen, lr, beta1, t, lanczos,
-                                      rec, lz_f, vf)
+            frozen, vf = _frozen_step(
+                model, loss_fn, params, frozen, lr, beta1, t, lanczos, rec, lz_f, vf
+            )
         elif lanczos:
             lz_f.append(np.nan)
         for p, gi in zip(params, g_list):
@@ -151,8 +169,13 @@ def run_edge(loss: str, lr: float, beta1: float, beta2: float, steps: int, seed:
         prev_theta, prev_g = theta, g
         if not np.isfinite(rec["loss"][t]):
             break
-    out = {**rec, "lanczos_step": np.array(lz_t), "sharpness": np.array(lz_s),
-           "kappa_at_lanczos": np.array(lz_k), "threshold": thr}
+    out = {
+        **rec,
+        "lanczos_step": np.array(lz_t),
+        "sharpness": np.array(lz_s),
+        "kappa_at_lanczos": np.array(lz_k),
+        "threshold": thr,
+    }
     if freeze:
         out |= {"freeze_step": t_e, "frozen_sharpness": np.array(lz_f)}
     else:
@@ -185,8 +208,16 @@ def _frozen_step(model, loss_fn, params, frozen, lr, beta1, t, lanczos, rec, lz_
     return (theta, m, P), vf
 
 
-def lanczos_check(lr: float, beta1: float, beta2: float, seed: int, warm_steps: int = 50,
-                  n_samples: int = 64, hidden: int = 8, eps: float = 1e-8) -> dict:
+def lanczos_check(
+    lr: float,
+    beta1: float,
+    beta2: float,
+    seed: int,
+    warm_steps: int = 50,
+    n_samples: int = 64,
+    hidden: int = 8,
+    eps: float = 1e-8,
+) -> dict:
     """Lanczos (:func:`preconditioned_sharpness`) against :func:`dense_sharpness` on a small
     digits MLP (64-``hidden``-10, MSE) after ``warm_steps`` Adam steps, with Adam's ``P``."""
     model, loss_fn = _setup("mse", n_samples, seed, hidden)
@@ -203,8 +234,16 @@ def lanczos_check(lr: float, beta1: float, beta2: float, seed: int, warm_steps: 
     return {"lanczos": S, "dense": D, "n_params": int(P.numel())}
 
 
-def diagonal_quadratic(beta1: float, beta2: float, lr: float, steps: int, seed: int,
-                       dim: int = 50, h_range: tuple = (1.0, 100.0), eps: float = 1e-8) -> dict:
+def diagonal_quadratic(
+    beta1: float,
+    beta2: float,
+    lr: float,
+    steps: int,
+    seed: int,
+    dim: int = 50,
+    h_range: tuple = (1.0, 100.0),
+    eps: float = 1e-8,
+) -> dict:
     """Full-batch Adam (bias-corrected) on ``L = sum_i h_i theta_i^2 / 2``, ``h`` log-spaced
     over ``h_range``, ``theta_0 ~ N(0, 1)``. Per step, before the step: ``P = sqrt(v^) + eps``,
     the preconditioned sharpness ``S = max_i h_i / P_i`` and the active curvature

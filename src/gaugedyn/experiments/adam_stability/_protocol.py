@@ -32,8 +32,7 @@ LEVEL_BAND = (-math.log10(2.0), math.log10(2.0))
 STARTS = ("orbit", "generic")
 WINDOWS = ("settled", "transient")
 ROWSETS = ("beta1>=0.9", "all rows")
-CODES = {"quiet": 0, "spiky": 1, "undetermined": 2, "diverged": 3, "not judged": 4,
-         "untrained": 6}
+CODES = {"quiet": 0, "spiky": 1, "undetermined": 2, "diverged": 3, "not judged": 4, "untrained": 6}
 NOT_SIMULATED = 5
 """Status code of a cell below its row's boundary (the scan stopped above it)."""
 TRAINED_DECADES = 3.0
@@ -45,7 +44,9 @@ it sits on a plateau and has not reached the regime the claim is about."""
 def settle_steps(a, c) -> np.ndarray:
     """``ceil(SETTLE (1/a + 1/c))``: where the settled window starts."""
     return np.ceil(SETTLE * (1.0 / np.asarray(a, float) + 1.0 / np.asarray(c, float))).astype(
-        np.int64)
+        np.int64
+    )
+
 
 def run_steps(a, c) -> np.ndarray:
     """Steps of a settled run: the settle time, ``MIN_BLOCKS + 1`` horizons and 3% margin (the
@@ -53,13 +54,22 @@ def run_steps(a, c) -> np.ndarray:
     H = spike_horizon(1 - np.asarray(a, float), 1 - np.asarray(c, float))
     return np.ceil(1.03 * (settle_steps(a, c) + (SPIKE_MIN_BLOCKS + 1) * H)).astype(np.int64)
 
-def judge_run(ell, a: float | np.ndarray, c: float | np.ndarray, stride: int, floor: float,
-              ceiling: float = math.inf, settle: int = 0) -> tuple[dict, dict]:
+
+def judge_run(
+    ell,
+    a: float | np.ndarray,
+    c: float | np.ndarray,
+    stride: int,
+    floor: float,
+    ceiling: float = math.inf,
+    settle: int = 0,
+) -> tuple[dict, dict]:
     """The detector's verdicts on one envelope under the ``settled`` window (samples from step
     ``settle`` on) and the ``transient`` window (the whole run)."""
     w0 = -(-int(settle) // int(stride))
     kw: dict[str, Any] = {"stride": int(stride), "floor": floor, "ceiling": ceiling}
     return (detect_spikes(ell[w0:], 1 - a, 1 - c, **kw), detect_spikes(ell, 1 - a, 1 - c, **kw))
+
 
 def probability(status: np.ndarray) -> np.ndarray:
     """Spike probability over the last (seed) axis of status codes: spiky among spiky or quiet."""
@@ -67,6 +77,7 @@ def probability(status: np.ndarray) -> np.ndarray:
     known = spiky + (status == CODES["quiet"]).sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(known > 0, spiky / np.maximum(known, 1), np.nan)
+
 
 def upper_edge(prob: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Per row of ``prob`` (rows: ``1 - beta1``; columns: ascending ``c``), the ``c`` at which
@@ -103,5 +114,6 @@ def edge_start(out: dict, task: dict) -> int:
     """First Lanczos step ``>= skip * steps`` with ``lr S >= 0.9 thr``; ``-1`` if none."""
     t = np.asarray(out["lanczos_step"])
     ok = (t >= task["skip"] * task["steps"]) & (
-        task["lr"] * np.asarray(out["sharpness"]) >= EDGE_FRACTION * out["threshold"])
+        task["lr"] * np.asarray(out["sharpness"]) >= EDGE_FRACTION * out["threshold"]
+    )
     return int(t[ok][0]) if ok.any() else -1

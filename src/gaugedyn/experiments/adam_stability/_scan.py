@@ -41,6 +41,7 @@ def start_state(start: str, a, n: float, lr: float, eps: float, rng):
     kick = 10 ** rng.uniform(-4, -2, a.shape) * rng.choice([-1.0, 1.0], a.shape)
     return sign * st["A"] * (1 + kick), sign * st["M"], st["V"] + 0.0 * a, False
 
+
 def run(task, seed) -> dict:
     """One task of ``spike_boundary``: a check, a 1-D scan or a training task."""
     if task["kind"] == "check":
@@ -52,6 +53,7 @@ def run(task, seed) -> dict:
     if task["kind"] == "task":
         return _run_task(task, seed)
     return _run_1d(task, seed)
+
 
 def _run_task(task, seed) -> dict:
     """Every cell and seed of a training task as one copy of a batched full-batch program."""
@@ -69,8 +71,15 @@ def _run_task(task, seed) -> dict:
     try:
         # every copy its own initialisation (cells independent): a shared one put whole rows on
         # the same plateau in a pilot (docs/adam-stability.md)
-        model = BatchedMLP(task["task"], aa.size, base + np.arange(aa.size), task["n_samples"],
-                           dtype=torch.float64, data_seed=base, hidden=task["hidden"])
+        model = BatchedMLP(
+            task["task"],
+            aa.size,
+            base + np.arange(aa.size),
+            task["n_samples"],
+            dtype=torch.float64,
+            data_seed=base,
+            hidden=task["hidden"],
+        )
         ell = adam_steps(model, task["lr"], 1 - aa.ravel(), 1 - cc.ravel(), T, record=stride)
     finally:
         torch.set_num_threads(before)
@@ -80,24 +89,43 @@ def _run_task(task, seed) -> dict:
     for k, idx in enumerate(np.ndindex(aa.shape)):
         i, j, _ = idx
         settle = int(settle_steps(a[i], c[j]))
-        for w, d in enumerate(judge_run(ell[:, k], a[i], c[j], stride, FLOAT64_FLOOR,
-                                        ceiling=float(ell[0, k]), settle=settle)):
+        for w, d in enumerate(
+            judge_run(
+                ell[:, k],
+                a[i],
+                c[j],
+                stride,
+                FLOAT64_FLOOR,
+                ceiling=float(ell[0, k]),
+                settle=settle,
+            )
+        ):
             status[idx + (w,)] = CODES[str(d["status"])]
             rise[idx + (w,)] = d["max_rise"]
         settled_median[idx] = trained_level(ell[:, k], settle, stride)
         if not settled_median[idx] <= ell[0, k] - TRAINED_DECADES and np.all(
-                status[idx] != CODES["diverged"]):
+            status[idx] != CODES["diverged"]
+        ):
             status[idx] = CODES["untrained"]
     final = ell[-1].reshape(aa.shape)
-    return {"status": status, "max_rise": rise, "a": a, "c": c, "steps_run": T * aa.size,
-            "final_log10_loss": final, "settled_median_log10_loss": settled_median}
+    return {
+        "status": status,
+        "max_rise": rise,
+        "a": a,
+        "c": c,
+        "steps_run": T * aa.size,
+        "final_log10_loss": final,
+        "settled_median_log10_loss": settled_median,
+    }
+
 
 def trained_level(ell, settle: int, stride: int) -> float:
     """Median of the clipped ``log10`` loss over the settled window (the samples from step
     ``settle`` on; non-finite samples count as the float's floor, as in the detector)."""
-    w = np.asarray(ell, float)[-(-int(settle) // int(stride)):]
+    w = np.asarray(ell, float)[-(-int(settle) // int(stride)) :]
     w = np.where(np.isfinite(w), np.maximum(w, FLOAT64_FLOOR), FLOAT64_FLOOR)
     return float(np.median(w)) if w.size else math.nan
+
 
 def _run_1d(task, seed) -> dict:
     """The downward scan of the protocol: ``status`` ``(rows, cols, seeds, window)``."""
@@ -115,13 +143,22 @@ def _run_1d(task, seed) -> dict:
         aa = np.repeat(a[rows, None], S, axis=1)
         x0, m0, v0, bias = start_state(task["start"], aa, n, task["lr"], task["eps"], rng)
         steps = run_steps(a[rows], c[j])
-        ell, stride, used = simulate_envelopes(x0, m0, v0, a[rows], c[j], n, task["lr"],
-                                               task["eps"], steps, SAMPLES, bias)
+        ell, stride, used = simulate_envelopes(
+            x0, m0, v0, a[rows], c[j], n, task["lr"], task["eps"], steps, SAMPLES, bias
+        )
         steps_run += int(steps.sum()) * S
         for k, i in enumerate(rows):
             for s_ in range(S):
-                for w, d in enumerate(judge_run(ell[k, s_, :used[k]], a[i], c[j], stride[k],
-                                                floor, settle=int(settle_steps(a[i], c[j])))):
+                for w, d in enumerate(
+                    judge_run(
+                        ell[k, s_, : used[k]],
+                        a[i],
+                        c[j],
+                        stride[k],
+                        floor,
+                        settle=int(settle_steps(a[i], c[j])),
+                    )
+                ):
                     status[i, j, s_, w] = CODES[str(d["status"])]
                     rise[i, j, s_, w] = d["max_rise"]
         hit = probability(status[rows, j].transpose(0, 2, 1)) >= 0.5  # (rows, window)

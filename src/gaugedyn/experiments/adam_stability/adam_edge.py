@@ -20,37 +20,114 @@ from ._protocol import CONTROL_MEMORIES, EDGE_FRACTION, LOSSES, edge_start
 
 class AdamEdge(Experiment):
     name = "adam_edge"
-    description = ("full-batch Adam on digits (MSE and cross-entropy) at the edge of stability: "
-                   "the frozen-v control, active curvature against 2(1+beta1)/(1-beta1), the "
-                   "diagonal quadratic, gradient reversal and iterate averaging")
+    description = (
+        "full-batch Adam on digits (MSE and cross-entropy) at the edge of stability: "
+        "the frozen-v control, active curvature against 2(1+beta1)/(1-beta1), the "
+        "diagonal quadratic, gradient reversal and iterate averaging"
+    )
     params = {
-        "losses": Param(list, ["mse", "ce", "ce_noisy"], item=str, choices=LOSSES,
-                        quick=["mse", "ce_noisy"], min_len=1, max_len=3, distinct=True,
-                        help="losses (ce_noisy: cross-entropy on 20% replaced labels, width 4)"),
-        "lrs": Param(list, [1e-2], item=float, lo=1e-5, hi=0.3, min_len=1, max_len=6,
-                     distinct=True, why="beyond, Adam diverges at start-up", help="step sizes"),
-        "beta1s": Param(list, [0.5, 0.9], item=float, quick=[0.9], lo=0.0, hi=0.99, min_len=1,
-                        max_len=6, distinct=True, why="threshold 398 at 0.99",
-                        help="first-moment factors"),
-        "beta2": Param(float, 0.99, lo=0.5, hi=0.9999, why="memory 1e4 steps",
-                       help="second-moment factor (its memory 1/(1 - beta2) must fit "
-                            f"{CONTROL_MEMORIES:g} times into the run after the edge)"),
-        "seeds": Param(int, 3, quick=2, lo=2, hi=16, why="an interval needs two seeds; CPU time",
-                       help="initialisations per cell"),
-        "steps": Param(int, 1500, quick=600, lo=100, hi=20000, why="CPU time: ~4 HVPs a step",
-                       help="Adam steps per run"),
-        "n_samples": Param(int, 256, quick=128, lo=32, hi=1797,
-                           why="the digits set has 1797 images", help="full-batch size"),
-        "lanczos_every": Param(int, 100, quick=50, lo=10, hi=1000, why="Lanczos cost",
-                               help="steps between preconditioned-sharpness estimates"),
-        "skip": Param(float, 0.1, lo=0.0, hi=0.5, why="half the run at most",
-                      help="start-up fraction before an edge may be declared"),
-        "quadratic_steps": Param(int, 20000, quick=5000, lo=1000, hi=200000,
-                                 why="CPU time", help="Adam steps on the diagonal quadratic"),
+        "losses": Param(
+            list,
+            ["mse", "ce", "ce_noisy"],
+            item=str,
+            choices=LOSSES,
+            quick=["mse", "ce_noisy"],
+            min_len=1,
+            max_len=3,
+            distinct=True,
+            help="losses (ce_noisy: cross-entropy on 20% replaced labels, width 4)",
+        ),
+        "lrs": Param(
+            list,
+            [1e-2],
+            item=float,
+            lo=1e-5,
+            hi=0.3,
+            min_len=1,
+            max_len=6,
+            distinct=True,
+            why="beyond, Adam diverges at start-up",
+            help="step sizes",
+        ),
+        "beta1s": Param(
+            list,
+            [0.5, 0.9],
+            item=float,
+            quick=[0.9],
+            lo=0.0,
+            hi=0.99,
+            min_len=1,
+            max_len=6,
+            distinct=True,
+            why="threshold 398 at 0.99",
+            help="first-moment factors",
+        ),
+        "beta2": Param(
+            float,
+            0.99,
+            lo=0.5,
+            hi=0.9999,
+            why="memory 1e4 steps",
+            help="second-moment factor (its memory 1/(1 - beta2) must fit "
+            f"{CONTROL_MEMORIES:g} times into the run after the edge)",
+        ),
+        "seeds": Param(
+            int,
+            3,
+            quick=2,
+            lo=2,
+            hi=16,
+            why="an interval needs two seeds; CPU time",
+            help="initialisations per cell",
+        ),
+        "steps": Param(
+            int,
+            1500,
+            quick=600,
+            lo=100,
+            hi=20000,
+            why="CPU time: ~4 HVPs a step",
+            help="Adam steps per run",
+        ),
+        "n_samples": Param(
+            int,
+            256,
+            quick=128,
+            lo=32,
+            hi=1797,
+            why="the digits set has 1797 images",
+            help="full-batch size",
+        ),
+        "lanczos_every": Param(
+            int,
+            100,
+            quick=50,
+            lo=10,
+            hi=1000,
+            why="Lanczos cost",
+            help="steps between preconditioned-sharpness estimates",
+        ),
+        "skip": Param(
+            float,
+            0.1,
+            lo=0.0,
+            hi=0.5,
+            why="half the run at most",
+            help="start-up fraction before an edge may be declared",
+        ),
+        "quadratic_steps": Param(
+            int,
+            20000,
+            quick=5000,
+            lo=1000,
+            hi=200000,
+            why="CPU time",
+            help="Adam steps on the diagonal quadratic",
+        ),
     }
     definitions = {
         "active_curvature": "kappa_g = d^T H d / d^T P d, d = P^-1 g, P = diag(sqrt(v^_t) + eps) "
-                            "of the step (one HVP)",
+        "of the step (one HVP)",
         "sharpness": "S = lambda_max(P^-1/2 H P^-1/2), scipy eigsh (Lanczos) over HVPs, warm start",
         "frozen_v": "a copy of the run from the edge on with P held at P(t_e); its S uses P(t_e)",
         "secant": "dtheta^T (g_t - g_{t-1}) / dtheta^T P dtheta",
@@ -59,7 +136,7 @@ class AdamEdge(Experiment):
         "period_2": "mean |y_t - (y_{t-1} + y_{t+1}) / 2| of y = log loss",
         "threshold": "2 (1 + beta1) / (1 - beta1) on lr times the curvature",
         "edge_window": f"from the first Lanczos step after skip*steps with lr S >= {EDGE_FRACTION} "
-                       "threshold to the end; no such step: no edge",
+        "threshold to the end; no such step: no edge",
     }
 
     def tasks(self, config):
@@ -67,18 +144,34 @@ class AdamEdge(Experiment):
         out = [{"kind": "lanczos_check", "lr": 1e-2, "beta1": 0.9, **common}]
         for b1 in config["beta1s"]:
             for s in range(int(config["seeds"])):
-                out.append({"kind": "quadratic", "lr": float(config["lrs"][0]),
-                            "beta1": float(b1), "steps": int(config["quadratic_steps"]),
-                            "seed_index": s, **common})
+                out.append(
+                    {
+                        "kind": "quadratic",
+                        "lr": float(config["lrs"][0]),
+                        "beta1": float(b1),
+                        "steps": int(config["quadratic_steps"]),
+                        "seed_index": s,
+                        **common,
+                    }
+                )
         for loss in config["losses"]:
             for lr in config["lrs"]:
                 for b1 in config["beta1s"]:
                     for s in range(int(config["seeds"])):
-                        out.append({"kind": "run", "loss": loss, "lr": float(lr),
-                                    "beta1": float(b1), "steps": int(config["steps"]),
-                                    "n_samples": int(config["n_samples"]),
-                                    "lanczos_every": int(config["lanczos_every"]),
-                                    "skip": float(config["skip"]), "seed_index": s, **common})
+                        out.append(
+                            {
+                                "kind": "run",
+                                "loss": loss,
+                                "lr": float(lr),
+                                "beta1": float(b1),
+                                "steps": int(config["steps"]),
+                                "n_samples": int(config["n_samples"]),
+                                "lanczos_every": int(config["lanczos_every"]),
+                                "skip": float(config["skip"]),
+                                "seed_index": s,
+                                **common,
+                            }
+                        )
         return out
 
     def run_task(self, task, seed):
@@ -93,12 +186,22 @@ class AdamEdge(Experiment):
             if task["kind"] == "lanczos_check":
                 return _edge.lanczos_check(task["lr"], task["beta1"], task["beta2"], s)
             if task["kind"] == "quadratic":
-                return _edge.diagonal_quadratic(task["beta1"], task["beta2"], task["lr"],
-                                                task["steps"], s)
-            out = _edge.run_edge(task["loss"], task["lr"], task["beta1"], task["beta2"],
-                                 task["steps"], s, task["n_samples"], task["lanczos_every"],
-                                 freeze=True, freeze_after=int(task["skip"] * task["steps"]),
-                                 freeze_fraction=EDGE_FRACTION)
+                return _edge.diagonal_quadratic(
+                    task["beta1"], task["beta2"], task["lr"], task["steps"], s
+                )
+            out = _edge.run_edge(
+                task["loss"],
+                task["lr"],
+                task["beta1"],
+                task["beta2"],
+                task["steps"],
+                s,
+                task["n_samples"],
+                task["lanczos_every"],
+                freeze=True,
+                freeze_after=int(task["skip"] * task["steps"]),
+                freeze_fraction=EDGE_FRACTION,
+            )
         finally:
             torch.set_num_threads(before)
         out["edge_start"] = edge_start(out, task)

@@ -28,84 +28,204 @@ def _grid(lo: float, hi: float, k: int) -> list[float]:
 
 class SpikeBoundary(Experiment):
     name = "spike_boundary"
-    description = ("spike-probability maps over (1 - beta1, 1 - beta2) for |x|^n / n and "
-                   "full-batch tasks, settled and transient-inclusive, orbit and generic starts; "
-                   "fitted boundary slopes, C, and the level of the 1-D theory on the edge")
+    description = (
+        "spike-probability maps over (1 - beta1, 1 - beta2) for |x|^n / n and "
+        "full-batch tasks, settled and transient-inclusive, orbit and generic starts; "
+        "fitted boundary slopes, C, and the level of the 1-D theory on the edge"
+    )
     params = {
-        "ns": Param(list, [2.0, 3.0, 4.0, 6.0], item=float, quick=[2.0, 4.0], lo=1.5, hi=12,
-                    min_len=1, max_len=8, distinct=True, why="|x|^n overflows float64 beyond",
-                    help="exponents n"),
-        "one_minus_beta1": Param(list, _grid(0.01, 0.5, 10), item=float,
-                                 quick=_grid(0.01, 0.5, 7), lo=1e-3, hi=1.0, hi_open=True,
-                                 min_len=2, max_len=16, distinct=True, why="beta1 >= 0",
-                                 help="1-D grid of 1 - beta1"),
-        "one_minus_beta2": Param(list, _grid(3e-6, 0.3, 21), item=float,
-                                 quick=_grid(3e-6, 0.3, 11), lo=1e-6, hi=1.0, hi_open=True,
-                                 min_len=2, max_len=32, distinct=True,
-                                 why="beta2 >= 0; below 1e-6 a settled run passes 1e8 steps",
-                                 help="1-D grid of 1 - beta2"),
-        "c_min_above_2": Param(float, 1e-4, lo=1e-6, hi=0.1, why="the grid's own range",
-                               help="lowest 1 - beta2 of the maps of n > 2 (their edges lie "
-                                    "above 1e-2; below, a never-spiky row costs 1e8 steps)"),
-        "seeds": Param(int, 4, quick=2, lo=1, hi=64, why="CPU time: one run per seed",
-                       help="seeds per 1-D cell and start"),
-        "lr": Param(float, 1e-2, lo=0, lo_open=True, hi=1.0, why="step of order the loss scale",
-                    help="Adam step size of the 1-D maps"),
-        "eps": Param(float, 0.0, lo=0.0, hi=1e-3, why="eps dominates the 1-D state above",
-                     help="Adam eps of the 1-D maps (0: only the oscillation scale matters)"),
-        "tasks": Param(list, list(CALIBRATION), item=str, choices=tuple(CALIBRATION),
-                       min_len=0, max_len=len(CALIBRATION), distinct=True,
-                       help="full-batch float64 training tasks"),
-        "task_one_minus_beta1": Param(list, TASK_GRID["one_minus_beta1"], item=float,
-                                      quick=[0.5, 0.3, 0.2], lo=1e-3, hi=1.0, hi_open=True,
-                                      min_len=2, max_len=8, distinct=True,
-                                      why="beta1 >= 0; below 1e-3 a settled run passes 1e5 "
-                                          "steps", help="task grid of 1 - beta1 (calibrated)"),
-        "task_one_minus_beta2": Param(list, TASK_GRID["one_minus_beta2"], item=float,
-                                      quick=[0.03, 0.1, 0.3], lo=1e-3, hi=1.0, hi_open=True,
-                                      min_len=2, max_len=8, distinct=True,
-                                      why="below 1e-3 a settled run passes 1e5 steps",
-                                      help="task grid of 1 - beta2 (calibrated)"),
-        "task_seeds": Param(int, 3, quick=1, lo=1, hi=16, why="CPU time: one copy per seed",
-                            help="initialisations per task cell"),
-        "check_steps": Param(int, 2000, quick=1500, lo=500, hi=20000,
-                             why="CPU time of the bisection", help="steps per simulated growth rate"),
+        "ns": Param(
+            list,
+            [2.0, 3.0, 4.0, 6.0],
+            item=float,
+            quick=[2.0, 4.0],
+            lo=1.5,
+            hi=12,
+            min_len=1,
+            max_len=8,
+            distinct=True,
+            why="|x|^n overflows float64 beyond",
+            help="exponents n",
+        ),
+        "one_minus_beta1": Param(
+            list,
+            _grid(0.01, 0.5, 10),
+            item=float,
+            quick=_grid(0.01, 0.5, 7),
+            lo=1e-3,
+            hi=1.0,
+            hi_open=True,
+            min_len=2,
+            max_len=16,
+            distinct=True,
+            why="beta1 >= 0",
+            help="1-D grid of 1 - beta1",
+        ),
+        "one_minus_beta2": Param(
+            list,
+            _grid(3e-6, 0.3, 21),
+            item=float,
+            quick=_grid(3e-6, 0.3, 11),
+            lo=1e-6,
+            hi=1.0,
+            hi_open=True,
+            min_len=2,
+            max_len=32,
+            distinct=True,
+            why="beta2 >= 0; below 1e-6 a settled run passes 1e8 steps",
+            help="1-D grid of 1 - beta2",
+        ),
+        "c_min_above_2": Param(
+            float,
+            1e-4,
+            lo=1e-6,
+            hi=0.1,
+            why="the grid's own range",
+            help="lowest 1 - beta2 of the maps of n > 2 (their edges lie "
+            "above 1e-2; below, a never-spiky row costs 1e8 steps)",
+        ),
+        "seeds": Param(
+            int,
+            4,
+            quick=2,
+            lo=1,
+            hi=64,
+            why="CPU time: one run per seed",
+            help="seeds per 1-D cell and start",
+        ),
+        "lr": Param(
+            float,
+            1e-2,
+            lo=0,
+            lo_open=True,
+            hi=1.0,
+            why="step of order the loss scale",
+            help="Adam step size of the 1-D maps",
+        ),
+        "eps": Param(
+            float,
+            0.0,
+            lo=0.0,
+            hi=1e-3,
+            why="eps dominates the 1-D state above",
+            help="Adam eps of the 1-D maps (0: only the oscillation scale matters)",
+        ),
+        "tasks": Param(
+            list,
+            list(CALIBRATION),
+            item=str,
+            choices=tuple(CALIBRATION),
+            min_len=0,
+            max_len=len(CALIBRATION),
+            distinct=True,
+            help="full-batch float64 training tasks",
+        ),
+        "task_one_minus_beta1": Param(
+            list,
+            TASK_GRID["one_minus_beta1"],
+            item=float,
+            quick=[0.5, 0.3, 0.2],
+            lo=1e-3,
+            hi=1.0,
+            hi_open=True,
+            min_len=2,
+            max_len=8,
+            distinct=True,
+            why="beta1 >= 0; below 1e-3 a settled run passes 1e5 steps",
+            help="task grid of 1 - beta1 (calibrated)",
+        ),
+        "task_one_minus_beta2": Param(
+            list,
+            TASK_GRID["one_minus_beta2"],
+            item=float,
+            quick=[0.03, 0.1, 0.3],
+            lo=1e-3,
+            hi=1.0,
+            hi_open=True,
+            min_len=2,
+            max_len=8,
+            distinct=True,
+            why="below 1e-3 a settled run passes 1e5 steps",
+            help="task grid of 1 - beta2 (calibrated)",
+        ),
+        "task_seeds": Param(
+            int,
+            3,
+            quick=1,
+            lo=1,
+            hi=16,
+            why="CPU time: one copy per seed",
+            help="initialisations per task cell",
+        ),
+        "check_steps": Param(
+            int,
+            2000,
+            quick=1500,
+            lo=500,
+            hi=20000,
+            why="CPU time of the bisection",
+            help="steps per simulated growth rate",
+        ),
     }
     definitions = {
         "spike": SPIKE_DEFINITION,
         "windows": f"settled: the steps after {SETTLE} (1/(1-beta1) + 1/(1-beta2)); transient: "
-                   "the whole run (one horizon of warm-up)",
+        "the whole run (one horizon of warm-up)",
         "starts": "orbit: (x, m, v) on the period-2 orbit, x kicked by 1e-4..1e-2 relative, "
-                  "stationary map; generic: x0 = A 10^U(-1,1), m = v = 0, bias-corrected",
+        "stationary map; generic: x0 = A 10^U(-1,1), m = v = 0, bias-corrected",
         "spike_probability": "share of a cell's seeds judged spiky among those spiky or quiet",
         "boundary": "per row 1 - beta1: the upper edge of the spiky region, the c = 1 - beta2 "
-                    "at which the spike probability falls through 0.5 (log-interpolated)",
+        "at which the spike probability falls through 0.5 (log-interpolated)",
         "slope_and_C": "log c_b = slope log a + log C by least squares (slope_band rule); C at "
-                       "slope 1: c_b / a",
+        "slope 1: c_b / a",
         "theory": "derivations/adam_stability.md: oscillating-state multipliers; level curves of "
-                  "2 pi delta/omega (growth per slow turn) at eps = 0: 1 (the theory) and the "
-                  "level fitted on the simulated edge",
+        "2 pi delta/omega (growth per slow turn) at eps = 0: 1 (the theory) and the "
+        "level fitted on the simulated edge",
     }
 
     def tasks(self, config):
         common = {"lr": float(config["lr"])}
-        out = [{"kind": "check", "cells": [list(c) for c in CHECK_CELLS],
-                "steps": int(config["check_steps"]), **common}]
+        out = [
+            {
+                "kind": "check",
+                "cells": [list(c) for c in CHECK_CELLS],
+                "steps": int(config["check_steps"]),
+                **common,
+            }
+        ]
         for n in config["ns"]:
             for start in STARTS:
-                out.append({"kind": "1d", "n": float(n), "start": start,
-                            "a": list(config["one_minus_beta1"]),
-                            "c": sorted(v for v in config["one_minus_beta2"]
-                                        if n <= 2 or v >= config["c_min_above_2"]),
-                            "seeds": int(config["seeds"]),
-                            "eps": float(config["eps"]), **common})
+                out.append(
+                    {
+                        "kind": "1d",
+                        "n": float(n),
+                        "start": start,
+                        "a": list(config["one_minus_beta1"]),
+                        "c": sorted(
+                            v
+                            for v in config["one_minus_beta2"]
+                            if n <= 2 or v >= config["c_min_above_2"]
+                        ),
+                        "seeds": int(config["seeds"]),
+                        "eps": float(config["eps"]),
+                        **common,
+                    }
+                )
         for name in config["tasks"]:
             cal = CALIBRATION[name]
-            out.append({"kind": "task", "task": name, "start": "init",
-                        "a": list(config["task_one_minus_beta1"]),
-                        "c": sorted(config["task_one_minus_beta2"]),
-                        "seeds": int(config["task_seeds"]), "lr": float(cal["lr"]),
-                        "n_samples": int(cal["n_samples"]), "hidden": int(cal["hidden"])})
+            out.append(
+                {
+                    "kind": "task",
+                    "task": name,
+                    "start": "init",
+                    "a": list(config["task_one_minus_beta1"]),
+                    "c": sorted(config["task_one_minus_beta2"]),
+                    "seeds": int(config["task_seeds"]),
+                    "lr": float(cal["lr"]),
+                    "n_samples": int(cal["n_samples"]),
+                    "hidden": int(cal["hidden"]),
+                }
+            )
         return out
 
     def run_task(self, task, seed):
