@@ -31,6 +31,7 @@ from ._spikes import MIN_BLOCKS as SPIKE_MIN_BLOCKS  # noqa: F401 (in __all__ th
 from ._spikes import RISE_DECADES as SPIKE_RISE_DECADES  # noqa: F401 (in __all__ through attach)
 from ._spikes import detect as detect_spikes  # noqa: F401 (in __all__ through attach)
 from ._spikes import horizon as spike_horizon  # noqa: F401 (in __all__ through attach)
+from ._spikes import steps_needed as spike_steps_needed  # noqa: F401 (in __all__ through attach)
 from ._stability import cubic_coefficients as cubic_coefficients
 from ._stability import growth_rate as growth_rate
 from ._stability import loss_floor as loss_floor
@@ -70,6 +71,7 @@ _EAGER = [
     "series_terms",
     "transition_fraction",
     "detect_spikes",
+    "spike_steps_needed",
     "spike_horizon",
     "SPIKE_DEFINITION",
     "SPIKE_MIN_BLOCKS",

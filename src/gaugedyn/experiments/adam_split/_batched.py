@@ -15,7 +15,8 @@ are views into one ``(B, P)`` buffer each, so one step is
    to round-off, tested in float64 and float32); ``benchmarks/bench_beta_grid.py`` measures
    both;
 2. for all copies at once, per parameter and block of copies: ``torch.optim.Adam``'s
-   single-tensor update with per-copy betas, op for op (``m.lerp_(g, 1-b1)``,
+   single-tensor update with per-copy betas (:func:`gaugedyn.adam.batched_adam_step`,
+   ``op_order="torch"``), op for op (``m.lerp_(g, 1-b1)``,
    ``v.mul_(b2).addcmul_(g, g, 1-b2)``, ``denom = sqrt(v)/sqrt(1-b2^t) + eps``,
    ``p += (-lr/(1-b1^t)) m / denom``, the per-copy scalars cast to the working dtype as PyTorch
    casts its Python scalars), so that on the CPU a copy's trajectory is bitwise the one

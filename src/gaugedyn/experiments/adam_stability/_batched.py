@@ -16,8 +16,9 @@ Task variants built here from the package's offline data (nothing downloaded):
   (``adam_edge``'s ``ce_noisy``).
 
 ``B`` copies (one per ``(beta1, beta2, seed)``) share the data; parameters carry a leading batch
-axis and :func:`adam_steps` applies ``torch.optim.Adam``'s update with a per-copy ``beta1``,
-``beta2`` (checked against ``torch.optim.Adam`` in the tests). ``device``: the torch device
+axis and :func:`adam_steps` applies Adam's update with a per-copy ``beta1``, ``beta2``
+(:func:`gaugedyn.adam.batched_adam_step`, ``op_order="running"``; checked against
+``torch.optim.Adam`` in the tests). ``device``: the torch device
 of the data and parameters (the initialisation is drawn on the CPU, so it is the same on
 every device).
 """
