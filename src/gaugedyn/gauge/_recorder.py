@@ -309,6 +309,28 @@ class GaugeRecorder:
         self._carry: list[dict | None] = [None] * len(self.groups)
         self._scratch = _Scratch()
         self._matrix = [gi for gi, g in enumerate(self.groups) if _matrix(g)]
+        self._build_plan()
+        self._fuse = True  # contiguous float CPU tensors through the fused kernel (_fused)
+        self._layouts: dict = {}
+        self._read_uses = {name: idx for name, _, idx in self._reads}
+        self._flat_names = [n for n, _, _ in self._reads if 1 <= self._params[n].dim() <= 2]
+        self._tensor_rules = [
+            gi for gi, r in enumerate(self._rules) if r["rule"] == "sgd_momentum_weight_decay"
+        ]
+        self._carried = {gi for gi in self._tensor_rules if self._rules[gi]["momentum"] > 0.0}
+        self._pgroups = {
+            gi: cast(list, self._group_hparams(self.groups[gi]))[0]
+            for gi in (*self._gd, *self._tensor_rules)
+        }
+        if optimizer is not None:
+            self._hooks = [
+                optimizer.register_step_pre_hook(self._pre),
+                optimizer.register_step_post_hook(self._post),
+            ]
+
+    def _build_plan(self) -> None:
+        """The reduction plan: which parameter each unit group reads, the readings of a pass,
+        each group side's slots in them, the dot products ``w.g_w`` and the summed axes."""
         # which parameter each unit group reads, side by side (see _squares)
         self._plan: dict[str, list] = {}
         for gi, g in enumerate(self.groups):
@@ -350,23 +372,6 @@ class GaugeRecorder:
             name: {s.axis for _, _, s in uses} | {s.axis for _, s in self._dots.get(name, [])}
             for name, uses in self._plan.items()
         }
-        self._fuse = True  # contiguous float CPU tensors through the fused kernel (_fused)
-        self._layouts: dict = {}
-        self._read_uses = {name: idx for name, _, idx in self._reads}
-        self._flat_names = [n for n, _, _ in self._reads if 1 <= self._params[n].dim() <= 2]
-        self._tensor_rules = [
-            gi for gi, r in enumerate(self._rules) if r["rule"] == "sgd_momentum_weight_decay"
-        ]
-        self._carried = {gi for gi in self._tensor_rules if self._rules[gi]["momentum"] > 0.0}
-        self._pgroups = {
-            gi: cast(list, self._group_hparams(self.groups[gi]))[0]
-            for gi in (*self._gd, *self._tensor_rules)
-        }
-        if optimizer is not None:
-            self._hooks = [
-                optimizer.register_step_pre_hook(self._pre),
-                optimizer.register_step_post_hook(self._post),
-            ]
 
     def _check_owner_units(self, spec: dict) -> dict:
         sizes = {g.name: g.n_units for g in self.groups if g.kind == "rescale"}

@@ -120,6 +120,50 @@ def verify() -> None:
     check(is_zero(d["delta"] - want_delta), "delta = c ((1-r)(4-8a) + a^2 (1-2r)) / (2 a^2)")
 
 
+def _equations(d: dict, ratio) -> list[tuple[str, str]]:
+    """The document's ``(title, LaTeX)`` results from :func:`derive`'s expressions."""
+    return [
+        (
+            "Oscillating state (period 2, fixed point of S F)",
+            r"A = "
+            + latex(d["A_star"])
+            + r",\quad M = "
+            + latex(d["M_star"])
+            + r",\quad V = G^2,\quad G = A^{n-1}",
+        ),
+        (
+            "Amplitude through the eps share r",
+            r"A = \frac{\eta\, a\, (1 - r)}{2 (2 - a)},\quad "
+            r"r = \frac{\epsilon}{G + \epsilon}",
+        ),
+        ("Characteristic polynomial of S J", r"P(\lambda) = " + latex(d["P"])),
+        (
+            "Real crossings",
+            r"P(1) = 2 c (2 - a)\,(1 - (n - 1) r),\qquad "
+            r"P(-1) = -2 (n - 1)(4 - 2a - 2c + a c r)",
+        ),
+        (
+            "Frozen second moment (c = 0)",
+            r"P = (\lambda - 1)\big(\lambda^2 - (2 - a)(2n - 3)\lambda + 1 - a\big)",
+        ),
+        (
+            "Quadratic (n = 2), small c: leading pair 1 + delta +- i omega",
+            r"\omega^2 = " + latex(d["omega2"]) + r",\quad \delta = " + latex(d["delta"]),
+        ),
+        (
+            "Quadratic, eps -> 0: spiral ratio",
+            r"\frac{\delta}{\omega} \simeq "
+            + latex(ratio)
+            + r"\,\frac{1 - 2a + a^2/4}{\sqrt{1 - a/2}}",
+        ),
+        (
+            "Theory curve drawn on the spike maps (growth by e per slow turn, r = 0)",
+            r"2\pi\,\frac{\delta}{\omega} = 1 \;\Rightarrow\; 1 - \beta_2 \simeq "
+            r"\frac{(1 - \beta_1)^3}{4\pi^2}",
+        ),
+    ]
+
+
 def build() -> str:
     import sympy as sp
 
@@ -138,46 +182,7 @@ def build() -> str:
         "c the leading pair is 1 + delta +- i omega, whose spiral ratio delta / omega depends on "
         "c / a^3 alone when r = 0: the level curves of the instability are cubic in the "
         "(1 - beta1, 1 - beta2) plane.",
-        [
-            (
-                "Oscillating state (period 2, fixed point of S F)",
-                r"A = "
-                + latex(d["A_star"])
-                + r",\quad M = "
-                + latex(d["M_star"])
-                + r",\quad V = G^2,\quad G = A^{n-1}",
-            ),
-            (
-                "Amplitude through the eps share r",
-                r"A = \frac{\eta\, a\, (1 - r)}{2 (2 - a)},\quad "
-                r"r = \frac{\epsilon}{G + \epsilon}",
-            ),
-            ("Characteristic polynomial of S J", r"P(\lambda) = " + latex(d["P"])),
-            (
-                "Real crossings",
-                r"P(1) = 2 c (2 - a)\,(1 - (n - 1) r),\qquad "
-                r"P(-1) = -2 (n - 1)(4 - 2a - 2c + a c r)",
-            ),
-            (
-                "Frozen second moment (c = 0)",
-                r"P = (\lambda - 1)\big(\lambda^2 - (2 - a)(2n - 3)\lambda + 1 - a\big)",
-            ),
-            (
-                "Quadratic (n = 2), small c: leading pair 1 + delta +- i omega",
-                r"\omega^2 = " + latex(d["omega2"]) + r",\quad \delta = " + latex(d["delta"]),
-            ),
-            (
-                "Quadratic, eps -> 0: spiral ratio",
-                r"\frac{\delta}{\omega} \simeq "
-                + latex(ratio)
-                + r"\,\frac{1 - 2a + a^2/4}{\sqrt{1 - a/2}}",
-            ),
-            (
-                "Theory curve drawn on the spike maps (growth by e per slow turn, r = 0)",
-                r"2\pi\,\frac{\delta}{\omega} = 1 \;\Rightarrow\; 1 - \beta_2 \simeq "
-                r"\frac{(1 - \beta_1)^3}{4\pi^2}",
-            ),
-        ],
+        _equations(d, ratio),
         [
             "Late times: the bias corrections 1/(1 - beta^t) have decayed to 1.",
             "The oscillation is symmetric (period 2, x alternating +A, -A); asymmetric orbits are "

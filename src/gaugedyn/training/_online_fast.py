@@ -188,8 +188,6 @@ def train_online(
 ):
     """Online SGD for ``S`` seeds in weight space (``backend="compiled"``) or as the exact
     order-parameter chain (``"chain"``, :mod:`gaugedyn.training._online_chain`)."""
-    from ._result import TrainResult
-
     started = _time.perf_counter()
     if not (config.online and config.optimizer == "sgd"):
         raise InputError(
@@ -204,6 +202,36 @@ def train_online(
     seed_indices = [int(i) for i in seed_indices]
     threads = default_threads() if threads is None else int(threads)
     grid = config.grid()
+    one = _seed_runner(problem, config, grid, root_seed, backend)
+    _build()
+
+    if threads > 1 and len(seed_indices) > 1:
+        with ThreadPoolExecutor(max_workers=min(threads, len(seed_indices))) as pool:
+            outs = list(pool.map(one, seed_indices))
+    else:
+        outs = [one(i) for i in seed_indices]
+    D = np.asarray(problem.W).shape[1]
+    _raise_on_failure(seed_indices, outs, grid, backend, D)
+    settings = {
+        "config": config.describe(),
+        "problem": problem.describe(),
+        "per_seed_problems": False,
+        "seeds": len(seed_indices),
+        "dtype": "float64",
+        "device": "cpu",
+        "backend": backend,
+        "threads": threads,
+        "time": "t = steps / D (online SGD, step eta/D); flow_time = sum_k eta_k / D",
+        "data": DATA[backend],
+        "seed_derivation": "numpy SFC64 per seed from gaugedyn._meta.task_seed(root_seed, i)",
+    }
+    return _result(
+        problem, config, grid, outs, seed_indices, root_seed, settings, definitions, started
+    )
+
+
+def _seed_runner(problem: Problem, config, grid, root_seed: int, backend: str):
+    """``one(index)``: the kernel's (or the chain's) records of seed ``index``."""
     a0, W0, V = (
         np.asarray(problem.a, float),
         np.asarray(problem.W, float),
@@ -243,13 +271,11 @@ def train_online(
                 teacher_activation=problem.teacher_activation,
             )
 
-    _build()
+    return one
 
-    if threads > 1 and len(seed_indices) > 1:
-        with ThreadPoolExecutor(max_workers=min(threads, len(seed_indices))) as pool:
-            outs = list(pool.map(one, seed_indices))
-    else:
-        outs = [one(i) for i in seed_indices]
+
+def _raise_on_failure(seed_indices, outs, grid, backend: str, D: int) -> None:
+    """A :class:`DivergenceError` for the first seed whose records became non-finite."""
     for i, o in zip(seed_indices, outs):
         if o["failed_at"] is not None:
             r = o["failed_at"]
@@ -257,25 +283,28 @@ def train_online(
             good = {"a": o["a"][r - 1], "Q": o["Q"][r - 1], "step": int(grid[r - 1])} if r else None
             what = "a, Q or R" if backend == "chain" else "a or W"
             raise DivergenceError(f"{what} of seed {i}", step / D, step, good)
+
+
+def _result(
+    problem: Problem,
+    config,
+    grid,
+    outs,
+    seed_indices,
+    root_seed: int,
+    settings: dict,
+    definitions: Definitions,
+    started: float,
+):
+    """The seeds' records as one :class:`TrainResult`."""
+    from ._optim import step_size
+    from ._result import TrainResult
+
+    D = np.asarray(problem.W).shape[1]
     a = np.stack([o["a"] for o in outs])
     Q = np.stack([o["Q"] for o in outs])
     R = np.stack([o["R"] for o in outs])
     _, _, _, b_np, T = problem.order_parameters()
-    from ._optim import step_size
-
-    settings = {
-        "config": config.describe(),
-        "problem": problem.describe(),
-        "per_seed_problems": False,
-        "seeds": len(seed_indices),
-        "dtype": "float64",
-        "device": "cpu",
-        "backend": backend,
-        "threads": threads,
-        "time": "t = steps / D (online SGD, step eta/D); flow_time = sum_k eta_k / D",
-        "data": DATA[backend],
-        "seed_derivation": "numpy SFC64 per seed from gaugedyn._meta.task_seed(root_seed, i)",
-    }
     return TrainResult(
         steps=np.asarray(grid, dtype=np.int64),
         time=np.asarray(grid, dtype=float) / D,

@@ -102,31 +102,7 @@ def analyse_cells(
         a[key] = np.full(shape, np.nan)
     for t, r in zip(tasks, results):
         i, j = dims.index(int(t["dim"])), pairs.index((float(t["beta1"]), float(t["beta2"])))
-        owner = np.asarray(r["owner"])
-        k = int(np.sum(owner == 0))
-        a["owner_count"][i, j] = k
-        a["owner_rate"][i, j] = k / owner.size
-        a["owner_lo"][i, j], a["owner_hi"][i, j] = proportion_ci(k, owner.size)[1:]
-        rng = generator(seed, "gauge_gap", i, j)
-        a["gap"][i, j], a["gap_lo"][i, j], a["gap_hi"][i, j], a["gap_pairs"][i, j] = gap_interval(
-            r["t_spec_w"], r["t_spec_a"], rng
-        )
-        a["t_spec_w"][i, j], a["t_spec_a"][i, j] = r["t_spec_w"], r["t_spec_a"]
-        a["t_spec_dup"][i, j] = r["t_spec_dup"]
-        rho = np.abs(np.asarray(r["rho_dup"], dtype=float))
-        a["rho_dup"][i, j] = rho
-        a["pruned_rate"][i, j] = float(np.mean(rho[:, 1:] < float(t["prune_tol"])))
-        m, lo, hi = seed_mean_ci(r["share_dup"])
-        a["share_dup"][i, j], a["share_dup_lo"][i, j], a["share_dup_hi"][i, j] = m, lo, hi
-        for g, tag in enumerate(("w", "a")):
-            m, lo, hi = seed_mean_ci(r[f"share_{tag}"])
-            a["share_single"][i, j, g] = m
-            a["share_single_lo"][i, j, g], a["share_single_hi"][i, j, g] = lo, hi
-            a["share_bins_single"][i, j, :, g] = r[f"share_bins_{tag}"]
-            a["alignment"][i, j, g] = r[f"alignment_{tag}"]
-            a["delta_drift"][i, j, g] = r[f"delta_drift_{tag}"]
-        a["share_bins_dup"][i, j] = r["share_bins_dup"]
-        a["loss"][i, j] = [r["loss_w"], r["loss_a"], r["loss_dup"]]
+        _store_cell(a, i, j, t, r, seed)
     claims = check_claims(tasks, results) + finding_claims(a, S, K, label, seed)
     diagnostics = {
         "seeds_per_cell": S,
@@ -139,6 +115,35 @@ def analyse_cells(
         "seed the cell had as its own task)",
     }
     return a, claims, diagnostics
+
+
+def _store_cell(a: dict, i: int, j: int, t: dict, r: dict, seed: np.random.SeedSequence) -> None:
+    """Fill row ``(i, j)`` (``D``, configuration) of the arrays ``a`` from one cell's result."""
+    owner = np.asarray(r["owner"])
+    k = int(np.sum(owner == 0))
+    a["owner_count"][i, j] = k
+    a["owner_rate"][i, j] = k / owner.size
+    a["owner_lo"][i, j], a["owner_hi"][i, j] = proportion_ci(k, owner.size)[1:]
+    rng = generator(seed, "gauge_gap", i, j)
+    a["gap"][i, j], a["gap_lo"][i, j], a["gap_hi"][i, j], a["gap_pairs"][i, j] = gap_interval(
+        r["t_spec_w"], r["t_spec_a"], rng
+    )
+    a["t_spec_w"][i, j], a["t_spec_a"][i, j] = r["t_spec_w"], r["t_spec_a"]
+    a["t_spec_dup"][i, j] = r["t_spec_dup"]
+    rho = np.abs(np.asarray(r["rho_dup"], dtype=float))
+    a["rho_dup"][i, j] = rho
+    a["pruned_rate"][i, j] = float(np.mean(rho[:, 1:] < float(t["prune_tol"])))
+    m, lo, hi = seed_mean_ci(r["share_dup"])
+    a["share_dup"][i, j], a["share_dup_lo"][i, j], a["share_dup_hi"][i, j] = m, lo, hi
+    for g, tag in enumerate(("w", "a")):
+        m, lo, hi = seed_mean_ci(r[f"share_{tag}"])
+        a["share_single"][i, j, g] = m
+        a["share_single_lo"][i, j, g], a["share_single_hi"][i, j, g] = lo, hi
+        a["share_bins_single"][i, j, :, g] = r[f"share_bins_{tag}"]
+        a["alignment"][i, j, g] = r[f"alignment_{tag}"]
+        a["delta_drift"][i, j, g] = r[f"delta_drift_{tag}"]
+    a["share_bins_dup"][i, j] = r["share_bins_dup"]
+    a["loss"][i, j] = [r["loss_w"], r["loss_a"], r["loss_dup"]]
 
 
 def check_claims(tasks: list[dict], results: list[dict]) -> list[Claim]:
@@ -335,6 +340,64 @@ def _group_findings(a: dict, i: int, S: int, K: int, label: str, seed) -> list[C
     return out
 
 
+def _lag_and_drift(a: dict, i: int, D, cells: list[str], note: str) -> list[Claim]:
+    """The lag-share and gauge-drift measurements at ``D = dims[i]``."""
+    tied = a["tied"]
+    out: list[Claim] = []
+    lag_txt = "; ".join(
+        f"{c}: a-heavy copy {a['share_dup'][i, j, 0, 1]:.3f}, w-heavy copies "
+        f"{np.mean(a['share_dup'][i, j, 1:, 1]):.3f}; single w-heavy "
+        f"{a['share_single'][i, j, 0, 1]:.3f}, a-heavy {a['share_single'][i, j, 1, 1]:.3f}"
+        for j, c in enumerate(cells)
+    )
+    out.append(
+        Claim(
+            id=f"measurement:lag_share:D{int(D)}",
+            statement=(
+                f"{note}. D = {int(D)}: mean lag share of each neuron's Adam update "
+                f"(seed means) per (beta1, beta2): {lag_txt}"
+            ),
+            measured={
+                "untied_max": float(
+                    np.nanmax(np.where(tied[None, :, None], np.nan, a["share_dup"][i, :, :, 1]))
+                )
+                if (~tied).any()
+                else None,
+                "tied_max": float(np.nanmax(a["share_dup"][i, tied][..., 1]))
+                if tied.any()
+                else None,
+            },
+            expected="measured (0 when tied)",
+            tolerance=None,
+            passed=True,
+            kind="measurement",
+        )
+    )
+    drift = np.nanmedian(a["delta_drift"][i], axis=-1)
+    out.append(
+        Claim(
+            id=f"measurement:delta_drift:D{int(D)}",
+            statement=(
+                f"{note}. D = {int(D)}: median over seeds of the final drift of the gauge "
+                "delta = a^2 - |w|^2 (conserved by gradient flow), per (beta1, beta2), "
+                "w-heavy / a-heavy: "
+                + "; ".join(
+                    f"{c}: {drift[j, 0]:.3g} / {drift[j, 1]:.3g}" for j, c in enumerate(cells)
+                )
+            ),
+            measured={
+                "w_heavy_max": float(np.nanmax(drift[:, 0])),
+                "a_heavy_max": float(np.nanmax(drift[:, 1])),
+            },
+            expected="measured (gradient flow: 0)",
+            tolerance=None,
+            passed=True,
+            kind="measurement",
+        )
+    )
+    return out
+
+
 def finding_claims(a: dict, S: int, K: int, label: str, seed) -> list[Claim]:
     """The findings per ``D`` (judged over every comparison set) and the measurements per
     ``D`` (see module doc)."""
@@ -367,55 +430,5 @@ def finding_claims(a: dict, S: int, K: int, label: str, seed) -> list[Claim]:
                 kind="measurement",
             )
         )
-        lag_txt = "; ".join(
-            f"{c}: a-heavy copy {a['share_dup'][i, j, 0, 1]:.3f}, w-heavy copies "
-            f"{np.mean(a['share_dup'][i, j, 1:, 1]):.3f}; single w-heavy "
-            f"{a['share_single'][i, j, 0, 1]:.3f}, a-heavy {a['share_single'][i, j, 1, 1]:.3f}"
-            for j, c in enumerate(cells)
-        )
-        out.append(
-            Claim(
-                id=f"measurement:lag_share:D{int(D)}",
-                statement=(
-                    f"{note}. D = {int(D)}: mean lag share of each neuron's Adam update "
-                    f"(seed means) per (beta1, beta2): {lag_txt}"
-                ),
-                measured={
-                    "untied_max": float(
-                        np.nanmax(np.where(tied[None, :, None], np.nan, a["share_dup"][i, :, :, 1]))
-                    )
-                    if (~tied).any()
-                    else None,
-                    "tied_max": float(np.nanmax(a["share_dup"][i, tied][..., 1]))
-                    if tied.any()
-                    else None,
-                },
-                expected="measured (0 when tied)",
-                tolerance=None,
-                passed=True,
-                kind="measurement",
-            )
-        )
-        drift = np.nanmedian(a["delta_drift"][i], axis=-1)
-        out.append(
-            Claim(
-                id=f"measurement:delta_drift:D{int(D)}",
-                statement=(
-                    f"{note}. D = {int(D)}: median over seeds of the final drift of the gauge "
-                    "delta = a^2 - |w|^2 (conserved by gradient flow), per (beta1, beta2), "
-                    "w-heavy / a-heavy: "
-                    + "; ".join(
-                        f"{c}: {drift[j, 0]:.3g} / {drift[j, 1]:.3g}" for j, c in enumerate(cells)
-                    )
-                ),
-                measured={
-                    "w_heavy_max": float(np.nanmax(drift[:, 0])),
-                    "a_heavy_max": float(np.nanmax(drift[:, 1])),
-                },
-                expected="measured (gradient flow: 0)",
-                tolerance=None,
-                passed=True,
-                kind="measurement",
-            )
-        )
+        out += _lag_and_drift(a, i, D, cells, note)
     return out

@@ -80,39 +80,7 @@ def _cell_findings(loss, lr, b1, ws) -> list[Claim]:
             paper_value=1.0,
         )
     )
-    frozen = col["frozen"]
-    short = int(np.sum(~np.isfinite(col["adaptive"])))
-    fz = _j("mean_threshold", np.minimum(frozen, 6.0), threshold=0.0, direction=">")
-    ad = _j("equivalence", col["adaptive"], threshold=STAY_BAND)
-    fb = _j(
-        "paired_difference", np.minimum(frozen, 6.0), col["adaptive"], threshold=0.0, direction=">"
-    )
-    fr = 10 ** np.array([fz.estimate, fz.low, fz.high])
-    ar = 10 ** np.array([ad.estimate, ad.low, ad.high])
-    out += [
-        judged(
-            f"adam_edge.frozen_v_rises:{cell}",
-            f"{cell}: with v frozen at the edge, lr S / thr after it (geometric mean over "
-            f"seeds of the per-seed median) {fr[0]:.3g} (95% [{fr[1]:.3g}, {fr[2]:.3g}], "
-            f"{fz.n} seeds; {short} left out: control shorter than {CONTROL_MEMORIES:g} "
-            "memory times; a diverged copy counts as 1e6); claim > 1",
-            fz,
-        ),
-        judged(
-            f"adam_edge.adaptive_stays_on_edge:{cell}",
-            f"{cell}: the adaptive run's lr S / thr over the same steps {ar[0]:.3g} (95% "
-            f"[{ar[1]:.3g}, {ar[2]:.3g}]); claim within a factor 1.25 of 1",
-            ad,
-            paper_value=0.0,
-        ),
-        judged(
-            f"adam_edge.feedback:{cell}",
-            f"{cell}: log10 of lr S / thr, frozen copy minus adaptive run, {fb.estimate:.3g} "
-            f"(95% [{fb.low:.3g}, {fb.high:.3g}]); claim > 0 (the feedback through v holds "
-            "the sharpness down)",
-            fb,
-        ),
-    ]
+    out += _control_findings(cell, col)
     rv = _j("mean_threshold", col["reversal"], threshold=REVERSAL_MIN, direction=">")
     before = float(np.nanmean(col["reversal_before"]))
     out.append(
@@ -146,12 +114,94 @@ def _cell_findings(loss, lr, b1, ws) -> list[Claim]:
     return out
 
 
+def _control_findings(cell: str, col: dict) -> list[Claim]:
+    """The frozen-v control's three findings of one cell (``PROTOCOL.md`` section 2)."""
+    frozen = col["frozen"]
+    short = int(np.sum(~np.isfinite(col["adaptive"])))
+    fz = _j("mean_threshold", np.minimum(frozen, 6.0), threshold=0.0, direction=">")
+    ad = _j("equivalence", col["adaptive"], threshold=STAY_BAND)
+    fb = _j(
+        "paired_difference", np.minimum(frozen, 6.0), col["adaptive"], threshold=0.0, direction=">"
+    )
+    fr = 10 ** np.array([fz.estimate, fz.low, fz.high])
+    ar = 10 ** np.array([ad.estimate, ad.low, ad.high])
+    return [
+        judged(
+            f"adam_edge.frozen_v_rises:{cell}",
+            f"{cell}: with v frozen at the edge, lr S / thr after it (geometric mean over "
+            f"seeds of the per-seed median) {fr[0]:.3g} (95% [{fr[1]:.3g}, {fr[2]:.3g}], "
+            f"{fz.n} seeds; {short} left out: control shorter than {CONTROL_MEMORIES:g} "
+            "memory times; a diverged copy counts as 1e6); claim > 1",
+            fz,
+        ),
+        judged(
+            f"adam_edge.adaptive_stays_on_edge:{cell}",
+            f"{cell}: the adaptive run's lr S / thr over the same steps {ar[0]:.3g} (95% "
+            f"[{ar[1]:.3g}, {ar[2]:.3g}]); claim within a factor 1.25 of 1",
+            ad,
+            paper_value=0.0,
+        ),
+        judged(
+            f"adam_edge.feedback:{cell}",
+            f"{cell}: log10 of lr S / thr, frozen copy minus adaptive run, {fb.estimate:.3g} "
+            f"(95% [{fb.low:.3g}, {fb.high:.3g}]); claim > 0 (the feedback through v holds "
+            "the sharpness down)",
+            fb,
+        ),
+    ]
+
+
 def quadratic_separation(r: dict) -> float:
     """Median over the second half of ``log10(S / kappa_g)`` of one diagonal-quadratic run."""
     S, K = np.asarray(r["sharpness"]), np.asarray(r["kappa_g"])
     h = slice(S.size // 2, None)
     with np.errstate(divide="ignore", invalid="ignore"):
         return float(np.nanmedian(np.log10(S[h] / K[h])))
+
+
+def _lanczos_claim(r: dict) -> Claim:
+    """The check ``lanczos_matches_dense`` from the ``lanczos_check`` task's result."""
+    rel = abs(float(r["lanczos"]) / float(r["dense"]) - 1)
+    return Claim(
+        id="adam_edge.lanczos_matches_dense",
+        statement=f"on a small digits MLP ({int(r['n_params'])} parameters, after 50 "
+        "Adam steps) the Lanczos estimate of lambda_max(P^-1/2 H P^-1/2) "
+        f"({float(r['lanczos']):.10g}) equals the dense eigensolver's "
+        f"({float(r['dense']):.10g}): relative difference",
+        measured=rel,
+        expected=0.0,
+        tolerance=LANCZOS_TOL,
+        passed=rel <= LANCZOS_TOL,
+    )
+
+
+def _run_record(t: dict, r: dict, arrays: dict, diag: dict) -> dict:
+    """Store one edge run's arrays and diagnostics; returns its window statistics."""
+    key = f"{t['loss']}__lr{t['lr']:g}__b{t['beta1']:g}__s{t['seed_index']}"
+    for f in (
+        "loss",
+        "ema_loss",
+        "kappa_g",
+        "lanczos_step",
+        "sharpness",
+        "frozen_sharpness",
+        "frozen_loss",
+    ):
+        arrays[f"{key}__{f}"] = np.asarray(r[f])
+    arrays[f"{key}__threshold"] = np.asarray(r["threshold"])
+    w = window_stats(r, t)
+    diag["runs"][key] = (
+        {
+            "edge_start": int(r["edge_start"]),
+            "lr_kappa_over_thr_p10_50_90": w["ratio_q"].tolist(),
+            "lr_secant_over_thr_p10_50_90": w["secant_q"].tolist(),
+            "log10_frozen": w.get("frozen"),
+            "log10_adaptive": w.get("adaptive"),
+        }
+        if w
+        else {"edge_start": -1}
+    )
+    return w
 
 
 def analyse(tasks, results, seed):
@@ -161,20 +211,7 @@ def analyse(tasks, results, seed):
     quad: dict = {}
     for t, r in zip(tasks, results):
         if t["kind"] == "lanczos_check":
-            rel = abs(float(r["lanczos"]) / float(r["dense"]) - 1)
-            claims.append(
-                Claim(
-                    id="adam_edge.lanczos_matches_dense",
-                    statement=f"on a small digits MLP ({int(r['n_params'])} parameters, after 50 "
-                    "Adam steps) the Lanczos estimate of lambda_max(P^-1/2 H P^-1/2) "
-                    f"({float(r['lanczos']):.10g}) equals the dense eigensolver's "
-                    f"({float(r['dense']):.10g}): relative difference",
-                    measured=rel,
-                    expected=0.0,
-                    tolerance=LANCZOS_TOL,
-                    passed=rel <= LANCZOS_TOL,
-                )
-            )
+            claims.append(_lanczos_claim(r))
             continue
         if t["kind"] == "quadratic":
             quad.setdefault(t["beta1"], []).append(quadratic_separation(r))
@@ -184,30 +221,7 @@ def analyse(tasks, results, seed):
                 arrays[f"{key}__S"] = t["lr"] * np.asarray(r["sharpness"]) / thr
                 arrays[f"{key}__kappa"] = t["lr"] * np.asarray(r["kappa_g"]) / thr
             continue
-        key = f"{t['loss']}__lr{t['lr']:g}__b{t['beta1']:g}__s{t['seed_index']}"
-        for f in (
-            "loss",
-            "ema_loss",
-            "kappa_g",
-            "lanczos_step",
-            "sharpness",
-            "frozen_sharpness",
-            "frozen_loss",
-        ):
-            arrays[f"{key}__{f}"] = np.asarray(r[f])
-        arrays[f"{key}__threshold"] = np.asarray(r["threshold"])
-        w = window_stats(r, t)
-        diag["runs"][key] = (
-            {
-                "edge_start": int(r["edge_start"]),
-                "lr_kappa_over_thr_p10_50_90": w["ratio_q"].tolist(),
-                "lr_secant_over_thr_p10_50_90": w["secant_q"].tolist(),
-                "log10_frozen": w.get("frozen"),
-                "log10_adaptive": w.get("adaptive"),
-            }
-            if w
-            else {"edge_start": -1}
-        )
+        w = _run_record(t, r, arrays, diag)
         cells.setdefault((t["loss"], t["lr"], t["beta1"]), []).append((t, w))
     arrays["run_keys"] = np.array(list(diag["runs"]))
     arrays["quadratic_beta1s"] = np.array(sorted(quad))
