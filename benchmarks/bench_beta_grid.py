@@ -92,7 +92,7 @@ def findings(task: str, cells, out: dict) -> dict:
         diverged_cells,
         protocol_statistics,
     )
-    from gaugedyn.experiments.adam_split.beta_grid import findings_of
+    from gaugedyn.experiments.adam_split._grid_analysis import findings_of
 
     betas = sorted({c[0] for c in cells})
     seeds = len(cells) // len(betas) ** 2

@@ -6,24 +6,23 @@ import numpy as np
 import pytest
 import torch
 
+from gaugedyn.adam import dense_sharpness, preconditioned_sharpness
+from gaugedyn.adam import hessian_vector_product as _hvp
 from gaugedyn.experiments.adam_stability._edge import (
     _flat,
-    _hvp,
     _setup,
-    dense_sharpness,
     diagonal_quadratic,
     lanczos_check,
-    preconditioned_sharpness,
     run_edge,
     threshold,
 )
-from gaugedyn.experiments.adam_stability.adam_edge import (
-    _analyse,
-    edge_start,
+from gaugedyn.experiments.adam_stability._edge_analysis import analyse as _analyse
+from gaugedyn.experiments.adam_stability._edge_analysis import (
     period_two,
     quadratic_separation,
     window_stats,
 )
+from gaugedyn.experiments.adam_stability._protocol import edge_start
 
 SEED = np.random.SeedSequence(2026)  # the analysis seed of runs analysed directly
 

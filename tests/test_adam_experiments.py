@@ -8,6 +8,9 @@ import pytest
 
 from gaugedyn import InputError
 from gaugedyn.experiments import make_config
+from gaugedyn.experiments.adam_split import _gauge_analysis as gaa
+from gaugedyn.experiments.adam_split import _grid_analysis as bga
+from gaugedyn.experiments.adam_split import _protocol as ap
 from gaugedyn.experiments.adam_split import beta_grid as bg
 from gaugedyn.experiments.adam_split import gauge_under_adam as ga
 from gaugedyn.plotting import style
@@ -105,9 +108,9 @@ def _broken(result, key, value):
 ])
 def test_beta_grid_checks_fail_on_broken_inputs(key, value, claim):
     tasks, results = _fake_results()
-    good = {c.id: c for c in bg.correctness_claims(tasks, results)}
+    good = {c.id: c for c in bga.correctness_claims(tasks, results)}
     assert all(c.passed for c in good.values())
-    claims = {c.id: c for c in bg.correctness_claims(tasks, [_broken(results[0], key, value)])}
+    claims = {c.id: c for c in bga.correctness_claims(tasks, [_broken(results[0], key, value)])}
     assert not claims[claim].passed
     assert all(c.passed for k, c in claims.items() if k != claim)
 
@@ -124,10 +127,10 @@ def test_beta_grid_quick_is_a_real_grid_over_all_tasks():
     cfg = make_config({"experiment": "beta_grid"}, quick=True)
     p = cfg.params
     assert len(p["beta1s"]) >= 3 and set(p["beta1s"]) == set(p["beta2s"])
-    assert set(p["tasks"]) == set(bg.TASKS) and p["seeds"] >= 2
+    assert set(p["tasks"]) == set(ap.TASKS) and p["seeds"] >= 2
     full = make_config({"experiment": "beta_grid"}).params
     assert len(full["beta1s"]) >= 4 and len(full["beta2s"]) >= 4
-    kinds = [bg.TASK_KINDS[t] for t in full["tasks"]]
+    kinds = [ap.TASK_KINDS[t] for t in full["tasks"]]
     assert kinds.count("vision") == 3 and kinds.count("language") == 3
     assert kinds.count("neither") == 1
 
@@ -167,7 +170,7 @@ def test_gauge_under_adam_end_to_end(tmp_path):
     for c in found:
         d = c.to_dict()
         assert d["rule"] in ("proportion", "mean_threshold") and "power" in d
-        assert set(d["readings"]) == set(ga.GROUPS) and d["per_seed"]
+        assert set(d["readings"]) == set(ap.GROUPS) and d["per_seed"]
     assert all(c.statement.startswith("provisional (reduced configuration): ") for c in found)
 
 
@@ -186,7 +189,7 @@ def test_probe_leaves_the_trainer_trajectory_unchanged():
     assert probe["probe_calls"] == 25 and probe["probe_counter_ok"]
     assert probe["share_bins"].shape == (5, 2, 3)
     assert np.all(probe["share_mean"][..., 1] > 0)
-    assert probe["sum_error"] <= ga.SUM_TOL and probe["applied_error"] <= ga.APPLIED_TOL
+    assert probe["sum_error"] <= ap.SUM_TOL and probe["applied_error"] <= ap.APPLIED_TOL
 
 
 def test_probed_runs_in_threads_match_serial_runs():
@@ -235,9 +238,9 @@ def _fake_cell(tied: bool, S: int = 4, K: int = 2):
 ])
 def test_gauge_under_adam_checks_fail_on_broken_inputs(broken, claim):
     (t0, r0), (t1, r1) = _fake_cell(True), _fake_cell(False)
-    good = {c.id: c for c in ga.check_claims([t0, t1], [r0, r1])}
+    good = {c.id: c for c in gaa.check_claims([t0, t1], [r0, r1])}
     assert all(c.passed for c in good.values())
-    bad = {c.id: c for c in ga.check_claims([t0, t1], [{**r0, **broken}, r1])}
+    bad = {c.id: c for c in gaa.check_claims([t0, t1], [{**r0, **broken}, r1])}
     assert not bad[claim].passed
     assert all(c.passed for k, c in bad.items() if k != claim)
 
@@ -246,12 +249,12 @@ def test_gap_interval_geometric_mean_and_coverage():
     from gaugedyn.stats import generator
 
     rng = generator(5, "test")
-    est, lo, hi, n = ga.gap_interval([6.0, 6.0, np.nan, 6.0], [2.0, 2.0, 1.0, 2.0], rng)
+    est, lo, hi, n = gaa.gap_interval([6.0, 6.0, np.nan, 6.0], [2.0, 2.0, 1.0, 2.0], rng)
     assert (est, lo, hi, n) == (pytest.approx(3.0), pytest.approx(3.0), pytest.approx(3.0), 3)
     num = np.exp(rng.normal(np.log(5.0), 0.3, size=200))
-    est, lo, hi, n = ga.gap_interval(num, np.ones(200), rng)
+    est, lo, hi, n = gaa.gap_interval(num, np.ones(200), rng)
     assert n == 200 and lo < 5.0 < hi and lo < est < hi and hi / lo < 1.2
-    assert np.isnan(ga.gap_interval([np.nan], [1.0], rng)[0])
+    assert np.isnan(gaa.gap_interval([np.nan], [1.0], rng)[0])
 
 
 def test_gauge_findings_judge_the_interval():
@@ -259,7 +262,7 @@ def test_gauge_findings_judge_the_interval():
          "tied": np.array([True, False]), "owner_count": np.array([[8.0, 1.0]]),
          "t_spec_w": np.array([[np.linspace(4.0, 4.4, 8), np.linspace(0.8, 1.25, 8)]]),
          "t_spec_a": np.ones((1, 2, 8))}
-    found = {c.id: c for c in ga._group_findings(a, 0, 8, 2, "", np.random.SeedSequence(0))}
+    found = {c.id: c for c in gaa._group_findings(a, 0, 8, 2, "", np.random.SeedSequence(0))}
     rate, gap = found["finding:owner_rate:D8"], found["finding:gauge_gap:D8"]
     assert rate.readings == {"all configurations": "UNRESOLVED", "tied": "HELD",
                              "untied": "NOT HELD"}
@@ -273,12 +276,12 @@ def test_gauge_findings_judge_the_interval():
                   draw=d["tolerance"]["uniform_draw"])
     assert [again.low, again.high] == d["interval"] and again.verdict == "UNRESOLVED"
     # built to hold in every group, and built to fail in every group
-    held = {c.id: c for c in ga._group_findings(a | {"owner_count": np.array([[8.0, 8.0]]),
+    held = {c.id: c for c in gaa._group_findings(a | {"owner_count": np.array([[8.0, 8.0]]),
                                                     "t_spec_w": np.full((1, 2, 8), 4.0)
                                                     + np.linspace(0, 0.1, 8)}, 0, 8, 2, "",
                                           np.random.SeedSequence(0))}
     assert {c.verdict for c in held.values()} == {"HELD"}
-    failed = {c.id: c for c in ga._group_findings(a | {"owner_count": np.array([[0.0, 1.0]]),
+    failed = {c.id: c for c in gaa._group_findings(a | {"owner_count": np.array([[0.0, 1.0]]),
                                                       "t_spec_w": np.full((1, 2, 8), 0.5)
                                                       + np.linspace(0, 0.1, 8)}, 0, 8, 2, "",
                                           np.random.SeedSequence(0))}

@@ -6,6 +6,7 @@ import pytest
 
 from gaugedyn import InputError
 from gaugedyn.adam import READING_SUMS, reading_sums, split_update
+from gaugedyn.experiments.adam_split import _grid_analysis as bga
 from gaugedyn.experiments.adam_split import beta_grid as bg
 from gaugedyn.experiments.adam_split._grid import (
     cell_table,
@@ -65,7 +66,7 @@ def _grid(hold=True, diverge=(), lag_off=None, tied_rough=None):
 
 def _findings(tasks, results):
     table = cell_table(results, tasks, 0.1)
-    found = bg.findings_of("digits_mlp", protocol_statistics(table, "digits_mlp"), "", [])
+    found = bga.findings_of("digits_mlp", protocol_statistics(table, "digits_mlp"), "", [])
     return {c.id: c for c in found}, table
 
 
@@ -120,7 +121,7 @@ def test_every_finding_holds_on_a_grid_built_to_pass():
         if ":tied_smoother:" in k:
             assert c.readings == {"as judged": "HELD"}
         else:  # both sign readings times both share conventions, every one judged
-            assert c.readings == {r: "HELD" for r in bg.READING_ORDER}
+            assert c.readings == {r: "HELD" for r in bga.READING_ORDER}
 
 
 def test_every_finding_fails_on_a_grid_built_to_fail():
@@ -158,7 +159,8 @@ def test_a_diverged_off_diagonal_cell_does_not_make_the_lag_substantial():
     assert found[key].verdict == "NOT HELD"
     assert "(0.9, 0.99)" not in found[key].tolerance["cells"]
     assert all("(0.9, 0.99)" not in " ".join(c.tolerance["cells"]) for c in found.values())
-    arrays, claims, diag = bg.analyse_grid(bg_config(), tasks, results, [], [])
+    arrays, claims, diag = bga.analyse_grid(bg_config(), tasks, results, [], [],
+                                            label=bg.configuration_label(bg_config()))
     assert diag["per_task"]["digits_mlp"]["diverged_cells"] == ["(0.9, 0.99)"]
     assert arrays["digits_mlp__cell_diverged"][0, 1] == 1
     held = {c.id: c.verdict for c in claims if c.kind == "finding"}
@@ -223,7 +225,8 @@ def test_provisional_label_unless_full_configuration():
     assert bg.configuration_label(quick) == "provisional (quick)"
     assert bg.configuration_label(full | {"seeds": 3}) == "provisional (reduced configuration)"
     tasks, results = _grid()
-    _, claims, diag = bg.analyse_grid(quick, tasks, results, [], [])
+    _, claims, diag = bga.analyse_grid(quick, tasks, results, [], [],
+                                       label=bg.configuration_label(quick))
     found = [c for c in claims if c.kind == "finding"]
     assert found and all(c.statement.startswith("provisional (quick): ") for c in found)
     assert diag["provisional"] == "provisional (quick)"

@@ -11,6 +11,7 @@ pytest.importorskip("torch")
 from gaugedyn import InputError  # noqa: E402
 from gaugedyn._meta import task_seed  # noqa: E402
 from gaugedyn.experiments import make_config  # noqa: E402
+from gaugedyn.experiments.adam_split import _protocol as ap
 from gaugedyn.experiments.adam_split import gauge_under_adam as ga  # noqa: E402
 
 PARAMS = {"dims": [6], "betas": [[0.9, 0.9], [0.9, 0.99], [0.99, 0.9]], "seeds": 2,
@@ -40,10 +41,10 @@ def test_a_cell_of_the_batched_task_equals_the_cell_alone_bitwise():
             np.testing.assert_array_equal(got, value, err_msg=f"{pair} {key}")
         # the probe's checks, per cell
         assert alone["probe_counter_ok"].all() and (alone["probe_calls"] == 30).all()
-        assert alone["sum_error"][0] <= ga.SUM_TOL and alone["applied_error"][0] <= ga.APPLIED_TOL
+        assert alone["sum_error"][0] <= ap.SUM_TOL and alone["applied_error"][0] <= ap.APPLIED_TOL
         assert (alone["lag_norm_max"][0] == 0.0) == (pair[0] == pair[1])
     # a cell's seed is the one the harness gave the cell as its own task (before the batching)
-    for cell in ga.cell_tasks(task):
+    for cell in ap.cell_tasks(task):
         old = task_seed(cfg.seed, cfg.name, cell)
         assert ga.cell_seed(task_seed(cfg.seed, cfg.name, task), cell).generate_state(4).tolist() \
             == old.generate_state(4).tolist()

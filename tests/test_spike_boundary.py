@@ -5,27 +5,23 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gaugedyn.adam._stability import (
-    adam_step,
-    loss_floor,
-    oscillating_state,
-    simulate_envelopes,
-    simulate_losses,
-)
-from gaugedyn.experiments.adam_stability.spike_boundary import (
+from gaugedyn.adam import loss_floor, oscillating_state, simulate_envelopes, simulate_losses
+from gaugedyn.adam._stability import adam_step
+from gaugedyn.experiments.adam_stability._protocol import (
     BANDS,
     CODES,
     NOT_SIMULATED,
-    _check_claim,
-    _findings,
-    _run_1d,
     judge_run,
     probability,
     run_steps,
     settle_steps,
-    start_state,
-    turn_growth,
     upper_edge,
+)
+from gaugedyn.experiments.adam_stability._scan import _run_1d, start_state
+from gaugedyn.experiments.adam_stability._spike_analysis import (
+    _check_claim,
+    _findings,
+    turn_growth,
 )
 
 
@@ -154,7 +150,8 @@ def test_upper_edge_and_check_claim():
 
 def test_task_scan_uses_the_stored_calibration_and_judges_every_copy():
     from gaugedyn.experiments.adam_stability._calibration import TASKS
-    from gaugedyn.experiments.adam_stability.spike_boundary import EXPERIMENT, _run_task
+    from gaugedyn.experiments.adam_stability._scan import _run_task
+    from gaugedyn.experiments.adam_stability.spike_boundary import EXPERIMENT
 
     full = {k: p.default for k, p in EXPERIMENT.params.items()}
     quick = {k: (p.quick if p.quick is not None else p.default)
@@ -177,18 +174,18 @@ def test_task_scan_uses_the_stored_calibration_and_judges_every_copy():
 
 
 def test_a_copy_on_a_plateau_is_untrained_under_both_windows(monkeypatch):
-    from gaugedyn.experiments.adam_stability import _batched, spike_boundary
+    from gaugedyn.experiments.adam_stability import _batched, _scan
 
     T = int(run_steps(np.array([0.5]), np.array([0.3]))[0])
     curves = np.zeros((T, 2))
     curves[:, 1] = -np.linspace(0, 6, T)  # copy 1 falls six decades; copy 0 stays on a plateau
     monkeypatch.setattr(_batched, "adam_steps", lambda *a, **k: curves.copy())
-    r = spike_boundary._run_task({"task": "teacher_mse", "a": [0.5], "c": [0.3], "seeds": 2,
+    r = _scan._run_task({"task": "teacher_mse", "a": [0.5], "c": [0.3], "seeds": 2,
                                   "lr": 1e-2, "n_samples": 8, "hidden": 4},
                                  np.random.SeedSequence(1))
     assert list(r["status"][0, 0, :, 0]) == [CODES["untrained"], CODES["quiet"]]
     assert list(r["status"][0, 0, :, 1]) == [CODES["untrained"], CODES["quiet"]]
-    assert np.isnan(spike_boundary.probability(r["status"][..., 0][:, :, :1]))[0, 0]
+    assert np.isnan(probability(r["status"][..., 0][:, :, :1]))[0, 0]
 
 
 def test_stored_pilots_meet_the_calibration_rule_and_the_rule_can_fail():
@@ -207,7 +204,7 @@ def test_stored_pilots_meet_the_calibration_rule_and_the_rule_can_fail():
 
 
 def test_linear_on_tasks_and_C_between_tasks_are_judged_under_both_windows():
-    from gaugedyn.experiments.adam_stability.spike_boundary import (
+    from gaugedyn.experiments.adam_stability._spike_analysis import (
         _task_claim,
         _tasks_C_claim,
         task_C,

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from gaugedyn.experiments.adam_split import _batched as bt
-from gaugedyn.experiments.adam_split import beta_grid as bg
+from gaugedyn.experiments.adam_split import _protocol as ap
 from gaugedyn.experiments.adam_split._stacked import STACKED
 from gaugedyn.experiments.adam_split.tasks import DEFAULTS
 
@@ -101,8 +101,8 @@ def test_stacked_training_equals_the_loop(task, dtype):
         tol = (SUMS_TOL_TRANSFORMER_F64 if (task, dtype) == ("char_transformer", torch.float64)
                else SUMS_TOL[dtype])
         assert bt.reference_error(a["sums"][c], b["sums"][c]) <= tol
-    assert max(a["reference_error"]) <= bg.REFERENCE_TOL and max(a["applied_ratio"]) <= 1.0
-    assert max(a["sum_error"]) <= bg.SUM_TOL and a["lag_abs_max"][1] == 0.0
+    assert max(a["reference_error"]) <= ap.REFERENCE_TOL and max(a["applied_ratio"]) <= 1.0
+    assert max(a["sum_error"]) <= ap.SUM_TOL and a["lag_abs_max"][1] == 0.0
 
 
 @pytest.mark.parametrize("task", ["digits_resnet", "word_mlp"])

@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError
-from . import CONFIDENCE, Interval
 from . import _estimators as est
+from ._intervals import CONFIDENCE, Interval
 
 WORDS = {1: "HELD", 0: "UNRESOLVED", -1: "NOT HELD"}
 UNDERPOWERED = 0.8

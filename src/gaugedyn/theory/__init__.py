@@ -19,7 +19,6 @@ from ._flows import rhs_and_jacobian as rhs_and_jacobian
 from ._flows import state_to_order_parameters as state_to_order_parameters
 from ._flows import weights as weights
 from ._functional import functional_report, owners, pruned_since, remaining_relative  # noqa: F401
-from ._functional import owner_sets as owner_sets
 from ._functional import pruning_time as pruning_time
 from ._observables import CLASSIFICATION_SAMPLES as CLASSIFICATION_SAMPLES
 from ._observables import Definitions as Definitions
@@ -33,6 +32,7 @@ from ._observables import mobilities as mobilities
 from ._observables import observe as observe
 from ._observables import order_parameters as order_parameters
 from ._observables import owner as owner
+from ._observables import owner_sets as owner_sets
 from ._observables import pruned as pruned
 from ._observables import rho as rho
 from ._observables import specialization as specialization

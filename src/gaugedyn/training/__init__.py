@@ -15,5 +15,6 @@ __getattr__, __dir__, __all__ = attach(
         "_online_ode": ["OnlineODE", "online_ode", "noise_term"],
         "_online_fast": ["train_online"],
         "_support": ["single_thread", "match_times"],
+        "_digits": ["load_digits"],
     },
 )
