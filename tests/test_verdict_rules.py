@@ -227,7 +227,7 @@ def test_cell_rules_decide_by_cell():
 
 
 def test_power_matches_the_noncentral_t():
-    rate, se = stats.RULES["mean_threshold"].power(10, 0.8, reps=4000, seed=5)
+    rate, se = stats.power(stats.RULES["mean_threshold"], 10, 0.8, reps=4000, seed=5)
     exact = sps.nct.sf(sps.t.ppf(0.975, 9), 9, 0.8 * math.sqrt(10))
     assert abs(rate - exact) < 4 * se
 

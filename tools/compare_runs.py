@@ -35,8 +35,7 @@ import numpy as np
 
 from gaugedyn import InputError
 from gaugedyn.harness._arrays import load_arrays
-from gaugedyn.harness._folders import run_folders
-from gaugedyn.harness._summary import read_summary
+from gaugedyn.harness._folders import read_summary, run_folders
 
 CLAIM_FIELDS = ("kind", "measured", "expected", "tolerance", "passed", "verdict", "interval")
 

@@ -170,7 +170,7 @@ def _pngs(summary: dict) -> list[str]:
 
 
 def _fmt(value, limit: int = 60) -> str:
-    from .harness._report import fmt
+    from .harness import fmt
 
     return fmt(value, limit).replace("|", "\\|")
 
@@ -206,7 +206,7 @@ def provenance(experiment: str, summary: dict) -> str:
 
 def claims_table(experiment: str, data: dict[str, dict]) -> list[str]:
     """Every claim of one published run, then its provenance."""
-    from .harness._report import verdict_word
+    from .harness import verdict_word
 
     if experiment not in data:
         raise InputError(
@@ -240,7 +240,7 @@ def claims_table(experiment: str, data: dict[str, dict]) -> list[str]:
 def readings_table(experiment: str, data: dict[str, dict]) -> list[str]:
     """Every finding of one published run with its verdict under each reading, then its checks
     and measurements, then its provenance."""
-    from .harness._report import verdict_word
+    from .harness import verdict_word
 
     if experiment not in data:
         raise InputError(
@@ -293,7 +293,7 @@ def figures_block(experiment: str, data: dict[str, dict], here: Path, root: Path
 def verdict_counts(summaries: list[dict]) -> dict[str, int]:
     """Checks passed / failed and findings HELD / NOT HELD / UNRESOLVED / depends on the reading
     over some summaries."""
-    from .harness._report import FINDING_WORDS, verdict_word
+    from .harness import FINDING_WORDS, verdict_word
 
     counts = dict.fromkeys(("PASS", "FAIL", *FINDING_WORDS, "MEASURED"), 0)
     for summary in summaries:

@@ -46,6 +46,9 @@ from ._registry import SYSTEMS as SYSTEMS
 from ._registry import System as System
 from ._registry import parse_system as parse_system
 from ._registry import read_system as read_system
+from ._report import FINDING_WORDS as FINDING_WORDS
+from ._report import fmt as fmt
+from ._report import verdict_word as verdict_word
 from ._runner import RunOutcome as RunOutcome
 from ._runner import execute as execute
 from ._store import ResultStore as ResultStore
@@ -55,6 +58,9 @@ from ._verdicts import margin_value as margin_value
 from ._verdicts import no_paper_value as no_paper_value
 
 __all__ = [
+    "FINDING_WORDS",
+    "fmt",
+    "verdict_word",
     "DECLARATIONS",
     "EXPERIMENTS",
     "SYSTEMS",

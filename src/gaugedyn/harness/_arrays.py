@@ -35,7 +35,7 @@ from typing import Any, cast
 import numpy as np
 
 from .._errors import InputError
-from ._folders import ARRAYS, SUMMARY
+from ._folders import ARRAYS, SUMMARY, read_summary
 from ._store import atomic_write
 
 SCHEMA = 1
@@ -115,8 +115,6 @@ def write_arrays(path: Path, arrays: dict[str, np.ndarray], summary: dict) -> No
 
 def load_arrays(run: str | Path, summary: dict | None = None) -> dict[str, np.ndarray]:
     """The stored arrays of a run folder, checked against the summary's checksum."""
-    from ._summary import read_summary
-
     run = Path(run)
     summary = summary if summary is not None else read_summary(run)
     try:

@@ -24,11 +24,12 @@ from ._folders import (
     claim_output_dir,
     commit,
     marker_kind,
+    read_summary,
     run_folders,
     staging_dir,
 )
 from ._protocol import Experiment
-from ._summary import read_summary, write_summary
+from ._summary import write_summary
 
 
 def draw(

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from .._errors import InputError
+from .._errors import InputError, oneline
 from ._config import show
 from ._report import REPORT
 from ._store import atomic_write, fsync_dir
@@ -181,3 +181,14 @@ def run_folders(folder: str | Path) -> list[Path]:
             "'gaugedyn run' or 'gaugedyn reproduce'"
         )
     return runs
+
+
+def read_summary(run: Path) -> dict:
+    """The ``summary.json`` of a run folder, or :class:`InputError` if it is not one."""
+    try:
+        summary = json.loads((run / SUMMARY).read_text())
+    except (OSError, ValueError) as err:
+        raise InputError(f"{run / SUMMARY}: unreadable summary ({oneline(err)})") from None
+    if not isinstance(summary, dict) or "configuration" not in summary:
+        raise InputError(f"{run / SUMMARY}: not a gaugedyn summary")
+    return summary

@@ -172,10 +172,11 @@ def _counts(rows: list[dict]) -> str:
 
 
 def _papers() -> list:
-    """The papers, each with the experiments of its system (:mod:`gaugedyn.papers`)."""
-    from ..papers import PAPERS
+    """The papers, each with the experiments of its system (the systems' declarations, which
+    :mod:`gaugedyn.papers` re-exports as ``PAPERS``)."""
+    from ._registry import DECLARATIONS
 
-    return list(PAPERS)
+    return list(DECLARATIONS.values())
 
 
 def _paper_section(paper, runs, provisional: str) -> list[str]:

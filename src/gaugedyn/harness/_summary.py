@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .._errors import InputError, oneline
 from .._json import strict
 from .._meta import versions
 from ._arrays import schema_problems
@@ -83,14 +82,3 @@ def write_summary(staging: Path, summary: dict) -> None:
     text = json.dumps(strict(summary), indent=1, allow_nan=False, default=str)
     atomic_write(staging / SUMMARY, text.encode())
     (staging / REPORT).write_text(run_report(json.loads(text)))
-
-
-def read_summary(run: Path) -> dict:
-    """The ``summary.json`` of a run folder, or :class:`InputError` if it is not one."""
-    try:
-        summary = json.loads((run / SUMMARY).read_text())
-    except (OSError, ValueError) as err:
-        raise InputError(f"{run / SUMMARY}: unreadable summary ({oneline(err)})") from None
-    if not isinstance(summary, dict) or "configuration" not in summary:
-        raise InputError(f"{run / SUMMARY}: not a gaugedyn summary")
-    return summary

@@ -26,6 +26,7 @@ from ._audit import Rate as Rate
 from ._audit import audit as audit
 from ._audit import audit_rule as audit_rule
 from ._audit import format_table as format_table
+from ._audit import power as power
 from ._audit import power_at as power_at
 from ._estimators import holm as holm
 from ._estimators import median_bounds as median_bounds

@@ -122,8 +122,8 @@ class Rule:
 
     ``judge(*samples, threshold=..., direction=...)`` gives a :class:`Judgement`;
     ``evaluate`` is the same rule vectorised over leading (experiment) axes, used by the audit;
-    ``power(n, effect)`` is the probability of HELD when the truth lies ``effect`` standard
-    deviations inside the claim (simulated, :func:`gaugedyn.stats.audit_rule`).
+    its power (the probability of HELD when the truth lies ``effect`` standard deviations
+    inside the claim) is :func:`gaugedyn.stats.power` (simulated, as the audit does).
     """
 
     name: str
@@ -509,25 +509,6 @@ class Rule:
             x.tolist(),
             cells,
         )
-
-    def power(
-        self,
-        n: int,
-        effect: float,
-        *,
-        cells: int = 1,
-        shape: str = "normal",
-        reps: int = 4000,
-        seed: int = 0,
-        values: Any = None,
-    ) -> tuple[float, float]:
-        """``(P(HELD), Monte Carlo s.e.)`` at ``n`` seeds when the truth lies ``effect``
-        standard deviations of one observation inside the claim (for a cell rule: every cell
-        at ``effect`` for ``every_cell``, one cell for ``some_cell``), simulated with noise of
-        ``shape`` (see :func:`gaugedyn.stats.audit_rule`)."""
-        from ._audit import power
-
-        return power(self, n, effect, cells=cells, shape=shape, reps=reps, seed=seed, values=values)
 
 
 _T = "Student t interval of the mean"
