@@ -79,6 +79,7 @@ class BetaGrid(Experiment):
         "MLP on pydoc_data.topics) and the ReLU teacher-student: both sign readings, "
         "both share conventions, findings with seed intervals under a fixed protocol."
     )
+    label_keys = FULL_KEYS
     params = {
         "tasks": Param(
             list,

@@ -70,6 +70,7 @@ class GaugeUnderAdam(Experiment):
         "with Adam at tied and untied (beta1, beta2) over seeds: owner-selection rate, "
         "gauge gap in specialization time and each neuron's lag share, with intervals"
     )
+    label_keys = LABEL_KEYS
     params = {
         "dims": Param(
             list,

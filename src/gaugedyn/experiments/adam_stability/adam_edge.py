@@ -12,7 +12,7 @@ in this folder; its constants are ``_protocol``, the analysis ``_edge_analysis``
 from __future__ import annotations
 
 from ..._meta import integer_seed
-from ...harness import Experiment, Param, labelled
+from ...harness import Experiment, Param
 from ._edge_analysis import analyse
 from ._figures import edge_curvature
 from ._protocol import CONTROL_MEMORIES, EDGE_FRACTION, LOSSES, edge_start
@@ -208,7 +208,7 @@ class AdamEdge(Experiment):
         return out
 
     def analyse(self, config, tasks, results, seed):
-        return labelled(self.params, config, analyse(tasks, results, seed))
+        return analyse(tasks, results, seed)
 
     def plot(self, arrays, config, outdir):
         return [edge_curvature(arrays, outdir)]

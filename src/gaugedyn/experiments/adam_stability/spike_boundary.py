@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...adam import SPIKE_DEFINITION
-from ...harness import Experiment, Param, labelled
+from ...harness import Experiment, Param
 from ._calibration import GRID as TASK_GRID
 from ._calibration import TASKS as CALIBRATION
 from ._figures import spike_maps
@@ -232,7 +232,7 @@ class SpikeBoundary(Experiment):
         return run(task, seed)
 
     def analyse(self, config, tasks, results, seed):
-        return labelled(self.params, config, analyse(tasks, results, seed))
+        return analyse(tasks, results, seed)
 
     def plot(self, arrays, config, outdir):
         return [spike_maps(arrays, outdir)]
