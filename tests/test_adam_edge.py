@@ -70,8 +70,19 @@ def test_frozen_copy_is_adam_with_v_held_fixed():
     """Freezing at step 0 (P = |g_0| + eps): the copy's losses equal a hand-written loop of
     m <- beta1 m + (1 - beta1) g, theta <- theta - lr m^ / P with that P."""
     lr, b1, b2, T = 1e-2, 0.5, 0.999, 12
-    out = run_edge("mse", lr, b1, b2, T, seed=2, n_samples=32, lanczos_every=5, freeze=True,
-                   freeze_after=0, freeze_fraction=0.0)
+    out = run_edge(
+        "mse",
+        lr,
+        b1,
+        b2,
+        T,
+        seed=2,
+        n_samples=32,
+        lanczos_every=5,
+        freeze=True,
+        freeze_after=0,
+        freeze_fraction=0.0,
+    )
     assert out["freeze_step"] == 0 and out["frozen_sharpness"].shape == out["sharpness"].shape
     model, fn = _setup("mse", 32, 2)
     params = list(model.parameters())
@@ -125,12 +136,27 @@ def _fake(kappa_ratio, cos, lower, frozen, T=1000, b1=0.5, lr=1e-2, edge=True, s
     E = np.exp(-np.arange(T) / 500) * np.exp(lower + 0.01 * rng.standard_normal())
     lz = np.arange(0, T, 100)
     S = np.full(lz.size, (1.05 if edge else 0.5) * thr / lr) * (1 + 0.01 * rng.standard_normal())
-    r = {"kappa_g": np.full(T, kappa_ratio * thr / lr) * (1 + 0.01 * rng.standard_normal(T)),
-         "secant": np.full(T, thr / lr), "cosine": np.full(T, cos) + 0.01 * rng.standard_normal(),
-         "loss": L, "ema_loss": E, "lanczos_step": lz, "sharpness": S, "threshold": thr,
-         "frozen_loss": np.full(T, np.nan)}
-    task = {"kind": "run", "loss": "mse", "lr": lr, "beta1": b1, "beta2": 0.99, "steps": T, "skip": 0.1,
-            "seed_index": seed}
+    r = {
+        "kappa_g": np.full(T, kappa_ratio * thr / lr) * (1 + 0.01 * rng.standard_normal(T)),
+        "secant": np.full(T, thr / lr),
+        "cosine": np.full(T, cos) + 0.01 * rng.standard_normal(),
+        "loss": L,
+        "ema_loss": E,
+        "lanczos_step": lz,
+        "sharpness": S,
+        "threshold": thr,
+        "frozen_loss": np.full(T, np.nan),
+    }
+    task = {
+        "kind": "run",
+        "loss": "mse",
+        "lr": lr,
+        "beta1": b1,
+        "beta2": 0.99,
+        "steps": T,
+        "skip": 0.1,
+        "seed_index": seed,
+    }
     r["edge_start"] = edge_start(r, task)
     r["freeze_step"] = r["edge_start"]
     r["frozen_sharpness"] = np.where(lz > r["edge_start"], frozen * S, np.nan) if edge else S
@@ -145,12 +171,24 @@ def _verdicts(pairs):
 
 def test_findings_hold_on_an_edge_and_fail_on_inputs_built_to_fail():
     good = _verdicts([_fake(1.0, -0.9, -0.2, 3.0, seed=s) for s in range(3)])
-    for k in ("active_curvature_at_threshold", "gradient_reversal", "averaging_lowers",
-              "averaging_smooths", "frozen_v_rises", "adaptive_stays_on_edge", "feedback"):
+    for k in (
+        "active_curvature_at_threshold",
+        "gradient_reversal",
+        "averaging_lowers",
+        "averaging_smooths",
+        "frozen_v_rises",
+        "adaptive_stays_on_edge",
+        "feedback",
+    ):
         assert good[f"adam_edge.{k}"][0] == "HELD", k
     bad = _verdicts([_fake(0.5, 0.2, 0.3, 0.5, seed=s) for s in range(3)])
-    for k in ("active_curvature_at_threshold", "gradient_reversal", "averaging_lowers",
-              "frozen_v_rises", "feedback"):
+    for k in (
+        "active_curvature_at_threshold",
+        "gradient_reversal",
+        "averaging_lowers",
+        "frozen_v_rises",
+        "feedback",
+    ):
         assert bad[f"adam_edge.{k}"][0] == "NOT HELD", k
 
 
@@ -178,10 +216,10 @@ def test_quick_findings_are_labelled_provisional_and_full_ones_are_not(name):
     for config, prefix in ((full, False), (quick, True)):
         _, claims, diag = ex.analyse(config, *zip(*pairs), SEED)
         findings = [c for c in claims if c.kind == "finding"]
-        assert findings and all(c.statement.startswith("provisional (quick): ") == prefix
-                                for c in findings)
-        assert all(not c.statement.startswith("provisional") for c in claims
-                   if c.kind != "finding")
+        assert findings and all(
+            c.statement.startswith("provisional (quick): ") == prefix for c in findings
+        )
+        assert all(not c.statement.startswith("provisional") for c in claims if c.kind != "finding")
         assert diag["provisional"] == ("provisional (quick)" if prefix else None)
 
 

@@ -49,10 +49,12 @@ def test_reference_error_sees_a_one_percent_error_in_one_norm():
     assert bt.reference_error(sums, out["reference"][0]) > ap.REFERENCE_TOL
 
 
-@pytest.mark.parametrize(("task", "steps", "forward"),
-                         [("teacher_student", 4, "loop"), ("digits_cnn", 3, "stacked")])
-def test_a_step_that_is_not_the_split_update_fails_the_applied_check(task, steps, forward,
-                                                                      monkeypatch):
+@pytest.mark.parametrize(
+    ("task", "steps", "forward"), [("teacher_student", 4, "loop"), ("digits_cnn", 3, "stacked")]
+)
+def test_a_step_that_is_not_the_split_update_fails_the_applied_check(
+    task, steps, forward, monkeypatch
+):
     block = bt._block
 
     def shifted(p, *args):  # a bug: the parameters move by more than the split update says
@@ -82,12 +84,23 @@ def test_a_copy_with_a_nonfinite_loss_stops_there_as_train_task_does(forward):
 
 
 def test_copies_and_their_seeds_and_the_reference_subset():
-    task = {"task": "digits_mlp", "beta1s": [0.9, 0.99, 0.8], "beta2s": [0.99, 0.9],
-            "seeds": 2, "steps": 3, "lr": 0.0, "reference": "corners"}
+    task = {
+        "task": "digits_mlp",
+        "beta1s": [0.9, 0.99, 0.8],
+        "beta2s": [0.99, 0.9],
+        "seeds": 2,
+        "steps": 3,
+        "lr": 0.0,
+        "reference": "corners",
+    }
     cells = bg.copies_of(task)
     assert len(cells) == 12 and cells[:3] == [(0.9, 0.99, 0), (0.9, 0.99, 1), (0.9, 0.9, 0)]
     assert [cells[i] for i in bg.reference_copies(task)] == [
-        (0.99, 0.99, 0), (0.99, 0.9, 0), (0.8, 0.99, 0), (0.8, 0.9, 0)]
+        (0.99, 0.99, 0),
+        (0.99, 0.9, 0),
+        (0.8, 0.99, 0),
+        (0.8, 0.9, 0),
+    ]
     assert bg.reference_copies(task | {"reference": "all"}) == list(range(12))
     seq = np.random.SeedSequence(5)
     seeds = bg.copy_seeds(seq, cells)

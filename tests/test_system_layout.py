@@ -88,7 +88,9 @@ def test_every_system_folder_has_one_layout(system):
         assert not names & {"matplotlib", "matplotlib.pyplot", "save_figure", "subplots"}, (
             f"{system}/{name}.py draws figures: move to _figures"
         )
-    analyses = {m for m in modules if m == "_analysis" or (m.startswith("_") and m.endswith("_analysis"))}
+    analyses = {
+        m for m in modules if m == "_analysis" or (m.startswith("_") and m.endswith("_analysis"))
+    }
     assert analyses and "_figures" in modules, (
         f"{system}: no _analysis.py (or _<experiment>_analysis.py) or _figures.py"
     )

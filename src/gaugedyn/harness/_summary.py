@@ -71,9 +71,12 @@ def analyse(cfg: RunConfig, results: list) -> tuple[dict[str, np.ndarray], list[
     for claim in claims:
         if not isinstance(claim, Claim):
             raise TypeError(f"{cfg.name}.analyse: claims must be Claim instances, got {claim!r}")
-    arrays, claims, diagnostics = labelled(cfg.experiment.params, dict(cfg.params),
-                                           (arrays, claims, diagnostics),
-                                           cfg.experiment.label_keys)
+    arrays, claims, diagnostics = labelled(
+        cfg.experiment.params,
+        dict(cfg.params),
+        (arrays, claims, diagnostics),
+        cfg.experiment.label_keys,
+    )
     return arrays, claims, strict(diagnostics)
 
 
