@@ -202,7 +202,7 @@ def test_no_edge_is_reported_not_averaged():
 @pytest.mark.parametrize("name", ["adam_edge", "spike_boundary"])
 def test_quick_findings_are_labelled_provisional_and_full_ones_are_not(name):
     from gaugedyn.experiments import resolve_experiment
-    from gaugedyn.harness._protocol import configuration_label
+    from gaugedyn.harness._protocol import configuration_label, labelled
 
     ex = resolve_experiment(name)
     full = {k: p.default for k, p in ex.params.items()}
@@ -214,7 +214,9 @@ def test_quick_findings_are_labelled_provisional_and_full_ones_are_not(name):
         return
     pairs = [_fake(1.0, -0.9, -0.2, 3.0, seed=s) for s in range(2)]
     for config, prefix in ((full, False), (quick, True)):
-        _, claims, diag = ex.analyse(config, *zip(*pairs), SEED)
+        # as the harness does for every run (gaugedyn.harness._summary.analyse)
+        analysed = ex.analyse(config, *zip(*pairs), SEED)
+        _, claims, diag = labelled(ex.params, config, analysed, ex.label_keys)
         findings = [c for c in claims if c.kind == "finding"]
         assert findings and all(
             c.statement.startswith("provisional (quick): ") == prefix for c in findings
