@@ -35,8 +35,11 @@ def _summary(x: list[float]) -> str:
     if len(x) < 2:
         return f"{x[0]:.3f}"
     ci = stats.quantile_test(x, q=statistics.median(x), p=0.5).confidence_interval(0.95)
-    interval = (f"[{ci.low:.3f}, {ci.high:.3f}]" if math.isfinite(ci.low + ci.high)
-                else "[too few rounds for a 95% interval]")
+    interval = (
+        f"[{ci.low:.3f}, {ci.high:.3f}]"
+        if math.isfinite(ci.low + ci.high)
+        else "[too few rounds for a 95% interval]"
+    )
     return f"{statistics.median(x):.3f} {interval} (range {min(x):.3f}-{max(x):.3f})"
 
 
@@ -62,9 +65,13 @@ def main() -> None:
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    base = torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.ReLU(),
-                               torch.nn.Linear(1024, 256), torch.nn.ReLU(),
-                               torch.nn.Linear(256, 10))
+    base = torch.nn.Sequential(
+        torch.nn.Linear(784, 1024),
+        torch.nn.ReLU(),
+        torch.nn.Linear(1024, 256),
+        torch.nn.ReLU(),
+        torch.nn.Linear(256, 10),
+    )
     n = sum(p.numel() for p in base.parameters())
     x = torch.randn(args.batch, 784)
     y = torch.randint(0, 10, (args.batch,))
@@ -97,23 +104,31 @@ def main() -> None:
         for i in range(len(keys)):
             k = keys[(i + r) % len(keys)]
             times[k].append(block(k))
-    print(f"model: MLP 784-1024-256-10, {n} parameters, batch {args.batch}, threads "
-          f"{torch.get_num_threads()}, Adam; {args.repeats} interleaved rounds of {args.steps} "
-          f"steps per variant; load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} "
-          f"at the end ({os.cpu_count()} CPUs)")
+    print(
+        f"model: MLP 784-1024-256-10, {n} parameters, batch {args.batch}, threads "
+        f"{torch.get_num_threads()}, Adam; {args.repeats} interleaved rounds of {args.steps} "
+        f"steps per variant; load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} "
+        f"at the end ({os.cpu_count()} CPUs)"
+    )
     print(f"every: {mons['monitor'].every()}")
     wall = statistics.median(t[0] for t in times["plain"])
     cpu = statistics.median(t[1] for t in times["plain"])
     print(f"plain step: median {1e3 * wall:.2f} ms wall, {1e3 * cpu:.2f} ms CPU")
-    print("overhead ratio = variant / plain, paired per round: median [95% interval of the "
-          "median] (range of the rounds)")
+    print(
+        "overhead ratio = variant / plain, paired per round: median [95% interval of the "
+        "median] (range of the rounds)"
+    )
     for k in names:
         rw = [a[0] / b[0] for a, b in zip(times[k], times["plain"])]
         rc = [a[1] / b[1] for a, b in zip(times[k], times["plain"])]
         h = mons[k].history
         probes = len(h["edge_products"])
-        extra = (f", {probes} probe readings, {sum(h['edge_products']) / max(probes, 1):.1f} "
-                 "products each" if probes else "")
+        extra = (
+            f", {probes} probe readings, {sum(h['edge_products']) / max(probes, 1):.1f} "
+            "products each"
+            if probes
+            else ""
+        )
         print(f"  {k:<8}{extra}: wall {_summary(rw)}  CPU {_summary(rc)}")
 
 

@@ -124,8 +124,8 @@ def run(seed: int, arm: str, restart: bool, steps: int = STEPS) -> dict:
 def amplitude(log_loss: np.ndarray, step: int, window: int = WINDOW) -> float:
     """``max`` of ``log_loss`` over the ``window`` steps after ``step`` minus its median over the
     ``window`` steps up to ``step`` (``log_loss[t - 1]`` is step ``t``'s loss)."""
-    before = log_loss[max(0, step - window):step]
-    after = log_loss[step:step + window]
+    before = log_loss[max(0, step - window) : step]
+    after = log_loss[step : step + window]
     if before.size == 0 or after.size == 0:
         return math.nan
     return float(after.max() - np.median(before))
@@ -158,11 +158,16 @@ def judgements(values: dict) -> dict:
     out = {}
     for reading in READINGS:
         v = {arm: np.array(values[(reading, arm)]) for arm in ARMS}
-        arms = {arm: stats.judge("median_threshold", v[arm], threshold=0.0,
-                                 direction=">").as_dict() for arm in ARMS}
-        findings = {f"rows_below_{other}": stats.judge(
-            "median_threshold", v["rows"] - v[other], threshold=0.0, direction="<").as_dict()
-            for other in ("none", "whole")}
+        arms = {
+            arm: stats.judge("median_threshold", v[arm], threshold=0.0, direction=">").as_dict()
+            for arm in ARMS
+        }
+        findings = {
+            f"rows_below_{other}": stats.judge(
+                "median_threshold", v["rows"] - v[other], threshold=0.0, direction="<"
+            ).as_dict()
+            for other in ("none", "whole")
+        }
         out[reading] = {"arms": arms, "findings": findings}
     return out
 
@@ -181,8 +186,11 @@ def figure(result: dict, path: Path, steps: int) -> None:
         a.plot(t, result["curves"][(reading, arm)], color=colors[arm], lw=0.8, label=arm)
     for r in range(EVERY, steps, EVERY):
         a.axvline(r, color="0.8", lw=0.6, zorder=0)
-    a.set(xlabel="step", ylabel="mean log10 loss over seeds",
-          title=f"resampling every {EVERY} steps ({reading})")
+    a.set(
+        xlabel="step",
+        ylabel="mean log10 loss over seeds",
+        title=f"resampling every {EVERY} steps ({reading})",
+    )
     a.legend(frameon=False)
     for i, (rd, arms) in enumerate((rd, ARMS) for rd in READINGS):
         for j, arm in enumerate(arms):
@@ -190,8 +198,11 @@ def figure(result: dict, path: Path, steps: int) -> None:
             x = i * (len(ARMS) + 1) + j + np.linspace(-0.15, 0.15, y.size)
             b.plot(x, y, "o", ms=3, color=colors[arm], alpha=0.7)
             b.plot(i * (len(ARMS) + 1) + j, np.median(y), "_", ms=18, color="k")
-    b.set_xticks([i * (len(ARMS) + 1) + j for i in range(len(READINGS)) for j in range(len(ARMS))],
-                 [f"{arm}\n{rd}" for rd in READINGS for arm in ARMS], fontsize=7)
+    b.set_xticks(
+        [i * (len(ARMS) + 1) + j for i in range(len(READINGS)) for j in range(len(ARMS))],
+        [f"{arm}\n{rd}" for rd in READINGS for arm in ARMS],
+        fontsize=7,
+    )
     b.axhline(0, color="0.6", lw=0.6)
     b.set(ylabel=f"spike amplitude (decades, {WINDOW} steps)", title="per seed; bar: median")
     fig.tight_layout()
@@ -202,8 +213,9 @@ def figure(result: dict, path: Path, steps: int) -> None:
 def table(summary: dict) -> str:
     """The Markdown table of a ``summary.json``: per reading, each arm's median amplitude with
     its interval and the two findings with their verdicts (what the docs show)."""
-    head = ("| reading | none | rows | whole | rows - none | rows - whole |\n"
-            "|---|---|---|---|---|---|")
+    head = (
+        "| reading | none | rows | whole | rows - none | rows - whole |\n|---|---|---|---|---|---|"
+    )
     lines = [head]
     for reading, j in summary["judgements"].items():
         cells = []
@@ -213,8 +225,7 @@ def table(summary: dict) -> str:
         for f in ("rows_below_none", "rows_below_whole"):
             x = j["findings"][f]
             lo, hi = (float(v) for v in x["interval"])
-            cells.append(f"{float(x['estimate']):+.3f} [{lo:+.3f}, {hi:+.3f}] "
-                         f"**{x['verdict']}**")
+            cells.append(f"{float(x['estimate']):+.3f} [{lo:+.3f}, {hi:+.3f}] **{x['verdict']}**")
         lines.append(f"| {reading} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -243,16 +254,22 @@ def main(argv: list[str] | None = None) -> None:
     from gaugedyn._meta import versions
 
     summary = {
-        "example": "sae_resampling", "quick": bool(args.quick), "seeds": seeds, "steps": steps,
-        "settings": {k: v for k, v in globals().items()
-                     if k.isupper() and isinstance(v, int | float | tuple | dict)},
+        "example": "sae_resampling",
+        "quick": bool(args.quick),
+        "seeds": seeds,
+        "steps": steps,
+        "settings": {
+            k: v
+            for k, v in globals().items()
+            if k.isupper() and isinstance(v, int | float | tuple | dict)
+        },
         "values": {f"{r} | {a}": v for (r, a), v in result["values"].items()},
         "resampled": {f"{r} | {a}": v for (r, a), v in result["dead"].items()},
-        "judgements": judgements(result["values"]), "versions": versions(),
+        "judgements": judgements(result["values"]),
+        "versions": versions(),
         "seconds": time.perf_counter() - t0,
     }
-    (out / "summary.json").write_text(json.dumps(strict(summary), indent=1, allow_nan=False)
-                                      + "\n")
+    (out / "summary.json").write_text(json.dumps(strict(summary), indent=1, allow_nan=False) + "\n")
     figure(result, out / "sae_resampling.png", steps)
     print(f"wrote {out / 'summary.json'} and the figure in {summary['seconds']:.0f} s")
 

@@ -6,24 +6,23 @@ import numpy as np
 import pytest
 import torch
 
+from gaugedyn.adam import dense_sharpness, preconditioned_sharpness
+from gaugedyn.adam import hessian_vector_product as _hvp
 from gaugedyn.experiments.adam_stability._edge import (
     _flat,
-    _hvp,
     _setup,
-    dense_sharpness,
     diagonal_quadratic,
     lanczos_check,
-    preconditioned_sharpness,
     run_edge,
     threshold,
 )
-from gaugedyn.experiments.adam_stability.adam_edge import (
-    _analyse,
-    edge_start,
+from gaugedyn.experiments.adam_stability._edge_analysis import analyse as _analyse
+from gaugedyn.experiments.adam_stability._edge_analysis import (
     period_two,
     quadratic_separation,
     window_stats,
 )
+from gaugedyn.experiments.adam_stability._protocol import edge_start
 
 SEED = np.random.SeedSequence(2026)  # the analysis seed of runs analysed directly
 
@@ -32,8 +31,9 @@ def test_threshold():
     assert threshold(0.0) == 2.0 and threshold(0.9) == pytest.approx(38.0)
 
 
+@pytest.mark.parametrize("method", ["arpack", "lanczos"])
 @pytest.mark.parametrize("loss", ["mse", "ce"])
-def test_hvp_and_lanczos_against_finite_differences(loss):
+def test_hvp_and_lanczos_against_finite_differences(loss, method):
     model, fn = _setup(loss, 64, 0)
     params = list(model.parameters())
     rng = np.random.default_rng(0)
@@ -49,7 +49,8 @@ def test_hvp_and_lanczos_against_finite_differences(loss):
     torch.nn.utils.vector_to_parameters(theta, params)
     np.testing.assert_allclose(_hvp(fn, params, d).numpy(), fd.numpy(), rtol=1e-4, atol=1e-7)
     P = torch.as_tensor(10 ** rng.uniform(-3, -1, d.numel()))
-    S, v = preconditioned_sharpness(fn, params, P)
+    out = preconditioned_sharpness(fn, params, P, method=method)
+    S, v = out["sharpness"], out["eigenvector"].numpy()
     s = P.rsqrt()
     Av = (s * _hvp(fn, params, s * torch.as_tensor(v))).numpy()
     assert np.linalg.norm(Av - S * v) <= 1e-4 * abs(S)
@@ -71,8 +72,19 @@ def test_frozen_copy_is_adam_with_v_held_fixed():
     """Freezing at step 0 (P = |g_0| + eps): the copy's losses equal a hand-written loop of
     m <- beta1 m + (1 - beta1) g, theta <- theta - lr m^ / P with that P."""
     lr, b1, b2, T = 1e-2, 0.5, 0.999, 12
-    out = run_edge("mse", lr, b1, b2, T, seed=2, n_samples=32, lanczos_every=5, freeze=True,
-                   freeze_after=0, freeze_fraction=0.0)
+    out = run_edge(
+        "mse",
+        lr,
+        b1,
+        b2,
+        T,
+        seed=2,
+        n_samples=32,
+        lanczos_every=5,
+        freeze=True,
+        freeze_after=0,
+        freeze_fraction=0.0,
+    )
     assert out["freeze_step"] == 0 and out["frozen_sharpness"].shape == out["sharpness"].shape
     model, fn = _setup("mse", 32, 2)
     params = list(model.parameters())
@@ -96,8 +108,9 @@ def test_lanczos_check_can_fail_and_passes_on_a_small_network():
     params = list(model.parameters())
     P = torch.as_tensor(10 ** np.random.default_rng(1).uniform(-3, -1, 310))
     dense = dense_sharpness(fn, params, P)
-    S, _ = preconditioned_sharpness(fn, params, P)
-    assert S == pytest.approx(dense, rel=1e-8)
+    for method in ("arpack", "lanczos"):
+        S = preconditioned_sharpness(fn, params, P, method=method)["sharpness"]
+        assert S == pytest.approx(dense, rel=1e-8), method
     # the dense reference is an independent eigensolver: a wrong P gives a different value
     assert dense_sharpness(fn, params, 2 * P) == pytest.approx(dense / 2, rel=1e-10)
     r = lanczos_check(1e-2, 0.9, 0.999, seed=0, warm_steps=5, n_samples=32, hidden=4)
@@ -126,12 +139,27 @@ def _fake(kappa_ratio, cos, lower, frozen, T=1000, b1=0.5, lr=1e-2, edge=True, s
     E = np.exp(-np.arange(T) / 500) * np.exp(lower + 0.01 * rng.standard_normal())
     lz = np.arange(0, T, 100)
     S = np.full(lz.size, (1.05 if edge else 0.5) * thr / lr) * (1 + 0.01 * rng.standard_normal())
-    r = {"kappa_g": np.full(T, kappa_ratio * thr / lr) * (1 + 0.01 * rng.standard_normal(T)),
-         "secant": np.full(T, thr / lr), "cosine": np.full(T, cos) + 0.01 * rng.standard_normal(),
-         "loss": L, "ema_loss": E, "lanczos_step": lz, "sharpness": S, "threshold": thr,
-         "frozen_loss": np.full(T, np.nan)}
-    task = {"kind": "run", "loss": "mse", "lr": lr, "beta1": b1, "beta2": 0.99, "steps": T, "skip": 0.1,
-            "seed_index": seed}
+    r = {
+        "kappa_g": np.full(T, kappa_ratio * thr / lr) * (1 + 0.01 * rng.standard_normal(T)),
+        "secant": np.full(T, thr / lr),
+        "cosine": np.full(T, cos) + 0.01 * rng.standard_normal(),
+        "loss": L,
+        "ema_loss": E,
+        "lanczos_step": lz,
+        "sharpness": S,
+        "threshold": thr,
+        "frozen_loss": np.full(T, np.nan),
+    }
+    task = {
+        "kind": "run",
+        "loss": "mse",
+        "lr": lr,
+        "beta1": b1,
+        "beta2": 0.99,
+        "steps": T,
+        "skip": 0.1,
+        "seed_index": seed,
+    }
     r["edge_start"] = edge_start(r, task)
     r["freeze_step"] = r["edge_start"]
     r["frozen_sharpness"] = np.where(lz > r["edge_start"], frozen * S, np.nan) if edge else S
@@ -146,12 +174,24 @@ def _verdicts(pairs):
 
 def test_findings_hold_on_an_edge_and_fail_on_inputs_built_to_fail():
     good = _verdicts([_fake(1.0, -0.9, -0.2, 3.0, seed=s) for s in range(3)])
-    for k in ("active_curvature_at_threshold", "gradient_reversal", "averaging_lowers",
-              "averaging_smooths", "frozen_v_rises", "adaptive_stays_on_edge", "feedback"):
+    for k in (
+        "active_curvature_at_threshold",
+        "gradient_reversal",
+        "averaging_lowers",
+        "averaging_smooths",
+        "frozen_v_rises",
+        "adaptive_stays_on_edge",
+        "feedback",
+    ):
         assert good[f"adam_edge.{k}"][0] == "HELD", k
     bad = _verdicts([_fake(0.5, 0.2, 0.3, 0.5, seed=s) for s in range(3)])
-    for k in ("active_curvature_at_threshold", "gradient_reversal", "averaging_lowers",
-              "frozen_v_rises", "feedback"):
+    for k in (
+        "active_curvature_at_threshold",
+        "gradient_reversal",
+        "averaging_lowers",
+        "frozen_v_rises",
+        "feedback",
+    ):
         assert bad[f"adam_edge.{k}"][0] == "NOT HELD", k
 
 
@@ -165,7 +205,7 @@ def test_no_edge_is_reported_not_averaged():
 @pytest.mark.parametrize("name", ["adam_edge", "spike_boundary"])
 def test_quick_findings_are_labelled_provisional_and_full_ones_are_not(name):
     from gaugedyn.experiments import resolve_experiment
-    from gaugedyn.harness._protocol import configuration_label
+    from gaugedyn.harness._protocol import configuration_label, labelled
 
     ex = resolve_experiment(name)
     full = {k: p.default for k, p in ex.params.items()}
@@ -177,12 +217,14 @@ def test_quick_findings_are_labelled_provisional_and_full_ones_are_not(name):
         return
     pairs = [_fake(1.0, -0.9, -0.2, 3.0, seed=s) for s in range(2)]
     for config, prefix in ((full, False), (quick, True)):
-        _, claims, diag = ex.analyse(config, *zip(*pairs), SEED)
+        # as the harness does for every run (gaugedyn.harness._summary.analyse)
+        analysed = ex.analyse(config, *zip(*pairs), SEED)
+        _, claims, diag = labelled(ex.params, config, analysed, ex.label_keys)
         findings = [c for c in claims if c.kind == "finding"]
-        assert findings and all(c.statement.startswith("provisional (quick): ") == prefix
-                                for c in findings)
-        assert all(not c.statement.startswith("provisional") for c in claims
-                   if c.kind != "finding")
+        assert findings and all(
+            c.statement.startswith("provisional (quick): ") == prefix for c in findings
+        )
+        assert all(not c.statement.startswith("provisional") for c in claims if c.kind != "finding")
         assert diag["provisional"] == ("provisional (quick)" if prefix else None)
 
 

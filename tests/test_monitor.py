@@ -16,7 +16,7 @@ import pytest
 import torch
 from torch import nn
 
-from gaugedyn._errors import InputError
+from gaugedyn import InputError
 from gaugedyn.adam import NORM_NAMES, shares
 from gaugedyn.monitor import (
     KEYS,
@@ -52,8 +52,7 @@ def matches(key: str) -> bool:
     """``key`` is one of :data:`KEYS`, fields filled."""
     import re
 
-    pats = [re.escape(k).replace(r"\{group\}", "[^/]+").replace(r"\{name\}", "[^/]+")
-            for k in KEYS]
+    pats = [re.escape(k).replace(r"\{group\}", "[^/]+").replace(r"\{name\}", "[^/]+") for k in KEYS]
     return any(re.fullmatch(p, key) for p in pats)
 
 
@@ -61,8 +60,14 @@ def matches(key: str) -> bool:
 def run():
     model, opt, loss_fn = setup()
     sink = MemorySink()
-    mon = Monitor(opt, model, adam={"every": 2}, gauge={"every": 3},
-                  edge=EdgeProbe(loss_fn, every=5), sinks=[sink])
+    mon = Monitor(
+        opt,
+        model,
+        adam={"every": 2},
+        gauge={"every": 3},
+        edge=EdgeProbe(loss_fn, every=5),
+        sinks=[sink],
+    )
     train(mon, opt, loss_fn, 12)
     mon.detach()
     return mon, sink, opt
@@ -109,8 +114,11 @@ def _trajectory(instruments: bool) -> torch.Tensor:
     def noisy():  # a probe loss that draws random numbers (dropout, fresh inputs)
         return nn.functional.mse_loss(drop(model[0](torch.randn(8, 8))).sum(1), torch.ones(8))
 
-    kw = ({"adam": {"every": 1}, "gauge": {"every": 1}, "edge": EdgeProbe(noisy, every=2)}
-          if instruments else {"adam": False, "gauge": False, "spikes": False})
+    kw = (
+        {"adam": {"every": 1}, "gauge": {"every": 1}, "edge": EdgeProbe(noisy, every=2)}
+        if instruments
+        else {"adam": False, "gauge": False, "spikes": False}
+    )
     torch.manual_seed(11)
     mon = Monitor(opt, model, **kw)
     train(mon, opt, lambda: loss_fn() + 0.0 * drop(torch.ones(4)).sum(), 6)
@@ -182,21 +190,22 @@ def _wandb_history(folder) -> dict:
         if left < 7:
             pos += left
             continue
-        _, n, kind = struct.unpack("<IHB", data[pos:pos + 7])
+        _, n, kind = struct.unpack("<IHB", data[pos : pos + 7])
         if n == 0 and kind == 0:
             pos += left
             continue
-        buf += data[pos + 7:pos + 7 + n]
+        buf += data[pos + 7 : pos + 7 + n]
         pos += 7 + n
         if kind in (1, 4):  # a full record, or the last piece of one
             rec = pb.Record()
             rec.ParseFromString(buf)
             buf = b""
             if rec.WhichOneof("record_type") == "history":
-                items = {it.key or "/".join(it.nested_key): json.loads(it.value_json)
-                         for it in rec.history.item}
-                out |= {(items["_step"], k): v for k, v in items.items()
-                        if not k.startswith("_")}
+                items = {
+                    it.key or "/".join(it.nested_key): json.loads(it.value_json)
+                    for it in rec.history.item
+                }
+                out |= {(items["_step"], k): v for k, v in items.items() if not k.startswith("_")}
     return out
 
 
@@ -270,8 +279,9 @@ def test_the_edge_probe_against_the_dense_hessian():
     row = probe.measure(opt)
     P = probe.preconditioner(opt)
     st = [opt.state[p] for p in params]  # P by hand: v_t with this step's gradient
-    v = torch.cat([(0.999 * s["exp_avg_sq"] + 0.001 * p.grad**2).reshape(-1)
-                   for s, p in zip(st, params)])
+    v = torch.cat(
+        [(0.999 * s["exp_avg_sq"] + 0.001 * p.grad**2).reshape(-1) for s, p in zip(st, params)]
+    )
     torch.testing.assert_close(P, (v / (1 - 0.999**5)).sqrt() + 1e-8, rtol=1e-6, atol=0)
     H = dense_hessian(loss_fn, params).double()
     s = P.double().rsqrt()
@@ -291,15 +301,19 @@ def test_the_edge_probe_reads_what_adam_edge_reads():
     ref = run_edge("mse", 0.01, 0.9, 0.999, steps=6, seed=2, n_samples=64, lanczos_every=5)
     model, loss_fn = _setup("mse", 64, 2)
     opt = torch.optim.Adam(model.parameters(), lr=0.01, betas=(0.9, 0.999), eps=1e-8)
-    mon = Monitor(opt, model, adam=False, gauge=False,
-                  edge=EdgeProbe(loss_fn, every=5, tol=1e-6, maxiter=2000))
+    mon = Monitor(
+        opt,
+        model,
+        adam=False,
+        gauge=False,
+        edge=EdgeProbe(loss_fn, every=5, tol=1e-6, maxiter=2000),
+    )
     train(mon, opt, loss_fn, 6)
     mon.detach()
     h = mon.history
     assert h["edge_step"] == [1, 6]
     np.testing.assert_allclose(h["edge_sharpness"], ref["sharpness"][:2], rtol=1e-5)
-    np.testing.assert_allclose(h["edge_active_curvature"], ref["kappa_at_lanczos"][:2],
-                               rtol=1e-6)
+    np.testing.assert_allclose(h["edge_active_curvature"], ref["kappa_at_lanczos"][:2], rtol=1e-6)
 
 
 # -- the spike instrument and events ----------------------------------------------------------
@@ -350,8 +364,10 @@ def test_row_surgery_on_an_event_resets_exactly_those_rows():
     mon = Monitor(opt, model, adam=False, gauge=False, spikes=False)
     mon.on("resample", reset_state("both"))
     train(mon, opt, loss_fn, 5)
-    before = {n: {k: opt.state[p][k].clone() for k in ("exp_avg", "exp_avg_sq")}
-              for n, p in model.named_parameters()}
+    before = {
+        n: {k: opt.state[p][k].clone() for k in ("exp_avg", "exp_avg_sq")}
+        for n, p in model.named_parameters()
+    }
     rows = unit_rows(model, mon_group(model), [2, 5])
     (rec,) = mon.emit("resample", rows=rows)
     for n, p in model.named_parameters():
@@ -361,8 +377,10 @@ def test_row_surgery_on_an_event_resets_exactly_those_rows():
                 axis, idx = rows[n]
                 assert torch.all(now.index_select(axis, idx) == 0)
                 keep = [i for i in range(now.shape[axis]) if i not in idx.tolist()]
-                assert torch.equal(now.index_select(axis, torch.tensor(keep)),
-                                   before[n][k].index_select(axis, torch.tensor(keep)))
+                assert torch.equal(
+                    now.index_select(axis, torch.tensor(keep)),
+                    before[n][k].index_select(axis, torch.tensor(keep)),
+                )
             else:
                 assert torch.equal(now, before[n][k])
     assert mon.events[-1]["event"] == "resample" and mon.events[-1]["records"] == [rec.to_dict()]
@@ -380,8 +398,11 @@ def mon_group(model) -> str:
     return find_units(model)[0][0].name
 
 
-@pytest.mark.xfail(strict=True, reason="issue 45: the Adam recorder's shadow moment does not "
-                   "follow state surgery yet; this test passes once it does")
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 45: the Adam recorder's shadow moment does not "
+    "follow state surgery yet; this test passes once it does",
+)
 def test_the_recorder_follows_row_surgery_run_on_an_event():
     """After a row reset run by an event, the recorder's split of the next update equals the
     split computed from the optimizer's own state (the lag part of the reset rows is that of
@@ -400,14 +421,17 @@ def test_the_recorder_follows_row_surgery_run_on_an_event():
 
 
 # -- bad input --------------------------------------------------------------------------------
-@pytest.mark.parametrize("kw, match", [
-    ({"adam": {"every": 0}}, "every"),
-    ({"adam": {"evry": 2}}, "evry"),
-    ({"gauge": "yes"}, "gauge="),
-    ({"edge": 3}, "edge="),
-    ({"sinks": [object()]}, "sink"),
-    ({"spikes": {"every": 1.5}}, "every"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"adam": {"every": 0}}, "every"),
+        ({"adam": {"evry": 2}}, "evry"),
+        ({"gauge": "yes"}, "gauge="),
+        ({"edge": 3}, "edge="),
+        ({"sinks": [object()]}, "sink"),
+        ({"spikes": {"every": 1.5}}, "every"),
+    ],
+)
 def test_bad_settings_give_one_clear_error(kw, match):
     model, opt, _ = setup()
     with pytest.raises(InputError, match=match):
@@ -438,8 +462,9 @@ def test_lanczos_finds_a_known_top_eigenvalue_and_agrees_with_arpack():
     eig = torch.linspace(-5.0, 3.0, 300, dtype=torch.float64)
     eig[-1] = 3.5  # a gap of 0.5 above the rest
     A = Q @ torch.diag(eig) @ Q.T
-    theta, vec, products = lanczos_top(lambda u: A @ u, torch.randn(300, dtype=torch.float64,
-                                                                     generator=g), tol=1e-10)
+    theta, vec, products = lanczos_top(
+        lambda u: A @ u, torch.randn(300, dtype=torch.float64, generator=g), tol=1e-10
+    )
     assert theta == pytest.approx(3.5, rel=1e-9) and products < 300
     assert abs(float(vec @ Q[:, -1])) == pytest.approx(1.0, abs=1e-6)
     model, opt, loss_fn = setup()

@@ -49,8 +49,10 @@ class Data(torch.utils.data.Dataset):
 def groups(model):
     """The Hugging Face Trainer's AdamW groups: decay on weights, none on biases."""
     named = list(model.named_parameters())
-    return [{"params": [p for n, p in named if "bias" not in n], "weight_decay": WD},
-            {"params": [p for n, p in named if "bias" in n], "weight_decay": 0.0}]
+    return [
+        {"params": [p for n, p in named if "bias" not in n], "weight_decay": WD},
+        {"params": [p for n, p in named if "bias" in n], "weight_decay": 0.0},
+    ]
 
 
 def make_optimizer(model):
@@ -102,10 +104,19 @@ def lightning_run(accumulate: int = 1, precision: str = "32-true"):
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trainer = L.Trainer(max_steps=STEPS, accelerator="cpu", devices=1, logger=False,
-                            enable_checkpointing=False, enable_progress_bar=False,
-                            enable_model_summary=False, accumulate_grad_batches=accumulate,
-                            precision=precision, num_sanity_val_steps=0, callbacks=[cb])
+        trainer = L.Trainer(
+            max_steps=STEPS,
+            accelerator="cpu",
+            devices=1,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            accumulate_grad_batches=accumulate,
+            precision=precision,
+            num_sanity_val_steps=0,
+            callbacks=[cb],
+        )
         module = Module()
         trainer.fit(module, loader())
     return cb.monitor, sink, trainer.optimizers[0]
@@ -121,12 +132,26 @@ def hf_run(accumulate: int = 1, bind: bool = True, tmp=None):
 
     transformers.logging.set_verbosity_error()
     args = transformers.TrainingArguments(
-        output_dir=str(tmp), max_steps=STEPS, per_device_train_batch_size=BATCH,
-        gradient_accumulation_steps=accumulate, learning_rate=LR, adam_beta1=BETAS[0],
-        adam_beta2=BETAS[1], adam_epsilon=EPS, weight_decay=WD, optim="adamw_torch",
-        lr_scheduler_type="constant", max_grad_norm=0.0, use_cpu=True, report_to=[],
-        save_strategy="no", logging_strategy="no", disable_tqdm=True, seed=0,
-        dataloader_num_workers=0)
+        output_dir=str(tmp),
+        max_steps=STEPS,
+        per_device_train_batch_size=BATCH,
+        gradient_accumulation_steps=accumulate,
+        learning_rate=LR,
+        adam_beta1=BETAS[0],
+        adam_beta2=BETAS[1],
+        adam_epsilon=EPS,
+        weight_decay=WD,
+        optim="adamw_torch",
+        lr_scheduler_type="constant",
+        max_grad_norm=0.0,
+        use_cpu=True,
+        report_to=[],
+        save_strategy="no",
+        logging_strategy="no",
+        disable_tqdm=True,
+        seed=0,
+        dataloader_num_workers=0,
+    )
     model = Net()
     sink = MemorySink()
     with warnings.catch_warnings():
@@ -166,8 +191,9 @@ def test_lightning_callback_gives_the_raw_split_bit_for_bit(raw, tmp_path):
     mon, sink, opt = lightning_run()
     _same(raw[0], mon)
     assert not opt._optimizer_step_pre_hooks and not opt._optimizer_step_post_hooks
-    np.testing.assert_array_equal(sink.series("gaugedyn/loss")[1],
-                                  raw[1].series("gaugedyn/loss")[1])
+    np.testing.assert_array_equal(
+        sink.series("gaugedyn/loss")[1], raw[1].series("gaugedyn/loss")[1]
+    )
 
 
 def test_hf_callback_gives_the_raw_split_bit_for_bit(raw, tmp_path):
@@ -177,14 +203,15 @@ def test_hf_callback_gives_the_raw_split_bit_for_bit(raw, tmp_path):
 
     inner = unwrap(opt)
     assert not inner._optimizer_step_pre_hooks and not inner._optimizer_step_post_hooks
-    np.testing.assert_array_equal(sink.series("gaugedyn/loss")[1],
-                                  raw[1].series("gaugedyn/loss")[1])
+    np.testing.assert_array_equal(
+        sink.series("gaugedyn/loss")[1], raw[1].series("gaugedyn/loss")[1]
+    )
 
 
 def test_hf_callback_without_a_bound_trainer(tmp_path):
     """transformers #38181: callbacks may get optimizer=None; unbound, the callback either
     finds it in the hook's arguments or stops with the way out."""
-    from gaugedyn._errors import InputError
+    from gaugedyn import InputError
 
     try:
         mon, _, _ = hf_run(bind=False, tmp=tmp_path)
@@ -197,13 +224,17 @@ def test_hf_callback_without_a_bound_trainer(tmp_path):
 @pytest.mark.parametrize("framework", ["lightning", "hf"])
 def test_gradient_accumulation_matches_the_raw_accumulated_loop(framework, tmp_path):
     raw_mon, raw_sink, _ = raw_run(accumulate=2)
-    mon, sink, _ = lightning_run(accumulate=2) if framework == "lightning" else hf_run(
-        accumulate=2, tmp=tmp_path)
+    mon, sink, _ = (
+        lightning_run(accumulate=2)
+        if framework == "lightning"
+        else hf_run(accumulate=2, tmp=tmp_path)
+    )
     a, b = raw_mon.export()[0], mon.export()[0]
     assert b["adam_step"].tolist() == list(range(1, STEPS + 1))
     np.testing.assert_allclose(b["adam_norms"], a["adam_norms"], rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(sink.series("gaugedyn/loss")[1],
-                               raw_sink.series("gaugedyn/loss")[1], rtol=1e-6)
+    np.testing.assert_allclose(
+        sink.series("gaugedyn/loss")[1], raw_sink.series("gaugedyn/loss")[1], rtol=1e-6
+    )
 
 
 def test_lightning_bf16_mixed_records_the_split_in_the_optimizer_dtype():
@@ -220,7 +251,7 @@ def test_hf_callback_handed_optimizer_none_takes_the_bound_trainers():
     from types import SimpleNamespace
 
     pytest.importorskip("transformers")
-    from gaugedyn._errors import InputError
+    from gaugedyn import InputError
     from gaugedyn.monitor import HFMonitor
 
     model = Net()

@@ -14,8 +14,17 @@ from gaugedyn.adam import OnlineSpikeDetector, detect_spikes
 
 ROOT = Path(__file__).resolve().parents[1]
 B1, B2 = 0.9, 0.99  # horizon 300 steps
-KEYS = ("spiky", "undetermined", "diverged", "quiet", "judged", "status", "n_spikes",
-        "max_rise", "horizon")
+KEYS = (
+    "spiky",
+    "undetermined",
+    "diverged",
+    "quiet",
+    "judged",
+    "status",
+    "n_spikes",
+    "max_rise",
+    "horizon",
+)
 
 
 def online(ell, beta1=B1, beta2=B2, **kw):
@@ -35,7 +44,7 @@ def assert_same(ell, beta1=B1, beta2=B2, **kw):
 def series(kind: str, T: int, rng) -> np.ndarray:
     base = -3 - 1e-4 * np.arange(T) + 0.2 * rng.standard_normal(T)
     if kind == "spike":
-        base[T // 2:T // 2 + 20] += 2.5
+        base[T // 2 : T // 2 + 20] += 2.5
     elif kind == "bursts":
         base = -40 + 39 * (np.arange(T) % 700 < 5) + rng.standard_normal(T)
     elif kind == "underflow":
@@ -49,8 +58,7 @@ def series(kind: str, T: int, rng) -> np.ndarray:
     return base
 
 
-@pytest.mark.parametrize("kind", ["quiet", "spike", "bursts", "underflow", "nan", "inf",
-                                  "drift"])
+@pytest.mark.parametrize("kind", ["quiet", "spike", "bursts", "underflow", "nan", "inf", "drift"])
 @pytest.mark.parametrize("T", [250, 1500, 1799, 3000])
 def test_online_equals_offline(kind, T):
     ell = series(kind, T, np.random.default_rng(T))
@@ -83,7 +91,7 @@ def test_a_spike_is_reported_when_its_block_closes():
 
 
 def test_bad_settings_are_refused():
-    from gaugedyn._errors import InputError
+    from gaugedyn import InputError
 
     with pytest.raises(InputError, match="stride"):
         OnlineSpikeDetector(B1, B2, stride=0)
@@ -108,22 +116,20 @@ def _stream(n, a, c, lr, eps, seeds, samples=None):
     """The cell's log10 losses over its settled window, with the experiment's own start and run
     length: one sample per step (``samples=None``) or the published envelope (``SAMPLES``
     samples a run, each the maximum over its stride). Returns ``(streams, stride)``."""
-    from gaugedyn.adam._stability import simulate_envelopes
-    from gaugedyn.experiments.adam_stability.spike_boundary import (
-        run_steps,
-        settle_steps,
-        start_state,
-    )
+    from gaugedyn.adam import simulate_envelopes
+    from gaugedyn.experiments.adam_stability._protocol import run_steps, settle_steps
+    from gaugedyn.experiments.adam_stability._scan import start_state
 
     rng = np.random.default_rng(7)
     aa = np.full((1, seeds), a)
     x0, m0, v0, bias = start_state("orbit", aa, n, lr, eps, rng)
     steps = run_steps(np.array([a]), c)
-    ell, stride, used = simulate_envelopes(x0, m0, v0, np.array([a]), c, n, lr, eps, steps,
-                                           samples or int(steps[0]), bias)
+    ell, stride, used = simulate_envelopes(
+        x0, m0, v0, np.array([a]), c, n, lr, eps, steps, samples or int(steps[0]), bias
+    )
     k = int(stride[0])
     w0 = -(-int(settle_steps(a, c)) // k)
-    return ell[0, :, w0:int(used[0])], k
+    return ell[0, :, w0 : int(used[0])], k
 
 
 @pytest.mark.parametrize("sampling", ["published", "every step"])
@@ -133,17 +139,20 @@ def test_a_published_spike_boundary_cell_fed_sample_by_sample(sampling):
     sampling (the envelope's stride), the online detector reproduces both, with the offline
     verdict on every seed; fed every step, it flags the spiky cell's spikes with the offline
     verdict."""
-    from gaugedyn.adam._stability import loss_floor
-    from gaugedyn.experiments.adam_stability.spike_boundary import SAMPLES
+    from gaugedyn.adam import loss_floor
+    from gaugedyn.experiments.adam_stability._protocol import SAMPLES
 
     summary, a, below, above = _published_cell(4.0, 5)
     p = summary["configuration"]["params"]
     share = {}
     for c in (below, above):
-        streams, stride = _stream(4.0, a, c, p["lr"], p["eps"], 4,
-                                  SAMPLES if sampling == "published" else None)
-        statuses = [assert_same(ell, 1 - a, 1 - c, stride=stride,
-                                floor=loss_floor(4.0))[0]["status"] for ell in streams]
+        streams, stride = _stream(
+            4.0, a, c, p["lr"], p["eps"], 4, SAMPLES if sampling == "published" else None
+        )
+        statuses = [
+            assert_same(ell, 1 - a, 1 - c, stride=stride, floor=loss_floor(4.0))[0]["status"]
+            for ell in streams
+        ]
         share[c] = statuses.count("spiky") / len(statuses)
     assert share[below] >= 0.5, share
     if sampling == "published":

@@ -19,8 +19,9 @@ SUMMARY = ROOT / "examples/results/sae_resampling/summary.json"
 
 @pytest.fixture(scope="module")
 def sae():
-    spec = importlib.util.spec_from_file_location("sae_resampling",
-                                                  ROOT / "examples/sae_resampling.py")
+    spec = importlib.util.spec_from_file_location(
+        "sae_resampling", ROOT / "examples/sae_resampling.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -51,8 +52,10 @@ def test_resampling_resets_the_resampled_rows_state_through_the_monitor(sae, mon
             rows = info["rows"]
             st = self.optimizer.state
             params = dict(self.model.named_parameters())
-            seen["zero"] = all(bool(torch.all(st[params[n]]["exp_avg"].index_select(a, i) == 0))
-                               for n, (a, i) in rows.items())
+            seen["zero"] = all(
+                bool(torch.all(st[params[n]]["exp_avg"].index_select(a, i) == 0))
+                for n, (a, i) in rows.items()
+            )
             seen["dead"] = int(rows["enc.bias"][1].numel())
             return out
 

@@ -60,7 +60,8 @@ DEFINITION = (
     f"{UNRESOLVED_SHARE:.0%} of block k-1 lies at the floor; status per run: diverged (nan, "
     f"+inf or above the ceiling: the initial loss for tasks) apart from spikes; spiky (some "
     f"spike); undetermined (no spike but an underflowed baseline block: never spiky); quiet; a "
-    f"run needs >= {MIN_BLOCKS} blocks after the warm-up to be judged")
+    f"run needs >= {MIN_BLOCKS} blocks after the warm-up to be judged"
+)
 
 
 def horizon(beta1, beta2) -> np.ndarray:
@@ -80,11 +81,11 @@ def steps_needed(beta1, beta2) -> int:
 def _blocks(ell: np.ndarray, H: int, stride: int):
     if H < 1 or stride < 1:
         raise InputError(f"H={H}, stride={stride}: allowed: integers >= 1")
-    b = max(1, int(round(H / stride)))
+    b = block_size(H, stride)
     nb = ell.shape[0] // b - 1  # blocks after the warm-up block
     if nb < 2:
         return None
-    return ell[b:b * (nb + 1)].reshape((nb, b) + ell.shape[1:])
+    return ell[b : b * (nb + 1)].reshape((nb, b) + ell.shape[1:])
 
 
 def block_stats(blocks: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -92,12 +93,16 @@ def block_stats(blocks: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarra
     and whether it is a resolved baseline (fewer than ``UNRESOLVED_SHARE`` of it at the
     floor). The one reduction of a block, shared by :func:`block_rises` and
     :class:`OnlineSpikeDetector`."""
-    return (blocks.max(axis=1), np.median(blocks, axis=1),
-            (blocks <= floor).mean(axis=1) < UNRESOLVED_SHARE)
+    return (
+        blocks.max(axis=1),
+        np.median(blocks, axis=1),
+        (blocks <= floor).mean(axis=1) < UNRESOLVED_SHARE,
+    )
 
 
-def rises_of(peak: np.ndarray, base: np.ndarray, resolved: np.ndarray
-             ) -> tuple[np.ndarray, np.ndarray]:
+def rises_of(
+    peak: np.ndarray, base: np.ndarray, resolved: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """``(rise, resolved)`` of blocks ``1, 2, ...`` of consecutive :func:`block_stats`:
     ``rise_k = max_k - median_{k-1}``, judged over the baseline block ``k - 1``."""
     return peak[1:] - base[:-1], resolved[:-1]
@@ -136,8 +141,14 @@ def block_size(H: int, stride: int) -> int:
     return max(1, int(round(H / stride)))
 
 
-def detect(log_loss, beta1: float, beta2: float, stride: int = 1,
-           floor: float = FLOAT64_FLOOR, ceiling: float = math.inf) -> dict:
+def detect(
+    log_loss,
+    beta1: float | np.ndarray,
+    beta2: float | np.ndarray,
+    stride: int = 1,
+    floor: float = FLOAT64_FLOOR,
+    ceiling: float = math.inf,
+) -> dict:
     """Judge one run (or a batch sharing ``beta1, beta2``) with the detector of the module doc.
 
     ``floor`` is the log10 of the smallest resolved loss (:data:`FLOAT64_FLOOR`,
@@ -176,10 +187,21 @@ def judge_blocks(rises: np.ndarray, resolved: np.ndarray, judged, bad, shape: tu
     spiky = hits.any(axis=0) & judged & ~diverged
     undetermined = unresolved & judged & ~diverged & ~spiky
     quiet = judged & ~diverged & ~spiky & ~undetermined
-    status = np.select([~judged, diverged, spiky, undetermined],
-                       ["not judged", "diverged", "spiky", "undetermined"], default="quiet")
-    return {"spiky": spiky, "undetermined": undetermined, "diverged": diverged, "quiet": quiet,
-            "judged": judged, "status": status, "n_spikes": hits.sum(axis=0), "max_rise": rise}
+    status = np.select(
+        [~judged, diverged, spiky, undetermined],
+        ["not judged", "diverged", "spiky", "undetermined"],
+        default="quiet",
+    )
+    return {
+        "spiky": spiky,
+        "undetermined": undetermined,
+        "diverged": diverged,
+        "quiet": quiet,
+        "judged": judged,
+        "status": status,
+        "n_spikes": hits.sum(axis=0),
+        "max_rise": rise,
+    }
 
 
 class OnlineSpikeDetector:
@@ -195,8 +217,15 @@ class OnlineSpikeDetector:
     at most one horizon after it.
     """
 
-    def __init__(self, beta1: float, beta2: float, *, stride: int = 1,
-                 floor: float = FLOAT64_FLOOR, ceiling: float = math.inf):
+    def __init__(
+        self,
+        beta1: float,
+        beta2: float,
+        *,
+        stride: int = 1,
+        floor: float = FLOAT64_FLOOR,
+        ceiling: float = math.inf,
+    ):
         if not floor < ceiling:
             raise InputError(f"floor={floor}, ceiling={ceiling}: allowed: floor < ceiling")
         if int(stride) != stride or stride < 1:
@@ -229,14 +258,24 @@ class OnlineSpikeDetector:
         rise, resolved = rises_of(*(np.array([a, b]) for a, b in zip(prev, self._prev)))
         self._rises.append(float(rise[0]))
         self._resolved.append(bool(resolved[0]))
-        return {"block": k, "sample": self.samples - 1, "rise": float(rise[0]),
-                "resolved": bool(resolved[0]),
-                "spike": bool(resolved[0] and rise[0] >= RISE_DECADES)}
+        return {
+            "block": k,
+            "sample": self.samples - 1,
+            "rise": float(rise[0]),
+            "resolved": bool(resolved[0]),
+            "spike": bool(resolved[0] and rise[0] >= RISE_DECADES),
+        }
 
     def verdict(self) -> dict:
         """:func:`detect`'s result on the samples so far (scalars)."""
         judged = self.samples // self.block - 1 >= MIN_BLOCKS
-        out = judge_blocks(np.array(self._rises, dtype=float),
-                           np.array(self._resolved, dtype=bool), judged, self.bad, ())
-        return {k: (v.item() if isinstance(v, np.ndarray | np.generic) else v) for k, v in out.items()} | {
-            "horizon": self.horizon}
+        out = judge_blocks(
+            np.array(self._rises, dtype=float),
+            np.array(self._resolved, dtype=bool),
+            judged,
+            self.bad,
+            (),
+        )
+        return {
+            k: (v.item() if isinstance(v, np.ndarray | np.generic) else v) for k, v in out.items()
+        } | {"horizon": self.horizon}

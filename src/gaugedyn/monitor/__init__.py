@@ -12,13 +12,22 @@ packages load on first use of a name.
 
 from .._lazy import attach
 
-__getattr__, __dir__, __all__ = attach(__name__, {
-    "_monitor": ["Monitor", "DEFAULT_EVERY"],
-    "_edge": ["EdgeProbe"],
-    "_keys": ["KEYS"],
-    "_sinks": ["MemorySink", "CSVSink", "ParquetSink", "TensorBoardSink", "WandbSink",
-               "StoreSink"],
-    "_surgery": ["reset_state"],
-    "_lightning": ["LightningMonitor"],
-    "_hf": ["HFMonitor"],
-})
+__getattr__, __dir__, __all__ = attach(
+    __name__,
+    {
+        "_monitor": ["Monitor", "DEFAULT_EVERY"],
+        "_edge": ["EdgeProbe"],
+        "_keys": ["KEYS"],
+        "_sinks": [
+            "MemorySink",
+            "CSVSink",
+            "ParquetSink",
+            "TensorBoardSink",
+            "WandbSink",
+            "StoreSink",
+        ],
+        "_surgery": ["reset_state"],
+        "_lightning": ["LightningMonitor"],
+        "_hf": ["HFMonitor"],
+    },
+)

@@ -37,12 +37,20 @@ class EdgeProbe:
     relative accuracy, product budget and basis size (the overhead knobs); ``method``: the
     eigensolver (``"lanczos"`` in torch, or ``"arpack"``: :data:`gaugedyn.adam.SHARPNESS_METHODS`)."""
 
-    def __init__(self, loss_fn: Callable[[], torch.Tensor], *, every: int = 500,
-                 tol: float = 1e-3, maxiter: int = 300, ncv: int | None = None,
-                 method: str = "lanczos"):
+    def __init__(
+        self,
+        loss_fn: Callable[[], torch.Tensor],
+        *,
+        every: int = 500,
+        tol: float = 1e-3,
+        maxiter: int = 300,
+        ncv: int | None = None,
+        method: str = "lanczos",
+    ):
         if not callable(loss_fn):
-            raise InputError(f"loss_fn={loss_fn!r} is not allowed; use a function "
-                             "loss_fn() -> scalar tensor")
+            raise InputError(
+                f"loss_fn={loss_fn!r} is not allowed; use a function loss_fn() -> scalar tensor"
+            )
         if isinstance(every, bool) or int(every) != every or int(every) < 1:
             raise InputError(f"every={every!r} is not allowed; use an integer >= 1")
         if not 0.0 <= float(tol) < 1.0:
@@ -58,8 +66,13 @@ class EdgeProbe:
         self._v0: torch.Tensor | None = None
 
     def settings(self) -> dict:
-        return {"every": self.every, "tol": self.tol, "maxiter": self.maxiter, "ncv": self.ncv,
-                "method": self.method}
+        return {
+            "every": self.every,
+            "tol": self.tol,
+            "maxiter": self.maxiter,
+            "ncv": self.ncv,
+            "method": self.method,
+        }
 
     @staticmethod
     def params(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
@@ -80,8 +93,9 @@ class EdgeProbe:
                     continue
                 b2, eps = float(group["betas"][1]), float(group["eps"])
                 g = p.grad if p.grad is not None else torch.zeros_like(p)
-                decoupled = group.get("decoupled_weight_decay",
-                                      isinstance(optimizer, torch.optim.AdamW))
+                decoupled = group.get(
+                    "decoupled_weight_decay", isinstance(optimizer, torch.optim.AdamW)
+                )
                 if group["weight_decay"] != 0 and not decoupled:
                     g = g.add(p, alpha=group["weight_decay"])
                 st = optimizer.state.get(p, {})
@@ -111,9 +125,16 @@ class EdgeProbe:
         P = self.preconditioner(optimizer)
         devices = sorted({p.device.index or 0 for p in params if p.device.type == "cuda"})
         with torch.random.fork_rng(devices=devices):
-            out = preconditioned_sharpness(self.loss_fn, params, P, v0=self._v0, tol=self.tol,
-                                           maxiter=self.maxiter, ncv=self.ncv,
-                                           method=self.method)
+            out = preconditioned_sharpness(
+                self.loss_fn,
+                params,
+                P,
+                v0=self._v0,
+                tol=self.tol,
+                maxiter=self.maxiter,
+                ncv=self.ncv,
+                method=self.method,
+            )
         self._v0 = out.pop("eigenvector")
         lr = optimizer.param_groups[0]["lr"]
         lr = float(lr.item()) if torch.is_tensor(lr) else float(lr)

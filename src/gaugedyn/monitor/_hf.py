@@ -22,8 +22,10 @@ import torch
 try:
     from transformers import TrainerCallback
 except ImportError as err:
-    raise ImportError("gaugedyn.monitor.HFMonitor needs transformers; install it with pip "
-                      "install transformers accelerate (or gaugedyn[monitor])") from err
+    raise ImportError(
+        "gaugedyn.monitor.HFMonitor needs transformers; install it with pip "
+        "install transformers accelerate (or gaugedyn[monitor])"
+    ) from err
 
 from .._errors import InputError
 from ._monitor import Monitor
@@ -74,8 +76,9 @@ class HFMonitor(TrainerCallback):
             return
         if model is None and self.trainer is not None:
             model = self.trainer.model
-        self.monitor = Monitor(unwrap(optimizer), model, start_step=int(state.global_step),
-                               **self.kwargs)
+        self.monitor = Monitor(
+            unwrap(optimizer), model, start_step=int(state.global_step), **self.kwargs
+        )
         if model is not None:
             self._hook = model.register_forward_hook(self._forward)
 
@@ -90,8 +93,10 @@ class HFMonitor(TrainerCallback):
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._start(state, kwargs.get("model"), kwargs.get("optimizer"))
         if self.monitor is None:
-            raise InputError("HFMonitor found no optimizer (the Trainer passed optimizer=None "
-                             "and no trainer is bound); add it with HFMonitor.attach(trainer)")
+            raise InputError(
+                "HFMonitor found no optimizer (the Trainer passed optimizer=None "
+                "and no trainer is bound); add it with HFMonitor.attach(trainer)"
+            )
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._hook is not None:

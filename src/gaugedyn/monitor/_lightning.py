@@ -27,8 +27,10 @@ except ImportError:  # the standalone package
     try:
         from pytorch_lightning.callbacks import Callback  # type: ignore[assignment]
     except ImportError as err:
-        raise ImportError("gaugedyn.monitor.LightningMonitor needs PyTorch Lightning; install "
-                          "it with pip install lightning (or gaugedyn[monitor])") from err
+        raise ImportError(
+            "gaugedyn.monitor.LightningMonitor needs PyTorch Lightning; install "
+            "it with pip install lightning (or gaugedyn[monitor])"
+        ) from err
 
 from .._errors import InputError
 from ._monitor import Monitor
@@ -52,13 +54,21 @@ class LightningMonitor(Callback):
     def on_train_start(self, trainer: Any, pl_module: torch.nn.Module) -> None:
         opts = list(trainer.optimizers)
         if not 0 <= self.index < len(opts):
-            raise InputError(f"optimizer={self.index} is not allowed; the trainer built "
-                             f"{len(opts)} optimizer(s)")
-        self.monitor = Monitor(opts[self.index], pl_module, defer=True, closure_loss=False,
-                               start_step=int(trainer.global_step), **self.kwargs)
+            raise InputError(
+                f"optimizer={self.index} is not allowed; the trainer built {len(opts)} optimizer(s)"
+            )
+        self.monitor = Monitor(
+            opts[self.index],
+            pl_module,
+            defer=True,
+            closure_loss=False,
+            start_step=int(trainer.global_step),
+            **self.kwargs,
+        )
 
-    def on_train_batch_end(self, trainer: Any, pl_module: torch.nn.Module, outputs: Any,
-                           batch: Any, batch_idx: int) -> None:
+    def on_train_batch_end(
+        self, trainer: Any, pl_module: torch.nn.Module, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
         if self.monitor is None:
             return
         loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
@@ -71,6 +81,7 @@ class LightningMonitor(Callback):
         if self.monitor is not None:
             self.monitor.detach()
 
-    def on_exception(self, trainer: Any, pl_module: torch.nn.Module,
-                     exception: BaseException) -> None:
+    def on_exception(
+        self, trainer: Any, pl_module: torch.nn.Module, exception: BaseException
+    ) -> None:
         self.on_train_end(trainer, pl_module)

@@ -51,11 +51,13 @@ def _options(name: str, value: Any, allowed: tuple[str, ...]) -> dict | None:
     if isinstance(value, Mapping):
         bad = sorted(set(value) - set(allowed))
         if bad:
-            raise InputError(f"{name}={dict(value)!r}: keys {bad} are not allowed; allowed: "
-                             f"{', '.join(allowed)}")
+            raise InputError(
+                f"{name}={dict(value)!r}: keys {bad} are not allowed; allowed: {', '.join(allowed)}"
+            )
         return {"every": DEFAULT_EVERY[name], **value}
-    raise InputError(f"{name}={value!r} is not allowed; use True, False, None or a dict of "
-                     f"{', '.join(allowed)}")
+    raise InputError(
+        f"{name}={value!r} is not allowed; use True, False, None or a dict of {', '.join(allowed)}"
+    )
 
 
 def _every(name: str, opts: dict) -> int:
@@ -89,26 +91,40 @@ class Monitor:
     steps (:mod:`gaugedyn.monitor` has surgery handlers).
     """
 
-    def __init__(self, optimizer: torch.optim.Optimizer, model: torch.nn.Module | None = None,
-                 *, adam: Any = None, gauge: Any = None, spikes: Any = None,
-                 edge: EdgeProbe | Callable[[], torch.Tensor] | None = None,
-                 sinks: Iterable[Any] = (), start_step: int = 0, defer: bool = False,
-                 closure_loss: bool = True):
+    def __init__(
+        self,
+        optimizer: torch.optim.Optimizer,
+        model: torch.nn.Module | None = None,
+        *,
+        adam: Any = None,
+        gauge: Any = None,
+        spikes: Any = None,
+        edge: EdgeProbe | Callable[[], torch.Tensor] | None = None,
+        sinks: Iterable[Any] = (),
+        start_step: int = 0,
+        defer: bool = False,
+        closure_loss: bool = True,
+    ):
         if not isinstance(optimizer, torch.optim.Optimizer):
-            raise InputError(f"optimizer={type(optimizer).__name__} is not allowed; use a "
-                             "torch.optim.Optimizer")
+            raise InputError(
+                f"optimizer={type(optimizer).__name__} is not allowed; use a torch.optim.Optimizer"
+            )
         if isinstance(optimizer, torch.optim.LBFGS):
-            raise InputError("optimizer=LBFGS is not allowed: it evaluates its closure more "
-                             "than once per step")
+            raise InputError(
+                "optimizer=LBFGS is not allowed: it evaluates its closure more than once per step"
+            )
         if model is not None and not isinstance(model, torch.nn.Module):
-            raise InputError(f"model={type(model).__name__} is not allowed; use a "
-                             "torch.nn.Module or None")
+            raise InputError(
+                f"model={type(model).__name__} is not allowed; use a torch.nn.Module or None"
+            )
         self.optimizer, self.model = optimizer, model
         self.sinks = list(sinks)
         for s in self.sinks:
             if not (callable(getattr(s, "log", None)) and callable(getattr(s, "close", None))):
-                raise InputError(f"sink {type(s).__name__} is not allowed; a sink has "
-                                 "log(step, scalars) and close()")
+                raise InputError(
+                    f"sink {type(s).__name__} is not allowed; a sink has "
+                    "log(step, scalars) and close()"
+                )
         self.step = int(start_step)
         self.defer = bool(defer)
         self.closure_loss = bool(closure_loss)
@@ -126,13 +142,21 @@ class Monitor:
         self._edge_row: dict | None = None
         self._adam_seen = 0
         self._gauge_seen = 0
-        self.history: dict[str, list] = {"loss_step": [], "loss": [], "spike_sample_step": [],
-                                         "spike_rise": [], "spike_resolved": [],
-                                         "edge_step": [], "edge_sharpness": [],
-                                         "edge_active_curvature": [], "edge_products": []}
+        self.history: dict[str, list] = {
+            "loss_step": [],
+            "loss": [],
+            "spike_sample_step": [],
+            "spike_rise": [],
+            "spike_resolved": [],
+            "edge_step": [],
+            "edge_sharpness": [],
+            "edge_active_curvature": [],
+            "edge_products": [],
+        }
         self.events: list[dict] = []
-        self._counts = np.array([sum(p.numel() for p in g["params"])
-                                 for g in optimizer.param_groups])
+        self._counts = np.array(
+            [sum(p.numel() for p in g["params"]) for g in optimizer.param_groups]
+        )
         self._spike_count = 0
         self.attached = True
         for s in self.sinks:
@@ -185,8 +209,10 @@ class Monitor:
             return spec
         if callable(spec):
             return EdgeProbe(spec)
-        raise InputError(f"edge={spec!r} is not allowed; use an EdgeProbe, a loss function "
-                         "loss_fn() -> tensor, or None")
+        raise InputError(
+            f"edge={spec!r} is not allowed; use an EdgeProbe, a loss function "
+            "loss_fn() -> tensor, or None"
+        )
 
     # -- losses and events -------------------------------------------------------------
     def observe_loss(self, loss: torch.Tensor | float) -> None:
@@ -214,8 +240,9 @@ class Monitor:
         out = [h(self, **info) for h in self._handlers.get(str(event), [])]
         records = [r.to_dict() if hasattr(r, "to_dict") else r for r in out]
         plain = {k: v for k, v in info.items() if isinstance(v, int | float | str | bool)}
-        self.events.append({"step": self.step, "event": str(event), "info": plain,
-                            "records": records})
+        self.events.append(
+            {"step": self.step, "event": str(event), "info": plain, "records": records}
+        )
         scalars = {key("gaugedyn/event/{name}", name=str(event)): 1.0}
         if self._pending is not None:
             self._pending[1].update(scalars)
@@ -264,8 +291,10 @@ class Monitor:
         h["edge_step"].append(self.step)
         for k in ("sharpness", "active_curvature", "products"):
             h[f"edge_{k}"].append(row[k])
-        return {key(f"gaugedyn/edge/{k}"): float(row[k]) for k in
-                ("sharpness", "active_curvature", "lr_sharpness", "threshold", "products")}
+        return {
+            key(f"gaugedyn/edge/{k}"): float(row[k])
+            for k in ("sharpness", "active_curvature", "lr_sharpness", "threshold", "products")
+        }
 
     def end_step(self) -> None:
         """Close the step just taken: its loss (mean of the observed ones), the spike
@@ -290,8 +319,10 @@ class Monitor:
 
     def _spike_sample(self, step: int, loss: float, events: list) -> dict[str, float]:
         if loss < 0:
-            raise InputError(f"loss={loss!r} at step {step}: the spike detector needs a "
-                             "positive loss; pass spikes=False")
+            raise InputError(
+                f"loss={loss!r} at step {step}: the spike detector needs a "
+                "positive loss; pass spikes=False"
+            )
         with np.errstate(divide="ignore"):
             closed = self.spikes.update(float(np.log10(loss)) if loss == loss else math.nan)
         if closed is None:
@@ -301,8 +332,10 @@ class Monitor:
         h["spike_rise"].append(closed["rise"])
         h["spike_resolved"].append(closed["resolved"])
         self._spike_count += bool(closed["spike"])
-        out = {key("gaugedyn/spike/spike"): float(closed["spike"]),
-               key("gaugedyn/spike/count"): float(self._spike_count)}
+        out = {
+            key("gaugedyn/spike/spike"): float(closed["spike"]),
+            key("gaugedyn/spike/count"): float(self._spike_count),
+        }
         if closed["resolved"]:
             out[key("gaugedyn/spike/rise")] = closed["rise"]
         if closed["spike"]:
@@ -343,8 +376,12 @@ class Monitor:
         ``adam_`` and ``gauge_``, and the monitor's ``loss``, ``spike_*`` (per closed block)
         and ``edge_*`` series with their steps."""
         arrays: dict[str, np.ndarray] = {}
-        meta: dict[str, Any] = {"keys": dict(KEYS), "steps": self.step,
-                                "every": self.every(), "events": list(self.events)}
+        meta: dict[str, Any] = {
+            "keys": dict(KEYS),
+            "steps": self.step,
+            "every": self.every(),
+            "events": list(self.events),
+        }
         for name, rec in (("adam", self.adam), ("gauge", self.gauge)):
             if rec is not None:
                 a, m = rec.export()
@@ -353,16 +390,21 @@ class Monitor:
         for k, v in self.history.items():
             arrays[k] = np.asarray(v, dtype=np.int64 if k.endswith("step") else float)
         if self.spikes is not None:
-            meta["spikes"] = {"verdict": {k: v for k, v in self.spikes.verdict().items()},
-                              "beta1": self.spikes.beta1, "beta2": self.spikes.beta2,
-                              "stride": self.spikes.stride}
+            meta["spikes"] = {
+                "verdict": {k: v for k, v in self.spikes.verdict().items()},
+                "beta1": self.spikes.beta1,
+                "beta2": self.spikes.beta2,
+                "stride": self.spikes.stride,
+            }
         if self.edge is not None:
             meta["edge"] = self.edge.settings()
         return arrays, meta
 
     def every(self) -> dict[str, int | None]:
         """Each instrument's ``every`` (``None``: off)."""
-        return {"adam": self.adam.every if self.adam is not None else None,
-                "gauge": self.gauge.every if self.gauge is not None else None,
-                "spikes": self._spike_every if self.spikes is not None else None,
-                "edge": self.edge.every if self.edge is not None else None}
+        return {
+            "adam": self.adam.every if self.adam is not None else None,
+            "gauge": self.gauge.every if self.gauge is not None else None,
+            "spikes": self._spike_every if self.spikes is not None else None,
+            "edge": self.edge.every if self.edge is not None else None,
+        }

@@ -33,9 +33,10 @@ def _need(module: str, sink: str, package: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError as err:
-        raise InputError(f"{sink} needs the {package!r} package, which is not installed; "
-                         f"install it with pip install {package} (or gaugedyn[monitor])"
-                         ) from err
+        raise InputError(
+            f"{sink} needs the {package!r} package, which is not installed; "
+            f"install it with pip install {package} (or gaugedyn[monitor])"
+        ) from err
 
 
 class MemorySink:
@@ -68,8 +69,9 @@ class CSVSink:
     def __init__(self, path: str | os.PathLike, *, append: bool = False, flush_every: int = 256):
         self.path = Path(path)
         if self.path.exists() and not append:
-            raise InputError(f"path={str(self.path)!r} exists; choose a new file or pass "
-                             "append=True")
+            raise InputError(
+                f"path={str(self.path)!r} exists; choose a new file or pass append=True"
+            )
         new = not self.path.exists() or self.path.stat().st_size == 0
         self._file = open(self.path, "a", newline="")  # noqa: SIM115 (closed by close())
         self._writer = csv.writer(self._file)
@@ -102,8 +104,9 @@ class ParquetSink:
         self.path = Path(path)
         if self.path.exists():
             raise InputError(f"path={str(self.path)!r} exists; choose a new file")
-        self.schema = self._pa.schema([("step", self._pa.int64()), ("key", self._pa.string()),
-                                       ("value", self._pa.float64())])
+        self.schema = self._pa.schema(
+            [("step", self._pa.int64()), ("key", self._pa.string()), ("value", self._pa.float64())]
+        )
         self._writer = self._pq.ParquetWriter(str(self.path), self.schema)
         self.rows_per_group = int(rows_per_group)
         self._rows: list[tuple[int, str, float]] = []
@@ -116,9 +119,12 @@ class ParquetSink:
     def _flush(self) -> None:
         if self._rows:
             cols = list(zip(*self._rows))
-            self._writer.write_table(self._pa.table(
-                {"step": list(cols[0]), "key": list(cols[1]), "value": list(cols[2])},
-                schema=self.schema))
+            self._writer.write_table(
+                self._pa.table(
+                    {"step": list(cols[0]), "key": list(cols[1]), "value": list(cols[2])},
+                    schema=self.schema,
+                )
+            )
             self._rows = []
 
     def close(self) -> None:
@@ -166,8 +172,9 @@ class WandbSink:
 
     def __init__(self, run: Any = None, **init: Any):
         if run is not None and init:
-            raise InputError("WandbSink: pass an open run or wandb.init keyword arguments, not "
-                             "both")
+            raise InputError(
+                "WandbSink: pass an open run or wandb.init keyword arguments, not both"
+            )
         if run is None:
             wandb = _need("wandb", "WandbSink", "wandb")
             run = wandb.init(**init)
@@ -197,9 +204,11 @@ class StoreSink:
 
     def __init__(self, store: Any, key: str):
         if not callable(getattr(store, "save", None)):
-            raise InputError(f"store={type(store).__name__} is not allowed; use a "
-                             "gaugedyn.harness.ResultStore (an object with save(key, result, "
-                             "meta))")
+            raise InputError(
+                f"store={type(store).__name__} is not allowed; use a "
+                "gaugedyn.harness.ResultStore (an object with save(key, result, "
+                "meta))"
+            )
         self.store, self.key = store, str(key)
         self._mem = MemorySink()
         self.monitor: Any = None

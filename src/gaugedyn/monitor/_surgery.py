@@ -15,8 +15,13 @@ from typing import Any
 from .._errors import InputError
 
 
-def reset_state(component: str = "both", names: str | Sequence[str] | None = None, *,
-                rows: bool = True, restart: bool = False) -> Callable[..., Any]:
+def reset_state(
+    component: str = "both",
+    names: str | Sequence[str] | None = None,
+    *,
+    rows: bool = True,
+    restart: bool = False,
+) -> Callable[..., Any]:
     """A handler resetting Adam's ``component`` (``m``, ``v`` or ``both``) of the selected
     parameters (``names``: names or globs; ``None``: all): the event's ``rows`` only
     (``rows=True``: the event must carry ``rows=``, a sequence of indices along axis 0 or a
@@ -33,11 +38,19 @@ def reset_state(component: str = "both", names: str | Sequence[str] | None = Non
         sel = info.get("names", names)
         spec = info.get("rows")
         if rows and spec is None:
-            raise InputError("this event carries no rows=; emit it with rows=... or build the "
-                             "handler with rows=False (whole tensors)")
+            raise InputError(
+                "this event carries no rows=; emit it with rows=... or build the "
+                "handler with rows=False (whole tensors)"
+            )
         if not rows and isinstance(spec, dict):
             sel = list(spec)
-        return reset(monitor.optimizer, monitor.model, component, sel,
-                     rows=spec if rows else None, restart=restart)
+        return reset(
+            monitor.optimizer,
+            monitor.model,
+            component,
+            sel,
+            rows=spec if rows else None,
+            restart=restart,
+        )
 
     return handler
