@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import glob
 import json
+import math
 import os
 import struct
 
@@ -476,3 +477,33 @@ def test_lanczos_finds_a_known_top_eigenvalue_and_agrees_with_arpack():
     assert a["active_curvature"] == b["active_curvature"]
     with pytest.raises(InputError, match="method"):
         preconditioned_sharpness(loss_fn, params, P, method="power")
+
+
+def test_lanczos_is_reproducible_and_stops_on_a_non_finite_product():
+    """Without a start vector the torch Lanczos starts from a fixed vector (the same reading
+    twice, the global generator untouched); a diverged model's product ends it with nan instead
+    of spending the budget; parameters the loss does not use get zero curvature."""
+    from gaugedyn.adam import edge_threshold, hessian_vector_product, lanczos_top
+    from gaugedyn.adam import preconditioned_sharpness as ps
+
+    model, opt, loss_fn = setup()
+    params = list(model.parameters())
+    P = torch.ones(sum(p.numel() for p in params))
+    state = torch.get_rng_state()
+    a, b = ps(loss_fn, params, P, tol=1e-4), ps(loss_fn, params, P, tol=1e-4)
+    assert torch.equal(torch.get_rng_state(), state)
+    assert a["sharpness"] == b["sharpness"] and torch.equal(a["eigenvector"], b["eigenvector"])
+    calls = []
+
+    def diverged(u):
+        calls.append(1)
+        return torch.full_like(u, math.nan) if len(calls) > 2 else u * torch.arange(1.0, 6.0)
+
+    theta, _, products = lanczos_top(diverged, torch.ones(5, dtype=torch.float64), maxiter=300)
+    assert math.isnan(theta) and products == 3
+    unused = nn.Parameter(torch.ones(3))
+    hv = hessian_vector_product(loss_fn, [*params, unused], torch.ones(P.numel() + 3))
+    assert torch.equal(hv[-3:], torch.zeros(3)) and hv[:-3].abs().sum() > 0
+    assert edge_threshold(0.9) == pytest.approx(38.0)
+    with pytest.raises(InputError, match="beta1"):
+        edge_threshold(1.0)

@@ -117,7 +117,8 @@ def lanczos_top(
     Converged when the Ritz residual :math:`|\beta_j s_j| \le \mathrm{tol}\,|\theta|` (ARPACK's
     relative criterion); ``maxiter`` bounds the products. ``matvec`` takes and returns vectors
     in ``v0``'s dtype and device; the basis is float64. Returns ``(theta, vector, products)``;
-    a run that exhausts ``maxiter`` returns its best estimate (the caller sees ``products``).
+    a run that exhausts ``maxiter`` returns its best estimate (the caller sees ``products``),
+    and a non-finite product (a diverged model) ends it with ``theta = nan``.
     """
     from scipy.linalg import eigh_tridiagonal
 
@@ -138,6 +139,8 @@ def lanczos_top(
             for _ in range(2):  # classical Gram-Schmidt twice: orthogonal to working precision
                 w = w - Q.T @ (Q @ w)
             b = float(w.norm())
+            if not (math.isfinite(alpha[-1]) and math.isfinite(b)):  # a non-finite product
+                return math.nan, x / x.norm(), count
             k = len(alpha) - 1
             vals, vecs = eigh_tridiagonal(
                 np.array(alpha), np.array(beta), select="i", select_range=(k, k)
