@@ -12,6 +12,13 @@ are interleaved in rotating order, each round giving one paired ratio per varian
 time over the plain block of the same round); the median ratio over rounds is printed with its
 distribution-free 95% interval (``scipy.stats.quantile_test``), in wall and process CPU time.
 
+The ratios of a shared machine are noisy; the accounting beside them is not: the thread CPU
+time spent inside each hook the instruments put on the optimizer (the Adam recorder's and the
+gauge recorder's pre and post hooks, the monitor's probe pre-hook, and its post-hook: the
+scalars, the loss, the spike detector and the sinks) plus ``observe_loss``, per step of the
+``monitor`` variant, against the plain step's CPU time. These costs add up by construction, so
+the accounting says whether the instruments together cost more than their parts.
+
     .venv/bin/python benchmarks/bench_monitor.py [--repeats 5] [--steps 500] [--batch 128]
         [--threads 1] [--breakdown]
 """
@@ -29,6 +36,36 @@ import torch
 from scipy import stats
 
 from gaugedyn.monitor import DEFAULT_EVERY, EdgeProbe, MemorySink, Monitor
+
+
+class _Account:
+    """Thread CPU seconds spent in each step hook of an optimizer (wrapped in place)."""
+
+    def __init__(self, optimizer: torch.optim.Optimizer):
+        self.seconds: dict[str, float] = {}
+        for kind, hooks in (
+            ("pre", optimizer._optimizer_step_pre_hooks),
+            ("post", optimizer._optimizer_step_post_hooks),
+        ):
+            for hid, hook in list(hooks.items()):
+                owner = type(getattr(hook, "__self__", hook)).__name__
+                name = f"{owner}.{getattr(hook, '__name__', kind)}"
+                hooks[hid] = self.timed(name, hook)
+
+    def timed(self, name: str, fn):
+        self.seconds.setdefault(name, 0.0)
+
+        def wrapper(*args, **kwargs):
+            c0 = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds[name] += time.thread_time() - c0
+
+        return wrapper
+
+    def reset(self) -> None:
+        self.seconds = dict.fromkeys(self.seconds, 0.0)
 
 
 def _summary(x: list[float]) -> str:
@@ -84,6 +121,8 @@ def main() -> None:
         edge = EdgeProbe(lambda m=m: torch.nn.functional.cross_entropy(m(x), y))
         kw = {"edge": edge, **VARIANTS[k]}
         mons[k] = Monitor(opts[k], m, sinks=[MemorySink()], **kw)
+    account = _Account(opts["monitor"])
+    observe = account.timed("Monitor.observe_loss", mons["monitor"].observe_loss)
 
     def block(k: str) -> tuple[float, float]:
         m, o = models[k], opts[k]
@@ -92,18 +131,24 @@ def main() -> None:
             o.zero_grad(set_to_none=True)
             loss = torch.nn.functional.cross_entropy(m(x), y)
             loss.backward()
-            if k in mons:
+            if k == "monitor":
+                observe(loss)
+            elif k in mons:
                 mons[k].observe_loss(loss)
             o.step()
         return (time.perf_counter() - t0) / args.steps, (time.process_time() - c0) / args.steps
 
     load0 = os.getloadavg()[0]
     times: dict[str, list] = {k: [] for k in models}
+    hooks: list[dict[str, float]] = []
     keys = list(models)
     for r in range(args.repeats):
         for i in range(len(keys)):
             k = keys[(i + r) % len(keys)]
+            account.reset()
             times[k].append(block(k))
+            if k == "monitor":
+                hooks.append({h: t / args.steps for h, t in account.seconds.items()})
     print(
         f"model: MLP 784-1024-256-10, {n} parameters, batch {args.batch}, threads "
         f"{torch.get_num_threads()}, Adam; {args.repeats} interleaved rounds of {args.steps} "
@@ -130,6 +175,16 @@ def main() -> None:
             else ""
         )
         print(f"  {k:<8}{extra}: wall {_summary(rw)}  CPU {_summary(rc)}")
+    print(
+        "accounting of the monitor variant: thread CPU ms per step inside each hook, median over "
+        "rounds (share of the plain step's CPU time)"
+    )
+    total = 0.0
+    for h in hooks[0]:
+        ms = 1e3 * statistics.median(x[h] for x in hooks)
+        total += ms
+        print(f"  {h:<28} {ms:7.3f} ms ({ms / (1e3 * cpu):6.1%})")
+    print(f"  {'sum':<28} {total:7.3f} ms ({total / (1e3 * cpu):6.1%})")
 
 
 if __name__ == "__main__":
