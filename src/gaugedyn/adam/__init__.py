@@ -109,6 +109,7 @@ __getattr__, __dir__, __all__ = attach(
         # the curvature the preconditioner sees (torch, lazy)
         "_sharpness": [
             "SHARPNESS_METHODS",
+            "adam_preconditioner",
             "edge_threshold",
             "hessian_vector_product",
             "lanczos_top",

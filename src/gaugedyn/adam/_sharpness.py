@@ -15,6 +15,7 @@ descent preconditioned by :math:`P` with step :math:`\eta` is linearly stable on
 model while :math:`\eta S < 2`; Adam's heavy-ball EMA momentum moves the edge to
 :math:`2 (1 + \beta_1) / (1 - \beta_1)` (:func:`edge_threshold`).
 
+- :func:`adam_preconditioner`: Adam's :math:`P` for the coming step from a live optimizer;
 - :func:`hessian_vector_product`: :math:`H u` by double backward (``torch.autograd``), never
   forming :math:`H`;
 - :func:`preconditioned_sharpness`: :math:`S`, its eigenvector and :math:`\kappa_g` over one
@@ -57,6 +58,44 @@ def edge_threshold(beta1: float) -> float:
 
 def _flat(ts: Sequence[torch.Tensor]) -> torch.Tensor:
     return torch.cat([t.reshape(-1) for t in ts])
+
+
+@torch.no_grad()
+def adam_preconditioner(
+    optimizer: torch.optim.Optimizer, grads: Sequence[torch.Tensor] | None = None
+) -> torch.Tensor:
+    r"""Adam's :math:`P = \sqrt{v_t / (1 - \beta_2^t)} + \epsilon` for the coming step, flat over
+    the optimizer's parameters that require gradients (group order), before ``step()``.
+
+    :math:`v_t = \beta_2 v_{t-1} + (1 - \beta_2) g_t^2` includes this step's gradient: ``grads``
+    (one per such parameter, in that order) or each parameter's ``.grad`` (zeros where
+    ``None``), with coupled weight decay added (``Adam``'s ``weight_decay``, not ``AdamW``'s);
+    :math:`t` is the step the optimizer is about to take. ``Adam``/``AdamW`` only.
+    """
+    if not isinstance(optimizer, torch.optim.Adam | torch.optim.AdamW):
+        raise InputError(
+            f"optimizer={type(optimizer).__name__} is not allowed; use torch.optim.Adam or AdamW"
+        )
+    params = [(p, group) for group in optimizer.param_groups for p in group["params"]]
+    params = [(p, group) for p, group in params if p.requires_grad]
+    if grads is not None and len(grads) != len(params):
+        raise InputError(f"{len(grads)} grads given; the optimizer has {len(params)} parameters")
+    out = []
+    for i, (p, group) in enumerate(params):
+        b2, eps = float(group["betas"][1]), float(group["eps"])
+        if grads is not None:
+            g = grads[i]
+        else:
+            g = p.grad if p.grad is not None else torch.zeros_like(p)
+        decoupled = group.get("decoupled_weight_decay", isinstance(optimizer, torch.optim.AdamW))
+        if group["weight_decay"] != 0 and not decoupled:
+            g = g.add(p, alpha=group["weight_decay"])
+        st = optimizer.state.get(p, {})
+        v = st["exp_avg_sq"] if "exp_avg_sq" in st else torch.zeros_like(p)
+        t = int(st["step"]) + 1 if "step" in st else 1
+        v = b2 * v + (1 - b2) * g * g
+        out.append((v / (1 - b2**t)).sqrt() + eps)
+    return _flat(out)
 
 
 def _grad(y: torch.Tensor, params: list[torch.Tensor], **kw) -> torch.Tensor:

@@ -79,31 +79,15 @@ class EdgeProbe:
         """The optimizer's parameters that require gradients, in group order."""
         return [p for g in optimizer.param_groups for p in g["params"] if p.requires_grad]
 
-    @torch.no_grad()
-    def preconditioner(self, optimizer: torch.optim.Optimizer) -> torch.Tensor:
-        """The flat ``P`` of the module doc, from the optimizer's state and ``.grad``."""
-        out = []
-        adam = isinstance(optimizer, torch.optim.Adam | torch.optim.AdamW)
-        for group in optimizer.param_groups:
-            for p in group["params"]:
-                if not p.requires_grad:
-                    continue
-                if not adam:
-                    out.append(torch.ones_like(p).reshape(-1))
-                    continue
-                b2, eps = float(group["betas"][1]), float(group["eps"])
-                g = p.grad if p.grad is not None else torch.zeros_like(p)
-                decoupled = group.get(
-                    "decoupled_weight_decay", isinstance(optimizer, torch.optim.AdamW)
-                )
-                if group["weight_decay"] != 0 and not decoupled:
-                    g = g.add(p, alpha=group["weight_decay"])
-                st = optimizer.state.get(p, {})
-                v = st["exp_avg_sq"] if "exp_avg_sq" in st else torch.zeros_like(p)
-                t = int(st["step"]) + 1 if "step" in st else 1
-                v = b2 * v + (1 - b2) * g * g
-                out.append(((v / (1 - b2**t)).sqrt() + eps).reshape(-1))
-        return torch.cat(out)
+    @staticmethod
+    def preconditioner(optimizer: torch.optim.Optimizer) -> torch.Tensor:
+        """The flat ``P`` of the module doc, from the optimizer's state and ``.grad``
+        (:func:`gaugedyn.adam.adam_preconditioner`; ones for other optimizers)."""
+        if isinstance(optimizer, torch.optim.Adam | torch.optim.AdamW):
+            from ..adam import adam_preconditioner
+
+            return adam_preconditioner(optimizer)
+        return torch.cat([p.detach().new_ones(p.numel()) for p in EdgeProbe.params(optimizer)])
 
     @staticmethod
     def threshold(optimizer: torch.optim.Optimizer) -> float:

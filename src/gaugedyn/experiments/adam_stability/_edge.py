@@ -34,7 +34,12 @@ import torch
 from torch import nn
 
 from ..._errors import InputError
-from ...adam import dense_sharpness, edge_threshold, preconditioned_sharpness
+from ...adam import (
+    adam_preconditioner,
+    dense_sharpness,
+    edge_threshold,
+    preconditioned_sharpness,
+)
 from ...training import load_digits
 from ._protocol import LANCZOS_TOL
 
@@ -79,18 +84,6 @@ def _sharpness(loss_fn, params, P, v0=None) -> tuple[float, torch.Tensor]:
 
 def _flat(ts) -> torch.Tensor:
     return torch.cat([t.reshape(-1) for t in ts])
-
-
-def _moments(opt, params, g_list, beta2, eps):
-    """``P = sqrt(v^_t) + eps`` including this step's gradient, before ``opt.step()``."""
-    out = []
-    for p, g in zip(params, g_list):
-        st = opt.state.get(p, {})
-        v_prev = st["exp_avg_sq"] if "exp_avg_sq" in st else torch.zeros_like(p)
-        t = int(st["step"]) + 1 if "step" in st else 1
-        v = beta2 * v_prev + (1 - beta2) * g * g
-        out.append((v / (1 - beta2**t)).sqrt() + eps)
-    return _flat(out)
 
 
 def run_edge(
@@ -139,7 +132,7 @@ def run_edge(
         L = loss_fn()
         g_list = torch.autograd.grad(L, params, create_graph=True)
         g = _flat(g_list)
-        P = _moments(opt, params, [x.detach() for x in g_list], beta2, eps)
+        P = adam_preconditioner(opt, [x.detach() for x in g_list])
         d = g.detach() / P
         Hd = _flat(torch.autograd.grad(g @ d, params)).detach()
         g = g.detach()
@@ -237,7 +230,7 @@ def lanczos_check(
         loss_fn().backward()
         opt.step()
     g_list = torch.autograd.grad(loss_fn(), params)
-    P = _moments(opt, params, list(g_list), beta2, eps)
+    P = adam_preconditioner(opt, list(g_list))
     S, _ = _sharpness(loss_fn, params, P)
     D = dense_sharpness(loss_fn, params, P)
     return {"lanczos": S, "dense": D, "n_params": int(P.numel())}
