@@ -32,8 +32,13 @@ Protocol (fixed before the run; the settings below are the only constants):
     .venv/bin/python examples/sae_resampling.py --quick --out /tmp/sae
     .venv/bin/python examples/sae_resampling.py --table examples/results/sae_resampling/summary.json
 
-writes ``summary.json`` (settings, per-seed values, judgements, code identity) and
-``sae_resampling.png`` (mean loss around the events per arm; per-seed amplitudes).
+writes ``summary.json`` (settings, per-seed values, judgements, versions), ``curves.npz`` (the
+mean log10 loss over seeds per reading and arm, step by step) and ``sae_resampling.png`` (mean
+loss around the events per arm; per-seed amplitudes); ``--figure DIR --png PATH`` redraws the
+figure from a stored run (the docs figure is the committed run's)::
+
+    .venv/bin/python examples/sae_resampling.py --figure examples/results/sae_resampling \\
+        --png docs/figures/sae_resampling.png
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ import argparse
 import json
 import math
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -149,7 +155,10 @@ def study(seeds: int, steps: int) -> dict:
                 continue
             runs = [run(s, arm, restart, steps) for s in range(seeds)]
             values[(reading, arm)] = [seed_amplitude(r) for r in runs]
-            curves[(reading, arm)] = np.mean([np.log10(r["loss"]) for r in runs], axis=0)
+            ell = np.log10([r["loss"] for r in runs])
+            with warnings.catch_warnings():  # a step where every seed has diverged stays nan
+                warnings.simplefilter("ignore", RuntimeWarning)
+                curves[(reading, arm)] = np.nanmean(np.where(np.isfinite(ell), ell, np.nan), 0)
             dead[(reading, arm)] = [r["events"] for r in runs]
     return {"values": values, "curves": curves, "dead": dead}
 
@@ -172,7 +181,10 @@ def judgements(values: dict) -> dict:
     return out
 
 
-def figure(result: dict, path: Path, steps: int) -> None:
+def figure(values: dict, curves: dict, path: Path) -> None:
+    """Left: the mean log10 loss over seeds per arm (the first reading) with the events; right:
+    each seed's amplitude per reading and arm, the median as a bar. ``values`` and ``curves``
+    are keyed ``(reading, arm)``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -181,33 +193,53 @@ def figure(result: dict, path: Path, steps: int) -> None:
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
     colors = {"none": "C3", "rows": "C0", "whole": "C2"}
     reading = next(iter(READINGS))
+    steps = len(curves[(reading, ARMS[0])])
     t = np.arange(1, steps + 1)
     for arm in ARMS:
-        a.plot(t, result["curves"][(reading, arm)], color=colors[arm], lw=0.8, label=arm)
+        a.plot(t, curves[(reading, arm)], color=colors[arm], lw=0.8, label=arm)
     for r in range(EVERY, steps, EVERY):
         a.axvline(r, color="0.8", lw=0.6, zorder=0)
     a.set(
         xlabel="step",
-        ylabel="mean log10 loss over seeds",
+        ylabel="mean log10 loss over seeds",  # a seed's steps after it diverged left out
         title=f"resampling every {EVERY} steps ({reading})",
     )
     a.legend(frameon=False)
-    for i, (rd, arms) in enumerate((rd, ARMS) for rd in READINGS):
-        for j, arm in enumerate(arms):
-            y = np.array(result["values"][(rd, arm)])
-            x = i * (len(ARMS) + 1) + j + np.linspace(-0.15, 0.15, y.size)
+    width = len(ARMS) + 1
+    for i, rd in enumerate(READINGS):
+        for j, arm in enumerate(ARMS):
+            y = np.array(values[(rd, arm)], dtype=float)
+            x = i * width + j + np.linspace(-0.15, 0.15, y.size)
             b.plot(x, y, "o", ms=3, color=colors[arm], alpha=0.7)
-            b.plot(i * (len(ARMS) + 1) + j, np.median(y), "_", ms=18, color="k")
-    b.set_xticks(
-        [i * (len(ARMS) + 1) + j for i in range(len(READINGS)) for j in range(len(ARMS))],
-        [f"{arm}\n{rd}" for rd in READINGS for arm in ARMS],
-        fontsize=7,
-    )
+            b.plot(i * width + j, np.nanmedian(y), "_", ms=18, color="k")
+    b.set_xticks([i * width + j for i in range(len(READINGS)) for j in range(len(ARMS))])
+    b.set_xticklabels([arm for _ in READINGS for arm in ARMS], fontsize=8)
+    groups = b.secondary_xaxis("bottom")
+    groups.set_xticks([i * width + (len(ARMS) - 1) / 2 for i in range(len(READINGS))])
+    groups.set_xticklabels(list(READINGS), fontsize=9)
+    groups.tick_params(length=0, pad=16)
     b.axhline(0, color="0.6", lw=0.6)
     b.set(ylabel=f"spike amplitude (decades, {WINDOW} steps)", title="per seed; bar: median")
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
+
+
+def _key(reading: str, arm: str) -> str:
+    return f"{reading} | {arm}"
+
+
+def redraw(folder: Path, png: Path) -> None:
+    """The figure of a stored run (``summary.json`` and ``curves.npz`` in ``folder``)."""
+    summary = json.loads((folder / "summary.json").read_text())
+    with np.load(folder / "curves.npz") as z:
+        curves = {(rd, arm): z[_key(rd, arm)] for rd in READINGS for arm in ARMS}
+    values = {
+        (rd, arm): [math.nan if v == "nan" else v for v in summary["values"][_key(rd, arm)]]
+        for rd in READINGS
+        for arm in ARMS
+    }
+    figure(values, curves, png)
 
 
 def table(summary: dict) -> str:
@@ -236,12 +268,24 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--table", metavar="SUMMARY", help="print the docs table of a summary.json")
     ap.add_argument("--seeds", type=int, default=SEEDS)
     ap.add_argument("--quick", action="store_true", help="3 seeds, 1300 steps (a smoke run)")
+    ap.add_argument(
+        "--figure",
+        metavar="DIR",
+        help="redraw the figure of a stored run (DIR/summary.json, DIR/curves.npz) to --png",
+    )
+    ap.add_argument("--png", help="where --figure writes (default: DIR/sae_resampling.png)")
     args = ap.parse_args(argv)
     if args.table:
         print(table(json.loads(Path(args.table).read_text())))
         return
+    if args.figure:
+        folder = Path(args.figure)
+        if not (folder / "summary.json").is_file() or not (folder / "curves.npz").is_file():
+            ap.error(f"--figure {folder}: allowed: a folder holding summary.json and curves.npz")
+        redraw(folder, Path(args.png) if args.png else folder / "sae_resampling.png")
+        return
     if not args.out:
-        ap.error("--out is required (or --table SUMMARY)")
+        ap.error("--out is required (or --table SUMMARY, or --figure DIR)")
     seeds, steps = (3, 1300) if args.quick else (args.seeds, STEPS)
     if seeds < 1:
         ap.error(f"--seeds {seeds}: allowed: an integer >= 1")
@@ -263,15 +307,18 @@ def main(argv: list[str] | None = None) -> None:
             for k, v in globals().items()
             if k.isupper() and isinstance(v, int | float | tuple | dict)
         },
-        "values": {f"{r} | {a}": v for (r, a), v in result["values"].items()},
-        "resampled": {f"{r} | {a}": v for (r, a), v in result["dead"].items()},
+        "values": {_key(r, a): v for (r, a), v in result["values"].items()},
+        "resampled": {_key(r, a): v for (r, a), v in result["dead"].items()},
         "judgements": judgements(result["values"]),
         "versions": versions(),
         "seconds": time.perf_counter() - t0,
     }
     (out / "summary.json").write_text(json.dumps(strict(summary), indent=1, allow_nan=False) + "\n")
-    figure(result, out / "sae_resampling.png", steps)
-    print(f"wrote {out / 'summary.json'} and the figure in {summary['seconds']:.0f} s")
+    np.savez_compressed(
+        out / "curves.npz", **{_key(r, a): c for (r, a), c in result["curves"].items()}
+    )
+    figure(result["values"], result["curves"], out / "sae_resampling.png")
+    print(f"wrote {out / 'summary.json'}, curves.npz and the figure in {summary['seconds']:.0f} s")
 
 
 if __name__ == "__main__":

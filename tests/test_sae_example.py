@@ -67,11 +67,24 @@ def test_resampling_resets_the_resampled_rows_state_through_the_monitor(sae, mon
     assert res["loss"].shape == (801,) and np.isfinite(res["loss"]).all()
 
 
+def _refuse(constant):
+    raise ValueError(f"{constant} in a summary: not strict JSON")
+
+
 def test_the_docs_table_is_the_committed_runs(sae):
-    summary = json.loads(SUMMARY.read_text())
+    summary = json.loads(SUMMARY.read_text(), parse_constant=_refuse)
     assert not summary["quick"] and summary["seeds"] >= 10
     page = (ROOT / "docs/monitor.md").read_text()
     match = re.search(r"<!-- sae table -->\n(.*?)\n<!-- end sae table -->", page, re.S)
     assert match, "docs/monitor.md has no sae table block"
     assert match.group(1).strip() == sae.table(summary).strip()
     assert (ROOT / "docs/figures/sae_resampling.png").is_file()
+
+
+def test_the_figure_redraws_from_the_committed_run(sae, tmp_path):
+    png = tmp_path / "sae.png"
+    sae.main(["--figure", str(SUMMARY.parent), "--png", str(png)])
+    assert png.stat().st_size > 10_000
+    with pytest.raises(SystemExit) as exc:
+        sae.main(["--figure", str(tmp_path)])  # no stored run there
+    assert exc.value.code == 2
