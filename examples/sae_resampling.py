@@ -28,16 +28,16 @@ Protocol (fixed before the run; the settings below are the only constants):
   per-seed paired differences, the same seed and data in every arm): ``rows`` below ``none``
   (< 0) and ``rows`` below ``whole`` (< 0); the arms' medians with their intervals beside them.
 
-    .venv/bin/python examples/sae_resampling.py --out examples/results/sae_resampling
+    .venv/bin/python examples/sae_resampling.py --out examples/data/sae_resampling
     .venv/bin/python examples/sae_resampling.py --quick --out /tmp/sae
-    .venv/bin/python examples/sae_resampling.py --table examples/results/sae_resampling/summary.json
+    .venv/bin/python examples/sae_resampling.py --table examples/data/sae_resampling/summary.json
 
 writes ``summary.json`` (settings, per-seed values, judgements, versions), ``curves.npz`` (the
 mean log10 loss over seeds per reading and arm, step by step) and ``sae_resampling.png`` (mean
 loss around the events per arm; per-seed amplitudes); ``--figure DIR --png PATH`` redraws the
 figure from a stored run (the docs figure is the committed run's)::
 
-    .venv/bin/python examples/sae_resampling.py --figure examples/results/sae_resampling \\
+    .venv/bin/python examples/sae_resampling.py --figure examples/data/sae_resampling \\
         --png docs/figures/sae_resampling.png
 """
 

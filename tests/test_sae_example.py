@@ -14,7 +14,7 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-SUMMARY = ROOT / "examples/results/sae_resampling/summary.json"
+SUMMARY = ROOT / "examples/data/sae_resampling/summary.json"
 
 
 @pytest.fixture(scope="module")
