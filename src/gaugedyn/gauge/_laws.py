@@ -699,7 +699,16 @@ class _math_attention:
     goes through."""
 
     def __enter__(self):
+        import warnings
+
         from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        with warnings.catch_warnings():
+            # torch's forward-mode decompositions script themselves on first import with the
+            # deprecated torch.jit.script; the warning is torch's, not the caller's
+            warnings.filterwarnings("ignore", message=".*torch.jit.script.*",
+                                    category=DeprecationWarning)
+            import torch._decomp.decompositions_for_jvp  # noqa: F401
 
         self._ctx = sdpa_kernel(SDPBackend.MATH)
         self._ctx.__enter__()
