@@ -341,7 +341,7 @@ class ConservationLaws:
     tol: float
     fields: str
     confirmed: int
-    saturated: bool
+    saturated: int
     seed: int
     points: tuple[dict, ...] = field(repr=False)
     known: dict | None = None
@@ -349,9 +349,9 @@ class ConservationLaws:
 
     @property
     def silent(self) -> int:
-        """Symmetry directions that give no law: those the brackets reach, ``lie - span``
-        (``symmetries - laws`` with ``fields="function"``)."""
-        return self.lie - self.span
+        """Symmetry directions that give no law, ``symmetries - laws = lie - rank J_F``: those
+        the brackets reach (``lie - span`` with ``fields="function"``)."""
+        return self.symmetries - self.laws
 
     @property
     def agree(self) -> bool:
@@ -360,11 +360,10 @@ class ConservationLaws:
 
     @property
     def stable(self) -> bool:
-        """The generic count is reached at two points or more (at the one point when only one
-        was drawn), the data saturate it there (half of them give the same ``rank J_F``) and
-        every rank decision there has a gap of at least ``min_gap``."""
-        return (self.confirmed >= min(2, len(self.points)) and self.saturated
-                and self.gap >= self.min_gap)
+        """The generic count is reached, with data that saturate it (half of them give the same
+        ``rank J_F``), at two points or more (at the one point when only one was drawn), and
+        every rank decision at those points has a gap of at least ``min_gap``."""
+        return self.saturated >= min(2, len(self.points)) and self.gap >= self.min_gap
 
     @property
     def complete(self) -> bool | None:
@@ -397,8 +396,8 @@ class ConservationLaws:
                  f"laws; {self.symmetries} infinitesimal symmetries, {self.silent} of them "
                  "reached by the brackets (no law)",
                  f"rank gap {self.gap:.3g} (rtol {self.rtol:g}); generic count at "
-                 f"{self.confirmed} of {len(self.points)} points; half the data give the same "
-                 f"symmetries: {self.saturated}; stable: {self.stable}"]
+                 f"{self.confirmed} of {len(self.points)} points, {self.saturated} of them "
+                 f"saturated by half the data; stable: {self.stable}"]
         if self.known is not None:
             k = self.known
             lines.append(f"known laws: {k['count']} functions, {k['rank']} independent, "
@@ -579,6 +578,41 @@ def conservation_laws(model: torch.nn.Module | Parametrisation,
     gap a stable count needs; ``max_depth``: the deepest bracket tried; ``margin``: extra
     brackets drawn per depth; ``chunk``: the batch of the vectorised JVPs.
     """
+    inputs = _check(fields=fields, points=points, max_depth=max_depth, margin=margin,
+                    chunk=chunk, rtol=rtol, tol=tol, min_gap=min_gap, inputs=inputs,
+                    norm_eps=norm_eps, vector_std=vector_std, per_sample=per_sample)
+    problem = _Problem(model, params, norm_eps)
+    if per_sample is None:
+        per_sample = not problem.coupled
+    elif per_sample and problem.coupled:
+        raise InputError("per_sample=True is not allowed: the model normalises over the batch "
+                         "(its samples are coupled); use None or False")
+    known_fn = _resolve(known, "known", model, problem)
+    gen_fn = _resolve(generators, "generators", model, problem)
+    from .._meta import integer_seed
+    from .._progress import progress_bar
+
+    records = []
+    bar = progress_bar(points, "conservation_laws", "point", force=True, quiet=not progress)
+    with _math_attention():
+        for p, child in enumerate(np.random.SeedSequence(int(seed)).spawn(points)):
+            rng = np.random.default_rng(child)
+            rec = _point(problem, inputs, rng, fields=fields, known=known_fn,
+                         generators=gen_fn, rtol=rtol, max_depth=max_depth, margin=margin,
+                         chunk=chunk, per_sample=per_sample, vector_std=float(vector_std))
+            rec["point"] = p
+            rec["seed_state"] = integer_seed(child)
+            records.append(rec)
+            bar.callback(p + 1)
+    bar.close()
+    return _aggregate(records, problem.dim, fields=fields, rtol=rtol, min_gap=min_gap, tol=tol,
+                      seed=seed, known=known_fn is not None, generators=gen_fn is not None)
+
+
+def _check(*, fields, points, max_depth, margin, chunk, rtol, tol, min_gap, inputs, norm_eps,
+           vector_std, per_sample) -> torch.Tensor | tuple:
+    """Every argument of :func:`conservation_laws` checked before any work; ``inputs`` as a
+    tensor or a shape tuple."""
     if fields not in FIELDS_KINDS:
         raise InputError(f"fields={fields!r} is not allowed; use one of {FIELDS_KINDS}")
     for name, v, lo, hi in (("points", points, 1, 64), ("max_depth", max_depth, 1, 16),
@@ -590,16 +624,6 @@ def conservation_laws(model: torch.nn.Module | Parametrisation,
             raise InputError(f"{name}={v!r} is not allowed; use a number in [{lo:g}, {hi:g}]")
     if not isinstance(min_gap, int | float) or not min_gap >= 1:
         raise InputError(f"min_gap={min_gap!r} is not allowed; use a number >= 1")
-    if not isinstance(inputs, torch.Tensor):
-        try:
-            shape = tuple(int(d) for d in inputs)
-        except TypeError:
-            raise InputError(f"inputs={inputs!r} is not allowed; use a shape (N, ...) or a "
-                             "tensor of data") from None
-        if not shape or any(d <= 0 for d in shape):
-            raise InputError(f"inputs={inputs!r} is not allowed; use a shape of positive "
-                             "integers (N, ...)")
-        inputs = shape
     if norm_eps is not None and (not isinstance(norm_eps, int | float) or not norm_eps >= 0):
         raise InputError(f"norm_eps={norm_eps!r} is not allowed; use None (the model's own) or "
                          "a number >= 0")
@@ -607,44 +631,32 @@ def conservation_laws(model: torch.nn.Module | Parametrisation,
         raise InputError(f"vector_std={vector_std!r} is not allowed; use a number in (0, 100]")
     if per_sample not in (None, True, False):
         raise InputError(f"per_sample={per_sample!r} is not allowed; use None, True or False")
-    problem = _Problem(model, params, norm_eps)
-    if per_sample is None:
-        per_sample = not problem.coupled
-    elif per_sample and problem.coupled:
-        raise InputError("per_sample=True is not allowed: the model normalises over the batch "
-                         "(its samples are coupled); use None or False")
-    known_fn = _resolve(known, "known", model, problem)
-    gen_fn = _resolve(generators, "generators", model, problem)
-    from .._meta import integer_seed
+    if isinstance(inputs, torch.Tensor):
+        return inputs
+    try:
+        shape = tuple(int(d) for d in inputs)
+    except TypeError:
+        raise InputError(f"inputs={inputs!r} is not allowed; use a shape (N, ...) or a "
+                         "tensor of data") from None
+    if not shape or any(d <= 0 for d in shape):
+        raise InputError(f"inputs={inputs!r} is not allowed; use a shape of positive "
+                         "integers (N, ...)")
+    return shape
 
-    records = []
-    bar = None
-    if progress:
-        from .._progress import progress_bar
 
-        bar = progress_bar(points, "conservation_laws", "point", force=True)
-    with _math_attention():
-        for p, child in enumerate(np.random.SeedSequence(int(seed)).spawn(points)):
-            rng = np.random.default_rng(child)
-            rec = _point(problem, inputs, rng, fields=fields, known=known_fn,
-                         generators=gen_fn, rtol=rtol, max_depth=max_depth, margin=margin,
-                         chunk=chunk, per_sample=per_sample, vector_std=float(vector_std))
-            rec["point"] = p
-            rec["seed_state"] = integer_seed(child)
-            records.append(rec)
-            if bar is not None:
-                bar.callback(p + 1)
-    if bar is not None:
-        bar.close()
-    D = problem.dim
+def _aggregate(records: list[dict], D: int, *, fields: str, rtol: float, min_gap: float,
+               tol: float, seed: int, known: bool, generators: bool) -> ConservationLaws:
+    """The count at the generic points (the largest Lie trace, span and rank of ``J_F``), with
+    the known laws' and generators' checks there."""
 
     def key(r: dict) -> tuple:
         return (r["lie"], r["span"], -r["symmetries"])
 
     top = max(records, key=key)
     generic = [r for r in records if key(r) == key(top)]
+    good = [r for r in generic if r["saturated"]] or generic
     known_out = None
-    if known_fn is not None:
+    if known:
         ks = [r["known"] for r in generic]
         inside = max(k["inside_lie"] for k in ks)
         rank = top["known"]["rank"]
@@ -654,7 +666,7 @@ def conservation_laws(model: torch.nn.Module | Parametrisation,
                      "complete": bool(conserved and rank == D - top["lie"]),
                      "missing": int(D - top["lie"] - rank) if conserved else None}
     gens_out = None
-    if gen_fn is not None:
+    if generators:
         gs = [r["generators"] for r in generic]
         gens_out = {"rank": top["generators"]["rank"], "silent": top["generators"]["silent"],
                     "gap": min(g["gap"] for g in gs)}
@@ -666,14 +678,15 @@ def conservation_laws(model: torch.nn.Module | Parametrisation,
                               "inside_lie": max(q["inside_lie"] for q in parts)}
         sym_ok = (gens_out["symmetric"]["inside_lie"] <= tol
                   and gens_out["symmetric"]["rank"] == D - top["lie"])
-        gens_out["noether"] = bool(sym_ok and gens_out["silent"] == top["lie"] - top["span"])
+        silent = top["symmetries"] - (D - top["lie"])
+        gens_out["noether"] = bool(sym_ok and gens_out["silent"] == silent)
         gens_out["symmetries_spanned"] = bool(gens_out["rank"] == top["symmetries"])
     return ConservationLaws(
         dimension=D, span=top["span"], lie=top["lie"], laws=D - top["lie"],
         symmetries=top["symmetries"], depth=top["depth"],
-        gap=min(r["gap"] for r in generic), rtol=float(rtol), min_gap=float(min_gap),
+        gap=min(r["gap"] for r in good), rtol=float(rtol), min_gap=float(min_gap),
         tol=float(tol), fields=fields, confirmed=len(generic),
-        saturated=all(r["saturated"] for r in generic), seed=int(seed),
+        saturated=sum(r["saturated"] for r in generic), seed=int(seed),
         points=tuple(records), known=known_out, generators=gens_out)
 
 
