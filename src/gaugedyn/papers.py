@@ -86,6 +86,16 @@ PAPERS: tuple[Paper, ...] = (
                 "active curvature and gradient reversal",
         page="systems/adam-stability.md",
     ),
+    Paper(
+        system="conservation",
+        name="Symmetries and conservation laws",
+        title=None,
+        authors=None,
+        subject="a geometric framework relating parameter symmetries to conservation laws of "
+                "gradient flow, with complete characterizations for attention, polynomial and "
+                "square deep linear networks",
+        page="systems/conservation-laws.md",
+    ),
 )
 
 

@@ -34,6 +34,8 @@ SYSTEMS: dict[str, tuple[str, ...]] = {
     "prototypes": ("prototypes",),
     # Adam stability: the loss-spike boundary and full-batch Adam's edge of stability
     "adam_stability": ("spike_boundary", "adam_edge"),
+    # symmetries and conservation laws: the laws counted, the recorder completed
+    "conservation": ("conservation_laws",),
 }
 
 EXPERIMENTS: dict[str, str] = {
