@@ -100,6 +100,8 @@ class RecorderModel:
     why: str
     recorded: str
     kwargs: dict
+    rich: bool = True
+    """Whether it needs the recorder's rich data (ReLU units with biases saturate slowly)."""
 
 
 def recorder_model(name: str) -> RecorderModel:
@@ -134,16 +136,16 @@ def recorder_model(name: str) -> RecorderModel:
 
         return RecorderModel(name, MHA(4, 2, bias=True), (3, 4), 12, 16, 24,
                              "12 of the heads, 4 frozen key-bias entries; 4 value-bias "
-                             "translations silent", "all: qk, vo and the key bias", {})
+                             "translations silent", "all: qk, vo and the key bias", {}, rich=False)
     if name == "gqa_bias":
         from ._architectures import GQA
 
         return RecorderModel(name, GQA(6, 4, 2, 2, bias=True), (3, 6), 18, 16, 24,
                              "12 of the two key/value groups, 4 frozen key-bias entries",
-                             "all: qk, vo (shared keys and values) and the key bias", {})
+                             "all: qk, vo (shared keys and values) and the key bias", {}, rich=False)
     if name == "digits_mlp":
         return RecorderModel(name, network("mlp", {"hidden": 8}), (64,), 10, 16, 16,
-                             "one law per ReLU unit (hidden width 8)", "all", {})
+                             "one law per ReLU unit (hidden width 8)", "all", {"points": 6})
     if name == "digits_cnn":
         return RecorderModel(name, network("cnn"), (1, 8, 8), 10, 8, 8,
                              "one law per ReLU channel", "all", {"points": 6})
@@ -151,5 +153,6 @@ def recorder_model(name: str) -> RecorderModel:
         return RecorderModel(name, network("transformer", {"embed": 8, "width": 16}), (8, 8),
                              10, 100, 176, "40 of the heads, 8 key-bias entries, 16 ReLU units, "
                              "36 of the residual stream's GL(8) (module docstring)",
-                             "64: missing the 36 laws of the residual stream's GL(8)", {})
+                             "64: missing the 36 laws of the residual stream's GL(8)", {},
+                             rich=False)
     raise KeyError(name)

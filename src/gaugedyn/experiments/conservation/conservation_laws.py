@@ -50,7 +50,8 @@ class ConservationLaws(Experiment):
                              help="Jacobian rows per parameter in the catalogue's data"),
         "recorder_factor": Param(float, 10.0, lo=2.0, hi=40.0,
                                  why="ReLU networks with biases need rich data",
-                                 help="Jacobian rows per parameter for the recorder's models"),
+                                 help="Jacobian rows per parameter for the recorder's ReLU "
+                                      "models with biases (the others: data_factor)"),
         "recorder_models": Param(list, list(pr.RECORDER_MODELS), quick=list(pr.QUICK_RECORDER),
                                  choices=pr.RECORDER_MODELS, min_len=0,
                                  max_len=len(pr.RECORDER_MODELS), distinct=True,
@@ -89,7 +90,8 @@ class ConservationLaws(Experiment):
                     "factor": config["data_factor"], **shared})
         out.append({"part": "control_count", "eps": config["perturbation"],
                     "factor": config["data_factor"], **shared})
-        out += [{"part": "recorder", "model": m, "factor": config["recorder_factor"], **shared}
+        out += [{"part": "recorder", "model": m, "factor": config["recorder_factor"],
+                 "plain_factor": config["data_factor"], **shared}
                 for m in config["recorder_models"]]
         drift = {k: config[k] for k in ("eta0", "drift_sizes", "drift_steps", "samples",
                                         "drift_readings")}
@@ -208,8 +210,9 @@ def _recorder(task, seed) -> dict:
     kw = {"points": task["points"], "rtol": task["rtol"], "vector_std": task["vector_std"],
           "min_gap": pr.MIN_GAP, "seed": _int(seed)} | m.kwargs
     D = sum(p.numel() for p in m.model.parameters())
+    factor = task["factor"] if m.rich else task["plain_factor"]
     n = 800 if task["model"].startswith("docs_bn") else max(24, int(np.ceil(
-        task["factor"] * D / m.outputs)))
+        factor * D / m.outputs)))
     r = GaugeRecorder(m.model).completeness((n, *m.sample), **kw)
     return _summary(r, "count") | {"derived_laws": np.array(m.laws, dtype=float),
                                    "derived_symmetries": np.array(m.symmetries, dtype=float),
