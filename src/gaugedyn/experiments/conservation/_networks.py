@@ -145,10 +145,10 @@ def recorder_model(name: str) -> RecorderModel:
                              "all: qk, vo (shared keys and values) and the key bias", {}, rich=False)
     if name == "digits_mlp":
         return RecorderModel(name, network("mlp", {"hidden": 8}), (64,), 10, 16, 16,
-                             "one law per ReLU unit (hidden width 8)", "all", {"points": 6})
+                             "one law per ReLU unit (hidden width 8)", "all", {"points": 8})
     if name == "digits_cnn":
         return RecorderModel(name, network("cnn"), (1, 8, 8), 10, 8, 8,
-                             "one law per ReLU channel", "all", {"points": 6})
+                             "one law per ReLU channel", "all", {"points": 8})
     if name == "digits_transformer":
         return RecorderModel(name, network("transformer", {"embed": 8, "width": 16}), (8, 8),
                              10, 100, 176, "40 of the heads, 8 key-bias entries, 16 ReLU units, "
