@@ -37,15 +37,17 @@ def group_invariants(groups: list[UnitGroup],
         xs = _rows(p, g.inputs, n)
         ys = _rows(p, g.outputs, n)
         if g.kind in MATRIX_KINDS:
-            m = sum(x @ x.transpose(1, 2) for x in xs) - sum(y @ y.transpose(1, 2) for y in ys)
+            m = torch.stack([x @ x.transpose(1, 2) for x in xs]).sum(0)
+            if ys:
+                m = m - torch.stack([y @ y.transpose(1, 2) for y in ys]).sum(0)
             i, j = torch.triu_indices(g.block, g.block)
             out[g.name] = m[:, i, j]
         else:
-            sx = sum(x.square().sum((1, 2)) for x in xs)
+            sx = torch.stack([x.square().sum((1, 2)) for x in xs]).sum(0)
             if g.kind in ("scale", "frozen"):
                 out[g.name] = sx
             else:
-                out[g.name] = sum(y.square().sum((1, 2)) for y in ys) - sx
+                out[g.name] = torch.stack([y.square().sum((1, 2)) for y in ys]).sum(0) - sx
     return out
 
 

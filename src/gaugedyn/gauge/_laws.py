@@ -91,28 +91,40 @@ class RankDecision:
         return {"rank": self.rank, "gap": self.gap, "rows": self.rows, "near": list(self.near)}
 
 
-def decide_rank(rows: torch.Tensor, rtol: float,
-                basis: bool = True) -> tuple[RankDecision, torch.Tensor | None]:
+def decide_rank(rows: torch.Tensor, rtol: float) -> tuple[RankDecision, torch.Tensor]:
     """``(decision, basis)``: the rank of the span of ``rows`` (each normalised to unit length;
     zero rows dropped) by the relative tolerance ``rtol``, its gap (module docstring) and an
-    orthonormal basis of the span (``rank x D``; ``None`` without ``basis``, which computes
-    the singular values alone)."""
-    norms = torch.linalg.vector_norm(rows, dim=1)
-    keep = norms > 0
-    a = rows[keep] / norms[keep, None]
+    orthonormal basis of the span (``rank x D``)."""
+    a = _unit_rows(rows)
     if a.shape[0] == 0:
         return RankDecision(0, math.inf, 0), rows.new_zeros((0, rows.shape[1]))
-    if basis:
-        _, s, vh = torch.linalg.svd(a, full_matrices=False)
-    else:
-        s, vh = torch.linalg.svdvals(a), None
+    _, s, vh = torch.linalg.svd(a, full_matrices=False)
+    d = _decision(s, a, rtol)
+    return d, vh[: d.rank]
+
+
+def _rank(rows: torch.Tensor, rtol: float) -> RankDecision:
+    """:func:`decide_rank`'s decision alone (singular values only)."""
+    a = _unit_rows(rows)
+    if a.shape[0] == 0:
+        return RankDecision(0, math.inf, 0)
+    return _decision(torch.linalg.svdvals(a), a, rtol)
+
+
+def _unit_rows(rows: torch.Tensor) -> torch.Tensor:
+    norms = torch.linalg.vector_norm(rows, dim=1)
+    keep = norms > 0
+    return rows[keep] / norms[keep, None]
+
+
+def _decision(s: torch.Tensor, a: torch.Tensor, rtol: float) -> RankDecision:
     s0 = float(s[0])
     r = int((s > rtol * s0).sum())
     floor = float(torch.finfo(a.dtype).eps) * s0 * max(a.shape)
     nxt = float(s[r]) if r < s.numel() else 0.0
     gap = float(s[r - 1]) / max(nxt, floor)
     near = tuple(float(v) / s0 for v in s[max(r - 2, 0):r + 2])
-    return RankDecision(r, gap, int(a.shape[0]), near), None if vh is None else vh[:r]
+    return RankDecision(r, gap, int(a.shape[0]), near)
 
 
 # -- the parametrisation -------------------------------------------------------------------------
@@ -139,7 +151,7 @@ class _Problem:
             def call(p: Params, x: torch.Tensor) -> torch.Tensor:
                 return functional_call(module, p, (x,))
 
-            self.call = call
+            self.call: Parametrisation = call
         elif callable(model):
             if not isinstance(params, Mapping) or not params:
                 raise InputError(f"params={params!r} is not allowed with a callable; use a "
@@ -207,13 +219,16 @@ class _Norm(torch.nn.Module):
     torch's fused batch-normalisation kernel gave wrong third derivatives under nested
     forward-over-reverse differentiation, and ``eps = 0`` (which it refuses) is allowed."""
 
+    weight: torch.Tensor | None
+    bias: torch.Tensor | None
+
     def __init__(self, norm: torch.nn.Module, eps: float):
         super().__init__()
         self.eps = float(eps)
         self.batch = isinstance(norm, torch.nn.modules.batchnorm._BatchNorm)
-        self.trailing = 0 if self.batch else len(norm.normalized_shape)
-        self.weight = norm.weight
-        self.bias = norm.bias
+        self.trailing = len(getattr(norm, "normalized_shape", ()))
+        self.weight = getattr(norm, "weight", None)
+        self.bias = getattr(norm, "bias", None)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.batch:
@@ -267,9 +282,9 @@ def _nested(phi: Callable, t: torch.Tensor, cs: torch.Tensor) -> torch.Tensor:
         return _nested(phi, s, inner)
 
     z = z_fn(t)
-    y, dy_z = jvp(y_fn, (t,), (z,))
-    _, dz_y = jvp(z_fn, (t,), (y,))
-    return dy_z - dz_y
+    y_and_dy = jvp(y_fn, (t,), (z,))
+    dz_y = jvp(z_fn, (t,), (y_and_dy[0],))[1]
+    return y_and_dy[1] - dz_y
 
 
 def _half_data(jf: torch.Tensor, n: int) -> torch.Tensor:
@@ -453,10 +468,10 @@ def _point(problem: _Problem, inputs: torch.Tensor | tuple, rng: np.random.Gener
         res = (y0 - y).reshape(y0.shape[0], -1)
         jphi = (jf.reshape(res.shape[0], -1, D) * res[:, :, None]).sum(1)
     dec, basis = decide_rank(jphi, rtol)
-    sym_dec = dec if fields == "function" else decide_rank(jf, rtol, basis=False)[0]
+    sym_dec = dec if fields == "function" else _rank(jf, rtol)
     cols = torch.linalg.vector_norm(jf, dim=0)
     dead = int((cols <= rtol * cols.max()).sum())
-    half_rank = decide_rank(_half_data(jf, x.shape[0]), rtol, basis=False)[0].rank
+    half_rank = _rank(_half_data(jf, x.shape[0]), rtol).rank
     span = dec.rank
     decisions = [dec.to_dict()]
     depth = 1
@@ -480,7 +495,7 @@ def _point(problem: _Problem, inputs: torch.Tensor | tuple, rng: np.random.Gener
               "gap": min([sym_dec.gap] + [d["gap"] for d in decisions])}
     if known is not None:
         g = jacrev(lambda t: _law_values(known, problem, t))(theta).reshape(-1, D)
-        kd, _ = decide_rank(g, rtol)
+        kd = _rank(g, rtol)
         inside, _ = _share(g, basis)
         record["known"] = {"count": int(g.shape[0]), "rank": kd.rank, "gap": kd.gap,
                            "inside_lie": float(inside.max()) if inside.numel() else 0.0}
@@ -518,7 +533,7 @@ def _generator_record(generators: Callable, problem: _Problem, theta: torch.Tens
             continue
         v = torch.stack(vs)
         allv.append(v)
-        d, _ = decide_rank(v, rtol)
+        d = _rank(v, rtol)
         gaps.append(d.gap)
         null = torch.linalg.vector_norm(v @ jf.T, dim=1) / (
             norm_j * torch.linalg.vector_norm(v, dim=1).clamp_min(1e-300))
@@ -526,7 +541,7 @@ def _generator_record(generators: Callable, problem: _Problem, theta: torch.Tens
         out[kind] = {"count": len(vs), "rank": d.rank, "gap": d.gap,
                      "null_residual": float(null.max()), "inside_lie": float(inside.max())}
     if allv:
-        d, _ = decide_rank(torch.cat(allv), rtol)
+        d = _rank(torch.cat(allv), rtol)
         out["rank"] = d.rank
         gaps.append(d.gap)
     else:
@@ -619,9 +634,10 @@ def _check(*, fields, points, max_depth, margin, chunk, rtol, tol, min_gap, inpu
                             ("margin", margin, 0, 10_000), ("chunk", chunk, 1, 1 << 20)):
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or not lo <= v <= hi:
             raise InputError(f"{name}={v!r} is not allowed; use an integer in [{lo}, {hi}]")
-    for name, v, lo, hi in (("rtol", rtol, 1e-15, 1e-2), ("tol", tol, 1e-15, 1e-1)):
-        if not isinstance(v, int | float) or not lo <= v <= hi:
-            raise InputError(f"{name}={v!r} is not allowed; use a number in [{lo:g}, {hi:g}]")
+    for name, number, low, high in (("rtol", rtol, 1e-15, 1e-2), ("tol", tol, 1e-15, 1e-1)):
+        if not isinstance(number, int | float) or not low <= number <= high:
+            raise InputError(f"{name}={number!r} is not allowed; use a number in "
+                             f"[{low:g}, {high:g}]")
     if not isinstance(min_gap, int | float) or not min_gap >= 1:
         raise InputError(f"min_gap={min_gap!r} is not allowed; use a number >= 1")
     if norm_eps is not None and (not isinstance(norm_eps, int | float) or not norm_eps >= 0):

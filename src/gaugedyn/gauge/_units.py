@@ -251,7 +251,9 @@ def _attention(name: str, mod: nn.MultiheadAttention) -> list[UnitGroup]:
         q, k, v = (Side(f"{name}.in_proj_weight", 0, d, i * E) for i in range(3))
     else:
         q, k, v = (Side(f"{name}.{p}_proj_weight", 0, d) for p in "qkv")
-    qb = kb = vb = ()
+    qb: tuple[Side, ...] = ()
+    kb: tuple[Side, ...] = ()
+    vb: tuple[Side, ...] = ()
     if mod.in_proj_bias is not None:
         qb, kb, vb = ((Side(f"{name}.in_proj_bias", 0, d, i * E),) for i in range(3))
     o = Side(f"{name}.out_proj.weight", 1, d)

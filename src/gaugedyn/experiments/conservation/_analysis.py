@@ -150,8 +150,8 @@ def _stability(counts: dict, controls: dict, readings) -> list[Claim]:
                   f"and every rank decision's singular-value gap at least {pr.MIN_GAP:g} "
                   "(float64); measured: the smallest gap"
                   + (f"; unstable: {', '.join(bad)}" if bad else ""),
-                  min(gaps) if gaps else float("nan"), f">= {pr.MIN_GAP:g}", not bad and gaps,
-                  pr.MIN_GAP)]
+                  min(gaps) if gaps else float("nan"), f">= {pr.MIN_GAP:g}",
+                  not bad and bool(gaps), pr.MIN_GAP)]
     inside = [float(c[reading]["known_inside"]) for c in counts.values() for reading in readings
               if "known_inside" in c[reading]]
     if inside:
@@ -299,7 +299,8 @@ def _steps(tasks) -> int:
 def conservation_laws(config, tasks, results, seed) -> tuple:
     readings = list(config["readings"])
     counts = _counts(tasks, results, readings)
-    controls = next((r for t, r in zip(tasks, results) if t["part"] == "control_count"), {})
+    controls: dict = next((r for t, r in zip(tasks, results) if t["part"] == "control_count"),
+                          {})
     slopes: dict = {}
     for t, r in zip(tasks, results):
         if t["part"] == "control_slope":

@@ -208,7 +208,7 @@ def _unit_laws(pairs: list[tuple[str, str, float]]):
 
 def _two_layer(spec: dict, factor: float) -> Architecture:
     fam, d, K, n = spec["family"], spec["d"], spec["K"], spec["n"]
-    params = {"W": (K, d), "A": (n, K)}
+    params: dict[str, tuple[int, ...]] = {"W": (K, d), "A": (n, K)}
     if fam == "relu2b":
         params = {"W": (K, d), "b": (K,), "A": (n, K)}
     D = sum(math.prod(s) for s in params.values())

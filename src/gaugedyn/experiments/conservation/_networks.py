@@ -67,6 +67,7 @@ def network(model: str, size: dict | None = None) -> nn.Module:
     ``gauge_on_networks`` sizes unless ``size`` overrides them (``hidden``, ``channels``,
     ``embed``, ``heads``, ``width``)."""
     s = {"hidden": 32, "channels": 4, "embed": 16, "heads": 2, "width": 32} | (size or {})
+    net: nn.Module
     if model == "mlp":
         h = s["hidden"]
         net = nn.Sequential(nn.Linear(64, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU(),

@@ -196,8 +196,8 @@ def _rank_control() -> dict:
     s = np.zeros((12, 8))
     s[range(5), range(5)] = pr.PLANTED
     a = torch.from_numpy(u @ s @ v.T)
-    fine, _ = decide_rank(a, 1e-9, basis=False)
-    coarse, _ = decide_rank(a, 1e-6, basis=False)
+    fine, _ = decide_rank(a, 1e-9)
+    coarse, _ = decide_rank(a, 1e-6)
     return {"planted_rank": np.array([fine.rank, coarse.rank], dtype=float),
             "planted_gap": np.array([fine.gap, coarse.gap])}
 
