@@ -358,6 +358,7 @@ def _captions() -> dict:
             "1e6, is what makes each count a decision."),
         "caption_conservation_laws_drift": np.array(
             "Drift of the recorded invariants of each group under full-batch GD against the "
-            "step size, one line per seed: over a fixed number of steps (left; dashed: slope 2) "
-            "and per unit time over a fixed time (right; dashed: slope 1)."),
+            "step size, relative to its value at the largest step, one line per seed and group: "
+            "over a fixed number of steps (left; dashed: slope 2) and per unit time over a fixed "
+            "time (right; dashed: slope 1)."),
     }

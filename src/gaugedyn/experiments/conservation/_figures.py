@@ -78,11 +78,11 @@ def _drift(arrays: dict, config: dict, outdir):
         for i, k in enumerate(mine):
             label = k[len("drift_"):-len(rd) - 1]
             for s, drift in enumerate(arrays[k]):
-                ax.loglog(eta, drift, color=f"C{i % 10}", lw=0.7,
+                ax.loglog(eta, drift / drift[0], color=f"C{i % 10}", lw=0.7, alpha=0.8,
                           label=label if s == 0 else None)
-            ref = arrays[k][:, 0].mean()
-            slope = 2.0 if rd == "steps" else 1.0
-            ax.loglog(eta, ref * (eta / eta[0]) ** slope, color="0.5", ls="--", lw=0.6)
+        slope = 2.0 if rd == "steps" else 1.0
+        ax.loglog(eta, (eta / eta[0]) ** slope, color="0.2", ls="--", lw=1.0,
+                  label=f"slope {slope:g}")
         ax.set(xlabel="step size eta", title=f"{rd} reading",
-               ylabel="drift" if rd == "steps" else "drift per unit time")
+               ylabel="drift / drift at the largest eta")
     return _save(fig, outdir, "conservation_laws_drift", arrays, legends=(axes[0][0],))
