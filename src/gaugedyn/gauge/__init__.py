@@ -11,11 +11,14 @@ against the count. Torch loads on first use of a name, so ``import gaugedyn.gaug
 
 from .._lazy import attach
 
-__getattr__, __dir__, __all__ = attach(__name__, {
-    "_recorder": ["GaugeRecorder", "FIELDS", "DERIVED"],
-    "_units": ["find_units", "UnitGroup", "Side", "KINDS"],
-    "_surgery": ["rescale_units", "unit_rows", "duplicate_unit"],
-    "_laws": ["conservation_laws", "ConservationLaws", "decide_rank", "RankDecision"],
-    "_invariants": ["group_invariants", "group_generators"],
-    "_attention": ["GroupedQueryAttention"],
-})
+__getattr__, __dir__, __all__ = attach(
+    __name__,
+    {
+        "_recorder": ["GaugeRecorder", "FIELDS", "DERIVED"],
+        "_units": ["find_units", "UnitGroup", "Side", "KINDS"],
+        "_surgery": ["rescale_units", "unit_rows", "duplicate_unit"],
+        "_laws": ["conservation_laws", "ConservationLaws", "decide_rank", "RankDecision"],
+        "_invariants": ["group_invariants", "group_generators"],
+        "_attention": ["GroupedQueryAttention"],
+    },
+)

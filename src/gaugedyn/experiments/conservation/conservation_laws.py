@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...harness import Experiment, Param, labelled
+from ...harness import Experiment, Param
 from . import _analysis as ca
 from . import _figures as cf
 from . import _protocol as pr
@@ -105,7 +105,7 @@ class ConservationLaws(Experiment):
     def run_task(self, task, seed):
         import time
 
-        from ...training._support import single_thread
+        from ...training import single_thread
 
         t0 = time.perf_counter()
         with single_thread():
@@ -114,7 +114,7 @@ class ConservationLaws(Experiment):
         return out
 
     def analyse(self, config, tasks, results, seed):
-        return labelled(self.params, config, ca.conservation_laws(config, tasks, results, seed))
+        return ca.conservation_laws(config, tasks, results, seed)
 
     def plot(self, arrays, config, outdir):
         return cf.conservation_laws(arrays, config, outdir)
