@@ -42,12 +42,22 @@ def main(argv: list[str] | None = None) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     conservation_laws(_linear, (8, 2), params={"W": (2, 2), "A": (2, 2)}, points=1)  # warm-up
-    print(f"{'architecture':24s} {'D':>5s} {'laws':>5s} {'depth':>5s} {'brackets':>8s} "
-          f"{'CPU s':>7s}")
-    cases = [(f"linear K={K}", _linear, {"W": (K, K), "A": (K, K)}, (int(args.factor * K), K))
-             for K in (4, 8, 12)]
-    cases += [(f"attention E={E}, 2 heads", _MHA(E), None,
-               (int(args.factor * 4 * E * E / (3 * E)) + 1, 3, E)) for E in (4, 8, 12, 16)]
+    print(
+        f"{'architecture':24s} {'D':>5s} {'laws':>5s} {'depth':>5s} {'brackets':>8s} {'CPU s':>7s}"
+    )
+    cases = [
+        (f"linear K={K}", _linear, {"W": (K, K), "A": (K, K)}, (int(args.factor * K), K))
+        for K in (4, 8, 12)
+    ]
+    cases += [
+        (
+            f"attention E={E}, 2 heads",
+            _MHA(E),
+            None,
+            (int(args.factor * 4 * E * E / (3 * E)) + 1, 3, E),
+        )
+        for E in (4, 8, 12, 16)
+    ]
     for name, model, params, shape in cases:
         t0 = time.process_time()
         r = conservation_laws(model, shape, params=params, points=1)

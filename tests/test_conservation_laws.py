@@ -43,18 +43,22 @@ def linear2(p, x):
 def deep_linear(depth):
     """Square deep linear network ``W_L ... W_1 x``: ``(L - 1) K (K + 1) / 2`` laws,
     ``W_l W_l^T - W_(l+1)^T W_(l+1)`` per junction."""
+
     def f(p, x):
         for layer in range(depth):
             x = x @ p[f"W{layer}"].T
         return x
+
     return f
 
 
 def poly(degree):
     """Polynomial network ``A (W x)^p``: ``w_j -> c w_j``, ``a_j -> c^-p a_j`` per unit, one law
     ``|w_j|^2 - p |a_j|^2`` each where the parametrisation is identifiable."""
+
     def f(p, x):
         return (x @ p["W"].T) ** degree @ p["A"].T
+
     return f
 
 
@@ -95,8 +99,9 @@ def _linear_known(p):
 
 @pytest.mark.parametrize("K", [2, 3, 4])
 def test_square_two_layer_linear_has_k_k_plus_one_over_two_laws(K):
-    r = conservation_laws(linear2, (3 * K, K), params={"W": (K, K), "A": (K, K)},
-                          known=_linear_known)
+    r = conservation_laws(
+        linear2, (3 * K, K), params={"W": (K, K), "A": (K, K)}, known=_linear_known
+    )
     _stable(r, K * (K + 1) // 2)
     assert r.symmetries == K * K  # GL(K)
     assert r.silent == K * (K - 1) // 2  # its rotations: isometries, no law
@@ -127,8 +132,9 @@ def test_polynomial_network_has_one_law_per_unit(degree):
 @pytest.mark.parametrize("embed,heads", [(3, 1), (4, 2), (6, 3)])
 def test_multi_head_attention_has_h_d_d_plus_one_laws(embed, heads):
     d = embed // heads
-    r = conservation_laws(MHA(embed, heads), (8 * heads, 3, embed), known="recorder",
-                          generators="recorder")
+    r = conservation_laws(
+        MHA(embed, heads), (8 * heads, 3, embed), known="recorder", generators="recorder"
+    )
     _stable(r, heads * d * (d + 1))
     assert r.symmetries == 2 * heads * d * d  # GL(d) per head, on (Q, K) and on (V, O)
     assert r.complete and r.generators["noether"] and r.generators["symmetries_spanned"]
@@ -136,8 +142,9 @@ def test_multi_head_attention_has_h_d_d_plus_one_laws(embed, heads):
 
 @pytest.mark.parametrize("embed,heads,kv,d", [(4, 2, 1, 2), (6, 4, 2, 2), (6, 6, 3, 1)])
 def test_grouped_query_attention_has_g_d_d_plus_one_laws(embed, heads, kv, d):
-    r = conservation_laws(GQA(embed, heads, kv, d), (16, 3, embed), known="recorder",
-                          generators="recorder")
+    r = conservation_laws(
+        GQA(embed, heads, kv, d), (16, 3, embed), known="recorder", generators="recorder"
+    )
     _stable(r, kv * d * (d + 1))
     assert r.symmetries == 2 * kv * d * d
     assert r.complete and r.generators["noether"]
@@ -235,8 +242,9 @@ def test_the_recorder_is_complete_on_the_documented_models():
 @pytest.mark.slow
 def test_batch_normalisation_scale_law_is_exact_only_at_zero_eps():
     torch.manual_seed(0)
-    bn = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.BatchNorm1d(8), nn.ReLU(),
-                       nn.Linear(8, 2))
+    bn = nn.Sequential(
+        nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2)
+    )
     rec = GaugeRecorder(bn)
     exact = rec.completeness((800, 4), norm_eps=0.0, points=2)
     assert exact.complete and exact.laws == 32 and exact.stable
@@ -251,7 +259,9 @@ def test_grouped_query_attention_recorder_predicts_each_gd_step():
     m = GQA(6, 4, 2, 2).double()
     groups = find_units(m)[0]
     assert [(g.name, g.kind, g.n_units, len(g.inputs)) for g in groups] == [
-        ("att.qk", "qk", 2, 2), ("att.vo", "vo", 2, 1)]
+        ("att.qk", "qk", 2, 2),
+        ("att.vo", "vo", 2, 1),
+    ]
     x = torch.randn(8, 3, 6, dtype=F64)
     opt = torch.optim.SGD(m.parameters(), lr=0.05)
     rec = GaugeRecorder(m, opt, exact_change=True)
@@ -262,8 +272,10 @@ def test_grouped_query_attention_recorder_predicts_each_gd_step():
     eps = np.finfo(np.float64).eps
     for g in rec.groups:
         arr = rec.group(g.name)
-        size = [np.linalg.norm(arr[k], axis=(-2, -1)) for k in ("in_sq", "out_sq", "g_in_sq",
-                                                                  "g_out_sq")]
+        size = [
+            np.linalg.norm(arr[k], axis=(-2, -1))
+            for k in ("in_sq", "out_sq", "g_in_sq", "g_out_sq")
+        ]
         allowed = 1e-10 * 0.05**2 * (size[2] + size[3]) + 4 * eps * (size[0] + size[1])
         gap = np.linalg.norm(arr["change"] - arr["predicted"], axis=(-2, -1))
         assert np.all(gap <= allowed) and np.all(np.abs(arr["change"]).max() > 1e3 * allowed)
@@ -273,10 +285,17 @@ def test_grouped_query_attention_recorder_predicts_each_gd_step():
     assert torch.allclose(inv[0], want[torch.triu_indices(2, 2).unbind()], atol=1e-12)
 
 
-@pytest.mark.parametrize("bad,match", [
-    ({"fields": "hessian"}, "fields="), ({"points": 0}, "points="), ({"rtol": 1.0}, "rtol="),
-    ({"known": "everything"}, "known="), ({"norm_eps": -1.0}, "norm_eps="),
-    ({"vector_std": 0.0}, "vector_std=")])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        ({"fields": "hessian"}, "fields="),
+        ({"points": 0}, "points="),
+        ({"rtol": 1.0}, "rtol="),
+        ({"known": "everything"}, "known="),
+        ({"norm_eps": -1.0}, "norm_eps="),
+        ({"vector_std": 0.0}, "vector_std="),
+    ],
+)
 def test_bad_arguments_are_refused_before_any_work(bad, match):
     with pytest.raises(InputError, match=match):
         conservation_laws(linear2, (4, 2), params={"W": (2, 2), "A": (2, 2)}, **bad)
@@ -298,7 +317,6 @@ def test_result_records_its_points_and_is_json_ready():
     d = r.to_dict()
     json.dumps(d)
     assert d["laws"] == 3 and len(d["points"]) == 2 and d["points"][0]["theta_shape"] == [8]
-    again = conservation_laws(linear2, (6, 2), params={"W": (2, 2), "A": (2, 2)}, points=2,
-                              seed=3)
+    again = conservation_laws(linear2, (6, 2), params={"W": (2, 2), "A": (2, 2)}, points=2, seed=3)
     assert np.array_equal(r.points[1]["theta"], again.points[1]["theta"])
     assert math.isfinite(r.gap) and "3 independent conservation laws" in str(r)

@@ -34,20 +34,32 @@ class GroupedQueryAttention(nn.Module):
     :func:`~gaugedyn.gauge.find_units` finds its ``qk`` and ``vo`` groups, one unit per
     key/value head."""
 
-    def __init__(self, embed_dim: int, num_heads: int, num_kv_heads: int,
-                 head_dim: int | None = None, bias: bool = False):
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        num_kv_heads: int,
+        head_dim: int | None = None,
+        bias: bool = False,
+    ):
         super().__init__()
-        for name, v in (("embed_dim", embed_dim), ("num_heads", num_heads),
-                        ("num_kv_heads", num_kv_heads)):
+        for name, v in (
+            ("embed_dim", embed_dim),
+            ("num_heads", num_heads),
+            ("num_kv_heads", num_kv_heads),
+        ):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise InputError(f"{name}={v!r} is not allowed; use a positive integer")
         if num_heads % num_kv_heads:
-            raise InputError(f"num_kv_heads={num_kv_heads} is not allowed; use a divisor of "
-                             f"num_heads={num_heads}")
+            raise InputError(
+                f"num_kv_heads={num_kv_heads} is not allowed; use a divisor of "
+                f"num_heads={num_heads}"
+            )
         if head_dim is None:
             if embed_dim % num_heads:
-                raise InputError(f"num_heads={num_heads} does not divide embed_dim={embed_dim};"
-                                 " give head_dim")
+                raise InputError(
+                    f"num_heads={num_heads} does not divide embed_dim={embed_dim}; give head_dim"
+                )
             head_dim = embed_dim // num_heads
         if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim < 1:
             raise InputError(f"head_dim={head_dim!r} is not allowed; use a positive integer")

@@ -27,8 +27,9 @@ def _rows(p: Mapping[str, torch.Tensor], sides: tuple[Side, ...], n: int) -> lis
     return [blocks(p[s.name], s, n) for s in sides]
 
 
-def group_invariants(groups: list[UnitGroup],
-                     p: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def group_invariants(
+    groups: list[UnitGroup], p: Mapping[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
     """Per group name, its invariants at the parameters ``p`` (module docstring): ``(n,)``
     for units, ``(n, block (block + 1) / 2)`` for the matrix kinds."""
     out = {}
@@ -51,8 +52,13 @@ def group_invariants(groups: list[UnitGroup],
     return out
 
 
-def _place(p: Mapping[str, torch.Tensor], side: Side, unit: int, rows: torch.Tensor,
-           into: dict[str, torch.Tensor]) -> None:
+def _place(
+    p: Mapping[str, torch.Tensor],
+    side: Side,
+    unit: int,
+    rows: torch.Tensor,
+    into: dict[str, torch.Tensor],
+) -> None:
     """Add ``rows`` (``block x rest``, the unit's entries as :func:`blocks` orders them) into
     a zero tensor of ``side``'s parameter at the unit's entries."""
     t = p[side.name]
@@ -62,8 +68,9 @@ def _place(p: Mapping[str, torch.Tensor], side: Side, unit: int, rows: torch.Ten
     into[side.name] = into.get(side.name, torch.zeros_like(t)) + moved.movedim(0, side.axis)
 
 
-def group_generators(groups: list[UnitGroup], p: Mapping[str, torch.Tensor]
-                     ) -> list[tuple[str, dict[str, torch.Tensor]]]:
+def group_generators(
+    groups: list[UnitGroup], p: Mapping[str, torch.Tensor]
+) -> list[tuple[str, dict[str, torch.Tensor]]]:
     """The tangents of the groups' symmetry generators at ``p`` (module docstring), each as
     ``(kind, {parameter name: tangent})`` with kind ``"symmetric"`` or ``"antisymmetric"``."""
     out: list[tuple[str, dict[str, torch.Tensor]]] = []

@@ -123,21 +123,28 @@ def _decision(s: torch.Tensor, a: torch.Tensor, rtol: float) -> RankDecision:
     floor = float(torch.finfo(a.dtype).eps) * s0 * max(a.shape)
     nxt = float(s[r]) if r < s.numel() else 0.0
     gap = float(s[r - 1]) / max(nxt, floor)
-    near = tuple(float(v) / s0 for v in s[max(r - 2, 0):r + 2])
+    near = tuple(float(v) / s0 for v in s[max(r - 2, 0) : r + 2])
     return RankDecision(r, gap, int(a.shape[0]), near)
 
 
 # -- the parametrisation -------------------------------------------------------------------------
 
+
 class _Problem:
     """A model or parametrisation as a function of one flat float64 parameter vector."""
 
-    def __init__(self, model: torch.nn.Module | Parametrisation,
-                 params: Mapping[str, Sequence[int]] | None, norm_eps: float | None = None):
+    def __init__(
+        self,
+        model: torch.nn.Module | Parametrisation,
+        params: Mapping[str, Sequence[int]] | None,
+        norm_eps: float | None = None,
+    ):
         if isinstance(model, torch.nn.Module):
             if params is not None:
-                raise InputError("params= is not allowed with a torch.nn.Module (its parameters "
-                                 "are read from it); use it with a callable f(params, x)")
+                raise InputError(
+                    "params= is not allowed with a torch.nn.Module (its parameters "
+                    "are read from it); use it with a callable f(params, x)"
+                )
             from torch.func import functional_call
 
             module = copy.deepcopy(model).double().train()
@@ -154,20 +161,25 @@ class _Problem:
             self.call: Parametrisation = call
         elif callable(model):
             if not isinstance(params, Mapping) or not params:
-                raise InputError(f"params={params!r} is not allowed with a callable; use a "
-                                 "mapping {name: shape} of the parameters f(params, x) reads")
+                raise InputError(
+                    f"params={params!r} is not allowed with a callable; use a "
+                    "mapping {name: shape} of the parameters f(params, x) reads"
+                )
             named = []
             for n, s in params.items():
                 shape = tuple(s.shape) if isinstance(s, torch.Tensor) else tuple(s)
                 if not all(isinstance(d, int | np.integer) and d > 0 for d in shape):
-                    raise InputError(f"params[{n!r}]={s!r} is not allowed; use a shape of "
-                                     "positive integers")
+                    raise InputError(
+                        f"params[{n!r}]={s!r} is not allowed; use a shape of positive integers"
+                    )
                 named.append((str(n), tuple(int(d) for d in shape)))
             self.module = None
             self.call = model
         else:
-            raise InputError(f"model={type(model).__name__} is not allowed; use a "
-                             "torch.nn.Module or a callable f(params, x)")
+            raise InputError(
+                f"model={type(model).__name__} is not allowed; use a "
+                "torch.nn.Module or a callable f(params, x)"
+            )
         self.names = [n for n, _ in named]
         self.shapes = [s for _, s in named]
         self.sizes = [math.prod(s) for s in self.shapes]
@@ -193,21 +205,27 @@ class _Problem:
         for n, s in zip(self.names, self.shapes):
             scale = 1.0 / math.sqrt(math.prod(s[1:])) if len(s) > 1 else vector_std
             v = rng.standard_normal(math.prod(s)) * scale
-            parts.append(v + 1.0 if self.module is not None and len(s) == 1
-                         and n.rsplit(".", 1)[-1] == "weight" else v)
+            parts.append(
+                v + 1.0
+                if self.module is not None and len(s) == 1 and n.rsplit(".", 1)[-1] == "weight"
+                else v
+            )
         return torch.from_numpy(np.concatenate(parts))
 
     @property
     def coupled(self) -> bool:
         """Whether the model mixes samples (batch normalisation on batch statistics)."""
         return self.module is not None and any(
-            isinstance(m, _Norm) and m.batch for m in self.module.modules())
+            isinstance(m, _Norm) and m.batch for m in self.module.modules()
+        )
 
     def outputs(self, t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         out = self.call(self.unflat(t), x)
         if not isinstance(out, torch.Tensor):
-            raise InputError(f"the model returned {type(out).__name__}; conservation_laws needs "
-                             "a tensor of outputs (wrap a module that returns a tuple)")
+            raise InputError(
+                f"the model returned {type(out).__name__}; conservation_laws needs "
+                "a tensor of outputs (wrap a module that returns a tuple)"
+            )
         return out
 
 
@@ -236,7 +254,7 @@ class _Norm(torch.nn.Module):
             shape = [1, -1] + [1] * (x.dim() - 2)
         else:
             dims = list(range(x.dim() - self.trailing, x.dim()))
-            shape = list(x.shape[x.dim() - self.trailing:])
+            shape = list(x.shape[x.dim() - self.trailing :])
         mean = x.mean(dims, keepdim=True)
         var = (x - mean).square().mean(dims, keepdim=True)
         out = (x - mean) / torch.sqrt(var + self.eps)
@@ -258,6 +276,7 @@ def _composite_norms(module: torch.nn.Module, eps: float | None) -> None:
 
 
 # -- fields and brackets -------------------------------------------------------------------------
+
 
 def _field(phi: Callable, t: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     from torch.func import vjp
@@ -300,15 +319,17 @@ def _brackets(phi: Callable, t: torch.Tensor, cs: torch.Tensor, chunk: int) -> t
 
 # -- known laws and generators -------------------------------------------------------------------
 
-def _law_values(known: Callable[[Params], Any], problem: _Problem,
-                t: torch.Tensor) -> torch.Tensor:
+
+def _law_values(known: Callable[[Params], Any], problem: _Problem, t: torch.Tensor) -> torch.Tensor:
     out = known(problem.unflat(t))
     if isinstance(out, Mapping):
         parts = [torch.as_tensor(v).reshape(-1) for v in out.values()]
         out = torch.cat(parts) if parts else t.new_zeros(0)
     if not isinstance(out, torch.Tensor):
-        raise InputError(f"known returned {type(out).__name__}; use a tensor (or a mapping of "
-                         "tensors) of law values computed from the parameters")
+        raise InputError(
+            f"known returned {type(out).__name__}; use a tensor (or a mapping of "
+            "tensors) of law values computed from the parameters"
+        )
     return out.reshape(-1)
 
 
@@ -317,11 +338,14 @@ def _share(v: torch.Tensor, basis: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     and outside it."""
     norms = torch.linalg.vector_norm(v, dim=1).clamp_min(torch.finfo(v.dtype).tiny)
     inside = v @ basis.T @ basis if basis.shape[0] else torch.zeros_like(v)
-    return (torch.linalg.vector_norm(inside, dim=1) / norms,
-            torch.linalg.vector_norm(v - inside, dim=1) / norms)
+    return (
+        torch.linalg.vector_norm(inside, dim=1) / norms,
+        torch.linalg.vector_norm(v - inside, dim=1) / norms,
+    )
 
 
 # -- the result ----------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ConservationLaws:
@@ -396,48 +420,133 @@ class ConservationLaws:
                 q["theta"] = p["theta"].tolist()
                 q["x"] = p["x"].tolist()
             pts.append(q)
-        return {"dimension": self.dimension, "span": self.span, "lie": self.lie,
-                "laws": self.laws, "symmetries": self.symmetries, "silent": self.silent,
-                "depth": self.depth, "gap": self.gap, "rtol": self.rtol,
-                "min_gap": self.min_gap, "tol": self.tol, "fields": self.fields,
-                "confirmed": self.confirmed, "agree": self.agree,
-                "saturated": self.saturated, "stable": self.stable,
-                "seed": self.seed,
-                "known": self.known, "generators": self.generators, "points": pts}
+        return {
+            "dimension": self.dimension,
+            "span": self.span,
+            "lie": self.lie,
+            "laws": self.laws,
+            "symmetries": self.symmetries,
+            "silent": self.silent,
+            "depth": self.depth,
+            "gap": self.gap,
+            "rtol": self.rtol,
+            "min_gap": self.min_gap,
+            "tol": self.tol,
+            "fields": self.fields,
+            "confirmed": self.confirmed,
+            "agree": self.agree,
+            "saturated": self.saturated,
+            "stable": self.stable,
+            "seed": self.seed,
+            "known": self.known,
+            "generators": self.generators,
+            "points": pts,
+        }
 
     def __str__(self) -> str:
-        lines = [f"parameters D = {self.dimension}: fields span {self.span}, Lie trace "
-                 f"{self.lie} (depth {self.depth}) -> {self.laws} independent conservation "
-                 f"laws; {self.symmetries} infinitesimal symmetries, {self.silent} of them "
-                 "reached by the brackets (no law)",
-                 f"rank gap {self.gap:.3g} (rtol {self.rtol:g}); generic count at "
-                 f"{self.confirmed} of {len(self.points)} points, {self.saturated} of them "
-                 f"saturated by half the data; stable: {self.stable}"]
+        lines = [
+            f"parameters D = {self.dimension}: fields span {self.span}, Lie trace "
+            f"{self.lie} (depth {self.depth}) -> {self.laws} independent conservation "
+            f"laws; {self.symmetries} infinitesimal symmetries, {self.silent} of them "
+            "reached by the brackets (no law)",
+            f"rank gap {self.gap:.3g} (rtol {self.rtol:g}); generic count at "
+            f"{self.confirmed} of {len(self.points)} points, {self.saturated} of them "
+            f"saturated by half the data; stable: {self.stable}",
+        ]
         if self.known is not None:
             k = self.known
-            lines.append(f"known laws: {k['count']} functions, {k['rank']} independent, "
-                         f"largest share inside the Lie trace {k['inside_lie']:.2g}: conserved "
-                         f"{k['conserved']}, complete {k['complete']}")
+            lines.append(
+                f"known laws: {k['count']} functions, {k['rank']} independent, "
+                f"largest share inside the Lie trace {k['inside_lie']:.2g}: conserved "
+                f"{k['conserved']}, complete {k['complete']}"
+            )
         if self.generators is not None:
             g = self.generators
-            lines.append(f"known symmetries: rank {g['rank']} of {self.symmetries}; "
-                         f"symmetric {g['symmetric']['rank']} (largest share inside the Lie "
-                         f"trace {g['symmetric']['inside_lie']:.2g}), {g['silent']} more from "
-                         f"the antisymmetric; Noether's correspondence: {g['noether']}")
+            lines.append(
+                f"known symmetries: rank {g['rank']} of {self.symmetries}; "
+                f"symmetric {g['symmetric']['rank']} (largest share inside the Lie "
+                f"trace {g['symmetric']['inside_lie']:.2g}), {g['silent']} more from "
+                f"the antisymmetric; Noether's correspondence: {g['noether']}"
+            )
         return "\n".join(lines)
 
 
 # -- the count -----------------------------------------------------------------------------------
 
-def _point(problem: _Problem, inputs: torch.Tensor | tuple, rng: np.random.Generator, *,
-           fields: str, known: Callable | None, generators: Callable | None, rtol: float,
-           max_depth: int, margin: int, chunk: int, per_sample: bool,
-           vector_std: float) -> dict:
+
+def _output_jacobian(
+    problem: _Problem, theta: torch.Tensor, x: torch.Tensor, per_sample: bool, chunk: int
+) -> torch.Tensor:
+    """``J_F(theta)``, one row per output of every sample (``per_sample``: sample by sample)."""
+    from torch.func import jacrev, vmap
+
+    D = problem.dim
+    if per_sample:
+
+        def one(t: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
+            return problem.outputs(t, xi[None]).reshape(-1)
+
+        return vmap(jacrev(one), in_dims=(None, 0), chunk_size=chunk)(theta, x).reshape(-1, D)
+
+    def outputs(t: torch.Tensor) -> torch.Tensor:
+        return problem.outputs(t, x).reshape(-1)
+
+    return jacrev(outputs, chunk_size=chunk)(theta)
+
+
+def _lie_trace(
+    phi: Callable,
+    theta: torch.Tensor,
+    basis: torch.Tensor,
+    m: int,
+    rng: np.random.Generator,
+    *,
+    rtol: float,
+    max_depth: int,
+    margin: int,
+    chunk: int,
+) -> tuple[torch.Tensor, int, list[dict]]:
+    """From the fields' span (``basis``), add right-nested brackets depth by depth until one
+    adds no direction: ``(basis of the trace, depth, decisions per depth)``."""
+    D = theta.shape[0]
+    decisions = []
+    depth = 1
+    while basis.shape[0] < D and depth < max_depth:
+        samples = D - basis.shape[0] + margin
+        cs = torch.from_numpy(rng.standard_normal((samples, depth + 1, m)))
+        new = _brackets(phi, theta, cs, chunk)
+        d, b = decide_rank(torch.cat([basis, new]), rtol)
+        decisions.append(d.to_dict())
+        if d.rank <= basis.shape[0]:
+            break
+        basis = b
+        depth += 1
+    return basis, depth, decisions
+
+
+def _point(
+    problem: _Problem,
+    inputs: torch.Tensor | tuple,
+    rng: np.random.Generator,
+    *,
+    fields: str,
+    known: Callable | None,
+    generators: Callable | None,
+    rtol: float,
+    max_depth: int,
+    margin: int,
+    chunk: int,
+    per_sample: bool,
+    vector_std: float,
+) -> dict:
     from torch.func import jacrev
 
     theta = problem.draw(rng, vector_std)
-    x = (inputs.to(torch.float64) if isinstance(inputs, torch.Tensor)
-         else torch.from_numpy(rng.standard_normal(inputs)))
+    x = (
+        inputs.to(torch.float64)
+        if isinstance(inputs, torch.Tensor)
+        else torch.from_numpy(rng.standard_normal(inputs))
+    )
     y0 = problem.outputs(theta, x)
     if fields == "loss":
         y = torch.from_numpy(rng.standard_normal(tuple(y0.shape)))
@@ -446,22 +555,12 @@ def _point(problem: _Problem, inputs: torch.Tensor | tuple, rng: np.random.Gener
         def phi(t: torch.Tensor) -> torch.Tensor:
             return 0.5 * (problem.outputs(t, x) - y).reshape(n, -1).square().sum(1)
     else:
+
         def phi(t: torch.Tensor) -> torch.Tensor:
             return problem.outputs(t, x).reshape(-1)
 
-    def outputs(t: torch.Tensor) -> torch.Tensor:
-        return problem.outputs(t, x).reshape(-1)
-
     D = problem.dim
-    if per_sample:
-        from torch.func import vmap
-
-        def one(t: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
-            return problem.outputs(t, xi[None]).reshape(-1)
-
-        jf = vmap(jacrev(one), in_dims=(None, 0), chunk_size=chunk)(theta, x).reshape(-1, D)
-    else:
-        jf = jacrev(outputs, chunk_size=chunk)(theta)
+    jf = _output_jacobian(problem, theta, x, per_sample, chunk)
     if fields == "function":
         jphi = jf
     else:  # the loss gradients J_i^T (f_i - y_i), sample by sample
@@ -473,32 +572,42 @@ def _point(problem: _Problem, inputs: torch.Tensor | tuple, rng: np.random.Gener
     dead = int((cols <= rtol * cols.max()).sum())
     half_rank = _rank(_half_data(jf, x.shape[0]), rtol).rank
     span = dec.rank
-    decisions = [dec.to_dict()]
-    depth = 1
-    m = jphi.shape[0]
-    while basis.shape[0] < D and depth < max_depth:
-        samples = D - basis.shape[0] + margin
-        cs = torch.from_numpy(rng.standard_normal((samples, depth + 1, m)))
-        new = _brackets(phi, theta, cs, chunk)
-        d, b = decide_rank(torch.cat([basis, new]), rtol)
-        decisions.append(d.to_dict())
-        if d.rank <= basis.shape[0]:
-            break
-        basis = b
-        depth += 1
-    record = {"theta": theta.numpy(), "x": x.numpy(), "span": span, "lie": int(basis.shape[0]),
-              "symmetries": D - sym_dec.rank, "depth": depth,
-              "rank_half_data": half_rank, "saturated": half_rank == sym_dec.rank,
-              "dead_parameters": dead,
-              "symmetry_decision": sym_dec.to_dict(),
-              "decisions": decisions,
-              "gap": min([sym_dec.gap] + [d["gap"] for d in decisions])}
+    basis, depth, decisions = _lie_trace(
+        phi,
+        theta,
+        basis,
+        jphi.shape[0],
+        rng,
+        rtol=rtol,
+        max_depth=max_depth,
+        margin=margin,
+        chunk=chunk,
+    )
+    decisions.insert(0, dec.to_dict())
+    record = {
+        "theta": theta.numpy(),
+        "x": x.numpy(),
+        "span": span,
+        "lie": int(basis.shape[0]),
+        "symmetries": D - sym_dec.rank,
+        "depth": depth,
+        "rank_half_data": half_rank,
+        "saturated": half_rank == sym_dec.rank,
+        "dead_parameters": dead,
+        "symmetry_decision": sym_dec.to_dict(),
+        "decisions": decisions,
+        "gap": min([sym_dec.gap] + [d["gap"] for d in decisions]),
+    }
     if known is not None:
         g = jacrev(lambda t: _law_values(known, problem, t))(theta).reshape(-1, D)
         kd = _rank(g, rtol)
         inside, _ = _share(g, basis)
-        record["known"] = {"count": int(g.shape[0]), "rank": kd.rank, "gap": kd.gap,
-                           "inside_lie": float(inside.max()) if inside.numel() else 0.0}
+        record["known"] = {
+            "count": int(g.shape[0]),
+            "rank": kd.rank,
+            "gap": kd.gap,
+            "inside_lie": float(inside.max()) if inside.numel() else 0.0,
+        }
         record["gap"] = min(record["gap"], kd.gap)
     if generators is not None:
         record["generators"] = _generator_record(generators, problem, theta, jf, basis, rtol)
@@ -506,21 +615,30 @@ def _point(problem: _Problem, inputs: torch.Tensor | tuple, rng: np.random.Gener
     return record
 
 
-def _generator_record(generators: Callable, problem: _Problem, theta: torch.Tensor,
-                      jf: torch.Tensor, basis: torch.Tensor, rtol: float) -> dict:
+def _generator_record(
+    generators: Callable,
+    problem: _Problem,
+    theta: torch.Tensor,
+    jf: torch.Tensor,
+    basis: torch.Tensor,
+    rtol: float,
+) -> dict:
     listed = list(generators(problem.unflat(theta)))
     vecs: dict[str, list] = {k: [] for k in GENERATOR_KINDS}
     for item in listed:
         kind, tangent = item
         if kind not in GENERATOR_KINDS:
-            raise InputError(f"generator kind {kind!r} is not allowed; use one of "
-                             f"{GENERATOR_KINDS}")
-        full = {n: torch.zeros(s, dtype=torch.float64) for n, s in zip(problem.names,
-                                                                        problem.shapes)}
+            raise InputError(
+                f"generator kind {kind!r} is not allowed; use one of {GENERATOR_KINDS}"
+            )
+        full = {
+            n: torch.zeros(s, dtype=torch.float64) for n, s in zip(problem.names, problem.shapes)
+        }
         for n, v in tangent.items():
             if n not in full:
-                raise InputError(f"generator tangent names {n!r}, not a parameter; use one "
-                                 f"of {problem.names}")
+                raise InputError(
+                    f"generator tangent names {n!r}, not a parameter; use one of {problem.names}"
+                )
             full[n] = full[n] + v.to(torch.float64)
         vecs[kind].append(problem.flat(full))
     norm_j = float(torch.linalg.matrix_norm(jf))
@@ -536,10 +654,16 @@ def _generator_record(generators: Callable, problem: _Problem, theta: torch.Tens
         d = _rank(v, rtol)
         gaps.append(d.gap)
         null = torch.linalg.vector_norm(v @ jf.T, dim=1) / (
-            norm_j * torch.linalg.vector_norm(v, dim=1).clamp_min(1e-300))
+            norm_j * torch.linalg.vector_norm(v, dim=1).clamp_min(1e-300)
+        )
         inside, _ = _share(v, basis)
-        out[kind] = {"count": len(vs), "rank": d.rank, "gap": d.gap,
-                     "null_residual": float(null.max()), "inside_lie": float(inside.max())}
+        out[kind] = {
+            "count": len(vs),
+            "rank": d.rank,
+            "gap": d.gap,
+            "null_residual": float(null.max()),
+            "inside_lie": float(inside.max()),
+        }
     if allv:
         d = _rank(torch.cat(allv), rtol)
         out["rank"] = d.rank
@@ -551,18 +675,27 @@ def _generator_record(generators: Callable, problem: _Problem, theta: torch.Tens
     return out
 
 
-def conservation_laws(model: torch.nn.Module | Parametrisation,
-                      inputs: torch.Tensor | Sequence[int], *,
-                      params: Mapping[str, Sequence[int]] | None = None,
-                      fields: str = "function",
-                      known: str | Callable[[Params], Any] | None = None,
-                      generators: str | Callable[[Params], Any] | None = None,
-                      norm_eps: float | None = None, per_sample: bool | None = None,
-                      vector_std: float = 0.2,
-                      points: int = 3, seed: int = 0, rtol: float = 1e-9,
-                      min_gap: float = 1e6, tol: float = 1e-6, max_depth: int = 8,
-                      margin: int = 8, chunk: int = 64,
-                      progress: bool = False) -> ConservationLaws:
+def conservation_laws(
+    model: torch.nn.Module | Parametrisation,
+    inputs: torch.Tensor | Sequence[int],
+    *,
+    params: Mapping[str, Sequence[int]] | None = None,
+    fields: str = "function",
+    known: str | Callable[[Params], Any] | None = None,
+    generators: str | Callable[[Params], Any] | None = None,
+    norm_eps: float | None = None,
+    per_sample: bool | None = None,
+    vector_std: float = 0.2,
+    points: int = 3,
+    seed: int = 0,
+    rtol: float = 1e-9,
+    min_gap: float = 1e6,
+    tol: float = 1e-6,
+    max_depth: int = 8,
+    margin: int = 8,
+    chunk: int = 64,
+    progress: bool = False,
+) -> ConservationLaws:
     r"""Count the independent conservation laws of gradient flow on ``model`` at generic points
     (the module docstring gives the method).
 
@@ -593,15 +726,28 @@ def conservation_laws(model: torch.nn.Module | Parametrisation,
     gap a stable count needs; ``max_depth``: the deepest bracket tried; ``margin``: extra
     brackets drawn per depth; ``chunk``: the batch of the vectorised JVPs.
     """
-    inputs = _check(fields=fields, points=points, max_depth=max_depth, margin=margin,
-                    chunk=chunk, rtol=rtol, tol=tol, min_gap=min_gap, inputs=inputs,
-                    norm_eps=norm_eps, vector_std=vector_std, per_sample=per_sample)
+    inputs = _check(
+        fields=fields,
+        points=points,
+        max_depth=max_depth,
+        margin=margin,
+        chunk=chunk,
+        rtol=rtol,
+        tol=tol,
+        min_gap=min_gap,
+        inputs=inputs,
+        norm_eps=norm_eps,
+        vector_std=vector_std,
+        per_sample=per_sample,
+    )
     problem = _Problem(model, params, norm_eps)
     if per_sample is None:
         per_sample = not problem.coupled
     elif per_sample and problem.coupled:
-        raise InputError("per_sample=True is not allowed: the model normalises over the batch "
-                         "(its samples are coupled); use None or False")
+        raise InputError(
+            "per_sample=True is not allowed: the model normalises over the batch "
+            "(its samples are coupled); use None or False"
+        )
     known_fn = _resolve(known, "known", model, problem)
     gen_fn = _resolve(generators, "generators", model, problem)
     from .._meta import integer_seed
@@ -612,37 +758,76 @@ def conservation_laws(model: torch.nn.Module | Parametrisation,
     with _math_attention():
         for p, child in enumerate(np.random.SeedSequence(int(seed)).spawn(points)):
             rng = np.random.default_rng(child)
-            rec = _point(problem, inputs, rng, fields=fields, known=known_fn,
-                         generators=gen_fn, rtol=rtol, max_depth=max_depth, margin=margin,
-                         chunk=chunk, per_sample=per_sample, vector_std=float(vector_std))
+            rec = _point(
+                problem,
+                inputs,
+                rng,
+                fields=fields,
+                known=known_fn,
+                generators=gen_fn,
+                rtol=rtol,
+                max_depth=max_depth,
+                margin=margin,
+                chunk=chunk,
+                per_sample=per_sample,
+                vector_std=float(vector_std),
+            )
             rec["point"] = p
             rec["seed_state"] = integer_seed(child)
             records.append(rec)
             bar.callback(p + 1)
     bar.close()
-    return _aggregate(records, problem.dim, fields=fields, rtol=rtol, min_gap=min_gap, tol=tol,
-                      seed=seed, known=known_fn is not None, generators=gen_fn is not None)
+    return _aggregate(
+        records,
+        problem.dim,
+        fields=fields,
+        rtol=rtol,
+        min_gap=min_gap,
+        tol=tol,
+        seed=seed,
+        known=known_fn is not None,
+        generators=gen_fn is not None,
+    )
 
 
-def _check(*, fields, points, max_depth, margin, chunk, rtol, tol, min_gap, inputs, norm_eps,
-           vector_std, per_sample) -> torch.Tensor | tuple:
+def _check(
+    *,
+    fields,
+    points,
+    max_depth,
+    margin,
+    chunk,
+    rtol,
+    tol,
+    min_gap,
+    inputs,
+    norm_eps,
+    vector_std,
+    per_sample,
+) -> torch.Tensor | tuple:
     """Every argument of :func:`conservation_laws` checked before any work; ``inputs`` as a
     tensor or a shape tuple."""
     if fields not in FIELDS_KINDS:
         raise InputError(f"fields={fields!r} is not allowed; use one of {FIELDS_KINDS}")
-    for name, v, lo, hi in (("points", points, 1, 64), ("max_depth", max_depth, 1, 16),
-                            ("margin", margin, 0, 10_000), ("chunk", chunk, 1, 1 << 20)):
+    for name, v, lo, hi in (
+        ("points", points, 1, 64),
+        ("max_depth", max_depth, 1, 16),
+        ("margin", margin, 0, 10_000),
+        ("chunk", chunk, 1, 1 << 20),
+    ):
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or not lo <= v <= hi:
             raise InputError(f"{name}={v!r} is not allowed; use an integer in [{lo}, {hi}]")
     for name, number, low, high in (("rtol", rtol, 1e-15, 1e-2), ("tol", tol, 1e-15, 1e-1)):
         if not isinstance(number, int | float) or not low <= number <= high:
-            raise InputError(f"{name}={number!r} is not allowed; use a number in "
-                             f"[{low:g}, {high:g}]")
+            raise InputError(
+                f"{name}={number!r} is not allowed; use a number in [{low:g}, {high:g}]"
+            )
     if not isinstance(min_gap, int | float) or not min_gap >= 1:
         raise InputError(f"min_gap={min_gap!r} is not allowed; use a number >= 1")
     if norm_eps is not None and (not isinstance(norm_eps, int | float) or not norm_eps >= 0):
-        raise InputError(f"norm_eps={norm_eps!r} is not allowed; use None (the model's own) or "
-                         "a number >= 0")
+        raise InputError(
+            f"norm_eps={norm_eps!r} is not allowed; use None (the model's own) or a number >= 0"
+        )
     if not isinstance(vector_std, int | float) or not 0 < vector_std <= 100:
         raise InputError(f"vector_std={vector_std!r} is not allowed; use a number in (0, 100]")
     if per_sample not in (None, True, False):
@@ -652,16 +837,28 @@ def _check(*, fields, points, max_depth, margin, chunk, rtol, tol, min_gap, inpu
     try:
         shape = tuple(int(d) for d in inputs)
     except TypeError:
-        raise InputError(f"inputs={inputs!r} is not allowed; use a shape (N, ...) or a "
-                         "tensor of data") from None
+        raise InputError(
+            f"inputs={inputs!r} is not allowed; use a shape (N, ...) or a tensor of data"
+        ) from None
     if not shape or any(d <= 0 for d in shape):
-        raise InputError(f"inputs={inputs!r} is not allowed; use a shape of positive "
-                         "integers (N, ...)")
+        raise InputError(
+            f"inputs={inputs!r} is not allowed; use a shape of positive integers (N, ...)"
+        )
     return shape
 
 
-def _aggregate(records: list[dict], D: int, *, fields: str, rtol: float, min_gap: float,
-               tol: float, seed: int, known: bool, generators: bool) -> ConservationLaws:
+def _aggregate(
+    records: list[dict],
+    D: int,
+    *,
+    fields: str,
+    rtol: float,
+    min_gap: float,
+    tol: float,
+    seed: int,
+    known: bool,
+    generators: bool,
+) -> ConservationLaws:
     """The count at the generic points (the largest Lie trace, span and rank of ``J_F``), with
     the known laws' and generators' checks there."""
 
@@ -677,33 +874,56 @@ def _aggregate(records: list[dict], D: int, *, fields: str, rtol: float, min_gap
         inside = max(k["inside_lie"] for k in ks)
         rank = top["known"]["rank"]
         conserved = inside <= tol
-        known_out = {"count": ks[0]["count"], "rank": rank, "inside_lie": inside,
-                     "conserved": bool(conserved),
-                     "complete": bool(conserved and rank == D - top["lie"]),
-                     "missing": int(D - top["lie"] - rank) if conserved else None}
+        known_out = {
+            "count": ks[0]["count"],
+            "rank": rank,
+            "inside_lie": inside,
+            "conserved": bool(conserved),
+            "complete": bool(conserved and rank == D - top["lie"]),
+            "missing": int(D - top["lie"] - rank) if conserved else None,
+        }
     gens_out = None
     if generators:
         gs = [r["generators"] for r in generic]
-        gens_out = {"rank": top["generators"]["rank"], "silent": top["generators"]["silent"],
-                    "gap": min(g["gap"] for g in gs)}
+        gens_out = {
+            "rank": top["generators"]["rank"],
+            "silent": top["generators"]["silent"],
+            "gap": min(g["gap"] for g in gs),
+        }
         for kind in GENERATOR_KINDS:
             parts = [g[kind] for g in gs]
-            gens_out[kind] = {"count": parts[0]["count"],
-                              "rank": top["generators"][kind]["rank"],
-                              "null_residual": max(q["null_residual"] for q in parts),
-                              "inside_lie": max(q["inside_lie"] for q in parts)}
-        sym_ok = (gens_out["symmetric"]["inside_lie"] <= tol
-                  and gens_out["symmetric"]["rank"] == D - top["lie"])
+            gens_out[kind] = {
+                "count": parts[0]["count"],
+                "rank": top["generators"][kind]["rank"],
+                "null_residual": max(q["null_residual"] for q in parts),
+                "inside_lie": max(q["inside_lie"] for q in parts),
+            }
+        sym_ok = (
+            gens_out["symmetric"]["inside_lie"] <= tol
+            and gens_out["symmetric"]["rank"] == D - top["lie"]
+        )
         silent = top["symmetries"] - (D - top["lie"])
         gens_out["noether"] = bool(sym_ok and gens_out["silent"] == silent)
         gens_out["symmetries_spanned"] = bool(gens_out["rank"] == top["symmetries"])
     return ConservationLaws(
-        dimension=D, span=top["span"], lie=top["lie"], laws=D - top["lie"],
-        symmetries=top["symmetries"], depth=top["depth"],
-        gap=min(r["gap"] for r in good), rtol=float(rtol), min_gap=float(min_gap),
-        tol=float(tol), fields=fields, confirmed=len(generic),
-        saturated=sum(r["saturated"] for r in generic), seed=int(seed),
-        points=tuple(records), known=known_out, generators=gens_out)
+        dimension=D,
+        span=top["span"],
+        lie=top["lie"],
+        laws=D - top["lie"],
+        symmetries=top["symmetries"],
+        depth=top["depth"],
+        gap=min(r["gap"] for r in good),
+        rtol=float(rtol),
+        min_gap=float(min_gap),
+        tol=float(tol),
+        fields=fields,
+        confirmed=len(generic),
+        saturated=sum(r["saturated"] for r in generic),
+        seed=int(seed),
+        points=tuple(records),
+        known=known_out,
+        generators=gens_out,
+    )
 
 
 def _resolve(spec: Any, what: str, model: Any, problem: _Problem) -> Callable | None:
@@ -711,8 +931,10 @@ def _resolve(spec: Any, what: str, model: Any, problem: _Problem) -> Callable | 
         return spec
     if spec == "recorder":
         if problem.module is None:
-            raise InputError(f"{what}='recorder' is not allowed with a callable "
-                             "parametrisation; use a torch.nn.Module (its find_units groups)")
+            raise InputError(
+                f"{what}='recorder' is not allowed with a callable "
+                "parametrisation; use a torch.nn.Module (its find_units groups)"
+            )
         from ._invariants import group_generators, group_invariants
         from ._units import find_units
 
@@ -735,8 +957,9 @@ class _math_attention:
         with warnings.catch_warnings():
             # torch's forward-mode decompositions script themselves on first import with the
             # deprecated torch.jit.script; the warning is torch's, not the caller's
-            warnings.filterwarnings("ignore", message=".*torch.jit.script.*",
-                                    category=DeprecationWarning)
+            warnings.filterwarnings(
+                "ignore", message=".*torch.jit.script.*", category=DeprecationWarning
+            )
             import torch._decomp.decompositions_for_jvp  # noqa: F401
 
         self._ctx = sdpa_kernel(SDPBackend.MATH)

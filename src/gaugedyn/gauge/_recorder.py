@@ -84,8 +84,14 @@ attention pairs; ``gw_dot_w`` is ``w.g_w`` of rescaling and scale units)."""
 DERIVED = ("mu_R", "mu_T", "reaction", "transport")
 """Per-unit arrays derived at export for rescaling units (``(S, n)``)."""
 
-_SIGNS = {"rescale": (-1.0, 1.0), "scale": (1.0, 0.0), "qk": (1.0, -1.0), "vo": (1.0, -1.0),
-          "gl": (1.0, -1.0), "frozen": (1.0, 0.0)}
+_SIGNS = {
+    "rescale": (-1.0, 1.0),
+    "scale": (1.0, 0.0),
+    "qk": (1.0, -1.0),
+    "vo": (1.0, -1.0),
+    "gl": (1.0, -1.0),
+    "frozen": (1.0, 0.0),
+}
 
 
 def _matrix(group: UnitGroup) -> bool:
@@ -928,9 +934,13 @@ class GaugeRecorder:
         from ._laws import conservation_laws
 
         groups = self.groups
-        return conservation_laws(self.model, inputs,
-                                 known=lambda p: group_invariants(groups, p),
-                                 generators=lambda p: group_generators(groups, p), **kwargs)
+        return conservation_laws(
+            self.model,
+            inputs,
+            known=lambda p: group_invariants(groups, p),
+            generators=lambda p: group_generators(groups, p),
+            **kwargs,
+        )
 
     def export(self) -> tuple[dict[str, np.ndarray], dict]:
         """``(arrays, metadata)`` ready for the result store: ``step (S,)`` and, per group

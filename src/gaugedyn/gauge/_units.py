@@ -324,22 +324,33 @@ def _gqa(name: str, mod) -> list[UnitGroup]:
         q += [Side(f"{name}.q_proj.bias", 0, d, h * d, g * d) for h in range(g)]
         k.append(Side(f"{name}.k_proj.bias", 0, d))
         v.append(Side(f"{name}.v_proj.bias", 0, d))
-    return [UnitGroup(f"{name}.qk", "qk", G, tuple(q), tuple(k), ("softmax(q.k)",), name),
-            UnitGroup(f"{name}.vo", "vo", G, tuple(v), tuple(o), ("attention",),
-                      f"{name}.o_proj")]
+    return [
+        UnitGroup(f"{name}.qk", "qk", G, tuple(q), tuple(k), ("softmax(q.k)",), name),
+        UnitGroup(f"{name}.vo", "vo", G, tuple(v), tuple(o), ("attention",), f"{name}.o_proj"),
+    ]
 
 
 def _linear_pair(group: UnitGroup, modules: dict) -> UnitGroup | None:
     """The ``gl`` group of a rescaling group whose producer is read directly (identities
     only) by a ``Linear``/``Conv`` consumer, else ``None``."""
     prod, cons = modules[group.name], modules[group.consumer]
-    if (not isinstance(prod, (nn.Linear, *_CONV)) or type(cons) is not type(prod)
-            or any(p != "Identity" for p in group.path)):
+    if (
+        not isinstance(prod, (nn.Linear, *_CONV))
+        or type(cons) is not type(prod)
+        or any(p != "Identity" for p in group.path)
+    ):
         return None
     n = group.n_units
     ins = tuple(Side(s.name, 0, n) for s in group.inputs)
-    return UnitGroup(f"{group.name}.gl", "gl", 1, ins, (Side(f"{group.consumer}.weight", 1, n),),
-                     group.path, group.consumer)
+    return UnitGroup(
+        f"{group.name}.gl",
+        "gl",
+        1,
+        ins,
+        (Side(f"{group.consumer}.weight", 1, n),),
+        group.path,
+        group.consumer,
+    )
 
 
 def find_units(model: nn.Module) -> tuple[list[UnitGroup], dict]:
@@ -377,8 +388,11 @@ def find_units(model: nn.Module) -> tuple[list[UnitGroup], dict]:
             group = _chain(node, modules, node.target, prod, n, calls)
             if group is not None:
                 groups.append(group)
-    pairs = [p for p in (_linear_pair(g, modules) for g in groups if g.kind == "rescale")
-             if p is not None]
+    pairs = [
+        p
+        for p in (_linear_pair(g, modules) for g in groups if g.kind == "rescale")
+        if p is not None
+    ]
     from ._attention import GroupedQueryAttention
 
     for name, mod in modules.items():
@@ -402,18 +416,43 @@ def _frozen(groups: list[UnitGroup], modules: dict) -> list[UnitGroup]:
     for g in groups:
         mod = modules.get(g.consumer)
         if g.kind == "scale" and isinstance(mod, _BN) and modules[g.name].bias is not None:
-            out.append(UnitGroup(f"{g.name}.bias", "frozen", g.n_units,
-                                 (Side(f"{g.name}.bias", 0),), (), g.path, g.consumer))
+            out.append(
+                UnitGroup(
+                    f"{g.name}.bias",
+                    "frozen",
+                    g.n_units,
+                    (Side(f"{g.name}.bias", 0),),
+                    (),
+                    g.path,
+                    g.consumer,
+                )
+            )
         elif g.kind == "qk":
             att = modules[g.consumer]
             if isinstance(att, GroupedQueryAttention) and att.k_proj.bias is not None:
                 n = att.num_kv_heads * att.head_dim
-                out.append(UnitGroup(f"{g.consumer}.k_bias", "frozen", n,
-                                     (Side(f"{g.consumer}.k_proj.bias", 0),), (),
-                                     ("softmax(q.k)",), g.consumer))
+                out.append(
+                    UnitGroup(
+                        f"{g.consumer}.k_bias",
+                        "frozen",
+                        n,
+                        (Side(f"{g.consumer}.k_proj.bias", 0),),
+                        (),
+                        ("softmax(q.k)",),
+                        g.consumer,
+                    )
+                )
             elif isinstance(att, nn.MultiheadAttention) and att.in_proj_bias is not None:
                 E = att.embed_dim
-                out.append(UnitGroup(f"{g.consumer}.k_bias", "frozen", E,
-                                     (Side(f"{g.consumer}.in_proj_bias", 0, 1, E),), (),
-                                     ("softmax(q.k)",), g.consumer))
+                out.append(
+                    UnitGroup(
+                        f"{g.consumer}.k_bias",
+                        "frozen",
+                        E,
+                        (Side(f"{g.consumer}.in_proj_bias", 0, 1, E),),
+                        (),
+                        ("softmax(q.k)",),
+                        g.consumer,
+                    )
+                )
     return out

@@ -113,6 +113,7 @@ def _gl_generators(left: str, right: str, K: int, left_rows: bool = True):
 
 # -- parametrisations ----------------------------------------------------------------------------
 
+
 def _relu2(p, x):
     return torch.relu(x @ p["W"].T) @ p["A"].T
 
@@ -185,6 +186,7 @@ class GQA(torch.nn.Module):
 
 # -- the catalogue -------------------------------------------------------------------------------
 
+
 def _unit_laws(pairs: list[tuple[str, str, float]]):
     """Per hidden unit ``j``, ``|in_j|^2 - p |out_j|^2`` for ``(in, out, p)`` (rows of ``in``,
     columns of ``out``) and its diagonal generator ``(in_j, -p out_j)``."""
@@ -214,10 +216,19 @@ def _two_layer(spec: dict, factor: float) -> Architecture:
     D = sum(math.prod(s) for s in params.values())
     inputs = (_samples(D, n, factor), d)
     if fam == "bent":
-        return Architecture(_name(spec), fam, _Bent(spec["eps"]), params, inputs, 0, 0,
-                            "relu(z) + eps z^2 has no rescaling: no continuous symmetry, no law")
+        return Architecture(
+            _name(spec),
+            fam,
+            _Bent(spec["eps"]),
+            params,
+            inputs,
+            0,
+            0,
+            "relu(z) + eps z^2 has no rescaling: no continuous symmetry, no law",
+        )
     known, gens = _unit_laws([("W", "A", 1.0)])
     if fam == "relu2b":
+
         def known(p):  # noqa: F811 - the bias rides with w_j
             return p["W"].square().sum(1) + p["b"].square() - p["A"].square().sum(0)
 
@@ -228,10 +239,20 @@ def _two_layer(spec: dict, factor: float) -> Architecture:
                 tw[j], tb[j], ta[:, j] = p["W"][j], p["b"][j], -p["A"][:, j]
                 out.append(_tangent("symmetric", {"W": tw, "b": tb, "A": ta}))
             return out
+
     model = _relu2 if fam == "relu2" else _relu2b
-    return Architecture(_name(spec), fam, model, params, inputs, K, K,
-                        "positive rescaling of each unit (bias with w): K laws "
-                        "|a_j|^2 - |w_j|^2, K symmetries", known, gens)
+    return Architecture(
+        _name(spec),
+        fam,
+        model,
+        params,
+        inputs,
+        K,
+        K,
+        "positive rescaling of each unit (bias with w): K laws |a_j|^2 - |w_j|^2, K symmetries",
+        known,
+        gens,
+    )
 
 
 def _linear(spec: dict, factor: float) -> Architecture:
@@ -241,11 +262,19 @@ def _linear(spec: dict, factor: float) -> Architecture:
         i, j = torch.triu_indices(K, K)
         return (p["W"] @ p["W"].T - p["A"].T @ p["A"])[i, j]
 
-    return Architecture(_name(spec), "linear2", _linear2, {"W": (K, m), "A": (n, K)},
-                        (_samples(K * (m + n), n, factor), m), K * (K + 1) // 2, K * K,
-                        "GL(K), K <= min(in, out): K(K+1)/2 laws W W^T - A^T A, K^2 "
-                        "symmetries, K(K-1)/2 rotations silent", known,
-                        _gl_generators("W", "A", K))
+    return Architecture(
+        _name(spec),
+        "linear2",
+        _linear2,
+        {"W": (K, m), "A": (n, K)},
+        (_samples(K * (m + n), n, factor), m),
+        K * (K + 1) // 2,
+        K * K,
+        "GL(K), K <= min(in, out): K(K+1)/2 laws W W^T - A^T A, K^2 "
+        "symmetries, K(K-1)/2 rotations silent",
+        known,
+        _gl_generators("W", "A", K),
+    )
 
 
 def _deep_linear(spec: dict, factor: float) -> Architecture:
@@ -253,16 +282,28 @@ def _deep_linear(spec: dict, factor: float) -> Architecture:
 
     def known(p):
         i, j = torch.triu_indices(K, K)
-        return torch.cat([(p[f"W{k}"] @ p[f"W{k}"].T - p[f"W{k + 1}"].T @ p[f"W{k + 1}"])[i, j]
-                          for k in range(L - 1)])
+        return torch.cat(
+            [
+                (p[f"W{k}"] @ p[f"W{k}"].T - p[f"W{k + 1}"].T @ p[f"W{k + 1}"])[i, j]
+                for k in range(L - 1)
+            ]
+        )
 
     def gens(p):
         return [g for k in range(L - 1) for g in _gl_generators(f"W{k}", f"W{k + 1}", K)(p)]
 
-    return Architecture(_name(spec), "deep_linear", _DeepLinear(L),
-                        {f"W{i}": (K, K) for i in range(L)},
-                        (_samples(L * K * K, K, factor), K), (L - 1) * K * (K + 1) // 2,
-                        (L - 1) * K * K, "GL(K) at each of the L - 1 junctions", known, gens)
+    return Architecture(
+        _name(spec),
+        "deep_linear",
+        _DeepLinear(L),
+        {f"W{i}": (K, K) for i in range(L)},
+        (_samples(L * K * K, K, factor), K),
+        (L - 1) * K * (K + 1) // 2,
+        (L - 1) * K * K,
+        "GL(K) at each of the L - 1 junctions",
+        known,
+        gens,
+    )
 
 
 def _polynomial(spec: dict, factor: float) -> Architecture:
@@ -278,13 +319,32 @@ def _polynomial(spec: dict, factor: float) -> Architecture:
     model = _Polynomial(p_deg, layers)
     if fam == "filling":
         image = math.comb(widths[0] + p_deg - 1, p_deg) * n
-        return Architecture(_name(spec), fam, model, params, inputs, units, D - image,
-                            f"the network fills the degree-{p_deg} maps (dim {image}): null "
-                            f"space D - {image}, only the {units} scalings give laws",
-                            known, gens, extra={"group": units})
-    return Architecture(_name(spec), fam, model, params, inputs, units, units,
-                        f"sigma(c z) = c^{p_deg} sigma(z): one law |w_j|^2 - {p_deg} |a_j|^2 "
-                        "per hidden unit", known, gens)
+        return Architecture(
+            _name(spec),
+            fam,
+            model,
+            params,
+            inputs,
+            units,
+            D - image,
+            f"the network fills the degree-{p_deg} maps (dim {image}): null "
+            f"space D - {image}, only the {units} scalings give laws",
+            known,
+            gens,
+            extra={"group": units},
+        )
+    return Architecture(
+        _name(spec),
+        fam,
+        model,
+        params,
+        inputs,
+        units,
+        units,
+        f"sigma(c z) = c^{p_deg} sigma(z): one law |w_j|^2 - {p_deg} |a_j|^2 per hidden unit",
+        known,
+        gens,
+    )
 
 
 def _attention(spec: dict, factor: float) -> Architecture:
@@ -292,21 +352,45 @@ def _attention(spec: dict, factor: float) -> Architecture:
     if spec["family"] == "mha":
         E, H = spec["E"], spec["H"]
         d = E // H
-        return Architecture(_name(spec), "mha", MHA(E, H), None,
-                            (_samples(4 * E * E, T * E, factor), T, E), H * d * (d + 1),
-                            2 * H * d * d, "GL(d) per head on (W_Q, W_K) and on (W_V, W_O)",
-                            "recorder", "recorder")
+        return Architecture(
+            _name(spec),
+            "mha",
+            MHA(E, H),
+            None,
+            (_samples(4 * E * E, T * E, factor), T, E),
+            H * d * (d + 1),
+            2 * H * d * d,
+            "GL(d) per head on (W_Q, W_K) and on (W_V, W_O)",
+            "recorder",
+            "recorder",
+        )
     E, H, G, d = spec["E"], spec["H"], spec["G"], spec["d"]
     D = 2 * E * H * d + 2 * E * G * d
-    return Architecture(_name(spec), "gqa", GQA(E, H, G, d), None,
-                        (_samples(D, T * E, factor), T, E), G * d * (d + 1), 2 * G * d * d,
-                        "GL(d) per key/value head, on its H/G query heads together",
-                        "recorder", "recorder")
+    return Architecture(
+        _name(spec),
+        "gqa",
+        GQA(E, H, G, d),
+        None,
+        (_samples(D, T * E, factor), T, E),
+        G * d * (d + 1),
+        2 * G * d * d,
+        "GL(d) per key/value head, on its H/G query heads together",
+        "recorder",
+        "recorder",
+    )
 
 
-BUILDERS = {"relu2": _two_layer, "relu2b": _two_layer, "bent": _two_layer, "linear2": _linear,
-            "deep_linear": _deep_linear, "polynomial": _polynomial, "filling": _polynomial,
-            "mha": _attention, "gqa": _attention}
+BUILDERS = {
+    "relu2": _two_layer,
+    "relu2b": _two_layer,
+    "bent": _two_layer,
+    "linear2": _linear,
+    "deep_linear": _deep_linear,
+    "polynomial": _polynomial,
+    "filling": _polynomial,
+    "mha": _attention,
+    "gqa": _attention,
+}
 """The builder of each family (``bent``: the symmetry-breaking control)."""
 
 

@@ -64,8 +64,16 @@ def _loss(net: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tenso
     return 0.5 * ((net(x) - y) ** 2).reshape(x.shape[0], -1).sum(1).mean()
 
 
-def drift_rates(make: Callable[[], torch.nn.Module], x: torch.Tensor, y: torch.Tensor, *,
-                eta0: float, sizes: int, steps: int, reading: str) -> dict:
+def drift_rates(
+    make: Callable[[], torch.nn.Module],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    eta0: float,
+    sizes: int,
+    steps: int,
+    reading: str,
+) -> dict:
     """GD from ``make()`` (called once per size, each call the same initial model) on
     ``(x, y)`` at ``eta0 2^-k``, ``k < sizes``, read by ``reading`` (module docstring): per
     group, ``drift`` (per size), ``unit_drift`` (sizes x units), ``slope`` and per-unit
@@ -89,8 +97,11 @@ def drift_rates(make: Callable[[], torch.nn.Module], x: torch.Tensor, y: torch.T
             _loss(net, x, y).backward()
             opt.step()
         rec.detach()
-        scale = max(float(np.sqrt(np.max(np.abs(rec.group(g.name)["g_in_sq"]))))
-                    for g in rec.groups if g.kind != "frozen")
+        scale = max(
+            float(np.sqrt(np.max(np.abs(rec.group(g.name)["g_in_sq"]))))
+            for g in rec.groups
+            if g.kind != "frozen"
+        )
         for g in rec.groups:
             arr = rec.group(g.name)
             if g.kind == "frozen":  # its gradient is rounding: checked against the others'
@@ -98,15 +109,18 @@ def drift_rates(make: Callable[[], torch.nn.Module], x: torch.Tensor, y: torch.T
             else:
                 gaps.append(gap(arr, float(eta)))
             total = arr["change"].sum(0)
-            unit = (np.linalg.norm(total, axis=(-2, -1)) if total.ndim == 3
-                    else np.abs(total))
+            unit = np.linalg.norm(total, axis=(-2, -1)) if total.ndim == 3 else np.abs(total)
             if reading == "time":
                 unit = unit / T
             kinds[g.name] = g.kind
             d = per.setdefault(g.name, {"unit_drift": []})
             d["unit_drift"].append(unit)
-    out: dict = {"eta": etas, "gap": float(np.max(gaps)),
-                 "frozen": float(np.max(frozen)) if frozen else 0.0, "groups": {}}
+    out: dict = {
+        "eta": etas,
+        "gap": float(np.max(gaps)),
+        "frozen": float(np.max(frozen)) if frozen else 0.0,
+        "groups": {},
+    }
     logeta = np.log(etas)
     for name, d in per.items():
         unit = np.stack(d["unit_drift"])  # sizes x units
@@ -115,8 +129,9 @@ def drift_rates(make: Callable[[], torch.nn.Module], x: torch.Tensor, y: torch.T
         if kinds[name] != "frozen" and np.all(drift > 0):
             rec_g["slope"] = float(np.polyfit(logeta, np.log(drift), 1)[0])
             live = np.all(unit > 0, axis=0)
-            rec_g["unit_slopes"] = (np.polyfit(logeta, np.log(unit[:, live]), 1)[0]
-                                    if live.any() else np.zeros(0))
+            rec_g["unit_slopes"] = (
+                np.polyfit(logeta, np.log(unit[:, live]), 1)[0] if live.any() else np.zeros(0)
+            )
             rec_g["dead_units"] = int((~live).sum())
         out["groups"][name] = rec_g
     return out
@@ -136,8 +151,10 @@ def slope_control(eta0: float, sizes: int, steps: int, seed: int, broken: bool) 
         def make():
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)
-                return torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4, eps=1.0),
-                                           torch.nn.Linear(4, 1)).double()
+                return torch.nn.Sequential(
+                    torch.nn.Linear(4, 4), torch.nn.LayerNorm(4, eps=1.0), torch.nn.Linear(4, 1)
+                ).double()
+
         group = "0"
     else:
         x = torch.randn(32, 1, generator=gen, dtype=torch.float64)
@@ -146,9 +163,14 @@ def slope_control(eta0: float, sizes: int, steps: int, seed: int, broken: bool) 
         def make():
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)
-                return torch.nn.Sequential(torch.nn.Linear(1, 1, bias=False),
-                                           torch.nn.Linear(1, 1, bias=False)).double()
+                return torch.nn.Sequential(
+                    torch.nn.Linear(1, 1, bias=False), torch.nn.Linear(1, 1, bias=False)
+                ).double()
+
         group = "0"
     res = drift_rates(make, x, y, eta0=eta0, sizes=sizes, steps=steps, reading="steps")
-    return {"slope": res["groups"][group]["slope"], "eta": res["eta"],
-            "drift": res["groups"][group]["drift"]}
+    return {
+        "slope": res["groups"][group]["slope"],
+        "eta": res["eta"],
+        "drift": res["groups"][group]["drift"],
+    }

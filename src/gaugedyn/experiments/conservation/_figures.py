@@ -11,8 +11,9 @@ def _save(fig, outdir, name: str, arrays: dict, legends=()) -> tuple[str, str]:
     for ax in legends:
         ax.legend(fontsize=7)
     value = arrays.get(f"caption_{name}", "")
-    return save_figure(fig, outdir, name,
-                       caption=str(np.asarray(value).item()) if np.size(value) else "")
+    return save_figure(
+        fig, outdir, name, caption=str(np.asarray(value).item()) if np.size(value) else ""
+    )
 
 
 def conservation_laws(arrays: dict, config: dict, outdir) -> list:
@@ -69,20 +70,27 @@ def _drift(arrays: dict, config: dict, outdir):
     import matplotlib.pyplot as plt
 
     readings = [r for r in ("steps", "time") if f"eta_{r}" in arrays]
-    fig, axes = plt.subplots(1, len(readings), figsize=(3.8 * len(readings), 3.2),
-                             squeeze=False)
+    fig, axes = plt.subplots(1, len(readings), figsize=(3.8 * len(readings), 3.2), squeeze=False)
     keys = [k for k in arrays if k.startswith("drift_") and k != "drift_models"]
     for ax, rd in zip(axes[0], readings):
         eta = arrays[f"eta_{rd}"]
         mine = [k for k in keys if k.endswith(f"_{rd}")]
         for i, k in enumerate(mine):
-            label = k[len("drift_"):-len(rd) - 1]
+            label = k[len("drift_") : -len(rd) - 1]
             for s, drift in enumerate(arrays[k]):
-                ax.loglog(eta, drift / drift[0], color=f"C{i % 10}", lw=0.7, alpha=0.8,
-                          label=label if s == 0 else None)
+                ax.loglog(
+                    eta,
+                    drift / drift[0],
+                    color=f"C{i % 10}",
+                    lw=0.7,
+                    alpha=0.8,
+                    label=label if s == 0 else None,
+                )
         slope = 2.0 if rd == "steps" else 1.0
-        ax.loglog(eta, (eta / eta[0]) ** slope, color="0.2", ls="--", lw=1.0,
-                  label=f"slope {slope:g}")
-        ax.set(xlabel="step size eta", title=f"{rd} reading",
-               ylabel="drift / drift at the largest eta")
+        ax.loglog(
+            eta, (eta / eta[0]) ** slope, color="0.2", ls="--", lw=1.0, label=f"slope {slope:g}"
+        )
+        ax.set(
+            xlabel="step size eta", title=f"{rd} reading", ylabel="drift / drift at the largest eta"
+        )
     return _save(fig, outdir, "conservation_laws_drift", arrays, legends=(axes[0][0],))

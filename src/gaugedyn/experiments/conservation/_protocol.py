@@ -68,8 +68,16 @@ CONTROL_BENT = {"family": "bent", "d": 4, "K": 3, "n": 2}
 """The two-layer network whose ``relu`` the perturbation bends (``relu(z) + eps z^2``): its
 3 laws must go (derived: none)."""
 
-RECORDER_MODELS = ("docs_mlp", "docs_bn_eps0", "linear_chain", "mha_bias", "gqa_bias",
-                   "digits_mlp", "digits_cnn", "digits_transformer")
+RECORDER_MODELS = (
+    "docs_mlp",
+    "docs_bn_eps0",
+    "linear_chain",
+    "mha_bias",
+    "gqa_bias",
+    "digits_mlp",
+    "digits_cnn",
+    "digits_transformer",
+)
 """The models whose recorded invariants are compared with the count (``_networks``:
 ``recorder_model``): the documented examples and the digits networks of
 ``gauge_on_networks`` (hidden width 8, the CNN as it is, the transformer at embedding 8). The
