@@ -57,7 +57,11 @@ def _counts(tasks, results, readings) -> dict:
             "derived_laws": a.laws,
             "derived_symmetries": a.symmetries,
             "group": a.extra.get("group"),
-            "dimension": sum(int(np.prod(s)) for s in (a.params or {}).values()) or None,
+            "dimension": (
+                sum(int(np.prod(s)) for s in a.params.values())
+                if a.params is not None
+                else sum(p.numel() for p in a.model.parameters())
+            ),
         }
         for reading in readings:
             row[reading] = {
@@ -478,7 +482,7 @@ def conservation_laws(config, tasks, results, seed) -> tuple:
         claims.append(
             _measure(
                 f"count:{name}",
-                f"{name}: D = {c['dimension'] or '-'}; span {int(r['span'])}, Lie "
+                f"{name}: D = {c['dimension']}; span {int(r['span'])}, Lie "
                 f"trace {int(r['lie'])} (depth {int(r['depth'])}); {int(r['laws'])} laws (derived "
                 f"{c['derived_laws']}{other}); {int(r['symmetries'])} symmetries (derived "
                 f"{c['derived_symmetries']}), {int(r['symmetries'] - r['laws'])} without law; gap "
