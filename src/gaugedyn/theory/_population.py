@@ -201,10 +201,20 @@ def _clip_correlation(q1, q2, c, cutoff: float):
     return np.clip(c, -bound, bound)
 
 
-def _clip_sine(q1, q2, s, cutoff: float):
-    """``s = sqrt(q1 q2 - c^2)`` kept at least the value at ``|c| = (1 - cutoff) sqrt(q1 q2)``
-    (the sine of :func:`_clip_correlation`'s clipped correlation)."""
-    return np.maximum(s, np.sqrt(q1 * q2 * cutoff * (2.0 - cutoff)))
+ALIGNED_SINE = 2.0**-26
+"""Relative sine ``s / sqrt(q1 q2)`` below which :func:`gradient_jvp` with ``sines`` takes a
+pair as aligned: about ``sqrt(eps)``, where the ``O(s)`` error of the aligned limit meets the
+``O(eps / s)`` round-off of the kernels' ``1/s`` second derivatives."""
+
+
+def _aligned_limit(h, q1, q2, s):
+    """The kernels' second derivatives ``h`` set to zero on aligned pairs: there the weights move
+    ``(q1, q2, c)`` only along the boundary ``c^2 = q1 q2`` to first order, on which ReLU's
+    ``F = c / 2 + O((q1 q2 - c^2)^{3/2})`` has no curvature, so their contribution to the
+    Hessian in the weights vanishes like ``s``."""
+    aligned = s < ALIGNED_SINE * np.sqrt(q1 * q2)
+    with np.errstate(invalid="ignore"):
+        return tuple(np.where(aligned, 0.0, x) for x in h)
 
 
 def gradient_jvp(a, Q, R, b, T, da, dQ, dR, activation="relu", *,
@@ -215,8 +225,10 @@ def gradient_jvp(a, Q, R, b, T, da, dQ, dR, activation="relu", *,
     an axis in the state to push many directions at once). With ``singular_cutoff > 0`` the pair
     kernels' second derivatives are evaluated at a correlation clipped to
     ``|c| <= (1 - cutoff) sqrt(q1 q2)``: exact away from aligned pairs, finite on them (ReLU's
-    second derivatives diverge like ``(q1 q2 - c^2)^{-1/2}``). ``sines``: see the module
-    docstring (the clipped second derivatives take the sine of the clipped correlation).
+    second derivatives diverge like ``(q1 q2 - c^2)^{-1/2}``). With ``sines`` (module
+    docstring) nothing is clipped: the second derivatives are exact at the pair's own sine, and
+    zero on pairs aligned to :data:`ALIGNED_SINE` (:func:`_aligned_limit`), which is the exact
+    limit of their contribution to the Hessian in the weights; ``singular_cutoff`` is unused.
     """
     F, dF, d2F, S, dS, d2S = _kernels(activation)
     _, (_, dFx, d2Fx) = _teacher(activation, teacher_activation)
@@ -227,7 +239,7 @@ def gradient_jvp(a, Q, R, b, T, da, dQ, dR, activation="relu", *,
     q1, q2 = dq[..., :, None], dq[..., None, :]
     tn = dt[..., None, :]
     Qo = np.where(eye, 0.0, Q)
-    if singular_cutoff > 0:
+    if singular_cutoff > 0 and sines is None:
         Qh = np.where(eye, 0.0, _clip_correlation(q1, q2, Q, singular_cutoff))
         Rh = _clip_correlation(dq[..., :, None], tn, R, singular_cutoff)
     else:
@@ -235,10 +247,9 @@ def gradient_jvp(a, Q, R, b, T, da, dQ, dR, activation="relu", *,
     if sines is not None:
         s_ss, s_st = sines
         F, dF, dFx = _with_sine(F, s_ss), _with_sine(dF, s_ss), _with_sine(dFx, s_st)
-        if singular_cutoff > 0:
-            s_ss = _clip_sine(q1, q2, s_ss, singular_cutoff)
-            s_st = _clip_sine(dq[..., :, None], tn, s_st, singular_cutoff)
-        d2F, d2Fx = _with_sine(d2F, s_ss), _with_sine(d2Fx, s_st)
+        hess_ss, hess_st = _with_sine(d2F, s_ss), _with_sine(d2Fx, s_st)
+        d2F = lambda *x: _aligned_limit(hess_ss(*x), q1, q2, s_ss)  # noqa: E731
+        d2Fx = lambda *x: _aligned_limit(hess_st(*x), dq[..., :, None], tn, s_st)  # noqa: E731
     if K == 1:  # no student pairs
         Fq1_ss = Fq2_ss = Fc_ss = h11 = h12 = h1c = h2c = hcc = np.zeros_like(Q)
     else:
