@@ -31,7 +31,12 @@ flow ``d delta/dt = -H delta`` along them, and its null space (``|lambda| <= zer
   kind ``rescale``): ``(a_i, w_i) -> (a_i / c, c w_i)``, infinitesimally ``(-a_i, w_i)``, one
   per active unit (``rho_i != 0``);
 - coinciding units: ``m`` active units along one direction (homogeneous ``g``) or with one
-  weight vector (any ``g``) form one function of their summed coefficient, ``m - 1`` more.
+  weight vector (any ``g``) form one function of their summed coefficient, ``m - 1`` more;
+- a dead unit (``rho_i = 0``): its weights move freely on ``E[(f - f*) g(w_i . x)] = 0``
+  (``d - 1`` directions, ``d`` if that correlation's gradient vanishes).
+
+The predicted count is the dimension these directions span together (they may overlap), and
+each kind's directions are checked to lie in the measured null space.
 
 In the span formulation the Hessian of the full ``D``-dimensional weight space is the span's
 block plus ``2 G`` (:func:`gradients`) on each of the ``D - r`` directions orthogonal to the
@@ -65,6 +70,7 @@ from ._flows import (
     state_to_order_parameters,
     weights,
 )
+from ._observables import ODD_ACTIVATIONS
 from ._population import _gradients, pair_sines
 from ._problem import Problem
 
@@ -196,12 +202,15 @@ class CriticalPoint:
     ``hessian``: the symmetrised ``H`` (order parameters: ``-J``) and ``asymmetry``
     ``|H - H^T| / |H|`` before symmetrising; ``eigenvalues`` (ascending, real parts for order
     parameters) and ``eigenvectors`` (columns); ``index``; ``unstable_rates``
-    (``lambda_+``, largest first); ``null_space`` (orthonormal columns); ``gauge``: the rescaling
-    generators ``(-a_i, w_i)`` of the active units (unit columns) and ``gauge_residual``, their
-    largest distance from the null space; ``modes``: the zero modes measured and predicted
-    (``rotation``, ``gauge``, ``coinciding``, ``predicted``, ``measured``, ``unexplained``),
-    ``units``: the active, dead and coinciding units; for the span formulation ``full``: the
-    same counts in ``D`` dimensions; ``nit``, ``nfev``, ``status``, ``message``, ``history``.
+    (``lambda_+``, largest first); ``null_space`` (orthonormal columns); ``gauge``: an
+    orthonormal basis of the rescaling generators ``(-a_i, w_i)`` of the active units (order
+    parameters: their image); ``modes``: the zero modes ``measured`` and those the symmetries
+    predict, by kind (``rotation``, ``gauge``, ``coinciding``, ``dead``: the dimension each
+    spans), ``predicted`` (the dimension they span together) and ``unexplained`` (measured
+    minus predicted); ``residual``: per kind, the largest distance of its unit directions from
+    the null space (zero when the symmetry's directions are zero modes); ``units``: the
+    active, dead and coinciding units; ``full``: the index and zero modes in all ``D``
+    coordinates (span formulation); ``nit``, ``nfev``, ``status``, ``message``, ``history``.
     """
 
     problem: Problem
@@ -218,7 +227,7 @@ class CriticalPoint:
     unstable_rates: np.ndarray
     null_space: np.ndarray
     gauge: np.ndarray
-    gauge_residual: float
+    residual: dict
     modes: dict
     units: dict
     full: dict
@@ -232,6 +241,12 @@ class CriticalPoint:
     @property
     def success(self) -> bool:
         return self.status == 1
+
+    @property
+    def singular(self) -> bool:
+        """Whether some unit's weights collapsed to zero (``units["collapsed"]``), where the
+        model's parameterisation is singular and the Hessian is not defined."""
+        return bool(self.units["collapsed"])
 
     @property
     def lambda_plus(self) -> float:
@@ -249,7 +264,7 @@ class CriticalPoint:
             "formulation": self.formulation, "loss": self.loss, "grad_norm": self.grad_norm,
             "index": self.index, "unstable_rates": self.unstable_rates,
             "eigenvalues": self.eigenvalues, "asymmetry": self.asymmetry,
-            "gauge_residual": self.gauge_residual, "modes": self.modes, "units": self.units,
+            "residual": self.residual, "modes": self.modes, "units": self.units,
             "full": self.full, "nit": self.nit, "nfev": self.nfev, "status": self.status,
             "message": self.message, "history": self.history, "settings": self.settings,
             "problem": self.problem.describe(),
@@ -334,66 +349,147 @@ def _coords(y, p: FlowParams):
     return a, y[p.K:].reshape(p.K, p.coords), p.V
 
 
-def _groups(a, W, homogeneous: bool, tol: float):
-    """Active units, dead units and groups of coinciding active units (index lists)."""
-    rho = a * np.linalg.norm(W, axis=1)
-    scale = max(float(np.max(np.abs(rho))), 1e-300)
-    active = [i for i in range(a.size) if abs(rho[i]) > tol * scale]
-    dead = [i for i in range(a.size) if i not in active]
-    groups: list[list[int]] = []
+def _parity(activation) -> int:
+    """``-1`` for an odd activation (:data:`ODD_ACTIVATIONS`: ``a g(w.x) = (-a) g(-w.x)``),
+    ``0`` otherwise."""
+    return -1 if activation_of(activation).name in ODD_ACTIVATIONS else 0
+
+
+def _groups(a, W, b, V, activation, tol: float):
+    """``(active, dead, collapsed, groups, sign)``: active units; dead units
+    (``|rho_i| <= tol max_n |b_n| |v_n|`` for homogeneous ``g``, ``|a_i| <= tol max_n |b_n|``
+    otherwise); collapsed units (``|w_i| <= tol max_n |v_n|``, where the model is singular);
+    groups of coinciding active units (one direction for homogeneous ``g``, one weight vector
+    otherwise; for odd ``g`` also the opposite one) and each unit's sign ``sigma_i`` relative
+    to its group's first unit (``a_i g(w_i . x) = sigma_i a_i |w_i| / |w_0| g(w_0 . x)``)."""
+    homogeneous = activation_of(activation).homogeneous
+    odd = _parity(activation) == -1
+    n = np.linalg.norm(W, axis=1)
+    vmax = float(np.max(np.linalg.norm(V, axis=1)))
     if homogeneous:
-        S = pair_sines(W, W)
-        n = np.linalg.norm(W, axis=1)
-        sin = S / np.outer(n, n)
-        cos = (W @ W.T) / np.outer(n, n)
-        same = (sin <= tol) & (cos > 0)
+        size, scale = np.abs(a) * n, np.max(np.abs(b) * np.linalg.norm(V, axis=1))
     else:
-        n = np.linalg.norm(W, axis=1)
-        same = np.linalg.norm(W[:, None] - W[None], axis=-1) <= tol * np.maximum.outer(n, n)
+        size, scale = np.abs(a), np.max(np.abs(b))
+    collapsed = [i for i in range(a.size) if n[i] <= tol * vmax]
+    active = [i for i in range(a.size) if size[i] > tol * scale and i not in collapsed]
+    dead = [i for i in range(a.size) if i not in active and i not in collapsed]
+    if homogeneous:
+        sin = pair_sines(W, W) / np.outer(n, n)
+        dot = W @ W.T
+        same, flip = (sin <= tol) & (dot > 0), (sin <= tol) & (dot < 0) & odd
+    else:
+        big = tol * np.maximum.outer(n, n)
+        same = np.linalg.norm(W[:, None] - W[None], axis=-1) <= big
+        flip = (np.linalg.norm(W[:, None] + W[None], axis=-1) <= big) & odd
+    groups: list[list[int]] = []
+    sign = np.ones(a.size)
     for i in active:
         for g in groups:
-            if same[i, g[0]]:
+            if same[i, g[0]] or flip[i, g[0]]:
                 g.append(i)
+                sign[i] = 1.0 if same[i, g[0]] else -1.0
                 break
         else:
             groups.append([i])
-    return active, dead, [g for g in groups if len(g) > 1]
+    return active, dead, collapsed, [g for g in groups if len(g) > 1], sign
 
 
-def _rotations(W, V, tol: float) -> int:
-    """``k n - k (k + 1) / 2``: the orbit dimension of the rotations fixing the teacher."""
-    d = W.shape[1]
+def _orthonormal(X, tol: float):
+    """An orthonormal basis of the columns of ``X`` (rank-revealing SVD)."""
+    if X.shape[1] == 0:
+        return X
+    U, s, _ = np.linalg.svd(X, full_matrices=False)
+    return U[:, s > tol * max(float(s[0]), 1e-300)]
+
+
+def _directions(a, W, V, Hw, homogeneous: bool, tol: float, groups, sign, dead,
+                collapsed) -> dict:
+    """Tangent vectors ``(da, dW)`` (columns, in the weights' coordinates) of the symmetries
+    that leave the loss unchanged (module docstring): ``rotation``, ``gauge``, ``coinciding``
+    and ``dead`` (a unit with ``rho_i = 0``: its ``w_i`` moves freely within
+    ``E[(f - f*) g(w_i . x)] = 0``, whose normal is the Hessian's ``(a_i, w_i)`` block)."""
+    K, d = W.shape
+
+    def vec(i=None, da=0.0, dw=None, dW=None):
+        out = np.zeros(K + K * d)
+        if dW is not None:
+            out[K:] = dW.ravel()
+        if i is not None:
+            out[i] = da
+            if dw is not None:
+                out[K + i * d:K + (i + 1) * d] = dw
+        return out
+
+    active = [i for i in range(K) if i not in dead and i not in collapsed]
+    cols: dict[str, list] = {"rotation": [], "gauge": [], "coinciding": [], "dead": []}
     Uv, sv, _ = np.linalg.svd(V.T, full_matrices=True)
-    m = int(np.sum(sv > tol * sv[0]))
-    P = Uv[:, m:]
-    n = d - m
-    if n == 0:
-        return 0
-    X = W @ P
-    sx = np.linalg.svd(X, compute_uv=False)
-    scale = max(float(np.max(np.linalg.norm(W, axis=1))), 1e-300)
-    k = int(np.sum(sx > 1e3 * tol * scale))
-    return k * n - k * (k + 1) // 2
+    P = Uv[:, int(np.sum(sv > tol * sv[0])):]
+    if P.shape[1]:
+        U, sx, _ = np.linalg.svd((W @ P @ P.T).T, full_matrices=False)
+        B = U[:, sx > tol * float(np.max(np.linalg.norm(W, axis=1)))]
+        for e in B.T:
+            for f in P.T:
+                A = np.outer(e, f) - np.outer(f, e)
+                cols["rotation"].append(vec(dW=W @ A))
+    norms = np.linalg.norm(W, axis=1)
+    if homogeneous:
+        cols["gauge"] = [vec(i, -a[i], W[i]) for i in active]
+    for g in groups:
+        for j in g[1:]:
+            v = vec(g[0], 1.0 / norms[g[0]] if homogeneous else 1.0)
+            v[j] = -sign[j] / norms[j] if homogeneous else -sign[j]
+            cols["coinciding"].append(v)
+    for i in dead:
+        normal = Hw[i, K + i * d:K + (i + 1) * d]
+        free = np.linalg.svd(normal[None, :], full_matrices=True)[2]
+        rank = int(np.linalg.norm(normal) > tol * max(float(np.max(np.abs(Hw))), 1e-300))
+        cols["dead"] += [vec(i, 0.0, t) for t in free[rank:]]
+    return {k: (np.array(v).T if v else np.zeros((K + K * d, 0))) for k, v in cols.items()}
 
 
-def _gauge_generators(y, p: FlowParams, active) -> np.ndarray:
-    """Unit columns ``(-a_i, w_i)`` (order parameters: their image) for the active units."""
-    K = p.K
-    cols = []
-    for i in active:
-        e = np.zeros(K)
-        e[i] = 1.0
-        if p.formulation == "order-parameters":
-            a, Q, R = state_to_order_parameters(y, p)
-            E = np.diag(e)
-            v = pack_order_parameters(-a * e, E @ Q + Q @ E, E @ R)
-        else:
-            a, W, _ = _coords(y, p)
-            dW = np.zeros_like(W)
-            dW[i] = W[i]
-            v = np.concatenate([-a * e, dW.ravel()])
-        cols.append(v / np.linalg.norm(v))
-    return np.array(cols).T if cols else np.zeros((y.size, 0))
+def _to_order_parameters(X, W, V):
+    """Weight tangents ``(da, dW)`` (columns) pushed to ``(da, dQ, dR)`` (packed)."""
+    K, d = W.shape
+    out = []
+    for v in X.T:
+        dW = v[K:].reshape(K, d)
+        dQ = dW @ W.T + W @ dW.T
+        out.append(pack_order_parameters(v[:K], dQ, dW @ V.T))
+    return np.array(out).T if out else np.zeros((K + K * (K + 1) // 2 + K * V.shape[0], 0))
+
+
+def _modes(y, p: FlowParams, H, null, measured: int, tol: float):
+    """Zero modes measured and predicted by the symmetries, with the largest distance of each
+    kind's directions from the null space."""
+    homogeneous = activation_of(p.activation).homogeneous
+    if p.formulation == "order-parameters":
+        a, Q, R = state_to_order_parameters(y, p)
+        pr = realize(a, Q, R, p.b, p.T, p.activation, p.teacher_activation)
+        yw, pw = initial_state(pr, "weight-space")
+        pw = dataclasses.replace(pw, resolve_angles=True)
+        Hw = -rhs_and_jacobian(0.0, yw, pw)[1]
+        W, V = pr.W, pr.V
+    else:
+        a, W, V = _coords(y, p)
+        Hw = H
+    active, dead, collapsed, groups, sign = _groups(a, W, p.b, V, p.activation, tol)
+    dirs = _directions(a, W, V, Hw, homogeneous, tol, groups, sign, dead, collapsed)
+    if p.formulation == "order-parameters":
+        dirs = {k: _to_order_parameters(X, W, V) for k, X in dirs.items()}
+        dirs["rotation"] = dirs["rotation"][:, :0]
+    counts, residual = {}, {}
+    for k, X in dirs.items():
+        basis = _orthonormal(X, 1e-8)
+        counts[k] = int(basis.shape[1])
+        residual[k] = (float(np.max(np.linalg.norm(basis - null @ (null.T @ basis), axis=0)))
+                       if basis.shape[1] else 0.0)
+    everything = _orthonormal(np.concatenate(list(dirs.values()), axis=1), 1e-8)
+    predicted = int(everything.shape[1])
+    modes = {"measured": measured, **counts, "predicted": predicted,
+             "unexplained": measured - predicted}
+    units = {"active": active, "dead": dead, "collapsed": collapsed, "coinciding": groups}
+    gauge = _orthonormal(dirs["gauge"], 1e-8)
+    return modes, units, gauge, residual
 
 
 def _spectrum(H: np.ndarray, symmetric: bool):
@@ -445,36 +541,15 @@ def critical_point(start, *, formulation: str = "span", tol: float = 1e-11,
     else:
         _, sv, Vt = np.linalg.svd(H)
         null = Vt[sv <= zero_tol * top].T
-    homogeneous = activation_of(p.activation).homogeneous
-    if p.formulation == "order-parameters":
-        a, Q, R = state_to_order_parameters(y, p)
-        Wr = realize(a, Q, R, p.b, p.T, p.activation, p.teacher_activation).W
-        active, dead, groups = _groups(a, Wr, homogeneous, coincide_tol)
-        rot = 0
-    else:
-        a, W, V = _coords(y, p)
-        active, dead, groups = _groups(a, W, homogeneous, coincide_tol)
-        rot = _rotations(W, V, coincide_tol)
-    gauge = _gauge_generators(y, p, active) if homogeneous else np.zeros((y.size, 0))
-    if gauge.shape[1] and null.shape[1]:
-        resid = gauge - null @ (null.T @ gauge)
-        gauge_resid = float(np.max(np.linalg.norm(resid, axis=0)))
-    else:
-        gauge_resid = 0.0 if not gauge.shape[1] else 1.0
-    coinciding = sum(len(g) - 1 for g in groups)
-    predicted = rot + gauge.shape[1] + coinciding
     measured = int(np.sum(zero))
-    modes = {"measured": measured, "rotation": rot, "gauge": int(gauge.shape[1]),
-             "coinciding": coinciding, "predicted": predicted,
-             "unexplained": measured - predicted}
-    units = {"active": active, "dead": dead, "coinciding": groups}
+    modes, units, gauge, residual = _modes(y, p, H, null, measured, coincide_tol)
     full = _full_counts(y, p, problem, index, modes, zero_tol * top)
     out_problem = _problem_at(y, p, problem)
     return CriticalPoint(
         problem=out_problem, formulation=p.formulation, y=y, params=p, loss=_loss(y, p),
         grad_norm=fp.norm, hessian=H, asymmetry=asym, eigenvalues=lam, eigenvectors=vec,
         index=index, unstable_rates=np.sort(-lam[lam < -zero_tol * top])[::-1],
-        null_space=null, gauge=gauge, gauge_residual=gauge_resid, modes=modes, units=units,
+        null_space=null, gauge=gauge, residual=residual, modes=modes, units=units,
         full=full, nit=fp.nit, nfev=fp.nfev, status=fp.status, message=fp.message,
         history=fp.history,
         settings=dict(formulation=p.formulation, tol=tol, max_iter=max_iter, zero_tol=zero_tol,
@@ -513,14 +588,15 @@ def same_point(x: CriticalPoint | Problem, y: CriticalPoint | Problem, *, rtol: 
 def function_units(point: CriticalPoint | Problem, coincide_tol: float = 1e-6) -> dict:
     """The network function of a point as units invariant under the gauge and rotations.
 
-    Dead units (``rho_i = 0``) are dropped and coinciding units merged (their coefficients
-    summed). Homogeneous ``g``: unit ``j`` is ``rho_j relu(u_j . x)`` and is described by
-    ``rho_j``, ``u_j . v_n`` and ``u_j . u_k``; otherwise by ``a_j``, ``w_j . v_n`` and
-    ``w_j . w_k``. Returns ``{"coef" (J,), "teacher" (J, M), "gram" (J, J)}``.
+    Dead and collapsed units are dropped and coinciding units merged (their coefficients
+    summed with their signs). Homogeneous ``g``: unit ``j`` is ``rho_j g(u_j . x)`` and is
+    described by ``rho_j``, ``u_j . v_n`` and ``u_j . u_k``; otherwise by ``a_j``, ``w_j . v_n``
+    and ``w_j . w_k``; for odd ``g`` each unit is first flipped to ``(-a_j, -w_j)`` when its
+    coefficient is negative. Returns ``{"coef" (J,), "teacher" (J, M), "gram" (J, J)}``.
     """
     pr = point.problem if isinstance(point, CriticalPoint) else point
     homogeneous = activation_of(pr.activation).homogeneous
-    active, _, groups = _groups(pr.a, pr.W, homogeneous, coincide_tol)
+    active, _, _, groups, sign = _groups(pr.a, pr.W, pr.b, pr.V, pr.activation, coincide_tol)
     grouped = {g[0]: g for g in groups}
     members = set(itertools.chain.from_iterable(groups))
     units = [grouped.get(i, [i]) for i in active if i not in members or i in grouped]
@@ -528,12 +604,13 @@ def function_units(point: CriticalPoint | Problem, coincide_tol: float = 1e-6) -
     coef, vecs = [], []
     for g in units:
         i = g[0]
-        if homogeneous:
-            coef.append(sum(pr.a[j] * norms[j] for j in g))
-            vecs.append(pr.W[i] / norms[i])
-        else:
-            coef.append(sum(pr.a[j] for j in g))
-            vecs.append(pr.W[i])
+        weight = norms if homogeneous else np.ones_like(norms)
+        c = sum(sign[j] * pr.a[j] * weight[j] for j in g)
+        v = pr.W[i] / norms[i] if homogeneous else pr.W[i]
+        if _parity(pr.activation) == -1 and c < 0:
+            c, v = -c, -v
+        coef.append(c)
+        vecs.append(v)
     X = np.array(vecs).reshape(len(vecs), pr.dim)
     return {"coef": np.array(coef), "teacher": X @ pr.V.T, "gram": X @ X.T}
 
