@@ -18,8 +18,10 @@ is ``initial``, one that reaches the last sample ``final``, and the others, whic
 
 :func:`plateaus` refines each stretch to its critical point (:func:`critical_point` from the
 stretch's slowest sample) and measures the **time spent** there: the time the loss stays
-within ``band L*`` of the critical point's loss ``L*`` (from entering the band to leaving it
-downward). Near a saddle with unstable rate ``lambda_+`` a trajectory starting ``eps`` from
+within ``band L_p`` of the plateau's level ``L_p`` (the loss at the slowest sample), from
+entering the band to leaving it downward. A trajectory may plateau below the saddle's loss
+``L*`` (on its unstable manifold, when ``lambda_+`` is small), so the band is the
+trajectory's own level; from a start at the saddle the level is ``L*``. Near a saddle with unstable rate ``lambda_+`` a trajectory starting ``eps`` from
 its stable manifold leaves it as ``L* - L ~ (lambda_+ / 2) eps^2 e^{2 lambda_+ t}``, so the
 time spent is ``ln(1/eps) / lambda_+`` plus a constant independent of ``eps``;
 :func:`escape_times` integrates such starts and fits that slope.
@@ -46,7 +48,7 @@ SETTINGS = {
                       help="an interior plateau lasts at least this many e-folds of time"),
     "band": Param(float, default=0.02, name="band", lo=0, lo_open=True, hi=0.5,
                   why="a band of half the loss no longer locates a level",
-                  help="time spent: the loss within band L* of the critical point's loss L*"),
+                  help="time spent: the loss within band L_p of the plateau's level L_p"),
 }
 
 CONVERGED = 1e-12
@@ -149,7 +151,7 @@ class Plateau:
     """A flat stretch of a trajectory with its critical point (:func:`plateaus`).
 
     ``stretch``; ``point``: the :class:`CriticalPoint` refined from the slowest sample;
-    ``entry``, ``exit`` and ``time_spent = exit - entry`` within the band around its loss;
+    ``entry``, ``exit`` and ``time_spent = exit - entry`` within the band around the level;
     ``distance``: ``|(a, Q, R)(t_slow) - (a, Q, R)*| / |(a, Q, R)*|``, how close the
     trajectory came.
     """
@@ -231,7 +233,7 @@ def plateaus(solution, problem: Problem, *, flatness: float = 0.05, min_span: fl
         start = realize(solution.a[k], solution.Q[k], solution.R[k], problem.b, T,
                         problem.activation, problem.teacher_activation, problem.setup)
         point = critical_point(start, **refine)
-        entry, exit_ = time_spent(solution.t, loss, point.loss, band * abs(point.loss))
+        entry, exit_ = time_spent(solution.t, loss, s.level, band * abs(s.level))
         out.append(Plateau(s, point, entry, exit_, _distance(solution, k, point)))
     return out
 
@@ -265,8 +267,9 @@ def escape_times(point: CriticalPoint, eps, *, band: float = 0.02, t_max: float 
     """Time spent at ``point`` from starts ``eps`` along its unstable direction.
 
     For each ``eps`` the flow starts at ``y* + eps v`` (:func:`escape_time`); the time spent is
-    the time the loss takes to leave the band ``L* (1 - band)`` (:func:`time_spent`'s exit,
-    located by the integrator's root finding). Returns ``eps``, ``time_spent``,
+    the time the loss takes to leave the band ``L* (1 - band)`` (:func:`time_spent`'s exit with
+    the level ``L*``, the loss at the trajectory's slowest point, its start; located by the
+    integrator's root finding). Returns ``eps``, ``time_spent``,
     ``lambda_plus`` and the least-squares slope of time against ``ln(1/eps)``
     (:func:`scipy.stats.linregress`: ``slope``, ``stderr``, ``intercept``), to compare with
     ``1 / lambda_plus``.
