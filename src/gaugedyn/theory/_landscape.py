@@ -88,6 +88,10 @@ SETTINGS = {
                           hi=1e-1, why="units further apart are distinct features",
                           help="units whose directions (homogeneous g) or weights (any g) "
                                "differ by at most this, relatively, coincide"),
+    "snap": Param(float, default=5e-2, name="snap", lo=0, hi=0.2,
+                  why="units further apart are not a perturbed coincidence",
+                  help="when Newton stalls, units within this of coinciding are made to "
+                       "coincide and refined again (0: never)"),
 }
 """The settings of :func:`critical_point`, declared once (default, bounds and why)."""
 
@@ -503,7 +507,7 @@ def _spectrum(H: np.ndarray, symmetric: bool):
 
 def critical_point(start, *, formulation: str = "span", tol: float = 1e-11,
                    max_iter: int = 100, zero_tol: float = 1e-8, coincide_tol: float = 1e-6,
-                   singular_cutoff: float = 1e-10) -> CriticalPoint:
+                   snap: float = 5e-2, singular_cutoff: float = 1e-10) -> CriticalPoint:
     """The critical point of the population loss nearest (in Newton's sense) to ``start``.
 
     ``start``: a :class:`Problem` (its student is the start), a :class:`CriticalPoint`, or a
@@ -515,9 +519,19 @@ def critical_point(start, *, formulation: str = "span", tol: float = 1e-11,
     so that the gradient keeps full precision at aligned units. ``zero_tol`` and
     ``coincide_tol``: see :data:`SETTINGS` and the module docstring. ``singular_cutoff`` bounds
     the ReLU second derivatives of aligned pairs (:func:`gradient_jvp`).
+
+    ``snap``: when the iteration stops short of ``tol`` and some active units lie within
+    ``snap`` (relatively) of coinciding, they are made to coincide exactly (one direction,
+    each unit's norm kept, for homogeneous ``g``; their mean weight vector otherwise) and the
+    iteration restarts there; the better of the two results is kept (``settings["snapped"]``
+    names the groups). Coinciding units split along directions that are flat to fourth order
+    (for erf ``g'' = -z g'`` makes the splitting curvature vanish at a critical point), where
+    Newton's method crawls; exact coincidence is an invariant set of the flow for units of one
+    coefficient, and the symmetric saddles of the plateaus lie on it. ``0`` never snaps.
     """
     zero_tol = SETTINGS["zero_tol"].accept(zero_tol)
     coincide_tol = SETTINGS["coincide_tol"].accept(coincide_tol)
+    snap = SETTINGS["snap"].accept(snap)
     y0, p, problem = _check_start(start, formulation, singular_cutoff)
 
     def fun(y):
@@ -525,6 +539,16 @@ def critical_point(start, *, formulation: str = "span", tol: float = 1e-11,
         return -f, -J
 
     fp = fixed_point(fun, y0, jac=True, tol=tol, max_iter=max_iter)
+    snapped: list = []
+    if not fp.success and snap > 0 and p.formulation != "order-parameters":
+        y1, snapped = _snap(fp.y, p, snap)
+        if snapped:
+            fp1 = fixed_point(fun, y1, jac=True, tol=tol, max_iter=max_iter)
+            if fp1.norm < fp.norm:
+                fp = dataclasses.replace(fp1, nit=fp.nit + fp1.nit, nfev=fp.nfev + fp1.nfev,
+                                         history=fp.history + fp1.history)
+            else:
+                snapped = []
     y = fp.y
     H = fp.jac
     symmetric = p.formulation != "order-parameters"
@@ -552,8 +576,32 @@ def critical_point(start, *, formulation: str = "span", tol: float = 1e-11,
         null_space=null, gauge=gauge, residual=residual, modes=modes, units=units,
         full=full, nit=fp.nit, nfev=fp.nfev, status=fp.status, message=fp.message,
         history=fp.history,
-        settings=dict(formulation=p.formulation, tol=tol, max_iter=max_iter, zero_tol=zero_tol,
+        settings=dict(formulation=p.formulation, tol=tol, max_iter=max_iter, snap=snap,
+                      snapped=snapped, zero_tol=zero_tol,
                       coincide_tol=coincide_tol, singular_cutoff=singular_cutoff))
+
+
+def _snap(y, p: FlowParams, tol: float):
+    """``y`` with the groups of units coinciding to ``tol`` made to coincide exactly (see
+    :func:`critical_point`), and the groups."""
+    a, W, V = _coords(y, p)
+    _, _, _, groups, sign = _groups(a, W, p.b, V, p.activation, tol)
+    if not groups:
+        return y, []
+    W = W.copy()
+    homogeneous = activation_of(p.activation).homogeneous
+    norms = np.linalg.norm(W, axis=1)
+    for g in groups:
+        if homogeneous:
+            u = sum(sign[i] * W[i] / norms[i] for i in g)
+            u /= np.linalg.norm(u)
+            for i in g:
+                W[i] = sign[i] * norms[i] * u
+        else:
+            w = sum(sign[i] * W[i] for i in g) / len(g)
+            for i in g:
+                W[i] = sign[i] * w
+    return np.concatenate([a, W.ravel()]), [list(map(int, g)) for g in groups]
 
 
 def _full_counts(y, p: FlowParams, problem, index: int, modes: dict, zero: float) -> dict:
