@@ -25,6 +25,7 @@ SYSTEMS: dict[str, tuple[str, ...]] = {
         "gauge_in_training_scaling",
         "gauge_in_training_ownership",
         "gauge_on_networks",
+        "landscape",
     ),
     # tied-beta Adam: the update's split on real tasks, and the gauge under Adam
     "adam_split": ("beta_grid", "gauge_under_adam"),
