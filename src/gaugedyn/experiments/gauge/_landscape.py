@@ -437,7 +437,6 @@ def plateau_checks(sources, config: dict) -> list:
 
 def escape_finding(sources):
     from ...harness import judged
-    from ...stats import judge
 
     readings = {}
     for src, p in _ends(sources):
@@ -449,7 +448,7 @@ def escape_finding(sources):
             y = e["lambda_plus"] * np.asarray(e[sign])
             name = (f"{src['kind']} {src['activation']} K={src['K']} seed {src['seed']}, "
                     f"{p['kind']} plateau L*={p['loss']:.5g}, {sign} v_+")
-            readings[name] = judge("slope_band", x, y, threshold=(0.95, 1.05))
+            readings[name] = judge_slope(x, y)
     first = next(iter(readings.values()))
     return judged("landscape.escape_slope",
                   ("the time spent at a saddle from a start eps along its unstable direction "
@@ -567,6 +566,15 @@ def catalogue_table(catalogues) -> list:
     return rows
 
 
+def judge_slope(x, y):
+    """The escape finding's judgement of one reading: slope of ``lambda_+ T`` on ``ln(1/eps)``
+    in ``[0.95, 1.05]`` (rule ``slope_band``)."""
+    from ...stats import judge
+
+    return judge("slope_band", np.asarray(x, float), np.asarray(y, float),
+                 threshold=(0.95, 1.05))
+
+
 def arrays_of(by: dict) -> dict:
     """The stored arrays the figures are drawn from."""
     arrays: dict = {}
@@ -588,6 +596,13 @@ def arrays_of(by: dict) -> dict:
                       f"lambda_+ = {e['lambda_plus']:.3g}")
         k += 1
     arrays["escape_labels"] = np.array(labels)
+    slopes = []
+    for j in range(k):
+        x, plus, minus = arrays[f"escape_{j}"]
+        for y in (plus, minus):
+            b = judge_slope(x, y)
+            slopes.append([b.estimate, b.low, b.high])
+    arrays["escape_slopes"] = np.array(slopes, dtype=float).reshape(-1, 3)
     g = by["gauge"][0][1]["gauges"]
     arrays["gauge"] = np.array([[g[n]["lambda_plus"], g[n]["common_time"],
                                  g[n]["common_distance"]] for n in ("a-heavy", "balanced",

@@ -19,13 +19,12 @@ def catalogue(arrays: dict, outdir):
     keys = sorted(k for k in arrays if k.startswith("catalogue_"))
     fig, axes = plt.subplots(2, len(keys), figsize=(3.2 * len(keys), 5.2), squeeze=False,
                              sharex="col", gridspec_kw={"height_ratios": [1.3, 1]})
-    top = max([1] + [int(np.max(arrays[k][:, 1], initial=0)) for k in keys])
-    cmap = plt.get_cmap("viridis")
+    from matplotlib.ticker import MaxNLocator
     for j, k in enumerate(keys):
         rows = arrays[k]
         x = np.arange(rows.shape[0])
         ax, bx = axes[0, j], axes[1, j]
-        colors = [cmap(idx / top) for idx in rows[:, 1]]
+        colors = [f"C{min(int(idx), 9)}" for idx in rows[:, 1]]
         ax.scatter(x, np.maximum(rows[:, 0], 0.0), c=colors, s=28, edgecolor="k", lw=0.4,
                    zorder=3)
         for xi, (loss, idx) in zip(x, rows[:, :2]):
@@ -41,26 +40,41 @@ def catalogue(arrays: dict, outdir):
         bx.errorbar(x, share, yerr=[share - low, high - share], fmt="none", ecolor="k",
                     elinewidth=0.8, capsize=2)
         bx.set(ylim=(0, 1), xlabel="entry (by loss)")
+        bx.xaxis.set_major_locator(MaxNLocator(integer=True))
         bx.set_ylabel("share of flow ends" if j == 0 else "")
     fig.tight_layout()
     return gf.save(fig, outdir, "landscape_catalogue", arrays)
 
 
 def escape(arrays: dict, outdir):
-    """``lambda_+ T`` against ``ln(1/eps)`` for every saddle and sign, with the slope-1 line."""
+    """Left: ``lambda_+ T`` against ``ln(1/eps)`` for every saddle and sign (ReLU orange, erf
+    blue), shifted to start at zero, with the slope-1 line. Right: each reading's fitted slope
+    of ``lambda_+ T`` with its 95% interval, against the band ``[0.95, 1.05]``."""
     import matplotlib.pyplot as plt
 
     labels = [str(s) for s in np.atleast_1d(arrays["escape_labels"])]
-    fig, ax = plt.subplots(figsize=(5.5, 4))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(8.5, 3.8),
+                                 gridspec_kw={"width_ratios": [1.2, 1]})
     for k, label in enumerate(labels):
         x, plus, minus = arrays[f"escape_{k}"]
-        ax.plot(x, plus - plus[0], "o", color=f"C{k % 10}", ms=4, label=label)
-        ax.plot(x, minus - minus[0], "x", color=f"C{k % 10}", ms=4)
+        color = "C1" if label.startswith("relu") else "C0"
+        ax.plot(x, plus - plus[0], "o", color=color, ms=3, alpha=0.7)
+        ax.plot(x, minus - minus[0], "x", color=color, ms=3, alpha=0.7)
     if labels:
         x = arrays["escape_0"][0]
         ax.plot(x, x - x[0], "k-", lw=0.8, label="slope 1")
-    ax.set(xlabel="ln(1/eps)", ylabel="lambda_+ T - lambda_+ T(first eps)")
-    ax.legend(fontsize=6)
+    ax.plot([], [], "o", color="C1", label="ReLU saddles")
+    ax.plot([], [], "o", color="C0", label="erf saddles")
+    ax.set(xlabel="ln(1/eps)", ylabel="lambda_+ T (from the first eps)")
+    ax.legend(fontsize=7)
+    fits = arrays["escape_slopes"]
+    y = np.arange(fits.shape[0])
+    bx.axvspan(0.95, 1.05, color="0.9", zorder=0)
+    bx.errorbar(fits[:, 0], y, xerr=[fits[:, 0] - fits[:, 1], fits[:, 2] - fits[:, 0]],
+                fmt="o", ms=3, color="k", elinewidth=0.8)
+    bx.axvline(1.0, color="k", lw=0.5)
+    bx.set(xlabel="fitted slope of lambda_+ T on ln(1/eps)", ylabel="reading (saddle, sign)",
+           xlim=(0.94, 1.06))
     fig.tight_layout()
     return gf.save(fig, outdir, "landscape_escape", arrays)
 
