@@ -342,6 +342,7 @@ def _problem_at(y, p: FlowParams, start_problem: Problem | None) -> Problem:
     a, W = weights(y, p)
     if start_problem is not None and W.shape[1] == start_problem.dim:
         return start_problem.replace(a=np.array(a), W=np.array(W))
+    assert p.V is not None  # weight-space and span states carry the teacher
     V = p.V if p.basis is None else p.V @ p.basis.T
     return Problem(a=np.array(a), W=np.array(W), b=p.b, V=V, activation=p.activation,
                    teacher_activation=p.teacher_activation, setup={"name": "critical point"})

@@ -242,7 +242,7 @@ def _distance(solution, k: int, point: CriticalPoint) -> float:
     a, Q, R, _, _ = point.problem.order_parameters()
     here = np.concatenate([solution.a[k], solution.Q[k].ravel(), solution.R[k].ravel()])
     there = np.concatenate([a, Q.ravel(), R.ravel()])
-    return float(np.linalg.norm(here - there) / max(np.linalg.norm(there), 1e-300))
+    return float(np.linalg.norm(here - there)) / max(float(np.linalg.norm(there)), 1e-300)
 
 
 def perturbed(point: CriticalPoint, eps: float, direction=None) -> Problem:
@@ -325,8 +325,8 @@ def escape_time(point: CriticalPoint, eps: float, *, band: float = 0.02,
     def leaves(t, y):
         return _loss(y, p) - target
 
-    leaves.terminal = True
-    leaves.direction = -1
+    leaves.terminal = True  # type: ignore[attr-defined]  # scipy's event attributes
+    leaves.direction = -1  # type: ignore[attr-defined]
     sol = solve_ivp(lambda t, y: rhs(t, y, p), (0.0, float(t_max)), y0, method="LSODA",
                     rtol=rtol, atol=atol, jac=lambda t, y: jacobian(t, y, p), events=leaves)
     if sol.status < 0:

@@ -145,7 +145,8 @@ def gauge_task(point, strength: float, eps, band: float, common_eps: float) -> d
     C = moved[K:].reshape(K, y_bal.coords)
     start = bal.problem.replace(a=moved[:K].copy(),
                                 W=C if y_bal.basis is None else C @ y_bal.basis.T)
-    out = {"strength": strength, "eps": list(map(float, eps)), "gauges": {}}
+    gauges: dict = {}
+    out = {"strength": strength, "eps": list(map(float, eps)), "gauges": gauges}
     for g, cp in copies.items():
         rec = {"loss": cp.loss, "grad_norm": cp.grad_norm, "index": cp.index,
                "lambda_plus": cp.lambda_plus, "same_as_balanced": bool(same_point(cp, bal)),
@@ -157,7 +158,7 @@ def gauge_task(point, strength: float, eps, band: float, common_eps: float) -> d
         rec["common_distance"] = d
         rec["common_time"] = _escape(cp, float(np.linalg.norm(y0 - cp.y)), band=band,
                                      direction=y0 - cp.y)
-        out["gauges"][g] = rec
+        gauges[g] = rec
     return out
 
 
