@@ -47,7 +47,7 @@ def _loss_torch(act, theta, K, d, b, V):
         for i in range(K):
             for j in range(K):
                 if i != j:
-                    ss = ss + a[i] * a[j] * _pair_torch(act, W[i:i + 1], W[j:j + 1])[0, 0]
+                    ss = ss + a[i] * a[j] * _pair_torch(act, W[i : i + 1], W[j : j + 1])[0, 0]
     else:
         ss = a @ _pair_torch(act, W, W) @ a
     st = a @ _pair_torch(act, W, V) @ b
@@ -150,8 +150,9 @@ def test_aligned_relu_hessian_matches_finite_differences():
     assert np.linalg.norm(grad(point.y)) < 1e-12
     h = 1e-7
     n = point.y.size
-    H = np.stack([(grad(point.y + h * e) - grad(point.y - h * e)) / (2 * h)
-                  for e in np.eye(n)], axis=1)
+    H = np.stack(
+        [(grad(point.y + h * e) - grad(point.y - h * e)) / (2 * h) for e in np.eye(n)], axis=1
+    )
     assert np.linalg.norm(point.hessian - H) <= 1e-6 * np.linalg.norm(H)
     assert point.index == 0 and point.modes["measured"] == point.modes["gauge"] == 2
 
@@ -188,8 +189,9 @@ def test_newton_converges_quadratically():
     for act in ("erf", "relu"):
         pr = _generic(act, K=2, M=2)
         rng = np.random.default_rng(3)
-        start = pr.replace(a=pr.b + 0.002 * rng.normal(size=2),
-                           W=pr.V + 0.002 * rng.normal(size=pr.V.shape))
+        start = pr.replace(
+            a=pr.b + 0.002 * rng.normal(size=2), W=pr.V + 0.002 * rng.normal(size=pr.V.shape)
+        )
         point = critical_point(start, tol=1e-15, max_iter=30)
         h = np.array(point.history)
         h = h[(h < 1e-4) & (h > 1e-14)]
@@ -211,8 +213,13 @@ def test_fixed_point_agrees_with_scipy_root():
         return -f, -J
 
     ours = fixed_point(fun, y0, jac=True)
-    ref = root(lambda y: -rhs(0.0, y, p), y0, method="lm",
-               jac=lambda y: -rhs_and_jacobian(0.0, y, p)[1], options={"xtol": 1e-14})
+    ref = root(
+        lambda y: -rhs(0.0, y, p),
+        y0,
+        method="lm",
+        jac=lambda y: -rhs_and_jacobian(0.0, y, p)[1],
+        options={"xtol": 1e-14},
+    )
     assert ours.success and np.linalg.norm(ours.y - ref.x) <= 1e-9 * np.linalg.norm(ref.x)
     fd = fixed_point(lambda y: -rhs(0.0, y, p), y0)  # central differences for the Jacobian
     assert fd.success and np.linalg.norm(fd.y - ref.x) <= 1e-8 * np.linalg.norm(ref.x)
@@ -263,8 +270,15 @@ def test_relu_zero_modes_are_the_gauge_and_rotations():
     assert max(saddle.residual.values()) < 1e-8
     pr = _generic("relu", K=3, M=3)
     minimum = critical_point(pr.replace(a=pr.b.copy(), W=pr.V.copy()))
-    assert minimum.modes == {"measured": 3, "rotation": 0, "gauge": 3, "coinciding": 0,
-                             "dead": 0, "predicted": 3, "unexplained": 0}
+    assert minimum.modes == {
+        "measured": 3,
+        "rotation": 0,
+        "gauge": 3,
+        "coinciding": 0,
+        "dead": 0,
+        "predicted": 3,
+        "unexplained": 0,
+    }
 
 
 def test_coinciding_relu_units_add_one_mode_each():
@@ -287,11 +301,11 @@ def test_erf_has_no_gauge_zero_modes():
     assert point.modes["gauge"] == 0 and point.modes["measured"] == 0
     a, W = point.problem.a, point.problem.W
     y, p = point.y, point.params
-    C = y[p.K:].reshape(p.K, p.coords)
+    C = y[p.K :].reshape(p.K, p.coords)
     for i in range(p.K):
         v = np.zeros_like(y)
         v[i] = -y[i]
-        v[p.K + i * p.coords:p.K + (i + 1) * p.coords] = C[i]
+        v[p.K + i * p.coords : p.K + (i + 1) * p.coords] = C[i]
         v /= np.linalg.norm(v)
         assert v @ point.hessian @ v > 1e-3 * np.abs(point.eigenvalues).max()
     del a, W
@@ -306,8 +320,10 @@ def test_order_parameters_spectrum_matches_the_span_when_it_is_a_submersion():
     nonzero = np.sort(span.eigenvalues[np.abs(span.eigenvalues) > 1e-8])
     # students in the teacher span: the perpendicular block 2G is the order parameters' extra
     assert op.success and op.index == span.index == 0
-    assert np.all(np.min(np.abs(op.eigenvalues[:, None] - nonzero[None]), axis=0)
-                  <= 1e-8 * np.abs(nonzero).max())
+    assert np.all(
+        np.min(np.abs(op.eigenvalues[:, None] - nonzero[None]), axis=0)
+        <= 1e-8 * np.abs(nonzero).max()
+    )
 
 
 def _copies(point):
@@ -326,8 +342,11 @@ def _copies(point):
     m = pr.M
     A = rng.normal(size=(pr.dim - m, pr.dim - m))
     O, _ = np.linalg.qr(A)
-    R = Qv @ np.block([[np.eye(m), np.zeros((m, pr.dim - m))],
-                       [np.zeros((pr.dim - m, m)), O]]) @ Qv.T
+    R = (
+        Qv
+        @ np.block([[np.eye(m), np.zeros((m, pr.dim - m))], [np.zeros((pr.dim - m, m)), O]])
+        @ Qv.T
+    )
     out.append(pr.replace(W=pr.W @ R.T))
     return out
 
@@ -340,8 +359,9 @@ def test_deduplication_invariances(act):
 
     if act == "relu":
         point = _relu_saddle()
-        other = critical_point(point.problem.replace(a=point.problem.b.copy(),
-                                                     W=point.problem.V.copy()))
+        other = critical_point(
+            point.problem.replace(a=point.problem.b.copy(), W=point.problem.V.copy())
+        )
         broken = with_gauge(point.problem, c=[1.0, 1.5]).replace(a=point.problem.a)
     else:
         pr = _generic(act, K=3, M=3)
@@ -385,4 +405,4 @@ def test_sines_change_nothing_away_from_alignment():
     f1, J1 = rhs_and_jacobian(0.0, y, q)
     assert np.allclose(f0, f1, rtol=1e-12, atol=1e-14)
     assert np.allclose(J0, J1, rtol=1e-9, atol=1e-12)
-    assert _sines(y[p.K:].reshape(p.K, -1), p.V, p) is None
+    assert _sines(y[p.K :].reshape(p.K, -1), p.V, p) is None

@@ -74,8 +74,7 @@ def test_finder_sees_no_plateau_where_there_is_none(curve):
     """A power law ``(1 + t)^-1/2``, an exponential decay to zero and a steady linear drop have
     no interior plateau (only the initial stretch every curve has as ``t -> 0``)."""
     t = np.concatenate([[0.0], np.geomspace(1e-3, 30.0, 200)])
-    L = {"power": (1 + t) ** -0.5, "exponential": np.exp(-t),
-         "steady drop": 1.0 - 0.03 * t}[curve]
+    L = {"power": (1 + t) ** -0.5, "exponential": np.exp(-t), "steady drop": 1.0 - 0.03 * t}[curve]
     kinds = [s.kind for s in flat_stretches(t, L)]
     assert "interior" not in kinds and kinds[0] == "initial"
 
@@ -151,7 +150,7 @@ def test_small_catalogue():
     ends = sum(len(e.ends) for e in cat.entries) + len(cat.unresolved)
     assert ends == 6
     for i, e in enumerate(cat.entries):
-        for f in cat.entries[i + 1:]:
+        for f in cat.entries[i + 1 :]:
             assert not same_point(e.point, f.point)
     summary = cat.to_dict()
     assert summary["starts"] == 6 and len(summary["entries"]) == len(cat.entries)

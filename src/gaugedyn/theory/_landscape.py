@@ -75,28 +75,64 @@ from ._population import _gradients, pair_sines
 from ._problem import Problem
 
 SETTINGS = {
-    "tol": Param(float, default=1e-11, name="tol", lo=0, lo_open=True, hi=1e-2,
-                 why="a critical point is a zero of the gradient",
-                 help="stop once the gradient norm |dL/dtheta| is at most this"),
-    "max_iter": Param(int, default=100, name="max_iter", lo=1, hi=10_000,
-                      why="Levenberg-Marquardt converges in tens of steps or not at all",
-                      help="most Levenberg-Marquardt iterations"),
-    "zero_tol": Param(float, default=1e-8, name="zero_tol", lo=0, lo_open=True, hi=1e-2,
-                      why="an eigenvalue above a percent of the largest is not a zero mode",
-                      help="eigenvalues with |lambda| <= zero_tol max|lambda| are zero modes"),
-    "coincide_tol": Param(float, default=1e-6, name="coincide_tol", lo=0, lo_open=True,
-                          hi=1e-1, why="units further apart are distinct features",
-                          help="units whose directions (homogeneous g) or weights (any g) "
-                               "differ by at most this, relatively, coincide"),
-    "snap": Param(float, default=5e-2, name="snap", lo=0, hi=0.2,
-                  why="units further apart are not a perturbed coincidence",
-                  help="when Newton stalls, units within this of coinciding are made to "
-                       "coincide and refined again (0: never)"),
+    "tol": Param(
+        float,
+        default=1e-11,
+        name="tol",
+        lo=0,
+        lo_open=True,
+        hi=1e-2,
+        why="a critical point is a zero of the gradient",
+        help="stop once the gradient norm |dL/dtheta| is at most this",
+    ),
+    "max_iter": Param(
+        int,
+        default=100,
+        name="max_iter",
+        lo=1,
+        hi=10_000,
+        why="Levenberg-Marquardt converges in tens of steps or not at all",
+        help="most Levenberg-Marquardt iterations",
+    ),
+    "zero_tol": Param(
+        float,
+        default=1e-8,
+        name="zero_tol",
+        lo=0,
+        lo_open=True,
+        hi=1e-2,
+        why="an eigenvalue above a percent of the largest is not a zero mode",
+        help="eigenvalues with |lambda| <= zero_tol max|lambda| are zero modes",
+    ),
+    "coincide_tol": Param(
+        float,
+        default=1e-6,
+        name="coincide_tol",
+        lo=0,
+        lo_open=True,
+        hi=1e-1,
+        why="units further apart are distinct features",
+        help="units whose directions (homogeneous g) or weights (any g) "
+        "differ by at most this, relatively, coincide",
+    ),
+    "snap": Param(
+        float,
+        default=5e-2,
+        name="snap",
+        lo=0,
+        hi=0.2,
+        why="units further apart are not a perturbed coincidence",
+        help="when Newton stalls, units within this of coinciding are made to "
+        "coincide and refined again (0: never)",
+    ),
 }
 """The settings of :func:`critical_point`, declared once (default, bounds and why)."""
 
-STATUS = {1: "converged: |F| <= tol", 0: "max_iter reached", -1: "stalled: no step decreases "
-          "|F| (a minimum of |F|^2 that is not a zero, or round-off)"}
+STATUS = {
+    1: "converged: |F| <= tol",
+    0: "max_iter reached",
+    -1: "stalled: no step decreases |F| (a minimum of |F|^2 that is not a zero, or round-off)",
+}
 
 
 @dataclass
@@ -134,8 +170,14 @@ def _fd_jacobian(fun: Callable, y: np.ndarray, f0: np.ndarray) -> np.ndarray:
     return J
 
 
-def fixed_point(fun: Callable, y0, *, jac: Callable | bool | None = None,
-                tol: float = 1e-11, max_iter: int = 100) -> FixedPoint:
+def fixed_point(
+    fun: Callable,
+    y0,
+    *,
+    jac: Callable | bool | None = None,
+    tol: float = 1e-11,
+    max_iter: int = 100,
+) -> FixedPoint:
     """A zero of ``F = fun(y)`` by Levenberg-Marquardt (module docstring).
 
     ``jac``: a callable ``J(y)``; ``True`` when ``fun`` returns ``(F, J)``; ``None`` for central
@@ -192,8 +234,17 @@ def fixed_point(fun: Callable, y0, *, jac: Callable | bool | None = None,
     else:
         if norm <= tol:
             status = 1
-    return FixedPoint(y=y, fun=F, jac=J, norm=norm, history=history, nit=nit,
-                      nfev=count[0], status=status, message=STATUS[status])
+    return FixedPoint(
+        y=y,
+        fun=F,
+        jac=J,
+        norm=norm,
+        history=history,
+        nit=nit,
+        nfev=count[0],
+        status=status,
+        message=STATUS[status],
+    )
 
 
 @dataclass
@@ -264,23 +315,37 @@ class CriticalPoint:
 
     def to_dict(self) -> dict:
         """JSON-ready summary (no matrices)."""
-        return strict({
-            "formulation": self.formulation, "loss": self.loss, "grad_norm": self.grad_norm,
-            "index": self.index, "unstable_rates": self.unstable_rates,
-            "eigenvalues": self.eigenvalues, "asymmetry": self.asymmetry,
-            "residual": self.residual, "modes": self.modes, "units": self.units,
-            "full": self.full, "nit": self.nit, "nfev": self.nfev, "status": self.status,
-            "message": self.message, "history": self.history, "settings": self.settings,
-            "problem": self.problem.describe(),
-        })
+        return strict(
+            {
+                "formulation": self.formulation,
+                "loss": self.loss,
+                "grad_norm": self.grad_norm,
+                "index": self.index,
+                "unstable_rates": self.unstable_rates,
+                "eigenvalues": self.eigenvalues,
+                "asymmetry": self.asymmetry,
+                "residual": self.residual,
+                "modes": self.modes,
+                "units": self.units,
+                "full": self.full,
+                "nit": self.nit,
+                "nfev": self.nfev,
+                "status": self.status,
+                "message": self.message,
+                "history": self.history,
+                "settings": self.settings,
+                "problem": self.problem.describe(),
+            }
+        )
 
 
 def _check_start(start, formulation: str, singular_cutoff: float):
     """``(y, params, problem)`` of a :class:`Problem`, a :class:`CriticalPoint` or a state
     ``(y, FlowParams)``, with ``resolve_angles`` on."""
     if formulation not in FORMULATIONS:
-        raise InputError(f"formulation={formulation!r} is not allowed; choose one of "
-                         f"{', '.join(FORMULATIONS)}")
+        raise InputError(
+            f"formulation={formulation!r} is not allowed; choose one of {', '.join(FORMULATIONS)}"
+        )
     if isinstance(start, CriticalPoint):
         start = start.problem
     if isinstance(start, Problem):
@@ -289,15 +354,21 @@ def _check_start(start, formulation: str, singular_cutoff: float):
     elif isinstance(start, tuple) and len(start) == 2 and isinstance(start[1], FlowParams):
         y, p = np.array(start[0], dtype=np.float64), start[1]
         if y.shape != (p.size,):
-            raise InputError(f"state of shape {y.shape} does not match its parameters "
-                             f"({p.size} numbers); give one state, no batch")
+            raise InputError(
+                f"state of shape {y.shape} does not match its parameters "
+                f"({p.size} numbers); give one state, no batch"
+            )
         problem = None
     else:
-        raise InputError(f"start={type(start).__name__} is not allowed; allowed: a Problem, a "
-                         "CriticalPoint or a state (y, FlowParams) of initial_state")
+        raise InputError(
+            f"start={type(start).__name__} is not allowed; allowed: a Problem, a "
+            "CriticalPoint or a state (y, FlowParams) of initial_state"
+        )
     if not p.plain:
-        raise InputError("critical points are those of the plain gradient flow; the state has "
-                         f"weight_decay={p.weight_decay}, lr2={p.lr2}")
+        raise InputError(
+            "critical points are those of the plain gradient flow; the state has "
+            f"weight_decay={p.weight_decay}, lr2={p.lr2}"
+        )
     if p.b.ndim != 1:
         raise InputError("give one state, not a batch")
     return y, dataclasses.replace(p, resolve_angles=True), problem
@@ -310,12 +381,24 @@ def _loss(y, p: FlowParams) -> float:
     if p.formulation != "order-parameters":
         _, W, V = _coords(y, p)
         sines = _sines(W, V, p)
-    return float(_gradients(a, Q, R, p.b, p.T, p.activation, with_loss=True,
-                            teacher_activation=p.teacher_activation, sines=sines).loss)
+    return float(
+        _gradients(
+            a,
+            Q,
+            R,
+            p.b,
+            p.T,
+            p.activation,
+            with_loss=True,
+            teacher_activation=p.teacher_activation,
+            sines=sines,
+        ).loss
+    )
 
 
-def realize(a, Q, R, b, T, activation="relu", teacher_activation=None,
-            setup: dict | None = None) -> Problem:
+def realize(
+    a, Q, R, b, T, activation="relu", teacher_activation=None, setup: dict | None = None
+) -> Problem:
     """A :class:`Problem` with order parameters ``(a, Q, R)`` and teacher ``(b, T)``, in
     ``M + K`` coordinates: ``V`` the Cholesky factor of ``T``, ``W = [R V^{-T}, U sqrt(s)]`` with
     ``Q - R T^{-1} R^T = U diag(s) U^T`` (negative round-off clipped).
@@ -329,9 +412,15 @@ def realize(a, Q, R, b, T, activation="relu", teacher_activation=None,
     Wo = U * np.sqrt(np.maximum(s, 0.0))
     W = np.concatenate([Wp, Wo], axis=1)
     V = np.concatenate([L, np.zeros((M, K))], axis=1)
-    return Problem(a=a, W=W, b=b, V=V, activation=activation,
-                   teacher_activation=teacher_activation,
-                   setup=dict(setup or {"name": "realized"}))
+    return Problem(
+        a=a,
+        W=W,
+        b=b,
+        V=V,
+        activation=activation,
+        teacher_activation=teacher_activation,
+        setup=dict(setup or {"name": "realized"}),
+    )
 
 
 def _problem_at(y, p: FlowParams, start_problem: Problem | None) -> Problem:
@@ -344,14 +433,21 @@ def _problem_at(y, p: FlowParams, start_problem: Problem | None) -> Problem:
         return start_problem.replace(a=np.array(a), W=np.array(W))
     assert p.V is not None  # weight-space and span states carry the teacher
     V = p.V if p.basis is None else p.V @ p.basis.T
-    return Problem(a=np.array(a), W=np.array(W), b=p.b, V=V, activation=p.activation,
-                   teacher_activation=p.teacher_activation, setup={"name": "critical point"})
+    return Problem(
+        a=np.array(a),
+        W=np.array(W),
+        b=p.b,
+        V=V,
+        activation=p.activation,
+        teacher_activation=p.teacher_activation,
+        setup={"name": "critical point"},
+    )
 
 
 def _coords(y, p: FlowParams):
     """``(a, W, V)`` in the state's own coordinates (``D`` or the span's ``r``)."""
-    a = y[:p.K]
-    return a, y[p.K:].reshape(p.K, p.coords), p.V
+    a = y[: p.K]
+    return a, y[p.K :].reshape(p.K, p.coords), p.V
 
 
 def _parity(activation) -> int:
@@ -407,8 +503,7 @@ def _orthonormal(X, tol: float):
     return U[:, s > tol * max(float(s[0]), 1e-300)]
 
 
-def _directions(a, W, V, Hw, homogeneous: bool, tol: float, groups, sign, dead,
-                collapsed) -> dict:
+def _directions(a, W, V, Hw, homogeneous: bool, tol: float, groups, sign, dead, collapsed) -> dict:
     """Tangent vectors ``(da, dW)`` (columns, in the weights' coordinates) of the symmetries
     that leave the loss unchanged (module docstring): ``rotation``, ``gauge``, ``coinciding``
     and ``dead`` (a unit with ``rho_i = 0``: its ``w_i`` moves freely within
@@ -422,13 +517,13 @@ def _directions(a, W, V, Hw, homogeneous: bool, tol: float, groups, sign, dead,
         if i is not None:
             out[i] = da
             if dw is not None:
-                out[K + i * d:K + (i + 1) * d] = dw
+                out[K + i * d : K + (i + 1) * d] = dw
         return out
 
     active = [i for i in range(K) if i not in dead and i not in collapsed]
     cols: dict[str, list] = {"rotation": [], "gauge": [], "coinciding": [], "dead": []}
     Uv, sv, _ = np.linalg.svd(V.T, full_matrices=True)
-    P = Uv[:, int(np.sum(sv > tol * sv[0])):]
+    P = Uv[:, int(np.sum(sv > tol * sv[0])) :]
     if P.shape[1]:
         U, sx, _ = np.linalg.svd((W @ P @ P.T).T, full_matrices=False)
         B = U[:, sx > tol * float(np.max(np.linalg.norm(W, axis=1)))]
@@ -445,7 +540,7 @@ def _directions(a, W, V, Hw, homogeneous: bool, tol: float, groups, sign, dead,
             v[j] = -sign[j] / norms[j] if homogeneous else -sign[j]
             cols["coinciding"].append(v)
     for i in dead:
-        normal = Hw[i, K + i * d:K + (i + 1) * d]
+        normal = Hw[i, K + i * d : K + (i + 1) * d]
         free = np.linalg.svd(normal[None, :], full_matrices=True)[2]
         rank = int(np.linalg.norm(normal) > tol * max(float(np.max(np.abs(Hw))), 1e-300))
         cols["dead"] += [vec(i, 0.0, t) for t in free[rank:]]
@@ -486,12 +581,19 @@ def _modes(y, p: FlowParams, H, null, measured: int, tol: float):
     for k, X in dirs.items():
         basis = _orthonormal(X, 1e-8)
         counts[k] = int(basis.shape[1])
-        residual[k] = (float(np.max(np.linalg.norm(basis - null @ (null.T @ basis), axis=0)))
-                       if basis.shape[1] else 0.0)
+        residual[k] = (
+            float(np.max(np.linalg.norm(basis - null @ (null.T @ basis), axis=0)))
+            if basis.shape[1]
+            else 0.0
+        )
     everything = _orthonormal(np.concatenate(list(dirs.values()), axis=1), 1e-8)
     predicted = int(everything.shape[1])
-    modes = {"measured": measured, **counts, "predicted": predicted,
-             "unexplained": measured - predicted}
+    modes = {
+        "measured": measured,
+        **counts,
+        "predicted": predicted,
+        "unexplained": measured - predicted,
+    }
     units = {"active": active, "dead": dead, "collapsed": collapsed, "coinciding": groups}
     gauge = _orthonormal(dirs["gauge"], 1e-8)
     return modes, units, gauge, residual
@@ -506,9 +608,17 @@ def _spectrum(H: np.ndarray, symmetric: bool):
     return lam.real[order], vec[:, order].real
 
 
-def critical_point(start, *, formulation: str = "span", tol: float = 1e-11,
-                   max_iter: int = 100, zero_tol: float = 1e-8, coincide_tol: float = 1e-6,
-                   snap: float = 5e-2, singular_cutoff: float = 1e-10) -> CriticalPoint:
+def critical_point(
+    start,
+    *,
+    formulation: str = "span",
+    tol: float = 1e-11,
+    max_iter: int = 100,
+    zero_tol: float = 1e-8,
+    coincide_tol: float = 1e-6,
+    snap: float = 5e-2,
+    singular_cutoff: float = 1e-10,
+) -> CriticalPoint:
     """The critical point of the population loss nearest (in Newton's sense) to ``start``.
 
     ``start``: a :class:`Problem` (its student is the start), a :class:`CriticalPoint`, or a
@@ -546,8 +656,12 @@ def critical_point(start, *, formulation: str = "span", tol: float = 1e-11,
         if snapped:
             fp1 = fixed_point(fun, y1, jac=True, tol=tol, max_iter=max_iter)
             if fp1.norm < fp.norm:
-                fp = dataclasses.replace(fp1, nit=fp.nit + fp1.nit, nfev=fp.nfev + fp1.nfev,
-                                         history=fp.history + fp1.history)
+                fp = dataclasses.replace(
+                    fp1,
+                    nit=fp.nit + fp1.nit,
+                    nfev=fp.nfev + fp1.nfev,
+                    history=fp.history + fp1.history,
+                )
             else:
                 snapped = []
     y = fp.y
@@ -571,15 +685,40 @@ def critical_point(start, *, formulation: str = "span", tol: float = 1e-11,
     full = _full_counts(y, p, problem, index, modes, zero_tol * top)
     out_problem = _problem_at(y, p, problem)
     return CriticalPoint(
-        problem=out_problem, formulation=p.formulation, y=y, params=p, loss=_loss(y, p),
-        grad_norm=fp.norm, hessian=H, asymmetry=asym, eigenvalues=lam, eigenvectors=vec,
-        index=index, unstable_rates=np.sort(-lam[lam < -zero_tol * top])[::-1],
-        null_space=null, gauge=gauge, residual=residual, modes=modes, units=units,
-        full=full, nit=fp.nit, nfev=fp.nfev, status=fp.status, message=fp.message,
+        problem=out_problem,
+        formulation=p.formulation,
+        y=y,
+        params=p,
+        loss=_loss(y, p),
+        grad_norm=fp.norm,
+        hessian=H,
+        asymmetry=asym,
+        eigenvalues=lam,
+        eigenvectors=vec,
+        index=index,
+        unstable_rates=np.sort(-lam[lam < -zero_tol * top])[::-1],
+        null_space=null,
+        gauge=gauge,
+        residual=residual,
+        modes=modes,
+        units=units,
+        full=full,
+        nit=fp.nit,
+        nfev=fp.nfev,
+        status=fp.status,
+        message=fp.message,
         history=fp.history,
-        settings=dict(formulation=p.formulation, tol=tol, max_iter=max_iter, snap=snap,
-                      snapped=snapped, zero_tol=zero_tol,
-                      coincide_tol=coincide_tol, singular_cutoff=singular_cutoff))
+        settings=dict(
+            formulation=p.formulation,
+            tol=tol,
+            max_iter=max_iter,
+            snap=snap,
+            snapped=snapped,
+            zero_tol=zero_tol,
+            coincide_tol=coincide_tol,
+            singular_cutoff=singular_cutoff,
+        ),
+    )
 
 
 def _snap(y, p: FlowParams, tol: float):
@@ -609,21 +748,42 @@ def _full_counts(y, p: FlowParams, problem, index: int, modes: dict, zero: float
     """Index and zero modes in all ``D`` weight coordinates (span formulation: the span's block
     plus ``2 G`` on each of the ``D - r`` orthogonal directions)."""
     if p.formulation != "span" or problem is None:
-        return {"dim": None if problem is None else problem.dim, "index": index,
-                "zero_modes": modes["measured"], "perpendicular_eigenvalues": []}
+        return {
+            "dim": None if problem is None else problem.dim,
+            "index": index,
+            "zero_modes": modes["measured"],
+            "perpendicular_eigenvalues": [],
+        }
     extra = problem.dim - p.coords
     a, Q, R = state_to_order_parameters(y, p)
     _, W, V = _coords(y, p)
-    g = _gradients(a, Q, R, p.b, p.T, p.activation, with_loss=False,
-                   teacher_activation=p.teacher_activation, sines=_sines(W, V, p))
+    g = _gradients(
+        a,
+        Q,
+        R,
+        p.b,
+        p.T,
+        p.activation,
+        with_loss=False,
+        teacher_activation=p.teacher_activation,
+        sines=_sines(W, V, p),
+    )
     mu = np.linalg.eigvalsh(2.0 * g.G)
-    return {"dim": problem.dim, "perpendicular_eigenvalues": mu.tolist(),
-            "index": index + extra * int(np.sum(mu < -zero)),
-            "zero_modes": modes["measured"] + extra * int(np.sum(np.abs(mu) <= zero))}
+    return {
+        "dim": problem.dim,
+        "perpendicular_eigenvalues": mu.tolist(),
+        "index": index + extra * int(np.sum(mu < -zero)),
+        "zero_modes": modes["measured"] + extra * int(np.sum(np.abs(mu) <= zero)),
+    }
 
 
-def same_point(x: CriticalPoint | Problem, y: CriticalPoint | Problem, *, rtol: float = 1e-6,
-               coincide_tol: float = 1e-6) -> bool:
+def same_point(
+    x: CriticalPoint | Problem,
+    y: CriticalPoint | Problem,
+    *,
+    rtol: float = 1e-6,
+    coincide_tol: float = 1e-6,
+) -> bool:
     """Whether two points are one critical set up to permutation of the students, the gauge
     (homogeneous ``g``), coinciding units and rotations fixing the teacher.
 
@@ -676,8 +836,10 @@ def _distance(u: dict, v: dict) -> float:
     best = float("inf")
     for perm in itertools.permutations(range(n)):
         pi = list(perm)
-        d = max(float(np.max(np.abs(u["coef"] - v["coef"][pi]))) / scale,
-                float(np.max(np.abs(u["teacher"] - v["teacher"][pi]))),
-                float(np.max(np.abs(u["gram"] - v["gram"][np.ix_(pi, pi)]))))
+        d = max(
+            float(np.max(np.abs(u["coef"] - v["coef"][pi]))) / scale,
+            float(np.max(np.abs(u["teacher"] - v["teacher"][pi]))),
+            float(np.max(np.abs(u["gram"] - v["gram"][np.ix_(pi, pi)]))),
+        )
         best = min(best, d)
     return best

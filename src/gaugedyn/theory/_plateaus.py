@@ -40,15 +40,35 @@ from ._landscape import CriticalPoint, critical_point, realize
 from ._problem import Problem
 
 SETTINGS = {
-    "flatness": Param(float, default=0.05, name="flatness", lo=0, lo_open=True, hi=1.0,
-                      why="a loss that falls like 1/t is not flat",
-                      help="flat where |d ln L / d ln t| <= flatness"),
-    "min_span": Param(float, default=0.5, name="min_span", lo=0, hi=50.0,
-                      why="no trajectory output spans more than 50 e-folds of time",
-                      help="an interior plateau lasts at least this many e-folds of time"),
-    "band": Param(float, default=0.02, name="band", lo=0, lo_open=True, hi=0.5,
-                  why="a band of half the loss no longer locates a level",
-                  help="time spent: the loss within band L_p of the plateau's level L_p"),
+    "flatness": Param(
+        float,
+        default=0.05,
+        name="flatness",
+        lo=0,
+        lo_open=True,
+        hi=1.0,
+        why="a loss that falls like 1/t is not flat",
+        help="flat where |d ln L / d ln t| <= flatness",
+    ),
+    "min_span": Param(
+        float,
+        default=0.5,
+        name="min_span",
+        lo=0,
+        hi=50.0,
+        why="no trajectory output spans more than 50 e-folds of time",
+        help="an interior plateau lasts at least this many e-folds of time",
+    ),
+    "band": Param(
+        float,
+        default=0.02,
+        name="band",
+        lo=0,
+        lo_open=True,
+        hi=0.5,
+        why="a band of half the loss no longer locates a level",
+        help="time spent: the loss within band L_p of the plateau's level L_p",
+    ),
 }
 
 CONVERGED = 1e-12
@@ -84,8 +104,9 @@ def _rate(t, loss, rate):
     return np.abs(np.gradient(loss, t))
 
 
-def flat_stretches(t, loss, rate=None, *, flatness: float = 0.05,
-                   min_span: float = 0.5) -> list[Stretch]:
+def flat_stretches(
+    t, loss, rate=None, *, flatness: float = 0.05, min_span: float = 0.5
+) -> list[Stretch]:
     """The flat stretches of a loss curve (module docstring).
 
     ``t`` strictly increasing (``t[0] >= 0``), ``loss`` of the same length, ``rate``
@@ -97,8 +118,11 @@ def flat_stretches(t, loss, rate=None, *, flatness: float = 0.05,
     loss = np.asarray(loss, dtype=np.float64)
     if t.ndim != 1 or t.shape != loss.shape or t.size < 3:
         raise InputError(f"t {t.shape} and loss {loss.shape} must be 1-D of one length >= 3")
-    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(loss))) or t[0] < 0 \
-            or np.any(np.diff(t) <= 0):
+    if (
+        not (np.all(np.isfinite(t)) and np.all(np.isfinite(loss)))
+        or t[0] < 0
+        or np.any(np.diff(t) <= 0)
+    ):
         raise InputError("t must be finite, >= 0 and strictly increasing, loss finite")
     r = _rate(t, loss, rate)
     top = float(np.max(loss))
@@ -112,9 +136,19 @@ def flat_stretches(t, loss, rate=None, *, flatness: float = 0.05,
         kind = "initial" if i0 == 0 else "final" if i1 == t.size - 1 else "interior"
         if kind == "interior" and np.log(t[i1] / t[i0]) < min_span:
             continue
-        slow = int(i0 + np.argmin(r[i0:i1 + 1]))
-        out.append(Stretch(int(i0), int(i1), slow, float(t[i0]), float(t[i1]), float(t[slow]),
-                           float(loss[slow]), kind))
+        slow = int(i0 + np.argmin(r[i0 : i1 + 1]))
+        out.append(
+            Stretch(
+                int(i0),
+                int(i1),
+                slow,
+                float(t[i0]),
+                float(t[i1]),
+                float(t[slow]),
+                float(loss[slow]),
+                kind,
+            )
+        )
     return out
 
 
@@ -184,33 +218,57 @@ class Plateau:
 
     def to_dict(self) -> dict:
         s = self.stretch
-        return strict({
-            "kind": s.kind, "t_start": s.t_start, "t_end": s.t_end, "t_slow": s.t_slow,
-            "level": s.level, "loss": self.loss,
-            "index": self.index, "unstable_rates": self.point.unstable_rates,
-            "grad_norm": self.point.grad_norm, "status": self.point.status,
-            "entry": self.entry, "exit": self.exit, "time_spent": self.time_spent,
-            "distance": self.distance, "modes": self.point.modes,
-        })
+        return strict(
+            {
+                "kind": s.kind,
+                "t_start": s.t_start,
+                "t_end": s.t_end,
+                "t_slow": s.t_slow,
+                "level": s.level,
+                "loss": self.loss,
+                "index": self.index,
+                "unstable_rates": self.point.unstable_rates,
+                "grad_norm": self.point.grad_norm,
+                "status": self.point.status,
+                "entry": self.entry,
+                "exit": self.exit,
+                "time_spent": self.time_spent,
+                "distance": self.distance,
+                "modes": self.point.modes,
+            }
+        )
 
 
 def _check_solution(solution, problem):
     from ._solution import Solution
 
     if not isinstance(solution, Solution):
-        raise InputError(f"solution={type(solution).__name__} is not allowed; allowed: a "
-                         "Solution of gaugedyn.theory.solve")
+        raise InputError(
+            f"solution={type(solution).__name__} is not allowed; allowed: a "
+            "Solution of gaugedyn.theory.solve"
+        )
     if not isinstance(problem, Problem):
-        raise InputError(f"problem={type(problem).__name__} is not allowed; allowed: the "
-                         "Problem the solution was solved from (its teacher is needed)")
+        raise InputError(
+            f"problem={type(problem).__name__} is not allowed; allowed: the "
+            "Problem the solution was solved from (its teacher is needed)"
+        )
     if solution.a.shape[1] != problem.K or solution.R.shape[2] != problem.M:
-        raise InputError(f"solution has K={solution.a.shape[1]}, M={solution.R.shape[2]}; the "
-                         f"problem has K={problem.K}, M={problem.M}")
+        raise InputError(
+            f"solution has K={solution.a.shape[1]}, M={solution.R.shape[2]}; the "
+            f"problem has K={problem.K}, M={problem.M}"
+        )
 
 
-def plateaus(solution, problem: Problem, *, flatness: float = 0.05, min_span: float = 0.5,
-             band: float = 0.02, kinds=("initial", "interior", "final"),
-             **refine) -> list[Plateau]:
+def plateaus(
+    solution,
+    problem: Problem,
+    *,
+    flatness: float = 0.05,
+    min_span: float = 0.5,
+    band: float = 0.02,
+    kinds=("initial", "interior", "final"),
+    **refine,
+) -> list[Plateau]:
     """The flat stretches of ``solution``'s loss (:func:`flat_stretches` on its exact
     dissipation), each refined to its critical point with the time spent there.
 
@@ -230,8 +288,16 @@ def plateaus(solution, problem: Problem, *, flatness: float = 0.05, min_span: fl
         if s.kind not in kinds:
             continue
         k = s.i_slow
-        start = realize(solution.a[k], solution.Q[k], solution.R[k], problem.b, T,
-                        problem.activation, problem.teacher_activation, problem.setup)
+        start = realize(
+            solution.a[k],
+            solution.Q[k],
+            solution.R[k],
+            problem.b,
+            T,
+            problem.activation,
+            problem.teacher_activation,
+            problem.setup,
+        )
         point = critical_point(start, **refine)
         entry, exit_ = time_spent(solution.t, loss, s.level, band * abs(s.level))
         out.append(Plateau(s, point, entry, exit_, _distance(solution, k, point)))
@@ -249,8 +315,10 @@ def perturbed(point: CriticalPoint, eps: float, direction=None) -> Problem:
     """The :class:`Problem` at ``y* + eps v`` (``v``: the unit unstable eigenvector, or
     ``direction``) in the point's weight coordinates (span or weight space)."""
     if point.formulation == "order-parameters":
-        raise InputError("perturb a weight-space or span critical point (the order parameters "
-                         "have no Euclidean weight metric)")
+        raise InputError(
+            "perturb a weight-space or span critical point (the order parameters "
+            "have no Euclidean weight metric)"
+        )
     v = point.unstable_direction if direction is None else np.asarray(direction, float)
     v = v / np.linalg.norm(v)
     y = point.y + eps * v
@@ -258,12 +326,21 @@ def perturbed(point: CriticalPoint, eps: float, direction=None) -> Problem:
     K = p.K
     C = y[K:].reshape(K, p.coords)
     W = C if p.basis is None else C @ p.basis.T
-    return point.problem.replace(a=y[:K].copy(), W=W, setup={**point.problem.setup,
-                                                             "perturbation": float(eps)})
+    return point.problem.replace(
+        a=y[:K].copy(), W=W, setup={**point.problem.setup, "perturbation": float(eps)}
+    )
 
 
-def escape_times(point: CriticalPoint, eps, *, band: float = 0.02, t_max: float | None = None,
-                 direction=None, rtol: float = 1e-10, atol: float = 1e-12) -> dict:
+def escape_times(
+    point: CriticalPoint,
+    eps,
+    *,
+    band: float = 0.02,
+    t_max: float | None = None,
+    direction=None,
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+) -> dict:
     """Time spent at ``point`` from starts ``eps`` along its unstable direction.
 
     For each ``eps`` the flow starts at ``y* + eps v`` (:func:`escape_time`); the time spent is
@@ -279,26 +356,45 @@ def escape_times(point: CriticalPoint, eps, *, band: float = 0.02, t_max: float 
     band = SETTINGS["band"].accept(band)
     eps = np.asarray(eps, dtype=np.float64).ravel()
     if eps.size < 2 or not np.all((eps > 0) & (eps < 1)):
-        raise InputError(f"eps={eps.tolist()} is not allowed; allowed: at least two "
-                         "perturbations in (0, 1)")
+        raise InputError(
+            f"eps={eps.tolist()} is not allowed; allowed: at least two perturbations in (0, 1)"
+        )
     lam = point.lambda_plus
-    spent = np.array([escape_time(point, float(e), band=band, t_max=t_max, direction=direction,
-                                  rtol=rtol, atol=atol) for e in eps])
+    spent = np.array(
+        [
+            escape_time(
+                point, float(e), band=band, t_max=t_max, direction=direction, rtol=rtol, atol=atol
+            )
+            for e in eps
+        ]
+    )
     x = np.log(1.0 / eps)
     ok = np.isfinite(spent)
     fit = linregress(x[ok], spent[ok]) if ok.sum() >= 3 else None
-    return strict({
-        "eps": eps, "time_spent": spent, "lambda_plus": lam, "band": band,
-        "slope": None if fit is None else fit.slope,
-        "stderr": None if fit is None else fit.stderr,
-        "intercept": None if fit is None else fit.intercept,
-        "predicted_slope": 1.0 / lam,
-    })
+    return strict(
+        {
+            "eps": eps,
+            "time_spent": spent,
+            "lambda_plus": lam,
+            "band": band,
+            "slope": None if fit is None else fit.slope,
+            "stderr": None if fit is None else fit.stderr,
+            "intercept": None if fit is None else fit.intercept,
+            "predicted_slope": 1.0 / lam,
+        }
+    )
 
 
-def escape_time(point: CriticalPoint, eps: float, *, band: float = 0.02,
-                t_max: float | None = None, direction=None, rtol: float = 1e-10,
-                atol: float = 1e-12) -> float:
+def escape_time(
+    point: CriticalPoint,
+    eps: float,
+    *,
+    band: float = 0.02,
+    t_max: float | None = None,
+    direction=None,
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+) -> float:
     """The first time the flow from ``y* + eps v`` (``v``: the unit unstable eigenvector, or
     ``direction``) has ``L < L* (1 - band)`` (``nan`` if not before ``t_max``, default
     ``(3 ln(1/eps) + 50) / lambda_+``): the point's own formulation and coordinates with the
@@ -309,12 +405,15 @@ def escape_time(point: CriticalPoint, eps: float, *, band: float = 0.02,
     from ._landscape import _loss
 
     if point.formulation == "order-parameters":
-        raise InputError("escape from a weight-space or span critical point (the order "
-                         "parameters have no Euclidean weight metric)")
+        raise InputError(
+            "escape from a weight-space or span critical point (the order "
+            "parameters have no Euclidean weight metric)"
+        )
     lam = point.lambda_plus
     if not lam > 0:
-        raise InputError(f"the point has index {point.index}: no unstable direction to escape "
-                         "along")
+        raise InputError(
+            f"the point has index {point.index}: no unstable direction to escape along"
+        )
     if t_max is None:
         t_max = (3.0 * np.log(1.0 / eps) + 50.0) / lam
     v = point.unstable_direction if direction is None else np.asarray(direction, float)
@@ -327,8 +426,16 @@ def escape_time(point: CriticalPoint, eps: float, *, band: float = 0.02,
 
     leaves.terminal = True  # type: ignore[attr-defined]  # scipy's event attributes
     leaves.direction = -1  # type: ignore[attr-defined]
-    sol = solve_ivp(lambda t, y: rhs(t, y, p), (0.0, float(t_max)), y0, method="LSODA",
-                    rtol=rtol, atol=atol, jac=lambda t, y: jacobian(t, y, p), events=leaves)
+    sol = solve_ivp(
+        lambda t, y: rhs(t, y, p),
+        (0.0, float(t_max)),
+        y0,
+        method="LSODA",
+        rtol=rtol,
+        atol=atol,
+        jac=lambda t, y: jacobian(t, y, p),
+        events=leaves,
+    )
     if sol.status < 0:
         raise RuntimeError(f"escape trajectory failed: {sol.message}")
     hit = sol.t_events[0]

@@ -33,7 +33,7 @@ def loss_torch(act: str, theta, K: int, d: int, b, V):
         for i in range(K):
             for j in range(K):
                 if i != j:
-                    ss = ss + a[i] * a[j] * _pair_torch(act, W[i:i + 1], W[j:j + 1])[0, 0]
+                    ss = ss + a[i] * a[j] * _pair_torch(act, W[i : i + 1], W[j : j + 1])[0, 0]
     else:
         ss = a @ _pair_torch(act, W, W) @ a
     st = a @ _pair_torch(act, W, V) @ b
@@ -65,8 +65,10 @@ def tian_gradient(y, K: int, d: int, b, V) -> np.ndarray:
         nx, nz = np.linalg.norm(x), np.linalg.norm(z)
         s = np.linalg.norm(z - (z @ x) / (nx * nx) * x) * nx
         th = np.arctan2(s, x @ z)
-        return ((s + (np.pi - th) * (x @ z)) / (2 * np.pi),
-                ((np.pi - th) * z + nz * np.sin(th) * x / nx) / (2 * np.pi))
+        return (
+            (s + (np.pi - th) * (x @ z)) / (2 * np.pi),
+            ((np.pi - th) * z + nz * np.sin(th) * x / nx) / (2 * np.pi),
+        )
 
     ga, gW = np.zeros(K), np.zeros((K, d))
     for i in range(K):
@@ -99,6 +101,9 @@ def reference_hessian(point, aligned: float = 1e-6) -> tuple[np.ndarray, str]:
     if p.activation != "relu" or sines.min() > aligned:
         return autograd_hessian(p.activation, y, K, d, p.b, p.V)[1], "autograd"
     h = 1e-7
-    cols = [(tian_gradient(y + h * e, K, d, p.b, p.V) - tian_gradient(y - h * e, K, d, p.b, p.V))
-            / (2 * h) for e in np.eye(y.size)]
+    cols = [
+        (tian_gradient(y + h * e, K, d, p.b, p.V) - tian_gradient(y - h * e, K, d, p.b, p.V))
+        / (2 * h)
+        for e in np.eye(y.size)
+    ]
     return np.stack(cols, axis=1), "central differences of Tian's gradient"
