@@ -41,10 +41,12 @@ each kind's directions are checked to lie in the measured null space.
 In the span formulation the Hessian of the full ``D``-dimensional weight space is the span's
 block plus ``2 G`` (:func:`gradients`) on each of the ``D - r`` directions orthogonal to the
 span, where ``G`` is constant to first order; the full index and counts are reported too.
-In the order-parameter formulation the linearised flow ``J`` is not symmetric; its eigenvalues
-are those of ``H`` on the complement of the rotations (a similarity through the map from
-weights to order parameters), so the spectrum, the index and the gauge and coinciding modes
-carry over without the rotations.
+In the order-parameter formulation the linearised flow ``J`` is not symmetric. Where the map
+``phi`` from weights to order parameters is onto (the students' components outside the teacher
+span have full rank), ``J Dphi = -Dphi H`` makes ``-J`` similar to ``H`` on the complement of the
+rotations, so the spectrum, the index and the gauge and coinciding modes carry over without the
+rotations; where it is not (students in the teacher span, or coinciding), the order parameters
+have directions the weights reach only at second order, with eigenvalues of their own.
 """
 
 from __future__ import annotations
