@@ -406,3 +406,38 @@ def test_sines_change_nothing_away_from_alignment():
     assert np.allclose(f0, f1, rtol=1e-12, atol=1e-14)
     assert np.allclose(J0, J1, rtol=1e-9, atol=1e-12)
     assert _sines(y[p.K :].reshape(p.K, -1), p.V, p) is None
+
+
+def test_gauge_directions_are_find_units_rescalings():
+    """The rescaling directions of a ReLU critical point are the generators of the
+    ``rescale`` units :func:`gaugedyn.gauge.find_units` finds on the same network in torch
+    (inputs scaled by ``c``, outputs by ``1/c``: infinitesimally ``(+w_j, -a_j)``)."""
+    from gaugedyn.gauge import find_units
+
+    pr = _generic("relu", K=3, M=3)
+    point = critical_point(pr.replace(a=pr.b.copy(), W=pr.V.copy()), formulation="weight-space")
+    K, D = point.params.K, point.params.coords
+    net = torch.nn.Sequential(
+        torch.nn.Linear(D, K, bias=False), torch.nn.ReLU(), torch.nn.Linear(K, 1, bias=False)
+    ).double()
+    a, W = point.y[:K], point.y[K:].reshape(K, D)
+    with torch.no_grad():
+        net[0].weight.copy_(torch.tensor(W))
+        net[2].weight.copy_(torch.tensor(a[None, :]))
+    (group,) = [g for g in find_units(net)[0] if g.kind == "rescale"]
+    assert group.n_units == K
+    params = dict(net.named_parameters())
+    cols = []
+    for j in range(K):
+        v = {name: torch.zeros_like(p) for name, p in params.items()}
+        for side, sign in [(s, 1.0) for s in group.inputs] + [(s, -1.0) for s in group.outputs]:
+            idx = side.indices([j])
+            p = params[side.name].detach()
+            v[side.name].index_copy_(side.axis, idx, sign * p.index_select(side.axis, idx))
+        cols.append(np.concatenate([v["2.weight"].numpy().ravel(), v["0.weight"].numpy().ravel()]))
+    G = np.array(cols).T
+    G /= np.linalg.norm(G, axis=0)
+    basis = point.gauge
+    assert basis.shape[1] == K
+    assert np.linalg.norm(G - basis @ (basis.T @ G)) < 1e-12
+    assert np.linalg.norm(G - point.null_space @ (point.null_space.T @ G)) < 1e-8
