@@ -1,7 +1,9 @@
 """The registry of derivations and the ``derive`` job: write, or check, every document.
 
 Each registered module exposes ``NAME`` (the document is ``NAME.md``), ``build() -> str``
-(the Markdown) and ``verify() -> None`` (raises ``AssertionError`` naming the failed identity).
+(the Markdown) and ``verify() -> None`` (raises ``AssertionError`` naming the failed identity);
+a module that generates code also exposes ``generated() -> {path: text}``, settled like its
+document.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ DERIVATIONS: tuple[str, ...] = (
     "gaugedyn.symbolic._adam_series",
     "gaugedyn.symbolic._adam_stability",
     "gaugedyn.adam._derivation",
+    "gaugedyn.symbolic._auxiliary",
 )
 """Module paths, in document order. A module that is not importable yet is skipped with a warning."""
 
@@ -132,5 +135,7 @@ def derive(
             print(f"FAILED {target}: identity failed: {exc}", file=out)
             continue
         _settle(target, module.build(), check=check, report=report, out=out)
+        for path, text in getattr(module, "generated", dict)().items():
+            _settle(Path(path), text, check=check, report=report, out=out)
     _settle(kernels, source(), check=check, report=report, out=out)
     return report
