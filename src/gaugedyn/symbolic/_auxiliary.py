@@ -216,7 +216,6 @@ def _stein(expr, s, activation: str):
     """Replace ``I2`` and ``I3`` by the activation's pair kernel: ``I2(i, p) = F(C_ii, C_pp, C_ip)``
     and, by Stein's lemma and Price's theorem, ``I3(i, j, p) = 2 C_ij dF/dq1 + C_jp dF/dc`` at
     ``(C_ii, C_pp, C_ip)`` (``C_ij S'(C_ii)`` when ``p = i``)."""
-    import sympy as sp
     from sympy.core.function import AppliedUndef
 
     from ._codegen import kernel_derivatives
@@ -427,6 +426,20 @@ def _verify_relu() -> None:
     check(is_zero(a2.xreplace({cxy: 0}) - cyy / 4), "A2 must be C_yy / 4 for independent fields")
 
 
+def relu_alignment_series():
+    """``F_relu(R^2 + s^2, 1, R)`` to ``O(s^5)``: the pair kernel of a ReLU student of norm
+    ``sqrt(R^2 + s^2)`` against a unit teacher, ``s^2 = Q_perp`` its part orthogonal to the
+    teacher. The ``s^3`` term makes the loss non-analytic in ``Q_perp`` at alignment."""
+    import sympy as sp
+
+    from ._kernels import kernel_expressions, kernel_symbols
+
+    F, _ = kernel_expressions("relu")
+    q1, q2, c, _ = kernel_symbols()
+    R, s = sp.symbols("R s", positive=True)
+    return sp.series(F.xreplace({q1: R**2 + s**2, q2: 1, c: R}), s, 0, 5).removeO(), R, s
+
+
 # --- the linear closed form ------------------------------------------------------------------
 
 
@@ -612,6 +625,11 @@ def verify() -> None:
         check(gap < 1e-25, f"{activation}: the ODE's drift differs from the weight-space "
               f"gradient flow of the joint loss by {gap}")
     _verify_relu()
+    series, R, s = relu_alignment_series()
+    import sympy as sp
+
+    check(is_zero(series - R / 2 - s**3 / (6 * sp.pi * R**2)),
+          "F_relu near alignment is not R/2 + s^3 / (6 pi R^2) + O(s^5)")
     _verify_linear()
 
 

@@ -212,7 +212,8 @@ def two_teachers(dim: int, rho: float, *, activation: str = "erf", Q=0.5, R_main
         w, U = np.linalg.eigh(C)
         if w.min() < -1e-12:
             raise InputError(f"the order parameters Q={Q.tolist()}, R_main={Rm.tolist()}, "
-                             f"R_aux={Ra.tolist()}, rho={rho} are not a Gram matrix")
+                             f"R_aux={Ra.tolist()}, rho={rho} are not a Gram matrix (at "
+                             "rho = 1 the teachers coincide and R_aux must equal R_main)")
         L = U * np.sqrt(np.clip(w, 0, None))
     rows = np.zeros((K + 2, dim))
     rows[:, : K + 2] = L

@@ -34,6 +34,13 @@ RESIDUAL_TOL = 1e-12
 """The largest ``|dy/dt| / eta`` a stationary state of the noisy ODE may leave (after the
 polish)."""
 
+SETTLED = 1e-6
+"""``|dy/dt| / eta`` below which the integration hands over to the polish (a fixed point in
+that neighbourhood is the one the flow reaches)."""
+
+MAX_CHUNKS = 20
+"""Integration chunks of ``settle`` flow time each before the polish takes over."""
+
 OPTIMUM_TOL = 1e-6
 """The same for the noise-free flow's fixed point (the joint optimum): where it fits a teacher
 exactly the flow approaches it slowly along the alignment (and a Hermite-series pair kernel is
@@ -46,20 +53,25 @@ def stationary_state(problem: AuxiliaryProblem, loss: JointLoss, eta: float, *,
                      noise: bool = True, method: str = "auto", settle: float = 10.0,
                      y0=None, tol: float = RESIDUAL_TOL) -> dict:
     """The fixed point the online ODE reaches from the problem's order parameters (or ``y0``):
-    the ODE integrated over the flow time ``eta t = settle`` (DOP853), then polished by
+    the ODE integrated (DOP853) in chunks of flow time ``eta t = settle`` until
+    ``|dy/dt| / eta`` < :data:`SETTLED` (at most :data:`MAX_CHUNKS`), then polished by
     Levenberg-Marquardt on ``dy/dt / eta`` to ``tol`` (a direction the flow
     conserves, such as ``R_m - R_a`` for identical teachers, keeps its integrated value).
     Returns ``{"y", "a", "c", "Q", "R", "eps_main", "eps_aux", "residual", "t"}``;
     :class:`RuntimeError` if the polish does not reach the tolerance."""
     from scipy.optimize import least_squares
 
-    t = float(settle) / float(eta)
-    o = auxiliary_ode(problem, loss, eta, [0.0, t], batch=batch, noise=noise,
-                      weight_decay=weight_decay, lr2=lr2, method=method, y0=y0,
-                      rtol=1e-11, atol=1e-13)
     f = AuxiliaryODE(problem, loss, float(eta), int(batch), bool(noise), float(weight_decay),
                      float(lr2), method)
-    y = o["y"][-1]
+    y = f.initial() if y0 is None else np.asarray(y0, dtype=np.float64)
+    chunk, t = float(settle) / float(eta), 0.0
+    for _ in range(MAX_CHUNKS):
+        o = auxiliary_ode(problem, loss, eta, [0.0, chunk], batch=batch, noise=noise,
+                          weight_decay=weight_decay, lr2=lr2, method=method, y0=y,
+                          rtol=1e-11, atol=1e-13)
+        y, t = o["y"][-1], t + chunk
+        if np.max(np.abs(f(0.0, y))) / eta < SETTLED:
+            break
 
     def scaled(v):
         return f(0.0, v) / eta
@@ -72,8 +84,7 @@ def stationary_state(problem: AuxiliaryProblem, loss: JointLoss, eta: float, *,
             y, res = sol.x, float(np.max(np.abs(sol.fun)))
     if res > tol:
         raise RuntimeError(f"the stationary state of the auxiliary ODE was not reached: "
-                           f"|dy/dt| / eta = {res:.2e} after settling to eta t = {settle} "
-                           "and the polish")
+                           f"|dy/dt| / eta = {res:.2e} after t = {t:g} and the polish")
     a, c, Q, R = f.unpack(y)
     em, ea = task_errors(problem, a, c, Q, R)
     return {"y": y, "a": a, "c": c, "Q": Q, "R": R, "eps_main": float(em),
