@@ -250,6 +250,42 @@ def error_gradients(problem: AuxiliaryProblem, a, c, Q, R):
     return {"main": (gm.g_a, zero_a, gm.G, Hm), "aux": (zero_a, ga.g_a, ga.G, Ha)}
 
 
+def error_decomposition(problem: AuxiliaryProblem, run: dict) -> dict:
+    """The change of each error along simulated trajectories, split into its drift part and its
+    diffusion part, from the records of :func:`train_auxiliary` (arrays ``(S, T, ...)``).
+
+    Between records ``r`` and ``r + 1`` the diffusion part is ``G : dQ_quad`` (``G = d eps/dQ``,
+    ``dQ_quad`` the summed quadratic parts ``dW dW^T`` of the steps: the gradient noise) and the
+    drift part ``g_a . da + g_c . dc + G : (dQ - dQ_quad) + H : dR`` (the increments linear in
+    the steps: the forcing), each gradient the mean of its values at the two records
+    (trapezoid). Returns ``{"main": {"drift", "diffusion", "closure"}, "aux": ...}``, cumulative
+    from the first record, ``(S, T)``; ``closure = eps(t) - eps(0) - drift - diffusion`` is the
+    trapezoid error plus the steps' second-order terms (``O(eta^2 / D)`` per unit time): small
+    when the records are dense."""
+    a, c, Q, R, quad = (np.asarray(run[k], dtype=float) for k in ("a", "c", "Q", "R", "quad"))
+    grads = error_gradients(problem, a, c, Q, R)
+    em, ea = task_errors(problem, a, c, Q, R)
+    out = {}
+    for key, eps in (("main", em), ("aux", ea)):
+        ga, gc, G, H = grads[key]
+
+        def mid(x):
+            return 0.5 * (x[..., 1:, :] + x[..., :-1, :]) if x.ndim == a.ndim else \
+                0.5 * (x[..., 1:, :, :] + x[..., :-1, :, :])
+
+        dq = np.diff(quad, axis=1)
+        lin = (np.sum(mid(ga) * np.diff(a, axis=1), -1) + np.sum(mid(gc) * np.diff(c, axis=1), -1)
+               + np.sum(mid(G) * (np.diff(Q, axis=1) - dq), (-2, -1))
+               + np.sum(mid(H) * np.diff(R, axis=1), (-2, -1)))
+        noise = np.sum(mid(G) * dq, (-2, -1))
+        zero = np.zeros(lin.shape[:-1] + (1,))
+        drift = np.concatenate([zero, np.cumsum(lin, -1)], -1)
+        diffusion = np.concatenate([zero, np.cumsum(noise, -1)], -1)
+        out[key] = {"drift": drift, "diffusion": diffusion,
+                    "closure": eps - eps[..., :1] - drift - diffusion}
+    return out
+
+
 # --- the ODE -------------------------------------------------------------------------------------
 
 

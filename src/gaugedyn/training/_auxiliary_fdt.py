@@ -92,13 +92,38 @@ def stationary_state(problem: AuxiliaryProblem, loss: JointLoss, eta: float, *,
 
 
 def joint_optimum(problem: AuxiliaryProblem, loss: JointLoss, *, lr2: float = 1.0,
-                  method: str = "auto", settle: float = 400.0) -> dict:
+                  method: str = "auto", settle: float = 20.0) -> dict:
     """The minimiser of ``eps_m + gamma eps_a`` that gradient flow reaches from the problem's
     order parameters: the noise-free ODE's fixed point (:func:`stationary_state` with
     ``noise=False`` at ``eta = 1``, tolerance :data:`OPTIMUM_TOL`); a fixed head (``lr2 = 0``)
     stays fixed."""
     return stationary_state(problem, loss, 1.0, noise=False, lr2=lr2, method=method,
                             settle=settle, tol=OPTIMUM_TOL)
+
+
+def relaxation_rate(problem: AuxiliaryProblem, loss: JointLoss, eta: float, y, *,
+                    batch: int = 1, lr2: float = 1.0, method: str = "auto") -> float:
+    """The slowest decay rate of the online ODE near the state ``y``: the smallest ``-Re mu``
+    over the eigenvalues ``mu`` of its Jacobian (central differences) that are not zero (to
+    ``1e-8`` of the largest; a conserved direction, as ``R_m - R_a`` for identical teachers,
+    has a zero eigenvalue). A fixed head's zero rows are left out the same way."""
+    f = AuxiliaryODE(problem, loss, float(eta), int(batch), True, 0.0, float(lr2), method)
+    y = np.asarray(y, dtype=np.float64)
+    n = y.size
+    J = np.empty((n, n))
+    for k in range(n):
+        h = 1e-6 * max(1.0, abs(y[k]))
+        e = np.zeros(n)
+        e[k] = h
+        J[:, k] = (f(0.0, y + e) - f(0.0, y - e)) / (2 * h)
+    mu = np.linalg.eigvals(J)
+    decay = -mu.real
+    top = np.max(np.abs(mu))
+    live = decay[np.abs(mu) > 1e-8 * top]
+    if live.size == 0 or np.any(live <= 0):
+        raise RuntimeError("the ODE is not contracting near this state (an eigenvalue with "
+                           "non-negative real part): no relaxation rate")
+    return float(live.min())
 
 
 def noise_matrix(problem: AuxiliaryProblem, loss: JointLoss, y, *, method: str = "auto"
