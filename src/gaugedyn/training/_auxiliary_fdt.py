@@ -30,13 +30,22 @@ from .._errors import InputError
 from ..theory import activation_of
 from ._auxiliary import AuxiliaryODE, AuxiliaryProblem, JointLoss, auxiliary_ode, task_errors
 
-RESIDUAL_TOL = 1e-12
+RESIDUAL_TOL = 1e-10
 """The largest ``|dy/dt| / eta`` a stationary state of the noisy ODE may leave (after the
-polish)."""
+polish): the state is then off by at most this over the slowest rate per unit ``eta``, along
+directions (the slow ones lie in the teachers' span) that move ``L_J`` at second order."""
 
-SETTLED = 1e-6
-"""``|dy/dt| / eta`` below which the integration hands over to the polish (a fixed point in
-that neighbourhood is the one the flow reaches)."""
+POLISH_FROM = 1e-2
+"""``|dy/dt| / eta`` below which the polish is tried; it is kept when it reaches the tolerance
+within :data:`POLISH_STEP` of the flow's state (the fixed point that close is the one the flow
+reaches); otherwise the integration goes on."""
+
+POLISH_STEP = 0.05
+"""The largest change of any order parameter (relative to ``1 + |y|``) a polish may make."""
+
+CHUNK_RTOL = 1e-8
+"""The integrator's relative tolerance over a chunk: it only has to bring the state near the
+fixed point; the polish (or the residual test) decides."""
 
 MAX_CHUNKS = 20
 """Integration chunks of ``settle`` flow time each before the polish takes over."""
@@ -53,9 +62,10 @@ def stationary_state(problem: AuxiliaryProblem, loss: JointLoss, eta: float, *,
                      noise: bool = True, method: str = "auto", settle: float = 10.0,
                      y0=None, tol: float = RESIDUAL_TOL) -> dict:
     """The fixed point the online ODE reaches from the problem's order parameters (or ``y0``):
-    the ODE integrated (DOP853) in chunks of flow time ``eta t = settle`` until
-    ``|dy/dt| / eta`` < :data:`SETTLED` (at most :data:`MAX_CHUNKS`), then polished by
-    Levenberg-Marquardt on ``dy/dt / eta`` to ``tol`` (a direction the flow
+    the ODE integrated (DOP853) in chunks of flow time ``eta t = settle`` (at most
+    :data:`MAX_CHUNKS`) until ``|dy/dt| / eta`` is below ``tol``, or below
+    :data:`POLISH_FROM` and a Levenberg-Marquardt polish on ``dy/dt / eta`` brings it below
+    ``tol`` (a direction the flow
     conserves, such as ``R_m - R_a`` for identical teachers, keeps its integrated value).
     Returns ``{"y", "a", "c", "Q", "R", "eps_main", "eps_aux", "residual", "t"}``;
     :class:`RuntimeError` if the polish does not reach the tolerance."""
@@ -64,24 +74,42 @@ def stationary_state(problem: AuxiliaryProblem, loss: JointLoss, eta: float, *,
     f = AuxiliaryODE(problem, loss, float(eta), int(batch), bool(noise), float(weight_decay),
                      float(lr2), method)
     y = f.initial() if y0 is None else np.asarray(y0, dtype=np.float64)
-    chunk, t = float(settle) / float(eta), 0.0
-    for _ in range(MAX_CHUNKS):
-        o = auxiliary_ode(problem, loss, eta, [0.0, chunk], batch=batch, noise=noise,
-                          weight_decay=weight_decay, lr2=lr2, method=method, y0=y,
-                          rtol=1e-11, atol=1e-13)
-        y, t = o["y"][-1], t + chunk
-        if np.max(np.abs(f(0.0, y))) / eta < SETTLED:
-            break
 
     def scaled(v):
         return f(0.0, v) / eta
 
+    def polish(v):
+        # move only in the Jacobian's column space: a quantity the flow conserves (a frozen
+        # head, lr2 = 0; R_m - R_a for identical teachers) is a left null vector of J and keeps
+        # its value
+        n = v.size
+        J = np.empty((n, n))
+        for k in range(n):
+            h = 1e-7 * (1 + abs(v[k]))
+            e = np.zeros(n)
+            e[k] = h
+            J[:, k] = (scaled(v + e) - scaled(v - e)) / (2 * h)
+        U, sv, _ = np.linalg.svd(J)
+        B = U[:, sv > 1e-9 * sv[0]]
+        sol = least_squares(lambda z: scaled(v + B @ z), np.zeros(B.shape[1]), method="lm",
+                            xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=200 * n)
+        return v + B @ sol.x, float(np.max(np.abs(sol.fun)))
+
+    chunk, t = float(settle) / float(eta), 0.0
     res = float(np.max(np.abs(scaled(y))))
-    if res > tol:
-        sol = least_squares(scaled, y, method="lm", xtol=1e-15, ftol=1e-15, gtol=1e-15,
-                            max_nfev=2000 * y.size)
-        if float(np.max(np.abs(sol.fun))) < res:
-            y, res = sol.x, float(np.max(np.abs(sol.fun)))
+    for _ in range(MAX_CHUNKS):
+        if res <= tol:
+            break
+        if res < POLISH_FROM:
+            v, r = polish(y)
+            if r <= tol and np.all(np.abs(v - y) <= POLISH_STEP * (1 + np.abs(y))):
+                y, res = v, r
+                break
+        o = auxiliary_ode(problem, loss, eta, [0.0, chunk], batch=batch, noise=noise,
+                          weight_decay=weight_decay, lr2=lr2, method=method, y0=y,
+                          rtol=CHUNK_RTOL, atol=CHUNK_RTOL * 1e-2)
+        y, t = o["y"][-1], t + chunk
+        res = float(np.max(np.abs(scaled(y))))
     if res > tol:
         raise RuntimeError(f"the stationary state of the auxiliary ODE was not reached: "
                            f"|dy/dt| / eta = {res:.2e} after t = {t:g} and the polish")
@@ -144,11 +172,12 @@ def _derivative_moments(problem: AuxiliaryProblem, Q) -> tuple[np.ndarray, np.nd
 
 def fdt_relation(problem: AuxiliaryProblem, loss: JointLoss, eta: float, *, batch: int = 1,
                  lr2: float = 1.0, method: str = "auto", settle: float = 10.0,
-                 optimum: dict | None = None) -> dict:
+                 optimum: dict | None = None, start=None) -> dict:
     """The fluctuation-dissipation relation (module docstring) at learning rate ``eta``.
 
     ``optimum`` is the noise-free fixed point (:func:`stationary_state` with ``noise=False``;
-    computed if not given). Returns the stationary joint error ``eps_J`` and the relation's
+    computed if not given); the stationary state is sought from ``start`` (a state near it, such
+    as the stationary state at a neighbouring ``eta``), by default the optimum. Returns the stationary joint error ``eps_J`` and the relation's
     parts: ``E_star`` (``L_J`` at the optimum), ``trace`` (``Tr N`` there), ``predicted``
     (``E_star + eta Tr N / (4 B)``), ``ratio`` (``(eps_J - E_star) / (eta Tr N / 4B)``, ``1 +
     O(eta)``), the split ``misfit`` / ``label`` of ``Tr N``, ``chi_main`` / ``chi_aux`` and the
@@ -156,7 +185,7 @@ def fdt_relation(problem: AuxiliaryProblem, loss: JointLoss, eta: float, *, batc
     if optimum is None:
         optimum = joint_optimum(problem, loss, lr2=lr2, method=method)
     stat = stationary_state(problem, loss, eta, batch=batch, lr2=lr2, method=method,
-                            settle=settle, y0=optimum["y"])
+                            settle=settle, y0=optimum["y"] if start is None else start)
     gamma = loss.gamma
     E_star = optimum["eps_main"] + gamma * optimum["eps_aux"]
     N = noise_matrix(problem, loss, optimum["y"], method=method)

@@ -24,6 +24,11 @@ def _check(id: str, statement: str, measured, expected, passed: bool, tolerance=
                  tolerance=tolerance, passed=bool(passed), kind="check")
 
 
+def _untestable() -> stats.Judgement:
+    """The every-cell rule on no data: UNRESOLVED (the reason goes with the finding)."""
+    return stats.judge("every_cell", np.empty((0, 1)), threshold=0.0, direction=">")
+
+
 def _tost_cells(values: np.ndarray, margin: float) -> np.ndarray:
     """``(S, cells)`` per-seed deviations judged two-sided by one every-cell rule: each cell twice,
     ``margin - d`` and ``margin + d``, both claimed > 0 (two one-sided tests, Holm over all)."""
@@ -198,25 +203,22 @@ def benefit_map(tasks, results) -> tuple[dict, list[Claim]]:
             [cells[k]["benefit"].std(ddof=1) / np.sqrt(len(cells[k]["benefit"])) for k in keys])
         values, names = _signed(cells, "benefit")
         if values is None:
-            js[reading] = "UNRESOLVED"
+            js[reading] = _untestable()
             notes[reading] = ("the theory gives no cell of one of the signs at least "
                               f"{pc.MAP_MIN_EFFECT} from zero: the sign change is not testable")
         else:
             js[reading] = stats.judge("every_cell", values, threshold=0.0, direction=">")
             notes[reading] = names
     if js:
-        primary = js.get("one_output")
-        if not hasattr(primary, "verdict"):
-            primary = next((v for v in js.values() if hasattr(v, "verdict")), None)
-        if primary is not None:
-            claims.append(judged(
-                "benefit.sign_change",
-                "The benefit of auxiliary learning eps_m(gamma = 0) - eps_m(gamma) (window average, "
-                "per seed) has the theory's sign in every (rho, sigma) cell where the theory puts "
-                f"it at least {pc.MAP_MIN_EFFECT} from zero, and the theory gives both signs: the "
-                "sign changes where the closed form (one output) or the ODE (two heads) puts it",
-                primary, readings=js, paper_value=pc.MAP_MIN_EFFECT,
-                extra={"cells_per_reading": notes}))
+        primary = js.get("one_output", next(iter(js.values())))
+        claims.append(judged(
+            "benefit.sign_change",
+            "The benefit of auxiliary learning eps_m(gamma = 0) - eps_m(gamma) (window average, "
+            "per seed) has the theory's sign in every (rho, sigma) cell where the theory puts it "
+            f"at least {pc.MAP_MIN_EFFECT} from zero, and the theory gives both signs: the sign "
+            "changes where the closed form (one output) or the ODE (two heads) puts it",
+            primary, readings=js, paper_value=pc.MAP_MIN_EFFECT if primary.n else None,
+            extra={"cells_per_reading": notes}))
     return arrays, claims
 
 

@@ -200,7 +200,10 @@ def run_fdt_ode(task: dict, seed=None) -> dict:
                 "gauge_rate": np.array(2 * a @ da + 2 * c @ dc - np.trace(dQ)),
                 "gauge_noise": np.array(-np.trace(noise))}
     opt = joint_optimum(p, lo, lr2=lr2(task))
-    rows = [fdt_relation(p, lo, eta, lr2=lr2(task), optimum=opt) for eta in pc.FDT_ETAS]
+    rows, start = [], None
+    for eta in pc.FDT_ETAS:  # continuation: each state starts from the previous eta's
+        rows.append(fdt_relation(p, lo, eta, lr2=lr2(task), optimum=opt, start=start))
+        start = rows[-1]["stationary"]["y"]
     out = {"stationary": np.array(True), "etas": np.array(pc.FDT_ETAS),
            "ratio": np.array([r["ratio"] for r in rows]),
            "E_star": np.array(rows[0]["E_star"]), "trace": np.array(rows[0]["trace"]),
@@ -213,8 +216,11 @@ def run_fdt_ode(task: dict, seed=None) -> dict:
         balance.append(abs(drift + diffusion) / max(abs(drift), abs(diffusion), 1e-300))
     out["balance"] = np.array(balance)
     if task["rho"] == 1:
-        single = [stationary_state(p, lo.single(), eta, lr2=lr2(task), y0=opt["y"])["eps_main"]
-                  for eta in pc.FDT_ETAS]
+        single, start = [], opt["y"]
+        for eta in pc.FDT_ETAS:
+            state = stationary_state(p, lo.single(), eta, lr2=lr2(task), y0=start)
+            single.append(state["eps_main"])
+            start = state["y"]
         out["single_form"] = ((1 + lo.gamma) * np.array([r["eps_main"] for r in rows])
                               / (np.array(single) * (1 + lo.gamma**2)))
     return out
