@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 CAPTIONS = {
     "auxiliary_trajectories": "Main error of the two-head student against t: the exact chain's "
     "seed mean and 95% band at each D, the online ODE (black) and the ODE without its eta^2 "
@@ -34,15 +33,14 @@ def trajectories(arrays, outdir) -> str:
     acts = ("erf", "relu", "linear")
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
     for ax, act in zip(axes, acts):
-        keys = sorted(k for k in arrays if k.startswith(f"traj_band_{act}_two_heads_chain")
-                      and k.endswith("_main"))
+        keys = sorted((k for k in arrays if k.startswith(f"traj_band_{act}-two_heads-chain-")
+                       and k.endswith("-main")), key=lambda k: int(k.split("-")[3]))
         for i, k in enumerate(keys):
             label = k[len("traj_band_"):]
             t = arrays[f"traj_t_{label}"][1:]
             lo, mid, hi = arrays[k][:, 1:]
-            ax.fill_between(t, lo, hi, color=f"C{i}", alpha=0.25, lw=0)
-            ax.plot(t, mid, color=f"C{i}", lw=1, label=label.split("_")[3] and
-                    f"chain D = {label.split('_')[3]}")
+            ax.fill_between(t, lo, hi, color=f"C{i}", alpha=0.3, lw=0)
+            ax.plot(t, mid, color=f"C{i}", lw=1, label=f"chain D = {label.split('-')[3]}")
             if i == len(keys) - 1:
                 ax.plot(t, arrays[f"traj_ode_{label}"][1:], "k", lw=1.2, label="ODE")
                 ax.plot(t, arrays[f"traj_bare_{label}"][1:], "k--", lw=1, label="ODE w/o eta^2")
