@@ -12,6 +12,7 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "_result": ["TrainResult", "crossing_time"],
     "_online_ode": ["OnlineODE", "online_ode", "noise_term"],
     "_auxiliary": ["JointLoss", "AuxiliaryProblem", "AuxiliaryODE", "two_teachers",
-                   "auxiliary_ode", "train_auxiliary", "task_errors", "error_rates"],
+                   "auxiliary_ode", "train_auxiliary", "task_errors", "error_rates",
+                   "error_decomposition"],
     "_auxiliary_fdt": ["stationary_state", "joint_optimum", "fdt_relation"],
 })

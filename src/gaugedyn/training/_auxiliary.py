@@ -38,6 +38,7 @@ import time as _time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -176,7 +177,7 @@ class AuxiliaryProblem:
     def describe(self) -> dict:
         _, _, Q, R, T = self.order_parameters()
         return {"activation": self.activation, "K": self.K, "M": self.M, "M_aux": self.M_aux,
-                "dim": self.dim, "a0": self.a.tolist(), "c0": self.c.tolist(),
+                "dim": self.dim, "a0": self.a.tolist(), "c0": np.asarray(self.c).tolist(),
                 "Q0": Q.tolist(), "R0": R.tolist(), "T": T.tolist(),
                 "b_main": self.b_main.tolist(), "b_aux": self.b_aux.tolist(),
                 "setup": self.setup}
@@ -362,6 +363,18 @@ class AuxiliaryODE:
     weight_decay: float = 0.0
     lr2: float = 1.0
     method: str = "auto"
+    _static: tuple = field(init=False, repr=False, compare=False)
+    _act: int = field(init=False, repr=False, compare=False)
+    _quad: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        p, lo = self.problem, self.loss
+        _, _, _, _, T = p.order_parameters()
+        object.__setattr__(self, "_static", (
+            p.K, p.M, p.M_aux, lo.heads, p.b_main, p.b_aux, np.ascontiguousarray(T),
+            float(lo.gamma), float(lo.sigma_main) ** 2, float(lo.sigma_aux) ** 2))
+        object.__setattr__(self, "_act", int(activation_of(p.activation).code or 0))
+        object.__setattr__(self, "_quad", _method_code(p, self.method))
 
     @property
     def size(self) -> int:
@@ -391,26 +404,15 @@ class AuxiliaryODE:
         R = y[..., off + K * K:].reshape(*y.shape[:-1], K, Mt)
         return a, c, Q, R
 
-    def _args(self):
-        if "args" not in self.__dict__:
-            p, lo = self.problem, self.loss
-            _, _, _, _, T = p.order_parameters()
-            object.__setattr__(self, "args", (
-                p.K, p.M, p.M_aux, lo.heads, p.b_main, p.b_aux, np.ascontiguousarray(T),
-                float(lo.gamma), float(lo.sigma_main) ** 2, float(lo.sigma_aux) ** 2))
-            object.__setattr__(self, "act", int(activation_of(p.activation).code))
-            object.__setattr__(self, "quad", _method_code(p, self.method))
-        return self.__dict__["args"]
-
     def evaluate(self, y, eta: float, noise_scale: float, out=None) -> np.ndarray:
         """The right-hand side at ``y`` with the drift scaled by ``eta`` and the noise term by
         ``noise_scale`` (``eta^2 / B`` for the ODE)."""
-        args = self._args()
         out = np.empty(self.size) if out is None else out
         y = np.ascontiguousarray(y, dtype=np.float64)
-        out = _kernels().rhs(y, *args, float(eta), float(self.lr2), float(self.weight_decay),
-                             float(noise_scale), self.act, self.quad, *quadrature_tables(), out)
-        if self.quad == 2 and eta != 0.0:
+        out = _kernels().rhs(y, *self._static, float(eta), float(self.lr2),
+                             float(self.weight_decay), float(noise_scale), self._act, self._quad,
+                             *quadrature_tables(), out)
+        if self._quad == 2 and eta != 0.0:
             a, c, Q, R = self.unpack(y)
             da, dc, dQ, dR = population_drift(self.problem, self.loss, a, c, Q, R)
             out += eta * self.pack(self.lr2 * da, self.lr2 * dc, dQ, dR)
@@ -547,7 +549,7 @@ def run_seed(problem: AuxiliaryProblem, loss: JointLoss, config, grid, backend: 
 
     k = _kernels()
     n, K, Mt, B = len(grid), problem.K, problem.M + problem.M_aux, int(config.batch_size)
-    out = {"a": np.full((n, K), np.nan), "c": np.full((n, K), np.nan),
+    out: dict[str, Any] = {"a": np.full((n, K), np.nan), "c": np.full((n, K), np.nan),
            "Q": np.full((n, K, K), np.nan), "R": np.full((n, K, Mt), np.nan),
            "quad": np.full((n, K, K), np.nan), "emp_main": np.full(n, np.nan),
            "emp_aux": np.full(n, np.nan), "flow": np.full(n, np.nan)}
@@ -561,8 +563,12 @@ def run_seed(problem: AuxiliaryProblem, loss: JointLoss, config, grid, backend: 
     else:
         noise = np.empty((0, 1, 2))
     a = problem.a.copy()
-    c = problem.c.copy() if loss.heads == 2 else a  # one output: the auxiliary head is the main
-    act = int(activation_of(problem.activation).code)
+    # one output: the auxiliary head is the main head (the same array)
+    c = np.array(problem.c, dtype=np.float64) if loss.heads == 2 else a
+    code = activation_of(problem.activation).code
+    if code is None:  # AuxiliaryProblem refuses such activations; kept for the type checker
+        raise InputError(f"activation {problem.activation!r} has no compiled kernel")
+    act = int(code)
     common = (SCHEDULE_CODES[config.schedule], float(config.lr), float(config.lr_min),
               float(config.decay), int(config.steps), np.asarray(grid, np.int64), B, gen)
     tail = (float(loss.gamma), float(loss.sigma_main), float(loss.sigma_aux),
@@ -627,7 +633,7 @@ def train_auxiliary(problem: AuxiliaryProblem, loss: JointLoss, config, seeds: i
             good = {"a": o["a"][r - 1], "Q": o["Q"][r - 1], "step": int(grid[r - 1])} if r \
                 else None
             raise DivergenceError(f"a, c, Q or R of seed {i}", grid[r] / D, int(grid[r]), good)
-    res = {key: np.stack([o[key] for o in outs])
+    res: dict[str, Any] = {key: np.stack([o[key] for o in outs])
            for key in ("a", "c", "Q", "R", "quad", "emp_main", "emp_aux")}
     res["eps_main"], res["eps_aux"] = task_errors(problem, res["a"], res["c"], res["Q"],
                                                   res["R"])

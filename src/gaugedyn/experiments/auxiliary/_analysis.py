@@ -8,6 +8,8 @@ checks: a failed control fails the run and names the instrument.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ... import stats
@@ -190,7 +192,10 @@ def _signed(cells: dict, key: str, sign_of: str = "theory") -> tuple[np.ndarray 
 
 
 def benefit_map(tasks, results) -> tuple[dict, list[Claim]]:
-    arrays, claims, js, notes = {}, [], {}, {}
+    arrays: dict[str, Any] = {}
+    claims: list[Claim] = []
+    js: dict[str, Any] = {}
+    notes: dict[str, Any] = {}
     for reading in pc.READINGS:
         cells = _map_cells(tasks, results, reading)
         if not cells:
@@ -223,8 +228,9 @@ def benefit_map(tasks, results) -> tuple[dict, list[Claim]]:
 
 
 def forcing_noise(tasks, results) -> tuple[dict, list[Claim]]:
-    arrays, claims = {}, []
-    js = {}
+    arrays: dict[str, Any] = {}
+    claims: list[Claim] = []
+    js: dict[str, Any] = {}
     for reading in pc.READINGS:
         cells = _map_cells(tasks, results, reading)
         helping = {k: c for k, c in cells.items() if c["theory"] >= pc.MAP_MIN_EFFECT}
@@ -325,7 +331,7 @@ def map_controls(tasks, results) -> list[Claim]:
 def fdt_ode(tasks, results, config) -> tuple[dict, list[Claim]]:
     arrays, claims = {}, []
     for act in config["fdt_ode_activations"]:
-        js = {}
+        js: dict[str, Any] = {}
         for reading in pc.READINGS:
             rows = [(t, r) for t, r in _by(tasks, results, "fdt_ode")
                     if t["activation"] == act and t["reading"] == reading]
@@ -382,7 +388,8 @@ def fdt_sim(tasks, results, config) -> tuple[dict, list[Claim]]:
     lo_b, hi_b = pc.FDT_SIM_BAND
     margin = hi_b - 1.0
     for act in pc.FDT_SIM_ACTIVATIONS:
-        js, js_single = {}, {}
+        js: dict[str, Any] = {}
+        js_single: dict[str, Any] = {}
         for reading in pc.READINGS:
             rows = [(t, r) for t, r in _by(tasks, results, "fdt_sim")
                     if t["activation"] == act and t["reading"] == reading]
@@ -479,7 +486,8 @@ def optimal_gamma_table(config) -> Claim:
 
 
 def analyse(config, tasks, results, seed) -> tuple[dict, list[Claim], dict]:
-    arrays, claims = {}, []
+    arrays: dict[str, Any] = {}
+    claims: list[Claim] = []
     for part in (trajectories(tasks, results), closed_form(tasks, results),
                  benefit_map(tasks, results), forcing_noise(tasks, results),
                  fdt_ode(tasks, results, config), fdt_sim(tasks, results, config)):

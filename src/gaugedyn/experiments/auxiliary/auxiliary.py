@@ -120,7 +120,7 @@ class Auxiliary(Experiment):
         "fdt_dim": Param(int, 1000, quick=300, lo=10, hi=10**6, why="steps = t D",
                          help="D of the FDT runs (the chain)"),
         "fdt_ode_activations": Param(list, list(pc.FDT_ODE_ACTIVATIONS), quick=["erf", "relu"],
-                                     choices=list(pc.FDT_ODE_ACTIVATIONS), min_len=1,
+                                     choices=pc.FDT_ODE_ACTIVATIONS, min_len=1,
                                      distinct=True, help="activations of the FDT along the ODE"),
     }
 
