@@ -17,6 +17,11 @@ from ...harness import Claim, judged
 from . import _protocol as pc
 
 
+NO_STATIONARY = ("no stationary state: with a positively homogeneous activation and trained "
+                 "heads SGD noise drives the rescaling gauge a^2 + c^2 - Q down at -eta^2 N "
+                 "without end, so the relation's assumption fails")
+
+
 def _by(tasks, results, kind):
     return [(t, r) for t, r in zip(tasks, results) if t["kind"] == kind]
 
@@ -379,7 +384,8 @@ def fdt_ode(tasks, results, config) -> tuple[dict, list[Claim]]:
                 "Tr N / (4B) holds along the ODE to leading order: at the smallest eta "
                 f"({pc.FDT_ETAS[0]}) the stationary ratio (eps_J - L_J*) / (eta Tr N / 4B) is "
                 f"within {pc.FDT_ODE_TOLERANCE} of 1 at every overlap (largest |r - 1|)",
-                primary, readings=js))
+                primary, readings=js, extra={"unresolved_readings": {
+                    k: NO_STATIONARY for k, v in js.items() if isinstance(v, str)}}))
     return arrays, claims
 
 
@@ -429,7 +435,9 @@ def fdt_sim(tasks, results, config) -> tuple[dict, list[Claim]]:
                 f"{act}: in simulations the stationary joint error satisfies the FDT: per seed, "
                 "(eps_m + gamma eps_a - L_J*) / (eta Tr N / 4B) within "
                 f"[{lo_b}, {hi_b}] in every (rho, gamma) run (two one-sided tests per cell)",
-                js["one_output"], readings=js, paper_value=1.0))
+                js["one_output"], readings=js, paper_value=1.0,
+                extra={"unresolved_readings": {k: NO_STATIONARY for k, v in js.items()
+                                               if isinstance(v, str)}}))
         if hasattr(js_single.get("one_output"), "verdict"):
             claims.append(judged(
                 f"fdt.single_task.{act}",
@@ -437,7 +445,8 @@ def fdt_sim(tasks, results, config) -> tuple[dict, list[Claim]]:
                 "error: with identical teachers and sigma_m = sigma_a, (1 + gamma) eps_m^aux = "
                 "(1 + gamma^2) eps_m^single, per seed pair the ratio within "
                 f"[{lo_b}, {hi_b}]", js_single["one_output"], readings=js_single,
-                paper_value=1.0))
+                paper_value=1.0, extra={"unresolved_readings": {
+                    k: NO_STATIONARY for k, v in js_single.items() if isinstance(v, str)}}))
     return arrays, claims
 
 
