@@ -42,8 +42,10 @@ def simulations(rounds: int, quick: bool) -> None:
                               points_per_decade=2)
             train_auxiliary(p, loss, TrainConfig(optimizer="sgd", samples=None, steps=10), 1,
                             backend=backend, threads=1)  # compile
-            wall, cpu = _time(lambda: train_auxiliary(p, loss, cfg, 1, backend=backend,
-                                                      threads=1), rounds)
+            def run(p=p, loss=loss, cfg=cfg, backend=backend):
+                train_auxiliary(p, loss, cfg, 1, backend=backend, threads=1)
+
+            wall, cpu = _time(run, rounds)
             print(f"{reading:10s} {backend:8s} D = {dim:6d}: {cpu / steps * 1e6:8.2f} us CPU "
                   f"per step ({wall / steps * 1e6:8.2f} wall)")
 

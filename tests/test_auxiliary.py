@@ -183,6 +183,53 @@ def test_relu_closed_noise_term_against_monte_carlo(reading, rho):
     assert np.all(np.abs(x.mean(-1) - want) <= 4.5 * se), (x.mean(-1), want, se)
 
 
+@pytest.mark.parametrize("reading", READINGS)
+def test_relu_noise_term_with_two_students_against_monte_carlo(reading):
+    """K = 2: four distinct fields meet (Plackett's integral); within 4.5 standard errors of
+    4 10^6 samples."""
+    p = _problem("relu", K=2, seed=3)
+    loss = JointLoss(0.5, 0.3, 0.2, reading)
+    f = AuxiliaryODE(p, loss, 1.0)
+    y = f.initial()
+    want = f.unpack(f.evaluate(y, 0.0, 1.0))[2]
+    x = _mc_noise(p, loss, y, 4_000_000, np.random.default_rng(12))
+    se = x.std(axis=-1, ddof=1) / np.sqrt(x.shape[-1])
+    assert np.all(np.abs(x.mean(-1) - want) <= 4.5 * se), (x.mean(-1), want, se)
+
+
+def test_general_relu_moments_equal_the_generated_three_field_forms_and_monte_carlo():
+    from gaugedyn.training import _auxiliary_kernels as kern
+
+    rng = np.random.default_rng(9)
+    for _ in range(5):
+        B = rng.normal(size=(3, 3))
+        C = B @ B.T + 0.1 * np.eye(3)
+        np.testing.assert_allclose(kern.relu_i4(C, 0, 0, 1, 2), kern._relu_i4_one(C, 1, 2),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(kern.relu_i4(C, 0, 0, 1, 1), kern._relu_i4_one(C, 1, 1),
+                                   rtol=1e-12)
+    B = rng.normal(size=(4, 4))
+    C = B @ B.T + 0.2 * np.eye(4)
+    u = np.linalg.cholesky(C) @ rng.standard_normal((4, 2_000_000))
+    th, r = (u > 0) * 1.0, np.maximum(u, 0.0)
+    for idx in [(0, 1, 2, 3), (0, 1, 2, 2), (0, 1, 0, 2), (0, 1, 0, 1), (0, 0, 2, 3)]:
+        i, j, p_, q = idx
+        x = th[i] * th[j] * r[p_] * r[q]
+        se = x.std(ddof=1) / np.sqrt(x.size)
+        assert abs(x.mean() - kern.relu_i4(C, *idx)) <= 4.5 * se, idx
+    # an aligned pair shares its orthant; an anti-aligned one empties it
+    v = np.array([1.0, 0.3, -0.2])
+    U = np.stack([v, 2 * v, np.array([0.1, 1.0, 0.4]), np.array([0.5, -0.2, 1.0])])
+    C = U @ U.T
+    z = np.random.default_rng(4).standard_normal((3, 2_000_000))
+    u = U @ z
+    th, r = (u > 0) * 1.0, np.maximum(u, 0.0)
+    x = th[0] * th[1] * r[2] * r[3]
+    assert abs(x.mean() - kern.relu_i4(C, 0, 1, 2, 3)) <= 4.5 * x.std() / np.sqrt(x.size)
+    U[1] = -2 * v
+    assert kern.relu_i4(U @ U.T, 0, 1, 2, 3) == 0.0
+
+
 def test_relu_three_field_integrals_against_monte_carlo():
     rng = np.random.default_rng(5)
     from gaugedyn.training import _auxiliary_kernels as kern

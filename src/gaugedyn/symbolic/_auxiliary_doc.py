@@ -112,10 +112,10 @@ def _ode_section() -> list[str]:
         "$I_3(i,j,p) = E[g'(u_i)u_j g(u_p)] = 2C_{ij}\\partial_{q_1}F + C_{jp}\\partial_c F$ "
         "(Stein and Price, at $(C_{ii}, C_{pp}, C_{ip})$), "
         "$I_4(i,j,p,q) = E[g'(u_i)g'(u_j)g(u_p)g(u_q)]$ and $J_2 = \\partial_c F$: closed forms "
-        "for erf ($I_4$ of Saad and Solla), linear ($I_4 = C_{pq}$) and ReLU (below, when every "
-        "$I_4$ involves at most three fields: $K = 1$); a direct Gauss-Hermite rule on the eigen "
-        "factor of $C$ otherwise (the drift then from the package's pair kernels, so it is the "
-        "gradient flow of the errors it reports).",
+        "for erf ($I_4$ of Saad and Solla), linear ($I_4 = C_{pq}$) and ReLU (below; where four "
+        "distinct fields meet, $K > 1$, up to one smooth one-dimensional integral); a direct "
+        "Gauss-Hermite rule on the eigen factor of $C$ otherwise (the drift then from the "
+        "package's pair kernels, so it is the gradient flow of the errors it reports).",
         "",
         "The drift is the population gradient flow of $L_J = \\epsilon_m + \\gamma\\epsilon_a$; "
         "at $\\gamma = 0$ the ODE is the classical one of the main teacher (both readings); the "
@@ -147,6 +147,16 @@ def _relu_section() -> list[str]:
         "A field that is a multiple of the student's ($u_p = \\alpha u_0$, an aligned student) "
         "reduces them to two fields: $\\theta(u_0)\\mathrm{relu}(\\alpha u_0) = \\alpha\\,"
         "\\mathrm{relu}(u_0)$ for $\\alpha > 0$, else 0.",
+        "",
+        "With two or more students ($K > 1$) the same Stein recursion, "
+        "$E[u_p u_q \\prod_{s\\in S}\\theta(u_s)] = C_{pq}P(S) + \\sum_{k\\ne q} C_{pk}\\,"
+        "\\varphi_k(0)\\,E[u_q\\prod_{s\\ne k}\\theta(u_s)\\mid u_k = 0]$ over the distinct "
+        "fields $S$ of $\\theta(u_i)\\theta(u_j)\\mathrm{relu}(u_p)\\mathrm{relu}(u_q)$, meets the "
+        "orthant probability of four fields, which has no elementary form; it is Plackett's "
+        "reduction $\\partial P/\\partial\\rho_{kl} = \\varphi_2(0, 0; \\rho_{kl})\\,"
+        "P(u_m, u_n > 0\\mid u_k = u_l = 0)$ integrated from independence (one smooth integral, "
+        "32-point Gauss-Legendre; `gaugedyn.training._auxiliary_kernels.relu_i4`, tested against "
+        "the three-field closed forms and Monte Carlo).",
         "",
     ]
 

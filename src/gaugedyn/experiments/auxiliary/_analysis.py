@@ -16,7 +16,6 @@ from ... import stats
 from ...harness import Claim, judged
 from . import _protocol as pc
 
-
 NO_STATIONARY = ("no stationary state: with a positively homogeneous activation and trained "
                  "heads SGD noise drives the rescaling gauge a^2 + c^2 - Q down at -eta^2 N "
                  "without end, so the relation's assumption fails")
