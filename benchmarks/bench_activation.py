@@ -31,14 +31,20 @@ from gaugedyn.theory import ACTIVATIONS, random_problem, solve
 
 
 def _cases():
-    numerical_erf = dataclasses.replace(ACTIVATIONS["erf"], name="erf (Hermite expansion)",
-                                        closed_form=None)
+    numerical_erf = dataclasses.replace(
+        ACTIVATIONS["erf"], name="erf (Hermite expansion)", closed_form=None
+    )
     leaky = ACTIVATIONS["leaky_relu"]
-    polar = dataclasses.replace(leaky, name="leaky_relu (polar quadrature)",
-                                closed_form=leaky.quadrature.kernels())
-    return {"erf (closed form)": "erf", "erf (Hermite expansion)": numerical_erf,
-            "tanh (Hermite expansion)": "tanh", "leaky_relu (ReLU reduction)": "leaky_relu",
-            "leaky_relu (polar quadrature)": polar}
+    polar = dataclasses.replace(
+        leaky, name="leaky_relu (polar quadrature)", closed_form=leaky.quadrature.kernels()
+    )
+    return {
+        "erf (closed form)": "erf",
+        "erf (Hermite expansion)": numerical_erf,
+        "tanh (Hermite expansion)": "tanh",
+        "leaky_relu (ReLU reduction)": "leaky_relu",
+        "leaky_relu (polar quadrature)": polar,
+    }
 
 
 def main(argv=None) -> None:
@@ -48,8 +54,10 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     cases = _cases()
     t_eval = np.concatenate([[0.0], np.geomspace(1e-2, args.t_max, 40)])
-    problems = {k: random_problem(100, 4, 4, np.random.default_rng(1), activation=a)
-                for k, a in cases.items()}
+    problems = {
+        k: random_problem(100, 4, 4, np.random.default_rng(1), activation=a)
+        for k, a in cases.items()
+    }
     for p in problems.values():  # warm-up: imports, torch, first allocations
         solve(p, t_max=1.0)
     wall = {k: np.inf for k in cases}
@@ -62,17 +70,25 @@ def main(argv=None) -> None:
             wall[k] = min(wall[k], time.perf_counter() - w0)
             cpu[k] = min(cpu[k], time.process_time() - c0)
     ref = "erf (closed form)"
-    print(f"order-parameter flow, K = M = 4, D = 100, t_max = {args.t_max:g}, LSODA rtol 1e-8; "
-          f"best of {args.repeat} interleaved repeats")
-    print(f"{'kernels':32s} {'wall s':>9s} {'cpu s':>9s} {'nfev':>7s} {'wall ratio':>11s} "
-          f"{'cpu ratio':>10s} {'ms/rhs':>8s}")
+    print(
+        f"order-parameter flow, K = M = 4, D = 100, t_max = {args.t_max:g}, LSODA rtol 1e-8; "
+        f"best of {args.repeat} interleaved repeats"
+    )
+    print(
+        f"{'kernels':32s} {'wall s':>9s} {'cpu s':>9s} {'nfev':>7s} {'wall ratio':>11s} "
+        f"{'cpu ratio':>10s} {'ms/rhs':>8s}"
+    )
     for k in cases:
         nfev = sols[k].diagnostics.get("nfev", 0) or 0
         per = 1e3 * wall[k] / nfev if nfev else float("nan")
-        print(f"{k:32s} {wall[k]:9.3f} {cpu[k]:9.3f} {nfev:7d} {wall[k] / wall[ref]:11.2f} "
-              f"{cpu[k] / cpu[ref]:10.2f} {per:8.3f}")
-    diff = max(np.abs(getattr(sols["erf (Hermite expansion)"], x) - getattr(sols[ref], x)).max()
-               for x in ("a", "Q", "R"))
+        print(
+            f"{k:32s} {wall[k]:9.3f} {cpu[k]:9.3f} {nfev:7d} {wall[k] / wall[ref]:11.2f} "
+            f"{cpu[k] / cpu[ref]:10.2f} {per:8.3f}"
+        )
+    diff = max(
+        np.abs(getattr(sols["erf (Hermite expansion)"], x) - getattr(sols[ref], x)).max()
+        for x in ("a", "Q", "R")
+    )
     print(f"largest |erf Hermite expansion - erf closed form| along the trajectory: {diff:.2e}")
     load = os.getloadavg()
     print(f"load average (1, 5, 15 min): {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")

@@ -42,14 +42,22 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
     ap.add_argument("--foreach", action="store_true", help="use the foreach path")
-    ap.add_argument("--compile", action="store_true",
-                    help="also time the recorder's torch.compile'd fused reduction")
+    ap.add_argument(
+        "--compile",
+        action="store_true",
+        help="also time the recorder's torch.compile'd fused reduction",
+    )
     args = ap.parse_args()
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    base = torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.ReLU(),
-                               torch.nn.Linear(1024, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
+    base = torch.nn.Sequential(
+        torch.nn.Linear(784, 1024),
+        torch.nn.ReLU(),
+        torch.nn.Linear(1024, 256),
+        torch.nn.ReLU(),
+        torch.nn.Linear(256, 10),
+    )
     n = sum(p.numel() for p in base.parameters())
     from gaugedyn.adam import _native
 
@@ -59,8 +67,10 @@ def main() -> None:
     if args.compile:
         variants["every=1, compile"] = {"compile": True}
     models = {"plain": base, **{k: copy.deepcopy(base) for k in variants}}
-    opts = {k: torch.optim.Adam(m.parameters(), lr=1e-3, betas=(0.9, 0.99),
-                                foreach=args.foreach) for k, m in models.items()}
+    opts = {
+        k: torch.optim.Adam(m.parameters(), lr=1e-3, betas=(0.9, 0.99), foreach=args.foreach)
+        for k, m in models.items()
+    }
     recs = {k: AdamRecorder(opts[k], **kw) for k, kw in variants.items()}
     x = torch.randn(args.batch, 784)
     y = torch.randint(0, 10, (args.batch,))
@@ -76,25 +86,28 @@ def main() -> None:
             o.step()
             sw, sc = sw + time.perf_counter() - s0, sc + time.process_time() - s1
         n_ = args.steps
-        return ((time.perf_counter() - t0) / n_, (time.process_time() - c0) / n_, sw / n_,
-                sc / n_)
+        return ((time.perf_counter() - t0) / n_, (time.process_time() - c0) / n_, sw / n_, sc / n_)
 
     for k in models:  # warm-up (and compilation)
         block(k)
     for k in ("every=1", "every=1, compile"):  # must agree with the eager sums
         if k in recs:
             eager, other = recs["every=1, eager"].norms()[-1], recs[k].norms()[-1]
-            print(f"{recs[k].metadata()['backend']} vs eager norms, max relative difference: "
-                  f"{float(abs(other - eager).max() / abs(eager).max()):.2e}")
+            print(
+                f"{recs[k].metadata()['backend']} vs eager norms, max relative difference: "
+                f"{float(abs(other - eager).max() / abs(eager).max()):.2e}"
+            )
     times = {k: [] for k in models}
     keys = list(models)
     for r in range(args.repeats):
         for i in range(len(keys)):
             k = keys[(i + r) % len(keys)]
             times[k].append(block(k))
-    print(f"model: MLP 784-1024-256-10, {n} parameters, batch {args.batch}, "
-          f"threads {torch.get_num_threads()}, {'foreach' if args.foreach else 'default'} Adam "
-          f"path; {args.repeats} interleaved rounds of {args.steps} steps per variant")
+    print(
+        f"model: MLP 784-1024-256-10, {n} parameters, batch {args.batch}, "
+        f"threads {torch.get_num_threads()}, {'foreach' if args.foreach else 'default'} Adam "
+        f"path; {args.repeats} interleaved rounds of {args.steps} steps per variant"
+    )
     report(times, recs)
 
 
@@ -105,21 +118,27 @@ def report(times: dict, recs: dict) -> None:
     def med(k, c):
         return 1e3 * statistics.median(t[col[c]] for t in times[k])
 
-    print(f"plain Adam full step: median {med('plain', 'wall'):.2f} ms wall, "
-          f"{med('plain', 'cpu'):.2f} ms CPU; opt.step() alone: {med('plain', 'step_wall'):.2f} "
-          f"ms wall, {med('plain', 'step_cpu'):.2f} ms CPU")
+    print(
+        f"plain Adam full step: median {med('plain', 'wall'):.2f} ms wall, "
+        f"{med('plain', 'cpu'):.2f} ms CPU; opt.step() alone: {med('plain', 'step_wall'):.2f} "
+        f"ms wall, {med('plain', 'step_cpu'):.2f} ms CPU"
+    )
     print("overhead ratio = recorder / plain, paired per round: median [quartiles]")
-    for denominator, (w, c) in (("full step (forward + backward + opt.step())", ("wall", "cpu")),
-                                ("opt.step() alone", ("step_wall", "step_cpu"))):
+    for denominator, (w, c) in (
+        ("full step (forward + backward + opt.step())", ("wall", "cpu")),
+        ("opt.step() alone", ("step_wall", "step_cpu")),
+    ):
         print(f" against the {denominator}:")
         for k, rec in recs.items():
             rw = [a[col[w]] / b[col[w]] for a, b in zip(times[k], times["plain"])]
             rc = [a[col[c]] / b[col[c]] for a, b in zip(times[k], times["plain"])]
             lo, mid, hi = _quartiles(rw)
             clo, cmid, chi = _quartiles(rc)
-            print(f"  recorder {k:<16} {rec.metadata()['backend']:<8} ({len(rec)} recorded "
-                  f"steps): wall {mid:.3f} [{lo:.3f}, {hi:.3f}]  CPU {cmid:.3f} [{clo:.3f}, "
-                  f"{chi:.3f}]  ({100 * (mid - 1):+.1f}% wall)")
+            print(
+                f"  recorder {k:<16} {rec.metadata()['backend']:<8} ({len(rec)} recorded "
+                f"steps): wall {mid:.3f} [{lo:.3f}, {hi:.3f}]  CPU {cmid:.3f} [{clo:.3f}, "
+                f"{chi:.3f}]  ({100 * (mid - 1):+.1f}% wall)"
+            )
 
 
 if __name__ == "__main__":

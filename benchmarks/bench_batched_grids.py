@@ -46,7 +46,7 @@ def side_by_side(variants: dict, rounds: int) -> dict:
     wall = {k: [] for k in names}
     cpu = {k: [] for k in names}
     for r in range(rounds):
-        for k in (names if r % 2 == 0 else names[::-1]):
+        for k in names if r % 2 == 0 else names[::-1]:
             t0, c0 = time.perf_counter(), time.process_time()
             variants[k]()
             wall[k].append(time.perf_counter() - t0)
@@ -90,16 +90,19 @@ def _one_thread():
 # ---------------------------------------------------------------------------- gauge_under_adam
 
 
-def gauge_under_adam_ratio(dim: int = 16, seeds: int = 4, steps: int = 64,
-                           rounds: int = 3) -> dict:
+def gauge_under_adam_ratio(dim: int = 16, seeds: int = 4, steps: int = 64, rounds: int = 3) -> dict:
     """One task of ``gauge_under_adam`` (the declared five beta pairs at ``dim``, ``seeds``
     seeds, ``steps`` steps) as one program against one program per beta pair."""
     from gaugedyn.experiments import make_config
     from gaugedyn.experiments.adam_split import gauge_under_adam as ga
 
-    cfg = make_config({"experiment": ga.EXPERIMENT.name, "seed": 0,
-                       "params": {"dims": [dim], "seeds": seeds, "steps": steps,
-                                  "pairs_per_task": 12}})
+    cfg = make_config(
+        {
+            "experiment": ga.EXPERIMENT.name,
+            "seed": 0,
+            "params": {"dims": [dim], "seeds": seeds, "steps": steps, "pairs_per_task": 12},
+        }
+    )
     (task,) = cfg.tasks
     seed = np.random.SeedSequence(0)  # the per-cell seeds derive from its entropy (cell_seed)
 
@@ -111,13 +114,22 @@ def gauge_under_adam_ratio(dim: int = 16, seeds: int = 4, steps: int = 64,
 
     with _one_thread():
         big, alone = batched(), loop()
-        diff = max(max_difference(big[k], v if k == "time" else np.concatenate(
-            [np.asarray(o[k]) for o in alone])) for k, v in alone[0].items())
+        diff = max(
+            max_difference(
+                big[k], v if k == "time" else np.concatenate([np.asarray(o[k]) for o in alone])
+            )
+            for k, v in alone[0].items()
+        )
         times = side_by_side({"loop": loop, "batched": batched}, rounds)
     P = len(task["betas"])
-    return {"name": "gauge_under_adam", "rounds": rounds, "max_abs_diff": diff,
-            "subset": f"D = {dim}, {P} beta pairs x {seeds} seeds x 3 set-ups, {steps} Adam "
-                      f"steps; loop: one program per beta pair", **summarise(times)}
+    return {
+        "name": "gauge_under_adam",
+        "rounds": rounds,
+        "max_abs_diff": diff,
+        "subset": f"D = {dim}, {P} beta pairs x {seeds} seeds x 3 set-ups, {steps} Adam "
+        f"steps; loop: one program per beta pair",
+        **summarise(times),
+    }
 
 
 # ---------------------------------------------------------------------------- prototypes
@@ -132,10 +144,14 @@ def prototypes_ratio(n: int = 10, seeds: int = 2, steps: int = 1000, rounds: int
     cfg = {k: q.default for k, q in ex.Prototypes.params.items()} | {"seeds": seeds}
     runs = ex._runs(cfg, n, "inside", np.random.SeedSequence(1))
     B = runs.w.shape[0]
-    kw = {"steps": steps, "lr": float(cfg["lr"]), "weight": float(cfg["weight"]),
-          "record": (0, steps // 2, steps)}
+    kw = {
+        "steps": steps,
+        "lr": float(cfg["lr"]),
+        "weight": float(cfg["weight"]),
+        "record": (0, steps // 2, steps),
+    }
     fields = ("x", "y", "w", "b", "a", "c", "mask", "chamfer", "tau", "weight")
-    ones = [model.Runs(**{f: getattr(runs, f)[i:i + 1] for f in fields}) for i in range(B)]
+    ones = [model.Runs(**{f: getattr(runs, f)[i : i + 1] for f in fields}) for i in range(B)]
 
     def batched():
         return model.train_fused(runs, **kw)
@@ -145,14 +161,21 @@ def prototypes_ratio(n: int = 10, seeds: int = 2, steps: int = 1000, rounds: int
 
     with _one_thread():
         big, alone = batched(), loop()
-        diff = max(max_difference(big[k], np.concatenate([o[k] for o in alone],
-                                                         axis=1 if k == "fit_history" else 0))
-                   for k in ("w", "b", "a", "c", "fit_history"))
+        diff = max(
+            max_difference(
+                big[k], np.concatenate([o[k] for o in alone], axis=1 if k == "fit_history" else 0)
+            )
+            for k in ("w", "b", "a", "c", "fit_history")
+        )
         times = side_by_side({"loop": loop, "batched": batched}, rounds)
-    return {"name": "prototypes", "rounds": rounds, "max_abs_diff": diff,
-            "subset": f"N = {n}, {B} runs ({seeds} seeds x {B // seeds} variants), {steps} Adam "
-                      "steps through the compiled kernel; loop: one call per run",
-            **summarise(times)}
+    return {
+        "name": "prototypes",
+        "rounds": rounds,
+        "max_abs_diff": diff,
+        "subset": f"N = {n}, {B} runs ({seeds} seeds x {B // seeds} variants), {steps} Adam "
+        "steps through the compiled kernel; loop: one call per run",
+        **summarise(times),
+    }
 
 
 # ---------------------------------------------------------------------------- shared_representation
@@ -183,7 +206,7 @@ def shared_representation_ratio(seeds: int = 2, steps: int = 20, rounds: int = 3
     import torch
 
     from gaugedyn.experiments.adam_state import _model as sm
-    from gaugedyn.experiments.adam_state import _protocol as sp
+    from gaugedyn.experiments.adam_state import _pulses as sp
     from gaugedyn.experiments.adam_state.shared_representation import SharedRepresentation
 
     hp = {k: q.default for k, q in SharedRepresentation.params.items()}
@@ -192,8 +215,11 @@ def shared_representation_ratio(seeds: int = 2, steps: int = 20, rounds: int = 3
     gen = torch.Generator().manual_seed(7)
     world = sm.World.draw(gen, seeds, hp["dim"], K, hp["rho"], hp["sigma"])
     anc = sm.init_cohort(gen, seeds, hp, sm.Variant("ancestor", 0, (1.0,) * K, sp.equal(K)))
-    variants = [v for role in ("acquisition", "update", "variable", "projected")
-                for v in sp.route_variants(role, hp, 0.8)]
+    variants = [
+        v
+        for role in ("acquisition", "update", "variable", "projected")
+        for v in sp.route_variants(role, hp, 0.8)
+    ]
     R = len(variants)
     draws = [world.sample(gen, batch) for _ in range(steps)]
 
@@ -209,8 +235,7 @@ def shared_representation_ratio(seeds: int = 2, steps: int = 20, rounds: int = 3
             for v in variants:
                 c = sm.replicate(anc, [v], torch.tensor([[s]]))
                 record = sm.FormationRecord(every)
-                sm.train(c, _replay_world(world, draws, slice(s, s + 1)), gen, steps, batch,
-                         record)
+                sm.train(c, _replay_world(world, draws, slice(s, s + 1)), gen, steps, batch, record)
                 out.append((c, record))
         return out
 
@@ -222,30 +247,42 @@ def shared_representation_ratio(seeds: int = 2, steps: int = 20, rounds: int = 3
         (c, record), alone = batched(), loop()
         ours = outputs(c, record)
         theirs = [outputs(*pair) for pair in alone]
-        diff = max(max_difference(x, np.concatenate([t[i] for t in theirs],
-                                                    axis=2 if i == len(ours) - 1 else 0))
-                   for i, x in enumerate(ours))
+        diff = max(
+            max_difference(
+                x, np.concatenate([t[i] for t in theirs], axis=2 if i == len(ours) - 1 else 0)
+            )
+            for i, x in enumerate(ours)
+        )
         times = side_by_side({"loop": loop, "batched": batched}, rounds)
-    return {"name": "shared_representation", "rounds": rounds, "max_abs_diff": diff,
-            "subset": f"formation stage, {seeds} seeds x {R} route directions, {steps} Adam "
-                      f"steps of batch {batch}; loop: one cohort per seed and direction",
-            **summarise(times)}
+    return {
+        "name": "shared_representation",
+        "rounds": rounds,
+        "max_abs_diff": diff,
+        "subset": f"formation stage, {seeds} seeds x {R} route directions, {steps} Adam "
+        f"steps of batch {batch}; loop: one cohort per seed and direction",
+        **summarise(times),
+    }
 
 
 # ---------------------------------------------------------------------------- all
 
 
-MEASURES = {"gauge_under_adam": gauge_under_adam_ratio, "prototypes": prototypes_ratio,
-            "shared_representation": shared_representation_ratio}
+MEASURES = {
+    "gauge_under_adam": gauge_under_adam_ratio,
+    "prototypes": prototypes_ratio,
+    "shared_representation": shared_representation_ratio,
+}
 
 
 def ratio_text(r: dict) -> str:
     w, c = r["wall"], r["cpu"]
-    return (f"{r['name']}'s batched program against a loop of one-copy runs ({r['subset']}; "
-            f"{r['rounds']} rounds interleaved): loop / batched wall {w[0]:.1f}x "
-            f"[{w[1]:.1f}, {w[2]:.1f}], CPU {c[0]:.1f}x [{c[1]:.1f}, {c[2]:.1f}] "
-            f"(batched {r['wall_seconds']['batched']:.2f} s wall); largest |difference| of the "
-            f"outputs {r['max_abs_diff']:.1e}")
+    return (
+        f"{r['name']}'s batched program against a loop of one-copy runs ({r['subset']}; "
+        f"{r['rounds']} rounds interleaved): loop / batched wall {w[0]:.1f}x "
+        f"[{w[1]:.1f}, {w[2]:.1f}], CPU {c[0]:.1f}x [{c[1]:.1f}, {c[2]:.1f}] "
+        f"(batched {r['wall_seconds']['batched']:.2f} s wall); largest |difference| of the "
+        f"outputs {r['max_abs_diff']:.1e}"
+    )
 
 
 def measure_all(names=NAMES, rounds: int = 3) -> list[dict]:
@@ -265,12 +302,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from gaugedyn import InputError
 
-    names = NAMES if args.only is None else tuple(n.strip() for n in args.only.split(",")
-                                                  if n.strip())
+    names = (
+        NAMES if args.only is None else tuple(n.strip() for n in args.only.split(",") if n.strip())
+    )
     unknown = [n for n in names if n not in MEASURES]
     if not names or unknown:
-        raise InputError(f"--only {args.only!r}: unknown {', '.join(unknown) or '(none given)'}; "
-                         f"allowed: {', '.join(NAMES)}")
+        raise InputError(
+            f"--only {args.only!r}: unknown {', '.join(unknown) or '(none given)'}; "
+            f"allowed: {', '.join(NAMES)}"
+        )
     if args.rounds < 1:
         raise InputError(f"--rounds {args.rounds} is not allowed; allowed: an integer >= 1")
     for r in measure_all(names, args.rounds):

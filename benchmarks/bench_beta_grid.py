@@ -54,12 +54,16 @@ DEFAULT_BETAS = (0.9, 0.99)
 
 
 def _cells(betas, seeds: int) -> list[tuple[float, float, int]]:
-    return [(b1, b2, 1000 + 97 * i + k) for i, (b1, b2) in
-            enumerate((a, b) for a in betas for b in betas) for k in range(seeds)]
+    return [
+        (b1, b2, 1000 + 97 * i + k)
+        for i, (b1, b2) in enumerate((a, b) for a in betas for b in betas)
+        for k in range(seeds)
+    ]
 
 
-def run_batched(task: str, cells, steps: int, device: str = "cpu",
-                forward: str | None = None) -> dict:
+def run_batched(
+    task: str, cells, steps: int, device: str = "cpu", forward: str | None = None
+) -> dict:
     from gaugedyn.experiments.adam_split._batched import train_copies
     from gaugedyn.experiments.adam_split.beta_grid import reference_copies
     from gaugedyn.experiments.adam_split.tasks import DEFAULTS
@@ -67,8 +71,15 @@ def run_batched(task: str, cells, steps: int, device: str = "cpu",
     betas = sorted({c[0] for c in cells})
     seeds = len(cells) // len(betas) ** 2
     spec = {"beta1s": betas, "beta2s": betas, "seeds": seeds, "reference": "corners"}
-    return train_copies(task, cells, steps, DEFAULTS[task]["lr"],
-                        reference=reference_copies(spec), device=device, forward=forward)
+    return train_copies(
+        task,
+        cells,
+        steps,
+        DEFAULTS[task]["lr"],
+        reference=reference_copies(spec),
+        device=device,
+        forward=forward,
+    )
 
 
 def run_loop(task: str, cells, steps: int) -> dict:
@@ -76,13 +87,17 @@ def run_loop(task: str, cells, steps: int) -> dict:
     the float64 reference every step), stacked like :func:`run_batched`'s arrays."""
     from gaugedyn.experiments.adam_split.tasks import DEFAULTS, train_task
 
-    outs = [train_task(task, b1, b2, seed=s, steps=steps, lr=DEFAULTS[task]["lr"], sample=16,
-                       threads=1) for b1, b2, s in cells]
-    return {"loss": np.stack([o["loss"] for o in outs]),
-            "sums": np.stack([o["reference"] for o in outs]),
-            "final_loss": np.array([o["final_loss"] for o in outs]),
-            "initial_loss": np.array([o["initial_loss"] for o in outs]),
-            "nonfinite_step": np.array([o["nonfinite_step"] for o in outs])}
+    outs = [
+        train_task(task, b1, b2, seed=s, steps=steps, lr=DEFAULTS[task]["lr"], sample=16, threads=1)
+        for b1, b2, s in cells
+    ]
+    return {
+        "loss": np.stack([o["loss"] for o in outs]),
+        "sums": np.stack([o["reference"] for o in outs]),
+        "final_loss": np.array([o["final_loss"] for o in outs]),
+        "initial_loss": np.array([o["initial_loss"] for o in outs]),
+        "nonfinite_step": np.array([o["nonfinite_step"] for o in outs]),
+    }
 
 
 def findings(task: str, cells, out: dict) -> dict:
@@ -92,20 +107,32 @@ def findings(task: str, cells, out: dict) -> dict:
         diverged_cells,
         protocol_statistics,
     )
-    from gaugedyn.experiments.adam_split.beta_grid import findings_of
+    from gaugedyn.experiments.adam_split._grid_analysis import findings_of
 
     betas = sorted({c[0] for c in cells})
     seeds = len(cells) // len(betas) ** 2
-    runs = [{"task": task, "beta1": b1, "beta2": b2, "seed": i % seeds}
-            for i, (b1, b2, _) in enumerate(cells)]
-    per = [{"sums": out["sums"][i], "final_loss": out["final_loss"][i],
-            "initial_loss": out["initial_loss"][i], "nonfinite_step": out["nonfinite_step"][i]}
-           for i in range(len(cells))]
+    runs = [
+        {"task": task, "beta1": b1, "beta2": b2, "seed": i % seeds}
+        for i, (b1, b2, _) in enumerate(cells)
+    ]
+    per = [
+        {
+            "sums": out["sums"][i],
+            "final_loss": out["final_loss"][i],
+            "initial_loss": out["initial_loss"][i],
+            "nonfinite_step": out["nonfinite_step"][i],
+        }
+        for i in range(len(cells))
+    ]
     table = cell_table(per, runs, 0.1)
     found = findings_of(task, protocol_statistics(table, task), "", diverged_cells(table, task))
-    return {c.id: (c.verdict, {k: (v["verdict"], v["per_seed"])
-                               for k, v in c.tolerance["reading_detail"].items()})
-            for c in found}
+    return {
+        c.id: (
+            c.verdict,
+            {k: (v["verdict"], v["per_seed"]) for k, v in c.tolerance["reading_detail"].items()},
+        )
+        for c in found
+    }
 
 
 def compare(a: dict, b: dict) -> tuple[int, int, float]:
@@ -140,13 +167,25 @@ def _run(path: str, task: str, cells, steps: int, device: str) -> dict:
 
 def _ratio(times: dict, tasks: list, a: str, b: str, rounds: int) -> dict:
     """Per-round ``sum_tasks a / sum_tasks b``, ``(smallest, median, largest)``, wall and CPU."""
-    return {m: _spread([sum(times[a][t][m][r] for t in tasks)
-                        / sum(times[b][t][m][r] for t in tasks) for r in range(rounds)])
-            for m in ("wall", "cpu")}
+    return {
+        m: _spread(
+            [
+                sum(times[a][t][m][r] for t in tasks) / sum(times[b][t][m][r] for t in tasks)
+                for r in range(rounds)
+            ]
+        )
+        for m in ("wall", "cpu")
+    }
 
 
-def beta_grid_ratio(tasks=None, betas=DEFAULT_BETAS, seeds: int = 2, steps: int = 40,
-                    rounds: int = 3, device: str = "cpu") -> dict:
+def beta_grid_ratio(
+    tasks=None,
+    betas=DEFAULT_BETAS,
+    seeds: int = 2,
+    steps: int = 40,
+    rounds: int = 3,
+    device: str = "cpu",
+) -> dict:
     """Time every path on the same copies, interleaved; compare their findings."""
     import torch
 
@@ -169,7 +208,7 @@ def beta_grid_ratio(tasks=None, betas=DEFAULT_BETAS, seeds: int = 2, steps: int 
         for r in range(rounds):
             for task in tasks:
                 outs = {}
-                order = PATHS[r % 3:] + PATHS[:r % 3]
+                order = PATHS[r % 3 :] + PATHS[: r % 3]
                 for k in order:
                     if k == "batched-loop" and task not in stacked:
                         continue  # the same program as "batched"
@@ -181,8 +220,10 @@ def beta_grid_ratio(tasks=None, betas=DEFAULT_BETAS, seeds: int = 2, steps: int 
                     times["batched-loop"][task]["wall"].append(times["batched"][task]["wall"][-1])
                     times["batched-loop"][task]["cpu"].append(times["batched"][task]["cpu"][-1])
                 if r == 0:
-                    a, n, d = compare(findings(task, cells, outs["per-run"]),
-                                      findings(task, cells, outs["batched"]))
+                    a, n, d = compare(
+                        findings(task, cells, outs["per-run"]),
+                        findings(task, cells, outs["batched"]),
+                    )
                     agree, total, diff = agree + a, total + n, max(diff, d)
                     x, y = outs["batched"]["loss"], outs["per-run"]["loss"]
                     with np.errstate(divide="ignore", invalid="ignore"):
@@ -193,16 +234,32 @@ def beta_grid_ratio(tasks=None, betas=DEFAULT_BETAS, seeds: int = 2, steps: int 
         torch.set_num_threads(before)
     rows = {}
     for task in tasks:
-        rows[task] = {m: {k: statistics.median(times[k][task][m]) for k in times}
-                      for m in ("wall", "cpu")}
-    ratio = {"all": _ratio(times, tasks, "per-run", "batched", rounds),
-             "stacked": _ratio(times, stacked, "per-run", "batched", rounds) if stacked else None,
-             "stacked_gain": (_ratio(times, stacked, "batched-loop", "batched", rounds)
-                              if stacked else None)}
-    return {"tasks": tasks, "stacked_tasks": stacked, "copies": len(cells), "betas": list(betas),
-            "seeds": seeds, "steps": steps, "rounds": rounds, "device": device, "rows": rows,
-            "ratio": ratio, "agree": agree, "compared": total, "max_diff": diff,
-            "max_loss_diff": loss_diff}
+        rows[task] = {
+            m: {k: statistics.median(times[k][task][m]) for k in times} for m in ("wall", "cpu")
+        }
+    ratio = {
+        "all": _ratio(times, tasks, "per-run", "batched", rounds),
+        "stacked": _ratio(times, stacked, "per-run", "batched", rounds) if stacked else None,
+        "stacked_gain": (
+            _ratio(times, stacked, "batched-loop", "batched", rounds) if stacked else None
+        ),
+    }
+    return {
+        "tasks": tasks,
+        "stacked_tasks": stacked,
+        "copies": len(cells),
+        "betas": list(betas),
+        "seeds": seeds,
+        "steps": steps,
+        "rounds": rounds,
+        "device": device,
+        "rows": rows,
+        "ratio": ratio,
+        "agree": agree,
+        "compared": total,
+        "max_diff": diff,
+        "max_loss_diff": loss_diff,
+    }
 
 
 def _counted(run) -> float:
@@ -236,8 +293,10 @@ def _stacked_pass(task: str, cells, device: str):
 
     built = [_build(task, s, torch.float32, device) for _, _, s in cells]
     per_copy = [list(b[0].parameters()) for b in built]
-    params = [torch.stack([ps[j].detach() for ps in per_copy]).requires_grad_(True)
-              for j in range(len(per_copy[0]))]
+    params = [
+        torch.stack([ps[j].detach() for ps in per_copy]).requires_grad_(True)
+        for j in range(len(per_copy[0]))
+    ]
     draws = [b[2](b[1]) for b in built]
     x = torch.stack([d[0] for d in draws])
     y = torch.stack([d[1] for d in draws])
@@ -245,9 +304,10 @@ def _stacked_pass(task: str, cells, device: str):
 
     def run():
         for lo in range(0, len(cells), n):
-            block = [p[lo:lo + n] for p in params]
-            loss = copy_losses(task, STACKED[task](built[0][0], block)(x[lo:lo + n]),
-                               y[lo:lo + n])
+            block = [p[lo : lo + n] for p in params]
+            loss = copy_losses(
+                task, STACKED[task](built[0][0], block)(x[lo : lo + n]), y[lo : lo + n]
+            )
             torch.autograd.grad(loss.sum(), block)
 
     return run
@@ -275,8 +335,11 @@ def roofline(r: dict, reps: int = 5) -> dict:
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        passes = {t: _stacked_pass(t, cells, r["device"]) for t in r["tasks"]
-                  if forward_of(t) == "stacked"}
+        passes = {
+            t: _stacked_pass(t, cells, r["device"])
+            for t in r["tasks"]
+            if forward_of(t) == "stacked"
+        }
         for run in passes.values():
             run()  # warm up
         _mm_rate()
@@ -300,39 +363,58 @@ def roofline(r: dict, reps: int = 5) -> dict:
         per_run = r["rows"][t]["cpu"]["per-run"] / per_step
         target = per_run / 10
         least = min(flops[t], pass_flops.get(t, flops[t]))
-        row = {"mflop": flops[t] / 1e6, "pass_mflop": pass_flops.get(t, math.nan) / 1e6,
-               "per_run_ms": 1e3 * per_run,
-               "batched_ms": 1e3 * r["rows"][t]["cpu"]["batched"] / per_step,
-               "target_ms": 1e3 * target, "floor_ms": 1e3 * least / rate,
-               "share_needed": least / target / rate, "pass_ms": None, "pass_share": None}
+        row = {
+            "mflop": flops[t] / 1e6,
+            "pass_mflop": pass_flops.get(t, math.nan) / 1e6,
+            "per_run_ms": 1e3 * per_run,
+            "batched_ms": 1e3 * r["rows"][t]["cpu"]["batched"] / per_step,
+            "target_ms": 1e3 * target,
+            "floor_ms": 1e3 * least / rate,
+            "share_needed": least / target / rate,
+            "pass_ms": None,
+            "pass_share": None,
+        }
         if t in pass_cpu:
             p = statistics.median(pass_cpu[t]) / len(cells)
             row["pass_ms"], row["pass_share"] = 1e3 * p, pass_flops[t] / p / rate
         rows[t] = row
-    total = {k: sum(x[k] for x in rows.values())
-             for k in ("mflop", "per_run_ms", "batched_ms", "target_ms", "floor_ms")}
+    total = {
+        k: sum(x[k] for x in rows.values())
+        for k in ("mflop", "per_run_ms", "batched_ms", "target_ms", "floor_ms")
+    }
     total["pass_mflop"] = math.nan
     total["share_needed"] = total["floor_ms"] / total["target_ms"]
     return {"rate": rate, "rates": rates, "rows": rows, "total": total}
 
 
 def roofline_text(q: dict) -> str:
-    head = (f"{'task':17s} {'MFLOP':>7s} {'stacked':>7s} {'per-run':>8s} {'batched':>8s} {'target':>7s} "
-            f"{'floor':>6s} {'needed':>7s} {'pass':>6s} {'pass at':>7s}")
-    lines = [f"the arithmetic bound (ms of CPU time per copy-step; this core's float32 "
-             f"matrix-product rate {q['rate'] / 1e9:.1f} GFLOP/s, median of "
-             f"{len(q['rates'])}: range {min(q['rates']) / 1e9:.1f}-{max(q['rates']) / 1e9:.1f}); "
-             "MFLOP per copy-step counted on a copy's own module and on the stacked pass; "
-             "target = per-run / 10, floor = the smaller count at that rate, needed = the share of "
-             "the rate the arithmetic needs to meet the target with the rest of the step free, "
-             "pass = the stacked forward and backward pass alone, pass at = its share of the "
-             "rate", head, "-" * len(head)]
+    head = (
+        f"{'task':17s} {'MFLOP':>7s} {'stacked':>7s} {'per-run':>8s} {'batched':>8s} {'target':>7s} "
+        f"{'floor':>6s} {'needed':>7s} {'pass':>6s} {'pass at':>7s}"
+    )
+    lines = [
+        f"the arithmetic bound (ms of CPU time per copy-step; this core's float32 "
+        f"matrix-product rate {q['rate'] / 1e9:.1f} GFLOP/s, median of "
+        f"{len(q['rates'])}: range {min(q['rates']) / 1e9:.1f}-{max(q['rates']) / 1e9:.1f}); "
+        "MFLOP per copy-step counted on a copy's own module and on the stacked pass; "
+        "target = per-run / 10, floor = the smaller count at that rate, needed = the share of "
+        "the rate the arithmetic needs to meet the target with the rest of the step free, "
+        "pass = the stacked forward and backward pass alone, pass at = its share of the "
+        "rate",
+        head,
+        "-" * len(head),
+    ]
     for t, x in list(q["rows"].items()) + [("all tasks", q["total"])]:
-        pa = (f"{x['pass_ms']:6.3f} {x['pass_share']:7.0%}" if x.get("pass_ms") is not None
-              else f"{'-':>6s} {'-':>7s}")
+        pa = (
+            f"{x['pass_ms']:6.3f} {x['pass_share']:7.0%}"
+            if x.get("pass_ms") is not None
+            else f"{'-':>6s} {'-':>7s}"
+        )
         st = f"{x['pass_mflop']:7.2f}" if math.isfinite(x["pass_mflop"]) else f"{'-':>7s}"
-        lines.append(f"{t:17s} {x['mflop']:7.2f} {st} {x['per_run_ms']:8.3f} {x['batched_ms']:8.3f} "
-                     f"{x['target_ms']:7.3f} {x['floor_ms']:6.3f} {x['share_needed']:7.0%} {pa}")
+        lines.append(
+            f"{t:17s} {x['mflop']:7.2f} {st} {x['per_run_ms']:8.3f} {x['batched_ms']:8.3f} "
+            f"{x['target_ms']:7.3f} {x['floor_ms']:6.3f} {x['share_needed']:7.0%} {pa}"
+        )
     return "\n".join(lines)
 
 
@@ -342,36 +424,50 @@ def _fmt(x) -> str:
 
 def ratio_text(r: dict) -> str:
     all_, st, gain = r["ratio"]["all"], r["ratio"]["stacked"], r["ratio"]["stacked_gain"]
-    lines = [f"beta_grid's batched program against today's per-run tasks ({r['copies']} copies "
-             f"per task: {len(r['betas'])}x{len(r['betas'])} cells x {r['seeds']} seeds, "
-             f"{len(r['tasks'])} tasks, {r['steps']} steps, {r['rounds']} rounds interleaved, "
-             f"{r['device']}): per-run / batched over all {len(r['tasks'])} tasks: wall "
-             f"{_fmt(all_['wall'])}, CPU {_fmt(all_['cpu'])}"]
+    lines = [
+        f"beta_grid's batched program against today's per-run tasks ({r['copies']} copies "
+        f"per task: {len(r['betas'])}x{len(r['betas'])} cells x {r['seeds']} seeds, "
+        f"{len(r['tasks'])} tasks, {r['steps']} steps, {r['rounds']} rounds interleaved, "
+        f"{r['device']}): per-run / batched over all {len(r['tasks'])} tasks: wall "
+        f"{_fmt(all_['wall'])}, CPU {_fmt(all_['cpu'])}"
+    ]
     if st is not None:
-        lines.append(f"over the {len(r['stacked_tasks'])} tasks with a stacked pass "
-                     f"({', '.join(r['stacked_tasks'])}): per-run / batched wall "
-                     f"{_fmt(st['wall'])}, CPU {_fmt(st['cpu'])}; batched loop / batched "
-                     f"stacked wall {_fmt(gain['wall'])}, CPU {_fmt(gain['cpu'])}")
-    lines.append(f"verdicts that agree, per-run against batched (every finding and reading): "
-                 f"{r['agree']}/{r['compared']}; largest |per-seed difference| "
-                 f"{r['max_diff']:.1e}; largest relative minibatch-loss difference "
-                 f"{r['max_loss_diff']:.1e} (0: bitwise)")
+        lines.append(
+            f"over the {len(r['stacked_tasks'])} tasks with a stacked pass "
+            f"({', '.join(r['stacked_tasks'])}): per-run / batched wall "
+            f"{_fmt(st['wall'])}, CPU {_fmt(st['cpu'])}; batched loop / batched "
+            f"stacked wall {_fmt(gain['wall'])}, CPU {_fmt(gain['cpu'])}"
+        )
+    lines.append(
+        f"verdicts that agree, per-run against batched (every finding and reading): "
+        f"{r['agree']}/{r['compared']}; largest |per-seed difference| "
+        f"{r['max_diff']:.1e}; largest relative minibatch-loss difference "
+        f"{r['max_loss_diff']:.1e} (0: bitwise)"
+    )
     return "\n".join(lines)
 
 
 def table(r: dict) -> str:
-    head = (f"{'task':17s} {'forward':7s} {'per-run':>8s} {'batched':>8s} {'b-loop':>8s} "
-            f"{'ratio':>6s} {'gain':>5s} | {'per-run':>8s} {'batched':>8s} {'b-loop':>8s} "
-            f"{'ratio':>6s} {'gain':>5s}")
-    lines = ["wall seconds (left) and CPU seconds (right), medians over rounds; ratio = per-run"
-             " / batched, gain = batched loop / batched", head, "-" * len(head)]
+    head = (
+        f"{'task':17s} {'forward':7s} {'per-run':>8s} {'batched':>8s} {'b-loop':>8s} "
+        f"{'ratio':>6s} {'gain':>5s} | {'per-run':>8s} {'batched':>8s} {'b-loop':>8s} "
+        f"{'ratio':>6s} {'gain':>5s}"
+    )
+    lines = [
+        "wall seconds (left) and CPU seconds (right), medians over rounds; ratio = per-run"
+        " / batched, gain = batched loop / batched",
+        head,
+        "-" * len(head),
+    ]
     for task, row in r["rows"].items():
         cells = []
         for m in ("wall", "cpu"):
             x = row[m]
-            cells.append(f"{x['per-run']:8.2f} {x['batched']:8.2f} {x['batched-loop']:8.2f} "
-                         f"{x['per-run'] / x['batched']:6.1f} "
-                         f"{x['batched-loop'] / x['batched']:5.1f}")
+            cells.append(
+                f"{x['per-run']:8.2f} {x['batched']:8.2f} {x['batched-loop']:8.2f} "
+                f"{x['per-run'] / x['batched']:6.1f} "
+                f"{x['batched-loop'] / x['batched']:5.1f}"
+            )
         fw = "stacked" if task in r["stacked_tasks"] else "loop"
         lines.append(f"{task:17s} {fw:7s} {cells[0]} | {cells[1]}")
     return "\n".join(lines)
@@ -385,8 +481,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--roofline", action="store_true",
-                    help="add the arithmetic bound on the ratio (module docstring)")
+    ap.add_argument(
+        "--roofline",
+        action="store_true",
+        help="add the arithmetic bound on the ratio (module docstring)",
+    )
     ap.add_argument("--roofline-reps", type=int, default=5, metavar="N")
     args = ap.parse_args(argv)
 
@@ -400,18 +499,25 @@ def main(argv: list[str] | None = None) -> int:
     try:
         betas = [float(b) for b in args.betas.split(",")]
     except ValueError:
-        raise InputError(f"--betas {args.betas!r} is not allowed; give numbers in [0, 1) "
-                         "separated by commas") from None
+        raise InputError(
+            f"--betas {args.betas!r} is not allowed; give numbers in [0, 1) separated by commas"
+        ) from None
     if not betas or not all(0 <= b < 1 for b in betas) or len(set(betas)) != len(betas):
         raise InputError(f"--betas {args.betas!r} is not allowed; give distinct numbers in [0, 1)")
-    for name, v, lo in (("seeds", args.seeds, 2), ("steps", args.steps, 3),
-                        ("rounds", args.rounds, 1), ("roofline-reps", args.roofline_reps, 1)):
+    for name, v, lo in (
+        ("seeds", args.seeds, 2),
+        ("steps", args.steps, 3),
+        ("rounds", args.rounds, 1),
+        ("roofline-reps", args.roofline_reps, 1),
+    ):
         if v < lo:
             raise InputError(f"--{name} {v} is not allowed; use an integer >= {lo}")
     if args.roofline and args.device != "cpu":
-        raise InputError(f"--roofline with --device {args.device!r} is not allowed: the bound "
-                         "compares CPU time with this core's matrix-product rate; use "
-                         "--device cpu")
+        raise InputError(
+            f"--roofline with --device {args.device!r} is not allowed: the bound "
+            "compares CPU time with this core's matrix-product rate; use "
+            "--device cpu"
+        )
     r = beta_grid_ratio(tasks, betas, args.seeds, args.steps, args.rounds, args.device)
     print(table(r))
     print(ratio_text(r))

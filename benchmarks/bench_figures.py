@@ -60,8 +60,11 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--points", type=int, default=501)
     args = ap.parse_args(argv)
-    ways = {"peer": (None, _peer), "full": (figure_formats(False), save_figure),
-            "quick": (figure_formats(True), save_figure)}
+    ways = {
+        "peer": (None, _peer),
+        "full": (figure_formats(False), save_figure),
+        "quick": (figure_formats(True), save_figure),
+    }
     wall = {k: [] for k in ways}
     cpu = {k: [] for k in ways}
     out = Path(tempfile.mkdtemp(prefix="bench_figures_"))
@@ -69,7 +72,7 @@ def main(argv=None) -> None:
     with style("Agg"):
         _peer(_figure(args.points), out, "warm")  # fonts and caches loaded once
     for r in range(args.rounds):
-        for name in names[r % 3:] + names[:r % 3]:
+        for name in names[r % 3 :] + names[: r % 3]:
             formats, save = ways[name]
             with style("Agg", formats):
                 w, c = time.perf_counter(), time.process_time()
@@ -77,10 +80,14 @@ def main(argv=None) -> None:
                 cpu[name].append(time.process_time() - c)
                 wall[name].append(time.perf_counter() - w)
     load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
-    print(f"one clock-like figure ({args.points} points per curve), median of {args.rounds} "
-          f"interleaved rounds; 1-minute load average at the end {load}")
-    print(f"{'way':6s} {'files':10s} {'wall s':>8s} {'CPU s':>8s} {'wall ratio':>11s} "
-          f"{'CPU ratio':>10s}")
+    print(
+        f"one clock-like figure ({args.points} points per curve), median of {args.rounds} "
+        f"interleaved rounds; 1-minute load average at the end {load}"
+    )
+    print(
+        f"{'way':6s} {'files':10s} {'wall s':>8s} {'CPU s':>8s} {'wall ratio':>11s} "
+        f"{'CPU ratio':>10s}"
+    )
     w0, c0 = statistics.median(wall["peer"]), statistics.median(cpu["peer"])
     for name, (formats, _) in ways.items():
         w, c = statistics.median(wall[name]), statistics.median(cpu[name])

@@ -45,8 +45,11 @@ def _summary(x: list[float]) -> str:
         return f"{x[0]:.3f}"
     q = statistics.quantiles(x, n=4)
     ci = stats.quantile_test(x, q=statistics.median(x), p=0.5).confidence_interval(0.95)
-    interval = (f"[{ci.low:.3f}, {ci.high:.3f}]" if math.isfinite(ci.low + ci.high)
-                else "[too few rounds for a 95% interval]")
+    interval = (
+        f"[{ci.low:.3f}, {ci.high:.3f}]"
+        if math.isfinite(ci.low + ci.high)
+        else "[too few rounds for a 95% interval]"
+    )
     return f"{statistics.median(x):.3f} {interval} (quartiles {q[0]:.3f}-{q[2]:.3f})"
 
 
@@ -57,15 +60,22 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
     ap.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="sgd")
-    ap.add_argument("--torch-reductions", action="store_true",
-                    help="also a recorder reading with torch's reductions (no fused kernel)")
+    ap.add_argument(
+        "--torch-reductions",
+        action="store_true",
+        help="also a recorder reading with torch's reductions (no fused kernel)",
+    )
     args = ap.parse_args()
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    base = torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.ReLU(),
-                               torch.nn.Linear(1024, 256), torch.nn.ReLU(),
-                               torch.nn.Linear(256, 10))
+    base = torch.nn.Sequential(
+        torch.nn.Linear(784, 1024),
+        torch.nn.ReLU(),
+        torch.nn.Linear(1024, 256),
+        torch.nn.ReLU(),
+        torch.nn.Linear(256, 10),
+    )
     n = sum(p.numel() for p in base.parameters())
     variants = {"every=1": 1, "every=10": 10}
     if args.torch_reductions:
@@ -97,22 +107,27 @@ def main() -> None:
             k = keys[(i + r) % len(keys)]
             times[k].append(block(k))
     rec = recs["every=1"]
-    print(f"model: MLP 784-1024-256-10, {n} parameters, {len(rec.groups)} gauge groups "
-          f"({', '.join(f'{g.name}: {g.n_units} units' for g in rec.groups)}), batch "
-          f"{args.batch}, threads {torch.get_num_threads()}, optimizer {args.optimizer}; "
-          f"{args.repeats} interleaved rounds of {args.steps} steps per variant; load average "
-          f"{load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end ({os.cpu_count()} "
-          "CPUs)")
+    print(
+        f"model: MLP 784-1024-256-10, {n} parameters, {len(rec.groups)} gauge groups "
+        f"({', '.join(f'{g.name}: {g.n_units} units' for g in rec.groups)}), batch "
+        f"{args.batch}, threads {torch.get_num_threads()}, optimizer {args.optimizer}; "
+        f"{args.repeats} interleaved rounds of {args.steps} steps per variant; load average "
+        f"{load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end ({os.cpu_count()} "
+        "CPUs)"
+    )
     wall = statistics.median(t[0] for t in times["plain"])
     cpu = statistics.median(t[1] for t in times["plain"])
     print(f"plain step: median {1e3 * wall:.2f} ms wall, {1e3 * cpu:.2f} ms CPU")
-    print("overhead ratio = recorder / plain, paired per round: median [95% interval of the "
-          "median] (quartiles of the rounds)")
+    print(
+        "overhead ratio = recorder / plain, paired per round: median [95% interval of the "
+        "median] (quartiles of the rounds)"
+    )
     for k, r in recs.items():
         rw = [a[0] / b[0] for a, b in zip(times[k], times["plain"])]
         rc = [a[1] / b[1] for a, b in zip(times[k], times["plain"])]
-        print(f"  recorder {k:<9} ({len(r)} recorded steps): wall {_summary(rw)}  CPU "
-              f"{_summary(rc)}")
+        print(
+            f"  recorder {k:<9} ({len(r)} recorded steps): wall {_summary(rw)}  CPU {_summary(rc)}"
+        )
 
 
 if __name__ == "__main__":

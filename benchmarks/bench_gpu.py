@@ -49,14 +49,19 @@ def grid_program(task: str, cells: int, seeds: int, steps: int, device: str):
     from gaugedyn.experiments.adam_split.beta_grid import copies_of, reference_copies
     from gaugedyn.experiments.adam_split.tasks import DEFAULTS
 
-    betas = list(BETAS[:cells]) if cells <= len(BETAS) else list(
-        1 - np.logspace(-0.7, -3, cells))
+    betas = list(BETAS[:cells]) if cells <= len(BETAS) else list(1 - np.logspace(-0.7, -3, cells))
     spec = {"beta1s": betas, "beta2s": betas, "seeds": seeds, "reference": "corners"}
     copies = [(b1, b2, 1000 + i) for i, (b1, b2, _) in enumerate(copies_of(spec))]
 
     def run(n_steps=steps):
-        return train_copies(task, copies, n_steps, DEFAULTS[task]["lr"],
-                            reference=reference_copies(spec), device=device)
+        return train_copies(
+            task,
+            copies,
+            n_steps,
+            DEFAULTS[task]["lr"],
+            reference=reference_copies(spec),
+            device=device,
+        )
 
     return len(copies), run
 
@@ -71,15 +76,23 @@ def scan_program(copies: int, steps: int, device: str):
     b2 = 1 - 10 ** rng.uniform(-4, -2, copies)
 
     def run(n_steps=steps):
-        model = BatchedMLP("teacher_mse", copies, np.arange(copies), 256, dtype=torch.float64,
-                           device=device)
+        model = BatchedMLP(
+            "teacher_mse", copies, np.arange(copies), 256, dtype=torch.float64, device=device
+        )
         return adam_steps(model, 1e-2, b1, b2, n_steps, record=10)
 
     return copies, run
 
 
-def measure(devices: list[str], tasks: list[str], cells: int, seeds: int, steps: int,
-            copies: int, scan_steps: int) -> list[dict]:
+def measure(
+    devices: list[str],
+    tasks: list[str],
+    cells: int,
+    seeds: int,
+    steps: int,
+    copies: int,
+    scan_steps: int,
+) -> list[dict]:
     """One row per program and device."""
     import torch
 
@@ -87,18 +100,29 @@ def measure(devices: list[str], tasks: list[str], cells: int, seeds: int, steps:
     torch.set_num_threads(1)
     rows = []
     try:
-        programs = [(f"beta_grid {t}", steps, lambda d, t=t: grid_program(t, cells, seeds,
-                                                                          steps, d))
-                    for t in tasks]
-        programs.append(("stability scan", scan_steps,
-                         lambda d: scan_program(copies, scan_steps, d)))
+        programs = [
+            (f"beta_grid {t}", steps, lambda d, t=t: grid_program(t, cells, seeds, steps, d))
+            for t in tasks
+        ]
+        programs.append(
+            ("stability scan", scan_steps, lambda d: scan_program(copies, scan_steps, d))
+        )
         for name, n_steps, build in programs:
             for device in devices:
                 n, run = build(device)
                 run(min(n_steps, 10))  # untimed: imports, data, kernel caches
                 wall, cpu = _timed(run, device)
-                rows.append({"program": name, "device": device, "copies": n, "steps": n_steps,
-                             "wall": wall, "cpu": cpu, "ms": 1e3 * wall / (n * n_steps)})
+                rows.append(
+                    {
+                        "program": name,
+                        "device": device,
+                        "copies": n,
+                        "steps": n_steps,
+                        "wall": wall,
+                        "cpu": cpu,
+                        "ms": 1e3 * wall / (n * n_steps),
+                    }
+                )
     finally:
         torch.set_num_threads(before)
     return rows
@@ -111,15 +135,27 @@ def table(rows: list[dict]) -> str:
     head += ["cpu/this"] if gpu else []
     body = []
     for r in rows:
-        cells = [r["program"], r["device"], str(r["copies"]), str(r["steps"]), f"{r['wall']:.2f}",
-                 f"{r['cpu']:.2f}", f"{r['ms']:.3f}"]
+        cells = [
+            r["program"],
+            r["device"],
+            str(r["copies"]),
+            str(r["steps"]),
+            f"{r['wall']:.2f}",
+            f"{r['cpu']:.2f}",
+            f"{r['ms']:.3f}",
+        ]
         if gpu:
-            cells.append(f"{cpu_wall[r['program']] / r['wall']:.1f}x"
-                         if r["program"] in cpu_wall else "-")
+            cells.append(
+                f"{cpu_wall[r['program']] / r['wall']:.1f}x" if r["program"] in cpu_wall else "-"
+            )
         body.append(cells)
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
-    fmt = lambda c: "  ".join(x.ljust(w) if i < 2 else x.rjust(w)  # noqa: E731
-                              for i, (x, w) in enumerate(zip(c, widths)))
+
+    def fmt(c):
+        return "  ".join(
+            x.ljust(w) if i < 2 else x.rjust(w) for i, (x, w) in enumerate(zip(c, widths))
+        )
+
     return "\n".join([fmt(head), "-" * len(fmt(head)), *map(fmt, body)])
 
 
@@ -143,9 +179,13 @@ def main(argv: list[str] | None = None) -> int:
     bad = [t for t in tasks if t not in TASKS]
     if bad or not tasks:
         raise InputError(f"--tasks {args.tasks!r}: unknown {bad}; allowed: {', '.join(TASKS)}")
-    for name, v, lo in (("cells", args.cells, 2), ("seeds", args.seeds, 1),
-                        ("steps", args.steps, 1), ("copies", args.copies, 1),
-                        ("scan-steps", args.scan_steps, 10)):
+    for name, v, lo in (
+        ("cells", args.cells, 2),
+        ("seeds", args.seeds, 1),
+        ("steps", args.steps, 1),
+        ("copies", args.copies, 1),
+        ("scan-steps", args.scan_steps, 10),
+    ):
         if v < lo:
             raise InputError(f"--{name} {v} is not allowed; use an integer >= {lo}")
     devices = ["cpu"]
@@ -156,8 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"GPU: {torch.cuda.get_device_name(0)}; running on cpu and cuda")
     else:
         print("no GPU present (torch.cuda.is_available() is False): running on cpu only")
-    rows = measure(devices, tasks, args.cells, args.seeds, args.steps, args.copies,
-                   args.scan_steps)
+    rows = measure(devices, tasks, args.cells, args.seeds, args.steps, args.copies, args.scan_steps)
     print(table(rows))
     return 0
 

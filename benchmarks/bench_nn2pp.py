@@ -63,8 +63,21 @@ def build(src: Path, scratch: Path) -> dict:
     out = {}
     for name, exe, extra in (("sgd", "nn2pp.exe", ["-fopenmp"]), ("ode", "scmpp_ode.exe", [])):
         target = scratch / exe
-        subprocess.run(["g++", "-std=c++11", "-O3", *extra, str(src / exe.replace(".exe", ".cpp")),
-                        "-I", str(src), "-larmadillo", "-o", str(target)], check=True)
+        subprocess.run(
+            [
+                "g++",
+                "-std=c++11",
+                "-O3",
+                *extra,
+                str(src / exe.replace(".exe", ".cpp")),
+                "-I",
+                str(src),
+                "-larmadillo",
+                "-o",
+                str(target),
+            ],
+            check=True,
+        )
         out[name] = str(target)
     return out
 
@@ -76,8 +89,10 @@ def measure(fn):
     out = fn()
     wall = time.perf_counter() - t0
     r1, c1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = sum(getattr(r1, f) - getattr(r0, f) + getattr(c1, f) - getattr(c0, f)
-              for f in ("ru_utime", "ru_stime"))
+    cpu = sum(
+        getattr(r1, f) - getattr(r0, f) + getattr(c1, f) - getattr(c0, f)
+        for f in ("ru_utime", "ru_stime")
+    )
     return wall, cpu, out
 
 
@@ -89,14 +104,18 @@ def interleaved(cases: dict, rounds: int) -> dict:
             w, c, results[k] = measure(fn)
             times[k][0].append(w)
             times[k][1].append(c)
-    return {k: (statistics.median(w), statistics.median(c), results[k])
-            for k, (w, c) in times.items()}
+    return {
+        k: (statistics.median(w), statistics.median(c), results[k]) for k, (w, c) in times.items()
+    }
 
 
 def rows(stdout: str) -> np.ndarray:
     """nn2pp's output lines: t, eg, et, eg_frac, et_frac, diff, Q (upper), R, A, v."""
-    data = [[float(x) for x in line.split(",")] for line in stdout.splitlines()
-            if line.strip() and not line.startswith("#")]
+    data = [
+        [float(x) for x in line.split(",")]
+        for line in stdout.splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     return np.array(data)
 
 
@@ -105,23 +124,23 @@ def unpack(table: np.ndarray):
     iu = np.triu_indices(K)
     nq = len(iu[0])
     Q = np.zeros((table.shape[0], K, K))
-    Q[:, iu[0], iu[1]] = table[:, 6:6 + nq]
-    Q[:, iu[1], iu[0]] = table[:, 6:6 + nq]
-    R = table[:, 6 + nq:6 + nq + K * M].reshape(-1, K, M)
-    v = table[:, 6 + nq + K * M + M:]
+    Q[:, iu[0], iu[1]] = table[:, 6 : 6 + nq]
+    Q[:, iu[1], iu[0]] = table[:, 6 : 6 + nq]
+    R = table[:, 6 + nq : 6 + nq + K * M].reshape(-1, K, M)
+    v = table[:, 6 + nq + K * M + M :]
     return table[:, 0], Q, R, v
 
 
 def stored(folder: Path) -> dict:
     """The initial order parameters nn2pp wrote with ``--store`` (full precision)."""
+
     def load(suffix):
         (f,) = folder.glob(f"*{suffix}")
-        return np.loadtxt(f, delimiter=",", ndmin=1), str(f)[:-len(suffix)]
+        return np.loadtxt(f, delimiter=",", ndmin=1), str(f)[: -len(suffix)]
 
     (Q, prefix), (R, _), (T, _) = load("_Q0.dat"), load("_R0.dat"), load("_T0.dat")
     (A, _), (v, _) = load("_A0.dat"), load("_v0.dat")
-    return dict(Q=Q.reshape(K, K), R=R.reshape(K, M), T=T.reshape(M, M), A=A, v=v,
-                prefix=prefix)
+    return dict(Q=Q.reshape(K, K), R=R.reshape(K, M), T=T.reshape(M, M), A=A, v=v, prefix=prefix)
 
 
 def problem_from(init: dict, dim: int, activation: str, teacher_activation=None) -> Problem:
@@ -131,13 +150,36 @@ def problem_from(init: dict, dim: int, activation: str, teacher_activation=None)
     lam, U = np.linalg.eigh(C)
     F = U * np.sqrt(np.maximum(lam, 0.0))
     F = np.concatenate([F, np.zeros((K + M, dim - K - M))], axis=1)
-    return Problem(a=init["v"], W=F[:K], b=init["A"], V=F[K:], activation=activation,
-                   teacher_activation=teacher_activation)
+    return Problem(
+        a=init["v"],
+        W=F[:K],
+        b=init["A"],
+        V=F[K:],
+        activation=activation,
+        teacher_activation=teacher_activation,
+    )
 
 
 def nn2pp_args(g1, g2, N, t_max, lr2=None, wd=0.0, sigma=0.0):
-    args = ["--g1", str(g1), "--g2", str(g2), "-N", str(N), "-M", str(M), "-K", str(K),
-            "--lr", "1", "--steps", str(t_max), "--both", "-r", "0"]
+    args = [
+        "--g1",
+        str(g1),
+        "--g2",
+        str(g2),
+        "-N",
+        str(N),
+        "-M",
+        str(M),
+        "-K",
+        str(K),
+        "--lr",
+        "1",
+        "--steps",
+        str(t_max),
+        "--both",
+        "-r",
+        "0",
+    ]
     if lr2 is not None:
         args += ["--lr2", str(lr2)]
     return args + ["--wd", str(wd), "--sigma", str(sigma)]
@@ -156,8 +198,9 @@ def gaugedyn_ode_nn2pp_conventions(problem, times, lr, lr2, wd, sigma):
         return out
 
     y0 = np.concatenate([a0, Q0.ravel(), R0.ravel()])
-    sol = solve_ivp(f, (0.0, float(times[-1])), y0, method="DOP853", t_eval=times, rtol=1e-11,
-                    atol=1e-13)
+    sol = solve_ivp(
+        f, (0.0, float(times[-1])), y0, method="DOP853", t_eval=times, rtol=1e-11, atol=1e-13
+    )
     return rhs.unpack(sol.y.T)
 
 
@@ -168,45 +211,101 @@ def case_a(exe, scratch: Path, N: int, t_max: float, rounds: int):
     sgd = subprocess.run(sgd_args, cwd=folder, capture_output=True, text=True, check=True)
     init = stored(folder)
     problem = problem_from(init, K + M, "erf")
-    print(f"A. erf / erf, nn2pp --lr 1 --lr2 {OPTIONS['lr2']} --wd {OPTIONS['wd']} --sigma "
-          f"{OPTIONS['sigma']} --both, t up to {t_max:g}")
+    print(
+        f"A. erf / erf, nn2pp --lr 1 --lr2 {OPTIONS['lr2']} --wd {OPTIONS['wd']} --sigma "
+        f"{OPTIONS['sigma']} --both, t up to {t_max:g}"
+    )
     print(f"{'nn2pp ODE dt':>13s} {'max |dQ|,|dR|,|dv|':>20s} {'ratio to previous':>18s}")
     previous = None
     for dt in DTS:
-        out = subprocess.run([exe["ode"], "--g", "1", "-M", str(M), "-K", str(K), "--lr", "1",
-                              "--lr2", str(OPTIONS["lr2"]), "--wd", str(OPTIONS["wd"]),
-                              "--sigma", str(OPTIONS["sigma"]), "--dt", str(dt), "--steps",
-                              str(t_max), "--both", "--prefix", init["prefix"]],
-                             cwd=folder, capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [
+                exe["ode"],
+                "--g",
+                "1",
+                "-M",
+                str(M),
+                "-K",
+                str(K),
+                "--lr",
+                "1",
+                "--lr2",
+                str(OPTIONS["lr2"]),
+                "--wd",
+                str(OPTIONS["wd"]),
+                "--sigma",
+                str(OPTIONS["sigma"]),
+                "--dt",
+                str(dt),
+                "--steps",
+                str(t_max),
+                "--both",
+                "--prefix",
+                init["prefix"],
+            ],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         t, Q, R, v = unpack(rows(out.stdout))
-        a_g, Q_g, R_g = gaugedyn_ode_nn2pp_conventions(problem, t, 1.0, OPTIONS["lr2"],
-                                                       OPTIONS["wd"], OPTIONS["sigma"])
+        a_g, Q_g, R_g = gaugedyn_ode_nn2pp_conventions(
+            problem, t, 1.0, OPTIONS["lr2"], OPTIONS["wd"], OPTIONS["sigma"]
+        )
         diff = max(np.abs(Q - Q_g).max(), np.abs(R - R_g).max(), np.abs(v - a_g).max())
         ratio = "" if previous is None else f"{previous / diff:18.2f}"
         print(f"{dt:13g} {diff:20.2e} {ratio}")
         previous = diff
     t, Q, R, v = unpack(rows(sgd.stdout))
-    a_g, Q_g, R_g = gaugedyn_ode_nn2pp_conventions(problem, t, 1.0, OPTIONS["lr2"], OPTIONS["wd"],
-                                                   OPTIONS["sigma"])
+    a_g, Q_g, R_g = gaugedyn_ode_nn2pp_conventions(
+        problem, t, 1.0, OPTIONS["lr2"], OPTIONS["wd"], OPTIONS["sigma"]
+    )
     dev = max(np.abs(Q - Q_g).max(), np.abs(R - R_g).max(), np.abs(v - a_g).max())
-    print(f"nn2pp SGD (N = {N}, one seed) against gaugedyn's ODE: max deviation {dev:.3f} "
-          f"(fluctuations of order N^-1/2 = {N ** -0.5:.3f})")
+    print(
+        f"nn2pp SGD (N = {N}, one seed) against gaugedyn's ODE: max deviation {dev:.3f} "
+        f"(fluctuations of order N^-1/2 = {N**-0.5:.3f})"
+    )
     steps = int(t_max * N)
     big = problem_from(init, N, "erf")
-    cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=steps, samples=None, batch=1,
-                      weight_decay=OPTIONS["wd"], lr2=OPTIONS["lr2"],
-                      label_noise=OPTIONS["sigma"], points_per_decade=2)
+    cfg = TrainConfig(
+        optimizer="sgd",
+        lr=1.0,
+        steps=steps,
+        samples=None,
+        batch=1,
+        weight_decay=OPTIONS["wd"],
+        lr2=OPTIONS["lr2"],
+        label_noise=OPTIONS["sigma"],
+        points_per_decade=2,
+    )
     for backend in ("compiled", "chain"):  # compile outside the timing
-        train(big, TrainConfig(optimizer="sgd", lr=1.0, steps=10, samples=None, batch=1,
-                               weight_decay=0.1, lr2=0.5, label_noise=0.1), backend=backend)
-    timed = interleaved({
-        "nn2pp SGD (C++, Armadillo)": lambda: subprocess.run(sgd_args[:-1], cwd=folder,
-                                                             capture_output=True, check=True),
-        "gaugedyn torch trainer": lambda: train(big, cfg, seeds=1, backend="torch"),
-        "gaugedyn compiled (weight space)": lambda: train(big, cfg, seeds=1,
-                                                          backend="compiled"),
-        "gaugedyn chain (order parameters)": lambda: train(big, cfg, seeds=1, backend="chain"),
-    }, rounds)
+        train(
+            big,
+            TrainConfig(
+                optimizer="sgd",
+                lr=1.0,
+                steps=10,
+                samples=None,
+                batch=1,
+                weight_decay=0.1,
+                lr2=0.5,
+                label_noise=0.1,
+            ),
+            backend=backend,
+        )
+    timed = interleaved(
+        {
+            "nn2pp SGD (C++, Armadillo)": lambda: subprocess.run(
+                sgd_args[:-1], cwd=folder, capture_output=True, check=True
+            ),
+            "gaugedyn torch trainer": lambda: train(big, cfg, seeds=1, backend="torch"),
+            "gaugedyn compiled (weight space)": lambda: train(
+                big, cfg, seeds=1, backend="compiled"
+            ),
+            "gaugedyn chain (order parameters)": lambda: train(big, cfg, seeds=1, backend="chain"),
+        },
+        rounds,
+    )
     _rates(timed, steps, "nn2pp SGD (C++, Armadillo)")
 
 
@@ -219,8 +318,9 @@ def case_b(exe, scratch: Path, N: int, t_max: float, rounds: int, threads: int):
     problem = problem_from(init, N, "relu", teacher_activation="erf")
     print(f"\nB. erf teacher, ReLU student (--g1 1 --g2 2 --both), N = {N}, t up to {t_max:g}")
     steps = int(t_max * N)
-    cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=steps, samples=None, batch=1,
-                      points_per_decade=8)
+    cfg = TrainConfig(
+        optimizer="sgd", lr=1.0, steps=steps, samples=None, batch=1, points_per_decade=8
+    )
     chain = train_online(problem, cfg, 10, 0, None, None, threads, "chain")
     ode = online_ode(problem, 1.0, chain.time, rtol=1e-6, atol=1e-8)
     late = chain.time >= 0.5
@@ -228,36 +328,61 @@ def case_b(exe, scratch: Path, N: int, t_max: float, rounds: int, threads: int):
     for key in ("a", "Q", "R"):
         lo, hi = np.quantile(getattr(chain, key)[:, late], [0.1, 0.9], axis=0)
         inside.append(((ode[key][late] >= lo) & (ode[key][late] <= hi)).ravel())
-    seed_dev = np.array([max(np.abs(chain.Q[s] - ode["Q"]).max(),
-                             np.abs(chain.R[s] - ode["R"]).max(),
-                             np.abs(chain.a[s] - ode["a"]).max()) for s in range(10)])
+    seed_dev = np.array(
+        [
+            max(
+                np.abs(chain.Q[s] - ode["Q"]).max(),
+                np.abs(chain.R[s] - ode["R"]).max(),
+                np.abs(chain.a[s] - ode["a"]).max(),
+            )
+            for s in range(10)
+        ]
+    )
     t, Q, R, v = unpack(rows(sgd.stdout))
     ode_n = online_ode(problem, 1.0, t, rtol=1e-6, atol=1e-8)
-    dev = max(np.abs(Q - ode_n["Q"]).max(), np.abs(R - ode_n["R"]).max(),
-              np.abs(v - ode_n["a"]).max())
+    dev = max(
+        np.abs(Q - ode_n["Q"]).max(), np.abs(R - ode_n["R"]).max(), np.abs(v - ode_n["a"]).max()
+    )
     lo, hi = np.quantile(seed_dev, [0.1, 0.9])
-    print(f"gaugedyn's online ODE inside the chain's 10-90% band (10 seeds, t >= 0.5): "
-          f"{np.concatenate(inside).mean():.1%} of the records")
-    print(f"max deviation from gaugedyn's ODE: nn2pp SGD (one seed) {dev:.3f}; gaugedyn chain "
-          f"seeds 10-90%: {lo:.3f} to {hi:.3f}")
-    plain = TrainConfig(optimizer="sgd", lr=1.0, steps=steps, samples=None, batch=1,
-                        points_per_decade=2)
-    train(problem, TrainConfig(optimizer="sgd", lr=1.0, steps=10, samples=None), seeds=1,
-          backend="compiled")  # compile outside the timing
-    timed = interleaved({
-        "nn2pp SGD (C++, Armadillo)": lambda: subprocess.run(sgd_args[:-1], cwd=folder,
-                                                             capture_output=True, check=True),
-        "gaugedyn compiled (weight space)": lambda: train_online(problem, plain, 1, 0, None,
-                                                                 None, 1, "compiled"),
-        "gaugedyn chain (order parameters)": lambda: train_online(problem, plain, 1, 0, None,
-                                                                  None, 1, "chain"),
-    }, rounds)
+    print(
+        f"gaugedyn's online ODE inside the chain's 10-90% band (10 seeds, t >= 0.5): "
+        f"{np.concatenate(inside).mean():.1%} of the records"
+    )
+    print(
+        f"max deviation from gaugedyn's ODE: nn2pp SGD (one seed) {dev:.3f}; gaugedyn chain "
+        f"seeds 10-90%: {lo:.3f} to {hi:.3f}"
+    )
+    plain = TrainConfig(
+        optimizer="sgd", lr=1.0, steps=steps, samples=None, batch=1, points_per_decade=2
+    )
+    train(
+        problem,
+        TrainConfig(optimizer="sgd", lr=1.0, steps=10, samples=None),
+        seeds=1,
+        backend="compiled",
+    )  # compile outside the timing
+    timed = interleaved(
+        {
+            "nn2pp SGD (C++, Armadillo)": lambda: subprocess.run(
+                sgd_args[:-1], cwd=folder, capture_output=True, check=True
+            ),
+            "gaugedyn compiled (weight space)": lambda: train_online(
+                problem, plain, 1, 0, None, None, 1, "compiled"
+            ),
+            "gaugedyn chain (order parameters)": lambda: train_online(
+                problem, plain, 1, 0, None, None, 1, "chain"
+            ),
+        },
+        rounds,
+    )
     _rates(timed, steps, "nn2pp SGD (C++, Armadillo)")
 
 
 def _rates(timed: dict, steps: int, ref: str) -> None:
-    print(f"{'SGD, one seed, ' + str(steps) + ' steps':38s} {'wall s':>8s} {'cpu s':>8s} "
-          f"{'steps/s (cpu)':>14s} {'rate / nn2pp':>13s}")
+    print(
+        f"{'SGD, one seed, ' + str(steps) + ' steps':38s} {'wall s':>8s} {'cpu s':>8s} "
+        f"{'steps/s (cpu)':>14s} {'rate / nn2pp':>13s}"
+    )
     ref_rate = steps / timed[ref][1]
     for k, (wall, cpu, _) in timed.items():
         rate = steps / cpu
@@ -266,23 +391,32 @@ def _rates(timed: dict, steps: int, ref: str) -> None:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--nn2pp-src", required=True, type=Path,
-                    help="a checkout of github.com/sgoldt/nn2pp")
+    ap.add_argument(
+        "--nn2pp-src", required=True, type=Path, help="a checkout of github.com/sgoldt/nn2pp"
+    )
     ap.add_argument("--N", type=int, default=1000)
     ap.add_argument("--t-max", type=float, default=30.0)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--prebuilt", type=Path, default=None,
-                    help="a folder holding nn2pp.exe and scmpp_ode.exe built earlier by this "
-                         "script's command (skips the build)")
+    ap.add_argument(
+        "--prebuilt",
+        type=Path,
+        default=None,
+        help="a folder holding nn2pp.exe and scmpp_ode.exe built earlier by this "
+        "script's command (skips the build)",
+    )
     args = ap.parse_args(argv)
-    print(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; load average "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     with tempfile.TemporaryDirectory(prefix="nn2pp-") as tmp:
         scratch = Path(tmp)
         if args.prebuilt is not None:
-            exe = {"sgd": str((args.prebuilt / "nn2pp.exe").resolve()),
-                   "ode": str((args.prebuilt / "scmpp_ode.exe").resolve())}
+            exe = {
+                "sgd": str((args.prebuilt / "nn2pp.exe").resolve()),
+                "ode": str((args.prebuilt / "scmpp_ode.exe").resolve()),
+            }
         else:
             exe = build(args.nn2pp_src.resolve(), scratch)
         case_a(exe, scratch, args.N, args.t_max, args.rounds)

@@ -48,8 +48,10 @@ def _measure(fn):
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_SELF)
     c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = sum(getattr(r1, f) - getattr(r0, f) + getattr(c1, f) - getattr(c0, f)
-              for f in ("ru_utime", "ru_stime"))
+    cpu = sum(
+        getattr(r1, f) - getattr(r0, f) + getattr(c1, f) - getattr(c0, f)
+        for f in ("ru_utime", "ru_stime")
+    )
     return wall, cpu, out
 
 
@@ -71,27 +73,63 @@ def _problem(N):
 def single_seed(N, steps, rounds, nn2pp, scratch):
     problem = _problem(N)
     cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=steps, samples=None, points_per_decade=5)
-    torch_cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=max(steps // 20, 1000), samples=None,
-                            points_per_decade=5)
-    train(problem, TrainConfig(optimizer="sgd", lr=1.0, steps=10, samples=None), seeds=1,
-          backend="compiled")  # compile outside the timing
-    train(problem, TrainConfig(optimizer="sgd", lr=1.0, steps=10, samples=None), seeds=1,
-          backend="chain")
+    torch_cfg = TrainConfig(
+        optimizer="sgd", lr=1.0, steps=max(steps // 20, 1000), samples=None, points_per_decade=5
+    )
+    train(
+        problem,
+        TrainConfig(optimizer="sgd", lr=1.0, steps=10, samples=None),
+        seeds=1,
+        backend="compiled",
+    )  # compile outside the timing
+    train(
+        problem,
+        TrainConfig(optimizer="sgd", lr=1.0, steps=10, samples=None),
+        seeds=1,
+        backend="chain",
+    )
     cases = {
         "gaugedyn compiled": (lambda: train(problem, cfg, seeds=1, backend="compiled"), steps),
         "gaugedyn chain": (lambda: train(problem, cfg, seeds=1, backend="chain"), steps),
         "gaugedyn torch": (lambda: train(problem, torch_cfg, seeds=1), torch_cfg.steps),
     }
     if nn2pp:
+
         def run_nn2pp():  # it writes its output files into the working folder: a scratch one
-            subprocess.run([nn2pp, "--g1", "1", "--g2", "1", "-N", str(N), "-M", "4", "-K", "4",
-                            "--lr", "1", "--both", "--steps", str(steps / N), "--quiet",
-                            "-s", "1"], check=True, stdout=subprocess.DEVNULL, cwd=scratch)
+            subprocess.run(
+                [
+                    nn2pp,
+                    "--g1",
+                    "1",
+                    "--g2",
+                    "1",
+                    "-N",
+                    str(N),
+                    "-M",
+                    "4",
+                    "-K",
+                    "4",
+                    "--lr",
+                    "1",
+                    "--both",
+                    "--steps",
+                    str(steps / N),
+                    "--quiet",
+                    "-s",
+                    "1",
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                cwd=scratch,
+            )
+
         cases["nn2pp (C++)"] = (run_nn2pp, steps)
     med = interleaved({k: v[0] for k, v in cases.items()}, rounds)
     rates = {k: (cases[k][1] / med[k][0], cases[k][1] / med[k][1]) for k in cases}
-    print(f"\n1. one seed, online SGD, erf K = M = 4, N = {N}, {steps} steps (torch: "
-          f"{torch_cfg.steps}); steps/s (wall | cpu), median of {rounds} interleaved rounds")
+    print(
+        f"\n1. one seed, online SGD, erf K = M = 4, N = {N}, {steps} steps (torch: "
+        f"{torch_cfg.steps}); steps/s (wall | cpu), median of {rounds} interleaved rounds"
+    )
     for k, (rw, rc) in rates.items():
         print(f"   {k:20s} {rw:12,.0f} | {rc:12,.0f}")
     mine = ("gaugedyn compiled", "gaugedyn chain")
@@ -99,8 +137,10 @@ def single_seed(N, steps, rounds, nn2pp, scratch):
         ours = rates[name]
         for k in cases:
             if k not in mine:
-                print(f"   ratio {name.removeprefix('gaugedyn ')} / {k}: "
-                      f"{ours[0] / rates[k][0]:.2f}x wall, {ours[1] / rates[k][1]:.2f}x cpu")
+                print(
+                    f"   ratio {name.removeprefix('gaugedyn ')} / {k}: "
+                    f"{ours[0] / rates[k][0]:.2f}x wall, {ours[1] / rates[k][1]:.2f}x cpu"
+                )
     return rates
 
 
@@ -120,24 +160,31 @@ def batched(N, seeds, steps, rounds):
     problem = _problem(N)
     _draws(seed_generator(0, 0), 1, N)  # compile outside the timing
     cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=steps, samples=None, points_per_decade=5)
-    tcfg = TrainConfig(optimizer="sgd", lr=1.0, steps=max(steps // 10, 500), samples=None,
-                       points_per_decade=5)
+    tcfg = TrainConfig(
+        optimizer="sgd", lr=1.0, steps=max(steps // 10, 500), samples=None, points_per_decade=5
+    )
     from gaugedyn.training._online_fast import train_online, train_online_compiled
 
     train(problem, TrainConfig(optimizer="sgd", lr=1.0, steps=10, samples=None), backend="chain")
 
     threads = len(os.sched_getaffinity(0))
     cases = {
-        "compiled, 1 thread": (lambda: train_online_compiled(problem, cfg, seeds=seeds, threads=1),
-                               seeds * steps),
+        "compiled, 1 thread": (
+            lambda: train_online_compiled(problem, cfg, seeds=seeds, threads=1),
+            seeds * steps,
+        ),
         f"compiled, {threads} threads": (
             lambda: train_online_compiled(problem, cfg, seeds=seeds, threads=threads),
-            seeds * steps),
-        "chain, 1 thread": (lambda: train_online(problem, cfg, seeds, 0, None, None, 1, "chain"),
-                            seeds * steps),
+            seeds * steps,
+        ),
+        "chain, 1 thread": (
+            lambda: train_online(problem, cfg, seeds, 0, None, None, 1, "chain"),
+            seeds * steps,
+        ),
         f"chain, {threads} threads": (
             lambda: train_online(problem, cfg, seeds, 0, None, None, threads, "chain"),
-            seeds * steps),
+            seeds * steps,
+        ),
         "torch, batched seeds": (lambda: train(problem, tcfg, seeds=seeds), seeds * tcfg.steps),
         "draws only, 1 thread": (lambda: _draws(seed_generator(0, 0), steps, N), steps),
     }
@@ -148,15 +195,19 @@ def batched(N, seeds, steps, rounds):
         rates[k] = (cases[k][1] / med[k][0], cases[k][1] / med[k][1])
         print(f"   {k:22s} {rates[k][0]:12,.0f} | {rates[k][1]:12,.0f}")
     best = max(rates[k][0] for k in rates if k.startswith("compiled"))
-    print(f"   ratio best compiled / torch batched: {best / rates['torch, batched seeds'][0]:.1f}x"
-          " wall")
+    print(
+        f"   ratio best compiled / torch batched: {best / rates['torch, batched seeds'][0]:.1f}x"
+        " wall"
+    )
     chain = max(rates[k][0] for k in rates if k.startswith("chain"))
     print(f"   ratio best chain / best compiled: {chain / best:.1f}x wall")
     floor = rates["draws only, 1 thread"][1]
-    print(f"   the input draws alone allow at most {floor:,.0f} steps/s per thread "
-          f"({1e9 / (floor * N):.1f} ns per normal), {threads * floor:,.0f} summed on {threads} "
-          f"threads; compiled on 1 thread reaches {rates['compiled, 1 thread'][1] / floor:.0%} "
-          "of it (cpu); the chain draws P normals and one chi-square per step instead")
+    print(
+        f"   the input draws alone allow at most {floor:,.0f} steps/s per thread "
+        f"({1e9 / (floor * N):.1f} ns per normal), {threads * floor:,.0f} summed on {threads} "
+        f"threads; compiled on 1 thread reaches {rates['compiled, 1 thread'][1] / floor:.0%} "
+        "of it (cpu); the chain draws P normals and one chi-square per step instead"
+    )
     return rates
 
 
@@ -170,15 +221,19 @@ def ode(rounds):
     rhs = OnlineODE(4, 4, b, T, "erf", 1.0)
     y0 = np.concatenate([a0, Q0.ravel(), R0.ravel()])
     ref = solve_ivp(rhs, (0, 1000), y0, method="DOP853", t_eval=t, rtol=1e-13, atol=1e-15).y.T
-    cases = {"compiled + LSODA": lambda: online_ode(problem, 1.0, t, method="compiled"),
-             "numpy + DOP853": lambda: online_ode(problem, 1.0, t, method="reference")}
+    cases = {
+        "compiled + LSODA": lambda: online_ode(problem, 1.0, t, method="compiled"),
+        "numpy + DOP853": lambda: online_ode(problem, 1.0, t, method="reference"),
+    }
     med = interleaved(cases, rounds)
     print(f"\n3. erf online ODE, K = M = 4, to t = 1000, rtol 1e-9 (median of {rounds} rounds)")
     for k, fn in cases.items():
         o = fn()
         y = np.concatenate([o["a"], o["Q"].reshape(len(t), -1), o["R"].reshape(len(t), -1)], 1)
-        print(f"   {k:18s} {med[k][0]:.4f} s wall, {med[k][1]:.4f} s cpu; max |y - ref| = "
-              f"{np.abs(y - ref).max():.2e}")
+        print(
+            f"   {k:18s} {med[k][0]:.4f} s wall, {med[k][1]:.4f} s cpu; max |y - ref| = "
+            f"{np.abs(y - ref).max():.2e}"
+        )
     r = med["numpy + DOP853"][1] / med["compiled + LSODA"][1]
     print(f"   ratio numpy+DOP853 / compiled+LSODA: {r:.1f}x cpu")
 
@@ -191,8 +246,10 @@ def main():
     args = p.parse_args()
     torch.set_num_threads(1)
     scale = 10 if args.quick else 1
-    print(f"bench_online.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, torch "
-          f"{torch.__version__}, {os.cpu_count()} CPUs")
+    print(
+        f"bench_online.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, torch "
+        f"{torch.__version__}, {os.cpu_count()} CPUs"
+    )
     with tempfile.TemporaryDirectory() as scratch:
         single_seed(500, 500_000 // scale, args.rounds, args.nn2pp, scratch)
         single_seed(5000, 100_000 // scale, args.rounds, args.nn2pp, scratch)

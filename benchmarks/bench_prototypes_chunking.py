@@ -33,7 +33,8 @@ def main(sizes=(3, 5, 10, 20, 50, 100), steps=10, rounds=3):
         runs = ex._runs(cfg, n, "inside", np.random.SeedSequence(1))
         whole = lambda s, r=runs: model.train(r, steps=s, lr=1e-2, weight=0.1)  # noqa: E731
         sliced = lambda s, r=runs: model.train_chunked(  # noqa: E731
-            r, steps=s, lr=1e-2, weight=0.1)
+            r, steps=s, lr=1e-2, weight=0.1
+        )
         got = {"whole": [], "sliced": []}
         with single_thread():
             sliced(2)
@@ -44,12 +45,17 @@ def main(sizes=(3, 5, 10, 20, 50, 100), steps=10, rounds=3):
         c = np.median(got["sliced"], axis=0)
         cost = 2 * c[0] * cfg["cap"]
         total += cost
-        print(f"N={n:4d} B={runs.w.shape[0]}: whole {w[0] * 1e3:7.1f} ms CPU/step "
-              f"({w[1] * 1e3:7.1f} wall), sliced {c[0] * 1e3:7.1f} ms CPU/step "
-              f"({c[1] * 1e3:7.1f} wall); CPU ratio whole/sliced {w[0] / c[0]:.2f}, "
-              f"two tasks to the cap {cost / 60:.1f} CPU-min", flush=True)
-    print(f"sizes {list(sizes)}: {total / 60:.1f} CPU-min to the cap "
-          f"({cfg['cap']} steps), {total / 120:.1f} min on two free cores")
+        print(
+            f"N={n:4d} B={runs.w.shape[0]}: whole {w[0] * 1e3:7.1f} ms CPU/step "
+            f"({w[1] * 1e3:7.1f} wall), sliced {c[0] * 1e3:7.1f} ms CPU/step "
+            f"({c[1] * 1e3:7.1f} wall); CPU ratio whole/sliced {w[0] / c[0]:.2f}, "
+            f"two tasks to the cap {cost / 60:.1f} CPU-min",
+            flush=True,
+        )
+    print(
+        f"sizes {list(sizes)}: {total / 60:.1f} CPU-min to the cap "
+        f"({cfg['cap']} steps), {total / 120:.1f} min on two free cores"
+    )
 
 
 if __name__ == "__main__":

@@ -48,8 +48,10 @@ def main(argv=None) -> None:
     full = {k: q.default for k, q in ex.Prototypes.params.items()}
     kw = {"steps": args.steps, "lr": 1e-2, "weight": 0.1}
     total = 0.0
-    print(f"{'N':>4} {'runs':>5} | CPU us per run-step: {'old':>7} {'torch64':>8} {'new':>7} | "
-          f"old/new CPU (wall) | torch64/new CPU (wall)")
+    print(
+        f"{'N':>4} {'runs':>5} | CPU us per run-step: {'old':>7} {'torch64':>8} {'new':>7} | "
+        f"old/new CPU (wall) | torch64/new CPU (wall)"
+    )
     for n in args.sizes:
         runs = ex._runs(cfg, n, "inside", np.random.SeedSequence(1))
         paths = {
@@ -66,14 +68,19 @@ def main(argv=None) -> None:
         per = {k: np.median(v, axis=0) / (args.steps * runs.w.shape[0]) for k, v in got.items()}
         cpu = {k: v[0] * 1e6 for k, v in per.items()}
         r_old, r_64 = per["old"] / per["new"], per["torch64"] / per["new"]
-        print(f"{n:4d} {runs.w.shape[0]:5d} | {'':21}{cpu['old']:7.2f} {cpu['torch64']:8.2f} "
-              f"{cpu['new']:7.2f} | {r_old[0]:5.2f}x ({r_old[1]:.2f}x) | "
-              f"{r_64[0]:5.2f}x ({r_64[1]:.2f}x)", flush=True)
+        print(
+            f"{n:4d} {runs.w.shape[0]:5d} | {'':21}{cpu['old']:7.2f} {cpu['torch64']:8.2f} "
+            f"{cpu['new']:7.2f} | {r_old[0]:5.2f}x ({r_old[1]:.2f}x) | "
+            f"{r_64[0]:5.2f}x ({r_64[1]:.2f}x)",
+            flush=True,
+        )
         task_runs = len(ex.variants(full)) * int(full["seeds"])
         total += per["new"][0] * task_runs * int(full["cap"]) * len(full["inits"])
-    print(f"full configuration, sizes {args.sizes} only, every run to the cap ({full['cap']} "
-          f"steps), both initialisations, at the new path's rate: {total / 60:.1f} CPU-minutes "
-          f"({total / 120:.1f} min on two free cores)")
+    print(
+        f"full configuration, sizes {args.sizes} only, every run to the cap ({full['cap']} "
+        f"steps), both initialisations, at the new path's rate: {total / 60:.1f} CPU-minutes "
+        f"({total / 120:.1f} min on two free cores)"
+    )
 
 
 if __name__ == "__main__":

@@ -66,8 +66,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
-COLUMNS = ("experiment", "tasks", "wall s", "CPU s", "CPU/wall", "sweep %", "analysis %",
-           "figures %", "task s", "status")
+COLUMNS = (
+    "experiment",
+    "tasks",
+    "wall s",
+    "CPU s",
+    "CPU/wall",
+    "sweep %",
+    "analysis %",
+    "figures %",
+    "task s",
+    "status",
+)
 
 
 def cpu_seconds() -> tuple[float, bool]:
@@ -90,8 +100,9 @@ def cpu_seconds() -> tuple[float, bool]:
     return total, True
 
 
-def row_from_summary(name: str, summary: dict, wall: float, cpu: float,
-                     complete_cpu: bool = True) -> dict:
+def row_from_summary(
+    name: str, summary: dict, wall: float, cpu: float, complete_cpu: bool = True
+) -> dict:
     """One table row from a run's ``summary.json`` and the times measured around it."""
     diag = summary.get("diagnostics", {})
     counts = diag.get("tasks", {})
@@ -123,38 +134,66 @@ def error_row(name: str, wall: float, cpu: float, err: BaseException) -> dict:
 
 def total_row(rows: list[dict]) -> dict:
     """Sums over ``rows``; the shares (computed in :func:`table`) are wall-weighted."""
-    keys = ("tasks", "reused", "wall", "cpu", "run_wall", "sweep", "analyse", "plot",
-            "task_seconds")
+    keys = (
+        "tasks",
+        "reused",
+        "wall",
+        "cpu",
+        "run_wall",
+        "sweep",
+        "analyse",
+        "plot",
+        "task_seconds",
+    )
     total = {k: sum(r[k] for r in rows) for k in keys}
     ok = sum(r["status"] == "passed" for r in rows)
-    total.update(experiment="total", complete_cpu=all(r["complete_cpu"] for r in rows),
-                 status=f"{ok}/{len(rows)} passed")
+    total.update(
+        experiment="total",
+        complete_cpu=all(r["complete_cpu"] for r in rows),
+        status=f"{ok}/{len(rows)} passed",
+    )
     return total
 
 
 def _cells(row: dict) -> list[str]:
-    share = (lambda x: f"{100 * x / row['run_wall']:.0f}") if row["run_wall"] > 0 else (
-        lambda x: "-")
+    share = (
+        (lambda x: f"{100 * x / row['run_wall']:.0f}") if row["run_wall"] > 0 else (lambda x: "-")
+    )
     cpu = f"{row['cpu']:.1f}" + ("" if row["complete_cpu"] else "*")
     ratio = f"{row['cpu'] / row['wall']:.2f}" if row["wall"] > 0 else "-"
-    return [row["experiment"], str(row["tasks"]), f"{row['wall']:.1f}", cpu, ratio,
-            share(row["sweep"]), share(row["analyse"]), share(row["plot"]),
-            f"{row['task_seconds']:.1f}", row["status"]]
+    return [
+        row["experiment"],
+        str(row["tasks"]),
+        f"{row['wall']:.1f}",
+        cpu,
+        ratio,
+        share(row["sweep"]),
+        share(row["analyse"]),
+        share(row["plot"]),
+        f"{row['task_seconds']:.1f}",
+        row["status"],
+    ]
 
 
 def table(rows: list[dict], markdown: bool = False) -> str:
     """The table of ``rows`` and their total, as plain text or as a Markdown table."""
     body = [_cells(r) for r in rows] + [_cells(total_row(rows))]
     if markdown:
-        lines = ["| " + " | ".join(COLUMNS) + " |",
-                 "|" + "|".join(":---" if i in (0, len(COLUMNS) - 1) else "---:"
-                                for i in range(len(COLUMNS))) + "|"]
+        lines = [
+            "| " + " | ".join(COLUMNS) + " |",
+            "|"
+            + "|".join(
+                ":---" if i in (0, len(COLUMNS) - 1) else "---:" for i in range(len(COLUMNS))
+            )
+            + "|",
+        ]
         lines += ["| " + " | ".join(c) + " |" for c in body]
         return "\n".join(lines)
     widths = [max(len(x) for x in col) for col in zip(COLUMNS, *body)]
     fmt = lambda cells: "  ".join(  # noqa: E731
         c.ljust(w) if i in (0, len(cells) - 1) else c.rjust(w)
-        for i, (c, w) in enumerate(zip(cells, widths)))
+        for i, (c, w) in enumerate(zip(cells, widths))
+    )
     rule = "-" * len(fmt(list(COLUMNS)))
     return "\n".join([fmt(list(COLUMNS)), rule, *map(fmt, body[:-1]), rule, fmt(body[-1])])
 
@@ -186,10 +225,20 @@ def batched_ratio(copies: int = 16, steps: int = 300, rounds: int = 5) -> dict:
         return adam_steps(model, 1e-2, b1, b2, steps, record=10)
 
     def loop():
-        return np.concatenate([
-            adam_steps(BatchedMLP("teacher_mse", 1, seeds[k:k + 1], 256, dtype=torch.float64),
-                       1e-2, b1[k:k + 1], b2[k:k + 1], steps, record=10)
-            for k in range(copies)], axis=1)
+        return np.concatenate(
+            [
+                adam_steps(
+                    BatchedMLP("teacher_mse", 1, seeds[k : k + 1], 256, dtype=torch.float64),
+                    1e-2,
+                    b1[k : k + 1],
+                    b2[k : k + 1],
+                    steps,
+                    record=10,
+                )
+                for k in range(copies)
+            ],
+            axis=1,
+        )
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -200,7 +249,7 @@ def batched_ratio(copies: int = 16, steps: int = 300, rounds: int = 5) -> dict:
         wall = {k: [] for k in names}
         cpu = {k: [] for k in names}
         for r in range(rounds):
-            for k in names[r % 2:] + names[:r % 2]:
+            for k in names[r % 2 :] + names[: r % 2]:
                 t0, c0 = time.perf_counter(), time.process_time()
                 variants[k]()
                 wall[k].append(time.perf_counter() - t0)
@@ -208,7 +257,10 @@ def batched_ratio(copies: int = 16, steps: int = 300, rounds: int = 5) -> dict:
     finally:
         torch.set_num_threads(before)
     return {
-        "copies": copies, "steps": steps, "rounds": rounds, "max_abs_diff": diff,
+        "copies": copies,
+        "steps": steps,
+        "rounds": rounds,
+        "max_abs_diff": diff,
         "wall": _quartiles([a / b for a, b in zip(wall["loop"], wall["batched"])]),
         "cpu": _quartiles([a / b for a, b in zip(cpu["loop"], cpu["batched"])]),
     }
@@ -216,11 +268,13 @@ def batched_ratio(copies: int = 16, steps: int = 300, rounds: int = 5) -> dict:
 
 def ratio_text(r: dict) -> str:
     w, c = r["wall"], r["cpu"]
-    return (f"spike_boundary's batched copies against a loop of single copies ({r['copies']} "
-            f"teacher_mse copies x {r['steps']} Adam steps, {r['rounds']} rounds interleaved): "
-            f"loop / batched wall {w[1]:.1f}x [{w[0]:.1f}, {w[2]:.1f}], "
-            f"CPU {c[1]:.1f}x [{c[0]:.1f}, {c[2]:.1f}]; "
-            f"largest |difference| of the recorded log10 losses {r['max_abs_diff']:.1e}")
+    return (
+        f"spike_boundary's batched copies against a loop of single copies ({r['copies']} "
+        f"teacher_mse copies x {r['steps']} Adam steps, {r['rounds']} rounds interleaved): "
+        f"loop / batched wall {w[1]:.1f}x [{w[0]:.1f}, {w[2]:.1f}], "
+        f"CPU {c[1]:.1f}x [{c[0]:.1f}, {c[2]:.1f}]; "
+        f"largest |difference| of the recorded log10 losses {r['max_abs_diff']:.1e}"
+    )
 
 
 def grid_ratio(steps: int = 100, rounds: int = 2, tasks=None) -> dict:
@@ -229,7 +283,8 @@ def grid_ratio(steps: int = 100, rounds: int = 2, tasks=None) -> dict:
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "bench_beta_grid", Path(__file__).resolve().parent / "bench_beta_grid.py")
+        "bench_beta_grid", Path(__file__).resolve().parent / "bench_beta_grid.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     result = module.beta_grid_ratio(tasks, steps=steps, rounds=rounds)
@@ -243,7 +298,8 @@ def batched_grids(rounds: int = 3) -> list[dict]:
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "bench_batched_grids", Path(__file__).resolve().parent / "bench_batched_grids.py")
+        "bench_batched_grids", Path(__file__).resolve().parent / "bench_batched_grids.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.measure_all(rounds=rounds)
@@ -273,14 +329,23 @@ def load_note(load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
     peak = max(load[0][0], load[1][0])
     if peak <= cores:
         return ""
-    return (f"The machine was shared with other work during the run (1-minute load average up "
-            f"to {peak:.1f} on {cores} cores): wall times are inflated by the contention, and "
-            "CPU/wall below the worker count shows it; CPU s is the steadier figure.")
+    return (
+        f"The machine was shared with other work during the run (1-minute load average up "
+        f"to {peak:.1f} on {cores} cores): wall times are inflated by the contention, and "
+        "CPU/wall below the worker count shows it; CPU s is the steadier figure."
+    )
 
 
-def markdown_page(rows: list[dict], command: str, ratio: dict | None, quick: bool,
-                  executor: str, load: tuple[tuple[float, ...], tuple[float, ...]],
-                  grid: dict | None = None, grids: list[dict] | None = None) -> str:
+def markdown_page(
+    rows: list[dict],
+    command: str,
+    ratio: dict | None,
+    quick: bool,
+    executor: str,
+    load: tuple[tuple[float, ...], tuple[float, ...]],
+    grid: dict | None = None,
+    grids: list[dict] | None = None,
+) -> str:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     kind = "quick" if quick else "full"
     lines = [
@@ -295,7 +360,8 @@ def markdown_page(rows: list[dict], command: str, ratio: dict | None, quick: boo
         f"Date: {now}. Machine: {platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}; executor: {executor}. "
         "Load average before and after the run: "
-        + " / ".join(", ".join(f"{x:.2f}" for x in avg) for avg in load) + " (1, 5, 15 min).",
+        + " / ".join(", ".join(f"{x:.2f}" for x in avg) for avg in load)
+        + " (1, 5, 15 min).",
         "",
         *([load_note(load), ""] if load_note(load) else []),
         "Each experiment runs into a fresh folder (no task reused). *wall s* and *CPU s* are "
@@ -326,10 +392,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--executor", choices=("process", "thread", "serial"), default=None)
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--no-ratio", action="store_true", help="skip the batched-against-loop ratio")
-    ap.add_argument("--grid-steps", type=int, default=100, metavar="N",
-                    help="steps of the beta_grid ratio's copies")
-    ap.add_argument("--grid-rounds", type=int, default=2, metavar="N",
-                    help="interleaved rounds of the beta_grid ratio")
+    ap.add_argument(
+        "--grid-steps",
+        type=int,
+        default=100,
+        metavar="N",
+        help="steps of the beta_grid ratio's copies",
+    )
+    ap.add_argument(
+        "--grid-rounds",
+        type=int,
+        default=2,
+        metavar="N",
+        help="interleaved rounds of the beta_grid ratio",
+    )
     ap.add_argument("--markdown", metavar="PATH", help="also write the table as a docs page")
     args = ap.parse_args(argv)
 
@@ -337,8 +413,10 @@ def main(argv: list[str] | None = None) -> int:
     from gaugedyn.experiments import ExecutorSpec
 
     if args.grid_steps < 3 or args.grid_rounds < 1:
-        raise InputError(f"--grid-steps {args.grid_steps} / --grid-rounds {args.grid_rounds} "
-                         "are not allowed; use steps >= 3 and rounds >= 1")
+        raise InputError(
+            f"--grid-steps {args.grid_steps} / --grid-rounds {args.grid_rounds} "
+            "are not allowed; use steps >= 3 and rounds >= 1"
+        )
 
     files = sorted(Path(args.simulations).glob("*.toml"))
     names = [f.stem for f in files]
@@ -346,8 +424,10 @@ def main(argv: list[str] | None = None) -> int:
         wanted = [n.strip() for n in args.only.split(",") if n.strip()]
         unknown = [n for n in wanted if n not in names]
         if not wanted or unknown:
-            raise InputError(f"--only {args.only!r}: unknown experiment "
-                             f"{', '.join(unknown) or '(none given)'}; allowed: {', '.join(names)}")
+            raise InputError(
+                f"--only {args.only!r}: unknown experiment "
+                f"{', '.join(unknown) or '(none given)'}; allowed: {', '.join(names)}"
+            )
         files = [f for f in files if f.stem in wanted]
     if not files:
         raise InputError(f"--simulations {args.simulations!r}: no .toml files")
@@ -360,15 +440,20 @@ def main(argv: list[str] | None = None) -> int:
         for f in files:
             row = run_experiment(f, args.quick, spec, Path(tmp) / f.stem)
             rows.append(row)
-            print(f"{row['experiment']}: {row['wall']:.1f} s wall, {row['status']}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"{row['experiment']}: {row['wall']:.1f} s wall, {row['status']}",
+                file=sys.stderr,
+                flush=True,
+            )
     load = (load_before, os.getloadavg())
     ratio = None if args.no_ratio else batched_ratio()
     grid = None if args.no_ratio else grid_ratio(args.grid_steps, args.grid_rounds)
     grids = [] if args.no_ratio else batched_grids()
 
-    print(f"{'quick' if args.quick else 'full'} configurations, executor {executor}, "
-          f"{os.cpu_count()} cores, load average before {load_before[0]:.2f}")
+    print(
+        f"{'quick' if args.quick else 'full'} configurations, executor {executor}, "
+        f"{os.cpu_count()} cores, load average before {load_before[0]:.2f}"
+    )
     print(table(rows))
     if any(not r["complete_cpu"] for r in rows):
         print("* psutil missing: CPU of pool workers reaped by the forkserver not counted")
@@ -384,9 +469,11 @@ def main(argv: list[str] | None = None) -> int:
         print(load_note(load))
     if args.markdown:
         command = ".venv/bin/python benchmarks/bench_reproduce.py " + " ".join(
-            a for a in (argv if argv is not None else sys.argv[1:]))
+            a for a in (argv if argv is not None else sys.argv[1:])
+        )
         Path(args.markdown).write_text(
-            markdown_page(rows, command.strip(), ratio, args.quick, executor, load, grid, grids))
+            markdown_page(rows, command.strip(), ratio, args.quick, executor, load, grid, grids)
+        )
         print(f"wrote {args.markdown}")
     return 0
 

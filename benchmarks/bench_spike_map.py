@@ -43,21 +43,24 @@ def main() -> None:
     samples, record = 100, args.steps // 100
 
     variants = {
-        "numpy (simulate_losses)": lambda: simulate_losses(x0, a[:, None], c[:, None], 2.0, 1e-2,
-                                                           0.0, args.steps, record=record),
-        "numba (simulate_envelopes)": lambda: simulate_envelopes(x0, 0, 0, a, c, 2.0, 1e-2, 0.0,
-                                                                 args.steps, samples, True),
+        "numpy (simulate_losses)": lambda: simulate_losses(
+            x0, a[:, None], c[:, None], 2.0, 1e-2, 0.0, args.steps, record=record
+        ),
+        "numba (simulate_envelopes)": lambda: simulate_envelopes(
+            x0, 0, 0, a, c, 2.0, 1e-2, 0.0, args.steps, samples, True
+        ),
     }
     if args.stationary:
         variants["numba, stationary map"] = lambda: simulate_envelopes(
-            x0, 0, 0, a, c, 2.0, 1e-2, 0.0, args.steps, samples, False)
+            x0, 0, 0, a, c, 2.0, 1e-2, 0.0, args.steps, samples, False
+        )
     for fn in variants.values():  # compile and warm up
         fn()
     names = list(variants)
     wall = {k: [] for k in names}
     cpu = {k: [] for k in names}
     for r in range(args.rounds):
-        for k in names[r % len(names):] + names[:r % len(names)]:
+        for k in names[r % len(names) :] + names[: r % len(names)]:
             t0, c0 = time.perf_counter(), time.process_time()
             variants[k]()
             wall[k].append(time.perf_counter() - t0)
@@ -69,8 +72,10 @@ def main() -> None:
         rw = _quartiles([wall[ref][i] / wall[k][i] for i in range(args.rounds)])
         rc = _quartiles([cpu[ref][i] / cpu[k][i] for i in range(args.rounds)])
         ns = 1e9 * statistics.median(cpu[k]) / runs
-        print(f"{k:28s} speed-up over numpy: wall {rw[1]:6.2f} [{rw[0]:.2f}, {rw[2]:.2f}], "
-              f"CPU {rc[1]:6.2f} [{rc[0]:.2f}, {rc[2]:.2f}]; {ns:6.1f} CPU ns per run-step")
+        print(
+            f"{k:28s} speed-up over numpy: wall {rw[1]:6.2f} [{rw[0]:.2f}, {rw[2]:.2f}], "
+            f"CPU {rc[1]:6.2f} [{rc[0]:.2f}, {rc[2]:.2f}]; {ns:6.1f} CPU ns per run-step"
+        )
 
 
 if __name__ == "__main__":

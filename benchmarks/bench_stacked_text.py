@@ -58,13 +58,15 @@ def setup(task: str, B: int, dtype, chunk: int = 0):
         ys.append(y)
     x, y = torch.stack(xs), torch.stack(ys)
     shapes = [p.shape for p in models[0].parameters()]
-    flat = torch.stack([torch.cat([p.detach().reshape(-1) for p in m.parameters()])
-                        for m in models]).requires_grad_()
+    flat = torch.stack(
+        [torch.cat([p.detach().reshape(-1) for p in m.parameters()]) for m in models]
+    ).requires_grad_()
     params = [t.view(B, *s) for t, s in zip(flat.split([s.numel() for s in shapes], 1), shapes)]
     chunk = chunk or B
-    blocks = [(slice(lo, lo + chunk),
-               TEXT_STACKED[task](models[0], [p[lo:lo + chunk] for p in params]))
-              for lo in range(0, B, chunk)]
+    blocks = [
+        (slice(lo, lo + chunk), TEXT_STACKED[task](models[0], [p[lo : lo + chunk] for p in params]))
+        for lo in range(0, B, chunk)
+    ]
     per = x.shape[1] * x.shape[2]
 
     def loop_step():
@@ -77,16 +79,23 @@ def setup(task: str, B: int, dtype, chunk: int = 0):
         flat.grad = None
         for rows, forward in blocks:
             out = forward(x[rows])
-            (F.cross_entropy(out.reshape(-1, out.shape[-1]), y[rows].reshape(-1),
-                             reduction="sum") / per).backward()
+            (
+                F.cross_entropy(
+                    out.reshape(-1, out.shape[-1]), y[rows].reshape(-1), reduction="sum"
+                )
+                / per
+            ).backward()
 
     def agreement() -> float:
         """Largest ``|stacked - loop| / max|loop|`` of a copy's gradient after one step each."""
         loop_step()
         stacked_step()
-        return max(float((flat.grad[c] - g).abs().max() / g.abs().max()) for c, g in
-                   enumerate(torch.cat([p.grad.reshape(-1) for p in m.parameters()])
-                             for m in models))
+        return max(
+            float((flat.grad[c] - g).abs().max() / g.abs().max())
+            for c, g in enumerate(
+                torch.cat([p.grad.reshape(-1) for p in m.parameters()]) for m in models
+            )
+        )
 
     return loop_step, stacked_step, agreement
 
@@ -108,8 +117,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", default="char_transformer,char_gru")
     ap.add_argument("--copies", default="16,160")
-    ap.add_argument("--chunk", type=int, default=0,
-                    help="copies per stacked forward+backward (0: all)")
+    ap.add_argument(
+        "--chunk", type=int, default=0, help="copies per stacked forward+backward (0: all)"
+    )
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--dtype", default="float32", choices=("float32", "float64"))
@@ -117,10 +127,12 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)
     dtype = getattr(torch, a.dtype)
     thp = os.environ.get("THP_MEM_ALLOC_ENABLE", "unset")
-    print(f"torch {torch.__version__}, one thread, {a.dtype}, chunk {a.chunk or 'all'}, "
-          f"THP_MEM_ALLOC_ENABLE={thp}, "
-          f"load average {os.getloadavg()[0]:.2f}; {a.rounds} interleaved rounds of {a.reps} "
-          f"steps; ms per copy-step: median [min, max]")
+    print(
+        f"torch {torch.__version__}, one thread, {a.dtype}, chunk {a.chunk or 'all'}, "
+        f"THP_MEM_ALLOC_ENABLE={thp}, "
+        f"load average {os.getloadavg()[0]:.2f}; {a.rounds} interleaved rounds of {a.reps} "
+        f"steps; ms per copy-step: median [min, max]"
+    )
     for task in a.tasks.split(","):
         for B in (int(b) for b in a.copies.split(",")):
             loop, stacked, agreement = setup(task, B, dtype, a.chunk)
@@ -131,16 +143,25 @@ def main(argv=None) -> int:
                 for name, fn in order if r % 2 == 0 else order[::-1]:
                     t[name].append(_timed(fn, a.reps))
             n = a.reps * B
-            ms = {k: ([c / n * 1e3 for c, _, _ in v], [w / n * 1e3 for _, w, _ in v])
-                  for k, v in t.items()}
+            ms = {
+                k: ([c / n * 1e3 for c, _, _ in v], [w / n * 1e3 for _, w, _ in v])
+                for k, v in t.items()
+            }
             faults = {k: statistics.median(f / n for _, _, f in v) for k, v in t.items()}
             rc = [lc / sc for lc, sc in zip(ms["loop"][0], ms["stacked"][0])]
             rw = [lw / sw for lw, sw in zip(ms["loop"][1], ms["stacked"][1])]
-            print(f"{task:16s} B={B:4d}  " + "  ".join(
-                f"{k}: {_line('cpu', ms[k][0])} {_line('wall', ms[k][1])} "
-                f"faults {faults[k]:.0f}" for k in ms))
-            print(f"{'':16s}         ratio loop/stacked: {_line('cpu', rc)} "
-                  f"{_line('wall', rw)}; gradients agree to {err:.1e}")
+            print(
+                f"{task:16s} B={B:4d}  "
+                + "  ".join(
+                    f"{k}: {_line('cpu', ms[k][0])} {_line('wall', ms[k][1])} "
+                    f"faults {faults[k]:.0f}"
+                    for k in ms
+                )
+            )
+            print(
+                f"{'':16s}         ratio loop/stacked: {_line('cpu', rc)} "
+                f"{_line('wall', rw)}; gradients agree to {err:.1e}"
+            )
     return 0
 
 

@@ -59,9 +59,11 @@ def sweep_overhead(n_tasks: int) -> None:
         start = time.perf_counter()
         sweep(cfg, store, SerialExecutor())
         resumed = time.perf_counter() - start
-    print(f"\n{n_tasks} toy tasks: plain loop {plain * 1e3:.1f} ms, sweep into the store "
-          f"{first * 1e3:.1f} ms (overhead {(first - plain) / n_tasks * 1e3:.2f} ms/task), "
-          f"rerun from the store {resumed * 1e3:.1f} ms ({resumed / n_tasks * 1e3:.2f} ms/task)")
+    print(
+        f"\n{n_tasks} toy tasks: plain loop {plain * 1e3:.1f} ms, sweep into the store "
+        f"{first * 1e3:.1f} ms (overhead {(first - plain) / n_tasks * 1e3:.2f} ms/task), "
+        f"rerun from the store {resumed * 1e3:.1f} ms ({resumed / n_tasks * 1e3:.2f} ms/task)"
+    )
 
 
 if __name__ == "__main__":

@@ -57,19 +57,24 @@ def batched_vs_loop(n_batch: int, n_loop: int, loop_all: bool, rtol=1e-8, atol=1
     err_batch = np.abs(batch.specialization_time / ref.specialization_time - 1)
     idx = np.arange(n_batch) if loop_all else np.sort(rng.choice(n_batch, n_loop, replace=False))
     sub = [problems[i] for i in idx]
-    print(f"[1] batched Rodas4 vs a loop of solve_ivp calls: {n_batch} single set-ups (D in "
-          f"[10, 300], random gauge and scale), each to its specialization time")
-    print(f"    batched rodas rtol={rtol:g}: {t_batch:6.2f} s for {n_batch} "
-          f"({1e3 * t_batch / n_batch:.2f} ms/trajectory, mean steps "
-          f"{np.mean([d['nsteps'] for d in batch.diagnostics]):.0f}); spec-time error vs "
-          f"rtol=1e-11: max {err_batch.max():.1e} (all), {err_batch[idx].max():.1e} (loop subset)")
+    print(
+        f"[1] batched Rodas4 vs a loop of solve_ivp calls: {n_batch} single set-ups (D in "
+        f"[10, 300], random gauge and scale), each to its specialization time"
+    )
+    print(
+        f"    batched rodas rtol={rtol:g}: {t_batch:6.2f} s for {n_batch} "
+        f"({1e3 * t_batch / n_batch:.2f} ms/trajectory, mean steps "
+        f"{np.mean([d['nsteps'] for d in batch.diagnostics]):.0f}); spec-time error vs "
+        f"rtol=1e-11: max {err_batch.max():.1e} (all), {err_batch[idx].max():.1e} (loop subset)"
+    )
     note = "measured on all" if loop_all else f"timed on {len(sub)}, scaled to {n_batch}"
     ratios = {}
     for method in ("Radau", "LSODA"):
         for loop_rtol in (rtol, rtol / 10, rtol / 100):
             t0 = time.perf_counter()
-            loop = solve_batch(sub, method=method, rtol=loop_rtol, atol=loop_rtol * atol / rtol,
-                               **kw)
+            loop = solve_batch(
+                sub, method=method, rtol=loop_rtol, atol=loop_rtol * atol / rtol, **kw
+            )
             per = (time.perf_counter() - t0) / len(sub)
             err = np.abs(loop.specialization_time / ref.specialization_time[idx] - 1).max()
             d_spec = np.abs(loop.specialization_time / batch.specialization_time[idx] - 1).max()
@@ -77,10 +82,12 @@ def batched_vs_loop(n_batch: int, n_loop: int, loop_all: bool, rtol=1e-8, atol=1
             d_rho = np.abs(batch.observables["rho"][idx] - loop.observables["rho"])[both].max()
             est = per * n_batch
             matched = err <= err_batch[idx].max()
-            print(f"    loop {method:5s} rtol={loop_rtol:.0e}: {1e3 * per:6.1f} ms/trajectory "
-                  f"({est:6.1f} s for {n_batch}, {note}); speed-up x{est / t_batch:4.0f}; "
-                  f"spec-time error {err:.1e}{' (matched)' if matched else ''}; max disagreement "
-                  f"with batch: spec time {d_spec:.1e} rel, rho {d_rho:.1e}")
+            print(
+                f"    loop {method:5s} rtol={loop_rtol:.0e}: {1e3 * per:6.1f} ms/trajectory "
+                f"({est:6.1f} s for {n_batch}, {note}); speed-up x{est / t_batch:4.0f}; "
+                f"spec-time error {err:.1e}{' (matched)' if matched else ''}; max disagreement "
+                f"with batch: spec time {d_spec:.1e} rel, rho {d_rho:.1e}"
+            )
             if loop_rtol == rtol:
                 ratios[(method, "same tolerance")] = est / t_batch
             if matched:
@@ -102,12 +109,18 @@ def order_parameter_cost():
     t_small, s_small = _best(lambda: solve(base, **kw), repeat=5)
     t_big, s_big = _best(lambda: solve(big, **kw), repeat=5)
     diff = np.max(np.abs(s_small.observables["loss"] - s_big.observables["loss"]))
-    print("[2] order-parameter flow (K=3, M=2, relu, rodas, t_max=100), same initial order "
-          "parameters embedded in D dimensions (best of 5; the solve computes Q, R from W, V)")
-    print(f"    D=10: {t_small:.3f} s   D=1e6: {t_big:.3f} s   ratio {t_big / t_small:.2f} "
-          f"(target <= 1.2); loss trajectories differ by {diff:.1e}")
-    print("    the three formulations as D grows (random K=3, M=2, relu, t_max=10, DOP853 "
-          "rtol=1e-8 for all three, best of 3)")
+    print(
+        "[2] order-parameter flow (K=3, M=2, relu, rodas, t_max=100), same initial order "
+        "parameters embedded in D dimensions (best of 5; the solve computes Q, R from W, V)"
+    )
+    print(
+        f"    D=10: {t_small:.3f} s   D=1e6: {t_big:.3f} s   ratio {t_big / t_small:.2f} "
+        f"(target <= 1.2); loss trajectories differ by {diff:.1e}"
+    )
+    print(
+        "    the three formulations as D grows (random K=3, M=2, relu, t_max=10, DOP853 "
+        "rtol=1e-8 for all three, best of 3)"
+    )
     for D in (10, 100, 1000, 10_000, 100_000, 1_000_000):
         pr = random_problem(D, 3, 2, np.random.default_rng(8))
         line = f"    D={D:>8d}:"
@@ -115,16 +128,19 @@ def order_parameter_cost():
             if form == "weight-space" and D > 100_000:
                 line += f" {form} (skipped: {3 * D}-dimensional state)"
                 continue
-            t, _ = _best(lambda pr=pr, form=form: solve(pr, formulation=form, method="DOP853",
-                                                          t_max=10.0))
+            t, _ = _best(
+                lambda pr=pr, form=form: solve(pr, formulation=form, method="DOP853", t_max=10.0)
+            )
             line += f" {form} {t:7.3f} s "
         print(line)
     return t_big / t_small
 
 
 def w_heavy_scaling():
-    print("[3] w-heavy single set-up (s=1) to its specialization time, rodas rtol=1e-8 "
-          "(best of 3); reference: rtol=1e-11")
+    print(
+        "[3] w-heavy single set-up (s=1) to its specialization time, rodas rtol=1e-8 "
+        "(best of 3); reference: rtol=1e-11"
+    )
     out = {}
     for D in (10, 100, 1000, 10_000, 100_000):
         pr = single(D, "w-heavy")
@@ -132,9 +148,11 @@ def w_heavy_scaling():
         ref = solve(pr, method="rodas", rtol=1e-11, atol=1e-13, stop_at_specialization=True)
         err = abs(sol.specialization_time[0] / ref.specialization_time[0] - 1)
         out[D] = (t, err)
-        print(f"    D={D:>7d}: {t:6.3f} s  steps {sol.diagnostics['nsteps']:4d}  "
-              f"t_spec={sol.specialization_time[0]:.8e} (t_spec/(sD)={sol.specialization_time[0] / D:.4f})"
-              f"  rel. error vs tighter solve {err:.1e}")
+        print(
+            f"    D={D:>7d}: {t:6.3f} s  steps {sol.diagnostics['nsteps']:4d}  "
+            f"t_spec={sol.specialization_time[0]:.8e} (t_spec/(sD)={sol.specialization_time[0] / D:.4f})"
+            f"  rel. error vs tighter solve {err:.1e}"
+        )
     print(f"    cost ratio D=1e5 / D=10: {out[100_000][0] / out[10][0]:.2f} (target <= 3)")
     return out
 
@@ -156,8 +174,11 @@ def _interleaved(fns: dict, repeat: int):
             c, w, out[k] = _timed(fn)
             cpu[k].append(c)
             wall[k].append(w)
-    return ({k: float(np.median(v)) for k, v in cpu.items()},
-            {k: float(np.median(v)) for k, v in wall.items()}, out)
+    return (
+        {k: float(np.median(v)) for k, v in cpu.items()},
+        {k: float(np.median(v)) for k, v in wall.items()},
+        out,
+    )
 
 
 def _scipy_lsoda(problem, t_max, t_eval, rtol, atol):
@@ -166,8 +187,16 @@ def _scipy_lsoda(problem, t_max, t_eval, rtol, atol):
     from gaugedyn.theory import initial_state, jacobian, rhs
 
     y0, p = initial_state(problem)
-    return solve_ivp(lambda t, y: rhs(t, y, p), (0.0, t_max), y0, method="LSODA", rtol=rtol,
-                     atol=atol, jac=lambda t, y: jacobian(t, y, p), t_eval=t_eval)
+    return solve_ivp(
+        lambda t, y: rhs(t, y, p),
+        (0.0, t_max),
+        y0,
+        method="LSODA",
+        rtol=rtol,
+        atol=atol,
+        jac=lambda t, y: jacobian(t, y, p),
+        t_eval=t_eval,
+    )
 
 
 def _state(sol):
@@ -180,25 +209,39 @@ def single_trajectory(repeat: int = 3, rtol=1e-8, atol=1e-10):
     pr = random_problem(50, 4, 4, np.random.default_rng(0))
     t_eval = np.concatenate([[0.0], np.geomspace(1e-3, 1e3, 241)])
     kw = dict(t_max=1e3, t_eval=t_eval, rtol=rtol, atol=atol)
-    cpu, wall, out = _interleaved({
-        "solve": lambda: solve(pr, method="auto", **kw),
-        "LSODA": lambda: _scipy_lsoda(pr, 1e3, t_eval, rtol, atol)}, repeat)
+    cpu, wall, out = _interleaved(
+        {
+            "solve": lambda: solve(pr, method="auto", **kw),
+            "LSODA": lambda: _scipy_lsoda(pr, 1e3, t_eval, rtol, atol),
+        },
+        repeat,
+    )
     diff = np.max(np.abs(_state(out["solve"]) - out["LSODA"].y.T))
     d = out["solve"].diagnostics
-    print(f"[4] one trajectory, random ReLU K=M=4 (D=50, seed 0) to t=1000, rtol={rtol:g}, "
-          f"median of {repeat} interleaved runs")
-    print(f"    solve (method {d['method']}): cpu {cpu['solve']:.2f} s, wall {wall['solve']:.2f} s"
-          f", {d['nsteps']} steps, {d['nfev']} f, {d['njev']} J")
-    print(f"    solve_ivp(LSODA, exact J): cpu {cpu['LSODA']:.2f} s, wall {wall['LSODA']:.2f} s, "
-          f"{len(out['LSODA'].t)} outputs, {out['LSODA'].nfev} f, {out['LSODA'].njev} J")
-    print(f"    ratio solve / LSODA: cpu {cpu['solve'] / cpu['LSODA']:.2f}, wall "
-          f"{wall['solve'] / wall['LSODA']:.2f}; largest disagreement of the state {diff:.1e}")
+    print(
+        f"[4] one trajectory, random ReLU K=M=4 (D=50, seed 0) to t=1000, rtol={rtol:g}, "
+        f"median of {repeat} interleaved runs"
+    )
+    print(
+        f"    solve (method {d['method']}): cpu {cpu['solve']:.2f} s, wall {wall['solve']:.2f} s"
+        f", {d['nsteps']} steps, {d['nfev']} f, {d['njev']} J"
+    )
+    print(
+        f"    solve_ivp(LSODA, exact J): cpu {cpu['LSODA']:.2f} s, wall {wall['LSODA']:.2f} s, "
+        f"{len(out['LSODA'].t)} outputs, {out['LSODA'].nfev} f, {out['LSODA'].njev} J"
+    )
+    print(
+        f"    ratio solve / LSODA: cpu {cpu['solve'] / cpu['LSODA']:.2f}, wall "
+        f"{wall['solve'] / wall['LSODA']:.2f}; largest disagreement of the state {diff:.1e}"
+    )
     return cpu["solve"] / cpu["LSODA"], diff
 
 
 def wide_students(k_max: int = 64):
-    print(f"[5] one trajectory to t=1000, random ReLU K=M (D=100, seed 0), rtol=1e-8, K up to "
-          f"{k_max}; solve (auto) CPU time")
+    print(
+        f"[5] one trajectory to t=1000, random ReLU K=M (D=100, seed 0), rtol=1e-8, K up to "
+        f"{k_max}; solve (auto) CPU time"
+    )
     ks, cpus = [], []
     for K in (4, 8, 16, 32, 64):
         if K > k_max:
@@ -208,14 +251,18 @@ def wide_students(k_max: int = 64):
         d = sol.diagnostics
         ks.append(K)
         cpus.append(c)
-        print(f"    K={K:3d} (n={sol.a.shape[1] + K * (K + 1) // 2 + K * K:5d}): cpu {c:7.2f} s, "
-              f"wall {w:7.2f} s, method {d['method']}, {d['nsteps']} steps, {d['nfev']} f")
+        print(
+            f"    K={K:3d} (n={sol.a.shape[1] + K * (K + 1) // 2 + K * K:5d}): cpu {c:7.2f} s, "
+            f"wall {w:7.2f} s, method {d['method']}, {d['nsteps']} steps, {d['nfev']} f"
+        )
         if K == 32:
             cl, wl, ref = _timed(lambda pr=pr: _scipy_lsoda(pr, 1e3, [0.0, 1e3], 1e-8, 1e-10))
             diff = np.max(np.abs(_state(sol)[-1] - ref.y[:, -1]))
-            print(f"    K= 32 solve_ivp(LSODA, exact J): cpu {cl:.2f} s, wall {wl:.2f} s; ratio "
-                  f"solve / LSODA cpu {c / cl:.2f}, wall {w / wl:.2f}; final states differ by "
-                  f"{diff:.1e}")
+            print(
+                f"    K= 32 solve_ivp(LSODA, exact J): cpu {cl:.2f} s, wall {wl:.2f} s; ratio "
+                f"solve / LSODA cpu {c / cl:.2f}, wall {w / wl:.2f}; final states differ by "
+                f"{diff:.1e}"
+            )
     if len(ks) >= 3:
         slope = np.polyfit(np.log(ks[1:]), np.log(cpus[1:]), 1)[0]
         print(f"    cost against K (K >= 8): exponent {slope:.2f} (target <= 3)")
@@ -231,16 +278,27 @@ def tight_tolerance():
     print("[6] D=1000 a-heavy single set-up to its default t_max (100), steps and CPU time")
     for rtol in (1e-10, 1e-11):
         kw = dict(rtol=rtol, atol=1e-2 * rtol)
-        cpu, wall, out = _interleaved({
-            "solve": lambda kw=kw: solve(pr, method="auto", **kw),
-            "LSODA": lambda kw=kw: solve_ivp(lambda t, y: rhs(t, y, p), (0.0, 100.0), y0,
-                                             method="LSODA", jac=lambda t, y: jacobian(t, y, p),
-                                             **kw)}, 3)
+        cpu, wall, out = _interleaved(
+            {
+                "solve": lambda kw=kw: solve(pr, method="auto", **kw),
+                "LSODA": lambda kw=kw: solve_ivp(
+                    lambda t, y: rhs(t, y, p),
+                    (0.0, 100.0),
+                    y0,
+                    method="LSODA",
+                    jac=lambda t, y: jacobian(t, y, p),
+                    **kw,
+                ),
+            },
+            3,
+        )
         steps = out["solve"].diagnostics["nsteps"], len(out["LSODA"].t) - 1
-        print(f"    rtol={rtol:g}: solve ({out['solve'].diagnostics['method']}) {steps[0]} steps, "
-              f"cpu {cpu['solve']:.2f} s; solve_ivp(LSODA) {steps[1]} steps, cpu "
-              f"{cpu['LSODA']:.2f} s; steps ratio {steps[0] / steps[1]:.2f}, cpu ratio "
-              f"{cpu['solve'] / cpu['LSODA']:.2f}, wall ratio {wall['solve'] / wall['LSODA']:.2f}")
+        print(
+            f"    rtol={rtol:g}: solve ({out['solve'].diagnostics['method']}) {steps[0]} steps, "
+            f"cpu {cpu['solve']:.2f} s; solve_ivp(LSODA) {steps[1]} steps, cpu "
+            f"{cpu['LSODA']:.2f} s; steps ratio {steps[0] / steps[1]:.2f}, cpu ratio "
+            f"{cpu['solve'] / cpu['LSODA']:.2f}, wall ratio {wall['solve'] / wall['LSODA']:.2f}"
+        )
 
 
 def main():

@@ -31,16 +31,25 @@ def seeds_vs_loop(device, S=40):
     problem = with_gauge(duplicates(32, gauges), names=gauges, strength=2.0)
     cases = {
         "full-batch GD, n=256, D=32, 300 steps": TrainConfig(lr=0.02, steps=300, samples=256),
-        "online SGD, B=1, D=32, 1000 steps": TrainConfig(optimizer="sgd", lr=0.5, steps=1000,
-                                                          samples=None),
+        "online SGD, B=1, D=32, 1000 steps": TrainConfig(
+            optimizer="sgd", lr=0.5, steps=1000, samples=None
+        ),
     }
     for name, cfg in cases.items():
-        t_batch, res = _time(lambda c=cfg: train(problem, c, seeds=S, root_seed=0, device=device), 2)
-        t_loop, alone = _time(lambda c=cfg: [train(problem, c, seed_indices=[i], root_seed=0,
-                                                   device=device) for i in range(S)], 1)
+        t_batch, res = _time(
+            lambda c=cfg: train(problem, c, seeds=S, root_seed=0, device=device), 2
+        )
+        t_loop, alone = _time(
+            lambda c=cfg: [
+                train(problem, c, seed_indices=[i], root_seed=0, device=device) for i in range(S)
+            ],
+            1,
+        )
         same = all(np.array_equal(alone[i].Q[0], res.Q[i]) for i in range(S))
-        print(f"{name}: {S} seeds batched {t_batch:.3f} s, loop of {S} single-seed runs "
-              f"{t_loop:.3f} s, ratio {t_loop / t_batch:.1f}x (per-seed results identical: {same})")
+        print(
+            f"{name}: {S} seeds batched {t_batch:.3f} s, loop of {S} single-seed runs "
+            f"{t_loop:.3f} s, ratio {t_loop / t_batch:.1f}x (per-seed results identical: {same})"
+        )
 
 
 def matmul_rate(device, dtype, n=2048):
@@ -81,8 +90,10 @@ def main():
         peak = matmul_rate(device, tdt)
         for K, S in ((2, 4), (64, 4)):
             rate, t = throughput(device, dtype, K=K, S=S)
-            print(f"{dtype}: matmul 2048^3 {peak / 1e9:.1f} GFLOP/s; trainer GD D=4096 n=4096 "
-                  f"K={K} S={S}: {rate / 1e9:.2f} GFLOP/s = {rate / peak:.1%} of matmul ({t:.2f} s)")
+            print(
+                f"{dtype}: matmul 2048^3 {peak / 1e9:.1f} GFLOP/s; trainer GD D=4096 n=4096 "
+                f"K={K} S={S}: {rate / 1e9:.2f} GFLOP/s = {rate / peak:.1%} of matmul ({t:.2f} s)"
+            )
 
 
 if __name__ == "__main__":

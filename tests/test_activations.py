@@ -73,8 +73,9 @@ def test_kernels_within_four_standard_errors_of_monte_carlo(name):
     assert worst < 4.0, (name, worst)
 
 
-@pytest.mark.parametrize("name", ["tanh", "softplus", "gelu", "leaky_relu", "abs", "he2", "he3",
-                                  "user_softplus"])
+@pytest.mark.parametrize(
+    "name", ["tanh", "softplus", "gelu", "leaky_relu", "abs", "he2", "he3", "user_softplus"]
+)
 def test_hessian_is_the_derivative_of_the_gradient(name):
     """The numerical Hessian against a five-point difference of its gradient (both from a
     160-term (or 160-node) rule, so that its error is below the difference's resolution), and
@@ -95,8 +96,9 @@ def test_hessian_is_the_derivative_of_the_gradient(name):
         fd = (8 * (grad(1) - grad(-1)) - (grad(2) - grad(-2))) / (12 * h)
         assert np.allclose(hij, fd, rtol=1e-7, atol=1e-9), (name, i, j, hij - fd)
         # the default rule's Hessian (it enters only the Jacobian): within 1e-5
-        assert np.allclose(base.pair_hess(q1, q2, c)[order.index((i, j))], hij, rtol=1e-3,
-                           atol=1e-5), (name, i, j)
+        assert np.allclose(
+            base.pair_hess(q1, q2, c)[order.index((i, j))], hij, rtol=1e-3, atol=1e-5
+        ), (name, i, j)
 
     def dS(s):
         return fine.self_grad(q1 + s * h)
@@ -118,9 +120,17 @@ def test_numerical_path_equals_closed_forms(name):
         got, want = np.asarray(num[k](*args)), np.asarray(closed[k](*args))
         assert np.abs(got - want).max() <= 1e-10, (name, k, np.abs(got - want).max())
     bound = act.quadrature.error(q1, q2, c)
-    true = np.max(np.abs(np.stack([num[0](q1, q2, c) - closed[0](q1, q2, c),
-                                   *(a - b for a, b in zip(num[1](q1, q2, c),
-                                                           closed[1](q1, q2, c)))])), axis=0)
+    true = np.max(
+        np.abs(
+            np.stack(
+                [
+                    num[0](q1, q2, c) - closed[0](q1, q2, c),
+                    *(a - b for a, b in zip(num[1](q1, q2, c), closed[1](q1, q2, c))),
+                ]
+            )
+        ),
+        axis=0,
+    )
     assert np.all(true <= np.maximum(bound, 1e-14) * 10), (true, bound)
 
 
@@ -140,8 +150,10 @@ def test_order_parameter_flow_equals_weight_space_flow(name):
     act = _softplus_user() if name == "user_softplus" else ACTIVATIONS[name]
     pr = random_problem(8, 2, 2, np.random.default_rng(5), activation=act)
     t_eval = np.concatenate([[0.0], np.geomspace(1e-2, 5.0, 12)])
-    sols = [solve(pr, formulation=f, method="DOP853", rtol=1e-12, atol=1e-13, t_max=5.0,
-                  t_eval=t_eval) for f in ("order-parameters", "weight-space")]
+    sols = [
+        solve(pr, formulation=f, method="DOP853", rtol=1e-12, atol=1e-13, t_max=5.0, t_eval=t_eval)
+        for f in ("order-parameters", "weight-space")
+    ]
     assert sols[0].observables["loss"][-1] < sols[0].observables["loss"][0]
     for key in ("a", "Q", "R"):
         err = np.abs(getattr(sols[0], key) - getattr(sols[1], key)).max()
@@ -179,8 +191,12 @@ def test_check_activation_reports_and_fails_a_wrong_kernel():
     rep = check_activation(user, samples=200_000, configurations=4)
     assert rep["passed"] and rep["quadrature_error"] < 1e-9
     assert set(rep["max_z"]) == {"pair", "pair_dc", "pair_dq1", "self"}
-    wrong = Activation(name="wrong", function=torch.tanh, derivative=ACTIVATIONS["tanh"].derivative,
-                       closed_form=ACTIVATIONS["erf"].closed_form)
+    wrong = Activation(
+        name="wrong",
+        function=torch.tanh,
+        derivative=ACTIVATIONS["tanh"].derivative,
+        closed_form=ACTIVATIONS["erf"].closed_form,
+    )
     assert not check_activation(wrong, samples=200_000, configurations=4)["passed"]
 
 
@@ -208,8 +224,10 @@ def test_check_activation_command(tmp_path, capsys):
     assert out["activation"] == "he2" and out["passed"] and out["quadrature_error"] < 1e-12
     user = tmp_path / "mine.py"
     user.write_text("import torch\n\ndef cube(z):\n    return z ** 3\n")
-    assert main(["check-activation", f"{user}:cube", "--samples", "20000",
-                 "--configurations", "2"]) == 0
+    assert (
+        main(["check-activation", f"{user}:cube", "--samples", "20000", "--configurations", "2"])
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["activation"] == "cube"
     assert main(["check-activation", "swish"]) == 2
     assert "activation='swish' is not allowed" in capsys.readouterr().err
@@ -234,8 +252,9 @@ def test_homogeneous_reduction_equals_polar_quadrature(name):
     """A positively homogeneous g is g(1) relu + g(-1) relu(-.): the flow's kernels (ReLU closed
     forms) equal the polar quadrature to 1e-12, values, gradients and Hessians."""
     if name == "user_homogeneous":
-        act = Activation.from_torch(lambda z: torch.where(z > 0, 2.0 * z, -0.5 * z),
-                                    name="kinked", homogeneous=True)
+        act = Activation.from_torch(
+            lambda z: torch.where(z > 0, 2.0 * z, -0.5 * z), name="kinked", homogeneous=True
+        )
     else:
         act = ACTIVATIONS[name]
     assert act.rule.startswith("ReLU closed forms")

@@ -46,7 +46,8 @@ def test_numerical_noise_term_equals_the_erf_closed_form():
 def test_user_activation_trains_online_in_torch():
     user = Activation.from_torch(torch.nn.functional.softplus, name="softplus_user")
     problem = random_problem(50, 2, 2, np.random.default_rng(0), activation=user)
-    cfg = TrainConfig(optimizer="sgd", lr=0.5, steps=4000, samples=None, batch=1,
-                      points_per_decade=3)
+    cfg = TrainConfig(
+        optimizer="sgd", lr=0.5, steps=4000, samples=None, batch=1, points_per_decade=3
+    )
     res = train(problem, cfg, seeds=2, backend="torch")
     assert res.loss[:, -1].max() < 0.7 * res.loss[:, 0].min()

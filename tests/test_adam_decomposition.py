@@ -65,8 +65,11 @@ def test_update_matches_adam_formula_and_moments():
 @given(
     # |g| > 1e-150 or 0: below that g^2 underflows and v^ loses the precision the
     # Cauchy-Schwarz bound |w^| <= sqrt(v^) relies on (a float64 limit, not a property of the split)
-    st.lists(st.floats(-1e6, 1e6, allow_subnormal=False).filter(lambda x: x == 0 or abs(x) > 1e-150),
-             min_size=1, max_size=40),
+    st.lists(
+        st.floats(-1e6, 1e6, allow_subnormal=False).filter(lambda x: x == 0 or abs(x) > 1e-150),
+        min_size=1,
+        max_size=40,
+    ),
     st.sampled_from(BETAS),
 )
 def test_identities_on_arbitrary_histories(values, betas):
@@ -95,8 +98,13 @@ def test_torch_equals_numpy_and_state_equals_history():
     mom = adam_moments(g, b1, b2)
     T = g.shape[0]
     Q = decompose_state(mom["m"][-1], mom["v"][-1], mom["w"][-1], g[-1], T, b1, b2, eps)
-    tt = decompose_state(*(torch.tensor(a) for a in (mom["m"][-1], mom["v"][-1], mom["w"][-1], g[-1])),
-                         T, b1, b2, eps)
+    tt = decompose_state(
+        *(torch.tensor(a) for a in (mom["m"][-1], mom["v"][-1], mom["w"][-1], g[-1])),
+        T,
+        b1,
+        b2,
+        eps,
+    )
     for k in (*PARTS, "update"):
         assert np.allclose(getattr(Q, k), getattr(P, k)[-1], rtol=1e-13, atol=1e-15), k
         assert np.allclose(getattr(tt, k).numpy(), getattr(Q, k), rtol=1e-13, atol=1e-15), k
@@ -109,8 +117,13 @@ def test_zero_history_is_all_zero():
 
 
 def test_shares_and_smoothness():
-    s = shares({"sign": np.array([3.0, 0.0]), "lag": np.array([1.0, 0.0]),
-                "residual": np.array([0.0, 0.0])})
+    s = shares(
+        {
+            "sign": np.array([3.0, 0.0]),
+            "lag": np.array([1.0, 0.0]),
+            "residual": np.array([0.0, 0.0]),
+        }
+    )
     assert np.allclose(s["sign"], [0.75, 0.0]) and np.allclose(s["lag"], [0.25, 0.0])
     assert smoothness(np.full(10, 2.0)) == 0.0
     assert np.isclose(smoothness(np.exp(0.1 * np.arange(10.0))), 0.1)
@@ -126,8 +139,12 @@ def test_bad_input(kw):
 
 
 def test_split_update_contract_with_eps_limit():
-    m, w, s, g = (np.array([0.5, -0.2, 0.0]), np.array([0.4, 0.1, 0.0]), np.array([1.0, 0.5, 0.0]),
-                  np.array([1.0, -1.0, 0.0]))
+    m, w, s, g = (
+        np.array([0.5, -0.2, 0.0]),
+        np.array([0.4, 0.1, 0.0]),
+        np.array([1.0, 0.5, 0.0]),
+        np.array([1.0, -1.0, 0.0]),
+    )
     P = split_update(m, w, s, g, 0.0)
     assert np.allclose(P.update[:2], m[:2] / s[:2])
     assert np.allclose(P.eps[:2], 0.0)

@@ -6,24 +6,23 @@ import numpy as np
 import pytest
 import torch
 
+from gaugedyn.adam import dense_sharpness, preconditioned_sharpness
+from gaugedyn.adam import hessian_vector_product as _hvp
 from gaugedyn.experiments.adam_stability._edge import (
     _flat,
-    _hvp,
     _setup,
-    dense_sharpness,
     diagonal_quadratic,
     lanczos_check,
-    preconditioned_sharpness,
     run_edge,
     threshold,
 )
-from gaugedyn.experiments.adam_stability.adam_edge import (
-    _analyse,
-    edge_start,
+from gaugedyn.experiments.adam_stability._edge_analysis import analyse as _analyse
+from gaugedyn.experiments.adam_stability._edge_analysis import (
     period_two,
     quadratic_separation,
     window_stats,
 )
+from gaugedyn.experiments.adam_stability._protocol import edge_start
 
 SEED = np.random.SeedSequence(2026)  # the analysis seed of runs analysed directly
 
@@ -71,8 +70,19 @@ def test_frozen_copy_is_adam_with_v_held_fixed():
     """Freezing at step 0 (P = |g_0| + eps): the copy's losses equal a hand-written loop of
     m <- beta1 m + (1 - beta1) g, theta <- theta - lr m^ / P with that P."""
     lr, b1, b2, T = 1e-2, 0.5, 0.999, 12
-    out = run_edge("mse", lr, b1, b2, T, seed=2, n_samples=32, lanczos_every=5, freeze=True,
-                   freeze_after=0, freeze_fraction=0.0)
+    out = run_edge(
+        "mse",
+        lr,
+        b1,
+        b2,
+        T,
+        seed=2,
+        n_samples=32,
+        lanczos_every=5,
+        freeze=True,
+        freeze_after=0,
+        freeze_fraction=0.0,
+    )
     assert out["freeze_step"] == 0 and out["frozen_sharpness"].shape == out["sharpness"].shape
     model, fn = _setup("mse", 32, 2)
     params = list(model.parameters())
@@ -126,12 +136,27 @@ def _fake(kappa_ratio, cos, lower, frozen, T=1000, b1=0.5, lr=1e-2, edge=True, s
     E = np.exp(-np.arange(T) / 500) * np.exp(lower + 0.01 * rng.standard_normal())
     lz = np.arange(0, T, 100)
     S = np.full(lz.size, (1.05 if edge else 0.5) * thr / lr) * (1 + 0.01 * rng.standard_normal())
-    r = {"kappa_g": np.full(T, kappa_ratio * thr / lr) * (1 + 0.01 * rng.standard_normal(T)),
-         "secant": np.full(T, thr / lr), "cosine": np.full(T, cos) + 0.01 * rng.standard_normal(),
-         "loss": L, "ema_loss": E, "lanczos_step": lz, "sharpness": S, "threshold": thr,
-         "frozen_loss": np.full(T, np.nan)}
-    task = {"kind": "run", "loss": "mse", "lr": lr, "beta1": b1, "beta2": 0.99, "steps": T, "skip": 0.1,
-            "seed_index": seed}
+    r = {
+        "kappa_g": np.full(T, kappa_ratio * thr / lr) * (1 + 0.01 * rng.standard_normal(T)),
+        "secant": np.full(T, thr / lr),
+        "cosine": np.full(T, cos) + 0.01 * rng.standard_normal(),
+        "loss": L,
+        "ema_loss": E,
+        "lanczos_step": lz,
+        "sharpness": S,
+        "threshold": thr,
+        "frozen_loss": np.full(T, np.nan),
+    }
+    task = {
+        "kind": "run",
+        "loss": "mse",
+        "lr": lr,
+        "beta1": b1,
+        "beta2": 0.99,
+        "steps": T,
+        "skip": 0.1,
+        "seed_index": seed,
+    }
     r["edge_start"] = edge_start(r, task)
     r["freeze_step"] = r["edge_start"]
     r["frozen_sharpness"] = np.where(lz > r["edge_start"], frozen * S, np.nan) if edge else S
@@ -146,12 +171,24 @@ def _verdicts(pairs):
 
 def test_findings_hold_on_an_edge_and_fail_on_inputs_built_to_fail():
     good = _verdicts([_fake(1.0, -0.9, -0.2, 3.0, seed=s) for s in range(3)])
-    for k in ("active_curvature_at_threshold", "gradient_reversal", "averaging_lowers",
-              "averaging_smooths", "frozen_v_rises", "adaptive_stays_on_edge", "feedback"):
+    for k in (
+        "active_curvature_at_threshold",
+        "gradient_reversal",
+        "averaging_lowers",
+        "averaging_smooths",
+        "frozen_v_rises",
+        "adaptive_stays_on_edge",
+        "feedback",
+    ):
         assert good[f"adam_edge.{k}"][0] == "HELD", k
     bad = _verdicts([_fake(0.5, 0.2, 0.3, 0.5, seed=s) for s in range(3)])
-    for k in ("active_curvature_at_threshold", "gradient_reversal", "averaging_lowers",
-              "frozen_v_rises", "feedback"):
+    for k in (
+        "active_curvature_at_threshold",
+        "gradient_reversal",
+        "averaging_lowers",
+        "frozen_v_rises",
+        "feedback",
+    ):
         assert bad[f"adam_edge.{k}"][0] == "NOT HELD", k
 
 
@@ -165,7 +202,7 @@ def test_no_edge_is_reported_not_averaged():
 @pytest.mark.parametrize("name", ["adam_edge", "spike_boundary"])
 def test_quick_findings_are_labelled_provisional_and_full_ones_are_not(name):
     from gaugedyn.experiments import resolve_experiment
-    from gaugedyn.harness._protocol import configuration_label
+    from gaugedyn.harness._protocol import configuration_label, labelled
 
     ex = resolve_experiment(name)
     full = {k: p.default for k, p in ex.params.items()}
@@ -177,12 +214,14 @@ def test_quick_findings_are_labelled_provisional_and_full_ones_are_not(name):
         return
     pairs = [_fake(1.0, -0.9, -0.2, 3.0, seed=s) for s in range(2)]
     for config, prefix in ((full, False), (quick, True)):
-        _, claims, diag = ex.analyse(config, *zip(*pairs), SEED)
+        # as the harness does for every run (gaugedyn.harness._summary.analyse)
+        analysed = ex.analyse(config, *zip(*pairs), SEED)
+        _, claims, diag = labelled(ex.params, config, analysed, ex.label_keys)
         findings = [c for c in claims if c.kind == "finding"]
-        assert findings and all(c.statement.startswith("provisional (quick): ") == prefix
-                                for c in findings)
-        assert all(not c.statement.startswith("provisional") for c in claims
-                   if c.kind != "finding")
+        assert findings and all(
+            c.statement.startswith("provisional (quick): ") == prefix for c in findings
+        )
+        assert all(not c.statement.startswith("provisional") for c in claims if c.kind != "finding")
         assert diag["provisional"] == ("provisional (quick)" if prefix else None)
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from gaugedyn import InputError
 from gaugedyn.adam import READING_SUMS, reading_sums, split_update
+from gaugedyn.experiments.adam_split import _grid_analysis as bga
 from gaugedyn.experiments.adam_split import beta_grid as bg
 from gaugedyn.experiments.adam_split._grid import (
     cell_table,
@@ -58,14 +59,15 @@ def _grid(hold=True, diverge=(), lag_off=None, tied_rough=None):
                 ref = _reference(sign2 * jit, lag2 * jit, res2 * jit, cos, rough, rng)
                 final = 3.0 if (b1, b2) in diverge else 0.5
                 tasks.append({"task": "digits_mlp", "beta1": b1, "beta2": b2, "seed": s})
-                results.append({"sums": ref, "final_loss": final, "initial_loss": 2.3,
-                                "nonfinite_step": -1})
+                results.append(
+                    {"sums": ref, "final_loss": final, "initial_loss": 2.3, "nonfinite_step": -1}
+                )
     return tasks, results
 
 
 def _findings(tasks, results):
     table = cell_table(results, tasks, 0.1)
-    found = bg.findings_of("digits_mlp", protocol_statistics(table, "digits_mlp"), "", [])
+    found = bga.findings_of("digits_mlp", protocol_statistics(table, "digits_mlp"), "", [])
     return {c.id: c for c in found}, table
 
 
@@ -79,10 +81,18 @@ def _assert_recomputable(c) -> None:
     assert set(detail) == set(d["readings"])
     for name, r in detail.items():
         assert r["verdict"] == d["readings"].get(name, d["verdict"])
-        assert judge(r["rule"], r["per_seed"], threshold=r["threshold"],
-                     direction=r["direction"]).verdict == r["verdict"]
-    again = judge("mean_threshold", d["per_seed"], threshold=d["tolerance"]["threshold"],
-                  direction=d["tolerance"]["direction"])
+        assert (
+            judge(
+                r["rule"], r["per_seed"], threshold=r["threshold"], direction=r["direction"]
+            ).verdict
+            == r["verdict"]
+        )
+    again = judge(
+        "mean_threshold",
+        d["per_seed"],
+        threshold=d["tolerance"]["threshold"],
+        direction=d["tolerance"]["direction"],
+    )
     assert [again.low, again.high] == d["interval"]
 
 
@@ -120,7 +130,7 @@ def test_every_finding_holds_on_a_grid_built_to_pass():
         if ":tied_smoother:" in k:
             assert c.readings == {"as judged": "HELD"}
         else:  # both sign readings times both share conventions, every one judged
-            assert c.readings == {r: "HELD" for r in bg.READING_ORDER}
+            assert c.readings == {r: "HELD" for r in bga.READING_ORDER}
 
 
 def test_every_finding_fails_on_a_grid_built_to_fail():
@@ -138,8 +148,12 @@ def test_a_finding_whose_conventions_disagree_depends_on_the_reading():
     found, _ = _findings(*_grid(lag_off=lag))
     c = found["finding:digits_mlp:lag_substantial:beta2>beta1"]
     assert c.verdict == "depends on the reading" and not c.passed
-    assert c.readings == {"current/squared": "HELD", "current/norm": "NOT HELD",
-                          "memory/squared": "HELD", "memory/norm": "NOT HELD"}
+    assert c.readings == {
+        "current/squared": "HELD",
+        "current/norm": "NOT HELD",
+        "memory/squared": "HELD",
+        "memory/norm": "NOT HELD",
+    }
     _assert_recomputable(c)
     from gaugedyn.harness._report import claim_row
 
@@ -158,7 +172,9 @@ def test_a_diverged_off_diagonal_cell_does_not_make_the_lag_substantial():
     assert found[key].verdict == "NOT HELD"
     assert "(0.9, 0.99)" not in found[key].tolerance["cells"]
     assert all("(0.9, 0.99)" not in " ".join(c.tolerance["cells"]) for c in found.values())
-    arrays, claims, diag = bg.analyse_grid(bg_config(), tasks, results, [], [])
+    arrays, claims, diag = bga.analyse_grid(
+        bg_config(), tasks, results, [], [], label=bg.configuration_label(bg_config())
+    )
     assert diag["per_task"]["digits_mlp"]["diverged_cells"] == ["(0.9, 0.99)"]
     assert arrays["digits_mlp__cell_diverged"][0, 1] == 1
     held = {c.id: c.verdict for c in claims if c.kind == "finding"}
@@ -168,10 +184,15 @@ def test_a_diverged_off_diagonal_cell_does_not_make_the_lag_substantial():
 def test_divergence_rule_flags_nonfinite_and_rising_losses():
     rng = np.random.default_rng(0)
     ref = _reference(1.0, 0.0, 0.1, 0.9, 0.01, rng)
-    for final, initial, bad, flagged in [(0.5, 1.0, -1, 0.0), (1.5, 1.0, -1, 1.0),
-                                         (np.nan, 1.0, -1, 1.0), (0.5, 1.0, 7, 1.0)]:
-        m = run_measures({"sums": ref, "final_loss": final, "initial_loss": initial,
-                          "nonfinite_step": bad}, 0.1)
+    for final, initial, bad, flagged in [
+        (0.5, 1.0, -1, 0.0),
+        (1.5, 1.0, -1, 1.0),
+        (np.nan, 1.0, -1, 1.0),
+        (0.5, 1.0, 7, 1.0),
+    ]:
+        m = run_measures(
+            {"sums": ref, "final_loss": final, "initial_loss": initial, "nonfinite_step": bad}, 0.1
+        )
         assert m["diverged"] == flagged
 
 
@@ -191,8 +212,11 @@ def test_smoothness_is_paired_at_matched_beta():
             assert c.verdict in ("UNRESOLVED", "NOT HELD")
     stat = [s for s in protocol_statistics(table, "digits_mlp") if s["claim"] == "tied_smoother"]
     row = next(s for s in stat if s["match"] == "beta1" and s["region"] == "beta2>beta1")
-    assert sorted(row["cells"]) == ["(0.9, 0.9) vs (0.9, 0.99)", "(0.9, 0.9) vs (0.9, 0.999)",
-                                    "(0.99, 0.99) vs (0.99, 0.999)"]
+    assert sorted(row["cells"]) == [
+        "(0.9, 0.9) vs (0.9, 0.99)",
+        "(0.9, 0.9) vs (0.9, 0.999)",
+        "(0.99, 0.99) vs (0.99, 0.999)",
+    ]
 
 
 def test_roughness_is_detrended():
@@ -217,13 +241,16 @@ def bg_config(**kw):
 
 def test_provisional_label_unless_full_configuration():
     full = bg_config()
-    quick = {k: (p.quick if p.quick is not None else p.default)
-             for k, p in bg.EXPERIMENT.params.items()}
+    quick = {
+        k: (p.quick if p.quick is not None else p.default) for k, p in bg.EXPERIMENT.params.items()
+    }
     assert bg.configuration_label(full) == ""
     assert bg.configuration_label(quick) == "provisional (quick)"
     assert bg.configuration_label(full | {"seeds": 3}) == "provisional (reduced configuration)"
     tasks, results = _grid()
-    _, claims, diag = bg.analyse_grid(quick, tasks, results, [], [])
+    _, claims, diag = bga.analyse_grid(
+        quick, tasks, results, [], [], label=bg.configuration_label(quick)
+    )
     found = [c for c in claims if c.kind == "finding"]
     assert found and all(c.statement.startswith("provisional (quick): ") for c in found)
     assert diag["provisional"] == "provisional (quick)"

@@ -17,8 +17,9 @@ from gaugedyn.adam import _native as native
 from gaugedyn.adam._decomposition import bias_corrections
 from gaugedyn.adam._recorder import _chunk_sums
 
-pytestmark = pytest.mark.skipif(not native.available(),
-                                reason=f"native extension does not build: {native._ERROR}")
+pytestmark = pytest.mark.skipif(
+    not native.available(), reason=f"native extension does not build: {native._ERROR}"
+)
 
 
 def _state(n, dtype, seed):
@@ -36,8 +37,9 @@ def _state(n, dtype, seed):
 
 def _eager(m, v, w, g, k, alpha, epsc, tied):
     out = torch.zeros(8, dtype=m.dtype)
-    _chunk_sums(m, v, None if tied else w, g, k, alpha, epsc,
-                torch.empty(5, m.numel(), dtype=m.dtype), out)
+    _chunk_sums(
+        m, v, None if tied else w, g, k, alpha, epsc, torch.empty(5, m.numel(), dtype=m.dtype), out
+    )
     return out.double().numpy()
 
 
@@ -104,8 +106,9 @@ def test_eligibility():
 
 def _run(backend, betas, every, steps=6):
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(20, 300), torch.nn.Tanh(),
-                                torch.nn.Linear(300, 3)).double()
+    model = torch.nn.Sequential(
+        torch.nn.Linear(20, 300), torch.nn.Tanh(), torch.nn.Linear(300, 3)
+    ).double()
     models = {b: copy.deepcopy(model) for b in ("eager", backend)}
     out = {}
     for b, mdl in models.items():
@@ -150,8 +153,13 @@ def test_failed_build_falls_back_to_eager(monkeypatch, caplog):
     def broken():
         raise RuntimeError("no compiler\nError building extension")
 
-    for name, value in (("_build", broken), ("_TRIED", False), ("_MODULE", None),
-                        ("_LOGGED", False), ("_ERROR", None)):
+    for name, value in (
+        ("_build", broken),
+        ("_TRIED", False),
+        ("_MODULE", None),
+        ("_LOGGED", False),
+        ("_ERROR", None),
+    ):
         monkeypatch.setattr(native, name, value)
     with caplog.at_level("WARNING", logger=native.__name__):
         assert not native.available()
@@ -165,8 +173,7 @@ def test_failed_build_falls_back_to_eager(monkeypatch, caplog):
 
 def _fresh(monkeypatch):
     """Forget this process's load attempt (restored after the test)."""
-    for name, value in (("_TRIED", False), ("_MODULE", None), ("_LOGGED", False),
-                        ("_ERROR", None)):
+    for name, value in (("_TRIED", False), ("_MODULE", None), ("_LOGGED", False), ("_ERROR", None)):
         monkeypatch.setattr(native, name, value)
 
 
@@ -227,20 +234,30 @@ def test_build_runs_in_a_private_folder_and_publishes_atomically(monkeypatch, tm
 
 def test_build_lock_is_released_when_its_holder_is_killed(tmp_path):
     lock = tmp_path / "x.lock"
-    code = ("import sys, time; from pathlib import Path; from gaugedyn.adam import _native as n\n"
-            "with n._exclusive(Path(sys.argv[1])):\n"
-            "    print('held', flush=True); time.sleep(60)\n")
-    with subprocess.Popen([sys.executable, "-c", code, str(lock)], stdout=subprocess.PIPE,
-                          text=True) as proc:
+    code = (
+        "import sys, time; from pathlib import Path; from gaugedyn.adam import _native as n\n"
+        "with n._exclusive(Path(sys.argv[1])):\n"
+        "    print('held', flush=True); time.sleep(60)\n"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", code, str(lock)], stdout=subprocess.PIPE, text=True
+    ) as proc:
         try:
             assert proc.stdout.readline().strip() == "held"
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=30)
-            again = ("import sys; from pathlib import Path; from gaugedyn.adam import _native as n\n"
-                     "with n._exclusive(Path(sys.argv[1])):\n    print('acquired')\n")
+            again = (
+                "import sys; from pathlib import Path; from gaugedyn.adam import _native as n\n"
+                "with n._exclusive(Path(sys.argv[1])):\n    print('acquired')\n"
+            )
             t0 = time.monotonic()  # a lock that outlived its holder would hang: time out instead
-            out = subprocess.run([sys.executable, "-c", again, str(lock)], capture_output=True,
-                                 text=True, timeout=60, check=True).stdout
+            out = subprocess.run(
+                [sys.executable, "-c", again, str(lock)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=True,
+            ).stdout
             assert out.strip() == "acquired" and time.monotonic() - t0 < 30
         finally:
             proc.kill()

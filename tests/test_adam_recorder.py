@@ -132,8 +132,14 @@ def _scaler_run(fused, inject):
     x = torch.randn(16, 5)
     ws, params, true = [], [], []
     for t in range(6):
-        true.append(torch.cat([q.reshape(-1) for q in torch.autograd.grad(
-            (model(x) ** 2).mean(), list(model.parameters()))]).numpy())
+        true.append(
+            torch.cat(
+                [
+                    q.reshape(-1)
+                    for q in torch.autograd.grad((model(x) ** 2).mean(), list(model.parameters()))
+                ]
+            ).numpy()
+        )
         opt.zero_grad()
         scaler.scale((model(x) ** 2).mean()).backward()
         if t in inject:

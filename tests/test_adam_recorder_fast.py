@@ -20,19 +20,34 @@ def _reference(hist, b1, b2, eps):
     return sq, (P.transition != 0).sum(axis=1)
 
 
-def _run(shapes, groups, steps, *, eps=1e-8, skip=None, zero=None, seed=0, channels_last=(),
-         backend="eager"):
+def _run(
+    shapes,
+    groups,
+    steps,
+    *,
+    eps=1e-8,
+    skip=None,
+    zero=None,
+    seed=0,
+    channels_last=(),
+    backend="eager",
+):
     """Train a float64 bag of parameters on a random quadratic-sine loss; returns the recorder,
     the per-parameter effective-gradient histories and which optimizer steps each one took."""
     if backend == "native" and not native.available():
         pytest.skip(f"native extension does not build: {native._ERROR}")
     gen = torch.Generator().manual_seed(seed)
-    params = [torch.nn.Parameter(torch.randn(s, generator=gen, dtype=torch.float64)) for s in shapes]
+    params = [
+        torch.nn.Parameter(torch.randn(s, generator=gen, dtype=torch.float64)) for s in shapes
+    ]
     for i in channels_last:  # a non-contiguous layout: state and w follow it
         params[i].data = params[i].data.to(memory_format=torch.channels_last)
     targets = [torch.randn(s, generator=gen, dtype=torch.float64) for s in shapes]
-    opt = torch.optim.Adam([{"params": [params[i] for i in idx], "betas": betas}
-                            for idx, betas in groups], lr=1e-2, eps=eps)
+    opt = torch.optim.Adam(
+        [{"params": [params[i] for i in idx], "betas": betas} for idx, betas in groups],
+        lr=1e-2,
+        eps=eps,
+    )
     rec = AdamRecorder(opt, backend=backend)
     assert rec.metadata()["backend"] == backend
     hist = [[] for _ in params]
@@ -40,8 +55,9 @@ def _run(shapes, groups, steps, *, eps=1e-8, skip=None, zero=None, seed=0, chann
     for t in range(steps):
         opt.zero_grad(set_to_none=True)
         active = [i for i in range(len(params)) if not (skip and skip(i, t))]
-        loss = sum((torch.sin(params[i]) * targets[i]).sum() + (params[i] ** 2).sum()
-                   for i in active)
+        loss = sum(
+            (torch.sin(params[i]) * targets[i]).sum() + (params[i] ** 2).sum() for i in active
+        )
         loss.backward()
         for i in active:
             if zero is not None:
@@ -55,7 +71,9 @@ def _run(shapes, groups, steps, *, eps=1e-8, skip=None, zero=None, seed=0, chann
 def _check(rec, hist, took, opt, steps, eps):
     want = np.zeros((steps, len(opt.param_groups), len(NORM_NAMES)))
     ntrans = np.zeros((steps, len(opt.param_groups)))
-    index = {id(p): (gi, pi) for gi, g in enumerate(opt.param_groups) for pi, p in enumerate(g["params"])}
+    index = {
+        id(p): (gi, pi) for gi, g in enumerate(opt.param_groups) for pi, p in enumerate(g["params"])
+    }
     flat = [p for g in opt.param_groups for p in g["params"]]
     for p, h, tk in zip(flat, hist, took):
         gi, _ = index[id(p)]
@@ -105,8 +123,13 @@ def test_many_small_tensors_fill_several_packs(backend):
 def test_parameters_at_different_steps_are_not_packed_together(backend):
     # parameter 1 gets no gradient on odd steps, so its Adam step counter falls behind
     shapes = [(40,), (30,), (R._CHUNK + 3,)]
-    rec, hist, took, opt = _run(shapes, [([0, 1, 2], (0.9, 0.99))], 7,
-                                skip=lambda i, t: i == 1 and t % 2 == 1, backend=backend)
+    rec, hist, took, opt = _run(
+        shapes,
+        [([0, 1, 2], (0.9, 0.99))],
+        7,
+        skip=lambda i, t: i == 1 and t % 2 == 1,
+        backend=backend,
+    )
     _check(rec, hist, took, opt, 7, 1e-8)
     assert list(rec.export()[0]["step"]) == list(range(1, 8))
 
@@ -115,8 +138,14 @@ def test_parameters_at_different_steps_are_not_packed_together(backend):
 @BACKENDS
 def test_never_touched_coordinates_give_finite_exact_norms(eps, backend):
     # coordinates 0..9 have a zero gradient at every step: v = w = m = 0 there
-    rec, hist, took, opt = _run([(50,), (R._PACK + 20,)], [([0, 1], (0.9, 0.99))], 5, eps=eps,
-                                zero=slice(0, 10), backend=backend)
+    rec, hist, took, opt = _run(
+        [(50,), (R._PACK + 20,)],
+        [([0, 1], (0.9, 0.99))],
+        5,
+        eps=eps,
+        zero=slice(0, 10),
+        backend=backend,
+    )
     got = _check(rec, hist, took, opt, 5, eps)
     assert np.all(np.isfinite(got))
 
@@ -128,7 +157,9 @@ def test_compiled_kernel_matches_eager():
     shapes = [(R._PACK + 5,), (7,), (3, 4)]
     eager = _run(shapes, [([0, 1, 2], (0.9, 0.99))], 4)
     gen = torch.Generator().manual_seed(0)  # same model and data as _run's, with compile=True
-    params = [torch.nn.Parameter(torch.randn(s, generator=gen, dtype=torch.float64)) for s in shapes]
+    params = [
+        torch.nn.Parameter(torch.randn(s, generator=gen, dtype=torch.float64)) for s in shapes
+    ]
     targets = [torch.randn(s, generator=gen, dtype=torch.float64) for s in shapes]
     opt = torch.optim.Adam([{"params": params, "betas": (0.9, 0.99)}], lr=1e-2, eps=1e-8)
     rec = AdamRecorder(opt, compile=True)
@@ -138,4 +169,6 @@ def test_compiled_kernel_matches_eager():
         opt.step()
     ref, got = eager[0].norms(), rec.norms()
     assert np.allclose(got, ref, rtol=1e-10, atol=1e-13)
-    assert np.array_equal(rec.export()[0]["transition_frac"], eager[0].export()[0]["transition_frac"])
+    assert np.array_equal(
+        rec.export()[0]["transition_frac"], eager[0].export()[0]["transition_frac"]
+    )

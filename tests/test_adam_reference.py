@@ -24,8 +24,9 @@ def _state(n, seed):
 
 def _chunk(m, v, w, g, k, alpha, epsc, tied):
     out = torch.zeros(8, dtype=m.dtype)
-    _chunk_sums(m, v, None if tied else w, g, k, alpha, epsc,
-                torch.empty(5, m.numel(), dtype=m.dtype), out)
+    _chunk_sums(
+        m, v, None if tied else w, g, k, alpha, epsc, torch.empty(5, m.numel(), dtype=m.dtype), out
+    )
     return out.numpy()
 
 
@@ -40,13 +41,28 @@ def _kernel(m, v, w, g, k, alpha, epsc, tied):
     return out.numpy()
 
 
-PATHS = [_chunk, _expr, pytest.param(_kernel, marks=pytest.mark.skipif(
-    not native.available(), reason=f"native kernel unavailable: {native._ERROR}"))]
+PATHS = [
+    _chunk,
+    _expr,
+    pytest.param(
+        _kernel,
+        marks=pytest.mark.skipif(
+            not native.available(), reason=f"native kernel unavailable: {native._ERROR}"
+        ),
+    ),
+]
 
 
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("step, betas, eps", [(1, (0.9, 0.999), 1e-8), (7, (0.9, 0.99), 1e-3),
-                                              (40, (0.99, 0.9), 0.0), (5, (0.95, 0.95), 1e-8)])
+@pytest.mark.parametrize(
+    "step, betas, eps",
+    [
+        (1, (0.9, 0.999), 1e-8),
+        (7, (0.9, 0.99), 1e-3),
+        (40, (0.99, 0.9), 0.0),
+        (5, (0.95, 0.95), 1e-8),
+    ],
+)
 def test_fast_path_norms_equal_the_reference_split(path, step, betas, eps):
     b1, b2 = betas
     tied = b1 == b2
@@ -58,8 +74,9 @@ def test_fast_path_norms_equal_the_reference_split(path, step, betas, eps):
     scale = sum_scale(bc1, bc2, c, eps, tied)
     got = np.sqrt(np.where(scale != 0, sums * scale, 0.0))[: len(NORM_NAMES)]
     m_hat, w_hat = m / bc1, (m / bc1 if tied else w / bc2)
-    ref = part_norms(split_update(m_hat.numpy(), w_hat.numpy(), (v.sqrt() / c).numpy(),
-                                  g.numpy(), eps))
+    ref = part_norms(
+        split_update(m_hat.numpy(), w_hat.numpy(), (v.sqrt() / c).numpy(), g.numpy(), eps)
+    )
     want = np.array([ref[k] for k in NORM_NAMES])
     np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-12)
 
@@ -79,8 +96,16 @@ def test_trainer_adam_step_is_the_reference_update():
         p = new
 
 
-@pytest.mark.parametrize("backend", ["eager", pytest.param("native", marks=pytest.mark.skipif(
-    not native.available(), reason="native kernel unavailable"))])
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "eager",
+        pytest.param(
+            "native",
+            marks=pytest.mark.skipif(not native.available(), reason="native kernel unavailable"),
+        ),
+    ],
+)
 @pytest.mark.parametrize("late", [1, 4])
 def test_recorder_attached_after_k_steps_matches_a_hand_computation(backend, late):
     """Attached after ``late`` steps, the shadow moment starts from ``w^_k = m^_k``, i.e.
@@ -115,8 +140,7 @@ def test_recorder_attached_after_k_steps_matches_a_hand_computation(backend, lat
 
 
 def test_without_ninja_auto_is_eager_and_nothing_is_built(monkeypatch):
-    for name, value in (("_TRIED", False), ("_MODULE", None), ("_LOGGED", False),
-                        ("_ERROR", None)):
+    for name, value in (("_TRIED", False), ("_MODULE", None), ("_LOGGED", False), ("_ERROR", None)):
         monkeypatch.setattr(native, name, value)
     monkeypatch.setattr(native, "_have_ninja", lambda: False)
     monkeypatch.setattr(native, "_cached", lambda: False)

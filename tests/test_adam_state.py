@@ -38,8 +38,9 @@ def _model(seed: int, dtype=torch.float64) -> torch.nn.Module:
 
 def _batch(seed: int, dtype=torch.float64):
     g = torch.Generator().manual_seed(100 + seed)
-    return torch.randn(16, 5, generator=g, dtype=dtype), torch.randn(16, 2, generator=g,
-                                                                     dtype=dtype)
+    return torch.randn(16, 5, generator=g, dtype=dtype), torch.randn(
+        16, 2, generator=g, dtype=dtype
+    )
 
 
 def _step(net, opt, seed: int) -> None:
@@ -58,8 +59,16 @@ def _trained(seed: int, path: dict, steps: int = 4, cls=torch.optim.Adam, **kw):
 
 
 def _state_tensors(net, opt):
-    return [t.clone() for p in net.parameters() for t in
-            (p.detach(), opt.state[p]["exp_avg"], opt.state[p]["exp_avg_sq"], opt.state[p]["step"])]
+    return [
+        t.clone()
+        for p in net.parameters()
+        for t in (
+            p.detach(),
+            opt.state[p]["exp_avg"],
+            opt.state[p]["exp_avg_sq"],
+            opt.state[p]["step"],
+        )
+    ]
 
 
 @pytest.mark.parametrize("path", PATHS, ids=IDS)
@@ -94,8 +103,8 @@ def test_update_after_v_exchange_matches_hand_computation(path):
         st = oa.state[p]
         t = int(st["step"]) + 1
         m = b1 * st["exp_avg"] + (1 - b1) * p.grad
-        v = b2 * st["exp_avg_sq"] + (1 - b2) * p.grad ** 2  # v swapped in from the other state
-        mhat, vhat = m / (1 - b1 ** t), v / (1 - b2 ** t)
+        v = b2 * st["exp_avg_sq"] + (1 - b2) * p.grad**2  # v swapped in from the other state
+        mhat, vhat = m / (1 - b1**t), v / (1 - b2**t)
         expected[p] = p.detach() - lr * mhat / (vhat.sqrt() + eps)
     oa.step()
     for p in na.parameters():
@@ -134,9 +143,11 @@ def test_reset_m_only_keeps_step_and_v(path):
 @pytest.mark.parametrize("per", ["tensor", "layer", "selection"])
 def test_scalarise_keeps_the_mean(path, per):
     net, opt = _trained(4, path)
-    groups = {"tensor": [[n] for n, _ in net.named_parameters()],
-              "layer": [["0.weight", "0.bias"], ["2.weight", "2.bias"]],
-              "selection": [[n for n, _ in net.named_parameters()]]}[per]
+    groups = {
+        "tensor": [[n] for n, _ in net.named_parameters()],
+        "layer": [["0.weight", "0.bias"], ["2.weight", "2.bias"]],
+        "selection": [[n for n, _ in net.named_parameters()]],
+    }[per]
     named = dict(net.named_parameters())
 
     def means():
@@ -161,13 +172,18 @@ def _batched_pair(path, seed):
     out = []
     for s in (seed, seed + 1):
         g = torch.Generator().manual_seed(s)
-        net = torch.nn.ParameterDict({"w": torch.nn.Parameter(torch.randn(3, 4, 5, generator=g,
-                                                                          dtype=torch.float64))})
+        net = torch.nn.ParameterDict(
+            {"w": torch.nn.Parameter(torch.randn(3, 4, 5, generator=g, dtype=torch.float64))}
+        )
         opt = torch.optim.Adam(net.parameters(), lr=1e-2, **path)
         for k in range(3):
             opt.zero_grad()
-            (net["w"] ** 2 * torch.randn(3, 4, 5, generator=g, dtype=torch.float64)
-             * (k + 1) * torch.tensor([1.0, 10.0, 100.0]).double()[:, None, None]).sum().backward()
+            (
+                net["w"] ** 2
+                * torch.randn(3, 4, 5, generator=g, dtype=torch.float64)
+                * (k + 1)
+                * torch.tensor([1.0, 10.0, 100.0]).double()[:, None, None]
+            ).sum().backward()
             opt.step()
         out += [opt, net]
     return out

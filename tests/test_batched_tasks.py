@@ -46,8 +46,7 @@ def test_digits_mse_is_adam_edges_mse_loss():
         net[0].bias.copy_(b1[0])
         net[2].weight.copy_(W2.T)
         net[2].bias.copy_(b2[0])
-    torch.testing.assert_close(model.losses()[0].detach(), loss_fn().detach(), rtol=1e-13,
-                               atol=0)
+    torch.testing.assert_close(model.losses()[0].detach(), loss_fn().detach(), rtol=1e-13, atol=0)
 
 
 def test_noisy_labels_replace_the_stated_share_by_another_class():

@@ -23,8 +23,25 @@ def bench():
 
 
 def test_runs_the_grids_on_the_cpu_and_says_whether_a_gpu_is_present(bench, capsys):
-    assert bench.main(["--tasks", "teacher_student", "--cells", "2", "--seeds", "1",
-                       "--steps", "3", "--copies", "2", "--scan-steps", "10"]) == 0
+    assert (
+        bench.main(
+            [
+                "--tasks",
+                "teacher_student",
+                "--cells",
+                "2",
+                "--seeds",
+                "1",
+                "--steps",
+                "3",
+                "--copies",
+                "2",
+                "--scan-steps",
+                "10",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     if not torch.cuda.is_available():
         assert "no GPU present" in out and "running on cpu only" in out

@@ -26,19 +26,35 @@ def bench():
     return _load("bench_reproduce")
 
 
-def fake_summary(tasks: int, wall: float, analyse: float, plot: float, compute: float,
-                 status: str = "passed") -> dict:
-    return {"status": status, "diagnostics": {
-        "tasks": {"tasks": tasks, "unique_tasks": tasks, "reused": 0, "computed": tasks,
-                  "failed": 0, "compute_seconds": compute},
-        "executor": "ProcessPool x2", "analyse_seconds": analyse, "plot_seconds": plot,
-        "wall_seconds": wall}}
+def fake_summary(
+    tasks: int, wall: float, analyse: float, plot: float, compute: float, status: str = "passed"
+) -> dict:
+    return {
+        "status": status,
+        "diagnostics": {
+            "tasks": {
+                "tasks": tasks,
+                "unique_tasks": tasks,
+                "reused": 0,
+                "computed": tasks,
+                "failed": 0,
+                "compute_seconds": compute,
+            },
+            "executor": "ProcessPool x2",
+            "analyse_seconds": analyse,
+            "plot_seconds": plot,
+            "wall_seconds": wall,
+        },
+    }
 
 
 def rows(bench):
-    return [bench.row_from_summary("a", fake_summary(4, 10.0, 2.0, 3.0, 9.0), 10.5, 21.0),
-            bench.row_from_summary("b", fake_summary(6, 30.0, 3.0, 0.0, 50.0, "claims failed"),
-                                   30.5, 55.0)]
+    return [
+        bench.row_from_summary("a", fake_summary(4, 10.0, 2.0, 3.0, 9.0), 10.5, 21.0),
+        bench.row_from_summary(
+            "b", fake_summary(6, 30.0, 3.0, 0.0, 50.0, "claims failed"), 30.5, 55.0
+        ),
+    ]
 
 
 def test_rows_shares_and_total(bench):
@@ -64,13 +80,21 @@ def test_table_text_and_markdown(bench):
     assert md[0] == "| " + " | ".join(bench.COLUMNS) + " |"
     assert len(md) == 2 + 2 + 1  # header, rule, two rows, total
     assert md[2].startswith("| a | 4 | 10.5 | 21.0 | 2.00 | 50 | 20 | 30 | 9.0 | passed |")
-    page = bench.markdown_page(rows(bench), "python benchmarks/bench_reproduce.py --quick", None,
-                               True, "process", ((1.0, 1.0, 1.0), (2.0, 2.0, 2.0)))
+    page = bench.markdown_page(
+        rows(bench),
+        "python benchmarks/bench_reproduce.py --quick",
+        None,
+        True,
+        "process",
+        ((1.0, 1.0, 1.0), (2.0, 2.0, 2.0)),
+    )
     assert "quick configurations" in page and "--quick" in page and md[-1] in page
     assert bench.load_note(((0.0, 0.0, 0.0), (0.0, 0.0, 0.0))) == ""
     busy = ((100.0, 0.0, 0.0), (0.0, 0.0, 0.0))
     assert "shared with other work" in bench.load_note(busy)
-    assert bench.load_note(busy) in bench.markdown_page(rows(bench), "x", None, True, "serial", busy)
+    assert bench.load_note(busy) in bench.markdown_page(
+        rows(bench), "x", None, True, "serial", busy
+    )
 
 
 def test_error_row_and_incomplete_cpu_are_marked(bench):
@@ -104,12 +128,15 @@ def test_beta_grid_ratio_runs_and_both_paths_agree(bench):
     r = bench.grid_ratio(steps=4, rounds=1, tasks=["teacher_student"])
     assert r["max_loss_diff"] <= 1e-5 and r["agree"] == r["compared"] > 0  # stacked: round-off
     assert r["max_diff"] < 1e-4
-    assert all(x > 0 for k in ("all", "stacked", "stacked_gain") for m in ("wall", "cpu")
-               for x in r["ratio"][k][m])
+    assert all(
+        x > 0
+        for k in ("all", "stacked", "stacked_gain")
+        for m in ("wall", "cpu")
+        for x in r["ratio"][k][m]
+    )
     assert "per-run / batched wall" in r["text"] and set(r["rows"]) == set(r["tasks"])
     assert "batched loop / batched stacked" in r["text"]
-    page = bench.markdown_page(rows(bench), "x", None, True, "serial",
-                               ((0.0,) * 3, (0.0,) * 3), r)
+    page = bench.markdown_page(rows(bench), "x", None, True, "serial", ((0.0,) * 3, (0.0,) * 3), r)
     assert r["text"] in page
 
 
@@ -122,8 +149,9 @@ def test_roofline_counts_the_arithmetic_and_derives_the_bound(grid_bench):
     # digits_mlp, Linear(64, 32), ReLU, Linear(32, 10) on a minibatch of 64: forward
     # 2*64*(64*32 + 32*10); backward the second layer's input and weight gradients and the first
     # layer's weight gradient (the images need none)
-    assert grid_bench._copy_flops("digits_mlp") == 2 * 64 * (64 * 32 + 32 * 10) \
-        + 2 * 64 * (32 * 10 * 2 + 64 * 32)
+    assert grid_bench._copy_flops("digits_mlp") == 2 * 64 * (64 * 32 + 32 * 10) + 2 * 64 * (
+        32 * 10 * 2 + 64 * 32
+    )
     r = grid_bench.beta_grid_ratio(["digits_mlp", "digits_cnn"], (0.9, 0.99), 2, 3, 1)
     q = grid_bench.roofline(r, reps=1)
     assert q["rate"] > 0 and len(q["rates"]) == 1
@@ -163,19 +191,23 @@ def grids_bench():
     return _load("bench_batched_grids")
 
 
-@pytest.mark.parametrize(("name", "kwargs"), [
-    ("gauge_under_adam", dict(dim=4, seeds=2, steps=10)),
-    ("prototypes", dict(n=3, seeds=1, steps=20)),
-    ("shared_representation", dict(seeds=1, steps=10)),
-])
+@pytest.mark.parametrize(
+    ("name", "kwargs"),
+    [
+        ("gauge_under_adam", dict(dim=4, seeds=2, steps=10)),
+        ("prototypes", dict(n=3, seeds=1, steps=20)),
+        ("shared_representation", dict(seeds=1, steps=10)),
+    ],
+)
 def test_batched_grids_equal_their_loops_bitwise(bench, grids_bench, name, kwargs):
     r = grids_bench.MEASURES[name](rounds=1, **kwargs)
     assert r["name"] == name and r["max_abs_diff"] == 0.0
     assert all(x > 0 for x in r["wall"] + r["cpu"])
     r["text"] = grids_bench.ratio_text(r)
     assert "loop / batched wall" in r["text"]
-    page = bench.markdown_page(rows(bench), "x", None, True, "serial",
-                               ((0.0,) * 3, (0.0,) * 3), None, [r])
+    page = bench.markdown_page(
+        rows(bench), "x", None, True, "serial", ((0.0,) * 3, (0.0,) * 3), None, [r]
+    )
     assert r["text"] in page and "no batched path" not in page
 
 

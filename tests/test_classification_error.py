@@ -36,8 +36,9 @@ def test_odd_activation_one_unit_equals_the_angle_formula():
 def test_mismatched_teacher_equals_monte_carlo_in_weight_space():
     """ReLU student, erf teacher: the fields' estimate against sign disagreements counted on
     inputs x ~ N(0, I_D) through the weights (independent draws)."""
-    pr = random_problem(12, 3, 3, np.random.default_rng(2), activation="relu",
-                        teacher_activation="erf")
+    pr = random_problem(
+        12, 3, 3, np.random.default_rng(2), activation="relu", teacher_activation="erf"
+    )
     a, Q, R, b, T = pr.order_parameters()
     err, se = classification_error(a, Q, R, b, T, "relu", "erf", samples=200_000)
     X = np.random.default_rng(9).standard_normal((200_000, 12))
@@ -56,8 +57,9 @@ def test_flow_and_trainer_report_it_beside_the_loss():
     a, Q, R, b, T = pr.order_parameters()
     assert err[0] == classification_error(a, Q, R, b, T, "erf", samples=4096)[0]
     assert "classification_error" not in solve(pr, t_max=1.0).observables
-    cfg = TrainConfig(optimizer="sgd", lr=0.5, steps=300, samples=None, batch=1,
-                      points_per_decade=2)
+    cfg = TrainConfig(
+        optimizer="sgd", lr=0.5, steps=300, samples=None, batch=1, points_per_decade=2
+    )
     res = train(pr, cfg, seeds=2, backend="torch")
     e, s = res.classification_error(samples=4096)
     assert e.shape == s.shape == res.loss.shape

@@ -25,16 +25,33 @@ def small_memory(monkeypatch):
 
 
 def test_gradient_descent_with_a_vanishing_step_is_refused(capsys):
-    line = _one_line(["solve", "--setup", "single", "--dim", "10", "--dynamics", "gd",
-                      "--eta", "1e-300", "--t-max", "1e12"], capsys)
+    line = _one_line(
+        [
+            "solve",
+            "--setup",
+            "single",
+            "--dim",
+            "10",
+            "--dynamics",
+            "gd",
+            "--eta",
+            "1e-300",
+            "--t-max",
+            "1e12",
+        ],
+        capsys,
+    )
     assert "--eta=1e-300" in line and "steps" in line
 
 
-@pytest.mark.parametrize("extra", [
-    ["--dim", "100000000", "--formulation", "weight-space"],
-    ["--dim", "100000", "--formulation", "weight-space", "--method", "rodas"],
-    ["--dim", "100000000"],
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--dim", "100000000", "--formulation", "weight-space"],
+        ["--dim", "100000", "--formulation", "weight-space", "--method", "rodas"],
+        ["--dim", "100000000"],
+    ],
+)
 def test_a_memory_refusal_quotes_what_its_formula_gives(capsys, small_memory, extra):
     line = _one_line(["solve", "--setup", "single", *extra], capsys)
     quoted = re.search(r"needs about (\S+ \S+) of memory \((.*)\), more than", line)
@@ -46,12 +63,15 @@ def test_a_memory_refusal_quotes_what_its_formula_gives(capsys, small_memory, ex
     assert options.size_text(total) == quoted.group(1), line
 
 
-@pytest.mark.parametrize("argv", [
-    ["solve", "--setup", "single", "--dim", "10", "--dim", "20"],
-    ["solve", "--setup", "single", "--dim", "10", "--rtol", "1e-8", "--rtol=1e-9"],
-    ["train", "--dim", "10", "--samples", "5", "--steps", "3", "--steps", "4"],
-    ["run", "cfg.toml", "--quick", "--quick"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["solve", "--setup", "single", "--dim", "10", "--dim", "20"],
+        ["solve", "--setup", "single", "--dim", "10", "--rtol", "1e-8", "--rtol=1e-9"],
+        ["train", "--dim", "10", "--samples", "5", "--steps", "3", "--steps", "4"],
+        ["run", "cfg.toml", "--quick", "--quick"],
+    ],
+)
 def test_repeated_options_are_refused(capsys, argv):
     assert "more than once" in _one_line(argv, capsys)
 
@@ -61,16 +81,42 @@ def test_repeatable_options_still_repeat(tmp_path, capsys, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "toy.toml").write_text(config_text(n_tasks=2))
-    rc, _, err = invoke(["run", "toy.toml", "--out", "o", "--executor", "serial", "-q",
-                         "--set", "size=3", "--set", "seed=2"], capsys)
+    rc, _, err = invoke(
+        [
+            "run",
+            "toy.toml",
+            "--out",
+            "o",
+            "--executor",
+            "serial",
+            "-q",
+            "--set",
+            "size=3",
+            "--set",
+            "seed=2",
+        ],
+        capsys,
+    )
     assert rc == 0, err
 
 
-@pytest.mark.parametrize("extra", [
-    ["--online", "--optimizer", "sgd", "--steps", "1000000000", "--seeds", "1"],
-    ["--online", "--optimizer", "sgd", "--backend", "chain", "--steps", "1000000000",
-     "--seeds", "1000"],
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--online", "--optimizer", "sgd", "--steps", "1000000000", "--seeds", "1"],
+        [
+            "--online",
+            "--optimizer",
+            "sgd",
+            "--backend",
+            "chain",
+            "--steps",
+            "1000000000",
+            "--seeds",
+            "1000",
+        ],
+    ],
+)
 def test_work_estimates_include_the_fixed_cost_per_step(capsys, monkeypatch, extra):
     import gaugedyn.training._trainer as trainer
 
@@ -102,11 +148,14 @@ def test_the_recorder_says_when_it_compiles(tmp_path, monkeypatch, capsys):
     assert torch is not None
 
 
-@pytest.mark.parametrize("message", [
-    "[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough memory: you "
-    "tried to allocate 85899345920 bytes.",
-    "CUDA out of memory. Tried to allocate 20.00 GiB",
-])
+@pytest.mark.parametrize(
+    "message",
+    [
+        "[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough memory: you "
+        "tried to allocate 85899345920 bytes.",
+        "CUDA out of memory. Tried to allocate 20.00 GiB",
+    ],
+)
 def test_a_torch_allocation_failure_is_one_line(capsys, monkeypatch, message):
     import gaugedyn.theory._cli as solve_cli
 
@@ -134,22 +183,24 @@ def test_derive_check_calls_a_missing_kernel_file_missing(tmp_path, capsys):
     from gaugedyn.symbolic._registry import derive
 
     report = derive(tmp_path, check=True, kernels=tmp_path / "absent.py", modules=())
-    assert report.failures == [f"{tmp_path / 'absent.py'}: missing (run `gaugedyn derive` to "
-                               "write it)"]
+    assert report.failures == [
+        f"{tmp_path / 'absent.py'}: missing (run `gaugedyn derive` to write it)"
+    ]
     assert "MISSING" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("method", ["RK45", "DOP853", "BDF"])
-def test_an_integration_that_would_run_for_years_stops_within_seconds(capsys, monkeypatch,
-                                                                      method):
+def test_an_integration_that_would_run_for_years_stops_within_seconds(capsys, monkeypatch, method):
     import time
 
     import gaugedyn.theory._methods as methods
 
     monkeypatch.setattr(methods, "PACE_AFTER", 0.2)  # judged after 2 s from the command line
     start = time.perf_counter()
-    line = _one_line(["solve", "--setup", "single", "--dim", "10", "--t-max", "1e12",
-                      "--method", method, "-q"], capsys)
+    line = _one_line(
+        ["solve", "--setup", "single", "--dim", "10", "--t-max", "1e12", "--method", method, "-q"],
+        capsys,
+    )
     assert time.perf_counter() - start < 30
     assert f"method={method!r}" in line and "h, more than" in line and "lsoda" in line, line
 
@@ -170,9 +221,24 @@ def test_gradient_descent_work_is_estimated_before_the_problem_is_built(capsys, 
         raise AssertionError("a request of more than a day was accepted")
 
     monkeypatch.setattr(problem, "single", built)
-    line = _one_line(["solve", "--setup", "single", "--dim", "1000000", "--formulation",
-                      "weight-space", "--dynamics", "gd", "--eta", "1e-4", "--t-max", "1e3"],
-                     capsys)
+    line = _one_line(
+        [
+            "solve",
+            "--setup",
+            "single",
+            "--dim",
+            "1000000",
+            "--formulation",
+            "weight-space",
+            "--dynamics",
+            "gd",
+            "--eta",
+            "1e-4",
+            "--t-max",
+            "1e3",
+        ],
+        capsys,
+    )
     assert "h on one core" in line and "us per step" in line and "--eta=0.0001" in line, line
 
 
@@ -181,15 +247,33 @@ def test_gradient_descent_work_is_estimated_in_python_too():
     from gaugedyn.theory import single, solve
 
     with pytest.raises(InputError, match="h on one core"):
-        solve(single(1000000, "balanced"), formulation="weight-space", dynamics="gd",
-              eta=1e-4, t_max=1e3)
+        solve(
+            single(1000000, "balanced"),
+            formulation="weight-space",
+            dynamics="gd",
+            eta=1e-4,
+            t_max=1e3,
+        )
 
 
-@pytest.mark.parametrize("argv", [
-    ["audit-rules", "--reps", "10000000", "--seeds", "100000", "--no-progress"],
-    ["audit-rules", "--rules", "every_cell", "--seeds", "100000", "--cells", "10000",
-     "--reps", "100000", "--no-progress"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["audit-rules", "--reps", "10000000", "--seeds", "100000", "--no-progress"],
+        [
+            "audit-rules",
+            "--rules",
+            "every_cell",
+            "--seeds",
+            "100000",
+            "--cells",
+            "10000",
+            "--reps",
+            "100000",
+            "--no-progress",
+        ],
+    ],
+)
 def test_an_audit_of_more_than_a_day_is_refused_before_it_simulates(capsys, monkeypatch, argv):
     from gaugedyn.stats import _audit
 

@@ -21,10 +21,12 @@ ACTIVATIONS = {
     "erf": (lambda z: erf(z / np.sqrt(2.0)), lambda z: np.sqrt(2.0 / np.pi) * np.exp(-z * z / 2)),
     "relu": (lambda z: np.maximum(z, 0.0), lambda z: (z > 0) * 1.0),
 }
-CASES = [("erf", 1, "cosine", dict(weight_decay=0.1, lr2=0.5, label_noise=0.5)),
-         ("relu", 3, "inverse", dict(weight_decay=0.05, lr2=0.0, label_noise=0.3)),
-         ("erf", 2, "constant", dict(weight_decay=0.0, lr2=2.0, label_noise=0.0)),
-         ("relu", 1, "constant", dict(weight_decay=0.2, lr2=1.0, label_noise=0.0))]
+CASES = [
+    ("erf", 1, "cosine", dict(weight_decay=0.1, lr2=0.5, label_noise=0.5)),
+    ("relu", 3, "inverse", dict(weight_decay=0.05, lr2=0.0, label_noise=0.3)),
+    ("erf", 2, "constant", dict(weight_decay=0.0, lr2=2.0, label_noise=0.0)),
+    ("relu", 1, "constant", dict(weight_decay=0.2, lr2=1.0, label_noise=0.0)),
+]
 
 
 def _torch_stream(root_seed, batch, dim, steps, label_noise):
@@ -48,12 +50,21 @@ def test_compiled_kernel_with_options_is_the_torch_trainer(activation, batch, sc
     trainer's to float64 round-off; ``lr2 = 0`` freezes the second layer."""
     D, steps = 40, 400
     problem = random_problem(D, 3, 2, np.random.default_rng(4), activation=activation)
-    cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=steps, samples=None, batch=batch,
-                      schedule=schedule, decay=50.0, **opts)
+    cfg = TrainConfig(
+        optimizer="sgd",
+        lr=1.0,
+        steps=steps,
+        samples=None,
+        batch=batch,
+        schedule=schedule,
+        decay=50.0,
+        **opts,
+    )
     ref = train(problem, cfg, seeds=1, root_seed=11)
     X, xi = _torch_stream(11, batch, D, steps, cfg.label_noise)
-    out = run_kernel(problem.a, problem.W, problem.V, problem.b, activation, cfg, cfg.grid(),
-                     X=X, noise=xi)
+    out = run_kernel(
+        problem.a, problem.W, problem.V, problem.b, activation, cfg, cfg.grid(), X=X, noise=xi
+    )
     assert out["failed_at"] is None
     for key in ("Q", "R", "a"):
         np.testing.assert_allclose(out[key], getattr(ref, key)[0], rtol=0, atol=1e-12)
@@ -62,9 +73,24 @@ def test_compiled_kernel_with_options_is_the_torch_trainer(activation, batch, sc
     if cfg.lr2 == 0:
         np.testing.assert_array_equal(out["a"], np.broadcast_to(problem.a, out["a"].shape))
     # the options matter: the plain kernel on the same samples ends elsewhere
-    plain = run_kernel(problem.a, problem.W, problem.V, problem.b, activation,
-                       TrainConfig(optimizer="sgd", lr=1.0, steps=steps, samples=None,
-                                   batch=batch, schedule=schedule, decay=50.0), cfg.grid(), X=X)
+    plain = run_kernel(
+        problem.a,
+        problem.W,
+        problem.V,
+        problem.b,
+        activation,
+        TrainConfig(
+            optimizer="sgd",
+            lr=1.0,
+            steps=steps,
+            samples=None,
+            batch=batch,
+            schedule=schedule,
+            decay=50.0,
+        ),
+        cfg.grid(),
+        X=X,
+    )
     assert np.abs(plain["Q"][-1] - out["Q"][-1]).max() > 1e-3
 
 
@@ -89,20 +115,41 @@ def _replay(problem, cfg, X, xi):
 
 
 @pytest.mark.parametrize(("activation", "batch", "schedule", "opts"), CASES)
-def test_chain_with_options_is_weight_space_sgd_on_the_same_samples(activation, batch, schedule,
-                                                                     opts):
+def test_chain_with_options_is_weight_space_sgd_on_the_same_samples(
+    activation, batch, schedule, opts
+):
     D = 40
     problem = random_problem(D, 3, 2, np.random.default_rng(4), activation=activation)
-    cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=400, samples=None, batch=batch,
-                      schedule=schedule, decay=50.0, **opts)
+    cfg = TrainConfig(
+        optimizer="sgd",
+        lr=1.0,
+        steps=400,
+        samples=None,
+        batch=batch,
+        schedule=schedule,
+        decay=50.0,
+        **opts,
+    )
     rng = np.random.default_rng(5)
     X = rng.standard_normal((cfg.steps, batch, D))
     xi = rng.standard_normal((cfg.steps, batch))
-    ref = run_kernel(problem.a, problem.W, problem.V, problem.b, activation, cfg, cfg.grid(),
-                     X=X, noise=xi)
+    ref = run_kernel(
+        problem.a, problem.W, problem.V, problem.b, activation, cfg, cfg.grid(), X=X, noise=xi
+    )
     fields, grams = _replay(problem, cfg, X, xi)
-    out = run_chain(problem.a, gram(problem), problem.b, 3, D, activation, cfg, cfg.grid(),
-                    fields=fields, sample_gram=grams, noise=xi)
+    out = run_chain(
+        problem.a,
+        gram(problem),
+        problem.b,
+        3,
+        D,
+        activation,
+        cfg,
+        cfg.grid(),
+        fields=fields,
+        sample_gram=grams,
+        noise=xi,
+    )
     assert out["failed_at"] is None and ref["failed_at"] is None
     for key in ("Q", "R", "a"):
         np.testing.assert_allclose(out[key], ref[key], rtol=0, atol=1e-12)
@@ -116,17 +163,27 @@ def test_chain_with_options_is_compiled_sgd_in_distribution():
     and ``R_00`` at four records, each at level 1e-3 (protocol fixed before the run)."""
     D = 30
     problem = random_problem(D, 2, 2, np.random.default_rng(3), activation="erf")
-    cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=20 * D, samples=None, points_per_decade=3,
-                      weight_decay=0.1, lr2=0.5, label_noise=0.5)
+    cfg = TrainConfig(
+        optimizer="sgd",
+        lr=1.0,
+        steps=20 * D,
+        samples=None,
+        points_per_decade=3,
+        weight_decay=0.1,
+        lr2=0.5,
+        label_noise=0.5,
+    )
     chain = train(problem, cfg, seeds=400, root_seed=1, backend="chain")
     weights = train(problem, cfg, seeds=400, root_seed=2, backend="compiled")
     assert chain.settings["config"]["label_noise"] == 0.5
     records = np.unique(np.linspace(1, len(cfg.grid()) - 1, 4).astype(int))
     for r in records:
-        for name, x, y in (("loss", chain.loss[:, r], weights.loss[:, r]),
-                           ("a0", chain.a[:, r, 0], weights.a[:, r, 0]),
-                           ("Q00", chain.Q[:, r, 0, 0], weights.Q[:, r, 0, 0]),
-                           ("R00", chain.R[:, r, 0, 0], weights.R[:, r, 0, 0])):
+        for name, x, y in (
+            ("loss", chain.loss[:, r], weights.loss[:, r]),
+            ("a0", chain.a[:, r, 0], weights.a[:, r, 0]),
+            ("Q00", chain.Q[:, r, 0, 0], weights.Q[:, r, 0, 0]),
+            ("R00", chain.R[:, r, 0, 0], weights.R[:, r, 0, 0]),
+        ):
             p = stats.ks_2samp(x, y).pvalue
             assert p > 1e-3, (name, r, p)
 
@@ -139,8 +196,9 @@ def test_chain_with_options_at_large_d_follows_the_online_ode():
     D = 10_000
     opts = dict(weight_decay=0.1, lr2=0.5, label_noise=0.5)
     problem = random_problem(D, 2, 2, np.random.default_rng(3), activation="erf")
-    cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=5 * D, samples=None, points_per_decade=4,
-                      **opts)
+    cfg = TrainConfig(
+        optimizer="sgd", lr=1.0, steps=5 * D, samples=None, points_per_decade=4, **opts
+    )
     chain = train_online(problem, cfg, 16, 5, None, None, 2, "chain")
     late = chain.time >= 0.5
     assert late.sum() >= 4
@@ -162,24 +220,40 @@ PINNED = {
     # (activation, batch, schedule, backend): (a[0, -1, 0], Q[1, -1, 0, 1], R[0, -1, 2, 1],
     # loss_empirical[1, -1]) of train(problem, cfg, seeds=2, root_seed=3), computed with the
     # kernels before the options existed (bit for bit equal there, on the same machine)
-    ("erf", 1, "cosine", "compiled"): (-0.6247138949493031, 0.07826822975531453,
-                                       0.7144019441116463, 0.05121338755210418),
-    ("erf", 1, "cosine", "chain"): (-0.5512057063218925, 0.13234580144117314,
-                                    0.7922968654704297, 0.03720262126074644),
-    ("relu", 3, "inverse", "compiled"): (-0.8547948399165175, 0.17108206204967624,
-                                         0.5133810189904465, 0.4646550297591576),
-    ("relu", 3, "inverse", "chain"): (-0.7946299087673208, 0.09426407122742557,
-                                      0.5750563614641587, 0.2962857102383504),
+    ("erf", 1, "cosine", "compiled"): (
+        -0.6247138949493031,
+        0.07826822975531453,
+        0.7144019441116463,
+        0.05121338755210418,
+    ),
+    ("erf", 1, "cosine", "chain"): (
+        -0.5512057063218925,
+        0.13234580144117314,
+        0.7922968654704297,
+        0.03720262126074644,
+    ),
+    ("relu", 3, "inverse", "compiled"): (
+        -0.8547948399165175,
+        0.17108206204967624,
+        0.5133810189904465,
+        0.4646550297591576,
+    ),
+    ("relu", 3, "inverse", "chain"): (
+        -0.7946299087673208,
+        0.09426407122742557,
+        0.5750563614641587,
+        0.2962857102383504,
+    ),
 }
 
 
 def _plain_run(activation, batch, schedule, backend):
     problem = random_problem(40, 3, 2, np.random.default_rng(4), activation=activation)
-    cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=400, samples=None, batch=batch,
-                      schedule=schedule, decay=50.0)
+    cfg = TrainConfig(
+        optimizer="sgd", lr=1.0, steps=400, samples=None, batch=batch, schedule=schedule, decay=50.0
+    )
     r = train(problem, cfg, seeds=2, root_seed=3, backend=backend)
-    return np.array([r.a[0, -1, 0], r.Q[1, -1, 0, 1], r.R[0, -1, 2, 1],
-                     r.loss_empirical[1, -1]])
+    return np.array([r.a[0, -1, 0], r.Q[1, -1, 0, 1], r.R[0, -1, 2, 1], r.loss_empirical[1, -1]])
 
 
 @pytest.mark.parametrize("case", list(PINNED))

@@ -16,7 +16,8 @@ def test_finite_sample_band_surrounds_its_median(tmp_path, monkeypatch):
     matplotlib.use("Agg")
     from matplotlib.axes import Axes
 
-    from gaugedyn.experiments.gauge.finite_sample import EXPERIMENT, OBSERVABLES
+    from gaugedyn.experiments.gauge._protocol import OBSERVABLES
+    from gaugedyn.experiments.gauge.finite_sample import EXPERIMENT
     from gaugedyn.stats import band
 
     rng = np.random.default_rng(0)
@@ -76,8 +77,9 @@ def test_odd_activation_trained_network_reports_its_specialization_time():
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        res = train(_anti_aligned("erf"), TrainConfig(lr=0.01, steps=3, samples=50), seeds=2,
-                    device="cpu")
+        res = train(
+            _anti_aligned("erf"), TrainConfig(lr=0.01, steps=3, samples=50), seeds=2, device="cpu"
+        )
     finally:
         torch.set_num_threads(before)
     np.testing.assert_array_equal(res.specialization_time()[:, 0], [0.0, 0.0])
@@ -105,8 +107,9 @@ def test_reported_loss_at_the_optimum_is_not_negative(activation):
     for _ in range(20):
         V = rng.normal(size=(1, int(rng.integers(2, 40))))
         c = rng.uniform(0.1, 10)
-        problem = Problem(a=np.array([1 / c]), W=c * V, b=np.array([1.0]), V=V,
-                          activation=activation)
+        problem = Problem(
+            a=np.array([1 / c]), W=c * V, b=np.array([1.0]), V=V, activation=activation
+        )
         reported.append(solve(problem, t_max=1e-3).to_dict()["loss"])
     assert min(reported) >= 0.0
 

@@ -66,10 +66,15 @@ def test_same_output_checks_words_and_numbers():
 
 
 def test_every_block_names_a_known_language():
-    bad = [f"{p.relative_to(ROOT)}:{line}: '{lang}'" for p in pages()
-           for lang, _, line in blocks(p) if lang not in LANGUAGES]
-    assert not bad, "code blocks without a known language (so unclear whether they run): " + \
-        ", ".join(bad)
+    bad = [
+        f"{p.relative_to(ROOT)}:{line}: '{lang}'"
+        for p in pages()
+        for lang, _, line in blocks(p)
+        if lang not in LANGUAGES
+    ]
+    assert not bad, (
+        "code blocks without a known language (so unclear whether they run): " + ", ".join(bad)
+    )
 
 
 def _runnable() -> list[Path]:
@@ -108,7 +113,8 @@ def test_python_blocks_run_and_print_what_the_page_says(page, tmp_path, monkeypa
         if follows and follows[0] == "text" and _adjacent(page, line, code, follows[2]):
             assert same_output(out.getvalue(), follows[1]), (
                 f"{page.relative_to(ROOT)}:{line} printed\n{out.getvalue()}\nthe page says\n"
-                f"{follows[1]}")
+                f"{follows[1]}"
+            )
     import matplotlib.pyplot as plt
 
     plt.close("all")
@@ -123,9 +129,14 @@ def _adjacent(page: Path, line: int, code: str, next_line: int) -> bool:
 
 def test_the_site_builds_strictly(tmp_path):
     site = tmp_path / "site"
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d",
-                           str(site)], cwd=ROOT, capture_output=True, text=True, timeout=240,
-                          env=_env())
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=_env(),
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     for paper in json.loads(_papers()):
         html = site / paper["page"].removesuffix(".md") / "index.html"
@@ -146,8 +157,12 @@ def _papers() -> str:
     from gaugedyn.papers import PAPERS
 
     have = {p.name for p in (ROOT / "results-data").iterdir()}
-    return json.dumps([{"name": p.name, "page": p.page,
-                        "published": any(e in have for e in p.experiments)} for p in PAPERS])
+    return json.dumps(
+        [
+            {"name": p.name, "page": p.page, "published": any(e in have for e in p.experiments)}
+            for p in PAPERS
+        ]
+    )
 
 
 def test_the_nav_names_only_existing_pages_or_awaited_ones():
@@ -172,9 +187,16 @@ def test_readme_is_a_front_door():
 
 # --- results as data ------------------------------------------------------------------------
 
+
 def test_published_tables_match_their_runs():
-    done = subprocess.run([sys.executable, "-m", "gaugedyn", "publish", "--check"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, env=_env())
+    done = subprocess.run(
+        [sys.executable, "-m", "gaugedyn", "publish", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(),
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -198,8 +220,13 @@ def test_check_fails_when_a_committed_number_changes(tmp_path):
     path.write_text(json.dumps(summary))
     stale = publish(root, check=True)
     assert stale and all(p.suffix == ".md" for p in stale)
-    done = subprocess.run([sys.executable, "-m", "gaugedyn", "publish", "--check", "--root",
-                           str(root)], capture_output=True, text=True, timeout=120, env=_env())
+    done = subprocess.run(
+        [sys.executable, "-m", "gaugedyn", "publish", "--check", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(),
+    )
     assert done.returncode == 1 and "stale" in done.stderr
 
 
@@ -207,11 +234,15 @@ def test_check_fails_when_a_table_is_edited(tmp_path):
     from gaugedyn.publish import publish
 
     root = _copy(tmp_path)
-    page = next(p for p in [root / "README.md", *(root / "docs").rglob("*.md")]
-                if "<!-- publish:claims spike_boundary -->" in p.read_text())
+    page = next(
+        p
+        for p in [root / "README.md", *(root / "docs").rglob("*.md")]
+        if "<!-- publish:claims spike_boundary -->" in p.read_text()
+    )
     text = page.read_text()
-    edited = re.sub(r"(\| `spike_boundary\.[^`]+` \| \w+ \| )([-0-9.e]+)", r"\g<1>9.999", text,
-                    count=1)
+    edited = re.sub(
+        r"(\| `spike_boundary\.[^`]+` \| \w+ \| )([-0-9.e]+)", r"\g<1>9.999", text, count=1
+    )
     assert edited != text
     page.write_text(edited)
     assert publish(root, check=True) == [page]
@@ -252,5 +283,6 @@ def test_every_committed_run_is_full_and_shown():
         command = summary["command"]
         assert not command.get("quick") and not command.get("overrides"), name
         assert summary["published"]["code_version"]["commit"] != "unknown", name
-        assert any(f"<!-- publish:{kind} {name} -->" in text for kind in ("claims", "readings")), \
+        assert any(f"<!-- publish:{kind} {name} -->" in text for kind in ("claims", "readings")), (
             f"{name} is committed but shown nowhere"
+        )

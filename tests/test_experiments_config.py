@@ -36,15 +36,24 @@ def test_defaults_params_quick_and_set_precedence(tmp_path):
     assert quick.params["n_tasks"] == TOY.params["n_tasks"].quick  # the schema's quick wins
     assert quick.params["size"] == 3  # the file's [quick] table wins over both
     assert quick.params["scale"] == 2.0  # no quick value: the file's [params]
-    over = load_config(path, quick=True, overrides=["n_tasks=9", "seed=11", "params.fail_on=[1, 2]"])
+    over = load_config(
+        path, quick=True, overrides=["n_tasks=9", "seed=11", "params.fail_on=[1, 2]"]
+    )
     assert over.params["n_tasks"] == 9 and over.seed == 11 and over.params["fail_on"] == [1, 2]
     assert len(over.tasks) == 9
 
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("gauge=a", "a"), ('gauge="w"', "w"), ("dims=[10, 100]", [10, 100]), ("x=true", True),
-     ("x=-3", -3), ("x=1e-3", 1e-3), ("x={a = 1}", {"a": 1})],
+    [
+        ("gauge=a", "a"),
+        ('gauge="w"', "w"),
+        ("dims=[10, 100]", [10, 100]),
+        ("x=true", True),
+        ("x=-3", -3),
+        ("x=1e-3", 1e-3),
+        ("x={a = 1}", {"a": 1}),
+    ],
 )
 def test_override_values_are_toml_literals(text, value):
     assert parse_override(text)[1] == value
@@ -158,10 +167,17 @@ def test_out_folder_checks(tmp_path, capsys):
 )
 def test_subprocess_bad_config_exit_2(tmp_path, text):
     path = write(tmp_path, text)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+    }
     proc = subprocess.run(
         [sys.executable, "-m", "gaugedyn", "run", str(path), "--out", str(tmp_path / "out")],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
     )
     assert proc.returncode == 2, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr

@@ -25,24 +25,41 @@ def cfg_path(tmp_path):
 
 
 def test_run_writes_summary_arrays_and_figures(tmp_path, cfg_path, capsys):
-    code, out, err = invoke(["run", cfg_path, "--out", tmp_path / "out", "--executor", "serial"], capsys)
+    code, out, err = invoke(
+        ["run", cfg_path, "--out", tmp_path / "out", "--executor", "serial"], capsys
+    )
     assert code == 0, err
     assert "toy: 5 tasks, 0 already stored, 5 to run" in err and "5/5 tasks done" in err
     assert "bounded" in out and "PASS" in out
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    for key in ("experiment", "configuration", "versions", "seeds", "definitions", "diagnostics",
-                "claims", "failed_tasks", "figures", "arrays_sha256"):
+    for key in (
+        "experiment",
+        "configuration",
+        "versions",
+        "seeds",
+        "definitions",
+        "diagnostics",
+        "claims",
+        "failed_tasks",
+        "figures",
+        "arrays_sha256",
+    ):
         assert key in summary, key
     assert summary["configuration"]["params"]["n_tasks"] == 5 and summary["seeds"]["root"] == 1
     assert summary["versions"]["numpy"] == np.__version__
     claim = summary["claims"][0]
     assert set(claim) == {"id", "statement", "measured", "expected", "tolerance", "passed", "kind"}
     assert summary["figures"] == [
-        {"name": "draws", "caption": TOY.captions["draws"],
-         "files": ["figures/draws.png", "figures/draws.pdf"]}
+        {
+            "name": "draws",
+            "caption": TOY.captions["draws"],
+            "files": ["figures/draws.png", "figures/draws.pdf"],
+        }
     ]
     arrays = load_arrays(str(tmp_path / "out"))  # a plain string path, as in the README
-    assert arrays["x"].shape == (5, 32) and claim["measured"] == pytest.approx(np.abs(arrays["s"]).max())
+    assert arrays["x"].shape == (5, 32) and claim["measured"] == pytest.approx(
+        np.abs(arrays["s"]).max()
+    )
     assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".staging")]
     report = (tmp_path / "out" / "report.md").read_text()
     assert f"| {claim['id']} |" in report and "| PASS |" in report
@@ -53,7 +70,9 @@ def test_failed_and_diverging_tasks_are_recorded_and_do_not_stop_the_sweep(tmp_p
     path = tmp_path / "toy.toml"
     path.write_text(config_text(n_tasks=6, fail_on=[1], diverge_on=[4]))
     out = tmp_path / "out"
-    code, _, err = invoke(["run", path, "--out", out, "--executor", "thread", "--workers", "2"], capsys)
+    code, _, err = invoke(
+        ["run", path, "--out", out, "--executor", "thread", "--workers", "2"], capsys
+    )
     assert code == 1 and "2 task(s) failed" in err
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "tasks failed" and summary["claims"] == []
@@ -62,8 +81,15 @@ def test_failed_and_diverging_tasks_are_recorded_and_do_not_stop_the_sweep(tmp_p
     assert failed[1]["type"] == "RuntimeError" and failed[1]["message"] == "task 1 was told to fail"
     assert "Traceback" in failed[1]["traceback"] and failed[1]["task"]["fail"] is True
     div = failed[4]
-    assert div["type"] == "DivergenceError" and (div["quantity"], div["time"], div["step"]) == ("loss", 1.25, 17)
-    assert "loss became non-finite at t=1.25 (step 17)" in div["message"] and len(div["last_state"]) == 3
+    assert div["type"] == "DivergenceError" and (div["quantity"], div["time"], div["step"]) == (
+        "loss",
+        1.25,
+        17,
+    )
+    assert (
+        "loss became non-finite at t=1.25 (step 17)" in div["message"]
+        and len(div["last_state"]) == 3
+    )
     assert summary["diagnostics"]["tasks"]["computed"] == 4
     assert len(list((out / ".tasks").glob("*/*.json"))) == 4  # the others were stored
     assert not (out / "arrays.npz").exists()
@@ -80,8 +106,13 @@ def test_interrupted_analysis_leaves_previous_result_intact(tmp_path, cfg_path, 
 
     monkeypatch.setattr(Toy, "plot", broken_plot)
     with pytest.raises(RuntimeError, match="plot crashed"):
-        execute(load_config(cfg_path, overrides=["seed=2"]), tmp_path / "out", executor="serial",
-                progress=None, force=True)
+        execute(
+            load_config(cfg_path, overrides=["seed=2"]),
+            tmp_path / "out",
+            executor="serial",
+            progress=None,
+            force=True,
+        )
     after = {p: (tmp_path / "out" / p).read_bytes() for p in files_under(tmp_path / "out")}
     visible = lambda d: {p: v for p, v in d.items() if not p.startswith(".tasks")}  # noqa: E731
     assert visible(after) == visible(before)  # the new seed's tasks are stored, nothing else moved
@@ -128,7 +159,9 @@ def test_reproduce_report_exit_code_and_redraw(tmp_path, capsys, monkeypatch):
     assert code == 1 and "tight:bounded" in err and "good:bounded" not in err
     assert "PASS" in out and "FAIL" in out
     report = (rep / "report.md").read_text()
-    assert "| good | bounded |" in report and "| tight | bounded |" in report and "**FAIL**" in report
+    assert (
+        "| good | bounded |" in report and "| tight | bounded |" in report and "**FAIL**" in report
+    )
     assert "![draws](good/figures/draws.png)" in report
     assert "*Figure draws.* Sum of the draws of each task." in report
     assert "## Versions" in report and '"quick": true' in report
@@ -166,31 +199,46 @@ def test_results_do_not_depend_on_the_executor(tmp_path, cfg_path):
         for name in arrays:
             assert arrays[name].dtype == reference[name].dtype
             assert arrays[name].tobytes() == reference[name].tobytes(), (kind, name)
-    other_seed = execute(load_config(cfg_path, overrides=["n_tasks=6", "seed=9"]), tmp_path / "s9",
-                         executor="serial", progress=None).arrays
+    other_seed = execute(
+        load_config(cfg_path, overrides=["n_tasks=6", "seed=9"]),
+        tmp_path / "s9",
+        executor="serial",
+        progress=None,
+    ).arrays
     assert not np.array_equal(other_seed["x"], reference["x"])
     assert os.listdir(tmp_path / "process" / "figures") != []
 
 
 @pytest.mark.parametrize("workers,n_tasks,crash_on", [(1, 4, [2]), (2, 9, [1, 6])])
-def test_a_dying_worker_fails_only_its_task_and_the_rerun_resumes(tmp_path, workers, n_tasks,
-                                                                  crash_on):
+def test_a_dying_worker_fails_only_its_task_and_the_rerun_resumes(
+    tmp_path, workers, n_tasks, crash_on
+):
     """A worker that dies breaks the pool for every unfinished task; the sweep restarts it,
     isolates the suspects, and records exactly the tasks that kill their worker."""
     from gaugedyn.experiments import ExecutorSpec
 
     path = tmp_path / "toy.toml"
     path.write_text(config_text(n_tasks=n_tasks, crash_on=crash_on, sleep=0.05))
-    broken = execute(load_config(path), tmp_path / "out",
-                     executor=ExecutorSpec("process", workers), progress=None)
+    broken = execute(
+        load_config(path),
+        tmp_path / "out",
+        executor=ExecutorSpec("process", workers),
+        progress=None,
+    )
     assert broken.exit_code == 1 and broken.summary["status"] == "tasks failed"
     assert sorted(f["task"]["i"] for f in broken.failed_tasks) == crash_on
-    assert all(f["type"] == "BrokenProcessPool" and "died while running it" in f["message"]
-               for f in broken.failed_tasks)
+    assert all(
+        f["type"] == "BrokenProcessPool" and "died while running it" in f["message"]
+        for f in broken.failed_tasks
+    )
     stored = n_tasks - len(crash_on)
     assert broken.summary["diagnostics"]["tasks"]["computed"] == stored
-    fixed = execute(load_config(path, overrides=["crash_on=[]"]), tmp_path / "out",
-                    executor="serial", progress=None)
+    fixed = execute(
+        load_config(path, overrides=["crash_on=[]"]),
+        tmp_path / "out",
+        executor="serial",
+        progress=None,
+    )
     stats = fixed.summary["diagnostics"]["tasks"]
     assert fixed.exit_code == 0 and stats["reused"] == stored and stats["computed"] == len(crash_on)
 
@@ -199,13 +247,21 @@ def test_arrays_schema_helpers_name_captions_and_fields():
     from gaugedyn.experiments import caption_array, caption_key, caption_of, field_key
     from gaugedyn.harness._arrays import captions, schema_problems, split_key
 
-    arrays = {caption_key("draws"): caption_array("Sum at D = 10."), field_key("char_gru", "lag"):
-              np.zeros(3), "plain": np.ones(2)}
-    assert caption_key("draws") == "caption_draws" and field_key("char_gru", "lag") == "char_gru__lag"
+    arrays = {
+        caption_key("draws"): caption_array("Sum at D = 10."),
+        field_key("char_gru", "lag"): np.zeros(3),
+        "plain": np.ones(2),
+    }
+    assert (
+        caption_key("draws") == "caption_draws" and field_key("char_gru", "lag") == "char_gru__lag"
+    )
     assert caption_of(arrays, "draws") == "Sum at D = 10." and caption_of(arrays, "other") == ""
     assert captions(arrays) == {"draws": "Sum at D = 10."}
     assert split_key("char_gru__lag_share") == ("char_gru", "lag_share")
-    assert split_key("plain") == (None, "plain") and split_key("caption_a__b") == (None, "caption_a__b")
+    assert split_key("plain") == (None, "plain") and split_key("caption_a__b") == (
+        None,
+        "caption_a__b",
+    )
     assert not schema_problems(arrays)
     with pytest.raises(ValueError):
         field_key("a__b", "c")
@@ -214,8 +270,9 @@ def test_arrays_schema_helpers_name_captions_and_fields():
     assert len(problems) == 3 and "caption_x" in problems[0] and "'a/b'" in problems[1]
 
 
-def test_a_stored_caption_reaches_the_summary_and_a_bad_one_is_refused(tmp_path, cfg_path,
-                                                                         monkeypatch):
+def test_a_stored_caption_reaches_the_summary_and_a_bad_one_is_refused(
+    tmp_path, cfg_path, monkeypatch
+):
     from gaugedyn.experiments import caption_array, caption_key
 
     analyse = Toy.analyse
@@ -271,8 +328,11 @@ def test_save_figure_lays_out_once_and_writes_the_runs_formats(tmp_path, monkeyp
 
     calls = []
     execute = ConstrainedLayoutEngine.execute
-    monkeypatch.setattr(ConstrainedLayoutEngine, "execute",
-                        lambda self, fig: calls.append(fig) or execute(self, fig))
+    monkeypatch.setattr(
+        ConstrainedLayoutEngine,
+        "execute",
+        lambda self, fig: calls.append(fig) or execute(self, fig),
+    )
     for quick, want in ((False, ["f.pdf", "f.png"]), (True, ["f.png"])):
         out = tmp_path / str(quick)
         with style("Agg", figure_formats(quick)):
@@ -297,7 +357,9 @@ def test_compare_runs_tolerance_keeps_verdicts_exact(tmp_path, capsys):
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("compare_runs", root / "tools" / "compare_runs.py")
+    spec = importlib.util.spec_from_file_location(
+        "compare_runs", root / "tools" / "compare_runs.py"
+    )
     compare_runs = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(compare_runs)
     base = json.loads((root / "results-data" / "beta_grid" / "summary.json").read_text())
@@ -316,8 +378,10 @@ def test_compare_runs_tolerance_keeps_verdicts_exact(tmp_path, capsys):
         c["per_seed"][0] *= 1 + 1e-6
 
     moved = write("moved", nudge)
-    flipped = write("flipped", lambda c: c["readings"].update(
-        {k: "UNRESOLVED" for k in list(c["readings"])[:1]}))
+    flipped = write(
+        "flipped",
+        lambda c: c["readings"].update({k: "UNRESOLVED" for k in list(c["readings"])[:1]}),
+    )
     assert compare_runs.main([same, moved, "--rtol", "1e-5"]) == 0
     assert "the same to rtol 1e-05" in capsys.readouterr().out
     assert compare_runs.main([same, moved, "--rtol", "1e-8"]) == 1

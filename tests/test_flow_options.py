@@ -33,28 +33,44 @@ def test_weight_space_rhs_is_minus_the_penalised_gradient():
         return population_loss(a, W @ W.T, W @ V.T, b, T, "erf") + 0.5 * lam * (y @ y)
 
     h = 1e-6
-    grad = np.array([(penalised(y + h * e) - penalised(y - h * e)) / (2 * h)
-                     for e in np.eye(y.size)])
+    grad = np.array(
+        [(penalised(y + h * e) - penalised(y - h * e)) / (2 * h) for e in np.eye(y.size)]
+    )
     scale = np.r_[np.full(2, OPTIONS["lr2"]), np.ones(10)]
     assert np.allclose(rhs(0.0, y, p), -scale * grad, rtol=1e-7, atol=1e-9)
 
 
 @pytest.mark.parametrize("formulation", FORMULATIONS)
 def test_jacobian_with_options_matches_finite_differences(formulation):
-    y, p = initial_state(random_problem(6, 3, 2, np.random.default_rng(0)), formulation,
-                         **OPTIONS)
+    y, p = initial_state(random_problem(6, 3, 2, np.random.default_rng(0)), formulation, **OPTIONS)
     J = jacobian(0.0, y, p)
     h = 1e-6 * np.maximum(1.0, np.abs(y))
-    Jfd = np.stack([(rhs(0, y + hk * e, p) - rhs(0, y - hk * e, p)) / (2 * hk)
-                    for hk, e in zip(h, np.eye(y.size))], axis=-1)
+    Jfd = np.stack(
+        [
+            (rhs(0, y + hk * e, p) - rhs(0, y - hk * e, p)) / (2 * hk)
+            for hk, e in zip(h, np.eye(y.size))
+        ],
+        axis=-1,
+    )
     assert np.abs(J - Jfd).max() <= 1e-7 * np.abs(Jfd).max()
 
 
 def test_formulations_agree_with_options_along_trajectories_and_gd():
     pr = random_problem(8, 2, 2, np.random.default_rng(2), activation="erf")
     t_eval = np.concatenate([[0.0], np.geomspace(1e-2, 5.0, 10)])
-    sols = [solve(pr, formulation=f, method="DOP853", rtol=1e-12, atol=1e-13, t_max=5.0,
-                  t_eval=t_eval, **OPTIONS) for f in FORMULATIONS]
+    sols = [
+        solve(
+            pr,
+            formulation=f,
+            method="DOP853",
+            rtol=1e-12,
+            atol=1e-13,
+            t_max=5.0,
+            t_eval=t_eval,
+            **OPTIONS,
+        )
+        for f in FORMULATIONS
+    ]
     for s in sols[1:]:
         for key in ("a", "Q", "R"):
             assert np.abs(getattr(s, key) - getattr(sols[0], key)).max() <= 1e-8
@@ -84,10 +100,11 @@ def test_frozen_second_layer_and_decay_to_zero():
     assert size(decayed) < 0.9 * size(plain)
 
 
-@pytest.mark.parametrize("kw", [dict(weight_decay=-1.0), dict(lr2=float("nan")),
-                                dict(weight_decay="x")])
+@pytest.mark.parametrize(
+    "kw", [dict(weight_decay=-1.0), dict(lr2=float("nan")), dict(weight_decay="x")]
+)
 def test_bad_options_are_one_clear_error(kw):
-    with pytest.raises(InputError, match="is not allowed; allowed"):
+    with pytest.raises(InputError, match=r"is not allowed( \(.+\))?; allowed: a number in \[0, "):
         solve(random_problem(5, 1, 1, np.random.default_rng(0)), t_max=1.0, **kw)
 
 
@@ -96,13 +113,50 @@ def test_solve_and_train_commands_take_the_options(capsys):
 
     from gaugedyn.cli import main
 
-    assert main(["solve", "--setup", "single", "--dim", "20", "--weight-decay", "0.01",
-                 "--lr2", "0.5", "--t-max", "5", "-q"]) == 0
+    assert (
+        main(
+            [
+                "solve",
+                "--setup",
+                "single",
+                "--dim",
+                "20",
+                "--weight-decay",
+                "0.01",
+                "--lr2",
+                "0.5",
+                "--t-max",
+                "5",
+                "-q",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["settings"]["weight_decay"] == 0.01 and out["settings"]["lr2"] == 0.5
     assert main(["solve", "--setup", "single", "--dim", "20", "--lr2", "-1"]) == 2
     assert "--lr2='-1' is not allowed" in capsys.readouterr().err
-    assert main(["train", "--setup", "single", "--dim", "50", "--online", "--optimizer", "sgd",
-                 "--steps", "50", "--backend", "chain", "--label-noise", "0.3", "-q"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--setup",
+                "single",
+                "--dim",
+                "50",
+                "--online",
+                "--optimizer",
+                "sgd",
+                "--steps",
+                "50",
+                "--backend",
+                "chain",
+                "--label-noise",
+                "0.3",
+                "-q",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["settings"]["config"]["label_noise"] == 0.3

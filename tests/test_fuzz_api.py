@@ -31,34 +31,46 @@ from gaugedyn.theory import (  # noqa: E402
     solve,
     solve_batch,
 )
-from gaugedyn.theory import _problem as problem_module  # noqa: E402
 from gaugedyn.theory._cli import OPTIONS as SOLVE  # noqa: E402
+from gaugedyn.theory._problem import PARAMS as PROBLEM_PARAMS  # noqa: E402
 from gaugedyn.training import TrainConfig, crossing_time, online_ode, train  # noqa: E402
 from gaugedyn.training._cli import OPTIONS as TRAIN  # noqa: E402
-from gaugedyn.training._trainer import API_OPTIONS  # noqa: E402
+from gaugedyn.training._params import PARAMS as API_OPTIONS  # noqa: E402
 
-SETTINGS = dict(deadline=None, max_examples=25,
-                suppress_health_check=[HealthCheck.too_slow])
-WRONG_TYPES = st.one_of(st.none(), st.booleans(), st.text(max_size=8), st.lists(st.integers(),
-                                                                                max_size=2))
+SETTINGS = dict(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
+WRONG_TYPES = st.one_of(
+    st.none(), st.booleans(), st.text(max_size=8), st.lists(st.integers(), max_size=2)
+)
 
 
 def invalid(opt: Param) -> st.SearchStrategy:
     """Values ``opt.accept`` must refuse, read from the declaration alone."""
     if opt.choices is not None:
-        return st.one_of(st.text(max_size=12).filter(lambda s: s not in opt.choices),
-                         st.integers(), st.none(), st.booleans())
+        return st.one_of(
+            st.text(max_size=12).filter(lambda s: s not in opt.choices),
+            st.integers(),
+            st.none(),
+            st.booleans(),
+        )
     parts = [WRONG_TYPES, st.sampled_from([math.nan, math.inf, -math.inf])]
     if opt.lo is not None:
-        below = st.floats(max_value=opt.lo, exclude_max=not opt.lo_open, allow_nan=False,
-                          allow_infinity=False)
-        parts.append(below if opt.type is float else
-                     st.integers(max_value=math.ceil(opt.lo) - (0 if opt.lo_open else 1)))
+        below = st.floats(
+            max_value=opt.lo, exclude_max=not opt.lo_open, allow_nan=False, allow_infinity=False
+        )
+        parts.append(
+            below
+            if opt.type is float
+            else st.integers(max_value=math.ceil(opt.lo) - (0 if opt.lo_open else 1))
+        )
     if opt.hi is not None:
-        above = st.floats(min_value=opt.hi, exclude_min=not opt.hi_open, allow_nan=False,
-                          allow_infinity=False)
-        parts.append(above if opt.type is float else
-                     st.integers(min_value=math.floor(opt.hi) + (0 if opt.hi_open else 1)))
+        above = st.floats(
+            min_value=opt.hi, exclude_min=not opt.hi_open, allow_nan=False, allow_infinity=False
+        )
+        parts.append(
+            above
+            if opt.type is float
+            else st.integers(min_value=math.floor(opt.hi) + (0 if opt.hi_open else 1))
+        )
     if opt.type is int:
         lo = -1e6 if opt.lo is None else opt.lo
         hi = lo + 1e6 if opt.hi is None else min(opt.hi, lo + 1e6)
@@ -67,9 +79,17 @@ def invalid(opt: Param) -> st.SearchStrategy:
 
 
 PROBLEM = single(4, "w-heavy")
-RUNS = proto.Runs(x=np.linspace(0, 1, 4)[None], y=np.zeros((1, 4)), w=np.ones((1, 3)),
-                  b=-np.array([[0.2, 0.5, 0.8]]), a=np.ones((1, 3)), c=np.zeros(1),
-                  mask=np.ones((1, 3)), chamfer=np.zeros(1), tau=np.full(1, 0.05))
+RUNS = proto.Runs(
+    x=np.linspace(0, 1, 4)[None],
+    y=np.zeros((1, 4)),
+    w=np.ones((1, 3)),
+    b=-np.array([[0.2, 0.5, 0.8]]),
+    a=np.ones((1, 3)),
+    c=np.zeros(1),
+    mask=np.ones((1, 3)),
+    chamfer=np.zeros(1),
+    tau=np.full(1, 0.05),
+)
 CFG = dict(lr=0.01, steps=2, samples=10)
 
 
@@ -91,41 +111,67 @@ CASES = [
     ("rtol", SOLVE["rtol"], lambda v: solve_batch([PROBLEM], rtol=v, t_max=1.0)),
     ("t_max", SOLVE["t_max"], none_ok(lambda v: solve_batch([PROBLEM], t_max=v))),
     ("dim", SOLVE["dim"], lambda v: single(v, "w-heavy")),
-    ("scale", problem_module._SCALE, lambda v: single(4, "w-heavy", scale=v)),
-    ("overlap", problem_module._OVERLAP, none_ok(lambda v: single(4, "w-heavy", overlap=v))),
+    ("scale", PROBLEM_PARAMS["scale"], lambda v: single(4, "w-heavy", scale=v)),
+    ("overlap", PROBLEM_PARAMS["overlap"], none_ok(lambda v: single(4, "w-heavy", overlap=v))),
     ("activation", SOLVE["activation"], lambda v: single(4, "w-heavy", activation=v)),
-    ("K", problem_module._COUNT, lambda v: random_problem(4, v, 1, np.random.default_rng(0))),
-    ("epsilon", problem_module._EPSILON,
-     lambda v: perturb(PROBLEM, v, np.random.default_rng(0))),
+    ("K", PROBLEM_PARAMS["count"], lambda v: random_problem(4, v, 1, np.random.default_rng(0))),
+    ("epsilon", PROBLEM_PARAMS["epsilon"], lambda v: perturb(PROBLEM, v, np.random.default_rng(0))),
     ("threshold", SOLVE["threshold"], lambda v: Definitions(threshold=v)),
     ("prune_tol", SOLVE["prune_tol"], lambda v: Definitions(prune_tol=v)),
-    *[(name, TRAIN[name], lambda v, n=name: TrainConfig(**{**CFG, n: v}))
-      for name in ("optimizer", "schedule", "lr", "steps")],
-    *[(name, TRAIN[name], none_ok(lambda v, n=name: TrainConfig(**{**CFG, n: v})))
-      for name in ("samples", "batch")],
-    *[(name, API_OPTIONS[name], lambda v, n=name: TrainConfig(**{**CFG, n: v}))
-      for name in ("lr_min", "eps", "decay", "points_per_decade", "check_every")],
+    *[
+        (name, TRAIN[name], lambda v, n=name: TrainConfig(**{**CFG, n: v}))
+        for name in ("optimizer", "schedule", "lr", "steps")
+    ],
+    *[
+        (name, TRAIN[name], none_ok(lambda v, n=name: TrainConfig(**{**CFG, n: v})))
+        for name in ("samples", "batch")
+    ],
+    *[
+        (name, API_OPTIONS[name], lambda v, n=name: TrainConfig(**{**CFG, n: v}))
+        for name in ("lr_min", "eps", "decay", "points_per_decade", "check_every")
+    ],
     ("betas", API_OPTIONS["beta"], lambda v: TrainConfig(**CFG, betas=(0.9, v))),
     # three seeds: a list of at most two roots (WRONG_TYPES) is the wrong length for one per seed
-    ("root_seed", TRAIN["root_seed"],
-     lambda v: train(PROBLEM, TrainConfig(**CFG), seeds=3, root_seed=v)),
+    (
+        "root_seed",
+        TRAIN["root_seed"],
+        lambda v: train(PROBLEM, TrainConfig(**CFG), seeds=3, root_seed=v),
+    ),
     ("seeds", TRAIN["seeds"], lambda v: train(PROBLEM, TrainConfig(**CFG), seeds=v)),
-    ("seed_indices", API_OPTIONS["seed_index"],
-     lambda v: train(PROBLEM, TrainConfig(**CFG), seed_indices=[0, v])),
+    (
+        "seed_indices",
+        API_OPTIONS["seed_index"],
+        lambda v: train(PROBLEM, TrainConfig(**CFG), seed_indices=[0, v]),
+    ),
     ("eta", TRAIN["lr"], lambda v: online_ode(PROBLEM, eta=v, times=[0.0, 1.0])),
     ("batch", TRAIN["batch"], lambda v: online_ode(PROBLEM, eta=0.1, times=[1.0], batch=v)),
     ("rtol", SOLVE["rtol"], lambda v: online_ode(PROBLEM, eta=0.1, times=[1.0], rtol=v)),
-    ("steps", proto._model.OPTIONS["steps"], lambda v: proto.train(RUNS, steps=v, lr=0.01,
-                                                                   weight=0.1)),
+    (
+        "steps",
+        proto._model.OPTIONS["steps"],
+        lambda v: proto.train(RUNS, steps=v, lr=0.01, weight=0.1),
+    ),
     ("lr", proto._model.OPTIONS["lr"], lambda v: proto.train(RUNS, steps=1, lr=v, weight=0.1)),
-    ("weight", proto._model.OPTIONS["weight"], lambda v: proto.train(RUNS, steps=1, lr=0.01,
-                                                                     weight=v)),
-    ("n", proto._model.OPTIONS["n"],
-     lambda v: proto.training_data(np.random.default_rng(0), v, "sin")),
-    ("target", proto._model.OPTIONS["target"],
-     lambda v: proto.training_data(np.random.default_rng(0), 3, v)),
-    ("init", proto._model.OPTIONS["init"],
-     lambda v: proto.initial_parameters(np.random.default_rng(0), 3, v)),
+    (
+        "weight",
+        proto._model.OPTIONS["weight"],
+        lambda v: proto.train(RUNS, steps=1, lr=0.01, weight=v),
+    ),
+    (
+        "n",
+        proto._model.OPTIONS["n"],
+        lambda v: proto.training_data(np.random.default_rng(0), v, "sin"),
+    ),
+    (
+        "target",
+        proto._model.OPTIONS["target"],
+        lambda v: proto.training_data(np.random.default_rng(0), 3, v),
+    ),
+    (
+        "init",
+        proto._model.OPTIONS["init"],
+        lambda v: proto.initial_parameters(np.random.default_rng(0), 3, v),
+    ),
 ]
 
 
@@ -136,8 +182,9 @@ def _refused(call, value, name):
     assert f"{name}=" in text and "\n" not in text, text
 
 
-@pytest.mark.parametrize(("name", "opt", "call"), CASES,
-                         ids=[f"{i}-{c[0]}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    ("name", "opt", "call"), CASES, ids=[f"{i}-{c[0]}" for i, c in enumerate(CASES)]
+)
 @settings(**SETTINGS)
 @given(data=st.data())
 def test_invalid_arguments_are_refused_naming_the_argument(name, opt, call, data):

@@ -26,8 +26,9 @@ from gaugedyn.harness._config import TOP_LEVEL_KEYS
 
 TESTS = Path(__file__).parent
 SPEC = "toy_experiments:TOY"
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                      HealthCheck.too_slow])
+SETTINGS = dict(
+    deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 IDENT = st.from_regex(r"[a-z_][a-z0-9_]{0,12}", fullmatch=True)
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
 INTS = ("n_tasks", "size")
@@ -46,13 +47,27 @@ valid_params = st.fixed_dictionaries(
     },
 )
 
-not_int = st.one_of(TEXT, st.floats().filter(lambda x: not float(x).is_integer()), st.booleans(),
-                    st.lists(st.integers(), max_size=2), st.dictionaries(IDENT, st.integers(), max_size=1))
-not_float = st.one_of(TEXT, st.booleans(), st.lists(st.floats(), max_size=2),
-                      st.dictionaries(IDENT, st.integers(), max_size=1))
+not_int = st.one_of(
+    TEXT,
+    st.floats().filter(lambda x: not float(x).is_integer()),
+    st.booleans(),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(IDENT, st.integers(), max_size=1),
+)
+not_float = st.one_of(
+    TEXT,
+    st.booleans(),
+    st.lists(st.floats(), max_size=2),
+    st.dictionaries(IDENT, st.integers(), max_size=1),
+)
 not_str = st.one_of(st.integers(), st.floats(), st.booleans(), st.lists(TEXT, max_size=2))
-not_list = st.one_of(st.integers(), TEXT, st.floats(), st.booleans(),
-                     st.dictionaries(IDENT, st.integers(), max_size=1))
+not_list = st.one_of(
+    st.integers(),
+    TEXT,
+    st.floats(),
+    st.booleans(),
+    st.dictionaries(IDENT, st.integers(), max_size=1),
+)
 
 
 def wrong_type():
@@ -66,23 +81,42 @@ def wrong_type():
 
 def out_of_range():
     return st.one_of(
-        st.tuples(st.just("n_tasks"), st.one_of(st.integers(max_value=0), st.integers(min_value=201))),
-        st.tuples(st.just("size"), st.one_of(st.integers(max_value=0), st.integers(10_001, 2**63 - 1))),
+        st.tuples(
+            st.just("n_tasks"), st.one_of(st.integers(max_value=0), st.integers(min_value=201))
+        ),
+        st.tuples(
+            st.just("size"), st.one_of(st.integers(max_value=0), st.integers(10_001, 2**63 - 1))
+        ),
         st.tuples(st.sampled_from(["scale", "bound"]), st.floats(max_value=0.0, allow_nan=False)),
-        st.tuples(st.just("sleep"), st.one_of(st.floats(max_value=-1e-9, allow_nan=False),
-                                              st.floats(min_value=2.0001, allow_nan=False))),
+        st.tuples(
+            st.just("sleep"),
+            st.one_of(
+                st.floats(max_value=-1e-9, allow_nan=False),
+                st.floats(min_value=2.0001, allow_nan=False),
+            ),
+        ),
         st.tuples(st.sampled_from(FLOATS), st.sampled_from([math.nan, math.inf, -math.inf])),
         st.tuples(st.just("gauge"), TEXT.filter(lambda s: s not in ("w", "a"))),
-        st.tuples(st.sampled_from(LISTS), st.lists(
-            st.one_of(st.integers(max_value=-1), st.integers(min_value=10_000), TEXT, st.floats()),
-            min_size=1, max_size=3)),
+        st.tuples(
+            st.sampled_from(LISTS),
+            st.lists(
+                st.one_of(
+                    st.integers(max_value=-1), st.integers(min_value=10_000), TEXT, st.floats()
+                ),
+                min_size=1,
+                max_size=3,
+            ),
+        ),
     )
 
 
-bad_seed = st.one_of(st.integers(max_value=-1), st.floats(), TEXT, st.booleans(),
-                     st.lists(st.integers(), max_size=2))
+bad_seed = st.one_of(
+    st.integers(max_value=-1), st.floats(), TEXT, st.booleans(), st.lists(st.integers(), max_size=2)
+)
 bad_spec = st.one_of(
-    st.integers(), st.lists(TEXT, max_size=2), st.booleans(),
+    st.integers(),
+    st.lists(TEXT, max_size=2),
+    st.booleans(),
     IDENT.map(lambda s: "no_such_" + s),
     IDENT.map(lambda s: "no_such_module_zz." + s + ":EXPERIMENT"),
     st.tuples(TEXT, st.sampled_from([" ", "-", "/", "!", "A", ".."])).map("".join),
@@ -95,8 +129,11 @@ def malformed_config(draw):
     quick = draw(st.booleans())
     table = "quick" if quick and draw(st.booleans()) else "params"
     data.setdefault(table, {})
-    kind = draw(st.sampled_from(
-        ["top", "param", "type", "range", "seed", "spec", "table", "missing", "description"]))
+    kind = draw(
+        st.sampled_from(
+            ["top", "param", "type", "range", "seed", "spec", "table", "missing", "description"]
+        )
+    )
     if kind == "top":
         data[draw(IDENT.filter(lambda k: k not in TOP_LEVEL_KEYS))] = draw(st.integers())
     elif kind == "param":
@@ -137,7 +174,12 @@ def assert_rejected(argv, root: Path, capsys) -> None:
     assert code == 2, (argv, code, err)
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
-    assert lines[0].startswith("gaugedyn") and "error" in lines[0] and "Traceback" not in err and out == ""
+    assert (
+        lines[0].startswith("gaugedyn")
+        and "error" in lines[0]
+        and "Traceback" not in err
+        and out == ""
+    )
     assert snapshot(root) == before, argv
 
 
@@ -146,24 +188,48 @@ def assert_rejected(argv, root: Path, capsys) -> None:
 def test_malformed_configurations(case, capsys):
     text, quick = case
     with sandbox(text) as root:
-        assert_rejected(["run", "cfg.toml", "--out", "out", *(["--quick"] if quick else [])], root, capsys)
+        assert_rejected(
+            ["run", "cfg.toml", "--out", "out", *(["--quick"] if quick else [])], root, capsys
+        )
 
 
-BREAKERS = ["=", "[", "]", "{", "}", '"', "'", "\n[", "= =", "[[", ",", "\\", "\x00", "\x7f", ".",
-            "\n=", "#\n=", '"""', "\n[params]\n"]
+BREAKERS = [
+    "=",
+    "[",
+    "]",
+    "{",
+    "}",
+    '"',
+    "'",
+    "\n[",
+    "= =",
+    "[[",
+    ",",
+    "\\",
+    "\x00",
+    "\x7f",
+    ".",
+    "\n=",
+    "#\n=",
+    '"""',
+    "\n[params]\n",
+]
 
 
 @settings(max_examples=100, **SETTINGS)
 @given(
     base=valid_params,
-    edits=st.lists(st.tuples(st.floats(0, 1), st.sampled_from(BREAKERS), st.integers(0, 3)),
-                   min_size=1, max_size=3),
+    edits=st.lists(
+        st.tuples(st.floats(0, 1), st.sampled_from(BREAKERS), st.integers(0, 3)),
+        min_size=1,
+        max_size=3,
+    ),
 )
 def test_syntax_errors(base, edits, capsys):
     text = config_text(seed=1, **base)
     for where, token, drop in edits:
         i = int(where * len(text))
-        text = text[:i] + token + text[i + drop:]
+        text = text[:i] + token + text[i + drop :]
     try:
         tomllib.loads(text)
         assume(False)  # still valid TOML: not a syntax case
@@ -202,8 +268,11 @@ def bad_override(draw):
     if kind == "unknown":
         return f"{draw(IDENT.filter(lambda k: k not in TOY.params and k != 'seed'))}=1"
     if kind == "literal":
-        junk = draw(st.one_of(TEXT, st.sampled_from(["[1,", "{a=", '"x', "1 2", "[[]", "0x", "1e"]))
-                    .filter(lambda j: not toml_literal(j.strip())))  # never a TOML value
+        junk = draw(
+            st.one_of(TEXT, st.sampled_from(["[1,", "{a=", '"x', "1 2", "[[]", "0x", "1e"])).filter(
+                lambda j: not toml_literal(j.strip())
+            )
+        )  # never a TOML value
         key = draw(st.sampled_from([*INTS, *LISTS]))
         return f"{key}={junk}"
     if kind == "seed":
@@ -213,8 +282,11 @@ def bad_override(draw):
 
 
 @settings(max_examples=120, **SETTINGS)
-@given(bad=bad_override(), good=st.lists(st.sampled_from(["n_tasks=2", "seed=4", "gauge=a"]), max_size=2),
-       before=st.booleans())
+@given(
+    bad=bad_override(),
+    good=st.lists(st.sampled_from(["n_tasks=2", "seed=4", "gauge=a"]), max_size=2),
+    before=st.booleans(),
+)
 def test_bad_overrides(bad, good, before, capsys):
     sets = [bad, *good] if before else [*good, bad]
     argv = ["run", "cfg.toml", "--out", "out"]
@@ -226,29 +298,68 @@ def test_bad_overrides(bad, good, before, capsys):
 
 @st.composite
 def bad_options(draw):
-    kind = draw(st.sampled_from(
-        ["workers", "executor", "scheduler", "out", "flag", "missing", "extra", "command",
-         "reproduce", "plot"]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "workers",
+                "executor",
+                "scheduler",
+                "out",
+                "flag",
+                "missing",
+                "extra",
+                "command",
+                "reproduce",
+                "plot",
+            ]
+        )
+    )
     base = ["run", "cfg.toml"]
     if kind == "workers":
-        value = draw(st.one_of(st.integers(max_value=0), st.integers(min_value=4097),
-                               TEXT.filter(lambda s: not valid_workers(s))))
+        value = draw(
+            st.one_of(
+                st.integers(max_value=0),
+                st.integers(min_value=4097),
+                TEXT.filter(lambda s: not valid_workers(s)),
+            )
+        )
         return [*base, "--out", "out", f"--workers={value}"], None
     if kind == "executor":
         value = draw(TEXT.filter(lambda s: s not in ("process", "thread", "serial", "dask")))
         return [*base, "--out", "out", f"--executor={value}"], None
     if kind == "scheduler":
         kind_ = draw(st.sampled_from(["process", "thread", "serial"]))
-        return [*base, "--out", "out", "--executor", kind_, "--scheduler", "tcp://127.0.0.1:8786"], None
+        return [
+            *base,
+            "--out",
+            "out",
+            "--executor",
+            kind_,
+            "--scheduler",
+            "tcp://127.0.0.1:8786",
+        ], None
     if kind == "out":
         where = draw(st.sampled_from(["file", "under", "foreign", "empty", "nul"]))
-        return [*base, "--out", {"file": "cfg.toml", "under": "cfg.toml/sub", "foreign": "mine",
-                                 "empty": "", "nul": "a\0b"}[where]], where
+        return [
+            *base,
+            "--out",
+            {
+                "file": "cfg.toml",
+                "under": "cfg.toml/sub",
+                "foreign": "mine",
+                "empty": "",
+                "nul": "a\0b",
+            }[where],
+        ], where
     if kind == "flag":
         return [*base, "--out", "out", f"--zz{draw(IDENT)}"], None
     if kind == "missing":
-        return [*base, "--out", "out", draw(st.sampled_from(["--workers", "--set", "--executor",
-                                                             "--out", "--scheduler"]))], None
+        return [
+            *base,
+            "--out",
+            "out",
+            draw(st.sampled_from(["--workers", "--set", "--executor", "--out", "--scheduler"])),
+        ], None
     if kind == "extra":
         return [*base, draw(IDENT), "--out", "out"], None
     if kind == "command":
@@ -256,9 +367,23 @@ def bad_options(draw):
     if kind == "reproduce":
         option = draw(st.sampled_from(["only", "simulations", "out"]))
         if option == "only":
-            return ["reproduce", "--simulations", "sims", "--out", "out", "--only", f"zz{draw(IDENT)}"], "sims"
+            return [
+                "reproduce",
+                "--simulations",
+                "sims",
+                "--out",
+                "out",
+                "--only",
+                f"zz{draw(IDENT)}",
+            ], "sims"
         if option == "simulations":
-            return ["reproduce", "--simulations", draw(st.sampled_from(["nowhere", "cfg.toml"])), "--out", "out"], None
+            return [
+                "reproduce",
+                "--simulations",
+                draw(st.sampled_from(["nowhere", "cfg.toml"])),
+                "--out",
+                "out",
+            ], None
         return ["reproduce", "--simulations", "sims", "--out", "cfg.toml"], "sims"
     return ["plot", draw(st.sampled_from(["nowhere", "cfg.toml", "."]))], None
 
@@ -292,11 +417,22 @@ def test_bad_options(case, capsys):
 )
 def test_real_subprocesses_reject_cleanly(tmp_path, argv):
     (tmp_path / "cfg.toml").write_text(config_text(n_tasks=1))
-    (tmp_path / "deep.toml").write_text(f'experiment = "{SPEC}"\nx = ' + "[" * 3000 + "]" * 3000 + "\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    (tmp_path / "deep.toml").write_text(
+        f'experiment = "{SPEC}"\nx = ' + "[" * 3000 + "]" * 3000 + "\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+    }
     before = snapshot(tmp_path)
-    proc = subprocess.run([sys.executable, "-m", "gaugedyn", *argv], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gaugedyn", *argv],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert snapshot(tmp_path) == before
@@ -308,8 +444,11 @@ def test_real_subprocesses_reject_cleanly(tmp_path, argv):
 def _experiment_settings() -> list[tuple[str, str, object]]:
     from gaugedyn.experiments import available_experiments, resolve_experiment
 
-    return [(name, key, param) for name in available_experiments()
-            for key, param in resolve_experiment(name).params.items()]
+    return [
+        (name, key, param)
+        for name in available_experiments()
+        for key, param in resolve_experiment(name).params.items()
+    ]
 
 
 SETTINGS_OF_ALL = _experiment_settings()
@@ -335,14 +474,20 @@ def beyond_bounds(param, integer: bool):
         if integer:
             out.append(st.integers(min_value=math.floor(param.hi) + 1, max_value=2**63 - 1))
         else:
-            out.append(st.floats(min_value=param.hi, allow_nan=False, allow_infinity=False)
-                       .filter(lambda v: v > param.hi or (param.hi_open and v == param.hi)))
+            out.append(
+                st.floats(min_value=param.hi, allow_nan=False, allow_infinity=False).filter(
+                    lambda v: v > param.hi or (param.hi_open and v == param.hi)
+                )
+            )
     if param.lo is not None:
         if integer:
             out.append(st.integers(min_value=-(2**63), max_value=math.ceil(param.lo) - 1))
         else:
-            out.append(st.floats(max_value=param.lo, allow_nan=False, allow_infinity=False)
-                       .filter(lambda v: v < param.lo or (param.lo_open and v == param.lo)))
+            out.append(
+                st.floats(max_value=param.lo, allow_nan=False, allow_infinity=False).filter(
+                    lambda v: v < param.lo or (param.lo_open and v == param.lo)
+                )
+            )
     return out
 
 
@@ -360,11 +505,16 @@ def malformed_value(param):
     if not numeric and str not in types:
         options.append(st.integers())
     if numeric:
-        options += [st.sampled_from([math.nan, math.inf, -math.inf]),
-                    st.lists(st.integers(), max_size=2)]
+        options += [
+            st.sampled_from([math.nan, math.inf, -math.inf]),
+            st.lists(st.integers(), max_size=2),
+        ]
         if float not in types:
-            options.append(st.floats(allow_nan=False, allow_infinity=False)
-                           .filter(lambda v: not v.is_integer()))
+            options.append(
+                st.floats(allow_nan=False, allow_infinity=False).filter(
+                    lambda v: not v.is_integer()
+                )
+            )
         options += beyond_bounds(param, integer=float not in types)
     if str in types and param.choices is not None:
         options.append(TEXT.filter(lambda s: s not in param.choices))
@@ -374,19 +524,29 @@ def malformed_value(param):
             options.append(st.just([param.default[0]] * (param.max_len + 1)))
         if param.default and isinstance(param.default[0], int | float):
             integer = all(type(x) is int for x in param.default)
-            options += [st.builds(lambda bad: [*param.default[:1], bad], b)
-                        for b in beyond_bounds(param, integer)]
+            options += [
+                st.builds(lambda bad: [*param.default[:1], bad], b)
+                for b in beyond_bounds(param, integer)
+            ]
             options.append(st.just([*param.default[:1], math.nan]))
-        wrong_items = {int: st.one_of(TEXT, st.booleans(), st.floats(allow_nan=False).filter(
-                           lambda v: not v.is_integer())),
-                       float: st.one_of(TEXT, st.booleans()),
-                       str: st.one_of(st.integers(), st.floats(allow_nan=False), st.booleans())}
+        wrong_items = {
+            int: st.one_of(
+                TEXT, st.booleans(), st.floats(allow_nan=False).filter(lambda v: not v.is_integer())
+            ),
+            float: st.one_of(TEXT, st.booleans()),
+            str: st.one_of(st.integers(), st.floats(allow_nan=False), st.booleans()),
+        }
         if param.choices is not None:
-            options.append(st.builds(lambda bad: [*param.default[:1], bad],
-                                     TEXT.filter(lambda t: t not in param.choices)))
+            options.append(
+                st.builds(
+                    lambda bad: [*param.default[:1], bad],
+                    TEXT.filter(lambda t: t not in param.choices),
+                )
+            )
         if getattr(param, "item", None) in wrong_items:  # a list of one declared element type
-            options.append(st.builds(lambda bad: [*param.default[:1], bad],
-                                     wrong_items[param.item]))
+            options.append(
+                st.builds(lambda bad: [*param.default[:1], bad], wrong_items[param.item])
+            )
     return st.one_of(options)
 
 
@@ -433,8 +593,7 @@ def _value_options(command: str) -> set[str]:
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command").choices[command]
-    return {a.dest for a in sub._actions if a.option_strings and a.nargs != 0
-            and a.dest != "help"}
+    return {a.dest for a in sub._actions if a.option_strings and a.nargs != 0 and a.dest != "help"}
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
@@ -449,11 +608,16 @@ def test_every_option_is_declared_with_its_bounds(command):
 def malformed_option_text(spec):
     if spec.choices is not None:
         return TEXT.filter(lambda s: s not in spec.choices)
-    numbers = [st.sampled_from(["", "nan", "inf", "-inf", "1e400", "0x10", "1,5", "ten"]),
-               NOT_NUMBER]
+    numbers = [
+        st.sampled_from(["", "nan", "inf", "-inf", "1e400", "0x10", "1,5", "ten"]),
+        NOT_NUMBER,
+    ]
     if spec.type is int:
-        numbers.append(st.floats(allow_nan=False, allow_infinity=False)
-                       .filter(lambda v: not v.is_integer()).map(repr))
+        numbers.append(
+            st.floats(allow_nan=False, allow_infinity=False)
+            .filter(lambda v: not v.is_integer())
+            .map(repr)
+        )
     if spec.hi is not None:
         numbers += [st.integers(min_value=math.floor(spec.hi) + 1, max_value=10**40).map(str)]
         numbers += [st.just(repr(float(spec.hi)))] if spec.hi_open else []

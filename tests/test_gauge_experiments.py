@@ -21,10 +21,10 @@ from gaugedyn.experiments.gauge.dimension_scaling import EXPERIMENT as SCALING
 from gaugedyn.experiments.gauge.dissipation import EXPERIMENT as DISSIPATION
 from gaugedyn.experiments.gauge.gd_selection import EXPERIMENT as GD_SELECTION
 from gaugedyn.experiments.gauge.gradient_descent import EXPERIMENT as GD
-from gaugedyn.experiments.gauge.gradient_descent import crossing_time
 from gaugedyn.experiments.gauge.ownership import EXPERIMENT as OWNERSHIP
 from gaugedyn.experiments.gauge.ownership_patterns import EXPERIMENT as PATTERNS
 from gaugedyn.experiments.gauge.perturbations import EXPERIMENT as PERTURBATIONS
+from gaugedyn.training import crossing_time
 
 SEED = np.random.SeedSequence(2026)  # the analysis seed of runs analysed directly
 
@@ -32,8 +32,14 @@ REDUCED = {
     SCALING: dict(dims=[100, 1000, 10000], large_dim=100),
     CLOCK: dict(dim=30, t_max=5e3, n_times=200, n_path=120),
     OWNERSHIP: dict(Ks=[2, 3], dim=30, t_check=4.0, n_times=40),
-    PERTURBATIONS: dict(strengths=[1.0, 10.0], epsilons=[0.01, 0.1], n_samples=8,
-                        claim_strength=10.0, claim_epsilon=0.1, t_max=50.0),
+    PERTURBATIONS: dict(
+        strengths=[1.0, 10.0],
+        epsilons=[0.01, 0.1],
+        n_samples=8,
+        claim_strength=10.0,
+        claim_epsilon=0.1,
+        t_max=50.0,
+    ),
     GD: dict(etas=[3e-4, 1e-3, 3e-3]),
     GD_SELECTION: dict(selection_etas=[1e-2]),
     DISSIPATION: dict(dim=30, t_max=5e3, per_decade=40),
@@ -57,9 +63,13 @@ def assert_judged(c: dict, rule: str) -> None:
         t = c["tolerance"]
         samples = c["per_seed"] if RULES[rule].estimator in ("slope", "paired") else [c["per_seed"]]
         thr = tuple(t["threshold"]) if isinstance(t["threshold"], list) else t["threshold"]
-        again = judge(rule, *samples, threshold=thr,
-                      direction=t["direction"] if not isinstance(thr, tuple) else None,
-                      draw=t.get("uniform_draw"))  # a randomised rule's recorded draw
+        again = judge(
+            rule,
+            *samples,
+            threshold=thr,
+            direction=t["direction"] if not isinstance(thr, tuple) else None,
+            draw=t.get("uniform_draw"),
+        )  # a randomised rule's recorded draw
         assert again.verdict == c["verdict"] and [again.low, again.high] == c["interval"]
 
 
@@ -74,8 +84,7 @@ def reduced_run(request):
 def test_reduced_run_passes_its_claims_and_draws(reduced_run, tmp_path):
     experiment, config, tasks, results, arrays, claims = reduced_run
     assert claims, experiment.name
-    failed = [(c.id, c.measured, c.tolerance) for c in claims
-              if not c.passed and c.kind == "check"]
+    failed = [(c.id, c.measured, c.tolerance) for c in claims if not c.passed and c.kind == "check"]
     assert not failed, failed
     for c in claims:
         assert c.id.startswith(experiment.name + ".")
@@ -146,8 +155,16 @@ def _clock_results(same_path: bool, same_clocks: bool = False):
     for rho, mu_t, tt in ((rho_w, 0.01, t * 7.0), (rho_a, 100.0, t)):  # w-heavy on a slower clock
         if same_clocks:
             mu_t = 1.0
-        out.append({"t": tt, "rho": rho, "alignment": m, "mu_R": 10.0 + 0 * t,
-                    "mu_T": mu_t + 0 * t, "specialization_time": 3.0})
+        out.append(
+            {
+                "t": tt,
+                "rho": rho,
+                "alignment": m,
+                "mu_R": 10.0 + 0 * t,
+                "mu_T": mu_t + 0 * t,
+                "specialization_time": 3.0,
+            }
+        )
     return out
 
 
@@ -201,8 +218,16 @@ def _ownership(wrong_owner=False, unpruned=False, cancelling=False, leftover=Fal
             remaining[1] = 2e-3
         if tie and K == 2:
             owner = np.array([-1, 1])
-        results.append({"t": t, "rho": rho, "owner": owner, "pruning_time": prune,
-                        "specialization_time": np.full(K, 0.1), "remaining": remaining})
+        results.append(
+            {
+                "t": t,
+                "rho": rho,
+                "owner": owner,
+                "pruning_time": prune,
+                "specialization_time": np.full(K, 0.1),
+                "remaining": remaining,
+            }
+        )
     return verdicts(OWNERSHIP.analyse(config, tasks, results, SEED)[1])
 
 
@@ -219,8 +244,15 @@ def test_ownership_claims_fail_on_the_wrong_owner_a_tie_an_unpruned_copy_or_left
 
 
 def _perturbations(loss_in_region=False, biased_control=False):
-    config = config_of(PERTURBATIONS, quick=True, strengths=[1.0, 10.0], epsilons=[0.01, 0.1],
-                          n_samples=40, claim_strength=10.0, claim_epsilon=0.1)
+    config = config_of(
+        PERTURBATIONS,
+        quick=True,
+        strengths=[1.0, 10.0],
+        epsilons=[0.01, 0.1],
+        n_samples=40,
+        claim_strength=10.0,
+        claim_epsilon=0.1,
+    )
     tasks = PERTURBATIONS.tasks(config)
     rng = np.random.default_rng(0)
     results = []
@@ -231,8 +263,9 @@ def _perturbations(loss_in_region=False, biased_control=False):
             owner = np.zeros((2, 40), int)
             if loss_in_region:
                 owner[1, 7] = 1
-        results.append({"owner": owner, "loser_pruned": rng.random((2, 40)) < 0.5,
-                        "rho0": np.ones((2, 40, 2))})
+        results.append(
+            {"owner": owner, "loser_pruned": rng.random((2, 40)) < 0.5, "rho0": np.ones((2, 40, 2))}
+        )
     return verdicts(PERTURBATIONS.analyse(config, tasks, results, SEED)[1])
 
 
@@ -245,17 +278,33 @@ def test_perturbation_claims_fail_on_a_loss_in_the_region_or_a_biased_control():
 def _gd(order: float):
     config = config_of(GD, quick=True)
     tasks = GD.tasks(config)
-    results = [{"specialization_time": 0.066 * (1 + 3 * task["eta"] ** order),
-                "step_time": 0.066, "steps": 10, "flow_time": 0.066} for task in tasks]
+    results = [
+        {
+            "specialization_time": 0.066 * (1 + 3 * task["eta"] ** order),
+            "step_time": 0.066,
+            "steps": 10,
+            "flow_time": 0.066,
+        }
+        for task in tasks
+    ]
     return verdicts(GD.analyse(config, tasks, results, SEED)[1])
 
 
 def _gd_selection(owner: int = 0, prune: float = 1.3):
     config = config_of(GD_SELECTION, quick=True)
     tasks = GD_SELECTION.tasks(config)
-    results = [{"t": np.array([0.0, 1.0]), "rho": np.ones((2, 2)), "owner": owner,
-                "pruning_time": np.array([np.nan, prune]), "delta_drift": 1e-3,
-                "flow_t": np.array([0.0, 1.0]), "flow_rho": np.ones((2, 2))} for _ in tasks]
+    results = [
+        {
+            "t": np.array([0.0, 1.0]),
+            "rho": np.ones((2, 2)),
+            "owner": owner,
+            "pruning_time": np.array([np.nan, prune]),
+            "delta_drift": 1e-3,
+            "flow_t": np.array([0.0, 1.0]),
+            "flow_rho": np.ones((2, 2)),
+        }
+        for _ in tasks
+    ]
     return verdicts(GD_SELECTION.analyse(config, tasks, results, SEED)[1])
 
 
@@ -281,11 +330,22 @@ def _dissipation_results(gap=0.0, wrong_part=None):
         transport = transport * 0.95
     drop = quad.integrate_log(t, reaction) + quad.integrate_log(t, transport)
     loss = np.linspace(drop, 0.0, t.size)
-    return [{"t": t, "loss": loss, "reaction": reaction, "transport": transport, "rho": rho,
-             "alignment": np.cos(theta), "mu_R": np.full(t.size, 2.0),
-             "mu_T": np.full(t.size, 3.0), "integral_reaction": quad.integrate_log(t, reaction),
-             "integral_transport": quad.integrate_log(t, transport) * (1 + gap),
-             "specialization_time": 1.0} for _ in DISSIPATION.tasks(config_of(DISSIPATION))]
+    return [
+        {
+            "t": t,
+            "loss": loss,
+            "reaction": reaction,
+            "transport": transport,
+            "rho": rho,
+            "alignment": np.cos(theta),
+            "mu_R": np.full(t.size, 2.0),
+            "mu_T": np.full(t.size, 3.0),
+            "integral_reaction": quad.integrate_log(t, reaction),
+            "integral_transport": quad.integrate_log(t, transport) * (1 + gap),
+            "specialization_time": 1.0,
+        }
+        for _ in DISSIPATION.tasks(config_of(DISSIPATION))
+    ]
 
 
 def test_dissipation_claims_fail_on_a_missed_loss_drop_or_a_wrong_split():
@@ -322,9 +382,16 @@ def _patterns(break_tie=False, wrong_counterexample=False, shared_in_region=0):
             owner = np.array([1, 0, -1])
             if wrong_counterexample:
                 owner[2] = 0
-            results.append({"levels": levels, "scales": np.array([0.2, 0.05, 1.0]),
-                            "rho_end": rho, "owner": owner, "owner_class_size": np.array([1, 1, 2]),
-                            "remaining": np.array([2.7e-6, 0.1069, 1e-12])})
+            results.append(
+                {
+                    "levels": levels,
+                    "scales": np.array([0.2, 0.05, 1.0]),
+                    "rho_end": rho,
+                    "owner": owner,
+                    "owner_class_size": np.array([1, 1, 2]),
+                    "remaining": np.array([2.7e-6, 0.1069, 1e-12]),
+                }
+            )
             continue
         levels = rng.choice(np.linspace(-1, 1, 9), size=(150, 3))
         owner = np.argmax(levels, axis=1)
@@ -336,9 +403,16 @@ def _patterns(break_tie=False, wrong_counterexample=False, shared_in_region=0):
         if break_tie:
             owner[np.flatnonzero(owner < 0)[:1]] = 0
         rho_end = np.where(np.arange(3) == owner[:, None], 1.0, 0.0)
-        results.append({"levels": levels, "scales": np.full(150, task["scale"]),
-                        "rho_end": rho_end, "owner": owner, "remaining": remaining,
-                        "owner_class_size": np.sum(levels == top[:, -1:], axis=1)})
+        results.append(
+            {
+                "levels": levels,
+                "scales": np.full(150, task["scale"]),
+                "rho_end": rho_end,
+                "owner": owner,
+                "remaining": remaining,
+                "owner_class_size": np.sum(levels == top[:, -1:], axis=1),
+            }
+        )
     return {c.id: c for c in PATTERNS.analyse(config, tasks, results, SEED)[1]}
 
 
@@ -382,18 +456,18 @@ def test_identical_copies_are_read_from_their_exchange_symmetric_state():
 def test_two_identical_copies_end_as_a_tie(monkeypatch):
     # one of the full run's two misreported patterns: w,w at s = 1, split 0.484 / 0.516 by
     # integration error when read without the exchange symmetry
+    import gaugedyn.experiments.gauge._protocol as gp
     import gaugedyn.experiments.gauge.ownership_patterns as op
 
-    monkeypatch.setattr(op, "COUNTEREXAMPLES", ((("w-heavy", "w-heavy"), 1.0, "tie"),))
-    task = {"K": 0, "scale": 0.0, "counterexamples": True, "dim": 10, "t_end": 1000.0,
-            "rtol": 1e-8}
+    monkeypatch.setattr(gp, "COUNTEREXAMPLES", ((("w-heavy", "w-heavy"), 1.0, "tie"),))
+    task = {"K": 0, "scale": 0.0, "counterexamples": True, "dim": 10, "t_end": 1000.0, "rtol": 1e-8}
     res = op.EXPERIMENT.run_task(task, np.random.SeedSequence(0))
     assert res["owner"].tolist() == [-1] and res["owner_class_size"].tolist() == [2]
     assert res["rho_end"][0, 0] == res["rho_end"][0, 1]
 
 
 def test_pattern_outcomes_and_gaps():
-    from gaugedyn.experiments.gauge.ownership_patterns import classify, gap_of
+    from gaugedyn.experiments.gauge._analysis import classify, gap_of
 
     assert gap_of([1.0, 1.0, -1.0]) == 0.0 and gap_of([-1.0, 0.5, 0.0]) == 0.5
     assert classify(-1, [1.0, 1.0], 0.0, 1e-3) == 2
@@ -459,9 +533,19 @@ def test_declared_configurations_load_and_reject_bad_values(tmp_path):
 def test_every_numeric_setting_of_the_gauge_experiments_is_bounded():
     from gaugedyn.experiments import resolve_experiment
 
-    names = ("clock", "dimension_scaling", "dissipation", "ownership", "ownership_patterns",
-             "perturbations", "gradient_descent", "gd_selection", "finite_sample",
-             "gauge_in_training_scaling", "gauge_in_training_ownership")
+    names = (
+        "clock",
+        "dimension_scaling",
+        "dissipation",
+        "ownership",
+        "ownership_patterns",
+        "perturbations",
+        "gradient_descent",
+        "gd_selection",
+        "finite_sample",
+        "gauge_in_training_scaling",
+        "gauge_in_training_ownership",
+    )
     for name in names:
         for key, p in resolve_experiment(name).params.items():
             types = p.type if isinstance(p.type, tuple) else (p.type,)
@@ -490,13 +574,14 @@ def test_divergent_members_of_a_batch_are_isolated():
 
 
 def test_finite_sample_dissipation_finding_fails_without_convergence():
+    from gaugedyn.experiments.gauge._analysis import _finite_sample_dissipation_finding as finding
     from gaugedyn.experiments.gauge.finite_sample import EXPERIMENT as FINITE
 
     config = config_of(FINITE, quick=True)
     ns = np.array([100.0, 1000.0, 10000.0, 100000.0])
     wobble = 1 + 0.01 * np.array([1, -1, 1, -1])
-    good = FINITE._dissipation_finding("reaction", config, ns, ns**-0.5 * wobble, 0.0)
-    flat = FINITE._dissipation_finding("transport", config, ns, wobble, 0.0)
+    good = finding("reaction", config, ns, ns**-0.5 * wobble, 0.0)
+    flat = finding("transport", config, ns, wobble, 0.0)
     assert good.verdict == "HELD" and flat.verdict == "NOT HELD"
     for c in (good.to_dict(), flat.to_dict()):
         assert_judged(c, "slope_band")
@@ -513,12 +598,15 @@ def test_the_verdicts_docs_page_recomputes_a_stored_quick_summary(tmp_path):
     from gaugedyn.harness import execute, load_config
 
     root = Path(__file__).resolve().parents[1]
-    cfg = load_config(root / "simulations" / "clock.toml", quick=True,
-                      overrides=["n_path=120", "n_times=200"])
+    cfg = load_config(
+        root / "simulations" / "clock.toml", quick=True, overrides=["n_path=120", "n_times=200"]
+    )
     execute(cfg, tmp_path / "clock-quick", executor="serial", progress=None)
     doc = root / "docs" / "verdicts-in-experiments.md"
     (block,) = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)
     path = str(tmp_path / "clock-quick" / "summary.json")
     assert '"results/clock-quick/summary.json"' in block
-    exec(compile(block.replace('"results/clock-quick/summary.json"', repr(path)), str(doc),
-                 "exec"), {})
+    exec(
+        compile(block.replace('"results/clock-quick/summary.json"', repr(path)), str(doc), "exec"),
+        {},
+    )

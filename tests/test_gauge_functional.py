@@ -68,8 +68,7 @@ def test_identical_favourable_copies_are_a_tie_never_an_index():
 
 def test_pruning_time_means_pruned_from_then_on():
     t = np.arange(6.0)
-    rho = np.array([[1.0, 1.0], [0.5, 1e-4], [1e-4, 0.2], [1e-4, 0.1], [1e-5, 1e-4],
-                    [1e-6, 1e-4]])
+    rho = np.array([[1.0, 1.0], [0.5, 1e-4], [1e-4, 0.2], [1e-4, 0.1], [1e-5, 1e-4], [1e-6, 1e-4]])
     since = pruned_since(t, rho, 1e-3)
     assert since.tolist() == [2.0, 4.0]  # copy 1 crossed at t = 1 but came back
     assert np.isnan(pruned_since(t, np.ones((6, 1)), 1e-3)[0])
@@ -94,11 +93,21 @@ def _solve(capsys, *args) -> dict:
 
 
 def test_solve_reports_functional_pruning_and_ties(capsys):
-    out = _solve(capsys, "--scale", "0.2", "--gauges",
-                 "w-heavy,a-heavy,w-heavy,balanced,w-heavy", "--t-max", "25000")
+    out = _solve(
+        capsys,
+        "--scale",
+        "0.2",
+        "--gauges",
+        "w-heavy,a-heavy,w-heavy,balanced,w-heavy",
+        "--t-max",
+        "25000",
+    )
     assert out["owner"] == [1] and out["remaining_relative"] < 1e-4
-    assert all(p == "nan" for i, p in enumerate(out["pruning_time"]) if i != 1)  # none pruned (NaN, written "nan")
+    assert all(
+        p == "nan" for i, p in enumerate(out["pruning_time"]) if i != 1
+    )  # none pruned (NaN, written "nan")
     for formulation in ("order-parameters", "weight-space"):
-        tie = _solve(capsys, "--gauges", "a-heavy,a-heavy,w-heavy,w-heavy",
-                     "--formulation", formulation)
+        tie = _solve(
+            capsys, "--gauges", "a-heavy,a-heavy,w-heavy,w-heavy", "--formulation", formulation
+        )
         assert tie["owner"] == ["tie"] and tie["owner_set"] == [[0, 1]], formulation

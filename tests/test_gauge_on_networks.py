@@ -15,22 +15,36 @@ STEPS = 4  # stored samples per built run
 ETAS = 0.05 * 2.0 ** -np.arange(3)
 
 
-def _built(task: dict, owner: int, *, gap: float = 0.1, function_change: float = 1e-16,
-           slope: float = 1.0) -> dict:
+def _built(
+    task: dict, owner: int, *, gap: float = 0.1, function_change: float = 1e-16, slope: float = 1.0
+) -> dict:
     """One task's results, every seed's final owner ``owner`` (0: a-heavy) or slope ``slope``
     (per-seed slopes spread by +-0.01)."""
     n = task["n_seeds"]
     if task["kind"] == "slope":
         slopes = slope + 0.01 * np.linspace(-1, 1, n)
-        return {"eta": ETAS, "drift": ETAS[None, :] ** slopes[:, None], "slope": slopes,
-                "gap": np.full(n, gap), "wall_time_s": np.array(1.0)}
+        return {
+            "eta": ETAS,
+            "drift": ETAS[None, :] ** slopes[:, None],
+            "slope": slopes,
+            "gap": np.full(n, gap),
+            "wall_time_s": np.array(1.0),
+        }
     change = np.tile(np.linspace(0.0, 1e-3, STEPS)[None, :, None], (n, 1, 2))
-    return {"owner": np.full(n, owner), "gap": np.full(n, gap),
-            "function_change": np.full(n, function_change), "loss": np.full(n, 0.1),
-            "delta0": np.tile([0.5, -2.0], (n, 1)), "change": change, "predicted": change.copy(),
-            "mu_R": np.ones((n, STEPS, 2)), "mu_T": np.tile([9.0, 1 / 9], (n, STEPS, 1)),
-            "mu_T0": np.tile([9.0, 1 / 9], (n, 1)), "step": np.arange(1, STEPS + 1),
-            "wall_time_s": np.array(1.0)}
+    return {
+        "owner": np.full(n, owner),
+        "gap": np.full(n, gap),
+        "function_change": np.full(n, function_change),
+        "loss": np.full(n, 0.1),
+        "delta0": np.tile([0.5, -2.0], (n, 1)),
+        "change": change,
+        "predicted": change.copy(),
+        "mu_R": np.ones((n, STEPS, 2)),
+        "mu_T": np.tile([9.0, 1 / 9], (n, STEPS, 1)),
+        "mu_T0": np.tile([9.0, 1 / 9], (n, 1)),
+        "step": np.arange(1, STEPS + 1),
+        "wall_time_s": np.array(1.0),
+    }
 
 
 def _analyse(**kw):
@@ -42,22 +56,36 @@ def _analyse(**kw):
 
 
 def test_a_reduced_run_passes_its_checks_and_keeps_the_function(tmp_path):
-    cfg = config_of(EXPERIMENT, seeds=2, chunk=2, steps=30, samples=100, hidden=12, stride=5,
-                    models=["mlp", "cnn"], optimizers=["gd", "adam"], slope_seeds=3,
-                    slope_sizes=2, slope_steps=3)
+    cfg = config_of(
+        EXPERIMENT,
+        seeds=2,
+        chunk=2,
+        steps=30,
+        samples=100,
+        hidden=12,
+        stride=5,
+        models=["mlp", "cnn"],
+        optimizers=["gd", "adam"],
+        slope_seeds=3,
+        slope_sizes=2,
+        slope_steps=3,
+    )
     tasks, results, arrays, claims = run_inline(EXPERIMENT, cfg)
     assert len(tasks) == 4 + 3 * 2
     checks = [c for c in claims if c.kind == "check"]
     assert {c.id for c in checks} == {
-        "gauge_on_networks.function_unchanged", "gauge_on_networks.delta_prediction:mlp:gd",
+        "gauge_on_networks.function_unchanged",
+        "gauge_on_networks.delta_prediction:mlp:gd",
         "gauge_on_networks.delta_prediction:cnn:gd",
-        *(f"gauge_on_networks.delta_prediction:{m}:slope_runs" for m in dg.MODELS)}
+        *(f"gauge_on_networks.delta_prediction:{m}:slope_runs" for m in dg.MODELS),
+    }
     assert all(c.passed for c in checks), [(c.id, c.measured) for c in checks if not c.passed]
     findings = {c.id: c for c in claims if c.kind == "finding"}
     assert len(findings) == 4 + 3
     assert {c.rule for c in findings.values()} == {"proportion", "equivalence"}
-    assert all(c.statement.startswith("provisional (reduced configuration)")
-               for c in findings.values())
+    assert all(
+        c.statement.startswith("provisional (reduced configuration)") for c in findings.values()
+    )
     by = {(t["model"], t.get("optimizer")): r for t, r in zip(tasks, results)}
     assert np.all(np.isnan(by["cnn", "adam"]["gap"]))  # Adam: measured only
     assert by["mlp", "gd"]["change"].shape == (2, 6, 2)
@@ -83,21 +111,35 @@ def test_built_to_pass_gives_held_and_built_to_fail_gives_not_held():
     assert all(c.passed for c in held.values() if c.kind == "check")
 
 
-@pytest.mark.parametrize(("kw", "failed"), [
-    ({"gap": 1.5}, {f"gauge_on_networks.delta_prediction:{m}:{o}"
-                    for m in ("mlp", "cnn") for o in ("gd", "momentum")}
-     | {f"gauge_on_networks.delta_prediction:{m}:slope_runs" for m in dg.MODELS}),
-    ({"function_change": 1e-9}, {"gauge_on_networks.function_unchanged"}),
-])
+@pytest.mark.parametrize(
+    ("kw", "failed"),
+    [
+        (
+            {"gap": 1.5},
+            {
+                f"gauge_on_networks.delta_prediction:{m}:{o}"
+                for m in ("mlp", "cnn")
+                for o in ("gd", "momentum")
+            }
+            | {f"gauge_on_networks.delta_prediction:{m}:slope_runs" for m in dg.MODELS},
+        ),
+        ({"function_change": 1e-9}, {"gauge_on_networks.function_unchanged"}),
+    ],
+)
 def test_each_check_fails_on_its_own_quantity(kw, failed):
     _, claims = _analyse(owner=dg.A_HEAVY, **kw)
     assert {cid for cid, c in claims.items() if c.kind == "check" and not c.passed} == failed
 
 
 def test_the_error_allowance_counts_the_float_resolution_and_gives_nan_without_prediction():
-    units = {"change": np.array([[1e-17]]), "predicted": np.array([[0.0]]),
-             "g_in_sq": np.array([[0.0]]), "g_out_sq": np.array([[0.0]]),
-             "in_sq": np.array([[0.5]]), "out_sq": np.array([[0.5]])}
+    units = {
+        "change": np.array([[1e-17]]),
+        "predicted": np.array([[0.0]]),
+        "g_in_sq": np.array([[0.0]]),
+        "g_out_sq": np.array([[0.0]]),
+        "in_sq": np.array([[0.5]]),
+        "out_sq": np.array([[0.5]]),
+    }
     eps = np.finfo(np.float64).eps
     assert dg.gap(units, 0.1, 1e-10) == pytest.approx(1e-17 / (4 * eps))
     assert np.isnan(dg.gap(units | {"predicted": np.array([[np.nan]])}, 0.1, 1e-10))
@@ -115,7 +157,7 @@ def test_the_cnn_duplication_keeps_the_function_and_makes_opposite_gauges():
     w = net[0].weight.detach().reshape(4, -1)
     b = net[0].bias.detach()
     a = net[3].weight.detach().transpose(0, 1).reshape(4, -1)
-    delta = (a ** 2).sum(1) - (w ** 2).sum(1) - b ** 2
+    delta = (a**2).sum(1) - (w**2).sum(1) - b**2
     assert delta[s] > 0 > delta[t]  # source a-heavy, target w-heavy
     cos = (w[s] @ w[t]) / (w[s].norm() * w[t].norm())
     assert float(cos) == pytest.approx(1.0, abs=1e-12)

@@ -19,15 +19,20 @@ def _init(net: torch.nn.Module, seed: int, scale: float = 1.0) -> torch.nn.Modul
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for p in net.parameters():
-            p.copy_(scale * torch.randn(p.shape, generator=g, dtype=F64)
-                    / max(1, p[0].numel()) ** 0.5)
+            p.copy_(
+                scale * torch.randn(p.shape, generator=g, dtype=F64) / max(1, p[0].numel()) ** 0.5
+            )
     return net
 
 
 def _mlp(seed: int = 0) -> torch.nn.Module:
     nn = torch.nn
-    return _init(nn.Sequential(nn.Linear(6, 10), nn.ReLU(), nn.Linear(10, 8), nn.LeakyReLU(0.2),
-                               nn.Linear(8, 3)).to(F64), seed)
+    return _init(
+        nn.Sequential(
+            nn.Linear(6, 10), nn.ReLU(), nn.Linear(10, 8), nn.LeakyReLU(0.2), nn.Linear(8, 3)
+        ).to(F64),
+        seed,
+    )
 
 
 class _CNN(torch.nn.Module):
@@ -68,8 +73,11 @@ def _data(kind: str, seed: int = 1):
     return x, torch.randn(8, 1, generator=g, dtype=F64)
 
 
-MODELS = {"mlp": _mlp, "cnn": lambda: _init(_CNN().to(F64), 0),
-          "transformer": lambda: _init(_Transformer().to(F64), 0)}
+MODELS = {
+    "mlp": _mlp,
+    "cnn": lambda: _init(_CNN().to(F64), 0),
+    "transformer": lambda: _init(_Transformer().to(F64), 0),
+}
 
 
 def _train(kind: str, steps: int, opt_fn, every: int = 1, net=None, exact: bool = True):
@@ -85,20 +93,25 @@ def _train(kind: str, steps: int, opt_fn, every: int = 1, net=None, exact: bool 
 
 
 def test_import_is_light_and_lazy():
-    code = ("import sys, gaugedyn.gauge as g; assert 'torch' not in sys.modules; "
-            "assert 'GaugeRecorder' in dir(g); g.GaugeRecorder; assert 'torch' in sys.modules")
+    code = (
+        "import sys, gaugedyn.gauge as g; assert 'torch' not in sys.modules; "
+        "assert 'GaugeRecorder' in dir(g); g.GaugeRecorder; assert 'torch' in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_discovery_names_units_scale_symmetries_and_attention():
     kinds = {g.name: (g.kind, g.n_units, g.path) for g in find_units(MODELS["cnn"]())[0]}
-    assert kinds == {"c1": ("rescale", 3, ("relu", "max_pool")),
-                     "c2": ("rescale", 4, ("abs", "flatten"))}
+    assert kinds == {
+        "c1": ("rescale", 3, ("relu", "max_pool")),
+        "c2": ("rescale", 4, ("abs", "flatten")),
+    }
     (c2,) = [g for g in find_units(MODELS["cnn"]())[0] if g.name == "c2"]
     assert c2.outputs[0].block == 4  # flatten: 2 x 2 positions per channel
     nn = torch.nn
-    bn = nn.Sequential(nn.Linear(4, 5), nn.BatchNorm1d(5), nn.ReLU(), nn.Linear(5, 2),
-                       nn.LayerNorm(2))
+    bn = nn.Sequential(
+        nn.Linear(4, 5), nn.BatchNorm1d(5), nn.ReLU(), nn.Linear(5, 2), nn.LayerNorm(2)
+    )
     kinds = {g.name: (g.kind, g.n_units) for g in find_units(bn)[0]}
     assert kinds == {"0": ("scale", 5), "1": ("rescale", 5), "3": ("scale", 1)}
     tr = {g.name: (g.kind, g.n_units, g.block) for g in find_units(MODELS["transformer"]())[0]}
@@ -140,16 +153,24 @@ def test_gd_change_is_eta_squared_gradient_gap(kind):
         scale = eta**2 * (np.abs(arr["g_in_sq"]) + np.abs(arr["g_out_sq"]))
         size = np.abs(arr["in_sq"]) + np.abs(arr["out_sq"])
         if g.kind in ("qk", "vo"):
-            scale = eta**2 * (np.linalg.norm(arr["g_in_sq"], axis=(-2, -1))
-                              + np.linalg.norm(arr["g_out_sq"], axis=(-2, -1)))[..., None, None]
-            size = (np.linalg.norm(arr["in_sq"], axis=(-2, -1))
-                    + np.linalg.norm(arr["out_sq"], axis=(-2, -1)))[..., None, None]
+            scale = (
+                eta**2
+                * (
+                    np.linalg.norm(arr["g_in_sq"], axis=(-2, -1))
+                    + np.linalg.norm(arr["g_out_sq"], axis=(-2, -1))
+                )[..., None, None]
+            )
+            size = (
+                np.linalg.norm(arr["in_sq"], axis=(-2, -1))
+                + np.linalg.norm(arr["out_sq"], axis=(-2, -1))
+            )[..., None, None]
         gap = np.abs(arr["change"] - arr["predicted"])
         live = np.broadcast_to(scale > 0, gap.shape)
         assert np.all(gap[~live] == 0), g.name  # a dead unit: no gradient, no change
         assert live.any(), g.name
-        bound = 1e-10 * np.broadcast_to(scale, gap.shape) + 2.0**-52 * np.broadcast_to(size,
-                                                                                     gap.shape)
+        bound = 1e-10 * np.broadcast_to(scale, gap.shape) + 2.0**-52 * np.broadcast_to(
+            size, gap.shape
+        )
         assert np.all(gap <= bound), (g.name, (gap / bound).max())
         # the change is the invariant's own difference (an independent reading)
         diff = np.diff(arr["invariant"], axis=0)
@@ -177,8 +198,14 @@ to the largest measured change of the group (float64 rounding of the parameters 
 @pytest.mark.parametrize("every", [1, 3])
 @pytest.mark.parametrize("dampening", [0.0, 0.3])
 def test_sgd_momentum_weight_decay_matches_derived_recursion(kind, every, dampening):
-    _, _, rec = _train(kind, 12, lambda p: torch.optim.SGD(
-        p, lr=0.005, momentum=0.9, weight_decay=0.05, dampening=dampening), every=every)
+    _, _, rec = _train(
+        kind,
+        12,
+        lambda p: torch.optim.SGD(
+            p, lr=0.005, momentum=0.9, weight_decay=0.05, dampening=dampening
+        ),
+        every=every,
+    )
     assert len(rec) == 12 // every
     for gi, g in enumerate(rec.groups):
         arr = rec.group(gi)
@@ -189,8 +216,9 @@ def test_sgd_momentum_weight_decay_matches_derived_recursion(kind, every, dampen
 
 
 def test_attached_late_to_momentum_measures_the_carry_once():
-    net, opt, _ = _train("mlp", 4, lambda p: torch.optim.SGD(p, lr=0.005, momentum=0.8,
-                                                              weight_decay=0.1))
+    net, opt, _ = _train(
+        "mlp", 4, lambda p: torch.optim.SGD(p, lr=0.005, momentum=0.8, weight_decay=0.1)
+    )
     x, y = _data("mlp")
     rec = GaugeRecorder(net, opt, exact_change=True)
     for _ in range(5):
@@ -198,8 +226,9 @@ def test_attached_late_to_momentum_measures_the_carry_once():
         (0.5 * ((net(x) - y) ** 2).mean()).backward()
         opt.step()
     arr = rec.group(0)
-    assert np.abs(arr["change"] - arr["predicted"]).max() < MOMENTUM_TOL * np.abs(
-        arr["change"]).max()
+    assert (
+        np.abs(arr["change"] - arr["predicted"]).max() < MOMENTUM_TOL * np.abs(arr["change"]).max()
+    )
 
 
 @pytest.mark.parametrize("kind", ["mlp", "transformer"])
@@ -235,8 +264,7 @@ def test_owner_among_duplicates_is_the_larger_signed_share():
     net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1)).to(F64)
     with torch.no_grad():
         w = torch.tensor([1.0, 2.0, 0.5], dtype=F64)
-        net[0].weight.copy_(torch.stack([w, 2 * w, 0.5 * w, torch.tensor([0, 0, 1.0],
-                                                                           dtype=F64)]))
+        net[0].weight.copy_(torch.stack([w, 2 * w, 0.5 * w, torch.tensor([0, 0, 1.0], dtype=F64)]))
         net[0].bias.zero_()
         net[2].weight.copy_(torch.tensor([[1.0, 1.0, 1.0, 1.0]], dtype=F64))
     rec = GaugeRecorder(net, owner_cos=0.999)
@@ -309,8 +337,9 @@ def test_digits_mlp_duplicates_with_opposite_gauges():
     np.testing.assert_allclose(delta[0], -delta[1], rtol=1e-12)
     np.testing.assert_allclose(arr["mu_R"][0, j], arr["mu_R"][0, k], rtol=1e-12)
     root = np.sqrt(delta[0] ** 2 + 4 * rho[0] ** 2)
-    np.testing.assert_allclose(arr["mu_T"][0, j] / arr["mu_T"][0, k],
-                               (root + delta[0]) / (root - delta[0]), rtol=1e-10)
+    np.testing.assert_allclose(
+        arr["mu_T"][0, j] / arr["mu_T"][0, k], (root + delta[0]) / (root - delta[0]), rtol=1e-10
+    )
     # 1e-10 relative, above the float64 floor of the parameters themselves: rounding P - eta g
     # moves the invariant by up to a few 2^-53 (|a|^2 + |w|^2), which dominates for units whose
     # step is tiny (eta^2 |g|^2 < 1e-6 |P|^2, here a few near-dead units)
@@ -356,8 +385,9 @@ def test_scale_unit_under_batchnorm_grows_by_its_gradient():
     eta^2 |g_w|^2 - 2 eta w.g_w exactly, and w.g_w is small against |w| |g_w|."""
     nn = torch.nn
     torch.manual_seed(0)
-    net = nn.Sequential(nn.Linear(6, 5), nn.BatchNorm1d(5, eps=1e-12), nn.ReLU(),
-                        nn.Linear(5, 2)).to(F64)
+    net = nn.Sequential(
+        nn.Linear(6, 5), nn.BatchNorm1d(5, eps=1e-12), nn.ReLU(), nn.Linear(5, 2)
+    ).to(F64)
     x, y = _data("mlp")
     y = y[:, :2]
     eta = 0.1
@@ -369,8 +399,9 @@ def test_scale_unit_under_batchnorm_grows_by_its_gradient():
         opt.step()
     (gi,) = [i for i, g in enumerate(rec.groups) if g.kind == "scale"]
     arr = rec.group(gi)
-    np.testing.assert_allclose(arr["change"], arr["predicted"] - 2 * eta * arr["gw_dot_w"],
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        arr["change"], arr["predicted"] - 2 * eta * arr["gw_dot_w"], rtol=1e-10
+    )
     assert np.all(np.abs(arr["gw_dot_w"]) < 1e-6 * np.sqrt(arr["in_sq"] * arr["g_in_sq"]))
     assert np.all(arr["change"] > 0)
 
@@ -396,8 +427,7 @@ def test_an_untraceable_model_keeps_its_attention_pairs_and_says_why():
 def test_frozen_parameters_outside_the_optimizer_leave_other_groups_predicted():
     net = _mlp()
     net[0].requires_grad_(False)
-    opt = torch.optim.SGD([p for p in net.parameters() if p.requires_grad], lr=0.05,
-                          momentum=0.5)
+    opt = torch.optim.SGD([p for p in net.parameters() if p.requires_grad], lr=0.05, momentum=0.5)
     rec = GaugeRecorder(net, opt, exact_change=True)
     x, y = _data("mlp")
     for _ in range(3):
@@ -416,8 +446,12 @@ def test_prediction_follows_a_learning_rate_schedule(momentum):
     the prediction exact (GD to 1e-10 of eta^2 (|g_a|^2 + |g_w|^2) above the float64 floor;
     momentum with weight decay to MOMENTUM_TOL of the largest change)."""
     net, (x, y) = MODELS["mlp"](), _data("mlp")
-    opt = torch.optim.SGD(net.parameters(), lr=0.2 if momentum == 0 else 0.01,
-                          momentum=momentum, weight_decay=0.0 if momentum == 0 else 0.05)
+    opt = torch.optim.SGD(
+        net.parameters(),
+        lr=0.2 if momentum == 0 else 0.01,
+        momentum=momentum,
+        weight_decay=0.0 if momentum == 0 else 0.05,
+    )
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
     rec = GaugeRecorder(net, opt, exact_change=True)
     lrs = []
@@ -433,8 +467,9 @@ def test_prediction_follows_a_learning_rate_schedule(momentum):
         gap = np.abs(arr["change"] - arr["predicted"])
         if momentum == 0:
             eta2 = np.asarray(lrs)[:, None] ** 2
-            bound = (1e-10 * eta2 * (arr["g_in_sq"] + arr["g_out_sq"])
-                     + 2.0**-52 * (arr["in_sq"] + arr["out_sq"]))
+            bound = 1e-10 * eta2 * (arr["g_in_sq"] + arr["g_out_sq"]) + 2.0**-52 * (
+                arr["in_sq"] + arr["out_sq"]
+            )
             assert np.all(gap <= bound)
         else:
             assert gap.max() < MOMENTUM_TOL * np.abs(arr["change"]).max()
@@ -451,15 +486,23 @@ def test_fused_kernel_sums_equal_exact_float64_sums(dtype):
     x = torch.randn(37, 53, generator=g, dtype=F64).to(dtype)
     y = torch.randn(37, 53, generator=g, dtype=F64).to(dtype)
     xd, yd = x.double(), y.double()
-    ref = {"rows": (xd.square().sum(1), (xd * yd).sum(1)),
-           "cols": (xd.square().sum(0), (xd * yd).sum(0))}
+    ref = {
+        "rows": (xd.square().sum(1), (xd * yd).sum(1)),
+        "cols": (xd.square().sum(0), (xd * yd).sum(0)),
+    }
     r, c = sums(x, y)
     r1, c1 = sums(x)
     r0, none = sums(x, y, cols=False)
     assert none is None and r.dtype == c.dtype == F64
-    for got, want in ((r[0], ref["rows"][0]), (r[1], ref["rows"][1]), (c[0], ref["cols"][0]),
-                      (c[1], ref["cols"][1]), (r1[0], ref["rows"][0]), (c1[0], ref["cols"][0]),
-                      (r0[1], ref["rows"][1])):
+    for got, want in (
+        (r[0], ref["rows"][0]),
+        (r[1], ref["rows"][1]),
+        (c[0], ref["cols"][0]),
+        (c[1], ref["cols"][1]),
+        (r1[0], ref["rows"][0]),
+        (c1[0], ref["cols"][0]),
+        (r0[1], ref["rows"][1]),
+    ):
         torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12 * float(want.abs().max()))
 
 
@@ -482,8 +525,9 @@ def test_fused_readings_equal_torch_reductions(kind, dtype, momentum):
     arrays = []
     for fuse in (True, False):
         net, (x, y) = MODELS[kind]().to(dtype), _data(kind)
-        opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=momentum,
-                              weight_decay=0.01 if momentum else 0.0)
+        opt = torch.optim.SGD(
+            net.parameters(), lr=0.05, momentum=momentum, weight_decay=0.01 if momentum else 0.0
+        )
         rec = GaugeRecorder(net, opt)
         rec._fuse = fuse
         for _ in range(4):
@@ -527,7 +571,7 @@ def test_parameters_modified_between_steps_are_read_afresh(every):
             (0.5 * ((net(x) - y) ** 2).mean()).backward()
             opt.step()
         arr = rec.group("0")
-        want = torch.stack(direct)[every - 1::every].numpy()
+        want = torch.stack(direct)[every - 1 :: every].numpy()
         np.testing.assert_allclose(arr["invariant"], want, rtol=1e-13, atol=1e-13)
         out.append(arr)
     scale = np.abs(fast[0]["in_sq"]).max() + np.abs(fast[0]["out_sq"]).max()

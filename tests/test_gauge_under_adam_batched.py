@@ -11,17 +11,28 @@ pytest.importorskip("torch")
 from gaugedyn import InputError  # noqa: E402
 from gaugedyn._meta import task_seed  # noqa: E402
 from gaugedyn.experiments import make_config  # noqa: E402
+from gaugedyn.experiments.adam_split import _protocol as ap
 from gaugedyn.experiments.adam_split import gauge_under_adam as ga  # noqa: E402
 
-PARAMS = {"dims": [6], "betas": [[0.9, 0.9], [0.9, 0.99], [0.99, 0.9]], "seeds": 2,
-          "steps": 30, "lr": 0.05, "batch": 12, "bins": 3, "pairs_per_task": 3}
+PARAMS = {
+    "dims": [6],
+    "betas": [[0.9, 0.9], [0.9, 0.99], [0.99, 0.9]],
+    "seeds": 2,
+    "steps": 30,
+    "lr": 0.05,
+    "batch": 12,
+    "bins": 3,
+    "pairs_per_task": 3,
+}
 
 
 def test_pairs_per_task_groups_the_cells_and_defaults_to_one_task_per_cell():
-    one = make_config({"experiment": "gauge_under_adam", "seed": 4,
-                       "params": {**PARAMS, "pairs_per_task": 1}})
-    two = make_config({"experiment": "gauge_under_adam", "seed": 4,
-                       "params": {**PARAMS, "pairs_per_task": 2}})
+    one = make_config(
+        {"experiment": "gauge_under_adam", "seed": 4, "params": {**PARAMS, "pairs_per_task": 1}}
+    )
+    two = make_config(
+        {"experiment": "gauge_under_adam", "seed": 4, "params": {**PARAMS, "pairs_per_task": 2}}
+    )
     assert [t["betas"] for t in one.tasks] == [[p] for p in PARAMS["betas"]]
     assert [t["betas"] for t in two.tasks] == [PARAMS["betas"][:2], PARAMS["betas"][2:]]
     assert ga.EXPERIMENT.params["pairs_per_task"].default == 1
@@ -36,17 +47,19 @@ def test_a_cell_of_the_batched_task_equals_the_cell_alone_bitwise():
         alone = ga.EXPERIMENT.run_task(lone, task_seed(cfg.seed, cfg.name, lone))
         assert set(alone) == set(batched)
         for key, value in alone.items():
-            got = batched[key] if key == "time" else batched[key][j:j + 1]
+            got = batched[key] if key == "time" else batched[key][j : j + 1]
             np.testing.assert_array_equal(got, value, err_msg=f"{pair} {key}")
         # the probe's checks, per cell
         assert alone["probe_counter_ok"].all() and (alone["probe_calls"] == 30).all()
-        assert alone["sum_error"][0] <= ga.SUM_TOL and alone["applied_error"][0] <= ga.APPLIED_TOL
+        assert alone["sum_error"][0] <= ap.SUM_TOL and alone["applied_error"][0] <= ap.APPLIED_TOL
         assert (alone["lag_norm_max"][0] == 0.0) == (pair[0] == pair[1])
     # a cell's seed is the one the harness gave the cell as its own task (before the batching)
-    for cell in ga.cell_tasks(task):
+    for cell in ap.cell_tasks(task):
         old = task_seed(cfg.seed, cfg.name, cell)
-        assert ga.cell_seed(task_seed(cfg.seed, cfg.name, task), cell).generate_state(4).tolist() \
+        assert (
+            ga.cell_seed(task_seed(cfg.seed, cfg.name, task), cell).generate_state(4).tolist()
             == old.generate_state(4).tolist()
+        )
 
 
 def test_cell_seed_refuses_a_seed_without_one_integer_entropy():

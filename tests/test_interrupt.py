@@ -40,13 +40,35 @@ def test_ctrl_c_says_what_is_stored_in_one_line(tmp_path, phase):
     cfg.write_text(config_text(n_tasks=6, sleep=0.2))
     log, mark, out = tmp_path / "log", tmp_path / "mark", tmp_path / "out"
     mark.mkdir()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in [str(TESTS), os.environ.get("PYTHONPATH", "")] if p),
-        "TOY_LOG": str(log), "TOY_MARK": str(mark), f"TOY_SLOW_{phase.upper()}": "30"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            p for p in [str(TESTS), os.environ.get("PYTHONPATH", "")] if p
+        ),
+        "TOY_LOG": str(log),
+        "TOY_MARK": str(mark),
+        f"TOY_SLOW_{phase.upper()}": "30",
+    }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gaugedyn", "run", str(cfg), "--out", str(out), "--workers",
-         "2", "-q"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True, preexec_fn=_default_sigint)
+        [
+            sys.executable,
+            "-m",
+            "gaugedyn",
+            "run",
+            str(cfg),
+            "--out",
+            str(out),
+            "--workers",
+            "2",
+            "-q",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_default_sigint,
+    )
     try:
         if phase == "sweep":  # two tasks running in the workers, four still to start
             _wait_for(lambda: log.exists() and len(log.read_text().split()) >= 2, proc)

@@ -22,8 +22,12 @@ def test_a_judged_finding_carries_its_rule_values_power_and_reading():
     assert 0.9 < c["power"] <= 1.0 and c["underpowered"] is False
     assert c["readings"] == {"as judged": "HELD"}
     # the verdict is recomputable from the summary alone
-    again = judge(c["rule"], np.array(c["per_seed"]), threshold=c["tolerance"]["threshold"],
-                  direction=c["tolerance"]["direction"])
+    again = judge(
+        c["rule"],
+        np.array(c["per_seed"]),
+        threshold=c["tolerance"]["threshold"],
+        direction=c["tolerance"]["direction"],
+    )
     assert again.verdict == c["verdict"] and [again.low, again.high] == c["interval"]
 
 
@@ -46,5 +50,14 @@ def test_a_weak_finding_is_marked_underpowered():
 
 def test_a_claim_whose_verdict_contradicts_its_readings_is_refused():
     with pytest.raises(ValueError, match="readings give"):
-        Claim("x", "s", 1.0, None, None, True, kind="finding", verdict="HELD",
-              readings={"a": "HELD", "b": "NOT HELD"})
+        Claim(
+            "x",
+            "s",
+            1.0,
+            None,
+            None,
+            True,
+            kind="finding",
+            verdict="HELD",
+            readings={"a": "HELD", "b": "NOT HELD"},
+        )

@@ -41,17 +41,36 @@ def _replay(problem, cfg, X):
     return np.array(fields), np.array(grams)
 
 
-@pytest.mark.parametrize(("activation", "batch", "schedule"),
-                         [("erf", 1, "cosine"), ("relu", 3, "inverse"), ("linear", 2, "constant")])
+@pytest.mark.parametrize(
+    ("activation", "batch", "schedule"),
+    [("erf", 1, "cosine"), ("relu", 3, "inverse"), ("linear", 2, "constant")],
+)
 def test_chain_update_is_weight_space_sgd_on_the_same_samples(activation, batch, schedule):
     problem = random_problem(40, 3, 2, np.random.default_rng(4), activation=activation)
-    cfg = TrainConfig(optimizer="sgd", lr=0.3 if activation == "linear" else 1.0, steps=400,
-                      samples=None, batch=batch, schedule=schedule, decay=50.0)
+    cfg = TrainConfig(
+        optimizer="sgd",
+        lr=0.3 if activation == "linear" else 1.0,
+        steps=400,
+        samples=None,
+        batch=batch,
+        schedule=schedule,
+        decay=50.0,
+    )
     X = np.random.default_rng(5).standard_normal((cfg.steps, batch, 40))
     ref = run_kernel(problem.a, problem.W, problem.V, problem.b, activation, cfg, cfg.grid(), X=X)
     fields, grams = _replay(problem, cfg, X)
-    out = run_chain(problem.a, gram(problem), problem.b, 3, 40, activation, cfg, cfg.grid(),
-                    fields=fields, sample_gram=grams)
+    out = run_chain(
+        problem.a,
+        gram(problem),
+        problem.b,
+        3,
+        40,
+        activation,
+        cfg,
+        cfg.grid(),
+        fields=fields,
+        sample_gram=grams,
+    )
     assert out["failed_at"] is None and ref["failed_at"] is None
     for key in ("Q", "R", "a"):
         np.testing.assert_allclose(out[key], ref[key], rtol=0, atol=1e-12)
@@ -88,7 +107,7 @@ def test_chain_draws_have_the_moments_of_gaussian_samples(D, batch):
     if batch > 1:
         cross = G[:, 0, 1]
         _within(cross, 0.0)
-        _within(cross ** 2, D)
+        _within(cross**2, D)
         _within(U[:, 0, :, None] * U[:, 1, None, :] * cross[:, None, None], C)
         np.testing.assert_array_equal(G, np.swapaxes(G, 1, 2))
 
@@ -106,9 +125,11 @@ def test_chain_is_online_sgd_in_distribution(D, activation, lr):
     assert np.median(weights.loss[:, -1]) < 0.7 * weights.loss[0, 0]  # it learns
     records = np.unique(np.linspace(1, len(cfg.grid()) - 1, 4).astype(int))
     for r in records:
-        for name, x, y in (("loss", chain.loss[:, r], weights.loss[:, r]),
-                           ("Q00", chain.Q[:, r, 0, 0], weights.Q[:, r, 0, 0]),
-                           ("R00", chain.R[:, r, 0, 0], weights.R[:, r, 0, 0])):
+        for name, x, y in (
+            ("loss", chain.loss[:, r], weights.loss[:, r]),
+            ("Q00", chain.Q[:, r, 0, 0], weights.Q[:, r, 0, 0]),
+            ("R00", chain.R[:, r, 0, 0], weights.R[:, r, 0, 0]),
+        ):
             p = stats.ks_2samp(x, y).pvalue
             assert p > 1e-3, (name, r, p)
 
@@ -125,13 +146,17 @@ def test_chain_seeds_do_not_depend_on_threads_or_company():
 def test_chain_reports_divergence_and_refuses_what_it_does_not_run():
     problem = random_problem(20, 2, 2, np.random.default_rng(0), activation="linear")
     with pytest.raises(Exception, match="seed 0"):
-        train(problem, TrainConfig(optimizer="sgd", lr=50.0, steps=2000, samples=None),
-              backend="chain")
+        train(
+            problem,
+            TrainConfig(optimizer="sgd", lr=50.0, steps=2000, samples=None),
+            backend="chain",
+        )
     with pytest.raises(InputError, match="backend='chain' runs online SGD only"):
         train(problem, TrainConfig(optimizer="sgd", samples=64), backend="chain")
     with pytest.raises(InputError, match="one problem"):
-        train([problem, problem], TrainConfig(optimizer="sgd", samples=None), seeds=2,
-              backend="chain")
+        train(
+            [problem, problem], TrainConfig(optimizer="sgd", samples=None), seeds=2, backend="chain"
+        )
 
 
 def test_chain_at_large_d_follows_the_online_ode():

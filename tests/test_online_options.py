@@ -28,8 +28,9 @@ def test_online_ode_with_options_follows_torch_online_sgd():
     entries from t = 0.5 on, and the ODE without the options does not."""
     D = 500
     problem = random_problem(D, 2, 2, np.random.default_rng(4), activation="erf")
-    cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=4 * D, samples=None, batch=1,
-                      points_per_decade=6, **OPTIONS)
+    cfg = TrainConfig(
+        optimizer="sgd", lr=1.0, steps=4 * D, samples=None, batch=1, points_per_decade=6, **OPTIONS
+    )
     res = train(problem, cfg, seeds=10, root_seed=2)
     late = res.time >= 0.5
     with_options = online_ode(problem, 1.0, res.time, rtol=1e-8, atol=1e-10, **OPTIONS)

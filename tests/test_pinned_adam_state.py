@@ -44,9 +44,14 @@ def _loss(net, seed):
 def _two_groups(seed: int, steps: int, **kw):
     """An Adam whose encoder and head sit in groups with different betas and eps."""
     net = _nested(seed)
-    opt = torch.optim.Adam([
-        {"params": net.enc.parameters(), "betas": (0.7, 0.9), "eps": 0.05},
-        {"params": net.head.parameters(), "betas": (0.8, 0.99), "eps": 0.002}], lr=1e-2, **kw)
+    opt = torch.optim.Adam(
+        [
+            {"params": net.enc.parameters(), "betas": (0.7, 0.9), "eps": 0.05},
+            {"params": net.head.parameters(), "betas": (0.8, 0.99), "eps": 0.002},
+        ],
+        lr=1e-2,
+        **kw,
+    )
     for k in range(steps):
         opt.zero_grad()
         _loss(net, 100 * seed + k).backward()
@@ -65,7 +70,7 @@ def _hand_scale(net, opt, names=None):
                 continue
             st = opt.state[p]
             t = float(st["step"])
-            vhat = st["exp_avg_sq"].double() / (1.0 - beta2 ** t)
+            vhat = st["exp_avg_sq"].double() / (1.0 - beta2**t)
             terms.append((1.0 / (vhat.sqrt() + eps)).flatten())
     return torch.cat(terms).mean()
 
@@ -73,11 +78,16 @@ def _hand_scale(net, opt, names=None):
 @pytest.mark.parametrize("steps", [1, 2, 5])
 def test_mean_adaptive_scale_is_the_bias_corrected_hand_value_per_group(steps):
     net, opt = _two_groups(1, steps)
-    torch.testing.assert_close(mean_adaptive_scale(opt, net), _hand_scale(net, opt),
-                               rtol=1e-13, atol=0)
+    torch.testing.assert_close(
+        mean_adaptive_scale(opt, net), _hand_scale(net, opt), rtol=1e-13, atol=0
+    )
     head = ["head.weight", "head.bias"]
-    torch.testing.assert_close(mean_adaptive_scale(opt, net, names="head.*"),
-                               _hand_scale(net, opt, head), rtol=1e-13, atol=0)
+    torch.testing.assert_close(
+        mean_adaptive_scale(opt, net, names="head.*"),
+        _hand_scale(net, opt, head),
+        rtol=1e-13,
+        atol=0,
+    )
 
 
 def test_mean_adaptive_scale_follows_the_step_count():
@@ -88,8 +98,12 @@ def test_mean_adaptive_scale_follows_the_step_count():
     torch.testing.assert_close(mean_adaptive_scale(opt, net), expected, rtol=1e-13, atol=0)
     p = net.head.weight
     vhat = opt.state[p]["exp_avg_sq"].double() / (1 - 0.99)
-    torch.testing.assert_close(mean_adaptive_scale(opt, net, names="head.weight"),
-                               (1 / (vhat.sqrt() + 0.002)).mean(), rtol=1e-13, atol=0)
+    torch.testing.assert_close(
+        mean_adaptive_scale(opt, net, names="head.weight"),
+        (1 / (vhat.sqrt() + 0.002)).mean(),
+        rtol=1e-13,
+        atol=0,
+    )
 
 
 def test_scalarise_per_layer_uses_the_name_up_to_its_last_dot():
@@ -107,9 +121,12 @@ def test_scalarise_per_layer_uses_the_name_up_to_its_last_dot():
 
 def _batched(seed: int, scale=(1.0, 10.0, 100.0), steps: int = 3, **kw):
     g = torch.Generator().manual_seed(seed)
-    net = torch.nn.ParameterDict({
-        "w": torch.nn.Parameter(torch.randn(3, 4, 5, generator=g, dtype=torch.float64)),
-        "b": torch.nn.Parameter(torch.randn(3, 2, generator=g, dtype=torch.float64))})
+    net = torch.nn.ParameterDict(
+        {
+            "w": torch.nn.Parameter(torch.randn(3, 4, 5, generator=g, dtype=torch.float64)),
+            "b": torch.nn.Parameter(torch.randn(3, 2, generator=g, dtype=torch.float64)),
+        }
+    )
     opt = torch.optim.Adam(net.parameters(), lr=1e-2, betas=(0.9, 0.95), eps=1e-3, **kw)
     s = torch.tensor(scale, dtype=torch.float64)
     for _ in range(steps):
@@ -124,20 +141,34 @@ def test_batched_scalarise_and_scale_are_per_batch_element():
     net, opt = _batched(4)
     w, b = net["w"], net["b"]
     vw, vb = opt.state[w]["exp_avg_sq"].clone(), opt.state[b]["exp_avg_sq"].clone()
-    bc = 1 - 0.95 ** 3
-    hand = [torch.cat([(1 / ((vw[i] / bc).sqrt() + 1e-3)).flatten(),
-                       (1 / ((vb[i] / bc).sqrt() + 1e-3)).flatten()]).mean() for i in range(3)]
-    torch.testing.assert_close(mean_adaptive_scale(opt, net, batch_dims=1), torch.stack(hand),
-                               rtol=1e-13, atol=0)
+    bc = 1 - 0.95**3
+    hand = [
+        torch.cat(
+            [
+                (1 / ((vw[i] / bc).sqrt() + 1e-3)).flatten(),
+                (1 / ((vb[i] / bc).sqrt() + 1e-3)).flatten(),
+            ]
+        ).mean()
+        for i in range(3)
+    ]
+    torch.testing.assert_close(
+        mean_adaptive_scale(opt, net, batch_dims=1), torch.stack(hand), rtol=1e-13, atol=0
+    )
     scalarise_v(opt, net, per="selection", batch_dims=1)
     for i in range(3):
         mean = torch.cat([vw[i].flatten(), vb[i].flatten()]).mean()
-        torch.testing.assert_close(opt.state[w]["exp_avg_sq"][i],
-                                   torch.full((4, 5), mean.item(), dtype=torch.float64),
-                                   rtol=1e-14, atol=0)
-        torch.testing.assert_close(opt.state[b]["exp_avg_sq"][i],
-                                   torch.full((2,), mean.item(), dtype=torch.float64),
-                                   rtol=1e-14, atol=0)
+        torch.testing.assert_close(
+            opt.state[w]["exp_avg_sq"][i],
+            torch.full((4, 5), mean.item(), dtype=torch.float64),
+            rtol=1e-14,
+            atol=0,
+        )
+        torch.testing.assert_close(
+            opt.state[b]["exp_avg_sq"][i],
+            torch.full((2,), mean.item(), dtype=torch.float64),
+            rtol=1e-14,
+            atol=0,
+        )
 
 
 def test_equalise_reaches_the_hand_target_by_scaling_v_with_c_squared():
@@ -173,10 +204,12 @@ def test_amsgrad_reset_clears_the_running_maximum_with_v(component, cleared):
 
 def test_amsgrad_reset_both_and_step_is_a_fresh_optimizer():
     net, opt = _batched(8, amsgrad=True, steps=4)
-    fresh_net = torch.nn.ParameterDict({k: torch.nn.Parameter(p.detach().clone())
-                                        for k, p in net.items()})
-    fresh = torch.optim.Adam(fresh_net.parameters(), lr=1e-2, betas=(0.9, 0.95), eps=1e-3,
-                             amsgrad=True)
+    fresh_net = torch.nn.ParameterDict(
+        {k: torch.nn.Parameter(p.detach().clone()) for k, p in net.items()}
+    )
+    fresh = torch.optim.Adam(
+        fresh_net.parameters(), lr=1e-2, betas=(0.9, 0.95), eps=1e-3, amsgrad=True
+    )
     reset(opt, net, "both")
     reset_step(opt, net, 0)
     for n, o in ((net, opt), (fresh_net, fresh)):
@@ -193,8 +226,9 @@ def test_update_norm_is_the_euclidean_norm_per_batch_element_and_exchange_swaps(
     with torch.no_grad():
         for p in net.parameters():
             p.add_(0.01 * torch.arange(p.numel(), dtype=torch.float64).reshape(p.shape))
-    hand = torch.stack([(sum(((p[i] - before[n][i]) ** 2).sum() for n, p in net.items())).sqrt()
-                        for i in range(3)])
+    hand = torch.stack(
+        [(sum(((p[i] - before[n][i]) ** 2).sum() for n, p in net.items())).sqrt() for i in range(3)]
+    )
     torch.testing.assert_close(update_norm(net, before, batch_dims=1), hand, rtol=1e-14, atol=0)
     whole = (sum(((p - before[n]) ** 2).sum() for n, p in net.items())).sqrt()
     torch.testing.assert_close(update_norm(net, before), whole, rtol=1e-14, atol=0)

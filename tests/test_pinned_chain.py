@@ -27,7 +27,7 @@ def _semidefinite_cholesky(C, tol=PIVOT_TOL):
         d = C[j, j] - L[j, :j] @ L[j, :j]
         if d > tol * C[j, j] and d > 0:
             L[j, j] = np.sqrt(d)
-            L[j + 1:, j] = (C[j + 1:, j] - L[j + 1:, :j] @ L[j, :j]) / L[j, j]
+            L[j + 1 :, j] = (C[j + 1 :, j] - L[j + 1 :, :j] @ L[j, :j]) / L[j, j]
             rank += 1
     return L, rank
 
@@ -69,8 +69,16 @@ def _deficient_gram(seed, D=8):
     return U @ U.T
 
 
-CASES = [("full", 12, 1), ("full", 12, 3), ("full", 9, 3), ("full", 6, 3), ("full", 3, 2),
-         ("deficient", 8, 1), ("deficient", 8, 2), ("deficient", 4, 3)]
+CASES = [
+    ("full", 12, 1),
+    ("full", 12, 3),
+    ("full", 9, 3),
+    ("full", 6, 3),
+    ("full", 3, 2),
+    ("deficient", 8, 1),
+    ("deficient", 8, 2),
+    ("deficient", 4, 3),
+]
 
 
 @pytest.mark.parametrize(("kind", "D", "B"), CASES)
@@ -114,8 +122,11 @@ def test_every_pair_of_the_sample_gram_has_the_gaussian_law(kind, D, B):
     """For ``x_mu ~ N(0, I_D)``: ``E[x_mu . x_nu] = D delta``, ``Var = D`` off the diagonal and
     ``2D`` on it, for every pair (not just the first); ``E[u u^T] = C`` and, where a row is a
     combination of others, its field is that combination exactly (rank-deficient case)."""
-    C = gram(random_problem(D, 3, 2, np.random.default_rng(2), activation="erf")) \
-        if kind == "full" else _deficient_gram(3, D)
+    C = (
+        gram(random_problem(D, 3, 2, np.random.default_rng(2), activation="erf"))
+        if kind == "full"
+        else _deficient_gram(3, D)
+    )
     n = 20_000
     U, G, _ = draws(C, D, B, n, np.random.Generator(BIT_GENERATOR(5)))
     mean, var = G.mean(0), G.var(0, ddof=1)

@@ -53,9 +53,17 @@ def _runs(seed, B=3, N=5):
     rng = np.random.default_rng(seed)
     x = np.sort(rng.uniform(0, 1, (B, N)), axis=1)
     p0 = [initial_parameters(rng, N, "inside") for _ in range(B)]
-    return Runs(x=x, y=np.sin(2 * np.pi * x), w=np.stack([q["w"] for q in p0]),
-                b=np.stack([q["b"] for q in p0]), a=np.stack([q["a"] for q in p0]),
-                c=np.zeros(B), mask=np.zeros((B, 3)), chamfer=np.zeros(B), tau=np.full(B, 0.1))
+    return Runs(
+        x=x,
+        y=np.sin(2 * np.pi * x),
+        w=np.stack([q["w"] for q in p0]),
+        b=np.stack([q["b"] for q in p0]),
+        a=np.stack([q["a"] for q in p0]),
+        c=np.zeros(B),
+        mask=np.zeros((B, 3)),
+        chamfer=np.zeros(B),
+        tau=np.full(B, 0.1),
+    )
 
 
 @pytest.mark.parametrize("steps", [1, 3])
@@ -65,8 +73,9 @@ def test_train_takes_exactly_the_stated_number_of_adam_steps(steps):
     and the recorded fits are the loss at 0 and after ``steps`` steps."""
     runs, lr = _runs(4), 0.05
     out = train(runs, steps=steps, lr=lr, weight=0.0, dtype=torch.float64, record=(0, steps))
-    params = [torch.tensor(getattr(runs, k), dtype=torch.float64, requires_grad=True)
-              for k in "wbac"]
+    params = [
+        torch.tensor(getattr(runs, k), dtype=torch.float64, requires_grad=True) for k in "wbac"
+    ]
     x, y = (torch.tensor(v, dtype=torch.float64) for v in (runs.x, runs.y))
     opt = torch.optim.Adam(params, lr=lr)
 

@@ -14,20 +14,37 @@ import pytest
 import torch
 
 from gaugedyn.experiments.adam_state import _model as sm
-from gaugedyn.experiments.adam_state import _protocol as sp
+from gaugedyn.experiments.adam_state import _protocol as pp
+from gaugedyn.experiments.adam_state import _pulses as sp
 
-HP = dict(dim=6, width=5, bottleneck=2, targets=3, activation="tanh", lr=0.05, beta1=0.9,
-          beta2=0.999, eps=1e-8, gain_weak=0.3, control_delta=0.1, control_period=5,
-          pulse_gain=0.2, pulse_weight=0.8, pulse_steps=3, batch=16, acquisition="gain",
-          observe_weak=0.25, pulse_observe=0.5)
+HP = dict(
+    dim=6,
+    width=5,
+    bottleneck=2,
+    targets=3,
+    activation="tanh",
+    lr=0.05,
+    beta1=0.9,
+    beta2=0.999,
+    eps=1e-8,
+    gain_weak=0.3,
+    control_delta=0.1,
+    control_period=5,
+    pulse_gain=0.2,
+    pulse_weight=0.8,
+    pulse_steps=3,
+    batch=16,
+    acquisition="gain",
+    observe_weak=0.25,
+    pulse_observe=0.5,
+)
 
 
 def _hand_spec(kind, fav, K=3, pg=0.2, pw=0.8):
     o = (fav + 1) % K
     gains = [1.0 if k == o else pg for k in range(K)] if kind != "update" else [1.0] * K
     rest = (1 - pw) / (K - 1)
-    weights = [pw if k == o else rest for k in range(K)] if kind != "acquisition" \
-        else [1 / K] * K
+    weights = [pw if k == o else rest for k in range(K)] if kind != "acquisition" else [1 / K] * K
     return gains, weights
 
 
@@ -41,7 +58,7 @@ def _cohort(seed=0, seeds=2):
     return world, c, evals
 
 
-@pytest.mark.parametrize("kind", sp.PULSES)
+@pytest.mark.parametrize("kind", pp.PULSES)
 def test_pulse_spec_favours_the_next_target(kind):
     _, c, _ = _cohort()
     spec = sp.pulse_spec(c, kind, HP)
@@ -49,14 +66,23 @@ def test_pulse_spec_favours_the_next_target(kind):
     assert bool((spec["observe"] == 1).all())  # input-gain acquisition observes every label
     want = [_hand_spec(kind, v.fav) for v in c.variants]
     torch.testing.assert_close(gains, torch.tensor([g for g, _ in want]), rtol=1e-7, atol=0)
-    torch.testing.assert_close(weights, torch.tensor([w for _, w in want] * c.seeds),
-                               rtol=1e-7, atol=0)
+    torch.testing.assert_close(
+        weights, torch.tensor([w for _, w in want] * c.seeds), rtol=1e-7, atol=0
+    )
 
 
 def test_spec_of_is_own_minus_next_and_switch_is_argmax():
     _, c, _ = _cohort()
-    r = torch.tensor([[0.9, 0.1, 0.5], [0.2, 0.7, 0.4], [0.3, 0.1, 0.6],
-                      [0.1, 0.8, 0.2], [0.5, 0.4, 0.0], [0.6, 0.2, 0.3]])
+    r = torch.tensor(
+        [
+            [0.9, 0.1, 0.5],
+            [0.2, 0.7, 0.4],
+            [0.3, 0.1, 0.6],
+            [0.1, 0.8, 0.2],
+            [0.5, 0.4, 0.0],
+            [0.6, 0.2, 0.3],
+        ]
+    )
     s, top = sp.spec_of(r, c)
     favs = [v.fav for v in c.variants] * c.seeds
     hand_s = [float(r[b, f] - r[b, (f + 1) % 3]) for b, f in enumerate(favs)]

@@ -61,8 +61,9 @@ def test_bias_corrected_step_is_the_hand_value_per_step_count(t):
     v1 = (1 - c) * v + c * g * g
     mh, vh = m1 / (1 - (1 - a) ** t), v1 / (1 - (1 - c) ** t)
     want = (x - lr * mh / (math.sqrt(vh) + eps), m1, v1)
-    assert tuple(map(float, adam_step(x, m, v, a, c, n, lr, eps, t))) == pytest.approx(want,
-                                                                                       rel=1e-13)
+    assert tuple(map(float, adam_step(x, m, v, a, c, n, lr, eps, t))) == pytest.approx(
+        want, rel=1e-13
+    )
 
 
 def _loop_losses(x0, a, c, n, lr, eps, steps, record):
@@ -108,7 +109,7 @@ def _reference_rises(ell, H, stride=1):
     """Loop over blocks: ``max(block k) - median(block k-1)`` after one warm-up block."""
     b = max(1, round(H / stride))
     nb = len(ell) // b - 1
-    blocks = [ell[b * (k + 1):b * (k + 2)] for k in range(nb)]
+    blocks = [ell[b * (k + 1) : b * (k + 2)] for k in range(nb)]
     return np.array([max(blocks[k]) - statistics.median(blocks[k - 1]) for k in range(1, nb)])
 
 
@@ -160,7 +161,7 @@ def test_judged_needs_exactly_min_blocks_and_divergence_is_not_a_spike():
     assert bool(detect_spikes(just, 0.5, 0.75)["judged"])
     assert not bool(detect_spikes(short, 0.5, 0.75)["judged"])
     gone = np.zeros(H * 6)
-    gone[H * 3:] = np.nan  # diverged for good: classified apart, never counted as a spike
+    gone[H * 3 :] = np.nan  # diverged for good: classified apart, never counted as a spike
     rises, _ = block_rises(gone, H)
     assert np.all(np.isfinite(rises))  # nan reads as the floor: it makes no rise
     out = detect_spikes(gone, 0.5, 0.75)

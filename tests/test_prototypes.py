@@ -15,6 +15,7 @@ from gaugedyn.experiments import execute, make_config
 from gaugedyn.experiments.prototypes import _analysis as pa
 from gaugedyn.experiments.prototypes import _measures as pm
 from gaugedyn.experiments.prototypes import _model as model
+from gaugedyn.experiments.prototypes import _protocol as pp
 from gaugedyn.experiments.prototypes import prototypes as ex
 
 # -- measures -------------------------------------------------------------------------------
@@ -71,8 +72,12 @@ def test_measure_runs_agrees_with_the_single_run_measures():
     rng = np.random.default_rng(3)
     x = np.sort(rng.uniform(size=(4, 6)), axis=1)
     y = np.sin(2 * np.pi * x)
-    w, b, a, c = (rng.standard_normal((4, 6)) * 6, rng.standard_normal((4, 6)),
-                  rng.standard_normal((4, 6)), rng.standard_normal(4))
+    w, b, a, c = (
+        rng.standard_normal((4, 6)) * 6,
+        rng.standard_normal((4, 6)),
+        rng.standard_normal((4, 6)),
+        rng.standard_normal(4),
+    )
     got = pm.measure_runs(x, y, w, b, a, c)
     k = 2
     p = -b[k] / w[k]
@@ -89,11 +94,17 @@ def _batch(rng, B=12, N=7, init="inside"):
     x = np.stack([model.training_data(rng, N, "sin")[0] for _ in range(B)])
     p0 = [model.initial_parameters(rng, N, init) for _ in range(B)]
     return model.Runs(
-        x=x, y=np.sin(2 * np.pi * x), w=np.stack([q["w"] for q in p0]),
-        b=np.stack([q["b"] for q in p0]), a=np.stack([q["a"] for q in p0]), c=np.zeros(B),
+        x=x,
+        y=np.sin(2 * np.pi * x),
+        w=np.stack([q["w"] for q in p0]),
+        b=np.stack([q["b"] for q in p0]),
+        a=np.stack([q["a"] for q in p0]),
+        c=np.zeros(B),
         mask=rng.integers(0, 2, size=(B, 3)).astype(float),
-        chamfer=rng.integers(0, 2, size=B).astype(float), tau=rng.uniform(0.02, 0.5, B),
-        weight=rng.uniform(0.0, 1.0, B))
+        chamfer=rng.integers(0, 2, size=B).astype(float),
+        tau=rng.uniform(0.02, 0.5, B),
+        weight=rng.uniform(0.0, 1.0, B),
+    )
 
 
 def test_closed_form_gradient_equals_autograd_in_float64():
@@ -107,8 +118,13 @@ def test_closed_form_gradient_equals_autograd_in_float64():
         assert torch.allclose(p.grad, g, rtol=1e-10, atol=1e-12)
     assert fit.shape == (runs.x.shape[0],)
     one = model.gradients(T(runs.x), T(runs.y), *[p.detach() for p in params], *extra[:3], 0.3)
-    per_run = model.gradients(T(runs.x), T(runs.y), *[p.detach() for p in params], *extra[:3],
-                              torch.full((runs.x.shape[0],), 0.3, dtype=torch.float64))
+    per_run = model.gradients(
+        T(runs.x),
+        T(runs.y),
+        *[p.detach() for p in params],
+        *extra[:3],
+        torch.full((runs.x.shape[0],), 0.3, dtype=torch.float64),
+    )
     for g1, g2 in zip(one[0], per_run[0]):
         assert torch.equal(g1, g2)
 
@@ -136,8 +152,12 @@ def test_checkpoints_keep_the_fixed_budget_and_settling_stops_at_the_tolerance()
         np.testing.assert_array_equal(never["snapshots"][k][-1], never[k])
     always = model.train(runs, steps=40, window=20, tolerance=np.inf, cap=100, **kw)
     assert np.all(always["settled_at"] == 20) and list(always["checkpoints"]) == [0, 20, 40]
-    moved = model.max_displacement(never["snapshots"]["w"][1], never["snapshots"]["b"][1],
-                                   never["snapshots"]["w"][2], never["snapshots"]["b"][2])
+    moved = model.max_displacement(
+        never["snapshots"]["w"][1],
+        never["snapshots"]["b"][1],
+        never["snapshots"]["w"][2],
+        never["snapshots"]["b"][2],
+    )
     tol = float(np.median(moved))
     mid = model.train(runs, steps=20, window=20, tolerance=tol, cap=100, **kw)
     first = np.where(moved < tol, 40, -1)
@@ -149,8 +169,16 @@ def test_checkpoints_keep_the_fixed_budget_and_settling_stops_at_the_tolerance()
 
 def test_training_in_slices_equals_training_the_whole_batch(monkeypatch):
     runs = _batch(np.random.default_rng(9), B=7, N=5)
-    kw = dict(steps=40, lr=1e-2, weight=0.1, dtype=torch.float64, record=(0, 40), window=20,
-              tolerance=0.0, cap=60)
+    kw = dict(
+        steps=40,
+        lr=1e-2,
+        weight=0.1,
+        dtype=torch.float64,
+        record=(0, 40),
+        window=20,
+        tolerance=0.0,
+        cap=60,
+    )
     whole = model.train(runs, **kw)
     monkeypatch.setattr(model, "CHUNK_ELEMENTS", 3 * 25)  # slices of 3, 3 and 1 runs
     sliced = model.train_chunked(runs, **kw)
@@ -186,11 +214,15 @@ def test_a_batched_run_follows_the_trajectory_it_follows_alone():
     together = model.train(runs, **kw)
     np.testing.assert_array_equal(runs.w, w0)  # the initial parameters are not overwritten
     k = 5
-    alone = model.train(model.Runs(**{f: getattr(runs, f)[k:k + 1] for f in
-                                      runs.__dataclass_fields__}), **kw)
+    alone = model.train(
+        model.Runs(**{f: getattr(runs, f)[k : k + 1] for f in runs.__dataclass_fields__}), **kw
+    )
     for key in ("w", "b", "a", "c", "fit_history"):
-        np.testing.assert_allclose(together[key][..., k:k + 1] if key == "fit_history"
-                                   else together[key][k:k + 1], alone[key], rtol=1e-9)
+        np.testing.assert_allclose(
+            together[key][..., k : k + 1] if key == "fit_history" else together[key][k : k + 1],
+            alone[key],
+            rtol=1e-9,
+        )
 
 
 def _rows(runs, idx):
@@ -211,14 +243,14 @@ def test_the_compiled_kernel_follows_torch_adam_in_float64():
 
 def test_a_run_in_the_compiled_batch_is_bitwise_the_run_alone():
     runs = _batch(np.random.default_rng(5), B=10, N=8)
-    kw = dict(steps=40, lr=1e-2, weight=0.1, record=(0, 20, 40), window=20, tolerance=1e-3,
-              cap=100)
+    kw = dict(steps=40, lr=1e-2, weight=0.1, record=(0, 20, 40), window=20, tolerance=1e-3, cap=100)
     together = model.train_fused(runs, **kw)
     for k in (0, 6):
         alone = model.train_fused(_rows(runs, slice(k, k + 1)), **kw)
         for key in "wbac":
-            np.testing.assert_array_equal(together["snapshots"][key][:, k:k + 1],
-                                          alone["snapshots"][key])
+            np.testing.assert_array_equal(
+                together["snapshots"][key][:, k : k + 1], alone["snapshots"][key]
+            )
         np.testing.assert_array_equal(together["fit_history"][:, k], alone["fit_history"][:, 0])
         assert together["settled_at"][k] == alone["settled_at"][0]
 
@@ -228,8 +260,12 @@ def test_a_settled_run_holds_its_parameters_and_the_fixed_budget_is_unchanged():
     kw = dict(steps=40, lr=1e-2, weight=0.1, window=20, cap=120)
     never = model.train_fused(runs, tolerance=0.0, **kw)
     assert np.all(never["settled_at"] == -1) and never["snapshots"]["w"].shape[0] == 7
-    moved = model.max_displacement(never["snapshots"]["w"][1], never["snapshots"]["b"][1],
-                                   never["snapshots"]["w"][2], never["snapshots"]["b"][2])
+    moved = model.max_displacement(
+        never["snapshots"]["w"][1],
+        never["snapshots"]["b"][1],
+        never["snapshots"]["w"][2],
+        never["snapshots"]["b"][2],
+    )
     tol = float(np.median(moved))
     some = model.train_fused(runs, tolerance=tol, **kw)
     stopped = some["settled_at"] == 40  # settled by the fixed budget: stops there
@@ -237,11 +273,13 @@ def test_a_settled_run_holds_its_parameters_and_the_fixed_budget_is_unchanged():
     for key in "wbac":
         snaps = some["snapshots"][key]
         np.testing.assert_array_equal(snaps[2], never["snapshots"][key][2])  # fixed budget
-        np.testing.assert_array_equal(snaps[3:, stopped], np.broadcast_to(
-            snaps[2, stopped], snaps[3:, stopped].shape))  # held from step 40 on
-        np.testing.assert_array_equal(snaps[3, ~stopped & (some["settled_at"] < 0)],
-                                      never["snapshots"][key][3, ~stopped
-                                                              & (some["settled_at"] < 0)])
+        np.testing.assert_array_equal(
+            snaps[3:, stopped], np.broadcast_to(snaps[2, stopped], snaps[3:, stopped].shape)
+        )  # held from step 40 on
+        np.testing.assert_array_equal(
+            snaps[3, ~stopped & (some["settled_at"] < 0)],
+            never["snapshots"][key][3, ~stopped & (some["settled_at"] < 0)],
+        )
 
 
 def test_the_kernels_exponential_is_within_one_ulp_of_numpy():
@@ -256,8 +294,12 @@ def test_the_kernels_exponential_is_within_one_ulp_of_numpy():
             out[i] = kern._exp(q[i])
         return out
 
-    q = np.concatenate([np.linspace(kern.FLOOR, 0.0, 200_001),
-                        np.random.default_rng(0).uniform(kern.FLOOR, 0.0, 100_000)])
+    q = np.concatenate(
+        [
+            np.linspace(kern.FLOOR, 0.0, 200_001),
+            np.random.default_rng(0).uniform(kern.FLOOR, 0.0, 100_000),
+        ]
+    )
     ref = np.exp(q)
     assert np.max(np.abs(many(q) - ref) / np.spacing(ref)) <= 1.0
 
@@ -268,8 +310,10 @@ def test_initialisations_place_the_prototypes_as_documented():
     p = model.prototypes_of(inside["w"], inside["b"])
     assert np.all((p >= 0) & (p <= 1))
     broad = model.initial_parameters(rng, 4000, "broad")
-    frac = np.mean((model.prototypes_of(broad["w"], broad["b"]) >= 0)
-                   & (model.prototypes_of(broad["w"], broad["b"]) <= 1))
+    frac = np.mean(
+        (model.prototypes_of(broad["w"], broad["b"]) >= 0)
+        & (model.prototypes_of(broad["w"], broad["b"]) <= 1)
+    )
     assert abs(frac - 0.25) < 0.03  # standard Cauchy: P(0 <= p <= 1) = 1/4
     with pytest.raises(ValueError, match="init"):
         model.initial_parameters(rng, 3, "outside")
@@ -284,11 +328,18 @@ def _config(**params):
     return make_config({"experiment": "prototypes", "seed": 5, "params": params})
 
 
-@pytest.mark.parametrize(("params", "fragment"), [
-    ({"sizes": [3, 2.5]}, "integers"), ({"sizes": [10, 3]}, "ascending"),
-    ({"sizes": [3, 500]}, "200"), ({"seeds": 1000}, "seeds"), ({"lr": 0.0}, "lr"),
-    ({"inits": ["outside"]}, "inside"), ({"target": "cos"}, "sin"),
-])
+@pytest.mark.parametrize(
+    ("params", "fragment"),
+    [
+        ({"sizes": [3, 2.5]}, "integers"),
+        ({"sizes": [10, 3]}, "ascending"),
+        ({"sizes": [3, 500]}, "200"),
+        ({"seeds": 1000}, "seeds"),
+        ({"lr": 0.0}, "lr"),
+        ({"inits": ["outside"]}, "inside"),
+        ({"target": "cos"}, "sin"),
+    ],
+)
 def test_bad_settings_name_the_value_and_what_is_allowed(params, fragment):
     with pytest.raises(InputError, match=fragment):
         _config(**params)
@@ -311,13 +362,15 @@ def test_full_configuration_has_40_seeds_and_the_quick_one_previews_it():
     from pathlib import Path
 
     from gaugedyn.experiments import load_config
+    from gaugedyn.harness import configuration_label
 
     sims = Path(__file__).resolve().parents[1] / "simulations" / "prototypes.toml"
     p = load_config(sims).params
     q = load_config(sims, quick=True).params
     assert p["seeds"] == 40 and len(p["sizes"]) >= 6 and p["sizes"][-1] >= 100
     assert min(p["taus"]) <= 1 / (4 * p["sizes"][-1])
-    assert not ex._quick(p) and ex._quick(q)
+    assert configuration_label(p, ex.Prototypes.params) == ""
+    assert configuration_label(q, ex.Prototypes.params) == "provisional (quick)"
     # the quick configuration changes only seeds, sizes and steps
     changed = {k for k in p if p[k] != q[k]}
     assert changed <= {"seeds", "sizes", "steps", "cap"}, changed
@@ -325,8 +378,15 @@ def test_full_configuration_has_40_seeds_and_the_quick_one_previews_it():
 
 
 def test_a_small_run_reports_every_finding_with_its_rule_and_readings(tmp_path):
-    cfg = _config(sizes=[3, 4], seeds=6, steps=40, window=20, cap=60, taus=[0.05, 0.1, 0.5],
-                  nominal_taus=[0.05])
+    cfg = _config(
+        sizes=[3, 4],
+        seeds=6,
+        steps=40,
+        window=20,
+        cap=60,
+        taus=[0.05, 0.1, 0.5],
+        nominal_taus=[0.05],
+    )
     outcome = execute(cfg, tmp_path / "out", executor="serial")
     claims = {c["id"]: c for c in outcome.summary["claims"]}
     findings = [c for c in claims.values() if c["kind"] == "finding"]
@@ -351,14 +411,19 @@ S, SIZES = 10, [3, 10, 100]
 def _judge():
     """A Judge over synthetic measures: every value ``0.1 + 0.001 noise``."""
     cfg = {k: v.default for k, v in ex.Prototypes.params.items()} | {"sizes": SIZES}
-    V = len(ex.variants(cfg))
+    V = len(pp.variants(cfg))
     rng = np.random.default_rng(0)
-    data = {init: {b: {m: 0.1 + 0.001 * rng.standard_normal((len(SIZES), S, V))
-                       for m in ex.MEASURES} for b in ex.BUDGETS} for init in cfg["inits"]}
+    data = {
+        init: {
+            b: {m: 0.1 + 0.001 * rng.standard_normal((len(SIZES), S, V)) for m in pp.MEASURES}
+            for b in pp.BUDGETS
+        }
+        for init in cfg["inits"]
+    }
     return pa.Judge(cfg, data, root=np.random.SeedSequence(1))
 
 
-def _shifted(measure, columns, amount, budgets=ex.BUDGETS):
+def _shifted(measure, columns, amount, budgets=pp.BUDGETS):
     judge = _judge()
     for init in judge.config["inits"]:
         for b in budgets:
@@ -371,46 +436,90 @@ NOMINAL_TAUS = ex.Prototypes.params["nominal_taus"].default
 
 
 def _cov_cols(cov):
-    return lambda j: {j.col(pa.COV, cov, lam) for lam in LAMS}
+    return lambda j: {j.col(pp.COV, cov, lam) for lam in LAMS}
 
 
 def _sep_cols(j):
-    return ({j.col(pa.SEP, lam=lam) for lam in LAMS}
-            | {j.col(pa.SEP, tau=t) for t in NOMINAL_TAUS} | _with(1)(j))
+    return (
+        {j.col(pp.SEP, lam=lam) for lam in LAMS}
+        | {j.col(pp.SEP, tau=t) for t in NOMINAL_TAUS}
+        | _with(1)(j)
+    )
 
 
 def _with(bit, cov=None):
     """Every core column whose mask has loss ``bit`` (the all-mask readings' pairs)."""
-    return lambda j: {j.col(m, c) for m in model.COMBINATIONS if m[bit]
-                      for c in (model.COVERAGES if m[0] else (None,))
-                      if cov is None or not m[0] or c == cov}
+    return lambda j: {
+        j.col(m, c)
+        for m in pp.COMBINATIONS
+        if m[bit]
+        for c in (pp.COVERAGES if m[0] else (None,))
+        if cov is None or not m[0] or c == cov
+    }
 
 
 def _ov_cols(j):
-    return {j.col(pa.OV, lam=lam) for lam in LAMS} | _with(2)(j)
+    return {j.col(pp.OV, lam=lam) for lam in LAMS} | _with(2)(j)
 
 
-@pytest.mark.parametrize(("method", "args", "measure", "columns", "good", "bad"), [
-    ("coverage_lowest_error", ("inside", "chamfer"), "reconstruction_error",
-     _cov_cols("chamfer"), -0.05, +0.05),
-    ("coverage_usage", ("inside", "chamfer", "nearest"), "usage_nearest",
-     lambda j: _cov_cols("chamfer")(j) | _with(0, "chamfer")(j), +0.05, -0.05),
-    ("overlap_harmful", ("inside",), "reconstruction_error", _ov_cols, +0.05, -0.05),
-    ("overlap_expels", ("broad",), "outside_fraction", _ov_cols, +0.05, -0.05),
-    ("coverage_keeps_inside", ("inside", "one-sided"), "outside_fraction",
-     lambda j: _cov_cols("one-sided")(j) | {j.col((1, s, o), "one-sided") for s in (0, 1)
-                                            for o in (0, 1)}, -0.05, +0.05),
-    ("overlap_fits", ("inside",), "fit_error",
-     lambda j: {j.col((c, s, 1), cov) for c in (0, 1) for s in (0, 1)
-                for cov in ex.model.COVERAGES} | {j.col(pa.OV, lam=lam) for lam in LAMS},
-     0.0, +0.05),
-    ("separation_mixed", ("inside",), "reconstruction_error", _sep_cols, -0.05, +0.05),
-    ("separation_no_expulsion", ("inside",), "outside_fraction", _sep_cols, 0.0, +0.2),
-    ("separation_expels_large_tau", ("broad",), "outside_fraction",
-     lambda j: {j.col(pa.SEP, tau=0.5)}, +0.2, 0.0),
-])
+@pytest.mark.parametrize(
+    ("method", "args", "measure", "columns", "good", "bad"),
+    [
+        (
+            "coverage_lowest_error",
+            ("inside", "chamfer"),
+            "reconstruction_error",
+            _cov_cols("chamfer"),
+            -0.05,
+            +0.05,
+        ),
+        (
+            "coverage_usage",
+            ("inside", "chamfer", "nearest"),
+            "usage_nearest",
+            lambda j: _cov_cols("chamfer")(j) | _with(0, "chamfer")(j),
+            +0.05,
+            -0.05,
+        ),
+        ("overlap_harmful", ("inside",), "reconstruction_error", _ov_cols, +0.05, -0.05),
+        ("overlap_expels", ("broad",), "outside_fraction", _ov_cols, +0.05, -0.05),
+        (
+            "coverage_keeps_inside",
+            ("inside", "one-sided"),
+            "outside_fraction",
+            lambda j: (
+                _cov_cols("one-sided")(j)
+                | {j.col((1, s, o), "one-sided") for s in (0, 1) for o in (0, 1)}
+            ),
+            -0.05,
+            +0.05,
+        ),
+        (
+            "overlap_fits",
+            ("inside",),
+            "fit_error",
+            lambda j: (
+                {j.col((c, s, 1), cov) for c in (0, 1) for s in (0, 1) for cov in pp.COVERAGES}
+                | {j.col(pp.OV, lam=lam) for lam in LAMS}
+            ),
+            0.0,
+            +0.05,
+        ),
+        ("separation_mixed", ("inside",), "reconstruction_error", _sep_cols, -0.05, +0.05),
+        ("separation_no_expulsion", ("inside",), "outside_fraction", _sep_cols, 0.0, +0.2),
+        (
+            "separation_expels_large_tau",
+            ("broad",),
+            "outside_fraction",
+            lambda j: {j.col(pp.SEP, tau=0.5)},
+            +0.2,
+            0.0,
+        ),
+    ],
+)
 def test_each_finding_holds_on_inputs_built_to_hold_and_fails_on_inputs_built_to_fail(
-        method, args, measure, columns, good, bad):
+    method, args, measure, columns, good, bad
+):
     held = getattr(_shifted(measure, columns, good), method)(*args)
     failed = getattr(_shifted(measure, columns, bad), method)(*args)
     assert held.verdict == "HELD", (held.verdict, held.readings)
@@ -419,8 +528,12 @@ def test_each_finding_holds_on_inputs_built_to_hold_and_fails_on_inputs_built_to
 
 
 def test_a_finding_whose_budget_readings_disagree_depends_on_the_reading():
-    judge = _shifted("reconstruction_error", lambda j: {j.col(pa.OV, lam=lam) for lam in LAMS},
-                     +0.05, budgets=("fixed",))
+    judge = _shifted(
+        "reconstruction_error",
+        lambda j: {j.col(pp.OV, lam=lam) for lam in LAMS},
+        +0.05,
+        budgets=("fixed",),
+    )
     c = judge.overlap_harmful("inside")
     assert c.verdict == "depends on the reading"
     assert c.readings["fixed budget, lambda=0.1"] == "HELD"
@@ -431,16 +544,18 @@ def test_a_finding_whose_budget_readings_disagree_depends_on_the_reading():
 def test_coverage_lowest_error_holds_per_cell_and_fails_when_one_size_is_lost():
     judge = _shifted("reconstruction_error", _cov_cols("chamfer"), -0.05)
     assert judge.coverage_lowest_error("inside", "chamfer").verdict == "HELD"
-    for b in ex.BUDGETS:  # worse than the others at N = 10 only
-        judge.data["inside"][b]["reconstruction_error"][1, :, sorted(
-            _cov_cols("chamfer")(judge))] += 0.1
+    for b in pp.BUDGETS:  # worse than the others at N = 10 only
+        judge.data["inside"][b]["reconstruction_error"][
+            1, :, sorted(_cov_cols("chamfer")(judge))
+        ] += 0.1
     assert judge.coverage_lowest_error("inside", "chamfer").verdict == "NOT HELD"
 
 
 def test_the_eight_mask_reading_can_disagree_with_the_named_comparison():
     judge = _shifted("reconstruction_error", _cov_cols("chamfer"), -0.05)
-    judge.data["inside"]["fixed"]["reconstruction_error"][:, :, judge.col(
-        (1, 1, 0), "chamfer")] -= 0.1  # cov+sep beats coverage alone
+    judge.data["inside"]["fixed"]["reconstruction_error"][
+        :, :, judge.col((1, 1, 0), "chamfer")
+    ] -= 0.1  # cov+sep beats coverage alone
     c = judge.coverage_lowest_error("inside", "chamfer")
     assert c.readings["fixed budget, lambda=0.1, tau=0.05"] == "HELD"
     assert c.readings["all 8 masks, fixed budget"] == "NOT HELD"
@@ -451,9 +566,9 @@ def test_plain_fit_check_fails_an_unconverged_fit():
     judge = _judge()
     cfg, col = judge.config, judge.col
     fit = judge.data["inside"]["fixed"]["fit_error"]
-    fit[:, :, col(pa.PLAIN)] = 1e-6
+    fit[:, :, col(pp.PLAIN)] = 1e-6
     assert pa.plain_fit(cfg, judge.data, col, "inside").passed
-    fit[2, :, col(pa.PLAIN)] = 0.01
+    fit[2, :, col(pp.PLAIN)] = 0.01
     check = pa.plain_fit(cfg, judge.data, col, "inside")
     assert not check.passed and check.fails_run and "N = 100" in check.statement
     assert pa.plain_fit(cfg, judge.data, col, "broad").kind == "measurement"
@@ -462,8 +577,12 @@ def test_plain_fit_check_fails_an_unconverged_fit():
 def test_publish_writes_each_findings_verdict_per_reading(tmp_path):
     from gaugedyn import publish
 
-    judge = _shifted("reconstruction_error", lambda j: {j.col(pa.OV, lam=lam) for lam in LAMS},
-                     +0.05, budgets=("fixed",))
+    judge = _shifted(
+        "reconstruction_error",
+        lambda j: {j.col(pp.OV, lam=lam) for lam in LAMS},
+        +0.05,
+        budgets=("fixed",),
+    )
     c = judge.overlap_harmful("inside").to_dict()
     check = pa.plain_fit(judge.config, judge.data, judge.col, "broad").to_dict()
     summary = {"claims": [c, check], "published": {"command": "gaugedyn run x.toml"}}

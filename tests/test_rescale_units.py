@@ -104,8 +104,13 @@ def _factors(net, layer, units, c):
             shape[side.axis] = -1
             idx = side.indices(units)
             f = torch.ones(out[side.name].shape[side.axis], dtype=F64)
-            f[idx] = torch.as_tensor(c, dtype=F64).reshape(-1).repeat_interleave(
-                side.block).expand(idx.numel()) ** power
+            f[idx] = (
+                torch.as_tensor(c, dtype=F64)
+                .reshape(-1)
+                .repeat_interleave(side.block)
+                .expand(idx.numel())
+                ** power
+            )
             out[side.name] = out[side.name] * f.reshape(shape)
     return out
 
@@ -165,9 +170,11 @@ def _random_grads(net, gen):
 
 
 @pytest.mark.parametrize("path", PATHS, ids=IDS)
-@pytest.mark.parametrize("kw", [{}, {"amsgrad": True}, {"weight_decay": 0.1},
-                                {"decoupled": True, "weight_decay": 0.1}],
-                         ids=["adam", "amsgrad", "coupled_wd", "adamw"])
+@pytest.mark.parametrize(
+    "kw",
+    [{}, {"amsgrad": True}, {"weight_decay": 0.1}, {"decoupled": True, "weight_decay": 0.1}],
+    ids=["adam", "amsgrad", "coupled_wd", "adamw"],
+)
 def test_row_reset_with_restart_follows_a_fresh_optimizer_on_that_row(path, kw):
     kw = dict(kw)
     cls = torch.optim.AdamW if kw.pop("decoupled", False) else torch.optim.Adam
@@ -194,8 +201,9 @@ def test_row_reset_with_restart_follows_a_fresh_optimizer_on_that_row(path, kw):
             _random_grads(model, gen)
         for o in (opt, fresh, kept_opt):
             o.step()
-        for (n, p), q, k in zip(net.named_parameters(), fresh_net.parameters(),
-                                kept_net.parameters()):
+        for (n, p), q, k in zip(
+            net.named_parameters(), fresh_net.parameters(), kept_net.parameters()
+        ):
             if n not in rows:
                 assert torch.equal(p, k)
                 continue
@@ -204,9 +212,12 @@ def test_row_reset_with_restart_follows_a_fresh_optimizer_on_that_row(path, kw):
             torch.testing.assert_close(mine, theirs, rtol=1e-12, atol=1e-15)
             other = torch.ones(p.shape[axis], dtype=torch.bool)
             other[idx] = False
-            torch.testing.assert_close(p.detach().index_select(axis, other.nonzero()[:, 0]),
-                                       k.detach().index_select(axis, other.nonzero()[:, 0]),
-                                       rtol=0, atol=0)
+            torch.testing.assert_close(
+                p.detach().index_select(axis, other.nonzero()[:, 0]),
+                k.detach().index_select(axis, other.nonzero()[:, 0]),
+                rtol=0,
+                atol=0,
+            )
 
 
 def test_row_reset_without_restart_is_under_corrected_as_documented():
@@ -258,11 +269,14 @@ def test_row_exchange_twice_is_identity_and_touches_only_the_rows():
         keep = torch.ones(before[n]["exp_avg"].shape[axis], dtype=torch.bool)
         keep[idx] = False
         rest = keep.nonzero()[:, 0]
-        assert torch.equal(moved[n]["exp_avg"].index_select(axis, rest),
-                           before[n]["exp_avg"].index_select(axis, rest))
+        assert torch.equal(
+            moved[n]["exp_avg"].index_select(axis, rest),
+            before[n]["exp_avg"].index_select(axis, rest),
+        )
         for key in ("exp_avg", "exp_avg_sq"):
-            assert torch.equal(moved[n][key].index_select(axis, idx),
-                               before_b[n][key].index_select(axis, idx))
+            assert torch.equal(
+                moved[n][key].index_select(axis, idx), before_b[n][key].index_select(axis, idx)
+            )
     exchange(oa, na, ob, nb, "both", rows=rows)
     back = snapshot(oa, na)
     for n in before:

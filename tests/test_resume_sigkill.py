@@ -24,8 +24,18 @@ pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="POSIX on
 
 
 def command(cfg: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "gaugedyn", "run", str(cfg), "--out", str(out),
-            "--workers", "2", "-q"]
+    return [
+        sys.executable,
+        "-m",
+        "gaugedyn",
+        "run",
+        str(cfg),
+        "--out",
+        str(out),
+        "--workers",
+        "2",
+        "-q",
+    ]
 
 
 def environment(log: Path) -> dict:
@@ -66,8 +76,13 @@ def test_sigkill_at_random_points_then_resume_is_bit_identical(tmp_path):
     cfg.write_text(config_text(seed=11, n_tasks=N_TASKS, size=257, sleep=0.08))
 
     ref_log = tmp_path / "ref.log"
-    ref = subprocess.run(command(cfg, tmp_path / "ref"), env=environment(ref_log),
-                         capture_output=True, text=True, timeout=120)
+    ref = subprocess.run(
+        command(cfg, tmp_path / "ref"),
+        env=environment(ref_log),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert ref.returncode == 0, ref.stderr
     assert sorted(map(int, log_lines(ref_log))) == list(range(N_TASKS))
 
@@ -77,8 +92,13 @@ def test_sigkill_at_random_points_then_resume_is_bit_identical(tmp_path):
     while kills < 5:
         before = stored_indices(out) if out.exists() else set()
         mark = len(log_lines(log))
-        proc = subprocess.Popen(command(cfg, out), env=environment(log), start_new_session=True,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            command(cfg, out),
+            env=environment(log),
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         remaining = N_TASKS - len(before)
         # kill once this many more tasks are stored (at least one the first time), after a delay
         wait_for = rng.randint(1 if kills in (0, 2) else 0, min(5, remaining - 6))
@@ -112,8 +132,9 @@ def test_sigkill_at_random_points_then_resume_is_bit_identical(tmp_path):
 
     before = stored_indices(out)
     mark = len(log_lines(log))
-    final = subprocess.run(command(cfg, out), env=environment(log), capture_output=True,
-                           text=True, timeout=120)
+    final = subprocess.run(
+        command(cfg, out), env=environment(log), capture_output=True, text=True, timeout=120
+    )
     assert final.returncode == 0, final.stderr
     resumed = started_since(log, mark)
     assert sorted(resumed) == sorted(set(range(N_TASKS)) - before)  # each missing task once

@@ -12,8 +12,11 @@ from toy_experiments import config_text, invoke
 
 
 def _snapshot(root: Path) -> dict:
-    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None)
-            for p in sorted(root.rglob("*")) if ".tasks" not in p.parts}
+    return {
+        str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None)
+        for p in sorted(root.rglob("*"))
+        if ".tasks" not in p.parts
+    }
 
 
 def _refused(argv, where: Path, capsys, match: str) -> str:
@@ -31,8 +34,7 @@ def _refused(argv, where: Path, capsys, match: str) -> str:
 def run_folder(tmp_path, capsys):
     (tmp_path / "toy.toml").write_text(config_text(n_tasks=2))
     with contextlib.chdir(tmp_path):
-        rc, _, err = invoke(["run", "toy.toml", "--out", "o", "--executor", "serial", "-q"],
-                            capsys)
+        rc, _, err = invoke(["run", "toy.toml", "--out", "o", "--executor", "serial", "-q"], capsys)
     assert rc == 0, err
     return tmp_path
 
@@ -43,17 +45,42 @@ def _edit(run: Path, change) -> None:
     (run / "summary.json").write_text(json.dumps(summary))
 
 
-@pytest.mark.parametrize(("change", "match"), [
-    (lambda s: s["configuration"]["params"].update(scale=float("nan")), "params.scale"),
-    (lambda s: s["configuration"]["params"].update(size=-3), "params.size"),
-    (lambda s: s["configuration"]["params"].update(sizes=[1]), "unknown key"),
-    (lambda s: s.update(claims="garbage"), "claims is not a list"),
-    (lambda s: s.update(claims=[{"id": "x", "passed": "yes"}]), "claims[0]"),
-    (lambda s: s.update(claims=[{"id": "x", "statement": "", "measured": 1, "expected": 1,
-                                 "tolerance": 0, "passed": True, "kind": "bogus"}]), "claims[0]"),
-    (lambda s: s.update(arrays_sha256=None), "records no checksum"),
-], ids=["nan-param", "bad-param", "unknown-param", "claims-text", "claim-type", "claim-kind",
-        "no-checksum"])
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda s: s["configuration"]["params"].update(scale=float("nan")), "params.scale"),
+        (lambda s: s["configuration"]["params"].update(size=-3), "params.size"),
+        (lambda s: s["configuration"]["params"].update(sizes=[1]), "unknown key"),
+        (lambda s: s.update(claims="garbage"), "claims is not a list"),
+        (lambda s: s.update(claims=[{"id": "x", "passed": "yes"}]), "claims[0]"),
+        (
+            lambda s: s.update(
+                claims=[
+                    {
+                        "id": "x",
+                        "statement": "",
+                        "measured": 1,
+                        "expected": 1,
+                        "tolerance": 0,
+                        "passed": True,
+                        "kind": "bogus",
+                    }
+                ]
+            ),
+            "claims[0]",
+        ),
+        (lambda s: s.update(arrays_sha256=None), "records no checksum"),
+    ],
+    ids=[
+        "nan-param",
+        "bad-param",
+        "unknown-param",
+        "claims-text",
+        "claim-type",
+        "claim-kind",
+        "no-checksum",
+    ],
+)
 def test_plot_refuses_an_edited_summary(run_folder, capsys, change, match):
     _edit(run_folder / "o", change)
     line = _refused(["plot", "o"], run_folder, capsys, match)
@@ -64,8 +91,10 @@ def test_plot_is_all_or_nothing_when_the_report_cannot_be_written(tmp_path, caps
     (tmp_path / "sims").mkdir()
     (tmp_path / "sims" / "a.toml").write_text(config_text(n_tasks=2))
     with contextlib.chdir(tmp_path):
-        rc, _, err = invoke(["reproduce", "--simulations", "sims", "--out", "rep",
-                             "--executor", "serial", "-q"], capsys)
+        rc, _, err = invoke(
+            ["reproduce", "--simulations", "sims", "--out", "rep", "--executor", "serial", "-q"],
+            capsys,
+        )
     assert rc == 0, err
     (tmp_path / "rep" / "report.md").unlink()
     (tmp_path / "rep" / "report.md").mkdir()
@@ -91,8 +120,9 @@ def test_the_python_api_refuses_too(run_folder):
     cfg = load_config(run_folder / "toy.toml", overrides=["seed=9"])
     with pytest.raises(InputError, match="force=True"):
         execute(cfg, run_folder / "o", executor="serial", progress=None)
-    assert execute(cfg, run_folder / "o", executor="serial", progress=None,
-                   force=True).exit_code == 0
+    assert (
+        execute(cfg, run_folder / "o", executor="serial", progress=None, force=True).exit_code == 0
+    )
 
 
 def test_a_full_disk_while_drawing_says_what_was_kept(tmp_path, capsys, monkeypatch):
@@ -107,8 +137,7 @@ def test_a_full_disk_while_drawing_says_what_was_kept(tmp_path, capsys, monkeypa
     monkeypatch.setattr(Toy, "plot", plot)
     (tmp_path / "toy.toml").write_text(config_text(n_tasks=2))
     with contextlib.chdir(tmp_path):
-        rc, _, err = invoke(["run", "toy.toml", "--out", "o", "--executor", "serial", "-q"],
-                            capsys)
+        rc, _, err = invoke(["run", "toy.toml", "--out", "o", "--executor", "serial", "-q"], capsys)
     lines = err.strip().splitlines()
     assert rc == 1 and len(lines) == 1 and "No space left on device" in lines[0], err
     assert "2 of 2 tasks are stored" in lines[0]

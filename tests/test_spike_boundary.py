@@ -5,27 +5,23 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gaugedyn.adam._stability import (
-    adam_step,
-    loss_floor,
-    oscillating_state,
-    simulate_envelopes,
-    simulate_losses,
-)
-from gaugedyn.experiments.adam_stability.spike_boundary import (
+from gaugedyn.adam import loss_floor, oscillating_state, simulate_envelopes, simulate_losses
+from gaugedyn.adam._stability import adam_step
+from gaugedyn.experiments.adam_stability._protocol import (
     BANDS,
     CODES,
     NOT_SIMULATED,
-    _check_claim,
-    _findings,
-    _run_1d,
     judge_run,
     probability,
     run_steps,
     settle_steps,
-    start_state,
-    turn_growth,
     upper_edge,
+)
+from gaugedyn.experiments.adam_stability._scan import _run_1d, start_state
+from gaugedyn.experiments.adam_stability._spike_analysis import (
+    _check_claim,
+    _findings,
+    turn_growth,
 )
 
 
@@ -63,7 +59,7 @@ def test_windows_settled_ignores_a_transient_spike_that_the_transient_reading_co
     W = int(settle_steps(a, c))
     T = int(run_steps(a, c))
     ell = np.full(T, -6.0)
-    ell[W // 2: W // 2 + 20] = -2.0  # a spike during the start-up
+    ell[W // 2 : W // 2 + 20] = -2.0  # a spike during the start-up
     settled, transient = judge_run(ell, a, c, 1, loss_floor(2.0), settle=W)
     assert settled["status"] == "quiet" and transient["status"] == "spiky"
     assert settled["judged"] and T >= W + 5 * 300
@@ -76,20 +72,28 @@ def test_probability_leaves_out_undetermined_and_diverged_seeds():
 
 
 def test_scan_stops_below_the_first_spiky_cell_and_finds_the_quadratic_edge():
-    task = {"n": 2.0, "start": "orbit", "a": [0.2], "c": [3e-3, 1e-2, 0.03, 0.1],
-            "seeds": 2, "eps": 0.0, "lr": 1e-2}
+    task = {
+        "n": 2.0,
+        "start": "orbit",
+        "a": [0.2],
+        "c": [3e-3, 1e-2, 0.03, 0.1],
+        "seeds": 2,
+        "eps": 0.0,
+        "lr": 1e-2,
+    }
     r = _run_1d(task, np.random.SeedSequence(3))
     st = r["status"][0, :, :, 0]  # (cols, seeds), settled window
     top_spiky = np.flatnonzero(probability(st) >= 0.5)
     assert top_spiky.size  # the quadratic at a = 0.2 is spiky below c ~ 0.02 (settled)
     j = top_spiky[-1]
     assert np.all(r["status"][0, :j] == NOT_SIMULATED) or j == 0
-    assert np.all(probability(st[j + 1:]) < 0.5)
+    assert np.all(probability(st[j + 1 :]) < 0.5)
 
 
 def _edges(a, cb):
-    return {(n, w, s): cb[n] for n in cb for w in ("settled", "transient")
-            for s in ("orbit", "generic")}
+    return {
+        (n, w, s): cb[n] for n in cb for w in ("settled", "transient") for s in ("orbit", "generic")
+    }
 
 
 def test_findings_on_built_edges_under_every_reading():
@@ -97,17 +101,30 @@ def test_findings_on_built_edges_under_every_reading():
     cubic, linear = 15 * a**3, 0.3 * a
     names = ["n2", "n4", "n6"]
     a_of = dict.fromkeys(names, a)
-    got = {f.id: f for f in _findings(names, a_of, _edges(a, {"n2": cubic, "n4": linear,
-                                                              "n6": 0.03 * a}),
-                                      np.random.SeedSequence(7))}
+    got = {
+        f.id: f
+        for f in _findings(
+            names,
+            a_of,
+            _edges(a, {"n2": cubic, "n4": linear, "n6": 0.03 * a}),
+            np.random.SeedSequence(7),
+        )
+    }
     assert got["spike_boundary.cubic_quadratic"].verdict == "HELD"
     assert set(got["spike_boundary.cubic_quadratic"].readings.values()) == {"HELD"}
     assert len(got["spike_boundary.cubic_quadratic"].readings) == 8
     assert got["spike_boundary.near_linear:n4"].verdict == "HELD"
     assert got["spike_boundary.C_moves_with_n"].verdict == "HELD"
     assert got["spike_boundary.edge_level_is_one"].rule == "equivalence"
-    bad = {f.id: f.verdict for f in _findings(names, a_of, _edges(a, {
-        "n2": linear, "n4": cubic, "n6": cubic}), np.random.SeedSequence(7))}
+    bad = {
+        f.id: f.verdict
+        for f in _findings(
+            names,
+            a_of,
+            _edges(a, {"n2": linear, "n4": cubic, "n6": cubic}),
+            np.random.SeedSequence(7),
+        )
+    }
     assert bad["spike_boundary.cubic_quadratic"] == "NOT HELD"
     assert bad["spike_boundary.near_linear:n4"] == "NOT HELD"
     assert bad["spike_boundary.C_moves_with_n"] == "NOT HELD"
@@ -128,11 +145,23 @@ def test_edge_level_is_the_theory_level_on_its_own_level_curve():
 
     a = np.logspace(-2, np.log10(0.05), 5)
     for L in (1.0, 2.8):  # on the small-c branch, below the ridge of 2 pi delta/omega (~3.4)
-        cb = np.array([np.exp(brentq(lambda lc, ai=ai, L=L: turn_growth(ai, np.exp(lc)) - L,
-                                     np.log(1e-12), np.log(ai**2))) for ai in a])
+        cb = np.array(
+            [
+                np.exp(
+                    brentq(
+                        lambda lc, ai=ai, L=L: turn_growth(ai, np.exp(lc)) - L,
+                        np.log(1e-12),
+                        np.log(ai**2),
+                    )
+                )
+                for ai in a
+            ]
+        )
         np.testing.assert_allclose(turn_growth(a, cb), L, rtol=1e-6)
-        f = {x.id: x for x in _findings(["n2"], {"n2": a}, _edges(a, {"n2": cb}),
-                                        np.random.SeedSequence(1))}
+        f = {
+            x.id: x
+            for x in _findings(["n2"], {"n2": a}, _edges(a, {"n2": cb}), np.random.SeedSequence(1))
+        }
         lv = f["spike_boundary.edge_level_is_one"]
         assert lv.tolerance["level"]["settled, beta1>=0.9, orbit start"][0] == pytest.approx(L)
         assert lv.verdict == ("HELD" if L == 1.0 else "NOT HELD")
@@ -154,22 +183,37 @@ def test_upper_edge_and_check_claim():
 
 def test_task_scan_uses_the_stored_calibration_and_judges_every_copy():
     from gaugedyn.experiments.adam_stability._calibration import TASKS
-    from gaugedyn.experiments.adam_stability.spike_boundary import EXPERIMENT, _run_task
+    from gaugedyn.experiments.adam_stability._scan import _run_task
+    from gaugedyn.experiments.adam_stability.spike_boundary import EXPERIMENT
 
     full = {k: p.default for k, p in EXPERIMENT.params.items()}
-    quick = {k: (p.quick if p.quick is not None else p.default)
-             for k, p in EXPERIMENT.params.items()}
+    quick = {
+        k: (p.quick if p.quick is not None else p.default) for k, p in EXPERIMENT.params.items()
+    }
     for config in (full, quick):
         tasks = [t for t in EXPERIMENT.tasks(config) if t["kind"] == "task"]
         assert [t["task"] for t in tasks] == list(TASKS)  # quick previews the same tasks
         for task in tasks:
             cal = TASKS[task["task"]]
             assert (task["lr"], task["n_samples"], task["hidden"]) == (
-                cal["lr"], cal["n_samples"], cal["hidden"])
+                cal["lr"],
+                cal["n_samples"],
+                cal["hidden"],
+            )
             assert set(task["a"]) <= set(cal["one_minus_beta1"])  # quick: a subset of the choice
             assert set(task["c"]) <= set(cal["one_minus_beta2"])
-    r = _run_task({"task": "teacher_mse", "a": [0.5, 0.3], "c": [0.3, 0.5], "seeds": 2,
-                   "lr": 1e-2, "n_samples": 32, "hidden": 4}, np.random.SeedSequence(4))
+    r = _run_task(
+        {
+            "task": "teacher_mse",
+            "a": [0.5, 0.3],
+            "c": [0.3, 0.5],
+            "seeds": 2,
+            "lr": 1e-2,
+            "n_samples": 32,
+            "hidden": 4,
+        },
+        np.random.SeedSequence(4),
+    )
     assert r["status"].shape == (2, 2, 2, 2)
     assert set(np.unique(r["status"])) <= set(CODES.values())  # every copy judged
     assert r["steps_run"] == int(run_steps(np.array([0.3]), np.array([0.3]))[0]) * 8
@@ -177,18 +221,27 @@ def test_task_scan_uses_the_stored_calibration_and_judges_every_copy():
 
 
 def test_a_copy_on_a_plateau_is_untrained_under_both_windows(monkeypatch):
-    from gaugedyn.experiments.adam_stability import _batched, spike_boundary
+    from gaugedyn.experiments.adam_stability import _batched, _scan
 
     T = int(run_steps(np.array([0.5]), np.array([0.3]))[0])
     curves = np.zeros((T, 2))
     curves[:, 1] = -np.linspace(0, 6, T)  # copy 1 falls six decades; copy 0 stays on a plateau
     monkeypatch.setattr(_batched, "adam_steps", lambda *a, **k: curves.copy())
-    r = spike_boundary._run_task({"task": "teacher_mse", "a": [0.5], "c": [0.3], "seeds": 2,
-                                  "lr": 1e-2, "n_samples": 8, "hidden": 4},
-                                 np.random.SeedSequence(1))
+    r = _scan._run_task(
+        {
+            "task": "teacher_mse",
+            "a": [0.5],
+            "c": [0.3],
+            "seeds": 2,
+            "lr": 1e-2,
+            "n_samples": 8,
+            "hidden": 4,
+        },
+        np.random.SeedSequence(1),
+    )
     assert list(r["status"][0, 0, :, 0]) == [CODES["untrained"], CODES["quiet"]]
     assert list(r["status"][0, 0, :, 1]) == [CODES["untrained"], CODES["quiet"]]
-    assert np.isnan(spike_boundary.probability(r["status"][..., 0][:, :, :1]))[0, 0]
+    assert np.isnan(probability(r["status"][..., 0][:, :, :1]))[0, 0]
 
 
 def test_stored_pilots_meet_the_calibration_rule_and_the_rule_can_fail():
@@ -207,7 +260,7 @@ def test_stored_pilots_meet_the_calibration_rule_and_the_rule_can_fail():
 
 
 def test_linear_on_tasks_and_C_between_tasks_are_judged_under_both_windows():
-    from gaugedyn.experiments.adam_stability.spike_boundary import (
+    from gaugedyn.experiments.adam_stability._spike_analysis import (
         _task_claim,
         _tasks_C_claim,
         task_C,

@@ -38,7 +38,7 @@ def test_isolated_spike_is_found(width):
     rng = np.random.default_rng(1)
     T = steps_needed(B1, B2)
     ell = _quiet(T, rng)
-    ell[1000:1000 + width] += RISE_DECADES + 0.5
+    ell[1000 : 1000 + width] += RISE_DECADES + 0.5
     d = detect(ell, B1, B2)
     assert d["spiky"] and d["n_spikes"] >= 1 and d["judged"]
 
@@ -123,8 +123,10 @@ def test_float32_and_float64_curves_underflow_differently():
     T = steps_needed(B1, B2)
     loss = np.full(T, 1e-50)
     loss[800:850] = 1e-47
-    for dt, floor, want in ((np.float64, FLOAT64_FLOOR, "spiky"),
-                            (np.float32, FLOAT32_FLOOR, "undetermined")):
+    for dt, floor, want in (
+        (np.float64, FLOAT64_FLOOR, "spiky"),
+        (np.float32, FLOAT32_FLOOR, "undetermined"),
+    ):
         with np.errstate(divide="ignore", under="ignore"):
             ell = np.log10(loss.astype(dt).astype(float))
         assert detect(ell, B1, B2, floor=floor)["status"] == want

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from gaugedyn.experiments.adam_split import _batched as bt
-from gaugedyn.experiments.adam_split import beta_grid as bg
+from gaugedyn.experiments.adam_split import _protocol as ap
 from gaugedyn.experiments.adam_split._stacked import STACKED
 from gaugedyn.experiments.adam_split.tasks import DEFAULTS
 
@@ -29,8 +29,9 @@ def _stacked_and_alone(task, seeds, dtype, gaussian=False):
     shapes = [p.shape for p in models[0].parameters()]
     sizes = [p.numel() for p in models[0].parameters()]
     B = len(seeds)
-    flat = torch.stack([torch.cat([p.detach().reshape(-1) for p in m.parameters()])
-                        for m in models]).requires_grad_()
+    flat = torch.stack(
+        [torch.cat([p.detach().reshape(-1) for p in m.parameters()]) for m in models]
+    ).requires_grad_()
     draws = [b[2](b[1]) for b in built]
     x, y = torch.stack([d[0] for d in draws]), torch.stack([d[1] for d in draws])
     if gaussian:
@@ -90,19 +91,24 @@ is 0 there and +-1 in the other path: one coordinate's residual moves by 1 out o
 @pytest.mark.parametrize("task", sorted(STACKED))
 def test_stacked_training_equals_the_loop(task, dtype):
     lr, steps = DEFAULTS[task]["lr"], STEPS[dtype]
-    run = {f: bt.train_copies(task, COPIES, steps, lr, reference=[0, 1], dtype=dtype, forward=f)
-           for f in bt.FORWARDS}
+    run = {
+        f: bt.train_copies(task, COPIES, steps, lr, reference=[0, 1], dtype=dtype, forward=f)
+        for f in bt.FORWARDS
+    }
     a, b = run["stacked"], run["loop"]
     assert a["forward"] == "stacked" and b["forward"] == "loop"
     np.testing.assert_allclose(a["loss"], b["loss"], rtol=TRAIN_TOL[dtype], atol=0)
     np.testing.assert_allclose(a["final_loss"], b["final_loss"], rtol=TRAIN_TOL[dtype], atol=0)
     np.testing.assert_array_equal(a["nonfinite_step"], b["nonfinite_step"])
     for c in range(len(COPIES)):
-        tol = (SUMS_TOL_TRANSFORMER_F64 if (task, dtype) == ("char_transformer", torch.float64)
-               else SUMS_TOL[dtype])
+        tol = (
+            SUMS_TOL_TRANSFORMER_F64
+            if (task, dtype) == ("char_transformer", torch.float64)
+            else SUMS_TOL[dtype]
+        )
         assert bt.reference_error(a["sums"][c], b["sums"][c]) <= tol
-    assert max(a["reference_error"]) <= bg.REFERENCE_TOL and max(a["applied_ratio"]) <= 1.0
-    assert max(a["sum_error"]) <= bg.SUM_TOL and a["lag_abs_max"][1] == 0.0
+    assert max(a["reference_error"]) <= ap.REFERENCE_TOL and max(a["applied_ratio"]) <= 1.0
+    assert max(a["sum_error"]) <= ap.SUM_TOL and a["lag_abs_max"][1] == 0.0
 
 
 @pytest.mark.parametrize("task", ["digits_resnet", "word_mlp"])

@@ -27,8 +27,9 @@ def _copies(task: str, B: int, dtype):
         xs.append(x)
         ys.append(y)
     shapes = [p.shape for p in models[0].parameters()]
-    flat = torch.stack([torch.cat([p.detach().reshape(-1) for p in m.parameters()])
-                        for m in models]).requires_grad_()
+    flat = torch.stack(
+        [torch.cat([p.detach().reshape(-1) for p in m.parameters()]) for m in models]
+    ).requires_grad_()
     params = [t.view(B, *s) for t, s in zip(flat.split([s.numel() for s in shapes], 1), shapes)]
     return models, torch.stack(xs), torch.stack(ys), loss_fn, flat, params
 
@@ -61,8 +62,10 @@ def test_gru_gate_order_matters():
     models, x, _, _, _, params = _copies("char_gru", 2, torch.float64)
     names = [n for n, _ in models[0].named_parameters()]
     H = models[0].gru.hidden_size
-    swapped = [torch.cat([p[:, H:2 * H], p[:, :H], p[:, 2 * H:]], 1) if n.startswith("gru.")
-               else p for n, p in zip(names, params)]
+    swapped = [
+        torch.cat([p[:, H : 2 * H], p[:, :H], p[:, 2 * H :]], 1) if n.startswith("gru.") else p
+        for n, p in zip(names, params)
+    ]
     ref = torch.stack([m(x[c]) for c, m in enumerate(models)]).detach()
     with torch.no_grad():
         good = TEXT_STACKED["char_gru"](models[0], params)(x)

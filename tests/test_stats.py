@@ -40,8 +40,9 @@ def test_bootstrap_covers_the_mean_and_depends_on_the_generator():
 def test_paired_interval_uses_pairs():
     rng = np.random.default_rng(2)
     base = rng.normal(0, 10, 50)
-    iv = stats.mean_difference_ci(base + 1.0 + rng.normal(0, 0.01, 50), base,
-                                  rng=stats.generator(0, "p"))
+    iv = stats.mean_difference_ci(
+        base + 1.0 + rng.normal(0, 0.01, 50), base, rng=stats.generator(0, "p")
+    )
     assert 0.99 < iv.low < iv.high < 1.01
 
 
@@ -65,7 +66,9 @@ def test_loglog_fit_recovers_exponent_and_interval_contains_it():
 
 def test_compare_reports_both_measures():
     c = stats.compare([1.0, 2.0, 2.0], [1.0, 2.0, 2.3])
-    assert c["relative_frobenius"] == pytest.approx(0.1) and c["mean_absolute"] == pytest.approx(0.1)
+    assert c["relative_frobenius"] == pytest.approx(0.1) and c["mean_absolute"] == pytest.approx(
+        0.1
+    )
     with pytest.raises(ValueError):
         stats.compare([1.0], [1.0, 2.0])
 
@@ -101,8 +104,11 @@ def test_param_item_type_of_lists():
 def test_independent_interval_resamples_each_sample_on_its_own():
     rng = np.random.default_rng(4)
     x, y = rng.normal(3.0, 0.1, 60), rng.normal(1.0, 0.1, 40)
-    iv = stats.independent_ci((x, y), lambda a, b, axis=-1: np.median(a, axis=axis)
-                              / np.median(b, axis=axis), rng=stats.generator(1, "r"))
+    iv = stats.independent_ci(
+        (x, y),
+        lambda a, b, axis=-1: np.median(a, axis=axis) / np.median(b, axis=axis),
+        rng=stats.generator(1, "r"),
+    )
     assert iv.low < 3.0 < iv.high and iv.high - iv.low < 0.5
 
 

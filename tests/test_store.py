@@ -119,9 +119,19 @@ NOT_COUNTED = ("_corrupt_delete_npz", "_corrupt_folder_is_a_file")
 
 @pytest.mark.parametrize(
     "corrupt",
-    [_corrupt_flip, _corrupt_valid_npz_other_values, _corrupt_truncate_json, _corrupt_delete_npz,
-     _corrupt_wrong_key, _corrupt_swap_names, _corrupt_drop_name, _corrupt_extras,
-     _corrupt_folder_is_a_file, _corrupt_json_is_a_folder, _corrupt_npz_is_a_folder],
+    [
+        _corrupt_flip,
+        _corrupt_valid_npz_other_values,
+        _corrupt_truncate_json,
+        _corrupt_delete_npz,
+        _corrupt_wrong_key,
+        _corrupt_swap_names,
+        _corrupt_drop_name,
+        _corrupt_extras,
+        _corrupt_folder_is_a_file,
+        _corrupt_json_is_a_folder,
+        _corrupt_npz_is_a_folder,
+    ],
     ids=lambda f: f.__name__.removeprefix("_corrupt_"),
 )
 def test_corrupt_record_is_detected_and_recomputed(tmp_path, monkeypatch, corrupt):

@@ -7,7 +7,13 @@
 - no function in ``src/`` has a body longer than ``MAX_FUNCTION_LINES`` lines (from its first
   statement after the docstring to its last line, nested functions included);
 - no file in ``src/`` cites a file outside the repository;
-- every entry of ``gaugedyn.theory.METHODS`` is a callable.
+- every entry of ``gaugedyn.theory.METHODS`` is a callable;
+- no module imports a private name (a module or attribute starting with ``_``) of another
+  subpackage (``gaugedyn.theory``, ``.training``, ``.adam``, ``.gauge``, ``.stats``,
+  ``.symbolic``, ``.harness``, each ``gaugedyn.experiments.<system>``) and no system imports
+  another system; the package-root core modules (``CORE``) may be imported from anywhere;
+- the import graph of ``src/`` (every import, function-level ones included) has no cycle;
+- the harness imports no system, and the library neither the harness nor a system.
 
 Each failure message lists every offender, not only the first.
 """
@@ -27,7 +33,10 @@ SRC = ROOT / "src"
 SIMULATIONS = ROOT / "simulations"
 MAX_FUNCTION_LINES = 80
 OUTSIDE_FILES = ("THEORY.md", "STYLE.md", "shared/seeds")
-
+CORE = frozenset(
+    f"gaugedyn.{m}" for m in ("_errors", "_json", "_meta", "_options", "_lazy", "_progress")
+)
+"""The package-root core modules every subpackage may import (private names included)."""
 
 
 def _numeric(x) -> bool:
@@ -104,8 +113,9 @@ def _bound_problems(name: str, experiment) -> list[str]:
             element = _above(param, param.hi)
             problems += _rejects(experiment, name, key, [element], f"{param.hi:g}")
             sample = (param.default or param.quick)[0]
-            problems += _rejects(experiment, name, key, [sample] * (param.max_len + 1),
-                                 f"at most {param.max_len}")
+            problems += _rejects(
+                experiment, name, key, [sample] * (param.max_len + 1), f"at most {param.max_len}"
+            )
     return problems
 
 
@@ -118,14 +128,20 @@ def _rejects(experiment, name: str, key: str, value, bound_text: str) -> list[st
         text = str(err)
     else:
         return [f"{name}.{key} = {value!r} is above its bound but was accepted"]
-    missing = [what for what, needle in (("the setting", key), ("the bound", bound_text),
-                                         ("why", param.why)) if needle not in text]
+    missing = [
+        what
+        for what, needle in (("the setting", key), ("the bound", bound_text), ("why", param.why))
+        if needle not in text
+    ]
     if not param.why:
         missing.append("why (the Param declares none)")
     if "\n" in text:
         missing.append("a single line")
-    return [f"{name}.{key} = {value!r}: the error lacks {', '.join(missing)}: {text!r}"] if missing \
+    return (
+        [f"{name}.{key} = {value!r}: the error lacks {', '.join(missing)}: {text!r}"]
+        if missing
         else []
+    )
 
 
 def test_every_numeric_setting_has_an_upper_bound_with_a_clear_error():
@@ -136,8 +152,12 @@ def test_every_numeric_setting_has_an_upper_bound_with_a_clear_error():
 def _body_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     body = node.body
     first = body[0]
-    if (len(body) > 1 and isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-            and isinstance(first.value.value, str)):
+    if (
+        len(body) > 1
+        and isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
         first = body[1]
     return node.end_lineno - first.lineno + 1
 
@@ -151,14 +171,20 @@ def test_no_function_in_src_is_longer_than_the_limit():
                 n = _body_lines(node)
                 if n > MAX_FUNCTION_LINES:
                     long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {n} lines")
-    assert not long, (f"{len(long)} functions longer than {MAX_FUNCTION_LINES} lines:\n"
-                      + "\n".join(long))
+    assert not long, f"{len(long)} functions longer than {MAX_FUNCTION_LINES} lines:\n" + "\n".join(
+        long
+    )
 
 
 def test_src_cites_no_file_outside_the_repository():
     hits = []
-    for path in sorted(p for p in SRC.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                       and not any(part.endswith(".egg-info") for part in p.parts)):
+    for path in sorted(
+        p
+        for p in SRC.rglob("*")
+        if p.is_file()
+        and "__pycache__" not in p.parts
+        and not any(part.endswith(".egg-info") for part in p.parts)
+    ):
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except UnicodeDecodeError:
@@ -173,8 +199,11 @@ def test_src_cites_no_file_outside_the_repository():
 def test_every_theory_method_is_a_callable():
     from gaugedyn.theory import METHODS
 
-    not_callable = [f"{name}: {type(entry).__name__} {entry!r}" for name, entry in METHODS.items()
-                    if not callable(entry)]
+    not_callable = [
+        f"{name}: {type(entry).__name__} {entry!r}"
+        for name, entry in METHODS.items()
+        if not callable(entry)
+    ]
     assert METHODS
     assert not not_callable, "METHODS entries that are not callable:\n" + "\n".join(not_callable)
 
@@ -218,22 +247,34 @@ def _module_name(path: Path) -> str:
 def _defines_experiment(path: Path) -> bool:
     """A module assigns a top-level ``EXPERIMENT``."""
     tree = ast.parse(path.read_text())
-    return any(isinstance(node, ast.Assign | ast.AnnAssign)
-               and any(isinstance(t, ast.Name) and t.id == "EXPERIMENT"
-                       for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))
-               for node in tree.body)
+    return any(
+        isinstance(node, ast.Assign | ast.AnnAssign)
+        and any(
+            isinstance(t, ast.Name) and t.id == "EXPERIMENT"
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        )
+        for node in tree.body
+    )
 
 
 def test_the_registry_names_exactly_the_modules_that_define_experiments():
     from gaugedyn.harness import EXPERIMENTS, SYSTEMS
 
-    defining = {_module_name(p) for p in (SRC / "gaugedyn/experiments").rglob("*.py")
-                if _defines_experiment(p)}
+    defining = {
+        _module_name(p)
+        for p in (SRC / "gaugedyn/experiments").rglob("*.py")
+        if _defines_experiment(p)
+    }
     registered = set(EXPERIMENTS.values())
-    assert defining == registered, (f"defined but not registered: {sorted(defining - registered)}; "
-                                    f"registered but not defined: {sorted(registered - defining)}")
-    folders = {p.name for p in (SRC / "gaugedyn/experiments").iterdir()
-               if p.is_dir() and (p / "__init__.py").exists()}
+    assert defining == registered, (
+        f"defined but not registered: {sorted(defining - registered)}; "
+        f"registered but not defined: {sorted(registered - defining)}"
+    )
+    folders = {
+        p.name
+        for p in (SRC / "gaugedyn/experiments").iterdir()
+        if p.is_dir() and (p / "__init__.py").exists()
+    }
     assert folders == set(SYSTEMS)
     for name, module in EXPERIMENTS.items():
         assert module.rsplit(".", 1)[1] == name
@@ -264,14 +305,18 @@ def test_the_harness_imports_no_system_and_the_library_neither():
     for path in sorted((SRC / "gaugedyn").rglob("*.py")):
         module = _module_name(path)
         in_harness = module.startswith("gaugedyn.harness")
-        in_library = not in_harness and not module.startswith("gaugedyn.experiments") \
-            and module not in ("gaugedyn.cli", "gaugedyn.__main__", "gaugedyn.publish",
-                               "gaugedyn.papers")
+        in_library = (
+            not in_harness
+            and not module.startswith("gaugedyn.experiments")
+            and module
+            not in ("gaugedyn.cli", "gaugedyn.__main__", "gaugedyn.publish", "gaugedyn.papers")
+        )
         for name in _imports(path):
             if in_harness and name.startswith("gaugedyn.experiments"):
                 offenders.append(f"{module} imports {name}")
-            if in_library and (name.startswith("gaugedyn.experiments")
-                               or name.startswith("gaugedyn.harness")):
+            if in_library and (
+                name.startswith("gaugedyn.experiments") or name.startswith("gaugedyn.harness")
+            ):
                 offenders.append(f"{module} imports {name}")
     assert not offenders, "\n".join(offenders)
 
@@ -279,8 +324,13 @@ def test_the_harness_imports_no_system_and_the_library_neither():
 def test_dir_lists_every_lazy_export():
     import importlib
 
-    for package in ("gaugedyn.adam", "gaugedyn.training", "gaugedyn.symbolic", "gaugedyn.gauge",
-                    "gaugedyn.experiments.prototypes"):
+    for package in (
+        "gaugedyn.adam",
+        "gaugedyn.training",
+        "gaugedyn.symbolic",
+        "gaugedyn.gauge",
+        "gaugedyn.experiments.prototypes",
+    ):
         module = importlib.import_module(package)
         assert set(module.__all__) <= set(dir(module)), package
         for name in module.__all__:
@@ -303,7 +353,174 @@ def test_command_line_choices_are_the_registries():
 
 
 def test_systems_use_the_harness_through_its_public_names():
-    offenders = [f"{_module_name(path)} imports {name}"
-                 for path in sorted((SRC / "gaugedyn/experiments").rglob("*.py"))
-                 for name in _imports(path) if name.startswith("gaugedyn.harness._")]
+    offenders = [
+        f"{_module_name(path)} imports {name}"
+        for path in sorted((SRC / "gaugedyn/experiments").rglob("*.py"))
+        for name in _imports(path)
+        if name.startswith("gaugedyn.harness._")
+    ]
     assert not offenders, "\n".join(offenders)
+
+
+def _module_paths() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted((SRC / "gaugedyn").rglob("*.py"))}
+
+
+def _imported(path: Path, tree: ast.AST | None = None) -> list[tuple[int, str, str | None]]:
+    """``(line, module, attribute)`` of every gaugedyn import in ``path`` at any depth
+    (relative imports resolved; ``attribute`` is ``None`` for ``import x``), as written."""
+    here = _module_name(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    out = []
+    for node in ast.walk(tree if tree is not None else ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = (
+                ".".join(
+                    package[: len(package) - node.level + 1]
+                    + ([node.module] if node.module else [])
+                )
+                if node.level
+                else node.module or ""
+            )
+            out += [(node.lineno, base, alias.name) for alias in node.names]
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name, None) for alias in node.names]
+    return [(n, m, a) for n, m, a in out if m == "gaugedyn" or m.startswith("gaugedyn.")]
+
+
+def _owner(module: str) -> str:
+    """The unit that owns a module's private names: ``gaugedyn.experiments.<system>``, a
+    library subpackage ``gaugedyn.<sub>``, or the package root ``gaugedyn``."""
+    parts = module.split(".")
+    if parts[1:2] == ["experiments"] and len(parts) > 2:
+        return ".".join(parts[:3])
+    if len(parts) > 2 or (len(parts) == 2 and (SRC / "gaugedyn" / parts[1]).is_dir()):
+        return ".".join(parts[:2])
+    return "gaugedyn"
+
+
+def _private_offenders(
+    path: Path, modules: dict[str, Path], tree: ast.AST | None = None
+) -> list[str]:
+    here = _module_name(path)
+    out = []
+    for line, module, attr in _imported(path, tree):
+        names = module.split(".") + ([attr] if attr else [])
+        where = f"{path.relative_to(ROOT)}:{line}"
+        full = ".".join(names)
+        if (
+            _owner(here).startswith("gaugedyn.experiments.")
+            and _owner(module).startswith("gaugedyn.experiments.")
+            and _owner(module) != _owner(here)
+        ):
+            out.append(f"{where}: {here} imports {full} (another system)")
+            continue
+        for i, part in enumerate(names[1:], 1):
+            if not (part.startswith("_") and not part.startswith("__")):
+                continue
+            private = ".".join(names[: i + 1])
+            container = ".".join(names[:i])
+            if private in CORE or (private not in modules and container in CORE):
+                break
+            if _owner(private if private in modules else container + "._") != _owner(here):
+                out.append(
+                    f"{where}: {here} imports {full}, private to "
+                    f"{_owner(private if private in modules else container + '._')}"
+                )
+            break
+    return out
+
+
+def test_no_private_name_is_imported_across_subpackages_or_between_systems():
+    modules = _module_paths()
+    offenders = [o for path in modules.values() for o in _private_offenders(path, modules)]
+    assert not offenders, (
+        f"{len(offenders)} imports of another unit's private names:\n" + "\n".join(offenders)
+    )
+
+
+def _import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """``module -> modules it imports`` (any depth of the file, ``from x import y`` counted as
+    an import of ``x.y`` where that is a module, else of ``x``; packages' ``__init__`` files
+    that a dotted import runs are not followed: only the named module)."""
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        edges = set()
+        for _, module, attr in _imported(path):
+            target = f"{module}.{attr}" if attr and f"{module}.{attr}" in modules else module
+            if target in modules and target != name:
+                edges.add(target)
+        graph[name] = edges
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected component of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(graph) + 100))
+    try:
+        for v in sorted(graph):
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(limit)
+    return sorted(out)
+
+
+def test_the_import_graph_of_src_has_no_cycle():
+    cycles = _cycles(_import_graph(_module_paths()))
+    assert not cycles, (
+        f"{len(cycles)} import cycles (each a set of modules that import each "
+        "other, at any depth of the file):\n" + "\n".join(" <-> ".join(c) for c in cycles)
+    )
+
+
+def test_the_import_rules_see_their_offenders(tmp_path):
+    """The detectors above flag a private import across units, an import of another system and
+    a cycle, and pass a public import, an import inside a unit and a core module."""
+    modules = _module_paths()
+    path = SRC / "gaugedyn" / "experiments" / "adam_split" / "_probe_file.py"
+
+    def offenders(code: str) -> list[str]:
+        return _private_offenders(path, modules, ast.parse(code))
+
+    assert offenders("from ...adam._probe import READINGS")
+    assert offenders("from gaugedyn.training import _support")
+    assert offenders("def f():\n    from ...training._support import single_thread")
+    assert offenders("from ..adam_stability import spike_boundary")  # another system
+    assert offenders("from ...theory._activation import LEAKY_SLOPE")
+    assert not offenders("from ...adam import READINGS")
+    assert not offenders("from ._batched import train_copies")  # inside the system
+    assert not offenders("from ..._errors import InputError")  # a core module
+    assert not offenders("from ...harness import Experiment")
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []

@@ -30,8 +30,15 @@ def _exact(tau1, tau2, sign):
         return [(gt - y[0]) / tau1, (gt**2 - y[1]) / tau2]
 
     t0 = -4.0  # transients decay by exp(-4 / tau) before t = 0
-    sol = solve_ivp(rhs, (t0, T_EVAL[-1]), [sign * g(t0), g(t0) ** 2], method="DOP853",
-                    t_eval=T_EVAL, rtol=1e-12, atol=1e-14)
+    sol = solve_ivp(
+        rhs,
+        (t0, T_EVAL[-1]),
+        [sign * g(t0), g(t0) ** 2],
+        method="DOP853",
+        t_eval=T_EVAL,
+        rtol=1e-12,
+        atol=1e-14,
+    )
     assert sol.success
     m, v = sol.y
     return m / np.sqrt(v)

@@ -29,7 +29,9 @@ def test_check_passes_on_fresh_copy_and_names_an_edited_document(fresh, capsys):
     assert main(["derive", "--check", "--dir", str(fresh)]) == 0
     capsys.readouterr()
     doc = fresh / "reaction_transport.md"
-    doc.write_text(doc.read_text(encoding="utf-8").replace("mobilities", "mobilitys", 1), encoding="utf-8")
+    doc.write_text(
+        doc.read_text(encoding="utf-8").replace("mobilities", "mobilitys", 1), encoding="utf-8"
+    )
     assert main(["derive", "--check", "--dir", str(fresh)]) != 0
     captured = capsys.readouterr()
     assert "reaction_transport.md" in captured.err

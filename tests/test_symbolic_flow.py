@@ -24,9 +24,9 @@ def _float64():
 
 def _pair_torch(act, q1, q2, c):
     if act == "relu":
-        return (torch.sqrt(q1 * q2 - c**2) + (math.pi - torch.acos(c / torch.sqrt(q1 * q2))) * c) / (
-            2 * math.pi
-        )
+        return (
+            torch.sqrt(q1 * q2 - c**2) + (math.pi - torch.acos(c / torch.sqrt(q1 * q2))) * c
+        ) / (2 * math.pi)
     if act == "erf":
         return 2 / math.pi * torch.asin(c / torch.sqrt((1 + q1) * (1 + q2)))
     return c
@@ -126,8 +126,16 @@ def _reduced_rhs_torch(act, K, M, y, p):
     eK, eM = torch.eye(K, dtype=torch.bool), torch.eye(M, dtype=torch.bool)
     cQ = torch.where(eK, 0.5 * torch.sqrt(dq[:, None] * dq[None, :]), Q)
     cT = torch.where(eM, 0.5 * torch.sqrt(dt[:, None] * dt[None, :]), T)
-    FQ = torch.where(eK, _self_torch(act, dq)[:, None].expand(K, K), _pair_torch(act, dq[:, None], dq[None, :], cQ))
-    FT = torch.where(eM, _self_torch(act, dt)[:, None].expand(M, M), _pair_torch(act, dt[:, None], dt[None, :], cT))
+    FQ = torch.where(
+        eK,
+        _self_torch(act, dq)[:, None].expand(K, K),
+        _pair_torch(act, dq[:, None], dq[None, :], cQ),
+    )
+    FT = torch.where(
+        eM,
+        _self_torch(act, dt)[:, None].expand(M, M),
+        _pair_torch(act, dt[:, None], dt[None, :], cT),
+    )
     FR = _pair_torch(act, dq[:, None], dt[None, :], R)
     loss = 0.5 * (a @ FQ @ a - 2 * a @ FR @ b + b @ FT @ b)
     ga, gQu, gR = torch.autograd.grad(loss, (a, Qu, R), create_graph=True)
@@ -149,7 +157,9 @@ def test_compiled_jacobian_matches_autograd(act, K, M):
     yt, pt = torch.tensor(y, requires_grad=True), torch.tensor(p)
     rhs_ref = _reduced_rhs_torch(act, K, M, yt, pt).detach().numpy()
     assert _rel(flow.rhs(0.0, y, p), rhs_ref) < 1e-10
-    J_ref = torch.autograd.functional.jacobian(lambda z: _reduced_rhs_torch(act, K, M, z, pt), yt).numpy()
+    J_ref = torch.autograd.functional.jacobian(
+        lambda z: _reduced_rhs_torch(act, K, M, z, pt), yt
+    ).numpy()
     assert _rel(flow.jacobian(0.0, y, p), J_ref) < 1e-10
     J_t = flow.jacobian_torch(0.0, torch.tensor(y), pt).numpy()
     assert _rel(J_t, J_ref) < 1e-10
@@ -158,7 +168,9 @@ def test_compiled_jacobian_matches_autograd(act, K, M):
 def test_compile_is_cached_and_rejects_bad_input():
     from gaugedyn import InputError
 
-    assert compile_order_parameter_flow("linear", 2, 1) is compile_order_parameter_flow("linear", 2, 1)
+    assert compile_order_parameter_flow("linear", 2, 1) is compile_order_parameter_flow(
+        "linear", 2, 1
+    )
     with pytest.raises(InputError, match="activation"):
         compile_order_parameter_flow("tanh", 1, 1)
     with pytest.raises(InputError, match="K"):

@@ -34,7 +34,9 @@ def _sympy_values(act, kind, q1, q2, c):
     mpmath.mp.dps = 30
     out = []
     for f in fns:
-        vals = [f(*(mpmath.mpf(float(v)) for v in pt)) for pt in (zip(q1, q2, c) if pair else zip(q1))]
+        vals = [
+            f(*(mpmath.mpf(float(v)) for v in pt)) for pt in (zip(q1, q2, c) if pair else zip(q1))
+        ]
         out.append(np.array([float(v) for v in vals]))
     return out
 
@@ -50,7 +52,9 @@ def test_generated_kernels_equal_sympy(act):
         for g, ref in zip(got, _sympy_values(act, kind, q1, q2, c), strict=True):
             np.testing.assert_allclose(g, ref, rtol=1e-12, atol=1e-14, err_msg=f"{act} {kind}")
     for kind, fn in (("self", self_), ("self_grad", self_grad), ("self_hess", self_hess)):
-        np.testing.assert_allclose(fn(q1), _sympy_values(act, kind, q1, q2, c)[0], rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(
+            fn(q1), _sympy_values(act, kind, q1, q2, c)[0], rtol=1e-12, atol=1e-14
+        )
 
 
 @pytest.mark.parametrize("act", ACTS)
@@ -96,10 +100,14 @@ def test_erf_online_integrals_equal_sympy():
     for _ in range(10):
         B = rng.normal(size=(4, 4))
         Cn = B @ B.T + 0.1 * np.eye(4)
-        vals = {C[i, j]: mpmath.mpf(float(Cn[i - 1, j - 1])) for i in range(1, 5) for j in range(i, 5)}
+        vals = {
+            C[i, j]: mpmath.mpf(float(Cn[i - 1, j - 1])) for i in range(1, 5) for j in range(i, 5)
+        }
         i3 = float(sp.lambdify(list(vals), d["i3"], "mpmath")(*vals.values()))
         i4 = float(sp.lambdify(list(vals), d["i4"], "mpmath")(*vals.values()))
-        j2 = float(d["j2"].xreplace({s["q1"]: Cn[0, 0], s["q2"]: Cn[1, 1], s["c"]: Cn[0, 1]}).evalf(30))
+        j2 = float(
+            d["j2"].xreplace({s["q1"]: Cn[0, 0], s["q2"]: Cn[1, 1], s["c"]: Cn[0, 1]}).evalf(30)
+        )
         iu = np.triu_indices(4)
         np.testing.assert_allclose(gk.erf_i4(*Cn[iu]), i4, rtol=1e-12)
         np.testing.assert_allclose(gk.erf_i3(*Cn[:3, :3][np.triu_indices(3)]), i3, rtol=1e-12)

@@ -31,8 +31,13 @@ def test_jacobian_matches_finite_differences(act, formulation):
     y, p = initial_state(_problem(act, dim=6), formulation)
     J = jacobian(0.0, y, p)
     h = 1e-6 * np.maximum(1.0, np.abs(y))
-    Jfd = np.stack([(rhs(0, y + hk * e, p) - rhs(0, y - hk * e, p)) / (2 * hk)
-                    for hk, e in zip(h, np.eye(y.size))], axis=-1)
+    Jfd = np.stack(
+        [
+            (rhs(0, y + hk * e, p) - rhs(0, y - hk * e, p)) / (2 * hk)
+            for hk, e in zip(h, np.eye(y.size))
+        ],
+        axis=-1,
+    )
     assert np.abs(J - Jfd).max() <= 1e-7 * np.abs(Jfd).max()
     batch = np.stack([y, 1.01 * y])
     assert np.allclose(jacobian(0.0, batch, p)[0], J, rtol=0, atol=0)
@@ -48,8 +53,10 @@ def test_jacobian_is_finite_on_aligned_duplicates():
 def test_three_formulations_agree_along_trajectories(act):
     pr = _problem(act, seed=1)
     t_eval = np.concatenate([[0.0], np.geomspace(1e-2, 10.0, 25)])
-    sols = [solve(pr, formulation=f, method="DOP853", rtol=1e-12, atol=1e-13, t_max=10.0,
-                  t_eval=t_eval) for f in FORMULATIONS]
+    sols = [
+        solve(pr, formulation=f, method="DOP853", rtol=1e-12, atol=1e-13, t_max=10.0, t_eval=t_eval)
+        for f in FORMULATIONS
+    ]
     ref = sols[0]
     assert ref.observables["loss"][-1] < 0.9 * ref.observables["loss"][0]  # it did learn
     for s in sols[1:]:
@@ -85,8 +92,16 @@ def test_delta_conserved_by_flow_and_drifts_linearly_in_eta_under_gd():
 def test_dissipation_equals_minus_dloss_dt():
     pr = _problem("relu", seed=4, dim=20)
     y0, p = initial_state(pr, "weight-space")
-    sol = solve(pr, formulation="weight-space", method="DOP853", rtol=1e-10, atol=1e-12,
-                t_max=10.0, t_eval=np.linspace(0, 10.0, 11), keep_weights=True)
+    sol = solve(
+        pr,
+        formulation="weight-space",
+        method="DOP853",
+        rtol=1e-10,
+        atol=1e-12,
+        t_max=10.0,
+        t_eval=np.linspace(0, 10.0, 11),
+        keep_weights=True,
+    )
     Y = np.concatenate([sol.a, sol.W.reshape(len(sol.t), -1)], axis=1)
     F = rhs(0.0, Y, p)
     scale = 1e-3 / np.linalg.norm(F, axis=1, keepdims=True)
@@ -95,7 +110,9 @@ def test_dissipation_equals_minus_dloss_dt():
         a, Q, R = state_to_order_parameters(Y + s * scale * F, p)
         return population_loss(a, Q, R, p.b, p.T, "relu")
 
-    dLdt = (8 * (loss_along(1) - loss_along(-1)) - (loss_along(2) - loss_along(-2))) / (12 * scale[:, 0])
+    dLdt = (8 * (loss_along(1) - loss_along(-1)) - (loss_along(2) - loss_along(-2))) / (
+        12 * scale[:, 0]
+    )
     total = sol.observables["reaction"].sum(1) + sol.observables["transport"].sum(1)
     assert np.abs(-dLdt - total).max() <= 1e-8 * max(1.0, total.max())
     assert np.all(sol.observables["transport"] > 0) and np.all(sol.observables["reaction"] > 0)

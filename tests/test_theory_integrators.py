@@ -22,8 +22,9 @@ def _kaps(t, y, p):
 def _kaps_jac(t, y, p):
     y2 = y[..., 1]
     one = np.ones_like(y2)
-    return np.stack([np.stack([-(2 + 1 / EPS) * one, 2 * y2 / EPS], -1),
-                     np.stack([one, -1 - 2 * y2], -1)], -2)
+    return np.stack(
+        [np.stack([-(2 + 1 / EPS) * one, 2 * y2 / EPS], -1), np.stack([one, -1 - 2 * y2], -1)], -2
+    )
 
 
 def _kaps_exact(t):
@@ -61,8 +62,9 @@ PROBLEMS = {
 def _rodas(name, rtol, atol):
     fun, jac, exact, y0, t_end = PROBLEMS[name]
     t_eval = np.linspace(0.0, t_end, 41)
-    res = rb.rodas4(fun, jac, y0[None], None, lambda p, i: p, np.array([t_end]), t_eval,
-                    rtol=rtol, atol=atol)
+    res = rb.rodas4(
+        fun, jac, y0[None], None, lambda p, i: p, np.array([t_end]), t_eval, rtol=rtol, atol=atol
+    )
     y_true = exact(t_eval)
     err = np.max(np.abs(res.y[0] - y_true) / (atol + rtol * np.abs(y_true)))
     return int(res.nsteps[0]), err
@@ -74,8 +76,15 @@ def test_rodas_steps_within_twice_radau(name):
     for rtol in (1e-4, 1e-5, 1e-6):
         atol = 1e-2 * rtol
         steps, _ = _rodas(name, rtol, atol)
-        radau = solve_ivp(lambda t, y: fun(t, y, None), (0.0, t_end), y0, method="Radau",
-                          rtol=rtol, atol=atol, jac=lambda t, y: jac(t, y, None))
+        radau = solve_ivp(
+            lambda t, y: fun(t, y, None),
+            (0.0, t_end),
+            y0,
+            method="Radau",
+            rtol=rtol,
+            atol=atol,
+            jac=lambda t, y: jac(t, y, None),
+        )
         assert steps <= 2 * (len(radau.t) - 1), (name, rtol, steps, len(radau.t) - 1)
 
 
@@ -94,19 +103,49 @@ def test_rodas_error_is_proportional_to_tolerance(name):
 # k-form of Solving ODEs II, Sect. IV.7) and the dense-output coefficients d_2j, d_3j
 PUBLISHED = {
     "gamma": 0.25,
-    "a": {(2, 1): 1.544, (3, 1): 0.9466785280815826, (3, 2): 0.2557011698983284,
-          (4, 1): 3.314825187068521, (4, 2): 2.896124015972201, (4, 3): 0.9986419139977817,
-          (5, 1): 1.221224509226641, (5, 2): 6.019134481288629, (5, 3): 12.53708332932087,
-          (5, 4): -0.6878860361058950},
-    "c": {(2, 1): -5.6688, (3, 1): -2.430093356833875, (3, 2): -0.2063599157091915,
-          (4, 1): -0.1073529058151375, (4, 2): -9.594562251023355, (4, 3): -20.47028614809616,
-          (5, 1): 7.496443313967647, (5, 2): -10.24680431464352, (5, 3): -33.99990352819905,
-          (5, 4): 11.70890893206160, (6, 1): 8.083246795921522, (6, 2): -7.981132988064893,
-          (6, 3): -31.52159432874371, (6, 4): 16.31930543123136, (6, 5): -6.058818238834054},
-    "d2": (10.12623508344586, -7.487995877610167, -34.80091861555747, -7.992771707568823,
-           1.025137723295662),
-    "d3": (-0.6762803392801253, 6.087714651680015, 16.43084320892478, 24.76722511418386,
-           -6.594389125716872),
+    "a": {
+        (2, 1): 1.544,
+        (3, 1): 0.9466785280815826,
+        (3, 2): 0.2557011698983284,
+        (4, 1): 3.314825187068521,
+        (4, 2): 2.896124015972201,
+        (4, 3): 0.9986419139977817,
+        (5, 1): 1.221224509226641,
+        (5, 2): 6.019134481288629,
+        (5, 3): 12.53708332932087,
+        (5, 4): -0.6878860361058950,
+    },
+    "c": {
+        (2, 1): -5.6688,
+        (3, 1): -2.430093356833875,
+        (3, 2): -0.2063599157091915,
+        (4, 1): -0.1073529058151375,
+        (4, 2): -9.594562251023355,
+        (4, 3): -20.47028614809616,
+        (5, 1): 7.496443313967647,
+        (5, 2): -10.24680431464352,
+        (5, 3): -33.99990352819905,
+        (5, 4): 11.70890893206160,
+        (6, 1): 8.083246795921522,
+        (6, 2): -7.981132988064893,
+        (6, 3): -31.52159432874371,
+        (6, 4): 16.31930543123136,
+        (6, 5): -6.058818238834054,
+    },
+    "d2": (
+        10.12623508344586,
+        -7.487995877610167,
+        -34.80091861555747,
+        -7.992771707568823,
+        1.025137723295662,
+    ),
+    "d3": (
+        -0.6762803392801253,
+        6.087714651680015,
+        16.43084320892478,
+        24.76722511418386,
+        -6.594389125716872,
+    ),
 }
 
 
@@ -126,8 +165,14 @@ def test_rodas4_tableau_is_the_published_one():
 
 def _one_step(h):
     """One Rodas4 step of ``y' = -y^2`` from ``y(0) = 1`` (exact ``1/(1 + t)``) of size ``h``."""
-    sys = rb.System(fun=lambda t, y, p: -y * y, jac=lambda t, y, p: (-2 * y)[:, :, None],
-                    params=None, take=lambda p, i: p, rtol=1.0, atol=1.0)
+    sys = rb.System(
+        fun=lambda t, y, p: -y * y,
+        jac=lambda t, y, p: (-2 * y)[:, :, None],
+        params=None,
+        take=lambda p, i: p,
+        rtol=1.0,
+        atol=1.0,
+    )
     st = rb.init(sys, np.ones((1, 1)), np.array([h]), np.array([0.0]))
     rb.evaluate(sys, st)
     st.h[:] = h
@@ -142,8 +187,9 @@ def test_dense_output_converges_at_order_three():
     errs = []
     for h in hs:
         y0, y1, d1, d2 = _one_step(h)
-        got = rb.dense(s, np.repeat(y0, 3, 0), np.repeat(y1, 3, 0), np.repeat(d1, 3, 0),
-                       np.repeat(d2, 3, 0))[:, 0]
+        got = rb.dense(
+            s, np.repeat(y0, 3, 0), np.repeat(y1, 3, 0), np.repeat(d1, 3, 0), np.repeat(d2, 3, 0)
+        )[:, 0]
         errs.append(np.max(np.abs(got - 1 / (1 + s * h))))
     # an interpolant of order 3 has local error O(h^4) inside the step
     slope = np.polyfit(np.log(hs), np.log(errs), 1)[0]
@@ -160,8 +206,11 @@ def test_gd_event_times_match_the_crossing_on_the_recorded_iterates():
     y0, p = initial_state(pr)
     g = np.max(sol.observables["alignment"][:, :, 0], axis=1) - sol.definitions.threshold
     # the same observable recomputed from the iterates' order parameters
-    np.testing.assert_allclose(g + sol.definitions.threshold,
-                               np.max(alignment(sol.Q, sol.R, p.T)[:, :, 0], axis=1), rtol=1e-14)
+    np.testing.assert_allclose(
+        g + sol.definitions.threshold,
+        np.max(alignment(sol.Q, sol.R, p.T)[:, :, 0], axis=1),
+        rtol=1e-14,
+    )
     k = int(np.flatnonzero(g >= 0)[0])
     t_ref = (k - 1 + g[k - 1] / (g[k - 1] - g[k])) * eta
     assert abs(sol.specialization_time[0] - t_ref) <= 1e-9 * eta
@@ -182,6 +231,15 @@ def test_rodas_step_controller_rarely_rejects_on_smooth_flows():
         assert d["nrejected"] <= max(2, 0.01 * d["nsteps"]), d
     fun = lambda t, y, p: -y * y  # noqa: E731
     jac = lambda t, y, p: (-2 * y)[:, :, None]  # noqa: E731
-    r = rb.rodas4(fun, jac, np.ones((1, 1)), None, lambda p, i: p, np.array([10.0]),
-                  np.linspace(0, 10, 51), rtol=1e-9, atol=1e-9)
+    r = rb.rodas4(
+        fun,
+        jac,
+        np.ones((1, 1)),
+        None,
+        lambda p, i: p,
+        np.array([10.0]),
+        np.linspace(0, 10, 51),
+        rtol=1e-9,
+        atol=1e-9,
+    )
     assert r.nrejected[0] <= 2, r.nrejected

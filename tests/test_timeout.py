@@ -22,9 +22,21 @@ def test_a_crawling_test_fails_on_its_time_limit(tmp_path):
         "def test_crawls():\n    time.sleep(30)\n"
     )
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-         "test_crawl.py"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "test_crawl.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert run.returncode == 1, run.stdout + run.stderr
     assert "Timeout" in run.stdout and "1 failed" in run.stdout, run.stdout

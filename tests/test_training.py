@@ -55,8 +55,9 @@ def test_one_seed_alone_reproduces_its_batched_run_bitwise(cfg, activation):
 
 
 @pytest.mark.parametrize("threads", [2, 4])
-@pytest.mark.parametrize(("samples", "dim", "width"),
-                         [(40003, 40, 1), (1000, 100, 4), (3001, 64, 6), (40003, 40, 4)])
+@pytest.mark.parametrize(
+    ("samples", "dim", "width"), [(40003, 40, 1), (1000, 100, 4), (3001, 64, 6), (40003, 40, 4)]
+)
 def test_reproducible_with_threads_and_large_sample(threads, samples, dim, width):
     # the (1000, 100, 4) and (3001, 64, 6) cases differed in the last bit with torch.bmm and MKL
     # on 2 or 4 threads (a batch of 3 products is threaded per product, a lone one per reduction)
@@ -153,8 +154,13 @@ def test_crossing_time_interpolates_linearly_between_records():
 
 def test_float32_and_schedules_recorded():
     problem = single(10, "a-heavy")
-    res = train(problem, TrainConfig(lr=0.05, steps=100, samples=200, schedule="inverse", decay=10.0),
-                seeds=2, dtype="float32", device="cpu")
+    res = train(
+        problem,
+        TrainConfig(lr=0.05, steps=100, samples=200, schedule="inverse", decay=10.0),
+        seeds=2,
+        dtype="float32",
+        device="cpu",
+    )
     assert res.settings["dtype"] == "float32"
     assert res.lr[0] == pytest.approx(0.05) and res.lr[-1] == pytest.approx(0.05 / 11)
     assert res.time[-1] == pytest.approx(sum(0.05 / (1 + k / 10.0) for k in range(100)))
@@ -178,7 +184,9 @@ def test_adam_matches_torch_optim_adam():
         (0.5 * ((f - y) ** 2).mean()).backward()
         opt.step()
     np.testing.assert_allclose(res.a[0, -1], a.detach().numpy()[0], rtol=1e-10)
-    np.testing.assert_allclose(res.Q[0, -1], (W @ W.transpose(1, 2)).detach().numpy()[0], rtol=1e-10)
+    np.testing.assert_allclose(
+        res.Q[0, -1], (W @ W.transpose(1, 2)).detach().numpy()[0], rtol=1e-10
+    )
 
 
 def test_too_large_step_raises_divergence_error():
@@ -190,9 +198,17 @@ def test_too_large_step_raises_divergence_error():
     assert err.value.last_state is not None
 
 
-@pytest.mark.parametrize("kwargs", [dict(optimizer="newton"), dict(lr=-1.0), dict(steps=0),
-                                    dict(samples=None, optimizer="gd"), dict(schedule="step"),
-                                    dict(samples=10, batch=20)])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(optimizer="newton"),
+        dict(lr=-1.0),
+        dict(steps=0),
+        dict(samples=None, optimizer="gd"),
+        dict(schedule="step"),
+        dict(samples=10, batch=20),
+    ],
+)
 def test_bad_config_raises_input_error(kwargs):
     with pytest.raises(InputError):
         TrainConfig(**kwargs)
@@ -201,17 +217,36 @@ def test_bad_config_raises_input_error(kwargs):
 def test_cli_prints_json_and_rejects_bad_input(capsys):
     from gaugedyn.cli import main
 
-    rc = main(["train", "--setup", "duplicates", "--dim", "8", "--gauges", "a-heavy,w-heavy",
-               "--samples", "160", "--steps", "400", "--seeds", "3", "--device", "cpu"])
+    rc = main(
+        [
+            "train",
+            "--setup",
+            "duplicates",
+            "--dim",
+            "8",
+            "--gauges",
+            "a-heavy,w-heavy",
+            "--samples",
+            "160",
+            "--steps",
+            "400",
+            "--seeds",
+            "3",
+            "--device",
+            "cpu",
+        ]
+    )
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["owner"] == [0, 0, 0] and len(out["specialization_time"]) == 3
     assert out["definitions"]["threshold"] == 0.95
-    for argv in (["train", "--dim", "1", "--samples", "10"],
-                 ["train", "--dim", "8", "--samples", "10", "--optimizer", "lbfgs"],
-                 ["train", "--dim", "8", "--online", "--optimizer", "gd"],
-                 ["train", "--dim", "8", "--samples", "10", "--gauges", "a-heavy"],
-                 ["train", "--dim", "8", "--samples", "10", "--dtype", "float16"]):
+    for argv in (
+        ["train", "--dim", "1", "--samples", "10"],
+        ["train", "--dim", "8", "--samples", "10", "--optimizer", "lbfgs"],
+        ["train", "--dim", "8", "--online", "--optimizer", "gd"],
+        ["train", "--dim", "8", "--samples", "10", "--gauges", "a-heavy"],
+        ["train", "--dim", "8", "--samples", "10", "--dtype", "float16"],
+    ):
         assert main(argv) == 2
     assert main(["train", "--dim", "8", "--samples", "ten"]) == 2  # checked by the command
 
@@ -220,17 +255,31 @@ def test_owner_is_the_favourable_copy_in_every_seed():
     from gaugedyn._meta import task_seed
     from gaugedyn.experiments.gauge.gauge_in_training_ownership import EXPERIMENT
 
-    task = {"dim": 8, "K": 3, "seeds": 16, "epsilon": 0.02,
-            "scale": 1.0, "n_factor": 20, "threshold": 0.95}
+    task = {
+        "dim": 8,
+        "K": 3,
+        "seeds": 16,
+        "epsilon": 0.02,
+        "scale": 1.0,
+        "n_factor": 20,
+        "threshold": 0.95,
+    }
     res = EXPERIMENT.run_task(task, task_seed(0, "test"))
     assert np.all(res["owner"] == 0)
     assert np.median(res["remaining"]) < 0.05
 
 
-@pytest.mark.parametrize("cfg", [CONFIGS[0], CONFIGS[2], CONFIGS[4], CONFIGS[5],
-                                 TrainConfig(optimizer="adam", lr=0.01, steps=40, samples=None,
-                                             batch=3, betas=(0.8, 0.95))],
-                         ids=lambda c: f"{c.optimizer}-{c.samples}-{c.batch}")
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        CONFIGS[0],
+        CONFIGS[2],
+        CONFIGS[4],
+        CONFIGS[5],
+        TrainConfig(optimizer="adam", lr=0.01, steps=40, samples=None, batch=3, betas=(0.8, 0.95)),
+    ],
+    ids=lambda c: f"{c.optimizer}-{c.samples}-{c.batch}",
+)
 def test_on_step_sees_every_step_and_leaves_the_run_bitwise_unchanged(cfg):
     from gaugedyn.training import StepRecord
 
@@ -247,8 +296,9 @@ def test_on_step_sees_every_step_and_leaves_the_run_bitwise_unchanged(cfg):
         r = by_step[int(s)]
         assert r.time == plain.time[j]
         np.testing.assert_array_equal(r.params[0].numpy(), plain.a[:, j])
-        np.testing.assert_array_equal(r.params[1].numpy() @ r.params[1].numpy().transpose(0, 2, 1),
-                                      plain.Q[:, j])
+        np.testing.assert_array_equal(
+            r.params[1].numpy() @ r.params[1].numpy().transpose(0, 2, 1), plain.Q[:, j]
+        )
     for before, after in zip(seen, seen[1:]):
         assert after.previous[0] is before.params[0] and after.previous[1] is before.params[1]
     first = seen[0]
@@ -283,39 +333,81 @@ def test_per_copy_betas_and_roots_equal_each_run_alone_bitwise(dtype):
     problem, S, roots = duplicates(6, ["a-heavy", "w-heavy"]), 2, [11, 12, 13]
     base = dict(optimizer="adam", lr=0.05, steps=30, samples=None, batch=12)
     seen = []
-    batched = train(problem, TrainConfig(**base, betas=[p for p in PAIRS for _ in range(S)]),
-                    root_seed=[r for r in roots for _ in range(S)],
-                    seed_indices=list(range(S)) * len(PAIRS), dtype=dtype, device="cpu",
-                    on_step=lambda rec: seen.append(rec.select(slice(S, 2 * S)).params[1]))
+    batched = train(
+        problem,
+        TrainConfig(**base, betas=[p for p in PAIRS for _ in range(S)]),
+        root_seed=[r for r in roots for _ in range(S)],
+        seed_indices=list(range(S)) * len(PAIRS),
+        dtype=dtype,
+        device="cpu",
+        on_step=lambda rec: seen.append(rec.select(slice(S, 2 * S)).params[1]),
+    )
     assert batched.root_seed == [r for r in roots for _ in range(S)]
     for j, (pair, root) in enumerate(zip(PAIRS, roots)):
         steps: list = []
-        alone = train(problem, TrainConfig(**base, betas=pair), seeds=S, root_seed=root,
-                      dtype=dtype, device="cpu", on_step=lambda rec, out=steps: out.append(
-                          rec.params[1]))
+        alone = train(
+            problem,
+            TrainConfig(**base, betas=pair),
+            seeds=S,
+            root_seed=root,
+            dtype=dtype,
+            device="cpu",
+            on_step=lambda rec, out=steps: out.append(rec.params[1]),
+        )
         rows = slice(j * S, (j + 1) * S)
         for key in ("a", "Q", "R", "loss", "loss_empirical"):
-            np.testing.assert_array_equal(getattr(batched, key)[rows], getattr(alone, key),
-                                          err_msg=f"{pair} {key}")
+            np.testing.assert_array_equal(
+                getattr(batched, key)[rows], getattr(alone, key), err_msg=f"{pair} {key}"
+            )
         if j == 1:
             assert all(torch.equal(x, y) for x, y in zip(seen, steps, strict=True))
 
 
-@pytest.mark.parametrize(("make", "match"), [
-    (lambda: TrainConfig(optimizer="adam", betas=[[0.9, 1.0], [0.9, 0.9]]), "betas=1.0"),
-    (lambda: TrainConfig(optimizer="adam", betas=[[0.9, 0.9], 0.9]), "betas="),
-    (lambda: TrainConfig(optimizer="adam", betas=[[0.9, 0.9, 0.9]]), "betas="),
-    (lambda: TrainConfig(optimizer="sgd", samples=None, betas=[[0.9, 0.9]]), "betas="),
-    (lambda: train(single(4, "w-heavy"), TrainConfig(optimizer="adam", samples=None, steps=2,
-                                                       betas=[[0.9, 0.9]] * 3), seeds=2),
-     "betas="),
-    (lambda: train(single(4, "w-heavy"), TrainConfig(optimizer="adam", samples=None, steps=2),
-                   seeds=2, root_seed=[1, 2, 3]), "root_seed="),
-    (lambda: train(single(4, "w-heavy"), TrainConfig(optimizer="adam", samples=None, steps=2),
-                   root_seed=[1, 1], seed_indices=[0, 0]), "seed_indices="),
-    (lambda: train(single(4, "w-heavy"), TrainConfig(optimizer="sgd", samples=None, steps=2),
-                   seeds=2, root_seed=[1, 2], backend="compiled"), "root_seed="),
-])
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: TrainConfig(optimizer="adam", betas=[[0.9, 1.0], [0.9, 0.9]]), "betas=1.0"),
+        (lambda: TrainConfig(optimizer="adam", betas=[[0.9, 0.9], 0.9]), "betas="),
+        (lambda: TrainConfig(optimizer="adam", betas=[[0.9, 0.9, 0.9]]), "betas="),
+        (lambda: TrainConfig(optimizer="sgd", samples=None, betas=[[0.9, 0.9]]), "betas="),
+        (
+            lambda: train(
+                single(4, "w-heavy"),
+                TrainConfig(optimizer="adam", samples=None, steps=2, betas=[[0.9, 0.9]] * 3),
+                seeds=2,
+            ),
+            "betas=",
+        ),
+        (
+            lambda: train(
+                single(4, "w-heavy"),
+                TrainConfig(optimizer="adam", samples=None, steps=2),
+                seeds=2,
+                root_seed=[1, 2, 3],
+            ),
+            "root_seed=",
+        ),
+        (
+            lambda: train(
+                single(4, "w-heavy"),
+                TrainConfig(optimizer="adam", samples=None, steps=2),
+                root_seed=[1, 1],
+                seed_indices=[0, 0],
+            ),
+            "seed_indices=",
+        ),
+        (
+            lambda: train(
+                single(4, "w-heavy"),
+                TrainConfig(optimizer="sgd", samples=None, steps=2),
+                seeds=2,
+                root_seed=[1, 2],
+                backend="compiled",
+            ),
+            "root_seed=",
+        ),
+    ],
+)
 def test_per_copy_betas_and_roots_refuse_bad_values(make, match):
     with pytest.raises(InputError, match=match) as err:
         make()

@@ -25,21 +25,36 @@ def _torch_samples(root_seed, batch, dim, steps):
     gen = _data.generators(root_seed, [0], "cpu")[0]
     block = _data.stream_block_steps(batch, dim)
     blocks = -(-steps // block)
-    X = torch.cat([torch.randn((block, batch, dim), generator=gen, dtype=torch.float64)
-                   for _ in range(blocks)])
+    X = torch.cat(
+        [
+            torch.randn((block, batch, dim), generator=gen, dtype=torch.float64)
+            for _ in range(blocks)
+        ]
+    )
     return X[:steps].numpy()
 
 
-@pytest.mark.parametrize(("activation", "batch", "schedule"),
-                         [("erf", 1, "cosine"), ("relu", 3, "inverse"), ("linear", 1, "constant")])
+@pytest.mark.parametrize(
+    ("activation", "batch", "schedule"),
+    [("erf", 1, "cosine"), ("relu", 3, "inverse"), ("linear", 1, "constant")],
+)
 def test_compiled_kernel_is_the_torch_trainer_on_the_same_samples(activation, batch, schedule):
     problem = random_problem(40, 3, 2, np.random.default_rng(4), activation=activation)
     lr = 0.3 if activation == "linear" else 1.0
-    cfg = TrainConfig(optimizer="sgd", lr=lr, steps=400, samples=None, batch=batch,
-                      schedule=schedule, decay=50.0)
+    cfg = TrainConfig(
+        optimizer="sgd", lr=lr, steps=400, samples=None, batch=batch, schedule=schedule, decay=50.0
+    )
     ref = train(problem, cfg, seeds=1, root_seed=11)
-    out = run_kernel(problem.a, problem.W, problem.V, problem.b, activation, cfg, cfg.grid(),
-                     X=_torch_samples(11, batch, 40, 400))
+    out = run_kernel(
+        problem.a,
+        problem.W,
+        problem.V,
+        problem.b,
+        activation,
+        cfg,
+        cfg.grid(),
+        X=_torch_samples(11, batch, 40, 400),
+    )
     assert out["failed_at"] is None
     np.testing.assert_allclose(out["Q"], ref.Q[0], rtol=0, atol=1e-12)
     np.testing.assert_allclose(out["R"], ref.R[0], rtol=0, atol=1e-12)
@@ -52,7 +67,8 @@ def test_compiled_schedules_equal_the_reference_schedules():
     for schedule in SCHEDULES:
         for k in (0, 1, 7, 499, 999):
             assert compiled_step_size(schedule, 0.7, k, 1000, 0.01, 30.0) == pytest.approx(
-                step_size(schedule, 0.7, k, 1000, 0.01, 30.0), rel=1e-15)
+                step_size(schedule, 0.7, k, 1000, 0.01, 30.0), rel=1e-15
+            )
 
 
 def test_compiled_seeds_do_not_depend_on_threads_or_company():
@@ -82,8 +98,12 @@ def test_compiled_backend_refuses_what_it_does_not_run():
     with pytest.raises(InputError, match="backend="):
         train(problem, TrainConfig(optimizer="sgd", samples=None), backend="fortran")
     with pytest.raises(InputError, match="on_step"):
-        train(problem, TrainConfig(optimizer="sgd", samples=None), backend="compiled",
-              on_step=lambda r: None)
+        train(
+            problem,
+            TrainConfig(optimizer="sgd", samples=None),
+            backend="compiled",
+            on_step=lambda r: None,
+        )
 
 
 def test_compiled_online_rhs_is_the_numpy_rhs():
@@ -95,8 +115,13 @@ def test_compiled_online_rhs_is_the_numpy_rhs():
         ref = OnlineODE(3, 2, b, T, "erf", 0.8, batch, noise)
         for _ in range(5):
             Q = Q0 + 0.1 * rng.standard_normal((3, 3))
-            y = np.concatenate([a0 + 0.1 * rng.standard_normal(3), (Q + Q.T).ravel() / 2,
-                                (R0 + 0.1 * rng.standard_normal((3, 2))).ravel()])
+            y = np.concatenate(
+                [
+                    a0 + 0.1 * rng.standard_normal(3),
+                    (Q + Q.T).ravel() / 2,
+                    (R0 + 0.1 * rng.standard_normal((3, 2))).ravel(),
+                ]
+            )
             np.testing.assert_allclose(f(0.0, y), ref(0.0, y), rtol=1e-12, atol=1e-14)
 
 
@@ -116,9 +141,22 @@ def test_compiled_online_ode_agrees_with_the_reference_integration():
 
 def _steps_seen(problem, cfg):
     seen = []
-    res = train(problem, cfg, seeds=2, root_seed=1, on_step=lambda r: seen.append(
-        (r.step, r.time, r.lr, [x.clone() for x in r.previous], [g.clone() for g in r.grads],
-         [x.clone() for x in r.params])))
+    res = train(
+        problem,
+        cfg,
+        seeds=2,
+        root_seed=1,
+        on_step=lambda r: seen.append(
+            (
+                r.step,
+                r.time,
+                r.lr,
+                [x.clone() for x in r.previous],
+                [g.clone() for g in r.grads],
+                [x.clone() for x in r.params],
+            )
+        ),
+    )
     return res, seen
 
 
@@ -143,8 +181,9 @@ def test_online_sgd_time_is_steps_over_d_and_flow_time_is_eta_t(schedule):
 def test_online_adam_steps_as_torch_optim_adam_and_its_time_is_the_sum_of_steps():
     D = 25
     problem = random_problem(D, 2, 1, np.random.default_rng(0), activation="erf")
-    cfg = TrainConfig(optimizer="adam", lr=0.01, steps=60, samples=None, betas=(0.9, 0.99),
-                      schedule="cosine")
+    cfg = TrainConfig(
+        optimizer="adam", lr=0.01, steps=60, samples=None, betas=(0.9, 0.99), schedule="cosine"
+    )
     res, seen = _steps_seen(problem, cfg)
     etas = np.array([step_size("cosine", 0.01, k, 60) for k in range(60)])
     flow = np.concatenate([[0.0], np.cumsum(etas)])[res.steps]

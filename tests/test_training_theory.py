@@ -9,6 +9,7 @@ from _gauge_helpers import config_of, run_inline
 torch = pytest.importorskip("torch")
 
 from gaugedyn._meta import task_seed  # noqa: E402
+from gaugedyn.experiments.gauge._analysis import _online_sgd_analyse_erf  # noqa: E402
 from gaugedyn.theory import population_loss, single, solve  # noqa: E402
 from gaugedyn.training import TrainConfig, train  # noqa: E402
 from gaugedyn.training._online_ode import noise_term, online_ode  # noqa: E402
@@ -71,13 +72,24 @@ def test_online_sgd_experiment_runs_the_chain_at_large_d_and_draws_both_spreads(
     the chain existed (no chain arrays)."""
     from gaugedyn.experiments.gauge.online_sgd import EXPERIMENT
 
-    cfg = config_of(EXPERIMENT, quick=True, dims=[20, 40, 80], chain_dims=[2000, 8000, 32000],
-                    seeds=8, t_max=3.0, relu_dim=8, relu_flow_time=0.3)
+    cfg = config_of(
+        EXPERIMENT,
+        quick=True,
+        dims=[20, 40, 80],
+        chain_dims=[2000, 8000, 32000],
+        seeds=8,
+        t_max=3.0,
+        relu_dim=8,
+        relu_flow_time=0.3,
+    )
     tasks, _, arrays, claims = run_inline(EXPERIMENT, cfg, root_seed=2)
     assert [t["dim"] for t in tasks if t["kind"] == "chain"] == [2000, 8000, 32000]
     by_id = {c.id: c for c in claims}
-    assert {"online_sgd.chain_within_spread", "online_sgd.chain_spread_exponent",
-            "online_sgd.erf_spread_exponent"} <= set(by_id)
+    assert {
+        "online_sgd.chain_within_spread",
+        "online_sgd.chain_spread_exponent",
+        "online_sgd.erf_spread_exponent",
+    } <= set(by_id)
     assert "backend 'chain'" in by_id["online_sgd.chain_within_spread"].statement
     np.testing.assert_array_equal(arrays["chain_dims"], [2000, 8000, 32000])
     assert np.all(np.diff(arrays["chain_spread"]) < 0)  # the spread shrinks with D
@@ -105,7 +117,7 @@ def test_online_sgd_chain_checks_fail_on_results_built_to_fail(broken):
         sigma = 0.02 if broken else 0.02 / np.sqrt(D)
         loss = ode + (5 * sigma if broken else 0.0) + sigma * rng.standard_normal((32, t.size))
         results.append({"t": t, "loss": loss})
-    _, claims = EXPERIMENT._analyse_erf(cfg, tasks, results, "chain")
+    _, claims = _online_sgd_analyse_erf(cfg, tasks, results, "chain")
     by_id = {c.id: c for c in claims}
     assert set(by_id) == {"online_sgd.chain_within_spread", "online_sgd.chain_spread_exponent"}
     for claim in claims:
@@ -116,10 +128,17 @@ def test_trained_specialization_times_follow_the_flow_for_both_gauges():
     D = 8
     for gauge, c in (("w-heavy", 1.0), ("a-heavy", 0.05)):
         problem = single(D, gauge)
-        t_flow = float(np.min(solve(problem, stop_at_specialization=True, t_max=1e4).specialization_time))
+        t_flow = float(
+            np.min(solve(problem, stop_at_specialization=True, t_max=1e4).specialization_time)
+        )
         eta = c / D
-        res = train(problem, TrainConfig(lr=eta, steps=int(2 * t_flow / eta), samples=40 * D,
-                                         points_per_decade=60), seeds=6, root_seed=9, device="cpu")
+        res = train(
+            problem,
+            TrainConfig(lr=eta, steps=int(2 * t_flow / eta), samples=40 * D, points_per_decade=60),
+            seeds=6,
+            root_seed=9,
+            device="cpu",
+        )
         ts = res.specialization_time()[:, 0]
         assert np.all(np.isfinite(ts))
         assert abs(np.median(ts) / t_flow - 1) < 0.15, (gauge, ts, t_flow)
@@ -135,9 +154,14 @@ def _fake_scaling_results():
     for task in tasks:
         D = task["dim"]
         base = 5.0 * D if task["gauge"] == "w-heavy" else 1.0 / D
-        results.append({"specialization_time": base * (1 + 0.01 * rng.normal(size=6)),
-                        "theory_time": np.array(base), "steps": np.array(100),
-                        "run_time": np.array(10 * base)})
+        results.append(
+            {
+                "specialization_time": base * (1 + 0.01 * rng.normal(size=6)),
+                "theory_time": np.array(base),
+                "steps": np.array(100),
+                "run_time": np.array(10 * base),
+            }
+        )
     return EXPERIMENT.analyse(cfg, tasks, results, SEED)[1]
 
 
@@ -151,9 +175,15 @@ def _fake_ownership_results(owner_ok: bool):
         owner = np.zeros(6, dtype=int)
         if not owner_ok:
             owner[2] = -1  # a tie is not an owner
-        results.append({"owner": owner, "remaining": np.full(6, 1e-4),
-                        "flow_remaining": np.array(1e-5), "t": np.array([0.0, 1.0]),
-                        "rho": np.ones((6, 2, 2))})
+        results.append(
+            {
+                "owner": owner,
+                "remaining": np.full(6, 1e-4),
+                "flow_remaining": np.array(1e-5),
+                "t": np.array([0.0, 1.0]),
+                "rho": np.ones((6, 2, 2)),
+            }
+        )
     return EXPERIMENT.analyse(cfg, tasks, results, SEED)[1]
 
 

@@ -18,20 +18,33 @@ from gaugedyn.stats import _audit, _estimators
 
 def test_the_quick_audit_meets_the_bars():
     q = _audit.QUICK
-    rows = stats.audit(seeds=q["seeds"], trials=q["trials"], cells=q["cells"],
-                       shapes=("normal", "t3"),
-                       reps=q["reps"], seed=1)
+    rows = stats.audit(
+        seeds=q["seeds"],
+        trials=q["trials"],
+        cells=q["cells"],
+        shapes=("normal", "t3"),
+        reps=q["reps"],
+        seed=1,
+    )
     assert {r["rule"] for r in rows} == set(stats.RULES)
     assert {(r["seeds"], r["shape"]) for r in rows if r["rule"] == "every_cell"} == {
-        (10, "normal"), (10, "t3"), (40, "normal"), (40, "t3")}
+        (10, "normal"),
+        (10, "t3"),
+        (40, "normal"),
+        (40, "t3"),
+    }
     assert {r["seeds"] for r in rows if r["rule"] == "proportion"} == set(_audit.TRIALS)
-    assert all(set(r["coverage_by_p"]) == set(_audit.COVERAGE_P)
-               for r in rows if r["rule"] == "proportion")
+    assert all(
+        set(r["coverage_by_p"]) == set(_audit.COVERAGE_P) for r in rows if r["rule"] == "proportion"
+    )
     listed = [r for r in rows if r["bar"] == _audit.NOT_SIMULATED]
     assert [r["rule"] for r in listed] == ["deterministic"]
     rows = [r for r in rows if r not in listed]
-    misses = [f"{r['rule']} n={r['seeds']} {r['shape']}: {r['bar']}" for r in rows
-              if not r["bar"].startswith("ok")]
+    misses = [
+        f"{r['rule']} n={r['seeds']} {r['shape']}: {r['bar']}"
+        for r in rows
+        if not r["bar"].startswith("ok")
+    ]
     assert not misses, "\n".join(misses)
     for r in rows:  # the on-threshold HELD rate is a one-sided test's size, 2.5%
         assert r["held_at_boundary"].rate <= 0.025 + 3 * max(r["held_at_boundary"].se, 0.0035)
@@ -105,10 +118,12 @@ def test_randomised_proportion_bounds_are_clopper_pearson_at_the_ends_of_the_dra
     zero = _estimators.randomised_proportion_bounds(x, 0.975, np.zeros(17))
     one = _estimators.randomised_proportion_bounds(x, 0.975, np.ones(17))
     inner = slice(1, 16)
-    assert np.allclose(zero.lower[inner], sps.beta.ppf(0.025, ks[inner], n - ks[inner] + 1),
-                       atol=1e-10)
-    assert np.allclose(one.upper[inner], sps.beta.ppf(0.975, ks[inner] + 1, n - ks[inner]),
-                       atol=1e-10)
+    assert np.allclose(
+        zero.lower[inner], sps.beta.ppf(0.025, ks[inner], n - ks[inner] + 1), atol=1e-10
+    )
+    assert np.allclose(
+        one.upper[inner], sps.beta.ppf(0.975, ks[inner] + 1, n - ks[inner]), atol=1e-10
+    )
     u = np.linspace(0.05, 0.95, 17)
     b = _estimators.randomised_proportion_bounds(x, 0.975, u)
     f = sps.binom.cdf(ks - 1, n, b.lower) + u * sps.binom.pmf(ks, n, b.lower)
@@ -201,8 +216,9 @@ def test_median_bounds_are_order_statistics_where_the_level_is_attainable():
 def test_holm_adjusts_as_in_holm_1979():
     p = np.array([0.01, 0.04, 0.03, 0.005])
     assert np.allclose(stats.holm(p), [0.03, 0.06, 0.06, 0.02])
-    assert np.allclose(stats.holm(np.stack([p, p[::-1]])), [[0.03, 0.06, 0.06, 0.02],
-                                                             [0.02, 0.06, 0.06, 0.03]])
+    assert np.allclose(
+        stats.holm(np.stack([p, p[::-1]])), [[0.03, 0.06, 0.06, 0.02], [0.02, 0.06, 0.06, 0.03]]
+    )
 
 
 def test_cell_rules_decide_by_cell():
@@ -227,7 +243,7 @@ def test_cell_rules_decide_by_cell():
 
 
 def test_power_matches_the_noncentral_t():
-    rate, se = stats.RULES["mean_threshold"].power(10, 0.8, reps=4000, seed=5)
+    rate, se = stats.power(stats.RULES["mean_threshold"], 10, 0.8, reps=4000, seed=5)
     exact = sps.nct.sf(sps.t.ppf(0.975, 9), 9, 0.8 * math.sqrt(10))
     assert abs(rate - exact) < 4 * se
 
@@ -238,8 +254,9 @@ def test_power_at_the_papers_value_matches_the_noncentral_t():
     rate, se = stats.power_at(judged, 0.5, reps=4000, seed=2)
     exact = sps.nct.sf(sps.t.ppf(0.975, 9), 9, 0.5 / x.std(ddof=1) * math.sqrt(10))
     assert abs(rate - exact) < 4 * se
-    paired = stats.judge("paired_difference", x, x - 0.2 + 0.1 * np.cos(np.arange(10)),
-                         threshold=0.0)
+    paired = stats.judge(
+        "paired_difference", x, x - 0.2 + 0.1 * np.cos(np.arange(10)), threshold=0.0
+    )
     assert stats.power_at(paired, 0.2, reps=500).rate > 0.99
     assert math.isnan(stats.power_at(stats.judge("mean_threshold", [1.0], threshold=0), 1).rate)
     cells = stats.judge("every_cell", 0.3 + np.zeros((10, 4)) + x[:, None], threshold=0.0)
@@ -265,23 +282,30 @@ def test_findings_carry_rule_values_power_and_readings():
     assert stats.combine_readings({"a": "HELD", "b": "HELD"})["verdict"] == "HELD"
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: stats.judge("nope", [1, 2], threshold=0), "rule"),
-    (lambda: stats.judge("mean_threshold", [1, 2], threshold="x"), "threshold"),
-    (lambda: stats.judge("mean_threshold", [1, 2], threshold=0, direction=">="), "direction"),
-    (lambda: stats.judge("equivalence", [1, 2], threshold=(1, -1)), "threshold"),
-    (lambda: stats.judge("every_cell", [1, 2, 3], threshold=0), "values"),
-    (lambda: stats.judge("proportion", [0, 2, 1], threshold=0.5), "values"),
-    (lambda: stats.judge("paired_difference", [1, 2], [1], threshold=0), "samples"),
-    (lambda: stats.judge("mean_threshold", [1, 2], threshold=0, confidence=1.5), "confidence"),
-    (lambda: stats.audit(seeds=[1]), "seeds"),
-    (lambda: stats.audit(reps=0), "reps"),
-    (lambda: stats.audit(shapes=["cauchy"]), "shape"),
-    (lambda: stats.audit(effect=-1.0), "effect"),
-    (lambda: stats.finding_record(stats.judge("mean_threshold", [1, 2], threshold=0),
-                                  power=2.0), "power"),
-    (lambda: stats.combine_readings({"a": "MAYBE"}), "readings"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: stats.judge("nope", [1, 2], threshold=0), "rule"),
+        (lambda: stats.judge("mean_threshold", [1, 2], threshold="x"), "threshold"),
+        (lambda: stats.judge("mean_threshold", [1, 2], threshold=0, direction=">="), "direction"),
+        (lambda: stats.judge("equivalence", [1, 2], threshold=(1, -1)), "threshold"),
+        (lambda: stats.judge("every_cell", [1, 2, 3], threshold=0), "values"),
+        (lambda: stats.judge("proportion", [0, 2, 1], threshold=0.5), "values"),
+        (lambda: stats.judge("paired_difference", [1, 2], [1], threshold=0), "samples"),
+        (lambda: stats.judge("mean_threshold", [1, 2], threshold=0, confidence=1.5), "confidence"),
+        (lambda: stats.audit(seeds=[1]), "seeds"),
+        (lambda: stats.audit(reps=0), "reps"),
+        (lambda: stats.audit(shapes=["cauchy"]), "shape"),
+        (lambda: stats.audit(effect=-1.0), "effect"),
+        (
+            lambda: stats.finding_record(
+                stats.judge("mean_threshold", [1, 2], threshold=0), power=2.0
+            ),
+            "power",
+        ),
+        (lambda: stats.combine_readings({"a": "MAYBE"}), "readings"),
+    ],
+)
 def test_bad_input_names_the_argument(call, name):
     with pytest.raises(InputError, match=name):
         call()
@@ -295,12 +319,23 @@ def test_audit_rules_command_exit_codes(capsys, monkeypatch):
         main(["audit-rules", "--reps", "x"])
     assert exit_.value.code == 2
     assert "--reps" in capsys.readouterr().err
-    quick = ["audit-rules", "--quick", "--rules", "mean_threshold", "--seeds", "10", "--reps",
-             "300", "--no-progress"]
+    quick = [
+        "audit-rules",
+        "--quick",
+        "--rules",
+        "mean_threshold",
+        "--seeds",
+        "10",
+        "--reps",
+        "300",
+        "--no-progress",
+    ]
     assert main(quick + ["--markdown"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("Produced by `gaugedyn audit-rules --quick --seeds 10 --rules "
-                          "mean_threshold --reps 300 --markdown` on ")
+    assert out.startswith(
+        "Produced by `gaugedyn audit-rules --quick --seeds 10 --rules "
+        "mean_threshold --reps 300 --markdown` on "
+    )
     assert "| mean_threshold | 10 | 1 | t3 |" in out
     monkeypatch.setattr(_audit, "COVERAGE_BAR", (0.99, 1.0))
     assert main(quick) == 1

@@ -49,9 +49,15 @@ class Toy(Experiment):
 
     def tasks(self, config):
         return [
-            {"i": i, "size": config["size"], "scale": config["scale"], "sleep": config["sleep"],
-             "fail": i in config["fail_on"], "diverge": i in config["diverge_on"],
-             **({"crash": True} if i in config["crash_on"] else {})}
+            {
+                "i": i,
+                "size": config["size"],
+                "scale": config["scale"],
+                "sleep": config["sleep"],
+                "fail": i in config["fail_on"],
+                "diverge": i in config["diverge_on"],
+                **({"crash": True} if i in config["crash_on"] else {}),
+            }
             for i in range(config["n_tasks"])
         ]
 
@@ -85,8 +91,14 @@ class Toy(Experiment):
         assert all(r["note"] is None for r in results)
         biggest = float(np.abs(s).max())
         claims = [
-            Claim("bounded", "every task's sum stays below the bound", biggest, 0.0,
-                  config["bound"], biggest < config["bound"]),
+            Claim(
+                "bounded",
+                "every task's sum stays below the bound",
+                biggest,
+                0.0,
+                config["bound"],
+                biggest < config["bound"],
+            ),
         ]
         return {"s": s, "x": x, "i": np.array([r["i"] for r in results])}, claims, {"max": biggest}
 

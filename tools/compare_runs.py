@@ -35,8 +35,7 @@ import numpy as np
 
 from gaugedyn import InputError
 from gaugedyn.harness._arrays import load_arrays
-from gaugedyn.harness._folders import run_folders
-from gaugedyn.harness._summary import read_summary
+from gaugedyn.harness._folders import read_summary, run_folders
 
 CLAIM_FIELDS = ("kind", "measured", "expected", "tolerance", "passed", "verdict", "interval")
 
@@ -82,8 +81,9 @@ class Tolerance:
             with np.errstate(divide="ignore", invalid="ignore"):
                 rel = np.where(scale > 0, np.abs(a - b) / scale, 0.0)
             self.largest = max(self.largest, float(rel.max()))
-        return bool(np.all(np.abs(a - b) <= self.atol + self.rtol * np.maximum(np.abs(a),
-                                                                                 np.abs(b))))
+        return bool(
+            np.all(np.abs(a - b) <= self.atol + self.rtol * np.maximum(np.abs(a), np.abs(b)))
+        )
 
 
 def _number(x) -> bool:
@@ -105,7 +105,9 @@ def differing(a, b, tol: Tolerance, path: str = "") -> list[str]:
             fa = [np.nan if x is None else x for x in a]
             fb = [np.nan if x is None else x for x in b]
             return [] if tol.close(fa, fb) else [path]
-        return [p for i, (x, y) in enumerate(zip(a, b)) for p in differing(x, y, tol, f"{path}[{i}]")]
+        return [
+            p for i, (x, y) in enumerate(zip(a, b)) for p in differing(x, y, tol, f"{path}[{i}]")
+        ]
     if _number(a) and _number(b):
         return [] if tol.close(np.nan if a is None else a, np.nan if b is None else b) else [path]
     return [] if a == b else [path]
@@ -123,16 +125,22 @@ def compare_run(old: Path, new: Path, tol: Tolerance | None = None) -> list[str]
         if tol is not None:
             fields = [f for f in c_old[ident] if f not in ("statement", "expected")]
             fields = sorted(set(fields) | set(c_new[ident]) - {"statement", "expected"})
-            changed = [p.lstrip(".") for f in fields for p in
-                       differing(c_old[ident].get(f), c_new[ident].get(f), tol, f)]
+            changed = [
+                p.lstrip(".")
+                for f in fields
+                for p in differing(c_old[ident].get(f), c_new[ident].get(f), tol, f)
+            ]
         else:
             changed = [f for f in CLAIM_FIELDS if c_old[ident].get(f) != c_new[ident].get(f)]
         if changed:
-            shown = ", ".join(changed[:6]) + (f" and {len(changed) - 6} more"
-                                              if len(changed) > 6 else "")
-            problems.append(f"claim {ident}: {shown} differ "
-                            f"(measured {c_old[ident].get('measured')!r} against "
-                            f"{c_new[ident].get('measured')!r})")
+            shown = ", ".join(changed[:6]) + (
+                f" and {len(changed) - 6} more" if len(changed) > 6 else ""
+            )
+            problems.append(
+                f"claim {ident}: {shown} differ "
+                f"(measured {c_old[ident].get('measured')!r} against "
+                f"{c_new[ident].get('measured')!r})"
+            )
     if s_old.get("status") != s_new.get("status"):
         problems.append(f"status {s_old.get('status')!r} against {s_new.get('status')!r}")
     has = [s.get("arrays_sha256") is not None for s in (s_old, s_new)]
@@ -163,8 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Compare the claims and arrays of two results.")
     p.add_argument("old", type=Path, help="a run folder or a reproduce folder")
     p.add_argument("new", type=Path, help="a run folder or a reproduce folder")
-    p.add_argument("--rtol", type=float, default=None,
-                   help="compare numbers to this relative tolerance (verdicts exactly)")
+    p.add_argument(
+        "--rtol",
+        type=float,
+        default=None,
+        help="compare numbers to this relative tolerance (verdicts exactly)",
+    )
     p.add_argument("--atol", type=float, default=0.0, help="absolute tolerance with --rtol")
     args = p.parse_args(argv)
     try:
@@ -185,9 +197,11 @@ def main(argv: list[str] | None = None) -> int:
         if tol is None:
             print(f"{name}: {'identical claims and arrays' if not problems else 'DIFFERS'}")
         else:
-            print(f"{name}: {'DIFFERS' if problems else 'the same'} to rtol {tol.rtol:g}, atol "
-                  f"{tol.atol:g} (verdicts exactly); largest relative difference of the numbers "
-                  f"{tol.largest:.2g}")
+            print(
+                f"{name}: {'DIFFERS' if problems else 'the same'} to rtol {tol.rtol:g}, atol "
+                f"{tol.atol:g} (verdicts exactly); largest relative difference of the numbers "
+                f"{tol.largest:.2g}"
+            )
             tol.largest = 0.0
         for line in problems:
             print(f"  {line}")

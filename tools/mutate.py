@@ -61,131 +61,262 @@ class Mutation:
 T = "tests/"
 MUTATIONS = (
     # --- the six bugs that went through the suite unnoticed (issue 19) ---------------------------
-    Mutation("rodas-error-stage", "src/gaugedyn/theory/_rosenbrock.py",
-             "err = _rms(ks[5] / (sys.atol", "err = _rms(ks[4] / (sys.atol",
-             (T + "test_theory_integrators.py", T + "test_theory_solve.py"),
-             "Rodas error estimate taken from the wrong stage"),
-    Mutation("rodas-dense-digit", "src/gaugedyn/theory/_rosenbrock.py",
-             "[10.12623508344586,", "[10.12623508344566,",
-             (T + "test_theory_integrators.py", T + "test_theory_solve.py"),
-             "one digit of a dense-output coefficient"),
-    Mutation("gd-event-off-by-one", "src/gaugedyn/theory/_methods.py",
-             "events[new] = ((k - 1) + frac[new]) * eta", "events[new] = (k + frac[new]) * eta",
-             (T + "test_theory_integrators.py", T + "test_theory_solve.py"),
-             "GD event time interpolated one step late"),
-    Mutation("online-adam-eta-over-d", "src/gaugedyn/training/_trainer.py",
-             'scale = 1.0 / D if (cfg.online and cfg.optimizer == "sgd") else 1.0',
-             "scale = 1.0 / D if cfg.online else 1.0",
-             (T + "test_training_online.py", T + "test_training.py"),
-             "online SGD's eta/D step applied to online Adam"),
-    Mutation("online-flow-time-no-d", "src/gaugedyn/training/_trainer.py",
-             "t_flow += eta * scale", "t_flow += eta",
-             (T + "test_training_online.py", T + "test_training.py"),
-             "the /D dropped from online SGD's flow time"),
-    Mutation("recorder-late-attach-swapped", "src/gaugedyn/adam/_recorder.py",
-             'st["exp_avg"] * (bc2 / bc1)', 'st["exp_avg"] * (bc1 / bc2)',
-             (T + "test_adam_reference.py", T + "test_adam_recorder.py"),
-             "late-attached AdamRecorder: bias corrections swapped"),
+    Mutation(
+        "rodas-error-stage",
+        "src/gaugedyn/theory/_rosenbrock.py",
+        "err = _rms(ks[5] / (sys.atol",
+        "err = _rms(ks[4] / (sys.atol",
+        (T + "test_theory_integrators.py", T + "test_theory_solve.py"),
+        "Rodas error estimate taken from the wrong stage",
+    ),
+    Mutation(
+        "rodas-dense-digit",
+        "src/gaugedyn/theory/_rosenbrock.py",
+        "[10.12623508344586,",
+        "[10.12623508344566,",
+        (T + "test_theory_integrators.py", T + "test_theory_solve.py"),
+        "one digit of a dense-output coefficient",
+    ),
+    Mutation(
+        "gd-event-off-by-one",
+        "src/gaugedyn/theory/_methods.py",
+        "events[new] = ((k - 1) + frac[new]) * eta",
+        "events[new] = (k + frac[new]) * eta",
+        (T + "test_theory_integrators.py", T + "test_theory_solve.py"),
+        "GD event time interpolated one step late",
+    ),
+    Mutation(
+        "online-adam-eta-over-d",
+        "src/gaugedyn/training/_trainer.py",
+        'scale = 1.0 / D if (cfg.online and cfg.optimizer == "sgd") else 1.0',
+        "scale = 1.0 / D if cfg.online else 1.0",
+        (T + "test_training_online.py", T + "test_training.py"),
+        "online SGD's eta/D step applied to online Adam",
+    ),
+    Mutation(
+        "online-flow-time-no-d",
+        "src/gaugedyn/training/_trainer.py",
+        "t_flow += eta * scale",
+        "t_flow += eta",
+        (T + "test_training_online.py", T + "test_training.py"),
+        "the /D dropped from online SGD's flow time",
+    ),
+    Mutation(
+        "recorder-late-attach-swapped",
+        "src/gaugedyn/adam/_recorder.py",
+        'st["exp_avg"] * (bc2 / bc1)',
+        'st["exp_avg"] * (bc1 / bc2)',
+        (T + "test_adam_reference.py", T + "test_adam_recorder.py"),
+        "late-attached AdamRecorder: bias corrections swapped",
+    ),
     # --- the theory ----------------------------------------------------------------------------
-    Mutation("owner-axis", "src/gaugedyn/theory/_observables.py",
-             "best = np.max(share, axis=-2, keepdims=True)",
-             "best = np.max(share, axis=-1, keepdims=True)",
-             (T + "test_theory_solve.py", T + "test_theory_flows.py"),
-             "owner: the largest share taken over teachers instead of students"),
-    Mutation("delta-sign", "src/gaugedyn/theory/_observables.py",
-             "return a**2 - np.diagonal(Q, axis1=-2, axis2=-1)",
-             "return a**2 + np.diagonal(Q, axis1=-2, axis2=-1)",
-             (T + "test_theory_flows.py",), "gauge delta with the wrong sign"),
-    Mutation("gradient-H-sign", "src/gaugedyn/theory/_population.py",
-             "H = -ab * Fc_st", "H = ab * Fc_st",
-             (T + "test_theory_flows.py",), "sign of the teacher-overlap gradient"),
-    Mutation("gradient-diagonal-factor", "src/gaugedyn/theory/_population.py",
-             "diag = 0.5 * a**2 * dS(dq)", "diag = a**2 * dS(dq)",
-             (T + "test_theory_flows.py",), "factor 1/2 lost in the self-overlap gradient"),
-    Mutation("gd-step-second-order", "src/gaugedyn/theory/_flows.py",
-             "Q + eta * dQ + eta**2 * outer", "Q + eta * dQ + eta * outer",
-             (T + "test_theory_flows.py", T + "test_theory_solve.py"),
-             "GD in order parameters: eta^2 term with eta"),
-    Mutation("rodas-tableau-digit", "src/gaugedyn/theory/_rosenbrock.py",
-             "[1.544, 0, 0, 0, 0],", "[1.554, 0, 0, 0, 0],",
-             (T + "test_theory_solve.py",), "one digit of the Rodas4 tableau"),
-    Mutation("rodas-step-exponent", "src/gaugedyn/theory/_rosenbrock.py",
-             "fac = np.clip(0.9 * err ** -0.25, 0.2, 6.0)",
-             "fac = np.clip(0.9 * err ** -0.5, 0.2, 6.0)",
-             (T + "test_theory_solve.py", T + "test_theory_integrators.py"),
-             "step-size controller with the wrong order"),
-    Mutation("lsoda-grid-start", "src/gaugedyn/theory/_lsoda.py",
-             "t_min = max(min(1e-3, task.t_max / 10.0, scale), 1e-16 * task.t_max)",
-             "t_min = min(1e-3, task.t_max / 10.0)",
-             (T + "test_theory_solve.py",), "LSODA's grid ignores the initial time scale"),
-    Mutation("lsoda-event-bracket-side", "src/gaugedyn/theory/_lsoda.py",
-             "dense = {k: _bracket(task, ts[k - 1], ts[k], ys[k - 1], counted)",
-             "dense = {k: _bracket(task, ts[k - 1], ts[k], ys[k], counted)",
-             (T + "test_theory_solve.py",), "an event's bracket started from its right end"),
+    Mutation(
+        "owner-axis",
+        "src/gaugedyn/theory/_observables.py",
+        "best = np.max(share, axis=-2, keepdims=True)",
+        "best = np.max(share, axis=-1, keepdims=True)",
+        (T + "test_theory_solve.py", T + "test_theory_flows.py"),
+        "owner: the largest share taken over teachers instead of students",
+    ),
+    Mutation(
+        "delta-sign",
+        "src/gaugedyn/theory/_observables.py",
+        "return a**2 - np.diagonal(Q, axis1=-2, axis2=-1)",
+        "return a**2 + np.diagonal(Q, axis1=-2, axis2=-1)",
+        (T + "test_theory_flows.py",),
+        "gauge delta with the wrong sign",
+    ),
+    Mutation(
+        "gradient-H-sign",
+        "src/gaugedyn/theory/_population.py",
+        "H = -ab * Fc_st",
+        "H = ab * Fc_st",
+        (T + "test_theory_flows.py",),
+        "sign of the teacher-overlap gradient",
+    ),
+    Mutation(
+        "gradient-diagonal-factor",
+        "src/gaugedyn/theory/_population.py",
+        "diag = 0.5 * a**2 * dS(dq)",
+        "diag = a**2 * dS(dq)",
+        (T + "test_theory_flows.py",),
+        "factor 1/2 lost in the self-overlap gradient",
+    ),
+    Mutation(
+        "gd-step-second-order",
+        "src/gaugedyn/theory/_flows.py",
+        "Q + eta * dQ + eta**2 * outer",
+        "Q + eta * dQ + eta * outer",
+        (T + "test_theory_flows.py", T + "test_theory_solve.py"),
+        "GD in order parameters: eta^2 term with eta",
+    ),
+    Mutation(
+        "rodas-tableau-digit",
+        "src/gaugedyn/theory/_rosenbrock.py",
+        "[1.544, 0, 0, 0, 0],",
+        "[1.554, 0, 0, 0, 0],",
+        (T + "test_theory_solve.py",),
+        "one digit of the Rodas4 tableau",
+    ),
+    Mutation(
+        "rodas-step-exponent",
+        "src/gaugedyn/theory/_rosenbrock.py",
+        "fac = np.clip(0.9 * err ** -0.25, 0.2, 6.0)",
+        "fac = np.clip(0.9 * err ** -0.5, 0.2, 6.0)",
+        (T + "test_theory_solve.py", T + "test_theory_integrators.py"),
+        "step-size controller with the wrong order",
+    ),
+    Mutation(
+        "lsoda-grid-start",
+        "src/gaugedyn/theory/_lsoda.py",
+        "t_min = max(min(1e-3, task.t_max / 10.0, scale), 1e-16 * task.t_max)",
+        "t_min = min(1e-3, task.t_max / 10.0)",
+        (T + "test_theory_solve.py",),
+        "LSODA's grid ignores the initial time scale",
+    ),
+    Mutation(
+        "lsoda-event-bracket-side",
+        "src/gaugedyn/theory/_lsoda.py",
+        "dense = {k: _bracket(task, ts[k - 1], ts[k], ys[k - 1], counted)",
+        "dense = {k: _bracket(task, ts[k - 1], ts[k], ys[k], counted)",
+        (T + "test_theory_solve.py",),
+        "an event's bracket started from its right end",
+    ),
     # --- the exact order-parameter chain of online SGD --------------------------------------------
-    Mutation("chain-free-directions", "src/gaugedyn/training/_online_kernels.py",
-             "free = max(D - rank, 0)", "free = max(D, 0)",
-             (T + "test_online_chain.py",), "the orthogonal part drawn with D degrees of freedom"),
-    Mutation("chain-bartlett-dof", "src/gaugedyn/training/_online_kernels.py",
-             "A[i, i] = math.sqrt(gen.chisquare(free - i))",
-             "A[i, i] = math.sqrt(gen.chisquare(free))",
-             (T + "test_online_chain.py",), "Bartlett's diagonal with the same degrees of freedom"),
-    Mutation("chain-cross-gram", "src/gaugedyn/training/_online_kernels.py",
-             "s += c[mu, i] * c[nu, j] * G[mu, nu]", "s += c[mu, i] * c[nu, j] * G[mu, mu]",
-             (T + "test_online_chain.py",), "the batch's noise term without the samples' overlaps"),
-    Mutation("chain-unspanned-draw", "src/gaugedyn/training/_online_kernels.py",
-             "z[mu, p] = gen.standard_normal() if L[p, p] != 0.0 else 0.0",
-             "z[mu, p] = gen.standard_normal()",
-             (T + "test_online_chain.py",), "a direction the rows do not span counted twice"),
+    Mutation(
+        "chain-free-directions",
+        "src/gaugedyn/training/_online_kernels.py",
+        "free = max(D - rank, 0)",
+        "free = max(D, 0)",
+        (T + "test_online_chain.py",),
+        "the orthogonal part drawn with D degrees of freedom",
+    ),
+    Mutation(
+        "chain-bartlett-dof",
+        "src/gaugedyn/training/_online_kernels.py",
+        "A[i, i] = math.sqrt(gen.chisquare(free - i))",
+        "A[i, i] = math.sqrt(gen.chisquare(free))",
+        (T + "test_online_chain.py",),
+        "Bartlett's diagonal with the same degrees of freedom",
+    ),
+    Mutation(
+        "chain-cross-gram",
+        "src/gaugedyn/training/_online_kernels.py",
+        "s += c[mu, i] * c[nu, j] * G[mu, nu]",
+        "s += c[mu, i] * c[nu, j] * G[mu, mu]",
+        (T + "test_online_chain.py",),
+        "the batch's noise term without the samples' overlaps",
+    ),
+    Mutation(
+        "chain-unspanned-draw",
+        "src/gaugedyn/training/_online_kernels.py",
+        "z[mu, p] = gen.standard_normal() if L[p, p] != 0.0 else 0.0",
+        "z[mu, p] = gen.standard_normal()",
+        (T + "test_online_chain.py",),
+        "a direction the rows do not span counted twice",
+    ),
     # --- Adam ------------------------------------------------------------------------------------
-    Mutation("adam-eps-part", "src/gaugedyn/adam/_decomposition.py",
-             "eps_part = where(pos, -eps * w_hat / (s_safe * d), w_hat / d)",
-             "eps_part = where(pos, -eps * w_hat / (s_safe * s_safe), w_hat / d)",
-             (T + "test_adam_decomposition.py",), "eps part of the Adam split with s for s + eps"),
-    Mutation("adam-lag-denominator", "src/gaugedyn/adam/_decomposition.py",
-             "lag = (m_hat - w_hat) / d", "lag = (m_hat - w_hat) / s_safe",
-             (T + "test_adam_decomposition.py",), "lag part divided by sqrt(v^) without eps"),
-    Mutation("adam-bias-beta", "src/gaugedyn/adam/_decomposition.py",
-             "bc1 = 1 - beta1**step\n    bc2 = 1 - beta2**step\n    return bc1, bc2, bc2**0.5",
-             "bc1 = 1 - beta2**step\n    bc2 = 1 - beta2**step\n    return bc1, bc2, bc2**0.5",
-             (T + "test_adam_decomposition.py", T + "test_adam_recorder.py"),
-             "first-moment bias correction with beta2"),
+    Mutation(
+        "adam-eps-part",
+        "src/gaugedyn/adam/_decomposition.py",
+        "eps_part = where(pos, -eps * w_hat / (s_safe * d), w_hat / d)",
+        "eps_part = where(pos, -eps * w_hat / (s_safe * s_safe), w_hat / d)",
+        (T + "test_adam_decomposition.py",),
+        "eps part of the Adam split with s for s + eps",
+    ),
+    Mutation(
+        "adam-lag-denominator",
+        "src/gaugedyn/adam/_decomposition.py",
+        "lag = (m_hat - w_hat) / d",
+        "lag = (m_hat - w_hat) / s_safe",
+        (T + "test_adam_decomposition.py",),
+        "lag part divided by sqrt(v^) without eps",
+    ),
+    Mutation(
+        "adam-bias-beta",
+        "src/gaugedyn/adam/_decomposition.py",
+        "bc1 = 1 - beta1**step\n    bc2 = 1 - beta2**step\n    return bc1, bc2, bc2**0.5",
+        "bc1 = 1 - beta2**step\n    bc2 = 1 - beta2**step\n    return bc1, bc2, bc2**0.5",
+        (T + "test_adam_decomposition.py", T + "test_adam_recorder.py"),
+        "first-moment bias correction with beta2",
+    ),
     # --- statistics and claims -------------------------------------------------------------------
-    Mutation("verdict-low-high", "src/gaugedyn/stats/__init__.py",
-             "        if low > threshold:\n            return \"HELD\"",
-             "        if high > threshold:\n            return \"HELD\"",
-             (T + "test_stats.py",), "a finding held when only the interval's top clears it"),
-    Mutation("mean-ci-quantile", "src/gaugedyn/stats/__init__.py",
-             "stats.t.ppf(0.5 + confidence / 2, a.size - 1)", "stats.t.ppf(confidence, a.size - 1)",
-             (T + "test_stats.py",), "one-sided quantile in the t interval"),
-    Mutation("every-cell-without-holm", "src/gaugedyn/stats/_rules.py",
-             "holm = self.bounds((x,), 1 - (1 - level) / m)", "holm = self.bounds((x,), level)",
-             (T + "test_verdict_rules.py",), "the every-cell rule says NOT HELD without Holm"),
-    Mutation("median-interpolation-weight", "src/gaugedyn/stats/_estimators.py",
-             "lam = (n - k) * interp / (k + (n - 2 * k) * interp)",
-             "lam = k * interp / (k + (n - 2 * k) * interp)",
-             (T + "test_verdict_rules.py",), "a wrong Hettmansperger-Sheather weight"),
+    Mutation(
+        "verdict-low-high",
+        "src/gaugedyn/stats/__init__.py",
+        '        if low > threshold:\n            return "HELD"',
+        '        if high > threshold:\n            return "HELD"',
+        (T + "test_stats.py",),
+        "a finding held when only the interval's top clears it",
+    ),
+    Mutation(
+        "mean-ci-quantile",
+        "src/gaugedyn/stats/__init__.py",
+        "stats.t.ppf(0.5 + confidence / 2, a.size - 1)",
+        "stats.t.ppf(confidence, a.size - 1)",
+        (T + "test_stats.py",),
+        "one-sided quantile in the t interval",
+    ),
+    Mutation(
+        "every-cell-without-holm",
+        "src/gaugedyn/stats/_rules.py",
+        "holm = self.bounds((x,), 1 - (1 - level) / m)",
+        "holm = self.bounds((x,), level)",
+        (T + "test_verdict_rules.py",),
+        "the every-cell rule says NOT HELD without Holm",
+    ),
+    Mutation(
+        "median-interpolation-weight",
+        "src/gaugedyn/stats/_estimators.py",
+        "lam = (n - k) * interp / (k + (n - 2 * k) * interp)",
+        "lam = k * interp / (k + (n - 2 * k) * interp)",
+        (T + "test_verdict_rules.py",),
+        "a wrong Hettmansperger-Sheather weight",
+    ),
     # --- the run machinery -----------------------------------------------------------------------
-    Mutation("store-checksum-deleted", "src/gaugedyn/harness/_store.py",
-             "if record_digest(key, npz, layout) != meta[\"sha256\"]:",
-             "if False:",
-             (T + "test_store.py",), "stored results no longer checked against their checksum"),
-    Mutation("task-key-without-seed", "src/gaugedyn/harness/_store.py",
-             "payload = canonical_json([experiment, task, int(root_seed), version])",
-             "payload = canonical_json([experiment, task, version])",
-             (T + "test_store.py", T + "test_experiments_run.py"),
-             "the store address ignores the root seed"),
-    Mutation("param-upper-bound-inverted", "src/gaugedyn/_options.py",
-             "if self.hi is not None and (x > self.hi or",
-             "if self.hi is not None and (x < self.hi or",
-             (T + "test_experiments_config.py", T + "test_stats.py"), "Param's upper bound inverted"),
-    Mutation("nan-check-deleted", "src/gaugedyn/harness/_config.py",
-             "    if not _finite(value):\n", "    if False:\n",
-             (T + "test_experiments_config.py",), "nan and inf settings accepted"),
-    Mutation("retry-no-progress-test", "src/gaugedyn/harness/_sweep.py",
-             "if len(again) == len(lost):", "if len(again) != len(lost):",
-             (T + "test_experiments_run.py::test_a_dying_worker_fails_only_its_task_and_the_rerun_resumes",),
-             "a dead worker's suspects isolated at the wrong moment"),
+    Mutation(
+        "store-checksum-deleted",
+        "src/gaugedyn/harness/_store.py",
+        'if record_digest(key, npz, layout) != meta["sha256"]:',
+        "if False:",
+        (T + "test_store.py",),
+        "stored results no longer checked against their checksum",
+    ),
+    Mutation(
+        "task-key-without-seed",
+        "src/gaugedyn/harness/_store.py",
+        "payload = canonical_json([experiment, task, int(root_seed), version])",
+        "payload = canonical_json([experiment, task, version])",
+        (T + "test_store.py", T + "test_experiments_run.py"),
+        "the store address ignores the root seed",
+    ),
+    Mutation(
+        "param-upper-bound-inverted",
+        "src/gaugedyn/_options.py",
+        "if self.hi is not None and (x > self.hi or",
+        "if self.hi is not None and (x < self.hi or",
+        (T + "test_experiments_config.py", T + "test_stats.py"),
+        "Param's upper bound inverted",
+    ),
+    Mutation(
+        "nan-check-deleted",
+        "src/gaugedyn/harness/_config.py",
+        "    if not _finite(value):\n",
+        "    if False:\n",
+        (T + "test_experiments_config.py",),
+        "nan and inf settings accepted",
+    ),
+    Mutation(
+        "retry-no-progress-test",
+        "src/gaugedyn/harness/_sweep.py",
+        "if len(again) == len(lost):",
+        "if len(again) != len(lost):",
+        (
+            T
+            + "test_experiments_run.py::test_a_dying_worker_fails_only_its_task_and_the_rerun_resumes",
+        ),
+        "a dead worker's suspects isolated at the wrong moment",
+    ),
 )
 
 
@@ -196,9 +327,11 @@ SPIKES = "src/gaugedyn/adam/_spikes.py"
 STAB = "src/gaugedyn/adam/_stability.py"
 EDGE = "src/gaugedyn/experiments/adam_stability/_edge.py"
 PROTO = "src/gaugedyn/experiments/prototypes/_model.py"
-SREP = "src/gaugedyn/experiments/adam_state/_protocol.py"
+SREP = "src/gaugedyn/experiments/adam_state/_pulses.py"
 CHAIN_T = (T + "test_pinned_chain.py",)
-CHAIN_RUN_T = (T + "test_online_chain.py::test_chain_update_is_weight_space_sgd_on_the_same_samples",)
+CHAIN_RUN_T = (
+    T + "test_online_chain.py::test_chain_update_is_weight_space_sgd_on_the_same_samples",
+)
 STATE_T = (T + "test_pinned_adam_state.py",)
 STAB_T = (T + "test_pinned_stability.py",)
 EDGE_T = (T + "test_pinned_edge.py",)
@@ -212,137 +345,464 @@ def _m34(id: str, file: str, old: str, new: str, tests: tuple[str, ...], what: s
 
 MUTATIONS += (
     # the chain's per-step draw and its update
-    _m34("chain-field-transposed", KERN, "s += L[p, q] * z[mu, q]", "s += L[q, p] * z[mu, q]",
-         CHAIN_T, "fields drawn as L^T z instead of L z"),
-    _m34("chain-bartlett-upper", KERN, "A[i, j] = gen.standard_normal()",
-         "A[j, i] = gen.standard_normal()", CHAIN_T,
-         "Bartlett's factor filled above its diagonal (A^T A for A A^T)"),
-    _m34("chain-bartlett-dof-minus-one", KERN, "math.sqrt(gen.chisquare(free - i))",
-         "math.sqrt(gen.chisquare(free - i - 1))", CHAIN_T,
-         "Bartlett's chi-square one degree of freedom short (1-based index)"),
-    _m34("chain-explicit-transposed", KERN, "A[i, m] = gen.standard_normal()",
-         "A[m, i] = gen.standard_normal()", CHAIN_T,
-         "the explicit orthogonal normals stored transposed (free < B)"),
-    _m34("chain-single-chi-rankless", KERN, "G[0, 0] += gen.chisquare(free)",
-         "G[0, 0] += gen.chisquare(D)", CHAIN_T,
-         "B = 1: |x_perp|^2 drawn with D degrees of freedom whatever the rank"),
-    _m34("chain-pivot-guard-dropped", KERN, "if d > tol * C[j, j] and d > 0.0:", "if d > 0.0:",
-         CHAIN_T, "the relative pivot threshold dropped: rounding counts as a direction"),
-    _m34("chain-cholesky-row", KERN, "s -= L[i, m] * L[j, m]", "s -= L[i, m] * L[i, m]",
-         CHAIN_T, "Cholesky's off-diagonal update with the wrong row"),
-    _m34("chain-gram-mirror", KERN, "G[nu, mu] = G[mu, nu]", "G[mu, nu] = G[nu, mu]",
-         CHAIN_T, "the samples' Gram matrix mirrored the wrong way"),
-    _m34("chain-coef-batch", KERN, "c[mu, i] = (eta / batch) * e", "c[mu, i] = eta * e",
-         CHAIN_RUN_T, "the chain's weight step not averaged over the batch"),
-    _m34("chain-q-cross-term", KERN, "s -= c[mu, j] * u[mu, i]", "s -= c[mu, i] * u[mu, j]",
-         CHAIN_RUN_T, "Q's update with one cross term counted twice"),
+    _m34(
+        "chain-field-transposed",
+        KERN,
+        "s += L[p, q] * z[mu, q]",
+        "s += L[q, p] * z[mu, q]",
+        CHAIN_T,
+        "fields drawn as L^T z instead of L z",
+    ),
+    _m34(
+        "chain-bartlett-upper",
+        KERN,
+        "A[i, j] = gen.standard_normal()",
+        "A[j, i] = gen.standard_normal()",
+        CHAIN_T,
+        "Bartlett's factor filled above its diagonal (A^T A for A A^T)",
+    ),
+    _m34(
+        "chain-bartlett-dof-minus-one",
+        KERN,
+        "math.sqrt(gen.chisquare(free - i))",
+        "math.sqrt(gen.chisquare(free - i - 1))",
+        CHAIN_T,
+        "Bartlett's chi-square one degree of freedom short (1-based index)",
+    ),
+    _m34(
+        "chain-explicit-transposed",
+        KERN,
+        "A[i, m] = gen.standard_normal()",
+        "A[m, i] = gen.standard_normal()",
+        CHAIN_T,
+        "the explicit orthogonal normals stored transposed (free < B)",
+    ),
+    _m34(
+        "chain-single-chi-rankless",
+        KERN,
+        "G[0, 0] += gen.chisquare(free)",
+        "G[0, 0] += gen.chisquare(D)",
+        CHAIN_T,
+        "B = 1: |x_perp|^2 drawn with D degrees of freedom whatever the rank",
+    ),
+    _m34(
+        "chain-pivot-guard-dropped",
+        KERN,
+        "if d > tol * C[j, j] and d > 0.0:",
+        "if d > 0.0:",
+        CHAIN_T,
+        "the relative pivot threshold dropped: rounding counts as a direction",
+    ),
+    _m34(
+        "chain-cholesky-row",
+        KERN,
+        "s -= L[i, m] * L[j, m]",
+        "s -= L[i, m] * L[i, m]",
+        CHAIN_T,
+        "Cholesky's off-diagonal update with the wrong row",
+    ),
+    _m34(
+        "chain-gram-mirror",
+        KERN,
+        "G[nu, mu] = G[mu, nu]",
+        "G[mu, nu] = G[nu, mu]",
+        CHAIN_T,
+        "the samples' Gram matrix mirrored the wrong way",
+    ),
+    _m34(
+        "chain-coef-batch",
+        KERN,
+        "c[mu, i] = (eta / batch) * e",
+        "c[mu, i] = eta * e",
+        CHAIN_RUN_T,
+        "the chain's weight step not averaged over the batch",
+    ),
+    _m34(
+        "chain-q-cross-term",
+        KERN,
+        "s -= c[mu, j] * u[mu, i]",
+        "s -= c[mu, i] * u[mu, j]",
+        CHAIN_RUN_T,
+        "Q's update with one cross term counted twice",
+    ),
     # the Adam state toolkit
-    _m34("state-bias-beta1", STATE, 'b2 = float(g["betas"][1])', 'b2 = float(g["betas"][0])',
-         STATE_T, "adaptive scale bias-corrected with beta1"),
-    _m34("state-bias-missing", STATE, 'return 1.0 - b2 ** float(st["step"]), float(g["eps"])',
-         'return 1.0, float(g["eps"])', STATE_T, "adaptive scale without bias correction"),
-    _m34("state-bias-step-ahead", STATE, 'b2 ** float(st["step"])',
-         'b2 ** (float(st["step"]) + 1)', STATE_T, "bias correction one step ahead"),
-    _m34("state-eps-inside-root", STATE, "terms.append(1.0 / ((v.double() / bc2).sqrt() + eps))",
-         "terms.append(1.0 / ((v.double() / bc2 + eps).sqrt()))", STATE_T,
-         "eps added under the square root"),
-    _m34("state-group-first", STATE, 'if any(q is p for q in g["params"]):', "if True:",
-         STATE_T, "every parameter read with the first group's betas and eps"),
-    _m34("state-layer-first-dot", STATE, 'n.rpartition(".")[0]', 'n.partition(".")[0]',
-         STATE_T, "layers grouped by the name up to its first dot"),
-    _m34("state-count-with-batch", STATE,
-         "cnt += t[(0,) * batch_dims].numel() if batch_dims else t.numel()",
-         "cnt += t.numel()", STATE_T, "per-batch means divided by the batch's count too"),
-    _m34("state-amsgrad-both", STATE, 'if "exp_avg_sq" in keys and "max_exp_avg_sq" in st',
-         'if keys == ("exp_avg_sq",) and "max_exp_avg_sq" in st', STATE_T,
-         "amsgrad's running maximum travels with v alone, not with 'both'"),
-    _m34("state-equalise-c", STATE, "before * _expand(c * c, before, batch_dims)",
-         "before * _expand(c, before, batch_dims)", STATE_T, "v scaled by c instead of c^2"),
-    _m34("state-bisection-side", STATE, "too_big = a > target", "too_big = a < target",
-         STATE_T, "the scale bisection keeps the wrong half"),
-    _m34("state-exchange-b", STATE, "_put(tb, spec, before)", "_put(tb, spec, _get(ta, spec))",
-         STATE_T, "exchange leaves the second optimizer with its own moment"),
-    _m34("state-update-norm-rms", STATE,
-         "return (_group_mean(sq, batch_dims) * _numel(sq, batch_dims)).sqrt()",
-         "return _group_mean(sq, batch_dims).sqrt()", STATE_T,
-         "update norm returned as a root mean square"),
+    _m34(
+        "state-bias-beta1",
+        STATE,
+        'b2 = float(g["betas"][1])',
+        'b2 = float(g["betas"][0])',
+        STATE_T,
+        "adaptive scale bias-corrected with beta1",
+    ),
+    _m34(
+        "state-bias-missing",
+        STATE,
+        'return 1.0 - b2 ** float(st["step"]), float(g["eps"])',
+        'return 1.0, float(g["eps"])',
+        STATE_T,
+        "adaptive scale without bias correction",
+    ),
+    _m34(
+        "state-bias-step-ahead",
+        STATE,
+        'b2 ** float(st["step"])',
+        'b2 ** (float(st["step"]) + 1)',
+        STATE_T,
+        "bias correction one step ahead",
+    ),
+    _m34(
+        "state-eps-inside-root",
+        STATE,
+        "terms.append(1.0 / ((v.double() / bc2).sqrt() + eps))",
+        "terms.append(1.0 / ((v.double() / bc2 + eps).sqrt()))",
+        STATE_T,
+        "eps added under the square root",
+    ),
+    _m34(
+        "state-group-first",
+        STATE,
+        'if any(q is p for q in g["params"]):',
+        "if True:",
+        STATE_T,
+        "every parameter read with the first group's betas and eps",
+    ),
+    _m34(
+        "state-layer-first-dot",
+        STATE,
+        'n.rpartition(".")[0]',
+        'n.partition(".")[0]',
+        STATE_T,
+        "layers grouped by the name up to its first dot",
+    ),
+    _m34(
+        "state-count-with-batch",
+        STATE,
+        "cnt += t[(0,) * batch_dims].numel() if batch_dims else t.numel()",
+        "cnt += t.numel()",
+        STATE_T,
+        "per-batch means divided by the batch's count too",
+    ),
+    _m34(
+        "state-amsgrad-both",
+        STATE,
+        'if "exp_avg_sq" in keys and "max_exp_avg_sq" in st',
+        'if keys == ("exp_avg_sq",) and "max_exp_avg_sq" in st',
+        STATE_T,
+        "amsgrad's running maximum travels with v alone, not with 'both'",
+    ),
+    _m34(
+        "state-equalise-c",
+        STATE,
+        "before * _expand(c * c, before, batch_dims)",
+        "before * _expand(c, before, batch_dims)",
+        STATE_T,
+        "v scaled by c instead of c^2",
+    ),
+    _m34(
+        "state-bisection-side",
+        STATE,
+        "too_big = a > target",
+        "too_big = a < target",
+        STATE_T,
+        "the scale bisection keeps the wrong half",
+    ),
+    _m34(
+        "state-exchange-b",
+        STATE,
+        "_put(tb, spec, before)",
+        "_put(tb, spec, _get(ta, spec))",
+        STATE_T,
+        "exchange leaves the second optimizer with its own moment",
+    ),
+    _m34(
+        "state-update-norm-rms",
+        STATE,
+        "return (_group_mean(sq, batch_dims) * _numel(sq, batch_dims)).sqrt()",
+        "return _group_mean(sq, batch_dims).sqrt()",
+        STATE_T,
+        "update norm returned as a root mean square",
+    ),
     # the spike detector
-    _m34("spikes-same-block-baseline", SPIKES, "return peak[1:] - base[:-1], resolved[:-1]",
-         "return peak[1:] - base[1:], resolved[:-1]", STAB_T, "spike baseline from the same block"),
-    _m34("spikes-min-baseline", SPIKES, "base = np.median(blocks, axis=1)",
-         "base = blocks.min(axis=1)", STAB_T, "spike baseline the block minimum"),
-    _m34("spikes-warmup-kept", SPIKES, "return ell[b:b * (nb + 1)]",
-         "return ell[:b * nb]", STAB_T, "the warm-up block judged"),
-    _m34("spikes-horizon-faster", SPIKES, "tau = np.maximum(", "tau = np.minimum(",
-         STAB_T, "horizon from the faster memory"),
-    _m34("spikes-threshold-strict", SPIKES, "hits = (rises >= RISE_DECADES) & resolved",
-         "hits = (rises > RISE_DECADES) & resolved", STAB_T, "a rise of exactly 2 decades not a spike"),
-    _m34("spikes-judged-strict", SPIKES, "b - 1 >= MIN_BLOCKS", "b - 1 > MIN_BLOCKS",
-         STAB_T, "a run of exactly MIN_BLOCKS blocks not judged"),
-    _m34("spikes-divergence-low", SPIKES, "diverged = bad.any(axis=0) & judged",
-         "diverged = bad.all(axis=0) & judged", STAB_T,
-         "a run that diverges part way read as not diverged"),
+    _m34(
+        "spikes-same-block-baseline",
+        SPIKES,
+        "return peak[1:] - base[:-1], resolved[:-1]",
+        "return peak[1:] - base[1:], resolved[:-1]",
+        STAB_T,
+        "spike baseline from the same block",
+    ),
+    _m34(
+        "spikes-min-baseline",
+        SPIKES,
+        "base = np.median(blocks, axis=1)",
+        "base = blocks.min(axis=1)",
+        STAB_T,
+        "spike baseline the block minimum",
+    ),
+    _m34(
+        "spikes-warmup-kept",
+        SPIKES,
+        "return ell[b:b * (nb + 1)]",
+        "return ell[:b * nb]",
+        STAB_T,
+        "the warm-up block judged",
+    ),
+    _m34(
+        "spikes-horizon-faster",
+        SPIKES,
+        "tau = np.maximum(",
+        "tau = np.minimum(",
+        STAB_T,
+        "horizon from the faster memory",
+    ),
+    _m34(
+        "spikes-threshold-strict",
+        SPIKES,
+        "hits = (rises >= RISE_DECADES) & resolved",
+        "hits = (rises > RISE_DECADES) & resolved",
+        STAB_T,
+        "a rise of exactly 2 decades not a spike",
+    ),
+    _m34(
+        "spikes-judged-strict",
+        SPIKES,
+        "b - 1 >= MIN_BLOCKS",
+        "b - 1 > MIN_BLOCKS",
+        STAB_T,
+        "a run of exactly MIN_BLOCKS blocks not judged",
+    ),
+    _m34(
+        "spikes-divergence-low",
+        SPIKES,
+        "diverged = bad.any(axis=0) & judged",
+        "diverged = bad.all(axis=0) & judged",
+        STAB_T,
+        "a run that diverges part way read as not diverged",
+    ),
     # the 1-D Adam map
-    _m34("stab-step-m-with-c", STAB, "mh, vh = m / (1 - (1 - a) ** t)",
-         "mh, vh = m / (1 - (1 - c) ** t)", STAB_T, "first moment corrected with beta2"),
-    _m34("stab-step-v-uncorrected", STAB, "v / (1 - (1 - c) ** t)\n", "v\n", STAB_T,
-         "the exact step's second moment not bias-corrected"),
-    _m34("stab-sim-m-uncorrected", STAB, "x = x - lr * (m / (1 - p1))", "x = x - lr * m",
-         STAB_T, "simulated losses without the first-moment correction"),
-    _m34("stab-sim-powers-swapped", STAB, "p1, p2 = p1 * b1, p2 * b2",
-         "p1, p2 = p1 * b2, p2 * b1", STAB_T, "simulated bias corrections with swapped betas"),
-    _m34("stab-sim-loss-exponent", STAB, "n * np.log10(np.abs(x)) - np.log10(n)",
-         "np.log10(np.abs(x)) - np.log10(n)", STAB_T, "log loss without the exponent n"),
-    _m34("stab-orbit-amplitude", STAB, "A0 = lr * a / (2 * (2 - a))", "A0 = lr * a / (2 - a)",
-         STAB_T, "orbit amplitude without its factor 1/2"),
-    _m34("stab-orbit-m-sign", STAB, '"M": -a * G / (2 - a)', '"M": a * G / (2 - a)',
-         STAB_T, "orbit momentum with the wrong sign"),
+    _m34(
+        "stab-step-m-with-c",
+        STAB,
+        "mh, vh = m / (1 - (1 - a) ** t)",
+        "mh, vh = m / (1 - (1 - c) ** t)",
+        STAB_T,
+        "first moment corrected with beta2",
+    ),
+    _m34(
+        "stab-step-v-uncorrected",
+        STAB,
+        "v / (1 - (1 - c) ** t)\n",
+        "v\n",
+        STAB_T,
+        "the exact step's second moment not bias-corrected",
+    ),
+    _m34(
+        "stab-sim-m-uncorrected",
+        STAB,
+        "x = x - lr * (m / (1 - p1))",
+        "x = x - lr * m",
+        STAB_T,
+        "simulated losses without the first-moment correction",
+    ),
+    _m34(
+        "stab-sim-powers-swapped",
+        STAB,
+        "p1, p2 = p1 * b1, p2 * b2",
+        "p1, p2 = p1 * b2, p2 * b1",
+        STAB_T,
+        "simulated bias corrections with swapped betas",
+    ),
+    _m34(
+        "stab-sim-loss-exponent",
+        STAB,
+        "n * np.log10(np.abs(x)) - np.log10(n)",
+        "np.log10(np.abs(x)) - np.log10(n)",
+        STAB_T,
+        "log loss without the exponent n",
+    ),
+    _m34(
+        "stab-orbit-amplitude",
+        STAB,
+        "A0 = lr * a / (2 * (2 - a))",
+        "A0 = lr * a / (2 - a)",
+        STAB_T,
+        "orbit amplitude without its factor 1/2",
+    ),
+    _m34(
+        "stab-orbit-m-sign",
+        STAB,
+        '"M": -a * G / (2 - a)',
+        '"M": a * G / (2 - a)',
+        STAB_T,
+        "orbit momentum with the wrong sign",
+    ),
     # the edge preconditioner
-    _m34("edge-no-bias", EDGE, "out.append((v / (1 - beta2**t)).sqrt() + eps)",
-         "out.append(v.sqrt() + eps)", EDGE_T, "preconditioner without bias correction"),
-    _m34("edge-step-behind", EDGE, 't = int(st["step"]) + 1 if', 't = int(st["step"]) if',
-         EDGE_T, "preconditioner's bias correction one step behind"),
-    _m34("edge-betas-swapped", EDGE, "v = beta2 * v_prev + (1 - beta2) * g * g",
-         "v = (1 - beta2) * v_prev + beta2 * g * g", EDGE_T,
-         "second moment with beta2 and 1 - beta2 swapped"),
-    _m34("edge-kappa-plain", EDGE, "float(d @ Hd / (d @ (P * d)))", "float(d @ Hd / (d @ d))",
-         EDGE_T, "active curvature not preconditioned"),
-    _m34("edge-secant-plain", EDGE, "(dth @ (P * dth))", "(dth @ dth)", EDGE_T,
-         "secant curvature not preconditioned"),
-    _m34("edge-direction-gradient", EDGE, "d = (g.detach() / P)", "d = g.detach()", EDGE_T,
-         "active curvature along g instead of P^-1 g"),
-    _m34("edge-threshold-no-momentum", EDGE, "2.0 * (1.0 + beta1) / (1.0 - beta1)",
-         "2.0 / (1.0 - beta1)", EDGE_T, "edge threshold without the (1 + beta1)"),
+    _m34(
+        "edge-no-bias",
+        EDGE,
+        "out.append((v / (1 - beta2**t)).sqrt() + eps)",
+        "out.append(v.sqrt() + eps)",
+        EDGE_T,
+        "preconditioner without bias correction",
+    ),
+    _m34(
+        "edge-step-behind",
+        EDGE,
+        't = int(st["step"]) + 1 if',
+        't = int(st["step"]) if',
+        EDGE_T,
+        "preconditioner's bias correction one step behind",
+    ),
+    _m34(
+        "edge-betas-swapped",
+        EDGE,
+        "v = beta2 * v_prev + (1 - beta2) * g * g",
+        "v = (1 - beta2) * v_prev + beta2 * g * g",
+        EDGE_T,
+        "second moment with beta2 and 1 - beta2 swapped",
+    ),
+    _m34(
+        "edge-kappa-plain",
+        EDGE,
+        "float(d @ Hd / (d @ (P * d)))",
+        "float(d @ Hd / (d @ d))",
+        EDGE_T,
+        "active curvature not preconditioned",
+    ),
+    _m34(
+        "edge-secant-plain",
+        EDGE,
+        "(dth @ (P * dth))",
+        "(dth @ dth)",
+        EDGE_T,
+        "secant curvature not preconditioned",
+    ),
+    _m34(
+        "edge-direction-gradient",
+        EDGE,
+        "d = (g.detach() / P)",
+        "d = g.detach()",
+        EDGE_T,
+        "active curvature along g instead of P^-1 g",
+    ),
+    _m34(
+        "edge-threshold-no-momentum",
+        EDGE,
+        "2.0 * (1.0 + beta1) / (1.0 - beta1)",
+        "2.0 / (1.0 - beta1)",
+        EDGE_T,
+        "edge threshold without the (1 + beta1)",
+    ),
     # the prototype model
-    _m34("proto-w-scale", PROTO, "w = n * rng.standard_normal(n)",
-         "w = np.sqrt(n) * rng.standard_normal(n)", PROTO_T, "w ~ N(0, n) instead of N(0, n^2)"),
-    _m34("proto-a-scale", PROTO, "a = rng.standard_normal(n) / np.sqrt(n)",
-         "a = rng.standard_normal(n) / n", PROTO_T, "a ~ N(0, 1/n^2) instead of N(0, 1/n)"),
-    _m34("proto-inside-sign", PROTO, "b = -w * rng.uniform(0.0, 1.0, size=n)",
-         "b = w * rng.uniform(0.0, 1.0, size=n)", PROTO_T, "inside prototypes in [-1, 0]"),
-    _m34("proto-broad-scale", PROTO, "b = n * rng.standard_normal(n)",
-         "b = rng.standard_normal(n)", PROTO_T, "broad biases without the width scale"),
-    _m34("proto-one-step-short", PROTO, "if step == last:", "if step == last - 1:",
-         PROTO_T, "training stops one Adam step short"),
+    _m34(
+        "proto-w-scale",
+        PROTO,
+        "w = n * rng.standard_normal(n)",
+        "w = np.sqrt(n) * rng.standard_normal(n)",
+        PROTO_T,
+        "w ~ N(0, n) instead of N(0, n^2)",
+    ),
+    _m34(
+        "proto-a-scale",
+        PROTO,
+        "a = rng.standard_normal(n) / np.sqrt(n)",
+        "a = rng.standard_normal(n) / n",
+        PROTO_T,
+        "a ~ N(0, 1/n^2) instead of N(0, 1/n)",
+    ),
+    _m34(
+        "proto-inside-sign",
+        PROTO,
+        "b = -w * rng.uniform(0.0, 1.0, size=n)",
+        "b = w * rng.uniform(0.0, 1.0, size=n)",
+        PROTO_T,
+        "inside prototypes in [-1, 0]",
+    ),
+    _m34(
+        "proto-broad-scale",
+        PROTO,
+        "b = n * rng.standard_normal(n)",
+        "b = rng.standard_normal(n)",
+        PROTO_T,
+        "broad biases without the width scale",
+    ),
+    _m34(
+        "proto-one-step-short",
+        PROTO,
+        "if step == last:",
+        "if step == last - 1:",
+        PROTO_T,
+        "training stops one Adam step short",
+    ),
     # the shared-representation pulses
-    _m34("srep-pulse-own-target", SREP, "o = (v.fav + 1) % K", "o = v.fav % K", SREP_T,
-         "the pulse favours the route's own target"),
-    _m34("srep-spec-previous", SREP, "o = (f + 1) % K", "o = (f - 1) % K", SREP_T,
-         "specialization measured against the previous target"),
-    _m34("srep-favour-share", SREP, "other = (1.0 - top) / (K - 1)", "other = (1.0 - top) / K",
-         SREP_T, "the rest of the weight shared over K instead of K - 1"),
-    _m34("srep-combined-weights", SREP, 'if kind != "acquisition" else equal(K)',
-         'if kind == "update" else equal(K)', SREP_T, "combined pulse with equal loss weights"),
-    _m34("srep-combined-gains", SREP, '        if kind != "update":\n',
-         '        if kind == "acquisition":\n', SREP_T, "combined pulse with equal gains"),
-    _m34("srep-lost-sign", SREP, '"lost": s0 - s1', '"lost": s1 - s0', SREP_T,
-         "specialization lost with the wrong sign"),
-    _m34("srep-switched-inverted", SREP, '"switched": top0 & ~top1', '"switched": top0 & top1',
-         SREP_T, "switch verdict inverted"),
-    _m34("srep-switched-unconditional", SREP, '"switched": top0 & ~top1', '"switched": ~top1',
-         (*SREP_T, T + "test_shared_representation.py::test_a_checkpoint_already_reversed_"
-          "before_the_pulse_is_not_counted_as_switched"),
-         "a checkpoint counted as switched without its target on top before"),
+    _m34(
+        "srep-pulse-own-target",
+        SREP,
+        "o = (v.fav + 1) % K",
+        "o = v.fav % K",
+        SREP_T,
+        "the pulse favours the route's own target",
+    ),
+    _m34(
+        "srep-spec-previous",
+        SREP,
+        "o = (f + 1) % K",
+        "o = (f - 1) % K",
+        SREP_T,
+        "specialization measured against the previous target",
+    ),
+    _m34(
+        "srep-favour-share",
+        SREP,
+        "other = (1.0 - top) / (K - 1)",
+        "other = (1.0 - top) / K",
+        SREP_T,
+        "the rest of the weight shared over K instead of K - 1",
+    ),
+    _m34(
+        "srep-combined-weights",
+        SREP,
+        'if kind != "acquisition" else equal(K)',
+        'if kind == "update" else equal(K)',
+        SREP_T,
+        "combined pulse with equal loss weights",
+    ),
+    _m34(
+        "srep-combined-gains",
+        SREP,
+        '        if kind != "update":\n',
+        '        if kind == "acquisition":\n',
+        SREP_T,
+        "combined pulse with equal gains",
+    ),
+    _m34(
+        "srep-lost-sign",
+        SREP,
+        '"lost": s0 - s1',
+        '"lost": s1 - s0',
+        SREP_T,
+        "specialization lost with the wrong sign",
+    ),
+    _m34(
+        "srep-switched-inverted",
+        SREP,
+        '"switched": top0 & ~top1',
+        '"switched": top0 & top1',
+        SREP_T,
+        "switch verdict inverted",
+    ),
+    _m34(
+        "srep-switched-unconditional",
+        SREP,
+        '"switched": top0 & ~top1',
+        '"switched": ~top1',
+        (
+            *SREP_T,
+            T + "test_shared_representation.py::test_a_checkpoint_already_reversed_"
+            "before_the_pulse_is_not_counted_as_switched",
+        ),
+        "a checkpoint counted as switched without its target on top before",
+    ),
 )
 GROUPS = sorted({m.group for m in MUTATIONS})
 
@@ -356,16 +816,30 @@ def copy_repository(into: Path) -> None:
             shutil.copy2(source, into / name)
 
 
-def run_tests(where: Path, tests: list[str], limit: float, per_test: float,
-              extra: tuple[str, ...] = ()) -> tuple[str, float, str]:
+def run_tests(
+    where: Path, tests: list[str], limit: float, per_test: float, extra: tuple[str, ...] = ()
+) -> tuple[str, float, str]:
     """``("passed" | "failed" | "timeout", seconds, output)`` of the tests run in ``where``."""
     env = dict(os.environ, PYTHONPATH=str(where / "src"), PYTHONDONTWRITEBYTECODE="1")
-    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-n", "0",
-               f"--timeout={per_test:g}", *extra, *tests]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-x",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "0",
+        f"--timeout={per_test:g}",
+        *extra,
+        *tests,
+    ]
     start = time.monotonic()
     try:
-        done = subprocess.run(command, cwd=where, env=env, capture_output=True, text=True,
-                              timeout=limit)
+        done = subprocess.run(
+            command, cwd=where, env=env, capture_output=True, text=True, timeout=limit
+        )
     except subprocess.TimeoutExpired:
         return "timeout", time.monotonic() - start, ""
     seconds = time.monotonic() - start
@@ -389,24 +863,44 @@ def plant(where: Path, mutation: Mutation) -> str | None:
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description="Plant one bug at a time in a copy of the repository "
-                                "and see whether the tests notice.")
+    p = argparse.ArgumentParser(
+        description="Plant one bug at a time in a copy of the repository "
+        "and see whether the tests notice."
+    )
     p.add_argument("--only", default="", help="comma-separated mutation ids (default: all)")
-    p.add_argument("--group", default="", help=f"only this group ({', '.join(GROUPS)}; "
-                   "default: all)")
-    p.add_argument("--tests", default="",
-                   help="comma-separated test selections run for every chosen mutation instead "
-                   "of its own (to measure another suite against the same bugs)")
+    p.add_argument(
+        "--group", default="", help=f"only this group ({', '.join(GROUPS)}; default: all)"
+    )
+    p.add_argument(
+        "--tests",
+        default="",
+        help="comma-separated test selections run for every chosen mutation instead "
+        "of its own (to measure another suite against the same bugs)",
+    )
     p.add_argument("--list", action="store_true", help="list the mutations and exit")
-    p.add_argument("--check", action="store_true",
-                   help="only check that every chosen mutation's text occurs once in its file "
-                   "(exit 1 naming those that do not)")
-    p.add_argument("--timeout", type=float, default=300.0,
-                   help="seconds allowed for one mutation's tests (default 300, at most 3600)")
-    p.add_argument("--per-test", type=float, default=120.0,
-                   help="pytest-timeout limit per test in seconds (default 120, at most 3600)")
-    p.add_argument("--no-baseline", action="store_true",
-                   help="do not first check that the selected tests pass without a bug")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="only check that every chosen mutation's text occurs once in its file "
+        "(exit 1 naming those that do not)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds allowed for one mutation's tests (default 300, at most 3600)",
+    )
+    p.add_argument(
+        "--per-test",
+        type=float,
+        default=120.0,
+        help="pytest-timeout limit per test in seconds (default 120, at most 3600)",
+    )
+    p.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="do not first check that the selected tests pass without a bug",
+    )
     args = p.parse_args(argv)
     if args.group and args.group not in GROUPS:
         p.error(f"--group {args.group}: unknown group; allowed: {', '.join(GROUPS)}")
@@ -418,9 +912,14 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     chosen = [s for s in args.only.split(",") if s]
     unknown = [s for s in chosen if s not in known]
     if unknown:
-        p.error(f"--only {','.join(unknown)}: unknown mutation; allowed: {', '.join(sorted(known))}")
-    args.mutations = [m for m in MUTATIONS if (not chosen or m.id in chosen)
-                      and (not args.group or m.group == args.group)]
+        p.error(
+            f"--only {','.join(unknown)}: unknown mutation; allowed: {', '.join(sorted(known))}"
+        )
+    args.mutations = [
+        m
+        for m in MUTATIONS
+        if (not chosen or m.id in chosen) and (not args.group or m.group == args.group)
+    ]
     override = tuple(t for t in args.tests.split(",") if t)
     missing = [t for t in override if not (ROOT / t.split("::")[0]).exists()]
     if missing:
@@ -437,8 +936,10 @@ def report(rows: list[tuple[Mutation, str, float]]) -> int:
     timeouts = [m.id for m, r, _ in rows if r.endswith("(timeout)")]
     ran = killed + len(survived)
     score = f"{killed}/{ran} = {killed / ran:.0%}" if ran else "n/a"
-    print(f"\nscore: {score} killed; survived: {', '.join(survived) or 'none'}; "
-          f"skipped: {', '.join(skipped) or 'none'}; timed out: {', '.join(timeouts) or 'none'}")
+    print(
+        f"\nscore: {score} killed; survived: {', '.join(survived) or 'none'}; "
+        f"skipped: {', '.join(skipped) or 'none'}; timed out: {', '.join(timeouts) or 'none'}"
+    )
     return 1 if survived else 0
 
 
@@ -449,8 +950,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{m.id:30s} {m.group:8s} {m.file}: {m.what}")
         return 0
     if args.check:
-        stale = [m for m in args.mutations if not (ROOT / m.file).is_file()
-                 or (ROOT / m.file).read_text(encoding="utf-8").count(m.old) != 1]
+        stale = [
+            m
+            for m in args.mutations
+            if not (ROOT / m.file).is_file()
+            or (ROOT / m.file).read_text(encoding="utf-8").count(m.old) != 1
+        ]
         for m in stale:
             print(f"{m.id}: its text does not occur exactly once in {m.file}")
         print(f"{len(args.mutations) - len(stale)} of {len(args.mutations)} mutations match")
@@ -460,11 +965,18 @@ def main(argv: list[str] | None = None) -> int:
         copy_repository(where)
         if not args.no_baseline:
             tests = sorted({t for m in args.mutations for t in m.tests})
-            outcome, seconds, output = run_tests(where, tests, 4 * args.timeout, args.per_test,
-                                                 ("--durations=5",))
-            slowest = output[output.find("slowest"):].splitlines()[1:6] if "slowest" in output else []
-            print(f"baseline ({len(tests)} selections): {outcome} in {seconds:.0f} s; slowest:",
-                  *slowest, sep="\n  ", flush=True)
+            outcome, seconds, output = run_tests(
+                where, tests, 4 * args.timeout, args.per_test, ("--durations=5",)
+            )
+            slowest = (
+                output[output.find("slowest") :].splitlines()[1:6] if "slowest" in output else []
+            )
+            print(
+                f"baseline ({len(tests)} selections): {outcome} in {seconds:.0f} s; slowest:",
+                *slowest,
+                sep="\n  ",
+                flush=True,
+            )
             if outcome != "passed":
                 print("the unmutated tests do not pass; fix that first", file=sys.stderr)
                 return 2
@@ -475,12 +987,14 @@ def main(argv: list[str] | None = None) -> int:
                 result, seconds = "skipped (text not found once)", 0.0
             else:
                 try:
-                    outcome, seconds, _ = run_tests(where, list(m.tests), args.timeout,
-                                                    args.per_test)
+                    outcome, seconds, _ = run_tests(
+                        where, list(m.tests), args.timeout, args.per_test
+                    )
                 finally:
                     (where / m.file).write_text(original, encoding="utf-8")
-                result = {"passed": "survived", "failed": "killed",
-                          "timeout": "killed (timeout)"}[outcome]
+                result = {"passed": "survived", "failed": "killed", "timeout": "killed (timeout)"}[
+                    outcome
+                ]
             rows.append((m, result, seconds))
             print(f"{m.id:30s} {result:30s} {seconds:6.0f} s  {m.what}", flush=True)
     return report(rows)

@@ -12,8 +12,14 @@ from __future__ import annotations
 import json
 import sys
 
-ABBR = {"settled": "S", "transient": "T", "beta1>=0.9": "9", "all rows": "A",
-        "orbit start": "o", "generic start": "g"}
+ABBR = {
+    "settled": "S",
+    "transient": "T",
+    "beta1>=0.9": "9",
+    "all rows": "A",
+    "orbit start": "o",
+    "generic start": "g",
+}
 WORD = {"HELD": "H", "NOT HELD": "N", "UNRESOLVED": "U"}
 
 
@@ -22,23 +28,34 @@ def _num(v) -> str:
 
 
 def rows(summary: dict) -> list[str]:
-    out = ["| finding | primary reading: estimate [95% interval] | verdict | per reading |",
-           "|---|---|---|---|"]
+    out = [
+        "| finding | primary reading: estimate [95% interval] | verdict | per reading |",
+        "|---|---|---|---|",
+    ]
     for c in summary["claims"]:
         if c.get("kind") == "check":
-            out.append(f"| `{c['id']}` (check) | {_num(c['measured'])} (tolerance "
-                       f"{c['tolerance']:g}) | {'PASS' if c['passed'] else 'FAIL'} | - |")
+            out.append(
+                f"| `{c['id']}` (check) | {_num(c['measured'])} (tolerance "
+                f"{c['tolerance']:g}) | {'PASS' if c['passed'] else 'FAIL'} | - |"
+            )
             continue
         if c.get("kind") != "finding":
             out.append(f"| `{c['id']}` (measurement) | {c['measured']} | - | - |")
             continue
         iv = c.get("interval") or ["nan", "nan"]
         r = c.get("readings") or {}
-        per = " ".join("".join(ABBR.get(p, p) for p in k.split(", ")) + ":" + WORD[v]
-                       for k, v in r.items()) if len(r) > 1 else "-"
+        per = (
+            " ".join(
+                "".join(ABBR.get(p, p) for p in k.split(", ")) + ":" + WORD[v] for k, v in r.items()
+            )
+            if len(r) > 1
+            else "-"
+        )
         extra = " (underpowered)" if c.get("underpowered") else ""
-        out.append(f"| `{c['id']}` | {_num(c['measured'])} [{_num(iv[0])}, {_num(iv[1])}] | "
-                   f"{c['verdict']}{extra} | {per} |")
+        out.append(
+            f"| `{c['id']}` | {_num(c['measured'])} [{_num(iv[0])}, {_num(iv[1])}] | "
+            f"{c['verdict']}{extra} | {per} |"
+        )
     return out
 
 

@@ -12,13 +12,15 @@ from collections.abc import Callable, Iterable
 import lazy_loader
 
 
-def attach(package: str, lazy: dict[str, Iterable[str]], eager: Iterable[str] = ()
-           ) -> tuple[Callable, Callable, list[str]]:
+def attach(
+    package: str, lazy: dict[str, Iterable[str]], eager: Iterable[str] = ()
+) -> tuple[Callable, Callable, list[str]]:
     """``(__getattr__, __dir__, __all__)`` for ``package``: ``lazy`` maps a private module name
     (relative to ``package``, without the leading dot) to the names it exports lazily; ``eager``
     names the exports the package imports itself."""
     getattr_, _, lazy_all = lazy_loader.attach(
-        package, submod_attrs={module: list(names) for module, names in lazy.items()})
+        package, submod_attrs={module: list(names) for module, names in lazy.items()}
+    )
     names = sorted({*eager, *lazy_all})
 
     def __dir__() -> list[str]:

@@ -1,9 +1,13 @@
-"""Settings declared once (command-line options and configuration keys): type, bounds with their reason, choices; and the checks
-every command runs before it allocates or computes anything.
+"""Settings declared once (engine arguments, command-line options and configuration keys): type,
+bounds with their reason, choices, help and default; and the checks every command runs before it
+allocates or computes anything.
 
 A :class:`Param` (shared with the configurations of declared experiments) turns the text a user
 typed into a value or raises :class:`InputError` with one line naming the option, the value and
 what is allowed (for numbers the closed or open range and, for the upper bound, why it is there).
+An engine declares its arguments as ``PARAMS: dict[str, Param]`` beside its code and checks them
+with :meth:`Param.accept`; a command line adds each one with :meth:`Param.add_to`, so its help
+text, bounds and default are those of the declaration.
 :func:`check_memory` refuses a request whose estimated memory exceeds what this machine has
 available, quoting the estimate, and :func:`check_work` one whose estimated time on one core
 exceeds about a day. :func:`check_writable_folder` checks that a folder can be created (or
@@ -13,6 +17,8 @@ fail to store anything.
 
 from __future__ import annotations
 
+import argparse
+import builtins
 import contextlib
 import math
 import numbers
@@ -27,6 +33,8 @@ from ._errors import InputError
 
 MAX_SEED = 2**64 - 1
 _SHOW = 40
+DECLARED: Any = object()
+"""The default of :meth:`Param.add_to`: the option's default is the declaration's."""
 
 
 def show(text: object) -> str:
@@ -52,12 +60,14 @@ class Param:
     - ``check`` / ``allowed``: an extra predicate and its words, for what bounds cannot say.
 
     - ``name``: the command-line option's name (``--name`` with ``-`` for ``_``);
-      ``hi_text``: how to write the upper bound in words (``2**64 - 1``).
+      ``hi_text``: how to write the upper bound in words (``2**64 - 1``); ``help``: what the
+      setting is, in a few words; ``metavar``: the placeholder of its value in a usage line.
 
     :meth:`validate` returns ``None`` for an allowed value (already of the right type) and
     otherwise the text of what is allowed; :meth:`parse` turns text a user typed into the value or
     raises :class:`InputError` with one line naming the option, the value and what is allowed;
-    :meth:`describe` is that text, used in errors and in the documentation.
+    :meth:`accept` does the same for a Python argument; :meth:`describe` is that text, used in
+    errors, in the documentation and (:meth:`add_to`) in a command's ``--help``.
     """
 
     type: type | tuple[type, ...]
@@ -75,9 +85,10 @@ class Param:
     min_len: int | None = None
     max_len: int | None = None
     distinct: bool = False
-    item: type | None = None
+    item: builtins.type | None = None
     name: str = ""
     hi_text: str = ""
+    metavar: str = ""
 
     def _range_text(self) -> str:
         if self.lo is None and self.hi is None:
@@ -100,7 +111,12 @@ class Param:
                 size.append(f"at least {self.min_len}")
             if self.max_len is not None:
                 size.append(f"at most {self.max_len}")
-            noun = {int: "integers", float: "numbers", str: "strings"}.get(self.item, "values")
+            nouns: dict[builtins.type | None, str] = {
+                int: "integers",
+                float: "numbers",
+                str: "strings",
+            }
+            noun = nouns.get(self.item, "values")
             what = f"distinct {noun}" if self.distinct else noun
             parts.append(f"a list of {' and '.join(size) or 'any number of'} {what}")
             if self.choices is not None:
@@ -170,10 +186,43 @@ class Param:
         """The command-line flag: ``--name`` with ``-`` for ``_``."""
         return "--" + self.name.replace("_", "-")
 
+    def help_text(self, default: Any = None, required: bool = False, default_text: str = "") -> str:
+        """The help of the command-line option: ``help``, what is allowed (:meth:`describe`) and
+        the default (``default_text`` where the default is computed, not a value)."""
+        text = f"{self.help}: {self.describe()}" if self.help else self.describe()
+        if required:
+            return text + "; required"
+        if default_text:
+            return f"{text}; default: {default_text}"
+        if default is not None:
+            return f"{text}; default: {value_text(default)}"
+        return text
+
+    def add_to(
+        self,
+        parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+        *,
+        default: Any = DECLARED,
+        required: bool = False,
+        default_text: str = "",
+    ) -> argparse.Action:
+        """Add this setting to ``parser`` as the option :attr:`flag`, its help derived from the
+        declaration (:meth:`help_text`) and its value kept as the text the user typed, for
+        :meth:`parse` to check before any work (one :class:`InputError`, exit status 2).
+
+        ``default``: the option's default, by default the declaration's (``None``: not given);
+        ``default_text``: the words for a default the command computes (``0.5 / (s D)``)."""
+        value = self.default if default is DECLARED else default
+        help_ = self.help_text(value, required, default_text).replace("%", "%%")
+        return parser.add_argument(
+            self.flag, default=value, required=required, metavar=self.metavar or None, help=help_
+        )
+
     def error(self, text: object, reason: str = "", label: str | None = None) -> InputError:
         extra = f" ({reason})" if reason else ""
-        return InputError(f"{label or self.flag}={show(text)} is not allowed{extra}; allowed: "
-                          f"{self.describe()}")
+        return InputError(
+            f"{label or self.flag}={show(text)} is not allowed{extra}; allowed: {self.describe()}"
+        )
 
     def accept(self, value: object, name: str | None = None):
         """A Python argument checked against this declaration, or InputError naming it.
@@ -189,15 +238,16 @@ class Param:
                 raise self.error(value, label=label)
             return value
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise self.error(value, f"not a {'whole ' if self.type is int else ''}number",
-                             label=label)
+            raise self.error(
+                value, f"not a {'whole ' if self.type is int else ''}number", label=label
+            )
         v = float(value)
         if not math.isfinite(v):
             raise self.error(value, "not finite", label=label)
         if self.type is int:
             if not isinstance(value, numbers.Integral) and not v.is_integer():
                 raise self.error(value, "not an integer", label=label)
-            v = int(value)
+            v = int(value) if isinstance(value, numbers.Integral) else int(v)
         if self.lo is not None and (v < self.lo or (self.lo_open and v == self.lo)):
             raise self.error(value, label=label)
         if self.hi is not None and (v > self.hi or (self.hi_open and v == self.hi)):
@@ -242,6 +292,24 @@ class Param:
         if integer and value != int(value):
             raise self.error(text)
         return int(value) if integer else float(value)
+
+
+def value_text(value: Any) -> str:
+    """A default as a user would type it: ``1e-08``, ``0.95``, ``1000``, ``relu``."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def progress_options(parser: argparse.ArgumentParser) -> None:
+    """``--progress`` / ``--quiet``: a progress bar on standard error (default: on a terminal)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--progress",
+        action="store_true",
+        help="show progress with the time left on stderr even when it is not a terminal",
+    )
+    group.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
 
 # ---------------------------------------------------------------------------- memory
@@ -323,8 +391,11 @@ def check_writable_folder(option: str, raw: str) -> None:
         while not existing.exists() and not existing.is_symlink():
             existing = existing.parent
         if not existing.is_dir():
-            where = "exists and is not a folder" if existing == path else \
-                f"{existing} is a file, not a folder"
+            where = (
+                "exists and is not a folder"
+                if existing == path
+                else f"{existing} is a file, not a folder"
+            )
             raise InputError(f"{option} {show(raw)}: {where}")
         probe = tempfile.mkdtemp(prefix=".gaugedyn-probe-", dir=existing)
         os.rmdir(probe)

@@ -14,8 +14,16 @@ from typing import TextIO
 class ProgressBar:
     """A tqdm bar on ``stream`` (default stderr), or nothing when disabled."""
 
-    def __init__(self, total: int, desc: str, unit: str = "step", *, force: bool = False,
-                 quiet: bool = False, stream: TextIO | None = None):
+    def __init__(
+        self,
+        total: int,
+        desc: str,
+        unit: str = "step",
+        *,
+        force: bool = False,
+        quiet: bool = False,
+        stream: TextIO | None = None,
+    ):
         stream = sys.stderr if stream is None else stream
         isatty = getattr(stream, "isatty", lambda: False)
         self.enabled = not quiet and (force or bool(isatty()))
@@ -23,9 +31,16 @@ class ProgressBar:
         if self.enabled:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=int(total), desc=desc, unit=unit, file=stream,
-                             mininterval=0.5 if isatty() else 5.0, dynamic_ncols=True,
-                             unit_scale=True, leave=True)
+            self._bar = tqdm(
+                total=int(total),
+                desc=desc,
+                unit=unit,
+                file=stream,
+                mininterval=0.5 if isatty() else 5.0,
+                dynamic_ncols=True,
+                unit_scale=True,
+                leave=True,
+            )
 
     def callback(self, done: int, total: int | None = None) -> None:
         """Record that ``done`` units of ``total`` are finished."""
@@ -43,7 +58,14 @@ class ProgressBar:
             self._bar = None
 
 
-def progress_bar(total: int, desc: str, unit: str = "step", *, force: bool = False,
-                 quiet: bool = False, stream: TextIO | None = None) -> ProgressBar:
+def progress_bar(
+    total: int,
+    desc: str,
+    unit: str = "step",
+    *,
+    force: bool = False,
+    quiet: bool = False,
+    stream: TextIO | None = None,
+) -> ProgressBar:
     """A :class:`ProgressBar` (see the module docstring)."""
     return ProgressBar(total, desc, unit, force=force, quiet=quiet, stream=stream)

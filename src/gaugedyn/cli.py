@@ -42,8 +42,10 @@ def _once(cls: type) -> type:
                 seen = set()
                 setattr(namespace, _SEEN, seen)
             if self.dest in seen:
-                parser.error(f"{'/'.join(self.option_strings)} is given more than once; give "
-                             "each option once")
+                parser.error(
+                    f"{'/'.join(self.option_strings)} is given more than once; give "
+                    "each option once"
+                )
             seen.add(self.dest)
             super().__call__(parser, namespace, values, option_string)
 
@@ -57,7 +59,9 @@ def _refuse_repeats(parser: argparse.ArgumentParser) -> None:
             for sub in action.choices.values():
                 _refuse_repeats(sub)
         elif action.option_strings and type(action) in _SINGLE + (
-                argparse._StoreTrueAction, argparse._StoreFalseAction):
+            argparse._StoreTrueAction,
+            argparse._StoreFalseAction,
+        ):
             action.__class__ = _once(type(action))
 
 
@@ -101,8 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     except (MemoryError, RuntimeError) as err:
         if isinstance(err, RuntimeError) and not _allocation_failure(err):
             raise
-        print(f"gaugedyn {args.command}: error: out of memory ({oneline(err)[:300]}); choose "
-              "smaller values", file=sys.stderr)
+        print(
+            f"gaugedyn {args.command}: error: out of memory ({oneline(err)[:300]}); choose "
+            "smaller values",
+            file=sys.stderr,
+        )
         return 2
     except BrokenPipeError:
         _silence_stdout()
@@ -112,15 +119,20 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-_ALLOCATION_FAILURES = ("DefaultCPUAllocator: not enough memory", "can't allocate memory",
-                        "CUDA out of memory", "out of memory")
+_ALLOCATION_FAILURES = (
+    "DefaultCPUAllocator: not enough memory",
+    "can't allocate memory",
+    "CUDA out of memory",
+    "out of memory",
+)
 
 
 def _allocation_failure(err: RuntimeError) -> bool:
     """Whether ``err`` is torch's way of saying an allocation failed (a ``RuntimeError``, or
     ``torch.OutOfMemoryError``, rather than Python's ``MemoryError``)."""
     return type(err).__name__ == "OutOfMemoryError" or any(
-        text in str(err) for text in _ALLOCATION_FAILURES)
+        text in str(err) for text in _ALLOCATION_FAILURES
+    )
 
 
 def _silence_stdout() -> None:

@@ -1,10 +1,11 @@
 """The papers gaugedyn reproduces and the declared experiments that test each one.
 
-One entry per system: its key (the folder name the experiments of that system live under), the
-paper's title and authors as the sources name them, a one-line description, the page of the
-documentation site; the experiments whose claims test it are its system's in the harness's
-registry (:data:`gaugedyn.harness.SYSTEMS`). The
-README's and the site's tables of systems (``gaugedyn publish``) are generated from this map.
+One paper (or pair of papers) per system, as the system declares it in its folder's
+``system.toml`` (:data:`gaugedyn.harness.DECLARATIONS`): its key (the folder name the
+experiments of that system live under), the paper's title and authors as the sources name them,
+a one-line description, its experiments and the page of the documentation site. The README's and
+the site's tables of systems and the site's navigation (``gaugedyn publish``) are generated from
+this tuple.
 
 Where the source material names no title or no authors, the entry says so (``None``) rather
 than guessing one.
@@ -12,81 +13,13 @@ than guessing one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .harness import DECLARATIONS
+from .harness import System as Paper
 
-from .harness._registry import SYSTEMS
+__all__ = ["PAPERS", "Paper", "paper_of"]
 
-
-@dataclass(frozen=True)
-class Paper:
-    """One reproduced paper (or pair of papers) and the experiments that test it.
-
-    ``title`` and ``authors`` are ``None`` where the source material does not give them; then
-    ``subject`` alone identifies the paper.
-    """
-
-    system: str
-    name: str
-    title: str | None
-    authors: tuple[str, ...] | None
-    subject: str
-    page: str
-
-    @property
-    def experiments(self) -> tuple[str, ...]:
-        """The experiments of this paper's system, as the harness's registry lists them."""
-        return SYSTEMS[self.system]
-
-
-PAPERS: tuple[Paper, ...] = (
-    Paper(
-        system="gauge",
-        name="Hidden gauge in ReLU networks",
-        title="Hidden Gauge Controls Feature Specialization in ReLU Networks",
-        authors=("Tongxi Wang",),
-        subject="a rescaling gauge invisible to the initial function sets which duplicate neuron "
-                "owns a teacher feature, and when",
-        page="systems/gauge.md",
-    ),
-    Paper(
-        system="adam_split",
-        name="Tied-beta Adam",
-        title="Why β1 = β2 Is Dynamically Special in Adam",
-        authors=None,
-        subject="Adam's update splits into a sign part, a magnitude-lag part that vanishes "
-                "exactly when beta1 = beta2, and remainders",
-        page="systems/tied-beta-adam.md",
-    ),
-    Paper(
-        system="adam_state",
-        name="Second-moment structure in shared representations",
-        title="Matched Specialization, Different Adaptation: Second-Moment Structure in Shared "
-              "Representations",
-        authors=("Toru Takahashi",),
-        subject="networks matched in their measured specialization adapt differently because of "
-                "the second moment Adam carries",
-        page="systems/shared-representation.md",
-    ),
-    Paper(
-        system="prototypes",
-        name="Prototype specialization in minimal Gaussian MLPs",
-        title="From Latent Space to Training Data: Explainable Specialization in Minimal MLPs",
-        authors=("Alba", "López-Rubio"),
-        subject="structural losses make the hidden units of a Gaussian-activation MLP readable "
-                "as prototypes of the training inputs",
-        page="systems/prototypes.md",
-    ),
-    Paper(
-        system="adam_stability",
-        name="Adam stability: loss spikes and the edge of stability",
-        title=None,
-        authors=None,
-        subject="two papers: a linear boundary 1 - beta2 = C (1 - beta1) between spiky and "
-                "smooth Adam training, and full-batch Adam at the edge of stability through the "
-                "active curvature and gradient reversal",
-        page="systems/adam-stability.md",
-    ),
-)
+PAPERS: tuple[Paper, ...] = tuple(DECLARATIONS.values())
+"""Every system's paper, in the order of :data:`gaugedyn.harness.SYSTEM_NAMES`."""
 
 
 def paper_of(experiment: str) -> Paper:

@@ -28,7 +28,8 @@ QUICK_FORMATS = ("png",)
 """The formats of a ``--quick`` run: the PNG its report shows (the PDF, most of a figure's
 cost, is written by full runs, whose figures are the published ones)."""
 _FORMATS: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
-    "gaugedyn_figure_formats", default=FORMATS)
+    "gaugedyn_figure_formats", default=FORMATS
+)
 
 
 def figure_formats(quick: bool) -> tuple[str, ...]:
@@ -46,8 +47,9 @@ def style(backend: str | None = None, formats: tuple[str, ...] | None = None) ->
     if formats is not None:
         formats = tuple(formats)
         if not formats or "png" not in formats or not set(formats) <= set(FORMATS):
-            raise ValueError(f"formats={formats!r} is not allowed: a subset of {FORMATS} "
-                             "holding 'png'")
+            raise ValueError(
+                f"formats={formats!r} is not allowed: a subset of {FORMATS} holding 'png'"
+            )
     if backend is not None:  # a no-op when it is the backend already in use
         matplotlib.use(backend, force=True)
     import matplotlib.pyplot as plt

@@ -26,8 +26,12 @@ whose findings are judged under several readings), ``figures EXPERIMENT`` (the
 run's figures, copied by ``--add`` into ``docs/figures/<experiment>/``, with their captions) and
 ``systems`` (one row per paper of
 :data:`gaugedyn.papers.PAPERS`: its checks and the counts of its findings' verdicts over the
-published runs, linking to its page). ``--check`` regenerates every table in memory and compares
-it with the file, so a table that no longer matches its committed run fails CI.
+published runs, linking to its page). The site's navigation of the systems' pages is generated
+the same way, in ``mkdocs.yml`` between ``# publish:nav`` and ``# /publish`` comment lines, from
+each system's declaration (``system.toml``: its page, its title, its further pages).
+``--check`` regenerates every table and the navigation in memory and compares them with the
+files, so a table that no longer matches its committed run, or a navigation that no longer
+matches the declared systems, fails CI.
 
 Quick and reduced configurations are refused by ``--add``: published numbers are full runs.
 """
@@ -51,6 +55,10 @@ _OPEN = re.compile(r"^<!-- publish:(\w+)(?: (\w+))? -->$")
 _CLOSE = "<!-- /publish -->"
 _KINDS = ("claims", "readings", "figures", "systems")
 FIGURES = "docs/figures"
+SITE = "mkdocs.yml"
+_NAV_OPEN = re.compile(r"^(\s*)# publish:nav\b")
+_NAV_CLOSE = "# /publish"
+_PLAIN_TITLE = re.compile(r"[A-Za-z0-9(][^:#\"'{}\[\],&*!|>%@`]*")
 
 
 def published_files(root: Path) -> list[Path]:
@@ -69,6 +77,7 @@ def load_published(root: Path) -> dict[str, dict]:
 
 # --- adding a run ---------------------------------------------------------------------------
 
+
 def command_line(command: dict | None) -> str:
     """The ``gaugedyn run`` command a summary's recorded arguments stand for (output folders
     and progress options left out: they do not change the result)."""
@@ -86,8 +95,9 @@ def command_line(command: dict | None) -> str:
 
 def _git(root: Path, *args: str) -> str:
     try:
-        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                              check=True, timeout=30)
+        done = subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, check=True, timeout=30
+        )
     except (OSError, subprocess.SubprocessError):
         return ""
     return done.stdout.strip()
@@ -113,13 +123,17 @@ def read_run(run: Path) -> dict:
         raise InputError(f"--add {run}: no readable summary.json there ({err})") from None
     command = summary.get("command") or {}
     if command.get("quick") or command.get("overrides"):
-        raise InputError(f"--add {run}: a quick or reduced configuration (quick="
-                         f"{bool(command.get('quick'))}, --set {command.get('overrides')}); "
-                         "only full configurations are published")
+        raise InputError(
+            f"--add {run}: a quick or reduced configuration (quick="
+            f"{bool(command.get('quick'))}, --set {command.get('overrides')}); "
+            "only full configurations are published"
+        )
     if summary.get("failed_tasks") or summary.get("status") not in ("passed", "claims failed"):
-        raise InputError(f"--add {run}: the run is not complete (status "
-                         f"{summary.get('status')!r}, {len(summary.get('failed_tasks') or [])} "
-                         "failed tasks); finish it first")
+        raise InputError(
+            f"--add {run}: the run is not complete (status "
+            f"{summary.get('status')!r}, {len(summary.get('failed_tasks') or [])} "
+            "failed tasks); finish it first"
+        )
     return summary
 
 
@@ -147,14 +161,16 @@ def add_run(run: Path, root: Path) -> Path:
 
 def _pngs(summary: dict) -> list[str]:
     """The PNG files of a summary's figures (relative to the run folder)."""
-    return [f for fig in summary.get("figures", []) for f in fig.get("files", [])
-            if f.endswith(".png")]
+    return [
+        f for fig in summary.get("figures", []) for f in fig.get("files", []) if f.endswith(".png")
+    ]
 
 
 # --- rendering ------------------------------------------------------------------------------
 
+
 def _fmt(value, limit: int = 60) -> str:
-    from .harness._report import fmt
+    from .harness import fmt
 
     return fmt(value, limit).replace("|", "\\|")
 
@@ -165,8 +181,12 @@ def _rule(claim: dict) -> str:
     kind, expected, tol = claim.get("kind", "check"), claim.get("expected"), claim.get("tolerance")
     if kind == "measurement":
         return "-"
-    if (kind == "check" and not isinstance(expected, str) and isinstance(tol, int | float)
-            and not isinstance(tol, bool)):
+    if (
+        kind == "check"
+        and not isinstance(expected, str)
+        and isinstance(tol, int | float)
+        and not isinstance(tol, bool)
+    ):
         return f"{_fmt(expected)} +- {_fmt(tol)}" if tol else f"= {_fmt(expected)}"
     return _fmt(expected, limit=10_000)  # a paper's values are never cut
 
@@ -175,49 +195,72 @@ def provenance(experiment: str, summary: dict) -> str:
     """One line: which committed file, command, date and code version a table comes from."""
     pub = summary.get("published", {})
     code = pub.get("code_version", {})
-    commit = str(code.get("commit", "unknown"))[:10] + (" (with local changes)"
-                                                         if code.get("dirty") else "")
-    return (f"From `{DATA}/{experiment}/summary.json`: `{pub.get('command', '?')}`, finished "
-            f"{pub.get('date', '?')}, gaugedyn {code.get('gaugedyn', '?')} at commit {commit}.")
+    commit = str(code.get("commit", "unknown"))[:10] + (
+        " (with local changes)" if code.get("dirty") else ""
+    )
+    return (
+        f"From `{DATA}/{experiment}/summary.json`: `{pub.get('command', '?')}`, finished "
+        f"{pub.get('date', '?')}, gaugedyn {code.get('gaugedyn', '?')} at commit {commit}."
+    )
 
 
 def claims_table(experiment: str, data: dict[str, dict]) -> list[str]:
     """Every claim of one published run, then its provenance."""
-    from .harness._report import verdict_word
+    from .harness import verdict_word
 
     if experiment not in data:
-        raise InputError(f"publish:claims {experiment}: no {DATA}/{experiment}/summary.json; "
-                         f"published runs: {', '.join(sorted(data)) or 'none'}")
+        raise InputError(
+            f"publish:claims {experiment}: no {DATA}/{experiment}/summary.json; "
+            f"published runs: {', '.join(sorted(data)) or 'none'}"
+        )
     summary = data[experiment]
-    lines = ["| claim | kind | measured | 95% interval | rule | verdict |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| claim | kind | measured | 95% interval | rule | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
     for claim in summary.get("claims", []):
-        lines.append(f"| `{claim['id']}` | {claim.get('kind', 'check')} | "
-                     f"{_fmt(claim.get('measured'))} | {_fmt(claim.get('interval'))} | "
-                     f"{_rule(claim)} | {verdict_word(claim)} |")
-    notes = [f"- `{c['id']}`: {' '.join(str(c['statement']).split())}"
-             for c in summary.get("claims", []) if c.get("statement")]
-    return [*lines, "", *(["Statements:", "", *notes, ""] if notes else []),
-            provenance(experiment, summary)]
+        lines.append(
+            f"| `{claim['id']}` | {claim.get('kind', 'check')} | "
+            f"{_fmt(claim.get('measured'))} | {_fmt(claim.get('interval'))} | "
+            f"{_rule(claim)} | {verdict_word(claim)} |"
+        )
+    notes = [
+        f"- `{c['id']}`: {' '.join(str(c['statement']).split())}"
+        for c in summary.get("claims", [])
+        if c.get("statement")
+    ]
+    return [
+        *lines,
+        "",
+        *(["Statements:", "", *notes, ""] if notes else []),
+        provenance(experiment, summary),
+    ]
 
 
 def readings_table(experiment: str, data: dict[str, dict]) -> list[str]:
     """Every finding of one published run with its verdict under each reading, then its checks
     and measurements, then its provenance."""
-    from .harness._report import verdict_word
+    from .harness import verdict_word
 
     if experiment not in data:
-        raise InputError(f"publish:readings {experiment}: no {DATA}/{experiment}/summary.json; "
-                         f"published runs: {', '.join(sorted(data)) or 'none'}")
+        raise InputError(
+            f"publish:readings {experiment}: no {DATA}/{experiment}/summary.json; "
+            f"published runs: {', '.join(sorted(data)) or 'none'}"
+        )
     claims = data[experiment].get("claims", [])
-    lines = ["| finding | rule | primary estimate [95% interval] | verdict | power | verdict per "
-             "reading |", "|---|---|---|---|---|---|"]
+    lines = [
+        "| finding | rule | primary estimate [95% interval] | verdict | power | verdict per "
+        "reading |",
+        "|---|---|---|---|---|---|",
+    ]
     for c in (c for c in claims if c.get("kind") == "finding"):
         power = _fmt(c.get("power")) + (" (underpowered)" if c.get("underpowered") else "")
         readings = "; ".join(f"{k}: {v}" for k, v in (c.get("readings") or {}).items())
-        lines.append(f"| `{c['id']}` | `{c.get('rule', '-')}` | {_fmt(c.get('measured'))} "
-                     f"{_fmt(c.get('interval'))} | **{verdict_word(c)}** | {power} | "
-                     f"{readings or '-'} |")
+        lines.append(
+            f"| `{c['id']}` | `{c.get('rule', '-')}` | {_fmt(c.get('measured'))} "
+            f"{_fmt(c.get('interval'))} | **{verdict_word(c)}** | {power} | "
+            f"{readings or '-'} |"
+        )
     lines += ["", "| check or measurement | value | status |", "|---|---|---|"]
     for c in (c for c in claims if c.get("kind") != "finding"):
         lines.append(f"| `{c['id']}` | {_fmt(c.get('measured'))} | {verdict_word(c)} |")
@@ -228,15 +271,19 @@ def figures_block(experiment: str, data: dict[str, dict], here: Path, root: Path
     """Every figure of one published run (its PNG copied by ``--add`` into ``docs/figures/``),
     with the caption its summary gives, then its provenance."""
     if experiment not in data:
-        raise InputError(f"publish:figures {experiment}: no {DATA}/{experiment}/summary.json; "
-                         f"published runs: {', '.join(sorted(data)) or 'none'}")
+        raise InputError(
+            f"publish:figures {experiment}: no {DATA}/{experiment}/summary.json; "
+            f"published runs: {', '.join(sorted(data)) or 'none'}"
+        )
     lines = []
     for fig in data[experiment].get("figures", []):
         for png in (f for f in fig.get("files", []) if f.endswith(".png")):
             path = root / FIGURES / experiment / Path(png).name
             if not path.is_file():
-                raise InputError(f"publish:figures {experiment}: {path} is missing; rerun "
-                                 f"gaugedyn publish --add on the run")
+                raise InputError(
+                    f"publish:figures {experiment}: {path} is missing; rerun "
+                    f"gaugedyn publish --add on the run"
+                )
             rel = os.path.relpath(path, here).replace(os.sep, "/")
             caption = " ".join(str(fig.get("caption", fig.get("name", ""))).split())
             lines += [f"![{fig.get('name', '')}]({rel})", "", f"*{caption}*", ""]
@@ -246,7 +293,7 @@ def figures_block(experiment: str, data: dict[str, dict], here: Path, root: Path
 def verdict_counts(summaries: list[dict]) -> dict[str, int]:
     """Checks passed / failed and findings HELD / NOT HELD / UNRESOLVED / depends on the reading
     over some summaries."""
-    from .harness._report import FINDING_WORDS, verdict_word
+    from .harness import FINDING_WORDS, verdict_word
 
     counts = dict.fromkeys(("PASS", "FAIL", *FINDING_WORDS, "MEASURED"), 0)
     for summary in summaries:
@@ -257,8 +304,11 @@ def verdict_counts(summaries: list[dict]) -> dict[str, int]:
 
 def systems_table(data: dict[str, dict], here: Path, root: Path) -> list[str]:
     """One row per paper: its page, its published full runs, checks and finding verdicts."""
-    lines = ["| system | paper | full runs published | checks passed | findings: HELD / NOT "
-             "HELD / UNRESOLVED / depends on the reading |", "|---|---|---|---|---|"]
+    lines = [
+        "| system | paper | full runs published | checks passed | findings: HELD / NOT "
+        "HELD / UNRESOLVED / depends on the reading |",
+        "|---|---|---|---|---|",
+    ]
     for paper in PAPERS:
         page = os.path.relpath(root / "docs" / paper.page, here).replace(os.sep, "/")
         title = f"*{paper.title}*" if paper.title else paper.subject
@@ -268,9 +318,11 @@ def systems_table(data: dict[str, dict], here: Path, root: Path) -> list[str]:
             continue
         c = verdict_counts([data[e] for e in runs])
         checks = f"{c['PASS']} of {c['PASS'] + c['FAIL']}" if c["PASS"] + c["FAIL"] else "no checks"
-        lines.append(f"| [{paper.name}]({page}) | {title} | {', '.join(f'`{e}`' for e in runs)} "
-                     f"| {checks} | {c['HELD']} / {c['NOT HELD']} "
-                     f"/ {c['UNRESOLVED']} / {c['depends on the reading']} |")
+        lines.append(
+            f"| [{paper.name}]({page}) | {title} | {', '.join(f'`{e}`' for e in runs)} "
+            f"| {checks} | {c['HELD']} / {c['NOT HELD']} "
+            f"/ {c['UNRESOLVED']} / {c['depends on the reading']} |"
+        )
     return lines
 
 
@@ -289,9 +341,11 @@ def render(text: str, path: Path, root: Path, data: dict[str, dict]) -> str:
         if end is None:
             raise InputError(f"{path}: '{line.strip()}' has no closing '{_CLOSE}'")
         if kind not in _KINDS or (kind == "systems") == bool(arg):
-            raise InputError(f"{path}: '{line.strip()}': allowed are 'publish:claims "
-                             "EXPERIMENT', 'publish:readings EXPERIMENT', 'publish:figures "
-                             "EXPERIMENT' and 'publish:systems'")
+            raise InputError(
+                f"{path}: '{line.strip()}': allowed are 'publish:claims "
+                "EXPERIMENT', 'publish:readings EXPERIMENT', 'publish:figures "
+                "EXPERIMENT' and 'publish:systems'"
+            )
         if kind == "claims":
             body = claims_table(arg, data)
         elif kind == "readings":
@@ -305,9 +359,52 @@ def render(text: str, path: Path, root: Path, data: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
+def _nav_title(title: str) -> str:
+    """``title`` as a YAML mapping key: plain where YAML reads it back unchanged, else quoted."""
+    if _PLAIN_TITLE.fullmatch(title) and title == title.strip():
+        return title
+    return json.dumps(title, ensure_ascii=False)
+
+
+def nav_entries(root: Path) -> list[tuple[str, str]]:
+    """``(title, page)`` of every system's pages, in the order of the declarations; refused
+    (:class:`~gaugedyn.InputError`) when a declared page is not under ``docs/``."""
+    entries = []
+    for paper in PAPERS:
+        for title, page in paper.nav_entries:
+            if not (root / "docs" / page).is_file():
+                raise InputError(
+                    f"experiments/{paper.system}/system.toml declares the page "
+                    f"{page!r}, which is not in docs/; write docs/{page}"
+                )
+            entries.append((title, page))
+    return entries
+
+
+def render_nav(text: str, path: Path, root: Path) -> str:
+    """``text`` (``mkdocs.yml``) with the systems' navigation between ``# publish:nav`` and
+    ``# /publish`` regenerated from the declarations (markers kept, entries replaced)."""
+    lines = text.split("\n")
+    opens = [i for i, line in enumerate(lines) if _NAV_OPEN.match(line)]
+    if len(opens) != 1:
+        raise InputError(
+            f"{path}: needs exactly one '# publish:nav' comment line where the "
+            f"systems' pages are listed, found {len(opens)}"
+        )
+    start = opens[0]
+    end = next((j for j in range(start + 1, len(lines)) if lines[j].strip() == _NAV_CLOSE), None)
+    if end is None:
+        raise InputError(f"{path}: '# publish:nav' has no closing '{_NAV_CLOSE}'")
+    match = _NAV_OPEN.match(lines[start])
+    indent = match.group(1) if match else ""
+    body = [f"{indent}- {_nav_title(title)}: {page}" for title, page in nav_entries(root)]
+    return "\n".join([*lines[: start + 1], *body, *lines[end:]])
+
+
 def publish(root: Path, check: bool = False) -> list[Path]:
-    """Regenerate every marked table under ``root``. Returns the files that changed (written,
-    or with ``check`` only listed)."""
+    """Regenerate every marked table under ``root`` and, where ``root`` has a ``mkdocs.yml``, its
+    navigation of the systems' pages. Returns the files that changed (written, or with
+    ``check`` only listed)."""
     root = Path(root)
     data = load_published(root)
     stale = []
@@ -318,20 +415,41 @@ def publish(root: Path, check: bool = False) -> list[Path]:
             stale.append(path)
             if not check:
                 path.write_text(new)
+    site = root / SITE
+    if site.is_file():
+        text = site.read_text()
+        new = render_nav(text, site, root)
+        if new != text:
+            stale.append(site)
+            if not check:
+                site.write_text(new)
     return stale
 
 
 # --- command line ---------------------------------------------------------------------------
 
+
 def register(sub) -> None:
-    p = sub.add_parser("publish", help="result tables of README and docs from results-data/",
-                       description="Regenerate the README's and the docs' result tables from the "
-                                   f"committed runs in {DATA}/ (between <!-- publish:... --> "
-                                   "markers).")
-    p.add_argument("--check", action="store_true",
-                   help="write nothing; exit 1 naming every table that does not match its run")
-    p.add_argument("--add", metavar="RUN", type=Path, action="append", default=[],
-                   help=f"first copy a full run's summary.json into {DATA}/ (repeatable)")
+    p = sub.add_parser(
+        "publish",
+        help="result tables of README and docs from results-data/",
+        description="Regenerate the README's and the docs' result tables from the "
+        f"committed runs in {DATA}/ (between <!-- publish:... --> "
+        "markers).",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 naming every table that does not match its run",
+    )
+    p.add_argument(
+        "--add",
+        metavar="RUN",
+        type=Path,
+        action="append",
+        default=[],
+        help=f"first copy a full run's summary.json into {DATA}/ (repeatable)",
+    )
     p.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
     p.set_defaults(func=_main)
 
@@ -348,7 +466,10 @@ def _main(args) -> int:
         print(f"added {add_run(run, root)}")
     stale = publish(root, check=args.check)
     for path in stale:
-        verb = "stale (does not match results-data/; run gaugedyn publish)" if args.check \
+        verb = (
+            "stale (does not match results-data/ or the declared systems; run gaugedyn publish)"
+            if args.check
             else "rewritten"
+        )
         print(f"{path}: {verb}", file=sys.stderr if args.check else sys.stdout)
     return 1 if args.check and stale else 0

@@ -1,8 +1,11 @@
 """Adam's update split into sign, magnitude lag and remainder; a recorder for live optimizers.
 
 ``split_update``/``decompose_history``/``decompose_state`` are pure (numpy or torch);
-``AdamRecorder`` attaches to ``torch.optim.Adam``/``AdamW``. Torch loads only on first use of
-the recorder or the state toolkit, so ``import gaugedyn.adam`` stays light.
+``AdamRecorder`` attaches to ``torch.optim.Adam``/``AdamW``; ``batched_adam_step`` is Adam on
+many copies with per-copy betas and learning rates; ``preconditioned_sharpness`` and
+``dense_sharpness`` measure the curvature Adam's preconditioner sees; the 1-D Adam maps, their
+oscillating state and stability boundary, and the spike detector serve the stability theory.
+Torch loads only on first use of a torch name, so ``import gaugedyn.adam`` stays light.
 """
 
 from .._lazy import attach
@@ -21,12 +24,25 @@ from ._probe import READINGS as READINGS
 from ._probe import AdamProbe as AdamProbe
 from ._probe import StreamingSplit as StreamingSplit
 from ._probe import reading_sums as reading_sums
+from ._spikes import DEFINITION as SPIKE_DEFINITION  # noqa: F401 (in __all__ through attach)
+from ._spikes import FLOAT32_FLOOR as FLOAT32_FLOOR
+from ._spikes import FLOAT64_FLOOR as FLOAT64_FLOOR
+from ._spikes import MIN_BLOCKS as SPIKE_MIN_BLOCKS  # noqa: F401 (in __all__ through attach)
+from ._spikes import RISE_DECADES as SPIKE_RISE_DECADES  # noqa: F401 (in __all__ through attach)
 from ._spikes import detect as detect_spikes  # noqa: F401 (in __all__ through attach)
 from ._spikes import horizon as spike_horizon  # noqa: F401 (in __all__ through attach)
+from ._spikes import steps_needed as spike_steps_needed  # noqa: F401 (in __all__ through attach)
 from ._stability import cubic_coefficients as cubic_coefficients
 from ._stability import growth_rate as growth_rate
+from ._stability import loss_floor as loss_floor
+from ._stability import multipliers as multipliers
 from ._stability import oscillating_state as oscillating_state
+from ._stability import simulate_envelopes as simulate_envelopes
 from ._stability import simulate_losses as simulate_losses
+from ._stability import simulated_boundary as simulated_boundary
+from ._stability import simulated_growth_rate as simulated_growth_rate
+from ._stability import spiral_ratio as spiral_ratio
+from ._stability import theory_boundary as theory_boundary
 from ._synthetic import SIGNALS as SIGNALS
 from ._synthetic import measured_vs_series as measured_vs_series
 from ._synthetic import order_check as order_check
@@ -34,16 +50,78 @@ from ._synthetic import series_terms as series_terms
 from ._synthetic import transition_fraction as transition_fraction
 
 _EAGER = [
-    "PARTS", "RESIDUAL_PARTS", "AdamParts", "adam_moments", "decompose_history", "decompose_state",
-    "part_norms", "shares", "smoothness", "split_update", "READING_SUMS", "READINGS", "AdamProbe",
-    "StreamingSplit", "reading_sums", "SIGNALS", "measured_vs_series", "order_check",
-    "series_terms", "transition_fraction", "detect_spikes", "spike_horizon", "cubic_coefficients",
-    "growth_rate", "oscillating_state", "simulate_losses",
+    "PARTS",
+    "RESIDUAL_PARTS",
+    "AdamParts",
+    "adam_moments",
+    "decompose_history",
+    "decompose_state",
+    "part_norms",
+    "shares",
+    "smoothness",
+    "split_update",
+    "READING_SUMS",
+    "READINGS",
+    "AdamProbe",
+    "StreamingSplit",
+    "reading_sums",
+    "SIGNALS",
+    "measured_vs_series",
+    "order_check",
+    "series_terms",
+    "transition_fraction",
+    "detect_spikes",
+    "spike_steps_needed",
+    "spike_horizon",
+    "SPIKE_DEFINITION",
+    "SPIKE_MIN_BLOCKS",
+    "SPIKE_RISE_DECADES",
+    "FLOAT32_FLOOR",
+    "FLOAT64_FLOOR",
+    "cubic_coefficients",
+    "growth_rate",
+    "loss_floor",
+    "multipliers",
+    "oscillating_state",
+    "simulate_envelopes",
+    "simulate_losses",
+    "simulated_boundary",
+    "simulated_growth_rate",
+    "spiral_ratio",
+    "theory_boundary",
 ]
-__getattr__, __dir__, __all__ = attach(__name__, {
-    "_recorder": ["AdamRecorder", "NORM_NAMES", "SAMPLE_FIELDS"],
-    # Adam state surgery (torch, lazy)
-    "_state": ["StateRecord", "select", "snapshot", "restore", "transplant", "exchange", "reset",
-               "reset_step", "scalarise_v", "mean_adaptive_scale", "equalise_adaptive_scale",
-               "weights", "update_norm", "rescale_update"],
-}, eager=_EAGER)
+__getattr__, __dir__, __all__ = attach(
+    __name__,
+    {
+        "_recorder": ["AdamRecorder", "NORM_NAMES", "SAMPLE_FIELDS"],
+        # Adam on many copies at once (torch, lazy)
+        "_batched": [
+            "OP_ORDERS",
+            "OP_ORDER_FACTORS",
+            "AdamFactors",
+            "AdamStep",
+            "adam_factors",
+            "batched_adam_step",
+        ],
+        # the curvature the preconditioner sees (torch, lazy)
+        "_sharpness": ["hessian_vector_product", "preconditioned_sharpness", "dense_sharpness"],
+        # Adam state surgery (torch, lazy)
+        "_state": [
+            "StateRecord",
+            "select",
+            "snapshot",
+            "restore",
+            "transplant",
+            "exchange",
+            "reset",
+            "reset_step",
+            "scalarise_v",
+            "mean_adaptive_scale",
+            "equalise_adaptive_scale",
+            "weights",
+            "update_norm",
+            "rescale_update",
+        ],
+    },
+    eager=_EAGER,
+)

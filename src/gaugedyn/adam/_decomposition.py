@@ -85,15 +85,15 @@ def split_update(m_hat, w_hat, s, grad, eps: float) -> AdamParts:
     Contract: ``sum(parts) == update`` to round-off, ``lag`` is exactly zero wherever
     ``m_hat == w_hat`` bitwise.
     """
+    where: Any
+    zeros: Any
+    sign: Any
     if _is_torch(m_hat):
-        import torch as xp
+        import torch
 
-        where = xp.where
-        zeros = xp.zeros_like
+        where, zeros, sign = torch.where, torch.zeros_like, torch.sign
     else:
-        xp = np
-        where = np.where
-        zeros = np.zeros_like
+        where, zeros, sign = np.where, np.zeros_like, np.sign
         m_hat, w_hat, s, grad = (np.asarray(a, dtype=float) for a in (m_hat, w_hat, s, grad))
     d = s + eps
     pos = s > 0
@@ -101,8 +101,8 @@ def split_update(m_hat, w_hat, s, grad, eps: float) -> AdamParts:
     d = where(d > 0, d, 1.0 + zeros(d))
     update = m_hat / d
     lag = (m_hat - w_hat) / d
-    sg = xp.sign(grad)
-    sw = xp.sign(w_hat)
+    sg = sign(grad)
+    sw = sign(w_hat)
     ratio_full = w_hat / s_safe
     ratio = where(pos, ratio_full - sw, zeros(s))
     transition = where(pos, sw - sg, -sg)
@@ -117,8 +117,9 @@ def bias_corrections(step: int, beta1: float, beta2: float) -> tuple[float, floa
     return bc1, bc2, bc2**0.5
 
 
-def decompose_state(exp_avg, exp_avg_sq, slow_avg, grad, step: int, beta1: float, beta2: float,
-                    eps: float) -> AdamParts:
+def decompose_state(
+    exp_avg, exp_avg_sq, slow_avg, grad, step: int, beta1: float, beta2: float, eps: float
+) -> AdamParts:
     """Decompose from the streaming state ``(m_t, v_t, w_t, g_t, t)``.
 
     ``s = sqrt(v_t)/sqrt(1-b2^t)`` and ``m^ = m_t/(1-b1^t)`` as in PyTorch; ``w^ = w_t/(1-b2^t)``.
@@ -144,7 +145,9 @@ def adam_moments(grads, beta1: float, beta2: float) -> dict[str, np.ndarray]:
     """
     g = np.asarray(grads, dtype=float)
     if g.ndim < 1 or g.shape[0] < 1:
-        raise InputError(f"grads of shape {g.shape} is not allowed; need shape (T, ...) with T >= 1")
+        raise InputError(
+            f"grads of shape {g.shape} is not allowed; need shape (T, ...) with T >= 1"
+        )
     m = np.zeros_like(g)
     v = np.zeros_like(g)
     w = m if beta1 == beta2 else np.zeros_like(g)
@@ -165,8 +168,9 @@ def _lerp(a, b, weight: float):
     return a + weight * (b - a) if weight < 0.5 else b - (b - a) * (1 - weight)
 
 
-def decompose_history(grads, beta1: float = 0.9, beta2: float = 0.999,
-                      eps: float = 1e-8) -> AdamParts:
+def decompose_history(
+    grads, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8
+) -> AdamParts:
     """The decomposition of every update of a gradient history ``grads`` (shape ``(T, ...)``).
 
     A pure function of the effective gradients ``g_1..g_T``: each field of the result has shape

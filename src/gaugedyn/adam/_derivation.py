@@ -173,7 +173,7 @@ def build() -> str:
     return _TEXT.lstrip()
 
 
-def _check(condition: bool, message: str) -> None:
+def _check(condition: bool | np.bool_, message: str) -> None:
     if not condition:
         raise AssertionError(message)
 
@@ -191,8 +191,10 @@ def _verify_sympy() -> None:
     E1 = sp.simplify((1 - b) * theta(geometric))
     E2 = sp.simplify((1 - b) * theta(theta(geometric)))
     _check(sp.simplify(E1 - (tau - 1)) == 0, "geometric weights: E[j] != tau - 1")
-    _check(sp.simplify(E2 / 2 - (tau - 1) * (2 * tau - 1) / 2) == 0,
-           "geometric weights: E[j^2]/2 != (tau-1)(2 tau-1)/2")
+    _check(
+        sp.simplify(E2 / 2 - (tau - 1) * (2 * tau - 1) / 2) == 0,
+        "geometric weights: E[j^2]/2 != (tau-1)(2 tau-1)/2",
+    )
     _check(sp.simplify(E2 - E1**2 - tau * (tau - 1)) == 0, "geometric weights: Var j != tau(tau-1)")
 
     e, g = sp.symbols("epsilon g", positive=True)
@@ -208,14 +210,21 @@ def _verify_sympy() -> None:
     m2 = avg(t2, g, g1, g2)
     v2 = avg(t2, g**2, 2 * g * g1, 2 * g1**2 + 2 * g * g2)
     lag = sp.series((m1 - m2) / sp.sqrt(v2), e, 0, 3).removeO()
-    lag_closed = (e * (t2 - t1) * g1 / g + e**2 * (mu(t1) - mu(t2)) * g2 / g
-                  + e**2 * (t2 - t1) * (t2 - 1) * g1**2 / g**2)
-    _check(sp.simplify(sp.expand(lag - lag_closed)) == 0,
-           f"lag series to second order differs from the closed form: {sp.simplify(lag - lag_closed)}")
+    lag_closed = (
+        e * (t2 - t1) * g1 / g
+        + e**2 * (mu(t1) - mu(t2)) * g2 / g
+        + e**2 * (t2 - t1) * (t2 - 1) * g1**2 / g**2
+    )
+    _check(
+        sp.simplify(sp.expand(lag - lag_closed)) == 0,
+        f"lag series to second order differs from the closed form: {sp.simplify(lag - lag_closed)}",
+    )
     ratio = sp.series(m2 / sp.sqrt(v2) - 1, e, 0, 3).removeO()
-    ratio_closed = -e**2 * t2 * (t2 - 1) * g1**2 / (2 * g**2)
-    _check(sp.simplify(sp.expand(ratio - ratio_closed)) == 0,
-           "tied ratio series to second order differs from -tau2(tau2-1)(g'/g)^2/2")
+    ratio_closed = -(e**2) * t2 * (t2 - 1) * g1**2 / (2 * g**2)
+    _check(
+        sp.simplify(sp.expand(ratio - ratio_closed)) == 0,
+        "tied ratio series to second order differs from -tau2(tau2-1)(g'/g)^2/2",
+    )
     _check(not sp.expand(ratio).has(g2), "tied ratio carries a curvature term at second order")
 
 
@@ -238,17 +247,26 @@ def _verify_numpy() -> None:
                 _check(err < 1e-12, f"{name} b=({b1},{b2}) eps={eps}: parts sum off by {err:.3g}")
                 if b1 == b2:
                     _check(np.all(P.lag == 0.0), f"{name} b1=b2={b1}: lag not exactly zero")
-                _check(np.all(np.abs(P.w_hat) <= P.s * (1 + 1e-12) + 1e-300),
-                       f"{name} b=({b1},{b2}): |w^| > sqrt(v^)")
+                _check(
+                    np.all(np.abs(P.w_hat) <= P.s * (1 + 1e-12) + 1e-300),
+                    f"{name} b=({b1},{b2}): |w^| > sqrt(v^)",
+                )
                 r = P.ratio * np.sign(P.w_hat)
-                _check(np.all((r <= 1e-12) & (r >= -1 - 1e-12)),
-                       f"{name} b=({b1},{b2}): ratio part outside [-1, 0] sign(w^)")
+                _check(
+                    np.all((r <= 1e-12) & (r >= -1 - 1e-12)),
+                    f"{name} b=({b1},{b2}): ratio part outside [-1, 0] sign(w^)",
+                )
                 if name == "constant_sign":
                     _check(np.all(P.transition == 0), f"{name}: transition non-zero")
     lams = 1e-3 * 2.0 ** -np.arange(5)
     r = order_check("oscillating", 0.9, 0.99, lams)
-    _check(1.8 < r["slope_lag1"] < 2.3, f"lag vs first-order term: slope {r['slope_lag1']:.3f}, want 2")
-    _check(2.6 < r["slope_lag2"] < 3.4, f"lag vs second-order series: slope {r['slope_lag2']:.3f}, want 3")
+    _check(
+        1.8 < r["slope_lag1"] < 2.3, f"lag vs first-order term: slope {r['slope_lag1']:.3f}, want 2"
+    )
+    _check(
+        2.6 < r["slope_lag2"] < 3.4,
+        f"lag vs second-order series: slope {r['slope_lag2']:.3f}, want 3",
+    )
 
 
 def verify() -> None:

@@ -178,8 +178,15 @@ DTYPES = (torch.float32, torch.float64)
 # kernel is bound by vector sqrt/div throughput, so full-width AVX-512 halves its cost.
 _ISA = {
     "AVX2": ["-mavx2", "-mfma"],
-    "AVX512": ["-mavx2", "-mfma", "-mavx512f", "-mavx512dq", "-mavx512vl", "-mavx512bw",
-               "-mprefer-vector-width=512"],
+    "AVX512": [
+        "-mavx2",
+        "-mfma",
+        "-mavx512f",
+        "-mavx512dq",
+        "-mavx512vl",
+        "-mavx512bw",
+        "-mprefer-vector-width=512",
+    ],
 }
 
 
@@ -206,6 +213,8 @@ def _summary(exc: BaseException) -> str:
 
 def _import(name: str, path: Path):
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no module {name!r} at {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -252,13 +261,18 @@ def _build():
         if lib.exists():  # built by another process while we waited
             return _import(name, lib)
         if failed.exists():  # do not pay a failing build in every process
-            raise RuntimeError(f"an earlier build failed; delete {failed} to retry: "
-                               f"{failed.read_text().strip()}")
+            raise RuntimeError(
+                f"an earlier build failed; delete {failed} to retry: {failed.read_text().strip()}"
+            )
         for old in root.glob(f"{name}.build-*"):  # left by a killed build
             shutil.rmtree(old, ignore_errors=True)
         # said on stderr, not logged: a silent pause of tens of seconds looks like a hang
-        print(f"gaugedyn: compiling the Adam recorder's native kernel (once per machine, about "
-              f"40 s; cached as {lib}) ...", file=sys.stderr, flush=True)
+        print(
+            f"gaugedyn: compiling the Adam recorder's native kernel (once per machine, about "
+            f"40 s; cached as {lib}) ...",
+            file=sys.stderr,
+            flush=True,
+        )
         started = time.perf_counter()
         tmp = Path(tempfile.mkdtemp(prefix=f"{name}.build-", dir=root))
         path = os.environ.get("PATH", "")
@@ -266,19 +280,32 @@ def _build():
         if shutil.which("ninja") is None and os.path.exists(os.path.join(bindir, "ninja")):
             os.environ["PATH"] = bindir + os.pathsep + path
         try:
-            module = load_inline(name=name, cpp_sources=[_SOURCE], functions=["adam_sums"],
-                                 extra_cflags=flags, build_directory=str(tmp), verbose=False)
+            module = load_inline(
+                name=name,
+                cpp_sources=[_SOURCE],
+                functions=["adam_sums"],
+                extra_cflags=flags,
+                build_directory=str(tmp),
+                verbose=False,
+            )
             os.replace(tmp / f"{name}{ext}", lib)
         except Exception as exc:
             failed.write_text(_summary(exc) + "\n")
-            print("gaugedyn: compiling the native kernel failed; the recorder uses its eager "
-                  f"sums ({_summary(exc)})", file=sys.stderr, flush=True)
+            print(
+                "gaugedyn: compiling the native kernel failed; the recorder uses its eager "
+                f"sums ({_summary(exc)})",
+                file=sys.stderr,
+                flush=True,
+            )
             raise
         finally:
             os.environ["PATH"] = path
             shutil.rmtree(tmp, ignore_errors=True)
-        print(f"gaugedyn: compiled the native kernel in {time.perf_counter() - started:.0f} s",
-              file=sys.stderr, flush=True)
+        print(
+            f"gaugedyn: compiled the native kernel in {time.perf_counter() - started:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
     return module
 
 
@@ -360,9 +387,29 @@ def eligible(*tensors: torch.Tensor) -> bool:
     )
 
 
-def adam_sums(m, v, w, g, k: float, alpha: float, epsc: float, lerp: float | None, tied: bool,
-              out: torch.Tensor) -> None:
+def adam_sums(
+    m,
+    v,
+    w,
+    g,
+    k: float,
+    alpha: float,
+    epsc: float,
+    lerp: float | None,
+    tied: bool,
+    out: torch.Tensor,
+) -> None:
     """Write the eight unscaled sums into ``out[:8]`` (float64); update ``w`` first when ``lerp``
     is a weight (``w <- lerp(w, g, lerp)``, as ``torch.lerp``). ``tied``: ``w`` is ``m``."""
-    load().adam_sums(m, v, w, g, float(k), float(alpha), float(epsc),
-                     -1.0 if lerp is None else float(lerp), bool(tied), out)
+    load().adam_sums(
+        m,
+        v,
+        w,
+        g,
+        float(k),
+        float(alpha),
+        float(epsc),
+        -1.0 if lerp is None else float(lerp),
+        bool(tied),
+        out,
+    )

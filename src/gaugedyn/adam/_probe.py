@@ -26,8 +26,15 @@ from ._decomposition import AdamParts, decompose_state
 
 READINGS: tuple[str, ...] = ("current", "memory")
 READING_SUMS: tuple[str, ...] = (
-    "sign_current", "sign_memory", "lag", "residual_current", "residual_memory", "update",
-    "dot_update_sign_current", "dot_update_sign_memory", "count",
+    "sign_current",
+    "sign_memory",
+    "lag",
+    "residual_current",
+    "residual_memory",
+    "update",
+    "dot_update_sign_current",
+    "dot_update_sign_memory",
+    "count",
 )
 """Per step: squared norms of the parts of both readings, of the update, the inner products of
 the update with each reading's sign part, and the number of coordinates."""
@@ -51,8 +58,10 @@ class StreamingSplit:
         b2 = self.b2
         prev = self._w.get(key)
         if prev is None and t > 1:
-            raise InputError(f"step t={t} of tensor {key!r} is the first one seen; allowed: "
-                             "start the streaming split at t = 1")
+            raise InputError(
+                f"step t={t} of tensor {key!r} is the first one seen; allowed: "
+                "start the streaming split at t = 1"
+            )
         w = (1.0 - b2) * g if prev is None else b2 * prev + (1.0 - b2) * g
         self._w[key] = w
         return w
@@ -64,6 +73,7 @@ class StreamingSplit:
 
 def reading_sums(parts: AdamParts) -> np.ndarray:
     """The :data:`READING_SUMS` of one split (numpy or torch parts), as float64."""
+
     def ss(x):
         return float((x * x).sum())
 
@@ -73,9 +83,19 @@ def reading_sums(parts: AdamParts) -> np.ndarray:
     sign_memory = parts.sign + parts.transition
     residual_memory = parts.ratio + parts.eps
     u = parts.update
-    return np.array([ss(parts.sign), ss(sign_memory), ss(parts.lag), ss(parts.residual),
-                     ss(residual_memory), ss(u), dot(u, parts.sign), dot(u, sign_memory),
-                     float(np.prod(tuple(u.shape)))])
+    return np.array(
+        [
+            ss(parts.sign),
+            ss(sign_memory),
+            ss(parts.lag),
+            ss(parts.residual),
+            ss(residual_memory),
+            ss(u),
+            dot(u, parts.sign),
+            dot(u, sign_memory),
+            float(np.prod(tuple(u.shape))),
+        ]
+    )
 
 
 class AdamProbe:
@@ -99,9 +119,9 @@ class AdamProbe:
         self.sum_error = 0.0
         self.applied_error = 0.0
         self.lag_max = 0.0
-        self.bin_sum = None
+        self.bin_sum: np.ndarray | None = None
         self.bin_count = np.zeros(self.bins)
-        self.mean_sum = None
+        self.mean_sum: np.ndarray | None = None
         self.mean_count = 0
 
     def __call__(self, record) -> None:
@@ -115,7 +135,7 @@ class AdamProbe:
         self.lag_max = max(self.lag_max, float(norms[..., 1].max()))
         total = norms.sum(-1, keepdims=True)
         shares = np.where(total > 0, norms / np.where(total > 0, total, 1.0), 0.0)
-        if self.bin_sum is None:
+        if self.bin_sum is None or self.mean_sum is None:
             self.bin_sum = np.zeros((self.bins, *shares.shape))
             self.mean_sum = np.zeros(shares.shape)
         b = min((k - 1) * self.bins // max(self.steps, 1), self.bins - 1)
@@ -130,14 +150,17 @@ class AdamProbe:
         import torch
 
         lr = record.lr
-        sq = None
+        sq: torch.Tensor | None = None
         with torch.no_grad():
-            for i, (p, g, q, m, v) in enumerate(zip(record.previous, record.grads, record.params,
-                                                    record.adam.m, record.adam.v)):
+            for i, (p, g, q, m, v) in enumerate(
+                zip(record.previous, record.grads, record.params, record.adam.m, record.adam.v)
+            ):
                 parts = self.split.step(i, m, v, g, k)
                 u = parts.update
-                size = sum(x.abs() for x in (parts.sign, parts.lag, parts.transition,
-                                             parts.ratio, parts.eps)).clamp(min=1.0)
+                size = sum(
+                    x.abs()
+                    for x in (parts.sign, parts.lag, parts.transition, parts.ratio, parts.eps)
+                ).clamp(min=1.0)
                 err = ((parts.total() - u).abs() / size).max()
                 self.sum_error = max(self.sum_error, float(err))
                 rel = ((q - p) + lr * u).abs() / (p.abs() + lr * u.abs() + 1e-300)
@@ -145,14 +168,22 @@ class AdamProbe:
                 cols = [parts.sign, parts.lag, parts.residual]
                 per = torch.stack([c * c if c.dim() == 2 else (c * c).sum(-1) for c in cols], -1)
                 sq = per if sq is None else sq + per
+            assert sq is not None, "a step with no tensors"
             return sq.sqrt().double().cpu().numpy()
 
     def result(self) -> dict:
         """Mean shares ``(S, K, 3)``, binned shares ``(bins, K, 3)`` (seed means) and checks."""
+        if self.bin_sum is None or self.mean_sum is None:
+            raise InputError("AdamProbe.result() before any step; allowed: after training")
         count = np.maximum(self.bin_count, 1)[:, None, None, None]
         binned = (self.bin_sum / count).mean(axis=1)
         binned[self.bin_count == 0] = np.nan
-        return {"share_mean": self.mean_sum / max(self.mean_count, 1), "share_bins": binned,
-                "probe_calls": self.calls, "probe_counter_ok": bool(self.counter_ok),
-                "sum_error": self.sum_error, "applied_error": self.applied_error,
-                "lag_norm_max": self.lag_max}
+        return {
+            "share_mean": self.mean_sum / max(self.mean_count, 1),
+            "share_bins": binned,
+            "probe_calls": self.calls,
+            "probe_counter_ok": bool(self.counter_ok),
+            "sum_error": self.sum_error,
+            "applied_error": self.applied_error,
+            "lag_norm_max": self.lag_max,
+        }

@@ -51,8 +51,16 @@ class AdamRecorder:
     ``w^_k = m^_k`` (noted in ``metadata()['attached_at_step']``).
     """
 
-    def __init__(self, optimizer: torch.optim.Optimizer, *, sample: int = 0, seed: int = 0,
-                 every: int = 1, compile: bool = False, backend: str = "auto"):
+    def __init__(
+        self,
+        optimizer: torch.optim.Optimizer,
+        *,
+        sample: int = 0,
+        seed: int = 0,
+        every: int = 1,
+        compile: bool = False,
+        backend: str = "auto",
+    ):
         if not isinstance(optimizer, torch.optim.Adam | torch.optim.AdamW):
             raise InputError(
                 f"optimizer={type(optimizer).__name__} is not allowed; use torch.optim.Adam or AdamW"
@@ -85,7 +93,9 @@ class AdamRecorder:
         self._norms: list[np.ndarray] = []
         self._trans: list[np.ndarray] = []
         self._samples: list[dict[str, np.ndarray]] = []
-        self._counts = np.array([sum(p.numel() for p in g["params"]) for g in optimizer.param_groups])
+        self._counts = np.array(
+            [sum(p.numel() for p in g["params"]) for g in optimizer.param_groups]
+        )
         self.skipped = 0
         self.attached_at_step = self._max_step()
         self._handles = [
@@ -235,8 +245,10 @@ class AdamRecorder:
         self._trans.append(trans)
         if samp is not None:
             self._samples.append(
-                {f: [torch.cat(x).numpy() if x else np.zeros(0) for x in samp[f]]
-                 for f in SAMPLE_FIELDS}
+                {
+                    f: [torch.cat(x).numpy() if x else np.zeros(0) for x in samp[f]]
+                    for f in SAMPLE_FIELDS
+                }
             )
 
     def __len__(self) -> int:
@@ -339,8 +351,9 @@ class _Scratch:
 
     def slot(self) -> int:
         if self.n == self.acc.shape[0]:
-            grown = torch.empty(2 * self.n, self.acc.shape[1], device=self.acc.device,
-                                dtype=self.acc.dtype)
+            grown = torch.empty(
+                2 * self.n, self.acc.shape[1], device=self.acc.device, dtype=self.acc.dtype
+            )
             grown[: self.n] = self.acc
             self.acc = grown
         self.n += 1
@@ -379,7 +392,7 @@ class _Packer:
         if n >= _PACK:
             size = n if self.rec.compile else _CHUNK  # the fused kernel needs no cache blocking
             for lo in range(0, n, size):
-                chunk = [x[lo: lo + size] for x in flat]
+                chunk = [x[lo : lo + size] for x in flat]
                 if lerp is not None:
                     chunk[2].lerp_(chunk[3], lerp)
                 self._run(chunk, bc1, bc2, c, eps)
@@ -396,7 +409,7 @@ class _Packer:
         sc = self.rec._scratch(self.pending[0][0])
         n = self.size
         stage = sc.rows[5:]
-        ins = []
+        ins: list[torch.Tensor] = []
         for i in range(4):
             if i == 2 and self.tied:
                 ins.append(ins[0])
@@ -413,8 +426,17 @@ class _Packer:
         if self.rec.compile:
             _fused_sums(m, v, w, g, bc1 / bc2, c / bc2, eps * c, sc.acc[j])
         else:
-            _chunk_sums(m, v, None if self.tied else w, g, bc1 / bc2, c / bc2, eps * c,
-                        sc.rows[:5, : m.numel()], sc.acc[j])
+            _chunk_sums(
+                m,
+                v,
+                None if self.tied else w,
+                g,
+                bc1 / bc2,
+                c / bc2,
+                eps * c,
+                sc.rows[:5, : m.numel()],
+                sc.acc[j],
+            )
         self._job(sc, j, bc1, bc2, c, eps)
 
     def _job(self, sc, j, bc1, bc2, c, eps) -> None:
@@ -487,8 +509,18 @@ def _sums_expr(m, v, w, g, k):
     R = sg - k[1] * (w / D)
     Q = sw - k[1] * (w * A)
     E = (w * A) / D
-    return torch.stack([(sg * sg).sum(), (L * L).sum(), (T * T).sum(), (Q * Q).sum(),
-                        (E * E).sum(), (R * R).sum(), (U * U).sum(), T.abs().sum()])
+    return torch.stack(
+        [
+            (sg * sg).sum(),
+            (L * L).sum(),
+            (T * T).sum(),
+            (Q * Q).sum(),
+            (E * E).sum(),
+            (R * R).sum(),
+            (U * U).sum(),
+            T.abs().sum(),
+        ]
+    )
 
 
 _COMPILED = None
@@ -505,8 +537,10 @@ def _fused_sums(m, v, w, g, k, alpha, epsc, out) -> None:
 
 
 def _sample_into(samp, gi, idx, g, m, v, w, p, bc1, bc2, bc2_sqrt, eps) -> None:
-    vals = {k: x.reshape(-1)[idx].double() for k, x in
-            (("grad", g), ("m", m), ("v", v), ("w", w), ("param", p))}
+    vals = {
+        k: x.reshape(-1)[idx].double()
+        for k, x in (("grad", g), ("m", m), ("v", v), ("w", w), ("param", p))
+    }
     m_hat = vals["m"] / bc1
     w_hat = m_hat if w is m else vals["w"] / bc2
     parts = split_update(m_hat, w_hat, vals["v"].sqrt() / bc2_sqrt, vals["grad"], eps)

@@ -60,7 +60,8 @@ DEFINITION = (
     f"{UNRESOLVED_SHARE:.0%} of block k-1 lies at the floor; status per run: diverged (nan, "
     f"+inf or above the ceiling: the initial loss for tasks) apart from spikes; spiky (some "
     f"spike); undetermined (no spike but an underflowed baseline block: never spiky); quiet; a "
-    f"run needs >= {MIN_BLOCKS} blocks after the warm-up to be judged")
+    f"run needs >= {MIN_BLOCKS} blocks after the warm-up to be judged"
+)
 
 
 def horizon(beta1, beta2) -> np.ndarray:
@@ -84,7 +85,7 @@ def _blocks(ell: np.ndarray, H: int, stride: int):
     nb = ell.shape[0] // b - 1  # blocks after the warm-up block
     if nb < 2:
         return None
-    return ell[b:b * (nb + 1)].reshape((nb, b) + ell.shape[1:])
+    return ell[b : b * (nb + 1)].reshape((nb, b) + ell.shape[1:])
 
 
 def block_rises(log_loss, H: int, stride: int = 1, floor: float = FLOAT64_FLOOR):
@@ -112,8 +113,14 @@ def block_rises(log_loss, H: int, stride: int = 1, floor: float = FLOAT64_FLOOR)
     return peak[1:] - base[:-1], resolved[:-1]
 
 
-def detect(log_loss, beta1: float, beta2: float, stride: int = 1,
-           floor: float = FLOAT64_FLOOR, ceiling: float = math.inf) -> dict:
+def detect(
+    log_loss,
+    beta1: float | np.ndarray,
+    beta2: float | np.ndarray,
+    stride: int = 1,
+    floor: float = FLOAT64_FLOOR,
+    ceiling: float = math.inf,
+) -> dict:
     """Judge one run (or a batch sharing ``beta1, beta2``) with the detector of the module doc.
 
     ``floor`` is the log10 of the smallest resolved loss (:data:`FLOAT64_FLOOR`,
@@ -146,8 +153,19 @@ def detect(log_loss, beta1: float, beta2: float, stride: int = 1,
     spiky = hits.any(axis=0) & judged & ~diverged
     undetermined = unresolved & judged & ~diverged & ~spiky
     quiet = judged & ~diverged & ~spiky & ~undetermined
-    status = np.select([~judged, diverged, spiky, undetermined],
-                       ["not judged", "diverged", "spiky", "undetermined"], default="quiet")
-    return {"spiky": spiky, "undetermined": undetermined, "diverged": diverged, "quiet": quiet,
-            "judged": judged, "status": status, "n_spikes": hits.sum(axis=0), "max_rise": rise,
-            "horizon": H}
+    status = np.select(
+        [~judged, diverged, spiky, undetermined],
+        ["not judged", "diverged", "spiky", "undetermined"],
+        default="quiet",
+    )
+    return {
+        "spiky": spiky,
+        "undetermined": undetermined,
+        "diverged": diverged,
+        "quiet": quiet,
+        "judged": judged,
+        "status": status,
+        "n_spikes": hits.sum(axis=0),
+        "max_rise": rise,
+        "horizon": H,
+    }

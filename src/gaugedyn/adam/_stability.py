@@ -26,8 +26,19 @@ def cubic_coefficients(a, c, n, r):
     function against its own result). ``r = eps / (sqrt(V) + eps)`` is eps's share.
     """
     p2 = 2 * a * n - 3 * a - 2 * c * n * r + 2 * c * n + 2 * c * r - c - 4 * n + 5
-    p1 = (2 * a * c * n * r - 2 * a * c * r - a * c - 2 * a * n + 2 * a - 2 * c * n * r
-          - 2 * c * n + 2 * c * r + 4 * c + 4 * n - 5)
+    p1 = (
+        2 * a * c * n * r
+        - 2 * a * c * r
+        - a * c
+        - 2 * a * n
+        + 2 * a
+        - 2 * c * n * r
+        - 2 * c * n
+        + 2 * c * r
+        + 4 * c
+        + 4 * n
+        - 5
+    )
     p0 = -(1 - a) * (1 - c)
     return p2, p1, p0
 
@@ -37,8 +48,12 @@ def multipliers(a, c, n, r=0.0) -> np.ndarray:
 
     The companion matrix of the cubic, batched through ``numpy.linalg.eigvals`` (LAPACK).
     """
-    p2, p1, p0 = (np.asarray(p, dtype=float) for p in cubic_coefficients(
-        np.asarray(a, float), np.asarray(c, float), float(n), np.asarray(r, float)))
+    p2, p1, p0 = (
+        np.asarray(p, dtype=float)
+        for p in cubic_coefficients(
+            np.asarray(a, float), np.asarray(c, float), float(n), np.asarray(r, float)
+        )
+    )
     p2, p1, p0 = np.broadcast_arrays(p2, p1, p0)
     comp = np.zeros(p2.shape + (3, 3))
     comp[..., 0, 0], comp[..., 0, 1], comp[..., 0, 2] = -p2, -p1, -p0
@@ -100,8 +115,9 @@ def adam_step(x, m, v, a, c, n: float, lr: float, eps: float, t: int | None = No
     return x - lr * mh / (np.sqrt(vh) + eps), m, v
 
 
-def simulated_growth_rate(a, c, n: float, lr: float, eps, steps: int = 4000,
-                          size: float = 1e-7) -> np.ndarray:
+def simulated_growth_rate(
+    a, c, n: float, lr: float, eps, steps: int = 4000, size: float = 1e-7
+) -> np.ndarray:
     """Largest Lyapunov exponent of the simulated stationary map at its oscillating state.
 
     Benettin's method with the nonlinear map itself: the reference is the exact orbit
@@ -110,8 +126,9 @@ def simulated_growth_rate(a, c, n: float, lr: float, eps, steps: int = 4000,
     logs of the growth factors averaged over ``steps`` (first tenth left out). Independent of
     the linearisation: it uses only :func:`adam_step`.
     """
-    a, c, eps = np.broadcast_arrays(np.asarray(a, float), np.asarray(c, float),
-                                    np.asarray(eps, float))
+    a, c, eps = np.broadcast_arrays(
+        np.asarray(a, float), np.asarray(c, float), np.asarray(eps, float)
+    )
     st = oscillating_state(a, n, lr, eps)
     A, M, V = (np.broadcast_to(st[k], a.shape) for k in ("A", "M", "V"))
     scale = np.stack([A, np.abs(M), V])
@@ -150,16 +167,19 @@ def _bisect_log_c(rate, a, r, c_lo, c_hi, iters: int = 60) -> np.ndarray:
     return np.where(ok, np.exp(0.5 * (lo + hi)), np.nan)
 
 
-def simulated_boundary(a, n: float, lr: float, eps, c_lo: float, c_hi: float,
-                       steps: int = 4000, iters: int = 24) -> np.ndarray:
+def simulated_boundary(
+    a, n: float, lr: float, eps, c_lo: float, c_hi: float, steps: int = 4000, iters: int = 24
+) -> np.ndarray:
     """``c`` at which :func:`simulated_growth_rate` crosses 0 (bisection in ``log c``);
     ``a`` and ``eps`` broadcast (one eps per cell)."""
-    return _bisect_log_c(lambda c, a_, e_: simulated_growth_rate(a_, c, n, lr, e_, steps),
-                         a, eps, c_lo, c_hi, iters)
+    return _bisect_log_c(
+        lambda c, a_, e_: simulated_growth_rate(a_, c, n, lr, e_, steps), a, eps, c_lo, c_hi, iters
+    )
 
 
-def simulate_losses(x0, a, c, n: float, lr: float, eps: float, steps: int,
-                    record: int = 1) -> np.ndarray:
+def simulate_losses(
+    x0, a, c, n: float, lr: float, eps: float, steps: int, record: int = 1
+) -> np.ndarray:
     """Log10 loss envelope of full 1-D Adam (bias-corrected) from ``x0``, ``m = v = 0``.
 
     ``x0``, ``a``, ``c`` broadcast to the batch shape; returns ``(steps // record,) + shape``
@@ -168,8 +188,7 @@ def simulate_losses(x0, a, c, n: float, lr: float, eps: float, steps: int,
     """
     if steps < 1 or record < 1:
         raise InputError(f"steps={steps}, record={record}: allowed: integers >= 1")
-    x, a, c = np.broadcast_arrays(np.asarray(x0, float), np.asarray(a, float),
-                                  np.asarray(c, float))
+    x, a, c = np.broadcast_arrays(np.asarray(x0, float), np.asarray(a, float), np.asarray(c, float))
     x = x.copy()
     m, v = np.zeros_like(x), np.zeros_like(x)
     out = np.empty((steps // record,) + x.shape)
@@ -197,8 +216,9 @@ def loss_floor(n: float) -> float:
     return float(n * np.log10(np.finfo(np.float64).tiny) - np.log10(n))
 
 
-def simulate_envelopes(x0, m0, v0, a, c, n: float, lr: float, eps: float, steps, samples: int,
-                       bias: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def simulate_envelopes(
+    x0, m0, v0, a, c, n: float, lr: float, eps: float, steps, samples: int, bias: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Log10 loss envelopes of many independent 1-D Adam runs, in groups of equal length.
 
     ``x0``, ``m0``, ``v0`` have shape ``(G, L)`` (broadcast): lane ``l`` of group ``g`` starts at
@@ -210,21 +230,37 @@ def simulate_envelopes(x0, m0, v0, a, c, n: float, lr: float, eps: float, steps,
     ceil(steps[g] / samples)`` steps (``-inf`` at an exact zero, ``nan`` after a ``nan``), the
     first ``used[g]`` samples valid (the rest ``nan``). Equals :func:`simulate_losses` (tests).
     """
-    a, c, steps = (np.ascontiguousarray(np.atleast_1d(z), dtype=dt)
-                   for z, dt in ((a, float), (c, float), (steps, np.int64)))
+    a, c, steps = (
+        np.ascontiguousarray(np.atleast_1d(z), dtype=dt)
+        for z, dt in ((a, float), (c, float), (steps, np.int64))
+    )
     a, c, steps = np.broadcast_arrays(a, c, steps)
     x0 = np.atleast_2d(np.asarray(x0, dtype=float))
     G, L = a.size, x0.shape[-1]
-    x0, m0, v0 = (np.ascontiguousarray(np.broadcast_to(np.asarray(z, dtype=float), (G, L)))
-                  for z in (x0, m0, v0))
+    x0, m0, v0 = (
+        np.ascontiguousarray(np.broadcast_to(np.asarray(z, dtype=float), (G, L)))
+        for z in (x0, m0, v0)
+    )
     if samples < 1 or np.any(steps < 1):
         raise InputError(f"samples={samples}, steps={steps.min()}: allowed: integers >= 1")
     from ._stability_kernels import envelopes
 
     stride = -(-steps // samples)
     out = np.full((G, L, samples), np.nan)
-    used = envelopes(x0, m0, v0, np.ascontiguousarray(a), np.ascontiguousarray(c), float(n),
-                     float(lr), float(eps), np.ascontiguousarray(steps), stride, bool(bias), out)
+    used = envelopes(
+        x0,
+        m0,
+        v0,
+        np.ascontiguousarray(a),
+        np.ascontiguousarray(c),
+        float(n),
+        float(lr),
+        float(eps),
+        np.ascontiguousarray(steps),
+        stride,
+        bool(bias),
+        out,
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         ell = n * np.log10(out) - np.log10(n)
     return ell, stride, used

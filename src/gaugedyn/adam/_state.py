@@ -70,19 +70,30 @@ class StateRecord:
     details: dict = field(default_factory=dict)
 
     def add(self, name: str, key: str, before: torch.Tensor, after: torch.Tensor) -> None:
-        self.entries.append({"name": name, "tensor": key,
-                             "norm_before": float(before.double().norm()),
-                             "norm_after": float(after.double().norm())})
+        self.entries.append(
+            {
+                "name": name,
+                "tensor": key,
+                "norm_before": float(before.double().norm()),
+                "norm_after": float(after.double().norm()),
+            }
+        )
 
     def to_dict(self) -> dict:
-        return {"operation": self.operation, "component": self.component,
-                "entries": list(self.entries), "details": dict(self.details)}
+        return {
+            "operation": self.operation,
+            "component": self.component,
+            "entries": list(self.entries),
+            "details": dict(self.details),
+        }
 
 
 def _check_optimizer(optimizer: Any) -> None:
     if not isinstance(optimizer, torch.optim.Adam | torch.optim.AdamW):
-        raise InputError(f"optimizer={type(optimizer).__name__} is not allowed; "
-                         "use torch.optim.Adam or torch.optim.AdamW")
+        raise InputError(
+            f"optimizer={type(optimizer).__name__} is not allowed; "
+            "use torch.optim.Adam or torch.optim.AdamW"
+        )
 
 
 def select(model: torch.nn.Module, names: Names = None) -> list[tuple[str, torch.nn.Parameter]]:
@@ -96,8 +107,10 @@ def select(model: torch.nn.Module, names: Names = None) -> list[tuple[str, torch
     chosen = []
     for pat in patterns:
         if not any(fnmatch.fnmatchcase(n, pat) for n, _ in pairs):
-            raise InputError(f"names={pat!r} matches no parameter; allowed: one of "
-                             f"{', '.join(n for n, _ in pairs)} or a glob over them")
+            raise InputError(
+                f"names={pat!r} matches no parameter; allowed: one of "
+                f"{', '.join(n for n, _ in pairs)} or a glob over them"
+            )
     for n, p in pairs:
         if any(fnmatch.fnmatchcase(n, pat) for pat in patterns):
             chosen.append((n, p))
@@ -107,15 +120,18 @@ def select(model: torch.nn.Module, names: Names = None) -> list[tuple[str, torch
 def _state(optimizer, name: str, p: torch.Tensor) -> dict:
     st = optimizer.state.get(p)
     if not st or "exp_avg" not in st:
-        raise InputError(f"parameter {name!r} has no Adam state yet; take one optimizer step "
-                         "before operating on its state")
+        raise InputError(
+            f"parameter {name!r} has no Adam state yet; take one optimizer step "
+            "before operating on its state"
+        )
     return st
 
 
 def _keys(component: str) -> tuple[str, ...]:
     if component not in COMPONENTS:
-        raise InputError(f"component={component!r} is not allowed; allowed: one of "
-                         f"{', '.join(COMPONENTS)}")
+        raise InputError(
+            f"component={component!r} is not allowed; allowed: one of {', '.join(COMPONENTS)}"
+        )
     return COMPONENTS[component]
 
 
@@ -126,18 +142,21 @@ def _group_of(optimizer, p: torch.Tensor) -> dict:
     raise InputError("a selected parameter is not managed by this optimizer")
 
 
-def _row_specs(pairs: list[tuple[str, torch.Tensor]], rows: Rows,
-               batch_dims: int = 0) -> tuple[list[tuple[str, torch.Tensor]], dict[str, _Spec]]:
+def _row_specs(
+    pairs: Sequence[tuple[str, torch.Tensor]], rows: Rows, batch_dims: int = 0
+) -> tuple[list[tuple[str, torch.Tensor]], dict[str, _Spec]]:
     """The selected pairs restricted to ``rows`` (a mapping selects by name) and, per name, the
     ``(axis, indices)`` to read and write (``None``: the whole tensor)."""
     if rows is None:
-        return pairs, {n: None for n, _ in pairs}
+        return list(pairs), {n: None for n, _ in pairs}
     names = [n for n, _ in pairs]
+    raw: dict[str, tuple[int, Any]]
     if isinstance(rows, Mapping):
         unknown = [k for k in rows if k not in names]
         if unknown:
-            raise InputError(f"rows names {unknown} are not allowed; allowed: the selected "
-                             f"parameters {names}")
+            raise InputError(
+                f"rows names {unknown} are not allowed; allowed: the selected parameters {names}"
+            )
         raw = {k: rows[k] for k in rows}
         pairs = [(n, p) for n, p in pairs if n in raw]
     else:
@@ -145,23 +164,28 @@ def _row_specs(pairs: list[tuple[str, torch.Tensor]], rows: Rows,
     specs: dict[str, _Spec] = {}
     for n, p in pairs:
         try:
-            axis, idx = raw[n]
-            axis = int(axis)
-            idx = torch.as_tensor(idx, dtype=torch.long).reshape(-1)
+            axis = int(raw[n][0])
+            idx = torch.as_tensor(raw[n][1], dtype=torch.long).reshape(-1)
         except (TypeError, ValueError) as err:
-            raise InputError(f"rows[{n!r}]={raw[n]!r} is not allowed; allowed: (axis, indices) "
-                             "with an integer axis and integer indices") from err
+            raise InputError(
+                f"rows[{n!r}]={raw[n]!r} is not allowed; allowed: (axis, indices) "
+                "with an integer axis and integer indices"
+            ) from err
         if not batch_dims <= axis < p.dim():
-            raise InputError(f"rows axis={axis} for {n!r} is not allowed; allowed: "
-                             f"{batch_dims}..{p.dim() - 1} (shape {tuple(p.shape)})")
+            raise InputError(
+                f"rows axis={axis} for {n!r} is not allowed; allowed: "
+                f"{batch_dims}..{p.dim() - 1} (shape {tuple(p.shape)})"
+            )
         size = p.shape[axis]
         if idx.numel() == 0 or int(idx.min()) < 0 or int(idx.max()) >= size:
-            raise InputError(f"rows for {n!r} are not allowed: indices must be non-empty and in "
-                             f"0..{size - 1} along axis {axis}")
+            raise InputError(
+                f"rows for {n!r} are not allowed: indices must be non-empty and in "
+                f"0..{size - 1} along axis {axis}"
+            )
         if torch.unique(idx).numel() != idx.numel():
             raise InputError(f"rows for {n!r} are not allowed: repeated indices")
         specs[n] = (axis, idx)
-    return pairs, specs
+    return list(pairs), specs
 
 
 def _get(t: torch.Tensor, spec: _Spec) -> torch.Tensor:
@@ -170,8 +194,10 @@ def _get(t: torch.Tensor, spec: _Spec) -> torch.Tensor:
 
 def _put(t: torch.Tensor, spec: _Spec, value: torch.Tensor) -> None:
     if value.shape != _get(t, spec).shape:
-        raise InputError(f"shape {tuple(value.shape)} does not match the destination's "
-                         f"{tuple(_get(t, spec).shape)}; shapes must match exactly")
+        raise InputError(
+            f"shape {tuple(value.shape)} does not match the destination's "
+            f"{tuple(_get(t, spec).shape)}; shapes must match exactly"
+        )
     if spec is None:
         t.copy_(value)
     else:
@@ -180,24 +206,32 @@ def _put(t: torch.Tensor, spec: _Spec, value: torch.Tensor) -> None:
 
 def _with_max(keys: tuple[str, ...], st: dict) -> tuple[str, ...]:
     """``keys`` plus ``max_exp_avg_sq`` (amsgrad) wherever ``v`` is among them."""
-    return keys + (("max_exp_avg_sq",) if "exp_avg_sq" in keys and "max_exp_avg_sq" in st
-                   else ())
+    return keys + (("max_exp_avg_sq",) if "exp_avg_sq" in keys and "max_exp_avg_sq" in st else ())
 
 
 def _refuse_amsgrad(optimizer, operation: str) -> None:
     if any(g.get("amsgrad", False) for g in optimizer.param_groups):
-        raise InputError(f"amsgrad=True is not allowed for {operation}: the operation is defined "
-                         "on v, and amsgrad's denominator uses max_exp_avg_sq")
+        raise InputError(
+            f"amsgrad=True is not allowed for {operation}: the operation is defined "
+            "on v, and amsgrad's denominator uses max_exp_avg_sq"
+        )
 
 
 def _refuse_nonfinite(name: str, key: str, t: torch.Tensor, operation: str) -> None:
     if not bool(torch.isfinite(t).all()):
-        raise InputError(f"parameter {name!r} has non-finite {key}; {operation} would spread it "
-                         "over the other coordinates of its group")
+        raise InputError(
+            f"parameter {name!r} has non-finite {key}; {operation} would spread it "
+            "over the other coordinates of its group"
+        )
 
 
-def snapshot(optimizer: torch.optim.Optimizer, model: torch.nn.Module,
-             names: Names = None, *, weights: bool = True) -> dict[str, dict[str, torch.Tensor]]:
+def snapshot(
+    optimizer: torch.optim.Optimizer,
+    model: torch.nn.Module,
+    names: Names = None,
+    *,
+    weights: bool = True,
+) -> dict[str, dict[str, torch.Tensor]]:
     """A deep copy of the selected parameters' state: ``{name: {"step", "exp_avg",
     "exp_avg_sq", ["max_exp_avg_sq"], ["param"]}}`` (``param`` with ``weights=True``)."""
     _check_optimizer(optimizer)
@@ -211,8 +245,12 @@ def snapshot(optimizer: torch.optim.Optimizer, model: torch.nn.Module,
 
 
 @torch.no_grad()
-def restore(optimizer: torch.optim.Optimizer, model: torch.nn.Module,
-            snap: dict[str, dict[str, torch.Tensor]], names: Names = None) -> StateRecord:
+def restore(
+    optimizer: torch.optim.Optimizer,
+    model: torch.nn.Module,
+    snap: dict[str, dict[str, torch.Tensor]],
+    names: Names = None,
+) -> StateRecord:
     """Write a :func:`snapshot` back: every stored tensor (weights too, if stored) of the
     selected parameters is copied in place, so the next step is bit for bit the one the
     snapshotted optimizer would have taken."""
@@ -224,12 +262,16 @@ def restore(optimizer: torch.optim.Optimizer, model: torch.nn.Module,
         st = _state(optimizer, n, p)
         for key, val in snap[n].items():
             if key != "param" and key not in st:
-                raise InputError(f"snapshot entry {n!r} holds {key!r}, which this optimizer's "
-                                 "state lacks (amsgrad on one side only?)")
+                raise InputError(
+                    f"snapshot entry {n!r} holds {key!r}, which this optimizer's "
+                    "state lacks (amsgrad on one side only?)"
+                )
             dest = p if key == "param" else st[key]
             if tuple(val.shape) != tuple(dest.shape):
-                raise InputError(f"snapshot {n!r}.{key} has shape {tuple(val.shape)}, the "
-                                 f"destination {tuple(dest.shape)}; shapes must match exactly")
+                raise InputError(
+                    f"snapshot {n!r}.{key} has shape {tuple(val.shape)}, the "
+                    f"destination {tuple(dest.shape)}; shapes must match exactly"
+                )
         for key, val in snap[n].items():
             dest = p if key == "param" else st[key]
             before = dest.detach().clone()
@@ -239,9 +281,15 @@ def restore(optimizer: torch.optim.Optimizer, model: torch.nn.Module,
 
 
 @torch.no_grad()
-def transplant(optimizer: torch.optim.Optimizer, model: torch.nn.Module,
-               snap: dict[str, dict[str, torch.Tensor]], component: str = "v",
-               names: Names = None, *, rows: Rows = None) -> StateRecord:
+def transplant(
+    optimizer: torch.optim.Optimizer,
+    model: torch.nn.Module,
+    snap: dict[str, dict[str, torch.Tensor]],
+    component: str = "v",
+    names: Names = None,
+    *,
+    rows: Rows = None,
+) -> StateRecord:
     """Copy one component (``m``, ``v`` or ``both``; ``v`` brings amsgrad's ``max_exp_avg_sq``)
     from a :func:`snapshot` (of any optimizer with the same parameter names and exactly the same
     shapes) into ``optimizer``, whole tensors or the given ``rows`` (the same rows of the
@@ -256,12 +304,13 @@ def transplant(optimizer: torch.optim.Optimizer, model: torch.nn.Module,
         st = _state(optimizer, n, p)
         for key in _with_max(_keys(component), st):
             if key not in snap[n]:
-                raise InputError(f"snapshot entry {n!r} has no {key!r} (amsgrad on one side "
-                                 "only?)")
+                raise InputError(f"snapshot entry {n!r} has no {key!r} (amsgrad on one side only?)")
             if tuple(snap[n][key].shape) != tuple(st[key].shape):
-                raise InputError(f"snapshot {n!r}.{key} has shape {tuple(snap[n][key].shape)}, "
-                                 f"the optimizer's {tuple(st[key].shape)}; shapes must match "
-                                 "exactly")
+                raise InputError(
+                    f"snapshot {n!r}.{key} has shape {tuple(snap[n][key].shape)}, "
+                    f"the optimizer's {tuple(st[key].shape)}; shapes must match "
+                    "exactly"
+                )
             plan.append((n, key, st[key], _get(snap[n][key], specs[n]), specs[n]))
     for n, key, dest, val, spec in plan:
         before = _get(dest, spec).clone()
@@ -271,9 +320,16 @@ def transplant(optimizer: torch.optim.Optimizer, model: torch.nn.Module,
 
 
 @torch.no_grad()
-def exchange(opt_a: torch.optim.Optimizer, model_a: torch.nn.Module,
-             opt_b: torch.optim.Optimizer, model_b: torch.nn.Module, component: str = "v",
-             names: Names = None, *, rows: Rows = None) -> StateRecord:
+def exchange(
+    opt_a: torch.optim.Optimizer,
+    model_a: torch.nn.Module,
+    opt_b: torch.optim.Optimizer,
+    model_b: torch.nn.Module,
+    component: str = "v",
+    names: Names = None,
+    *,
+    rows: Rows = None,
+) -> StateRecord:
     """Swap a component between two optimizers, tensor by tensor (matched by name), whole or
     the given ``rows`` of both: ``m_a <-> m_b`` and/or ``v_a <-> v_b`` (with amsgrad's
     ``max_exp_avg_sq``, which both must then have). Weights and step counts stay, so each
@@ -288,17 +344,22 @@ def exchange(opt_a: torch.optim.Optimizer, model_a: torch.nn.Module,
     plan = []
     for n, pa in pairs:
         if n not in other or other[n].shape != pa.shape:
-            raise InputError(f"parameter {n!r} has no counterpart of shape {tuple(pa.shape)} "
-                             "in the second model")
+            raise InputError(
+                f"parameter {n!r} has no counterpart of shape {tuple(pa.shape)} in the second model"
+            )
         sa, sb = _state(opt_a, n, pa), _state(opt_b, n, other[n])
         ka, kb = _with_max(keys, sa), _with_max(keys, sb)
         if ka != kb:
-            raise InputError(f"parameter {n!r}: one optimizer keeps max_exp_avg_sq (amsgrad) "
-                             "and the other does not; exchange needs both or neither")
+            raise InputError(
+                f"parameter {n!r}: one optimizer keeps max_exp_avg_sq (amsgrad) "
+                "and the other does not; exchange needs both or neither"
+            )
         for key in ka:
             if sa[key].shape != sb[key].shape:
-                raise InputError(f"parameter {n!r}: {key} shapes {tuple(sa[key].shape)} and "
-                                 f"{tuple(sb[key].shape)} differ; shapes must match exactly")
+                raise InputError(
+                    f"parameter {n!r}: {key} shapes {tuple(sa[key].shape)} and "
+                    f"{tuple(sb[key].shape)} differ; shapes must match exactly"
+                )
             plan.append((n, key, sa[key], sb[key], specs[n]))
     for n, key, ta, tb, spec in plan:
         before = _get(ta, spec).clone()
@@ -310,8 +371,15 @@ def exchange(opt_a: torch.optim.Optimizer, model_a: torch.nn.Module,
 
 
 @torch.no_grad()
-def reset(optimizer: torch.optim.Optimizer, model: torch.nn.Module, component: str = "both",
-          names: Names = None, *, rows: Rows = None, restart: bool = False) -> StateRecord:
+def reset(
+    optimizer: torch.optim.Optimizer,
+    model: torch.nn.Module,
+    component: str = "both",
+    names: Names = None,
+    *,
+    rows: Rows = None,
+    restart: bool = False,
+) -> StateRecord:
     r"""Zero a component (``m``, ``v`` or ``both``; ``v`` with amsgrad's ``max_exp_avg_sq``) in
     place, whole tensors or the given ``rows``, keeping the step count ``t``.
 
@@ -333,8 +401,10 @@ def reset(optimizer: torch.optim.Optimizer, model: torch.nn.Module, component: s
     """
     _check_optimizer(optimizer)
     if restart and component != "both":
-        raise InputError(f"restart=True with component={component!r} is not allowed; a fresh "
-                         "start needs component='both'")
+        raise InputError(
+            f"restart=True with component={component!r} is not allowed; a fresh "
+            "start needs component='both'"
+        )
     rec = StateRecord("reset", component, details={"restart": True} if restart else {})
     pairs, specs = _row_specs(select(model, names), rows)
     states = [(n, p, _state(optimizer, n, p)) for n, p in pairs]
@@ -345,11 +415,12 @@ def reset(optimizer: torch.optim.Optimizer, model: torch.nn.Module, component: s
             rec.add(n, key, before, _get(st[key], specs[n]))
         if restart:
             clock = _RowClock.of(optimizer)
-            if specs[n] is None:
+            spec = specs[n]
+            if spec is None:
                 clock.forget(p)
                 st["step"].fill_(0)
             else:
-                clock.add(p, specs[n], float(st["step"]))
+                clock.add(p, spec, float(st["step"]))
     if restart:
         rec.details["row_clock"] = any(specs[n] is not None for n, _, _ in states)
     return rec
@@ -369,8 +440,10 @@ class _RowClock:
     def __init__(self, optimizer):
         self.optimizer = weakref.ref(optimizer)
         self.rows: dict[int, tuple[torch.Tensor, list[list]]] = {}
-        self.hooks = [optimizer.register_step_pre_hook(self._pre),
-                      optimizer.register_step_post_hook(self._post)]
+        self.hooks = [
+            optimizer.register_step_pre_hook(self._pre),
+            optimizer.register_step_post_hook(self._post),
+        ]
 
     def forget(self, p: torch.Tensor) -> None:
         self.rows.pop(id(p), None)
@@ -402,8 +475,9 @@ class _RowClock:
             b1, b2 = (float(b) for b in group["betas"])
             lr, eps = float(group["lr"]), float(group["eps"])
             wd = float(group["weight_decay"])
-            decoupled = bool(group.get("decoupled_weight_decay",
-                                       isinstance(optimizer, torch.optim.AdamW)))
+            decoupled = bool(
+                group.get("decoupled_weight_decay", isinstance(optimizer, torch.optim.AdamW))
+            )
             v_key = "max_exp_avg_sq" if group.get("amsgrad", False) else "exp_avg_sq"
             for item in items:
                 axis, idx, t0, before, last = item
@@ -425,8 +499,9 @@ class _RowClock:
 
 
 @torch.no_grad()
-def reset_step(optimizer: torch.optim.Optimizer, model: torch.nn.Module, step: int = 0,
-               names: Names = None) -> StateRecord:
+def reset_step(
+    optimizer: torch.optim.Optimizer, model: torch.nn.Module, step: int = 0, names: Names = None
+) -> StateRecord:
     r"""Set the step count ``t`` to ``step`` (default 0), keeping the moments.
 
     Bias-correction consequence: the next step divides the kept moments by ``1-\beta^{step+1}``;
@@ -471,10 +546,12 @@ def _reduce_shape(x: torch.Tensor, batch_dims: int) -> torch.Tensor:
 
 def _group_mean(tensors: Iterable[torch.Tensor], batch_dims: int) -> torch.Tensor:
     """Per batch element, the float64 mean over every coordinate of ``tensors``."""
-    tot, cnt = 0.0, 0
+    tot: torch.Tensor | float = 0.0
+    cnt = 0
     for t in tensors:
         tot = tot + _reduce_shape(_batch_sum(t.double(), batch_dims), batch_dims)
         cnt += t[(0,) * batch_dims].numel() if batch_dims else t.numel()
+    assert isinstance(tot, torch.Tensor), "a mean over no tensors"
     return tot / cnt
 
 
@@ -483,8 +560,15 @@ def _expand(value: torch.Tensor, like: torch.Tensor, batch_dims: int) -> torch.T
 
 
 @torch.no_grad()
-def scalarise_v(optimizer: torch.optim.Optimizer, model: torch.nn.Module, names: Names = None,
-                *, per: str = "tensor", batch_dims: int = 0, rows: Rows = None) -> StateRecord:
+def scalarise_v(
+    optimizer: torch.optim.Optimizer,
+    model: torch.nn.Module,
+    names: Names = None,
+    *,
+    per: str = "tensor",
+    batch_dims: int = 0,
+    rows: Rows = None,
+) -> StateRecord:
     r"""Replace ``v`` by its mean within each group: ``v_i \leftarrow \bar v = \frac1n\sum_j v_j``
     (``per = "tensor"``, ``"layer"`` or ``"selection"``; per batch element; over the given
     ``rows`` only, when given). The mean of ``v`` over each group is kept (up to the rounding of
@@ -514,9 +598,14 @@ def _bias2(optimizer, p: torch.Tensor, st: dict) -> tuple[float, float]:
     return 1.0 - b2 ** float(st["step"]), float(g["eps"])
 
 
-def mean_adaptive_scale(optimizer: torch.optim.Optimizer, model: torch.nn.Module,
-                        names: Names = None, *, batch_dims: int = 0,
-                        rows: Rows = None) -> torch.Tensor:
+def mean_adaptive_scale(
+    optimizer: torch.optim.Optimizer,
+    model: torch.nn.Module,
+    names: Names = None,
+    *,
+    batch_dims: int = 0,
+    rows: Rows = None,
+) -> torch.Tensor:
     r"""``\bar a_v = \mathrm{mean}_i\, 1/(\sqrt{\hat v_i} + \epsilon)`` over the selection (its
     ``rows``, when given), with ``\hat v = v/(1-\beta_2^t)``; a float64 tensor of the batch shape
     (a 0-d tensor without a batch). Refuses amsgrad and non-finite ``v``."""
@@ -533,8 +622,13 @@ def mean_adaptive_scale(optimizer: torch.optim.Optimizer, model: torch.nn.Module
     return _group_mean(terms, batch_dims)
 
 
-def _scale_for(vhat: list[torch.Tensor], eps: list[float], target: torch.Tensor,
-               batch_dims: int, iters: int = 200) -> torch.Tensor:
+def _scale_for(
+    vhat: list[torch.Tensor],
+    eps: list[float],
+    target: torch.Tensor,
+    batch_dims: int,
+    iters: int = 200,
+) -> torch.Tensor:
     r"""Per batch element the ``c > 0`` with ``mean 1/(c \sqrt{\hat v} + \epsilon) = target``
     (bisection in ``log c``; the left side decreases strictly in ``c``)."""
     root = [v.sqrt() for v in vhat]
@@ -543,8 +637,9 @@ def _scale_for(vhat: list[torch.Tensor], eps: list[float], target: torch.Tensor,
     for _ in range(iters):
         mid = (lo + hi) / 2
         c = mid.exp()
-        a = _group_mean([1.0 / (_expand(c, r, batch_dims) * r + e) for r, e in zip(root, eps)],
-                        batch_dims)
+        a = _group_mean(
+            [1.0 / (_expand(c, r, batch_dims) * r + e) for r, e in zip(root, eps)], batch_dims
+        )
         too_big = a > target
         lo = torch.where(too_big, mid, lo)
         hi = torch.where(too_big, hi, mid)
@@ -552,10 +647,16 @@ def _scale_for(vhat: list[torch.Tensor], eps: list[float], target: torch.Tensor,
 
 
 @torch.no_grad()
-def equalise_adaptive_scale(opt_a: torch.optim.Optimizer, model_a: torch.nn.Module,
-                            opt_b: torch.optim.Optimizer, model_b: torch.nn.Module,
-                            names: Names = None, *, batch_dims: int = 0,
-                            rows: Rows = None) -> StateRecord:
+def equalise_adaptive_scale(
+    opt_a: torch.optim.Optimizer,
+    model_a: torch.nn.Module,
+    opt_b: torch.optim.Optimizer,
+    model_b: torch.nn.Module,
+    names: Names = None,
+    *,
+    batch_dims: int = 0,
+    rows: Rows = None,
+) -> StateRecord:
     r"""Rescale ``v`` of both states so both have the same mean adaptive scale
     ``\bar a_v = \mathrm{mean}\,1/(\sqrt{\hat v}+\epsilon)`` over the selection (its ``rows``,
     when given; the same rows in both), equal to the arithmetic mean of the two:
@@ -564,13 +665,20 @@ def equalise_adaptive_scale(opt_a: torch.optim.Optimizer, model_a: torch.nn.Modu
     element (exact up to the bisection, to float64 rounding). The pattern of ``v`` (ratios between
     coordinates) is kept; only its scale moves. Refuses amsgrad and non-finite ``v`` in either
     state before writing anything."""
-    targets = [mean_adaptive_scale(o, m, names, batch_dims=batch_dims, rows=rows)
-               for o, m in ((opt_a, model_a), (opt_b, model_b))]
+    targets = [
+        mean_adaptive_scale(o, m, names, batch_dims=batch_dims, rows=rows)
+        for o, m in ((opt_a, model_a), (opt_b, model_b))
+    ]
     target = (targets[0] + targets[1]) / 2
-    rec = StateRecord("equalise_adaptive_scale", "v",
-                      details={"a_v_before": [t.flatten().tolist() for t in targets],
-                               "a_v_target": target.flatten().tolist(),
-                               "batch_dims": int(batch_dims)})
+    rec = StateRecord(
+        "equalise_adaptive_scale",
+        "v",
+        details={
+            "a_v_before": [t.flatten().tolist() for t in targets],
+            "a_v_target": target.flatten().tolist(),
+            "batch_dims": int(batch_dims),
+        },
+    )
     for tag, opt, model in (("a", opt_a, model_a), ("b", opt_b, model_b)):
         pairs, specs = _row_specs(select(model, names), rows, int(batch_dims))
         states = [_state(opt, n, p) for n, p in pairs]
@@ -591,8 +699,13 @@ def weights(model: torch.nn.Module, names: Names = None) -> dict[str, torch.Tens
     return {n: p.detach().clone() for n, p in select(model, names)}
 
 
-def update_norm(model: torch.nn.Module, before: dict[str, torch.Tensor], names: Names = None,
-                *, batch_dims: int = 0) -> torch.Tensor:
+def update_norm(
+    model: torch.nn.Module,
+    before: dict[str, torch.Tensor],
+    names: Names = None,
+    *,
+    batch_dims: int = 0,
+) -> torch.Tensor:
     r"""``\|\Delta\| = \sqrt{\sum_i (p_i - p_i^{before})^2}`` over the selection, per batch
     element (float64)."""
     sq = [(p.detach().double() - before[n].double()) ** 2 for n, p in select(model, names)]
@@ -604,9 +717,14 @@ def _numel(tensors: list[torch.Tensor], batch_dims: int) -> int:
 
 
 @torch.no_grad()
-def rescale_update(model: torch.nn.Module, before: dict[str, torch.Tensor],
-                   norm: float | torch.Tensor, names: Names = None, *,
-                   batch_dims: int = 0) -> StateRecord:
+def rescale_update(
+    model: torch.nn.Module,
+    before: dict[str, torch.Tensor],
+    norm: float | torch.Tensor,
+    names: Names = None,
+    *,
+    batch_dims: int = 0,
+) -> StateRecord:
     r"""Equal-movement control: rescale the update just taken to a stated norm,
     ``p \leftarrow p^{before} + \Delta\, \nu/\|\Delta\|`` with ``\Delta = p - p^{before}`` and
     ``\|\Delta\|`` over the selection per batch element (:func:`update_norm`); ``norm`` (``\nu``)
@@ -614,15 +732,22 @@ def rescale_update(model: torch.nn.Module, before: dict[str, torch.Tensor],
     not touched: the moments still carry the gradient, only the movement is controlled."""
     for n, p in select(model, names):
         if n not in before or before[n].shape != p.shape:
-            raise InputError(f"before has no entry {n!r} of shape {tuple(p.shape)}; take it "
-                             "with weights() on the same selection")
+            raise InputError(
+                f"before has no entry {n!r} of shape {tuple(p.shape)}; take it "
+                "with weights() on the same selection"
+            )
         _refuse_nonfinite(n, "update", p.detach() - before[n], "rescale_update")
     now = update_norm(model, before, names, batch_dims=batch_dims)
     nu = torch.as_tensor(norm, dtype=torch.float64, device=now.device)
     factor = torch.where(now > 0, nu / now.clamp_min(1e-300), torch.zeros_like(now))
-    rec = StateRecord("rescale_update", "weights",
-                      details={"norm_before": now.flatten().tolist(),
-                               "norm_target": nu.expand_as(now).flatten().tolist()})
+    rec = StateRecord(
+        "rescale_update",
+        "weights",
+        details={
+            "norm_before": now.flatten().tolist(),
+            "norm_target": nu.expand_as(now).flatten().tolist(),
+        },
+    )
     for n, p in select(model, names):
         delta = p.detach().double() - before[n].double()
         old = p.detach().clone()

@@ -55,8 +55,14 @@ def _terms(g, dg, d2g, a, t1, t2, mu1, mu2):
     curv = (mu1 - mu2) * d2g / a
     cross = (t2 - t1) * (t2 - 1) * dg**2 / (g * a)
     ratio2 = -np.sign(g) * t2 * (t2 - 1) * (dg / g) ** 2 / 2
-    return {"sign": np.sign(g), "lag1": lag1, "curvature": curv, "lag_cross": cross,
-            "lag2": lag1 + curv + cross, "ratio2": ratio2}
+    return {
+        "sign": np.sign(g),
+        "lag1": lag1,
+        "curvature": curv,
+        "lag_cross": cross,
+        "lag2": lag1 + curv + cross,
+        "ratio2": ratio2,
+    }
 
 
 def signal_history(signal: str, lams, beta: float, points=(0.0,), burn: float = 60.0):
@@ -137,7 +143,10 @@ def transition_fraction(beta2: float, lam: float, periods: int = 20) -> dict:
     k = np.arange(1, n + 1, dtype=float)
     g = np.sin(lam * k)
     parts = decompose_history(g[:, None], beta2, beta2, eps=0.0)
-    tail = np.asarray(parts.transition)[int(60 * tau2):, 0]
+    tail = np.asarray(parts.transition)[int(60 * tau2) :, 0]
     phi = np.arctan2(beta2 * np.sin(lam), 1 - beta2 * np.cos(lam))
-    return {"measured": float(np.mean(tail != 0)), "predicted": float(phi / np.pi),
-            "first_order": float((tau2 - 1) * lam / np.pi)}
+    return {
+        "measured": float(np.mean(tail != 0)),
+        "predicted": float(phi / np.pi),
+        "first_order": float((tau2 - 1) * lam / np.pi),
+    }

@@ -1,14 +1,11 @@
 """The declared experiments, one folder per system; the machinery that runs them is
 :mod:`gaugedyn.harness`.
 
-- :mod:`.gauge`: the hidden gauge in ReLU networks;
-- :mod:`.adam_split`: tied-beta Adam's sign / lag split, and the gauge under Adam;
-- :mod:`.adam_state`: second-moment structure in shared representations;
-- :mod:`.prototypes`: prototype specialization in minimal Gaussian MLPs;
-- :mod:`.adam_stability`: Adam's loss-spike boundary and edge of stability.
-
-Each experiment is an ``EXPERIMENT`` (a :class:`gaugedyn.harness.Experiment`) in its system's
-folder, listed by name in :data:`gaugedyn.harness.EXPERIMENTS`; ``simulations/<name>.toml``
+Each system folder declares itself once, in its ``system.toml``: the paper it reproduces, its
+experiments, its documentation page (:data:`gaugedyn.harness.DECLARATIONS`; the papers, in the
+order of the tables, are :data:`gaugedyn.papers.PAPERS`). Each experiment is an ``EXPERIMENT``
+(a :class:`gaugedyn.harness.Experiment`) in a module of its system's folder named in that
+declaration (:data:`gaugedyn.harness.EXPERIMENTS`); ``simulations/<name>.toml``
 declares how to run it. The harness's user-facing names are re-exported here, so from Python::
 
     from gaugedyn.experiments import load_config, execute
@@ -41,7 +38,21 @@ from ..harness import resolve_experiment as resolve_experiment
 from ..harness import task_key as task_key
 
 __all__ = [
-    "Claim", "ExecutorSpec", "Experiment", "Param", "RunConfig", "RunOutcome",
-    "available_experiments", "caption_array", "caption_key", "caption_of", "execute",
-    "field_key", "finding", "load_arrays", "load_config", "make_config", "redraw",
+    "Claim",
+    "ExecutorSpec",
+    "Experiment",
+    "Param",
+    "RunConfig",
+    "RunOutcome",
+    "available_experiments",
+    "caption_array",
+    "caption_key",
+    "caption_of",
+    "execute",
+    "field_key",
+    "finding",
+    "load_arrays",
+    "load_config",
+    "make_config",
+    "redraw",
 ]

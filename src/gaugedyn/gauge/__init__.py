@@ -9,8 +9,11 @@ state together. Torch loads on first use of a name, so ``import gaugedyn.gauge``
 
 from .._lazy import attach
 
-__getattr__, __dir__, __all__ = attach(__name__, {
-    "_recorder": ["GaugeRecorder", "FIELDS", "DERIVED"],
-    "_units": ["find_units", "UnitGroup", "Side", "KINDS"],
-    "_surgery": ["rescale_units", "unit_rows", "duplicate_unit"],
-})
+__getattr__, __dir__, __all__ = attach(
+    __name__,
+    {
+        "_recorder": ["GaugeRecorder", "FIELDS", "DERIVED"],
+        "_units": ["find_units", "UnitGroup", "Side", "KINDS"],
+        "_surgery": ["rescale_units", "unit_rows", "duplicate_unit"],
+    },
+)

@@ -83,12 +83,21 @@ def _pass(xs, ys, plan, out):  # pragma: no cover - compiled
         pair = plan[k, 0] == 1
         do_cols = plan[k, 1] == 1
         o = plan[k, 2:]
-        _sums_into(x, ys[k], pair, do_cols, out[o[0]:o[0] + R], out[o[1]:o[1] + R],
-                   out[o[2]:o[2] + C], out[o[3]:o[3] + C])
+        _sums_into(
+            x,
+            ys[k],
+            pair,
+            do_cols,
+            out[o[0] : o[0] + R],
+            out[o[1] : o[1] + R],
+            out[o[2] : o[2] + C],
+            out[o[3] : o[3] + C],
+        )
 
 
-def layout(shapes: list[tuple[int, int]], pairs: list[bool],
-           cols: list[bool]) -> tuple[np.ndarray, int]:
+def layout(
+    shapes: list[tuple[int, int]], pairs: list[bool], cols: list[bool]
+) -> tuple[np.ndarray, int]:
     """``(plan, size)`` of one :func:`run` over matrices of ``shapes``: per matrix ``[pair,
     cols, offset of the row sums of x^2, of x y, of the column sums of x^2, of x y]`` into one
     float64 buffer of ``size`` (an absent sum gets an empty slice at 0)."""
@@ -102,8 +111,9 @@ def layout(shapes: list[tuple[int, int]], pairs: list[bool],
     return plan, off
 
 
-def run(xs: tuple[np.ndarray, ...], ys: tuple[np.ndarray, ...], plan: np.ndarray,
-        size: int) -> np.ndarray:
+def run(
+    xs: tuple[np.ndarray, ...], ys: tuple[np.ndarray, ...], plan: np.ndarray, size: int
+) -> np.ndarray:
     """The sums of :func:`layout`'s ``plan`` over the matrices ``xs`` (each with ``ys[k]``,
     read only where the plan pairs it; pass ``xs[k]`` otherwise) in one call: a fresh float64
     buffer of ``size``. ``xs`` and ``ys``: C-contiguous arrays of one dtype (float32 or
@@ -120,8 +130,9 @@ def run(xs: tuple[np.ndarray, ...], ys: tuple[np.ndarray, ...], plan: np.ndarray
     return out
 
 
-def sums(x: torch.Tensor, y: torch.Tensor | None = None,
-         cols: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+def sums(
+    x: torch.Tensor, y: torch.Tensor | None = None, cols: bool = True
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``(rows, cols)``: float64 tensors of shape ``(k, R)`` and ``(k, C)`` (``cols`` ``None``
     unless asked), ``k = 1`` (``x^2``) without ``y``, else ``k = 2`` (``x^2, x y``); see the
     module docstring. ``x`` and ``y``: contiguous, detached CPU matrices of one dtype, float32
@@ -130,9 +141,12 @@ def sums(x: torch.Tensor, y: torch.Tensor | None = None,
     pair = y is not None
     plan, size = layout([(R, C)], [pair], [cols])
     a = x.numpy()
-    out = torch.from_numpy(run((a,), (y.numpy() if pair else a,), plan, size))
+    out = torch.from_numpy(run((a,), (y.numpy() if y is not None else a,), plan, size))
     o = plan[0, 2:]
-    r = torch.stack([out[o[0]:o[0] + R]] + ([out[o[1]:o[1] + R]] if pair else []))
-    c = (torch.stack([out[o[2]:o[2] + C]] + ([out[o[3]:o[3] + C]] if pair else []))
-         if cols else None)
+    r = torch.stack([out[o[0] : o[0] + R]] + ([out[o[1] : o[1] + R]] if pair else []))
+    c = (
+        torch.stack([out[o[2] : o[2] + C]] + ([out[o[3] : o[3] + C]] if pair else []))
+        if cols
+        else None
+    )
     return r, c

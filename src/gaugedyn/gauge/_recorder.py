@@ -69,14 +69,15 @@ docs page ``docs/gauge-recorder.md``.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import numpy as np
 import torch
 
 from .._errors import InputError
 from ._units import UnitGroup, blocks, find_units
 
-FIELDS = ("invariant", "change", "predicted", "in_sq", "out_sq", "g_in_sq", "g_out_sq",
-          "gw_dot_w")
+FIELDS = ("invariant", "change", "predicted", "in_sq", "out_sq", "g_in_sq", "g_out_sq", "gw_dot_w")
 """Per-group arrays recorded at every sampled step (``(S, n)``, or ``(S, n, d, d)`` for
 attention pairs; ``gw_dot_w`` is ``w.g_w`` of rescaling and scale units)."""
 
@@ -124,8 +125,9 @@ def _axis_sum(x: torch.Tensor, axis: int, scratch: _Scratch | None) -> torch.Ten
     return x.sum(dim=[d for d in range(x.dim()) if d != axis])
 
 
-def _unit_reduce(x: torch.Tensor, y: torch.Tensor | None, side, n: int,
-                 scratch: _Scratch | None = None) -> torch.Tensor:
+def _unit_reduce(
+    x: torch.Tensor, y: torch.Tensor | None, side, n: int, scratch: _Scratch | None = None
+) -> torch.Tensor:
     """Per unit, ``sum x*y`` over the unit's entries of one side (``|x|^2`` when ``y`` is
     ``None``), as reductions over the tensor's other axes (no gathered copy; a product, where
     one is formed, into ``scratch``)."""
@@ -136,8 +138,11 @@ def _unit_reduce(x: torch.Tensor, y: torch.Tensor | None, side, n: int,
     if x.dim() == 1:
         r = x * x if y is None else x * y
     else:
-        prod = (x * (x if y is None else y) if scratch is None
-                else scratch.mul(x, x if y is None else y))
+        prod = (
+            x * (x if y is None else y)
+            if scratch is None
+            else scratch.mul(x, x if y is None else y)
+        )
         r = _axis_sum(prod, side.axis, scratch)
     return r.reshape(n, side.block).sum(1) if side.block > 1 else r
 
@@ -182,7 +187,7 @@ def _resolve(v) -> torch.Tensor:
         for part in v:
             part = _resolve(part)
             tot = part if tot is None else tot + part
-        return tot
+        return cast(torch.Tensor, tot)  # a reading's list of parts is never empty
     if isinstance(v, np.ndarray):
         return torch.from_numpy(v)
     if isinstance(v, tuple):
@@ -205,7 +210,7 @@ def _pair(group: UnitGroup, sides, x: dict, y: dict | None = None) -> torch.Tens
         else:
             term = _unit_reduce(x[s.name], None if y is None else y[s.name], s, group.n_units)
         tot = term if tot is None else tot + term
-    return tot
+    return cast(torch.Tensor, tot)  # a group has at least one side
 
 
 def _column(rows: list[dict], key: str, shape: tuple) -> np.ndarray:
@@ -233,7 +238,7 @@ def _owner_of(members: np.ndarray, along: np.ndarray, overlap: np.ndarray) -> in
     ``sign(b) rho_i m_i`` of the teacher-student definition with the cluster's summed output in
     the place of ``b`` (so ``sign(b) = +1``) and ``v`` in the place of the teacher direction;
     ``-1`` for a tie."""
-    from ..theory._observables import owner_sets
+    from ..theory import owner_sets
 
     k = members.size
     sets = owner_sets(along, np.zeros((k, k)), overlap[:, None], np.ones((1, 1)), np.ones(1))
@@ -255,18 +260,27 @@ class GaugeRecorder:
     module docstring).
     """
 
-    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None,
-                 *, every: int = 1, owner_cos: float | None = None,
-                 owner_units: dict[str, list[list[int]]] | None = None,
-                 exact_change: bool = False):
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer | None = None,
+        *,
+        every: int = 1,
+        owner_cos: float | None = None,
+        owner_units: dict[str, list[list[int]]] | None = None,
+        exact_change: bool = False,
+    ):
         if int(every) != every or int(every) < 1:
             raise InputError(f"every={every!r} is not allowed; use an integer >= 1")
         if owner_cos is not None and not 0.0 < float(owner_cos) < 1.0:
-            raise InputError(f"owner_cos={owner_cos!r} is not allowed; use a number in (0, 1) "
-                             "or None")
+            raise InputError(
+                f"owner_cos={owner_cos!r} is not allowed; use a number in (0, 1) or None"
+            )
         if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
-            raise InputError(f"optimizer={type(optimizer).__name__} is not allowed; use a "
-                             "torch.optim.Optimizer or None")
+            raise InputError(
+                f"optimizer={type(optimizer).__name__} is not allowed; use a "
+                "torch.optim.Optimizer or None"
+            )
         self.model = model
         self.optimizer = optimizer
         self.every = int(every)
@@ -288,11 +302,35 @@ class GaugeRecorder:
         self._hooks = []
         self._rules = [self._rule(g) for g in self.groups]
         # w.g_w = a.g_a by the symmetry: read it on the smaller side
-        self._cheap_out = {g.name: g.kind == "rescale" and self._size(g.outputs) < self._size(
-            g.inputs) for g in self.groups}
+        self._cheap_out = {
+            g.name: g.kind == "rescale" and self._size(g.outputs) < self._size(g.inputs)
+            for g in self.groups
+        }
         self._carry: list[dict | None] = [None] * len(self.groups)
         self._scratch = _Scratch()
         self._matrix = [gi for gi, g in enumerate(self.groups) if _matrix(g)]
+        self._build_plan()
+        self._fuse = True  # contiguous float CPU tensors through the fused kernel (_fused)
+        self._layouts: dict = {}
+        self._read_uses = {name: idx for name, _, idx in self._reads}
+        self._flat_names = [n for n, _, _ in self._reads if 1 <= self._params[n].dim() <= 2]
+        self._tensor_rules = [
+            gi for gi, r in enumerate(self._rules) if r["rule"] == "sgd_momentum_weight_decay"
+        ]
+        self._carried = {gi for gi in self._tensor_rules if self._rules[gi]["momentum"] > 0.0}
+        self._pgroups = {
+            gi: cast(list, self._group_hparams(self.groups[gi]))[0]
+            for gi in (*self._gd, *self._tensor_rules)
+        }
+        if optimizer is not None:
+            self._hooks = [
+                optimizer.register_step_pre_hook(self._pre),
+                optimizer.register_step_post_hook(self._post),
+            ]
+
+    def _build_plan(self) -> None:
+        """The reduction plan: which parameter each unit group reads, the readings of a pass,
+        each group side's slots in them, the dot products ``w.g_w`` and the summed axes."""
         # which parameter each unit group reads, side by side (see _squares)
         self._plan: dict[str, list] = {}
         for gi, g in enumerate(self.groups):
@@ -307,14 +345,21 @@ class GaugeRecorder:
         self._reads: list[tuple] = []  # (parameter, row norm?, indices into _uses)
         for name, uses in self._plan.items():
             rows = len(uses) == 1 and self._params[name].dim() > 1 and uses[0][2].axis == 0
-            self._reads.append((name, rows, list(range(len(self._uses),
-                                                       len(self._uses) + len(uses)))))
-            self._uses += [(gi, io, side, self.groups[gi].n_units, rows)
-                           for gi, io, side in uses]
+            self._reads.append(
+                (name, rows, list(range(len(self._uses), len(self._uses) + len(uses))))
+            )
+            self._uses += [(gi, io, side, self.groups[gi].n_units, rows) for gi, io, side in uses]
         # per group and side, its readings (:meth:`_side` adds them)
-        self._slots = [[sorted((i for i, u in enumerate(self._uses) if u[:2] == (gi, io)),
-                               key=lambda i: self._uses[i][4])
-                        for io in (0, 1)] for gi in range(len(self.groups))]
+        self._slots = [
+            [
+                sorted(
+                    (i for i, u in enumerate(self._uses) if u[:2] == (gi, io)),
+                    key=lambda i: self._uses[i][4],
+                )
+                for io in (0, 1)
+            ]
+            for gi in range(len(self.groups))
+        ]
         self._gd = [gi for gi, r in enumerate(self._rules) if r["rule"] == "gd"]
         # w.g_w of each unit group, per parameter it is read from (the cheap side)
         self._dots: dict[str, list] = {}
@@ -323,43 +368,38 @@ class GaugeRecorder:
                 for s in g.outputs if self._cheap_out[g.name] else g.inputs:
                     self._dots.setdefault(s.name, []).append((gi, s))
         # the axes each parameter is summed along (by its groups' sides and the dots)
-        self._axes = {name: {s.axis for _, _, s in uses} | {s.axis for _, s in
-                                                            self._dots.get(name, [])}
-                      for name, uses in self._plan.items()}
-        self._fuse = True  # contiguous float CPU tensors through the fused kernel (_fused)
-        self._layouts: dict = {}
-        self._read_uses = {name: idx for name, _, idx in self._reads}
-        self._flat_names = [n for n, _, _ in self._reads if 1 <= self._params[n].dim() <= 2]
-        self._tensor_rules = [gi for gi, r in enumerate(self._rules)
-                              if r["rule"] == "sgd_momentum_weight_decay"]
-        self._carried = {gi for gi in self._tensor_rules if self._rules[gi]["momentum"] > 0.0}
-        self._pgroups = {gi: self._group_hparams(self.groups[gi])[0]
-                         for gi in (*self._gd, *self._tensor_rules)}
-        if optimizer is not None:
-            self._hooks = [optimizer.register_step_pre_hook(self._pre),
-                           optimizer.register_step_post_hook(self._post)]
+        self._axes = {
+            name: {s.axis for _, _, s in uses} | {s.axis for _, s in self._dots.get(name, [])}
+            for name, uses in self._plan.items()
+        }
 
     def _check_owner_units(self, spec: dict) -> dict:
         sizes = {g.name: g.n_units for g in self.groups if g.kind == "rescale"}
-        out = {}
+        out: dict[str, list] = {}
         for name, clusters in spec.items():
             if name not in sizes:
-                raise InputError(f"owner_units key {name!r} is not allowed; use one of "
-                                 f"{sorted(sizes)} (rescaling groups)")
+                raise InputError(
+                    f"owner_units key {name!r} is not allowed; use one of "
+                    f"{sorted(sizes)} (rescaling groups)"
+                )
             seen: set = set()
             out[name] = []
             for c in clusters:
                 c = [int(i) for i in c]
                 if len(c) < 2 or any(not 0 <= i < sizes[name] for i in c) or seen & set(c):
-                    raise InputError(f"owner_units[{name!r}] cluster {c} is not allowed; use "
-                                     f"disjoint lists of two or more units in 0..{sizes[name] - 1}")
+                    raise InputError(
+                        f"owner_units[{name!r}] cluster {c} is not allowed; use "
+                        f"disjoint lists of two or more units in 0..{sizes[name] - 1}"
+                    )
                 seen |= set(c)
                 out[name].append(c)
         return out
 
     def _size(self, sides) -> int:
-        return sum(self._params[s.name].numel() // self._params[s.name].shape[s.axis]
-                   * s.block for s in sides)
+        return sum(
+            self._params[s.name].numel() // self._params[s.name].shape[s.axis] * s.block
+            for s in sides
+        )
 
     def detach(self) -> None:
         """Remove the optimizer hooks."""
@@ -368,6 +408,7 @@ class GaugeRecorder:
         self._hooks = []
 
     def _group_hparams(self, group: UnitGroup) -> list[dict] | None:
+        assert self.optimizer is not None, "hyper-parameters are read from an optimizer"
         found = []
         for s in (*group.inputs, *group.outputs):
             p = self._params[s.name]
@@ -388,8 +429,13 @@ class GaugeRecorder:
         keys = ("lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize")
         if pgs is None or len(pgs) != len(group.inputs) + len(group.outputs):
             return {"rule": "none", "why": "a parameter of the group is not optimised"}
-        vals = [{k: bool(pg.get(k, False)) if k in ("nesterov", "maximize") else float(pg[k])
-                 for k in keys} for pg in pgs]
+        vals = [
+            {
+                k: bool(pg.get(k, False)) if k in ("nesterov", "maximize") else float(pg[k])
+                for k in keys
+            }
+            for pg in pgs
+        ]
         if any(v != vals[0] for v in vals):
             return {"rule": "none", "why": "the group's parameters differ in hyper-parameters"}
         if vals[0]["nesterov"]:
@@ -414,8 +460,9 @@ class GaugeRecorder:
     def _wants(self, step: int) -> bool:
         return step % self.every == 0
 
-    def _squares(self, t: dict, want: set | None = None,
-                 dot: dict | None = None) -> tuple[list, dict] | tuple[tuple, dict]:
+    def _squares(
+        self, t: dict, want: set | None = None, dot: dict | None = None
+    ) -> tuple[list, dict] | tuple[tuple, dict]:
         """One reduction pass over the tensors ``t`` (by parameter name): ``(flat, mat)``, the
         unit groups' readings (see ``_uses``; ``None`` for a group not in ``want``) and, per
         attention group, ``[|X|^2, |Y|^2]``. It runs per parameter, not per unit: contiguous
@@ -431,17 +478,24 @@ class GaugeRecorder:
     def _passes(self, jobs: list[tuple]) -> list:
         """:meth:`_squares` of each ``(t, want, dot)`` of ``jobs``, the fused kernel's part of
         all of them in one call."""
-        outs = [([None] * len(self._uses), {}) for _ in jobs]
+        outs: list[tuple[list, dict]] = [([None] * len(self._uses), {}) for _ in jobs]
         done = self._fused(jobs, outs) if self._fuse else [()] * len(jobs)
-        return [self._torch_pass(*job, *out, dn) for job, out, dn in zip(jobs, outs, done)]
+        return [
+            self._torch_pass(t, want, dot, flat, gw, dn)
+            for (t, want, dot), (flat, gw), dn in zip(jobs, outs, done)
+        ]
 
-    def _torch_pass(self, t: dict, want: set | None, dot: dict | None, flat: list, gw: dict,
-                    done) -> tuple:
+    def _torch_pass(
+        self, t: dict, want: set | None, dot: dict | None, flat: list, gw: dict, done
+    ) -> tuple:
         """The torch reductions of :meth:`_squares` over the tensors the kernel did not read
         (``done``)."""
         uses = self._uses
-        if len(done) == len(self._reads) and not self._matrix and (dot is None or all(
-                n in done for n in self._dots)):
+        if (
+            len(done) == len(self._reads)
+            and not self._matrix
+            and (dot is None or all(n in done for n in self._dots))
+        ):
             return (flat, {}) if dot is None else ((flat, {}), gw)
         for name, rows, idx in self._reads:
             if name in done or (want is not None and all(uses[i][0] not in want for i in idx)):
@@ -459,9 +513,14 @@ class GaugeRecorder:
                 sq = self._scratch.mul(x, x)
                 for i in idx:
                     flat[i] = _side_sum(sq, uses[i][2], uses[i][3], self._scratch)
-        mat = {gi: [_pair(self.groups[gi], self.groups[gi].inputs, t),
-                    _pair(self.groups[gi], self.groups[gi].outputs, t)]
-               for gi in self._matrix if want is None or gi in want}
+        mat = {
+            gi: [
+                _pair(self.groups[gi], self.groups[gi].inputs, t),
+                _pair(self.groups[gi], self.groups[gi].outputs, t),
+            ]
+            for gi in self._matrix
+            if want is None or gi in want
+        }
         if dot is None:
             return flat, mat
         for name, pairs in self._dots.items():
@@ -506,8 +565,14 @@ class GaugeRecorder:
         from ._kernels import run
 
         arrs = tuple(x.numpy().reshape(shape) for x, shape in zip(xs, plan[2]))
-        out = run(arrs, tuple(arrs[k] if y is None else y.numpy().reshape(arrs[k].shape)
-                              for k, y in enumerate(ys)), plan[0], plan[1])
+        out = run(
+            arrs,
+            tuple(
+                arrs[k] if y is None else y.numpy().reshape(arrs[k].shape) for k, y in enumerate(ys)
+            ),
+            plan[0],
+            plan[1],
+        )
         for j, i, a, b, block in plan[3]:
             outs[j][0][i] = (out, a, b, block)
         for j, gi, a, b, block in plan[4]:
@@ -535,12 +600,12 @@ class GaugeRecorder:
             if pairs[k]:
                 for gi, side in self._dots[name]:
                     a = int(o[2 * side.axis + 1]) + side.offset
-                    dots.append((j, gi, a, a + self.groups[gi].n_units * side.block,
-                                 side.block))
+                    dots.append((j, gi, a, a + self.groups[gi].n_units * side.block, side.block))
         return plan, size, shapes, uses, dots
 
-    def _side(self, reading: tuple, gi: int, io: int,
-              dtype: torch.dtype | None = None) -> torch.Tensor | None:
+    def _side(
+        self, reading: tuple, gi: int, io: int, dtype: torch.dtype | None = None
+    ) -> torch.Tensor | None:
         """``|X|^2`` (``io = 0``) or ``|Y|^2`` (``io = 1``) of group ``gi`` from a pass's
         readings (``None`` for a side the group lacks), in ``dtype`` if given."""
         flat, mat = reading
@@ -561,18 +626,21 @@ class GaugeRecorder:
         sx, sy = _SIGNS[self.groups[gi].kind]
         flat, mat = reading
         sides = (0, 1) if sy else (0,)
-        if gi not in mat and all(isinstance(flat[i], tuple) for io in sides
-                                 for i in self._slots[gi][io]):
+        if gi not in mat and all(
+            isinstance(flat[i], tuple) for io in sides for i in self._slots[gi][io]
+        ):
             x, y = (_np_side([flat[i] for i in self._slots[gi][io]]) for io in (0, 1))
+            assert x is not None, "a group's input side is never empty"
             if not sy or y is None:
                 out = x if sx > 0 else -x
             else:
                 out = x - y if sx > 0 else y - x
             return out if host else torch.from_numpy(out if out.base is None else out.copy())
-        x = self._side(reading, gi, 0)
-        y = self._side(reading, gi, 1) if sy else None
-        out = (x if sx > 0 else -x) if y is None else (x - y if sx > 0 else y - x)
-        return _host(out) if host else out
+        tx = self._side(reading, gi, 0)
+        assert tx is not None, "a group's input side is never empty"
+        ty = self._side(reading, gi, 1) if sy else None
+        tout = (tx if sx > 0 else -tx) if ty is None else (tx - ty if sx > 0 else ty - tx)
+        return _host(tout) if host else tout
 
     def _norms(self, params: dict, fresh: bool = False) -> tuple:
         """The parameters' readings (:meth:`_squares`); reused from the last post-step reading while no
@@ -613,8 +681,10 @@ class GaugeRecorder:
             g = self.groups[gi]
             if mu > 0.0:
                 sides = (*g.inputs, *g.outputs)
-                bufs = {s.name: optimizer.state.get(self._params[s.name], {}).get(
-                    "momentum_buffer") for s in sides}
+                bufs = {
+                    s.name: optimizer.state.get(self._params[s.name], {}).get("momentum_buffer")
+                    for s in sides
+                }
                 if all(bufs[s.name] is not None for s in sides):
                     carry = self._carry[gi]
                     if carry is not None and carry["step"] == step - 1:
@@ -627,8 +697,9 @@ class GaugeRecorder:
                         cb = _host(cb)
                     c = inv * ((1.0 - rule["dampening"]) * rule["weight_decay"]) + mu * cb
             else:
-                k = self._signed(gi, self._squares(
-                    self._direction_pre(rule, grads, params), {gi}), host=True)
+                k = self._signed(
+                    gi, self._squares(self._direction_pre(rule, grads, params), {gi}), host=True
+                )
             if c is None:  # no buffer yet (b_1 = g_1 + lambda P_1) or no momentum
                 c = inv * rule["weight_decay"]
             pend["info"][gi] = {"c": c, "k": k, "lr": float(self._pgroups[gi]["lr"])}
@@ -645,8 +716,11 @@ class GaugeRecorder:
         need = [gi for gi, info in pend["info"].items() if info["k"] is None]
         jobs = [(after, None, None)] if row is not None else []
         if need:  # the momentum buffers, in the same kernel call as the parameters
-            bufs = {s.name: optimizer.state[self._params[s.name]]["momentum_buffer"]
-                    for gi in need for s in (*self.groups[gi].inputs, *self.groups[gi].outputs)}
+            bufs = {
+                s.name: optimizer.state[self._params[s.name]]["momentum_buffer"]
+                for gi in need
+                for s in (*self.groups[gi].inputs, *self.groups[gi].outputs)
+            }
             jobs.append((bufs, set(need), None))
         readings = self._passes(jobs) if jobs else []
         if row is not None:
@@ -670,8 +744,9 @@ class GaugeRecorder:
                 # |P'|^2 - |P|^2 = 2 D.P' - |D|^2, D = P' - P
                 ch = sx * (2 * _pair(g, g.inputs, delta, after) - _pair(g, g.inputs, delta))
                 if g.outputs and sy:
-                    ch = ch + sy * (2 * _pair(g, g.outputs, delta, after)
-                                    - _pair(g, g.outputs, delta))
+                    ch = ch + sy * (
+                        2 * _pair(g, g.outputs, delta, after) - _pair(g, g.outputs, delta)
+                    )
                 row["change"][gi] = ch
         else:  # I(after) - I(before), formed at export
             row["after"] = sq_after
@@ -684,8 +759,16 @@ class GaugeRecorder:
         passes, ``w.g_w`` per unit group; :meth:`group` combines, converts and derives the
         rest once)."""
         gsq, gw = self._squares(grads, dot=params)
-        row = {"p": sq, "g": gsq, "after": None, "gw": gw, "owner": {},
-               "lr": {}, "predicted": {}, "change": {}}
+        row: dict[str, Any] = {
+            "p": sq,
+            "g": gsq,
+            "after": None,
+            "gw": gw,
+            "owner": {},
+            "lr": {},
+            "predicted": {},
+            "change": {},
+        }
         for gi, g in enumerate(self.groups):
             if _matrix(g):
                 continue
@@ -696,11 +779,15 @@ class GaugeRecorder:
     def _unpack(self, row: dict, gi: int) -> dict:
         """Group ``gi``'s fields of one raw record, sides combined in float64."""
         f64 = torch.float64
-        out = {"in_sq": self._side(row["p"], gi, 0, f64), "out_sq": self._side(row["p"], gi, 1, f64),
-               "g_in_sq": self._side(row["g"], gi, 0, f64),
-               "g_out_sq": self._side(row["g"], gi, 1, f64),
-               "gw_dot_w": _resolve(row["gw"].get(gi)), "change": row["change"].get(gi),
-               "predicted": _resolve(row["predicted"].get(gi))}
+        out = {
+            "in_sq": self._side(row["p"], gi, 0, f64),
+            "out_sq": self._side(row["p"], gi, 1, f64),
+            "g_in_sq": self._side(row["g"], gi, 0, f64),
+            "g_out_sq": self._side(row["g"], gi, 1, f64),
+            "gw_dot_w": _resolve(row["gw"].get(gi)),
+            "change": row["change"].get(gi),
+            "predicted": _resolve(row["predicted"].get(gi)),
+        }
         if row["after"] is not None:
             out["in_after"] = self._side(row["after"], gi, 0, f64)
             out["out_after"] = self._side(row["after"], gi, 1, f64)
@@ -718,15 +805,25 @@ class GaugeRecorder:
         from scipy.sparse.csgraph import connected_components
 
         n = g.n_units
-        w = torch.cat([blocks(params[s.name], s, n).reshape(n, -1) for s in g.inputs], 1)
-        a = torch.cat([blocks(params[s.name], s, n).reshape(n, -1) for s in g.outputs], 1)
-        w, a = w.double().cpu().numpy(), a.double().cpu().numpy()
+        w = (
+            torch.cat([blocks(params[s.name], s, n).reshape(n, -1) for s in g.inputs], 1)
+            .double()
+            .cpu()
+            .numpy()
+        )
+        a = (
+            torch.cat([blocks(params[s.name], s, n).reshape(n, -1) for s in g.outputs], 1)
+            .double()
+            .cpu()
+            .numpy()
+        )
         wn = np.linalg.norm(w, axis=1)
         u = w / np.where(wn > 0, wn, 1.0)[:, None]
         fixed = self.owner_units.get(g.name)
         if fixed is not None:
             clusters = [np.asarray(c, dtype=np.int64) for c in fixed]
         else:
+            assert self.owner_cos is not None, "clusters come from owner_units or owner_cos"
             _, label = connected_components((u @ u.T) >= self.owner_cos, directed=False)
             clusters = [np.flatnonzero(label == lab) for lab in np.unique(label)]
         owner = np.full(n, -1, dtype=np.int64)
@@ -768,27 +865,41 @@ class GaugeRecorder:
         else:
             gi = int(name_or_index)
             if not 0 <= gi < len(self.groups):
-                raise InputError(f"group={name_or_index!r} is not allowed; use 0.."
-                                 f"{len(self.groups) - 1}")
+                raise InputError(
+                    f"group={name_or_index!r} is not allowed; use 0..{len(self.groups) - 1}"
+                )
         g = self.groups[gi]
         rows = [self._unpack(r, gi) for r in self._rows]
-        shape = (len(rows), g.n_units, g.block, g.block) if _matrix(g) else (len(rows),
-                                                                            g.n_units)
-        col = {k: _column(rows, k, shape) for k in ("in_sq", "out_sq", "g_in_sq", "g_out_sq",
-                                                   "in_after", "out_after", "change",
-                                                   "predicted")}
+        shape = (len(rows), g.n_units, g.block, g.block) if _matrix(g) else (len(rows), g.n_units)
+        col = {
+            k: _column(rows, k, shape)
+            for k in (
+                "in_sq",
+                "out_sq",
+                "g_in_sq",
+                "g_out_sq",
+                "in_after",
+                "out_after",
+                "change",
+                "predicted",
+            )
+        }
         sx, sy = _SIGNS[g.kind]
         for k in ("out_sq", "g_out_sq", "out_after"):  # a scale unit has no output side
             if not g.outputs:
                 col[k] = np.where(np.isnan(col[k.replace("out", "in")]), np.nan, 0.0)
         out = {"invariant": sx * col["in_sq"] + sy * col["out_sq"]}
         measured = np.isnan(col["change"]) & ~np.isnan(col["in_after"])
-        col["change"] = np.where(measured, sx * (col["in_after"] - col["in_sq"])
-                                 + sy * (col["out_after"] - col["out_sq"]), col["change"])
+        col["change"] = np.where(
+            measured,
+            sx * (col["in_after"] - col["in_sq"]) + sy * (col["out_after"] - col["out_sq"]),
+            col["change"],
+        )
         lr = np.array([r.get("lr", np.nan) for r in rows]).reshape(-1, *[1] * (len(shape) - 1))
         gd = np.isnan(col["predicted"]) & ~np.isnan(lr)
-        col["predicted"] = np.where(gd, lr ** 2 * (sx * col["g_in_sq"] + sy * col["g_out_sq"]),
-                                    col["predicted"])
+        col["predicted"] = np.where(
+            gd, lr**2 * (sx * col["g_in_sq"] + sy * col["g_out_sq"]), col["predicted"]
+        )
         out |= {k: col[k] for k in FIELDS[1:-1]}
         if not _matrix(g):
             out["gw_dot_w"] = _column(rows, "gw_dot_w", shape)
@@ -800,7 +911,8 @@ class GaugeRecorder:
 
             out["mu_R"], out["mu_T"] = mobilities(out["out_sq"], out["in_sq"])
             out["reaction"], out["transport"] = dissipation_split(
-                out["g_out_sq"], out["g_in_sq"], out["gw_dot_w"], out["in_sq"])
+                out["g_out_sq"], out["g_in_sq"], out["gw_dot_w"], out["in_sq"]
+            )
         return out
 
     def export(self) -> tuple[dict[str, np.ndarray], dict]:
@@ -823,28 +935,31 @@ class GaugeRecorder:
             "owner_cos": self.owner_cos,
             "owner_units": self.owner_units,
             "steps_seen": self._count,
-            "groups": [{**g.describe(), "prediction": rule}
-                       for g, rule in zip(self.groups, self._rules)],
+            "groups": [
+                {**g.describe(), "prediction": rule} for g, rule in zip(self.groups, self._rules)
+            ],
             "discovery": self.report,
             "fields": list(FIELDS),
             "derived": list(DERIVED),
             "definitions": {
                 "invariant": "rescale: |a|^2 - |w|^2 (bias in w); scale: |w|^2; qk: W_Q W_Q^T - "
-                             "W_K W_K^T; vo: W_V W_V^T - W_O^T W_O (per head, bias rows in "
-                             "W_Q, W_K, W_V)",
+                "W_K W_K^T; vo: W_V W_V^T - W_O^T W_O (per head, bias rows in "
+                "W_Q, W_K, W_V)",
                 "change": "I(after step) - I(before step); exact_change: sum s (2 D.P' - |D|^2),"
-                          " D = P' - P",
+                " D = P' - P",
                 "predicted": "-2 eta c_t + eta^2 k_t; GD: eta^2 (|g_a|^2 - |g_w|^2); momentum "
-                             "mu, dampening tau, weight decay lambda: c_t = mu (c_{t-1} - eta "
-                             "k_{t-1}) + (1 - tau) lambda I_t, k_t = sum s |b_t|^2; NaN: measured "
-                             "only",
-                "mu_R": "|a|^2 + |w|^2", "mu_T": "1 / |w|^2",
-                "reaction": "|g_a|^2 + (u.g_w)^2", "transport": "|g_w|^2 - (u.g_w)^2",
+                "mu, dampening tau, weight decay lambda: c_t = mu (c_{t-1} - eta "
+                "k_{t-1}) + (1 - tau) lambda I_t, k_t = sum s |b_t|^2; NaN: measured "
+                "only",
+                "mu_R": "|a|^2 + |w|^2",
+                "mu_T": "1 / |w|^2",
+                "reaction": "|g_a|^2 + (u.g_w)^2",
+                "transport": "|g_w|^2 - (u.g_w)^2",
                 "owner": "within a cluster (owner_units, feature frozen at the first record; "
-                         "else connected components of input cosine >= owner_cos): argmax of "
-                         "(a_i.c^)(w_i.v), v the cluster's mean direction, c^ its summed "
-                         "output a_i |w_i| normalised (theory owner_sets, tie_rtol); -1 for a "
-                         "tie or no cluster",
+                "else connected components of input cosine >= owner_cos): argmax of "
+                "(a_i.c^)(w_i.v), v the cluster's mean direction, c^ its summed "
+                "output a_i |w_i| normalised (theory owner_sets, tie_rtol); -1 for a "
+                "tie or no cluster",
             },
             "versions": versions(),
         }

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import torch
 
 from .._errors import InputError
-from ..adam._state import StateRecord
+from ..adam import StateRecord
 from ._units import UnitGroup, find_units
 
 _STATE_POWERS = {"exp_avg": 1, "exp_avg_sq": 2, "max_exp_avg_sq": 2, "momentum_buffer": 1}
@@ -39,8 +39,10 @@ def _group(model: torch.nn.Module, layer: str) -> UnitGroup:
     groups, _ = find_units(model)
     names = [g.name for g in groups]
     if layer not in names:
-        raise InputError(f"layer={layer!r} is not allowed; use one of {names} (the groups "
-                         "gaugedyn.gauge.find_units finds)")
+        raise InputError(
+            f"layer={layer!r} is not allowed; use one of {names} (the groups "
+            "gaugedyn.gauge.find_units finds)"
+        )
     return next(g for g in groups if g.name == layer)
 
 
@@ -50,15 +52,18 @@ def _units(group: UnitGroup, units) -> torch.Tensor:
     except (TypeError, ValueError, RuntimeError) as err:
         raise InputError(f"units={units!r} is not allowed; use integer unit indices") from err
     if idx.numel() == 0 or int(idx.min()) < 0 or int(idx.max()) >= group.n_units:
-        raise InputError(f"units={units!r} is not allowed; use indices in 0..{group.n_units - 1}"
-                         f" of group {group.name!r}")
+        raise InputError(
+            f"units={units!r} is not allowed; use indices in 0..{group.n_units - 1}"
+            f" of group {group.name!r}"
+        )
     if torch.unique(idx).numel() != idx.numel():
         raise InputError(f"units={units!r} is not allowed: repeated indices")
     return idx
 
 
-def unit_rows(model: torch.nn.Module, layer: str,
-              units: Sequence[int]) -> dict[str, tuple[int, torch.Tensor]]:
+def unit_rows(
+    model: torch.nn.Module, layer: str, units: Sequence[int]
+) -> dict[str, tuple[int, torch.Tensor]]:
     """``{parameter name: (axis, indices)}`` of the given units of group ``layer`` (both
     sides), the ``rows`` argument of the Adam state toolkit (:mod:`gaugedyn.adam`)."""
     group = _group(model, layer)
@@ -69,16 +74,22 @@ def unit_rows(model: torch.nn.Module, layer: str,
         if side.name in out:  # W_Q and W_K rows of one in_proj_weight: disjoint blocks
             axis, known = out[side.name]
             if axis != side.axis:
-                raise InputError(f"group {layer!r} uses {side.name!r} along two axes; select "
-                                 "its rows by hand")
+                raise InputError(
+                    f"group {layer!r} uses {side.name!r} along two axes; select its rows by hand"
+                )
             rows = torch.cat([known, rows])
         out[side.name] = (side.axis, rows)
     return out
 
 
 @torch.no_grad()
-def rescale_units(model: torch.nn.Module, optimizer: torch.optim.Optimizer | None, layer: str,
-                  units: Sequence[int], c: float | Sequence[float]) -> StateRecord:
+def rescale_units(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer | None,
+    layer: str,
+    units: Sequence[int],
+    c: float | Sequence[float],
+) -> StateRecord:
     """Multiply the chosen units' input weights (and bias) by ``c`` and their output weights by
     ``1/c``, and transform ``optimizer``'s state as the gradients transform (module docstring).
 
@@ -91,21 +102,28 @@ def rescale_units(model: torch.nn.Module, optimizer: torch.optim.Optimizer | Non
     after).
     """
     if optimizer is not None and not isinstance(
-            optimizer, torch.optim.Adam | torch.optim.AdamW | torch.optim.SGD):
-        raise InputError(f"optimizer={type(optimizer).__name__} is not allowed; use None, "
-                         "torch.optim.Adam, AdamW or SGD")
+        optimizer, torch.optim.Adam | torch.optim.AdamW | torch.optim.SGD
+    ):
+        raise InputError(
+            f"optimizer={type(optimizer).__name__} is not allowed; use None, "
+            "torch.optim.Adam, AdamW or SGD"
+        )
     group = _group(model, layer)
     idx = _units(group, units)
     cs = torch.as_tensor(c, dtype=torch.float64).reshape(-1)
     if cs.numel() == 1:
         cs = cs.expand(idx.numel())
     if cs.numel() != idx.numel() or not bool(torch.isfinite(cs).all()) or bool((cs <= 0).any()):
-        raise InputError(f"c={c!r} is not allowed; use one positive finite number or one per "
-                         f"unit ({idx.numel()})")
+        raise InputError(
+            f"c={c!r} is not allowed; use one positive finite number or one per "
+            f"unit ({idx.numel()})"
+        )
     params = dict(model.named_parameters())
-    rec = StateRecord("rescale_units", "all",
-                      details={"layer": layer, "kind": group.kind, "units": idx.tolist(),
-                               "c": cs.tolist()})
+    rec = StateRecord(
+        "rescale_units",
+        "all",
+        details={"layer": layer, "kind": group.kind, "units": idx.tolist(), "c": cs.tolist()},
+    )
     for power, sides in ((1, group.inputs), (-1, group.outputs)):
         for side in sides:
             p = params[side.name]
@@ -115,11 +133,14 @@ def rescale_units(model: torch.nn.Module, optimizer: torch.optim.Optimizer | Non
             shape[side.axis] = -1
             tensors = [("param", p.detach(), power)]
             st = optimizer.state.get(p, {}) if optimizer is not None else {}
-            tensors += [(k, st[k], -power * q) for k, q in _STATE_POWERS.items()
-                        if torch.is_tensor(st.get(k))]
+            tensors += [
+                (k, st[k], -power * q)
+                for k, q in _STATE_POWERS.items()
+                if torch.is_tensor(st.get(k))
+            ]
             for key, t, q in tensors:
                 before = t.index_select(side.axis, rows)
-                f = (factor ** q).reshape(shape)
+                f = (factor**q).reshape(shape)
                 after = (before.double() * f).to(t.dtype)
                 t.index_copy_(side.axis, rows, after)
                 rec.add(side.name, key, before, after)
@@ -127,8 +148,13 @@ def rescale_units(model: torch.nn.Module, optimizer: torch.optim.Optimizer | Non
 
 
 @torch.no_grad()
-def duplicate_unit(model: torch.nn.Module, layer: str, source: int, target: int,
-                   gauges: tuple[float, float] = (1.0, 1.0)) -> StateRecord:
+def duplicate_unit(
+    model: torch.nn.Module,
+    layer: str,
+    source: int,
+    target: int,
+    gauges: tuple[float, float] = (1.0, 1.0),
+) -> StateRecord:
     r"""Make unit ``target`` of rescaling group ``layer`` a duplicate of unit ``source`` that
     shares its output, then give the two copies their gauges:
 
@@ -146,16 +172,24 @@ def duplicate_unit(model: torch.nn.Module, layer: str, source: int, target: int,
     """
     group = _group(model, layer)
     if group.kind != "rescale":
-        raise InputError(f"layer={layer!r} is a {group.kind} group; duplicate_unit needs a "
-                         "rescaling group")
+        raise InputError(
+            f"layer={layer!r} is a {group.kind} group; duplicate_unit needs a rescaling group"
+        )
     idx = _units(group, [source, target])
     cs = torch.as_tensor(gauges, dtype=torch.float64).reshape(-1)
     if cs.numel() != 2 or not bool(torch.isfinite(cs).all()) or bool((cs <= 0).any()):
         raise InputError(f"gauges={gauges!r} is not allowed; use two positive finite numbers")
     params = dict(model.named_parameters())
-    rec = StateRecord("duplicate_unit", "weights",
-                      details={"layer": layer, "source": int(idx[0]), "target": int(idx[1]),
-                               "gauges": cs.tolist()})
+    rec = StateRecord(
+        "duplicate_unit",
+        "weights",
+        details={
+            "layer": layer,
+            "source": int(idx[0]),
+            "target": int(idx[1]),
+            "gauges": cs.tolist(),
+        },
+    )
     for half, sides in ((False, group.inputs), (True, group.outputs)):
         for side in sides:
             p = params[side.name].detach()

@@ -46,17 +46,41 @@ KINDS = ("rescale", "scale", "qk", "vo")
 
 _CONV = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
 _BN = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
-_HOMOGENEOUS_MODULES = (nn.ReLU, nn.LeakyReLU, nn.Identity, nn.Dropout, nn.Dropout1d,
-                        nn.Dropout2d, nn.Dropout3d, nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d,
-                        nn.AvgPool1d, nn.AvgPool2d, nn.AvgPool3d, nn.AdaptiveAvgPool1d,
-                        nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d, nn.AdaptiveMaxPool1d,
-                        nn.AdaptiveMaxPool2d, nn.AdaptiveMaxPool3d)
-_HOMOGENEOUS_FUNCTIONS = {torch.relu: "relu", F.relu: "relu", torch.abs: "abs",
-                          operator.abs: "abs", F.leaky_relu: "leaky_relu",
-                          F.max_pool1d: "max_pool", F.max_pool2d: "max_pool",
-                          F.max_pool3d: "max_pool", F.avg_pool1d: "avg_pool",
-                          F.avg_pool2d: "avg_pool", F.avg_pool3d: "avg_pool",
-                          F.dropout: "dropout"}
+_HOMOGENEOUS_MODULES = (
+    nn.ReLU,
+    nn.LeakyReLU,
+    nn.Identity,
+    nn.Dropout,
+    nn.Dropout1d,
+    nn.Dropout2d,
+    nn.Dropout3d,
+    nn.MaxPool1d,
+    nn.MaxPool2d,
+    nn.MaxPool3d,
+    nn.AvgPool1d,
+    nn.AvgPool2d,
+    nn.AvgPool3d,
+    nn.AdaptiveAvgPool1d,
+    nn.AdaptiveAvgPool2d,
+    nn.AdaptiveAvgPool3d,
+    nn.AdaptiveMaxPool1d,
+    nn.AdaptiveMaxPool2d,
+    nn.AdaptiveMaxPool3d,
+)
+_HOMOGENEOUS_FUNCTIONS = {
+    torch.relu: "relu",
+    F.relu: "relu",
+    torch.abs: "abs",
+    operator.abs: "abs",
+    F.leaky_relu: "leaky_relu",
+    F.max_pool1d: "max_pool",
+    F.max_pool2d: "max_pool",
+    F.max_pool3d: "max_pool",
+    F.avg_pool1d: "avg_pool",
+    F.avg_pool2d: "avg_pool",
+    F.avg_pool3d: "avg_pool",
+    F.dropout: "dropout",
+}
 _HOMOGENEOUS_METHODS = {"relu": "relu", "abs": "abs", "relu_": "relu", "abs_": "abs"}
 
 
@@ -98,10 +122,15 @@ class UnitGroup:
         return self.inputs[0].block if self.kind in ("qk", "vo") else 1
 
     def describe(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "n_units": self.n_units,
-                "inputs": [vars(s) for s in self.inputs],
-                "outputs": [vars(s) for s in self.outputs],
-                "path": list(self.path), "consumer": self.consumer}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "n_units": self.n_units,
+            "inputs": [vars(s) for s in self.inputs],
+            "outputs": [vars(s) for s in self.outputs],
+            "path": list(self.path),
+            "consumer": self.consumer,
+        }
 
 
 def blocks(t: torch.Tensor, side: Side, n_units: int) -> torch.Tensor:
@@ -118,8 +147,7 @@ def _producer_units(mod: nn.Module) -> int | None:
         return mod.out_channels
     if isinstance(mod, _BN) and mod.affine:
         return mod.num_features
-    if isinstance(mod, nn.LayerNorm) and mod.elementwise_affine and len(
-            mod.normalized_shape) == 1:
+    if isinstance(mod, nn.LayerNorm) and mod.elementwise_affine and len(mod.normalized_shape) == 1:
         return mod.normalized_shape[0]
     return None
 
@@ -142,7 +170,8 @@ def _flatten_ok(node, modules) -> bool:
         f = modules[node.target]
         return f.start_dim == 1 and f.end_dim == -1
     if (node.op == "call_function" and node.target is torch.flatten) or (
-            node.op == "call_method" and node.target == "flatten"):
+        node.op == "call_method" and node.target == "flatten"
+    ):
         start = node.args[1] if len(node.args) > 1 else node.kwargs.get("start_dim", 0)
         end = node.args[2] if len(node.args) > 2 else node.kwargs.get("end_dim", -1)
         return start == 1 and end == -1
@@ -165,8 +194,9 @@ def _chain(node, modules, name: str, prod: nn.Module, n: int, calls: dict) -> Un
     """Follow the single-user path from producer ``node`` to a consumer or a norm layer."""
     path: list[str] = []
     flat = False
-    spatial = isinstance(prod, _CONV) or isinstance(prod, _BN) and not isinstance(
-        prod, nn.BatchNorm1d)
+    spatial = (
+        isinstance(prod, _CONV) or isinstance(prod, _BN) and not isinstance(prod, nn.BatchNorm1d)
+    )
     cur = node
     while True:
         users = list(cur.users)
@@ -184,19 +214,40 @@ def _chain(node, modules, name: str, prod: nn.Module, n: int, calls: dict) -> Un
                 return UnitGroup(name, "scale", 1, sides, (), (*path, "LayerNorm"), nxt.target)
             if flat or mod.num_features != n:
                 return None
-            return UnitGroup(name, "scale", n, _input_sides(name, prod), (),
-                             (*path, type(mod).__name__), nxt.target)
+            return UnitGroup(
+                name,
+                "scale",
+                n,
+                _input_sides(name, prod),
+                (),
+                (*path, type(mod).__name__),
+                nxt.target,
+            )
         if isinstance(mod, nn.Linear):
             s, rem = divmod(mod.in_features, n)
             if rem or (s != 1 and not flat):
                 return None
-            return UnitGroup(name, "rescale", n, _input_sides(name, prod),
-                             (Side(f"{nxt.target}.weight", 1, s),), tuple(path), nxt.target)
+            return UnitGroup(
+                name,
+                "rescale",
+                n,
+                _input_sides(name, prod),
+                (Side(f"{nxt.target}.weight", 1, s),),
+                tuple(path),
+                nxt.target,
+            )
         if isinstance(mod, _CONV):
             if flat or mod.groups != 1 or mod.in_channels != n:
                 return None
-            return UnitGroup(name, "rescale", n, _input_sides(name, prod),
-                             (Side(f"{nxt.target}.weight", 1),), tuple(path), nxt.target)
+            return UnitGroup(
+                name,
+                "rescale",
+                n,
+                _input_sides(name, prod),
+                (Side(f"{nxt.target}.weight", 1),),
+                tuple(path),
+                nxt.target,
+            )
         if _flatten_ok(nxt, modules) and spatial and not flat:
             flat = True
             path.append("flatten")
@@ -214,12 +265,16 @@ def _attention(name: str, mod: nn.MultiheadAttention) -> list[UnitGroup]:
         q, k, v = (Side(f"{name}.in_proj_weight", 0, d, i * E) for i in range(3))
     else:
         q, k, v = (Side(f"{name}.{p}_proj_weight", 0, d) for p in "qkv")
-    qb = kb = vb = ()
+    qb: tuple[Side, ...] = ()
+    kb: tuple[Side, ...] = ()
+    vb: tuple[Side, ...] = ()
     if mod.in_proj_bias is not None:
         qb, kb, vb = ((Side(f"{name}.in_proj_bias", 0, d, i * E),) for i in range(3))
     o = Side(f"{name}.out_proj.weight", 1, d)
-    return [UnitGroup(f"{name}.qk", "qk", h, (q, *qb), (k, *kb), ("softmax(q.k)",), name),
-            UnitGroup(f"{name}.vo", "vo", h, (v, *vb), (o,), ("attention",), f"{name}.out_proj")]
+    return [
+        UnitGroup(f"{name}.qk", "qk", h, (q, *qb), (k, *kb), ("softmax(q.k)",), name),
+        UnitGroup(f"{name}.vo", "vo", h, (v, *vb), (o,), ("attention",), f"{name}.out_proj"),
+    ]
 
 
 def find_units(model: nn.Module) -> tuple[list[UnitGroup], dict]:
@@ -258,8 +313,9 @@ def find_units(model: nn.Module) -> tuple[list[UnitGroup], dict]:
     for name, mod in modules.items():
         if isinstance(mod, nn.MultiheadAttention):
             if mod.bias_k is not None:
-                report["skipped"].append(f"{name}: bias_k/bias_v are raw keys the symmetry "
-                                         "does not transform")
+                report["skipped"].append(
+                    f"{name}: bias_k/bias_v are raw keys the symmetry does not transform"
+                )
                 continue
             groups.extend(_attention(name, mod))
     return groups, report

@@ -1,4 +1,4 @@
-"""The machinery of declared experiments, apart from the five systems.
+"""The machinery of declared experiments, apart from the systems.
 
 Configurations (``_config``), a resumable result store (``_store``), executors (``_executor``), the
 sweep over tasks (``_sweep``), the run's stages (``_runner``), ``summary.json`` and
@@ -12,8 +12,10 @@ The layout's rule: the library (:mod:`gaugedyn.symbolic`, :mod:`~gaugedyn.theory
 toolkit, the recorder, the 1-D stability map, the spike detector); a system folder under
 :mod:`gaugedyn.experiments` holds what one study needs (its experiments, models, protocols,
 analysis and figures); the harness holds only machinery. Systems import the harness's types and
-the library; the harness finds an experiment by its registered name (:data:`EXPERIMENTS`, module
-names as strings) and never imports a system otherwise; the library imports neither.
+the library; the harness learns of a system from its declaration (``system.toml`` in its folder,
+read as data: :data:`DECLARATIONS`), finds an experiment by its registered name
+(:data:`EXPERIMENTS`, module names as strings) and never imports a system otherwise; the library
+imports neither.
 """
 
 from ._arrays import caption_array as caption_array
@@ -37,8 +39,16 @@ from ._protocol import finding as finding
 from ._protocol import judged as judged
 from ._protocol import labelled as labelled
 from ._protocol import provisional as provisional
+from ._registry import DECLARATIONS as DECLARATIONS
 from ._registry import EXPERIMENTS as EXPERIMENTS
+from ._registry import SYSTEM_NAMES as SYSTEM_NAMES
 from ._registry import SYSTEMS as SYSTEMS
+from ._registry import System as System
+from ._registry import parse_system as parse_system
+from ._registry import read_system as read_system
+from ._report import FINDING_WORDS as FINDING_WORDS
+from ._report import fmt as fmt
+from ._report import verdict_word as verdict_word
 from ._runner import RunOutcome as RunOutcome
 from ._runner import execute as execute
 from ._store import ResultStore as ResultStore
@@ -48,9 +58,42 @@ from ._verdicts import margin_value as margin_value
 from ._verdicts import no_paper_value as no_paper_value
 
 __all__ = [
-    "EXPERIMENTS", "SYSTEMS", "Claim", "ExecutorSpec", "Experiment", "Param", "ResultStore",
-    "RunConfig", "RunOutcome", "available_experiments", "caption_array", "caption_key",
-    "caption_of", "configuration_label", "deterministic", "execute", "field_key", "finding",
-    "judged", "labelled", "load_arrays", "load_config", "make_config", "margin_value",
-    "no_paper_value", "open_executor", "provisional", "redraw", "resolve_experiment", "task_key",
+    "FINDING_WORDS",
+    "fmt",
+    "verdict_word",
+    "DECLARATIONS",
+    "EXPERIMENTS",
+    "SYSTEMS",
+    "SYSTEM_NAMES",
+    "Claim",
+    "ExecutorSpec",
+    "Experiment",
+    "Param",
+    "ResultStore",
+    "RunConfig",
+    "RunOutcome",
+    "available_experiments",
+    "caption_array",
+    "caption_key",
+    "caption_of",
+    "configuration_label",
+    "deterministic",
+    "execute",
+    "field_key",
+    "finding",
+    "judged",
+    "labelled",
+    "load_arrays",
+    "load_config",
+    "make_config",
+    "margin_value",
+    "no_paper_value",
+    "open_executor",
+    "provisional",
+    "redraw",
+    "resolve_experiment",
+    "task_key",
+    "System",
+    "parse_system",
+    "read_system",
 ]

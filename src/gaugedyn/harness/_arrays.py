@@ -22,6 +22,7 @@ of the archive). Three forms have a meaning:
 Every other value is numeric or boolean (``dtype=object`` is refused). Folders written before the
 schema had a version use the same key forms and read unchanged.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,11 +30,12 @@ import io
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
 from .._errors import InputError
-from ._folders import ARRAYS, SUMMARY
+from ._folders import ARRAYS, SUMMARY, read_summary
 from ._store import atomic_write
 
 SCHEMA = 1
@@ -60,15 +62,20 @@ def caption_of(arrays: Mapping[str, np.ndarray], figure: str) -> str:
 
 def captions(arrays: Mapping[str, np.ndarray]) -> dict[str, str]:
     """Every stored caption, by figure name."""
-    return {k[len(CAPTION_PREFIX):]: caption_of(arrays, k[len(CAPTION_PREFIX):])
-            for k in arrays if k.startswith(CAPTION_PREFIX)}
+    return {
+        k[len(CAPTION_PREFIX) :]: caption_of(arrays, k[len(CAPTION_PREFIX) :])
+        for k in arrays
+        if k.startswith(CAPTION_PREFIX)
+    }
 
 
 def field_key(group: str, field: str) -> str:
     """The key of ``field`` in ``group``: ``<group>__<field>``."""
     if FIELD_SEPARATOR in group or not group or not field:
-        raise ValueError(f"group {group!r} / field {field!r}: both non-empty, the group "
-                         f"without {FIELD_SEPARATOR!r}")
+        raise ValueError(
+            f"group {group!r} / field {field!r}: both non-empty, the group "
+            f"without {FIELD_SEPARATOR!r}"
+        )
     return f"{group}{FIELD_SEPARATOR}{field}"
 
 
@@ -96,18 +103,18 @@ def schema_problems(arrays: Mapping[str, np.ndarray]) -> list[str]:
 def write_arrays(path: Path, arrays: dict[str, np.ndarray], summary: dict) -> None:
     """Write ``arrays`` to ``path`` and record their layout and checksum in ``summary``."""
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
+    np.savez_compressed(buffer, **cast(dict[str, Any], arrays))
     data = buffer.getvalue()
     atomic_write(path, data)
-    summary["arrays"] = {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in arrays.items()}
+    summary["arrays"] = {
+        k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in arrays.items()
+    }
     summary["arrays_sha256"] = hashlib.sha256(data).hexdigest()
     summary["arrays_schema"] = SCHEMA
 
 
 def load_arrays(run: str | Path, summary: dict | None = None) -> dict[str, np.ndarray]:
     """The stored arrays of a run folder, checked against the summary's checksum."""
-    from ._summary import read_summary
-
     run = Path(run)
     summary = summary if summary is not None else read_summary(run)
     try:

@@ -67,8 +67,11 @@ def register(subparsers) -> None:
         metavar="KEY=VALUE",
         help="override a parameter (VALUE is a TOML literal, e.g. dims=[10,100]) or the seed",
     )
-    run.add_argument("--force", action="store_true",
-                     help="replace the results of another run found in the output folder")
+    run.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the results of another run found in the output folder",
+    )
     _executor_options(run)
     run.set_defaults(func=_run)
 
@@ -86,8 +89,11 @@ def register(subparsers) -> None:
         "--simulations", metavar="DIR", default="simulations", help="folder of .toml files"
     )
     rep.add_argument("--only", metavar="NAME,...", help="run only these experiments")
-    rep.add_argument("--force", action="store_true",
-                     help="replace the results of other runs found in the output folders")
+    rep.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the results of other runs found in the output folders",
+    )
     _executor_options(rep)
     rep.set_defaults(func=_reproduce)
 
@@ -137,8 +143,10 @@ def kept_message(cfg, store: str | Path) -> str:
     return f"{kept} of {len(keys)} tasks are stored in {store}; rerun to resume"
 
 
-_ADDRESS = re.compile(r"(?:(?P<scheme>tcp|tls|ws|wss|ucx)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|"
-                      r"[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?)(?::(?P<port>\d{1,5}))?")
+_ADDRESS = re.compile(
+    r"(?:(?P<scheme>tcp|tls|ws|wss|ucx)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|"
+    r"[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?)(?::(?P<port>\d{1,5}))?"
+)
 
 
 def check_scheduler(address: str, timeout: float | None = 3.0) -> None:
@@ -152,9 +160,11 @@ def check_scheduler(address: str, timeout: float | None = 3.0) -> None:
     match = _ADDRESS.fullmatch(address)
     port = int(match["port"]) if match and match["port"] else 8786
     if match is None or not 1 <= port <= 65535 or "://" not in address and ":" not in address:
-        raise InputError(f"--scheduler {address!r} is not allowed (cannot connect to Dask at it); "
-                         "allowed: a scheduler address such as tcp://host:8786 (schemes tcp, "
-                         "tls, ws, wss, ucx, inproc)")
+        raise InputError(
+            f"--scheduler {address!r} is not allowed (cannot connect to Dask at it); "
+            "allowed: a scheduler address such as tcp://host:8786 (schemes tcp, "
+            "tls, ws, wss, ucx, inproc)"
+        )
     host = match["host"].strip("[]")
     if timeout is None or match["scheme"] == "ucx":
         return
@@ -162,9 +172,11 @@ def check_scheduler(address: str, timeout: float | None = 3.0) -> None:
         socket.create_connection((host, port), timeout=timeout).close()
     except OSError as err:
         reason = err.strerror or type(err).__name__
-        raise InputError(f"--scheduler {address!r}: cannot connect to Dask: nothing answers at "
-                         f"{host}:{port} ({reason}); start the scheduler or check the "
-                         "address") from None
+        raise InputError(
+            f"--scheduler {address!r}: cannot connect to Dask: nothing answers at "
+            f"{host}:{port} ({reason}); start the scheduler or check the "
+            "address"
+        ) from None
 
 
 def _spec(args) -> ExecutorSpec:
@@ -214,8 +226,7 @@ def _run(args) -> int:
             outcome = _execute(args, cfg, out, executor)
     except OSError as err:  # a full disk, a vanished folder: say what was kept
         store = args.store if args.store is not None else out / TASKS
-        print(f"gaugedyn run: error: {oneline(err)}; {kept_message(cfg, store)}",
-              file=sys.stderr)
+        print(f"gaugedyn run: error: {oneline(err)}; {kept_message(cfg, store)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         store = args.store if args.store is not None else out / TASKS
@@ -272,8 +283,13 @@ def _reproduce(args) -> int:
     errors: dict[str, str] = {}
     with open_executor(spec) as executor, claim_output_dir(root, "reproduce"):
         command = "gaugedyn reproduce" + (" --quick" if args.quick else "")
-        index = {"runs": [f.stem for f in files], "errors": errors, "quick": args.quick,
-                 "command": command, "arguments": _arguments(args)}
+        index = {
+            "runs": [f.stem for f in files],
+            "errors": errors,
+            "quick": args.quick,
+            "command": command,
+            "arguments": _arguments(args),
+        }
         for f, cfg in zip(files, configs):
             try:
                 _execute(args, cfg, root / f.stem, executor)
@@ -306,6 +322,9 @@ def _plot(args) -> int:
         print(f"gaugedyn plot: error: {oneline(err)}; no figure was replaced", file=sys.stderr)
         return 1
     for run in run_folders(args.folder):
-        print(f"redrew {run / 'figures'}" if run in runs else
-              f"skipped {run} (its tasks failed: it stored no arrays)")
+        print(
+            f"redrew {run / 'figures'}"
+            if run in runs
+            else f"skipped {run} (its tasks failed: it stored no arrays)"
+        )
     return 0

@@ -158,8 +158,8 @@ def check_param(name: str, value: Any, param: Param, where: str) -> Any:
     if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
         raise InputError(
             f"{where}: {name} = {show(value)} has the wrong type ({type(value).__name__}); "
-            f"allowed: {_type_names(types)}" + (f", {param.allowed}" if param.allowed else
-                                                  f" ({allowed})")
+            f"allowed: {_type_names(types)}"
+            + (f", {param.allowed}" if param.allowed else f" ({allowed})")
         )
     if not _finite(value):
         raise InputError(

@@ -24,15 +24,20 @@ from ._folders import (
     claim_output_dir,
     commit,
     marker_kind,
+    read_summary,
     run_folders,
     staging_dir,
 )
 from ._protocol import Experiment
-from ._summary import read_summary, write_summary
+from ._summary import write_summary
 
 
 def draw(
-    experiment: Experiment, arrays: dict, params: dict, outdir: Path, backend: str | None = None,
+    experiment: Experiment,
+    arrays: dict,
+    params: dict,
+    outdir: Path,
+    backend: str | None = None,
     quick: bool = False,
 ) -> list[dict]:
     """Call ``experiment.plot`` under the shared style; list the figures it wrote (a ``quick``
@@ -62,7 +67,11 @@ def draw(
         listed.setdefault(png.stem, captions.get(png.stem, "") or caption_of(arrays, png.stem))
     figures = []
     for name, caption in listed.items():
-        files = [f"{FIGURES}/{name}.{ext}" for ext in ("png", "pdf") if (outdir / f"{name}.{ext}").exists()]
+        files = [
+            f"{FIGURES}/{name}.{ext}"
+            for ext in ("png", "pdf")
+            if (outdir / f"{name}.{ext}").exists()
+        ]
         figures.append({"name": name, "caption": caption, "files": files})
     for path in outdir.iterdir():
         if path.is_file():
@@ -75,11 +84,12 @@ def _os_error_behind(err: BaseException) -> OSError | None:
     """The :class:`OSError` that ``err`` was raised while handling, if any (a full disk while
     writing a PDF surfaces from matplotlib as an ``AttributeError`` in its clean-up)."""
     seen = set()
-    while err is not None and id(err) not in seen:
-        if isinstance(err, OSError):
-            return err
-        seen.add(id(err))
-        err = err.__cause__ or err.__context__
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        if isinstance(current, OSError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
     return None
 
 
@@ -89,7 +99,9 @@ def _checked_arrays(run: Path, summary: dict) -> dict:
     try:
         arrays = load_arrays(run, summary)
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as err:
-        raise InputError(f"{run}: arrays.npz cannot be read as plain arrays ({oneline(err)})") from None
+        raise InputError(
+            f"{run}: arrays.npz cannot be read as plain arrays ({oneline(err)})"
+        ) from None
     problems = schema_problems(arrays)
     if problems:
         raise InputError(f"{run}: arrays.npz breaks the array schema ({problems[0]})")
@@ -97,14 +109,21 @@ def _checked_arrays(run: Path, summary: dict) -> dict:
     found = {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in arrays.items()}
     if listed != found:
         listed_names = sorted(listed) if isinstance(listed, dict) else listed
-        raise InputError(f"{run}: arrays.npz holds {show_arrays(found)} but summary.json lists "
-                         f"{show_arrays(listed) if isinstance(listed, dict) else listed_names}")
+        raise InputError(
+            f"{run}: arrays.npz holds {show_arrays(found)} but summary.json lists "
+            f"{show_arrays(listed) if isinstance(listed, dict) else listed_names}"
+        )
     return arrays
 
 
 def show_arrays(arrays: dict, limit: int = 120) -> str:
-    text = ", ".join(f"{k}{tuple(v.get('shape', ()))}:{v.get('dtype')}" if isinstance(v, dict)
-                     else str(k) for k, v in arrays.items()) or "no arrays"
+    text = (
+        ", ".join(
+            f"{k}{tuple(v.get('shape', ()))}:{v.get('dtype')}" if isinstance(v, dict) else str(k)
+            for k, v in arrays.items()
+        )
+        or "no arrays"
+    )
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -128,14 +147,18 @@ def _checked_summary(run: Path, summary: dict, experiment: Experiment, params: d
     fields = {f for f in Claim.__dataclass_fields__}
     for i, claim in enumerate(claims):
         try:
-            if not isinstance(claim, dict) or not set(claim) <= fields \
-                    or not isinstance(claim.get("id"), str) \
-                    or not isinstance(claim.get("passed"), bool):
+            if (
+                not isinstance(claim, dict)
+                or not set(claim) <= fields
+                or not isinstance(claim.get("id"), str)
+                or not isinstance(claim.get("passed"), bool)
+            ):
                 raise ValueError("not a claim record")
             Claim(**claim)
         except (TypeError, ValueError) as err:
-            raise InputError(f"{run / SUMMARY}: claims[{i}] is not a valid claim "
-                             f"({oneline(err)})") from None
+            raise InputError(
+                f"{run / SUMMARY}: claims[{i}] is not a valid claim ({oneline(err)})"
+            ) from None
     return checked
 
 
@@ -144,8 +167,10 @@ def _check_report_target(folder: Path) -> None:
 
     target = folder / REPORT
     if (target.exists() or target.is_symlink()) and not target.is_file():
-        raise InputError(f"{target}: exists and is not a file; nothing was redrawn (move it "
-                         "away and run plot again)")
+        raise InputError(
+            f"{target}: exists and is not a file; nothing was redrawn (move it "
+            "away and run plot again)"
+        )
 
 
 def redraw(folder: str | Path, backend: str | None = None) -> list[Path]:
@@ -160,14 +185,19 @@ def redraw(folder: str | Path, backend: str | None = None) -> list[Path]:
         summary = read_summary(run)
         if summary.get("arrays_sha256") is None:
             if (run / ARRAYS).exists():
-                raise InputError(f"{run / SUMMARY}: records no checksum for the arrays.npz "
-                                 "beside it (an edited summary?); nothing was redrawn")
+                raise InputError(
+                    f"{run / SUMMARY}: records no checksum for the arrays.npz "
+                    "beside it (an edited summary?); nothing was redrawn"
+                )
             continue
         configuration = summary.get("configuration")
         if not isinstance(configuration, dict) or not isinstance(
-                params := configuration.get("params", {}), dict):
+            params := configuration.get("params", {}), dict
+        ):
             raise InputError(f"{run / SUMMARY}: configuration.params is not a table")
-        experiment = resolve_experiment(configuration.get("experiment"), f"{run / SUMMARY}: experiment")
+        experiment = resolve_experiment(
+            configuration.get("experiment"), f"{run / SUMMARY}: experiment"
+        )
         params = _checked_summary(run, summary, experiment, params)
         _validate(experiment, params, f"{run / SUMMARY}: configuration")
         todo.append((run, summary, experiment, params, _checked_arrays(run, summary)))
@@ -181,12 +211,20 @@ def redraw(folder: str | Path, backend: str | None = None) -> list[Path]:
             stack.enter_context(claim_output_dir(run, "run"))
             staging = stack.enter_context(staging_dir(run))
             try:
-                summary["figures"] = draw(experiment, arrays, params, staging / FIGURES, backend,
-                                          quick=summary["configuration"].get("quick") is True)
+                summary["figures"] = draw(
+                    experiment,
+                    arrays,
+                    params,
+                    staging / FIGURES,
+                    backend,
+                    quick=summary["configuration"].get("quick") is True,
+                )
             except (KeyError, IndexError, ValueError, TypeError, AttributeError) as err:
-                raise InputError(f"{run}: the stored arrays do not fit experiment "
-                                 f"{experiment.name or type(experiment).__name__}; nothing was "
-                                 f"redrawn ({type(err).__name__}: {oneline(err)})") from None
+                raise InputError(
+                    f"{run}: the stored arrays do not fit experiment "
+                    f"{experiment.name or type(experiment).__name__}; nothing was "
+                    f"redrawn ({type(err).__name__}: {oneline(err)})"
+                ) from None
             write_summary(staging, summary)
             staged.append((run, staging))
         for run, staging in staged:

@@ -66,9 +66,7 @@ class ExecutorSpec:
         if kind not in KINDS:
             raise InputError(f"--executor {kind!r} is not allowed; allowed: {', '.join(KINDS)}")
         workers = self.workers
-        if workers is not None and (
-            type(workers) is not int or not 1 <= workers <= MAX_WORKERS
-        ):
+        if workers is not None and (type(workers) is not int or not 1 <= workers <= MAX_WORKERS):
             raise InputError(
                 f"--workers {workers!r} is not allowed; allowed: an integer in [1, {MAX_WORKERS}]"
             )
@@ -296,6 +294,8 @@ def _dask_executor(scheduler: str | None, workers: int):
     except Exception as err:
         for close in closers:
             close()
-        raise InputError(f"--scheduler {address!r}: cannot connect to Dask ({oneline(err)})") from None
+        raise InputError(
+            f"--scheduler {address!r}: cannot connect to Dask ({oneline(err)})"
+        ) from None
     closers.insert(0, client.close)
     return client.get_executor(pure=False), closers

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from .._errors import InputError
+from .._errors import InputError, oneline
 from ._config import show
 from ._report import REPORT
 from ._store import atomic_write, fsync_dir
@@ -64,8 +64,9 @@ def _check_existing(path: Path, where: str, kind: str) -> None:
             )
     elif (claimed := _being_claimed(path)) is not None:
         if claimed:
-            raise InputError(f"{where}: another gaugedyn command is using this folder (it is "
-                             "creating it now)")
+            raise InputError(
+                f"{where}: another gaugedyn command is using this folder (it is creating it now)"
+            )
     elif any(path.iterdir()):
         raise InputError(
             f"{where}: folder is not empty and was not written by gaugedyn; "
@@ -85,7 +86,7 @@ def _being_claimed(path: Path) -> bool | None:
     entries = list(path.iterdir())
     if not entries or not all(p.name.startswith(prefix) for p in entries):
         return None
-    pids = [p.name[len(prefix):].split("-")[0] for p in entries]
+    pids = [p.name[len(prefix) :].split("-")[0] for p in entries]
     return any(pid.isdigit() and _alive(int(pid)) for pid in pids)
 
 
@@ -122,7 +123,9 @@ def claim_output_dir(path: Path, kind: str) -> Iterator[Path]:
         except ImportError:
             pass
         except OSError:
-            raise InputError(f"--out {path}: another gaugedyn command is using this folder") from None
+            raise InputError(
+                f"--out {path}: another gaugedyn command is using this folder"
+            ) from None
         for stale in path.glob(f"{STAGING}*"):
             shutil.rmtree(stale, ignore_errors=True)
         yield path
@@ -178,3 +181,14 @@ def run_folders(folder: str | Path) -> list[Path]:
             "'gaugedyn run' or 'gaugedyn reproduce'"
         )
     return runs
+
+
+def read_summary(run: Path) -> dict:
+    """The ``summary.json`` of a run folder, or :class:`InputError` if it is not one."""
+    try:
+        summary = json.loads((run / SUMMARY).read_text())
+    except (OSError, ValueError) as err:
+        raise InputError(f"{run / SUMMARY}: unreadable summary ({oneline(err)})") from None
+    if not isinstance(summary, dict) or "configuration" not in summary:
+        raise InputError(f"{run / SUMMARY}: not a gaugedyn summary")
+    return summary

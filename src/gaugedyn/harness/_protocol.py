@@ -16,7 +16,10 @@ An experiment is a set of independent tasks plus an analysis:
 - ``plot(arrays, config, outdir)``: figures drawn from the stored arrays alone, saved with
   :func:`gaugedyn.plotting.save_figure`; returns figure names or ``(name, caption)`` pairs.
 
-``config`` is the dict of validated parameters (the keys of ``params``). Optional method:
+``config`` is the dict of validated parameters (the keys of ``params``). The harness labels the
+findings of every run whose configuration is not the declared full one (:func:`labelled`, over
+``label_keys``: every declared setting unless an experiment names fewer), so an experiment never
+labels its own. Optional method:
 ``validate(config)``, called once the parameters are resolved and before ``tasks``, raises
 :class:`gaugedyn.InputError` (naming the settings and what is allowed) for a combination of
 individually valid values whose analysis cannot be done, e.g. a fit that needs at least two
@@ -29,6 +32,7 @@ numpy arrays, scalars as numpy scalars, other JSON values (``None``, strings, ne
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,8 +95,10 @@ class Claim:
             if self.verdict not in VERDICTS:
                 raise ValueError(f"claim {self.id}: verdict {self.verdict!r} not in {VERDICTS}")
             if self.readings is not None and self.verdict != _combined(self.readings):
-                raise ValueError(f"claim {self.id}: verdict {self.verdict!r} is not the one its "
-                                 f"readings give ({_combined(self.readings)!r})")
+                raise ValueError(
+                    f"claim {self.id}: verdict {self.verdict!r} is not the one its "
+                    f"readings give ({_combined(self.readings)!r})"
+                )
             if bool(self.passed) != (self.verdict == "HELD"):
                 raise ValueError(f"claim {self.id}: passed must be verdict == 'HELD'")
 
@@ -118,8 +124,17 @@ def _combined(readings: dict) -> str:
     return words.pop() if len(words) == 1 else VERDICTS[3]
 
 
-def finding(id: str, statement: str, interval: Any, threshold: float, direction: str = ">", *,
-            expected: Any = None, cells: Any = None, extra: dict | None = None) -> Claim:
+def finding(
+    id: str,
+    statement: str,
+    interval: Any,
+    threshold: float,
+    direction: str = ">",
+    *,
+    expected: Any = None,
+    cells: Any = None,
+    extra: dict | None = None,
+) -> Claim:
     """A finding whose verdict comes from an interval computed elsewhere
     (:func:`gaugedyn.stats.verdict`). Kept for callers outside the package; the experiments
     build every finding with :func:`judged`, which names an audited rule of the catalogue and
@@ -139,15 +154,31 @@ def finding(id: str, statement: str, interval: Any, threshold: float, direction:
         tolerance["cells"] = cells
     if extra:
         tolerance |= extra
-    return Claim(id=id, statement=statement, measured=iv.estimate,
-                 expected=expected if expected is not None else f"{direction} {threshold:g}",
-                 tolerance=tolerance, passed=word == "HELD", kind="finding", verdict=word,
-                 interval=iv.as_list(), rule=rule_text(threshold, direction))
+    return Claim(
+        id=id,
+        statement=statement,
+        measured=iv.estimate,
+        expected=expected if expected is not None else f"{direction} {threshold:g}",
+        tolerance=tolerance,
+        passed=word == "HELD",
+        kind="finding",
+        verdict=word,
+        interval=iv.as_list(),
+        rule=rule_text(threshold, direction),
+    )
 
 
-def judged(id: str, statement: str, judgement: Any, *, readings: dict | None = None,
-           paper_value: float | None = None, expected: Any = None, extra: dict | None = None,
-           power_reps: int = 2000) -> Claim:
+def judged(
+    id: str,
+    statement: str,
+    judgement: Any,
+    *,
+    readings: dict | None = None,
+    paper_value: float | None = None,
+    expected: Any = None,
+    extra: dict | None = None,
+    power_reps: int = 2000,
+) -> Claim:
     """A finding judged by a rule of the catalogue (:func:`gaugedyn.stats.judge`).
 
     ``judgement`` is the primary reading's :class:`gaugedyn.stats.Judgement`; ``readings`` maps
@@ -163,8 +194,11 @@ def judged(id: str, statement: str, judgement: Any, *, readings: dict | None = N
     if paper_value is not None:
         power = power_at(judgement, float(paper_value), reps=power_reps).rate
     record = finding_record(judgement, power=power, readings=readings)
-    tolerance = {"threshold": judgement.threshold, "direction": judgement.direction,
-                 "n": judgement.n}
+    tolerance = {
+        "threshold": judgement.threshold,
+        "direction": judgement.direction,
+        "n": judgement.n,
+    }
     if judgement.cells is not None:
         tolerance["cells"] = judgement.cells
     if getattr(judgement, "draw", None) is not None:  # a randomised rule's recorded draw
@@ -172,24 +206,33 @@ def judged(id: str, statement: str, judgement: Any, *, readings: dict | None = N
     if extra:
         tolerance |= extra
     word = record["verdict"]
-    return Claim(id=id, statement=statement, measured=judgement.estimate,
-                 expected=expected if expected is not None else judgement.words,
-                 tolerance=tolerance, passed=word == "HELD", kind="finding", verdict=word,
-                 interval=[judgement.low, judgement.high], rule=judgement.rule,
-                 rule_text=judgement.words, per_seed=record.get("per_seed"),
-                 power=record.get("power"), underpowered=record.get("underpowered"),
-                 readings=record["readings"])
+    return Claim(
+        id=id,
+        statement=statement,
+        measured=judgement.estimate,
+        expected=expected if expected is not None else judgement.words,
+        tolerance=tolerance,
+        passed=word == "HELD",
+        kind="finding",
+        verdict=word,
+        interval=[judgement.low, judgement.high],
+        rule=judgement.rule,
+        rule_text=judgement.words,
+        per_seed=record.get("per_seed"),
+        power=record.get("power"),
+        underpowered=record.get("underpowered"),
+        readings=record["readings"],
+    )
 
 
-def configuration_label(config: dict, params: dict, keys=None) -> str:
+def configuration_label(config: dict, params: dict, keys: Iterable[str] | None = None) -> str:
     """``""`` when ``config`` holds the declared defaults of ``keys`` (default: every name in
     ``params``), ``"provisional (quick)"`` when it holds their quick values,
     ``"provisional (reduced configuration)"`` otherwise."""
     keys = tuple(params) if keys is None else tuple(keys)
     if all(config.get(k) == params[k].default for k in keys):
         return ""
-    quick = {k: params[k].quick if params[k].quick is not None else params[k].default
-             for k in keys}
+    quick = {k: params[k].quick if params[k].quick is not None else params[k].default for k in keys}
     if all(config.get(k) == quick[k] for k in keys):
         return "provisional (quick)"
     return "provisional (reduced configuration)"
@@ -199,19 +242,29 @@ def provisional(claims: list[Claim], label: str) -> list[Claim]:
     """``claims`` with every finding's statement prefixed by ``label`` (from
     :func:`configuration_label`); unchanged when ``label`` is empty (the full configuration).
     Verdicts are kept: the label says they come from a smaller configuration than the one the
-    protocol was fixed for."""
+    protocol was fixed for. A finding that already begins with the label keeps it once, so
+    labelling twice changes nothing."""
     if not label:
         return list(claims)
-    return [dataclasses.replace(c, statement=f"{label}: {c.statement}") if c.kind == "finding"
-            else c for c in claims]
+    lead = f"{label}: "
+    return [
+        dataclasses.replace(c, statement=lead + c.statement)
+        if c.kind == "finding" and not c.statement.startswith(lead)
+        else c
+        for c in claims
+    ]
 
 
-def labelled(params: dict, config: dict, analysed: tuple) -> tuple:
+def labelled(
+    params: dict, config: dict, analysed: tuple, keys: Iterable[str] | None = None
+) -> tuple[dict, list[Claim], dict]:
     """An ``analyse`` result ``(arrays, claims, diagnostics)`` with its findings labelled by
-    :func:`provisional` for ``config`` against the declared ``params``, and the label (or
-    ``None``) in ``diagnostics["provisional"]``."""
+    :func:`provisional` for ``config`` against the declared ``params`` (over ``keys``, default
+    every one), and the label (or ``None``) in ``diagnostics["provisional"]``. The harness
+    applies it to every run (:func:`gaugedyn.harness._summary.analyse`), with the experiment's
+    :attr:`Experiment.label_keys`."""
     arrays, claims, diagnostics = analysed
-    label = configuration_label(config, params)
+    label = configuration_label(config, params, keys)
     diagnostics["provisional"] = label or None
     return arrays, provisional(claims, label), diagnostics
 
@@ -230,6 +283,10 @@ class Experiment:
     name: str = ""
     description: str = ""
     params: dict[str, Param] = {}
+    label_keys: tuple[str, ...] | None = None
+    """The settings whose declared values make the full configuration (:func:`labelled` compares
+    them); ``None``: every name in ``params``. An experiment leaves out only settings that change
+    no number it reports (a device)."""
 
     def tasks(self, config: dict) -> list[dict]:
         raise NotImplementedError
@@ -237,8 +294,9 @@ class Experiment:
     def run_task(self, task: dict, seed: np.random.SeedSequence) -> dict:
         raise NotImplementedError
 
-    def analyse(self, config: dict, tasks: list[dict], results: list[dict],
-                seed: np.random.SeedSequence) -> tuple:
+    def analyse(
+        self, config: dict, tasks: list[dict], results: list[dict], seed: np.random.SeedSequence
+    ) -> tuple:
         """Return ``(arrays: dict[str, np.ndarray], claims: list[Claim])``, optionally with a
         third item ``diagnostics: dict``. ``seed`` is the run's analysis seed
         (:func:`analysis_seed`): every resampling of the analysis derives from it."""

@@ -145,8 +145,15 @@ def table(rows: list[dict]) -> str:
     """A plain-text table of claim rows (for the terminal)."""
     head = ["experiment", "claim", "measured", "interval", "expected", "tolerance", "verdict"]
     body = [
-        [r["experiment"], r["id"], r["measured"], r["interval"], r["expected"], r["tolerance"],
-         r["verdict"]]
+        [
+            r["experiment"],
+            r["id"],
+            r["measured"],
+            r["interval"],
+            r["expected"],
+            r["tolerance"],
+            r["verdict"],
+        ]
         for r in rows
     ]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
@@ -165,10 +172,11 @@ def _counts(rows: list[dict]) -> str:
 
 
 def _papers() -> list:
-    """The papers, each with the experiments of its system (:mod:`gaugedyn.papers`)."""
-    from ..papers import PAPERS
+    """The papers, each with the experiments of its system (the systems' declarations, which
+    :mod:`gaugedyn.papers` re-exports as ``PAPERS``)."""
+    from ._registry import DECLARATIONS
 
-    return list(PAPERS)
+    return list(DECLARATIONS.values())
 
 
 def _paper_section(paper, runs, provisional: str) -> list[str]:
@@ -176,8 +184,12 @@ def _paper_section(paper, runs, provisional: str) -> list[str]:
     their verdicts, its checks summarised, and its figures."""
     title = f": *{paper.title}*" if paper.title else ""
     by = f" ({', '.join(paper.authors)})" if paper.authors else ""
-    out = [f"## {paper.name}{title}{by}", "", _md(paper.subject[:1].upper() + paper.subject[1:])
-           + ".", ""]
+    out = [
+        f"## {paper.name}{title}{by}",
+        "",
+        _md(paper.subject[:1].upper() + paper.subject[1:]) + ".",
+        "",
+    ]
     mine = [(n, e, s) for n, e, s in runs if n in paper.experiments]
     if not mine:
         return out + ["No experiment of this paper was run.", ""]
@@ -185,21 +197,33 @@ def _paper_section(paper, runs, provisional: str) -> list[str]:
     findings = [r for r in rows if r.get("word") in FINDING_WORDS]
     checks = [r for r in rows if r.get("word") in ("PASS", "FAIL")]
     failed = [r for r in rows if not r["passed"]]
-    out.append(f"Experiments: {', '.join(n for n, _, _ in mine)}. Findings{provisional}: "
-               f"{len(findings)} ({_counts(findings)}). Checks: "
-               f"{sum(r['passed'] for r in checks)} of {len(checks)} passed"
-               + (f"; **failing: {', '.join(r['id'] for r in failed)}**" if failed else "") + ".")
+    out.append(
+        f"Experiments: {', '.join(n for n, _, _ in mine)}. Findings{provisional}: "
+        f"{len(findings)} ({_counts(findings)}). Checks: "
+        f"{sum(r['passed'] for r in checks)} of {len(checks)} passed"
+        + (f"; **failing: {', '.join(r['id'] for r in failed)}**" if failed else "")
+        + "."
+    )
     out.append("")
     if findings:
-        out += ["| experiment | finding | statement | measured | interval | paper / claimed | "
-                "verdict |", "|---|---|---|---|---|---|---|"]
-        statements = {(n, c["id"]): c.get("statement", "") for n, _, s in mine if s
-                      for c in s.get("claims", [])}
+        out += [
+            "| experiment | finding | statement | measured | interval | paper / claimed | "
+            "verdict |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        statements = {
+            (n, c["id"]): c.get("statement", "")
+            for n, _, s in mine
+            if s
+            for c in s.get("claims", [])
+        }
         for r in findings:
-            out.append(f"| {_md(r['experiment'])} | {_md(r['id'])} | "
-                       f"{_md(statements.get((r['experiment'], r['id']), ''))} | "
-                       f"{_md(r['measured'])} | {_md(r['interval'])} | {_md(r['expected_full'])} "
-                       f"| {r['verdict']} |")
+            out.append(
+                f"| {_md(r['experiment'])} | {_md(r['id'])} | "
+                f"{_md(statements.get((r['experiment'], r['id']), ''))} | "
+                f"{_md(r['measured'])} | {_md(r['interval'])} | {_md(r['expected_full'])} "
+                f"| {r['verdict']} |"
+            )
         out.append("")
     for name, _, summary in mine:
         out += _figures(summary, f"{name}/")
@@ -213,8 +237,12 @@ def _figures(summary: dict | None, link_prefix: str) -> list[str]:
         png = next((f for f in fig.get("files", []) if f.endswith(".png")), None)
         if png is not None:
             caption = fig.get("caption") or fig["name"]
-            out += [f"![{fig['name']}]({link_prefix}{png})", "",
-                    f"*Figure {_md(fig['name'])}.* {_md(caption)}", ""]
+            out += [
+                f"![{fig['name']}]({link_prefix}{png})",
+                "",
+                f"*Figure {_md(fig['name'])}.* {_md(caption)}",
+                "",
+            ]
     return out
 
 
@@ -235,16 +263,21 @@ def write_report(root: Path) -> tuple[Path, list[dict]]:
     out = ["# gaugedyn reproduction report", ""]
     quick = bool(index.get("quick"))
     mode = "quick" if quick else "full"
-    provisional = " (provisional (quick): fewer seeds, steps or cells than the protocol's)" \
-        if quick else ""
-    out.append(f"Written {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; {mode} configuration.")
+    provisional = (
+        " (provisional (quick): fewer seeds, steps or cells than the protocol's)" if quick else ""
+    )
+    out.append(
+        f"Written {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; {mode} configuration."
+    )
     if index.get("command"):
         out.append(f"Command: `{index['command']}`.")
     verdict = "every check passed" if not failed else f"{len(failed)} failing: {', '.join(failed)}"
     findings = [r for r in rows if r.get("word") in FINDING_WORDS]
     if findings:
-        verdict += (f"; {len(findings)} findings{provisional} (reported as measured, never "
-                    f"failing the run): {_counts(findings)}")
+        verdict += (
+            f"; {len(findings)} findings{provisional} (reported as measured, never "
+            f"failing the run): {_counts(findings)}"
+        )
     out += ["", f"**Verdict: {verdict}.**", ""]
     papers = _papers()
     claimed = {e for p in papers for e in p.experiments}
@@ -255,8 +288,11 @@ def write_report(root: Path) -> tuple[Path, list[dict]]:
         out += ["## Other experiments", ""]
         for name, error, summary in others:
             other = _rows([(name, error, summary)])
-            out += [f"- {name}: {_counts([r for r in other if r.get('word') in FINDING_WORDS])}"
-                    f"; {sum(not r['passed'] for r in other)} failing.", ""]
+            out += [
+                f"- {name}: {_counts([r for r in other if r.get('word') in FINDING_WORDS])}"
+                f"; {sum(not r['passed'] for r in other)} failing.",
+                "",
+            ]
             out += _figures(summary, f"{name}/")
         out.append("")
     out += ["## Appendix A: every claim", ""]
@@ -319,7 +355,12 @@ def experiment_section(summary: dict, link_prefix: str = "", figures: bool = Tru
         if png is None:
             continue
         caption = fig.get("caption") or fig["name"]
-        out += [f"![{fig['name']}]({link_prefix}{png})", "", f"*Figure {_md(fig['name'])}.* {_md(caption)}", ""]
+        out += [
+            f"![{fig['name']}]({link_prefix}{png})",
+            "",
+            f"*Figure {_md(fig['name'])}.* {_md(caption)}",
+            "",
+        ]
     failed = summary.get("failed_tasks", [])
     if failed:
         out += ["Failed tasks:", ""]

@@ -113,12 +113,14 @@ def check_same_run(out: Path, cfg: RunConfig, force: bool = False) -> None:
     mine = json.loads(json.dumps(strict(cfg.to_dict())))
     differ = [k for k in RUN_IDENTITY if stored.get(k) != mine.get(k)]
     if differ:
-        theirs = f"{stored.get('experiment')}, seed {stored.get('seed')}" + \
-            (", quick" if stored.get("quick") else "")
+        theirs = f"{stored.get('experiment')}, seed {stored.get('seed')}" + (
+            ", quick" if stored.get("quick") else ""
+        )
         raise InputError(
             f"--out {out}: holds the results of another run ({theirs}; differs in "
             f"{', '.join(differ)}); choose another folder, or pass --force (force=True) to "
-            "replace them")
+            "replace them"
+        )
 
 
 def _execute(
@@ -135,7 +137,9 @@ def _execute(
     with claim_output_dir(out, "run"):
         result_store = ResultStore(Path(store) if store is not None else out / TASKS)
         result_store.clean_temporaries()
-        results, failures, stats = sweep(cfg, result_store, executor, Progress(cfg.name, progress), where)
+        results, failures, stats = sweep(
+            cfg, result_store, executor, Progress(cfg.name, progress), where
+        )
         summary = summary_head(cfg, command)
         summary["diagnostics"] = {"tasks": stats, "executor": where}
         summary["failed_tasks"] = failures
@@ -153,8 +157,9 @@ def _execute(
     return RunOutcome(out, summary, code, arrays)
 
 
-def _conclude(cfg: RunConfig, results: list, summary: dict, staging: Path,
-              backend: str | None) -> dict[str, np.ndarray]:
+def _conclude(
+    cfg: RunConfig, results: list, summary: dict, staging: Path, backend: str | None
+) -> dict[str, np.ndarray]:
     """Analyse the results, stage the arrays and the figures; fill the summary's verdicts."""
     tick = time.perf_counter()
     arrays, claims, diagnostics = analyse(cfg, results)
@@ -165,8 +170,9 @@ def _conclude(cfg: RunConfig, results: list, summary: dict, staging: Path,
     summary["status"] = "claims failed" if any(c.fails_run for c in claims) else "passed"
     write_arrays(staging / ARRAYS, arrays, summary)
     tock = time.perf_counter()
-    summary["figures"] = draw(cfg.experiment, arrays, cfg.params, staging / FIGURES, backend,
-                              quick=cfg.quick)
+    summary["figures"] = draw(
+        cfg.experiment, arrays, cfg.params, staging / FIGURES, backend, quick=cfg.quick
+    )
     summary["diagnostics"]["analyse_seconds"] = tock - tick
     summary["diagnostics"]["plot_seconds"] = time.perf_counter() - tock
     return arrays

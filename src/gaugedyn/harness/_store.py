@@ -27,7 +27,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -103,7 +103,7 @@ def encode_result(result: dict) -> tuple[bytes, dict]:
                 f"result {name!r} of type {type(value).__name__} is neither an array nor JSON"
             ) from None
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    np.savez(buffer, **cast(dict[str, Any], arrays))
     return buffer.getvalue(), {"arrays": names, "extras": extras}
 
 
@@ -119,8 +119,9 @@ def decode_result(npz: bytes, layout: dict) -> dict:
 
 def record_digest(key: str, npz: bytes, layout: dict) -> str:
     """``sha256`` of what decides a record's numbers: format, key, layout and npz bytes."""
-    head = json.dumps({"format": FORMAT, "key": key, "layout": layout}, sort_keys=True,
-                      separators=(",", ":")).encode()  # extras may hold nan, as JSON allows
+    head = json.dumps(
+        {"format": FORMAT, "key": key, "layout": layout}, sort_keys=True, separators=(",", ":")
+    ).encode()  # extras may hold nan, as JSON allows
     return hashlib.sha256(len(head).to_bytes(8, "little") + head + npz).hexdigest()
 
 
@@ -167,12 +168,16 @@ class ResultStore:
         try:
             meta = json.loads(json_path.read_text())
             npz = npz_path.read_bytes()
-            if isinstance(meta, dict) and isinstance(meta.get("format"), int) \
-                    and meta["format"] < FORMAT:
-                raise ValueError(f"store format {meta['format']}, older than {FORMAT}, whose "
-                                 "checksum did not cover the array names")
-            if not isinstance(meta, dict) or meta.get("format") != FORMAT \
-                    or meta.get("key") != key:
+            if (
+                isinstance(meta, dict)
+                and isinstance(meta.get("format"), int)
+                and meta["format"] < FORMAT
+            ):
+                raise ValueError(
+                    f"store format {meta['format']}, older than {FORMAT}, whose "
+                    "checksum did not cover the array names"
+                )
+            if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("key") != key:
                 raise ValueError("metadata does not describe this key")
             layout = meta["layout"]
             if record_digest(key, npz, layout) != meta["sha256"]:
@@ -216,8 +221,10 @@ class ResultStore:
         of it or of the store's root: such a file is damage, and must not block every rerun."""
         for path in (self.root, folder):
             if (path.exists() or path.is_symlink()) and not path.is_dir():
-                print(f"store: removing {path}, which should be a folder of the store",
-                      file=sys.stderr)
+                print(
+                    f"store: removing {path}, which should be a folder of the store",
+                    file=sys.stderr,
+                )
                 _remove(path)
         folder.mkdir(parents=True, exist_ok=True)
 

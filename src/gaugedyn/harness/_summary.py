@@ -16,13 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .._errors import InputError, oneline
 from .._json import strict
 from .._meta import versions
 from ._arrays import schema_problems
 from ._config import RunConfig
 from ._folders import SUMMARY
-from ._protocol import Claim, analysis_seed
+from ._protocol import Claim, analysis_seed, labelled
 from ._report import REPORT, run_report
 from ._store import atomic_write
 
@@ -55,20 +54,29 @@ def summary_head(cfg: RunConfig, command: dict | None) -> dict:
 
 
 def analyse(cfg: RunConfig, results: list) -> tuple[dict[str, np.ndarray], list[Claim], dict]:
-    """The experiment's ``analyse`` on the stored results, its return value checked."""
-    out = cfg.experiment.analyse(dict(cfg.params), cfg.tasks, results,
-                                 analysis_seed(cfg.seed, cfg.name))
+    """The experiment's ``analyse`` on the stored results, its return value checked and its
+    findings labelled provisional outside the full configuration (:func:`._protocol.labelled`)."""
+    out = cfg.experiment.analyse(
+        dict(cfg.params), cfg.tasks, results, analysis_seed(cfg.seed, cfg.name)
+    )
     if not isinstance(out, tuple) or len(out) not in (2, 3):
         raise TypeError(f"{cfg.name}.analyse must return (arrays, claims[, diagnostics])")
     arrays, claims = out[0], list(out[1])
     diagnostics = dict(out[2]) if len(out) == 3 and out[2] is not None else {}
     arrays = {str(k): np.asarray(v) for k, v in dict(arrays).items()}
     for problem in schema_problems(arrays):
-        raise TypeError(f"{cfg.name}.analyse: {problem} (the arrays.npz schema: "
-                        "gaugedyn.harness._arrays)")
+        raise TypeError(
+            f"{cfg.name}.analyse: {problem} (the arrays.npz schema: gaugedyn.harness._arrays)"
+        )
     for claim in claims:
         if not isinstance(claim, Claim):
             raise TypeError(f"{cfg.name}.analyse: claims must be Claim instances, got {claim!r}")
+    arrays, claims, diagnostics = labelled(
+        cfg.experiment.params,
+        dict(cfg.params),
+        (arrays, claims, diagnostics),
+        cfg.experiment.label_keys,
+    )
     return arrays, claims, strict(diagnostics)
 
 
@@ -77,14 +85,3 @@ def write_summary(staging: Path, summary: dict) -> None:
     text = json.dumps(strict(summary), indent=1, allow_nan=False, default=str)
     atomic_write(staging / SUMMARY, text.encode())
     (staging / REPORT).write_text(run_report(json.loads(text)))
-
-
-def read_summary(run: Path) -> dict:
-    """The ``summary.json`` of a run folder, or :class:`InputError` if it is not one."""
-    try:
-        summary = json.loads((run / SUMMARY).read_text())
-    except (OSError, ValueError) as err:
-        raise InputError(f"{run / SUMMARY}: unreadable summary ({oneline(err)})") from None
-    if not isinstance(summary, dict) or "configuration" not in summary:
-        raise InputError(f"{run / SUMMARY}: not a gaugedyn summary")
-    return summary

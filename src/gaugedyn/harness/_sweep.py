@@ -26,6 +26,7 @@ from .._errors import DivergenceError, oneline
 from .._json import plain, strict
 from .._meta import task_seed
 from ._config import RunConfig, resolve_experiment
+from ._executor import ProcessPool
 from ._protocol import Experiment
 from ._store import ResultStore, StoreError, task_key
 
@@ -152,7 +153,8 @@ class _Sweep:
 
     def collect(self, ex: Executor, keys: list[str]) -> list[str]:
         """Run ``keys`` on ``ex``, store what succeeds; return the keys a broken pool lost."""
-        cfg, lost = self.cfg, []
+        cfg = self.cfg
+        lost: list[str] = []
 
         def submit(key: str):
             task = self.unique[key]
@@ -186,18 +188,19 @@ class _Sweep:
     def retry(self, executor: Executor, lost: list[str]) -> None:
         """Retry tasks a dead worker took down: on a fresh pool while that helps, then alone."""
         why = _LOST
-        restart = getattr(executor, "restart", None)
-        while lost and restart is not None:
-            restart()
-            again = self.collect(executor, lost)
+        pool = executor if isinstance(executor, ProcessPool) else None
+        while lost and pool is not None:
+            pool.restart()
+            again = self.collect(pool, lost)
             if len(again) == len(lost):  # no progress: run each suspect alone
-                with executor.isolated() as alone:
+                with pool.isolated() as alone:
                     again = self.collect(alone, again)
                 why = _LOST_ALONE
-                restart = None
+                pool = None
             lost = again
-        self.failures += [{"key": k, "task": self.unique[k], **error_record(BrokenProcessPool(why))}
-                          for k in lost]
+        self.failures += [
+            {"key": k, "task": self.unique[k], **error_record(BrokenProcessPool(why))} for k in lost
+        ]
 
     def stats(self, pending: list[str]) -> dict:
         return {
@@ -229,8 +232,9 @@ def sweep(
     state.progress.begin(len(state.unique), len(state.results), where)
     state.retry(executor, state.collect(executor, pending))
     if pending:
-        state.progress.update(len(state.results) + len(state.failures), len(state.failures),
-                              final=True)
+        state.progress.update(
+            len(state.results) + len(state.failures), len(state.failures), final=True
+        )
     stats = state.stats(pending)
     order = {key: i for i, key in enumerate(state.unique)}
     state.failures.sort(key=lambda f: order[f["key"]])

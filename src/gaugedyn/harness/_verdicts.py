@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..stats import RULES, judge
-from ..stats._audit import MARGIN
+from ..stats import MARGIN, RULES, judge
 from ._protocol import Claim, judged
 
 DETERMINISTIC = "deterministic"
@@ -69,18 +68,35 @@ def margin_value(judgement: Any, margin: float = MARGIN) -> float:
 def no_paper_value(judgement: Any) -> tuple[float, dict]:
     """``(value, extra)``: :func:`margin_value` and what a finding records about it."""
     value = margin_value(judgement)
-    return value, {"paper_value": None, "power_at": value,
-                   "power_at_reason": f"the paper gives no value: power at the threshold "
-                                      f"moved {MARGIN:g} sd onto the claimed side (the audit's "
-                                      "margin)"}
+    return value, {
+        "paper_value": None,
+        "power_at": value,
+        "power_at_reason": f"the paper gives no value: power at the threshold "
+        f"moved {MARGIN:g} sd onto the claimed side (the audit's "
+        "margin)",
+    }
 
 
-def deterministic(id: str, statement: str, value: float, threshold: float, direction: str = ">",
-                  *, paper_value: float, expected: Any = None, extra: dict | None = None) -> Claim:
+def deterministic(
+    id: str,
+    statement: str,
+    value: float,
+    threshold: float,
+    direction: str = ">",
+    *,
+    paper_value: float,
+    expected: Any = None,
+    extra: dict | None = None,
+) -> Claim:
     """A finding on a deterministic value (see the module docstring): rule
     ``deterministic`` of the catalogue on the one value, judged by :func:`judged`."""
     j = judge(DETERMINISTIC, [float(value)], threshold=threshold, direction=direction)
     p = float(paper_value)
-    return judged(id, statement, j, paper_value=p,
-                  expected=expected if expected is not None else f"{direction} {threshold:g}",
-                  extra={"paper_value": p} | (extra or {}))
+    return judged(
+        id,
+        statement,
+        j,
+        paper_value=p,
+        expected=expected if expected is not None else f"{direction} {threshold:g}",
+        extra={"paper_value": p} | (extra or {}),
+    )

@@ -65,8 +65,9 @@ COVERAGE_P = (0.05, 0.25, 0.5, 0.75, 0.8, 0.95)
 CELLS = (6, 42)
 """Cell counts of the claims over many cells (prototypes: 6 sizes, and 6 sizes x 7 variants)."""
 REPS = 20000
-NOT_SIMULATED = ("not simulated: a deterministic value has no sampling error (its interval is "
-                 "the point)")
+NOT_SIMULATED = (
+    "not simulated: a deterministic value has no sampling error (its interval is the point)"
+)
 QUICK = {"seeds": SEEDS, "trials": TRIALS, "cells": (42,), "reps": 2000}
 _BLOCK = 2_000_000
 
@@ -83,8 +84,9 @@ class Rate(NamedTuple):
         return cls(float(r), float(math.sqrt(max(r * (1 - r), 0.0) / total)))
 
 
-def noise(rng: np.random.Generator, shape: str, size: tuple, center: str = "mean",
-          values: Any = None) -> np.ndarray:
+def noise(
+    rng: np.random.Generator, shape: str, size: tuple, center: str = "mean", values: Any = None
+) -> np.ndarray:
     """Draws of standard deviation 1 whose ``center`` (``"mean"`` or ``"median"``) is 0:
     ``normal``; ``t3`` (Student t with 3 degrees of freedom over ``sqrt 3``); ``lognormal``
     (``exp Z``, ``Z`` standard normal, standardised); ``empirical`` (resamples with replacement
@@ -153,7 +155,8 @@ def _run(rule: Rule, rng, reps: int, n: int, offsets: np.ndarray, shape: str, va
     if rule.estimator == "bootstrap":  # a rejected candidate resamples with the scenario's rng
         rule = dataclasses.replace(rule, options={**rule.options, "rng": rng})
     block = max(1, _BLOCK // (n * offsets.size))
-    held = not_held = covered = joint = 0
+    held = not_held = joint = 0
+    covered: float = 0
     done = 0
     while done < reps:
         r = min(block, reps - done)
@@ -202,24 +205,38 @@ def _check_work(rows: list[tuple], reps: int) -> None:
     from .._options import check_work
 
     seconds = sum(work_seconds(r, n, c, reps) for r, n, c in rows)
-    check_work(f"the audit of {len(rows)} row(s) at reps={reps}, seeds up to "
-               f"{max(n for _, n, _ in rows)} and cells up to {max(c for *_, c in rows)}",
-               seconds, f"{len(SCENARIOS)} scenarios x reps x seeds x cells simulated values at "
-               f"{VALUE_SECONDS['default'] * 1e9:g} ns each, {VALUE_SECONDS['bootstrap'] * 1e6:g} "
-               f"us for a bootstrap; {PROPORTION_SECONDS * 1e6:g} us per proportion experiment",
-               "choose fewer reps, seeds, cells, shapes or rules")
+    check_work(
+        f"the audit of {len(rows)} row(s) at reps={reps}, seeds up to "
+        f"{max(n for _, n, _ in rows)} and cells up to {max(c for *_, c in rows)}",
+        seconds,
+        f"{len(SCENARIOS)} scenarios x reps x seeds x cells simulated values at "
+        f"{VALUE_SECONDS['default'] * 1e9:g} ns each, {VALUE_SECONDS['bootstrap'] * 1e6:g} "
+        f"us for a bootstrap; {PROPORTION_SECONDS * 1e6:g} us per proportion experiment",
+        "choose fewer reps, seeds, cells, shapes or rules",
+    )
 
 
 def _check_count(name: str, value: Any, lo: int) -> int:
     hi = LIMITS[name]
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or not lo <= value <= hi:
-        raise InputError(f"{name}={value!r} is not allowed: an integer in [{lo}, {hi}] (above "
-                         f"{hi} one scenario would take hours)")
+        raise InputError(
+            f"{name}={value!r} is not allowed: an integer in [{lo}, {hi}] (above "
+            f"{hi} one scenario would take hours)"
+        )
     return int(value)
 
 
-def power(rule: Rule, n: int, effect: float, *, cells: int = 1, shape: str = "normal",
-          reps: int = 4000, seed: int = 0, values: Any = None) -> Rate:
+def power(
+    rule: Rule,
+    n: int,
+    effect: float,
+    *,
+    cells: int = 1,
+    shape: str = "normal",
+    reps: int = 4000,
+    seed: int = 0,
+    values: Any = None,
+) -> Rate:
     """P(HELD) when the claim holds by ``effect`` sd (the audit's ``power`` scenario); for the
     ``deterministic`` rule, 1 when ``effect > 0`` and 0 otherwise (no noise)."""
     if rule.estimator == "point":
@@ -255,8 +272,10 @@ def _scaled_samples(rule: Rule, values: list, value: float, rng, reps: int, shap
     if rule.estimator == "paired":
         d = np.subtract(*(np.asarray(v, dtype=float) for v in values))
         sd = float(np.std(d, ddof=1))
-        return (value + sd * noise(rng, shape, (reps, d.size), "mean"),
-                np.zeros((reps, d.size))), sd
+        return (
+            value + sd * noise(rng, shape, (reps, d.size), "mean"),
+            np.zeros((reps, d.size)),
+        ), sd
     v = np.asarray(values, dtype=float)
     if rule.cells:
         sd = float(np.sqrt(np.nanmean(np.nanvar(v, axis=0, ddof=1))))
@@ -265,8 +284,9 @@ def _scaled_samples(rule: Rule, values: list, value: float, rng, reps: int, shap
     return (value + sd * noise(rng, shape, (reps, *v.shape), rule.center),), sd
 
 
-def power_at(judgement: Any, value: float, *, reps: int = 4000, seed: int = 0,
-             shape: str = "normal") -> Rate:
+def power_at(
+    judgement: Any, value: float, *, reps: int = 4000, seed: int = 0, shape: str = "normal"
+) -> Rate:
     """P(HELD) of ``judgement``'s rule, claim and seed count if the truth were ``value`` (the
     paper's value) in every cell, with the spread of the judged per-seed values and noise of
     ``shape``: the power of the finding as run. A spread of zero or fewer values than the rule
@@ -278,8 +298,7 @@ def power_at(judgement: Any, value: float, *, reps: int = 4000, seed: int = 0,
     if not (isinstance(value, int | float) and math.isfinite(value)):
         raise InputError(f"value={value!r} is not allowed: a finite number (the paper's value)")
     if rule.estimator == "point":  # no noise: the verdict at the value is certain
-        out = rule.evaluate((np.array([float(value)]),), judgement.threshold,
-                            judgement.direction)
+        out = rule.evaluate((np.array([float(value)]),), judgement.threshold, judgement.direction)
         return Rate(float(out["code"] == 1), 0.0)
     if rule.estimator != "proportion":
         noise(np.random.default_rng(0), shape, (1,))
@@ -294,9 +313,18 @@ def power_at(judgement: Any, value: float, *, reps: int = 4000, seed: int = 0,
     return Rate.of(int(np.sum(out["code"] == 1)), reps)
 
 
-def audit_rule(rule: Rule | str, n: int, *, cells: int = 1, shape: str = "normal",
-               reps: int = REPS, seed: int | np.random.SeedSequence = 0,
-               margin: float = MARGIN, effect: float = EFFECT, values: Any = None) -> dict:
+def audit_rule(
+    rule: Rule | str,
+    n: int,
+    *,
+    cells: int = 1,
+    shape: str = "normal",
+    reps: int = REPS,
+    seed: int | np.random.SeedSequence = 0,
+    margin: float = MARGIN,
+    effect: float = EFFECT,
+    values: Any = None,
+) -> dict:
     """One row of the audit: ``rule`` at ``n`` seeds (and ``cells`` cells for a cell rule)
     under noise ``shape`` (``empirical`` resamples ``values``, e.g. an experiment's stored
     per-seed values). Returns the rates of the module docstring, each a :class:`Rate`, and
@@ -307,10 +335,24 @@ def audit_rule(rule: Rule | str, n: int, *, cells: int = 1, shape: str = "normal
 
         rule = by_name(rule)
     if rule.estimator == "point":
-        return {"rule": rule.name, "seeds": 1, "cells": 1, "shape": "none", "reps": 0,
-                **dict.fromkeys(("false_held", "held_at_boundary", "false_not_held",
-                                 "coverage", "joint_coverage", "power")),
-                "bar": NOT_SIMULATED}
+        return {
+            "rule": rule.name,
+            "seeds": 1,
+            "cells": 1,
+            "shape": "none",
+            "reps": 0,
+            **dict.fromkeys(
+                (
+                    "false_held",
+                    "held_at_boundary",
+                    "false_not_held",
+                    "coverage",
+                    "joint_coverage",
+                    "power",
+                )
+            ),
+            "bar": NOT_SIMULATED,
+        }
     n = _check_count("seeds", n, 3 if rule.estimator == "slope" else 2)
     reps = _check_count("reps", reps, 1)
     cells = _check_count("cells", cells, 1) if rule.cells else 1
@@ -322,21 +364,33 @@ def audit_rule(rule: Rule | str, n: int, *, cells: int = 1, shape: str = "normal
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     extra = COVERAGE_P if rule.estimator == "proportion" else ()
     rngs = [np.random.default_rng(s) for s in root.spawn(len(SCENARIOS) + len(extra))]
-    counts = {sc: _run(rule, rng, reps, n, _offsets(rule, sc, cells, margin, effect), shape,
-                       values) for sc, rng in zip(SCENARIOS, rngs)}
+    counts = {
+        sc: _run(rule, rng, reps, n, _offsets(rule, sc, cells, margin, effect), shape, values)
+        for sc, rng in zip(SCENARIOS, rngs)
+    }
     judged = SCENARIOS[:3]
-    row = {"rule": rule.name, "seeds": n, "cells": cells, "shape": shape, "reps": reps,
-           "false_held": Rate.of(counts["false"]["held"], reps),
-           "held_at_boundary": Rate.of(counts["boundary"]["held"], reps),
-           "false_not_held": Rate.of(counts["true"]["not_held"], reps),
-           "coverage": Rate.of(sum(counts[s]["covered"] for s in judged), 3 * reps),
-           "joint_coverage": (Rate.of(sum(counts[s]["joint"] for s in judged), 3 * reps)
-                              if rule.cells else None),
-           "power": Rate.of(counts["power"]["held"], reps)}
+    row = {
+        "rule": rule.name,
+        "seeds": n,
+        "cells": cells,
+        "shape": shape,
+        "reps": reps,
+        "false_held": Rate.of(counts["false"]["held"], reps),
+        "held_at_boundary": Rate.of(counts["boundary"]["held"], reps),
+        "false_not_held": Rate.of(counts["true"]["not_held"], reps),
+        "coverage": Rate.of(sum(counts[s]["covered"] for s in judged), 3 * reps),
+        "joint_coverage": (
+            Rate.of(sum(counts[s]["joint"] for s in judged), 3 * reps) if rule.cells else None
+        ),
+        "power": Rate.of(counts["power"]["held"], reps),
+    }
     if extra:  # the success probability p is 1/2 + offset / 2 (see _simulate)
         row["coverage_by_p"] = {
-            p: Rate.of(_run(rule, rng, reps, n, np.array([2 * p - 1]), shape, values)["covered"],
-                       reps) for p, rng in zip(extra, rngs[len(SCENARIOS):])}
+            p: Rate.of(
+                _run(rule, rng, reps, n, np.array([2 * p - 1]), shape, values)["covered"], reps
+            )
+            for p, rng in zip(extra, rngs[len(SCENARIOS) :])
+        }
     row["bar"] = _bar(rule, row)
     return row
 
@@ -355,11 +409,21 @@ def _bar(rule: Rule, row: dict) -> str:
     return "ok" if not misses else "MISS: " + ", ".join(misses)
 
 
-def audit(rules: Iterable[str] | None = None, *, seeds: Sequence[int] = SEEDS,
-          trials: Sequence[int] = TRIALS,
-          cells: Sequence[int] = CELLS, shapes: Sequence[str] = SHAPES, reps: int = REPS,
-          seed: int = 0, margin: float = MARGIN, effect: float = EFFECT, values: Any = None,
-          progress: bool = False, candidates: bool = False) -> list[dict]:
+def audit(
+    rules: Iterable[str] | None = None,
+    *,
+    seeds: Sequence[int] = SEEDS,
+    trials: Sequence[int] = TRIALS,
+    cells: Sequence[int] = CELLS,
+    shapes: Sequence[str] = SHAPES,
+    reps: int = REPS,
+    seed: int = 0,
+    margin: float = MARGIN,
+    effect: float = EFFECT,
+    values: Any = None,
+    progress: bool = False,
+    candidates: bool = False,
+) -> list[dict]:
     """The audit table: :func:`audit_rule` for every rule (default: all of :data:`RULES`; with
     ``candidates``, the rejected :data:`gaugedyn.stats._rules.CANDIDATES` instead), seed count,
     cell count (cell rules) and shape (a proportion rule: every trial count of ``trials``,
@@ -393,30 +457,66 @@ def audit(rules: Iterable[str] | None = None, *, seeds: Sequence[int] = SEEDS,
         if r.estimator == "point":
             jobs.append((r, 1, 1, "none"))
             continue
-        for n in (trials if r.estimator == "proportion" else seeds):
-            for s in (("bernoulli",) if r.estimator == "proportion" else shapes):
-                for c in (cells if r.cells else (1,)):
+        for n in trials if r.estimator == "proportion" else seeds:
+            for s in ("bernoulli",) if r.estimator == "proportion" else shapes:
+                for c in cells if r.cells else (1,):
                     jobs.append((r, n, c, s))
     _check_work([(r, n, c) for r, n, c, _ in jobs], reps)
     children = np.random.SeedSequence(seed).spawn(len(jobs))
-    return [audit_rule(r, n, cells=c, shape=s, reps=reps, seed=child, margin=margin,
-                       effect=effect, values=values)
-            for (r, n, c, s), child in tqdm(list(zip(jobs, children)), disable=not progress,
-                                            desc="audit-rules", unit="row")]
+    return [
+        audit_rule(
+            r,
+            n,
+            cells=c,
+            shape=s,
+            reps=reps,
+            seed=child,
+            margin=margin,
+            effect=effect,
+            values=values,
+        )
+        for (r, n, c, s), child in tqdm(
+            list(zip(jobs, children)), disable=not progress, desc="audit-rules", unit="row"
+        )
+    ]
 
 
 def _pct(r: Rate | None) -> str:
     return "-" if r is None else f"{100 * r.rate:.1f} ({100 * r.se:.1f})"
 
 
-HEADER = ("rule", "seeds", "cells", "shape", "false HELD", "HELD at bound", "false NOT HELD",
-          "coverage", "joint cov.", "power", "bar")
+HEADER = (
+    "rule",
+    "seeds",
+    "cells",
+    "shape",
+    "false HELD",
+    "HELD at bound",
+    "false NOT HELD",
+    "coverage",
+    "joint cov.",
+    "power",
+    "bar",
+)
 
 
 def rows_as_text(rows: list[dict]) -> list[list[str]]:
-    return [[r["rule"], str(r["seeds"]), str(r["cells"]), r["shape"], _pct(r["false_held"]),
-             _pct(r["held_at_boundary"]), _pct(r["false_not_held"]), _pct(r["coverage"]),
-             _pct(r["joint_coverage"]), _pct(r["power"]), r["bar"]] for r in rows]
+    return [
+        [
+            r["rule"],
+            str(r["seeds"]),
+            str(r["cells"]),
+            r["shape"],
+            _pct(r["false_held"]),
+            _pct(r["held_at_boundary"]),
+            _pct(r["false_not_held"]),
+            _pct(r["coverage"]),
+            _pct(r["joint_coverage"]),
+            _pct(r["power"]),
+            r["bar"],
+        ]
+        for r in rows
+    ]
 
 
 def coverage_by_p_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
@@ -427,8 +527,9 @@ def coverage_by_p_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
         return [], []
     ps = list(rows[0]["coverage_by_p"])
     header = ["rule", "trials", *(f"p = {p:g}" for p in ps)]
-    return header, [[r["rule"], str(r["seeds"]), *(_pct(r["coverage_by_p"][p]) for p in ps)]
-                    for r in rows]
+    return header, [
+        [r["rule"], str(r["seeds"]), *(_pct(r["coverage_by_p"][p]) for p in ps)] for r in rows
+    ]
 
 
 def catalogue_markdown(rules: Iterable[Rule]) -> str:
@@ -442,36 +543,53 @@ def catalogue_markdown(rules: Iterable[Rule]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def format_table(rows: list[dict], *, markdown: bool = False, margin: float = MARGIN,
-                 effect: float = EFFECT, command: str = "") -> str:
+def format_table(
+    rows: list[dict],
+    *,
+    markdown: bool = False,
+    margin: float = MARGIN,
+    effect: float = EFFECT,
+    command: str = "",
+) -> str:
     """The audit as a plain-text table (or markdown, with the command and date that made it).
     Rates in percent, Monte Carlo standard errors in brackets."""
     body = rows_as_text(rows)
     reps = sorted({r["reps"] for r in rows if r["reps"]})
-    legend = (f"Rates in % (Monte Carlo s.e.), {', '.join(map(str, reps))} simulated experiments "
-              f"per scenario. false HELD: claim false by {margin:g} sd; HELD at bound: parameter "
-              f"on the threshold; false NOT HELD: claim true by {margin:g} sd; coverage: 95% "
-              f"interval (per cell for cell rules); joint cov.: the cell rules' interval for "
-              f"min/max over cells; power: P(HELD) with the claim true by {effect:g} sd. Bars "
-              f"(normal, t3, bernoulli): false HELD and false NOT HELD <= 5% + 2 s.e., "
-              f"coverage 93-97% (for a proportion rule also at every true p of the second "
-              f"table; its seeds column is the number of trials). A rate of 0 out of R has s.e. "
-              f"0 and a 95% upper bound of 3/R.")
+    legend = (
+        f"Rates in % (Monte Carlo s.e.), {', '.join(map(str, reps))} simulated experiments "
+        f"per scenario. false HELD: claim false by {margin:g} sd; HELD at bound: parameter "
+        f"on the threshold; false NOT HELD: claim true by {margin:g} sd; coverage: 95% "
+        f"interval (per cell for cell rules); joint cov.: the cell rules' interval for "
+        f"min/max over cells; power: P(HELD) with the claim true by {effect:g} sd. Bars "
+        f"(normal, t3, bernoulli): false HELD and false NOT HELD <= 5% + 2 s.e., "
+        f"coverage 93-97% (for a proportion rule also at every true p of the second "
+        f"table; its seeds column is the number of trials). A rate of 0 out of R has s.e. "
+        f"0 and a 95% upper bound of 3/R."
+    )
     by_p_header, by_p = coverage_by_p_rows(rows)
     if markdown:
         stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
         names = list(dict.fromkeys(r["rule"] for r in rows))
         every = {**RULES, **CANDIDATES}
-        lines = [f"Produced by `{command or 'gaugedyn audit-rules --markdown'}` on {stamp}.", "",
-                 catalogue_markdown(every[n] for n in names), legend, "",
-                 "| " + " | ".join(HEADER) + " |",
-                 "|" + "|".join("---" for _ in HEADER) + "|"]
+        lines = [
+            f"Produced by `{command or 'gaugedyn audit-rules --markdown'}` on {stamp}.",
+            "",
+            catalogue_markdown(every[n] for n in names),
+            legend,
+            "",
+            "| " + " | ".join(HEADER) + " |",
+            "|" + "|".join("---" for _ in HEADER) + "|",
+        ]
         lines += ["| " + " | ".join(row) + " |" for row in body]
         if by_p:
-            lines += ["", "Coverage (%) of the proportion rules' 95% interval by true success "
-                      "probability p and number of trials:", "",
-                      "| " + " | ".join(by_p_header) + " |",
-                      "|" + "|".join("---" for _ in by_p_header) + "|"]
+            lines += [
+                "",
+                "Coverage (%) of the proportion rules' 95% interval by true success "
+                "probability p and number of trials:",
+                "",
+                "| " + " | ".join(by_p_header) + " |",
+                "|" + "|".join("---" for _ in by_p_header) + "|",
+            ]
             lines += ["| " + " | ".join(row) + " |" for row in by_p]
         return "\n".join(lines) + "\n"
     text = _plain(HEADER, body) + "\n" + legend + "\n"

@@ -44,7 +44,6 @@ def t_pvalues(x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
     ``H1: mean < threshold`` (``scipy.stats.t`` tails of the t statistic)."""
     from scipy import stats
 
-
     x = np.asarray(x, dtype=float)
     n = x.shape[-1]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -129,17 +128,26 @@ def slope_bounds(x: np.ndarray, y: np.ndarray, level: float) -> Bounds:
     return Bounds(slope, slope - half, slope + half)
 
 
-def bootstrap_bounds(x: np.ndarray, level: float, method: str,
-                     rng: np.random.Generator, n_resamples: int = 2000) -> Bounds:
+def bootstrap_bounds(
+    x: np.ndarray, level: float, method: str, rng: np.random.Generator, n_resamples: int = 2000
+) -> Bounds:
     """Bootstrap bounds of the mean (``scipy.stats.bootstrap``, ``method`` ``"percentile"`` or
     ``"BCa"``), vectorised over the leading axes. Kept only as the audit's rejected candidate:
     at 10 seeds both under-cover (about 90% for a nominal 95% on normal values)."""
     from scipy import stats
 
     x = np.asarray(x, dtype=float)
-    res = stats.bootstrap((x,), np.mean, axis=-1, vectorized=True, n_resamples=n_resamples,
-                          confidence_level=2 * level - 1, method=method, random_state=rng,
-                          batch=max(1, 4_000_000 // max(x.size, 1)))
+    res = stats.bootstrap(
+        (x,),
+        np.mean,
+        axis=-1,
+        vectorized=True,
+        n_resamples=n_resamples,
+        confidence_level=2 * level - 1,
+        method=method,
+        random_state=rng,
+        batch=max(1, 4_000_000 // max(x.size, 1)),
+    )
     ci = res.confidence_interval
     return Bounds(x.mean(axis=-1), np.asarray(ci.low), np.asarray(ci.high))
 
@@ -153,10 +161,11 @@ def proportion_table(n: int, level: float, method: str) -> tuple[np.ndarray, np.
     .proportion_ci`` (``"wilson"`` or ``"exact"``, Clopper-Pearson)."""
     from scipy import stats
 
-
     conf = 2 * level - 1
-    rows = [stats.binomtest(k, n).proportion_ci(confidence_level=conf, method=method)
-            for k in range(n + 1)]
+    rows = [
+        stats.binomtest(k, n).proportion_ci(confidence_level=conf, method=method)
+        for k in range(n + 1)
+    ]
     return np.array([r.low for r in rows]), np.array([r.high for r in rows])
 
 
@@ -212,8 +221,9 @@ def randomised_proportion_bounds(x: np.ndarray, level: float, u: np.ndarray) -> 
         if k.size == 0:
             return zeros
         with np.errstate(invalid="ignore", divide="ignore"):
-            res = elementwise.find_root(lambda p, k_, u_: randomised_cdf(p, k_, n, u_) - target,
-                                        (zeros, ones), args=(k, u))
+            res = elementwise.find_root(
+                lambda p, k_, u_: randomised_cdf(p, k_, n, u_) - target, (zeros, ones), args=(k, u)
+            )
         return np.asarray(res.x, dtype=float)
 
     alpha = 1.0 - level

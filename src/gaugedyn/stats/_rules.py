@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError
-from . import CONFIDENCE, Interval
 from . import _estimators as est
+from ._intervals import CONFIDENCE, Interval
 
 WORDS = {1: "HELD", 0: "UNRESOLVED", -1: "NOT HELD"}
 UNDERPOWERED = 0.8
@@ -72,10 +72,17 @@ class Judgement:
         return Interval(self.estimate, self.low, self.high)
 
     def as_dict(self) -> dict:
-        d = {"rule": self.rule, "verdict": self.verdict, "estimate": self.estimate,
-             "interval": [self.low, self.high], "threshold": self.threshold,
-             "direction": self.direction, "n": self.n, "words": self.words,
-             "per_seed": self.values}
+        d = {
+            "rule": self.rule,
+            "verdict": self.verdict,
+            "estimate": self.estimate,
+            "interval": [self.low, self.high],
+            "threshold": self.threshold,
+            "direction": self.direction,
+            "n": self.n,
+            "words": self.words,
+            "per_seed": self.values,
+        }
         if self.cells is not None:
             d["cells"] = self.cells
         if self.draw is not None:
@@ -115,8 +122,8 @@ class Rule:
 
     ``judge(*samples, threshold=..., direction=...)`` gives a :class:`Judgement`;
     ``evaluate`` is the same rule vectorised over leading (experiment) axes, used by the audit;
-    ``power(n, effect)`` is the probability of HELD when the truth lies ``effect`` standard
-    deviations inside the claim (simulated, :func:`gaugedyn.stats.audit_rule`).
+    its power (the probability of HELD when the truth lies ``effect`` standard deviations
+    inside the claim) is :func:`gaugedyn.stats.power` (simulated, as the audit does).
     """
 
     name: str
@@ -149,39 +156,55 @@ class Rule:
         """The location the rule's parameter is (``mean`` or ``median``)."""
         return "median" if self.estimator in ("median", "order_statistics") else "mean"
 
-    def words(self, threshold: Any, direction: str | None = None,
-              confidence: float = CONFIDENCE) -> str:
+    def words(
+        self, threshold: Any, direction: str | None = None, confidence: float = CONFIDENCE
+    ) -> str:
         """The rule in words, as recorded with every finding (a threshold may be a symbol)."""
-        threshold = tuple(map(_g, threshold)) if isinstance(threshold, tuple | list) \
-            else _g(threshold)
-        ci = (self.interval_words if self.estimator == "point"
-              else f"the {confidence:.0%} {self.interval_words}")
+        threshold = (
+            tuple(map(_g, threshold)) if isinstance(threshold, tuple | list) else _g(threshold)
+        )
+        ci = (
+            self.interval_words
+            if self.estimator == "point"
+            else f"the {confidence:.0%} {self.interval_words}"
+        )
         if self.claim in ("inside", "outside"):
             lo, hi = threshold
-            inner = (f"HELD if {ci} lies wholly inside ({lo}, {hi}); NOT HELD if it lies "
-                     f"wholly outside it; otherwise UNRESOLVED")
+            inner = (
+                f"HELD if {ci} lies wholly inside ({lo}, {hi}); NOT HELD if it lies "
+                f"wholly outside it; otherwise UNRESOLVED"
+            )
             if self.claim == "outside":
-                inner = (f"HELD if {ci} lies wholly outside [{lo}, {hi}]; NOT HELD if it "
-                         f"lies wholly inside it; otherwise UNRESOLVED")
+                inner = (
+                    f"HELD if {ci} lies wholly outside [{lo}, {hi}]; NOT HELD if it "
+                    f"lies wholly inside it; otherwise UNRESOLVED"
+                )
             return f"{self.name}: {inner}"
         direction = direction or ">"
         other = "<=" if direction == ">" else ">="
         if self.claim == "threshold":
-            return (f"{self.name}: HELD if {ci} lies wholly {direction} {threshold}; "
-                    f"NOT HELD if it lies wholly {other} {threshold}; otherwise UNRESOLVED")
+            return (
+                f"{self.name}: HELD if {ci} lies wholly {direction} {threshold}; "
+                f"NOT HELD if it lies wholly {other} {threshold}; otherwise UNRESOLVED"
+            )
         side = f"{direction} {threshold}"
         if self.claim == "every_cell":
-            return (f"{self.name}: HELD if in every cell {ci} lies wholly {side}; NOT HELD if "
-                    f"some cell lies {other} {threshold} by a one-sided test at 2.5% after "
-                    "Holm's correction over the cells; otherwise UNRESOLVED")
-        return (f"{self.name}: HELD if some cell lies {side} by a one-sided test at 2.5% after "
-                f"Holm's correction over the cells; NOT HELD if in every cell {ci} lies wholly "
-                f"{other} {threshold}; otherwise UNRESOLVED")
+            return (
+                f"{self.name}: HELD if in every cell {ci} lies wholly {side}; NOT HELD if "
+                f"some cell lies {other} {threshold} by a one-sided test at 2.5% after "
+                "Holm's correction over the cells; otherwise UNRESOLVED"
+            )
+        return (
+            f"{self.name}: HELD if some cell lies {side} by a one-sided test at 2.5% after "
+            f"Holm's correction over the cells; NOT HELD if in every cell {ci} lies wholly "
+            f"{other} {threshold}; otherwise UNRESOLVED"
+        )
 
     # -- vectorised core ------------------------------------------------------------------------
 
-    def bounds(self, samples: Sequence[np.ndarray], level: float,
-               draws: np.ndarray | None = None) -> est.Bounds:
+    def bounds(
+        self, samples: Sequence[np.ndarray], level: float, draws: np.ndarray | None = None
+    ) -> est.Bounds:
         """One-sided bounds at ``level`` of the rule's parameter over the last axis (``draws``:
         one uniform draw per experiment, for a randomised rule)."""
         if self.estimator == "mean":
@@ -193,14 +216,19 @@ class Rule:
         if self.estimator == "slope":
             return est.slope_bounds(samples[0], samples[1], level)
         if self.estimator == "bootstrap":
-            return est.bootstrap_bounds(samples[0], level, self.options["method"],
-                                        self.options["rng"])
+            return est.bootstrap_bounds(
+                samples[0], level, self.options["method"], self.options["rng"]
+            )
         if self.estimator == "point":
             v = np.asarray(samples[0], dtype=float)[..., 0]
             return est.Bounds(v, v, v)
         if self.estimator == "order_statistics":
             return est.median_bounds(samples[0], level, interpolate=False)
         if self.randomised:
+            if draws is None:
+                raise ValueError(
+                    f"{self.name}: a randomised rule needs one uniform draw per experiment (draws)"
+                )
             return est.randomised_proportion_bounds(samples[0], level, draws)
         return est.proportion_bounds(samples[0], level, self.options.get("method", "wilson"))
 
@@ -210,9 +238,16 @@ class Rule:
             return est.sign_pvalues(x, threshold)
         return est.t_pvalues(x, threshold)
 
-    def evaluate(self, samples: Sequence[np.ndarray], threshold: Any, direction: str,
-                 confidence: float = CONFIDENCE, *, rng: np.random.Generator | None = None,
-                 draws: Any = None) -> dict[str, np.ndarray]:
+    def evaluate(
+        self,
+        samples: Sequence[np.ndarray],
+        threshold: Any,
+        direction: str,
+        confidence: float = CONFIDENCE,
+        *,
+        rng: np.random.Generator | None = None,
+        draws: Any = None,
+    ) -> dict[str, np.ndarray]:
         """Verdict codes (1 HELD, 0 UNRESOLVED, -1 NOT HELD), estimate and interval over the
         leading axes. Cell rules take ``samples[0]`` of shape ``(..., n, cells)`` and also
         return ``cell_low`` / ``cell_high`` / ``cell_estimate`` ``(..., cells)``. A randomised
@@ -224,9 +259,11 @@ class Rule:
             if self.randomised:
                 if draws is None:
                     if rng is None:
-                        raise InputError(f"rng=None is not allowed for rule {self.name!r}: its "
-                                         "interval is randomised; pass a generator (from the "
-                                         "run's seed) or the draws")
+                        raise InputError(
+                            f"rng=None is not allowed for rule {self.name!r}: its "
+                            "interval is randomised; pass a generator (from the "
+                            "run's seed) or the draws"
+                        )
                     draws = rng.random(np.shape(samples[0])[:-1])
                 out["draw"] = draws = np.asarray(draws, dtype=float)
             b = self.bounds(samples, level, draws)
@@ -246,9 +283,15 @@ class Rule:
         else:  # the parameter is max_c theta_c
             estimate = plain.estimate.max(axis=-1)
             low, high = holm.lower.max(axis=-1), plain.upper.max(axis=-1)
-        return {"code": _codes_threshold(low, high, threshold, direction), "estimate": estimate,
-                "low": low, "high": high, "cell_estimate": plain.estimate,
-                "cell_low": plain.lower, "cell_high": plain.upper}
+        return {
+            "code": _codes_threshold(low, high, threshold, direction),
+            "estimate": estimate,
+            "low": low,
+            "high": high,
+            "cell_estimate": plain.estimate,
+            "cell_low": plain.lower,
+            "cell_high": plain.upper,
+        }
 
     # -- one data set ---------------------------------------------------------------------------
 
@@ -256,24 +299,36 @@ class Rule:
         if not (isinstance(confidence, int | float) and 0 < confidence < 1):
             raise InputError(f"confidence={confidence!r} is not allowed: a number in (0, 1)")
         if self.claim in ("inside", "outside"):
-            ok = (isinstance(threshold, Sequence) and len(threshold) == 2
-                  and all(isinstance(v, int | float) and math.isfinite(v) for v in threshold)
-                  and threshold[0] < threshold[1])
+            ok = (
+                isinstance(threshold, Sequence)
+                and len(threshold) == 2
+                and all(isinstance(v, int | float) and math.isfinite(v) for v in threshold)
+                and threshold[0] < threshold[1]
+            )
             if not ok:
-                raise InputError(f"threshold={threshold!r} is not allowed for rule "
-                                 f"{self.name!r}: a band (lo, hi) of finite numbers, lo < hi")
+                raise InputError(
+                    f"threshold={threshold!r} is not allowed for rule "
+                    f"{self.name!r}: a band (lo, hi) of finite numbers, lo < hi"
+                )
             if direction not in (None, self.claim):
-                raise InputError(f"direction={direction!r} is not allowed for rule "
-                                 f"{self.name!r}: {self.claim!r} (or omit it)")
+                raise InputError(
+                    f"direction={direction!r} is not allowed for rule "
+                    f"{self.name!r}: {self.claim!r} (or omit it)"
+                )
             return (float(threshold[0]), float(threshold[1])), self.claim
-        if isinstance(threshold, bool) or not isinstance(threshold, int | float) \
-                or not math.isfinite(threshold):
-            raise InputError(f"threshold={threshold!r} is not allowed for rule {self.name!r}: "
-                             "a finite number")
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, int | float)
+            or not math.isfinite(threshold)
+        ):
+            raise InputError(
+                f"threshold={threshold!r} is not allowed for rule {self.name!r}: a finite number"
+            )
         direction = ">" if direction is None else direction
         if direction not in self.directions:
-            raise InputError(f"direction={direction!r} is not allowed for rule {self.name!r}: "
-                             "'>' or '<'")
+            raise InputError(
+                f"direction={direction!r} is not allowed for rule {self.name!r}: '>' or '<'"
+            )
         return float(threshold), direction
 
     def _clean(self, samples: tuple) -> tuple[np.ndarray, ...]:
@@ -284,30 +339,45 @@ class Rule:
         try:
             arrays = [np.asarray(s, dtype=float) for s in samples]
         except (TypeError, ValueError) as err:
-            raise InputError(f"values: not numeric ({err}); rule {self.name!r} takes arrays of "
-                             "numbers") from None
+            raise InputError(
+                f"values: not numeric ({err}); rule {self.name!r} takes arrays of numbers"
+            ) from None
         if self.cells:
             if arrays[0].ndim != 2 or arrays[0].shape[1] < 1:
-                raise InputError(f"values of shape {arrays[0].shape} are not allowed for rule "
-                                 f"{self.name!r}: a 2-D array (seeds, cells)")
+                raise InputError(
+                    f"values of shape {arrays[0].shape} are not allowed for rule "
+                    f"{self.name!r}: a 2-D array (seeds, cells)"
+                )
             return (arrays[0],)
         arrays = [a.ravel() for a in arrays]
         if want == 2 and arrays[0].size != arrays[1].size:
-            raise InputError(f"samples: rule {self.name!r} needs x and y of equal length, got "
-                             f"{arrays[0].size} and {arrays[1].size}")
+            raise InputError(
+                f"samples: rule {self.name!r} needs x and y of equal length, got "
+                f"{arrays[0].size} and {arrays[1].size}"
+            )
         keep = np.all([np.isfinite(a) for a in arrays], axis=0)
         arrays = [a[keep] for a in arrays]
         if self.estimator == "point" and arrays[0].size > 1:
-            raise InputError(f"values: rule {self.name!r} takes one value (a deterministic "
-                             f"computation has no seeds to pool), got {arrays[0].size}")
+            raise InputError(
+                f"values: rule {self.name!r} takes one value (a deterministic "
+                f"computation has no seeds to pool), got {arrays[0].size}"
+            )
         if self.estimator == "proportion" and not np.all((arrays[0] == 0) | (arrays[0] == 1)):
-            raise InputError(f"values are not allowed for rule {self.name!r}: outcomes 0 or 1 "
-                             "(or booleans), one per trial")
+            raise InputError(
+                f"values are not allowed for rule {self.name!r}: outcomes 0 or 1 "
+                "(or booleans), one per trial"
+            )
         return tuple(arrays)
 
-    def judge(self, *samples: Any, threshold: Any, direction: str | None = None,
-              confidence: float = CONFIDENCE, rng: np.random.Generator | None = None,
-              draw: float | None = None) -> Judgement:
+    def judge(
+        self,
+        *samples: Any,
+        threshold: Any,
+        direction: str | None = None,
+        confidence: float = CONFIDENCE,
+        rng: np.random.Generator | None = None,
+        draw: float | None = None,
+    ) -> Judgement:
         """The rule's verdict on one data set. Non-finite values are dropped (a seed with any
         non-finite member is dropped whole); fewer than the rule's minimum count (two, three
         for a slope) give ``UNRESOLVED`` with a ``nan`` interval. A randomised rule
@@ -320,8 +390,10 @@ class Rule:
         if self.randomised:
             draw = self._check_draw(rng, draw)
         elif draw is not None:
-            raise InputError(f"draw={draw!r} is not allowed for rule {self.name!r}: only a "
-                             "randomised rule (proportion) takes a uniform draw")
+            raise InputError(
+                f"draw={draw!r} is not allowed for rule {self.name!r}: only a "
+                "randomised rule (proportion) takes a uniform draw"
+            )
         words = self.words(threshold, direction, confidence)
         if draw is not None:
             words += f" (uniform draw u = {draw!r}, from the run's analysis seed)"
@@ -330,27 +402,56 @@ class Rule:
             return self._judge_cells(arrays[0], threshold, direction, confidence, words)
         n = int(arrays[0].size)
         if n < _MIN_N[self.estimator] or (self.estimator == "slope" and np.ptp(arrays[0]) == 0):
-            return Judgement(self.name, "UNRESOLVED", math.nan, math.nan, math.nan, threshold,
-                             direction, n, words, values, draw=draw)
+            return Judgement(
+                self.name,
+                "UNRESOLVED",
+                math.nan,
+                math.nan,
+                math.nan,
+                threshold,
+                direction,
+                n,
+                words,
+                values,
+                draw=draw,
+            )
         out = self.evaluate(arrays, threshold, direction, confidence, draws=draw)
-        return Judgement(self.name, WORDS[int(out["code"])], float(out["estimate"]),
-                         float(out["low"]), float(out["high"]), threshold, direction, n, words,
-                         values, draw=draw)
+        return Judgement(
+            self.name,
+            WORDS[int(out["code"])],
+            float(out["estimate"]),
+            float(out["low"]),
+            float(out["high"]),
+            threshold,
+            direction,
+            n,
+            words,
+            values,
+            draw=draw,
+        )
 
     def _check_draw(self, rng: Any, draw: Any) -> float:
         if draw is not None:
-            ok = (isinstance(draw, int | float) and not isinstance(draw, bool)
-                  and 0 <= draw < 1 and rng is None)
+            ok = (
+                isinstance(draw, int | float)
+                and not isinstance(draw, bool)
+                and 0 <= draw < 1
+                and rng is None
+            )
             if not ok:
-                raise InputError(f"draw={draw!r} is not allowed for rule {self.name!r}: a "
-                                 "number in [0, 1), the recorded uniform draw, given without "
-                                 "rng")
+                raise InputError(
+                    f"draw={draw!r} is not allowed for rule {self.name!r}: a "
+                    "number in [0, 1), the recorded uniform draw, given without "
+                    "rng"
+                )
             return float(draw)
         if not isinstance(rng, np.random.Generator):
-            raise InputError(f"rng={rng!r} is not allowed for rule {self.name!r}: its interval "
-                             "is randomised; pass rng=gaugedyn.stats.generator(seed, label) "
-                             "from the run's analysis seed, so that a rerun reproduces the "
-                             "verdict (or draw=, the recorded uniform draw)")
+            raise InputError(
+                f"rng={rng!r} is not allowed for rule {self.name!r}: its interval "
+                "is randomised; pass rng=gaugedyn.stats.generator(seed, label) "
+                "from the run's analysis seed, so that a rerun reproduces the "
+                "verdict (or draw=, the recorded uniform draw)"
+            )
         return float(rng.random())
 
     def _judge_cells(self, x, threshold, direction, confidence, words) -> Judgement:
@@ -367,8 +468,18 @@ class Rule:
             b = self.bounds((col,), level)
             h = self.bounds((col,), 1 - (1 - level) / m)
             above, below = self.pvalues(col, threshold)
-            rows.append((float(b.estimate), float(b.lower), float(b.upper), float(h.lower),
-                         float(h.upper), float(above), float(below), col.size))
+            rows.append(
+                (
+                    float(b.estimate),
+                    float(b.lower),
+                    float(b.upper),
+                    float(h.lower),
+                    float(h.upper),
+                    float(above),
+                    float(below),
+                    col.size,
+                )
+            )
         r = np.array(rows, dtype=float)
         min_side = (self.claim == "every_cell") == (direction == ">")
         with np.errstate(invalid="ignore"):
@@ -381,21 +492,23 @@ class Rule:
         deciding = wrong if self.claim == "every_cell" else right
         adjusted = est.holm(np.where(np.isfinite(deciding), deciding, 1.0))
         word = WORDS[int(_codes_threshold(low, high, threshold, direction))]
-        cells = [{"estimate": row[0], "interval": [row[1], row[2]], "n": int(row[7]),
-                  "p_holm": float(p)} for row, p in zip(rows, adjusted)]
-        return Judgement(self.name, word, float(estimate), float(low), float(high), threshold,
-                         direction, int(x.shape[0]), words, x.tolist(), cells)
-
-    def power(self, n: int, effect: float, *, cells: int = 1, shape: str = "normal",
-              reps: int = 4000, seed: int = 0, values: Any = None) -> tuple[float, float]:
-        """``(P(HELD), Monte Carlo s.e.)`` at ``n`` seeds when the truth lies ``effect``
-        standard deviations of one observation inside the claim (for a cell rule: every cell
-        at ``effect`` for ``every_cell``, one cell for ``some_cell``), simulated with noise of
-        ``shape`` (see :func:`gaugedyn.stats.audit_rule`)."""
-        from ._audit import power
-
-        return power(self, n, effect, cells=cells, shape=shape, reps=reps, seed=seed,
-                     values=values)
+        cells = [
+            {"estimate": row[0], "interval": [row[1], row[2]], "n": int(row[7]), "p_holm": float(p)}
+            for row, p in zip(rows, adjusted)
+        ]
+        return Judgement(
+            self.name,
+            word,
+            float(estimate),
+            float(low),
+            float(high),
+            threshold,
+            direction,
+            int(x.shape[0]),
+            words,
+            x.tolist(),
+            cells,
+        )
 
 
 _T = "Student t interval of the mean"
@@ -404,76 +517,198 @@ _MEDIAN = "distribution-free interval of the median (interpolated order statisti
 _SLOPE = "Student t interval of the least-squares slope"
 _STEVENS = "randomised exact (Stevens 1950) interval of the proportion"
 _INDEPENDENT = "independent seeds (one value per seed)"
-_NORMALISH = ("the seed mean is close to normal: exact for normal values, conservative for "
-              "symmetric heavy tails (t(3)); under-covers for strongly skewed values "
-              "(lognormal at 10 seeds: use a median rule)")
-_POINT = ("the value of one deterministic computation (a numerical integration, "
-          "bit-reproducible for the same configuration); no sampling error, so the interval is "
-          "the point itself and nothing is simulated: the audit lists the rule as not simulated "
-          "and the power at a value is 1 when the value lies on the claimed side, else 0")
-_CELLS = ("each cell as its base rule; any dependence between cells (Holm's correction and the "
-          "intersection-union test need no independence)")
+_NORMALISH = (
+    "the seed mean is close to normal: exact for normal values, conservative for "
+    "symmetric heavy tails (t(3)); under-covers for strongly skewed values "
+    "(lognormal at 10 seeds: use a median rule)"
+)
+_POINT = (
+    "the value of one deterministic computation (a numerical integration, "
+    "bit-reproducible for the same configuration); no sampling error, so the interval is "
+    "the point itself and nothing is simulated: the audit lists the rule as not simulated "
+    "and the power at a value is 1 when the value lies on the claimed side, else 0"
+)
+_CELLS = (
+    "each cell as its base rule; any dependence between cells (Holm's correction and the "
+    "intersection-union test need no independence)"
+)
 
 _CATALOGUE = (
-    Rule("mean_threshold", "mean", "threshold", "mean of the per-seed values", _T,
-         f"{_INDEPENDENT}; {_NORMALISH}"),
-    Rule("paired_difference", "paired", "threshold",
-         "mean over seeds of x - y, the two measured on the same seed", _T_PAIRED,
-         f"pairs independent across seeds; {_NORMALISH}"),
-    Rule("equivalence", "mean", "inside", "mean of the per-seed values", _T,
-         f"{_INDEPENDENT}; {_NORMALISH}; two one-sided tests at 2.5% each"),
-    Rule("relevant_difference", "mean", "outside", "mean of the per-seed values", _T,
-         f"{_INDEPENDENT}; {_NORMALISH}"),
-    Rule("slope_threshold", "slope", "threshold", "least-squares slope of y on x", _SLOPE,
-         "independent residuals of constant variance, close to normal; x fixed"),
-    Rule("slope_band", "slope", "inside", "least-squares slope of y on x", _SLOPE,
-         "independent residuals of constant variance, close to normal; x fixed; two "
-         "one-sided tests at 2.5% each"),
-    Rule("proportion", "proportion", "threshold", "share of successes among n trials",
-         _STEVENS, "independent trials with one success probability; the interval inverts the "
-         "randomised binomial test (scipy.stats.binom tails, one uniform draw u per finding "
-         "from the run's analysis seed, recorded with it), so its coverage is exactly 95% at "
-         "every n and p and a rerun reproduces the verdict",
-         options={"method": "randomised"}),
-    Rule("median_threshold", "median", "threshold", "median of the per-seed values "
-         "(sign test)", _MEDIAN, f"{_INDEPENDENT}; a continuous distribution, any shape "
-         "(heavy tails, skew)"),
-    Rule("median_band", "median", "inside", "median of the per-seed values", _MEDIAN,
-         f"{_INDEPENDENT}; a continuous distribution, any shape; two one-sided tests at 2.5%"),
-    Rule("every_cell", "mean", "every_cell", "per cell, the mean of the per-seed values",
-         _T + " per cell", f"{_CELLS}; {_NORMALISH}"),
-    Rule("some_cell", "mean", "some_cell", "per cell, the mean of the per-seed values",
-         _T + " per cell", f"{_CELLS}; {_NORMALISH}"),
-    Rule("every_cell_median", "median", "every_cell", "per cell, the median of the per-seed "
-         "values (sign test)", _MEDIAN + " per cell", f"{_CELLS}; any continuous shape"),
-    Rule("some_cell_median", "median", "some_cell", "per cell, the median of the per-seed "
-         "values (sign test)", _MEDIAN + " per cell", f"{_CELLS}; any continuous shape"),
-    Rule("deterministic", "point", "threshold", "the one value of a deterministic computation",
-         "the interval of the value (the point itself: no sampling error)", _POINT),
+    Rule(
+        "mean_threshold",
+        "mean",
+        "threshold",
+        "mean of the per-seed values",
+        _T,
+        f"{_INDEPENDENT}; {_NORMALISH}",
+    ),
+    Rule(
+        "paired_difference",
+        "paired",
+        "threshold",
+        "mean over seeds of x - y, the two measured on the same seed",
+        _T_PAIRED,
+        f"pairs independent across seeds; {_NORMALISH}",
+    ),
+    Rule(
+        "equivalence",
+        "mean",
+        "inside",
+        "mean of the per-seed values",
+        _T,
+        f"{_INDEPENDENT}; {_NORMALISH}; two one-sided tests at 2.5% each",
+    ),
+    Rule(
+        "relevant_difference",
+        "mean",
+        "outside",
+        "mean of the per-seed values",
+        _T,
+        f"{_INDEPENDENT}; {_NORMALISH}",
+    ),
+    Rule(
+        "slope_threshold",
+        "slope",
+        "threshold",
+        "least-squares slope of y on x",
+        _SLOPE,
+        "independent residuals of constant variance, close to normal; x fixed",
+    ),
+    Rule(
+        "slope_band",
+        "slope",
+        "inside",
+        "least-squares slope of y on x",
+        _SLOPE,
+        "independent residuals of constant variance, close to normal; x fixed; two "
+        "one-sided tests at 2.5% each",
+    ),
+    Rule(
+        "proportion",
+        "proportion",
+        "threshold",
+        "share of successes among n trials",
+        _STEVENS,
+        "independent trials with one success probability; the interval inverts the "
+        "randomised binomial test (scipy.stats.binom tails, one uniform draw u per finding "
+        "from the run's analysis seed, recorded with it), so its coverage is exactly 95% at "
+        "every n and p and a rerun reproduces the verdict",
+        options={"method": "randomised"},
+    ),
+    Rule(
+        "median_threshold",
+        "median",
+        "threshold",
+        "median of the per-seed values (sign test)",
+        _MEDIAN,
+        f"{_INDEPENDENT}; a continuous distribution, any shape (heavy tails, skew)",
+    ),
+    Rule(
+        "median_band",
+        "median",
+        "inside",
+        "median of the per-seed values",
+        _MEDIAN,
+        f"{_INDEPENDENT}; a continuous distribution, any shape; two one-sided tests at 2.5%",
+    ),
+    Rule(
+        "every_cell",
+        "mean",
+        "every_cell",
+        "per cell, the mean of the per-seed values",
+        _T + " per cell",
+        f"{_CELLS}; {_NORMALISH}",
+    ),
+    Rule(
+        "some_cell",
+        "mean",
+        "some_cell",
+        "per cell, the mean of the per-seed values",
+        _T + " per cell",
+        f"{_CELLS}; {_NORMALISH}",
+    ),
+    Rule(
+        "every_cell_median",
+        "median",
+        "every_cell",
+        "per cell, the median of the per-seed values (sign test)",
+        _MEDIAN + " per cell",
+        f"{_CELLS}; any continuous shape",
+    ),
+    Rule(
+        "some_cell_median",
+        "median",
+        "some_cell",
+        "per cell, the median of the per-seed values (sign test)",
+        _MEDIAN + " per cell",
+        f"{_CELLS}; any continuous shape",
+    ),
+    Rule(
+        "deterministic",
+        "point",
+        "threshold",
+        "the one value of a deterministic computation",
+        "the interval of the value (the point itself: no sampling error)",
+        _POINT,
+    ),
 )
 
 RULES: dict[str, Rule] = {r.name: r for r in _CATALOGUE}
 """Every verdict rule by name."""
 
 _REJECTED = "rejected by the audit: under-covers at 10 seeds"
-CANDIDATES: dict[str, Rule] = {r.name: r for r in (
-    Rule("mean_threshold[percentile bootstrap]", "bootstrap", "threshold", "mean",
-         "percentile bootstrap interval of the mean", _REJECTED,
-         options={"method": "percentile"}),
-    Rule("mean_threshold[BCa bootstrap]", "bootstrap", "threshold", "mean",
-         "BCa bootstrap interval of the mean", _REJECTED, options={"method": "BCa"}),
-    Rule("median_threshold[exact order statistics]", "order_statistics", "threshold", "median",
-         "order-statistic interval of the median at the next attainable level",
-         "rejected by the audit: over-covers at 10 seeds (97.9% for a nominal 95%)"),
-    Rule("proportion[Wilson]", "proportion", "threshold", "share of successes",
-         "Wilson interval", "rejected by the audit: its coverage jumps with n and p (exact "
-         "binomial sums: 97.9% at 10 trials and p = 1/2, 91.4% at 10 and p = 0.05, 92.3% at 16 "
-         "and p = 1/2, 98.3% at 6 and p = 0.8); no interval that is not randomised attains "
-         "93-97% at every trial count", options={"method": "wilson"}),
-    Rule("proportion[Clopper-Pearson]", "proportion", "threshold", "share of successes",
-         "Clopper-Pearson interval", "rejected by the audit: over-covers (conservative)",
-         options={"method": "exact"}),
-)}
+CANDIDATES: dict[str, Rule] = {
+    r.name: r
+    for r in (
+        Rule(
+            "mean_threshold[percentile bootstrap]",
+            "bootstrap",
+            "threshold",
+            "mean",
+            "percentile bootstrap interval of the mean",
+            _REJECTED,
+            options={"method": "percentile"},
+        ),
+        Rule(
+            "mean_threshold[BCa bootstrap]",
+            "bootstrap",
+            "threshold",
+            "mean",
+            "BCa bootstrap interval of the mean",
+            _REJECTED,
+            options={"method": "BCa"},
+        ),
+        Rule(
+            "median_threshold[exact order statistics]",
+            "order_statistics",
+            "threshold",
+            "median",
+            "order-statistic interval of the median at the next attainable level",
+            "rejected by the audit: over-covers at 10 seeds (97.9% for a nominal 95%)",
+        ),
+        Rule(
+            "proportion[Wilson]",
+            "proportion",
+            "threshold",
+            "share of successes",
+            "Wilson interval",
+            "rejected by the audit: its coverage jumps with n and p (exact "
+            "binomial sums: 97.9% at 10 trials and p = 1/2, 91.4% at 10 and p = 0.05, 92.3% at 16 "
+            "and p = 1/2, 98.3% at 6 and p = 0.8); no interval that is not randomised attains "
+            "93-97% at every trial count",
+            options={"method": "wilson"},
+        ),
+        Rule(
+            "proportion[Clopper-Pearson]",
+            "proportion",
+            "threshold",
+            "share of successes",
+            "Clopper-Pearson interval",
+            "rejected by the audit: over-covers (conservative)",
+            options={"method": "exact"},
+        ),
+    )
+}
 """Rules the audit tried and rejected, kept so ``gaugedyn audit-rules --candidates`` shows why
 the catalogue's rules were chosen instead (they are not in :data:`RULES`)."""
 
@@ -485,13 +720,25 @@ def rule(name: str) -> Rule:
     return RULES[name]
 
 
-def judge(name: str, *samples: Any, threshold: Any, direction: str | None = None,
-          confidence: float = CONFIDENCE, rng: np.random.Generator | None = None,
-          draw: float | None = None) -> Judgement:
+def judge(
+    name: str,
+    *samples: Any,
+    threshold: Any,
+    direction: str | None = None,
+    confidence: float = CONFIDENCE,
+    rng: np.random.Generator | None = None,
+    draw: float | None = None,
+) -> Judgement:
     """``RULES[name].judge(*samples, threshold=..., direction=..., rng=..., draw=...)``
     (``rng`` or ``draw``: only for a randomised rule, ``proportion``)."""
-    return rule(name).judge(*samples, threshold=threshold, direction=direction,
-                            confidence=confidence, rng=rng, draw=draw)
+    return rule(name).judge(
+        *samples,
+        threshold=threshold,
+        direction=direction,
+        confidence=confidence,
+        rng=rng,
+        draw=draw,
+    )
 
 
 def combine_readings(readings: Mapping[str, Judgement | str]) -> dict:
@@ -508,8 +755,12 @@ def combine_readings(readings: Mapping[str, Judgement | str]) -> dict:
     return {"verdict": common.pop() if len(common) == 1 else DEPENDS, "readings": words}
 
 
-def finding_record(judgement: Judgement, *, power: float | None = None,
-                   readings: Mapping[str, Judgement | str] | None = None) -> dict:
+def finding_record(
+    judgement: Judgement,
+    *,
+    power: float | None = None,
+    readings: Mapping[str, Judgement | str] | None = None,
+) -> dict:
     """What a finding stores so its verdict can be recomputed from the summary alone: the
     judgement (``rule``, ``per_seed``, interval, threshold, words), its ``power`` at the
     paper's value for the seeds used (:func:`gaugedyn.stats.power_at`) with the label
@@ -519,8 +770,9 @@ def finding_record(judgement: Judgement, *, power: float | None = None,
     if power is not None:
         ok = isinstance(power, int | float) and (0 <= power <= 1 or math.isnan(power))
         if not ok:
-            raise InputError(f"power={power!r} is not allowed: a probability in [0, 1] (nan: "
-                             "not computable)")
+            raise InputError(
+                f"power={power!r} is not allowed: a probability in [0, 1] (nan: not computable)"
+            )
         d["power"] = float(power)
         d["underpowered"] = None if math.isnan(power) else bool(power < UNDERPOWERED)
     combined = combine_readings(readings if readings else {"as judged": judgement})

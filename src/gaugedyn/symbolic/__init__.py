@@ -6,8 +6,11 @@ Importing this package is light; sympy loads when a name below is first used.
 
 from .._lazy import attach
 
-__getattr__, __dir__, __all__ = attach(__name__, {
-    "_order_parameters": ["compile_order_parameter_flow", "OrderParameterFlow"],
-    "_registry": ["DERIVATIONS", "derive", "DeriveReport"],
-    "_reaction_transport": ["mobilities"],
-})
+__getattr__, __dir__, __all__ = attach(
+    __name__,
+    {
+        "_order_parameters": ["compile_order_parameter_flow", "OrderParameterFlow"],
+        "_registry": ["DERIVATIONS", "derive", "DeriveReport"],
+        "_reaction_transport": ["mobilities"],
+    },
+)

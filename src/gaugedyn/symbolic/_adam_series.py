@@ -98,7 +98,9 @@ def verify() -> None:
     check(d["sign"] == 1, "zeroth order must be sign(g) = 1 for g > 0")
     check(is_zero(d["lag"] - (tau2 - tau1) * r), "lag term must be (tau2 - tau1) g'/g")
     check(is_zero(d["lag"].subs(tau2, tau1)), "lag coefficient must vanish at tau1 = tau2")
-    check(is_zero(d["curvature"] - (tau1**2 - tau2**2) * k), "curvature term (tau1^2 - tau2^2) g''/g")
+    check(
+        is_zero(d["curvature"] - (tau1**2 - tau2**2) * k), "curvature term (tau1^2 - tau2^2) g''/g"
+    )
     check(
         is_zero(d["nonlinear"] - (tau2**2 / 2 - tau1 * tau2) * r**2),
         "nonlinear-ratio term (tau2^2/2 - tau1 tau2)(g'/g)^2",
@@ -118,7 +120,12 @@ def build() -> str:
     d = derive()
     g, t = d["g"], d["t"]
     gs = sp.Symbol("g")
-    rep = {sp.diff(g, t, 3): sp.Symbol("g'''"), sp.diff(g, t, 2): sp.Symbol("g''"), sp.diff(g, t): sp.Symbol("g'"), g: gs}
+    rep = {
+        sp.diff(g, t, 3): sp.Symbol("g'''"),
+        sp.diff(g, t, 2): sp.Symbol("g''"),
+        sp.diff(g, t): sp.Symbol("g'"),
+        g: gs,
+    }
 
     def show(e):
         for old in (sp.diff(g, t, 3), sp.diff(g, t, 2), sp.diff(g, t), g):
@@ -138,13 +145,20 @@ def build() -> str:
             ("Second moment (slow manifold, to third order)", "v = " + show(d["v"])),
             (
                 "Normalized update, r = g'/g, k = g''/g",
-                r"\frac{m}{\sqrt v} = \operatorname{sign}(g)\Big[" + latex(d["series"]) + r"\Big] + O(\tau^3)",
+                r"\frac{m}{\sqrt v} = \operatorname{sign}(g)\Big["
+                + latex(d["series"])
+                + r"\Big] + O(\tau^3)",
             ),
             ("Sign term", latex(d["sign"])),
             ("Magnitude-lag term", latex(d["lag"]) + r" \;=\; (\tau_2 - \tau_1)\,\frac{g'}{g}"),
             ("Curvature term", latex(d["curvature"])),
             ("Nonlinear-ratio term", latex(d["nonlinear"])),
-            ("Tied betas, tau1 = tau2 = tau", r"\frac{m}{\sqrt v} = \operatorname{sign}(g)\Big[" + latex(sp.simplify(d["series"].subs(d["tau2"], d["tau1"]))) + r"\Big] + O(\tau^3)"),
+            (
+                "Tied betas, tau1 = tau2 = tau",
+                r"\frac{m}{\sqrt v} = \operatorname{sign}(g)\Big["
+                + latex(sp.simplify(d["series"].subs(d["tau2"], d["tau1"])))
+                + r"\Big] + O(\tau^3)",
+            ),
         ],
         [
             "g smooth and of one sign over the memory window (no transition); shown for g > 0, "

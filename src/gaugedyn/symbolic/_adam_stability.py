@@ -54,9 +54,31 @@ def derive() -> dict:
     omega2 = sp.factor(-sp.solve(Q.coeff(s, 2).subs(mu1**2, q2), q2)[0]).subs(gam, c)
     mu1_val = sp.I * sp.sqrt(omega2.subs(c, gam))
     delta = sp.factor(sp.solve(sp.expand(Q.coeff(s, 3).subs(mu1, mu1_val)), mu2)[0]).subs(gam, c)
-    return dict(a=a, c=c, n=n, r=r, lam=lam, eta=eta, eps=eps, A=A, G=G, M_star=M_star,
-                A_star=A_star, J=J, P=P, p3=p3, p2=p2, p1=p1, p0=p0, omega2=sp.factor(omega2),
-                delta=delta, SF=SF, m1=m1, v1=v1, x1=x1)
+    return dict(
+        a=a,
+        c=c,
+        n=n,
+        r=r,
+        lam=lam,
+        eta=eta,
+        eps=eps,
+        A=A,
+        G=G,
+        M_star=M_star,
+        A_star=A_star,
+        J=J,
+        P=P,
+        p3=p3,
+        p2=p2,
+        p1=p1,
+        p0=p0,
+        omega2=sp.factor(omega2),
+        delta=delta,
+        SF=SF,
+        m1=m1,
+        v1=v1,
+        x1=x1,
+    )
 
 
 def coefficients_text() -> dict:
@@ -68,28 +90,78 @@ def coefficients_text() -> dict:
 def verify() -> None:
     import sympy as sp
 
-    from ..adam._stability import cubic_coefficients
+    from ..adam import cubic_coefficients
 
     d = derive()
     a, c, n, r, lam = d["a"], d["c"], d["n"], d["r"], d["lam"]
     check(d["p3"] == 1, "the characteristic polynomial must be monic")
     check(is_zero(d["M_star"] + a * d["G"] / (2 - a)), "oscillation momentum M = -a G / (2 - a)")
     eta, eps, G = d["eta"], d["eps"], d["G"]
-    check(is_zero(d["A_star"] - eta * a * G / (2 * (2 - a) * (G + eps))),
-          "amplitude A = eta a G / (2 (2 - a) (G + eps)) = eta a (1 - r) / (2 (2 - a))")
+    check(
+        is_zero(d["A_star"] - eta * a * G / (2 * (2 - a) * (G + eps))),
+        "amplitude A = eta a G / (2 (2 - a) (G + eps)) = eta a (1 - r) / (2 (2 - a))",
+    )
     ours = cubic_coefficients(a, c, n, r)
     for got, want, name in zip(ours, (d["p2"], d["p1"], d["p0"]), ("p2", "p1", "p0")):
         check(is_zero(sp.expand(got - want)), f"gaugedyn.adam cubic coefficient {name} differs")
     P = d["P"]
-    check(is_zero(P.subs(lam, 1) - 2 * c * (2 - a) * (1 - (n - 1) * r)),
-          "P(1) = 2 c (2 - a) (1 - (n - 1) r)")
-    check(is_zero(P.subs(lam, -1) + 2 * (n - 1) * (4 - 2 * a - 2 * c + a * c * r)),
-          "P(-1) = -2 (n - 1) (4 - 2a - 2c + a c r)")
+    check(
+        is_zero(P.subs(lam, 1) - 2 * c * (2 - a) * (1 - (n - 1) * r)),
+        "P(1) = 2 c (2 - a) (1 - (n - 1) r)",
+    )
+    check(
+        is_zero(P.subs(lam, -1) + 2 * (n - 1) * (4 - 2 * a - 2 * c + a * c * r)),
+        "P(-1) = -2 (n - 1) (4 - 2a - 2c + a c r)",
+    )
     frozen = (lam - 1) * (lam**2 - (2 - a) * (2 * n - 3) * lam + (1 - a))
     check(is_zero(P.subs(c, 0) - frozen), "c = 0 factorises into the frozen v and the (x, m) pair")
     check(is_zero(d["omega2"] - 2 * c * (2 - a) * (1 - r) / a), "omega^2 = 2 c (2 - a)(1 - r) / a")
     want_delta = c * ((1 - r) * (4 - 8 * a) + a**2 * (1 - 2 * r)) / (2 * a**2)
     check(is_zero(d["delta"] - want_delta), "delta = c ((1-r)(4-8a) + a^2 (1-2r)) / (2 a^2)")
+
+
+def _equations(d: dict, ratio) -> list[tuple[str, str]]:
+    """The document's ``(title, LaTeX)`` results from :func:`derive`'s expressions."""
+    return [
+        (
+            "Oscillating state (period 2, fixed point of S F)",
+            r"A = "
+            + latex(d["A_star"])
+            + r",\quad M = "
+            + latex(d["M_star"])
+            + r",\quad V = G^2,\quad G = A^{n-1}",
+        ),
+        (
+            "Amplitude through the eps share r",
+            r"A = \frac{\eta\, a\, (1 - r)}{2 (2 - a)},\quad "
+            r"r = \frac{\epsilon}{G + \epsilon}",
+        ),
+        ("Characteristic polynomial of S J", r"P(\lambda) = " + latex(d["P"])),
+        (
+            "Real crossings",
+            r"P(1) = 2 c (2 - a)\,(1 - (n - 1) r),\qquad "
+            r"P(-1) = -2 (n - 1)(4 - 2a - 2c + a c r)",
+        ),
+        (
+            "Frozen second moment (c = 0)",
+            r"P = (\lambda - 1)\big(\lambda^2 - (2 - a)(2n - 3)\lambda + 1 - a\big)",
+        ),
+        (
+            "Quadratic (n = 2), small c: leading pair 1 + delta +- i omega",
+            r"\omega^2 = " + latex(d["omega2"]) + r",\quad \delta = " + latex(d["delta"]),
+        ),
+        (
+            "Quadratic, eps -> 0: spiral ratio",
+            r"\frac{\delta}{\omega} \simeq "
+            + latex(ratio)
+            + r"\,\frac{1 - 2a + a^2/4}{\sqrt{1 - a/2}}",
+        ),
+        (
+            "Theory curve drawn on the spike maps (growth by e per slow turn, r = 0)",
+            r"2\pi\,\frac{\delta}{\omega} = 1 \;\Rightarrow\; 1 - \beta_2 \simeq "
+            r"\frac{(1 - \beta_1)^3}{4\pi^2}",
+        ),
+    ]
 
 
 def build() -> str:
@@ -110,26 +182,7 @@ def build() -> str:
         "c the leading pair is 1 + delta +- i omega, whose spiral ratio delta / omega depends on "
         "c / a^3 alone when r = 0: the level curves of the instability are cubic in the "
         "(1 - beta1, 1 - beta2) plane.",
-        [
-            ("Oscillating state (period 2, fixed point of S F)",
-             r"A = " + latex(d["A_star"]) + r",\quad M = " + latex(d["M_star"])
-             + r",\quad V = G^2,\quad G = A^{n-1}"),
-            ("Amplitude through the eps share r", r"A = \frac{\eta\, a\, (1 - r)}{2 (2 - a)},\quad "
-             r"r = \frac{\epsilon}{G + \epsilon}"),
-            ("Characteristic polynomial of S J",
-             r"P(\lambda) = " + latex(d["P"])),
-            ("Real crossings", r"P(1) = 2 c (2 - a)\,(1 - (n - 1) r),\qquad "
-             r"P(-1) = -2 (n - 1)(4 - 2a - 2c + a c r)"),
-            ("Frozen second moment (c = 0)",
-             r"P = (\lambda - 1)\big(\lambda^2 - (2 - a)(2n - 3)\lambda + 1 - a\big)"),
-            ("Quadratic (n = 2), small c: leading pair 1 + delta +- i omega",
-             r"\omega^2 = " + latex(d["omega2"]) + r",\quad \delta = " + latex(d["delta"])),
-            ("Quadratic, eps -> 0: spiral ratio", r"\frac{\delta}{\omega} \simeq "
-             + latex(ratio) + r"\,\frac{1 - 2a + a^2/4}{\sqrt{1 - a/2}}"),
-            ("Theory curve drawn on the spike maps (growth by e per slow turn, r = 0)",
-             r"2\pi\,\frac{\delta}{\omega} = 1 \;\Rightarrow\; 1 - \beta_2 \simeq "
-             r"\frac{(1 - \beta_1)^3}{4\pi^2}"),
-        ],
+        _equations(d, ratio),
         [
             "Late times: the bias corrections 1/(1 - beta^t) have decayed to 1.",
             "The oscillation is symmetric (period 2, x alternating +A, -A); asymmetric orbits are "

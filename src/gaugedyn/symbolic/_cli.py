@@ -14,7 +14,9 @@ def register(subparsers) -> None:
         "document per derivation (plus gaugedyn/theory/_generated_kernels.py). With --check, "
         "write nothing and exit 1 naming any document that is stale or whose identity fails.",
     )
-    p.add_argument("--dir", default=None, help="documents folder (default: the repository's derivations/)")
+    p.add_argument(
+        "--dir", default=None, help="documents folder (default: the repository's derivations/)"
+    )
     p.add_argument("--check", action="store_true", help="verify instead of writing")
     p.add_argument(
         "--kernels",

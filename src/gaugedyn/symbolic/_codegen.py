@@ -12,7 +12,7 @@ import textwrap
 from functools import cache
 from pathlib import Path
 
-from ._kernels import ACTIVATIONS, kernel_expressions, kernel_symbols
+from ._kernels import closed_form_activations, kernel_expressions, kernel_symbols
 
 NAME = "generated_kernels"
 HESS_ORDER = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
@@ -26,7 +26,7 @@ _HEADER = '''"""Gaussian kernels of each activation, generated from the symbolic
 GENERATED FILE, do not edit: written by ``gaugedyn derive`` (gaugedyn.symbolic._codegen) and
 kept current by ``gaugedyn derive --check``.
 
-For act in relu, erf, linear (g(z) = erf(z / sqrt 2) for erf), elementwise with numpy
+For act in {activations} (g(z) = erf(z / sqrt 2) for erf), elementwise with numpy
 broadcasting, float64:
 
 - ``pair_<act>(q1, q2, c)`` = E[g(x1) g(x2)], (x1, x2) ~ N(0, [[q1, c], [c, q2]]);
@@ -74,21 +74,29 @@ def _function(name: str, args: list, outputs: list, preamble: list[str], errstat
     printer = _printer()
     arg_names = [str(a) for a in args]
     subexprs, reduced = sp.cse(outputs, symbols=sp.numbered_symbols("x"), optimizations="basic")
-    body = [f"{', '.join(arg_names)}{',' if len(args) == 1 else ''} = _args({', '.join(arg_names)})"]
+    body = [
+        f"{', '.join(arg_names)}{',' if len(args) == 1 else ''} = _args({', '.join(arg_names)})"
+    ]
     used = {str(x) for e in [*reduced, *(e for _, e in subexprs)] for x in e.free_symbols}
     body += [line for line in preamble if line.split(" = ")[0] in used]
     for sym, e in subexprs:
         body.append(f"{sym} = {_print(printer, e, arg_names[0], False)}")
     outs = [_print(printer, e, arg_names[0], True) for e in reduced]
-    ret = f"return {outs[0]}" if len(outs) == 1 else "return (\n" + "".join(
-        f"    {o},\n" for o in outs
-    ) + ")"
+    ret = (
+        f"return {outs[0]}"
+        if len(outs) == 1
+        else "return (\n" + "".join(f"    {o},\n" for o in outs) + ")"
+    )
     body += ret.split("\n")
     if errstate:
         body = [body[0], 'with np.errstate(divide="ignore", invalid="ignore"):'] + [
             "    " + line for line in body[1:]
         ]
-    return f"\n\ndef {name}({', '.join(arg_names)}):\n" + textwrap.indent("\n".join(body), "    ") + "\n"
+    return (
+        f"\n\ndef {name}({', '.join(arg_names)}):\n"
+        + textwrap.indent("\n".join(body), "    ")
+        + "\n"
+    )
 
 
 def _relu_substitution():
@@ -160,15 +168,22 @@ def _rename(args, exprs):
 def source() -> str:
     """The full text of ``_generated_kernels.py``."""
     q1, q2, c, q = kernel_symbols()
-    parts = [_HEADER]
-    for act in ACTIVATIONS:
+    activations = closed_form_activations()
+    parts = [_HEADER.replace("{activations}", ", ".join(activations))]
+    for act in activations:
         d = kernel_derivatives(act)
         rep, pre = _relu_substitution() if act == "relu" else ({}, [])
         for kind in _PAIR_KINDS:
             exprs = d[kind] if isinstance(d[kind], list) else [d[kind]]
             exprs = [e.xreplace(rep) for e in exprs]
             parts.append(
-                _function(f"{kind}_{act}", [q1, q2, c], exprs, pre, errstate=act == "relu" and kind == "pair_hess")
+                _function(
+                    f"{kind}_{act}",
+                    [q1, q2, c],
+                    exprs,
+                    pre,
+                    errstate=act == "relu" and kind == "pair_hess",
+                )
             )
         for kind in _SELF_KINDS:
             exprs = d[kind] if isinstance(d[kind], list) else [d[kind]]
@@ -177,7 +192,7 @@ def source() -> str:
         a2, e2 = _rename(args, exprs)
         parts.append(_function(name, a2, e2, [], errstate=False))
     reg = "\n\nKERNELS = {\n"
-    for act in ACTIVATIONS:
+    for act in activations:
         names = ", ".join(f"{k}_{act}" for k in _PAIR_KINDS + _SELF_KINDS)
         reg += f'    "{act}": ({names}),\n'
     reg += "}\n"

@@ -13,8 +13,14 @@ def latex(expr) -> str:
 
 def pair_partials(grad) -> str:
     """``dF/dq1, dF/dq2, dF/dc`` of a pair kernel as one display line."""
-    return (r"\partial_{q_1}F = " + latex(grad[0]) + r",\quad \partial_{q_2}F = " + latex(grad[1])
-            + r",\quad \partial_c F = " + latex(grad[2]))
+    return (
+        r"\partial_{q_1}F = "
+        + latex(grad[0])
+        + r",\quad \partial_{q_2}F = "
+        + latex(grad[1])
+        + r",\quad \partial_c F = "
+        + latex(grad[2])
+    )
 
 
 def document(

@@ -67,31 +67,55 @@ def derive() -> dict:
     Gv, Go = _grad(Lvo, Wv), _grad(Lvo, Wo)
     qk_identity = Wq * Gq.T - Gk * Wk.T
     vo_identity = Wv * Gv.T - Go.T * Wo
-    qk_change = ((Wq - eta * Gq) * (Wq - eta * Gq).T - (Wk - eta * Gk) * (Wk - eta * Gk).T
-                 - (Wq * Wq.T - Wk * Wk.T))
-    vo_change = ((Wv - eta * Gv) * (Wv - eta * Gv).T - (Wo - eta * Go).T * (Wo - eta * Go)
-                 - (Wv * Wv.T - Wo.T * Wo))
+    qk_change = (
+        (Wq - eta * Gq) * (Wq - eta * Gq).T
+        - (Wk - eta * Gk) * (Wk - eta * Gk).T
+        - (Wq * Wq.T - Wk * Wk.T)
+    )
+    vo_change = (
+        (Wv - eta * Gv) * (Wv - eta * Gv).T
+        - (Wo - eta * Go).T * (Wo - eta * Go)
+        - (Wv * Wv.T - Wo.T * Wo)
+    )
     qk_law = eta**2 * (Gq * Gq.T - Gk * Gk.T)
     vo_law = eta**2 * (Gv * Gv.T - Go.T * Go)
-    return dict(symbols=dict(eta=eta, mu=mu, tau=tau, lam=lam), unit_identity=unit_identity,
-                gd_change=gd_change, gd_law=gd_law, mom_change=mom_change, mom_law=mom_law,
-                c_t=c_t, c_def=c_def, k_t=k_t, qk_identity=qk_identity, vo_identity=vo_identity,
-                qk_change=qk_change, vo_change=vo_change, qk_law=qk_law, vo_law=vo_law)
+    return dict(
+        symbols=dict(eta=eta, mu=mu, tau=tau, lam=lam),
+        unit_identity=unit_identity,
+        gd_change=gd_change,
+        gd_law=gd_law,
+        mom_change=mom_change,
+        mom_law=mom_law,
+        c_t=c_t,
+        c_def=c_def,
+        k_t=k_t,
+        qk_identity=qk_identity,
+        vo_identity=vo_identity,
+        qk_change=qk_change,
+        vo_change=vo_change,
+        qk_law=qk_law,
+        vo_law=vo_law,
+    )
 
 
 def verify() -> None:
     d = derive()
     check(is_zero(d["unit_identity"]), "a unit's gradient must obey a.g_a = w.g_w")
     check(is_zero(d["gd_change"] - d["gd_law"]), "GD: Delta delta = eta^2 (|g_a|^2 - |g_w|^2)")
-    check(is_zero(d["c_def"] - d["c_t"]),
-          "the carried scalar a.b^a - w.b^w must follow its recursion")
-    check(is_zero(d["mom_change"] - d["mom_law"]),
-          "SGD with momentum and weight decay: Delta delta = -2 eta c_t + eta^2 k_t")
+    check(
+        is_zero(d["c_def"] - d["c_t"]), "the carried scalar a.b^a - w.b^w must follow its recursion"
+    )
+    check(
+        is_zero(d["mom_change"] - d["mom_law"]),
+        "SGD with momentum and weight decay: Delta delta = -2 eta c_t + eta^2 k_t",
+    )
     for key in ("qk_identity", "vo_identity"):
         check(all(is_zero(x) for x in d[key]), f"attention symmetry identity {key}")
     for key in ("qk", "vo"):
-        check(all(is_zero(x) for x in d[f"{key}_change"] - d[f"{key}_law"]),
-              f"attention GD law {key}: Delta I = eta^2 (G G^T - ...)")
+        check(
+            all(is_zero(x) for x in d[f"{key}_change"] - d[f"{key}_law"]),
+            f"attention GD law {key}: Delta I = eta^2 (G G^T - ...)",
+        )
 
 
 def build() -> str:
@@ -105,16 +129,27 @@ def build() -> str:
         "momentum, dampening and weight decay (the discrete form of Kunin et al.'s neural "
         "mechanics), which gaugedyn.gauge.GaugeRecorder predicts.",
         [
-            ("Symmetry identity of the gradient", r"a\cdot g_a = w\cdot g_w,\qquad "
-             r"W_Q G_Q^\top = G_K W_K^\top,\qquad W_V G_V^\top = G_O^\top W_O"),
-            ("Full-batch GD, step eta", r"\Delta\delta = \eta^2\,(|g_a|^2 - |g_w|^2),\qquad "
-             r"\Delta(W_Q W_Q^\top - W_K W_K^\top) = \eta^2\,(G_Q G_Q^\top - G_K G_K^\top)"),
-            ("SGD: momentum mu, dampening tau, weight decay lambda",
-             r"b_t = \mu b_{t-1} + (1-\tau)(g_t + \lambda P_t),\quad "
-             r"\Delta\delta_t = -2\eta\,c_t + \eta^2 k_t"),
-            ("The carried scalar", r"c_t = a_t\cdot b^a_t - w_t\cdot b^w_t = "
-             r"\mu\,(c_{t-1} - \eta k_{t-1}) + (1-\tau)\lambda\,\delta_t,\quad "
-             r"k_t = |b^a_t|^2 - |b^w_t|^2"),
+            (
+                "Symmetry identity of the gradient",
+                r"a\cdot g_a = w\cdot g_w,\qquad "
+                r"W_Q G_Q^\top = G_K W_K^\top,\qquad W_V G_V^\top = G_O^\top W_O",
+            ),
+            (
+                "Full-batch GD, step eta",
+                r"\Delta\delta = \eta^2\,(|g_a|^2 - |g_w|^2),\qquad "
+                r"\Delta(W_Q W_Q^\top - W_K W_K^\top) = \eta^2\,(G_Q G_Q^\top - G_K G_K^\top)",
+            ),
+            (
+                "SGD: momentum mu, dampening tau, weight decay lambda",
+                r"b_t = \mu b_{t-1} + (1-\tau)(g_t + \lambda P_t),\quad "
+                r"\Delta\delta_t = -2\eta\,c_t + \eta^2 k_t",
+            ),
+            (
+                "The carried scalar",
+                r"c_t = a_t\cdot b^a_t - w_t\cdot b^w_t = "
+                r"\mu\,(c_{t-1} - \eta k_{t-1}) + (1-\tau)\lambda\,\delta_t,\quad "
+                r"k_t = |b^a_t|^2 - |b^w_t|^2",
+            ),
         ],
         [
             "The loss depends on a unit through a w^T and on a head through W_Q^T W_K or "

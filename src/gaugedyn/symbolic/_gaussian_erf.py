@@ -131,7 +131,9 @@ def verify() -> None:
         rhs = (gp4 / sp.sqrt((sp.eye(4) + M).det())).evalf(40)
         check(abs(lhs - rhs) < 1e-30 * abs(rhs), f"I4 fails Price's equation at {vals}")
     zero = {C[1, 3]: 0, C[1, 4]: 0, C[2, 3]: 0, C[2, 4]: 0, C[3, 4]: 0}
-    check(sp.simplify(i4.subs(zero)) == 0, "I4 must vanish when (x3, x4) is independent of (x1, x2)")
+    check(
+        sp.simplify(i4.subs(zero)) == 0, "I4 must vanish when (x3, x4) is independent of (x1, x2)"
+    )
     check(len(syms) == 10, "I4 takes the 10 upper-triangular entries")
 
 
@@ -152,7 +154,10 @@ def build() -> str:
             ),
             ("Self kernel", E + r"[g(x)^2] = " + latex(d["self"]) + r",\quad x\sim N(0,q)"),
             ("I3 (3x3 covariance C)", E + r"[g'(x_1)\,x_2\,g(x_3)] = " + latex(d["i3"])),
-            ("I4 (lemma, 4x4 covariance C)", E + r"[g'(x_1)g'(x_2)g(x_3)g(x_4)] = " + latex(d["i4"])),
+            (
+                "I4 (lemma, 4x4 covariance C)",
+                E + r"[g'(x_1)g'(x_2)g(x_3)g(x_4)] = " + latex(d["i4"]),
+            ),
         ],
         [
             "g(z) = erf(z / sqrt 2), so g'(z) = sqrt(2/pi) exp(-z^2/2) and g is odd.",

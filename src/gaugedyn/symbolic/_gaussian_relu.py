@@ -152,9 +152,9 @@ def verify() -> None:
     )
     expr, (Qii, Qjj, Qij, Qki, Qkj) = cross_moment_expression()
     tij = sp.acos(Qij / sp.sqrt(Qii * Qjj))
-    stated = ((sp.pi - tij) * Qkj + sp.sqrt(1 - Qij**2 / (Qii * Qjj)) * sp.sqrt(Qjj / Qii) * Qki) / (
-        2 * sp.pi
-    )
+    stated = (
+        (sp.pi - tij) * Qkj + sp.sqrt(1 - Qij**2 / (Qii * Qjj)) * sp.sqrt(Qjj / Qii) * Qki
+    ) / (2 * sp.pi)
     check(is_zero(expr - stated), "E[relu'(l_i) l_k relu(l_j)] differs from derivations/theory.md")
 
 
@@ -171,7 +171,8 @@ def build() -> str:
         [
             (
                 r"Arc-cosine kernel, angle form",
-                E + r"[\mathrm{relu}(u\cdot x)\,\mathrm{relu}(v\cdot x)] = |u||v|\,"
+                E
+                + r"[\mathrm{relu}(u\cdot x)\,\mathrm{relu}(v\cdot x)] = |u||v|\,"
                 + latex(d["kappa_theta"]),
             ),
             (
@@ -197,7 +198,9 @@ def build() -> str:
             ),
             (
                 "Cross moment, lambda_i = w_i . x",
-                E + r"[\mathrm{relu}'(\lambda_i)\lambda_k\mathrm{relu}(\lambda_j)] = " + latex(cross),
+                E
+                + r"[\mathrm{relu}'(\lambda_i)\lambda_k\mathrm{relu}(\lambda_j)] = "
+                + latex(cross),
             ),
             (
                 "One-dimensional moments, x ~ N(0, q) along u",

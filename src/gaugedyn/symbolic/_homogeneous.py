@@ -32,7 +32,11 @@ def derive() -> dict:
 
     def apply_euler(expr):
         def is_dsig(s):
-            return isinstance(s, sp.Subs) and s.expr.func == sp.Derivative and s.expr.expr.func == sigma
+            return (
+                isinstance(s, sp.Subs)
+                and s.expr.func == sp.Derivative
+                and s.expr.expr.func == sigma
+            )
 
         return expr.replace(is_dsig, lambda s: dsig.subs(z, s.point[0]))
 
@@ -71,8 +75,12 @@ def verify() -> None:
     check(d["flow_rate"] == 0, f"d delta/dt should vanish under the flow, got {d['flow_rate']}")
     check(d["balance"] == 0, "a dL/da - w . dL/dw should vanish (Euler)")
     expected = s["eta"] ** 2 * (s["g_a"] ** 2 - (s["g_w"].T * s["g_w"])[0])
-    check(sp.expand(d["exact_step"] - expected) == 0, "one-step drift must be eta^2 (g_a^2 - |g_w|^2)")
-    check(sp.simplify(d["dsig"] - d["sigma"](d["z"]) / d["z"]) == 0, "Euler: sigma'(z) = sigma(z)/z")
+    check(
+        sp.expand(d["exact_step"] - expected) == 0, "one-step drift must be eta^2 (g_a^2 - |g_w|^2)"
+    )
+    check(
+        sp.simplify(d["dsig"] - d["sigma"](d["z"]) / d["z"]) == 0, "Euler: sigma'(z) = sigma(z)/z"
+    )
 
 
 def build() -> str:

@@ -116,16 +116,20 @@ def concretize(expr, activation: str):
 
     kd = kernel_derivatives(activation)
     q1, q2, c, q = kernel_symbols()
-    hess_index = {pair: k for k, pair in enumerate(HESS_ORDER)}
+    hess_index: dict[tuple[int, ...], int] = {pair: k for k, pair in enumerate(HESS_ORDER)}
     rep = {}
     for d in expr.atoms(sp.Derivative):
         f = d.expr
-        positions = []
+        found: list[int] = []
         for var, count in d.variable_count:
-            positions += [f.args.index(var)] * count
-        positions = tuple(sorted(positions))
+            found += [f.args.index(var)] * count
+        positions = tuple(sorted(found))
         if f.func.__name__ == "F":
-            base = kd["pair_grad"][positions[0]] if len(positions) == 1 else kd["pair_hess"][hess_index[positions]]
+            base = (
+                kd["pair_grad"][positions[0]]
+                if len(positions) == 1
+                else kd["pair_hess"][hess_index[positions]]
+            )
             rep[d] = base.xreplace(dict(zip((q1, q2, c), f.args)))
         else:
             base = kd["self_grad"][0] if len(positions) == 1 else kd["self_hess"][0]
@@ -241,7 +245,9 @@ class OrderParameterFlow:
         return _torch_stack(self._compiled("rhs_torch")(y, params), y)
 
     def jacobian_torch(self, t, y, params):
-        return _torch_stack([_torch_stack(row, y) for row in self._compiled("jac_torch")(y, params)], y)
+        return _torch_stack(
+            [_torch_stack(row, y) for row in self._compiled("jac_torch")(y, params)], y
+        )
 
     def loss_torch(self, y, params):
         return self._compiled("loss_torch")(y, params)

@@ -89,7 +89,9 @@ def verify() -> None:
     for k in range(1, D + 1):
         check(is_zero(JJt[0, k]), "reaction and transport must decouple (J J^T off-diagonal)")
     check(
-        all(is_zero(JJt[1 + i, 1 + j] - P[i, j] / (w.T * w)[0]) for i in range(D) for j in range(D)),
+        all(
+            is_zero(JJt[1 + i, 1 + j] - P[i, j] / (w.T * w)[0]) for i in range(D) for j in range(D)
+        ),
         "transport block of J J^T must be P / |w|^2",
     )
     check(is_zero(d["dissipation"] - d["split"]), "dissipation split -dL/dt = reaction + transport")

@@ -3,30 +3,40 @@
 Each registered module exposes ``NAME`` (the document is ``NAME.md``), ``build() -> str``
 (the Markdown) and ``verify() -> None`` (raises ``AssertionError`` naming the failed identity);
 a module that generates code also exposes ``generated() -> {path: text}``, settled like its
-document.
+document. An activation's kernel derivation, ``_gaussian_<name>.py``, is registered by being in this folder
+(:func:`gaugedyn.symbolic._kernels.gaussian_names`); the others are listed here.
+
+Before writing or checking anything, ``derive`` refuses (reports a failure, writes nothing) a
+module of this folder that defines a derivation it does not know, a ``_gaussian_<name>.py`` whose
+``<name>`` is not a registered activation (:data:`gaugedyn.theory.ACTIVATIONS`) or whose ``NAME``
+is not ``gaussian_<name>``, and a registered activation whose closed-form kernels no derivation
+gives (:func:`declaration_problems`).
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
+
+from ._kernels import FOLDER, PREFIX, gaussian_names
 
 DERIVATIONS: tuple[str, ...] = (
     "gaugedyn.symbolic._homogeneous",
     "gaugedyn.symbolic._reaction_transport",
     "gaugedyn.symbolic._gauge_steps",
-    "gaugedyn.symbolic._gaussian_relu",
-    "gaugedyn.symbolic._gaussian_erf",
-    "gaugedyn.symbolic._gaussian_linear",
+    *(f"gaugedyn.symbolic.{PREFIX}{name}" for name in gaussian_names()),
     "gaugedyn.symbolic._order_parameters",
     "gaugedyn.symbolic._adam_series",
     "gaugedyn.symbolic._adam_stability",
     "gaugedyn.adam._derivation",
     "gaugedyn.symbolic._auxiliary",
 )
-"""Module paths, in document order. A module that is not importable yet is skipped with a warning."""
+"""Module paths, in document order (the kernel derivations found in this folder, by name). A
+module that is not importable yet is skipped with a warning."""
 
 _ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_DIR = (_ROOT if (_ROOT / "pyproject.toml").is_file() else Path.cwd()) / "derivations"
@@ -49,6 +59,98 @@ class DeriveReport:
 
 
 _VERIFIED: set[tuple[str, int]] = set()
+
+
+def _defines_derivation(path: Path) -> tuple[bool, str | None]:
+    """Whether the module at ``path`` defines a derivation (top-level ``NAME``, ``build`` and
+    ``verify``), and its ``NAME`` when that is a string literal; read, not imported."""
+    names: set[str] = set()
+    value = None
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    names.add(target.id)
+                    if (
+                        target.id == "NAME"
+                        and isinstance(node.value, ast.Constant)
+                        and isinstance(node.value.value, str)
+                    ):
+                        value = node.value.value
+    return {"NAME", "build", "verify"} <= names, value
+
+
+def declaration_problems(
+    modules: tuple[str, ...] = DERIVATIONS, kernels: Path | None = None
+) -> list[str]:
+    """What ``derive`` refuses before any work (empty when nothing): a module of this folder
+    that defines a derivation not in ``modules``; a ``_gaussian_<name>.py`` whose ``<name>`` is
+    not a registered activation or whose ``NAME`` is not ``gaussian_<name>``; a registered
+    activation whose closed-form kernels the generated module ``kernels`` (default
+    ``theory/_generated_kernels.py``) holds and no ``_gaussian_<name>.py`` derives."""
+    from ..theory import ACTIVATIONS
+    from ._codegen import TARGET
+
+    kernels = TARGET if kernels is None else kernels
+
+    problems = []
+    for path in sorted(FOLDER.glob("_*.py")):
+        defines, name = _defines_derivation(path)
+        module = f"gaugedyn.symbolic.{path.stem}"
+        if defines and module not in modules and not path.name.startswith(PREFIX):
+            problems.append(
+                f"symbolic/{path.name} defines a derivation (NAME, build, verify) "
+                "that derive does not know: name it in DERIVATIONS "
+                "(symbolic/_registry.py), or call an activation's kernel "
+                f"derivation {PREFIX}<activation>.py"
+            )
+    found = gaussian_names()
+    for activation in found:
+        path = FOLDER / f"{PREFIX}{activation}.py"
+        if activation not in ACTIVATIONS:
+            problems.append(
+                f"symbolic/{path.name} derives the kernels of {activation!r}, which "
+                "is not a registered activation; register it in "
+                "theory/_activation.py (ACTIVATIONS: "
+                f"{', '.join(ACTIVATIONS)})"
+            )
+        _, name = _defines_derivation(path)
+        if name != f"gaussian_{activation}":
+            problems.append(
+                f"symbolic/{path.name}: NAME = {name!r}; it must be "
+                f"'gaussian_{activation}' (the document derivations/gaussian_"
+                f"{activation}.md)"
+            )
+    for name in generated_names(kernels):
+        if name not in found:
+            problems.append(
+                f"activation {name!r} has closed-form kernels in {kernels.name} "
+                f"(KERNELS) but no symbolic/{PREFIX}{name}.py derives them; restore "
+                "it (to drop the closed form, delete its KERNELS entry)"
+            )
+    return problems
+
+
+def generated_names(kernels: Path) -> tuple[str, ...]:
+    """The keys of ``KERNELS`` in the generated kernel module at ``kernels`` (read, not
+    imported; none when the file is missing)."""
+    if not kernels.is_file():
+        return ()
+    for node in ast.parse(kernels.read_text(encoding="utf-8")).body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "KERNELS" for t in node.targets)
+            and isinstance(node.value, ast.Dict)
+        ):
+            return tuple(
+                k.value
+                for k in node.value.keys
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            )
+    return ()
 
 
 def _verify(module) -> None:
@@ -83,8 +185,11 @@ def _settle(target: Path, text: str, *, check: bool, report: DeriveReport, out) 
             report.checked.append(str(target))
             print(f"ok      {target}", file=out)
         else:
-            label, why = ("MISSING", "missing (run `gaugedyn derive` to write it)") \
-                if not target.exists() else ("STALE  ", _STALE)
+            label, why = (
+                ("MISSING", "missing (run `gaugedyn derive` to write it)")
+                if not target.exists()
+                else ("STALE  ", _STALE)
+            )
             report.failures.append(f"{target}: {why}")
             print(f"{label} {target}: {why}", file=out)
     elif _same_file(target, text):
@@ -102,24 +207,35 @@ def derive(
     *,
     check: bool = False,
     kernels: Path | str | None = None,
-    modules: tuple[str, ...] = DERIVATIONS,
-    out=None,
-    err=None,
+    modules: tuple[str, ...] | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
 ) -> DeriveReport:
     """Write (``check=False``) or check (``check=True``) every derivation document and the kernels.
 
     Writing verifies every identity first and writes ``<directory>/<NAME>.md`` plus the generated
-    kernel module (``kernels``, default ``gaugedyn/theory/_generated_kernels.py``); a failed
-    identity is reported and its document is not written. Checking writes nothing and reports a
-    document as stale when it differs from what writing would produce.
+    kernel module (``kernels``, default ``gaugedyn/theory/_generated_kernels.py``) with the
+    closed forms of every activation that has a kernel derivation; a failed identity is reported
+    and its document is not written. Checking writes nothing and reports a document as stale when
+    it differs from what writing would produce. With the registry's modules (``modules=None``,
+    :data:`DERIVATIONS`), every :func:`declaration_problems` is first reported as a failure and
+    nothing is written or checked; ``modules`` restricts the documents (no such check).
     """
     from ._codegen import TARGET, source
+    from ._kernels import closed_form_activations
 
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
     directory = Path(directory) if directory is not None else DEFAULT_DIR
     kernels = Path(kernels) if kernels is not None else TARGET
     report = DeriveReport()
+    if modules is None:
+        modules = DERIVATIONS
+        for problem in declaration_problems(modules, kernels):
+            report.failures.append(f"refused: {problem}")
+            print(f"REFUSED {problem}", file=out)
+        if report.failures:
+            return report
     if not check:
         directory.mkdir(parents=True, exist_ok=True)
     for path in modules:
@@ -137,5 +253,9 @@ def derive(
         _settle(target, module.build(), check=check, report=report, out=out)
         for path, text in getattr(module, "generated", dict)().items():
             _settle(Path(path), text, check=check, report=report, out=out)
+    print(
+        f"kernels of {', '.join(closed_form_activations()) or 'no activation'} (closed forms)",
+        file=out,
+    )
     _settle(kernels, source(), check=check, report=report, out=out)
     return report

@@ -1,10 +1,13 @@
 """Population theory: problem specifications, the exact flows, integrators and observables."""
 
+from . import _generated_kernels as generated_kernels  # noqa: F401  (a public alias)
 from ._activation import ACTIVATIONS as ACTIVATIONS
+from ._activation import LEAKY_SLOPE as LEAKY_SLOPE
 from ._activation import Activation as Activation
 from ._activation import activation_of as activation_of
 from ._activation import check_activation as check_activation
 from ._activation import cross_kernels as cross_kernels
+from ._activation import on_numpy as on_numpy
 from ._activation import register_activation as register_activation
 from ._flows import FORMULATIONS as FORMULATIONS
 from ._flows import FlowParams as FlowParams
@@ -16,6 +19,8 @@ from ._flows import rhs_and_jacobian as rhs_and_jacobian
 from ._flows import state_to_order_parameters as state_to_order_parameters
 from ._flows import weights as weights
 from ._functional import functional_report, owners, pruned_since, remaining_relative  # noqa: F401
+from ._functional import pruning_time as pruning_time
+from ._observables import CLASSIFICATION_SAMPLES as CLASSIFICATION_SAMPLES
 from ._observables import Definitions as Definitions
 from ._observables import alignment as alignment
 from ._observables import classification_error as classification_error
@@ -27,20 +32,26 @@ from ._observables import mobilities as mobilities
 from ._observables import observe as observe
 from ._observables import order_parameters as order_parameters
 from ._observables import owner as owner
+from ._observables import owner_sets as owner_sets
 from ._observables import pruned as pruned
 from ._observables import rho as rho
 from ._observables import specialization as specialization
+from ._params import PARAMS as PARAMS
 from ._population import gradient_jvp as gradient_jvp
 from ._population import gradients as gradients
 from ._population import order_parameter_velocity as order_parameter_velocity
 from ._population import population_loss as population_loss
 from ._problem import GAUGE_NAMES as GAUGE_NAMES
+from ._problem import MAX_NEURONS as MAX_NEURONS
 from ._problem import Problem as Problem
 from ._problem import duplicates as duplicates
 from ._problem import perturb as perturb
 from ._problem import random_problem as random_problem
 from ._problem import single as single
 from ._problem import with_gauge as with_gauge
+from ._quadrature import eigen_factor as eigen_factor
+from ._quadrature import gaussian_product as gaussian_product
+from ._quadrature import hermite_grid as hermite_grid
 from ._registry import METHODS as METHODS
 from ._solution import BatchSolution as BatchSolution
 from ._solution import Solution as Solution

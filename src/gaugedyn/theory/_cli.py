@@ -1,56 +1,75 @@
 """``gaugedyn solve``: solve one named set-up of the population theory and print one JSON object.
 
-Every option is declared once in :data:`OPTIONS` (type, bounds and why, or choices) and checked
-before anything is allocated; the memory the solve needs is estimated from the dimension, the
-number of neurons, the formulation and the number of output times (:func:`memory_estimate`)
-and a request that cannot fit is refused quoting the estimate.
+Every option is an engine's declaration (:data:`gaugedyn.theory.PARAMS`: the set-ups, the flows,
+the definitions and the solver; the check's in ``._activation``) or, for the few that only the
+command line has, declared in :data:`OPTIONS` here; the option's help, bounds and default are
+the declaration's. Every value is checked before anything is allocated; the memory the solve
+needs is estimated from the dimension, the number of neurons, the formulation and the number of
+output times (:func:`memory_estimate`) and a request that cannot fit is refused quoting the
+estimate.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
-from .._options import Param
+from .._options import Param, progress_options
 from ._activation import ACTIVATIONS
-from ._flows import FORMULATIONS
+from ._activation import PARAMS as CHECK_OPTIONS
+from ._params import PARAMS
 from ._problem import GAUGE_NAMES as GAUGES
-from ._registry import METHODS
+from ._problem import MAX_NEURONS
 
-METHOD_NAMES = tuple(METHODS)
-MAX_NEURONS = 64
 LOOSE_RTOL, LOOSE_ATOL = 1e-4, 1e-6
 
-OPTIONS = {
-    "setup": Param(str, name="setup", choices=("single", "duplicates")),
-    "dim": Param(int, name="dim", lo=2, hi=10**8,
-                  why="arrays of D float64 per neuron; memory is also estimated per request"),
-    "gauge": Param(str, name="gauge", choices=GAUGES),
-    "scale": Param(float, name="scale", lo=1e-6, hi=1e6,
-                    why="|w|^2 = s D and a^2 = s / D must stay resolvable in float64"),
-    "activation": Param(str, name="activation", choices=tuple(ACTIVATIONS)),
-    "teacher_activation": Param(str, name="teacher_activation", choices=tuple(ACTIVATIONS)),
-    "threshold": Param(float, name="threshold", lo=0, hi=1, lo_open=True, hi_open=True,
-                        why="an overlap m lies in [-1, 1]"),
-    "prune_tol": Param(float, name="prune_tol", lo=0, hi=1, lo_open=True, hi_open=True,
-                        why="the owner converges to |rho| = |b| = 1, so a tolerance >= 1 would "
-                        "call it pruned"),
-    "t_max": Param(float, name="t_max", lo=0, hi=1e12, lo_open=True,
-                    why="beyond 1e12 float64 time no longer resolves the steps"),
-    "formulation": Param(str, name="formulation", choices=FORMULATIONS),
-    "dynamics": Param(str, name="dynamics", choices=("flow", "gd")),
-    "eta": Param(float, name="eta", lo=0, hi=1e3, lo_open=True,
-                  why="gradient descent with larger steps diverges at once on these losses"),
-    "method": Param(str, name="method", choices=METHOD_NAMES),
-    "rtol": Param(float, name="rtol", lo=1e-13, hi=1e-2,
-                   why="above 1e-2 the answer is off by more than 1% (below 1e-13 float64 "
-                   "rounding dominates)"),
-    "weight_decay": Param(float, name="weight_decay", lo=0, hi=1e3,
-                           why="a larger penalty shrinks every weight to 0 at once"),
-    "lr2": Param(float, name="lr2", lo=0, hi=1e3,
-                  why="the second layer's rate relative to the first; 0 freezes it"),
-    "atol": Param(float, name="atol", lo=1e-20, hi=1e-2,
-                   why="the state's components start at |a| ~ (s/D)^(1/2), well below 1e-2"),
+OPTIONS: dict[str, Param] = {
+    "setup": Param(
+        str,
+        name="setup",
+        choices=("single", "duplicates"),
+        help="the named set-up: one student neuron, or copies of it",
+    ),
+    "dim": PARAMS["dim"],
+    "gauge": PARAMS["gauge"],
+    "scale": Param(
+        float,
+        1.0,
+        name="scale",
+        lo=1e-6,
+        hi=1e6,
+        help="initial coefficient rho0 = s",
+        why="|w|^2 = s D and a^2 = s / D must stay resolvable in float64",
+    ),
+    **{
+        name: PARAMS[name]
+        for name in (
+            "activation",
+            "teacher_activation",
+            "weight_decay",
+            "lr2",
+            "threshold",
+            "prune_tol",
+            "t_max",
+            "formulation",
+            "dynamics",
+            "eta",
+            "method",
+            "rtol",
+            "atol",
+        )
+    },
+}
+"""The options of ``gaugedyn solve`` in the order of its help: the engines' declarations, and
+the set-up and its scale (narrower than :func:`gaugedyn.theory.single` accepts), which only the
+command line has."""
+_REQUIRED = ("setup", "dim")
+_COMPUTED = {  # the options whose default the command works out
+    "gauge": f"{PARAMS['gauge'].default} (setup single)",
+    "teacher_activation": "the student's",
+    "t_max": "from the set-up",
+    "eta": "none; required with dynamics gd",
 }
 
 
@@ -63,43 +82,29 @@ def register(subparsers) -> None:
         "with the definitions, settings and integrator diagnostics, as one JSON object. Every "
         "value is checked before any work: a bad one gives one error line and exit status 2.",
     )
-    p.add_argument("--setup", required=True, help="single or duplicates")
-    p.add_argument("--dim", required=True, help="input dimension D (integer in [2, 1e8])")
-    p.add_argument("--gauge", default=None, help="single: w-heavy, a-heavy or balanced")
-    p.add_argument("--gauges", default=None,
-                   help="duplicates: comma-separated gauges, one per copy (e.g. a-heavy,w-heavy); "
-                   f"at most {MAX_NEURONS}")
-    p.add_argument("--scale", default="1.0", help="initial coefficient rho0 = s, in [1e-6, 1e6]")
-    p.add_argument("--activation", default="relu", help=", ".join(ACTIVATIONS))
-    p.add_argument("--teacher-activation", default=None,
-                   help="the teacher's own activation (default: the student's)")
-    p.add_argument("--weight-decay", default="0", help="weight decay on both layers, in [0, 1e3]")
-    p.add_argument("--lr2", default="1", help="second-layer rate relative to the first, in "
-                   "[0, 1e3] (0 freezes it)")
-    p.add_argument("--threshold", default="0.95", help="specialization threshold in (0, 1)")
-    p.add_argument("--prune-tol", default="1e-3", help="pruned when |rho_i| < prune-tol, in (0, 1)")
-    p.add_argument("--t-max", default=None, help="horizon in (0, 1e12] (default: from the set-up)")
-    p.add_argument("--formulation", default="order-parameters",
-                   help="order-parameters, weight-space or span")
-    p.add_argument("--dynamics", default="flow", help="flow or gd")
-    p.add_argument("--eta", default=None, help="GD step size in (0, 1e3] (required for gd)")
-    p.add_argument("--method", default="auto", help=", ".join(METHOD_NAMES))
-    p.add_argument("--rtol", default="1e-8", help="relative tolerance in [1e-13, 1e-2]")
-    p.add_argument("--atol", default="1e-10", help="absolute tolerance in [1e-20, 1e-2]")
-    p.add_argument("--stop-at-specialization", action="store_true",
-                   help="end the run when every teacher feature has specialised")
+    for name, option in OPTIONS.items():
+        if name in _REQUIRED:
+            option.add_to(p, required=True)
+        elif name in _COMPUTED:
+            option.add_to(p, default=None, default_text=_COMPUTED[name])
+        else:
+            option.add_to(p)
+        if name == "gauge":
+            p.add_argument(
+                "--gauges",
+                default=None,
+                help="duplicates: comma-separated gauges, one per copy (e.g. "
+                f"a-heavy,w-heavy), each one of {', '.join(GAUGES)}; at most "
+                f"{MAX_NEURONS}",
+            )
+    p.add_argument(
+        "--stop-at-specialization",
+        action="store_true",
+        help="end the run when every teacher feature has specialised",
+    )
     progress_options(p)
     p.set_defaults(func=_handle)
     _register_check(subparsers)
-
-
-CHECK_OPTIONS = {
-    "samples": Param(int, name="samples", lo=1000, hi=10**8,
-                      why="1e8 pairs of float64 samples take about 1.6 GB"),
-    "configurations": Param(int, name="configurations", lo=1, hi=1000,
-                             why="each configuration draws its own Monte Carlo estimate"),
-    "seed": Param(int, name="seed", lo=0, hi=2**63 - 1, why="numpy's SeedSequence entropy"),
-}
 
 
 def _register_check(subparsers) -> None:
@@ -112,14 +117,19 @@ def _register_check(subparsers) -> None:
         "standard errors and the quadrature's stated error bound as one JSON object. Exit "
         "status 0 when every deviation is below 4 standard errors, 1 otherwise.",
     )
-    p.add_argument("activation", help=f"a registered name ({', '.join(ACTIVATIONS)}) or "
-                   "MODULE:NAME, an Activation (or an elementwise torch function) in an "
-                   "importable module or a .py file")
-    p.add_argument("--samples", default="1000000", help="Monte Carlo samples per configuration")
-    p.add_argument("--configurations", default="20", help="random covariances to check")
-    p.add_argument("--seed", default="0", help="seed of the covariances and samples")
-    p.add_argument("--numerical", action="store_true",
-                   help="check the quadrature even where a closed form exists")
+    p.add_argument(
+        "activation",
+        help=f"a registered name ({', '.join(ACTIVATIONS)}) or "
+        "MODULE:NAME, an Activation (or an elementwise torch function) in an "
+        "importable module or a .py file",
+    )
+    for option in CHECK_OPTIONS.values():
+        option.add_to(p)
+    p.add_argument(
+        "--numerical",
+        action="store_true",
+        help="check the quadrature even where a closed form exists",
+    )
     p.set_defaults(func=_handle_check)
 
 
@@ -142,6 +152,8 @@ def load_activation(spec: str):
             if not path.is_file():
                 raise InputError(f"activation file {where!r} does not exist")
             spec_ = importlib.util.spec_from_file_location(path.stem, path)
+            if spec_ is None or spec_.loader is None:
+                raise InputError(f"cannot import {where!r} for the activation: not a module")
             module = importlib.util.module_from_spec(spec_)
             spec_.loader.exec_module(module)
         else:
@@ -153,8 +165,10 @@ def load_activation(spec: str):
         return obj
     if callable(obj):
         return Activation.from_torch(obj, name=attr)
-    raise InputError(f"{spec!r} names no Activation or function; allowed: MODULE:NAME with NAME "
-                     "an Activation or an elementwise torch function")
+    raise InputError(
+        f"{spec!r} names no Activation or function; allowed: MODULE:NAME with NAME "
+        "an Activation or an elementwise torch function"
+    )
 
 
 def _handle_check(args) -> int:
@@ -164,20 +178,15 @@ def _handle_check(args) -> int:
 
     values = {k: o.parse(getattr(args, k)) for k, o in CHECK_OPTIONS.items()}
     act = load_activation(args.activation)
-    report = check_activation(act, samples=values["samples"],
-                              configurations=values["configurations"], seed=values["seed"],
-                              numerical=args.numerical)
+    report = check_activation(
+        act,
+        samples=values["samples"],
+        configurations=values["configurations"],
+        seed=values["seed"],
+        numerical=args.numerical,
+    )
     print(json.dumps(report, indent=1))
     return 0 if report["passed"] else 1
-
-
-def progress_options(p: argparse.ArgumentParser) -> None:
-    """``--progress`` / ``--quiet``: a progress bar on standard error (default: on a terminal)."""
-    group = p.add_mutually_exclusive_group()
-    group.add_argument("--progress", action="store_true",
-                       help="show progress with the time left on stderr even when it is not a "
-                       "terminal")
-    group.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
 
 def _gauges(args) -> list[str]:
@@ -186,20 +195,25 @@ def _gauges(args) -> list[str]:
     if args.setup == "single":
         if args.gauges is not None:
             raise InputError("--gauges is for --setup duplicates; use --gauge with single")
-        return [OPTIONS["gauge"].parse("w-heavy" if args.gauge is None else args.gauge)]
+        gauge = OPTIONS["gauge"]
+        return [gauge.parse(gauge.default if args.gauge is None else args.gauge)]
     if args.gauge is not None:
         raise InputError("--gauge is for --setup single; use --gauges with duplicates")
     if not args.gauges:
-        raise InputError("--gauges is required with --setup duplicates, e.g. "
-                         "a-heavy,w-heavy,w-heavy")
+        raise InputError(
+            "--gauges is required with --setup duplicates, e.g. a-heavy,w-heavy,w-heavy"
+        )
     names = [g.strip() for g in args.gauges.split(",")]
     if len(names) > MAX_NEURONS:
-        raise InputError(f"--gauges names {len(names)} neurons; allowed: 1 to {MAX_NEURONS} "
-                         "(the dense Jacobian of the order-parameter state grows as K^4)")
+        raise InputError(
+            f"--gauges names {len(names)} neurons; allowed: 1 to {MAX_NEURONS} "
+            "(the dense Jacobian of the order-parameter state grows as K^4)"
+        )
     for g in names:
         if g not in GAUGES:
-            raise InputError(f"--gauges entry {g!r} is not allowed; each must be one of "
-                             f"{', '.join(GAUGES)}")
+            raise InputError(
+                f"--gauges entry {g!r} is not allowed; each must be one of {', '.join(GAUGES)}"
+            )
     return names
 
 
@@ -227,8 +241,9 @@ def output_times(t_max: float, per_decade: int = 40, t_min: float = 1e-3) -> int
     return max(int(math.ceil(per_decade * math.log10(t_max / t_min))) + 1, 2) + 2
 
 
-def memory_estimate(dim: int, K: int, formulation: str, method: str, n_out: int,
-                    M: int = 1) -> tuple[float, str]:
+def memory_estimate(
+    dim: int, K: int, formulation: str, method: str, n_out: int, M: int = 1
+) -> tuple[float, str]:
     """``(bytes, formula)``: float64 arrays of a solve of ``K`` students and ``M`` teachers.
 
     The problem holds ``W (K, D)``, ``V (M, D)`` and their directions and span basis (about 8
@@ -237,31 +252,54 @@ def memory_estimate(dim: int, K: int, formulation: str, method: str, n_out: int,
     at ``n_out`` output times; an implicit method (rodas, Radau, BDF, LSODA) factorises a dense
     ``n x n`` Jacobian (about 4 copies).
     """
-    n = {"order-parameters": K + K * (K + 1) // 2 + K * M, "span": K + K * (K + M),
-         "weight-space": K + K * dim}[formulation]
+    n = {
+        "order-parameters": K + K * (K + 1) // 2 + K * M,
+        "span": K + K * (K + M),
+        "weight-space": K + K * dim,
+    }[formulation]
     from ._registry import EXPLICIT_ABOVE  # "auto" runs an explicit method above it
 
     implicit = method in ("lsoda", "rodas", "Radau", "BDF", "LSODA") or (
-        method == "auto" and n <= EXPLICIT_ABOVE)
+        method == "auto" and n <= EXPLICIT_ABOVE
+    )
     total = 8.0 * (8 * dim * (K + M) + n * (n_out + 16) + (4 * n * n if implicit else 0))
-    formula = (f"8 bytes x (8 D (K+M) + n (outputs + 16){' + 4 n^2' if implicit else ''}) with "
-               f"D={dim}, K={K}, n={n}, outputs={n_out}")
+    formula = (
+        f"8 bytes x (8 D (K+M) + n (outputs + 16){' + 4 n^2' if implicit else ''}) with "
+        f"D={dim}, K={K}, n={n}, outputs={n_out}"
+    )
     return total, formula
 
 
 def _numbers(args) -> dict:
     from .._errors import InputError
 
-    names = ("dim", "scale", "threshold", "prune_tol", "t_max", "eta", "rtol", "atol",
-             "weight_decay", "lr2")
-    values = {name: OPTIONS[name].parse(getattr(args, name)) if getattr(args, name) is not None
-              else None for name in names}
+    names = (
+        "dim",
+        "scale",
+        "threshold",
+        "prune_tol",
+        "t_max",
+        "eta",
+        "rtol",
+        "atol",
+        "weight_decay",
+        "lr2",
+    )
+    values = {
+        name: OPTIONS[name].parse(getattr(args, name)) if getattr(args, name) is not None else None
+        for name in names
+    }
     for name in ("setup", "activation", "formulation", "dynamics", "method"):
         values[name] = OPTIONS[name].parse(getattr(args, name))
-    values["teacher_activation"] = (None if args.teacher_activation is None else
-                                    OPTIONS["teacher_activation"].parse(args.teacher_activation))
+    values["teacher_activation"] = (
+        None
+        if args.teacher_activation is None
+        else OPTIONS["teacher_activation"].parse(args.teacher_activation)
+    )
     if values["dynamics"] == "gd" and values["eta"] is None:
-        raise InputError("--eta is required with --dynamics gd; give a step size in (0, 1e3]")
+        raise InputError(
+            f"--eta is required with --dynamics gd; give a step size: {OPTIONS['eta'].describe()}"
+        )
     if values["dynamics"] == "flow" and values["eta"] is not None:
         raise InputError("--eta is only used with --dynamics gd")
     return values
@@ -270,9 +308,12 @@ def _numbers(args) -> dict:
 def _warn_loose(values: dict) -> None:
     for name, loose in (("rtol", LOOSE_RTOL), ("atol", LOOSE_ATOL)):
         if values[name] > loose:
-            print(f"gaugedyn solve: warning: --{name}={values[name]:g} is loose (above {loose:g}): "
-                  "expect errors of that order, e.g. in delta_drift, which the flow conserves "
-                  "exactly", file=sys.stderr)
+            print(
+                f"gaugedyn solve: warning: --{name}={values[name]:g} is loose (above {loose:g}): "
+                "expect errors of that order, e.g. in delta_drift, which the flow conserves "
+                "exactly",
+                file=sys.stderr,
+            )
 
 
 def _functional(sol, problem, activation: str, prune_tol: float) -> dict:
@@ -281,8 +322,15 @@ def _functional(sol, problem, activation: str, prune_tol: float) -> dict:
     from ._functional import functional_report, pruning_time
 
     _, _, _, b, T = problem.order_parameters()
-    report = functional_report(sol.a[-1], sol.Q[-1], sol.R[-1], T, b, activation,
-                               teacher_activation=problem.teacher_activation)
+    report = functional_report(
+        sol.a[-1],
+        sol.Q[-1],
+        sol.R[-1],
+        T,
+        b,
+        activation,
+        teacher_activation=problem.teacher_activation,
+    )
     prune = pruning_time(sol.t, sol.observables["rho"], prune_tol, sol.pruning_time)
     return {**report, "pruning_time": [float(x) for x in prune]}
 
@@ -303,8 +351,11 @@ def _handle(args: argparse.Namespace) -> int:
     dim, K = values["dim"], len(gauges)
     _warn_loose(values)
     base, base_formula = memory_estimate(dim, K, values["formulation"], values["method"], 0)
-    check_memory(f"--dim={dim} with {K} neuron(s) ({values['formulation']}, "
-                 f"{values['method']})", base, base_formula)
+    check_memory(
+        f"--dim={dim} with {K} neuron(s) ({values['formulation']}, {values['method']})",
+        base,
+        base_formula,
+    )
     # checked before the problem is built (that alone takes seconds at large D)
     t_max = values["t_max"] or named_t_max(dim, gauges, values["scale"])
     if values["dynamics"] == "gd":
@@ -312,29 +363,48 @@ def _handle(args: argparse.Namespace) -> int:
 
         width = dim if values["formulation"] == "weight-space" else K + 1
         steps = check_gd_steps(values["eta"], t_max, K, 1, width, "--eta", "--t-max")
-    estimate, formula = memory_estimate(dim, K, values["formulation"], values["method"],
-                                        output_times(t_max))
-    check_memory(f"--dim={dim} with {K} neuron(s) ({values['formulation']}, "
-                 f"{values['method']}, t_max={t_max:g})", estimate, formula)
+    estimate, formula = memory_estimate(
+        dim, K, values["formulation"], values["method"], output_times(t_max)
+    )
+    check_memory(
+        f"--dim={dim} with {K} neuron(s) ({values['formulation']}, "
+        f"{values['method']}, t_max={t_max:g})",
+        estimate,
+        formula,
+    )
     kind = dict(scale=values["scale"], activation=values["activation"])
-    problem = single(dim, gauges[0], **kind) if args.setup == "single" else \
-        duplicates(dim, gauges, **kind)
+    problem = (
+        single(dim, gauges[0], **kind)
+        if args.setup == "single"
+        else duplicates(dim, gauges, **kind)
+    )
     if values["teacher_activation"] is not None:
         problem = problem.replace(teacher_activation=values["teacher_activation"])
     definitions = Definitions(threshold=values["threshold"], prune_tol=values["prune_tol"])
-    extra = {}
+    extra: dict[str, Any] = {}
     if values["dynamics"] == "gd":
-        bar = progress_bar(steps + 1, "solve (gd)", unit="step",
-                           force=args.progress, quiet=args.quiet)
+        bar = progress_bar(
+            steps + 1, "solve (gd)", unit="step", force=args.progress, quiet=args.quiet
+        )
         extra["progress"] = bar.callback
     else:
         bar = None
     try:
-        sol = solve(problem, formulation=values["formulation"], dynamics=values["dynamics"],
-                    eta=values["eta"], t_max=values["t_max"], method=values["method"],
-                    rtol=values["rtol"], atol=values["atol"], definitions=definitions,
-                    stop_at_specialization=args.stop_at_specialization,
-                    weight_decay=values["weight_decay"], lr2=values["lr2"], **extra)
+        sol = solve(
+            problem,
+            formulation=values["formulation"],
+            dynamics=values["dynamics"],
+            eta=values["eta"],
+            t_max=values["t_max"],
+            method=values["method"],
+            rtol=values["rtol"],
+            atol=values["atol"],
+            definitions=definitions,
+            stop_at_specialization=args.stop_at_specialization,
+            weight_decay=values["weight_decay"],
+            lr2=values["lr2"],
+            **extra,
+        )
     finally:
         if bar is not None:
             bar.close()

@@ -29,9 +29,40 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import InputError
+from .._options import Param
 from ._population import _gradients, _order_parameter_velocity, gradient_jvp
 
 FORMULATIONS = ("order-parameters", "weight-space", "span")
+
+PARAMS: dict[str, Param] = {
+    "formulation": Param(
+        str,
+        "order-parameters",
+        name="formulation",
+        choices=FORMULATIONS,
+        help="the exact formulation integrated",
+    ),
+    "weight_decay": Param(
+        float,
+        0.0,
+        name="weight_decay",
+        lo=0,
+        hi=1e3,
+        help="weight decay lambda on both layers",
+        why="a larger penalty shrinks every weight to 0 at once",
+    ),
+    "lr2": Param(
+        float,
+        1.0,
+        name="lr2",
+        lo=0,
+        hi=1e3,
+        help="second-layer rate",
+        why="the second layer's rate relative to the first; 0 freezes it",
+    ),
+}
+"""The settings of the flows (:func:`initial_state`), declared once: checked here and offered
+by the command line."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,11 +99,11 @@ class FlowParams:
         ``W`` and ``C`` (module docstring)."""
         n = y.shape[-1]
         s = np.ones(n)
-        s[:self.K] = self.lr2
+        s[: self.K] = self.lr2
         d = np.ones(n)
-        d[:self.K] = self.lr2
+        d[: self.K] = self.lr2
         if self.formulation == "order-parameters":
-            d[self.K:self.K + self.K * (self.K + 1) // 2] = 2.0
+            d[self.K : self.K + self.K * (self.K + 1) // 2] = 2.0
         return s, d
 
     @property
@@ -113,10 +144,7 @@ class FlowParams:
 
 
 def _check_formulation(formulation: str) -> str:
-    if formulation not in FORMULATIONS:
-        raise InputError(f"formulation={formulation!r} is not allowed; choose one of "
-                         f"{', '.join(FORMULATIONS)}")
-    return formulation
+    return PARAMS["formulation"].accept(formulation)
 
 
 def span_basis(W: np.ndarray, V: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
@@ -127,28 +155,32 @@ def span_basis(W: np.ndarray, V: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
     return U[:, :r]
 
 
-def _check_option(name: str, value, allowed: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        v = float("nan")
-    if not (np.isfinite(v) and v >= 0):
-        raise InputError(f"{name}={value!r} is not allowed; allowed: {allowed}")
-    return v
-
-
-def initial_state(problem, formulation: str = "order-parameters", *,
-                  singular_cutoff: float = 1e-10, weight_decay: float = 0.0, lr2: float = 1.0):
+def initial_state(
+    problem,
+    formulation: str = "order-parameters",
+    *,
+    singular_cutoff: float = 1e-10,
+    weight_decay: float = 0.0,
+    lr2: float = 1.0,
+):
     """``(y0, params)`` of a :class:`Problem` in the chosen formulation (with the classical
     options ``weight_decay`` and ``lr2`` of :class:`FlowParams`)."""
     _check_formulation(formulation)
-    weight_decay = _check_option("weight_decay", weight_decay, "a finite number >= 0")
-    lr2 = _check_option("lr2", lr2, "a finite number >= 0 (0 freezes the second layer)")
+    weight_decay = PARAMS["weight_decay"].accept(weight_decay)
+    lr2 = PARAMS["lr2"].accept(lr2)
     K, M = problem.K, problem.M
     a, Q, R, b, T = problem.order_parameters()
-    common = dict(formulation=formulation, K=K, M=M, activation=problem.activation, b=b,
-                  singular_cutoff=singular_cutoff, weight_decay=weight_decay, lr2=lr2,
-                  teacher_activation=problem.teacher_activation)
+    common = dict(
+        formulation=formulation,
+        K=K,
+        M=M,
+        activation=problem.activation,
+        b=b,
+        singular_cutoff=singular_cutoff,
+        weight_decay=weight_decay,
+        lr2=lr2,
+        teacher_activation=problem.teacher_activation,
+    )
     if formulation == "order-parameters":
         return pack_order_parameters(a, Q, R), FlowParams(T=T, **common)
     if formulation == "weight-space":
@@ -182,13 +214,13 @@ def _sym_index(K: int) -> np.ndarray:
 def unpack_order_parameters(y, K: int, M: int):
     nq = K * (K + 1) // 2
     a = y[..., :K]
-    Q = y[..., K:K + nq][..., _sym_index(K)]
-    R = y[..., K + nq:].reshape(*y.shape[:-1], K, M)
+    Q = y[..., K : K + nq][..., _sym_index(K)]
+    R = y[..., K + nq :].reshape(*y.shape[:-1], K, M)
     return a, Q, R
 
 
 def _unpack_weights(y, p: FlowParams):
-    return y[..., :p.K], y[..., p.K:].reshape(*y.shape[:-1], p.K, p.coords)
+    return y[..., : p.K], y[..., p.K :].reshape(*y.shape[:-1], p.K, p.coords)
 
 
 def _t(x):
@@ -207,8 +239,10 @@ def state_to_order_parameters(y, p: FlowParams):
 def weights(y, p: FlowParams):
     """``(a, W)`` in ``D`` dimensions (weight-space and span formulations)."""
     if p.formulation == "order-parameters":
-        raise InputError("the order-parameter formulation does not carry weights; use "
-                         "formulation='weight-space' or 'span'")
+        raise InputError(
+            "the order-parameter formulation does not carry weights; use "
+            "formulation='weight-space' or 'span'"
+        )
     a, W = _unpack_weights(y, p)
     return (a, W) if p.basis is None else (a, W @ p.basis.T)
 
@@ -228,13 +262,15 @@ def _flow(y, p: FlowParams, b, T, V):
     """``(rhs, gradients, state pieces)`` of one evaluation of the flow."""
     if p.formulation == "order-parameters":
         a, Q, R = unpack_order_parameters(y, p.K, p.M)
-        g = _gradients(a, Q, R, b, T, p.activation, with_loss=False,
-                       teacher_activation=p.teacher_activation)
+        g = _gradients(
+            a, Q, R, b, T, p.activation, with_loss=False, teacher_activation=p.teacher_activation
+        )
         return pack_order_parameters(-g.g_a, *_order_parameter_velocity(g, Q, R, T)), g, (a, Q, R)
     a, W = _unpack_weights(y, p)
     Q, R = W @ _t(W), W @ _t(V)
-    g = _gradients(a, Q, R, b, T, p.activation, with_loss=False,
-                   teacher_activation=p.teacher_activation)
+    g = _gradients(
+        a, Q, R, b, T, p.activation, with_loss=False, teacher_activation=p.teacher_activation
+    )
     dW = -(2 * g.G @ W + g.H @ V)
     f = np.concatenate([-g.g_a, dW.reshape(*dW.shape[:-2], -1)], axis=-1)
     return f, g, (a, Q, R, W)
@@ -283,9 +319,19 @@ def rhs_and_jacobian(t, y, p: FlowParams):
 
     a_, Q_, R_ = a[..., None, :], ex(Q), ex(R)
     b_, T_ = b[..., None, :], ex(T)
-    dga, dG, dH = gradient_jvp(a_, Q_, R_, b_, T_, da, dQ, dR, p.activation,
-                               singular_cutoff=p.singular_cutoff,
-                               teacher_activation=p.teacher_activation)
+    dga, dG, dH = gradient_jvp(
+        a_,
+        Q_,
+        R_,
+        b_,
+        T_,
+        da,
+        dQ,
+        dR,
+        p.activation,
+        singular_cutoff=p.singular_cutoff,
+        teacher_activation=p.teacher_activation,
+    )
     G, H = ex(g.G), ex(g.H)
     if p.formulation == "order-parameters":
         A = dG @ Q_ + G @ dQ
@@ -309,16 +355,18 @@ def gd_step(y, eta: float, p: FlowParams):
         return y + eta * rhs(0.0, y, p)
     b, T, _ = _expand_params(p, y)
     a, Q, R = unpack_order_parameters(y, p.K, p.M)
-    g = _gradients(a, Q, R, b, T, p.activation, with_loss=False,
-                   teacher_activation=p.teacher_activation)
+    g = _gradients(
+        a, Q, R, b, T, p.activation, with_loss=False, teacher_activation=p.teacher_activation
+    )
     G, H = g.G, g.H
     dQ, dR = _order_parameter_velocity(g, Q, R, T)
     GRHt = G @ R @ _t(H)
     outer = 4 * (G @ Q) @ G + 2 * GRHt + 2 * _t(GRHt) + H @ T @ _t(H)
     if p.plain:
-        return pack_order_parameters(a - eta * g.g_a, Q + eta * dQ + eta**2 * outer,
-                                     R + eta * dR)
+        return pack_order_parameters(a - eta * g.g_a, Q + eta * dQ + eta**2 * outer, R + eta * dR)
     keep = 1.0 - eta * p.weight_decay  # W -> keep W - eta dL/dW
-    return pack_order_parameters(a - eta * p.lr2 * (g.g_a + p.weight_decay * a),
-                                 keep**2 * Q + eta * keep * dQ + eta**2 * outer,
-                                 keep * R + eta * dR)
+    return pack_order_parameters(
+        a - eta * p.lr2 * (g.g_a + p.weight_decay * a),
+        keep**2 * Q + eta * keep * dQ + eta**2 * outer,
+        keep * R + eta * dR,
+    )

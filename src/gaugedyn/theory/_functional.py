@@ -47,19 +47,20 @@ def teacher_norm(b, T, activation: str = "relu") -> np.ndarray:
     return function_norm(b, T, activation)
 
 
-def remaining_function(a, Q, R, T, b, activation: str = "relu",
-                       tie_rtol: float = TIE_RTOL) -> np.ndarray:
+def remaining_function(
+    a, Q, R, T, b, activation: str = "relu", tie_rtol: float = TIE_RTOL
+) -> np.ndarray:
     """``||sum_{i owns no feature} rho_i g(u_i.x)||`` in closed form (``(...)``; see module doc)."""
     a = np.asarray(a, dtype=float)
     owning = np.any(owner_sets(a, Q, R, T, b, tie_rtol), axis=-1)
     return function_norm(np.where(owning, 0.0, a), Q, activation)
 
 
-def remaining_relative(a, Q, R, T, b, activation: str = "relu",
-                       tie_rtol: float = TIE_RTOL) -> np.ndarray:
+def remaining_relative(
+    a, Q, R, T, b, activation: str = "relu", tie_rtol: float = TIE_RTOL
+) -> np.ndarray:
     """:func:`remaining_function` over the teacher's norm ``||f*||``."""
-    return (remaining_function(a, Q, R, T, b, activation, tie_rtol)
-            / teacher_norm(b, T, activation))
+    return remaining_function(a, Q, R, T, b, activation, tie_rtol) / teacher_norm(b, T, activation)
 
 
 def pruned_since(t, rho, prune_tol: float) -> np.ndarray:
@@ -93,8 +94,9 @@ def pruning_time(t, rho, prune_tol: float, event_time=None) -> np.ndarray:
     return np.where(ok, event, since)
 
 
-def functional_report(a, Q, R, T, b, activation: str = "relu",
-                      tie_rtol: float = TIE_RTOL, teacher_activation=None) -> dict:
+def functional_report(
+    a, Q, R, T, b, activation: str = "relu", tie_rtol: float = TIE_RTOL, teacher_activation=None
+) -> dict:
     """Owners (index or ``"tie"`` with the tied indices) and the remaining function of one state,
     as plain data (``a (K,)``, ``Q (K, K)``, ``R (K, M)``, ``T (M, M)``, ``b (M,)``); the
     teacher's norm with ``teacher_activation`` when it is set."""
@@ -104,10 +106,14 @@ def functional_report(a, Q, R, T, b, activation: str = "relu",
         idx = [int(i) for i in np.flatnonzero(sets[:, n])]
         own.append(idx[0] if len(idx) == 1 else "tie")
     remaining = float(remaining_function(a, Q, R, T, b, activation, tie_rtol))
-    return {"owner": own, "owner_set": [[int(i) for i in np.flatnonzero(sets[:, n])]
-                                        for n in range(sets.shape[-1])],
-            "tie": [o == "tie" for o in own],
-            "remaining_function": remaining,
-            "remaining_relative": remaining / float(teacher_norm(
-                b, T, activation if teacher_activation is None else teacher_activation)),
-            "tie_rtol": tie_rtol}
+    return {
+        "owner": own,
+        "owner_set": [[int(i) for i in np.flatnonzero(sets[:, n])] for n in range(sets.shape[-1])],
+        "tie": [o == "tie" for o in own],
+        "remaining_function": remaining,
+        "remaining_relative": remaining
+        / float(
+            teacher_norm(b, T, activation if teacher_activation is None else teacher_activation)
+        ),
+        "tie_rtol": tie_rtol,
+    }

@@ -79,14 +79,19 @@ def _march(task: FlowTask, grid, counted: _Counted, events):
     from scipy.integrate import ode
 
     solver = ode(counted.fun, counted.jac).set_integrator(
-        "lsoda", rtol=task.rtol, atol=task.atol, nsteps=MAX_STEPS)
+        "lsoda", rtol=task.rtol, atol=task.atol, nsteps=MAX_STEPS
+    )
     solver.set_initial_value(task.y0, 0.0)
     ys, brackets = [task.y0.copy()], {}
     for k in range(1, grid.size):
         y = solver.integrate(grid[k])
         if not solver.successful():
-            raise DivergenceError(f"integration failed (LSODA code {solver.get_return_code()})",
-                                  float(solver.t), k, ys[-1])
+            raise DivergenceError(
+                f"integration failed (LSODA code {solver.get_return_code()})",
+                float(solver.t),
+                k,
+                ys[-1],
+            )
         ys.append(np.array(y))
         g = task.event_fn(ys[-1][None], task.params)[0]
         for e in np.flatnonzero(np.isnan(events) & (g >= 0)):
@@ -96,7 +101,7 @@ def _march(task: FlowTask, grid, counted: _Counted, events):
         if task.stop and not np.any(pending[task.stop_mask]):
             break
     nsteps = int(solver._integrator.iwork[10]) if hasattr(solver._integrator, "iwork") else 0
-    return grid[:len(ys)], np.array(ys), brackets, nsteps
+    return grid[: len(ys)], np.array(ys), brackets, nsteps
 
 
 class _OverBudget(Exception):
@@ -130,15 +135,21 @@ def _locate(task: FlowTask, ts, ys, brackets, events, counted: _Counted):
     from scipy.optimize import brentq
 
     p = task.params
-    dense = {k: _bracket(task, ts[k - 1], ts[k], ys[k - 1], counted)
-             for k in sorted(set(brackets.values()))}
+    dense = {
+        k: _bracket(task, ts[k - 1], ts[k], ys[k - 1], counted)
+        for k in sorted(set(brackets.values()))
+    }
     for e, k in brackets.items():
+
         def g(t, e=e, k=k):
             return task.event_fn(dense[k](t)[None], p)[0, e]
 
         lo, hi = ts[k - 1], ts[k]
-        events[e] = hi if g(hi) < 0 else brentq(g, lo, hi, xtol=1e-300,
-                                                 rtol=4 * np.finfo(float).eps, maxiter=500)
+        events[e] = (
+            hi
+            if g(hi) < 0
+            else brentq(g, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
+        )
     return dense
 
 
@@ -154,9 +165,18 @@ def lsoda(task: FlowTask) -> Integration:
     t_final = float(np.max(events[task.stop_mask])) if stopped else float(ts[-1])
     keep = np.isin(ts, task.t_eval) & (ts <= t_final)
     k_stop = max(brackets.get(e, 0) for e in np.flatnonzero(task.stop_mask)) if stopped else 0
-    te, Y = with_final(ts[keep], ys[keep], t_final,
-                       lambda: dense[k_stop](t_final) if stopped else ys[-1])
-    return Integration(t=te, y=Y, events=events, t_final=t_final, nfev=counted.nfev,
-                       njev=counted.njev, nsteps=nsteps + counted.nsteps, nrejected=None,
-                       status=1 if stopped else 0,
-                       message="stopped at event" if stopped else "reached t_max")
+    te, Y = with_final(
+        ts[keep], ys[keep], t_final, lambda: dense[k_stop](t_final) if stopped else ys[-1]
+    )
+    return Integration(
+        t=te,
+        y=Y,
+        events=events,
+        t_final=t_final,
+        nfev=counted.nfev,
+        njev=counted.njev,
+        nsteps=nsteps + counted.nsteps,
+        nrejected=None,
+        status=1 if stopped else 0,
+        message="stopped at event" if stopped else "reached t_max",
+    )

@@ -82,17 +82,37 @@ def with_final(te, Y, t_final, y_final: Callable):
 def rodas(task: FlowTask) -> Integration:
     """The Rodas4 integrator of :mod:`._rosenbrock` on one trajectory."""
     p = task.params
-    res = rodas4(rhs, jacobian, task.y0[None], p, lambda q, i: q, np.array([task.t_max]),
-                 task.t_eval, rtol=task.rtol, atol=task.atol, event_fn=task.event_fn,
-                 n_events=task.n_events, stop_when_all=task.stop_mask if task.stop else None,
-                 component=p.component, fun_jac=rhs_and_jacobian)
+    res = rodas4(
+        rhs,
+        jacobian,
+        task.y0[None],
+        p,
+        lambda q, i: q,
+        np.array([task.t_max]),
+        task.t_eval,
+        rtol=task.rtol,
+        atol=task.atol,
+        event_fn=task.event_fn,
+        n_events=task.n_events,
+        stop_when_all=task.stop_mask if task.stop else None,
+        component=p.component,
+        fun_jac=rhs_and_jacobian,
+    )
     t_final = float(res.t_final[0])
     keep = task.t_eval <= t_final
     te, Y = with_final(task.t_eval[keep], res.y[0, keep], t_final, lambda: res.y_final[0])
-    return Integration(t=te, y=Y, events=res.events[0], t_final=t_final, nfev=int(res.nfev[0]),
-                       njev=int(res.njev[0]), nsteps=int(res.nsteps[0]),
-                       nrejected=int(res.nrejected[0]), status=int(res.status[0]),
-                       message=res.message[0])
+    return Integration(
+        t=te,
+        y=Y,
+        events=res.events[0],
+        t_final=t_final,
+        nfev=int(res.nfev[0]),
+        njev=int(res.njev[0]),
+        nsteps=int(res.nsteps[0]),
+        nrejected=int(res.nrejected[0]),
+        status=int(res.status[0]),
+        message=res.message[0],
+    )
 
 
 def _initial_events(task: FlowTask) -> np.ndarray:
@@ -101,8 +121,18 @@ def _initial_events(task: FlowTask) -> np.ndarray:
 
 
 def _stopped_at_start(task: FlowTask, events) -> Integration:
-    return Integration(t=np.array([0.0]), y=task.y0[None], events=events, t_final=0.0, nfev=0,
-                       njev=0, nsteps=0, nrejected=None, status=1, message="stopped at event")
+    return Integration(
+        t=np.array([0.0]),
+        y=task.y0[None],
+        events=events,
+        t_final=0.0,
+        nfev=0,
+        njev=0,
+        nsteps=0,
+        nrejected=None,
+        status=1,
+        message="stopped at event",
+    )
 
 
 def _refine_events(task: FlowTask, events, ts, ys, sol_fn) -> None:
@@ -125,8 +155,9 @@ def _refine_events(task: FlowTask, events, ts, ys, sol_fn) -> None:
             if ge(lo) >= 0:
                 events[e] = lo
             else:
-                events[e] = brentq(ge, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps,
-                                   maxiter=500)
+                events[e] = brentq(
+                    ge, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500
+                )
 
 
 class Pace:
@@ -168,7 +199,8 @@ class Pace:
                     "day) a solve accepts: its steps stay short after the flow settles (an "
                     "explicit method's are bounded by the flow's stiffness); use method 'lsoda' "
                     "(implicit, for stiff flows; the span or order-parameter formulation keeps "
-                    "the state small) or a smaller t_max")
+                    "the state small) or a smaller t_max"
+                )
         self.t_ref, self.wall_ref = self.t_seen, now
 
 
@@ -211,8 +243,9 @@ class ScipyIVP:
         def spec_event(t, y):
             return float(np.min(task.event_fn(y[None], p)[0, :M]))
 
-        spec_event.terminal = True
-        spec_event.direction = 1
+        # attributes scipy's solve_ivp reads from an event function (mypy cannot type them)
+        spec_event.terminal = True  # type: ignore[attr-defined]
+        spec_event.direction = 1  # type: ignore[attr-defined]
         return [spec_event]
 
     def __call__(self, task: FlowTask) -> Integration:
@@ -224,13 +257,22 @@ class ScipyIVP:
         if task.stop and np.all(np.isfinite(events[task.stop_mask])):
             return _stopped_at_start(task, events)
         fun = self._fun(p, Pace(self.name, task.t_max))
-        sol = solve_ivp(fun, (0.0, task.t_max), task.y0, method=self.name, rtol=task.rtol,
-                        atol=task.atol, dense_output=True,
-                        events=self._terminal(task) if task.stop else None, **kwargs)
+        sol = solve_ivp(
+            fun,
+            (0.0, task.t_max),
+            task.y0,
+            method=self.name,
+            rtol=task.rtol,
+            atol=task.atol,
+            dense_output=True,
+            events=self._terminal(task) if task.stop else None,
+            **kwargs,
+        )
         if sol.status == -1:
             last = sol.y[:, -1] if sol.y.size else task.y0
-            raise DivergenceError(f"integration failed ({sol.message})", float(sol.t[-1]),
-                                  len(sol.t) - 1, last)
+            raise DivergenceError(
+                f"integration failed ({sol.message})", float(sol.t[-1]), len(sol.t) - 1, last
+            )
         t_final = float(sol.t[-1])
         _refine_events(task, events, sol.t, sol.y.T, sol.sol)
         if task.stop and sol.status == 1:
@@ -240,9 +282,18 @@ class ScipyIVP:
         te = task.t_eval[task.t_eval <= t_final]
         Y = sol.sol(te).T if te.size else np.empty((0, task.y0.size))
         te, Y = with_final(te, Y, t_final, lambda: sol.sol(t_final))
-        return Integration(t=te, y=Y, events=events, t_final=t_final, nfev=sol.nfev,
-                           njev=sol.njev, nsteps=len(sol.t) - 1, nrejected=None,
-                           status=sol.status, message=sol.message)
+        return Integration(
+            t=te,
+            y=Y,
+            events=events,
+            t_final=t_final,
+            nfev=sol.nfev,
+            njev=sol.njev,
+            nsteps=len(sol.t) - 1,
+            nrejected=None,
+            status=sol.status,
+            message=sol.message,
+        )
 
 
 def _gd_events(task: FlowTask, events, g_prev, y, k: int, eta: float):
@@ -258,8 +309,9 @@ def _gd_events(task: FlowTask, events, g_prev, y, k: int, eta: float):
     return g
 
 
-def gradient_descent(task: FlowTask, eta: float,
-                     progress: Callable[[int, int], object] | None = None) -> Integration:
+def gradient_descent(
+    task: FlowTask, eta: float, progress: Callable[[int, int], object] | None = None
+) -> Integration:
     """Population gradient descent ``theta -> theta - eta grad L`` (:func:`gd_step`), step ``k``
     reported at time ``k eta``; the outputs are the iterates nearest to ``t_eval``.
     ``progress(done, total)`` is called once per chunk of at most 1000 steps."""
@@ -292,8 +344,17 @@ def gradient_descent(task: FlowTask, eta: float,
         y = y_new
     if progress is not None:
         progress(k, n_steps)
-    ks = np.array(ks)
+    done = np.array(ks)
     stopped = k < n_steps
-    return Integration(t=ks * eta, y=np.array(ys), events=events, t_final=ks[-1] * eta, nfev=k,
-                       njev=0, nsteps=k, nrejected=0, status=1 if stopped else 0,
-                       message="stopped at event" if stopped else "reached t_max")
+    return Integration(
+        t=done * eta,
+        y=np.array(ys),
+        events=events,
+        t_final=done[-1] * eta,
+        nfev=k,
+        njev=0,
+        nsteps=k,
+        nrejected=0,
+        status=1 if stopped else 0,
+        message="stopped at event" if stopped else "reached t_max",
+    )

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._options import Param
 from ._population import gradients, population_loss
 
 TIE_RTOL = 1e-4
@@ -19,6 +20,33 @@ TIE_RTOL = 1e-4
 accumulated integration error between identical copies (4e-7 measured with the span formulation
 at rtol 1e-8), far below the difference any gauge gap produces."""
 
+
+PARAMS: dict[str, Param] = {
+    "threshold": Param(
+        float,
+        0.95,
+        name="threshold",
+        lo=0,
+        hi=1,
+        lo_open=True,
+        hi_open=True,
+        help="specialization threshold",
+        why="an overlap m lies in [-1, 1]",
+    ),
+    "prune_tol": Param(
+        float,
+        1e-3,
+        name="prune_tol",
+        lo=0,
+        hi=1,
+        lo_open=True,
+        hi_open=True,
+        help="pruned when |rho_i| < prune_tol",
+        why="the owner converges to |rho| = |b| = 1, so a tolerance >= 1 would call it pruned",
+    ),
+}
+"""The parameters of :class:`Definitions`, declared once: checked by it and offered by the
+command line."""
 
 
 @dataclass(frozen=True)
@@ -45,10 +73,8 @@ class Definitions:
     prune_tol: float = 1e-3
 
     def __post_init__(self):
-        from ._cli import OPTIONS  # the command line's declarations: the same bounds and reasons
-
-        OPTIONS["threshold"].accept(self.threshold)
-        OPTIONS["prune_tol"].accept(self.prune_tol)
+        PARAMS["threshold"].accept(self.threshold)
+        PARAMS["prune_tol"].accept(self.prune_tol)
 
     def describe(self) -> dict:
         """The definitions as plain data, for result metadata."""
@@ -57,8 +83,7 @@ class Definitions:
             "alignment": "m_in = w_i.v_n / (|w_i| |v_n|)",
             "rho": "rho_i = a_i |w_i|",
             "delta": "delta_i = a_i^2 - |w_i|^2",
-            "specialization": "s_n = max_i m_in (max_i |m_in| for odd activations: erf, "
-            "linear)",
+            "specialization": "s_n = max_i m_in (max_i |m_in| for odd activations: erf, linear)",
             "specialization_time": "first t with s_n(t) >= threshold",
             "owner": "argmax_i sign(b_n) rho_i m_in",
             "pruned": "|rho_i| < prune_tol",
@@ -197,8 +222,18 @@ CLASSIFICATION_SAMPLES = 2**16
 """Default Gaussian draws of :func:`classification_error` (standard error <= 0.002)."""
 
 
-def classification_error(a, Q, R, b, T, activation="relu", teacher_activation=None, *,
-                         samples: int = CLASSIFICATION_SAMPLES, rng=None):
+def classification_error(
+    a,
+    Q,
+    R,
+    b,
+    T,
+    activation="relu",
+    teacher_activation=None,
+    *,
+    samples: int = CLASSIFICATION_SAMPLES,
+    rng=None,
+):
     """The classification error ``P(sign f(x) != sign f*(x))`` of the state(s), with its
     Monte Carlo standard error: ``(error, se)``, each of the batch shape.
 
@@ -211,24 +246,25 @@ def classification_error(a, Q, R, b, T, activation="relu", teacher_activation=No
     ``se = sqrt(p (1 - p) / samples)``. For the linear activation, and for odd ``g`` at ``K = M
     = 1``, the exact value is ``arccos(corr(f, f*)) / pi`` (tested).
     """
-    from ._activation import _on_numpy, activation_of
+    from ._activation import activation_of, on_numpy
 
-    g = _on_numpy(activation_of(activation).function)
-    gt = _on_numpy(activation_of(activation if teacher_activation is None
-                                 else teacher_activation).function)
+    g = on_numpy(activation_of(activation).function)
+    gt = on_numpy(
+        activation_of(activation if teacher_activation is None else teacher_activation).function
+    )
     a, Q, R, b, T = (np.asarray(x, dtype=np.float64) for x in (a, Q, R, b, T))
     K, M = a.shape[-1], b.shape[-1]
-    lead = np.broadcast_shapes(a.shape[:-1], Q.shape[:-2], R.shape[:-2], b.shape[:-1],
-                               T.shape[:-2])
+    lead = np.broadcast_shapes(a.shape[:-1], Q.shape[:-2], R.shape[:-2], b.shape[:-1], T.shape[:-2])
     a, b = np.broadcast_to(a, lead + (K,)), np.broadcast_to(b, lead + (M,))
     Q, R = np.broadcast_to(Q, lead + (K, K)), np.broadcast_to(R, lead + (K, M))
     T = np.broadcast_to(T, lead + (M, M))
-    C = np.concatenate([np.concatenate([Q, R], -1),
-                        np.concatenate([np.swapaxes(R, -1, -2), T], -1)], -2)
+    C = np.concatenate(
+        [np.concatenate([Q, R], -1), np.concatenate([np.swapaxes(R, -1, -2), T], -1)], -2
+    )
     rng = np.random.default_rng(0) if rng is None else rng
     z = rng.standard_normal((int(samples), K + M))
     flat_C, flat_a, flat_b = C.reshape(-1, K + M, K + M), a.reshape(-1, K), b.reshape(-1, M)
-    err = np.empty(flat_C.shape[0])
+    err: np.ndarray = np.empty(flat_C.shape[0])
     for s in range(err.size):
         lam, U = np.linalg.eigh(flat_C[s])
         u = z @ (U * np.sqrt(np.maximum(lam, 0.0))).T
@@ -239,8 +275,16 @@ def classification_error(a, Q, R, b, T, activation="relu", teacher_activation=No
     return err, np.sqrt(err * (1.0 - err) / int(samples))
 
 
-def observe(a, Q, R, b, T, activation: str = "relu", definitions: Definitions = Definitions(),
-            teacher_activation=None):
+def observe(
+    a,
+    Q,
+    R,
+    b,
+    T,
+    activation: str = "relu",
+    definitions: Definitions = Definitions(),
+    teacher_activation=None,
+):
     """All instantaneous observables of a state, as a dict of arrays (``teacher_activation``:
     the teacher's, when it differs from the student's)."""
     reaction, transport = dissipation(a, Q, R, b, T, activation, teacher_activation)

@@ -84,12 +84,12 @@ def gradients(a, Q, R, b, T, activation="relu", teacher_activation=None) -> Grad
     - sum_n a_i b_n F_q1(Q_ii, T_nn, R_in)``; ``H_in = -a_i b_n F_c(Q_ii, T_nn, R_in)``.
     The weight gradient is then ``dL/dW = 2 G W + H V`` for any realisation of ``(Q, R)``.
     """
-    return _gradients(a, Q, R, b, T, activation, with_loss=True,
-                      teacher_activation=teacher_activation)
+    return _gradients(
+        a, Q, R, b, T, activation, with_loss=True, teacher_activation=teacher_activation
+    )
 
 
-def _gradients(a, Q, R, b, T, activation, with_loss: bool,
-               teacher_activation=None) -> Gradients:
+def _gradients(a, Q, R, b, T, activation, with_loss: bool, teacher_activation=None) -> Gradients:
     F, dF, _, S, dS, _ = _kernels(activation)
     tk, (Fx, dFx, _) = _teacher(activation, teacher_activation)
     K = Q.shape[-1]
@@ -113,8 +113,11 @@ def _gradients(a, Q, R, b, T, activation, with_loss: bool,
     g_a = _matvec(Fss, a) - _matvec(Fst, b)
     if with_loss:
         tt = np.einsum("...n,...nm,...m->...", b, _pair_matrix(tk[0], tk[3], T), b)
-        loss = 0.5 * np.einsum("...i,...i->...", a, g_a) - 0.5 * np.einsum(
-            "...i,...in,...n->...", a, Fst, b) + 0.5 * tt
+        loss = (
+            0.5 * np.einsum("...i,...i->...", a, g_a)
+            - 0.5 * np.einsum("...i,...in,...n->...", a, Fst, b)
+            + 0.5 * tt
+        )
     else:
         loss = None
     G = 0.5 * aa * Fc_ss
@@ -150,8 +153,20 @@ def _clip_correlation(q1, q2, c, cutoff: float):
     return np.clip(c, -bound, bound)
 
 
-def gradient_jvp(a, Q, R, b, T, da, dQ, dR, activation="relu", *,
-                 singular_cutoff: float = 0.0, teacher_activation=None):
+def gradient_jvp(
+    a,
+    Q,
+    R,
+    b,
+    T,
+    da,
+    dQ,
+    dR,
+    activation="relu",
+    *,
+    singular_cutoff: float = 0.0,
+    teacher_activation=None,
+):
     """Directional derivative of ``(dL/da, G, H)`` of :func:`gradients` along ``(da, dQ, dR)``.
 
     ``dQ`` is a symmetric direction. The state arrays broadcast against the direction arrays (insert
@@ -189,7 +204,7 @@ def gradient_jvp(a, Q, R, b, T, da, dQ, dR, activation="relu", *,
     dF_st = Fq1_st * dqi + Fc_st * dR
     pair = 0.0 if K == 1 else np.where(eye, 0.0, F(q1, q2, Qo))
     Fss = np.where(eye, Fss_self[..., :, None] * np.ones(K), pair)
-    dg_a = (_matvec(dF_ss, a) + _matvec(Fss, da) + dS(dq) * ddq * a - _matvec(dF_st, b))
+    dg_a = _matvec(dF_ss, a) + _matvec(Fss, da) + dS(dq) * ddq * a - _matvec(dF_st, b)
 
     aa = a[..., :, None] * a[..., None, :]
     daa = da[..., :, None] * a[..., None, :] + a[..., :, None] * da[..., None, :]
@@ -200,9 +215,12 @@ def gradient_jvp(a, Q, R, b, T, da, dQ, dR, activation="relu", *,
     dFq1_st = s11 * dqi + s1c * dR
     dFc_st = s1c * dqi + scc * dR
     dG = 0.5 * (daa * Fc_ss + aa * dFc_ss)
-    ddiag = (a * da * dS(dq) + 0.5 * a**2 * d2S(dq) * ddq
-             + (daa * Fq1_ss + aa * dFq1_ss).sum(-1)
-             - (dab * Fq1_st + ab * dFq1_st).sum(-1))
+    ddiag = (
+        a * da * dS(dq)
+        + 0.5 * a**2 * d2S(dq) * ddq
+        + (daa * Fq1_ss + aa * dFq1_ss).sum(-1)
+        - (dab * Fq1_st + ab * dFq1_st).sum(-1)
+    )
     dG = np.where(eye, ddiag[..., :, None] * np.ones(K), dG)
     dH = -(dab * Fc_st + ab * dFc_st)
     return dg_a, dG, dH

@@ -15,9 +15,75 @@ import numpy as np
 
 from .._errors import InputError
 from .._options import Param
-from ._activation import Activation, activation_of
+from ._activation import ACTIVATIONS, Activation, activation_of
 
 GAUGE_NAMES = ("w-heavy", "a-heavy", "balanced")
+MAX_NEURONS = 64
+"""The most neurons of a named set-up on the command line (the dense Jacobian of the
+order-parameter state grows as ``K^4``)."""
+
+PARAMS: dict[str, Param] = {
+    "dim": Param(
+        int,
+        name="dim",
+        lo=2,
+        hi=10**8,
+        help="input dimension D",
+        metavar="D",
+        why="arrays of D float64 per neuron; memory is also estimated per request",
+    ),
+    "gauge": Param(
+        str, "w-heavy", name="gauge", choices=GAUGE_NAMES, help="gauge of the single neuron"
+    ),
+    "scale": Param(
+        float,
+        1.0,
+        name="scale",
+        lo=0,
+        lo_open=True,
+        hi=1e150,
+        help="initial coefficient rho0 = s",
+        why="a^2 = s / D and |w|^2 = s D must stay finite in float64",
+    ),
+    "activation": Param(
+        str, "relu", name="activation", choices=tuple(ACTIVATIONS), help="the student's activation"
+    ),
+    "teacher_activation": Param(
+        str,
+        name="teacher_activation",
+        choices=tuple(ACTIVATIONS),
+        help="the teacher's own activation",
+    ),
+    "overlap": Param(
+        float,
+        name="overlap",
+        lo=-1,
+        hi=1,
+        lo_open=True,
+        hi_open=True,
+        help="initial overlap m0 of the student with the teacher",
+        why="an overlap is a cosine",
+    ),
+    "epsilon": Param(
+        float,
+        name="epsilon",
+        lo=0,
+        hi=1e6,
+        help="size of a perturbation",
+        why="a relative perturbation",
+    ),
+    "count": Param(
+        int,
+        name="count",
+        lo=1,
+        hi=10**6,
+        help="number of neurons",
+        why="neurons are dense arrays of D numbers each",
+    ),
+}
+"""The settings of the set-ups (:func:`single`, :func:`duplicates`, :func:`random_problem`,
+:func:`perturb`), declared once: the functions check their arguments with them and the command
+line derives its options from them."""
 
 
 @dataclass(frozen=True)
@@ -43,9 +109,13 @@ class Problem:
             activation_of(self.teacher_activation)
         a, W, b, V = (np.asarray(x, dtype=np.float64) for x in (self.a, self.W, self.b, self.V))
         if a.ndim != 1 or W.ndim != 2 or W.shape[0] != a.shape[0]:
-            raise InputError(f"student shapes a{a.shape}, W{W.shape} do not match; need (K,), (K, D)")
+            raise InputError(
+                f"student shapes a{a.shape}, W{W.shape} do not match; need (K,), (K, D)"
+            )
         if b.ndim != 1 or V.ndim != 2 or V.shape[0] != b.shape[0] or V.shape[1] != W.shape[1]:
-            raise InputError(f"teacher shapes b{b.shape}, V{V.shape} do not match (M,), (M, D={W.shape[1]})")
+            raise InputError(
+                f"teacher shapes b{b.shape}, V{V.shape} do not match (M,), (M, D={W.shape[1]})"
+            )
         if not all(np.all(np.isfinite(x)) for x in (a, W, b, V)):
             raise InputError("problem parameters must be finite")
         if np.any(np.linalg.norm(W, axis=1) == 0) or np.any(np.linalg.norm(V, axis=1) == 0):
@@ -56,8 +126,9 @@ class Problem:
     @property
     def teacher(self) -> Activation:
         """The teacher's activation (the student's unless ``teacher_activation`` is set)."""
-        return activation_of(self.activation if self.teacher_activation is None
-                             else self.teacher_activation)
+        return activation_of(
+            self.activation if self.teacher_activation is None else self.teacher_activation
+        )
 
     @property
     def K(self) -> int:
@@ -147,8 +218,10 @@ def named_delta(name: str, rho_i: float, dim: int, strength: float | None = None
         return r * lam - r / lam
     if name == "balanced":
         return 0.0
-    raise InputError(f"unknown gauge {name!r}; allowed: {', '.join(GAUGE_NAMES)}, a number c > 0 "
-                     "(rescaling) or delta=<value>")
+    raise InputError(
+        f"unknown gauge {name!r}; allowed: {', '.join(GAUGE_NAMES)}, a number c > 0 "
+        "(rescaling) or delta=<value>"
+    )
 
 
 def with_gauge(problem: Problem, *, c=None, delta=None, names=None, strength=None) -> Problem:
@@ -164,7 +237,9 @@ def with_gauge(problem: Problem, *, c=None, delta=None, names=None, strength=Non
     if c is not None:
         c = np.broadcast_to(np.asarray(c, dtype=np.float64), (K,))
         if np.any(~np.isfinite(c)) or np.any(c <= 0):
-            raise InputError(f"gauge factors c={c.tolist()} are not allowed; each must be finite and > 0")
+            raise InputError(
+                f"gauge factors c={c.tolist()} are not allowed; each must be finite and > 0"
+            )
         return problem.replace(a=problem.a / c, W=problem.W * c[:, None])
     if names is not None:
         names = list(names)
@@ -179,82 +254,102 @@ def with_gauge(problem: Problem, *, c=None, delta=None, names=None, strength=Non
 
 
 def _check_dim(dim) -> int:
-    """``dim`` checked against the command line's declaration (an integer in [2, 1e8])."""
-    from ._cli import OPTIONS
-
+    """``dim`` checked against its declaration (:data:`PARAMS`)."""
     if isinstance(dim, float):  # a dimension is a count: 10.0 is a slip, not 10
-        raise InputError(f"dim={dim!r} is not allowed (not an integer); allowed: "
-                         f"{OPTIONS['dim'].describe()}")
-    return OPTIONS["dim"].accept(dim)
-
-
-_SCALE = Param(float, name="scale", lo=0, lo_open=True, hi=1e150,
-                why="a^2 = s / D and |w|^2 = s D must stay finite in float64")
-_OVERLAP = Param(float, name="overlap", lo=-1, hi=1, lo_open=True, hi_open=True,
-                  why="an overlap is a cosine")
-_EPSILON = Param(float, name="epsilon", lo=0, hi=1e6, why="a relative perturbation")
-_COUNT = Param(int, name="count", lo=1, hi=10**6, why="neurons are dense arrays of D numbers each")
+        raise InputError(
+            f"dim={dim!r} is not allowed (not an integer); allowed: {PARAMS['dim'].describe()}"
+        )
+    return PARAMS["dim"].accept(dim)
 
 
 def _check_scale(scale) -> float:
-    return _SCALE.accept(scale)
+    return PARAMS["scale"].accept(scale)
 
 
 def _check_rng(rng) -> None:
     if not isinstance(rng, np.random.Generator):
-        raise InputError(f"rng={type(rng).__name__} is not allowed; allowed: a "
-                         "numpy.random.Generator (explicit seeds only)")
+        raise InputError(
+            f"rng={type(rng).__name__} is not allowed; allowed: a "
+            "numpy.random.Generator (explicit seeds only)"
+        )
 
 
-def single(dim: int, gauge: str = "w-heavy", scale: float = 1.0,
-           activation: str | Activation = "relu", overlap: float | None = None) -> Problem:
+def single(
+    dim: int,
+    gauge: str = "w-heavy",
+    scale: float = 1.0,
+    activation: str | Activation = "relu",
+    overlap: float | None = None,
+) -> Problem:
     """The ``single`` set-up: ``K = M = 1``, ``b = 1``, ``v = e_1``.
 
     The student direction ``u0 = m0 e_1 + sqrt(1 - m0^2) e_2`` with ``m0 = D^{-1/2}`` (or
     ``overlap``), coefficient ``rho0 = scale``; gauge ``w-heavy``: ``|w0|^2 = s D``, ``a0^2 = s / D``;
     ``a-heavy``: swapped.
     """
-    return duplicates(dim, [gauge], scale=scale, activation=activation, overlap=overlap,
-                      _name="single")
+    return duplicates(
+        dim, [gauge], scale=scale, activation=activation, overlap=overlap, _name="single"
+    )
 
 
-def duplicates(dim: int, gauges: Sequence[str], scale: float = 1.0,
-               activation: str | Activation = "relu", overlap: float | None = None,
-               _name: str = "duplicates") -> Problem:
+def duplicates(
+    dim: int,
+    gauges: Sequence[str],
+    scale: float = 1.0,
+    activation: str | Activation = "relu",
+    overlap: float | None = None,
+    _name: str = "duplicates",
+) -> Problem:
     """``K = len(gauges)`` copies of the ``single`` neuron, each with its own named gauge."""
     dim, scale = _check_dim(dim), _check_scale(scale)
     activation_of(activation)
     if isinstance(gauges, str) or not isinstance(gauges, Sequence) or not gauges:
-        raise InputError(f"gauges={gauges!r} is not allowed; allowed: a non-empty list of gauge "
-                         f"names ({', '.join(GAUGE_NAMES)}) or factors c > 0")
+        raise InputError(
+            f"gauges={gauges!r} is not allowed; allowed: a non-empty list of gauge "
+            f"names ({', '.join(GAUGE_NAMES)}) or factors c > 0"
+        )
     gauges = list(gauges)
-    m0 = dim**-0.5 if overlap is None else _OVERLAP.accept(overlap)
+    m0 = dim**-0.5 if overlap is None else PARAMS["overlap"].accept(overlap)
     V = np.zeros((1, dim))
     V[0, 0] = 1.0
     u0 = np.zeros(dim)
     u0[0], u0[1] = m0, np.sqrt(1.0 - m0 * m0)
     K = len(gauges)
-    base = Problem(a=np.full(K, scale), W=np.tile(u0, (K, 1)), b=np.ones(1), V=V,
-                   activation=activation)
+    base = Problem(
+        a=np.full(K, scale), W=np.tile(u0, (K, 1)), b=np.ones(1), V=V, activation=activation
+    )
     problem = with_gauge(base, names=gauges)
-    return problem.replace(setup={"name": _name, "dim": dim, "gauges": gauges, "scale": scale,
-                                  "overlap": m0})
+    return problem.replace(
+        setup={"name": _name, "dim": dim, "gauges": gauges, "scale": scale, "overlap": m0}
+    )
 
 
-def random_problem(dim: int, K: int, M: int, rng: np.random.Generator,
-                   activation: str | Activation = "relu", scale: float = 1.0,
-                   teacher_activation: str | Activation | None = None) -> Problem:
+def random_problem(
+    dim: int,
+    K: int,
+    M: int,
+    rng: np.random.Generator,
+    activation: str | Activation = "relu",
+    scale: float = 1.0,
+    teacher_activation: str | Activation | None = None,
+) -> Problem:
     """Gaussian random student and teacher (``w_i, v_n ~ N(0, I/D)``, ``a_i ~ N(0, scale^2)``);
     ``teacher_activation``: the teacher's own activation (``None``: the student's)."""
     dim, scale = _check_dim(dim), _check_scale(scale)
-    K, M = _COUNT.accept(K, "K"), _COUNT.accept(M, "M")
+    K, M = PARAMS["count"].accept(K, "K"), PARAMS["count"].accept(M, "M")
     _check_rng(rng)
     activation_of(activation)
     W = rng.normal(size=(K, dim)) / np.sqrt(dim)
     V = rng.normal(size=(M, dim)) / np.sqrt(dim)
-    return Problem(a=scale * rng.normal(size=K), W=W, b=rng.normal(size=M), V=V,
-                   activation=activation, setup={"name": "random", "dim": dim, "K": K, "M": M},
-                   teacher_activation=teacher_activation)
+    return Problem(
+        a=scale * rng.normal(size=K),
+        W=W,
+        b=rng.normal(size=M),
+        V=V,
+        activation=activation,
+        setup={"name": "random", "dim": dim, "K": K, "M": M},
+        teacher_activation=teacher_activation,
+    )
 
 
 def perturb(problem: Problem, epsilon: float, rng: np.random.Generator) -> Problem:
@@ -264,7 +359,7 @@ def perturb(problem: Problem, epsilon: float, rng: np.random.Generator) -> Probl
     and ``u_i -> normalise(u_i + epsilon xi_i)`` with ``xi_i`` Gaussian in the plane of the set-up
     (the span of ``u_i`` and the teacher), keeping every neuron's gauge ``delta_i``.
     """
-    epsilon = _EPSILON.accept(epsilon)
+    epsilon = PARAMS["epsilon"].accept(epsilon)
     _check_rng(rng)
     if not isinstance(problem, Problem):
         raise InputError(f"problem={type(problem).__name__} is not allowed; allowed: a Problem")

@@ -96,8 +96,14 @@ class PairQuadrature:
     CHUNK = 64
     """Pairs evaluated per block (bounds the memory of the node arrays)."""
 
-    def __init__(self, g: Callable, g1: Callable, g2: Callable | None, homogeneous: bool,
-                 nodes: int | None = None):
+    def __init__(
+        self,
+        g: Callable,
+        g1: Callable,
+        g2: Callable | None,
+        homogeneous: bool,
+        nodes: int | None = None,
+    ):
         self.g, self.g1, self.g2 = g, g1, g2
         self.homogeneous = bool(homogeneous)
         if nodes is None:
@@ -124,7 +130,7 @@ class PairQuadrature:
             self._basis = phi * np.sqrt(self._w1)
             self._k = np.arange(self.nodes + 1, dtype=np.float64)
             self._coefficients: dict = {}
-        self._last = None
+        self._last: tuple | None = None
 
     # --- the six kernels --------------------------------------------------------------------
 
@@ -148,8 +154,14 @@ class PairQuadrature:
 
     def kernels(self) -> tuple:
         """``(pair, pair_grad, pair_hess, self, self_grad, self_hess)`` as the generated KERNELS."""
-        return (self.pair, self.pair_grad, self.pair_hess, self.self_, self.self_grad,
-                self.self_hess)
+        return (
+            self.pair,
+            self.pair_grad,
+            self.pair_hess,
+            self.self_,
+            self.self_grad,
+            self.self_hess,
+        )
 
     def error(self, q1, q2, c) -> np.ndarray:
         """The stated error bound at each configuration: ``max |K_n - K_2n|`` over the value and
@@ -177,43 +189,59 @@ class PairQuadrature:
         if not self.homogeneous:
             return self._series(shape, q1, q2, c, hess)
         key = (q1.tobytes(), q2.tobytes(), c.tobytes())
-        if (self._last is None or self._last[0] != key
-                or (hess and self._last[1][2] is None)):
+        if self._last is None or self._last[0] != key or (hess and self._last[1][2] is None):
             swap = q1 > q2
             rows = np.stack([np.where(swap, q2, q1), np.where(swap, q1, q2), c], axis=1)
             first: dict = {}
-            inverse = np.array([first.setdefault(r, len(first))
-                                for r in map(tuple, rows.tolist())], dtype=np.intp)
+            inverse = np.array(
+                [first.setdefault(r, len(first)) for r in map(tuple, rows.tolist())], dtype=np.intp
+            )
             uniq = np.empty((len(first), 3))
             uniq[inverse] = rows
-            parts = [self._pair_block(*uniq[i:i + self.CHUNK].T, hess)
-                     for i in range(0, uniq.shape[0], self.CHUNK)]
+            blocks = (uniq[i : i + self.CHUNK] for i in range(0, uniq.shape[0], self.CHUNK))
+            parts = [self._pair_block(b[:, 0], b[:, 1], b[:, 2], hess) for b in blocks]
             if hess:
                 bound = HESSIAN_RHO_MAX * np.sqrt(uniq[:, 0] * uniq[:, 1])
                 near = np.abs(uniq[:, 2]) > bound
                 if np.any(near):  # the Hessian of nearly aligned pairs at |rho| = RHO_MAX
                     near_rows = uniq[near].copy()
                     near_rows[:, 2] = np.clip(near_rows[:, 2], -bound[near], bound[near])
-                    h_near = self._pair_block(*near_rows.T, True)[2]
+                    h_near = self._pair_block(
+                        near_rows[:, 0], near_rows[:, 1], near_rows[:, 2], True
+                    )[2]
                     full = [np.concatenate([p[2][k] for p in parts]) for k in range(6)]
                     for k in range(6):
                         full[k][near] = h_near[k]
-                    parts = [(np.concatenate([p[0] for p in parts]),
-                              tuple(np.concatenate([p[1][k] for p in parts]) for k in range(3)),
-                              tuple(full))]
+                    parts = [
+                        (
+                            np.concatenate([p[0] for p in parts]),
+                            tuple(np.concatenate([p[1][k] for p in parts]) for k in range(3)),
+                            tuple(full),
+                        )
+                    ]
             val = np.concatenate([p[0] for p in parts])[inverse]
             d1, d2, dc = (np.concatenate([p[1][k] for p in parts])[inverse] for k in range(3))
             grad = (np.where(swap, d2, d1), np.where(swap, d1, d2), dc)
             hs = None
             if hess:
-                h11, h12, h1c, h22, h2c, hcc = (np.concatenate([p[2][k] for p in parts])[inverse]
-                                                for k in range(6))
-                hs = (np.where(swap, h22, h11), h12, np.where(swap, h2c, h1c),
-                      np.where(swap, h11, h22), np.where(swap, h1c, h2c), hcc)
+                h11, h12, h1c, h22, h2c, hcc = (
+                    np.concatenate([p[2][k] for p in parts])[inverse] for k in range(6)
+                )
+                hs = (
+                    np.where(swap, h22, h11),
+                    h12,
+                    np.where(swap, h2c, h1c),
+                    np.where(swap, h11, h22),
+                    np.where(swap, h1c, h2c),
+                    hcc,
+                )
             self._last = (key, (val, grad, hs))
         val, grad, hs = self._last[1]
-        return (val.reshape(shape), tuple(x.reshape(shape) for x in grad),
-                None if hs is None else tuple(x.reshape(shape) for x in hs))
+        return (
+            val.reshape(shape),
+            tuple(x.reshape(shape) for x in grad),
+            None if hs is None else tuple(x.reshape(shape) for x in hs),
+        )
 
     def _pair_block(self, q1, q2, c, hess: bool):
         """The polar rule's kernels of ``P`` pairs; node arrays are ``(P, N, 1)``."""
@@ -254,10 +282,20 @@ class PairQuadrature:
         four sign-change angles of ``x1`` and ``x2`` split the circle into arcs."""
         phi0 = np.arctan2(sigma, rho)  # x2 = 0 at theta = phi0 +- pi/2
         P = rho.shape[0]
-        breaks = np.sort(np.stack([np.zeros(P), np.full(P, 0.5 * np.pi), np.full(P, 1.5 * np.pi),
-                                   np.mod(phi0 + 0.5 * np.pi, 2 * np.pi),
-                                   np.mod(phi0 + 1.5 * np.pi, 2 * np.pi),
-                                   np.full(P, 2 * np.pi)], axis=1), axis=1)
+        breaks = np.sort(
+            np.stack(
+                [
+                    np.zeros(P),
+                    np.full(P, 0.5 * np.pi),
+                    np.full(P, 1.5 * np.pi),
+                    np.mod(phi0 + 0.5 * np.pi, 2 * np.pi),
+                    np.mod(phi0 + 1.5 * np.pi, 2 * np.pi),
+                    np.full(P, 2 * np.pi),
+                ],
+                axis=1,
+            ),
+            axis=1,
+        )
         lo, hi = breaks[:, :-1, None], breaks[:, 1:, None]
         half = 0.5 * (hi - lo)
         theta = (lo + half + half * self._t).reshape(P, -1)
@@ -288,11 +326,19 @@ class PairQuadrature:
             Pz = P * z
             # A, int g' z He_k, int g'' z^2 He_k (rows of the basis), stacked in one product
             raw = np.stack([G, Pz, S2 * z * z], axis=1) @ self._basis.T
-            coef = np.stack([raw[:, 0], raw[:, 1] / (2.0 * sq),
-                             raw[:, 2] / (4.0 * sq**2) - raw[:, 1] / (4.0 * sq**3)], axis=1)
+            coef = np.stack(
+                [
+                    raw[:, 0],
+                    raw[:, 1] / (2.0 * sq),
+                    raw[:, 2] / (4.0 * sq**2) - raw[:, 1] / (4.0 * sq**3),
+                ],
+                axis=1,
+            )
             d = P * P + G * S2
-            selfk = np.stack([(G * G) @ self._w1, d @ self._w1,
-                              (d * (z**2 - 1.0) / (2.0 * sq**2)) @ self._w1], axis=1)
+            selfk = np.stack(
+                [(G * G) @ self._w1, d @ self._w1, (d * (z**2 - 1.0) / (2.0 * sq**2)) @ self._w1],
+                axis=1,
+            )
             for i, v in enumerate(missing):
                 found[v] = memo[v] = (coef[i], selfk[i])
         rows = [found[v] for v in keys]
@@ -308,8 +354,11 @@ class PairQuadrature:
             entry = (key, self._series_flat(q1, q2, c, hess))
             self._last = entry
         val, grad, hs = entry[1]
-        return (val.reshape(shape), tuple(x.reshape(shape) for x in grad),
-                None if hs is None else tuple(x.reshape(shape) for x in hs))
+        return (
+            val.reshape(shape),
+            tuple(x.reshape(shape) for x in grad),
+            None if hs is None else tuple(x.reshape(shape) for x in hs),
+        )
 
     def _series_flat(self, q1, q2, c, hess: bool):
         n = q1.size
@@ -360,12 +409,14 @@ def mehler(one, two, q1, q2, c, hess: bool):
     prr = np.sum(aa * e, axis=-1)
     r11, r22, r12 = 3 * rho / (4 * q1**2), 3 * rho / (4 * q2**2), rho / (4 * q1 * q2)
     r1c, r2c = -rc / (2 * q1), -rc / (2 * q2)
-    hs = (p11 + 2 * p1r * r1 + prr * r1 * r1 + pr * r11,
-          p12 + p1r * r2 + p2r * r1 + prr * r1 * r2 + pr * r12,
-          p1r * rc + prr * r1 * rc + pr * r1c,
-          p22 + 2 * p2r * r2 + prr * r2 * r2 + pr * r22,
-          p2r * rc + prr * r2 * rc + pr * r2c,
-          prr * rc * rc)
+    hs = (
+        p11 + 2 * p1r * r1 + prr * r1 * r1 + pr * r11,
+        p12 + p1r * r2 + p2r * r1 + prr * r1 * r2 + pr * r12,
+        p1r * rc + prr * r1 * rc + pr * r1c,
+        p22 + 2 * p2r * r2 + prr * r2 * r2 + pr * r22,
+        p2r * rc + prr * r2 * rc + pr * r2c,
+        prr * rc * rc,
+    )
     return phi, grad, hs
 
 
@@ -442,13 +493,13 @@ def gaussian_product(fns, C, nodes: int = FOUR_POINT_NODES, chunk: int = 16) -> 
     Z, Wt = hermite_grid(d, nodes)
     out = np.empty(flat.shape[0])
     for s in range(0, flat.shape[0], chunk):
-        lam, U = np.linalg.eigh(flat[s:s + chunk])
+        lam, U = np.linalg.eigh(flat[s : s + chunk])
         A = U * np.sqrt(np.maximum(lam, 0.0))[..., None, :]
         X = Z @ np.swapaxes(A, -1, -2)  # (B, N, d)
         prod = np.ones(X.shape[:-1])
         for k, f in enumerate(fns):
             prod = prod * f(np.ascontiguousarray(X[..., k]))
-        out[s:s + chunk] = prod @ Wt
+        out[s : s + chunk] = prod @ Wt
     return out.reshape(lead)
 
 

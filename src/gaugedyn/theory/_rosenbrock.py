@@ -30,29 +30,50 @@ import scipy.linalg
 from .._errors import DivergenceError
 
 GAMMA = 0.25
-_A = np.array([
-    [0, 0, 0, 0, 0],
-    [1.544, 0, 0, 0, 0],
-    [0.9466785280815826, 0.2557011698983284, 0, 0, 0],
-    [3.314825187068521, 2.896124015972201, 0.9986419139977817, 0, 0],
-    [1.221224509226641, 6.019134481288629, 12.53708332932087, -0.6878860361058950, 0],
-    [1.221224509226641, 6.019134481288629, 12.53708332932087, -0.6878860361058950, 1.0],
-])
-_C = np.array([
-    [0, 0, 0, 0, 0],
-    [-5.6688, 0, 0, 0, 0],
-    [-2.430093356833875, -0.2063599157091915, 0, 0, 0],
-    [-0.1073529058151375, -9.594562251023355, -20.47028614809616, 0, 0],
-    [7.496443313967647, -10.24680431464352, -33.99990352819905, 11.70890893206160, 0],
-    [8.083246795921522, -7.981132988064893, -31.52159432874371, 16.31930543123136,
-     -6.058818238834054],
-])
-_H = np.array([
-    [10.12623508344586, -7.487995877610167, -34.80091861555747, -7.992771707568823,
-     1.025137723295662],
-    [-0.6762803392801253, 6.087714651680015, 16.43084320892478, 24.76722511418386,
-     -6.594389125716872],
-])
+_A = np.array(
+    [
+        [0, 0, 0, 0, 0],
+        [1.544, 0, 0, 0, 0],
+        [0.9466785280815826, 0.2557011698983284, 0, 0, 0],
+        [3.314825187068521, 2.896124015972201, 0.9986419139977817, 0, 0],
+        [1.221224509226641, 6.019134481288629, 12.53708332932087, -0.6878860361058950, 0],
+        [1.221224509226641, 6.019134481288629, 12.53708332932087, -0.6878860361058950, 1.0],
+    ]
+)
+_C = np.array(
+    [
+        [0, 0, 0, 0, 0],
+        [-5.6688, 0, 0, 0, 0],
+        [-2.430093356833875, -0.2063599157091915, 0, 0, 0],
+        [-0.1073529058151375, -9.594562251023355, -20.47028614809616, 0, 0],
+        [7.496443313967647, -10.24680431464352, -33.99990352819905, 11.70890893206160, 0],
+        [
+            8.083246795921522,
+            -7.981132988064893,
+            -31.52159432874371,
+            16.31930543123136,
+            -6.058818238834054,
+        ],
+    ]
+)
+_H = np.array(
+    [
+        [
+            10.12623508344586,
+            -7.487995877610167,
+            -34.80091861555747,
+            -7.992771707568823,
+            1.025137723295662,
+        ],
+        [
+            -0.6762803392801253,
+            6.087714651680015,
+            16.43084320892478,
+            24.76722511418386,
+            -6.594389125716872,
+        ],
+    ]
+)
 _EPS4 = 4 * np.finfo(float).eps
 
 
@@ -144,9 +165,20 @@ class State:
     errors: list
 
     def result(self) -> BatchResult:
-        return BatchResult(self.t_eval, self.out, self.t_final, self.y_final, self.events,
-                           self.nfev, self.njev, self.nsteps, self.nrej, self.status,
-                           self.message, self.errors)
+        return BatchResult(
+            self.t_eval,
+            self.out,
+            self.t_final,
+            self.y_final,
+            self.events,
+            self.nfev,
+            self.njev,
+            self.nsteps,
+            self.nrej,
+            self.status,
+            self.message,
+            self.errors,
+        )
 
 
 def init(sys: System, y0, t_end, t_eval) -> State:
@@ -157,23 +189,43 @@ def init(sys: System, y0, t_end, t_eval) -> State:
     t_end = np.broadcast_to(np.asarray(t_end, dtype=np.float64), (B,)).copy()
     t_eval = np.asarray(t_eval, dtype=np.float64)
     zeros_i, false = np.zeros(B, dtype=int), np.zeros(B, dtype=bool)
-    st = State(t=np.zeros(B), y=y0.copy(), f=np.empty((B, n)), J=np.empty((B, n, n)),
-               tp=np.zeros(B), yp=y0.copy(), d1=np.zeros((B, n)), d2=np.zeros((B, n)),
-               h=np.full(B, np.nan), t_end=t_end, t_eval=t_eval,
-               out=np.full((B, t_eval.size, n), np.nan),
-               ptr=np.searchsorted(t_eval, 0.0, side="right") * np.ones(B, dtype=int),
-               have_prev=false.copy(), need=np.ones(B, dtype=bool), done=false.copy(),
-               last_rejected=false.copy(), nfev=zeros_i.copy(), njev=zeros_i.copy(),
-               nsteps=zeros_i.copy(), nrej=zeros_i.copy(), status=zeros_i.copy(),
-               message=["reached t_max"] * B, events=np.full((B, sys.n_events), np.nan),
-               t_final=t_end.copy(), y_final=np.full((B, n), np.nan), errors=[None] * B)
+    st = State(
+        t=np.zeros(B),
+        y=y0.copy(),
+        f=np.empty((B, n)),
+        J=np.empty((B, n, n)),
+        tp=np.zeros(B),
+        yp=y0.copy(),
+        d1=np.zeros((B, n)),
+        d2=np.zeros((B, n)),
+        h=np.full(B, np.nan),
+        t_end=t_end,
+        t_eval=t_eval,
+        out=np.full((B, t_eval.size, n), np.nan),
+        ptr=np.searchsorted(t_eval, 0.0, side="right") * np.ones(B, dtype=int),
+        have_prev=false.copy(),
+        need=np.ones(B, dtype=bool),
+        done=false.copy(),
+        last_rejected=false.copy(),
+        nfev=zeros_i.copy(),
+        njev=zeros_i.copy(),
+        nsteps=zeros_i.copy(),
+        nrej=zeros_i.copy(),
+        status=zeros_i.copy(),
+        message=["reached t_max"] * B,
+        events=np.full((B, sys.n_events), np.nan),
+        t_final=t_end.copy(),
+        y_final=np.full((B, n), np.nan),
+        errors=[None] * B,
+    )
     st.out[:, : st.ptr[0]] = y0[:, None, :]
     if sys.n_events:
+        assert sys.event_fn is not None  # n_events > 0 comes with an event function
         st.events[sys.event_fn(y0, sys.params) >= 0] = 0.0
         s0 = _stopped(sys, st, np.arange(B))
         st.t_final[s0] = 0.0
         st.y_final[s0] = y0[s0]
-        st.out[s0, st.ptr[0]:] = np.nan
+        st.out[s0, st.ptr[0] :] = np.nan
         st.done |= s0
         st.status[s0] = 1
         for j in np.flatnonzero(s0):
@@ -199,7 +251,7 @@ def _diverged(sys: System, st: State, j: int, quantity, state) -> None:
     st.status[j] = -2
     st.message[j] = str(err)
     st.t_final[j], st.y_final[j] = st.t[j], state
-    st.out[j, st.ptr[j]:] = np.nan
+    st.out[j, st.ptr[j] :] = np.nan
 
 
 def evaluate(sys: System, st: State) -> None:
@@ -247,6 +299,7 @@ def _segment(sys: System, st: State, rows) -> None:
 def locate_events(sys: System, st: State, rows, hh) -> None:
     """First crossings (``< 0`` to ``>= 0``) inside the last step, located on the dense output by
     the Illinois variant of regula falsi (bisection after 40 iterations) to ``4 eps |t|``."""
+    assert sys.event_fn is not None  # called only when there are events
     pr = sys.take(sys.params, rows)
     ga, gb = sys.event_fn(st.yp[rows], pr), sys.event_fn(st.y[rows], pr)
     r, e = np.nonzero(np.isnan(st.events[rows]) & (ga < 0) & (gb >= 0))
@@ -293,8 +346,13 @@ def _halt(sys: System, st: State, rows, hh, upper) -> None:
         ts = float(np.max(st.events[j][sys.stop_mask]))
         upper[k] = ts
         st.t_final[j] = ts
-        st.y_final[j] = dense(np.array([(ts - st.tp[j]) / hh[k]]), st.yp[j:j + 1],
-                              st.y[j:j + 1], st.d1[j:j + 1], st.d2[j:j + 1])[0]
+        st.y_final[j] = dense(
+            np.array([(ts - st.tp[j]) / hh[k]]),
+            st.yp[j : j + 1],
+            st.y[j : j + 1],
+            st.d1[j : j + 1],
+            st.d2[j : j + 1],
+        )[0]
         st.done[j] = True
         st.status[j] = 1
         st.message[j] = "stopped at event"
@@ -310,8 +368,9 @@ def _record_outputs(st: State, rows, hh, upper) -> None:
         te_idx = np.arange(counts.sum()) + starts
         rr = rows[k]
         te = st.t_eval[te_idx]
-        st.out[rr, te_idx] = dense((te - st.tp[rr]) / hh[k], st.yp[rr], st.y[rr], st.d1[rr],
-                                   st.d2[rr])
+        st.out[rr, te_idx] = dense(
+            (te - st.tp[rr]) / hh[k], st.yp[rr], st.y[rr], st.d1[rr], st.d2[rr]
+        )
     st.ptr[rows] = np.maximum(st.ptr[rows], hi_idx)
 
 
@@ -368,8 +427,9 @@ class Factorization:
     def solve(self, b):
         if self.inv is not None:
             return np.sum(self.inv * b[:, None, :], axis=-1)
-        return np.stack([scipy.linalg.lu_solve(lu, bi, check_finite=False)
-                         for lu, bi in zip(self.lu, b)])
+        return np.stack(
+            [scipy.linalg.lu_solve(lu, bi, check_finite=False) for lu, bi in zip(self.lu, b)]
+        )
 
 
 def attempt(sys: System, st: State, act):
@@ -381,7 +441,7 @@ def attempt(sys: System, st: State, act):
     hh = np.minimum(st.h[act], st.t_end[act] - st.t[act])
     p = sys.take(sys.params, act)
     M = np.eye(n) / (GAMMA * hh)[:, None, None] - st.J[act]
-    ks = []
+    ks: list[np.ndarray] = []
     with np.errstate(all="ignore"):
         lu = Factorization(M)
         for i in range(6):
@@ -389,8 +449,10 @@ def attempt(sys: System, st: State, act):
                 rhs_i = fa
             else:
                 u = ya + sum(_A[i, j] * ks[j] for j in range(i) if _A[i, j])
-                rhs_i = (sys.fun(st.t[act] + hh, u, p)
-                         + sum(_C[i, j] * ks[j] for j in range(i)) / hh[:, None])
+                rhs_i = (
+                    sys.fun(st.t[act] + hh, u, p)
+                    + sum(_C[i, j] * ks[j] for j in range(i)) / hh[:, None]
+                )
             ks.append(lu.solve(rhs_i))
         y_new = ya + sum(_A[5, j] * ks[j] for j in range(5)) + ks[5]
         err = _rms(ks[5] / (sys.atol + sys.rtol * np.maximum(np.abs(ya), np.abs(y_new))))
@@ -404,12 +466,13 @@ def control(sys: System, st: State, act, y_new, err, ks, hh) -> None:
     err = np.where(np.isfinite(err) & np.all(np.isfinite(y_new), axis=1), err, np.inf)
     ok = err <= 1.0
     with np.errstate(divide="ignore"):
-        fac = np.clip(0.9 * err ** -0.25, 0.2, 6.0)
+        fac = np.clip(0.9 * err**-0.25, 0.2, 6.0)
     fac = np.where(ok & st.last_rejected[act], np.minimum(fac, 1.0), fac)
     acc = act[ok]
     t_end = st.t_end[acc]
-    st.t[acc] = np.where(t_end - (st.t[acc] + hh[ok]) <= 1e-13 * np.abs(t_end), t_end,
-                         st.t[acc] + hh[ok])
+    st.t[acc] = np.where(
+        t_end - (st.t[acc] + hh[ok]) <= 1e-13 * np.abs(t_end), t_end, st.t[acc] + hh[ok]
+    )
     st.y[acc] = y_new[ok]
     st.d1[acc], st.d2[acc] = dense_coefficients([k[ok] for k in ks])
     st.need[acc] = True
@@ -420,15 +483,28 @@ def control(sys: System, st: State, act, y_new, err, ks, hh) -> None:
     tiny = (st.h[act] < 1e-14 * np.maximum(np.abs(st.t[act]), 1e-300)) | ~np.isfinite(st.h[act])
     for k in np.flatnonzero(tiny):
         badc = np.flatnonzero(~np.isfinite(y_new[k]))
-        _diverged(sys, st, act[k], int(badc[0]) if badc.size else "step size",
-                  st.y[act[k]].copy())
+        _diverged(sys, st, act[k], int(badc[0]) if badc.size else "step size", st.y[act[k]].copy())
 
 
-def rodas4(fun: Callable, jac: Callable, y0, params, take: Callable, t_end, t_eval, *,
-           rtol: float = 1e-8, atol: float = 1e-10, event_fn: Callable | None = None,
-           n_events: int = 0, stop_when_all=None, max_steps: int = 50_000,
-           component: Callable = str, fun_jac: Callable | None = None,
-           raise_divergence: bool = True) -> BatchResult:
+def rodas4(
+    fun: Callable,
+    jac: Callable,
+    y0,
+    params,
+    take: Callable,
+    t_end,
+    t_eval,
+    *,
+    rtol: float = 1e-8,
+    atol: float = 1e-10,
+    event_fn: Callable | None = None,
+    n_events: int = 0,
+    stop_when_all=None,
+    max_steps: int = 50_000,
+    component: Callable = str,
+    fun_jac: Callable | None = None,
+    raise_divergence: bool = True,
+) -> BatchResult:
     """Integrate ``dy/dt = fun(t, y, params)`` for ``y0 (B, n)`` up to ``t_end (B,)``.
 
     ``take(params, index)`` restricts the parameters to a subset of trajectories; ``fun_jac``
@@ -441,9 +517,20 @@ def rodas4(fun: Callable, jac: Callable, y0, params, take: Callable, t_end, t_ev
     status ``-2`` and its error, the others running on unchanged.
     """
     stop_mask = None if stop_when_all is None else np.asarray(stop_when_all, dtype=bool)
-    sys = System(fun=fun, jac=jac, params=params, take=take, rtol=rtol, atol=atol,
-                 event_fn=event_fn, n_events=n_events, stop_mask=stop_mask, component=component,
-                 fun_jac=fun_jac, raise_divergence=raise_divergence)
+    sys = System(
+        fun=fun,
+        jac=jac,
+        params=params,
+        take=take,
+        rtol=rtol,
+        atol=atol,
+        event_fn=event_fn,
+        n_events=n_events,
+        stop_mask=stop_mask,
+        component=component,
+        fun_jac=fun_jac,
+        raise_divergence=raise_divergence,
+    )
     st = init(sys, y0, t_end, t_eval)
     while True:
         evaluate(sys, st)

@@ -51,22 +51,24 @@ class Solution(_Trajectories):
     def to_dict(self) -> dict:
         """JSON-ready summary: events, final observables, definitions, settings, diagnostics."""
         fin = self.final()
-        return strict({
-            "specialization_time": self.specialization_time,
-            "pruning_time": self.pruning_time,
-            "owner": self.owner,
-            "t_final": self.t[-1],
-            "rho": fin["rho"],
-            "alignment": fin["alignment"],
-            "loss": np.maximum(fin["loss"], 0.0),  # L >= 0; the closed form's round-off is not
-            "delta": fin["delta"],
-            "delta_drift": self.delta_drift,
-            "pruned": fin["pruned"],
-            "definitions": self.definitions.describe(),
-            "problem": self.problem,
-            "settings": self.settings,
-            "diagnostics": self.diagnostics,
-        })
+        return strict(
+            {
+                "specialization_time": self.specialization_time,
+                "pruning_time": self.pruning_time,
+                "owner": self.owner,
+                "t_final": self.t[-1],
+                "rho": fin["rho"],
+                "alignment": fin["alignment"],
+                "loss": np.maximum(fin["loss"], 0.0),  # L >= 0; the closed form's round-off is not
+                "delta": fin["delta"],
+                "delta_drift": self.delta_drift,
+                "pruned": fin["pruned"],
+                "definitions": self.definitions.describe(),
+                "problem": self.problem,
+                "settings": self.settings,
+                "diagnostics": self.diagnostics,
+            }
+        )
 
 
 @dataclass
@@ -102,18 +104,28 @@ class BatchSolution(_Trajectories):
     def __getitem__(self, i: int) -> Solution:
         keep = np.isfinite(self.a[i, :, 0])
         return Solution(
-            t=self.t[keep], a=self.a[i, keep], Q=self.Q[i, keep], R=self.R[i, keep],
+            t=self.t[keep],
+            a=self.a[i, keep],
+            Q=self.Q[i, keep],
+            R=self.R[i, keep],
             observables={k: v[i, keep] for k, v in self.observables.items()},
-            specialization_time=self.specialization_time[i], pruning_time=self.pruning_time[i],
-            owner=self.owner[i], delta_drift=float(self.delta_drift[i]),
-            diagnostics=self.diagnostics[i], definitions=self.definitions,
-            problem=self.problems[i], settings=self.settings)
+            specialization_time=self.specialization_time[i],
+            pruning_time=self.pruning_time[i],
+            owner=self.owner[i],
+            delta_drift=float(self.delta_drift[i]),
+            diagnostics=self.diagnostics[i],
+            definitions=self.definitions,
+            problem=self.problems[i],
+            settings=self.settings,
+        )
 
     def to_dict(self) -> dict:
         """JSON-ready summary of every trajectory."""
-        return strict({
-            "trajectories": [self[i].to_dict() for i in range(len(self))],
-            "failed": self.failed,
-            "wall_time": self.wall_time,
-            "definitions": self.definitions.describe(),
-        })
+        return strict(
+            {
+                "trajectories": [self[i].to_dict() for i in range(len(self))],
+                "failed": self.failed,
+                "wall_time": self.wall_time,
+                "definitions": self.definitions.describe(),
+            }
+        )

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .._errors import DivergenceError, InputError
+from .._options import Param
 from ._flows import (
     FlowParams,
     _check_formulation,
@@ -44,6 +45,53 @@ from ._rosenbrock import rodas4
 from ._solution import BatchSolution, Solution
 
 DYNAMICS = ("flow", "gd")
+
+PARAMS: dict[str, Param] = {
+    "t_max": Param(
+        float,
+        name="t_max",
+        lo=0,
+        hi=1e12,
+        lo_open=True,
+        help="horizon",
+        why="beyond 1e12 float64 time no longer resolves the steps",
+    ),
+    "dynamics": Param(
+        str, "flow", name="dynamics", choices=DYNAMICS, help="gradient flow or gradient descent"
+    ),
+    "eta": Param(
+        float,
+        name="eta",
+        lo=0,
+        hi=1e3,
+        lo_open=True,
+        help="gradient-descent step size (dynamics gd only)",
+        why="gradient descent with larger steps diverges at once on these losses",
+    ),
+    "method": Param(
+        str, "auto", name="method", choices=tuple(METHODS), help="integrator of the flow"
+    ),
+    "rtol": Param(
+        float,
+        1e-8,
+        name="rtol",
+        lo=1e-13,
+        hi=1e-2,
+        help="relative tolerance",
+        why="above 1e-2 the answer is off by more than 1% (below 1e-13 float64 rounding dominates)",
+    ),
+    "atol": Param(
+        float,
+        1e-10,
+        name="atol",
+        lo=1e-20,
+        hi=1e-2,
+        help="absolute tolerance",
+        why="the state's components start at |a| ~ (s/D)^(1/2), well below 1e-2",
+    ),
+}
+"""The settings of :func:`solve` and :func:`solve_batch`, declared once: checked by them and
+offered by the command line (``gaugedyn solve``)."""
 DEFAULT_DEFINITIONS = Definitions()
 
 
@@ -83,8 +131,15 @@ def gd_flop(K: int, M: int, width: int) -> float:
     return 60.0 * width * (K + M) + 12.0 * K * K * (K + M)
 
 
-def check_gd_steps(eta: float, t_max: float, K: int = 1, M: int = 1, width: int = 2,
-                   eta_name: str = "eta", t_max_name: str = "t_max") -> int:
+def check_gd_steps(
+    eta: float,
+    t_max: float,
+    K: int = 1,
+    M: int = 1,
+    width: int = 2,
+    eta_name: str = "eta",
+    t_max_name: str = "t_max",
+) -> int:
     """The number of gradient-descent steps up to ``t_max`` (``ceil(t_max / eta)``, at most
     :data:`MAX_GD_STEPS`) after checking their work: ``steps (GD_STEP_SECONDS + gd_flop /
     FLOP_RATE)`` seconds must stay under :data:`gaugedyn._options.MAX_SECONDS` (about a day);
@@ -93,17 +148,20 @@ def check_gd_steps(eta: float, t_max: float, K: int = 1, M: int = 1, width: int 
 
     steps = t_max / eta  # inf when eta is tiny: refused below, never turned into an int
     if not steps <= MAX_GD_STEPS:
-        raise InputError(f"dynamics gd with {eta_name}={eta:g} up to {t_max_name}={t_max:g} "
-                         f"needs {steps:.3g} steps (more than {MAX_GD_STEPS:g}); give a larger "
-                         f"{eta_name} or a smaller {t_max_name}")
+        raise InputError(
+            f"dynamics gd with {eta_name}={eta:g} up to {t_max_name}={t_max:g} "
+            f"needs {steps:.3g} steps (more than {MAX_GD_STEPS:g}); give a larger "
+            f"{eta_name} or a smaller {t_max_name}"
+        )
     flop = gd_flop(K, M, width)
-    check_work(f"dynamics gd with {eta_name}={eta:g} up to {t_max_name}={t_max:g} "
-               f"({steps:.3g} steps, K={K}, width {width})",
-               steps * (GD_STEP_SECONDS + flop / FLOP_RATE),
-               f"{GD_STEP_SECONDS * 1e6:g} us per step plus {flop:.3g} floating-point "
-               f"operations per step at {FLOP_RATE:g} per second",
-               f"give a larger {eta_name}, a smaller {t_max_name} or the order-parameter "
-               "formulation")
+    check_work(
+        f"dynamics gd with {eta_name}={eta:g} up to {t_max_name}={t_max:g} "
+        f"({steps:.3g} steps, K={K}, width {width})",
+        steps * (GD_STEP_SECONDS + flop / FLOP_RATE),
+        f"{GD_STEP_SECONDS * 1e6:g} us per step plus {flop:.3g} floating-point "
+        f"operations per step at {FLOP_RATE:g} per second",
+        f"give a larger {eta_name}, a smaller {t_max_name} or the order-parameter formulation",
+    )
     return int(steps)
 
 
@@ -117,38 +175,35 @@ def _check_positive(name, value):
     return v
 
 
-def _option(name: str, value):
-    """``value`` checked against the command line's declaration of ``name``
-    (:data:`gaugedyn.theory._cli.OPTIONS`): the same bounds, with their reasons, in Python."""
-    from ._cli import OPTIONS
-
-    return OPTIONS[name].accept(value)
-
-
 def _check_problem(problem, name: str = "problem"):
     from ._problem import Problem
 
     if not isinstance(problem, Problem):
-        raise InputError(f"{name}={type(problem).__name__} is not allowed; allowed: a "
-                         "gaugedyn.theory.Problem (single, duplicates, random_problem, ...)")
+        raise InputError(
+            f"{name}={type(problem).__name__} is not allowed; allowed: a "
+            "gaugedyn.theory.Problem (single, duplicates, random_problem, ...)"
+        )
 
 
 def _check_common(formulation, dynamics, method, rtol, atol):
     _check_formulation(formulation)
-    if dynamics not in DYNAMICS:
-        raise InputError(f"dynamics={dynamics!r} is not allowed; choose one of {', '.join(DYNAMICS)}")
-    if method not in METHODS:
-        raise InputError(f"method={method!r} is not allowed; choose one of {', '.join(METHODS)}")
-    _option("rtol", rtol)
-    _option("atol", atol)
+    for name, value in (("dynamics", dynamics), ("method", method), ("rtol", rtol), ("atol", atol)):
+        PARAMS[name].accept(value)
 
 
 def _check_t_eval(t_eval, t_max):
     t_eval = np.asarray(t_eval, dtype=np.float64).ravel()
-    if t_eval.size == 0 or not np.all(np.isfinite(t_eval)) or np.any(np.diff(t_eval) <= 0) \
-            or t_eval[0] < 0 or t_eval[-1] > t_max:
-        raise InputError(f"t_eval must be strictly increasing within [0, t_max={t_max:g}]; got "
-                         f"{t_eval.size} values from {t_eval.min():g} to {t_eval.max():g}")
+    if (
+        t_eval.size == 0
+        or not np.all(np.isfinite(t_eval))
+        or np.any(np.diff(t_eval) <= 0)
+        or t_eval[0] < 0
+        or t_eval[-1] > t_max
+    ):
+        raise InputError(
+            f"t_eval must be strictly increasing within [0, t_max={t_max:g}]; got "
+            f"{t_eval.size} values from {t_eval.min():g} to {t_eval.max():g}"
+        )
     return t_eval
 
 
@@ -185,8 +240,19 @@ def _assemble(problem, p, raw: Integration, definitions, keep_weights):
     return a, Q, R, obs, spec, prune, owner(a[-1], Q[-1], R[-1], T, b), drift, W
 
 
-def _check_solve(problem, formulation, dynamics, eta, t_max, method, rtol, atol, definitions,
-                 t_eval, singular_cutoff=1e-10):
+def _check_solve(
+    problem,
+    formulation,
+    dynamics,
+    eta,
+    t_max,
+    method,
+    rtol,
+    atol,
+    definitions,
+    t_eval,
+    singular_cutoff=1e-10,
+):
     """Validated ``(eta, t_max, t_eval)`` of :func:`solve` (one :class:`InputError` otherwise)."""
     _check_problem(problem)
     _check_common(formulation, dynamics, method, rtol, atol)
@@ -194,35 +260,83 @@ def _check_solve(problem, formulation, dynamics, eta, t_max, method, rtol, atol,
         raise InputError(f"definitions={definitions!r} is not allowed; pass a Definitions")
     if dynamics == "gd":
         if eta is None:
-            raise InputError("eta=None is not allowed with dynamics='gd'; give a step size in "
-                             "(0, 1e3]")
-        eta = _option("eta", eta)
+            raise InputError(
+                "eta=None is not allowed with dynamics='gd'; give a step size: "
+                f"{PARAMS['eta'].describe()}"
+            )
+        eta = PARAMS["eta"].accept(eta)
     elif eta is not None:
         raise InputError(f"eta={eta!r} is only used with dynamics='gd'")
-    t_max = _check_positive("t_max", default_t_max(problem)) if t_max is None else \
-        _option("t_max", t_max)
+    t_max = (
+        _check_positive("t_max", default_t_max(problem))
+        if t_max is None
+        else PARAMS["t_max"].accept(t_max)
+    )
     t_eval = log_times(t_max) if t_eval is None else _check_t_eval(t_eval, t_max)
     if not (isinstance(singular_cutoff, int | float) and 0 <= singular_cutoff < 1):
-        raise InputError(f"singular_cutoff={singular_cutoff!r} is not allowed; allowed: a number "
-                         "in [0, 1) (relative singular values below it are dropped)")
+        raise InputError(
+            f"singular_cutoff={singular_cutoff!r} is not allowed; allowed: a number "
+            "in [0, 1) (relative singular values below it are dropped)"
+        )
     if dynamics == "gd":
         K, M = problem.K, problem.M
         check_gd_steps(eta, t_max, K, M, problem.dim if formulation == "weight-space" else K + M)
     dense_jacobian = method not in ("DOP853", "RK45", "auto")
     if dense_jacobian and formulation == "weight-space" and problem.K * problem.dim > 5000:
-        raise InputError(f"method={method!r} on the weight-space flow at K*D="
-                         f"{problem.K * problem.dim} needs a dense Jacobian; use "
-                         "formulation='span' (exact at any D) or an explicit method")
+        raise InputError(
+            f"method={method!r} on the weight-space flow at K*D="
+            f"{problem.K * problem.dim} needs a dense Jacobian; use "
+            "formulation='span' (exact at any D) or an explicit method"
+        )
     return eta, t_max, t_eval
 
 
-def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "flow",
-          eta: float | None = None, t_max: float | None = None, method: str = "auto",
-          rtol: float = 1e-8, atol: float = 1e-10, definitions: Definitions = DEFAULT_DEFINITIONS,
-          t_eval=None, stop_at_specialization: bool = False, keep_weights: bool = False,
-          singular_cutoff: float = 1e-10,
-          progress: Callable[[int, int], object] | None = None, weight_decay: float = 0.0,
-          lr2: float = 1.0, classification_samples: int = 0) -> Solution:
+def _check_classification_samples(samples) -> None:
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 0:
+        raise InputError(
+            f"classification_samples={samples!r} is not allowed; "
+            "allowed: an integer >= 0 (0: no classification error)"
+        )
+
+
+def _diagnostics(raw: Integration, method: str, rtol: float, atol: float, wall: float) -> dict:
+    """The integrator's diagnostics of a :class:`Solution` (``method``: the name asked for)."""
+    return dict(
+        method=method,
+        integrator=raw.integrator or method,
+        rtol=rtol,
+        atol=atol,
+        nfev=raw.nfev,
+        njev=raw.njev,
+        nsteps=raw.nsteps,
+        nrejected=raw.nrejected,
+        status=raw.status,
+        message=raw.message,
+        wall_time=wall,
+        t_final=raw.t_final,
+    )
+
+
+def solve(
+    problem,
+    *,
+    formulation: str = "order-parameters",
+    dynamics: str = "flow",
+    eta: float | None = None,
+    t_max: float | None = None,
+    method: str = "auto",
+    rtol: float = 1e-8,
+    atol: float = 1e-10,
+    definitions: Definitions = DEFAULT_DEFINITIONS,
+    t_eval=None,
+    stop_at_specialization: bool = False,
+    keep_weights: bool = False,
+    singular_cutoff: float = 1e-10,
+    progress: Callable[[int, int], object] | None = None,
+    weight_decay: float = 0.0,
+    lr2: float = 1.0,
+    classification_samples: int = 0,
+) -> Solution:
     """Population gradient flow (or gradient descent with step ``eta``) from a :class:`Problem`.
 
     ``dynamics="flow"`` integrates ``da/dt = -dL/da``, ``dW/dt = -dL/dW`` with ``method`` (a
@@ -242,40 +356,80 @@ def solve(problem, *, formulation: str = "order-parameters", dynamics: str = "fl
     ``observables["classification_error"]`` and ``["classification_error_se"]`` at every output
     time (:func:`~gaugedyn.theory.classification_error` with that many draws).
     """
-    if (isinstance(classification_samples, bool) or not isinstance(classification_samples, int)
-            or classification_samples < 0):
-        raise InputError(f"classification_samples={classification_samples!r} is not allowed; "
-                         "allowed: an integer >= 0 (0: no classification error)")
-    eta, t_max, t_eval = _check_solve(problem, formulation, dynamics, eta, t_max, method, rtol,
-                                      atol, definitions, t_eval, singular_cutoff)
-    y0, p = initial_state(problem, formulation, singular_cutoff=singular_cutoff,
-                          weight_decay=weight_decay, lr2=lr2)
-    task = FlowTask(y0=y0, params=p, t_max=t_max, t_eval=t_eval, rtol=rtol, atol=atol,
-                    event_fn=_event_fn(definitions), n_events=p.M + p.K,
-                    stop=stop_at_specialization)
+    _check_classification_samples(classification_samples)
+    eta, t_max, t_eval = _check_solve(
+        problem,
+        formulation,
+        dynamics,
+        eta,
+        t_max,
+        method,
+        rtol,
+        atol,
+        definitions,
+        t_eval,
+        singular_cutoff,
+    )
+    y0, p = initial_state(
+        problem, formulation, singular_cutoff=singular_cutoff, weight_decay=weight_decay, lr2=lr2
+    )
+    task = FlowTask(
+        y0=y0,
+        params=p,
+        t_max=t_max,
+        t_eval=t_eval,
+        rtol=rtol,
+        atol=atol,
+        event_fn=_event_fn(definitions),
+        n_events=p.M + p.K,
+        stop=stop_at_specialization,
+    )
     method_name = "gd" if dynamics == "gd" else method
     start = time.perf_counter()
     raw = gradient_descent(task, eta, progress) if dynamics == "gd" else METHODS[method](task)
     wall = time.perf_counter() - start
-    a, Q, R, obs, spec, prune, own, drift, W = _assemble(problem, p, raw, definitions,
-                                                         keep_weights)
+    a, Q, R, obs, spec, prune, own, drift, W = _assemble(problem, p, raw, definitions, keep_weights)
     if classification_samples:
         obs["classification_error"], obs["classification_error_se"] = classification_error(
-            a, Q, R, problem.b, p.T, problem.activation, problem.teacher_activation,
-            samples=classification_samples)
-    settings = dict(formulation=formulation, dynamics=dynamics, eta=eta, t_max=t_max,
-                    method=method_name, rtol=rtol, atol=atol,
-                    stop_at_specialization=stop_at_specialization,
-                    singular_cutoff=singular_cutoff)
+            a,
+            Q,
+            R,
+            problem.b,
+            p.T,
+            problem.activation,
+            problem.teacher_activation,
+            samples=classification_samples,
+        )
+    settings = dict(
+        formulation=formulation,
+        dynamics=dynamics,
+        eta=eta,
+        t_max=t_max,
+        method=method_name,
+        rtol=rtol,
+        atol=atol,
+        stop_at_specialization=stop_at_specialization,
+        singular_cutoff=singular_cutoff,
+    )
     if not p.plain:
         settings.update(weight_decay=p.weight_decay, lr2=p.lr2)
-    diagnostics = dict(method=method_name, integrator=raw.integrator or method_name, rtol=rtol,
-                       atol=atol, nfev=raw.nfev, njev=raw.njev,
-                       nsteps=raw.nsteps, nrejected=raw.nrejected, status=raw.status,
-                       message=raw.message, wall_time=wall, t_final=raw.t_final)
-    return Solution(t=raw.t, a=a, Q=Q, R=R, observables=obs, specialization_time=spec,
-                    pruning_time=prune, owner=own, delta_drift=drift, diagnostics=diagnostics,
-                    definitions=definitions, problem=problem.describe(), W=W, settings=settings)
+    diagnostics = _diagnostics(raw, method_name, rtol, atol, wall)
+    return Solution(
+        t=raw.t,
+        a=a,
+        Q=Q,
+        R=R,
+        observables=obs,
+        specialization_time=spec,
+        pruning_time=prune,
+        owner=own,
+        delta_drift=drift,
+        diagnostics=diagnostics,
+        definitions=definitions,
+        problem=problem.describe(),
+        W=W,
+        settings=settings,
+    )
 
 
 def _check_batch(problems, formulation, method, rtol, atol, t_max, t_eval):
@@ -287,16 +441,25 @@ def _check_batch(problems, formulation, method, rtol, atol, t_max, t_eval):
     _check_common(formulation, "flow", method, rtol, atol)
     first = problems[0]
     for i, pr in enumerate(problems):
-        if ((pr.K, pr.M, pr.activation, pr.teacher_activation)
-                != (first.K, first.M, first.activation, first.teacher_activation)):
-            raise InputError(f"problem {i} has K={pr.K}, M={pr.M}, activation={pr.activation!r},"
-                             f" teacher_activation={pr.teacher_activation!r}; the batch needs "
-                             f"K={first.K}, M={first.M}, activation={first.activation!r}, "
-                             f"teacher_activation={first.teacher_activation!r}")
+        if (pr.K, pr.M, pr.activation, pr.teacher_activation) != (
+            first.K,
+            first.M,
+            first.activation,
+            first.teacher_activation,
+        ):
+            raise InputError(
+                f"problem {i} has K={pr.K}, M={pr.M}, activation={pr.activation!r},"
+                f" teacher_activation={pr.teacher_activation!r}; the batch needs "
+                f"K={first.K}, M={first.M}, activation={first.activation!r}, "
+                f"teacher_activation={first.teacher_activation!r}"
+            )
         if formulation == "weight-space" and pr.dim != first.dim:
             raise InputError(f"problem {i} has dim={pr.dim}; a weight-space batch needs one dim")
-    t_max = _check_positive("t_max", max(default_t_max(pr) for pr in problems)) \
-        if t_max is None else _option("t_max", t_max)
+    t_max = (
+        _check_positive("t_max", max(default_t_max(pr) for pr in problems))
+        if t_max is None
+        else PARAMS["t_max"].accept(t_max)
+    )
     t_eval = log_times(t_max) if t_eval is None else _check_t_eval(t_eval, t_max)
     return t_max, t_eval
 
@@ -306,8 +469,10 @@ def _batch_params(problems, formulation, singular_cutoff):
     states = [initial_state(pr, formulation, singular_cutoff=singular_cutoff) for pr in problems]
     sizes = {y.size for y, _ in states}
     if len(sizes) != 1:
-        raise InputError(f"formulation={formulation!r} gives state sizes {sorted(sizes)} across "
-                         "the batch (span rank differs); use formulation='order-parameters'")
+        raise InputError(
+            f"formulation={formulation!r} gives state sizes {sorted(sizes)} across "
+            "the batch (span rank differs); use formulation='order-parameters'"
+        )
     y0 = np.stack([y for y, _ in states])
     p0 = states[0][1]
     stacked = {"b": np.stack([p.b for _, p in states]), "T": np.stack([p.T for _, p in states])}
@@ -316,11 +481,19 @@ def _batch_params(problems, formulation, singular_cutoff):
     return y0, dataclasses.replace(p0, basis=None, **stacked)
 
 
-def solve_batch(problems: Sequence, *, formulation: str = "order-parameters",
-                t_max: float | None = None, rtol: float = 1e-8, atol: float = 1e-10,
-                definitions: Definitions = DEFAULT_DEFINITIONS, t_eval=None, method: str = "auto",
-                stop_at_specialization: bool = False,
-                singular_cutoff: float = 1e-10) -> BatchSolution:
+def solve_batch(
+    problems: Sequence,
+    *,
+    formulation: str = "order-parameters",
+    t_max: float | None = None,
+    rtol: float = 1e-8,
+    atol: float = 1e-10,
+    definitions: Definitions = DEFAULT_DEFINITIONS,
+    t_eval=None,
+    method: str = "auto",
+    stop_at_specialization: bool = False,
+    singular_cutoff: float = 1e-10,
+) -> BatchSolution:
     """Population gradient flow of many problems (same ``K``, ``M``, activation) at once.
 
     ``method="auto"`` (the default) or ``"rodas"`` advances all trajectories together with
@@ -334,26 +507,55 @@ def solve_batch(problems: Sequence, *, formulation: str = "order-parameters",
     try:
         problems = list(problems)
     except TypeError:
-        raise InputError(f"problems={type(problems).__name__} is not allowed; allowed: a "
-                         "sequence of gaugedyn.theory.Problem") from None
+        raise InputError(
+            f"problems={type(problems).__name__} is not allowed; allowed: a "
+            "sequence of gaugedyn.theory.Problem"
+        ) from None
     t_max, t_eval = _check_batch(problems, formulation, method, rtol, atol, t_max, t_eval)
     start = time.perf_counter()
     if method not in BATCHED:
-        kw = dict(formulation=formulation, t_max=t_max, method=method, rtol=rtol, atol=atol,
-                  definitions=definitions, t_eval=t_eval,
-                  stop_at_specialization=stop_at_specialization, singular_cutoff=singular_cutoff)
+        kw = dict(
+            formulation=formulation,
+            t_max=t_max,
+            method=method,
+            rtol=rtol,
+            atol=atol,
+            definitions=definitions,
+            t_eval=t_eval,
+            stop_at_specialization=stop_at_specialization,
+            singular_cutoff=singular_cutoff,
+        )
         sols = [_solve_or_error(pr, kw) for pr in problems]
         return _stack(problems, sols, t_eval, definitions, time.perf_counter() - start)
     y0, P = _batch_params(problems, formulation, singular_cutoff)
-    res = rodas4(rhs, jacobian, y0, P, lambda q, i: q.take(i), np.full(len(problems), t_max),
-                 t_eval, rtol=rtol, atol=atol, event_fn=_event_fn(definitions),
-                 n_events=P.M + P.K,
-                 stop_when_all=_stop_mask(P.K, P.M) if stop_at_specialization else None,
-                 component=P.component, fun_jac=rhs_and_jacobian, raise_divergence=False)
+    res = rodas4(
+        rhs,
+        jacobian,
+        y0,
+        P,
+        lambda q, i: q.take(i),
+        np.full(len(problems), t_max),
+        t_eval,
+        rtol=rtol,
+        atol=atol,
+        event_fn=_event_fn(definitions),
+        n_events=P.M + P.K,
+        stop_when_all=_stop_mask(P.K, P.M) if stop_at_specialization else None,
+        component=P.component,
+        fun_jac=rhs_and_jacobian,
+        raise_divergence=False,
+    )
     wall = time.perf_counter() - start
-    settings = dict(formulation=formulation, dynamics="flow", t_max=t_max, method=method,
-                    rtol=rtol, atol=atol, stop_at_specialization=stop_at_specialization,
-                    singular_cutoff=singular_cutoff)
+    settings = dict(
+        formulation=formulation,
+        dynamics="flow",
+        t_max=t_max,
+        method=method,
+        rtol=rtol,
+        atol=atol,
+        stop_at_specialization=stop_at_specialization,
+        singular_cutoff=singular_cutoff,
+    )
     return _batch_solution(problems, P, res, definitions, settings, wall)
 
 
@@ -361,24 +563,47 @@ def _batch_solution(problems, P: FlowParams, res, definitions, settings, wall) -
     """A :class:`BatchSolution` from the batched integrator's raw result."""
     a, Q, R = state_to_order_parameters(res.y, P)
     b, T = P.b[:, None, :], P.T[:, None, :, :]
-    obs = observe(a, Q, R, b, T, problems[0].activation, definitions,
-                  problems[0].teacher_activation)
+    obs = observe(
+        a, Q, R, b, T, problems[0].activation, definitions, problems[0].teacher_activation
+    )
     drift = np.nanmax(delta_drift(a, Q, a[:, :1], Q[:, :1]), axis=1)
     af, Qf, Rf = state_to_order_parameters(res.y_final, P)
     own = owner(af, Qf, Rf, P.T, P.b)
     spec, prune = _split_events(res.events, P.M)
-    common = dict(method=settings["method"], integrator="rodas", rtol=settings["rtol"],
-                  atol=settings["atol"])
-    diags = [dict(**common, nfev=int(res.nfev[i]), njev=int(res.njev[i]),
-                  nsteps=int(res.nsteps[i]), nrejected=int(res.nrejected[i]),
-                  status=int(res.status[i]), message=res.message[i],
-                  t_final=float(res.t_final[i]), wall_time=wall)
-             for i in range(len(problems))]
-    return BatchSolution(t=res.t_eval, a=a, Q=Q, R=R, observables=obs,
-                         specialization_time=spec, pruning_time=prune, owner=own,
-                         delta_drift=drift, diagnostics=diags, definitions=definitions,
-                         problems=[pr.describe() for pr in problems], wall_time=wall,
-                         settings=settings, errors=list(res.errors))
+    common = dict(
+        method=settings["method"], integrator="rodas", rtol=settings["rtol"], atol=settings["atol"]
+    )
+    diags = [
+        dict(
+            **common,
+            nfev=int(res.nfev[i]),
+            njev=int(res.njev[i]),
+            nsteps=int(res.nsteps[i]),
+            nrejected=int(res.nrejected[i]),
+            status=int(res.status[i]),
+            message=res.message[i],
+            t_final=float(res.t_final[i]),
+            wall_time=wall,
+        )
+        for i in range(len(problems))
+    ]
+    return BatchSolution(
+        t=res.t_eval,
+        a=a,
+        Q=Q,
+        R=R,
+        observables=obs,
+        specialization_time=spec,
+        pruning_time=prune,
+        owner=own,
+        delta_drift=drift,
+        diagnostics=diags,
+        definitions=definitions,
+        problems=[pr.describe() for pr in problems],
+        wall_time=wall,
+        settings=settings,
+        errors=list(res.errors),
+    )
 
 
 def _solve_or_error(problem, kw):
@@ -390,8 +615,14 @@ def _solve_or_error(problem, kw):
 
 
 def _failed_diagnostics(err: DivergenceError, kw) -> dict:
-    return dict(method=kw["method"], rtol=kw["rtol"], atol=kw["atol"], status=-2,
-                message=str(err), t_final=err.time)
+    return dict(
+        method=kw["method"],
+        rtol=kw["rtol"],
+        atol=kw["atol"],
+        status=-2,
+        message=str(err),
+        t_final=err.time,
+    )
 
 
 def _stack(problems, results, t_eval, definitions, wall):
@@ -410,20 +641,40 @@ def _stack(problems, results, t_eval, definitions, wall):
         return out
 
     def stack(get):
-        return np.stack([pad(get(s)) if good else np.full((T,) + get(ref).shape[1:], np.nan)
-                         for s, good in zip(results, ok)])
+        return np.stack(
+            [
+                pad(get(s)) if good else np.full((T,) + get(ref).shape[1:], np.nan)
+                for s, good in zip(results, ok)
+            ]
+        )
 
     def each(get):
-        return np.stack([get(s) if good else np.full(np.shape(get(ref)), np.nan)
-                         for s, good in zip(results, ok)])
+        return np.stack(
+            [
+                get(s) if good else np.full(np.shape(get(ref)), np.nan)
+                for s, good in zip(results, ok)
+            ]
+        )
 
     obs = {k: stack(lambda s, k=k: s.observables[k].astype(float)) for k in ref.observables}
-    diags = [s.diagnostics if good else _failed_diagnostics(s, ref.settings)
-             for s, good in zip(results, ok)]
+    diags = [
+        s.diagnostics if good else _failed_diagnostics(s, ref.settings)
+        for s, good in zip(results, ok)
+    ]
     return BatchSolution(
-        t=t_eval, a=stack(lambda s: s.a), Q=stack(lambda s: s.Q), R=stack(lambda s: s.R),
-        observables=obs, specialization_time=each(lambda s: s.specialization_time),
-        pruning_time=each(lambda s: s.pruning_time), owner=each(lambda s: s.owner),
-        delta_drift=each(lambda s: s.delta_drift), diagnostics=diags, definitions=definitions,
-        problems=[pr.describe() for pr in problems], wall_time=wall, settings=ref.settings,
-        errors=[None if good else s for s, good in zip(results, ok)])
+        t=t_eval,
+        a=stack(lambda s: s.a),
+        Q=stack(lambda s: s.Q),
+        R=stack(lambda s: s.R),
+        observables=obs,
+        specialization_time=each(lambda s: s.specialization_time),
+        pruning_time=each(lambda s: s.pruning_time),
+        owner=each(lambda s: s.owner),
+        delta_drift=each(lambda s: s.delta_drift),
+        diagnostics=diags,
+        definitions=definitions,
+        problems=[pr.describe() for pr in problems],
+        wall_time=wall,
+        settings=ref.settings,
+        errors=[None if good else s for s, good in zip(results, ok)],
+    )

@@ -5,14 +5,28 @@ Public names load lazily, so ``import gaugedyn.training`` does not import torch.
 
 from .._lazy import attach
 
-__getattr__, __dir__, __all__ = attach(__name__, {
-    "_network": ["Network"],
-    "_trainer": ["TrainConfig", "train", "StepRecord"],
-    "_optim": ["AdamState"],
-    "_result": ["TrainResult", "crossing_time"],
-    "_online_ode": ["OnlineODE", "online_ode", "noise_term"],
-    "_auxiliary": ["JointLoss", "AuxiliaryProblem", "AuxiliaryODE", "two_teachers",
-                   "auxiliary_ode", "train_auxiliary", "task_errors", "error_rates",
-                   "error_decomposition"],
-    "_auxiliary_fdt": ["stationary_state", "joint_optimum", "fdt_relation"],
-})
+__getattr__, __dir__, __all__ = attach(
+    __name__,
+    {
+        "_network": ["Network", "resolve_device"],
+        "_trainer": ["TrainConfig", "train", "StepRecord"],
+        "_optim": ["AdamState"],
+        "_result": ["TrainResult", "crossing_time"],
+        "_online_ode": ["OnlineODE", "online_ode", "noise_term"],
+        "_online_fast": ["train_online"],
+        "_support": ["single_thread", "match_times"],
+        "_digits": ["load_digits"],
+        "_auxiliary": [
+            "JointLoss",
+            "AuxiliaryProblem",
+            "AuxiliaryODE",
+            "two_teachers",
+            "auxiliary_ode",
+            "train_auxiliary",
+            "task_errors",
+            "error_rates",
+            "error_decomposition",
+        ],
+        "_auxiliary_fdt": ["stationary_state", "joint_optimum", "fdt_relation"],
+    },
+)

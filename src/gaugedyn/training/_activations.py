@@ -9,8 +9,8 @@ is elementwise and exactly reproducible slice by slice.
 
 from __future__ import annotations
 
-from ..theory._activation import ACTIVATIONS as ACTIVATIONS
-from ..theory._activation import Activation, activation_of
+from ..theory import ACTIVATIONS as ACTIVATIONS
+from ..theory import Activation, activation_of
 
 
 def activation(name: str | Activation):

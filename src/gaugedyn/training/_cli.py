@@ -1,9 +1,12 @@
 """``gaugedyn train``: train one named set-up over several seeds and print one JSON object.
 
-Every option is declared once in :data:`OPTIONS` (type, bounds and why, or choices) and checked
-before anything is allocated: the memory of the data and the network is estimated
-(:func:`memory_estimate`) and so is the arithmetic (:func:`work_estimate`); a request that cannot
-fit, or would run for more than about a day, is refused with the estimate.
+Every option is an engine's declaration (the training run's, :data:`._params.PARAMS`; the
+activation, gauge and definitions of :data:`gaugedyn.theory.PARAMS`) or, for the few that only
+the command line has, declared in :data:`OPTIONS` here; the option's help, bounds and default are
+the declaration's. Every value is checked before anything is allocated: the memory of the data
+and the network is estimated (:func:`memory_estimate`) and so is the arithmetic
+(:func:`work_estimate`); a request that cannot fit, or would run for more than about a day, is
+refused with the estimate.
 """
 
 from __future__ import annotations
@@ -12,9 +15,11 @@ import argparse
 import json
 
 from .._json import strict
-from .._options import FLOP_RATE, MAX_SEED, Param
-from ..theory._activation import ACTIVATIONS
-from ..theory._cli import GAUGES, MAX_NEURONS, progress_options
+from .._options import DECLARED, FLOP_RATE, Param, progress_options
+from ..theory import GAUGE_NAMES as GAUGES
+from ..theory import MAX_NEURONS
+from ..theory import PARAMS as THEORY
+from ._params import PARAMS
 
 STEP_SECONDS = {"torch": 1.1e-4, "compiled": 1e-6, "chain": 1e-6}
 """Fixed cost of one optimizer step whatever its size (Python, torch dispatch, records): 113 us
@@ -23,88 +28,131 @@ SEED_STEP_SECONDS = {"torch": 0.0, "compiled": 1.4e-7, "chain": 1.4e-7}
 """Fixed cost per seed and step of the compiled kernels (140 ns per seed-step on the chain,
 measured likewise)."""
 
-OPTIONS = {
-    "setup": Param(str, name="setup", choices=("single", "duplicates")),
-    "dim": Param(int, name="dim", lo=2, hi=10**7,
-                  why="float arrays of D per sample, neuron and seed; memory is also estimated"),
-    "gauge": Param(str, name="gauge", choices=GAUGES),
-    "scale": Param(float, name="scale", lo=1e-6, hi=1e6,
-                    why="|w|^2 = s D and a^2 = s / D must stay resolvable in floating point"),
-    "strength": Param(float, name="strength", lo=0, hi=1e8, lo_open=True,
-                       why="|w|^2 = s x strength must stay resolvable in floating point"),
-    "activation": Param(str, name="activation", choices=tuple(ACTIVATIONS)),
-    "teacher_activation": Param(str, name="teacher_activation", choices=tuple(ACTIVATIONS)),
-    "samples": Param(int, name="samples", lo=1, hi=10**9,
-                      why="S n D floats of data; memory is also estimated per request"),
-    "optimizer": Param(str, name="optimizer", choices=("gd", "sgd", "adam")),
-    "lr": Param(float, name="lr", lo=0, hi=1e3, lo_open=True,
-                 why="larger steps diverge at once on these losses"),
-    "steps": Param(int, name="steps", lo=1, hi=10**9,
-                    why="the arithmetic is also estimated and capped at about a day"),
-    "batch": Param(int, name="batch", lo=1, hi=10**7, why="S B D floats per step"),
-    "schedule": Param(str, name="schedule", choices=("constant", "cosine", "inverse")),
-    "seeds": Param(int, name="seeds", lo=1, hi=100_000, why="seeds are trained as one batch in memory"),
-    "root_seed": Param(int, name="root_seed", lo=0, hi=MAX_SEED, hi_text="2**64 - 1",
-                        why="seeds are unsigned 64-bit integers"),
-    "threshold": Param(float, name="threshold", lo=0, hi=1, lo_open=True, hi_open=True,
-                        why="an overlap m lies in [-1, 1]"),
-    "prune_tol": Param(float, name="prune_tol", lo=0, hi=1, lo_open=True, hi_open=True,
-                        why="the owner converges to |rho| = |b| = 1, so a tolerance >= 1 would "
-                        "call it pruned"),
-    "dtype": Param(str, name="dtype", choices=("float32", "float64")),
-    "backend": Param(str, name="backend", choices=("torch", "compiled", "chain")),
-    "weight_decay": Param(float, name="weight_decay", lo=0, hi=1e3,
-                           why="a larger penalty shrinks every weight to 0 within one step"),
-    "lr2": Param(float, name="lr2", lo=0, hi=1e3,
-                  why="the second layer's rate relative to the first; 0 freezes it"),
-    "label_noise": Param(float, name="label_noise", lo=0, hi=1e3,
-                          why="the teacher's output is O(1); larger noise is all noise"),
+OPTIONS: dict[str, Param] = {
+    "setup": Param(
+        str,
+        "single",
+        name="setup",
+        choices=("single", "duplicates"),
+        help="the named set-up: one student neuron, or copies of it",
+    ),
+    "dim": Param(
+        int,
+        name="dim",
+        lo=2,
+        hi=10**7,
+        help="input dimension D",
+        metavar="D",
+        why="float arrays of D per sample, neuron and seed; memory is also estimated",
+    ),
+    "gauge": THEORY["gauge"],
+    "scale": Param(
+        float,
+        1.0,
+        name="scale",
+        lo=1e-6,
+        hi=1e6,
+        help="initial coefficient rho0 = s",
+        why="|w|^2 = s D and a^2 = s / D must stay resolvable in floating point",
+    ),
+    "strength": Param(
+        float,
+        name="strength",
+        lo=0,
+        hi=1e8,
+        lo_open=True,
+        help="gauge strength",
+        why="|w|^2 = s x strength must stay resolvable in floating point",
+    ),
+    "activation": THEORY["activation"],
+    "teacher_activation": THEORY["teacher_activation"],
+    **{
+        name: PARAMS[name]
+        for name in (
+            "weight_decay",
+            "lr2",
+            "label_noise",
+            "samples",
+            "optimizer",
+            "lr",
+            "steps",
+            "batch",
+            "schedule",
+            "seeds",
+            "root_seed",
+        )
+    },
+    "threshold": THEORY["threshold"],
+    "prune_tol": THEORY["prune_tol"],
+    "dtype": PARAMS["dtype"],
+    "backend": PARAMS["backend"],
 }
-_NUMBERS = ("dim", "scale", "strength", "samples", "lr", "steps", "batch", "seeds", "root_seed",
-            "threshold", "prune_tol", "weight_decay", "lr2", "label_noise")
+"""The options of ``gaugedyn train`` in the order of its help: the engines' declarations, and the
+set-up, its dimension, scale and gauge strength (narrower than the theory's set-ups accept, for
+the memory of float arrays), which only the command line has."""
+_NUMBERS = (
+    "dim",
+    "scale",
+    "strength",
+    "samples",
+    "lr",
+    "steps",
+    "batch",
+    "seeds",
+    "root_seed",
+    "threshold",
+    "prune_tol",
+    "weight_decay",
+    "lr2",
+    "label_noise",
+)
 _NAMES = ("setup", "activation", "optimizer", "schedule", "dtype", "backend")
+_REQUIRED = ("dim",)
+_COMPUTED = {  # the options whose default the command works out (None: no default)
+    "gauge": f"{THEORY['gauge'].default} (setup single)",
+    "strength": "D",
+    "teacher_activation": "the student's",
+    "samples": "none (give --samples N or --online)",
+    "lr": "0.5 / (s D)",
+    "batch": "the whole sample; 1 when online",
+}
+_DEFAULTS = {"seeds": 4}  # the command's default where it differs from the engine's
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "train", help="train a named set-up on Gaussian data (batched seeds); print JSON",
+        "train",
+        help="train a named set-up on Gaussian data (batched seeds); print JSON",
         description="Train the 'single' or 'duplicates' set-up by full-batch GD, mini-batch or "
         "online SGD, or Adam, S seeds as one batched computation; print final observables, the "
         "specialization time per seed and the settings as one JSON object. Every value is "
-        "checked before any work: a bad one gives one error line and exit status 2.")
-    p.add_argument("--setup", default="single", help="single or duplicates")
-    p.add_argument("--dim", required=True, help="input dimension D (integer in [2, 1e7])")
-    p.add_argument("--gauge", help="gauge of the single neuron: w-heavy, a-heavy or balanced")
-    p.add_argument("--gauges", help="comma-separated gauges of the duplicates, e.g. a-heavy,w-heavy")
-    p.add_argument("--scale", default="1.0", help="initial coefficient rho0 = s, in [1e-6, 1e6]")
-    p.add_argument("--strength", default=None, help="gauge strength in (0, 1e8] (default D)")
-    p.add_argument("--activation", default="relu", help=", ".join(ACTIVATIONS))
-    p.add_argument("--teacher-activation", default=None,
-                   help="the teacher's own activation (default: the student's)")
-    p.add_argument("--weight-decay", default="0", help="weight decay on both layers, in [0, 1e3]")
-    p.add_argument("--lr2", default="1", help="second-layer rate relative to the first, in "
-                   "[0, 1e3] (0 freezes it; SGD and GD)")
-    p.add_argument("--label-noise", default="0", help="teacher output noise sigma, in [0, 1e3]")
+        "checked before any work: a bad one gives one error line and exit status 2.",
+    )
     data = p.add_mutually_exclusive_group()
-    data.add_argument("--samples", default=None, help="fixed sample size n")
-    data.add_argument("--online", action="store_true", help="fresh samples every step")
-    p.add_argument("--optimizer", default="gd", help="gd, sgd or adam")
-    p.add_argument("--lr", default=None, help="step size eta in (0, 1e3] (default 0.5/(s D))")
-    p.add_argument("--steps", default="1000", help="optimizer steps (integer >= 1)")
-    p.add_argument("--batch", default=None, help="mini-batch size (sgd, adam)")
-    p.add_argument("--schedule", default="constant", help="constant, cosine or inverse")
-    p.add_argument("--seeds", default="4", help="number of seeds S in [1, 100000] (batched)")
-    p.add_argument("--root-seed", default="0", help="root seed, an integer in [0, 2**64)")
-    p.add_argument("--threshold", default="0.95", help="specialization threshold in (0, 1)")
-    p.add_argument("--prune-tol", default="1e-3", help="pruned when |rho_i| < prune-tol, in (0, 1)")
-    p.add_argument("--dtype", default="float64", help="float32 or float64")
-    p.add_argument("--device", default=None, help="cpu, cuda, cuda:N or mps, if this machine has "
-                   "it (default: cuda if available)")
-    p.add_argument("--backend", default="torch",
-                   help="torch (every optimizer, any device); compiled (online SGD in weight "
-                   "space, numba, float64 on the CPU); chain (online SGD as its exact "
-                   "order-parameter chain: the same law of the order parameters and losses, at "
-                   "a cost per step independent of D)")
+    for name, option in OPTIONS.items():
+        where = data if name == "samples" else p
+        if name in _REQUIRED:
+            option.add_to(where, required=True)
+        elif name in _COMPUTED:
+            option.add_to(where, default=None, default_text=_COMPUTED[name])
+        else:
+            option.add_to(where, default=_DEFAULTS.get(name, DECLARED))
+        if name == "gauge":
+            p.add_argument(
+                "--gauges",
+                help="comma-separated gauges of the duplicates, e.g. "
+                f"a-heavy,w-heavy, each one of {', '.join(GAUGES)}; at most "
+                f"{MAX_NEURONS}",
+            )
+        if name == "samples":
+            data.add_argument("--online", action="store_true", help="fresh samples every step")
+        if name == "dtype":
+            p.add_argument(
+                "--device",
+                default=None,
+                help="cpu, cuda, cuda:N or mps, if this "
+                "machine has it (default: cuda if available)",
+            )
     progress_options(p)
     p.set_defaults(func=_handle)
 
@@ -123,8 +171,9 @@ def _gauges(args) -> list[str]:
         raise InputError(f"--gauges names {len(names)} neurons; allowed: 1 to {MAX_NEURONS}")
     for g in names:
         if g not in GAUGES:
-            raise InputError(f"--gauges entry {g!r} is not allowed; each must be one of "
-                             f"{', '.join(GAUGES)}")
+            raise InputError(
+                f"--gauges entry {g!r} is not allowed; each must be one of {', '.join(GAUGES)}"
+            )
     return names
 
 
@@ -144,8 +193,9 @@ def check_device(text: str | None) -> str | None:
     if mps is not None and mps.is_available():
         have.append("mps")
     if text not in have:
-        raise InputError(f"--device={text!r} is not available on this machine; allowed: "
-                         f"{', '.join(have)}")
+        raise InputError(
+            f"--device={text!r} is not available on this machine; allowed: {', '.join(have)}"
+        )
     return text
 
 
@@ -181,32 +231,49 @@ def time_estimate(v: dict, flop: float) -> float:
     (:data:`STEP_SECONDS`) and per seed and step (:data:`SEED_STEP_SECONDS`) of the backend."""
     backend = v.get("backend") or "torch"
     steps, seeds = float(v["steps"]), float(v["seeds"])
-    return flop / FLOP_RATE + steps * STEP_SECONDS[backend] + \
-        seeds * steps * SEED_STEP_SECONDS[backend]
+    return (
+        flop / FLOP_RATE
+        + steps * STEP_SECONDS[backend]
+        + seeds * steps * SEED_STEP_SECONDS[backend]
+    )
 
 
 def _values(args) -> dict:
     from .._errors import InputError
 
-    v = {name: None if getattr(args, name) is None else OPTIONS[name].parse(getattr(args, name))
-         for name in _NUMBERS}
+    v = {
+        name: None if getattr(args, name) is None else OPTIONS[name].parse(getattr(args, name))
+        for name in _NUMBERS
+    }
     v.update({name: OPTIONS[name].parse(getattr(args, name)) for name in _NAMES})
-    v["teacher_activation"] = (None if args.teacher_activation is None else
-                               OPTIONS["teacher_activation"].parse(args.teacher_activation))
+    v["teacher_activation"] = (
+        None
+        if args.teacher_activation is None
+        else OPTIONS["teacher_activation"].parse(args.teacher_activation)
+    )
     if not args.online and v["samples"] is None:
         raise InputError("give --samples N (fixed sample) or --online")
     if v["samples"] is not None and v["batch"] is not None and v["batch"] > v["samples"]:
-        raise InputError(f"--batch={v['batch']} is not allowed; allowed: at most --samples="
-                         f"{v['samples']}")
+        raise InputError(
+            f"--batch={v['batch']} is not allowed; allowed: at most --samples={v['samples']}"
+        )
     v["device"] = check_device(args.device)
     if v["backend"] != "torch":
-        wrong = [text for text, bad in (
-            ("--online", not args.online), ("--optimizer sgd", v["optimizer"] != "sgd"),
-            ("--dtype float64", v["dtype"] != "float64"),
-            ("--device cpu", v["device"] not in (None, "cpu"))) if bad]
+        wrong = [
+            text
+            for text, bad in (
+                ("--online", not args.online),
+                ("--optimizer sgd", v["optimizer"] != "sgd"),
+                ("--dtype float64", v["dtype"] != "float64"),
+                ("--device cpu", v["device"] not in (None, "cpu")),
+            )
+            if bad
+        ]
         if wrong:
-            raise InputError(f"--backend={v['backend']} runs online SGD in float64 on the CPU; "
-                             f"it needs {', '.join(wrong)} (or use --backend torch)")
+            raise InputError(
+                f"--backend={v['backend']} runs online SGD in float64 on the CPU; "
+                f"it needs {', '.join(wrong)} (or use --backend torch)"
+            )
     return v
 
 
@@ -214,18 +281,25 @@ def _check_size(v: dict, K: int) -> None:
     from .._options import check_memory, check_work
 
     estimate, formula = memory_estimate(v, K, 4 if v["dtype"] == "float32" else 8)
-    check_memory(f"--dim={v['dim']} --samples={v['samples']} --seeds={v['seeds']}", estimate,
-                 formula)
+    check_memory(
+        f"--dim={v['dim']} --samples={v['samples']} --seeds={v['seeds']}", estimate, formula
+    )
     flop = work_estimate(v, K)
     backend = v.get("backend") or "torch"
     check_work(
         f"--steps={v['steps']} with --dim={v['dim']}, --seeds={v['seeds']} and batch "
-        f"{v['batch'] or v['samples'] or 1}", time_estimate(v, flop),
+        f"{v['batch'] or v['samples'] or 1}",
+        time_estimate(v, flop),
         f"{flop:.2g} floating-point operations at {FLOAT_RATE_TEXT} plus "
         f"{STEP_SECONDS[backend] * 1e6:g} us per step"
-        + (f" and {SEED_STEP_SECONDS[backend] * 1e9:g} ns per seed and step"
-           if SEED_STEP_SECONDS[backend] else "") + " of fixed cost",
-        "choose fewer steps, seeds or samples")
+        + (
+            f" and {SEED_STEP_SECONDS[backend] * 1e9:g} ns per seed and step"
+            if SEED_STEP_SECONDS[backend]
+            else ""
+        )
+        + " of fixed cost",
+        "choose fewer steps, seeds or samples",
+    )
 
 
 def _handle(args: argparse.Namespace) -> int:
@@ -248,26 +322,43 @@ def _handle(args: argparse.Namespace) -> int:
     if v["strength"] is not None:
         problem = with_gauge(problem, names=gauges, strength=v["strength"])
     lr = v["lr"] if v["lr"] is not None else 0.5 / (v["scale"] * v["dim"])
-    cfg = TrainConfig(optimizer=v["optimizer"], lr=lr, steps=v["steps"],
-                      samples=None if args.online else v["samples"], batch=v["batch"],
-                      schedule=v["schedule"], weight_decay=v["weight_decay"], lr2=v["lr2"],
-                      label_noise=v["label_noise"])
+    cfg = TrainConfig(
+        optimizer=v["optimizer"],
+        lr=lr,
+        steps=v["steps"],
+        samples=None if args.online else v["samples"],
+        batch=v["batch"],
+        schedule=v["schedule"],
+        weight_decay=v["weight_decay"],
+        lr2=v["lr2"],
+        label_noise=v["label_noise"],
+    )
     definitions = Definitions(threshold=v["threshold"], prune_tol=v["prune_tol"])
     bar = progress_bar(v["steps"], "train", unit="step", force=args.progress, quiet=args.quiet)
     every = max(1, min(1000, v["steps"] // 200))
-    on_step = (lambda r: bar.callback(r.step) if r.step % every == 0 or r.step == v["steps"]
-               else None) if bar.enabled else None
+    on_step = (
+        (lambda r: bar.callback(r.step) if r.step % every == 0 or r.step == v["steps"] else None)
+        if bar.enabled
+        else None
+    )
     compiled = v["backend"] != "torch"  # one compiled call per seed: no per-step callback
     try:
-        res = train(problem, cfg, seeds=v["seeds"], root_seed=v["root_seed"], dtype=v["dtype"],
-                    device=v["device"], definitions=definitions,
-                    on_step=None if compiled else on_step, backend=v["backend"])
+        res = train(
+            problem,
+            cfg,
+            seeds=v["seeds"],
+            root_seed=v["root_seed"],
+            dtype=v["dtype"],
+            device=v["device"],
+            definitions=definitions,
+            on_step=None if compiled else on_step,
+            backend=v["backend"],
+        )
         if compiled and bar.enabled:
             bar.callback(v["steps"])
     finally:
         bar.close()
-    print(json.dumps(strict(_output(args, v["dim"], gauges, res, definitions, np)),
-                     default=float))
+    print(json.dumps(strict(_output(args, v["dim"], gauges, res, definitions, np)), default=float))
     return 0
 
 
@@ -275,21 +366,31 @@ def _output(args, dim: int, gauges, res, definitions, np) -> dict:
     final = res.final()
     spec = res.specialization_time()
     return {
-        "setup": args.setup, "dim": dim, "gauges": gauges,
-        "activation": args.activation, "teacher_activation": args.teacher_activation,
-        "seeds": res.seeds, "root_seed": res.root_seed,
-        "time_final": float(res.time[-1]), "steps": int(res.steps[-1]),
+        "setup": args.setup,
+        "dim": dim,
+        "gauges": gauges,
+        "activation": args.activation,
+        "teacher_activation": args.teacher_activation,
+        "seeds": res.seeds,
+        "root_seed": res.root_seed,
+        "time_final": float(res.time[-1]),
+        "steps": int(res.steps[-1]),
         "specialization_time": spec[:, 0].tolist(),
         "owner": final["owner"][:, 0].tolist(),
         # L >= 0: the closed form's round-off below 0 is shown as 0
         "loss": np.maximum(final["loss"], 0.0).tolist(),
         "loss_empirical": final["loss_empirical"].tolist(),
-        "rho": final["rho"].tolist(), "alignment": final["alignment"][..., 0].tolist(),
+        "rho": final["rho"].tolist(),
+        "alignment": final["alignment"][..., 0].tolist(),
         "delta_drift": final["delta_drift"].tolist(),
         "pruned": final["pruned"].tolist(),
-        "median": {"loss": float(max(np.median(final["loss"]), 0.0)),
-                   "specialization_time": float(np.nanmedian(spec[:, 0]))
-                   if np.any(np.isfinite(spec)) else None},
-        "settings": res.settings, "definitions": definitions.describe(),
+        "median": {
+            "loss": float(max(np.median(final["loss"]), 0.0)),
+            "specialization_time": float(np.nanmedian(spec[:, 0]))
+            if np.any(np.isfinite(spec))
+            else None,
+        },
+        "settings": res.settings,
+        "definitions": definitions.describe(),
         "wall_time_s": res.diagnostics["wall_time_s"],
     }

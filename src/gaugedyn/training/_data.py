@@ -54,14 +54,17 @@ def stream_block_steps(batch: int, dim: int) -> int:
 class OnlineStream:
     """Fresh samples for online training: blocks of ``(steps, batch, D)`` drawn per seed."""
 
-    def __init__(self, gens, batch: int, dim: int, dtype, device, teacher,
-                 label_noise: float = 0.0):
+    def __init__(
+        self, gens, batch: int, dim: int, dtype, device, teacher, label_noise: float = 0.0
+    ):
         self.gens, self.batch, self.dim = gens, batch, dim
         self.label_noise = float(label_noise)
         self.dtype, self.device, self.teacher = dtype, device, teacher
         self.block = stream_block_steps(batch, dim)
         self._pos = self.block
-        self._X = self._XT = self._y = None
+        self._X: torch.Tensor | None = None
+        self._XT: torch.Tensor | None = None
+        self._y: torch.Tensor | None = None
 
     def next(self) -> Batch:
         """The prepared batch of the next step."""
@@ -72,8 +75,9 @@ class OnlineStream:
             y = self.teacher(prepare(flat))[:, : self.block * self.batch]
             y = y.reshape(S, self.block, self.batch)
             if self.label_noise:  # y = f*(x) + sigma xi, drawn after the block's inputs
-                y = y + self.label_noise * gaussian(self.gens, (self.block, self.batch),
-                                                    self.dtype, self.device)
+                y = y + self.label_noise * gaussian(
+                    self.gens, (self.block, self.batch), self.dtype, self.device
+                )
             if self.batch > SMALL_BATCH:
                 pad = (-self.batch) % 8
                 if pad:  # (a zero pad would only copy the block)
@@ -84,5 +88,6 @@ class OnlineStream:
             self._pos = 0
         k = self._pos
         self._pos += 1
+        assert self._X is not None and self._y is not None
         XT = None if self._XT is None else self._XT[:, k]
         return Batch(self._X[:, k], XT, self._y[:, k], self.batch)

@@ -18,8 +18,7 @@ import numpy as np
 import torch
 
 from .._errors import InputError
-from ..theory import Problem
-from ..theory._activation import Activation
+from ..theory import Activation, Problem
 from ._activations import activation as _activation
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -147,7 +146,9 @@ def resolve_device(device=None) -> torch.device:
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError):
-        raise InputError(f"device={device!r} is not a torch device; use cpu, cuda or cuda:N") from None
+        raise InputError(
+            f"device={device!r} is not a torch device; use cpu, cuda or cuda:N"
+        ) from None
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise InputError(f"device={device!r} requested but CUDA is not available; use cpu")
     if dev.type not in ("cpu", "cuda", "mps"):
@@ -168,8 +169,9 @@ class Network:
     teacher_activation: str | Activation | None = None
 
     @classmethod
-    def from_problem(cls, problem: Problem | Sequence[Problem], seeds: int = 1,
-                     dtype="float64", device=None) -> Network:
+    def from_problem(
+        cls, problem: Problem | Sequence[Problem], seeds: int = 1, dtype="float64", device=None
+    ) -> Network:
         """``seeds`` copies of the problem's student (or one student per problem in a list).
 
         All problems in a list must share the teacher and activation; each student starts from
@@ -181,15 +183,25 @@ class Network:
             raise InputError("at least one seed (problem) is needed")
         first = problems[0]
         for p in problems[1:]:
-            if (p.activation != first.activation or p.W.shape != first.W.shape
-                    or p.teacher_activation != first.teacher_activation
-                    or not np.array_equal(p.b, first.b) or not np.array_equal(p.V, first.V)):
+            if (
+                p.activation != first.activation
+                or p.W.shape != first.W.shape
+                or p.teacher_activation != first.teacher_activation
+                or not np.array_equal(p.b, first.b)
+                or not np.array_equal(p.V, first.V)
+            ):
                 raise InputError("per-seed problems must share shapes, teacher and activation")
         kw = {"dtype": dtype, "device": device}
         a = torch.as_tensor(np.stack([p.a for p in problems]), **kw)
         W = torch.as_tensor(np.stack([p.W for p in problems]), **kw)
-        return cls(a=a, W=W, b=torch.as_tensor(first.b, **kw), V=torch.as_tensor(first.V, **kw),
-                   activation=first.activation, teacher_activation=first.teacher_activation)
+        return cls(
+            a=a,
+            W=W,
+            b=torch.as_tensor(first.b, **kw),
+            V=torch.as_tensor(first.V, **kw),
+            activation=first.activation,
+            teacher_activation=first.teacher_activation,
+        )
 
     @property
     def seeds(self) -> int:
@@ -201,8 +213,9 @@ class Network:
 
     def teacher(self, batch: Batch) -> torch.Tensor:
         """``f*(x)`` for a prepared batch; returns ``(S, n')``."""
-        g, _ = _activation(self.activation if self.teacher_activation is None
-                           else self.teacher_activation)
+        g, _ = _activation(
+            self.activation if self.teacher_activation is None else self.teacher_activation
+        )
         V = self.V.unsqueeze(0).expand(batch.X.shape[0], -1, -1).contiguous()
         return (g(project(V, batch)) * self.b[None, :, None]).sum(1)
 
@@ -232,5 +245,7 @@ class Network:
 
     def numpy_state(self) -> tuple[np.ndarray, np.ndarray]:
         """``(a, W)`` as float64 numpy arrays on the host."""
-        return (self.a.detach().to("cpu", torch.float64).numpy(),
-                self.W.detach().to("cpu", torch.float64).numpy())
+        return (
+            self.a.detach().to("cpu", torch.float64).numpy(),
+            self.W.detach().to("cpu", torch.float64).numpy(),
+        )

@@ -55,9 +55,11 @@ trajectories against the weight-space kernel's by two-sample tests.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from ._online_fast import BIT_GENERATOR, SCHEDULE_CODES, activation_code, given_noise, options
+from ._online_codes import BIT_GENERATOR, SCHEDULE_CODES, activation_code, given_noise, options
 
 PIVOT_TOL = 1e-13
 """Relative pivot below which :func:`cholesky_psd` treats a direction as not spanned."""
@@ -75,10 +77,21 @@ def gram(problem) -> np.ndarray:
     return np.block([[Q, R], [R.T, T]]).astype(np.float64)
 
 
-def run_chain(a, C, b, K: int, D: int, activation: str, config, grid: np.ndarray,
-              gen: np.random.Generator | None = None, fields: np.ndarray | None = None,
-              sample_gram: np.ndarray | None = None, teacher_activation=None,
-              noise: np.ndarray | None = None) -> dict:
+def run_chain(
+    a,
+    C,
+    b,
+    K: int,
+    D: int,
+    activation: str,
+    config,
+    grid: np.ndarray,
+    gen: np.random.Generator | None = None,
+    fields: np.ndarray | None = None,
+    sample_gram: np.ndarray | None = None,
+    teacher_activation=None,
+    noise: np.ndarray | None = None,
+) -> dict:
     """Run the chain for one seed from ``a (K,)``, ``C (P, P)`` (copies); randomness from
     ``gen`` or, if given, ``fields (steps, B, P)``, ``sample_gram (steps, B, B)`` and (with
     label noise) ``noise (steps, B)``. The classical options of ``config`` as in
@@ -89,9 +102,13 @@ def run_chain(a, C, b, K: int, D: int, activation: str, config, grid: np.ndarray
     a = np.array(a, dtype=np.float64)
     C = np.array(C, dtype=np.float64)
     n, P = grid.shape[0], C.shape[0]
-    out = {"a": np.full((n, K), np.nan), "Q": np.full((n, K, K), np.nan),
-           "R": np.full((n, K, P - K), np.nan), "emp": np.full(n, np.nan),
-           "flow": np.full(n, np.nan)}
+    out: dict[str, Any] = {
+        "a": np.full((n, K), np.nan),
+        "Q": np.full((n, K, K), np.nan),
+        "R": np.full((n, K, P - K), np.nan),
+        "emp": np.full(n, np.nan),
+        "flow": np.full(n, np.nan),
+    }
     B = int(config.batch_size)
     if fields is None:
         if gen is None:
@@ -103,11 +120,33 @@ def run_chain(a, C, b, K: int, D: int, activation: str, config, grid: np.ndarray
         gen = np.random.Generator(BIT_GENERATOR(0))  # a typed placeholder, never drawn from
     noise = given_noise(noise, fields.shape[0] > 0, config)
     teacher = activation if teacher_activation is None else teacher_activation
-    status = kern(a, C, np.asarray(b, np.float64), int(K), int(D), activation_code(activation),
-                  activation_code(teacher), SCHEDULE_CODES[config.schedule], float(config.lr),
-                  float(config.lr_min), float(config.decay), int(config.steps),
-                  np.asarray(grid, np.int64), B, gen, fields, sample_gram, PIVOT_TOL,
-                  *options(config), noise, out["a"], out["Q"], out["R"], out["emp"], out["flow"])
+    status = kern(
+        a,
+        C,
+        np.asarray(b, np.float64),
+        int(K),
+        int(D),
+        activation_code(activation),
+        activation_code(teacher),
+        SCHEDULE_CODES[config.schedule],
+        float(config.lr),
+        float(config.lr_min),
+        float(config.decay),
+        int(config.steps),
+        np.asarray(grid, np.int64),
+        B,
+        gen,
+        fields,
+        sample_gram,
+        PIVOT_TOL,
+        *options(config),
+        noise,
+        out["a"],
+        out["Q"],
+        out["R"],
+        out["emp"],
+        out["flow"],
+    )
     out["failed_at"] = None if status < 0 else int(status)
     return out
 

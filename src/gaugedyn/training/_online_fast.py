@@ -33,28 +33,19 @@ import os
 import time as _time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
 from .._errors import DivergenceError, InputError
 from .._meta import task_seed, versions
-from ..theory import ACTIVATIONS, Definitions, Problem, activation_of, population_loss
-
-ACTIVATION_CODES = {name: act.code for name, act in ACTIVATIONS.items() if act.code is not None}
-"""The compiled kernels' code of each built-in activation (``Activation.code``)."""
-
-
-def activation_code(activation) -> int:
-    """The compiled code of an activation name or object; an activation without one (a user's
-    torch function) is an :class:`InputError` that points to ``backend="torch"``."""
-    act = activation_of(activation)
-    if act.code is None:
-        raise InputError(f"activation {act.name!r} has no compiled kernel; compiled: "
-                         f"{', '.join(ACTIVATION_CODES)}; use backend='torch' for online SGD")
-    return int(act.code)
-SCHEDULE_CODES = {"constant": 0, "cosine": 1, "inverse": 2}
-BIT_GENERATOR = np.random.SFC64
-"""The bit generator of every seed's input draws (module docstring)."""
+from ..theory import Definitions, Problem, population_loss
+from ._online_codes import ACTIVATION_CODES as ACTIVATION_CODES
+from ._online_codes import BIT_GENERATOR as BIT_GENERATOR
+from ._online_codes import SCHEDULE_CODES as SCHEDULE_CODES
+from ._online_codes import activation_code as activation_code
+from ._online_codes import given_noise as given_noise
+from ._online_codes import options as options
 
 
 def _build():
@@ -70,17 +61,28 @@ def seed_generator(root_seed: int, index: int) -> np.random.Generator:
     return np.random.Generator(BIT_GENERATOR(task_seed(int(root_seed), int(index))))
 
 
-def compiled_step_size(schedule: str, lr: float, k: int, steps: int, lr_min: float = 0.0,
-                       decay: float = 1000.0) -> float:
+def compiled_step_size(
+    schedule: str, lr: float, k: int, steps: int, lr_min: float = 0.0, decay: float = 1000.0
+) -> float:
     """The compiled kernel's ``eta_k`` (equal to :func:`gaugedyn.training._optim.step_size`)."""
-    return _build()["step_size"](SCHEDULE_CODES[schedule], float(lr), int(k), int(steps),
-                                 float(lr_min), float(decay))
+    return _build()["step_size"](
+        SCHEDULE_CODES[schedule], float(lr), int(k), int(steps), float(lr_min), float(decay)
+    )
 
 
-def run_kernel(a: np.ndarray, W: np.ndarray, V: np.ndarray, b: np.ndarray, activation: str,
-               config, grid: np.ndarray, gen: np.random.Generator | None = None,
-               X: np.ndarray | None = None, teacher_activation=None,
-               noise: np.ndarray | None = None) -> dict:
+def run_kernel(
+    a: np.ndarray,
+    W: np.ndarray,
+    V: np.ndarray,
+    b: np.ndarray,
+    activation: str,
+    config,
+    grid: np.ndarray,
+    gen: np.random.Generator | None = None,
+    X: np.ndarray | None = None,
+    teacher_activation=None,
+    noise: np.ndarray | None = None,
+) -> dict:
     """Run one seed in place on copies of ``a (K,)``, ``W (K, D)``; samples from ``gen`` or,
     if given, from ``X (steps, batch, D)`` and (with ``config.label_noise > 0``) the label
     noises ``xi`` from ``noise (steps, batch)``; the teacher uses ``teacher_activation``
@@ -93,9 +95,13 @@ def run_kernel(a: np.ndarray, W: np.ndarray, V: np.ndarray, b: np.ndarray, activ
     W = np.array(W, dtype=np.float64)
     n = grid.shape[0]
     K, M = a.shape[0], V.shape[0]
-    out = {"a": np.full((n, K), np.nan), "Q": np.full((n, K, K), np.nan),
-           "R": np.full((n, K, M), np.nan), "emp": np.full(n, np.nan),
-           "flow": np.full(n, np.nan)}
+    out: dict[str, Any] = {
+        "a": np.full((n, K), np.nan),
+        "Q": np.full((n, K, K), np.nan),
+        "R": np.full((n, K, M), np.nan),
+        "emp": np.full(n, np.nan),
+        "flow": np.full(n, np.nan),
+    }
     if X is None:
         if gen is None:
             raise ValueError("run_kernel needs the seed's generator (gen) or the samples (X)")
@@ -104,32 +110,33 @@ def run_kernel(a: np.ndarray, W: np.ndarray, V: np.ndarray, b: np.ndarray, activ
         X = np.ascontiguousarray(X, dtype=np.float64)
         gen = np.random.Generator(BIT_GENERATOR(0))  # a typed placeholder, never drawn from
     noise = given_noise(noise, X.shape[0] > 0, config)
-    status = kern(a, W, np.ascontiguousarray(V, dtype=np.float64), np.asarray(b, np.float64),
-                  activation_code(activation),
-                  activation_code(activation if teacher_activation is None
-                                  else teacher_activation),
-                  SCHEDULE_CODES[config.schedule], float(config.lr),
-                  float(config.lr_min), float(config.decay), int(config.steps),
-                  np.asarray(grid, np.int64), int(config.batch_size), gen, X,
-                  *options(config), noise, out["a"], out["Q"], out["R"], out["emp"], out["flow"])
+    status = kern(
+        a,
+        W,
+        np.ascontiguousarray(V, dtype=np.float64),
+        np.asarray(b, np.float64),
+        activation_code(activation),
+        activation_code(activation if teacher_activation is None else teacher_activation),
+        SCHEDULE_CODES[config.schedule],
+        float(config.lr),
+        float(config.lr_min),
+        float(config.decay),
+        int(config.steps),
+        np.asarray(grid, np.int64),
+        int(config.batch_size),
+        gen,
+        X,
+        *options(config),
+        noise,
+        out["a"],
+        out["Q"],
+        out["R"],
+        out["emp"],
+        out["flow"],
+    )
     out["failed_at"] = None if status < 0 else int(status)
     out["last"] = (a, W)
     return out
-
-
-def options(config) -> tuple[float, float, float]:
-    """``(weight_decay, lr2, label_noise)`` of ``config``, as the kernels take them."""
-    return float(config.weight_decay), float(config.lr2), float(config.label_noise)
-
-
-def given_noise(noise, given: bool, config) -> np.ndarray:
-    """The label noises ``(steps, batch)`` a kernel reads when its samples are given (an empty
-    array when they are drawn, or when there is no label noise)."""
-    if not given or not config.label_noise:
-        return np.empty((0, 1))
-    if noise is None:
-        raise ValueError("label noise with given samples needs the noises (noise)")
-    return np.ascontiguousarray(noise, dtype=np.float64)
 
 
 def default_threads() -> int:
@@ -140,39 +147,53 @@ def default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def train_online_compiled(problem: Problem, config, seeds: int = 1, root_seed: int = 0,
-                          seed_indices: Sequence[int] | None = None,
-                          definitions: Definitions | None = None, threads: int | None = None):
+def train_online_compiled(
+    problem: Problem,
+    config,
+    seeds: int = 1,
+    root_seed: int = 0,
+    seed_indices: Sequence[int] | None = None,
+    definitions: Definitions | None = None,
+    threads: int | None = None,
+):
     """Online SGD of ``problem`` for ``S`` seeds with the compiled kernel (module docstring).
 
     Returns a :class:`gaugedyn.training.TrainResult` with the same fields and conventions as
     :func:`gaugedyn.training.train`; raises :class:`gaugedyn.DivergenceError` if a seed's
     parameters become non-finite (found at the record after the step that broke them).
     """
-    return train_online(problem, config, seeds, root_seed, seed_indices, definitions, threads,
-                        "compiled")
+    return train_online(
+        problem, config, seeds, root_seed, seed_indices, definitions, threads, "compiled"
+    )
 
 
 DATA = {
     "compiled": "online: fresh x ~ N(0, I_D) per sample, drawn inside the compiled loop",
     "chain": "online, as the exact order-parameter chain: per sample the fields u = L z "
-             "(z ~ N(0, I_r), L L^T = C) and |x|^2 = |z|^2 + chi^2(D - r) (Wishart for a "
-             "batch); the weights are not formed (gaugedyn.training._online_chain)",
+    "(z ~ N(0, I_r), L L^T = C) and |x|^2 = |z|^2 + chi^2(D - r) (Wishart for a "
+    "batch); the weights are not formed (gaugedyn.training._online_chain)",
 }
 """What each compiled backend draws, as written into the result's settings."""
 
 
-def train_online(problem: Problem, config, seeds: int, root_seed: int,
-                 seed_indices: Sequence[int] | None, definitions: Definitions | None,
-                 threads: int | None, backend: str):
+def train_online(
+    problem: Problem,
+    config,
+    seeds: int,
+    root_seed: int,
+    seed_indices: Sequence[int] | None,
+    definitions: Definitions | None,
+    threads: int | None,
+    backend: str,
+):
     """Online SGD for ``S`` seeds in weight space (``backend="compiled"``) or as the exact
     order-parameter chain (``"chain"``, :mod:`gaugedyn.training._online_chain`)."""
-    from ._result import TrainResult
-
     started = _time.perf_counter()
     if not (config.online and config.optimizer == "sgd"):
-        raise InputError(f"backend={backend!r} runs online SGD only (optimizer='sgd', "
-                         "samples=None); use backend='torch' for the rest")
+        raise InputError(
+            f"backend={backend!r} runs online SGD only (optimizer='sgd', "
+            "samples=None); use backend='torch' for the rest"
+        )
     activation_code(problem.activation)
     activation_code(problem.teacher)
     definitions = Definitions() if definitions is None else definitions
@@ -181,23 +202,7 @@ def train_online(problem: Problem, config, seeds: int, root_seed: int,
     seed_indices = [int(i) for i in seed_indices]
     threads = default_threads() if threads is None else int(threads)
     grid = config.grid()
-    a0, W0, V = (np.asarray(problem.a, float), np.asarray(problem.W, float),
-                 np.asarray(problem.V, float))
-    K, D = W0.shape
-    if backend == "chain":
-        from ._online_chain import gram, run_chain
-
-        C0 = gram(problem)
-
-        def one(index):
-            return run_chain(a0, C0, problem.b, K, D, problem.activation, config, grid,
-                             gen=seed_generator(root_seed, index),
-                             teacher_activation=problem.teacher_activation)
-    else:
-        def one(index):
-            return run_kernel(a0, W0, V, problem.b, problem.activation, config, grid,
-                              gen=seed_generator(root_seed, index),
-                              teacher_activation=problem.teacher_activation)
+    one = _seed_runner(problem, config, grid, root_seed, backend)
     _build()
 
     if threads > 1 and len(seed_indices) > 1:
@@ -205,6 +210,72 @@ def train_online(problem: Problem, config, seeds: int, root_seed: int,
             outs = list(pool.map(one, seed_indices))
     else:
         outs = [one(i) for i in seed_indices]
+    D = np.asarray(problem.W).shape[1]
+    _raise_on_failure(seed_indices, outs, grid, backend, D)
+    settings = {
+        "config": config.describe(),
+        "problem": problem.describe(),
+        "per_seed_problems": False,
+        "seeds": len(seed_indices),
+        "dtype": "float64",
+        "device": "cpu",
+        "backend": backend,
+        "threads": threads,
+        "time": "t = steps / D (online SGD, step eta/D); flow_time = sum_k eta_k / D",
+        "data": DATA[backend],
+        "seed_derivation": "numpy SFC64 per seed from gaugedyn._meta.task_seed(root_seed, i)",
+    }
+    return _result(
+        problem, config, grid, outs, seed_indices, root_seed, settings, definitions, started
+    )
+
+
+def _seed_runner(problem: Problem, config, grid, root_seed: int, backend: str):
+    """``one(index)``: the kernel's (or the chain's) records of seed ``index``."""
+    a0, W0, V = (
+        np.asarray(problem.a, float),
+        np.asarray(problem.W, float),
+        np.asarray(problem.V, float),
+    )
+    K, D = W0.shape
+    if backend == "chain":
+        from ._online_chain import gram, run_chain
+
+        C0 = gram(problem)
+
+        def one(index):
+            return run_chain(
+                a0,
+                C0,
+                problem.b,
+                K,
+                D,
+                problem.activation,
+                config,
+                grid,
+                gen=seed_generator(root_seed, index),
+                teacher_activation=problem.teacher_activation,
+            )
+    else:
+
+        def one(index):
+            return run_kernel(
+                a0,
+                W0,
+                V,
+                problem.b,
+                problem.activation,
+                config,
+                grid,
+                gen=seed_generator(root_seed, index),
+                teacher_activation=problem.teacher_activation,
+            )
+
+    return one
+
+
+def _raise_on_failure(seed_indices, outs, grid, backend: str, D: int) -> None:
+    """A :class:`DivergenceError` for the first seed whose records became non-finite."""
     for i, o in zip(seed_indices, outs):
         if o["failed_at"] is not None:
             r = o["failed_at"]
@@ -212,35 +283,59 @@ def train_online(problem: Problem, config, seeds: int, root_seed: int,
             good = {"a": o["a"][r - 1], "Q": o["Q"][r - 1], "step": int(grid[r - 1])} if r else None
             what = "a, Q or R" if backend == "chain" else "a or W"
             raise DivergenceError(f"{what} of seed {i}", step / D, step, good)
+
+
+def _result(
+    problem: Problem,
+    config,
+    grid,
+    outs,
+    seed_indices,
+    root_seed: int,
+    settings: dict,
+    definitions: Definitions,
+    started: float,
+):
+    """The seeds' records as one :class:`TrainResult`."""
+    from ._optim import step_size
+    from ._result import TrainResult
+
+    D = np.asarray(problem.W).shape[1]
     a = np.stack([o["a"] for o in outs])
     Q = np.stack([o["Q"] for o in outs])
     R = np.stack([o["R"] for o in outs])
     _, _, _, b_np, T = problem.order_parameters()
-    from ._optim import step_size
-
-    settings = {
-        "config": config.describe(), "problem": problem.describe(), "per_seed_problems": False,
-        "seeds": len(seed_indices), "dtype": "float64", "device": "cpu", "backend": backend,
-        "threads": threads,
-        "time": "t = steps / D (online SGD, step eta/D); flow_time = sum_k eta_k / D",
-        "data": DATA[backend],
-        "seed_derivation": "numpy SFC64 per seed from gaugedyn._meta.task_seed(root_seed, i)",
-    }
     return TrainResult(
-        steps=np.asarray(grid, dtype=np.int64), time=np.asarray(grid, dtype=float) / D,
+        steps=np.asarray(grid, dtype=np.int64),
+        time=np.asarray(grid, dtype=float) / D,
         flow_time=outs[0]["flow"].copy(),
-        lr=np.asarray([step_size(config.schedule, config.lr, int(k), config.steps,
-                                 config.lr_min, config.decay) for k in grid]),
-        a=a, Q=Q, R=R, b=np.asarray(b_np), T=T,
+        lr=np.asarray(
+            [
+                step_size(
+                    config.schedule, config.lr, int(k), config.steps, config.lr_min, config.decay
+                )
+                for k in grid
+            ]
+        ),
+        a=a,
+        Q=Q,
+        R=R,
+        b=np.asarray(b_np),
+        T=T,
         loss=population_loss(a, Q, R, b_np, T, problem.activation, problem.teacher_activation),
-        loss_empirical=np.stack([o["emp"] for o in outs]), activation=problem.activation,
+        loss_empirical=np.stack([o["emp"] for o in outs]),
+        activation=problem.activation,
         teacher_activation=problem.teacher_activation,
-        seeds=seed_indices, root_seed=int(root_seed), settings=settings, definitions=definitions,
+        seeds=seed_indices,
+        root_seed=int(root_seed),
+        settings=settings,
+        definitions=definitions,
         diagnostics={"wall_time_s": _time.perf_counter() - started, "versions": versions()},
     )
 
 
 # --- the online ODE (erf) in the classical Saad-Solla form, compiled ----------------------------
+
 
 def _build_ode():
     from . import _online_kernels
@@ -267,7 +362,8 @@ def compiled_online_rhs(K: int, M: int, b, T, eta: float, batch: int = 1, noise:
     size = K + K * K + K * M
 
     def f(t, y):
-        return rhs(np.asarray(y, dtype=np.float64), K, M, b, T, float(eta), noise_scale,
-                   np.empty(size))
+        return rhs(
+            np.asarray(y, dtype=np.float64), K, M, b, T, float(eta), noise_scale, np.empty(size)
+        )
 
     return f

@@ -18,7 +18,7 @@ import textwrap
 import numba
 import numpy as np
 
-from ..theory._activation import LEAKY_SLOPE
+from ..theory import LEAKY_SLOPE
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -69,8 +69,7 @@ def g_prime(act, z):
     if act == 4:
         return 1.0 / (1.0 + math.exp(-z)) if z >= 0.0 else math.exp(z) / (1.0 + math.exp(z))
     if act == 5:
-        return (0.5 * (1.0 + math.erf(z * _INV_SQRT2))
-                + z * _INV_SQRT_2PI * math.exp(-0.5 * (z * z)))
+        return 0.5 * (1.0 + math.erf(z * _INV_SQRT2)) + z * _INV_SQRT_2PI * math.exp(-0.5 * (z * z))
     if act == 6:
         return 1.0 if z > 0.0 else LEAKY_SLOPE
     if act == 7:
@@ -174,8 +173,32 @@ def close_record(r, acc, count, flow, out_emp, out_flow):
 
 
 @numba.njit(nogil=True, cache=True, fastmath=FAST)
-def run(a, W, V, b, act, tact, sched, lr, lr_min, decay, steps, grid, batch, gen, X,
-        wd, lr2, sigma, N, out_a, out_Q, out_R, out_emp, out_flow):
+def run(
+    a,
+    W,
+    V,
+    b,
+    act,
+    tact,
+    sched,
+    lr,
+    lr_min,
+    decay,
+    steps,
+    grid,
+    batch,
+    gen,
+    X,
+    wd,
+    lr2,
+    sigma,
+    N,
+    out_a,
+    out_Q,
+    out_R,
+    out_emp,
+    out_flow,
+):
     """Online SGD of one seed in place (``a``, ``W``); records at ``grid``. The classical
     options as in the torch trainer: weight decay ``wd`` (``w <- (1 - eta wd) w - eta grad``,
     ``eta`` the step ``eta_k / D``), the second layer's relative rate ``lr2`` (0 freezes it) and
@@ -197,8 +220,7 @@ def run(a, W, V, b, act, tact, sched, lr, lr_min, decay, steps, grid, batch, gen
         ga[:] = 0.0
         loss = 0.0
         if batch == 1:
-            loss = sample_gradient(act, tact, a, b, U, K, x, u, gen, X, k, 0, coef, ga, sigma,
-                                   N)
+            loss = sample_gradient(act, tact, a, b, U, K, x, u, gen, X, k, 0, coef, ga, sigma, N)
             if wd == 0.0:
                 for i in range(K):
                     c = eta * coef[i]
@@ -213,8 +235,9 @@ def run(a, W, V, b, act, tact, sched, lr, lr_min, decay, steps, grid, batch, gen
         else:
             gW[:, :] = 0.0
             for mu in range(batch):
-                loss += sample_gradient(act, tact, a, b, U, K, x, u, gen, X, k, mu, coef,
-                                        ga, sigma, N)
+                loss += sample_gradient(
+                    act, tact, a, b, U, K, x, u, gen, X, k, mu, coef, ga, sigma, N
+                )
                 for i in range(K):
                     c = coef[i]
                     for d in range(D):
@@ -238,6 +261,7 @@ def run(a, W, V, b, act, tact, sched, lr, lr_min, decay, steps, grid, batch, gen
 
 
 # --- the exact order-parameter chain (``_online_chain``'s docstring has the derivation) -------
+
 
 @numba.njit(cache=True, fastmath=FAST)
 def cholesky_psd(C, L, tol):
@@ -321,8 +345,35 @@ def draw_fields(L, rank, D, batch, gen, z, u, G, A):
 
 
 @numba.njit(nogil=True, cache=True, fastmath=FAST)
-def chain_run(a, C, b, K, D, act, tact, sched, lr, lr_min, decay, steps, grid, batch, gen, F, S,
-              tol, wd, lr2, sigma, N, out_a, out_Q, out_R, out_emp, out_flow):
+def chain_run(
+    a,
+    C,
+    b,
+    K,
+    D,
+    act,
+    tact,
+    sched,
+    lr,
+    lr_min,
+    decay,
+    steps,
+    grid,
+    batch,
+    gen,
+    F,
+    S,
+    tol,
+    wd,
+    lr2,
+    sigma,
+    N,
+    out_a,
+    out_Q,
+    out_R,
+    out_emp,
+    out_flow,
+):
     """The exact order-parameter chain of online SGD for one seed, in place on ``a (K,)`` and
     ``C (P, P)``, the Gram matrix of the rows ``[W; V]`` (students first). The fields and the
     samples' Gram matrix come from :func:`draw_fields`, or, if ``F`` has rows, from
@@ -436,13 +487,17 @@ def jit_generated(fn):
     tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     func = tree.body[0]
     first = func.body[0]
-    if not (isinstance(first, ast.Assign) and isinstance(first.value, ast.Call)
-            and getattr(first.value.func, "id", "") == "_args"):
+    if not (
+        isinstance(first, ast.Assign)
+        and isinstance(first.value, ast.Call)
+        and getattr(first.value.func, "id", "") == "_args"
+    ):
         raise RuntimeError(f"{fn.__name__}: unexpected generated-kernel layout")
     func.body = func.body[1:]
     namespace = {"np": np}
-    exec(compile(ast.Module(body=[func], type_ignores=[]), f"<jit {fn.__name__}>", "exec"),
-         namespace)
+    exec(
+        compile(ast.Module(body=[func], type_ignores=[]), f"<jit {fn.__name__}>", "exec"), namespace
+    )
     return numba.njit(inline="always")(namespace[fn.__name__])
 
 
@@ -453,10 +508,11 @@ def online_rhs():
     """The compiled erf online-ODE right-hand side ``rhs(y, K, M, b, T, eta, noise, out)``."""
     global _rhs
     if _rhs is None:
-        from ..theory import _generated_kernels as gk
+        from ..theory import generated_kernels as gk
 
-        _rhs = _make_rhs(jit_generated(gk.pair_erf), jit_generated(gk.erf_i3),
-                         jit_generated(gk.erf_i4))
+        _rhs = _make_rhs(
+            jit_generated(gk.pair_erf), jit_generated(gk.erf_i3), jit_generated(gk.erf_i4)
+        )
     return _rhs
 
 
@@ -467,8 +523,8 @@ def _make_rhs(i2, i3, i4):
         C, c = np.empty((P, P)), np.empty(P)
         c[:K] = y[:K]
         c[K:] = -b
-        C[:K, :K] = y[K:K + K * K].reshape(K, K)
-        R = y[K + K * K:].reshape(K, M)
+        C[:K, :K] = y[K : K + K * K].reshape(K, K)
+        R = y[K + K * K :].reshape(K, M)
         C[:K, K:] = R
         C[K:, :K] = R.T
         C[K:, K:] = T
@@ -480,8 +536,18 @@ def _make_rhs(i2, i3, i4):
         for p in range(P):
             for q in range(p, P):
                 w = c[p] * c[q] * (1.0 if p == q else 2.0)
-                s += w * i4(C[i, i], C[i, k], C[i, p], C[i, q], C[k, k], C[k, p], C[k, q],
-                            C[p, p], C[p, q], C[q, q])
+                s += w * i4(
+                    C[i, i],
+                    C[i, k],
+                    C[i, p],
+                    C[i, q],
+                    C[k, k],
+                    C[k, p],
+                    C[k, q],
+                    C[p, p],
+                    C[p, q],
+                    C[q, q],
+                )
         return s
 
     @numba.njit

@@ -29,10 +29,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import InputError
-from ..theory import Problem, activation_of, order_parameter_velocity
-from ..theory._activation import _on_numpy
-from ..theory._generated_kernels import erf_i4
-from ..theory._quadrature import eigen_factor, gaussian_product, hermite_grid
+from ..theory import PARAMS as THEORY
+from ..theory import (
+    Activation,
+    Problem,
+    activation_of,
+    eigen_factor,
+    gaussian_product,
+    generated_kernels,
+    hermite_grid,
+    on_numpy,
+    order_parameter_velocity,
+)
+from ._params import PARAMS
 
 DIRECT_NODES = {1: 96, 2: 64, 3: 32, 4: 16}
 """Gauss-Hermite nodes per axis of the noise term's direct rule, by the rank of ``C`` (at most
@@ -40,8 +49,9 @@ DIRECT_NODES = {1: 96, 2: 64, 3: 32, 4: 16}
 four-point integrals are used instead."""
 
 
-def four_point(activation, C, K: int, numerical: bool = False,
-               teacher_activation=None) -> np.ndarray:
+def four_point(
+    activation, C, K: int, numerical: bool = False, teacher_activation=None
+) -> np.ndarray:
     """``I4[i, j, k, l] = E[g'(u_i) g'(u_j) h_k(u_k) h_l(u_l)]`` for students ``i, j < K`` and all
     fields ``k, l`` of the Gram matrix ``C``, ``h_k = g`` on the student fields (``k < K``) and
     the teacher's ``g*`` on the others (closed form for erf unless ``numerical``, quadrature
@@ -55,14 +65,15 @@ def four_point(activation, C, K: int, numerical: bool = False,
     l = np.arange(P)[None, None, None, :]
     if act.name == "erf" and act.closed_form is not None and not numerical and teacher is act:
         d = np.diag(C)
-        return erf_i4(d[i], C[i, j], C[i, k], C[i, l], d[j], C[j, k], C[j, l], d[k], C[k, l],
-                      d[l])
+        return generated_kernels.erf_i4(
+            d[i], C[i, j], C[i, k], C[i, l], d[j], C[j, k], C[j, l], d[k], C[k, l], d[l]
+        )
     idx = np.stack(np.broadcast_arrays(i, j, k, l), axis=-1)  # (K, K, P, P, 4)
     sub = C[idx[..., :, None], idx[..., None, :]]
-    g, gp = _on_numpy(act.function), _on_numpy(act.derivative)
+    g, gp = on_numpy(act.function), on_numpy(act.derivative)
     if teacher is act:
         return gaussian_product((gp, gp, g, g), sub)
-    gt = _on_numpy(teacher.function)
+    gt = on_numpy(teacher.function)
     out = np.empty(sub.shape[:4])
     for ks, hk in ((slice(0, K), g), (slice(K, P), gt)):
         for ls, hl in ((slice(0, K), g), (slice(K, P), gt)):
@@ -97,8 +108,8 @@ def noise_term(a, Q, R, b, T, activation, teacher_activation=None):
         if A.shape[1] <= max(DIRECT_NODES):
             Z, W = hermite_grid(A.shape[1], DIRECT_NODES[A.shape[1]])
             U = Z @ A.T
-            e = _on_numpy(act.function)(U[:, :K]) @ a - _on_numpy(teacher.function)(U[:, K:]) @ b
-            Gp = _on_numpy(act.derivative)(U[:, :K])
+            e = on_numpy(act.function)(U[:, :K]) @ a - on_numpy(teacher.function)(U[:, K:]) @ b
+            Gp = on_numpy(act.derivative)(U[:, :K])
             E = (Gp * (W * e * e)[:, None]).T @ Gp
             return np.outer(a, a) * E
     E = np.einsum("ijkl,k,l->ij", four_point(act, C, K, teacher_activation=teacher), c, c)
@@ -113,27 +124,28 @@ class OnlineODE:
     M: int
     b: np.ndarray
     T: np.ndarray
-    activation: str
+    activation: str | Activation
     eta: float
     batch: int = 1
     noise: bool = True
     weight_decay: float = 0.0
     lr2: float = 1.0
     label_noise: float = 0.0
-    teacher_activation: str | None = None
+    teacher_activation: str | Activation | None = None
 
     def unpack(self, y):
         """``(a, Q, R)`` of states ``y (..., K + K^2 + K M)``."""
         K, M = self.K, self.M
         a = y[..., :K]
-        Q = y[..., K:K + K * K].reshape(*y.shape[:-1], K, K)
-        R = y[..., K + K * K:].reshape(*y.shape[:-1], K, M)
+        Q = y[..., K : K + K * K].reshape(*y.shape[:-1], K, K)
+        R = y[..., K + K * K :].reshape(*y.shape[:-1], K, M)
         return a, Q, R
 
     def __call__(self, t, y):
         a, Q, R = self.unpack(y)
-        da, dQ, dR = order_parameter_velocity(a, Q, R, self.b, self.T, self.activation,
-                                              self.teacher_activation)
+        da, dQ, dR = order_parameter_velocity(
+            a, Q, R, self.b, self.T, self.activation, self.teacher_activation
+        )
         lam = self.weight_decay
         if lam or self.lr2 != 1.0:
             da, dQ, dR = self.lr2 * (da - lam * a), dQ - 2 * lam * Q, dR - lam * R
@@ -141,8 +153,7 @@ class OnlineODE:
         if self.noise:
             N = noise_term(a, Q, R, self.b, self.T, self.activation, self.teacher_activation)
             if self.label_noise:
-                N = N + self.label_noise**2 * np.outer(a, a) * pair_derivative(
-                    self.activation, Q)
+                N = N + self.label_noise**2 * np.outer(a, a) * pair_derivative(self.activation, Q)
             dQ = dQ + (self.eta**2 / self.batch) * N
         return np.concatenate([self.eta * da, dQ.ravel(), self.eta * dR.ravel()])
 
@@ -151,33 +162,50 @@ ODE_METHODS = ("auto", "compiled", "reference")
 
 
 def _check_args(problem, eta, batch, noise, rtol, atol, times):
-    """``online_ode``'s arguments checked against the command line's declarations (``lr`` and
-    ``batch`` of ``gaugedyn train``, ``rtol``/``atol`` of ``gaugedyn solve``), or InputError."""
-    from ..theory._cli import OPTIONS as SOLVE
-    from ._cli import OPTIONS as TRAIN
-
+    """``online_ode``'s arguments checked against the declarations of the trainer's (``lr``,
+    ``batch``) and the solver's (``rtol``, ``atol``) settings, or InputError."""
     if not isinstance(problem, Problem):
-        raise InputError(f"problem={type(problem).__name__} is not allowed; allowed: a "
-                         "gaugedyn.theory.Problem")
+        raise InputError(
+            f"problem={type(problem).__name__} is not allowed; allowed: a gaugedyn.theory.Problem"
+        )
     if not isinstance(noise, bool | np.bool_):
         raise InputError(f"noise={noise!r} is not allowed; allowed: True or False")
-    eta, batch = TRAIN["lr"].accept(eta, "eta"), TRAIN["batch"].accept(batch)
-    rtol, atol = SOLVE["rtol"].accept(rtol), SOLVE["atol"].accept(atol)
+    eta, batch = PARAMS["lr"].accept(eta, "eta"), PARAMS["batch"].accept(batch)
+    rtol, atol = THEORY["rtol"].accept(rtol), THEORY["atol"].accept(atol)
     try:
         t = np.asarray(times, dtype=np.float64)
     except (TypeError, ValueError):
-        raise InputError("times is not allowed; allowed: an increasing 1-D array of times "
-                         ">= 0") from None
-    if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or t[0] < 0 \
-            or np.any(np.diff(t) <= 0):
-        raise InputError(f"times (shape {t.shape}) is not allowed; allowed: a non-empty, "
-                         "strictly increasing 1-D array of finite times >= 0")
+        raise InputError(
+            "times is not allowed; allowed: an increasing 1-D array of times >= 0"
+        ) from None
+    if (
+        t.ndim != 1
+        or t.size == 0
+        or not np.all(np.isfinite(t))
+        or t[0] < 0
+        or np.any(np.diff(t) <= 0)
+    ):
+        raise InputError(
+            f"times (shape {t.shape}) is not allowed; allowed: a non-empty, "
+            "strictly increasing 1-D array of finite times >= 0"
+        )
     return eta, batch, rtol, atol, t
 
 
-def online_ode(problem: Problem, eta: float, times, batch: int = 1, noise: bool = True,
-               rtol: float = 1e-9, atol: float = 1e-11, method: str = "auto", *,
-               weight_decay: float = 0.0, lr2: float = 1.0, label_noise: float = 0.0) -> dict:
+def online_ode(
+    problem: Problem,
+    eta: float,
+    times,
+    batch: int = 1,
+    noise: bool = True,
+    rtol: float = 1e-9,
+    atol: float = 1e-11,
+    method: str = "auto",
+    *,
+    weight_decay: float = 0.0,
+    lr2: float = 1.0,
+    label_noise: float = 0.0,
+) -> dict:
     """Solve the online ODE from ``problem``'s order parameters at ``times`` (``t = steps / D``).
 
     ``method="compiled"`` (the default for erf under ``"auto"``) integrates the numba-compiled
@@ -201,35 +229,56 @@ def online_ode(problem: Problem, eta: float, times, batch: int = 1, noise: bool 
     for name, v in (("weight_decay", weight_decay), ("lr2", lr2), ("label_noise", label_noise)):
         if not (isinstance(v, int | float) and np.isfinite(v) and v >= 0):
             raise InputError(f"{name}={v!r} is not allowed; allowed: a finite number >= 0")
-    rhs = OnlineODE(problem.K, problem.M, b, T, problem.activation, float(eta), int(batch), noise,
-                    float(weight_decay), float(lr2), float(label_noise),
-                    problem.teacher_activation)
+    rhs = OnlineODE(
+        problem.K,
+        problem.M,
+        b,
+        T,
+        problem.activation,
+        float(eta),
+        int(batch),
+        noise,
+        float(weight_decay),
+        float(lr2),
+        float(label_noise),
+        problem.teacher_activation,
+    )
     y0 = np.concatenate([a0, Q0.ravel(), R0.ravel()])
-    plain = (weight_decay == 0 and lr2 == 1 and label_noise == 0
-             and problem.teacher.name == activation_of(problem.activation).name)
+    plain = (
+        weight_decay == 0
+        and lr2 == 1
+        and label_noise == 0
+        and problem.teacher.name == activation_of(problem.activation).name
+    )
     if method == "auto":
         method = "compiled" if problem.activation == "erf" and plain else "reference"
     if method == "compiled":
         if not plain:
-            raise InputError("method='compiled' integrates the plain online ODE; the classical "
-                             "options (and a teacher activation of its own) run with "
-                             "method='reference'")
+            raise InputError(
+                "method='compiled' integrates the plain online ODE; the classical "
+                "options (and a teacher activation of its own) run with "
+                "method='reference'"
+            )
         if activation_of(problem.activation).name != "erf":
-            raise InputError(f"method='compiled' integrates the erf online ODE, not "
-                             f"{problem.activation!r}; use method='reference'")
+            raise InputError(
+                f"method='compiled' integrates the erf online ODE, not "
+                f"{problem.activation!r}; use method='reference'"
+            )
         from ._online_fast import compiled_online_rhs
 
         f = compiled_online_rhs(problem.K, problem.M, b, T, float(eta), int(batch), noise)
         grid = times if times[0] == 0.0 else np.concatenate([[0.0], times])
-        Y, info = odeint(f, y0, grid, tfirst=True, rtol=rtol, atol=atol, mxstep=1_000_000,
-                         full_output=True)
+        Y, info = odeint(
+            f, y0, grid, tfirst=True, rtol=rtol, atol=atol, mxstep=1_000_000, full_output=True
+        )
         if info["message"] != "Integration successful.":
             raise RuntimeError(f"online ODE failed: {info['message']}")
         Y = Y if times[0] == 0.0 else Y[1:]
         a, Q, R = rhs.unpack(Y)
         return {"t": times, "a": a, "Q": Q, "R": R}
-    sol = solve_ivp(rhs, (0.0, float(times[-1])), y0, method="DOP853", t_eval=times,
-                    rtol=rtol, atol=atol)
+    sol = solve_ivp(
+        rhs, (0.0, float(times[-1])), y0, method="DOP853", t_eval=times, rtol=rtol, atol=atol
+    )
     if not sol.success:
         raise RuntimeError(f"online ODE failed: {sol.message}")
     a, Q, R = rhs.unpack(sol.y.T)

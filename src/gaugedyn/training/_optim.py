@@ -18,7 +18,8 @@ Adam's factors may differ per copy (axis 0 of every tensor): each copy's ``b1``,
 ``1 - b1^k`` (and the same for ``b2``) is computed in Python double exactly as the one-pair path
 computes its scalars, then enters the elementwise update as a column, so a copy's arithmetic is the
 one-pair run's operation for operation (the same bits; checked by the tests in float64 and
-float32).
+float32). The update is the library's batched Adam, :func:`gaugedyn.adam.batched_adam_step`,
+in its ``"textbook"`` operation order.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ SCHEDULES = ("constant", "cosine", "inverse")
 OPTIMIZERS = ("gd", "sgd", "adam")
 
 
-def step_size(schedule: str, lr: float, k: int, steps: int, lr_min: float = 0.0,
-              decay: float = 1000.0) -> float:
+def step_size(
+    schedule: str, lr: float, k: int, steps: int, lr_min: float = 0.0, decay: float = 1000.0
+) -> float:
     """``eta_k`` of a named schedule (see module docstring)."""
     if schedule == "constant":
         return lr
@@ -71,47 +73,18 @@ def adam_update(params, grads, state, lr: float, betas=(0.9, 0.999), eps: float 
     """One Adam step on a tuple of tensors; returns the new parameters (``state`` is updated).
 
     ``betas``: ``(b1, b2)``, or a sequence of such pairs, one per copy (axis 0 of every tensor;
-    see the module docstring)."""
+    see the module docstring). The step is :func:`gaugedyn.adam.batched_adam_step` in its
+    ``"textbook"`` operation order, on new tensors (the previous ones stay as they were)."""
+    from ..adam import adam_factors, batched_adam_step
+
     state["k"] += 1
-    k = state["k"]
-    if isinstance(betas[0], Sequence):
-        return _adam_update_copies(params, grads, state, lr, betas, eps, k)
-    b1, b2 = betas
-    c1, c2 = 1.0 - b1**k, 1.0 - b2**k
-    out = []
-    for i, (p, g) in enumerate(zip(params, grads)):
-        m = b1 * state["m"][i] + (1.0 - b1) * g
-        v = b2 * state["v"][i] + (1.0 - b2) * (g * g)
-        state["m"][i], state["v"][i] = m, v
-        out.append(p - lr * (m / c1) / (
-            (v / c2).sqrt() + eps))
-    return tuple(out)
-
-
-def _column(values, like):
-    """``values`` (one per copy) as a tensor broadcasting along axis 0 of ``like``."""
-    import torch
-
-    return torch.tensor(values, dtype=like.dtype, device=like.device).reshape(
-        -1, *(1,) * (like.dim() - 1))
-
-
-def _adam_update_copies(params, grads, state, lr, betas, eps, k):
-    """:func:`adam_update` with one ``(b1, b2)`` per copy: the same operations, each factor a
-    column of the per-copy Python doubles."""
-    b1s, b2s = [float(p[0]) for p in betas], [float(p[1]) for p in betas]
-    if "columns" not in state:  # the constant factors, once per tensor
-        state["columns"] = [tuple(_column(x, p) for x in (b1s, [1.0 - b for b in b1s], b2s,
-                                                          [1.0 - b for b in b2s]))
-                            for p in params]
-    c1s, c2s = [1.0 - b**k for b in b1s], [1.0 - b**k for b in b2s]
-    out = []
-    for i, (p, g) in enumerate(zip(params, grads)):
-        b1, f1, b2, f2 = state["columns"][i]
-        c1, c2 = _column(c1s, p), _column(c2s, p)
-        m = b1 * state["m"][i] + f1 * g
-        v = b2 * state["v"][i] + f2 * (g * g)
-        state["m"][i], state["v"][i] = m, v
-        out.append(p - lr * (m / c1) / (
-            (v / c2).sqrt() + eps))
-    return tuple(out)
+    if "factors" in state:  # the constants once; the step's bias corrections and lr anew
+        factors = state["factors"].next(lr)
+    else:
+        if isinstance(betas[0], Sequence):
+            betas = (tuple(float(p[0]) for p in betas), tuple(float(p[1]) for p in betas))
+        factors = adam_factors(state["k"], lr=lr, betas=betas, op_order="textbook", like=params[0])
+    state["factors"] = factors
+    step = batched_adam_step(params, grads, state["m"], state["v"], factors, eps=eps, inplace=False)
+    state["m"], state["v"] = list(step.exp_avgs), list(step.exp_avg_sqs)
+    return tuple(step.params)

@@ -8,12 +8,13 @@ All observables go through :mod:`gaugedyn.theory`'s definitions, applied to the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
+from .. import theory
 from .._errors import InputError
-from ..theory import Definitions
-from ..theory import _observables as obs
+from ..theory import Activation, Definitions
 
 
 def crossing_time(times: np.ndarray, values: np.ndarray, threshold: float) -> np.ndarray:
@@ -29,15 +30,21 @@ def crossing_time(times: np.ndarray, values: np.ndarray, threshold: float) -> np
     except (TypeError, ValueError):
         raise InputError("times and values must be arrays of numbers") from None
     if times.ndim != 1 or times.size == 0:
-        raise InputError(f"times (shape {times.shape}) is not allowed; allowed: a non-empty 1-D "
-                         "array")
+        raise InputError(
+            f"times (shape {times.shape}) is not allowed; allowed: a non-empty 1-D array"
+        )
     if values.ndim == 0 or values.shape[-1] != times.size:
-        raise InputError(f"values (shape {values.shape}) is not allowed; allowed: shape "
-                         f"(..., {times.size}), one value per time")
+        raise InputError(
+            f"values (shape {values.shape}) is not allowed; allowed: shape "
+            f"(..., {times.size}), one value per time"
+        )
     if not np.all(np.isfinite(times)) or np.any(np.diff(times) < 0):
         raise InputError("times is not allowed; allowed: finite, non-decreasing times")
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float | np.floating) \
-            or not np.isfinite(threshold):
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float | np.floating)
+        or not np.isfinite(threshold)
+    ):
         raise InputError(f"threshold={threshold!r} is not allowed; allowed: a finite number")
     hit = values >= threshold
     any_hit = hit.any(axis=-1)
@@ -75,53 +82,64 @@ class TrainResult:
     T: np.ndarray
     loss: np.ndarray
     loss_empirical: np.ndarray
-    activation: str
+    activation: str | Activation
     seeds: list
     root_seed: int | list[int]
     settings: dict = field(default_factory=dict)
     definitions: Definitions = field(default_factory=Definitions)
     diagnostics: dict = field(default_factory=dict)
-    teacher_activation: str | None = None
+    teacher_activation: str | Activation | None = None
     """The teacher's activation when it differs from the student's (``None``: the same)."""
 
     def alignment(self):
         """``m_in (S, T, K, M)``."""
-        return obs.alignment(self.Q, self.R, self.T)
+        return theory.alignment(self.Q, self.R, self.T)
 
     def rho(self):
-        return obs.rho(self.a, self.Q)
+        return theory.rho(self.a, self.Q)
 
     def delta(self):
-        return obs.delta(self.a, self.Q)
+        return theory.delta(self.a, self.Q)
 
     def owner(self):
         """``(S, T, M)`` index of the owning student of each teacher feature."""
-        return obs.owner(self.a, self.Q, self.R, self.T, self.b)
+        return theory.owner(self.a, self.Q, self.R, self.T, self.b)
 
     def pruned(self):
-        return obs.pruned(self.a, self.Q, self.definitions)
+        return theory.pruned(self.a, self.Q, self.definitions)
 
     def delta_drift(self):
         """``(S, T)``: ``max_i |delta_i(t) - delta_i(0)| / (a_i(0)^2 + |w_i(0)|^2)``."""
-        return obs.delta_drift(self.a, self.Q, self.a[:, :1], self.Q[:, :1])
+        return theory.delta_drift(self.a, self.Q, self.a[:, :1], self.Q[:, :1])
 
     def dissipation(self):
-        return obs.dissipation(self.a, self.Q, self.R, self.b, self.T, self.activation,
-                               self.teacher_activation)
+        return theory.dissipation(
+            self.a, self.Q, self.R, self.b, self.T, self.activation, self.teacher_activation
+        )
 
-    def classification_error(self, samples: int = obs.CLASSIFICATION_SAMPLES, rng=None):
+    def classification_error(self, samples: int = theory.CLASSIFICATION_SAMPLES, rng=None):
         """``(error (S, T), se (S, T))``: the classification error ``P(sign f != sign f*)`` of
         every record, beside the mean-squared ``loss``
         (:func:`gaugedyn.theory.classification_error`, common random numbers from ``rng``)."""
-        return obs.classification_error(self.a, self.Q, self.R, self.b, self.T, self.activation,
-                                        self.teacher_activation, samples=samples, rng=rng)
+        return theory.classification_error(
+            self.a,
+            self.Q,
+            self.R,
+            self.b,
+            self.T,
+            self.activation,
+            self.teacher_activation,
+            samples=samples,
+            rng=rng,
+        )
 
     def specialization_time(self, threshold: float | None = None) -> np.ndarray:
         """``(S, M)``: first ``t`` with specialization ``s_n >= threshold``
-        (:func:`gaugedyn.theory._observables.specialization`, sign-invariant for odd activations;
+        (:func:`gaugedyn.theory.specialization`, sign-invariant for odd activations;
         :func:`crossing_time`)."""
         thr = self.definitions.threshold if threshold is None else threshold
-        best = obs.specialization(self.Q, self.R, self.T, self.activation)
+        # passed as given, as before (theory.specialization is annotated for a name only)
+        best = theory.specialization(self.Q, self.R, self.T, cast(str, self.activation))
         return crossing_time(self.time, np.moveaxis(best, 1, -1), thr)
 
     def pruning_time(self) -> np.ndarray:
@@ -144,5 +162,19 @@ class TrainResult:
 
     def arrays(self) -> dict:
         """The stored arrays (everything else derives from them)."""
-        return {k: getattr(self, k) for k in ("steps", "time", "flow_time", "lr", "a", "Q", "R",
-                                               "b", "T", "loss", "loss_empirical")}
+        return {
+            k: getattr(self, k)
+            for k in (
+                "steps",
+                "time",
+                "flow_time",
+                "lr",
+                "a",
+                "Q",
+                "R",
+                "b",
+                "T",
+                "loss",
+                "loss_empirical",
+            )
+        }

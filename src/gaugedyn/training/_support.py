@@ -11,8 +11,8 @@ from ..stats import band as band
 
 def single_thread():
     """Run torch on one intra-op thread (tasks run side by side; oversubscription is slow): the
-    trainer's own context manager (:func:`gaugedyn.training._network._one_thread`, which skips
-    the change when torch already runs one thread and locks against concurrent callers)."""
+    trainer's own context manager (which skips the change when torch already runs one thread and
+    locks against concurrent callers)."""
     from ._network import _one_thread
 
     return _one_thread()

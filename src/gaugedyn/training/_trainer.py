@@ -36,7 +36,6 @@ import torch
 
 from .._errors import DivergenceError, InputError
 from .._meta import versions
-from .._options import MAX_SEED, Param
 from ..theory import Definitions, Problem, order_parameters, population_loss
 from . import _data
 from ._network import Network, prepare, resolve_device, resolve_dtype
@@ -48,59 +47,47 @@ from ._optim import (
     sgd_update,
     step_size,
 )
+from ._params import PARAMS
 from ._result import TrainResult
-
-API_OPTIONS = {
-    "lr_min": Param(float, name="lr_min", lo=0, hi=1e3, why="the smallest step of a schedule, <= lr"),
-    "decay": Param(float, name="decay", lo=0, hi=1e15, lo_open=True,
-                    why="steps of the inverse schedule's decay; beyond it the schedule is constant"),
-    "eps": Param(float, name="eps", lo=0, hi=1e3, lo_open=True,
-                  why="Adam's denominator floor; above 1e3 Adam is plain SGD scaled down"),
-    "beta": Param(float, name="beta", lo=0, hi=1, hi_open=True,
-                   why="a moment's decay factor; 1 would never forget"),
-    "points_per_decade": Param(int, name="points_per_decade", lo=1, hi=10**6,
-                                why="records per decade of steps"),
-    "check_every": Param(int, name="check_every", lo=0, hi=10**9,
-                          why="steps between divergence checks (0: only at records)"),
-    "seed_index": Param(int, name="seed_indices", lo=0, hi=MAX_SEED, hi_text="2**64 - 1",
-                         why="seed indices are unsigned 64-bit integers"),
-}
-"""Settings of the Python API that the command line does not expose, declared with the same
-:class:`gaugedyn._options.Param` type; the others come from the command line's declarations
-(:data:`gaugedyn.training._cli.OPTIONS`), so both refuse the same values with the same reasons."""
-
-
-def _option(name: str, value):
-    from ._cli import OPTIONS
-
-    return OPTIONS[name].accept(value)
 
 
 def _record_steps(steps) -> tuple[int, ...]:
     try:
         values = tuple(steps)
     except TypeError:
-        raise InputError(f"record_steps={steps!r} is not allowed; allowed: a sequence of "
-                         "integers >= 0 (or None)") from None
-    check = Param(int, name="record_steps", lo=0, hi=10**9, why="steps are at most 1e9")
-    return tuple(check.accept(v) for v in values)
+        raise InputError(
+            f"record_steps={steps!r} is not allowed; allowed: a sequence of integers >= 0 (or None)"
+        ) from None
+    return tuple(PARAMS["record_step"].accept(v) for v in values)
 
 
-_BETAS_ALLOWED = ("two numbers (beta1, beta2), each in [0, 1), or a non-empty sequence of such "
-                  "pairs, one per seed")
+_BETAS_ALLOWED = (
+    "two numbers (beta1, beta2), each in [0, 1), or a non-empty sequence of such "
+    "pairs, one per seed"
+)
 
 
 def _betas(value) -> tuple:
     """``(beta1, beta2)`` as floats, or a tuple of such pairs (one per seed), or InputError."""
+
     def pair(p) -> tuple[float, float]:
         if isinstance(p, str) or not isinstance(p, Sequence) or len(p) != 2:
             raise InputError(f"betas={value!r} is not allowed; allowed: {_BETAS_ALLOWED}")
-        return tuple(API_OPTIONS["beta"].accept(b, "betas") for b in p)
+        return tuple(PARAMS["beta"].accept(b, "betas") for b in p)
 
-    if isinstance(value, Sequence) and not isinstance(value, str) and len(value) > 0 \
-            and all(isinstance(p, Sequence) and not isinstance(p, str) for p in value):
+    if (
+        isinstance(value, Sequence)
+        and not isinstance(value, str)
+        and len(value) > 0
+        and all(isinstance(p, Sequence) and not isinstance(p, str) for p in value)
+    ):
         return tuple(pair(p) for p in value)
     return pair(value)
+
+
+def _betas_list(betas: tuple) -> list:
+    """``betas`` as lists, as written in metadata and errors: ``[b1, b2]`` or one per seed."""
+    return [list(p) if isinstance(p, tuple) else p for p in betas]
 
 
 @dataclass(frozen=True)
@@ -123,7 +110,7 @@ class TrainConfig:
     schedule: str = "constant"
     lr_min: float = 0.0
     decay: float = 1000.0
-    betas: tuple[float, float] = (0.9, 0.999)
+    betas: tuple[float, float] | tuple[tuple[float, float], ...] = (0.9, 0.999)
     eps: float = 1e-8
     points_per_decade: int = 40
     record_steps: tuple[int, ...] | None = None
@@ -138,39 +125,51 @@ class TrainConfig:
         return self.weight_decay == 0.0 and self.lr2 == 1.0 and self.label_noise == 0.0
 
     def __post_init__(self):
-        for name in ("optimizer", "schedule", "lr", "steps"):
-            object.__setattr__(self, name, _option(name, getattr(self, name)))
+        for name in (
+            "optimizer",
+            "schedule",
+            "lr",
+            "steps",
+            "lr_min",
+            "decay",
+            "eps",
+            "points_per_decade",
+            "check_every",
+        ):
+            object.__setattr__(self, name, PARAMS[name].accept(getattr(self, name)))
         for name in ("samples", "batch"):
             if getattr(self, name) is not None:
-                object.__setattr__(self, name, _option(name, getattr(self, name)))
-        for name in ("lr_min", "decay", "eps", "points_per_decade", "check_every"):
-            object.__setattr__(self, name, API_OPTIONS[name].accept(getattr(self, name)))
+                object.__setattr__(self, name, PARAMS[name].accept(getattr(self, name)))
         object.__setattr__(self, "betas", _betas(self.betas))
         if self.per_copy_betas and self.optimizer != "adam":
-            raise InputError(f"betas={[list(p) for p in self.betas]!r} is not allowed with "
-                             f"optimizer={self.optimizer!r}; allowed: one pair per seed with "
-                             "optimizer='adam'")
+            raise InputError(
+                f"betas={_betas_list(self.betas)!r} is not allowed with "
+                f"optimizer={self.optimizer!r}; allowed: one pair per seed with "
+                "optimizer='adam'"
+            )
         if self.record_steps is not None:
             object.__setattr__(self, "record_steps", _record_steps(self.record_steps))
         if self.samples is None and self.optimizer == "gd":
-            raise InputError("optimizer='gd' needs a fixed sample (samples=n); use 'sgd' for online")
+            raise InputError(
+                "optimizer='gd' needs a fixed sample (samples=n); use 'sgd' for online"
+            )
         if self.samples is not None and self.batch is not None and self.batch > self.samples:
             raise InputError(f"batch={self.batch} exceeds samples={self.samples}")
         if self.optimizer == "gd" and self.batch not in (None, self.samples):
             raise InputError("optimizer='gd' is full batch; use 'sgd' for mini-batches")
         if self.lr_min > self.lr:
-            raise InputError(f"lr_min={self.lr_min!r} is not allowed; allowed: a number in "
-                             f"[0, lr={self.lr!r}] (the schedule decays from lr to lr_min)")
+            raise InputError(
+                f"lr_min={self.lr_min!r} is not allowed; allowed: a number in "
+                f"[0, lr={self.lr!r}] (the schedule decays from lr to lr_min)"
+            )
         if self.points_per_decade < 1:
             raise InputError(f"points_per_decade={self.points_per_decade!r} must be >= 1")
         for name in ("weight_decay", "lr2", "label_noise"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | float) or not (
-                    math.isfinite(v) and v >= 0):
-                raise InputError(f"{name}={v!r} is not allowed; allowed: a finite number >= 0")
+            PARAMS[name].accept(getattr(self, name))  # checked; kept as given
         if self.optimizer == "adam" and self.lr2 != 1.0:
-            raise InputError(f"lr2={self.lr2!r} is for optimizer='sgd' or 'gd'; Adam takes one "
-                             "learning rate")
+            raise InputError(
+                f"lr2={self.lr2!r} is for optimizer='sgd' or 'gd'; Adam takes one learning rate"
+            )
 
     @property
     def per_copy_betas(self) -> bool:
@@ -185,7 +184,7 @@ class TrainConfig:
     def batch_size(self) -> int:
         if self.batch is not None:
             return int(self.batch)
-        return 1 if self.online else int(self.samples)
+        return 1 if self.samples is None else int(self.samples)  # 1 online
 
     def grid(self) -> np.ndarray:
         if self.record_steps is not None:
@@ -202,7 +201,7 @@ class TrainConfig:
             for name in ("weight_decay", "lr2", "label_noise"):
                 d.pop(name)
         d["record_steps"] = None if self.record_steps is None else list(self.record_steps)
-        d["betas"] = [list(p) for p in self.betas] if self.per_copy_betas else list(self.betas)
+        d["betas"] = _betas_list(self.betas)
         return d
 
 
@@ -242,27 +241,39 @@ class StepRecord:
         def pick(ts):
             return tuple(t[rows] for t in ts)
 
-        adam = None if self.adam is None else AdamState(m=pick(self.adam.m), v=pick(self.adam.v),
-                                                        k=self.adam.k)
-        return dataclasses.replace(self, previous=pick(self.previous), params=pick(self.params),
-                                   grads=pick(self.grads), loss=self.loss[rows], adam=adam)
+        adam = (
+            None
+            if self.adam is None
+            else AdamState(m=pick(self.adam.m), v=pick(self.adam.v), k=self.adam.k)
+        )
+        return dataclasses.replace(
+            self,
+            previous=pick(self.previous),
+            params=pick(self.params),
+            grads=pick(self.grads),
+            loss=self.loss[rows],
+            adam=adam,
+        )
 
 
-BACKENDS = ("torch", "compiled", "chain")
-
-
-def _train_compiled(problem, config, seeds, root_seed, seed_indices, dtype, device, definitions,
-                    on_step, backend) -> TrainResult:
+def _train_compiled(
+    problem, config, seeds, root_seed, seed_indices, dtype, device, definitions, on_step, backend
+) -> TrainResult:
     from ._online_fast import train_online
 
+    if not isinstance(root_seed, int):
+        raise InputError(
+            f"root_seed={list(root_seed)!r} is not allowed for backend="
+            f"{backend!r}; allowed: one integer (one root per seed is for "
+            "backend='torch')"
+        )
     if not isinstance(problem, Problem):
         raise InputError(f"backend={backend!r} takes one problem shared by every seed")
     if on_step is not None:
         raise InputError(f"backend={backend!r} does not call on_step; use backend='torch'")
     if resolve_dtype(dtype) != torch.float64 or str(resolve_device(device)) != "cpu":
         raise InputError(f"backend={backend!r} runs in float64 on the CPU")
-    return train_online(problem, config, seeds, root_seed, seed_indices, definitions, None,
-                        backend)
+    return train_online(problem, config, seeds, root_seed, seed_indices, definitions, None, backend)
 
 
 def _nonfinite(**tensors) -> str | None:
@@ -272,12 +283,18 @@ def _nonfinite(**tensors) -> str | None:
     return None
 
 
-def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int = 1,
-          root_seed: int | Sequence[int] = 0, seed_indices: Sequence[int] | None = None,
-          dtype="float64",
-          device=None, definitions: Definitions | None = None,
-          on_step: Callable[[StepRecord], object] | None = None,
-          backend: str = "torch") -> TrainResult:
+def train(
+    problem: Problem | Sequence[Problem],
+    config: TrainConfig,
+    seeds: int = 1,
+    root_seed: int | Sequence[int] = 0,
+    seed_indices: Sequence[int] | None = None,
+    dtype="float64",
+    device=None,
+    definitions: Definitions | None = None,
+    on_step: Callable[[StepRecord], object] | None = None,
+    backend: str = "torch",
+) -> TrainResult:
     """Train ``S`` students of ``problem`` on Gaussian data as one batched computation.
 
     ``seed_indices`` (default ``range(seeds)``) name the seeds: seed ``i`` draws its data from
@@ -301,16 +318,21 @@ def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int 
     (:mod:`gaugedyn.training._online_chain`): the same law of ``(a, Q, R)`` and of the online
     loss at every ``D``, at a cost per step independent of ``D``; the weights are not formed.
     """
-    if backend not in BACKENDS:
-        raise InputError(f"backend={backend!r} is not allowed; allowed: {', '.join(BACKENDS)}")
+    PARAMS["backend"].accept(backend)
     root_seed = _check_train_args(problem, config, root_seed, definitions)
     if backend in ("compiled", "chain"):
-        if not isinstance(root_seed, int):
-            raise InputError(f"root_seed={list(root_seed)!r} is not allowed for backend="
-                             f"{backend!r}; allowed: one integer (one root per seed is for "
-                             "backend='torch')")
-        return _train_compiled(problem, config, seeds, root_seed, seed_indices, dtype, device,
-                               definitions, on_step, backend)
+        return _train_compiled(
+            problem,
+            config,
+            seeds,
+            root_seed,
+            seed_indices,
+            dtype,
+            device,
+            definitions,
+            on_step,
+            backend,
+        )
     started = _time.perf_counter()
     if on_step is not None and not callable(on_step):
         raise InputError(f"on_step={on_step!r} is not allowed; it must be callable or None")
@@ -321,8 +343,7 @@ def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int 
     net = Network.from_problem(problems, dtype=dtype, device=device)
     cfg = config
     D = net.W.shape[2]
-    gens = ([g for r, i in zip(root_seed, seed_indices) for g in _data.generators(r, [i], device)]
-            if isinstance(root_seed, tuple) else _data.generators(root_seed, seed_indices, device))
+    gens = _generators(root_seed, seed_indices, device)
     batches = _Batches(cfg, net, gens, dtype, device)
     scale = 1.0 / D if (cfg.online and cfg.optimizer == "sgd") else 1.0
     state = adam_state((net.a, net.W)) if cfg.optimizer == "adam" else None
@@ -347,16 +368,41 @@ def train(problem: Problem | Sequence[Problem], config: TrainConfig, seeds: int 
         records.t_flow += eta * scale
         step = k + 1
         if on_step is not None:
-            on_step(StepRecord(step=step, time=records.time_of(step), lr=float(eta),
-                               previous=previous, params=(net.a, net.W), grads=(g_a, g_W),
-                               loss=loss, adam=None if state is None else adam_view(state)))
+            on_step(
+                StepRecord(
+                    step=step,
+                    time=records.time_of(step),
+                    lr=float(eta),
+                    previous=previous,
+                    params=(net.a, net.W),
+                    grads=(g_a, g_W),
+                    loss=loss,
+                    adam=None if state is None else adam_view(state),
+                )
+            )
         if next_rec < len(grid) and step == grid[next_rec]:
             records.record(step)
             next_rec += 1
         elif cfg.check_every and step % cfg.check_every == 0:
             records.check(step)
-    return records.result(problem, grid, seed_indices, root_seed, definitions, started,
-                          _data.stream_block_steps(cfg.batch_size, D))
+    return records.result(
+        problem,
+        grid,
+        seed_indices,
+        root_seed,
+        definitions,
+        started,
+        _data.stream_block_steps(cfg.batch_size, D),
+    )
+
+
+def _generators(root_seed: int | tuple[int, ...], seed_indices: list[int], device) -> list:
+    """One torch generator per seed: of ``(root_seed, i)``, or of ``(root_seed[c], i)``."""
+    if isinstance(root_seed, tuple):
+        return [
+            g for r, i in zip(root_seed, seed_indices) for g in _data.generators(r, [i], device)
+        ]
+    return _data.generators(root_seed, seed_indices, device)
 
 
 def _check_train_args(problem, config, root_seed, definitions) -> int | tuple[int, ...]:
@@ -367,49 +413,72 @@ def _check_train_args(problem, config, root_seed, definitions) -> int | tuple[in
     if isinstance(root_seed, Sequence | np.ndarray) and not isinstance(root_seed, str):
         if len(root_seed) == 0:
             raise InputError("root_seed=[] is not allowed; allowed: an integer, or one per seed")
-        root_seed = tuple(_option("root_seed", r) for r in root_seed)
+        root_seed = tuple(PARAMS["root_seed"].accept(r) for r in root_seed)
     else:
-        root_seed = _option("root_seed", root_seed)
+        root_seed = PARAMS["root_seed"].accept(root_seed)
     if definitions is not None and not isinstance(definitions, Definitions):
-        raise InputError(f"definitions={type(definitions).__name__} is not allowed; allowed: a "
-                         "gaugedyn.theory.Definitions or None")
+        raise InputError(
+            f"definitions={type(definitions).__name__} is not allowed; allowed: a "
+            "gaugedyn.theory.Definitions or None"
+        )
     if not isinstance(problem, Problem):
-        if isinstance(problem, str) or not isinstance(problem, Sequence) or not problem or \
-                not all(isinstance(p, Problem) for p in problem):
-            raise InputError(f"problem={type(problem).__name__} is not allowed; allowed: a "
-                             "gaugedyn.theory.Problem or a non-empty list of them (one per seed)")
+        if (
+            isinstance(problem, str)
+            or not isinstance(problem, Sequence)
+            or not problem
+            or not all(isinstance(p, Problem) for p in problem)
+        ):
+            raise InputError(
+                f"problem={type(problem).__name__} is not allowed; allowed: a "
+                "gaugedyn.theory.Problem or a non-empty list of them (one per seed)"
+            )
     return root_seed
 
 
 def _check_copies(config: TrainConfig, root_seed, seeds: int) -> None:
     """One root per seed and one Adam pair per seed where given as sequences, or InputError."""
     if isinstance(root_seed, tuple) and len(root_seed) != seeds:
-        raise InputError(f"root_seed={list(root_seed)!r} is not allowed: {len(root_seed)} roots "
-                         f"for {seeds} seeds; allowed: an integer, or one root per seed")
+        raise InputError(
+            f"root_seed={list(root_seed)!r} is not allowed: {len(root_seed)} roots "
+            f"for {seeds} seeds; allowed: an integer, or one root per seed"
+        )
     if config.per_copy_betas and len(config.betas) != seeds:
-        raise InputError(f"betas={[list(p) for p in config.betas]!r} is not allowed: "
-                         f"{len(config.betas)} pairs for {seeds} seeds; allowed: one (beta1, "
-                         "beta2), or one pair per seed")
+        raise InputError(
+            f"betas={_betas_list(config.betas)!r} is not allowed: "
+            f"{len(config.betas)} pairs for {seeds} seeds; allowed: one (beta1, "
+            "beta2), or one pair per seed"
+        )
 
 
-def _seeds_and_problems(problem, seeds, seed_indices,
-                        root_seed=0) -> tuple[list[int], list[Problem]]:
+def _seeds_and_problems(
+    problem, seeds, seed_indices, root_seed=0
+) -> tuple[list[int], list[Problem]]:
     """The seed indices and one problem per seed (the same one, or a list per seed)."""
     if seed_indices is None and not isinstance(problem, Problem):
         seed_indices = list(range(len(problem)))
     if seed_indices is None:
-        seed_indices = list(range(_option("seeds", seeds)))
-    if isinstance(seed_indices, str) or not isinstance(seed_indices, Sequence | np.ndarray) \
-            or len(seed_indices) == 0:
-        raise InputError(f"seed_indices={seed_indices!r} is not allowed; allowed: a non-empty "
-                         "sequence of distinct integers >= 0 (or None)")
-    seed_indices = [API_OPTIONS["seed_index"].accept(i) for i in seed_indices]
-    named = (list(zip(root_seed, seed_indices)) if isinstance(root_seed, tuple)
-             and len(root_seed) == len(seed_indices) else seed_indices)
+        seed_indices = list(range(PARAMS["seeds"].accept(seeds)))
+    if (
+        isinstance(seed_indices, str)
+        or not isinstance(seed_indices, Sequence | np.ndarray)
+        or len(seed_indices) == 0
+    ):
+        raise InputError(
+            f"seed_indices={seed_indices!r} is not allowed; allowed: a non-empty "
+            "sequence of distinct integers >= 0 (or None)"
+        )
+    seed_indices = [PARAMS["seed_index"].accept(i) for i in seed_indices]
+    named = (
+        list(zip(root_seed, seed_indices))
+        if isinstance(root_seed, tuple) and len(root_seed) == len(seed_indices)
+        else seed_indices
+    )
     if len(set(named)) != len(named):
-        raise InputError(f"seed_indices={seed_indices!r} is not allowed; the indices must be "
-                         "distinct (under one root; with one root per seed, the (root, index) "
-                         "pairs): a repeated seed would train the same data twice")
+        raise InputError(
+            f"seed_indices={seed_indices!r} is not allowed; the indices must be "
+            "distinct (under one root; with one root per seed, the (root, index) "
+            "pairs): a repeated seed would train the same data twice"
+        )
     if isinstance(problem, Problem):
         return seed_indices, [problem] * len(seed_indices)
     problems = list(problem)
@@ -428,9 +497,10 @@ class _Batches:
         self.online = cfg.online
         self.gens, self.device = gens, device
         self.full = self.X_all = self.y_all = None
-        if cfg.online:
-            self.stream = _data.OnlineStream(gens, self.B, D, dtype, device, net.teacher,
-                                             cfg.label_noise)
+        if cfg.samples is None:  # online
+            self.stream = _data.OnlineStream(
+                gens, self.B, D, dtype, device, net.teacher, cfg.label_noise
+            )
             self.n = None
         else:
             self.n = int(cfg.samples)
@@ -438,7 +508,8 @@ class _Batches:
             self.y_all = net.teacher(prepare(self.X_all))[:, : self.n]
             if cfg.label_noise:
                 self.y_all = self.y_all + cfg.label_noise * _data.gaussian(
-                    gens, (self.n,), dtype, device)
+                    gens, (self.n,), dtype, device
+                )
             self.full = prepare(self.X_all, self.y_all)
         self.full_batch = not cfg.online and self.B == self.n
         self.order = None
@@ -453,7 +524,7 @@ class _Batches:
         if self.order is None or self.pos + self.B > self.n:
             self.order = _data.permutations(self.gens, self.n, self.device)
             self.pos = 0
-        idx = self.order[:, self.pos:self.pos + self.B]
+        idx = self.order[:, self.pos : self.pos + self.B]
         self.pos += self.B
         return prepare(self.X_all[self.rows, idx], self.y_all[self.rows, idx])
 
@@ -467,10 +538,10 @@ class _Records:
         _, _, _, self.b, self.T = problem.order_parameters()
         self.D = net.W.shape[2]
         self.t_flow = 0.0
-        self.rows = {k: [] for k in ("t", "ft", "lr", "a", "Q", "R", "emp")}
+        self.rows: dict[str, list] = {k: [] for k in ("t", "ft", "lr", "a", "Q", "R", "emp")}
         self.online_acc = torch.zeros(net.W.shape[0], dtype=net.W.dtype, device=net.W.device)
         self.online_count = 0
-        self.last_good = None
+        self.last_good: dict | None = None
 
     def time_of(self, k: int) -> float:
         if self.cfg.online and self.cfg.optimizer == "sgd":
@@ -505,15 +576,20 @@ class _Records:
         a_np, W_np = net.numpy_state()
         Q, R, _ = order_parameters(W_np, self.V)
         self.last_good = {"a": a_np, "W": W_np, "step": k}
-        for key, value in (("a", a_np), ("Q", Q), ("R", R), ("t", self.time_of(k)),
-                           ("ft", self.t_flow),
-                           ("emp", emp.detach().to("cpu", torch.float64).numpy()),
-                           ("lr", step_size(cfg.schedule, cfg.lr, k, cfg.steps, cfg.lr_min,
-                                            cfg.decay))):
+        for key, value in (
+            ("a", a_np),
+            ("Q", Q),
+            ("R", R),
+            ("t", self.time_of(k)),
+            ("ft", self.t_flow),
+            ("emp", emp.detach().to("cpu", torch.float64).numpy()),
+            ("lr", step_size(cfg.schedule, cfg.lr, k, cfg.steps, cfg.lr_min, cfg.decay)),
+        ):
             self.rows[key].append(value)
 
-    def result(self, problem, grid, seed_indices, root_seed, definitions, started,
-               block) -> TrainResult:
+    def result(
+        self, problem, grid, seed_indices, root_seed, definitions, started, block
+    ) -> TrainResult:
         cfg, net, rows = self.cfg, self.net, self.rows
         a, Q, R = (np.stack(rows[k], axis=1) for k in ("a", "Q", "R"))
         if cfg.online and cfg.optimizer == "sgd":
@@ -531,20 +607,27 @@ class _Records:
             "dtype": str(net.W.dtype).replace("torch.", ""),
             "device": str(net.W.device),
             "time": time_convention,
-            "data": (f"online: fresh x ~ N(0, I_D) per step, per-seed blocks of {block} steps"
-                     if cfg.online else
-                     f"fixed sample of n={cfg.samples} x ~ N(0, I_D) per seed"),
+            "data": (
+                f"online: fresh x ~ N(0, I_D) per step, per-seed blocks of {block} steps"
+                if cfg.online
+                else f"fixed sample of n={cfg.samples} x ~ N(0, I_D) per seed"
+            ),
             "seed_derivation": "torch.Generator per seed from gaugedyn._meta.task_seed(root_seed, i)"
-                               + (" (root_seed: one per seed)" if isinstance(root_seed, tuple)
-                                  else ""),
+            + (" (root_seed: one per seed)" if isinstance(root_seed, tuple) else ""),
         }
         return TrainResult(
-            steps=np.asarray(grid, dtype=np.int64), time=np.asarray(rows["t"]),
-            flow_time=np.asarray(rows["ft"]), lr=np.asarray(rows["lr"]), a=a, Q=Q, R=R,
-            b=np.asarray(self.b), T=self.T,
-            loss=population_loss(a, Q, R, self.b, self.T, net.activation,
-                                 net.teacher_activation),
-            loss_empirical=np.stack(rows["emp"], axis=1), activation=net.activation,
+            steps=np.asarray(grid, dtype=np.int64),
+            time=np.asarray(rows["t"]),
+            flow_time=np.asarray(rows["ft"]),
+            lr=np.asarray(rows["lr"]),
+            a=a,
+            Q=Q,
+            R=R,
+            b=np.asarray(self.b),
+            T=self.T,
+            loss=population_loss(a, Q, R, self.b, self.T, net.activation, net.teacher_activation),
+            loss_empirical=np.stack(rows["emp"], axis=1),
+            activation=net.activation,
             teacher_activation=net.teacher_activation,
             seeds=seed_indices,
             root_seed=list(root_seed) if isinstance(root_seed, tuple) else int(root_seed),

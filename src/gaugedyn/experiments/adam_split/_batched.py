@@ -15,7 +15,8 @@ are views into one ``(B, P)`` buffer each, so one step is
    to round-off, tested in float64 and float32); ``benchmarks/bench_beta_grid.py`` measures
    both;
 2. for all copies at once, per parameter and block of copies: ``torch.optim.Adam``'s
-   single-tensor update with per-copy betas, op for op (``m.lerp_(g, 1-b1)``,
+   single-tensor update with per-copy betas (:func:`gaugedyn.adam.batched_adam_step`,
+   ``op_order="torch"``), op for op (``m.lerp_(g, 1-b1)``,
    ``v.mul_(b2).addcmul_(g, g, 1-b2)``, ``denom = sqrt(v)/sqrt(1-b2^t) + eps``,
    ``p += (-lr/(1-b1^t)) m / denom``, the per-copy scalars cast to the working dtype as PyTorch
    casts its Python scalars), so that on the CPU a copy's trajectory is bitwise the one
@@ -50,7 +51,15 @@ import numpy as np
 import torch
 
 from ..._errors import InputError
-from ...adam._probe import READING_SUMS, StreamingSplit, reading_sums
+from ...adam import (
+    OP_ORDER_FACTORS,
+    READING_SUMS,
+    AdamFactors,
+    StreamingSplit,
+    adam_factors,
+    batched_adam_step,
+    reading_sums,
+)
 from ._stacked import STACKED
 from .tasks import TASKS, _seed_int, _setup
 
@@ -58,6 +67,8 @@ BLOCK = 1 << 16
 """Elements per block of the batched update and sums (a cache-sized block of copies of one
 parameter)."""
 _F32 = 2.0**-24
+_FACTORS = (*OP_ORDER_FACTORS["torch"], "bias1", "bias2")
+"""The per-copy factors a block reads: the update's and the split's bias corrections."""
 _NORMS = tuple(i for i, k in enumerate(READING_SUMS) if not k.startswith(("dot", "count")))
 
 
@@ -81,13 +92,19 @@ def _blocks(sizes: list[int], B: int) -> list[tuple[slice, slice, int]]:
     return out
 
 
-def _column(values, dtype, device) -> torch.Tensor:
-    return torch.as_tensor(np.asarray(values, dtype=float), dtype=dtype, device=device)[:, None]
-
-
-def train_copies(task: str, copies, steps: int, lr: float, *, reference=(), eps: float = 1e-8,
-                 device: str = "cpu", dtype=torch.float32, threads: int | None = 1,
-                 forward: str | None = None) -> dict:
+def train_copies(
+    task: str,
+    copies,
+    steps: int,
+    lr: float,
+    *,
+    reference=(),
+    eps: float = 1e-8,
+    device: str = "cpu",
+    dtype=torch.float32,
+    threads: int | None = 1,
+    forward: str | None = None,
+) -> dict:
     """Train ``copies = [(beta1, beta2, seed), ...]`` of ``task`` as one program (module
     docstring); ``reference``: indices of the copies also split by the float64 reference.
 
@@ -120,15 +137,15 @@ def train_copies(task: str, copies, steps: int, lr: float, *, reference=(), eps:
     reference = [int(i) for i in reference]
     bad = [i for i in reference if not 0 <= i < len(copies)]
     if bad:
-        raise InputError(f"reference={bad} is not allowed; copy indices lie in "
-                         f"[0, {len(copies) - 1}]")
+        raise InputError(
+            f"reference={bad} is not allowed; copy indices lie in [0, {len(copies) - 1}]"
+        )
     if threads is None:
         return _train(task, copies, int(steps), float(lr), reference, eps, device, dtype, forward)
     before = torch.get_num_threads()
     torch.set_num_threads(int(threads))
     try:
-        return _train(task, copies, int(steps), float(lr), reference, eps, device, dtype,
-                      forward)
+        return _train(task, copies, int(steps), float(lr), reference, eps, device, dtype, forward)
     finally:
         torch.set_num_threads(before)
 
@@ -145,8 +162,10 @@ def forward_of(task: str, forward: str | None = None) -> str:
     if forward not in FORWARDS:
         raise InputError(f"forward={forward!r} is not allowed; choose one of {list(FORWARDS)}")
     if forward == "stacked" and task not in STACKED:
-        raise InputError(f"forward='stacked' is not allowed for task={task!r} (no stacked pass); "
-                         f"allowed: 'loop', or a task of {sorted(STACKED)}")
+        raise InputError(
+            f"forward='stacked' is not allowed for task={task!r} (no stacked pass); "
+            f"allowed: 'loop', or a task of {sorted(STACKED)}"
+        )
     return forward
 
 
@@ -175,19 +194,16 @@ def _train(task, copies, steps, lr, reference, eps, device, dtype, forward):
         for c, ps in enumerate(params):
             o = 0
             for p, n in zip(ps, sizes):
-                flat[c, o:o + n].copy_(p.reshape(-1))
-                p.data = flat[c, o:o + n].view_as(p)
+                flat[c, o : o + n].copy_(p.reshape(-1))
+                p.data = flat[c, o : o + n].view_as(p)
                 if forward == "loop":
-                    p.grad = grad[c, o:o + n].view_as(p)
+                    p.grad = grad[c, o : o + n].view_as(p)
                 o += n
         initial = np.array([b[4](m) for b, m in zip(built, models)])
     if forward == "stacked":
         flat.requires_grad_(True)
     m, v, w = (torch.zeros_like(flat) for _ in range(3))
-    b1 = np.array([c[0] for c in copies])
-    b2 = np.array([c[1] for c in copies])
-    col = lambda x: _column(x, dtype, device)  # noqa: E731
-    w1, c2, b2c = col(1 - b1), col(1 - b2), col(b2)
+    betas = (np.array([c[0] for c in copies]), np.array([c[1] for c in copies]))
     blocks = _blocks(sizes, B)
     losses = np.full((B, steps), np.nan)
     sums = np.full((B, steps, len(READING_SUMS)), np.nan)
@@ -201,14 +217,21 @@ def _train(task, copies, steps, lr, reference, eps, device, dtype, forward):
             grads = _stacked_step(task, built, flat, shapes, sizes, losses, stop, t)
         with torch.no_grad():
             before = ref.rows(flat)
-            bc1 = 1 - b1**t
-            bc2 = 1 - b2**t
-            scal = (col(-lr / bc1), col(bc2**0.5), col(bc1), col(bc2))
+            factors = adam_factors(t, lr=lr, betas=betas, op_order="torch", like=flat).shaped(
+                flat, _FACTORS
+            )
             step_sums = torch.zeros((B, len(READING_SUMS)), dtype=torch.float64, device=device)
             for rows, cols, j in blocks:
-                _block(flat[rows, cols], grads[j][rows], m[rows, cols], v[rows, cols],
-                       w[rows, cols], w1[rows], c2[rows], b2c[rows],
-                       tuple(x[rows] for x in scal), eps, step_sums[rows])
+                _block(
+                    flat[rows, cols],
+                    grads[j][rows],
+                    m[rows, cols],
+                    v[rows, cols],
+                    w[rows, cols],
+                    factors.rows(rows, _FACTORS),
+                    eps,
+                    step_sums[rows],
+                )
             sums[:, t - 1] = step_sums.cpu().numpy()
             ref.step(t, flat, grads, m, v, before, stop)
     sums[:, :, READING_SUMS.index("count")] = P
@@ -216,11 +239,19 @@ def _train(task, copies, steps, lr, reference, eps, device, dtype, forward):
     with torch.no_grad():
         for c, b in enumerate(built):
             if stop[c] >= 0:
-                sums[c, stop[c]:] = np.nan
+                sums[c, stop[c] :] = np.nan
             else:
                 final[c] = b[4](models[c])
-    return {"loss": losses, "sums": sums, "final_loss": final, "initial_loss": initial,
-            "nonfinite_step": stop, "n_params": P, "forward": forward, **ref.result(stop, sums)}
+    return {
+        "loss": losses,
+        "sums": sums,
+        "final_loss": final,
+        "initial_loss": initial,
+        "nonfinite_step": stop,
+        "n_params": P,
+        "forward": forward,
+        **ref.result(stop, sums),
+    }
 
 
 STACK_BLOCK: dict[str, int] = {"char_transformer": 16, "char_gru": 16}
@@ -265,16 +296,20 @@ def _stacked_step(task, built, flat, shapes, sizes, losses, stop, t: int) -> lis
     n = STACK_BLOCK.get(task) or B
     values, parts = [], []
     for lo in range(0, B, n):  # one stacked pass per block of copies (STACK_BLOCK)
-        block = [p[lo:lo + n] for p in params]
-        loss = copy_losses(task, STACKED[task](built[0][0], block)(x[lo:lo + n]), y[lo:lo + n])
+        block = [p[lo : lo + n] for p in params]
+        loss = copy_losses(task, STACKED[task](built[0][0], block)(x[lo : lo + n]), y[lo : lo + n])
         values.append(loss.detach().cpu().numpy().astype(float))
         parts.append(torch.autograd.grad(loss.sum(), block))
     value = np.concatenate(values)
     losses[live, t - 1] = value[live]
     bad = live[~np.isfinite(value[live])]
     stop[bad] = t - 1  # no step taken from here on (train_task returns here)
-    grads = [torch.cat([g[j] for g in parts]).reshape(B, -1) if len(parts) > 1
-             else parts[0][j].reshape(B, -1) for j in range(len(params))]
+    grads = [
+        torch.cat([g[j] for g in parts]).reshape(B, -1)
+        if len(parts) > 1
+        else parts[0][j].reshape(B, -1)
+        for j in range(len(params))
+    ]
     dead = np.flatnonzero(stop >= 0)
     if dead.size:
         rows = torch.as_tensor(dead, device=flat.device)
@@ -283,15 +318,13 @@ def _stacked_step(task, built, flat, shapes, sizes, losses, stop, t: int) -> lis
     return grads
 
 
-def _block(p, g, m, v, w, w1, c2, b2, scal, eps, out):
-    """``torch.optim.Adam``'s single-tensor step on one block (rows: copies) and its streaming
-    split sums added into ``out`` (rows, len(READING_SUMS)), float64."""
-    nss, bc2s, bc1, bc2 = scal
-    m.lerp_(g, w1)
-    v.mul_(b2).addcmul_(c2 * g, g)  # addcmul_(g, g, value=1-b2) as PyTorch computes it
-    w.lerp_(g, c2)
-    d = (v.sqrt() / bc2s).add_(eps)
-    p.add_(nss * m / d)
+def _block(p, g, m, v, w, factors: AdamFactors, eps, out):
+    """``torch.optim.Adam``'s single-tensor step on one block (rows: copies;
+    :func:`gaugedyn.adam.batched_adam_step`, ``op_order="torch"``) and its streaming split sums
+    added into ``out`` (rows, len(READING_SUMS)), float64."""
+    d = batched_adam_step([p], [g], [m], [v], factors, eps=eps).denominators[0]
+    w.lerp_(g, factors.one_minus_beta2)
+    bc1, bc2 = factors.bias1, factors.bias2
     mh = m / bc1
     wh = w / bc2
     u = mh / d
@@ -304,9 +337,17 @@ def _block(p, g, m, v, w, w1, c2, b2, scal, eps, out):
     def dot(x, y):  # the working dtype's cascade sum (error O(eps log n))
         return torch.linalg.vecdot(x, y, dim=1)
 
-    parts = (dot(sg, sg), dot(sw, sw), dot(lag, lag), dot(rc, rc), dot(rw, rw), dot(u, u),
-             dot(u, sg), dot(u, sw))
-    out[:, :len(parts)] += torch.stack(parts, dim=1).double()  # the blocks added in float64
+    parts = (
+        dot(sg, sg),
+        dot(sw, sw),
+        dot(lag, lag),
+        dot(rc, rc),
+        dot(rw, rw),
+        dot(u, u),
+        dot(u, sg),
+        dot(u, sw),
+    )
+    out[:, : len(parts)] += torch.stack(parts, dim=1).double()  # the blocks added in float64
 
 
 class _Reference:
@@ -337,28 +378,33 @@ class _Reference:
             parts = split.step(0, mm[r], vv[r], gg[r], t)
             self.sums[r, t - 1] = reading_sums(parts)
             u = parts.update
-            size = sum(x.abs() for x in (parts.sign, parts.lag, parts.transition, parts.ratio,
-                                         parts.eps)).clamp(min=1.0)
-            self.sum_err[r] = max(self.sum_err[r],
-                                  float(((parts.total() - u).abs() / size).max()))
+            size = sum(
+                x.abs() for x in (parts.sign, parts.lag, parts.transition, parts.ratio, parts.eps)
+            ).clamp(min=1.0)
+            self.sum_err[r] = max(self.sum_err[r], float(((parts.total() - u).abs() / size).max()))
             self.lag_max[r] = max(self.lag_max[r], float(parts.lag.abs().max()))
             p0, p1 = before[r].numpy(), after[r].numpy()
             big = np.maximum(np.abs(p0), np.abs(p1)).astype(np.float32)
             un = u.numpy()
             bound = np.spacing(big).astype(float) + 16 * _F32 * self.lr * np.abs(un)
-            self.applied[r] = max(self.applied[r],
-                                  float(np.max(np.abs(p1 - p0 + self.lr * un) / bound)))
+            self.applied[r] = max(
+                self.applied[r], float(np.max(np.abs(p1 - p0 + self.lr * un) / bound))
+            )
 
     def result(self, stop, sums) -> dict:
         """The reference arrays and checks (rows of steps not taken are nan)."""
         for r, i in enumerate(self.index):
             if stop[i] >= 0:
-                self.sums[r, stop[i]:] = np.nan
+                self.sums[r, stop[i] :] = np.nan
         err = [reference_error(sums[i], self.sums[r]) for r, i in enumerate(self.index)]
-        return {"reference_index": np.array(self.index, dtype=np.int64),
-                "reference": self.sums, "reference_error": np.array(err, dtype=float),
-                "sum_error": self.sum_err,
-                "lag_abs_max": self.lag_max, "applied_ratio": self.applied}
+        return {
+            "reference_index": np.array(self.index, dtype=np.int64),
+            "reference": self.sums,
+            "reference_error": np.array(err, dtype=float),
+            "sum_error": self.sum_err,
+            "lag_abs_max": self.lag_max,
+            "applied_ratio": self.applied,
+        }
 
 
 def reference_error(streaming: np.ndarray, reference: np.ndarray) -> float:

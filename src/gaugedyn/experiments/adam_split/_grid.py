@@ -31,33 +31,16 @@ import warnings
 import numpy as np
 
 from ..._errors import InputError
-from ...adam._probe import READING_SUMS, READINGS
-
-TASKS: tuple[str, ...] = (
-    "digits_mlp", "digits_cnn", "digits_resnet", "char_transformer", "char_gru", "word_mlp",
-    "teacher_student",
+from ...adam import READING_SUMS, READINGS
+from ._protocol import (
+    CONVENTIONS,
+    DIRECTIONS,
+    MATCHES,
+    REGIONS,
+    SHARE_PARTS,
+    TASKS,
+    THRESHOLDS,
 )
-"""The training tasks of :mod:`gaugedyn.experiments.adam_split.tasks` (named here so the analysis needs no torch)."""
-TASK_KINDS: dict[str, str] = {
-    "digits_mlp": "vision", "digits_cnn": "vision", "digits_resnet": "vision",
-    "char_transformer": "language", "char_gru": "language", "word_mlp": "language",
-    "teacher_student": "neither",
-}
-CONVENTIONS: tuple[str, ...] = ("squared", "norm")
-SHARE_PARTS: tuple[str, ...] = ("sign", "lag", "residual")
-REGIONS: tuple[str, ...] = ("beta2>beta1", "beta2<beta1")
-MATCHES: tuple[str, ...] = ("beta1", "beta2")
-CLAIMS: tuple[str, ...] = ("sign_dominated_tied", "lag_substantial", "residual_small",
-                           "tied_smoother")
-THRESHOLDS: dict[str, dict[str, float]] = {
-    "sign_dominated_tied": {"squared": 0.5, "norm": math.sqrt(0.5)},
-    "lag_substantial": {"squared": 0.1, "norm": 0.25},
-    "residual_small": {"squared": 0.0, "norm": 0.0},
-    "tied_smoother": {"squared": 0.0, "norm": 0.0},
-}
-"""Fixed before any grid ran; the reasons are in ``PROTOCOL.md``."""
-DIRECTIONS: dict[str, str] = {"sign_dominated_tied": ">", "lag_substantial": ">",
-                              "residual_small": "<", "tied_smoother": "<"}
 
 
 def _fields() -> tuple[str, ...]:
@@ -78,8 +61,7 @@ def _steps_mean(x: np.ndarray) -> float:
 
 def _reading_measures(ref: np.ndarray, reading: str) -> dict[str, float]:
     col = {k: ref[:, i] for i, k in enumerate(READING_SUMS)}
-    sq = {"sign": col[f"sign_{reading}"], "lag": col["lag"],
-          "residual": col[f"residual_{reading}"]}
+    sq = {"sign": col[f"sign_{reading}"], "lag": col["lag"], "residual": col[f"residual_{reading}"]}
     out = {}
     with np.errstate(divide="ignore", invalid="ignore"):
         tot2 = sum(sq.values())
@@ -110,8 +92,9 @@ def run_measures(r: dict, skip: float) -> dict[str, float]:
     ``nonfinite_step``)."""
     ref = np.asarray(r["sums"], dtype=float)
     if ref.ndim != 2 or ref.shape[1] != len(READING_SUMS):
-        raise InputError(f"sums of shape {ref.shape} is not allowed; need (steps, "
-                         f"{len(READING_SUMS)})")
+        raise InputError(
+            f"sums of shape {ref.shape} is not allowed; need (steps, {len(READING_SUMS)})"
+        )
     k = min(int(skip * ref.shape[0]), max(ref.shape[0] - 3, 0))
     tail = ref[k:]
     out: dict[str, float] = {}
@@ -121,8 +104,9 @@ def run_measures(r: dict, skip: float) -> dict[str, float]:
     with np.errstate(divide="ignore", invalid="ignore"):
         out["magnitude"] = _steps_mean(u**2 / tail[:, READING_SUMS.index("count")])
         fin = u[np.isfinite(u) & (u > 0)]
-        out["drift"] = (float(abs(np.log(fin[-1] / fin[0])) / (fin.size - 1)) if fin.size > 1
-                        else math.nan)
+        out["drift"] = (
+            float(abs(np.log(fin[-1] / fin[0])) / (fin.size - 1)) if fin.size > 1 else math.nan
+        )
     out["roughness"] = roughness(u)
     final, initial = float(r["final_loss"]), float(r["initial_loss"])
     out["final_loss"], out["initial_loss"] = final, initial
@@ -138,8 +122,10 @@ def cell_table(results: list[dict], tasks: list[dict], skip: float) -> dict:
     ``tasks[i] = {task, beta1, beta2, seed, ...}`` is the task of ``results[i]``.
     """
     if len(tasks) != len(results):
-        raise InputError(f"tasks has {len(tasks)} entries and results {len(results)}; "
-                         "allowed: one task per result")
+        raise InputError(
+            f"tasks has {len(tasks)} entries and results {len(results)}; "
+            "allowed: one task per result"
+        )
     b1s = sorted({float(t["beta1"]) for t in tasks})
     b2s = sorted({float(t["beta2"]) for t in tasks})
     seeds = sorted({int(t["seed"]) for t in tasks})
@@ -166,8 +152,11 @@ def cell_masks(b1s, b2s, valid: np.ndarray) -> dict[str, np.ndarray]:
     off-diagonal region of :data:`REGIONS`."""
     B1 = np.asarray(b1s, dtype=float)[:, None]
     B2 = np.asarray(b2s, dtype=float)[None, :]
-    return {"tied": valid & (B1 == B2), "beta2>beta1": valid & (B2 > B1),
-            "beta2<beta1": valid & (B2 < B1)}
+    return {
+        "tied": valid & (B1 == B2),
+        "beta2>beta1": valid & (B2 > B1),
+        "beta2<beta1": valid & (B2 < B1),
+    }
 
 
 def _label(b1: float, b2: float) -> str:
@@ -205,8 +194,11 @@ def smooth_pairs(b1s, b2s, masks: dict, match: str, region: str) -> list[tuple]:
 def _stat(claim: str, reading: str, per_seed: dict, cells: list[str], **where) -> dict:
     conv = {}
     for c in CONVENTIONS:
-        conv[c] = {"threshold": THRESHOLDS[claim][c], "direction": DIRECTIONS[claim],
-                   "per_seed": [float(v) for v in per_seed[c]]}
+        conv[c] = {
+            "threshold": THRESHOLDS[claim][c],
+            "direction": DIRECTIONS[claim],
+            "per_seed": [float(v) for v in per_seed[c]],
+        }
     return {"claim": claim, "reading": reading, **where, "conventions": conv, "cells": cells}
 
 
@@ -214,13 +206,16 @@ def _share_stats(per: dict, b1s, b2s, masks: dict) -> list[dict]:
     out = []
     for r in READINGS:
         dom = {c: _per_seed(per[f"dominance_{c}_{r}"], masks["tied"]) for c in CONVENTIONS}
-        out.append(_stat("sign_dominated_tied", r, dom, _cells(b1s, b2s, masks["tied"]),
-                         region="tied"))
+        out.append(
+            _stat("sign_dominated_tied", r, dom, _cells(b1s, b2s, masks["tied"]), region="tied")
+        )
         for region in REGIONS:
             m = masks[region]
             lag = {c: _per_seed(per[f"share_lag_{c}_{r}"], m) for c in CONVENTIONS}
-            res = {c: _per_seed(per[f"share_residual_{c}_{r}"] - per[f"share_lag_{c}_{r}"], m)
-                   for c in CONVENTIONS}
+            res = {
+                c: _per_seed(per[f"share_residual_{c}_{r}"] - per[f"share_lag_{c}_{r}"], m)
+                for c in CONVENTIONS
+            }
             cells = _cells(b1s, b2s, m)
             out.append(_stat("lag_substantial", r, lag, cells, region=region))
             out.append(_stat("residual_small", r, res, cells, region=region))
@@ -241,10 +236,20 @@ def _smooth_stats(per: dict, b1s, b2s, masks: dict) -> list[dict]:
                     per_seed = np.nanmean(logs, axis=0)
             else:
                 per_seed = np.full(rough.shape[-1], np.nan)
-            cells = [f"{_label(b1s[t[0]], b2s[t[1]])} vs {_label(b1s[o[0]], b2s[o[1]])}"
-                     for t, o in pairs]
-            out.append(_stat("tied_smoother", "both", {c: per_seed for c in CONVENTIONS},
-                             cells, region=region, match=match))
+            cells = [
+                f"{_label(b1s[t[0]], b2s[t[1]])} vs {_label(b1s[o[0]], b2s[o[1]])}"
+                for t, o in pairs
+            ]
+            out.append(
+                _stat(
+                    "tied_smoother",
+                    "both",
+                    {c: per_seed for c in CONVENTIONS},
+                    cells,
+                    region=region,
+                    match=match,
+                )
+            )
     return out
 
 

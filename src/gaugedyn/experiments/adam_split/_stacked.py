@@ -53,8 +53,9 @@ def _conv(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, padding) -> torch.T
     """Copy ``c``'s ``conv2d(x_c, W_c, b_c)`` for every copy at once: ``x (n, B*Ci, H, W)``
     (copy-major channels), ``W (B, Co, Ci, k, k)``, ``b (B, Co)`` -> ``(n, B*Co, H', W')``."""
     B = W.shape[0]
-    return nn.functional.conv2d(x, W.reshape(B * W.shape[1], *W.shape[2:]), b.reshape(-1),
-                                padding=padding, groups=B)
+    return nn.functional.conv2d(
+        x, W.reshape(B * W.shape[1], *W.shape[2:]), b.reshape(-1), padding=padding, groups=B
+    )
 
 
 def _grouped(x: torch.Tensor) -> torch.Tensor:
@@ -76,8 +77,10 @@ def _check(model0: nn.Module, params: list[torch.Tensor]) -> int:
     shapes = [tuple(p.shape) for p in model0.parameters()]
     got = [tuple(p.shape[1:]) for p in params]
     if got != shapes or len({p.shape[0] for p in params}) != 1:
-        raise ValueError(f"params of shapes {[tuple(p.shape) for p in params]} do not stack "
-                         f"the model's parameters {shapes}")
+        raise ValueError(
+            f"params of shapes {[tuple(p.shape) for p in params]} do not stack "
+            f"the model's parameters {shapes}"
+        )
     return params[0].shape[0]
 
 

@@ -35,6 +35,7 @@ for large CPU tensors) removes most of that cost.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -66,17 +67,17 @@ def _layer_norm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, eps: float) -
 def _named(model0: nn.Module, params) -> dict[str, torch.Tensor]:
     names = [n for n, _ in model0.named_parameters()]
     if len(names) != len(params):
-        raise InputError(f"params has {len(params)} tensors; the model has {len(names)} "
-                         f"parameters ({names})")
+        raise InputError(
+            f"params has {len(params)} tensors; the model has {len(names)} parameters ({names})"
+        )
     shapes = [tuple(p.shape) for p in model0.parameters()]
     for n, s, p in zip(names, shapes, params):
         if tuple(p.shape[1:]) != s:
-            raise InputError(f"params entry {n!r} has shape {tuple(p.shape)}; expected "
-                             f"(B, *{s})")
+            raise InputError(f"params entry {n!r} has shape {tuple(p.shape)}; expected (B, *{s})")
     return dict(zip(names, params))
 
 
-def _ln_eps(module: nn.LayerNorm) -> float:
+def _ln_eps(module: nn.Module | torch.Tensor) -> float:
     if not isinstance(module, nn.LayerNorm) or not module.elementwise_affine:
         raise InputError(f"expected an affine nn.LayerNorm, got {module!r}")
     return float(module.eps)
@@ -88,26 +89,48 @@ def build_transformer(model0: nn.Module, params) -> Callable[[torch.Tensor], tor
     ``qkv`` product (measured no slower than contiguous copies, an explicit ``softmax(q k^T)``
     or one call per copy)."""
     p = _named(model0, params)
-    d = model0.emb.embedding_dim
+    d = cast(nn.Embedding, model0.emb).embedding_dim
     blocks = []
-    for i, blk in enumerate(model0.blocks):
+    blk: Any  # a _CausalBlock of tasks.py
+    for i, blk in enumerate(cast(nn.ModuleList, model0.blocks)):
         k = f"blocks.{i}."
         if not isinstance(blk.mlp[1], nn.GELU) or blk.mlp[1].approximate != "none":
-            raise InputError(f"block {i}'s MLP activation is {blk.mlp[1]!r}; the stacked "
-                             "forward implements nn.GELU() (erf form)")
-        blocks.append((blk.heads, _ln_eps(blk.ln1), _ln_eps(blk.ln2),
-                       *(p[k + n] for n in ("ln1.weight", "ln1.bias", "qkv.weight", "qkv.bias",
-                                            "proj.weight", "proj.bias", "ln2.weight", "ln2.bias",
-                                            "mlp.0.weight", "mlp.0.bias", "mlp.2.weight",
-                                            "mlp.2.bias"))))
-    ln_eps = _ln_eps(model0.head[0])
+            raise InputError(
+                f"block {i}'s MLP activation is {blk.mlp[1]!r}; the stacked "
+                "forward implements nn.GELU() (erf form)"
+            )
+        blocks.append(
+            (
+                blk.heads,
+                _ln_eps(blk.ln1),
+                _ln_eps(blk.ln2),
+                *(
+                    p[k + n]
+                    for n in (
+                        "ln1.weight",
+                        "ln1.bias",
+                        "qkv.weight",
+                        "qkv.bias",
+                        "proj.weight",
+                        "proj.bias",
+                        "ln2.weight",
+                        "ln2.bias",
+                        "mlp.0.weight",
+                        "mlp.0.bias",
+                        "mlp.2.weight",
+                        "mlp.2.bias",
+                    )
+                ),
+            )
+        )
+    ln_eps = _ln_eps(cast(nn.Sequential, model0.head)[0])
     emb, pos = p["emb.weight"], p["pos.weight"]
     lnw, lnb, hw, hb = (p[f"head.{n}"] for n in ("0.weight", "0.bias", "1.weight", "1.bias"))
 
     def forward(x: torch.Tensor) -> torch.Tensor:
         B, bs, T = x.shape
         h = (_embed(emb, x) + pos[:, None, :T]).reshape(B, bs * T, d)
-        for (heads, e1, e2, w1, b1, wqkv, bqkv, wo, bo, w2, b2, wm1, bm1, wm2, bm2) in blocks:
+        for heads, e1, e2, w1, b1, wqkv, bqkv, wo, bo, w2, b2, wm1, bm1, wm2, bm2 in blocks:
             qkv = _linear(_layer_norm(h, w1, b1, e1), wqkv, bqkv)
             q, k, v = qkv.view(B * bs, T, 3, heads, d // heads).permute(2, 0, 3, 1, 4)
             a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -127,13 +150,14 @@ def build_gru(model0: nn.Module, params) -> Callable[[torch.Tensor], torch.Tenso
     kernels (``r`` and ``z`` through one ``sigmoid``), the gate blocks taken by ``split`` (whose
     backward is one ``cat``, where a slice's backward fills a zero tensor per slice)."""
     p = _named(model0, params)
-    gru = model0.gru
+    gru = cast(nn.GRU, model0.gru)
     if gru.num_layers != 1 or gru.bidirectional or not gru.batch_first or not gru.bias:
         raise InputError(f"expected a one-layer, one-way, batch-first GRU with biases, got {gru!r}")
     H = gru.hidden_size
     emb = p["emb.weight"]
-    wih, whh, bih, bhh = (p[f"gru.{n}_l0"] for n in ("weight_ih", "weight_hh", "bias_ih",
-                                                       "bias_hh"))
+    wih, whh, bih, bhh = (
+        p[f"gru.{n}_l0"] for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+    )
     hw, hb = p["head.weight"], p["head.bias"]
 
     def forward(x: torch.Tensor) -> torch.Tensor:
@@ -155,6 +179,5 @@ def build_gru(model0: nn.Module, params) -> Callable[[torch.Tensor], torch.Tenso
     return forward
 
 
-TEXT_STACKED: dict[str, Callable] = {"char_transformer": build_transformer,
-                                     "char_gru": build_gru}
+TEXT_STACKED: dict[str, Callable] = {"char_transformer": build_transformer, "char_gru": build_gru}
 """Task name -> builder ``(model0, params) -> forward`` (the stacked-forward interface)."""

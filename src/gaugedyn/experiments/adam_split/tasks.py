@@ -20,10 +20,16 @@ from torch import nn
 
 from ..._errors import InputError
 from ..._meta import integer_seed
-from ...adam._decomposition import smoothness
-from ...adam._probe import READING_SUMS, StreamingSplit, reading_sums
-from ...adam._recorder import NORM_NAMES, AdamRecorder
-from ._grid import TASKS as TASKS
+from ...adam import (
+    NORM_NAMES,
+    READING_SUMS,
+    AdamRecorder,
+    StreamingSplit,
+    reading_sums,
+    smoothness,
+)
+from ...training import load_digits
+from ._protocol import TASKS as TASKS
 
 DEFAULTS: dict[str, dict] = {
     "digits_mlp": {"lr": 1e-3, "steps": 400, "quick_steps": 60, "batch": 64},
@@ -34,14 +40,6 @@ DEFAULTS: dict[str, dict] = {
     "word_mlp": {"lr": 3e-3, "steps": 400, "quick_steps": 50, "batch": 64},
     "teacher_student": {"lr": 2e-3, "steps": 600, "quick_steps": 80, "batch": 128},
 }
-
-
-@functools.lru_cache(maxsize=1)
-def _digits() -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.datasets import load_digits
-
-    d = load_digits()
-    return (d.data / 16.0).astype(np.float64), d.target.astype(np.int64)
 
 
 @functools.lru_cache(maxsize=1)
@@ -106,7 +104,11 @@ class _CharTransformer(nn.Module):
 class _CharGRU(nn.Module):
     def __init__(self, vocab: int, d: int = 32, hidden: int = 64):
         super().__init__()
-        self.emb, self.gru, self.head = nn.Embedding(vocab, d), nn.GRU(d, hidden, batch_first=True), nn.Linear(hidden, vocab)
+        self.emb, self.gru, self.head = (
+            nn.Embedding(vocab, d),
+            nn.GRU(d, hidden, batch_first=True),
+            nn.Linear(hidden, vocab),
+        )
 
     def forward(self, idx):
         return self.head(self.gru(self.emb(idx))[0])
@@ -140,8 +142,9 @@ class _WordMLP(nn.Module):
     def __init__(self, vocab: int, d: int = 24, hidden: int = 64):
         super().__init__()
         self.emb = nn.Embedding(vocab, d)
-        self.mlp = nn.Sequential(nn.Linear(_WORD_CTX * d, hidden), nn.ReLU(),
-                                 nn.Linear(hidden, vocab))
+        self.mlp = nn.Sequential(
+            nn.Linear(_WORD_CTX * d, hidden), nn.ReLU(), nn.Linear(hidden, vocab)
+        )
 
     def forward(self, idx):
         return self.mlp(self.emb(idx).flatten(1))
@@ -175,15 +178,22 @@ def _classifier(X: np.ndarray, y: np.ndarray, model, bs: int, dtype, device):
 
 
 def _setup_digits(task: str, gen, dtype, device):
-    X, y = _digits()
+    X, y = load_digits()
+    model: nn.Module
     if task == "digits_mlp":
         model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
         return _classifier(X, y, model, DEFAULTS[task]["batch"], dtype, device)
     X = X.reshape(-1, 1, 8, 8)
     if task == "digits_cnn":
-        model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                              nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.Flatten(),
-                              nn.Linear(16 * 16, 10))
+        model = nn.Sequential(
+            nn.Conv2d(1, 8, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 3, padding=1),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(16 * 16, 10),
+        )
     else:
         model = _DigitsResNet()
     return _classifier(X, y, model, DEFAULTS[task]["batch"], dtype, device)
@@ -248,10 +258,15 @@ def _setup_teacher_student(task: str, gen, dtype, device):
     return model, batch, mse, evaluate
 
 
-_SETUPS = {"digits_mlp": _setup_digits, "digits_cnn": _setup_digits,
-           "digits_resnet": _setup_digits, "char_transformer": _setup_text,
-           "char_gru": _setup_text, "word_mlp": _setup_text,
-           "teacher_student": _setup_teacher_student}
+_SETUPS = {
+    "digits_mlp": _setup_digits,
+    "digits_cnn": _setup_digits,
+    "digits_resnet": _setup_digits,
+    "char_transformer": _setup_text,
+    "char_gru": _setup_text,
+    "word_mlp": _setup_text,
+    "teacher_student": _setup_teacher_student,
+}
 
 
 def _setup(task: str, gen: torch.Generator, dtype, device):
@@ -267,10 +282,21 @@ def _seed_int(seed) -> int:
     return int(seed)
 
 
-def train_task(task: str, beta1: float, beta2: float, seed=0, steps: int | None = None,
-               lr: float | None = None, device: str = "cpu", quick: bool = False,
-               dtype=torch.float32, eps: float = 1e-8, weight_decay: float = 0.0,
-               sample: int = 0, threads: int | None = 1) -> dict:
+def train_task(
+    task: str,
+    beta1: float,
+    beta2: float,
+    seed=0,
+    steps: int | None = None,
+    lr: float | None = None,
+    device: str = "cpu",
+    quick: bool = False,
+    dtype=torch.float32,
+    eps: float = 1e-8,
+    weight_decay: float = 0.0,
+    sample: int = 0,
+    threads: int | None = 1,
+) -> dict:
     """Train ``task`` with ``torch.optim.Adam(betas=(beta1, beta2))`` and the recorder attached.
 
     Returns numpy arrays per step: ``loss`` (minibatch), ``norms`` ``(steps, 7)`` pooled over
@@ -314,8 +340,7 @@ def _reference_sums(opt, grads: list, split: StreamingSplit) -> np.ndarray:
     total = np.zeros(len(READING_SUMS))
     for i, (p, g) in enumerate(grads):
         st = opt.state[p]
-        parts = split.step(i, st["exp_avg"].double(), st["exp_avg_sq"].double(), g,
-                           int(st["step"]))
+        parts = split.step(i, st["exp_avg"].double(), st["exp_avg_sq"].double(), g, int(st["step"]))
         total += reading_sums(parts)
     return total
 
@@ -350,21 +375,25 @@ def _train(task, beta1, beta2, seed, steps, lr, device, quick, dtype, eps, weigh
         torch.manual_seed(s)  # layer initialisers draw from the global generator
         model, batch, loss_fn, evaluate = _setup(task, gen, dtype, device)
     model = model.to(device=device, dtype=dtype)
-    opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(beta1, beta2), eps=eps,
-                           weight_decay=weight_decay)
+    opt = torch.optim.Adam(
+        model.parameters(), lr=lr, betas=(beta1, beta2), eps=eps, weight_decay=weight_decay
+    )
     # eager: these models are small, so the recorder's cost is minor, and a reproduction needs
     # no compiler (nor a one-off build in every fresh worker pool)
     rec = AdamRecorder(opt, sample=sample, seed=s, backend="eager")
     with torch.no_grad():
         initial = evaluate(model)
-    losses, ref, bad = _loop(model, opt, batch, loss_fn, gen, steps, StreamingSplit(beta1, beta2, eps))
+    losses, ref, bad = _loop(
+        model, opt, batch, loss_fn, gen, steps, StreamingSplit(beta1, beta2, eps)
+    )
     with torch.no_grad():
         final = evaluate(model) if bad < 0 else float("nan")
     arrays, _ = rec.export()
     rec.detach()
     out = _recorded(arrays, rec, steps)
-    out.update(loss=losses, reference=ref, final_loss=final, initial_loss=initial,
-               nonfinite_step=int(bad))
+    out.update(
+        loss=losses, reference=ref, final_loss=final, initial_loss=initial, nonfinite_step=int(bad)
+    )
     if sample:
         out.update({k: _pad(v, steps) for k, v in arrays.items() if k.startswith("sample_")})
     return out
@@ -383,7 +412,11 @@ def _recorded(arrays: dict, rec: AdamRecorder, steps: int) -> dict:
     sh = rec.shares()
     counts = arrays["n_coords"].astype(float)
     update_norm = pooled[:, NORM_NAMES.index("update")]
-    trans = (arrays["transition_frac"] * counts).sum(axis=1) / counts.sum() if len(pooled) else []
+    trans = (
+        (arrays["transition_frac"] * counts).sum(axis=1) / counts.sum()
+        if len(pooled)
+        else np.zeros(0)
+    )
     return {
         "norms": _pad(pooled.reshape(-1, len(NORM_NAMES)), steps),
         "share_sign": _pad(sh["sign"], steps),

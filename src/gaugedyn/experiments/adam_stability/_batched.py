@@ -2,7 +2,7 @@
 
 Task variants built here from the package's offline data (nothing downloaded):
 
-- ``digits_ce``: scikit-learn's digits (the ``digits_mlp`` task of :mod:`gaugedyn.experiments.adam_split.tasks`),
+- ``digits_ce``: scikit-learn's digits (:func:`gaugedyn.training.load_digits`),
   MLP 64-32-10 (ReLU), cross-entropy, full batch on the first ``n_samples`` images;
 - ``teacher_mse``: the Gaussian ReLU teacher-student of :mod:`gaugedyn.experiments.adam_split.tasks` (``D = 20``,
   default student width 4, teacher width 2) on one fixed sample of ``n_samples`` inputs, half
@@ -16,8 +16,9 @@ Task variants built here from the package's offline data (nothing downloaded):
   (``adam_edge``'s ``ce_noisy``).
 
 ``B`` copies (one per ``(beta1, beta2, seed)``) share the data; parameters carry a leading batch
-axis and :func:`adam_steps` applies ``torch.optim.Adam``'s update with a per-copy ``beta1``,
-``beta2`` (checked against ``torch.optim.Adam`` in the tests). ``device``: the torch device
+axis and :func:`adam_steps` applies Adam's update with a per-copy ``beta1``, ``beta2``
+(:func:`gaugedyn.adam.batched_adam_step`, ``op_order="running"``; checked against
+``torch.optim.Adam`` in the tests). ``device``: the torch device
 of the data and parameters (the initialisation is drawn on the CPU, so it is the same on
 every device).
 """
@@ -28,6 +29,8 @@ import numpy as np
 import torch
 
 from ..._errors import InputError
+from ...adam import adam_factors, batched_adam_step
+from ...training import load_digits
 
 TASKS = ("digits_ce", "digits_mse", "teacher_mse", "teacher4_mse")
 LABEL_NOISE = 0.2
@@ -54,9 +57,7 @@ def _data(task: str, n_samples: int, dtype, seed: int, hidden: int | None = None
         raise InputError(f"task={task!r} is not allowed; choose one of {list(TASKS)}")
     hidden = HIDDEN[task] if hidden is None else int(hidden)
     if task.startswith("digits"):
-        from ..adam_split.tasks import _digits
-
-        X, y = _digits()
+        X, y = load_digits()
         X, y = torch.as_tensor(X[:n_samples], dtype=dtype), torch.as_tensor(y[:n_samples])
         if task == "digits_mse":
             return X, torch.nn.functional.one_hot(y, 10).to(dtype), (64, hidden, 10)
@@ -72,8 +73,17 @@ def _data(task: str, n_samples: int, dtype, seed: int, hidden: int | None = None
 class BatchedMLP:
     """``B`` two-layer ReLU MLPs ``f(x) = relu(x W1 + b1) W2 + b2`` on shared full-batch data."""
 
-    def __init__(self, task: str, B: int, seeds, n_samples: int = 256, dtype=torch.float64,
-                 data_seed: int = 0, hidden: int | None = None, device: str = "cpu"):
+    def __init__(
+        self,
+        task: str,
+        B: int,
+        seeds,
+        n_samples: int = 256,
+        dtype=torch.float64,
+        data_seed: int = 0,
+        hidden: int | None = None,
+        device: str = "cpu",
+    ):
         self.task = task
         X, y, (d, h, k) = _data(task, n_samples, dtype, data_seed, hidden)
         self.X, self.y = X.to(device), y.to(device)
@@ -81,12 +91,17 @@ class BatchedMLP:
         for s in np.broadcast_to(np.asarray(seeds), (B,)):
             g = torch.Generator().manual_seed(int(s))
             lim1, lim2 = 1 / d**0.5, 1 / h**0.5  # torch.nn.Linear's default uniform bounds
-            params.append([(torch.rand(d, h, generator=g, dtype=dtype) * 2 - 1) * lim1,
-                           (torch.rand(1, h, generator=g, dtype=dtype) * 2 - 1) * lim1,
-                           (torch.rand(h, k, generator=g, dtype=dtype) * 2 - 1) * lim2,
-                           (torch.rand(1, k, generator=g, dtype=dtype) * 2 - 1) * lim2])
-        self.params = [torch.stack([p[i] for p in params]).to(device).requires_grad_(True)
-                       for i in range(4)]
+            params.append(
+                [
+                    (torch.rand(d, h, generator=g, dtype=dtype) * 2 - 1) * lim1,
+                    (torch.rand(1, h, generator=g, dtype=dtype) * 2 - 1) * lim1,
+                    (torch.rand(h, k, generator=g, dtype=dtype) * 2 - 1) * lim2,
+                    (torch.rand(1, k, generator=g, dtype=dtype) * 2 - 1) * lim2,
+                ]
+            )
+        self.params = [
+            torch.stack([p[i] for p in params]).to(device).requires_grad_(True) for i in range(4)
+        ]
 
     def losses(self, params=None) -> torch.Tensor:
         """Per-copy full-batch loss, shape ``(B,)``."""
@@ -98,32 +113,31 @@ class BatchedMLP:
         return 0.5 * ((out - self.y) ** 2).sum(-1).mean(-1)
 
 
-def adam_steps(model: BatchedMLP, lr: float, beta1, beta2, steps: int, eps: float = 1e-8,
-               record: int = 1) -> np.ndarray:
-    """Full-batch Adam with per-copy betas; returns ``log10`` losses ``(steps // record, B)``,
-    each the largest over its ``record`` steps (the envelope), ``inf`` after a divergence."""
+def adam_steps(
+    model: BatchedMLP, lr: float, beta1, beta2, steps: int, eps: float = 1e-8, record: int = 1
+) -> np.ndarray:
+    """Full-batch Adam with per-copy betas (:func:`gaugedyn.adam.batched_adam_step`, the
+    ``"running"`` operation order of the 1-D maps); returns ``log10`` losses
+    ``(steps // record, B)``, each the largest over its ``record`` steps (the envelope), ``inf``
+    after a divergence."""
     like = model.params[0]
-    b1 = torch.as_tensor(np.asarray(beta1, float), dtype=like.dtype, device=like.device)
-    b2 = torch.as_tensor(np.asarray(beta2, float), dtype=like.dtype, device=like.device)
-    B = model.params[0].shape[0]
-    b1, b2 = b1.expand(B), b2.expand(B)
-    shape = [(-1,) + (1,) * (p.ndim - 1) for p in model.params]
+    B = like.shape[0]
+    betas = tuple(np.broadcast_to(np.asarray(b, float), (B,)).copy() for b in (beta1, beta2))
     m = [torch.zeros_like(p) for p in model.params]
     v = [torch.zeros_like(p) for p in model.params]
     out = np.empty((steps // record, B))
     peak = torch.full((B,), -np.inf, dtype=torch.float64, device=like.device)
-    p1 = torch.ones_like(b1)
-    p2 = torch.ones_like(b2)
+    factors = None
     for t in range(steps):
         L = model.losses()
         grads = torch.autograd.grad(L.sum(), model.params)
         with torch.no_grad():
-            p1, p2 = p1 * b1, p2 * b2
-            for p, g, mi, vi, sh in zip(model.params, grads, m, v, shape):
-                mi.mul_(b1.view(sh)).add_((1 - b1).view(sh) * g)
-                vi.mul_(b2.view(sh)).add_((1 - b2).view(sh) * g * g)
-                den = (vi / (1 - p2).view(sh)).sqrt() + eps
-                p.sub_(lr * (mi / (1 - p1).view(sh)) / den)
+            factors = (
+                adam_factors(1, lr=lr, betas=betas, op_order="running", like=like)
+                if factors is None
+                else factors.next()
+            )
+            batched_adam_step(model.params, grads, m, v, factors, eps=eps)
             ell = torch.log10(L.detach().double())
             peak = torch.maximum(peak, torch.where(torch.isfinite(ell), ell, torch.inf))
         if (t + 1) % record == 0:

@@ -1,12 +1,12 @@
 """The stored choice of the network tasks' step size and scan range (issue 25, item 3).
 
 Chosen before the scan of ``spike_boundary`` on a calibration pilot (:func:`calibration_pilot`:
-the task program of the scan, ``spike_boundary._run_task``, one seed per cell, seed
+the task program of the scan, ``_scan._run_task``, one seed per cell, seed
 ``PILOT_SEED``), whose result is kept here beside the choice so that quick runs and ``--set``
 extensions reuse it. The rule (:func:`rule_met`), the property that defines the experiment and
 never the slope it reports: every ``beta1`` row of the pilot holds a cell whose copy reached low
 loss (``trained``: the settled window's median ``log10`` loss at least
-``spike_boundary.TRAINED_DECADES`` below the initial loss), and at least ``MIN_ROWS`` rows have a
+``_protocol.TRAINED_DECADES`` below the initial loss), and at least ``MIN_ROWS`` rows have a
 *settled* edge (the settled window's upper edge of the spiky region) inside the scan's
 ``1 - beta2`` range. The scan range is the pilot's grid.
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -32,11 +33,13 @@ MIN_ROWS = 3
 """Rows with a settled edge the pilot must show."""
 PILOT_SEED = 20261202
 """Seed of the pilot's ``SeedSequence`` (initialisations and teacher data)."""
-GRID = {"one_minus_beta1": [0.5, 0.4, 0.3, 0.2, 0.15, 0.1],
-        "one_minus_beta2": [1e-2, 3e-2, 0.1, 0.3]}
+GRID = {
+    "one_minus_beta1": [0.5, 0.4, 0.3, 0.2, 0.15, 0.1],
+    "one_minus_beta2": [1e-2, 3e-2, 0.1, 0.3],
+}
 """The pilot's grid and the full scan's (chosen before any pilot, module doc)."""
 
-TASKS = {
+TASKS: dict[str, dict[str, Any]] = {
     "teacher_mse": {"lr": 1e-2, "n_samples": 256, "hidden": 8, **GRID},
     "teacher4_mse": {"lr": 1e-2, "n_samples": 256, "hidden": 16, **GRID},
 }
@@ -51,25 +54,35 @@ def calibration_pilot(task: str, lr: float | None = None, hidden: int | None = N
     """Rerun the pilot of ``task`` (at its stored ``lr`` and width unless given): one seed per cell of the
     grid, the scan's own program; returns per window the status names ``(rows, cols)``, the
     settled median ``log10`` loss, the rows with a settled edge and the steps run."""
-    from .spike_boundary import CODES, WINDOWS, _run_task, probability, upper_edge
+    from ._protocol import CODES, WINDOWS, probability, upper_edge
+    from ._scan import _run_task
 
     cal = TASKS[task]
-    r = _run_task({"task": task, "a": GRID["one_minus_beta1"], "c": GRID["one_minus_beta2"],
-                   "seeds": 1, "lr": float(cal["lr"] if lr is None else lr),
-                   "n_samples": cal["n_samples"],
-                   "hidden": int(cal["hidden"] if hidden is None else hidden)},
-                  np.random.SeedSequence(PILOT_SEED))
+    r = _run_task(
+        {
+            "task": task,
+            "a": GRID["one_minus_beta1"],
+            "c": GRID["one_minus_beta2"],
+            "seeds": 1,
+            "lr": float(cal["lr"] if lr is None else lr),
+            "n_samples": cal["n_samples"],
+            "hidden": int(cal["hidden"] if hidden is None else hidden),
+        },
+        np.random.SeedSequence(PILOT_SEED),
+    )
     names = {v: k for k, v in CODES.items()}
-    out = {"lr": float(cal["lr"] if lr is None else lr),
-           "hidden": int(cal["hidden"] if hidden is None else hidden), "steps": int(r["steps_run"]) // (
-        len(GRID["one_minus_beta1"]) * len(GRID["one_minus_beta2"]))}
+    out: dict[str, Any] = {
+        "lr": float(cal["lr"] if lr is None else lr),
+        "hidden": int(cal["hidden"] if hidden is None else hidden),
+        "steps": int(r["steps_run"])
+        // (len(GRID["one_minus_beta1"]) * len(GRID["one_minus_beta2"])),
+    }
     for w, window in enumerate(WINDOWS):
         st = r["status"][..., 0, w]
         out[window] = [[names[int(v)] for v in row] for row in st]
         edge = upper_edge(probability(r["status"][..., w]), np.asarray(GRID["one_minus_beta2"]))
         out[f"{window}_edge"] = [None if not np.isfinite(e) else float(f"{e:.3g}") for e in edge]
-    out["settled_median_log10_loss"] = np.round(r["settled_median_log10_loss"][..., 0],
-                                                2).tolist()
+    out["settled_median_log10_loss"] = np.round(r["settled_median_log10_loss"][..., 0], 2).tolist()
     return out
 
 
@@ -79,5 +92,7 @@ def rule_met(pilot: dict) -> tuple[bool, str]:
     trained_rows = [bool(np.any(row != "untrained")) for row in settled]
     edges = sum(e is not None for e in pilot["settled_edge"])
     ok = all(trained_rows) and edges >= MIN_ROWS
-    return ok, (f"{sum(trained_rows)} of {len(trained_rows)} rows hold a trained copy; {edges} "
-                f"rows have a settled edge (need every row trained and >= {MIN_ROWS} edges)")
+    return ok, (
+        f"{sum(trained_rows)} of {len(trained_rows)} rows hold a trained copy; {edges} "
+        f"rows have a settled edge (need every row trained and >= {MIN_ROWS} edges)"
+    )

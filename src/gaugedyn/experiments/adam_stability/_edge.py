@@ -18,8 +18,9 @@ At step ``t`` with gradient ``g`` and Adam's preconditioner ``P = diag(sqrt(v^_t
   preconditioned sharpness ``lambda_max(P(t_e)^-1/2 H P(t_e)^-1/2)`` at the same Lanczos steps.
 
 :func:`diagonal_quadratic` is the exactly solvable companion (``L = sum h_i theta_i^2 / 2``,
-``S = max h_i / P_i`` and ``kappa_g`` in closed form); :func:`dense_sharpness` the dense
-eigensolver (LAPACK) the Lanczos estimate is checked against.
+``S = max h_i / P_i`` and ``kappa_g`` in closed form). The Hessian-vector product, the Lanczos
+estimate and the dense eigensolver it is checked against are the library's
+(:func:`gaugedyn.adam.preconditioned_sharpness`, :func:`gaugedyn.adam.dense_sharpness`).
 
 The stability threshold of heavy-ball EMA momentum on a quadratic is
 ``lr * curvature = 2 (1 + beta1) / (1 - beta1)`` (:func:`threshold`).
@@ -32,6 +33,8 @@ import torch
 from torch import nn
 
 from ..._errors import InputError
+from ...adam import dense_sharpness, preconditioned_sharpness
+from ...training import load_digits
 
 LOSSES = ("mse", "ce", "ce_noisy")
 HIDDEN = {"mse": 32, "ce": 32, "ce_noisy": 4}
@@ -46,12 +49,10 @@ def threshold(beta1: float) -> float:
 
 
 def _setup(loss: str, n_samples: int, seed: int, hidden: int | None = None):
-    from ..adam_split.tasks import _digits
-
     if loss not in LOSSES:
         raise InputError(f"loss={loss!r} is not allowed; choose one of {list(LOSSES)}")
     hidden = HIDDEN[loss] if hidden is None else hidden
-    X, y = _digits()
+    X, y = load_digits()
     X = torch.as_tensor(X[:n_samples], dtype=torch.float64)
     y = torch.as_tensor(y[:n_samples])
     with torch.random.fork_rng(devices=[]):
@@ -71,27 +72,6 @@ def _flat(ts) -> torch.Tensor:
     return torch.cat([t.reshape(-1) for t in ts])
 
 
-def _hvp(loss_fn, params, vec: torch.Tensor) -> torch.Tensor:
-    L = loss_fn()
-    g = torch.autograd.grad(L, params, create_graph=True)
-    return _flat(torch.autograd.grad(_flat(g) @ vec, params)).detach()
-
-
-def preconditioned_sharpness(loss_fn, params, P: torch.Tensor, v0=None, tol: float = 1e-6):
-    """``(lambda_max, eigenvector)`` of ``P^-1/2 H P^-1/2`` by Lanczos (``eigsh``, ``which='LA'``)."""
-    from scipy.sparse.linalg import LinearOperator, eigsh
-
-    s = P.rsqrt()
-
-    def mv(x):
-        xt = torch.as_tensor(np.asarray(x).ravel(), dtype=torch.float64)
-        return (s * _hvp(loss_fn, params, s * xt)).numpy()
-
-    op = LinearOperator((P.numel(), P.numel()), matvec=mv, dtype=np.float64)
-    vals, vecs = eigsh(op, k=1, which="LA", v0=v0, tol=tol, maxiter=2000)
-    return float(vals[0]), vecs[:, 0]
-
-
 def _moments(opt, params, g_list, beta2, eps):
     """``P = sqrt(v^_t) + eps`` including this step's gradient, before ``opt.step()``."""
     out = []
@@ -104,10 +84,21 @@ def _moments(opt, params, g_list, beta2, eps):
     return _flat(out)
 
 
-def run_edge(loss: str, lr: float, beta1: float, beta2: float, steps: int, seed: int,
-             n_samples: int = 512, lanczos_every: int = 200, eps: float = 1e-8,
-             ema_decay: float = 0.9, freeze: bool = False, freeze_after: int = 0,
-             freeze_fraction: float = 0.9) -> dict:
+def run_edge(
+    loss: str,
+    lr: float,
+    beta1: float,
+    beta2: float,
+    steps: int,
+    seed: int,
+    n_samples: int = 512,
+    lanczos_every: int = 200,
+    eps: float = 1e-8,
+    ema_decay: float = 0.9,
+    freeze: bool = False,
+    freeze_after: int = 0,
+    freeze_fraction: float = 0.9,
+) -> dict:
     """Train with ``torch.optim.Adam`` full batch and record the module's observables per step.
 
     Returns arrays ``loss``, ``ema_loss``, ``kappa_g``, ``secant``, ``cosine`` (``nan`` at step
@@ -120,11 +111,17 @@ def run_edge(loss: str, lr: float, beta1: float, beta2: float, steps: int, seed:
     params = [p for p in model.parameters()]
     opt = torch.optim.Adam(params, lr=lr, betas=(beta1, beta2), eps=eps)
     thr = threshold(beta1)
-    rec = {k: np.full(steps, np.nan) for k in ("loss", "ema_loss", "kappa_g", "secant", "cosine",
-                                               "frozen_loss")}
-    lz_t, lz_s, lz_k, lz_f = [], [], [], []
+    rec = {
+        k: np.full(steps, np.nan)
+        for k in ("loss", "ema_loss", "kappa_g", "secant", "cosine", "frozen_loss")
+    }
+    lz_t: list[int] = []
+    lz_s: list[float] = []
+    lz_k: list[float] = []
+    lz_f: list[float] = []
     ema = _flat(params).detach().clone()
-    prev_theta = prev_g = None
+    prev_theta: torch.Tensor | None = None
+    prev_g: torch.Tensor | None = None
     v0 = vf = None
     frozen = None  # (theta, m, P) of the frozen-v copy once the edge is reached
     t_e = -1
@@ -134,12 +131,12 @@ def run_edge(loss: str, lr: float, beta1: float, beta2: float, steps: int, seed:
         g_list = torch.autograd.grad(L, params, create_graph=True)
         g = _flat(g_list)
         P = _moments(opt, params, [x.detach() for x in g_list], beta2, eps)
-        d = (g.detach() / P)
+        d = g.detach() / P
         Hd = _flat(torch.autograd.grad(g @ d, params)).detach()
         g = g.detach()
         rec["loss"][t] = float(L.detach())
         rec["kappa_g"][t] = float(d @ Hd / (d @ (P * d)))
-        if prev_g is not None:
+        if prev_g is not None and prev_theta is not None:
             dth = theta - prev_theta
             rec["secant"][t] = float(dth @ (g - prev_g) / (dth @ (P * dth)))
             rec["cosine"][t] = float(g @ prev_g / (g.norm() * prev_g.norm()))
@@ -151,12 +148,17 @@ def run_edge(loss: str, lr: float, beta1: float, beta2: float, steps: int, seed:
             lz_k.append(rec["kappa_g"][t])
             if freeze and frozen is None and t >= freeze_after and lr * S >= freeze_fraction * thr:
                 st = [opt.state.get(p, {}) for p in params]
-                m = _flat([s_["exp_avg"] if "exp_avg" in s_ else torch.zeros_like(p)
-                           for s_, p in zip(st, params)])
+                m = _flat(
+                    [
+                        s_["exp_avg"] if "exp_avg" in s_ else torch.zeros_like(p)
+                        for s_, p in zip(st, params)
+                    ]
+                )
                 frozen, t_e, vf = (theta.clone(), m.clone(), P.clone()), t, v0
         if frozen is not None:
-            frozen, vf = _frozen_step(model, loss_fn, params, frozen, lr, beta1, t, lanczos,
-                                      rec, lz_f, vf)
+            frozen, vf = _frozen_step(
+                model, loss_fn, params, frozen, lr, beta1, t, lanczos, rec, lz_f, vf
+            )
         elif lanczos:
             lz_f.append(np.nan)
         for p, gi in zip(params, g_list):
@@ -167,8 +169,13 @@ def run_edge(loss: str, lr: float, beta1: float, beta2: float, steps: int, seed:
         prev_theta, prev_g = theta, g
         if not np.isfinite(rec["loss"][t]):
             break
-    out = {**rec, "lanczos_step": np.array(lz_t), "sharpness": np.array(lz_s),
-           "kappa_at_lanczos": np.array(lz_k), "threshold": thr}
+    out = {
+        **rec,
+        "lanczos_step": np.array(lz_t),
+        "sharpness": np.array(lz_s),
+        "kappa_at_lanczos": np.array(lz_k),
+        "threshold": thr,
+    }
     if freeze:
         out |= {"freeze_step": t_e, "frozen_sharpness": np.array(lz_f)}
     else:
@@ -201,22 +208,16 @@ def _frozen_step(model, loss_fn, params, frozen, lr, beta1, t, lanczos, rec, lz_
     return (theta, m, P), vf
 
 
-def dense_sharpness(loss_fn, params, P: torch.Tensor) -> float:
-    """``lambda_max(P^-1/2 H P^-1/2)`` from the dense Hessian (every HVP with a unit vector at
-    once, batched by ``torch.autograd.grad(..., is_grads_batched=True)``, then LAPACK's
-    ``eigvalsh``): the reference the Lanczos estimate is checked against."""
-    n = P.numel()
-    g = _flat(torch.autograd.grad(loss_fn(), params, create_graph=True))
-    rows = torch.autograd.grad(g, params, grad_outputs=torch.eye(n, dtype=g.dtype),
-                               is_grads_batched=True)
-    H = torch.cat([r.reshape(n, -1) for r in rows], dim=1).detach()
-    s = P.rsqrt()
-    A = (s[:, None] * (0.5 * (H + H.T)) * s[None, :]).numpy()
-    return float(np.linalg.eigvalsh(A)[-1])
-
-
-def lanczos_check(lr: float, beta1: float, beta2: float, seed: int, warm_steps: int = 50,
-                  n_samples: int = 64, hidden: int = 8, eps: float = 1e-8) -> dict:
+def lanczos_check(
+    lr: float,
+    beta1: float,
+    beta2: float,
+    seed: int,
+    warm_steps: int = 50,
+    n_samples: int = 64,
+    hidden: int = 8,
+    eps: float = 1e-8,
+) -> dict:
     """Lanczos (:func:`preconditioned_sharpness`) against :func:`dense_sharpness` on a small
     digits MLP (64-``hidden``-10, MSE) after ``warm_steps`` Adam steps, with Adam's ``P``."""
     model, loss_fn = _setup("mse", n_samples, seed, hidden)
@@ -233,8 +234,16 @@ def lanczos_check(lr: float, beta1: float, beta2: float, seed: int, warm_steps: 
     return {"lanczos": S, "dense": D, "n_params": int(P.numel())}
 
 
-def diagonal_quadratic(beta1: float, beta2: float, lr: float, steps: int, seed: int,
-                       dim: int = 50, h_range: tuple = (1.0, 100.0), eps: float = 1e-8) -> dict:
+def diagonal_quadratic(
+    beta1: float,
+    beta2: float,
+    lr: float,
+    steps: int,
+    seed: int,
+    dim: int = 50,
+    h_range: tuple = (1.0, 100.0),
+    eps: float = 1e-8,
+) -> dict:
     """Full-batch Adam (bias-corrected) on ``L = sum_i h_i theta_i^2 / 2``, ``h`` log-spaced
     over ``h_range``, ``theta_0 ~ N(0, 1)``. Per step, before the step: ``P = sqrt(v^) + eps``,
     the preconditioned sharpness ``S = max_i h_i / P_i`` and the active curvature

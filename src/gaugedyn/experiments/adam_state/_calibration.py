@@ -31,8 +31,15 @@ from pathlib import Path
 
 STORED = Path(__file__).with_name("calibration.json")
 """The full configuration's calibration (committed with the package)."""
-NOT_SETUP = ("recalibrate", "seeds", "calibration_seeds", "horizon", "record_every",
-             "margin", "control_margin")
+NOT_SETUP = (
+    "recalibrate",
+    "seeds",
+    "calibration_seeds",
+    "horizon",
+    "record_every",
+    "margin",
+    "control_margin",
+)
 FAMILY_KEYS = ("acquisition", "d_Z", "lr", "pulse", "readout")
 """The family's dimensions (lists): a run may narrow them and reuse the stored rows."""
 """Parameters that do not define the set-up family: the seed counts (a quick run has fewer),
@@ -66,21 +73,35 @@ def plan(config: dict, keys, path: Path = STORED) -> dict:
     differ = [k for k in keys if _plain(config.get(k)) != _plain(record["settings"].get(k))]
     if not differ:
         return {"source": "stored", "file": Path(path).name, **record}
-    narrowed = [k for k in differ if k in FAMILY_KEYS
-                and set(_plain(_as_list(config[k]))) <= set(_plain(_as_list(
-                    record["settings"].get(k, []))))]
+    narrowed = [
+        k
+        for k in differ
+        if k in FAMILY_KEYS
+        and set(_plain(_as_list(config[k]))) <= set(_plain(_as_list(record["settings"].get(k, []))))
+    ]
     if narrowed == differ:
         from ._stages import choose, family
 
         names = {c["name"] for c in family(config)}
         rows = [r for r in record["candidates"] if r["name"] in names]
         if len(rows) == len(names):
-            return {"source": "stored subset", "file": Path(path).name, **record,
-                    "candidates": rows, **choose(rows),
-                    "narrowed": {k: config[k] for k in narrowed}}
-    return {"source": "calibrate", "reason": "the stored calibration was made under other "
-            "set-up settings (" + ", ".join(f"{k} = {record['settings'].get(k)!r} there, "
-            f"{config.get(k)!r} here" for k in differ) + ")"}
+            return {
+                "source": "stored subset",
+                "file": Path(path).name,
+                **record,
+                "candidates": rows,
+                **choose(rows),
+                "narrowed": {k: config[k] for k in narrowed},
+            }
+    return {
+        "source": "calibrate",
+        "reason": "the stored calibration was made under other "
+        "set-up settings ("
+        + ", ".join(
+            f"{k} = {record['settings'].get(k)!r} there, {config.get(k)!r} here" for k in differ
+        )
+        + ")",
+    }
 
 
 def _as_list(v) -> list:
@@ -95,23 +116,36 @@ def describe(cal: dict) -> str:
     """One sentence saying where the run's set-up came from (for the report)."""
     n = len(cal.get("candidates", []))
     if cal.get("choice"):
-        choice = (f"set-up {cal['choice']} with w* = {cal['w_star']:g}, the one of {n} "
-                  f"candidates chosen by the rule ({cal['rule']})")
+        choice = (
+            f"set-up {cal['choice']} with w* = {cal['w_star']:g}, the one of {n} "
+            f"candidates chosen by the rule ({cal['rule']})"
+        )
     else:
-        choice = (f"no set-up: {cal['rule']} among {n} candidates; measured: "
-                  f"{cal['measured']} with w* = {cal['w_star']:g}")
+        choice = (
+            f"no set-up: {cal['rule']} among {n} candidates; measured: "
+            f"{cal['measured']} with w* = {cal['w_star']:g}"
+        )
     if cal.get("source") in ("stored", "stored subset"):
-        sub = (" (the family narrowed to " + ", ".join(f"{k} = {v}" for k, v in
-                                                        cal["narrowed"].items())
-               + "; the stored rows of those candidates)") if cal.get("narrowed") else ""
-        return (f"{choice}, from the stored full calibration{sub} ({cal['file']}: "
-                f"{cal['calibration_seeds']} calibration seeds, written {cal['date']} by "
-                f"`{cal['command']}`), not recalibrated in this run")
+        sub = (
+            (
+                " (the family narrowed to "
+                + ", ".join(f"{k} = {v}" for k, v in cal["narrowed"].items())
+                + "; the stored rows of those candidates)"
+            )
+            if cal.get("narrowed")
+            else ""
+        )
+        return (
+            f"{choice}, from the stored full calibration{sub} ({cal['file']}: "
+            f"{cal['calibration_seeds']} calibration seeds, written {cal['date']} by "
+            f"`{cal['command']}`), not recalibrated in this run"
+        )
     return f"{choice}, calibrated in this run ({cal.get('reason', 'calibration')})"
 
 
-def write(toml: str, overrides=(), path: Path = STORED, command: str | None = None,
-          workers: int = 1) -> dict:
+def write(
+    toml: str, overrides=(), path: Path = STORED, command: str | None = None, workers: int = 1
+) -> dict:
     """Run the calibration stage of the full configuration of ``toml`` (with ``overrides``) as
     a run with ``recalibrate = true`` would, and store its choice at ``path``; ``workers > 1``
     runs the formations in that many processes (the same record)."""
@@ -126,23 +160,30 @@ def write(toml: str, overrides=(), path: Path = STORED, command: str | None = No
         import concurrent.futures as cf
         import multiprocessing as mp
 
-        with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"),
-                                    initializer=_one_thread) as pool:
+        with cf.ProcessPoolExecutor(
+            workers, mp_context=mp.get_context("spawn"), initializer=_one_thread
+        ) as pool:
             cal = ss.calibrate(task, seed, map_=pool.map)
     else:
         _one_thread()
         cal = ss.calibrate(task, seed)
     keys = setup_keys(cfg.params)
     record = {
-        "choice": cal["choice"], "measured": cal["measured"], "w_star": cal["w_star"],
-        "rule": cal["rule"], "levels": cal["levels"],
-        "candidates": cal["candidates"], "calibration_seeds": task["calibration_seeds"],
-        "root_seed": cfg.seed, "settings": {k: task[k] for k in keys},
-        "command": command or "python -m gaugedyn.experiments.adam_state._calibration "
-                              + " ".join(shlex.quote(a) for a in (toml, *overrides)),
+        "choice": cal["choice"],
+        "measured": cal["measured"],
+        "w_star": cal["w_star"],
+        "rule": cal["rule"],
+        "levels": cal["levels"],
+        "candidates": cal["candidates"],
+        "calibration_seeds": task["calibration_seeds"],
+        "root_seed": cfg.seed,
+        "settings": {k: task[k] for k in keys},
+        "command": command
+        or "python -m gaugedyn.experiments.adam_state._calibration "
+        + " ".join(shlex.quote(a) for a in (toml, *overrides)),
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "seed_derivation": "gaugedyn._meta.task_seed(root_seed, 'shared_representation', the "
-                           "full task with recalibrate = true)",
+        "full task with recalibrate = true)",
     }
     Path(path).write_text(json.dumps(record, indent=1) + "\n")
     return record
@@ -157,11 +198,22 @@ def _one_thread() -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="store the full calibration of shared_representation")
     p.add_argument("config", help="the configuration file (simulations/shared_representation.toml)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="an override of the configuration (a full run's settings by default)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an override of the configuration (a full run's settings by default)",
+    )
     p.add_argument("--out", default=str(STORED), help="where to store the record")
-    p.add_argument("--workers", type=int, default=1, choices=range(1, 65), metavar="N",
-                   help="processes for the formations (1 to 64; the same record)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        choices=range(1, 65),
+        metavar="N",
+        help="processes for the formations (1 to 64; the same record)",
+    )
     args = p.parse_args(argv)
     record = write(args.config, args.set, Path(args.out), workers=args.workers)
     print(f"stored {args.out}: {describe(record | {'source': 'stored', 'file': args.out})}")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import torch
@@ -69,8 +70,9 @@ class World:
     sigma: float
 
     @classmethod
-    def draw(cls, gen: torch.Generator, seeds: int, dim: int, targets: int, rho: float,
-             sigma: float) -> World:
+    def draw(
+        cls, gen: torch.Generator, seeds: int, dim: int, targets: int, rho: float, sigma: float
+    ) -> World:
         cov = (1 - rho) * torch.eye(targets) + rho * torch.ones(targets, targets)
         mixing = torch.randn(seeds, dim, targets, generator=gen) / math.sqrt(dim)
         return cls(mixing, torch.linalg.cholesky(cov), float(sigma))
@@ -148,8 +150,9 @@ class Cohort:
 
 
 def make_optimizer(net: Net, hp: dict) -> torch.optim.Adam:
-    return torch.optim.Adam(net.parameters(), lr=hp["lr"], betas=(hp["beta1"], hp["beta2"]),
-                            eps=hp["eps"], foreach=True)
+    return torch.optim.Adam(
+        net.parameters(), lr=hp["lr"], betas=(hp["beta1"], hp["beta2"]), eps=hp["eps"], foreach=True
+    )
 
 
 def init_cohort(gen: torch.Generator, seeds: int, hp: dict, variant: Variant) -> Cohort:
@@ -180,13 +183,17 @@ def replicate(src: Cohort, variants: list[Variant], rows: torch.Tensor | None = 
         st = src.opt.state.get(p_old)
         if not st:  # no step taken yet: the copy starts fresh too
             continue
-        opt.state[p_new] = {"step": st["step"].clone(), "exp_avg": st["exp_avg"][idx].clone(),
-                            "exp_avg_sq": st["exp_avg_sq"][idx].clone()}
+        opt.state[p_new] = {
+            "step": st["step"].clone(),
+            "exp_avg": st["exp_avg"][idx].clone(),
+            "exp_avg_sq": st["exp_avg_sq"][idx].clone(),
+        }
     return Cohort(net, opt, variants, int(rows.shape[0]), src.hp)
 
 
-def label_mask(gen: torch.Generator, seeds: int, n: int, observe: torch.Tensor,
-               per_step: torch.Tensor) -> torch.Tensor | None:
+def label_mask(
+    gen: torch.Generator, seeds: int, n: int, observe: torch.Tensor, per_step: torch.Tensor
+) -> torch.Tensor | None:
     """Observation indicators ``o [S R, n, K]``: target ``k``'s label observed with probability
     ``observe[r, k]``, drawn per sample, or once per step for the variants in ``per_step``. One
     uniform draw per seed serves every variant (common random numbers); ``None`` (and no draw)
@@ -200,8 +207,9 @@ def label_mask(gen: torch.Generator, seeds: int, n: int, observe: torch.Tensor,
     return (u < observe[None, :, None, :]).float().reshape(-1, n, K)
 
 
-def task_losses(net: Net, x: torch.Tensor, z: torch.Tensor, R: int,
-                mask: torch.Tensor | None = None) -> torch.Tensor:
+def task_losses(
+    net: Net, x: torch.Tensor, z: torch.Tensor, R: int, mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """Per network and target, ``mean_n o_nk (y_k - z_k)^2``: ``[S R, K]`` (``z`` is
     ``[S, n, K]``; ``o = mask``, all ones by default)."""
     y = net(x)
@@ -211,7 +219,16 @@ def task_losses(net: Net, x: torch.Tensor, z: torch.Tensor, R: int,
 
 
 def _dot(a: list[torch.Tensor], b: list[torch.Tensor]) -> torch.Tensor:
-    return sum((x * y).flatten(1).sum(1) for x, y in zip(a, b))
+    return cast(torch.Tensor, sum((x * y).flatten(1).sum(1) for x, y in zip(a, b)))
+
+
+def grad_of(p: torch.Tensor) -> torch.Tensor:
+    """``p.grad``, which a backward pass has set."""
+    if p.grad is None:
+        raise RuntimeError(
+            f"a parameter of shape {tuple(p.shape)} has no gradient: no backward pass reached it"
+        )
+    return p.grad
 
 
 def _expand(c: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -222,9 +239,14 @@ def per_task_gradients(net: Net, losses: torch.Tensor, w: torch.Tensor) -> list[
     """``g_k = grad of sum_b w_bk L_bk`` for each target ``k`` (lists over parameters)."""
     params = list(net.parameters())
     K = losses.shape[1]
-    return [list(torch.autograd.grad((w[:, k] * losses[:, k]).sum(), params,
-                                     retain_graph=k < K - 1, allow_unused=False))
-            for k in range(K)]
+    return [
+        list(
+            torch.autograd.grad(
+                (w[:, k] * losses[:, k]).sum(), params, retain_graph=k < K - 1, allow_unused=False
+            )
+        )
+        for k in range(K)
+    ]
 
 
 def project(grads: list[list[torch.Tensor]], mask: torch.Tensor, n_enc: int) -> None:
@@ -255,21 +277,32 @@ class FormationRecord:
 
     def cancellation(self) -> np.ndarray:
         """``-C / S`` per network."""
+        if self.cross is None or self.sq is None:
+            raise ValueError("no formation step was recorded: no cancellation to report")
         return -self.cross / np.maximum(self.sq, 1e-300)
 
 
 def encoder_v_means(c: Cohort) -> np.ndarray:
     out = []
     for layer in c.net.encoder:
-        v = [c.opt.state[p]["exp_avg_sq"] if c.opt.state.get(p) else torch.zeros_like(p)
-             for p in (layer.weight, layer.bias)]
-        tot = sum(t.double().flatten(1).sum(1) for t in v)
+        assert isinstance(layer, _Layer)
+        v = [
+            c.opt.state[p]["exp_avg_sq"] if c.opt.state.get(p) else torch.zeros_like(p)
+            for p in (layer.weight, layer.bias)
+        ]
+        tot = cast(torch.Tensor, sum(t.double().flatten(1).sum(1) for t in v))
         out.append((tot / sum(t[0].numel() for t in v)).numpy())
     return np.stack(out)
 
 
-def train(c: Cohort, world: World, gen: torch.Generator, steps: int, batch: int,
-          record: FormationRecord | None = None) -> None:
+def train(
+    c: Cohort,
+    world: World,
+    gen: torch.Generator,
+    steps: int,
+    batch: int,
+    record: FormationRecord | None = None,
+) -> None:
     """``steps`` Adam steps of every variant on fresh batches (the same draw for all variants
     of a seed). Per-task gradients are formed when a record is kept or a variant projects."""
     gains, observe, per_step = c.gains(), c.observe(), c.per_step()
@@ -291,7 +324,7 @@ def train(c: Cohort, world: World, gen: torch.Generator, steps: int, batch: int,
             if proj.any():
                 project(grads, proj, n_enc)
             for i, p in enumerate(c.net.parameters()):
-                p.grad = sum(g[i] for g in grads)
+                p.grad = cast(torch.Tensor, sum(g[i] for g in grads))
         c.opt.step()
         if record is not None and (t + 1) % record.every == 0:
             record.v_mean.append(encoder_v_means(c))
@@ -300,9 +333,9 @@ def train(c: Cohort, world: World, gen: torch.Generator, steps: int, batch: int,
 def _accumulate(record: FormationRecord, grads: list[list[torch.Tensor]], n_enc: int) -> None:
     K = len(grads)
     enc = [g[:n_enc] for g in grads]
-    sq = sum(_dot(e, e) for e in enc).double().numpy()
-    cross = sum(_dot(enc[j], enc[k]) for j in range(K) for k in range(K) if j != k)
-    cross = cross.double().numpy() if torch.is_tensor(cross) else np.zeros_like(sq)
+    sq = cast(torch.Tensor, sum(_dot(e, e) for e in enc)).double().numpy()
+    total = sum(_dot(enc[j], enc[k]) for j in range(K) for k in range(K) if j != k)
+    cross = total.double().numpy() if isinstance(total, torch.Tensor) else np.zeros_like(sq)
     record.sq = sq if record.sq is None else record.sq + sq
     record.cross = cross if record.cross is None else record.cross + cross
 
@@ -328,8 +361,9 @@ def _expanded(z: torch.Tensor, R: int) -> torch.Tensor:
 
 
 @torch.no_grad()
-def readouts(net: Net, world: World, ev: EvalDraw, gains: torch.Tensor,
-             R: int) -> dict[str, torch.Tensor]:
+def readouts(
+    net: Net, world: World, ev: EvalDraw, gains: torch.Tensor, R: int
+) -> dict[str, torch.Tensor]:
     r"""Readout precision ``r_k = 1 - mean_n (yhat_k - z_k)^2 / Var z_k`` (``Var z_k = 1``) per
     network and target (``[S R, K]``) on the evaluation draw seen with ``gains [R, K]``, under
     both readouts: ``heads`` (``yhat`` the network's output) and ``probe`` (``yhat = [h, 1] B``

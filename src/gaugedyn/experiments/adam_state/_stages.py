@@ -22,33 +22,10 @@ import json
 import numpy as np
 import torch
 
-from ... import stats
-from ...adam import _state as st
+from ... import adam, stats
 from . import _model as sm
-from . import _protocol as sp
-
-EVALS = ("own", "common")
-STRENGTHS = {"mild": {"pulse_gain": 0.5, "pulse_observe": 0.5, "pulse_weight": 0.75},
-             "strong": {"pulse_gain": 0.25, "pulse_observe": 0.25, "pulse_weight": 0.9}}
-"""Pulse strength: the opposing pulse's gain (or observation rate) of the non-favoured targets
-and loss weight of the favoured one."""
-
-TABLES = {
-    "t2": (("acquisition", "update"), True),
-    "t4": (("acquisition", "update", "variable"), False),
-    "pattern": (("acquisition", "update"), False),
-    "t5": (("acquisition", "update"), False),
-    "t6": (("acquisition", "projected"), True),
-    "horizon": (("acquisition", "update"), False),
-}
-"""Each table's routes and whether its formation is recorded; every table grows its own seeds
-(switching, Table 2 and the formation accounting of Figure 5 share ``t2``'s, as in the paper)."""
-
-INTERVENTIONS = {"t4": ("xm", "xv", "reset"),
-                 "pattern": ("scal", "eq", "scal+eq", "eq+xv"),
-                 "t5": ("xv:enc0", "xv:enc1", "xv:heads", "move", "xv")}
-CONTROL = ("own", "xm", "xv", "reset")
-MARKS = (1, 2, 5, 10, 20, 50, 100, 200, 400)
+from . import _pulses as sp
+from ._protocol import CONTROL, EVALS, INTERVENTIONS, MARKS, PULSES, STRENGTHS, TABLES
 
 
 def _list(v) -> list:
@@ -64,9 +41,10 @@ def family(hp: dict) -> list[dict]:
     ties): acquisition meaning x ``d_Z`` x learning rate x pulse strength x evaluation."""
     out = []
     evals = _list(hp["readout"])
-    for m, d, lr, pulse in itertools.product(_list(hp["acquisition"]), _list(hp["d_Z"]),
-                                             _list(hp["lr"]), _list(hp["pulse"])):
-        for e in (evals if m == "gain" else ["common" if "common" in evals else evals[0]]):
+    for m, d, lr, pulse in itertools.product(
+        _list(hp["acquisition"]), _list(hp["d_Z"]), _list(hp["lr"]), _list(hp["pulse"])
+    ):
+        for e in evals if m == "gain" else ["common" if "common" in evals else evals[0]]:
             c = {"acquisition": m, "d_Z": int(d), "lr": float(lr), "pulse": pulse, "eval": e}
             out.append(c | {"name": cand_name(c)})
     return out
@@ -84,12 +62,21 @@ def pulse_seed(seed: np.random.SeedSequence, *labels) -> int:
 
 def with_candidate(hp: dict, cand: dict) -> dict:
     """``hp`` with the candidate's set-up (meaning, capacity, learning rate, pulse)."""
-    return hp | {"acquisition": cand["acquisition"], "bottleneck": cand["d_Z"],
-                 "lr": cand["lr"], **STRENGTHS[cand["pulse"]]}
+    return hp | {
+        "acquisition": cand["acquisition"],
+        "bottleneck": cand["d_Z"],
+        "lr": cand["lr"],
+        **STRENGTHS[cand["pulse"]],
+    }
 
 
-def grow(hp: dict, seeds: int, gen: torch.Generator, roles: list[tuple[str, float]],
-         record: sm.FormationRecord | None = None) -> tuple[sm.World, dict, sm.Cohort]:
+def grow(
+    hp: dict,
+    seeds: int,
+    gen: torch.Generator,
+    roles: list[tuple[str, float]],
+    record: sm.FormationRecord | None = None,
+) -> tuple[sm.World, dict, sm.Cohort]:
     """World, shared ancestor, then every route formed from it; returns the routes by name."""
     world = sm.World.draw(gen, seeds, hp["dim"], hp["targets"], hp["rho"], hp["sigma"])
     K = hp["targets"]
@@ -137,8 +124,9 @@ def properties(row: dict, hp: dict) -> dict:
     return {"matched": bool(matched), "specialized": bool(spec), "conflicting": bool(conf)}
 
 
-def calibrate(hp: dict, seed: np.random.SeedSequence, cands: list[dict] | None = None,
-              map_=map) -> dict:
+def calibrate(
+    hp: dict, seed: np.random.SeedSequence, cands: list[dict] | None = None, map_=map
+) -> dict:
     """Every candidate on the calibration seeds: ``w*`` by the endpoint mismatch (the largest
     route difference of mean ``r_f``, ``r_o`` by the heads) over ``w_grid``; at ``w*`` the
     endpoint intervals, each route's mean specialization by both readouts and each route's
@@ -152,8 +140,11 @@ def calibrate(hp: dict, seed: np.random.SeedSequence, cands: list[dict] | None =
         groups.setdefault((c["acquisition"], c["d_Z"], c["lr"]), []).append(c)
     jobs = [(hp, seed, members) for members in groups.values()]
     rows = [row for part in map_(_calibrate_group, jobs) for row in part]
-    return {"candidates": rows, **choose(rows),
-            "levels": {k: hp[k] for k in ("tolerance", "spec_level", "conflict_level")}}
+    return {
+        "candidates": rows,
+        **choose(rows),
+        "levels": {k: hp[k] for k in ("tolerance", "spec_level", "conflict_level")},
+    }
 
 
 def _calibrate_group(job: tuple) -> list[dict]:
@@ -163,7 +154,7 @@ def _calibrate_group(job: tuple) -> list[dict]:
     rows = []
     hpc = with_candidate(hp, members[0])
     roles = [("acquisition", 0.5)] + [("update", w) for w in grid]
-    record = sm.FormationRecord(every=10 ** 9)
+    record = sm.FormationRecord(every=10**9)
     world, routes, _ = grow(hpc, S, torch_gen(seed, "calibration", "data"), roles, record)
     cancel = _route_cancellation(record, S, len(roles), K)
     evals = sm.EvalDraw.draw(world, torch_gen(seed, "calibration", "eval"), hp["eval_n"])
@@ -173,25 +164,36 @@ def _calibrate_group(job: tuple) -> list[dict]:
         ra = endpoints(pulse, a)
         miss = []
         for w in grid:
-            ru = endpoints(pulse, routes[f"update@{w:g}"])["heads"]
-            miss.append(max(abs(np.mean(ra["heads"][0] - ru[0])),
-                            abs(np.mean(ra["heads"][1] - ru[1]))))
+            heads = endpoints(pulse, routes[f"update@{w:g}"])["heads"]
+            miss.append(
+                max(
+                    abs(np.mean(ra["heads"][0] - heads[0])), abs(np.mean(ra["heads"][1] - heads[1]))
+                )
+            )
         i_star = int(np.argmin(miss))
         w_star = float(grid[i_star])
         ru = endpoints(pulse, routes[f"update@{w_star:g}"])
-        ivs = [_paired(ra["heads"][i], ru["heads"][i], seed, "calibration", cand["name"], i)
-               for i in (0, 1)]
+        ivs = [
+            _paired(ra["heads"][i], ru["heads"][i], seed, "calibration", cand["name"], i)
+            for i in (0, 1)
+        ]
         row = cand | {
-            "w_star": w_star, "mismatch": float(min(miss)),
+            "w_star": w_star,
+            "mismatch": float(min(miss)),
             "endpoint_intervals": [list(iv) for iv in ivs],
-            "probe_specialization": {"acquisition": float(np.mean(ra["probe"][0]
-                                                                  - ra["probe"][1])),
-                                     "update": float(np.mean(ru["probe"][0] - ru["probe"][1]))},
-            "heads_specialization": {"acquisition": float(np.mean(ra["heads"][0]
-                                                                  - ra["heads"][1])),
-                                     "update": float(np.mean(ru["heads"][0] - ru["heads"][1]))},
-            "cancellation": {"acquisition": float(cancel[:, 0].mean()),
-                             "update": float(cancel[:, 1 + i_star].mean())}}
+            "probe_specialization": {
+                "acquisition": float(np.mean(ra["probe"][0] - ra["probe"][1])),
+                "update": float(np.mean(ru["probe"][0] - ru["probe"][1])),
+            },
+            "heads_specialization": {
+                "acquisition": float(np.mean(ra["heads"][0] - ra["heads"][1])),
+                "update": float(np.mean(ru["heads"][0] - ru["heads"][1])),
+            },
+            "cancellation": {
+                "acquisition": float(cancel[:, 0].mean()),
+                "update": float(cancel[:, 1 + i_star].mean()),
+            },
+        }
         row["properties"] = properties(row, hp)
         row["eligible"] = all(row["properties"].values())
         rows.append(row)
@@ -208,21 +210,29 @@ def choose(rows: list[dict]) -> dict:
     pool = [r for r in rows if r["eligible"]]
     if pool:
         best = min(pool, key=lambda r: (r["mismatch"], rows.index(r)))
-        return {"choice": best["name"], "measured": best["name"], "w_star": best["w_star"],
-                "rule": "every defining property; smallest endpoint mismatch"}
-    near = min(rows, key=lambda r: (-sum(r["properties"].values()), r["mismatch"],
-                                    rows.index(r)))
-    return {"choice": None, "measured": near["name"], "w_star": near["w_star"],
-            "rule": "no candidate has every defining property (matched endpoints, probe "
-                    "specialization, conflicting gradients); the closest is measured, not judged"}
+        return {
+            "choice": best["name"],
+            "measured": best["name"],
+            "w_star": best["w_star"],
+            "rule": "every defining property; smallest endpoint mismatch",
+        }
+    near = min(rows, key=lambda r: (-sum(r["properties"].values()), r["mismatch"], rows.index(r)))
+    return {
+        "choice": None,
+        "measured": near["name"],
+        "w_star": near["w_star"],
+        "rule": "no candidate has every defining property (matched endpoints, probe "
+        "specialization, conflicting gradients); the closest is measured, not judged",
+    }
 
 
 def _grow_table(hp: dict, table: str, w_star: float, seed) -> tuple:
     roles_of, recorded = TABLES[table]
     roles = [(r, w_star if r == "update" else 0.5) for r in roles_of]
     record = sm.FormationRecord(every=hp["record_every"]) if recorded else None
-    world, routes, anc = grow(hp, hp["seeds"], torch_gen(seed, "confirm", table, "data"), roles,
-                              record)
+    world, routes, anc = grow(
+        hp, hp["seeds"], torch_gen(seed, "confirm", table, "data"), roles, record
+    )
     named = {r: routes[f"update@{w_star:g}" if r == "update" else r] for r in roles_of}
     evals = sm.EvalDraw.draw(world, torch_gen(seed, "confirm", table, "eval"), hp["eval_n"])
     return world, named, anc, record, evals, len(roles)
@@ -239,8 +249,9 @@ def _put(out: dict, key: str, res: dict) -> None:
                 out[f"{key}_{part}_{t}{sfx}"] = r[f"{part}_{t}"].astype(float)
 
 
-def confirm(hp: dict, cand: dict, w_star: float, seed: np.random.SeedSequence,
-            tables=tuple(TABLES)) -> dict:
+def confirm(
+    hp: dict, cand: dict, w_star: float, seed: np.random.SeedSequence, tables=tuple(TABLES)
+) -> dict:
     """Every table on its own ``hp["seeds"]`` confirmatory seeds with the candidate and ``w*``:
     per-seed arrays (``[S, K]``: seed x direction) keyed by table and condition, by both
     readouts."""
@@ -261,8 +272,7 @@ def confirm(hp: dict, cand: dict, w_star: float, seed: np.random.SeedSequence,
                     for ro in sm.READOUTS:
                         sfx = "" if ro == "heads" else f"_{ro}"
                         out[f"end_{mode}_{tag}_f{sfx}"], out[f"end_{mode}_{tag}_o{sfx}"] = ends[ro]
-            jobs = [(f"t2_{k}_{n}", A, R["update"], n, k) for k in sp.PULSES
-                    for n in ("own", "reset")]
+            jobs = [(f"t2_{k}_{n}", A, R["update"], n, k) for k in PULSES for n in ("own", "reset")]
             out |= formation_arrays(record, anc, hpc, n_roles, "t2")
         elif table == "t4":
             jobs = [("t4_own", A, R["update"], "own", "combined")]
@@ -270,8 +280,7 @@ def confirm(hp: dict, cand: dict, w_star: float, seed: np.random.SeedSequence,
             jobs += [(f"ctl_{n}", A, R["variable"], n, "combined") for n in CONTROL]
         elif table in ("pattern", "t5"):
             jobs = [(f"{table}_own", A, R["update"], "own", "combined")]
-            jobs += [(f"{table}_{n}", A, R["update"], n, "combined")
-                     for n in INTERVENTIONS[table]]
+            jobs += [(f"{table}_{n}", A, R["update"], n, "combined") for n in INTERVENTIONS[table]]
         elif table == "t6":
             out |= table6(pulse, A, R["projected"])
             out |= formation_arrays(record, anc, hpc, n_roles, "t6")
@@ -293,7 +302,7 @@ def table6(pulse: sp.Pulse, A: sm.Cohort, P: sm.Cohort) -> dict:
         for vname, src in (("native", A), ("projected", P)):
             c = sp.clone(rec)
             if src is not rec:
-                st.transplant(c.opt, c.net, st.snapshot(src.opt, src.net, weights=False), "v")
+                adam.transplant(c.opt, c.net, adam.snapshot(src.opt, src.net, weights=False), "v")
             res = pulse.run([c])["routes"][0]
             for ro in sm.READOUTS:
                 sfx = "" if ro == "heads" else f"_{ro}"
@@ -322,8 +331,9 @@ def horizon(pulse: sp.Pulse, A: sm.Cohort, U: sm.Cohort, hp: dict) -> dict:
     return out
 
 
-def formation_arrays(record: sm.FormationRecord, anc: sm.Cohort, hp: dict, n_roles: int,
-                     table: str) -> dict:
+def formation_arrays(
+    record: sm.FormationRecord, anc: sm.Cohort, hp: dict, n_roles: int, table: str
+) -> dict:
     """Encoder-layer mean ``v`` along formation per route (mean over seeds and directions), per
     seed at the end (``[layer, S, route]``), the ancestor's ``v`` discounted by ``beta2^t``, and
     ``-C/S`` per seed and route; keys prefixed ``{table}_``."""
@@ -332,7 +342,10 @@ def formation_arrays(record: sm.FormationRecord, anc: sm.Cohort, hp: dict, n_rol
     t = record.every * np.arange(1, v.shape[0] + 1, dtype=float)
     anc_v = sm.encoder_v_means(anc).mean(axis=1)
     p = f"{table}_"
-    return {p + "form_t": t, p + "form_v": v.mean(axis=(2, 4)),
-            p + "form_v_final": v[-1].mean(axis=3),
-            p + "form_v_ancestor": anc_v[None, :] * hp["beta2"] ** t[:, None],
-            p + "form_cancel": _route_cancellation(record, S, n_roles, K)}
+    return {
+        p + "form_t": t,
+        p + "form_v": v.mean(axis=(2, 4)),
+        p + "form_v_final": v[-1].mean(axis=3),
+        p + "form_v_ancestor": anc_v[None, :] * hp["beta2"] ** t[:, None],
+        p + "form_cancel": _route_cancellation(record, S, n_roles, K),
+    }

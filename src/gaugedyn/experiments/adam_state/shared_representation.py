@@ -1,39 +1,13 @@
-r"""Matched specialization, different adaptation: second-moment structure in shared representations.
+"""Matched specialization, different adaptation: second-moment structure in shared representations.
 
-Small Adam-trained networks with a shared encoder (capacity ``d_Z``) and one linear head per
-target reach matched readout measurements by two formation routes (*acquisition-formed*: the
-favoured target is acquired more, equal loss weights; *update-formed*: every target acquired
-alike, loss weight ``w*`` on the favoured one) and then receive the same ten opposing updates.
-Adam-state interventions (:mod:`gaugedyn.adam`'s state toolkit) locate the response difference.
-The set-up is written out, with every inferred choice marked, in
-``derivations/shared_representation.md`` (sections 4-8, fixed before any run): a candidate family
-(:func:`._stages.family`: what *acquisition* means — input gain, label-observation rate per
-sample, or per step — x ``d_Z`` in {1, 2, 3, 32} x learning rate x pulse strength x evaluation
-distribution) is calibrated on calibration seeds and one candidate is chosen **only by its
-defining properties** (matched endpoints, probe specialization of at least ``spec_level`` in
-both routes, acquisition-route cancellation ``-C/S`` of at least ``conflict_level``); no outcome
-a table reports enters the choice. If no candidate has them all, the run says so and every
-finding is UNRESOLVED with that reason. Each table is then measured on its own confirmatory
-seeds (:data:`._stages.TABLES`), every seed of a table trained as one batched program.
-
-Specialization is read by the heads and by a linear probe on the representation (held-out
-inputs; :func:`._model.readouts`); every finding that reads it is judged under both, as
-readings. A checkpoint switches only if its favoured target was on top before the pulse and is
-not after; the denominator is reported.
-
-The full configuration's calibration is stored as data (``calibration.json`` beside this module,
-:mod:`._calibration`): quick runs and ``--set`` runs with the same set-up settings reuse it (a
-narrowed family reuses the stored rows of the candidates it keeps) and say so in the claim
-``shared_representation.setup`` and ``diagnostics.calibration.source``; ``recalibrate = true``
-searches the family again.
-
-Findings (each with the paper's criterion and value beside the measured one; judged by the
-verdict rules of :data:`gaugedyn.stats.RULES` on per-seed values, with the power at the paper's
-value): endpoint matching; switch-rate difference; Table 2 (inherited > +0.05, reset inside
-+-0.02, three pulses); Table 4 (exchange ``m`` within +-0.02, exchange ``v`` negative, the
-weight-history control with its +-0.01 margin); the common-scale pattern effect; Table 5; Table
-6; formation (encoder second moments smaller and ``-C/S`` larger in the acquisition route).
-Continued opposition (Figure 4b) is a measurement: the paper gives it no decision rule.
+Small Adam-trained networks with a shared encoder and one linear head per target reach matched
+readout measurements by two formation routes (acquisition-formed, update-formed), then receive
+the same ten opposing updates; Adam-state interventions locate the response difference. A
+set-up is chosen from a candidate family on calibration seeds by its defining properties only,
+then every table is measured on its own confirmatory seeds. The protocol (set-up, choice rule,
+readings, findings) is ``PROTOCOL.md`` beside this module, its fixed numbers
+:mod:`._protocol`; this module declares the settings and runs the two stages
+(:mod:`._stages`); the findings are :mod:`._analysis` and the figures :mod:`._figures`.
 """
 
 from __future__ import annotations
@@ -42,28 +16,27 @@ import json
 
 from ..._errors import InputError
 from ...harness import Experiment, Param
+from . import _analysis as sa
 from . import _calibration as sc
-from . import _findings as sf
-from . import _protocol as sp
+from . import _figures as sg
 from . import _stages as ss
-
-FULL_SEEDS = 40
+from ._protocol import EVALS, FULL_SEEDS, MEANINGS, STRENGTHS, TABLES
 
 DEFINITIONS = {
     "readout precision r_k": "1 - mean_n (y_k - z_k)^2 / Var z_k on the evaluation draw (Var z_k = 1)",
     "specialization s": "r_f - r_o: favoured target f minus the target o = (f+1) mod K that the "
-                        "opposing pulse favours",
+    "opposing pulse favours",
     "specialization lost": "s before minus s after pulse_steps opposing updates",
     "route contrast": "per seed, mean over directions of (lost, acquisition-formed) - (lost, "
-                      "update-formed); 95% paired seed-bootstrap interval",
+    "update-formed); 95% paired seed-bootstrap interval",
     "switch": "argmax_k r_k after the pulse is no longer f",
     "endpoint mismatch": "per seed route difference of r_f and of r_o at the formation endpoint; "
-                         "matched when both paired intervals lie inside +-tolerance",
+    "matched when both paired intervals lie inside +-tolerance",
     "a_v": "mean over coordinates of 1 / (sqrt(v / (1 - beta2^t)) + eps)",
     "common-scale pattern effect": "contrast at equalised a_v minus contrast at equalised a_v "
-                                   "with v exchanged",
+    "with v exchanged",
     "cancellation fraction": "-C/S, C = sum_t sum_{j!=k} g_j . g_k, S = sum_t sum_k |g_k|^2 over "
-                             "encoder parameters, g_k the weighted gradient of target k's loss",
+    "encoder parameters, g_k the weighted gradient of target k's loss",
 }
 
 
@@ -73,92 +46,248 @@ def _p(type_, default, lo, hi, why, help_, quick=None, **kw) -> Param:
 
 class SharedRepresentation(Experiment):
     name = "shared_representation"
-    description = ("two formation routes to matched readouts in a shared-encoder network, ten "
-                   "opposing updates, Adam-state interventions; set-up chosen on calibration "
-                   "seeds, every table on disjoint confirmatory seeds")
+    description = (
+        "two formation routes to matched readouts in a shared-encoder network, ten "
+        "opposing updates, Adam-state interventions; set-up chosen on calibration "
+        "seeds, every table on disjoint confirmatory seeds"
+    )
     definitions = DEFINITIONS
     params = {
-        "acquisition": Param((str, list), ["gain", "rate", "step"], choices=sp.MEANINGS,
-                             min_len=1, max_len=3, distinct=True, item=str,
-                             help="family: what acquisition means (input gain; label "
-                                  "observation rate per sample; per step); one value fixes it"),
-        "d_Z": Param((int, list), [1, 2, 3, 32], lo=1, hi=256, min_len=1, max_len=8,
-                     distinct=True, item=int, why="time: d_Z x width per network",
-                     help="family: capacity of the shared representation (encoder output "
-                          "width); one value fixes it"),
-        "lr": Param((float, list), [0.01, 0.003], lo=0.0, hi=1.0, lo_open=True, min_len=1,
-                    max_len=4, distinct=True, item=float, why="Adam diverges far below it",
-                    help="family: Adam step size; one value fixes it"),
-        "pulse": Param((str, list), ["mild", "strong"], choices=tuple(ss.STRENGTHS), min_len=1,
-                       max_len=2, distinct=True, item=str,
-                       help="family: opposing-pulse strength; one value fixes it"),
-        "readout": Param((str, list), ["own", "common"], choices=ss.EVALS, min_len=1, max_len=2,
-                         distinct=True, item=str,
-                         help="family: evaluation distribution of the readouts (the routes' own "
-                              "inputs or common equal gains; only input-gain acquisition "
-                              "tells them apart)"),
-        "recalibrate": Param(bool, False, help="search the candidate family again instead of "
-                             "reusing the stored full calibration (calibration.json)"),
-        "seeds": _p(int, FULL_SEEDS, 2, 512, "time: six formations per confirmatory seed",
-                    "confirmatory seeds per table (each table its own)", quick=10),
-        "calibration_seeds": _p(int, 16, 2, 256, "time: 24 formations of 22 networks per seed",
-                                "calibration seeds (a disjoint stream)", quick=6),
-        "targets": _p(int, 2, 2, 4, "the candidate family and pulses are defined up to 4",
-                      "number of Gaussian latent targets K"),
+        "acquisition": Param(
+            (str, list),
+            ["gain", "rate", "step"],
+            choices=MEANINGS,
+            min_len=1,
+            max_len=3,
+            distinct=True,
+            item=str,
+            help="family: what acquisition means (input gain; label "
+            "observation rate per sample; per step); one value fixes it",
+        ),
+        "d_Z": Param(
+            (int, list),
+            [1, 2, 3, 32],
+            lo=1,
+            hi=256,
+            min_len=1,
+            max_len=8,
+            distinct=True,
+            item=int,
+            why="time: d_Z x width per network",
+            help="family: capacity of the shared representation (encoder output "
+            "width); one value fixes it",
+        ),
+        "lr": Param(
+            (float, list),
+            [0.01, 0.003],
+            lo=0.0,
+            hi=1.0,
+            lo_open=True,
+            min_len=1,
+            max_len=4,
+            distinct=True,
+            item=float,
+            why="Adam diverges far below it",
+            help="family: Adam step size; one value fixes it",
+        ),
+        "pulse": Param(
+            (str, list),
+            ["mild", "strong"],
+            choices=tuple(STRENGTHS),
+            min_len=1,
+            max_len=2,
+            distinct=True,
+            item=str,
+            help="family: opposing-pulse strength; one value fixes it",
+        ),
+        "readout": Param(
+            (str, list),
+            ["own", "common"],
+            choices=EVALS,
+            min_len=1,
+            max_len=2,
+            distinct=True,
+            item=str,
+            help="family: evaluation distribution of the readouts (the routes' own "
+            "inputs or common equal gains; only input-gain acquisition "
+            "tells them apart)",
+        ),
+        "recalibrate": Param(
+            bool,
+            False,
+            help="search the candidate family again instead of "
+            "reusing the stored full calibration (calibration.json)",
+        ),
+        "seeds": _p(
+            int,
+            FULL_SEEDS,
+            2,
+            512,
+            "time: six formations per confirmatory seed",
+            "confirmatory seeds per table (each table its own)",
+            quick=10,
+        ),
+        "calibration_seeds": _p(
+            int,
+            16,
+            2,
+            256,
+            "time: 24 formations of 22 networks per seed",
+            "calibration seeds (a disjoint stream)",
+            quick=6,
+        ),
+        "targets": _p(
+            int,
+            2,
+            2,
+            4,
+            "the candidate family and pulses are defined up to 4",
+            "number of Gaussian latent targets K",
+        ),
         "dim": _p(int, 16, 4, 256, "memory: batch x dim floats per network", "input dimension"),
         "width": _p(int, 32, 2, 512, "time: width^2 per network and step", "first encoder width"),
         "activation": Param(str, "tanh", choices=("tanh", "relu"), help="encoder activation"),
-        "rho": _p(float, 0.3, 0.0, 0.9, "the latent covariance must stay positive definite",
-                  "correlation between targets"),
+        "rho": _p(
+            float,
+            0.3,
+            0.0,
+            0.9,
+            "the latent covariance must stay positive definite",
+            "correlation between targets",
+        ),
         "sigma": _p(float, 0.5, 0.0, 10.0, "beyond that no target is readable", "input noise"),
         "beta1": _p(float, 0.9, 0.0, 0.999, "Adam needs beta1 < 1", "Adam beta1"),
         "beta2": _p(float, 0.999, 0.0, 0.9999, "Adam needs beta2 < 1", "Adam beta2"),
         "eps": _p(float, 1e-8, 0.0, 1e-2, "larger eps is no longer Adam", "Adam eps", lo_open=True),
-        "batch": _p(int, 128, 8, 4096, "memory: batch x width floats per network",
-                    "fresh samples per update"),
+        "batch": _p(
+            int,
+            128,
+            8,
+            4096,
+            "memory: batch x width floats per network",
+            "fresh samples per update",
+        ),
         "ancestor_steps": _p(int, 200, 0, 20000, "time", "shared-ancestor updates"),
         "formation_steps": _p(int, 500, 10, 20000, "time", "formation updates per route"),
         "pulse_steps": _p(int, 10, 1, 400, "the horizon marks stop at 400", "opposing updates"),
-        "horizon": _p(int, 200, 10, 400, "the horizon marks stop at 400",
-                      "continued-opposition updates (Figure 4b)", quick=100),
-        "gain_weak": _p(float, 0.5, 0.0, 1.0, "the favoured gain is 1", "acquisition gain of "
-                        "the non-favoured targets", lo_open=True, hi_open=True),
-        "observe_weak": _p(float, 0.25, 0.0, 1.0, "a rate lies in (0, 1)", "acquisition as "
-                           "label observation: rate of the non-favoured targets' labels",
-                           lo_open=True, hi_open=True),
-        "control_delta": _p(float, 0.3, 0.0, 0.5, "weights must stay in (0, 1)",
-                            "variable weight history: 1/K +- delta on the favoured target",
-                            lo_open=True, hi_open=True),
-        "control_period": _p(int, 50, 1, 10000, "time", "steps per half-cycle of the variable "
-                             "weight history"),
-        "eval_n": _p(int, 1024, 64, 65536, "memory: eval_n x dim floats per seed",
-                     "evaluation samples per seed"),
-        "tolerance": _p(float, 0.03, 0.0, 0.5, "readouts lie in [0, 1]",
-                        "endpoint matching tolerance", lo_open=True),
-        "margin": _p(float, 0.02, 0.0, 0.5, "readouts lie in [0, 1]",
-                     "equivalence margin (reset, exchange m, heads)", lo_open=True),
-        "control_margin": _p(float, 0.01, 0.0, 0.5, "readouts lie in [0, 1]",
-                             "equivalence margin of the weight-history control (Figure 2b)",
-                             lo_open=True),
-        "spec_level": _p(float, 0.2, 0.0, 2.0, "specialization is a difference of precisions",
-                         "defining property: probe specialization at least this in both "
-                         "routes"),
-        "conflict_level": _p(float, 0.1, -1.0, 1.0, "-C/S lies in [-1, 1] for two targets",
-                             "defining property: the acquisition route's -C/S at least this"),
-        "w_grid": Param(list, [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99, 0.999], lo=0.0,
-                        hi=1.0, hi_open=True, min_len=1, max_len=32, distinct=True,
-                        why="a loss weight lies in [0, 1)",
-                        help="candidate loss weights w* of the update route"),
-        "record_every": _p(int, 10, 1, 1000, "memory: one record per step", "formation "
-                           "record interval"),
+        "horizon": _p(
+            int,
+            200,
+            10,
+            400,
+            "the horizon marks stop at 400",
+            "continued-opposition updates (Figure 4b)",
+            quick=100,
+        ),
+        "gain_weak": _p(
+            float,
+            0.5,
+            0.0,
+            1.0,
+            "the favoured gain is 1",
+            "acquisition gain of the non-favoured targets",
+            lo_open=True,
+            hi_open=True,
+        ),
+        "observe_weak": _p(
+            float,
+            0.25,
+            0.0,
+            1.0,
+            "a rate lies in (0, 1)",
+            "acquisition as label observation: rate of the non-favoured targets' labels",
+            lo_open=True,
+            hi_open=True,
+        ),
+        "control_delta": _p(
+            float,
+            0.3,
+            0.0,
+            0.5,
+            "weights must stay in (0, 1)",
+            "variable weight history: 1/K +- delta on the favoured target",
+            lo_open=True,
+            hi_open=True,
+        ),
+        "control_period": _p(
+            int, 50, 1, 10000, "time", "steps per half-cycle of the variable weight history"
+        ),
+        "eval_n": _p(
+            int,
+            1024,
+            64,
+            65536,
+            "memory: eval_n x dim floats per seed",
+            "evaluation samples per seed",
+        ),
+        "tolerance": _p(
+            float,
+            0.03,
+            0.0,
+            0.5,
+            "readouts lie in [0, 1]",
+            "endpoint matching tolerance",
+            lo_open=True,
+        ),
+        "margin": _p(
+            float,
+            0.02,
+            0.0,
+            0.5,
+            "readouts lie in [0, 1]",
+            "equivalence margin (reset, exchange m, heads)",
+            lo_open=True,
+        ),
+        "control_margin": _p(
+            float,
+            0.01,
+            0.0,
+            0.5,
+            "readouts lie in [0, 1]",
+            "equivalence margin of the weight-history control (Figure 2b)",
+            lo_open=True,
+        ),
+        "spec_level": _p(
+            float,
+            0.2,
+            0.0,
+            2.0,
+            "specialization is a difference of precisions",
+            "defining property: probe specialization at least this in both routes",
+        ),
+        "conflict_level": _p(
+            float,
+            0.1,
+            -1.0,
+            1.0,
+            "-C/S lies in [-1, 1] for two targets",
+            "defining property: the acquisition route's -C/S at least this",
+        ),
+        "w_grid": Param(
+            list,
+            [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99, 0.999],
+            lo=0.0,
+            hi=1.0,
+            hi_open=True,
+            min_len=1,
+            max_len=32,
+            distinct=True,
+            why="a loss weight lies in [0, 1)",
+            help="candidate loss weights w* of the update route",
+        ),
+        "record_every": _p(
+            int, 10, 1, 1000, "memory: one record per step", "formation record interval"
+        ),
     }
 
     def validate(self, config):
         """The variable weight history ``1/K +- delta`` must stay a positive weight."""
         if config["control_delta"] >= 1.0 / config["targets"]:
-            raise InputError(f"control_delta = {config['control_delta']:g} is not allowed with "
-                             f"targets = {config['targets']}; allowed: a number in "
-                             f"(0, {1 / config['targets']:g})")
+            raise InputError(
+                f"control_delta = {config['control_delta']:g} is not allowed with "
+                f"targets = {config['targets']}; allowed: a number in "
+                f"(0, {1 / config['targets']:g})"
+            )
 
     def tasks(self, config):
         """The family lists normalised (a single value is a one-entry list); every task carries
@@ -170,8 +299,8 @@ class SharedRepresentation(Experiment):
         config = dict(config) | {k: ss._list(config[k]) for k in sc.FAMILY_KEYS}
         how = sc.plan(config, sc.setup_keys(self.params))
         if how["source"] == "calibrate":
-            return [config | {"calibration": how, "tables": list(ss.TABLES)}]
-        return [config | {"calibration": how, "tables": [t]} for t in ss.TABLES]
+            return [config | {"calibration": how, "tables": list(TABLES)}]
+        return [config | {"calibration": how, "tables": [t]} for t in TABLES]
 
     def run_task(self, task, seed):
         import torch
@@ -195,10 +324,10 @@ class SharedRepresentation(Experiment):
         return out
 
     def analyse(self, config, tasks, results, seed):
-        return sf.analyse(config, sf.merge(results), FULL_SEEDS, seed)
+        return sa.analyse(config, sa.merge(results), seed)
 
     def plot(self, arrays, config, outdir):
-        return sf.plot(arrays, config, outdir)
+        return sg.plot(arrays, config, outdir)
 
 
 EXPERIMENT = SharedRepresentation()

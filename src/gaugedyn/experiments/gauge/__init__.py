@@ -9,5 +9,6 @@ picks the owner (``ownership``, ``ownership_patterns``, ``perturbations``), and 
 gradient descent, online SGD and training under small noise keep what the flow predicts
 (``finite_sample``, ``gradient_descent``, ``gd_selection``, ``online_sgd``,
 ``gauge_in_training_*``). The theory is ``derivations/theory.md`` section 2 and the derivations it
-links (``homogeneous_flow.md``, ``reaction_transport.md``, ``order_parameter_flow.md``).
+links (``homogeneous_flow.md``, ``reaction_transport.md``, ``order_parameter_flow.md``); the
+protocol of every experiment, and where each piece lives, is ``PROTOCOL.md`` in this folder.
 """

@@ -62,12 +62,23 @@ def network(model: str, hidden: int, channels: int):
 
     nn = torch.nn
     if model == "mlp":
-        return nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, hidden),
-                             nn.ReLU(), nn.Linear(hidden, 10)).double()
+        return nn.Sequential(
+            nn.Linear(64, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, 10),
+        ).double()
     if model == "cnn":
-        return nn.Sequential(nn.Conv2d(1, channels, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                             nn.Conv2d(channels, channels, 3, padding=1), nn.ReLU(),
-                             nn.Flatten(), nn.Linear(16 * channels, 10)).double()
+        return nn.Sequential(
+            nn.Conv2d(1, channels, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(channels, channels, 3, padding=1),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(16 * channels, 10),
+        ).double()
     return _transformer_class()().double()
 
 
@@ -131,8 +142,12 @@ def optimizer(name: str, net, task: dict):
     if name == "gd":
         return torch.optim.SGD(net.parameters(), lr=task["lr_gd"])
     if name == "momentum":
-        return torch.optim.SGD(net.parameters(), lr=task["lr_momentum"],
-                               momentum=task["momentum"], weight_decay=task["weight_decay"])
+        return torch.optim.SGD(
+            net.parameters(),
+            lr=task["lr_momentum"],
+            momentum=task["momentum"],
+            weight_decay=task["weight_decay"],
+        )
     return torch.optim.Adam(net.parameters(), lr=task["lr_adam"])
 
 
@@ -145,12 +160,12 @@ def gap(units: dict, lr: float, rel: float) -> float:
     if not np.all(np.isfinite(pred)):
         return float("nan")
     eps = np.finfo(np.float64).eps
-    size = units["in_sq"], units["out_sq"], units["g_in_sq"], units["g_out_sq"], pred
+    parts = units["in_sq"], units["out_sq"], units["g_in_sq"], units["g_out_sq"], pred
     if change.ndim == 4:  # attention pairs: d x d per head, their Frobenius norms
-        size = [np.linalg.norm(v, axis=(-2, -1))[..., None, None] for v in size]
+        size = [np.linalg.norm(v, axis=(-2, -1))[..., None, None] for v in parts]
     else:
-        size = [np.abs(v) for v in size]
-    allowed = (rel * (lr ** 2 * (size[2] + size[3]) + size[4]) + 4 * eps * (size[0] + size[1]))
+        size = [np.abs(v) for v in parts]
+    allowed = rel * (lr**2 * (size[2] + size[3]) + size[4]) + 4 * eps * (size[0] + size[1])
     return float(np.max(np.abs(change - pred) / allowed))
 
 
@@ -168,8 +183,9 @@ def train_one(name: str, task: dict, torch_seed: int, stride: int) -> dict:
 
     x, y = digits(task["samples"])
     x = inputs(task["model"], x)
-    net, pair, func_change = build(task["model"], task["hidden"], task["channels"],
-                                   task["gauge"], torch_seed, x)
+    net, pair, func_change = build(
+        task["model"], task["hidden"], task["channels"], task["gauge"], torch_seed, x
+    )
     pair = list(pair)
     opt = optimizer(name, net, task)
     rec = GaugeRecorder(net, opt, exact_change=True)
@@ -233,7 +249,7 @@ def drift_rates(task: dict, torch_seed: int) -> dict:
             net = network(model, task["hidden"], task["channels"])
         opt = torch.optim.SGD(net.parameters(), lr=float(eta))
         rec = GaugeRecorder(net, opt, exact_change=True)
-        for _ in range(task["slope_steps"] * 2 ** k):
+        for _ in range(task["slope_steps"] * 2**k):
             opt.zero_grad()
             _loss(net, x, y).backward()
             opt.step()
@@ -244,6 +260,6 @@ def drift_rates(task: dict, torch_seed: int) -> dict:
             if g.kind in SLOPE_KINDS[model]:
                 total += float(np.sum(arr["change"].sum(0) ** 2))
         drift.append(np.sqrt(total) / T)
-    drift = np.asarray(drift)
-    slope = float(np.polyfit(np.log(etas), np.log(drift), 1)[0])
-    return {"eta": etas, "drift": drift, "slope": slope, "gap": float(np.max(gaps))}
+    rates = np.asarray(drift)
+    slope = float(np.polyfit(np.log(etas), np.log(rates), 1)[0])
+    return {"eta": etas, "drift": rates, "slope": slope, "gap": float(np.max(gaps))}

@@ -13,9 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...theory import Definitions, Problem
+from ...theory import Definitions, Problem, pruning_time
 from ...theory import mobilities as theory_mobilities
-from ...theory._functional import pruning_time
 
 GAUGES = ("w-heavy", "a-heavy")
 """The two gauges of the ``single`` set-up compared at the same initial function."""
@@ -44,30 +43,58 @@ def as_arrays(sol, definitions: Definitions = _DEFAULT) -> dict:
     obs = sol.observables
     spec = np.atleast_1d(np.asarray(sol.specialization_time, dtype=float))
     rho = np.asarray(obs["rho"])
-    return {"t": np.asarray(sol.t, dtype=float), "a": sol.a, "Q": sol.Q, "R": sol.R,
-            **{k: np.asarray(obs[k]) for k in TRAJECTORY_KEYS[4:]},
-            "specialization_time": float(np.min(spec)) if np.all(np.isfinite(spec)) else math.nan,
-            "pruning_time": pruning_time(sol.t, rho, definitions.prune_tol, sol.pruning_time),
-            "owner": np.asarray(sol.owner), "diagnostics": dict(sol.diagnostics or {})}
+    return {
+        "t": np.asarray(sol.t, dtype=float),
+        "a": sol.a,
+        "Q": sol.Q,
+        "R": sol.R,
+        **{k: np.asarray(obs[k]) for k in TRAJECTORY_KEYS[4:]},
+        "specialization_time": float(np.min(spec)) if np.all(np.isfinite(spec)) else math.nan,
+        "pruning_time": pruning_time(sol.t, rho, definitions.prune_tol, sol.pruning_time),
+        "owner": np.asarray(sol.owner),
+        "diagnostics": dict(sol.diagnostics or {}),
+    }
 
 
-def trajectory(problem: Problem, t_eval: np.ndarray, *, dynamics: str = "flow",
-               eta: float | None = None, definitions: Definitions = _DEFAULT,
-               stop_at_specialization: bool = False, rtol: float = 1e-9,
-               atol: float = 1e-12) -> dict:
+def trajectory(
+    problem: Problem,
+    t_eval: np.ndarray,
+    *,
+    dynamics: str = "flow",
+    eta: float | None = None,
+    definitions: Definitions = _DEFAULT,
+    stop_at_specialization: bool = False,
+    rtol: float = 1e-9,
+    atol: float = 1e-12,
+) -> dict:
     """One population trajectory (order-parameter formulation) as plain arrays (:func:`as_arrays`)."""
     from ...theory import solve
 
     t_eval = np.asarray(t_eval, dtype=float)
-    sol = solve(problem, formulation="order-parameters", dynamics=dynamics, eta=eta,
-                t_max=float(t_eval[-1]), rtol=rtol, atol=atol, definitions=definitions,
-                t_eval=t_eval, stop_at_specialization=stop_at_specialization)
+    sol = solve(
+        problem,
+        formulation="order-parameters",
+        dynamics=dynamics,
+        eta=eta,
+        t_max=float(t_eval[-1]),
+        rtol=rtol,
+        atol=atol,
+        definitions=definitions,
+        t_eval=t_eval,
+        stop_at_specialization=stop_at_specialization,
+    )
     return as_arrays(sol, definitions)
 
 
-def trajectories(problems: Sequence[Problem], t_eval: np.ndarray, *,
-                 definitions: Definitions = _DEFAULT, rtol: float = 1e-8,
-                 atol: float = 1e-11, failed_as_none: bool = False) -> list:
+def trajectories(
+    problems: Sequence[Problem],
+    t_eval: np.ndarray,
+    *,
+    definitions: Definitions = _DEFAULT,
+    rtol: float = 1e-8,
+    atol: float = 1e-11,
+    failed_as_none: bool = False,
+) -> list:
     """Many flow trajectories through the batched integrator (:func:`gaugedyn.theory.solve_batch`).
 
     A trajectory that diverges raises its :class:`~gaugedyn.DivergenceError`, or with
@@ -75,13 +102,20 @@ def trajectories(problems: Sequence[Problem], t_eval: np.ndarray, *,
     """
     from ...theory import solve_batch
 
-    batch = solve_batch(list(problems), formulation="order-parameters",
-                        t_max=float(t_eval[-1]), t_eval=np.asarray(t_eval, dtype=float),
-                        rtol=rtol, atol=atol, definitions=definitions)
+    batch = solve_batch(
+        list(problems),
+        formulation="order-parameters",
+        t_max=float(t_eval[-1]),
+        t_eval=np.asarray(t_eval, dtype=float),
+        rtol=rtol,
+        atol=atol,
+        definitions=definitions,
+    )
     if not failed_as_none:
         batch.raise_failures()
-    return [None if batch.failed[i] else as_arrays(batch[i], definitions)
-            for i in range(len(batch))]
+    return [
+        None if batch.failed[i] else as_arrays(batch[i], definitions) for i in range(len(batch))
+    ]
 
 
 def trajectories_or_none(problems: Sequence[Problem], t_eval: np.ndarray, **kwargs) -> list:

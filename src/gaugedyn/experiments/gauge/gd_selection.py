@@ -1,22 +1,20 @@
 """Population gradient descent with small steps keeps the selection of the flow.
 
-Claim 4 of derivations/theory.md section 2 (second half, selection). Two duplicates at ``D``
-(copy 0 a-heavy, copy 1 w-heavy) follow population gradient descent with each step ``eta`` to
-``t_end``; the selection is kept when copy 0 is the unique owner (ties count as lost) and copy 1
-is pruned from some time ``<= t_end`` on (``|rho_1| < prune_tol`` from then on). The flow is
-drawn beside them.
+The protocol (set-up, claims and their rules, fixed before any run) is the ``gd_selection``
+section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
+declares the settings and runs the tasks, :func:`._analysis.gd_selection` turns the results into
+claims and :func:`._figures.gd_selection` draws the figures.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ...harness import Claim, Experiment, Param
+from ...harness import Experiment, Param
 from ...theory import Definitions, duplicates
+from . import _analysis as ga
 from . import _figures as gf
-from . import _params as gp
+from . import _protocol as gp
 from . import _trajectories as gt
 from .gradient_descent import ETA_WHY, GAUGES, flow_reference
 
@@ -27,87 +25,69 @@ class GDSelection(Experiment):
     params = {
         "dim": gp.dim_param(30, hi=10**4, why="GD steps to t_end grow like D"),
         "scale": gp.scale_param(help="initial coefficient rho0 = s of each copy"),
-        "selection_etas": Param(list, [1e-3, 3e-3, 1e-2], quick=[3e-3, 1e-2], lo=1e-6, hi=0.1,
-                                hi_open=True, min_len=1, max_len=20, distinct=True, why=ETA_WHY,
-                                help="step sizes that must keep the selection"),
-        "t_end": Param((int, float), 2.0, lo=0.0, lo_open=True, hi=1e3,
-                       why="t_end / eta GD steps per run",
-                       help="time by which GD must have pruned the w-heavy copy"),
+        "selection_etas": Param(
+            list,
+            [1e-3, 3e-3, 1e-2],
+            quick=[3e-3, 1e-2],
+            lo=1e-6,
+            hi=0.1,
+            hi_open=True,
+            min_len=1,
+            max_len=20,
+            distinct=True,
+            why=ETA_WHY,
+            help="step sizes that must keep the selection",
+        ),
+        "t_end": Param(
+            (int, float),
+            2.0,
+            lo=0.0,
+            lo_open=True,
+            hi=1e3,
+            why="t_end / eta GD steps per run",
+            help="time by which GD must have pruned the w-heavy copy",
+        ),
         "threshold": gp.THRESHOLD,
     }
 
     def tasks(self, config):
         common = {"dim": config["dim"], "scale": config["scale"], "threshold": config["threshold"]}
-        return [{"eta": float(e), "t_end": config["t_end"], **common}
-                for e in sorted(config["selection_etas"])]
+        return [
+            {"eta": float(e), "t_end": config["t_end"], **common}
+            for e in sorted(config["selection_etas"])
+        ]
 
     def run_task(self, task, seed):
         from ...theory import owners
 
         problem = duplicates(task["dim"], list(GAUGES), scale=task["scale"])
         eta = task["eta"]
-        tr = gt.trajectory(problem, gt.time_grid(task["t_end"], 60, eta), dynamics="gd",
-                           eta=eta, definitions=Definitions(threshold=task["threshold"]))
+        tr = gt.trajectory(
+            problem,
+            gt.time_grid(task["t_end"], 60, eta),
+            dynamics="gd",
+            eta=eta,
+            definitions=Definitions(threshold=task["threshold"]),
+        )
         d0 = tr["delta"][0]
         scale0 = tr["a"][0] ** 2 + np.diagonal(tr["Q"][0])
         b, T = problem.b, problem.V @ problem.V.T
         flow = flow_reference(task["dim"], task["scale"], task["threshold"], task["t_end"])
-        return {"t": tr["t"], "rho": tr["rho"],
-                "owner": int(owners(tr["a"][-1], tr["Q"][-1], tr["R"][-1], T, b)[0]),
-                "pruning_time": tr["pruning_time"],
-                "delta_drift": float(np.max(np.abs(tr["delta"] - d0) / scale0)),
-                "flow_t": flow["t"], "flow_rho": flow["rho"]}
+        return {
+            "t": tr["t"],
+            "rho": tr["rho"],
+            "owner": int(owners(tr["a"][-1], tr["Q"][-1], tr["R"][-1], T, b)[0]),
+            "pruning_time": tr["pruning_time"],
+            "delta_drift": float(np.max(np.abs(tr["delta"] - d0) / scale0)),
+            "flow_t": flow["t"],
+            "flow_rho": flow["rho"],
+        }
 
     def analyse(self, config, tasks, results, seed):
-        sel_etas = np.array([t["eta"] for t in tasks])
-        owners = np.array([int(r["owner"]) for r in results])
-        prune = np.array([float(np.asarray(r["pruning_time"])[1]) for r in results])
-        kept = (owners == 0) & np.isfinite(prune) & (prune <= config["t_end"])
-        claims = [
-            Claim(id="gd_selection.selection",
-                  statement=(f"GD with eta in {{{', '.join(f'{e:g}' for e in sel_etas)}}} keeps the "
-                             "selection: the a-heavy copy is the unique owner and the w-heavy copy "
-                             f"is pruned from then on by t = {config['t_end']:g} (runs kept / "
-                             "runs)"),
-                  measured=float(kept.mean()) if kept.size else math.nan, expected=1.0,
-                  tolerance=0.0, passed=bool(kept.size and kept.all())),
-        ]
-        arrays = {
-            "selection_etas": sel_etas, "selection_owner": owners, "selection_pruning_time": prune,
-            "selection_delta_drift": np.array([r["delta_drift"] for r in results]),
-            "flow_t": np.asarray(results[0]["flow_t"]), "flow_rho": np.asarray(results[0]["flow_rho"]),
-            "t_end": np.array(float(config["t_end"])),
-            "caption_gd_selection": np.array(
-                "|rho| of both copies under the flow (black) and under GD with the larger steps "
-                "(colours): the a-heavy copy keeps the feature and the w-heavy copy falls through "
-                f"the pruning tolerance before t = {config['t_end']:g}."),
-        }
-        for eta, r in zip(sel_etas, results):
-            arrays[f"selection_t_{eta:g}"] = np.asarray(r["t"])
-            arrays[f"selection_rho_{eta:g}"] = np.asarray(r["rho"])
-        return arrays, claims
+        return ga.gd_selection(config, tasks, results, seed)
 
     def plot(self, arrays, config, outdir):
-        import matplotlib.pyplot as plt
-
-        names = []
-        fig, ax = plt.subplots()
-        t = arrays["flow_t"][1:]
-        for i, ls in ((0, "-"), (1, "--")):
-            ax.loglog(t, np.maximum(np.abs(arrays["flow_rho"][1:, i]), 1e-16), ls, color="k",
-                      label=f"flow, copy {i} ({'a' if i == 0 else 'w'}-heavy)")
-        for c, eta in enumerate(arrays["selection_etas"]):
-            ts = arrays[f"selection_t_{eta:g}"][1:]
-            rho = np.abs(arrays[f"selection_rho_{eta:g}"][1:])
-            for i, ls in ((0, "-"), (1, "--")):
-                ax.loglog(ts, np.maximum(rho[:, i], 1e-16), ls, color=f"C{c}", alpha=0.8,
-                          label=f"GD eta={eta:g}" if i == 0 else None)
-        ax.axvline(float(arrays["t_end"]), color="k", ls=":", lw=1)
-        ax.set(xlabel="time t", ylabel="|rho_i|", title="selection under gradient descent",
-               ylim=(1e-10, 10))
-        ax.legend(fontsize=7)
-        names.append(gf.save(fig, outdir, "gd_selection", arrays))
-        return names
+        return gf.gd_selection(arrays, config, outdir)
 
 
 EXPERIMENT = GDSelection()

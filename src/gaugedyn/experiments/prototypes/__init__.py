@@ -13,9 +13,29 @@ Public names load lazily, so ``import gaugedyn.experiments.prototypes`` does not
 
 from ..._lazy import attach
 
-__getattr__, __dir__, __all__ = attach(__name__, {
-    "_model": ["COMBINATIONS", "COVERAGES", "INITS", "TARGETS", "Runs", "initial_parameters",
-               "prototypes_of", "structural_losses", "train", "training_data"],
-    "_measures": ["DEFINITIONS", "USAGES", "fit_error", "outside_fraction",
-                  "reconstruction_error", "usage_ratio", "measure_runs"],
-})
+__getattr__, __dir__, __all__ = attach(
+    __name__,
+    {
+        "_model": [
+            "COMBINATIONS",
+            "COVERAGES",
+            "INITS",
+            "TARGETS",
+            "Runs",
+            "initial_parameters",
+            "prototypes_of",
+            "structural_losses",
+            "train",
+            "training_data",
+        ],
+        "_measures": [
+            "DEFINITIONS",
+            "USAGES",
+            "fit_error",
+            "outside_fraction",
+            "reconstruction_error",
+            "usage_ratio",
+            "measure_runs",
+        ],
+    },
+)

@@ -1,4 +1,4 @@
-"""Analysis and figures of the ``prototypes`` experiment (its findings' protocol is in
+"""Analysis of the ``prototypes`` experiment (its findings' protocol is in
 ``derivations/prototypes.md`` and ``docs/prototypes.md``).
 
 Every finding is judged by a rule of the verdict-rule catalogue (:data:`gaugedyn.stats.RULES`)
@@ -11,25 +11,27 @@ across readings says "depends on the reading".
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ... import stats
-from ...harness import Claim, judged, labelled
-from ...stats import _estimators as est
+from ...harness import Claim, judged
 from . import _model as model
-from . import prototypes as ex
-
-COV, SEP, OV, PLAIN = (1, 0, 0), (0, 1, 0), (0, 0, 1), (0, 0, 0)
-NAMED = (PLAIN, COV, SEP, OV)
-"""The four approaches the abstract names: plain fitting, coverage, separation, overlap."""
-
-EFFECT = {"error": 0.01, "usage": 0.05, "outside": ex.EXPULSION_MARGIN,
-          "fit": ex.FIT_TOLERANCE}
-"""How far inside its claim each judged parameter is taken to lie when a finding's ``power`` is
-computed, fixed before running (the abstract gives no numbers): a reconstruction-error
-difference of 0.01 (1% of the input range), a usage difference of 0.05, an outside-fraction
-excess 0.05 beyond the claim's threshold, and no fit cost at all for ``overlap_fits_as_well``
-(the tolerance 0.01 below its threshold)."""
+from ._protocol import (
+    BUDGETS,
+    COMBINATIONS,
+    CONVERGED,
+    COV,
+    EFFECT,
+    EXPULSION_MARGIN,
+    FIT_TOLERANCE,
+    MEASURES,
+    OV,
+    PLAIN,
+    SEP,
+    variant_index,
+)
 
 
 def collect(config: dict, tasks: list[dict], results: list[dict]) -> dict:
@@ -39,11 +41,16 @@ def collect(config: dict, tasks: list[dict], results: list[dict]) -> dict:
     sizes = [int(n) for n in config["sizes"]]
     by = {(t["n"], t["init"]): r for t, r in zip(tasks, results)}
     k = int(config["cap"]) // int(config["window"]) + 1
-    out = {}
+    out: dict[str, Any] = {}
     for init in config["inits"]:
         rows = [by[(n, init)] for n in sizes]
-        d = {b: {m: np.stack([np.asarray(r[f"{b}__{m}"], dtype=float) for r in rows])
-                 for m in ex.MEASURES} for b in ex.BUDGETS}
+        d: dict[str, Any] = {
+            b: {
+                m: np.stack([np.asarray(r[f"{b}__{m}"], dtype=float) for r in rows])
+                for m in MEASURES
+            }
+            for b in BUDGETS
+        }
         d["fit_history"] = np.stack([np.asarray(r["fit_history"], dtype=float) for r in rows])
         d["positions"] = np.asarray(rows[-1]["fixed__prototypes"], dtype=float)
         d["x_last"] = np.asarray(rows[-1]["x"], dtype=float)
@@ -51,7 +58,7 @@ def collect(config: dict, tasks: list[dict], results: list[dict]) -> dict:
         hist = np.full((len(sizes), k, *d["settled_at"].shape[1:]), np.nan)
         for i, r in enumerate(rows):
             h = np.asarray(r["outside_history"], dtype=float)
-            hist[i, :h.shape[0]] = h
+            hist[i, : h.shape[0]] = h
         d["outside_history"] = hist
         out[init] = d
     out["checkpoints"] = np.arange(k) * int(config["window"])
@@ -65,7 +72,7 @@ def _g(v) -> str:
 class Judge:
     """Builds the findings of one run from the collected measures."""
 
-    def __init__(self, config: dict, data: dict, root: np.random.SeedSequence | None = None):
+    def __init__(self, config: dict, data: dict, root: np.random.SeedSequence):
         self.config, self.data, self.root = config, data, root
         self.sizes = [int(n) for n in config["sizes"]]
         self.lam, self.tau = float(config["weight"]), float(config["tau"])
@@ -78,11 +85,11 @@ class Judge:
         lam = self.lam if lam is None or mask == PLAIN else float(lam)
         tau = self.tau if tau is None or not mask[1] else float(tau)
         if lam == self.lam and tau == self.tau:
-            return ex.variant_index(self.config, mask, cov)
+            return variant_index(self.config, mask, cov)
         if lam == self.lam and mask == SEP:
-            return ex.variant_index(self.config, mask, None, tau=tau)
+            return variant_index(self.config, mask, None, tau=tau)
         if tau == self.tau:
-            return ex.variant_index(self.config, mask, cov, weight=lam)
+            return variant_index(self.config, mask, cov, weight=lam)
         raise KeyError((mask, cov, lam, tau))
 
     def measure(self, init: str, budget: str, name: str) -> np.ndarray:
@@ -99,7 +106,7 @@ class Judge:
         it] - measure[mask]`` (coverage reading ``cov`` where a mask has coverage; nominal
         ``lambda`` and ``tau``)."""
         out = []
-        for m in (m for m in model.COMBINATIONS if m[bit] == 0):
+        for m in (m for m in COMBINATIONS if m[bit] == 0):
             on = tuple(1 if i == bit else v for i, v in enumerate(m))
             out.append(self.diff(init, budget, name, self.col(on, cov), self.col(m, cov)))
         return np.mean(out, axis=0)
@@ -108,11 +115,12 @@ class Judge:
         """The all-mask readings of one loss's effect, per coverage reading and budget (the mean
         over N per seed with ``reduce``)."""
         out = {}
-        for cov in (self.config["coverages"] if bit != 0 else ()):
-            for b in ex.BUDGETS:
+        for cov in self.config["coverages"] if bit != 0 else ():
+            for b in BUDGETS:
                 v = self.pairs(init, b, name, bit, cov)
                 out[f"four pairs (coverage {cov}), {self.budget_name(b)}"] = (
-                    v.mean(axis=1) if reduce else v)
+                    v.mean(axis=1) if reduce else v
+                )
         return out
 
     @staticmethod
@@ -123,22 +131,40 @@ class Judge:
         """``(words, lambda, tau)`` of every reading of the nominal settings, nominal first:
         each plausible ``lambda`` at the nominal ``tau``, and (``sep``) each plausible ``tau``
         at the nominal ``lambda``."""
-        out = [(f"lambda={_g(self.lam)}" + (f", tau={_g(self.tau)}" if sep else ""),
-                self.lam, self.tau)]
-        out += [(f"lambda={_g(w)}" + (f", tau={_g(self.tau)}" if sep else ""), w, self.tau)
-                for w in self.lams if w != self.lam]
+        out = [
+            (
+                f"lambda={_g(self.lam)}" + (f", tau={_g(self.tau)}" if sep else ""),
+                self.lam,
+                self.tau,
+            )
+        ]
+        out += [
+            (f"lambda={_g(w)}" + (f", tau={_g(self.tau)}" if sep else ""), w, self.tau)
+            for w in self.lams
+            if w != self.lam
+        ]
         if sep:
-            out += [(f"lambda={_g(self.lam)}, tau={_g(t)}", self.lam, t)
-                    for t in self.taus if t != self.tau]
+            out += [
+                (f"lambda={_g(self.lam)}, tau={_g(t)}", self.lam, t)
+                for t in self.taus
+                if t != self.tau
+            ]
         return out
 
-    def readings(self, values, rule: str, threshold: float, direction: str, sep: bool,
-                 extra: dict | None = None) -> tuple[dict, dict]:
+    def readings(
+        self,
+        values,
+        rule: str,
+        threshold: float,
+        direction: str,
+        sep: bool,
+        extra: dict | None = None,
+    ) -> tuple[dict, dict]:
         """Judge ``values(budget, lam, tau)`` (per-seed values, or ``None`` when the reading
         does not exist) under every budget and nominal-setting reading, plus each
         ``extra[name] = (budget, values)``; returns ``(judgements, per-reading medians)``."""
         out = {}
-        for budget in ex.BUDGETS:
+        for budget in BUDGETS:
             for words, lam, tau in self.settings(sep):
                 try:
                     v = values(budget, lam, tau)
@@ -147,68 +173,116 @@ class Judge:
                 out[f"{self.budget_name(budget)}, {words}"] = v
         for name, v in (extra or {}).items():
             out[name] = v
-        judgements = {k: stats.judge(rule, v, threshold=threshold, direction=direction)
-                      for k, v in out.items()}
+        judgements = {
+            k: stats.judge(rule, v, threshold=threshold, direction=direction)
+            for k, v in out.items()
+        }
         return judgements, out
 
-    def finding(self, id: str, statement: str, values, rule: str, threshold: float,
-                direction: str, effect: str, *, sep: bool = False, extra=None,
-                cells: str | None = None) -> Claim:
+    def finding(
+        self,
+        id: str,
+        statement: str,
+        values,
+        rule: str,
+        threshold: float,
+        direction: str,
+        effect: str,
+        *,
+        sep: bool = False,
+        extra=None,
+        cells: str | None = None,
+    ) -> Claim:
         js, vals = self.readings(values, rule, threshold, direction, sep, extra)
         primary = next(iter(js))
         v = np.asarray(vals[primary], dtype=float)
         sign = 1.0 if direction == ">" else -1.0
-        summary = {"primary_reading": primary,
-                   "mean": np.nanmean(v, axis=0).tolist(),
-                   "median": np.nanmedian(v, axis=0).tolist(),
-                   "share_on_claimed_side": float(np.mean(sign * (v - threshold) > 0))}
+        summary = {
+            "primary_reading": primary,
+            "mean": np.nanmean(v, axis=0).tolist(),
+            "median": np.nanmedian(v, axis=0).tolist(),
+            "share_on_claimed_side": float(np.mean(sign * (v - threshold) > 0)),
+        }
         if cells:
             summary["cells_are"] = cells
         summary["reading_estimates"] = {k: j.estimate for k, j in js.items()}
-        return judged(id, statement, js[primary], readings=js,
-                      paper_value=threshold + sign * EFFECT[effect], extra=summary)
+        return judged(
+            id,
+            statement,
+            js[primary],
+            readings=js,
+            paper_value=threshold + sign * EFFECT[effect],
+            extra=summary,
+        )
 
     # -- findings ---------------------------------------------------------------------------
 
     def coverage_lowest_error(self, init: str, cov: str) -> Claim:
         def named(budget, lam, tau):
             c = self.col(COV, cov, lam)
-            return np.hstack([self.diff(init, budget, "reconstruction_error",
-                                        self.col(k, cov, lam, tau), c) for k in (PLAIN, SEP, OV)])
+            return np.hstack(
+                [
+                    self.diff(init, budget, "reconstruction_error", self.col(k, cov, lam, tau), c)
+                    for k in (PLAIN, SEP, OV)
+                ]
+            )
 
         def every(budget):
             c = self.col(COV, cov)
-            return np.hstack([self.diff(init, budget, "reconstruction_error", self.col(k, cov), c)
-                              for k in model.COMBINATIONS if k != COV])
+            return np.hstack(
+                [
+                    self.diff(init, budget, "reconstruction_error", self.col(k, cov), c)
+                    for k in COMBINATIONS
+                    if k != COV
+                ]
+            )
 
-        extra = {f"all 8 masks, {self.budget_name(b)}": every(b) for b in ex.BUDGETS}
+        extra = {f"all 8 masks, {self.budget_name(b)}": every(b) for b in BUDGETS}
         n = len(self.sizes)
         return self.finding(
             f"coverage_lowest_error[init={init},coverage={cov}]",
             "coverage-only gives the lowest mean reconstruction error at every N, against the "
             "approaches the abstract names (plain fit, separation, overlap): err_k - err_cov > 0 "
             f"in every cell (N x k, {n} x 3); second reading: against all seven other masks",
-            named, "every_cell", 0.0, ">", "error", sep=True, extra=extra,
-            cells="size-major: N x (plain, sep, ov)")
+            named,
+            "every_cell",
+            0.0,
+            ">",
+            "error",
+            sep=True,
+            extra=extra,
+            cells="size-major: N x (plain, sep, ov)",
+        )
 
     def coverage_usage(self, init: str, cov: str, usage: str) -> Claim:
         def values(budget, lam, tau):
-            return self.diff(init, budget, f"usage_{usage}", self.col(COV, cov, lam),
-                             self.col(PLAIN)).mean(axis=1)
+            return self.diff(
+                init, budget, f"usage_{usage}", self.col(COV, cov, lam), self.col(PLAIN)
+            ).mean(axis=1)
 
         return self.finding(
             f"coverage_usage_above_plain[init={init},coverage={cov},usage={usage}]",
             "coverage-only raises the prototype-usage specialization ratio over the plain fit: "
             "the mean over seeds of (mean over N of usage_cov - usage_plain) > 0; second "
             "reading: the mean over the four pairs (a mask with coverage, the same without)",
-            values, "mean_threshold", 0.0, ">", "usage",
-            extra={f"four pairs, {self.budget_name(b)}": self.pairs(
-                init, b, f"usage_{usage}", 0, cov).mean(axis=1) for b in ex.BUDGETS})
+            values,
+            "mean_threshold",
+            0.0,
+            ">",
+            "usage",
+            extra={
+                f"four pairs, {self.budget_name(b)}": self.pairs(
+                    init, b, f"usage_{usage}", 0, cov
+                ).mean(axis=1)
+                for b in BUDGETS
+            },
+        )
 
     def overlap_harmful(self, init: str) -> Claim:
         def values(budget, lam, tau):
-            return self.diff(init, budget, "reconstruction_error", self.col(OV, lam=lam),
-                             self.col(PLAIN))
+            return self.diff(
+                init, budget, "reconstruction_error", self.col(OV, lam=lam), self.col(PLAIN)
+            )
 
         return self.finding(
             f"overlap_harmful[init={init}]",
@@ -216,13 +290,24 @@ class Judge:
             "fit at every N, judged on the median paired difference err_ov - err_plain per N "
             "(the error is heavy-tailed; means stored beside medians); second reading: the "
             "mean over the four pairs (a mask with overlap, the same without)",
-            values, "every_cell_median", 0.0, ">", "error", cells="N",
-            extra=self.all_masks(init, "reconstruction_error", 2))
+            values,
+            "every_cell_median",
+            0.0,
+            ">",
+            "error",
+            cells="N",
+            extra=self.all_masks(init, "reconstruction_error", 2),
+        )
 
     def separation_mixed(self, init: str) -> Claim:
         def values(budget, lam, tau):
-            return self.diff(init, budget, "reconstruction_error", self.col(SEP, lam=lam, tau=tau),
-                             self.col(PLAIN))
+            return self.diff(
+                init,
+                budget,
+                "reconstruction_error",
+                self.col(SEP, lam=lam, tau=tau),
+                self.col(PLAIN),
+            )
 
         claim = self.finding(
             f"separation_mixed[init={init}]",
@@ -230,10 +315,18 @@ class Judge:
             "paired difference err_sep - err_plain is below 0 (some_cell_median, Holm over N); "
             "'worse at some N' is stored beside it; second reading: the mean over the four "
             "pairs (a mask with separation, the same without)",
-            values, "some_cell_median", 0.0, "<", "error", sep=True, cells="N",
-            extra=self.all_masks(init, "reconstruction_error", 1))
-        worse = stats.judge("some_cell_median", values("fixed", self.lam, self.tau),
-                            threshold=0.0, direction=">")
+            values,
+            "some_cell_median",
+            0.0,
+            "<",
+            "error",
+            sep=True,
+            cells="N",
+            extra=self.all_masks(init, "reconstruction_error", 1),
+        )
+        worse = stats.judge(
+            "some_cell_median", values("fixed", self.lam, self.tau), threshold=0.0, direction=">"
+        )
         claim.tolerance["worse_at_some_N"] = worse.verdict
         return claim
 
@@ -241,99 +334,171 @@ class Judge:
         var = model.TARGET_VARIANCE[self.config["target"]]
 
         def named(budget, lam, tau):
-            return self.diff(init, budget, "fit_error", self.col(OV, lam=lam),
-                             self.col(PLAIN)) / var
+            return (
+                self.diff(init, budget, "fit_error", self.col(OV, lam=lam), self.col(PLAIN)) / var
+            )
 
         def pairs(budget, cov):
-            masks = [m for m in model.COMBINATIONS if m[2] == 0]
-            return np.mean([self.diff(init, budget, "fit_error", self.col((m[0], m[1], 1), cov),
-                                      self.col(m, cov)) for m in masks], axis=0) / var
+            masks = [m for m in COMBINATIONS if m[2] == 0]
+            return (
+                np.mean(
+                    [
+                        self.diff(
+                            init,
+                            budget,
+                            "fit_error",
+                            self.col((m[0], m[1], 1), cov),
+                            self.col(m, cov),
+                        )
+                        for m in masks
+                    ],
+                    axis=0,
+                )
+                / var
+            )
 
-        extra = {f"four pairs (coverage {cov}), {self.budget_name(b)}": pairs(b, cov)
-                 for cov in self.config["coverages"] for b in ex.BUDGETS}
+        extra = {
+            f"four pairs (coverage {cov}), {self.budget_name(b)}": pairs(b, cov)
+            for cov in self.config["coverages"]
+            for b in BUDGETS
+        }
         return self.finding(
             f"overlap_fits_as_well[init={init}]",
             "overlap-active runs fit the data as well as overlap-free ones: at every N, "
-            f"(fit_ov - fit_plain) / var(y) < {ex.FIT_TOLERANCE:g} (every_cell); second "
+            f"(fit_ov - fit_plain) / var(y) < {FIT_TOLERANCE:g} (every_cell); second "
             "reading: the mean over the four pairs (a mask with overlap, the same without)",
-            named, "every_cell", ex.FIT_TOLERANCE, "<", "fit", extra=extra, cells="N")
+            named,
+            "every_cell",
+            FIT_TOLERANCE,
+            "<",
+            "fit",
+            extra=extra,
+            cells="N",
+        )
 
     def overlap_fit_ratio(self, init: str, cov: str) -> Claim:
-        masks = [m for m in model.COMBINATIONS if m[2] == 0]
+        masks = [m for m in COMBINATIONS if m[2] == 0]
         fit = self.measure(init, "fixed", "fit_error")
         num = np.mean([fit[:, :, self.col((m[0], m[1], 1), cov)] for m in masks], axis=(0, 1))
         den = np.mean([fit[:, :, self.col(m, cov)] for m in masks], axis=(0, 1))
         rng = stats.generator(self.root, "ratio", init, cov)
         iv = stats.ratio_ci(num, den, rng=rng)
-        return Claim(id=f"overlap_fit_ratio[init={init},coverage={cov}]",
-                     statement="mean fit error of overlap-active runs over that of their "
-                     "overlap-free counterparts (fixed budget, pooled over N and pairs)",
-                     measured=iv.estimate, expected=None, tolerance=None, passed=True,
-                     kind="measurement", interval=iv.as_list())
+        return Claim(
+            id=f"overlap_fit_ratio[init={init},coverage={cov}]",
+            statement="mean fit error of overlap-active runs over that of their "
+            "overlap-free counterparts (fixed budget, pooled over N and pairs)",
+            measured=iv.estimate,
+            expected=None,
+            tolerance=None,
+            passed=True,
+            kind="measurement",
+            interval=iv.as_list(),
+        )
 
     def overlap_expels(self, init: str) -> Claim:
         def values(budget, lam, tau):
-            return self.diff(init, budget, "outside_fraction", self.col(OV, lam=lam),
-                             self.col(PLAIN)).mean(axis=1)
+            return self.diff(
+                init, budget, "outside_fraction", self.col(OV, lam=lam), self.col(PLAIN)
+            ).mean(axis=1)
 
         return self.finding(
             f"overlap_expels[init={init}]",
             "overlap pushes prototypes outside the data's hull at the nominal choice: the mean "
             "over seeds of (mean over N of out_ov - out_plain) > 0; second reading: the mean "
             "over the four pairs (a mask with overlap, the same without)",
-            values, "mean_threshold", 0.0, ">", "outside",
-            extra=self.all_masks(init, "outside_fraction", 2, reduce=True))
+            values,
+            "mean_threshold",
+            0.0,
+            ">",
+            "outside",
+            extra=self.all_masks(init, "outside_fraction", 2, reduce=True),
+        )
 
     def coverage_keeps_inside(self, init: str, cov: str) -> Claim:
         def named(budget, lam, tau):
-            return self.diff(init, budget, "outside_fraction", self.col(COV, cov, lam),
-                             self.col(PLAIN)).mean(axis=1)
+            return self.diff(
+                init, budget, "outside_fraction", self.col(COV, cov, lam), self.col(PLAIN)
+            ).mean(axis=1)
 
         def pairs(budget):
-            masks = [m for m in model.COMBINATIONS if m[0] == 0]
-            return np.mean([self.diff(init, budget, "outside_fraction",
-                                      self.col((1, m[1], m[2]), cov), self.col(m))
-                            for m in masks], axis=(0, 2))
+            masks = [m for m in COMBINATIONS if m[0] == 0]
+            return np.mean(
+                [
+                    self.diff(
+                        init,
+                        budget,
+                        "outside_fraction",
+                        self.col((1, m[1], m[2]), cov),
+                        self.col(m),
+                    )
+                    for m in masks
+                ],
+                axis=(0, 2),
+            )
 
-        extra = {f"four pairs, {self.budget_name(b)}": pairs(b) for b in ex.BUDGETS}
+        extra = {f"four pairs, {self.budget_name(b)}": pairs(b) for b in BUDGETS}
         return self.finding(
             f"coverage_keeps_inside[init={init},coverage={cov}]",
             "coverage keeps prototypes inside the hull: the mean over seeds of (mean over N of "
             "out_cov - out_plain) < 0; second reading: the mean over the four pairs (a mask "
-            "with coverage, the same without)", named, "mean_threshold", 0.0, "<", "outside",
-            extra=extra)
+            "with coverage, the same without)",
+            named,
+            "mean_threshold",
+            0.0,
+            "<",
+            "outside",
+            extra=extra,
+        )
 
     def separation_no_expulsion(self, init: str) -> Claim:
-        m = ex.EXPULSION_MARGIN
+        m = EXPULSION_MARGIN
 
         def values(budget, lam, tau):
-            return self.diff(init, budget, "outside_fraction", self.col(SEP, lam=lam, tau=tau),
-                             self.col(PLAIN))
+            return self.diff(
+                init, budget, "outside_fraction", self.col(SEP, lam=lam, tau=tau), self.col(PLAIN)
+            )
 
         return self.finding(
             f"separation_no_expulsion_at_nominal_tau[init={init}]",
             "separation does not expel at the nominal temperature: at every N, the mean excess "
             f"out_sep - out_plain is below {m:g} (every_cell), under each plausible nominal "
             "tau and lambda; second reading: the mean over the four pairs (a mask with "
-            "separation, the same without)", values, "every_cell", m, "<", "outside", sep=True,
-            cells="N", extra=self.all_masks(init, "outside_fraction", 1))
+            "separation, the same without)",
+            values,
+            "every_cell",
+            m,
+            "<",
+            "outside",
+            sep=True,
+            cells="N",
+            extra=self.all_masks(init, "outside_fraction", 1),
+        )
 
     def separation_expels_large_tau(self, init: str) -> Claim:
-        m, big = ex.EXPULSION_MARGIN, max(float(t) for t in self.config["taus"])
+        m, big = EXPULSION_MARGIN, max(float(t) for t in self.config["taus"])
 
         def values(budget, lam, tau):
             if lam != self.lam or tau != self.tau:
                 raise KeyError(lam)
-            return self.diff(init, budget, "outside_fraction",
-                             ex.variant_index(self.config, SEP, None, tau=big),
-                             self.col(PLAIN)).mean(axis=1)
+            return self.diff(
+                init,
+                budget,
+                "outside_fraction",
+                variant_index(self.config, SEP, None, tau=big),
+                self.col(PLAIN),
+            ).mean(axis=1)
 
         return self.finding(
             f"separation_expels_at_large_tau[init={init}]",
             f"separation expels at large temperature: at tau = {big:g}, the mean over seeds of "
             f"(mean over N of out_sep - out_plain) > {m:g} (the tau sweep runs on the "
-            "separation-only mask, so this finding has no all-mask reading)", values,
-            "mean_threshold", m, ">", "outside")
+            "separation-only mask, so this finding has no all-mask reading)",
+            values,
+            "mean_threshold",
+            m,
+            ">",
+            "outside",
+        )
 
 
 def plain_fit(config: dict, data: dict, col, init: str) -> Claim:
@@ -343,26 +508,45 @@ def plain_fit(config: dict, data: dict, col, init: str) -> Claim:
     rel = np.mean(fit, axis=1) / model.TARGET_VARIANCE[config["target"]]
     i = int(np.argmax(rel))
     worst = float(rel[i])
-    text = (f"init={init}: the plain fit's mean over seeds of fit_error / var(y) at the fixed "
-            f"budget, worst over N (at N = {config['sizes'][i]})")
+    text = (
+        f"init={init}: the plain fit's mean over seeds of fit_error / var(y) at the fixed "
+        f"budget, worst over N (at N = {config['sizes'][i]})"
+    )
     if init != "inside":
-        return Claim(id=f"plain_fit_error[init={init}]", statement=text, measured=worst,
-                     expected=None, tolerance=None, passed=True, kind="measurement")
-    return Claim(id=f"plain_fit_converged[init={init}]",
-                 statement=text + f" is below {ex.CONVERGED:g}: the budget lets the plain fit "
-                 "converge", measured=worst, expected=f"< {ex.CONVERGED:g}",
-                 tolerance=ex.CONVERGED, passed=bool(worst < ex.CONVERGED))
+        return Claim(
+            id=f"plain_fit_error[init={init}]",
+            statement=text,
+            measured=worst,
+            expected=None,
+            tolerance=None,
+            passed=True,
+            kind="measurement",
+        )
+    return Claim(
+        id=f"plain_fit_converged[init={init}]",
+        statement=text + f" is below {CONVERGED:g}: the budget lets the plain fit converge",
+        measured=worst,
+        expected=f"< {CONVERGED:g}",
+        tolerance=CONVERGED,
+        passed=bool(worst < CONVERGED),
+    )
 
 
 def settled_share(config: dict, data: dict, init: str) -> Claim:
     """The share of runs that settled before the cap (a measurement)."""
     s = data[init]["settled_at"]
     share = float(np.mean(s >= 0))
-    return Claim(id=f"settled_share[init={init}]",
-                 statement=f"init={init}: share of runs whose largest prototype displacement per "
-                 f"{config['window']} steps fell below {config['settle_tolerance']:g} within "
-                 f"{config['cap']} steps (the rest are read at the cap)", measured=share,
-                 expected=None, tolerance=None, passed=True, kind="measurement")
+    return Claim(
+        id=f"settled_share[init={init}]",
+        statement=f"init={init}: share of runs whose largest prototype displacement per "
+        f"{config['window']} steps fell below {config['settle_tolerance']:g} within "
+        f"{config['cap']} steps (the rest are read at the cap)",
+        measured=share,
+        expected=None,
+        tolerance=None,
+        passed=True,
+        kind="measurement",
+    )
 
 
 def claims_of(config: dict, data: dict, root: np.random.SeedSequence) -> list[Claim]:
@@ -370,13 +554,22 @@ def claims_of(config: dict, data: dict, root: np.random.SeedSequence) -> list[Cl
     j = Judge(config, data, root)
     out = []
     for init in config["inits"]:
-        out += [plain_fit(config, data, j.col, init), settled_share(config, data, init),
-                j.overlap_harmful(init), j.overlap_expels(init), j.overlap_fits(init),
-                j.separation_mixed(init), j.separation_no_expulsion(init),
-                j.separation_expels_large_tau(init)]
+        out += [
+            plain_fit(config, data, j.col, init),
+            settled_share(config, data, init),
+            j.overlap_harmful(init),
+            j.overlap_expels(init),
+            j.overlap_fits(init),
+            j.separation_mixed(init),
+            j.separation_no_expulsion(init),
+            j.separation_expels_large_tau(init),
+        ]
         for cov in config["coverages"]:
-            out += [j.coverage_lowest_error(init, cov), j.coverage_keeps_inside(init, cov),
-                    j.overlap_fit_ratio(init, cov)]
+            out += [
+                j.coverage_lowest_error(init, cov),
+                j.coverage_keeps_inside(init, cov),
+                j.overlap_fit_ratio(init, cov),
+            ]
             out += [j.coverage_usage(init, cov, u) for u in ("nearest", "argmax")]
     return out
 
@@ -385,7 +578,7 @@ def _bands(x: np.ndarray, center: str) -> np.ndarray:
     """``(..., 3)``: centre (mean or median) and 95% interval over the last axis (seeds): the t
     interval of the mean, or the distribution-free interval of the median."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        b = (est.t_bounds if center == "mean" else est.median_bounds)(x, 0.975)
+        b = (stats.t_bounds if center == "mean" else stats.median_bounds)(x, 0.975)
     return np.stack([b.estimate, b.lower, b.upper], axis=-1)
 
 
@@ -396,12 +589,12 @@ def intervals(config: dict, data: dict) -> dict[str, np.ndarray]:
     ``out_sep(tau) - out_plain`` (mean), and ``history__{init}`` ``(n_sizes, K, V, 3)`` for the
     outside fraction at each checkpoint (mean)."""
     out = {}
-    plain = ex.variant_index(config, PLAIN, None)
-    sweep = [ex.variant_index(config, SEP, None, tau=float(t)) for t in config["taus"]]
+    plain = variant_index(config, PLAIN, None)
+    sweep = [variant_index(config, SEP, None, tau=float(t)) for t in config["taus"]]
     for init in config["inits"]:
         d = data[init]
-        for budget in ex.BUDGETS:
-            for m in ex.MEASURES:
+        for budget in BUDGETS:
+            for m in MEASURES:
                 x = np.moveaxis(d[budget][m], 1, -1)  # (n_sizes, V, S)
                 for center in ("mean", "median"):
                     out[f"{center}__{m}__{budget}__{init}"] = _bands(x, center)
@@ -416,31 +609,33 @@ def analyse(config: dict, tasks: list[dict], results: list[dict], seed: np.rando
     """Arrays behind the figures, the claims and diagnostics (plain fit error, run count)."""
     data = collect(config, tasks, results)
     claims = claims_of(config, data, seed)
-    arrays = {"sizes": np.asarray(config["sizes"], dtype=float),
-              "taus": np.asarray(config["taus"], dtype=float),
-              "checkpoints": data["checkpoints"].astype(float)}
+    arrays = {
+        "sizes": np.asarray(config["sizes"], dtype=float),
+        "taus": np.asarray(config["taus"], dtype=float),
+        "checkpoints": data["checkpoints"].astype(float),
+    }
     arrays |= intervals(config, data)
     for init in config["inits"]:
         d = data[init]
-        for b in ex.BUDGETS:
-            for k in ex.MEASURES:
+        for b in BUDGETS:
+            for k in MEASURES:
                 arrays[f"{b}__{k}__{init}"] = d[b][k]
         for k in ("positions", "x_last", "fit_history", "settled_at"):
             arrays[f"{k}__{init}"] = d[k]
-    col = ex.variant_index(config, PLAIN, None)
+    col = variant_index(config, PLAIN, None)
     var = model.TARGET_VARIANCE[config["target"]]
-    plain = {init: (np.mean(data[init]["fixed"]["fit_error"][:, :, col], axis=1) / var).tolist()
-             for init in config["inits"]}
-    n_core = len(model.COMBINATIONS) * len(config["sizes"]) * int(config["seeds"])
+    plain = {
+        init: (np.mean(data[init]["fixed"]["fit_error"][:, :, col], axis=1) / var).tolist()
+        for init in config["inits"]
+    }
+    n_core = len(COMBINATIONS) * len(config["sizes"]) * int(config["seeds"])
     n_trained = sum(np.asarray(r["fixed__fit_error"]).size for r in results)
-    diagnostics = {"plain_relative_fit_error": plain, "runs_per_reading": n_core,
-                   "runs_trained": int(n_trained),
-                   "settled_share": {init: float(np.mean(data[init]["settled_at"] >= 0))
-                                     for init in config["inits"]}}
-    return labelled(ex.Prototypes.params, config, (arrays, claims, diagnostics))
-
-
-def plot(arrays: dict, config: dict, outdir) -> list:
-    from ._plots import plot as draw
-
-    return draw(arrays, config, outdir)
+    diagnostics = {
+        "plain_relative_fit_error": plain,
+        "runs_per_reading": n_core,
+        "runs_trained": int(n_trained),
+        "settled_share": {
+            init: float(np.mean(data[init]["settled_at"] >= 0)) for init in config["inits"]
+        },
+    }
+    return arrays, claims, diagnostics

@@ -138,8 +138,31 @@ def _prototype_part(xs, b, w, m_cov, m_sep, chamfer, tau, gp, ps, pull, e):
 
 
 @numba.njit(cache=True, fastmath=FAST)
-def _gradient(xs, y, w, b, a, c, m_cov, m_sep, m_ov, chamfer, tau, lam, H, span, r, s, e, gw,
-              gb, ga, gp, ps, pull):
+def _gradient(
+    xs,
+    y,
+    w,
+    b,
+    a,
+    c,
+    m_cov,
+    m_sep,
+    m_ov,
+    chamfer,
+    tau,
+    lam,
+    H,
+    span,
+    r,
+    s,
+    e,
+    gw,
+    gb,
+    ga,
+    gp,
+    ps,
+    pull,
+):
     """Closed-form ``dL/dw``, ``dL/db``, ``dL/da`` of one run into ``gw``, ``gb``, ``ga``;
     returns ``(dL/dc, L_fit)``. ``H`` (``N x M``), ``span`` (``N x 2``), ``r``, ``s`` (``M``), ``gp``, ``ps``,
     ``pull`` (``N``) are scratch."""
@@ -227,13 +250,35 @@ def train_window(xs, y, w, b, a, c, mom, mask, chamfer, tau, lam, lr, done, n, a
     for row in range(B):
         if not active[row]:
             continue
-        wr, br, ar, cr = w[row], b[row], a[row], c[row:row + 1]
+        wr, br, ar, cr = w[row], b[row], a[row], c[row : row + 1]
         mw, mb, ma, mc = mom[row, 0, 0], mom[row, 0, 1], mom[row, 0, 2], mom[row, 0, 3, :1]
         vw, vb, va, vc = mom[row, 1, 0], mom[row, 1, 1], mom[row, 1, 2], mom[row, 1, 3, :1]
         for k in range(max(n, 1)):
-            gcv[0], f = _gradient(xs[row], y[row], wr, br, ar, cr[0], mask[row, 0], mask[row, 1],
-                                  mask[row, 2], chamfer[row], tau[row], lam[row], H, span, r, s,
-                                  e, gw, gb, ga, gp, ps, pull)
+            gcv[0], f = _gradient(
+                xs[row],
+                y[row],
+                wr,
+                br,
+                ar,
+                cr[0],
+                mask[row, 0],
+                mask[row, 1],
+                mask[row, 2],
+                chamfer[row],
+                tau[row],
+                lam[row],
+                H,
+                span,
+                r,
+                s,
+                e,
+                gw,
+                gb,
+                ga,
+                gp,
+                ps,
+                pull,
+            )
             if k == 0:
                 fit[row] = f
             if n == 0:

@@ -23,11 +23,11 @@ USAGES = ("nearest", "argmax")
 DEFINITIONS = {
     "prototype": "p_i = -b_i / w_i, the input where neuron i's response phi(w_i x + b_i) peaks",
     "reconstruction_error": "min over one-to-one assignments sigma of (1/M) sum_j |x_j - "
-                            "p_sigma(j)| (scipy.optimize.linear_sum_assignment)",
+    "p_sigma(j)| (scipy.optimize.linear_sum_assignment)",
     "usage_ratio_nearest": "number of distinct prototypes that are the nearest prototype of some "
-                           "training input, divided by N",
+    "training input, divided by N",
     "usage_ratio_argmax": "number of distinct neurons that have the largest hidden response "
-                          "phi(w_i x_j + b_i) at some training input, divided by N",
+    "phi(w_i x_j + b_i) at some training input, divided by N",
     "outside_fraction": "fraction of prototypes outside [min_j x_j, max_j x_j]",
     "fit_error": "mean_j (f(x_j) - y_j)^2 on the training set after training",
 }
@@ -48,8 +48,9 @@ def reconstruction_error(x: np.ndarray, p: np.ndarray) -> float:
     return float(cost[rows, cols].mean())
 
 
-def usage_ratio(x: np.ndarray, p: np.ndarray, *, kind: str = "nearest",
-                responses: np.ndarray | None = None) -> float:
+def usage_ratio(
+    x: np.ndarray, p: np.ndarray, *, kind: str = "nearest", responses: np.ndarray | None = None
+) -> float:
     """Distinct prototypes used by the samples, over ``N`` (``responses``: ``(N, M)`` for
     ``kind="argmax"``)."""
     if kind not in USAGES:
@@ -76,8 +77,9 @@ def fit_error(f: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean((np.asarray(f, dtype=float) - np.asarray(y, dtype=float)) ** 2))
 
 
-def measure_runs(x: np.ndarray, y: np.ndarray, w: np.ndarray, b: np.ndarray, a: np.ndarray,
-                 c: np.ndarray) -> dict[str, np.ndarray]:
+def measure_runs(
+    x: np.ndarray, y: np.ndarray, w: np.ndarray, b: np.ndarray, a: np.ndarray, c: np.ndarray
+) -> dict[str, np.ndarray]:
     """Every measure of a batch: ``x``, ``y`` ``(B, M)``; ``w``, ``b``, ``a`` ``(B, N)``;
     ``c`` ``(B,)``. Returns ``(B,)`` arrays and the prototypes ``(B, N)``, in float64."""
     p = -b / w
@@ -86,8 +88,9 @@ def measure_runs(x: np.ndarray, y: np.ndarray, w: np.ndarray, b: np.ndarray, a: 
     out = {"prototypes": p}
     out["reconstruction_error"] = np.array([reconstruction_error(xi, pi) for xi, pi in zip(x, p)])
     out["usage_nearest"] = np.array([usage_ratio(xi, pi) for xi, pi in zip(x, p)])
-    out["usage_argmax"] = np.array([usage_ratio(xi, pi, kind="argmax", responses=hi)
-                                    for xi, pi, hi in zip(x, p, h)])
+    out["usage_argmax"] = np.array(
+        [usage_ratio(xi, pi, kind="argmax", responses=hi) for xi, pi, hi in zip(x, p, h)]
+    )
     out["outside_fraction"] = np.array([outside_fraction(xi, pi) for xi, pi in zip(x, p)])
     out["fit_error"] = np.array([fit_error(fi, yi) for fi, yi in zip(f, y)])
     return out

@@ -26,27 +26,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
 from ..._errors import InputError
 from ..._options import Param
+from ._protocol import COMBINATIONS as COMBINATIONS
+from ._protocol import COVERAGES as COVERAGES
+from ._protocol import INITS as INITS
 
 FLOOR = -60.0
 """Exponents below this are raised to it in the training loop: ``e^-60 ~ 1e-26`` is far below
 float32's resolution next to 1, and exponentiating hugely negative numbers takes CPU exp's slow
 path (a factor 5 on the whole step)."""
-
-COMBINATIONS: tuple[tuple[int, int, int], ...] = tuple(
-    (c, s, o) for o in (0, 1) for s in (0, 1) for c in (0, 1))
-"""The eight masks ``(coverage, separation, overlap)``; ``(0, 0, 0)`` is the plain fit."""
-
-INITS = ("inside", "broad")
-"""Initialisation readings: prototypes uniform in the data range, or the broad Gaussian draw."""
-
-COVERAGES = ("one-sided", "chamfer")
-"""Coverage readings: samples pulled to their nearest prototype, or that plus the reverse term."""
 
 
 def _sin(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -77,9 +71,17 @@ OPTIONS = {
     "n": Param(int, name="n", lo=1, hi=10**6, why="one hidden neuron per sample"),
     "target": Param(str, name="target", choices=tuple(TARGETS)),
     "init": Param(str, name="init", choices=INITS),
-    "steps": Param(int, name="steps", lo=0, hi=10**9, why="Adam steps; 0 returns the initial values"),
-    "lr": Param(float, name="lr", lo=0, hi=1e3, lo_open=True,
-                 why="Adam moves each parameter by about lr per step"),
+    "steps": Param(
+        int, name="steps", lo=0, hi=10**9, why="Adam steps; 0 returns the initial values"
+    ),
+    "lr": Param(
+        float,
+        name="lr",
+        lo=0,
+        hi=1e3,
+        lo_open=True,
+        why="Adam moves each parameter by about lr per step",
+    ),
     "weight": Param(float, name="weight", lo=0, hi=1e6, why="the structural losses' weight"),
     "record": Param(int, name="record", lo=0, hi=10**9, why="step counts, at most steps"),
 }
@@ -89,8 +91,10 @@ type (the same checks and error wording)."""
 
 def _check_rng(rng) -> None:
     if not isinstance(rng, np.random.Generator):
-        raise InputError(f"rng={type(rng).__name__} is not allowed; allowed: a "
-                         "numpy.random.Generator (explicit seeds only)")
+        raise InputError(
+            f"rng={type(rng).__name__} is not allowed; allowed: a "
+            "numpy.random.Generator (explicit seeds only)"
+        )
 
 
 def training_data(rng: np.random.Generator, n: int, target: str) -> tuple[np.ndarray, np.ndarray]:
@@ -152,20 +156,32 @@ class Runs:
             try:
                 v = np.asarray(getattr(self, name), dtype=np.float64)
             except (TypeError, ValueError):
-                raise InputError(f"Runs.{name} is not allowed; allowed: an array of numbers") \
-                    from None
+                raise InputError(
+                    f"Runs.{name} is not allowed; allowed: an array of numbers"
+                ) from None
             if not np.all(np.isfinite(v)):
-                raise InputError(f"Runs.{name} is not allowed (nan or inf); allowed: finite "
-                                 "numbers")
+                raise InputError(
+                    f"Runs.{name} is not allowed (nan or inf); allowed: finite numbers"
+                )
         if np.ndim(self.w) != 2:
             raise InputError(f"Runs.w has shape {np.shape(self.w)}, expected (B, N)")
         B, N = np.shape(self.w)
         if N < 2 or B < 1:
-            raise InputError(f"Runs.w has shape {(B, N)}: the pairwise losses need width N >= 2 "
-                             "and at least one run")
-        for name, shape in (("x", (B, -1)), ("y", np.shape(self.x)), ("b", (B, N)),
-                            ("a", (B, N)), ("c", (B,)), ("mask", (B, 3)), ("chamfer", (B,)),
-                            ("tau", (B,)), ("weight", (B,))):
+            raise InputError(
+                f"Runs.w has shape {(B, N)}: the pairwise losses need width N >= 2 "
+                "and at least one run"
+            )
+        for name, shape in (
+            ("x", (B, -1)),
+            ("y", np.shape(self.x)),
+            ("b", (B, N)),
+            ("a", (B, N)),
+            ("c", (B,)),
+            ("mask", (B, 3)),
+            ("chamfer", (B,)),
+            ("tau", (B,)),
+            ("weight", (B,)),
+        ):
             if getattr(self, name) is None:
                 continue
             got = np.shape(getattr(self, name))
@@ -179,16 +195,23 @@ class Runs:
             raise InputError("Runs.tau is not allowed; allowed: numbers > 0")
 
 
-def forward(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, a: torch.Tensor,
-            c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def forward(
+    x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, a: torch.Tensor, c: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``f`` of shape ``(B, M)`` and the hidden responses ``h`` of shape ``(B, N, M)``."""
     z = w[:, :, None] * x[:, None, :] + b[:, :, None]
     h = torch.exp(-0.5 * z * z)
     return torch.einsum("bn,bnm->bm", a, h) + c[:, None], h
 
 
-def structural_losses(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, h: torch.Tensor,
-                      tau: torch.Tensor, chamfer: torch.Tensor) -> torch.Tensor:
+def structural_losses(
+    x: torch.Tensor,
+    w: torch.Tensor,
+    b: torch.Tensor,
+    h: torch.Tensor,
+    tau: torch.Tensor,
+    chamfer: torch.Tensor,
+) -> torch.Tensor:
     """``(B, 3)``: coverage, separation and overlap of every run (module docstring)."""
     N = w.shape[1]
     M = x.shape[1]
@@ -203,9 +226,18 @@ def structural_losses(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, h: torc
     return torch.stack([cov, sep, ov], dim=1)
 
 
-def total_loss(x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Tensor,
-               a: torch.Tensor, c: torch.Tensor, mask: torch.Tensor, tau: torch.Tensor,
-               chamfer: torch.Tensor, weight) -> torch.Tensor:
+def total_loss(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    w: torch.Tensor,
+    b: torch.Tensor,
+    a: torch.Tensor,
+    c: torch.Tensor,
+    mask: torch.Tensor,
+    tau: torch.Tensor,
+    chamfer: torch.Tensor,
+    weight,
+) -> torch.Tensor:
     """``(B,)``: each run's ``L`` written with autograd-friendly operations (the reference that
     :func:`gradients` is tested against); ``weight`` one number or ``(B,)``."""
     f, h = forward(x, w, b, a, c)
@@ -223,8 +255,9 @@ def _nearest(sorted_points: torch.Tensor, queries: torch.Tensor) -> torch.Tensor
     return torch.where(d_lo <= d_hi, lo, hi)
 
 
-def _prototype_gradient(xs: torch.Tensor, p: torch.Tensor, mask: torch.Tensor, tau: torch.Tensor,
-                        chamfer: torch.Tensor) -> torch.Tensor:
+def _prototype_gradient(
+    xs: torch.Tensor, p: torch.Tensor, mask: torch.Tensor, tau: torch.Tensor, chamfer: torch.Tensor
+) -> torch.Tensor:
     """``d(m_cov L_cov + m_sep L_sep) / dp`` of shape ``(B, N)`` (``xs`` sorted ascending).
 
     Nearest neighbours on the line come from sorting and ``searchsorted`` (``O(N log N)``); the
@@ -249,9 +282,18 @@ def _prototype_gradient(xs: torch.Tensor, p: torch.Tensor, mask: torch.Tensor, t
     return grad
 
 
-def gradients(xs: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Tensor,
-              a: torch.Tensor, c: torch.Tensor, mask: torch.Tensor, tau: torch.Tensor,
-              chamfer: torch.Tensor, weight):
+def gradients(
+    xs: torch.Tensor,
+    y: torch.Tensor,
+    w: torch.Tensor,
+    b: torch.Tensor,
+    a: torch.Tensor,
+    c: torch.Tensor,
+    mask: torch.Tensor,
+    tau: torch.Tensor,
+    chamfer: torch.Tensor,
+    weight,
+):
     """``(dL/dw, dL/db, dL/da, dL/dc)`` of every run's ``L`` in closed form, and ``L_fit``.
 
     ``weight`` is ``lambda``: one number, or a ``(B,)`` tensor (one per run).
@@ -300,7 +342,6 @@ def max_displacement(w0, b0, w1, b1) -> np.ndarray:
     return np.where(np.isfinite(d), d, np.inf).max(axis=1)
 
 
-
 def _accept_record(record, steps: int) -> list[int]:
     """The step counts to snapshot: a sequence of counts in ``[0, steps]`` (one message for the
     torch and the compiled paths)."""
@@ -308,13 +349,25 @@ def _accept_record(record, steps: int) -> list[int]:
         raise InputError(f"record={record!r} is not allowed; allowed: a sequence of step counts")
     record = [OPTIONS["record"].accept(r, "record") for r in record]
     if any(r > steps for r in record):
-        raise InputError(f"record={record!r} is not allowed; allowed: step counts in [0, "
-                         f"steps={steps}]")
+        raise InputError(
+            f"record={record!r} is not allowed; allowed: step counts in [0, steps={steps}]"
+        )
     return record
 
-def train(runs: Runs, *, steps: int, lr: float, weight: float, dtype: torch.dtype = torch.float32,
-          device: str | torch.device = "cpu", record: Sequence[int] = (), window: int = 0,
-          tolerance: float = 0.0, cap: int = 0) -> dict[str, np.ndarray]:
+
+def train(
+    runs: Runs,
+    *,
+    steps: int,
+    lr: float,
+    weight: float,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    record: Sequence[int] = (),
+    window: int = 0,
+    tolerance: float = 0.0,
+    cap: int = 0,
+) -> dict[str, Any]:
     """Full-batch Adam (``torch.optim.Adam``, default betas) on every run at once.
 
     Minimises ``sum_runs L`` (module docstring) for ``steps`` steps at step size ``lr``, with the
@@ -333,37 +386,42 @@ def train(runs: Runs, *, steps: int, lr: float, weight: float, dtype: torch.dtyp
     step trained; the fixed budget's are ``snapshots`` at ``steps``.
     """
     if not isinstance(runs, Runs):
-        raise InputError(f"runs={type(runs).__name__} is not allowed; allowed: a "
-                         "gaugedyn.experiments.prototypes.Runs")
+        raise InputError(
+            f"runs={type(runs).__name__} is not allowed; allowed: a "
+            "gaugedyn.experiments.prototypes.Runs"
+        )
     steps = OPTIONS["steps"].accept(steps)
     lr, weight = OPTIONS["lr"].accept(lr), OPTIONS["weight"].accept(weight)
     if dtype not in (torch.float32, torch.float64):
-        raise InputError(f"dtype={dtype!r} is not allowed; allowed: torch.float32 or "
-                         "torch.float64")
-    from ...training._network import resolve_device
+        raise InputError(f"dtype={dtype!r} is not allowed; allowed: torch.float32 or torch.float64")
+    from ...training import resolve_device
 
     device = resolve_device(device)
     record = _accept_record(record, steps)
     if window:
         if steps % window or cap % window or cap < steps:
-            raise InputError(f"window={window} is not allowed; allowed: a divisor of steps={steps} "
-                             f"and of cap={cap}, with cap >= steps")
+            raise InputError(
+                f"window={window} is not allowed; allowed: a divisor of steps={steps} "
+                f"and of cap={cap}, with cap >= steps"
+            )
     last = cap if window else steps
     order = np.argsort(runs.x, axis=1)
     xs = _tensor(np.take_along_axis(runs.x, order, 1), dtype, device)
     y = _tensor(np.take_along_axis(runs.y, order, 1), dtype, device)
     params = [_tensor(getattr(runs, k), dtype, device) for k in "wbac"]
+    pw, pb, pa, pc = params
     mask = _tensor(runs.mask, dtype, device)
     tau, chamfer = _tensor(runs.tau, dtype, device), _tensor(runs.chamfer, dtype, device)
-    lam = _tensor(runs.weight if runs.weight is not None else np.full(len(runs.tau), weight),
-                  dtype, device)
+    lam = _tensor(
+        runs.weight if runs.weight is not None else np.full(len(runs.tau), weight), dtype, device
+    )
     opt = torch.optim.Adam(params, lr=lr)
     wanted = {int(s): i for i, s in enumerate(record)}
     history = np.full((len(wanted), xs.shape[0]), np.nan)
     snaps, settled = [], np.full(xs.shape[0], -1)
     with torch.no_grad():
         for step in range(last + 1):
-            grads, fit = gradients(xs, y, *params, mask, tau, chamfer, lam)
+            grads, fit = gradients(xs, y, pw, pb, pa, pc, mask, tau, chamfer, lam)
             if step in wanted:
                 history[wanted[step]] = fit.cpu().double().numpy()
             if window and step % window == 0:
@@ -378,7 +436,7 @@ def train(runs: Runs, *, steps: int, lr: float, weight: float, dtype: torch.dtyp
             for param, grad in zip(params, grads):
                 param.grad = grad
             opt.step()
-    out = {k: p.cpu().double().numpy() for k, p in zip("wbac", params)}
+    out: dict[str, Any] = {k: p.cpu().double().numpy() for k, p in zip("wbac", params)}
     out["fit_history"] = history
     if window:
         out["snapshots"] = {k: np.stack([s[i] for s in snaps]) for i, k in enumerate("wbac")}
@@ -387,9 +445,17 @@ def train(runs: Runs, *, steps: int, lr: float, weight: float, dtype: torch.dtyp
     return out
 
 
-def train_fused(runs: Runs, *, steps: int, lr: float, weight: float,
-                record: Sequence[int] = (), window: int = 0, tolerance: float = 0.0,
-                cap: int = 0) -> dict[str, np.ndarray]:
+def train_fused(
+    runs: Runs,
+    *,
+    steps: int,
+    lr: float,
+    weight: float,
+    record: Sequence[int] = (),
+    window: int = 0,
+    tolerance: float = 0.0,
+    cap: int = 0,
+) -> dict[str, Any]:
     """:func:`train` in float64 through one compiled kernel (:mod:`._kernels`), with the same
     arguments (no ``dtype``, ``device``) and the same return value.
 
@@ -407,14 +473,18 @@ def train_fused(runs: Runs, *, steps: int, lr: float, weight: float,
     either way; only the snapshots after a run has settled differ.
     """
     if not isinstance(runs, Runs):
-        raise InputError(f"runs={type(runs).__name__} is not allowed; allowed: a "
-                         "gaugedyn.experiments.prototypes.Runs")
+        raise InputError(
+            f"runs={type(runs).__name__} is not allowed; allowed: a "
+            "gaugedyn.experiments.prototypes.Runs"
+        )
     steps = OPTIONS["steps"].accept(steps)
     lr, weight = OPTIONS["lr"].accept(lr), OPTIONS["weight"].accept(weight)
     record = _accept_record(record, steps)
     if window and (steps % window or cap % window or cap < steps):
-        raise InputError(f"window={window} is not allowed; allowed: a divisor of steps={steps} "
-                         f"and of cap={cap}, with cap >= steps")
+        raise InputError(
+            f"window={window} is not allowed; allowed: a divisor of steps={steps} "
+            f"and of cap={cap}, with cap >= steps"
+        )
     from . import _kernels
 
     last = cap if window else steps
@@ -436,8 +506,9 @@ def train_fused(runs: Runs, *, steps: int, lr: float, weight: float,
     fit = np.full(B, np.nan)
     for t, nxt in zip(bounds, [*bounds[1:], None]):
         if t in wanted:
-            _kernels.train_window(xs, y, w, b, a, c, mom, mask, chamfer, tau, lam, lr, t, 0,
-                                  every, fit)
+            _kernels.train_window(
+                xs, y, w, b, a, c, mom, mask, chamfer, tau, lam, lr, t, 0, every, fit
+            )
             history[wanted[t]] = fit
         if window and t % window == 0:
             snaps.append([w.copy(), b.copy(), a.copy(), c.copy()])
@@ -450,9 +521,10 @@ def train_fused(runs: Runs, *, steps: int, lr: float, weight: float,
                     break
         if nxt is None:
             break
-        _kernels.train_window(xs, y, w, b, a, c, mom, mask, chamfer, tau, lam, lr, t, nxt - t,
-                              active, fit)
-    out = {"w": w, "b": b, "a": a, "c": c, "fit_history": history}
+        _kernels.train_window(
+            xs, y, w, b, a, c, mom, mask, chamfer, tau, lam, lr, t, nxt - t, active, fit
+        )
+    out: dict[str, Any] = {"w": w, "b": b, "a": a, "c": c, "fit_history": history}
     if window:
         out["snapshots"] = {k: np.stack([s[i] for s in snaps]) for i, k in enumerate("wbac")}
         out["checkpoints"] = np.arange(len(snaps)) * window
@@ -467,7 +539,7 @@ arrays), measured side by side by ``benchmarks/bench_prototypes_chunking.py``; a
 (2.8 million elements) slicing did not help, so the whole batch is kept there."""
 
 
-def train_chunked(runs: Runs, **kw) -> dict[str, np.ndarray]:
+def train_chunked(runs: Runs, **kw) -> dict[str, Any]:
     """:func:`train` on consecutive slices of the batch of at most :data:`CHUNK_ELEMENTS`
     elements each, merged. Each run follows exactly the trajectory it follows alone, so the
     result equals :func:`train` on the whole batch except where a slice stops early (every run
@@ -477,10 +549,13 @@ def train_chunked(runs: Runs, **kw) -> dict[str, np.ndarray]:
     size = max(1, CHUNK_ELEMENTS // (N * max(N, np.shape(runs.x)[1])))
     parts = []
     for lo in range(0, B, size):
-        part = Runs(**{f: (None if getattr(runs, f) is None else getattr(runs, f)[lo:lo + size])
-                       for f in runs.__dataclass_fields__})
+        fields: dict[str, Any] = {
+            f: (None if getattr(runs, f) is None else getattr(runs, f)[lo : lo + size])
+            for f in runs.__dataclass_fields__
+        }
+        part = Runs(**fields)
         parts.append(train(part, **kw))
-    out = {k: np.concatenate([p[k] for p in parts]) for k in "wbac"}
+    out: dict[str, Any] = {k: np.concatenate([p[k] for p in parts]) for k in "wbac"}
     out["fit_history"] = np.concatenate([p["fit_history"] for p in parts], axis=1)
     if "snapshots" in parts[0]:
         k = max(len(p["checkpoints"]) for p in parts)

@@ -3,33 +3,11 @@ training inputs be read back from the weights.
 
 Width-``N`` networks ``f(x) = sum_i a_i exp(-(w_i x + b_i)^2 / 2) + c`` are trained on ``N``
 uniform inputs with the plain fit and every combination of three structural losses (coverage,
-separation, overlap), under every candidate reading of the set-up (coverage one-sided or chamfer,
-prototypes initialised inside the data range or broadly; the usage ratio by nearest prototype or by
-argmax of the response). One task is one ``(N, initialisation)``: all seeds, loss combinations,
-coverage readings, the ``tau`` sweep on the separation-only mask and the single-loss masks at the
-other plausible ``lambda`` values train as one batched program (in cache-sized slices), with
-checkpoints every ``window`` steps. Two budget readings come from the same trajectories: the
-fixed budget (``steps``) and the settled one (each run read at the first checkpoint where its
-largest prototype displacement over a window is below ``settle_tolerance``, at most ``cap``).
-
-The model, the readings and each finding's protocol are fixed in ``derivations/prototypes.md``
-(and ``docs/prototypes.md``). Each finding is judged by a rule of the verdict-rule catalogue
-(:mod:`._analysis`), primarily against the four approaches the abstract names (plain fit,
-coverage, separation, overlap) at the fixed budget and the nominal ``lambda`` and ``tau``, and
-under every documented alternative reading:
-
-1. ``coverage_lowest_error``: ``every_cell`` on ``err_k - err_cov > 0`` (cells: N x {plain, sep,
-   ov}; reading: all seven other masks);
-2. ``coverage_usage_above_plain``: ``mean_threshold`` on the mean over N of ``usage_cov -
-   usage_plain > 0``;
-3. ``overlap_harmful``: ``every_cell_median`` on ``err_ov - err_plain > 0`` (cells: N);
-4. ``overlap_fits_as_well``: ``every_cell`` on ``(fit_ov - fit_plain) / var(y) < 0.01``;
-5. ``overlap_expels``: ``mean_threshold`` on the mean over N of ``out_ov - out_plain > 0``;
-6. ``coverage_keeps_inside``: ``mean_threshold`` on the mean over N of ``out_cov - out_plain < 0``;
-7. ``separation_mixed``: ``some_cell_median`` on ``err_sep - err_plain < 0`` (cells: N);
-8. ``separation_no_expulsion_at_nominal_tau``: ``every_cell`` on ``out_sep - out_plain < 0.05``;
-9. ``separation_expels_at_large_tau``: ``mean_threshold`` on the mean over N of
-   ``out_sep(tau_max) - out_plain > 0.05``.
+separation, overlap), under every candidate reading of the set-up; one task is one
+``(N, initialisation)``, every seed and loss combination trained as one batched program. The
+protocol (runs, readings, the nine findings and their rules) is ``PROTOCOL.md`` beside this
+module, its fixed numbers are :mod:`._protocol`, the findings :mod:`._analysis` and the figures
+:mod:`._figures`.
 """
 
 from __future__ import annotations
@@ -41,61 +19,7 @@ from ..._errors import InputError
 from ...harness import Experiment, Param
 from . import _measures as pm
 from . import _model as model
-
-MEASURES = ("reconstruction_error", "usage_nearest", "usage_argmax", "outside_fraction",
-            "fit_error")
-BUDGETS = ("fixed", "settled")
-"""Budget readings: the fixed step budget (``steps``), or trained until the prototypes stop
-moving (largest displacement per ``window`` steps below ``settle_tolerance``, at most ``cap``)."""
-FIT_TOLERANCE = 0.01
-"""``overlap_fits_as_well``: adding overlap may cost at most this much explained variance."""
-EXPULSION_MARGIN = 0.05
-"""The outside-fraction excess over the plain fit that counts as expulsion (fixed beforehand)."""
-CONVERGED = 1e-3
-"""Check (initialisation ``inside``): the plain fit's mean fit error over the target variance must be below this."""
-
-
-def variants(config: dict) -> list[dict]:
-    """The runs of one seed in one task: each combination (coverage ones once per coverage
-    reading) at the nominal ``tau`` and ``lambda`` (``kind="core"``), the ``tau`` sweep on the
-    separation-only mask (``"sweep"``), and the single-loss masks at every other ``lambda`` of
-    ``weights`` (``"lambda"``; separation at the nominal ``tau``)."""
-    tau, lam = float(config["tau"]), float(config["weight"])
-    out = []
-    for mask in model.COMBINATIONS:
-        for coverage in (config["coverages"] if mask[0] else (None,)):
-            out.append({"mask": mask, "coverage": coverage, "tau": tau, "weight": lam,
-                        "kind": "core"})
-    for t in config["taus"]:
-        out.append({"mask": (0, 1, 0), "coverage": None, "tau": float(t), "weight": lam,
-                    "kind": "sweep"})
-    for other in config["weights"]:
-        if float(other) == lam:
-            continue
-        for mask in ((1, 0, 0), (0, 1, 0), (0, 0, 1)):
-            for coverage in (config["coverages"] if mask[0] else (None,)):
-                out.append({"mask": mask, "coverage": coverage, "tau": tau,
-                            "weight": float(other), "kind": "lambda"})
-    return out
-
-
-def variant_index(config: dict, mask, coverage: str | None, *, tau: float | None = None,
-                  weight: float | None = None) -> int:
-    """Column of a run in a task's ``(S, V)`` arrays (coverage ``None`` for a mask without it):
-    the core run, the sweep run at ``tau`` (separation-only), or the run at another ``weight``
-    (single-loss masks). :class:`KeyError` when no such run exists."""
-    lam = float(config["weight"])
-    kind = ("sweep" if tau is not None else
-            "lambda" if weight is not None and float(weight) != lam else "core")
-    for j, v in enumerate(variants(config)):
-        if tuple(v["mask"]) != tuple(mask) or v["kind"] != kind:
-            continue
-        if mask[0] and v["coverage"] != coverage:
-            continue
-        if (tau is None or v["tau"] == float(tau)) and (kind != "lambda"
-                                                        or v["weight"] == float(weight)):
-            return j
-    raise KeyError((mask, coverage, tau, weight))
+from ._protocol import MEASURES, variants
 
 
 def _runs(config: dict, n: int, init: str, seed: np.random.SeedSequence) -> model.Runs:
@@ -106,77 +30,177 @@ def _runs(config: dict, n: int, init: str, seed: np.random.SeedSequence) -> mode
         rows += [(x, y, p0, v) for v in variants(config)]
     stack = lambda key: np.stack([r[2][key] for r in rows])  # noqa: E731
     return model.Runs(
-        x=np.stack([r[0] for r in rows]), y=np.stack([r[1] for r in rows]), w=stack("w"),
-        b=stack("b"), a=stack("a"), c=np.zeros(len(rows)),
+        x=np.stack([r[0] for r in rows]),
+        y=np.stack([r[1] for r in rows]),
+        w=stack("w"),
+        b=stack("b"),
+        a=stack("a"),
+        c=np.zeros(len(rows)),
         mask=np.array([r[3]["mask"] for r in rows], dtype=float),
         chamfer=np.array([r[3]["coverage"] == "chamfer" for r in rows], dtype=float),
         tau=np.array([r[3]["tau"] for r in rows]),
-        weight=np.array([r[3]["weight"] for r in rows]))
-
-
-def label(config: dict) -> str:
-    """``""`` for the declared full configuration, else the provisional label."""
-    from ...harness import configuration_label
-
-    return configuration_label(config, Prototypes.params)
-
-
-def _quick(config: dict) -> bool:
-    """Whether the configuration differs from the declared full one (findings provisional)."""
-    return bool(label(config))
+        weight=np.array([r[3]["weight"] for r in rows]),
+    )
 
 
 class Prototypes(Experiment):
     name = "prototypes"
-    description = ("prototype reconstruction, usage and expulsion under coverage, separation and "
-                   "overlap losses in width-N Gaussian MLPs")
+    description = (
+        "prototype reconstruction, usage and expulsion under coverage, separation and "
+        "overlap losses in width-N Gaussian MLPs"
+    )
     params = {
-        "sizes": Param(list, [3, 5, 10, 20, 50, 100], quick=[3, 10, 20], lo=3, hi=200,
-                       min_len=2, max_len=12, distinct=True, why="time and memory: B N^2 per step",
-                       check=lambda v: all(type(n) is int for n in v) and v == sorted(v),
-                       allowed="an ascending list of at least 2 and at most 12 distinct integers, "
-                       "each in [3, 200] (upper bound: time and memory: B N^2 per step)",
-                       help="dataset sizes N (= network widths), ascending"),
-        "seeds": Param(int, 40, quick=4, lo=2, hi=200, why="time: one batch row per seed",
-                       help="seeds per (N, initialisation, loss)"),
-        "steps": Param(int, 4000, quick=2000, lo=1, hi=100_000, why="time",
-                       help="the fixed budget: full-batch Adam steps (a multiple of window)"),
-        "window": Param(int, 1000, quick=1000, lo=1, hi=100_000, why="time",
-                        help="steps between checkpoints; settling is judged over one window"),
-        "settle_tolerance": Param(float, 0.01, lo=0, lo_open=True, hi=1.0,
-                                  why="a length on the unit input interval",
-                                  help="a run has settled when its largest prototype "
-                                  "displacement over one window is below this"),
-        "cap": Param(int, 16000, quick=2000, lo=1, hi=200_000, why="time",
-                     help="most steps of the settled reading (a multiple of window, >= steps)"),
-        "lr": Param(float, 1e-2, lo=0, lo_open=True, hi=1.0, why="Adam moves each parameter "
-                    "by ~lr per step", help="Adam step size"),
-        "weight": Param(float, 0.1, lo=0, hi=100.0, why="the structural losses dwarf the fit",
-                        help="nominal regularisation weight lambda of every structural loss (a "
-                        "guess: the abstract gives none)"),
-        "weights": Param(list, [0.03, 0.1, 0.3], lo=0, lo_open=True, hi=100.0, min_len=1,
-                         max_len=6, distinct=True, why="the structural losses dwarf the fit",
-                         help="plausible lambdas, each a reading (single-loss masks); must "
-                         "contain weight"),
-        "tau": Param(float, 0.05, lo=0, lo_open=True, hi=10.0, why="beyond the data range",
-                     help="nominal separation temperature (a length on the input axis; a guess)"),
-        "taus": Param(list, [0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5], lo=0,
-                      lo_open=True, hi=10.0, min_len=2, max_len=12, distinct=True,
-                      why="beyond the data range",
-                      help="tau sweep on the separation-only mask, ascending; its largest is "
-                      "the 'large temperature'"),
-        "nominal_taus": Param(list, [0.01, 0.02, 0.05, 0.1], lo=0, lo_open=True, hi=10.0,
-                              min_len=1, max_len=12, distinct=True, why="beyond the data range",
-                              help="plausible nominal temperatures, each a reading; a subset of "
-                              "taus containing tau"),
+        "sizes": Param(
+            list,
+            [3, 5, 10, 20, 50, 100],
+            quick=[3, 10, 20],
+            lo=3,
+            hi=200,
+            min_len=2,
+            max_len=12,
+            distinct=True,
+            why="time and memory: B N^2 per step",
+            check=lambda v: all(type(n) is int for n in v) and v == sorted(v),
+            allowed="an ascending list of at least 2 and at most 12 distinct integers, "
+            "each in [3, 200] (upper bound: time and memory: B N^2 per step)",
+            help="dataset sizes N (= network widths), ascending",
+        ),
+        "seeds": Param(
+            int,
+            40,
+            quick=4,
+            lo=2,
+            hi=200,
+            why="time: one batch row per seed",
+            help="seeds per (N, initialisation, loss)",
+        ),
+        "steps": Param(
+            int,
+            4000,
+            quick=2000,
+            lo=1,
+            hi=100_000,
+            why="time",
+            help="the fixed budget: full-batch Adam steps (a multiple of window)",
+        ),
+        "window": Param(
+            int,
+            1000,
+            quick=1000,
+            lo=1,
+            hi=100_000,
+            why="time",
+            help="steps between checkpoints; settling is judged over one window",
+        ),
+        "settle_tolerance": Param(
+            float,
+            0.01,
+            lo=0,
+            lo_open=True,
+            hi=1.0,
+            why="a length on the unit input interval",
+            help="a run has settled when its largest prototype "
+            "displacement over one window is below this",
+        ),
+        "cap": Param(
+            int,
+            16000,
+            quick=2000,
+            lo=1,
+            hi=200_000,
+            why="time",
+            help="most steps of the settled reading (a multiple of window, >= steps)",
+        ),
+        "lr": Param(
+            float,
+            1e-2,
+            lo=0,
+            lo_open=True,
+            hi=1.0,
+            why="Adam moves each parameter by ~lr per step",
+            help="Adam step size",
+        ),
+        "weight": Param(
+            float,
+            0.1,
+            lo=0,
+            hi=100.0,
+            why="the structural losses dwarf the fit",
+            help="nominal regularisation weight lambda of every structural loss (a "
+            "guess: the abstract gives none)",
+        ),
+        "weights": Param(
+            list,
+            [0.03, 0.1, 0.3],
+            lo=0,
+            lo_open=True,
+            hi=100.0,
+            min_len=1,
+            max_len=6,
+            distinct=True,
+            why="the structural losses dwarf the fit",
+            help="plausible lambdas, each a reading (single-loss masks); must contain weight",
+        ),
+        "tau": Param(
+            float,
+            0.05,
+            lo=0,
+            lo_open=True,
+            hi=10.0,
+            why="beyond the data range",
+            help="nominal separation temperature (a length on the input axis; a guess)",
+        ),
+        "taus": Param(
+            list,
+            [0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5],
+            lo=0,
+            lo_open=True,
+            hi=10.0,
+            min_len=2,
+            max_len=12,
+            distinct=True,
+            why="beyond the data range",
+            help="tau sweep on the separation-only mask, ascending; its largest is "
+            "the 'large temperature'",
+        ),
+        "nominal_taus": Param(
+            list,
+            [0.01, 0.02, 0.05, 0.1],
+            lo=0,
+            lo_open=True,
+            hi=10.0,
+            min_len=1,
+            max_len=12,
+            distinct=True,
+            why="beyond the data range",
+            help="plausible nominal temperatures, each a reading; a subset of taus containing tau",
+        ),
         "target": Param(str, "sin", choices=tuple(model.TARGETS), help="targets of the data"),
-        "inits": Param(list, list(model.INITS), choices=model.INITS, min_len=1, max_len=2,
-                       distinct=True, help="initialisation readings"),
-        "coverages": Param(list, list(model.COVERAGES), choices=model.COVERAGES, min_len=1,
-                           max_len=2, distinct=True, help="coverage readings"),
-        "dtype": Param(str, "float64", choices=("float32", "float64"),
-                       help="training dtype: float64 trains through the compiled kernel "
-                       "(model.train_fused), float32 through torch (model.train_chunked)"),
+        "inits": Param(
+            list,
+            list(model.INITS),
+            choices=model.INITS,
+            min_len=1,
+            max_len=2,
+            distinct=True,
+            help="initialisation readings",
+        ),
+        "coverages": Param(
+            list,
+            list(model.COVERAGES),
+            choices=model.COVERAGES,
+            min_len=1,
+            max_len=2,
+            distinct=True,
+            help="coverage readings",
+        ),
+        "dtype": Param(
+            str,
+            "float64",
+            choices=("float32", "float64"),
+            help="training dtype: float64 trains through the compiled kernel "
+            "(model.train_fused), float32 through torch (model.train_chunked)",
+        ),
     }
     definitions = pm.DEFINITIONS | {
         "loss": "L = L_fit + lambda (m_cov L_cov + m_sep L_sep + m_ov L_ov), mask in {0,1}^3",
@@ -193,35 +217,66 @@ class Prototypes(Experiment):
         spacing = 1.0 / max(config["sizes"])
         taus = [float(t) for t in config["taus"]]
         if min(taus) > spacing / 4 or max(taus) <= spacing or taus != sorted(taus):
-            raise InputError(f"taus = {config['taus']}: the sweep must be ascending, reach "
-                             f"tau <= 1/(4 max(sizes)) = {spacing / 4:g} and go above "
-                             f"1/max(sizes) = {spacing:g}")
+            raise InputError(
+                f"taus = {config['taus']}: the sweep must be ascending, reach "
+                f"tau <= 1/(4 max(sizes)) = {spacing / 4:g} and go above "
+                f"1/max(sizes) = {spacing:g}"
+            )
         if float(config["tau"]) not in [float(t) for t in config["nominal_taus"]] or not set(
-                map(float, config["nominal_taus"])) <= set(taus):
-            raise InputError(f"nominal_taus = {config['nominal_taus']}: must contain tau = "
-                             f"{config['tau']:g} and lie in taus = {config['taus']}")
+            map(float, config["nominal_taus"])
+        ) <= set(taus):
+            raise InputError(
+                f"nominal_taus = {config['nominal_taus']}: must contain tau = "
+                f"{config['tau']:g} and lie in taus = {config['taus']}"
+            )
         if float(config["weight"]) not in [float(w) for w in config["weights"]]:
-            raise InputError(f"weights = {config['weights']}: must contain weight = "
-                             f"{config['weight']:g}")
+            raise InputError(
+                f"weights = {config['weights']}: must contain weight = {config['weight']:g}"
+            )
         w, st, cap = int(config["window"]), int(config["steps"]), int(config["cap"])
         if st % w or cap % w or cap < st:
-            raise InputError(f"window = {w}, steps = {st}, cap = {cap}: the window must divide "
-                             "steps and cap, and cap >= steps")
-        keys = ("seeds", "steps", "window", "settle_tolerance", "cap", "lr", "weight", "weights",
-                "tau", "taus", "target", "coverages", "dtype")
-        return [{"n": int(n), "init": init, **{k: config[k] for k in keys}}
-                for n in config["sizes"] for init in config["inits"]]
+            raise InputError(
+                f"window = {w}, steps = {st}, cap = {cap}: the window must divide "
+                "steps and cap, and cap >= steps"
+            )
+        keys = (
+            "seeds",
+            "steps",
+            "window",
+            "settle_tolerance",
+            "cap",
+            "lr",
+            "weight",
+            "weights",
+            "tau",
+            "taus",
+            "target",
+            "coverages",
+            "dtype",
+        )
+        return [
+            {"n": int(n), "init": init, **{k: config[k] for k in keys}}
+            for n in config["sizes"]
+            for init in config["inits"]
+        ]
 
     def run_task(self, task, seed):
         import torch
 
-        from ...training._support import single_thread
+        from ...training import single_thread
 
         runs = _runs(task, task["n"], task["init"], seed)
         steps, window = int(task["steps"]), int(task["window"])
         record = sorted({0, steps // 2, (3 * steps) // 4, steps})
-        kw = {"steps": steps, "lr": task["lr"], "weight": task["weight"], "record": record,
-              "window": window, "tolerance": task["settle_tolerance"], "cap": int(task["cap"])}
+        kw = {
+            "steps": steps,
+            "lr": task["lr"],
+            "weight": task["weight"],
+            "record": record,
+            "window": window,
+            "tolerance": task["settle_tolerance"],
+            "cap": int(task["cap"]),
+        }
         if task["dtype"] == "float64":
             out = model.train_fused(runs, **kw)
         else:
@@ -245,9 +300,14 @@ class Prototypes(Experiment):
         with np.errstate(divide="ignore", invalid="ignore"):
             protos = -snaps["b"] / snaps["w"]  # (K, B, N); a row of nan: the slice had stopped
         res["outside_history"] = np.stack(
-            [[np.nan if np.all(np.isnan(w)) else pm.outside_fraction(x, p)
-              for x, p, w in zip(runs.x, protos[i], snaps["w"][i])]
-             for i in range(len(steps_at))]).reshape(len(steps_at), S, -1)
+            [
+                [
+                    np.nan if np.all(np.isnan(w)) else pm.outside_fraction(x, p)
+                    for x, p, w in zip(runs.x, protos[i], snaps["w"][i])
+                ]
+                for i in range(len(steps_at))
+            ]
+        ).reshape(len(steps_at), S, -1)
         return res
 
     def analyse(self, config, tasks, results, seed):
@@ -256,7 +316,7 @@ class Prototypes(Experiment):
         return analyse(config, tasks, results, seed)
 
     def plot(self, arrays, config, outdir):
-        from ._analysis import plot
+        from ._figures import plot
 
         return plot(arrays, config, outdir)
 

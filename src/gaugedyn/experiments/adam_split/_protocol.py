@@ -1,0 +1,86 @@
+"""The constants of the adam_split protocols, fixed before any run: the beta grid's tasks,
+readings, regions, claims and thresholds (``PROTOCOL.md`` in this folder, sections 3-6 and 10)
+and its correctness tolerances; ``gauge_under_adam``'s gauges, parts and comparison sets (its
+module docstring)."""
+
+from __future__ import annotations
+
+import math
+
+# beta_grid (PROTOCOL.md)
+TASKS: tuple[str, ...] = (
+    "digits_mlp",
+    "digits_cnn",
+    "digits_resnet",
+    "char_transformer",
+    "char_gru",
+    "word_mlp",
+    "teacher_student",
+)
+"""The training tasks of :mod:`gaugedyn.experiments.adam_split.tasks` (named here so the analysis needs no torch)."""
+TASK_KINDS: dict[str, str] = {
+    "digits_mlp": "vision",
+    "digits_cnn": "vision",
+    "digits_resnet": "vision",
+    "char_transformer": "language",
+    "char_gru": "language",
+    "word_mlp": "language",
+    "teacher_student": "neither",
+}
+CONVENTIONS: tuple[str, ...] = ("squared", "norm")
+SHARE_PARTS: tuple[str, ...] = ("sign", "lag", "residual")
+REGIONS: tuple[str, ...] = ("beta2>beta1", "beta2<beta1")
+MATCHES: tuple[str, ...] = ("beta1", "beta2")
+CLAIMS: tuple[str, ...] = (
+    "sign_dominated_tied",
+    "lag_substantial",
+    "residual_small",
+    "tied_smoother",
+)
+THRESHOLDS: dict[str, dict[str, float]] = {
+    "sign_dominated_tied": {"squared": 0.5, "norm": math.sqrt(0.5)},
+    "lag_substantial": {"squared": 0.1, "norm": 0.25},
+    "residual_small": {"squared": 0.0, "norm": 0.0},
+    "tied_smoother": {"squared": 0.0, "norm": 0.0},
+}
+"""Fixed before any grid ran; the reasons are in ``PROTOCOL.md``."""
+DIRECTIONS: dict[str, str] = {
+    "sign_dominated_tied": ">",
+    "lag_substantial": ">",
+    "residual_small": "<",
+    "tied_smoother": "<",
+}
+REFERENCE_TOL = 1e-4
+PROTOCOL = "src/gaugedyn/experiments/adam_split/PROTOCOL.md"
+PRIMARY_READING = "current/squared"
+"""The reading whose estimate and interval a finding shows (its verdict is every reading's)."""
+REFERENCE_SETS = ("corners", "all")
+SUM_TOL = 1e-12
+"""The five parts of a split sum to its update to this relative error (float64 reference; both
+experiments)."""
+
+# gauge_under_adam
+GAUGES = ("w-heavy", "a-heavy")
+APPLIED_TOL = 1e-12
+PART_NAMES = ("sign", "lag", "residual")
+GROUPS = ("all configurations", "tied", "untied")
+"""The comparison sets a finding is judged over (its readings): every ``(beta1, beta2)``, the
+tied ones, the untied ones."""
+
+
+def copies_of(task: dict) -> list[tuple[float, float, int]]:
+    """The copies ``(beta1, beta2, seed index)`` of one batched task, in the order of its
+    arrays: ``beta1`` major, then ``beta2``, then the seed index."""
+    return [
+        (float(b1), float(b2), k)
+        for b1 in task["beta1s"]
+        for b2 in task["beta2s"]
+        for k in range(int(task["seeds"]))
+    ]
+
+
+def cell_tasks(task: dict) -> list[dict]:
+    """The cells ``(D, beta1, beta2)`` of a task, each the task a cell was before the cells of a
+    ``D`` were batched: ``{"dim", "beta1", "beta2", and the shared settings}``."""
+    rest = {k: v for k, v in task.items() if k != "betas"}
+    return [{**rest, "beta1": float(b1), "beta2": float(b2)} for b1, b2 in task["betas"]]

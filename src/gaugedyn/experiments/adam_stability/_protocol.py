@@ -1,0 +1,119 @@
+"""The constants and rules of the adam_stability protocols (``PROTOCOL.md`` in this folder).
+
+Fixed before any run: ``spike_boundary``'s windows, starts, status codes, bands and the scan's
+rules (the settled window, the run length, a cell's spike probability, a row's upper edge);
+``adam_edge``'s edge, bands and the frozen-v control's length.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ...adam import SPIKE_MIN_BLOCKS, detect_spikes, spike_horizon
+
+# spike_boundary
+CHECK_TOL = 0.05
+CHECK_CELLS = ((0.1, 0.99), (0.15, 0.97), (0.15, 0.99), (0.2, 0.9), (0.2, 0.97))
+"""``(1 - beta1, eps share r)`` cells of the check, each with a boundary inside ``[1e-2, 1]``
+(bisection bracket; below 1e-2 a simulated rate over a few thousand steps cannot resolve
+its sign)."""
+SETTLE = 100
+"""The settled window starts ``SETTLE (1/(1 - beta1) + 1/(1 - beta2))`` steps into a run."""
+SAMPLES = 1500
+"""Envelope samples per 1-D run (a block of the detector holds >= SAMPLES / 75 of them)."""
+BETA1_ROWS = 0.1
+"""The primary row set: ``1 - beta1 <= BETA1_ROWS`` (beta1 >= 0.9)."""
+BANDS = {"linear": (0.5, 1.5), "cubic": (2.0, 4.0)}
+C_SHIFT = 0.2
+LEVEL_BAND = (-math.log10(2.0), math.log10(2.0))
+STARTS = ("orbit", "generic")
+WINDOWS = ("settled", "transient")
+ROWSETS = ("beta1>=0.9", "all rows")
+CODES = {"quiet": 0, "spiky": 1, "undetermined": 2, "diverged": 3, "not judged": 4, "untrained": 6}
+NOT_SIMULATED = 5
+"""Status code of a cell below its row's boundary (the scan stopped above it)."""
+TRAINED_DECADES = 3.0
+"""A task's copy is ``untrained`` (left out, counted apart, under both windows) when the median
+``log10`` loss of its settled window is not at least this many decades below its initial loss:
+it sits on a plateau and has not reached the regime the claim is about."""
+
+
+def settle_steps(a, c) -> np.ndarray:
+    """``ceil(SETTLE (1/a + 1/c))``: where the settled window starts."""
+    return np.ceil(SETTLE * (1.0 / np.asarray(a, float) + 1.0 / np.asarray(c, float))).astype(
+        np.int64
+    )
+
+
+def run_steps(a, c) -> np.ndarray:
+    """Steps of a settled run: the settle time, ``MIN_BLOCKS + 1`` horizons and 3% margin (the
+    envelope's stride rounds the blocks)."""
+    H = spike_horizon(1 - np.asarray(a, float), 1 - np.asarray(c, float))
+    return np.ceil(1.03 * (settle_steps(a, c) + (SPIKE_MIN_BLOCKS + 1) * H)).astype(np.int64)
+
+
+def judge_run(
+    ell,
+    a: float | np.ndarray,
+    c: float | np.ndarray,
+    stride: int,
+    floor: float,
+    ceiling: float = math.inf,
+    settle: int = 0,
+) -> tuple[dict, dict]:
+    """The detector's verdicts on one envelope under the ``settled`` window (samples from step
+    ``settle`` on) and the ``transient`` window (the whole run)."""
+    w0 = -(-int(settle) // int(stride))
+    kw: dict[str, Any] = {"stride": int(stride), "floor": floor, "ceiling": ceiling}
+    return (detect_spikes(ell[w0:], 1 - a, 1 - c, **kw), detect_spikes(ell, 1 - a, 1 - c, **kw))
+
+
+def probability(status: np.ndarray) -> np.ndarray:
+    """Spike probability over the last (seed) axis of status codes: spiky among spiky or quiet."""
+    spiky = (status == CODES["spiky"]).sum(axis=-1)
+    known = spiky + (status == CODES["quiet"]).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(known > 0, spiky / np.maximum(known, 1), np.nan)
+
+
+def upper_edge(prob: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Per row of ``prob`` (rows: ``1 - beta1``; columns: ascending ``c``), the ``c`` at which
+    the spike probability falls through 0.5 going up in ``c`` from the highest spiky cell;
+    ``nan`` when the row is spiky at the top, never spiky, or the cell above has no
+    probability (all its seeds undetermined or diverged)."""
+    out = np.full(prob.shape[0], np.nan)
+    lc = np.log(np.asarray(c, dtype=float))
+    for i, row in enumerate(np.asarray(prob, dtype=float)):
+        hits = np.flatnonzero(row >= 0.5)
+        if hits.size == 0 or hits[-1] == row.size - 1 or not np.isfinite(row[hits[-1] + 1]):
+            continue
+        j = hits[-1]
+        frac = (row[j] - 0.5) / (row[j] - row[j + 1])
+        out[i] = np.exp(lc[j] + frac * (lc[j + 1] - lc[j]))
+    return out
+
+
+# adam_edge
+EDGE_FRACTION = 0.9
+CURVATURE_BAND = (0.85, 1.15)
+STAY_BAND = (-math.log10(1.25), math.log10(1.25))
+SEPARATION = math.log10(2.0)
+REVERSAL_COS, REVERSAL_MIN = -0.5, 0.5
+LANCZOS_TOL = 1e-6
+LOSSES = ("mse", "ce", "ce_noisy")
+"""The losses of ``_edge.LOSSES`` (kept here so the registry does not import torch; a test
+checks the two agree)."""
+CONTROL_MEMORIES = 3.0
+"""A frozen-v control is judged when it lasts at least this many memory times 1/(1 - beta2)."""
+
+
+def edge_start(out: dict, task: dict) -> int:
+    """First Lanczos step ``>= skip * steps`` with ``lr S >= 0.9 thr``; ``-1`` if none."""
+    t = np.asarray(out["lanczos_step"])
+    ok = (t >= task["skip"] * task["steps"]) & (
+        task["lr"] * np.asarray(out["sharpness"]) >= EDGE_FRACTION * out["threshold"]
+    )
+    return int(t[ok][0]) if ok.any() else -1

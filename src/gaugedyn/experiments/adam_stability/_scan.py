@@ -1,0 +1,166 @@
+"""The runs of ``spike_boundary`` (``PROTOCOL.md`` section 1): the check's bisections, the
+downward scan of the compiled 1-D maps, and the batched full-batch training tasks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import stats
+from ..._meta import integer_seed
+from ...adam import (
+    FLOAT64_FLOOR,
+    loss_floor,
+    oscillating_state,
+    simulate_envelopes,
+    simulated_boundary,
+    spike_horizon,
+    theory_boundary,
+)
+from ._protocol import (
+    CODES,
+    NOT_SIMULATED,
+    SAMPLES,
+    TRAINED_DECADES,
+    judge_run,
+    probability,
+    run_steps,
+    settle_steps,
+)
+
+
+def start_state(start: str, a, n: float, lr: float, eps: float, rng):
+    """``(x0, m0, v0, bias)`` of the protocol's ``orbit`` or ``generic`` start for rows ``a``
+    (any shape; one draw per element)."""
+    a = np.asarray(a, float)
+    st = oscillating_state(a, n, lr, eps)
+    sign = rng.choice([-1.0, 1.0], a.shape)
+    if start == "generic":
+        return st["A"] * 10 ** rng.uniform(-1, 1, a.shape) * sign, 0.0 * a, 0.0 * a, True
+    kick = 10 ** rng.uniform(-4, -2, a.shape) * rng.choice([-1.0, 1.0], a.shape)
+    return sign * st["A"] * (1 + kick), sign * st["M"], st["V"] + 0.0 * a, False
+
+
+def run(task, seed) -> dict:
+    """One task of ``spike_boundary``: a check, a 1-D scan or a training task."""
+    if task["kind"] == "check":
+        a, r = (np.array(v) for v in zip(*task["cells"]))
+        eps = r * task["lr"] * a / (2 * (2 - a))
+        th = theory_boundary(a, 2, r, 1e-2, 1.0)
+        sim = simulated_boundary(a, 2, task["lr"], eps, 1e-2, 1.0, steps=task["steps"])
+        return {"a": a, "r": r, "c_theory": th, "c_sim": sim}
+    if task["kind"] == "task":
+        return _run_task(task, seed)
+    return _run_1d(task, seed)
+
+
+def _run_task(task, seed) -> dict:
+    """Every cell and seed of a training task as one copy of a batched full-batch program."""
+    import torch
+
+    from ._batched import BatchedMLP, adam_steps
+
+    a, c, S = np.array(task["a"]), np.array(task["c"]), task["seeds"]
+    aa, cc, _ = np.meshgrid(a, c, np.arange(S), indexing="ij")
+    T = int(run_steps(aa, cc).max())
+    stride = max(1, int(spike_horizon(1 - aa, 1 - cc).min()) // 10)
+    base = integer_seed(seed)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        # every copy its own initialisation (cells independent): a shared one put whole rows on
+        # the same plateau in a pilot (docs/adam-stability.md)
+        model = BatchedMLP(
+            task["task"],
+            aa.size,
+            base + np.arange(aa.size),
+            task["n_samples"],
+            dtype=torch.float64,
+            data_seed=base,
+            hidden=task["hidden"],
+        )
+        ell = adam_steps(model, task["lr"], 1 - aa.ravel(), 1 - cc.ravel(), T, record=stride)
+    finally:
+        torch.set_num_threads(before)
+    status = np.full(aa.shape + (2,), NOT_SIMULATED, dtype=np.int8)
+    rise = np.full(aa.shape + (2,), np.nan)
+    settled_median = np.full(aa.shape, np.nan)
+    for k, idx in enumerate(np.ndindex(aa.shape)):
+        i, j, _ = idx
+        settle = int(settle_steps(a[i], c[j]))
+        for w, d in enumerate(
+            judge_run(
+                ell[:, k],
+                a[i],
+                c[j],
+                stride,
+                FLOAT64_FLOOR,
+                ceiling=float(ell[0, k]),
+                settle=settle,
+            )
+        ):
+            status[idx + (w,)] = CODES[str(d["status"])]
+            rise[idx + (w,)] = d["max_rise"]
+        settled_median[idx] = trained_level(ell[:, k], settle, stride)
+        if not settled_median[idx] <= ell[0, k] - TRAINED_DECADES and np.all(
+            status[idx] != CODES["diverged"]
+        ):
+            status[idx] = CODES["untrained"]
+    final = ell[-1].reshape(aa.shape)
+    return {
+        "status": status,
+        "max_rise": rise,
+        "a": a,
+        "c": c,
+        "steps_run": T * aa.size,
+        "final_log10_loss": final,
+        "settled_median_log10_loss": settled_median,
+    }
+
+
+def trained_level(ell, settle: int, stride: int) -> float:
+    """Median of the clipped ``log10`` loss over the settled window (the samples from step
+    ``settle`` on; non-finite samples count as the float's floor, as in the detector)."""
+    w = np.asarray(ell, float)[-(-int(settle) // int(stride)) :]
+    w = np.where(np.isfinite(w), np.maximum(w, FLOAT64_FLOOR), FLOAT64_FLOOR)
+    return float(np.median(w)) if w.size else math.nan
+
+
+def _run_1d(task, seed) -> dict:
+    """The downward scan of the protocol: ``status`` ``(rows, cols, seeds, window)``."""
+    a, c, S, n = np.array(task["a"]), np.array(task["c"]), task["seeds"], task["n"]
+    rng = stats.generator(seed, "start", task["start"])
+    status = np.full((a.size, c.size, S, 2), NOT_SIMULATED, dtype=np.int8)
+    rise = np.full((a.size, c.size, S, 2), np.nan)
+    active = np.ones(a.size, dtype=bool)
+    floor = loss_floor(n)
+    steps_run = 0
+    for j in range(c.size - 1, -1, -1):
+        rows = np.flatnonzero(active)
+        if rows.size == 0:
+            break
+        aa = np.repeat(a[rows, None], S, axis=1)
+        x0, m0, v0, bias = start_state(task["start"], aa, n, task["lr"], task["eps"], rng)
+        steps = run_steps(a[rows], c[j])
+        ell, stride, used = simulate_envelopes(
+            x0, m0, v0, a[rows], c[j], n, task["lr"], task["eps"], steps, SAMPLES, bias
+        )
+        steps_run += int(steps.sum()) * S
+        for k, i in enumerate(rows):
+            for s_ in range(S):
+                for w, d in enumerate(
+                    judge_run(
+                        ell[k, s_, : used[k]],
+                        a[i],
+                        c[j],
+                        stride[k],
+                        floor,
+                        settle=int(settle_steps(a[i], c[j])),
+                    )
+                ):
+                    status[i, j, s_, w] = CODES[str(d["status"])]
+                    rise[i, j, s_, w] = d["max_rise"]
+        hit = probability(status[rows, j].transpose(0, 2, 1)) >= 0.5  # (rows, window)
+        active[rows[hit.all(axis=1)]] = False
+    return {"status": status, "max_rise": rise, "a": a, "c": c, "steps_run": steps_run}

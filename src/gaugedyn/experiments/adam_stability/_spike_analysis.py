@@ -1,0 +1,328 @@
+"""The analysis of ``spike_boundary`` (``PROTOCOL.md`` section 1): per-cell probabilities, the
+upper edges, the slope fits under every reading and the findings."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from ... import stats
+from ...adam import spiral_ratio
+from ...harness import Claim, judged
+from ._protocol import (
+    BANDS,
+    BETA1_ROWS,
+    C_SHIFT,
+    CHECK_TOL,
+    CODES,
+    LEVEL_BAND,
+    NOT_SIMULATED,
+    ROWSETS,
+    STARTS,
+    WINDOWS,
+    probability,
+    upper_edge,
+)
+
+
+def turn_growth(a, c, n: float = 2.0) -> np.ndarray:
+    """The linear theory's growth per slow turn ``2 pi delta/omega`` of the oscillating state's
+    leading multiplier (eps = 0), ``inf`` where the multiplier is real, ``nan`` where ``a`` or
+    ``c`` is not finite (a row without an edge)."""
+    a, c = np.broadcast_arrays(np.asarray(a, float), np.asarray(c, float))
+    ok = np.isfinite(a) & np.isfinite(c)
+    out = np.full(a.shape, np.nan)
+    out[ok] = 2 * np.pi * spiral_ratio(a[ok], c[ok], n, 0.0)
+    return out
+
+
+def readings(fn, factors: dict) -> tuple[str, dict]:
+    """``fn(**choice)`` for every combination of the ``factors`` (name -> options, the first
+    option primary); returns the primary reading's name and ``{reading name: result}``."""
+    names = list(factors)
+    out = {}
+    for combo in itertools.product(*factors.values()):
+        out[", ".join(combo)] = fn(**dict(zip(names, combo)))
+    return next(iter(out)), out
+
+
+def _rows(a, rowset):
+    a = np.asarray(a, float)
+    return a <= BETA1_ROWS * (1 + 1e-9) if rowset == ROWSETS[0] else np.ones(a.size, bool)
+
+
+def slope_judgement(a, cb, band):
+    return stats.judge("slope_band", np.log(a), np.log(cb), threshold=band)
+
+
+def analyse(tasks, results, seed):
+    """``(arrays, claims, diagnostics)`` of a ``spike_boundary`` run."""
+    arrays, claims, diag = {}, [], {"systems": {}}
+    edges, names = {}, []
+    for t, r in zip(tasks, results):
+        if t["kind"] == "check":
+            claims.append(_check_claim(r))
+            arrays |= {f"check_{k}": np.asarray(r[k]) for k in ("a", "r", "c_theory", "c_sim")}
+            continue
+        name = f"n{t['n']:g}" if t["kind"] == "1d" else t["task"]
+        start = t["start"]
+        if t["kind"] == "task":
+            arrays[f"{name}__final_log10_loss"] = np.asarray(r["final_log10_loss"])
+        if name not in names:
+            names.append(name)
+        st = np.asarray(r["status"])
+        key = f"{name}_{start}"
+        arrays |= {f"{name}__a": np.asarray(r["a"]), f"{name}__c": np.asarray(r["c"])}
+        for w, window in enumerate(WINDOWS):
+            prob = probability(st[..., w])
+            cb = edges[(name, window, start)] = upper_edge(prob, r["c"])
+            arrays |= {
+                f"{key}_{window}__prob": prob,
+                f"{key}_{window}__boundary": cb,
+                f"{key}_{window}__undetermined": (st[..., w] == CODES["undetermined"]).mean(
+                    axis=-1
+                ),
+            }
+            diag["systems"][f"{key}_{window}"] = {
+                "boundary": [float(v) for v in cb],
+                "undetermined_cells": int(np.sum(st[..., w] == CODES["undetermined"])),
+                "diverged_cells": int(np.sum(st[..., w] == CODES["diverged"])),
+                "simulated_cells": int(np.sum(st[..., w] != NOT_SIMULATED)),
+            }
+        diag["systems"][key + "_steps_run"] = int(r["steps_run"])
+    arrays["systems"] = np.array(names)
+    one_d = [n for n in names if _is_1d(n)]
+    a_of = {n: arrays[f"{n}__a"] for n in names}
+    claims += _findings(one_d, a_of, edges, seed)
+    task_names = [n for n in names if not _is_1d(n)]
+    claims += [_task_claim(n, a_of[n], edges) for n in task_names]
+    if len(task_names) >= 2 and all(
+        np.array_equal(a_of[n], a_of[task_names[0]]) for n in task_names
+    ):
+        claims.append(_tasks_C_claim(task_names, a_of, edges))
+    level = _level(a_of, edges)
+    arrays |= _theory_arrays(one_d, level)
+    return arrays, claims, diag
+
+
+def _is_1d(name: str) -> bool:
+    return name.startswith("n") and name[1:].replace(".", "", 1).isdigit()
+
+
+def _task_claim(name, a, edges):
+    """``linear_on_tasks:name``: slope in (0.5, 1.5) over all rows of the task grid, judged
+    under both windows (settled primary); ``C = c_b / a`` (slope fixed at 1) reported per
+    window as the geometric mean over the rows with an edge, with its t interval."""
+
+    def one(window):
+        return slope_judgement(a, edges[(name, window, "init")], BANDS["linear"])
+
+    primary, js = readings(one, {"window": WINDOWS})
+    j = js[primary]
+    n_rows = int(np.isfinite(edges[(name, "settled", "init")]).sum())
+    beside = "; ".join(
+        f"{k}: {v.estimate:.3g} [{v.low:.3g}, {v.high:.3g}]" for k, v in js.items() if k != primary
+    )
+    C = {w: task_C(a, edges[(name, w, "init")]) for w in WINDOWS}
+    Cw = "; ".join(f"{w} {v[0]:.3g} [{v[1]:.3g}, {v[2]:.3g}]" for w, v in C.items())
+    return judged(
+        f"spike_boundary.linear_on_tasks:{name}",
+        f"{name}: the spike boundary is linear: slope ({primary}) {j.estimate:.3g} "
+        f"(95% [{j.low:.3g}, {j.high:.3g}], {n_rows} rows with an edge); claim slope "
+        f"in {BANDS['linear']}; other readings: {beside}; C = c_b / (1 - beta1) "
+        f"(geometric mean over rows, 95%): {Cw}",
+        j,
+        readings=js,
+        paper_value=1.0,
+        extra={
+            "slopes": {k: [v.estimate, v.low, v.high] for k, v in js.items()},
+            "C": C,
+            "edges": {w: [float(x) for x in edges[(name, w, "init")]] for w in WINDOWS},
+        },
+    )
+
+
+def task_C(a, cb) -> list[float]:
+    """``C = c_b / a`` at slope 1: ``[geometric mean, low, high]`` over the rows with an edge
+    (the Student t interval of the mean of ``log10 C``, the ``mean_threshold`` rule's); ``nan``
+    with fewer than two rows."""
+    lc = np.log10(np.asarray(cb, float) / np.asarray(a, float))
+    lc = lc[np.isfinite(lc)]
+    if lc.size < 2:
+        return [float(10 ** lc[0]) if lc.size else math.nan, math.nan, math.nan]
+    j = stats.judge("mean_threshold", lc, threshold=0.0, direction=">")
+    return [float(10**j.estimate), float(10**j.low), float(10**j.high)]
+
+
+def _tasks_C_claim(names, a_of, edges):
+    """``C_differs_between_tasks``: per row, ``log C`` of the second task minus the first's
+    outside [-C_SHIFT, C_SHIFT] (``relevant_difference``), under both windows."""
+    first, second = names[0], names[1]
+    a = a_of[first]
+
+    def one(window):
+        d = np.log(edges[(second, window, "init")] / edges[(first, window, "init")])
+        return stats.judge("relevant_difference", d, threshold=(-C_SHIFT, C_SHIFT))
+
+    primary, js = readings(one, {"window": WINDOWS})
+    j = js[primary]
+    return judged(
+        "spike_boundary.C_differs_between_tasks",
+        f"per row 1 - beta1 ({', '.join(f'{v:g}' for v in a)}), log C({second}) - "
+        f"log C({first}) = {j.estimate:.3g} (95% [{j.low:.3g}, {j.high:.3g}], {j.n} "
+        f"rows with an edge on both, {primary}); claim: C depends on the task, "
+        f"outside [-{C_SHIFT:g}, {C_SHIFT:g}]",
+        j,
+        readings=js,
+    )
+
+
+def _level(a_of, edges) -> float:
+    if "n2" not in a_of:
+        return math.nan
+    cb = edges[("n2", "settled", "orbit")]
+    keep = _rows(a_of["n2"], ROWSETS[0]) & np.isfinite(cb)
+    with np.errstate(divide="ignore"):
+        lv = np.log10(turn_growth(a_of["n2"][keep], cb[keep]))
+    lv = lv[np.isfinite(lv)]
+    return float(10 ** lv.mean()) if lv.size else math.nan
+
+
+def _factors(start=True):
+    f = {"window": WINDOWS, "rows": ROWSETS}
+    return f | {"start": tuple(f"{s} start" for s in STARTS)} if start else f
+
+
+def _edge(edges, name, window, start):
+    return edges[(name, window, start.removesuffix(" start"))]
+
+
+def _slope_claim(cid, what, name, a, edges, band, paper):
+    def one(window, rows, start):
+        keep = _rows(a, rows)
+        return slope_judgement(a[keep], _edge(edges, name, window, start)[keep], band)
+
+    primary, js = readings(one, _factors())
+    j = js[primary]
+    n_rows = int(np.isfinite(_edge(edges, name, "settled", "orbit")[_rows(a, ROWSETS[0])]).sum())
+    beside = "; ".join(
+        f"{k}: {v.estimate:.3g} [{v.low:.3g}, {v.high:.3g}]" for k, v in js.items() if k != primary
+    )
+    return judged(
+        cid,
+        f"{what}: boundary slope ({primary}) {j.estimate:.3g} (95% [{j.low:.3g}, "
+        f"{j.high:.3g}], {n_rows} rows); claim slope in ({band[0]:g}, {band[1]:g}); "
+        f"other readings: {beside}",
+        j,
+        readings=js,
+        paper_value=paper,
+        extra={"slopes": {k: [v.estimate, v.low, v.high] for k, v in js.items()}},
+    )
+
+
+def _findings(names, a_of, edges, seed):
+    out = []
+    if "n2" in names:
+        out.append(
+            _slope_claim(
+                "spike_boundary.cubic_quadratic",
+                "n = 2: the 1-D quadratic's boundary is cubic",
+                "n2",
+                a_of["n2"],
+                edges,
+                BANDS["cubic"],
+                3.0,
+            )
+        )
+        out.append(_level_claim(a_of["n2"], edges))
+    big = sorted(float(n[1:]) for n in names if float(n[1:]) > 2)
+    for n in big:
+        out.append(
+            _slope_claim(
+                f"spike_boundary.near_linear:n{n:g}",
+                f"n = {n:g}: the boundary of |x|^n is near-linear",
+                f"n{n:g}",
+                a_of[f"n{n:g}"],
+                edges,
+                BANDS["linear"],
+                1.0,
+            )
+        )
+    if len(big) >= 2:
+        lo, hi = f"n{big[0]:g}", f"n{big[-1]:g}"
+        a = a_of[lo]
+
+        def one(window, rows, start):
+            keep = _rows(a, rows)
+            d = np.log(_edge(edges, hi, window, start) / _edge(edges, lo, window, start))[keep]
+            return stats.judge("relevant_difference", d, threshold=(-C_SHIFT, C_SHIFT))
+
+        primary, js = readings(one, _factors())
+        j = js[primary]
+        out.append(
+            judged(
+                "spike_boundary.C_moves_with_n",
+                f"C (slope fixed at 1) moves with n: per row log C(n={big[-1]:g}) - "
+                f"log C(n={big[0]:g}) = {j.estimate:.3g} (95% [{j.low:.3g}, "
+                f"{j.high:.3g}], {j.n} rows, {primary}); claim outside "
+                f"[-{C_SHIFT:g}, {C_SHIFT:g}]",
+                j,
+                readings=js,
+            )
+        )
+    return out
+
+
+def _level_claim(a, edges):
+    def one(window, rows, start):
+        keep = _rows(a, rows)
+        with np.errstate(divide="ignore"):
+            lv = np.log10(turn_growth(a[keep], _edge(edges, "n2", window, start)[keep]))
+        return stats.judge("equivalence", lv, threshold=LEVEL_BAND)
+
+    primary, js = readings(one, _factors())
+    j = js[primary]
+    fit = {k: [10**v.estimate, 10**v.low, 10**v.high] for k, v in js.items()}
+    lv = fit[primary]
+    return judged(
+        "spike_boundary.edge_level_is_one",
+        f"n = 2: on the simulated edge ({primary}) the linear theory's growth per slow "
+        f"turn 2 pi delta/omega has level {lv[0]:.3g} (95% [{lv[1]:.3g}, {lv[2]:.3g}], "
+        f"{j.n} rows; geometric mean over rows); claim: the edge is the level curve 1 "
+        f"(log10 level inside ({LEVEL_BAND[0]:.3g}, {LEVEL_BAND[1]:.3g}), a factor 2)",
+        j,
+        readings=js,
+        paper_value=0.0,
+        extra={"level": fit},
+    )
+
+
+def _check_claim(r) -> Claim:
+    err = np.abs(np.log(np.asarray(r["c_sim"]) / np.asarray(r["c_theory"])))
+    worst = float(np.max(err)) if np.all(np.isfinite(err)) else float("inf")
+    return Claim(
+        id="spike_boundary.theory_matches_simulation",
+        statement=(
+            "on the quadratic with eps share r, the stability boundary 1 - beta2 of "
+            "the derived cubic (Schur-Cohn) equals the one found by bisection on "
+            "the simulated growth rate of the exact Adam map: largest "
+            f"|log(c_sim / c_theory)| over {len(err)} (1 - beta1, r) cells"
+        ),
+        measured=worst,
+        expected=0.0,
+        tolerance=CHECK_TOL,
+        passed=worst <= CHECK_TOL,
+    )
+
+
+def _theory_arrays(names, level: float) -> dict:
+    a = np.logspace(-3, 0, 61)[:-1]
+    c = np.logspace(-7, 0, 71)[:-1]
+    out = {"theory_a": a, "theory_c": c, "fitted_level": np.asarray(level)}
+    for name in names:
+        out[f"{name}__theory_turn_growth"] = np.minimum(
+            2 * np.pi * spiral_ratio(a[:, None], c[None, :], float(name[1:]), 0.0), 1e6
+        )
+    return out
