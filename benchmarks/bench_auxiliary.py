@@ -35,19 +35,32 @@ def simulations(rounds: int, quick: bool) -> None:
     steps_chain = 20_000 if quick else 200_000
     for reading in ("one_output", "two_heads"):
         loss = JointLoss(0.5, 0.5, 0.5, reading)
-        for backend, dim, steps in (("chain", 1000, steps_chain), ("compiled", 1000, 5_000),
-                                    ("compiled", 10_000, 500 if quick else 2_000)):
+        for backend, dim, steps in (
+            ("chain", 1000, steps_chain),
+            ("compiled", 1000, 5_000),
+            ("compiled", 10_000, 500 if quick else 2_000),
+        ):
             p = two_teachers(dim, 0.5, activation="erf", Q=0.5, R_main=0.1, R_aux=0.1, a=0.8)
-            cfg = TrainConfig(optimizer="sgd", samples=None, lr=0.4, steps=steps,
-                              points_per_decade=2)
-            train_auxiliary(p, loss, TrainConfig(optimizer="sgd", samples=None, steps=10), 1,
-                            backend=backend, threads=1)  # compile
+            cfg = TrainConfig(
+                optimizer="sgd", samples=None, lr=0.4, steps=steps, points_per_decade=2
+            )
+            train_auxiliary(
+                p,
+                loss,
+                TrainConfig(optimizer="sgd", samples=None, steps=10),
+                1,
+                backend=backend,
+                threads=1,
+            )  # compile
+
             def run(p=p, loss=loss, cfg=cfg, backend=backend):
                 train_auxiliary(p, loss, cfg, 1, backend=backend, threads=1)
 
             wall, cpu = _time(run, rounds)
-            print(f"{reading:10s} {backend:8s} D = {dim:6d}: {cpu / steps * 1e6:8.2f} us CPU "
-                  f"per step ({wall / steps * 1e6:8.2f} wall)")
+            print(
+                f"{reading:10s} {backend:8s} D = {dim:6d}: {cpu / steps * 1e6:8.2f} us CPU "
+                f"per step ({wall / steps * 1e6:8.2f} wall)"
+            )
 
 
 def right_hand_sides(rounds: int) -> None:
@@ -64,8 +77,10 @@ def right_hand_sides(rounds: int) -> None:
                     f(0.0, y)
 
             wall, cpu = _time(many, rounds)
-            print(f"ODE right-hand side {act:6s} {reading:10s} ({f._quad and 'rule' or 'closed'})"
-                  f": {cpu / calls * 1e6:9.1f} us CPU per call ({wall / calls * 1e6:9.1f} wall)")
+            print(
+                f"ODE right-hand side {act:6s} {reading:10s} ({f._quad and 'rule' or 'closed'})"
+                f": {cpu / calls * 1e6:9.1f} us CPU per call ({wall / calls * 1e6:9.1f} wall)"
+            )
 
 
 def main() -> None:

@@ -39,12 +39,20 @@ ACT = {
 
 def _problem(activation="erf", rho=0.5, dim=40, K=1, seed=0):
     if K == 1:
-        return two_teachers(dim, rho, activation=activation, Q=0.7, R_main=0.3,
-                            R_aux=0.3 if rho == 1 else 0.1, a=0.8, c=0.6)
+        return two_teachers(
+            dim,
+            rho,
+            activation=activation,
+            Q=0.7,
+            R_main=0.3,
+            R_aux=0.3 if rho == 1 else 0.1,
+            a=0.8,
+            c=0.6,
+        )
     rng = np.random.default_rng(seed)
     A = rng.normal(size=(K, K + 2)) / np.sqrt(K + 2)
     W = np.zeros((K, dim))
-    W[:, :K + 2] = A
+    W[:, : K + 2] = A
     base = two_teachers(dim, rho, activation=activation)
     return replace(base, a=rng.normal(size=K), c=rng.normal(size=K), W=W)
 
@@ -71,18 +79,17 @@ def test_bad_input_is_refused_with_one_clear_error():
     with pytest.raises(InputError, match="times"):
         auxiliary_ode(p, JointLoss(), 1.0, [1, 0])
     with pytest.raises(InputError, match="label_noise"):
-        train_auxiliary(p, JointLoss(), TrainConfig(optimizer="sgd", samples=None,
-                                                    label_noise=0.1))
+        train_auxiliary(p, JointLoss(), TrainConfig(optimizer="sgd", samples=None, label_noise=0.1))
     with pytest.raises(InputError, match="backend"):
-        train_auxiliary(p, JointLoss(), TrainConfig(optimizer="sgd", samples=None),
-                        backend="torch")
+        train_auxiliary(p, JointLoss(), TrainConfig(optimizer="sgd", samples=None), backend="torch")
 
 
 # --- the ODE against independent paths ---------------------------------------------------------
 
 
-@pytest.mark.parametrize(("activation", "noise"),
-                         [("erf", True), ("relu", False), ("linear", True)])
+@pytest.mark.parametrize(
+    ("activation", "noise"), [("erf", True), ("relu", False), ("linear", True)]
+)
 def test_gamma_zero_is_the_classical_online_ode(activation, noise):
     """At gamma = 0 both readings are the package's classical online ODE of the main teacher
     (``gaugedyn.training.OnlineODE``, written independently), options included. ReLU without
@@ -91,12 +98,30 @@ def test_gamma_zero_is_the_classical_online_ode(activation, noise):
     against Monte Carlo below."""
     p = _problem(activation)
     a, _, Q, R, T = p.order_parameters()
-    ref = OnlineODE(1, 1, p.b_main, T[:1, :1], activation, 0.7, batch=2, weight_decay=0.1,
-                    lr2=0.5, label_noise=0.3, noise=noise)
+    ref = OnlineODE(
+        1,
+        1,
+        p.b_main,
+        T[:1, :1],
+        activation,
+        0.7,
+        batch=2,
+        weight_decay=0.1,
+        lr2=0.5,
+        label_noise=0.3,
+        noise=noise,
+    )
     want = ref(0.0, np.concatenate([a, Q.ravel(), R[:, 0]]))
     for reading in READINGS:
-        f = AuxiliaryODE(p, JointLoss(0.0, 0.3, 0.2, reading), 0.7, batch=2, weight_decay=0.1,
-                         lr2=0.5, noise=noise)
+        f = AuxiliaryODE(
+            p,
+            JointLoss(0.0, 0.3, 0.2, reading),
+            0.7,
+            batch=2,
+            weight_decay=0.1,
+            lr2=0.5,
+            noise=noise,
+        )
         da, _, dQ, dR = f.unpack(f(0.0, f.initial()))
         got = np.concatenate([da, dQ.ravel(), dR[:, 0]])
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
@@ -111,20 +136,36 @@ def test_one_output_is_the_classical_ode_of_the_mixed_teacher(activation):
     G = 1 + gamma
     a, _, Q, R, T = p.order_parameters()
     noise = activation != "relu"  # see the previous test
-    ref = OnlineODE(1, 2, np.array([1.0, gamma]) / G, T, activation, G * eta, batch=3,
-                    weight_decay=wd / G, lr2=0.7, label_noise=np.hypot(sm, gamma * sa) / G,
-                    noise=noise)
+    ref = OnlineODE(
+        1,
+        2,
+        np.array([1.0, gamma]) / G,
+        T,
+        activation,
+        G * eta,
+        batch=3,
+        weight_decay=wd / G,
+        lr2=0.7,
+        label_noise=np.hypot(sm, gamma * sa) / G,
+        noise=noise,
+    )
     want = ref(0.0, np.concatenate([a, Q.ravel(), R.ravel()]))
-    f = AuxiliaryODE(p, JointLoss(gamma, sm, sa, "one_output"), eta, batch=3, weight_decay=wd,
-                     lr2=0.7, noise=noise)
+    f = AuxiliaryODE(
+        p,
+        JointLoss(gamma, sm, sa, "one_output"),
+        eta,
+        batch=3,
+        weight_decay=wd,
+        lr2=0.7,
+        noise=noise,
+    )
     np.testing.assert_allclose(f(0.0, f.initial()), want, rtol=1e-11, atol=1e-12)
 
 
 @pytest.mark.parametrize("activation", ["erf", "linear"])
 @pytest.mark.parametrize("K", [1, 2])
 @pytest.mark.parametrize("reading", READINGS)
-def test_compiled_closed_forms_equal_the_gradients_path_and_the_quadrature(activation, K,
-                                                                          reading):
+def test_compiled_closed_forms_equal_the_gradients_path_and_the_quadrature(activation, K, reading):
     """The compiled closed-form drift against the drift of the package's population gradients
     (``mixed``, to round-off), and the whole right-hand side against the Gauss-Hermite rule
     (exact for linear; for erf its error at rank 4, 20 nodes per axis, is below 1e-7)."""
@@ -132,8 +173,10 @@ def test_compiled_closed_forms_equal_the_gradients_path_and_the_quadrature(activ
     loss = JointLoss(0.4, 0.3, 0.2, reading)
     y = AuxiliaryODE(p, loss, 0.6).initial()
     kw = dict(batch=2, weight_decay=0.05, lr2=0.8)
-    drift = {m: AuxiliaryODE(p, loss, 0.6, noise=False, method=m, **kw)(0, y)
-             for m in ("closed", "mixed")}
+    drift = {
+        m: AuxiliaryODE(p, loss, 0.6, noise=False, method=m, **kw)(0, y)
+        for m in ("closed", "mixed")
+    }
     np.testing.assert_allclose(drift["closed"], drift["mixed"], rtol=1e-11, atol=1e-13)
     full = {m: AuxiliaryODE(p, loss, 0.6, method=m, **kw)(0, y) for m in ("closed", "quadrature")}
     tol = 1e-12 if activation == "linear" or K == 1 else 1e-7
@@ -162,8 +205,9 @@ def _mc_noise(p, loss, y, samples, rng):
     em = a @ g(u[:K]) - g(u[K])
     ea = c @ g(u[:K]) - g(u[K + 1])
     xm, xa = rng.standard_normal((2, samples))
-    kappa = (a[:, None] * (em - loss.sigma_main * xm)
-             + loss.gamma * c[:, None] * (ea - loss.sigma_aux * xa))
+    kappa = a[:, None] * (em - loss.sigma_main * xm) + loss.gamma * c[:, None] * (
+        ea - loss.sigma_aux * xa
+    )
     z = kappa * gp(u[:K])
     return np.einsum("is,js->ijs", z, z)
 
@@ -204,10 +248,12 @@ def test_general_relu_moments_equal_the_generated_three_field_forms_and_monte_ca
     for _ in range(5):
         B = rng.normal(size=(3, 3))
         C = B @ B.T + 0.1 * np.eye(3)
-        np.testing.assert_allclose(kern.relu_i4(C, 0, 0, 1, 2), kern._relu_i4_one(C, 1, 2),
-                                   rtol=1e-12)
-        np.testing.assert_allclose(kern.relu_i4(C, 0, 0, 1, 1), kern._relu_i4_one(C, 1, 1),
-                                   rtol=1e-12)
+        np.testing.assert_allclose(
+            kern.relu_i4(C, 0, 0, 1, 2), kern._relu_i4_one(C, 1, 2), rtol=1e-12
+        )
+        np.testing.assert_allclose(
+            kern.relu_i4(C, 0, 0, 1, 1), kern._relu_i4_one(C, 1, 1), rtol=1e-12
+        )
     B = rng.normal(size=(4, 4))
     C = B @ B.T + 0.2 * np.eye(4)
     u = np.linalg.cholesky(C) @ rng.standard_normal((4, 2_000_000))
@@ -239,8 +285,10 @@ def test_relu_three_field_integrals_against_monte_carlo():
         C = B @ B.T + 0.1 * np.eye(3)
         u = np.linalg.cholesky(C) @ rng.standard_normal((3, 1_000_000))
         th, r = (u[0] > 0) * 1.0, np.maximum(u, 0.0)
-        for x, value in ((th * r[1] * r[2], kern._relu_i4_one(C, 1, 2)),
-                         (th * r[1] ** 2, kern._relu_i4_one(C, 1, 1))):
+        for x, value in (
+            (th * r[1] * r[2], kern._relu_i4_one(C, 1, 2)),
+            (th * r[1] ** 2, kern._relu_i4_one(C, 1, 1)),
+        ):
             se = x.std(ddof=1) / np.sqrt(x.size)
             assert abs(x.mean() - value) <= 4.5 * se
 
@@ -308,9 +356,17 @@ def _replay(p, loss, cfg, X, N):
 def test_weight_space_and_chain_are_the_numpy_replay_on_the_same_samples(activation, reading):
     p = _problem(activation, dim=30)
     loss = JointLoss(0.6, 0.3, 0.2, reading)
-    cfg = TrainConfig(optimizer="sgd", samples=None, lr=0.4, steps=200, batch=2,
-                      weight_decay=0.05, lr2=0.7, schedule="cosine",
-                      record_steps=(1, 7, 50, 120))
+    cfg = TrainConfig(
+        optimizer="sgd",
+        samples=None,
+        lr=0.4,
+        steps=200,
+        batch=2,
+        weight_decay=0.05,
+        lr2=0.7,
+        schedule="cosine",
+        record_steps=(1, 7, 50, 120),
+    )
     rng = np.random.default_rng(3)
     X = rng.standard_normal((cfg.steps, 2, 30))
     N = rng.standard_normal((cfg.steps, 2, 2))
@@ -332,16 +388,25 @@ def test_one_output_simulation_is_the_mixed_teacher_kernel():
     gamma, sm, sa = 0.5, 0.4, 0.3
     G = 1 + gamma
     loss = JointLoss(gamma, sm, sa, "one_output")
-    cfg = TrainConfig(optimizer="sgd", samples=None, lr=0.6, steps=150, batch=2,
-                      weight_decay=0.1, lr2=0.5, record_steps=(10, 80))
+    cfg = TrainConfig(
+        optimizer="sgd",
+        samples=None,
+        lr=0.6,
+        steps=150,
+        batch=2,
+        weight_decay=0.1,
+        lr2=0.5,
+        record_steps=(10, 80),
+    )
     rng = np.random.default_rng(8)
     X, N = rng.standard_normal((150, 2, 25)), rng.standard_normal((150, 2, 2))
     mine = run_seed(p, loss, cfg, cfg.grid(), "compiled", samples=X, noise=N)
     s = np.hypot(sm, gamma * sa) / G
     cfg_ref = replace(cfg, lr=G * 0.6, weight_decay=0.1 / G, label_noise=s)
     xi = (sm * N[..., 0] + gamma * sa * N[..., 1]) / (G * s)
-    ref = run_kernel(p.a, p.W, p.V, np.array([1.0, gamma]) / G, "erf", cfg_ref, cfg.grid(), X=X,
-                     noise=xi)
+    ref = run_kernel(
+        p.a, p.W, p.V, np.array([1.0, gamma]) / G, "erf", cfg_ref, cfg.grid(), X=X, noise=xi
+    )
     for key in ("Q", "R", "a"):
         np.testing.assert_allclose(mine[key], ref[key], rtol=0, atol=1e-11)
 
@@ -356,9 +421,11 @@ def test_chain_is_weight_space_sgd_in_distribution(reading):
     chain = train_auxiliary(p, loss, cfg, 300, 1, backend="chain", threads=2)
     weights = train_auxiliary(p, loss, cfg, 300, 2, backend="compiled", threads=2)
     for r in (2, 4, len(cfg.grid()) - 1):
-        for x, y in ((chain["eps_main"][:, r], weights["eps_main"][:, r]),
-                     (chain["Q"][:, r, 0, 0], weights["Q"][:, r, 0, 0]),
-                     (chain["R"][:, r, 0, 1], weights["R"][:, r, 0, 1])):
+        for x, y in (
+            (chain["eps_main"][:, r], weights["eps_main"][:, r]),
+            (chain["Q"][:, r, 0, 0], weights["Q"][:, r, 0, 0]),
+            (chain["R"][:, r, 0, 1], weights["R"][:, r, 0, 1]),
+        ):
             assert stats.ks_2samp(x, y).pvalue > 1e-3
 
 
@@ -407,8 +474,9 @@ def test_linear_closed_form_solves_the_ode_and_its_leading_order_gap_is_second_o
     slope = stats.linregress(np.log(etas), np.log(gaps)).slope
     assert abs(slope - 2) < 0.1, slope
     stat = stationary_state(p, loss, 0.08, lr2=0.0, batch=2)
-    np.testing.assert_allclose(stat["eps_main"], gen.linear_error_stationary(
-        0.08, gamma, 0.3, sigma, sigma, 2), rtol=1e-9)
+    np.testing.assert_allclose(
+        stat["eps_main"], gen.linear_error_stationary(0.08, gamma, 0.3, sigma, sigma, 2), rtol=1e-9
+    )
 
 
 def test_linear_benefit_boundary_and_optimal_gamma():
@@ -442,9 +510,14 @@ def test_linear_diffusion_part_is_the_integrated_noise_rate():
     np.testing.assert_allclose(total, o["eps_main"] - o["eps_main"][0], rtol=2e-3, atol=1e-5)
 
 
-@pytest.mark.parametrize(("activation", "rho", "reading", "lr2"),
-                         [("erf", 1.0, "one_output", 0.0), ("erf", 0.5, "two_heads", 1.0),
-                          ("relu", 0.5, "one_output", 0.0)])
+@pytest.mark.parametrize(
+    ("activation", "rho", "reading", "lr2"),
+    [
+        ("erf", 1.0, "one_output", 0.0),
+        ("erf", 0.5, "two_heads", 1.0),
+        ("relu", 0.5, "one_output", 0.0),
+    ],
+)
 def test_fdt_ratio_tends_to_one_linearly_along_the_ode(activation, rho, reading, lr2):
     p = two_teachers(1000, rho, activation=activation, Q=0.5, R_main=0.2, R_aux=0.2, a=1.0)
     loss = JointLoss(0.5, 0.5, 0.5, reading)

@@ -16,8 +16,9 @@ def _claim(claims, id):
 
 
 def _quick():
-    return {k: (p.quick if p.quick is not None else p.default)
-            for k, p in EXPERIMENT.params.items()}
+    return {
+        k: (p.quick if p.quick is not None else p.default) for k, p in EXPERIMENT.params.items()
+    }
 
 
 def test_tasks_cover_every_section_and_reading():
@@ -26,8 +27,10 @@ def test_tasks_cover_every_section_and_reading():
     assert kinds == {"trajectory", "closed_form", "order", "map", "fdt_ode", "fdt_sim"}
     for kind in ("trajectory", "map", "fdt_ode"):
         assert {t["reading"] for t in tasks if t["kind"] == kind} == set(pc.READINGS)
-    assert not any(t["kind"] == "fdt_sim" and t["activation"] == "relu"
-                   and t["reading"] == "two_heads" for t in tasks)
+    assert not any(
+        t["kind"] == "fdt_sim" and t["activation"] == "relu" and t["reading"] == "two_heads"
+        for t in tasks
+    )
 
 
 # --- section 1 -----------------------------------------------------------------------------------
@@ -42,12 +45,26 @@ def _trajectory(shift: float, bare_shift: float, rng):
             for backend, dim in (("compiled", 1000), ("chain", 10000)):
                 sims = ode * (1 + 0.02 * rng.standard_normal((20, t.size)))
                 sims[:, 0] = ode[0]
-                tasks.append({"kind": "trajectory", "activation": act, "reading": reading,
-                              "backend": backend, "dim": dim})
-                results.append({"t": t, "eps_main": sims, "eps_aux": sims.copy(),
-                                "ode_main": ode * (1 + shift), "ode_aux": ode * (1 + shift),
-                                "ode_no_noise_main": ode * (1 + bare_shift),
-                                "ode_no_noise_aux": ode * (1 + bare_shift)})
+                tasks.append(
+                    {
+                        "kind": "trajectory",
+                        "activation": act,
+                        "reading": reading,
+                        "backend": backend,
+                        "dim": dim,
+                    }
+                )
+                results.append(
+                    {
+                        "t": t,
+                        "eps_main": sims,
+                        "eps_aux": sims.copy(),
+                        "ode_main": ode * (1 + shift),
+                        "ode_aux": ode * (1 + shift),
+                        "ode_no_noise_main": ode * (1 + bare_shift),
+                        "ode_no_noise_aux": ode * (1 + bare_shift),
+                    }
+                )
     return tasks, results
 
 
@@ -70,11 +87,28 @@ def _closed(bias: float, rng, seeds=16):
     t = np.linspace(0, 100, 7)
     cf = 0.3 * np.exp(-t / 40) + 0.05
     for rho in (0.0, 1.0):
-        tasks.append({"kind": "closed_form", "rho": rho, "sigma": 0.5, "eta": 0.0125,
-                      "gamma": 0.5, "dim": 1000, "control_shift": 0.2})
+        tasks.append(
+            {
+                "kind": "closed_form",
+                "rho": rho,
+                "sigma": 0.5,
+                "eta": 0.0125,
+                "gamma": 0.5,
+                "dim": 1000,
+                "control_shift": 0.2,
+            }
+        )
         sims = cf * (1 + bias + 0.004 * rng.standard_normal((seeds, t.size)))
-        results.append({"t": t, "eps_main": sims, "leading": cf, "exact": cf, "ode": cf,
-                        "wrong_gamma": cf * 1.1})
+        results.append(
+            {
+                "t": t,
+                "eps_main": sims,
+                "leading": cf,
+                "exact": cf,
+                "ode": cf,
+                "wrong_gamma": cf * 1.1,
+            }
+        )
     tasks.append({"kind": "order"})
     etas = np.array(pc.ORDER_ETAS)
     results.append({"etas": etas, "gap": 0.3 * etas**2, "exact_gap": etas * 0})
@@ -115,14 +149,30 @@ def _map(flip: bool, rng, seeds=12, noise_sign=-1.0):
     theory = {(0.0, 1.0): -0.01, (1.0, 1.0): 0.01, (0.0, 2.0): -0.01, (1.0, 2.0): 0.01}
     for reading in pc.READINGS:
         for sigma in (1.0, 2.0):
-            base = {"eps_window": 0.1 + 0.001 * rng.standard_normal(seeds),
-                    "drift_total": np.zeros(seeds), "diffusion_total": np.zeros(seeds),
-                    "drift_window": np.zeros(seeds), "diffusion_window": np.zeros(seeds),
-                    "ode_drift_total": 0.0, "ode_diffusion_total": 0.0, "closed_window": 0.1,
-                    "ode_window": 0.1, "gauge_slope": -np.ones(seeds),
-                    "closed_diffusion": 0.0, "closure": np.zeros(seeds)}
-            tasks.append({"kind": "map", "reading": reading, "sigma": sigma, "rho": 1.0,
-                          "single": True, "dim": 1000})
+            base = {
+                "eps_window": 0.1 + 0.001 * rng.standard_normal(seeds),
+                "drift_total": np.zeros(seeds),
+                "diffusion_total": np.zeros(seeds),
+                "drift_window": np.zeros(seeds),
+                "diffusion_window": np.zeros(seeds),
+                "ode_drift_total": 0.0,
+                "ode_diffusion_total": 0.0,
+                "closed_window": 0.1,
+                "ode_window": 0.1,
+                "gauge_slope": -np.ones(seeds),
+                "closed_diffusion": 0.0,
+                "closure": np.zeros(seeds),
+            }
+            tasks.append(
+                {
+                    "kind": "map",
+                    "reading": reading,
+                    "sigma": sigma,
+                    "rho": 1.0,
+                    "single": True,
+                    "dim": 1000,
+                }
+            )
             results.append(base)
             for rho in (0.0, 1.0):
                 b = theory[(rho, sigma)] * (-1 if flip and (rho, sigma) == (1.0, 2.0) else 1)
@@ -133,8 +183,16 @@ def _map(flip: bool, rng, seeds=12, noise_sign=-1.0):
                 r["diffusion_total"] = -noise_sign * 0.02 + 0.002 * rng.standard_normal(seeds)
                 r["closed_diffusion"] = -noise_sign * 0.02
                 r["drift_window"], r["diffusion_window"] = r["drift_total"], r["diffusion_total"]
-                tasks.append({"kind": "map", "reading": reading, "sigma": sigma, "rho": rho,
-                              "single": False, "dim": 1000})
+                tasks.append(
+                    {
+                        "kind": "map",
+                        "reading": reading,
+                        "sigma": sigma,
+                        "rho": rho,
+                        "single": False,
+                        "dim": 1000,
+                    }
+                )
                 results.append(r)
     return tasks, results
 
@@ -189,10 +247,25 @@ def _fdt_sim(center: float, rng, seeds=16):
                 eta, trace = 0.05, 0.2
                 excess = center * eta * trace / 4 * (1 + 0.03 * rng.standard_normal(seeds))
                 eps = excess / (1 + gamma)
-                tasks.append({"kind": "fdt_sim", "activation": act, "reading": reading,
-                              "rho": rho, "gamma": gamma, "eta": eta})
-                results.append({"eps_main": eps, "eps_aux": eps, "E_star": 0.0, "trace": trace,
-                                "ode_ratio": 1.0})
+                tasks.append(
+                    {
+                        "kind": "fdt_sim",
+                        "activation": act,
+                        "reading": reading,
+                        "rho": rho,
+                        "gamma": gamma,
+                        "eta": eta,
+                    }
+                )
+                results.append(
+                    {
+                        "eps_main": eps,
+                        "eps_aux": eps,
+                        "E_star": 0.0,
+                        "trace": trace,
+                        "ode_ratio": 1.0,
+                    }
+                )
     return tasks, results
 
 
@@ -207,13 +280,18 @@ def test_fdt_along_the_ode_judges_the_smallest_eta_and_the_gauge_reading():
     tasks, results = [], []
     for reading in pc.READINGS:
         for rho in (1.0, 0.5):
-            tasks.append({"kind": "fdt_ode", "activation": "relu", "reading": reading,
-                          "rho": rho})
+            tasks.append({"kind": "fdt_ode", "activation": "relu", "reading": reading, "rho": rho})
             if reading == "two_heads":
                 results.append({"stationary": False, "gauge_rate": -0.01, "gauge_noise": -0.01})
             else:
-                results.append({"stationary": True, "etas": etas, "ratio": 1 + 0.5 * etas,
-                                "balance": np.full(6, 1e-13)})
+                results.append(
+                    {
+                        "stationary": True,
+                        "etas": etas,
+                        "ratio": 1 + 0.5 * etas,
+                        "balance": np.full(6, 1e-13),
+                    }
+                )
     cfg = _quick() | {"fdt_ode_activations": ["relu"]}
     _, claims = an.fdt_ode(tasks, results, cfg)
     c = _claim(claims, "fdt.ode.relu")

@@ -90,8 +90,9 @@ def _vector(name: str, args, expr) -> str:
     for sym, e in subexprs:
         body.append(f"{sym} = {_print(e, printer, True)}")
     out = _print(reduced[0], printer, True)
-    body.append(f"return {out}" if reduced[0].free_symbols
-                else f"return np.full({args[0]}.shape, {out})")
+    body.append(
+        f"return {out}" if reduced[0].free_symbols else f"return np.full({args[0]}.shape, {out})"
+    )
     return f"\n\ndef {name}({names}):\n" + textwrap.indent("\n".join(body), "    ") + "\n"
 
 
@@ -113,8 +114,11 @@ def _pair_kernels() -> list[str]:
         d = kernel_derivatives(act)
         rep, _ = _relu_substitution() if act == "relu" else ({}, [])
         pre = _RELU_PAIR_GUARDS if act == "relu" else []
-        for kind, expr in (("pair", d["pair"]), ("pair_dq1", d["pair_grad"][0]),
-                           ("pair_dc", d["pair_grad"][2])):
+        for kind, expr in (
+            ("pair", d["pair"]),
+            ("pair_dq1", d["pair_grad"][0]),
+            ("pair_dc", d["pair_grad"][2]),
+        ):
             e = sp.sympify(expr).xreplace(rep)
             used = {str(x) for x in e.free_symbols}
             lines = [line for line in pre if line.split(" = ")[0] in used]
@@ -135,7 +139,7 @@ def _erf_i4() -> str:
 
 
 def _relu_three() -> list[str]:
-    from ._auxiliary import relu_three_field
+    from ._auxiliary_model import relu_three_field
 
     d = relu_three_field()
     cxx, cxy, cxz, cyy, cyz, czz = d["symbols"]
@@ -145,12 +149,14 @@ def _relu_three() -> list[str]:
         used = {str(x) for x in expr.free_symbols}
         return [line for line in guards if line.split(" = ")[0] in used]
 
-    return [_scalar("relu_a2", [cxx, cxy, cyy], [d["a2"]], lines_for(d["a2"])),
-            _scalar("relu_a3", [cxx, cxy, cxz, cyy, cyz, czz], [d["a3"]], lines_for(d["a3"]))]
+    return [
+        _scalar("relu_a2", [cxx, cxy, cyy], [d["a2"]], lines_for(d["a2"])),
+        _scalar("relu_a3", [cxx, cxy, cxz, cyy, cyz, czz], [d["a3"]], lines_for(d["a3"])),
+    ]
 
 
 def _linear() -> list[str]:
-    from ._auxiliary import linear_closed_form
+    from ._auxiliary_model import linear_closed_form
 
     lc = linear_closed_form()
     y = lc["symbols"]
@@ -164,8 +170,11 @@ def _linear() -> list[str]:
         _vector("linear_error_stationary", common, lc["stationary_exact"]),
         _vector("linear_error_stationary_leading", common, lc["stationary_leading"]),
         _vector("linear_benefit", common, lc["benefit"]),
-        _vector("linear_boundary", [y["eta"], y["gamma"], y["sigma_m"], y["sigma_a"], y["B"]],
-                lc["boundary"]),
+        _vector(
+            "linear_boundary",
+            [y["eta"], y["gamma"], y["sigma_m"], y["sigma_a"], y["B"]],
+            lc["boundary"],
+        ),
         _vector("linear_diffusion", [y["t"], *common, *start], lc["diffusion"]),
     ]
     for k in range(4):

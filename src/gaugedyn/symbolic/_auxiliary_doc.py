@@ -127,7 +127,7 @@ def _ode_section() -> list[str]:
 
 
 def _relu_section() -> list[str]:
-    from ._auxiliary import relu_three_field
+    from ._auxiliary_model import relu_three_field
 
     d = relu_three_field()
     return [
@@ -162,7 +162,7 @@ def _relu_section() -> list[str]:
 
 
 def _linear_section() -> list[str]:
-    from ._auxiliary import linear_closed_form
+    from ._auxiliary_model import linear_closed_form
 
     lc = linear_closed_form()
     return [
@@ -197,8 +197,10 @@ def _linear_section() -> list[str]:
         "overlap where it changes sign (auxiliary learning helps for $\\rho$ above it):",
         "",
         "$$",
-        r"\epsilon_m^{\infty}(0) - \epsilon_m^{\infty}(\gamma) = " + latex(lc["benefit"])
-        + r",\qquad \rho_c = " + latex(lc["boundary"]),
+        r"\epsilon_m^{\infty}(0) - \epsilon_m^{\infty}(\gamma) = "
+        + latex(lc["benefit"])
+        + r",\qquad \rho_c = "
+        + latex(lc["boundary"]),
         "$$",
         "",
         "The optimal $\\gamma$ is the positive root of the cubic $\\partial_\\gamma"
@@ -219,7 +221,7 @@ def _linear_section() -> list[str]:
 
 
 def _fdt_section() -> list[str]:
-    from ._auxiliary import FDT_ASSUMPTIONS, relu_alignment_series
+    from ._auxiliary_model import FDT_ASSUMPTIONS, relu_alignment_series
 
     return [
         "## The fluctuation-dissipation relation",
@@ -257,7 +259,8 @@ def _fdt_section() -> list[str]:
         "a teacher at $\\theta^*$ is not: with $s^2 = Q_\\perp$,",
         "",
         "$$",
-        r"F_{\mathrm{relu}}(R^2 + s^2, 1, R) = " + latex(relu_alignment_series()[0])
+        r"F_{\mathrm{relu}}(R^2 + s^2, 1, R) = "
+        + latex(relu_alignment_series()[0])
         + r" + O(s^5),",
         "$$",
         "",
@@ -298,6 +301,13 @@ _CHECKS = """\
 
 
 def document_text() -> str:
-    lines = [_INTRO, *_ode_section(), *_relu_section(), *_linear_section(), *_fdt_section(),
-             _RECONSTRUCTED, _CHECKS]
+    lines = [
+        _INTRO,
+        *_ode_section(),
+        *_relu_section(),
+        *_linear_section(),
+        *_fdt_section(),
+        _RECONSTRUCTED,
+        _CHECKS,
+    ]
     return "\n".join(lines).rstrip() + "\n"

@@ -26,7 +26,9 @@ __getattr__, __dir__, __all__ = attach(
             "task_errors",
             "error_rates",
             "error_decomposition",
+            "error_gradients",
         ],
         "_auxiliary_fdt": ["stationary_state", "joint_optimum", "fdt_relation"],
+        "_auxiliary_linear": ["LinearClosedForm"],
     },
 )

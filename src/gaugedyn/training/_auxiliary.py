@@ -67,10 +67,20 @@ errors :func:`task_errors` reports) and the noise term by the Gauss-Hermite rule
 
 PIVOT_TOL = 1e-13
 
-_GAMMA = Param(float, name="gamma", lo=0, hi=1e3, why="an auxiliary weight beyond 1e3 is the "
-               "auxiliary task alone")
-_SIGMA = Param(float, name="sigma", lo=0, hi=1e3, why="label noise is a standard deviation; "
-               "beyond 1e3 the labels are noise")
+_GAMMA = Param(
+    float,
+    name="gamma",
+    lo=0,
+    hi=1e3,
+    why="an auxiliary weight beyond 1e3 is the auxiliary task alone",
+)
+_SIGMA = Param(
+    float,
+    name="sigma",
+    lo=0,
+    hi=1e3,
+    why="label noise is a standard deviation; beyond 1e3 the labels are noise",
+)
 
 
 @dataclass(frozen=True)
@@ -88,8 +98,9 @@ class JointLoss:
         object.__setattr__(self, "sigma_main", _SIGMA.accept(self.sigma_main, "sigma_main"))
         object.__setattr__(self, "sigma_aux", _SIGMA.accept(self.sigma_aux, "sigma_aux"))
         if self.reading not in READINGS:
-            raise InputError(f"reading={self.reading!r} is not allowed; allowed: "
-                             f"{', '.join(READINGS)}")
+            raise InputError(
+                f"reading={self.reading!r} is not allowed; allowed: {', '.join(READINGS)}"
+            )
 
     @property
     def heads(self) -> int:
@@ -100,8 +111,12 @@ class JointLoss:
         return JointLoss(0.0, self.sigma_main, self.sigma_aux, self.reading)
 
     def describe(self) -> dict:
-        return {"gamma": self.gamma, "sigma_main": self.sigma_main,
-                "sigma_aux": self.sigma_aux, "reading": self.reading}
+        return {
+            "gamma": self.gamma,
+            "sigma_main": self.sigma_main,
+            "sigma_aux": self.sigma_aux,
+            "reading": self.reading,
+        }
 
 
 @dataclass(frozen=True)
@@ -125,20 +140,31 @@ class AuxiliaryProblem:
     def __post_init__(self):
         act = activation_of(self.activation)
         if act.code is None:
-            raise InputError(f"activation {act.name!r} has no compiled kernel; the auxiliary "
-                             "model runs with the compiled activations")
-        arrays = {k: np.asarray(getattr(self, k), dtype=np.float64)
-                  for k in ("a", "W", "b_main", "V_main", "b_aux", "V_aux")}
+            raise InputError(
+                f"activation {act.name!r} has no compiled kernel; the auxiliary "
+                "model runs with the compiled activations"
+            )
+        arrays = {
+            k: np.asarray(getattr(self, k), dtype=np.float64)
+            for k in ("a", "W", "b_main", "V_main", "b_aux", "V_aux")
+        }
         arrays["c"] = arrays["a"].copy() if self.c is None else np.asarray(self.c, np.float64)
         a, W, c = arrays["a"], arrays["W"], arrays["c"]
         if a.ndim != 1 or W.ndim != 2 or W.shape[0] != a.size or c.shape != a.shape:
-            raise InputError(f"student shapes a{a.shape}, c{c.shape}, W{W.shape} do not match; "
-                             "need (K,), (K,), (K, D)")
+            raise InputError(
+                f"student shapes a{a.shape}, c{c.shape}, W{W.shape} do not match; "
+                "need (K,), (K,), (K, D)"
+            )
         for b, V, name in (("b_main", "V_main", "main"), ("b_aux", "V_aux", "auxiliary")):
-            if arrays[b].ndim != 1 or arrays[V].ndim != 2 or \
-                    arrays[V].shape != (arrays[b].size, W.shape[1]):
-                raise InputError(f"{name} teacher shapes {arrays[b].shape}, {arrays[V].shape} "
-                                 f"do not match (n,), (n, D={W.shape[1]})")
+            if (
+                arrays[b].ndim != 1
+                or arrays[V].ndim != 2
+                or arrays[V].shape != (arrays[b].size, W.shape[1])
+            ):
+                raise InputError(
+                    f"{name} teacher shapes {arrays[b].shape}, {arrays[V].shape} "
+                    f"do not match (n,), (n, D={W.shape[1]})"
+                )
         if not all(np.all(np.isfinite(x)) for x in arrays.values()):
             raise InputError("problem parameters must be finite")
         for k, v in arrays.items():
@@ -178,20 +204,40 @@ class AuxiliaryProblem:
 
     def describe(self) -> dict:
         _, _, Q, R, T = self.order_parameters()
-        return {"activation": self.activation, "K": self.K, "M": self.M, "M_aux": self.M_aux,
-                "dim": self.dim, "a0": self.a.tolist(), "c0": np.asarray(self.c).tolist(),
-                "Q0": Q.tolist(), "R0": R.tolist(), "T": T.tolist(),
-                "b_main": self.b_main.tolist(), "b_aux": self.b_aux.tolist(),
-                "setup": self.setup}
+        return {
+            "activation": self.activation,
+            "K": self.K,
+            "M": self.M,
+            "M_aux": self.M_aux,
+            "dim": self.dim,
+            "a0": self.a.tolist(),
+            "c0": np.asarray(self.c).tolist(),
+            "Q0": Q.tolist(),
+            "R0": R.tolist(),
+            "T": T.tolist(),
+            "b_main": self.b_main.tolist(),
+            "b_aux": self.b_aux.tolist(),
+            "setup": self.setup,
+        }
 
 
 _DIM = Param(int, name="dim", lo=3, hi=10**7, why="the first layer is K dense rows of D numbers")
 _RHO = Param(float, name="rho", lo=-1, hi=1, why="an overlap of unit vectors is a cosine")
 
 
-def two_teachers(dim: int, rho: float, *, activation: str = "erf", Q=0.5, R_main=0.0,
-                 R_aux=0.0, a=1.0, c=None, b_main: float = 1.0, b_aux: float = 1.0
-                 ) -> AuxiliaryProblem:
+def two_teachers(
+    dim: int,
+    rho: float,
+    *,
+    activation: str = "erf",
+    Q=0.5,
+    R_main=0.0,
+    R_aux=0.0,
+    a=1.0,
+    c=None,
+    b_main: float = 1.0,
+    b_aux: float = 1.0,
+) -> AuxiliaryProblem:
     """Unit-norm teachers ``v_m = e_1``, ``v_a = rho e_1 + sqrt(1 - rho^2) e_2`` (one neuron
     each, coefficients ``b_main``, ``b_aux``) and a student with prescribed order parameters
     ``Q (K, K)``, ``R_main (K,)``, ``R_aux (K,)`` (scalars for ``K = 1``) and heads ``a``, ``c``,
@@ -214,16 +260,25 @@ def two_teachers(dim: int, rho: float, *, activation: str = "erf", Q=0.5, R_main
     if L is None or not np.all(np.isfinite(L)):
         w, U = np.linalg.eigh(C)
         if w.min() < -1e-12:
-            raise InputError(f"the order parameters Q={Q.tolist()}, R_main={Rm.tolist()}, "
-                             f"R_aux={Ra.tolist()}, rho={rho} are not a Gram matrix (at "
-                             "rho = 1 the teachers coincide and R_aux must equal R_main)")
+            raise InputError(
+                f"the order parameters Q={Q.tolist()}, R_main={Rm.tolist()}, "
+                f"R_aux={Ra.tolist()}, rho={rho} are not a Gram matrix (at "
+                "rho = 1 the teachers coincide and R_aux must equal R_main)"
+            )
         L = U * np.sqrt(np.clip(w, 0, None))
     rows = np.zeros((K + 2, dim))
     rows[:, : K + 2] = L
-    return AuxiliaryProblem(a=a, W=rows[2:], b_main=np.array([b_main]), V_main=rows[:1],
-                            b_aux=np.array([b_aux]), V_aux=rows[1:2], c=c,
-                            activation=activation,
-                            setup={"name": "two_teachers", "dim": dim, "rho": rho})
+    return AuxiliaryProblem(
+        a=a,
+        W=rows[2:],
+        b_main=np.array([b_main]),
+        V_main=rows[:1],
+        b_aux=np.array([b_aux]),
+        V_aux=rows[1:2],
+        c=c,
+        activation=activation,
+        setup={"name": "two_teachers", "dim": dim, "rho": rho},
+    )
 
 
 # --- observables ---------------------------------------------------------------------------------
@@ -273,19 +328,28 @@ def error_decomposition(problem: AuxiliaryProblem, run: dict) -> dict:
         ga, gc, G, H = grads[key]
 
         def mid(x):
-            return 0.5 * (x[..., 1:, :] + x[..., :-1, :]) if x.ndim == a.ndim else \
-                0.5 * (x[..., 1:, :, :] + x[..., :-1, :, :])
+            return (
+                0.5 * (x[..., 1:, :] + x[..., :-1, :])
+                if x.ndim == a.ndim
+                else 0.5 * (x[..., 1:, :, :] + x[..., :-1, :, :])
+            )
 
         dq = np.diff(quad, axis=1)
-        lin = (np.sum(mid(ga) * np.diff(a, axis=1), -1) + np.sum(mid(gc) * np.diff(c, axis=1), -1)
-               + np.sum(mid(G) * (np.diff(Q, axis=1) - dq), (-2, -1))
-               + np.sum(mid(H) * np.diff(R, axis=1), (-2, -1)))
+        lin = (
+            np.sum(mid(ga) * np.diff(a, axis=1), -1)
+            + np.sum(mid(gc) * np.diff(c, axis=1), -1)
+            + np.sum(mid(G) * (np.diff(Q, axis=1) - dq), (-2, -1))
+            + np.sum(mid(H) * np.diff(R, axis=1), (-2, -1))
+        )
         noise = np.sum(mid(G) * dq, (-2, -1))
         zero = np.zeros(lin.shape[:-1] + (1,))
         drift = np.concatenate([zero, np.cumsum(lin, -1)], -1)
         diffusion = np.concatenate([zero, np.cumsum(noise, -1)], -1)
-        out[key] = {"drift": drift, "diffusion": diffusion,
-                    "closure": eps - eps[..., :1] - drift - diffusion}
+        out[key] = {
+            "drift": drift,
+            "diffusion": diffusion,
+            "closure": eps - eps[..., :1] - drift - diffusion,
+        }
     return out
 
 
@@ -324,8 +388,10 @@ def _method_code(problem: AuxiliaryProblem, method: str) -> int:
         raise InputError(f"method={method!r} is not allowed; allowed: {', '.join(METHODS)}")
     closed = problem.activation in ("relu", "erf", "linear")
     if method == "closed" and not closed:
-        raise InputError(f"method='closed' has no closed forms for {problem.activation!r}; "
-                         "closed: relu, erf, linear; use 'mixed', 'quadrature' or 'auto'")
+        raise InputError(
+            f"method='closed' has no closed forms for {problem.activation!r}; "
+            "closed: relu, erf, linear; use 'mixed', 'quadrature' or 'auto'"
+        )
     if method == "auto":
         method = "closed" if closed else "mixed"
     return {"closed": 0, "quadrature": 1, "mixed": 2}[method]
@@ -372,9 +438,22 @@ class AuxiliaryODE:
     def __post_init__(self):
         p, lo = self.problem, self.loss
         _, _, _, _, T = p.order_parameters()
-        object.__setattr__(self, "_static", (
-            p.K, p.M, p.M_aux, lo.heads, p.b_main, p.b_aux, np.ascontiguousarray(T),
-            float(lo.gamma), float(lo.sigma_main) ** 2, float(lo.sigma_aux) ** 2))
+        object.__setattr__(
+            self,
+            "_static",
+            (
+                p.K,
+                p.M,
+                p.M_aux,
+                lo.heads,
+                p.b_main,
+                p.b_aux,
+                np.ascontiguousarray(T),
+                float(lo.gamma),
+                float(lo.sigma_main) ** 2,
+                float(lo.sigma_aux) ** 2,
+            ),
+        )
         object.__setattr__(self, "_act", int(activation_of(p.activation).code or 0))
         object.__setattr__(self, "_quad", _method_code(p, self.method))
 
@@ -399,11 +478,11 @@ class AuxiliaryODE:
         a = y[..., :K]
         off = K
         if self.loss.heads == 2:
-            c, off = y[..., K:2 * K], 2 * K
+            c, off = y[..., K : 2 * K], 2 * K
         else:
             c = a
-        Q = y[..., off:off + K * K].reshape(*y.shape[:-1], K, K)
-        R = y[..., off + K * K:].reshape(*y.shape[:-1], K, Mt)
+        Q = y[..., off : off + K * K].reshape(*y.shape[:-1], K, K)
+        R = y[..., off + K * K :].reshape(*y.shape[:-1], K, Mt)
         return a, c, Q, R
 
     def evaluate(self, y, eta: float, noise_scale: float, out=None) -> np.ndarray:
@@ -411,9 +490,18 @@ class AuxiliaryODE:
         ``noise_scale`` (``eta^2 / B`` for the ODE)."""
         out = np.empty(self.size) if out is None else out
         y = np.ascontiguousarray(y, dtype=np.float64)
-        out = _kernels().rhs(y, *self._static, float(eta), float(self.lr2),
-                             float(self.weight_decay), float(noise_scale), self._act, self._quad,
-                             *quadrature_tables(), out)
+        out = _kernels().rhs(
+            y,
+            *self._static,
+            float(eta),
+            float(self.lr2),
+            float(self.weight_decay),
+            float(noise_scale),
+            self._act,
+            self._quad,
+            *quadrature_tables(),
+            out,
+        )
         if self._quad == 2 and eta != 0.0:
             a, c, Q, R = self.unpack(y)
             da, dc, dQ, dR = population_drift(self.problem, self.loss, a, c, Q, R)
@@ -436,14 +524,17 @@ def _check_common(problem, loss, eta, batch, weight_decay, lr2):
     from ._cli import OPTIONS as TRAIN
 
     if not isinstance(problem, AuxiliaryProblem):
-        raise InputError(f"problem={type(problem).__name__} is not allowed; allowed: an "
-                         "AuxiliaryProblem (gaugedyn.training.two_teachers builds one)")
+        raise InputError(
+            f"problem={type(problem).__name__} is not allowed; allowed: an "
+            "AuxiliaryProblem (gaugedyn.training.two_teachers builds one)"
+        )
     if not isinstance(loss, JointLoss):
         raise InputError(f"loss={type(loss).__name__} is not allowed; allowed: a JointLoss")
     eta, batch = TRAIN["lr"].accept(eta, "eta"), TRAIN["batch"].accept(batch)
     for name, v in (("weight_decay", weight_decay), ("lr2", lr2)):
-        if not (isinstance(v, int | float) and not isinstance(v, bool) and np.isfinite(v)
-                and v >= 0):
+        if not (
+            isinstance(v, int | float) and not isinstance(v, bool) and np.isfinite(v) and v >= 0
+        ):
             raise InputError(f"{name}={v!r} is not allowed; allowed: a finite number >= 0")
     return float(eta), int(batch)
 
@@ -452,19 +543,38 @@ def _check_times(times) -> np.ndarray:
     try:
         t = np.asarray(times, dtype=np.float64)
     except (TypeError, ValueError):
-        raise InputError("times is not allowed; allowed: an increasing 1-D array of times "
-                         ">= 0") from None
-    if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or t[0] < 0 \
-            or np.any(np.diff(t) <= 0):
-        raise InputError(f"times (shape {t.shape}) is not allowed; allowed: a non-empty, "
-                         "strictly increasing 1-D array of finite times >= 0")
+        raise InputError(
+            "times is not allowed; allowed: an increasing 1-D array of times >= 0"
+        ) from None
+    if (
+        t.ndim != 1
+        or t.size == 0
+        or not np.all(np.isfinite(t))
+        or t[0] < 0
+        or np.any(np.diff(t) <= 0)
+    ):
+        raise InputError(
+            f"times (shape {t.shape}) is not allowed; allowed: a non-empty, "
+            "strictly increasing 1-D array of finite times >= 0"
+        )
     return t
 
 
-def auxiliary_ode(problem: AuxiliaryProblem, loss: JointLoss, eta: float, times, *,
-                  batch: int = 1, noise: bool = True, weight_decay: float = 0.0,
-                  lr2: float = 1.0, rtol: float = 1e-10, atol: float = 1e-12,
-                  method: str = "auto", y0=None) -> dict:
+def auxiliary_ode(
+    problem: AuxiliaryProblem,
+    loss: JointLoss,
+    eta: float,
+    times,
+    *,
+    batch: int = 1,
+    noise: bool = True,
+    weight_decay: float = 0.0,
+    lr2: float = 1.0,
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+    method: str = "auto",
+    y0=None,
+) -> dict:
     """Integrate the online ODE (module docstring) from the problem's order parameters (or
     ``y0``) at ``times`` (``t = steps / D``) with DOP853.
 
@@ -477,31 +587,54 @@ def auxiliary_ode(problem: AuxiliaryProblem, loss: JointLoss, eta: float, times,
     times = _check_times(times)
     if not isinstance(noise, bool | np.bool_):
         raise InputError(f"noise={noise!r} is not allowed; allowed: True or False")
-    f = AuxiliaryODE(problem, loss, eta, batch, bool(noise), float(weight_decay), float(lr2),
-                     method)
+    f = AuxiliaryODE(
+        problem, loss, eta, batch, bool(noise), float(weight_decay), float(lr2), method
+    )
     start = f.initial() if y0 is None else np.asarray(y0, dtype=np.float64)
-    sol = solve_ivp(f, (0.0, float(times[-1])), start, method="DOP853", t_eval=times,
-                    rtol=rtol, atol=atol)
+    sol = solve_ivp(
+        f, (0.0, float(times[-1])), start, method="DOP853", t_eval=times, rtol=rtol, atol=atol
+    )
     if not sol.success:
         raise RuntimeError(f"auxiliary ODE failed: {sol.message}")
     y = sol.y.T
     a, c, Q, R = f.unpack(y)
     em, ea = task_errors(problem, a, c, Q, R)
-    return {"t": sol.t, "a": a, "c": c, "Q": Q, "R": R, "eps_main": em, "eps_aux": ea, "y": y,
-            "nfev": int(sol.nfev)}
+    return {
+        "t": sol.t,
+        "a": a,
+        "c": c,
+        "Q": Q,
+        "R": R,
+        "eps_main": em,
+        "eps_aux": ea,
+        "y": y,
+        "nfev": int(sol.nfev),
+    }
 
 
-def error_rates(problem: AuxiliaryProblem, loss: JointLoss, eta: float, y, *, batch: int = 1,
-                weight_decay: float = 0.0, lr2: float = 1.0, method: str = "auto") -> dict:
+def error_rates(
+    problem: AuxiliaryProblem,
+    loss: JointLoss,
+    eta: float,
+    y,
+    *,
+    batch: int = 1,
+    weight_decay: float = 0.0,
+    lr2: float = 1.0,
+    method: str = "auto",
+) -> dict:
     """The rates of the two errors along states ``y (n, size)`` of the ODE, split into their
     drift part (the terms linear in ``eta``: the forcing) and their diffusion part (the
     ``eta^2 / B`` term of ``dQ/dt`` contracted with ``d eps / dQ``: the gradient noise):
     ``{"main": (drift, diffusion), "aux": (drift, diffusion)}``, arrays ``(n,)``."""
-    f = AuxiliaryODE(problem, loss, float(eta), int(batch), True, float(weight_decay),
-                     float(lr2), method)
+    f = AuxiliaryODE(
+        problem, loss, float(eta), int(batch), True, float(weight_decay), float(lr2), method
+    )
     y = np.atleast_2d(np.asarray(y, dtype=np.float64))
-    out = {"main": (np.empty(len(y)), np.empty(len(y))), "aux": (np.empty(len(y)),
-                                                                np.empty(len(y)))}
+    out = {
+        "main": (np.empty(len(y)), np.empty(len(y))),
+        "aux": (np.empty(len(y)), np.empty(len(y))),
+    }
     for n, yn in enumerate(y):
         drift, noise = f.parts(yn)
         a, c, Q, R = f.unpack(yn)
@@ -531,71 +664,106 @@ def _check_config(config):
     from ._trainer import TrainConfig
 
     if not isinstance(config, TrainConfig):
-        raise InputError(f"config={type(config).__name__} is not allowed; allowed: a "
-                         "gaugedyn.training.TrainConfig")
+        raise InputError(
+            f"config={type(config).__name__} is not allowed; allowed: a "
+            "gaugedyn.training.TrainConfig"
+        )
     if not (config.optimizer == "sgd" and config.samples is None):
-        raise InputError("the auxiliary model trains by online SGD: TrainConfig(optimizer='sgd', "
-                         "samples=None, ...)")
+        raise InputError(
+            "the auxiliary model trains by online SGD: TrainConfig(optimizer='sgd', "
+            "samples=None, ...)"
+        )
     if config.label_noise:
-        raise InputError(f"label_noise={config.label_noise!r} is not allowed here; the two "
-                         "tasks' label noises are JointLoss(sigma_main=..., sigma_aux=...)")
+        raise InputError(
+            f"label_noise={config.label_noise!r} is not allowed here; the two "
+            "tasks' label noises are JointLoss(sigma_main=..., sigma_aux=...)"
+        )
 
 
-def run_seed(problem: AuxiliaryProblem, loss: JointLoss, config, grid, backend: str,
-             gen=None, samples=None, noise=None, fields=None, sample_gram=None) -> dict:
+_RECORDS = ("a", "c", "Q", "R", "quad", "emp_main", "emp_aux", "flow")
+"""What a seed's run records at each grid point, in the kernels' argument order."""
+
+
+def _records(n: int, K: int, Mt: int) -> dict[str, Any]:
+    shapes = {"a": (K,), "c": (K,), "Q": (K, K), "R": (K, Mt), "quad": (K, K)}
+    return {key: np.full((n, *shapes.get(key, ())), np.nan) for key in _RECORDS}
+
+
+def _randomness(config, B: int, gen, given: bool, noise):
+    """The generator and the label noises a kernel reads: drawn (``gen``; an empty noise
+    array) or given (a typed placeholder generator, never drawn from, and the noises: zeros when
+    the given samples come without)."""
+    from ._online_fast import BIT_GENERATOR
+
+    if given:
+        if noise is None:
+            noise = np.zeros((int(config.steps), B, 2))
+        return np.random.Generator(BIT_GENERATOR(0)), np.ascontiguousarray(noise, np.float64)
+    if gen is None:
+        raise ValueError("run_seed needs the seed's generator or the samples")
+    return gen, np.empty((0, 1, 2))
+
+
+def run_seed(
+    problem: AuxiliaryProblem,
+    loss: JointLoss,
+    config,
+    grid,
+    backend: str,
+    gen=None,
+    samples=None,
+    noise=None,
+    fields=None,
+    sample_gram=None,
+) -> dict:
     """One seed of online SGD (``backend`` in :data:`BACKENDS`) from the problem's weights (or
     their Gram matrix), randomness from ``gen`` or given: weight space reads ``samples (steps,
     B, D)``, the chain ``fields (steps, B, P)`` and ``sample_gram (steps, B, B)``; both read the
     label noises ``noise (steps, B, 2)`` when given. Returns the records and ``failed_at``."""
-    from ._online_fast import BIT_GENERATOR, SCHEDULE_CODES
+    from ._online_fast import SCHEDULE_CODES
 
     k = _kernels()
-    n, K, Mt, B = len(grid), problem.K, problem.M + problem.M_aux, int(config.batch_size)
-    out: dict[str, Any] = {"a": np.full((n, K), np.nan), "c": np.full((n, K), np.nan),
-           "Q": np.full((n, K, K), np.nan), "R": np.full((n, K, Mt), np.nan),
-           "quad": np.full((n, K, K), np.nan), "emp_main": np.full(n, np.nan),
-           "emp_aux": np.full(n, np.nan), "flow": np.full(n, np.nan)}
-    given = samples is not None or fields is not None
-    if given:
-        gen = np.random.Generator(BIT_GENERATOR(0))  # a typed placeholder, never drawn from
-        noise = np.zeros((int(config.steps), B, 2)) if noise is None else \
-            np.ascontiguousarray(noise, dtype=np.float64)
-    elif gen is None:
-        raise ValueError("run_seed needs the seed's generator or the samples")
-    else:
-        noise = np.empty((0, 1, 2))
+    K, Mt, B = problem.K, problem.M + problem.M_aux, int(config.batch_size)
+    P = K + Mt
+    out = _records(len(grid), K, Mt)
+    gen, noise = _randomness(config, B, gen, samples is not None or fields is not None, noise)
     a = problem.a.copy()
     # one output: the auxiliary head is the main head (the same array)
     c = np.array(problem.c, dtype=np.float64) if loss.heads == 2 else a
     code = activation_of(problem.activation).code
     if code is None:  # AuxiliaryProblem refuses such activations; kept for the type checker
         raise InputError(f"activation {problem.activation!r} has no compiled kernel")
-    act = int(code)
-    common = (SCHEDULE_CODES[config.schedule], float(config.lr), float(config.lr_min),
-              float(config.decay), int(config.steps), np.asarray(grid, np.int64), B, gen)
-    tail = (float(loss.gamma), float(loss.sigma_main), float(loss.sigma_aux),
-            float(config.weight_decay), float(config.lr2), out["a"], out["c"], out["Q"],
-            out["R"], out["quad"], out["emp_main"], out["emp_aux"], out["flow"])
+    schedule = (SCHEDULE_CODES[config.schedule], float(config.lr), float(config.lr_min))
+    common = (*schedule, float(config.decay), int(config.steps), np.asarray(grid, np.int64), B)
+    tail: list[Any] = [float(loss.gamma), float(loss.sigma_main), float(loss.sigma_aux)]
+    tail += [float(config.weight_decay), float(config.lr2), *(out[key] for key in _RECORDS)]
+    args: list[Any]
     if backend == "compiled":
         X = np.empty((0, 1, 1)) if samples is None else np.ascontiguousarray(samples, np.float64)
-        status = k.run(a, c, problem.W.copy(), problem.V_main, problem.V_aux, problem.b_main,
-                       problem.b_aux, loss.heads, act, *common, X, noise, *tail)
+        args = [a, c, problem.W.copy(), problem.V_main, problem.V_aux, problem.b_main]
+        args += [problem.b_aux, loss.heads, int(code), *common, gen, X, noise]
+        status = k.run(*args, *tail)
     else:
-        P = K + Mt
         F = np.empty((0, B, P)) if fields is None else np.ascontiguousarray(fields, np.float64)
-        S = np.empty((0, B, B)) if sample_gram is None else \
-            np.ascontiguousarray(sample_gram, np.float64)
-        status = k.chain_run(a, c, problem.gram(), problem.b_main, problem.b_aux, K,
-                             problem.dim, loss.heads, act, *common, F, S, noise, PIVOT_TOL,
-                             *tail)
+        S = np.empty((0, B, B)) if sample_gram is None else np.ascontiguousarray(sample_gram, float)
+        args = [a, c, problem.gram(), problem.b_main, problem.b_aux, K, problem.dim]
+        args += [loss.heads, int(code), *common, gen, F, S, noise, PIVOT_TOL]
+        status = k.chain_run(*args, *tail)
     out["failed_at"] = None if status < 0 else int(status)
     return out
 
 
-def train_auxiliary(problem: AuxiliaryProblem, loss: JointLoss, config, seeds: int = 1,
-                    root_seed: int = 0, *, backend: str = "chain",
-                    seed_indices: Sequence[int] | None = None, threads: int | None = None
-                    ) -> dict:
+def train_auxiliary(
+    problem: AuxiliaryProblem,
+    loss: JointLoss,
+    config,
+    seeds: int = 1,
+    root_seed: int = 0,
+    *,
+    backend: str = "chain",
+    seed_indices: Sequence[int] | None = None,
+    threads: int | None = None,
+) -> dict:
     """Online SGD of the auxiliary model for ``S`` seeds (``backend``: weight space
     ``"compiled"`` or the exact order-parameter chain ``"chain"``, the same law at every ``D``).
 
@@ -632,18 +800,26 @@ def train_auxiliary(problem: AuxiliaryProblem, loss: JointLoss, config, seeds: i
     for i, o in zip(seed_indices, outs):
         if o["failed_at"] is not None:
             r = o["failed_at"]
-            good = {"a": o["a"][r - 1], "Q": o["Q"][r - 1], "step": int(grid[r - 1])} if r \
-                else None
+            good = {"a": o["a"][r - 1], "Q": o["Q"][r - 1], "step": int(grid[r - 1])} if r else None
             raise DivergenceError(f"a, c, Q or R of seed {i}", grid[r] / D, int(grid[r]), good)
-    res: dict[str, Any] = {key: np.stack([o[key] for o in outs])
-           for key in ("a", "c", "Q", "R", "quad", "emp_main", "emp_aux")}
-    res["eps_main"], res["eps_aux"] = task_errors(problem, res["a"], res["c"], res["Q"],
-                                                  res["R"])
-    res |= {"t": np.asarray(grid, dtype=float) / D, "steps": np.asarray(grid, np.int64),
-            "flow_time": outs[0]["flow"].copy(), "seeds": seed_indices}
+    res: dict[str, Any] = {
+        key: np.stack([o[key] for o in outs])
+        for key in ("a", "c", "Q", "R", "quad", "emp_main", "emp_aux")
+    }
+    res["eps_main"], res["eps_aux"] = task_errors(problem, res["a"], res["c"], res["Q"], res["R"])
+    res |= {
+        "t": np.asarray(grid, dtype=float) / D,
+        "steps": np.asarray(grid, np.int64),
+        "flow_time": outs[0]["flow"].copy(),
+        "seeds": seed_indices,
+    }
     res["settings"] = {
-        "config": config.describe(), "problem": problem.describe(), "loss": loss.describe(),
-        "backend": backend, "threads": nthreads, "root_seed": int(root_seed),
+        "config": config.describe(),
+        "problem": problem.describe(),
+        "loss": loss.describe(),
+        "backend": backend,
+        "threads": nthreads,
+        "root_seed": int(root_seed),
         "time": "t = steps / D (online SGD, step eta/D)",
         "seed_derivation": "numpy SFC64 per seed from gaugedyn._meta.task_seed(root_seed, i)",
     }

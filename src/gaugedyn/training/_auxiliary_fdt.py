@@ -57,10 +57,20 @@ least accurate at correlation one); the relation needs ``L_J`` and ``Tr N`` ther
 below ``eta Tr N / 4B``."""
 
 
-def stationary_state(problem: AuxiliaryProblem, loss: JointLoss, eta: float, *,
-                     batch: int = 1, weight_decay: float = 0.0, lr2: float = 1.0,
-                     noise: bool = True, method: str = "auto", settle: float = 10.0,
-                     y0=None, tol: float = RESIDUAL_TOL) -> dict:
+def stationary_state(
+    problem: AuxiliaryProblem,
+    loss: JointLoss,
+    eta: float,
+    *,
+    batch: int = 1,
+    weight_decay: float = 0.0,
+    lr2: float = 1.0,
+    noise: bool = True,
+    method: str = "auto",
+    settle: float = 10.0,
+    y0=None,
+    tol: float = RESIDUAL_TOL,
+) -> dict:
     """The fixed point the online ODE reaches from the problem's order parameters (or ``y0``):
     the ODE integrated (DOP853) in chunks of flow time ``eta t = settle`` (at most
     :data:`MAX_CHUNKS`) until ``|dy/dt| / eta`` is below ``tol``, or below
@@ -71,8 +81,9 @@ def stationary_state(problem: AuxiliaryProblem, loss: JointLoss, eta: float, *,
     :class:`RuntimeError` if the polish does not reach the tolerance."""
     from scipy.optimize import least_squares
 
-    f = AuxiliaryODE(problem, loss, float(eta), int(batch), bool(noise), float(weight_decay),
-                     float(lr2), method)
+    f = AuxiliaryODE(
+        problem, loss, float(eta), int(batch), bool(noise), float(weight_decay), float(lr2), method
+    )
     y = f.initial() if y0 is None else np.asarray(y0, dtype=np.float64)
 
     def scaled(v):
@@ -91,8 +102,15 @@ def stationary_state(problem: AuxiliaryProblem, loss: JointLoss, eta: float, *,
             J[:, k] = (scaled(v + e) - scaled(v - e)) / (2 * h)
         U, sv, _ = np.linalg.svd(J)
         B = U[:, sv > 1e-9 * sv[0]]
-        sol = least_squares(lambda z: scaled(v + B @ z), np.zeros(B.shape[1]), method="lm",
-                            xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=200 * n)
+        sol = least_squares(
+            lambda z: scaled(v + B @ z),
+            np.zeros(B.shape[1]),
+            method="lm",
+            xtol=1e-15,
+            ftol=1e-15,
+            gtol=1e-15,
+            max_nfev=200 * n,
+        )
         return v + B @ sol.x, float(np.max(np.abs(sol.fun)))
 
     chunk, t = float(settle) / float(eta), 0.0
@@ -105,32 +123,69 @@ def stationary_state(problem: AuxiliaryProblem, loss: JointLoss, eta: float, *,
             if r <= tol and np.all(np.abs(v - y) <= POLISH_STEP * (1 + np.abs(y))):
                 y, res = v, r
                 break
-        o = auxiliary_ode(problem, loss, eta, [0.0, chunk], batch=batch, noise=noise,
-                          weight_decay=weight_decay, lr2=lr2, method=method, y0=y,
-                          rtol=CHUNK_RTOL, atol=CHUNK_RTOL * 1e-2)
+        o = auxiliary_ode(
+            problem,
+            loss,
+            eta,
+            [0.0, chunk],
+            batch=batch,
+            noise=noise,
+            weight_decay=weight_decay,
+            lr2=lr2,
+            method=method,
+            y0=y,
+            rtol=CHUNK_RTOL,
+            atol=CHUNK_RTOL * 1e-2,
+        )
         y, t = o["y"][-1], t + chunk
         res = float(np.max(np.abs(scaled(y))))
     if res > tol:
-        raise RuntimeError(f"the stationary state of the auxiliary ODE was not reached: "
-                           f"|dy/dt| / eta = {res:.2e} after t = {t:g} and the polish")
+        raise RuntimeError(
+            f"the stationary state of the auxiliary ODE was not reached: "
+            f"|dy/dt| / eta = {res:.2e} after t = {t:g} and the polish"
+        )
     a, c, Q, R = f.unpack(y)
     em, ea = task_errors(problem, a, c, Q, R)
-    return {"y": y, "a": a, "c": c, "Q": Q, "R": R, "eps_main": float(em),
-            "eps_aux": float(ea), "residual": res, "t": t}
+    return {
+        "y": y,
+        "a": a,
+        "c": c,
+        "Q": Q,
+        "R": R,
+        "eps_main": float(em),
+        "eps_aux": float(ea),
+        "residual": res,
+        "t": t,
+    }
 
 
-def joint_optimum(problem: AuxiliaryProblem, loss: JointLoss, *, lr2: float = 1.0,
-                  method: str = "auto", settle: float = 20.0) -> dict:
+def joint_optimum(
+    problem: AuxiliaryProblem,
+    loss: JointLoss,
+    *,
+    lr2: float = 1.0,
+    method: str = "auto",
+    settle: float = 20.0,
+) -> dict:
     """The minimiser of ``eps_m + gamma eps_a`` that gradient flow reaches from the problem's
     order parameters: the noise-free ODE's fixed point (:func:`stationary_state` with
     ``noise=False`` at ``eta = 1``, tolerance :data:`OPTIMUM_TOL`); a fixed head (``lr2 = 0``)
     stays fixed."""
-    return stationary_state(problem, loss, 1.0, noise=False, lr2=lr2, method=method,
-                            settle=settle, tol=OPTIMUM_TOL)
+    return stationary_state(
+        problem, loss, 1.0, noise=False, lr2=lr2, method=method, settle=settle, tol=OPTIMUM_TOL
+    )
 
 
-def relaxation_rate(problem: AuxiliaryProblem, loss: JointLoss, eta: float, y, *,
-                    batch: int = 1, lr2: float = 1.0, method: str = "auto") -> float:
+def relaxation_rate(
+    problem: AuxiliaryProblem,
+    loss: JointLoss,
+    eta: float,
+    y,
+    *,
+    batch: int = 1,
+    lr2: float = 1.0,
+    method: str = "auto",
+) -> float:
     """The slowest decay rate of the online ODE near the state ``y``: the smallest ``-Re mu``
     over the eigenvalues ``mu`` of its Jacobian (central differences) that are not zero (to
     ``1e-8`` of the largest; a conserved direction, as ``R_m - R_a`` for identical teachers,
@@ -149,13 +204,16 @@ def relaxation_rate(problem: AuxiliaryProblem, loss: JointLoss, eta: float, y, *
     top = np.max(np.abs(mu))
     live = decay[np.abs(mu) > 1e-8 * top]
     if live.size == 0 or np.any(live <= 0):
-        raise RuntimeError("the ODE is not contracting near this state (an eigenvalue with "
-                           "non-negative real part): no relaxation rate")
+        raise RuntimeError(
+            "the ODE is not contracting near this state (an eigenvalue with "
+            "non-negative real part): no relaxation rate"
+        )
     return float(live.min())
 
 
-def noise_matrix(problem: AuxiliaryProblem, loss: JointLoss, y, *, method: str = "auto"
-                 ) -> np.ndarray:
+def noise_matrix(
+    problem: AuxiliaryProblem, loss: JointLoss, y, *, method: str = "auto"
+) -> np.ndarray:
     """``N (K, K)`` at the state ``y``: the coefficient of ``eta^2 / B`` in ``dQ/dt``."""
     f = AuxiliaryODE(problem, loss, 1.0, 1, True, 0.0, 1.0, method)
     return f.unpack(f.evaluate(y, 0.0, 1.0))[2].copy()
@@ -170,9 +228,18 @@ def _derivative_moments(problem: AuxiliaryProblem, Q) -> tuple[np.ndarray, np.nd
     return np.asarray(dF(q, q, q)[2], float), np.asarray(dF(t, t, t)[2], float)
 
 
-def fdt_relation(problem: AuxiliaryProblem, loss: JointLoss, eta: float, *, batch: int = 1,
-                 lr2: float = 1.0, method: str = "auto", settle: float = 10.0,
-                 optimum: dict | None = None, start=None) -> dict:
+def fdt_relation(
+    problem: AuxiliaryProblem,
+    loss: JointLoss,
+    eta: float,
+    *,
+    batch: int = 1,
+    lr2: float = 1.0,
+    method: str = "auto",
+    settle: float = 10.0,
+    optimum: dict | None = None,
+    start=None,
+) -> dict:
     """The fluctuation-dissipation relation (module docstring) at learning rate ``eta``.
 
     ``optimum`` is the noise-free fixed point (:func:`stationary_state` with ``noise=False``;
@@ -184,32 +251,48 @@ def fdt_relation(problem: AuxiliaryProblem, loss: JointLoss, eta: float, *, batc
     single-task errors ``eps_single_main`` / ``eps_single_aux`` to first order."""
     if optimum is None:
         optimum = joint_optimum(problem, loss, lr2=lr2, method=method)
-    stat = stationary_state(problem, loss, eta, batch=batch, lr2=lr2, method=method,
-                            settle=settle, y0=optimum["y"] if start is None else start)
+    stat = stationary_state(
+        problem,
+        loss,
+        eta,
+        batch=batch,
+        lr2=lr2,
+        method=method,
+        settle=settle,
+        y0=optimum["y"] if start is None else start,
+    )
     gamma = loss.gamma
     E_star = optimum["eps_main"] + gamma * optimum["eps_aux"]
     N = noise_matrix(problem, loss, optimum["y"], method=method)
     trace = float(np.trace(N))
     student, teachers = _derivative_moments(problem, optimum["Q"])
     a, c = optimum["a"], optimum["c"]
-    label = float(np.sum((a**2 * loss.sigma_main**2 + gamma**2 * c**2 * loss.sigma_aux**2)
-                         * student))
+    label = float(
+        np.sum((a**2 * loss.sigma_main**2 + gamma**2 * c**2 * loss.sigma_aux**2) * student)
+    )
     M = problem.M
     ref_m = float(np.sum(problem.b_main**2 * teachers[:M]))
     ref_a = float(np.sum(problem.b_aux**2 * teachers[M:]))
     eps_J = stat["eps_main"] + gamma * stat["eps_aux"]
     scale = eta / (4.0 * batch)
     return {
-        "eta": float(eta), "eps_main": stat["eps_main"], "eps_aux": stat["eps_aux"],
-        "eps_joint": eps_J, "E_star": E_star, "trace": trace, "misfit": trace - label,
-        "label": label, "predicted": E_star + scale * trace,
+        "eta": float(eta),
+        "eps_main": stat["eps_main"],
+        "eps_aux": stat["eps_aux"],
+        "eps_joint": eps_J,
+        "E_star": E_star,
+        "trace": trace,
+        "misfit": trace - label,
+        "label": label,
+        "predicted": E_star + scale * trace,
         "ratio": (eps_J - E_star) / (scale * trace) if trace > 0 else float("nan"),
         "chi_main": float(np.sum(a**2 * student)) / ref_m,
         "chi_aux": float(np.sum(c**2 * student)) / ref_a,
         "eps_single_main": scale * loss.sigma_main**2 * ref_m,
         "eps_single_aux": scale * loss.sigma_aux**2 * ref_a,
         "residual": max(stat["residual"], optimum["residual"]),
-        "stationary": stat, "optimum": optimum,
+        "stationary": stat,
+        "optimum": optimum,
     }
 
 
@@ -217,6 +300,8 @@ def check_eta_grid(etas) -> np.ndarray:
     """Learning rates of an order fit: at least four distinct positive values, increasing."""
     e = np.asarray(etas, dtype=float)
     if e.ndim != 1 or e.size < 4 or np.any(e <= 0) or np.any(np.diff(e) <= 0):
-        raise InputError(f"etas={list(np.ravel(e))} is not allowed; allowed: at least four "
-                         "increasing learning rates > 0")
+        raise InputError(
+            f"etas={list(np.ravel(e))} is not allowed; allowed: at least four "
+            "increasing learning rates > 0"
+        )
     return e

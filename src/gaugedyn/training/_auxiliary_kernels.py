@@ -21,9 +21,13 @@ from ._online_kernels import FAST, cholesky_psd, draw_fields, g, g_prime, step_s
 
 # --- the Gaussian expectations of the ODE -------------------------------------------------------
 
-_pair = {name: tuple(numba.njit(inline="always")(getattr(gen, f"{kind}_{name}"))
-                     for kind in ("pair", "pair_dq1", "pair_dc"))
-         for name in ("relu", "erf", "linear")}
+_pair = {
+    name: tuple(
+        numba.njit(inline="always")(getattr(gen, f"{kind}_{name}"))
+        for kind in ("pair", "pair_dq1", "pair_dc")
+    )
+    for name in ("relu", "erf", "linear")
+}
 _erf_i4 = numba.njit(inline="always")(gen.erf_i4)
 _relu_a2 = numba.njit(inline="always")(gen.relu_a2)
 _relu_a3 = numba.njit(inline="always")(gen.relu_a3)
@@ -113,9 +117,11 @@ def _orthant(C, S, n):
     if n == 2:
         return _p2(_corr(C, S[0], S[1]))
     if n == 3:
-        return 0.125 + (math.asin(min(max(_corr(C, S[0], S[1]), -1.0), 1.0))
-                        + math.asin(min(max(_corr(C, S[0], S[2]), -1.0), 1.0))
-                        + math.asin(min(max(_corr(C, S[1], S[2]), -1.0), 1.0))) / (4 * math.pi)
+        return 0.125 + (
+            math.asin(min(max(_corr(C, S[0], S[1]), -1.0), 1.0))
+            + math.asin(min(max(_corr(C, S[0], S[2]), -1.0), 1.0))
+            + math.asin(min(max(_corr(C, S[1], S[2]), -1.0), 1.0))
+        ) / (4 * math.pi)
     R = np.empty((4, 4))
     for x in range(4):
         for y in range(4):
@@ -272,8 +278,18 @@ def closed_moments(C, K, act, k, cm, ca, Em, Ea, Hd, N, J):
                     if w == 0.0:
                         continue
                     if act == 1:
-                        v = _erf_i4(C[i, i], C[i, j], C[i, p], C[i, q], C[j, j], C[j, p],
-                                    C[j, q], C[p, p], C[p, q], C[q, q])
+                        v = _erf_i4(
+                            C[i, i],
+                            C[i, j],
+                            C[i, p],
+                            C[i, q],
+                            C[j, j],
+                            C[j, p],
+                            C[j, q],
+                            C[p, p],
+                            C[p, q],
+                            C[q, q],
+                        )
                     elif act == 2:
                         v = C[p, q]
                     elif K == 1:
@@ -376,18 +392,39 @@ def unpack(y, K, Mt, heads):
     a = y[:K]
     off = K
     if heads == 2:
-        c = y[K:2 * K]
+        c = y[K : 2 * K]
         off = 2 * K
     else:
         c = a
-    Q = y[off:off + K * K].reshape(K, K)
-    R = y[off + K * K:off + K * K + K * Mt].reshape(K, Mt)
+    Q = y[off : off + K * K].reshape(K, K)
+    R = y[off + K * K : off + K * K + K * Mt].reshape(K, Mt)
     return a, c, Q, R
 
 
 @numba.njit(cache=True)
-def rhs(y, K, M, Ma, heads, bm, ba, T, gamma, sm2, sa2, eta, lr2, wd, noise_scale, act, quad,
-        nodes, weights, counts, out):
+def rhs(
+    y,
+    K,
+    M,
+    Ma,
+    heads,
+    bm,
+    ba,
+    T,
+    gamma,
+    sm2,
+    sa2,
+    eta,
+    lr2,
+    wd,
+    noise_scale,
+    act,
+    quad,
+    nodes,
+    weights,
+    counts,
+    out,
+):
     """``dy/dt`` of the online ODE (state of :func:`unpack`); ``quad`` = 0: closed forms;
     1: the quadrature for everything;
     2: the quadrature's noise term only (the caller adds the drift from the package's pair
@@ -424,8 +461,9 @@ def rhs(y, K, M, Ma, heads, bm, ba, T, gamma, sm2, sa2, eta, lr2, wd, noise_scal
     if quad == 0 and act <= 2:
         closed_moments(C, K, act, k, cm, ca, Em, Ea, Hd, N, J)
     else:
-        quadrature_moments(C, K, act, k, cm, ca, nodes, weights, counts, Em, Ea, Hd, N, J,
-                           quad == 2)
+        quadrature_moments(
+            C, K, act, k, cm, ca, nodes, weights, counts, Em, Ea, Hd, N, J, quad == 2
+        )
     for i in range(K):
         if heads == 2:
             out[i] = -eta * lr2 * (Em[i] + wd * a[i])
@@ -437,8 +475,9 @@ def rhs(y, K, M, Ma, heads, bm, ba, T, gamma, sm2, sa2, eta, lr2, wd, noise_scal
         for j in range(i, K):
             v = -eta * (Hd[i, j] + Hd[j, i] + 2.0 * wd * Q[i, j])
             if noise_scale != 0.0:
-                v += noise_scale * (N[i, j] + (a[i] * a[j] * sm2 + gamma * gamma * c[i] * c[j]
-                                               * sa2) * J[i, j])
+                v += noise_scale * (
+                    N[i, j] + (a[i] * a[j] * sm2 + gamma * gamma * c[i] * c[j] * sa2) * J[i, j]
+                )
             out[off + i * K + j] = v
             out[off + j * K + i] = v
         for n in range(Mt):
@@ -470,12 +509,12 @@ def _record(r, a, c, U, K, heads, out_a, out_c, out_Q, out_R):
 
 
 @numba.njit(cache=True, fastmath=FAST)
-def _sample(act, a, c, bm, ba, K, M, u, gamma, sm, sa, noise, k, mu, given, gen, coef, ga, gc,
-            heads):
-    """The errors of one sample from its fields ``u``, the first layer's coefficients
-    ``coef_i = kappa_i g'(u_i)`` and the heads' gradients added to ``ga``, ``gc``; the label
-    noises ``xi_m``, ``xi_a`` drawn in that order (or read from ``noise[k, mu]``). Returns
-    ``(e_m^2 / 2, e_a^2 / 2)``."""
+def _sample(spec, a, c, u, noise, k, mu, given, gen, coef, ga, gc):
+    """The errors of one sample from its fields ``u`` under the model ``spec = (act, bm, ba, K,
+    M, gamma, sm, sa, heads)``, the first layer's coefficients ``coef_i = kappa_i g'(u_i)`` and
+    the heads' gradients added to ``ga``, ``gc``; the label noises ``xi_m``, ``xi_a`` drawn in
+    that order (or read from ``noise[k, mu]``). Returns ``(e_m^2 / 2, e_a^2 / 2)``."""
+    act, bm, ba, K, M, gamma, sm, sa, heads = spec
     P = u.shape[0]
     em, ea = 0.0, 0.0
     for i in range(K):
@@ -501,6 +540,43 @@ def _sample(act, a, c, bm, ba, K, M, u, gamma, sm, sa, noise, k, mu, given, gen,
     return 0.5 * em * em, 0.5 * ea * ea
 
 
+@numba.njit(cache=True, fastmath=FAST)
+def _draw_project(U, x, u, X, k, mu, given, gen):
+    """One sample into ``x`` (drawn whole first, or read from ``X[k, mu]``), then its fields
+    ``u = U x`` (contiguous dot products)."""
+    P, D = U.shape
+    if given:
+        for d in range(D):
+            x[d] = X[k, mu, d]
+    else:
+        for d in range(D):
+            x[d] = gen.standard_normal()
+    for p in range(P):
+        s = 0.0
+        for d in range(D):
+            s += U[p, d] * x[d]
+        u[p] = s
+
+
+@numba.njit(cache=True, fastmath=FAST)
+def _weight_step(U, gW, quad, eta, batch, wd, K):
+    """``w_i <- (1 - eta wd) w_i - (eta / B) gW_i``; the step's quadratic part
+    ``(eta / B)^2 gW gW^T`` added to ``quad``."""
+    D = U.shape[1]
+    shrink = 1.0 - eta * wd
+    scale = eta / batch
+    for i in range(K):
+        for j in range(i + 1):
+            s = 0.0
+            for d in range(D):
+                s += gW[i, d] * gW[j, d]
+            quad[i, j] += scale * scale * s
+            quad[j, i] = quad[i, j]
+    for i in range(K):
+        for d in range(D):
+            U[i, d] = shrink * U[i, d] - scale * gW[i, d]
+
+
 @numba.njit(inline="always", cache=True)
 def _heads(a, c, ga, gc, eta, batch, wd, lr2, heads):
     for i in range(a.shape[0]):
@@ -510,9 +586,40 @@ def _heads(a, c, ga, gc, eta, batch, wd, lr2, heads):
 
 
 @numba.njit(nogil=True, cache=True, fastmath=FAST)
-def run(a, c, W, Vm, Va, bm, ba, heads, act, sched, lr, lr_min, decay, steps, grid, batch, gen,
-        X, noise, gamma, sm, sa, wd, lr2, out_a, out_c, out_Q, out_R, out_quad, out_em, out_ea,
-        out_flow):
+def run(
+    a,
+    c,
+    W,
+    Vm,
+    Va,
+    bm,
+    ba,
+    heads,
+    act,
+    sched,
+    lr,
+    lr_min,
+    decay,
+    steps,
+    grid,
+    batch,
+    gen,
+    X,
+    noise,
+    gamma,
+    sm,
+    sa,
+    wd,
+    lr2,
+    out_a,
+    out_c,
+    out_Q,
+    out_R,
+    out_quad,
+    out_em,
+    out_ea,
+    out_flow,
+):
     """Online SGD of one seed in place on ``a``, ``c`` (two heads) and ``W``; records at
     ``grid``: ``a``, ``c``, ``Q``, ``R`` (main then auxiliary teachers), the cumulative quadratic
     part of ``Q``'s increments (``sum_steps dW dW^T``, the diffusion part), the online losses of
@@ -524,8 +631,9 @@ def run(a, c, W, Vm, Va, bm, ba, heads, act, sched, lr, lr_min, decay, steps, gr
     P = K + M + Ma
     U = np.empty((P, D))
     U[:K] = W
-    U[K:K + M] = Vm
-    U[K + M:] = Va
+    U[K : K + M] = Vm
+    U[K + M :] = Va
+    spec = (act, bm, ba, K, M, gamma, sm, sa, heads)
     given = X.shape[0] > 0
     x, u, coef = np.empty(D), np.empty(P), np.empty(K)
     ga, gc = np.empty(K), np.empty(K)
@@ -542,37 +650,15 @@ def run(a, c, W, Vm, Va, bm, ba, heads, act, sched, lr, lr_min, decay, steps, gr
         gc[:] = 0.0
         gW[:, :] = 0.0
         for mu in range(batch):
-            if given:
-                for d in range(D):
-                    x[d] = X[k, mu, d]
-            else:
-                for d in range(D):
-                    x[d] = gen.standard_normal()
-            for p in range(P):
-                s = 0.0
-                for d in range(D):
-                    s += U[p, d] * x[d]
-                u[p] = s
-            lm, la = _sample(act, a, c, bm, ba, K, M, u, gamma, sm, sa, noise, k, mu, given, gen,
-                             coef, ga, gc, heads)
+            _draw_project(U, x, u, X, k, mu, given, gen)
+            lm, la = _sample(spec, a, c, u, noise, k, mu, given, gen, coef, ga, gc)
             acc_m += lm / batch
             acc_a += la / batch
             for i in range(K):
                 ci = coef[i]
                 for d in range(D):
                     gW[i, d] += ci * x[d]
-        shrink = 1.0 - eta * wd
-        scale = eta / batch
-        for i in range(K):
-            for j in range(i + 1):
-                s = 0.0
-                for d in range(D):
-                    s += gW[i, d] * gW[j, d]
-                quad[i, j] += scale * scale * s
-                quad[j, i] = quad[i, j]
-        for i in range(K):
-            for d in range(D):
-                U[i, d] = shrink * U[i, d] - scale * gW[i, d]
+        _weight_step(U, gW, quad, eta, batch, wd, K)
         _heads(a, c, ga, gc, eta, batch, wd, lr2, heads)
         flow += eta
         count += 1
@@ -587,6 +673,30 @@ def run(a, c, W, Vm, Va, bm, ba, heads, act, sched, lr, lr_min, decay, steps, gr
 
 
 # --- the exact order-parameter chain -------------------------------------------------------------
+
+
+@numba.njit(cache=True, fastmath=FAST)
+def _chain_step(C, cf, u, G, quad, K, batch, shrink):
+    """``w_i' = s w_i - sum_mu c_mu,i x_mu`` on the Gram matrix ``C``: ``Q' = s^2 Q - s (linear
+    terms) + sum_munu c_mu,i c_nu,j G_munu`` (the quadratic part, added to ``quad``) and
+    ``R' = s R - sum_mu c_mu,i nu_mu``."""
+    P = C.shape[0]
+    for i in range(K):
+        for j in range(i, P):
+            lin, qd = 0.0, 0.0
+            for mu in range(batch):
+                lin -= cf[mu, i] * u[mu, j]
+                if j < K:
+                    lin -= cf[mu, j] * u[mu, i]
+                    for nu in range(batch):
+                        qd += cf[mu, i] * cf[nu, j] * G[mu, nu]
+            if j < K:
+                C[i, j] = shrink * (shrink * C[i, j] + lin) + qd
+                quad[i, j] += qd
+                quad[j, i] = quad[i, j]
+            else:
+                C[i, j] = shrink * C[i, j] + lin
+            C[j, i] = C[i, j]
 
 
 @numba.njit(cache=True)
@@ -607,9 +717,42 @@ def _chain_record(r, a, c, C, K, heads, out_a, out_c, out_Q, out_R):
 
 
 @numba.njit(nogil=True, cache=True, fastmath=FAST)
-def chain_run(a, c, C, bm, ba, K, D, heads, act, sched, lr, lr_min, decay, steps, grid, batch,
-              gen, F, S, noise, tol, gamma, sm, sa, wd, lr2, out_a, out_c, out_Q, out_R, out_quad,
-              out_em, out_ea, out_flow):
+def chain_run(
+    a,
+    c,
+    C,
+    bm,
+    ba,
+    K,
+    D,
+    heads,
+    act,
+    sched,
+    lr,
+    lr_min,
+    decay,
+    steps,
+    grid,
+    batch,
+    gen,
+    F,
+    S,
+    noise,
+    tol,
+    gamma,
+    sm,
+    sa,
+    wd,
+    lr2,
+    out_a,
+    out_c,
+    out_Q,
+    out_R,
+    out_quad,
+    out_em,
+    out_ea,
+    out_flow,
+):
     """The exact order-parameter chain of :func:`run` for one seed, in place on ``a``, ``c`` and
     the Gram matrix ``C (P, P)`` of ``[W; V_m; V_a]``. Per batch the fields ``u_mu = L z_mu`` and
     the samples' Gram matrix (``_online_kernels.draw_fields``; or ``F (steps, B, P)``,
@@ -619,6 +762,7 @@ def chain_run(a, c, C, bm, ba, K, D, heads, act, sched, lr, lr_min, decay, steps
     part, accumulated) and ``R' = s R - sum_mu c_mu,i nu_mu``. Records as :func:`run`."""
     P = C.shape[0]
     M = bm.shape[0]
+    spec = (act, bm, ba, K, M, gamma, sm, sa, heads)
     L = np.zeros((P, P))
     z, u = np.empty((batch, P)), np.empty((batch, P))
     G = np.empty((batch, batch))
@@ -637,39 +781,20 @@ def chain_run(a, c, C, bm, ba, K, D, heads, act, sched, lr, lr_min, decay, steps
         eta = step_size(sched, lr, k, steps, lr_min, decay) / D
         if given:
             for mu in range(batch):
-                for p in range(P):
-                    u[mu, p] = F[k, mu, p]
-                for nu in range(batch):
-                    G[mu, nu] = S[k, mu, nu]
+                u[mu] = F[k, mu]
+                G[mu] = S[k, mu]
         else:
             rank = cholesky_psd(C, L, tol)
             draw_fields(L, rank, D, batch, gen, z, u, G, A)
         ga[:] = 0.0
         gc[:] = 0.0
         for mu in range(batch):
-            lm, la = _sample(act, a, c, bm, ba, K, M, u[mu], gamma, sm, sa, noise, k, mu, given,
-                             gen, coef, ga, gc, heads)
+            lm, la = _sample(spec, a, c, u[mu], noise, k, mu, given, gen, coef, ga, gc)
             acc_m += lm / batch
             acc_a += la / batch
             for i in range(K):
                 cf[mu, i] = (eta / batch) * coef[i]
-        shrink = 1.0 - eta * wd
-        for i in range(K):
-            for j in range(i, P):
-                lin, qd = 0.0, 0.0
-                for mu in range(batch):
-                    lin -= cf[mu, i] * u[mu, j]
-                    if j < K:
-                        lin -= cf[mu, j] * u[mu, i]
-                        for nu in range(batch):
-                            qd += cf[mu, i] * cf[nu, j] * G[mu, nu]
-                if j < K:
-                    C[i, j] = shrink * (shrink * C[i, j] + lin) + qd
-                    quad[i, j] += qd
-                    quad[j, i] = quad[i, j]
-                else:
-                    C[i, j] = shrink * C[i, j] + lin
-                C[j, i] = C[i, j]
+        _chain_step(C, cf, u, G, quad, K, batch, 1.0 - eta * wd)
         _heads(a, c, ga, gc, eta, batch, wd, lr2, heads)
         flow += eta
         count += 1

@@ -33,10 +33,16 @@ def trajectories(arrays, outdir) -> str:
     acts = ("erf", "relu", "linear")
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
     for ax, act in zip(axes, acts):
-        keys = sorted((k for k in arrays if k.startswith(f"traj_band_{act}-two_heads-chain-")
-                       and k.endswith("-main")), key=lambda k: int(k.split("-")[3]))
+        keys = sorted(
+            (
+                k
+                for k in arrays
+                if k.startswith(f"traj_band_{act}-two_heads-chain-") and k.endswith("-main")
+            ),
+            key=lambda k: int(k.split("-")[3]),
+        )
         for i, k in enumerate(keys):
-            label = k[len("traj_band_"):]
+            label = k[len("traj_band_") :]
             t = arrays[f"traj_t_{label}"][1:]
             lo, mid, hi = arrays[k][:, 1:]
             ax.fill_between(t, lo, hi, color=f"C{i}", alpha=0.3, lw=0)
@@ -54,14 +60,21 @@ def closed_form(arrays, outdir) -> str:
     import matplotlib.pyplot as plt
 
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.6))
-    keys = sorted(k[len("closed_t_"):] for k in arrays if k.startswith("closed_t_"))
+    keys = sorted(k[len("closed_t_") :] for k in arrays if k.startswith("closed_t_"))
     for i, key in enumerate(keys):
         t = arrays[f"closed_t_{key}"]
         ax.plot(t[1:], arrays[f"closed_sim_{key}"][1:], "o", color=f"C{i % 10}", ms=3)
-        ax.plot(t[1:], arrays[f"closed_cf_{key}"][1:], "-", color=f"C{i % 10}", lw=1,
-                label=key.replace("_", ", "))
-    ax.set(yscale="log", xlabel="t", ylabel="main error", title="closed form (lines), D = 1000 "
-           "(dots)")
+        ax.plot(
+            t[1:],
+            arrays[f"closed_cf_{key}"][1:],
+            "-",
+            color=f"C{i % 10}",
+            lw=1,
+            label=key.replace("_", ", "),
+        )
+    ax.set(
+        yscale="log", xlabel="t", ylabel="main error", title="closed form (lines), D = 1000 (dots)"
+    )
     ax.legend(fontsize=6, ncol=2)
     e, g = arrays["order_etas"], arrays["order_gap"]
     slope, icpt = arrays["order_fit"]
@@ -85,8 +98,17 @@ def benefit_map(arrays, outdir) -> str:
     if "map_cells_one_output" in arrays:
         cells = arrays["map_cells_one_output"]
         sim = arrays["map_sim_one_output"]
-        ax.scatter(cells[:, 0], cells[:, 1], c=np.sign(sim), cmap="RdBu", vmin=-1, vmax=1,
-                   edgecolors="k", s=60, label="simulation sign")
+        ax.scatter(
+            cells[:, 0],
+            cells[:, 1],
+            c=np.sign(sim),
+            cmap="RdBu",
+            vmin=-1,
+            vmax=1,
+            edgecolors="k",
+            s=60,
+            label="simulation sign",
+        )
         ax.legend(fontsize=7, loc="upper left")
     ax.set(xlabel="rho", ylabel="sigma", title="benefit of auxiliary learning (one output)")
     og = arrays["opt_gamma"]
@@ -102,8 +124,14 @@ def fdt(arrays, outdir) -> str:
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     etas = arrays.get("fdt_etas")
     for i, k in enumerate(sorted(k for k in arrays if k.startswith("fdt_ratio_"))):
-        ax.loglog(etas, np.abs(arrays[k] - 1), "o-", ms=3, color=f"C{i % 10}",
-                  label=k[len("fdt_ratio_"):])
+        ax.loglog(
+            etas,
+            np.abs(arrays[k] - 1),
+            "o-",
+            ms=3,
+            color=f"C{i % 10}",
+            label=k[len("fdt_ratio_") :],
+        )
     ax.set(xlabel="eta", ylabel="|ratio - 1|", title="FDT along the ODE")
     ax.legend(fontsize=6)
     return _save(fig, outdir, "auxiliary_fdt")
@@ -117,11 +145,9 @@ def forcing(arrays, outdir) -> str:
         cells = arrays["map_cells_one_output"]
         x = np.arange(len(cells))
         ax.bar(x - 0.2, arrays["forcing_drift_total_one_output"], 0.4, label="drift part")
-        ax.bar(x + 0.2, arrays["forcing_diffusion_total_one_output"], 0.4,
-               label="diffusion part")
+        ax.bar(x + 0.2, arrays["forcing_diffusion_total_one_output"], 0.4, label="diffusion part")
         ax.plot(x - 0.2, arrays["forcing_ode_drift_total_one_output"], "k_", ms=12)
-        ax.plot(x + 0.2, arrays["forcing_ode_diffusion_total_one_output"], "k_", ms=12,
-                label="ODE")
+        ax.plot(x + 0.2, arrays["forcing_ode_diffusion_total_one_output"], "k_", ms=12, label="ODE")
         ax.set_xticks(x, [f"{r:g},{s:g}" for r, s in cells], rotation=90, fontsize=6)
     ax.axhline(0, color="k", lw=0.5)
     ax.set(xlabel="(rho, sigma)", ylabel="benefit's part", title="forcing against noise")
@@ -130,5 +156,10 @@ def forcing(arrays, outdir) -> str:
 
 
 def plot(arrays, config, outdir) -> list:
-    return [trajectories(arrays, outdir), closed_form(arrays, outdir),
-            benefit_map(arrays, outdir), fdt(arrays, outdir), forcing(arrays, outdir)]
+    return [
+        trajectories(arrays, outdir),
+        closed_form(arrays, outdir),
+        benefit_map(arrays, outdir),
+        fdt(arrays, outdir),
+        forcing(arrays, outdir),
+    ]
