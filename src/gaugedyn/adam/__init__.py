@@ -37,6 +37,7 @@ from ._spikes import block_statistics as spike_block_statistics  # noqa: F401 (t
 from ._spikes import detect as detect_spikes  # noqa: F401 (in __all__ through attach)
 from ._spikes import detect_blocks as detect_spike_blocks  # noqa: F401 (in __all__ through attach)
 from ._spikes import horizon as spike_horizon  # noqa: F401 (in __all__ through attach)
+from ._spikes import level_blocks as spike_level_blocks  # noqa: F401 (in __all__ through attach)
 from ._spikes import steps_needed as spike_steps_needed  # noqa: F401 (in __all__ through attach)
 from ._stability import cubic_coefficients as cubic_coefficients
 from ._stability import growth_rate as growth_rate
@@ -87,6 +88,7 @@ _EAGER = [
     "SpikeSampling",
     "spike_block_size",
     "spike_block_statistics",
+    "spike_level_blocks",
     "detect_spike_blocks",
     "SPIKE_RISE_DECADES",
     "FLOAT32_FLOOR",

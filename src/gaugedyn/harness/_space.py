@@ -23,6 +23,7 @@ of it, a range is not empty, the default lies in it; one :class:`InputError` nam
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ import numpy as np
 
 from .._errors import InputError
 from .._json import plain
+from .._options import show
 
 SCALES = ("linear", "log")
 
@@ -97,10 +99,30 @@ def _param_type(param) -> type:
     return int if types == (int,) else float if float in types else types[0]
 
 
+def _unknown(key: str, allowed, where: str, prefix: str) -> InputError:
+    allowed = sorted(allowed)
+    near = difflib.get_close_matches(key, allowed, n=1)
+    hint = f" (did you mean {prefix}{near[0]}?)" if near else ""
+    return InputError(
+        f"{where}: unknown key {prefix}{key}{hint}; allowed: "
+        f"{', '.join(prefix + k for k in allowed) or '(none)'}"
+    )
+
+
+def check_param(label: str, value: Any, param, where: str) -> Any:
+    """``value`` checked against the setting's declaration (type and :meth:`Param.validate`)."""
+    types = param.type if isinstance(param.type, tuple) else (param.type,)
+    if float in types and type(value) is int and int not in types:
+        value = float(value)
+    ok_type = isinstance(value, types) and (bool in types or not isinstance(value, bool))
+    problem = param.validate(value) if ok_type else param.describe()
+    if problem is not None:
+        raise InputError(f"{where}: {label} = {show(value)} is not allowed; allowed: {problem}")
+    return value
+
+
 def check_choice(name: str, choice: Any, params: Mapping, where: str) -> None:
     """One declared constant checked against the experiment's settings (module doc)."""
-    from ._config import _unknown, check_param, show
-
     if name not in params:
         raise _unknown(name, params, where, "space.")
     if not isinstance(choice, Choice):
@@ -159,8 +181,6 @@ def check_space(space: Mapping, params: Mapping, where: str = "space") -> dict:
 
 def choice_from_toml(name: str, table: Any, where: str) -> Choice:
     """A ``[space.NAME]`` table of a configuration file as a :class:`Choice`."""
-    from ._config import _unknown, show
-
     if not isinstance(table, Mapping):
         raise InputError(f"{where}: space.{name} = {show(table)} must be a table")
     allowed = ("values", "lo", "hi", "scale", "why")
@@ -196,11 +216,9 @@ def declared_space(experiment: Any, overrides: Any = None, where: str = "space")
 
 def spec_id(values: Mapping) -> str:
     """A readable name of a specification: ``primary`` or ``name=value, ...``."""
-    from ._config import show
-
     if not values:
         return "primary"
-    return ", ".join(f"{k}={show(v, 24)}" for k, v in values.items())
+    return ", ".join(f"{k}={plain(v)!r}" for k, v in values.items())
 
 
 def specifications(

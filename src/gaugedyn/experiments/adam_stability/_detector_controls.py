@@ -36,8 +36,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...adam import SpikeSampling, loss_floor, series_blocks, spike_block_size, spike_horizon
-from ...adam._spikes import level_blocks
+from ...adam import (
+    SpikeSampling,
+    loss_floor,
+    series_blocks,
+    spike_block_size,
+    spike_horizon,
+    spike_level_blocks,
+)
 from ...harness import Control
 from ._protocol import judge_run, run_steps, settle_steps, upper_edge
 
@@ -56,7 +62,7 @@ def _series(a: float, c: float, spikes: SpikeSampling, rng) -> tuple[np.ndarray,
     plateaus of up to :data:`WIDTHS` blocks, each after a whole level window."""
     settle = int(settle_steps(a, c))
     b = int(spike_block_size(1 - a, 1 - c, spikes))
-    m = level_blocks(1 - a, 1 - c, spikes)
+    m = spike_level_blocks(1 - a, 1 - c, spikes)
     first = settle + (math.ceil(spike_horizon(1 - a, 1 - c) / b) + m + 2) * b
     T = max(int(run_steps(a, c, spikes)), first + 3 * (m + max(WIDTHS) + 4) * b)
     return LEVEL + NOISE * rng.standard_normal(T), settle, b, first
@@ -85,41 +91,48 @@ def _cycle(base, b, c, depth) -> tuple[np.ndarray, int]:
 
 
 def detector_cases(a: float, c: float, spikes: SpikeSampling, seed: int = 0) -> list[tuple]:
-    """``(case id, kind, words, curve, check)`` of the module doc at the cell ``(a, c)``;
-    ``check(settled verdict, plateau starts)`` is the known answer."""
+    """``(case id, aspect, kind, words, curve, check, plateau starts)`` of the module doc at the
+    cell ``(a, c)``: ``aspect`` is ``"spike"`` or ``"divergence"`` (what the case controls),
+    ``check(settled verdict, plateau starts)`` its known answer."""
     rng = np.random.default_rng(seed)
     base, settle, b, first = _series(a, c, spikes, rng)
-    T = base.size
     high, starts = _plateaus(base, first, b, spikes.rise + 1.0)
+    cases = [
+        ("spike", *case)
+        for case in _spike_cases(base, a, c, b, first, spikes, rng, starts, high)
+        + _cycle_cases(base, c, b)
+    ]
+    cases += [("divergence", *case) for case in _divergence_cases(base, settle, high)]
+    return [
+        (cid, aspect, kind, words, curve, check, starts)
+        for aspect, cid, kind, words, curve, check in cases
+    ]
+
+
+def _status(word):
+    return lambda d, _s: str(d["status"]) == word
+
+
+def _spike_cases(base, a, c, b, first, spikes, rng, starts, high) -> list[tuple]:
+    T = base.size
     low, _ = _plateaus(base, first, b, spikes.rise - 0.7)
-    cycle, period = _cycle(base, b, c, CYCLE_DECADES)
-    slow = max(int(spike_horizon(1 - a, 1 - c)), (level_blocks(1 - a, 1 - c, spikes) + 1) * b)
-    drift = base + np.arange(T) / slow
+    slow = max(int(spike_horizon(1 - a, 1 - c)), (spike_level_blocks(1 - a, 1 - c, spikes) + 1) * b)
     zeros = base.copy()
     zeros[rng.random(T) < 0.3] = -np.inf
     under = base.copy()
     under[rng.random(T) < 0.7] = -np.inf
-    grow = base.copy()
-    grow[settle + (T - settle) // 2 :] = np.inf
-    nan = base.copy()
-    nan[settle + (T - settle) // 3 :] = np.nan
-    one_inf = base.copy()
-    one_inf[settle + (T - settle) // 2] = np.inf
-
-    def status(word):
-        return lambda d, _s: str(d["status"]) == word
 
     def found(d, s):
         t1 = int(d["first_spike"])
         return d["status"] == "spiky" and int(d["n_spikes"]) == 3 and s[0] - b <= t1 <= s[0] + 2 * b
 
-    cases = [
+    widths = ", ".join(map(str, WIDTHS))
+    return [
         (
             "isolated_spikes",
             "positive",
             f"three plateaus {spikes.rise + 1:g} decades high, "
-            f"{', '.join(map(str, WIDTHS))} blocks of {b} steps wide: spiky, 3 spikes, the first "
-            "at its step",
+            f"{widths} blocks of {b} steps wide: spiky, 3 spikes, the first at its step",
             high,
             found,
         ),
@@ -128,48 +141,44 @@ def detector_cases(a: float, c: float, spikes: SpikeSampling, seed: int = 0) -> 
             "negative",
             f"the same plateaus {spikes.rise - 0.7:g} decades high: quiet",
             low,
-            status("quiet"),
+            _status("quiet"),
         ),
         (
             "noise",
             "negative",
             "white log-noise of 1 decade: quiet",
             LEVEL + rng.standard_normal(T),
-            status("quiet"),
+            _status("quiet"),
         ),
         (
             "drift",
             "negative",
             f"an upward drift of 1 decade per {slow} steps (a horizon, or the "
             "level's window and a block if longer): quiet",
-            drift,
-            status("quiet"),
+            base + np.arange(T) / slow,
+            _status("quiet"),
         ),
-        ("zeros", "negative", "exact zeros in 30% of the steps: quiet", zeros, status("quiet")),
+        ("zeros", "negative", "exact zeros in 30% of the steps: quiet", zeros, _status("quiet")),
         (
             "underflow",
             "negative",
             "exact zeros in 70% of the steps: undetermined, never spiky",
             under,
-            status("undetermined"),
+            _status("undetermined"),
         ),
         (
-            "inf",
-            "positive",
-            "the loss +inf from the middle of the window on: diverged",
-            grow,
-            status("diverged"),
+            "quantised",
+            "negative",
+            "the loss rounded to 0.25-decade levels: quiet",
+            np.round(base * 4) / 4,
+            _status("quiet"),
         ),
-        (
-            "nan",
-            "positive",
-            "the loss nan from a third of the window on: diverged",
-            nan,
-            status("diverged"),
-        ),
-        ("one_inf", "positive", "a single +inf step: diverged", one_inf, status("diverged")),
     ]
-    cases += [
+
+
+def _cycle_cases(base, c, b) -> list[tuple]:
+    cycle, period = _cycle(base, b, c, CYCLE_DECADES)
+    return [
         (
             "cycle",
             "positive",
@@ -177,24 +186,48 @@ def detector_cases(a: float, c: float, spikes: SpikeSampling, seed: int = 0) -> 
             f"steps (max({CYCLE_PERIOD:g}/(1-beta2), 3 blocks); the published envelope's stride "
             f"was {0.077 / c:.3g}): spiky",
             cycle,
-            status("spiky"),
+            _status("spiky"),
         ),
         (
             "shallow_cycle",
             "negative",
             "the same cycle 1 decade deep: quiet",
             _cycle(base, b, c, 1.0)[0],
-            status("quiet"),
-        ),
-        (
-            "quantised",
-            "negative",
-            "the loss rounded to 0.25-decade levels: quiet",
-            np.round(base * 4) / 4,
-            status("quiet"),
+            _status("quiet"),
         ),
     ]
-    return [(cid, kind, words, curve, check, starts) for cid, kind, words, curve, check in cases]
+
+
+def _divergence_cases(base, settle, high) -> list[tuple]:
+    T = base.size
+    grow, nan, one_inf = base.copy(), base.copy(), base.copy()
+    grow[settle + (T - settle) // 2 :] = np.inf
+    nan[settle + (T - settle) // 3 :] = np.nan
+    one_inf[settle + (T - settle) // 2] = np.inf
+    return [
+        (
+            "inf",
+            "positive",
+            "the loss +inf from the middle of the window on: diverged",
+            grow,
+            _status("diverged"),
+        ),
+        (
+            "nan",
+            "positive",
+            "the loss nan from a third of the window on: diverged",
+            nan,
+            _status("diverged"),
+        ),
+        ("one_inf", "positive", "a single +inf step: diverged", one_inf, _status("diverged")),
+        (
+            "finite_spikes",
+            "negative",
+            "finite spikes (the isolated plateaus): not diverged",
+            high,
+            lambda d, _s: str(d["status"]) != "diverged",
+        ),
+    ]
 
 
 def _map_reduce(curve, b, floor):
@@ -247,11 +280,11 @@ def detector_controls(
     out = []
     floor = loss_floor(2.0)
     for a, c in _map_cells(config):
-        for cid, kind, words, curve, check, starts in detector_cases(a, c, spikes):
+        for cid, aspect, kind, words, curve, check, starts in detector_cases(a, c, spikes):
             out.append(
                 _one(
                     f"detector.map.a={a:.3g}.c={c:.3g}.{cid}",
-                    "spike detector, 1-D map blocks",
+                    _instrument("1-D map blocks", aspect),
                     kind,
                     f"(1 - beta1, 1 - beta2) = ({a:.3g}, {c:.3g}): {words}",
                     lambda curve=curve, a=a, c=c, check=check, starts=starts: _judge_map(
@@ -290,29 +323,33 @@ def _task_controls(config, spikes, task_reduce) -> list[Control]:
 
     def judged(k: int):
         if "blocks" not in cache:
-            curves = np.stack([case[3] for case in cases], axis=1)
+            curves = np.stack([case[4] for case in cases], axis=1)
             cache["blocks"] = task_reduce(curves, b, FLOAT64_FLOOR)
         d, _ = judge_run(cache["blocks"][k], a, c, FLOAT64_FLOOR, int(settle_steps(a, c)), spikes)
-        return _reading(d), bool(cases[k][4](d, cases[k][5]))
+        return _reading(d), bool(cases[k][5](d, cases[k][6]))
 
     return [
         _one(
             f"detector.task.a={a:.3g}.c={c:.3g}.{cid}",
-            "spike detector, training-task blocks",
+            _instrument("training-task blocks", aspect),
             kind,
             f"(1 - beta1, 1 - beta2) = ({a:.3g}, {c:.3g}): {words}",
             lambda k=k: judged(k),
         )
-        for k, (cid, kind, words, *_rest) in enumerate(cases)
+        for k, (cid, aspect, kind, words, *_rest) in enumerate(cases)
     ]
+
+
+def _instrument(path: str, aspect: str) -> str:
+    return f"spike detector, {path}" + (": divergence" if aspect == "divergence" else "")
 
 
 def _one(cid, instrument, kind, case, run) -> Control:
     proves = {
         "positive": "the detector finds the effect where it is, at the run's sampling",
-        "negative": "the detector reads no spike where there is none, at the run's sampling",
+        "negative": "the detector reads no effect where there is none, at the run's sampling",
     }[kind]
-    if cid.endswith((".inf", ".nan", ".one_inf")):
+    if instrument.endswith("divergence"):
         proves = "divergence is classified apart from spikes"
     return Control(cid, instrument, kind, case, proves, run)
 

@@ -93,11 +93,20 @@ def _edge_record(thr: float, lr: float, cross: int | None, every: int = 10, step
 
 def readout_controls(config: dict) -> list[Control]:
     """The edge finder's and the readouts' controls (module doc)."""
-    from ._edge_analysis import period_two, quadratic_separation, window_stats
-    from ._protocol import edge_start
+    from ._edge_analysis import window_stats
 
     lr, b1, b2 = float(config["lrs"][0]), float(config["beta1s"][0]), float(config["beta2"])
     thr = threshold(b1)
+    return (
+        _edge_finder_controls(thr, lr, b2)
+        + _window_controls(thr, lr, b2, window_stats)
+        + _small_readout_controls()
+    )
+
+
+def _edge_finder_controls(thr: float, lr: float, b2: float) -> list[Control]:
+    from ._protocol import edge_start
+
     task = {"skip": 0.1, "steps": 400, "lr": lr, "beta2": b2}
 
     def found(cross, expect):
@@ -110,10 +119,6 @@ def readout_controls(config: dict) -> list[Control]:
         t = edge_start(rec, task)
         return t, t == -1
 
-    y = 0.01 * np.arange(200)
-    e = 0.3
-    wave = np.sin(2 * np.pi * np.arange(200) / 50)
-    known = 10.0 ** np.linspace(0, 1, 100)
     return [
         Control(
             "edge.found",
@@ -139,7 +144,17 @@ def readout_controls(config: dict) -> list[Control]:
             "the start-up is left out",
             started_up,
         ),
-        *_window_controls(thr, lr, b2, window_stats),
+    ]
+
+
+def _small_readout_controls() -> list[Control]:
+    from ._edge_analysis import period_two, quadratic_separation
+
+    y = 0.01 * np.arange(200)
+    e = 0.3
+    wave = np.sin(2 * np.pi * np.arange(200) / 50)
+    known = 10.0 ** np.linspace(0, 1, 100)
+    return [
         Control(
             "period_two.alternation",
             "period-2 readout (period_two)",
