@@ -2,8 +2,8 @@
 accumulated at every step) against the numpy map (``simulate_losses``) on the same runs,
 interleaved.
 
-Both see the same per-step log10 losses (the compiled blocks equal the detector's blocks of the numpy map to the last bit at ``n = 2``, tested in
-``tests/test_spike_boundary.py``). Each round times one block of each, in rotating order; the
+Both see the same per-step log10 losses (the compiled blocks equal the detector's blocks of the
+numpy map to the last bit at ``n = 2``, tested in ``tests/test_spike_boundary.py``). Each round times one block of each, in rotating order; the
 median over rounds of the per-round ratio numpy / numba is printed with its quartiles, in wall
 time and in process CPU time (less sensitive to a loaded machine).
 
