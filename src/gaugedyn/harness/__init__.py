@@ -56,6 +56,7 @@ from ._registry import parse_system as parse_system
 from ._registry import read_system as read_system
 from ._report import FINDING_WORDS as FINDING_WORDS
 from ._report import fmt as fmt
+from ._report import robustness_text as robustness_text
 from ._report import verdict_word as verdict_word
 from ._runner import RunOutcome as RunOutcome
 from ._runner import execute as execute
@@ -70,6 +71,7 @@ from ._verdicts import no_paper_value as no_paper_value
 __all__ = [
     "FINDING_WORDS",
     "fmt",
+    "robustness_text",
     "verdict_word",
     "DECLARATIONS",
     "EXPERIMENTS",
