@@ -304,13 +304,7 @@ REDUCED = {
     "prototypes": ({"sizes": [3, 5], "seeds": 2}, "lr"),
     "shared_representation": ({"seeds": 2, "horizon": 10}, "control_period"),
     "spike_boundary": (
-        {
-            "ns": [2.0],
-            "one_minus_beta1": [0.1, 0.5],
-            "one_minus_beta2": [0.01, 0.1, 0.3],
-            "tasks": [],
-            "check_steps": 500,
-        },
+        {"ns": [2.0], "tasks": [], "check_steps": 500},
         "spike_rise",
     ),
 }
