@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from gaugedyn.harness import load_config, run_controls
+from gaugedyn.harness import EXPERIMENTS, load_config, run_controls
 from gaugedyn.harness._controls import run_control
 
 
@@ -27,23 +27,8 @@ def _failed(controls) -> set[str]:
     return {r["id"] for r in map(run_control, controls) if not r["passed"]}
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "spike_boundary",
-        "adam_edge",
-        "shared_representation",
-        "prototypes",
-        "beta_grid",
-        "gauge_under_adam",
-        "clock",
-        "ownership_patterns",
-        "gauge_on_networks",
-        "finite_sample",
-        "gd_selection",
-    ],
-)
-def test_the_declared_controls_pass_at_the_quick_configuration(name):
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_every_experiment_declares_controls_that_pass_at_the_quick_configuration(name):
     cfg = load_config(f"simulations/{name}.toml", quick=True)
     records = run_controls(cfg.experiment, cfg.params)
     assert records and all(r["passed"] for r in records), [r for r in records if not r["passed"]]
@@ -54,6 +39,16 @@ def test_the_declared_controls_pass_at_the_quick_configuration(name):
 
 
 # --- the spike detector ----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_detector_and_boundary_controls_pass_at_the_full_configurations_sampling():
+    """The published run's own grids and block sizes (the quick one is covered above)."""
+    cfg = load_config("simulations/spike_boundary.toml", quick=False)
+    records = run_controls(cfg.experiment, cfg.params)
+    assert len(records) > 40 and all(r["passed"] for r in records), [
+        r["id"] for r in records if not r["passed"]
+    ]
 
 
 def _envelope_reduce(curve, b, floor):
