@@ -359,3 +359,23 @@ def test_the_tied_beta_readouts_broken_fail(monkeypatch):
     assert {"split.no_lag", "roughness.alternating"} <= failed
     monkeypatch.setattr(_gauge_analysis, "gap_per_seed", lambda a, i, m: np.zeros(3))
     assert "gauge_gap.e" in _failed(gauge_controls({}))
+
+
+# --- conservation laws -----------------------------------------------------------------------
+
+
+def test_the_conservation_instruments_broken_fail(monkeypatch):
+    """The count without its Lie brackets (the fields' span alone reads 4 laws where there are
+    3), a rank decision that ignores its tolerance, and a slope fit that reads every drift as
+    first order each fail their control."""
+    import gaugedyn.gauge as gauge
+    from gaugedyn.experiments.conservation import _drift
+    from gaugedyn.experiments.conservation._controls import controls
+
+    config = _config("conservation_laws")
+    assert not _failed(controls(config))
+    count, rank, slope = gauge.conservation_laws, gauge.decide_rank, _drift.slope_control
+    monkeypatch.setattr(gauge, "conservation_laws", lambda *a, **k: count(*a, max_depth=1, **k))
+    monkeypatch.setattr(gauge, "decide_rank", lambda a, rtol: rank(a, 1e-9))
+    monkeypatch.setattr(_drift, "slope_control", lambda *a: slope(*a[:-1], True))
+    assert _failed(controls(config)) == {"count.known", "rank.coarse", "slope.second_order"}

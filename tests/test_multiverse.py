@@ -291,6 +291,10 @@ REDUCED = {
     ),
     "beta_grid": ({"tasks": ["teacher_student"], "seeds": 2}, "skip"),
     "clock": ({}, "threshold"),
+    "conservation_laws": (
+        {"families": ["linear2"], "recorder_models": [], "drift_models": ["mlp"]},
+        "rtol",
+    ),
     "finite_sample": ({"seeds": 8, "ns": [100, 1000, 10000]}, "tolerance"),
     "gauge_on_networks": (
         {"slope_models": ["mlp"], "optimizers": ["gd"], "seeds": 2, "steps": 100},
