@@ -18,6 +18,8 @@ they stop a run before any work when an instrument misreads a known case:
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...harness import Control
 from . import _protocol as pr
 
@@ -40,10 +42,30 @@ def _laws(spec: dict, config: dict) -> int:
     return int(found.laws)
 
 
-def _rank(rtol: float) -> int:
-    from .conservation_laws import _rank_control
+def planted_ranks() -> dict:
+    """The rank decision on planted spectra: rank 5 with a genuine ``1e-7`` direction above the
+    float64 floor (gap near ``1e-7 / (eps s_1 max(shape))``), and rank 4 at ``rtol = 1e-6``
+    (gap ``1e-3 / 1e-7 = 1e4``)."""
+    import torch
 
-    return int(_rank_control()["planted_rank"][[1e-9, 1e-6].index(rtol)])
+    from ... import gauge
+
+    rng = np.random.default_rng(0)
+    u, _ = np.linalg.qr(rng.standard_normal((12, 12)))
+    v, _ = np.linalg.qr(rng.standard_normal((8, 8)))
+    s = np.zeros((12, 8))
+    s[range(5), range(5)] = pr.PLANTED
+    a = torch.from_numpy(u @ s @ v.T)
+    fine, _ = gauge.decide_rank(a, 1e-9)
+    coarse, _ = gauge.decide_rank(a, 1e-6)
+    return {
+        "planted_rank": np.array([fine.rank, coarse.rank], dtype=float),
+        "planted_gap": np.array([fine.gap, coarse.gap]),
+    }
+
+
+def _rank(rtol: float) -> int:
+    return int(planted_ranks()["planted_rank"][[1e-9, 1e-6].index(rtol)])
 
 
 def _slope(config: dict, broken: bool) -> float:

@@ -365,25 +365,8 @@ def _control_count(task, seed) -> dict:
 
 
 def _rank_control() -> dict:
-    """The rank decision on planted spectra: rank 5 with a genuine ``1e-7`` direction above the
-    float64 floor (gap near ``1e-7 / (eps s_1 max(shape))``), and rank 4 at ``rtol = 1e-6``
-    (gap ``1e-3 / 1e-7 = 1e4``)."""
-    import torch
-
-    from ...gauge import decide_rank
-
-    rng = np.random.default_rng(0)
-    u, _ = np.linalg.qr(rng.standard_normal((12, 12)))
-    v, _ = np.linalg.qr(rng.standard_normal((8, 8)))
-    s = np.zeros((12, 8))
-    s[range(5), range(5)] = pr.PLANTED
-    a = torch.from_numpy(u @ s @ v.T)
-    fine, _ = decide_rank(a, 1e-9)
-    coarse, _ = decide_rank(a, 1e-6)
-    return {
-        "planted_rank": np.array([fine.rank, coarse.rank], dtype=float),
-        "planted_gap": np.array([fine.gap, coarse.gap]),
-    }
+    """The rank decision on planted spectra (:func:`._controls.planted_ranks`)."""
+    return cc.planted_ranks()
 
 
 def _recorder(task, seed) -> dict:
