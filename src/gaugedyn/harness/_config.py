@@ -59,6 +59,19 @@ class RunConfig:
     overrides: tuple[str, ...] = ()
     tasks: list[dict] = field(default_factory=list)
 
+    @property
+    def module(self) -> str:
+        """The module that defines the experiment (the scope of its code identity)."""
+        if self.spec is not None:
+            return self.spec.partition(":")[0] if ":" in self.spec else EXPERIMENTS[self.spec]
+        return type(self.experiment).__module__
+
+    def code_identity(self) -> dict:
+        """:func:`gaugedyn._meta.code_identity` of the experiment's code (cached per process)."""
+        from .._meta import code_identity
+
+        return code_identity(self.module)
+
     def to_dict(self) -> dict:
         return plain(
             {

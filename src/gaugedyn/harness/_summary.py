@@ -1,7 +1,10 @@
 """``summary.json``: what a run was (configuration, versions, seeds, definitions) and what it found.
 
 The summary holds ``format`` (:data:`SUMMARY_FORMAT`), ``experiment``, ``description``,
-``configuration``, ``command``, ``versions``, ``seeds`` (the root seed and how task seeds derive
+``configuration``, ``command``, ``versions``, ``code`` (the hash of the source files the tasks
+can reach, their count and scope, the git commit and whether it had uncommitted changes:
+:func:`gaugedyn._meta.code_identity`; every task record of the store carries the same),
+``seeds`` (the root seed and how task seeds derive
 from it), ``definitions`` (the experiment's observables), ``tasks``, ``diagnostics``,
 ``failed_tasks``, ``status``, ``claims``, ``arrays`` (name -> shape and dtype), ``arrays_sha256``
 and ``figures``. It is strict JSON: non-finite floats are written as the strings ``"nan"``,
@@ -43,6 +46,7 @@ def summary_head(cfg: RunConfig, command: dict | None) -> dict:
         "configuration": cfg.to_dict(),
         "command": command,
         "versions": versions(),
+        "code": cfg.code_identity(),
         "seeds": {
             "root": cfg.seed,
             "derivation": "gaugedyn._meta.task_seed(root, experiment, task): SeedSequence(root, "
