@@ -269,7 +269,7 @@ def test_release_metadata():
 
     assert (ROOT / "src" / "gaugedyn" / "py.typed").is_file()
     assert "MIT License" in (ROOT / "LICENSE").read_text()
-    assert 'dynamic = ["version"]' in (ROOT / "pyproject.toml").read_text()
+    assert f'\nversion = "{gaugedyn.__version__}"\n' in (ROOT / "pyproject.toml").read_text()
     cff = (ROOT / "CITATION.cff").read_text()
     assert f'version: "{gaugedyn.__version__}"' in cff
     assert f"## {gaugedyn.__version__}" in (ROOT / "CHANGELOG.md").read_text()
