@@ -39,12 +39,13 @@ class AdamRecorder:
     (one pass over memory; needs a working inductor backend and pays a one-off compilation).
     The native kernel computes them in one compiled C++ sweep per parameter (contiguous
     float32/float64 CPU tensors; ``w`` updated in the same sweep), built once per machine with
-    ``torch.utils.cpp_extension`` (g++ and ninja; about 30 s, then cached); other tensors, and
-    every tensor when the build fails (logged once, no warning) or ``GAUGEDYN_NATIVE=0`` is set,
-    take the eager path. The default ``backend="auto"`` uses it when the optimizer holds such a
-    CPU tensor (GPU-only models build nothing); ``"native"`` asks for it regardless and logs
-    when it is unavailable; ``"eager"`` never builds it. ``compile=True`` takes precedence over
-    ``backend``.
+    ``torch.utils.cpp_extension`` (g++ and ninja; see ``gaugedyn.adam._native.BUILD_TIME``, said
+    on stderr when it starts, then cached); other tensors, and every tensor when the build fails
+    (logged once, no warning) or ``GAUGEDYN_NATIVE=0`` is set, take the eager path. The default
+    ``backend="auto"`` uses the kernel when it is already built and the optimizer holds such a
+    CPU tensor, and never starts a build; ``"native"`` asks for it (building it once if need
+    be) and logs when it is unavailable; ``"eager"`` never uses it. ``compile=True`` takes
+    precedence over ``backend``.
     ``every = k`` computes the aggregates only at steps ``t`` divisible by ``k`` (``w`` is still
     updated every step). Closures that compute gradients inside ``step(closure)`` are not seen by
     the pre-hook and are not supported. Attach before the first step for exact ``w``; attached
