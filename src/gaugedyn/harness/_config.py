@@ -333,7 +333,13 @@ def make_config(
 
     items = overrides.items() if isinstance(overrides, Mapping) else map(parse_override, overrides)
     applied = []
+    seen: set[str] = set()
     for key, value in items:
+        if key in seen:
+            raise InputError(
+                f"--set: {key} is given twice; allowed: each key once (which value did you mean?)"
+            )
+        seen.add(key)
         if key == "seed":
             root_seed = check_seed(value, "--set")
         elif key in schema:
