@@ -292,7 +292,21 @@ def _numbers(args) -> dict:
         )
     if values["dynamics"] == "flow" and values["eta"] is not None:
         raise InputError("--eta is only used with --dynamics gd")
+    if values["dynamics"] == "gd":
+        given = [
+            f"--{name}" for name in ("method", "rtol", "atol") if _given(args, name, OPTIONS[name])
+        ]
+        if given:
+            raise InputError(
+                f"{', '.join(given)} only apply to --dynamics flow (an ODE solver's settings); "
+                "--dynamics gd takes steps of size --eta: drop them"
+            )
     return values
+
+
+def _given(args, name: str, option) -> bool:
+    """Whether the user set ``--name`` (its value differs from the declared default)."""
+    return getattr(args, name) not in (None, option.default, str(option.default))
 
 
 def _warn_loose(values: dict) -> None:
@@ -328,12 +342,12 @@ def _functional(sol, problem, activation: str, prune_tol: float) -> dict:
 def _handle(args: argparse.Namespace) -> int:
     import json
 
-    from .._json import strict
     from .._meta import versions
     from .._options import check_memory
     from .._progress import progress_bar
     from ._observables import Definitions
     from ._problem import duplicates, single
+    from ._solution import nulled_report
     from ._solve import solve
 
     values = _numbers(args)
@@ -401,5 +415,6 @@ def _handle(args: argparse.Namespace) -> int:
     out = sol.to_dict()
     out |= _functional(sol, problem, args.activation, values["prune_tol"])
     out["versions"] = versions()
-    print(json.dumps(strict(out), allow_nan=False))
+    out.pop("null", None)
+    print(json.dumps(nulled_report(out), allow_nan=False))
     return 0
