@@ -389,3 +389,81 @@ def test_check_activation_json_is_strict(tmp_path, capsys):
     assert rc in (0, 1) and (rc == 1) == (not report["passed"])
     if "null" in report:
         assert not report["passed"]
+
+
+def test_a_key_set_twice_is_refused(tmp_path, capsys):
+    from toy_experiments import config_text
+
+    (tmp_path / "toy.toml").write_text(config_text(n_tasks=2))
+    out = tmp_path / "o"
+    argv = ["run", str(tmp_path / "toy.toml"), "--out", str(out), "--executor", "serial"]
+    line = _one_line([*argv, "--set", "size=2", "--set", "size=3"], capsys)
+    assert "size is given twice" in line and not out.exists(), line
+
+
+def test_serial_executor_refuses_workers(tmp_path, capsys):
+    from toy_experiments import config_text
+
+    (tmp_path / "toy.toml").write_text(config_text(n_tasks=2))
+    out = tmp_path / "o"
+    argv = ["run", str(tmp_path / "toy.toml"), "--out", str(out), "--executor", "serial"]
+    line = _one_line([*argv, "--workers", "2"], capsys)
+    assert "--workers 2 is not allowed with --executor serial" in line and not out.exists()
+
+
+def test_gradient_descent_refuses_the_ode_solvers_settings(capsys):
+    argv = ["solve", "--setup", "single", "--dim", "20", "--gauge", "balanced"]
+    argv += ["--dynamics", "gd", "--eta", "0.1", "--t-max", "2"]
+    for extra, named in ((["--method", "RK45"], "--method"), (["--rtol", "1e-3"], "--rtol")):
+        line = _one_line([*argv, *extra], capsys)
+        assert f"{named} only apply to --dynamics flow" in line, line
+    rc, out, err = invoke(argv, capsys)
+    assert rc == 0, err
+
+
+def test_solve_writes_a_time_not_reached_as_null(capsys):
+    import json
+
+    argv = ["solve", "--setup", "single", "--dim", "20", "--gauge", "balanced", "--t-max", "2"]
+    rc, out, err = invoke(argv, capsys)
+    assert rc == 0 and '"nan"' not in out and "NaN" not in out, out
+    report = json.loads(out)
+    assert report["specialization_time"] == [None] and "time not reached" in report["null"]
+
+
+def test_audit_candidates_take_rules(capsys):
+    from gaugedyn import InputError
+    from gaugedyn.stats._audit import audit
+    from gaugedyn.stats._rules import CANDIDATES
+
+    with pytest.raises(InputError, match="not allowed with candidates"):
+        audit(["mean_threshold"], candidates=True)
+    name = "proportion[Wilson]"
+    assert name in CANDIDATES
+    rows = audit([name], candidates=True, trials=[4], reps=20, shapes=["normal"])
+    assert rows and {r["rule"] for r in rows} == {name}
+
+
+def test_the_terminal_table_is_not_padded_to_its_longest_cell():
+    from gaugedyn.harness._report import CELL, table
+
+    row = dict(experiment="e", id="c", measured=1.0, interval="[0, 2]", verdict="HELD")
+    text = table(
+        [row | dict(expected="x" * 1000, tolerance="t"), row | dict(expected=1, tolerance=2)]
+    )
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) < 7 * (CELL + 2)
+    assert all(line == line.rstrip() for line in lines) and "..." in lines[2]
+
+
+def test_bench_online_gives_nn2pp_a_seed_not_teacher_noise():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_online.py"
+    spec = importlib.util.spec_from_file_location("bench_online", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    argv = module.nn2pp_argv("nn2pp.exe", 500, 1000)
+    assert argv[argv.index("--seed") + 1] == "1"
+    assert "-s" not in argv and "--sigma" not in argv  # nn2pp's -s: the teacher's output noise
