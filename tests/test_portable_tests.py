@@ -42,6 +42,7 @@ ALLOWED_NONFINITE: dict[str, tuple[int, str]] = {
     "test_gauge_functional.py": (1, SENTINEL),
     "test_gauge_on_networks.py": (2, SENTINEL),
     "test_gauge_recorder.py": (1, SENTINEL),
+    "test_monitor.py": (1, "the test's operator returns NaN itself; no overflow on the way"),
     "test_pinned_edge.py": (1, SENTINEL),
     "test_prototypes.py": (2, INF_IN),
     "test_spike_boundary.py": (4, SENTINEL),
