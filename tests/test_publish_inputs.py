@@ -266,8 +266,10 @@ def test_fuzzed_summaries_are_added_or_refused_in_one_line(repo, tmp_path, capsy
     line, nothing written); never a traceback."""
     run = _run(tmp_path, _set(key, value), name="fuzz")
     before = _tree(repo)
-    code, out, err = invoke(["publish", "--root", repo, "--add", run], capsys)
-    shutil.rmtree(run)
+    try:
+        code, out, err = invoke(["publish", "--root", repo, "--add", run], capsys)
+    finally:
+        shutil.rmtree(run)
     assert code in (0, 2) and "Traceback" not in err, err
     if code == 2:
         assert len(err.strip().splitlines()) == 1 and _tree(repo) == before

@@ -127,8 +127,7 @@ def _problem(summary: object, where: str) -> str | None:
     that are not a list of objects with a string ``id``, a known ``kind``, a boolean
     ``passed``, a ``readings`` table; figures that are not a list of objects with a list of
     file names."""
-    from .harness import FINDING_WORDS
-    from .harness._protocol import CLAIM_KINDS
+    from .harness import CLAIM_KINDS, FINDING_WORDS
 
     if not isinstance(summary, dict):
         return f"{where}: not a JSON object"
@@ -162,7 +161,7 @@ def _problem(summary: object, where: str) -> str | None:
 
 
 def _show(value: object) -> str:
-    from .harness._config import show
+    from .harness import show
 
     return show(value)
 
@@ -200,11 +199,12 @@ def read_run(run: Path) -> dict:
             f"{bool(command.get('quick'))}, --set {command.get('overrides')}); "
             "only full configurations are published"
         )
-    if summary.get("failed_tasks") or summary.get("status") not in ("passed", "claims failed"):
+    failed = summary.get("failed_tasks")
+    if failed or summary.get("status") not in ("passed", "claims failed"):
+        count = len(failed) if isinstance(failed, list) else 0 if not failed else _show(failed)
         raise InputError(
             f"--add {run}: the run is not complete (status "
-            f"{summary.get('status')!r}, {len(summary.get('failed_tasks') or [])} "
-            "failed tasks); finish it first"
+            f"{_show(summary.get('status'))}, failed tasks {count}); finish it first"
         )
     _figure_files(Path(run), summary)
     return summary
@@ -268,7 +268,7 @@ def write_all(writes: dict[Path, bytes]) -> None:
     """Write every file atomically (a temporary name, then a rename); if one fails, the files
     already replaced get their former content back (or are removed), so a command writes all
     or nothing."""
-    from .harness._store import atomic_write
+    from .harness import atomic_write
 
     done: list[tuple[Path, bytes | None]] = []
     made: list[Path] = []

@@ -28,9 +28,11 @@ from ._config import available_experiments as available_experiments
 from ._config import load_config as load_config
 from ._config import make_config as make_config
 from ._config import resolve_experiment as resolve_experiment
+from ._config import show as show
 from ._drawing import redraw as redraw
 from ._executor import ExecutorSpec as ExecutorSpec
 from ._executor import open_executor as open_executor
+from ._protocol import CLAIM_KINDS as CLAIM_KINDS
 from ._protocol import Claim as Claim
 from ._protocol import Experiment as Experiment
 from ._protocol import Param as Param
@@ -52,6 +54,7 @@ from ._report import verdict_word as verdict_word
 from ._runner import RunOutcome as RunOutcome
 from ._runner import execute as execute
 from ._store import ResultStore as ResultStore
+from ._store import atomic_write as atomic_write
 from ._store import task_key as task_key
 from ._verdicts import deterministic as deterministic
 from ._verdicts import margin_value as margin_value
@@ -65,6 +68,7 @@ __all__ = [
     "EXPERIMENTS",
     "SYSTEMS",
     "SYSTEM_NAMES",
+    "CLAIM_KINDS",
     "Claim",
     "ExecutorSpec",
     "Experiment",
@@ -72,6 +76,7 @@ __all__ = [
     "ResultStore",
     "RunConfig",
     "RunOutcome",
+    "atomic_write",
     "available_experiments",
     "caption_array",
     "caption_key",
@@ -92,6 +97,7 @@ __all__ = [
     "provisional",
     "redraw",
     "resolve_experiment",
+    "show",
     "task_key",
     "System",
     "parse_system",
