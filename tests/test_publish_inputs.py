@@ -223,20 +223,19 @@ def test_a_malformed_committed_summary_is_named_not_a_traceback(repo, capsys):
 
 
 def test_a_failed_write_puts_back_what_it_replaced(tmp_path, monkeypatch):
-    from gaugedyn import publish
-    from gaugedyn.harness import _store
+    from gaugedyn import harness, publish
 
     a, b, c = tmp_path / "a.md", tmp_path / "new" / "b.md", tmp_path / "c.md"
     a.write_text("old a")
     c.write_text("old c")
-    real = _store.atomic_write
+    real = harness.atomic_write
 
     def failing(path, data, sync_dir=True):
         if Path(path) == c and data == b"new c":
             raise OSError(28, "No space left on device")
         real(path, data, sync_dir)
 
-    monkeypatch.setattr(_store, "atomic_write", failing)
+    monkeypatch.setattr(harness, "atomic_write", failing)
     with pytest.raises(OSError, match="No space"):
         publish.write_all({a: b"new a", b: b"new b", c: b"new c"})
     assert a.read_text() == "old a" and c.read_text() == "old c"
