@@ -97,7 +97,9 @@ def median_bounds(x: np.ndarray, level: float, interpolate: bool = True) -> Boun
 
 def sign_pvalues(x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
     """Exact sign-test p-values ``(p_above, p_below)`` of ``H1: median > threshold`` and
-    ``H1: median < threshold`` (binomial tails; values equal to ``threshold`` are dropped)."""
+    ``H1: median < threshold`` (binomial tails; values equal to ``threshold`` are dropped).
+    Not the median rules' test (that is :func:`median_pvalues`, the test their interval
+    inverts); kept as the reference the interpolated test is compared with."""
     from scipy import stats
 
     x = np.asarray(x, dtype=float)
@@ -105,6 +107,68 @@ def sign_pvalues(x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarra
     below = np.sum(x < threshold, axis=-1)
     m = above + below
     return stats.binom.sf(above - 1, m, 0.5), stats.binom.cdf(above, m, 0.5)
+
+
+def _lower_pvalue(x: np.ndarray, threshold: float) -> np.ndarray:
+    r"""The smallest ``alpha`` at which :func:`median_bounds`' lower bound at level
+    ``1 - alpha`` lies above ``threshold`` (``x`` sorted on the last axis).
+
+    With ``j`` values at or below ``threshold`` and ``2 j < n``, the bound crosses it inside
+    the bracket ``k = j``: ``lam* = (threshold - X(j)) / (X(j+1) - X(j))`` inverts the
+    Hettmansperger-Sheather weight, :math:`I^* = \lambda^* k / ((n - k) - \lambda^* (n - 2k))`,
+    and :math:`\alpha^* = c(k) + I^* (c(k+1) - c(k))` with ``c(k) = P(B <= k - 1)``. With no
+    value at or below it, ``alpha* = c(1) = 2^-n``; with ``2 j >= n`` (where the bound is not
+    interpolated), ``c(j + 1)`` (at least 1/2)."""
+    from scipy import stats
+
+    n = x.shape[-1]
+    c = np.append(stats.binom.cdf(np.arange(n), n, 0.5), 1.0)  # c[k - 1] = c(k), k = 1..n+1
+    j = np.sum(x <= threshold, axis=-1)
+    jj = np.clip(j, 1, n - 1)
+    lo = np.take_along_axis(x, (jj - 1)[..., None], axis=-1)[..., 0]
+    hi = np.take_along_axis(x, jj[..., None], axis=-1)[..., 0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lam = np.clip((threshold - lo) / (hi - lo), 0.0, 1.0)
+        inv = lam * jj / ((n - jj) - lam * (n - 2 * jj))
+    inner = c[jj - 1] + inv * (c[jj] - c[jj - 1])
+    out = np.where(2 * j >= n, c[np.minimum(j, n)], inner)
+    return np.where(j == 0, c[0], out)
+
+
+def median_pvalues(x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided p-values ``(p_above, p_below)`` of the test the median rules' interval inverts
+    (:func:`median_bounds`, interpolated order statistics): ``p_above`` is the smallest
+    ``alpha`` at which the lower bound at level ``1 - alpha`` lies above ``threshold``, so the
+    bound at ``level`` exceeds it exactly when ``p_above < 1 - level`` (``p_below`` mirrored).
+    The median rules' verdicts, interval and recorded p-values all come from this one test."""
+    x = np.sort(np.asarray(x, dtype=float), axis=-1)
+    above = _lower_pvalue(x, threshold)
+    below = _lower_pvalue(np.sort(-x, axis=-1), -threshold)
+    return above, below
+
+
+def lack_of_fit(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    r"""Two-sided p-value of the quadratic term added to the line of ``y`` on ``x`` (a t test on
+    its coefficient with ``n - 3`` degrees of freedom): small when the rows bend away from a
+    straight line, which the slope's t interval would otherwise count as noise. ``x`` is
+    ``(n,)``, ``y`` ``(..., n)``, ``n >= 4``; ``nan`` when the quadratic fit leaves no residual."""
+    from scipy import stats
+
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    n = x.shape[-1]
+    basis = np.stack([np.ones(n), x - x.mean()])
+    q = (x - x.mean()) ** 2
+    q = q - basis.T @ np.linalg.lstsq(basis.T, q, rcond=None)[0]
+    qq = float(q @ q)
+    resid = y - y.mean(axis=-1, keepdims=True)
+    xc = x - x.mean()
+    resid = resid - ((resid @ xc) / float(xc @ xc))[..., None] * xc
+    with np.errstate(invalid="ignore", divide="ignore"):
+        coef = (y @ q) / qq
+        rss = np.sum(resid**2, axis=-1) - coef**2 * qq
+        t = coef / np.sqrt(np.maximum(rss, 0.0) / (n - 3) / qq)
+        return np.where(rss > 0, 2 * stats.t.sf(np.abs(t), n - 3), np.nan)
 
 
 def slope_bounds(x: np.ndarray, y: np.ndarray, level: float) -> Bounds:

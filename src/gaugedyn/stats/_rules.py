@@ -23,6 +23,7 @@ The rules' error rates, interval coverage and power are measured by simulation i
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +41,14 @@ DEPENDS = "depends on the reading"
 
 ESTIMATORS = ("mean", "paired", "median", "slope", "proportion", "point")
 CLAIMS = ("threshold", "inside", "outside", "every_cell", "some_cell")
-_MIN_N = {"mean": 2, "paired": 2, "median": 2, "slope": 3, "proportion": 1, "point": 1}
+_MIN_N = {"mean": 2, "paired": 2, "median": 6, "slope": 6, "proportion": 1, "point": 1}
+"""The fewest values a rule judges (fewer: UNRESOLVED with the reason). A median needs 6, the
+fewest for which an order statistic reaches the 95% level (``2^-n <= 2.5%``); a slope needs 6
+rows: 4 residual degrees of freedom, and 3 left for the lack-of-fit test."""
+LACK_OF_FIT = 0.05
+"""A slope rule says UNRESOLVED when its quadratic term is significant at this level
+(:func:`gaugedyn.stats._estimators.lack_of_fit`): the rows bend, and a line's slope is not the
+parameter the claim is about."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,9 @@ class Judgement:
     per cell the estimate, the 95% interval and the Holm-adjusted one-sided p-value of the side
     that decides the verdict; ``draw`` (randomised rules only, ``proportion``) is the uniform
     draw the interval was computed with, so the verdict can be recomputed from the record.
+    ``reason`` says why a sample could not be judged (too few values or rows, no spread, ties,
+    a line that does not fit: the verdict is then UNRESOLVED) or which cells could not;
+    ``lack_of_fit`` (slope rules) is the p-value of the quadratic term added to the line.
     """
 
     rule: str
@@ -66,6 +77,8 @@ class Judgement:
     values: Any = None
     cells: list | None = None
     draw: float | None = None
+    reason: str | None = None
+    lack_of_fit: float | None = None
 
     @property
     def interval(self) -> Interval:
@@ -87,6 +100,10 @@ class Judgement:
             d["cells"] = self.cells
         if self.draw is not None:
             d["uniform_draw"] = self.draw
+        if self.reason is not None:
+            d["reason"] = self.reason
+        if self.lack_of_fit is not None:
+            d["lack_of_fit"] = self.lack_of_fit
         return d
 
 
@@ -159,7 +176,30 @@ class Rule:
     def words(
         self, threshold: Any, direction: str | None = None, confidence: float = CONFIDENCE
     ) -> str:
-        """The rule in words, as recorded with every finding (a threshold may be a symbol)."""
+        """The rule in words, as recorded with every finding (a threshold may be a symbol),
+        ending with when it says UNRESOLVED whatever the interval (:meth:`caveat`)."""
+        return self._claim_words(threshold, direction, confidence) + self.caveat
+
+    @property
+    def caveat(self) -> str:
+        """When the rule says UNRESOLVED whatever the data's side: too few values, no spread,
+        a line that does not fit (empty for the proportion and deterministic rules)."""
+        if self.estimator == "slope":
+            return (
+                f"; UNRESOLVED with fewer than {_MIN_N['slope']} rows (4 residual degrees of "
+                f"freedom), a zero-width interval, or a quadratic term significant at "
+                f"{LACK_OF_FIT:.0%} (lack of fit)"
+            )
+        if self.estimator == "median":
+            return (
+                f"; UNRESOLVED with fewer than {_MIN_N['median']} values or a zero-width "
+                "interval (tied order statistics)"
+            )
+        if self.estimator in ("mean", "paired"):
+            return "; UNRESOLVED where the interval has zero width (no spread)"
+        return ""
+
+    def _claim_words(self, threshold: Any, direction: str | None, confidence: float) -> str:
         threshold = (
             tuple(map(_g, threshold)) if isinstance(threshold, tuple | list) else _g(threshold)
         )
@@ -188,14 +228,20 @@ class Rule:
                 f"NOT HELD if it lies wholly {other} {threshold}; otherwise UNRESOLVED"
             )
         side = f"{direction} {threshold}"
+        test = (
+            "the one-sided test that interval inverts (p-values of the interpolated order "
+            "statistics)"
+            if self.estimator == "median"
+            else "the one-sided t test"
+        )
         if self.claim == "every_cell":
             return (
                 f"{self.name}: HELD if in every cell {ci} lies wholly {side}; NOT HELD if "
-                f"some cell lies {other} {threshold} by a one-sided test at 2.5% after "
+                f"some cell lies {other} {threshold} by {test} at 2.5% after "
                 "Holm's correction over the cells; otherwise UNRESOLVED"
             )
         return (
-            f"{self.name}: HELD if some cell lies {side} by a one-sided test at 2.5% after "
+            f"{self.name}: HELD if some cell lies {side} by {test} at 2.5% after "
             f"Holm's correction over the cells; NOT HELD if in every cell {ci} lies wholly "
             f"{other} {threshold}; otherwise UNRESOLVED"
         )
@@ -233,10 +279,23 @@ class Rule:
         return est.proportion_bounds(samples[0], level, self.options.get("method", "wilson"))
 
     def pvalues(self, x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
-        """``(p_above, p_below)`` one-sided p-values of the per-cell test (cell rules)."""
+        """``(p_above, p_below)`` one-sided p-values of the per-cell test (cell rules): the
+        t test for a mean, for a median the test its interpolated interval inverts
+        (:func:`gaugedyn.stats._estimators.median_pvalues`), so a cell's p-value, its
+        interval and the verdict come from one test."""
         if self.estimator == "median":
-            return est.sign_pvalues(x, threshold)
+            return est.median_pvalues(x, threshold)
         return est.t_pvalues(x, threshold)
+
+    def _open(self, b: est.Bounds) -> est.Bounds:
+        """``b`` with every zero-width interval opened to ``(-inf, inf)``: a sample with no
+        spread (every value equal, or the deciding order statistics tied) cannot be judged."""
+        if self.estimator in ("point", "proportion"):
+            return b
+        flat = np.asarray(b.lower) == np.asarray(b.upper)
+        return est.Bounds(
+            b.estimate, np.where(flat, -np.inf, b.lower), np.where(flat, np.inf, b.upper)
+        )
 
     def evaluate(
         self,
@@ -252,7 +311,10 @@ class Rule:
         leading axes. Cell rules take ``samples[0]`` of shape ``(..., n, cells)`` and also
         return ``cell_low`` / ``cell_high`` / ``cell_estimate`` ``(..., cells)``. A randomised
         rule takes one uniform draw per experiment, ``draws`` or else drawn from ``rng``, and
-        returns them as ``draw``."""
+        returns them as ``draw``. A zero-width interval (no spread, ties) is UNRESOLVED (a
+        cell with one cannot be judged); a slope rule also returns ``lack_of_fit`` and is
+        UNRESOLVED below :data:`_MIN_N` rows or where the line does not fit
+        (:data:`LACK_OF_FIT`)."""
         level = 0.5 + confidence / 2
         if not self.cells:
             out = {}
@@ -267,15 +329,22 @@ class Rule:
                     draws = rng.random(np.shape(samples[0])[:-1])
                 out["draw"] = draws = np.asarray(draws, dtype=float)
             b = self.bounds(samples, level, draws)
+            flat = self.estimator not in ("point", "proportion") and np.asarray(b.lower == b.upper)
             if self.claim == "threshold":
                 code = _codes_threshold(b.lower, b.upper, threshold, direction)
             else:
                 code = _codes_band(b.lower, b.upper, threshold, self.claim == "inside")
+            code = np.where(flat, 0, code)
+            if self.estimator == "slope":
+                n = np.shape(samples[0])[-1]
+                out["lack_of_fit"] = lof = est.lack_of_fit(samples[0], samples[1])
+                bent = (n < _MIN_N["slope"]) | (np.nan_to_num(lof, nan=1.0) < LACK_OF_FIT)
+                code = np.where(bent, 0, code)
             return out | {"code": code, "estimate": b.estimate, "low": b.lower, "high": b.upper}
         x = np.swapaxes(np.asarray(samples[0], dtype=float), -1, -2)  # (..., cells, n)
         m = x.shape[-2]
-        plain = self.bounds((x,), level)
-        holm = self.bounds((x,), 1 - (1 - level) / m)
+        plain = self._open(self.bounds((x,), level))
+        holm = self._open(self.bounds((x,), 1 - (1 - level) / m))
         low_side_min = (self.claim == "every_cell") == (direction == ">")
         if low_side_min:  # the parameter is min_c theta_c
             estimate = plain.estimate.min(axis=-1)
@@ -379,9 +448,12 @@ class Rule:
         draw: float | None = None,
     ) -> Judgement:
         """The rule's verdict on one data set. Non-finite values are dropped (a seed with any
-        non-finite member is dropped whole); fewer than the rule's minimum count (two, three
-        for a slope) give ``UNRESOLVED`` with a ``nan`` interval. A randomised rule
-        (``proportion``) needs ``rng``, a generator derived from the run's seed
+        non-finite member is dropped whole). A sample the rule cannot judge is ``UNRESOLVED``
+        with the ``reason``: fewer values than the rule's minimum (:data:`_MIN_N`: 2 for a
+        mean, 6 for a median, 6 rows for a slope), no spread or tied order statistics (a
+        zero-width interval), a slope whose ``x`` takes one value or whose rows bend (its
+        quadratic term significant at :data:`LACK_OF_FIT`, recorded as ``lack_of_fit``). A
+        randomised rule (``proportion``) needs ``rng``, a generator derived from the run's seed
         (:func:`gaugedyn.stats.generator`), from which it takes one uniform draw, recorded in
         the judgement and in its words so that the verdict can be recomputed: ``draw`` (a
         recorded draw in ``[0, 1)``) instead of ``rng`` recomputes it."""
@@ -401,34 +473,64 @@ class Rule:
         if self.cells:
             return self._judge_cells(arrays[0], threshold, direction, confidence, words)
         n = int(arrays[0].size)
-        if n < _MIN_N[self.estimator] or (self.estimator == "slope" and np.ptp(arrays[0]) == 0):
+        claim = (threshold, direction, n, words, values)
+        reason = self._too_few(n, arrays)
+        if reason:
+            nan = math.nan
             return Judgement(
-                self.name,
-                "UNRESOLVED",
-                math.nan,
-                math.nan,
-                math.nan,
-                threshold,
-                direction,
-                n,
-                words,
-                values,
-                draw=draw,
+                self.name, "UNRESOLVED", nan, nan, nan, *claim, draw=draw, reason=reason
             )
         out = self.evaluate(arrays, threshold, direction, confidence, draws=draw)
+        word, lof = WORDS[int(out["code"])], None
+        low, high = float(out["low"]), float(out["high"])
+        if self.estimator not in ("point", "proportion") and low == high:
+            word, reason = "UNRESOLVED", self._flat_reason()
+        if self.estimator == "slope":
+            lof = float(out["lack_of_fit"])
+            if reason is None and lof < LACK_OF_FIT:
+                word = "UNRESOLVED"
+                reason = (
+                    f"lack of fit: the quadratic term added to the line has p = {lof:.3g} "
+                    f"< {LACK_OF_FIT:g} (the rows bend; the slope is not one exponent)"
+                )
         return Judgement(
             self.name,
-            WORDS[int(out["code"])],
+            word,
             float(out["estimate"]),
-            float(out["low"]),
-            float(out["high"]),
-            threshold,
-            direction,
-            n,
-            words,
-            values,
+            low,
+            high,
+            *claim,
             draw=draw,
+            reason=reason,
+            lack_of_fit=lof,
         )
+
+    def _too_few(self, n: int, arrays: Sequence[np.ndarray]) -> str | None:
+        """Why ``n`` values cannot be judged by this rule (``None`` when they can)."""
+        need = _MIN_N[self.estimator]
+        if self.estimator == "slope" and n < need:
+            return (
+                f"too few rows: {n} rows leave {max(n - 2, 0)} residual degrees of freedom; "
+                f"a slope needs at least {need} (4 residual degrees of freedom and a "
+                "lack-of-fit test)"
+            )
+        if n < need:
+            what = (
+                "for a finite 95% interval of the median (2^-n <= 2.5%)"
+                if self.estimator == "median"
+                else "for an interval"
+            )
+            return f"too few values: {n}, at least {need} needed {what}"
+        if self.estimator == "slope" and np.ptp(arrays[0]) == 0:
+            return "x takes a single value: no slope"
+        return None
+
+    def _flat_reason(self) -> str:
+        if self.estimator == "median":
+            return "zero-width interval: the order statistics that bound the median are tied"
+        if self.estimator == "slope":
+            return "zero-width interval: the rows lie exactly on a line (no residual spread)"
+        return "zero-width interval: every value is the same (no spread)"
 
     def _check_draw(self, rng: Any, draw: Any) -> float:
         if draw is not None:
@@ -455,18 +557,30 @@ class Rule:
         return float(rng.random())
 
     def _judge_cells(self, x, threshold, direction, confidence, words) -> Judgement:
-        """Cells may lose different seeds to non-finite values, so each is bounded alone."""
+        """Cells may lose different seeds to non-finite values, so each is bounded alone. A cell
+        the rule cannot judge (too few values, no spread, tied order statistics) gets the
+        interval ``(-inf, inf)`` and p-value 1: it cannot be on either side, so an
+        ``every_cell`` claim is not HELD while it is there, but another cell can still make it
+        NOT HELD; the judgement's ``reason`` names such cells."""
         level = 0.5 + confidence / 2
         m = x.shape[1]
-        rows = []
+        rows, bad = [], []
         for c in range(m):
             col = x[:, c][np.isfinite(x[:, c])]
-            if col.size < _MIN_N[self.estimator]:
-                nan = math.nan
-                rows.append((nan, nan, nan, nan, nan, nan, nan, col.size))
+            why = self._too_few(col.size, (col,))
+            if why is None:
+                b = self.bounds((col,), level)
+                h = self.bounds((col,), 1 - (1 - level) / m)
+                if float(b.lower) == float(b.upper) or float(h.lower) == float(h.upper):
+                    why = self._flat_reason()
+            if why is not None:
+                estimate = float(np.median(col) if self.center == "median" else np.mean(col))
+                bad.append(f"cell {c}: {why}")
+                inf = math.inf
+                rows.append(
+                    (estimate if col.size else math.nan, -inf, inf, -inf, inf, 1, 1, col.size)
+                )
                 continue
-            b = self.bounds((col,), level)
-            h = self.bounds((col,), 1 - (1 - level) / m)
             above, below = self.pvalues(col, threshold)
             rows.append(
                 (
@@ -482,11 +596,12 @@ class Rule:
             )
         r = np.array(rows, dtype=float)
         min_side = (self.claim == "every_cell") == (direction == ">")
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # every cell's estimate nan
             if min_side:
-                estimate, low, high = r[:, 0].min(), r[:, 1].min(), r[:, 4].min()
+                estimate, low, high = np.nanmin(r[:, 0]), r[:, 1].min(), r[:, 4].min()
             else:
-                estimate, low, high = r[:, 0].max(), r[:, 3].max(), r[:, 2].max()
+                estimate, low, high = np.nanmax(r[:, 0]), r[:, 3].max(), r[:, 2].max()
         wrong = r[:, 6] if direction == ">" else r[:, 5]
         right = r[:, 5] if direction == ">" else r[:, 6]
         deciding = wrong if self.claim == "every_cell" else right
@@ -508,12 +623,16 @@ class Rule:
             words,
             x.tolist(),
             cells,
+            reason="; ".join(bad) or None,
         )
 
 
 _T = "Student t interval of the mean"
 _T_PAIRED = "Student t interval of the mean paired difference"
-_MEDIAN = "distribution-free interval of the median (interpolated order statistics)"
+_MEDIAN = (
+    "distribution-free interval of the median (the sign test's order statistics, interpolated "
+    "as Hettmansperger and Sheather 1986)"
+)
 _SLOPE = "Student t interval of the least-squares slope"
 _STEVENS = "randomised exact (Stevens 1950) interval of the proportion"
 _INDEPENDENT = "independent seeds (one value per seed)"
@@ -599,7 +718,7 @@ _CATALOGUE = (
         "median_threshold",
         "median",
         "threshold",
-        "median of the per-seed values (sign test)",
+        "median of the per-seed values",
         _MEDIAN,
         f"{_INDEPENDENT}; a continuous distribution, any shape (heavy tails, skew)",
     ),
@@ -631,7 +750,7 @@ _CATALOGUE = (
         "every_cell_median",
         "median",
         "every_cell",
-        "per cell, the median of the per-seed values (sign test)",
+        "per cell, the median of the per-seed values",
         _MEDIAN + " per cell",
         f"{_CELLS}; any continuous shape",
     ),
@@ -639,7 +758,7 @@ _CATALOGUE = (
         "some_cell_median",
         "median",
         "some_cell",
-        "per cell, the median of the per-seed values (sign test)",
+        "per cell, the median of the per-seed values",
         _MEDIAN + " per cell",
         f"{_CELLS}; any continuous shape",
     ),
