@@ -564,7 +564,8 @@ class Rule:
         NOT HELD; the judgement's ``reason`` names such cells."""
         level = 0.5 + confidence / 2
         m = x.shape[1]
-        rows, bad = [], []
+        rows: list[tuple] = []
+        bad: list[str] = []
         for c in range(m):
             col = x[:, c][np.isfinite(x[:, c])]
             why = self._too_few(col.size, (col,))
