@@ -575,7 +575,8 @@ class Rule:
                 if float(b.lower) == float(b.upper) or float(h.lower) == float(h.upper):
                     why = self._flat_reason()
             if why is not None:
-                estimate = float(np.median(col) if self.center == "median" else np.mean(col))
+                centre = np.median if self.center == "median" else np.mean
+                estimate = float(centre(col)) if col.size else math.nan
                 bad.append(f"cell {c}: {why}")
                 inf = math.inf
                 rows.append(
