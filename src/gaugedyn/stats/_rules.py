@@ -39,9 +39,17 @@ UNDERPOWERED = 0.8
 """Power below which a finding is labelled ``underpowered``."""
 DEPENDS = "depends on the reading"
 
-ESTIMATORS = ("mean", "paired", "median", "slope", "proportion", "point")
+ESTIMATORS = ("mean", "paired", "median", "paired_median", "slope", "proportion", "point")
 CLAIMS = ("threshold", "inside", "outside", "every_cell", "some_cell")
-_MIN_N = {"mean": 2, "paired": 2, "median": 6, "slope": 6, "proportion": 1, "point": 1}
+_MIN_N = {
+    "mean": 2,
+    "paired": 2,
+    "median": 6,
+    "paired_median": 6,
+    "slope": 6,
+    "proportion": 1,
+    "point": 1,
+}
 """The fewest values a rule judges (fewer: UNRESOLVED with the reason). A median needs 6, the
 fewest for which an order statistic reaches the 95% level (``2^-n <= 2.5%``); a slope needs 6
 rows: 4 residual degrees of freedom, and 3 left for the lack-of-fit test."""
@@ -171,7 +179,13 @@ class Rule:
     @property
     def center(self) -> str:
         """The location the rule's parameter is (``mean`` or ``median``)."""
-        return "median" if self.estimator in ("median", "order_statistics") else "mean"
+        medians = ("median", "paired_median", "order_statistics")
+        return "median" if self.estimator in medians else "mean"
+
+    @property
+    def paired(self) -> bool:
+        """Whether the rule judges the per-seed differences ``x - y`` of two samples."""
+        return self.estimator in ("paired", "paired_median")
 
     def words(
         self, threshold: Any, direction: str | None = None, confidence: float = CONFIDENCE
@@ -190,7 +204,7 @@ class Rule:
                 f"freedom), a zero-width interval, or a quadratic term significant at "
                 f"{LACK_OF_FIT:.0%} (lack of fit)"
             )
-        if self.estimator == "median":
+        if self.center == "median":
             return (
                 f"; UNRESOLVED with fewer than {_MIN_N['median']} values or a zero-width "
                 "interval (tied order statistics)"
@@ -257,6 +271,8 @@ class Rule:
             return est.t_bounds(samples[0], level)
         if self.estimator == "paired":
             return est.t_bounds(np.asarray(samples[0]) - np.asarray(samples[1]), level)
+        if self.estimator == "paired_median":
+            return est.median_bounds(np.asarray(samples[0]) - np.asarray(samples[1]), level)
         if self.estimator == "median":
             return est.median_bounds(samples[0], level)
         if self.estimator == "slope":
@@ -401,7 +417,7 @@ class Rule:
         return float(threshold), direction
 
     def _clean(self, samples: tuple) -> tuple[np.ndarray, ...]:
-        want = 2 if self.estimator in ("paired", "slope") else 1
+        want = 2 if self.paired or self.estimator == "slope" else 1
         if len(samples) != want:
             what = "two arrays (x, y)" if want == 2 else "one array of per-seed values"
             raise InputError(f"samples: rule {self.name!r} takes {what}, got {len(samples)}")
@@ -517,7 +533,7 @@ class Rule:
         if n < need:
             what = (
                 "for a finite 95% interval of the median (2^-n <= 2.5%)"
-                if self.estimator == "median"
+                if self.center == "median"
                 else "for an interval"
             )
             return f"too few values: {n}, at least {need} needed {what}"
@@ -526,7 +542,7 @@ class Rule:
         return None
 
     def _flat_reason(self) -> str:
-        if self.estimator == "median":
+        if self.center == "median":
             return "zero-width interval: the order statistics that bound the median are tied"
         if self.estimator == "slope":
             return "zero-width interval: the rows lie exactly on a line (no residual spread)"
@@ -670,6 +686,15 @@ _CATALOGUE = (
         "mean over seeds of x - y, the two measured on the same seed",
         _T_PAIRED,
         f"pairs independent across seeds; {_NORMALISH}",
+    ),
+    Rule(
+        "paired_median",
+        "paired_median",
+        "threshold",
+        "median over seeds of x - y, the two measured on the same seed",
+        "distribution-free interval of the median paired difference (the sign test's order "
+        "statistics, interpolated as Hettmansperger and Sheather 1986)",
+        "pairs independent across seeds; a continuous distribution of x - y, any shape",
     ),
     Rule(
         "equivalence",

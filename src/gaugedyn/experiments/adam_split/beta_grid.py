@@ -48,7 +48,7 @@ from ...harness import Experiment, Param
 from ...harness import configuration_label as _protocol_label
 from ._figures import plot_heatmaps, plot_update_norms, plot_verdicts
 from ._grid_analysis import analyse_grid, expand
-from ._protocol import PROTOCOL, REFERENCE_SETS, TASKS, copies_of
+from ._protocol import FINDING_MEASURES, PROTOCOL, REFERENCE_SETS, TASKS, copies_of
 
 FULL_KEYS = ("tasks", "beta1s", "beta2s", "seeds", "steps", "lr", "skip")
 
@@ -80,6 +80,7 @@ class BetaGrid(Experiment):
         "both share conventions, findings with seed intervals under a fixed protocol."
     )
     label_keys = FULL_KEYS
+    measures = FINDING_MEASURES
     params = {
         "tasks": Param(
             list,

@@ -15,7 +15,7 @@ from ..._meta import integer_seed
 from ...harness import Experiment, Param
 from ._edge_analysis import analyse
 from ._figures import edge_curvature
-from ._protocol import CONTROL_MEMORIES, EDGE_FRACTION, LOSSES, edge_start
+from ._protocol import CONTROL_MEMORIES, EDGE_FRACTION, FINDING_MEASURES, LOSSES, edge_start
 
 
 class AdamEdge(Experiment):
@@ -25,6 +25,7 @@ class AdamEdge(Experiment):
         "the frozen-v control, active curvature against 2(1+beta1)/(1-beta1), the "
         "diagonal quadratic, gradient reversal and iterate averaging"
     )
+    measures = FINDING_MEASURES
     params = {
         "losses": Param(
             list,

@@ -17,7 +17,7 @@ from ...harness import Experiment, Param
 from ._calibration import GRID as TASK_GRID
 from ._calibration import TASKS as CALIBRATION
 from ._figures import spike_maps
-from ._protocol import CHECK_CELLS, SETTLE, STARTS
+from ._protocol import CHECK_CELLS, FINDING_MEASURES, SETTLE, STARTS
 from ._scan import run
 from ._spike_analysis import analyse
 
@@ -33,6 +33,7 @@ class SpikeBoundary(Experiment):
         "full-batch tasks, settled and transient-inclusive, orbit and generic starts; "
         "fitted boundary slopes, C, and the level of the 1-D theory on the edge"
     )
+    measures = FINDING_MEASURES
     params = {
         "ns": Param(
             list,

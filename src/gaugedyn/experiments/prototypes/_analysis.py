@@ -23,8 +23,8 @@ from ._protocol import (
     COMBINATIONS,
     CONVERGED,
     COV,
-    EFFECT,
     EXPULSION_MARGIN,
+    FINDING_MEASURES,
     FIT_TOLERANCE,
     MEASURES,
     OV,
@@ -184,15 +184,18 @@ class Judge:
         id: str,
         statement: str,
         values,
-        rule: str,
+        form: str,
         threshold: float,
         direction: str,
-        effect: str,
         *,
         sep: bool = False,
         extra=None,
         cells: str | None = None,
     ) -> Claim:
+        """The finding ``id`` judged under every reading by the rule its declared measure
+        chooses for a claim of ``form`` (:data:`._protocol.FINDING_MEASURES`)."""
+        measure = stats.measure_of(FINDING_MEASURES, id)
+        rule = measure.rule(form)
         js, vals = self.readings(values, rule, threshold, direction, sep, extra)
         primary = next(iter(js))
         v = np.asarray(vals[primary], dtype=float)
@@ -210,8 +213,8 @@ class Judge:
             id,
             statement,
             js[primary],
+            measure=measure,
             readings=js,
-            paper_value=threshold + sign * EFFECT[effect],
             extra=summary,
         )
 
@@ -241,14 +244,15 @@ class Judge:
         n = len(self.sizes)
         return self.finding(
             f"coverage_lowest_error[init={init},coverage={cov}]",
-            "coverage-only gives the lowest mean reconstruction error at every N, against the "
-            "approaches the abstract names (plain fit, separation, overlap): err_k - err_cov > 0 "
-            f"in every cell (N x k, {n} x 3); second reading: against all seven other masks",
+            "coverage-only gives the lowest reconstruction error at every N, against the "
+            "approaches the abstract names (plain fit, separation, overlap): the median paired "
+            f"difference err_k - err_cov > 0 in every cell (N x k, {n} x 3; errors are "
+            "long-tailed, judged by their medians); second reading: against all seven other "
+            "masks",
             named,
             "every_cell",
             0.0,
             ">",
-            "error",
             sep=True,
             extra=extra,
             cells="size-major: N x (plain, sep, ov)",
@@ -263,13 +267,13 @@ class Judge:
         return self.finding(
             f"coverage_usage_above_plain[init={init},coverage={cov},usage={usage}]",
             "coverage-only raises the prototype-usage specialization ratio over the plain fit: "
-            "the mean over seeds of (mean over N of usage_cov - usage_plain) > 0; second "
-            "reading: the mean over the four pairs (a mask with coverage, the same without)",
+            "the median over seeds of (mean over N of usage_cov - usage_plain) > 0 (a ratio: "
+            "judged by its median); second reading: the mean over the four pairs (a mask with "
+            "coverage, the same without)",
             values,
-            "mean_threshold",
+            "threshold",
             0.0,
             ">",
-            "usage",
             extra={
                 f"four pairs, {self.budget_name(b)}": self.pairs(
                     init, b, f"usage_{usage}", 0, cov
@@ -291,10 +295,9 @@ class Judge:
             "(the error is heavy-tailed; means stored beside medians); second reading: the "
             "mean over the four pairs (a mask with overlap, the same without)",
             values,
-            "every_cell_median",
+            "every_cell",
             0.0,
             ">",
-            "error",
             cells="N",
             extra=self.all_masks(init, "reconstruction_error", 2),
         )
@@ -316,16 +319,18 @@ class Judge:
             "'worse at some N' is stored beside it; second reading: the mean over the four "
             "pairs (a mask with separation, the same without)",
             values,
-            "some_cell_median",
+            "some_cell",
             0.0,
             "<",
-            "error",
             sep=True,
             cells="N",
             extra=self.all_masks(init, "reconstruction_error", 1),
         )
         worse = stats.judge(
-            "some_cell_median", values("fixed", self.lam, self.tau), threshold=0.0, direction=">"
+            stats.measure_of(FINDING_MEASURES, claim.id).rule("some_cell"),
+            values("fixed", self.lam, self.tau),
+            threshold=0.0,
+            direction=">",
         )
         claim.tolerance["worse_at_some_N"] = worse.verdict
         return claim
@@ -365,13 +370,13 @@ class Judge:
         return self.finding(
             f"overlap_fits_as_well[init={init}]",
             "overlap-active runs fit the data as well as overlap-free ones: at every N, "
-            f"(fit_ov - fit_plain) / var(y) < {FIT_TOLERANCE:g} (every_cell); second "
-            "reading: the mean over the four pairs (a mask with overlap, the same without)",
+            f"the median of (fit_ov - fit_plain) / var(y) < {FIT_TOLERANCE:g} (an error "
+            "difference: every cell by its median); second reading: the mean over the four "
+            "pairs (a mask with overlap, the same without)",
             named,
             "every_cell",
             FIT_TOLERANCE,
             "<",
-            "fit",
             extra=extra,
             cells="N",
         )
@@ -407,10 +412,9 @@ class Judge:
             "over seeds of (mean over N of out_ov - out_plain) > 0; second reading: the mean "
             "over the four pairs (a mask with overlap, the same without)",
             values,
-            "mean_threshold",
+            "threshold",
             0.0,
             ">",
-            "outside",
             extra=self.all_masks(init, "outside_fraction", 2, reduce=True),
         )
 
@@ -443,10 +447,9 @@ class Judge:
             "out_cov - out_plain) < 0; second reading: the mean over the four pairs (a mask "
             "with coverage, the same without)",
             named,
-            "mean_threshold",
+            "threshold",
             0.0,
             "<",
-            "outside",
             extra=extra,
         )
 
@@ -468,7 +471,6 @@ class Judge:
             "every_cell",
             m,
             "<",
-            "outside",
             sep=True,
             cells="N",
             extra=self.all_masks(init, "outside_fraction", 1),
@@ -494,10 +496,9 @@ class Judge:
             f"(mean over N of out_sep - out_plain) > {m:g} (the tau sweep runs on the "
             "separation-only mask, so this finding has no all-mask reading)",
             values,
-            "mean_threshold",
+            "threshold",
             m,
             ">",
-            "outside",
         )
 
 

@@ -19,7 +19,7 @@ from ..._errors import InputError
 from ...harness import Experiment, Param
 from . import _measures as pm
 from . import _model as model
-from ._protocol import MEASURES, variants
+from ._protocol import FINDING_MEASURES, MEASURES, variants
 
 
 def _runs(config: dict, n: int, init: str, seed: np.random.SeedSequence) -> model.Runs:
@@ -49,6 +49,7 @@ class Prototypes(Experiment):
         "prototype reconstruction, usage and expulsion under coverage, separation and "
         "overlap losses in width-N Gaussian MLPs"
     )
+    measures = FINDING_MEASURES
     params = {
         "sizes": Param(
             list,
