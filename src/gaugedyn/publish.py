@@ -155,8 +155,11 @@ def add_run(run: Path, root: Path) -> Path:
     target.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     figures = root / FIGURES / summary["experiment"]
     for png in _pngs(summary):
+        source = Path(run) / png
+        if summary.get("rejudged") and not source.is_file():
+            continue  # re-judging changes no figure: the published one stays
         figures.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(Path(run) / png, figures / Path(png).name)
+        shutil.copyfile(source, figures / Path(png).name)
     return target
 
 
@@ -227,7 +230,11 @@ def _word(claim: dict) -> str:
     from .harness import verdict_word
 
     old = isinstance(claim.get("tolerance"), dict) and claim["tolerance"].get("judged_under")
-    return verdict_word(claim) + (" *(old rules)*" if old else "")
+    if not old:
+        return verdict_word(claim)
+    if "would not stand" in str(old):
+        return verdict_word(claim) + " *(old rules; would not stand under the current ones)*"
+    return verdict_word(claim) + " *(old rules)*"
 
 
 def claims_table(experiment: str, data: dict[str, dict]) -> list[str]:

@@ -70,16 +70,19 @@ def stored_readings(finding: dict) -> tuple[dict[str, dict], bool]:
     if isinstance(detail, dict) and detail:
         out = {k: v for k, v in detail.items() if "per_seed" in v}
         return out, set(names) <= set(out)
-    primary = tol.get("primary_reading") or names[0]
+    one = len(names) == 1
+    primary = tol.get("primary_reading") or (names[0] if one else "primary (name not recorded)")
     record = {
         "rule": finding.get("rule"),
         "per_seed": finding.get("per_seed"),
         "threshold": tol.get("threshold"),
         "direction": tol.get("direction"),
         "uniform_draw": tol.get("uniform_draw"),
-        "verdict": (finding.get("readings") or {}).get(primary, finding.get("verdict")),
+        "verdict": (finding.get("readings") or {}).get(primary, finding.get("verdict"))
+        if one or finding.get("verdict") in ("HELD", "NOT HELD")
+        else None,
     }
-    return {primary: record}, len(names) == 1
+    return {primary: record}, one
 
 
 def published(root: Path) -> list[dict]:

@@ -145,11 +145,16 @@ def _current(experiment: str, claim: dict, changes: list[dict]) -> dict:
     primary = _primary(c, records)
     value = measure.power_value(records[primary]["threshold"], records[primary]["direction"])
     if not complete:
-        old = judge_record(records[primary])
-        power = stats.power_at(old, value, reps=2000).rate
+        rec = records[primary]
+        old = judge_record(rec)
         tol["judged_under"] = OLD_RULES
+        if rec.get("verdict") is not None and old.verdict != rec["verdict"]:
+            tol["judged_under"] += (
+                f"; its stored reading says {old.verdict} under the current rules "
+                f"({old.reason or 'the catalogue changed'}), so this verdict would not stand"
+            )
         tol["measure"] = measure.as_dict() | {"power_at": value}
-        _set_power(c, power)
+        _set_power(c, stats.power_at(old, value, reps=2000).rate)
         return c
     new = {}
     for name, rec in records.items():
@@ -168,6 +173,15 @@ def _current(experiment: str, claim: dict, changes: list[dict]) -> dict:
             )
     j = new[primary]
     combined = stats.combine_readings(new)
+    moved = [
+        f"{name}: {rec['rule']} -> {new[name].rule}"
+        for name, rec in records.items()
+        if new[name].rule != rec["rule"]
+    ]
+    if moved or combined["verdict"] != c.get("verdict"):
+        note = f"re-judged under the current rules ({'; '.join(moved) or 'same rule'}): "
+        note += f"{j.rule} gives {j.estimate:.4g} [{j.low:.4g}, {j.high:.4g}], {j.verdict}"
+        c["statement"] = f"{c.get('statement', '')} [{note}{'; ' + j.reason if j.reason else ''}]"
     if combined["verdict"] != c.get("verdict"):
         changes.append(
             {"id": c["id"], "reading": None, "old": c.get("verdict"), "new": combined["verdict"]}

@@ -493,8 +493,9 @@ class Rule:
         reason = self._too_few(n, arrays)
         if reason:
             nan = math.nan
+            centre = self._centre(arrays)
             return Judgement(
-                self.name, "UNRESOLVED", nan, nan, nan, *claim, draw=draw, reason=reason
+                self.name, "UNRESOLVED", centre, nan, nan, *claim, draw=draw, reason=reason
             )
         out = self.evaluate(arrays, threshold, direction, confidence, draws=draw)
         word, lof = WORDS[int(out["code"])], None
@@ -540,6 +541,19 @@ class Rule:
         if self.estimator == "slope" and np.ptp(arrays[0]) == 0:
             return "x takes a single value: no slope"
         return None
+
+    def _centre(self, arrays: Sequence[np.ndarray]) -> float:
+        """The rule's estimate where there are too few values for an interval (``nan`` where
+        there is none: no values, or a slope through fewer than two distinct ``x``)."""
+        a = arrays[0]
+        if self.paired:
+            a = arrays[0] - arrays[1]
+        if self.estimator == "slope":
+            x, y = arrays
+            return float(np.polyfit(x, y, 1)[0]) if np.unique(x).size >= 2 else math.nan
+        if a.size == 0 or self.estimator == "point":
+            return float(a[0]) if a.size else math.nan
+        return float(np.median(a) if self.center == "median" else np.mean(a))
 
     def _flat_reason(self) -> str:
         if self.center == "median":
