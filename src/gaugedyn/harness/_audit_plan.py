@@ -103,6 +103,7 @@ def published(root: Path) -> list[dict]:
                     "measure": declared_measure(summary["experiment"], c),
                     "readings": readings,
                     "complete": complete,
+                    "old_rules": bool((c.get("tolerance") or {}).get("judged_under")),
                 }
             )
     return out
@@ -136,22 +137,24 @@ def config_seeds(root: Path) -> dict[str, set[int]]:
     return out
 
 
-def _rules_of(f: dict) -> list[tuple[str, str, dict]]:
-    """``(role, rule, record)`` of every stored reading of a finding: the rule it was judged
-    by (``published``) and the rule its measure chooses (``declared``) where they differ."""
+def _rules_of(f: dict) -> list[tuple[str, str, dict, bool]]:
+    """``(role, rule, record, barred)`` of every stored reading of a finding: the rule it was
+    judged by (``published``) and the rule its measure chooses (``declared``) where they
+    differ. A published rule the finding's measure no longer chooses (a finding kept under the
+    old rules) is audited on its values but not barred: nothing will judge them by it again."""
     out = []
     for reading, rec in f["readings"].items():
         if rec.get("rule") not in stats.RULES:
             continue
-        out.append(("published", rec["rule"], rec | {"reading": reading}))
-        m = f["measure"]
+        m, want = f["measure"], rec["rule"]
         if m is not None:
             try:
                 want = m.rule(stats.form_of(rec["rule"]))
             except InputError:
-                continue
-            if want != rec["rule"]:
-                out.append(("declared", want, rec | {"reading": reading}))
+                want = rec["rule"]
+        out.append(("published", rec["rule"], rec | {"reading": reading}, want == rec["rule"]))
+        if want != rec["rule"]:
+            out.append(("declared", want, rec | {"reading": reading}, True))
     return out
 
 
@@ -164,7 +167,7 @@ def plan(root: Path | str = ".") -> dict:
     sizes: dict[str, set[tuple[int, int]]] = {name: set() for name in stats.RULES}
     resampled = []
     for f in findings:
-        for role, rule_name, rec in _rules_of(f):
+        for role, rule_name, rec, barred in _rules_of(f):
             rule = stats.RULES[rule_name]
             shape = _shape_of(rule, rec.get("per_seed"))
             if shape is None:
@@ -185,6 +188,7 @@ def plan(root: Path | str = ".") -> dict:
                         "threshold": rec["threshold"],
                         "direction": rec["direction"],
                         "values": rec["per_seed"],
+                        "barred": barred,
                     }
                 )
     named = []
@@ -204,7 +208,8 @@ def plan(root: Path | str = ".") -> dict:
     candidates = []
     for name, rule in stats._rules.CANDIDATES.items():
         counts = sa.TRIALS if rule.estimator == "proportion" else sa.SEEDS
-        noises = ("bernoulli",) if rule.estimator == "proportion" else ("normal", "t3")
+        noises = tuple(x for x in sa.barred_shapes(rule) if x != "bernoulli")
+        noises = ("bernoulli",) if rule.estimator == "proportion" else noises
         for n in counts:
             for noise in noises:
                 candidates.append({"rule": name, "n": n, "cells": 1, "shape": noise})
@@ -262,6 +267,7 @@ def run_row(group: str, spec: dict, *, seed: int, reps: int, resampled_reps: int
             spec["direction"],
             reps=resampled_reps,
             seed=child,
+            barred=spec["barred"],
             source=f"{spec['experiment']}: {spec['finding']} [{spec['reading']}]",
         )
         keep = ("experiment", "finding", "reading", "role")
@@ -314,6 +320,25 @@ def read_data(root: Path | str = ".") -> dict | None:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
+
+def refused(data: dict) -> list[str]:
+    """Where a rule is used on data it fails in the audit: every barred row (a named shape of
+    a kind whose rule it is, at a size an experiment uses; a published finding's own resampled
+    values under the rule that judges them now or will judge them next) that misses a bar."""
+    out = []
+    for r in data.get("named", []):
+        if str(r.get("bar", "")).startswith("MISS"):
+            out.append(
+                f"{r['rule']} at {r['seeds']} seeds x {r['cells']} cells, {r['shape']}: {r['bar']}"
+            )
+    for r in data.get("resampled", []):
+        if str(r.get("bar", "")).startswith("MISS"):
+            out.append(
+                f"{r['rule']} ({r['role']}) on {r['experiment']}: {r['finding']} "
+                f"[{r['reading']}]: {r['bar']}"
+            )
+    return out
 
 
 def boundary_rate(data: dict | None, experiment: str, claim: dict, word: str) -> float:

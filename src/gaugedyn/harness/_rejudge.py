@@ -40,8 +40,10 @@ OLD_RULES = (
 )
 
 
-def judge_record(rec: dict, rule: str | None = None) -> Any:
-    """A stored reading judged again (by its own rule, or by ``rule``)."""
+def judge_record(rec: dict, rule: str | None = None, rng: Any = None) -> Any:
+    """A stored reading judged again (by its own rule, or by ``rule``; a randomised rule with
+    its stored draw, or, where none was stored because the reading was judged by another
+    rule, a draw from ``rng``)."""
     name = rule or rec["rule"]
     r = stats.RULES[name]
     values = rec["per_seed"]
@@ -49,9 +51,10 @@ def judge_record(rec: dict, rule: str | None = None) -> Any:
     threshold = rec["threshold"]
     if r.claim in ("inside", "outside"):
         threshold = tuple(threshold)
-    draw = rec.get("uniform_draw") if r.randomised else None
+    draw = rec.get("uniform_draw") if r.randomised and name == rec["rule"] else None
+    rng = rng if r.randomised and draw is None else None
     direction = None if r.claim in ("inside", "outside") else rec["direction"]
-    return stats.judge(name, *samples, threshold=threshold, direction=direction, draw=draw)
+    return stats.judge(name, *samples, threshold=threshold, direction=direction, draw=draw, rng=rng)
 
 
 def _close(a: Any, b: Any) -> bool:
@@ -134,8 +137,10 @@ def _why(old_rule: str, j: Any) -> str:
     return "the catalogue's rule changed"
 
 
-def _current(experiment: str, claim: dict, changes: list[dict]) -> dict:
-    """One finding judged again under the current rules (see :func:`rejudge_current`)."""
+def _current(experiment: str, claim: dict, changes: list[dict], seed: Any) -> dict:
+    """One finding judged again under the current rules (see :func:`rejudge_current`); a
+    rule that now takes a uniform draw takes it from ``seed`` (the run's analysis seed), the
+    finding's id and the reading."""
     from ._config import resolve_experiment
 
     c = copy.deepcopy(claim)
@@ -146,7 +151,7 @@ def _current(experiment: str, claim: dict, changes: list[dict]) -> dict:
     value = measure.power_value(records[primary]["threshold"], records[primary]["direction"])
     if not complete:
         rec = records[primary]
-        old = judge_record(rec)
+        old = judge_record(rec, rng=stats.generator(seed, "rejudge", c["id"], primary))
         tol["judged_under"] = OLD_RULES
         if rec.get("verdict") is not None and old.verdict != rec["verdict"]:
             tol["judged_under"] += (
@@ -159,7 +164,7 @@ def _current(experiment: str, claim: dict, changes: list[dict]) -> dict:
     new = {}
     for name, rec in records.items():
         want = measure.rule(stats.form_of(rec["rule"]))
-        j = judge_record(rec, want)
+        j = judge_record(rec, want, stats.generator(seed, "rejudge", c["id"], name))
         new[name] = j
         if j.verdict != rec.get("verdict"):
             changes.append(
@@ -238,13 +243,20 @@ def rejudge_current(summary: dict, *, command: str = "", commit: str = "") -> di
     catalogue's conditions for degenerate samples and slopes, and its power at the declared
     smallest effect on resamples of its own values. A finding whose other readings' values
     were never stored keeps its verdict, marked (``tolerance.judged_under``), with its power
-    recomputed at the declared effect. The summary gains ``rejudged``: the date, the command,
+    recomputed at the declared effect. A rule that now takes a uniform draw (a median rule)
+    takes it from the run's analysis seed (:func:`analysis_seed` of its recorded seed), the
+    label ``"rejudge"``, the finding's id and the reading, and stores it. The summary gains
+    ``rejudged``: the date, the command,
     the code's commit, every changed verdict with why, and the findings kept."""
+    from ._protocol import analysis_seed
+
     out = copy.deepcopy(summary)
+    seed = analysis_seed(int(out["configuration"]["seed"]), out["experiment"])
     changes: list[dict] = []
     claims = []
     for c in out.get("claims", []):
-        claims.append(_current(out["experiment"], c, changes) if c.get("kind") == "finding" else c)
+        new = _current(out["experiment"], c, changes, seed) if c.get("kind") == "finding" else c
+        claims.append(new)
     out["claims"] = claims
     kept = [
         c["id"]

@@ -339,8 +339,8 @@ def misses(row: dict, coverage: bool = True) -> list[str]:
 def barred_shapes(rule: Rule) -> tuple[str, ...]:
     """The named shapes a rule is used on: those of every kind whose choice it is (a rejected
     candidate's: :data:`CANDIDATE_SHAPES`)."""
-    if rule.name in CANDIDATES:
-        return CANDIDATE_SHAPES
+    if rule.name in CANDIDATES:  # a median candidate would judge long-tailed measures
+        return CANDIDATE_SHAPES + (LOGNORMAL_SHAPES if rule.center == "median" else ())
     return tuple(dict.fromkeys(s for k in kinds_of(rule.name) for s in KINDS[k].shapes))
 
 
@@ -576,7 +576,8 @@ def audit_values(
         threshold = tuple(threshold)
     scene = resampled_scene(rule, values, threshold, direction)
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    row = _row(scene, root, reps, margin, effect, barred, False, "not the rule of these values")
+    why = "the finding was judged by this rule under the old rules; its measure now chooses another"
+    row = _row(scene, root, reps, margin, effect, barred, False, why)
     return {
         "rule": rule.name,
         "seeds": scene.n,

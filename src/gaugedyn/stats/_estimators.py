@@ -98,8 +98,8 @@ def median_bounds(x: np.ndarray, level: float, interpolate: bool = True) -> Boun
 def sign_pvalues(x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
     """Exact sign-test p-values ``(p_above, p_below)`` of ``H1: median > threshold`` and
     ``H1: median < threshold`` (binomial tails; values equal to ``threshold`` are dropped).
-    Not the median rules' test (that is :func:`median_pvalues`, the test their interval
-    inverts); kept as the reference the interpolated test is compared with."""
+    Not the median rules' test (that is :func:`randomised_median_pvalues`); kept as the
+    reference the randomised test reduces to at ``u = 1``."""
     from scipy import stats
 
     x = np.asarray(x, dtype=float)
@@ -109,41 +109,61 @@ def sign_pvalues(x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarra
     return stats.binom.sf(above - 1, m, 0.5), stats.binom.cdf(above, m, 0.5)
 
 
-def _lower_pvalue(x: np.ndarray, threshold: float) -> np.ndarray:
-    r"""The smallest ``alpha`` at which :func:`median_bounds`' lower bound at level
-    ``1 - alpha`` lies above ``threshold`` (``x`` sorted on the last axis).
+def randomised_median_bounds(x: np.ndarray, level: float, u: np.ndarray) -> Bounds:
+    r"""Randomised exact bounds of the median (the randomised sign test, inverted): from
+    ``x`` ``(..., n)`` and one uniform draw ``u`` per sample (shape ``x.shape[:-1]``).
 
-    With ``j`` values at or below ``threshold`` and ``2 j < n``, the bound crosses it inside
-    the bracket ``k = j``: ``lam* = (threshold - X(j)) / (X(j+1) - X(j))`` inverts the
-    Hettmansperger-Sheather weight, :math:`I^* = \lambda^* k / ((n - k) - \lambda^* (n - 2k))`,
-    and :math:`\alpha^* = c(k) + I^* (c(k+1) - c(k))` with ``c(k) = P(B <= k - 1)``. With no
-    value at or below it, ``alpha* = c(1) = 2^-n``; with ``2 j >= n`` (where the bound is not
-    interpolated), ``c(j + 1)`` (at least 1/2)."""
+    With :math:`c(k) = P(B \le k - 1)`, ``B ~ Binomial(n, 1/2)``, the order statistic
+    :math:`X_{(k)}` lies above the median with probability exactly ``c(k)`` for every continuous
+    distribution. For ``alpha = 1 - level`` let ``k`` be the largest with ``c(k) <= alpha`` and
+    :math:`I = (\alpha - c(k)) / (c(k+1) - c(k))`; the lower bound is :math:`X_{(k+1)}` when
+    ``u < I`` and :math:`X_{(k)}` otherwise (``-inf`` for ``k = 0``), so it misses the median
+    with probability :math:`c(k) + I (c(k+1) - c(k)) = \alpha` exactly; the upper bound
+    mirrors it with the same ``u`` (:math:`X_{(n+1-k)}`, or :math:`X_{(n-k)}` when ``u < I``).
+    The two-sided interval at ``level = 0.975`` covers the median with probability exactly 95%
+    at every ``n`` and for every continuous distribution, where an order statistic alone
+    over-covers (97.9% at ``n = 10``) and the interpolated one (:func:`median_bounds`) misses
+    on skewed values (3% on each side at ``n = 10`` on lognormal values)."""
     from scipy import stats
 
-    n = x.shape[-1]
-    c = np.append(stats.binom.cdf(np.arange(n), n, 0.5), 1.0)  # c[k - 1] = c(k), k = 1..n+1
-    j = np.sum(x <= threshold, axis=-1)
-    jj = np.clip(j, 1, n - 1)
-    lo = np.take_along_axis(x, (jj - 1)[..., None], axis=-1)[..., 0]
-    hi = np.take_along_axis(x, jj[..., None], axis=-1)[..., 0]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lam = np.clip((threshold - lo) / (hi - lo), 0.0, 1.0)
-        inv = lam * jj / ((n - jj) - lam * (n - 2 * jj))
-    inner = c[jj - 1] + inv * (c[jj] - c[jj - 1])
-    out = np.where(2 * j >= n, c[np.minimum(j, n)], inner)
-    return np.where(j == 0, c[0], out)
-
-
-def median_pvalues(x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
-    """One-sided p-values ``(p_above, p_below)`` of the test the median rules' interval inverts
-    (:func:`median_bounds`, interpolated order statistics): ``p_above`` is the smallest
-    ``alpha`` at which the lower bound at level ``1 - alpha`` lies above ``threshold``, so the
-    bound at ``level`` exceeds it exactly when ``p_above < 1 - level`` (``p_below`` mirrored).
-    The median rules' verdicts, interval and recorded p-values all come from this one test."""
     x = np.sort(np.asarray(x, dtype=float), axis=-1)
-    above = _lower_pvalue(x, threshold)
-    below = _lower_pvalue(np.sort(-x, axis=-1), -threshold)
+    n = x.shape[-1]
+    med = np.median(x, axis=-1)
+    alpha = 1.0 - level
+    c = np.append(stats.binom.cdf(np.arange(n), n, 0.5), 1.0)  # c[k - 1] = c(k)
+    k = int(np.searchsorted(c[:-1], alpha, side="right"))
+    k = min(k, (n - 1) // 2)  # at most the order statistic below the middle
+    lo_c = c[k - 1] if k >= 1 else 0.0
+    step = min(k + 1, (n + 1) // 2)  # the next order statistic towards the middle
+    i = (alpha - lo_c) / (c[step - 1] - lo_c) if step > k else 0.0
+    u = np.broadcast_to(np.asarray(u, dtype=float), med.shape)
+    take = u < i
+    inf = np.full(med.shape, np.inf)
+    low_k = x[..., k - 1] if k >= 1 else -inf
+    high_k = x[..., n - k] if k >= 1 else inf
+    lower = np.where(take, x[..., step - 1], low_k)
+    upper = np.where(take, x[..., n - step], high_k)
+    return Bounds(med, lower, upper)
+
+
+def randomised_median_pvalues(
+    x: np.ndarray, threshold: float, u: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""One-sided p-values ``(p_above, p_below)`` of the randomised sign test that
+    :func:`randomised_median_bounds` inverts: with ``j`` values at or below ``threshold``,
+    :math:`p_{above} = P(B \le j - 1) + u\,P(B = j)`, ``B ~ Binomial(n, 1/2)`` (mirrored for
+    ``p_below``), so the lower bound at ``level`` exceeds ``threshold`` exactly when
+    ``p_above < 1 - level``. The median rules' verdict, interval and recorded p-values are
+    this one test."""
+    from scipy import stats
+
+    x = np.asarray(x, dtype=float)
+    n = x.shape[-1]
+    u = np.asarray(u, dtype=float)
+    j = np.sum(x <= threshold, axis=-1)
+    i = np.sum(x >= threshold, axis=-1)
+    above = stats.binom.cdf(j - 1, n, 0.5) + u * stats.binom.pmf(j, n, 0.5)
+    below = stats.binom.cdf(i - 1, n, 0.5) + u * stats.binom.pmf(i, n, 0.5)
     return above, below
 
 

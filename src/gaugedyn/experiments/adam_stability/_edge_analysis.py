@@ -58,10 +58,12 @@ def window_stats(r: dict, task: dict) -> dict:
     return out
 
 
-def _j(fid, form, *values, threshold, direction=None):
-    """The finding ``fid`` judged by the rule its declared measure chooses for ``form``."""
+def _j(seed, fid, form, *values, threshold, direction=None):
+    """The finding ``fid`` judged by the rule its declared measure chooses for ``form`` (a
+    randomised rule's draw from the run's analysis ``seed`` and the finding's id)."""
     rule = stats.measure_of(FINDING_MEASURES, fid).rule(form)
-    return stats.judge(rule, *values, threshold=threshold, direction=direction)
+    rng = stats.generator(seed, fid)
+    return stats.judge(rule, *values, threshold=threshold, direction=direction, rng=rng)
 
 
 def _finding(fid: str, statement: str, j, **extra) -> Claim:
@@ -70,7 +72,7 @@ def _finding(fid: str, statement: str, j, **extra) -> Claim:
     )
 
 
-def _cell_findings(loss, lr, b1, ws) -> list[Claim]:
+def _cell_findings(loss, lr, b1, ws, seed) -> list[Claim]:
     cell = f"{loss}:lr{lr:g}:b{b1:g}"
     col = {
         k: np.array([w.get(k, np.nan) for w in ws], float)
@@ -79,7 +81,7 @@ def _cell_findings(loss, lr, b1, ws) -> list[Claim]:
     n = len(ws)
     out = []
     fid = f"adam_edge.active_curvature_at_threshold:{cell}"
-    jr = _j(fid, "inside", col["ratio"], threshold=CURVATURE_BAND)
+    jr = _j(seed, fid, "inside", col["ratio"], threshold=CURVATURE_BAND)
     out.append(
         _finding(
             fid,
@@ -89,9 +91,9 @@ def _cell_findings(loss, lr, b1, ws) -> list[Claim]:
             jr,
         )
     )
-    out += _control_findings(cell, col)
+    out += _control_findings(cell, col, seed)
     fid = f"adam_edge.gradient_reversal:{cell}"
-    rv = _j(fid, "threshold", col["reversal"], threshold=REVERSAL_MIN, direction=">")
+    rv = _j(seed, fid, "threshold", col["reversal"], threshold=REVERSAL_MIN, direction=">")
     before = float(np.nanmean(col["reversal_before"]))
     out.append(
         _finding(
@@ -104,7 +106,7 @@ def _cell_findings(loss, lr, b1, ws) -> list[Claim]:
         )
     )
     fid = f"adam_edge.averaging_lowers:{cell}"
-    lo = _j(fid, "threshold", col["lower"], threshold=0.0, direction="<")
+    lo = _j(seed, fid, "threshold", col["lower"], threshold=0.0, direction="<")
     out.append(
         _finding(
             fid,
@@ -114,7 +116,7 @@ def _cell_findings(loss, lr, b1, ws) -> list[Claim]:
         )
     )
     fid = f"adam_edge.averaging_smooths:{cell}"
-    sm = _j(fid, "threshold", col["smooth"], threshold=1.0, direction="<")
+    sm = _j(seed, fid, "threshold", col["smooth"], threshold=1.0, direction="<")
     out.append(
         _finding(
             fid,
@@ -126,7 +128,7 @@ def _cell_findings(loss, lr, b1, ws) -> list[Claim]:
     return out
 
 
-def _control_findings(cell: str, col: dict) -> list[Claim]:
+def _control_findings(cell: str, col: dict, seed) -> list[Claim]:
     """The frozen-v control's three findings of one cell (``PROTOCOL.md`` section 2)."""
     frozen = col["frozen"]
     short = int(np.sum(~np.isfinite(col["adaptive"])))
@@ -134,9 +136,9 @@ def _control_findings(cell: str, col: dict) -> list[Claim]:
         k: f"adam_edge.{k}:{cell}" for k in ("frozen_v_rises", "adaptive_stays_on_edge", "feedback")
     }
     capped = np.minimum(frozen, 6.0)
-    fz = _j(ids["frozen_v_rises"], "threshold", capped, threshold=0.0, direction=">")
-    ad = _j(ids["adaptive_stays_on_edge"], "inside", col["adaptive"], threshold=STAY_BAND)
-    fb = _j(ids["feedback"], "paired", capped, col["adaptive"], threshold=0.0, direction=">")
+    fz = _j(seed, ids["frozen_v_rises"], "threshold", capped, threshold=0.0, direction=">")
+    ad = _j(seed, ids["adaptive_stays_on_edge"], "inside", col["adaptive"], threshold=STAY_BAND)
+    fb = _j(seed, ids["feedback"], "paired", capped, col["adaptive"], threshold=0.0, direction=">")
     fr = 10 ** np.array([fz.estimate, fz.low, fz.high])
     ar = 10 ** np.array([ad.estimate, ad.low, ad.high])
     return [
@@ -240,7 +242,7 @@ def analyse(tasks, results, seed):
     arrays["quadratic_beta1s"] = np.array(sorted(quad))
     for b1, vals in sorted(quad.items()):
         fid = f"adam_edge.quadratic_separates:b{b1:g}"
-        j = _j(fid, "threshold", vals, threshold=SEPARATION, direction=">")
+        j = _j(seed, fid, "threshold", vals, threshold=SEPARATION, direction=">")
         claims.append(
             _finding(
                 fid,
@@ -268,5 +270,5 @@ def analyse(tasks, results, seed):
                 )
             )
         if ws:
-            claims += _cell_findings(loss, lr, b1, ws)
+            claims += _cell_findings(loss, lr, b1, ws, seed)
     return arrays, claims, diag

@@ -81,12 +81,14 @@ class Builder:
         self.table[name] = [*iv]
         return iv
 
-    @staticmethod
-    def _judge(pair, thr: float, direction: str, equivalence: bool, measure):
+    def _judge(self, pair, thr: float, direction: str, equivalence: bool, measure, label: str):
         x, y = (np.asarray(v, dtype=float) for v in pair)
+        rng = self.rng(label)  # a randomised rule's draw (the median rules)
         if equivalence:
-            return stats.judge(measure.rule("inside"), x - y, threshold=(-thr, thr))
-        return stats.judge(measure.rule("paired"), x, y, threshold=thr, direction=direction)
+            return stats.judge(measure.rule("inside"), x - y, threshold=(-thr, thr), rng=rng)
+        return stats.judge(
+            measure.rule("paired"), x, y, threshold=thr, direction=direction, rng=rng
+        )
 
     def add(
         self,
@@ -107,7 +109,8 @@ class Builder:
         fid = f"shared_representation.{id_}"
         measure = stats.measure_of(FINDING_MEASURES, fid).at(paper_value)
         js = {
-            name: self._judge(p, thr, direction, equivalence, measure) for name, p in pairs.items()
+            name: self._judge(p, thr, direction, equivalence, measure, f"{fid} {name}")
+            for name, p in pairs.items()
         }
         j = next(iter(js.values()))
         if table is not None:

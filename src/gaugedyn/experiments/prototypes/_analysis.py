@@ -153,6 +153,7 @@ class Judge:
 
     def readings(
         self,
+        fid: str,
         values,
         rule: str,
         threshold: float,
@@ -162,7 +163,9 @@ class Judge:
     ) -> tuple[dict, dict]:
         """Judge ``values(budget, lam, tau)`` (per-seed values, or ``None`` when the reading
         does not exist) under every budget and nominal-setting reading, plus each
-        ``extra[name] = (budget, values)``; returns ``(judgements, per-reading medians)``."""
+        ``extra[name] = (budget, values)``; returns ``(judgements, per-reading medians)``. A
+        randomised rule's draws come from the run's analysis seed, the finding ``fid`` and the
+        reading."""
         out = {}
         for budget in BUDGETS:
             for words, lam, tau in self.settings(sep):
@@ -174,7 +177,13 @@ class Judge:
         for name, v in (extra or {}).items():
             out[name] = v
         judgements = {
-            k: stats.judge(rule, v, threshold=threshold, direction=direction)
+            k: stats.judge(
+                rule,
+                v,
+                threshold=threshold,
+                direction=direction,
+                rng=stats.generator(self.root, fid, k),
+            )
             for k, v in out.items()
         }
         return judgements, out
@@ -196,7 +205,7 @@ class Judge:
         chooses for a claim of ``form`` (:data:`._protocol.FINDING_MEASURES`)."""
         measure = stats.measure_of(FINDING_MEASURES, id)
         rule = measure.rule(form)
-        js, vals = self.readings(values, rule, threshold, direction, sep, extra)
+        js, vals = self.readings(id, values, rule, threshold, direction, sep, extra)
         primary = next(iter(js))
         v = np.asarray(vals[primary], dtype=float)
         sign = 1.0 if direction == ">" else -1.0
@@ -331,6 +340,7 @@ class Judge:
             values("fixed", self.lam, self.tau),
             threshold=0.0,
             direction=">",
+            rng=stats.generator(self.root, claim.id, "worse at some N"),
         )
         claim.tolerance["worse_at_some_N"] = worse.verdict
         return claim
