@@ -8,7 +8,7 @@ import pytest
 from gaugedyn import InputError
 from gaugedyn.harness import Claim, judged
 from gaugedyn.harness._report import claim_row
-from gaugedyn.stats import Measure, judge
+from gaugedyn.stats import Measure, generator, judge
 
 SIGNED = Measure("symmetric", "a signed difference", 0.5)
 
@@ -101,5 +101,6 @@ def test_a_rule_the_measure_does_not_choose_is_refused():
     j = judge("mean_threshold", _values(3.0), threshold=0.0, direction=">")
     with pytest.raises(InputError, match="median_threshold"):
         judged("x", "s", j, measure=errors)
-    ok = judge(errors.rule("threshold"), _values(3.0), threshold=0.0, direction=">")
+    g = generator(0, "errors")
+    ok = judge(errors.rule("threshold"), _values(3.0), threshold=0.0, direction=">", rng=g)
     assert judged("x", "s", ok, measure=errors).rule == "median_threshold"

@@ -236,7 +236,8 @@ def test_cell_rules_decide_by_cell():
     assert stats.judge("some_cell", wrong - 2.0, threshold=0.0).verdict == "NOT HELD"
     assert stats.judge("some_cell", near - 1.0, threshold=-0.5).verdict == "HELD"
     assert stats.judge("every_cell", -wrong, threshold=0.0, direction="<").verdict == "NOT HELD"
-    assert stats.judge("every_cell_median", base + 1.0, threshold=0.0).verdict == "HELD"
+    g = stats.generator(0, "every_cell_median")
+    assert stats.judge("every_cell_median", base + 1.0, threshold=0.0, rng=g).verdict == "HELD"
     missing = base + 1.0
     missing[0, 1] = np.nan  # a cell may lose a seed
     assert stats.judge("every_cell", missing, threshold=0.0).cells[1]["n"] == 9
@@ -260,13 +261,13 @@ def test_power_at_the_papers_value_matches_the_noncentral_t():
     assert stats.power_at(paired, 0.2, reps=500).rate > 0.99
     assert math.isnan(stats.power_at(stats.judge("mean_threshold", [1.0], threshold=0), 1).rate)
     cells = stats.judge("every_cell", 0.3 + np.zeros((10, 4)) + x[:, None], threshold=0.0)
-    assert stats.power_at(cells, 0.0, reps=500).rate == 0.0  # on the threshold: never HELD
+    assert stats.power_at(cells, 0.0, reps=500).rate <= 0.025  # on the threshold: at most the size
 
 
 def test_empirical_shape_resamples_given_values():
     values = np.random.default_rng(9).lognormal(size=60)
-    row = stats.audit_rule("median_threshold", 10, shape="empirical", values=values, reps=500)
-    assert row["shape"] == "empirical" and row["bar"] == "not barred"
+    row = stats.audit_values("median_threshold", values, 1.0, ">", reps=500, barred=False)
+    assert row["shape"] == "resampled" and row["seeds"] == 60 and row["bar"].startswith("not")
     assert 0.90 < row["coverage"].rate < 0.99
 
 
@@ -347,28 +348,21 @@ def test_the_rejected_bootstrap_candidates_still_miss_the_coverage_bar():
     intervals of the mean cover about 89-90% (nominal 95%) on normal values."""
     for name in ("mean_threshold[BCa bootstrap]", "mean_threshold[percentile bootstrap]"):
         row = stats.audit_rule(stats._rules.CANDIDATES[name], 10, reps=300, seed=4)
-        assert row["coverage"].rate < 0.93 and row["bar"] == "MISS: coverage"
+        assert row["coverage"].rate < 0.93
+        assert row["bar"].startswith("MISS") and "coverage" in row["bar"]
 
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "verdict-rules.md"
 
 
-def test_the_docs_page_runs_and_lists_every_rule():
+def test_the_docs_page_runs_and_has_every_generated_block():
     text = DOC.read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     assert blocks
     for block in blocks:
         exec(compile(block, str(DOC), "exec"), {})
-    for name, rule in stats.RULES.items():
-        if rule.estimator == "point":
-            assert f"| {name} | 1 | 1 | none |" in text, name
-            continue
-        counts = _audit.TRIALS if rule.estimator == "proportion" else _audit.SEEDS
-        for n in counts:
-            assert f"| {name} | {n} |" in text, (name, n)
-    by_p = "| rule | trials | " + " | ".join(f"p = {p:g}" for p in _audit.COVERAGE_P) + " |"
-    assert by_p in text  # the proportion rules' coverage by true p
-    assert "Produced by `gaugedyn audit-rules" in text
+    for name in ("kinds", "catalogue", "named", "resampled", "candidates"):
+        assert f"<!-- audit-data {name} -->" in text, name
 
 
 def test_median_rules_decide_text_and_p_values_from_one_test():
@@ -382,34 +376,34 @@ def test_median_rules_decide_text_and_p_values_from_one_test():
         n = (10, 40)[i % 2]
         x = rng.lognormal(size=(n, 6)) - 1.0 + rng.normal(0, 0.3, size=6)
         for name in ("every_cell_median", "some_cell_median"):
-            j = stats.judge(name, x, threshold=0.0)
+            j = stats.judge(name, x, threshold=0.0, rng=stats.generator(i, name))
             p = min(c["p_holm"] for c in j.cells)
             decided = j.verdict == ("NOT HELD" if name == "every_cell_median" else "HELD")
             disagree += decided != (p <= 0.025)
     assert disagree == 0
-    x = np.sort(rng.lognormal(size=25))
-    for thr in (x[3] + 1e-3, x[5] - 1e-3, 0.5 * (x[7] + x[8])):
-        above, below = _estimators.median_pvalues(x, thr)
-        lo, hi = 1e-12, 0.5  # bisection on the bound's level: the smallest alpha that holds
-        for _ in range(80):
-            mid = 0.5 * (lo + hi)
-            lo, hi = (lo, mid) if _estimators.median_bounds(x, 1 - mid).lower > thr else (mid, hi)
-        assert math.isclose(above, hi, rel_tol=1e-6)
-        assert math.isclose(below, _estimators.median_pvalues(-x, -thr)[0])
+    for n in (6, 10, 25, 40):  # the interval is the inverted test, at every draw
+        x = rng.lognormal(size=(200, n))
+        u = rng.uniform(size=200)
+        thr = np.quantile(x, rng.uniform(0.2, 0.8), axis=-1)
+        b = _estimators.randomised_median_bounds(x, 0.975, u)
+        above, below = _estimators.randomised_median_pvalues(x, thr[:, None], u)
+        assert np.array_equal(b.lower > thr, above < 0.025)
+        assert np.array_equal(b.upper < thr, below < 0.025)
 
 
 def test_degenerate_samples_are_unresolved_with_the_reason():
     zeros = np.zeros(40)  # shared_representation's switch-rate difference: 40 identical zeros
     for name in ("mean_threshold", "median_threshold", "equivalence"):
         thr = (-0.05, 0.05) if name == "equivalence" else 0.05
-        j = stats.judge(name, zeros, threshold=thr)
+        j = stats.judge(name, zeros, threshold=thr, rng=stats.generator(0, name))
         assert j.verdict == "UNRESOLVED" and "zero-width" in j.reason, (name, j)
     j = stats.judge("paired_difference", np.ones(10), np.zeros(10), threshold=0.5)
     assert j.verdict == "UNRESOLVED" and "no spread" in j.reason
     ties = np.array([0.0] * 30 + [1.0, 2.0, 3.0, -1.0])  # the bounding order statistics tied
-    j = stats.judge("median_threshold", ties, threshold=0.5, direction="<")
+    g = stats.generator(0, "ties")
+    j = stats.judge("median_threshold", ties, threshold=0.5, direction="<", rng=g)
     assert j.verdict == "UNRESOLVED" and "tied" in j.reason and j.as_dict()["reason"] == j.reason
-    j = stats.judge("median_threshold", [1.0, 2.0, 3.0, 4.0, 5.0], threshold=0.0)
+    j = stats.judge("median_threshold", [1.0, 2.0, 3.0, 4.0, 5.0], threshold=0.0, rng=g)
     assert j.verdict == "UNRESOLVED" and "at least 6" in j.reason
     assert stats.judge("mean_threshold", [1.0], threshold=0.0).reason.startswith("too few")
     cells = np.random.default_rng(2).normal(-3.0, 0.1, (10, 3))

@@ -62,6 +62,7 @@ from ._measures import Measure as Measure
 from ._measures import form_of as form_of
 from ._measures import kinds_of as kinds_of
 from ._measures import measure_of as measure_of
+from ._measures import measures_markdown as measures_markdown
 from ._measures import rule_for as rule_for
 from ._rules import DEPENDS as DEPENDS
 from ._rules import RULES as RULES

@@ -58,7 +58,7 @@ from .._errors import InputError
 from ._intervals import generator
 from ._measures import KINDS, LOGNORMAL_SHAPES, kinds_of
 from ._resample import Resampler
-from ._rules import CANDIDATES, RULES, Rule
+from ._rules import _MIN_N, CANDIDATES, RULES, Rule
 
 SHAPES = ("normal", "t3", *LOGNORMAL_SHAPES)
 """Named noise shapes; ``resampled`` (a finding's stored values) is open to the Python API."""
@@ -549,7 +549,8 @@ def audit_rule(
         if rule.estimator == "proportion"
         else named_scene(rule, n, cells, shape)
     )
-    row = _row(scene, root, reps, margin, effect, barred, True, why)
+    few = n < _MIN_N.get(rule.estimator, 1)  # always UNRESOLVED: its coverage means nothing
+    row = _row(scene, root, reps, margin, effect, barred, not few, why)
     return {"rule": rule.name, "seeds": n, "cells": cells, "shape": shape, **row}
 
 

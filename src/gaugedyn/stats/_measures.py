@@ -8,8 +8,9 @@ A rule is never chosen after looking at the data. Each finding declares a :class
   whose per-seed values are close to symmetric (``symmetric``: a difference or mean of like
   terms, a share away from its bounds, the log of a positive ratio or time), a positive
   quantity with a long right tail or a difference of such (``long-tailed``: an error, a time, a
-  ratio), 0/1 outcomes (``outcome``), a least-squares slope over rows (``exponent``) or one
-  deterministic value (``exact``). The kind and the claim's form (a threshold, a paired
+  ratio), a quantity of no assured shape (``any shape``: declared where the audit refused the
+  mean rule on resamples of the published values), 0/1 outcomes (``outcome``), a least-squares
+  slope over rows (``exponent``) or one deterministic value (``exact``). The kind and the claim's form (a threshold, a paired
   difference, a band, every cell, some cell) give the rule (:func:`rule_for`): mean rules for
   symmetric values, median rules for long-tailed ones (a median is also the log scale's: the
   median of ``log x`` is the log of the median of ``x``), the randomised exact proportion for
@@ -88,6 +89,22 @@ KINDS: dict[str, Kind] = {
                 "threshold": "median_threshold",
                 "paired": "paired_median",
                 "inside": "median_band",
+                "outside": "median_relevant_difference",
+                "every_cell": "every_cell_median",
+                "some_cell": "some_cell_median",
+            },
+        ),
+        Kind(
+            "any shape",
+            "a quantity of no assured shape: declared where the kind's mean rule missed the "
+            "size bar on resamples of the published values (few seeds, outliers, a share near "
+            "its bound); judged distribution-free by its median",
+            ("normal", "t3", *LOGNORMAL_SHAPES),
+            {
+                "threshold": "median_threshold",
+                "paired": "paired_median",
+                "inside": "median_band",
+                "outside": "median_relevant_difference",
                 "every_cell": "every_cell_median",
                 "some_cell": "some_cell_median",
             },
@@ -222,3 +239,18 @@ def measure_of(table: Mapping[str, Measure], finding_id: str) -> Measure:
         f"finding {finding_id!r} has no declared measure: add a pattern to its experiment's "
         "measures (kind, unit, smallest effect of interest)"
     )
+
+
+def measures_markdown(table: Mapping[str, Measure]) -> str:
+    """A markdown table of an experiment's declared measures (finding-id pattern, kind, the rules
+    the kind chooses, unit, smallest effect, the paper's value, why), for its protocol."""
+    lines = [
+        "| findings (pattern) | kind | rules | one per-seed value | smallest effect | paper | why |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for pattern, m in table.items():
+        rules = ", ".join(f"`{r}`" for r in dict.fromkeys(KINDS[m.kind].rules.values()))
+        paper = "-" if m.paper is None else f"{m.paper:g}"
+        cells = [f"`{pattern}`", m.kind, rules, m.unit, f"{m.effect:g}", paper, m.why or "-"]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -362,7 +362,8 @@ class Rule:
                 code = _codes_threshold(b.lower, b.upper, threshold, direction)
             else:
                 code = _codes_band(b.lower, b.upper, threshold, self.claim == "inside")
-            code = np.where(flat, 0, code)
+            few = np.shape(samples[-1])[-1] < _MIN_N.get(self.estimator, 1)
+            code = np.where(flat | few, 0, code)
             if self.estimator == "slope":
                 n = np.shape(samples[0])[-1]
                 out["lack_of_fit"] = lof = est.lack_of_fit(samples[0], samples[1])
@@ -383,6 +384,10 @@ class Rule:
             extra["draw"] = draws = np.asarray(draws, dtype=float)
         plain = self._open(self.bounds((x,), level, draws))
         holm = self._open(self.bounds((x,), 1 - (1 - level) / m, draws))
+        if x.shape[-1] < _MIN_N.get(self.estimator, 1):  # too few values: no cell can be judged
+            plain, holm = (
+                self._open(est.Bounds(b.estimate, b.estimate, b.estimate)) for b in (plain, holm)
+            )
         low_side_min = (self.claim == "every_cell") == (direction == ">")
         if low_side_min:  # the parameter is min_c theta_c
             estimate = plain.estimate.min(axis=-1)
@@ -807,6 +812,14 @@ _CATALOGUE = (
         "median of the per-seed values",
         _MEDIAN,
         f"{_INDEPENDENT}; a continuous distribution, any shape; two one-sided tests at 2.5%",
+    ),
+    Rule(
+        "median_relevant_difference",
+        "median",
+        "outside",
+        "median of the per-seed values",
+        _MEDIAN,
+        f"{_INDEPENDENT}; a continuous distribution, any shape",
     ),
     Rule(
         "every_cell",

@@ -120,7 +120,10 @@ FINDING_MEASURES: dict[str, Measure] = {
         "symmetric", _ROUTES + " (before any pulse)", 0.015, paper=0.0, why="matched: 0"
     ),
     "shared_representation.table2.reset.*": Measure(
-        "symmetric", _ROUTES + " after the reset", 0.01, why="half the band"
+        "any shape",
+        _ROUTES + " after the reset",
+        0.01,
+        why="half the band; the mean rule missed the size bar on resamples of the published values (gaugedyn audit-rules), so it is judged distribution-free by its median",
     ),
     "shared_representation.table4.exchange_m": Measure(
         "symmetric", _ROUTES + " with m exchanged", 0.01, why="half the band"
@@ -129,16 +132,22 @@ FINDING_MEASURES: dict[str, Measure] = {
         "symmetric", _ROUTES + " (control) with m exchanged", 0.005, why="half the band"
     ),
     "shared_representation.table4.control_reset": Measure(
-        "symmetric", _ROUTES + " (control) after the reset", 0.005, why="half the band"
+        "any shape",
+        _ROUTES + " (control) after the reset",
+        0.005,
+        why="half the band; the mean rule missed the size bar on resamples of the published values (gaugedyn audit-rules), so it is judged distribution-free by its median",
     ),
     "shared_representation.table5.heads_change_little": Measure(
-        "symmetric", _ROUTES + " with the heads' v exchanged", 0.01, why="half the band"
+        "any shape",
+        _ROUTES + " with the heads' v exchanged",
+        0.01,
+        why="half the band; the mean rule missed the size bar on resamples of the published values (gaugedyn audit-rules), so it is judged distribution-free by its median",
     ),
     "shared_representation.*": Measure(
-        "symmetric",
+        "any shape",
         _ROUTES + " (or its change under an intervention)",
         0.05,
-        why="the paper's number where it gives one (PAPER_VALUE); otherwise 0.05 of specialization",
+        why="the paper's number where it gives one (PAPER_VALUE); otherwise 0.05 of specialization; the mean rule missed the size bar on resamples of the published values (gaugedyn audit-rules), so it is judged distribution-free by its median",
     ),
 }
 """What each finding measures (finding-id pattern -> measure, the first match; ``PROTOCOL.md``,

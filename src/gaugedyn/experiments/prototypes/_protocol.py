@@ -62,18 +62,18 @@ FINDING_MEASURES: dict[str, Measure] = {
         why="the abstract gives no number: 0.05 of the ratio (a ratio: long-tailed)",
     ),
     "*expul*": Measure(
-        "symmetric",
+        "any shape",
         "per seed and N, an outside-fraction difference (a share of prototypes outside the "
         "data's hull), separation minus plain",
         EXPULSION_MARGIN,
-        why="the expulsion margin 0.05 beyond the claim's threshold",
+        why="the expulsion margin 0.05 beyond the claim's threshold; the mean rule missed the size bar on resamples of the published values (gaugedyn audit-rules), so it is judged distribution-free by its median",
     ),
     "*expel*": Measure(
-        "symmetric",
+        "any shape",
         "per seed (and N), an outside-fraction difference: a share of prototypes outside the "
         "data's hull, with the loss minus without",
         EXPULSION_MARGIN,
-        why="the expulsion margin 0.05 beyond the claim's threshold",
+        why="the expulsion margin 0.05 beyond the claim's threshold; the mean rule missed the size bar on resamples of the published values (gaugedyn audit-rules), so it is judged distribution-free by its median",
     ),
     "coverage_keeps_inside*": Measure(
         "symmetric",
