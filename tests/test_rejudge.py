@@ -110,3 +110,30 @@ def test_a_stored_verdict_that_its_values_contradict_fails():
     c["verdict"] = "NOT HELD" if c["verdict"] == "HELD" else "HELD"
     status, problems = check_summary({"claims": [c]})[0][1:]
     assert status == "differs" and any("verdict" in p for p in problems), problems
+
+
+def test_no_published_verdict_from_a_zero_width_interval_or_a_short_slope():
+    """HELD and NOT HELD come from an interval of positive width (a deterministic value aside:
+    its interval is the exact value) and, for a slope, from at least 6 rows (4 residual degrees
+    of freedom)."""
+    bad = []
+    for path in RUNS:
+        for c in _summary(path).get("claims", []):
+            if c.get("kind") != "finding" or c.get("verdict") not in ("HELD", "NOT HELD"):
+                continue
+            low, high = c["interval"]
+            if c["rule"] != "deterministic" and not low < high:
+                bad.append((c["id"], "zero-width", c["interval"]))
+            if c["rule"].startswith("slope") and c["tolerance"]["n"] < 6:
+                bad.append((c["id"], "rows", c["tolerance"]["n"]))
+    assert not bad, bad
+
+
+def test_power_below_the_rules_minimum_count_is_zero():
+    g = stats.generator(0, "few")
+    few = stats.judge("median_threshold", [1.0, 2.0, 3.0], threshold=0.0, rng=g)
+    assert few.verdict == "UNRESOLVED" and stats.power_at(few, 5.0).rate == 0.0
+    enough = stats.judge(
+        "median_threshold", [1.0, 2.0, 3.0, 2.5, 1.5, 4.0, 2.2], threshold=0.0, rng=g
+    )
+    assert stats.power_at(enough, 5.0, reps=200).rate > 0.5

@@ -259,7 +259,9 @@ def test_power_at_the_papers_value_matches_the_noncentral_t():
         "paired_difference", x, x - 0.2 + 0.1 * np.cos(np.arange(10)), threshold=0.0
     )
     assert stats.power_at(paired, 0.2, reps=500).rate > 0.99
-    assert math.isnan(stats.power_at(stats.judge("mean_threshold", [1.0], threshold=0), 1).rate)
+    assert stats.power_at(stats.judge("mean_threshold", [1.0], threshold=0), 1).rate == 0.0
+    flat = stats.judge("mean_threshold", [1.0, 1.0, 1.0], threshold=0)  # no spread to resample
+    assert math.isnan(stats.power_at(flat, 1).rate)
     cells = stats.judge("every_cell", 0.3 + np.zeros((10, 4)) + x[:, None], threshold=0.0)
     assert stats.power_at(cells, 0.0, reps=500).rate <= 0.025  # on the threshold: at most the size
 

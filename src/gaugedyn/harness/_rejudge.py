@@ -158,6 +158,18 @@ def _current(experiment: str, claim: dict, changes: list[dict], seed: Any) -> di
                 f"; its stored reading says {old.verdict} under the current rules "
                 f"({old.reason or 'the catalogue changed'}), so this verdict would not stand"
             )
+            if c.get("verdict") in ("HELD", "NOT HELD"):  # no longer asserted: UNRESOLVED
+                changes.append(
+                    {
+                        "id": c["id"],
+                        "reading": None,
+                        "old": c["verdict"],
+                        "new": "UNRESOLVED",
+                        "why": f"its stored reading says {old.verdict} under the current rules",
+                    }
+                )
+                c |= {"verdict": "UNRESOLVED", "passed": False}
+                tol["reason"] = old.reason or "the stored reading's verdict does not stand"
         tol["measure"] = measure.as_dict() | {"power_at": value}
         _set_power(c, stats.power_at(old, value, reps=2000).rate)
         return c
@@ -247,7 +259,8 @@ def rejudge_current(summary: dict, *, command: str = "", commit: str = "") -> di
     takes it from the run's analysis seed (:func:`analysis_seed` of its recorded seed), the
     label ``"rejudge"``, the finding's id and the reading, and stores it. The summary gains
     ``rejudged``: the date, the command,
-    the code's commit, every changed verdict with why, and the findings kept."""
+    the code's commit, every changed verdict with why, and the findings kept (an earlier
+    ``rejudged`` record moves to its ``earlier`` list)."""
     from ._protocol import analysis_seed
 
     out = copy.deepcopy(summary)
@@ -273,6 +286,10 @@ def rejudge_current(summary: dict, *, command: str = "", commit: str = "") -> di
         "changed": changes,
         "kept_under_old_rules": kept,
     }
+    before = summary.get("rejudged")
+    if before:  # an earlier re-judgement's record is kept, newest last
+        earlier = before.get("earlier", [])
+        out["rejudged"]["earlier"] = [*earlier, {k: v for k, v in before.items() if k != "earlier"}]
     return out
 
 

@@ -465,8 +465,10 @@ def power_at(
     the power of the finding as run, in the measure's own units. The noise is resamples of the
     judged values themselves (``shape="resampled"``, per cell, a seed's row kept together:
     :class:`gaugedyn.stats._resample.Resampler`) or a named shape scaled to each cell's
-    standard deviation. Values without spread, or fewer than two complete rows, give
-    ``Rate(nan, nan)``: the power cannot be computed from them."""
+    standard deviation. Fewer values (rows) than the rule's minimum give ``Rate(0, 0)``: the
+    rule says UNRESOLVED at that count whatever the truth. Otherwise values without spread, or
+    fewer than two complete rows, give ``Rate(nan, nan)``: the power cannot be computed from
+    them."""
     from ._rules import rule as by_name
 
     rule = by_name(judgement.rule)
@@ -477,6 +479,8 @@ def power_at(
     if rule.estimator == "point":  # no noise: the verdict at the value is certain
         out = rule.evaluate((np.array([float(value)]),), judgement.threshold, judgement.direction)
         return Rate(float(out["code"] == 1), 0.0)
+    if (judgement.reason or "").startswith("too few"):  # below the rule's minimum count
+        return Rate(0.0, 0.0)
     rng = np.random.default_rng(np.random.SeedSequence(seed))
     if rule.estimator == "proportion":
         n = len(judgement.values)
