@@ -318,6 +318,8 @@ def test_audit_rules_command_exit_codes(capsys, monkeypatch):
     assert main(["audit-rules", "--seeds", "2"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "seeds=2" in err
+    assert main(["audit-rules", "--workers", "0"]) == 2
+    assert "--workers 0" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_:
         main(["audit-rules", "--reps", "x"])
     assert exit_.value.code == 2

@@ -81,6 +81,14 @@ def register(subparsers) -> None:
         help="the full audit only: also write its rows as data (results-data/audit-rules/"
         "audit.json, from which docs/verdict-rules.md is generated)",
     )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="the full audit only: processes that simulate its rows (each row has its own "
+        "seed, so the data do not depend on N); default 1",
+    )
     p.set_defaults(func=_handle)
 
 
@@ -169,8 +177,14 @@ def _full(args) -> int:
     from . import _audit_plan as ap
 
     reps = args.reps if args.reps is not None else _audit.REPS
+    if not 1 <= args.workers <= 64:
+        from .._errors import InputError
+
+        raise InputError(f"--workers {args.workers} is not allowed: a whole number from 1 to 64")
     p = ap.plan(Path("."))
-    data = ap.run_plan(p, seed=args.seed, reps=reps, progress=not args.no_progress)
+    data = ap.run_plan(
+        p, seed=args.seed, reps=reps, progress=not args.no_progress, workers=args.workers
+    )
     from ..publish import code_version
 
     data["command"] = _command(args)

@@ -284,6 +284,10 @@ def run_row(group: str, spec: dict, *, seed: int, reps: int, resampled_reps: int
     )
 
 
+def _run_job(job: tuple[str, dict], **kw: Any) -> dict:
+    return run_row(job[0], job[1], **kw)
+
+
 def run_plan(
     p: dict,
     *,
@@ -292,14 +296,28 @@ def run_plan(
     resampled_reps: int = sa.RESAMPLED_REPS,
     progress: bool = False,
     groups: Iterable[str] = ("named", "resampled", "candidates"),
+    workers: int = 1,
 ) -> dict:
-    """Simulate every row of the plan ``p``: the audit's data (module docstring)."""
+    """Simulate every row of the plan ``p``: the audit's data (module docstring). Each row
+    comes from its own seed, so ``workers`` processes give the same data as one."""
+    from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
+
     from tqdm import tqdm
 
     jobs = [(g, spec) for g in groups for spec in p[g]]
     rows: dict[str, list] = {g: [] for g in groups}
-    for g, spec in tqdm(jobs, disable=not progress, desc="audit-rules", unit="row"):
-        rows[g].append(run_row(g, spec, seed=seed, reps=reps, resampled_reps=resampled_reps))
+    one = partial(_run_job, seed=seed, reps=reps, resampled_reps=resampled_reps)
+    bar = partial(tqdm, total=len(jobs), disable=not progress, desc="audit-rules", unit="row")
+    if workers <= 1:
+        done = bar(map(one, jobs))
+    else:
+        pool = ProcessPoolExecutor(max_workers=workers)
+        done = bar(pool.map(one, jobs, chunksize=1))
+    for (g, _), row in zip(jobs, done, strict=True):
+        rows[g].append(row)
+    if workers > 1:
+        pool.shutdown()
     from datetime import UTC, datetime
 
     return {
