@@ -161,6 +161,33 @@ FINDING_MEASURES: dict[str, Measure] = {
         paper=1.0,
         why="the exact discrete drift's slope 1; the band's half-width; the mean rule missed the size bar on resamples of the published values (gaugedyn audit-rules), so it is judged distribution-free by its median",
     ),
+    "landscape.escape_slope": Measure(
+        "exponent",
+        "least-squares slope of lambda_+ T on ln(1/eps) over the eps grid, one saddle and sign",
+        0.05,
+        paper=1.0,
+        why="linear escape: slope 1; the band's half-width (the tolerance)",
+    ),
+    "landscape.zero_modes": Measure(
+        "exact",
+        "number of converged ReLU points whose zero modes differ from the prediction",
+        0.5,
+        paper=0.0,
+        why="deterministic count (Newton-refined points): the paper's value is no mismatch",
+    ),
+    "landscape.gauge_rate": Measure(
+        "exact",
+        "|ln(lambda_a / lambda_w)| of one saddle's a-heavy and w-heavy copies",
+        0.05,
+        why="deterministic (no noise); no paper value of the factor: half the margin ln 1.1 beyond it",
+    ),
+    "landscape.gauge_clock": Measure(
+        "exact",
+        "|ln(lambda_a T_a / (lambda_w T_w))| from one initial function",
+        0.025,
+        paper=0.0,
+        why="deterministic; the clock is the same in every gauge (0)",
+    ),
 }
 """What each finding of the gauge experiments measures (finding-id pattern -> measure, the
 first match; ``PROTOCOL.md``, "Rules and power"): the kind that chooses its rule and the
@@ -226,3 +253,18 @@ def finite_sample_problem(task: dict) -> Problem:
     """``finite_sample``: the a-heavy and w-heavy duplicates at the task's gauge strength."""
     base = duplicates(task["dim"], ["a-heavy", "w-heavy"])
     return with_gauge(base, names=["a-heavy", "w-heavy"], strength=task["strength"])
+
+
+# --- landscape -------------------------------------------------------------------------------
+
+LANDSCAPE_CONVERGED = 1e-10
+"""Gradient norm at or below which a refined critical point counts as converged."""
+LANDSCAPE_CATALOGUE_DIM = 10
+"""Input dimension of the catalogue's teachers (``D`` only sets the students' initial
+overlaps, about ``D^-1/2``)."""
+LANDSCAPE_SLOPE_BAND = (0.95, 1.05)
+"""The escape finding's band on the slope of ``lambda_+ T`` against ``ln(1/eps)``."""
+LANDSCAPE_RATE_RATIO = 1.1
+"""The gauge finding's smallest factor between the a-heavy and w-heavy unstable rates."""
+LANDSCAPE_CLOCK_RATIO = 1.05
+"""The largest factor between the a-heavy and w-heavy ``lambda_+ T`` from one function."""
