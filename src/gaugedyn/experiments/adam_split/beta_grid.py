@@ -231,6 +231,7 @@ class BetaGrid(Experiment):
             tasks,
             [dict(r) for r in results],
             label=configuration_label(config),
+            seed=seed,
         )
 
     def plot(self, arrays, config, outdir):
