@@ -278,7 +278,13 @@ def _group_findings(a: dict, i: int, S: int, K: int, label: str, seed) -> list[C
         for g, m in groups.items()
     }
     gaps = {
-        g: judge(gap_measure.rule("threshold"), gap_per_seed(a, i, m), threshold=0.0, direction=">")
+        g: judge(
+            gap_measure.rule("threshold"),
+            gap_per_seed(a, i, m),
+            threshold=0.0,
+            direction=">",
+            rng=generator(seed, "gauge_gap", D, g),
+        )
         for g, m in groups.items()
     }
     every = {g: [c for c, x in zip(cells, m) if x] for g, m in groups.items()}

@@ -674,7 +674,11 @@ def _networks_findings(config, owner: dict, slope: dict, arrays: dict, seed) -> 
         arrays[f"slope_eta_{model}"] = d["eta"]
         arrays[f"slope_drift_{model}"] = d["drift"]
         arrays[f"slope_{model}"] = d["slope"]
-        j = judge("equivalence", d["slope"], threshold=gp.SLOPE_BAND)
+        sfid = f"gauge_on_networks.drift_slope:{model}"
+        srule = measure_of(gp.FINDING_MEASURES, sfid).rule("inside")
+        j = judge(
+            srule, d["slope"], threshold=gp.SLOPE_BAND, rng=generator(seed, "drift_slope", model)
+        )
         what = (
             "the attention heads' invariants W_Q W_Q^T - W_K W_K^T and W_V W_V^T - W_O^T W_O"
             if model == "transformer"
@@ -687,7 +691,7 @@ def _networks_findings(config, owner: dict, slope: dict, arrays: dict, seed) -> 
                     f"{model}, full-batch GD at {d['eta'].size} step sizes over the same time: the "
                     f"drift per unit time of {what} grows as eta^slope with slope inside "
                     f"[{gp.SLOPE_BAND[0]:g}, {gp.SLOPE_BAND[1]:g}] (per-seed least-squares slopes; rule "
-                    "equivalence)"
+                    f"{srule})"
                 ),
                 j,
                 measure=measure_of(gp.FINDING_MEASURES, f"gauge_on_networks.drift_slope:{model}"),
