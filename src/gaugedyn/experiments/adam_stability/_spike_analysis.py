@@ -59,6 +59,11 @@ def _rule(fid: str, form: str) -> str:
     return stats.measure_of(FINDING_MEASURES, fid).rule(form)
 
 
+def _rng(seed, fid: str, *labels):
+    """A median rule's generator: the run's analysis seed, the finding's id and the reading."""
+    return stats.generator(seed, "spike_boundary", fid, *labels)
+
+
 def slope_judgement(a, cb, band, fid):
     return stats.judge(_rule(fid, "inside"), np.log(a), np.log(cb), threshold=band)
 
@@ -107,7 +112,7 @@ def analyse(tasks, results, seed):
     if len(task_names) >= 2 and all(
         np.array_equal(a_of[n], a_of[task_names[0]]) for n in task_names
     ):
-        claims.append(_tasks_C_claim(task_names, a_of, edges))
+        claims.append(_tasks_C_claim(task_names, a_of, edges, seed))
     level = _level(a_of, edges)
     arrays |= _theory_arrays(one_d, level)
     return arrays, claims, diag
@@ -164,7 +169,7 @@ def task_C(a, cb) -> list[float]:
     return [float(10**j.estimate), float(10**j.low), float(10**j.high)]
 
 
-def _tasks_C_claim(names, a_of, edges):
+def _tasks_C_claim(names, a_of, edges, seed):
     """``C_differs_between_tasks``: per row, ``log C`` of the second task minus the first's
     outside [-C_SHIFT, C_SHIFT] (``relevant_difference``), under both windows."""
     first, second = names[0], names[1]
@@ -174,7 +179,9 @@ def _tasks_C_claim(names, a_of, edges):
 
     def one(window):
         d = np.log(edges[(second, window, "init")] / edges[(first, window, "init")])
-        return stats.judge(_rule(fid, "outside"), d, threshold=(-C_SHIFT, C_SHIFT))
+        return stats.judge(
+            _rule(fid, "outside"), d, threshold=(-C_SHIFT, C_SHIFT), rng=_rng(seed, fid, window)
+        )
 
     primary, js = readings(one, {"window": WINDOWS})
     j = js[primary]
@@ -246,7 +253,7 @@ def _findings(names, a_of, edges, seed):
                 BANDS["cubic"],
             )
         )
-        out.append(_level_claim(a_of["n2"], edges))
+        out.append(_level_claim(a_of["n2"], edges, seed))
     big = sorted(float(n[1:]) for n in names if float(n[1:]) > 2)
     for n in big:
         out.append(
@@ -266,8 +273,13 @@ def _findings(names, a_of, edges, seed):
         def one(window, rows, start):
             keep = _rows(a, rows)
             d = np.log(_edge(edges, hi, window, start) / _edge(edges, lo, window, start))[keep]
-            rule = _rule("spike_boundary.C_moves_with_n", "outside")
-            return stats.judge(rule, d, threshold=(-C_SHIFT, C_SHIFT))
+            fid = "spike_boundary.C_moves_with_n"
+            return stats.judge(
+                _rule(fid, "outside"),
+                d,
+                threshold=(-C_SHIFT, C_SHIFT),
+                rng=_rng(seed, fid, window, rows, start),
+            )
 
         primary, js = readings(one, _factors())
         j = js[primary]
@@ -286,13 +298,14 @@ def _findings(names, a_of, edges, seed):
     return out
 
 
-def _level_claim(a, edges):
+def _level_claim(a, edges, seed):
     def one(window, rows, start):
         keep = _rows(a, rows)
         with np.errstate(divide="ignore"):
             lv = np.log10(turn_growth(a[keep], _edge(edges, "n2", window, start)[keep]))
+        fid = "spike_boundary.edge_level_is_one"
         return stats.judge(
-            _rule("spike_boundary.edge_level_is_one", "inside"), lv, threshold=LEVEL_BAND
+            _rule(fid, "inside"), lv, threshold=LEVEL_BAND, rng=_rng(seed, fid, window, rows, start)
         )
 
     primary, js = readings(one, _factors())
