@@ -33,6 +33,11 @@ def test_every_committed_run_recomputes_from_its_summary(path):
         "prototypes",
         "shared_representation",
         "spike_boundary",
+        # published on main beside issue 41, before their analyses stored every reading: kept
+        # under the old rules, marked, until their next full run
+        "conservation_laws",
+        "landscape",
+        "auxiliary",
     )
 
 

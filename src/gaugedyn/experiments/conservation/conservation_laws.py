@@ -145,10 +145,10 @@ class ConservationLaws(Experiment):
         "drift_seeds": Param(
             int,
             8,
-            quick=3,
-            lo=3,
+            quick=6,
+            lo=6,
             hi=100,
-            why="the equivalence rule needs three seeds or more",
+            why="the slopes' median rule (median_band) needs six seeds or more",
             help="initial models per drift network",
         ),
         "eta0": Param(
