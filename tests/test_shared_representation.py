@@ -433,7 +433,8 @@ def test_switch_table6_formation_and_endpoint_findings_can_fail(small):
     S, K = np.asarray(results["t2_combined_own_a"]).shape
     spread = 1e-3 * np.arange(S)  # per-seed differences that do not tie (ties: degenerate)
     for sfx in ("", "_probe"):
-        results[f"t2_combined_own_switch_a{sfx}"] = np.ones((S, K))
+        # switch shares (fractional counts) that differ by seed: rates that do not tie
+        results[f"t2_combined_own_switch_a{sfx}"] = np.ones((S, K)) - spread[:, None]
         results[f"t2_combined_own_switch_b{sfx}"] = np.zeros((S, K))
         results[f"t2_combined_own_specialized_a{sfx}"] = np.ones((S, K))
         results[f"t2_combined_own_specialized_b{sfx}"] = np.ones((S, K))
@@ -453,6 +454,7 @@ def test_switch_table6_formation_and_endpoint_findings_can_fail(small):
     assert v["endpoints.favoured"] == v["formation.cancellation"] == "HELD"
     for sfx in ("", "_probe"):
         results[f"t2_combined_own_switch_a{sfx}"] = np.zeros((S, K))
+        results[f"t2_combined_own_switch_b{sfx}"] = np.ones((S, K)) - spread[:, None]
         results[f"t6_acq_projected{sfx}"] = np.asarray(results[f"t6_acq_native{sfx}"]) + 0.1
         results[f"end_common_a_f{sfx}"] = (
             np.asarray(results[f"end_common_u_f{sfx}"]) + 0.8 + np.arange(S) * 1e-3
