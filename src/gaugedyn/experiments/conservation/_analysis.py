@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...harness import Claim, judged
-from ...stats import judge
+from ...stats import generator, judge, measure_of
 from . import _protocol as pr
 
 TOL = 1e-6
@@ -100,7 +100,7 @@ def _count_findings(counts: dict, readings) -> list[Claim]:
                 + " (rule deterministic: HELD below 0.5)",
                 primary,
                 readings=judgements if len(readings) > 1 else None,
-                paper_value=0.0,
+                measure=measure_of(pr.FINDING_MEASURES, f"conservation_laws.count:{fam}"),
                 expected=f"< {pr.COUNT_MARGIN:g} (every count as derived)",
             )
         )
@@ -151,7 +151,7 @@ def _noether_findings(counts: dict, readings) -> list[Claim]:
                 "(rule deterministic on the number of mismatches: HELD below 0.5)",
                 judgements[readings[0]],
                 readings=judgements if len(readings) > 1 else None,
-                paper_value=0.0,
+                measure=measure_of(pr.FINDING_MEASURES, f"conservation_laws.noether:{fam}"),
                 expected="< 0.5 (no mismatch)",
             )
         )
@@ -182,7 +182,7 @@ def _filling_finding(counts: dict, readings) -> list[Claim]:
             "below 0.5)",
             judgements[readings[0]],
             readings=judgements if len(readings) > 1 else None,
-            paper_value=0.0,
+            measure=measure_of(pr.FINDING_MEASURES, "conservation_laws.beyond_identifiability"),
             expected="< 0.5",
         )
     ]
@@ -239,7 +239,12 @@ def _stability(counts: dict, controls: dict, readings) -> list[Claim]:
     return out
 
 
-def _controls(controls: dict, slopes: dict) -> list[Claim]:
+def _slope_rule() -> str:
+    """The drift slopes' rule, their declared measure's choice for a band (``PROTOCOL.md``)."""
+    return measure_of(pr.FINDING_MEASURES, "conservation_laws.drift_slope:*").rule("inside")
+
+
+def _controls(controls: dict, slopes: dict, seed) -> list[Claim]:
     out = []
     if controls:
         known, span = _value(controls, "known_laws"), _value(controls, "span_only_laws")
@@ -291,15 +296,26 @@ def _controls(controls: dict, slopes: dict) -> list[Claim]:
         )
     if slopes:
         lo, hi = pr.SLOPE_BANDS["steps"]
-        present = judge("equivalence", slopes["present"], threshold=(lo, hi))
-        absent = judge("equivalence", slopes["absent"], threshold=(lo, hi))
+        rule = _slope_rule()
+        present = judge(
+            rule,
+            slopes["present"],
+            threshold=(lo, hi),
+            rng=generator(seed, "conservation_laws", "control.slope_present"),
+        )
+        absent = judge(
+            rule,
+            slopes["absent"],
+            threshold=(lo, hi),
+            rng=generator(seed, "conservation_laws", "control.slope_absent"),
+        )
         out.append(
             _check(
                 "control.slope_present",
                 "the slope instrument on a known "
                 "second-order drift: the scalar chain a w x, whose a^2 - w^2 changes "
                 "by eta^2 (g_a^2 - g_w^2) per step: slope inside the band (rule "
-                f"equivalence): {present.verdict}",
+                f"{rule}): {present.verdict}",
                 present.estimate,
                 (lo, hi),
                 present.verdict == "HELD",
@@ -310,7 +326,7 @@ def _controls(controls: dict, slopes: dict) -> list[Claim]:
                 "control.slope_absent",
                 "the slope instrument on a first-order drift: "
                 "the recorded |W|^2 of a layer normalised with eps = 1 (no law) drifts "
-                "with slope near 1, outside the band (rule equivalence): "
+                f"with slope near 1, outside the band (rule {rule}): "
                 f"{absent.verdict}",
                 absent.estimate,
                 f"outside ({lo:g}, {hi:g})",
@@ -373,7 +389,7 @@ def _recorder(tasks, results) -> tuple[list[Claim], dict]:
     return claims, arrays
 
 
-def _drift(tasks, results, readings) -> tuple[list[Claim], dict]:
+def _drift(tasks, results, readings, seed) -> tuple[list[Claim], dict]:
     by: dict = {}
     for t, r in zip(tasks, results):
         if t["part"] == "drift":
@@ -409,7 +425,12 @@ def _drift(tasks, results, readings) -> tuple[list[Claim], dict]:
                 kind = next(k.split("|")[2] for k in parts[0] if k.startswith(f"{rd}|{g}|"))
                 key = f"{rd}|{g}|{kind}"
                 slopes[rd] = np.concatenate([np.atleast_1d(p[f"{key}|slope"]) for p in parts])
-                judgements[rd] = judge("equivalence", slopes[rd], threshold=pr.SLOPE_BANDS[rd])
+                judgements[rd] = judge(
+                    _slope_rule(),
+                    slopes[rd],
+                    threshold=pr.SLOPE_BANDS[rd],
+                    rng=generator(seed, "conservation_laws", "drift_slope", model, g, rd),
+                )
                 arrays[f"drift_{model}_{g}_{rd}"] = np.concatenate(
                     [np.atleast_2d(p[f"{key}|drift"]) for p in parts]
                 )
@@ -441,10 +462,12 @@ def _drift(tasks, results, readings) -> tuple[list[Claim], dict]:
                         else ""
                     )
                     + f" (per-seed least-squares slopes, {slopes[first].size} seeds; rule "
-                    "equivalence)",
+                    f"{_slope_rule()})",
                     judgements[first],
                     readings=judgements if len(readings) > 1 else None,
-                    paper_value=2.0 if first == "steps" else 1.0,
+                    measure=measure_of(
+                        pr.FINDING_MEASURES, f"conservation_laws.drift_slope:{model}:{g}"
+                    ).at(2.0 if first == "steps" else 1.0),
                     expected=f"inside {band} (second order: {2 if first == 'steps' else 1})",
                     extra={"paper_value": 2.0 if first == "steps" else 1.0},
                 )
@@ -467,9 +490,9 @@ def conservation_laws(config, tasks, results, seed) -> tuple:
         if t["part"] == "control_slope":
             for k in ("present", "absent"):
                 slopes.setdefault(k, []).extend(np.atleast_1d(r[k]).tolist())
-    claims = _stability(counts, controls, readings) + _controls(controls, slopes)
+    claims = _stability(counts, controls, readings) + _controls(controls, slopes, seed)
     rec_claims, rec_arrays = _recorder(tasks, results)
-    drift_claims, drift_arrays = _drift(tasks, results, list(config["drift_readings"]))
+    drift_claims, drift_arrays = _drift(tasks, results, list(config["drift_readings"]), seed)
     claims += (
         _count_findings(counts, readings)
         + _noether_findings(counts, readings)

@@ -1,6 +1,13 @@
-"""``gaugedyn audit-rules``: simulate every verdict rule and print its error rates, coverage and
-power (the audit of :mod:`gaugedyn.stats._audit`). Exit status 0 when every rule meets the bars
-on the barred shapes, 1 when one misses, 2 on bad input (one line, before any simulation)."""
+"""``gaugedyn audit-rules``: simulate the verdict rules and print their error rates, coverage and
+power (the audit of :mod:`gaugedyn.stats._audit`).
+
+Without size options it audits what the experiments use (:func:`._audit_plan.plan`: every rule
+at the seed, trial and cell counts of the published findings and the configurations, on every
+named noise shape, and every published finding's own values resampled); ``--write FILE`` keeps
+that as data (``results-data/audit-rules/audit.json``, from which ``docs/verdict-rules.md`` is
+generated). With ``--seeds``, ``--cells``, ``--trials``, ``--shapes``, ``--rules``, ``--quick``
+or ``--candidates`` it is an ad-hoc audit at those sizes. Exit status 0 when every barred row
+meets its bars, 1 when one misses, 2 on bad input (one line, before any simulation)."""
 
 from __future__ import annotations
 
@@ -10,21 +17,22 @@ from typing import Any
 
 
 def register(subparsers) -> None:
-    from ._audit import EFFECT, MARGIN, QUICK, SHAPES
+    from ..stats._audit import EFFECT, MARGIN, QUICK, SHAPES
 
     quick: dict[str, Any] = QUICK  # the quick form's counts (tuples of int) and reps (int)
 
     p = subparsers.add_parser(
         "audit-rules",
         help="simulate every verdict rule: false-HELD, false-NOT-HELD, coverage, power",
-        description="For every verdict rule of gaugedyn.stats.RULES, at the seed and cell counts "
-        "the experiments use and for several noise shapes, simulate claims true by a margin, on "
-        "the threshold and false by a margin, and print the false-HELD and false-NOT-HELD rates, "
-        "the 95% interval's coverage and the power, each with its Monte Carlo standard error. "
-        "Proportion rules run at the trial counts of --trials, with their coverage also at "
-        "several true success probabilities. Exit status 1 when a rule misses the bars (<= 5% "
-        "+ 2 s.e. errors, 93-97% coverage, on normal, t3 and Bernoulli outcomes), 2 on bad "
-        "input.",
+        description="For every verdict rule of gaugedyn.stats.RULES, at the seed, trial and cell "
+        "counts the experiments use (read from results-data/ and simulations/) and for every "
+        "noise shape, and on resamples of every published finding's own values, simulate claims "
+        "true by a margin, on the threshold and false by a margin, and print the false-HELD and "
+        "false-NOT-HELD rates, the rates at the threshold, the 95%% interval's coverage and the "
+        "power, each with its Monte Carlo standard error; --write keeps it as data. Size options "
+        "make an ad-hoc audit instead. Exit status 1 when a rule misses a bar where it is used "
+        "(at the threshold <= 2.5%% + 2 s.e., margins <= 5%% + 2 s.e., coverage 93-97%%), 2 on "
+        "bad input.",
     )
     p.add_argument(
         "--quick",
@@ -67,12 +75,26 @@ def register(subparsers) -> None:
         "intervals of a proportion)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument(
+        "--write",
+        metavar="FILE",
+        help="the full audit only: also write its rows as data (results-data/audit-rules/"
+        "audit.json, from which docs/verdict-rules.md is generated)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="the full audit only: processes that simulate its rows (each row has its own "
+        "seed, so the data do not depend on N); default 1",
+    )
     p.set_defaults(func=_handle)
 
 
 def _count_options(p, quick: dict[str, Any]) -> None:
     """``--seeds``, ``--trials``, ``--cells`` and ``--reps``: the sizes the audit simulates."""
-    from ._audit import CELLS, REPS, SEEDS, TRIALS
+    from ..stats._audit import CELLS, REPS, SEEDS, TRIALS
 
     p.add_argument(
         "--seeds",
@@ -104,8 +126,22 @@ def _count_options(p, quick: dict[str, Any]) -> None:
     )
 
 
+def _adhoc(args) -> bool:
+    sizes = (args.seeds, args.trials, args.cells, args.shapes, args.rules)
+    return bool(args.quick or args.candidates or any(sizes))
+
+
 def _handle(args) -> int:
-    from . import _audit
+    if not _adhoc(args):
+        return _full(args)
+    if args.write:
+        from .._errors import InputError
+
+        raise InputError(
+            "--write is not allowed with --seeds, --trials, --cells, --shapes, --rules, "
+            "--quick or --candidates: only the full audit is kept as data"
+        )
+    from ..stats import _audit
 
     quick: dict[str, Any] = _audit.QUICK if args.quick else {}
     rows = _audit.audit(
@@ -131,9 +167,41 @@ def _handle(args) -> int:
     return 0 if all(r["bar"].startswith(passed) for r in rows) else 1
 
 
+def _full(args) -> int:
+    """The audit of what the experiments use (:mod:`._audit_plan`), printed, and written as
+    data with ``--write``."""
+    import json
+    from pathlib import Path
+
+    from ..stats import _audit
+    from . import _audit_plan as ap
+
+    reps = args.reps if args.reps is not None else _audit.REPS
+    if not 1 <= args.workers <= 64:
+        from .._errors import InputError
+
+        raise InputError(f"--workers {args.workers} is not allowed: a whole number from 1 to 64")
+    p = ap.plan(Path("."))
+    data = ap.run_plan(
+        p, seed=args.seed, reps=reps, progress=not args.no_progress, workers=args.workers
+    )
+    from ..publish import code_version
+
+    data["command"] = _command(args)
+    data["commit"] = code_version(Path(".")).get("commit", "unknown")
+    rows = [ap.as_rates(r) for g in ("named", "resampled") for r in data[g]]
+    sys.stdout.write(_audit.format_table(rows, markdown=args.markdown, command=data["command"]))
+    if args.write:
+        path = Path(args.write)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    passed = ("ok", "not barred", "not simulated")
+    return 0 if all(r["bar"].startswith(passed) for r in rows) else 1
+
+
 def _command(args) -> str:
     """The command line that reproduces this audit (the options given, in a fixed order)."""
-    from ._audit import EFFECT, MARGIN
+    from ..stats._audit import EFFECT, MARGIN
 
     words = ["gaugedyn", "audit-rules"] + (["--quick"] if args.quick else [])
     for flag, value in (
@@ -158,4 +226,6 @@ def _command(args) -> str:
         for flag, on in (("--candidates", args.candidates), ("--markdown", args.markdown))
         if on
     ]
+    if getattr(args, "write", None):
+        words += ["--write", args.write]
     return " ".join(shlex.quote(w) for w in words)
