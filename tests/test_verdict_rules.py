@@ -17,7 +17,7 @@ from gaugedyn.stats import _audit, _estimators
 
 
 def test_the_quick_audit_meets_the_bars():
-    q = _audit.QUICK
+    q = _audit.AUDIT_QUICK
     rows = stats.audit(
         seeds=q["seeds"],
         trials=q["trials"],
@@ -33,7 +33,7 @@ def test_the_quick_audit_meets_the_bars():
         (40, "normal"),
         (40, "t3"),
     }
-    assert {r["seeds"] for r in rows if r["rule"] == "proportion"} == set(_audit.TRIALS)
+    assert {r["seeds"] for r in rows if r["rule"] == "proportion"} == set(_audit.AUDIT_TRIALS)
     assert all(
         set(r["coverage_by_p"]) == set(_audit.COVERAGE_P) for r in rows if r["rule"] == "proportion"
     )

@@ -2,7 +2,7 @@
 its unchanged rows again.
 
 Every row of the full audit (``gaugedyn audit-rules --write``) is simulated from its own seed,
-derived from the audit's root seed and the row's key (:func:`gaugedyn.stats._audit.row_seed`),
+derived from the audit's root seed and the row's key (:func:`gaugedyn.stats._audit.audit_seed`),
 so a row whose specification is unchanged is the same row bit for bit whether it is simulated
 again or kept. This tool computes the plan now (the published runs, the configurations, the
 declared measures), keeps each committed row whose key and specification are the plan's (a

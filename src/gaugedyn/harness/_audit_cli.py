@@ -17,7 +17,9 @@ from typing import Any
 
 
 def register(subparsers) -> None:
-    from ..stats._audit import EFFECT, MARGIN, QUICK, SHAPES
+    from ..stats import AUDIT_QUICK as QUICK
+    from ..stats import AUDIT_SHAPES as SHAPES
+    from ..stats import EFFECT, MARGIN
 
     quick: dict[str, Any] = QUICK  # the quick form's counts (tuples of int) and reps (int)
 
@@ -94,7 +96,10 @@ def register(subparsers) -> None:
 
 def _count_options(p, quick: dict[str, Any]) -> None:
     """``--seeds``, ``--trials``, ``--cells`` and ``--reps``: the sizes the audit simulates."""
-    from ..stats._audit import CELLS, REPS, SEEDS, TRIALS
+    from ..stats import AUDIT_CELLS as CELLS
+    from ..stats import AUDIT_REPS as REPS
+    from ..stats import AUDIT_SEEDS as SEEDS
+    from ..stats import AUDIT_TRIALS as TRIALS
 
     p.add_argument(
         "--seeds",
@@ -141,16 +146,16 @@ def _handle(args) -> int:
             "--write is not allowed with --seeds, --trials, --cells, --shapes, --rules, "
             "--quick or --candidates: only the full audit is kept as data"
         )
-    from ..stats import _audit
+    from .. import stats
 
-    quick: dict[str, Any] = _audit.QUICK if args.quick else {}
-    rows = _audit.audit(
+    quick: dict[str, Any] = stats.AUDIT_QUICK if args.quick else {}
+    rows = stats.audit(
         args.rules,
-        seeds=args.seeds or quick.get("seeds", _audit.SEEDS),
-        trials=args.trials or quick.get("trials", _audit.TRIALS),
-        cells=args.cells or quick.get("cells", _audit.CELLS),
-        shapes=args.shapes or (("normal", "t3") if args.quick else _audit.SHAPES),
-        reps=args.reps if args.reps is not None else quick.get("reps", _audit.REPS),
+        seeds=args.seeds or quick.get("seeds", stats.AUDIT_SEEDS),
+        trials=args.trials or quick.get("trials", stats.AUDIT_TRIALS),
+        cells=args.cells or quick.get("cells", stats.AUDIT_CELLS),
+        shapes=args.shapes or (("normal", "t3") if args.quick else stats.AUDIT_SHAPES),
+        reps=args.reps if args.reps is not None else quick.get("reps", stats.AUDIT_REPS),
         seed=args.seed,
         margin=args.margin,
         effect=args.effect,
@@ -159,7 +164,7 @@ def _handle(args) -> int:
     )
     command = _command(args)
     sys.stdout.write(
-        _audit.format_table(
+        stats.format_table(
             rows, markdown=args.markdown, margin=args.margin, effect=args.effect, command=command
         )
     )
@@ -173,10 +178,10 @@ def _full(args) -> int:
     import json
     from pathlib import Path
 
-    from ..stats import _audit
+    from .. import stats
     from . import _audit_plan as ap
 
-    reps = args.reps if args.reps is not None else _audit.REPS
+    reps = args.reps if args.reps is not None else stats.AUDIT_REPS
     if not 1 <= args.workers <= 64:
         from .._errors import InputError
 
@@ -190,7 +195,7 @@ def _full(args) -> int:
     data["command"] = _command(args)
     data["commit"] = code_version(Path(".")).get("commit", "unknown")
     rows = [ap.as_rates(r) for g in ("named", "resampled") for r in data[g]]
-    sys.stdout.write(_audit.format_table(rows, markdown=args.markdown, command=data["command"]))
+    sys.stdout.write(stats.format_table(rows, markdown=args.markdown, command=data["command"]))
     if args.write:
         path = Path(args.write)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -201,7 +206,7 @@ def _full(args) -> int:
 
 def _command(args) -> str:
     """The command line that reproduces this audit (the options given, in a fixed order)."""
-    from ..stats._audit import EFFECT, MARGIN
+    from ..stats import EFFECT, MARGIN
 
     words = ["gaugedyn", "audit-rules"] + (["--quick"] if args.quick else [])
     for flag, value in (

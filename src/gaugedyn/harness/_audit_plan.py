@@ -8,13 +8,13 @@ From these come the rows:
 
 - *named* rows: every rule a finding uses or its measure chooses, at every seed (trial, row)
   count and cell count those findings and configurations use, on every named noise shape
-  (:data:`gaugedyn.stats._audit.SHAPES`), barred where the rule's kinds meet the shape;
+  (:data:`gaugedyn.stats.AUDIT_SHAPES`), barred where the rule's kinds meet the shape;
 - *resampled* rows: every stored reading of every finding, its own per-seed values resampled
   (:class:`gaugedyn.stats._resample.Resampler`) onto, beside and beyond its threshold, under
   the rule it was judged by and, where that differs, the rule its measure chooses now;
 - the rejected candidates at the ad-hoc audit's sizes.
 
-:func:`run_plan` simulates them (each row from its own seed, :func:`gaugedyn.stats._audit.row_seed`
+:func:`run_plan` simulates them (each row from its own seed, :func:`gaugedyn.stats.audit_seed`
 of its key, so any row recomputes alone) and returns the data ``gaugedyn audit-rules --write``
 commits to :data:`AUDIT_DATA`, with the plan's :func:`fingerprint`; ``docs/verdict-rules.md``
 is generated from it (``tools/verdict_rules_doc.py``, ``--check`` in CI, which also refuses data
@@ -34,7 +34,6 @@ import numpy as np
 
 from .. import stats
 from .._errors import InputError
-from ..stats import _audit as sa
 
 AUDIT_DATA = "results-data/audit-rules/audit.json"
 """Where the committed audit lives, relative to the repository root."""
@@ -199,16 +198,16 @@ def plan(root: Path | str = ".") -> dict:
         low = 3 if rule.estimator == "slope" else 2
         used = {(n, c) for n, c in sizes[name] if n >= low}
         if not used:  # no experiment uses the rule: the ad-hoc audit's sizes
-            counts = sa.TRIALS if rule.estimator == "proportion" else sa.SEEDS
-            used = {(n, c) for n in counts for c in (sa.CELLS if rule.cells else (1,))}
-        kinds = ("bernoulli",) if rule.estimator == "proportion" else sa.SHAPES
+            counts = stats.AUDIT_TRIALS if rule.estimator == "proportion" else stats.AUDIT_SEEDS
+            used = {(n, c) for n in counts for c in (stats.AUDIT_CELLS if rule.cells else (1,))}
+        kinds = ("bernoulli",) if rule.estimator == "proportion" else stats.AUDIT_SHAPES
         for n, c in sorted(used):
             for noise in kinds:
                 named.append({"rule": name, "n": n, "cells": c, "shape": noise})
     candidates = []
     for name, rule in stats._rules.CANDIDATES.items():
-        counts = sa.TRIALS if rule.estimator == "proportion" else sa.SEEDS
-        noises = tuple(x for x in sa.barred_shapes(rule) if x != "bernoulli")
+        counts = stats.AUDIT_TRIALS if rule.estimator == "proportion" else stats.AUDIT_SEEDS
+        noises = tuple(x for x in stats.barred_shapes(rule) if x != "bernoulli")
         noises = ("bernoulli",) if rule.estimator == "proportion" else noises
         for n in counts:
             for noise in noises:
@@ -236,7 +235,7 @@ def _plain(row: dict) -> dict:
     """A row as JSON: every :class:`Rate` as ``[rate, se]``."""
     out: dict[str, Any] = {}
     for k, v in row.items():
-        if isinstance(v, sa.Rate):
+        if isinstance(v, stats.Rate):
             out[k] = [v.rate, v.se]
         elif isinstance(v, dict) and k in ("coverage_by_p", "screen"):
             out[k] = {str(kk): [vv.rate, vv.se] if vv is not None else None for kk, vv in v.items()}
@@ -248,19 +247,19 @@ def _plain(row: dict) -> dict:
 def as_rates(row: dict) -> dict:
     """A stored row with its ``[rate, se]`` pairs back as :class:`Rate` (for the tables)."""
     out = dict(row)
-    for k in sa.RATE_KEYS:
+    for k in stats.AUDIT_RATE_KEYS:
         if isinstance(row.get(k), list):
-            out[k] = sa.Rate(*row[k])
+            out[k] = stats.Rate(*row[k])
     if "coverage_by_p" in row:
-        out["coverage_by_p"] = {float(p): sa.Rate(*v) for p, v in row["coverage_by_p"].items()}
+        out["coverage_by_p"] = {float(p): stats.Rate(*v) for p, v in row["coverage_by_p"].items()}
     return out
 
 
 def run_row(group: str, spec: dict, *, seed: int, reps: int, resampled_reps: int) -> dict:
-    """One row of the plan, from its own seed (:func:`gaugedyn.stats._audit.row_seed`)."""
-    child = sa.row_seed(seed, group, *_key(spec))
+    """One row of the plan, from its own seed (:func:`gaugedyn.stats.audit_seed`)."""
+    child = stats.audit_seed(seed, group, *_key(spec))
     if group == "resampled":
-        row = sa.audit_values(
+        row = stats.audit_values(
             spec["rule"],
             spec["values"],
             spec["threshold"],
@@ -273,12 +272,16 @@ def run_row(group: str, spec: dict, *, seed: int, reps: int, resampled_reps: int
         keep = ("experiment", "finding", "reading", "role")
         return _plain(row | {k: spec[k] for k in keep})
     if group == "candidates":
-        row = sa.audit_rule(
-            spec["rule"], spec["n"], shape=spec["shape"], reps=sa.CANDIDATE_REPS, seed=child
+        row = stats.audit_rule(
+            spec["rule"],
+            spec["n"],
+            shape=spec["shape"],
+            reps=stats.AUDIT_CANDIDATE_REPS,
+            seed=child,
         )
         return _plain(row)
     return _plain(
-        sa.audit_rule(
+        stats.audit_rule(
             spec["rule"], spec["n"], cells=spec["cells"], shape=spec["shape"], reps=reps, seed=child
         )
     )
@@ -292,8 +295,8 @@ def run_plan(
     p: dict,
     *,
     seed: int = 0,
-    reps: int = sa.REPS,
-    resampled_reps: int = sa.RESAMPLED_REPS,
+    reps: int = stats.AUDIT_REPS,
+    resampled_reps: int = stats.AUDIT_RESAMPLED_REPS,
     progress: bool = False,
     groups: Iterable[str] = ("named", "resampled", "candidates"),
     workers: int = 1,
@@ -326,7 +329,7 @@ def run_plan(
         "seed": seed,
         "reps": reps,
         "resampled_reps": resampled_reps,
-        "candidate_reps": sa.CANDIDATE_REPS,
+        "candidate_reps": stats.AUDIT_CANDIDATE_REPS,
         **rows,
     }
 
@@ -366,7 +369,7 @@ def boundary_rate(data: dict | None, experiment: str, claim: dict, word: str) ->
     rows of that rule at its size; the nominal 2.5% where the audit has neither."""
     key = "held_at_boundary" if word == "HELD" else "not_held_at_boundary"
     if not data:
-        return sa.SIZE_BAR
+        return stats.SIZE_BAR
     own = [
         r[key][0]
         for r in data.get("resampled", [])
@@ -385,7 +388,7 @@ def boundary_rate(data: dict | None, experiment: str, claim: dict, word: str) ->
         and isinstance(r.get(key), list)
         and not str(r.get("bar", "")).startswith("not barred")
     ]
-    return float(max(named)) if named else sa.SIZE_BAR
+    return float(max(named)) if named else stats.SIZE_BAR
 
 
 def expected_wrong(findings: Iterable[tuple[str, dict]], data: dict | None) -> float:
@@ -420,7 +423,7 @@ def _worst(rows: list[dict], key: str) -> str:
     if not have:
         return "-"
     r = max(have, key=lambda r: r[key][0])
-    return f"{sa.pct(sa.Rate(*r[key]))} `{r['finding']}`"
+    return f"{stats.rate_percent(stats.Rate(*r[key]))} `{r['finding']}`"
 
 
 def _resampled_table(rows: list[dict]) -> list[str]:
@@ -459,7 +462,7 @@ def _resampled_table(rows: list[dict]) -> list[str]:
                 bar,
             ]
         )
-    return sa.markdown_table(head, body)
+    return stats.markdown_table(head, body)
 
 
 def render_block(name: str, data: dict) -> str:
@@ -472,25 +475,25 @@ def render_block(name: str, data: dict) -> str:
     if name == "kinds":
         return "\n".join(_kinds_table()) + "\n"
     if name == "catalogue":
-        return sa.catalogue_markdown(stats.RULES.values())
+        return stats.rules_markdown(stats.RULES.values())
     if name in ("named", "candidates"):
         rows = [as_rates(r) for r in data[name]]
         reps = sorted({r["reps"] for r in rows if r["reps"]})
         lines = [
             stamp,
             "",
-            sa.legend(reps),
+            stats.audit_legend(reps),
             "",
-            *sa.markdown_table(sa.HEADER, sa.rows_as_text(rows)),
+            *stats.markdown_table(stats.AUDIT_HEADER, stats.audit_rows(rows)),
         ]
-        header, by_p = sa.coverage_by_p_rows(rows)
+        header, by_p = stats.coverage_by_p_rows(rows)
         if by_p:
             lines += [
                 "",
                 "Coverage (%) of the proportion rules' 95% interval by true success "
                 "probability p and number of trials:",
                 "",
-                *sa.markdown_table(header, by_p),
+                *stats.markdown_table(header, by_p),
             ]
         return "\n".join(lines) + "\n"
     if name == "resampled":

@@ -150,29 +150,7 @@ def _current(experiment: str, claim: dict, changes: list[dict], seed: Any) -> di
     primary = _primary(c, records)
     value = measure.power_value(records[primary]["threshold"], records[primary]["direction"])
     if not complete:
-        rec = records[primary]
-        old = judge_record(rec, rng=stats.generator(seed, "rejudge", c["id"], primary))
-        tol["judged_under"] = OLD_RULES
-        if rec.get("verdict") is not None and old.verdict != rec["verdict"]:
-            tol["judged_under"] += (
-                f"; its stored reading says {old.verdict} under the current rules "
-                f"({old.reason or 'the catalogue changed'}), so this verdict would not stand"
-            )
-            if c.get("verdict") in ("HELD", "NOT HELD"):  # no longer asserted: UNRESOLVED
-                changes.append(
-                    {
-                        "id": c["id"],
-                        "reading": None,
-                        "old": c["verdict"],
-                        "new": "UNRESOLVED",
-                        "why": f"its stored reading says {old.verdict} under the current rules",
-                    }
-                )
-                c |= {"verdict": "UNRESOLVED", "passed": False}
-                tol["reason"] = old.reason or "the stored reading's verdict does not stand"
-        tol["measure"] = measure.as_dict() | {"power_at": value}
-        _set_power(c, stats.power_at(old, value, reps=2000).rate)
-        return c
+        return _current_stored(c, records, primary, measure, value, changes, seed)
     new = {}
     for name, rec in records.items():
         want = measure.rule(stats.form_of(rec["rule"]))
@@ -227,6 +205,42 @@ def _current(experiment: str, claim: dict, changes: list[dict], seed: Any) -> di
         if v is not None:
             tol[key] = v
     _set_power(c, stats.power_at(j, value, reps=2000).rate)
+    return c
+
+
+def _current_stored(
+    c: dict,
+    records: dict,
+    primary: str,
+    measure: stats.Measure,
+    value: Any,
+    changes: list[dict],
+    seed: Any,
+) -> dict:
+    """A finding whose readings are not all stored: its stored primary reading judged again
+    under its old rule; a verdict that would not stand is withdrawn (UNRESOLVED)."""
+    tol, rec = c["tolerance"], records[primary]
+    old = judge_record(rec, rng=stats.generator(seed, "rejudge", c["id"], primary))
+    tol["judged_under"] = OLD_RULES
+    if rec.get("verdict") is not None and old.verdict != rec["verdict"]:
+        tol["judged_under"] += (
+            f"; its stored reading says {old.verdict} under the current rules "
+            f"({old.reason or 'the catalogue changed'}), so this verdict would not stand"
+        )
+        if c.get("verdict") in ("HELD", "NOT HELD"):  # no longer asserted: UNRESOLVED
+            changes.append(
+                {
+                    "id": c["id"],
+                    "reading": None,
+                    "old": c["verdict"],
+                    "new": "UNRESOLVED",
+                    "why": f"its stored reading says {old.verdict} under the current rules",
+                }
+            )
+            c |= {"verdict": "UNRESOLVED", "passed": False}
+            tol["reason"] = old.reason or "the stored reading's verdict does not stand"
+    tol["measure"] = measure.as_dict() | {"power_at": value}
+    _set_power(c, stats.power_at(old, value, reps=2000).rate)
     return c
 
 

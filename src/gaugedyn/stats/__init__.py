@@ -25,14 +25,34 @@ Everything here is a thin layer over :mod:`scipy.stats` (``bootstrap``, ``binomt
 
 from __future__ import annotations
 
+from ._audit import AUDIT_CANDIDATE_REPS as AUDIT_CANDIDATE_REPS
+from ._audit import AUDIT_CELLS as AUDIT_CELLS
+from ._audit import AUDIT_HEADER as AUDIT_HEADER
+from ._audit import AUDIT_QUICK as AUDIT_QUICK
+from ._audit import AUDIT_RATE_KEYS as AUDIT_RATE_KEYS
+from ._audit import AUDIT_REPS as AUDIT_REPS
+from ._audit import AUDIT_RESAMPLED_REPS as AUDIT_RESAMPLED_REPS
+from ._audit import AUDIT_SEEDS as AUDIT_SEEDS
+from ._audit import AUDIT_SHAPES as AUDIT_SHAPES
+from ._audit import AUDIT_TRIALS as AUDIT_TRIALS
+from ._audit import EFFECT as EFFECT
 from ._audit import MARGIN as MARGIN
+from ._audit import SIZE_BAR as SIZE_BAR
 from ._audit import Rate as Rate
 from ._audit import audit as audit
+from ._audit import audit_legend as audit_legend
+from ._audit import audit_rows as audit_rows
 from ._audit import audit_rule as audit_rule
+from ._audit import audit_seed as audit_seed
 from ._audit import audit_values as audit_values
+from ._audit import barred_shapes as barred_shapes
+from ._audit import coverage_by_p_rows as coverage_by_p_rows
 from ._audit import format_table as format_table
+from ._audit import markdown_table as markdown_table
 from ._audit import power as power
 from ._audit import power_at as power_at
+from ._audit import rate_percent as rate_percent
+from ._audit import rules_markdown as rules_markdown
 from ._estimators import holm as holm
 from ._estimators import median_bounds as median_bounds
 from ._estimators import t_bounds as t_bounds

@@ -2,7 +2,7 @@
 
 For a rule, a number of seeds ``n`` (and of cells) and a noise source, claims are simulated
 ``reps`` times each, every scenario with its own generator spawned from one
-``numpy.random.SeedSequence``. The noise is a named shape (:data:`SHAPES`: normal, Student t
+``numpy.random.SeedSequence``. The noise is a named shape (:data:`AUDIT_SHAPES`: normal, Student t
 with 3 degrees of freedom, lognormal of log-sd 0.5 and 1 with its long tail pointing away from
 the claimed side, ``toward``, or into it, ``away``) or resamples of a finding's own stored
 per-seed values (:class:`gaugedyn.stats._resample.Resampler`, ``shape="resampled"``). Distances
@@ -60,7 +60,7 @@ from ._measures import KINDS, LOGNORMAL_SHAPES, kinds_of
 from ._resample import Resampler
 from ._rules import _MIN_N, CANDIDATES, RULES, Rule
 
-SHAPES = ("normal", "t3", *LOGNORMAL_SHAPES)
+AUDIT_SHAPES = ("normal", "t3", *LOGNORMAL_SHAPES)
 """Named noise shapes; ``resampled`` (a finding's stored values) is open to the Python API."""
 CANDIDATE_SHAPES = ("normal", "t3", "bernoulli")
 """Shapes on which a rejected candidate must meet the bars (it judges no finding)."""
@@ -72,28 +72,28 @@ SIZE_BAR = 0.025
 COVERAGE_BAR = (0.93, 0.97)
 CONFIRM = 4
 """A barred row that misses is simulated again with this many times the reps."""
-SEEDS = (10, 40)
+AUDIT_SEEDS = (10, 40)
 """Seed counts of the ad-hoc audit (the full audit takes the experiments' own counts,
 :func:`gaugedyn.stats._audit_plan.plan`)."""
-TRIALS = (6, 10, 16, 32, 39, 64, 96, 160)
+AUDIT_TRIALS = (6, 10, 16, 32, 39, 64, 96, 160)
 """Trial counts of the ad-hoc audit's proportion rows."""
 COVERAGE_P = (0.05, 0.25, 0.5, 0.75, 0.8, 0.95)
 """True success probabilities at which a proportion rule's coverage is measured (0.25, 0.5 and
 0.75 are the false, boundary and true scenarios; 0.8 is ownership_patterns' threshold)."""
-CELLS = (6, 42)
+AUDIT_CELLS = (6, 42)
 """Cell counts of the ad-hoc audit's cell rules."""
-REPS = 20000
-RESAMPLED_REPS = 4000
+AUDIT_REPS = 20000
+AUDIT_RESAMPLED_REPS = 4000
 """Simulated experiments per scenario of a resampled row (one per finding and reading)."""
-CANDIDATE_REPS = 4000
+AUDIT_CANDIDATE_REPS = 4000
 """Simulated experiments per scenario of a rejected candidate's row (the bootstrap candidates
 cost 7 us a value)."""
 NOT_SIMULATED = (
     "not simulated: a deterministic value has no sampling error (its interval is the point)"
 )
-QUICK = {"seeds": SEEDS, "trials": TRIALS, "cells": (42,), "reps": 2000}
+AUDIT_QUICK = {"seeds": AUDIT_SEEDS, "trials": AUDIT_TRIALS, "cells": (42,), "reps": 2000}
 _BLOCK = 2_000_000
-RATE_KEYS = (
+AUDIT_RATE_KEYS = (
     "false_held",
     "false_not_held",
     "held_at_boundary",
@@ -143,11 +143,13 @@ def noise(
         sd = math.sqrt((math.exp(s * s) - 1) * math.exp(s * s))
         shift = math.exp(s * s / 2) if center == "mean" else 1.0
         return skew * (np.exp(s * rng.standard_normal(size)) - shift) / sd
-    raise InputError(f"shape={shape!r} is not a noise shape: one of {SHAPES + ('resampled',)}")
+    raise InputError(
+        f"shape={shape!r} is not a noise shape: one of {AUDIT_SHAPES + ('resampled',)}"
+    )
 
 
 def _check_shape(shape: str) -> None:
-    if shape not in (*SHAPES, "bernoulli", "resampled"):
+    if shape not in (*AUDIT_SHAPES, "bernoulli", "resampled"):
         noise(np.random.default_rng(0), shape, (1,))
 
 
@@ -353,7 +355,7 @@ def _row(scene, root, reps, margin, effect, barred, coverage_barred, why_not) ->
     if not barred:
         return row | {"bar": f"not barred ({why_not})"}
     if misses(rates, coverage_barred):
-        row["screen"] = {k: rates[k] for k in RATE_KEYS}
+        row["screen"] = {k: rates[k] for k in AUDIT_RATE_KEYS}
         row |= _rates(scene, confirm_root, CONFIRM * reps, margin, effect)
         row["reps"], row["confirmed"] = CONFIRM * reps, True
     missed = misses(row, coverage_barred)
@@ -423,7 +425,7 @@ def _by_name(rule: Rule | str) -> Rule:
     return rule
 
 
-def row_seed(root: int, *key: Any) -> np.random.SeedSequence:
+def audit_seed(root: int, *key: Any) -> np.random.SeedSequence:
     """The ``SeedSequence`` of one audit row: from the root seed and the row's key (rule,
     size, shape or finding), not from its position, so any row can be recomputed alone."""
     seq = generator(root, *key).bit_generator.seed_seq
@@ -511,7 +513,7 @@ def _not_simulated(rule: Rule) -> dict:
         "cells": 1,
         "shape": "none",
         "reps": 0,
-        **dict.fromkeys(RATE_KEYS),
+        **dict.fromkeys(AUDIT_RATE_KEYS),
         "confirmed": False,
         "bar": NOT_SIMULATED,
     }
@@ -523,14 +525,14 @@ def audit_rule(
     *,
     cells: int = 1,
     shape: str = "normal",
-    reps: int = REPS,
+    reps: int = AUDIT_REPS,
     seed: int | np.random.SeedSequence = 0,
     margin: float = MARGIN,
     effect: float = EFFECT,
     barred: bool | None = None,
 ) -> dict:
     """One row of the audit: ``rule`` at ``n`` seeds (and ``cells`` cells for a cell rule)
-    under the named noise ``shape`` (:data:`SHAPES`; a proportion rule: Bernoulli outcomes at
+    under the named noise ``shape`` (:data:`AUDIT_SHAPES`; a proportion rule: Bernoulli outcomes at
     ``n`` trials). Returns the rates of the module docstring, each a :class:`Rate`, and
     ``bar``: ``"ok"``, the bars missed, or why the row is not barred (``barred``: by default,
     whether the shape is one the rule is used on, :func:`barred_shapes`)."""
@@ -564,7 +566,7 @@ def audit_values(
     threshold: Any,
     direction: str,
     *,
-    reps: int = RESAMPLED_REPS,
+    reps: int = AUDIT_RESAMPLED_REPS,
     seed: int | np.random.SeedSequence = 0,
     margin: float = MARGIN,
     effect: float = EFFECT,
@@ -596,11 +598,11 @@ def audit_values(
 def audit(
     rules: Iterable[str] | None = None,
     *,
-    seeds: Sequence[int] = SEEDS,
-    trials: Sequence[int] = TRIALS,
-    cells: Sequence[int] = CELLS,
-    shapes: Sequence[str] = SHAPES,
-    reps: int = REPS,
+    seeds: Sequence[int] = AUDIT_SEEDS,
+    trials: Sequence[int] = AUDIT_TRIALS,
+    cells: Sequence[int] = AUDIT_CELLS,
+    shapes: Sequence[str] = AUDIT_SHAPES,
+    reps: int = AUDIT_REPS,
     seed: int = 0,
     margin: float = MARGIN,
     effect: float = EFFECT,
@@ -611,7 +613,7 @@ def audit(
     :data:`RULES`; with ``candidates``, the rejected :data:`gaugedyn.stats._rules.CANDIDATES`
     instead), seed count, cell count (cell rules) and shape (a proportion rule: every trial
     count of ``trials``, Bernoulli outcomes), each row's generators from
-    :func:`row_seed` ``(seed, rule, n, cells, shape)``. The full audit of what the experiments
+    :func:`audit_seed` ``(seed, rule, n, cells, shape)``. The full audit of what the experiments
     use is :func:`gaugedyn.stats._audit_plan.run_plan`. Bad arguments, and a table whose
     estimated work (:func:`work_seconds`) exceeds about a day, raise
     :class:`gaugedyn.InputError` before any simulation."""
@@ -651,7 +653,7 @@ def audit(
             cells=c,
             shape=s,
             reps=reps,
-            seed=row_seed(seed, r.name, n, c, s),
+            seed=audit_seed(seed, r.name, n, c, s),
             margin=margin,
             effect=effect,
         )
@@ -662,11 +664,11 @@ def audit(
 # --- tables ----------------------------------------------------------------------------------
 
 
-def pct(r: Rate | None) -> str:
+def rate_percent(r: Rate | None) -> str:
     return "-" if r is None else f"{100 * r.rate:.1f} ({100 * r.se:.1f})"
 
 
-HEADER = (
+AUDIT_HEADER = (
     "rule",
     "seeds",
     "cells",
@@ -684,26 +686,26 @@ HEADER = (
 
 
 def row_cells(r: dict) -> list[str]:
-    """One row of :data:`HEADER` (a confirmed row's reps marked ``c``)."""
+    """One row of :data:`AUDIT_HEADER` (a confirmed row's reps marked ``c``)."""
     bar = r["bar"] + (f" (confirmed on {r['reps']} reps)" if r.get("confirmed") else "")
     return [
         r["rule"],
         str(r["seeds"]),
         str(r["cells"]),
         r["shape"],
-        pct(r["false_held"]),
-        pct(r["false_not_held"]),
-        pct(r["held_at_boundary"]),
-        pct(r["not_held_at_boundary"]),
-        pct(r["one_cell_not_held"]),
-        pct(r["coverage"]),
-        pct(r["joint_coverage"]),
-        pct(r["power"]),
+        rate_percent(r["false_held"]),
+        rate_percent(r["false_not_held"]),
+        rate_percent(r["held_at_boundary"]),
+        rate_percent(r["not_held_at_boundary"]),
+        rate_percent(r["one_cell_not_held"]),
+        rate_percent(r["coverage"]),
+        rate_percent(r["joint_coverage"]),
+        rate_percent(r["power"]),
         bar,
     ]
 
 
-def rows_as_text(rows: list[dict]) -> list[list[str]]:
+def audit_rows(rows: list[dict]) -> list[list[str]]:
     return [row_cells(r) for r in rows]
 
 
@@ -716,11 +718,12 @@ def coverage_by_p_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     ps = list(rows[0]["coverage_by_p"])
     header = ["rule", "trials", *(f"p = {p:g}" for p in ps)]
     return header, [
-        [r["rule"], str(r["seeds"]), *(pct(r["coverage_by_p"][p]) for p in ps)] for r in rows
+        [r["rule"], str(r["seeds"]), *(rate_percent(r["coverage_by_p"][p]) for p in ps)]
+        for r in rows
     ]
 
 
-def catalogue_markdown(rules: Iterable[Rule]) -> str:
+def rules_markdown(rules: Iterable[Rule]) -> str:
     """The rules as a markdown table: name, statistic, interval, verdict in words (threshold
     ``c``, band ``(lo, hi)``), the kinds of measure it judges and its assumptions, each from
     the rule object and the kinds' declarations."""
@@ -736,7 +739,7 @@ def catalogue_markdown(rules: Iterable[Rule]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def legend(reps: Sequence[int], margin: float = MARGIN, effect: float = EFFECT) -> str:
+def audit_legend(reps: Sequence[int], margin: float = MARGIN, effect: float = EFFECT) -> str:
     return (
         f"Rates in % (Monte Carlo s.e.), {', '.join(map(str, reps))} simulated experiments "
         f"per scenario. false HELD: claim false by {margin:g} sd; false NOT HELD: claim true "
@@ -764,9 +767,9 @@ def format_table(
 ) -> str:
     """The audit as a plain-text table (or markdown, with the command and date that made it).
     Rates in percent, Monte Carlo standard errors in brackets."""
-    body = rows_as_text(rows)
+    body = audit_rows(rows)
     reps = sorted({r["reps"] for r in rows if r["reps"]})
-    text_legend = legend(reps, margin, effect)
+    text_legend = audit_legend(reps, margin, effect)
     by_p_header, by_p = coverage_by_p_rows(rows)
     if markdown:
         stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -775,10 +778,10 @@ def format_table(
         lines = [
             f"Produced by `{command or 'gaugedyn audit-rules --markdown'}` on {stamp}.",
             "",
-            catalogue_markdown(every[n] for n in names),
+            rules_markdown(every[n] for n in names),
             text_legend,
             "",
-            *markdown_table(HEADER, body),
+            *markdown_table(AUDIT_HEADER, body),
         ]
         if by_p:
             lines += [
@@ -789,7 +792,7 @@ def format_table(
                 *markdown_table(by_p_header, by_p),
             ]
         return "\n".join(lines) + "\n"
-    text = _plain(HEADER, body) + "\n" + text_legend + "\n"
+    text = _plain(AUDIT_HEADER, body) + "\n" + text_legend + "\n"
     if by_p:
         text += "\nCoverage (%) of the proportion rules by true p:\n" + _plain(by_p_header, by_p)
     return text
