@@ -103,6 +103,8 @@ def _outside(summary, run):
 
 
 def _missing(summary, run):
+    # a fresh run (not a re-judged one, which may leave out a figure already published)
+    summary.pop("rejudged", None)
     (run / summary["figures"][1]["files"][0]).unlink()
 
 

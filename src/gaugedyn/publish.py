@@ -170,7 +170,7 @@ def _show(value: object) -> str:
     return show(value)
 
 
-def read_run(run: Path) -> dict:
+def read_run(run: Path, root: Path | None = None) -> dict:
     """A run's summary, refused (:class:`~gaugedyn.InputError`) when the folder has none, when
     its experiment is not a registered name, when it is a quick or reduced configuration or
     lacks its ``command`` record, when the run is not complete, when its claims or figures are
@@ -210,14 +210,16 @@ def read_run(run: Path) -> dict:
             f"--add {run}: the run is not complete (status "
             f"{_show(summary.get('status'))}, failed tasks {count}); finish it first"
         )
-    _figure_files(Path(run), summary)
+    _figure_files(Path(run), summary, root)
     return summary
 
 
-def _figure_files(run: Path, summary: dict) -> list[Path]:
+def _figure_files(run: Path, summary: dict, root: Path | None = None) -> list[Path]:
     """The run's PNG figures as paths inside ``run``, refused (:class:`~gaugedyn.InputError`)
-    when one is absolute, leaves the folder, is missing or two share a name."""
+    when one is absolute, leaves the folder, is missing (a re-judged run may leave out a figure
+    already published under ``root``) or two share a name."""
     inside = run.resolve()
+    published = None if root is None else Path(root) / FIGURES / str(summary.get("experiment"))
     files, names = [], set()
     for name in _pngs(summary):
         rel = Path(name)
@@ -228,6 +230,8 @@ def _figure_files(run: Path, summary: dict) -> list[Path]:
                 "relative paths such as figures/NAME.png"
             )
         if not path.is_file():
+            if summary.get("rejudged") and published and (published / rel.name).is_file():
+                continue  # re-judging changes no figure: the published one stays
             raise InputError(f"--add {run}: figure {name!r} is missing from the run folder")
         if rel.name in names:
             raise InputError(f"--add {run}: two figures are named {rel.name!r}")
@@ -241,20 +245,21 @@ def prepare_run(run: Path, root: Path) -> tuple[dict, dict[Path, bytes]]:
     files adding it writes: ``results-data/<experiment>/summary.json`` and its PNG figures under
     ``docs/figures/<experiment>/``. Nothing is written."""
     path = Path(run) / "summary.json"
-    summary = read_run(run)
+    summary = read_run(run, root)
     finished = datetime.fromtimestamp(path.stat().st_mtime, UTC)
-    summary["published"] = {
-        "command": command_line(summary["command"]),
-        "date": finished.strftime("%Y-%m-%d %H:%M UTC"),
-        "code_version": code_version(root),
-    }
+    if not (summary.get("rejudged") and summary.get("published")):  # a re-judged run keeps
+        summary["published"] = {  # the record of the run it re-judges
+            "command": command_line(summary["command"]),
+            "date": finished.strftime("%Y-%m-%d %H:%M UTC"),
+            "code_version": code_version(root),
+        }
     name = summary["experiment"]
     writes = {
         root / DATA / name / "summary.json": (
             json.dumps(summary, indent=1, sort_keys=True) + "\n"
         ).encode()
     }
-    for png in _figure_files(Path(run), summary):
+    for png in _figure_files(Path(run), summary, root):
         writes[root / FIGURES / name / png.name] = png.read_bytes()
     return summary, writes
 
@@ -335,15 +340,43 @@ def provenance(experiment: str, summary: dict) -> str:
     commit = str(code.get("commit", "unknown"))[:10] + (
         " (with local changes)" if code.get("dirty") else ""
     )
-    return (
+    line = (
         f"From `{DATA}/{experiment}/summary.json`: `{pub.get('command', '?')}`, finished "
         f"{pub.get('date', '?')}, gaugedyn {code.get('gaugedyn', '?')} at commit {commit}."
     )
+    again = summary.get("rejudged")
+    if again:
+        kept = again.get("kept_under_old_rules") or []
+        line += (
+            f" Re-judged from the stored values under the current verdict rules on "
+            f"{again.get('date', '?')} at commit {str(again.get('commit', '?'))[:10]} "
+            f"(`gaugedyn rejudge`): {len(again.get('changed') or [])} verdict change(s)"
+            + (
+                f"; {len(kept)} finding(s) kept under the rules they were judged by (their "
+                "other readings' values were not stored), marked *old rules*"
+                if kept
+                else ""
+            )
+            + "."
+        )
+    return line
+
+
+def _word(claim: dict) -> str:
+    """A claim's verdict word, marked *old rules* where a finding was kept from an earlier
+    judgement (``tolerance.judged_under``: its other readings' values were not stored)."""
+    from .harness import verdict_word
+
+    old = isinstance(claim.get("tolerance"), dict) and claim["tolerance"].get("judged_under")
+    if not old:
+        return verdict_word(claim)
+    if "would not stand" in str(old):
+        return verdict_word(claim) + " *(old rules; would not stand under the current ones)*"
+    return verdict_word(claim) + " *(old rules)*"
 
 
 def claims_table(experiment: str, data: dict[str, dict]) -> list[str]:
     """Every claim of one published run, then its provenance."""
-    from .harness import verdict_word
 
     if experiment not in data:
         raise InputError(
@@ -361,8 +394,7 @@ def claims_table(experiment: str, data: dict[str, dict]) -> list[str]:
         lines.append(
             f"| `{claim['id']}` | {claim.get('kind', 'check')} | "
             f"{_fmt(claim.get('measured'))} | {_fmt(claim.get('interval'))} | "
-            f"{_rule(claim)} | {verdict_word(claim)} |"
-            + (f" {_robust_cell(claim)} |" if robust else "")
+            f"{_rule(claim)} | {_word(claim)} |" + (f" {_robust_cell(claim)} |" if robust else "")
         )
     notes = [
         f"- `{c['id']}`: {' '.join(str(c['statement']).split())}"
@@ -399,7 +431,7 @@ def readings_table(experiment: str, data: dict[str, dict]) -> list[str]:
         readings = "; ".join(f"{k}: {v}" for k, v in (c.get("readings") or {}).items())
         lines.append(
             f"| `{c['id']}` | `{c.get('rule', '-')}` | {_fmt(c.get('measured'))} "
-            f"{_fmt(c.get('interval'))} | **{verdict_word(c)}** | {power} | "
+            f"{_fmt(c.get('interval'))} | **{_word(c)}** | {power} | "
             f"{readings or '-'} |" + (f" {_robust_cell(c)} |" if robust else "")
         )
     lines += ["", "| check or measurement | value | status |", "|---|---|---|"]
@@ -543,27 +575,48 @@ def verdict_counts(summaries: list[dict]) -> dict[str, int]:
 
 
 def systems_table(data: dict[str, dict], here: Path, root: Path) -> list[str]:
-    """One row per paper: its page, its published full runs, checks and finding verdicts."""
+    """One row per paper: its page, its published full runs, checks and finding verdicts, and
+    how many of its HELD and NOT HELD verdicts would be expected to be wrong by chance
+    (:func:`gaugedyn.harness.expected_wrong`, from each finding's audited rates in
+    ``results-data/audit-rules/audit.json``)."""
+    from .harness import expected_wrong, read_audit
+
+    audit = read_audit(root)
     lines = [
         "| system | paper | full runs published | checks passed | findings: HELD / NOT "
-        "HELD / UNRESOLVED / depends on the reading |",
-        "|---|---|---|---|---|",
+        "HELD / UNRESOLVED / depends on the reading | expected wrong by chance |",
+        "|---|---|---|---|---|---|",
     ]
     for paper in PAPERS:
         page = os.path.relpath(root / "docs" / paper.page, here).replace(os.sep, "/")
         title = f"*{paper.title}*" if paper.title else paper.subject
         runs = [e for e in paper.experiments if e in data]
         if not runs:
-            lines.append(f"| [{paper.name}]({page}) | {title} | none yet | - | - |")
+            lines.append(f"| [{paper.name}]({page}) | {title} | none yet | - | - | - |")
             continue
         c = verdict_counts([data[e] for e in runs])
         checks = f"{c['PASS']} of {c['PASS'] + c['FAIL']}" if c["PASS"] + c["FAIL"] else "no checks"
+        findings = [
+            (e, claim)
+            for e in runs
+            for claim in data[e].get("claims", [])
+            if claim.get("kind") == "finding"
+        ]
+        wrong = expected_wrong(findings, audit)
         lines.append(
             f"| [{paper.name}]({page}) | {title} | {', '.join(f'`{e}`' for e in runs)} "
             f"| {checks} | {c['HELD']} / {c['NOT HELD']} "
-            f"/ {c['UNRESOLVED']} / {c['depends on the reading']} |"
+            f"/ {c['UNRESOLVED']} / {c['depends on the reading']} "
+            f"| {wrong:.2f} of {c['HELD'] + c['NOT HELD']} |"
         )
-    return lines
+    return [
+        *lines,
+        "",
+        "Expected wrong by chance: the sum, over the HELD and NOT HELD verdicts, of the "
+        "probability that the finding's rule says that word with its parameter exactly on the "
+        "threshold (the least favourable truth), as audited on resamples of the finding's own "
+        "values (`gaugedyn audit-rules`; 2.5% where the audit has no row for it).",
+    ]
 
 
 def blocks(lines: list[str], path: Path) -> list[tuple[int, int, str, str | None]]:
@@ -754,7 +807,7 @@ def _main(args) -> int:
         raise InputError(f"--root {root}: no {DATA}/ folder there; run from the repository root")
     if args.check and args.add:
         raise InputError("--check and --add exclude each other: --check writes nothing")
-    names = [read_run(run)["experiment"] for run in args.add]
+    names = [read_run(run, root)["experiment"] for run in args.add]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise InputError(f"--add names two runs of {', '.join(twice)}; add one run each")

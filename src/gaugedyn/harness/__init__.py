@@ -26,6 +26,8 @@ from ._arrays import caption_key as caption_key
 from ._arrays import caption_of as caption_of
 from ._arrays import field_key as field_key
 from ._arrays import load_arrays as load_arrays
+from ._audit_plan import expected_wrong as expected_wrong
+from ._audit_plan import read_data as read_audit
 from ._config import RunConfig as RunConfig
 from ._config import available_experiments as available_experiments
 from ._config import load_config as load_config
@@ -49,6 +51,7 @@ from ._protocol import finding as finding
 from ._protocol import judged as judged
 from ._protocol import labelled as labelled
 from ._protocol import provisional as provisional
+from ._protocol import reading_record as reading_record
 from ._registry import DECLARATIONS as DECLARATIONS
 from ._registry import EXPERIMENTS as EXPERIMENTS
 from ._registry import SYSTEM_NAMES as SYSTEM_NAMES
@@ -68,8 +71,6 @@ from ._store import ResultStore as ResultStore
 from ._store import atomic_write as atomic_write
 from ._store import task_key as task_key
 from ._verdicts import deterministic as deterministic
-from ._verdicts import margin_value as margin_value
-from ._verdicts import no_paper_value as no_paper_value
 
 __all__ = [
     "FINDING_WORDS",
@@ -105,13 +106,14 @@ __all__ = [
     "execute",
     "field_key",
     "finding",
+    "expected_wrong",
     "judged",
+    "read_audit",
+    "reading_record",
     "labelled",
     "load_arrays",
     "load_config",
     "make_config",
-    "margin_value",
-    "no_paper_value",
     "open_executor",
     "provisional",
     "redraw",

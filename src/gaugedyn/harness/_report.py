@@ -192,6 +192,26 @@ def _counts(rows: list[dict]) -> str:
     return ", ".join(f"{sum(r['word'] == w for r in rows)} {w.lower()}" for w in FINDING_WORDS)
 
 
+def _by_chance(runs) -> str:
+    """``; x.xx of k expected wrong by chance``: the sum over the HELD and NOT HELD findings of
+    their rules' audited rates at the threshold (:func:`._audit_plan.expected_wrong`; the
+    committed audit of the working folder's ``results-data/``, else the nominal 2.5%)."""
+    from ._audit_plan import expected_wrong, read_data
+
+    findings = [
+        (name, c)
+        for name, _, summary in runs
+        if summary
+        for c in summary.get("claims", [])
+        if c.get("kind") == "finding"
+    ]
+    decided = sum(c.get("verdict") in ("HELD", "NOT HELD") for _, c in findings)
+    if not decided:
+        return ""
+    wrong = expected_wrong(findings, read_data("."))
+    return f"; {wrong:.2f} of the {decided} HELD and NOT HELD expected wrong by chance"
+
+
 def _papers() -> list:
     """The papers, each with the experiments of its system (the systems' declarations, which
     :mod:`gaugedyn.papers` re-exports as ``PAPERS``)."""
@@ -221,7 +241,7 @@ def _paper_section(paper, runs, provisional: str) -> list[str]:
     controls = [c for _, _, s in mine if s for c in s.get("controls") or []]
     out.append(
         f"Experiments: {', '.join(n for n, _, _ in mine)}. Findings{provisional}: "
-        f"{len(findings)} ({_counts(findings)}). Checks: "
+        f"{len(findings)} ({_counts(findings)}{_by_chance(mine)}). Checks: "
         f"{sum(r['passed'] for r in checks)} of {len(checks)} passed. Known-answer controls: "
         f"{sum(bool(c.get('passed')) for c in controls)} of {len(controls)} passed"
         + (f"; **failing: {', '.join(r['id'] for r in failed)}**" if failed else "")
