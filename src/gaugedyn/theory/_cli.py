@@ -259,7 +259,7 @@ def memory_estimate(
     }[formulation]
     from ._registry import EXPLICIT_ABOVE  # "auto" runs an explicit method above it
 
-    implicit = method in ("lsoda", "rodas", "Radau", "BDF", "LSODA") or (
+    implicit = method in ("lsoda", "lsoda-fd", "rodas", "Radau", "BDF", "LSODA") or (
         method == "auto" and n <= EXPLICIT_ABOVE
     )
     total = 8.0 * (8 * dim * (K + M) + n * (n_out + 16) + (4 * n * n if implicit else 0))

@@ -3,7 +3,8 @@
 ``scipy.integrate.solve_ivp(method="LSODA")`` drives the same Fortran code one step at a time
 from Python and builds a dense-output object per step. Here ``scipy.integrate.ode("lsoda")``
 advances from one output time to the next inside Fortran (LSODA's own interpolation gives the
-state there), with the package's right-hand side and exact Jacobian; LSODA switches between
+state there), with the package's right-hand side and a Jacobian of :data:`JACOBIANS` (the exact
+one, or forward differences in one vectorised call of the right-hand side); LSODA switches between
 Adams (orders 1-12, non-stiff) and BDF (orders 1-5, stiff) by itself. The output grid is the
 requested ``t_eval`` merged with 40 log-spaced times per decade (:func:`_grid`), so events are
 bracketed between neighbouring grid times (relative spacing 6%); each bracket is then
@@ -21,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._errors import DivergenceError
-from ._flows import FlowParams, jacobian, rhs
+from ._flows import FlowParams, difference_jacobian, jacobian, rhs
 from ._methods import (
     FlowTask,
     Integration,
@@ -31,6 +32,10 @@ from ._methods import (
 )
 
 MAX_STEPS = 10**6
+JACOBIANS = {"exact": jacobian, "differences": difference_jacobian}
+"""The Jacobians LSODA can be given, by name: the exact one (:func:`~._flows.jacobian`, the chain
+rule through the kernels' second derivatives) or forward differences of the vectorised
+right-hand side (:func:`~._flows.difference_jacobian`)."""
 BRACKET_BUDGET = 2000
 """Evaluations after which a bracket's LSODA re-integration is handed to Radau."""
 
@@ -55,11 +60,12 @@ def _grid(task: FlowTask) -> np.ndarray:
 
 
 class _Counted:
-    """The right-hand side and Jacobian as LSODA calls them, counted, refusing non-finite
-    states with a :class:`DivergenceError`."""
+    """The right-hand side and Jacobian (``jac(t, y, p)``) as LSODA calls them, counted, refusing
+    non-finite states with a :class:`DivergenceError`."""
 
-    def __init__(self, p: FlowParams):
+    def __init__(self, p: FlowParams, jac=jacobian):
         self.p, self.nfev, self.njev, self.nsteps = p, 0, 0, 0
+        self._jac = jac
 
     def fun(self, t, y):
         if not np.all(np.isfinite(y)):
@@ -70,7 +76,7 @@ class _Counted:
 
     def jac(self, t, y):
         self.njev += 1
-        return jacobian(t, y, self.p)
+        return self._jac(t, y, self.p)
 
 
 def _march(task: FlowTask, grid, counted: _Counted, events):
@@ -153,12 +159,29 @@ def _locate(task: FlowTask, ts, ys, brackets, events, counted: _Counted):
     return dense
 
 
-def lsoda(task: FlowTask) -> Integration:
-    """LSODA through ``scipy.integrate.ode`` (see the module docstring)."""
+class Lsoda:
+    """LSODA through ``scipy.integrate.ode`` with the Jacobian ``JACOBIANS[jacobian]`` (see the
+    module docstring); ``Lsoda(jacobian)(task) -> Integration``."""
+
+    def __init__(self, jacobian: str = "exact"):
+        if jacobian not in JACOBIANS:
+            raise ValueError(f"jacobian={jacobian!r}; allowed: {', '.join(JACOBIANS)}")
+        self.jacobian = jacobian
+
+    def __repr__(self) -> str:
+        return f"Lsoda({self.jacobian!r})"
+
+    def __call__(self, task: FlowTask) -> Integration:
+        return lsoda(task, self.jacobian)
+
+
+def lsoda(task: FlowTask, jacobian: str = "exact") -> Integration:
+    """LSODA through ``scipy.integrate.ode`` with the Jacobian ``JACOBIANS[jacobian]`` (see the
+    module docstring)."""
     events = _initial_events(task)
     if task.stop and np.all(np.isfinite(events[task.stop_mask])):
         return _stopped_at_start(task, events)
-    counted = _Counted(task.params)
+    counted = _Counted(task.params, JACOBIANS[jacobian])
     ts, ys, brackets, nsteps = _march(task, _grid(task), counted, events)
     dense = _locate(task, ts, ys, brackets, events, counted)
     stopped = task.stop and np.all(np.isfinite(events[task.stop_mask]))

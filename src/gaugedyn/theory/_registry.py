@@ -1,49 +1,99 @@
-"""The integrators of the population flow by name.
+"""The integrators of the population flow by name, and the rule ``"auto"`` follows.
 
 :data:`METHODS` maps a name to a callable ``method(task: FlowTask) -> Integration`` (one
 signature, one result type, as ``scipy.integrate``'s ``METHODS``):
 
 - ``"lsoda"``: ODEPACK's LSODA stepping inside Fortran between output times, with the exact
   Jacobian (:mod:`._lsoda`): Adams orders 1-12 while the flow is not stiff, BDF orders 1-5 when
-  it is; the fastest single-trajectory method measured (``benchmarks/bench_theory.py``);
+  it is;
+- ``"lsoda-fd"``: the same with a forward-difference Jacobian, all ``n`` perturbed states in one
+  vectorised call of the right-hand side (:func:`~._flows.difference_jacobian`);
 - ``"rodas"``: the L-stable fourth-order Rosenbrock method of :mod:`._rosenbrock` (exact
   Jacobian, its own dense output), the engine of :func:`solve_batch`;
 - ``"Radau"``, ``"BDF"``, ``"LSODA"``, ``"DOP853"``, ``"RK45"``: ``scipy.integrate.solve_ivp``
   (the implicit ones given the exact Jacobian), kept as independent references;
-- ``"auto"``: for one trajectory ``"lsoda"`` up to ``EXPLICIT_ABOVE`` state components (its
-  Adams and BDF orders rise as the tolerance tightens, so tight tolerances get a higher-order
-  method without a separate choice: at rtol 1e-10 on the D = 1000 a-heavy ``single`` set-up it
-  takes 478 steps where Radau IIA takes 4,808); ``"DOP853"`` above, where one dense Jacobian
-  costs as much as about a thousand right-hand sides (K = M = 32: 0.48 s against 0.44 ms) and
-  its LU 1,584^3 flops, while the flow there is at most mildly stiff (to t = 1000: DOP853
-  19.5 s, LSODA with the exact Jacobian 51 s). The batched solver runs ``"rodas"`` for it.
+- ``"auto"``: the first row of :data:`AUTO` that fits the task (the default of
+  :func:`~gaugedyn.theory.solve`).
+
+The rows of :data:`AUTO` are chosen by measurement against the call a user would write first,
+``scipy.integrate.solve_ivp(rhs, method="LSODA")`` without and with the exact Jacobian
+(``benchmarks/bench_theory.py --only 7``, whose stored runs ``docs/benchmarks.md`` shows). Why
+forward differences and not the exact Jacobian: the ReLU flow converges to students exactly
+aligned with teachers (``R_in^2 = Q_ii T_nn``), where its right-hand side has a kink; there the
+exact (one-sided) Jacobian made LSODA's Newton iteration fail step after step (random ReLU K = M
+= 4, D = 50, to t = 1000: 1,192 Jacobians and 2,336 steps, against 78 and 934 with differences,
+4.4x the CPU time), while on smooth flows the two cost the same (a batched difference costs
+about what the exact Jacobian's batched chain rule does).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from ._lsoda import lsoda
+from ._lsoda import Lsoda
 from ._methods import FlowTask, Integration, ScipyIVP, rodas
 
 SCIPY_METHODS = ("Radau", "BDF", "LSODA", "DOP853", "RK45")
 BATCHED = ("auto", "rodas")
 
 
+@dataclass(frozen=True)
+class AutoRow:
+    """One row of the ``"auto"`` rule: ``method`` for states of at most ``max_size`` numbers
+    (``None``: any size) and activations in ``activations`` (``None``: any), with the
+    measurement that chose it (``why``)."""
+
+    max_size: int | None
+    method: str
+    why: str
+    activations: tuple[str, ...] | None = None
+
+    def fits(self, size: int, activation: str) -> bool:
+        return (self.max_size is None or size <= self.max_size) and (
+            self.activations is None or activation in self.activations
+        )
+
+
+AUTO: tuple[AutoRow, ...] = (
+    AutoRow(
+        500,
+        "lsoda-fd",
+        "K <= 16 (order parameters: n = K + K(K+1)/2 + K M): LSODA in Fortran with the "
+        "batched forward-difference Jacobian; robust where the ReLU flow reaches its kink, as "
+        "cheap as the exact Jacobian elsewhere",
+    ),
+    AutoRow(
+        None,
+        "DOP853",
+        "K >= 32: one dense Jacobian costs about a thousand right-hand sides (K = M = 32: 0.48 "
+        "s against 0.44 ms) and its LU n^3 flops, while the flow is at most mildly stiff",
+    ),
+)
+"""The rule of ``"auto"``, by state size and activation, first fitting row first (module
+docstring); the last row fits every task."""
+
 EXPLICIT_ABOVE = 500
+"""The largest state that ``"auto"`` integrates with an implicit method (``AUTO``'s first row)."""
+
+
+def auto_method(size: int, activation: str) -> str:
+    """The method ``"auto"`` runs for a state of ``size`` numbers and ``activation`` (by name)."""
+    return next(row.method for row in AUTO if row.fits(size, activation))
 
 
 def auto(task: FlowTask) -> Integration:
-    """:func:`lsoda` for states of at most :data:`EXPLICIT_ABOVE` numbers, ``DOP853`` above (see
-    the module docstring); the result's ``integrator`` names the one that ran."""
-    name = "DOP853" if task.y0.size > EXPLICIT_ABOVE else "lsoda"
+    """The method of :func:`auto_method` (:data:`AUTO`); the result's ``integrator`` names it."""
+    activation = getattr(task.params.activation, "name", task.params.activation)
+    name = auto_method(task.y0.size, str(activation))
     return dataclasses.replace(METHODS[name](task), integrator=name)
 
 
 METHODS: dict[str, Callable[[FlowTask], Integration]] = {
     "auto": auto,
-    "lsoda": lsoda,
+    "lsoda": Lsoda("exact"),
+    "lsoda-fd": Lsoda("differences"),
     "rodas": rodas,
     **{name: ScipyIVP(name) for name in SCIPY_METHODS},
 }
