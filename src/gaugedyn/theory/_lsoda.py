@@ -19,6 +19,8 @@ the final state is taken from that bracket's dense output.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .._errors import DivergenceError
@@ -32,10 +34,26 @@ from ._methods import (
 )
 
 MAX_STEPS = 10**6
-JACOBIANS = {"exact": jacobian, "differences": difference_jacobian}
-"""The Jacobians LSODA can be given, by name: the exact one (:func:`~._flows.jacobian`, the chain
-rule through the kernels' second derivatives) or forward differences of the vectorised
-right-hand side (:func:`~._flows.difference_jacobian`)."""
+
+
+def _compiled(p: FlowParams) -> tuple[Callable, Callable]:
+    from ._compiled_flow import CompiledFlow
+
+    flow = CompiledFlow(p)
+    return (lambda t, y, p: flow.fun(t, y)), (lambda t, y, p: flow.jac(t, y))
+
+
+JACOBIANS: dict[str, Callable[[FlowParams], tuple[Callable, Callable]]] = {
+    "exact": lambda p: (rhs, jacobian),
+    "differences": lambda p: (rhs, difference_jacobian),
+    "compiled": _compiled,
+}
+"""The right-hand sides and Jacobians LSODA can be given, by name, each a function of the
+:class:`~._flows.FlowParams` giving ``(rhs, jac)``: the exact Jacobian (:func:`~._flows.jacobian`,
+the chain rule through the kernels' second derivatives), forward differences of the vectorised
+right-hand side (:func:`~._flows.difference_jacobian`), or ``"compiled"``: the compiled
+right-hand side of :mod:`._compiled_flow` with its forward differences (order parameters, an
+activation with closed-form kernels and no teacher activation of its own)."""
 BRACKET_BUDGET = 2000
 """Evaluations after which a bracket's LSODA re-integration is handed to Radau."""
 
@@ -63,16 +81,16 @@ class _Counted:
     """The right-hand side and Jacobian (``jac(t, y, p)``) as LSODA calls them, counted, refusing
     non-finite states with a :class:`DivergenceError`."""
 
-    def __init__(self, p: FlowParams, jac=jacobian):
+    def __init__(self, p: FlowParams, jac: str = "exact"):
         self.p, self.nfev, self.njev, self.nsteps = p, 0, 0, 0
-        self._jac = jac
+        self._rhs, self._jac = JACOBIANS[jac](p)
 
     def fun(self, t, y):
         if not np.all(np.isfinite(y)):
             bad = int(np.flatnonzero(~np.isfinite(y))[0])
             raise DivergenceError(self.p.component(bad), float(t), self.nfev, None)
         self.nfev += 1
-        return rhs(t, y, self.p)
+        return self._rhs(t, y, self.p)
 
     def jac(self, t, y):
         self.njev += 1
@@ -181,7 +199,7 @@ def lsoda(task: FlowTask, jacobian: str = "exact") -> Integration:
     events = _initial_events(task)
     if task.stop and np.all(np.isfinite(events[task.stop_mask])):
         return _stopped_at_start(task, events)
-    counted = _Counted(task.params, JACOBIANS[jacobian])
+    counted = _Counted(task.params, jacobian)
     ts, ys, brackets, nsteps = _march(task, _grid(task), counted, events)
     dense = _locate(task, ts, ys, brackets, events, counted)
     stopped = task.stop and np.all(np.isfinite(events[task.stop_mask]))
