@@ -276,14 +276,15 @@ def _train_compiled(
     return train_online(problem, config, seeds, root_seed, seed_indices, definitions, None, backend)
 
 
-CHAIN_STEP_SECONDS = (2e-8, 1.5e-9)
-"""Seconds per step of the order-parameter chain, ``c0 (B P^2 + P^3 / 3) + c1 B P^2`` in
-:func:`choose_backend` (``P = K + M`` fields, batch ``B``): the Cholesky factor, the fields and
-the update of ``C``, measured at K = M = 4 (about 0.6 us per step, N-independent)."""
-COMPILED_STEP_SECONDS = (8.4e-9, 1e-9)
+CHAIN_STEP_SECONDS = (2e-7, 2e-9)
+"""Seconds per step of the order-parameter chain, ``c0 + c1 (B P^2 + P^3 / 3)`` in
+:func:`choose_backend` (``P = K + M`` fields, batch ``B``): the draws, the Cholesky factor,
+the fields and the update of ``C``; 0.6 us per step at K = M = 4 whatever ``D``
+(``benchmarks/bench_online.py``, 1,659,000 steps per second)."""
+COMPILED_STEP_SECONDS = (8.4e-9, 2.5e-11)
 """Seconds per step of the compiled weight-space kernel, ``B D (c0 + c1 (P + K))``: the ``D``
 normal draws of each sample (8.4 ns each, numpy's SFC64 in numba) and its projections and
-update (about 4.3 us per step at N = 500, K = M = 4)."""
+update (4.3 us per step at N = 500, 45 us at N = 5000, K = M = 4; ``bench_online.py``)."""
 
 
 def choose_backend(
@@ -292,8 +293,9 @@ def choose_backend(
     """The backend ``backend="auto"`` runs: for online SGD (``optimizer="sgd"``, ``samples=None``)
     of one :class:`Problem` with compiled activations, in float64 on the CPU, without
     ``on_step`` and with one root seed, the cheaper of ``"chain"`` and ``"compiled"`` by their
-    costs per step (:data:`CHAIN_STEP_SECONDS`, :data:`COMPILED_STEP_SECONDS`; the chain for
-    every ``D`` above a few times ``(K + M)^2``); ``"torch"`` for anything else.
+    costs per step (:data:`CHAIN_STEP_SECONDS`, :data:`COMPILED_STEP_SECONDS`: the chain at
+    K = M = 4 from D = 10 on, the weight-space kernel for wide students in few dimensions, e.g.
+    K = M = 64 below D of about 1e5); ``"torch"`` for anything else.
 
     Both compiled backends are exact, in law: the order parameters and losses have the law of
     online SGD at that ``D``; they draw their samples from per-seed numpy generators, not
@@ -315,7 +317,7 @@ def choose_backend(
         return "torch"
     K, D = np.asarray(problem.W).shape
     P, B = K + problem.M, int(config.batch_size)
-    chain = CHAIN_STEP_SECONDS[0] * (B * P * P + P**3 / 3) + CHAIN_STEP_SECONDS[1] * B * P * P
+    chain = CHAIN_STEP_SECONDS[0] + CHAIN_STEP_SECONDS[1] * (B * P * P + P**3 / 3)
     compiled = B * D * (COMPILED_STEP_SECONDS[0] + COMPILED_STEP_SECONDS[1] * (P + K))
     return "chain" if chain <= compiled else "compiled"
 
