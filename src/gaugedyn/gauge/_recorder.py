@@ -881,9 +881,10 @@ class GaugeRecorder:
     def __len__(self) -> int:
         return len(self._steps)
 
-    def group(self, name_or_index: str | int) -> dict[str, np.ndarray]:
+    def group(self, name_or_index: str | int, *, last: bool = False) -> dict[str, np.ndarray]:
         """The recorded arrays of one group (by name or index), with the derived mobilities and
-        dissipation parts for rescaling units."""
+        dissipation parts for rescaling units; ``last=True``: of the last record only (a
+        leading axis of length 1, or 0 before the first record), without the history."""
         if isinstance(name_or_index, str):
             names = [g.name for g in self.groups]
             if name_or_index not in names:
@@ -896,7 +897,7 @@ class GaugeRecorder:
                     f"group={name_or_index!r} is not allowed; use 0..{len(self.groups) - 1}"
                 )
         g = self.groups[gi]
-        rows = [self._unpack(r, gi) for r in self._rows]
+        rows = [self._unpack(r, gi) for r in (self._rows[-1:] if last else self._rows)]
         shape = (len(rows), g.n_units, g.block, g.block) if _matrix(g) else (len(rows), g.n_units)
         col = {
             k: _column(rows, k, shape)
