@@ -209,8 +209,8 @@ def online_ode(
     """Solve the online ODE from ``problem``'s order parameters at ``times`` (``t = steps / D``).
 
     ``method="compiled"`` (the default for erf under ``"auto"``, with or without the classical
-    options) integrates the numba-compiled
-    classical form (:func:`gaugedyn.training._online_fast.compiled_online_rhs`) with LSODA
+    options) integrates the numba-compiled classical form
+    (:func:`gaugedyn.training._online_fast.compiled_online_rhs`) with LSODA
     (``scipy.integrate.odeint``); ``"reference"`` integrates :class:`OnlineODE` (numpy, through
     the population velocity) with DOP853. The two right-hand sides agree to round-off (tested).
     The classical options, as in ``TrainConfig``: ``weight_decay`` ``lambda`` (the step
@@ -219,7 +219,8 @@ def online_ode(
     and ``label_noise`` ``sigma`` (``y = f*(x) + sigma xi``: the noise term gains
     ``sigma^2 a_i a_j E[g'(lambda_i) g'(lambda_j)]``); the teacher's own activation is
     ``problem.teacher_activation`` (with a teacher of its own, ``"auto"`` runs the reference
-    right-hand side; the options stay on the compiled path). Returns ``{"t", "a" (T, K), "Q" (T, K, K), "R" (T, K, M)}``.
+    right-hand side; the options stay on the compiled path). Returns ``{"t", "a" (T, K),
+    "Q" (T, K, K), "R" (T, K, M)}``.
     """
     from scipy.integrate import odeint, solve_ivp
 
