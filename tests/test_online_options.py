@@ -31,7 +31,7 @@ def test_online_ode_with_options_follows_torch_online_sgd():
     cfg = TrainConfig(
         optimizer="sgd", lr=1.0, steps=4 * D, samples=None, batch=1, points_per_decade=6, **OPTIONS
     )
-    res = train(problem, cfg, seeds=10, root_seed=2)
+    res = train(problem, cfg, seeds=10, root_seed=2, backend="torch")
     late = res.time >= 0.5
     with_options = online_ode(problem, 1.0, res.time, rtol=1e-8, atol=1e-10, **OPTIONS)
     plain = online_ode(problem, 1.0, res.time, rtol=1e-8, atol=1e-10, method="reference")

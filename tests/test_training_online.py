@@ -44,7 +44,7 @@ def test_compiled_kernel_is_the_torch_trainer_on_the_same_samples(activation, ba
     cfg = TrainConfig(
         optimizer="sgd", lr=lr, steps=400, samples=None, batch=batch, schedule=schedule, decay=50.0
     )
-    ref = train(problem, cfg, seeds=1, root_seed=11)
+    ref = train(problem, cfg, seeds=1, root_seed=11, backend="torch")
     out = run_kernel(
         problem.a,
         problem.W,
@@ -85,7 +85,7 @@ def test_compiled_backend_learns_like_the_torch_backend_in_distribution():
     problem = random_problem(100, 2, 2, np.random.default_rng(2), activation="erf")
     cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=100 * 40, samples=None, points_per_decade=4)
     fast = train(problem, cfg, seeds=16, root_seed=0, backend="compiled")
-    slow = train(problem, cfg, seeds=16, root_seed=0)
+    slow = train(problem, cfg, seeds=16, root_seed=0, backend="torch")
     f, s = fast.loss[:, -1], slow.loss[:, -1]
     assert f.mean() < 0.5 * fast.loss[:, 0].mean()
     assert abs(f.mean() - s.mean()) < 4 * math.hypot(f.std() / 4, s.std() / 4) + 1e-4
