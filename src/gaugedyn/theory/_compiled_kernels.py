@@ -7,67 +7,12 @@ docstring."""
 
 from __future__ import annotations
 
-import ast
-import functools
-import inspect
 import math
-import textwrap
 
 import numba
 import numpy as np
 
-
-class _ScalarCalls(ast.NodeTransformer):
-    """Rewrites the array-only calls of a generated kernel for scalars: ``np.clip(x, lo, hi)``
-    to ``_clip(x, lo, hi)``, ``np.full(shape, v)`` to ``v`` and ``np.array(x)`` to ``x``."""
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        self.generic_visit(node)
-        f = node.func
-        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "np":
-            if f.attr == "clip":
-                return ast.Call(func=ast.Name("_clip", ast.Load()), args=node.args, keywords=[])
-            if f.attr == "full":
-                return node.args[1]
-            if f.attr == "array":
-                return node.args[0]
-        return node
-
-
-def jit_generated(fn):
-    """A numba scalar version of a kernel of :mod:`gaugedyn.theory._generated_kernels`.
-
-    The generated functions open with one line that broadcasts their arguments to arrays; the
-    rest is arithmetic that numpy applies elementwise. That line is dropped from the function's
-    syntax tree, the array-only calls are rewritten for scalars (:class:`_ScalarCalls`) and the
-    rest compiled as is, so the compiled kernel is the symbolic module's expression, not a copy.
-    """
-    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    func = tree.body[0]
-    assert isinstance(func, ast.FunctionDef), "a generated kernel is a function"
-    first = func.body[0]
-    if not (
-        isinstance(first, ast.Assign)
-        and isinstance(first.value, ast.Call)
-        and getattr(first.value.func, "id", "") == "_args"
-    ):
-        raise RuntimeError(f"{fn.__name__}: unexpected generated-kernel layout")
-    func.body = func.body[1:]
-    module = ast.fix_missing_locations(
-        _ScalarCalls().visit(ast.Module(body=[func], type_ignores=[]))
-    )
-    namespace = {"np": np, "_clip": _clip()}
-    exec(compile(module, f"<jit {fn.__name__}>", "exec"), namespace)
-    return numba.njit(inline="always")(namespace[fn.__name__])
-
-
-@functools.cache
-def _clip():
-    @numba.njit(inline="always")
-    def clip(x, lo, hi):
-        return min(max(x, lo), hi)
-
-    return clip
+from ._jit import jit_generated
 
 
 def _generated(kind: str, name: str):

@@ -10,15 +10,12 @@ Schedule codes: 0 constant, 1 cosine, 2 inverse.
 
 from __future__ import annotations
 
-import ast
-import inspect
 import math
-import textwrap
 
 import numba
 import numpy as np
 
-from ..theory import LEAKY_SLOPE
+from ..theory import LEAKY_SLOPE, jit_generated
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -476,30 +473,6 @@ def chain_record(r, a, C, K, out_a, out_Q, out_R):
                 out_R[r, i, j - K] = C[i, j]
             ok = ok and math.isfinite(C[i, j])
     return ok
-
-
-def jit_generated(fn):
-    """A numba scalar version of a kernel of :mod:`gaugedyn.theory._generated_kernels`.
-
-    The generated functions open with one line that broadcasts their arguments to arrays; the
-    rest is scalar arithmetic. That line is dropped from the function's syntax tree and the rest
-    compiled as is, so the compiled kernel is the symbolic module's expression, not a copy.
-    """
-    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    func = tree.body[0]
-    first = func.body[0]
-    if not (
-        isinstance(first, ast.Assign)
-        and isinstance(first.value, ast.Call)
-        and getattr(first.value.func, "id", "") == "_args"
-    ):
-        raise RuntimeError(f"{fn.__name__}: unexpected generated-kernel layout")
-    func.body = func.body[1:]
-    namespace = {"np": np}
-    exec(
-        compile(ast.Module(body=[func], type_ignores=[]), f"<jit {fn.__name__}>", "exec"), namespace
-    )
-    return numba.njit(inline="always")(namespace[fn.__name__])
 
 
 _rhs = None
