@@ -8,7 +8,7 @@ from gaugedyn import InputError
 from gaugedyn.theory import initial_state, jacobian, random_problem, rhs, solve
 from gaugedyn.theory._compiled_flow import compiled_flow, flow_key
 from gaugedyn.theory._flows import difference_jacobian, pack_order_parameters
-from gaugedyn.theory._registry import AUTO, auto_method
+from gaugedyn.theory._registry import AUTO, TIGHT_RTOL, auto_method
 
 COMPILED = ("relu", "erf", "linear", "leaky_relu", "abs")
 
@@ -67,6 +67,28 @@ def test_the_auto_rule_by_size_and_activation():
     assert auto_method(30, "relu", compiled=False) == "lsoda-fd"
     assert auto_method(1584, "relu") == "DOP853"
     assert AUTO[-1].max_size is None  # every task fits some row
+
+
+def test_the_auto_rule_by_tolerance():
+    """Below TIGHT_RTOL the numpy path takes the exact Jacobian; the compiled path and the
+    explicit method for wide students do not depend on the tolerance."""
+    assert auto_method(30, "tanh", rtol=TIGHT_RTOL) == "lsoda-fd"
+    assert auto_method(30, "tanh", rtol=TIGHT_RTOL / 10) == "lsoda"
+    assert auto_method(30, "relu", compiled=False, rtol=1e-12) == "lsoda"
+    assert auto_method(30, "relu", rtol=1e-12) == "lsoda-compiled"
+    assert auto_method(1584, "relu", rtol=1e-12) == "DOP853"
+    assert auto_method(1584, "tanh", rtol=1e-12) == "DOP853"
+
+
+def test_a_tight_tolerance_solve_on_the_numpy_path_finishes():
+    """K = M = 4, erf with a linear teacher (no compiled flow) to t = 1000 at rtol 1e-12: the
+    exact Jacobian, and a bounded number of right-hand sides (measured 2,949 and 100 Jacobians;
+    a thrashing LSODA forms tens of thousands)."""
+    pr = random_problem(50, 4, 4, np.random.default_rng(0), "erf", teacher_activation="linear")
+    sol = solve(pr, t_max=1e3, rtol=1e-12, atol=1e-14)
+    assert sol.diagnostics["integrator"] == "lsoda"
+    assert sol.diagnostics["nfev"] <= 10_000
+    assert sol.diagnostics["njev"] <= 1_000
     sol = solve(random_problem(20, 2, 2, np.random.default_rng(1)), t_max=1.0)
     assert sol.diagnostics["integrator"] == "lsoda-compiled"
     sol = solve(random_problem(20, 2, 2, np.random.default_rng(1), activation="tanh"), t_max=1.0)

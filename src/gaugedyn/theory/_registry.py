@@ -27,7 +27,11 @@ aligned with teachers (``R_in^2 = Q_ii T_nn``), where its right-hand side has a 
 exact (one-sided) Jacobian made LSODA's Newton iteration fail step after step (random ReLU K = M
 = 4, D = 50, to t = 1000: 1,192 Jacobians and 2,336 steps, against 78 and 934 with differences,
 4.4x the CPU time), while on smooth flows the two cost the same (a batched difference costs
-about what the exact Jacobian's batched chain rule does).
+about what the exact Jacobian's batched chain rule does). The rule takes the tolerance into
+account: below :data:`TIGHT_RTOL` the numpy path takes the exact Jacobian, whose accuracy does
+not limit the Newton iteration; the compiled path keeps its differences at every tolerance (ReLU
+K = M = 4 at rtol 1e-10: 2.0 CPU s, against 34.6 s for ``solve_ivp(LSODA)`` given the exact
+Jacobian).
 """
 
 from __future__ import annotations
@@ -53,15 +57,31 @@ class AutoRow:
     method: str
     why: str
     activations: tuple[str, ...] | None = None
+    min_rtol: float = 0.0
+    """The row fits only tolerances ``rtol >= min_rtol``."""
 
-    def fits(self, size: int, activation: str, compiled: bool = True) -> bool:
-        return (self.max_size is None or size <= self.max_size) and (
-            self.activations is None or (compiled and activation in self.activations)
+    def fits(self, size: int, activation: str, compiled: bool = True, rtol: float = 1e-8) -> bool:
+        return (
+            (self.max_size is None or size <= self.max_size)
+            and (self.activations is None or (compiled and activation in self.activations))
+            and rtol >= self.min_rtol
         )
 
 
 COMPILED_FLOW = ("relu", "erf", "linear", "leaky_relu", "abs")
 """The built-in activations whose order-parameter flow is compiled (:mod:`._compiled_flow`)."""
+
+TIGHT_RTOL = 1e-10
+"""Below this ``rtol`` the numpy path of ``"auto"`` takes the exact Jacobian (``"lsoda"``), not
+forward differences: a difference quotient with step ``sqrt(eps) |y|`` carries a relative error
+of about ``1.5e-8``, which a Newton iteration held to ``rtol`` far below it cannot rely on; the
+exact Jacobian has no such floor. Measured (random problems, D = 50, K = M = 4, to t = 1000,
+CPU s on the shared two-core machine at load 15-19, 2026-12-06): ReLU at rtol 1e-10 (the kink)
+30.6 s with differences, 41.2 s exact, 34.6 s for ``solve_ivp(LSODA)`` given the exact
+Jacobian, ``solve_ivp(LSODA)`` alone unfinished after 240 s wall (at rtol 1e-12 no LSODA variant
+finished in 240 s there); erf with a linear teacher at rtol 1e-12: 4.11 s (83 Jacobians) with
+differences, 4.06 s (100) exact. Differences are kept at ``rtol = 1e-10``, where they measured
+faster."""
 
 AUTO: tuple[AutoRow, ...] = (
     AutoRow(
@@ -76,9 +96,16 @@ AUTO: tuple[AutoRow, ...] = (
     AutoRow(
         500,
         "lsoda-fd",
-        "K <= 16 (order parameters: n = K + K(K+1)/2 + K M): LSODA in Fortran with the "
-        "batched forward-difference Jacobian; robust where the ReLU flow reaches its kink, as "
-        "cheap as the exact Jacobian elsewhere",
+        "K <= 16 (order parameters: n = K + K(K+1)/2 + K M), rtol >= TIGHT_RTOL: LSODA in "
+        "Fortran with the batched forward-difference Jacobian; robust where the ReLU flow "
+        "reaches its kink, as cheap as the exact Jacobian elsewhere (ReLU K = M = 4 at rtol "
+        "1e-10: TIGHT_RTOL's measurements)",
+        min_rtol=TIGHT_RTOL,
+    ),
+    AutoRow(
+        500,
+        "lsoda",
+        "K <= 16, rtol < TIGHT_RTOL: LSODA with the exact Jacobian (TIGHT_RTOL's docstring)",
     ),
     AutoRow(
         None,
@@ -94,11 +121,12 @@ EXPLICIT_ABOVE = 500
 """The largest state that ``"auto"`` integrates with an implicit method (``AUTO``'s first row)."""
 
 
-def auto_method(size: int, activation: str, compiled: bool = True) -> str:
-    """The method ``"auto"`` runs for a state of ``size`` numbers and ``activation`` (by name);
-    ``compiled``: whether the task has a compiled flow (:func:`~._compiled_flow.flow_key`: the
-    order-parameter formulation and no teacher activation of its own)."""
-    return next(row.method for row in AUTO if row.fits(size, activation, compiled))
+def auto_method(size: int, activation: str, compiled: bool = True, rtol: float = 1e-8) -> str:
+    """The method ``"auto"`` runs for a state of ``size`` numbers, ``activation`` (by name) and
+    relative tolerance ``rtol``; ``compiled``: whether the task has a compiled flow
+    (:func:`~._compiled_flow.flow_key`: the order-parameter formulation and no teacher
+    activation of its own)."""
+    return next(row.method for row in AUTO if row.fits(size, activation, compiled, rtol))
 
 
 def auto(task: FlowTask) -> Integration:
@@ -110,7 +138,7 @@ def auto(task: FlowTask) -> Integration:
     compiled = p.formulation == "order-parameters" and (
         flow_key(p.activation, p.teacher_activation) is not None
     )
-    name = auto_method(task.y0.size, activation_of(p.activation).name, compiled)
+    name = auto_method(task.y0.size, activation_of(p.activation).name, compiled, task.rtol)
     return dataclasses.replace(METHODS[name](task), integrator=name)
 
 
