@@ -2,7 +2,7 @@
 against what it claims: ``"torch"`` against ``torch.optim.Adam`` copy by copy, ``"textbook"``
 and ``"running"`` against the implementations they replaced (kept here as references), and
 ``"running"`` against the 1-D map of the stability theory (``simulate_losses``, which the
-compiled kernel of ``simulate_envelopes`` equals)."""
+compiled kernel of ``simulate_blocks`` reduces)."""
 
 from __future__ import annotations
 
@@ -151,7 +151,7 @@ def test_running_order_is_the_prior_batched_update_bitwise(dtype):
 
 @pytest.mark.parametrize("eps", [0.0, 1e-8])
 def test_running_order_is_the_1d_map_of_the_stability_theory_to_the_square_roots_ulp(eps):
-    """``simulate_losses`` (numpy; its compiled twin ``simulate_envelopes`` equals it bit for bit
+    """``simulate_losses`` (numpy; its compiled twin ``simulate_blocks`` reduces it, block for block, bit for bit
     at ``n = 2``, ``test_spike_boundary``) is the same Adam on ``x^2 / 2``: with dyadic
     ``a = 1 - beta1`` and ``c = 1 - beta2`` (so ``1 - beta`` is ``a`` exactly) the moments and
     the products have the same bits and the iterate differs by at most 4 ulp per step (torch's

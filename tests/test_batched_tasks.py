@@ -20,7 +20,7 @@ def test_per_copy_betas_reproduce_torch_adam(task):
     betas = [(0.9, 0.999), (0.5, 0.9), (0.0, 0.99)]
     model = BatchedMLP(task, len(betas), [3, 4, 5], n_samples=32)
     start = [p.detach().clone() for p in model.params]
-    ell = adam_steps(model, 1e-2, [b[0] for b in betas], [b[1] for b in betas], 6)
+    blocks, first = adam_steps(model, 1e-2, [b[0] for b in betas], [b[1] for b in betas], 6, 1)
     for k, (b1, b2) in enumerate(betas):
         ps = [p[k].clone().requires_grad_(True) for p in start]
         opt = torch.optim.Adam(ps, lr=1e-2, betas=(b1, b2), eps=1e-8)
@@ -31,9 +31,34 @@ def test_per_copy_betas_reproduce_torch_adam(task):
             want.append(float(torch.log10(L.detach())))
             L.backward()
             opt.step()
-        np.testing.assert_allclose(ell[:, k], want, rtol=1e-12)
+        # blocks of one step: the median, the maximum and the minimum are the step's loss
+        for stat in blocks[k][:3]:
+            np.testing.assert_allclose(stat, want, rtol=1e-12)
+        assert first[k] == pytest.approx(want[0], rel=1e-12)
         for p, q in zip(model.params, ps):
             torch.testing.assert_close(p[k].detach(), q.detach(), rtol=1e-10, atol=1e-12)
+
+
+def test_in_loop_block_statistics_equal_the_detectors_on_the_whole_curve():
+    """The training loop's blocks (copies of different block sizes, a nan, an exact zero and a
+    loss above the first) equal :func:`gaugedyn.adam.spike_block_statistics` of each curve."""
+    from gaugedyn.adam import FLOAT64_FLOOR, spike_block_statistics
+    from gaugedyn.experiments.adam_stability._batched import BlockStatistics
+
+    rng = np.random.default_rng(0)
+    curves = -5.0 - 0.05 * np.arange(100)[:, None] + 0.01 * rng.standard_normal((100, 3))
+    curves[40, 0] = np.nan
+    curves[10, 1] = -np.inf
+    curves[70, 2] = curves[0, 2] + 1.0  # above the ceiling (the first loss)
+    size = [4, 7, 4]
+    acc = BlockStatistics(size, "cpu")
+    for row in torch.as_tensor(curves):
+        acc.push(row)
+    for k, got in enumerate(acc.blocks()):
+        want = spike_block_statistics(curves[:, k], size[k], FLOAT64_FLOOR, curves[0, k])
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+    assert [bool(b.bad.any()) for b in acc.blocks()] == [True, False, True]
 
 
 def test_digits_mse_is_adam_edges_mse_loss():

@@ -339,11 +339,11 @@ def _feed(series, **kw):
 def test_the_spike_instrument_flags_a_spike_and_emits_the_event():
     rng = np.random.default_rng(0)
     ell = -3 + 0.1 * rng.standard_normal(3000)
-    ell[1000] += 3.0
+    ell[1000:1100] += 3.0  # the block of steps 1008..1031 is the first the rise fills
     mon, sink, seen = _feed(ell)
-    assert [e["step"] for e in seen] == [1200] and seen[0]["rise"] > 2
+    assert [e["step"] for e in seen] == [1032] and seen[0]["rise"] > 2
     assert sink.series("gaugedyn/spike/count")[1][-1] == 1
-    assert sink.series("gaugedyn/event/spike")[0].tolist() == [1200]
+    assert sink.series("gaugedyn/event/spike")[0].tolist() == [1032]
     assert mon.export()[1]["spikes"]["verdict"]["status"] == "spiky"
     quiet = _feed(-3 + 0.1 * rng.standard_normal(3000))
     assert quiet[2] == [] and quiet[0].export()[1]["spikes"]["verdict"]["status"] == "quiet"

@@ -3,7 +3,8 @@
 The map: the period-2 orbit derived by hand (``x -> -x``, ``m -> -m``, ``v -> v`` at
 ``v = g^2``, ``m = -a g / (2 - a)``; ``A = eta a / (2 (2 - a)) - eps`` at ``n = 2``), the first
 bias-corrected step (``m^ = g``, ``v^ = g^2``: a sign step) and a plain loop of torch-ordered
-Adam written here. The detector: a loop over blocks with ``statistics.median``.
+Adam written here. The detector: a loop over blocks with ``statistics.median_low`` and
+``statistics.median_high``.
 """
 
 from __future__ import annotations
@@ -14,8 +15,25 @@ import statistics
 import numpy as np
 import pytest
 
-from gaugedyn.adam import detect_spikes, oscillating_state, simulate_losses, spike_horizon
-from gaugedyn.adam._spikes import MIN_BLOCKS, RISE_DECADES, block_rises
+from gaugedyn.adam import (
+    SpikeSampling,
+    detect_spikes,
+    oscillating_state,
+    simulate_losses,
+    spike_block_size,
+    spike_block_statistics,
+    spike_horizon,
+    spike_level_blocks,
+    spike_steps_needed,
+)
+from gaugedyn.adam._spikes import (
+    BLOCK_MIN,
+    LEVEL_MIN_BLOCKS,
+    MIN_HORIZONS,
+    RISE_DECADES,
+    judged_blocks,
+)
+from gaugedyn.adam._spikes import rises as spike_rises
 from gaugedyn.adam._stability import adam_step
 
 
@@ -105,12 +123,19 @@ def test_first_bias_corrected_step_is_a_sign_step_and_the_stationary_one_is_not(
     assert float(first) == pytest.approx(math.log10(on**2 / 2), rel=1e-13)
 
 
-def _reference_rises(ell, H, stride=1):
-    """Loop over blocks: ``max(block k) - median(block k-1)`` after one warm-up block."""
-    b = max(1, round(H / stride))
-    nb = len(ell) // b - 1
-    blocks = [ell[b * (k + 1) : b * (k + 2)] for k in range(nb)]
-    return np.array([max(blocks[k]) - statistics.median(blocks[k - 1]) for k in range(1, nb)])
+def _reference_rises(ell, b, m, floor=-300.0):
+    """A loop over blocks of ``b`` steps: each block's lower median (``statistics.median_low``)
+    of the loss clipped at ``floor``, minus the upper median (``statistics.median_high``) of
+    the ``m`` block medians before it; ``-inf`` where that level lies at the floor."""
+    nb = len(ell) // b
+    med = [
+        statistics.median_low(max(x, floor) for x in ell[k * b : (k + 1) * b]) for k in range(nb)
+    ]
+    out = []
+    for k in range(m, nb):
+        level = statistics.median_high(med[k - m : k])
+        out.append(med[k] - level if level > floor else -math.inf)
+    return np.array(out)
 
 
 def test_horizon_is_three_memories_of_the_slower_moment():
@@ -119,50 +144,59 @@ def test_horizon_is_three_memories_of_the_slower_moment():
     assert int(spike_horizon(0.9, 0.999)) == 3000
 
 
-def test_block_rises_equal_a_loop_over_blocks():
+def test_sampling_is_block_min_or_the_horizon_over_blocks_per_horizon():
+    assert int(spike_block_size(0.5, 0.75)) == BLOCK_MIN == 24  # H = 12: the fewest steps
+    H = int(spike_horizon(0.9, 0.99999))  # 3 / 1e-5, one step more by the float's rounding
+    assert H in (300000, 300001) and int(spike_block_size(0.9, 0.99999)) == -(-H // 200)
+    assert int(spike_block_size(0.9, 0.999, SpikeSampling(block_min=5))) == 15  # 3000 / 200
+    assert spike_level_blocks(0.5, 0.75) == LEVEL_MIN_BLOCKS == 9
+    assert spike_level_blocks(0.9, 0.99999) == 50  # a quarter horizon of 1500-step blocks
+
+
+def test_rises_equal_a_loop_over_blocks():
     rng = np.random.default_rng(0)
-    ell = np.cumsum(rng.standard_normal(200)) * 0.3
-    for H, stride in ((12, 1), (10, 3), (7, 2)):
-        rises, resolved = block_rises(ell, H, stride)
-        np.testing.assert_allclose(rises, _reference_rises(ell, H, stride), rtol=0, atol=1e-12)
-        assert resolved.all()  # nothing near the float's floor
+    ell = np.cumsum(rng.standard_normal(600)) * 0.3
+    ell[rng.random(600) < 0.1] = -np.inf  # exact zeros: the floor
+    for b, m in ((4, 3), (5, 9), (7, 4)):
+        blocks = spike_block_statistics(ell, b, floor=-300.0)
+        got, resolved = spike_rises(blocks.median, m, -300.0)
+        got = np.where(resolved, got, -np.inf)
+        np.testing.assert_allclose(got, _reference_rises(ell, b, m), rtol=0, atol=1e-12)
 
 
-def test_the_baseline_is_the_previous_blocks_median_on_a_known_curve():
-    """H = 12 (beta1 0.5, beta2 0.75). Warm-up 12 steps at 5 (ignored), then blocks:
-    block 0 at 0 with one deep dip, block 1 at 0 with a peak of exactly 2 (a spike: >= 2 over
-    block 0's median 0), block 2 at 1.5 (rise 1.5 over block 1's median 0), block 3 at 1.5 with
-    a peak 3.4 (rise 1.9 over block 2's median 1.5: no spike), block 4 at 1.5."""
-    H = 12
-    assert int(spike_horizon(0.5, 0.75)) == H
-    warm = [5.0] * H
-    b0 = [0.0] * H
-    b0[3] = -50.0
-    b1 = [0.0] * H
-    b1[6] = 2.0
-    b2 = [1.5] * H
-    b3 = [1.5] * H
-    b3[2] = 3.4
-    b4 = [1.5] * H
-    ell = np.array(warm + b0 + b1 + b2 + b3 + b4)
-    rises, resolved = block_rises(ell, H)
-    np.testing.assert_allclose(rises, [2.0, 1.5, 1.9, 0.0], rtol=0, atol=1e-12)
-    assert resolved.all()
+def test_a_rise_of_the_level_on_a_known_curve():
+    """beta1 0.5, beta2 0.75: H = 12 steps, blocks of 24, a level over 9 blocks. Warm-up (one
+    block) at 5, then nine blocks at 0 (one with a deep dip in fewer than half its steps), then
+    a block at 2 with a single step at 9 (a rise of exactly 2: a spike), four blocks at 0, a
+    block at 1.9 (no spike) and eleven at 0."""
+    b = 24
+    assert int(spike_block_size(0.5, 0.75)) == b
+    blocks = [[5.0] * b] + [[0.0] * b for _ in range(9)]
+    blocks[3][:10] = [-50.0] * 10
+    spike = [2.0] * b
+    spike[5] = 9.0
+    blocks += [spike] + [[0.0] * b for _ in range(4)] + [[1.9] * b] + [[0.0] * b for _ in range(11)]
+    ell = np.array([x for blk in blocks for x in blk])
     out = detect_spikes(ell, 0.5, 0.75)
     assert bool(out["spiky"]) and int(out["n_spikes"]) == 1 and bool(out["judged"])
     assert float(out["max_rise"]) == pytest.approx(2.0)
-    assert RISE_DECADES == 2.0 and MIN_BLOCKS == 4
+    assert int(out["first_spike"]) == 10 * b
+    assert RISE_DECADES == 2.0 and MIN_HORIZONS == 4
+    blocks[10] = [1.9] * b
+    assert (
+        detect_spikes(np.array([x for blk in blocks for x in blk]), 0.5, 0.75)["status"] == "quiet"
+    )
 
 
-def test_judged_needs_exactly_min_blocks_and_divergence_is_not_a_spike():
-    H = 12
-    just = np.zeros(H * (MIN_BLOCKS + 1))
-    short = np.zeros(H * MIN_BLOCKS)
-    assert bool(detect_spikes(just, 0.5, 0.75)["judged"])
-    assert not bool(detect_spikes(short, 0.5, 0.75)["judged"])
-    gone = np.zeros(H * 6)
-    gone[H * 3 :] = np.nan  # diverged for good: classified apart, never counted as a spike
-    rises, _ = block_rises(gone, H)
-    assert np.all(np.isfinite(rises))  # nan reads as the floor: it makes no rise
+def test_judged_needs_exactly_the_warm_up_the_window_and_four_horizons():
+    H, b = 12, 24
+    need = 1 + 9 + 2  # warm-up block, level window, ceil(4 H / b) judged blocks
+    assert judged_blocks(0.5, 0.75) == need
+    assert spike_steps_needed(0.5, 0.75) == need * b
+    assert bool(detect_spikes(np.zeros(need * b), 0.5, 0.75)["judged"])
+    assert not bool(detect_spikes(np.zeros(need * b - 1), 0.5, 0.75)["judged"])
+    gone = np.zeros(b * 20)
+    gone[b * 14 :] = np.nan  # diverged for good: classified apart, never counted as a spike
     out = detect_spikes(gone, 0.5, 0.75)
     assert bool(out["diverged"]) and not bool(out["spiky"]) and out["status"] == "diverged"
+    assert 4 * H <= 2 * b

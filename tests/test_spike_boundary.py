@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gaugedyn.adam import loss_floor, oscillating_state, simulate_envelopes, simulate_losses
+from gaugedyn.adam import (
+    SPIKE_SAMPLING,
+    loss_floor,
+    oscillating_state,
+    simulate_blocks,
+    simulate_losses,
+    spike_block_size,
+    spike_block_statistics,
+)
 from gaugedyn.adam._stability import adam_step
 from gaugedyn.experiments.adam_stability._protocol import (
     BANDS,
@@ -26,17 +34,25 @@ from gaugedyn.experiments.adam_stability._spike_analysis import (
 
 
 @pytest.mark.parametrize("n, eps", [(2.0, 0.0), (3.0, 1e-8), (6.0, 0.0)])
-def test_compiled_envelopes_equal_the_numpy_map(n, eps):
+def test_compiled_blocks_equal_the_detectors_blocks_of_the_numpy_map(n, eps):
+    """Every step enters a block: the compiled map's block statistics (blocks of 24 and 30
+    steps) equal :func:`gaugedyn.adam.spike_block_statistics` of the numpy map's per-step
+    losses."""
     x0 = np.array([[0.003, -0.002], [0.01, 0.004]])
     a, c = np.array([0.1, 0.05]), np.array([0.01, 0.001])
-    ref = simulate_losses(x0, a[:, None], c[:, None], n, 1e-2, eps, 3000, record=10)
-    ell, stride, used = simulate_envelopes(x0, 0, 0, a, c, n, 1e-2, eps, 3000, 300, True)
-    assert stride.tolist() == [10, 10] and used.tolist() == [300, 300]
-    got = np.moveaxis(ell, -1, 0)
-    if n == 2.0:  # the same floating-point operations in the same order
-        np.testing.assert_array_equal(got, ref)
-    else:  # x^(n-1): numba's pow and numpy's may differ in the last place
-        np.testing.assert_allclose(got, ref, rtol=1e-12)
+    size = np.array([24, 30])
+    blocks, used = simulate_blocks(x0, 0, 0, a, c, n, 1e-2, eps, 3000, size, True)
+    assert used.tolist() == [3000 // 24, 3000 // 30]
+    for g in range(2):
+        for lane in range(2):
+            ell = simulate_losses(x0[g, lane], a[g], c[g], n, 1e-2, eps, 3000)
+            want = spike_block_statistics(ell, int(size[g]), loss_floor(n))
+            for got, ref in zip(blocks, want):
+                got = np.asarray(got)[: used[g], g, lane]
+                if n == 2.0:  # the same floating-point operations in the same order
+                    np.testing.assert_array_equal(got, ref)
+                else:  # x^(n-1): numba's pow and numpy's may differ in the last place
+                    np.testing.assert_allclose(got, ref, rtol=1e-12)
 
 
 def test_orbit_start_is_on_the_period_two_orbit_and_generic_start_is_not():
@@ -58,10 +74,14 @@ def test_windows_settled_ignores_a_transient_spike_that_the_transient_reading_co
     a, c = 0.1, 0.01
     W = int(settle_steps(a, c))
     T = int(run_steps(a, c))
+    b = int(spike_block_size(1 - a, 1 - c))
     ell = np.full(T, -6.0)
-    ell[W // 2 : W // 2 + 20] = -2.0  # a spike during the start-up
-    settled, transient = judge_run(ell, a, c, 1, loss_floor(2.0), settle=W)
+    ell[W // 2 : W // 2 + 5 * b] = -2.0  # a spike during the start-up, five blocks wide
+    blocks = spike_block_statistics(ell, b, loss_floor(2.0))
+    settled, transient = judge_run(blocks, a, c, loss_floor(2.0), W)
     assert settled["status"] == "quiet" and transient["status"] == "spiky"
+    # the first block more than half inside the spike
+    assert W // 2 - b // 2 <= transient["first_spike"] <= W // 2
     assert settled["judged"] and T >= W + 5 * 300
 
 
@@ -80,6 +100,7 @@ def test_scan_stops_below_the_first_spiky_cell_and_finds_the_quadratic_edge():
         "seeds": 2,
         "eps": 0.0,
         "lr": 1e-2,
+        "spikes": list(SPIKE_SAMPLING[:3]),
     }
     r = _run_1d(task, np.random.SeedSequence(3))
     st = r["status"][0, :, :, 0]  # (cols, seeds), settled window
@@ -211,6 +232,7 @@ def test_task_scan_uses_the_stored_calibration_and_judges_every_copy():
             "lr": 1e-2,
             "n_samples": 32,
             "hidden": 4,
+            "spikes": list(SPIKE_SAMPLING[:3]),
         },
         np.random.SeedSequence(4),
     )
@@ -224,9 +246,11 @@ def test_a_copy_on_a_plateau_is_untrained_under_both_windows(monkeypatch):
     from gaugedyn.experiments.adam_stability import _batched, _scan
 
     T = int(run_steps(np.array([0.5]), np.array([0.3]))[0])
+    b = int(spike_block_size(0.5, 0.7))
     curves = np.zeros((T, 2))
     curves[:, 1] = -np.linspace(0, 6, T)  # copy 1 falls six decades; copy 0 stays on a plateau
-    monkeypatch.setattr(_batched, "adam_steps", lambda *a, **k: curves.copy())
+    blocks = [spike_block_statistics(curves[:, k], b) for k in range(2)]
+    monkeypatch.setattr(_batched, "adam_steps", lambda *a, **k: (blocks, curves[0].copy()))
     r = _scan._run_task(
         {
             "task": "teacher_mse",
@@ -236,6 +260,7 @@ def test_a_copy_on_a_plateau_is_untrained_under_both_windows(monkeypatch):
             "lr": 1e-2,
             "n_samples": 8,
             "hidden": 4,
+            "spikes": list(SPIKE_SAMPLING[:3]),
         },
         np.random.SeedSequence(1),
     )

@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from gaugedyn import DivergenceError
-from gaugedyn.experiments import Claim, Experiment, Param
+from gaugedyn.experiments import Choice, Claim, Control, Experiment, Param
 from gaugedyn.plotting import save_figure, subplots
 
 
@@ -171,3 +171,84 @@ def invoke(argv, capsys) -> tuple[int, str, str]:
         code = exc.code
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def _mean_readout(values, broken: bool = False) -> float:
+    """The toy's instrument: the mean of a sample (``broken``: its median, which agrees with the
+    mean on a symmetric sample and not on a skewed one)."""
+    values = np.asarray(values, dtype=float)
+    return float(np.median(values)) if broken else float(values.mean())
+
+
+class Judged(Experiment):
+    """A toy with one finding (the draws' mean exceeds a declared threshold), a declared set-up
+    space (the threshold and the number of draws) and known-answer controls of its readout;
+    ``broken`` breaks the readout (a median in place of the mean), so its positive control (a
+    skewed sample) fails and its negative one (a symmetric sample) still passes."""
+
+    name = "judged"
+    description = "Means of seeded Gaussian draws with a shift, judged against a threshold."
+    params = {
+        "seeds": Param(int, 8, quick=5, lo=2, hi=100, why="a toy"),
+        "draws": Param(int, 20, lo=1, hi=1000, why="a toy"),
+        "shift": Param(float, 1.0, lo=-10, hi=10, why="a toy"),
+        "threshold": Param(float, 0.0, lo=-10, hi=10, why="a toy"),
+        "broken": Param(bool, False),
+    }
+    space = {
+        "threshold": Choice(lo=-0.5, hi=2.0, why="the paper says only 'positive'"),
+        "draws": Choice(values=(10, 40), why="any sample size resolves the mean"),
+    }
+
+    def controls(self, config):
+        broken = bool(config["broken"])
+
+        def known(values, target):
+            return lambda: (
+                m := _mean_readout(values, broken),
+                abs(m - target) < 1e-12,
+            )
+
+        return [
+            Control(
+                "readout.planted",
+                "mean readout",
+                "positive",
+                "draws 1, 2, 6 (mean 3)",
+                "the readout returns a sample's mean",
+                known([1.0, 2.0, 6.0], 3.0),
+            ),
+            Control(
+                "readout.none",
+                "mean readout",
+                "negative",
+                "draws -1, 0, 1 (mean 0)",
+                "a sample without shift reads zero",
+                known([-1.0, 0.0, 1.0], 0.0),
+            ),
+        ]
+
+    def tasks(self, config):
+        return [
+            {"seed_index": s, "draws": config["draws"], "shift": config["shift"]}
+            for s in range(config["seeds"])
+        ]
+
+    def run_task(self, task, seed):
+        x = np.random.default_rng(seed).standard_normal(task["draws"]) + task["shift"]
+        return {"x": x}
+
+    def analyse(self, config, tasks, results, seed):
+        from gaugedyn.harness import judged
+        from gaugedyn.stats import judge
+
+        means = [_mean_readout(r["x"], bool(config["broken"])) for r in results]
+        j = judge("mean_threshold", means, threshold=config["threshold"], direction=">")
+        claim = judged("mean_positive", f"the mean exceeds {config['threshold']:g}", j)
+        return {"means": np.array(means)}, [claim]
+
+    def plot(self, arrays, config, outdir):
+        return []
+
+
+JUDGED = Judged()

@@ -23,8 +23,12 @@ and verdict, the claims' statements, then the run's provenance), ``readings EXPE
 finding of one run with its rule, primary estimate and interval, verdict, power and its verdict
 under each documented reading; then its checks and measurements and the provenance: for runs
 whose findings are judged under several readings), ``figures EXPERIMENT`` (the
-run's figures, copied by ``--add`` into ``docs/figures/<experiment>/``, with their captions) and
-``systems`` (one row per paper of
+run's figures, copied by ``--add`` into ``docs/figures/<experiment>/``, with their captions),
+``robustness EXPERIMENT`` (every finding's verdict over the declared set-up space, from a
+published ``gaugedyn multiverse`` folder: the share of specifications per verdict, robust or
+not, the constants that flip it), ``controls EXPERIMENT`` and ``space EXPERIMENT`` (the
+experiment's declared known-answer controls and set-up space at its full configuration, from
+its declaration) and ``systems`` (one row per paper of
 :data:`gaugedyn.papers.PAPERS`: its checks and the counts of its findings' verdicts over the
 published runs, linking to its page). The site's navigation of the systems' pages is generated
 the same way, in ``mkdocs.yml`` between ``# publish:nav`` and ``# /publish`` comment lines, from
@@ -53,7 +57,7 @@ from .papers import PAPERS
 DATA = "results-data"
 _OPEN = re.compile(r"^<!-- publish:(\w+)(?: (\w+))? -->$")
 _CLOSE = "<!-- /publish -->"
-_KINDS = ("claims", "readings", "figures", "systems")
+_KINDS = ("claims", "readings", "figures", "systems", "controls", "space", "robustness")
 FIGURES = "docs/figures"
 SITE = "mkdocs.yml"
 _NAV_OPEN = re.compile(r"^(\s*)# publish:nav\b")
@@ -214,15 +218,18 @@ def claims_table(experiment: str, data: dict[str, dict]) -> list[str]:
             f"published runs: {', '.join(sorted(data)) or 'none'}"
         )
     summary = data[experiment]
+    robust = any(c.get("robustness") for c in summary.get("claims", []))
     lines = [
-        "| claim | kind | measured | 95% interval | rule | verdict |",
-        "|---|---|---|---|---|---|",
+        "| claim | kind | measured | 95% interval | rule | verdict |"
+        + (" over the set-up space |" if robust else ""),
+        "|---|---|---|---|---|---|" + ("---|" if robust else ""),
     ]
     for claim in summary.get("claims", []):
         lines.append(
             f"| `{claim['id']}` | {claim.get('kind', 'check')} | "
             f"{_fmt(claim.get('measured'))} | {_fmt(claim.get('interval'))} | "
             f"{_rule(claim)} | {verdict_word(claim)} |"
+            + (f" {_robust_cell(claim)} |" if robust else "")
         )
     notes = [
         f"- `{c['id']}`: {' '.join(str(c['statement']).split())}"
@@ -248,10 +255,11 @@ def readings_table(experiment: str, data: dict[str, dict]) -> list[str]:
             f"published runs: {', '.join(sorted(data)) or 'none'}"
         )
     claims = data[experiment].get("claims", [])
+    robust = any(c.get("robustness") for c in claims)
     lines = [
         "| finding | rule | primary estimate [95% interval] | verdict | power | verdict per "
-        "reading |",
-        "|---|---|---|---|---|---|",
+        "reading |" + (" over the set-up space |" if robust else ""),
+        "|---|---|---|---|---|---|" + ("---|" if robust else ""),
     ]
     for c in (c for c in claims if c.get("kind") == "finding"):
         power = _fmt(c.get("power")) + (" (underpowered)" if c.get("underpowered") else "")
@@ -259,12 +267,105 @@ def readings_table(experiment: str, data: dict[str, dict]) -> list[str]:
         lines.append(
             f"| `{c['id']}` | `{c.get('rule', '-')}` | {_fmt(c.get('measured'))} "
             f"{_fmt(c.get('interval'))} | **{verdict_word(c)}** | {power} | "
-            f"{readings or '-'} |"
+            f"{readings or '-'} |" + (f" {_robust_cell(c)} |" if robust else "")
         )
     lines += ["", "| check or measurement | value | status |", "|---|---|---|"]
     for c in (c for c in claims if c.get("kind") != "finding"):
         lines.append(f"| `{c['id']}` | {_fmt(c.get('measured'))} | {verdict_word(c)} |")
     return [*lines, "", provenance(experiment, data[experiment])]
+
+
+def _robust_cell(claim: dict) -> str:
+    from .harness import robustness_text
+
+    return robustness_text(claim.get("robustness")).replace("|", "\\|")
+
+
+def robustness_table(experiment: str, data: dict[str, dict]) -> list[str]:
+    """Every finding of one published run over its declared set-up space (a published
+    multiverse): verdict, share per verdict, robust or not, flipping constants; then the
+    specifications and the provenance. A run published without a multiverse says so."""
+    from .harness import FINDING_WORDS, verdict_word
+
+    if experiment not in data:
+        return [f"No full run of `{experiment}` is published yet."]
+    summary = data[experiment]
+    findings = [c for c in summary.get("claims", []) if c.get("kind") == "finding"]
+    if not any(c.get("robustness") for c in findings):
+        return [
+            f"The published run of `{experiment}` was not judged over its set-up space "
+            f"(`gaugedyn multiverse simulations/{experiment}.toml`, then `gaugedyn publish "
+            "--add` of its folder, publishes one).",
+            "",
+            provenance(experiment, summary),
+        ]
+    words = " / ".join(FINDING_WORDS)
+    lines = [
+        f"| finding | verdict | specifications | share {words} | robust | flipped by |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in findings:
+        r = c.get("robustness") or {}
+        shares = " / ".join(
+            f"{100 * float(r.get('shares', {}).get(w, 0)):.0f}%" for w in FINDING_WORDS
+        )
+        lines.append(
+            f"| `{c['id']}` | {verdict_word(c)} | {r.get('specifications', '-')} | {shares} | "
+            f"{'yes' if r.get('robust') else '**no**'} | "
+            f"{', '.join(r.get('flipping') or []) or '-'} |"
+        )
+    specs = (summary.get("multiverse") or {}).get("specifications", [])
+    lines += ["", f"Specifications ({len(specs)}):", ""]
+    lines += [f"- {s['id']} ({s['kind']}): {s['status']}" for s in specs]
+    return [*lines, "", provenance(experiment, summary)]
+
+
+def _declared(experiment: str):
+    from .harness import make_config, resolve_experiment
+
+    try:
+        exp = resolve_experiment(experiment, f"publish:controls {experiment}")
+    except InputError as err:
+        raise InputError(f"publish: {err}") from None
+    return exp, make_config(exp)
+
+
+def controls_table(experiment: str) -> list[str]:
+    """The experiment's declared known-answer controls at its full configuration."""
+    from .harness import declared_controls
+
+    exp, cfg = _declared(experiment)
+    controls = declared_controls(exp, cfg.params)
+    if not controls:
+        return [f"`{experiment}` declares no known-answer controls."]
+    lines = [
+        "| instrument | control | kind | case (known answer) | proves |",
+        "|---|---|---|---|---|",
+    ]
+    for c in controls:
+        lines.append(
+            f"| {_fmt(c.instrument, 10_000)} | `{c.id}` | {c.kind} | {_fmt(c.case, 10_000)} | "
+            f"{_fmt(c.proves, 10_000)} |"
+        )
+    return lines
+
+
+def space_table(experiment: str) -> list[str]:
+    """The experiment's declared set-up space: each constant's default, alternatives or range,
+    and why they are plausible."""
+    exp, cfg = _declared(experiment)
+    if not cfg.space:
+        return [f"`{experiment}` declares no set-up space."]
+    lines = ["| constant | default | alternatives or range | why plausible |", "|---|---|---|---|"]
+    for name, choice in cfg.space.items():
+        d = choice.describe(cfg.params[name])
+        alt = (
+            f"[{_fmt(d['lo'])}, {_fmt(d['hi'])}] ({d['scale']})"
+            if "lo" in d
+            else ", ".join(_fmt(v) for v in d["values"])
+        )
+        lines.append(f"| `{name}` | {_fmt(d['default'])} | {alt} | {_fmt(d['why'], 10_000)} |")
+    return lines
 
 
 def figures_block(experiment: str, data: dict[str, dict], here: Path, root: Path) -> list[str]:
@@ -344,10 +445,17 @@ def render(text: str, path: Path, root: Path, data: dict[str, dict]) -> str:
             raise InputError(
                 f"{path}: '{line.strip()}': allowed are 'publish:claims "
                 "EXPERIMENT', 'publish:readings EXPERIMENT', 'publish:figures "
-                "EXPERIMENT' and 'publish:systems'"
+                "EXPERIMENT', 'publish:robustness EXPERIMENT', 'publish:controls "
+                "EXPERIMENT', 'publish:space EXPERIMENT' and 'publish:systems'"
             )
         if kind == "claims":
             body = claims_table(arg, data)
+        elif kind == "robustness":
+            body = robustness_table(arg, data)
+        elif kind == "controls":
+            body = controls_table(arg)
+        elif kind == "space":
+            body = space_table(arg)
         elif kind == "readings":
             body = readings_table(arg, data)
         elif kind == "figures":

@@ -25,21 +25,29 @@ from ._probe import READINGS as READINGS
 from ._probe import AdamProbe as AdamProbe
 from ._probe import StreamingSplit as StreamingSplit
 from ._probe import reading_sums as reading_sums
+from ._spikes import DEFAULT as SPIKE_SAMPLING  # noqa: F401 (in __all__ through attach)
 from ._spikes import DEFINITION as SPIKE_DEFINITION  # noqa: F401 (in __all__ through attach)
 from ._spikes import FLOAT32_FLOOR as FLOAT32_FLOOR
 from ._spikes import FLOAT64_FLOOR as FLOAT64_FLOOR
-from ._spikes import MIN_BLOCKS as SPIKE_MIN_BLOCKS  # noqa: F401 (in __all__ through attach)
+from ._spikes import MIN_HORIZONS as SPIKE_MIN_HORIZONS  # noqa: F401 (in __all__ through attach)
 from ._spikes import RISE_DECADES as SPIKE_RISE_DECADES  # noqa: F401 (in __all__ through attach)
+from ._spikes import Blocks as SpikeBlocks  # noqa: F401 (in __all__ through attach)
 from ._spikes import OnlineSpikeDetector as OnlineSpikeDetector
+from ._spikes import Sampling as SpikeSampling  # noqa: F401 (in __all__ through attach)
+from ._spikes import block_size as spike_block_size  # noqa: F401 (in __all__ through attach)
+from ._spikes import block_statistics as spike_block_statistics  # noqa: F401 (through attach)
 from ._spikes import detect as detect_spikes  # noqa: F401 (in __all__ through attach)
+from ._spikes import detect_blocks as detect_spike_blocks  # noqa: F401 (in __all__ through attach)
 from ._spikes import horizon as spike_horizon  # noqa: F401 (in __all__ through attach)
+from ._spikes import level_blocks as spike_level_blocks  # noqa: F401 (in __all__ through attach)
 from ._spikes import steps_needed as spike_steps_needed  # noqa: F401 (in __all__ through attach)
 from ._stability import cubic_coefficients as cubic_coefficients
 from ._stability import growth_rate as growth_rate
 from ._stability import loss_floor as loss_floor
 from ._stability import multipliers as multipliers
 from ._stability import oscillating_state as oscillating_state
-from ._stability import simulate_envelopes as simulate_envelopes
+from ._stability import series_blocks as series_blocks
+from ._stability import simulate_blocks as simulate_blocks
 from ._stability import simulate_losses as simulate_losses
 from ._stability import simulated_boundary as simulated_boundary
 from ._stability import simulated_growth_rate as simulated_growth_rate
@@ -77,7 +85,14 @@ _EAGER = [
     "spike_steps_needed",
     "spike_horizon",
     "SPIKE_DEFINITION",
-    "SPIKE_MIN_BLOCKS",
+    "SPIKE_MIN_HORIZONS",
+    "SpikeBlocks",
+    "SPIKE_SAMPLING",
+    "SpikeSampling",
+    "spike_block_size",
+    "spike_block_statistics",
+    "spike_level_blocks",
+    "detect_spike_blocks",
     "SPIKE_RISE_DECADES",
     "FLOAT32_FLOOR",
     "FLOAT64_FLOOR",
@@ -86,7 +101,8 @@ _EAGER = [
     "loss_floor",
     "multipliers",
     "oscillating_state",
-    "simulate_envelopes",
+    "series_blocks",
+    "simulate_blocks",
     "simulate_losses",
     "simulated_boundary",
     "simulated_growth_rate",

@@ -1,51 +1,77 @@
-"""The loss-spike detector, defined once for the 1-D maps and the training tasks.
+"""The loss-spike detector, defined once for the 1-D maps, the training tasks and any loss curve.
 
-A loss curve ``L_t`` (any positive series, one value per step or per ``stride`` steps) is cut
-into consecutive blocks of ``H`` steps, the horizon, after a warm-up of one horizon. With
-``ell = max(log10 L, floor)`` (the log loss clipped at the float's floor: the log10 of the
-smallest loss the computation resolves; an exact zero is *below resolution*, not ``-inf``
-decades), block ``k`` (k >= 1 after the warm-up) holds a spike when
+The detector reads a loss at full resolution: every step enters, through statistics of blocks of
+consecutive steps accumulated as the loss is computed (in the compiled 1-D map, in the batched
+training loop, or here from a stored curve); nothing is sampled. With ``ell_t = log10 L_t``
+clipped at the float's floor (the log10 of the smallest loss the computation resolves; an exact
+zero is *below resolution*, not ``-inf`` decades):
 
-    max_{t in block k} ell_t  -  median_{t in block k-1} ell_t  >=  RISE_DECADES
+- **horizon** ``H = ceil(HORIZON_MEMORIES * max(1/(1 - beta1), 1/(1 - beta2)))`` steps: three
+  e-folds of the slower moment;
+- **sampling**: blocks of ``b = max(block_min, ceil(H / blocks_per_horizon))`` consecutive steps
+  (:func:`block_size`); per block its median (the lower median, the ``ceil(b/2)``-th smallest
+  value, so it commutes with any increasing map of the loss), maximum and minimum, and whether
+  any step diverged (``nan``, ``+inf`` or above ``ceiling``) (:func:`block_statistics`);
+- **settled level** before block ``k``: the upper median (the ``(floor(m/2) + 1)``-th smallest,
+  a value of the window itself) of the block medians of the ``m`` blocks before it,
+  ``m = max(LEVEL_MIN_BLOCKS, ceil(level_horizons * H / b))`` (the *window*, about
+  ``level_horizons`` horizons);
+- **rise** of block ``k``: its median minus the level before it. Block ``k`` holds a spike when
+  the rise is at least ``rise`` decades (:data:`RISE_DECADES`): the loss rose that far within
+  the window and stayed there for at least half a block.
 
-and its baseline block ``k - 1`` is *resolved*: fewer than half of its samples lie at the floor
-(otherwise the median is the floor, a bound and not a level, and the rise is unknown). The
-horizon is long enough for the slowest memory to forget:
+The median of a block ignores momentary dips (a loss flickering towards zero in fewer than half
+its steps) and momentary outliers (white log-noise of one decade reads quiet: the median of ``b``
+steps moves by about ``1.25 / sqrt(b)`` of the noise), so a spike is a *rise of the level*, not
+spread within a block; a slow drift moves the level with it. A rise narrower than half a block is
+not resolved. The first horizon is a warm-up and is left out, and a block is judged once its
+whole window lies after the warm-up. Each run gets one status, in this order:
 
-    H = ceil(HORIZON_MEMORIES * max(1 / (1 - beta1), 1 / (1 - beta2)))
-
-(``HORIZON_MEMORIES = 3``: three e-folds of the slower moment, 95% forgotten). Each run gets one
-status, in this order:
-
-- *not judged*: fewer than ``MIN_BLOCKS`` blocks after the warm-up (:func:`steps_needed`);
-- *diverged*: some sample is ``nan`` or ``+inf``, or lies above ``ceiling`` (the initial loss
-  for a training task): divergence is classified apart from spikes, never counted as one;
-- *spiky*: some block holds a spike over a resolved baseline;
-- *undetermined*: no spike, but some baseline block is unresolved (the loss underflowed):
-  whether the climb out of the underflow is a spike cannot be told, so never spiky;
+- *not judged*: fewer than ``MIN_HORIZONS`` horizons after the warm-up (:func:`steps_needed`);
+- *diverged*: some step is ``nan`` or ``+inf``, or lies above ``ceiling`` (the initial loss for a
+  training task): divergence is classified apart from spikes, never counted as one;
+- *spiky*: some judged block holds a spike over a *resolved* level (one above the floor);
+- *undetermined*: no spike, but some judged block's level lies at the floor (the loss
+  underflowed for most of the window): the level is a bound, not a level, and a loss
+  flickering between zero and a value would make its median jump by hundreds of decades, so
+  whether a rise out of the underflow is a spike cannot be told; never spiky;
 - *quiet*: otherwise.
 
-The median (not the minimum) as baseline ignores deep momentary dips (a loss flickering to zero
-in fewer than half the steps included), the block maximum catches a spike of any width below one
-horizon, and a slow drift of the loss moves the median with it.
+The constants of the sampling and the rise threshold are arguments of every function here
+(``rise``, ``block_min``, ``blocks_per_horizon``, ``level_horizons``), with the declared
+defaults below, so an experiment can declare them as set-up constants and judge its findings
+over their range.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from .._errors import InputError
 
 RISE_DECADES = 2.0
-"""A spike is a rise of at least a factor 100 over the previous block's median."""
+"""A spike is a rise of the level by at least a factor 100."""
 HORIZON_MEMORIES = 3.0
 """Horizon in units of the slower memory time ``max(1/(1 - beta1), 1/(1 - beta2))``."""
-MIN_BLOCKS = 4
-"""Post-warm-up blocks a run must contain for the detector to judge it."""
-UNRESOLVED_SHARE = 0.5
-"""A block whose share of samples at the floor is at least this has no resolved baseline."""
+BLOCK_MIN = 24
+"""Fewest steps in a block: white log-noise of one decade moves a block's median by about
+0.26 decades, so its largest rise over 10^6 steps stays near one decade, below any threshold of
+1.5 decades or more."""
+BLOCKS_PER_HORIZON = 200
+"""Blocks per horizon where the horizon is long (``H > BLOCK_MIN * BLOCKS_PER_HORIZON``): the
+settled cycle of the 1-D map at small ``1 - beta1`` repeats every few hundredths of ``1/(1 -
+beta2)`` steps, so a block is at most ``0.015 / (1 - beta2)`` steps."""
+LEVEL_HORIZONS = 0.25
+"""The window of the settled level, in horizons."""
+LEVEL_MIN_BLOCKS = 9
+"""Fewest blocks in the window of the settled level: a loss at an exact zero in 30% of its steps
+puts a block's median at the floor now and then (4% of blocks of 24 steps), and a level over
+nine blocks stays resolved."""
+MIN_HORIZONS = 4
+"""Horizons after the warm-up a run must contain for the detector to judge it."""
 FLOAT64_FLOOR = math.log10(np.finfo(np.float64).tiny)
 """log10 of the smallest normal float64 (-307.65): the default floor of a loss in float64."""
 FLOAT32_FLOOR = math.log10(np.finfo(np.float32).tiny)
@@ -53,15 +79,49 @@ FLOAT32_FLOOR = math.log10(np.finfo(np.float32).tiny)
 STATUSES = ("quiet", "spiky", "undetermined", "diverged", "not judged")
 
 DEFINITION = (
-    f"ell = max(log10(loss), floor) (floor: log10 of the smallest loss the float resolves); "
-    f"horizon H = ceil({HORIZON_MEMORIES:g} max(1/(1-beta1), 1/(1-beta2))) steps; warm-up of "
-    f"one horizon left out; the rest cut into blocks of H steps; block k >= 1 holds a spike when "
-    f"max(ell over block k) - median(ell over block k-1) >= {RISE_DECADES:g} and fewer than "
-    f"{UNRESOLVED_SHARE:.0%} of block k-1 lies at the floor; status per run: diverged (nan, "
-    f"+inf or above the ceiling: the initial loss for tasks) apart from spikes; spiky (some "
-    f"spike); undetermined (no spike but an underflowed baseline block: never spiky); quiet; a "
-    f"run needs >= {MIN_BLOCKS} blocks after the warm-up to be judged"
+    "ell = max(log10(loss), floor) at every step (floor: log10 of the smallest loss the float "
+    f"resolves); horizon H = ceil({HORIZON_MEMORIES:g} max(1/(1-beta1), 1/(1-beta2))) steps; "
+    f"blocks of b = max(block_min, ceil(H / blocks_per_horizon)) steps (defaults {BLOCK_MIN}, "
+    f"{BLOCKS_PER_HORIZON}), each reduced in the loop to its lower median, maximum and minimum; "
+    "the settled level before block k is the upper median of the block medians of the m = "
+    f"max({LEVEL_MIN_BLOCKS}, ceil(level_horizons H / b)) blocks before it (default "
+    f"level_horizons {LEVEL_HORIZONS:g}); block k holds a spike when its median minus that "
+    f"level is at least the rise threshold (default {RISE_DECADES:g} decades); warm-up of one "
+    "horizon left out; status per run: diverged (nan, +inf or above the ceiling: the initial "
+    "loss for tasks) apart from spikes; spiky (some spike); undetermined (no spike but a level "
+    f"at the floor: never spiky); quiet; a run needs >= {MIN_HORIZONS} horizons after the "
+    "warm-up to be judged"
 )
+
+
+class Sampling(NamedTuple):
+    """The detector's set-up constants (module doc): the rise threshold in decades, the fewest
+    steps in a block, blocks per horizon and the level's window in horizons."""
+
+    rise: float = RISE_DECADES
+    block_min: int = BLOCK_MIN
+    blocks_per_horizon: int = BLOCKS_PER_HORIZON
+    level_horizons: float = LEVEL_HORIZONS
+
+    def checked(self) -> Sampling:
+        ok = (
+            math.isfinite(self.rise)
+            and self.rise > 0
+            and int(self.block_min) == self.block_min >= 1
+            and int(self.blocks_per_horizon) == self.blocks_per_horizon >= 1
+            and math.isfinite(self.level_horizons)
+            and self.level_horizons > 0
+        )
+        if not ok:
+            raise InputError(
+                f"spike detector {self}: allowed: rise > 0 decades, block_min and "
+                "blocks_per_horizon integers >= 1, level_horizons > 0"
+            )
+        return self
+
+
+DEFAULT = Sampling()
+"""The declared sampling and rise threshold."""
 
 
 def horizon(beta1, beta2) -> np.ndarray:
@@ -73,148 +133,197 @@ def horizon(beta1, beta2) -> np.ndarray:
     return np.ceil(HORIZON_MEMORIES * tau - 1e-9).astype(np.int64)
 
 
-def steps_needed(beta1, beta2) -> int:
-    """Steps for every cell of ``(beta1, beta2)`` to hold the warm-up and ``MIN_BLOCKS`` blocks."""
-    return int(np.max(horizon(beta1, beta2))) * (MIN_BLOCKS + 1)
+def block_size(beta1, beta2, sampling: Sampling = DEFAULT) -> np.ndarray:
+    """Steps per block, ``max(block_min, ceil(H / blocks_per_horizon))`` (broadcast)."""
+    s = sampling.checked()
+    H = horizon(beta1, beta2)
+    return np.maximum(int(s.block_min), -(-H // int(s.blocks_per_horizon))).astype(np.int64)
 
 
-def _blocks(ell: np.ndarray, H: int, stride: int):
-    if H < 1 or stride < 1:
-        raise InputError(f"H={H}, stride={stride}: allowed: integers >= 1")
-    b = block_size(H, stride)
-    nb = ell.shape[0] // b - 1  # blocks after the warm-up block
-    if nb < 2:
-        return None
-    return ell[b : b * (nb + 1)].reshape((nb, b) + ell.shape[1:])
+def level_blocks(beta1: float, beta2: float, sampling: Sampling = DEFAULT) -> int:
+    """Blocks in the window of the settled level, ``max(4, ceil(level_horizons H / b))``."""
+    H = int(horizon(beta1, beta2))
+    b = int(block_size(beta1, beta2, sampling))
+    return max(LEVEL_MIN_BLOCKS, math.ceil(sampling.level_horizons * H / b - 1e-9))
 
 
-def block_stats(blocks: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per block of clipped log losses (shape ``(n_blocks, b, ...)``): its maximum, its median
-    and whether it is a resolved baseline (fewer than ``UNRESOLVED_SHARE`` of it at the
-    floor). The one reduction of a block, shared by :func:`block_rises` and
-    :class:`OnlineSpikeDetector`."""
-    return (
-        blocks.max(axis=1),
-        np.median(blocks, axis=1),
-        (blocks <= floor).mean(axis=1) < UNRESOLVED_SHARE,
+def steps_needed(beta1, beta2, sampling: Sampling = DEFAULT) -> int:
+    """Steps for every cell of ``(beta1, beta2)`` to be judged: :func:`judged_blocks` whole
+    blocks."""
+    b1, b2 = np.broadcast_arrays(np.asarray(beta1, float), np.asarray(beta2, float))
+    return max(
+        judged_blocks(float(x), float(y), sampling) * int(block_size(x, y, sampling))
+        for x, y in zip(b1.ravel(), b2.ravel())
     )
 
 
-def rises_of(
-    peak: np.ndarray, base: np.ndarray, resolved: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(rise, resolved)`` of blocks ``1, 2, ...`` of consecutive :func:`block_stats`:
-    ``rise_k = max_k - median_{k-1}``, judged over the baseline block ``k - 1``."""
-    return peak[1:] - base[:-1], resolved[:-1]
+class Blocks(NamedTuple):
+    """Statistics of consecutive blocks of ``b`` steps of clipped log losses, shape
+    ``(n_blocks, ...)``: lower ``median``, ``maximum``, ``minimum`` and ``bad`` (some step of
+    the block was ``nan``, ``+inf`` or above the ceiling)."""
+
+    median: np.ndarray
+    maximum: np.ndarray
+    minimum: np.ndarray
+    bad: np.ndarray
+
+    def since(self, k: int) -> Blocks:
+        """The blocks from block ``k`` on (a window that starts later in the run)."""
+        return Blocks(*(np.asarray(a)[int(k) :] for a in self))
 
 
 def clip(log_loss, floor: float = FLOAT64_FLOOR) -> np.ndarray:
-    """The detector's ``ell``: ``log_loss`` clipped at ``floor``; ``-inf`` (an exact zero),
-    ``nan`` and ``+inf`` count as the floor (divergence is judged apart, by :func:`detect`)."""
+    """The detector's ``ell``: ``log_loss`` clipped at ``floor``; ``-inf`` (an exact zero) reads
+    as the floor, and so do ``nan`` and ``+inf`` (divergence is judged apart)."""
     ell = np.asarray(log_loss, dtype=float)
     return np.where(np.isfinite(ell), np.maximum(ell, floor), floor)
 
 
-def block_rises(log_loss, H: int, stride: int = 1, floor: float = FLOAT64_FLOOR):
-    """Per post-warm-up block ``k >= 1``: ``(rise, resolved)`` where ``rise = max(block k) -
-    median(block k-1)`` of the clipped log loss and ``resolved`` says whether block ``k - 1`` is
-    a resolved baseline (module doc).
-
-    ``log_loss`` has shape ``(T, ...)``, sampled every ``stride`` steps (the horizon ``H`` is
-    in steps; a block is ``max(1, round(H / stride))`` samples). ``-inf`` (an exact zero loss)
-    and anything below ``floor`` count as the floor; ``nan`` and ``+inf`` (divergence, judged
-    by :func:`detect`) count as the floor here too, so they never make a rise. Returns two
-    arrays of shape ``(n_blocks - 1, ...)``; empty along axis 0 when the run is too short.
-    """
-    if np.ndim(log_loss) < 1:
-        raise InputError("log_loss must have a time axis")
-    ell = clip(log_loss, floor)
-    blocks = _blocks(ell, H, stride)
-    if blocks is None:
-        empty = np.empty((0,) + ell.shape[1:])
-        return empty, empty.astype(bool)
-    return rises_of(*block_stats(blocks, floor))
+def lower_median(values: np.ndarray, axis: int = 0) -> np.ndarray:
+    """The ``ceil(n/2)``-th smallest value along ``axis`` (the lower median)."""
+    n = values.shape[axis]
+    return np.take(np.partition(values, (n - 1) // 2, axis=axis), (n - 1) // 2, axis=axis)
 
 
-def block_size(H: int, stride: int) -> int:
-    """Samples per block: ``max(1, round(H / stride))``."""
-    return max(1, int(round(H / stride)))
-
-
-def detect(
-    log_loss,
-    beta1: float | np.ndarray,
-    beta2: float | np.ndarray,
-    stride: int = 1,
-    floor: float = FLOAT64_FLOOR,
-    ceiling: float = math.inf,
-) -> dict:
-    """Judge one run (or a batch sharing ``beta1, beta2``) with the detector of the module doc.
-
-    ``floor`` is the log10 of the smallest resolved loss (:data:`FLOAT64_FLOOR`,
-    :data:`FLOAT32_FLOOR`, or the caller's own), ``ceiling`` the log10 loss above which a run
-    counts as diverged. Returns boolean arrays over the batch shape, one true per run at most:
-    ``spiky``, ``undetermined``, ``diverged``, ``quiet``, and ``judged`` (False: too short; all
-    the others are then False), plus ``status`` (strings of :data:`STATUSES`), ``n_spikes``
-    (blocks holding a spike), ``max_rise`` (decades, over resolved baselines; ``-inf`` when
-    none) and ``horizon``.
-    """
-    if not floor < ceiling:
-        raise InputError(f"floor={floor}, ceiling={ceiling}: allowed: floor < ceiling")
+def block_statistics(
+    log_loss, b: int, floor: float = FLOAT64_FLOOR, ceiling: float = math.inf
+) -> Blocks:
+    """:class:`Blocks` of a stored per-step curve ``log_loss`` (shape ``(T, ...)``), the same
+    statistics the compiled map and the batched tasks accumulate in their loops; a last partial
+    block is left out."""
     ell = np.asarray(log_loss, dtype=float)
-    H = int(horizon(beta1, beta2))
-    rises, resolved = block_rises(ell, H, stride, floor)
-    judged = ell.shape[0] // block_size(H, stride) - 1 >= MIN_BLOCKS
+    if ell.ndim < 1 or int(b) != b or b < 1:
+        raise InputError(f"log_loss needs a time axis and b={b!r} an integer >= 1")
+    b = int(b)
+    n = ell.shape[0] // b
+    raw = ell[: n * b].reshape((n, b) + ell.shape[1:])
     with np.errstate(invalid="ignore"):
-        bad = (np.isnan(ell) | (ell > ceiling)).any(axis=0)
-    return judge_blocks(rises, resolved, judged, bad, ell.shape[1:]) | {"horizon": H}
+        bad = np.asarray((~(raw < np.inf) | (raw > ceiling)).any(axis=1))
+    x = clip(raw, floor)
+    return Blocks(lower_median(x, axis=1), x.max(axis=1), x.min(axis=1), bad)
 
 
-def judge_blocks(rises: np.ndarray, resolved: np.ndarray, judged, bad, shape: tuple) -> dict:
-    """The run's status from its blocks' ``(rise, resolved)`` (:func:`rises_of`), whether it
-    holds enough blocks (``judged``) and whether any sample diverged (``bad``): the verdict
-    of :func:`detect` and of :meth:`OnlineSpikeDetector.verdict` alike."""
-    judged = np.broadcast_to(judged, shape).copy()
-    diverged = np.asarray(bad, dtype=bool) & judged
-    if rises.shape[0] == 0:
-        hits = np.zeros((1,) + shape, dtype=bool)
-        rise = np.full(shape, -math.inf)
-        unresolved = np.zeros(shape, dtype=bool)
-    else:
-        hits = (rises >= RISE_DECADES) & resolved
-        rise = np.where(resolved, rises, -math.inf).max(axis=0)
-        unresolved = np.asarray((~resolved).any(axis=0))
+def rises(median: np.ndarray, m: int, floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per block ``k >= m`` of the block medians (axis 0): ``(rise, resolved)``, the median minus
+    the upper median of the ``m`` block medians before it (the level), and whether that level
+    lies above the floor. Shape ``(n_blocks - m, ...)``; empty along axis 0 when there are too
+    few blocks."""
+    med = np.asarray(median, dtype=float)
+    if med.shape[0] <= m:
+        empty = np.empty((0,) + med.shape[1:])
+        return empty, empty.astype(bool)
+    windows = np.lib.stride_tricks.sliding_window_view(med[:-1], m, axis=0)
+    level = np.take(np.partition(windows, m // 2, axis=-1), m // 2, axis=-1)
+    return med[m:] - level, level > floor
+
+
+def _events(hits: np.ndarray) -> np.ndarray:
+    """Spikes counted once each: blocks that hold a spike and follow one that does not."""
+    before = np.concatenate([np.zeros((1,) + hits.shape[1:], dtype=bool), hits[:-1]], axis=0)
+    return hits & ~before
+
+
+def judged_blocks(beta1: float, beta2: float, sampling: Sampling = DEFAULT) -> int:
+    """Blocks a run must hold for the detector to judge it: the warm-up horizon, the level's
+    window and ``MIN_HORIZONS`` horizons of judged blocks (at least one)."""
+    H = int(horizon(beta1, beta2))
+    b = int(block_size(beta1, beta2, sampling))
+    warm = math.ceil(H / b - 1e-9)
+    return warm + level_blocks(beta1, beta2, sampling) + max(1, math.ceil(MIN_HORIZONS * H / b))
+
+
+def detect_blocks(
+    blocks: Blocks,
+    beta1: float,
+    beta2: float,
+    sampling: Sampling = DEFAULT,
+    floor: float = FLOAT64_FLOOR,
+    start: int = 0,
+) -> dict:
+    """Judge runs from their :class:`Blocks` (blocks of :func:`block_size` steps from the start
+    of the window judged, which is step ``start`` of the run; shape ``(n_blocks, ...)``).
+    Returns arrays over the batch shape: ``spiky``, ``undetermined``, ``diverged``, ``quiet``,
+    ``judged`` (False: fewer than :func:`judged_blocks` blocks; the others then False),
+    ``status`` (:data:`STATUSES`), ``n_spikes`` (spike events: runs of consecutive blocks
+    holding a spike), ``max_rise`` (decades, over resolved levels; ``-inf`` when none),
+    ``first_spike`` (the run's step where the first spike's block begins, ``-1`` when none),
+    and the scalars ``horizon``, ``block`` and ``level_blocks``."""
+    s = sampling.checked()
+    H = int(horizon(beta1, beta2))
+    b = int(block_size(beta1, beta2, s))
+    m = level_blocks(beta1, beta2, s)
+    med = np.asarray(blocks.median, dtype=float)
+    shape = med.shape[1:]
+    warm = math.ceil(H / b - 1e-9)
+    judged = np.broadcast_to(med.shape[0] >= judged_blocks(beta1, beta2, s), shape).copy()
+    diverged = np.asarray(blocks.bad, dtype=bool).any(axis=0) & judged
+    r, resolved = rises(med[warm:], m, floor)
+    r = np.where(resolved, r, -math.inf)
+    hits = r >= s.rise
     spiky = hits.any(axis=0) & judged & ~diverged
-    undetermined = unresolved & judged & ~diverged & ~spiky
+    undetermined = (~resolved).any(axis=0) & judged & ~diverged & ~spiky
     quiet = judged & ~diverged & ~spiky & ~undetermined
-    status = np.select(
-        [~judged, diverged, spiky, undetermined],
-        ["not judged", "diverged", "spiky", "undetermined"],
-        default="quiet",
-    )
+    at = np.argmax(hits, axis=0) if r.shape[0] else np.zeros(shape, np.int64)
+    first = np.where(hits.any(axis=0), start + (warm + m + at) * b, -1)
     return {
         "spiky": spiky,
         "undetermined": undetermined,
         "diverged": diverged,
         "quiet": quiet,
         "judged": judged,
-        "status": status,
-        "n_spikes": hits.sum(axis=0),
-        "max_rise": rise,
+        "status": np.select(
+            [~judged, diverged, spiky, undetermined],
+            ["not judged", "diverged", "spiky", "undetermined"],
+            default="quiet",
+        ),
+        "n_spikes": _events(hits).sum(axis=0) if r.shape[0] else np.zeros(shape, np.int64),
+        "max_rise": r.max(axis=0) if r.shape[0] else np.full(shape, -math.inf),
+        "first_spike": np.where(spiky, first, -1),
+        "horizon": H,
+        "block": b,
+        "level_blocks": m,
     }
+
+
+def detect(
+    log_loss,
+    beta1: float,
+    beta2: float,
+    sampling: Sampling = DEFAULT,
+    floor: float = FLOAT64_FLOOR,
+    ceiling: float = math.inf,
+) -> dict:
+    """Judge a stored per-step curve (or a batch ``(T, ...)`` sharing ``beta1, beta2``): its
+    :func:`block_statistics` at the sampling's :func:`block_size`, then :func:`detect_blocks`.
+
+    ``floor`` is the log10 of the smallest resolved loss (:data:`FLOAT64_FLOOR`,
+    :data:`FLOAT32_FLOOR`, or the caller's own), ``ceiling`` the log10 loss above which a run
+    counts as diverged."""
+    if not floor < ceiling:
+        raise InputError(f"floor={floor}, ceiling={ceiling}: allowed: floor < ceiling")
+    if np.ndim(log_loss) < 1:
+        raise InputError("log_loss must have a time axis")
+    b = int(block_size(beta1, beta2, sampling))
+    return detect_blocks(
+        block_statistics(log_loss, b, floor, ceiling), beta1, beta2, sampling, floor
+    )
 
 
 class OnlineSpikeDetector:
     """The detector of the module doc fed one sample at a time (a training loop's loss).
 
-    ``update(log10_loss)`` takes the next sample (every ``stride`` steps); when it completes a
-    block, the block is reduced by :func:`block_stats` and its rise against the previous block
-    formed by :func:`rises_of`, the reductions :func:`detect` applies to the whole series, and
-    :meth:`update` returns ``{"block", "sample", "rise", "resolved", "spike"}`` (``None``
-    otherwise). :meth:`verdict` combines the blocks so far with :func:`judge_blocks`, so fed a
+    A sample taken every ``stride`` steps stands for its ``stride`` steps (held over them), so
+    fed ``ell`` it judges ``np.repeat(ell, stride)`` exactly as :func:`detect` does.
+    ``update(log10_loss)`` takes the next sample; when a block of :func:`block_size` steps
+    closes after the warm-up horizon and the level's window, it returns ``{"block", "step",
+    "sample", "rise", "resolved", "spike"}`` of the block just closed (``rise``: its median
+    minus the settled level, ``-inf`` over a level at the floor; ``spike``: the block starts a
+    spike event, so the events returned count :func:`detect`'s ``n_spikes``; ``holds``: it
+    holds a spike), and ``None`` otherwise (the block with the largest rise where one sample
+    closes several). :meth:`verdict` is :func:`detect_blocks` on the blocks so far, so fed a
     whole series it returns what :func:`detect` returns on it (tests). Memory: one block of
-    samples and one ``(rise, resolved)`` pair per block. A spike is known when its block closes,
-    at most one horizon after it.
+    steps and four numbers per block. A spike is known when its block closes, at most one
+    block (and ``stride`` steps) after it rose.
     """
 
     def __init__(
@@ -222,6 +331,7 @@ class OnlineSpikeDetector:
         beta1: float,
         beta2: float,
         *,
+        sampling: Sampling = DEFAULT,
         stride: int = 1,
         floor: float = FLOAT64_FLOOR,
         ceiling: float = math.inf,
@@ -231,51 +341,73 @@ class OnlineSpikeDetector:
         if int(stride) != stride or stride < 1:
             raise InputError(f"stride={stride!r} is not allowed; use an integer >= 1")
         self.beta1, self.beta2 = float(beta1), float(beta2)
+        self.sampling = sampling.checked()
         self.horizon = int(horizon(beta1, beta2))
+        self.block = int(block_size(beta1, beta2, self.sampling))
+        self.window = level_blocks(self.beta1, self.beta2, self.sampling)
+        self._warm = math.ceil(self.horizon / self.block - 1e-9)
         self.stride, self.floor, self.ceiling = int(stride), float(floor), float(ceiling)
-        self.block = block_size(self.horizon, self.stride)
         self.samples = 0
-        self.bad = False
+        self.steps = 0
         self._buf = np.empty(self.block)
-        self._prev: tuple | None = None
-        self._rises: list[float] = []
-        self._resolved: list[bool] = []
+        self._fill = 0
+        self._bad = False
+        self._stats: tuple[list, list, list, list] = ([], [], [], [])
+        self._hit = False
 
     def update(self, log10_loss: float) -> dict | None:
-        """Take one sample; the closed block's record when this sample closes one."""
+        """Take one sample; the record of a block it closes (class doc), else ``None``."""
         x = float(log10_loss)
-        self.bad |= bool(math.isnan(x) or x > self.ceiling)
-        i = self.samples % self.block
-        self._buf[i] = clip(x, self.floor)
+        bad = not x < math.inf or x > self.ceiling
+        value = float(clip(x, self.floor))
+        best: dict | None = None
+        left = self.stride
+        while left:
+            take = min(left, self.block - self._fill)
+            self._buf[self._fill : self._fill + take] = value
+            self._fill += take
+            self.steps += take
+            left -= take
+            self._bad |= bad
+            if self._fill == self.block:
+                rec = self._close()
+                if rec is not None and (best is None or rec["rise"] > best["rise"]):
+                    best = rec
         self.samples += 1
-        k = self.samples // self.block - 1  # the block just closed (0: the warm-up)
-        if i != self.block - 1 or k == 0:
+        return best
+
+    def _close(self) -> dict | None:
+        median, maximum, minimum, bad = self._stats
+        median.append(float(lower_median(self._buf)))
+        maximum.append(float(self._buf.max()))
+        minimum.append(float(self._buf.min()))
+        bad.append(self._bad)
+        self._fill, self._bad = 0, False
+        k = len(median) - 1
+        if k - self._warm < self.window:
             return None
-        peak, base, res = block_stats(self._buf[None, :, None], self.floor)
-        prev, self._prev = self._prev, (peak[0, 0], base[0, 0], res[0, 0])
-        if prev is None:
-            return None
-        rise, resolved = rises_of(*(np.array([a, b]) for a, b in zip(prev, self._prev)))
-        self._rises.append(float(rise[0]))
-        self._resolved.append(bool(resolved[0]))
+        window = np.asarray(median[k - self.window : k])
+        level = float(np.partition(window, self.window // 2)[self.window // 2])
+        resolved = level > self.floor
+        rise = median[k] - level if resolved else -math.inf
+        holds = rise >= self.sampling.rise
+        start, self._hit = holds and not self._hit, holds
         return {
             "block": k,
-            "sample": self.samples - 1,
-            "rise": float(rise[0]),
-            "resolved": bool(resolved[0]),
-            "spike": bool(resolved[0] and rise[0] >= RISE_DECADES),
+            "step": self.steps - 1,
+            "sample": self.samples,
+            "rise": rise,
+            "resolved": resolved,
+            "holds": holds,
+            "spike": start,
         }
 
     def verdict(self) -> dict:
-        """:func:`detect`'s result on the samples so far (scalars)."""
-        judged = self.samples // self.block - 1 >= MIN_BLOCKS
-        out = judge_blocks(
-            np.array(self._rises, dtype=float),
-            np.array(self._resolved, dtype=bool),
-            judged,
-            self.bad,
-            (),
-        )
+        """:func:`detect`'s result on the steps so far (whole blocks; scalars)."""
+        blocks = Blocks(*(np.asarray(a) for a in self._stats))
+        if not len(self._stats[0]):
+            blocks = Blocks(*(np.zeros(0, t) for t in (float, float, float, bool)))
+        out = detect_blocks(blocks, self.beta1, self.beta2, self.sampling, self.floor)
         return {
             k: (v.item() if isinstance(v, np.ndarray | np.generic) else v) for k, v in out.items()
-        } | {"horizon": self.horizon}
+        }

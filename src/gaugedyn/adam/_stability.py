@@ -216,38 +216,39 @@ def loss_floor(n: float) -> float:
     return float(n * np.log10(np.finfo(np.float64).tiny) - np.log10(n))
 
 
-def simulate_envelopes(
-    x0, m0, v0, a, c, n: float, lr: float, eps: float, steps, samples: int, bias: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Log10 loss envelopes of many independent 1-D Adam runs, in groups of equal length.
+def simulate_blocks(x0, m0, v0, a, c, n: float, lr: float, eps: float, steps, size, bias: bool):
+    """Many independent 1-D Adam runs, in groups of equal length, reduced at full resolution to
+    the spike detector's block statistics (:class:`gaugedyn.adam._spikes.Blocks`).
 
     ``x0``, ``m0``, ``v0`` have shape ``(G, L)`` (broadcast): lane ``l`` of group ``g`` starts at
     ``(x0, m0, v0)[g, l]`` (the moments *before* the first step); ``a = 1 - beta1``,
-    ``c = 1 - beta2`` and ``steps`` have shape ``(G,)``. Each run takes ``steps[g]`` exact steps
-    of :func:`adam_step` (bias-corrected from ``t = 1`` when ``bias``, else the stationary
-    map), compiled with numba. Returns ``(ell, stride, used)``: ``ell`` of shape
-    ``(G, L, samples)`` holds ``max log10(|x|^n / n)`` over each ``stride[g] =
-    ceil(steps[g] / samples)`` steps (``-inf`` at an exact zero, ``nan`` after a ``nan``), the
-    first ``used[g]`` samples valid (the rest ``nan``). Equals :func:`simulate_losses` (tests).
+    ``c = 1 - beta2``, ``steps`` and ``size`` (steps per block) have shape ``(G,)``. Each run takes
+    ``steps[g]`` exact steps of :func:`adam_step` (bias-corrected from ``t = 1`` when ``bias``,
+    else the stationary map), compiled with numba; every step enters its block. Returns
+    ``(blocks, used)``: ``blocks`` of shape ``(S, G, L)`` per statistic (the time axis first, as
+    the detector reads it) in ``log10(|x|^n / n)`` clipped at :func:`loss_floor` (``bad``: some
+    step ``nan`` or infinite), the first ``used[g]`` blocks of group ``g`` valid (the rest
+    ``nan``). Equals :func:`gaugedyn.adam._spikes.block_statistics` of :func:`simulate_losses`
+    (tests).
     """
-    a, c, steps = (
+    from ._spikes import Blocks
+    from ._stability_kernels import blocks
+
+    a, c, steps, size = (
         np.ascontiguousarray(np.atleast_1d(z), dtype=dt)
-        for z, dt in ((a, float), (c, float), (steps, np.int64))
+        for z, dt in ((a, float), (c, float), (steps, np.int64), (size, np.int64))
     )
-    a, c, steps = np.broadcast_arrays(a, c, steps)
+    a, c, steps, size = np.broadcast_arrays(a, c, steps, size)
     x0 = np.atleast_2d(np.asarray(x0, dtype=float))
     G, L = a.size, x0.shape[-1]
     x0, m0, v0 = (
         np.ascontiguousarray(np.broadcast_to(np.asarray(z, dtype=float), (G, L)))
         for z in (x0, m0, v0)
     )
-    if samples < 1 or np.any(steps < 1):
-        raise InputError(f"samples={samples}, steps={steps.min()}: allowed: integers >= 1")
-    from ._stability_kernels import envelopes
-
-    stride = -(-steps // samples)
-    out = np.full((G, L, samples), np.nan)
-    used = envelopes(
+    if np.any(steps < 1) or np.any(size < 1):
+        raise InputError(f"steps={steps.min()}, size={size.min()}: allowed: integers >= 1")
+    out = np.full((4, G, L, int(np.max(steps // size))), np.nan)
+    used = blocks(
         x0,
         m0,
         v0,
@@ -257,10 +258,31 @@ def simulate_envelopes(
         float(lr),
         float(eps),
         np.ascontiguousarray(steps),
-        stride,
+        np.ascontiguousarray(size),
         bool(bias),
         out,
     )
+    floor = loss_floor(n)
+    tiny = np.finfo(np.float64).tiny
     with np.errstate(divide="ignore", invalid="ignore"):
-        ell = n * np.log10(out) - np.log10(n)
-    return ell, stride, used
+        ell = np.where(out[:3] >= tiny, n * np.log10(out[:3]) - np.log10(n), floor)
+    ell = np.where(np.isnan(out[:3]), np.nan, ell)
+    stats = [np.moveaxis(z, -1, 0) for z in (*ell, out[3] > 0)]
+    return Blocks(*stats), used
+
+
+def series_blocks(log_loss, b: int, floor: float):
+    """:class:`gaugedyn.adam._spikes.Blocks` of a given per-step ``log10`` loss curve through
+    the block reduction the compiled map uses (:func:`simulate_blocks`): the path on which the
+    detector's known-answer controls run."""
+    from ._spikes import Blocks
+    from ._stability_kernels import series_blocks as kernel
+
+    ell = np.ascontiguousarray(np.asarray(log_loss, dtype=float))
+    if ell.ndim != 1 or int(b) != b or b < 1:
+        raise InputError(f"log_loss must be one curve and b={b!r} an integer >= 1")
+    S = ell.size // int(b)
+    out = np.full((4, 1, 1, S), np.nan)
+    kernel(ell, int(b), -np.inf, out)
+    stats = np.maximum(out[:3, 0, 0], floor)
+    return Blocks(stats[0], stats[1], stats[2], out[3, 0, 0] > 0)

@@ -1,9 +1,14 @@
-"""The numba kernel behind :func:`gaugedyn.adam._stability.simulate_envelopes` (first use only).
+"""The numba kernels behind :func:`gaugedyn.adam._stability.simulate_blocks` (first use only).
 
 The exact 1-D Adam step of :func:`gaugedyn.adam._stability.adam_step` (stationary or
-bias-corrected), its ``|x|`` envelope taken over each ``stride`` steps. Runs come in groups
-sharing ``(a, c)`` and their length; the lanes of a group advance together (independent
-dependency chains in one loop, so the processor overlaps them).
+bias-corrected) with the spike detector's block statistics accumulated over every step
+(:mod:`gaugedyn.adam._spikes`): per block of ``b`` steps the lower median, the maximum and the
+minimum of ``|x|`` (the loss ``|x|^n / n`` is increasing in ``|x|``, so its order statistics are
+those of ``|x|``) and whether some step was ``nan`` or infinite. Runs come in groups sharing
+``(a, c)``, their length and their block; the lanes of a group advance together (independent
+dependency chains in one loop, so the processor overlaps them). :func:`series_blocks` reduces a
+given series with the very same block reduction (:func:`close_block`), so the detector's
+known-answer controls run through the code path of the map.
 """
 
 from __future__ import annotations
@@ -15,18 +20,37 @@ import numpy as np
 
 
 @numba.njit(cache=True)
-def envelopes(x0, m0, v0, a, c, n, lr, eps, steps, stride, bias, out):  # pragma: no cover
-    """Fill ``out[g, l, s]`` with ``max |x_t|`` over steps ``s stride_g .. (s + 1) stride_g - 1``
-    of lane ``l`` of group ``g`` (``nan`` once ``x`` is ``nan``); returns the samples written
-    per group."""
-    G, L, S = out.shape
+def close_block(buf, n, out, i, j, s, low):  # pragma: no cover
+    """Reduce ``buf[:n]`` (one block of one lane, destroyed) into ``out[0..2, i, j, s]``: lower
+    median, maximum, minimum; ``out[3, i, j, s]`` is 1 when some value was ``nan`` or ``+inf``
+    (those then read as ``low``, the bottom of the scale: divergence is judged apart)."""
+    bad = 0.0
+    for k in range(n):
+        v = buf[k]
+        if not (v < math.inf):  # nan or +inf
+            bad = 1.0
+            buf[k] = low
+    vals = buf[:n]
+    vals.sort()
+    out[0, i, j, s] = vals[(n - 1) // 2]
+    out[1, i, j, s] = vals[n - 1]
+    out[2, i, j, s] = vals[0]
+    out[3, i, j, s] = bad
+
+
+@numba.njit(cache=True)
+def blocks(x0, m0, v0, a, c, n, lr, eps, steps, size, bias, out):  # pragma: no cover
+    """Fill ``out[:, g, l, s]`` with the statistics of ``|x_t|`` over block ``s`` (steps
+    ``s size_g .. (s + 1) size_g - 1``) of lane ``l`` of group ``g``; returns the blocks
+    written per group (a last partial block is left out)."""
+    _, G, L, S = out.shape
     written = np.zeros(G, dtype=np.int64)
     x, m, v = np.empty(L), np.empty(L), np.empty(L)
-    peak = np.zeros(L)
+    buf = np.empty((L, max(1, np.max(size))))
     for i in range(G):
         for j in range(L):
-            x[j], m[j], v[j], peak[j] = x0[i, j], m0[i, j], v0[i, j], 0.0
-        ai, ci = a[i], c[i]
+            x[j], m[j], v[j] = x0[i, j], m0[i, j], v0[i, j]
+        ai, ci, b = a[i], c[i], size[i]
         b1, b2 = 1.0 - ai, 1.0 - ci
         p1, p2 = 1.0, 1.0
         k, s = 0, 0
@@ -50,17 +74,27 @@ def envelopes(x0, m0, v0, a, c, n, lr, eps, steps, stride, bias, out):  # pragma
                 else:
                     xj = xj - lr * mj / (math.sqrt(vj) + eps)
                 x[j] = xj
-                ax = abs(xj)
-                if not ax <= peak[j]:  # also takes nan
-                    peak[j] = ax
+                buf[j, k] = abs(xj)
             k += 1
-            if k == stride[i]:
+            if k == b:
                 for j in range(L):
-                    out[i, j, s] = peak[j]
-                    peak[j] = 0.0
+                    close_block(buf[j], b, out, i, j, s, 0.0)
                 s += 1
                 k = 0
                 if s == S:
                     break
         written[i] = s
     return written
+
+
+@numba.njit(cache=True)
+def series_blocks(values, b, low, out):  # pragma: no cover
+    """The block reduction of the map applied to a given series ``values`` (shape ``(T,)``),
+    any quantity increasing with the loss (``low``: its bottom): ``out[:, 0, 0, s]`` for block
+    ``s``."""
+    S = out.shape[3]
+    buf = np.empty(b)
+    for s in range(S):
+        for k in range(b):
+            buf[k] = values[s * b + k]
+        close_block(buf, b, out, 0, 0, s, low)

@@ -15,10 +15,13 @@ declares how to run it. The harness's user-facing names are re-exported here, so
     outcome.summary["claims"], outcome.arrays
 """
 
+from ..harness import Choice as Choice
 from ..harness import Claim as Claim
+from ..harness import Control as Control
 from ..harness import ExecutorSpec as ExecutorSpec
 from ..harness import Experiment as Experiment
 from ..harness import Param as Param
+from ..harness import Reading as Reading
 from ..harness import ResultStore as ResultStore
 from ..harness import RunConfig as RunConfig
 from ..harness import RunOutcome as RunOutcome
@@ -38,7 +41,10 @@ from ..harness import resolve_experiment as resolve_experiment
 from ..harness import task_key as task_key
 
 __all__ = [
+    "Choice",
     "Claim",
+    "Control",
+    "Reading",
     "ExecutorSpec",
     "Experiment",
     "Param",

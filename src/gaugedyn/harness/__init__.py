@@ -4,7 +4,10 @@ Configurations (``_config``), a resumable result store (``_store``), executors (
 sweep over tasks (``_sweep``), the run's stages (``_runner``), ``summary.json`` and
 ``arrays.npz`` (``_summary``, ``_arrays``), figures (``_drawing``), result folders
 (``_folders``), the report (``_report``), what an experiment is (``_protocol``: ``Experiment``,
-``Param``, ``Claim``, ``finding``) and the command line (``_cli``: run, reproduce, plot).
+``Param``, ``Claim``, ``finding``), its known-answer controls (``_controls``: ``Control``,
+``Reading``), its declared set-up space (``_space``: ``Choice``), the multiverse over that space
+(``_multiverse``, its figures ``_curves``) and the command line (``_cli``: run, reproduce,
+multiverse, plot).
 
 The layout's rule: the library (:mod:`gaugedyn.symbolic`, :mod:`~gaugedyn.theory`,
 :mod:`~gaugedyn.training`, :mod:`~gaugedyn.adam`, :mod:`~gaugedyn.stats`,
@@ -28,9 +31,14 @@ from ._config import available_experiments as available_experiments
 from ._config import load_config as load_config
 from ._config import make_config as make_config
 from ._config import resolve_experiment as resolve_experiment
+from ._controls import Control as Control
+from ._controls import Reading as Reading
+from ._controls import declared_controls as declared_controls
+from ._controls import run_controls as run_controls
 from ._drawing import redraw as redraw
 from ._executor import ExecutorSpec as ExecutorSpec
 from ._executor import open_executor as open_executor
+from ._multiverse import run_multiverse as run_multiverse
 from ._protocol import Claim as Claim
 from ._protocol import Experiment as Experiment
 from ._protocol import Param as Param
@@ -48,9 +56,12 @@ from ._registry import parse_system as parse_system
 from ._registry import read_system as read_system
 from ._report import FINDING_WORDS as FINDING_WORDS
 from ._report import fmt as fmt
+from ._report import robustness_text as robustness_text
 from ._report import verdict_word as verdict_word
 from ._runner import RunOutcome as RunOutcome
 from ._runner import execute as execute
+from ._space import Choice as Choice
+from ._space import specifications as specifications
 from ._store import ResultStore as ResultStore
 from ._store import task_key as task_key
 from ._verdicts import deterministic as deterministic
@@ -60,12 +71,20 @@ from ._verdicts import no_paper_value as no_paper_value
 __all__ = [
     "FINDING_WORDS",
     "fmt",
+    "robustness_text",
     "verdict_word",
     "DECLARATIONS",
     "EXPERIMENTS",
     "SYSTEMS",
     "SYSTEM_NAMES",
+    "Choice",
     "Claim",
+    "Control",
+    "Reading",
+    "declared_controls",
+    "run_controls",
+    "run_multiverse",
+    "specifications",
     "ExecutorSpec",
     "Experiment",
     "Param",

@@ -1,4 +1,5 @@
-"""Commands ``run``, ``reproduce`` and ``plot``: declared experiments from the command line.
+"""Commands ``run``, ``reproduce``, ``multiverse`` and ``plot``: declared experiments from the
+command line.
 
 Every input is validated before a folder is created: a bad value gives one line naming it and
 what is allowed, exit status 2, and nothing written.
@@ -97,6 +98,8 @@ def register(subparsers) -> None:
     _executor_options(rep)
     rep.set_defaults(func=_reproduce)
 
+    _register_multiverse(subparsers)
+
     plot = subparsers.add_parser(
         "plot",
         help="redraw figures from stored arrays",
@@ -104,6 +107,106 @@ def register(subparsers) -> None:
     )
     plot.add_argument("folder", metavar="DIR", help="a run folder or a reproduce folder")
     plot.set_defaults(func=_plot)
+
+
+def _samples(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"{value} is not allowed; allowed: 0 to 1000")
+    return value
+
+
+def _register_multiverse(subparsers) -> None:
+    from ._multiverse import QUICK_SAMPLES, SAMPLES
+
+    mv = subparsers.add_parser(
+        "multiverse",
+        help="judge an experiment's findings over its declared set-up space",
+        description="Rerun the findings of one declared experiment at every specification of "
+        "its set-up space (each constant at each end of its range, the others at default, and "
+        "a seeded random sample of joint specifications); write the primary run with each "
+        "finding's robustness, the specification curves and report.md. Rerunning resumes.",
+    )
+    mv.add_argument("config", metavar="CONFIG.toml", help="the experiment's configuration")
+    mv.add_argument(
+        "--out",
+        metavar="DIR",
+        help="output folder (default: results/NAME-multiverse, or results/NAME-quick-multiverse)",
+    )
+    mv.add_argument("--quick", action="store_true", help="the reduced configuration")
+    mv.add_argument(
+        "--samples",
+        type=_samples,
+        metavar="N",
+        help=f"random joint specifications: 0 to 1000 (default: {SAMPLES}, quick {QUICK_SAMPLES})",
+    )
+    mv.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a parameter of every specification (VALUE a TOML literal) or the seed",
+    )
+    mv.add_argument(
+        "--force", action="store_true", help="replace the results of another run in the folder"
+    )
+    _executor_options(mv)
+    mv.set_defaults(func=_multiverse)
+
+
+def _multiverse(args) -> int:
+    from ._config import load_config
+    from ._multiverse import run_multiverse
+    from ._report import claim_row, robustness_text, table
+    from ._runner import check_same_run
+
+    cfg = load_config(args.config, quick=args.quick, overrides=args.overrides)
+    if not cfg.space:
+        raise InputError(
+            f"{args.config}: experiment {cfg.name} declares no set-up space; allowed: an "
+            "experiment with a space, or a [space.NAME] table in the configuration"
+        )
+    spec = _spec(args)
+    stem = Path(args.config).stem + ("-quick" if args.quick else "") + "-multiverse"
+    out = _check_out(args.out if args.out is not None else Path("results") / stem, "run")
+    check_same_run(out, cfg, args.force)
+    _check_store(args.store)
+    try:
+        outcome = run_multiverse(
+            cfg,
+            out,
+            samples=args.samples,
+            executor=spec,
+            store=args.store,
+            progress=None if args.quiet else sys.stderr,
+            backend="Agg",
+            command=_arguments(args),
+            force=args.force,
+        )
+    except KeyboardInterrupt:
+        print("gaugedyn multiverse: interrupted; rerun to resume", file=sys.stderr)
+        return 130
+    rows = [
+        claim_row(cfg.name, c) | {"tolerance": robustness_text(c.get("robustness"))}
+        for c in outcome.summary.get("claims", [])
+        if c.get("kind") == "finding"
+    ]
+    if rows:
+        print(table(rows))
+    specs = outcome.summary.get("multiverse", {}).get("specifications", [])
+    print(f"{cfg.name}: {outcome.summary['status']}; {len(specs)} specifications; results in {out}")
+    for s in specs:
+        if s["status"] in ("controls failed", "tasks failed"):
+            print(
+                f"gaugedyn multiverse: specification {s['id']}: {s['status']}"
+                + (f" ({', '.join(s['failed_controls'])})" if s["failed_controls"] else ""),
+                file=sys.stderr,
+            )
+    return outcome.exit_code
 
 
 def _check_store(store: str | None) -> None:
@@ -240,6 +343,14 @@ def _run(args) -> int:
         print(
             f"gaugedyn run: {len(outcome.failed_tasks)} task(s) failed, e.g. "
             f"{outcome.failed_tasks[0]['type']}: {outcome.failed_tasks[0]['message']}",
+            file=sys.stderr,
+        )
+    if outcome.failed_controls:
+        from ._controls import failure_text
+
+        print(
+            "gaugedyn run: failed known-answer controls (no task was run): "
+            + failure_text(outcome.failed_controls),
             file=sys.stderr,
         )
     if outcome.failed_claims:

@@ -12,11 +12,17 @@ A configuration file reads::
     [quick]                            # optional: values used under --quick
     dims = [10, 100]
 
+    [space.rtol]                       # optional: narrow or extend the declared set-up space
+    values = [1e-8, 1e-10]
+    why = "both resolve the event times"
+
 Resolution order of a parameter: the schema default, then ``[params]``; under ``--quick`` the
 schema's ``quick`` value and then ``[quick]`` take precedence; ``--set key=value`` overrides last.
 Every user-supplied value is checked (type, finiteness, the schema's ``check``), then the
-experiment's optional ``validate(config)`` checks the settings together; a rejected value
-raises :class:`gaugedyn.InputError` naming the key, the value and what is allowed.
+experiment's optional ``validate(config)`` checks the settings together; the experiment's
+set-up space (``space``, with the file's ``[space]`` tables applied) and its known-answer controls
+are checked as declarations; a rejected value raises :class:`gaugedyn.InputError` naming the key,
+the value and what is allowed.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from .._json import plain
 from ._protocol import Experiment, Param
 from ._registry import EXPERIMENTS
 
-TOP_LEVEL_KEYS = ("experiment", "seed", "description", "params", "quick")
+TOP_LEVEL_KEYS = ("experiment", "seed", "description", "params", "quick", "space")
 MAX_SEED = 2**64 - 1
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
@@ -58,6 +64,9 @@ class RunConfig:
     description: str = ""
     overrides: tuple[str, ...] = ()
     tasks: list[dict] = field(default_factory=list)
+    space: dict = field(default_factory=dict)
+    """The declared set-up space (setting -> :class:`._space.Choice`), the file's ``[space]``
+    tables applied; checked."""
 
     def to_dict(self) -> dict:
         return plain(
@@ -329,6 +338,9 @@ def make_config(
             raise _unknown(key, [*schema, "seed"], "--set")
         applied.append(f"{key}={show(value, limit=10**6)}")
 
+    from ._controls import declared_controls
+    from ._space import declared_space
+
     cfg = RunConfig(
         spec=spec,
         experiment=experiment,
@@ -339,8 +351,11 @@ def make_config(
         source=source,
         description=description,
         overrides=tuple(applied),
+        space=declared_space(experiment, data.get("space"), where),
     )
-    return dataclasses.replace(cfg, tasks=_tasks(cfg, where))
+    cfg = dataclasses.replace(cfg, tasks=_tasks(cfg, where))
+    declared_controls(experiment, params, f"{where}: controls")
+    return cfg
 
 
 def _validate(experiment: Experiment, params: dict, where: str) -> None:

@@ -47,20 +47,24 @@ def draw(
     entry, else the caption stored in the arrays (:func:`._arrays.caption_of`).
     """
     from ..plotting import figure_formats, style
+    from ._curves import CURVE_PREFIX, specification_curves
 
     outdir.mkdir(parents=True, exist_ok=True)
+    own = {k: v for k, v in arrays.items() if not k.startswith(CURVE_PREFIX)}
     with style(backend, figure_formats(quick)):
         try:
-            returned = experiment.plot(arrays, dict(params), outdir) or []
+            drawn = experiment.plot(own, dict(params), outdir) or []
+            returned = list(drawn.items() if isinstance(drawn, dict) else drawn)
+            if len(own) < len(arrays):
+                returned += specification_curves(arrays, outdir)
         except Exception as err:
             cause = _os_error_behind(err)
             if cause is None:
                 raise
             raise cause from None  # e.g. a full disk, which matplotlib's PDF writer buries
     captions = dict(getattr(experiment, "captions", {}) or {})
-    items = returned.items() if isinstance(returned, dict) else returned
     listed: dict[str, str] = {}
-    for item in items:
+    for item in returned:
         name, caption = (item, "") if isinstance(item, str) else (str(item[0]), str(item[1]))
         listed[name] = caption or captions.get(name, "") or caption_of(arrays, name)
     for png in sorted(outdir.glob("*.png")):

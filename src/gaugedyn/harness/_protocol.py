@@ -16,7 +16,12 @@ An experiment is a set of independent tasks plus an analysis:
 - ``plot(arrays, config, outdir)``: figures drawn from the stored arrays alone, saved with
   :func:`gaugedyn.plotting.save_figure`; returns figure names or ``(name, caption)`` pairs.
 
-``config`` is the dict of validated parameters (the keys of ``params``). The harness labels the
+``config`` is the dict of validated parameters (the keys of ``params``). Beside its findings an
+experiment declares ``controls(config) -> list[Control]``, known-answer cases of each
+instrument it judges with (:mod:`._controls`; run first, as checks, in every run), and
+``space``, the set-up constants its paper leaves open (name -> :class:`._space.Choice`, each a
+setting of ``params`` whose default is the primary specification; ``gaugedyn multiverse``
+judges the findings over it). The harness labels the
 findings of every run whose configuration is not the declared full one (:func:`labelled`, over
 ``label_keys``: every declared setting unless an experiment names fewer), so an experiment never
 labels its own. Optional method:
@@ -85,6 +90,10 @@ class Claim:
     power: float | None = None
     underpowered: bool | None = None
     readings: dict | None = None
+    robustness: dict | None = None
+    """A finding's verdicts over the declared set-up space (``gaugedyn multiverse``): the share of
+    specifications per verdict, whether it is robust (no specification gives the opposite of
+    HELD / NOT HELD) and the constants that flip it."""
 
     def __post_init__(self):
         if self.kind not in CLAIM_KINDS:
@@ -113,7 +122,15 @@ class Claim:
             d.pop("verdict")
         if d["interval"] is None:
             d.pop("interval")
-        for key in ("rule", "rule_text", "per_seed", "power", "underpowered", "readings"):
+        for key in (
+            "rule",
+            "rule_text",
+            "per_seed",
+            "power",
+            "underpowered",
+            "readings",
+            "robustness",
+        ):
             if d[key] is None or (isinstance(d[key], str) and not d[key]):
                 d.pop(key)
         return plain(d)
@@ -287,6 +304,16 @@ class Experiment:
     """The settings whose declared values make the full configuration (:func:`labelled` compares
     them); ``None``: every name in ``params``. An experiment leaves out only settings that change
     no number it reports (a device)."""
+    space: dict[str, Any] = {}
+    """The declared set-up space: setting name -> :class:`gaugedyn.harness.Choice` (its
+    alternatives or range and why they are plausible); the setting's default is the primary
+    specification."""
+
+    def controls(self, config: dict) -> list:
+        """The known-answer controls of the instruments this experiment judges with, at
+        ``config`` (:class:`gaugedyn.harness.Control`: at least one positive and one negative per
+        instrument); run before any task, in quick and full runs."""
+        return []
 
     def tasks(self, config: dict) -> list[dict]:
         raise NotImplementedError

@@ -116,6 +116,15 @@ def _rows(runs: list[tuple[str, str | None, dict | None]]) -> list[dict]:
         if summary.get("failed_tasks"):
             n = len(summary["failed_tasks"])
             rows.append(_failed_row(name, "(tasks)", f"{n} task(s) failed"))
+        for control in summary.get("controls") or []:
+            if not control.get("passed"):
+                rows.append(
+                    _failed_row(
+                        name,
+                        f"control:{control.get('id')}",
+                        f"instrument {control.get('instrument')} misread its known case",
+                    )
+                )
         rows += [claim_row(name, claim) for claim in summary.get("claims", [])]
     return rows
 
@@ -197,10 +206,12 @@ def _paper_section(paper, runs, provisional: str) -> list[str]:
     findings = [r for r in rows if r.get("word") in FINDING_WORDS]
     checks = [r for r in rows if r.get("word") in ("PASS", "FAIL")]
     failed = [r for r in rows if not r["passed"]]
+    controls = [c for _, _, s in mine if s for c in s.get("controls") or []]
     out.append(
         f"Experiments: {', '.join(n for n, _, _ in mine)}. Findings{provisional}: "
         f"{len(findings)} ({_counts(findings)}). Checks: "
-        f"{sum(r['passed'] for r in checks)} of {len(checks)} passed"
+        f"{sum(r['passed'] for r in checks)} of {len(checks)} passed. Known-answer controls: "
+        f"{sum(bool(c.get('passed')) for c in controls)} of {len(controls)} passed"
         + (f"; **failing: {', '.join(r['id'] for r in failed)}**" if failed else "")
         + "."
     )
@@ -339,6 +350,8 @@ def experiment_section(summary: dict, link_prefix: str = "", figures: bool = Tru
     shown = {k: config.get(k) for k in ("experiment", "seed", "quick", "source", "overrides")}
     shown["params"] = config.get("params")
     out += [json.dumps(shown, indent=1), "```", ""]
+    out += controls_section(summary.get("controls"))
+    out += robustness_section(summary)
     claims = summary.get("claims", [])
     if claims:
         out += ["| claim | statement | measured | interval | expected | tolerance | verdict |"]
@@ -382,3 +395,65 @@ def run_report(summary: dict) -> str:
         out += ["## Versions", ""]
         out += [f"- {k}: {v}" for k, v in summary["versions"].items()]
     return "\n".join(out) + "\n"
+
+
+def controls_section(controls: list[dict] | None) -> list[str]:
+    """The run's known-answer controls: instrument, kind, case, measured, result, what it proves."""
+    if not controls:
+        return ["Known-answer controls: none declared.", ""]
+    passed = sum(bool(c.get("passed")) for c in controls)
+    out = [
+        f"Known-answer controls: {passed} of {len(controls)} passed"
+        + ("" if passed == len(controls) else " (the run stopped before its tasks)")
+        + ".",
+        "",
+        "| control | instrument | kind | case (known answer) | measured | result | proves |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for c in controls:
+        result = "pass" if c.get("passed") else "**FAIL**"
+        out.append(
+            f"| {_md(c.get('id'))} | {_md(c.get('instrument'))} | {c.get('kind')} | "
+            f"{_md(c.get('case'))} | {_md(fmt(c.get('measured'), 60))} | {result} | "
+            f"{_md(c.get('proves'))} |"
+        )
+    return out + [""]
+
+
+def robustness_text(robustness: dict | None) -> str:
+    """One cell: ``robust``/``NOT robust``, the share per verdict, the flipping constants."""
+    if not robustness:
+        return "-"
+    shares = robustness.get("shares", {})
+    parts = [f"{k} {100 * float(v):.0f}%" for k, v in shares.items() if float(v) > 0]
+    word = "robust" if robustness.get("robust") else "**NOT robust**"
+    flips = robustness.get("flipping") or []
+    text = f"{word} over {robustness.get('specifications')} specs ({', '.join(parts)})"
+    return text + (f"; flipped by {', '.join(flips)}" if flips else "")
+
+
+def robustness_section(summary: dict) -> list[str]:
+    """Each finding's verdict over the declared set-up space, when a multiverse judged it."""
+    space = summary.get("space") or {}
+    findings = [c for c in summary.get("claims", []) if c.get("kind") == "finding"]
+    if not findings:
+        return []
+    if not any(c.get("robustness") for c in findings):
+        names = ", ".join(space) or "none declared"
+        return [
+            f"Robustness: not judged in this run (declared set-up constants: {names}; "
+            "`gaugedyn multiverse` judges every finding over them).",
+            "",
+        ]
+    out = [
+        "Robustness over the declared set-up space (robust: no specification gives the "
+        "opposite of HELD / NOT HELD):",
+        "",
+        "| finding | verdict | over the space |",
+        "|---|---|---|",
+    ]
+    for c in findings:
+        out.append(
+            f"| {_md(c['id'])} | {verdict_word(c)} | {_md(robustness_text(c.get('robustness')))} |"
+        )
+    return out + [""]

@@ -2,8 +2,9 @@
 
 A run folder ``DIR`` holds
 
-- ``summary.json``: experiment, configuration, versions, seeds, definitions, diagnostics, claims,
-  failed tasks, figures and the checksum of ``arrays.npz`` (:mod:`._summary`);
+- ``summary.json``: experiment, configuration, versions, seeds, definitions, the known-answer
+  controls and the set-up space, diagnostics, claims, failed tasks, figures and the checksum of
+  ``arrays.npz`` (:mod:`._summary`);
 - ``arrays.npz``: every array the figures are drawn from (:mod:`._arrays`);
 - ``figures/NAME.png`` and ``figures/NAME.pdf`` (:mod:`._drawing`; PNG alone for a quick run);
 - ``.tasks/``: the result store (unless another store is given), which makes reruns resume;
@@ -28,6 +29,7 @@ import numpy as np
 
 from ._arrays import write_arrays
 from ._config import RunConfig
+from ._controls import failed_controls, run_controls
 from ._drawing import draw
 from ._executor import ExecutorSpec, open_executor
 from ._folders import (
@@ -58,6 +60,12 @@ class RunOutcome:
     @property
     def failed_claims(self) -> list[str]:
         return [c["id"] for c in self.summary.get("claims", []) if fails_run(c)]
+
+    @property
+    def failed_controls(self) -> list[dict]:
+        """The records of the known-answer controls that failed (the run stopped before its
+        tasks)."""
+        return failed_controls(self.summary.get("controls"))
 
     @property
     def failed_tasks(self) -> list[dict]:
@@ -135,17 +143,26 @@ def _execute(
     started = time.time()
     where = _describe(executor)
     with claim_output_dir(out, "run"):
+        summary = summary_head(cfg, command)
+        summary["controls"] = run_controls(cfg.experiment, cfg.params)
+        controls_failed = bool(failed_controls(summary["controls"]))
         result_store = ResultStore(Path(store) if store is not None else out / TASKS)
         result_store.clean_temporaries()
-        results, failures, stats = sweep(
-            cfg, result_store, executor, Progress(cfg.name, progress), where
-        )
-        summary = summary_head(cfg, command)
+        results: list = []
+        failures: list[dict] = []
+        stats: dict = {"tasks": len(cfg.tasks), "skipped": True}
+        if not controls_failed:  # a broken instrument judges nothing: no task runs
+            results, failures, stats = sweep(
+                cfg, result_store, executor, Progress(cfg.name, progress), where
+            )
         summary["diagnostics"] = {"tasks": stats, "executor": where}
         summary["failed_tasks"] = failures
         arrays: dict[str, np.ndarray] = {}
         with staging_dir(out) as staging:
-            if failures:
+            if controls_failed:
+                summary["status"] = "controls failed"
+                summary["claims"] = []
+            elif failures:
                 summary["status"] = "tasks failed"
                 summary["claims"] = []
             else:

@@ -2,7 +2,10 @@
 
 The summary holds ``format`` (:data:`SUMMARY_FORMAT`), ``experiment``, ``description``,
 ``configuration``, ``command``, ``versions``, ``seeds`` (the root seed and how task seeds derive
-from it), ``definitions`` (the experiment's observables), ``tasks``, ``diagnostics``,
+from it), ``definitions`` (the experiment's observables), ``tasks``, ``space`` (the declared
+set-up constants: default, alternatives or range, why), ``controls`` (each known-answer control:
+its instrument, kind, case, what it proves, what it measured and whether it passed),
+``diagnostics``,
 ``failed_tasks``, ``status``, ``claims``, ``arrays`` (name -> shape and dtype), ``arrays_sha256``
 and ``figures``. It is strict JSON: non-finite floats are written as the strings ``"nan"``,
 ``"inf"`` and ``"-inf"`` (:func:`gaugedyn._json.strict`). ``report.md`` is rendered from exactly what it holds.
@@ -50,6 +53,7 @@ def summary_head(cfg: RunConfig, command: dict | None) -> dict:
         },
         "definitions": strict(definitions),
         "tasks": cfg.tasks,
+        "space": {name: c.describe(cfg.params[name]) for name, c in cfg.space.items()},
     }
 
 

@@ -35,11 +35,11 @@ KEYS: dict[str, str] = {
     "gaugedyn/gauge/{group}/change_rms": "root mean square over units of the step's change of I",
     "gaugedyn/gauge/{group}/predicted_rms": "root mean square over units of the predicted "
     "change (SGD rules only; absent when measured only)",
-    "gaugedyn/spike/rise": "at the close of each detector block: max of the block's log10 "
-    "loss minus the previous block's median (decades; absent when the "
-    "previous block is unresolved)",
-    "gaugedyn/spike/spike": "1 when the block just closed holds a spike (rise >= "
-    "RISE_DECADES over a resolved baseline), else 0",
+    "gaugedyn/spike/rise": "at the close of each detector block: the block's median log10 "
+    "loss minus the settled level before it (decades; absent when the level "
+    "lies at the floor)",
+    "gaugedyn/spike/spike": "1 when the block just closed starts a spike (rise >= the rise "
+    "threshold over a resolved level, the block before held none), else 0",
     "gaugedyn/spike/count": "spikes so far",
     "gaugedyn/edge/sharpness": "S = lambda_max(P^-1/2 H P^-1/2) of the probe loss, P = "
     "sqrt(v^_t) + eps with this step's gradient (ones for other "

@@ -197,10 +197,13 @@ class Monitor:
         else:
             b1 = b2 = float(group.get("momentum", 0.0))
         b1, b2 = float(opts.get("beta1", b1)), float(opts.get("beta2", b2))
-        from ..adam import OnlineSpikeDetector
+        from ..adam import FLOAT64_FLOOR, OnlineSpikeDetector
 
-        kw = {k: float(opts[k]) for k in ("floor", "ceiling") if k in opts}
-        return OnlineSpikeDetector(b1, b2, stride=every, **kw), every
+        floor, ceiling = (
+            float(opts.get("floor", FLOAT64_FLOOR)),
+            float(opts.get("ceiling", math.inf)),
+        )
+        return OnlineSpikeDetector(b1, b2, stride=every, floor=floor, ceiling=ceiling), every
 
     def _make_edge(self, spec: Any) -> EdgeProbe | None:
         if spec is None or spec is False:

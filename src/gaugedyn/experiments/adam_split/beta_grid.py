@@ -44,8 +44,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..._errors import InputError
-from ...harness import Experiment, Param
+from ...harness import Choice, Experiment, Param
 from ...harness import configuration_label as _protocol_label
+from ._controls import grid_controls
 from ._figures import plot_heatmaps, plot_update_norms, plot_verdicts
 from ._grid_analysis import analyse_grid, expand
 from ._protocol import PROTOCOL, REFERENCE_SETS, TASKS, copies_of
@@ -173,6 +174,17 @@ class BetaGrid(Experiment):
         "'depends on the reading'",
         "protocol": PROTOCOL,
     }
+
+    space = {
+        "skip": Choice(
+            values=(0.05, 0.2),
+            why="the paper's shares are step means with no start-up rule; leaving out 5% to "
+            "20% of the steps is as plausible as 10%",
+        ),
+    }
+
+    def controls(self, config):
+        return grid_controls(config)
 
     def tasks(self, config):
         b1s = [float(b) for b in config["beta1s"]]

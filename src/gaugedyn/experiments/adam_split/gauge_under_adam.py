@@ -39,7 +39,8 @@ import numpy as np
 
 from ..._errors import InputError
 from ..._meta import integer_seed, task_seed
-from ...harness import Experiment, Param, configuration_label
+from ...harness import Choice, Experiment, Param, configuration_label
+from ._controls import gauge_controls
 from ._figures import plot_alignment, plot_lag_shares, plot_owner_gap, plot_share_trajectories
 from ._gauge_analysis import analyse_cells, split_cells
 from ._protocol import GAUGES, cell_tasks
@@ -211,6 +212,20 @@ class GaugeUnderAdam(Experiment):
         "the start-up fraction skip, then over seeds (95% interval: 1.96 standard errors)",
         "delta_drift": "max_i |delta_i(t) - delta_i(0)| / (a_i(0)^2 + |w_i(0)|^2) at the end",
     }
+
+    space = {
+        "threshold": Choice(
+            values=(0.9, 0.99),
+            why="the paper names no alignment at which a feature counts as learned",
+        ),
+        "prune_tol": Choice(
+            values=(3e-3, 3e-2),
+            why="'pruned' has no number in the paper; a factor 3 either side of 1e-2",
+        ),
+    }
+
+    def controls(self, config):
+        return gauge_controls(config)
 
     def tasks(self, config):
         keep = (

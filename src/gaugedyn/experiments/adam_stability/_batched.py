@@ -25,11 +25,13 @@ every device).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
 from ..._errors import InputError
-from ...adam import adam_factors, batched_adam_step
+from ...adam import FLOAT64_FLOOR, SpikeBlocks, adam_factors, batched_adam_step
 from ...training import load_digits
 
 TASKS = ("digits_ce", "digits_mse", "teacher_mse", "teacher4_mse")
@@ -113,22 +115,82 @@ class BatchedMLP:
         return 0.5 * ((out - self.y) ** 2).sum(-1).mean(-1)
 
 
+class BlockStatistics:
+    """The spike detector's block statistics (:class:`gaugedyn.adam.SpikeBlocks`) of ``B``
+    per-step ``log10`` losses, accumulated on the device as a training loop runs: copy ``i``'s
+    steps go into blocks of ``size[i]`` steps, each reduced at its end to its lower median,
+    maximum and minimum of the loss clipped at ``floor`` (``nan`` and ``+inf`` read as the
+    floor) and whether some step was ``nan``, ``+inf`` or above the copy's ceiling (its first
+    loss, unless set). Equals :func:`gaugedyn.adam.spike_block_statistics` of the whole curve
+    (tests)."""
+
+    def __init__(self, size, device, floor: float = FLOAT64_FLOOR):
+        self.size = np.asarray(size, dtype=np.int64)
+        self.floor = floor
+        self.groups = {
+            int(b): torch.as_tensor(np.flatnonzero(self.size == b), device=device)
+            for b in np.unique(self.size)
+        }
+        self.whole = len(self.groups) == 1
+        self.buf = {
+            b: torch.empty((b, idx.numel()), dtype=torch.float64, device=device)
+            for b, idx in self.groups.items()
+        }
+        self.out: dict[int, list] = {b: [] for b in self.groups}
+        self.ceiling: torch.Tensor | None = None
+        self.t = 0
+
+    def push(self, ell: torch.Tensor) -> None:
+        """Take the ``B`` log losses of the next step."""
+        ell = ell.detach().double()
+        if self.ceiling is None:
+            self.ceiling = ell.clone()
+        for b, idx in self.groups.items():
+            k = self.t % b
+            self.buf[b][k] = ell if self.whole else ell[idx]
+            if k == b - 1:
+                self._close(b, idx)
+        self.t += 1
+
+    def _close(self, b: int, idx: torch.Tensor) -> None:
+        raw = self.buf[b]
+        assert self.ceiling is not None
+        ceiling = self.ceiling if self.whole else self.ceiling[idx]
+        bad = (~(raw < math.inf) | (raw > ceiling)).any(dim=0)
+        x = torch.where(torch.isfinite(raw), raw.clamp(min=self.floor), self.floor)
+        srt = torch.sort(x, dim=0).values
+        self.out[b].append(torch.stack([srt[(b - 1) // 2], srt[-1], srt[0], bad.double()]))
+
+    def blocks(self) -> list[SpikeBlocks]:
+        """Each copy's blocks so far."""
+        out: list[SpikeBlocks | None] = [None] * int(self.size.size)
+        for b, idx in self.groups.items():
+            st = (
+                torch.stack(self.out[b]).cpu().numpy()
+                if self.out[b]
+                else np.empty((0, 4, idx.numel()))
+            )
+            for col, i in enumerate(idx.cpu().numpy()):
+                z = st[:, :, col]
+                out[int(i)] = SpikeBlocks(z[:, 0], z[:, 1], z[:, 2], z[:, 3] > 0)
+        return [o for o in out if o is not None]
+
+
 def adam_steps(
-    model: BatchedMLP, lr: float, beta1, beta2, steps: int, eps: float = 1e-8, record: int = 1
-) -> np.ndarray:
+    model: BatchedMLP, lr: float, beta1, beta2, steps: int, size, eps: float = 1e-8
+) -> tuple[list[SpikeBlocks], np.ndarray]:
     """Full-batch Adam with per-copy betas (:func:`gaugedyn.adam.batched_adam_step`, the
-    ``"running"`` operation order of the 1-D maps); returns ``log10`` losses
-    ``(steps // record, B)``, each the largest over its ``record`` steps (the envelope), ``inf``
-    after a divergence."""
+    ``"running"`` operation order of the 1-D maps), every step's ``log10`` loss entering the
+    spike detector's blocks of ``size[i]`` steps (:class:`BlockStatistics`); returns each copy's
+    blocks and its first ``log10`` loss."""
     like = model.params[0]
     B = like.shape[0]
     betas = tuple(np.broadcast_to(np.asarray(b, float), (B,)).copy() for b in (beta1, beta2))
     m = [torch.zeros_like(p) for p in model.params]
     v = [torch.zeros_like(p) for p in model.params]
-    out = np.empty((steps // record, B))
-    peak = torch.full((B,), -np.inf, dtype=torch.float64, device=like.device)
+    acc = BlockStatistics(np.broadcast_to(np.asarray(size), (B,)), like.device)
     factors = None
-    for t in range(steps):
+    for _ in range(steps):
         L = model.losses()
         grads = torch.autograd.grad(L.sum(), model.params)
         with torch.no_grad():
@@ -138,9 +200,6 @@ def adam_steps(
                 else factors.next()
             )
             batched_adam_step(model.params, grads, m, v, factors, eps=eps)
-            ell = torch.log10(L.detach().double())
-            peak = torch.maximum(peak, torch.where(torch.isfinite(ell), ell, torch.inf))
-        if (t + 1) % record == 0:
-            out[t // record] = peak.cpu().numpy()
-            peak.fill_(-np.inf)
-    return out
+            acc.push(torch.log10(L.detach().double()))
+    assert acc.ceiling is not None
+    return acc.blocks(), acc.ceiling.cpu().numpy()

@@ -12,7 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from ...adam import SPIKE_MIN_BLOCKS, detect_spikes, spike_horizon
+from ...adam import (
+    SPIKE_SAMPLING,
+    SpikeBlocks,
+    SpikeSampling,
+    detect_spike_blocks,
+    spike_block_size,
+    spike_steps_needed,
+)
 
 # spike_boundary
 CHECK_TOL = 0.05
@@ -22,8 +29,15 @@ CHECK_CELLS = ((0.1, 0.99), (0.15, 0.97), (0.15, 0.99), (0.2, 0.9), (0.2, 0.97))
 its sign)."""
 SETTLE = 100
 """The settled window starts ``SETTLE (1/(1 - beta1) + 1/(1 - beta2))`` steps into a run."""
-SAMPLES = 1500
-"""Envelope samples per 1-D run (a block of the detector holds >= SAMPLES / 75 of them)."""
+RISE_RANGE = (1.5, 2.5)
+"""The declared range of the detector's rise threshold, in decades (the default 2 in its
+middle): a rise of 30 to 300 times the settled level."""
+BLOCK_MIN_CHOICES = (24, 48)
+"""The declared fewest steps per block: 24 (the default: white log-noise of one decade reads
+quiet) and twice that."""
+BLOCKS_PER_HORIZON_CHOICES = (100, 400)
+"""The declared alternatives of blocks per horizon beside the default 200: a settled cycle of a
+few hundredths of 1/(1 - beta2) steps spans 3 to 12 blocks."""
 BETA1_ROWS = 0.1
 """The primary row set: ``1 - beta1 <= BETA1_ROWS`` (beta1 >= 0.9)."""
 BANDS = {"linear": (0.5, 1.5), "cubic": (2.0, 4.0)}
@@ -48,27 +62,46 @@ def settle_steps(a, c) -> np.ndarray:
     )
 
 
-def run_steps(a, c) -> np.ndarray:
-    """Steps of a settled run: the settle time, ``MIN_BLOCKS + 1`` horizons and 3% margin (the
-    envelope's stride rounds the blocks)."""
-    H = spike_horizon(1 - np.asarray(a, float), 1 - np.asarray(c, float))
-    return np.ceil(1.03 * (settle_steps(a, c) + (SPIKE_MIN_BLOCKS + 1) * H)).astype(np.int64)
+def sampling(config: dict) -> SpikeSampling:
+    """The detector's set-up constants of a configuration (``spike_rise``,
+    ``spike_block_min``, ``spike_blocks_per_horizon``)."""
+    return SpikeSampling(
+        rise=float(config["spike_rise"]),
+        block_min=int(config["spike_block_min"]),
+        blocks_per_horizon=int(config["spike_blocks_per_horizon"]),
+    )
+
+
+def run_steps(a, c, spikes: SpikeSampling = SPIKE_SAMPLING) -> np.ndarray:
+    """Steps of a settled run: the settle time, what the detector needs to judge the settled
+    window (:func:`gaugedyn.adam.spike_steps_needed`: the warm-up horizon, the level's window and
+    ``MIN_HORIZONS`` horizons of blocks), a block for the window's rounding and 3% margin."""
+    a, c = np.broadcast_arrays(np.asarray(a, float), np.asarray(c, float))
+    need = np.array(
+        [spike_steps_needed(1 - x, 1 - y, spikes) for x, y in zip(a.ravel(), c.ravel())]
+    ).reshape(a.shape)
+    b = spike_block_size(1 - a, 1 - c, spikes)
+    return np.ceil(1.03 * (settle_steps(a, c) + need + b)).astype(np.int64)
 
 
 def judge_run(
-    ell,
-    a: float | np.ndarray,
-    c: float | np.ndarray,
-    stride: int,
+    blocks: SpikeBlocks,
+    a: float,
+    c: float,
     floor: float,
-    ceiling: float = math.inf,
     settle: int = 0,
+    spikes: SpikeSampling = SPIKE_SAMPLING,
 ) -> tuple[dict, dict]:
-    """The detector's verdicts on one envelope under the ``settled`` window (samples from step
-    ``settle`` on) and the ``transient`` window (the whole run)."""
-    w0 = -(-int(settle) // int(stride))
-    kw: dict[str, Any] = {"stride": int(stride), "floor": floor, "ceiling": ceiling}
-    return (detect_spikes(ell[w0:], 1 - a, 1 - c, **kw), detect_spikes(ell, 1 - a, 1 - c, **kw))
+    """The detector's verdicts on one run's blocks (of :func:`gaugedyn.adam.spike_block_size`
+    steps from step 0) under the ``settled`` window (the blocks from step ``settle`` on) and
+    the ``transient`` window (the whole run)."""
+    b = int(spike_block_size(1 - a, 1 - c, spikes))
+    k0 = -(-int(settle) // b)
+    kw: dict[str, Any] = {"sampling": spikes, "floor": floor}
+    return (
+        detect_spike_blocks(blocks.since(k0), 1 - a, 1 - c, start=k0 * b, **kw),
+        detect_spike_blocks(blocks, 1 - a, 1 - c, **kw),
+    )
 
 
 def probability(status: np.ndarray) -> np.ndarray:

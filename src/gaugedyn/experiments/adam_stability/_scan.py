@@ -11,17 +11,18 @@ from ... import stats
 from ..._meta import integer_seed
 from ...adam import (
     FLOAT64_FLOOR,
+    SpikeBlocks,
+    SpikeSampling,
     loss_floor,
     oscillating_state,
-    simulate_envelopes,
+    simulate_blocks,
     simulated_boundary,
-    spike_horizon,
+    spike_block_size,
     theory_boundary,
 )
 from ._protocol import (
     CODES,
     NOT_SIMULATED,
-    SAMPLES,
     TRAINED_DECADES,
     judge_run,
     probability,
@@ -55,6 +56,13 @@ def run(task, seed) -> dict:
     return _run_1d(task, seed)
 
 
+def task_sampling(task: dict) -> SpikeSampling:
+    """The detector's constants a task carries (``spikes``: rise, block_min, blocks per
+    horizon)."""
+    rise, block_min, per_horizon = task["spikes"]
+    return SpikeSampling(float(rise), int(block_min), int(per_horizon))
+
+
 def _run_task(task, seed) -> dict:
     """Every cell and seed of a training task as one copy of a batched full-batch program."""
     import torch
@@ -62,9 +70,10 @@ def _run_task(task, seed) -> dict:
     from ._batched import BatchedMLP, adam_steps
 
     a, c, S = np.array(task["a"]), np.array(task["c"]), task["seeds"]
+    spikes = task_sampling(task)
     aa, cc, _ = np.meshgrid(a, c, np.arange(S), indexing="ij")
-    T = int(run_steps(aa, cc).max())
-    stride = max(1, int(spike_horizon(1 - aa, 1 - cc).min()) // 10)
+    T = int(run_steps(aa, cc, spikes).max())
+    size = spike_block_size(1 - aa.ravel(), 1 - cc.ravel(), spikes)
     base = integer_seed(seed)
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -80,7 +89,7 @@ def _run_task(task, seed) -> dict:
             data_seed=base,
             hidden=task["hidden"],
         )
-        ell = adam_steps(model, task["lr"], 1 - aa.ravel(), 1 - cc.ravel(), T, record=stride)
+        blocks, first = adam_steps(model, task["lr"], 1 - aa.ravel(), 1 - cc.ravel(), T, size)
     finally:
         torch.set_num_threads(before)
     status = np.full(aa.shape + (2,), NOT_SIMULATED, dtype=np.int8)
@@ -89,25 +98,17 @@ def _run_task(task, seed) -> dict:
     for k, idx in enumerate(np.ndindex(aa.shape)):
         i, j, _ = idx
         settle = int(settle_steps(a[i], c[j]))
-        for w, d in enumerate(
-            judge_run(
-                ell[:, k],
-                a[i],
-                c[j],
-                stride,
-                FLOAT64_FLOOR,
-                ceiling=float(ell[0, k]),
-                settle=settle,
-            )
-        ):
+        mine = blocks[k]
+        verdicts = judge_run(mine, float(a[i]), float(c[j]), FLOAT64_FLOOR, settle, spikes)
+        for w, d in enumerate(verdicts):
             status[idx + (w,)] = CODES[str(d["status"])]
             rise[idx + (w,)] = d["max_rise"]
-        settled_median[idx] = trained_level(ell[:, k], settle, stride)
-        if not settled_median[idx] <= ell[0, k] - TRAINED_DECADES and np.all(
+        settled_median[idx] = trained_level(mine, settle, int(size[k]))
+        if not settled_median[idx] <= first[k] - TRAINED_DECADES and np.all(
             status[idx] != CODES["diverged"]
         ):
             status[idx] = CODES["untrained"]
-    final = ell[-1].reshape(aa.shape)
+    final = np.array([blocks[k].median[-1] for k in range(aa.size)]).reshape(aa.shape)
     return {
         "status": status,
         "max_rise": rise,
@@ -119,17 +120,18 @@ def _run_task(task, seed) -> dict:
     }
 
 
-def trained_level(ell, settle: int, stride: int) -> float:
-    """Median of the clipped ``log10`` loss over the settled window (the samples from step
-    ``settle`` on; non-finite samples count as the float's floor, as in the detector)."""
-    w = np.asarray(ell, float)[-(-int(settle) // int(stride)) :]
-    w = np.where(np.isfinite(w), np.maximum(w, FLOAT64_FLOOR), FLOAT64_FLOOR)
+def trained_level(blocks, settle: int, b: int) -> float:
+    """Median of the block medians of the clipped ``log10`` loss over the settled window (the
+    blocks from step ``settle`` on; non-finite steps count as the float's floor, as in the
+    detector)."""
+    w = np.asarray(blocks.since(-(-int(settle) // int(b))).median, float)
     return float(np.median(w)) if w.size else math.nan
 
 
 def _run_1d(task, seed) -> dict:
     """The downward scan of the protocol: ``status`` ``(rows, cols, seeds, window)``."""
     a, c, S, n = np.array(task["a"]), np.array(task["c"]), task["seeds"], task["n"]
+    spikes = task_sampling(task)
     rng = stats.generator(seed, "start", task["start"])
     status = np.full((a.size, c.size, S, 2), NOT_SIMULATED, dtype=np.int8)
     rise = np.full((a.size, c.size, S, 2), np.nan)
@@ -142,23 +144,18 @@ def _run_1d(task, seed) -> dict:
             break
         aa = np.repeat(a[rows, None], S, axis=1)
         x0, m0, v0, bias = start_state(task["start"], aa, n, task["lr"], task["eps"], rng)
-        steps = run_steps(a[rows], c[j])
-        ell, stride, used = simulate_envelopes(
-            x0, m0, v0, a[rows], c[j], n, task["lr"], task["eps"], steps, SAMPLES, bias
+        steps = run_steps(a[rows], c[j], spikes)
+        size = spike_block_size(1 - a[rows], 1 - c[j], spikes)
+        blocks, used = simulate_blocks(
+            x0, m0, v0, a[rows], c[j], n, task["lr"], task["eps"], steps, size, bias
         )
         steps_run += int(steps.sum()) * S
         for k, i in enumerate(rows):
+            settle = int(settle_steps(a[i], c[j]))
             for s_ in range(S):
-                for w, d in enumerate(
-                    judge_run(
-                        ell[k, s_, : used[k]],
-                        a[i],
-                        c[j],
-                        stride[k],
-                        floor,
-                        settle=int(settle_steps(a[i], c[j])),
-                    )
-                ):
+                mine = SpikeBlocks(*(z[: used[k], k, s_] for z in blocks))
+                verdicts = judge_run(mine, float(a[i]), float(c[j]), floor, settle, spikes)
+                for w, d in enumerate(verdicts):
                     status[i, j, s_, w] = CODES[str(d["status"])]
                     rise[i, j, s_, w] = d["max_rise"]
         hit = probability(status[rows, j].transpose(0, 2, 1)) >= 0.5  # (rows, window)

@@ -12,8 +12,9 @@ in this folder; its constants are ``_protocol``, the analysis ``_edge_analysis``
 from __future__ import annotations
 
 from ..._meta import integer_seed
-from ...harness import Experiment, Param
+from ...harness import Choice, Experiment, Param
 from ._edge_analysis import analyse
+from ._edge_controls import freeze_controls, readout_controls
 from ._figures import edge_curvature
 from ._protocol import CONTROL_MEMORIES, EDGE_FRACTION, LOSSES, edge_start
 
@@ -124,12 +125,35 @@ class AdamEdge(Experiment):
             why="CPU time",
             help="Adam steps on the diagonal quadratic",
         ),
+        "freeze_fraction": Param(
+            float,
+            EDGE_FRACTION,
+            lo=0.1,
+            hi=1.0,
+            why="at most the threshold itself",
+            help="v is frozen at the first Lanczos step with lr S at this share of the "
+            "threshold (0.9: at the edge; below: before it)",
+        ),
     }
+    space = {
+        "freeze_fraction": Choice(
+            values=(EDGE_FRACTION, 0.5),
+            why="the abstract does not say when v is frozen; at the edge (0.9 of the "
+            "threshold, today's arm) the frozen copy is heavy-ball with a fixed "
+            "preconditioner, before it (0.5) the copy must reach the edge by itself",
+        ),
+    }
+
+    def controls(self, config):
+        return freeze_controls(config) + readout_controls(config)
+
     definitions = {
         "active_curvature": "kappa_g = d^T H d / d^T P d, d = P^-1 g, P = diag(sqrt(v^_t) + eps) "
         "of the step (one HVP)",
         "sharpness": "S = lambda_max(P^-1/2 H P^-1/2), scipy eigsh (Lanczos) over HVPs, warm start",
-        "frozen_v": "a copy of the run from the edge on with P held at P(t_e); its S uses P(t_e)",
+        "frozen_v": "a copy of the run from t_e on with P held at P(t_e), t_e the first Lanczos "
+        "step after the start-up with lr S >= freeze_fraction thr (0.9: at the edge); its S "
+        "uses P(t_e)",
         "secant": "dtheta^T (g_t - g_{t-1}) / dtheta^T P dtheta",
         "cosine": "g_t . g_{t-1} / (|g_t| |g_{t-1}|)",
         "ema_loss": "loss at bar theta <- 0.9 bar theta + 0.1 theta",
@@ -168,6 +192,7 @@ class AdamEdge(Experiment):
                                 "n_samples": int(config["n_samples"]),
                                 "lanczos_every": int(config["lanczos_every"]),
                                 "skip": float(config["skip"]),
+                                "freeze_fraction": float(config["freeze_fraction"]),
                                 "seed_index": s,
                                 **common,
                             }
@@ -200,7 +225,7 @@ class AdamEdge(Experiment):
                 task["lanczos_every"],
                 freeze=True,
                 freeze_after=int(task["skip"] * task["steps"]),
-                freeze_fraction=EDGE_FRACTION,
+                freeze_fraction=task["freeze_fraction"],
             )
         finally:
             torch.set_num_threads(before)

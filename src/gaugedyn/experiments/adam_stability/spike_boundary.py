@@ -1,6 +1,6 @@
 """Adam's loss-spike boundary in the ``(1 - beta1, 1 - beta2)`` plane, judged on settled dynamics.
 
-The exact 1-D Adam map on ``|x|^n / n`` (compiled, :func:`gaugedyn.adam.simulate_envelopes`) and
+The exact 1-D Adam map on ``|x|^n / n`` (compiled, :func:`gaugedyn.adam.simulate_blocks`) and
 two calibrated full-batch float64 training tasks (``_batched``, every cell and seed a copy of
 one batched program; step size and scan range stored in ``_calibration``), every run judged by
 the one spike detector (:func:`gaugedyn.adam.detect_spikes`) under two windows. The protocol,
@@ -12,14 +12,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...adam import SPIKE_DEFINITION
-from ...harness import Experiment, Param
+from ...adam import SPIKE_DEFINITION, SpikeSampling
+from ...harness import Choice, Experiment, Param
 from ._calibration import GRID as TASK_GRID
 from ._calibration import TASKS as CALIBRATION
+from ._detector_controls import boundary_controls, detector_controls
 from ._figures import spike_maps
-from ._protocol import CHECK_CELLS, SETTLE, STARTS
+from ._protocol import (
+    BLOCK_MIN_CHOICES,
+    BLOCKS_PER_HORIZON_CHOICES,
+    CHECK_CELLS,
+    RISE_RANGE,
+    SETTLE,
+    STARTS,
+    sampling,
+)
 from ._scan import run
 from ._spike_analysis import analyse
+
+_DEFAULT = SpikeSampling()
 
 
 def _grid(lo: float, hi: float, k: int) -> list[float]:
@@ -166,6 +177,48 @@ class SpikeBoundary(Experiment):
             why="CPU time of the bisection",
             help="steps per simulated growth rate",
         ),
+        "spike_rise": Param(
+            float,
+            _DEFAULT.rise,
+            lo=0.5,
+            hi=10.0,
+            why="a rise of 10 decades is no longer a spike's threshold",
+            help="the detector's rise threshold (decades)",
+        ),
+        "spike_block_min": Param(
+            int,
+            _DEFAULT.block_min,
+            lo=1,
+            hi=1000,
+            why="blocks wider than the shortest runs",
+            help="the detector's fewest steps per block",
+        ),
+        "spike_blocks_per_horizon": Param(
+            int,
+            _DEFAULT.blocks_per_horizon,
+            lo=10,
+            hi=2000,
+            why="the block statistics' memory",
+            help="the detector's blocks per horizon where the horizon is long",
+        ),
+    }
+    space = {
+        "spike_rise": Choice(
+            lo=RISE_RANGE[0],
+            hi=RISE_RANGE[1],
+            why="the paper defines a spike by no number; a rise of 30 to 300 times the "
+            "settled level is what a referee would call one",
+        ),
+        "spike_block_min": Choice(
+            values=BLOCK_MIN_CHOICES,
+            why="24 steps is the fewest that read one decade of white log-noise as quiet; "
+            "twice that resolves every spike wider than a block as well",
+        ),
+        "spike_blocks_per_horizon": Choice(
+            values=BLOCKS_PER_HORIZON_CHOICES,
+            why="a settled cycle of a few hundredths of 1/(1 - beta2) steps needs several "
+            "blocks per cycle; 100 to 400 per horizon gives 3 to 12",
+        ),
     }
     definitions = {
         "spike": SPIKE_DEFINITION,
@@ -183,7 +236,11 @@ class SpikeBoundary(Experiment):
         "level fitted on the simulated edge",
     }
 
+    def controls(self, config):
+        return detector_controls(config) + boundary_controls(config)
+
     def tasks(self, config):
+        spikes = list(sampling(config)[:3])
         common = {"lr": float(config["lr"])}
         out = [
             {
@@ -208,6 +265,7 @@ class SpikeBoundary(Experiment):
                         ),
                         "seeds": int(config["seeds"]),
                         "eps": float(config["eps"]),
+                        "spikes": spikes,
                         **common,
                     }
                 )
@@ -224,6 +282,7 @@ class SpikeBoundary(Experiment):
                     "lr": float(cal["lr"]),
                     "n_samples": int(cal["n_samples"]),
                     "hidden": int(cal["hidden"]),
+                    "spikes": spikes,
                 }
             )
         return out

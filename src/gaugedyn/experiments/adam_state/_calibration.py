@@ -39,12 +39,14 @@ NOT_SETUP = (
     "record_every",
     "margin",
     "control_margin",
+    "control_period",
 )
 FAMILY_KEYS = ("acquisition", "d_Z", "lr", "pulse", "readout")
 """The family's dimensions (lists): a run may narrow them and reuse the stored rows."""
 """Parameters that do not define the set-up family: the seed counts (a quick run has fewer),
-the continued-opposition horizon, the formation record interval and the findings' margins
-(measured or applied after the choice)."""
+the continued-opposition horizon, the formation record interval, the findings' margins
+(measured or applied after the choice) and the weight-history control's alternation period
+(the control is grown after the choice; the calibration grows only the two main routes)."""
 
 
 def setup_keys(params: dict) -> tuple[str, ...]:

@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 
 from ..._errors import InputError
-from ...harness import Experiment, Param
+from ...harness import Choice, Experiment, Param
 from . import _analysis as sa
 from . import _calibration as sc
+from . import _controls as sk
 from . import _figures as sg
 from . import _stages as ss
 from ._protocol import EVALS, FULL_SEEDS, MEANINGS, STRENGTHS, TABLES
@@ -279,6 +280,27 @@ class SharedRepresentation(Experiment):
             int, 10, 1, 1000, "memory: one record per step", "formation record interval"
         ),
     }
+
+    space = {
+        "acquisition": Choice(
+            values=("rate", "step"),
+            why="the abstract's 'acquisition' reads as per-sample label observation or as "
+            "per-step label masking; both have all three defining properties",
+        ),
+        "pulse": Choice(
+            values=("mild", "strong"),
+            why="the abstract gives the pulse no strength; the declared strengths leave the "
+            "update-formed route specialised (mild) or remove more than it holds (strong)",
+        ),
+        "control_period": Choice(
+            values=(1,),
+            why="the weight history's alternation is not in the abstract; alternating every "
+            "update ends formation with matched endpoints, every 50 in its off phase",
+        ),
+    }
+
+    def controls(self, config):
+        return sk.controls(config)
 
     def validate(self, config):
         """The variable weight history ``1/K +- delta`` must stay a positive weight."""

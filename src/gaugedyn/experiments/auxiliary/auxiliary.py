@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...harness import Experiment, Param
+from ...harness import Choice, Experiment, Param
+from . import _controls as cc
 from . import _protocol as pc
 from . import _runs as runs
 
@@ -344,6 +345,33 @@ class Auxiliary(Experiment):
             help="activations of the FDT along the ODE",
         ),
     }
+
+    space = {
+        "map_gamma": Choice(
+            values=(0.1, 0.5),
+            why="the abstract's sign change of the benefit is claimed at no particular auxiliary "
+            "weight; a smaller and a larger weight than 0.25 move the boundary, not its existence",
+        ),
+        "map_window": Choice(
+            values=([2.0, 5.0], [4.0, 8.0]),
+            why="the benefit is read as an average over a window in tau = eta t that no paper "
+            "fixes; an earlier and a later window of the transient",
+        ),
+        "fdt_relaxations": Choice(
+            lo=3.0,
+            hi=10.0,
+            why="the stationary state is reached after a burn-in of a few bulk relaxation "
+            "times that the abstract does not fix; 3 to 10 of them",
+        ),
+        "lin_eta": Choice(
+            values=(0.00625, 0.025),
+            why="the closed form is first order in eta and the abstract fixes no learning rate "
+            "at which it is compared; half and twice the default",
+        ),
+    }
+
+    def controls(self, config: dict) -> list:
+        return cc.controls(config)
 
     def tasks(self, config: dict) -> list[dict]:
         return (

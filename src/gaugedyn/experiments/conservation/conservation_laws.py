@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...harness import Experiment, Param
+from ...harness import Choice, Experiment, Param
 from . import _analysis as ca
+from . import _controls as cc
 from . import _figures as cf
 from . import _protocol as pr
 
@@ -188,6 +189,22 @@ class ConservationLaws(Experiment):
         ),
     }
 
+    space = {
+        "rtol": Choice(
+            values=(1e-11, 1e-7),
+            why="the abstract fixes no rank tolerance; any between float64 rounding (near "
+            "1e-15) and the smallest genuine singular values (near 1e-4) counts the same laws",
+        ),
+        "vector_std": Choice(
+            values=(0.1, 0.5),
+            why="a generic point has no declared bias spread; any that leaves the ReLU units "
+            "alive on the data is generic",
+        ),
+    }
+
+    def controls(self, config):
+        return cc.controls(config)
+
     def tasks(self, config):
         shared = {k: config[k] for k in ("points", "rtol", "vector_std")}
         cat = [pr.CATALOGUE[i] for i in pr.QUICK] if config["quick_catalogue"] else pr.CATALOGUE
@@ -348,25 +365,8 @@ def _control_count(task, seed) -> dict:
 
 
 def _rank_control() -> dict:
-    """The rank decision on planted spectra: rank 5 with a genuine ``1e-7`` direction above the
-    float64 floor (gap near ``1e-7 / (eps s_1 max(shape))``), and rank 4 at ``rtol = 1e-6``
-    (gap ``1e-3 / 1e-7 = 1e4``)."""
-    import torch
-
-    from ...gauge import decide_rank
-
-    rng = np.random.default_rng(0)
-    u, _ = np.linalg.qr(rng.standard_normal((12, 12)))
-    v, _ = np.linalg.qr(rng.standard_normal((8, 8)))
-    s = np.zeros((12, 8))
-    s[range(5), range(5)] = pr.PLANTED
-    a = torch.from_numpy(u @ s @ v.T)
-    fine, _ = decide_rank(a, 1e-9)
-    coarse, _ = decide_rank(a, 1e-6)
-    return {
-        "planted_rank": np.array([fine.rank, coarse.rank], dtype=float),
-        "planted_gap": np.array([fine.gap, coarse.gap]),
-    }
+    """The rank decision on planted spectra (:func:`._controls.planted_ranks`)."""
+    return cc.planted_ranks()
 
 
 def _recorder(task, seed) -> dict:

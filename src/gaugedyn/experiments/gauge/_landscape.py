@@ -15,6 +15,8 @@ from ...theory import (
     catalogue,
     critical_point,
     escape_time,
+    escape_times,
+    flat_stretches,
     plateaus,
     random_problem,
     same_point,
@@ -344,72 +346,156 @@ def _two_drops(t):
     return 0.01 + 0.3 / (1 + (t / 10.0) ** 4) + 0.6 / (1 + (t / 1000.0) ** 4)
 
 
-def controls_task(band: float) -> dict:
-    """The instruments on cases with known answers (the module ``landscape``'s protocol)."""
+def finder_present(flatness: float = 0.05, min_span: float = 0.5):
+    """The plateau finder on the two-drop curve: one interior stretch whose ends lie within one
+    sample of the roots of ``|d ln L / d ln t| = flatness`` (closed form)."""
     from scipy.optimize import brentq
 
-    from ..._errors import InputError
-    from ...theory import escape_times, flat_stretches
-
-    out: dict = {}
     t = np.concatenate([[0.0], np.geomspace(1e-3, 1e5, 321)])
-    L = _two_drops(t)
-    found = flat_stretches(t, L)
+    found = flat_stretches(t, _two_drops(t), flatness=flatness, min_span=min_span)
 
     def slope(x):
         """``|d ln L / d ln t|`` of the two-drop curve, in closed form."""
         u, v = (x / 10.0) ** 4, (x / 1000.0) ** 4
         return (1.2 * u / (1 + u) ** 2 + 2.4 * v / (1 + v) ** 2) / _two_drops(x)
 
-    lo = brentq(lambda x: slope(x) - 0.05, 12.0, 100.0)
-    hi = brentq(lambda x: slope(x) - 0.05, 100.0, 900.0)
+    lo = brentq(lambda x: slope(x) - flatness, 12.0, 100.0)
+    hi = brentq(lambda x: slope(x) - flatness, 100.0, 900.0)
     step = t[2] / t[1]
-    interior = [s for s in found if s.kind == "interior"]
-    out["finder_present"] = bool(
+    interior = [[s.t_start, s.t_end] for s in found if s.kind == "interior"]
+    ok = (
         len(interior) == 1
-        and lo / step <= interior[0].t_start <= lo * step
-        and hi / step <= interior[0].t_end <= hi * step
+        and lo / step <= interior[0][0] <= lo * step
+        and hi / step <= interior[0][1] <= hi * step
     )
+    return {"found": interior, "roots": [lo, hi]}, bool(ok)
+
+
+def finder_absent(flatness: float = 0.05, min_span: float = 0.5):
+    """The plateau finder on a power law, an exponential decay and a steady drop: no interior
+    stretch."""
     tt = np.concatenate([[0.0], np.geomspace(1e-3, 30.0, 200)])
-    out["finder_absent"] = bool(
-        all(
-            "interior" not in [s.kind for s in flat_stretches(tt, curve)]
-            for curve in ((1 + tt) ** -0.5, np.exp(-tt), 1.0 - 0.03 * tt)
-        )
-    )
-    teachers = []
+    kinds = [
+        [s.kind for s in flat_stretches(tt, curve, flatness=flatness, min_span=min_span)]
+        for curve in ((1 + tt) ** -0.5, np.exp(-tt), 1.0 - 0.03 * tt)
+    ]
+    return kinds, all("interior" not in k for k in kinds)
+
+
+def refiner_minimum():
+    """The refiner started at the teacher (ReLU and erf, ``K = M = 3``, ``D = 7``): a minimum,
+    ``|grad| < 1e-12``, loss below ``1e-12``, index 0."""
+    out, ok = [], True
     for act in ("relu", "erf"):
         pr = random_problem(7, 3, 3, np.random.default_rng(0), activation=act)
         cp = critical_point(pr.replace(a=pr.b.copy(), W=pr.V.copy()))
-        teachers.append(cp.grad_norm < 1e-12 and abs(cp.loss) < 1e-12 and cp.index == 0)
-    out["refiner_minimum"] = bool(all(teachers))
+        out.append([cp.grad_norm, cp.loss, cp.index])
+        ok &= bool(cp.grad_norm < 1e-12 and abs(cp.loss) < 1e-12 and cp.index == 0)
+    return out, ok
+
+
+def refiner_saddle():
+    """The refiner at the erf ``single`` saddle (:func:`closed_form_saddle`): loss 1/6, index 1,
+    ``lambda_+`` equal to its closed form to 1e-8."""
     saddle, lam = closed_form_saddle()
-    out["refiner_saddle"] = bool(
+    ok = (
         saddle.grad_norm < 1e-12
         and abs(saddle.loss - 1 / 6) < 1e-12
         and saddle.index == 1
         and abs(saddle.lambda_plus - lam) <= 1e-8 * lam
     )
+    return [saddle.loss, saddle.index, saddle.lambda_plus, lam], bool(ok)
+
+
+def refiner_absent():
+    """One iteration from a point that is not critical (an erf teacher moved off) is not
+    reported as a critical point."""
     pr = random_problem(7, 2, 2, np.random.default_rng(0), activation="erf")
     far = critical_point(pr.replace(a=pr.b + 0.3, W=pr.V * 1.3), max_iter=1)
-    out["refiner_absent"] = bool(not far.success)
+    return [far.status, far.grad_norm], bool(not far.success)
+
+
+def escape_present(band: float = 0.02):
+    """The escape instrument on the closed-form saddle: the slope of ``T`` on ``ln(1/eps)``
+    times ``lambda_+`` is 1 within 1%."""
+    saddle, lam = closed_form_saddle()
     esc = escape_times(saddle, [1e-2, 1e-3, 1e-4, 1e-5], band=band)
-    out["escape_slope_ratio"] = float(esc["slope"] * lam)
-    out["escape_present"] = bool(abs(esc["slope"] * lam - 1.0) < 0.01)
+    ratio = float(esc["slope"] * lam)
+    return ratio, bool(abs(ratio - 1.0) < 0.01)
+
+
+def escape_absent(band: float = 0.02):
+    """The escape instrument refuses a minimum (no unstable direction)."""
+    from ..._errors import InputError
+
+    pr = random_problem(7, 2, 2, np.random.default_rng(0), activation="erf")
     try:
         escape_times(critical_point(pr.replace(a=pr.b.copy(), W=pr.V.copy())), [1e-2, 1e-3])
-        out["escape_absent"] = False
-    except InputError:
-        out["escape_absent"] = True
+    except InputError as err:
+        return f"refused: {err}", True
+    return "accepted", False
+
+
+def _dedup_point():
     relu = random_problem(7, 2, 2, np.random.default_rng(2), activation="relu")
-    point = critical_point(relu.replace(a=relu.b.copy(), W=relu.V.copy()))
+    return relu, critical_point(relu.replace(a=relu.b.copy(), W=relu.V.copy()))
+
+
+def dedup_present():
+    """Permuted and gauge-transformed copies of a ReLU point are one entry."""
+    _, point = _dedup_point()
     copies = [
         with_gauge(point.problem, c=[0.5, 3.0]),
         point.problem.replace(a=point.problem.a[::-1], W=point.problem.W[::-1]),
     ]
-    out["dedup_present"] = bool(all(same_point(point, c) for c in copies))
+    same = [bool(same_point(point, c)) for c in copies]
+    return same, all(same)
+
+
+def dedup_absent():
+    """Two different critical points (the teacher and a start with the teachers swapped and
+    shrunk, refined: fewer units) are two entries, and so are the teacher point and a copy with
+    one coefficient 10% larger (as many units, another function)."""
+    relu, point = _dedup_point()
     other = critical_point(relu.replace(a=0.3 * relu.b, W=relu.V[::-1].copy()))
-    out["dedup_absent"] = bool(not same_point(point, other))
+    moved = point.problem.replace(a=point.problem.a * np.array([1.1, 1.0]))
+    same = [bool(same_point(point, other)), bool(same_point(point, moved))]
+    return same, not any(same)
+
+
+CASES = {
+    "finder_present": finder_present,
+    "finder_absent": finder_absent,
+    "refiner_minimum": refiner_minimum,
+    "refiner_saddle": refiner_saddle,
+    "refiner_absent": refiner_absent,
+    "escape_present": escape_present,
+    "escape_absent": escape_absent,
+    "dedup_present": dedup_present,
+    "dedup_absent": dedup_absent,
+}
+"""The known-answer cases of the landscape's instruments, by the check's name: each returns
+``(measured, passed)``. The run judges them all as checks (:func:`controls_task`) and the
+experiment declares them as controls (:func:`._controls.landscape`)."""
+
+SETTINGS_OF = {
+    "finder_present": ("flatness", "min_span"),
+    "finder_absent": ("flatness", "min_span"),
+    "escape_present": ("band",),
+    "escape_absent": ("band",),
+}
+"""The settings of the run each case reads (the others read none)."""
+
+
+def controls_task(band: float, flatness: float = 0.05, min_span: float = 0.5) -> dict:
+    """The instruments on cases with known answers (:data:`CASES`) at the run's settings."""
+    given = {"band": band, "flatness": flatness, "min_span": min_span}
+    out: dict = {}
+    for name, case in CASES.items():
+        measured, passed = case(**{k: given[k] for k in SETTINGS_OF.get(name, ())})
+        out[name] = bool(passed)
+        if name == "escape_present":
+            out["escape_slope_ratio"] = measured
     return out
 
 

@@ -8,9 +8,10 @@ claims and :func:`._figures.clock` draws the figures.
 
 from __future__ import annotations
 
-from ...harness import Experiment, Param
+from ...harness import Choice, Experiment, Param
 from ...theory import Definitions, single
 from . import _analysis as ga
+from . import _controls as gc
 from . import _figures as gf
 from . import _protocol as gp
 from . import _trajectories as gt
@@ -58,6 +59,21 @@ class Clock(Experiment):
             help="claimed: clock separation > D^clock_exponent",
         ),
     }
+
+    space = {
+        "threshold": Choice(
+            values=(0.9, 0.99),
+            why="the paper names no alignment at which a feature counts as learned; 0.9 to "
+            "0.99 all read the same specialization",
+        ),
+        "scale": Choice(
+            values=(0.5, 2.0),
+            why="the paper gives no initial coefficient; a factor 2 either side of rho0 = 1",
+        ),
+    }
+
+    def controls(self, config):
+        return gc.controls("path", "clock", "specialization")
 
     def tasks(self, config):
         return [

@@ -12,6 +12,7 @@ from ..._errors import InputError
 from ...harness import Experiment, Param
 from ...theory import Definitions, single
 from . import _analysis as ga
+from . import _controls as gc
 from . import _figures as gf
 from . import _protocol as gp
 from . import _trajectories as gt
@@ -67,6 +68,9 @@ class DimensionScaling(Experiment):
                 f"allowed; allowed: at least {gp.MIN_FIT_DIMS} dimensions >= large_dim (the fit "
                 f"needs them; these have {len(above)}: {above})"
             )
+
+    def controls(self, config):
+        return gc.controls("power_law", "specialization")
 
     def tasks(self, config):
         return [

@@ -13,6 +13,7 @@ import numpy as np
 from ...harness import Experiment, Param
 from ...theory import single
 from . import _analysis as ga
+from . import _controls as gc
 from . import _figures as gf
 from . import _protocol as gp
 from . import _quadrature as quad
@@ -64,6 +65,9 @@ class Dissipation(Experiment):
             "differences and its closed form",
         ),
     }
+
+    def controls(self, config):
+        return gc.controls("dissipation")
 
     def tasks(self, config):
         return [

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...harness import Experiment, Param
+from ...harness import Choice, Experiment, Param
 from . import _analysis as ga
+from . import _controls as gc
 from . import _figures as gf
 from . import _protocol as gp
 
@@ -92,6 +93,21 @@ class FiniteSample(Experiment):
     }
 
     problem = staticmethod(gp.finite_sample_problem)
+
+    space = {
+        "tolerance": Choice(
+            values=(0.1, 0.2),
+            why="the paper's n^-1/2 comes with no margin; 0.1 to 0.2 around -1/2 is what a fit "
+            "over two decades of n resolves",
+        ),
+        "strength": Choice(
+            values=(3.0,),
+            why="the paper gives no gauge strength; lambda = 3 keeps GD stable at the step size",
+        ),
+    }
+
+    def controls(self, config):
+        return gc.controls("power_law", "dissipation", "time_matching")
 
     def tasks(self, config):
         keep = ("dim", "seeds", "strength", "eta", "t_max", "dtype")

@@ -14,6 +14,7 @@ from ..._meta import rng as meta_rng
 from ...harness import Experiment, Param
 from ...theory import Definitions, duplicates, owners, perturb, remaining_relative, solve
 from . import _analysis as ga
+from . import _controls as gc
 from . import _figures as gf
 from . import _protocol as gp
 
@@ -56,6 +57,9 @@ class GaugeInTrainingOwnership(Experiment):
         "n_factor": gp.N_FACTOR,
         "threshold": gp.THRESHOLD,
     }
+
+    def controls(self, config):
+        return gc.controls("owner", "pruning")
 
     def tasks(self, config):
         return [

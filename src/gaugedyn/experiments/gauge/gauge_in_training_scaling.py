@@ -13,6 +13,7 @@ import numpy as np
 from ...harness import Experiment, Param
 from ...theory import Definitions, single, solve
 from . import _analysis as ga
+from . import _controls as gc
 from . import _figures as gf
 from . import _protocol as gp
 from . import _trajectories as gt
@@ -83,6 +84,9 @@ class GaugeInTrainingScaling(Experiment):
         ),
         "threshold": gp.THRESHOLD,
     }
+
+    def controls(self, config):
+        return gc.controls("power_law", "specialization")
 
     def tasks(self, config):
         out = []

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...harness import Experiment, Param
+from ...harness import Choice, Experiment, Param
 from . import _analysis as ga
+from . import _controls as gc
 from . import _digits as dg
 from . import _figures as gf
 
@@ -188,6 +189,17 @@ class GaugeOnNetworks(Experiment):
             help="store every stride-th step's readings",
         ),
     }
+
+    space = {
+        "gauge": Choice(
+            values=(2.0, 5.0),
+            why="the paper gives the copies' gauges no size; s = 2 to 5 keeps both copies' "
+            "ReLUs alive",
+        ),
+    }
+
+    def controls(self, config):
+        return gc.controls("prediction_gap", "owner")
 
     def tasks(self, config):
         keys = (

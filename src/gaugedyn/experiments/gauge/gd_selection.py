@@ -13,6 +13,7 @@ import numpy as np
 from ...harness import Experiment, Param
 from ...theory import Definitions, duplicates
 from . import _analysis as ga
+from . import _controls as gc
 from . import _figures as gf
 from . import _protocol as gp
 from . import _trajectories as gt
@@ -49,6 +50,9 @@ class GDSelection(Experiment):
         ),
         "threshold": gp.THRESHOLD,
     }
+
+    def controls(self, config):
+        return gc.controls("owner", "pruning")
 
     def tasks(self, config):
         common = {"dim": config["dim"], "scale": config["scale"], "threshold": config["threshold"]}

@@ -17,6 +17,7 @@ from ...harness import Experiment, Param
 from ...theory import Definitions, duplicates
 from ...training import crossing_time
 from . import _analysis as ga
+from . import _controls as gc
 from . import _figures as gf
 from . import _protocol as gp
 from . import _trajectories as gt
@@ -70,6 +71,9 @@ class GradientDescent(Experiment):
             help="allowed distance of the fitted error slope from 1",
         ),
     }
+
+    def controls(self, config):
+        return gc.controls("power_law", "pruning")
 
     def tasks(self, config):
         common = {"dim": config["dim"], "scale": config["scale"], "threshold": config["threshold"]}

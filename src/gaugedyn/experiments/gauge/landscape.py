@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...harness import Experiment, Param
+from ...harness import Choice, Experiment, Param
 from . import _analysis as ga
+from . import _controls as gc
 from . import _figures as gf
 from . import _landscape as study
 from . import _protocol as gp
@@ -201,6 +202,41 @@ class Landscape(Experiment):
         ),
     }
 
+    space = {
+        "flatness": Choice(
+            lo=0.02,
+            hi=0.1,
+            why="no paper says how flat a plateau is; any log-log slope of a few hundredths "
+            "reads the same stretches of these curves (the setting's declared range)",
+        ),
+        "min_span": Choice(
+            lo=0.25,
+            hi=1.0,
+            why="no paper fixes how long an interior plateau lasts; a quarter to one e-fold "
+            "(the setting's declared range)",
+        ),
+        "band": Choice(
+            lo=0.005,
+            hi=0.05,
+            scale="log",
+            why="the time spent at a plateau needs a band around its level that no paper fixes; "
+            "0.5% to 5% of the level (the setting's declared range)",
+        ),
+        "near": Choice(
+            values=(0.25, 1.0),
+            why="how close a trajectory must come for its plateau end to count is not in the "
+            "papers; half the default to twice it",
+        ),
+        "gauge_strength": Choice(
+            values=(2.0, 8.0),
+            why="the gauge paper gives no strength of its a-heavy and w-heavy gauges; a factor "
+            "2 either side of 4",
+        ),
+    }
+
+    def controls(self, config):
+        return gc.landscape(config)
+
     # -- tasks --------------------------------------------------------------------------------
 
     @staticmethod
@@ -284,7 +320,9 @@ class Landscape(Experiment):
             for g in ("w-heavy", "a-heavy")
             for D in config["single_dims"]
         ]
-        tasks.append({"kind": "controls", "band": config["band"]})
+        tasks.append(
+            {"kind": "controls", **{k: common[k] for k in ("flatness", "min_span", "band")}}
+        )
         return tasks
 
     def run_task(self, task, seed):
@@ -335,7 +373,9 @@ class Landscape(Experiment):
                 task["min_span"],
                 task["band"],
             )
-        return study.controls_task(task["band"])
+        return study.controls_task(
+            task["band"], task.get("flatness", 0.05), task.get("min_span", 0.5)
+        )
 
     # -- analysis ------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ...harness import Experiment, Param
 from . import _analysis as ga
+from . import _controls as gc
 from . import _figures as gf
 from . import _protocol as gp
 
@@ -105,6 +106,9 @@ class OnlineSGD(Experiment):
             help="allowed distance of the spread exponent from -1/2",
         ),
     }
+
+    def controls(self, config):
+        return gc.controls("power_law", "time_matching")
 
     def tasks(self, config):
         erf = [

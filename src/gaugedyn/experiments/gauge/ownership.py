@@ -13,6 +13,7 @@ import numpy as np
 from ...harness import Experiment, Param
 from ...theory import Definitions, duplicates, owners, remaining_relative
 from . import _analysis as ga
+from . import _controls as gc
 from . import _figures as gf
 from . import _protocol as gp
 from . import _trajectories as gt
@@ -73,6 +74,9 @@ class Ownership(Experiment):
         "n_times": gp.n_times_param(160, 100, 20),
         "rtol": gp.rtol_param(1e-8),
     }
+
+    def controls(self, config):
+        return gc.controls("owner", "pruning")
 
     def tasks(self, config):
         keep = ("dim", "scale", "t_check", "prune_tol", "threshold", "n_times", "rtol")

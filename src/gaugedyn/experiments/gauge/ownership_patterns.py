@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...harness import Experiment, Param
+from ...harness import Choice, Experiment, Param
 from ...stats import generator
 from ...theory import Definitions, duplicates, owners, remaining_relative, rho, with_gauge
 from . import _analysis as ga
+from . import _controls as gc
 from . import _figures as gf
 from . import _protocol as gp
 from . import _trajectories as gt
@@ -186,6 +187,20 @@ class OwnershipPatterns(Experiment):
                 f"n_levels = {config['n_levels']} is not allowed; allowed: an odd "
                 "integer in [3, 41] (so that the balanced level 0 is one of them)"
             )
+
+    space = {
+        "function_tol": Choice(
+            values=(1e-4, 1e-2),
+            why="'the function is gone' has no number in the paper; a factor 10 either side",
+        ),
+        "prune_tol": Choice(
+            values=(1e-4, 1e-2),
+            why="'pruned' has no number in the paper; a factor 10 either side",
+        ),
+    }
+
+    def controls(self, config):
+        return gc.controls("owner", "selection_gap")
 
     def tasks(self, config):
         keep = ("n_patterns", "n_levels", "dim", "t_end", "rtol")

@@ -13,6 +13,7 @@ import numpy as np
 from ...harness import Experiment, Param
 from ...theory import Definitions, duplicates, perturb, with_gauge
 from . import _analysis as ga
+from . import _controls as gc
 from . import _figures as gf
 from . import _protocol as gp
 from . import _trajectories as gt
@@ -90,6 +91,9 @@ class Perturbations(Experiment):
         ),
         "rtol": gp.rtol_param(1e-6),
     }
+
+    def controls(self, config):
+        return gc.controls("owner")
 
     def tasks(self, config):
         keep = ("n_samples", "dim", "scale", "t_max", "rtol")

@@ -16,7 +16,8 @@ import numpy as np
 
 from ... import stats
 from ..._errors import InputError
-from ...harness import Experiment, Param
+from ...harness import Choice, Experiment, Param
+from . import _controls as pc
 from . import _measures as pm
 from . import _model as model
 from ._protocol import MEASURES, variants
@@ -212,6 +213,31 @@ class Prototypes(Experiment):
         "init_broad": "w ~ N(0, N^2), b ~ N(0, N^2), a ~ N(0, 1/N), c = 0",
         "data": "x_j ~ U[0,1] (j = 1..N); targets sin(2 pi x) or U[-1,1] labels",
     }
+
+    space = {
+        "lr": Choice(
+            values=(1e-3,),
+            why="the abstract gives no step size; ten times smaller in the same budget is as "
+            "plausible a training as 1e-2",
+        ),
+        "steps": Choice(
+            values=(1000, 2000),
+            why="the abstract gives no budget and expulsion is a drift: a quarter and a half "
+            "of the declared budget (of the quick one too)",
+        ),
+        "tau": Choice(
+            values=(0.01, 0.1),
+            why="the nominal temperature is a guess; the plausible nominal readings span 0.01 "
+            "to 0.1",
+        ),
+        "weight": Choice(
+            values=(0.03, 0.3),
+            why="the abstract gives no lambda; a factor 3 either side of the nominal 0.1",
+        ),
+    }
+
+    def controls(self, config):
+        return pc.controls(config)
 
     def tasks(self, config):
         spacing = 1.0 / max(config["sizes"])

@@ -1,0 +1,444 @@
+"""Known-answer controls of ``spike_boundary``'s instruments (``PROTOCOL.md`` section 1).
+
+**The spike detector**, run through the very path of the experiment: a synthetic per-step
+``log10`` loss goes through the block reduction of the compiled 1-D map
+(:func:`gaugedyn.adam.series_blocks`) or of the batched training tasks
+(``_batched.BlockStatistics``), then through :func:`._protocol.judge_run` (the settled window)
+at the run's sampling, at cells of the configuration's own grids: the shortest memory of the
+1-D grid (blocks of ``block_min`` steps), the cell whose run holds the most blocks of
+``block_min`` steps (the most chances for noise to fake a rise), a long memory where the blocks
+are ``H / blocks_per_horizon`` steps, and the training grid's longest run. The cases and their
+known answers:
+
+- isolated spikes (plateaus ``rise + 1`` decades high, 2, 5 and 20 blocks wide, at known steps
+  of the settled window): spiky, three spikes, the first at its step; the same ``rise - 0.7``
+  high: quiet;
+- a settled cycle that sits low and jumps back ``CYCLE_DECADES`` every ``0.04 / (1 - beta2)``
+  steps (shorter than the published detector's envelope stride ``0.077 / (1 - beta2)``): spiky;
+  the same cycle one decade deep: quiet;
+- stationary white log-noise of one decade (three draws): quiet; an upward drift of one decade
+  per horizon: quiet;
+- exact zeros in 30% of the steps: quiet; in 70%: undetermined (never spiky);
+- a loss that grows to ``+inf``, or turns ``nan``, at a known step: diverged; a single ``+inf``:
+  diverged.
+
+**The boundary finder and the slope fit** (:func:`._protocol.upper_edge` and
+:func:`._spike_analysis.slope_judgement`): a synthetic spike-probability map on the
+configuration's 1-D grid, logistic in ``log c`` around a known boundary ``c_b = C a^3``
+(edges found within 0.05 decades, slope 3 within 0.05) and one around a flat boundary (slope 0
+within 0.05); maps never, and always, spiky give no edge.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from ...adam import (
+    SpikeSampling,
+    loss_floor,
+    series_blocks,
+    spike_block_size,
+    spike_horizon,
+    spike_level_blocks,
+)
+from ...harness import Control
+from ._protocol import judge_run, run_steps, settle_steps, upper_edge
+
+LEVEL = -8.0
+"""The settled level of the synthetic curves (decades)."""
+NOISE = 0.3
+"""White log-noise (decades) on the synthetic curves other than the noise case."""
+CYCLE_DECADES = 10.0
+CYCLE_PERIOD = 0.04
+"""The settled cycle: every ``CYCLE_PERIOD / (1 - beta2)`` steps."""
+Reduce = Callable[..., object]
+
+
+def _series(a: float, c: float, spikes: SpikeSampling, rng) -> tuple[np.ndarray, int, int, int]:
+    """A quiet curve at the cell's sampling: the run's length, or long enough to hold three
+    plateaus of up to :data:`WIDTHS` blocks, each after a whole level window."""
+    settle = int(settle_steps(a, c))
+    b = int(spike_block_size(1 - a, 1 - c, spikes))
+    m = spike_level_blocks(1 - a, 1 - c, spikes)
+    first = settle + (math.ceil(spike_horizon(1 - a, 1 - c) / b) + m + 2) * b
+    T = max(int(run_steps(a, c, spikes)), first + 3 * (m + max(WIDTHS) + 4) * b)
+    return LEVEL + NOISE * rng.standard_normal(T), settle, b, first
+
+
+WIDTHS = (2, 3, 6)
+"""Widths of the planted plateaus, in blocks."""
+
+
+def _plateaus(base, first, b, height) -> tuple[np.ndarray, list[int]]:
+    """Three plateaus :data:`WIDTHS` blocks wide, evenly spread over the judged blocks."""
+    out = base.copy()
+    span = (base.size - first) // 3
+    starts = []
+    for k, width in enumerate(WIDTHS):
+        t0 = first + k * span + span // 2 - width * b // 2
+        out[t0 : t0 + width * b] += height
+        starts.append(t0)
+    return out, starts
+
+
+def _cycle(base, b, c, depth) -> tuple[np.ndarray, int]:
+    period = max(int(round(CYCLE_PERIOD / c)), 3 * b)
+    t = np.arange(base.size)
+    return base - depth * (t % period) / period, period
+
+
+def detector_cases(a: float, c: float, spikes: SpikeSampling, seed: int = 0) -> list[tuple]:
+    """``(case id, aspect, kind, words, curve, check, plateau starts)`` of the module doc at the
+    cell ``(a, c)``: ``aspect`` is ``"spike"`` or ``"divergence"`` (what the case controls),
+    ``check(settled verdict, plateau starts)`` its known answer."""
+    rng = np.random.default_rng(seed)
+    base, settle, b, first = _series(a, c, spikes, rng)
+    high, starts = _plateaus(base, first, b, spikes.rise + 1.0)
+    cases = [
+        ("spike", *case)
+        for case in _spike_cases(base, a, c, b, first, spikes, rng, starts, high)
+        + _cycle_cases(base, c, b)
+    ]
+    cases += [("divergence", *case) for case in _divergence_cases(base, settle, high)]
+    return [
+        (cid, aspect, kind, words, curve, check, starts)
+        for aspect, cid, kind, words, curve, check in cases
+    ]
+
+
+def _status(word):
+    return lambda d, _s: str(d["status"]) == word
+
+
+def _spike_cases(base, a, c, b, first, spikes, rng, starts, high) -> list[tuple]:
+    T = base.size
+    low, _ = _plateaus(base, first, b, spikes.rise - 0.7)
+    slow = max(int(spike_horizon(1 - a, 1 - c)), (spike_level_blocks(1 - a, 1 - c, spikes) + 1) * b)
+    zeros = base.copy()
+    zeros[rng.random(T) < 0.3] = -np.inf
+    under = base.copy()
+    under[rng.random(T) < 0.7] = -np.inf
+
+    def found(d, s):
+        t1 = int(d["first_spike"])
+        return d["status"] == "spiky" and int(d["n_spikes"]) == 3 and s[0] - b <= t1 <= s[0] + 2 * b
+
+    widths = ", ".join(map(str, WIDTHS))
+    return [
+        (
+            "isolated_spikes",
+            "positive",
+            f"three plateaus {spikes.rise + 1:g} decades high, "
+            f"{widths} blocks of {b} steps wide: spiky, 3 spikes, the first at its step",
+            high,
+            found,
+        ),
+        (
+            "small_spikes",
+            "negative",
+            f"the same plateaus {spikes.rise - 0.7:g} decades high: quiet",
+            low,
+            _status("quiet"),
+        ),
+        (
+            "noise",
+            "negative",
+            "white log-noise of 1 decade: quiet",
+            LEVEL + rng.standard_normal(T),
+            _status("quiet"),
+        ),
+        (
+            "drift",
+            "negative",
+            f"an upward drift of 1 decade per {slow} steps (a horizon, or the "
+            "level's window and a block if longer): quiet",
+            base + np.arange(T) / slow,
+            _status("quiet"),
+        ),
+        ("zeros", "negative", "exact zeros in 30% of the steps: quiet", zeros, _status("quiet")),
+        (
+            "underflow",
+            "negative",
+            "exact zeros in 70% of the steps: undetermined, never spiky",
+            under,
+            _status("undetermined"),
+        ),
+        (
+            "quantised",
+            "negative",
+            "the loss rounded to 0.25-decade levels: quiet",
+            np.round(base * 4) / 4,
+            _status("quiet"),
+        ),
+    ]
+
+
+def _cycle_cases(base, c, b) -> list[tuple]:
+    cycle, period = _cycle(base, b, c, CYCLE_DECADES)
+    return [
+        (
+            "cycle",
+            "positive",
+            f"a settled cycle {CYCLE_DECADES:g} decades deep every {period} "
+            f"steps (max({CYCLE_PERIOD:g}/(1-beta2), 3 blocks); the published envelope's stride "
+            f"was {0.077 / c:.3g}): spiky",
+            cycle,
+            _status("spiky"),
+        ),
+        (
+            "shallow_cycle",
+            "negative",
+            "the same cycle 1 decade deep: quiet",
+            _cycle(base, b, c, 1.0)[0],
+            _status("quiet"),
+        ),
+    ]
+
+
+def _divergence_cases(base, settle, high) -> list[tuple]:
+    T = base.size
+    grow, nan, one_inf = base.copy(), base.copy(), base.copy()
+    grow[settle + (T - settle) // 2 :] = np.inf
+    nan[settle + (T - settle) // 3 :] = np.nan
+    one_inf[settle + (T - settle) // 2] = np.inf
+    return [
+        (
+            "inf",
+            "positive",
+            "the loss +inf from the middle of the window on: diverged",
+            grow,
+            _status("diverged"),
+        ),
+        (
+            "nan",
+            "positive",
+            "the loss nan from a third of the window on: diverged",
+            nan,
+            _status("diverged"),
+        ),
+        ("one_inf", "positive", "a single +inf step: diverged", one_inf, _status("diverged")),
+        (
+            "finite_spikes",
+            "negative",
+            "finite spikes (the isolated plateaus): not diverged",
+            high,
+            lambda d, _s: str(d["status"]) != "diverged",
+        ),
+    ]
+
+
+def _map_reduce(curve, b, floor):
+    return series_blocks(curve, b, floor)
+
+
+def _task_reduce(curves: np.ndarray, b: int, floor: float) -> list:
+    """Every curve (columns) through the training tasks' in-loop reduction."""
+    import torch
+
+    from ._batched import BlockStatistics
+
+    acc = BlockStatistics(np.full(curves.shape[1], b), "cpu", floor)
+    acc.ceiling = torch.full((curves.shape[1],), math.inf, dtype=torch.float64)
+    for row in torch.as_tensor(curves):
+        acc.push(row)
+    return acc.blocks()
+
+
+def _map_cells(config: dict) -> list[tuple[float, float]]:
+    """The 1-D grid's cells the detector is controlled at (module doc)."""
+    from ._protocol import sampling
+
+    spikes = sampling(config)
+    a = np.array(config["one_minus_beta1"], float)
+    c = np.array(sorted(config["one_minus_beta2"]), float)
+    cells = [(float(a.max()), float(c.max()))]
+    aa, cc = np.meshgrid(a, c, indexing="ij")
+    b = spike_block_size(1 - aa, 1 - cc, spikes)
+    at_min = b == spikes.block_min
+    if at_min.any():
+        n = np.where(at_min, run_steps(aa, cc, spikes) / b, 0)
+        i, j = np.unravel_index(np.argmax(n), n.shape)
+        cells.append((float(aa[i, j]), float(cc[i, j])))
+    long = c[c >= 1e-4]
+    if long.size:
+        cells.append((float(a.min()), float(long.min())))
+    return list(dict.fromkeys(cells))
+
+
+def detector_controls(
+    config: dict, reduce: Reduce = _map_reduce, task_reduce: Reduce = _task_reduce
+) -> list[Control]:
+    """The spike detector's controls at the configuration's sampling (module doc); ``reduce``
+    and ``task_reduce`` are the block reductions of the map and of the tasks (arguments, so a
+    test can hand a broken one)."""
+    from ._protocol import sampling
+
+    spikes = sampling(config)
+    out = []
+    floor = loss_floor(2.0)
+    for a, c in _map_cells(config):
+        for cid, aspect, kind, words, curve, check, starts in detector_cases(a, c, spikes):
+            out.append(
+                _one(
+                    f"detector.map.a={a:.3g}.c={c:.3g}.{cid}",
+                    _instrument("1-D map blocks", aspect),
+                    kind,
+                    f"(1 - beta1, 1 - beta2) = ({a:.3g}, {c:.3g}): {words}",
+                    lambda curve=curve, a=a, c=c, check=check, starts=starts: _judge_map(
+                        reduce, curve, a, c, spikes, floor, check, starts
+                    ),
+                )
+            )
+    if config["tasks"]:
+        out += _task_controls(config, spikes, task_reduce)
+    return out
+
+
+def _judge_map(reduce, curve, a, c, spikes, floor, check, starts):
+    b = int(spike_block_size(1 - a, 1 - c, spikes))
+    d, _ = judge_run(reduce(curve, b, floor), a, c, floor, int(settle_steps(a, c)), spikes)
+    return _reading(d), bool(check(d, starts))
+
+
+def _reading(d: dict) -> dict:
+    return {
+        "status": str(d["status"]),
+        "n_spikes": int(d["n_spikes"]),
+        "max_rise": float(d["max_rise"]),
+        "first_spike": int(d["first_spike"]),
+    }
+
+
+def _task_controls(config, spikes, task_reduce) -> list[Control]:
+    from ...adam import FLOAT64_FLOOR
+
+    a = float(max(config["task_one_minus_beta1"]))
+    c = float(min(config["task_one_minus_beta2"]))
+    cases = detector_cases(a, c, spikes, seed=1)
+    b = int(spike_block_size(1 - a, 1 - c, spikes))
+    cache: dict = {}
+
+    def judged(k: int):
+        if "blocks" not in cache:
+            curves = np.stack([case[4] for case in cases], axis=1)
+            cache["blocks"] = task_reduce(curves, b, FLOAT64_FLOOR)
+        d, _ = judge_run(cache["blocks"][k], a, c, FLOAT64_FLOOR, int(settle_steps(a, c)), spikes)
+        return _reading(d), bool(cases[k][5](d, cases[k][6]))
+
+    return [
+        _one(
+            f"detector.task.a={a:.3g}.c={c:.3g}.{cid}",
+            _instrument("training-task blocks", aspect),
+            kind,
+            f"(1 - beta1, 1 - beta2) = ({a:.3g}, {c:.3g}): {words}",
+            lambda k=k: judged(k),
+        )
+        for k, (cid, aspect, kind, words, *_rest) in enumerate(cases)
+    ]
+
+
+def _instrument(path: str, aspect: str) -> str:
+    return f"spike detector, {path}" + (": divergence" if aspect == "divergence" else "")
+
+
+def _one(cid, instrument, kind, case, run) -> Control:
+    proves = {
+        "positive": "the detector finds the effect where it is, at the run's sampling",
+        "negative": "the detector reads no effect where there is none, at the run's sampling",
+    }[kind]
+    if instrument.endswith("divergence"):
+        proves = "divergence is classified apart from spikes"
+    return Control(cid, instrument, kind, case, proves, run)
+
+
+def boundary_map(a, c, C: float, slope: float, width: float = 0.05) -> np.ndarray:
+    """A spike-probability map: ``1 / (1 + exp((log10 c - log10 c_b) / width))`` with
+    ``c_b = C a^slope`` (rows ``a``, ascending columns ``c``)."""
+    la, lc = np.log10(np.asarray(a, float)), np.log10(np.asarray(c, float))
+    z = (lc[None, :] - (math.log10(C) + slope * la[:, None])) / width
+    return 1.0 / (1.0 + np.exp(np.clip(z, -50, 50)))
+
+
+def boundary_controls(config: dict, finder=upper_edge, fit=None) -> list[Control]:
+    """The boundary finder's and the slope fit's controls on synthetic maps (module doc)."""
+    from ._spike_analysis import slope_judgement
+
+    fit = slope_judgement if fit is None else fit
+    a = np.array(config["one_minus_beta1"], float)
+    c = np.array(sorted(config["one_minus_beta2"]), float)
+    lc = np.log10(c)
+    width = float(np.median(np.diff(lc)))  # one grid cell: the finder interpolates in it
+    mid_a, mid_c = math.sqrt(a.min() * a.max()), 0.5 * (lc[0] + lc[-1])
+
+    def edges_of(prob):
+        return np.asarray(finder(prob, c), float)
+
+    def boundary(slope):
+        C = 10 ** (mid_c - slope * math.log10(mid_a))
+        known = C * a**slope
+        return edges_of(boundary_map(a, c, C, slope, width)), known
+
+    def known_edges():
+        e, known = boundary(3.0)
+        inside = (known > c[1]) & (known < c[-2])
+        if inside.sum() < 2:  # the grid cannot hold a cubic boundary in two rows
+            return f"{int(inside.sum())} rows with the boundary inside the grid", False
+        err = np.abs(np.log10(e[inside] / known[inside]))
+        return float(np.max(err)), bool(np.all(err <= 0.05))
+
+    def fitted(s):
+        e, _ = boundary(s)
+        j = fit(a, e, (-100.0, 100.0))
+        return float(j.estimate), abs(float(j.estimate) - s) <= 0.05
+
+    def no_edge(p):
+        e = edges_of(np.full((a.size, c.size), p))
+        return int(np.isfinite(e).sum()), not np.isfinite(e).any()
+
+    grid = "the configuration's 1-D grid"
+    return [
+        Control(
+            "boundary.known_edges",
+            "boundary finder (upper_edge)",
+            "positive",
+            f"on {grid}, a map logistic in log c around c_b = C a^3: each row's edge "
+            "inside the grid within 0.05 decades of c_b",
+            "the finder reads the edge where it is",
+            known_edges,
+        ),
+        Control(
+            "boundary.never_spiky",
+            "boundary finder (upper_edge)",
+            "negative",
+            f"on {grid}, a map never spiky: no edge in any row",
+            "no edge is read where there is none",
+            lambda: no_edge(0.0),
+        ),
+        Control(
+            "boundary.always_spiky",
+            "boundary finder (upper_edge)",
+            "negative",
+            f"on {grid}, a map spiky everywhere: no edge (spiky at the top)",
+            "a row spiky up to the grid's top has no edge",
+            lambda: no_edge(1.0),
+        ),
+        Control(
+            "boundary.slope",
+            "boundary slope fit (slope_band)",
+            "positive",
+            f"on {grid}, the edges of a cubic boundary: fitted slope within 0.05 of 3",
+            "the fit recovers a known slope",
+            lambda: fitted(3.0),
+        ),
+        Control(
+            "boundary.flat",
+            "boundary slope fit (slope_band)",
+            "negative",
+            f"on {grid}, the edges of a flat boundary: fitted slope within 0.05 of 0",
+            "a boundary that does not move reads no slope",
+            lambda: fitted(0.0),
+        ),
+    ]
