@@ -31,6 +31,7 @@ from ._config import available_experiments as available_experiments
 from ._config import load_config as load_config
 from ._config import make_config as make_config
 from ._config import resolve_experiment as resolve_experiment
+from ._config import show as show
 from ._controls import Control as Control
 from ._controls import Reading as Reading
 from ._controls import declared_controls as declared_controls
@@ -39,6 +40,7 @@ from ._drawing import redraw as redraw
 from ._executor import ExecutorSpec as ExecutorSpec
 from ._executor import open_executor as open_executor
 from ._multiverse import run_multiverse as run_multiverse
+from ._protocol import CLAIM_KINDS as CLAIM_KINDS
 from ._protocol import Claim as Claim
 from ._protocol import Experiment as Experiment
 from ._protocol import Param as Param
@@ -63,6 +65,7 @@ from ._runner import execute as execute
 from ._space import Choice as Choice
 from ._space import specifications as specifications
 from ._store import ResultStore as ResultStore
+from ._store import atomic_write as atomic_write
 from ._store import task_key as task_key
 from ._verdicts import deterministic as deterministic
 from ._verdicts import margin_value as margin_value
@@ -77,6 +80,7 @@ __all__ = [
     "EXPERIMENTS",
     "SYSTEMS",
     "SYSTEM_NAMES",
+    "CLAIM_KINDS",
     "Choice",
     "Claim",
     "Control",
@@ -91,6 +95,7 @@ __all__ = [
     "ResultStore",
     "RunConfig",
     "RunOutcome",
+    "atomic_write",
     "available_experiments",
     "caption_array",
     "caption_key",
@@ -111,6 +116,7 @@ __all__ = [
     "provisional",
     "redraw",
     "resolve_experiment",
+    "show",
     "task_key",
     "System",
     "parse_system",

@@ -150,8 +150,19 @@ def _summary(run: Path) -> dict | None:
         return None
 
 
+CELL = 48
+"""The widest cell of the terminal table; a longer one is cut with ``...`` (the report and the
+summary keep the whole text)."""
+
+
+def _cell(x: Any) -> str:
+    text = " ".join(str(x).split())
+    return text if len(text) <= CELL else text[: CELL - 3] + "..."
+
+
 def table(rows: list[dict]) -> str:
-    """A plain-text table of claim rows (for the terminal)."""
+    """A plain-text table of claim rows (for the terminal): cells of at most :data:`CELL`
+    characters, no trailing spaces."""
     head = ["experiment", "claim", "measured", "interval", "expected", "tolerance", "verdict"]
     body = [
         [
@@ -165,8 +176,9 @@ def table(rows: list[dict]) -> str:
         ]
         for r in rows
     ]
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
-    lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)) for line in [head, *body]]
+    body = [[_cell(x) for x in line] for line in body]
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    lines = ["  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip() for line in [head, *body]]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 

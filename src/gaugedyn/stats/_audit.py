@@ -436,7 +436,13 @@ def audit(
     from ._rules import rule as by_name
 
     if candidates:
-        chosen = list(CANDIDATES.values())
+        unknown = [r for r in rules or () if r not in CANDIDATES]
+        if unknown:
+            raise InputError(
+                f"rules={unknown[0]!r} is not allowed with candidates; allowed: "
+                f"{', '.join(CANDIDATES)} (the rejected candidates)"
+            )
+        chosen = [CANDIDATES[r] for r in (CANDIDATES if rules is None else rules)]
     else:
         chosen = [by_name(r) for r in (RULES if rules is None else rules)]
     seeds = [_check_count("seeds", s, 3) for s in seeds]

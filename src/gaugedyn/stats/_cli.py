@@ -39,7 +39,13 @@ def register(subparsers) -> None:
         default=None,
         help=f"noise shapes among {', '.join(SHAPES)} (default all; quick: normal t3)",
     )
-    p.add_argument("--rules", nargs="+", default=None, help="rule names (default: every rule)")
+    p.add_argument(
+        "--rules",
+        nargs="+",
+        default=None,
+        help="rule names (default: every rule; with --candidates, candidate names such as "
+        "'proportion[Wilson]', default every candidate)",
+    )
     p.add_argument("--seed", type=int, default=0, help="root of the SeedSequence (default 0)")
     p.add_argument(
         "--margin",

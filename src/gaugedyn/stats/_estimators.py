@@ -15,6 +15,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import _checks as _check
+
 
 class Bounds(NamedTuple):
     """Estimate and one-sided bounds, arrays over the leading (experiment) axes."""
@@ -236,7 +238,7 @@ def holm(p: np.ndarray) -> np.ndarray:
     """Holm (1979) adjusted p-values along the last axis: with ``p`` sorted ascending,
     ``p_adj(i) = max_{j <= i} min(1, (m - j + 1) p(j))``, returned in the original order.
     Any adjusted p-value ``<= a`` exactly when ``min p <= a / m`` (Holm's first step)."""
-    p = np.asarray(p, dtype=float)
+    p = _check.pvalues(p)
     m = p.shape[-1]
     order = np.argsort(p, axis=-1)
     ranked = np.take_along_axis(p, order, axis=-1) * (m - np.arange(m))

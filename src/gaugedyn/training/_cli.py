@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .._json import strict
+from .._json import nulled
 from .._options import DECLARED, FLOP_RATE, Param, progress_options
 from ..theory import GAUGE_NAMES as GAUGES
 from ..theory import MAX_NEURONS
@@ -364,7 +364,13 @@ def _handle(args: argparse.Namespace) -> int:
             bar.callback(v["steps"])
     finally:
         bar.close()
-    print(json.dumps(strict(_output(args, v["dim"], gauges, res, definitions, np)), default=float))
+    out, nulls = nulled(_output(args, v["dim"], gauges, res, definitions, np))
+    if nulls:
+        out["null"] = (
+            "null: a value that is not a finite number (a time not reached before the last "
+            "step, or a loss that stopped being finite)"
+        )
+    print(json.dumps(out, default=float))
     return 0
 
 
