@@ -146,6 +146,23 @@ class AdamRecorder:
         steps = [int(st["step"]) for st in self.optimizer.state.values() if "step" in st]
         return max(steps, default=0)
 
+    def passes(self) -> dict[str, float]:
+        """Passes over the optimizer's parameter memory per recorded step (each entry: elements
+        over the parameter count): ``reads`` (``g``, ``m``, ``v`` and, unless ``b1 == b2``,
+        ``w``), ``writes`` (``w``, updated in the same sweep) and ``total``. The native kernel
+        and ``compile=True`` read each once; the eager path reads them once from memory too,
+        chunk by chunk, and makes its thirteen elementwise passes and eight reductions over
+        cache-sized chunks."""
+        count = reads = writes = 0
+        for g in self.optimizer.param_groups:
+            tied = float(g["betas"][0]) == float(g["betas"][1])
+            n = sum(p.numel() for p in g["params"])
+            count += n
+            reads += n * (3 if tied else 4)
+            writes += 0 if tied else n
+        count = count or 1
+        return {"reads": reads / count, "writes": writes / count, "total": (reads + writes) / count}
+
     def detach(self) -> None:
         """Remove the hooks and release the extra state (what was recorded stays)."""
         for h in self._handles:

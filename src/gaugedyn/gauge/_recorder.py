@@ -427,6 +427,33 @@ class GaugeRecorder:
             for s in sides
         )
 
+    def passes(self) -> dict[str, float]:
+        """Passes over the model's parameter memory per recorded step, by what is read (each
+        entry: the elements read, over the model's parameter count): ``gradients`` before the
+        step, ``parameters_with_gradients`` (the tensors ``w.g_w`` is read from, beside their
+        gradients), ``parameters`` after the step (the next step's "before"), ``buffers`` (the
+        momentum buffers, read every step with momentum), ``exact_change`` (the copy before the
+        step, its write and the two passes of the difference), and ``total``."""
+        total_params = sum(p.numel() for p in self.model.parameters()) or 1
+        read = [self._params[name].numel() for name, _, _ in self._reads]
+        out = {
+            "gradients": sum(read) / total_params,
+            "parameters_with_gradients": sum(self._params[n].numel() for n in self._dots)
+            / total_params,
+            "parameters": sum(read) / total_params,
+            "buffers": 0.0,
+            "exact_change": 4.0 * sum(read) / total_params if self.exact_change else 0.0,
+        }
+        if self._carried:
+            names = {
+                s.name
+                for gi in self._carried
+                for s in (*self.groups[gi].inputs, *self.groups[gi].outputs)
+            }
+            out["buffers"] = sum(self._params[n].numel() for n in names) / total_params
+        out["total"] = sum(out.values())
+        return out
+
     def detach(self) -> None:
         """Remove the optimizer hooks (what was recorded stays)."""
         for h in self._hooks:

@@ -249,9 +249,15 @@ def memory_estimate(
     }[formulation]
     from ._registry import EXPLICIT_ABOVE  # "auto" runs an explicit method above it
 
-    implicit = method in ("lsoda", "rodas", "Radau", "BDF", "LSODA") or (
-        method == "auto" and n <= EXPLICIT_ABOVE
-    )
+    implicit = method in (
+        "lsoda",
+        "lsoda-fd",
+        "lsoda-compiled",
+        "rodas",
+        "Radau",
+        "BDF",
+        "LSODA",
+    ) or (method == "auto" and n <= EXPLICIT_ABOVE)
     total = 8.0 * (8 * dim * (K + M) + n * (n_out + 16) + (4 * n * n if implicit else 0))
     formula = (
         f"8 bytes x (8 D (K+M) + n (outputs + 16){' + 4 n^2' if implicit else ''}) with "
