@@ -17,14 +17,15 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from _properties import properties
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from gaugedyn import stats
 from gaugedyn.stats import _rules
 
-PROPS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-FEW = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPS = properties(25)
+FEW = properties(10)
 CODE = {"HELD": 1, "UNRESOLVED": 0, "NOT HELD": -1}
 RULE_NAMES = sorted(stats.RULES)
 SAMPLED = [n for n in RULE_NAMES if stats.RULES[n].estimator != "point"]

@@ -1036,6 +1036,7 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
             if outcome != "passed":
+                print(*output.splitlines()[-30:], sep="\n", file=sys.stderr)
                 print("the unmutated tests do not pass; fix that first", file=sys.stderr)
                 return 2
         rows = []
