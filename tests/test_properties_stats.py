@@ -139,7 +139,7 @@ def test_the_verdict_is_the_intervals_and_the_interval_is_ordered(name, data, of
         j = judged(name, samples, _threshold_of(name, samples, offset), direction)
         assert j.verdict in CODE and j.rule == name
         assert j.n == samples[0].shape[0]
-        if math.isfinite(j.low) and math.isfinite(j.high):
+        if not (math.isnan(j.low) or math.isnan(j.high)):
             assert j.low <= j.high
         if not rule.randomised and math.isfinite(j.low) and math.isfinite(j.high):
             assert j.low <= j.estimate + 1e-12 * (1 + abs(j.estimate)) and (
@@ -148,6 +148,77 @@ def test_the_verdict_is_the_intervals_and_the_interval_is_ordered(name, data, of
         if rule.estimator == "proportion":
             assert 0.0 <= j.low <= j.high <= 1.0
         _agrees_with_interval(j, rule.claim)
+
+
+def _stacked(rule: stats.Rule, samples, copies: int):
+    """``copies`` experiments of the same samples, stacked on a leading axis for ``evaluate``."""
+    if rule.estimator == "slope":
+        return (samples[0], np.stack([samples[1]] * copies))
+    return tuple(np.stack([s] * copies) for s in samples)
+
+
+@pytest.mark.parametrize("name", SAMPLED)
+@PROPS
+@given(data=st.data(), offset=st.integers(-20, 20).map(lambda i: i / 4))
+def test_the_vectorised_rule_is_the_one_data_set_rule(name, data, offset):
+    """``Rule.evaluate`` (what the audit, the coverage and the power simulate) and
+    ``Rule.judge`` (what a finding records) are one rule: on the same values and draw, the
+    same interval and, where the judgement gives no reason to withhold it, the same verdict."""
+    rule = stats.RULES[name]
+    samples = data.draw(samples_for(name))
+    t = _threshold_of(name, samples, offset)
+    for direction in rule.directions if not isinstance(t, tuple) else [None]:
+        j = judged(name, samples, t, direction)
+        if math.isnan(j.low) and _reason(j) is not None:
+            continue
+        draws = None if j.draw is None else np.asarray([j.draw] * 2)
+        out = rule.evaluate(_stacked(rule, samples, 2), t, direction or rule.claim, draws=draws)
+        for k in range(2):
+            assert _close(float(out["low"][k]), j.low, 1e-12 * (1 + abs(j.low)))
+            assert _close(float(out["high"][k]), j.high, 1e-12 * (1 + abs(j.high)))
+            assert _close(float(out["estimate"][k]), j.estimate, 1e-12 * (1 + abs(j.estimate)))
+            if _reason(j) is None:
+                assert _rules.WORDS[int(out["code"][k])] == j.verdict
+
+
+@pytest.mark.parametrize("name", [n for n in RULE_NAMES if stats.RULES[n].cells])
+@PROPS
+@given(data=st.data(), offset=st.integers(-20, 20).map(lambda i: i / 4))
+def test_a_cell_rule_agrees_with_its_cells(name, data, offset):
+    """Each cell's record is its own rule's: the estimate is the cell's mean (median); an
+    every-cell claim is HELD exactly when each cell's own interval lies on the claimed side, a
+    some-cell claim NOT HELD exactly when each lies wholly on the other side; a cell whose
+    deciding p-value (Holm-adjusted) is at most 2.5% has its own interval wholly on that side."""
+    rule = stats.RULES[name]
+    samples = data.draw(samples_for(name))
+    x = samples[0]
+    t = _threshold_of(name, samples, offset)
+    centre = np.median if rule.center == "median" else np.mean
+    for direction in (">", "<"):
+        j = judged(name, samples, t, direction)
+        assert len(j.cells) == x.shape[1]
+        above = [c["interval"][0] > t for c in j.cells]
+        below = [c["interval"][1] < t for c in j.cells]
+        at_or_above = [c["interval"][0] >= t for c in j.cells]
+        at_or_below = [c["interval"][1] <= t for c in j.cells]
+        for c, col in zip(j.cells, x.T):
+            assert c["estimate"] == pytest.approx(centre(col), abs=1e-12)
+            assert c["n"] == col.size
+            assert c["interval"][0] <= c["estimate"] + 1e-12 or rule.randomised
+            assert c["estimate"] <= c["interval"][1] + 1e-12 or rule.randomised
+        claimed, other = (above, at_or_below) if direction == ">" else (below, at_or_above)
+        if _reason(j) is not None:
+            continue
+        if rule.claim == "every_cell":
+            assert (j.verdict == "HELD") == all(claimed)
+        else:
+            assert (j.verdict == "NOT HELD") == all(other)
+        if rule.estimator == "mean" or rule.randomised:
+            strictly_other = below if direction == ">" else above
+            deciding_side = strictly_other if rule.claim == "every_cell" else claimed
+            for c, side in zip(j.cells, deciding_side):
+                if c["p_holm"] <= 0.025:
+                    assert side, (c, t, direction)
 
 
 # -- at, just above and just below each end of the interval, in each direction --------------------
@@ -586,6 +657,9 @@ def test_paired_differences_ignore_a_constant_added_to_both_sides(x, d, c, seed)
     # a non-finite value on either side drops its pair
     xs, ys = np.append(x, [math.nan, 1.0]), np.append(y, [2.0, -math.inf])
     assert stats.mean_difference_ci(xs, ys, rng=stats.generator(seed, "d")) == a
+    # constant pairs: a zero-width interval at the difference (nothing to resample)
+    flat = stats.mean_difference_ci(np.full(4, c + 1), np.full(4, c), rng=stats.generator(1, "d"))
+    assert flat.low == flat.estimate == flat.high == pytest.approx(1.0)
 
 
 @FEW
@@ -642,10 +716,21 @@ def test_proportion_intervals_contain_the_share_and_grow_with_the_successes(n, d
 
 
 @PROPS
-@given(x=finite_arrays, c=st.integers(-100, 100).map(float), s=st.sampled_from([0.5, 3.0]))
+@given(
+    x=st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=2, max_size=15),
+    c=st.integers(-100, 100).map(float),
+    s=st.sampled_from([0.5, 3.0]),
+)
 def test_mean_intervals_are_equivariant_and_drop_non_finite_entries(x, c, s):
+    """From two values on, Student's t interval (``scipy.stats.t.interval`` the reference)."""
+    from scipy import stats as sps
+
     x = np.array(x)
     a = stats.mean_ci(x)
+    sem = x.std(ddof=1) / math.sqrt(x.size)
+    if sem > 0:
+        ref = sps.t.interval(0.95, x.size - 1, loc=x.mean(), scale=sem)
+        assert np.allclose([a.low, a.high], ref, rtol=1e-9, atol=1e-9)
     b = stats.mean_ci(s * x + c)
     assert a.low <= a.estimate <= a.high
     scale = 1e-9 * (1 + abs(c) + np.abs(x).max() * s)
@@ -825,3 +910,28 @@ def test_readings_combine_to_the_common_word_or_depends_whatever_their_order(wor
     assert out["verdict"] == expected and out["readings"] == readings
     perm = data.draw(st.permutations(list(readings)))
     assert stats.combine_readings({k: readings[k] for k in perm})["verdict"] == expected
+
+
+@PROPS
+@given(n=st.integers(1, 40), level=st.sampled_from([0.9, 0.975, 0.995]))
+def test_the_rejected_proportion_candidates_are_wilson_and_clopper_pearson(n, level):
+    """The audit's non-randomised candidates: Wilson's interval is :func:`stats.proportion_ci`;
+    Clopper-Pearson's ends are beta quantiles (the reference), and contain the share."""
+    from scipy import stats as sps
+
+    from gaugedyn.stats import _estimators as est
+
+    k = np.arange(n + 1)
+    x = (np.arange(n)[None, :] < k[:, None]).astype(float)  # row k: k successes of n
+    wilson = est.proportion_bounds(x, level, "wilson")
+    exact = est.proportion_bounds(x, level, "exact")
+    for i in range(n + 1):
+        ref = stats.proportion_ci(i, n, confidence=2 * level - 1)
+        assert wilson.lower[i] == pytest.approx(ref.low) and wilson.upper[i] == pytest.approx(
+            ref.high
+        )
+    alpha = 1 - level
+    lo = np.where(k == 0, 0.0, sps.beta.ppf(alpha, np.maximum(k, 1), n - k + 1))
+    hi = np.where(k == n, 1.0, sps.beta.ppf(1 - alpha, k + 1, np.maximum(n - k, 1)))
+    assert np.allclose(exact.lower, lo, atol=1e-9) and np.allclose(exact.upper, hi, atol=1e-9)
+    assert np.all(exact.lower <= k / n) and np.all(k / n <= exact.upper)
