@@ -4,7 +4,8 @@
 ``AdamRecorder`` attaches to ``torch.optim.Adam``/``AdamW``; ``batched_adam_step`` is Adam on
 many copies with per-copy betas and learning rates; ``preconditioned_sharpness`` and
 ``dense_sharpness`` measure the curvature Adam's preconditioner sees; the 1-D Adam maps, their
-oscillating state and stability boundary, and the spike detector serve the stability theory.
+oscillating state and stability boundary, and the spike detector (offline, ``detect_spikes``,
+and online, ``OnlineSpikeDetector``) serve the stability theory.
 Torch loads only on first use of a torch name, so ``import gaugedyn.adam`` stays light.
 """
 
@@ -29,6 +30,7 @@ from ._spikes import FLOAT32_FLOOR as FLOAT32_FLOOR
 from ._spikes import FLOAT64_FLOOR as FLOAT64_FLOOR
 from ._spikes import MIN_BLOCKS as SPIKE_MIN_BLOCKS  # noqa: F401 (in __all__ through attach)
 from ._spikes import RISE_DECADES as SPIKE_RISE_DECADES  # noqa: F401 (in __all__ through attach)
+from ._spikes import OnlineSpikeDetector as OnlineSpikeDetector
 from ._spikes import detect as detect_spikes  # noqa: F401 (in __all__ through attach)
 from ._spikes import horizon as spike_horizon  # noqa: F401 (in __all__ through attach)
 from ._spikes import steps_needed as spike_steps_needed  # noqa: F401 (in __all__ through attach)
@@ -71,6 +73,7 @@ _EAGER = [
     "series_terms",
     "transition_fraction",
     "detect_spikes",
+    "OnlineSpikeDetector",
     "spike_steps_needed",
     "spike_horizon",
     "SPIKE_DEFINITION",
@@ -104,7 +107,16 @@ __getattr__, __dir__, __all__ = attach(
             "batched_adam_step",
         ],
         # the curvature the preconditioner sees (torch, lazy)
-        "_sharpness": ["hessian_vector_product", "preconditioned_sharpness", "dense_sharpness"],
+        "_sharpness": [
+            "SHARPNESS_METHODS",
+            "adam_preconditioner",
+            "edge_threshold",
+            "hessian_vector_product",
+            "lanczos_top",
+            "preconditioned_sharpness",
+            "dense_hessian",
+            "dense_sharpness",
+        ],
         # Adam state surgery (torch, lazy)
         "_state": [
             "StateRecord",

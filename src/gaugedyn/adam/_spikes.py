@@ -81,11 +81,38 @@ def steps_needed(beta1, beta2) -> int:
 def _blocks(ell: np.ndarray, H: int, stride: int):
     if H < 1 or stride < 1:
         raise InputError(f"H={H}, stride={stride}: allowed: integers >= 1")
-    b = max(1, int(round(H / stride)))
+    b = block_size(H, stride)
     nb = ell.shape[0] // b - 1  # blocks after the warm-up block
     if nb < 2:
         return None
     return ell[b : b * (nb + 1)].reshape((nb, b) + ell.shape[1:])
+
+
+def block_stats(blocks: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per block of clipped log losses (shape ``(n_blocks, b, ...)``): its maximum, its median
+    and whether it is a resolved baseline (fewer than ``UNRESOLVED_SHARE`` of it at the
+    floor). The one reduction of a block, shared by :func:`block_rises` and
+    :class:`OnlineSpikeDetector`."""
+    return (
+        blocks.max(axis=1),
+        np.median(blocks, axis=1),
+        (blocks <= floor).mean(axis=1) < UNRESOLVED_SHARE,
+    )
+
+
+def rises_of(
+    peak: np.ndarray, base: np.ndarray, resolved: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(rise, resolved)`` of blocks ``1, 2, ...`` of consecutive :func:`block_stats`:
+    ``rise_k = max_k - median_{k-1}``, judged over the baseline block ``k - 1``."""
+    return peak[1:] - base[:-1], resolved[:-1]
+
+
+def clip(log_loss, floor: float = FLOAT64_FLOOR) -> np.ndarray:
+    """The detector's ``ell``: ``log_loss`` clipped at ``floor``; ``-inf`` (an exact zero),
+    ``nan`` and ``+inf`` count as the floor (divergence is judged apart, by :func:`detect`)."""
+    ell = np.asarray(log_loss, dtype=float)
+    return np.where(np.isfinite(ell), np.maximum(ell, floor), floor)
 
 
 def block_rises(log_loss, H: int, stride: int = 1, floor: float = FLOAT64_FLOOR):
@@ -99,18 +126,19 @@ def block_rises(log_loss, H: int, stride: int = 1, floor: float = FLOAT64_FLOOR)
     by :func:`detect`) count as the floor here too, so they never make a rise. Returns two
     arrays of shape ``(n_blocks - 1, ...)``; empty along axis 0 when the run is too short.
     """
-    ell = np.asarray(log_loss, dtype=float)
-    if ell.ndim < 1:
+    if np.ndim(log_loss) < 1:
         raise InputError("log_loss must have a time axis")
-    ell = np.where(np.isfinite(ell), np.maximum(ell, floor), floor)
+    ell = clip(log_loss, floor)
     blocks = _blocks(ell, H, stride)
     if blocks is None:
         empty = np.empty((0,) + ell.shape[1:])
         return empty, empty.astype(bool)
-    peak = blocks.max(axis=1)
-    base = np.median(blocks, axis=1)
-    resolved = (blocks <= floor).mean(axis=1) < UNRESOLVED_SHARE
-    return peak[1:] - base[:-1], resolved[:-1]
+    return rises_of(*block_stats(blocks, floor))
+
+
+def block_size(H: int, stride: int) -> int:
+    """Samples per block: ``max(1, round(H / stride))``."""
+    return max(1, int(round(H / stride)))
 
 
 def detect(
@@ -136,12 +164,18 @@ def detect(
     ell = np.asarray(log_loss, dtype=float)
     H = int(horizon(beta1, beta2))
     rises, resolved = block_rises(ell, H, stride, floor)
-    shape = ell.shape[1:]
-    b = max(1, int(round(H / stride)))
-    judged = np.broadcast_to(ell.shape[0] // b - 1 >= MIN_BLOCKS, shape).copy()
+    judged = ell.shape[0] // block_size(H, stride) - 1 >= MIN_BLOCKS
     with np.errstate(invalid="ignore"):
-        bad = np.isnan(ell) | (ell > ceiling)
-    diverged = bad.any(axis=0) & judged
+        bad = (np.isnan(ell) | (ell > ceiling)).any(axis=0)
+    return judge_blocks(rises, resolved, judged, bad, ell.shape[1:]) | {"horizon": H}
+
+
+def judge_blocks(rises: np.ndarray, resolved: np.ndarray, judged, bad, shape: tuple) -> dict:
+    """The run's status from its blocks' ``(rise, resolved)`` (:func:`rises_of`), whether it
+    holds enough blocks (``judged``) and whether any sample diverged (``bad``): the verdict
+    of :func:`detect` and of :meth:`OnlineSpikeDetector.verdict` alike."""
+    judged = np.broadcast_to(judged, shape).copy()
+    diverged = np.asarray(bad, dtype=bool) & judged
     if rises.shape[0] == 0:
         hits = np.zeros((1,) + shape, dtype=bool)
         rise = np.full(shape, -math.inf)
@@ -149,7 +183,7 @@ def detect(
     else:
         hits = (rises >= RISE_DECADES) & resolved
         rise = np.where(resolved, rises, -math.inf).max(axis=0)
-        unresolved = (~resolved).any(axis=0)
+        unresolved = np.asarray((~resolved).any(axis=0))
     spiky = hits.any(axis=0) & judged & ~diverged
     undetermined = unresolved & judged & ~diverged & ~spiky
     quiet = judged & ~diverged & ~spiky & ~undetermined
@@ -167,5 +201,81 @@ def detect(
         "status": status,
         "n_spikes": hits.sum(axis=0),
         "max_rise": rise,
-        "horizon": H,
     }
+
+
+class OnlineSpikeDetector:
+    """The detector of the module doc fed one sample at a time (a training loop's loss).
+
+    ``update(log10_loss)`` takes the next sample (every ``stride`` steps); when it completes a
+    block, the block is reduced by :func:`block_stats` and its rise against the previous block
+    formed by :func:`rises_of`, the reductions :func:`detect` applies to the whole series, and
+    :meth:`update` returns ``{"block", "sample", "rise", "resolved", "spike"}`` (``None``
+    otherwise). :meth:`verdict` combines the blocks so far with :func:`judge_blocks`, so fed a
+    whole series it returns what :func:`detect` returns on it (tests). Memory: one block of
+    samples and one ``(rise, resolved)`` pair per block. A spike is known when its block closes,
+    at most one horizon after it.
+    """
+
+    def __init__(
+        self,
+        beta1: float,
+        beta2: float,
+        *,
+        stride: int = 1,
+        floor: float = FLOAT64_FLOOR,
+        ceiling: float = math.inf,
+    ):
+        if not floor < ceiling:
+            raise InputError(f"floor={floor}, ceiling={ceiling}: allowed: floor < ceiling")
+        if int(stride) != stride or stride < 1:
+            raise InputError(f"stride={stride!r} is not allowed; use an integer >= 1")
+        self.beta1, self.beta2 = float(beta1), float(beta2)
+        self.horizon = int(horizon(beta1, beta2))
+        self.stride, self.floor, self.ceiling = int(stride), float(floor), float(ceiling)
+        self.block = block_size(self.horizon, self.stride)
+        self.samples = 0
+        self.bad = False
+        self._buf = np.empty(self.block)
+        self._prev: tuple | None = None
+        self._rises: list[float] = []
+        self._resolved: list[bool] = []
+
+    def update(self, log10_loss: float) -> dict | None:
+        """Take one sample; the closed block's record when this sample closes one."""
+        x = float(log10_loss)
+        self.bad |= bool(math.isnan(x) or x > self.ceiling)
+        i = self.samples % self.block
+        self._buf[i] = clip(x, self.floor)
+        self.samples += 1
+        k = self.samples // self.block - 1  # the block just closed (0: the warm-up)
+        if i != self.block - 1 or k == 0:
+            return None
+        peak, base, res = block_stats(self._buf[None, :, None], self.floor)
+        prev, self._prev = self._prev, (peak[0, 0], base[0, 0], res[0, 0])
+        if prev is None:
+            return None
+        rise, resolved = rises_of(*(np.array([a, b]) for a, b in zip(prev, self._prev)))
+        self._rises.append(float(rise[0]))
+        self._resolved.append(bool(resolved[0]))
+        return {
+            "block": k,
+            "sample": self.samples - 1,
+            "rise": float(rise[0]),
+            "resolved": bool(resolved[0]),
+            "spike": bool(resolved[0] and rise[0] >= RISE_DECADES),
+        }
+
+    def verdict(self) -> dict:
+        """:func:`detect`'s result on the samples so far (scalars)."""
+        judged = self.samples // self.block - 1 >= MIN_BLOCKS
+        out = judge_blocks(
+            np.array(self._rises, dtype=float),
+            np.array(self._resolved, dtype=bool),
+            judged,
+            self.bad,
+            (),
+        )
+        return {
+            k: (v.item() if isinstance(v, np.ndarray | np.generic) else v) for k, v in out.items()
+        } | {"horizon": self.horizon}
