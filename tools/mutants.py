@@ -95,6 +95,7 @@ AREAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "experiments/adam_state/_analysis.py",
             "experiments/adam_stability/_spike_analysis.py",
             "experiments/adam_split/_grid_analysis.py",
+            "experiments/auxiliary/_analysis.py",
         ),
         (
             "tests/test_gauge_experiments.py",
@@ -102,6 +103,7 @@ AREAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "tests/test_shared_representation.py",
             "tests/test_spike_boundary.py",
             "tests/test_adam_experiments.py",
+            "tests/test_auxiliary_experiment.py",
         ),
     ),
 }
