@@ -291,3 +291,29 @@ def test_adam_updates_are_torchs_and_ignore_the_scale_and_sign_of_the_loss(seed,
     order = rng.permutation(5)
     moved = decompose_history(grads[:, order], *betas, eps=1e-8)
     assert np.allclose(moved.update, parts.update[:, order], rtol=1e-12)
+
+
+# -- the order-parameter chain's factorisation ----------------------------------------------------
+
+
+@PROPS
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 6),
+    data=st.data(),
+    scale=st.sampled_from([1e-8, 1e-3, 1.0, 1e3, 1e8]),
+)
+def test_the_chains_factor_finds_the_rank_at_every_scale_of_the_gram_matrix(seed, n, data, scale):
+    """``cholesky_psd`` of the Gram matrix of ``n`` vectors spanning ``r`` directions (one free
+    direction, full rank, or between): rank ``r`` and ``L L^T = C`` whatever the scale of
+    ``C`` (a pivot tolerance relative to the diagonal, not absolute)."""
+    from gaugedyn.training._online_chain import PIVOT_TOL
+    from gaugedyn.training._online_kernels import cholesky_psd
+
+    r = data.draw(st.integers(1, n))
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, r)) @ rng.normal(size=(r, 8))
+    C = scale * (X @ X.T)
+    L = np.zeros_like(C)
+    assert cholesky_psd(C, L, PIVOT_TOL) == r
+    assert np.allclose(L @ L.T, C, rtol=1e-7, atol=1e-7 * scale * np.abs(C / scale).max())
