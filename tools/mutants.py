@@ -98,6 +98,7 @@ AREAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "experiments/auxiliary/_analysis.py",
         ),
         (
+            "tests/test_properties_findings.py",
             "tests/test_gauge_experiments.py",
             "tests/test_prototypes.py",
             "tests/test_shared_representation.py",
