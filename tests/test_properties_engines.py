@@ -317,3 +317,38 @@ def test_the_chains_factor_finds_the_rank_at_every_scale_of_the_gram_matrix(seed
     L = np.zeros_like(C)
     assert cholesky_psd(C, L, PIVOT_TOL) == r
     assert np.allclose(L @ L.T, C, rtol=1e-7, atol=1e-7 * scale * np.abs(C / scale).max())
+
+
+# -- several stop events --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dynamics", ["flow", "gd"])
+@pytest.mark.parametrize("seed", [0, 2])
+def test_two_specialization_events_are_the_same_whether_or_not_the_run_stops_at_them(
+    dynamics, seed
+):
+    """Two teachers specialized at different times (for gradient descent, in different steps):
+    stopping at specialization ends the run at the later event (the step that contains it) and
+    leaves both event times as the run that goes on records them."""
+    rng = np.random.default_rng(seed)
+    D = 4
+    p = theory.Problem(
+        rng.uniform(0.5, 1.5, 3) * 0.3,
+        rng.normal(0, 0.3 / math.sqrt(D), (3, D)),
+        np.array([1.0, 0.8]),
+        np.eye(D)[:2],
+        "erf",
+    )
+    kw = {"t_max": 200.0} | ({"dynamics": "gd", "eta": 0.5} if dynamics == "gd" else {})
+    full = theory.solve(p, **kw)
+    stopped = theory.solve(p, stop_at_specialization=True, **kw)
+    times = np.asarray(full.specialization_time)
+    assert np.all(np.isfinite(times)) and abs(times[0] - times[1]) > 1.0
+    assert np.allclose(stopped.specialization_time, times, rtol=1e-9)
+    last = times.max()
+    if dynamics == "flow":
+        assert stopped.t[-1] == pytest.approx(last, rel=1e-9)
+    else:
+        assert last <= stopped.t[-1] < last + 0.5 + 1e-9
+        assert math.floor(times[0] / 0.5) != math.floor(times[1] / 0.5)
+    assert full.t[-1] == pytest.approx(200.0)
