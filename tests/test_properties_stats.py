@@ -630,8 +630,9 @@ def test_bootstrap_intervals_are_ordered_and_move_with_a_shift(x, c, seed):
         np.append(x, [math.nan, math.inf]), rng=stats.generator(seed, "b"), n_resamples=200
     )
     assert (d.low, d.high) == (a.low, a.high)
-    flat = stats.bootstrap_ci(np.full(5, c), rng=stats.generator(seed, "b"))
-    assert flat.low == flat.high == c
+    for method in ("percentile", "BCa"):
+        flat = stats.bootstrap_ci(np.full(5, c), rng=stats.generator(seed, "b"), method=method)
+        assert flat.low == flat.high == c
 
 
 @FEW
@@ -660,6 +661,14 @@ def test_paired_differences_ignore_a_constant_added_to_both_sides(x, d, c, seed)
     # constant pairs: a zero-width interval at the difference (nothing to resample)
     flat = stats.mean_difference_ci(np.full(4, c + 1), np.full(4, c), rng=stats.generator(1, "d"))
     assert flat.low == flat.estimate == flat.high == pytest.approx(1.0)
+    for method in ("percentile", "BCa"):  # BCa cannot resample a constant: no resampling at all
+        iv = stats.paired_ci(
+            (np.full(5, c), np.full(5, 2.0)),
+            lambda a, b, axis=-1: np.mean(a - b, axis=axis),
+            rng=stats.generator(1, "d"),
+            method=method,
+        )
+        assert iv.low == iv.high == iv.estimate == c - 2.0
 
 
 @FEW
