@@ -142,3 +142,17 @@ def test_power_below_the_rules_minimum_count_is_zero():
         "median_threshold", [1.0, 2.0, 3.0, 2.5, 1.5, 4.0, 2.2], threshold=0.0, rng=g
     )
     assert stats.power_at(enough, 5.0, reps=200).rate > 0.5
+
+
+def test_a_cell_reading_without_seeds_recomputes_as_unresolved():
+    # a cell rule judged on no seeds is stored as [] (JSON keeps no (0, cells) shape)
+    from gaugedyn.harness._rejudge import judge_record
+
+    rec = {
+        "rule": "every_cell_median",
+        "per_seed": [],
+        "threshold": 0.0,
+        "direction": ">",
+        "uniform_draw": 0.5,
+    }
+    assert judge_record(rec).verdict == "UNRESOLVED"

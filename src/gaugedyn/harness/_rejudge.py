@@ -47,6 +47,8 @@ def judge_record(rec: dict, rule: str | None = None, rng: Any = None) -> Any:
     name = rule or rec["rule"]
     r = stats.RULES[name]
     values = rec["per_seed"]
+    if r.cells and np.size(values) == 0:  # JSON keeps no shape: no seeds of (seeds, cells)
+        values = np.empty((0, 1))
     samples = values if (r.paired or r.estimator == "slope") else [values]
     threshold = rec["threshold"]
     if r.claim in ("inside", "outside"):
