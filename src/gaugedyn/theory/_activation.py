@@ -722,7 +722,7 @@ def load_activation(spec: str) -> Activation:
     if key in _LOADED:
         return _LOADED[key]
     if not attr.isidentifier() or not where:
-        raise InputError(f"activation {spec!r} is not allowed; allowed: {allowed_activations()}")
+        raise InputError(f"activation={spec!r} is not allowed; allowed: {allowed_activations()}")
     module = _import_for(spec, where)
     obj = getattr(module, attr, None)
     if isinstance(obj, Activation):
@@ -732,7 +732,7 @@ def load_activation(spec: str) -> Activation:
     else:
         found = "nothing" if obj is None else f"a {type(obj).__name__}"
         raise InputError(
-            f"activation {spec!r}: {where} has {found} called {attr!r}; allowed: an "
+            f"activation={spec!r}: {where} has {found} called {attr!r}; allowed: an "
             "Activation or an elementwise torch function"
         )
     _LOADED[key] = act
@@ -750,10 +750,10 @@ def _import_for(spec: str, where: str):
         if where.endswith(".py"):
             path = Path(where)
             if not path.is_file():
-                raise InputError(f"activation {spec!r}: the file {where!r} does not exist")
+                raise InputError(f"activation={spec!r}: the file {where!r} does not exist")
             found = importlib.util.spec_from_file_location(f"_gaugedyn_user_{path.stem}", path)
             if found is None or found.loader is None:
-                raise InputError(f"activation {spec!r}: {where!r} cannot be imported")
+                raise InputError(f"activation={spec!r}: {where!r} cannot be imported")
             module = importlib.util.module_from_spec(found)
             found.loader.exec_module(module)
             return module
@@ -762,11 +762,11 @@ def _import_for(spec: str, where: str):
         raise
     except SyntaxError as err:
         raise InputError(
-            f"activation {spec!r}: {where} has a syntax error at line {err.lineno}: {err.msg}"
+            f"activation={spec!r}: {where} has a syntax error at line {err.lineno}: {err.msg}"
         ) from None
     except Exception as err:
         raise InputError(
-            f"activation {spec!r}: importing {where} raised {type(err).__name__}: "
+            f"activation={spec!r}: importing {where} raised {type(err).__name__}: "
             f"{oneline(err)[:200]}"
         ) from None
 
