@@ -335,6 +335,24 @@ def test_a_small_unit_off_a_coinciding_direction_is_snapped():
     assert abs(point.loss - kept.loss) < 1e-14 and max(point.residual.values()) < 1e-4
 
 
+def test_a_nearly_dead_unit_is_made_dead():
+    """A unit the count calls dead (``rho = 2e-7``, below ``coincide_tol``) a little off an
+    active unit's direction at a saddle: with ``snap=0`` its block's eigenvalues, of order its
+    coefficient (``1e-8`` of the largest), are neither zero at the threshold nor the free
+    weights the count predicts (3 against 5); made exactly dead (``a = 0``, its coefficient
+    handed to the active unit, its direction the active unit's), which is critical to ``tol``,
+    its weights are free and the count is the symmetries' (``d + 2``)."""
+    pr = _near_coinciding(tilt=2e-7, a_small=3e-7)
+    kept = critical_point(pr, snap=0.0)
+    assert kept.success and kept.units["dead"] == [0]
+    assert kept.modes["measured"] == 3 and kept.modes["predicted"] == 5
+    point = critical_point(pr)
+    d = point.params.coords
+    assert point.success and point.settings["zeroed"] == [0] and point.problem.a[0] == 0.0
+    assert point.modes["measured"] == point.modes["predicted"] == d + 2
+    assert abs(point.loss - kept.loss) < 1e-14 and max(point.residual.values()) < 1e-8
+
+
 def test_distinct_nearby_units_are_not_snapped():
     """Two ReLU teachers 2% apart with the student on them (the global minimum): the units lie
     within ``snap`` of coinciding, but their exact coincidence is not critical, so they stay

@@ -679,7 +679,12 @@ def critical_point(
     the iteration stopped short of ``tol`` it restarts there and the better of the two results
     is kept; when it converged, the exact coincidence is kept if it is itself critical to
     ``tol`` (``|dL/dtheta| <= tol`` there), and refined from there. ``settings["snapped"]``
-    names the groups. Coinciding units split along directions that are flat to fourth order
+    names the groups. Likewise a converged point's units that the zero-mode count calls dead
+    (``rho_i`` or ``a_i`` within ``coincide_tol`` of zero, :data:`SETTINGS`) are made exactly
+    dead when that is critical to ``tol`` (:func:`_zero_dead`: ``a_i = 0``, and a unit within
+    ``snap`` of an active unit's direction takes it and hands it its coefficient;
+    ``settings["zeroed"]``), so that the spectrum is measured on the stratum the count
+    assumes. Coinciding units split along directions that are flat to fourth order
     (for erf ``g'' = -z g'`` makes the splitting curvature vanish at a critical point), where
     Newton's method crawls; exact coincidence is an invariant set of the flow for units of one
     coefficient, and the symmetric saddles of the plateaus lie on it. A unit of small
@@ -716,6 +721,16 @@ def critical_point(
                 )
             else:
                 snapped = []
+    zeroed: list = []
+    if snap > 0 and p.formulation != "order-parameters" and fp.success:
+        y2, zeroed = _zero_dead(fp.y, p, snap, coincide_tol)
+        if zeroed and np.linalg.norm(fun(y2)[0]) <= tol:
+            fp2 = fixed_point(fun, y2, jac=True, tol=tol, max_iter=max_iter)
+            fp = dataclasses.replace(
+                fp2, nit=fp.nit + fp2.nit, nfev=fp.nfev + fp2.nfev, history=fp.history + fp2.history
+            )
+        else:
+            zeroed = []
     y = fp.y
     H = fp.jac
     symmetric = p.formulation != "order-parameters"
@@ -766,6 +781,7 @@ def critical_point(
             max_iter=max_iter,
             snap=snap,
             snapped=snapped,
+            zeroed=zeroed,
             zero_tol=zero_tol,
             coincide_tol=coincide_tol,
             singular_cutoff=singular_cutoff,
@@ -797,6 +813,32 @@ def _snap(y, p: FlowParams, near: float, tol: float):
             for i in g:
                 W[i] = sign[i] * w
     return np.concatenate([a, W.ravel()]), [list(map(int, g)) for g in groups]
+
+
+def _zero_dead(y, p: FlowParams, near: float, tol: float):
+    """``y`` with the units that :func:`_groups` at ``tol`` calls dead (``rho_i`` or ``a_i``
+    within ``tol`` of zero) made exactly dead, and their indices: ``a_i = 0``, and when such a
+    unit coincides to ``near`` with an active unit ``j`` (the first), its weights take ``j``'s
+    direction (homogeneous ``g``, its norm kept) or weight vector and its coefficient goes to
+    ``j`` (``a_j += sigma_i a_i |w_i| / |w_j|``, or ``sigma_i a_i``), so that the function is
+    unchanged."""
+    a, W, V = _coords(y, p)
+    active, dead, _, _, _ = _groups(a, W, p.b, V, p.activation, tol)
+    moved = [i for i in dead if a[i] != 0.0]
+    if not moved:
+        return y, []
+    a, W = a.copy(), W.copy()
+    homogeneous = activation_of(p.activation).homogeneous
+    norms = np.linalg.norm(W, axis=1)
+    for i, j, sg in _dead_pairs(W, p.activation, active, moved, near):
+        if homogeneous:
+            a[j] += sg * a[i] * norms[i] / norms[j]
+            W[i] = sg * norms[i] / norms[j] * W[j]
+        else:
+            a[j] += sg * a[i]
+            W[i] = sg * W[j]
+    a[moved] = 0.0
+    return np.concatenate([a, W.ravel()]), [int(i) for i in moved]
 
 
 def _full_counts(y, p: FlowParams, problem, index: int, modes: dict, zero: float) -> dict:
