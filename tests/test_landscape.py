@@ -317,11 +317,11 @@ def _near_coinciding(tilt=2e-6, a_small=1e-5):
 def test_a_small_unit_off_a_coinciding_direction_is_snapped():
     """A converged point whose unit of small coefficient lies a little off the others'
     direction (within ``snap``, beyond ``coincide_tol``) is moved onto the exact coincidence
-    when that is itself critical to ``tol``: the two units are one group and the zero modes
-    are the symmetries' three (two rescalings and the redistribution). With ``snap=0`` the
-    point stays where Newton stopped, its redistribution is a zero eigenvalue that the
-    coincidence test (sines above ``coincide_tol``) does not predict: the failure the fix
-    removes."""
+    when that is at least as critical (no larger gradient): the two units are one group and
+    the zero modes are the symmetries' three (two rescalings and the redistribution). With
+    ``snap=0`` the point stays where Newton stopped, its redistribution is a zero eigenvalue
+    that the coincidence test (sines above ``coincide_tol``) does not predict: the failure
+    the fix removes."""
     pr = _near_coinciding()
     kept = critical_point(pr, snap=0.0)
     assert kept.success and kept.units["coinciding"] == []
@@ -340,8 +340,8 @@ def test_a_nearly_dead_unit_is_made_dead():
     active unit's direction at a saddle: with ``snap=0`` its block's eigenvalues, of order its
     coefficient (``1e-8`` of the largest), are neither zero at the threshold nor the free
     weights the count predicts (3 against 5); made exactly dead (``a = 0``, its coefficient
-    handed to the active unit, its direction the active unit's), which is critical to ``tol``,
-    its weights are free and the count is the symmetries' (``d + 2``)."""
+    handed to the active unit, its direction the active unit's), which is at least as
+    critical, its weights are free and the count is the symmetries' (``d + 2``)."""
     pr = _near_coinciding(tilt=2e-7, a_small=3e-7)
     kept = critical_point(pr, snap=0.0)
     assert kept.success and kept.units["dead"] == [0]

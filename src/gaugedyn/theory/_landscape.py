@@ -677,11 +677,11 @@ def critical_point(
     made to coincide exactly (:func:`_snap`: one direction, each unit's norm kept, for
     homogeneous ``g``; one weight vector otherwise; both weighted by the coefficients). When
     the iteration stopped short of ``tol`` it restarts there and the better of the two results
-    is kept; when it converged, the exact coincidence is kept if it is itself critical to
-    ``tol`` (``|dL/dtheta| <= tol`` there), and refined from there. ``settings["snapped"]``
+    is kept; when it converged, the exact coincidence is kept if it is at least as critical
+    (``|dL/dtheta|`` there at most the converged point's), and refined from there. ``settings["snapped"]``
     names the groups. Likewise a converged point's units that the zero-mode count calls dead
     (``rho_i`` or ``a_i`` within ``coincide_tol`` of zero, :data:`SETTINGS`) are made exactly
-    dead when that is critical to ``tol`` (:func:`_zero_dead`: ``a_i = 0``, and a unit within
+    dead when that is at least as critical (:func:`_zero_dead`: ``a_i = 0``, and a unit within
     ``snap`` of an active unit's direction takes it and hands it its coefficient;
     ``settings["zeroed"]``), so that the spectrum is measured on the stratum the count
     assumes. Coinciding units split along directions that are flat to fourth order
@@ -708,8 +708,8 @@ def critical_point(
     snapped: list = []
     if snap > 0 and p.formulation != "order-parameters":
         y1, snapped = _snap(fp.y, p, snap, coincide_tol)
-        if snapped and fp.success and np.linalg.norm(fun(y1)[0]) > tol:
-            snapped = []  # the units are distinct: their exact coincidence is not critical
+        if snapped and fp.success and np.linalg.norm(fun(y1)[0]) > fp.norm:
+            snapped = []  # their exact coincidence is less critical: the units are distinct
         if snapped:
             fp1 = fixed_point(fun, y1, jac=True, tol=tol, max_iter=max_iter)
             if fp1.success or fp1.norm < fp.norm:
@@ -724,7 +724,7 @@ def critical_point(
     zeroed: list = []
     if snap > 0 and p.formulation != "order-parameters" and fp.success:
         y2, zeroed = _zero_dead(fp.y, p, snap, coincide_tol)
-        if zeroed and np.linalg.norm(fun(y2)[0]) <= tol:
+        if zeroed and np.linalg.norm(fun(y2)[0]) <= fp.norm:
             fp2 = fixed_point(fun, y2, jac=True, tol=tol, max_iter=max_iter)
             fp = dataclasses.replace(
                 fp2, nit=fp.nit + fp2.nit, nfev=fp.nfev + fp2.nfev, history=fp.history + fp2.history
