@@ -375,6 +375,12 @@ def _word(claim: dict) -> str:
     return verdict_word(claim) + " *(old rules)*"
 
 
+def _plain(text: object) -> str:
+    """``text`` on one line with Markdown's link brackets escaped, so that a statement's
+    ``[...] [...]`` reads as text, not as a reference link."""
+    return " ".join(str(text).split()).replace("[", "\\[").replace("]", "\\]")
+
+
 def claims_table(experiment: str, data: dict[str, dict]) -> list[str]:
     """Every claim of one published run, then its provenance."""
 
@@ -397,7 +403,7 @@ def claims_table(experiment: str, data: dict[str, dict]) -> list[str]:
             f"{_rule(claim)} | {_word(claim)} |" + (f" {_robust_cell(claim)} |" if robust else "")
         )
     notes = [
-        f"- `{c['id']}`: {' '.join(str(c['statement']).split())}"
+        f"- `{c['id']}`: {_plain(c['statement'])}"
         for c in summary.get("claims", [])
         if c.get("statement")
     ]
