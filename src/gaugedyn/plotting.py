@@ -1,8 +1,8 @@
 """Figures from stored results: one shared style, PNG and PDF side by side.
 
 Experiments draw in their ``plot(arrays, config, outdir)`` from the stored arrays alone and save
-through :func:`save_figure`; the command line wraps the call in :func:`style` on the Agg backend,
-with the formats of the run (:func:`figure_formats`: PNG and PDF for a full configuration, PNG
+through `save_figure()`; the command line wraps the call in `style()` on the Agg backend,
+with the formats of the run (`figure_formats()`: PNG and PDF for a full configuration, PNG
 alone for a ``--quick`` one, whose figures are previews read in its report)::
 
     from gaugedyn.plotting import save_figure, subplots
@@ -23,7 +23,7 @@ from typing import Any
 
 STYLE = Path(__file__).with_name("gaugedyn.mplstyle")
 FORMATS = ("png", "pdf")
-"""The formats :func:`save_figure` writes by default, and those a run may ask for."""
+"""The formats `save_figure()` writes by default, and those a run may ask for."""
 QUICK_FORMATS = ("png",)
 """The formats of a ``--quick`` run: the PNG its report shows (the PDF, most of a figure's
 cost, is written by full runs, whose figures are the published ones)."""
@@ -33,7 +33,7 @@ _FORMATS: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
 
 
 def figure_formats(quick: bool) -> tuple[str, ...]:
-    """The formats a run writes: :data:`QUICK_FORMATS` for a quick run, else :data:`FORMATS`."""
+    """The formats a run writes: `QUICK_FORMATS` for a quick run, else `FORMATS`."""
     return QUICK_FORMATS if quick else FORMATS
 
 
@@ -41,7 +41,7 @@ def figure_formats(quick: bool) -> tuple[str, ...]:
 def style(backend: str | None = None, formats: tuple[str, ...] | None = None) -> Iterator[None]:
     """The gaugedyn style sheet; ``backend="Agg"`` also selects the non-interactive backend;
     ``formats`` (a non-empty subset of
-    :data:`FORMATS` holding ``"png"``) are the files :func:`save_figure` writes inside."""
+    `FORMATS` holding ``"png"``) are the files `save_figure()` writes inside."""
     import matplotlib
 
     if formats is not None:
@@ -72,7 +72,7 @@ def subplots(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
 
 
 def save_figure(fig: Any, outdir: str | Path, name: str, caption: str = "") -> tuple[str, str]:
-    """Write ``outdir/name.png`` and ``outdir/name.pdf`` (or the formats :func:`style` set),
+    """Write ``outdir/name.png`` and ``outdir/name.pdf`` (or the formats `style()` set),
     close ``fig``; return ``(name, caption)``.
 
     The figure's layout engine (constrained layout, from the style) runs once, for the first

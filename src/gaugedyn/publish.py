@@ -29,7 +29,7 @@ published ``gaugedyn multiverse`` folder: the share of specifications per verdic
 not, the constants that flip it), ``controls EXPERIMENT`` and ``space EXPERIMENT`` (the
 experiment's declared known-answer controls and set-up space at its full configuration, from
 its declaration) and ``systems`` (one row per paper of
-:data:`gaugedyn.papers.PAPERS`: its checks and the counts of its findings' verdicts over the
+`gaugedyn.papers.PAPERS`: its checks and the counts of its findings' verdicts over the
 published runs, linking to its page). The site's navigation of the systems' pages is generated
 the same way, in ``mkdocs.yml`` between ``# publish:nav`` and ``# /publish`` comment lines, from
 each system's declaration (``system.toml``: its page, its title, its further pages).
@@ -74,7 +74,7 @@ def published_files(root: Path) -> list[Path]:
 
 def load_published(root: Path) -> dict[str, dict]:
     """Every committed summary: experiment name -> the summary (with its ``published`` record);
-    an unreadable or malformed one is refused (:class:`~gaugedyn.InputError`) naming its file."""
+    an unreadable or malformed one is refused (`InputError`) naming its file."""
     out = {}
     for path in sorted((root / DATA).glob("*/summary.json")):
         try:
@@ -171,7 +171,7 @@ def _show(value: object) -> str:
 
 
 def read_run(run: Path, root: Path | None = None) -> dict:
-    """A run's summary, refused (:class:`~gaugedyn.InputError`) when the folder has none, when
+    """A run's summary, refused (`InputError`) when the folder has none, when
     its experiment is not a registered name, when it is a quick or reduced configuration or
     lacks its ``command`` record, when the run is not complete, when its claims or figures are
     malformed, or when a figure is not a file inside the run folder."""
@@ -215,7 +215,7 @@ def read_run(run: Path, root: Path | None = None) -> dict:
 
 
 def _figure_files(run: Path, summary: dict, root: Path | None = None) -> list[Path]:
-    """The run's PNG figures as paths inside ``run``, refused (:class:`~gaugedyn.InputError`)
+    """The run's PNG figures as paths inside ``run``, refused (`InputError`)
     when one is absolute, leaves the folder, is missing (a re-judged run may leave out a figure
     already published under ``root``) or two share a name."""
     inside = run.resolve()
@@ -241,7 +241,7 @@ def _figure_files(run: Path, summary: dict, root: Path | None = None) -> list[Pa
 
 
 def prepare_run(run: Path, root: Path) -> tuple[dict, dict[Path, bytes]]:
-    """``run/summary.json`` (checked by :func:`read_run`) with its ``published`` record, and the
+    """``run/summary.json`` (checked by `read_run()`) with its ``published`` record, and the
     files adding it writes: ``results-data/<experiment>/summary.json`` and its PNG figures under
     ``docs/figures/<experiment>/``. Nothing is written."""
     path = Path(run) / "summary.json"
@@ -265,7 +265,7 @@ def prepare_run(run: Path, root: Path) -> tuple[dict, dict[Path, bytes]]:
 
 
 def add_run(run: Path, root: Path) -> Path:
-    """Copy ``run/summary.json`` (checked by :func:`read_run`) to
+    """Copy ``run/summary.json`` (checked by `read_run()`) to
     ``results-data/<experiment>/summary.json`` with its ``published`` record, and its figures;
     every file atomically, all or none."""
     summary, writes = prepare_run(run, root)
@@ -583,7 +583,7 @@ def verdict_counts(summaries: list[dict]) -> dict[str, int]:
 def systems_table(data: dict[str, dict], here: Path, root: Path) -> list[str]:
     """One row per paper: its page, its published full runs, checks and finding verdicts, and
     how many of its HELD and NOT HELD verdicts would be expected to be wrong by chance
-    (:func:`gaugedyn.harness.expected_wrong`, from each finding's audited rates in
+    (`gaugedyn.harness.expected_wrong()`, from each finding's audited rates in
     ``results-data/audit-rules/audit.json``)."""
     from .harness import expected_wrong, read_audit
 
@@ -628,7 +628,7 @@ def systems_table(data: dict[str, dict], here: Path, root: Path) -> list[str]:
 def blocks(lines: list[str], path: Path) -> list[tuple[int, int, str, str | None]]:
     """The marked blocks of a file's lines: ``(opening line, closing line, kind, argument)``
     (0-based). Every opening marker must be closed before the next one opens, and every
-    closing marker must close one; else :class:`~gaugedyn.InputError` naming the marker and its
+    closing marker must close one; else `InputError` naming the marker and its
     line, before anything is rendered."""
     out: list[tuple[int, int, str, str | None]] = []
     start: int | None = None
@@ -676,7 +676,7 @@ def render(
     pending: Collection[Path] = (),
 ) -> str:
     """``text`` with every marked table regenerated (markers kept, bodies replaced); markers
-    are checked first (:func:`blocks`)."""
+    are checked first (`blocks()`)."""
     lines = text.split("\n")
     out: list[str] = []
     last = 0
@@ -710,7 +710,7 @@ def _nav_title(title: str) -> str:
 
 def nav_entries(root: Path) -> list[tuple[str, str]]:
     """``(title, page)`` of every system's pages, in the order of the declarations; refused
-    (:class:`~gaugedyn.InputError`) when a declared page is not under ``docs/``."""
+    (`InputError`) when a declared page is not under ``docs/``."""
     entries = []
     for paper in PAPERS:
         for title, page in paper.nav_entries:
@@ -771,7 +771,7 @@ def publish(root: Path, check: bool = False, adds: Sequence[Path] = ()) -> list[
     """Regenerate every marked table under ``root`` and, where ``root`` has a ``mkdocs.yml``, its
     navigation of the systems' pages, after adding the runs ``adds``. Returns the files that
     changed (written, or with ``check`` only listed). Everything is checked before anything is
-    written; the files are then written atomically, all or none (:func:`write_all`)."""
+    written; the files are then written atomically, all or none (`write_all()`)."""
     changes = plan(root, adds)
     stale = [path for path, (_, changed) in changes.items() if changed]
     if not check:

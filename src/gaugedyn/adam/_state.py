@@ -5,17 +5,17 @@ Pure functions over a ``torch.optim.Adam`` or ``AdamW`` (single-tensor, ``foreac
 "exp_avg_sq"}``), with parameters selected by name or glob over ``model.named_parameters()``.
 Torch's update at step ``t`` (counted after the increment) is
 
-.. math::
-
-    m_t = \beta_1 m_{t-1} + (1-\beta_1) g_t,\quad v_t = \beta_2 v_{t-1} + (1-\beta_2) g_t^2,\quad
-    \hat m = m_t/(1-\beta_1^t),\quad \hat v = v_t/(1-\beta_2^t),\quad
-    p \leftarrow p - \eta\,\hat m/(\sqrt{\hat v}+\epsilon).
+$$
+m_t = \beta_1 m_{t-1} + (1-\beta_1) g_t,\quad v_t = \beta_2 v_{t-1} + (1-\beta_2) g_t^2,\quad
+\hat m = m_t/(1-\beta_1^t),\quad \hat v = v_t/(1-\beta_2^t),\quad
+p \leftarrow p - \eta\,\hat m/(\sqrt{\hat v}+\epsilon).
+$$
 
 Every operation writes in place (the tensors keep their identity, so ``foreach``/``fused``
 kernels, ``AdamRecorder`` hooks and any other reference stay valid) and returns a
-:class:`StateRecord` naming the tensors it changed with their norms before and after, for result
+`StateRecord` naming the tensors it changed with their norms before and after, for result
 metadata. It also tells the recorders watching those parameters what it wrote
-(:func:`gaugedyn.adam.notify_state`), so an ``AdamRecorder`` or ``GaugeRecorder`` on the same
+(`gaugedyn.adam.notify_state()`), so an ``AdamRecorder`` or ``GaugeRecorder`` on the same
 optimizer moves or resets its own shadow state to match. ``batch_dims = k`` treats the first ``k`` axes of every tensor as a batch of independent
 models (many seeds trained as one program): means, norms and scales are then taken per batch
 element, over the remaining axes of the selection.
@@ -24,9 +24,9 @@ element, over the remaining axes of the selection.
 ``equalise_adaptive_scale`` take ``rows``: a sequence of indices along axis 0 of every selected
 tensor (the units of a layer: rows of a weight, entries of a bias), or a mapping
 ``{name: (axis, indices)}`` that selects per tensor (a unit's outgoing weights are a column,
-``axis = 1``; :func:`gaugedyn.gauge.unit_rows` builds it for a unit of a model). Only those
+``axis = 1``; `gaugedyn.gauge.unit_rows()` builds it for a unit of a model). Only those
 entries are read and written. ``reset(..., rows=..., restart=True)`` gives the reset rows their
-own step count: see :func:`reset`.
+own step count: see `reset()`.
 
 **Checks.** ``amsgrad``'s ``max_exp_avg_sq`` travels with ``v`` in every operation that moves
 ``v`` (exchange, transplant, reset, restore); ``scalarise_v`` and the adaptive-scale operations,
@@ -102,7 +102,7 @@ def _check_optimizer(optimizer: Any) -> None:
 def select(model: torch.nn.Module, names: Names = None) -> list[tuple[str, torch.nn.Parameter]]:
     """``(name, parameter)`` pairs of ``model`` whose name matches one of ``names`` (exact names
     or ``fnmatch`` globs such as ``"encoder.0.*"``), in ``named_parameters()`` order;
-    ``None`` selects all. A pattern that matches nothing is an :class:`InputError`."""
+    ``None`` selects all. A pattern that matches nothing is an `InputError`."""
     pairs = list(model.named_parameters())
     if names is None:
         return pairs
@@ -295,7 +295,7 @@ def restore(
     snap: dict[str, dict[str, torch.Tensor]],
     names: Names = None,
 ) -> StateRecord:
-    """Write a :func:`snapshot` back: every stored tensor (weights too, if stored) of the
+    """Write a `snapshot()` back: every stored tensor (weights too, if stored) of the
     selected parameters is copied in place, so the next step is bit for bit the one the
     snapshotted optimizer would have taken."""
     _check_optimizer(optimizer)
@@ -340,7 +340,7 @@ def transplant(
     rows: Rows = None,
 ) -> StateRecord:
     """Copy one component (``m``, ``v`` or ``both``; ``v`` brings amsgrad's ``max_exp_avg_sq``)
-    from a :func:`snapshot` (of any optimizer with the same parameter names and exactly the same
+    from a `snapshot()` (of any optimizer with the same parameter names and exactly the same
     shapes) into ``optimizer``, whole tensors or the given ``rows`` (the same rows of the
     snapshot); weights and step counts stay."""
     _check_optimizer(optimizer)
@@ -444,10 +444,10 @@ def reset(
     ``1-\beta_1^{t+1}`` (near 1 for large ``t``), so ``\hat m \approx (1-\beta_1) g`` instead of
     ``g`` (likewise ``\hat v \approx (1-\beta_2) g^2``): zeroed moments with a kept step count are
     under-corrected and rebuild over ``1/(1-\beta)`` steps. Resetting ``both`` and then the step
-    (:func:`reset_step`) is exactly a fresh optimizer's next step.
+    (`reset_step()`) is exactly a fresh optimizer's next step.
 
     ``restart=True`` (with ``component="both"``) makes the reset entries start afresh: whole
-    tensors get step count 0 (as :func:`reset_step`); reset ``rows`` get their own step count
+    tensors get step count 0 (as `reset_step()`); reset ``rows`` get their own step count
     ``s`` (steps since the reset), kept by the toolkit in step hooks on the optimizer: after each
     step it recomputes those rows' parameters as torch's Adam does with ``s`` in place of ``t``,
     ``p = p_{before} - \eta\,\frac{m/(1-\beta_1^s)}{\sqrt{v/(1-\beta_2^s)} + \epsilon}`` (after
@@ -491,7 +491,7 @@ def reset(
 
 
 class _RowClock:
-    """Per-row step counts of one optimizer (see :func:`reset`), applied in step hooks."""
+    """Per-row step counts of one optimizer (see `reset()`), applied in step hooks."""
 
     _clocks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -790,8 +790,8 @@ def equalise_adaptive_scale(
 
 
 def weights(model: torch.nn.Module, names: Names = None) -> dict[str, torch.Tensor]:
-    """Copies of the selected parameters, the ``before`` of :func:`update_norm` and
-    :func:`rescale_update`."""
+    """Copies of the selected parameters, the ``before`` of `update_norm()` and
+    `rescale_update()`."""
     return {n: p.detach().clone() for n, p in select(model, names)}
 
 
@@ -823,7 +823,7 @@ def rescale_update(
 ) -> StateRecord:
     r"""Equal-movement control: rescale the update just taken to a stated norm,
     ``p \leftarrow p^{before} + \Delta\, \nu/\|\Delta\|`` with ``\Delta = p - p^{before}`` and
-    ``\|\Delta\|`` over the selection per batch element (:func:`update_norm`); ``norm`` (``\nu``)
+    ``\|\Delta\|`` over the selection per batch element (`update_norm()`); ``norm`` (``\nu``)
     is a number or a tensor of the batch shape. A zero update stays zero. The optimizer state is
     not touched: the moments still carry the gradient, only the movement is controlled."""
     for n, p in select(model, names):

@@ -1,11 +1,11 @@
-r"""The invariants and symmetry generators of :func:`~gaugedyn.gauge.find_units`'s groups, as
+r"""The invariants and symmetry generators of `find_units()`'s groups, as
 differentiable functions of the parameters.
 
 For a group with input sides ``X`` (scaled by ``c``) and output sides ``Y`` (scaled by
 ``1/c``), per unit: a rescaling unit's ``delta = |Y|^2 - |X|^2``, a scale unit's ``|X|^2`` and,
 for the matrix kinds (attention pairs, linear pairs), the upper triangle of
 ``X X^T - Y Y^T`` (``block x block``, sides summed), a frozen entry's square: the functions
-:class:`~gaugedyn.gauge.GaugeRecorder` records, each entry once. The generators are the
+`GaugeRecorder` records, each entry once. The generators are the
 tangents ``A theta`` of the groups' one-parameter symmetries at ``theta``: ``(X, Y) ->
 (X, -Y)`` per rescaling unit, ``X -> X`` per scale unit and, per unit of a matrix kind,
 ``(X, Y) -> (A X, -A^T Y)`` for a basis of ``gl(block)`` (a frozen entry: ``X -> X``, one
@@ -59,7 +59,7 @@ def _place(
     rows: torch.Tensor,
     into: dict[str, torch.Tensor],
 ) -> None:
-    """Add ``rows`` (``block x rest``, the unit's entries as :func:`blocks` orders them) into
+    """Add ``rows`` (``block x rest``, the unit's entries as `blocks()` orders them) into
     a zero tensor of ``side``'s parameter at the unit's entries."""
     t = p[side.name]
     idx = side.indices([unit]).to(t.device)

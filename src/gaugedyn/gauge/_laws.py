@@ -5,18 +5,18 @@ the model's outputs on a data set (``fields="function"``, ``Phi_(i,k) = f_k(thet
 its per-sample losses (``fields="loss"``, ``Phi_i = |f(theta, x_i) - y_i|^2 / 2``). Each
 ``c`` in ``R^M`` gives the gradient field
 
-.. math::
-
-    X_c(\theta) = \nabla_\theta \langle c, \Phi(\theta)\rangle = J_\Phi(\theta)^\top c,
+$$
+X_c(\theta) = \nabla_\theta \langle c, \Phi(\theta)\rangle = J_\Phi(\theta)^\top c,
+$$
 
 and gradient flow on any loss built from the outputs moves along these fields. A conservation
 law is a function ``h`` with ``grad h(theta)`` orthogonal to every ``X_c(theta)`` at every
 ``theta``. At a generic point (Marcotte, Gribonval and Peyré, "Abide by the law and follow the
 flow", 2023, from Frobenius' theorem) the number of independent laws is
 
-.. math::
-
-    N_{\mathrm{laws}} = D - \dim \mathrm{Lie}(W)(\theta),
+$$
+N_{\mathrm{laws}} = D - \dim \mathrm{Lie}(W)(\theta),
+$$
 
 ``Lie(W)`` the Lie algebra the fields generate under ``[X, Y] = J_Y X - J_X Y`` and
 ``Lie(W)(theta)`` its trace, the values at ``theta``. The trace is built as
@@ -104,7 +104,7 @@ def decide_rank(rows: torch.Tensor, rtol: float) -> tuple[RankDecision, torch.Te
 
 
 def _rank(rows: torch.Tensor, rtol: float) -> RankDecision:
-    """:func:`decide_rank`'s decision alone (singular values only)."""
+    """`decide_rank()`'s decision alone (singular values only)."""
     a = _unit_rows(rows)
     if a.shape[0] == 0:
         return RankDecision(0, math.inf, 0)
@@ -266,7 +266,7 @@ class _Norm(torch.nn.Module):
 
 
 def _composite_norms(module: torch.nn.Module, eps: float | None) -> None:
-    """Every batch and layer normalisation of ``module`` replaced by :class:`_Norm` (same
+    """Every batch and layer normalisation of ``module`` replaced by `_Norm` (same
     parameter names), at ``eps`` or, when ``None``, at its own."""
     for name, child in list(module.named_children()):
         if isinstance(child, torch.nn.modules.batchnorm._BatchNorm | torch.nn.LayerNorm):
@@ -715,12 +715,12 @@ def conservation_laws(
     from ``numpy.random.SeedSequence(seed)``.
 
     ``known``: functions believed conserved, ``h(params) -> tensor`` (or ``"recorder"``: the
-    invariants :class:`~gaugedyn.gauge.GaugeRecorder` records, for a module): their gradients
+    invariants `GaugeRecorder` records, for a module): their gradients
     must have at most ``tol`` of their norm inside the Lie trace (conserved), and they are
     complete when conserved and of rank equal to the count. ``generators``: known
     infinitesimal symmetries, ``g(params) -> [(kind, {name: tangent}), ...]`` with kind
-    ``"symmetric"`` or ``"antisymmetric"`` (:data:`GENERATOR_KINDS`; or ``"recorder"``: those of
-    :func:`~gaugedyn.gauge.find_units`'s groups).
+    ``"symmetric"`` or ``"antisymmetric"`` (`GENERATOR_KINDS`; or ``"recorder"``: those of
+    `find_units()`'s groups).
 
     ``rtol``: the relative singular-value tolerance of every rank decision; ``min_gap``: the
     gap a stable count needs; ``max_depth``: the deepest bracket tried; ``margin``: extra
@@ -805,7 +805,7 @@ def _check(
     vector_std,
     per_sample,
 ) -> torch.Tensor | tuple:
-    """Every argument of :func:`conservation_laws` checked before any work; ``inputs`` as a
+    """Every argument of `conservation_laws()` checked before any work; ``inputs`` as a
     tensor or a shape tuple."""
     if fields not in FIELDS_KINDS:
         raise InputError(f"fields={fields!r} is not allowed; use one of {FIELDS_KINDS}")

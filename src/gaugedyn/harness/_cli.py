@@ -269,7 +269,7 @@ _ADDRESS = re.compile(
 def check_scheduler(address: str, timeout: float | None = 3.0) -> None:
     """A Dask scheduler address ``[tcp://]host[:port]`` (also tls, ws, wss, ucx; or an in-process
     ``inproc://...``) that answers a TCP connection within ``timeout`` seconds (``None``: check
-    the form only); else :class:`InputError` at once, before Dask would wait and time out."""
+    the form only); else `InputError` at once, before Dask would wait and time out."""
     import socket
 
     if re.fullmatch(r"inproc://\S+", address):

@@ -161,7 +161,7 @@ def _cell(x: Any) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    """A plain-text table of claim rows (for the terminal): cells of at most :data:`CELL`
+    """A plain-text table of claim rows (for the terminal): cells of at most `CELL`
     characters, no trailing spaces."""
     head = ["experiment", "claim", "measured", "interval", "expected", "tolerance", "verdict"]
     body = [
@@ -194,7 +194,7 @@ def _counts(rows: list[dict]) -> str:
 
 def _by_chance(runs) -> str:
     """``; x.xx of k expected wrong by chance``: the sum over the HELD and NOT HELD findings of
-    their rules' audited rates at the threshold (:func:`._audit_plan.expected_wrong`; the
+    their rules' audited rates at the threshold (`._audit_plan.expected_wrong()`; the
     committed audit of the working folder's ``results-data/``, else the nominal 2.5%)."""
     from ._audit_plan import expected_wrong, read_data
 
@@ -214,7 +214,7 @@ def _by_chance(runs) -> str:
 
 def _papers() -> list:
     """The papers, each with the experiments of its system (the systems' declarations, which
-    :mod:`gaugedyn.papers` re-exports as ``PAPERS``)."""
+    `gaugedyn.papers` re-exports as ``PAPERS``)."""
     from ._registry import DECLARATIONS
 
     return list(DECLARATIONS.values())
@@ -293,7 +293,7 @@ def write_report(root: Path) -> tuple[Path, list[dict]]:
     """Write ``root/report.md`` from the index and the run summaries; return its path and the
     claim rows (one per claim, and per crashed or failed run).
 
-    The report opens with one section per paper (:mod:`gaugedyn.papers`: title, verdict counts,
+    The report opens with one section per paper (`gaugedyn.papers`: title, verdict counts,
     the findings with the paper's values in full, checks summarised, figures), then the
     experiments that belong to no paper; the full claims table and each run's configuration and
     details follow in appendices. Under a quick configuration every verdict is labelled
