@@ -127,22 +127,96 @@ def _adjacent(page: Path, line: int, code: str, next_line: int) -> bool:
     return all(not x.strip() for x in lines[close + 1 : next_line - 1])
 
 
-def test_the_site_builds_strictly(tmp_path):
-    site = tmp_path / "site"
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=_env(),
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory, worker_id) -> Path:
+    """The site, built once per test session (``mkdocs build --strict``): the xdist workers share
+    one build through a lock in their common temporary folder. A failed build fails every test
+    that reads the site with the build's own output."""
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent
+    site, log = shared / "site", shared / "site.log"
+    with FileLock(str(shared / "site.lock")):
+        if not log.exists():
+            done = subprocess.run(
+                [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                env=_env(),
+            )
+            log.write_text(f"{done.returncode}\n{done.stdout}{done.stderr}")
+    code, _, output = log.read_text().partition("\n")
+    assert code == "0", output
+    return site
+
+
+def test_the_site_builds_strictly(built_site):
+    site = built_site
     for paper in json.loads(_papers()):
         html = site / paper["page"].removesuffix(".md") / "index.html"
         assert html.is_file(), f"no page for {paper['name']}"
         if paper["published"]:
             assert "<img" in html.read_text(), f"{paper['page']} shows no figure"
+
+
+# the pages the browser reads: the home page, a system page, the Adam API page
+SCREENED = ("index.html", "systems/gauge/index.html", "reference/adam/index.html")
+_RAW = re.compile(
+    r":(?:func|class|meth|mod|data|attr|math):`|\.\. math::|\\beta(?![A-Za-z])|\\frac(?![A-Za-z])"
+)
+
+
+def _visible_text(html: str) -> str:
+    """A page's text as a reader sees it: no scripts, styles or tags, and no math elements
+    (their TeX source is what MathJax reads, not what is shown)."""
+    html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S)
+    html = re.sub(r"<mjx-assistive-mml\b.*?</mjx-assistive-mml>", " ", html, flags=re.S)
+    html = re.sub(r"<(span|div) class=\"arithmatex\">.*?</\1>", " ", html, flags=re.S)
+    return re.sub(r"<[^>]+>", " ", html)
+
+
+@pytest.mark.parametrize("page", SCREENED)
+def test_built_pages_carry_math_and_no_raw_markup(built_site, page):
+    """Without a browser: the page holds arithmatex math elements and, outside them, no raw
+    Sphinx role, math directive or LaTeX command; MathJax is served from the site itself."""
+    html = (built_site / page).read_text()
+    assert len(re.findall(r'class="arithmatex"', html)) > 0, f"{page}: no math element"
+    raw = _RAW.findall(_visible_text(html))
+    assert not raw, f"{page}: raw markup outside math: {sorted(set(raw))}"
+    assert (built_site / "assets" / "mathjax" / "tex-chtml.js").is_file()
+    scripts = re.findall(r'<script src="([^"]+)"', html)
+    assert not [s for s in scripts if s.startswith(("http:", "https:", "//"))], scripts
+
+
+def test_raw_markup_detector_sees_raw_markup():
+    assert _RAW.findall(_visible_text("<p>see :func:`x` and \\beta_1</p>")) == [":func:`", "\\beta"]
+    assert not _RAW.findall(
+        _visible_text('<p>ok <span class="arithmatex">\\(\\beta_1\\)</span></p>')
+    )
+
+
+def test_a_browser_renders_the_equations(built_site, tmp_path):
+    """Headless Chromium opens the home page, a system page and the Adam API page from disk:
+    MathJax (from the site) renders equations on each, no raw TeX or Sphinx role is left in
+    the text, and a screenshot of each is written (tools/site_screens.py)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import site_screens
+    finally:
+        sys.path.pop(0)
+    exe = site_screens.browser()
+    if exe is None:
+        pytest.skip("no Chromium installed (apt-get install chromium); the HTML test still runs")
+    for page in SCREENED:
+        dom, png = site_screens.render(built_site, page, tmp_path, exe)
+        assert site_screens.rendered_math(dom) > 0, f"{page}: no equation rendered"
+        raw = _RAW.findall(_visible_text(dom))
+        assert not raw, f"{page}: raw markup in the rendered page: {sorted(set(raw))}"
+        assert png.stat().st_size > 10_000, f"{page}: empty screenshot"
 
 
 def _env() -> dict:

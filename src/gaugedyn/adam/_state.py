@@ -440,20 +440,20 @@ def reset(
     r"""Zero a component (``m``, ``v`` or ``both``; ``v`` with amsgrad's ``max_exp_avg_sq``) in
     place, whole tensors or the given ``rows``, keeping the step count ``t``.
 
-    Bias-correction consequence: the next step has ``m = (1-\beta_1) g`` but divides by
-    ``1-\beta_1^{t+1}`` (near 1 for large ``t``), so ``\hat m \approx (1-\beta_1) g`` instead of
-    ``g`` (likewise ``\hat v \approx (1-\beta_2) g^2``): zeroed moments with a kept step count are
-    under-corrected and rebuild over ``1/(1-\beta)`` steps. Resetting ``both`` and then the step
+    Bias-correction consequence: the next step has $m = (1-\beta_1) g$ but divides by
+    $1-\beta_1^{t+1}$ (near 1 for large ``t``), so $\hat m \approx (1-\beta_1) g$ instead of
+    ``g`` (likewise $\hat v \approx (1-\beta_2) g^2$): zeroed moments with a kept step count are
+    under-corrected and rebuild over $1/(1-\beta)$ steps. Resetting ``both`` and then the step
     (`reset_step()`) is exactly a fresh optimizer's next step.
 
     ``restart=True`` (with ``component="both"``) makes the reset entries start afresh: whole
     tensors get step count 0 (as `reset_step()`); reset ``rows`` get their own step count
     ``s`` (steps since the reset), kept by the toolkit in step hooks on the optimizer: after each
     step it recomputes those rows' parameters as torch's Adam does with ``s`` in place of ``t``,
-    ``p = p_{before} - \eta\,\frac{m/(1-\beta_1^s)}{\sqrt{v/(1-\beta_2^s)} + \epsilon}`` (after
-    AdamW's decay ``p_{before}(1 - \eta\lambda)``; amsgrad's running maximum in place of ``v``),
+    $p = p_{before} - \eta\,\frac{m/(1-\beta_1^s)}{\sqrt{v/(1-\beta_2^s)} + \epsilon}$ (after
+    AdamW's decay $p_{before}(1 - \eta\lambda)$; amsgrad's running maximum in place of ``v``),
     so each reset row follows a fresh optimizer's trajectory on that row exactly (to rounding).
-    The rows are released once ``1-\beta^s`` and ``1-\beta^t`` are equal in float64. Steps
+    The rows are released once $1-\beta^s$ and $1-\beta^t$ are equal in float64. Steps
     skipped by a ``GradScaler`` (the count did not advance) are left alone.
     """
     _check_optimizer(optimizer)
@@ -595,10 +595,10 @@ def reset_step(
 ) -> StateRecord:
     r"""Set the step count ``t`` to ``step`` (default 0), keeping the moments.
 
-    Bias-correction consequence: the next step divides the kept moments by ``1-\beta^{step+1}``;
-    with ``step = 0`` that is ``1-\beta_1 = 0.1`` and ``1-\beta_2 = 0.001`` for the defaults, so
-    kept moments are over-corrected (``\hat m \approx m/(1-\beta_1)``): the first updates are
-    larger, by up to ``\sqrt{1-\beta_2}/(1-\beta_1)`` in ratio, until ``\beta^t`` decays.
+    Bias-correction consequence: the next step divides the kept moments by $1-\beta^{step+1}$;
+    with ``step = 0`` that is $1-\beta_1 = 0.1$ and $1-\beta_2 = 0.001$ for the defaults, so
+    kept moments are over-corrected ($\hat m \approx m/(1-\beta_1)$): the first updates are
+    larger, by up to $\sqrt{1-\beta_2}/(1-\beta_1)$ in ratio, until $\beta^t$ decays.
     """
     _check_optimizer(optimizer)
     if int(step) < 0:
@@ -663,10 +663,10 @@ def scalarise_v(
     batch_dims: int = 0,
     rows: Rows = None,
 ) -> StateRecord:
-    r"""Replace ``v`` by its mean within each group: ``v_i \leftarrow \bar v = \frac1n\sum_j v_j``
+    r"""Replace ``v`` by its mean within each group: $v_i \leftarrow \bar v = \frac1n\sum_j v_j$
     (``per = "tensor"``, ``"layer"`` or ``"selection"``; per batch element; over the given
     ``rows`` only, when given). The mean of ``v`` over each group is kept (up to the rounding of
-    ``\bar v`` itself, computed in float64); the coordinate pattern of ``v`` is removed, so only
+    $\bar v$ itself, computed in float64); the coordinate pattern of ``v`` is removed, so only
     its scale is left. Refuses amsgrad and non-finite ``v`` (a mean would spread it)."""
     _check_optimizer(optimizer)
     _refuse_amsgrad(optimizer, "scalarise_v")
@@ -701,8 +701,8 @@ def mean_adaptive_scale(
     batch_dims: int = 0,
     rows: Rows = None,
 ) -> torch.Tensor:
-    r"""``\bar a_v = \mathrm{mean}_i\, 1/(\sqrt{\hat v_i} + \epsilon)`` over the selection (its
-    ``rows``, when given), with ``\hat v = v/(1-\beta_2^t)``; a float64 tensor of the batch shape
+    r"""$\bar a_v = \mathrm{mean}_i\, 1/(\sqrt{\hat v_i} + \epsilon)$ over the selection (its
+    ``rows``, when given), with $\hat v = v/(1-\beta_2^t)$; a float64 tensor of the batch shape
     (a 0-d tensor without a batch). Refuses amsgrad and non-finite ``v``."""
     _check_optimizer(optimizer)
     _refuse_amsgrad(optimizer, "mean_adaptive_scale")
@@ -724,7 +724,7 @@ def _scale_for(
     batch_dims: int,
     iters: int = 200,
 ) -> torch.Tensor:
-    r"""Per batch element the ``c > 0`` with ``mean 1/(c \sqrt{\hat v} + \epsilon) = target``
+    r"""Per batch element the ``c > 0`` with $mean 1/(c \sqrt{\hat v} + \epsilon) = target$
     (bisection in ``log c``; the left side decreases strictly in ``c``)."""
     root = [v.sqrt() for v in vhat]
     lo = torch.full_like(target, -60.0)
@@ -753,10 +753,10 @@ def equalise_adaptive_scale(
     rows: Rows = None,
 ) -> StateRecord:
     r"""Rescale ``v`` of both states so both have the same mean adaptive scale
-    ``\bar a_v = \mathrm{mean}\,1/(\sqrt{\hat v}+\epsilon)`` over the selection (its ``rows``,
+    $\bar a_v = \mathrm{mean}\,1/(\sqrt{\hat v}+\epsilon)$ over the selection (its ``rows``,
     when given; the same rows in both), equal to the arithmetic mean of the two:
-    ``v \leftarrow c^2 v`` with ``c`` solving
-    ``\mathrm{mean}\,1/(c\sqrt{\hat v}+\epsilon) = (\bar a_v^A + \bar a_v^B)/2`` per state and batch
+    $v \leftarrow c^2 v$ with ``c`` solving
+    $\mathrm{mean}\,1/(c\sqrt{\hat v}+\epsilon) = (\bar a_v^A + \bar a_v^B)/2$ per state and batch
     element (exact up to the bisection, to float64 rounding). The pattern of ``v`` (ratios between
     coordinates) is kept; only its scale moves. Refuses amsgrad and non-finite ``v`` in either
     state before writing anything."""
@@ -802,7 +802,7 @@ def update_norm(
     *,
     batch_dims: int = 0,
 ) -> torch.Tensor:
-    r"""``\|\Delta\| = \sqrt{\sum_i (p_i - p_i^{before})^2}`` over the selection, per batch
+    r"""$\|\Delta\| = \sqrt{\sum_i (p_i - p_i^{before})^2}$ over the selection, per batch
     element (float64)."""
     sq = [(p.detach().double() - before[n].double()) ** 2 for n, p in select(model, names)]
     return (_group_mean(sq, batch_dims) * _numel(sq, batch_dims)).sqrt()
@@ -822,8 +822,8 @@ def rescale_update(
     batch_dims: int = 0,
 ) -> StateRecord:
     r"""Equal-movement control: rescale the update just taken to a stated norm,
-    ``p \leftarrow p^{before} + \Delta\, \nu/\|\Delta\|`` with ``\Delta = p - p^{before}`` and
-    ``\|\Delta\|`` over the selection per batch element (`update_norm()`); ``norm`` (``\nu``)
+    $p \leftarrow p^{before} + \Delta\, \nu/\|\Delta\|$ with $\Delta = p - p^{before}$ and
+    $\|\Delta\|$ over the selection per batch element (`update_norm()`); ``norm`` ($\nu$)
     is a number or a tensor of the batch shape. A zero update stays zero. The optimizer state is
     not touched: the moments still carry the gradient, only the movement is controlled."""
     for n, p in select(model, names):
