@@ -364,3 +364,39 @@ def test_every_committed_run_is_full_and_shown():
         assert any(f"<!-- publish:{kind} {name} -->" in text for kind in ("claims", "readings")), (
             f"{name} is committed but shown nowhere"
         )
+
+
+def test_readme_headlines_follow_the_published_verdicts(tmp_path):
+    """A finding whose stored verdict moves from HELD to NOT HELD moves in the README's
+    headline (generated, so `publish --check` sees the stale sentence)."""
+    from gaugedyn.papers import PAPERS
+    from gaugedyn.publish import headline, load_published, publish
+
+    root = _copy(tmp_path)
+    text = (root / "README.md").read_text()
+    assert "<!-- publish:headlines -->" in text
+    assert "*Depends on the reading*:" in text and "*Robust*:" in text
+    for paper in PAPERS:
+        assert f"- **{paper.name}**:" in text, paper.name
+    path = root / "results-data" / "clock" / "summary.json"
+    summary = json.loads(path.read_text())
+    claim = next(c for c in summary["claims"] if c["id"] == "clock.clocks")
+    assert claim["verdict"] == "HELD"
+    paper = next(p for p in PAPERS if "clock" in p.experiments)
+    before = headline(paper, load_published(root))
+    claim["verdict"], claim["passed"] = "NOT HELD", False
+    path.write_text(json.dumps(summary))
+    after = headline(paper, load_published(root))
+    assert "`clock.clocks`" in after.split("did not", 1)[1]
+    assert before != after
+    assert root / "README.md" in publish(root, check=True)
+
+
+def test_readme_calls_the_command_one_way():
+    text = (ROOT / "README.md").read_text()
+    bare = re.findall(
+        r"(?<![/\w.-])gaugedyn (?:solve|run|publish|reproduce|plot|audit-rules)", text
+    )
+    assert not bare, f"README calls a bare `gaugedyn` (not on PATH after set-up): {bare}"
+    for page in ("docs/own-activation.md", "docs/gauge-recorder.md"):
+        assert f"]({page})" in text, f"README does not link {page}"

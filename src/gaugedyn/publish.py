@@ -58,7 +58,25 @@ from .papers import PAPERS
 DATA = "results-data"
 _OPEN = re.compile(r"^<!-- publish:(\w+)(?: (\w+))? -->$")
 _CLOSE = "<!-- /publish -->"
-_KINDS = ("claims", "readings", "figures", "systems", "controls", "space", "robustness")
+_KINDS = (
+    "claims",
+    "readings",
+    "figures",
+    "systems",
+    "headlines",
+    "controls",
+    "space",
+    "robustness",
+)
+# the findings a headline names per verdict before it says "and N more"
+HEADLINE_NAMES = 4
+# what the words of the systems table and the headlines mean, one line each
+DEFINITIONS = (
+    "*Depends on the reading*: the finding was judged under every reasonable reading of the "
+    "paper's statement (a sign convention, a share, a window), and the readings gave different "
+    "verdicts. *Robust*: judged again over every set-up constant the paper leaves open "
+    "(`gaugedyn multiverse`), no specification gives the opposite of HELD / NOT HELD.",
+)
 FIGURES = "docs/figures"
 SITE = "mkdocs.yml"
 _NAV_OPEN = re.compile(r"^(\s*)# publish:nav\b")
@@ -621,8 +639,50 @@ def systems_table(data: dict[str, dict], here: Path, root: Path) -> list[str]:
         "Expected wrong by chance: the sum, over the HELD and NOT HELD verdicts, of the "
         "probability that the finding's rule says that word with its parameter exactly on the "
         "threshold (the least favourable truth), as audited on resamples of the finding's own "
-        "values (`gaugedyn audit-rules`; 2.5% where the audit has no row for it).",
+        "values (the `audit-rules` command; 2.5% where the audit has no row for it).",
     ]
+
+
+def _names(ids: list[str]) -> str:
+    shown = ", ".join(f"`{i}`" for i in ids[:HEADLINE_NAMES])
+    more = len(ids) - HEADLINE_NAMES
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def headline(paper, data: dict[str, dict]) -> str:
+    """One sentence for one paper from its published full runs: how many findings held and
+    which, which did not, how many are unresolved or depend on the reading, and the checks."""
+    from .harness import verdict_word
+
+    runs = [e for e in paper.experiments if e in data]
+    if not runs:
+        return f"**{paper.name}**: no full run is published yet."
+    claims = [c for e in runs for c in data[e].get("claims", [])]
+    by_word: dict[str, list[str]] = {}
+    for claim in claims:
+        by_word.setdefault(verdict_word(claim), []).append(str(claim["id"]))
+    findings = sum(len(by_word.get(w, [])) for w in ("HELD", "NOT HELD", "UNRESOLVED")) + len(
+        by_word.get("depends on the reading", [])
+    )
+    held, failed = by_word.get("HELD", []), by_word.get("NOT HELD", [])
+    parts = [
+        f"{len(held)} of {findings} findings held" + (f" ({_names(held)})" if held else ""),
+        (f"{len(failed)} did not ({_names(failed)})" if failed else "none failed"),
+    ]
+    if by_word.get("UNRESOLVED"):
+        n = len(by_word["UNRESOLVED"])
+        parts.append(f"{n} {'is' if n == 1 else 'are'} unresolved at the declared sample sizes")
+    if by_word.get("depends on the reading"):
+        n = len(by_word["depends on the reading"])
+        parts.append(f"{n} {'depends' if n == 1 else 'depend'} on the reading")
+    checks = len(by_word.get("PASS", [])) + len(by_word.get("FAIL", []))
+    tail = f"; {len(by_word.get('PASS', []))} of {checks} checks passed" if checks else ""
+    return f"**{paper.name}**: " + ", ".join(parts) + tail + "."
+
+
+def headlines_block(data: dict[str, dict]) -> list[str]:
+    """One headline per paper (:func:`headline`), then the one-line definitions."""
+    return [*(f"- {headline(paper, data)}" for paper in PAPERS), "", *DEFINITIONS]
 
 
 def blocks(lines: list[str], path: Path) -> list[tuple[int, int, str, str | None]]:
@@ -642,12 +702,16 @@ def blocks(lines: list[str], path: Path) -> list[tuple[int, int, str, str | None
             )
         if opening:
             match = _OPEN.match(text)
-            if match is None or match[1] not in _KINDS or (match[1] == "systems") == bool(match[2]):
+            if (
+                match is None
+                or match[1] not in _KINDS
+                or (match[1] in ("systems", "headlines")) == bool(match[2])
+            ):
                 raise InputError(
                     f"{path}:{i + 1}: '{text}': allowed are 'publish:claims EXPERIMENT', "
                     "'publish:readings EXPERIMENT', 'publish:figures EXPERIMENT', "
                     "'publish:robustness EXPERIMENT', 'publish:controls EXPERIMENT', "
-                    "'publish:space EXPERIMENT' and 'publish:systems'"
+                    "'publish:space EXPERIMENT', 'publish:systems' and 'publish:headlines'"
                 )
             start = i
         elif text == _CLOSE:
@@ -694,6 +758,8 @@ def render(
             body = readings_table(str(arg), data)
         elif kind == "figures":
             body = figures_block(str(arg), data, path.parent, root, pending)
+        elif kind == "headlines":
+            body = headlines_block(data)
         else:
             body = systems_table(data, path.parent, root)
         out += ["", *body, "", lines[end]]
