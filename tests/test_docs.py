@@ -400,3 +400,43 @@ def test_readme_calls_the_command_one_way():
     assert not bare, f"README calls a bare `gaugedyn` (not on PATH after set-up): {bare}"
     for page in ("docs/own-activation.md", "docs/gauge-recorder.md"):
         assert f"]({page})" in text, f"README does not link {page}"
+
+
+def test_every_system_is_named_where_the_package_describes_itself():
+    """pyproject's description, the site's description and ``gaugedyn --help`` name every
+    system (each paper's first two words), so none describes two of seven."""
+    import tomllib
+
+    from gaugedyn.cli import build_parser
+    from gaugedyn.papers import PAPERS
+
+    described = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["description"]
+    site = re.search(r"site_description: >-\n((?:  .*\n)+)", (ROOT / "mkdocs.yml").read_text())
+    assert site is not None
+    helped = build_parser().format_help()
+    for where, text in (("pyproject", described), ("mkdocs.yml", site[1]), ("--help", helped)):
+        flat = " ".join(text.lower().split())
+        missing = [
+            p.name
+            for p in PAPERS
+            if " ".join(re.sub(r"[^\w\s-]", "", p.name.lower()).split()[:2]) not in flat
+        ]
+        assert not missing, f"{where} does not name: {missing}"
+    assert f"The {len(PAPERS)} systems:" in " ".join(helped.split())
+
+
+def test_the_quoted_test_count_is_current(request):
+    """docs/test-record.md quotes the suite's size to the nearest hundred; checked against this
+    session's collection when it collected the whole suite (any selection skips)."""
+    config = request.config
+    whole = {Path(a).resolve() for a in config.args} <= {ROOT, ROOT / "tests"}
+    if config.option.keyword or config.option.markexpr or not whole:
+        pytest.skip("a selection of the suite was collected, not the whole")
+    quoted = re.search(
+        r"The suite \(about ([\d,]+) tests\)", (ROOT / "docs/test-record.md").read_text()
+    )
+    assert quoted, "docs/test-record.md no longer quotes the suite's size"
+    n = len(request.session.items)
+    assert int(quoted[1].replace(",", "")) == round(n, -2), (
+        f"docs/test-record.md says about {quoted[1]} tests; the suite has {n}"
+    )
