@@ -23,7 +23,23 @@ PAPERS: tuple[Paper, ...] = tuple(DECLARATIONS.values())
 
 
 def paper_of(experiment: str) -> Paper:
-    """The paper an experiment tests (``KeyError`` naming it for an unmapped experiment)."""
+    """The paper an experiment tests.
+
+    Parameters
+    ----------
+    experiment : str
+        An experiment's name, as in ``simulations/<name>.toml``.
+
+    Returns
+    -------
+    Paper
+        The entry of ``PAPERS`` whose ``experiments`` name it.
+
+    Raises
+    ------
+    KeyError
+        Naming the experiment, when no paper claims it.
+    """
     for paper in PAPERS:
         if experiment in paper.experiments:
             return paper

@@ -30,8 +30,20 @@ def _rows(p: Mapping[str, torch.Tensor], sides: tuple[Side, ...], n: int) -> lis
 def group_invariants(
     groups: list[UnitGroup], p: Mapping[str, torch.Tensor]
 ) -> dict[str, torch.Tensor]:
-    """Per group name, its invariants at the parameters ``p`` (module docstring): ``(n,)``
-    for units, ``(n, block (block + 1) / 2)`` for the matrix kinds."""
+    """Per group, its invariants at the parameters ``p`` (module docstring).
+
+    Parameters
+    ----------
+    groups : list of UnitGroup
+        Groups of `find_units()`.
+    p : mapping of str to torch.Tensor
+        The parameters by name (``dict(model.named_parameters())``).
+
+    Returns
+    -------
+    dict of str to torch.Tensor
+        Per group name: ``(n,)`` for units, ``(n, block (block + 1) / 2)`` for the matrix kinds.
+    """
     out = {}
     for g in groups:
         n = g.n_units
@@ -71,8 +83,21 @@ def _place(
 def group_generators(
     groups: list[UnitGroup], p: Mapping[str, torch.Tensor]
 ) -> list[tuple[str, dict[str, torch.Tensor]]]:
-    """The tangents of the groups' symmetry generators at ``p`` (module docstring), each as
-    ``(kind, {parameter name: tangent})`` with kind ``"symmetric"`` or ``"antisymmetric"``."""
+    """The tangents of the groups' symmetry generators at ``p`` (module docstring).
+
+    Parameters
+    ----------
+    groups : list of UnitGroup
+        Groups of `find_units()`.
+    p : mapping of str to torch.Tensor
+        The parameters by name.
+
+    Returns
+    -------
+    list of (str, dict of str to torch.Tensor)
+        One ``(kind, {parameter name: tangent})`` per generator, kind ``"symmetric"`` or
+        ``"antisymmetric"``.
+    """
     out: list[tuple[str, dict[str, torch.Tensor]]] = []
     for g in groups:
         n = g.n_units

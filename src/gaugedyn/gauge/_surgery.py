@@ -67,8 +67,28 @@ def _units(group: UnitGroup, units) -> torch.Tensor:
 def unit_rows(
     model: torch.nn.Module, layer: str, units: Sequence[int]
 ) -> dict[str, tuple[int, torch.Tensor]]:
-    """``{parameter name: (axis, indices)}`` of the given units of group ``layer`` (both
-    sides), the ``rows`` argument of the Adam state toolkit (`gaugedyn.adam`)."""
+    """The rows of the given units of group ``layer``, on both sides of the unit.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model.
+    layer : str
+        A group name of `find_units()`.
+    units : sequence of int
+        Unit (or head) indices within the group.
+
+    Returns
+    -------
+    dict of str to (int, torch.Tensor)
+        ``{parameter name: (axis, indices)}``: the ``rows`` argument of the Adam state toolkit
+        (`gaugedyn.adam`).
+
+    Raises
+    ------
+    InputError
+        For an unknown ``layer``, or ``units`` that are not distinct integer indices in range.
+    """
     group = _group(model, layer)
     idx = _units(group, units)
     out: dict[str, tuple[int, torch.Tensor]] = {}
@@ -101,8 +121,32 @@ def rescale_units(
     divides its ``W_K`` or ``W_O``); ``units``: unit (or head) indices; ``c``: one positive
     finite number or one per unit. ``optimizer``: ``None``, ``torch.optim.Adam``, ``AdamW`` or
     ``SGD``; parameters without state yet (before the first step) have only their weights
-    changed. Returns a `gaugedyn.adam.StateRecord` (norms of each changed slice before and
-    after).
+    changed.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model whose weights are rescaled in place.
+    optimizer : torch.optim.Optimizer or None
+        ``None``, ``torch.optim.Adam``, ``AdamW`` or ``SGD``: its state is transformed with
+        the weights.
+    layer : str
+        A group name of `find_units()` (kind ``rescale``, ``scale``, ``qk`` or ``vo``).
+    units : sequence of int
+        Unit (or head) indices within the group.
+    c : float or sequence of float
+        One positive finite factor, or one per unit.
+
+    Returns
+    -------
+    StateRecord
+        The norms of each changed slice before and after (`gaugedyn.adam.StateRecord`).
+
+    Raises
+    ------
+    InputError
+        Before anything changes, for an unknown ``layer``, bad ``units``, an optimizer other
+        than the three, or a ``c`` that is not positive and finite.
     """
     if optimizer is not None and not isinstance(
         optimizer, torch.optim.Adam | torch.optim.AdamW | torch.optim.SGD
@@ -181,8 +225,29 @@ def duplicate_unit(
     carry ``rho = |a_s||w_s|/2`` along one direction); ``target``'s former contribution is
     removed, so the model's function changes by that contribution alone. ``c < 1`` makes a copy
     a-heavy (``delta > 0`` grows), ``c > 1`` w-heavy. Weights only: apply it before building
-    the optimizer, or reset the two units' state rows. Returns the
-    `gaugedyn.adam.StateRecord` of the operation.
+    the optimizer, or reset the two units' state rows.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model, changed in place.
+    layer : str
+        A rescaling group of `find_units()`.
+    source, target : int
+        The unit copied and the unit overwritten by the copy.
+    gauges : tuple of float
+        ``(c_s, c_t)``: the positive finite gauges of the two copies.
+
+    Returns
+    -------
+    StateRecord
+        The record of the operation (`gaugedyn.adam.StateRecord`).
+
+    Raises
+    ------
+    InputError
+        Before anything changes, for a group that is not a rescaling group, bad unit indices or
+        gauges that are not two positive finite numbers.
     """
     group = _group(model, layer)
     if group.kind != "rescale":

@@ -354,14 +354,27 @@ def _linear_pair(group: UnitGroup, modules: dict) -> UnitGroup | None:
 
 
 def find_units(model: nn.Module) -> tuple[list[UnitGroup], dict]:
-    """The symmetry groups of ``model`` and a report ``{"trace": "fx" | error text,
-    "skipped": [...]}``.
+    """The symmetry groups of ``model``, found on its ``torch.fx`` trace.
 
-    Units are found on the ``torch.fx`` trace of the model (leaf modules as torch defines them);
-    a model that does not trace yields its attention pairs only, with the trace error in the
-    report. Attention pairs come from every ``torch.nn.MultiheadAttention`` and
-    `GroupedQueryAttention` submodule; linear pairs (``gl``) and then
-    frozen entries (``frozen``) come last.
+    Units are found on the trace (leaf modules as torch defines them); a model that does not
+    trace yields its attention pairs only, with the trace error in the report. Attention pairs
+    come from every ``torch.nn.MultiheadAttention`` and `GroupedQueryAttention` submodule;
+    linear pairs (``gl``) and then frozen entries (``frozen``) come last.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model whose rescaling, scale, attention and linear symmetries are listed.
+
+    Returns
+    -------
+    tuple of (list of UnitGroup, dict)
+        The groups, and a report ``{"trace": "fx" | error text, "skipped": [...]}``.
+
+    Raises
+    ------
+    InputError
+        When ``model`` is not a ``torch.nn.Module``.
     """
     if not isinstance(model, nn.Module):
         raise InputError(f"model={type(model).__name__} is not allowed; use a torch.nn.Module")

@@ -28,7 +28,32 @@ def reset_state(
     ``{name: (axis, indices)}`` mapping such as `gaugedyn.gauge.unit_rows()` builds), or
     whole tensors (``rows=False``: the event's ``rows`` and ``names`` name the tensors, every
     entry of them is reset). ``restart``: the reset entries start afresh (their own bias
-    correction; `gaugedyn.adam.reset()`)."""
+    correction; `gaugedyn.adam.reset()`).
+
+    Parameters
+    ----------
+    component : str
+        ``"m"``, ``"v"`` or ``"both"``: which of Adam's moments to reset.
+    names : str or sequence of str, optional
+        Parameter names or globs over ``model.named_parameters()``; ``None`` selects all. An
+        event's own ``names=`` takes precedence.
+    rows : bool
+        ``True``: reset only the rows the event carries (``rows=``); ``False``: whole tensors.
+    restart : bool
+        Whether the reset entries restart their bias correction (their own step count).
+
+    Returns
+    -------
+    callable
+        ``handler(monitor, **info)``, to register on a `Monitor` event; it returns
+        `gaugedyn.adam.reset()`'s record of what it changed.
+
+    Raises
+    ------
+    InputError
+        When the handler runs on a monitor built without the model, or (``rows=True``) on an
+        event that carries no ``rows=``.
+    """
 
     def handler(monitor: Any, **info: Any) -> Any:
         from ..adam import reset

@@ -260,6 +260,33 @@ def derive(
     never overwrites a file ``gaugedyn derive`` did not write, nor writes into someone else's
     folder (`foreign_targets()`): those are refused (`InputError`) before
     anything is written, unless ``force``.
+
+    Parameters
+    ----------
+    directory : path, optional
+        Where the documents live (default: the repository's ``derivations/``).
+    check : bool
+        ``True``: compare with what writing would produce and write nothing.
+    kernels : path, optional
+        The generated kernel module (default ``gaugedyn/theory/_generated_kernels.py``).
+    modules : tuple of str, optional
+        Only these derivation modules (default: the registry's, after its declaration check).
+    out, err : text stream, optional
+        Where progress and failures are printed (default: nowhere).
+    force : bool
+        Write over files ``gaugedyn derive`` did not write, or into a foreign folder.
+
+    Returns
+    -------
+    DeriveReport
+        The documents written, unchanged, checked and skipped, and the failures (``ok`` when
+        there are none).
+
+    Raises
+    ------
+    InputError
+        Before anything is written, when a target is a file ``gaugedyn derive`` did not write or
+        lies in someone else's folder (unless ``force``).
     """
     from ._codegen import TARGET, source
     from ._kernels import closed_form_activations
