@@ -582,7 +582,8 @@ def figures_block(
                 )
             rel = os.path.relpath(path, here).replace(os.sep, "/")
             caption = " ".join(str(fig.get("caption", fig.get("name", ""))).split())
-            lines += [f"![{fig.get('name', '')}]({rel})", "", f"*{caption}*", ""]
+            # the image links to itself: a wide figure opens at full size
+            lines += [f"[![{fig.get('name', '')}]({rel})]({rel})", "", f"*{caption}*", ""]
     return [*lines, provenance(experiment, data[experiment])]
 
 
