@@ -440,3 +440,17 @@ def test_the_quoted_test_count_is_current(request):
     assert int(quoted[1].replace(",", "")) == round(n, -2), (
         f"docs/test-record.md says about {quoted[1]} tests; the suite has {n}"
     )
+
+
+def test_included_pages_read_on_github():
+    """A page that the site fills from an include also links, for a reader on GitHub, the file
+    it includes (the hook drops that line from the site)."""
+    include = re.compile(r'^--8<-- "([^"]+)"$', re.M)
+    stubs = [p for p in (ROOT / "docs").rglob("*.md") if include.search(p.read_text())]
+    assert stubs
+    for page in stubs:
+        text = page.read_text()
+        for target in include.findall(text):
+            link = re.search(r"^<!-- on GitHub --> .*\]\(([^)]+)\)", text, re.M)
+            assert link, f"{page.relative_to(ROOT)} includes {target} with no link for GitHub"
+            assert (page.parent / link[1]).resolve() == (ROOT / target).resolve(), page

@@ -128,6 +128,11 @@ def api_section(namespace: str, level: int = 2) -> str:
     return "\n".join(out)
 
 
+_GITHUB_ONLY = re.compile(r"^<!-- on GitHub -->.*\n", re.M)
+
+
 def on_page_markdown(markdown: str, page, **kwargs) -> str:
+    # a line for readers of the Markdown file on GitHub (where an include shows as a directive)
+    markdown = _GITHUB_ONLY.sub("", markdown)
     level = 3 if len(_API.findall(markdown)) > 1 else 2
     return _API.sub(lambda m: api_section(m.group(1), level), markdown)
