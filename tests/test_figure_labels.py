@@ -55,3 +55,21 @@ def test_save_figure_writes_no_overprinted_labels(tmp_path, monkeypatch):
         fig, _ = crowded()
         save_figure(fig, tmp_path, "crowded")
     assert seen[0] and seen[-1] == []  # the first draw collided, the written file does not
+
+
+def test_the_figure_checker_finds_a_colour_map_without_a_bar():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    try:
+        from check_figures import colour_maps_without_bar
+    finally:
+        sys.path.pop(0)
+    fig, (left, right) = subplots(1, 2)
+    left.imshow(np.eye(3))
+    image = right.imshow(np.eye(3))
+    fig.colorbar(image, ax=right)
+    left.set_title("bare")
+    assert colour_maps_without_bar(fig) == ["bare: a AxesImage with no colour bar"]
+    plt.close(fig)
