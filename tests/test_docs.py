@@ -187,7 +187,7 @@ def test_built_pages_carry_math_and_no_raw_markup(built_site, page):
     assert len(re.findall(r'class="arithmatex"', html)) > 0, f"{page}: no math element"
     raw = _RAW.findall(_visible_text(html))
     assert not raw, f"{page}: raw markup outside math: {sorted(set(raw))}"
-    assert (built_site / "assets" / "mathjax" / "tex-chtml.js").is_file()
+    assert (built_site / "assets" / "mathjax" / "tex-svg.js").is_file()
     scripts = re.findall(r'<script src="([^"]+)"', html)
     assert not [s for s in scripts if s.startswith(("http:", "https:", "//"))], scripts
 
@@ -200,7 +200,8 @@ def test_raw_markup_detector_sees_raw_markup():
 
 
 def test_a_browser_renders_the_equations(built_site, tmp_path):
-    """Headless Chromium opens the home page, a system page and the Adam API page from disk:
+    """Headless Chromium opens the home page, a system page and the Adam API page (served on a
+    local port):
     MathJax (from the site) renders equations on each, no raw TeX or Sphinx role is left in
     the text, and a screenshot of each is written (tools/site_screens.py)."""
     sys.path.insert(0, str(ROOT / "tools"))
@@ -211,8 +212,9 @@ def test_a_browser_renders_the_equations(built_site, tmp_path):
     exe = site_screens.browser()
     if exe is None:
         pytest.skip("no Chromium installed (apt-get install chromium); the HTML test still runs")
-    for page in SCREENED:
-        dom, png = site_screens.render(built_site, page, tmp_path, exe)
+    with site_screens.serve(built_site) as base:
+        shots = {page: site_screens.render(base, page, tmp_path, exe) for page in SCREENED}
+    for page, (dom, png) in shots.items():
         assert site_screens.rendered_math(dom) > 0, f"{page}: no equation rendered"
         raw = _RAW.findall(_visible_text(dom))
         assert not raw, f"{page}: raw markup in the rendered page: {sorted(set(raw))}"

@@ -15,8 +15,9 @@ import shutil
 from importlib.resources import files
 from pathlib import Path
 
-# what the page loads (tex-chtml.js) and what it fetches on demand, relative to MathJax's es5/
-MATHJAX_PARTS = ("tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions")
+# what the page loads (tex-svg.js: glyphs as SVG paths, no web fonts to fetch) and the TeX
+# extensions it fetches on demand, relative to MathJax's es5/
+MATHJAX_PARTS = ("tex-svg.js", "input/tex/extensions")
 TARGET = "assets/mathjax"
 
 
@@ -28,7 +29,7 @@ def mathjax_source() -> Path:
         raise SystemExit(
             "the docs need MathJax from the package django-static-mathjax: pip install -e '.[docs]'"
         ) from err
-    if not (root / "tex-chtml.js").is_file():
+    if not (root / "tex-svg.js").is_file():
         raise SystemExit(f"no MathJax build at {root}: reinstall django-static-mathjax")
     return root
 

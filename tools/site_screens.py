@@ -2,8 +2,8 @@
 
     python tools/site_screens.py SITE_DIR OUT_DIR [PAGE ...]
 
-``SITE_DIR`` is a built site (``mkdocs build -d SITE_DIR``); each page (a path under it, default
-:data:`PAGES`) is opened from disk, MathJax typesets it, and ``OUT_DIR`` receives
+``SITE_DIR`` is a built site (``mkdocs build -d SITE_DIR``), served on a local port; each page
+(a path under it, default :data:`PAGES`) is opened, MathJax typesets it, and ``OUT_DIR`` receives
 ``<page>.png`` and ``<page>.html`` (the DOM after scripts ran). Prints one line per page with
 its count of rendered equations (MathJax's ``mjx-container`` elements). Exit 2 when no
 Chromium is installed (Debian: ``apt-get install chromium``).
@@ -11,10 +11,15 @@ Chromium is installed (Debian: ``apt-get install chromium``).
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
 import re
 import shutil
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 PAGES = ("index.html", "systems/gauge/index.html", "reference/adam/index.html")
@@ -34,9 +39,29 @@ def browser() -> str | None:
     return next((p for p in map(shutil.which, BROWSERS) if p), None)
 
 
-def render(site: Path, page: str, out: Path, exe: str) -> tuple[str, Path]:
-    """``(DOM after scripts, screenshot path)`` of one page of a built site."""
-    url = (site / page).resolve().as_uri()
+@contextlib.contextmanager
+def serve(site: Path) -> Iterator[str]:
+    """The site served over HTTP on a free local port (a browser refuses MathJax's fonts from
+    ``file://`` pages), as its base URL."""
+    handler = functools.partial(_Quiet, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+def render(base: str, page: str, out: Path, exe: str) -> tuple[str, Path]:
+    """``(DOM after scripts, screenshot path)`` of one page of a site served at ``base``."""
+    url = base + page
     stem = page.removesuffix("/index.html").removesuffix(".html").replace("/", "-") or "index"
     png = out / f"{stem}.png"
     common = [exe, *_FLAGS]
@@ -65,9 +90,10 @@ def main(argv: list[str]) -> int:
         return 2
     site, out = Path(argv[0]), Path(argv[1])
     out.mkdir(parents=True, exist_ok=True)
-    for page in argv[2:] or PAGES:
-        dom, png = render(site, page, out, exe)
-        print(f"{page}: {rendered_math(dom)} rendered equations, {png}")
+    with serve(site) as base:
+        for page in argv[2:] or PAGES:
+            dom, png = render(base, page, out, exe)
+            print(f"{page}: {rendered_math(dom)} rendered equations, {png}")
     return 0
 
 

@@ -17,7 +17,7 @@ window.MathJax = {
 if (typeof document$ !== "undefined") {
   document$.subscribe(() => {
     if (window.MathJax && MathJax.typesetPromise) {
-      MathJax.startup.output.clearCache();
+      
       MathJax.typesetClear();
       MathJax.texReset();
       MathJax.typesetPromise();
