@@ -456,3 +456,17 @@ def test_included_pages_read_on_github():
             link = re.search(r"^<!-- on GitHub --> .*\]\(([^)]+)\)", text, re.M)
             assert link, f"{page.relative_to(ROOT)} includes {target} with no link for GitHub"
             assert (page.parent / link[1]).resolve() == (ROOT / target).resolve(), page
+
+
+def test_every_image_of_the_site_exists(built_site):
+    """No page of the built site shows a broken image (links and anchors are checked by the
+    strict build: mkdocs.yml validation.links)."""
+    missing, seen = [], 0
+    for html in built_site.rglob("*.html"):
+        for src in re.findall(r'<img[^>]+src="([^"]+)"', html.read_text()):
+            if src.startswith(("http:", "https:", "data:")):
+                continue
+            seen += 1
+            if not (html.parent / src.split("#")[0]).resolve().is_file():
+                missing.append(f"{html.relative_to(built_site)}: {src}")
+    assert seen > 0 and not missing, missing[:20]
