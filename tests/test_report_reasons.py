@@ -97,3 +97,17 @@ def test_every_finding_of_the_report_has_a_reason_and_stdout_is_short(tmp_path):
     out = summary_text(tmp_path)
     assert len(out.splitlines()) < 100 and max(map(len, out.splitlines())) <= 120
     assert "300 held" in out
+
+
+def test_a_log_ratio_is_shown_with_the_ratio_it_stands_for():
+    from gaugedyn.harness._report import on_scale
+
+    def measured(x, unit):
+        return {"kind": "finding", "measured": x, "tolerance": {"measure": {"unit": unit}}}
+
+    assert on_scale(measured(1.0, "per seed, log10 of the run's lr S / threshold")) == (
+        "1 (a ratio of 10)"
+    )
+    assert on_scale(measured(0.0, "per seed, the mean of log(t_w / t_a)")) == "0 (a ratio of 1)"
+    assert on_scale(measured(2.0, "log-log slope of the deviation against n")) == "2"
+    assert on_scale(measured(2.0, "a share of the update")) == "2"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -173,6 +174,26 @@ def artefact(claim: dict, quick: bool) -> str | None:
     return None
 
 
+def on_scale(claim: dict) -> str:
+    """A finding's measured value as its statement reads it: a value measured as a logarithm
+    of a ratio (the measure's declared unit says ``log10(...)`` or ``log(...)`` of a ratio)
+    is shown with the ratio it stands for; any other value as it is."""
+    measured = claim.get("measured")
+    text = fmt(measured)
+    tol = claim.get("tolerance")
+    measure = tol.get("measure") if isinstance(tol, dict) else None
+    unit = str(measure.get("unit", "")) if isinstance(measure, dict) else ""
+    if not isinstance(measured, int | float) or not _finite(measured):
+        return text
+    if "slope" in unit or "exponent" in unit:
+        return text
+    base = 10.0 if "log10" in unit else math.e if re.search(r"\blog\s*\(", unit) else None
+    if base is None or not ("ratio" in unit or "/" in unit) or "difference" in unit:
+        return text
+    ratio = base ** float(measured) if abs(float(measured)) < 300 else math.inf
+    return f"{text} (a ratio of {fmt(ratio)})"
+
+
 def claim_row(experiment: str, claim: dict, quick: bool = False) -> dict:
     label = artefact(claim, quick)
     return {
@@ -187,6 +208,7 @@ def claim_row(experiment: str, claim: dict, quick: bool = False) -> dict:
         "verdict": verdict_word(claim) + marks(claim),
         "word": verdict_word(claim),
         "reason": label or reason(claim),
+        "on_scale": on_scale(claim),
         "artefact": label is not None,
     }
 
@@ -237,6 +259,7 @@ def _failed_row(name: str, ident: str, measured: str) -> dict:
         "verdict": "FAIL",
         "word": "FAIL",
         "reason": fmt(measured, 60),
+        "on_scale": fmt(measured, 60),
         "artefact": False,
     }
 
@@ -366,7 +389,7 @@ def _paper_section(paper, runs, provisional: str, quick: bool = False) -> list[s
             out.append(
                 f"| {_md(r['experiment'])} | {_md(r['id'])} | "
                 f"{_md(statements.get((r['experiment'], r['id']), ''))} | "
-                f"{_md(r['measured'])} | {_md(r['interval'])} | {_md(r['expected_full'])} "
+                f"{_md(r['on_scale'])} | {_md(r['interval'])} | {_md(r['expected_full'])} "
                 f"| {r['verdict']} | {_md(r['reason'])} |"
             )
         out.append("")
