@@ -16,7 +16,8 @@ from pathlib import Path
 
 def colour_maps_without_bar(fig) -> list[str]:
     """The colour-mapped artists of ``fig`` (images, meshes, scatters with an array) whose
-    mapping no colour bar of the figure shows."""
+    mapping no colour bar of the figure shows (contour lines drawn in fixed colours and artists
+    with a legend entry aside)."""
     import matplotlib.cm
 
     bars = [getattr(a, "colorbar", None) for ax in fig.axes for a in (*ax.images, *ax.collections)]
@@ -29,6 +30,10 @@ def colour_maps_without_bar(fig) -> list[str]:
             if not isinstance(artist, matplotlib.cm.ScalarMappable):
                 continue
             if artist.get_array() is None or id(artist) in shown:
+                continue
+            if getattr(artist, "colors", None) is not None:  # contour lines in fixed colours
+                continue
+            if not str(artist.get_label()).startswith("_"):  # explained by a legend entry
                 continue
             title = ax.get_title() or f"axes {k}"
             out.append(f"{title}: a {type(artist).__name__} with no colour bar")
