@@ -140,3 +140,17 @@ def test_the_checker_finds_what_is_missing():
         When ``x < 0``.
     """
     assert missing_sections(f, inspect.cleandoc(full)) == []
+
+
+def test_math_in_docstrings_survives_python_escapes():
+    """A docstring with LaTeX must be a raw string: in a plain one ``\\beta`` is a backspace and
+    ``\\frac`` a form feed, and the rendered formula silently loses them."""
+    import ast
+
+    bad = []
+    for path in sorted((ROOT / "src").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and "$" in node.value:
+                if any(c in node.value for c in "\x07\x08\x0b\x0c\r\t"):
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not bad, f"LaTeX in a non-raw string (add the r prefix): {bad}"

@@ -1,4 +1,4 @@
-"""The reference split applied to a live Adam run: a streaming ``w`` and both sign readings.
+r"""The reference split applied to a live Adam run: a streaming ``w`` and both sign readings.
 
 Everything here calls the one reference implementation of the algebra,
 `gaugedyn.adam.split_update()` (through `decompose_state()`); the recorder's fast paths
@@ -8,8 +8,8 @@ tested against it.
 Two readings of the sign part (see the beta grid's protocol, ``experiments/adam_split/PROTOCOL.md``):
 
 - ``current``: ``sign = sign(g_t)``, ``residual = transition + ratio + eps`` (the exact split);
-- ``memory``: ``sign = sign(w^)``, the same ``lag``, ``residual = ratio + eps`` (the transition
-  absorbed into the sign part: ``sign(w^) = sign(g_t) + transition``).
+- ``memory``: $\text{sign} = \operatorname{sign}(\hat w)$, the same ``lag``, ``residual = ratio + eps`` (the transition
+  absorbed into the sign part: $\operatorname{sign}(\hat w) = \operatorname{sign}(g_t) + \text{transition}$).
 
 `READING_SUMS` names the per-step sums that `reading_sums()` returns; every observable
 of the beta grid (shares in both conventions, sign dominance) is a function of them.
@@ -41,7 +41,7 @@ the update with each reading's sign part, and the number of coordinates."""
 
 
 class StreamingSplit:
-    """Keeps ``w_t = b2 w_{t-1} + (1 - b2) g_t`` per tensor and splits each step.
+    r"""Keeps $w_t = \beta_2 w_{t-1} + (1 - \beta_2) g_t$ per tensor and splits each step.
 
     ``step(key, m, v, g, t)`` takes the optimizer's ``m_t``, ``v_t`` (PyTorch's raw moments),
     the effective gradient ``g_t`` and the step counter ``t`` of the tensor named ``key`` and

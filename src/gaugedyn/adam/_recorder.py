@@ -19,15 +19,15 @@ class AdamRecorder:
 
     Attaches step pre/post hooks to an existing ``torch.optim.Adam`` or ``AdamW`` and reads the
     optimizer's own state ``(m_t, v_t, t)``; it keeps one extra tensor per parameter, the first
-    moment with the second moment's memory ``w_t = b2 w_{t-1} + (1-b2) g_t`` (none when
-    ``b1 == b2``: then ``w`` *is* ``m`` and the lag part is exactly zero). The effective gradient
+    moment with the second moment's memory $w_t = \beta_2 w_{t-1} + (1-\beta_2) g_t$ (none when
+    $\beta_1 = \beta_2$: then $w$ *is* $m$ and the lag part is exactly zero). The effective gradient
     ``g_t`` includes coupled weight decay, ``maximize`` and the fused path's ``grad_scale``.
     A step whose state counter did not advance (an AMP ``GradScaler`` skip) is not recorded and
     leaves ``w`` unchanged.
 
     Per recorded step and group: the Euclidean norms of the parts
     ``sign, lag, transition, ratio, eps``, of ``residual = transition + ratio + eps`` and of the
-    update ``u = m^/(sqrt(v^)+eps)``, plus the fraction of coordinates in transition. With
+    update $u = \hat m/(\sqrt{\hat v}+\epsilon)$, plus the fraction of coordinates in transition. With
     ``sample > 0`` it also records, at a fixed random sample of coordinates per group, the
     gradient, ``m``, ``v``, ``w``, the parts, the update and the parameter after the step.
 
@@ -49,13 +49,13 @@ class AdamRecorder:
     ``every = k`` computes the aggregates only at steps ``t`` divisible by ``k`` (``w`` is still
     updated every step). Closures that compute gradients inside ``step(closure)`` are not seen by
     the pre-hook and are not supported. Attach before the first step for exact ``w``; attached
-    later (after ``k`` steps), ``w_k`` is taken as ``m_k (1-b2^k)/(1-b1^k)`` so that
-    ``w^_k = m^_k`` (noted in ``metadata()['attached_at_step']``).
+    later (after ``k`` steps), $w_k$ is taken as $m_k (1-\beta_2^k)/(1-\beta_1^k)$ so that
+    $\hat w_k = \hat m_k$ (noted in ``metadata()['attached_at_step']``).
 
     **Through state surgery.** The state toolkit (``reset``, ``exchange``, ``transplant``,
     ``restore``, ..., and `gaugedyn.gauge.rescale_units()`) tells the recorder what it wrote
     (`gaugedyn.adam.watch_state()`): where ``m`` was written, ``w`` is set as a recorder
-    attached at that moment would set it (``w = m (1-b2^t)/(1-b1^t)``, zero at ``t = 0``);
+    attached at that moment would set it ($w = m (1-\beta_2^t)/(1-\beta_1^t)$, zero at $t = 0$);
     where ``m`` was rescaled (a gauge transformation), ``w`` is rescaled alike; where only ``v``
     or the step count was written, ``w`` (a history of the gradients, like ``m``) is kept. Rows
     reset with ``restart=True`` keep their own step count ``s``; the recorder splits their
