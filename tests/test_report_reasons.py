@@ -72,6 +72,10 @@ def test_a_reason_for_bands_readings_and_rules_own_words():
 
 def test_quick_artefacts_are_labelled_and_not_counted():
     empty = finding("UNRESOLVED", (math.nan, math.nan), estimate=math.nan)
+    few = finding("UNRESOLVED", (math.nan, math.nan), estimate=0.4, reason="too few values: 3")
+    assert artefact(few, quick=True) == (
+        "quick-run artefact: no finite interval at this size (too few values: 3)"
+    )
     flat = finding("HELD", (0.7, 0.7))
     exact = finding("HELD", (0.7, 0.7), rule="deterministic")
     real = finding("HELD", (0.6, 0.9))

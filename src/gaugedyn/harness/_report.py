@@ -160,8 +160,8 @@ def reason(claim: dict) -> str:
 
 
 def artefact(claim: dict, quick: bool) -> str | None:
-    """Why a quick run's finding is an artefact of its size, not evidence (no finite estimate or
-    interval, or a zero-width interval from a sampling rule), else None. A full run's findings
+    """Why a quick run's finding is an artefact of its size, not evidence (no finite estimate, no
+    finite interval, or a zero-width interval from a sampling rule), else None. A full run's findings
     are never labelled: there an empty interval is a real UNRESOLVED."""
     if not quick or claim.get("kind") != "finding":
         return None
@@ -169,7 +169,10 @@ def artefact(claim: dict, quick: bool) -> str | None:
     if not _finite(detail.get("estimate")) and not isinstance(detail.get("estimate"), list):
         return "quick-run artefact: no finite estimate (nothing to count at this size)"
     bounds = _bounds(detail.get("interval"))
-    if detail.get("rule") != "deterministic" and bounds is not None and bounds[0] == bounds[1]:
+    if bounds is None:
+        why = f" ({detail['reason']})" if detail.get("reason") else ""
+        return f"quick-run artefact: no finite interval at this size{why}"
+    if detail.get("rule") != "deterministic" and bounds[0] == bounds[1]:
         return "quick-run artefact: a zero-width interval from too few samples"
     return None
 
