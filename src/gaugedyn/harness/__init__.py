@@ -70,6 +70,7 @@ from ._space import specifications as specifications
 from ._store import ResultStore as ResultStore
 from ._store import atomic_write as atomic_write
 from ._store import task_key as task_key
+from ._verdicts import checked as checked
 from ._verdicts import deterministic as deterministic
 
 __all__ = [
@@ -102,6 +103,7 @@ __all__ = [
     "caption_key",
     "caption_of",
     "configuration_label",
+    "checked",
     "deterministic",
     "execute",
     "field_key",

@@ -114,6 +114,8 @@ def _shape_of(rule: Any, values: Any) -> tuple[int, int] | None:
     if values is None or rule.estimator == "point":
         return None
     v = np.asarray(values, dtype=float)
+    if v.size == 0:  # a reading judged on no seeds (stored as []: JSON keeps no (0, cells))
+        return None
     if rule.paired or rule.estimator == "slope":
         return int(np.all(np.isfinite(v), axis=0).sum()), 1
     if rule.cells:

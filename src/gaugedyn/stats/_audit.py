@@ -161,7 +161,9 @@ class Scene:
     """A rule, its claim and its noise: ``draw(rng, reps)`` gives ``(reps, n, cells)`` noise
     with each cell's centre at 0 and ``scale`` its unit; ``truth(d)`` the parameter per cell
     at ``d`` units onto the claimed side of the boundary (the threshold, or a band's upper
-    end); ``x`` the slope rules' fixed abscissae."""
+    end; a distance into the band stops at its centre, so a band narrower than the distance
+    keeps the truth inside it, and outside it for an ``outside`` claim's false side); ``x``
+    the slope rules' fixed abscissae."""
 
     rule: Rule
     n: int
@@ -175,8 +177,12 @@ class Scene:
     def truth(self, d: Any) -> np.ndarray:
         d = np.broadcast_to(np.asarray(d, dtype=float), (self.cells,)) * self.scale
         if self.rule.claim in ("inside", "outside"):
-            hi = float(self.threshold[1])
-            return hi - d if self.rule.claim == "inside" else hi + d
+            lo, hi = (float(v) for v in self.threshold)
+            # the band's side of its upper end stops at its centre: a band narrower than the
+            # distance would otherwise put the truth past its lower end, on the other side
+            if self.rule.claim == "inside":
+                return hi - np.minimum(d, (hi - lo) / 2)
+            return hi + np.maximum(d, -(hi - lo) / 2)
         if self.rule.estimator == "proportion":
             return np.clip(0.5 + 0.5 * d, 0.0, 1.0)
         return self.threshold + d if self.direction == ">" else self.threshold - d

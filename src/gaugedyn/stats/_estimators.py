@@ -156,7 +156,13 @@ def randomised_median_pvalues(
     $p_{above} = P(B \le j - 1) + u\,P(B = j)$, ``B ~ Binomial(n, 1/2)`` (mirrored for
     ``p_below``), so the lower bound at ``level`` exceeds ``threshold`` exactly when
     ``p_above < 1 - level``. The median rules' verdict, interval and recorded p-values are
-    this one test."""
+    this one test.
+
+    Ties: a value equal to ``threshold`` counts against the claim on each side (it is not above
+    for ``p_above``, not below for ``p_below``), never dropped. Then ``p_above`` is at most
+    uniform whenever the median is at or below ``threshold`` (``P(X <= threshold) >= 1/2``),
+    for any distribution, heavily tied ones included, and so for ``p_below``; dropping the tied
+    values (:func:`sign_pvalues`) does not keep the size when the tie is the median."""
     from scipy import stats
 
     x = np.asarray(x, dtype=float)
