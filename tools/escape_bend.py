@@ -12,7 +12,7 @@ linear in ``eps``, of opposite signs on the two sides of the saddle: it bends th
 large-``eps`` end. This script reads a run folder's ``arrays.npz`` (rows ``escape_k``:
 ``ln(1/eps)``, ``lambda_+ T`` from ``+v_+`` and from ``-v_+``) and, per saddle and side, prints
 the line's slope with the p-value of the slope rule's lack-of-fit test
-(:func:`gaugedyn.stats._estimators.lack_of_fit`: the quadratic term added to the line), and the
+(`gaugedyn.stats._estimators.lack_of_fit()`: the quadratic term added to the line), and the
 fit ``lambda_+ T = b0 + b1 ln(1/eps) + b2 eps`` (the theory's first two orders) with its slope
 ``b1``, its ``b2`` and the largest residual of each fit.
 

@@ -1,8 +1,8 @@
 """A finding on a deterministic value, and a check on per-seed values, judged by the
 verdict-rule catalogue.
 
-:func:`deterministic`: a finding whose measured value has no sampling error (one deterministic
-integration), judged by the catalogue's rule ``deterministic`` (:data:`gaugedyn.stats.RULES`):
+`deterministic()`: a finding whose measured value has no sampling error (one deterministic
+integration), judged by the catalogue's rule ``deterministic`` (`gaugedyn.stats.RULES`):
 its interval the point itself, the one value in ``per_seed``; with no noise its verdict at the
 paper's value is certain, so its power is 1 when the paper's value lies on the claimed side and
 0 otherwise.
@@ -37,7 +37,7 @@ def deterministic(
     extra: dict | None = None,
 ) -> Claim:
     """A finding on a deterministic value (see the module docstring): rule
-    ``deterministic`` of the catalogue on the one value, judged by :func:`judged` with its
+    ``deterministic`` of the catalogue on the one value, judged by `judged()` with its
     declared ``measure`` (kind ``exact``)."""
     j = judge(DETERMINISTIC, [float(value)], threshold=threshold, direction=direction)
     return judged(

@@ -1,7 +1,7 @@
 """Analyses of the gauge experiments: from the stored task results to the arrays behind the
 figures and the claims, one function per experiment (named after it; the experiment's
 ``analyse`` calls it), with the helpers only an analysis uses. The claims' rules and thresholds
-are the protocol's (``PROTOCOL.md``, :mod:`._protocol`).
+are the protocol's (``PROTOCOL.md``, `._protocol`).
 """
 
 from __future__ import annotations
@@ -272,7 +272,7 @@ def dissipation(config, tasks, results, seed):
 
 def split_from_trajectory(t, rho, m, mu_r, mu_t) -> tuple[np.ndarray, np.ndarray]:
     """Reaction ``(d rho/dt)^2 / mu_R`` and transport ``(dm/dt)^2 / ((1 - m^2) mu_T)`` on
-    ``t[1:]`` (the log-spaced part of the grid), by :func:`_quadrature.time_derivative`."""
+    ``t[1:]`` (the log-spaced part of the grid), by `_quadrature.time_derivative()`."""
     t, rho, m = (np.asarray(x, dtype=float)[1:] for x in (t, rho, m))
     mu_r, mu_t = np.asarray(mu_r)[1:], np.asarray(mu_t)[1:]
     drho, dm = quad.time_derivative(t, rho), quad.time_derivative(t, m)
@@ -571,7 +571,7 @@ def gauge_in_training_scaling(config, tasks, results, seed):
 
 def median_ratio_ci(w, a, rng) -> list[float]:
     """95% bootstrap interval of ``median(w) / median(a)``, the two samples resampled
-    independently (:func:`gaugedyn.stats.independent_ci`, percentile)."""
+    independently (`gaugedyn.stats.independent_ci()`, percentile)."""
     iv = independent_ci(
         (w, a), lambda x, y, axis=-1: np.median(x, axis=axis) / np.median(y, axis=axis), rng=rng
     )
@@ -1300,7 +1300,7 @@ def gap_of(levels) -> float:
 
 
 def classify(owner: int, levels, remaining: float, function_tol: float) -> int:
-    """The outcome code (index into :data:`OUTCOMES`) of one pattern at ``t_end``."""
+    """The outcome code (index into `OUTCOMES`) of one pattern at ``t_end``."""
     if owner < 0:
         return 2
     if float(levels[owner]) < float(np.max(levels)):
@@ -1790,7 +1790,7 @@ def _landscape_catalogue_table(catalogues) -> list:
 
 def _landscape_judge_slope(x, y):
     """The escape finding's judgement of one reading: slope of ``lambda_+ T`` on ``ln(1/eps)``
-    in :data:`._protocol.LANDSCAPE_SLOPE_BAND` (rule ``slope_band``)."""
+    in `._protocol.LANDSCAPE_SLOPE_BAND` (rule ``slope_band``)."""
 
     return judge(
         "slope_band", np.asarray(x, float), np.asarray(y, float), threshold=gp.LANDSCAPE_SLOPE_BAND
