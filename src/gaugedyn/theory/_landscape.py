@@ -650,6 +650,39 @@ def _spectrum(H: np.ndarray, symmetric: bool):
     return lam.real[order], vec[:, order].real
 
 
+def _onto_strata(fun, fp, p, snap, coincide_tol, tol, max_iter):
+    """`critical_point()`'s refinement onto exact coincidence (`_snap()`) and exact death
+    (`_zero_dead()`), each kept only where it is at least as critical; returns ``(fp, snapped,
+    zeroed)``."""
+    snapped: list = []
+    if snap > 0 and p.formulation != "order-parameters":
+        y1, snapped = _snap(fp.y, p, snap, coincide_tol)
+        if snapped and fp.success and np.linalg.norm(fun(y1)[0]) > fp.norm:
+            snapped = []  # their exact coincidence is less critical: the units are distinct
+        if snapped:
+            fp1 = fixed_point(fun, y1, jac=True, tol=tol, max_iter=max_iter)
+            if fp1.success or fp1.norm < fp.norm:
+                fp = dataclasses.replace(
+                    fp1,
+                    nit=fp.nit + fp1.nit,
+                    nfev=fp.nfev + fp1.nfev,
+                    history=fp.history + fp1.history,
+                )
+            else:
+                snapped = []
+    zeroed: list = []
+    if snap > 0 and p.formulation != "order-parameters" and fp.success:
+        y2, zeroed = _zero_dead(fp.y, p, snap, coincide_tol)
+        if zeroed and np.linalg.norm(fun(y2)[0]) <= fp.norm:
+            fp2 = fixed_point(fun, y2, jac=True, tol=tol, max_iter=max_iter)
+            fp = dataclasses.replace(
+                fp2, nit=fp.nit + fp2.nit, nfev=fp.nfev + fp2.nfev, history=fp.history + fp2.history
+            )
+        else:
+            zeroed = []
+    return fp, snapped, zeroed
+
+
 def critical_point(
     start,
     *,
@@ -705,32 +738,7 @@ def critical_point(
         return -f, -J
 
     fp = fixed_point(fun, y0, jac=True, tol=tol, max_iter=max_iter)
-    snapped: list = []
-    if snap > 0 and p.formulation != "order-parameters":
-        y1, snapped = _snap(fp.y, p, snap, coincide_tol)
-        if snapped and fp.success and np.linalg.norm(fun(y1)[0]) > fp.norm:
-            snapped = []  # their exact coincidence is less critical: the units are distinct
-        if snapped:
-            fp1 = fixed_point(fun, y1, jac=True, tol=tol, max_iter=max_iter)
-            if fp1.success or fp1.norm < fp.norm:
-                fp = dataclasses.replace(
-                    fp1,
-                    nit=fp.nit + fp1.nit,
-                    nfev=fp.nfev + fp1.nfev,
-                    history=fp.history + fp1.history,
-                )
-            else:
-                snapped = []
-    zeroed: list = []
-    if snap > 0 and p.formulation != "order-parameters" and fp.success:
-        y2, zeroed = _zero_dead(fp.y, p, snap, coincide_tol)
-        if zeroed and np.linalg.norm(fun(y2)[0]) <= fp.norm:
-            fp2 = fixed_point(fun, y2, jac=True, tol=tol, max_iter=max_iter)
-            fp = dataclasses.replace(
-                fp2, nit=fp.nit + fp2.nit, nfev=fp.nfev + fp2.nfev, history=fp.history + fp2.history
-            )
-        else:
-            zeroed = []
+    fp, snapped, zeroed = _onto_strata(fun, fp, p, snap, coincide_tol, tol, max_iter)
     y = fp.y
     H = fp.jac
     symmetric = p.formulation != "order-parameters"
