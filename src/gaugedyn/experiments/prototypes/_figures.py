@@ -261,8 +261,14 @@ def tau_figure(arrays, config, outdir):
     return save_figure(fig, outdir, "prototypes_tau", caption)
 
 
-HISTORY_LINES = (("plain", "k", "-"), ("cov", COLORS["cov"], "-"), ("sep", COLORS["sep"], "-"))
-HISTORY_LINES += (("ov", COLORS["ov"], "-"), ("sep at the largest tau", COLORS["sep"], "--"))
+HISTORY_LINES: tuple[tuple[str, str, str], ...] = (
+    ("plain", "k", "-"),
+    ("cov", COLORS["cov"], "-"),
+    ("sep", COLORS["sep"], "-"),
+    ("ov", COLORS["ov"], "-"),
+    ("sep at the largest tau", COLORS["sep"], "--"),
+)
+"""The approaches of the history and drift figures (:data:`._analysis.APPROACHES`' order)."""
 
 
 def _history_columns(config):

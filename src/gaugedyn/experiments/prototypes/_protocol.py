@@ -5,6 +5,8 @@ their power is computed, and the layout of a task's runs."""
 
 from __future__ import annotations
 
+import math
+
 COMBINATIONS: tuple[tuple[int, int, int], ...] = tuple(
     (c, s, o) for o in (0, 1) for s in (0, 1) for c in (0, 1)
 )
@@ -56,8 +58,21 @@ CONVERGED = 1e-3
 """Check (initialisation ``inside``): the plain fit's mean fit error over the target variance
 must be below this at the largest step size of ``lrs`` (at a smaller one it is reported)."""
 
+LOG_RATIO_EFFECT = math.log(1.25)
+"""The smallest difference of interest of the headline (``coverage_lowest_error``), declared
+before the pilot: in every cell, the other approach's reconstruction error a quarter above
+coverage's (a median paired log ratio ``log 1.25``), the smallest gap a reader of "the lowest
+error" would call one. The errors span decades over N, so an absolute difference cannot serve
+every cell: 0.01 of the input range is twice the error at N = 100 and a twentieth of its
+seed-to-seed spread at N = 3."""
+
+POWER_TARGET = 0.8
+"""The headline's seed count is the smallest whose power at :data:`LOG_RATIO_EFFECT`, on
+resamples of the pilot's paired log ratios, reaches this (:mod:`._power`)."""
+
 EFFECT = {
     "error": 0.01,
+    "log_ratio": LOG_RATIO_EFFECT,
     "usage": 0.05,
     "outside": EXPULSION_MARGIN,
     "fit": FIT_TOLERANCE,
@@ -67,7 +82,8 @@ EFFECT = {
 computed, fixed before running (the abstract gives no numbers): a reconstruction-error
 difference of 0.01 (1% of the input range), a usage difference of 0.05, an outside-fraction
 excess 0.05 beyond the claim's threshold, no fit cost at all for ``overlap_fits_as_well`` (the
-tolerance 0.01 below its threshold), and a drift 0.005 per 1,000 steps beyond its threshold."""
+tolerance 0.01 below its threshold), a drift 0.005 per 1,000 steps beyond its threshold, and for
+the headline a log ratio :data:`LOG_RATIO_EFFECT`."""
 
 
 RULE_FOR = {

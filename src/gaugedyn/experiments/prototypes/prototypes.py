@@ -114,7 +114,7 @@ def _run_task(task: dict, seed: np.random.SeedSequence) -> dict:
     at = np.where(settled >= 0, settled, steps_at[-1]) // window
     rows = np.arange(len(at))
     S = int(task["seeds"])
-    res = {}
+    res: dict[str, np.ndarray] = {}
     for key in budget_keys(task):
         k = at if key == "settled" else np.full(len(at), int(key[5:]) // window)
         got = pm.measure_runs(runs.x, runs.y, *(snaps[p][k, rows] for p in "wbac"))
