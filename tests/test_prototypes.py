@@ -797,3 +797,37 @@ def test_the_seed_count_power_is_the_rules_rate_on_resampled_pilot_rows():
     # a pilot that cannot be resampled is refused
     with pytest.raises(ValueError, match="pilot"):
         pw.power_at_seeds(pilot[:1], 40, 0.5, rng=rng)
+
+
+def test_the_multiverse_over_the_declared_space_trains_only_the_primary_runs_tasks(
+    tmp_path, monkeypatch
+):
+    """Every specification of the declared space (each end and a joint draw) is judged from
+    the primary run's tasks: the trainer runs once per task of the primary configuration."""
+    import dataclasses
+
+    from gaugedyn.harness import Choice, run_multiverse
+
+    calls = []
+    real = ex._run_task
+    monkeypatch.setattr(ex, "_run_task", lambda task, seed: calls.append(task) or real(task, seed))
+    cfg = _config(
+        sizes=[3, 4],
+        seeds=4,
+        steps=40,
+        budgets=[20, 40],
+        window=20,
+        cap=60,
+        taus=[0.01, 0.02, 0.05, 0.1, 0.5],
+    )
+    space = dict(cfg.space) | {"steps": Choice(values=(20,), why="the reduced budgets")}
+    cfg = dataclasses.replace(cfg, space=space)
+    outcome = run_multiverse(cfg, tmp_path / "mv", samples=2, executor="serial", progress=None)
+    specs = outcome.summary["multiverse"]["specifications"]
+    ends = sum(len(c.ends(cfg.params[k])) for k, c in cfg.space.items())
+    assert len(specs) >= 1 + ends and {s["kind"] for s in specs} >= {"primary", "end"}
+    assert all(s["status"] in ("passed", "claims failed") for s in specs), specs
+    assert len(calls) == len(cfg.tasks)
+    flips = {c["id"]: c["robustness"] for c in outcome.summary["claims"] if c["kind"] == "finding"}
+    assert all(r["specifications"] == len(specs) for r in flips.values())
+    assert all(set(r["flipping"]) <= set(cfg.space) for r in flips.values())
