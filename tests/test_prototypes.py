@@ -831,3 +831,40 @@ def test_the_multiverse_over_the_declared_space_trains_only_the_primary_runs_tas
     flips = {c["id"]: c["robustness"] for c in outcome.summary["claims"] if c["kind"] == "finding"}
     assert all(r["specifications"] == len(specs) for r in flips.values())
     assert all(set(r["flipping"]) <= set(cfg.space) for r in flips.values())
+
+
+def test_the_abstracts_sentences_table_lists_every_finding_with_its_robustness(tmp_path):
+    from pathlib import Path
+
+    from gaugedyn import publish
+
+    named = {n for names in pp.SENTENCES.values() for n in names}
+    assert named == set(pp.FINDING_KINDS)  # every finding tests a sentence, and no other name
+    abstract = " ".join(pp.SENTENCES)
+    assert "lowest mean reconstruction error" in abstract and "large temperature" in abstract
+    robust = {
+        "specifications": 9,
+        "shares": {"HELD": 1 / 3, "NOT HELD": 2 / 3, "UNRESOLVED": 0.0},
+        "robust": False,
+        "flipping": ["lr"],
+    }
+    claims = [
+        {"id": "overlap_harmful[init=inside]", "kind": "finding", "verdict": "HELD"},
+        {
+            "id": "separation_expulsion_rate_at_nominal_tau[init=inside]",
+            "kind": "finding",
+            "verdict": "NOT HELD",
+            "robustness": robust,
+        },
+    ]
+    summary = {"claims": claims, "published": {"command": "gaugedyn run x.toml"}}
+    text = "# t\n\n<!-- publish:sentences prototypes -->\n<!-- /publish -->\n"
+    out = publish.render(text, tmp_path / "p.md", tmp_path, {"prototypes": summary})
+    row = next(x for x in out.splitlines() if "separation_expulsion_rate" in x)
+    assert "NOT HELD" in row and "NOT robust" in row and "flipped by lr" in row
+    assert "| while separation has mixed effects | `separation_mixed` | not run | - |" in out
+    assert "No full run of `prototypes`" in publish.render(text, tmp_path / "p.md", tmp_path, {})
+    with pytest.raises(InputError, match="declares no sentences"):
+        publish.render(text.replace("prototypes", "clock"), tmp_path / "p.md", tmp_path, {})
+    page = Path(__file__).resolve().parents[1] / "docs/systems/prototypes.md"
+    assert "<!-- publish:sentences prototypes -->" in page.read_text()

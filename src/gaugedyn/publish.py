@@ -57,7 +57,16 @@ from .papers import PAPERS
 DATA = "results-data"
 _OPEN = re.compile(r"^<!-- publish:(\w+)(?: (\w+))? -->$")
 _CLOSE = "<!-- /publish -->"
-_KINDS = ("claims", "readings", "figures", "systems", "controls", "space", "robustness")
+_KINDS = (
+    "claims",
+    "readings",
+    "figures",
+    "systems",
+    "controls",
+    "space",
+    "robustness",
+    "sentences",
+)
 FIGURES = "docs/figures"
 SITE = "mkdocs.yml"
 _NAV_OPEN = re.compile(r"^(\s*)# publish:nav\b")
@@ -368,6 +377,35 @@ def space_table(experiment: str) -> list[str]:
     return lines
 
 
+def sentences_table(experiment: str, data: dict[str, dict]) -> list[str]:
+    """The paper's sentences against the findings that test them (the experiment's declared
+    ``sentences``: sentence -> finding names), each finding of the published run with its
+    verdict and its robustness over the declared set-up space; then the provenance."""
+    from .harness import verdict_word
+
+    exp, _ = _declared(experiment)
+    sentences = dict(getattr(exp, "sentences", {}) or {})
+    if not sentences:
+        raise InputError(f"publish:sentences {experiment}: the experiment declares no sentences")
+    if experiment not in data:
+        return [f"No full run of `{experiment}` is published yet."]
+    claims = [c for c in data[experiment].get("claims", []) if c.get("kind") == "finding"]
+    lines = [
+        "| the abstract says | finding | verdict | over the declared space |",
+        "|---|---|---|---|",
+    ]
+    for sentence, names in sentences.items():
+        rows = [c for c in claims if c["id"].split("[")[0] in names]
+        if not rows:
+            lines.append(f"| {sentence} | {', '.join(f'`{n}`' for n in names)} | not run | - |")
+        for i, c in enumerate(rows):
+            lines.append(
+                f"| {sentence if i == 0 else ''} | `{c['id']}` | {verdict_word(c)} | "
+                f"{_robust_cell(c)} |"
+            )
+    return [*lines, "", provenance(experiment, data[experiment])]
+
+
 def figures_block(experiment: str, data: dict[str, dict], here: Path, root: Path) -> list[str]:
     """Every figure of one published run (its PNG copied by ``--add`` into ``docs/figures/``),
     with the caption its summary gives, then its provenance."""
@@ -446,7 +484,8 @@ def render(text: str, path: Path, root: Path, data: dict[str, dict]) -> str:
                 f"{path}: '{line.strip()}': allowed are 'publish:claims "
                 "EXPERIMENT', 'publish:readings EXPERIMENT', 'publish:figures "
                 "EXPERIMENT', 'publish:robustness EXPERIMENT', 'publish:controls "
-                "EXPERIMENT', 'publish:space EXPERIMENT' and 'publish:systems'"
+                "EXPERIMENT', 'publish:space EXPERIMENT', 'publish:sentences EXPERIMENT' "
+                "and 'publish:systems'"
             )
         if kind == "claims":
             body = claims_table(arg, data)
@@ -456,6 +495,8 @@ def render(text: str, path: Path, root: Path, data: dict[str, dict]) -> str:
             body = controls_table(arg)
         elif kind == "space":
             body = space_table(arg)
+        elif kind == "sentences":
+            body = sentences_table(arg, data)
         elif kind == "readings":
             body = readings_table(arg, data)
         elif kind == "figures":

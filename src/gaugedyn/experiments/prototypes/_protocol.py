@@ -194,3 +194,33 @@ def variant_index(
         if _key(v["mask"], v["coverage"], v["weight"], v["tau"]) == want:
             return j
     raise KeyError(want)
+
+
+SENTENCES: dict[str, tuple[str, ...]] = {
+    "Coverage regularization gives the lowest mean reconstruction error at every tested size": (
+        "coverage_lowest_error",
+    ),
+    "and raises the prototype-usage specialization ratio relative to the standard baseline": (
+        "coverage_usage_above_plain",
+    ),
+    "while separation has mixed effects": ("separation_mixed",),
+    "and overlap penalties are systematically harmful.": ("overlap_harmful",),
+    "overlap-active approaches fit the data as well as overlap-free ones": (
+        "overlap_fits_as_well",
+    ),
+    "but route the optimizer to a degenerate equilibrium in which prototype centers are pushed "
+    "outside the convex hull of the training inputs.": (
+        "overlap_expels",
+        "overlap_expulsion_rate",
+    ),
+    "Coverage cannot reward this expulsion and acts as an attractor:": ("coverage_keeps_inside",),
+    "separation admits it only at large temperature": (
+        "separation_no_expulsion_at_nominal_tau",
+        "separation_expulsion_rate_at_nominal_tau",
+        "separation_expels_at_large_tau",
+    ),
+    "and overlap admits it at the nominal hyperparameter choice.": ("overlap_expels",),
+}
+"""The abstract's sentences (in its order, its words) and the findings that test each; the
+system page's table of sentences against verdicts is generated from them
+(``publish:sentences prototypes``)."""

@@ -20,7 +20,14 @@ from ...harness import Choice, Experiment, Param
 from . import _controls as pc
 from . import _measures as pm
 from . import _model as model
-from ._protocol import BUDGETS, MEASURES, REFERENCE_TAU, REFERENCE_WEIGHT, variants
+from ._protocol import (
+    BUDGETS,
+    MEASURES,
+    REFERENCE_TAU,
+    REFERENCE_WEIGHT,
+    SENTENCES,
+    variants,
+)
 
 
 def _runs(config: dict, n: int, init: str, seed: np.random.SeedSequence) -> model.Runs:
@@ -343,6 +350,8 @@ class Prototypes(Experiment):
         "init_broad": "w ~ N(0, N^2), b ~ N(0, N^2), a ~ N(0, 1/N), c = 0",
         "data": "x_j ~ U[0,1] (j = 1..N); targets sin(2 pi x) or U[-1,1] labels",
     }
+
+    sentences = SENTENCES
 
     space = {
         "lr": Choice(
