@@ -33,6 +33,8 @@ from gaugedyn.experiments.prototypes import prototypes as ex
 SIZES = ex.Prototypes.params["sizes"].default
 LRS = ex.Prototypes.params["lrs"].default
 STEPS = 4000
+CANDIDATES = (20, 40, 60, 80, 100, 120, 160, 200, 300, 400, 600, 800, 1000)
+"""The seed counts tried, smallest first (the abstract ran 10 per cell; the first full run 40)."""
 VARIANTS = [(m, c) for m in pp.COMBINATIONS for c in (pp.COVERAGES if m[0] else (None,))]
 
 
@@ -105,7 +107,11 @@ def power(path: Path, reps: int) -> dict:
     out = {}
     for key, values in data["log_ratios"].items():
         n, powers = pw.seeds_for_power(
-            np.asarray(values, float), pp.LOG_RATIO_EFFECT, target=pp.POWER_TARGET, reps=reps
+            np.asarray(values, float),
+            pp.LOG_RATIO_EFFECT,
+            target=pp.POWER_TARGET,
+            candidates=CANDIDATES,
+            reps=reps,
         )
         out[key] = {"seeds": n, "power": {str(k): v for k, v in powers.items()}}
         print(key, n, {k: round(v, 3) for k, v in powers.items()}, flush=True)

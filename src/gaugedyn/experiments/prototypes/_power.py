@@ -9,9 +9,10 @@ smallest difference ``effect`` on the claimed side of the threshold:
 
     power(n) = P(rule(V*_n) = HELD),   V*_n[i, c] = v[r_i, c] - m_c + h_c z_ic + (t + effect),
 
-with ``r_i`` uniform over the pilot rows, ``m_c`` the cell's pilot median, ``h_c`` a kernel
-bandwidth (Silverman's rule; a smoothed bootstrap, so ties in a small pilot do not become ties
-of the resamples) and ``z_ic`` standard normal. The seed count is the smallest candidate whose
+with ``r_i`` uniform over the pilot rows, ``h_c`` a kernel bandwidth (Silverman's rule; a
+smoothed bootstrap, so ties in a small pilot do not become ties of the resamples), ``z_ic``
+standard normal and ``m_c`` the median of the cell's smoothed distribution (the mixture of
+normals of sd ``h_c`` at its pilot values), so that the truth is exactly ``t + effect``. The seed count is the smallest candidate whose
 power reaches the target (0.8).
 """
 
@@ -24,8 +25,23 @@ import numpy as np
 from ... import stats
 
 
+def _mixture_median(points: np.ndarray, h: float) -> float:
+    """The median of the smoothed bootstrap's distribution (an equal mixture of normals of sd
+    ``h`` at ``points``), by bisection: where the mixture's CDF is 1/2."""
+    from scipy.special import ndtr
+
+    if h <= 0:
+        return float(np.median(points))
+    lo, hi = float(points.min()) - 10 * h, float(points.max()) + 10 * h
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if np.mean(ndtr((mid - points) / h)) < 0.5 else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
 def _smoothed(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of ``v`` centred on each cell's median, and each cell's bandwidth."""
+    """Rows of ``v`` centred so that each cell's smoothed distribution has median 0, and each
+    cell's bandwidth."""
     v = np.asarray(v, dtype=float)
     v = v[np.all(np.isfinite(v), axis=1)]
     if v.ndim != 2 or v.shape[0] < 2:
@@ -34,7 +50,8 @@ def _smoothed(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     s = e.std(axis=0, ddof=1)
     iqr = np.subtract(*np.percentile(e, [75, 25], axis=0))
     h = 0.9 * np.minimum(s, np.where(iqr > 0, iqr / 1.34, s)) * v.shape[0] ** (-0.2)
-    return e, h
+    shift = np.array([_mixture_median(e[:, c], float(h[c])) for c in range(e.shape[1])])
+    return e - shift, h
 
 
 def power_at_seeds(
