@@ -227,7 +227,7 @@ class Prototypes(Experiment):
         ),
         "cap": Param(
             int,
-            16000,
+            8000,
             quick=2000,
             lo=1,
             hi=200_000,
