@@ -648,6 +648,8 @@ def test_drift_rates_recover_a_planted_slope_over_the_second_half_of_the_budget(
     cfg = {"window": 1000, "cap": 16000}
     assert list(pa.drift_window(cfg, 4000)) == [2000, 3000, 4000]
     assert list(pa.drift_window(cfg, 1000)) == [0, 1000]
+    assert pa.drift_ends(cfg | {"budgets": [1000, 2000, 4000]}) == [1000, 2000, 4000, 16000]
+    assert pa.drift_ends({"budgets": [1000, 2000], "cap": 2000}) == [1000, 2000]
     t = np.arange(17) * 1000.0
     h = np.zeros((2, 17, 3, 4))
     h[0, :, :, 1] = 0.002 * t[:, None] / 1000  # 0.002 per 1000 steps throughout

@@ -26,7 +26,9 @@ whose findings are judged under several readings), ``figures EXPERIMENT`` (the
 run's figures, copied by ``--add`` into ``docs/figures/<experiment>/``, with their captions),
 ``robustness EXPERIMENT`` (every finding's verdict over the declared set-up space, from a
 published ``gaugedyn multiverse`` folder: the share of specifications per verdict, robust or
-not, the constants that flip it), ``controls EXPERIMENT`` and ``space EXPERIMENT`` (the
+not, the constants that flip it), ``sentences EXPERIMENT`` (the paper's sentences the
+experiment declares, each against the verdicts and robustness of the findings that test it),
+``controls EXPERIMENT`` and ``space EXPERIMENT`` (the
 experiment's declared known-answer controls and set-up space at its full configuration, from
 its declaration) and ``systems`` (one row per paper of
 :data:`gaugedyn.papers.PAPERS`: its checks and the counts of its findings' verdicts over the

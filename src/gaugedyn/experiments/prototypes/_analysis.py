@@ -597,9 +597,14 @@ def _bands(x: np.ndarray, center: str) -> np.ndarray:
     return np.stack([b.estimate, b.lower, b.upper], axis=-1)
 
 
+def drift_ends(config: dict) -> list[int]:
+    """The budgets a drift rate is measured at: each of ``budgets`` and the cap."""
+    return sorted({*(int(b) for b in config["budgets"]), int(config["cap"])})
+
+
 def drift_table(config: dict, d: dict) -> np.ndarray:
-    """``(n_ends, len(APPROACHES), 3)``: the drift rate per approach at each budget of
-    ``budgets`` and at the cap (the mean over seeds of the per-seed mean over N, t interval)."""
+    """``(n_ends, len(APPROACHES), 3)``: the drift rate per approach at each of
+    :func:`drift_ends` (the mean over seeds of the per-seed mean over N, t interval)."""
     big = max(float(t) for t in config["taus"])
     cols = [
         variant_index(config, PLAIN),
@@ -608,9 +613,8 @@ def drift_table(config: dict, d: dict) -> np.ndarray:
         variant_index(config, OV),
         variant_index(config, SEP, tau=big),
     ]
-    ends = [*sorted(int(b) for b in config["budgets"]), int(config["cap"])]
     rows = []
-    for end in ends:
+    for end in drift_ends(config):
         r = drift_rates(config, d["outside_history"], end).mean(axis=0)  # (S, V)
         rows.append(_bands(r[:, cols].T, "mean"))
     return np.stack(rows)
@@ -656,9 +660,7 @@ def analyse(config: dict, tasks: list[dict], results: list[dict], seed: np.rando
         "sizes": np.asarray(config["sizes"], dtype=float),
         "taus": np.asarray(config["taus"], dtype=float),
         "lrs": np.asarray(config["lrs"], dtype=float),
-        "drift_ends": np.asarray(
-            [*sorted(int(b) for b in config["budgets"]), int(config["cap"])], dtype=float
-        ),
+        "drift_ends": np.asarray(drift_ends(config), dtype=float),
         "checkpoints": data["checkpoints"].astype(float),
     }
     arrays |= intervals(config, data)
