@@ -673,7 +673,7 @@ def test_the_specification_selects_the_step_size_budget_lambda_and_tau():
     there = pa.Judge(cfg | {"lr": 1e-3, "budget": "settled"}, judge.data, judge.root)
     c = there.coverage_lowest_error("inside", "chamfer")
     assert c.verdict == "HELD", c.readings
-    assert "lr=0.001, settled (cap 8000)" in c.statement
+    assert "lr=0.001, settled (cap 6000)" in c.statement
     assert c.tolerance["specification"]["budget"] == "settled"
     # tau selects the separation runs; the eight-mask reading only at the reference
     away = pa.Judge(cfg | {"tau": 0.01}, judge.data, judge.root)

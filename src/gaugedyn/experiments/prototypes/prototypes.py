@@ -227,7 +227,7 @@ class Prototypes(Experiment):
         ),
         "cap": Param(
             int,
-            8000,
+            6000,
             quick=2000,
             lo=1,
             hi=200_000,
