@@ -436,15 +436,17 @@ def test_no_error_ratio_or_usage_finding_has_a_t_based_rule(tmp_path):
 
     medians = {"every_cell_median", "some_cell_median", "median_threshold"}
     for name in ("coverage_lowest_error", "overlap_harmful", "separation_mixed"):
-        assert pp.FINDING_KINDS[name] == "long-tailed"
+        assert pp.measure_of(name).kind == "long-tailed"
     for name in ("overlap_fits_as_well", "coverage_usage_above_plain"):
-        assert pp.FINDING_KINDS[name] == "long-tailed"
+        assert pp.measure_of(name).kind == "long-tailed"
     protocol = (Path(pp.__file__).parent / "PROTOCOL.md").read_text()
-    for name, kind in pp.FINDING_KINDS.items():
+    for name in pp.FINDING_NAMES:
         assert f"`{name}`" in protocol, name
-        if kind == "long-tailed":
+        if pp.measure_of(name).kind != "symmetric":
             line = next(x for x in protocol.splitlines() if f"`{name}`" in x)
             assert "median" in line, line
+    with pytest.raises(InputError, match="every_cell_median"):
+        pp.measure_of("coverage_lowest_error").check("every_cell")
     cfg = _config(
         sizes=[3, 4],
         seeds=4,
@@ -460,8 +462,8 @@ def test_no_error_ratio_or_usage_finding_has_a_t_based_rule(tmp_path):
     for c in summary["claims"]:
         if c["kind"] != "finding":
             continue
-        kind = pp.FINDING_KINDS[c["id"].split("[")[0]]
-        assert (c["rule"] in medians) == (kind == "long-tailed"), (c["id"], c["rule"])
+        kind = pp.measure_of(c["id"]).kind
+        assert (c["rule"] in medians) == (kind != "symmetric"), (c["id"], c["rule"])
     with pytest.raises(KeyError):
         pp.rule_of("a_finding_nobody_declared[init=inside]", "every_cell")
 
@@ -841,7 +843,7 @@ def test_the_abstracts_sentences_table_lists_every_finding_with_its_robustness(t
     from gaugedyn import publish
 
     named = {n for names in pp.SENTENCES.values() for n in names}
-    assert named == set(pp.FINDING_KINDS)  # every finding tests a sentence, and no other name
+    assert named == set(pp.FINDING_NAMES)  # every finding tests a sentence, and no other name
     abstract = " ".join(pp.SENTENCES)
     assert "lowest mean reconstruction error" in abstract and "large temperature" in abstract
     robust = {

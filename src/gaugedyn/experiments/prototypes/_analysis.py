@@ -26,9 +26,7 @@ from ._protocol import (
     CONVERGED,
     COV,
     DRIFT_MARGIN,
-    EFFECT,
     EXPULSION_MARGIN,
-    FINDING_KINDS,
     FIT_TOLERANCE,
     MEASURES,
     OV,
@@ -36,6 +34,7 @@ from ._protocol import (
     REFERENCE_TAU,
     REFERENCE_WEIGHT,
     SEP,
+    measure_of,
     rule_of,
     variant_index,
 )
@@ -200,7 +199,6 @@ class Judge:
         form: str,
         threshold: float,
         direction: str,
-        effect: str,
         *,
         extra: dict | None = None,
         cells: str | None = None,
@@ -208,10 +206,17 @@ class Judge:
         """The finding ``id`` judged at the specification by the rule its declared kind chooses
         for a claim of ``form`` (:func:`._protocol.rule_of`), under the named comparison
         (primary) and each reading of ``extra``."""
-        rule = rule_of(id, form)
+        measure = measure_of(id)
+        rule = measure.rule(form)
         readings = {"named approaches": values, **(extra or {})}
         js = {
-            k: stats.judge(rule, v, threshold=threshold, direction=direction)
+            k: stats.judge(
+                rule,
+                v,
+                threshold=threshold,
+                direction=direction,
+                rng=stats.generator(self.root, id, k),
+            )
             for k, v in readings.items()
         }
         v = np.asarray(values, dtype=float)
@@ -226,7 +231,7 @@ class Judge:
             },
             "primary_reading": "named approaches",
             "form": form,
-            "kind": FINDING_KINDS[id.split("[")[0]],
+            "kind": measure.kind,
             "mean": np.nanmean(v, axis=0).tolist(),
             "median": np.nanmedian(v, axis=0).tolist(),
             "share_on_claimed_side": float(np.mean(sign * (v - threshold) > 0)),
@@ -238,8 +243,8 @@ class Judge:
             id,
             f"{statement} [{self.spec}]",
             js["named approaches"],
+            measure=measure,
             readings=js,
-            paper_value=threshold + sign * EFFECT[effect],
             extra=summary,
         )
 
@@ -273,7 +278,6 @@ class Judge:
             "every_cell",
             0.0,
             ">",
-            "log_ratio",
             extra=extra,
             cells="approach-major: (plain, sep, ov) x N",
         )
@@ -294,7 +298,6 @@ class Judge:
             "threshold",
             0.0,
             ">",
-            "usage",
             extra=extra,
         )
 
@@ -309,7 +312,6 @@ class Judge:
             "every_cell",
             0.0,
             ">",
-            "error",
             cells="N",
             extra=self.all_masks(init, "reconstruction_error", 2),
         )
@@ -326,11 +328,16 @@ class Judge:
             "some_cell",
             0.0,
             "<",
-            "error",
             cells="N",
             extra=self.all_masks(init, "reconstruction_error", 1),
         )
-        worse = stats.judge(rule_of(claim.id, "some_cell"), values, threshold=0.0, direction=">")
+        worse = stats.judge(
+            rule_of(claim.id, "some_cell"),
+            values,
+            threshold=0.0,
+            direction=">",
+            rng=stats.generator(self.root, claim.id, "worse at some N"),
+        )
         claim.tolerance["worse_at_some_N"] = worse.verdict
         return claim
 
@@ -348,7 +355,6 @@ class Judge:
             "every_cell",
             FIT_TOLERANCE,
             "<",
-            "fit",
             extra=extra,
             cells="N",
         )
@@ -385,7 +391,6 @@ class Judge:
             "threshold",
             0.0,
             ">",
-            "outside",
             extra=self.all_masks(init, "outside_fraction", 2, reduce=True),
         )
 
@@ -402,7 +407,6 @@ class Judge:
             "threshold",
             0.0,
             "<",
-            "outside",
             extra=extra,
         )
 
@@ -417,7 +421,6 @@ class Judge:
             "every_cell",
             m,
             "<",
-            "outside",
             cells="N",
             extra=self.all_masks(init, "outside_fraction", 1),
         )
@@ -436,7 +439,6 @@ class Judge:
             "threshold",
             m,
             ">",
-            "outside",
         )
 
     def overlap_expulsion_rate(self, init: str) -> Claim:
@@ -452,7 +454,6 @@ class Judge:
             "threshold",
             0.0,
             ">",
-            "drift",
         )
 
     def separation_expulsion_rate(self, init: str) -> Claim:
@@ -469,7 +470,6 @@ class Judge:
             "every_cell",
             DRIFT_MARGIN,
             "<",
-            "drift",
             cells="N",
         )
 

@@ -22,6 +22,7 @@ from . import _measures as pm
 from . import _model as model
 from ._protocol import (
     BUDGETS,
+    FINDING_MEASURES,
     MEASURES,
     REFERENCE_TAU,
     REFERENCE_WEIGHT,
@@ -351,6 +352,7 @@ class Prototypes(Experiment):
         "data": "x_j ~ U[0,1] (j = 1..N); targets sin(2 pi x) or U[-1,1] labels",
     }
 
+    measures = FINDING_MEASURES
     sentences = SENTENCES
 
     space = {
