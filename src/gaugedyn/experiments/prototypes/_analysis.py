@@ -384,9 +384,10 @@ class Judge:
         values = self.diff(init, "outside_fraction", self.col(OV), self.col(PLAIN)).mean(axis=1)
         return self.finding(
             f"overlap_expels[init={init}]",
-            "overlap pushes prototypes outside the data's hull at the nominal choice: the mean "
-            "over seeds of (mean over N of out_ov - out_plain) > 0; second reading: the mean "
-            "over the four pairs (a mask with overlap, the same without)",
+            "overlap pushes prototypes outside the data's hull at the nominal choice: the "
+            "median over seeds of (mean over N of out_ov - out_plain) > 0 (judged by its "
+            "median); second reading: the mean over the four pairs (a mask with overlap, the "
+            "same without)",
             values,
             "threshold",
             0.0,
@@ -414,9 +415,9 @@ class Judge:
         m = EXPULSION_MARGIN
         return self.finding(
             f"separation_no_expulsion_at_nominal_tau[init={init}]",
-            "separation does not expel at the nominal temperature: at every N, the mean excess "
-            f"out_sep - out_plain is below {m:g}; second reading: the mean over the four pairs "
-            "(a mask with separation, the same without)",
+            "separation does not expel at the nominal temperature: at every N, the median "
+            f"excess out_sep - out_plain is below {m:g}; second reading: the mean over the four "
+            "pairs (a mask with separation, the same without)",
             self.diff(init, "outside_fraction", self.col(SEP), self.col(PLAIN)),
             "every_cell",
             m,
@@ -432,8 +433,8 @@ class Judge:
         )
         return self.finding(
             f"separation_expels_at_large_tau[init={init}]",
-            f"separation expels at large temperature: at tau = {big:g}, the mean over seeds of "
-            f"(mean over N of out_sep - out_plain) > {m:g} (the tau sweep runs on the "
+            f"separation expels at large temperature: at tau = {big:g}, the median over seeds "
+            f"of (mean over N of out_sep - out_plain) > {m:g} (the tau sweep runs on the "
             "separation-only mask, so this finding has no all-mask reading)",
             values,
             "threshold",
@@ -447,8 +448,8 @@ class Judge:
         t = drift_window(self.config, self.end)
         return self.finding(
             f"overlap_expulsion_rate[init={init}]",
-            "overlap keeps pushing prototypes out (expulsion as a drift): the mean over seeds "
-            "of (mean over N of the excess drift rate of the outside fraction, overlap-only "
+            "overlap keeps pushing prototypes out (expulsion as a drift): the median over "
+            "seeds of (mean over N of the excess drift rate of the outside fraction, overlap-only "
             f"minus plain, per 1,000 steps over steps {t[0]}-{t[-1]}) > 0",
             values,
             "threshold",
@@ -463,7 +464,7 @@ class Judge:
         return self.finding(
             f"separation_expulsion_rate_at_nominal_tau[init={init}]",
             "separation does not keep expelling at the nominal temperature (expulsion as a "
-            "drift): at every N, the mean excess drift rate of the outside fraction, "
+            "drift): at every N, the median excess drift rate of the outside fraction, "
             f"separation-only minus plain, per 1,000 steps over steps {t[0]}-{t[-1]}, is below "
             f"{DRIFT_MARGIN:g}",
             values,
