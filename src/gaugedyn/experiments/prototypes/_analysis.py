@@ -3,10 +3,10 @@
 
 A run judges one **specification** of the declared set-up space: the step size ``lr``, the
 budget reading (``budget``: the fixed budget ``steps``, or settled), ``lambda`` (``weight``) and
-the nominal ``tau``, each one of the values every task trains (:data:`._protocol.SPECIFICATION`),
+the nominal ``tau``, each one of the values every task trains (`._protocol.SPECIFICATION`),
 so ``gaugedyn multiverse`` judges the whole space from one run's tasks. Every finding is judged
-there by the rule its declared kind chooses (:func:`._protocol.rule_of`) through
-:func:`gaugedyn.harness.judged`, under its primary reading (the four approaches the abstract
+there by the rule its declared kind chooses (`._protocol.rule_of`) through
+`gaugedyn.harness.judged`, under its primary reading (the four approaches the abstract
 names) and, where the combinations of several losses were trained (the reference ``lambda`` and
 ``tau``), under the second comparison reading (the eight masks, or the four pairs of masks with
 and without the loss); a finding whose readings disagree says "depends on the reading".
@@ -106,7 +106,7 @@ def drift_window(config: dict, end: int) -> np.ndarray:
 
 def drift_rates(config: dict, history: np.ndarray, end: int) -> np.ndarray:
     """Per run, the least-squares slope of the outside fraction against steps over
-    :func:`drift_window` ``(end)``, per 1,000 steps: ``history`` ``(..., K, S, V)`` ->
+    `drift_window` ``(end)``, per 1,000 steps: ``history`` ``(..., K, S, V)`` ->
     ``(..., S, V)``."""
     t = drift_window(config, end)
     h = np.take(history, t // int(config["window"]), axis=-3)
@@ -204,7 +204,7 @@ class Judge:
         cells: str | None = None,
     ) -> Claim:
         """The finding ``id`` judged at the specification by the rule its declared kind chooses
-        for a claim of ``form`` (:func:`._protocol.rule_of`), under the named comparison
+        for a claim of ``form`` (`._protocol.rule_of`), under the named comparison
         (primary) and each reading of ``extra``."""
         measure = measure_of(id)
         rule = measure.rule(form)
@@ -475,7 +475,7 @@ class Judge:
         )
 
     def drift(self, init: str) -> list[Claim]:
-        """The drift rate of each approach of :data:`APPROACHES` (measurements): the mean over
+        """The drift rate of each approach of `APPROACHES` (measurements): the mean over
         seeds of the per-seed mean over N, with its t interval."""
         r = self.rates(init)
         big = max(float(t) for t in self.config["taus"])
@@ -605,7 +605,7 @@ def drift_ends(config: dict) -> list[int]:
 
 def drift_table(config: dict, d: dict) -> np.ndarray:
     """``(n_ends, len(APPROACHES), 3)``: the drift rate per approach at each of
-    :func:`drift_ends` (the mean over seeds of the per-seed mean over N, t interval)."""
+    `drift_ends` (the mean over seeds of the per-seed mean over N, t interval)."""
     big = max(float(t) for t in config["taus"])
     cols = [
         variant_index(config, PLAIN),
@@ -628,7 +628,7 @@ def intervals(config: dict, data: dict) -> dict[str, np.ndarray]:
     ``tau__{budget}__{init}`` ``(n_sizes, n_taus, 3)`` for the paired excess
     ``out_sep(tau) - out_plain`` at the reference ``lambda`` (mean); and per step size of
     ``lrs`` (``lr<i>``, its index) ``history__{init}__lr<i>`` ``(n_sizes, K, V, 3)`` for the
-    outside fraction at each checkpoint and ``drift__{init}__lr<i>`` (:func:`drift_table`)."""
+    outside fraction at each checkpoint and ``drift__{init}__lr<i>`` (`drift_table`)."""
     out = {}
     lr = float(config["lr"])
     plain = variant_index(config, PLAIN)

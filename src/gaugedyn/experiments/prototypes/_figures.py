@@ -268,7 +268,7 @@ HISTORY_LINES: tuple[tuple[str, str, str], ...] = (
     ("ov", COLORS["ov"], "-"),
     ("sep at the largest tau", COLORS["sep"], "--"),
 )
-"""The approaches of the history and drift figures (:data:`._analysis.APPROACHES`' order)."""
+"""The approaches of the history and drift figures (`._analysis.APPROACHES`' order)."""
 
 
 def _history_columns(config):

@@ -84,7 +84,7 @@ def seeds_for_power(
     seed: int = 0,
     **kw,
 ) -> tuple[int | None, dict[int, float]]:
-    """The smallest of ``candidates`` whose power (:func:`power_at_seeds`) reaches ``target``
+    """The smallest of ``candidates`` whose power (`power_at_seeds`) reaches ``target``
     (``None`` when none does) and the power at each candidate tried."""
     powers: dict[int, float] = {}
     for n in sorted(int(c) for c in candidates):

@@ -69,8 +69,8 @@ every cell: 0.01 of the input range is twice the error at N = 100 and a twentiet
 seed-to-seed spread at N = 3."""
 
 POWER_TARGET = 0.8
-"""The headline's seed count is the smallest whose power at :data:`LOG_RATIO_EFFECT`, on
-resamples of the pilot's paired log ratios, reaches this (:mod:`._power`)."""
+"""The headline's seed count is the smallest whose power at `LOG_RATIO_EFFECT`, on
+resamples of the pilot's paired log ratios, reaches this (`._power`)."""
 
 
 _ERR = "per seed and N, a reconstruction error difference (two approaches' errors)"
@@ -156,7 +156,7 @@ FINDING_NAMES = (
 
 
 def measure_of(finding_id: str) -> Measure:
-    """The declared measure of the finding ``finding_id`` (:data:`FINDING_MEASURES`)."""
+    """The declared measure of the finding ``finding_id`` (`FINDING_MEASURES`)."""
     from ...stats import measure_of as lookup
 
     return lookup(FINDING_MEASURES, finding_id)
@@ -164,7 +164,7 @@ def measure_of(finding_id: str) -> Measure:
 
 def rule_of(finding_id: str, form: str) -> str:
     """The rule of the finding ``finding_id`` for a claim of ``form``: its declared measure's
-    choice (:class:`gaugedyn.stats.Measure`); :class:`KeyError` for an undeclared finding."""
+    choice (`gaugedyn.stats.Measure`); `KeyError` for an undeclared finding."""
     if finding_id.split("[")[0] not in FINDING_NAMES:
         raise KeyError(finding_id)
     return measure_of(finding_id).rule(form)
@@ -172,7 +172,7 @@ def rule_of(finding_id: str, form: str) -> str:
 
 def variants(config: dict) -> list[dict]:
     """The runs of one seed in one task (one step size): the eight combinations (coverage ones
-    once per coverage reading) at :data:`REFERENCE_WEIGHT` and :data:`REFERENCE_TAU`
+    once per coverage reading) at `REFERENCE_WEIGHT` and `REFERENCE_TAU`
     (``kind="core"``); separation-only at the reference ``lambda`` and every other ``tau`` of
     the sweep (``"sweep"``); and at every other ``lambda`` of ``weights`` the single-loss masks,
     separation at every ``tau`` of ``nominal_taus`` and at the largest of the sweep
@@ -224,7 +224,7 @@ def variant_index(
 ) -> int:
     """Column of a run in a task's ``(S, V)`` arrays: the run of ``mask`` (coverage reading
     ``coverage`` where it has coverage) at ``weight`` and ``tau`` (``None``: the reference).
-    :class:`KeyError` when the task trains no such run."""
+    `KeyError` when the task trains no such run."""
     want = _key(
         mask,
         coverage,

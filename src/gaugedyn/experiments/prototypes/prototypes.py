@@ -6,8 +6,8 @@ uniform inputs with the plain fit and every combination of three structural loss
 separation, overlap), under every candidate reading of the set-up; one task is one
 ``(N, initialisation)``, every seed and loss combination trained as one batched program. The
 protocol (runs, readings, the nine findings and their rules) is ``PROTOCOL.md`` beside this
-module, its fixed numbers are :mod:`._protocol`, the findings :mod:`._analysis` and the figures
-:mod:`._figures`.
+module, its fixed numbers are `._protocol`, the findings `._analysis` and the figures
+`._figures`.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def _contains(config: dict, one: str, many: str) -> None:
 
 
 def _check(config: dict) -> None:
-    """The settings' relations, checked before any work (one :class:`InputError` each)."""
+    """The settings' relations, checked before any work (one `InputError` each)."""
     spacing = 1.0 / max(config["sizes"])
     taus = [float(t) for t in config["taus"]]
     if min(taus) > spacing / 4 or max(taus) <= spacing or taus != sorted(taus):
