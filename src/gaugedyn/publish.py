@@ -26,7 +26,9 @@ whose findings are judged under several readings), ``figures EXPERIMENT`` (the
 run's figures, copied by ``--add`` into ``docs/figures/<experiment>/``, with their captions),
 ``robustness EXPERIMENT`` (every finding's verdict over the declared set-up space, from a
 published ``gaugedyn multiverse`` folder: the share of specifications per verdict, robust or
-not, the constants that flip it), ``controls EXPERIMENT`` and ``space EXPERIMENT`` (the
+not, the constants that flip it), ``sentences EXPERIMENT`` (the paper's sentences the
+experiment declares, each against the verdicts and robustness of the findings that test it),
+``controls EXPERIMENT`` and ``space EXPERIMENT`` (the
 experiment's declared known-answer controls and set-up space at its full configuration, from
 its declaration) and ``systems`` (one row per paper of
 `gaugedyn.papers.PAPERS`: its checks and the counts of its findings' verdicts over the
@@ -67,6 +69,7 @@ _KINDS = (
     "controls",
     "space",
     "robustness",
+    "sentences",
 )
 # the findings a headline names per verdict before it says "and N more"
 HEADLINE_NAMES = 4
@@ -557,6 +560,35 @@ def space_table(experiment: str) -> list[str]:
     return lines
 
 
+def sentences_table(experiment: str, data: dict[str, dict]) -> list[str]:
+    """The paper's sentences against the findings that test them (the experiment's declared
+    ``sentences``: sentence -> finding names), each finding of the published run with its
+    verdict and its robustness over the declared set-up space; then the provenance."""
+    from .harness import verdict_word
+
+    exp, _ = _declared(experiment)
+    sentences = dict(getattr(exp, "sentences", {}) or {})
+    if not sentences:
+        raise InputError(f"publish:sentences {experiment}: the experiment declares no sentences")
+    if experiment not in data:
+        return [f"No full run of `{experiment}` is published yet."]
+    claims = [c for c in data[experiment].get("claims", []) if c.get("kind") == "finding"]
+    lines = [
+        "| the abstract says | finding | verdict | over the declared space |",
+        "|---|---|---|---|",
+    ]
+    for sentence, names in sentences.items():
+        rows = [c for c in claims if c["id"].split("[")[0] in names]
+        if not rows:
+            lines.append(f"| {sentence} | {', '.join(f'`{n}`' for n in names)} | not run | - |")
+        for i, c in enumerate(rows):
+            lines.append(
+                f"| {sentence if i == 0 else ''} | `{c['id']}` | {verdict_word(c)} | "
+                f"{_robust_cell(c)} |"
+            )
+    return [*lines, "", provenance(experiment, data[experiment])]
+
+
 def figures_block(
     experiment: str,
     data: dict[str, dict],
@@ -682,7 +714,7 @@ def headline(paper, data: dict[str, dict]) -> str:
 
 
 def headlines_block(data: dict[str, dict]) -> list[str]:
-    """One headline per paper (:func:`headline`), then the one-line definitions."""
+    """One headline per paper (`headline`), then the one-line definitions."""
     return [*(f"- {headline(paper, data)}" for paper in PAPERS), "", *DEFINITIONS]
 
 
@@ -712,7 +744,8 @@ def blocks(lines: list[str], path: Path) -> list[tuple[int, int, str, str | None
                     f"{path}:{i + 1}: '{text}': allowed are 'publish:claims EXPERIMENT', "
                     "'publish:readings EXPERIMENT', 'publish:figures EXPERIMENT', "
                     "'publish:robustness EXPERIMENT', 'publish:controls EXPERIMENT', "
-                    "'publish:space EXPERIMENT', 'publish:systems' and 'publish:headlines'"
+                    "'publish:space EXPERIMENT', 'publish:sentences EXPERIMENT', "
+                    "'publish:systems' and 'publish:headlines'"
                 )
             start = i
         elif text == _CLOSE:
@@ -755,6 +788,8 @@ def render(
             body = controls_table(str(arg))
         elif kind == "space":
             body = space_table(str(arg))
+        elif kind == "sentences":
+            body = sentences_table(str(arg), data)
         elif kind == "readings":
             body = readings_table(str(arg), data)
         elif kind == "figures":

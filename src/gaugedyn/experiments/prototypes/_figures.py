@@ -7,7 +7,14 @@ import numpy as np
 from ...plotting import save_figure
 from . import _measures as pm
 from . import _model as model
-from ._protocol import BUDGETS, COMBINATIONS, EXPULSION_MARGIN, variant_index, variants
+from ._protocol import (
+    BUDGETS,
+    COMBINATIONS,
+    DRIFT_MARGIN,
+    EXPULSION_MARGIN,
+    variant_index,
+    variants,
+)
 
 COLORS = {
     "plain": "k",
@@ -200,7 +207,7 @@ def positions_figure(arrays, config, outdir):
         ax.set(
             xlim=(-0.55, 1.55),
             xlabel="prototype p = -b/w (clipped to [-0.5, 1.5])",
-            title=f"N = {x.size}, init {init}, seed 0, fixed budget",
+            title=f"N = {x.size}, init {init}, seed 0, judged budget",
         )
     caption = (
         "Prototype positions p_i = -b_i/w_i at the largest N for every loss combination "
@@ -254,47 +261,103 @@ def tau_figure(arrays, config, outdir):
     return save_figure(fig, outdir, "prototypes_tau", caption)
 
 
+HISTORY_LINES: tuple[tuple[str, str, str], ...] = (
+    ("plain", "k", "-"),
+    ("cov", COLORS["cov"], "-"),
+    ("sep", COLORS["sep"], "-"),
+    ("ov", COLORS["ov"], "-"),
+    ("sep at the largest tau", COLORS["sep"], "--"),
+)
+"""The approaches of the history and drift figures (`._analysis.APPROACHES`' order)."""
+
+
+def _history_columns(config):
+    big = max(float(t) for t in config["taus"])
+    return [
+        variant_index(config, (0, 0, 0)),
+        variant_index(config, (1, 0, 0), config["coverages"][-1]),
+        variant_index(config, (0, 1, 0), tau=float(config["tau"]), weight=float(config["weight"])),
+        variant_index(config, (0, 0, 1), weight=float(config["weight"])),
+        variant_index(config, (0, 1, 0), tau=big, weight=float(config["weight"])),
+    ]
+
+
 def history_figure(arrays, config, outdir):
     import matplotlib.pyplot as plt
 
-    steps, sizes = arrays["checkpoints"], arrays["sizes"]
+    steps, sizes, lrs = arrays["checkpoints"], arrays["sizes"], arrays["lrs"]
     inits = config["inits"]
-    fig, axes = plt.subplots(1, len(inits), figsize=(4.8 * len(inits), 3.4), squeeze=False)
-    big = max(float(t) for t in config["taus"])
-    lines = [
-        ((0, 0, 0), None, None),
-        ((1, 0, 0), config["coverages"][-1], None),
-        ((0, 1, 0), None, None),
-        ((0, 0, 1), None, None),
-        ((0, 1, 0), None, big),
-    ]
-    for ax, init in zip(axes[0], inits):
-        h = arrays[f"history__{init}"][-1]  # (K, V, 3) at the largest N
-        for mask, cov, tau in lines:
-            name = model.combination_name(mask)
-            label = name + (f" ({cov})" if cov else "") + (f", tau {tau:g}" if tau else "")
-            j = variant_index(config, mask, cov, tau=tau)
-            ok = np.isfinite(h[:, j, 0])
-            _line(ax, steps[ok], h[ok, j], label, COLORS[name], "--" if tau else "-")
-        ax.axvline(float(config["steps"]), color="k", ls=":", lw=0.8, label="fixed budget")
-        ax.set(
-            xlabel="Adam steps", ylabel="outside fraction", title=f"N = {sizes[-1]:g}, init {init}"
-        )
+    fig, axes = plt.subplots(
+        len(inits), len(lrs), figsize=(4.8 * len(lrs), 3.4 * len(inits)), squeeze=False
+    )
+    cols = _history_columns(config)
+    for r, init in enumerate(inits):
+        for c, lr in enumerate(lrs):
+            ax = axes[r, c]
+            h = arrays[f"history__{init}__lr{c}"][-1]  # (K, V, 3) at the largest N
+            rate = arrays[f"drift__{init}__lr{c}"][-1]  # at the cap: (approaches, 3)
+            for (name, color, style), j, rr in zip(HISTORY_LINES, cols, rate):
+                label = f"{name} ({rr[0]:+.3f} / 1000 steps)" if c == r == 0 else None
+                _line(ax, steps, h[:, j], label or "_", color, style)
+                ax.annotate(f"{rr[0]:+.3f}", (steps[-1], h[-1, j, 0]), fontsize=6, color=color)
+            for b in config["budgets"]:
+                ax.axvline(float(b), color="0.6", ls=":", lw=0.8)
+            ax.set(
+                xlabel="Adam steps",
+                ylabel="outside fraction",
+                title=f"N = {sizes[-1]:g}, init {init}, lr {lr:g}",
+            )
     _legend(fig, axes[0, 0], ncol=3)
     caption = (
-        f"Fraction of prototypes outside the hull against training steps at the largest "
-        f"N for the four approaches the abstract names (nominal lambda and tau) and "
-        f"separation at tau = {big:g}, means over seeds with 95% t intervals; dotted: the "
-        f"fixed budget. A task stops once every run has settled (largest prototype "
-        f"displacement per {config['window']} steps below {config['settle_tolerance']:g})"
-        f" or at {config['cap']} steps."
+        "Fraction of prototypes outside the hull against training steps at the largest N for "
+        "the four approaches the abstract names and separation at the largest tau (judged "
+        f"lambda {float(config['weight']):g} and tau {float(config['tau']):g}), means over "
+        "seeds with 95% t intervals; columns: the step sizes trained; dotted: the fixed "
+        "budgets. Numbers: each approach's drift rate per 1,000 steps over the second half "
+        f"of the cap ({config['cap']} steps; mean over N and seeds). A settled run (largest "
+        f"prototype displacement per {config['window']} steps below "
+        f"{config['settle_tolerance']:g}) holds its position."
     )
     return save_figure(fig, outdir, "prototypes_history", caption)
 
 
+def drift_figure(arrays, config, outdir):
+    import matplotlib.pyplot as plt
+
+    ends, lrs = arrays["drift_ends"], arrays["lrs"]
+    inits = config["inits"]
+    fig, axes = plt.subplots(
+        len(inits), len(lrs), figsize=(4.6 * len(lrs), 3.2 * len(inits)), squeeze=False
+    )
+    for r, init in enumerate(inits):
+        for c, lr in enumerate(lrs):
+            ax = axes[r, c]
+            table = arrays[f"drift__{init}__lr{c}"]  # (ends, approaches, 3)
+            for k, (name, color, style) in enumerate(HISTORY_LINES):
+                _line(ax, ends, table[:, k], name, color, style)
+            ax.axhline(0.0, color="k", lw=0.6)
+            ax.axhline(DRIFT_MARGIN, color="k", ls="--", lw=0.8)
+            ax.set_xscale("log")
+            ax.set_xticks(ends, [f"{e:g}" for e in ends])
+            ax.minorticks_off()
+            ax.set(
+                xlabel="budget (steps)",
+                ylabel="drift per 1000 steps",
+                title=f"init {init}, lr {lr:g}",
+            )
+    _legend(fig, axes[0, 0], ncol=5)
+    caption = (
+        "Drift rate of the outside fraction per 1,000 steps (least-squares slope over the "
+        "second half of each budget; the last point: of the cap), per approach, mean over "
+        "seeds of the mean over N with 95% t intervals; dashed: the drift margin "
+        f"{DRIFT_MARGIN:g} of the rate findings; columns: the step sizes trained."
+    )
+    return save_figure(fig, outdir, "prototypes_drift", caption)
+
+
 def plot(arrays: dict, config: dict, outdir) -> list:
     """The figures: error, fit error, outside fraction and usage against N, positions at the
-    largest N, the tau sweep, and the outside fraction against steps."""
+    largest N, the tau sweep, the outside fraction against steps and the drift rates."""
     return [
         error_figure(arrays, config, outdir),
         fit_figure(arrays, config, outdir),
@@ -303,4 +366,5 @@ def plot(arrays: dict, config: dict, outdir) -> list:
         positions_figure(arrays, config, outdir),
         tau_figure(arrays, config, outdir),
         history_figure(arrays, config, outdir),
+        drift_figure(arrays, config, outdir),
     ]

@@ -20,7 +20,15 @@ from ...harness import Choice, Experiment, Param
 from . import _controls as pc
 from . import _measures as pm
 from . import _model as model
-from ._protocol import FINDING_MEASURES, MEASURES, variants
+from ._protocol import (
+    BUDGETS,
+    FINDING_MEASURES,
+    MEASURES,
+    REFERENCE_TAU,
+    REFERENCE_WEIGHT,
+    SENTENCES,
+    variants,
+)
 
 
 def _runs(config: dict, n: int, init: str, seed: np.random.SeedSequence) -> model.Runs:
@@ -44,13 +52,107 @@ def _runs(config: dict, n: int, init: str, seed: np.random.SeedSequence) -> mode
     )
 
 
+def _contains(config: dict, one: str, many: str) -> None:
+    if float(config[one]) not in [float(v) for v in config[many]]:
+        raise InputError(
+            f"{many} = {config[many]}: must contain {one} = {config[one]:g} (the "
+            f"{one} judged is one of those trained)"
+        )
+
+
+def _check(config: dict) -> None:
+    """The settings' relations, checked before any work (one `InputError` each)."""
+    spacing = 1.0 / max(config["sizes"])
+    taus = [float(t) for t in config["taus"]]
+    if min(taus) > spacing / 4 or max(taus) <= spacing or taus != sorted(taus):
+        raise InputError(
+            f"taus = {config['taus']}: the sweep must be ascending, reach "
+            f"tau <= 1/(4 max(sizes)) = {spacing / 4:g} and go above "
+            f"1/max(sizes) = {spacing:g}"
+        )
+    if float(config["tau"]) not in [float(t) for t in config["nominal_taus"]] or not set(
+        map(float, config["nominal_taus"])
+    ) <= set(taus):
+        raise InputError(
+            f"nominal_taus = {config['nominal_taus']}: must contain tau = "
+            f"{config['tau']:g} and lie in taus = {config['taus']}"
+        )
+    _contains(config, "weight", "weights")
+    _contains(config, "lr", "lrs")
+    _contains(config, "steps", "budgets")
+    w, cap = int(config["window"]), int(config["cap"])
+    budgets = [int(b) for b in config["budgets"]]
+    if any(b % w for b in budgets) or cap % w or cap < max(budgets):
+        raise InputError(
+            f"window = {w}, budgets = {budgets}, cap = {cap}: the window must divide "
+            "every budget and cap, and cap >= every budget"
+        )
+
+
+def budget_keys(task: dict) -> list[str]:
+    """The budget readings a task stores: ``steps<T>`` for each fixed budget ``T``, and
+    ``settled``."""
+    return [f"steps{int(b)}" for b in sorted(task["budgets"])] + ["settled"]
+
+
+def _run_task(task: dict, seed: np.random.SeedSequence) -> dict:
+    import torch
+
+    from ...training import single_thread
+
+    runs = _runs(task, task["n"], task["init"], seed)
+    longest, window = max(int(b) for b in task["budgets"]), int(task["window"])
+    record = sorted({0, *(int(b) for b in task["budgets"])})
+    kw = {
+        "steps": longest,
+        "lr": task["lr"],
+        "weight": REFERENCE_WEIGHT,
+        "record": record,
+        "window": window,
+        "tolerance": task["settle_tolerance"],
+        "cap": int(task["cap"]),
+    }
+    if task["dtype"] == "float64":
+        out = model.train_fused(runs, **kw)
+    else:
+        with single_thread():
+            out = model.train_chunked(runs, dtype=torch.float32, **kw)
+    snaps, steps_at = out["snapshots"], out["checkpoints"]
+    settled = out["settled_at"]
+    at = np.where(settled >= 0, settled, steps_at[-1]) // window
+    rows = np.arange(len(at))
+    S = int(task["seeds"])
+    res: dict[str, np.ndarray] = {}
+    for key in budget_keys(task):
+        k = at if key == "settled" else np.full(len(at), int(key[5:]) // window)
+        got = pm.measure_runs(runs.x, runs.y, *(snaps[p][k, rows] for p in "wbac"))
+        res |= {f"{key}__{m}": got[m].reshape(S, -1) for m in MEASURES}
+        res[f"{key}__prototypes"] = got["prototypes"].reshape(S, -1, task["n"])
+    res["x"] = runs.x.reshape(S, -1, task["n"])[:, 0]
+    res["fit_history"] = out["fit_history"].reshape(len(record), S, -1)
+    res["record"] = np.array(record)
+    res["settled_at"] = settled.reshape(S, -1)
+    res["checkpoints"] = steps_at
+    with np.errstate(divide="ignore", invalid="ignore"):
+        protos = -snaps["b"] / snaps["w"]  # (K, B, N); a row of nan: the slice had stopped
+    res["outside_history"] = np.stack(
+        [
+            [
+                np.nan if np.all(np.isnan(w)) else pm.outside_fraction(x, p)
+                for x, p, w in zip(runs.x, protos[i], snaps["w"][i])
+            ]
+            for i in range(len(steps_at))
+        ]
+    ).reshape(len(steps_at), S, -1)
+    return res
+
+
 class Prototypes(Experiment):
     name = "prototypes"
     description = (
         "prototype reconstruction, usage and expulsion under coverage, separation and "
         "overlap losses in width-N Gaussian MLPs"
     )
-    measures = FINDING_MEASURES
     params = {
         "sizes": Param(
             list,
@@ -83,7 +185,27 @@ class Prototypes(Experiment):
             lo=1,
             hi=100_000,
             why="time",
-            help="the fixed budget: full-batch Adam steps (a multiple of window)",
+            help="the fixed budget judged: full-batch Adam steps, one of budgets",
+        ),
+        "budgets": Param(
+            list,
+            [1000, 2000, 4000],
+            quick=[1000, 2000],
+            lo=1,
+            hi=100_000,
+            min_len=1,
+            max_len=8,
+            distinct=True,
+            why="time",
+            help="fixed budgets read from every run's checkpoints (multiples of window, at "
+            "most cap); a run that has settled stops only after the largest",
+        ),
+        "budget": Param(
+            str,
+            "fixed",
+            choices=BUDGETS,
+            help="the budget reading judged: the fixed budget steps, or each run read where it "
+            "settled (at most cap)",
         ),
         "window": Param(
             int,
@@ -106,7 +228,7 @@ class Prototypes(Experiment):
         ),
         "cap": Param(
             int,
-            16000,
+            6000,
             quick=2000,
             lo=1,
             hi=200_000,
@@ -120,16 +242,29 @@ class Prototypes(Experiment):
             lo_open=True,
             hi=1.0,
             why="Adam moves each parameter by ~lr per step",
-            help="Adam step size",
+            help="the Adam step size judged, one of lrs (a guess: the abstract gives none)",
+        ),
+        "lrs": Param(
+            list,
+            [1e-2, 1e-3],
+            lo=0,
+            lo_open=True,
+            hi=1.0,
+            min_len=1,
+            max_len=4,
+            distinct=True,
+            why="Adam moves each parameter by ~lr per step",
+            help="Adam step sizes trained, one task each; must contain lr",
         ),
         "weight": Param(
             float,
-            0.1,
+            REFERENCE_WEIGHT,
             lo=0,
             hi=100.0,
             why="the structural losses dwarf the fit",
-            help="nominal regularisation weight lambda of every structural loss (a "
-            "guess: the abstract gives none)",
+            help="the regularisation weight lambda judged, one of weights (a guess: the "
+            "abstract gives none; the combinations of several losses train at "
+            f"{REFERENCE_WEIGHT:g} only)",
         ),
         "weights": Param(
             list,
@@ -141,16 +276,17 @@ class Prototypes(Experiment):
             max_len=6,
             distinct=True,
             why="the structural losses dwarf the fit",
-            help="plausible lambdas, each a reading (single-loss masks); must contain weight",
+            help="lambdas trained on the single-loss masks; must contain weight",
         ),
         "tau": Param(
             float,
-            0.05,
+            REFERENCE_TAU,
             lo=0,
             lo_open=True,
             hi=10.0,
             why="beyond the data range",
-            help="nominal separation temperature (a length on the input axis; a guess)",
+            help="the separation temperature judged, one of nominal_taus (a length on the input "
+            f"axis; a guess; the combinations train at {REFERENCE_TAU:g} only)",
         ),
         "taus": Param(
             list,
@@ -175,7 +311,8 @@ class Prototypes(Experiment):
             max_len=12,
             distinct=True,
             why="beyond the data range",
-            help="plausible nominal temperatures, each a reading; a subset of taus containing tau",
+            help="plausible nominal temperatures, trained on the separation-only mask at every "
+            "lambda; a subset of taus containing tau",
         ),
         "target": Param(str, "sin", choices=tuple(model.TARGETS), help="targets of the data"),
         "inits": Param(
@@ -215,6 +352,9 @@ class Prototypes(Experiment):
         "data": "x_j ~ U[0,1] (j = 1..N); targets sin(2 pi x) or U[-1,1] labels",
     }
 
+    measures = FINDING_MEASURES
+    sentences = SENTENCES
+
     space = {
         "lr": Choice(
             values=(1e-3,),
@@ -226,10 +366,15 @@ class Prototypes(Experiment):
             why="the abstract gives no budget and expulsion is a drift: a quarter and a half "
             "of the declared budget (of the quick one too)",
         ),
+        "budget": Choice(
+            values=("settled",),
+            why="the abstract gives no budget: trained until the prototypes stop moving is "
+            "as plausible a reading as a fixed one",
+        ),
         "tau": Choice(
-            values=(0.01, 0.1),
-            why="the nominal temperature is a guess; the plausible nominal readings span 0.01 "
-            "to 0.1",
+            values=(0.01, 0.02, 0.1),
+            why="the nominal temperature is a guess; the plausible nominal readings span the "
+            "sample spacing at N = 100 to twice the guess",
         ),
         "weight": Choice(
             values=(0.03, 0.3),
@@ -241,101 +386,29 @@ class Prototypes(Experiment):
         return pc.controls(config)
 
     def tasks(self, config):
-        spacing = 1.0 / max(config["sizes"])
-        taus = [float(t) for t in config["taus"]]
-        if min(taus) > spacing / 4 or max(taus) <= spacing or taus != sorted(taus):
-            raise InputError(
-                f"taus = {config['taus']}: the sweep must be ascending, reach "
-                f"tau <= 1/(4 max(sizes)) = {spacing / 4:g} and go above "
-                f"1/max(sizes) = {spacing:g}"
-            )
-        if float(config["tau"]) not in [float(t) for t in config["nominal_taus"]] or not set(
-            map(float, config["nominal_taus"])
-        ) <= set(taus):
-            raise InputError(
-                f"nominal_taus = {config['nominal_taus']}: must contain tau = "
-                f"{config['tau']:g} and lie in taus = {config['taus']}"
-            )
-        if float(config["weight"]) not in [float(w) for w in config["weights"]]:
-            raise InputError(
-                f"weights = {config['weights']}: must contain weight = {config['weight']:g}"
-            )
-        w, st, cap = int(config["window"]), int(config["steps"]), int(config["cap"])
-        if st % w or cap % w or cap < st:
-            raise InputError(
-                f"window = {w}, steps = {st}, cap = {cap}: the window must divide "
-                "steps and cap, and cap >= steps"
-            )
+        _check(config)
         keys = (
             "seeds",
-            "steps",
+            "budgets",
             "window",
             "settle_tolerance",
             "cap",
-            "lr",
-            "weight",
             "weights",
-            "tau",
             "taus",
+            "nominal_taus",
             "target",
             "coverages",
             "dtype",
         )
         return [
-            {"n": int(n), "init": init, **{k: config[k] for k in keys}}
+            {"n": int(n), "init": init, "lr": float(lr), **{k: config[k] for k in keys}}
             for n in config["sizes"]
             for init in config["inits"]
+            for lr in config["lrs"]
         ]
 
     def run_task(self, task, seed):
-        import torch
-
-        from ...training import single_thread
-
-        runs = _runs(task, task["n"], task["init"], seed)
-        steps, window = int(task["steps"]), int(task["window"])
-        record = sorted({0, steps // 2, (3 * steps) // 4, steps})
-        kw = {
-            "steps": steps,
-            "lr": task["lr"],
-            "weight": task["weight"],
-            "record": record,
-            "window": window,
-            "tolerance": task["settle_tolerance"],
-            "cap": int(task["cap"]),
-        }
-        if task["dtype"] == "float64":
-            out = model.train_fused(runs, **kw)
-        else:
-            with single_thread():
-                out = model.train_chunked(runs, dtype=torch.float32, **kw)
-        snaps, steps_at = out["snapshots"], out["checkpoints"]
-        settled = out["settled_at"]
-        at = np.where(settled >= 0, settled, steps_at[-1]) // window
-        rows = np.arange(len(at))
-        S = int(task["seeds"])
-        res = {}
-        for budget, k in (("fixed", np.full(len(at), steps // window)), ("settled", at)):
-            got = pm.measure_runs(runs.x, runs.y, *(snaps[p][k, rows] for p in "wbac"))
-            res |= {f"{budget}__{m}": got[m].reshape(S, -1) for m in MEASURES}
-            res[f"{budget}__prototypes"] = got["prototypes"].reshape(S, -1, task["n"])
-        res["x"] = runs.x.reshape(S, -1, task["n"])[:, 0]
-        res["fit_history"] = out["fit_history"].reshape(len(record), S, -1)
-        res["record"] = np.array(record)
-        res["settled_at"] = settled.reshape(S, -1)
-        res["checkpoints"] = steps_at
-        with np.errstate(divide="ignore", invalid="ignore"):
-            protos = -snaps["b"] / snaps["w"]  # (K, B, N); a row of nan: the slice had stopped
-        res["outside_history"] = np.stack(
-            [
-                [
-                    np.nan if np.all(np.isnan(w)) else pm.outside_fraction(x, p)
-                    for x, p, w in zip(runs.x, protos[i], snaps["w"][i])
-                ]
-                for i in range(len(steps_at))
-            ]
-        ).reshape(len(steps_at), S, -1)
-        return res
+        return _run_task(task, seed)
 
     def analyse(self, config, tasks, results, seed):
         from ._analysis import analyse
