@@ -11,9 +11,17 @@ values (a seed's value is its mean over the mirrored directions):
   control's ``+-0.01``): ``equivalence`` (two one-sided tests at 2.5%: HELD when the 95% t
   interval of the mean difference lies inside ``(-m, m)``, NOT HELD when it lies wholly outside).
 
-Every finding that reads specialization is judged under both readouts (:data:`._model.READOUTS`:
-the heads, primary, and a linear probe on the representation) as *readings*
-(:func:`gaugedyn.harness.judged`): its verdict is "depends on the reading" when they disagree.
+Every finding is judged under every *reading* (:func:`gaugedyn.harness.judged`): each
+acquisition meaning with its own chosen set-up (:func:`._stages.reading_picks`: per-sample label
+observation and per-step label masking both qualify in the declared family), and, where the
+finding reads specialization, both readouts (:data:`._model.READOUTS`: the heads and a linear
+probe on the representation); a reading is named ``{meaning}/{readout}`` (``rate/heads``), the
+whole family's choice with the heads primary. The verdict is "depends on the reading" when the
+readings disagree; ``tolerance.by_acquisition`` gives each meaning's own verdict (its readouts
+combined). The weight-history control's findings are judged only under the meanings where its
+endpoints are matched to the constant route's (both ``r_f`` and ``r_o`` by the heads, inside
+``+-tolerance`` by ``equivalence``). Table 2's and the switching findings are also judged at
+every declared pulse strength (``tolerance.by_strength``: the dose-response).
 Every table is judged on its own confirmatory seeds (:data:`._protocol.TABLES`). When the
 calibration found no candidate with every defining property, each finding is UNRESOLVED with
 that reason (its numbers are still reported), never judged on a set-up without them.
@@ -33,9 +41,22 @@ import numpy as np
 from ... import stats
 from ...harness import Claim, judged
 from . import _calibration as sc
-from ._protocol import PAPER, PAPER_VALUE
+from ._protocol import DOSE_PULSES, PAPER, PAPER_VALUE, STRENGTHS
+from ._stages import reading_picks
 
 SUFFIX = {"heads": "", "probe": "_probe"}
+SEP = "|"
+"""Result names of a reading's arrays: ``{meaning}|{name}`` (:meth:`SharedRepresentation._run`)."""
+
+
+def split_readings(results: dict) -> dict[str, dict]:
+    """``{meaning: {name: value}}`` from a run's results keyed ``{meaning}|{name}``."""
+    out: dict[str, dict] = {}
+    for key, value in results.items():
+        if SEP in key:
+            m, name = key.split(SEP, 1)
+            out.setdefault(m, {})[name] = value
+    return out
 
 
 def _seedwise(x) -> np.ndarray:
@@ -44,32 +65,62 @@ def _seedwise(x) -> np.ndarray:
     return x.mean(axis=-1) if x.ndim > 1 else x
 
 
+def by_acquisition(js: dict) -> dict[str, str]:
+    """Each acquisition meaning's own verdict: its readings (``{meaning}/{readout}``, or the
+    meaning alone for a readout-free finding) combined (:func:`gaugedyn.stats.combine_readings`)."""
+    groups: dict[str, dict] = {}
+    for name, j in js.items():
+        groups.setdefault(name.partition("/")[0], {})[name] = j
+    return {m: stats.combine_readings(g)["verdict"] for m, g in groups.items()}
+
+
 class Builder:
     """Collects findings and measurements with the run's seed-derived generators."""
 
     def __init__(
-        self, config: dict, results: dict, seed: np.random.SeedSequence, unresolved: str = ""
+        self,
+        config: dict,
+        results: dict,
+        seed: np.random.SeedSequence,
+        unresolved: str = "",
+        modes: dict[str, str] | None = None,
     ):
-        self.c, self.r, self.seed = config, results, seed
+        """``results``: ``{meaning: that reading's results}``, the primary meaning first;
+        ``modes``: each meaning's evaluation distribution."""
+        self.c, self.R, self.seed = config, results, seed
+        self.meanings = list(results)
+        self.primary = self.meanings[0]
+        self.r = results[self.primary]
+        self.modes = modes or {}
         self.claims: list[Claim] = []
         self.table: dict[str, list[float]] = {}
         self.unresolved = unresolved
+
+    def readings(self, fn, meanings=None, readouts=tuple(SUFFIX)) -> dict:
+        """``{"{meaning}/{readout}": fn(results, readout)}`` over the meanings and readouts."""
+        return {
+            f"{m}/{ro}": fn(self.R[m], ro)
+            for m in (self.meanings if meanings is None else meanings)
+            for ro in readouts
+        }
 
     def rng(self, label: str):
         """A generator from the run's analysis seed and ``label``."""
         return stats.generator(self.seed, "shared_representation", label)
 
     def pair(
-        self, key: str, other: str | None = None, readout: str = "heads"
+        self, key: str, other: str | None = None, readout: str = "heads", r: dict | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Per-seed ``(x, y)`` of the route contrast of condition ``key`` under ``readout``
         (``x`` the acquisition-formed route, ``y`` the other), or of its change from ``other``
-        (``x`` the contrast of ``key``, ``y`` that of ``other``)."""
+        (``x`` the contrast of ``key``, ``y`` that of ``other``), in the results ``r`` (default:
+        the primary reading's)."""
+        r = self.r if r is None else r
         sfx = SUFFIX[readout]
-        a, b = _seedwise(self.r[f"{key}_a{sfx}"]), _seedwise(self.r[f"{key}_b{sfx}"])
+        a, b = _seedwise(r[f"{key}_a{sfx}"]), _seedwise(r[f"{key}_b{sfx}"])
         if other is None:
             return a, b
-        return a - b, (_seedwise(self.r[f"{other}_a{sfx}"]) - _seedwise(self.r[f"{other}_b{sfx}"]))
+        return a - b, (_seedwise(r[f"{other}_a{sfx}"]) - _seedwise(r[f"{other}_b{sfx}"]))
 
     def contrast(
         self, key: str, other: str | None = None, readout: str = "heads"
@@ -98,24 +149,32 @@ class Builder:
         paper_value: float | None,
         equivalence: bool = False,
         table: str | None = None,
+        unresolved: str = "",
+        extra: dict | None = None,
     ) -> None:
         """A finding on per-seed ``pairs = {reading: (x, y)}`` (the first reading primary):
         ``equivalence`` of ``x - y`` inside ``(-thr, thr)``, else ``paired_difference`` of
-        ``x - y`` against ``thr``; every reading judged by the same rule."""
+        ``x - y`` against ``thr``; every reading judged by the same rule. ``unresolved`` (or the
+        run's own reason) leaves it UNRESOLVED with that reason; ``extra`` goes into
+        ``tolerance``, beside each acquisition meaning's own verdict (``by_acquisition``)."""
         js = {name: self._judge(p, thr, direction, equivalence) for name, p in pairs.items()}
         j = next(iter(js.values()))
         if table is not None:
             for name, jj in js.items():
-                self.table[table + SUFFIX.get(name, "")] = [jj.estimate, jj.low, jj.high]
+                m, _, ro = name.partition("/")
+                if m == self.primary:
+                    self.table[table + SUFFIX.get(ro, "")] = [jj.estimate, jj.low, jj.high]
         claim = f"inside +-{thr:g}" if equivalence else f"{direction} {thr:g}"
         expected = f"{claim} (paper: {paper})"
         fid = f"shared_representation.{id_}"
-        extra = {"paper": paper, "paper_value": paper_value}
-        if self.unresolved:
+        extra = {"paper": paper, "paper_value": paper_value, **(extra or {})}
+        extra["by_acquisition"] = extra.get("by_acquisition", {}) | by_acquisition(js)
+        unresolved = self.unresolved or unresolved
+        if unresolved:
             self.claims.append(
                 Claim(
                     id=fid,
-                    statement=f"UNRESOLVED ({self.unresolved}): " + text,
+                    statement=f"UNRESOLVED ({unresolved}): " + text,
                     measured=j.estimate,
                     expected=expected,
                     passed=False,
@@ -127,7 +186,7 @@ class Builder:
                     tolerance={
                         "threshold": j.threshold,
                         "n": j.n,
-                        "reason": self.unresolved,
+                        "reason": unresolved,
                         **extra,
                         "readings_if_judged": {k: v.verdict for k, v in js.items()},
                     },
@@ -156,11 +215,16 @@ class Builder:
         paper_key: str,
         other: str | None = None,
         equivalence: bool = False,
+        meanings: list[str] | None = None,
+        unresolved: str = "",
+        extra: dict | None = None,
     ) -> None:
         """:meth:`add` on the contrast of ``key`` (or its change from ``other``), read by the
-        heads and by the probe."""
+        heads and by the probe under every acquisition reading (or ``meanings``)."""
         name = key if other is None else f"{key}-{other}"
-        pairs = {ro: self.pair(key, other, ro) for ro in SUFFIX}
+        pairs = self.readings(lambda r, ro: self.pair(key, other, ro, r), meanings)
+        if not pairs:  # no meaning qualifies: the primary's numbers, reported unresolved
+            pairs = self.readings(lambda r, ro: self.pair(key, other, ro, r), [self.primary])
         self.add(
             id_,
             text,
@@ -171,6 +235,8 @@ class Builder:
             PAPER_VALUE[paper_key],
             equivalence,
             table=name,
+            unresolved=unresolved,
+            extra=extra,
         )
 
     def measure(self, id_: str, text: str, iv: stats.Interval, paper: str = "") -> None:
@@ -188,18 +254,22 @@ class Builder:
         )
 
 
-def _endpoints(b: Builder, mode: str) -> None:
-    r, tol = b.r, b.c["tolerance"]
+def _endpoints(b: Builder) -> None:
+    tol = b.c["tolerance"]
     for side, name in (("f", "favoured"), ("o", "opposed")):
         pairs = {
-            ro: (r[f"end_{mode}_a_{side}{sfx}"], r[f"end_{mode}_u_{side}{sfx}"])
+            f"{m}/{ro}": (
+                b.R[m][f"end_{b.modes.get(m, 'common')}_a_{side}{sfx}"],
+                b.R[m][f"end_{b.modes.get(m, 'common')}_u_{side}{sfx}"],
+            )
+            for m in b.meanings
             for ro, sfx in SUFFIX.items()
         }
         b.add(
             f"endpoints.{name}",
             f"endpoint matching (Table 2's seeds): route difference in "
             f"the {name} target's readout precision r_{side} at the formation endpoint "
-            f"({mode} evaluation distribution) lies inside +-{tol:g}",
+            f"(each set-up's evaluation distribution) lies inside +-{tol:g}",
             pairs,
             tol,
             "<",
@@ -211,7 +281,7 @@ def _endpoints(b: Builder, mode: str) -> None:
 
 def _table2(b: Builder) -> None:
     m = b.c["margin"]
-    for kind in ("acquisition", "update", "combined"):
+    for kind in DOSE_PULSES:
         b.judge_contrast(
             f"table2.inherited.{kind}",
             f"{kind} pulse, inherited Adam state: "
@@ -233,10 +303,9 @@ def _table2(b: Builder) -> None:
         )
 
 
-def _switch_rates(b: Builder, sfx: str):
-    r = b.r
-    sw = [np.asarray(r[f"t2_combined_own_switch_{t}{sfx}"], dtype=float) for t in "ab"]
-    den = [np.asarray(r[f"t2_combined_own_specialized_{t}{sfx}"], dtype=float) for t in "ab"]
+def _switch_rates(r: dict, sfx: str, key: str = "t2_combined_own"):
+    sw = [np.asarray(r[f"{key}_switch_{t}{sfx}"], dtype=float) for t in "ab"]
+    den = [np.asarray(r[f"{key}_specialized_{t}{sfx}"], dtype=float) for t in "ab"]
     keep = (den[0].sum(-1) > 0) & (den[1].sum(-1) > 0)
     rate = tuple(s.sum(-1)[keep] / d.sum(-1)[keep] for s, d in zip(sw, den))
     return sw, den, keep, rate
@@ -246,22 +315,23 @@ def _switch(b: Builder) -> None:
     """Switching among checkpoints specialized before the pulse (the denominator reported):
     per seed, switched / specialized over its directions; seeds where either route has no
     specialized checkpoint drop out of the paired comparison."""
-    per = {ro: _switch_rates(b, sfx) for ro, sfx in SUFFIX.items()}
-    keep = per["heads"][2]
+    per = b.readings(lambda r, ro: _switch_rates(r, SUFFIX[ro]))
+    keep = per[f"{b.primary}/heads"][2]
     b.add(
         "switch.rate_difference",
         "among checkpoints specialized before the pulse, the more "
         "precisely readable target switches within the pulse more often in acquisition-formed "
         "than in update-formed checkpoints (paired per-seed switch-rate difference > 0; "
-        f"heads: {int(keep.sum())} of {keep.size} seeds have specialized checkpoints in both "
-        "routes)",
+        f"{b.primary}/heads: {int(keep.sum())} of {keep.size} seeds have specialized checkpoints "
+        "in both routes)",
         {ro: v[3] for ro, v in per.items()},
         0.0,
         ">",
         PAPER["switch"],
         PAPER_VALUE["switch"],
     )
-    for ro, (sw, den, _, _) in per.items():
+    for ro in SUFFIX:
+        sw, den, _, _ = per[f"{b.primary}/{ro}"]
         for tag, s, d in (("acquisition", sw[0], den[0]), ("update", sw[1], den[1])):
             n = int(d.sum())
             b.measure(
@@ -272,6 +342,50 @@ def _switch(b: Builder) -> None:
                 stats.proportion_ci(int(s.sum()), max(n, 1)),
                 PAPER["switch"],
             )
+
+
+def control_matched(b: Builder) -> dict[str, bool]:
+    """Per acquisition meaning, whether the weight-history control ends formation matched to
+    the constant route: ``r_f`` and ``r_o`` by the heads (the calibration's readout of
+    matching) both inside ``+-tolerance`` by ``equivalence``, as the main routes' endpoints."""
+    tol = b.c["tolerance"]
+    out = {}
+    for m in b.meanings:
+        r = b.R[m]
+        ok = all(
+            stats.judge(
+                "equivalence",
+                _seedwise(r[f"ctl_end_a_{side}"]) - _seedwise(r[f"ctl_end_v_{side}"]),
+                threshold=(-tol, tol),
+            ).verdict
+            == "HELD"
+            for side in "fo"
+        )
+        out[m] = bool(ok)
+    return out
+
+
+def _control_endpoints(b: Builder) -> None:
+    tol = b.c["tolerance"]
+    for side, name in (("f", "favoured"), ("o", "opposed")):
+        pairs = b.readings(
+            lambda r, ro, side=side: (
+                r[f"ctl_end_a_{side}{SUFFIX[ro]}"],
+                r[f"ctl_end_v_{side}{SUFFIX[ro]}"],
+            )
+        )
+        b.add(
+            f"table4.control_endpoints.{name}",
+            "weight-history control matched (Table 4's seeds): constant minus variable "
+            f"loss-weight history, the {name} target's readout precision r_{side} at the "
+            f"formation endpoint lies inside +-{tol:g}",
+            pairs,
+            tol,
+            "<",
+            PAPER["endpoints"],
+            PAPER_VALUE["endpoints"],
+            equivalence=True,
+        )
 
 
 def _table4(b: Builder) -> None:
@@ -295,15 +409,31 @@ def _table4(b: Builder) -> None:
         "<",
         "xv",
     )
+    _control_endpoints(b)
+    matched = control_matched(b)
+    ok = [k for k, v in matched.items() if v]
+    gate = {
+        "meanings": ok,
+        "unresolved": ""
+        if ok
+        else "the weight-history control's endpoints are not matched to the constant route's "
+        f"(control_period = {b.c['control_period']})",
+        "extra": {
+            "control_matched": matched,
+            "control_period": b.c["control_period"],
+            "by_acquisition": {k: "UNRESOLVED" for k, v in matched.items() if not v},
+        },
+    }
     b.judge_contrast(
         "table4.control_own",
         "equal-mean weight-history control: constant minus "
         "variable loss-weight history at fixed acquisition, own state, contrast "
-        "above 0",
+        "above 0 (judged where the control is matched)",
         "ctl_own",
         0.0,
         ">",
         "ctl_own",
+        **gate,
     )
     b.judge_contrast(
         "table4.control_exchange_v",
@@ -312,6 +442,7 @@ def _table4(b: Builder) -> None:
         0.0,
         "<",
         "ctl_xv",
+        **gate,
     )
     b.judge_contrast(
         "table4.control_exchange_m",
@@ -323,6 +454,7 @@ def _table4(b: Builder) -> None:
         "ctl_xm",
         other="ctl_own",
         equivalence=True,
+        **gate,
     )
     b.judge_contrast(
         "table4.control_reset",
@@ -333,6 +465,7 @@ def _table4(b: Builder) -> None:
         "<",
         "ctl_reset",
         equivalence=True,
+        **gate,
     )
     b.measure(
         "table4.reset", "route contrast with Adam reset (Table 4's seeds)", b.contrast("iv_reset")
@@ -400,10 +533,12 @@ def _table5(b: Builder) -> None:
 
 def _table6(b: Builder) -> None:
     r = b.r
-    pairs = {
-        ro: (_seedwise(r[f"t6_acq_projected{sfx}"]), _seedwise(r[f"t6_acq_native{sfx}"]))
-        for ro, sfx in SUFFIX.items()
-    }
+    pairs = b.readings(
+        lambda rr, ro: (
+            _seedwise(rr[f"t6_acq_projected{SUFFIX[ro]}"]),
+            _seedwise(rr[f"t6_acq_native{SUFFIX[ro]}"]),
+        )
+    )
     b.add(
         "table6.projected_v",
         "in the native acquisition recipient (weights, m, step fixed), "
@@ -452,14 +587,16 @@ def _formation(b: Builder) -> dict:
     """Figure 5 on Table 2's seeds: the acquisition route's summed encoder mean ``v`` is smaller
     and its ``-C/S`` larger than the update route's (the paper's direction), both judged."""
     r = b.r
-    vf, cancel = np.asarray(r["t2_form_v_final"]), np.asarray(r["t2_form_cancel"])
-    v = vf.sum(axis=0)  # [S, route]: encoder second-moment sum over the two layers
+    cancel = np.asarray(r["t2_form_cancel"])
+    vs = {m: np.asarray(b.R[m]["t2_form_v_final"]).sum(axis=0) for m in b.meanings}
+    cs = {m: np.asarray(b.R[m]["t2_form_cancel"]) for m in b.meanings}
     b.add(
         "formation.encoder_v",
         "formation: the acquisition-formed route ends with smaller "
         "encoder second moments (sum over the two encoder layers of the mean v per parameter) "
-        "than the update-formed route: acquisition minus update < 0",
-        {"formation (readout-free)": (v[:, 0], v[:, 1])},
+        "than the update-formed route: acquisition minus update < 0 (readout-free: one reading "
+        "per acquisition meaning)",
+        {m: (v[:, 0], v[:, 1]) for m, v in vs.items()},
         0.0,
         "<",
         PAPER["form_v"],
@@ -469,7 +606,7 @@ def _formation(b: Builder) -> dict:
         "formation.cancellation",
         "formation: the acquisition-formed route accumulates "
         "stronger cancellation between task gradients: -C/S acquisition minus update > 0",
-        {"formation (readout-free)": (cancel[:, 0], cancel[:, 1])},
+        {m: (c[:, 0], c[:, 1]) for m, c in cs.items()},
         0.0,
         ">",
         PAPER["form_cancel"],
@@ -491,42 +628,112 @@ def _formation(b: Builder) -> dict:
     }
 
 
+def _dose(b: Builder) -> dict:
+    """The dose-response on Table 2's seeds: per acquisition meaning, declared strength, pulse
+    kind, route and readout, the specialization lost (mean and 95% t interval over seeds) and,
+    for the combined pulse, the switch count among checkpoints specialized before it (Wilson
+    interval); the Table 2 and switching findings' verdicts at every strength go into their
+    claims (``tolerance.by_strength``)."""
+    names = [s for s in STRENGTHS if f"dose_{s}_combined_own_a" in b.r]
+    if not names:
+        return {}
+    lost = np.full((len(b.meanings), len(names), len(DOSE_PULSES), 2, 2, 3), np.nan)
+    switch = np.full((len(b.meanings), len(names), 2, 2, 3), np.nan)
+    for i, m in enumerate(b.meanings):
+        r = b.R[m]
+        for j, st in enumerate(names):
+            for k, kind in enumerate(DOSE_PULSES):
+                for t, tag in enumerate("ab"):
+                    for q, sfx in enumerate(SUFFIX.values()):
+                        x = _seedwise(r[f"dose_{st}_{kind}_own_{tag}{sfx}"])
+                        lost[i, j, k, t, q] = list(stats.mean_ci(x))
+            for q, sfx in enumerate(SUFFIX.values()):
+                sw, den, _, _ = _switch_rates(r, sfx, f"dose_{st}_combined_own")
+                for t in range(2):
+                    n = int(den[t].sum())
+                    switch[i, j, t, q] = list(stats.proportion_ci(int(sw[t].sum()), max(n, 1)))
+    by: dict[str, dict[str, str]] = {}
+    m_ = b.c["margin"]
+    for st in names:
+        for kind in DOSE_PULSES:
+            for n, thr, eq in (("own", 0.05, False), ("reset", m_, True)):
+                key = f"dose_{st}_{kind}_{n}"
+                js = b.readings(lambda r, ro, key=key: b.pair(key, None, ro, r))
+                js = {k: b._judge(p, thr, ">" if not eq else "<", eq) for k, p in js.items()}
+                fid = f"table2.{'inherited' if n == 'own' else 'reset'}.{kind}"
+                by.setdefault(fid, {})[st] = stats.combine_readings(js)["verdict"]
+        rates = b.readings(
+            lambda r, ro, st=st: _switch_rates(r, SUFFIX[ro], f"dose_{st}_combined_own")[3]
+        )
+        js = {k: b._judge(p, 0.0, ">", False) for k, p in rates.items()}
+        by.setdefault("switch.rate_difference", {})[st] = stats.combine_readings(js)["verdict"]
+    for c in b.claims:
+        fid = c.id.removeprefix("shared_representation.")
+        if fid in by and isinstance(c.tolerance, dict):
+            c.tolerance["by_strength"] = by[fid]
+    return {
+        "dose_strengths": np.array(names),
+        "dose_meanings": np.array(b.meanings),
+        "dose_lost": lost,
+        "dose_switch": switch,
+        "dose_verdict_ids": np.array(sorted(by)),
+        "dose_verdicts": np.array([[by[f][st] for st in names] for f in sorted(by)]),
+    }
+
+
 def merge(results: list[dict]) -> dict:
-    """One result from the tasks' (one per table, or one for all): arrays side by side, the
-    intervention records joined, the calibration (the same in every task) once."""
+    """One result from the tasks' (one per table, or one for all): arrays side by side, each
+    reading's intervention records joined, the calibration (the same in every task) once."""
     out: dict = {}
     records: dict = {}
     for r in results:
         out |= {k: v for k, v in r.items() if k != "records"}
-        records |= json.loads(str(r["records"]))
+        for meaning, recs in json.loads(str(r["records"])).items():
+            records.setdefault(meaning, {}).update(recs)
     out["records"] = json.dumps(records)
     return out
+
+
+def _unresolved_reason(cal: dict) -> str:
+    if cal.get("choice"):
+        return ""
+    return (
+        "no candidate of the family has every defining property: "
+        + ", ".join(sorted({c["acquisition"] for c in cal["candidates"]}))
+        + " acquisition, d_Z in "
+        + str(sorted({c["d_Z"] for c in cal["candidates"]}))
+        + ", lr in "
+        + str(sorted({c["lr"] for c in cal["candidates"]}))
+        + " tried"
+    )
 
 
 def analyse(config: dict, results: dict, seed: np.random.SeedSequence):
     """``(arrays, claims, diagnostics)`` of one run (see the module docstring)."""
     cal = json.loads(str(results["calibration"]))
     cal.setdefault("source", "calibrate")
-    chosen = next(c for c in cal["candidates"] if c["name"] == cal["measured"])
-    unresolved = (
-        ""
-        if cal.get("choice")
-        else (
-            "no candidate of the family has every defining property: "
-            + ", ".join(sorted({c["acquisition"] for c in cal["candidates"]}))
-            + " acquisition, d_Z in "
-            + str(sorted({c["d_Z"] for c in cal["candidates"]}))
-            + ", lr in "
-            + str(sorted({c["lr"] for c in cal["candidates"]}))
-            + " tried"
-        )
-    )
-    b = Builder(config, results, seed, unresolved)
-    mode = chosen["eval"]
+    picks = reading_picks(cal)
+    rows = {c["name"]: c for c in cal["candidates"]}
+    chosen = rows[cal["measured"]]
+    unresolved = _unresolved_reason(cal)
+    by_meaning = split_readings(results)
+    modes = {m: rows[p["measured"]]["eval"] for m, p in picks.items()}
+    b = Builder(config, {m: by_meaning[m] for m in picks}, seed, unresolved, modes)
+    strengths = {
+        m: (p["strength"] if config.get("pulse", "auto") == "auto" else config["pulse"])
+        for m, p in picks.items()
+    }
     b.claims.append(
         Claim(
             id="shared_representation.setup",
-            statement="set-up of this run: " + sc.describe(cal),
+            statement="set-up of this run: "
+            + sc.describe(cal)
+            + "; readings: "
+            + ", ".join(
+                f"{m} acquisition ({p['measured']}, w* = {p['w_star']:g}, primary pulse "
+                f"{strengths[m]})"
+                for m, p in picks.items()
+            ),
             measured=cal["measured"],
             expected="a candidate with every defining property",
             tolerance=None,
@@ -534,20 +741,21 @@ def analyse(config: dict, results: dict, seed: np.random.SeedSequence):
             kind="measurement",
         )
     )
-    _endpoints(b, mode)
+    _endpoints(b)
     _switch(b)
     _table2(b)
     _table4(b)
     _pattern(b)
     _table5(b)
     _table6(b)
-    arrays = _horizon(b) | _formation(b)
+    arrays = _horizon(b) | _formation(b) | _dose(b)
     names = sorted(b.table)
     arrays |= {
         "contrast_names": np.array(names),
         "contrasts": np.array([b.table[n] for n in names]),
     }
-    r = results
+    r = b.r
+    mode = modes[b.primary]
     ends = {
         f"{m}_{tag}_{side}{sfx}": float(np.mean(r[f"end_{m}_{tag}_{side}{sfx}"]))
         for m in ("own", "common")
@@ -567,8 +775,13 @@ def analyse(config: dict, results: dict, seed: np.random.SeedSequence):
         "calibration": cal,
         "setup": sc.describe(cal),
         "chosen": chosen,
+        "readings": {
+            m: {"candidate": p["measured"], "w_star": p["w_star"], "strength": strengths[m]}
+            | {"dose_fractions": rows[p["measured"]].get("dose")}
+            for m, p in picks.items()
+        },
         "endpoint_means": ends,
         "unresolved": unresolved or None,
-        "interventions": json.loads(str(r["records"])),
+        "interventions": json.loads(str(results["records"])),
     }
     return arrays, b.claims, diag

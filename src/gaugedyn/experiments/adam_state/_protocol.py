@@ -19,11 +19,24 @@ EVALS = ("own", "common")
 """Evaluation distributions of the readouts: the routes' own inputs, or common equal gains."""
 
 STRENGTHS = {
+    "faint": {"pulse_gain": 0.95, "pulse_observe": 0.95, "pulse_weight": 0.525},
+    "slight": {"pulse_gain": 0.9, "pulse_observe": 0.9, "pulse_weight": 0.55},
+    "weak": {"pulse_gain": 0.75, "pulse_observe": 0.75, "pulse_weight": 0.625},
     "mild": {"pulse_gain": 0.5, "pulse_observe": 0.5, "pulse_weight": 0.75},
     "strong": {"pulse_gain": 0.25, "pulse_observe": 0.25, "pulse_weight": 0.9},
 }
-"""Pulse strength: the opposing pulse's gain (or observation rate) of the non-favoured targets
-and loss weight of the favoured one."""
+"""The declared pulse strengths (the dose), weakest first: the opposing pulse's gain (or
+observation rate) of the non-favoured targets and loss weight of the opposed one. ``faint``,
+``slight``, ``weak`` and ``mild`` are ``a = 0.05, 0.1, 0.25, 0.5`` of the line ``gain =
+observe = 1 - a``, ``weight = (1 + a) / 2`` (no pulse at ``a = 0``); ``strong`` is the earlier
+protocol's strong pulse. Declared before any dose-response run."""
+DOSE_FRACTION = 0.5
+"""The primary strength's defining property (not an outcome a finding reports): on the
+calibration seeds, the strength whose combined pulse removes the fraction of the update-formed
+route's specialization (heads, mean over seeds) closest to this one
+(:func:`._stages.primary_strength`)."""
+DOSE_PULSES = ("acquisition", "update", "combined")
+"""The pulse kinds run at every declared strength on Table 2's seeds (the dose-response)."""
 
 TABLES = {
     "t2": (("acquisition", "update"), True),
