@@ -168,8 +168,9 @@ class Builder:
         expected = f"{claim} (paper: {paper})"
         fid = f"shared_representation.{id_}"
         extra = {"paper": paper, "paper_value": paper_value, **(extra or {})}
-        extra["by_acquisition"] = extra.get("by_acquisition", {}) | by_acquisition(js)
         unresolved = self.unresolved or unresolved
+        own = {m: "UNRESOLVED" if unresolved else v for m, v in by_acquisition(js).items()}
+        extra["by_acquisition"] = extra.get("by_acquisition", {}) | own
         if unresolved:
             self.claims.append(
                 Claim(
