@@ -709,6 +709,14 @@ def _unresolved_reason(cal: dict) -> str:
     )
 
 
+def _strength_source(config: dict, row: dict) -> str:
+    if config.get("pulse", "auto") != "auto":
+        return ", fixed by the configuration"
+    if not row.get("dose"):
+        return ", the earlier protocol's: the stored calibration carries no dose fractions"
+    return ", by the dose rule"
+
+
 def analyse(config: dict, results: dict, seed: np.random.SeedSequence):
     """``(arrays, claims, diagnostics)`` of one run (see the module docstring)."""
     cal = json.loads(str(results["calibration"]))
@@ -732,7 +740,7 @@ def analyse(config: dict, results: dict, seed: np.random.SeedSequence):
             + "; readings: "
             + ", ".join(
                 f"{m} acquisition ({p['measured']}, w* = {p['w_star']:g}, primary pulse "
-                f"{strengths[m]})"
+                f"{strengths[m]}{_strength_source(config, rows[p['measured']])})"
                 for m, p in picks.items()
             ),
             measured=cal["measured"],
