@@ -299,7 +299,8 @@ class SharedRepresentation(Experiment):
         "acquisition": Choice(
             values=("rate", "step"),
             why="the abstract's 'acquisition' reads as per-sample label observation or as "
-            "per-step label masking; both have all three defining properties",
+            "per-step label masking; both have all three defining properties (every run judges "
+            "both as readings; a narrowed family measures one alone)",
         ),
         "pulse": Choice(
             values=("weak", "mild", "strong"),
