@@ -411,6 +411,9 @@ def test_findings_hold_and_fail_on_built_inputs(small):
     v = _verdicts(config, good)
     for key in KEYS:
         assert v[key] == "HELD", key
+    assert v["table4.own"] == "HELD"
+    v = _verdicts(config, _shifted(results, {"t4_own": -0.1}))
+    assert v["table4.own"] == "NOT HELD"
     bad = _shifted(
         results,
         {
@@ -696,3 +699,48 @@ def test_a_stored_calibration_reproduces_bit_for_bit(tmp_path):
     bad = json.loads(path.read_text())
     bad["candidates"][0]["mismatch"] += 1e-12
     assert sc.reproduce(bad) == ["candidates"]
+
+
+def test_table3_criteria_read_each_readings_letters_beside_the_papers():
+    from gaugedyn.experiments.adam_state import _extensions as sx
+
+    def claim(fid, rate, step):
+        return {
+            "id": f"shared_representation.{fid}",
+            "kind": "finding",
+            "tolerance": {"by_acquisition": {"rate": rate, "step": step}},
+        }
+
+    claims = [
+        claim("endpoints.favoured", "HELD", "HELD"),
+        claim("endpoints.opposed", "HELD", "UNRESOLVED"),
+        claim("pattern.common_scale", "HELD", "NOT HELD"),
+        claim("table4.own", "HELD", "HELD"),
+        claim("table4.exchange_v", "HELD", "depends on the reading"),
+        claim("table2.reset.combined", "NOT HELD", "HELD"),
+        {"id": "shared_representation.setup", "kind": "measurement"},
+    ]
+    got = sx.criteria(claims)
+    assert got["rate"] == {
+        "endpoints": "Y",
+        "common-scale pattern effect": "Y",
+        "reversal": "Y",
+        "reset equivalence": "N",
+    }
+    assert got["step"] == {
+        "endpoints": "?",
+        "common-scale pattern effect": "N",
+        "reversal": "?",
+        "reset equivalence": "Y",
+    }
+    assert sx.criteria(claims[:1])["rate"]["reversal"] == "?"  # a finding not in the run
+    lines = sx.table({"width 64": {"claims": claims}})
+    row = next(line for line in lines if line.startswith("| width 64"))
+    assert "--set width=64" in row and "paper N, ours rate: N; step: Y" in row
+    assert "paper Y, ours not run" in next(line for line in lines if line.startswith("| ReLU"))
+    assert set(sx.EXTENSIONS) == set(sx.PAPER_TABLE3)
+    for name, settings in sx.EXTENSIONS.items():  # every extension is a valid configuration
+        load_config(
+            "simulations/shared_representation.toml",
+            overrides=[f"{k}={v}" for k, v in settings.items()],
+        )

@@ -403,6 +403,15 @@ def _table4(b: Builder) -> None:
         equivalence=True,
     )
     b.judge_contrast(
+        "table4.own",
+        "own Adam state, combined pulse: the route contrast on Table 4's seeds is above 0 "
+        "(the reference whose sign exchanging v reverses; Table 3's reversal criterion)",
+        "t4_own",
+        0.0,
+        ">",
+        "t4_own",
+    )
+    b.judge_contrast(
         "table4.exchange_v",
         "exchanging v reverses the route contrast (interval below 0)",
         "iv_xv",
