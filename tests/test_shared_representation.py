@@ -744,3 +744,22 @@ def test_table3_criteria_read_each_readings_letters_beside_the_papers():
             "simulations/shared_representation.toml",
             overrides=[f"{k}={v}" for k, v in settings.items()],
         )
+
+
+def test_the_three_target_search_stops_at_the_first_setting_with_a_choice():
+    from gaugedyn.experiments.adam_state import _extensions as sx
+
+    loose = {"tolerance": 0.5, "conflict_level": -1.0}
+    base = tuple(
+        f"{k}={json.dumps(v)}"
+        for k, v in (SMALL | loose).items()
+        if k not in ("recalibrate", "pulse", "seeds", "horizon")
+    )
+    settings = ({"targets": 3, "spec_level": 1.9}, {"targets": 3, "spec_level": 0.0})
+    record = sx.search("simulations/shared_representation.toml", base, settings)
+    assert [s["overrides"] for s in record["settings"]] == list(settings)
+    assert record["settings"][0]["choice"] is None and record["found"] == settings[1]
+    assert record["settings"][1]["candidates"][0]["properties"]["specialized"]
+    none = sx.search("simulations/shared_representation.toml", base, settings[:1])
+    assert none["found"] is None and len(none["settings"]) == 1
+    assert all(s["targets"] == 3 for s in sx.THREE_TARGET_SEARCH)
