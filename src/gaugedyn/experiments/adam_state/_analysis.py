@@ -35,6 +35,7 @@ seed-bootstrap intervals (:func:`gaugedyn.stats.mean_difference_ci`).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 
@@ -422,7 +423,7 @@ def _table4(b: Builder) -> None:
     _control_endpoints(b)
     matched = control_matched(b)
     ok = [k for k, v in matched.items() if v]
-    gate = {
+    gate: dict[str, Any] = {
         "meanings": ok,
         "unresolved": ""
         if ok
@@ -666,11 +667,11 @@ def _dose(b: Builder) -> dict:
     m_ = b.c["margin"]
     for st in names:
         for kind in DOSE_PULSES:
-            for n, thr, eq in (("own", 0.05, False), ("reset", m_, True)):
-                key = f"dose_{st}_{kind}_{n}"
+            for state, thr, eq in (("own", 0.05, False), ("reset", m_, True)):
+                key = f"dose_{st}_{kind}_{state}"
                 js = b.readings(lambda r, ro, key=key: b.pair(key, None, ro, r))
                 js = {k: b._judge(p, thr, ">" if not eq else "<", eq) for k, p in js.items()}
-                fid = f"table2.{'inherited' if n == 'own' else 'reset'}.{kind}"
+                fid = f"table2.{'inherited' if state == 'own' else 'reset'}.{kind}"
                 by.setdefault(fid, {})[st] = stats.combine_readings(js)["verdict"]
         rates = b.readings(
             lambda r, ro, st=st: _switch_rates(r, SUFFIX[ro], f"dose_{st}_combined_own")[3]

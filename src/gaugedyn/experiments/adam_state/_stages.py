@@ -334,7 +334,7 @@ def dose_response(hp: dict, pulse: sp.Pulse, A: sm.Cohort, U: sm.Cohort) -> tupl
     reset) on the same routes and pulse batches: arrays ``dose_{strength}_{kind}_{own|reset}``
     (per readout, as :func:`_put` stores them) and the toolkit's records."""
     out: dict = {}
-    records = {}
+    records: dict = {}
     for strength, values in STRENGTHS.items():
         view = sp.Pulse(pulse.world, pulse.evals, hp | values, pulse.mode, pulse.seed)
         for kind in DOSE_PULSES:
@@ -362,7 +362,7 @@ def confirm(
     (``ctl_end_{a|v}_{f|o}``)."""
     hpc = with_candidate(hp, cand, strength)
     out: dict = {}
-    records = {}
+    records: dict = {}
     for table in tables:
         world, R, anc, record, evals, n_roles = _grow_table(hpc, table, w_star, seed)
         pseed = pulse_seed(seed, "confirm", table)
