@@ -391,7 +391,7 @@ def _control_endpoints(b: Builder) -> None:
 
 
 def _table4(b: Builder) -> None:
-    m, cm = b.c["margin"], b.c["control_margin"]
+    m = b.c["margin"]
     b.judge_contrast(
         "table4.exchange_m",
         f"exchanging m changes the combined-pulse route "
@@ -420,6 +420,15 @@ def _table4(b: Builder) -> None:
         "<",
         "xv",
     )
+    _control(b)
+    b.measure(
+        "table4.reset", "route contrast with Adam reset (Table 4's seeds)", b.contrast("iv_reset")
+    )
+
+
+def _control(b: Builder) -> None:
+    """The weight-history control: its endpoints, then its findings where it is matched."""
+    cm = b.c["control_margin"]
     _control_endpoints(b)
     matched = control_matched(b)
     ok = [k for k, v in matched.items() if v]
@@ -477,9 +486,6 @@ def _table4(b: Builder) -> None:
         "ctl_reset",
         equivalence=True,
         **gate,
-    )
-    b.measure(
-        "table4.reset", "route contrast with Adam reset (Table 4's seeds)", b.contrast("iv_reset")
     )
 
 
