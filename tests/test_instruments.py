@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from gaugedyn.harness import load_config, run_controls
+from gaugedyn.harness import EXPERIMENTS, load_config, run_controls
 from gaugedyn.harness._controls import run_control
 
 
@@ -27,23 +27,8 @@ def _failed(controls) -> set[str]:
     return {r["id"] for r in map(run_control, controls) if not r["passed"]}
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "spike_boundary",
-        "adam_edge",
-        "shared_representation",
-        "prototypes",
-        "beta_grid",
-        "gauge_under_adam",
-        "clock",
-        "ownership_patterns",
-        "gauge_on_networks",
-        "finite_sample",
-        "gd_selection",
-    ],
-)
-def test_the_declared_controls_pass_at_the_quick_configuration(name):
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_every_experiment_declares_controls_that_pass_at_the_quick_configuration(name):
     cfg = load_config(f"simulations/{name}.toml", quick=True)
     records = run_controls(cfg.experiment, cfg.params)
     assert records and all(r["passed"] for r in records), [r for r in records if not r["passed"]]
@@ -54,6 +39,16 @@ def test_the_declared_controls_pass_at_the_quick_configuration(name):
 
 
 # --- the spike detector ----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_detector_and_boundary_controls_pass_at_the_full_configurations_sampling():
+    """The published run's own grids and block sizes (the quick one is covered above)."""
+    cfg = load_config("simulations/spike_boundary.toml", quick=False)
+    records = run_controls(cfg.experiment, cfg.params)
+    assert len(records) > 40 and all(r["passed"] for r in records), [
+        r["id"] for r in records if not r["passed"]
+    ]
 
 
 def _envelope_reduce(curve, b, floor):
@@ -379,3 +374,23 @@ def test_the_tied_beta_readouts_broken_fail(monkeypatch):
     assert {"split.no_lag", "roughness.alternating"} <= failed
     monkeypatch.setattr(_gauge_analysis, "gap_per_seed", lambda a, i, m: np.zeros(3))
     assert "gauge_gap.e" in _failed(gauge_controls({}))
+
+
+# --- conservation laws -----------------------------------------------------------------------
+
+
+def test_the_conservation_instruments_broken_fail(monkeypatch):
+    """The count without its Lie brackets (the fields' span alone reads 4 laws where there are
+    3), a rank decision that ignores its tolerance, and a slope fit that reads every drift as
+    first order each fail their control."""
+    import gaugedyn.gauge as gauge
+    from gaugedyn.experiments.conservation import _drift
+    from gaugedyn.experiments.conservation._controls import controls
+
+    config = _config("conservation_laws")
+    assert not _failed(controls(config))
+    count, rank, slope = gauge.conservation_laws, gauge.decide_rank, _drift.slope_control
+    monkeypatch.setattr(gauge, "conservation_laws", lambda *a, **k: count(*a, max_depth=1, **k))
+    monkeypatch.setattr(gauge, "decide_rank", lambda a, rtol: rank(a, 1e-9))
+    monkeypatch.setattr(_drift, "slope_control", lambda *a: slope(*a[:-1], True))
+    assert _failed(controls(config)) == {"count.known", "rank.coarse", "slope.second_order"}

@@ -34,6 +34,7 @@ SYSTEM_NAMES: tuple[str, ...] = (
     "adam_state",
     "prototypes",
     "adam_stability",
+    "conservation",
 )
 """The system folders under ``gaugedyn/experiments/``, each with its ``system.toml``."""
 

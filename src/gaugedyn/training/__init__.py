@@ -16,5 +16,12 @@ __getattr__, __dir__, __all__ = attach(
         "_online_fast": ["train_online"],
         "_support": ["single_thread", "match_times"],
         "_digits": ["load_digits"],
+        "_digits_networks": [
+            "digits_network",
+            "digits_inputs",
+            "digits_tensors",
+            "DigitsTransformer",
+            "DIGITS_MODELS",
+        ],
     },
 )

@@ -384,8 +384,10 @@ def boundary_controls(config: dict, finder=upper_edge, fit=None) -> list[Control
     def known_edges():
         e, known = boundary(3.0)
         inside = (known > c[1]) & (known < c[-2])
+        if inside.sum() < 2:  # the grid cannot hold a cubic boundary in two rows
+            return f"{int(inside.sum())} rows with the boundary inside the grid", False
         err = np.abs(np.log10(e[inside] / known[inside]))
-        return float(np.max(err)), bool(inside.sum() >= 2 and np.all(err <= 0.05))
+        return float(np.max(err)), bool(np.all(err <= 0.05))
 
     def fitted(s):
         e, _ = boundary(s)

@@ -7,7 +7,8 @@ At step ``t`` with gradient ``g`` and Adam's preconditioner ``P = diag(sqrt(v^_t
   ``P^-1/2 H P^-1/2`` (one Hessian-vector product through ``torch.autograd``);
 - preconditioned sharpness ``S = lambda_max(P^-1/2 H P^-1/2)`` every ``lanczos_every`` steps
   (``scipy.sparse.linalg.eigsh``, ARPACK's Lanczos, over a ``LinearOperator`` of HVPs, warm
-  started from the previous eigenvector);
+  started from the previous eigenvector: :func:`gaugedyn.adam.preconditioned_sharpness` with
+  ``method="arpack"``);
 - secant curvature ``dtheta^T (g_t - g_{t-1}) / dtheta^T P dtheta``, ``dtheta = theta_t - theta_{t-1}``;
 - cosine between consecutive gradients;
 - loss of the iterate average ``bar theta <- decay bar theta + (1 - decay) theta`` (decay 0.9);
@@ -33,8 +34,14 @@ import torch
 from torch import nn
 
 from ..._errors import InputError
-from ...adam import dense_sharpness, preconditioned_sharpness
+from ...adam import (
+    adam_preconditioner,
+    dense_sharpness,
+    edge_threshold,
+    preconditioned_sharpness,
+)
 from ...training import load_digits
+from ._protocol import LANCZOS_TOL
 
 LOSSES = ("mse", "ce", "ce_noisy")
 HIDDEN = {"mse": 32, "ce": 32, "ce_noisy": 4}
@@ -43,9 +50,9 @@ HIDDEN = {"mse": 32, "ce": 32, "ce_noisy": 4}
 1.5 where the width-32 network's falls to zero)."""
 
 
-def threshold(beta1: float) -> float:
-    """``2 (1 + beta1) / (1 - beta1)``: the edge of ``lr`` times the preconditioned curvature."""
-    return 2.0 * (1.0 + beta1) / (1.0 - beta1)
+threshold = edge_threshold
+"""``2 (1 + beta1) / (1 - beta1)``: the edge of ``lr`` times the preconditioned curvature
+(:func:`gaugedyn.adam.edge_threshold`)."""
 
 
 def _setup(loss: str, n_samples: int, seed: int, hidden: int | None = None):
@@ -68,20 +75,15 @@ def _setup(loss: str, n_samples: int, seed: int, hidden: int | None = None):
     return model, lambda: 0.5 * ((model(X) - onehot) ** 2).sum(-1).mean()
 
 
+def _sharpness(loss_fn, params, P, v0=None) -> tuple[float, torch.Tensor]:
+    """``(S, eigenvector)`` by ARPACK (:func:`preconditioned_sharpness`, ``method="arpack"``,
+    relative tolerance ``LANCZOS_TOL``), warm-started from ``v0``."""
+    out = preconditioned_sharpness(loss_fn, params, P, v0, LANCZOS_TOL, method="arpack")
+    return out["sharpness"], out["eigenvector"]
+
+
 def _flat(ts) -> torch.Tensor:
     return torch.cat([t.reshape(-1) for t in ts])
-
-
-def _moments(opt, params, g_list, beta2, eps):
-    """``P = sqrt(v^_t) + eps`` including this step's gradient, before ``opt.step()``."""
-    out = []
-    for p, g in zip(params, g_list):
-        st = opt.state.get(p, {})
-        v_prev = st["exp_avg_sq"] if "exp_avg_sq" in st else torch.zeros_like(p)
-        t = int(st["step"]) + 1 if "step" in st else 1
-        v = beta2 * v_prev + (1 - beta2) * g * g
-        out.append((v / (1 - beta2**t)).sqrt() + eps)
-    return _flat(out)
 
 
 def run_edge(
@@ -130,7 +132,7 @@ def run_edge(
         L = loss_fn()
         g_list = torch.autograd.grad(L, params, create_graph=True)
         g = _flat(g_list)
-        P = _moments(opt, params, [x.detach() for x in g_list], beta2, eps)
+        P = adam_preconditioner(opt, [x.detach() for x in g_list])
         d = g.detach() / P
         Hd = _flat(torch.autograd.grad(g @ d, params)).detach()
         g = g.detach()
@@ -142,7 +144,7 @@ def run_edge(
             rec["cosine"][t] = float(g @ prev_g / (g.norm() * prev_g.norm()))
         lanczos = t % lanczos_every == 0 or t == steps - 1
         if lanczos:
-            S, v0 = preconditioned_sharpness(loss_fn, params, P, v0)
+            S, v0 = _sharpness(loss_fn, params, P, v0)
             lz_t.append(t)
             lz_s.append(S)
             lz_k.append(rec["kappa_g"][t])
@@ -195,7 +197,7 @@ def _frozen_step(model, loss_fn, params, frozen, lr, beta1, t, lanczos, rec, lz_
         g = _flat(torch.autograd.grad(L, params)).detach()
         rec["frozen_loss"][t] = float(L.detach())
         if lanczos:
-            S, vf = preconditioned_sharpness(loss_fn, params, P, vf)
+            S, vf = _sharpness(loss_fn, params, P, vf)
             lz_f.append(S)
         m = beta1 * m + (1 - beta1) * g
         theta = theta - lr * (m / (1 - beta1 ** (t + 1))) / P
@@ -228,8 +230,8 @@ def lanczos_check(
         loss_fn().backward()
         opt.step()
     g_list = torch.autograd.grad(loss_fn(), params)
-    P = _moments(opt, params, list(g_list), beta2, eps)
-    S, _ = preconditioned_sharpness(loss_fn, params, P)
+    P = adam_preconditioner(opt, list(g_list))
+    S, _ = _sharpness(loss_fn, params, P)
     D = dense_sharpness(loss_fn, params, P)
     return {"lanczos": S, "dense": D, "n_params": int(P.numel())}
 
