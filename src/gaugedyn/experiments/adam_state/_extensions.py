@@ -132,12 +132,17 @@ setting with a candidate of every defining property, which is then the three-tar
 
 
 def search(
-    toml: str, base: tuple[str, ...] = (), settings=THREE_TARGET_SEARCH, workers: int = 1
+    toml: str,
+    base: tuple[str, ...] = (),
+    settings=THREE_TARGET_SEARCH,
+    workers: int = 1,
+    progress=None,
 ) -> dict:
     """Calibrate each setting of ``settings`` in order (the configuration of ``toml`` with
     ``base`` overrides, then the setting's), stopping at the first with a choice: per setting,
     its overrides, the choice (or ``None``), each candidate's probe specialization (the smaller
-    of the two routes') and properties. The record is the search's, whether or not it finds one."""
+    of the two routes') and properties. The record is the search's, whether or not it finds one;
+    ``progress(record)`` is called after every setting (the command line writes it then)."""
     import json
 
     from ...harness import load_config
@@ -167,6 +172,10 @@ def search(
         )
         if cal["choice"]:
             record["found"] = over
+        record["complete"] = bool(cal["choice"]) or len(record["settings"]) == len(settings)
+        if progress is not None:
+            progress(record)
+        if cal["choice"]:
             break
     return record
 
@@ -197,8 +206,13 @@ def main(argv=None) -> int:
     if out.exists():
         print(f"--out {out}: exists; give a new path (nothing is overwritten)", file=sys.stderr)
         return 2
-    record = search(args.config, tuple(args.set), workers=args.workers)
-    out.write_text(json.dumps(record, indent=1) + "\n")
+
+    def write(rec: dict) -> None:
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text(json.dumps(rec, indent=1) + "\n")
+        tmp.replace(out)
+
+    record = search(args.config, tuple(args.set), workers=args.workers, progress=write)
     found = record["found"]
     print(f"{out}: " + (f"found {found}" if found else "no setting of the search specializes"))
     return 0
