@@ -160,6 +160,10 @@ def test_no_candidate_with_every_property_leaves_every_finding_unresolved():
     assert diag["calibration"]["choice"] is None and diag["unresolved"]
     findings = [c for c in claims if c.kind == "finding"]
     assert findings and all(c.verdict == "UNRESOLVED" for c in findings)
+    for c in findings:
+        t = c.to_dict()["tolerance"]
+        assert set(t["by_acquisition"].values()) == {"UNRESOLVED"}
+        assert set(t.get("by_strength", {"-": "UNRESOLVED"}).values()) == {"UNRESOLVED"}
     assert all(
         "no candidate of the family has every defining property" in c.statement for c in findings
     )

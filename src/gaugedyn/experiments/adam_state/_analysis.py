@@ -687,7 +687,9 @@ def _dose(b: Builder) -> dict:
     for c in b.claims:
         fid = c.id.removeprefix("shared_representation.")
         if fid in by and isinstance(c.tolerance, dict):
-            c.tolerance["by_strength"] = by[fid]
+            c.tolerance["by_strength"] = (
+                dict.fromkeys(by[fid], "UNRESOLVED") if b.unresolved else by[fid]
+            )
     return {
         "dose_strengths": np.array(names),
         "dose_meanings": np.array(b.meanings),
