@@ -779,3 +779,26 @@ def test_a_recalibrating_run_twice_gives_the_same_calibration(small):
     again = run()
     first, second = small[1][0]["calibration"], again[1][0]["calibration"]
     assert json.loads(first)["seed"] and first == second
+
+
+def test_publish_breaks_each_verdict_down_by_the_recorded_set_up_dimensions(small):
+    from gaugedyn import publish
+
+    config, results = small[0], flat(small[1][0])
+    _, claims, _ = sf.analyse(config, packed(results), SEED)
+    data = {"shared_representation": {"claims": [c.to_dict() for c in claims], "published": {}}}
+    lines = publish.breakdown_table("shared_representation", data)
+    assert lines[0].startswith("| finding | verdict | per acquisition | per strength |")
+    row = next(line for line in lines if "table2.inherited.combined`" in line)
+    assert "rate: " in row and "faint: " in row and "strong: " in row
+    exch = next(line for line in lines if "table4.exchange_v`" in line)
+    assert exch.rstrip().endswith("| - |")  # judged at the primary strength only
+    data["shared_representation"]["claims"] = [
+        {"id": "x", "kind": "finding", "verdict": "HELD", "tolerance": {}}
+    ]
+    assert (
+        "records no verdict per set-up dimension"
+        in publish.breakdown_table("shared_representation", data)[0]
+    )
+    with pytest.raises(InputError, match="publish:breakdown other"):
+        publish.breakdown_table("other", data)

@@ -22,7 +22,9 @@ Kinds: ``claims EXPERIMENT`` (every claim of one run: kind, measured value, 95% 
 and verdict, the claims' statements, then the run's provenance), ``readings EXPERIMENT`` (every
 finding of one run with its rule, primary estimate and interval, verdict, power and its verdict
 under each documented reading; then its checks and measurements and the provenance: for runs
-whose findings are judged under several readings), ``figures EXPERIMENT`` (the
+whose findings are judged under several readings), ``breakdown EXPERIMENT`` (every finding's
+verdict per value of each set-up dimension its run records as ``tolerance.by_<dimension>``, such
+as an acquisition meaning or a pulse strength), ``figures EXPERIMENT`` (the
 run's figures, copied by ``--add`` into ``docs/figures/<experiment>/``, with their captions),
 ``robustness EXPERIMENT`` (every finding's verdict over the declared set-up space, from a
 published ``gaugedyn multiverse`` folder: the share of specifications per verdict, robust or
@@ -57,7 +59,16 @@ from .papers import PAPERS
 DATA = "results-data"
 _OPEN = re.compile(r"^<!-- publish:(\w+)(?: (\w+))? -->$")
 _CLOSE = "<!-- /publish -->"
-_KINDS = ("claims", "readings", "figures", "systems", "controls", "space", "robustness")
+_KINDS = (
+    "claims",
+    "readings",
+    "breakdown",
+    "figures",
+    "systems",
+    "controls",
+    "space",
+    "robustness",
+)
 FIGURES = "docs/figures"
 SITE = "mkdocs.yml"
 _NAV_OPEN = re.compile(r"^(\s*)# publish:nav\b")
@@ -275,6 +286,42 @@ def readings_table(experiment: str, data: dict[str, dict]) -> list[str]:
     return [*lines, "", provenance(experiment, data[experiment])]
 
 
+def breakdown_table(experiment: str, data: dict[str, dict]) -> list[str]:
+    """Every finding of one published run with its verdict per value of each set-up dimension
+    the run records (``tolerance.by_<dimension>``: ``{value: verdict}``), then the provenance."""
+    from .harness import verdict_word
+
+    if experiment not in data:
+        raise InputError(
+            f"publish:breakdown {experiment}: no {DATA}/{experiment}/summary.json; "
+            f"published runs: {', '.join(sorted(data)) or 'none'}"
+        )
+    findings = [c for c in data[experiment].get("claims", []) if c.get("kind") == "finding"]
+    dims: list[str] = []
+    for c in findings:
+        for key, value in (c.get("tolerance") or {}).items():
+            if key.startswith("by_") and isinstance(value, dict) and key not in dims:
+                dims.append(key)
+    if not dims:
+        lines = ["This run records no verdict per set-up dimension (no `tolerance.by_*`)."]
+        return [*lines, "", provenance(experiment, data[experiment])]
+    names = [d.removeprefix("by_").replace("_", " ") for d in dims]
+    lines = [
+        "| finding | verdict | " + " | ".join(f"per {n}" for n in names) + " |",
+        "|---|---|" + "---|" * len(dims),
+    ]
+    for c in findings:
+        tol = c.get("tolerance") or {}
+        cells = [
+            "; ".join(f"{k}: {v}" for k, v in tol[d].items())
+            if isinstance(tol.get(d), dict)
+            else "-"
+            for d in dims
+        ]
+        lines.append(f"| `{c['id']}` | **{verdict_word(c)}** | " + " | ".join(cells) + " |")
+    return [*lines, "", provenance(experiment, data[experiment])]
+
+
 def _robust_cell(claim: dict) -> str:
     from .harness import robustness_text
 
@@ -444,7 +491,8 @@ def render(text: str, path: Path, root: Path, data: dict[str, dict]) -> str:
         if kind not in _KINDS or (kind == "systems") == bool(arg):
             raise InputError(
                 f"{path}: '{line.strip()}': allowed are 'publish:claims "
-                "EXPERIMENT', 'publish:readings EXPERIMENT', 'publish:figures "
+                "EXPERIMENT', 'publish:readings EXPERIMENT', 'publish:breakdown "
+                "EXPERIMENT', 'publish:figures "
                 "EXPERIMENT', 'publish:robustness EXPERIMENT', 'publish:controls "
                 "EXPERIMENT', 'publish:space EXPERIMENT' and 'publish:systems'"
             )
@@ -458,6 +506,8 @@ def render(text: str, path: Path, root: Path, data: dict[str, dict]) -> str:
             body = space_table(arg)
         elif kind == "readings":
             body = readings_table(arg, data)
+        elif kind == "breakdown":
+            body = breakdown_table(arg, data)
         elif kind == "figures":
             body = figures_block(arg, data, path.parent, root)
         else:
