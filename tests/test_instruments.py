@@ -394,3 +394,98 @@ def test_the_conservation_instruments_broken_fail(monkeypatch):
     monkeypatch.setattr(gauge, "decide_rank", lambda a, rtol: rank(a, 1e-9))
     monkeypatch.setattr(_drift, "slope_control", lambda *a: slope(*a[:-1], True))
     assert _failed(controls(config)) == {"count.known", "rank.coarse", "slope.second_order"}
+
+
+# --- the landscape -----------------------------------------------------------------------------
+
+
+def _lenient_finder(orig):
+    return lambda t, L, flatness, min_span: orig(t, L, flatness=10 * flatness, min_span=min_span)
+
+
+def _one_iteration(orig):
+    return lambda start, **k: orig(start, **{**k, "max_iter": 1})
+
+
+def _double_slope(orig):
+    return lambda *a, **k: (e := orig(*a, **k)) | {"slope": 2 * e["slope"]}
+
+
+def _loose_identity(orig):
+    return lambda x, y, **k: orig(x, y, rtol=10.0)
+
+
+@pytest.mark.parametrize(
+    "name, broken, fails",
+    [
+        ("flat_stretches", _lenient_finder, {"landscape.finder_present"}),
+        (
+            "critical_point",
+            _one_iteration,
+            {"landscape.refiner_saddle", "landscape.escape_present"},
+        ),
+        ("escape_times", _double_slope, {"landscape.escape_present"}),
+        ("same_point", _loose_identity, {"landscape.dedup_absent"}),
+    ],
+)
+def test_each_landscape_instrument_broken_fails_its_control(monkeypatch, name, broken, fails):
+    """A plateau finder ten times too lenient, a refiner that stops after one iteration (its
+    saddle feeds the escape control too), an escape time read at twice its slope and an identity
+    that merges functions ten times too far apart each fail their control."""
+    from gaugedyn.experiments.gauge import _controls as gc
+    from gaugedyn.experiments.gauge import _landscape as lr
+
+    config = _config("landscape")
+    monkeypatch.setattr(lr, name, broken(getattr(lr, name)))
+    assert _failed(gc.landscape(config)) == fails
+
+
+# --- the auxiliary system ------------------------------------------------------------------------
+
+
+def _unsigned(cells, key, sign_of="theory"):
+    """The benefit read without the theory's sign (:func:`_analysis._signed` broken)."""
+    from gaugedyn.experiments.auxiliary import _protocol as pc
+
+    chosen = [c for c in cells.values() if abs(c[sign_of]) >= pc.MAP_MIN_EFFECT]
+    return np.stack([c[key] for c in chosen], axis=1), [str(i) for i in range(len(chosen))]
+
+
+def _swapped(orig):
+    """The split with its drift and diffusion parts swapped."""
+
+    def cells(*a):
+        swap = (("drift", "diffusion"), ("diffusion", "drift"))
+        return {
+            k: c | {f"{p}_{s}": c[f"{q}_{s}"] for p, q in swap for s in ("total", "window")}
+            for k, c in orig(*a).items()
+        }
+
+    return cells
+
+
+@pytest.mark.parametrize(
+    "module, name, broken, fails",
+    [
+        ("_protocol", "BAND", lambda _: (0.5, 0.5), "band.on"),
+        ("_analysis", "_tost_cells", lambda _: lambda v, m: m - v, "closed_form.off"),
+        ("_analysis", "_signed", lambda _: _unsigned, "benefit.signs"),
+        ("_analysis", "_map_cells", _swapped, "forcing.balance"),
+        ("_protocol", "FDT_SIM_BAND", lambda _: (0.5, 1.5), "fdt_sim.off"),
+        ("_protocol", "FDT_ODE_TOLERANCE", lambda _: 0.1, "fdt_ode.off"),
+    ],
+)
+def test_each_auxiliary_instrument_broken_fails_its_control(
+    monkeypatch, module, name, broken, fails
+):
+    """A band of zero width, a closed-form tolerance tested on one side only, a benefit read
+    without the theory's sign, a split with drift and diffusion swapped, and FDT tolerances made
+    wide each fail their control, and only it."""
+    import importlib
+
+    from gaugedyn.experiments.auxiliary._controls import controls
+
+    config = _config("auxiliary")
+    mod = importlib.import_module(f"gaugedyn.experiments.auxiliary.{module}")
+    monkeypatch.setattr(mod, name, broken(getattr(mod, name)))
+    assert _failed(controls(config)) == {fails}

@@ -289,6 +289,10 @@ REDUCED = {
         {"losses": ["mse"], "steps": 300, "n_samples": 64, "quadratic_steps": 1000},
         "freeze_fraction",
     ),
+    "auxiliary": (
+        {"dims": [300], "weight_dim": 100, "wide_dim": 100, "map_rhos": [0.0, 1.0]},
+        "map_gamma",
+    ),
     "beta_grid": ({"tasks": ["teacher_student"], "seeds": 2}, "skip"),
     "clock": ({}, "threshold"),
     "conservation_laws": (
@@ -304,6 +308,7 @@ REDUCED = {
         {"seeds": 2, "steps": 200, "betas": [[0.9, 0.9], [0.9, 0.999]]},
         "threshold",
     ),
+    "landscape": ({}, "gauge_strength"),
     "ownership_patterns": ({"Ks": [2], "scales": [0.2, 1.0]}, "function_tol"),
     "prototypes": ({"sizes": [3, 5], "seeds": 2}, "lr"),
     "shared_representation": ({"seeds": 2, "horizon": 10}, "control_period"),

@@ -35,6 +35,7 @@ SYSTEM_NAMES: tuple[str, ...] = (
     "prototypes",
     "adam_stability",
     "conservation",
+    "auxiliary",
 )
 """The system folders under ``gaugedyn/experiments/``, each with its ``system.toml``."""
 
