@@ -20,6 +20,9 @@ from ._decomposition import part_norms as part_norms
 from ._decomposition import shares as shares
 from ._decomposition import smoothness as smoothness
 from ._decomposition import split_update as split_update
+from ._notify import StateChange as StateChange
+from ._notify import notify_state as notify_state
+from ._notify import watch_state as watch_state
 from ._probe import READING_SUMS as READING_SUMS
 from ._probe import READINGS as READINGS
 from ._probe import AdamProbe as AdamProbe
@@ -70,6 +73,9 @@ _EAGER = [
     "shares",
     "smoothness",
     "split_update",
+    "StateChange",
+    "notify_state",
+    "watch_state",
     "READING_SUMS",
     "READINGS",
     "AdamProbe",

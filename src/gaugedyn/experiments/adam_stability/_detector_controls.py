@@ -25,8 +25,12 @@ known answers:
 **The boundary finder and the slope fit** (:func:`._protocol.upper_edge` and
 :func:`._spike_analysis.slope_judgement`): a synthetic spike-probability map on the
 configuration's 1-D grid, logistic in ``log c`` around a known boundary ``c_b = C a^3``
-(edges found within 0.05 decades, slope 3 within 0.05) and one around a flat boundary (slope 0
-within 0.05); maps never, and always, spiky give no edge.
+(edges found within 0.05 decades) and one around a flat boundary; maps never, and always, spiky
+give no edge. The slope fit is judged as the findings are (the slope rule of
+``spike_boundary.cubic_quadratic``'s declared measure), on the configuration's ``c`` grid with
+rows (at least :data:`SLOPE_ROWS`, the rule's fewest) spread over the part of its ``a`` range
+where the boundary lies one cell inside the grid: the fit must resolve (HELD in a band wide
+enough to hold any slope) and recover slope 3, or 0, within 0.05.
 """
 
 from __future__ import annotations
@@ -362,6 +366,23 @@ def boundary_map(a, c, C: float, slope: float, width: float = 0.05) -> np.ndarra
     return 1.0 / (1.0 + np.exp(np.clip(z, -50, 50)))
 
 
+SLOPE_ROWS = 6
+"""The fewest rows of the slope controls' maps: the slope rule's minimum (4 residual degrees of
+freedom and a lack-of-fit test)."""
+
+
+def slope_rows(a, c, C: float, slope: float) -> np.ndarray:
+    """Rows for a slope control: ``max(len(a), SLOPE_ROWS)`` values of ``a``, evenly spaced in
+    ``log a`` over the part of ``[min a, max a]`` where ``c_b = C a^slope`` lies between the
+    second and the second-to-last ``c`` (so every row's edge is inside the grid)."""
+    a, c = np.sort(np.asarray(a, float)), np.sort(np.asarray(c, float))
+    lo, hi = math.log10(a[0]), math.log10(a[-1])
+    if slope != 0:
+        ends = sorted((math.log10(v) - math.log10(C)) / slope for v in (c[1], c[-2]))
+        lo, hi = max(lo, ends[0]), min(hi, ends[1])
+    return np.logspace(lo, hi, max(a.size, SLOPE_ROWS))
+
+
 def boundary_controls(config: dict, finder=upper_edge, fit=None) -> list[Control]:
     """The boundary finder's and the slope fit's controls on synthetic maps (module doc)."""
     from ._spike_analysis import slope_judgement
@@ -373,16 +394,13 @@ def boundary_controls(config: dict, finder=upper_edge, fit=None) -> list[Control
     width = float(np.median(np.diff(lc)))  # one grid cell: the finder interpolates in it
     mid_a, mid_c = math.sqrt(a.min() * a.max()), 0.5 * (lc[0] + lc[-1])
 
-    def edges_of(prob):
-        return np.asarray(finder(prob, c), float)
-
-    def boundary(slope):
+    def boundary(slope, rows=None):
         C = 10 ** (mid_c - slope * math.log10(mid_a))
-        known = C * a**slope
-        return edges_of(boundary_map(a, c, C, slope, width)), known
+        r = a if rows is None else rows(C)
+        return np.asarray(finder(boundary_map(r, c, C, slope, width), c), float), C * r**slope, r
 
     def known_edges():
-        e, known = boundary(3.0)
+        e, known, _ = boundary(3.0)
         inside = (known > c[1]) & (known < c[-2])
         if inside.sum() < 2:  # the grid cannot hold a cubic boundary in two rows
             return f"{int(inside.sum())} rows with the boundary inside the grid", False
@@ -390,12 +408,13 @@ def boundary_controls(config: dict, finder=upper_edge, fit=None) -> list[Control
         return float(np.max(err)), bool(np.all(err <= 0.05))
 
     def fitted(s):
-        e, _ = boundary(s)
-        j = fit(a, e, (-100.0, 100.0))
-        return float(j.estimate), abs(float(j.estimate) - s) <= 0.05
+        e, _, rows = boundary(s, lambda C: slope_rows(a, c, C, s))
+        j = fit(rows, e, (-100.0, 100.0), "spike_boundary.cubic_quadratic")
+        ok = j.verdict == "HELD" and abs(float(j.estimate) - s) <= 0.05
+        return f"{float(j.estimate):.4g} ({j.verdict}{': ' + j.reason if j.reason else ''})", ok
 
     def no_edge(p):
-        e = edges_of(np.full((a.size, c.size), p))
+        e = np.asarray(finder(np.full((a.size, c.size), p), c), float)
         return int(np.isfinite(e).sum()), not np.isfinite(e).any()
 
     grid = "the configuration's 1-D grid"
@@ -429,7 +448,8 @@ def boundary_controls(config: dict, finder=upper_edge, fit=None) -> list[Control
             "boundary.slope",
             "boundary slope fit (slope_band)",
             "positive",
-            f"on {grid}, the edges of a cubic boundary: fitted slope within 0.05 of 3",
+            f"on the c values of {grid}, at least {SLOPE_ROWS} rows with the edges of a cubic boundary "
+            "inside it: the fit resolves, slope within 0.05 of 3",
             "the fit recovers a known slope",
             lambda: fitted(3.0),
         ),
@@ -437,7 +457,8 @@ def boundary_controls(config: dict, finder=upper_edge, fit=None) -> list[Control
             "boundary.flat",
             "boundary slope fit (slope_band)",
             "negative",
-            f"on {grid}, the edges of a flat boundary: fitted slope within 0.05 of 0",
+            f"on the c values of {grid}, at least {SLOPE_ROWS} rows with the edges of a flat boundary "
+            "inside it: the fit resolves, slope within 0.05 of 0",
             "a boundary that does not move reads no slope",
             lambda: fitted(0.0),
         ),

@@ -10,6 +10,7 @@ from ...harness import Claim, judged
 from ._protocol import (
     CONTROL_MEMORIES,
     CURVATURE_BAND,
+    FINDING_MEASURES,
     LANCZOS_TOL,
     REVERSAL_COS,
     REVERSAL_MIN,
@@ -57,11 +58,21 @@ def window_stats(r: dict, task: dict) -> dict:
     return out
 
 
-def _j(rule, *values, threshold, direction=None):
-    return stats.judge(rule, *values, threshold=threshold, direction=direction)
+def _j(seed, fid, form, *values, threshold, direction=None):
+    """The finding ``fid`` judged by the rule its declared measure chooses for ``form`` (a
+    randomised rule's draw from the run's analysis ``seed`` and the finding's id)."""
+    rule = stats.measure_of(FINDING_MEASURES, fid).rule(form)
+    rng = stats.generator(seed, fid)
+    return stats.judge(rule, *values, threshold=threshold, direction=direction, rng=rng)
 
 
-def _cell_findings(loss, lr, b1, ws) -> list[Claim]:
+def _finding(fid: str, statement: str, j, **extra) -> Claim:
+    return judged(
+        fid, statement, j, measure=stats.measure_of(FINDING_MEASURES, fid), extra=extra or None
+    )
+
+
+def _cell_findings(loss, lr, b1, ws, seed) -> list[Claim]:
     cell = f"{loss}:lr{lr:g}:b{b1:g}"
     col = {
         k: np.array([w.get(k, np.nan) for w in ws], float)
@@ -69,44 +80,47 @@ def _cell_findings(loss, lr, b1, ws) -> list[Claim]:
     }
     n = len(ws)
     out = []
-    jr = _j("equivalence", col["ratio"], threshold=CURVATURE_BAND)
+    fid = f"adam_edge.active_curvature_at_threshold:{cell}"
+    jr = _j(seed, fid, "inside", col["ratio"], threshold=CURVATURE_BAND)
     out.append(
-        judged(
-            f"adam_edge.active_curvature_at_threshold:{cell}",
-            f"{cell}: per-seed median of lr kappa_g / thr in the edge window, mean "
-            f"{jr.estimate:.3g} (95% [{jr.low:.3g}, {jr.high:.3g}], {n} edge runs); "
-            f"claim inside {CURVATURE_BAND}",
+        _finding(
+            fid,
+            f"{cell}: per-seed median of lr kappa_g / thr in the edge window, centre "
+            f"{jr.estimate:.3g} (95% [{jr.low:.3g}, {jr.high:.3g}], {n} edge runs, "
+            f"{jr.rule}); claim inside {CURVATURE_BAND}",
             jr,
-            paper_value=1.0,
         )
     )
-    out += _control_findings(cell, col)
-    rv = _j("mean_threshold", col["reversal"], threshold=REVERSAL_MIN, direction=">")
+    out += _control_findings(cell, col, seed)
+    fid = f"adam_edge.gradient_reversal:{cell}"
+    rv = _j(seed, fid, "threshold", col["reversal"], threshold=REVERSAL_MIN, direction=">")
     before = float(np.nanmean(col["reversal_before"]))
     out.append(
-        judged(
-            f"adam_edge.gradient_reversal:{cell}",
+        _finding(
+            fid,
             f"{cell}: share of window steps with cos(g_t, g_t-1) < {REVERSAL_COS:g}: "
             f"{rv.estimate:.3g} (95% [{rv.low:.3g}, {rv.high:.3g}]; before the edge "
             f"{before:.3g}); claim > {REVERSAL_MIN:g}",
             rv,
-            extra={"before_edge": before},
+            before_edge=before,
         )
     )
-    lo = _j("mean_threshold", col["lower"], threshold=0.0, direction="<")
+    fid = f"adam_edge.averaging_lowers:{cell}"
+    lo = _j(seed, fid, "threshold", col["lower"], threshold=0.0, direction="<")
     out.append(
-        judged(
-            f"adam_edge.averaging_lowers:{cell}",
+        _finding(
+            fid,
             f"{cell}: mean log(L_ema / L) in the window {lo.estimate:.3g} (95% "
             f"[{lo.low:.3g}, {lo.high:.3g}]); claim < 0",
             lo,
         )
     )
-    sm = _j("mean_threshold", col["smooth"], threshold=1.0, direction="<")
+    fid = f"adam_edge.averaging_smooths:{cell}"
+    sm = _j(seed, fid, "threshold", col["smooth"], threshold=1.0, direction="<")
     out.append(
-        judged(
-            f"adam_edge.averaging_smooths:{cell}",
-            f"{cell}: period-2 component of log L, averaged over raw iterate, "
+        _finding(
+            fid,
+            f"{cell}: period-2 component of log L, averaged over raw iterate ({sm.rule}), "
             f"{sm.estimate:.3g} (95% [{sm.low:.3g}, {sm.high:.3g}]); claim < 1",
             sm,
         )
@@ -114,35 +128,36 @@ def _cell_findings(loss, lr, b1, ws) -> list[Claim]:
     return out
 
 
-def _control_findings(cell: str, col: dict) -> list[Claim]:
+def _control_findings(cell: str, col: dict, seed) -> list[Claim]:
     """The frozen-v control's three findings of one cell (``PROTOCOL.md`` section 2)."""
     frozen = col["frozen"]
     short = int(np.sum(~np.isfinite(col["adaptive"])))
-    fz = _j("mean_threshold", np.minimum(frozen, 6.0), threshold=0.0, direction=">")
-    ad = _j("equivalence", col["adaptive"], threshold=STAY_BAND)
-    fb = _j(
-        "paired_difference", np.minimum(frozen, 6.0), col["adaptive"], threshold=0.0, direction=">"
-    )
+    ids = {
+        k: f"adam_edge.{k}:{cell}" for k in ("frozen_v_rises", "adaptive_stays_on_edge", "feedback")
+    }
+    capped = np.minimum(frozen, 6.0)
+    fz = _j(seed, ids["frozen_v_rises"], "threshold", capped, threshold=0.0, direction=">")
+    ad = _j(seed, ids["adaptive_stays_on_edge"], "inside", col["adaptive"], threshold=STAY_BAND)
+    fb = _j(seed, ids["feedback"], "paired", capped, col["adaptive"], threshold=0.0, direction=">")
     fr = 10 ** np.array([fz.estimate, fz.low, fz.high])
     ar = 10 ** np.array([ad.estimate, ad.low, ad.high])
     return [
-        judged(
-            f"adam_edge.frozen_v_rises:{cell}",
+        _finding(
+            ids["frozen_v_rises"],
             f"{cell}: with v frozen at the edge, lr S / thr after it (geometric mean over "
             f"seeds of the per-seed median) {fr[0]:.3g} (95% [{fr[1]:.3g}, {fr[2]:.3g}], "
             f"{fz.n} seeds; {short} left out: control shorter than {CONTROL_MEMORIES:g} "
             "memory times; a diverged copy counts as 1e6); claim > 1",
             fz,
         ),
-        judged(
-            f"adam_edge.adaptive_stays_on_edge:{cell}",
+        _finding(
+            ids["adaptive_stays_on_edge"],
             f"{cell}: the adaptive run's lr S / thr over the same steps {ar[0]:.3g} (95% "
             f"[{ar[1]:.3g}, {ar[2]:.3g}]); claim within a factor 1.25 of 1",
             ad,
-            paper_value=0.0,
         ),
-        judged(
-            f"adam_edge.feedback:{cell}",
+        _finding(
+            ids["feedback"],
             f"{cell}: log10 of lr S / thr, frozen copy minus adaptive run, {fb.estimate:.3g} "
             f"(95% [{fb.low:.3g}, {fb.high:.3g}]); claim > 0 (the feedback through v holds "
             "the sharpness down)",
@@ -226,10 +241,11 @@ def analyse(tasks, results, seed):
     arrays["run_keys"] = np.array(list(diag["runs"]))
     arrays["quadratic_beta1s"] = np.array(sorted(quad))
     for b1, vals in sorted(quad.items()):
-        j = _j("mean_threshold", vals, threshold=SEPARATION, direction=">")
+        fid = f"adam_edge.quadratic_separates:b{b1:g}"
+        j = _j(seed, fid, "threshold", vals, threshold=SEPARATION, direction=">")
         claims.append(
-            judged(
-                f"adam_edge.quadratic_separates:b{b1:g}",
+            _finding(
+                fid,
                 f"diagonal quadratic, beta1 = {b1:g}: median over the second half of log10(S / "
                 f"kappa_g) {j.estimate:.3g} (95% [{j.low:.3g}, {j.high:.3g}], {j.n} seeds): the "
                 f"preconditioned sharpness is {10**j.estimate:.3g} times the active curvature; "
@@ -254,5 +270,5 @@ def analyse(tasks, results, seed):
                 )
             )
         if ws:
-            claims += _cell_findings(loss, lr, b1, ws)
+            claims += _cell_findings(loss, lr, b1, ws, seed)
     return arrays, claims, diag

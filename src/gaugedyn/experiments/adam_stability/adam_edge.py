@@ -16,7 +16,7 @@ from ...harness import Choice, Experiment, Param
 from ._edge_analysis import analyse
 from ._edge_controls import freeze_controls, readout_controls
 from ._figures import edge_curvature
-from ._protocol import CONTROL_MEMORIES, EDGE_FRACTION, LOSSES, edge_start
+from ._protocol import CONTROL_MEMORIES, EDGE_FRACTION, FINDING_MEASURES, LOSSES, edge_start
 
 
 class AdamEdge(Experiment):
@@ -26,6 +26,7 @@ class AdamEdge(Experiment):
         "the frozen-v control, active curvature against 2(1+beta1)/(1-beta1), the "
         "diagonal quadratic, gradient reversal and iterate averaging"
     )
+    measures = FINDING_MEASURES
     params = {
         "losses": Param(
             list,

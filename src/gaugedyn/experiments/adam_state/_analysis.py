@@ -42,7 +42,7 @@ import numpy as np
 from ... import stats
 from ...harness import Claim, judged
 from . import _calibration as sc
-from ._protocol import DOSE_PULSES, PAPER, PAPER_VALUE, STRENGTHS
+from ._protocol import DOSE_PULSES, FINDING_MEASURES, PAPER, PAPER_VALUE, STRENGTHS
 from ._stages import reading_picks
 
 SUFFIX = {"heads": "", "probe": "_probe"}
@@ -133,11 +133,20 @@ class Builder:
         self.table[name] = [*iv]
         return iv
 
-    def _judge(self, pair, thr: float, direction: str, equivalence: bool):
+    @staticmethod
+    def measure_of(id_: str, paper_value: float | None = None) -> stats.Measure:
+        """The declared measure of finding ``id_`` (:data:`._protocol.FINDING_MEASURES`), its
+        power placed at ``paper_value`` where the paper gives one."""
+        return stats.measure_of(FINDING_MEASURES, f"shared_representation.{id_}").at(paper_value)
+
+    def _judge(self, pair, thr: float, direction: str, equivalence: bool, measure, label: str):
         x, y = (np.asarray(v, dtype=float) for v in pair)
+        rng = self.rng(label)  # a randomised rule's draw (the median rules)
         if equivalence:
-            return stats.judge("equivalence", x - y, threshold=(-thr, thr))
-        return stats.judge("paired_difference", x, y, threshold=thr, direction=direction)
+            return stats.judge(measure.rule("inside"), x - y, threshold=(-thr, thr), rng=rng)
+        return stats.judge(
+            measure.rule("paired"), x, y, threshold=thr, direction=direction, rng=rng
+        )
 
     def add(
         self,
@@ -154,11 +163,17 @@ class Builder:
         extra: dict | None = None,
     ) -> None:
         """A finding on per-seed ``pairs = {reading: (x, y)}`` (the first reading primary):
-        ``equivalence`` of ``x - y`` inside ``(-thr, thr)``, else ``paired_difference`` of
-        ``x - y`` against ``thr``; every reading judged by the same rule. ``unresolved`` (or the
-        run's own reason) leaves it UNRESOLVED with that reason; ``extra`` goes into
-        ``tolerance``, beside each acquisition meaning's own verdict (``by_acquisition``)."""
-        js = {name: self._judge(p, thr, direction, equivalence) for name, p in pairs.items()}
+        ``x - y`` inside ``(-thr, thr)`` (``equivalence``), else ``x - y`` against ``thr``, by
+        the rule its declared measure chooses (:data:`._protocol.FINDING_MEASURES`); every
+        reading judged by the same rule. ``unresolved`` (or the run's own reason) leaves it
+        UNRESOLVED with that reason; ``extra`` goes into ``tolerance``, beside each acquisition
+        meaning's own verdict (``by_acquisition``)."""
+        fid = f"shared_representation.{id_}"
+        measure = self.measure_of(id_, paper_value)
+        js = {
+            name: self._judge(p, thr, direction, equivalence, measure, f"{fid} {name}")
+            for name, p in pairs.items()
+        }
         j = next(iter(js.values()))
         if table is not None:
             for name, jj in js.items():
@@ -167,7 +182,6 @@ class Builder:
                     self.table[table + SUFFIX.get(ro, "")] = [jj.estimate, jj.low, jj.high]
         claim = f"inside +-{thr:g}" if equivalence else f"{direction} {thr:g}"
         expected = f"{claim} (paper: {paper})"
-        fid = f"shared_representation.{id_}"
         extra = {"paper": paper, "paper_value": paper_value, **(extra or {})}
         unresolved = self.unresolved or unresolved
         own = {m: "UNRESOLVED" if unresolved else v for m, v in by_acquisition(js).items()}
@@ -200,8 +214,8 @@ class Builder:
                 fid,
                 text,
                 j,
+                measure=measure,
                 readings=js if len(js) > 1 else None,
-                paper_value=paper_value,
                 expected=expected,
                 extra=extra,
             )
@@ -675,14 +689,22 @@ def _dose(b: Builder) -> dict:
         for kind in DOSE_PULSES:
             for state, thr, eq in (("own", 0.05, False), ("reset", m_, True)):
                 key = f"dose_{st}_{kind}_{state}"
-                js = b.readings(lambda r, ro, key=key: b.pair(key, None, ro, r))
-                js = {k: b._judge(p, thr, ">" if not eq else "<", eq) for k, p in js.items()}
                 fid = f"table2.{'inherited' if state == 'own' else 'reset'}.{kind}"
+                ms = b.measure_of(fid)
+                js = b.readings(lambda r, ro, key=key: b.pair(key, None, ro, r))
+                js = {
+                    k: b._judge(p, thr, "<" if eq else ">", eq, ms, f"{fid} {k} {st}")
+                    for k, p in js.items()
+                }
                 by.setdefault(fid, {})[st] = stats.combine_readings(js)["verdict"]
         rates = b.readings(
             lambda r, ro, st=st: _switch_rates(r, SUFFIX[ro], f"dose_{st}_combined_own")[3]
         )
-        js = {k: b._judge(p, 0.0, ">", False) for k, p in rates.items()}
+        ms = b.measure_of("switch.rate_difference")
+        js = {
+            k: b._judge(p, 0.0, ">", False, ms, f"switch.rate_difference {k} {st}")
+            for k, p in rates.items()
+        }
         by.setdefault("switch.rate_difference", {})[st] = stats.combine_readings(js)["verdict"]
     for c in b.claims:
         fid = c.id.removeprefix("shared_representation.")
