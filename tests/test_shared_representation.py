@@ -626,7 +626,7 @@ def test_reading_picks_keep_only_meanings_with_every_property_primary_first():
 def test_the_primary_strength_removes_the_declared_fraction():
     assert ss.primary_strength({"faint": 0.1, "slight": 0.3, "weak": 0.45, "mild": 0.9}) == "weak"
     assert ss.primary_strength({"faint": 0.75, "slight": 0.25}) == "faint"  # a tie: the weaker
-    assert list(ss.STRENGTHS)[:4] == ["faint", "slight", "weak", "mild"]
+    assert list(ss.STRENGTHS)[:6] == ["hint", "trace", "faint", "slight", "weak", "mild"]
     weights = [v["pulse_weight"] for v in ss.STRENGTHS.values()]
     assert weights == sorted(weights) and weights[0] > 0.5  # every strength favours the opposed
 
