@@ -5,6 +5,7 @@ inputs built to hold and to fail."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -807,3 +808,50 @@ def test_publish_breaks_each_verdict_down_by_the_recorded_set_up_dimensions(smal
     )
     with pytest.raises(InputError, match="publish:breakdown other"):
         publish.breakdown_table("other", data)
+
+
+def test_publish_stores_a_declared_extension_beside_the_run_and_tables_its_criteria(tmp_path):
+    """A full run whose only overrides are one declared extension's settings is published under
+    ``results-data/shared_representation/extensions/<slug>/`` and read by the extension table;
+    other overrides are refused, naming the declared extensions."""
+    from gaugedyn import publish
+
+    root = Path(__file__).resolve().parents[1]
+    base = json.loads((root / "results-data/shared_representation/summary.json").read_text())
+    base.pop("published", None)
+    for c in base["claims"]:  # a run under issue 43's protocol records each meaning's verdict
+        if c["kind"] == "finding":
+            c["tolerance"] = (c["tolerance"] or {}) | {"by_acquisition": {"rate": c["verdict"]}}
+
+    def folder(name, overrides):
+        run = tmp_path / name
+        run.mkdir()
+        summary = json.loads(json.dumps(base))
+        summary["command"]["overrides"] = overrides
+        for fig in summary["figures"]:
+            for f in fig["files"]:
+                (run / f).parent.mkdir(parents=True, exist_ok=True)
+                (run / f).write_bytes(b"\x89PNG")
+        (run / "summary.json").write_text(json.dumps(summary))
+        return run, summary
+
+    run, summary = folder("wide", ["width=64"])
+    assert publish.extension_of(summary) == "width 64"
+    assert publish.extension_of(base) is None
+    got, writes = publish.prepare_run(run, tmp_path)
+    where = tmp_path / "results-data/shared_representation/extensions/width-64/summary.json"
+    assert where in writes
+    assert publish.slug("beta2 = 0.99") == "beta2-0.99" and publish.slug("rho = 0") == "rho-0"
+    lines = publish.extensions_table(
+        "shared_representation",
+        tmp_path,
+        {"shared_representation": base},
+        {"shared_representation": {"width 64": got}},
+    )
+    assert "ours rate: " in next(line for line in lines if line.startswith("| baseline"))
+    row = next(line for line in lines if line.startswith("| width 64"))
+    assert "ours not run" not in row and "paper N" in row
+    assert "ours not run" in next(line for line in lines if line.startswith("| ReLU"))
+    bad, _ = folder("odd", ["width=48"])
+    with pytest.raises(InputError, match="declared extensions: baseline"):
+        publish.read_run(bad, tmp_path)

@@ -50,7 +50,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -64,6 +64,7 @@ _KINDS = (
     "claims",
     "readings",
     "breakdown",
+    "extensions",
     "figures",
     "systems",
     "controls",
@@ -208,11 +209,16 @@ def read_run(run: Path, root: Path | None = None) -> dict:
             f"--add {run}: the summary has no command record (command = {_show(command)}); "
             "only a run made by gaugedyn run is published"
         )
-    if command.get("quick") or command.get("overrides"):
+    if command.get("quick") or (command.get("overrides") and extension_of(summary) is None):
+        declared = ", ".join(
+            f"{k} ({' '.join(f'--set {a}={b}' for a, b in v.items())})"
+            for k, v in _extensions(name).items()
+        )
         raise InputError(
             f"--add {run}: a quick or reduced configuration (quick="
             f"{bool(command.get('quick'))}, --set {command.get('overrides')}); "
             "only full configurations are published"
+            + (f", or one of the declared extensions: {declared}" if declared else "")
         )
     failed = summary.get("failed_tasks")
     if failed or summary.get("status") not in ("passed", "claims failed"):
@@ -223,6 +229,75 @@ def read_run(run: Path, root: Path | None = None) -> dict:
         )
     _figure_files(Path(run), summary, root)
     return summary
+
+
+def _extensions(experiment: str) -> dict[str, dict]:
+    """The experiment's declared extensions (:attr:`gaugedyn.harness.Experiment.extensions`)."""
+    from .harness import resolve_experiment
+
+    return dict(resolve_experiment(experiment, f"publish: {experiment}").extensions)
+
+
+def slug(name: str) -> str:
+    """A declared extension's folder name: its words and numbers joined by ``-``."""
+    return re.sub(r"[^a-z0-9.]+", "-", name.lower()).strip("-")
+
+
+def extension_of(summary: dict) -> str | None:
+    """The declared extension (:attr:`gaugedyn.harness.Experiment.extensions`) a run is: its
+    ``--set`` overrides are exactly that extension's settings (values compared as parsed);
+    ``None`` for any other run."""
+    from .harness._config import parse_override
+
+    command = summary.get("command") or {}
+    overrides = command.get("overrides") or []
+    if not overrides or command.get("quick"):
+        return None
+    try:
+        given = dict(parse_override(str(o)) for o in overrides)
+        declared = _extensions(str(summary.get("experiment")))
+    except InputError:
+        return None
+    for name, sets in declared.items():
+        if given == dict(sets):
+            return name
+    return None
+
+
+def extension_runs(
+    experiment: str, root: Path, data: Mapping[str, dict] | None = None
+) -> dict[str, dict | None]:
+    """Each declared extension's published summary
+    (``results-data/<experiment>/extensions/<slug>/summary.json``; ``None`` where there is
+    none); an extension that changes no setting is the experiment's own published run (from
+    ``data``)."""
+    out: dict[str, dict | None] = {}
+    for name, sets in _extensions(experiment).items():
+        if not sets:
+            out[name] = (data or {}).get(experiment)
+            continue
+        path = Path(root) / DATA / experiment / "extensions" / slug(name) / "summary.json"
+        try:
+            out[name] = json.loads(path.read_text()) if path.is_file() else None
+        except ValueError as err:
+            raise InputError(f"{path}: not a readable summary ({err})") from None
+    return out
+
+
+def extensions_table(
+    experiment: str,
+    root: Path,
+    data: Mapping[str, dict] | None = None,
+    added: Mapping[str, Mapping[str, dict]] | None = None,
+) -> list[str]:
+    """The experiment's extension table (its :meth:`~gaugedyn.harness.Experiment.extension_table`)
+    from the published extension runs, with the runs being added (``added``: experiment ->
+    extension -> summary) in place of their stored ones."""
+    exp, _ = _declared(experiment)
+    if not exp.extensions:
+        return [f"`{experiment}` declares no extensions."]
+    runs = extension_runs(experiment, root, data) | dict((added or {}).get(experiment, {}))
+    return exp.extension_table(runs)
 
 
 def _figure_files(run: Path, summary: dict, root: Path | None = None) -> list[Path]:
@@ -265,13 +340,15 @@ def prepare_run(run: Path, root: Path) -> tuple[dict, dict[Path, bytes]]:
             "code_version": code_version(root),
         }
     name = summary["experiment"]
+    ext = extension_of(summary)
+    where = Path(name) if ext is None else Path(name) / "extensions" / slug(ext)
     writes = {
-        root / DATA / name / "summary.json": (
+        root / DATA / where / "summary.json": (
             json.dumps(summary, indent=1, sort_keys=True) + "\n"
         ).encode()
     }
     for png in _figure_files(Path(run), summary, root):
-        writes[root / FIGURES / name / png.name] = png.read_bytes()
+        writes[root / FIGURES / where / png.name] = png.read_bytes()
     return summary, writes
 
 
@@ -281,7 +358,7 @@ def add_run(run: Path, root: Path) -> Path:
     every file atomically, all or none."""
     summary, writes = prepare_run(run, root)
     write_all(writes)
-    return Path(root) / DATA / summary["experiment"] / "summary.json"
+    return next(p for p in writes if p.name == "summary.json")
 
 
 def write_all(writes: dict[Path, bytes]) -> None:
@@ -687,7 +764,7 @@ def blocks(lines: list[str], path: Path) -> list[tuple[int, int, str, str | None
                 raise InputError(
                     f"{path}:{i + 1}: '{text}': allowed are 'publish:claims EXPERIMENT', "
                     "'publish:readings EXPERIMENT', 'publish:breakdown EXPERIMENT', "
-                    "'publish:figures EXPERIMENT', "
+                    "'publish:extensions EXPERIMENT', 'publish:figures EXPERIMENT', "
                     "'publish:robustness EXPERIMENT', 'publish:controls EXPERIMENT', "
                     "'publish:space EXPERIMENT' and 'publish:systems'"
                 )
@@ -716,9 +793,11 @@ def render(
     root: Path,
     data: dict[str, dict],
     pending: Collection[Path] = (),
+    added: Mapping[str, Mapping[str, dict]] | None = None,
 ) -> str:
     """``text`` with every marked table regenerated (markers kept, bodies replaced); markers
-    are checked first (:func:`blocks`)."""
+    are checked first (:func:`blocks`). ``added``: extension runs being added (experiment ->
+    extension -> summary)."""
     lines = text.split("\n")
     out: list[str] = []
     last = 0
@@ -736,6 +815,8 @@ def render(
             body = readings_table(str(arg), data)
         elif kind == "breakdown":
             body = breakdown_table(str(arg), data)
+        elif kind == "extensions":
+            body = extensions_table(str(arg), root, data, added)
         elif kind == "figures":
             body = figures_block(str(arg), data, path.parent, root, pending)
         else:
@@ -795,13 +876,18 @@ def plan(root: Path, adds: Sequence[Path] = ()) -> dict[Path, tuple[bytes, bool]
     root = Path(root)
     data = load_published(root)
     files: dict[Path, bytes] = {}
+    added: dict[str, dict[str, dict]] = {}
     for run in adds:
         summary, writes = prepare_run(Path(run), root)
-        data[summary["experiment"]] = summary
+        ext = extension_of(summary)
+        if ext is None:
+            data[summary["experiment"]] = summary
+        else:
+            added.setdefault(summary["experiment"], {})[ext] = summary
         files.update(writes)
     pending = set(files)
     for path in published_files(root):
-        files[path] = render(path.read_text(), path, root, data, pending).encode()
+        files[path] = render(path.read_text(), path, root, data, pending, added).encode()
     site = root / SITE
     if site.is_file():
         files[site] = render_nav(site.read_text(), site, root).encode()

@@ -105,7 +105,9 @@ def table(runs: Mapping[str, Mapping | None]) -> list[str]:
         summary = runs.get(name)
         got = criteria(summary.get("claims", [])) if summary else {}
         for i, crit in enumerate(CRITERIA):
-            ours = "; ".join(f"{m}: {v[crit]}" for m, v in got.items()) or "not run"
+            ours = "; ".join(f"{m}: {v[crit]}" for m, v in got.items()) or (
+                "no verdict per meaning (an earlier protocol's run)" if summary else "not run"
+            )
             cells[i] = f"paper {cells[i]}, ours {ours}"
         lines.append(f"| {name} | `{command(name)}` | " + " | ".join(cells) + " |")
     return lines

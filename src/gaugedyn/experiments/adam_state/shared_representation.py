@@ -19,6 +19,7 @@ from ...harness import Choice, Experiment, Param
 from . import _analysis as sa
 from . import _calibration as sc
 from . import _controls as sk
+from . import _extensions as sx
 from . import _figures as sg
 from . import _stages as ss
 from ._protocol import EVALS, FINDING_MEASURES, FULL_SEEDS, MEANINGS, STRENGTHS, TABLES
@@ -315,6 +316,13 @@ class SharedRepresentation(Experiment):
             "not judged)",
         ),
     }
+
+    extensions = sx.EXTENSIONS
+
+    def extension_table(self, runs):
+        """Table 3: the paper's four criteria per extension setting, the paper's letters beside
+        each acquisition reading's (:func:`._extensions.table`)."""
+        return sx.table(runs)
 
     def controls(self, config):
         return sk.controls(config)
