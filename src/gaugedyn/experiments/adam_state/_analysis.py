@@ -1,15 +1,13 @@
 """Findings and measurements of ``shared_representation`` from its stored results.
 
 Every finding's criterion is the paper's pre-specified one and is fixed here before any run;
-its verdict comes from a rule of the catalogue (:data:`gaugedyn.stats.RULES`) on the per-seed
-values (a seed's value is its mean over the mirrored directions):
-
-- a contrast claimed above or below a threshold (``> 0.05``, ``> 0``, ``< 0``):
-  ``paired_difference``, the 95% Student t interval of the mean over seeds of ``x - y`` (the
-  two routes, or a condition's contrast and its reference condition's, on the same seed);
-- a contrast claimed inside ``+-m`` (reset, exchange ``m``, heads, endpoints; the weight-history
-  control's ``+-0.01``): ``equivalence`` (two one-sided tests at 2.5%: HELD when the 95% t
-  interval of the mean difference lies inside ``(-m, m)``, NOT HELD when it lies wholly outside).
+its verdict comes from the rule of the catalogue (:data:`gaugedyn.stats.RULES`) that its declared
+measure chooses (:data:`._protocol.FINDING_MEASURES`) on the per-seed values (a seed's value is
+its mean over the mirrored directions): a contrast claimed above or below a threshold (``> 0.05``,
+``> 0``, ``< 0``) by the paired rule of its kind (``paired_median`` for a measure of any shape,
+``paired_difference`` for a symmetric one), a contrast claimed inside ``+-m`` (reset, exchange
+``m``, heads, endpoints; the weight-history control's ``+-0.01``) by the band rule of its kind
+(``median_band``, ``equivalence``).
 
 Every finding is judged under every *reading* (:func:`gaugedyn.harness.judged`): each
 acquisition meaning with its own chosen set-up (:func:`._stages.reading_picks`: per-sample label
@@ -363,21 +361,21 @@ def _switch(b: Builder) -> None:
 def control_matched(b: Builder) -> dict[str, bool]:
     """Per acquisition meaning, whether the weight-history control ends formation matched to
     the constant route: ``r_f`` and ``r_o`` by the heads (the calibration's readout of
-    matching) both inside ``+-tolerance`` by ``equivalence``, as the main routes' endpoints."""
+    matching) both inside ``+-tolerance``, each judged as its finding
+    ``table4.control_endpoints.*`` judges the heads reading (its declared measure's rule, the
+    same draw), as the main routes' endpoints."""
     tol = b.c["tolerance"]
     out = {}
     for m in b.meanings:
         r = b.R[m]
-        ok = all(
-            stats.judge(
-                "equivalence",
-                _seedwise(r[f"ctl_end_a_{side}"]) - _seedwise(r[f"ctl_end_v_{side}"]),
-                threshold=(-tol, tol),
-            ).verdict
-            == "HELD"
-            for side in "fo"
-        )
-        out[m] = bool(ok)
+        verdicts = []
+        for side, name in (("f", "favoured"), ("o", "opposed")):
+            id_ = f"table4.control_endpoints.{name}"
+            pair = (r[f"ctl_end_a_{side}"], r[f"ctl_end_v_{side}"])
+            label = f"shared_representation.{id_} {m}/heads"
+            j = b._judge(pair, tol, "<", True, b.measure_of(id_, PAPER_VALUE["endpoints"]), label)
+            verdicts.append(j.verdict)
+        out[m] = all(v == "HELD" for v in verdicts)
     return out
 
 
