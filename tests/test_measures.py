@@ -29,12 +29,6 @@ KNOWN_MISSES = {
     "every_cell at 40 seeds x 6 cells, normal: MISS: held-at-boundary",
     "median_threshold (published) on beta_grid: finding:char_transformer:lag_substantial:"
     "beta2>beta1 [memory/norm]: MISS: held-at-boundary",
-    # A real failure, left to the rebuild of shared_representation (issue 44): its stored
-    # values are heavily tied, the sign test assumes a continuous distribution, and the median
-    # band says NOT HELD 27% of the time on a claim true by 0.5 spread. The finding is published
-    # under the old rules (its other readings were never stored).
-    "median_band (declared) on shared_representation: shared_representation.table4."
-    "control_reset [primary (name not recorded)]: MISS: false-not-held, not-held-at-boundary",
 }
 """Barred rows of the committed audit that miss a bar, each with why (none may be added)."""
 

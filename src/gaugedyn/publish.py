@@ -331,7 +331,8 @@ def prepare_run(run: Path, root: Path) -> tuple[dict, dict[Path, bytes]]:
     files adding it writes: ``results-data/<experiment>/summary.json`` and its PNG figures under
     ``docs/figures/<experiment>/``. Nothing is written."""
     path = Path(run) / "summary.json"
-    summary = read_run(run, root)
+    # as it will be read back (keys sorted): a table rendered now equals one rendered later
+    summary = json.loads(json.dumps(read_run(run, root), sort_keys=True))
     finished = datetime.fromtimestamp(path.stat().st_mtime, UTC)
     if not (summary.get("rejudged") and summary.get("published")):  # a re-judged run keeps
         summary["published"] = {  # the record of the run it re-judges
