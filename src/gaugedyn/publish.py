@@ -247,7 +247,7 @@ def extension_of(summary: dict) -> str | None:
     """The declared extension (:attr:`gaugedyn.harness.Experiment.extensions`) a run is: its
     ``--set`` overrides are exactly that extension's settings (values compared as parsed);
     ``None`` for any other run."""
-    from .harness._config import parse_override
+    from .harness import parse_override
 
     command = summary.get("command") or {}
     overrides = command.get("overrides") or []
