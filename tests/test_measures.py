@@ -128,3 +128,16 @@ def test_every_protocol_states_its_declared_measures():
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
     assert tool.main(["--check"]) == 0
+
+
+@pytest.mark.parametrize("rule", ["every_cell_median", "every_cell", "median_threshold"])
+def test_a_reading_judged_on_no_seeds_has_nothing_to_audit(rule):
+    """A reading judged on no seeds is stored as ``[]`` (JSON keeps no ``(0, cells)`` shape):
+    the audit's plan has nothing of it to simulate, for cell rules as for the others."""
+    assert ap._shape_of(stats.RULES[rule], []) is None
+    assert (
+        ap._shape_of(
+            stats.RULES[rule], [[1.0, 2.0], [3.0, 4.0]] if stats.RULES[rule].cells else [1.0, 2.0]
+        )
+        is not None
+    )

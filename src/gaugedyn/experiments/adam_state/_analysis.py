@@ -1,18 +1,18 @@
 """Findings and measurements of ``shared_representation`` from its stored results.
 
 Every finding's criterion is the paper's pre-specified one and is fixed here before any run;
-its verdict comes from the rule of the catalogue (:data:`gaugedyn.stats.RULES`) that its declared
-measure chooses (:data:`._protocol.FINDING_MEASURES`) on the per-seed values (a seed's value is
+its verdict comes from the rule of the catalogue (`gaugedyn.stats.RULES`) that its declared
+measure chooses (`._protocol.FINDING_MEASURES`) on the per-seed values (a seed's value is
 its mean over the mirrored directions): a contrast claimed above or below a threshold (``> 0.05``,
 ``> 0``, ``< 0``) by the paired rule of its kind (``paired_median`` for a measure of any shape,
 ``paired_difference`` for a symmetric one), a contrast claimed inside ``+-m`` (reset, exchange
 ``m``, heads, endpoints; the weight-history control's ``+-0.01``) by the band rule of its kind
 (``median_band``, ``equivalence``).
 
-Every finding is judged under every *reading* (:func:`gaugedyn.harness.judged`): each
-acquisition meaning with its own chosen set-up (:func:`._stages.reading_picks`: per-sample label
+Every finding is judged under every *reading* (`gaugedyn.harness.judged()`): each
+acquisition meaning with its own chosen set-up (`._stages.reading_picks()`: per-sample label
 observation and per-step label masking both qualify in the declared family), and, where the
-finding reads specialization, both readouts (:data:`._model.READOUTS`: the heads and a linear
+finding reads specialization, both readouts (`._model.READOUTS`: the heads and a linear
 probe on the representation); a reading is named ``{meaning}/{readout}`` (``rate/heads``), the
 whole family's choice with the heads primary. The verdict is "depends on the reading" when the
 readings disagree; ``tolerance.by_acquisition`` gives each meaning's own verdict (its readouts
@@ -20,14 +20,14 @@ combined). The weight-history control's findings are judged only under the meani
 endpoints are matched to the constant route's (both ``r_f`` and ``r_o`` by the heads, inside
 ``+-tolerance`` by ``equivalence``). Table 2's and the switching findings are also judged at
 every declared pulse strength (``tolerance.by_strength``: the dose-response).
-Every table is judged on its own confirmatory seeds (:data:`._protocol.TABLES`). When the
+Every table is judged on its own confirmatory seeds (`._protocol.TABLES`). When the
 calibration found no candidate with every defining property, each finding is UNRESOLVED with
 that reason (its numbers are still reported), never judged on a set-up without them.
 
-``paper_value`` is the paper's estimate of the same difference (:data:`._protocol.PAPER_VALUE`,
-from the numbers in :data:`._protocol.PAPER`); a finding's ``power`` is its rule's probability of HELD there for the
+``paper_value`` is the paper's estimate of the same difference (`._protocol.PAPER_VALUE`,
+from the numbers in `._protocol.PAPER`); a finding's ``power`` is its rule's probability of HELD there for the
 seeds used. Measurements (the paper gives them no decision rule) keep their paired
-seed-bootstrap intervals (:func:`gaugedyn.stats.mean_difference_ci`).
+seed-bootstrap intervals (`gaugedyn.stats.mean_difference_ci()`).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from ._stages import reading_picks
 
 SUFFIX = {"heads": "", "probe": "_probe"}
 SEP = "|"
-"""Result names of a reading's arrays: ``{meaning}|{name}`` (:meth:`SharedRepresentation._run`)."""
+"""Result names of a reading's arrays: ``{meaning}|{name}`` (`SharedRepresentation._run()`)."""
 
 
 def split_readings(results: dict) -> dict[str, dict]:
@@ -66,7 +66,7 @@ def _seedwise(x) -> np.ndarray:
 
 def by_acquisition(js: dict) -> dict[str, str]:
     """Each acquisition meaning's own verdict: its readings (``{meaning}/{readout}``, or the
-    meaning alone for a readout-free finding) combined (:func:`gaugedyn.stats.combine_readings`)."""
+    meaning alone for a readout-free finding) combined (`gaugedyn.stats.combine_readings()`)."""
     groups: dict[str, dict] = {}
     for name, j in js.items():
         groups.setdefault(name.partition("/")[0], {})[name] = j
@@ -133,7 +133,7 @@ class Builder:
 
     @staticmethod
     def measure_of(id_: str, paper_value: float | None = None) -> stats.Measure:
-        """The declared measure of finding ``id_`` (:data:`._protocol.FINDING_MEASURES`), its
+        """The declared measure of finding ``id_`` (`._protocol.FINDING_MEASURES`), its
         power placed at ``paper_value`` where the paper gives one."""
         return stats.measure_of(FINDING_MEASURES, f"shared_representation.{id_}").at(paper_value)
 
@@ -162,7 +162,7 @@ class Builder:
     ) -> None:
         """A finding on per-seed ``pairs = {reading: (x, y)}`` (the first reading primary):
         ``x - y`` inside ``(-thr, thr)`` (``equivalence``), else ``x - y`` against ``thr``, by
-        the rule its declared measure chooses (:data:`._protocol.FINDING_MEASURES`); every
+        the rule its declared measure chooses (`._protocol.FINDING_MEASURES`); every
         reading judged by the same rule. ``unresolved`` (or the run's own reason) leaves it
         UNRESOLVED with that reason; ``extra`` goes into ``tolerance``, beside each acquisition
         meaning's own verdict (``by_acquisition``)."""
@@ -233,7 +233,7 @@ class Builder:
         unresolved: str = "",
         extra: dict | None = None,
     ) -> None:
-        """:meth:`add` on the contrast of ``key`` (or its change from ``other``), read by the
+        """`add()` on the contrast of ``key`` (or its change from ``other``), read by the
         heads and by the probe under every acquisition reading (or ``meanings``)."""
         name = key if other is None else f"{key}-{other}"
         pairs = self.readings(lambda r, ro: self.pair(key, other, ro, r), meanings)

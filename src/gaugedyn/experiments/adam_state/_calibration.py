@@ -1,13 +1,13 @@
 """The stored calibration of ``shared_representation``: a quick run previews the full one.
 
-The calibration stage searches the candidate family (:func:`._stages.family`) for one set-up
+The calibration stage searches the candidate family (`._stages.family()`) for one set-up
 (a candidate and the update route's loss weight ``w*``) by its defining properties only. A quick configuration has fewer
 calibration seeds, so its own search can choose a different set-up, and then its verdicts are
 about another experiment. So the full configuration's choice is stored as data, in
-``calibration.json`` beside this module, written by :func:`write` (``python -m
+``calibration.json`` beside this module, written by `write()` (``python -m
 gaugedyn.experiments.adam_state._calibration simulations/shared_representation.toml``) with the
 command, the date and the settings it was made under; every run with ``setup = "search"``
-whose set-up settings (:data:`SETUP_KEYS`: everything but the seed counts, the horizon and the
+whose set-up settings (`SETUP_KEYS`: everything but the seed counts, the horizon and the
 record interval) equal the stored ones reuses that choice, and says so. A run recalibrates
 instead when asked (``recalibrate = true``), or when its settings differ from the stored ones
 (an extension such as ``--set beta2=0.9`` defines another set-up family; the record names the
@@ -15,12 +15,12 @@ keys that differ). A run that narrows the family (``--set d_Z=3``, ``--set acqui
 with every other set-up setting equal reuses the stored rows of the candidates it keeps and
 applies the same choice rule to them (source ``"stored subset"``), and says so.
 
-The calibration's seed (:func:`calibration_seed`) is derived from the root seed and the set-up
+The calibration's seed (`calibration_seed()`) is derived from the root seed and the set-up
 settings alone (with the calibration seed count), never from settings the calibration does not
 read (the confirmatory seed count, the horizon, the margins): a run with ``recalibrate = true``
 and the stored file's settings calibrates from the stored file's seed, at any seed count of the
 confirmatory stage. The stored file records the seed, the command, the date and the code's
-commit; :func:`reproduce` reruns a record's calibration and says whether every number agrees.
+commit; `reproduce()` reruns a record's calibration and says whether every number agrees.
 """
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ SEED_LABEL = "shared_representation calibration"
 
 
 def calibration_seed(config: dict, keys, root: int):
-    """The calibration's seed: :func:`gaugedyn._meta.task_seed` of the root seed, the label
-    :data:`SEED_LABEL`, the set-up settings ``keys`` and the calibration seed count of
+    """The calibration's seed: `gaugedyn._meta.task_seed()` of the root seed, the label
+    `SEED_LABEL`, the set-up settings ``keys`` and the calibration seed count of
     ``config`` (nothing else, so no setting the calibration does not read changes it)."""
     from ..._meta import task_seed
 
@@ -73,7 +73,7 @@ def seed_record(seed) -> dict:
 
 
 def setup_keys(params: dict) -> tuple[str, ...]:
-    """The parameters that define the set-up family (every declared one but :data:`NOT_SETUP`)."""
+    """The parameters that define the set-up family (every declared one but `NOT_SETUP`)."""
     return tuple(k for k in params if k not in NOT_SETUP)
 
 
@@ -257,7 +257,7 @@ RECORD_KEYS = ("choice", "measured", "w_star", "strength", "rule", "readings", "
 
 def reproduce(record: dict, workers: int = 1) -> list[str]:
     """Rerun the calibration of ``record`` (its settings, calibration seed count and stored
-    seed) and return the keys of :data:`RECORD_KEYS` whose values differ (empty: reproduced bit
+    seed) and return the keys of `RECORD_KEYS` whose values differ (empty: reproduced bit
     for bit; floats compared exactly through their JSON text)."""
     import numpy as np
 

@@ -10,11 +10,11 @@ the criterion is satisfied; ``N``: an interval establishes failure; ``?``: unres
   (``table4.own`` and ``table4.exchange_v``, Table 4's seeds; a sign criterion);
 - **reset equivalence**: the reset contrast inside ``+-0.02`` (``table2.reset.combined``).
 
-Each extension (:data:`EXTENSIONS`) is the declared experiment with one set-up setting changed,
+Each extension (`EXTENSIONS`) is the declared experiment with one set-up setting changed,
 run with the same protocol (``gaugedyn run simulations/shared_representation.toml --set ...``:
-another set-up family, so it calibrates its own choice); :func:`criteria` reads the four letters
-of each acquisition reading from the run's findings, and :func:`table` sets them beside the
-paper's (:data:`PAPER_TABLE3`).
+another set-up family, so it calibrates its own choice); `criteria()` reads the four letters
+of each acquisition reading from the run's findings, and `table()` sets them beside the
+paper's (`PAPER_TABLE3`).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ PAPER_TABLE3: dict[str, str | None] = {
     "beta2 = 0.99": "YYYY",
     "formation 1500": None,
 }
-"""The paper's letters per setting, in :data:`CRITERIA`'s order (``None``: not in Table 3)."""
+"""The paper's letters per setting, in `CRITERIA`'s order (``None``: not in Table 3)."""
 
 _LETTER = {"HELD": "Y", "NOT HELD": "N"}
 
@@ -68,7 +68,7 @@ def _letters(verdicts: list[str]) -> str:
 
 
 def criteria(claims: list[Mapping]) -> dict[str, dict[str, str]]:
-    """Per acquisition reading of a run, the letter of each criterion of :data:`CRITERIA`
+    """Per acquisition reading of a run, the letter of each criterion of `CRITERIA`
     (from the findings' ``tolerance.by_acquisition``; a finding missing from the run: ``?``)."""
     found = {
         str(c["id"]).removeprefix("shared_representation."): c

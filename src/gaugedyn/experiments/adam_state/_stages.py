@@ -2,23 +2,23 @@ r"""The two stages of ``shared_representation``: calibration over the candidate 
 confirmatory measurement of every table on its own seeds.
 
 Calibration seeds and each table's confirmatory seeds come from different streams of the task's
-seed (labels ``"calibration"`` and ``("confirm", table)``, :func:`gaugedyn.stats.generator`), so
+seed (labels ``"calibration"`` and ``("confirm", table)``, `gaugedyn.stats.generator()`), so
 no confirmatory network is ever seen by the choice and no two tables share a seed.
 
-The family (:func:`family`) crosses what *acquisition* means (input gain; label-observation rate
+The family (`family()`) crosses what *acquisition* means (input gain; label-observation rate
 per sample; per step), the representation's capacity ``d_Z``, the learning rate and the
 evaluation distribution (``own``/``common``; the two coincide unless acquisition means input
 gain, so only ``common`` is kept there). A candidate is chosen **only by its defining
-properties** (:func:`properties`), measured on calibration seeds: matched endpoints, real
+properties** (`properties()`), measured on calibration seeds: matched endpoints, real
 specialization (read by the probe, in both routes) and conflicting task gradients (``-C/S`` of
 the acquisition route). No outcome a table reports enters the choice. The choice is made once
-over the whole family and once per acquisition meaning (:func:`choose_readings`): every meaning
+over the whole family and once per acquisition meaning (`choose_readings()`): every meaning
 with a chosen candidate is a *reading* of the protocol, measured on the same confirmatory seeds.
 
-The pulse is a declared dose (:data:`._protocol.STRENGTHS`): every strength is run on Table 2's
+The pulse is a declared dose (`._protocol.STRENGTHS`): every strength is run on Table 2's
 seeds; the primary strength of a candidate is the one whose combined pulse removes the declared
-fraction :data:`._protocol.DOSE_FRACTION` of the update-formed route's specialization on the
-calibration seeds (:func:`primary_strength`), a property of the pulse, not a finding's outcome.
+fraction `._protocol.DOSE_FRACTION` of the update-formed route's specialization on the
+calibration seeds (`primary_strength()`), a property of the pulse, not a finding's outcome.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def with_candidate(hp: dict, cand: dict, strength: str = "mild") -> dict:
 
 def primary_strength(fractions: dict[str, float]) -> str:
     """The declared strength whose specialization-lost fraction is closest to
-    :data:`._protocol.DOSE_FRACTION` (ties: the weaker, the declared order)."""
+    `._protocol.DOSE_FRACTION` (ties: the weaker, the declared order)."""
     names = [k for k in STRENGTHS if k in fractions]
     return min(names, key=lambda k: (abs(fractions[k] - DOSE_FRACTION), names.index(k)))
 
@@ -167,7 +167,7 @@ def calibrate(
     """Every candidate on the calibration seeds: ``w*`` by the endpoint mismatch (the largest
     route difference of mean ``r_f``, ``r_o`` by the heads) over ``w_grid``; at ``w*`` the
     endpoint intervals, each route's mean specialization by both readouts and each route's
-    ``-C/S``; then :func:`properties` and :func:`choose`. One formation serves every candidate
+    ``-C/S``; then `properties()` and `choose()`. One formation serves every candidate
     that shares its meaning, ``d_Z`` and learning rate; the formations are independent (each
     from the same calibration stream), so ``map_`` may run them in worker processes with the
     same result."""
@@ -186,7 +186,7 @@ def calibrate(
 
 
 def _calibrate_group(job: tuple) -> list[dict]:
-    """The calibration rows of the candidates sharing one formation (see :func:`calibrate`)."""
+    """The calibration rows of the candidates sharing one formation (see `calibrate()`)."""
     hp, seed, members = job
     S, grid, K = hp["calibration_seeds"], hp["w_grid"], hp["targets"]
     rows = []
@@ -271,7 +271,7 @@ def choose(rows: list[dict]) -> dict:
 
 
 def choose_readings(rows: list[dict]) -> dict[str, dict]:
-    """The rule of :func:`choose` applied to each acquisition meaning's rows alone (in the
+    """The rule of `choose()` applied to each acquisition meaning's rows alone (in the
     family's order): ``{meaning: choice}``. Every meaning whose choice is not ``None`` is a
     reading of the protocol."""
     meanings = list(dict.fromkeys(r["acquisition"] for r in rows))
@@ -280,7 +280,7 @@ def choose_readings(rows: list[dict]) -> dict[str, dict]:
 
 def reading_picks(cal: dict) -> dict[str, dict]:
     """The set-ups a run measures, primary first: with a choice, every acquisition meaning
-    with its own chosen candidate (:func:`choose_readings`; the whole family's choice's
+    with its own chosen candidate (`choose_readings()`; the whole family's choice's
     meaning primary); without one, the closest candidate only (its findings unresolved).
     Each value has ``measured``, ``w_star`` and ``strength``."""
     rows = cal["candidates"]
@@ -330,9 +330,9 @@ def _endpoint_arrays(out: dict, prefix: str, view: sp.Pulse, routes: dict[str, s
 
 
 def dose_response(hp: dict, pulse: sp.Pulse, A: sm.Cohort, U: sm.Cohort) -> tuple[dict, dict]:
-    """Every declared strength (:data:`._protocol.STRENGTHS`) x pulse kind x (inherited state,
+    """Every declared strength (`._protocol.STRENGTHS`) x pulse kind x (inherited state,
     reset) on the same routes and pulse batches: arrays ``dose_{strength}_{kind}_{own|reset}``
-    (per readout, as :func:`_put` stores them) and the toolkit's records."""
+    (per readout, as `_put()` stores them) and the toolkit's records."""
     out: dict = {}
     records: dict = {}
     for strength, values in STRENGTHS.items():
@@ -357,7 +357,7 @@ def confirm(
     """Every table on its own ``hp["seeds"]`` confirmatory seeds with the candidate, ``w*`` and
     the primary pulse ``strength``: per-seed arrays (``[S, K]``: seed x direction) keyed by
     table and condition, by both readouts. Table 2's seeds also carry the dose-response
-    (:func:`dose_response`: every declared strength; Table 2's keys are the primary strength's),
+    (`dose_response()`: every declared strength; Table 2's keys are the primary strength's),
     Table 4's the weight-history control's endpoints beside the constant route's
     (``ctl_end_{a|v}_{f|o}``)."""
     hpc = with_candidate(hp, cand, strength)
