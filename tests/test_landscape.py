@@ -293,6 +293,98 @@ def test_coinciding_relu_units_add_one_mode_each():
     assert point.modes["coinciding"] == 1 and point.residual["coinciding"] < 1e-8
 
 
+def _near_coinciding(tilt=2e-6, a_small=1e-5):
+    """A ReLU saddle of two teachers (cosine 0.24, ``b = 1``) whose one unit, ``-(v_1 +
+    v_2)`` refined, is split in two along its direction, the part of small coefficient
+    ``a_small`` tilted by ``tilt`` out of the teachers' plane (as at the catalogue's ReLU
+    ``K = 2`` entry 4 before the fix). The tilt moves the gradient by about ``a_small`` times
+    ``tilt``, below ``tol``, so Newton's method stops at once, with the units ``tilt`` apart:
+    more than ``coincide_tol``."""
+    V = np.zeros((2, 6))
+    V[0, 0] = 1.0
+    V[1, :2] = [0.24, np.sqrt(1 - 0.24**2)]
+    one = critical_point(
+        Problem(a=np.array([0.05]), W=-2.0 * (V[:1] + V[1:]), b=np.ones(2), V=V, activation="relu")
+    )
+    assert one.success and one.index >= 1
+    w = one.problem.W[0]
+    rho, u = one.problem.a[0] * np.linalg.norm(w), w / np.linalg.norm(w)
+    W = np.array([0.74 * (np.cos(tilt) * u + np.sin(tilt) * np.eye(6)[2]), 4.28 * u])
+    a = np.array([a_small, (rho - 0.74 * a_small) / 4.28])
+    return Problem(a=a, W=W, b=np.ones(2), V=V, activation="relu")
+
+
+def test_a_small_unit_off_a_coinciding_direction_is_snapped():
+    """A converged point whose unit of small coefficient lies a little off the others'
+    direction (within ``snap``, beyond ``coincide_tol``) is moved onto the exact coincidence
+    when that is at least as critical (no larger gradient): the two units are one group and
+    the zero modes are the symmetries' three (two rescalings and the redistribution). With
+    ``snap=0`` the point stays where Newton stopped, its redistribution is a zero eigenvalue
+    that the coincidence test (sines above ``coincide_tol``) does not predict: the failure
+    the fix removes."""
+    pr = _near_coinciding()
+    kept = critical_point(pr, snap=0.0)
+    assert kept.success and kept.units["coinciding"] == []
+    assert kept.modes["measured"] == 3 and kept.modes["predicted"] == 2
+    point = critical_point(pr)
+    assert point.success and point.units["coinciding"] == [[0, 1]]
+    assert point.settings["snapped"] == [[0, 1]]
+    assert point.modes["measured"] == point.modes["predicted"] == 3
+    # the redistribution meets the null space to |grad| over the small unit's O(a_small)
+    # eigenvalues (about 1e-6 of the largest): 1e-5, not round-off
+    assert abs(point.loss - kept.loss) < 1e-14 and max(point.residual.values()) < 1e-4
+
+
+def test_a_nearly_dead_unit_is_made_dead():
+    """A unit the count calls dead (``rho = 2e-7``, below ``coincide_tol``) a little off an
+    active unit's direction at a saddle: with ``snap=0`` its block's eigenvalues, of order its
+    coefficient (``1e-8`` of the largest), are neither zero at the threshold nor the free
+    weights the count predicts (3 against 5); made exactly dead (``a = 0``, its coefficient
+    handed to the active unit, its direction the active unit's), which is at least as
+    critical, its weights are free and the count is the symmetries' (``d + 2``)."""
+    pr = _near_coinciding(tilt=2e-7, a_small=3e-7)
+    kept = critical_point(pr, snap=0.0)
+    assert kept.success and kept.units["dead"] == [0]
+    assert kept.modes["measured"] == 3 and kept.modes["predicted"] == 5
+    point = critical_point(pr)
+    d = point.params.coords
+    assert point.success and point.settings["zeroed"] == [0] and point.problem.a[0] == 0.0
+    assert point.modes["measured"] == point.modes["predicted"] == d + 2
+    assert abs(point.loss - kept.loss) < 1e-14 and max(point.residual.values()) < 1e-8
+
+
+def test_distinct_nearby_units_are_not_snapped():
+    """Two ReLU teachers 2% apart with the student on them (the global minimum): the units lie
+    within ``snap`` of coinciding, but their exact coincidence is not critical, so they stay
+    two units with two rescaling zero modes and loss 0."""
+    V = np.zeros((2, 6))
+    V[0, 0] = 1.0
+    V[1, :2] = [np.cos(0.02), np.sin(0.02)]
+    pr = Problem(a=np.ones(2), W=V.copy(), b=np.ones(2), V=V, activation="relu")
+    point = critical_point(pr)
+    assert point.success and point.settings["snapped"] == [] and point.units["coinciding"] == []
+    assert abs(point.loss) < 1e-14
+    assert point.modes["measured"] == point.modes["predicted"] == point.modes["gauge"] == 2
+
+
+def test_a_dead_unit_along_an_active_one_adds_the_redistribution():
+    """A dead ReLU unit (``a_0 = 0``) along the direction of an active unit at the global
+    minimum: its weights are free (``d`` directions: its correlation's gradient is the active
+    unit's, zero), the active unit has its rescaling, and trading the dead unit's coefficient
+    against the active unit's leaves the function unchanged: ``d + 2`` zero modes, all
+    predicted (``dead_coinciding`` names the pair)."""
+    V = np.eye(6)[:1]
+    W = np.zeros((2, 6))
+    W[0, 0], W[1, 0] = 0.5, 1.0
+    pr = Problem(a=np.array([0.0, 1.0]), W=W, b=np.ones(1), V=V, activation="relu")
+    point = critical_point(pr)
+    d = point.params.coords
+    assert point.success and point.units["dead"] == [0]
+    assert point.units["dead_coinciding"] == [[0, 1]]
+    assert point.modes["measured"] == point.modes["predicted"] == d + 2
+    assert point.modes["coinciding"] == 1 and point.residual["coinciding"] < 1e-8
+
+
 def test_erf_has_no_gauge_zero_modes():
     """erf is not homogeneous: no rescaling directions are predicted, and the rescaling
     generators are far from the null space (the test feeds them in as if they were)."""

@@ -32,6 +32,9 @@ flow ``d delta/dt = -H delta`` along them, and its null space (``|lambda| <= zer
   per active unit (``rho_i != 0``);
 - coinciding units: ``m`` active units along one direction (homogeneous ``g``) or with one
   weight vector (any ``g``) form one function of their summed coefficient, ``m - 1`` more;
+  so does a dead unit along an active unit's direction (its coefficient traded with the
+  active unit's: the function is unchanged, and its correlation's gradient is the active
+  unit's, zero), one more per such dead unit;
 - a dead unit (``rho_i = 0``): its weights move freely on ``E[(f - f*) g(w_i . x)] = 0``
   (``d - 1`` directions, ``d`` if that correlation's gradient vanishes).
 
@@ -458,32 +461,25 @@ def _parity(activation) -> int:
     return -1 if activation_of(activation).name in ODD_ACTIVATIONS else 0
 
 
-def _groups(a, W, b, V, activation, tol: float):
+def _groups(a, W, b, V, activation, tol: float, near: float | None = None):
     """``(active, dead, collapsed, groups, sign)``: active units; dead units
     (``|rho_i| <= tol max_n |b_n| |v_n|`` for homogeneous ``g``, ``|a_i| <= tol max_n |b_n|``
     otherwise); collapsed units (``|w_i| <= tol max_n |v_n|``, where the model is singular);
-    groups of coinciding active units (one direction for homogeneous ``g``, one weight vector
-    otherwise; for odd ``g`` also the opposite one) and each unit's sign ``sigma_i`` relative
-    to its group's first unit (``a_i g(w_i . x) = sigma_i a_i |w_i| / |w_0| g(w_0 . x)``)."""
-    homogeneous = activation_of(activation).homogeneous
-    odd = _parity(activation) == -1
+    groups of active units coinciding to ``near`` (default ``tol``; one direction for
+    homogeneous ``g``, one weight vector otherwise; for odd ``g`` also the opposite one) and
+    each unit's sign ``sigma_i`` relative to its group's first unit (``a_i g(w_i . x) =
+    sigma_i a_i |w_i| / |w_0| g(w_0 . x)``)."""
+    near = tol if near is None else near
     n = np.linalg.norm(W, axis=1)
     vmax = float(np.max(np.linalg.norm(V, axis=1)))
-    if homogeneous:
+    if activation_of(activation).homogeneous:
         size, scale = np.abs(a) * n, np.max(np.abs(b) * np.linalg.norm(V, axis=1))
     else:
         size, scale = np.abs(a), np.max(np.abs(b))
     collapsed = [i for i in range(a.size) if n[i] <= tol * vmax]
     active = [i for i in range(a.size) if size[i] > tol * scale and i not in collapsed]
     dead = [i for i in range(a.size) if i not in active and i not in collapsed]
-    if homogeneous:
-        sin = pair_sines(W, W) / np.outer(n, n)
-        dot = W @ W.T
-        same, flip = (sin <= tol) & (dot > 0), (sin <= tol) & (dot < 0) & odd
-    else:
-        big = tol * np.maximum.outer(n, n)
-        same = np.linalg.norm(W[:, None] - W[None], axis=-1) <= big
-        flip = (np.linalg.norm(W[:, None] + W[None], axis=-1) <= big) & odd
+    same, flip = _coincide(W, activation, near)
     groups: list[list[int]] = []
     sign = np.ones(a.size)
     for i in active:
@@ -497,6 +493,35 @@ def _groups(a, W, b, V, activation, tol: float):
     return active, dead, collapsed, [g for g in groups if len(g) > 1], sign
 
 
+def _coincide(W, activation, tol: float):
+    """``(same, flip)``: pairs of units with one direction (homogeneous ``g``: pair sines at
+    most ``tol``) or one weight vector (relatively, to ``tol``), and, for odd ``g``, pairs with
+    opposite ones."""
+    odd = _parity(activation) == -1
+    n = np.linalg.norm(W, axis=1)
+    if activation_of(activation).homogeneous:
+        sin = pair_sines(W, W) / np.maximum(np.outer(n, n), 1e-300)
+        dot = W @ W.T
+        return (sin <= tol) & (dot > 0), (sin <= tol) & (dot < 0) & odd
+    big = tol * np.maximum.outer(n, n)
+    same = np.linalg.norm(W[:, None] - W[None], axis=-1) <= big
+    flip = (np.linalg.norm(W[:, None] + W[None], axis=-1) <= big) & odd
+    return same, flip
+
+
+def _dead_pairs(W, activation, active, dead, tol: float) -> list:
+    """``[(i, j, sigma)]``: each dead unit ``i`` coinciding (`_coincide()`) with an active
+    unit ``j`` (the first), with its sign relative to ``j``."""
+    same, flip = _coincide(W, activation, tol)
+    out = []
+    for i in dead:
+        for j in active:
+            if same[i, j] or flip[i, j]:
+                out.append((int(i), int(j), 1.0 if same[i, j] else -1.0))
+                break
+    return out
+
+
 def _orthonormal(X, tol: float):
     """An orthonormal basis of the columns of ``X`` (rank-revealing SVD)."""
     if X.shape[1] == 0:
@@ -505,11 +530,15 @@ def _orthonormal(X, tol: float):
     return U[:, s > tol * max(float(s[0]), 1e-300)]
 
 
-def _directions(a, W, V, Hw, homogeneous: bool, tol: float, groups, sign, dead, collapsed) -> dict:
+def _directions(
+    a, W, V, Hw, homogeneous: bool, tol: float, groups, sign, dead, collapsed, pairs=()
+) -> dict:
     """Tangent vectors ``(da, dW)`` (columns, in the weights' coordinates) of the symmetries
     that leave the loss unchanged (module docstring): ``rotation``, ``gauge``, ``coinciding``
-    and ``dead`` (a unit with ``rho_i = 0``: its ``w_i`` moves freely within
-    ``E[(f - f*) g(w_i . x)] = 0``, whose normal is the Hessian's ``(a_i, w_i)`` block)."""
+    (also a dead unit's coefficient traded with the active unit it coincides with, ``pairs``
+    of `_dead_pairs()`) and ``dead`` (a unit with ``rho_i = 0``: its ``w_i`` moves freely
+    within ``E[(f - f*) g(w_i . x)] = 0``, whose normal is the Hessian's ``(a_i, w_i)``
+    block)."""
     K, d = W.shape
 
     def vec(i=None, da=0.0, dw=None, dW=None):
@@ -541,6 +570,10 @@ def _directions(a, W, V, Hw, homogeneous: bool, tol: float, groups, sign, dead, 
             v = vec(g[0], 1.0 / norms[g[0]] if homogeneous else 1.0)
             v[j] = -sign[j] / norms[j] if homogeneous else -sign[j]
             cols["coinciding"].append(v)
+    for i, j, sg in pairs:
+        v = vec(j, 1.0 / norms[j] if homogeneous else 1.0)
+        v[i] = -sg / norms[i] if homogeneous else -sg
+        cols["coinciding"].append(v)
     for i in dead:
         normal = Hw[i, K + i * d : K + (i + 1) * d]
         free = np.linalg.svd(normal[None, :], full_matrices=True)[2]
@@ -575,7 +608,8 @@ def _modes(y, p: FlowParams, H, null, measured: int, tol: float):
         a, W, V = _coords(y, p)
         Hw = H
     active, dead, collapsed, groups, sign = _groups(a, W, p.b, V, p.activation, tol)
-    dirs = _directions(a, W, V, Hw, homogeneous, tol, groups, sign, dead, collapsed)
+    pairs = _dead_pairs(W, p.activation, active, dead, tol)
+    dirs = _directions(a, W, V, Hw, homogeneous, tol, groups, sign, dead, collapsed, pairs)
     if p.formulation == "order-parameters":
         dirs = {k: _to_order_parameters(X, W, V) for k, X in dirs.items()}
         dirs["rotation"] = dirs["rotation"][:, :0]
@@ -596,7 +630,13 @@ def _modes(y, p: FlowParams, H, null, measured: int, tol: float):
         "predicted": predicted,
         "unexplained": measured - predicted,
     }
-    units = {"active": active, "dead": dead, "collapsed": collapsed, "coinciding": groups}
+    units = {
+        "active": active,
+        "dead": dead,
+        "collapsed": collapsed,
+        "coinciding": groups,
+        "dead_coinciding": [[i, j] for i, j, _ in pairs],
+    }
     gauge = _orthonormal(dirs["gauge"], 1e-8)
     return modes, units, gauge, residual
 
@@ -633,14 +673,27 @@ def critical_point(
     ``coincide_tol``: see `SETTINGS` and the module docstring. ``singular_cutoff`` bounds
     the ReLU second derivatives of aligned pairs (`gradient_jvp()`).
 
-    ``snap``: when the iteration stops short of ``tol`` and some active units lie within
-    ``snap`` (relatively) of coinciding, they are made to coincide exactly (one direction,
-    each unit's norm kept, for homogeneous ``g``; their mean weight vector otherwise) and the
-    iteration restarts there; the better of the two results is kept (``settings["snapped"]``
-    names the groups). Coinciding units split along directions that are flat to fourth order
+    ``snap``: when some active units lie within ``snap`` (relatively) of coinciding, they are
+    made to coincide exactly (`_snap()`: one direction, each unit's norm kept, for
+    homogeneous ``g``; one weight vector otherwise; both weighted by the coefficients). When
+    the iteration stopped short of ``tol`` it restarts there and the better of the two results
+    is kept; when it converged, the exact coincidence is kept if it is at least as critical
+    (``|dL/dtheta|`` there at most the converged point's), and refined from there.
+    ``settings["snapped"]`` names the groups. Likewise a converged point's units that the zero-mode count calls dead
+    (``rho_i`` or ``a_i`` within ``coincide_tol`` of zero, `SETTINGS`) are made exactly
+    dead when that is at least as critical (`_zero_dead()`: ``a_i = 0``, and a unit within
+    ``snap`` of an active unit's direction takes it and hands it its coefficient;
+    ``settings["zeroed"]``), so that the spectrum is measured on the stratum the count
+    assumes. Coinciding units split along directions that are flat to fourth order
     (for erf ``g'' = -z g'`` makes the splitting curvature vanish at a critical point), where
     Newton's method crawls; exact coincidence is an invariant set of the flow for units of one
-    coefficient, and the symmetric saddles of the plateaus lie on it. ``0`` never snaps.
+    coefficient, and the symmetric saddles of the plateaus lie on it. A unit of small
+    coefficient ``a_i`` is held to its direction only by a gradient of order ``|a_i|`` times
+    its misalignment, so ``|dL/dtheta| <= tol`` leaves its direction uncertain by about
+    ``tol / |a_i|``: Newton's method can stop with it a few ``1e-6`` off the others' direction,
+    at a point whose spectrum is neither the coincident one nor a distinct unit's, while the
+    exact coincidence there is the better critical point (the landscape docs page's zero-mode
+    section). ``0`` never snaps.
     """
     zero_tol = SETTINGS["zero_tol"].accept(zero_tol)
     coincide_tol = SETTINGS["coincide_tol"].accept(coincide_tol)
@@ -653,11 +706,13 @@ def critical_point(
 
     fp = fixed_point(fun, y0, jac=True, tol=tol, max_iter=max_iter)
     snapped: list = []
-    if not fp.success and snap > 0 and p.formulation != "order-parameters":
-        y1, snapped = _snap(fp.y, p, snap)
+    if snap > 0 and p.formulation != "order-parameters":
+        y1, snapped = _snap(fp.y, p, snap, coincide_tol)
+        if snapped and fp.success and np.linalg.norm(fun(y1)[0]) > fp.norm:
+            snapped = []  # their exact coincidence is less critical: the units are distinct
         if snapped:
             fp1 = fixed_point(fun, y1, jac=True, tol=tol, max_iter=max_iter)
-            if fp1.norm < fp.norm:
+            if fp1.success or fp1.norm < fp.norm:
                 fp = dataclasses.replace(
                     fp1,
                     nit=fp.nit + fp1.nit,
@@ -666,6 +721,16 @@ def critical_point(
                 )
             else:
                 snapped = []
+    zeroed: list = []
+    if snap > 0 and p.formulation != "order-parameters" and fp.success:
+        y2, zeroed = _zero_dead(fp.y, p, snap, coincide_tol)
+        if zeroed and np.linalg.norm(fun(y2)[0]) <= fp.norm:
+            fp2 = fixed_point(fun, y2, jac=True, tol=tol, max_iter=max_iter)
+            fp = dataclasses.replace(
+                fp2, nit=fp.nit + fp2.nit, nfev=fp.nfev + fp2.nfev, history=fp.history + fp2.history
+            )
+        else:
+            zeroed = []
     y = fp.y
     H = fp.jac
     symmetric = p.formulation != "order-parameters"
@@ -716,6 +781,7 @@ def critical_point(
             max_iter=max_iter,
             snap=snap,
             snapped=snapped,
+            zeroed=zeroed,
             zero_tol=zero_tol,
             coincide_tol=coincide_tol,
             singular_cutoff=singular_cutoff,
@@ -723,11 +789,14 @@ def critical_point(
     )
 
 
-def _snap(y, p: FlowParams, tol: float):
-    """``y`` with the groups of units coinciding to ``tol`` made to coincide exactly (see
-    `critical_point()`), and the groups."""
+def _snap(y, p: FlowParams, near: float, tol: float):
+    """``y`` with the groups of active units (`_groups()` at ``tol``) coinciding to
+    ``near`` made to coincide exactly (see `critical_point()`), and the groups. Each group
+    takes its units' direction (homogeneous ``g``: ``sum_i |rho_i| sigma_i w_i / |w_i|``, each
+    norm kept) or weight vector (``sum_i |a_i| sigma_i w_i / sum_i |a_i|``) weighted by
+    their coefficients, so that a unit of small coefficient moves onto the others."""
     a, W, V = _coords(y, p)
-    _, _, _, groups, sign = _groups(a, W, p.b, V, p.activation, tol)
+    _, _, _, groups, sign = _groups(a, W, p.b, V, p.activation, tol, near)
     if not groups:
         return y, []
     W = W.copy()
@@ -735,15 +804,41 @@ def _snap(y, p: FlowParams, tol: float):
     norms = np.linalg.norm(W, axis=1)
     for g in groups:
         if homogeneous:
-            u = sum(sign[i] * W[i] / norms[i] for i in g)
+            u = sum(abs(a[i]) * sign[i] * W[i] for i in g)
             u /= np.linalg.norm(u)
             for i in g:
                 W[i] = sign[i] * norms[i] * u
         else:
-            w = sum(sign[i] * W[i] for i in g) / len(g)
+            w = sum(abs(a[i]) * sign[i] * W[i] for i in g) / sum(abs(a[i]) for i in g)
             for i in g:
                 W[i] = sign[i] * w
     return np.concatenate([a, W.ravel()]), [list(map(int, g)) for g in groups]
+
+
+def _zero_dead(y, p: FlowParams, near: float, tol: float):
+    """``y`` with the units that `_groups()` at ``tol`` calls dead (``rho_i`` or ``a_i``
+    within ``tol`` of zero) made exactly dead, and their indices: ``a_i = 0``, and when such a
+    unit coincides to ``near`` with an active unit ``j`` (the first), its weights take ``j``'s
+    direction (homogeneous ``g``, its norm kept) or weight vector and its coefficient goes to
+    ``j`` (``a_j += sigma_i a_i |w_i| / |w_j|``, or ``sigma_i a_i``), so that the function is
+    unchanged."""
+    a, W, V = _coords(y, p)
+    active, dead, _, _, _ = _groups(a, W, p.b, V, p.activation, tol)
+    moved = [i for i in dead if a[i] != 0.0]
+    if not moved:
+        return y, []
+    a, W = a.copy(), W.copy()
+    homogeneous = activation_of(p.activation).homogeneous
+    norms = np.linalg.norm(W, axis=1)
+    for i, j, sg in _dead_pairs(W, p.activation, active, moved, near):
+        if homogeneous:
+            a[j] += sg * a[i] * norms[i] / norms[j]
+            W[i] = sg * norms[i] / norms[j] * W[j]
+        else:
+            a[j] += sg * a[i]
+            W[i] = sg * W[j]
+    a[moved] = 0.0
+    return np.concatenate([a, W.ravel()]), [int(i) for i in moved]
 
 
 def _full_counts(y, p: FlowParams, problem, index: int, modes: dict, zero: float) -> dict:

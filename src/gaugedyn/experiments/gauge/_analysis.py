@@ -1574,7 +1574,7 @@ def _landscape_zero_mode_claims(sources, catalogues) -> list:
             ja,
             readings={
                 "points without dead units": ja,
-                f"all {len(points)} points, dead units' free weights predicted": jb,
+                f"all {len(points)} points, dead units' free weights and redistributions predicted": jb,
             },
             measure=measure_of(gp.FINDING_MEASURES, "landscape.zero_modes"),
             expected="0 points differ (the symmetries' count)",
