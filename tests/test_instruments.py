@@ -261,6 +261,21 @@ def test_a_selection_by_the_smallest_mismatch_alone_and_a_blind_switch_rule_fail
     assert _failed(switch_controls(config)) == {"switch.flipped"}
 
 
+def test_a_dose_rule_taking_the_strongest_and_a_gate_always_open_fail():
+    from gaugedyn.experiments.adam_state._controls import dose_controls, match_controls
+
+    config = _config("shared_representation")
+    assert not _failed(dose_controls()) and not _failed(match_controls(config))
+    strongest = lambda fractions: list(fractions)[-1]  # noqa: E731
+    assert _failed(dose_controls(strongest)) == {"dose.known", "dose.tie"}
+    nearest_above = lambda f: min(  # noqa: E731
+        f, key=lambda k: (abs(f[k] - 0.5), -list(f).index(k))
+    )  # ties to the stronger
+    assert _failed(dose_controls(nearest_above)) == {"dose.tie"}
+    always = lambda b: dict.fromkeys(b.meanings, True)  # noqa: E731
+    assert _failed(match_controls(config, matched=always)) == {"control_match.unmatched"}
+
+
 # --- prototypes ------------------------------------------------------------------------------
 
 

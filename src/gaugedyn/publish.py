@@ -22,7 +22,9 @@ Kinds: ``claims EXPERIMENT`` (every claim of one run: kind, measured value, 95% 
 and verdict, the claims' statements, then the run's provenance), ``readings EXPERIMENT`` (every
 finding of one run with its rule, primary estimate and interval, verdict, power and its verdict
 under each documented reading; then its checks and measurements and the provenance: for runs
-whose findings are judged under several readings), ``figures EXPERIMENT`` (the
+whose findings are judged under several readings), ``breakdown EXPERIMENT`` (every finding's
+verdict per value of each set-up dimension its run records as ``tolerance.by_<dimension>``, such
+as an acquisition meaning or a pulse strength), ``figures EXPERIMENT`` (the
 run's figures, copied by ``--add`` into ``docs/figures/<experiment>/``, with their captions),
 ``robustness EXPERIMENT`` (every finding's verdict over the declared set-up space, from a
 published ``gaugedyn multiverse`` folder: the share of specifications per verdict, robust or
@@ -50,7 +52,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -63,6 +65,8 @@ _CLOSE = "<!-- /publish -->"
 _KINDS = (
     "claims",
     "readings",
+    "breakdown",
+    "extensions",
     "figures",
     "systems",
     "headlines",
@@ -218,11 +222,16 @@ def read_run(run: Path, root: Path | None = None) -> dict:
             f"--add {run}: the summary has no command record (command = {_show(command)}); "
             "only a run made by gaugedyn run is published"
         )
-    if command.get("quick") or command.get("overrides"):
+    if command.get("quick") or (command.get("overrides") and extension_of(summary) is None):
+        declared = ", ".join(
+            f"{k} ({' '.join(f'--set {a}={b}' for a, b in v.items())})"
+            for k, v in _extensions(name).items()
+        )
         raise InputError(
             f"--add {run}: a quick or reduced configuration (quick="
             f"{bool(command.get('quick'))}, --set {command.get('overrides')}); "
             "only full configurations are published"
+            + (f", or one of the declared extensions: {declared}" if declared else "")
         )
     failed = summary.get("failed_tasks")
     if failed or summary.get("status") not in ("passed", "claims failed"):
@@ -233,6 +242,75 @@ def read_run(run: Path, root: Path | None = None) -> dict:
         )
     _figure_files(Path(run), summary, root)
     return summary
+
+
+def _extensions(experiment: str) -> dict[str, dict]:
+    """The experiment's declared extensions (`gaugedyn.harness.Experiment.extensions`)."""
+    from .harness import resolve_experiment
+
+    return dict(resolve_experiment(experiment, f"publish: {experiment}").extensions)
+
+
+def slug(name: str) -> str:
+    """A declared extension's folder name: its words and numbers joined by ``-``."""
+    return re.sub(r"[^a-z0-9.]+", "-", name.lower()).strip("-")
+
+
+def extension_of(summary: dict) -> str | None:
+    """The declared extension (`gaugedyn.harness.Experiment.extensions`) a run is: its
+    ``--set`` overrides are exactly that extension's settings (values compared as parsed);
+    ``None`` for any other run."""
+    from .harness import parse_override
+
+    command = summary.get("command") or {}
+    overrides = command.get("overrides") or []
+    if not overrides or command.get("quick"):
+        return None
+    try:
+        given = dict(parse_override(str(o)) for o in overrides)
+        declared = _extensions(str(summary.get("experiment")))
+    except InputError:
+        return None
+    for name, sets in declared.items():
+        if given == dict(sets):
+            return name
+    return None
+
+
+def extension_runs(
+    experiment: str, root: Path, data: Mapping[str, dict] | None = None
+) -> dict[str, dict | None]:
+    """Each declared extension's published summary
+    (``results-data/<experiment>/extensions/<slug>/summary.json``; ``None`` where there is
+    none); an extension that changes no setting is the experiment's own published run (from
+    ``data``)."""
+    out: dict[str, dict | None] = {}
+    for name, sets in _extensions(experiment).items():
+        if not sets:
+            out[name] = (data or {}).get(experiment)
+            continue
+        path = Path(root) / DATA / experiment / "extensions" / slug(name) / "summary.json"
+        try:
+            out[name] = json.loads(path.read_text()) if path.is_file() else None
+        except ValueError as err:
+            raise InputError(f"{path}: not a readable summary ({err})") from None
+    return out
+
+
+def extensions_table(
+    experiment: str,
+    root: Path,
+    data: Mapping[str, dict] | None = None,
+    added: Mapping[str, Mapping[str, dict]] | None = None,
+) -> list[str]:
+    """The experiment's extension table (its `gaugedyn.harness.Experiment.extension_table()`)
+    from the published extension runs, with the runs being added (``added``: experiment ->
+    extension -> summary) in place of their stored ones."""
+    exp, _ = _declared(experiment)
+    if not exp.extensions:
+        return [f"`{experiment}` declares no extensions."]
+    runs = extension_runs(experiment, root, data) | dict((added or {}).get(experiment, {}))
+    return exp.extension_table(runs)
 
 
 def _figure_files(run: Path, summary: dict, root: Path | None = None) -> list[Path]:
@@ -266,7 +344,8 @@ def prepare_run(run: Path, root: Path) -> tuple[dict, dict[Path, bytes]]:
     files adding it writes: ``results-data/<experiment>/summary.json`` and its PNG figures under
     ``docs/figures/<experiment>/``. Nothing is written."""
     path = Path(run) / "summary.json"
-    summary = read_run(run, root)
+    # as it will be read back (keys sorted): a table rendered now equals one rendered later
+    summary = json.loads(json.dumps(read_run(run, root), sort_keys=True))
     finished = datetime.fromtimestamp(path.stat().st_mtime, UTC)
     if not (summary.get("rejudged") and summary.get("published")):  # a re-judged run keeps
         summary["published"] = {  # the record of the run it re-judges
@@ -275,13 +354,15 @@ def prepare_run(run: Path, root: Path) -> tuple[dict, dict[Path, bytes]]:
             "code_version": code_version(root),
         }
     name = summary["experiment"]
+    ext = extension_of(summary)
+    where = Path(name) if ext is None else Path(name) / "extensions" / slug(ext)
     writes = {
-        root / DATA / name / "summary.json": (
+        root / DATA / where / "summary.json": (
             json.dumps(summary, indent=1, sort_keys=True) + "\n"
         ).encode()
     }
     for png in _figure_files(Path(run), summary, root):
-        writes[root / FIGURES / name / png.name] = png.read_bytes()
+        writes[root / FIGURES / where / png.name] = png.read_bytes()
     return summary, writes
 
 
@@ -291,7 +372,7 @@ def add_run(run: Path, root: Path) -> Path:
     every file atomically, all or none."""
     summary, writes = prepare_run(run, root)
     write_all(writes)
-    return Path(root) / DATA / summary["experiment"] / "summary.json"
+    return next(p for p in writes if p.name == "summary.json")
 
 
 def write_all(writes: dict[Path, bytes]) -> None:
@@ -464,6 +545,42 @@ def readings_table(experiment: str, data: dict[str, dict]) -> list[str]:
     lines += ["", "| check or measurement | value | status |", "|---|---|---|"]
     for c in (c for c in claims if c.get("kind") != "finding"):
         lines.append(f"| `{c['id']}` | {_fmt(c.get('measured'))} | {verdict_word(c)} |")
+    return [*lines, "", provenance(experiment, data[experiment])]
+
+
+def breakdown_table(experiment: str, data: dict[str, dict]) -> list[str]:
+    """Every finding of one published run with its verdict per value of each set-up dimension
+    the run records (``tolerance.by_<dimension>``: ``{value: verdict}``), then the provenance."""
+    from .harness import verdict_word
+
+    if experiment not in data:
+        raise InputError(
+            f"publish:breakdown {experiment}: no {DATA}/{experiment}/summary.json; "
+            f"published runs: {', '.join(sorted(data)) or 'none'}"
+        )
+    findings = [c for c in data[experiment].get("claims", []) if c.get("kind") == "finding"]
+    dims: list[str] = []
+    for c in findings:
+        for key, value in (c.get("tolerance") or {}).items():
+            if key.startswith("by_") and isinstance(value, dict) and key not in dims:
+                dims.append(key)
+    if not dims:
+        lines = ["This run records no verdict per set-up dimension (no `tolerance.by_*`)."]
+        return [*lines, "", provenance(experiment, data[experiment])]
+    names = [d.removeprefix("by_").replace("_", " ") for d in dims]
+    lines = [
+        "| finding | verdict | " + " | ".join(f"per {n}" for n in names) + " |",
+        "|---|---|" + "---|" * len(dims),
+    ]
+    for c in findings:
+        tol = c.get("tolerance") or {}
+        cells = [
+            "; ".join(f"{k}: {v}" for k, v in tol[d].items())
+            if isinstance(tol.get(d), dict)
+            else "-"
+            for d in dims
+        ]
+        lines.append(f"| `{c['id']}` | **{verdict_word(c)}** | " + " | ".join(cells) + " |")
     return [*lines, "", provenance(experiment, data[experiment])]
 
 
@@ -742,7 +859,8 @@ def blocks(lines: list[str], path: Path) -> list[tuple[int, int, str, str | None
             ):
                 raise InputError(
                     f"{path}:{i + 1}: '{text}': allowed are 'publish:claims EXPERIMENT', "
-                    "'publish:readings EXPERIMENT', 'publish:figures EXPERIMENT', "
+                    "'publish:readings EXPERIMENT', 'publish:breakdown EXPERIMENT', "
+                    "'publish:extensions EXPERIMENT', 'publish:figures EXPERIMENT', "
                     "'publish:robustness EXPERIMENT', 'publish:controls EXPERIMENT', "
                     "'publish:space EXPERIMENT', 'publish:sentences EXPERIMENT', "
                     "'publish:systems' and 'publish:headlines'"
@@ -772,9 +890,11 @@ def render(
     root: Path,
     data: dict[str, dict],
     pending: Collection[Path] = (),
+    added: Mapping[str, Mapping[str, dict]] | None = None,
 ) -> str:
     """``text`` with every marked table regenerated (markers kept, bodies replaced); markers
-    are checked first (`blocks()`)."""
+    are checked first (`blocks()`). ``added``: extension runs being added (experiment ->
+    extension -> summary)."""
     lines = text.split("\n")
     out: list[str] = []
     last = 0
@@ -792,6 +912,10 @@ def render(
             body = sentences_table(str(arg), data)
         elif kind == "readings":
             body = readings_table(str(arg), data)
+        elif kind == "breakdown":
+            body = breakdown_table(str(arg), data)
+        elif kind == "extensions":
+            body = extensions_table(str(arg), root, data, added)
         elif kind == "figures":
             body = figures_block(str(arg), data, path.parent, root, pending)
         elif kind == "headlines":
@@ -853,13 +977,18 @@ def plan(root: Path, adds: Sequence[Path] = ()) -> dict[Path, tuple[bytes, bool]
     root = Path(root)
     data = load_published(root)
     files: dict[Path, bytes] = {}
+    added: dict[str, dict[str, dict]] = {}
     for run in adds:
         summary, writes = prepare_run(Path(run), root)
-        data[summary["experiment"]] = summary
+        ext = extension_of(summary)
+        if ext is None:
+            data[summary["experiment"]] = summary
+        else:
+            added.setdefault(summary["experiment"], {})[ext] = summary
         files.update(writes)
     pending = set(files)
     for path in published_files(root):
-        files[path] = render(path.read_text(), path, root, data, pending).encode()
+        files[path] = render(path.read_text(), path, root, data, pending, added).encode()
     site = root / SITE
     if site.is_file():
         files[site] = render_nav(site.read_text(), site, root).encode()

@@ -32,6 +32,7 @@ from ._config import RunConfig as RunConfig
 from ._config import available_experiments as available_experiments
 from ._config import load_config as load_config
 from ._config import make_config as make_config
+from ._config import parse_override as parse_override
 from ._config import resolve_experiment as resolve_experiment
 from ._config import show as show
 from ._controls import Control as Control
@@ -117,6 +118,7 @@ __all__ = [
     "load_config",
     "make_config",
     "open_executor",
+    "parse_override",
     "provisional",
     "redraw",
     "resolve_experiment",

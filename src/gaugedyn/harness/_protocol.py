@@ -352,6 +352,29 @@ class Experiment:
     alternatives or range and why they are plausible); the setting's default is the primary
     specification."""
 
+    extensions: dict[str, dict[str, Any]] = {}
+    """The declared extension settings: name -> the settings changed from the full
+    configuration. Each is the experiment run with those settings alone (``gaugedyn run ...
+    --set KEY=VALUE``) under the same protocol; ``gaugedyn publish --add`` stores such a run
+    beside the experiment's own (``results-data/<name>/extensions/<slug>/``) and the
+    ``publish:extensions`` table reads it (`extension_table()`)."""
+
+    def extension_table(self, runs: dict[str, dict | None]) -> list[str]:
+        """Markdown lines of the extension table from each declared extension's published
+        summary (``None``: not published): by default, per extension, its command and the
+        count of each verdict."""
+        lines = ["| extension | settings | verdicts |", "|---|---|---|"]
+        for name, sets in self.extensions.items():
+            summary = runs.get(name)
+            counts: dict[str, int] = {}
+            for c in (summary or {}).get("claims", []):
+                if c.get("kind") == "finding":
+                    counts[str(c.get("verdict"))] = counts.get(str(c.get("verdict")), 0) + 1
+            got = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "not published"
+            shown = " ".join(f"--set {k}={v}" for k, v in sets.items())
+            lines.append(f"| {name} | `{shown}` | {got} |")
+        return lines
+
     def controls(self, config: dict) -> list:
         """The known-answer controls of the instruments this experiment judges with, at
         ``config`` (`gaugedyn.harness.Control`: at least one positive and one negative per

@@ -15,9 +15,12 @@ keys that differ). A run that narrows the family (``--set d_Z=3``, ``--set acqui
 with every other set-up setting equal reuses the stored rows of the candidates it keeps and
 applies the same choice rule to them (source ``"stored subset"``), and says so.
 
-The seed of the stored calibration is the one a full run with ``recalibrate = true`` gets
-(`gaugedyn._meta.task_seed()` of the configuration's root seed, the experiment and the full
-task), so that run reproduces the stored file's choice.
+The calibration's seed (`calibration_seed()`) is derived from the root seed and the set-up
+settings alone (with the calibration seed count), never from settings the calibration does not
+read (the confirmatory seed count, the horizon, the margins): a run with ``recalibrate = true``
+and the stored file's settings calibrates from the stored file's seed, at any seed count of the
+confirmatory stage. The stored file records the seed, the command, the date and the code's
+commit; `reproduce()` reruns a record's calibration and says whether every number agrees.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ STORED = Path(__file__).with_name("calibration.json")
 """The full configuration's calibration (committed with the package)."""
 NOT_SETUP = (
     "recalibrate",
+    "pulse",
     "seeds",
     "calibration_seeds",
     "horizon",
@@ -41,12 +45,31 @@ NOT_SETUP = (
     "control_margin",
     "control_period",
 )
-FAMILY_KEYS = ("acquisition", "d_Z", "lr", "pulse", "readout")
+FAMILY_KEYS = ("acquisition", "d_Z", "lr", "readout")
 """The family's dimensions (lists): a run may narrow them and reuse the stored rows."""
 """Parameters that do not define the set-up family: the seed counts (a quick run has fewer),
 the continued-opposition horizon, the formation record interval, the findings' margins
-(measured or applied after the choice) and the weight-history control's alternation period
-(the control is grown after the choice; the calibration grows only the two main routes)."""
+(measured or applied after the choice), a fixed primary pulse strength (every declared strength
+is measured in the calibration) and the weight-history control's alternation period (the
+control is grown after the choice; the calibration grows only the two main routes)."""
+SEED_LABEL = "shared_representation calibration"
+
+
+def calibration_seed(config: dict, keys, root: int):
+    """The calibration's seed: `gaugedyn._meta.task_seed()` of the root seed, the label
+    `SEED_LABEL`, the set-up settings ``keys`` and the calibration seed count of
+    ``config`` (nothing else, so no setting the calibration does not read changes it)."""
+    from ..._meta import task_seed
+
+    settings = {k: _plain(config[k]) for k in keys} | {
+        "calibration_seeds": config["calibration_seeds"]
+    }
+    return task_seed(int(root), SEED_LABEL, settings)
+
+
+def seed_record(seed) -> dict:
+    """A ``SeedSequence`` as data (``entropy``, ``spawn_key``), so a record names its seed."""
+    return {"entropy": int(seed.entropy), "spawn_key": [int(k) for k in seed.spawn_key]}
 
 
 def setup_keys(params: dict) -> tuple[str, ...]:
@@ -74,7 +97,16 @@ def plan(config: dict, keys, path: Path = STORED) -> dict:
         return {"source": "calibrate", "reason": f"no stored calibration ({Path(path).name})"}
     differ = [k for k in keys if _plain(config.get(k)) != _plain(record["settings"].get(k))]
     if not differ:
-        return {"source": "stored", "file": Path(path).name, **record}
+        from ._stages import choose, choose_readings
+
+        rows = record["candidates"]
+        return {
+            "source": "stored",
+            "file": Path(path).name,
+            **record,
+            **choose(rows),
+            "readings": choose_readings(rows),
+        }
     narrowed = [
         k
         for k in differ
@@ -82,7 +114,7 @@ def plan(config: dict, keys, path: Path = STORED) -> dict:
         and set(_plain(_as_list(config[k]))) <= set(_plain(_as_list(record["settings"].get(k, []))))
     ]
     if narrowed == differ:
-        from ._stages import choose, family
+        from ._stages import choose, choose_readings, family
 
         names = {c["name"] for c in family(config)}
         rows = [r for r in record["candidates"] if r["name"] in names]
@@ -93,6 +125,7 @@ def plan(config: dict, keys, path: Path = STORED) -> dict:
                 **record,
                 "candidates": rows,
                 **choose(rows),
+                "readings": choose_readings(rows),
                 "narrowed": {k: config[k] for k in narrowed},
             }
     return {
@@ -122,6 +155,16 @@ def describe(cal: dict) -> str:
             f"set-up {cal['choice']} with w* = {cal['w_star']:g}, the one of {n} "
             f"candidates chosen by the rule ({cal['rule']})"
         )
+        others = {
+            m: r for m, r in (cal.get("readings") or {}).items() if r.get("choice") != cal["choice"]
+        }
+        if others:
+            choice += "; per acquisition meaning (each a reading): " + "; ".join(
+                f"{m}: {r['choice']} with w* = {r['w_star']:g}"
+                if r.get("choice")
+                else f"{m}: no candidate with every defining property"
+                for m, r in others.items()
+            )
     else:
         choice = (
             f"no set-up: {cal['rule']} among {n} candidates; measured: "
@@ -151,13 +194,49 @@ def write(
     """Run the calibration stage of the full configuration of ``toml`` (with ``overrides``) as
     a run with ``recalibrate = true`` would, and store its choice at ``path``; ``workers > 1``
     runs the formations in that many processes (the same record)."""
-    from ..._meta import task_seed
     from ...harness import load_config
-    from . import _stages as ss
 
     cfg = load_config(toml, overrides=[*overrides, "recalibrate=true"])
     task = cfg.tasks[0]
-    seed = task_seed(cfg.seed, cfg.name, task)
+    keys = setup_keys(cfg.params)
+    seed = calibration_seed(task, keys, cfg.seed)
+    cal = run_calibration(task, seed, workers)
+    record = {
+        "choice": cal["choice"],
+        "measured": cal["measured"],
+        "w_star": cal["w_star"],
+        "strength": cal["strength"],
+        "rule": cal["rule"],
+        "readings": cal["readings"],
+        "levels": cal["levels"],
+        "candidates": cal["candidates"],
+        "calibration_seeds": task["calibration_seeds"],
+        "root_seed": cfg.seed,
+        "seed": seed_record(seed),
+        "settings": {k: task[k] for k in keys},
+        "command": command
+        or "python -m gaugedyn.experiments.adam_state._calibration "
+        + " ".join(shlex.quote(a) for a in (toml, *overrides)),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "code_version": _code_version(),
+        "seed_derivation": "gaugedyn._meta.task_seed(root_seed, "
+        f"{SEED_LABEL!r}, the set-up settings and calibration_seeds)",
+    }
+    Path(path).write_text(json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def _code_version() -> dict:
+    from ...publish import code_version
+
+    return code_version(Path(__file__).resolve().parents[4])
+
+
+def run_calibration(task: dict, seed, workers: int = 1) -> dict:
+    """The calibration stage on ``task`` from ``seed`` (``workers`` processes; the same
+    record at any count)."""
+    from . import _stages as ss
+
     if workers > 1:
         import concurrent.futures as cf
         import multiprocessing as mp
@@ -169,26 +248,25 @@ def write(
     else:
         _one_thread()
         cal = ss.calibrate(task, seed)
-    keys = setup_keys(cfg.params)
-    record = {
-        "choice": cal["choice"],
-        "measured": cal["measured"],
-        "w_star": cal["w_star"],
-        "rule": cal["rule"],
-        "levels": cal["levels"],
-        "candidates": cal["candidates"],
-        "calibration_seeds": task["calibration_seeds"],
-        "root_seed": cfg.seed,
-        "settings": {k: task[k] for k in keys},
-        "command": command
-        or "python -m gaugedyn.experiments.adam_state._calibration "
-        + " ".join(shlex.quote(a) for a in (toml, *overrides)),
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "seed_derivation": "gaugedyn._meta.task_seed(root_seed, 'shared_representation', the "
-        "full task with recalibrate = true)",
-    }
-    Path(path).write_text(json.dumps(record, indent=1) + "\n")
-    return record
+    return cal
+
+
+RECORD_KEYS = ("choice", "measured", "w_star", "strength", "rule", "readings", "candidates")
+"""The numbers of a stored record that a rerun of its calibration must give bit for bit."""
+
+
+def reproduce(record: dict, workers: int = 1) -> list[str]:
+    """Rerun the calibration of ``record`` (its settings, calibration seed count and stored
+    seed) and return the keys of `RECORD_KEYS` whose values differ (empty: reproduced bit
+    for bit; floats compared exactly through their JSON text)."""
+    import numpy as np
+
+    seed = np.random.SeedSequence(
+        record["seed"]["entropy"], spawn_key=tuple(record["seed"]["spawn_key"])
+    )
+    task = dict(record["settings"]) | {"calibration_seeds": record["calibration_seeds"]}
+    cal = run_calibration(task, seed, workers)
+    return [k for k in RECORD_KEYS if json.dumps(cal.get(k)) != json.dumps(record.get(k))]
 
 
 def _one_thread() -> None:
@@ -216,7 +294,23 @@ def main(argv=None) -> int:
         metavar="N",
         help="processes for the formations (1 to 64; the same record)",
     )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="rerun the stored record's calibration from its stored seed and say whether every "
+        "number agrees bit for bit (exit 1 if not)",
+    )
     args = p.parse_args(argv)
+    if args.check:
+        record = stored(Path(args.out))
+        if record is None or "seed" not in record:
+            print(f"{args.out}: no record with a stored seed to check", file=sys.stderr)
+            return 2
+        differ = reproduce(record, workers=args.workers)
+        print(
+            f"{args.out}: " + ("reproduced bit for bit" if not differ else f"differs in {differ}")
+        )
+        return 1 if differ else 0
     record = write(args.config, args.set, Path(args.out), workers=args.workers)
     print(f"stored {args.out}: {describe(record | {'source': 'stored', 'file': args.out})}")
     return 0

@@ -15,6 +15,11 @@
   candidate rows of which exactly one has every defining property (matched endpoints,
   specialisation, conflict) though another has a smaller endpoint mismatch: that one is chosen;
   a family in which none has them all: no choice.
+- **The dose rule** (`._stages.primary_strength()`): known fractions of specialization
+  removed per strength: the one closest to the declared fraction is primary; a tie goes to the
+  weaker strength.
+- **The control's matching gate** (`._analysis.control_matched()`): planted endpoints equal
+  to the constant route's read matched; 2 x tolerance away, not matched.
 """
 
 from __future__ import annotations
@@ -207,6 +212,95 @@ def selection_controls(config: dict, properties=None, choose=None) -> list[Contr
     ]
 
 
+def dose_controls(primary_strength=None) -> list[Control]:
+    """The dose rule's controls (module doc); ``primary_strength`` replaces
+    `._stages.primary_strength()` in a test that breaks it."""
+    from . import _stages
+
+    rule = _stages.primary_strength if primary_strength is None else primary_strength
+
+    def known():
+        got = rule({"faint": 0.05, "slight": 0.2, "weak": 0.46, "mild": 0.9, "strong": 1.4})
+        return got, got == "weak"
+
+    def tie():
+        got = rule({"faint": 0.1, "slight": 0.25, "weak": 0.75, "mild": 0.9, "strong": 1.4})
+        return got, got == "slight"
+
+    return [
+        Control(
+            "dose.known",
+            "primary pulse strength (primary_strength)",
+            "positive",
+            "fractions of specialization removed 0.05, 0.2, 0.46, 0.9, 1.4: the third (weak)",
+            "the primary strength removes the declared fraction, whatever the others remove",
+            known,
+        ),
+        Control(
+            "dose.tie",
+            "primary pulse strength (primary_strength)",
+            "negative",
+            "fractions 0.1, 0.25, 0.75, ...: slight and weak equally far from 1/2, the weaker "
+            "(slight) is taken, never the stronger",
+            "no stronger pulse is taken where a weaker one removes the fraction as closely",
+            tie,
+        ),
+    ]
+
+
+def match_controls(config: dict, matched=None) -> list[Control]:
+    """The weight-history control's matching gate (`._analysis.control_matched()`) on
+    planted endpoints (module doc); ``matched`` replaces it in a test that breaks it."""
+    import numpy as np
+
+    from . import _analysis
+
+    gate = _analysis.control_matched if matched is None else matched
+    tol = float(config["tolerance"])
+
+    def case(gap_f: float, gap_o: float) -> bool:
+        rng = np.random.default_rng(0)
+        a_f, a_o = (
+            0.8 + 0.01 * rng.standard_normal((40, 2)),
+            0.2 + 0.01 * rng.standard_normal((40, 2)),
+        )
+        noise = 0.002 * rng.standard_normal((2, 40, 2))
+        r = {
+            "ctl_end_a_f": a_f,
+            "ctl_end_a_o": a_o,
+            "ctl_end_v_f": a_f - gap_f + noise[0],
+            "ctl_end_v_o": a_o - gap_o + noise[1],
+        }
+        b = _analysis.Builder({"tolerance": tol}, {"rate": r}, np.random.SeedSequence(0))
+        return bool(gate(b)["rate"])
+
+    return [
+        Control(
+            "control_match.matched",
+            "weight-history control matching (control_matched)",
+            "positive",
+            f"variable route's r_f and r_o equal to the constant route's: matched (tolerance "
+            f"{tol:g})",
+            "a control that ends formation matched is judged",
+            lambda: (v := case(0.0, 0.0), v),
+        ),
+        Control(
+            "control_match.unmatched",
+            "weight-history control matching (control_matched)",
+            "negative",
+            f"variable route's r_o {2 * tol:g} below the constant route's: not matched",
+            "a control whose endpoints differ by more than the tolerance is not judged",
+            lambda: (v := case(0.0, 2 * tol), not v),
+        ),
+    ]
+
+
 def controls(config: dict) -> list[Control]:
     """Every control of ``shared_representation`` (module doc)."""
-    return readout_controls(config) + switch_controls(config) + selection_controls(config)
+    return (
+        readout_controls(config)
+        + switch_controls(config)
+        + selection_controls(config)
+        + dose_controls()
+        + match_controls(config)
+    )

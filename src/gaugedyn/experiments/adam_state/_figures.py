@@ -1,5 +1,6 @@
 """Figures of ``shared_representation``, drawn from the stored arrays alone: the route contrasts
-per condition, the formation endpoints, continued opposition and formation-time accounting."""
+per condition, the formation endpoints, continued opposition, formation-time accounting and the
+pulse dose-response."""
 
 from __future__ import annotations
 
@@ -130,10 +131,61 @@ def _plot_formation(arrays: dict, outdir):
     )
 
 
+def _plot_dose(arrays: dict, outdir):
+    """Per acquisition reading (rows): specialization lost under the combined pulse (left) and
+    the switch rate among specialized checkpoints (right) against the declared strength, per
+    route, heads (solid) and probe (dashed), with 95% intervals."""
+    from ...plotting import save_figure, subplots
+
+    names = [str(n) for n in arrays["dose_strengths"]]
+    meanings = [str(m) for m in arrays["dose_meanings"]]
+    lost = np.asarray(arrays["dose_lost"], dtype=float)  # [meaning, strength, kind, route, ro, 3]
+    switch = np.asarray(arrays["dose_switch"], dtype=float)  # [meaning, strength, route, ro, 3]
+    fig, axes = subplots(len(meanings), 2, figsize=(9, 3.2 * len(meanings)), squeeze=False)
+    x = np.arange(len(names))
+    for i, m in enumerate(meanings):
+        for j, role in enumerate(ROLES):
+            for q, (ro, ls) in enumerate((("heads", "-"), ("probe", "--"))):
+                for ax, iv in (
+                    (axes[i, 0], lost[i, :, -1, j, q]),
+                    (axes[i, 1], switch[i, :, j, q]),
+                ):
+                    off = x + 0.06 * (2 * j + q - 1.5)
+                    ax.errorbar(
+                        off,
+                        iv[:, 0],
+                        yerr=[iv[:, 0] - iv[:, 1], iv[:, 2] - iv[:, 0]],
+                        fmt="o" + ls,
+                        ms=3,
+                        color=f"C{j}",
+                        label=f"{role}-formed, {ro}",
+                    )
+        axes[i, 0].set(ylabel="specialization lost", title=f"{m} acquisition: combined pulse")
+        axes[i, 1].set(
+            ylabel="switch rate", ylim=(-0.05, 1.05), title=f"{m} acquisition: switching"
+        )
+        for ax in axes[i]:
+            ax.set_xticks(x, names, fontsize=7)
+            ax.set_xlabel("declared pulse strength (weakest first)")
+    axes[0, 0].legend(fontsize=6)
+    return save_figure(
+        fig,
+        outdir,
+        "shared_representation_dose",
+        "Dose-response on Table 2's seeds: specialization lost under the combined pulse and "
+        "the switch rate among checkpoints specialized before it, against the declared pulse "
+        "strength, per route (acquisition-formed C0, update-formed C1), heads (solid) and probe "
+        "(dashed), per acquisition reading; 95% t intervals and Wilson intervals.",
+    )
+
+
 def plot(arrays: dict, config: dict, outdir) -> list:
-    return [
+    figures = [
         _plot_contrasts(arrays, config, outdir),
         _plot_endpoints(arrays, outdir),
         _plot_horizon(arrays, config, outdir),
         _plot_formation(arrays, outdir),
     ]
+    if "dose_lost" in arrays:
+        figures.append(_plot_dose(arrays, outdir))
+    return figures

@@ -21,11 +21,34 @@ EVALS = ("own", "common")
 """Evaluation distributions of the readouts: the routes' own inputs, or common equal gains."""
 
 STRENGTHS = {
+    "hint": {"pulse_gain": 0.99, "pulse_observe": 0.99, "pulse_weight": 0.505},
+    "trace": {"pulse_gain": 0.98, "pulse_observe": 0.98, "pulse_weight": 0.51},
+    "faint": {"pulse_gain": 0.95, "pulse_observe": 0.95, "pulse_weight": 0.525},
+    "slight": {"pulse_gain": 0.9, "pulse_observe": 0.9, "pulse_weight": 0.55},
+    "weak": {"pulse_gain": 0.75, "pulse_observe": 0.75, "pulse_weight": 0.625},
     "mild": {"pulse_gain": 0.5, "pulse_observe": 0.5, "pulse_weight": 0.75},
     "strong": {"pulse_gain": 0.25, "pulse_observe": 0.25, "pulse_weight": 0.9},
 }
-"""Pulse strength: the opposing pulse's gain (or observation rate) of the non-favoured targets
-and loss weight of the favoured one."""
+"""The declared pulse strengths (the dose), weakest first: the opposing pulse's gain (or
+observation rate) of the non-favoured targets and loss weight of the opposed one. ``hint``,
+``trace``, ``faint``, ``slight``, ``weak`` and ``mild`` are ``a = 0.01, 0.02, 0.05, 0.1, 0.25,
+0.5`` of the line ``gain = observe = 1 - a``, ``weight = (1 + a) / 2`` (no pulse at ``a = 0``);
+``strong`` is the earlier protocol's strong pulse. ``faint`` to ``strong`` were declared before
+any dose-response run; ``hint`` and ``trace`` were added after the quick runs showed that
+``faint`` already removes 0.41 of the update-formed route's 0.64 (about 0.64 of it), so that no
+strength left that route above half its starting specialization, which the protocol requires
+of one of them. They are declared before the full calibration and run, from that one number
+alone: to first order the specialization a short pulse removes grows in proportion to ``a``
+(the opposed target's extra weight and the favoured target's lost gain are both ``O(a)``), so
+``a = 0.02`` and ``0.01`` would remove about 0.26 and 0.13 of it; two are declared in case the
+first order misleads. If neither leaves it above half, the record says so."""
+DOSE_FRACTION = 0.5
+"""The primary strength's defining property (not an outcome a finding reports): on the
+calibration seeds, the strength whose combined pulse removes the fraction of the update-formed
+route's specialization (heads, mean over seeds) closest to this one
+(`._stages.primary_strength()`)."""
+DOSE_PULSES = ("acquisition", "update", "combined")
+"""The pulse kinds run at every declared strength on Table 2's seeds (the dose-response)."""
 
 TABLES = {
     "t2": (("acquisition", "update"), True),
@@ -58,6 +81,7 @@ PAPER = {
     "t2_acquisition_reset": "0.0011 [-0.0010, 0.0035]",
     "t2_update_reset": "0.0120 [0.0093, 0.0149]",
     "t2_combined_reset": "0.0103 [0.0079, 0.0129]",
+    "t4_own": "0.1968 [0.1910, 0.2029]",
     "xm": "own 0.1968, exchange m 0.1982 [0.1912, 0.2054]",
     "xv": "-0.1265 [-0.1348, -0.1183]",
     "ctl_own": "0.0324 [0.0294, 0.0354]",
@@ -84,6 +108,7 @@ PAPER_VALUE = {
     "t2_acquisition_reset": 0.0011,
     "t2_update_reset": 0.0120,
     "t2_combined_reset": 0.0103,
+    "t4_own": 0.1968,
     "xm": 0.1982 - 0.1968,
     "xv": -0.1265,
     "ctl_own": 0.0324,
@@ -102,6 +127,10 @@ PAPER_VALUE = {
 is computed (``None``: the paper states a direction only)."""
 
 _ROUTES = "per seed, a route's specialization readout, acquisition-formed minus update-formed"
+_AUDIT = (
+    "the mean rule missed the audit's bars on resamples of the values published on 6 December "
+    "2026 under issue 43's protocol (gaugedyn audit-rules, confirmed at 16000 repetitions: "
+)
 FINDING_MEASURES: dict[str, Measure] = {
     "shared_representation.formation.encoder_v": Measure(
         "long-tailed",
@@ -117,7 +146,40 @@ FINDING_MEASURES: dict[str, Measure] = {
         why="the paper states a direction only: 0.02 of -C/S (about 0.3 per route)",
     ),
     "shared_representation.endpoints.*": Measure(
-        "symmetric", _ROUTES + " (before any pulse)", 0.015, paper=0.0, why="matched: 0"
+        "any shape",
+        _ROUTES + " (before any pulse)",
+        0.015,
+        paper=0.0,
+        why="matched: 0; " + _AUDIT + "equivalence NOT HELD at the boundary 4.0% to 4.9% on the "
+        "step reading's values), so it is judged distribution-free by its median",
+    ),
+    "shared_representation.table4.control_endpoints.*": Measure(
+        "any shape",
+        "per seed, a target's readout precision at the formation endpoint, constant minus "
+        "variable loss-weight history (the weight-history control, before any pulse)",
+        0.015,
+        paper=0.0,
+        why="matched: 0, as the main routes' endpoints (the control's matching gate judges the "
+        "same values by the same rule); " + _AUDIT + "equivalence NOT HELD at the boundary up "
+        "to 28% on the step reading's values), so it is judged distribution-free by its median",
+    ),
+    "shared_representation.switch.rate_difference": Measure(
+        "any shape",
+        "per seed, the share of checkpoints specialized before the pulse whose more precisely "
+        "readable target switches within it, acquisition-formed minus update-formed",
+        0.1,
+        why="a difference of two shares over the same seed's directions, few values and often "
+        "exactly tied; declared symmetric before the run (the sign test drops every tie), but "
+        + _AUDIT
+        + "paired_difference HELD at the boundary 8% to 23% on the tied values), so it "
+        "is judged distribution-free by its median; power at the paper's 0.675",
+    ),
+    "shared_representation.table4.own": Measure(
+        "any shape",
+        _ROUTES + " under the combined pulse, own Adam state (Table 4's seeds)",
+        0.05,
+        why="the reference of the reversal criterion, read as Table 2's inherited contrasts "
+        "(power at the paper's 0.1968); judged distribution-free by its median as they are",
     ),
     "shared_representation.table2.reset.*": Measure(
         "any shape",
@@ -126,10 +188,18 @@ FINDING_MEASURES: dict[str, Measure] = {
         why="half the band; the mean rule missed the size bar on resamples of the published values (gaugedyn audit-rules), so it is judged distribution-free by its median",
     ),
     "shared_representation.table4.exchange_m": Measure(
-        "symmetric", _ROUTES + " with m exchanged", 0.01, why="half the band"
+        "any shape",
+        _ROUTES + " with m exchanged",
+        0.01,
+        why="half the band; " + _AUDIT + "equivalence HELD at the boundary 3.4% on the rate "
+        "reading's probe values), so it is judged distribution-free by its median",
     ),
     "shared_representation.table4.control_exchange_m": Measure(
-        "symmetric", _ROUTES + " (control) with m exchanged", 0.005, why="half the band"
+        "any shape",
+        _ROUTES + " (control) with m exchanged",
+        0.005,
+        why="half the band; " + _AUDIT + "equivalence HELD at the boundary 3.0% to 3.1% on the "
+        "step reading's values), so it is judged distribution-free by its median",
     ),
     "shared_representation.table4.control_reset": Measure(
         "any shape",

@@ -6,12 +6,19 @@ seed (labels ``"calibration"`` and ``("confirm", table)``, `gaugedyn.stats.gener
 no confirmatory network is ever seen by the choice and no two tables share a seed.
 
 The family (`family()`) crosses what *acquisition* means (input gain; label-observation rate
-per sample; per step), the representation's capacity ``d_Z``, the learning rate, the pulse
-strength and the evaluation distribution (``own``/``common``; the two coincide unless
-acquisition means input gain, so only ``common`` is kept there). A candidate is chosen **only by
-its defining properties** (`properties()`), measured on calibration seeds: matched endpoints,
-real specialization (read by the probe, in both routes) and conflicting task gradients (``-C/S``
-of the acquisition route). No outcome a table reports enters the choice.
+per sample; per step), the representation's capacity ``d_Z``, the learning rate and the
+evaluation distribution (``own``/``common``; the two coincide unless acquisition means input
+gain, so only ``common`` is kept there). A candidate is chosen **only by its defining
+properties** (`properties()`), measured on calibration seeds: matched endpoints, real
+specialization (read by the probe, in both routes) and conflicting task gradients (``-C/S`` of
+the acquisition route). No outcome a table reports enters the choice. The choice is made once
+over the whole family and once per acquisition meaning (`choose_readings()`): every meaning
+with a chosen candidate is a *reading* of the protocol, measured on the same confirmatory seeds.
+
+The pulse is a declared dose (`._protocol.STRENGTHS`): every strength is run on Table 2's
+seeds; the primary strength of a candidate is the one whose combined pulse removes the declared
+fraction `._protocol.DOSE_FRACTION` of the update-formed route's specialization on the
+calibration seeds (`primary_strength()`), a property of the pulse, not a finding's outcome.
 """
 
 from __future__ import annotations
@@ -25,7 +32,17 @@ import torch
 from ... import adam, stats
 from . import _model as sm
 from . import _pulses as sp
-from ._protocol import CONTROL, EVALS, INTERVENTIONS, MARKS, PULSES, STRENGTHS, TABLES
+from ._protocol import (
+    CONTROL,
+    DOSE_FRACTION,
+    DOSE_PULSES,
+    EVALS,
+    INTERVENTIONS,
+    MARKS,
+    PULSES,
+    STRENGTHS,
+    TABLES,
+)
 
 
 def _list(v) -> list:
@@ -33,19 +50,17 @@ def _list(v) -> list:
 
 
 def cand_name(c: dict) -> str:
-    return f"{c['acquisition']}-d{c['d_Z']}-lr{c['lr']:g}-{c['pulse']}-{c['eval']}"
+    return f"{c['acquisition']}-d{c['d_Z']}-lr{c['lr']:g}-{c['eval']}"
 
 
 def family(hp: dict) -> list[dict]:
     """The candidate set-ups of ``hp``'s family lists, in the declared order (which breaks
-    ties): acquisition meaning x ``d_Z`` x learning rate x pulse strength x evaluation."""
+    ties): acquisition meaning x ``d_Z`` x learning rate x evaluation."""
     out = []
     evals = _list(hp["readout"])
-    for m, d, lr, pulse in itertools.product(
-        _list(hp["acquisition"]), _list(hp["d_Z"]), _list(hp["lr"]), _list(hp["pulse"])
-    ):
+    for m, d, lr in itertools.product(_list(hp["acquisition"]), _list(hp["d_Z"]), _list(hp["lr"])):
         for e in evals if m == "gain" else ["common" if "common" in evals else evals[0]]:
-            c = {"acquisition": m, "d_Z": int(d), "lr": float(lr), "pulse": pulse, "eval": e}
+            c = {"acquisition": m, "d_Z": int(d), "lr": float(lr), "eval": e}
             out.append(c | {"name": cand_name(c)})
     return out
 
@@ -60,14 +75,36 @@ def pulse_seed(seed: np.random.SeedSequence, *labels) -> int:
     return int(stats.generator(seed, "pulse", *labels).integers(0, 2**62))
 
 
-def with_candidate(hp: dict, cand: dict) -> dict:
-    """``hp`` with the candidate's set-up (meaning, capacity, learning rate, pulse)."""
+def with_candidate(hp: dict, cand: dict, strength: str = "mild") -> dict:
+    """``hp`` with the candidate's set-up (meaning, capacity, learning rate) and the pulse of
+    the declared ``strength``."""
     return hp | {
         "acquisition": cand["acquisition"],
         "bottleneck": cand["d_Z"],
         "lr": cand["lr"],
-        **STRENGTHS[cand["pulse"]],
+        **STRENGTHS[strength],
     }
+
+
+def primary_strength(fractions: dict[str, float]) -> str:
+    """The declared strength whose specialization-lost fraction is closest to
+    `._protocol.DOSE_FRACTION` (ties: the weaker, the declared order)."""
+    names = [k for k in STRENGTHS if k in fractions]
+    return min(names, key=lambda k: (abs(fractions[k] - DOSE_FRACTION), names.index(k)))
+
+
+def dose_fractions(
+    hp: dict, world: sm.World, evals: sm.EvalDraw, route: sm.Cohort, mode: str, seed
+) -> dict[str, float]:
+    """Per declared strength, the fraction of the route's specialization (heads, mean over
+    seeds and directions) that the combined pulse removes: ``mean(s_0 - s_T) / mean(s_0)``;
+    every strength on the same pulse batches."""
+    out = {}
+    for name, values in STRENGTHS.items():
+        pulse = sp.Pulse(world, evals, hp | values, mode, pulse_seed(seed, "calibration", "dose"))
+        res = pulse.run([sp.clone(route)], "combined")["routes"][0]["heads"]
+        out[name] = float(np.mean(res["lost"]) / max(float(np.mean(res["s0"])), 1e-12))
+    return out
 
 
 def grow(
@@ -143,6 +180,7 @@ def calibrate(
     return {
         "candidates": rows,
         **choose(rows),
+        "readings": choose_readings(rows),
         "levels": {k: hp[k] for k in ("tolerance", "spec_level", "conflict_level")},
     }
 
@@ -194,6 +232,10 @@ def _calibrate_group(job: tuple) -> list[dict]:
                 "update": float(cancel[:, 1 + i_star].mean()),
             },
         }
+        row["dose"] = dose_fractions(
+            hpc, world, evals, routes[f"update@{w_star:g}"], cand["eval"], seed
+        )
+        row["strength"] = primary_strength(row["dose"])
         row["properties"] = properties(row, hp)
         row["eligible"] = all(row["properties"].values())
         rows.append(row)
@@ -214,6 +256,7 @@ def choose(rows: list[dict]) -> dict:
             "choice": best["name"],
             "measured": best["name"],
             "w_star": best["w_star"],
+            "strength": best.get("strength", "mild"),
             "rule": "every defining property; smallest endpoint mismatch",
         }
     near = min(rows, key=lambda r: (-sum(r["properties"].values()), r["mismatch"], rows.index(r)))
@@ -221,8 +264,36 @@ def choose(rows: list[dict]) -> dict:
         "choice": None,
         "measured": near["name"],
         "w_star": near["w_star"],
+        "strength": near.get("strength", "mild"),
         "rule": "no candidate has every defining property (matched endpoints, probe "
         "specialization, conflicting gradients); the closest is measured, not judged",
+    }
+
+
+def choose_readings(rows: list[dict]) -> dict[str, dict]:
+    """The rule of `choose()` applied to each acquisition meaning's rows alone (in the
+    family's order): ``{meaning: choice}``. Every meaning whose choice is not ``None`` is a
+    reading of the protocol."""
+    meanings = list(dict.fromkeys(r["acquisition"] for r in rows))
+    return {m: choose([r for r in rows if r["acquisition"] == m]) for m in meanings}
+
+
+def reading_picks(cal: dict) -> dict[str, dict]:
+    """The set-ups a run measures, primary first: with a choice, every acquisition meaning
+    with its own chosen candidate (`choose_readings()`; the whole family's choice's
+    meaning primary); without one, the closest candidate only (its findings unresolved).
+    Each value has ``measured``, ``w_star`` and ``strength``."""
+    rows = cal["candidates"]
+    measured = next(r for r in rows if r["name"] == cal["measured"])
+    if not cal.get("choice"):
+        return {measured["acquisition"]: {k: cal[k] for k in ("measured", "w_star", "strength")}}
+    per = cal.get("readings") or choose_readings(rows)
+    primary = measured["acquisition"]
+    order = [primary] + [m for m in per if m != primary]
+    return {
+        m: {k: per[m][k] for k in ("measured", "w_star", "strength")}
+        for m in order
+        if per[m].get("choice")
     }
 
 
@@ -249,15 +320,49 @@ def _put(out: dict, key: str, res: dict) -> None:
                 out[f"{key}_{part}_{t}{sfx}"] = r[f"{part}_{t}"].astype(float)
 
 
-def confirm(
-    hp: dict, cand: dict, w_star: float, seed: np.random.SeedSequence, tables=tuple(TABLES)
-) -> dict:
-    """Every table on its own ``hp["seeds"]`` confirmatory seeds with the candidate and ``w*``:
-    per-seed arrays (``[S, K]``: seed x direction) keyed by table and condition, by both
-    readouts."""
-    hpc = with_candidate(hp, cand)
+def _endpoint_arrays(out: dict, prefix: str, view: sp.Pulse, routes: dict[str, sm.Cohort]) -> None:
+    """``{prefix}_{tag}_f`` and ``_o`` (and ``_probe``): ``r_f``, ``r_o`` per seed of each route."""
+    for tag, c in routes.items():
+        ends = endpoints(view, c)
+        for ro in sm.READOUTS:
+            sfx = "" if ro == "heads" else f"_{ro}"
+            out[f"{prefix}_{tag}_f{sfx}"], out[f"{prefix}_{tag}_o{sfx}"] = ends[ro]
+
+
+def dose_response(hp: dict, pulse: sp.Pulse, A: sm.Cohort, U: sm.Cohort) -> tuple[dict, dict]:
+    """Every declared strength (`._protocol.STRENGTHS`) x pulse kind x (inherited state,
+    reset) on the same routes and pulse batches: arrays ``dose_{strength}_{kind}_{own|reset}``
+    (per readout, as `_put()` stores them) and the toolkit's records."""
     out: dict = {}
-    records = {}
+    records: dict = {}
+    for strength, values in STRENGTHS.items():
+        view = sp.Pulse(pulse.world, pulse.evals, hp | values, pulse.mode, pulse.seed)
+        for kind in DOSE_PULSES:
+            for n in ("own", "reset"):
+                key = f"dose_{strength}_{kind}_{n}"
+                res = sp.compare(view, A, U, n, kind)
+                _put(out, key, res)
+                records[key] = json.loads(res["records"])
+    return out, records
+
+
+def confirm(
+    hp: dict,
+    cand: dict,
+    w_star: float,
+    seed: np.random.SeedSequence,
+    tables=tuple(TABLES),
+    strength: str = "mild",
+) -> dict:
+    """Every table on its own ``hp["seeds"]`` confirmatory seeds with the candidate, ``w*`` and
+    the primary pulse ``strength``: per-seed arrays (``[S, K]``: seed x direction) keyed by
+    table and condition, by both readouts. Table 2's seeds also carry the dose-response
+    (`dose_response()`: every declared strength; Table 2's keys are the primary strength's),
+    Table 4's the weight-history control's endpoints beside the constant route's
+    (``ctl_end_{a|v}_{f|o}``)."""
+    hpc = with_candidate(hp, cand, strength)
+    out: dict = {}
+    records: dict = {}
     for table in tables:
         world, R, anc, record, evals, n_roles = _grow_table(hpc, table, w_star, seed)
         pseed = pulse_seed(seed, "confirm", table)
@@ -267,14 +372,21 @@ def confirm(
         if table == "t2":
             for mode in EVALS:
                 view = sp.Pulse(world, evals, hpc, mode, pseed)
-                for tag, c in (("a", A), ("u", R["update"])):
-                    ends = endpoints(view, c)
-                    for ro in sm.READOUTS:
-                        sfx = "" if ro == "heads" else f"_{ro}"
-                        out[f"end_{mode}_{tag}_f{sfx}"], out[f"end_{mode}_{tag}_o{sfx}"] = ends[ro]
-            jobs = [(f"t2_{k}_{n}", A, R["update"], n, k) for k in PULSES for n in ("own", "reset")]
+                _endpoint_arrays(out, f"end_{mode}", view, {"a": A, "u": R["update"]})
+            doses, recs = dose_response(hpc, pulse, A, R["update"])
+            out |= doses
+            records |= recs
+            for k in PULSES:
+                for n in ("own", "reset"):
+                    src = f"dose_{strength}_{k}_{n}"
+                    out |= {
+                        f"t2_{k}_{n}" + key[len(src) :]: v
+                        for key, v in doses.items()
+                        if key.startswith(src + "_")
+                    }
             out |= formation_arrays(record, anc, hpc, n_roles, "t2")
         elif table == "t4":
+            _endpoint_arrays(out, "ctl_end", pulse, {"a": A, "v": R["variable"]})
             jobs = [("t4_own", A, R["update"], "own", "combined")]
             jobs += [(f"iv_{n}", A, R["update"], n, "combined") for n in INTERVENTIONS[table]]
             jobs += [(f"ctl_{n}", A, R["variable"], n, "combined") for n in CONTROL]

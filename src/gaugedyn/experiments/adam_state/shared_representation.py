@@ -19,6 +19,7 @@ from ...harness import Choice, Experiment, Param
 from . import _analysis as sa
 from . import _calibration as sc
 from . import _controls as sk
+from . import _extensions as sx
 from . import _figures as sg
 from . import _stages as ss
 from ._protocol import EVALS, FINDING_MEASURES, FULL_SEEDS, MEANINGS, STRENGTHS, TABLES
@@ -30,7 +31,17 @@ DEFINITIONS = {
     "specialization lost": "s before minus s after pulse_steps opposing updates",
     "route contrast": "per seed, mean over directions of (lost, acquisition-formed) - (lost, "
     "update-formed); 95% paired seed-bootstrap interval",
-    "switch": "argmax_k r_k after the pulse is no longer f",
+    "switch": "argmax_k r_k = f before the pulse and not after it; the checkpoints with f on "
+    "top before the pulse are the denominator of the switch rate",
+    "acquisition reading": "each acquisition meaning with a candidate of every defining "
+    "property, chosen by the same rule from its own rows of the family, measured on the same "
+    "confirmatory seeds; a finding judged under every such meaning and both readouts",
+    "pulse strength (dose)": "the declared opposing-pulse strengths, every one run on Table 2's "
+    "seeds; the primary one removes the fraction of the update-formed route's specialization "
+    "closest to 1/2 on the calibration seeds",
+    "matched control": "the weight-history control's r_f and r_o at the formation endpoint "
+    "inside +-tolerance of the constant route's (heads, paired 95% t intervals); its findings "
+    "are judged only under the acquisition readings where it is matched",
     "endpoint mismatch": "per seed route difference of r_f and of r_o at the formation endpoint; "
     "matched when both paired intervals lie inside +-tolerance",
     "a_v": "mean over coordinates of 1 / (sqrt(v / (1 - beta2^t)) + eps)",
@@ -93,14 +104,12 @@ class SharedRepresentation(Experiment):
             help="family: Adam step size; one value fixes it",
         ),
         "pulse": Param(
-            (str, list),
-            ["mild", "strong"],
-            choices=tuple(STRENGTHS),
-            min_len=1,
-            max_len=2,
-            distinct=True,
-            item=str,
-            help="family: opposing-pulse strength; one value fixes it",
+            str,
+            "auto",
+            choices=("auto", *STRENGTHS),
+            help="primary opposing-pulse strength: auto (the declared dose rule, on the "
+            "calibration seeds) or one declared strength; every strength is run on Table 2's "
+            "seeds either way",
         ),
         "readout": Param(
             (str, list),
@@ -212,7 +221,13 @@ class SharedRepresentation(Experiment):
             hi_open=True,
         ),
         "control_period": _p(
-            int, 50, 1, 10000, "time", "steps per half-cycle of the variable weight history"
+            int,
+            1,
+            1,
+            10000,
+            "time",
+            "steps per half-cycle of the variable weight history (1: the shortest alternation, "
+            "whose running mean is the constant route's weight after every second update)",
         ),
         "eval_n": _p(
             int,
@@ -286,19 +301,28 @@ class SharedRepresentation(Experiment):
         "acquisition": Choice(
             values=("rate", "step"),
             why="the abstract's 'acquisition' reads as per-sample label observation or as "
-            "per-step label masking; both have all three defining properties",
+            "per-step label masking; both have all three defining properties (every run judges "
+            "both as readings; a narrowed family measures one alone)",
         ),
         "pulse": Choice(
-            values=("mild", "strong"),
-            why="the abstract gives the pulse no strength; the declared strengths leave the "
-            "update-formed route specialised (mild) or remove more than it holds (strong)",
+            values=("weak", "mild", "strong"),
+            why="the abstract gives the pulse no strength; the primary one follows a declared "
+            "dose rule, and every table beyond Table 2 uses it",
         ),
         "control_period": Choice(
-            values=(1,),
+            values=(50,),
             why="the weight history's alternation is not in the abstract; alternating every "
-            "update ends formation with matched endpoints, every 50 in its off phase",
+            "update ends formation matched, every 50 in its off phase (then its findings are "
+            "not judged)",
         ),
     }
+
+    extensions = sx.EXTENSIONS
+
+    def extension_table(self, runs):
+        """Table 3: the paper's four criteria per extension setting, the paper's letters beside
+        each acquisition reading's (`._extensions.table()`)."""
+        return sx.table(runs)
 
     def controls(self, config):
         return sk.controls(config)
@@ -336,13 +360,25 @@ class SharedRepresentation(Experiment):
             torch.set_num_threads(threads)
 
     def _run(self, task, seed):
+        """Calibrate (or take the stored choice), then every acquisition reading's set-up on
+        the same confirmatory seeds; a reading's arrays are keyed ``{meaning}|{name}``."""
         how = task.get("calibration") or {"source": "calibrate", "reason": "calibration"}
         if how["source"] in ("stored", "stored subset"):
             cal = dict(how)
         else:
-            cal = ss.calibrate(task, seed) | how
-        cand = next(c for c in cal["candidates"] if c["name"] == cal["measured"])
-        out = ss.confirm(task, cand, cal["w_star"], seed, tables=task["tables"])
+            cseed = sc.calibration_seed(task, sc.setup_keys(self.params), seed.entropy)
+            cal = ss.calibrate(task, cseed) | how | {"seed": sc.seed_record(cseed)}
+        out: dict = {}
+        records = {}
+        for meaning, pick in ss.reading_picks(cal).items():
+            cand = next(c for c in cal["candidates"] if c["name"] == pick["measured"])
+            strength = pick["strength"] if task["pulse"] == "auto" else task["pulse"]
+            res = ss.confirm(
+                task, cand, pick["w_star"], seed, tables=task["tables"], strength=strength
+            )
+            records[meaning] = json.loads(res.pop("records"))
+            out |= {f"{meaning}|{k}": v for k, v in res.items()}
+        out["records"] = json.dumps(records)
         out["calibration"] = json.dumps(cal)
         return out
 
