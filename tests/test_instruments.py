@@ -149,14 +149,14 @@ def test_the_detector_reads_stationary_noise_up_to_one_decade_quiet_at_the_exper
 
 
 def test_a_boundary_finder_off_by_a_cell_and_a_slope_in_linear_units_fail():
+    from gaugedyn.experiments.adam_stability._bisect import row_edges
     from gaugedyn.experiments.adam_stability._detector_controls import boundary_controls
-    from gaugedyn.experiments.adam_stability._protocol import upper_edge
     from gaugedyn.experiments.adam_stability._spike_analysis import slope_judgement
 
     config = _config("spike_boundary")
 
-    def shifted(prob, c):
-        return upper_edge(prob, c) * (c[1] / c[0])
+    def shifted(c, *cells):
+        return row_edges(c, *cells) * (c[1] / c[0])
 
     def linear(a, cb, band):
         return slope_judgement(np.exp(a), np.exp(cb), band)

@@ -15,6 +15,12 @@ from gaugedyn.adam import (
     spike_block_statistics,
 )
 from gaugedyn.adam._stability import adam_step
+from gaugedyn.experiments.adam_stability._bisect import (
+    bracket,
+    cells_of_row,
+    row_edge,
+    significance,
+)
 from gaugedyn.experiments.adam_stability._protocol import (
     BANDS,
     CODES,
@@ -109,6 +115,52 @@ def test_scan_stops_below_the_first_spiky_cell_and_finds_the_quadratic_edge():
     j = top_spiky[-1]
     assert np.all(r["status"][0, :j] == NOT_SIMULATED) or j == 0
     assert np.all(probability(st[j + 1 :]) < 0.5)
+    assert np.all(np.isnan(r["bisect_c"]))  # no bisection asked for
+
+
+def test_the_scan_bisects_each_row_to_its_width_between_its_bracket():
+    """The 1-D quadratic at a = 0.2: the coarse bracket is halved in log c until it is
+    narrower than bisect_decades, every bisection cell inside the bracket, and the edge lies
+    in the final bracket."""
+    c = [3e-3, 1e-2, 0.03, 0.1]
+    task = {
+        "n": 2.0,
+        "start": "orbit",
+        "a": [0.2],
+        "c": c,
+        "seeds": 2,
+        "eps": 0.0,
+        "lr": 1e-2,
+        "bisect_decades": 0.1,
+        "spikes": list(SPIKE_SAMPLING[:3]),
+    }
+    r = _run_1d(task, np.random.SeedSequence(3))
+    bc = r["bisect_c"][0]
+    bc = bc[np.isfinite(bc)]
+    assert 1 <= bc.size <= 8 and r["rounds"] >= 1
+    br = bracket(*cells_of_row(c, r["status"], r["bisect_c"], r["bisect_status"], 0, 0))
+    assert br is not None and np.log10(br[1] / br[0]) <= 0.1
+    edge, low, high = row_edge(
+        *cells_of_row(c, r["status"], r["bisect_c"], r["bisect_status"], 0, 0)
+    )
+    assert br[0] * (1 - 1e-12) <= edge <= br[1] * (1 + 1e-12)
+    spiky = [x for x in c if x <= br[0]]
+    assert bc.min() >= max(spiky) and bc.max() <= min(x for x in c if x > br[0])
+
+
+def test_row_edge_interval_from_unanimous_cells():
+    s, q = CODES["spiky"], CODES["quiet"]
+    c = np.array([1e-4, 2e-4, 4e-4, 8e-4, 1.6e-3])
+    st = np.array([[s] * 8, [s] * 7 + [q], [s] * 4 + [q] * 4, [q] * 7 + [s], [q] * 8])
+    edge, low, high = row_edge(c, st)
+    assert low == 1e-4 and high == 1.6e-3  # 7 of 8 is not significant at 95%
+    assert 4e-4 <= edge <= 8e-4  # p = 0.5 at 4e-4, 1/8 at 8e-4: just above 4e-4
+    assert edge == pytest.approx(4e-4)
+    np.testing.assert_array_equal(significance(st), [1, 0, 0, 0, -1])
+    assert np.isnan(row_edge(c, np.full((5, 8), q))[0])  # never spiky
+    assert np.isnan(row_edge(c, np.full((5, 8), s))[0])  # spiky at the top
+    e = row_edge(c[3:], st[3:] * 0 + np.array([[s] * 8, [q] * 2 + [s] * 6]))
+    assert np.isnan(e[0])  # spiky at the top: the cell above is missing
 
 
 def _edges(a, cb):
@@ -136,7 +188,7 @@ def test_findings_on_built_edges_under_every_reading():
     assert len(got["spike_boundary.cubic_quadratic"].readings) == 8
     assert got["spike_boundary.near_linear:n4"].verdict == "HELD"
     assert got["spike_boundary.C_moves_with_n"].verdict == "HELD"
-    assert got["spike_boundary.edge_level_is_one"].rule == "equivalence"
+    assert got["spike_boundary.edge_level"].kind == "measurement"
     bad = {
         f.id: f.verdict
         for f in _findings(
@@ -183,9 +235,9 @@ def test_edge_level_is_the_theory_level_on_its_own_level_curve():
             x.id: x
             for x in _findings(["n2"], {"n2": a}, _edges(a, {"n2": cb}), np.random.SeedSequence(1))
         }
-        lv = f["spike_boundary.edge_level_is_one"]
+        lv = f["spike_boundary.edge_level"]
         assert lv.tolerance["level"]["settled, beta1>=0.9, orbit start"][0] == pytest.approx(L)
-        assert lv.verdict == ("HELD" if L == 1.0 else "NOT HELD")
+        assert lv.measured == pytest.approx(L) and lv.verdict is None
 
 
 def test_upper_edge_and_check_claim():

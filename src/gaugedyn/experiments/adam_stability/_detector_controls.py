@@ -22,11 +22,12 @@ known answers:
 - a loss that grows to ``+inf``, or turns ``nan``, at a known step: diverged; a single ``+inf``:
   diverged.
 
-**The boundary finder and the slope fit** (:func:`._protocol.upper_edge` and
-:func:`._spike_analysis.slope_judgement`): a synthetic spike-probability map on the
-configuration's 1-D grid, logistic in ``log c`` around a known boundary ``c_b = C a^3``
-(edges found within 0.05 decades, slope 3 within 0.05) and one around a flat boundary (slope 0
-within 0.05); maps never, and always, spiky give no edge.
+**The boundary finder and the slope fit** (the bisection :func:`._bisect.scan_rows` with
+:func:`._bisect.row_edges`, and :func:`._spike_analysis.slope_judgement`): at the
+configuration's rows, coarse grid, seeds and bisection width, seeds drawn spiky with a
+probability logistic in ``log c`` around a known boundary ``c_b = C a^3`` (edges found within
+the bisection width and 0.05 decades, each covered by its interval; slope 3 within 0.1) and
+around a flat boundary (slope 0 within 0.1); seeds never, and always, spiky give no edge.
 """
 
 from __future__ import annotations
@@ -45,13 +46,15 @@ from ...adam import (
     spike_level_blocks,
 )
 from ...harness import Control
-from ._protocol import judge_run, run_steps, settle_steps, upper_edge
+from ._protocol import judge_run, run_steps, settle_steps
 
 LEVEL = -8.0
 """The settled level of the synthetic curves (decades)."""
 NOISE = 0.3
 """White log-noise (decades) on the synthetic curves other than the noise case."""
 CYCLE_DECADES = 10.0
+BOUNDARY_WIDTH = 0.05
+"""Width (decades of ``c``) of the synthetic boundary's logistic in the finder's controls."""
 CYCLE_PERIOD = 0.04
 """The settled cycle: every ``CYCLE_PERIOD / (1 - beta2)`` steps."""
 Reduce = Callable[..., object]
@@ -362,64 +365,90 @@ def boundary_map(a, c, C: float, slope: float, width: float = 0.05) -> np.ndarra
     return 1.0 / (1.0 + np.exp(np.clip(z, -50, 50)))
 
 
-def boundary_controls(config: dict, finder=upper_edge, fit=None) -> list[Control]:
-    """The boundary finder's and the slope fit's controls on synthetic maps (module doc)."""
+def oracle(a, C: float, slope: float, seeds: int, width: float, seed: int = 0):
+    """An ``evaluate`` for :func:`._bisect.scan_rows`: each seed of a cell ``(a[row], c)`` is
+    spiky with probability ``1 / (1 + exp((log10 c - log10 c_b) / width))``, ``c_b = C
+    a^slope``, else quiet (both windows alike)."""
+    from ._protocol import CODES
+
+    rng = np.random.default_rng(seed)
+    a = np.asarray(a, float)
+
+    def evaluate(rows, cs):
+        p = boundary_map(a[rows], np.asarray(cs, float)[:, None], C, slope, width)
+        p = np.diagonal(p) if p.ndim == 2 else p
+        hit = rng.random((len(rows), seeds)) < np.asarray(p).reshape(-1, 1)
+        st = np.where(hit, CODES["spiky"], CODES["quiet"]).astype(np.int8)
+        return np.repeat(st[..., None], 2, axis=-1)
+
+    return evaluate
+
+
+def boundary_controls(config: dict, finder=None, fit=None) -> list[Control]:
+    """The bisection edge finder's and the slope fit's controls on synthetic probability maps
+    at the configuration's rows, coarse grid, seeds and bisection width (module doc)."""
+    from ._bisect import row_edges, scan_rows
     from ._spike_analysis import slope_judgement
 
     fit = slope_judgement if fit is None else fit
+    finder = row_edges if finder is None else finder
     a = np.array(config["one_minus_beta1"], float)
     c = np.array(sorted(config["one_minus_beta2"]), float)
+    seeds, decades = int(config["seeds"]), float(config["bisect_decades"])
     lc = np.log10(c)
-    width = float(np.median(np.diff(lc)))  # one grid cell: the finder interpolates in it
     mid_a, mid_c = math.sqrt(a.min() * a.max()), 0.5 * (lc[0] + lc[-1])
 
-    def edges_of(prob):
-        return np.asarray(finder(prob, c), float)
+    def edges_of(C, slope, width=BOUNDARY_WIDTH):
+        r = scan_rows(a, c, oracle(a, C, slope, seeds, width), decades)
+        return np.asarray(finder(c, r["status"], r["bisect_c"], r["bisect_status"], 0), float)
 
     def boundary(slope):
         C = 10 ** (mid_c - slope * math.log10(mid_a))
-        known = C * a**slope
-        return edges_of(boundary_map(a, c, C, slope, width)), known
+        return edges_of(C, slope), C * a**slope
 
     def known_edges():
         e, known = boundary(3.0)
-        inside = (known > c[1]) & (known < c[-2])
-        err = np.abs(np.log10(e[inside] / known[inside]))
-        return float(np.max(err)), bool(inside.sum() >= 2 and np.all(err <= 0.05))
+        inside = (known > c[0]) & (known < c[-1])
+        err = np.abs(np.log10(e[inside, 0] / known[inside]))
+        lo, hi = np.nan_to_num(e[inside, 1], nan=0.0), np.nan_to_num(e[inside, 2], nan=np.inf)
+        covered = (lo <= known[inside]) & (known[inside] <= hi)  # an open side covers
+        ok = inside.sum() >= 2 and np.all(err <= decades + 0.05) and np.all(covered)
+        return {"worst_decades": float(np.max(err)), "covered": int(covered.sum())}, bool(ok)
 
     def fitted(s):
         e, _ = boundary(s)
-        j = fit(a, e, (-100.0, 100.0))
-        return float(j.estimate), abs(float(j.estimate) - s) <= 0.05
+        j = fit(a, e[:, 0], (-100.0, 100.0))
+        return float(j.estimate), abs(float(j.estimate) - s) <= 0.1
 
     def no_edge(p):
-        e = edges_of(np.full((a.size, c.size), p))
-        return int(np.isfinite(e).sum()), not np.isfinite(e).any()
+        e = edges_of(1.0, 0.0, width=1e-9) if p == 1.0 else edges_of(1e-30, 0.0, width=1e-9)
+        return int(np.isfinite(e[:, 0]).sum()), not np.isfinite(e[:, 0]).any()
 
-    grid = "the configuration's 1-D grid"
+    grid = f"the configuration's rows, coarse grid, {seeds} seeds a cell, bisection to {decades:g} decades"
     return [
         Control(
             "boundary.known_edges",
-            "boundary finder (upper_edge)",
+            "boundary finder (bisection, row_edge)",
             "positive",
-            f"on {grid}, a map logistic in log c around c_b = C a^3: each row's edge "
-            "inside the grid within 0.05 decades of c_b",
-            "the finder reads the edge where it is",
+            f"on {grid}: seeds spiky with a probability logistic in log c around c_b = C a^3 "
+            f"(width {BOUNDARY_WIDTH:g} decades): each row's edge inside the grid within "
+            f"{decades:g} + 0.05 decades of c_b, and c_b inside its interval",
+            "the finder reads the edge where it is, and its interval covers it",
             known_edges,
         ),
         Control(
             "boundary.never_spiky",
-            "boundary finder (upper_edge)",
+            "boundary finder (bisection, row_edge)",
             "negative",
-            f"on {grid}, a map never spiky: no edge in any row",
+            f"on {grid}: seeds never spiky: no edge in any row",
             "no edge is read where there is none",
             lambda: no_edge(0.0),
         ),
         Control(
             "boundary.always_spiky",
-            "boundary finder (upper_edge)",
+            "boundary finder (bisection, row_edge)",
             "negative",
-            f"on {grid}, a map spiky everywhere: no edge (spiky at the top)",
+            f"on {grid}: seeds spiky everywhere: no edge (spiky at the top)",
             "a row spiky up to the grid's top has no edge",
             lambda: no_edge(1.0),
         ),
@@ -427,7 +456,7 @@ def boundary_controls(config: dict, finder=upper_edge, fit=None) -> list[Control
             "boundary.slope",
             "boundary slope fit (slope_band)",
             "positive",
-            f"on {grid}, the edges of a cubic boundary: fitted slope within 0.05 of 3",
+            f"on {grid}, the bisected edges of a cubic boundary: fitted slope within 0.1 of 3",
             "the fit recovers a known slope",
             lambda: fitted(3.0),
         ),
@@ -435,7 +464,7 @@ def boundary_controls(config: dict, finder=upper_edge, fit=None) -> list[Control
             "boundary.flat",
             "boundary slope fit (slope_band)",
             "negative",
-            f"on {grid}, the edges of a flat boundary: fitted slope within 0.05 of 0",
+            f"on {grid}, the bisected edges of a flat boundary: fitted slope within 0.1 of 0",
             "a boundary that does not move reads no slope",
             lambda: fitted(0.0),
         ),

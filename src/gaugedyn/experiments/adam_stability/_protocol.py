@@ -42,7 +42,6 @@ BETA1_ROWS = 0.1
 """The primary row set: ``1 - beta1 <= BETA1_ROWS`` (beta1 >= 0.9)."""
 BANDS = {"linear": (0.5, 1.5), "cubic": (2.0, 4.0)}
 C_SHIFT = 0.2
-LEVEL_BAND = (-math.log10(2.0), math.log10(2.0))
 STARTS = ("orbit", "generic")
 WINDOWS = ("settled", "transient")
 ROWSETS = ("beta1>=0.9", "all rows")

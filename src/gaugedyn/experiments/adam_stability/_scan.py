@@ -20,12 +20,12 @@ from ...adam import (
     spike_block_size,
     theory_boundary,
 )
+from ._bisect import scan_rows
 from ._protocol import (
     CODES,
     NOT_SIMULATED,
     TRAINED_DECADES,
     judge_run,
-    probability,
     run_steps,
     settle_steps,
 )
@@ -129,35 +129,34 @@ def trained_level(blocks, settle: int, b: int) -> float:
 
 
 def _run_1d(task, seed) -> dict:
-    """The downward scan of the protocol: ``status`` ``(rows, cols, seeds, window)``."""
+    """The protocol's scan of one 1-D system and start (``_bisect.scan_rows``): the coarse
+    grid's ``status`` ``(rows, cols, seeds, window)`` and the bisection's cells."""
     a, c, S, n = np.array(task["a"]), np.array(task["c"]), task["seeds"], task["n"]
     spikes = task_sampling(task)
     rng = stats.generator(seed, "start", task["start"])
-    status = np.full((a.size, c.size, S, 2), NOT_SIMULATED, dtype=np.int8)
-    rise = np.full((a.size, c.size, S, 2), np.nan)
-    active = np.ones(a.size, dtype=bool)
     floor = loss_floor(n)
     steps_run = 0
-    for j in range(c.size - 1, -1, -1):
-        rows = np.flatnonzero(active)
-        if rows.size == 0:
-            break
-        aa = np.repeat(a[rows, None], S, axis=1)
+
+    def evaluate(rows: np.ndarray, cs: np.ndarray) -> np.ndarray:
+        nonlocal steps_run
+        ar = a[rows]
+        aa = np.repeat(ar[:, None], S, axis=1)
         x0, m0, v0, bias = start_state(task["start"], aa, n, task["lr"], task["eps"], rng)
-        steps = run_steps(a[rows], c[j], spikes)
-        size = spike_block_size(1 - a[rows], 1 - c[j], spikes)
+        steps = run_steps(ar, cs, spikes)
+        size = spike_block_size(1 - ar, 1 - cs, spikes)
         blocks, used = simulate_blocks(
-            x0, m0, v0, a[rows], c[j], n, task["lr"], task["eps"], steps, size, bias
+            x0, m0, v0, ar, cs, n, task["lr"], task["eps"], steps, size, bias
         )
         steps_run += int(steps.sum()) * S
-        for k, i in enumerate(rows):
-            settle = int(settle_steps(a[i], c[j]))
+        out = np.empty((rows.size, S, 2), dtype=np.int8)
+        for k in range(rows.size):
+            settle = int(settle_steps(ar[k], cs[k]))
             for s_ in range(S):
                 mine = SpikeBlocks(*(z[: used[k], k, s_] for z in blocks))
-                verdicts = judge_run(mine, float(a[i]), float(c[j]), floor, settle, spikes)
+                verdicts = judge_run(mine, float(ar[k]), float(cs[k]), floor, settle, spikes)
                 for w, d in enumerate(verdicts):
-                    status[i, j, s_, w] = CODES[str(d["status"])]
-                    rise[i, j, s_, w] = d["max_rise"]
-        hit = probability(status[rows, j].transpose(0, 2, 1)) >= 0.5  # (rows, window)
-        active[rows[hit.all(axis=1)]] = False
-    return {"status": status, "max_rise": rise, "a": a, "c": c, "steps_run": steps_run}
+                    out[k, s_, w] = CODES[str(d["status"])]
+        return out
+
+    r = scan_rows(a, c, evaluate, float(task.get("bisect_decades", math.inf)))
+    return r | {"a": a, "c": c, "steps_run": steps_run}

@@ -60,7 +60,7 @@ class SpikeBoundary(Experiment):
         ),
         "one_minus_beta1": Param(
             list,
-            _grid(0.01, 0.5, 10),
+            _grid(0.005, 0.5, 13),
             item=float,
             quick=_grid(0.01, 0.5, 7),
             lo=1e-3,
@@ -70,11 +70,11 @@ class SpikeBoundary(Experiment):
             max_len=16,
             distinct=True,
             why="beta1 >= 0",
-            help="1-D grid of 1 - beta1",
+            help="1-D rows 1 - beta1 (13 from 0.005 to 0.5, 8 of them at or below 0.1)",
         ),
         "one_minus_beta2": Param(
             list,
-            _grid(3e-6, 0.3, 21),
+            _grid(1e-6, 10**-0.5, 12),
             item=float,
             quick=_grid(3e-6, 0.3, 11),
             lo=1e-6,
@@ -84,7 +84,8 @@ class SpikeBoundary(Experiment):
             max_len=32,
             distinct=True,
             why="beta2 >= 0; below 1e-6 a settled run passes 1e8 steps",
-            help="1-D grid of 1 - beta2",
+            help="1-D coarse grid of 1 - beta2 (half a decade apart), the brackets of the "
+            "bisection",
         ),
         "c_min_above_2": Param(
             float,
@@ -97,12 +98,21 @@ class SpikeBoundary(Experiment):
         ),
         "seeds": Param(
             int,
-            4,
+            8,
             quick=2,
             lo=1,
             hi=64,
             why="CPU time: one run per seed",
-            help="seeds per 1-D cell and start",
+            help="seeds per evaluated 1-D cell and start",
+        ),
+        "bisect_decades": Param(
+            float,
+            0.04,
+            quick=0.25,
+            lo=0.005,
+            hi=2.0,
+            why="below, the seeds' own scatter; above, no bisection on a half-decade grid",
+            help="the 1-D bisection stops when a row's bracket is this narrow (log10 c)",
         ),
         "lr": Param(
             float,
@@ -228,12 +238,19 @@ class SpikeBoundary(Experiment):
         "stationary map; generic: x0 = A 10^U(-1,1), m = v = 0, bias-corrected",
         "spike_probability": "share of a cell's seeds judged spiky among those spiky or quiet",
         "boundary": "per row 1 - beta1: the upper edge of the spiky region, the c = 1 - beta2 "
-        "at which the spike probability falls through 0.5 (log-interpolated)",
+        "at which the spike probability falls through 0.5 (log-interpolated between the "
+        "highest cell with probability >= 0.5 and the evaluated cell above it); on the 1-D "
+        "maps bracketed on the coarse grid and bisected in log c to bisect_decades, fresh seeds "
+        "per evaluated cell; its interval: from the highest evaluated cell below whose exact "
+        "95% interval of the probability lies above 0.5 to the lowest above whose interval lies "
+        "below it",
+        "local_slope": "d log c_b / d log a between consecutive rows, with its range over the "
+        "two edges' intervals",
         "slope_and_C": "log c_b = slope log a + log C by least squares (slope_band rule); C at "
         "slope 1: c_b / a",
         "theory": "derivations/adam_stability.md: oscillating-state multipliers; level curves of "
         "2 pi delta/omega (growth per slow turn) at eps = 0: 1 (the theory) and the "
-        "level fitted on the simulated edge",
+        "level measured on the simulated edge (an open measurement, with its interval)",
     }
 
     def controls(self, config):
@@ -264,6 +281,7 @@ class SpikeBoundary(Experiment):
                             if n <= 2 or v >= config["c_min_above_2"]
                         ),
                         "seeds": int(config["seeds"]),
+                        "bisect_decades": float(config["bisect_decades"]),
                         "eps": float(config["eps"]),
                         "spikes": spikes,
                         **common,
