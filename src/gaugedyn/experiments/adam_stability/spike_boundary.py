@@ -17,7 +17,7 @@ from ...harness import Choice, Experiment, Param
 from ._calibration import GRID as TASK_GRID
 from ._calibration import TASKS as CALIBRATION
 from ._detector_controls import boundary_controls, detector_controls
-from ._figures import spike_maps
+from ._figures import local_slopes, spike_maps
 from ._protocol import (
     BLOCK_MIN_CHOICES,
     BLOCKS_PER_HORIZON_CHOICES,
@@ -312,7 +312,7 @@ class SpikeBoundary(Experiment):
         return analyse(tasks, results, seed)
 
     def plot(self, arrays, config, outdir):
-        return [spike_maps(arrays, outdir)]
+        return [spike_maps(arrays, outdir), local_slopes(arrays, outdir)]
 
 
 EXPERIMENT = SpikeBoundary()
