@@ -149,18 +149,12 @@ def edge_curvature(arrays, outdir):
         (line,) = axes[0].plot(
             lz, lr * arrays[f"{k}__sharpness"] / thr, ".-", ms=3, lw=0.8, label=k.replace("__", " ")
         )
-        axes[0].plot(
-            lz,
-            lr * arrays[f"{k}__frozen_sharpness"] / thr,
-            "x--",
-            ms=3,
-            lw=0.8,
-            color=line.get_color(),
-        )
+        for fz in np.atleast_2d(arrays[f"{k}__frozen_sharpness"]):
+            axes[0].plot(lz, lr * fz / thr, "x--", ms=3, lw=0.8, color=line.get_color())
         axes[1].semilogy(arrays[f"{k}__loss"], lw=0.4, color=line.get_color())
         axes[1].semilogy(arrays[f"{k}__ema_loss"], lw=0.8, ls="--", color=line.get_color())
     axes[0].axhline(1.0, color="r", lw=1)
-    axes[0].set(xlabel="step", ylabel="lr S / thr (x: v frozen at the edge)", yscale="log")
+    axes[0].set(xlabel="step", ylabel="lr S / thr (x: v frozen before the edge)", yscale="log")
     axes[0].legend(fontsize=5, ncol=2)
     axes[1].set(xlabel="step", ylabel="loss (dashed: averaged iterate)")
     for b1 in arrays["quadratic_beta1s"]:
@@ -178,8 +172,8 @@ def edge_curvature(arrays, outdir):
     axes[2].legend(fontsize=6)
     caption = (
         "Top: preconditioned sharpness lr S over the threshold 2(1+beta1)/(1-beta1) of the "
-        "adaptive runs (dots, seed 0 of each cell) and of their copies with v frozen at "
-        "the edge (crosses). Middle: losses of the iterate and of its exponential average "
+        "adaptive runs (dots, seed 0 of each cell) and of their copies with v frozen before "
+        "the edge, at each declared share of the threshold (crosses). Middle: losses of the iterate and of its exponential average "
         "(decay 0.9, dashed). Bottom: the diagonal quadratic, exact lr S / thr (solid) and "
         "active curvature lr kappa_g / thr (dotted)."
     )

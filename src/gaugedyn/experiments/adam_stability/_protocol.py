@@ -132,14 +132,21 @@ def upper_edge(prob: np.ndarray, c: np.ndarray) -> np.ndarray:
 EDGE_FRACTION = 0.9
 CURVATURE_BAND = (0.85, 1.15)
 STAY_BAND = (-math.log10(1.25), math.log10(1.25))
-SEPARATION = math.log10(2.0)
+SEPARATION = 2.0
 REVERSAL_COS, REVERSAL_MIN = -0.5, 0.5
 LANCZOS_TOL = 1e-6
 LOSSES = ("mse", "ce", "ce_noisy")
 """The losses of ``_edge.LOSSES`` (kept here so the registry does not import torch; a test
 checks the two agree)."""
-CONTROL_MEMORIES = 3.0
-"""A frozen-v control is judged when it lasts at least this many memory times 1/(1 - beta2)."""
+FREEZE_FRACTIONS = (0.5, 0.7)
+"""The declared shares of the threshold at which ``v`` is frozen, before the edge
+(``EDGE_FRACTION``): the frozen copy must then reach the edge by itself."""
+STARTUP = 20
+"""Steps of Adam's start-up left out before a freeze or an edge may be declared (bias
+correction's first steps)."""
+SEPARATION_RANGE = (1.1, 2.0)
+"""The declared range of the factor by which the sharpness must exceed the active curvature on
+the diagonal quadratic for them to "separate" (the abstract gives none)."""
 
 
 def edge_start(out: dict, task: dict) -> int:
