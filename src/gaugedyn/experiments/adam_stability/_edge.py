@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from ..._errors import InputError
-from ...adam import dense_sharpness, preconditioned_sharpness
+from ...adam import dense_sharpness, effective_exponent, preconditioned_sharpness
 from ...training import load_digits
 
 LOSSES = ("mse", "ce", "ce_noisy")
@@ -99,6 +99,7 @@ def run_edge(
     freeze_fractions: tuple[float, ...] = (),
     freeze_after: int = 0,
     lanczos_fine: int | None = None,
+    exponent_every: int = 0,
 ) -> dict:
     """Train with ``torch.optim.Adam`` full batch and record the module's observables per step.
 
@@ -135,6 +136,9 @@ def run_edge(
     t_f = np.full(K, -1, dtype=np.int64)
     r_f = np.full(K, np.nan)
     reached = False
+    ex_t: list[int] = []
+    ex_n: list[float] = []
+    ex_w: list[float] = []
     for t in range(steps):
         theta = _flat(params).detach().clone()
         L = loss_fn()
@@ -178,6 +182,12 @@ def run_edge(
                     frozen_loss[k],
                     lz_f,
                 )
+        if exponent_every and reached and t % exponent_every == 0:
+            u = _adam_update(opt, params, g, P, lr, beta1)
+            e = effective_exponent(_line(model, loss_fn, params, theta, u))
+            ex_t.append(t)
+            ex_n.append(e["exponent"])
+            ex_w.append(e["wall"])
         for p, gi in zip(params, g_list):
             p.grad = gi.detach()
         opt.step()
@@ -197,7 +207,27 @@ def run_edge(
         "freeze_ratio": r_f,
         "frozen_sharpness": np.array(lz_f, float).reshape(len(lz_t), K).T,
         "frozen_loss": frozen_loss,
+        "exponent_step": np.array(ex_t, dtype=np.int64),
+        "exponent": np.array(ex_n, float),
+        "exponent_wall": np.array(ex_w, float),
     }
+
+
+def _adam_update(opt, params, g, P, lr, beta1) -> torch.Tensor:
+    """The update ``-lr m^_t / P`` Adam is about to take (``m_t`` including ``g``)."""
+    st = opt.state.get(params[0], {})
+    t = int(st["step"]) + 1 if "step" in st else 1
+    m = beta1 * _adam_m(opt, params) + (1 - beta1) * g
+    return -lr * (m / (1 - beta1**t)) / P
+
+
+def _line(model, loss_fn, params, theta, u):
+    """``s -> L(theta + s u)`` (the parameters restored after each call)."""
+
+    def f(s: float) -> float:
+        return _loss_at(model, loss_fn, params, theta + s * u)
+
+    return f
 
 
 def _adam_m(opt, params) -> torch.Tensor:

@@ -13,6 +13,7 @@ from ._freeze import censored_delay, first_at_edge
 from ._protocol import (
     CURVATURE_BAND,
     EDGE_FRACTION,
+    EXPONENT_MARGIN,
     LANCZOS_TOL,
     REVERSAL_COS,
     REVERSAL_MIN,
@@ -48,6 +49,11 @@ def window_stats(r: dict, task: dict) -> dict:
         "ratio_q": np.nanquantile(k, [0.1, 0.5, 0.9]),
         "secant_q": np.nanquantile(lr * np.asarray(r["secant"])[t0:] / thr, [0.1, 0.5, 0.9]),
     }
+    ex = np.asarray(r.get("exponent", []), float)
+    es = np.asarray(r.get("exponent_step", []), int)
+    mine = ex[(es >= t0) & np.isfinite(ex)] if ex.size else ex
+    if mine.size:
+        out["exponent"] = float(np.median(mine))
     memory = 1.0 / (1.0 - task["beta2"])
     lz = np.asarray(r["lanczos_step"])
     after = lz >= t0 + memory
@@ -85,7 +91,7 @@ def _j(rule, *values, threshold, direction=None):
 def _cell_findings(cell: str, ws) -> list[Claim]:
     col = {
         k: np.array([w.get(k, np.nan) for w in ws], float)
-        for k in ("ratio", "reversal", "reversal_before", "lower", "smooth", "adaptive")
+        for k in ("ratio", "reversal", "reversal_before", "lower", "smooth", "adaptive", "exponent")
     }
     n = len(ws)
     out = []
@@ -112,6 +118,8 @@ def _cell_findings(cell: str, ws) -> list[Claim]:
             paper_value=0.0,
         )
     )
+    if np.isfinite(col["exponent"]).any():
+        out.append(_exponent_finding(cell, col["exponent"]))
     rv = _j("mean_threshold", col["reversal"], threshold=REVERSAL_MIN, direction=">")
     before = float(np.nanmean(col["reversal_before"]))
     out.append(
@@ -143,6 +151,27 @@ def _cell_findings(cell: str, ws) -> list[Claim]:
         )
     )
     return out
+
+
+def _exponent_finding(cell: str, values: np.ndarray) -> Claim:
+    """``core_wall_exponent:cell``: per seed, the median effective exponent of the loss along
+    the Adam update in the edge window; a cross-entropy loss: median > 2; a mean-squared one:
+    median < 2 + EXPONENT_MARGIN (``median_threshold``)."""
+    ce = cell.startswith("ce")
+    thr, direction = (2.0, ">") if ce else (2.0 + EXPONENT_MARGIN, "<")
+    j = _j("median_threshold", values, threshold=thr, direction=direction)
+    claim = (
+        "exceeds 2 (superquadratic at the scale of an update)"
+        if ce
+        else (f"does not exceed 2 (below {thr:g})")
+    )
+    return judged(
+        f"adam_edge.core_wall_exponent:{cell}",
+        f"{cell}: effective exponent of the loss along the Adam update, fitted over 1/32 to 1 "
+        f"update around the line minimum (per seed the median over the edge window): median "
+        f"{j.estimate:.3g} (95% [{j.low:.3g}, {j.high:.3g}], {j.n} seeds); claim: it {claim}",
+        j,
+    )
 
 
 def quadratic_separation(r: dict) -> float:
@@ -181,8 +210,12 @@ def _run_record(t: dict, r: dict, arrays: dict, diag: dict) -> tuple[dict, dict]
         "sharpness",
         "frozen_sharpness",
         "freeze_step",
+        "exponent_step",
+        "exponent",
+        "exponent_wall",
     ):
-        arrays[f"{key}__{f}"] = np.asarray(r[f])
+        if f in r:
+            arrays[f"{key}__{f}"] = np.asarray(r[f])
     arrays[f"{key}__threshold"] = np.asarray(r["threshold"])
     w = window_stats(r, t)
     fr = freeze_readout(r, t)
@@ -198,6 +231,7 @@ def _run_record(t: dict, r: dict, arrays: dict, diag: dict) -> tuple[dict, dict]
             "lr_kappa_over_thr_p10_50_90": w["ratio_q"].tolist(),
             "lr_secant_over_thr_p10_50_90": w["secant_q"].tolist(),
             "log10_adaptive": w.get("adaptive"),
+            "exponent": w.get("exponent"),
         }
         if w
         else {}
@@ -269,7 +303,9 @@ def _time_to_edge_finding(cell: str, b2s: np.ndarray, times: np.ndarray) -> Clai
 def analyse(tasks, results, seed, separation: float = SEPARATION):
     """``(arrays, claims, diagnostics)`` of an ``adam_edge`` run; ``separation``: the declared
     factor of ``quadratic_separates``."""
-    arrays, claims, diag = {}, [], {"runs": {}}
+    arrays: dict = {}
+    claims: list[Claim] = []
+    diag: dict = {"runs": {}}
     cells: dict = {}
     quad: dict = {}
     for t, r in zip(tasks, results):

@@ -149,7 +149,61 @@ def readout_controls(config: dict) -> list[Control]:
         _edge_finder_controls(thr, lr, b2)
         + _window_controls(thr, lr, b2, window_stats)
         + _small_readout_controls()
+        + exponent_controls()
     )
+
+
+def exponent_controls(measure=None) -> list[Control]:
+    """The effective exponent (:func:`gaugedyn.adam.effective_exponent`, as the runs call it)
+    on 1-D losses with known answers, their minimum off the origin: ``|s - 0.3|^4 / 4`` reads
+    4, a quadratic reads 2, a quadratic core of half-width 0.2 updates with a quartic wall reads
+    above 2.5 with the wall between 0.1 and 0.4 updates."""
+    from ...adam import core_wall, effective_exponent
+
+    measure = effective_exponent if measure is None else measure
+
+    def quartic():
+        e = measure(lambda s: abs(s - 0.3) ** 4 / 4)
+        return e["exponent"], abs(e["exponent"] - 4) <= 0.05
+
+    def quadratic():
+        e = measure(lambda s: 3.0 * (s + 0.2) ** 2)
+        return e["exponent"], abs(e["exponent"] - 2) <= 0.05
+
+    def wall():
+        cw = core_wall(0.2, 1e3)
+        e = measure(lambda s: cw(s - 0.3))
+        out = {"exponent": e["exponent"], "wall": e["wall"]}
+        return out, e["exponent"] > 2.5 and 0.1 <= e["wall"] <= 0.4
+
+    name = "effective exponent along the update (effective_exponent)"
+    return [
+        Control(
+            "exponent.power",
+            name,
+            "positive",
+            "|s - 0.3|^4 / 4: reads 4 within 0.05",
+            "the fit measures a known power around the line minimum",
+            quartic,
+        ),
+        Control(
+            "exponent.quadratic",
+            name,
+            "negative",
+            "3 (s + 0.2)^2: reads 2 within 0.05",
+            "a quadratic reads no superquadratic exponent",
+            quadratic,
+        ),
+        Control(
+            "exponent.core_wall",
+            name,
+            "positive",
+            "a quadratic core of half-width 0.2 updates and a quartic wall (stiffness 1e3), "
+            "minimum at 0.3: reads above 2.5, the wall between 0.1 and 0.4 updates",
+            "a step that reaches a wall reads superquadratic, and where the wall is",
+            wall,
+        ),
+    ]
 
 
 def _edge_finder_controls(thr: float, lr: float, b2: float) -> list[Control]:

@@ -144,6 +144,10 @@ FREEZE_FRACTIONS = (0.5, 0.7)
 STARTUP = 20
 """Steps of Adam's start-up left out before a freeze or an edge may be declared (bias
 correction's first steps)."""
+EXPONENT_MARGIN = 0.25
+"""The core-wall findings: a mean-squared loss "does not exceed" exponent 2 when its median
+effective exponent lies below ``2 + EXPONENT_MARGIN`` (the fit's resolution on a loss that is
+not a power); a cross-entropy loss exceeds 2 when its median lies above 2."""
 SEPARATION_RANGE = (1.1, 2.0)
 """The declared range of the factor by which the sharpness must exceed the active curvature on
 the diagonal quadratic for them to "separate" (the abstract gives none)."""

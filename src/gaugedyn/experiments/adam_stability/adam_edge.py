@@ -168,6 +168,14 @@ class AdamEdge(Experiment):
             help="steps between sharpness estimates until the run is on the edge and every "
             "copy frozen",
         ),
+        "exponent_every": Param(
+            int,
+            100,
+            lo=0,
+            hi=10000,
+            why="CPU time: about 45 losses a measurement; 0: none",
+            help="steps between effective-exponent measurements on the edge",
+        ),
         "separation_factor": Param(
             float,
             SEPARATION,
@@ -197,6 +205,9 @@ class AdamEdge(Experiment):
         f"P(t_f), t_f the first Lanczos step after {STARTUP} steps with lr S >= f thr (before "
         "the edge); its S uses P(t_f); its delay: the steps from the adaptive run's first edge "
         "step after t_f to the copy's (the run's end when it never reaches it: a lower bound)",
+        "effective_exponent": "gaugedyn.adam.effective_exponent of s -> L(theta + s u), u the "
+        "step's Adam update, fitted over |s| from 1/32 to 1 around the line minimum, every "
+        "exponent_every steps on the edge",
         "time_to_edge": f"the adaptive run's first Lanczos step after {STARTUP} steps with "
         f"lr S >= {EDGE_FRACTION} thr",
         "secant": "dtheta^T (g_t - g_{t-1}) / dtheta^T P dtheta",
@@ -239,6 +250,7 @@ class AdamEdge(Experiment):
                                     "n_samples": int(config["n_samples"]),
                                     "lanczos_every": int(config["lanczos_every"]),
                                     "lanczos_fine": int(config["lanczos_fine"]),
+                                    "exponent_every": int(config["exponent_every"]),
                                     "skip": float(config["skip"]),
                                     "freeze_fractions": [
                                         float(f) for f in config["freeze_fractions"]
@@ -275,6 +287,7 @@ class AdamEdge(Experiment):
                 freeze_fractions=tuple(task["freeze_fractions"]),
                 freeze_after=STARTUP,
                 lanczos_fine=task["lanczos_fine"],
+                exponent_every=task.get("exponent_every", 0),
             )
         finally:
             torch.set_num_threads(before)
