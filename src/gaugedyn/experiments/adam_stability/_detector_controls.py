@@ -424,7 +424,14 @@ def boundary_controls(config: dict, finder=None, fit=None) -> list[Control]:
         e = edges_of(1.0, 0.0, width=1e-9) if p == 1.0 else edges_of(1e-30, 0.0, width=1e-9)
         return int(np.isfinite(e[:, 0]).sum()), not np.isfinite(e[:, 0]).any()
 
-    grid = f"the configuration's rows, coarse grid, {seeds} seeds a cell, bisection to {decades:g} decades"
+    grid = (
+        f"the configuration's rows, coarse grid, {seeds} seeds a cell, bisection to "
+        f"{decades:g} decades"
+    )
+    return _boundary_list(grid, decades, known_edges, no_edge, fitted)
+
+
+def _boundary_list(grid, decades, known_edges, no_edge, fitted) -> list[Control]:
     return [
         Control(
             "boundary.known_edges",

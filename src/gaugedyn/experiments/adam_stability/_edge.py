@@ -29,6 +29,8 @@ The stability threshold of heavy-ball EMA momentum on a quadratic is
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 from torch import nn
@@ -124,93 +126,103 @@ def run_edge(
     K = len(freeze_fractions)
     rec = {k: np.full(steps, np.nan) for k in ("loss", "ema_loss", "kappa_g", "secant", "cosine")}
     frozen_loss = np.full((K, steps), np.nan)
-    lz_t: list[int] = []
-    lz_s: list[float] = []
-    lz_k: list[float] = []
-    lz_f: list[list[float]] = []
+    lz: dict[str, list] = {"t": [], "S": [], "k": [], "f": []}
+    ex: dict[str, list] = {"t": [], "n": [], "w": []}
     ema = _flat(params).detach().clone()
-    prev_theta: torch.Tensor | None = None
-    prev_g: torch.Tensor | None = None
-    v0 = None
-    copies: list = [None] * K  # (theta, m, P, warm vector) per copy once frozen
-    t_f = np.full(K, -1, dtype=np.int64)
-    r_f = np.full(K, np.nan)
+    prev: tuple | None = None
+    fr: dict[str, Any] = {
+        "v0": None,
+        "copies": [None] * K,
+        "t": np.full(K, -1, np.int64),
+        "r": np.full(K, np.nan),
+    }
     reached = False
-    ex_t: list[int] = []
-    ex_n: list[float] = []
-    ex_w: list[float] = []
     for t in range(steps):
-        theta = _flat(params).detach().clone()
-        L = loss_fn()
-        g_list = torch.autograd.grad(L, params, create_graph=True)
-        g = _flat(g_list)
-        P = _moments(opt, params, [x.detach() for x in g_list], beta2, eps)
-        d = g.detach() / P
-        Hd = _flat(torch.autograd.grad(g @ d, params)).detach()
-        g = g.detach()
-        rec["loss"][t] = float(L.detach())
-        rec["kappa_g"][t] = float(d @ Hd / (d @ (P * d)))
-        if prev_g is not None and prev_theta is not None:
-            dth = theta - prev_theta
-            rec["secant"][t] = float(dth @ (g - prev_g) / (dth @ (P * dth)))
-            rec["cosine"][t] = float(g @ prev_g / (g.norm() * prev_g.norm()))
-        dense = not reached or (t_f < 0).any()
+        theta, g_list, g, P = _observe(rec, t, loss_fn, params, opt, (beta2, eps), prev)
+        dense = not reached or (fr["t"] < 0).any()
         lanczos = t % (fine if dense else lanczos_every) == 0 or t == steps - 1
         if lanczos:
-            S, v0 = preconditioned_sharpness(loss_fn, params, P, v0)
-            lz_t.append(t)
-            lz_s.append(S)
-            lz_k.append(rec["kappa_g"][t])
-            ratio = lr * S / thr
+            ratio = _lanczos(lz, fr, t, loss_fn, params, P, lr / thr, rec["kappa_g"][t])
             reached = reached or (t >= freeze_after and ratio >= EDGE_FRACTION)
             for k, f in enumerate(freeze_fractions):
-                if t_f[k] < 0 and t >= freeze_after and ratio >= f:
-                    m = _adam_m(opt, params)
-                    copies[k] = (theta.clone(), m, P.clone(), v0)
-                    t_f[k], r_f[k] = t, ratio
-            lz_f.append([np.nan] * K)
-        for k in range(K):
-            if copies[k] is not None:
-                copies[k] = _frozen_step(
+                if fr["t"][k] < 0 and t >= freeze_after and ratio >= f:
+                    fr["copies"][k] = (theta.clone(), _adam_m(opt, params), P.clone(), fr["v0"])
+                    fr["t"][k], fr["r"][k] = t, ratio
+        for k, copy in enumerate(fr["copies"]):
+            if copy is not None:
+                fr["copies"][k] = _frozen_step(
                     model,
                     loss_fn,
                     params,
-                    copies[k],
+                    copy,
                     k,
                     (lr, beta1, t),
                     lanczos,
                     frozen_loss[k],
-                    lz_f,
+                    lz["f"],
                 )
         if exponent_every and reached and t % exponent_every == 0:
             u = _adam_update(opt, params, g, P, lr, beta1)
             e = effective_exponent(_line(model, loss_fn, params, theta, u))
-            ex_t.append(t)
-            ex_n.append(e["exponent"])
-            ex_w.append(e["wall"])
+            ex["t"].append(t)
+            ex["n"].append(e["exponent"])
+            ex["w"].append(e["wall"])
         for p, gi in zip(params, g_list):
             p.grad = gi.detach()
         opt.step()
         ema = ema_decay * ema + (1 - ema_decay) * _flat(params).detach()
         rec["ema_loss"][t] = _loss_at(model, loss_fn, params, ema)
-        prev_theta, prev_g = theta, g
+        prev = (theta, g)
         if not np.isfinite(rec["loss"][t]):
             break
     return {
         **rec,
-        "lanczos_step": np.array(lz_t),
-        "sharpness": np.array(lz_s),
-        "kappa_at_lanczos": np.array(lz_k),
+        "lanczos_step": np.array(lz["t"]),
+        "sharpness": np.array(lz["S"]),
+        "kappa_at_lanczos": np.array(lz["k"]),
         "threshold": thr,
         "freeze_fractions": np.asarray(freeze_fractions, float),
-        "freeze_step": t_f,
-        "freeze_ratio": r_f,
-        "frozen_sharpness": np.array(lz_f, float).reshape(len(lz_t), K).T,
+        "freeze_step": fr["t"],
+        "freeze_ratio": fr["r"],
+        "frozen_sharpness": np.array(lz["f"], float).reshape(len(lz["t"]), K).T,
         "frozen_loss": frozen_loss,
-        "exponent_step": np.array(ex_t, dtype=np.int64),
-        "exponent": np.array(ex_n, float),
-        "exponent_wall": np.array(ex_w, float),
+        "exponent_step": np.array(ex["t"], dtype=np.int64),
+        "exponent": np.array(ex["n"], float),
+        "exponent_wall": np.array(ex["w"], float),
     }
+
+
+def _observe(rec, t, loss_fn, params, opt, moments, prev):
+    """The step's loss, gradient and ``P`` (before the step) and its per-step observables into
+    ``rec``; returns ``(theta, g_list, g, P)``."""
+    beta2, eps = moments
+    theta = _flat(params).detach().clone()
+    L = loss_fn()
+    g_list = torch.autograd.grad(L, params, create_graph=True)
+    g = _flat(g_list)
+    P = _moments(opt, params, [x.detach() for x in g_list], beta2, eps)
+    d = g.detach() / P
+    Hd = _flat(torch.autograd.grad(g @ d, params)).detach()
+    g = g.detach()
+    rec["loss"][t] = float(L.detach())
+    rec["kappa_g"][t] = float(d @ Hd / (d @ (P * d)))
+    if prev is not None:
+        prev_theta, prev_g = prev
+        dth = theta - prev_theta
+        rec["secant"][t] = float(dth @ (g - prev_g) / (dth @ (P * dth)))
+        rec["cosine"][t] = float(g @ prev_g / (g.norm() * prev_g.norm()))
+    return theta, g_list, g, P
+
+
+def _lanczos(lz, fr, t, loss_fn, params, P, scale, kappa) -> float:
+    """The preconditioned sharpness at step ``t`` into ``lz`` (warm started from ``fr["v0"]``,
+    a row of ``nan`` for the copies); returns ``lr S / thr`` (``scale = lr / thr``)."""
+    S, fr["v0"] = preconditioned_sharpness(loss_fn, params, P, fr["v0"])
+    lz["t"].append(t)
+    lz["S"].append(S)
+    lz["k"].append(kappa)
+    lz["f"].append([np.nan] * len(fr["copies"]))
+    return scale * S
 
 
 def _adam_update(opt, params, g, P, lr, beta1) -> torch.Tensor:
