@@ -290,6 +290,10 @@ def test_task_scan_uses_the_stored_calibration_and_judges_every_copy():
     )
     assert r["status"].shape == (2, 2, 2, 2)
     assert set(np.unique(r["status"])) <= set(CODES.values())  # every copy judged
+    assert r["rises"].tolist() == [2.0, 1.5, 2.5] and r["status_rises"].shape == (2, 2, 2, 2, 3)
+    np.testing.assert_array_equal(r["status_rises"][..., 0], r["status"])
+    spiky = r["status_rises"] == CODES["spiky"]
+    assert np.all(spiky[..., 2] <= spiky[..., 0]) and np.all(spiky[..., 0] <= spiky[..., 1])
     assert r["steps_run"] == int(run_steps(np.array([0.3]), np.array([0.3]))[0]) * 8
     assert np.all(np.isfinite(r["final_log10_loss"]))
 
@@ -359,3 +363,32 @@ def test_linear_on_tasks_and_C_between_tasks_are_judged_under_both_windows():
     assert _tasks_C_claim(["t", "u"], a_of, lin | other).verdict == "HELD"
     assert _tasks_C_claim(["t", "u"], a_of, lin | same).verdict == "NOT HELD"
     assert np.isnan(task_C(a[:1], a[:1])[1])  # one row: no interval
+
+
+def test_linear_on_tasks_is_judged_over_the_declared_rise_thresholds():
+    """Edges under each rise reading (the configured threshold first): the finding holds when
+    every threshold gives a linear edge and depends on the reading when one does not."""
+    from gaugedyn.experiments.adam_stability._spike_analysis import _task_claim
+
+    a = np.array([0.5, 0.4, 0.3, 0.2, 0.15, 0.1])
+    wig = 1 + 0.03 * np.array([1, -1, 1, -1, 1, -1])
+    lin = {("t", w, "init"): 0.5 * a * wig for w in ("settled", "transient")}
+    by_rise = {
+        ("t", w, f"rise {h:g}"): 0.5 * a * wig * (h / 2)
+        for h in (2.0, 1.5, 2.5)
+        for w in ("settled", "transient")
+    }
+    c = _task_claim("t", a, lin, by_rise)
+    assert c.verdict == "HELD" and len(c.readings) == 6
+    assert next(iter(c.readings)) == "settled, rise 2"
+    by_rise[("t", "settled", "rise 2.5")] = 3 * a**3 * wig
+    d = _task_claim("t", a, lin, by_rise)
+    assert d.verdict == "depends on the reading"
+    assert d.readings["settled, rise 2.5"] == "NOT HELD" and d.readings["settled, rise 2"] == "HELD"
+
+
+def test_a_task_copy_is_judged_at_every_rise_reading():
+    from gaugedyn.experiments.adam_stability._scan import rise_readings
+
+    assert rise_readings(2.0) == [2.0, 1.5, 2.5]
+    assert rise_readings(1.5) == [1.5, 2.5]

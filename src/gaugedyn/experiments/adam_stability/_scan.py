@@ -24,6 +24,7 @@ from ._bisect import scan_rows
 from ._protocol import (
     CODES,
     NOT_SIMULATED,
+    RISE_RANGE,
     TRAINED_DECADES,
     judge_run,
     run_steps,
@@ -92,17 +93,21 @@ def _run_task(task, seed) -> dict:
         blocks, first = adam_steps(model, task["lr"], 1 - aa.ravel(), 1 - cc.ravel(), T, size)
     finally:
         torch.set_num_threads(before)
-    status = np.full(aa.shape + (2,), NOT_SIMULATED, dtype=np.int8)
+    rises = rise_readings(spikes.rise)
+    status = np.full(aa.shape + (2, len(rises)), NOT_SIMULATED, dtype=np.int8)
     rise = np.full(aa.shape + (2,), np.nan)
     settled_median = np.full(aa.shape, np.nan)
     for k, idx in enumerate(np.ndindex(aa.shape)):
         i, j, _ = idx
         settle = int(settle_steps(a[i], c[j]))
         mine = blocks[k]
-        verdicts = judge_run(mine, float(a[i]), float(c[j]), FLOAT64_FLOOR, settle, spikes)
-        for w, d in enumerate(verdicts):
-            status[idx + (w,)] = CODES[str(d["status"])]
-            rise[idx + (w,)] = d["max_rise"]
+        for q, h in enumerate(rises):
+            sq = spikes._replace(rise=h)
+            verdicts = judge_run(mine, float(a[i]), float(c[j]), FLOAT64_FLOOR, settle, sq)
+            for w, d in enumerate(verdicts):
+                status[idx + (w, q)] = CODES[str(d["status"])]
+                if q == 0:
+                    rise[idx + (w,)] = d["max_rise"]
         settled_median[idx] = trained_level(mine, settle, int(size[k]))
         if not settled_median[idx] <= first[k] - TRAINED_DECADES and np.all(
             status[idx] != CODES["diverged"]
@@ -110,7 +115,9 @@ def _run_task(task, seed) -> dict:
             status[idx] = CODES["untrained"]
     final = np.array([blocks[k].median[-1] for k in range(aa.size)]).reshape(aa.shape)
     return {
-        "status": status,
+        "status": status[..., 0],
+        "status_rises": status,
+        "rises": np.array(rises),
         "max_rise": rise,
         "a": a,
         "c": c,
@@ -118,6 +125,12 @@ def _run_task(task, seed) -> dict:
         "final_log10_loss": final,
         "settled_median_log10_loss": settled_median,
     }
+
+
+def rise_readings(rise: float) -> list[float]:
+    """The rise thresholds a task's copies are judged at: the configured one (primary), then
+    the declared range's ends (``_protocol.RISE_RANGE``) when they differ from it."""
+    return [float(rise)] + [float(h) for h in RISE_RANGE if not np.isclose(h, rise)]
 
 
 def trained_level(blocks, settle: int, b: int) -> float:

@@ -60,6 +60,7 @@ def analyse(tasks, results, seed):
     """``(arrays, claims, diagnostics)`` of a ``spike_boundary`` run."""
     arrays, claims, diag = {}, [], {"systems": {}}
     edges, names = {}, []
+    task_edges: dict = {}
     for t, r in zip(tasks, results):
         if t["kind"] == "check":
             claims.append(_check_claim(r))
@@ -99,13 +100,15 @@ def analyse(tasks, results, seed):
                 "diverged_cells": int(np.sum(st[..., w] == CODES["diverged"])),
                 "simulated_cells": int(np.sum(st[..., w] != NOT_SIMULATED)),
             }
+        if "status_rises" in r:
+            arrays |= _rise_edges(name, key, r, bc, bs, task_edges)
         diag["systems"][key + "_steps_run"] = int(r["steps_run"])
     arrays["systems"] = np.array(names)
     one_d = [n for n in names if _is_1d(n)]
     a_of = {n: arrays[f"{n}__a"] for n in names}
     claims += _findings(one_d, a_of, edges, seed)
     task_names = [n for n in names if not _is_1d(n)]
-    claims += [_task_claim(n, a_of[n], edges) for n in task_names]
+    claims += [_task_claim(n, a_of[n], edges, task_edges) for n in task_names]
     if len(task_names) >= 2 and all(
         np.array_equal(a_of[n], a_of[task_names[0]]) for n in task_names
     ):
@@ -145,15 +148,38 @@ def _is_1d(name: str) -> bool:
     return name.startswith("n") and name[1:].replace(".", "", 1).isdigit()
 
 
-def _task_claim(name, a, edges):
+def _rise_edges(name, key, r, bc, bs, task_edges) -> dict:
+    """A task's edges under every rise-threshold reading (``status_rises``), into
+    ``task_edges[(name, window, "rise h")]``; returns their arrays."""
+    out = {}
+    st = np.asarray(r["status_rises"])
+    for q, h in enumerate(np.asarray(r["rises"], float)):
+        for w, window in enumerate(WINDOWS):
+            e = row_edges(r["c"], st[..., q], bc, bs, w)
+            task_edges[(name, window, f"rise {h:g}")] = e[:, 0]
+            out[f"{key}_{window}_rise{h:g}__boundary"] = e[:, 0]
+    return out
+
+
+def _task_claim(name, a, edges, task_edges=None):
     """``linear_on_tasks:name``: slope in (0.5, 1.5) over all rows of the task grid, judged
-    under both windows (settled primary); ``C = c_b / a`` (slope fixed at 1) reported per
-    window as the geometric mean over the rows with an edge, with its t interval."""
+    under both windows (settled primary) and, where the runs were judged at several rise
+    thresholds (the configured one primary, then the declared range's ends), under each;
+    ``C = c_b / a`` (slope fixed at 1, the configured rise) reported per window as the
+    geometric mean over the rows with an edge, with its t interval."""
+    rises = sorted(
+        {k[2] for k in (task_edges or {}) if k[0] == name},
+        key=lambda x: (x != _primary_rise(task_edges, name), x),
+    )
 
-    def one(window):
-        return slope_judgement(a, edges[(name, window, "init")], BANDS["linear"])
+    def one(window, rise=None):
+        cb = edges[(name, window, "init")] if rise is None else task_edges[(name, window, rise)]
+        return slope_judgement(a, cb, BANDS["linear"])
 
-    primary, js = readings(one, {"window": WINDOWS})
+    factors: dict = {"window": WINDOWS}
+    if rises:
+        factors["rise"] = tuple(rises)
+    primary, js = readings(one, factors)
     j = js[primary]
     n_rows = int(np.isfinite(edges[(name, "settled", "init")]).sum())
     beside = "; ".join(
@@ -176,6 +202,12 @@ def _task_claim(name, a, edges):
             "edges": {w: [float(x) for x in edges[(name, w, "init")]] for w in WINDOWS},
         },
     )
+
+
+def _primary_rise(task_edges, name) -> str | None:
+    """The rise reading whose edges are the task's primary ones (the first judged)."""
+    keys = [k[2] for k in (task_edges or {}) if k[0] == name]
+    return keys[0] if keys else None
 
 
 def task_C(a, cb) -> list[float]:
