@@ -54,6 +54,8 @@ def window_stats(r: dict, task: dict) -> dict:
     mine = ex[(es >= t0) & np.isfinite(ex)] if ex.size else ex
     if mine.size:
         out["exponent"] = float(np.median(mine))
+        wall = np.asarray(r["exponent_wall"], float)[es >= t0]
+        out["wall"] = float(np.nanmedian(wall)) if np.isfinite(wall).any() else np.inf
     memory = 1.0 / (1.0 - task["beta2"])
     lz = np.asarray(r["lanczos_step"])
     after = lz >= t0 + memory
@@ -91,7 +93,16 @@ def _j(rule, *values, threshold, direction=None):
 def _cell_findings(cell: str, ws) -> list[Claim]:
     col = {
         k: np.array([w.get(k, np.nan) for w in ws], float)
-        for k in ("ratio", "reversal", "reversal_before", "lower", "smooth", "adaptive", "exponent")
+        for k in (
+            "ratio",
+            "reversal",
+            "reversal_before",
+            "lower",
+            "smooth",
+            "adaptive",
+            "exponent",
+            "wall",
+        )
     }
     n = len(ws)
     out = []
@@ -119,7 +130,7 @@ def _cell_findings(cell: str, ws) -> list[Claim]:
         )
     )
     if np.isfinite(col["exponent"]).any():
-        out.append(_exponent_finding(cell, col["exponent"]))
+        out.append(_exponent_finding(cell, col["exponent"], col["wall"]))
     rv = _j("mean_threshold", col["reversal"], threshold=REVERSAL_MIN, direction=">")
     before = float(np.nanmean(col["reversal_before"]))
     out.append(
@@ -153,10 +164,15 @@ def _cell_findings(cell: str, ws) -> list[Claim]:
     return out
 
 
-def _exponent_finding(cell: str, values: np.ndarray) -> Claim:
+def _exponent_finding(cell: str, values: np.ndarray, wall=None) -> Claim:
     """``core_wall_exponent:cell``: per seed, the median effective exponent of the loss along
     the Adam update in the edge window; a cross-entropy loss: median > 2; a mean-squared one:
-    median < 2 + EXPONENT_MARGIN (``median_threshold``)."""
+    median < 2 + EXPONENT_MARGIN (``median_threshold``). Beside it, the median over seeds of
+    the distance to the wall (in updates; ``inf`` where the local exponent never reached
+    ``gaugedyn.adam.WALL_EXPONENT`` within one update)."""
+    w = np.asarray(wall if wall is not None else [], float)
+    w = w[~np.isnan(w)]
+    wall_med = float(np.median(w)) if w.size else math.nan
     ce = cell.startswith("ce")
     thr, direction = (2.0, ">") if ce else (2.0 + EXPONENT_MARGIN, "<")
     j = _j("median_threshold", values, threshold=thr, direction=direction)
@@ -169,8 +185,10 @@ def _exponent_finding(cell: str, values: np.ndarray) -> Claim:
         f"adam_edge.core_wall_exponent:{cell}",
         f"{cell}: effective exponent of the loss along the Adam update, fitted over 1/32 to 1 "
         f"update around the line minimum (per seed the median over the edge window): median "
-        f"{j.estimate:.3g} (95% [{j.low:.3g}, {j.high:.3g}], {j.n} seeds); claim: it {claim}",
+        f"{j.estimate:.3g} (95% [{j.low:.3g}, {j.high:.3g}], {j.n} seeds; median distance "
+        f"to the wall {wall_med:.3g} updates); claim: it {claim}",
         j,
+        extra={"wall": wall_med},
     )
 
 
