@@ -392,3 +392,20 @@ def test_a_task_copy_is_judged_at_every_rise_reading():
 
     assert rise_readings(2.0) == [2.0, 1.5, 2.5]
     assert rise_readings(1.5) == [1.5, 2.5]
+
+
+def test_the_local_slopes_figure_draws_a_system_without_any_edge(tmp_path):
+    from gaugedyn.experiments.adam_stability._figures import local_slopes
+
+    a, nan = np.array([0.1, 0.2, 0.3]), np.full(3, np.nan)
+    arrays = {"systems": np.array(["teacher_mse"]), "teacher_mse__a": a}
+    for w in ("settled", "transient"):
+        k = f"teacher_mse_init_{w}"
+        arrays |= {
+            f"{k}__boundary": nan,
+            f"{k}__boundary_low": nan,
+            f"{k}__boundary_high": nan,
+            f"{k}__local_slope": np.full((2, 3), np.nan),
+        }
+    name, _ = local_slopes(arrays, tmp_path)
+    assert (tmp_path / f"{name}.png").exists() or any(tmp_path.iterdir())

@@ -117,7 +117,16 @@ def local_slopes(arrays, outdir):
                 ]
             )
             axes[1, col].errorbar(mid * shift, ls[:, 0], yerr=np.abs(lerr), fmt="o-", ms=3, lw=0.8)
-        axes[0, col].set(xscale="log", yscale="log", xlabel="1 - beta1", ylabel="edge 1 - beta2")
+        drawn = any(
+            np.isfinite(np.asarray(arrays[k], float)).any()
+            for k in arrays
+            if str(k).startswith(f"{name}_") and str(k).endswith("__boundary")
+        )
+        axes[0, col].set(xscale="log", xlabel="1 - beta1", ylabel="edge 1 - beta2")
+        if drawn:
+            axes[0, col].set_yscale("log")
+        else:
+            axes[0, col].text(0.5, 0.5, "no edge", transform=axes[0, col].transAxes, ha="center")
         axes[0, col].set_title(name)
         axes[1, col].axhline(3.0 if name == "n2" else 1.0, color="r", lw=1)
         axes[1, col].axvline(0.1, color="0.5", lw=0.8, ls=":")
