@@ -75,11 +75,11 @@ def test_the_line_is_along_adams_own_update():
     """s = 1 on the measured line is the iterate torch.optim.Adam steps to."""
     import torch
 
+    from gaugedyn.adam import adam_preconditioner
     from gaugedyn.experiments.adam_stability._edge import (
         _adam_update,
         _flat,
         _line,
-        _moments,
         _setup,
     )
 
@@ -93,7 +93,7 @@ def test_the_line_is_along_adams_own_update():
     theta = _flat(params).detach().clone()
     g_list = torch.autograd.grad(fn(), params)
     g = _flat(g_list).detach()
-    P = _moments(opt, params, list(g_list), 0.99, 1e-8)
+    P = adam_preconditioner(opt, list(g_list))
     u = _adam_update(opt, params, g, P, 1e-2, 0.9)
     line = _line(model, fn, params, theta, u)
     for p, gi in zip(params, g_list):

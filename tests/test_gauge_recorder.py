@@ -113,9 +113,19 @@ def test_discovery_names_units_scale_symmetries_and_attention():
         nn.Linear(4, 5), nn.BatchNorm1d(5), nn.ReLU(), nn.Linear(5, 2), nn.LayerNorm(2)
     )
     kinds = {g.name: (g.kind, g.n_units) for g in find_units(bn)[0]}
-    assert kinds == {"0": ("scale", 5), "1": ("rescale", 5), "3": ("scale", 1)}
+    assert kinds == {
+        "0": ("scale", 5),
+        "1": ("rescale", 5),
+        "3": ("scale", 1),
+        "0.bias": ("frozen", 5),
+    }  # the batch mean removes the bias
     tr = {g.name: (g.kind, g.n_units, g.block) for g in find_units(MODELS["transformer"]())[0]}
-    assert tr == {"att.qk": ("qk", 2, 4), "att.vo": ("vo", 2, 4), "up": ("rescale", 12, 1)}
+    assert tr == {
+        "att.qk": ("qk", 2, 4),
+        "att.vo": ("vo", 2, 4),
+        "up": ("rescale", 12, 1),
+        "att.k_bias": ("frozen", 8, 1),
+    }  # the softmax removes the key bias
 
 
 class _Residual(torch.nn.Module):
@@ -420,7 +430,7 @@ class _Branchy(torch.nn.Module):
 
 def test_an_untraceable_model_keeps_its_attention_pairs_and_says_why():
     groups, report = find_units(_Branchy())
-    assert [g.kind for g in groups] == ["qk", "vo"]
+    assert [g.kind for g in groups] == ["qk", "vo", "frozen"]  # the key bias
     assert report["trace"] != "fx"
 
 

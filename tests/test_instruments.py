@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gaugedyn.harness import load_config, run_controls
+from gaugedyn.harness import EXPERIMENTS, load_config, run_controls
 from gaugedyn.harness._controls import run_control
 
 
@@ -25,23 +25,8 @@ def _failed(controls) -> set[str]:
     return {r["id"] for r in map(run_control, controls) if not r["passed"]}
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "spike_boundary",
-        "adam_edge",
-        "shared_representation",
-        "prototypes",
-        "beta_grid",
-        "gauge_under_adam",
-        "clock",
-        "ownership_patterns",
-        "gauge_on_networks",
-        "finite_sample",
-        "gd_selection",
-    ],
-)
-def test_the_declared_controls_pass_at_the_quick_configuration(name):
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_every_experiment_declares_controls_that_pass_at_the_quick_configuration(name):
     cfg = load_config(f"simulations/{name}.toml", quick=True)
     records = run_controls(cfg.experiment, cfg.params)
     assert records and all(r["passed"] for r in records), [r for r in records if not r["passed"]]
@@ -52,6 +37,16 @@ def test_the_declared_controls_pass_at_the_quick_configuration(name):
 
 
 # --- the spike detector ----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_detector_and_boundary_controls_pass_at_the_full_configurations_sampling():
+    """The published run's own grids and block sizes (the quick one is covered above)."""
+    cfg = load_config("simulations/spike_boundary.toml", quick=False)
+    records = run_controls(cfg.experiment, cfg.params)
+    assert len(records) > 40 and all(r["passed"] for r in records), [
+        r["id"] for r in records if not r["passed"]
+    ]
 
 
 def _envelope_reduce(curve, b, floor):
@@ -389,3 +384,118 @@ def test_a_run_without_v_fails_the_time_to_edge_control():
 
     assert not _failed(time_controls(config))
     assert _failed(time_controls(config, arms=no_v)) == {"time_to_edge.quadratic"}
+
+
+# --- conservation laws -----------------------------------------------------------------------
+
+
+def test_the_conservation_instruments_broken_fail(monkeypatch):
+    """The count without its Lie brackets (the fields' span alone reads 4 laws where there are
+    3), a rank decision that ignores its tolerance, and a slope fit that reads every drift as
+    first order each fail their control."""
+    import gaugedyn.gauge as gauge
+    from gaugedyn.experiments.conservation import _drift
+    from gaugedyn.experiments.conservation._controls import controls
+
+    config = _config("conservation_laws")
+    assert not _failed(controls(config))
+    count, rank, slope = gauge.conservation_laws, gauge.decide_rank, _drift.slope_control
+    monkeypatch.setattr(gauge, "conservation_laws", lambda *a, **k: count(*a, max_depth=1, **k))
+    monkeypatch.setattr(gauge, "decide_rank", lambda a, rtol: rank(a, 1e-9))
+    monkeypatch.setattr(_drift, "slope_control", lambda *a: slope(*a[:-1], True))
+    assert _failed(controls(config)) == {"count.known", "rank.coarse", "slope.second_order"}
+
+
+# --- the landscape -----------------------------------------------------------------------------
+
+
+def _lenient_finder(orig):
+    return lambda t, L, flatness, min_span: orig(t, L, flatness=10 * flatness, min_span=min_span)
+
+
+def _one_iteration(orig):
+    return lambda start, **k: orig(start, **{**k, "max_iter": 1})
+
+
+def _double_slope(orig):
+    return lambda *a, **k: (e := orig(*a, **k)) | {"slope": 2 * e["slope"]}
+
+
+def _loose_identity(orig):
+    return lambda x, y, **k: orig(x, y, rtol=10.0)
+
+
+@pytest.mark.parametrize(
+    "name, broken, fails",
+    [
+        ("flat_stretches", _lenient_finder, {"landscape.finder_present"}),
+        (
+            "critical_point",
+            _one_iteration,
+            {"landscape.refiner_saddle", "landscape.escape_present"},
+        ),
+        ("escape_times", _double_slope, {"landscape.escape_present"}),
+        ("same_point", _loose_identity, {"landscape.dedup_absent"}),
+    ],
+)
+def test_each_landscape_instrument_broken_fails_its_control(monkeypatch, name, broken, fails):
+    """A plateau finder ten times too lenient, a refiner that stops after one iteration (its
+    saddle feeds the escape control too), an escape time read at twice its slope and an identity
+    that merges functions ten times too far apart each fail their control."""
+    from gaugedyn.experiments.gauge import _controls as gc
+    from gaugedyn.experiments.gauge import _landscape as lr
+
+    config = _config("landscape")
+    monkeypatch.setattr(lr, name, broken(getattr(lr, name)))
+    assert _failed(gc.landscape(config)) == fails
+
+
+# --- the auxiliary system ------------------------------------------------------------------------
+
+
+def _unsigned(cells, key, sign_of="theory"):
+    """The benefit read without the theory's sign (:func:`_analysis._signed` broken)."""
+    from gaugedyn.experiments.auxiliary import _protocol as pc
+
+    chosen = [c for c in cells.values() if abs(c[sign_of]) >= pc.MAP_MIN_EFFECT]
+    return np.stack([c[key] for c in chosen], axis=1), [str(i) for i in range(len(chosen))]
+
+
+def _swapped(orig):
+    """The split with its drift and diffusion parts swapped."""
+
+    def cells(*a):
+        swap = (("drift", "diffusion"), ("diffusion", "drift"))
+        return {
+            k: c | {f"{p}_{s}": c[f"{q}_{s}"] for p, q in swap for s in ("total", "window")}
+            for k, c in orig(*a).items()
+        }
+
+    return cells
+
+
+@pytest.mark.parametrize(
+    "module, name, broken, fails",
+    [
+        ("_protocol", "BAND", lambda _: (0.5, 0.5), "band.on"),
+        ("_analysis", "_tost_cells", lambda _: lambda v, m: m - v, "closed_form.off"),
+        ("_analysis", "_signed", lambda _: _unsigned, "benefit.signs"),
+        ("_analysis", "_map_cells", _swapped, "forcing.balance"),
+        ("_protocol", "FDT_SIM_BAND", lambda _: (0.5, 1.5), "fdt_sim.off"),
+        ("_protocol", "FDT_ODE_TOLERANCE", lambda _: 0.1, "fdt_ode.off"),
+    ],
+)
+def test_each_auxiliary_instrument_broken_fails_its_control(
+    monkeypatch, module, name, broken, fails
+):
+    """A band of zero width, a closed-form tolerance tested on one side only, a benefit read
+    without the theory's sign, a split with drift and diffusion swapped, and FDT tolerances made
+    wide each fail their control, and only it."""
+    import importlib
+
+    from gaugedyn.experiments.auxiliary._controls import controls
+
+    config = _config("auxiliary")
+    mod = importlib.import_module(f"gaugedyn.experiments.auxiliary.{module}")
+    monkeypatch.setattr(mod, name, broken(getattr(mod, name)))
+    assert _failed(controls(config)) == {fails}

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from gaugedyn.experiments.adam_stability._edge import _flat, _moments, _setup, run_edge, threshold
+from gaugedyn.adam import adam_preconditioner
+from gaugedyn.experiments.adam_stability._edge import _flat, _setup, run_edge, threshold
 
 
 def _model_and_loss(seed=0):
@@ -34,20 +35,32 @@ def test_threshold_is_the_heavy_ball_edge():
     assert threshold(0.5) == pytest.approx(6.0, rel=1e-14)
 
 
+OPTIMIZERS = {
+    "Adam": (torch.optim.Adam, 0.0),
+    "Adam, coupled decay": (torch.optim.Adam, 0.3),
+    "AdamW, decoupled decay": (torch.optim.AdamW, 0.3),
+}
+
+
+@pytest.mark.parametrize("kind", list(OPTIMIZERS))
 @pytest.mark.parametrize("before", [0, 1, 4])
-def test_preconditioner_equals_torchs_bias_corrected_state_after_the_step(before):
+def test_preconditioner_equals_torchs_bias_corrected_state_after_the_step(before, kind):
     beta2, eps = 0.95, 1e-3
     net, loss = _model_and_loss(1)
     params = list(net.parameters())
-    opt = torch.optim.Adam(params, lr=1e-2, betas=(0.8, beta2), eps=eps)
+    cls, wd = OPTIMIZERS[kind]
+    opt = cls(params, lr=1e-2, betas=(0.8, beta2), eps=eps, weight_decay=wd)
     for _ in range(before):
         opt.zero_grad()
         loss().backward()
         opt.step()
     grads = torch.autograd.grad(loss(), params)
-    P = _moments(opt, params, grads, beta2, eps)
-    if before == 0:  # known answer: v^_1 = g^2
+    P = adam_preconditioner(opt, grads)
+    if before == 0 and wd == 0:  # known answer: v^_1 = g^2
         torch.testing.assert_close(P, _flat(grads).abs() + eps, rtol=1e-14, atol=0)
+    for p, g in zip(params, grads):  # the same from .grad
+        p.grad = g.clone()
+    torch.testing.assert_close(adam_preconditioner(opt), P, rtol=0, atol=0)
     for p, g in zip(params, grads):
         p.grad = g.clone()
     opt.step()
@@ -57,6 +70,16 @@ def test_preconditioner_equals_torchs_bias_corrected_state_after_the_step(before
         assert int(st["step"]) == before + 1
         want.append((st["exp_avg_sq"] / (1 - beta2 ** int(st["step"]))).sqrt() + eps)
     torch.testing.assert_close(P, _flat(want), rtol=1e-13, atol=0)
+
+
+def test_the_preconditioner_refuses_what_it_cannot_read():
+    from gaugedyn import InputError
+
+    net, _ = _model_and_loss(1)
+    with pytest.raises(InputError, match="SGD"):
+        adam_preconditioner(torch.optim.SGD(net.parameters(), lr=0.1))
+    with pytest.raises(InputError, match="1 grads"):
+        adam_preconditioner(torch.optim.Adam(net.parameters()), [torch.zeros(1)])
 
 
 def test_first_two_records_of_run_edge_by_hand():

@@ -329,6 +329,7 @@ def test_dir_lists_every_lazy_export():
         "gaugedyn.training",
         "gaugedyn.symbolic",
         "gaugedyn.gauge",
+        "gaugedyn.monitor",
         "gaugedyn.experiments.prototypes",
     ):
         module = importlib.import_module(package)

@@ -174,15 +174,17 @@ def invoke(argv, capsys) -> tuple[int, str, str]:
 
 
 def _mean_readout(values, broken: bool = False) -> float:
-    """The toy's instrument: the mean of a sample (``broken``: the first value alone)."""
+    """The toy's instrument: the mean of a sample (``broken``: its median, which agrees with the
+    mean on a symmetric sample and not on a skewed one)."""
     values = np.asarray(values, dtype=float)
-    return float(values[0]) if broken else float(values.mean())
+    return float(np.median(values)) if broken else float(values.mean())
 
 
 class Judged(Experiment):
     """A toy with one finding (the draws' mean exceeds a declared threshold), a declared set-up
     space (the threshold and the number of draws) and known-answer controls of its readout;
-    ``broken`` breaks the readout, so its positive control fails."""
+    ``broken`` breaks the readout (a median in place of the mean), so its positive control (a
+    skewed sample) fails and its negative one (a symmetric sample) still passes."""
 
     name = "judged"
     description = "Means of seeded Gaussian draws with a shift, judged against a threshold."
@@ -209,7 +211,7 @@ class Judged(Experiment):
 
         return [
             Control(
-                "readout.planted_mean",
+                "readout.planted",
                 "mean readout",
                 "positive",
                 "draws 1, 2, 6 (mean 3)",
@@ -217,7 +219,7 @@ class Judged(Experiment):
                 known([1.0, 2.0, 6.0], 3.0),
             ),
             Control(
-                "readout.no_shift",
+                "readout.none",
                 "mean readout",
                 "negative",
                 "draws -1, 0, 1 (mean 0)",

@@ -4,8 +4,9 @@
 ``AdamRecorder`` attaches to ``torch.optim.Adam``/``AdamW``; ``batched_adam_step`` is Adam on
 many copies with per-copy betas and learning rates; ``preconditioned_sharpness`` and
 ``dense_sharpness`` measure the curvature Adam's preconditioner sees; the 1-D Adam maps, their
-oscillating state and stability boundary, the spike detector and the effective exponent of a
-loss along an update (``effective_exponent``) serve the stability theory.
+oscillating state and stability boundary, the spike detector (offline, ``detect_spikes``, and
+online, ``OnlineSpikeDetector``) and the effective exponent of a loss along an update
+(``effective_exponent``) serve the stability theory.
 Torch loads only on first use of a torch name, so ``import gaugedyn.adam`` stays light.
 """
 
@@ -35,6 +36,7 @@ from ._spikes import FLOAT64_FLOOR as FLOAT64_FLOOR
 from ._spikes import MIN_HORIZONS as SPIKE_MIN_HORIZONS  # noqa: F401 (in __all__ through attach)
 from ._spikes import RISE_DECADES as SPIKE_RISE_DECADES  # noqa: F401 (in __all__ through attach)
 from ._spikes import Blocks as SpikeBlocks  # noqa: F401 (in __all__ through attach)
+from ._spikes import OnlineSpikeDetector as OnlineSpikeDetector
 from ._spikes import Sampling as SpikeSampling  # noqa: F401 (in __all__ through attach)
 from ._spikes import block_size as spike_block_size  # noqa: F401 (in __all__ through attach)
 from ._spikes import block_statistics as spike_block_statistics  # noqa: F401 (through attach)
@@ -86,6 +88,7 @@ _EAGER = [
     "series_terms",
     "transition_fraction",
     "detect_spikes",
+    "OnlineSpikeDetector",
     "spike_steps_needed",
     "spike_horizon",
     "SPIKE_DEFINITION",
@@ -127,7 +130,16 @@ __getattr__, __dir__, __all__ = attach(
             "batched_adam_step",
         ],
         # the curvature the preconditioner sees (torch, lazy)
-        "_sharpness": ["hessian_vector_product", "preconditioned_sharpness", "dense_sharpness"],
+        "_sharpness": [
+            "SHARPNESS_METHODS",
+            "adam_preconditioner",
+            "edge_threshold",
+            "hessian_vector_product",
+            "lanczos_top",
+            "preconditioned_sharpness",
+            "dense_hessian",
+            "dense_sharpness",
+        ],
         # Adam state surgery (torch, lazy)
         "_state": [
             "StateRecord",

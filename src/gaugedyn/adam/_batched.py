@@ -36,7 +36,7 @@ claims to match:
   dtype and the bias corrections ``1 - prod_{s <= t} b`` from running products in the working
   dtype (:meth:`AdamFactors.next` carries them from step to step). The full-batch tasks of
   ``adam_stability`` use it; it is tested bitwise against their former update, and against the
-  numpy map ``simulate_losses`` (which the compiled ``simulate_envelopes`` equals bitwise) to 4
+  numpy map ``simulate_losses`` (whose block statistics the compiled ``simulate_blocks`` equals) to 4
   ulp per step: torch's vectorised float64 square root is not IEEE's correctly rounded one.
 
 :func:`adam_factors` turns the hyper-parameters of step ``t`` into :class:`AdamFactors` (one

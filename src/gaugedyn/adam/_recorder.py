@@ -260,6 +260,18 @@ class AdamRecorder:
             return np.zeros((0, len(self.optimizer.param_groups), len(NORM_NAMES)))
         return np.stack(self._norms)
 
+    def latest(self) -> dict | None:
+        """The last recorded step (``None`` before the first): ``{"step", "norms" (G, 7),
+        "transition_frac" (G,)}``, the last rows of :meth:`export`'s arrays, without stacking
+        the history (what a monitor streams every step)."""
+        if not self._steps:
+            return None
+        return {
+            "step": self._steps[-1],
+            "norms": self._norms[-1],
+            "transition_frac": self._trans[-1],
+        }
+
     def shares(self, group: int | None = None) -> dict[str, np.ndarray]:
         """Sign, lag and residual shares per step (``share_k = |p_k| / sum_j |p_j|``).
 

@@ -307,3 +307,107 @@ def detect(
     return detect_blocks(
         block_statistics(log_loss, b, floor, ceiling), beta1, beta2, sampling, floor
     )
+
+
+class OnlineSpikeDetector:
+    """The detector of the module doc fed one sample at a time (a training loop's loss).
+
+    A sample taken every ``stride`` steps stands for its ``stride`` steps (held over them), so
+    fed ``ell`` it judges ``np.repeat(ell, stride)`` exactly as :func:`detect` does.
+    ``update(log10_loss)`` takes the next sample; when a block of :func:`block_size` steps
+    closes after the warm-up horizon and the level's window, it returns ``{"block", "step",
+    "sample", "rise", "resolved", "spike"}`` of the block just closed (``rise``: its median
+    minus the settled level, ``-inf`` over a level at the floor; ``spike``: the block starts a
+    spike event, so the events returned count :func:`detect`'s ``n_spikes``; ``holds``: it
+    holds a spike), and ``None`` otherwise (the block with the largest rise where one sample
+    closes several). :meth:`verdict` is :func:`detect_blocks` on the blocks so far, so fed a
+    whole series it returns what :func:`detect` returns on it (tests). Memory: one block of
+    steps and four numbers per block. A spike is known when its block closes, at most one
+    block (and ``stride`` steps) after it rose.
+    """
+
+    def __init__(
+        self,
+        beta1: float,
+        beta2: float,
+        *,
+        sampling: Sampling = DEFAULT,
+        stride: int = 1,
+        floor: float = FLOAT64_FLOOR,
+        ceiling: float = math.inf,
+    ):
+        if not floor < ceiling:
+            raise InputError(f"floor={floor}, ceiling={ceiling}: allowed: floor < ceiling")
+        if int(stride) != stride or stride < 1:
+            raise InputError(f"stride={stride!r} is not allowed; use an integer >= 1")
+        self.beta1, self.beta2 = float(beta1), float(beta2)
+        self.sampling = sampling.checked()
+        self.horizon = int(horizon(beta1, beta2))
+        self.block = int(block_size(beta1, beta2, self.sampling))
+        self.window = level_blocks(self.beta1, self.beta2, self.sampling)
+        self._warm = math.ceil(self.horizon / self.block - 1e-9)
+        self.stride, self.floor, self.ceiling = int(stride), float(floor), float(ceiling)
+        self.samples = 0
+        self.steps = 0
+        self._buf = np.empty(self.block)
+        self._fill = 0
+        self._bad = False
+        self._stats: tuple[list, list, list, list] = ([], [], [], [])
+        self._hit = False
+
+    def update(self, log10_loss: float) -> dict | None:
+        """Take one sample; the record of a block it closes (class doc), else ``None``."""
+        x = float(log10_loss)
+        bad = not x < math.inf or x > self.ceiling
+        value = float(clip(x, self.floor))
+        best: dict | None = None
+        left = self.stride
+        while left:
+            take = min(left, self.block - self._fill)
+            self._buf[self._fill : self._fill + take] = value
+            self._fill += take
+            self.steps += take
+            left -= take
+            self._bad |= bad
+            if self._fill == self.block:
+                rec = self._close()
+                if rec is not None and (best is None or rec["rise"] > best["rise"]):
+                    best = rec
+        self.samples += 1
+        return best
+
+    def _close(self) -> dict | None:
+        median, maximum, minimum, bad = self._stats
+        median.append(float(lower_median(self._buf)))
+        maximum.append(float(self._buf.max()))
+        minimum.append(float(self._buf.min()))
+        bad.append(self._bad)
+        self._fill, self._bad = 0, False
+        k = len(median) - 1
+        if k - self._warm < self.window:
+            return None
+        window = np.asarray(median[k - self.window : k])
+        level = float(np.partition(window, self.window // 2)[self.window // 2])
+        resolved = level > self.floor
+        rise = median[k] - level if resolved else -math.inf
+        holds = rise >= self.sampling.rise
+        start, self._hit = holds and not self._hit, holds
+        return {
+            "block": k,
+            "step": self.steps - 1,
+            "sample": self.samples,
+            "rise": rise,
+            "resolved": resolved,
+            "holds": holds,
+            "spike": start,
+        }
+
+    def verdict(self) -> dict:
+        """:func:`detect`'s result on the steps so far (whole blocks; scalars)."""
+        blocks = Blocks(*(np.asarray(a) for a in self._stats))
+        if not len(self._stats[0]):
+            blocks = Blocks(*(np.zeros(0, t) for t in (float, float, float, bool)))
+        out = detect_blocks(blocks, self.beta1, self.beta2, self.sampling, self.floor)
+        return {
+            k: (v.item() if isinstance(v, np.ndarray | np.generic) else v) for k, v in out.items()
+        }

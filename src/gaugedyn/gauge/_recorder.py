@@ -75,7 +75,7 @@ import numpy as np
 import torch
 
 from .._errors import InputError
-from ._units import UnitGroup, blocks, find_units
+from ._units import MATRIX_KINDS, UnitGroup, blocks, find_units
 
 FIELDS = ("invariant", "change", "predicted", "in_sq", "out_sq", "g_in_sq", "g_out_sq", "gw_dot_w")
 """Per-group arrays recorded at every sampled step (``(S, n)``, or ``(S, n, d, d)`` for
@@ -84,11 +84,18 @@ attention pairs; ``gw_dot_w`` is ``w.g_w`` of rescaling and scale units)."""
 DERIVED = ("mu_R", "mu_T", "reaction", "transport")
 """Per-unit arrays derived at export for rescaling units (``(S, n)``)."""
 
-_SIGNS = {"rescale": (-1.0, 1.0), "scale": (1.0, 0.0), "qk": (1.0, -1.0), "vo": (1.0, -1.0)}
+_SIGNS = {
+    "rescale": (-1.0, 1.0),
+    "scale": (1.0, 0.0),
+    "qk": (1.0, -1.0),
+    "vo": (1.0, -1.0),
+    "gl": (1.0, -1.0),
+    "frozen": (1.0, 0.0),
+}
 
 
 def _matrix(group: UnitGroup) -> bool:
-    return group.kind in ("qk", "vo")
+    return group.kind in MATRIX_KINDS
 
 
 class _Scratch:
@@ -854,9 +861,10 @@ class GaugeRecorder:
     def __len__(self) -> int:
         return len(self._steps)
 
-    def group(self, name_or_index: str | int) -> dict[str, np.ndarray]:
+    def group(self, name_or_index: str | int, *, last: bool = False) -> dict[str, np.ndarray]:
         """The recorded arrays of one group (by name or index), with the derived mobilities and
-        dissipation parts for rescaling units."""
+        dissipation parts for rescaling units; ``last=True``: of the last record only (a
+        leading axis of length 1, or 0 before the first record), without the history."""
         if isinstance(name_or_index, str):
             names = [g.name for g in self.groups]
             if name_or_index not in names:
@@ -869,7 +877,7 @@ class GaugeRecorder:
                     f"group={name_or_index!r} is not allowed; use 0..{len(self.groups) - 1}"
                 )
         g = self.groups[gi]
-        rows = [self._unpack(r, gi) for r in self._rows]
+        rows = [self._unpack(r, gi) for r in (self._rows[-1:] if last else self._rows)]
         shape = (len(rows), g.n_units, g.block, g.block) if _matrix(g) else (len(rows), g.n_units)
         col = {
             k: _column(rows, k, shape)
@@ -915,6 +923,26 @@ class GaugeRecorder:
             )
         return out
 
+    def completeness(self, inputs, **kwargs):
+        """Whether the invariants this recorder records are all the conservation laws of the
+        model's gradient flow: :func:`~gaugedyn.gauge.conservation_laws` of the model with the
+        recorded invariants as the known laws and its groups' symmetries as the known
+        generators (``inputs`` and ``kwargs`` as there). ``result.complete`` says whether they
+        are all the laws, ``result.known["missing"]`` how many independent laws they miss,
+        ``result.generators["noether"]`` whether the groups' symmetric generators are the laws'
+        gradients."""
+        from ._invariants import group_generators, group_invariants
+        from ._laws import conservation_laws
+
+        groups = self.groups
+        return conservation_laws(
+            self.model,
+            inputs,
+            known=lambda p: group_invariants(groups, p),
+            generators=lambda p: group_generators(groups, p),
+            **kwargs,
+        )
+
     def export(self) -> tuple[dict[str, np.ndarray], dict]:
         """``(arrays, metadata)`` ready for the result store: ``step (S,)`` and, per group
         ``i``, ``g<i>_<field>`` for :data:`FIELDS` (and :data:`DERIVED` for rescaling units,
@@ -944,7 +972,9 @@ class GaugeRecorder:
             "definitions": {
                 "invariant": "rescale: |a|^2 - |w|^2 (bias in w); scale: |w|^2; qk: W_Q W_Q^T - "
                 "W_K W_K^T; vo: W_V W_V^T - W_O^T W_O (per head, bias rows in "
-                "W_Q, W_K, W_V)",
+                "W_Q, W_K, W_V; per key/value head of grouped-query attention, "
+                "its query heads summed); gl: W_1 W_1^T + b_1 b_1^T - W_2^T W_2; "
+                "frozen: the entry squared",
                 "change": "I(after step) - I(before step); exact_change: sum s (2 D.P' - |D|^2),"
                 " D = P' - P",
                 "predicted": "-2 eta c_t + eta^2 k_t; GD: eta^2 (|g_a|^2 - |g_w|^2); momentum "

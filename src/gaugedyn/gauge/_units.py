@@ -27,7 +27,22 @@ An **attention pair** of a ``torch.nn.MultiheadAttention`` head ``h`` (``d`` = h
 ``d x d``; torch's row-major ``W x`` convention, bias rows appended to ``W_Q, W_K, W_V``). The
 conserved matrices are ``W_Q W_Q^T - W_K W_K^T`` and ``W_V W_V^T - W_O^T W_O`` (``d x d``), the
 ``W_Q^T W_Q - W_K^T W_K`` of the ``x W`` convention. Modules with ``bias_k``/``bias_v`` (extra
-raw keys the symmetry does not move) are skipped and listed.
+raw keys the symmetry does not move) are skipped and listed. A
+:class:`~gaugedyn.gauge.GroupedQueryAttention` gives the same two kinds with one unit per
+key/value head: its ``g`` query heads share the unit (``sum_i W_{Q,i} W_{Q,i}^T - W_K W_K^T``
+and ``W_V W_V^T - sum_i W_{O,i}^T W_{O,i}``).
+
+A **linear pair** (kind ``gl``) is a ``Linear`` (``Conv``) producer read directly, through
+identities only, by the next ``Linear`` (``Conv``): its ``n`` outputs carry the whole
+``GL(n)``, ``(W_1, b_1) -> A (W_1, b_1)``, ``W_2 -> W_2 A^{-1}``, whose conserved matrix is
+``W_1 W_1^T + b_1 b_1^T - W_2^T W_2`` (``n x n``; its diagonal is minus the rescaling units'
+``delta``, which are listed too). Such groups come after all others, one unit per pair.
+
+A **frozen** entry (kind ``frozen``) is a parameter entry no output depends on, so its gradient
+vanishes and gradient flow conserves it (the recorder tracks its square): the bias of a
+producer followed by a ``BatchNorm`` (the batch mean removes it) and the key bias of an
+attention layer (a query's score shifts by the same amount for every key, which the softmax
+removes). These groups come last, one unit per entry.
 """
 
 from __future__ import annotations
@@ -41,8 +56,12 @@ from torch.nn import functional as F
 
 from .._errors import InputError
 
-KINDS = ("rescale", "scale", "qk", "vo")
-"""Kinds of symmetry groups: per-unit rescaling, per-unit scale (normalised), attention pairs."""
+KINDS = ("rescale", "scale", "qk", "vo", "gl", "frozen")
+"""Kinds of symmetry groups: per-unit rescaling, per-unit scale (normalised), attention pairs,
+linear pairs, parameters no output depends on."""
+
+MATRIX_KINDS = ("qk", "vo", "gl")
+"""The kinds whose invariant is a ``block x block`` matrix per unit."""
 
 _CONV = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
 _BN = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
@@ -87,17 +106,25 @@ _HOMOGENEOUS_METHODS = {"relu": "relu", "abs": "abs", "relu_": "relu", "abs_": "
 @dataclass(frozen=True)
 class Side:
     """One parameter's share of a group: unit ``j`` owns the entries
-    ``offset + j*block ... offset + (j+1)*block - 1`` along ``axis``."""
+    ``offset + j*step ... offset + j*step + block - 1`` along ``axis`` (``step = stride``, or
+    ``block`` when ``stride`` is 0)."""
 
     name: str
     axis: int
     block: int = 1
     offset: int = 0
+    stride: int = 0
+
+    @property
+    def step(self) -> int:
+        """The distance between consecutive units' first entries (``stride``, or ``block``
+        when ``stride`` is 0: contiguous units)."""
+        return self.stride or self.block
 
     def indices(self, units) -> torch.Tensor:
         """Indices along ``axis`` of the given units (a sequence of unit indices)."""
         u = torch.as_tensor(units, dtype=torch.long).reshape(-1, 1)
-        return (self.offset + u * self.block + torch.arange(self.block)).reshape(-1)
+        return (self.offset + u * self.step + torch.arange(self.block)).reshape(-1)
 
 
 @dataclass(frozen=True)
@@ -119,23 +146,33 @@ class UnitGroup:
     @property
     def block(self) -> int:
         """Rows per unit of the invariant: 1 for units, the head dimension for attention."""
-        return self.inputs[0].block if self.kind in ("qk", "vo") else 1
+        return self.inputs[0].block if self.kind in MATRIX_KINDS else 1
 
     def describe(self) -> dict:
         return {
             "name": self.name,
             "kind": self.kind,
             "n_units": self.n_units,
-            "inputs": [vars(s) for s in self.inputs],
-            "outputs": [vars(s) for s in self.outputs],
+            "inputs": [_side_record(s) for s in self.inputs],
+            "outputs": [_side_record(s) for s in self.outputs],
             "path": list(self.path),
             "consumer": self.consumer,
         }
 
 
+def _side_record(side: Side) -> dict:
+    out = vars(side).copy()
+    if not side.stride:
+        del out["stride"]
+    return out
+
+
 def blocks(t: torch.Tensor, side: Side, n_units: int) -> torch.Tensor:
     """The view ``(n_units, block, rest)`` of ``t`` (a parameter, gradient or state tensor)
     that gathers each unit's entries: rows of the unit's invariant, columns over the rest."""
+    if side.step != side.block:
+        x = t.index_select(side.axis, side.indices(range(n_units)).to(t.device))
+        return x.movedim(side.axis, 0).reshape(n_units, side.block, -1)
     x = t.narrow(side.axis, side.offset, n_units * side.block).movedim(side.axis, 0)
     return x.reshape(n_units, side.block, -1)
 
@@ -277,13 +314,54 @@ def _attention(name: str, mod: nn.MultiheadAttention) -> list[UnitGroup]:
     ]
 
 
+def _gqa(name: str, mod) -> list[UnitGroup]:
+    d, g, G = mod.head_dim, mod.group_size, mod.num_kv_heads
+    bias = mod.q_proj.bias is not None
+    q = [Side(f"{name}.q_proj.weight", 0, d, h * d, g * d) for h in range(g)]
+    o = [Side(f"{name}.o_proj.weight", 1, d, h * d, g * d) for h in range(g)]
+    k, v = [Side(f"{name}.k_proj.weight", 0, d)], [Side(f"{name}.v_proj.weight", 0, d)]
+    if bias:
+        q += [Side(f"{name}.q_proj.bias", 0, d, h * d, g * d) for h in range(g)]
+        k.append(Side(f"{name}.k_proj.bias", 0, d))
+        v.append(Side(f"{name}.v_proj.bias", 0, d))
+    return [
+        UnitGroup(f"{name}.qk", "qk", G, tuple(q), tuple(k), ("softmax(q.k)",), name),
+        UnitGroup(f"{name}.vo", "vo", G, tuple(v), tuple(o), ("attention",), f"{name}.o_proj"),
+    ]
+
+
+def _linear_pair(group: UnitGroup, modules: dict) -> UnitGroup | None:
+    """The ``gl`` group of a rescaling group whose producer is read directly (identities
+    only) by a ``Linear``/``Conv`` consumer, else ``None``."""
+    prod, cons = modules[group.name], modules[group.consumer]
+    if (
+        not isinstance(prod, (nn.Linear, *_CONV))
+        or type(cons) is not type(prod)
+        or any(p != "Identity" for p in group.path)
+    ):
+        return None
+    n = group.n_units
+    ins = tuple(Side(s.name, 0, n) for s in group.inputs)
+    return UnitGroup(
+        f"{group.name}.gl",
+        "gl",
+        1,
+        ins,
+        (Side(f"{group.consumer}.weight", 1, n),),
+        group.path,
+        group.consumer,
+    )
+
+
 def find_units(model: nn.Module) -> tuple[list[UnitGroup], dict]:
     """The symmetry groups of ``model`` and a report ``{"trace": "fx" | error text,
     "skipped": [...]}``.
 
     Units are found on the ``torch.fx`` trace of the model (leaf modules as torch defines them);
     a model that does not trace yields its attention pairs only, with the trace error in the
-    report. Attention pairs come from every ``torch.nn.MultiheadAttention`` submodule.
+    report. Attention pairs come from every ``torch.nn.MultiheadAttention`` and
+    :class:`~gaugedyn.gauge.GroupedQueryAttention` submodule; linear pairs (``gl``) and then
+    frozen entries (``frozen``) come last.
     """
     if not isinstance(model, nn.Module):
         raise InputError(f"model={type(model).__name__} is not allowed; use a torch.nn.Module")
@@ -310,7 +388,16 @@ def find_units(model: nn.Module) -> tuple[list[UnitGroup], dict]:
             group = _chain(node, modules, node.target, prod, n, calls)
             if group is not None:
                 groups.append(group)
+    pairs = [
+        p
+        for p in (_linear_pair(g, modules) for g in groups if g.kind == "rescale")
+        if p is not None
+    ]
+    from ._attention import GroupedQueryAttention
+
     for name, mod in modules.items():
+        if isinstance(mod, GroupedQueryAttention):
+            groups.extend(_gqa(name, mod))
         if isinstance(mod, nn.MultiheadAttention):
             if mod.bias_k is not None:
                 report["skipped"].append(
@@ -318,4 +405,54 @@ def find_units(model: nn.Module) -> tuple[list[UnitGroup], dict]:
                 )
                 continue
             groups.extend(_attention(name, mod))
-    return groups, report
+    return groups + pairs + _frozen(groups, modules), report
+
+
+def _frozen(groups: list[UnitGroup], modules: dict) -> list[UnitGroup]:
+    """The frozen entries (module docstring) of the found groups' layers."""
+    from ._attention import GroupedQueryAttention
+
+    out = []
+    for g in groups:
+        mod = modules.get(g.consumer)
+        if g.kind == "scale" and isinstance(mod, _BN) and modules[g.name].bias is not None:
+            out.append(
+                UnitGroup(
+                    f"{g.name}.bias",
+                    "frozen",
+                    g.n_units,
+                    (Side(f"{g.name}.bias", 0),),
+                    (),
+                    g.path,
+                    g.consumer,
+                )
+            )
+        elif g.kind == "qk":
+            att = modules[g.consumer]
+            if isinstance(att, GroupedQueryAttention) and att.k_proj.bias is not None:
+                n = att.num_kv_heads * att.head_dim
+                out.append(
+                    UnitGroup(
+                        f"{g.consumer}.k_bias",
+                        "frozen",
+                        n,
+                        (Side(f"{g.consumer}.k_proj.bias", 0),),
+                        (),
+                        ("softmax(q.k)",),
+                        g.consumer,
+                    )
+                )
+            elif isinstance(att, nn.MultiheadAttention) and att.in_proj_bias is not None:
+                E = att.embed_dim
+                out.append(
+                    UnitGroup(
+                        f"{g.consumer}.k_bias",
+                        "frozen",
+                        E,
+                        (Side(f"{g.consumer}.in_proj_bias", 0, 1, E),),
+                        (),
+                        ("softmax(q.k)",),
+                        g.consumer,
+                    )
+                )
+    return out

@@ -139,17 +139,18 @@ def run_specifications(
     for i, spec in enumerate(specs):
         cfg_s = with_values(cfg, spec["values"])
         key = spec_key(cfg_s)
-        record = store.load(key)
+        stored = store.load(key)
         label = f"{cfg.name} [{i + 1}/{len(specs)}: {spec['id']}]"
-        if record is None:
+        if stored is None:
             tick = time.perf_counter()
             record = judge_specification(cfg_s, store, executor, Progress(label, stream))
             record["seconds"] = time.perf_counter() - tick
             store.save(key, {"record": record}, {"experiment": cfg.name, "specification": spec})
-            record = store.load(key)["record"]  # type: ignore[index]
+            stored = store.load(key)  # the record as every later resume reads it
         elif stream is not None:
             print(f"{label}: stored", file=stream, flush=True)
-        out.append({**spec, **record})
+        assert stored is not None
+        out.append({**spec, **stored["record"]})
     return out
 
 

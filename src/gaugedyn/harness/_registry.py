@@ -34,6 +34,8 @@ SYSTEM_NAMES: tuple[str, ...] = (
     "adam_state",
     "prototypes",
     "adam_stability",
+    "conservation",
+    "auxiliary",
 )
 """The system folders under ``gaugedyn/experiments/``, each with its ``system.toml``."""
 

@@ -3,7 +3,10 @@
 ReLU kernels are printed in terms of ``s = sqrt(max(q1 q2 - c^2, 0))`` and
 ``theta = arccos(clip(c / sqrt(q1 q2), -1, 1))`` so that values and first derivatives stay finite
 for aligned or duplicate neurons (``c^2 -> q1 q2``); second derivatives contain ``1/s`` and may be
-``inf`` or ``nan`` there.
+``inf`` or ``nan`` there. Every pair kernel takes an optional ``s``: the caller's
+``sqrt(q1 q2 - c^2)`` when it knows it better than ``q1 q2 - c^2`` does (from the weights,
+``|w_1 ^ w_2|``); the ReLU forms then take ``theta = arctan2(s, c)``, which resolves angles far
+below the ``sqrt(eps)`` that ``arccos`` of a rounded cosine leaves.
 """
 
 from __future__ import annotations
@@ -29,14 +32,16 @@ kept current by ``gaugedyn derive --check``.
 For act in {activations} (g(z) = erf(z / sqrt 2) for erf), elementwise with numpy
 broadcasting, float64:
 
-- ``pair_<act>(q1, q2, c)`` = E[g(x1) g(x2)], (x1, x2) ~ N(0, [[q1, c], [c, q2]]);
+- ``pair_<act>(q1, q2, c, s=None)`` = E[g(x1) g(x2)], (x1, x2) ~ N(0, [[q1, c], [c, q2]]);
 - ``pair_grad_<act>`` -> (dF/dq1, dF/dq2, dF/dc);
 - ``pair_hess_<act>`` -> (q1q1, q1q2, q1c, q2q2, q2c, cc) second partials;
 - ``self_<act>(q)`` = E[g(x)^2], x ~ N(0, q), with ``self_grad_<act>``, ``self_hess_<act>``.
 
 ReLU: the square root argument q1 q2 - c^2 is clipped at 0 and the arccos argument to [-1, 1],
 so values and first derivatives are finite for aligned neurons (c^2 = q1 q2); second derivatives
-contain 1/sqrt(q1 q2 - c^2) and are inf (or nan) there.
+contain 1/sqrt(q1 q2 - c^2) and are inf (or nan) there. ``s``, when given, is sqrt(q1 q2 - c^2)
+known more precisely than from q1 q2 - c^2 (the norm |w1 ^ w2| of the weights): ReLU then takes
+theta = arctan2(s, c), exact for nearly aligned neurons; the other forms do not use it.
 
 Online-SGD integrals for erf (Saad & Solla 1995, Goldt et al. 2019), plain expectations over
 x ~ N(0, C): ``erf_i3`` = E[g'(x1) x2 g(x3)], ``erf_i4`` = E[g'(x1) g'(x2) g(x3) g(x4)] (the 10
@@ -48,6 +53,18 @@ import numpy as np
 
 def _args(*xs):
     return np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in xs))
+
+
+def _relu_theta(q1, q2, c, s):
+    if s is None:
+        return np.arccos(np.clip(c / np.sqrt(q1 * q2), -1.0, 1.0))
+    return np.arctan2(s, c)
+
+
+def _relu_s(q1, q2, c, s):
+    if s is None:
+        return np.sqrt(np.maximum(q1 * q2 - c**2, 0.0))
+    return np.broadcast_to(np.asarray(s, dtype=np.float64), c.shape)
 '''
 
 
@@ -68,7 +85,9 @@ def _print(printer, expr, like: str, output: bool) -> str:
     return printer.doprint(expr).replace("numpy.", "np.")
 
 
-def _function(name: str, args: list, outputs: list, preamble: list[str], errstate: bool) -> str:
+def _function(
+    name: str, args: list, outputs: list, preamble: list[str], errstate: bool, extra: str = ""
+) -> str:
     import sympy as sp
 
     printer = _printer()
@@ -92,11 +111,8 @@ def _function(name: str, args: list, outputs: list, preamble: list[str], errstat
         body = [body[0], 'with np.errstate(divide="ignore", invalid="ignore"):'] + [
             "    " + line for line in body[1:]
         ]
-    return (
-        f"\n\ndef {name}({', '.join(arg_names)}):\n"
-        + textwrap.indent("\n".join(body), "    ")
-        + "\n"
-    )
+    signature = ", ".join(arg_names + ([extra] if extra else []))
+    return f"\n\ndef {name}({signature}):\n" + textwrap.indent("\n".join(body), "    ") + "\n"
 
 
 def _relu_substitution():
@@ -114,9 +130,9 @@ def _relu_substitution():
         sp.acos(c / sp.sqrt(q1 * q2)): th,
         sp.acos(c / (sp.sqrt(q1) * sp.sqrt(q2))): th,
     }
-    preamble = [
-        "s = np.sqrt(np.maximum(q1 * q2 - c**2, 0.0))",
-        "theta = np.arccos(np.clip(c / np.sqrt(q1 * q2), -1.0, 1.0))",
+    preamble = [  # theta first: it reads the caller's s before s is filled in
+        "theta = _relu_theta(q1, q2, c, s)",
+        "s = _relu_s(q1, q2, c, s)",
     ]
     return rep, preamble
 
@@ -183,6 +199,7 @@ def source() -> str:
                     exprs,
                     pre,
                     errstate=act == "relu" and kind == "pair_hess",
+                    extra="s=None",
                 )
             )
         for kind in _SELF_KINDS:

@@ -1,8 +1,9 @@
 """The registry of derivations and the ``derive`` job: write, or check, every document.
 
 Each registered module exposes ``NAME`` (the document is ``NAME.md``), ``build() -> str``
-(the Markdown) and ``verify() -> None`` (raises ``AssertionError`` naming the failed identity).
-An activation's kernel derivation, ``_gaussian_<name>.py``, is registered by being in this folder
+(the Markdown) and ``verify() -> None`` (raises ``AssertionError`` naming the failed identity);
+a module that generates code also exposes ``generated() -> {path: text}``, settled like its
+document. An activation's kernel derivation, ``_gaussian_<name>.py``, is registered by being in this folder
 (:func:`gaugedyn.symbolic._kernels.gaussian_names`); the others are listed here.
 
 Before writing or checking anything, ``derive`` refuses (reports a failure, writes nothing) a
@@ -32,6 +33,7 @@ DERIVATIONS: tuple[str, ...] = (
     "gaugedyn.symbolic._adam_series",
     "gaugedyn.symbolic._adam_stability",
     "gaugedyn.adam._derivation",
+    "gaugedyn.symbolic._auxiliary",
 )
 """Module paths, in document order (the kernel derivations found in this folder, by name). A
 module that is not importable yet is skipped with a warning."""
@@ -249,6 +251,8 @@ def derive(
             print(f"FAILED {target}: identity failed: {exc}", file=out)
             continue
         _settle(target, module.build(), check=check, report=report, out=out)
+        for path, text in getattr(module, "generated", dict)().items():
+            _settle(Path(path), text, check=check, report=report, out=out)
     print(
         f"kernels of {', '.join(closed_form_activations()) or 'no activation'} (closed forms)",
         file=out,

@@ -9,6 +9,8 @@ from ._activation import check_activation as check_activation
 from ._activation import cross_kernels as cross_kernels
 from ._activation import on_numpy as on_numpy
 from ._activation import register_activation as register_activation
+from ._catalogue import Catalogue as Catalogue
+from ._catalogue import catalogue as catalogue
 from ._flows import FORMULATIONS as FORMULATIONS
 from ._flows import FlowParams as FlowParams
 from ._flows import gd_step as gd_step
@@ -20,6 +22,13 @@ from ._flows import state_to_order_parameters as state_to_order_parameters
 from ._flows import weights as weights
 from ._functional import functional_report, owners, pruned_since, remaining_relative  # noqa: F401
 from ._functional import pruning_time as pruning_time
+from ._landscape import CriticalPoint as CriticalPoint
+from ._landscape import FixedPoint as FixedPoint
+from ._landscape import critical_point as critical_point
+from ._landscape import fixed_point as fixed_point
+from ._landscape import function_units as function_units
+from ._landscape import realize as realize
+from ._landscape import same_point as same_point
 from ._observables import CLASSIFICATION_SAMPLES as CLASSIFICATION_SAMPLES
 from ._observables import Definitions as Definitions
 from ._observables import alignment as alignment
@@ -37,6 +46,13 @@ from ._observables import pruned as pruned
 from ._observables import rho as rho
 from ._observables import specialization as specialization
 from ._params import PARAMS as PARAMS
+from ._plateaus import Plateau as Plateau
+from ._plateaus import Stretch as Stretch
+from ._plateaus import escape_time as escape_time
+from ._plateaus import escape_times as escape_times
+from ._plateaus import flat_stretches as flat_stretches
+from ._plateaus import plateaus as plateaus
+from ._plateaus import time_spent as time_spent
 from ._population import gradient_jvp as gradient_jvp
 from ._population import gradients as gradients
 from ._population import order_parameter_velocity as order_parameter_velocity

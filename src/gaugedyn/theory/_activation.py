@@ -247,19 +247,20 @@ def homogeneous_kernels(up: float, down: float) -> tuple:
 def _relu_pair(u: float, v: float) -> tuple:
     """``(F, dF, d2F)`` of ``u F_relu(q1, q2, c) + v F_relu(q1, q2, -c)``, every derivative by
     the chain rule (the sign of ``c`` flips the odd ``c``-derivatives): the pair kernels of two
-    positively homogeneous activations (:func:`homogeneous_kernels`, :func:`cross_kernels`)."""
+    positively homogeneous activations (:func:`homogeneous_kernels`, :func:`cross_kernels`);
+    ``s``, if given, is ``sqrt(q1 q2 - c^2)`` from the weights (the generated kernels' ``s``)."""
     F, dF, d2F = KERNELS["relu"][:3]
     hess_sign = (1.0, 1.0, -1.0, 1.0, -1.0, 1.0)  # q1q1, q1q2, q1c, q2q2, q2c, cc
 
-    def pair(q1, q2, c):
-        return u * F(q1, q2, c) + v * F(q1, q2, -np.asarray(c))
+    def pair(q1, q2, c, s=None):
+        return u * F(q1, q2, c, s) + v * F(q1, q2, -np.asarray(c), s)
 
-    def pair_grad(q1, q2, c):
-        a, b = dF(q1, q2, c), dF(q1, q2, -np.asarray(c))
+    def pair_grad(q1, q2, c, s=None):
+        a, b = dF(q1, q2, c, s), dF(q1, q2, -np.asarray(c), s)
         return (u * a[0] + v * b[0], u * a[1] + v * b[1], u * a[2] - v * b[2])
 
-    def pair_hess(q1, q2, c):
-        a, b = d2F(q1, q2, c), d2F(q1, q2, -np.asarray(c))
+    def pair_hess(q1, q2, c, s=None):
+        a, b = d2F(q1, q2, c, s), d2F(q1, q2, -np.asarray(c), s)
         return tuple(u * x + z * v * y for x, y, z in zip(a, b, hess_sign))
 
     return pair, pair_grad, pair_hess

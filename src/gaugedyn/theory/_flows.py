@@ -30,7 +30,14 @@ import numpy as np
 
 from .._errors import InputError
 from .._options import Param
-from ._population import _gradients, _order_parameter_velocity, gradient_jvp
+from ._population import (
+    _gradients,
+    _order_parameter_velocity,
+    angle_resolved,
+    gradient_jvp,
+    pair_sines,
+    student_sines,
+)
 
 FORMULATIONS = ("order-parameters", "weight-space", "span")
 
@@ -72,7 +79,10 @@ class FlowParams:
     ``b (..., M)``, ``T (..., M, M)``; ``V (..., M, d)`` is the teacher in the state's coordinates
     (``d = D`` for weight-space, ``r`` for span, ``None`` for order parameters); ``basis (D, r)``
     is the span basis. ``singular_cutoff`` regularises only the Jacobian (see
-    :func:`gradient_jvp`).
+    :func:`gradient_jvp`). ``resolve_angles`` (weight-space and span only) evaluates the ReLU
+    kernels with the pair sines of the weights (:func:`~gaugedyn.theory._population.pair_sines`),
+    exact for nearly aligned neurons where the order parameters resolve angles only to
+    ``sqrt(eps)``.
     """
 
     formulation: str
@@ -87,6 +97,7 @@ class FlowParams:
     weight_decay: float = 0.0
     lr2: float = 1.0
     teacher_activation: str | None = None
+    resolve_angles: bool = False
 
     @property
     def plain(self) -> bool:
@@ -268,12 +279,29 @@ def _flow(y, p: FlowParams, b, T, V):
         return pack_order_parameters(-g.g_a, *_order_parameter_velocity(g, Q, R, T)), g, (a, Q, R)
     a, W = _unpack_weights(y, p)
     Q, R = W @ _t(W), W @ _t(V)
+    sines = _sines(W, V, p)
     g = _gradients(
-        a, Q, R, b, T, p.activation, with_loss=False, teacher_activation=p.teacher_activation
+        a,
+        Q,
+        R,
+        b,
+        T,
+        p.activation,
+        with_loss=False,
+        teacher_activation=p.teacher_activation,
+        sines=sines,
     )
     dW = -(2 * g.G @ W + g.H @ V)
     f = np.concatenate([-g.g_a, dW.reshape(*dW.shape[:-2], -1)], axis=-1)
-    return f, g, (a, Q, R, W)
+    return f, g, (a, Q, R, W, sines)
+
+
+def _sines(W, V, p: FlowParams):
+    """The pair sines of the weights when ``p.resolve_angles`` asks for them and the kernels
+    take them, else ``None``."""
+    if not (p.resolve_angles and angle_resolved(p.activation, p.teacher_activation)):
+        return None
+    return student_sines(W), pair_sines(W, np.broadcast_to(V, (*W.shape[:-2], *V.shape[-2:])))
 
 
 def rhs(t, y, p: FlowParams):
@@ -306,9 +334,10 @@ def rhs_and_jacobian(t, y, p: FlowParams):
     f, g, state = _flow(y, p, b, T, V)
     if p.formulation == "order-parameters":
         a, Q, R = state
+        sines = None
         da, dQ, dR = _order_parameter_directions(y.shape[-1], p.K, p.M)
     else:
-        a, Q, R, W = state
+        a, Q, R, W, sines = state
         da, dW = _unpack_weights(np.eye(y.shape[-1]), p)
         We = W[..., None, :, :]
         dQ = dW @ _t(We) + We @ _t(dW)
@@ -319,6 +348,7 @@ def rhs_and_jacobian(t, y, p: FlowParams):
 
     a_, Q_, R_ = a[..., None, :], ex(Q), ex(R)
     b_, T_ = b[..., None, :], ex(T)
+    sines_ = None if sines is None else (ex(sines[0]), ex(sines[1]))
     dga, dG, dH = gradient_jvp(
         a_,
         Q_,
@@ -331,6 +361,7 @@ def rhs_and_jacobian(t, y, p: FlowParams):
         p.activation,
         singular_cutoff=p.singular_cutoff,
         teacher_activation=p.teacher_activation,
+        sines=sines_,
     )
     G, H = ex(g.G), ex(g.H)
     if p.formulation == "order-parameters":

@@ -6,14 +6,16 @@ kept current by ``gaugedyn derive --check``.
 For act in relu, erf, linear (g(z) = erf(z / sqrt 2) for erf), elementwise with numpy
 broadcasting, float64:
 
-- ``pair_<act>(q1, q2, c)`` = E[g(x1) g(x2)], (x1, x2) ~ N(0, [[q1, c], [c, q2]]);
+- ``pair_<act>(q1, q2, c, s=None)`` = E[g(x1) g(x2)], (x1, x2) ~ N(0, [[q1, c], [c, q2]]);
 - ``pair_grad_<act>`` -> (dF/dq1, dF/dq2, dF/dc);
 - ``pair_hess_<act>`` -> (q1q1, q1q2, q1c, q2q2, q2c, cc) second partials;
 - ``self_<act>(q)`` = E[g(x)^2], x ~ N(0, q), with ``self_grad_<act>``, ``self_hess_<act>``.
 
 ReLU: the square root argument q1 q2 - c^2 is clipped at 0 and the arccos argument to [-1, 1],
 so values and first derivatives are finite for aligned neurons (c^2 = q1 q2); second derivatives
-contain 1/sqrt(q1 q2 - c^2) and are inf (or nan) there.
+contain 1/sqrt(q1 q2 - c^2) and are inf (or nan) there. ``s``, when given, is sqrt(q1 q2 - c^2)
+known more precisely than from q1 q2 - c^2 (the norm |w1 ^ w2| of the weights): ReLU then takes
+theta = arctan2(s, c), exact for nearly aligned neurons; the other forms do not use it.
 
 Online-SGD integrals for erf (Saad & Solla 1995, Goldt et al. 2019), plain expectations over
 x ~ N(0, C): ``erf_i3`` = E[g'(x1) x2 g(x3)], ``erf_i4`` = E[g'(x1) g'(x2) g(x3) g(x4)] (the 10
@@ -27,17 +29,29 @@ def _args(*xs):
     return np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in xs))
 
 
-def pair_relu(q1, q2, c):
+def _relu_theta(q1, q2, c, s):
+    if s is None:
+        return np.arccos(np.clip(c / np.sqrt(q1 * q2), -1.0, 1.0))
+    return np.arctan2(s, c)
+
+
+def _relu_s(q1, q2, c, s):
+    if s is None:
+        return np.sqrt(np.maximum(q1 * q2 - c**2, 0.0))
+    return np.broadcast_to(np.asarray(s, dtype=np.float64), c.shape)
+
+
+def pair_relu(q1, q2, c, s=None):
     q1, q2, c = _args(q1, q2, c)
-    s = np.sqrt(np.maximum(q1 * q2 - c**2, 0.0))
-    theta = np.arccos(np.clip(c / np.sqrt(q1 * q2), -1.0, 1.0))
+    theta = _relu_theta(q1, q2, c, s)
+    s = _relu_s(q1, q2, c, s)
     return (1/2)*(-c*theta + np.pi*c + s)/np.pi
 
 
-def pair_grad_relu(q1, q2, c):
+def pair_grad_relu(q1, q2, c, s=None):
     q1, q2, c = _args(q1, q2, c)
-    s = np.sqrt(np.maximum(q1 * q2 - c**2, 0.0))
-    theta = np.arccos(np.clip(c / np.sqrt(q1 * q2), -1.0, 1.0))
+    theta = _relu_theta(q1, q2, c, s)
+    s = _relu_s(q1, q2, c, s)
     x0 = 0.3183098861837907
     x1 = (1/4)*s*x0
     return (
@@ -47,10 +61,10 @@ def pair_grad_relu(q1, q2, c):
     )
 
 
-def pair_hess_relu(q1, q2, c):
+def pair_hess_relu(q1, q2, c, s=None):
     q1, q2, c = _args(q1, q2, c)
     with np.errstate(divide="ignore", invalid="ignore"):
-        s = np.sqrt(np.maximum(q1 * q2 - c**2, 0.0))
+        s = _relu_s(q1, q2, c, s)
         x0 = 1/(np.pi*s)
         x1 = (1/8)*x0
         x2 = x1*(2*c**2 - q1*q2)
@@ -80,12 +94,12 @@ def self_hess_relu(q):
     return np.full(q.shape, 0.0)
 
 
-def pair_erf(q1, q2, c):
+def pair_erf(q1, q2, c, s=None):
     q1, q2, c = _args(q1, q2, c)
     return 2*np.arcsin(c/(np.sqrt(q1 + 1)*np.sqrt(q2 + 1)))/np.pi
 
 
-def pair_grad_erf(q1, q2, c):
+def pair_grad_erf(q1, q2, c, s=None):
     q1, q2, c = _args(q1, q2, c)
     x0 = q1 + 1
     x1 = q2 + 1
@@ -98,7 +112,7 @@ def pair_grad_erf(q1, q2, c):
     )
 
 
-def pair_hess_erf(q1, q2, c):
+def pair_hess_erf(q1, q2, c, s=None):
     q1, q2, c = _args(q1, q2, c)
     x0 = q1 + 1
     x1 = c**2
@@ -132,12 +146,12 @@ def self_hess_erf(q):
     return -2*(3*q + 2)/(np.pi*np.sqrt(2*q + 1)*(2*q**3 + 5*q**2 + 4*q + 1))
 
 
-def pair_linear(q1, q2, c):
+def pair_linear(q1, q2, c, s=None):
     q1, q2, c = _args(q1, q2, c)
     return np.array(c)
 
 
-def pair_grad_linear(q1, q2, c):
+def pair_grad_linear(q1, q2, c, s=None):
     q1, q2, c = _args(q1, q2, c)
     return (
         np.full(q1.shape, 0.0),
@@ -146,7 +160,7 @@ def pair_grad_linear(q1, q2, c):
     )
 
 
-def pair_hess_linear(q1, q2, c):
+def pair_hess_linear(q1, q2, c, s=None):
     q1, q2, c = _args(q1, q2, c)
     return (
         np.full(q1.shape, 0.0),

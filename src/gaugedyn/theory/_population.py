@@ -15,6 +15,13 @@ and the cross kernel ``E[g(x1) g*(x2)]`` of :func:`~gaugedyn.theory.cross_kernel
 student-teacher sum.
 Every function broadcasts over leading batch axes: ``a (..., K)``, ``Q (..., K, K)``,
 ``R (..., K, M)``, ``b (..., M)``, ``T (..., M, M)``.
+
+Order parameters resolve the angle ``theta`` of two nearly aligned neurons only to about
+``sqrt(eps) ~ 1.5e-8`` (``cos theta`` rounds to 1), which for ReLU, whose kernels are
+functions of ``theta``, leaves a gradient error of about ``1e-9``. Where the weights are known,
+``sines = (S_ss (..., K, K), S_st (..., K, M))`` with ``S_ij = |w_i ^ w_j|`` and
+``S_in = |w_i ^ v_n|`` (:func:`pair_sines`) hands the kernels ``sqrt(q1 q2 - c^2)`` to full
+precision; only the positively homogeneous kernels use it (:func:`angle_resolved`).
 """
 
 from __future__ import annotations
@@ -29,6 +36,47 @@ from ._activation import activation_of, cross_kernels
 def _kernels(activation):
     """``(F, dF, d2F, S, dS, d2S)`` of an activation name or :class:`Activation`."""
     return activation_of(activation).kernels
+
+
+def angle_resolved(activation, teacher_activation=None) -> bool:
+    """Whether the pair kernels of the student (and the student-teacher pair) are the ReLU
+    closed forms, which take ``sines`` (the module docstring)."""
+    s = activation_of(activation)
+    if not s.homogeneous:
+        return False
+    return teacher_activation is None or activation_of(teacher_activation).homogeneous
+
+
+def pair_sines(X, Y):
+    """``S[..., i, n] = |x_i ^ y_n| = |x_i| |y_n - (y_n . x_i / |x_i|^2) x_i|`` for rows
+    ``X (..., K, d)``, ``Y (..., M, d)``: the projection keeps an absolute error of order
+    ``eps |x_i| |y_n|`` at any angle, where ``sqrt(|x|^2 |y|^2 - (x . y)^2)`` loses half the
+    digits."""
+    nx2 = np.sum(X * X, axis=-1)
+    coef = _matvec_rows(X, Y) / nx2[..., :, None]
+    perp = Y[..., None, :, :] - coef[..., None] * X[..., :, None, :]
+    return np.sqrt(nx2)[..., :, None] * np.sqrt(np.sum(perp * perp, axis=-1))
+
+
+def _matvec_rows(X, Y):
+    """``X Y^T`` over the last axis (``(..., K, d), (..., M, d) -> (..., K, M)``)."""
+    return np.sum(X[..., :, None, :] * Y[..., None, :, :], axis=-1)
+
+
+def student_sines(W):
+    """Symmetric ``S_ij = |w_i ^ w_j|`` of :func:`pair_sines` with ``S_ii = |w_i|^2`` (the value
+    the kernels expect at the zeroed diagonal ``c = 0`` of :func:`_gradients`)."""
+    S = pair_sines(W, W)
+    S = 0.5 * (S + np.swapaxes(S, -1, -2))
+    K = W.shape[-2]
+    return np.where(np.eye(K, dtype=bool), np.sum(W * W, axis=-1)[..., :, None], S)
+
+
+def _with_sine(kernel, s):
+    """``kernel`` with its ``s`` argument bound (``kernel`` itself when ``s`` is ``None``)."""
+    if s is None:
+        return kernel
+    return lambda q1, q2, c: kernel(q1, q2, c, s)
 
 
 def _teacher(activation, teacher_activation):
@@ -89,9 +137,14 @@ def gradients(a, Q, R, b, T, activation="relu", teacher_activation=None) -> Grad
     )
 
 
-def _gradients(a, Q, R, b, T, activation, with_loss: bool, teacher_activation=None) -> Gradients:
+def _gradients(
+    a, Q, R, b, T, activation, with_loss: bool, teacher_activation=None, sines=None
+) -> Gradients:
     F, dF, _, S, dS, _ = _kernels(activation)
     tk, (Fx, dFx, _) = _teacher(activation, teacher_activation)
+    if sines is not None:
+        F, dF = _with_sine(F, sines[0]), _with_sine(dF, sines[0])
+        Fx, dFx = _with_sine(Fx, sines[1]), _with_sine(dFx, sines[1])
     K = Q.shape[-1]
     eye = np.eye(K, dtype=bool)
     dq, dt = _diag(Q), _diag(T)
@@ -153,6 +206,22 @@ def _clip_correlation(q1, q2, c, cutoff: float):
     return np.clip(c, -bound, bound)
 
 
+ALIGNED_SINE = 2.0**-26
+"""Relative sine ``s / sqrt(q1 q2)`` below which :func:`gradient_jvp` with ``sines`` takes a
+pair as aligned: about ``sqrt(eps)``, where the ``O(s)`` error of the aligned limit meets the
+``O(eps / s)`` round-off of the kernels' ``1/s`` second derivatives."""
+
+
+def _aligned_limit(h, q1, q2, s):
+    """The kernels' second derivatives ``h`` set to zero on aligned pairs: there the weights move
+    ``(q1, q2, c)`` only along the boundary ``c^2 = q1 q2`` to first order, on which ReLU's
+    ``F = c / 2 + O((q1 q2 - c^2)^{3/2})`` has no curvature, so their contribution to the
+    Hessian in the weights vanishes like ``s``."""
+    aligned = s < ALIGNED_SINE * np.sqrt(q1 * q2)
+    with np.errstate(invalid="ignore"):
+        return tuple(np.where(aligned, 0.0, x) for x in h)
+
+
 def gradient_jvp(
     a,
     Q,
@@ -166,6 +235,7 @@ def gradient_jvp(
     *,
     singular_cutoff: float = 0.0,
     teacher_activation=None,
+    sines=None,
 ):
     """Directional derivative of ``(dL/da, G, H)`` of :func:`gradients` along ``(da, dQ, dR)``.
 
@@ -173,7 +243,10 @@ def gradient_jvp(
     an axis in the state to push many directions at once). With ``singular_cutoff > 0`` the pair
     kernels' second derivatives are evaluated at a correlation clipped to
     ``|c| <= (1 - cutoff) sqrt(q1 q2)``: exact away from aligned pairs, finite on them (ReLU's
-    second derivatives diverge like ``(q1 q2 - c^2)^{-1/2}``).
+    second derivatives diverge like ``(q1 q2 - c^2)^{-1/2}``). With ``sines`` (module
+    docstring) nothing is clipped: the second derivatives are exact at the pair's own sine, and
+    zero on pairs aligned to :data:`ALIGNED_SINE` (:func:`_aligned_limit`), which is the exact
+    limit of their contribution to the Hessian in the weights; ``singular_cutoff`` is unused.
     """
     F, dF, d2F, S, dS, d2S = _kernels(activation)
     _, (_, dFx, d2Fx) = _teacher(activation, teacher_activation)
@@ -184,11 +257,17 @@ def gradient_jvp(
     q1, q2 = dq[..., :, None], dq[..., None, :]
     tn = dt[..., None, :]
     Qo = np.where(eye, 0.0, Q)
-    if singular_cutoff > 0:
+    if singular_cutoff > 0 and sines is None:
         Qh = np.where(eye, 0.0, _clip_correlation(q1, q2, Q, singular_cutoff))
         Rh = _clip_correlation(dq[..., :, None], tn, R, singular_cutoff)
     else:
         Qh, Rh = Qo, R
+    if sines is not None:
+        s_ss, s_st = sines
+        F, dF, dFx = _with_sine(F, s_ss), _with_sine(dF, s_ss), _with_sine(dFx, s_st)
+        hess_ss, hess_st = _with_sine(d2F, s_ss), _with_sine(d2Fx, s_st)
+        d2F = lambda *x: _aligned_limit(hess_ss(*x), q1, q2, s_ss)  # noqa: E731
+        d2Fx = lambda *x: _aligned_limit(hess_st(*x), dq[..., :, None], tn, s_st)  # noqa: E731
     if K == 1:  # no student pairs
         Fq1_ss = Fq2_ss = Fc_ss = h11 = h12 = h1c = h2c = hcc = np.zeros_like(Q)
     else:

@@ -193,7 +193,9 @@ def plot_owner_gap(a: dict, outdir):
         ylim=(-0.05, 1.05),
         title="owner selection (Wilson 95%)",
     )
-    axes[1].set(ylabel="t_w / t_a", yscale="log", title="gauge gap (bootstrap 95%)")
+    gaps = np.asarray(a["gap"], float)
+    scale = "log" if np.any(np.isfinite(gaps) & (gaps > 0)) else "linear"  # none measured: linear
+    axes[1].set(ylabel="t_w / t_a", yscale=scale, title="gauge gap (bootstrap 95%)")
     caption = (
         "Left: fraction of seeds in which the a-heavy copy of the duplicates ends as the "
         "owner, with Wilson 95% intervals. Right: gauge gap t_w / t_a of the single set-up "

@@ -7,7 +7,8 @@ At step ``t`` with gradient ``g`` and Adam's preconditioner ``P = diag(sqrt(v^_t
   ``P^-1/2 H P^-1/2`` (one Hessian-vector product through ``torch.autograd``);
 - preconditioned sharpness ``S = lambda_max(P^-1/2 H P^-1/2)`` every ``lanczos_every`` steps
   (``scipy.sparse.linalg.eigsh``, ARPACK's Lanczos, over a ``LinearOperator`` of HVPs, warm
-  started from the previous eigenvector);
+  started from the previous eigenvector: :func:`gaugedyn.adam.preconditioned_sharpness` with
+  ``method="arpack"``);
 - secant curvature ``dtheta^T (g_t - g_{t-1}) / dtheta^T P dtheta``, ``dtheta = theta_t - theta_{t-1}``;
 - cosine between consecutive gradients;
 - loss of the iterate average ``bar theta <- decay bar theta + (1 - decay) theta`` (decay 0.9);
@@ -36,8 +37,15 @@ import torch
 from torch import nn
 
 from ..._errors import InputError
-from ...adam import dense_sharpness, effective_exponent, preconditioned_sharpness
+from ...adam import (
+    adam_preconditioner,
+    dense_sharpness,
+    edge_threshold,
+    effective_exponent,
+    preconditioned_sharpness,
+)
 from ...training import load_digits
+from ._protocol import LANCZOS_TOL
 
 LOSSES = ("mse", "ce", "ce_noisy")
 HIDDEN = {"mse": 32, "ce": 32, "ce_noisy": 4}
@@ -46,9 +54,9 @@ HIDDEN = {"mse": 32, "ce": 32, "ce_noisy": 4}
 1.5 where the width-32 network's falls to zero)."""
 
 
-def threshold(beta1: float) -> float:
-    """``2 (1 + beta1) / (1 - beta1)``: the edge of ``lr`` times the preconditioned curvature."""
-    return 2.0 * (1.0 + beta1) / (1.0 - beta1)
+threshold = edge_threshold
+"""``2 (1 + beta1) / (1 - beta1)``: the edge of ``lr`` times the preconditioned curvature
+(:func:`gaugedyn.adam.edge_threshold`)."""
 
 
 def _setup(loss: str, n_samples: int, seed: int, hidden: int | None = None):
@@ -71,20 +79,15 @@ def _setup(loss: str, n_samples: int, seed: int, hidden: int | None = None):
     return model, lambda: 0.5 * ((model(X) - onehot) ** 2).sum(-1).mean()
 
 
+def _sharpness(loss_fn, params, P, v0=None) -> tuple[float, torch.Tensor]:
+    """``(S, eigenvector)`` by ARPACK (:func:`preconditioned_sharpness`, ``method="arpack"``,
+    relative tolerance ``LANCZOS_TOL``), warm-started from ``v0``."""
+    out = preconditioned_sharpness(loss_fn, params, P, v0, LANCZOS_TOL, method="arpack")
+    return out["sharpness"], out["eigenvector"]
+
+
 def _flat(ts) -> torch.Tensor:
     return torch.cat([t.reshape(-1) for t in ts])
-
-
-def _moments(opt, params, g_list, beta2, eps):
-    """``P = sqrt(v^_t) + eps`` including this step's gradient, before ``opt.step()``."""
-    out = []
-    for p, g in zip(params, g_list):
-        st = opt.state.get(p, {})
-        v_prev = st["exp_avg_sq"] if "exp_avg_sq" in st else torch.zeros_like(p)
-        t = int(st["step"]) + 1 if "step" in st else 1
-        v = beta2 * v_prev + (1 - beta2) * g * g
-        out.append((v / (1 - beta2**t)).sqrt() + eps)
-    return _flat(out)
 
 
 def run_edge(
@@ -138,7 +141,7 @@ def run_edge(
     }
     reached = False
     for t in range(steps):
-        theta, g_list, g, P = _observe(rec, t, loss_fn, params, opt, (beta2, eps), prev)
+        theta, g_list, g, P = _observe(rec, t, loss_fn, params, opt, prev)
         dense = not reached or (fr["t"] < 0).any()
         lanczos = t % (fine if dense else lanczos_every) == 0 or t == steps - 1
         if lanczos:
@@ -192,15 +195,14 @@ def run_edge(
     }
 
 
-def _observe(rec, t, loss_fn, params, opt, moments, prev):
+def _observe(rec, t, loss_fn, params, opt, prev):
     """The step's loss, gradient and ``P`` (before the step) and its per-step observables into
     ``rec``; returns ``(theta, g_list, g, P)``."""
-    beta2, eps = moments
     theta = _flat(params).detach().clone()
     L = loss_fn()
     g_list = torch.autograd.grad(L, params, create_graph=True)
     g = _flat(g_list)
-    P = _moments(opt, params, [x.detach() for x in g_list], beta2, eps)
+    P = adam_preconditioner(opt, [x.detach() for x in g_list])
     d = g.detach() / P
     Hd = _flat(torch.autograd.grad(g @ d, params)).detach()
     g = g.detach()
@@ -217,7 +219,7 @@ def _observe(rec, t, loss_fn, params, opt, moments, prev):
 def _lanczos(lz, fr, t, loss_fn, params, P, scale, kappa) -> float:
     """The preconditioned sharpness at step ``t`` into ``lz`` (warm started from ``fr["v0"]``,
     a row of ``nan`` for the copies); returns ``lr S / thr`` (``scale = lr / thr``)."""
-    S, fr["v0"] = preconditioned_sharpness(loss_fn, params, P, fr["v0"])
+    S, fr["v0"] = _sharpness(loss_fn, params, P, fr["v0"])
     lz["t"].append(t)
     lz["S"].append(S)
     lz["k"].append(kappa)
@@ -265,7 +267,7 @@ def _frozen_step(model, loss_fn, params, copy, k, step, lanczos, loss_row, lz_f)
         g = _flat(torch.autograd.grad(L, params)).detach()
         loss_row[t] = float(L.detach())
         if lanczos:
-            S, vf = preconditioned_sharpness(loss_fn, params, P, vf)
+            S, vf = _sharpness(loss_fn, params, P, vf)
             lz_f[-1][k] = S
         m = beta1 * m + (1 - beta1) * g
         theta = theta - lr * (m / (1 - beta1 ** (t + 1))) / P
@@ -298,8 +300,8 @@ def lanczos_check(
         loss_fn().backward()
         opt.step()
     g_list = torch.autograd.grad(loss_fn(), params)
-    P = _moments(opt, params, list(g_list), beta2, eps)
-    S, _ = preconditioned_sharpness(loss_fn, params, P)
+    P = adam_preconditioner(opt, list(g_list))
+    S, _ = _sharpness(loss_fn, params, P)
     D = dense_sharpness(loss_fn, params, P)
     return {"lanczos": S, "dense": D, "n_params": int(P.numel())}
 

@@ -8,7 +8,8 @@ reaction and transport parts (``dissipation``), among duplicates the favourable 
 picks the owner (``ownership``, ``ownership_patterns``, ``perturbations``), and finite networks,
 gradient descent, online SGD and training under small noise keep what the flow predicts
 (``finite_sample``, ``gradient_descent``, ``gd_selection``, ``online_sgd``,
-``gauge_in_training_*``). The theory is ``derivations/theory.md`` section 2 and the derivations it
+``gauge_in_training_*``); plateaus are saddles whose escape rate the gauge sets
+(``landscape``). The theory is ``derivations/theory.md`` section 2 and the derivations it
 links (``homogeneous_flow.md``, ``reaction_transport.md``, ``order_parameter_flow.md``); the
 protocol of every experiment, and where each piece lives, is ``PROTOCOL.md`` in this folder.
 """

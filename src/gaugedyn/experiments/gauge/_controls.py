@@ -371,3 +371,91 @@ BUILDERS = {
 def controls(*instruments: str) -> list[Control]:
     """The controls of the named instruments (:data:`ALL`), in that order."""
     return [c for name in instruments for c in BUILDERS[name]()]
+
+
+_LANDSCAPE = (
+    (
+        "finder_present",
+        "plateau finder (theory.flat_stretches)",
+        "positive",
+        "a loss with two drops (at t = 10 and 1000): one interior flat stretch, its ends within "
+        "one sample of the roots of |d ln L / d ln t| = flatness",
+        "the finder locates a plateau where it is",
+    ),
+    (
+        "finder_absent",
+        "plateau finder (theory.flat_stretches)",
+        "negative",
+        "a power law, an exponential decay and a steady drop: no interior stretch",
+        "a loss that never levels off has no plateau",
+    ),
+    (
+        "refiner_saddle",
+        "critical-point refiner (theory.critical_point)",
+        "positive",
+        "the erf single saddle a = 0, w.v = 0 from a nearby start: loss 1/6, index 1, lambda_+ "
+        "its closed form to 1e-8",
+        "the refiner finds a saddle and its unstable rate",
+    ),
+    (
+        "refiner_minimum",
+        "critical-point refiner (theory.critical_point)",
+        "positive",
+        "started at the teacher (ReLU and erf, K = M = 3): |grad| < 1e-12, loss < 1e-12, index 0",
+        "the refiner keeps a minimum a minimum",
+    ),
+    (
+        "refiner_absent",
+        "critical-point refiner (theory.critical_point)",
+        "negative",
+        "one iteration from a point that is not critical: not reported as critical",
+        "a start that is not critical is not called one",
+    ),
+    (
+        "escape_present",
+        "escape time (theory.escape_times)",
+        "positive",
+        "the closed-form saddle from eps = 1e-2 to 1e-5: slope of T on ln(1/eps) times lambda_+ "
+        "is 1 within 1%",
+        "the instrument reads the escape law where it holds",
+    ),
+    (
+        "escape_absent",
+        "escape time (theory.escape_times)",
+        "negative",
+        "a minimum (no unstable direction): refused",
+        "no escape time where there is nothing to escape",
+    ),
+    (
+        "dedup_present",
+        "catalogue identity (theory.same_point)",
+        "positive",
+        "a ReLU point and its permuted and gauge-transformed copies: one point",
+        "copies of one point are one catalogue entry",
+    ),
+    (
+        "dedup_absent",
+        "catalogue identity (theory.same_point)",
+        "negative",
+        "two different critical points, and a point and a copy with one coefficient 10% "
+        "larger: two points each",
+        "different points stay apart",
+    ),
+)
+
+
+def landscape(config: dict) -> list[Control]:
+    """The ``landscape`` experiment's controls: the plateau finder, the critical-point refiner,
+    the escape time and the catalogue's identity, each on the cases of
+    :data:`._landscape.CASES` at the run's ``flatness``, ``min_span`` and ``band`` (the same
+    cases the run judges as ``landscape.control.*`` checks)."""
+    from . import _landscape as lr
+
+    def run(name: str):
+        keys = lr.SETTINGS_OF.get(name, ())
+        return lambda: lr.CASES[name](**{k: config[k] for k in keys})
+
+    return [
+        Control(f"landscape.{name}", instrument, kind, case, proves, run(name))
+        for name, instrument, kind, case, proves in _LANDSCAPE
+    ]

@@ -178,3 +178,18 @@ def finite_sample_problem(task: dict) -> Problem:
     """``finite_sample``: the a-heavy and w-heavy duplicates at the task's gauge strength."""
     base = duplicates(task["dim"], ["a-heavy", "w-heavy"])
     return with_gauge(base, names=["a-heavy", "w-heavy"], strength=task["strength"])
+
+
+# --- landscape -------------------------------------------------------------------------------
+
+LANDSCAPE_CONVERGED = 1e-10
+"""Gradient norm at or below which a refined critical point counts as converged."""
+LANDSCAPE_CATALOGUE_DIM = 10
+"""Input dimension of the catalogue's teachers (``D`` only sets the students' initial
+overlaps, about ``D^-1/2``)."""
+LANDSCAPE_SLOPE_BAND = (0.95, 1.05)
+"""The escape finding's band on the slope of ``lambda_+ T`` against ``ln(1/eps)``."""
+LANDSCAPE_RATE_RATIO = 1.1
+"""The gauge finding's smallest factor between the a-heavy and w-heavy unstable rates."""
+LANDSCAPE_CLOCK_RATIO = 1.05
+"""The largest factor between the a-heavy and w-heavy ``lambda_+ T`` from one function."""

@@ -1,0 +1,359 @@
+"""Known-answer controls in runs, declared set-up spaces, and ``gaugedyn multiverse``.
+
+The harness's part on a toy (``toy_experiments:JUDGED``: one finding, a mean against a
+threshold; a space over the threshold and the draws; controls of its readout, which ``broken``
+breaks): a failed control stops a run before any task and names its instrument; bad
+declarations are refused before any work; the specifications; robustness, the specification
+curves, resuming from the store, the report and the published tables. Then the quick
+multiverse of every experiment with findings, each on a reduced quick configuration and one of
+its declared constants (every declared specification is checked to be a valid configuration).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gaugedyn import InputError
+from gaugedyn.harness import (
+    Choice,
+    Control,
+    make_config,
+    run_multiverse,
+    specifications,
+)
+
+sys.path.insert(0, str(Path(__file__).parent))
+from toy_experiments import JUDGED, Judged, invoke, to_toml  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _toml(tmp_path: Path, **params) -> Path:
+    path = tmp_path / "judged.toml"
+    data = {"experiment": "toy_experiments:JUDGED", "seed": 3}
+    if params:
+        data["params"] = params
+    path.write_text(to_toml(data))
+    return path
+
+
+@pytest.fixture
+def toy_path(monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+
+
+# --- controls in runs ------------------------------------------------------------------------
+
+
+def test_a_failed_control_stops_the_run_before_any_task_and_names_its_instrument(
+    tmp_path, capsys, toy_path
+):
+    cfg = _toml(tmp_path, broken=True)
+    code, out, err = invoke(["run", cfg, "--out", tmp_path / "run", "--executor", "serial"], capsys)
+    assert code == 1
+    assert "readout.planted (instrument: mean readout)" in err and "no task was run" in err
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == "controls failed" and summary["claims"] == []
+    failed = [c for c in summary["controls"] if not c["passed"]]
+    assert [c["id"] for c in failed] == ["readout.planted"]  # the negative case still passes
+    assert not any((tmp_path / "run" / ".tasks").glob("*/*.json"))  # no task ran
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "Known-answer controls: 1 of 2 passed (the run stopped before its tasks)" in report
+
+
+def test_passed_controls_are_stored_and_reported_and_a_reproduce_fails_on_a_failed_one(
+    tmp_path, capsys, toy_path
+):
+    cfg = _toml(tmp_path)
+    code, _, _ = invoke(["run", cfg, "--out", tmp_path / "ok", "--executor", "serial"], capsys)
+    assert code == 0
+    summary = json.loads((tmp_path / "ok" / "summary.json").read_text())
+    assert [c["passed"] for c in summary["controls"]] == [True, True]
+    assert {c["kind"] for c in summary["controls"]} == {"positive", "negative"}
+    assert summary["space"]["threshold"] == {
+        "default": 0.0,
+        "lo": -0.5,
+        "hi": 2.0,
+        "scale": "linear",
+        "why": "the paper says only 'positive'",
+    }
+    report = (tmp_path / "ok" / "report.md").read_text()
+    assert "| readout.planted | mean readout | positive |" in report
+    assert "Robustness: not judged in this run" in report
+    sims = tmp_path / "sims"
+    sims.mkdir()
+    (sims / "judged.toml").write_text(_toml(tmp_path, broken=True).read_text())
+    code, out, err = invoke(
+        ["reproduce", "--simulations", sims, "--out", tmp_path / "rep", "--executor", "serial"],
+        capsys,
+    )
+    assert code == 1 and "judged:control:readout.planted" in err
+
+
+class _Variant(Judged):
+    pass
+
+
+def _variant(**attrs):
+    exp = _Variant()
+    for k, v in attrs.items():
+        setattr(exp, k, v)
+    return exp
+
+
+def _two(c1, c2):
+    return lambda self, config: [c1, c2]
+
+
+_OK = Control("a", "readout", "positive", "case", "proves", lambda: (1, True))
+
+
+@pytest.mark.parametrize(
+    ("attrs", "words"),
+    [
+        ({"space": {"thresold": Choice(lo=0.0, hi=1.0, why="w")}}, "did you mean space.threshold"),
+        ({"space": {"threshold": Choice(lo=1.0, hi=1.0, why="w")}}, "is empty"),
+        ({"space": {"threshold": Choice(lo=1.0, hi=2.0, why="w")}}, "lies outside the range"),
+        ({"space": {"threshold": Choice(values=(0.0,), why="w")}}, "no alternative"),
+        ({"space": {"threshold": Choice(lo=0.0, hi=1.0, scale="log", why="w")}}, "lo > 0"),
+        ({"space": {"threshold": Choice(lo=-1.0, hi=1.0)}}, "why is empty"),
+        ({"space": {"threshold": Choice(values=(99.0,), why="w")}}, "threshold = 99.0"),
+        ({"space": {"broken": Choice(lo=0.0, hi=1.0, why="w")}}, "needs a numeric setting"),
+        ({"controls": _two(_OK, _OK)}, "declared twice"),
+        ({"controls": _two(_OK, dataclasses.replace(_OK, id="b"))}, "has no negative control"),
+        ({"controls": _two(_OK, dataclasses.replace(_OK, id="b", kind="maybe"))}, "maybe"),
+        ({"controls": _two(_OK, dataclasses.replace(_OK, id="B!", kind="negative"))}, "B!"),
+        ({"controls": _two(_OK, dataclasses.replace(_OK, id="b", case=" "))}, "case is empty"),
+    ],
+)
+def test_bad_declarations_are_refused_before_any_work(attrs, words):
+    if "controls" in attrs:
+        _Variant.controls = attrs.pop("controls")
+    try:
+        with pytest.raises(InputError, match=words.replace("(", r"\(")):
+            make_config(_variant(**attrs))
+    finally:
+        _Variant.controls = Judged.controls
+
+
+def test_a_configurations_space_table_narrows_or_extends_the_declaration(
+    tmp_path, capsys, toy_path
+):
+    from gaugedyn.harness import load_config
+
+    path = tmp_path / "narrow.toml"
+    path.write_text(
+        'experiment = "toy_experiments:JUDGED"\n[space.threshold]\nvalues = [0.5]\n'
+        'why = "one referee"\n[space.shift]\nlo = 0.5\nhi = 2.0\nscale = "log"\nwhy = "w"\n'
+    )
+    cfg = load_config(path)
+    assert cfg.space["threshold"].values == (0.5,) and cfg.space["shift"].scale == "log"
+    path.write_text('experiment = "toy_experiments:JUDGED"\n[space.threshold]\nvalus = [1]\n')
+    code, _, err = invoke(["multiverse", path, "--out", tmp_path / "mv"], capsys)
+    assert code == 2 and "unknown key space.threshold.valus" in err
+    assert not (tmp_path / "mv").exists()
+
+
+def test_specifications_are_the_primary_each_end_and_a_seeded_joint_sample():
+    cfg = make_config(JUDGED)
+    specs = specifications(cfg.space, JUDGED.params, cfg.params, 3, seed=5)
+    kinds = [s["kind"] for s in specs]
+    assert kinds[:5] == ["primary", "end", "end", "end", "end"] and kinds.count("joint") == 3
+    assert [s["values"] for s in specs[1:5]] == [
+        {"threshold": -0.5},
+        {"threshold": 2.0},
+        {"draws": 10},
+        {"draws": 40},
+    ]
+    assert specs == specifications(cfg.space, JUDGED.params, cfg.params, 3, seed=5)
+    assert specs[5:] != specifications(cfg.space, JUDGED.params, cfg.params, 3, seed=6)[5:]
+    for s in specs[5:]:
+        assert -0.5 <= s["values"].get("threshold", 0.0) <= 2.0
+        assert s["values"].get("draws", 20) in (10, 20, 40)
+
+
+def test_robustness_counts_verdicts_names_flips_and_calls_opposites_unrobust():
+    from gaugedyn.harness._multiverse import robustness
+
+    def spec(sid, kind, values, verdict):
+        return {"id": sid, "kind": kind, "values": values, "findings": {"f": {"verdict": verdict}}}
+
+    specs = [
+        spec("primary", "primary", {}, "HELD"),
+        spec("t=lo", "end", {"t": 0}, "HELD"),
+        spec("t=hi", "end", {"t": 2}, "UNRESOLVED"),
+        spec("d=lo", "end", {"d": 1}, "HELD"),
+        spec("joint 1", "joint", {"t": 1, "d": 1}, "HELD"),
+        {"id": "x", "kind": "end", "values": {"e": 1}, "findings": {}},  # did not judge it
+    ]
+    r = robustness("f", specs)
+    assert r["robust"] and r["specifications"] == 5 and r["not_judged"] == 1
+    assert r["shares"]["HELD"] == pytest.approx(0.8) and r["unresolved_share"] == 0.2
+    assert r["flipping"] == ["t"] and r["opposite"] == [] and r["joint_differing"] == 0
+    specs.append(spec("joint 2", "joint", {"d": 3}, "NOT HELD"))
+    r = robustness("f", specs)
+    assert not r["robust"] and r["opposite"] == ["joint 2"] and r["joint_differing"] == 1
+
+
+def test_the_multiverse_writes_the_primary_run_with_robustness_and_resumes(
+    tmp_path, capsys, toy_path
+):
+    cfg = _toml(tmp_path)
+    out = tmp_path / "mv"
+    argv = ["multiverse", cfg, "--out", out, "--samples", "2", "--executor", "serial"]
+    code, stdout, err = invoke(argv, capsys)
+    assert code == 0, err
+    summary = json.loads((out / "summary.json").read_text())
+    (finding,) = [c for c in summary["claims"] if c["kind"] == "finding"]
+    r = finding["robustness"]
+    assert r["specifications"] == 7 and set(r["shares"]) == {
+        "HELD",
+        "NOT HELD",
+        "UNRESOLVED",
+        "depends on the reading",
+    }
+    assert math.isclose(sum(r["shares"].values()), 1.0)
+    assert "threshold" in r["flipping"] and not r["robust"]  # threshold 2 is above the mean 1
+    assert finding["verdict"] == "HELD" and r["opposite"]
+    mv = summary["multiverse"]
+    assert [s["id"] for s in mv["specifications"]][:3] == [
+        "primary",
+        "threshold=-0.5",
+        "threshold=2.0",
+    ]
+    assert all(s["status"] == "passed" for s in mv["specifications"])
+    assert mv["space"]["draws"]["values"] == [10, 40]
+    assert {f["name"] for f in summary["figures"]} == {"specification_curve_1"}
+    assert (out / "figures" / "specification_curve_1.png").is_file()
+    report = (out / "report.md").read_text()
+    assert "Robustness over the declared set-up space" in report and "flipped by" in report
+    assert "NOT robust" in stdout
+    code, _, err = invoke(argv, capsys)  # resumes: every specification read back
+    assert code == 0 and err.count(": stored") == 7
+    assert json.loads((out / "summary.json").read_text())["claims"] == summary["claims"]
+    code, _, _ = invoke(["plot", out], capsys)  # the curves redraw from the stored arrays
+    assert code == 0 and (out / "figures" / "specification_curve_1.png").is_file()
+
+
+def test_a_specification_whose_controls_fail_is_named_and_fails_the_multiverse(
+    tmp_path, capsys, toy_path
+):
+    path = tmp_path / "space.toml"
+    path.write_text(
+        'experiment = "toy_experiments:JUDGED"\n[space.broken]\nvalues = [true]\n'
+        'why = "an instrument that misreads"\n'
+    )
+    code, _, err = invoke(
+        ["multiverse", path, "--out", tmp_path / "mv", "--samples", "0", "--executor", "serial"],
+        capsys,
+    )
+    assert code == 1 and "specification broken=True: controls failed (readout.planted)" in err
+    summary = json.loads((tmp_path / "mv" / "summary.json").read_text())
+    assert summary["status"] == "specifications failed"
+    (finding,) = [c for c in summary["claims"] if c["kind"] == "finding"]
+    assert finding["robustness"]["not_judged"] == 1
+
+
+def test_a_multiverse_needs_a_space(tmp_path, capsys):
+    code, _, err = invoke(["multiverse", ROOT / "simulations/dissipation.toml"], capsys)
+    assert code == 2 and "declares no set-up space" in err
+
+
+def test_a_published_multiverse_adds_robustness_to_the_tables(tmp_path, capsys, toy_path):
+    from gaugedyn.publish import add_run, claims_table, load_published, robustness_table
+
+    out = tmp_path / "mv"
+    run_multiverse(make_config(JUDGED), out, samples=1, executor="serial", progress=None)
+    root = tmp_path / "repo"
+    (root / "results-data").mkdir(parents=True)
+    add_run(out, root)
+    data = load_published(root)
+    table = claims_table("judged", data)
+    assert table[0].endswith("over the set-up space |") and "over 6 specs" in table[2]
+    rob = robustness_table("judged", data)
+    assert rob[0].startswith("| finding | verdict | specifications |")
+    assert "| `mean_positive` | HELD | 6 |" in rob[2] and "threshold" in rob[2]
+
+
+# --- the quick multiverse of every experiment with findings ----------------------------------
+
+REDUCED = {
+    "adam_edge": (
+        {"losses": ["mse"], "steps": 300, "n_samples": 64, "quadratic_steps": 1000},
+        "freeze_fraction",
+    ),
+    "auxiliary": (
+        {"dims": [300], "weight_dim": 100, "wide_dim": 100, "map_rhos": [0.0, 1.0]},
+        "map_gamma",
+    ),
+    "beta_grid": ({"tasks": ["teacher_student"], "seeds": 2}, "skip"),
+    "clock": ({}, "threshold"),
+    "conservation_laws": (
+        {"families": ["linear2"], "recorder_models": [], "drift_models": ["mlp"]},
+        "rtol",
+    ),
+    "finite_sample": ({"seeds": 8, "ns": [100, 1000, 10000]}, "tolerance"),
+    "gauge_on_networks": (
+        {"slope_models": ["mlp"], "optimizers": ["gd"], "seeds": 2, "steps": 100},
+        "gauge",
+    ),
+    "gauge_under_adam": (
+        {"seeds": 2, "steps": 200, "betas": [[0.9, 0.9], [0.9, 0.999]]},
+        "threshold",
+    ),
+    "landscape": ({}, "gauge_strength"),
+    "ownership_patterns": ({"Ks": [2], "scales": [0.2, 1.0]}, "function_tol"),
+    "prototypes": ({"sizes": [3, 5], "seeds": 2}, "lr"),
+    "shared_representation": ({"seeds": 2, "horizon": 10}, "control_period"),
+    "spike_boundary": (
+        {"ns": [2.0], "tasks": [], "check_steps": 500},
+        "spike_rise",
+    ),
+}
+
+
+def test_every_experiment_with_findings_declares_a_space_and_is_covered_here():
+    from gaugedyn.harness import EXPERIMENTS, resolve_experiment
+    from gaugedyn.publish import load_published
+
+    published = load_published(ROOT)
+    with_findings = {
+        name
+        for name, s in published.items()
+        if any(c.get("kind") == "finding" for c in s.get("claims", []))
+    }
+    assert with_findings == set(REDUCED)
+    for name in EXPERIMENTS:
+        exp = resolve_experiment(name)
+        assert bool(exp.space) == (name in with_findings), name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(REDUCED))
+def test_the_quick_multiverse_of_each_experiment_with_findings(name, tmp_path):
+    from gaugedyn.harness import load_config
+    from gaugedyn.harness._multiverse import with_values
+
+    overrides, constant = REDUCED[name]
+    full = load_config(ROOT / f"simulations/{name}.toml", quick=True)
+    for spec in specifications(full.space, full.experiment.params, full.params, 1, full.seed):
+        with_values(full, spec["values"])  # every declared specification is a configuration
+    cfg = load_config(ROOT / f"simulations/{name}.toml", quick=True, overrides=overrides)
+    cfg = dataclasses.replace(cfg, space={constant: cfg.space[constant]})
+    outcome = run_multiverse(cfg, tmp_path / name, samples=0, executor="serial", progress=None)
+    summary = outcome.summary
+    assert summary["status"] in ("passed", "claims failed"), summary["status"]
+    specs = summary["multiverse"]["specifications"]
+    assert len(specs) == 1 + len(cfg.space[constant].ends(cfg.params[constant]))
+    assert all(s["status"] in ("passed", "claims failed") for s in specs)
+    findings = [c for c in summary["claims"] if c["kind"] == "finding"]
+    assert findings and all(c["robustness"]["specifications"] >= 1 for c in findings)
+    curves = np.load(tmp_path / name / "arrays.npz")["multiverse__verdict"]
+    assert curves.shape == (len(findings), len(specs))
