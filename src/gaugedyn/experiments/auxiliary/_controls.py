@@ -52,7 +52,7 @@ def band_case(offset: float) -> tuple[list, list]:
     rng = np.random.default_rng(0)
     t = np.linspace(0.0, 4.0, 17)
     curve = 0.5 * np.exp(-t) + 0.1
-    task = {"kind": "trajectory", "activation": "linear", "reading": "one_output"}
+    task: dict = {"kind": "trajectory", "activation": "linear", "reading": "one_output"}
     task |= {"backend": "chain", "dim": 1000}
     res: dict = {"t": t}
     for key in ("main", "aux"):

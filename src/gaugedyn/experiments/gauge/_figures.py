@@ -741,7 +741,6 @@ def _landscape_catalogue(arrays: dict, outdir):
         bx.set(ylim=(0, 1), xlabel="entry (by loss)")
         bx.xaxis.set_major_locator(MaxNLocator(integer=True))
         bx.set_ylabel("share of flow ends" if j == 0 else "")
-    fig.tight_layout()
     return save(fig, outdir, "landscape_catalogue", arrays)
 
 
@@ -783,7 +782,6 @@ def _landscape_escape(arrays: dict, outdir):
         ylabel="reading (saddle, sign)",
         xlim=(0.94, 1.06),
     )
-    fig.tight_layout()
     return save(fig, outdir, "landscape_escape", arrays)
 
 
@@ -803,5 +801,4 @@ def _landscape_gauge(arrays: dict, outdir):
         if label != "lambda_+ T":
             ax.set_yscale("log")
         ax.tick_params(axis="x", labelsize=7)
-    fig.tight_layout()
     return save(fig, outdir, "landscape_gauge", arrays)
