@@ -15,7 +15,10 @@ in; the same added time is a much larger fraction of it).
     .venv/bin/python benchmarks/bench_adam.py [--repeats 21] [--steps 5] [--batch 128]
         [--threads 1] [--foreach] [--compile]
 
-``--threads 0`` keeps torch's default thread count.
+``--threads 0`` keeps torch's default thread count. It prints the machine (CPU model, cores, load)
+and each recorder's passes over parameter memory per recorded step
+(:meth:`gaugedyn.adam.AdamRecorder.passes`); ``--json PATH`` writes the figures as a benchmark
+record (``benchmarks/_record.py``).
 """
 
 from __future__ import annotations
@@ -47,7 +50,12 @@ def main() -> None:
         action="store_true",
         help="also time the recorder's torch.compile'd fused reduction",
     )
+    ap.add_argument("--json", default=None, help="write the figures as a benchmark record")
     args = ap.parse_args()
+    from _record import describe_machine, start_record, write_record
+
+    record = start_record("bench_adam.py")
+    print(describe_machine())
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -108,10 +116,22 @@ def main() -> None:
         f"threads {torch.get_num_threads()}, {'foreach' if args.foreach else 'default'} Adam "
         f"path; {args.repeats} interleaved rounds of {args.steps} steps per variant"
     )
-    report(times, recs)
+    rows = report(times, recs)
+    if args.json:
+        write_record(
+            args.json,
+            record,
+            {
+                "rounds": args.repeats,
+                "threads": torch.get_num_threads(),
+                "parameters": n,
+                "foreach": bool(args.foreach),
+                "ratios": rows,
+            },
+        )
 
 
-def report(times: dict, recs: dict) -> None:
+def report(times: dict, recs: dict) -> dict:
     """Print the paired ratios against both denominators (see module docstring)."""
     col = {name: i for i, name in enumerate(("wall", "cpu", "step_wall", "step_cpu"))}
 
@@ -124,6 +144,7 @@ def report(times: dict, recs: dict) -> None:
         f"ms wall, {med('plain', 'step_cpu'):.2f} ms CPU"
     )
     print("overhead ratio = recorder / plain, paired per round: median [quartiles]")
+    rows: dict = {}
     for denominator, (w, c) in (
         ("full step (forward + backward + opt.step())", ("wall", "cpu")),
         ("opt.step() alone", ("step_wall", "step_cpu")),
@@ -134,11 +155,17 @@ def report(times: dict, recs: dict) -> None:
             rc = [a[col[c]] / b[col[c]] for a, b in zip(times[k], times["plain"])]
             lo, mid, hi = _quartiles(rw)
             clo, cmid, chi = _quartiles(rc)
+            passes = rec.passes()["total"]
             print(
                 f"  recorder {k:<16} {rec.metadata()['backend']:<8} ({len(rec)} recorded "
-                f"steps): wall {mid:.3f} [{lo:.3f}, {hi:.3f}]  CPU {cmid:.3f} [{clo:.3f}, "
+                f"steps, {passes:.0f} passes over parameter memory per recorded step): wall "
+                f"{mid:.3f} [{lo:.3f}, {hi:.3f}]  CPU {cmid:.3f} [{clo:.3f}, "
                 f"{chi:.3f}]  ({100 * (mid - 1):+.1f}% wall)"
             )
+            rows.setdefault(k, {"backend": rec.metadata()["backend"], "passes": passes})[
+                "full_step" if w == "wall" else "step_alone"
+            ] = {"wall": [lo, mid, hi], "cpu": [clo, cmid, chi]}
+    return rows
 
 
 if __name__ == "__main__":

@@ -14,8 +14,12 @@ kernel (the path of other devices and layouts), side by side.
 
     .venv/bin/python benchmarks/bench_gauge_recorder.py [--repeats 15] [--steps 5]
         [--batch 128] [--threads 1] [--optimizer sgd|momentum|adam] [--torch-reductions]
+        [--json benchmarks/results/gauge_recorder_sgd.json]
 
-``--threads 0`` keeps torch's default thread count.
+``--threads 0`` keeps torch's default thread count. It prints the machine (CPU model, cores, load)
+and the recorder's passes over parameter memory per recorded step
+(:meth:`gaugedyn.gauge.GaugeRecorder.passes`); ``--json`` writes the figures as a benchmark
+record (``benchmarks/_record.py``).
 """
 
 from __future__ import annotations
@@ -60,12 +64,17 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
     ap.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="sgd")
+    ap.add_argument("--json", default=None, help="write the figures as a benchmark record")
     ap.add_argument(
         "--torch-reductions",
         action="store_true",
         help="also a recorder reading with torch's reductions (no fused kernel)",
     )
     args = ap.parse_args()
+    from _record import describe_machine, start_record, write_record
+
+    record = start_record("bench_gauge_recorder.py")
+    print(describe_machine())
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -122,12 +131,46 @@ def main() -> None:
         "overhead ratio = recorder / plain, paired per round: median [95% interval of the "
         "median] (quartiles of the rounds)"
     )
+    passes = rec.passes()
+    print(
+        "passes over parameter memory per recorded step: "
+        + ", ".join(f"{k} {v:.2f}" for k, v in passes.items())
+    )
+    rows = {}
     for k, r in recs.items():
         rw = [a[0] / b[0] for a, b in zip(times[k], times["plain"])]
         rc = [a[1] / b[1] for a, b in zip(times[k], times["plain"])]
         print(
             f"  recorder {k:<9} ({len(r)} recorded steps): wall {_summary(rw)}  CPU {_summary(rc)}"
         )
+        rows[k] = {"wall": _numbers(rw), "cpu": _numbers(rc), "recorded": len(r)}
+    if args.json:
+        write_record(
+            args.json,
+            record,
+            {
+                "optimizer": args.optimizer,
+                "rounds": args.repeats,
+                "threads": torch.get_num_threads(),
+                "parameters": n,
+                "plain_ms": {"wall": 1e3 * wall, "cpu": 1e3 * cpu},
+                "passes": passes,
+                "ratios": rows,
+            },
+        )
+
+
+def _numbers(x: list[float]) -> dict:
+    """The median, its 95% interval and the quartiles of paired ratios (as :func:`_summary`)."""
+    q = statistics.quantiles(x, n=4) if len(x) > 1 else [x[0]] * 3
+    ci = stats.quantile_test(x, q=statistics.median(x), p=0.5).confidence_interval(0.95)
+    return {
+        "median": statistics.median(x),
+        "low": ci.low if math.isfinite(ci.low) else None,
+        "high": ci.high if math.isfinite(ci.high) else None,
+        "q1": q[0],
+        "q3": q[2],
+    }
 
 
 if __name__ == "__main__":

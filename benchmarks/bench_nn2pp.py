@@ -18,8 +18,10 @@ A. erf teacher and student with ``--sigma 0.1 --wd 1e-4 --lr2 0.5 --both``. nn2p
    the gradient of each layer (torch's convention): ``eta = lr``, ``lr2 = lr2 / lr``,
    ``lambda = wd / lr`` make the first layer's terms identical, and the second layer's decay
    differs by ``(1 - lr2 / lr) wd v``, which this script adds to gaugedyn's ``dv/dt`` (written
-   out, so nothing is hidden). The SGD rates: nn2pp's simulator against gaugedyn's torch
-   trainer, compiled weight-space backend and chain with the same options, steps per second.
+   out, so nothing is hidden). The SGD rates: nn2pp's simulator against gaugedyn's ``train()``
+   as a user calls it first (no ``backend``: ``"auto"``), its torch trainer, compiled
+   weight-space backend and chain with the same options, steps per second (``--json PATH``
+   writes them as a benchmark record; ``--only-a`` skips case B).
 B. erf teacher, ReLU student (``--g1 1 --g2 2 --both``, plain SGD). nn2pp's ODE covers only one
    activation (erf or linear), so gaugedyn's online ODE (the teacher's own activation) is
    (DOP853 at rtol 1e-6; its ReLU noise term is a four-dimensional quadrature) compared with
@@ -298,6 +300,7 @@ def case_a(exe, scratch: Path, N: int, t_max: float, rounds: int):
             "nn2pp SGD (C++, Armadillo)": lambda: subprocess.run(
                 sgd_args[:-1], cwd=folder, capture_output=True, check=True
             ),
+            "gaugedyn train() default": lambda: train(big, cfg, seeds=1),
             "gaugedyn torch trainer": lambda: train(big, cfg, seeds=1, backend="torch"),
             "gaugedyn compiled (weight space)": lambda: train(
                 big, cfg, seeds=1, backend="compiled"
@@ -306,7 +309,9 @@ def case_a(exe, scratch: Path, N: int, t_max: float, rounds: int):
         },
         rounds,
     )
-    _rates(timed, steps, "nn2pp SGD (C++, Armadillo)")
+    default = timed["gaugedyn train() default"][2].settings["backend"]
+    print(f"train() without a backend ran backend={default!r}")
+    return {"default_backend": default, **_rates(timed, steps, "nn2pp SGD (C++, Armadillo)")}
 
 
 def case_b(exe, scratch: Path, N: int, t_max: float, rounds: int, threads: int):
@@ -378,15 +383,18 @@ def case_b(exe, scratch: Path, N: int, t_max: float, rounds: int, threads: int):
     _rates(timed, steps, "nn2pp SGD (C++, Armadillo)")
 
 
-def _rates(timed: dict, steps: int, ref: str) -> None:
+def _rates(timed: dict, steps: int, ref: str) -> dict:
     print(
         f"{'SGD, one seed, ' + str(steps) + ' steps':38s} {'wall s':>8s} {'cpu s':>8s} "
         f"{'steps/s (cpu)':>14s} {'rate / nn2pp':>13s}"
     )
     ref_rate = steps / timed[ref][1]
+    out = {}
     for k, (wall, cpu, _) in timed.items():
         rate = steps / cpu
         print(f"{k:38s} {wall:8.2f} {cpu:8.2f} {rate:14.3g} {rate / ref_rate:13.2f}")
+        out[k] = {"wall_s": wall, "cpu_s": cpu, "steps_per_s": rate, "to_nn2pp": rate / ref_rate}
+    return {"steps": steps, "rates": out}
 
 
 def main(argv=None) -> None:
@@ -405,7 +413,13 @@ def main(argv=None) -> None:
         help="a folder holding nn2pp.exe and scmpp_ode.exe built earlier by this "
         "script's command (skips the build)",
     )
+    ap.add_argument("--json", default=None, help="write case A's rates as a benchmark record")
+    ap.add_argument("--only-a", action="store_true", help="case A alone")
     args = ap.parse_args(argv)
+    from _record import describe_machine, start_record, write_record
+
+    record = start_record("bench_nn2pp.py", argv)
+    print(describe_machine())
     print(
         f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; load average "
         f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}"
@@ -419,8 +433,11 @@ def main(argv=None) -> None:
             }
         else:
             exe = build(args.nn2pp_src.resolve(), scratch)
-        case_a(exe, scratch, args.N, args.t_max, args.rounds)
-        case_b(exe, scratch, args.N, args.t_max, args.rounds, args.threads)
+        rates = case_a(exe, scratch, args.N, args.t_max, args.rounds)
+        if args.json:
+            write_record(args.json, record, {"N": args.N, "t_max": args.t_max, **rates})
+        if not args.only_a:
+            case_b(exe, scratch, args.N, args.t_max, args.rounds, args.threads)
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

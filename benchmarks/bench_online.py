@@ -70,6 +70,14 @@ def _problem(N):
     return random_problem(N, 4, 4, np.random.default_rng(0), activation="erf")
 
 
+def nn2pp_argv(nn2pp: str, N: int, steps: int) -> list[str]:
+    """nn2pp's command line for the single-seed race: erf student and teacher, M = K = 4,
+    learning rate 1, both layers trained, seed 1 (``--seed``: nn2pp's ``-s`` is the teacher's
+    output noise, not a seed)."""
+    size = ["-N", str(N), "-M", "4", "-K", "4", "--lr", "1", "--steps", str(steps / N)]
+    return [nn2pp, "--g1", "1", "--g2", "1", *size, "--both", "--quiet", "--seed", "1"]
+
+
 def single_seed(N, steps, rounds, nn2pp, scratch):
     problem = _problem(N)
     cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=steps, samples=None, points_per_decade=5)
@@ -97,27 +105,7 @@ def single_seed(N, steps, rounds, nn2pp, scratch):
 
         def run_nn2pp():  # it writes its output files into the working folder: a scratch one
             subprocess.run(
-                [
-                    nn2pp,
-                    "--g1",
-                    "1",
-                    "--g2",
-                    "1",
-                    "-N",
-                    str(N),
-                    "-M",
-                    "4",
-                    "-K",
-                    "4",
-                    "--lr",
-                    "1",
-                    "--both",
-                    "--steps",
-                    str(steps / N),
-                    "--quiet",
-                    "-s",
-                    "1",
-                ],
+                nn2pp_argv(nn2pp, N, steps),
                 check=True,
                 stdout=subprocess.DEVNULL,
                 cwd=scratch,

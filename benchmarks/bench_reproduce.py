@@ -203,6 +203,10 @@ def _quartiles(x: list[float]) -> tuple[float, float, float]:
     return q[0], statistics.median(x), q[2]
 
 
+BLOCK = 24
+"""Steps per block of the spike detector in :func:`batched_ratio`."""
+
+
 def _medians(blocks):
     """The block medians of each copy of ``adam_steps``, one column per copy."""
     import numpy as np
@@ -223,6 +227,11 @@ def batched_ratio(copies: int = 16, steps: int = 300, rounds: int = 5) -> dict:
 
     from gaugedyn.experiments.adam_stability._batched import BatchedMLP, adam_steps
 
+    if steps < 2 * BLOCK:
+        raise InputError(
+            f"steps={steps} is not allowed; allowed: at least {2 * BLOCK} (two of the spike "
+            f"detector's blocks of {BLOCK} steps, whose medians are compared)"
+        )
     rng = np.random.default_rng(0)
     b1 = 1 - 10 ** rng.uniform(-2, -0.5, copies)
     b2 = 1 - 10 ** rng.uniform(-4, -2, copies)
@@ -230,7 +239,7 @@ def batched_ratio(copies: int = 16, steps: int = 300, rounds: int = 5) -> dict:
 
     def batched():
         model = BatchedMLP("teacher_mse", copies, seeds, 256, dtype=torch.float64)
-        return _medians(adam_steps(model, 1e-2, b1, b2, steps, 24)[0])
+        return _medians(adam_steps(model, 1e-2, b1, b2, steps, BLOCK)[0])
 
     def loop():
         return np.concatenate(
@@ -242,7 +251,7 @@ def batched_ratio(copies: int = 16, steps: int = 300, rounds: int = 5) -> dict:
                         b1[k : k + 1],
                         b2[k : k + 1],
                         steps,
-                        24,
+                        BLOCK,
                     )[0]
                 )
                 for k in range(copies)

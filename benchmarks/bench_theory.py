@@ -17,7 +17,17 @@
 5. wide students: one trajectory to t = 1000 at K = M = 4 ... ``--k-max``, ``solve`` against
    LSODA at K = 32, and the fitted exponent of cost against K;
 6. tight tolerance: the D = 1000 a-heavy ``single`` set-up at rtol 1e-10 and 1e-11, steps and
-   CPU time of ``solve`` against ``solve_ivp(LSODA)``.
+   CPU time of ``solve`` against ``solve_ivp(LSODA)``;
+7. the call a user would write first: one trajectory, random ReLU K = M (D = max(50, 2(K + M)),
+   seed 0) to t = 1000 on 241 log-spaced output times, at K = 2, 4, 8, 16, 32, 64: the default
+   ``solve`` against ``scipy.integrate.solve_ivp(rhs, method="LSODA")`` without a Jacobian and
+   with the exact one, all at rtol 1e-8, atol 1e-10, CPU and wall time of interleaved repeats;
+   each one's largest error over the outputs against a tight reference (LSODA with the exact
+   Jacobian, ``method="lsoda"``, at rtol 1e-12: with a difference Jacobian LSODA thrashes at such
+   tolerances, 18,865 Jacobians at K = 4 and rtol 1e-10, and DOP853 is held to short steps by
+   the flow's stiffness, t = 247 of 1000 in 861 s at K = 4); where the default is the less accurate, it
+   is rerun at a tenth of its tolerance until it is not (matched accuracy). ``--json PATH``
+   writes the rows as a benchmark record (``benchmarks/results/``).
 
     .venv/bin/python benchmarks/bench_theory.py --only 4,5,6   # the integrator cases alone
 """
@@ -301,15 +311,101 @@ def tight_tolerance():
         )
 
 
+def _errors(y, ref) -> float:
+    return float(np.max(np.abs(y - ref)))
+
+
+def _user_lsoda(problem, t_eval, rtol, atol, exact: bool):
+    """``solve_ivp(rhs, method="LSODA")`` as a user writes it, with or without ``jac``."""
+    from scipy.integrate import solve_ivp
+
+    from gaugedyn.theory import initial_state, jacobian, rhs
+
+    y0, p = initial_state(problem)
+    kw = {"jac": lambda t, y: jacobian(t, y, p)} if exact else {}
+    return solve_ivp(
+        lambda t, y: rhs(t, y, p),
+        (0.0, float(t_eval[-1])),
+        y0,
+        method="LSODA",
+        rtol=rtol,
+        atol=atol,
+        t_eval=t_eval,
+        **kw,
+    )
+
+
+def user_call(ks=(2, 4, 8, 16, 32, 64), repeat: int = 3, big_repeat: int = 1):
+    """Section 7 (module docstring): rows of CPU and wall medians, errors and ratios."""
+    t_max, rtol, atol = 1e3, 1e-8, 1e-10
+    t_eval = np.concatenate([[0.0], np.geomspace(1e-3, t_max, 241)])
+    print(
+        "[7] one trajectory, random ReLU K = M (D = max(50, 2(K+M)), seed 0) to t = 1000, "
+        "241 outputs, rtol 1e-8: default solve against solve_ivp(LSODA) without and with the "
+        "exact Jacobian (CPU / wall medians of interleaved repeats; errors against a tight "
+        "reference)"
+    )
+    rows = []
+    for K in ks:
+        pr = random_problem(max(50, 2 * (K + K)), K, K, np.random.default_rng(0))
+        big = K >= 32
+        ref_sol = solve(pr, t_eval=t_eval, t_max=t_max, method="lsoda", rtol=1e-12, atol=1e-14)
+        ref = _state(ref_sol)
+        d_rtol = rtol
+        while True:
+            cpu, wall, out = _interleaved(
+                {
+                    "default": lambda r=d_rtol, pr=pr: solve(
+                        pr, t_eval=t_eval, t_max=t_max, rtol=r, atol=r * atol / rtol
+                    ),
+                    "lsoda": lambda pr=pr: _user_lsoda(pr, t_eval, rtol, atol, exact=False),
+                    "lsoda_jac": lambda pr=pr: _user_lsoda(pr, t_eval, rtol, atol, exact=True),
+                },
+                big_repeat if big else repeat,
+            )
+            err = {
+                "default": _errors(_state(out["default"])[: t_eval.size], ref),
+                "lsoda": _errors(out["lsoda"].y.T, ref),
+                "lsoda_jac": _errors(out["lsoda_jac"].y.T, ref),
+            }
+            if err["default"] <= 1.5 * min(err["lsoda"], err["lsoda_jac"]) or d_rtol < rtol / 50:
+                break
+            d_rtol /= 10
+        faster = min(cpu["lsoda"], cpu["lsoda_jac"])
+        row = {
+            "K": K,
+            "n": int(ref.shape[1]),
+            "integrator": out["default"].diagnostics["integrator"],
+            "default_rtol": d_rtol,
+            "cpu_s": cpu,
+            "wall_s": wall,
+            "error": err,
+            "ratio_cpu": faster / cpu["default"],
+            "ratio_wall": min(wall["lsoda"], wall["lsoda_jac"]) / wall["default"],
+        }
+        rows.append(row)
+        print(
+            f"    K={K:3d} n={row['n']:5d} default ({row['integrator']}, rtol {d_rtol:g}): "
+            f"cpu {cpu['default']:7.2f} s wall {wall['default']:7.2f} s err {err['default']:.1e}"
+            f" | LSODA: cpu {cpu['lsoda']:7.2f} s err {err['lsoda']:.1e} | LSODA + exact J: "
+            f"cpu {cpu['lsoda_jac']:7.2f} s err {err['lsoda_jac']:.1e} | faster of the two / "
+            f"default: cpu {row['ratio_cpu']:.2f}x, wall {row['ratio_wall']:.2f}x",
+            flush=True,
+        )
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--loop", type=int, default=32)
     parser.add_argument("--loop-all", action="store_true")
     parser.add_argument("--skip-batch", action="store_true")
-    parser.add_argument("--only", default="1,2,3,4,5,6", help="comma-separated sections")
+    parser.add_argument("--only", default="1,2,3,4,5,6,7", help="comma-separated sections")
     parser.add_argument("--k-max", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--ks", default="2,4,8,16,32,64", help="the K of section 7")
+    parser.add_argument("--json", default=None, help="write section 7 as a benchmark record")
     args = parser.parse_args()
     only = {int(x) for x in args.only.split(",")}
     if 1 in only and not args.skip_batch:
@@ -324,6 +420,13 @@ def main():
         wide_students(args.k_max)
     if 6 in only:
         tight_tolerance()
+    if 7 in only:
+        from _record import start_record, write_record
+
+        record = start_record("bench_theory.py")
+        rows = user_call(tuple(int(k) for k in args.ks.split(",")), args.repeat)
+        if args.json:
+            write_record(args.json, record, {"user_call": rows})
 
 
 if __name__ == "__main__":

@@ -165,7 +165,7 @@ def _fake(kappa_ratio, cos, lower, frozen_at, T=1000, b1=0.5, lr=1e-2, edge=True
     r = {
         "kappa_g": np.full(T, kappa_ratio * thr / lr) * (1 + 0.01 * rng.standard_normal(T)),
         "secant": np.full(T, thr / lr),
-        "cosine": np.full(T, cos) + 0.01 * rng.standard_normal(),
+        "cosine": np.full(T, cos) + 0.5 * rng.standard_normal(T),  # shares that differ by seed
         "loss": L,
         "ema_loss": E,
         "lanczos_step": lz,
@@ -201,11 +201,11 @@ def test_findings_hold_on_an_edge_and_fail_on_inputs_built_to_fail():
     good = _verdicts([_fake(1.0, -0.9, -0.2, 800 + 50 * s, seed=s) for s in range(6)])
     for k in (
         "active_curvature_at_threshold",
-        "gradient_reversal",
         "averaging_lowers",
         "averaging_smooths",
         "adaptive_stays_on_edge",
         "frozen_before_edge_later",
+        "gradient_reversal",
     ):
         assert good[f"adam_edge.{k}"][0] == "HELD", k
     bad = _verdicts([_fake(0.5, 0.2, 0.3, 200 - 50 * (s % 2), seed=s) for s in range(6)])
@@ -216,10 +216,14 @@ def test_findings_hold_on_an_edge_and_fail_on_inputs_built_to_fail():
 
 def test_a_copy_that_never_arrives_counts_as_the_runs_end():
     pairs = [_fake(1.0, -0.9, -0.2, None, seed=s) for s in range(6)]
+    for s, (t, r) in enumerate(pairs):  # the adaptive run on the edge from step 200 + 50 s
+        r["sharpness"] = np.where(r["lanczos_step"] >= 200 + 50 * s, 1.05, 0.5)
+        r["sharpness"] = r["sharpness"] * r["threshold"] / t["lr"]
     _, claims, diag = _analyse(*zip(*pairs), np.random.SeedSequence(1))
     got = {c.id.split(":")[0]: c for c in claims}
     c = got["adam_edge.frozen_before_edge_later"]
-    assert c.verdict == "HELD" and c.measured == pytest.approx(950 - 200)
+    # delays 950 - (200 + 50 s), the last Lanczos step the bound: median 950 - 325
+    assert c.verdict == "HELD" and c.measured == pytest.approx(950 - 325)
     assert "6 copies never" in c.statement
 
 

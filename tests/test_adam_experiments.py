@@ -14,6 +14,7 @@ from gaugedyn.experiments.adam_split import _protocol as ap
 from gaugedyn.experiments.adam_split import beta_grid as bg
 from gaugedyn.experiments.adam_split import gauge_under_adam as ga
 from gaugedyn.plotting import style
+from gaugedyn.stats import measure_of
 
 SEED = np.random.SeedSequence(2026)  # the analysis seed of runs analysed directly
 
@@ -88,7 +89,8 @@ def test_beta_grid_end_to_end_lag_exactly_zero_on_the_diagonal(tmp_path):
     )
     for c in findings:  # rule, per-seed values, power and the verdict of every reading
         d = c.to_dict()
-        assert d["rule"] == "mean_threshold" and len(d["per_seed"]) <= 2 and "power" in d
+        rule = measure_of(ap.FINDING_MEASURES, c.id).rule("threshold")  # the declared choice
+        assert d["rule"] == rule and len(d["per_seed"]) <= 2 and "power" in d
         assert len(d["readings"]) == (1 if ":tied_smoother:" in c.id else 4)
     assert all(c.statement.startswith("provisional (reduced configuration): ") for c in findings)
 
@@ -210,7 +212,7 @@ def test_gauge_under_adam_end_to_end(tmp_path):
     )
     for c in found:
         d = c.to_dict()
-        assert d["rule"] in ("proportion", "mean_threshold") and "power" in d
+        assert d["rule"] in ("proportion", "median_threshold") and "power" in d
         assert set(d["readings"]) == set(ap.GROUPS) and d["per_seed"]
     assert all(c.statement.startswith("provisional (reduced configuration): ") for c in found)
 

@@ -144,9 +144,39 @@ def test_recorder_native_equals_eager(betas, every):
 
 def test_backend_auto_and_bad_value():
     opt = torch.optim.Adam(torch.nn.Linear(2, 2).parameters())
+    if not native.available():  # built here if need be, as backend="native" would
+        pytest.skip(f"native extension does not build: {native._ERROR}")
     assert AdamRecorder(opt, backend="auto").metadata()["backend"] == "native"
     with pytest.raises(InputError, match="backend"):
         AdamRecorder(opt, backend="cuda")
+
+
+def test_auto_never_starts_a_build_and_native_says_it_does(monkeypatch, tmp_path, capsys):
+    """The first ``AdamRecorder(opt)`` on a machine without the library records at once on the
+    eager path; ``backend="native"`` builds, saying so (with how long it takes) on stderr."""
+    import torch.utils.cpp_extension as cpp
+
+    _fresh(monkeypatch)
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    monkeypatch.setattr(native, "_have_ninja", lambda: True)
+    calls = []
+
+    def fake_load_inline(*, name, build_directory, **kwargs):
+        (Path(build_directory) / f"{name}.so").write_bytes(b"binary")
+        calls.append(name)
+        return "built"
+
+    monkeypatch.setattr(cpp, "load_inline", fake_load_inline)
+    opt = torch.optim.Adam(torch.nn.Linear(2, 2).parameters())
+    assert AdamRecorder(opt).metadata()["backend"] == "eager"
+    assert not calls and "not built on this machine" in native._ERROR
+    assert capsys.readouterr().err == ""
+    assert native.resolve_backend("native", False, list(opt.param_groups[0]["params"]))[0] == (
+        "native"
+    )
+    err = capsys.readouterr().err
+    assert len(calls) == 1 and "compiling the Adam recorder's native kernel" in err
+    assert native.BUILD_TIME in err and "compiled the native kernel in" in err
 
 
 def test_failed_build_falls_back_to_eager(monkeypatch, caplog):
@@ -179,6 +209,8 @@ def _fresh(monkeypatch):
 
 def test_default_backend_is_auto_and_skips_the_build_without_cpu_tensors(monkeypatch):
     opt = torch.optim.Adam(torch.nn.Linear(2, 2).parameters())
+    if not native.available():
+        pytest.skip(f"native extension does not build: {native._ERROR}")
     assert AdamRecorder(opt).metadata()["backend"] == "native"
     _fresh(monkeypatch)
 

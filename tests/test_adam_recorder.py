@@ -231,3 +231,15 @@ def test_every_k_steps_keeps_w_exact():
     json.dumps(meta)
     with pytest.raises(InputError, match="every"):
         AdamRecorder(opt, every=0)
+
+
+def test_passes_over_parameter_memory():
+    a, b = torch.nn.Parameter(torch.randn(30)), torch.nn.Parameter(torch.randn(10))
+    opt = torch.optim.Adam([{"params": [a]}, {"params": [b], "betas": (0.8, 0.8)}], lr=0.1)
+    passes = AdamRecorder(opt).passes()
+    # a (30 of 40 elements): g, m, v, w read and w written; b (tied betas): g, m, v read
+    assert passes["reads"] == pytest.approx((30 * 4 + 10 * 3) / 40)
+    assert passes["writes"] == pytest.approx(30 / 40)
+    assert passes["total"] == pytest.approx(passes["reads"] + passes["writes"])
+    untied = AdamRecorder(torch.optim.Adam([torch.nn.Parameter(torch.randn(5))])).passes()
+    assert untied == {"reads": 4.0, "writes": 1.0, "total": 5.0}

@@ -151,5 +151,7 @@ def test_without_ninja_auto_is_eager_and_nothing_is_built(monkeypatch):
     monkeypatch.setattr(native, "_build", no_build)
     opt = torch.optim.Adam(torch.nn.Linear(3, 2).parameters())
     assert AdamRecorder(opt).metadata()["backend"] == "eager"
+    assert "not built on this machine" in native._ERROR
+    assert AdamRecorder(opt, backend="native").metadata()["backend"] == "eager"
     assert "gaugedyn[native]" in native._ERROR
     assert native.resolve_backend("auto", True, [])[0] == "compile"

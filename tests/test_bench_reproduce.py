@@ -118,7 +118,7 @@ def test_unknown_experiment_is_refused_before_any_run(bench):
 
 
 def test_batched_ratio_runs_and_batched_copies_equal_the_loop(bench):
-    r = bench.batched_ratio(copies=2, steps=20, rounds=2)
+    r = bench.batched_ratio(copies=2, steps=72, rounds=2)
     assert r["max_abs_diff"] <= 1e-12
     assert all(x > 0 for x in r["wall"] + r["cpu"])
     assert "loop / batched wall" in bench.ratio_text(r)

@@ -202,7 +202,7 @@ TRAIN = ["train", "--dim", "10", "--samples", "20", "--steps", "5", "--seeds", "
         (["--prune-tol", "2"], "--prune-tol='2'"),
         (
             ["--backend", "numba"],
-            "--backend='numba' is not allowed; allowed: one of torch, compiled, chain",
+            "--backend='numba' is not allowed; allowed: one of auto, torch, compiled, chain",
         ),
         (
             ["--backend", "chain"],

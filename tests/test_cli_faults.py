@@ -295,7 +295,10 @@ def test_an_audit_row_checks_its_work_in_python_too():
 
 def test_check_activation_refuses_samples_that_do_not_fit(capsys, small_memory):
     line = _one_line(["check-activation", "tanh", "--samples", "100000000"], capsys)
-    assert "samples=100000000 needs about 11.9 GiB of memory" in line, line
+    from gaugedyn.theory._activation import CHECK_BYTES_PER_SAMPLE
+
+    gib = CHECK_BYTES_PER_SAMPLE * 1e8 / 2**30
+    assert f"samples=100000000 needs about {gib:.3g} GiB of memory" in line, line
 
 
 def test_check_activation_checks_its_sizes_in_python():
@@ -305,3 +308,162 @@ def test_check_activation_checks_its_sizes_in_python():
     for bad in (dict(samples=10), dict(configurations=0), dict(samples=1500.5), dict(seed=-1)):
         with pytest.raises(InputError):
             check_activation("tanh", **bad)
+
+
+BAD_USER_CODE = {
+    "syntax": ("def g(z:\n", "syntax error at line 1"),
+    "empty": ("", "has nothing called 'g'"),
+    "raises": ("def g(z):\n    raise RuntimeError('boom')\n", "raised RuntimeError"),
+    "shape": ("def g(z):\n    return z.sum()\n", "returned shape ()"),
+    "numpy": ("import numpy as np\ng = np.tanh\n", "a numpy function"),
+    "complex": ("import torch\ndef g(z):\n    return z.to(torch.complex128)\n", "complex128"),
+    "integer": ("def g(z):\n    return (z > 0).long()\n", "torch.int64"),
+    "nonfinite": ("import torch\ndef g(z):\n    return torch.log(z)\n", "not finite at x = -2.5"),
+    "not elementwise": ("def g(z):\n    return z - z.mean()\n", "not elementwise"),
+    "import fails": ("import no_such_module_here\ng = 1\n", "raised ModuleNotFoundError"),
+    "not callable": ("g = 3\n", "has a int called 'g'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_USER_CODE))
+def test_check_activation_names_the_cause_in_a_users_code(case, tmp_path, capsys):
+    source, cause = BAD_USER_CODE[case]
+    path = tmp_path / f"user_{case.replace(' ', '_')}.py"
+    path.write_text(source)
+    line = _one_line(["check-activation", f"{path}:g"], capsys)
+    assert f"{path}:g" in line and cause in line, line
+
+
+@pytest.mark.parametrize(
+    "spec, cause",
+    [
+        ("os:system", "raised TypeError"),
+        ("no_such_module_here:g", "raised ModuleNotFoundError"),
+        ("math:tanh", "raised ValueError"),
+        ("missing.py:g", "does not exist"),
+        ("math:1x", "not allowed"),
+    ],
+)
+def test_check_activation_refuses_a_module_that_is_no_activation(spec, cause, capsys):
+    line = _one_line(["check-activation", spec], capsys)
+    assert spec in line and cause in line, line
+
+
+def test_solve_and_train_take_a_users_activation_by_file_and_by_module(tmp_path, capsys):
+    """``--activation file.py:NAME`` and ``MODULE:NAME`` reach solve and train; the result names
+    the spec, which any process can load again; a bad one is one line, exit 2."""
+    import json
+    import sys
+
+    (tmp_path / "user_acts_mod.py").write_text(
+        "import torch\n\ndef softplus(z):\n    return torch.nn.functional.softplus(z)\n"
+    )
+    spec_file = f"{tmp_path / 'user_acts_mod.py'}:softplus"
+    common = ["--setup", "single", "--dim", "20", "--gauge", "balanced"]
+    sys.path.insert(0, str(tmp_path))
+    try:
+        for spec in (spec_file, "user_acts_mod:softplus"):
+            rc, out, err = invoke(["solve", *common, "--activation", spec, "--t-max", "2"], capsys)
+            assert rc == 0, err
+            assert json.loads(out)["problem"]["activation"] == spec
+        argv = ["train", *common, "--activation", spec_file, "--steps", "20", "--online"]
+        rc, out, err = invoke([*argv, "--optimizer", "sgd"], capsys)
+        assert rc == 0, err
+    finally:
+        sys.path.remove(str(tmp_path))
+    line = _one_line(["solve", *common, "--activation", f"{tmp_path / 'nope.py'}:g"], capsys)
+    assert "--activation" in line and "does not exist" in line, line
+
+
+def test_check_activation_json_is_strict(tmp_path, capsys):
+    """A z-score that is not finite is written ``null`` (with what null means), never NaN."""
+    import json
+
+    path = tmp_path / "flat.py"
+    path.write_text("import torch\n\ndef g(z):\n    return torch.zeros_like(z)\n")
+    rc, out, err = invoke(
+        ["check-activation", f"{path}:g", "--samples", "2000", "--configurations", "1"], capsys
+    )
+    assert "NaN" not in out and "Infinity" not in out
+    report = json.loads(out)
+    assert rc in (0, 1) and (rc == 1) == (not report["passed"])
+    if "null" in report:
+        assert not report["passed"]
+
+
+def test_a_key_set_twice_is_refused(tmp_path, capsys):
+    from toy_experiments import config_text
+
+    (tmp_path / "toy.toml").write_text(config_text(n_tasks=2))
+    out = tmp_path / "o"
+    argv = ["run", str(tmp_path / "toy.toml"), "--out", str(out), "--executor", "serial"]
+    line = _one_line([*argv, "--set", "size=2", "--set", "size=3"], capsys)
+    assert "size is given twice" in line and not out.exists(), line
+
+
+def test_serial_executor_refuses_workers(tmp_path, capsys):
+    from toy_experiments import config_text
+
+    (tmp_path / "toy.toml").write_text(config_text(n_tasks=2))
+    out = tmp_path / "o"
+    argv = ["run", str(tmp_path / "toy.toml"), "--out", str(out), "--executor", "serial"]
+    line = _one_line([*argv, "--workers", "2"], capsys)
+    assert "--workers 2 is not allowed with --executor serial" in line and not out.exists()
+
+
+def test_gradient_descent_refuses_the_ode_solvers_settings(capsys):
+    argv = ["solve", "--setup", "single", "--dim", "20", "--gauge", "balanced"]
+    argv += ["--dynamics", "gd", "--eta", "0.1", "--t-max", "2"]
+    for extra, named in ((["--method", "RK45"], "--method"), (["--rtol", "1e-3"], "--rtol")):
+        line = _one_line([*argv, *extra], capsys)
+        assert f"{named} only apply to --dynamics flow" in line, line
+    rc, out, err = invoke(argv, capsys)
+    assert rc == 0, err
+
+
+def test_solve_writes_a_time_not_reached_as_null(capsys):
+    import json
+
+    argv = ["solve", "--setup", "single", "--dim", "20", "--gauge", "balanced", "--t-max", "2"]
+    rc, out, err = invoke(argv, capsys)
+    assert rc == 0 and '"nan"' not in out and "NaN" not in out, out
+    report = json.loads(out)
+    assert report["specialization_time"] == [None] and "time not reached" in report["null"]
+
+
+def test_audit_candidates_take_rules(capsys):
+    from gaugedyn import InputError
+    from gaugedyn.stats._audit import audit
+    from gaugedyn.stats._rules import CANDIDATES
+
+    with pytest.raises(InputError, match="not allowed with candidates"):
+        audit(["mean_threshold"], candidates=True)
+    name = "proportion[Wilson]"
+    assert name in CANDIDATES
+    rows = audit([name], candidates=True, trials=[4], reps=20, shapes=["normal"])
+    assert rows and {r["rule"] for r in rows} == {name}
+
+
+def test_the_terminal_table_is_not_padded_to_its_longest_cell():
+    from gaugedyn.harness._report import CELL, table
+
+    row = dict(experiment="e", id="c", measured=1.0, interval="[0, 2]", verdict="HELD")
+    text = table(
+        [row | dict(expected="x" * 1000, tolerance="t"), row | dict(expected=1, tolerance=2)]
+    )
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) < 7 * (CELL + 2)
+    assert all(line == line.rstrip() for line in lines) and "..." in lines[2]
+
+
+def test_bench_online_gives_nn2pp_a_seed_not_teacher_noise():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_online.py"
+    spec = importlib.util.spec_from_file_location("bench_online", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    argv = module.nn2pp_argv("nn2pp.exe", 500, 1000)
+    assert argv[argv.index("--seed") + 1] == "1"
+    assert "-s" not in argv and "--sigma" not in argv  # nn2pp's -s: the teacher's output noise

@@ -60,7 +60,7 @@ def test_compiled_kernel_with_options_is_the_torch_trainer(activation, batch, sc
         decay=50.0,
         **opts,
     )
-    ref = train(problem, cfg, seeds=1, root_seed=11)
+    ref = train(problem, cfg, seeds=1, root_seed=11, backend="torch")
     X, xi = _torch_stream(11, batch, D, steps, cfg.label_noise)
     out = run_kernel(
         problem.a, problem.W, problem.V, problem.b, activation, cfg, cfg.grid(), X=X, noise=xi

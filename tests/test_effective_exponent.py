@@ -65,10 +65,12 @@ def test_core_wall_finding_holds_and_fails_on_built_exponents():
     rng = np.random.default_rng(0)
     high = 3.0 + 0.2 * rng.standard_normal(10)
     two = 2.0 + 0.05 * rng.standard_normal(10)
-    assert _exponent_finding("ce_noisy:lr0.01:b0.9:b20.99", high).verdict == "HELD"
-    assert _exponent_finding("ce_noisy:lr0.01:b0.9:b20.99", two - 0.3).verdict == "NOT HELD"
-    assert _exponent_finding("mse:lr0.01:b0.9:b20.99", two).verdict == "HELD"
-    assert _exponent_finding("mse:lr0.01:b0.9:b20.99", high).verdict == "NOT HELD"
+    assert _exponent_finding("ce_noisy:lr0.01:b0.9:b20.99", high, None, 7).verdict == "HELD"
+    assert (
+        _exponent_finding("ce_noisy:lr0.01:b0.9:b20.99", two - 0.3, None, 7).verdict == "NOT HELD"
+    )
+    assert _exponent_finding("mse:lr0.01:b0.9:b20.99", two, None, 7).verdict == "HELD"
+    assert _exponent_finding("mse:lr0.01:b0.9:b20.99", high, None, 7).verdict == "NOT HELD"
 
 
 def test_the_line_is_along_adams_own_update():

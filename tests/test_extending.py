@@ -334,7 +334,7 @@ def test_a_closed_form_activation_as_the_guide_says(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "kernels of relu, erf, linear, cubic (closed forms)" in done.stdout
     assert "derivations/gaussian_cubic.md" in done.stdout
-    assert "def pair_cubic(q1, q2, c):" in kernels.read_text()
+    assert "def pair_cubic(q1, q2, c, s=None):" in kernels.read_text()
     assert '"cubic": (pair_cubic,' in kernels.read_text()
     assert (repo / "derivations" / "gaussian_cubic.md").is_file()
     done = _run(repo, "-c", probe)

@@ -235,3 +235,83 @@ def test_type_errors_use_the_right_article():
     with pytest.raises(InputError) as err:
         check_param("size", "many", Param(int, 3, lo=1, hi=9, why="test"), "toy")
     assert "an integer" in str(err.value) and "a integer" not in str(err.value)
+
+
+def _stats_misuses():
+    from gaugedyn import stats
+
+    rng = np.random.default_rng(0)
+    return [
+        ("confidence", lambda: stats.mean_ci([1.0, 2.0, 3.0], confidence=1.5)),  # NaN interval
+        ("confidence", lambda: stats.bootstrap_ci([1.0, 2.0, 4.0], rng=rng, confidence=0.0)),
+        ("confidence", lambda: stats.line_fit([1, 2, 3], [1, 2, 4], confidence=True)),
+        ("k", lambda: stats.proportion_ci(1.5, 3)),
+        ("k", lambda: stats.proportion_ci(4, 3)),
+        ("n", lambda: stats.proportion_ci(1, -2)),
+        ("reversed", lambda: stats.verdict((2.0, 1.0), 0.5)),  # was HELD
+        ("threshold", lambda: stats.verdict((1.0, 2.0), float("nan"))),
+        ("direction", lambda: stats.verdict((1.0, 2.0), 0.5, ">=")),
+        ("p", lambda: stats.holm([0.01, 1.5])),
+        ("p", lambda: stats.holm([-0.2, 0.5])),
+        ("p", lambda: stats.holm([float("nan"), 0.5])),
+    ]
+
+
+@pytest.mark.parametrize("k", range(12))
+def test_stats_refuses_what_has_no_meaning(k):
+    name, call = _stats_misuses()[k]
+    with pytest.raises(InputError, match=name):
+        call()
+
+
+def test_stats_still_accepts_the_edges():
+    from gaugedyn import stats
+
+    assert math.isnan(stats.proportion_ci(0, 0).low)  # no trials: no interval
+    assert stats.proportion_ci(3.0, 3).estimate == 1.0
+    assert stats.verdict((float("nan"), 1.0), 0.5) == "UNRESOLVED"
+    assert stats.verdict((1.0, 1.0), 0.5) == "HELD"
+    np.testing.assert_array_equal(stats.holm([1.0 + 1e-15, 0.0]), [1.0, 0.0])
+
+
+def _bad_activations():
+    import torch
+
+    from gaugedyn.theory import Activation
+
+    tanh = torch.tanh
+    return {
+        "not elementwise": lambda: Activation.from_torch(lambda z: z - z.mean(), name="centred"),
+        "int64": lambda: Activation.from_torch(lambda z: (z > 0).long(), name="step"),
+        "the given derivative": lambda: Activation.from_torch(
+            tanh, name="t", derivative=lambda z: 1 - torch.tanh(z) ** 3
+        ),
+        "homogeneous=True": lambda: Activation.from_torch(tanh, name="t", homogeneous=True),
+        "numpy function": lambda: Activation.from_torch(
+            lambda z: torch.from_numpy(np.tanh(z.detach().numpy())), name="np"
+        ),
+        "not finite": lambda: Activation.from_torch(torch.log, name="log"),
+        "raised": lambda: Activation.from_torch(lambda z: z.no_such_method(), name="broken"),
+    }
+
+
+@pytest.mark.parametrize("cause", sorted(_bad_activations()))
+def test_an_activation_is_checked_when_it_is_built(cause):
+    """A function that is not elementwise, not float, not finite, not differentiable by
+    autograd, or carries a false derivative or homogeneous=True is refused at construction,
+    naming the activation and the cause, instead of feeding wrong numbers to solve and train."""
+    with pytest.raises(InputError, match=cause):
+        _bad_activations()[cause]()
+
+
+def test_a_true_activation_still_builds():
+    import torch
+
+    from gaugedyn.theory import Activation
+
+    act = Activation.from_torch(
+        lambda z: torch.where(z > 0, 2.0 * z, -0.5 * z), name="kinked", homogeneous=True
+    )
+    assert act.homogeneous
+    act = Activation.from_torch(torch.tanh, name="t", derivative=lambda z: 1 - torch.tanh(z) ** 2)
+    assert act.name == "t"

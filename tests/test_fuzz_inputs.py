@@ -601,13 +601,16 @@ def test_every_option_is_declared_with_its_bounds(command):
     specs = _specs(command)
     assert _value_options(command) == set(specs) | FREE_FORM[command]
     for name, spec in specs.items():
-        assert spec.choices is not None or spec.hi is not None, name  # bounded from above
+        # bounded from above, or a name its check resolves (an activation)
+        assert spec.choices is not None or spec.hi is not None or spec.check is not None, name
         assert spec.choices is None or "" not in spec.choices
 
 
 def malformed_option_text(spec):
     if spec.choices is not None:
         return TEXT.filter(lambda s: s not in spec.choices)
+    if spec.type is str:  # a name (no ':', so no user module is imported here)
+        return TEXT.filter(lambda s: ":" not in s and spec.validate(s) is not None)
     numbers = [
         st.sampled_from(["", "nan", "inf", "-inf", "1e400", "0x10", "1,5", "ten"]),
         NOT_NUMBER,

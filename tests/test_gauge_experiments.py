@@ -578,8 +578,8 @@ def test_finite_sample_dissipation_finding_fails_without_convergence():
     from gaugedyn.experiments.gauge.finite_sample import EXPERIMENT as FINITE
 
     config = config_of(FINITE, quick=True)
-    ns = np.array([100.0, 1000.0, 10000.0, 100000.0])
-    wobble = 1 + 0.01 * np.array([1, -1, 1, -1])
+    ns = 10.0 ** np.arange(2, 8)  # six rows: a slope needs six (four residual df)
+    wobble = 1 + 0.01 * np.array([1, -1, 1, -1, 1, -1])
     good = finding("reaction", config, ns, ns**-0.5 * wobble, 0.0)
     flat = finding("transport", config, ns, wobble, 0.0)
     assert good.verdict == "HELD" and flat.verdict == "NOT HELD"

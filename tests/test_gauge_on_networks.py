@@ -82,7 +82,7 @@ def test_a_reduced_run_passes_its_checks_and_keeps_the_function(tmp_path):
     assert all(c.passed for c in checks), [(c.id, c.measured) for c in checks if not c.passed]
     findings = {c.id: c for c in claims if c.kind == "finding"}
     assert len(findings) == 4 + 3
-    assert {c.rule for c in findings.values()} == {"proportion", "equivalence"}
+    assert {c.rule for c in findings.values()} == {"proportion", "median_band"}
     assert all(
         c.statement.startswith("provisional (reduced configuration)") for c in findings.values()
     )
@@ -104,7 +104,7 @@ def test_built_to_pass_gives_held_and_built_to_fail_gives_not_held():
             assert not_held[cid].verdict == "NOT HELD"
     for model in dg.MODELS:
         cid = f"gauge_on_networks.drift_slope:{model}"
-        assert held[cid].verdict == "HELD" and held[cid].rule == "equivalence"
+        assert held[cid].verdict == "HELD" and held[cid].rule == "median_band"
         assert not_held[cid].verdict == "NOT HELD"
     _, ties = _analyse(owner=-1)  # a tie is not owned
     assert ties["gauge_on_networks.a_heavy_owns:mlp:gd"].verdict == "NOT HELD"

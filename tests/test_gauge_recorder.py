@@ -586,3 +586,18 @@ def test_parameters_modified_between_steps_are_read_afresh(every):
         out.append(arr)
     scale = np.abs(fast[0]["in_sq"]).max() + np.abs(fast[0]["out_sq"]).max()
     assert np.abs(fast[0]["change"] - exact[0]["change"]).max() < 1e-14 * scale
+
+
+def test_passes_over_parameter_memory_by_what_is_read():
+    net = _mlp()
+    plain = GaugeRecorder(net, torch.optim.SGD(net.parameters(), lr=0.1)).passes()
+    assert plain["buffers"] == 0.0 and plain["exact_change"] == 0.0
+    assert 0.0 < plain["gradients"] <= 1.0 and plain["parameters"] == plain["gradients"]
+    assert plain["total"] == pytest.approx(sum(v for k, v in plain.items() if k != "total"))
+    net = _mlp()
+    heavy = GaugeRecorder(
+        net, torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9), exact_change=True
+    ).passes()
+    assert heavy["buffers"] > 0.0
+    assert heavy["exact_change"] == pytest.approx(4.0 * heavy["gradients"])
+    assert heavy["total"] > plain["total"] + 4.0 * plain["gradients"]

@@ -151,8 +151,8 @@ def test_a_boundary_finder_off_by_a_cell_and_a_slope_in_linear_units_fail():
     def shifted(c, *cells):
         return row_edges(c, *cells) * (c[1] / c[0])
 
-    def linear(a, cb, band):
-        return slope_judgement(np.exp(a), np.exp(cb), band)
+    def linear(a, cb, band, fid):
+        return slope_judgement(np.exp(a), np.exp(cb), band, fid)
 
     assert _failed(boundary_controls(config, finder=shifted)) == {"boundary.known_edges"}
     assert "boundary.slope" in _failed(boundary_controls(config, fit=linear))

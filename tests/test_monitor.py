@@ -399,11 +399,6 @@ def mon_group(model) -> str:
     return find_units(model)[0][0].name
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 45: the Adam recorder's shadow moment does not "
-    "follow state surgery yet; this test passes once it does",
-)
 def test_the_recorder_follows_row_surgery_run_on_an_event():
     """After a row reset run by an event, the recorder's split of the next update equals the
     split computed from the optimizer's own state (the lag part of the reset rows is that of

@@ -266,11 +266,19 @@ def test_a_multiverse_needs_a_space(tmp_path, capsys):
     assert code == 2 and "declares no set-up space" in err
 
 
-def test_a_published_multiverse_adds_robustness_to_the_tables(tmp_path, capsys, toy_path):
+def test_a_published_multiverse_adds_robustness_to_the_tables(
+    tmp_path, capsys, toy_path, monkeypatch
+):
+    from gaugedyn.harness import EXPERIMENTS
     from gaugedyn.publish import add_run, claims_table, load_published, robustness_table
 
+    # publish takes registered experiments only: the toy is registered for this test
+    monkeypatch.setitem(EXPERIMENTS, "judged", "toy_experiments")
     out = tmp_path / "mv"
-    run_multiverse(make_config(JUDGED), out, samples=1, executor="serial", progress=None)
+    command = {"command": "multiverse", "config": "judged.toml", "quick": False}
+    run_multiverse(
+        make_config(JUDGED), out, samples=1, executor="serial", progress=None, command=command
+    )
     root = tmp_path / "repo"
     (root / "results-data").mkdir(parents=True)
     add_run(out, root)

@@ -31,7 +31,7 @@ def test_online_ode_with_options_follows_torch_online_sgd():
     cfg = TrainConfig(
         optimizer="sgd", lr=1.0, steps=4 * D, samples=None, batch=1, points_per_decade=6, **OPTIONS
     )
-    res = train(problem, cfg, seeds=10, root_seed=2)
+    res = train(problem, cfg, seeds=10, root_seed=2, backend="torch")
     late = res.time >= 0.5
     with_options = online_ode(problem, 1.0, res.time, rtol=1e-8, atol=1e-10, **OPTIONS)
     plain = online_ode(problem, 1.0, res.time, rtol=1e-8, atol=1e-10, method="reference")
@@ -61,5 +61,23 @@ def test_options_refused_where_they_do_not_run():
     with pytest.raises(InputError, match="label_noise=-1"):
         TrainConfig(optimizer="sgd", samples=None, label_noise=-1.0)
     with pytest.raises(InputError, match="method='reference'"):
-        online_ode(problem, 1.0, [0.0, 1.0], method="compiled", lr2=0.5)
+        online_ode(problem.replace(teacher_activation="relu"), 1.0, [0.0, 1.0], method="compiled")
     assert "weight_decay" not in TrainConfig().describe()
+
+
+@pytest.mark.parametrize(
+    "options", [dict(weight_decay=0.1), dict(lr2=0.5), dict(label_noise=0.5), OPTIONS]
+)
+def test_compiled_online_ode_with_options_agrees_with_the_reference(options):
+    """The compiled erf right-hand side with each classical option against the numpy reference
+    (population velocity and noise term, DOP853) on the same grid; and the options move the
+    trajectory far more than that agreement (so an option the compiled path dropped would show)."""
+    problem = random_problem(1000, 3, 2, np.random.default_rng(5), activation="erf")
+    times = np.concatenate([[0.0], np.geomspace(1e-2, 50.0, 25)])
+    kw = dict(rtol=1e-11, atol=1e-13)
+    fast = online_ode(problem, 1.0, times, method="compiled", **kw, **options)
+    ref = online_ode(problem, 1.0, times, method="reference", **kw, **options)
+    plain = online_ode(problem, 1.0, times, method="compiled", **kw)
+    for key in ("a", "Q", "R"):
+        np.testing.assert_allclose(fast[key], ref[key], rtol=0, atol=1e-8)
+    assert max(np.abs(fast[k] - plain[k]).max() for k in "aQR") > 1e-3

@@ -70,6 +70,7 @@ def _edit(run: Path, change) -> None:
             "claims[0]",
         ),
         (lambda s: s.update(arrays_sha256=None), "records no checksum"),
+        (lambda s: s["configuration"].pop("params"), "records no configuration.params"),
     ],
     ids=[
         "nan-param",
@@ -79,6 +80,7 @@ def _edit(run: Path, change) -> None:
         "claim-type",
         "claim-kind",
         "no-checksum",
+        "no-params",
     ],
 )
 def test_plot_refuses_an_edited_summary(run_folder, capsys, change, match):

@@ -143,8 +143,9 @@ def test_corrupt_record_is_detected_and_recomputed(tmp_path, monkeypatch, corrup
     first = execute(cfg, tmp_path / "out", executor="serial", progress=None)
     assert first.exit_code == 0 and sorted(log.read_text().split()) == ["0", "1", "2", "3"]
     store = ResultStore(tmp_path / "out" / ".tasks")
-    victim = task_key("toy", cfg.tasks[2], cfg.seed)
-    assert set(store.keys()) == {task_key("toy", t, cfg.seed) for t in cfg.tasks}
+    code = cfg.code_identity()["sha256"]
+    victim = task_key("toy", cfg.tasks[2], cfg.seed, code)
+    assert set(store.keys()) == {task_key("toy", t, cfg.seed, code) for t in cfg.tasks}
     corrupt(store.root / victim[:2] / f"{victim}.npz", store.root / victim[:2] / f"{victim}.json")
     log.write_text("")
     second = execute(cfg, tmp_path / "out", executor="serial", progress=None)

@@ -350,7 +350,15 @@ def test_command_line_choices_are_the_registries():
     assert SOLVE["formulation"].choices == FORMULATIONS
     for options in (SOLVE, TRAIN):
         assert options["gauge"].choices == GAUGE_NAMES
-        assert options["activation"].choices == tuple(ACTIVATIONS)
+        for key in ("activation", "teacher_activation"):
+            param = options[key]
+            # every registered name is accepted and listed; anything else but a spec is refused
+            assert all(param.validate(name) is None for name in ACTIVATIONS)
+            assert all(name in param.describe() for name in ACTIVATIONS)
+            assert param.validate("not_registered") is not None
+            assert "MODULE:NAME" in param.describe()
+    assert SOLVE["activation"].validate("torch:tanh") is None
+    assert TRAIN["activation"].parse("torch:tanh") == "torch:tanh"
 
 
 def test_systems_use_the_harness_through_its_public_names():

@@ -284,7 +284,7 @@ def test_on_step_sees_every_step_and_leaves_the_run_bitwise_unchanged(cfg):
     from gaugedyn.training import StepRecord
 
     problem = duplicates(10, ["a-heavy", "w-heavy"])
-    plain = train(problem, cfg, seeds=3, root_seed=7, device="cpu")
+    plain = train(problem, cfg, seeds=3, root_seed=7, device="cpu", backend="torch")
     seen = []
     observed = train(problem, cfg, seeds=3, root_seed=7, device="cpu", on_step=seen.append)
     for key in ("time", "flow_time", "lr", "a", "Q", "R", "loss", "loss_empirical"):

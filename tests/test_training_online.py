@@ -44,7 +44,7 @@ def test_compiled_kernel_is_the_torch_trainer_on_the_same_samples(activation, ba
     cfg = TrainConfig(
         optimizer="sgd", lr=lr, steps=400, samples=None, batch=batch, schedule=schedule, decay=50.0
     )
-    ref = train(problem, cfg, seeds=1, root_seed=11)
+    ref = train(problem, cfg, seeds=1, root_seed=11, backend="torch")
     out = run_kernel(
         problem.a,
         problem.W,
@@ -85,7 +85,7 @@ def test_compiled_backend_learns_like_the_torch_backend_in_distribution():
     problem = random_problem(100, 2, 2, np.random.default_rng(2), activation="erf")
     cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=100 * 40, samples=None, points_per_decade=4)
     fast = train(problem, cfg, seeds=16, root_seed=0, backend="compiled")
-    slow = train(problem, cfg, seeds=16, root_seed=0)
+    slow = train(problem, cfg, seeds=16, root_seed=0, backend="torch")
     f, s = fast.loss[:, -1], slow.loss[:, -1]
     assert f.mean() < 0.5 * fast.loss[:, 0].mean()
     assert abs(f.mean() - s.mean()) < 4 * math.hypot(f.std() / 4, s.std() / 4) + 1e-4
@@ -199,3 +199,22 @@ def test_online_adam_steps_as_torch_optim_adam_and_its_time_is_the_sum_of_steps(
         opt.step()
         for p, q in zip(params, after):
             torch.testing.assert_close(p.detach(), q, rtol=0, atol=1e-15)
+
+
+def test_train_picks_the_cheaper_exact_backend_by_default():
+    from gaugedyn.training import choose_backend
+
+    sgd = TrainConfig(optimizer="sgd", lr=1.0, steps=200, samples=None)
+    narrow = random_problem(500, 4, 4, np.random.default_rng(0), activation="erf")
+    wide = random_problem(1000, 64, 64, np.random.default_rng(0), activation="erf")
+    assert choose_backend(narrow, sgd) == "chain"  # 0.6 us a step against 4.3 us
+    assert choose_backend(wide, sgd) == "compiled"  # (K + M)^3 per step against D (K + M)
+    res = train(narrow, sgd, seeds=1)
+    assert res.settings["backend"] == "chain"
+    # anything the compiled backends do not run goes to torch
+    gd = TrainConfig(optimizer="gd", lr=0.1, steps=10, samples=100)
+    assert choose_backend(narrow, gd) == "torch"
+    assert choose_backend(narrow, sgd, dtype="float32") == "torch"
+    assert choose_backend(narrow, sgd, on_step=lambda record: None) == "torch"
+    assert choose_backend(narrow, sgd, root_seed=[0]) == "torch"
+    assert train(narrow, sgd, seeds=1, backend="torch").settings["backend"] == "torch"

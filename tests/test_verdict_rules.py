@@ -17,7 +17,7 @@ from gaugedyn.stats import _audit, _estimators
 
 
 def test_the_quick_audit_meets_the_bars():
-    q = _audit.QUICK
+    q = _audit.AUDIT_QUICK
     rows = stats.audit(
         seeds=q["seeds"],
         trials=q["trials"],
@@ -33,7 +33,7 @@ def test_the_quick_audit_meets_the_bars():
         (40, "normal"),
         (40, "t3"),
     }
-    assert {r["seeds"] for r in rows if r["rule"] == "proportion"} == set(_audit.TRIALS)
+    assert {r["seeds"] for r in rows if r["rule"] == "proportion"} == set(_audit.AUDIT_TRIALS)
     assert all(
         set(r["coverage_by_p"]) == set(_audit.COVERAGE_P) for r in rows if r["rule"] == "proportion"
     )
@@ -236,7 +236,8 @@ def test_cell_rules_decide_by_cell():
     assert stats.judge("some_cell", wrong - 2.0, threshold=0.0).verdict == "NOT HELD"
     assert stats.judge("some_cell", near - 1.0, threshold=-0.5).verdict == "HELD"
     assert stats.judge("every_cell", -wrong, threshold=0.0, direction="<").verdict == "NOT HELD"
-    assert stats.judge("every_cell_median", base + 1.0, threshold=0.0).verdict == "HELD"
+    g = stats.generator(0, "every_cell_median")
+    assert stats.judge("every_cell_median", base + 1.0, threshold=0.0, rng=g).verdict == "HELD"
     missing = base + 1.0
     missing[0, 1] = np.nan  # a cell may lose a seed
     assert stats.judge("every_cell", missing, threshold=0.0).cells[1]["n"] == 9
@@ -258,15 +259,17 @@ def test_power_at_the_papers_value_matches_the_noncentral_t():
         "paired_difference", x, x - 0.2 + 0.1 * np.cos(np.arange(10)), threshold=0.0
     )
     assert stats.power_at(paired, 0.2, reps=500).rate > 0.99
-    assert math.isnan(stats.power_at(stats.judge("mean_threshold", [1.0], threshold=0), 1).rate)
+    assert stats.power_at(stats.judge("mean_threshold", [1.0], threshold=0), 1).rate == 0.0
+    flat = stats.judge("mean_threshold", [1.0, 1.0, 1.0], threshold=0)  # no spread to resample
+    assert math.isnan(stats.power_at(flat, 1).rate)
     cells = stats.judge("every_cell", 0.3 + np.zeros((10, 4)) + x[:, None], threshold=0.0)
-    assert stats.power_at(cells, 0.0, reps=500).rate == 0.0  # on the threshold: never HELD
+    assert stats.power_at(cells, 0.0, reps=500).rate <= 0.025  # on the threshold: at most the size
 
 
 def test_empirical_shape_resamples_given_values():
     values = np.random.default_rng(9).lognormal(size=60)
-    row = stats.audit_rule("median_threshold", 10, shape="empirical", values=values, reps=500)
-    assert row["shape"] == "empirical" and row["bar"] == "not barred"
+    row = stats.audit_values("median_threshold", values, 1.0, ">", reps=500, barred=False)
+    assert row["shape"] == "resampled" and row["seeds"] == 60 and row["bar"].startswith("not")
     assert 0.90 < row["coverage"].rate < 0.99
 
 
@@ -315,6 +318,8 @@ def test_audit_rules_command_exit_codes(capsys, monkeypatch):
     assert main(["audit-rules", "--seeds", "2"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "seeds=2" in err
+    assert main(["audit-rules", "--workers", "0"]) == 2
+    assert "--workers 0" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_:
         main(["audit-rules", "--reps", "x"])
     assert exit_.value.code == 2
@@ -347,25 +352,88 @@ def test_the_rejected_bootstrap_candidates_still_miss_the_coverage_bar():
     intervals of the mean cover about 89-90% (nominal 95%) on normal values."""
     for name in ("mean_threshold[BCa bootstrap]", "mean_threshold[percentile bootstrap]"):
         row = stats.audit_rule(stats._rules.CANDIDATES[name], 10, reps=300, seed=4)
-        assert row["coverage"].rate < 0.93 and row["bar"] == "MISS: coverage"
+        assert row["coverage"].rate < 0.93
+        assert row["bar"].startswith("MISS") and "coverage" in row["bar"]
 
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "verdict-rules.md"
 
 
-def test_the_docs_page_runs_and_lists_every_rule():
+def test_the_docs_page_runs_and_has_every_generated_block():
     text = DOC.read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     assert blocks
     for block in blocks:
         exec(compile(block, str(DOC), "exec"), {})
-    for name, rule in stats.RULES.items():
-        if rule.estimator == "point":
-            assert f"| {name} | 1 | 1 | none |" in text, name
-            continue
-        counts = _audit.TRIALS if rule.estimator == "proportion" else _audit.SEEDS
-        for n in counts:
-            assert f"| {name} | {n} |" in text, (name, n)
-    by_p = "| rule | trials | " + " | ".join(f"p = {p:g}" for p in _audit.COVERAGE_P) + " |"
-    assert by_p in text  # the proportion rules' coverage by true p
-    assert "Produced by `gaugedyn audit-rules" in text
+    for name in ("kinds", "catalogue", "named", "resampled", "candidates"):
+        assert f"<!-- audit-data {name} -->" in text, name
+
+
+def test_median_rules_decide_text_and_p_values_from_one_test():
+    """400 simulated cell data sets (10 and 40 seeds, 6 cells, lognormal): whenever a median
+    cell rule says HELD or NOT HELD, the deciding Holm-adjusted p-value it records is at most
+    2.5%, and otherwise above it (the exact sign test's p-values, recorded before, disagreed
+    with the interpolated interval's verdict in 13-19 of 400)."""
+    rng = np.random.default_rng(np.random.SeedSequence(41))
+    disagree = 0
+    for i in range(400):
+        n = (10, 40)[i % 2]
+        x = rng.lognormal(size=(n, 6)) - 1.0 + rng.normal(0, 0.3, size=6)
+        for name in ("every_cell_median", "some_cell_median"):
+            j = stats.judge(name, x, threshold=0.0, rng=stats.generator(i, name))
+            p = min(c["p_holm"] for c in j.cells)
+            decided = j.verdict == ("NOT HELD" if name == "every_cell_median" else "HELD")
+            disagree += decided != (p <= 0.025)
+    assert disagree == 0
+    for n in (6, 10, 25, 40):  # the interval is the inverted test, at every draw
+        x = rng.lognormal(size=(200, n))
+        u = rng.uniform(size=200)
+        thr = np.quantile(x, rng.uniform(0.2, 0.8), axis=-1)
+        b = _estimators.randomised_median_bounds(x, 0.975, u)
+        above, below = _estimators.randomised_median_pvalues(x, thr[:, None], u)
+        assert np.array_equal(b.lower > thr, above < 0.025)
+        assert np.array_equal(b.upper < thr, below < 0.025)
+
+
+def test_degenerate_samples_are_unresolved_with_the_reason():
+    zeros = np.zeros(40)  # shared_representation's switch-rate difference: 40 identical zeros
+    for name in ("mean_threshold", "median_threshold", "equivalence"):
+        thr = (-0.05, 0.05) if name == "equivalence" else 0.05
+        j = stats.judge(name, zeros, threshold=thr, rng=stats.generator(0, name))
+        assert j.verdict == "UNRESOLVED" and "zero-width" in j.reason, (name, j)
+    j = stats.judge("paired_difference", np.ones(10), np.zeros(10), threshold=0.5)
+    assert j.verdict == "UNRESOLVED" and "no spread" in j.reason
+    ties = np.array([0.0] * 30 + [1.0, 2.0, 3.0, -1.0])  # the bounding order statistics tied
+    g = stats.generator(0, "ties")
+    j = stats.judge("median_threshold", ties, threshold=0.5, direction="<", rng=g)
+    assert j.verdict == "UNRESOLVED" and "tied" in j.reason and j.as_dict()["reason"] == j.reason
+    j = stats.judge("median_threshold", [1.0, 2.0, 3.0, 4.0, 5.0], threshold=0.0, rng=g)
+    assert j.verdict == "UNRESOLVED" and "at least 6" in j.reason
+    assert stats.judge("mean_threshold", [1.0], threshold=0.0).reason.startswith("too few")
+    cells = np.random.default_rng(2).normal(-3.0, 0.1, (10, 3))
+    cells[:, 1] = 7.0  # one cell without spread: it is not judged, the others still are
+    j = stats.judge("every_cell", cells, threshold=0.0)
+    assert j.verdict == "NOT HELD" and "cell 1" in j.reason and j.cells[1]["p_holm"] == 1.0
+    assert stats.judge("every_cell", np.abs(cells) + 1, threshold=0.0).verdict == "UNRESOLVED"
+
+
+def test_slopes_need_six_rows_and_a_line_that_fits():
+    """A slope needs 4 residual degrees of freedom and a lack-of-fit test (the quadratic term's
+    t test, as ordinary least squares with x^2 gives it); rows that bend are UNRESOLVED."""
+    rng = np.random.default_rng(5)
+    x = np.arange(5.0)
+    j = stats.judge("slope_band", x, 2 * x + 0.01 * rng.standard_normal(5), threshold=(1, 3))
+    assert j.verdict == "UNRESOLVED" and "too few rows" in j.reason
+    x = np.arange(8.0)
+    bent = 0.5 * x**2 + 0.05 * rng.standard_normal(8)
+    design = np.stack([np.ones(8), x, x**2], 1)
+    coef, rss = np.linalg.lstsq(design, bent, rcond=None)[:2]
+    t = coef[2] / math.sqrt(rss[0] / 5 * np.linalg.inv(design.T @ design)[2, 2])
+    j = stats.judge("slope_threshold", x, bent, threshold=0.0)
+    assert math.isclose(j.lack_of_fit, 2 * sps.t.sf(abs(t), 5), rel_tol=1e-9)
+    assert j.verdict == "UNRESOLVED" and j.reason.startswith("lack of fit")
+    line = 2 * x + 0.1 * rng.standard_normal(8)
+    j = stats.judge("slope_threshold", x, line, threshold=0.0)
+    assert j.verdict == "HELD" and j.lack_of_fit > 0.05 and j.reason is None
+    out = stats.RULES["slope_threshold"].evaluate((x, np.stack([bent, line])), 0.0, ">")
+    assert list(out["code"]) == [0, 1]  # the audit judges the same rule

@@ -17,6 +17,7 @@ import numpy as np
 from gaugedyn import DivergenceError
 from gaugedyn.experiments import Choice, Claim, Control, Experiment, Param
 from gaugedyn.plotting import save_figure, subplots
+from gaugedyn.stats import Measure
 
 
 def _index_list(v) -> bool:
@@ -195,6 +196,14 @@ class Judged(Experiment):
         "threshold": Param(float, 0.0, lo=-10, hi=10, why="a toy"),
         "broken": Param(bool, False),
     }
+    measures = {
+        "mean_positive": Measure(
+            "symmetric",
+            "per seed, the mean of the draws",
+            0.5,
+            why="a toy: half a draw's standard deviation above the threshold",
+        )
+    }
     space = {
         "threshold": Choice(lo=-0.5, hi=2.0, why="the paper says only 'positive'"),
         "draws": Choice(values=(10, 40), why="any sample size resolves the mean"),
@@ -240,11 +249,14 @@ class Judged(Experiment):
 
     def analyse(self, config, tasks, results, seed):
         from gaugedyn.harness import judged
-        from gaugedyn.stats import judge
+        from gaugedyn.stats import judge, measure_of
 
+        measure = measure_of(self.measures, "mean_positive")
         means = [_mean_readout(r["x"], bool(config["broken"])) for r in results]
-        j = judge("mean_threshold", means, threshold=config["threshold"], direction=">")
-        claim = judged("mean_positive", f"the mean exceeds {config['threshold']:g}", j)
+        j = judge(measure.rule("threshold"), means, threshold=config["threshold"], direction=">")
+        claim = judged(
+            "mean_positive", f"the mean exceeds {config['threshold']:g}", j, measure=measure
+        )
         return {"means": np.array(means)}, [claim]
 
     def plot(self, arrays, config, outdir):

@@ -1,50 +1,41 @@
-"""Regenerate the tables of ``docs/verdict-rules.md`` from ``gaugedyn audit-rules``.
+"""Regenerate the tables of ``docs/verdict-rules.md`` from the committed audit's data.
 
-Each block of the page between ``<!-- audit-rules ARGS -->`` and ``<!-- end audit-rules -->`` is
-replaced by the output of ``gaugedyn audit-rules ARGS --markdown --no-progress`` (the output
-names the command and the date it ran). The audit is deterministic for a given ``--seed``, so a
-rerun on unchanged code changes only the date. Run from the repository root::
+The full audit of the verdict rules on what the experiments use is run once and kept as data,
+as published runs are::
+
+    .venv/bin/gaugedyn audit-rules --write results-data/audit-rules/audit.json   # the full audit
+
+Each block of the page between ``<!-- audit-data NAME -->`` and ``<!-- end audit-data -->`` is
+then generated from that file (:func:`gaugedyn.harness._audit_plan.render_block`; NAME is
+``kinds``, ``catalogue``, ``named``, ``resampled`` or ``candidates``). Run from the repository
+root::
 
     .venv/bin/python tools/verdict_rules_doc.py            # rewrite the page in place
-    .venv/bin/python tools/verdict_rules_doc.py --check    # exit 1 if a table is stale
+    .venv/bin/python tools/verdict_rules_doc.py --check    # exit 1 if the page or the data is stale
 
-``--check`` reruns every audit and compares it with the page, ignoring only the date line
-(the full audit takes minutes).
+``--check`` simulates nothing: it compares the page with the data, and the data's fingerprint
+with the plan of the audit now (the published runs, the configurations and the declared
+measures), so a republished run, a new configuration or a new declaration that the audit has not
+seen fails CI (rerun the full audit then).
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from gaugedyn.harness import _audit_plan as ap  # noqa: E402
+
 PAGE = ROOT / "docs" / "verdict-rules.md"
-STAMP = re.compile(r"^(Produced by `[^`]*`) on [^\n]*$", re.M)
 BLOCK = re.compile(
-    r"(<!-- audit-rules(?P<args>[^>]*)-->\n)(?P<body>.*?)(<!-- end audit-rules -->)", re.S
+    r"(<!-- audit-data (?P<name>\w+) -->\n)(?P<body>.*?)(<!-- end audit-data -->)", re.S
 )
-
-
-def _run(args: str) -> str:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    cmd = [
-        sys.executable,
-        "-m",
-        "gaugedyn",
-        "audit-rules",
-        *args.split(),
-        "--markdown",
-        "--no-progress",
-    ]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
-    if done.returncode not in (0, 1):  # 1: a candidate misses a bar, which the page shows
-        sys.exit(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr.strip()}")
-    return done.stdout
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,28 +43,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="rerun the audits and exit 1 if the page differs (dates aside)",
+        help="exit 1 if the page differs from the data or the data from the audit's plan",
     )
     args = parser.parse_args(argv)
+    data = ap.read_data(ROOT)
+    if data is None:
+        print(f"no {ap.AUDIT_DATA}: run gaugedyn audit-rules --write {ap.AUDIT_DATA}")
+        return 1
     text = PAGE.read_text(encoding="utf-8")
-    new = BLOCK.sub(lambda m: m.group(1) + _run(m.group("args")) + m.group(4), text)
-    if args.check:
-        old_lines = STAMP.sub(r"\1", text).splitlines()
-        new_lines = STAMP.sub(r"\1", new).splitlines()
-        if old_lines != new_lines:
-            sys.stdout.writelines(
-                line + "\n"
-                for line in difflib.unified_diff(
-                    old_lines, new_lines, "page", "regenerated", lineterm="", n=0
-                )
-            )
-            print(f"{PAGE.relative_to(ROOT)} is stale: run tools/verdict_rules_doc.py")
-            return 1
-        print(f"{PAGE.relative_to(ROOT)} is up to date ({len(BLOCK.findall(text))} tables)")
+    new = BLOCK.sub(
+        lambda m: m.group(1) + ap.render_block(m.group("name"), data) + m.group(4), text
+    )
+    if not args.check:
+        PAGE.write_text(new, encoding="utf-8")
+        print(f"rewrote {PAGE.relative_to(ROOT)} ({len(BLOCK.findall(text))} tables)")
         return 0
-    PAGE.write_text(new, encoding="utf-8")
-    print(f"rewrote {PAGE.relative_to(ROOT)} ({len(BLOCK.findall(text))} tables)")
-    return 0
+    stale = 0
+    if new != text:
+        sys.stdout.writelines(
+            line + "\n"
+            for line in difflib.unified_diff(
+                text.splitlines(), new.splitlines(), "page", "from the data", lineterm="", n=0
+            )
+        )
+        print(f"{PAGE.relative_to(ROOT)} is stale: run tools/verdict_rules_doc.py")
+        stale = 1
+    if data.get("fingerprint") != ap.fingerprint(ap.plan(ROOT)):
+        print(
+            f"{ap.AUDIT_DATA} is stale: the published runs, the configurations or the declared "
+            f"measures changed since it was made; run gaugedyn audit-rules --write {ap.AUDIT_DATA}"
+        )
+        stale = 1
+    if not stale:
+        print(f"{PAGE.relative_to(ROOT)} and {ap.AUDIT_DATA} are up to date")
+    return stale
 
 
 if __name__ == "__main__":

@@ -5,7 +5,12 @@ teacher-student model, and the sign/lag decomposition of tied-beta Adam.
 The top-level import is light; sympy and torch load only in the modules that use them.
 """
 
+from importlib import metadata as _metadata
+
 from ._errors import DivergenceError as DivergenceError
 from ._errors import InputError as InputError
 
-__version__ = "0.1.0"
+try:  # the one place the version is written is pyproject.toml; installed metadata carries it
+    __version__ = _metadata.version("gaugedyn")
+except _metadata.PackageNotFoundError:  # a source tree on sys.path, never installed
+    __version__ = "0+unknown"

@@ -41,3 +41,22 @@ def strict(x: Any) -> Any:
     if isinstance(x, list):
         return [strict(v) for v in x]
     return x
+
+
+def nulled(x: Any) -> tuple[Any, int]:
+    """:func:`plain`, with every non-finite float as ``None`` (JSON ``null``), and how many
+    there were; the writer states what ``null`` means where it uses this."""
+    count = 0
+
+    def walk(v: Any) -> Any:
+        nonlocal count
+        if isinstance(v, float) and not math.isfinite(v):
+            count += 1
+            return None
+        if isinstance(v, dict):
+            return {k: walk(w) for k, w in v.items()}
+        if isinstance(v, list):
+            return [walk(w) for w in v]
+        return v
+
+    return walk(plain(x)), count

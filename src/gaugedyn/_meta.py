@@ -1,12 +1,16 @@
-"""Provenance written into every result: versions, platform and seed derivation."""
+"""Provenance written into every result: versions, code identity, platform and seed derivation."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
 import json
 import platform
+import subprocess
 import sys
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -46,3 +50,98 @@ def integer_seed(seed: np.random.SeedSequence) -> int:
 def rng(root_seed: int, *coordinates: Any) -> np.random.Generator:
     """A numpy generator for one task (see :func:`task_seed`)."""
     return np.random.default_rng(task_seed(root_seed, *coordinates))
+
+
+CODE_SUFFIXES = (".py", ".json")
+"""The files that make a result's code: modules and the data they load (calibrations, pilots)."""
+
+
+def _tree(folder: Path, skip: tuple[str, ...] = ()) -> list[Path]:
+    return [
+        path
+        for path in sorted(folder.rglob("*"))
+        if path.suffix in CODE_SUFFIXES
+        and path.is_file()
+        and "__pycache__" not in path.parts
+        and not any(path.relative_to(folder).as_posix().startswith(s) for s in skip)
+    ]
+
+
+def _own_files(module: str | None) -> tuple[list[tuple[str, Path]], str]:
+    """The files a task of ``module`` can reach, as ``(name, path)``, and the scope in words.
+
+    A system imports the library and the harness, never another system (``tests/
+    test_structure.py`` checks it), so a module of ``gaugedyn.experiments.<system>`` reaches the
+    package without the other systems' folders; any other module reaches the whole package,
+    and a module outside it also its own top-level package (or its file)."""
+    package = Path(__file__).resolve().parent
+    parts = (module or "").split(".")
+    systems = package / "experiments"
+    skip: tuple[str, ...] = ()
+    scope = "gaugedyn"
+    if parts[0] == "gaugedyn" and len(parts) > 2 and parts[1] == "experiments":
+        skip = tuple(
+            f"experiments/{d.name}/"
+            for d in sorted(systems.iterdir())
+            if d.is_dir() and d.name != parts[2]
+        )
+        scope = f"gaugedyn without the systems other than {parts[2]}"
+    files = [(f"gaugedyn/{p.relative_to(package).as_posix()}", p) for p in _tree(package, skip)]
+    if module and parts[0] != "gaugedyn":
+        spec = importlib.util.find_spec(parts[0])
+        if spec is not None and spec.submodule_search_locations:
+            for root in spec.submodule_search_locations:
+                files += [
+                    (f"{parts[0]}/{p.relative_to(root).as_posix()}", p) for p in _tree(Path(root))
+                ]
+        elif spec is not None and spec.origin and Path(spec.origin).is_file():
+            files.append((Path(spec.origin).name, Path(spec.origin)))
+        scope += f" and {parts[0]}"
+    return files, scope
+
+
+def _git(folder: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+@functools.cache
+def checkout() -> dict[str, Any]:
+    """The git commit of the checkout gaugedyn's source is in, with ``dirty`` (uncommitted
+    changes to the package's files); both ``None`` for an installed copy outside a checkout."""
+    package = Path(__file__).resolve().parent
+    tracked = _git(package, "ls-files", "--error-unmatch", "__init__.py")
+    commit = _git(package, "rev-parse", "HEAD") if tracked is not None else None
+    if not commit:
+        return {"commit": None, "dirty": None}
+    status = _git(package, "status", "--porcelain", "--untracked-files=all", "--", ".")
+    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+@functools.cache
+def code_identity(module: str | None = None) -> dict[str, Any]:
+    """What code a result comes from: ``sha256`` over the names and bytes of every file a task
+    of ``module`` can reach (:data:`CODE_SUFFIXES` under the package; see :func:`_own_files`
+    for the scope), the number of files, the scope in words, gaugedyn's version and the git
+    :func:`checkout`. Computed once per process and module; the result store keys every
+    record by ``sha256``, so a record from other code is never read as this code's."""
+    files, scope = _own_files(module)
+    digest = hashlib.sha256()
+    for name, path in files:
+        data = path.read_bytes()
+        digest.update(f"{name}\0{len(data)}\0".encode())
+        digest.update(data)
+    from . import __version__
+
+    return {
+        "sha256": digest.hexdigest(),
+        "files": len(files),
+        "scope": scope,
+        "gaugedyn": __version__,
+        **checkout(),
+    }

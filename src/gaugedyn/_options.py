@@ -177,6 +177,8 @@ class Param:
         if ok and self.check is not None:
             try:
                 ok = bool(self.check(value))
+            except InputError as err:  # the check names its cause: keep it
+                return f"{self.describe()}; here: {' '.join(str(err).split())}"
             except Exception:
                 ok = False
         return None if ok else self.describe()
@@ -237,6 +239,8 @@ class Param:
             if not isinstance(value, str) or value not in self.choices:
                 raise self.error(value, label=label)
             return value
+        if self.type is str:
+            return self._text(value, label)
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise self.error(
                 value, f"not a {'whole ' if self.type is int else ''}number", label=label
@@ -260,10 +264,31 @@ class Param:
             if not isinstance(text, str) or text not in self.choices:
                 raise self.error(text)
             return text
+        if self.type is str:
+            return self._text(text)
         value = self._number(text)
         if not self._in_range(value):
             raise self.error(text)
         return value
+
+    def _text(self, text: object, label: str | None = None) -> str:
+        """A string setting checked by ``check``; an :class:`InputError` the check raises (it
+        names the cause, e.g. why a user's activation cannot be loaded) is kept, prefixed with
+        the option."""
+        if not isinstance(text, str):
+            raise self.error(text, label=label)
+        if self.check is not None:
+            try:
+                ok = bool(self.check(text))
+            except InputError as err:
+                raise InputError(
+                    f"{label or self.flag}={show(text)}: {' '.join(str(err).split())}"
+                ) from None
+            except Exception:
+                ok = False
+            if not ok:
+                raise self.error(text, label=label)
+        return text
 
     def _number(self, text: object):
         integer = self.type is int

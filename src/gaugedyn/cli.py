@@ -18,7 +18,8 @@ _COMMAND_MODULES = (
     "gaugedyn.theory._cli",  # solve
     "gaugedyn.training._cli",  # train
     "gaugedyn.harness._cli",  # run, reproduce, plot
-    "gaugedyn.stats._cli",  # audit-rules
+    "gaugedyn.harness._audit_cli",  # audit-rules
+    "gaugedyn.harness._rejudge",  # rejudge
     "gaugedyn.publish",  # publish
 )
 

@@ -42,12 +42,13 @@ Quick and reduced configurations are refused by ``--add``: published numbers are
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -72,10 +73,18 @@ def published_files(root: Path) -> list[Path]:
 
 
 def load_published(root: Path) -> dict[str, dict]:
-    """Every committed summary: experiment name -> the summary (with its ``published`` record)."""
+    """Every committed summary: experiment name -> the summary (with its ``published`` record);
+    an unreadable or malformed one is refused (:class:`~gaugedyn.InputError`) naming its file."""
     out = {}
     for path in sorted((root / DATA).glob("*/summary.json")):
-        out[path.parent.name] = json.loads(path.read_text())
+        try:
+            summary = json.loads(path.read_text())
+        except (OSError, ValueError) as err:
+            raise InputError(f"{path}: not a readable summary ({err})") from None
+        problem = _problem(summary, str(path))
+        if problem is not None:
+            raise InputError(problem)
+        out[path.parent.name] = summary
     return out
 
 
@@ -117,50 +126,179 @@ def code_version(root: Path) -> dict:
     return {"gaugedyn": __version__, "commit": commit, "dirty": dirty}
 
 
-def read_run(run: Path) -> dict:
+def _problem(summary: object, where: str) -> str | None:
+    """What makes ``summary`` unfit to render (``None``: nothing): not a JSON object, claims
+    that are not a list of objects with a string ``id``, a known ``kind``, a boolean
+    ``passed``, a ``readings`` table; figures that are not a list of objects with a list of
+    file names."""
+    from .harness import CLAIM_KINDS, FINDING_WORDS
+
+    if not isinstance(summary, dict):
+        return f"{where}: not a JSON object"
+    claims = summary.get("claims", [])
+    if not isinstance(claims, list):
+        return f"{where}: claims = {_show(claims)} is not a list of claims"
+    for i, c in enumerate(claims):
+        if not isinstance(c, dict) or not isinstance(c.get("id"), str) or not c["id"]:
+            return f"{where}: claims[{i}] = {_show(c)} is not a claim with a string id"
+        if c.get("kind", "check") not in CLAIM_KINDS:
+            return f"{where}: claim {c['id']!r} has kind {_show(c.get('kind'))}; allowed: " + (
+                ", ".join(CLAIM_KINDS)
+            )
+        if "passed" in c and not isinstance(c["passed"], bool):
+            return f"{where}: claim {c['id']!r} has passed = {_show(c['passed'])}, not a boolean"
+        if c.get("verdict") is not None and c["verdict"] not in FINDING_WORDS:
+            return f"{where}: claim {c['id']!r} has verdict {_show(c['verdict'])}; allowed: " + (
+                ", ".join(FINDING_WORDS)
+            )
+        if c.get("readings") is not None and not isinstance(c["readings"], dict):
+            return f"{where}: claim {c['id']!r} has readings = {_show(c['readings'])}, not a table"
+    figures = summary.get("figures", [])
+    if not isinstance(figures, list) or not all(
+        isinstance(f, dict)
+        and isinstance(f.get("files", []), list)
+        and all(isinstance(x, str) for x in f.get("files", []))
+        for f in figures
+    ):
+        return f"{where}: figures = {_show(figures)} is not a list of figures with file names"
+    return None
+
+
+def _show(value: object) -> str:
+    from .harness import show
+
+    return show(value)
+
+
+def read_run(run: Path, root: Path | None = None) -> dict:
     """A run's summary, refused (:class:`~gaugedyn.InputError`) when the folder has none, when
-    it is a quick or reduced configuration, or when the run is not complete."""
+    its experiment is not a registered name, when it is a quick or reduced configuration or
+    lacks its ``command`` record, when the run is not complete, when its claims or figures are
+    malformed, or when a figure is not a file inside the run folder."""
+    from .harness import EXPERIMENTS
+
     path = Path(run) / "summary.json"
     try:
         summary = json.loads(path.read_text())
     except (OSError, ValueError) as err:
         raise InputError(f"--add {run}: no readable summary.json there ({err})") from None
-    command = summary.get("command") or {}
+    problem = _problem(summary, f"--add {run}")
+    if problem is not None:
+        raise InputError(problem)
+    name = summary.get("experiment")
+    if not isinstance(name, str) or name not in EXPERIMENTS:
+        raise InputError(
+            f"--add {run}: experiment = {_show(name)} is not a registered experiment; allowed: "
+            f"{', '.join(sorted(EXPERIMENTS))}"
+        )
+    command = summary.get("command")
+    if not isinstance(command, dict) or not isinstance(command.get("config"), str):
+        raise InputError(
+            f"--add {run}: the summary has no command record (command = {_show(command)}); "
+            "only a run made by gaugedyn run is published"
+        )
     if command.get("quick") or command.get("overrides"):
         raise InputError(
             f"--add {run}: a quick or reduced configuration (quick="
             f"{bool(command.get('quick'))}, --set {command.get('overrides')}); "
             "only full configurations are published"
         )
-    if summary.get("failed_tasks") or summary.get("status") not in ("passed", "claims failed"):
+    failed = summary.get("failed_tasks")
+    if failed or summary.get("status") not in ("passed", "claims failed"):
+        count = len(failed) if isinstance(failed, list) else 0 if not failed else _show(failed)
         raise InputError(
             f"--add {run}: the run is not complete (status "
-            f"{summary.get('status')!r}, {len(summary.get('failed_tasks') or [])} "
-            "failed tasks); finish it first"
+            f"{_show(summary.get('status'))}, failed tasks {count}); finish it first"
         )
+    _figure_files(Path(run), summary, root)
     return summary
+
+
+def _figure_files(run: Path, summary: dict, root: Path | None = None) -> list[Path]:
+    """The run's PNG figures as paths inside ``run``, refused (:class:`~gaugedyn.InputError`)
+    when one is absolute, leaves the folder, is missing (a re-judged run may leave out a figure
+    already published under ``root``) or two share a name."""
+    inside = run.resolve()
+    published = None if root is None else Path(root) / FIGURES / str(summary.get("experiment"))
+    files, names = [], set()
+    for name in _pngs(summary):
+        rel = Path(name)
+        path = (run / rel).resolve()
+        if rel.is_absolute() or ".." in rel.parts or not path.is_relative_to(inside):
+            raise InputError(
+                f"--add {run}: figure {name!r} is not a path inside the run folder; allowed: "
+                "relative paths such as figures/NAME.png"
+            )
+        if not path.is_file():
+            if summary.get("rejudged") and published and (published / rel.name).is_file():
+                continue  # re-judging changes no figure: the published one stays
+            raise InputError(f"--add {run}: figure {name!r} is missing from the run folder")
+        if rel.name in names:
+            raise InputError(f"--add {run}: two figures are named {rel.name!r}")
+        names.add(rel.name)
+        files.append(path)
+    return files
+
+
+def prepare_run(run: Path, root: Path) -> tuple[dict, dict[Path, bytes]]:
+    """``run/summary.json`` (checked by :func:`read_run`) with its ``published`` record, and the
+    files adding it writes: ``results-data/<experiment>/summary.json`` and its PNG figures under
+    ``docs/figures/<experiment>/``. Nothing is written."""
+    path = Path(run) / "summary.json"
+    summary = read_run(run, root)
+    finished = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    if not (summary.get("rejudged") and summary.get("published")):  # a re-judged run keeps
+        summary["published"] = {  # the record of the run it re-judges
+            "command": command_line(summary["command"]),
+            "date": finished.strftime("%Y-%m-%d %H:%M UTC"),
+            "code_version": code_version(root),
+        }
+    name = summary["experiment"]
+    writes = {
+        root / DATA / name / "summary.json": (
+            json.dumps(summary, indent=1, sort_keys=True) + "\n"
+        ).encode()
+    }
+    for png in _figure_files(Path(run), summary, root):
+        writes[root / FIGURES / name / png.name] = png.read_bytes()
+    return summary, writes
 
 
 def add_run(run: Path, root: Path) -> Path:
     """Copy ``run/summary.json`` (checked by :func:`read_run`) to
-    ``results-data/<experiment>/summary.json`` with its ``published`` record."""
-    path = Path(run) / "summary.json"
-    summary = read_run(run)
-    command = summary.get("command") or {}
-    finished = datetime.fromtimestamp(path.stat().st_mtime, UTC)
-    summary["published"] = {
-        "command": command_line(command),
-        "date": finished.strftime("%Y-%m-%d %H:%M UTC"),
-        "code_version": code_version(root),
-    }
-    target = root / DATA / summary["experiment"] / "summary.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
-    figures = root / FIGURES / summary["experiment"]
-    for png in _pngs(summary):
-        figures.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(Path(run) / png, figures / Path(png).name)
-    return target
+    ``results-data/<experiment>/summary.json`` with its ``published`` record, and its figures;
+    every file atomically, all or none."""
+    summary, writes = prepare_run(run, root)
+    write_all(writes)
+    return Path(root) / DATA / summary["experiment"] / "summary.json"
+
+
+def write_all(writes: dict[Path, bytes]) -> None:
+    """Write every file atomically (a temporary name, then a rename); if one fails, the files
+    already replaced get their former content back (or are removed), so a command writes all
+    or nothing."""
+    from .harness import atomic_write
+
+    done: list[tuple[Path, bytes | None]] = []
+    made: list[Path] = []
+    try:
+        for path, data in writes.items():
+            old = path.read_bytes() if path.is_file() else None
+            missing = [d for d in (path.parent, *path.parent.parents) if not d.exists()]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            made += missing
+            atomic_write(path, data)
+            done.append((path, old))
+    except BaseException:
+        for path, old in reversed(done):
+            if old is None:
+                path.unlink(missing_ok=True)
+            else:
+                atomic_write(path, old)
+        for folder in made:  # deepest first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
 
 
 def _pngs(summary: dict) -> list[str]:
@@ -202,15 +340,43 @@ def provenance(experiment: str, summary: dict) -> str:
     commit = str(code.get("commit", "unknown"))[:10] + (
         " (with local changes)" if code.get("dirty") else ""
     )
-    return (
+    line = (
         f"From `{DATA}/{experiment}/summary.json`: `{pub.get('command', '?')}`, finished "
         f"{pub.get('date', '?')}, gaugedyn {code.get('gaugedyn', '?')} at commit {commit}."
     )
+    again = summary.get("rejudged")
+    if again:
+        kept = again.get("kept_under_old_rules") or []
+        line += (
+            f" Re-judged from the stored values under the current verdict rules on "
+            f"{again.get('date', '?')} at commit {str(again.get('commit', '?'))[:10]} "
+            f"(`gaugedyn rejudge`): {len(again.get('changed') or [])} verdict change(s)"
+            + (
+                f"; {len(kept)} finding(s) kept under the rules they were judged by (their "
+                "other readings' values were not stored), marked *old rules*"
+                if kept
+                else ""
+            )
+            + "."
+        )
+    return line
+
+
+def _word(claim: dict) -> str:
+    """A claim's verdict word, marked *old rules* where a finding was kept from an earlier
+    judgement (``tolerance.judged_under``: its other readings' values were not stored)."""
+    from .harness import verdict_word
+
+    old = isinstance(claim.get("tolerance"), dict) and claim["tolerance"].get("judged_under")
+    if not old:
+        return verdict_word(claim)
+    if "would not stand" in str(old):
+        return verdict_word(claim) + " *(old rules; would not stand under the current ones)*"
+    return verdict_word(claim) + " *(old rules)*"
 
 
 def claims_table(experiment: str, data: dict[str, dict]) -> list[str]:
     """Every claim of one published run, then its provenance."""
-    from .harness import verdict_word
 
     if experiment not in data:
         raise InputError(
@@ -228,8 +394,7 @@ def claims_table(experiment: str, data: dict[str, dict]) -> list[str]:
         lines.append(
             f"| `{claim['id']}` | {claim.get('kind', 'check')} | "
             f"{_fmt(claim.get('measured'))} | {_fmt(claim.get('interval'))} | "
-            f"{_rule(claim)} | {verdict_word(claim)} |"
-            + (f" {_robust_cell(claim)} |" if robust else "")
+            f"{_rule(claim)} | {_word(claim)} |" + (f" {_robust_cell(claim)} |" if robust else "")
         )
     notes = [
         f"- `{c['id']}`: {' '.join(str(c['statement']).split())}"
@@ -266,7 +431,7 @@ def readings_table(experiment: str, data: dict[str, dict]) -> list[str]:
         readings = "; ".join(f"{k}: {v}" for k, v in (c.get("readings") or {}).items())
         lines.append(
             f"| `{c['id']}` | `{c.get('rule', '-')}` | {_fmt(c.get('measured'))} "
-            f"{_fmt(c.get('interval'))} | **{verdict_word(c)}** | {power} | "
+            f"{_fmt(c.get('interval'))} | **{_word(c)}** | {power} | "
             f"{readings or '-'} |" + (f" {_robust_cell(c)} |" if robust else "")
         )
     lines += ["", "| check or measurement | value | status |", "|---|---|---|"]
@@ -368,9 +533,15 @@ def space_table(experiment: str) -> list[str]:
     return lines
 
 
-def figures_block(experiment: str, data: dict[str, dict], here: Path, root: Path) -> list[str]:
-    """Every figure of one published run (its PNG copied by ``--add`` into ``docs/figures/``),
-    with the caption its summary gives, then its provenance."""
+def figures_block(
+    experiment: str,
+    data: dict[str, dict],
+    here: Path,
+    root: Path,
+    pending: Collection[Path] = (),
+) -> list[str]:
+    """Every figure of one published run (its PNG copied by ``--add`` into ``docs/figures/``,
+    or about to be: ``pending``), with the caption its summary gives, then its provenance."""
     if experiment not in data:
         raise InputError(
             f"publish:figures {experiment}: no {DATA}/{experiment}/summary.json; "
@@ -380,7 +551,7 @@ def figures_block(experiment: str, data: dict[str, dict], here: Path, root: Path
     for fig in data[experiment].get("figures", []):
         for png in (f for f in fig.get("files", []) if f.endswith(".png")):
             path = root / FIGURES / experiment / Path(png).name
-            if not path.is_file():
+            if not path.is_file() and path not in pending:
                 raise InputError(
                     f"publish:figures {experiment}: {path} is missing; rerun "
                     f"gaugedyn publish --add on the run"
@@ -404,67 +575,124 @@ def verdict_counts(summaries: list[dict]) -> dict[str, int]:
 
 
 def systems_table(data: dict[str, dict], here: Path, root: Path) -> list[str]:
-    """One row per paper: its page, its published full runs, checks and finding verdicts."""
+    """One row per paper: its page, its published full runs, checks and finding verdicts, and
+    how many of its HELD and NOT HELD verdicts would be expected to be wrong by chance
+    (:func:`gaugedyn.harness.expected_wrong`, from each finding's audited rates in
+    ``results-data/audit-rules/audit.json``)."""
+    from .harness import expected_wrong, read_audit
+
+    audit = read_audit(root)
     lines = [
         "| system | paper | full runs published | checks passed | findings: HELD / NOT "
-        "HELD / UNRESOLVED / depends on the reading |",
-        "|---|---|---|---|---|",
+        "HELD / UNRESOLVED / depends on the reading | expected wrong by chance |",
+        "|---|---|---|---|---|---|",
     ]
     for paper in PAPERS:
         page = os.path.relpath(root / "docs" / paper.page, here).replace(os.sep, "/")
         title = f"*{paper.title}*" if paper.title else paper.subject
         runs = [e for e in paper.experiments if e in data]
         if not runs:
-            lines.append(f"| [{paper.name}]({page}) | {title} | none yet | - | - |")
+            lines.append(f"| [{paper.name}]({page}) | {title} | none yet | - | - | - |")
             continue
         c = verdict_counts([data[e] for e in runs])
         checks = f"{c['PASS']} of {c['PASS'] + c['FAIL']}" if c["PASS"] + c["FAIL"] else "no checks"
+        findings = [
+            (e, claim)
+            for e in runs
+            for claim in data[e].get("claims", [])
+            if claim.get("kind") == "finding"
+        ]
+        wrong = expected_wrong(findings, audit)
         lines.append(
             f"| [{paper.name}]({page}) | {title} | {', '.join(f'`{e}`' for e in runs)} "
             f"| {checks} | {c['HELD']} / {c['NOT HELD']} "
-            f"/ {c['UNRESOLVED']} / {c['depends on the reading']} |"
+            f"/ {c['UNRESOLVED']} / {c['depends on the reading']} "
+            f"| {wrong:.2f} of {c['HELD'] + c['NOT HELD']} |"
         )
-    return lines
+    return [
+        *lines,
+        "",
+        "Expected wrong by chance: the sum, over the HELD and NOT HELD verdicts, of the "
+        "probability that the finding's rule says that word with its parameter exactly on the "
+        "threshold (the least favourable truth), as audited on resamples of the finding's own "
+        "values (`gaugedyn audit-rules`; 2.5% where the audit has no row for it).",
+    ]
 
 
-def render(text: str, path: Path, root: Path, data: dict[str, dict]) -> str:
-    """``text`` with every marked table regenerated (markers kept, bodies replaced)."""
-    out, lines, i = [], text.split("\n"), 0
-    while i < len(lines):
-        line = lines[i]
-        out.append(line)
-        match = _OPEN.match(line.strip())
-        i += 1
-        if not match:
-            continue
-        kind, arg = match.groups()
-        end = next((j for j in range(i, len(lines)) if lines[j].strip() == _CLOSE), None)
-        if end is None:
-            raise InputError(f"{path}: '{line.strip()}' has no closing '{_CLOSE}'")
-        if kind not in _KINDS or (kind == "systems") == bool(arg):
+def blocks(lines: list[str], path: Path) -> list[tuple[int, int, str, str | None]]:
+    """The marked blocks of a file's lines: ``(opening line, closing line, kind, argument)``
+    (0-based). Every opening marker must be closed before the next one opens, and every
+    closing marker must close one; else :class:`~gaugedyn.InputError` naming the marker and its
+    line, before anything is rendered."""
+    out: list[tuple[int, int, str, str | None]] = []
+    start: int | None = None
+    for i, line in enumerate(lines):
+        text = line.strip()
+        opening = text.startswith("<!-- publish:")
+        if opening and start is not None:
             raise InputError(
-                f"{path}: '{line.strip()}': allowed are 'publish:claims "
-                "EXPERIMENT', 'publish:readings EXPERIMENT', 'publish:figures "
-                "EXPERIMENT', 'publish:robustness EXPERIMENT', 'publish:controls "
-                "EXPERIMENT', 'publish:space EXPERIMENT' and 'publish:systems'"
+                f"{path}:{start + 1}: '{lines[start].strip()}' has no closing '{_CLOSE}' before "
+                f"the next marker at line {i + 1}; add it, nothing was written"
             )
+        if opening:
+            match = _OPEN.match(text)
+            if match is None or match[1] not in _KINDS or (match[1] == "systems") == bool(match[2]):
+                raise InputError(
+                    f"{path}:{i + 1}: '{text}': allowed are 'publish:claims EXPERIMENT', "
+                    "'publish:readings EXPERIMENT', 'publish:figures EXPERIMENT', "
+                    "'publish:robustness EXPERIMENT', 'publish:controls EXPERIMENT', "
+                    "'publish:space EXPERIMENT' and 'publish:systems'"
+                )
+            start = i
+        elif text == _CLOSE:
+            if start is None:
+                raise InputError(
+                    f"{path}:{i + 1}: '{_CLOSE}' closes no '<!-- publish:... -->' marker; "
+                    "nothing was written"
+                )
+            match = _OPEN.match(lines[start].strip())
+            assert match is not None
+            out.append((start, i, match[1], match[2]))
+            start = None
+    if start is not None:
+        raise InputError(
+            f"{path}:{start + 1}: '{lines[start].strip()}' has no closing '{_CLOSE}'; add it, "
+            "nothing was written"
+        )
+    return out
+
+
+def render(
+    text: str,
+    path: Path,
+    root: Path,
+    data: dict[str, dict],
+    pending: Collection[Path] = (),
+) -> str:
+    """``text`` with every marked table regenerated (markers kept, bodies replaced); markers
+    are checked first (:func:`blocks`)."""
+    lines = text.split("\n")
+    out: list[str] = []
+    last = 0
+    for start, end, kind, arg in blocks(lines, path):
+        out += lines[last : start + 1]
         if kind == "claims":
-            body = claims_table(arg, data)
+            body = claims_table(str(arg), data)
         elif kind == "robustness":
-            body = robustness_table(arg, data)
+            body = robustness_table(str(arg), data)
         elif kind == "controls":
-            body = controls_table(arg)
+            body = controls_table(str(arg))
         elif kind == "space":
-            body = space_table(arg)
+            body = space_table(str(arg))
         elif kind == "readings":
-            body = readings_table(arg, data)
+            body = readings_table(str(arg), data)
         elif kind == "figures":
-            body = figures_block(arg, data, path.parent, root)
+            body = figures_block(str(arg), data, path.parent, root, pending)
         else:
             body = systems_table(data, path.parent, root)
         out += ["", *body, "", lines[end]]
-        i = end + 1
-    return "\n".join(out)
+        last = end + 1
+    return "\n".join(out + lines[last:])
 
 
 def _nav_title(title: str) -> str:
@@ -509,28 +737,39 @@ def render_nav(text: str, path: Path, root: Path) -> str:
     return "\n".join([*lines[: start + 1], *body, *lines[end:]])
 
 
-def publish(root: Path, check: bool = False) -> list[Path]:
-    """Regenerate every marked table under ``root`` and, where ``root`` has a ``mkdocs.yml``, its
-    navigation of the systems' pages. Returns the files that changed (written, or with
-    ``check`` only listed)."""
+def plan(root: Path, adds: Sequence[Path] = ()) -> dict[Path, tuple[bytes, bool]]:
+    """Every file a ``publish`` (with the runs ``adds`` added) would write: ``{path: (content,
+    whether it changes)}``: the added runs' summaries and figures, every marked table, and the
+    navigation in ``mkdocs.yml``. Every check (the runs, the committed summaries, the markers,
+    the figures) runs here; nothing is written."""
     root = Path(root)
     data = load_published(root)
-    stale = []
+    files: dict[Path, bytes] = {}
+    for run in adds:
+        summary, writes = prepare_run(Path(run), root)
+        data[summary["experiment"]] = summary
+        files.update(writes)
+    pending = set(files)
     for path in published_files(root):
-        text = path.read_text()
-        new = render(text, path, root, data)
-        if new != text:
-            stale.append(path)
-            if not check:
-                path.write_text(new)
+        files[path] = render(path.read_text(), path, root, data, pending).encode()
     site = root / SITE
     if site.is_file():
-        text = site.read_text()
-        new = render_nav(text, site, root)
-        if new != text:
-            stale.append(site)
-            if not check:
-                site.write_text(new)
+        files[site] = render_nav(site.read_text(), site, root).encode()
+    return {
+        path: (data_, not path.is_file() or path.read_bytes() != data_)
+        for path, data_ in files.items()
+    }
+
+
+def publish(root: Path, check: bool = False, adds: Sequence[Path] = ()) -> list[Path]:
+    """Regenerate every marked table under ``root`` and, where ``root`` has a ``mkdocs.yml``, its
+    navigation of the systems' pages, after adding the runs ``adds``. Returns the files that
+    changed (written, or with ``check`` only listed). Everything is checked before anything is
+    written; the files are then written atomically, all or none (:func:`write_all`)."""
+    changes = plan(root, adds)
+    stale = [path for path, (_, changed) in changes.items() if changed]
+    if not check:
+        write_all({path: changes[path][0] for path in stale})
     return stale
 
 
@@ -568,11 +807,13 @@ def _main(args) -> int:
         raise InputError(f"--root {root}: no {DATA}/ folder there; run from the repository root")
     if args.check and args.add:
         raise InputError("--check and --add exclude each other: --check writes nothing")
-    for run in args.add:  # every run checked before anything is written
-        read_run(run)
-    for run in args.add:
-        print(f"added {add_run(run, root)}")
-    stale = publish(root, check=args.check)
+    names = [read_run(run, root)["experiment"] for run in args.add]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(f"--add names two runs of {', '.join(twice)}; add one run each")
+    stale = publish(root, check=args.check, adds=args.add)
+    for run, name in zip(args.add, names):
+        print(f"added {run} as {root / DATA / name / 'summary.json'}")
     for path in stale:
         verb = (
             "stale (does not match results-data/ or the declared systems; run gaugedyn publish)"

@@ -24,6 +24,9 @@ from ._decomposition import split_update as split_update
 from ._line import WALL_EXPONENT as WALL_EXPONENT
 from ._line import core_wall as core_wall
 from ._line import effective_exponent as effective_exponent
+from ._notify import StateChange as StateChange
+from ._notify import notify_state as notify_state
+from ._notify import watch_state as watch_state
 from ._probe import READING_SUMS as READING_SUMS
 from ._probe import READINGS as READINGS
 from ._probe import AdamProbe as AdamProbe
@@ -77,6 +80,9 @@ _EAGER = [
     "WALL_EXPONENT",
     "core_wall",
     "effective_exponent",
+    "StateChange",
+    "notify_state",
+    "watch_state",
     "READING_SUMS",
     "READINGS",
     "AdamProbe",

@@ -110,7 +110,7 @@ def split_update(m_hat, w_hat, s, grad, eps: float) -> AdamParts:
     return AdamParts(sg, lag, transition, ratio, eps_part, update, m_hat, w_hat, s)
 
 
-def bias_corrections(step: int, beta1: float, beta2: float) -> tuple[float, float, float]:
+def bias_corrections(step: float, beta1: float, beta2: float) -> tuple[float, float, float]:
     """``(1 - b1^t, 1 - b2^t, sqrt(1 - b2^t))`` computed exactly as PyTorch's single-tensor path."""
     bc1 = 1 - beta1**step
     bc2 = 1 - beta2**step

@@ -8,6 +8,7 @@ import torch
 from .._errors import InputError
 from ._decomposition import PARTS, bias_corrections, shares, split_update
 from ._native import BACKENDS
+from ._notify import StateChange, watch_state
 
 NORM_NAMES: tuple[str, ...] = (*PARTS, "residual", "update")
 SAMPLE_FIELDS: tuple[str, ...] = ("grad", "m", "v", "w", *PARTS, "update", "param")
@@ -38,17 +39,32 @@ class AdamRecorder:
     (one pass over memory; needs a working inductor backend and pays a one-off compilation).
     The native kernel computes them in one compiled C++ sweep per parameter (contiguous
     float32/float64 CPU tensors; ``w`` updated in the same sweep), built once per machine with
-    ``torch.utils.cpp_extension`` (g++ and ninja; about 30 s, then cached); other tensors, and
-    every tensor when the build fails (logged once, no warning) or ``GAUGEDYN_NATIVE=0`` is set,
-    take the eager path. The default ``backend="auto"`` uses it when the optimizer holds such a
-    CPU tensor (GPU-only models build nothing); ``"native"`` asks for it regardless and logs
-    when it is unavailable; ``"eager"`` never builds it. ``compile=True`` takes precedence over
-    ``backend``.
+    ``torch.utils.cpp_extension`` (g++ and ninja; see ``gaugedyn.adam._native.BUILD_TIME``, said
+    on stderr when it starts, then cached); other tensors, and every tensor when the build fails
+    (logged once, no warning) or ``GAUGEDYN_NATIVE=0`` is set, take the eager path. The default
+    ``backend="auto"`` uses the kernel when it is already built and the optimizer holds such a
+    CPU tensor, and never starts a build; ``"native"`` asks for it (building it once if need
+    be) and logs when it is unavailable; ``"eager"`` never uses it. ``compile=True`` takes
+    precedence over ``backend``.
     ``every = k`` computes the aggregates only at steps ``t`` divisible by ``k`` (``w`` is still
     updated every step). Closures that compute gradients inside ``step(closure)`` are not seen by
     the pre-hook and are not supported. Attach before the first step for exact ``w``; attached
     later (after ``k`` steps), ``w_k`` is taken as ``m_k (1-b2^k)/(1-b1^k)`` so that
     ``w^_k = m^_k`` (noted in ``metadata()['attached_at_step']``).
+
+    **Through state surgery.** The state toolkit (``reset``, ``exchange``, ``transplant``,
+    ``restore``, ..., and :func:`gaugedyn.gauge.rescale_units`) tells the recorder what it wrote
+    (:func:`gaugedyn.adam.watch_state`): where ``m`` was written, ``w`` is set as a recorder
+    attached at that moment would set it (``w = m (1-b2^t)/(1-b1^t)``, zero at ``t = 0``);
+    where ``m`` was rescaled (a gauge transformation), ``w`` is rescaled alike; where only ``v``
+    or the step count was written, ``w`` (a history of the gradients, like ``m``) is kept. Rows
+    reset with ``restart=True`` keep their own step count ``s``; the recorder splits their
+    update with ``s``, as the toolkit's step hooks apply it. **Resuming.** :meth:`state_dict`
+    and :meth:`load_state_dict` (torch's convention: parameters by their position in
+    ``optimizer.param_groups``) carry ``w`` and the history, so a recorder restored beside a
+    restored optimizer continues bit for bit. ``with AdamRecorder(opt) as rec:`` detaches on
+    exit. With ``sample > 0``, :meth:`export` gives each sampled coordinate's parameter and
+    flat index (``model=`` names the parameters).
     """
 
     def __init__(
@@ -60,6 +76,7 @@ class AdamRecorder:
         every: int = 1,
         compile: bool = False,
         backend: str = "auto",
+        model: torch.nn.Module | None = None,
     ):
         if not isinstance(optimizer, torch.optim.Adam | torch.optim.AdamW):
             raise InputError(
@@ -92,16 +109,31 @@ class AdamRecorder:
         self._steps: list[int] = []
         self._norms: list[np.ndarray] = []
         self._trans: list[np.ndarray] = []
-        self._samples: list[dict[str, np.ndarray]] = []
+        self._samples: list[dict[str, list[np.ndarray]]] = []
         self._counts = np.array(
             [sum(p.numel() for p in g["params"]) for g in optimizer.param_groups]
         )
         self.skipped = 0
         self.attached_at_step = self._max_step()
+        self._group = {id(p): g for g in optimizer.param_groups for p in g["params"]}
+        names = {id(q): n for n, q in model.named_parameters()} if model is not None else {}
+        self._param_names = [
+            [names.get(id(q), f"param_groups[{gi}][{j}]") for j, q in enumerate(g["params"])]
+            for gi, g in enumerate(optimizer.param_groups)
+        ]
         self._handles = [
             optimizer.register_step_pre_hook(self._pre),
             optimizer.register_step_post_hook(self._post),
         ]
+        self._watch = watch_state(
+            [q for g in optimizer.param_groups for q in g["params"]], self._state_changed
+        )
+
+    def __enter__(self) -> AdamRecorder:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.detach()
 
     def _scratch(self, like: torch.Tensor, dtype: torch.dtype | None = None) -> _Scratch:
         key = (like.device, dtype or like.dtype)
@@ -114,11 +146,29 @@ class AdamRecorder:
         steps = [int(st["step"]) for st in self.optimizer.state.values() if "step" in st]
         return max(steps, default=0)
 
+    def passes(self) -> dict[str, float]:
+        """Passes over the optimizer's parameter memory per recorded step (each entry: elements
+        over the parameter count): ``reads`` (``g``, ``m``, ``v`` and, unless ``b1 == b2``,
+        ``w``), ``writes`` (``w``, updated in the same sweep) and ``total``. The native kernel
+        and ``compile=True`` read each once; the eager path reads them once from memory too,
+        chunk by chunk, and makes its thirteen elementwise passes and eight reductions over
+        cache-sized chunks."""
+        count = reads = writes = 0
+        for g in self.optimizer.param_groups:
+            tied = float(g["betas"][0]) == float(g["betas"][1])
+            n = sum(p.numel() for p in g["params"])
+            count += n
+            reads += n * (3 if tied else 4)
+            writes += 0 if tied else n
+        count = count or 1
+        return {"reads": reads / count, "writes": writes / count, "total": (reads + writes) / count}
+
     def detach(self) -> None:
-        """Remove the hooks and release the extra state."""
+        """Remove the hooks and release the extra state (what was recorded stays)."""
         for h in self._handles:
             h.remove()
         self._handles = []
+        self._watch.remove()
         self._w.clear()
         self._g.clear()
         self._buffers.clear()
@@ -155,8 +205,49 @@ class AdamRecorder:
         ``w_k = m_k (1 - b2^k) / (1 - b1^k)``, from the state *before* step ``k + 1``."""
         b1, b2 = (float(b) for b in group["betas"])
         if b1 != b2 and "exp_avg" in st:
-            bc1, bc2, _ = bias_corrections(self._prev[p], b1, b2)
-            self._w[p] = st["exp_avg"] * (bc2 / bc1)
+            self._w[p] = self._fresh_w(p, st, b1, b2)
+
+    def _fresh_w(self, p, st, b1: float, b2: float) -> torch.Tensor:
+        """The ``w`` a recorder attached now would take: ``m (1 - b2^t)/(1 - b1^t)`` with each
+        entry's step count ``t`` (rows reset with ``restart=True`` keep their own), 0 at
+        ``t = 0``."""
+        from ._state import row_steps
+
+        m = st["exp_avg"]
+        counts = row_steps(self.optimizer, p)
+        if counts is None:
+            t = float(st["step"])
+            if t == 0:
+                return torch.zeros_like(m)
+            bc1, bc2, _ = bias_corrections(t, b1, b2)
+            return m * (bc2 / bc1)
+        ratio = torch.zeros_like(counts)
+        for s in torch.unique(counts).tolist():
+            if s > 0:
+                bc1, bc2, _ = bias_corrections(s, b1, b2)
+                ratio[counts == s] = bc2 / bc1
+        return (m.double() * ratio).to(m.dtype)
+
+    @torch.no_grad()
+    def _state_changed(self, changes: list[StateChange]) -> None:
+        """Move or reset ``w`` where the state toolkit wrote (see the class docstring)."""
+        for ch in changes:
+            w = self._w.get(ch.param)
+            if w is None:  # not seen yet (set at the next step), or tied betas (w is m)
+                continue
+            if ch.scale is not None:
+                scale = torch.as_tensor(ch.scale, device=w.device).double()
+                new = (_rows(w, ch.rows).double() * scale).to(w.dtype)
+            elif "exp_avg" in ch.keys:
+                b1, b2 = (float(b) for b in self._group[id(ch.param)]["betas"])
+                st = self.optimizer.state[ch.param]
+                new = _rows(self._fresh_w(ch.param, st, b1, b2), ch.rows)
+            else:
+                continue
+            if ch.rows is None:
+                w.copy_(new)
+            else:
+                w.index_copy_(ch.rows[0], torch.as_tensor(ch.rows[1], device=w.device), new)
 
     def _init_samples(self) -> None:
         rng = np.random.default_rng(self._seed)
@@ -179,6 +270,9 @@ class AdamRecorder:
     def _post(self, optimizer, args, kwargs):
         if self.sample and self._sample_idx is None:
             self._init_samples()
+        from ._state import row_steps
+
+        clocked = row_steps is not None and _has_clock(optimizer)
         n_groups = len(optimizer.param_groups)
         advanced = False
         samp = {f: [[] for _ in range(n_groups)] for f in SAMPLE_FIELDS} if self.sample else None
@@ -217,9 +311,13 @@ class AdamRecorder:
                 torch._foreach_lerp_(lerp_w, lerp_g, 1 - b2)
             packer = _Packer(self, gi, tied, jobs)
             for p, g, m, v, w, step in live:
-                bc1, bc2, c = bias_corrections(step, b1, b2)
                 step_seen = max(step_seen, step)
-                packer.add(m, v, w, g, step, bc1, bc2, c, eps, None if tied else 1 - b2)
+                counts = row_steps(optimizer, p) if clocked else None
+                if counts is None:
+                    bc1, bc2, c = bias_corrections(step, b1, b2)
+                    packer.add(m, v, w, g, step, bc1, bc2, c, eps, None if tied else 1 - b2)
+                else:
+                    bc1, bc2, c = _own_counts(packer, counts, m, v, w, g, b1, b2, eps, tied)
                 if samp is not None:
                     for q, idx, _ in self._sample_idx[gi]:
                         if q is p:
@@ -285,7 +383,10 @@ class AdamRecorder:
         """``(arrays, metadata)`` ready for the result store.
 
         ``arrays``: ``step (S,)``, ``norms (S, G, 7)``, ``transition_frac (S, G)``,
-        ``n_coords (G,)`` and, with sampling, ``sample_<field>_g<i> (S, K_i)``.
+        ``n_coords (G,)`` and, with sampling, ``sample_<field>_g<i> (S, K_i)`` with the
+        coordinates ``sample_tensor_g<i>`` and ``sample_index_g<i>`` ``(K_i,)``
+        (:meth:`sample_coordinates`; the parameters' names and shapes in
+        ``metadata["parameters"]``).
         """
         arrays = {
             "step": np.asarray(self._steps, dtype=np.int64),
@@ -297,7 +398,101 @@ class AdamRecorder:
             for gi in range(len(self.optimizer.param_groups)):
                 for f in SAMPLE_FIELDS:
                     arrays[f"sample_{f}_g{gi}"] = np.stack([s[f][gi] for s in self._samples])
+                param, index = self.sample_coordinates(gi)
+                arrays[f"sample_tensor_g{gi}"], arrays[f"sample_index_g{gi}"] = param, index
         return arrays, self.metadata()
+
+    def sample_coordinates(self, group: int) -> tuple[np.ndarray, np.ndarray]:
+        """The sampled coordinates of ``group``, in the order of the ``sample_*`` columns: the
+        position of each one's parameter in ``param_groups[group]["params"]`` (its name:
+        ``metadata()["parameters"]``) and its flat index in that parameter
+        (``numpy.unravel_index(index, shape)`` gives the entry)."""
+        if self._sample_idx is None:
+            self._init_samples()
+        assert self._sample_idx is not None
+        params = self.optimizer.param_groups[group]["params"]
+        position = {id(q): j for j, q in enumerate(params)}
+        per = self._sample_idx[group]
+        param = [np.full(sel.size, position[id(q)], dtype=np.int64) for q, _, sel in per]
+        index = [sel.astype(np.int64) for _, _, sel in per]
+        empty = np.zeros(0, dtype=np.int64)
+        return (
+            np.concatenate(param) if param else empty,
+            np.concatenate(index) if index else empty,
+        )
+
+    def state_dict(self) -> dict:
+        """What a resumed recorder needs, in torch's convention (parameters by their position in
+        the flattened ``optimizer.param_groups``): ``state`` (``{i: {"w": tensor}}``, the shadow
+        moment), ``history`` (what was recorded) and ``counters``; every tensor a copy, so
+        ``torch.save`` / ``torch.load(weights_only=True)`` round-trips it."""
+        params = [q for g in self.optimizer.param_groups for q in g["params"]]
+        history: dict[str, object] = {
+            "step": torch.as_tensor(self._steps, dtype=torch.int64),
+            "norms": torch.from_numpy(self.norms().copy()),
+            "transition_frac": torch.from_numpy(
+                np.stack(self._trans) if self._trans else np.zeros((0, len(self._counts)))
+            ),
+        }
+        if self._samples:
+            for gi in range(len(self.optimizer.param_groups)):
+                for f in SAMPLE_FIELDS:
+                    history[f"sample_{f}_g{gi}"] = torch.from_numpy(
+                        np.stack([s[f][gi] for s in self._samples])
+                    )
+        return {
+            "format": 1,
+            "settings": {"sample": self.sample, "seed": self._seed, "every": self.every},
+            "state": {
+                i: {"w": self._w[q].detach().clone()} for i, q in enumerate(params) if q in self._w
+            },
+            "history": history,
+            "counters": {"skipped": self.skipped, "attached_at_step": self.attached_at_step},
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict` into this recorder, attached to an optimizer with the same
+        parameter layout and the same ``sample``, ``seed`` and ``every``; refused
+        (:class:`~gaugedyn.InputError`) otherwise, before anything changes."""
+        params = [q for g in self.optimizer.param_groups for q in g["params"]]
+        mine = {"sample": self.sample, "seed": self._seed, "every": self.every}
+        if not isinstance(state, dict) or state.get("format") != 1:
+            raise InputError("state is not an AdamRecorder.state_dict() (format 1)")
+        if state.get("settings") != mine:
+            raise InputError(
+                f"state was recorded with {state.get('settings')}; this recorder has {mine}"
+            )
+        shadow = state.get("state", {})
+        for i, entry in shadow.items():
+            i = int(i)
+            if not 0 <= i < len(params) or tuple(entry["w"].shape) != tuple(params[i].shape):
+                raise InputError(
+                    f"state entry {i} does not match a parameter of this optimizer (shape "
+                    f"{tuple(entry['w'].shape)}); the parameter layout must be the same"
+                )
+        history = state["history"]
+        norms = history["norms"].numpy()
+        if norms.ndim != 3 or norms.shape[1:] != (len(self._counts), len(NORM_NAMES)):
+            raise InputError(f"state's norms have shape {norms.shape}; not this optimizer's")
+        self._w = {
+            params[int(i)]: e["w"].detach().clone().to(params[int(i)].device)
+            for i, e in shadow.items()
+        }
+        self._steps = [int(s) for s in history["step"].tolist()]
+        self._norms = list(norms.copy())
+        self._trans = list(history["transition_frac"].numpy().copy())
+        self._samples = []
+        if self.sample and self._steps:
+            groups = range(len(self.optimizer.param_groups))
+            cols = {
+                f: [history[f"sample_{f}_g{gi}"].numpy() for gi in groups] for f in SAMPLE_FIELDS
+            }
+            self._samples = [
+                {f: [cols[f][gi][k].copy() for gi in groups] for f in SAMPLE_FIELDS}
+                for k in range(len(self._steps))
+            ]
+        self.skipped = int(state["counters"]["skipped"])
+        self.attached_at_step = int(state["counters"]["attached_at_step"])
 
     def metadata(self) -> dict:
         from .._meta import versions
@@ -321,6 +516,13 @@ class AdamRecorder:
             "norm_names": list(NORM_NAMES),
             "sample_fields": list(SAMPLE_FIELDS) if self.sample else [],
             "sample": self.sample,
+            "parameters": [
+                [
+                    {"name": n, "shape": list(q.shape)}
+                    for n, q in zip(names, self.optimizer.param_groups[gi]["params"])
+                ]
+                for gi, names in enumerate(self._param_names)
+            ],
             "every": self.every,
             "compile": self.compile,
             "backend": self._backend,
@@ -548,7 +750,42 @@ def _fused_sums(m, v, w, g, k, alpha, epsc, out) -> None:
     out.copy_(_COMPILED(m, v, w, g, consts))
 
 
+def _has_clock(optimizer) -> bool:
+    from ._state import _RowClock
+
+    clock = _RowClock._clocks.get(optimizer)
+    return clock is not None and bool(clock.rows)
+
+
+def _own_counts(packer, counts, m, v, w, g, b1: float, b2: float, eps: float, tied: bool):
+    """The sums of a tensor whose entries have their own step counts (rows reset with
+    ``restart=True``): ``w`` updated first, then the entries of each count summed with that
+    count's bias corrections. Returns the per-entry ``(1-b1^t, 1-b2^t, sqrt(1-b2^t))``
+    (flat float64 tensors) for the sampled coordinates."""
+    if not tied:
+        w.lerp_(g if g.dtype == w.dtype else g.to(w.dtype), 1 - b2)
+    flat = counts.reshape(-1)
+    bc1, bc2, c = (torch.empty_like(flat) for _ in range(3))
+    for s in torch.unique(flat).tolist():
+        mask = counts == s
+        k1, k2, kc = bias_corrections(s, b1, b2)
+        sub = [x[mask] for x in (m, v, m if tied else w, g)]
+        packer.add(*sub, int(s), k1, k2, kc, eps, None)
+        fm = flat == s
+        bc1[fm], bc2[fm], c[fm] = k1, k2, kc
+    packer.flush()
+    return bc1, bc2, c
+
+
+def _rows(x: torch.Tensor, rows) -> torch.Tensor:
+    if rows is None:
+        return x
+    return x.index_select(rows[0], torch.as_tensor(rows[1], device=x.device))
+
+
 def _sample_into(samp, gi, idx, g, m, v, w, p, bc1, bc2, bc2_sqrt, eps) -> None:
+    if torch.is_tensor(bc1):  # per-entry bias corrections (rows with their own step count)
+        bc1, bc2, bc2_sqrt = (x.to(idx.device)[idx] for x in (bc1, bc2, bc2_sqrt))
     vals = {
         k: x.reshape(-1)[idx].double()
         for k, x in (("grad", g), ("m", m), ("v", v), ("w", w), ("param", p))

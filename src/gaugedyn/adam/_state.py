@@ -14,7 +14,9 @@ Torch's update at step ``t`` (counted after the increment) is
 Every operation writes in place (the tensors keep their identity, so ``foreach``/``fused``
 kernels, ``AdamRecorder`` hooks and any other reference stay valid) and returns a
 :class:`StateRecord` naming the tensors it changed with their norms before and after, for result
-metadata. ``batch_dims = k`` treats the first ``k`` axes of every tensor as a batch of independent
+metadata. It also tells the recorders watching those parameters what it wrote
+(:func:`gaugedyn.adam.notify_state`), so an ``AdamRecorder`` or ``GaugeRecorder`` on the same
+optimizer moves or resets its own shadow state to match. ``batch_dims = k`` treats the first ``k`` axes of every tensor as a batch of independent
 models (many seeds trained as one program): means, norms and scales are then taken per batch
 element, over the remaining axes of the selection.
 
@@ -45,6 +47,7 @@ from typing import Any
 import torch
 
 from .._errors import InputError
+from ._notify import StateChange, notify_state
 
 COMPONENTS = {"m": ("exp_avg",), "v": ("exp_avg_sq",), "both": ("exp_avg", "exp_avg_sq")}
 """Component names accepted by the toolkit and the optimizer-state keys they stand for."""
@@ -118,6 +121,11 @@ def select(model: torch.nn.Module, names: Names = None) -> list[tuple[str, torch
 
 
 def _state(optimizer, name: str, p: torch.Tensor) -> dict:
+    if not any(q is p for g in optimizer.param_groups for q in g["params"]):
+        raise InputError(
+            f"parameter {name!r} is not managed by this optimizer (it is in none of its "
+            "param_groups); pass the model whose parameters the optimizer was built with"
+        )
     st = optimizer.state.get(p)
     if not st or "exp_avg" not in st:
         raise InputError(
@@ -125,6 +133,21 @@ def _state(optimizer, name: str, p: torch.Tensor) -> dict:
             "before operating on its state"
         )
     return st
+
+
+def _refuse_bad_v(name: str, key: str, value: torch.Tensor) -> None:
+    """A second moment written into an optimizer must not be negative (a negative ``v`` makes
+    the next step's square root NaN)."""
+    if key in ("exp_avg_sq", "max_exp_avg_sq") and bool((value < 0).any()):
+        raise InputError(
+            f"{name!r}.{key} holds negative entries (the smallest {float(value.min()):.3g}); "
+            "allowed: a second moment, >= 0"
+        )
+
+
+def _tell(operation: str, entries: Iterable[tuple[torch.Tensor, tuple[str, ...], _Spec]]) -> None:
+    """Tell the recorders watching these parameters what ``operation`` wrote."""
+    notify_state([StateChange(p, tuple(keys), spec, None, operation) for p, keys, spec in entries])
 
 
 def _keys(component: str) -> tuple[str, ...]:
@@ -164,9 +187,8 @@ def _row_specs(
     specs: dict[str, _Spec] = {}
     for n, p in pairs:
         try:
-            axis = int(raw[n][0])
-            idx = torch.as_tensor(raw[n][1], dtype=torch.long).reshape(-1)
-        except (TypeError, ValueError) as err:
+            axis, idx = _integer(raw[n][0]), _indices(raw[n][1])
+        except (TypeError, ValueError, IndexError, RuntimeError) as err:
             raise InputError(
                 f"rows[{n!r}]={raw[n]!r} is not allowed; allowed: (axis, indices) "
                 "with an integer axis and integer indices"
@@ -186,6 +208,28 @@ def _row_specs(
             raise InputError(f"rows for {n!r} are not allowed: repeated indices")
         specs[n] = (axis, idx)
     return list(pairs), specs
+
+
+def _integer(value: Any) -> int:
+    """``value`` as an int, refusing a float, a bool or anything else that is not an integer."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | torch.Tensor)
+        and not (hasattr(value, "dtype") and "int" in str(value.dtype))
+    ):
+        raise TypeError(f"{value!r} is not an integer")
+    if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.numel() != 1):
+        raise TypeError(f"{value!r} is not an integer")
+    return int(value)
+
+
+def _indices(value: Any) -> torch.Tensor:
+    """Integer indices as a 1-D long tensor; float, complex and boolean indices are refused
+    (a float would be truncated: rows=[0.5] would touch row 0)."""
+    idx = torch.as_tensor(value)
+    if idx.numel() and (idx.dtype == torch.bool or idx.is_floating_point() or idx.is_complex()):
+        raise TypeError(f"indices {value!r} are not integers")
+    return idx.to(torch.long).reshape(-1)
 
 
 def _get(t: torch.Tensor, spec: _Spec) -> torch.Tensor:
@@ -256,6 +300,7 @@ def restore(
     snapshotted optimizer would have taken."""
     _check_optimizer(optimizer)
     rec = StateRecord("restore", "all")
+    plan = []
     for n, p in select(model, names):
         if n not in snap:
             raise InputError(f"snapshot has no entry {n!r}; it holds {', '.join(snap)}")
@@ -272,11 +317,15 @@ def restore(
                     f"snapshot {n!r}.{key} has shape {tuple(val.shape)}, the "
                     f"destination {tuple(dest.shape)}; shapes must match exactly"
                 )
+            _refuse_bad_v(f"snapshot {n}", key, val)
+        plan.append((n, p, st))
+    for n, p, st in plan:
         for key, val in snap[n].items():
             dest = p if key == "param" else st[key]
             before = dest.detach().clone()
             dest.copy_(val)
             rec.add(n, key, before, dest)
+    _tell("restore", [(p, tuple(snap[n]), None) for n, p, _ in plan])
     return rec
 
 
@@ -298,6 +347,7 @@ def transplant(
     rec = StateRecord("transplant", component)
     pairs, specs = _row_specs(select(model, names), rows)
     plan = []
+    touched = []
     for n, p in pairs:
         if n not in snap:
             raise InputError(f"snapshot has no entry {n!r}; it holds {', '.join(snap)}")
@@ -311,11 +361,15 @@ def transplant(
                     f"the optimizer's {tuple(st[key].shape)}; shapes must match "
                     "exactly"
                 )
-            plan.append((n, key, st[key], _get(snap[n][key], specs[n]), specs[n]))
+            value = _get(snap[n][key], specs[n])
+            _refuse_bad_v(f"snapshot {n}", key, value)
+            plan.append((n, key, st[key], value, specs[n]))
+        touched.append((p, _with_max(_keys(component), st), specs[n]))
     for n, key, dest, val, spec in plan:
         before = _get(dest, spec).clone()
         _put(dest, spec, val)
         rec.add(n, key, before, _get(dest, spec))
+    _tell("transplant", touched)
     return rec
 
 
@@ -342,6 +396,7 @@ def exchange(
     rec = StateRecord("exchange", component)
     pairs, specs = _row_specs(select(model_a, names), rows)
     plan = []
+    touched: list[tuple[torch.Tensor, tuple[str, ...], _Spec]] = []
     for n, pa in pairs:
         if n not in other or other[n].shape != pa.shape:
             raise InputError(
@@ -361,12 +416,14 @@ def exchange(
                     f"{tuple(sb[key].shape)} differ; shapes must match exactly"
                 )
             plan.append((n, key, sa[key], sb[key], specs[n]))
+        touched += [(pa, ka, specs[n]), (other[n], ka, specs[n])]
     for n, key, ta, tb, spec in plan:
         before = _get(ta, spec).clone()
         _put(ta, spec, _get(tb, spec))
         _put(tb, spec, before)
         rec.add(n, f"a.{key}", before, _get(ta, spec))
         rec.add(n, f"b.{key}", _get(ta, spec), _get(tb, spec))
+    _tell("exchange", touched)
     return rec
 
 
@@ -423,6 +480,13 @@ def reset(
                 clock.add(p, spec, float(st["step"]))
     if restart:
         rec.details["row_clock"] = any(specs[n] is not None for n, _, _ in states)
+    _tell(
+        "reset",
+        [
+            (p, _with_max(_keys(component), st) + (("step",) if restart else ()), specs[n])
+            for n, p, st in states
+        ],
+    )
     return rec
 
 
@@ -444,6 +508,22 @@ class _RowClock:
             optimizer.register_step_pre_hook(self._pre),
             optimizer.register_step_post_hook(self._post),
         ]
+        # first among the post hooks, so a recorder attached earlier reads the rows' parameters
+        # as the clock leaves them
+        post = getattr(optimizer, "_optimizer_step_post_hooks", None)
+        if hasattr(post, "move_to_end"):
+            post.move_to_end(self.hooks[1].id, last=False)
+
+    def steps(self, p: torch.Tensor, t: float) -> torch.Tensor | None:
+        """Per entry of ``p`` its step count (``t``, or ``s`` on reset rows), float64; ``None``
+        when no row of ``p`` keeps a count of its own."""
+        entry = self.rows.get(id(p))
+        if entry is None or entry[0] is not p or not entry[1]:
+            return None
+        counts = torch.full(p.shape, float(t), dtype=torch.float64, device=p.device)
+        for axis, idx, t0, _, _ in entry[1]:
+            counts.index_fill_(axis, idx.to(p.device), float(t) - t0)
+        return counts
 
     def forget(self, p: torch.Tensor) -> None:
         self.rows.pop(id(p), None)
@@ -498,6 +578,17 @@ class _RowClock:
                 del self.rows[key]
 
 
+def row_steps(optimizer: torch.optim.Optimizer, p: torch.Tensor) -> torch.Tensor | None:
+    """Per entry of ``p`` the step count its bias correction uses now (float64), where rows of
+    ``p`` were reset with ``restart=True`` and keep their own count; else ``None`` (every entry
+    uses the state's ``step``)."""
+    clock = _RowClock._clocks.get(optimizer)
+    st = optimizer.state.get(p)
+    if clock is None or not st or "step" not in st:
+        return None
+    return clock.steps(p, float(st["step"]))
+
+
 @torch.no_grad()
 def reset_step(
     optimizer: torch.optim.Optimizer, model: torch.nn.Module, step: int = 0, names: Names = None
@@ -513,11 +604,14 @@ def reset_step(
     if int(step) < 0:
         raise InputError(f"step={step!r} is not allowed; allowed: an integer >= 0")
     rec = StateRecord("reset_step", "step", details={"step": int(step)})
+    touched: list[tuple[torch.Tensor, tuple[str, ...], _Spec]] = []
     for n, p in select(model, names):
         st = _state(optimizer, n, p)
         before = st["step"].clone()
         st["step"].fill_(int(step))
         rec.add(n, "step", before, st["step"])
+        touched.append((p, ("step",), None))
+    _tell("reset_step", touched)
     return rec
 
 
@@ -589,6 +683,7 @@ def scalarise_v(
             v = _state(optimizer, n, p)["exp_avg_sq"]
             _put(v, specs[n], _expand(mean, before, batch_dims).expand_as(before).to(v.dtype))
             rec.add(n, "exp_avg_sq", before, _get(v, specs[n]))
+    _tell("scalarise_v", [(p, ("exp_avg_sq",), specs[n]) for n, p in pairs])
     return rec
 
 
@@ -690,6 +785,7 @@ def equalise_adaptive_scale(
             v = st["exp_avg_sq"]
             _put(v, specs[n], before * _expand(c * c, before, batch_dims))
             rec.add(n, f"{tag}.exp_avg_sq", before, _get(v, specs[n]))
+        _tell("equalise_adaptive_scale", [(p, ("exp_avg_sq",), specs[n]) for n, p in pairs])
     return rec
 
 
@@ -753,4 +849,5 @@ def rescale_update(
         old = p.detach().clone()
         p.copy_((before[n].double() + delta * _expand(factor, p, batch_dims)).to(p.dtype))
         rec.add(n, "param", old, p)
+    _tell("rescale_update", [(p, ("param",), None) for _, p in select(model, names)])
     return rec

@@ -75,6 +75,7 @@ import numpy as np
 import torch
 
 from .._errors import InputError
+from ..adam import watch_state
 from ._units import MATRIX_KINDS, UnitGroup, blocks, find_units
 
 FIELDS = ("invariant", "change", "predicted", "in_sq", "out_sq", "g_in_sq", "g_out_sq", "gw_dot_w")
@@ -334,6 +335,24 @@ class GaugeRecorder:
                 optimizer.register_step_pre_hook(self._pre),
                 optimizer.register_step_post_hook(self._post),
             ]
+        self._watch = watch_state([self._params[n] for n in self._names], self._state_changed)
+
+    def __enter__(self) -> GaugeRecorder:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.detach()
+
+    def _state_changed(self, changes: list) -> None:
+        """A parameter or its momentum buffer written between steps (the state toolkit,
+        :func:`gaugedyn.gauge.rescale_units`): the momentum recursion's carry of the groups it
+        belongs to no longer holds, so their next step measures ``c`` from the buffers."""
+        names = {id(self._params[n]): n for n in self._names}
+        touched = {names[id(ch.param)] for ch in changes if id(ch.param) in names}
+        for gi, g in enumerate(self.groups):
+            if any(s.name in touched for s in (*g.inputs, *g.outputs)):
+                self._carry[gi] = None
+        self._after = None
 
     def _build_plan(self) -> None:
         """The reduction plan: which parameter each unit group reads, the readings of a pass,
@@ -408,11 +427,108 @@ class GaugeRecorder:
             for s in sides
         )
 
+    def passes(self) -> dict[str, float]:
+        """Passes over the model's parameter memory per recorded step, by what is read (each
+        entry: the elements read, over the model's parameter count): ``gradients`` before the
+        step, ``parameters_with_gradients`` (the tensors ``w.g_w`` is read from, beside their
+        gradients), ``parameters`` after the step (the next step's "before"), ``buffers`` (the
+        momentum buffers, read every step with momentum), ``exact_change`` (the copy before the
+        step, its write and the two passes of the difference), and ``total``."""
+        total_params = sum(p.numel() for p in self.model.parameters()) or 1
+        read = [self._params[name].numel() for name, _, _ in self._reads]
+        out = {
+            "gradients": sum(read) / total_params,
+            "parameters_with_gradients": sum(self._params[n].numel() for n in self._dots)
+            / total_params,
+            "parameters": sum(read) / total_params,
+            "buffers": 0.0,
+            "exact_change": 4.0 * sum(read) / total_params if self.exact_change else 0.0,
+        }
+        if self._carried:
+            names = {
+                s.name
+                for gi in self._carried
+                for s in (*self.groups[gi].inputs, *self.groups[gi].outputs)
+            }
+            out["buffers"] = sum(self._params[n].numel() for n in names) / total_params
+        out["total"] = sum(out.values())
+        return out
+
     def detach(self) -> None:
-        """Remove the optimizer hooks."""
+        """Remove the optimizer hooks (what was recorded stays)."""
         for h in self._hooks:
             h.remove()
         self._hooks = []
+        self._watch.remove()
+
+    def state_dict(self) -> dict:
+        """What a resumed recorder needs (torch's convention; every tensor a copy, so
+        ``torch.save`` / ``torch.load(weights_only=True)`` round-trips it): the steps seen, the
+        momentum recursion's carry per group, the frozen owner features and what was recorded
+        (each record's per-group readings, combined in float64)."""
+
+        def tensor(x):
+            if x is None or isinstance(x, float | int):
+                return x
+            return torch.as_tensor(np.asarray(x) if not torch.is_tensor(x) else x).clone()
+
+        carry = [None if c is None else {k: tensor(v) for k, v in c.items()} for c in self._carry]
+        rows = [
+            [{k: tensor(v) for k, v in self._row(r, gi).items()} for gi in range(len(self.groups))]
+            for r in self._rows
+        ]
+        return {
+            "format": 1,
+            "settings": self._settings(),
+            "count": self._count,
+            "carry": carry,
+            "features": [
+                [g, ci, tensor(v), tensor(c)] for (g, ci), (v, c) in self._features.items()
+            ],
+            "steps": list(self._steps),
+            "rows": rows,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict` into this recorder (the same model layout and settings;
+        else :class:`~gaugedyn.InputError` before anything changes)."""
+        if not isinstance(state, dict) or state.get("format") != 1:
+            raise InputError("state is not a GaugeRecorder.state_dict() (format 1)")
+        if state.get("settings") != self._settings():
+            raise InputError(
+                f"state was recorded with {state.get('settings')}; this recorder has "
+                f"{self._settings()}"
+            )
+
+        def host(x):
+            return x.numpy() if torch.is_tensor(x) and x.dtype != torch.float64 else x
+
+        self._count = int(state["count"])
+        self._carry = [
+            None
+            if c is None
+            else {k: (v.numpy() if torch.is_tensor(v) else v) for k, v in c.items()}
+            for c in state["carry"]
+        ]
+        self._features = {(g, int(ci)): (v.numpy(), c.numpy()) for g, ci, v, c in state["features"]}
+        self._steps = [int(s) for s in state["steps"]]
+        self._rows = [
+            {"unpacked": [{k: host(v) for k, v in gr.items()} for gr in row]}
+            for row in state["rows"]
+        ]
+        self._after = None
+
+    def _settings(self) -> dict:
+        return {
+            "every": self.every,
+            "exact_change": self.exact_change,
+            "owner_cos": self.owner_cos,
+            "groups": [g.name for g in self.groups],
+        }
+
+    def _row(self, row: dict, gi: int) -> dict:
+        """Group ``gi``'s fields of one record (restored records are stored unpacked)."""
+        return row["unpacked"][gi] if "unpacked" in row else self._unpack(row, gi)
 
     def _group_hparams(self, group: UnitGroup) -> list[dict] | None:
         assert self.optimizer is not None, "hyper-parameters are read from an optimizer"
@@ -877,7 +993,7 @@ class GaugeRecorder:
                     f"group={name_or_index!r} is not allowed; use 0..{len(self.groups) - 1}"
                 )
         g = self.groups[gi]
-        rows = [self._unpack(r, gi) for r in (self._rows[-1:] if last else self._rows)]
+        rows = [self._row(r, gi) for r in (self._rows[-1:] if last else self._rows)]
         shape = (len(rows), g.n_units, g.block, g.block) if _matrix(g) else (len(rows), g.n_units)
         col = {
             k: _column(rows, k, shape)

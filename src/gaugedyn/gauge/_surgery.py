@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import torch
 
 from .._errors import InputError
-from ..adam import StateRecord
+from ..adam import StateChange, StateRecord, notify_state
 from ._units import UnitGroup, find_units
 
 _STATE_POWERS = {"exp_avg": 1, "exp_avg_sq": 2, "max_exp_avg_sq": 2, "momentum_buffer": 1}
@@ -48,7 +48,10 @@ def _group(model: torch.nn.Module, layer: str) -> UnitGroup:
 
 def _units(group: UnitGroup, units) -> torch.Tensor:
     try:
-        idx = torch.as_tensor(units, dtype=torch.long).reshape(-1)
+        raw = torch.as_tensor(units)
+        if raw.numel() and (raw.dtype == torch.bool or raw.is_floating_point() or raw.is_complex()):
+            raise TypeError("not integers")  # a float would be truncated: 0.5 -> unit 0
+        idx = raw.to(torch.long).reshape(-1)
     except (TypeError, ValueError, RuntimeError) as err:
         raise InputError(f"units={units!r} is not allowed; use integer unit indices") from err
     if idx.numel() == 0 or int(idx.min()) < 0 or int(idx.max()) >= group.n_units:
@@ -124,6 +127,7 @@ def rescale_units(
         "all",
         details={"layer": layer, "kind": group.kind, "units": idx.tolist(), "c": cs.tolist()},
     )
+    changes: list[StateChange] = []
     for power, sides in ((1, group.inputs), (-1, group.outputs)):
         for side in sides:
             p = params[side.name]
@@ -144,6 +148,16 @@ def rescale_units(
                 after = (before.double() * f).to(t.dtype)
                 t.index_copy_(side.axis, rows, after)
                 rec.add(side.name, key, before, after)
+            changes.append(
+                StateChange(
+                    p,
+                    tuple(k for k, _, _ in tensors),
+                    (side.axis, rows),
+                    (factor ** (-power)).reshape(shape),
+                    "rescale_units",
+                )
+            )
+    notify_state(changes)
     return rec
 
 
@@ -201,6 +215,7 @@ def duplicate_unit(
                 p.index_copy_(side.axis, src, val)
             p.index_copy_(side.axis, dst, val)
             rec.add(side.name, "param", before, p.index_select(side.axis, torch.cat([src, dst])))
+            notify_state([StateChange(params[side.name], ("param",), None, None, "duplicate_unit")])
     for unit, c in zip(idx.tolist(), cs.tolist()):
         rescale_units(model, None, layer, [unit], c)
     return rec

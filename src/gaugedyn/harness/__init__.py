@@ -26,11 +26,14 @@ from ._arrays import caption_key as caption_key
 from ._arrays import caption_of as caption_of
 from ._arrays import field_key as field_key
 from ._arrays import load_arrays as load_arrays
+from ._audit_plan import expected_wrong as expected_wrong
+from ._audit_plan import read_data as read_audit
 from ._config import RunConfig as RunConfig
 from ._config import available_experiments as available_experiments
 from ._config import load_config as load_config
 from ._config import make_config as make_config
 from ._config import resolve_experiment as resolve_experiment
+from ._config import show as show
 from ._controls import Control as Control
 from ._controls import Reading as Reading
 from ._controls import declared_controls as declared_controls
@@ -39,6 +42,7 @@ from ._drawing import redraw as redraw
 from ._executor import ExecutorSpec as ExecutorSpec
 from ._executor import open_executor as open_executor
 from ._multiverse import run_multiverse as run_multiverse
+from ._protocol import CLAIM_KINDS as CLAIM_KINDS
 from ._protocol import Claim as Claim
 from ._protocol import Experiment as Experiment
 from ._protocol import Param as Param
@@ -47,6 +51,7 @@ from ._protocol import finding as finding
 from ._protocol import judged as judged
 from ._protocol import labelled as labelled
 from ._protocol import provisional as provisional
+from ._protocol import reading_record as reading_record
 from ._registry import DECLARATIONS as DECLARATIONS
 from ._registry import EXPERIMENTS as EXPERIMENTS
 from ._registry import SYSTEM_NAMES as SYSTEM_NAMES
@@ -63,10 +68,9 @@ from ._runner import execute as execute
 from ._space import Choice as Choice
 from ._space import specifications as specifications
 from ._store import ResultStore as ResultStore
+from ._store import atomic_write as atomic_write
 from ._store import task_key as task_key
 from ._verdicts import deterministic as deterministic
-from ._verdicts import margin_value as margin_value
-from ._verdicts import no_paper_value as no_paper_value
 
 __all__ = [
     "FINDING_WORDS",
@@ -77,6 +81,7 @@ __all__ = [
     "EXPERIMENTS",
     "SYSTEMS",
     "SYSTEM_NAMES",
+    "CLAIM_KINDS",
     "Choice",
     "Claim",
     "Control",
@@ -91,6 +96,7 @@ __all__ = [
     "ResultStore",
     "RunConfig",
     "RunOutcome",
+    "atomic_write",
     "available_experiments",
     "caption_array",
     "caption_key",
@@ -100,17 +106,19 @@ __all__ = [
     "execute",
     "field_key",
     "finding",
+    "expected_wrong",
     "judged",
+    "read_audit",
+    "reading_record",
     "labelled",
     "load_arrays",
     "load_config",
     "make_config",
-    "margin_value",
-    "no_paper_value",
     "open_executor",
     "provisional",
     "redraw",
     "resolve_experiment",
+    "show",
     "task_key",
     "System",
     "parse_system",

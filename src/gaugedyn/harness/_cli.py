@@ -44,7 +44,15 @@ def _executor_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--store",
         metavar="DIR",
-        help="result store of finished tasks (default: OUT/.tasks); share it to reuse tasks",
+        help="result store of finished tasks (default: OUT/.tasks); share it to reuse tasks. "
+        "A task is reused only when this code stored it (a hash of the source files it can "
+        "reach); a non-empty folder that is not a gaugedyn store is refused unless --force",
+    )
+    group.add_argument(
+        "--require-cache",
+        action="store_true",
+        help="compute nothing: every task must be in the store, stored by this code; else "
+        "exit 2 before any work (what a re-analysis of stored results wants)",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
@@ -71,7 +79,8 @@ def register(subparsers) -> None:
     run.add_argument(
         "--force",
         action="store_true",
-        help="replace the results of another run found in the output folder",
+        help="replace the results of another run found in the output folder, and use a --store "
+        "folder that is not a gaugedyn store",
     )
     _executor_options(run)
     run.set_defaults(func=_run)
@@ -93,7 +102,8 @@ def register(subparsers) -> None:
     rep.add_argument(
         "--force",
         action="store_true",
-        help="replace the results of other runs found in the output folders",
+        help="replace the results of other runs found in the output folders, and use a --store "
+        "folder that is not a gaugedyn store",
     )
     _executor_options(rep)
     rep.set_defaults(func=_reproduce)
@@ -209,8 +219,9 @@ def _multiverse(args) -> int:
     return outcome.exit_code
 
 
-def _check_store(store: str | None) -> None:
-    """The store folder exists and is writable, or can be created (checked by a probe)."""
+def _check_store(store: str | None, force: bool = False) -> None:
+    """The store folder exists and is writable, or can be created (checked by a probe), and is
+    a gaugedyn store, an empty folder or a new one (or ``force``)."""
     if store is None:
         return
     if not store.strip() or "\0" in store:
@@ -218,6 +229,9 @@ def _check_store(store: str | None) -> None:
     path = Path(store)
     if path.exists() and not path.is_dir():
         raise InputError(f"--store {store!r}: exists and is not a folder")
+    from ._runner import check_store
+
+    check_store(path, force)
     check_writable_folder("--store", store)
 
 
@@ -233,10 +247,10 @@ def _check_out(raw: str | Path, kind: str) -> Path:
 
 def kept_message(cfg, store: str | Path) -> str:
     """The truth about what a stopped run left: how many of its tasks are in the store."""
-    from .. import __version__
-    from ._store import ResultStore, task_key
+    from ._store import ResultStore
+    from ._sweep import stored_keys
 
-    keys = {task_key(cfg.name, task, cfg.seed, __version__) for task in cfg.tasks}
+    keys = set(stored_keys(cfg))
     try:
         kept = sum(key in ResultStore(Path(store)) for key in keys)
     except OSError:
@@ -308,6 +322,7 @@ def _execute(args, cfg, out: Path, executor):
         backend="Agg",
         command=_arguments(args),
         force=getattr(args, "force", False),
+        require_cache=args.require_cache,
     )
 
 
@@ -323,7 +338,11 @@ def _run(args) -> int:
     from ._runner import check_same_run
 
     check_same_run(out, cfg, args.force)
-    _check_store(args.store)
+    _check_store(args.store, args.force)
+    if args.require_cache:
+        from ._runner import check_cached
+
+        check_cached(cfg, Path(args.store) if args.store is not None else out / TASKS)
     try:
         with open_executor(spec) as executor:
             outcome = _execute(args, cfg, out, executor)
@@ -390,7 +409,14 @@ def _reproduce(args) -> int:
     for f, cfg in zip(files, configs):
         if root.exists():
             check_same_run(_check_out(root / f.stem, "run"), cfg, args.force)
-    _check_store(args.store)
+    _check_store(args.store, args.force)
+    if args.require_cache:
+        from ._folders import TASKS
+        from ._runner import check_cached
+
+        for f, cfg in zip(files, configs):
+            store = Path(args.store) if args.store is not None else root / f.stem / TASKS
+            check_cached(cfg, store)
     errors: dict[str, str] = {}
     with open_executor(spec) as executor, claim_output_dir(root, "reproduce"):
         command = "gaugedyn reproduce" + (" --quick" if args.quick else "")

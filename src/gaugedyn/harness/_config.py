@@ -68,6 +68,19 @@ class RunConfig:
     """The declared set-up space (setting -> :class:`._space.Choice`), the file's ``[space]``
     tables applied; checked."""
 
+    @property
+    def module(self) -> str:
+        """The module that defines the experiment (the scope of its code identity)."""
+        if self.spec is not None:
+            return self.spec.partition(":")[0] if ":" in self.spec else EXPERIMENTS[self.spec]
+        return type(self.experiment).__module__
+
+    def code_identity(self) -> dict:
+        """:func:`gaugedyn._meta.code_identity` of the experiment's code (cached per process)."""
+        from .._meta import code_identity
+
+        return code_identity(self.module)
+
     def to_dict(self) -> dict:
         return plain(
             {
@@ -329,7 +342,13 @@ def make_config(
 
     items = overrides.items() if isinstance(overrides, Mapping) else map(parse_override, overrides)
     applied = []
+    seen: set[str] = set()
     for key, value in items:
+        if key in seen:
+            raise InputError(
+                f"--set: {key} is given twice; allowed: each key once (which value did you mean?)"
+            )
+        seen.add(key)
         if key == "seed":
             root_seed = check_seed(value, "--set")
         elif key in schema:

@@ -195,9 +195,12 @@ def redraw(folder: str | Path, backend: str | None = None) -> list[Path]:
                 )
             continue
         configuration = summary.get("configuration")
-        if not isinstance(configuration, dict) or not isinstance(
-            params := configuration.get("params", {}), dict
-        ):
+        if not isinstance(configuration, dict) or "params" not in configuration:
+            raise InputError(
+                f"{run / SUMMARY}: records no configuration.params (the settings the figures "
+                "were drawn with); nothing was redrawn"
+            )
+        if not isinstance(params := configuration["params"], dict):
             raise InputError(f"{run / SUMMARY}: configuration.params is not a table")
         experiment = resolve_experiment(
             configuration.get("experiment"), f"{run / SUMMARY}: experiment"

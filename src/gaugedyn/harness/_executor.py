@@ -70,6 +70,11 @@ class ExecutorSpec:
             raise InputError(
                 f"--workers {workers!r} is not allowed; allowed: an integer in [1, {MAX_WORKERS}]"
             )
+        if workers is not None and kind == "serial":
+            raise InputError(
+                f"--workers {workers} is not allowed with --executor serial (one task at a time "
+                "in this process); allowed: --executor process or dask for several workers"
+            )
         scheduler = self.scheduler
         if scheduler is not None:
             if kind != "dask":

@@ -185,13 +185,38 @@ def finding(
     )
 
 
+def reading_record(j: Any) -> dict:
+    """What one reading stores so that its verdict recomputes from the summary alone
+    (:func:`gaugedyn.harness.rejudge`): the rule, the per-seed values, the claim, the uniform
+    draw of a randomised rule, and what it gave (verdict, estimate, interval, reason)."""
+    d = {
+        "rule": j.rule,
+        "per_seed": j.values,
+        "threshold": j.threshold,
+        "direction": j.direction,
+        "n": j.n,
+        "estimate": j.estimate,
+        "interval": [j.low, j.high],
+        "verdict": j.verdict,
+    }
+    for key, value in (
+        ("uniform_draw", j.draw),
+        ("reason", j.reason),
+        ("lack_of_fit", j.lack_of_fit),
+        ("cells", j.cells),
+    ):
+        if value is not None:
+            d[key] = value
+    return d
+
+
 def judged(
     id: str,
     statement: str,
     judgement: Any,
     *,
+    measure: Any,
     readings: dict | None = None,
-    paper_value: float | None = None,
     expected: Any = None,
     extra: dict | None = None,
     power_reps: int = 2000,
@@ -200,26 +225,39 @@ def judged(
 
     ``judgement`` is the primary reading's :class:`gaugedyn.stats.Judgement`; ``readings`` maps
     every documented reading of the protocol (the primary one included) to its judgement, and
-    the verdict is theirs when they agree, ``"depends on the reading"`` otherwise. ``paper_value``
-    is the paper's value of the judged parameter: the finding's ``power`` is the rule's
-    probability of HELD there, simulated (:func:`gaugedyn.stats.power_at`) with the spread of the
-    judged per-seed values, for the seeds used. ``extra`` goes into ``tolerance``.
+    the verdict is theirs when they agree, ``"depends on the reading"`` otherwise. ``measure``
+    is the finding's declared :class:`gaugedyn.stats.Measure`: every reading's rule must be the
+    one its kind chooses (:meth:`~gaugedyn.stats.Measure.check`), and the finding's ``power`` is
+    the rule's probability of HELD at the paper's value or at the declared smallest effect
+    (:meth:`~gaugedyn.stats.Measure.power_value`), simulated on resamples of the judged
+    per-seed values themselves (:func:`gaugedyn.stats.power_at`), per cell, for the seeds
+    used. ``tolerance`` stores the measure, the value the power is computed at, and every
+    reading's rule, values, claim and draw (``reading_detail``), so every verdict recomputes
+    from ``summary.json`` alone. ``extra`` goes into ``tolerance``.
     """
     from ..stats import finding_record, power_at
 
-    power = None
-    if paper_value is not None:
-        power = power_at(judgement, float(paper_value), reps=power_reps).rate
+    every = readings if readings else {"as judged": judgement}
+    for j in every.values():
+        measure.check(j.rule)
+    value = measure.power_value(judgement.threshold, judgement.direction)
+    power = power_at(judgement, value, reps=power_reps).rate
     record = finding_record(judgement, power=power, readings=readings)
+    primary = next((k for k, j in every.items() if j is judgement), next(iter(every)))
     tolerance = {
         "threshold": judgement.threshold,
         "direction": judgement.direction,
         "n": judgement.n,
+        "measure": measure.as_dict() | {"power_at": value},
+        "primary_reading": primary,
+        "reading_detail": {k: reading_record(j) for k, j in every.items()},
     }
     if judgement.cells is not None:
         tolerance["cells"] = judgement.cells
     if getattr(judgement, "draw", None) is not None:  # a randomised rule's recorded draw
         tolerance["uniform_draw"] = judgement.draw
+    if judgement.reason is not None:
+        tolerance["reason"] = judgement.reason
     if extra:
         tolerance |= extra
     word = record["verdict"]
@@ -300,6 +338,11 @@ class Experiment:
     name: str = ""
     description: str = ""
     params: dict[str, Param] = {}
+    measures: dict[str, Any] = {}
+    """What each finding measures (finding-id pattern -> :class:`gaugedyn.stats.Measure`,
+    declared in the experiment's ``_protocol.py`` and stated in its ``PROTOCOL.md``): the kind
+    that chooses its rule and the smallest effect of interest its power is computed at. The
+    audit (``gaugedyn audit-rules``) and ``gaugedyn rejudge`` read it by finding id."""
     label_keys: tuple[str, ...] | None = None
     """The settings whose declared values make the full configuration (:func:`labelled` compares
     them); ``None``: every name in ``params``. An experiment leaves out only settings that change

@@ -150,8 +150,19 @@ def _summary(run: Path) -> dict | None:
         return None
 
 
+CELL = 48
+"""The widest cell of the terminal table; a longer one is cut with ``...`` (the report and the
+summary keep the whole text)."""
+
+
+def _cell(x: Any) -> str:
+    text = " ".join(str(x).split())
+    return text if len(text) <= CELL else text[: CELL - 3] + "..."
+
+
 def table(rows: list[dict]) -> str:
-    """A plain-text table of claim rows (for the terminal)."""
+    """A plain-text table of claim rows (for the terminal): cells of at most :data:`CELL`
+    characters, no trailing spaces."""
     head = ["experiment", "claim", "measured", "interval", "expected", "tolerance", "verdict"]
     body = [
         [
@@ -165,8 +176,9 @@ def table(rows: list[dict]) -> str:
         ]
         for r in rows
     ]
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
-    lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)) for line in [head, *body]]
+    body = [[_cell(x) for x in line] for line in body]
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    lines = ["  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip() for line in [head, *body]]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
@@ -178,6 +190,26 @@ def _md(text: Any) -> str:
 def _counts(rows: list[dict]) -> str:
     """``"3 held, 1 not held, 0 unresolved, 0 depends on the reading"`` of finding rows."""
     return ", ".join(f"{sum(r['word'] == w for r in rows)} {w.lower()}" for w in FINDING_WORDS)
+
+
+def _by_chance(runs) -> str:
+    """``; x.xx of k expected wrong by chance``: the sum over the HELD and NOT HELD findings of
+    their rules' audited rates at the threshold (:func:`._audit_plan.expected_wrong`; the
+    committed audit of the working folder's ``results-data/``, else the nominal 2.5%)."""
+    from ._audit_plan import expected_wrong, read_data
+
+    findings = [
+        (name, c)
+        for name, _, summary in runs
+        if summary
+        for c in summary.get("claims", [])
+        if c.get("kind") == "finding"
+    ]
+    decided = sum(c.get("verdict") in ("HELD", "NOT HELD") for _, c in findings)
+    if not decided:
+        return ""
+    wrong = expected_wrong(findings, read_data("."))
+    return f"; {wrong:.2f} of the {decided} HELD and NOT HELD expected wrong by chance"
 
 
 def _papers() -> list:
@@ -209,7 +241,7 @@ def _paper_section(paper, runs, provisional: str) -> list[str]:
     controls = [c for _, _, s in mine if s for c in s.get("controls") or []]
     out.append(
         f"Experiments: {', '.join(n for n, _, _ in mine)}. Findings{provisional}: "
-        f"{len(findings)} ({_counts(findings)}). Checks: "
+        f"{len(findings)} ({_counts(findings)}{_by_chance(mine)}). Checks: "
         f"{sum(r['passed'] for r in checks)} of {len(checks)} passed. Known-answer controls: "
         f"{sum(bool(c.get('passed')) for c in controls)} of {len(controls)} passed"
         + (f"; **failing: {', '.join(r['id'] for r in failed)}**" if failed else "")

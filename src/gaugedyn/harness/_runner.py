@@ -82,20 +82,58 @@ def execute(
     backend: str | None = None,
     command: dict | None = None,
     force: bool = False,
+    require_cache: bool = False,
 ) -> RunOutcome:
     """Run ``cfg`` into the folder ``out`` (see the module docstring for what it holds).
 
     ``executor`` is an open :class:`concurrent.futures.Executor`, or what :func:`open_executor`
-    accepts (default: a local process pool). Nothing is written before ``out`` is checked.
-    A folder holding the results of another run (another experiment, seed, parameters or
-    quick/full) is refused unless ``force``; the same run resumes or repeats there.
+    accepts (default: a local process pool). Nothing is written before ``out`` and ``store``
+    are checked. A folder holding the results of another run (another experiment, seed,
+    parameters or quick/full), or a ``store`` folder that is not a gaugedyn store, is refused
+    unless ``force``; the same run resumes or repeats there. Tasks are reused from the store
+    only when this code stored them (:func:`gaugedyn._meta.code_identity`); the others are
+    recomputed, or, with ``require_cache``, the run is refused (:class:`InputError`) before any
+    task is computed.
     """
     out = check_output_dir(out, "run")
     check_same_run(out, cfg, force)
+    root = Path(store) if store is not None else out / TASKS
+    check_store(root, force)
+    if require_cache:
+        check_cached(cfg, root)
     if not isinstance(executor, Executor):
         with open_executor(executor) as opened:
-            return _execute(cfg, out, opened, store, progress, backend, command)
-    return _execute(cfg, out, executor, store, progress, backend, command)
+            return _execute(cfg, out, opened, root, progress, backend, command, require_cache)
+    return _execute(cfg, out, executor, root, progress, backend, command, require_cache)
+
+
+def check_store(root: Path, force: bool = False) -> None:
+    """Refuse (:class:`InputError`) a store folder that is not a gaugedyn store
+    (:func:`._store.foreign`) unless ``force``; nothing is written."""
+    from .._errors import InputError
+    from ._store import foreign
+
+    why = foreign(root)
+    if why is not None and not (force and root.is_dir()):
+        raise InputError(
+            f"--store {root}: not a gaugedyn result store ({why}); choose an empty or new "
+            "folder, or pass --force (force=True) to use it anyway"
+        )
+
+
+def check_cached(cfg: RunConfig, root: Path) -> None:
+    """``require_cache``: every task of ``cfg`` must be in the store under this code."""
+    from .._errors import InputError
+    from ._sweep import stored_keys
+
+    keys = set(stored_keys(cfg))
+    missing = [k for k in keys if k not in ResultStore(root)]
+    if missing:
+        raise InputError(
+            f"--require-cache: {len(missing)} of {len(keys)} tasks of {cfg.name} are not "
+            f"stored by this code (code {cfg.code_identity()['sha256'][:12]}) in {root}; "
+            "nothing was computed"
+        )
 
 
 RUN_IDENTITY = ("experiment", "seed", "quick", "params")
@@ -135,10 +173,11 @@ def _execute(
     cfg: RunConfig,
     out: Path,
     executor: Executor,
-    store: str | Path | None,
+    store: Path,
     progress: TextIO | None,
     backend: str | None,
     command: dict | None,
+    require_cache: bool,
 ) -> RunOutcome:
     started = time.time()
     where = _describe(executor)
@@ -146,14 +185,15 @@ def _execute(
         summary = summary_head(cfg, command)
         summary["controls"] = run_controls(cfg.experiment, cfg.params)
         controls_failed = bool(failed_controls(summary["controls"]))
-        result_store = ResultStore(Path(store) if store is not None else out / TASKS)
+        result_store = ResultStore(store)
+        result_store.claim(force=True)  # checked by execute
         result_store.clean_temporaries()
         results: list = []
         failures: list[dict] = []
         stats: dict = {"tasks": len(cfg.tasks), "skipped": True}
         if not controls_failed:  # a broken instrument judges nothing: no task runs
             results, failures, stats = sweep(
-                cfg, result_store, executor, Progress(cfg.name, progress), where
+                cfg, result_store, executor, Progress(cfg.name, progress), where, require_cache
             )
         summary["diagnostics"] = {"tasks": stats, "executor": where}
         summary["failed_tasks"] = failures

@@ -1,6 +1,10 @@
 """A content-addressed, resumable store of finished tasks.
 
-A task's key is ``sha256(canonical JSON of [experiment name, task, root seed, package version])``.
+A task's key is ``sha256(canonical JSON of [experiment name, task, root seed, code])``, ``code``
+the hash of the source files the task can reach (:func:`gaugedyn._meta.code_identity`): a record
+computed by other code has another key and is never read as this code's. Its :func:`task_id`
+(the same without the code) finds such records, so a rerun after a code change says how many it
+recomputes instead of reusing.
 A record is two files under ``ROOT/<key[:2]>/``: ``<key>.npz`` (the result's arrays) and
 ``<key>.json`` (metadata: the task, its seed, the checksum, values that are not arrays). Each
 file is written to a temporary name, flushed to disk and renamed into place, the npz first and the
@@ -21,6 +25,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import secrets
 import shutil
 import sys
@@ -34,6 +39,10 @@ import numpy as np
 from .._json import plain
 
 FORMAT = 2
+MARK = ".gaugedyn-store"
+"""The file that marks a folder as a gaugedyn result store: only a folder holding it (or an empty
+or new one) is written to, so a store option pointed at the user's own folder deletes nothing."""
+_RECORD = re.compile(r"\.?[0-9a-f]{64}\.(json|npz)(\.tmp-.*)?")
 
 
 class StoreError(TypeError):
@@ -44,11 +53,20 @@ def canonical_json(value: Any) -> str:
     return json.dumps(plain(value), sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
-def task_key(experiment: str, task: dict, root_seed: int, version: str | None = None) -> str:
-    """The content address of one task: a hash of its full configuration and the version."""
-    if version is None:
-        from .. import __version__ as version
-    payload = canonical_json([experiment, task, int(root_seed), version])
+def task_key(experiment: str, task: dict, root_seed: int, code: str | None = None) -> str:
+    """The content address of one task: a hash of its full configuration and its ``code``
+    (default: the identity of the whole package, :func:`gaugedyn._meta.code_identity`)."""
+    if code is None:
+        from .._meta import code_identity
+
+        code = code_identity()["sha256"]
+    payload = canonical_json([experiment, task, int(root_seed), code])
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def task_id(experiment: str, task: dict, root_seed: int) -> str:
+    """A task's identity whatever code runs it (what :func:`task_key` hashes, less the code)."""
+    payload = canonical_json([experiment, task, int(root_seed)])
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -134,12 +152,52 @@ def _remove(path: Path) -> None:
             path.unlink()
 
 
+def foreign(root: Path) -> str | None:
+    """Why ``root`` is not a folder gaugedyn may use as a store (``None``: it may): it is a file,
+    or a non-empty folder without :data:`MARK` whose content is not a store's (a store written
+    before the mark existed holds only ``<2 hex digits>/<64 hex digits>.json|.npz``)."""
+    root = Path(root)
+    if not root.exists():
+        return None
+    if not root.is_dir():
+        return "it exists and is not a folder"
+    if (root / MARK).is_file():
+        return None
+    entries = list(root.iterdir())
+    for entry in entries:
+        if not (
+            entry.is_dir()
+            and re.fullmatch(r"[0-9a-f]{2}", entry.name)
+            and all(_RECORD.fullmatch(f.name) for f in entry.iterdir())
+        ):
+            return (
+                f"it holds {entry.name!r}, and a gaugedyn store is a folder holding {MARK} "
+                "(or an empty one)"
+            )
+    return None
+
+
 class ResultStore:
     """Finished tasks under ``root``, addressed by :func:`task_key`."""
 
     def __init__(self, root: str | Path):
         self.root = Path(root)
         self.discarded: list[str] = []
+
+    def claim(self, force: bool = False) -> None:
+        """Make ``root`` a store (created with :data:`MARK`), or refuse (:class:`InputError`) a
+        folder that is not one (:func:`foreign`) unless ``force``."""
+        from .._errors import InputError
+
+        why = foreign(self.root)
+        if why is not None and not (force and self.root.is_dir()):
+            raise InputError(
+                f"store {self.root}: not a gaugedyn result store ({why}); choose an empty or "
+                "new folder, or pass --force (force=True) to use it anyway"
+            )
+        if not (self.root / MARK).is_file():
+            self.root.mkdir(parents=True, exist_ok=True)
+            atomic_write(self.root / MARK, json.dumps({"format": FORMAT}).encode())
 
     def _paths(self, key: str) -> tuple[Path, Path]:
         folder = self.root / key[:2]
@@ -159,6 +217,27 @@ class ResultStore:
             return json.loads(self._paths(key)[1].read_text())
         except (OSError, ValueError):
             return None
+
+    def other_code(self, ids: set[str], code: str) -> dict[str, set[str]]:
+        """Among the committed records, those of the tasks ``ids`` (:func:`task_id`) stored by
+        code other than ``code``: ``{task id: the codes that stored it}`` (records of earlier
+        store formats, keyed by version, count as other code)."""
+        found: dict[str, set[str]] = {}
+        if not ids:
+            return found
+        for key in self.keys():
+            meta = self.meta(key)
+            if not isinstance(meta, dict):
+                continue
+            ident = meta.get("task_id")
+            if ident is None:
+                with contextlib.suppress(KeyError, TypeError, ValueError):
+                    ident = task_id(meta["experiment"], meta["task"], meta["root_seed"])
+            code_meta = meta.get("code")
+            theirs = code_meta.get("sha256") if isinstance(code_meta, dict) else None
+            if ident in ids and theirs != code:
+                found.setdefault(ident, set()).add(theirs or f"version {meta.get('version')}")
+        return found
 
     def load(self, key: str) -> dict | None:
         """The stored result, or ``None`` if missing; a corrupt record is discarded."""

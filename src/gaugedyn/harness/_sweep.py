@@ -22,13 +22,13 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from .._errors import DivergenceError, oneline
+from .._errors import DivergenceError, InputError, oneline
 from .._json import plain, strict
 from .._meta import task_seed
 from ._config import RunConfig, resolve_experiment
 from ._executor import ProcessPool
 from ._protocol import Experiment
-from ._store import ResultStore, StoreError, task_key
+from ._store import ResultStore, StoreError, task_id, task_key
 
 _EXPERIMENTS: dict[str, Experiment] = {}
 _LOST = "a worker process died (segfault or out-of-memory kill?) and the pool lost this task"
@@ -114,31 +114,58 @@ class _Sweep:
     """The state of one sweep: the unique tasks by key, what is stored, what failed."""
 
     def __init__(self, cfg: RunConfig, store: ResultStore, progress: Progress):
-        from .. import __version__
-
-        self.cfg, self.store, self.progress, self.version = cfg, store, progress, __version__
-        self.keys = [task_key(cfg.name, task, cfg.seed, __version__) for task in cfg.tasks]
+        self.cfg, self.store, self.progress = cfg, store, progress
+        self.code = cfg.code_identity()
+        self.keys = stored_keys(cfg)
         self.unique = dict(zip(self.keys, cfg.tasks))
         self.results: dict[str, dict] = {}
         self.failures: list[dict] = []
         self.seconds = 0.0
+        self.other_code = 0
         self.target = cfg.spec if cfg.spec is not None else cfg.experiment
 
-    def load_stored(self) -> list[str]:
-        """Read every stored task back; return the keys still to compute."""
+    def load_stored(self, require: bool = False) -> list[str]:
+        """Read every stored task back; return the keys still to compute (with ``require``,
+        refuse (:class:`InputError`) to compute any). Tasks stored only by other code are
+        recomputed, and said so in one line."""
         for key in self.unique:
             record = self.store.load(key)
             if record is not None:
                 self.results[key] = record
-        return [key for key in self.unique if key not in self.results]
+        pending = [key for key in self.unique if key not in self.results]
+        ids = {self._id(key): key for key in pending}
+        found = self.store.other_code(set(ids), self.code["sha256"])
+        self.other_code = len(found)
+        if require and pending:
+            raise InputError(
+                f"--require-cache: {len(pending)} of {len(self.unique)} tasks of "
+                f"{self.cfg.name} are not stored by this code (code "
+                f"{self.code['sha256'][:12]}; {len(found)} of them stored by other code) in "
+                f"{self.store.root}; nothing was computed"
+            )
+        if found:
+            codes = sorted({c[:12] for cs in found.values() for c in cs})
+            print(
+                f"store: {len(found)} of {len(self.unique)} tasks of {self.cfg.name} were stored "
+                f"by other code ({', '.join(codes[:3])}{', ...' if len(codes) > 3 else ''}; "
+                f"this code is {self.code['sha256'][:12]}); recomputing them, not reusing "
+                "(--require-cache refuses instead)",
+                file=sys.stderr,
+                flush=True,
+            )
+        return pending
+
+    def _id(self, key: str) -> str:
+        return task_id(self.cfg.name, self.unique[key], self.cfg.seed)
 
     def keep(self, key: str, outcome: tuple) -> tuple:
         """Store a finished task and read it back; an error outcome if that fails."""
         meta = {
             "experiment": self.cfg.name,
             "task": self.unique[key],
+            "task_id": self._id(key),
             "root_seed": self.cfg.seed,
-            "version": self.version,
+            "code": self.code,
             "seconds": outcome[2],
         }
         try:
@@ -208,10 +235,17 @@ class _Sweep:
             "unique_tasks": len(self.unique),
             "reused": len(self.unique) - len(pending),
             "computed": len(pending) - len(self.failures),
+            "stored_by_other_code": self.other_code,
             "failed": len(self.failures),
             "discarded_corrupt": len(self.store.discarded),
             "compute_seconds": self.seconds,
         }
+
+
+def stored_keys(cfg: RunConfig) -> list[str]:
+    """The store keys of ``cfg``'s tasks, in task order, under this process's code."""
+    code = cfg.code_identity()["sha256"]
+    return [task_key(cfg.name, task, cfg.seed, code) for task in cfg.tasks]
 
 
 def sweep(
@@ -220,15 +254,17 @@ def sweep(
     executor: Executor,
     progress: Progress | None = None,
     where: str = "",
+    require_cache: bool = False,
 ) -> tuple[list[dict | None], list[dict], dict]:
     """Every task of ``cfg``: loaded from ``store`` or computed on ``executor`` and stored.
 
     Returns the results in task order (``None`` for a failed task), the failure records (in task
     order) and counts. Results always come back through the store, so a resumed run sees exactly
-    what an uninterrupted one does.
+    what an uninterrupted one does. A task stored only by other code is recomputed (one line on
+    stderr); ``require_cache`` refuses (:class:`InputError`) before computing any task.
     """
     state = _Sweep(cfg, store, progress or Progress(cfg.name, None))
-    pending = state.load_stored()
+    pending = state.load_stored(require_cache)
     state.progress.begin(len(state.unique), len(state.results), where)
     state.retry(executor, state.collect(executor, pending))
     if pending:

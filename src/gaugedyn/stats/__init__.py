@@ -16,18 +16,43 @@ Everything here is a thin layer over :mod:`scipy.stats` (``bootstrap``, ``binomt
   turning per-seed values into a :class:`Judgement` (verdict, interval, rule words, values),
   with :func:`combine_readings` and :func:`finding_record` for findings judged under several
   readings; :func:`audit` measures every rule's error rates, coverage and power by simulation
-  (``gaugedyn audit-rules``).
+  (``gaugedyn audit-rules``);
+- :class:`Measure`: what a finding measures, declared before its run: the kind of its per-seed
+  values (:data:`KINDS`), which chooses its rule (:func:`rule_for`), and the smallest effect of
+  interest in its own units, at which :func:`power_at` simulates its power on resamples of its
+  own values.
 """
 
 from __future__ import annotations
 
+from ._audit import AUDIT_CANDIDATE_REPS as AUDIT_CANDIDATE_REPS
+from ._audit import AUDIT_CELLS as AUDIT_CELLS
+from ._audit import AUDIT_HEADER as AUDIT_HEADER
+from ._audit import AUDIT_QUICK as AUDIT_QUICK
+from ._audit import AUDIT_RATE_KEYS as AUDIT_RATE_KEYS
+from ._audit import AUDIT_REPS as AUDIT_REPS
+from ._audit import AUDIT_RESAMPLED_REPS as AUDIT_RESAMPLED_REPS
+from ._audit import AUDIT_SEEDS as AUDIT_SEEDS
+from ._audit import AUDIT_SHAPES as AUDIT_SHAPES
+from ._audit import AUDIT_TRIALS as AUDIT_TRIALS
+from ._audit import EFFECT as EFFECT
 from ._audit import MARGIN as MARGIN
+from ._audit import SIZE_BAR as SIZE_BAR
 from ._audit import Rate as Rate
 from ._audit import audit as audit
+from ._audit import audit_legend as audit_legend
+from ._audit import audit_rows as audit_rows
 from ._audit import audit_rule as audit_rule
+from ._audit import audit_seed as audit_seed
+from ._audit import audit_values as audit_values
+from ._audit import barred_shapes as barred_shapes
+from ._audit import coverage_by_p_rows as coverage_by_p_rows
 from ._audit import format_table as format_table
+from ._audit import markdown_table as markdown_table
 from ._audit import power as power
 from ._audit import power_at as power_at
+from ._audit import rate_percent as rate_percent
+from ._audit import rules_markdown as rules_markdown
 from ._estimators import holm as holm
 from ._estimators import median_bounds as median_bounds
 from ._estimators import t_bounds as t_bounds
@@ -51,6 +76,14 @@ from ._intervals import proportion_ci as proportion_ci
 from ._intervals import ratio_ci as ratio_ci
 from ._intervals import rule_text as rule_text
 from ._intervals import verdict as verdict
+from ._measures import FORMS as FORMS
+from ._measures import KINDS as KINDS
+from ._measures import Measure as Measure
+from ._measures import form_of as form_of
+from ._measures import kinds_of as kinds_of
+from ._measures import measure_of as measure_of
+from ._measures import measures_markdown as measures_markdown
+from ._measures import rule_for as rule_for
 from ._rules import DEPENDS as DEPENDS
 from ._rules import RULES as RULES
 from ._rules import UNDERPOWERED as UNDERPOWERED

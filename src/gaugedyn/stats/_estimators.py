@@ -15,6 +15,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import _checks as _check
+
 
 class Bounds(NamedTuple):
     """Estimate and one-sided bounds, arrays over the leading (experiment) axes."""
@@ -97,7 +99,9 @@ def median_bounds(x: np.ndarray, level: float, interpolate: bool = True) -> Boun
 
 def sign_pvalues(x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
     """Exact sign-test p-values ``(p_above, p_below)`` of ``H1: median > threshold`` and
-    ``H1: median < threshold`` (binomial tails; values equal to ``threshold`` are dropped)."""
+    ``H1: median < threshold`` (binomial tails; values equal to ``threshold`` are dropped).
+    Not the median rules' test (that is :func:`randomised_median_pvalues`); kept as the
+    reference the randomised test reduces to at ``u = 1``."""
     from scipy import stats
 
     x = np.asarray(x, dtype=float)
@@ -105,6 +109,88 @@ def sign_pvalues(x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarra
     below = np.sum(x < threshold, axis=-1)
     m = above + below
     return stats.binom.sf(above - 1, m, 0.5), stats.binom.cdf(above, m, 0.5)
+
+
+def randomised_median_bounds(x: np.ndarray, level: float, u: np.ndarray) -> Bounds:
+    r"""Randomised exact bounds of the median (the randomised sign test, inverted): from
+    ``x`` ``(..., n)`` and one uniform draw ``u`` per sample (shape ``x.shape[:-1]``).
+
+    With :math:`c(k) = P(B \le k - 1)`, ``B ~ Binomial(n, 1/2)``, the order statistic
+    :math:`X_{(k)}` lies above the median with probability exactly ``c(k)`` for every continuous
+    distribution. For ``alpha = 1 - level`` let ``k`` be the largest with ``c(k) <= alpha`` and
+    :math:`I = (\alpha - c(k)) / (c(k+1) - c(k))`; the lower bound is :math:`X_{(k+1)}` when
+    ``u < I`` and :math:`X_{(k)}` otherwise (``-inf`` for ``k = 0``), so it misses the median
+    with probability :math:`c(k) + I (c(k+1) - c(k)) = \alpha` exactly; the upper bound
+    mirrors it with the same ``u`` (:math:`X_{(n+1-k)}`, or :math:`X_{(n-k)}` when ``u < I``).
+    The two-sided interval at ``level = 0.975`` covers the median with probability exactly 95%
+    at every ``n`` and for every continuous distribution, where an order statistic alone
+    over-covers (97.9% at ``n = 10``) and the interpolated one (:func:`median_bounds`) misses
+    on skewed values (3% on each side at ``n = 10`` on lognormal values)."""
+    from scipy import stats
+
+    x = np.sort(np.asarray(x, dtype=float), axis=-1)
+    n = x.shape[-1]
+    med = np.median(x, axis=-1)
+    alpha = 1.0 - level
+    c = np.append(stats.binom.cdf(np.arange(n), n, 0.5), 1.0)  # c[k - 1] = c(k)
+    k = int(np.searchsorted(c[:-1], alpha, side="right"))
+    k = min(k, (n - 1) // 2)  # at most the order statistic below the middle
+    lo_c = c[k - 1] if k >= 1 else 0.0
+    step = min(k + 1, (n + 1) // 2)  # the next order statistic towards the middle
+    i = (alpha - lo_c) / (c[step - 1] - lo_c) if step > k else 0.0
+    u = np.broadcast_to(np.asarray(u, dtype=float), med.shape)
+    take = u < i
+    inf = np.full(med.shape, np.inf)
+    low_k = x[..., k - 1] if k >= 1 else -inf
+    high_k = x[..., n - k] if k >= 1 else inf
+    lower = np.where(take, x[..., step - 1], low_k)
+    upper = np.where(take, x[..., n - step], high_k)
+    return Bounds(med, lower, upper)
+
+
+def randomised_median_pvalues(
+    x: np.ndarray, threshold: float, u: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""One-sided p-values ``(p_above, p_below)`` of the randomised sign test that
+    :func:`randomised_median_bounds` inverts: with ``j`` values at or below ``threshold``,
+    :math:`p_{above} = P(B \le j - 1) + u\,P(B = j)`, ``B ~ Binomial(n, 1/2)`` (mirrored for
+    ``p_below``), so the lower bound at ``level`` exceeds ``threshold`` exactly when
+    ``p_above < 1 - level``. The median rules' verdict, interval and recorded p-values are
+    this one test."""
+    from scipy import stats
+
+    x = np.asarray(x, dtype=float)
+    n = x.shape[-1]
+    u = np.asarray(u, dtype=float)
+    j = np.sum(x <= threshold, axis=-1)
+    i = np.sum(x >= threshold, axis=-1)
+    above = stats.binom.cdf(j - 1, n, 0.5) + u * stats.binom.pmf(j, n, 0.5)
+    below = stats.binom.cdf(i - 1, n, 0.5) + u * stats.binom.pmf(i, n, 0.5)
+    return above, below
+
+
+def lack_of_fit(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    r"""Two-sided p-value of the quadratic term added to the line of ``y`` on ``x`` (a t test on
+    its coefficient with ``n - 3`` degrees of freedom): small when the rows bend away from a
+    straight line, which the slope's t interval would otherwise count as noise. ``x`` is
+    ``(n,)``, ``y`` ``(..., n)``, ``n >= 4``; ``nan`` when the quadratic fit leaves no residual."""
+    from scipy import stats
+
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    n = x.shape[-1]
+    basis = np.stack([np.ones(n), x - x.mean()])
+    q = (x - x.mean()) ** 2
+    q = q - basis.T @ np.linalg.lstsq(basis.T, q, rcond=None)[0]
+    qq = float(q @ q)
+    resid = y - y.mean(axis=-1, keepdims=True)
+    xc = x - x.mean()
+    resid = resid - ((resid @ xc) / float(xc @ xc))[..., None] * xc
+    with np.errstate(invalid="ignore", divide="ignore"):
+        coef = (y @ q) / qq
+        rss = np.sum(resid**2, axis=-1) - coef**2 * qq
+        t = coef / np.sqrt(np.maximum(rss, 0.0) / (n - 3) / qq)
+        return np.where(rss > 0, 2 * stats.t.sf(np.abs(t), n - 3), np.nan)
 
 
 def slope_bounds(x: np.ndarray, y: np.ndarray, level: float) -> Bounds:
@@ -236,7 +322,7 @@ def holm(p: np.ndarray) -> np.ndarray:
     """Holm (1979) adjusted p-values along the last axis: with ``p`` sorted ascending,
     ``p_adj(i) = max_{j <= i} min(1, (m - j + 1) p(j))``, returned in the original order.
     Any adjusted p-value ``<= a`` exactly when ``min p <= a / m`` (Holm's first step)."""
-    p = np.asarray(p, dtype=float)
+    p = _check.pvalues(p)
     m = p.shape[-1]
     order = np.argsort(p, axis=-1)
     ranked = np.take_along_axis(p, order, axis=-1) * (m - np.arange(m))

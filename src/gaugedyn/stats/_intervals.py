@@ -10,6 +10,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._errors import InputError
+from . import _checks as _check
+
 CONFIDENCE = 0.95
 """The confidence level of every interval the package reports."""
 
@@ -83,6 +86,7 @@ def bootstrap_ci(
     degenerate samples, where BCa does). Fewer than two finite values give ``nan`` endpoints; a
     constant sample gives a zero-width interval.
     """
+    confidence = _check.confidence(confidence)
     from scipy import stats
 
     x = _finite_1d(data)
@@ -121,6 +125,7 @@ def paired_ci(
     is dropped from all. ``statistic(*arrays, axis=-1)`` must be vectorised over ``axis``, for
     instance ``lambda x, y, axis=-1: np.mean(x - y, axis=axis)``.
     """
+    confidence = _check.confidence(confidence)
     from scipy import stats
 
     arrays = [np.asarray(s, dtype=float).ravel() for s in samples]
@@ -162,6 +167,7 @@ def independent_ci(
     """Bootstrap interval of ``statistic(*samples)`` with each sample resampled on its own
     (unpaired: the samples come from different seeds or sizes). ``statistic(*arrays, axis=-1)``
     must be vectorised over ``axis``. The samples are used as given (no filtering)."""
+    confidence = _check.confidence(confidence)
     from scipy import stats
 
     arrays = tuple(np.asarray(s, dtype=float).ravel() for s in samples)
@@ -205,6 +211,8 @@ def proportion_ci(k: int, n: int, confidence: float = CONFIDENCE) -> Interval:
     """The Wilson interval of ``k`` successes in ``n`` trials (``scipy.stats.binomtest``)."""
     from scipy import stats
 
+    confidence = _check.confidence(confidence)
+    k, n = _check.counts(k, n)
     if n <= 0:
         return Interval(math.nan, math.nan, math.nan)
     ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
@@ -213,6 +221,7 @@ def proportion_ci(k: int, n: int, confidence: float = CONFIDENCE) -> Interval:
 
 def mean_ci(x: Any, confidence: float = CONFIDENCE) -> Interval:
     """Student-t interval of the mean of the finite entries of ``x``."""
+    confidence = _check.confidence(confidence)
     from scipy import stats
 
     a = _finite_1d(x)
@@ -236,6 +245,7 @@ def band(x: Any, axis: int = 0, q: tuple[float, float] = (0.1, 0.9)) -> np.ndarr
 def line_fit(x: Any, y: Any, confidence: float = CONFIDENCE) -> LineFit:
     """Least-squares line through the finite pairs, with a t interval on the slope
     (``scipy.stats.linregress``). Fewer than three points give ``nan`` interval endpoints."""
+    confidence = _check.confidence(confidence)
     from scipy import stats
 
     x = np.asarray(x, dtype=float).ravel()
@@ -291,9 +301,18 @@ def verdict(interval: Interval | Sequence[float], threshold: float, direction: s
     ``direction=">"`` claims ``value > threshold``; ``"<"`` claims ``value < threshold``.
     """
     if direction not in DIRECTIONS:
-        raise ValueError(f"direction {direction!r} not in {DIRECTIONS}")
-    low, high = (interval.low, interval.high) if isinstance(interval, Interval) else interval[-2:]
-    low, high = float(low), float(high)
+        raise InputError(f"direction={direction!r} is not allowed; allowed: one of {DIRECTIONS}")
+    threshold = _check.threshold(threshold)
+    if isinstance(interval, Interval):
+        low, high = interval.low, interval.high
+    else:
+        try:
+            low, high = interval[-2:]
+        except (TypeError, ValueError):
+            raise InputError(
+                f"interval={interval!r} is not allowed; allowed: an Interval or (low, high)"
+            ) from None
+    low, high = _check.endpoints(low, high)
     if not (math.isfinite(low) and math.isfinite(high)):
         return "UNRESOLVED"
     if direction == ">":

@@ -23,6 +23,12 @@ def register(subparsers) -> None:
         default=None,
         help="path of the generated kernel module (default: gaugedyn/theory/_generated_kernels.py)",
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite files gaugedyn derive did not write (those without its generated mark) "
+        "and write into a non-empty folder that holds none of its documents",
+    )
     p.set_defaults(func=_handle)
 
 
@@ -52,7 +58,7 @@ def _handle(args: argparse.Namespace) -> int:
 
     _check_paths(args)
 
-    report = derive(args.dir, check=args.check, kernels=args.kernels)
+    report = derive(args.dir, check=args.check, kernels=args.kernels, force=args.force)
     if report.ok:
         verb = "checked" if args.check else "written or unchanged"
         n = len(report.checked) if args.check else len(report.written) + len(report.unchanged)

@@ -22,6 +22,7 @@ from ._flows import state_to_order_parameters as state_to_order_parameters
 from ._flows import weights as weights
 from ._functional import functional_report, owners, pruned_since, remaining_relative  # noqa: F401
 from ._functional import pruning_time as pruning_time
+from ._jit import jit_generated as jit_generated
 from ._landscape import CriticalPoint as CriticalPoint
 from ._landscape import FixedPoint as FixedPoint
 from ._landscape import critical_point as critical_point

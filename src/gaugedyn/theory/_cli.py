@@ -135,57 +135,47 @@ def _register_check(subparsers) -> None:
 
 def load_activation(spec: str):
     """A registered activation name, or ``MODULE:NAME`` / ``path/file.py:NAME`` naming an
-    :class:`Activation` or an elementwise torch function (wrapped by ``Activation.from_torch``)."""
-    from .._errors import InputError
-    from ._activation import Activation, activation_of
+    :class:`Activation` or an elementwise torch function (wrapped by ``Activation.from_torch``,
+    which checks it). Whatever goes wrong in the user's code (the import, the attribute, the
+    function) is one :class:`~gaugedyn.InputError` naming the activation and the cause."""
+    from ._activation import load_activation as load
 
-    if ":" not in spec:
-        return activation_of(spec)
-    where, _, attr = spec.rpartition(":")
-    import importlib
-    import importlib.util
-    from pathlib import Path
-
-    try:
-        if where.endswith(".py"):
-            path = Path(where)
-            if not path.is_file():
-                raise InputError(f"activation file {where!r} does not exist")
-            spec_ = importlib.util.spec_from_file_location(path.stem, path)
-            if spec_ is None or spec_.loader is None:
-                raise InputError(f"cannot import {where!r} for the activation: not a module")
-            module = importlib.util.module_from_spec(spec_)
-            spec_.loader.exec_module(module)
-        else:
-            module = importlib.import_module(where)
-    except ImportError as err:
-        raise InputError(f"cannot import {where!r} for the activation: {err}") from None
-    obj = getattr(module, attr, None)
-    if isinstance(obj, Activation):
-        return obj
-    if callable(obj):
-        return Activation.from_torch(obj, name=attr)
-    raise InputError(
-        f"{spec!r} names no Activation or function; allowed: MODULE:NAME with NAME "
-        "an Activation or an elementwise torch function"
-    )
+    return load(spec)
 
 
 def _handle_check(args) -> int:
     import json
 
-    from ._activation import check_activation
+    from .._errors import InputError, oneline
+    from .._json import nulled
+    from ._activation import ACTIVATIONS, check_activation
 
     values = {k: o.parse(getattr(args, k)) for k, o in CHECK_OPTIONS.items()}
     act = load_activation(args.activation)
-    report = check_activation(
-        act,
-        samples=values["samples"],
-        configurations=values["configurations"],
-        seed=values["seed"],
-        numerical=args.numerical,
-    )
-    print(json.dumps(report, indent=1))
+    try:
+        report = check_activation(
+            act,
+            samples=values["samples"],
+            configurations=values["configurations"],
+            seed=values["seed"],
+            numerical=args.numerical,
+        )
+    except (InputError, MemoryError):
+        raise
+    except Exception as err:
+        if ACTIVATIONS.get(act.name) is act and ":" not in args.activation:
+            raise  # the package's own activation: a bug to see in full
+        raise InputError(
+            f"activation {args.activation!r}: checking it raised {type(err).__name__}: "
+            f"{oneline(err)[:300]}"
+        ) from None
+    out, nulls = nulled(report)
+    if nulls:
+        out["null"] = (
+            "a z-score or error that is not a finite number (a deviation where the Monte Carlo "
+            "standard error is zero, or a NaN from the activation); the check fails"
+        )
+    print(json.dumps(out, indent=1, allow_nan=False))
     return 0 if report["passed"] else 1
 
 
@@ -259,9 +249,15 @@ def memory_estimate(
     }[formulation]
     from ._registry import EXPLICIT_ABOVE  # "auto" runs an explicit method above it
 
-    implicit = method in ("lsoda", "rodas", "Radau", "BDF", "LSODA") or (
-        method == "auto" and n <= EXPLICIT_ABOVE
-    )
+    implicit = method in (
+        "lsoda",
+        "lsoda-fd",
+        "lsoda-compiled",
+        "rodas",
+        "Radau",
+        "BDF",
+        "LSODA",
+    ) or (method == "auto" and n <= EXPLICIT_ABOVE)
     total = 8.0 * (8 * dim * (K + M) + n * (n_out + 16) + (4 * n * n if implicit else 0))
     formula = (
         f"8 bytes x (8 D (K+M) + n (outputs + 16){' + 4 n^2' if implicit else ''}) with "
@@ -302,7 +298,21 @@ def _numbers(args) -> dict:
         )
     if values["dynamics"] == "flow" and values["eta"] is not None:
         raise InputError("--eta is only used with --dynamics gd")
+    if values["dynamics"] == "gd":
+        given = [
+            f"--{name}" for name in ("method", "rtol", "atol") if _given(args, name, OPTIONS[name])
+        ]
+        if given:
+            raise InputError(
+                f"{', '.join(given)} only apply to --dynamics flow (an ODE solver's settings); "
+                "--dynamics gd takes steps of size --eta: drop them"
+            )
     return values
+
+
+def _given(args, name: str, option) -> bool:
+    """Whether the user set ``--name`` (its value differs from the declared default)."""
+    return getattr(args, name) not in (None, option.default, str(option.default))
 
 
 def _warn_loose(values: dict) -> None:
@@ -338,12 +348,12 @@ def _functional(sol, problem, activation: str, prune_tol: float) -> dict:
 def _handle(args: argparse.Namespace) -> int:
     import json
 
-    from .._json import strict
     from .._meta import versions
     from .._options import check_memory
     from .._progress import progress_bar
     from ._observables import Definitions
     from ._problem import duplicates, single
+    from ._solution import nulled_report
     from ._solve import solve
 
     values = _numbers(args)
@@ -411,5 +421,6 @@ def _handle(args: argparse.Namespace) -> int:
     out = sol.to_dict()
     out |= _functional(sol, problem, args.activation, values["prune_tol"])
     out["versions"] = versions()
-    print(json.dumps(strict(out), allow_nan=False))
+    out.pop("null", None)
+    print(json.dumps(nulled_report(out), allow_nan=False))
     return 0

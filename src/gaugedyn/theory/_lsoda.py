@@ -3,7 +3,8 @@
 ``scipy.integrate.solve_ivp(method="LSODA")`` drives the same Fortran code one step at a time
 from Python and builds a dense-output object per step. Here ``scipy.integrate.ode("lsoda")``
 advances from one output time to the next inside Fortran (LSODA's own interpolation gives the
-state there), with the package's right-hand side and exact Jacobian; LSODA switches between
+state there), with the package's right-hand side and a Jacobian of :data:`JACOBIANS` (the exact
+one, or forward differences in one vectorised call of the right-hand side); LSODA switches between
 Adams (orders 1-12, non-stiff) and BDF (orders 1-5, stiff) by itself. The output grid is the
 requested ``t_eval`` merged with 40 log-spaced times per decade (:func:`_grid`), so events are
 bracketed between neighbouring grid times (relative spacing 6%); each bracket is then
@@ -18,10 +19,12 @@ the final state is taken from that bracket's dense output.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .._errors import DivergenceError
-from ._flows import FlowParams, jacobian, rhs
+from ._flows import FlowParams, difference_jacobian, jacobian, rhs
 from ._methods import (
     FlowTask,
     Integration,
@@ -31,6 +34,26 @@ from ._methods import (
 )
 
 MAX_STEPS = 10**6
+
+
+def _compiled(p: FlowParams) -> tuple[Callable, Callable]:
+    from ._compiled_flow import CompiledFlow
+
+    flow = CompiledFlow(p)
+    return (lambda t, y, p: flow.fun(t, y)), (lambda t, y, p: flow.jac(t, y))
+
+
+JACOBIANS: dict[str, Callable[[FlowParams], tuple[Callable, Callable]]] = {
+    "exact": lambda p: (rhs, jacobian),
+    "differences": lambda p: (rhs, difference_jacobian),
+    "compiled": _compiled,
+}
+"""The right-hand sides and Jacobians LSODA can be given, by name, each a function of the
+:class:`~._flows.FlowParams` giving ``(rhs, jac)``: the exact Jacobian (:func:`~._flows.jacobian`,
+the chain rule through the kernels' second derivatives), forward differences of the vectorised
+right-hand side (:func:`~._flows.difference_jacobian`), or ``"compiled"``: the compiled
+right-hand side of :mod:`._compiled_flow` with its forward differences (order parameters, an
+activation with closed-form kernels and no teacher activation of its own)."""
 BRACKET_BUDGET = 2000
 """Evaluations after which a bracket's LSODA re-integration is handed to Radau."""
 
@@ -55,22 +78,23 @@ def _grid(task: FlowTask) -> np.ndarray:
 
 
 class _Counted:
-    """The right-hand side and Jacobian as LSODA calls them, counted, refusing non-finite
-    states with a :class:`DivergenceError`."""
+    """The right-hand side and Jacobian (``jac(t, y, p)``) as LSODA calls them, counted, refusing
+    non-finite states with a :class:`DivergenceError`."""
 
-    def __init__(self, p: FlowParams):
+    def __init__(self, p: FlowParams, jac: str = "exact"):
         self.p, self.nfev, self.njev, self.nsteps = p, 0, 0, 0
+        self._rhs, self._jac = JACOBIANS[jac](p)
 
     def fun(self, t, y):
         if not np.all(np.isfinite(y)):
             bad = int(np.flatnonzero(~np.isfinite(y))[0])
             raise DivergenceError(self.p.component(bad), float(t), self.nfev, None)
         self.nfev += 1
-        return rhs(t, y, self.p)
+        return self._rhs(t, y, self.p)
 
     def jac(self, t, y):
         self.njev += 1
-        return jacobian(t, y, self.p)
+        return self._jac(t, y, self.p)
 
 
 def _march(task: FlowTask, grid, counted: _Counted, events):
@@ -153,12 +177,29 @@ def _locate(task: FlowTask, ts, ys, brackets, events, counted: _Counted):
     return dense
 
 
-def lsoda(task: FlowTask) -> Integration:
-    """LSODA through ``scipy.integrate.ode`` (see the module docstring)."""
+class Lsoda:
+    """LSODA through ``scipy.integrate.ode`` with the Jacobian ``JACOBIANS[jacobian]`` (see the
+    module docstring); ``Lsoda(jacobian)(task) -> Integration``."""
+
+    def __init__(self, jacobian: str = "exact"):
+        if jacobian not in JACOBIANS:
+            raise ValueError(f"jacobian={jacobian!r}; allowed: {', '.join(JACOBIANS)}")
+        self.jacobian = jacobian
+
+    def __repr__(self) -> str:
+        return f"Lsoda({self.jacobian!r})"
+
+    def __call__(self, task: FlowTask) -> Integration:
+        return lsoda(task, self.jacobian)
+
+
+def lsoda(task: FlowTask, jacobian: str = "exact") -> Integration:
+    """LSODA through ``scipy.integrate.ode`` with the Jacobian ``JACOBIANS[jacobian]`` (see the
+    module docstring)."""
     events = _initial_events(task)
     if task.stop and np.all(np.isfinite(events[task.stop_mask])):
         return _stopped_at_start(task, events)
-    counted = _Counted(task.params)
+    counted = _Counted(task.params, jacobian)
     ts, ys, brackets, nsteps = _march(task, _grid(task), counted, events)
     dense = _locate(task, ts, ys, brackets, events, counted)
     stopped = task.stop and np.all(np.isfinite(events[task.stop_mask]))

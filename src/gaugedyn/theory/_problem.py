@@ -15,7 +15,7 @@ import numpy as np
 
 from .._errors import InputError
 from .._options import Param
-from ._activation import ACTIVATIONS, Activation, activation_of
+from ._activation import Activation, activation_of, allowed_activations, is_activation
 
 GAUGE_NAMES = ("w-heavy", "a-heavy", "balanced")
 MAX_NEURONS = 64
@@ -46,12 +46,18 @@ PARAMS: dict[str, Param] = {
         why="a^2 = s / D and |w|^2 = s D must stay finite in float64",
     ),
     "activation": Param(
-        str, "relu", name="activation", choices=tuple(ACTIVATIONS), help="the student's activation"
+        str,
+        "relu",
+        name="activation",
+        check=is_activation,
+        allowed=allowed_activations(),
+        help="the student's activation",
     ),
     "teacher_activation": Param(
         str,
         name="teacher_activation",
-        choices=tuple(ACTIVATIONS),
+        check=is_activation,
+        allowed=allowed_activations(),
         help="the teacher's own activation",
     ),
     "overlap": Param(

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._json import strict
+from .._json import nulled
 from ._observables import Definitions
 
 
@@ -49,9 +49,11 @@ class Solution(_Trajectories):
         return {k: v[-1] for k, v in self.observables.items()}
 
     def to_dict(self) -> dict:
-        """JSON-ready summary: events, final observables, definitions, settings, diagnostics."""
+        """JSON-ready summary: events, final observables, definitions, settings, diagnostics;
+        strict JSON, a value that is not a finite number (a time not reached) ``null``, with
+        :data:`NULL` beside it."""
         fin = self.final()
-        return strict(
+        return nulled_report(
             {
                 "specialization_time": self.specialization_time,
                 "pruning_time": self.pruning_time,
@@ -120,8 +122,8 @@ class BatchSolution(_Trajectories):
         )
 
     def to_dict(self) -> dict:
-        """JSON-ready summary of every trajectory."""
-        return strict(
+        """JSON-ready summary of every trajectory (strict JSON, as :meth:`Solution.to_dict`)."""
+        return nulled_report(
             {
                 "trajectories": [self[i].to_dict() for i in range(len(self))],
                 "failed": self.failed,
@@ -129,3 +131,17 @@ class BatchSolution(_Trajectories):
                 "definitions": self.definitions.describe(),
             }
         )
+
+
+NULL = (
+    "null: a value that is not a finite number: a time not reached before t_max "
+    "(specialization_time, pruning_time), or an observable of a trajectory that stopped"
+)
+"""What ``null`` means in :meth:`Solution.to_dict`."""
+
+
+def nulled_report(x: dict) -> dict:
+    out, nulls = nulled(x)
+    if nulls:
+        out["null"] = NULL
+    return out

@@ -281,6 +281,18 @@ def _check_solve(
     if dynamics == "gd":
         K, M = problem.K, problem.M
         check_gd_steps(eta, t_max, K, M, problem.dim if formulation == "weight-space" else K + M)
+    if method == "lsoda-compiled":
+        from ._compiled_flow import flow_key
+
+        if formulation != "order-parameters" or (
+            flow_key(problem.activation, problem.teacher_activation) is None
+        ):
+            raise InputError(
+                f"method='lsoda-compiled' needs the order-parameter formulation and an "
+                f"activation with compiled kernels (relu, erf, linear or positively homogeneous) "
+                f"and no teacher activation of its own; got formulation={formulation!r}, "
+                f"activation={problem.activation!r}; use method='lsoda-fd' or 'auto'"
+            )
     dense_jacobian = method not in ("DOP853", "RK45", "auto")
     if dense_jacobian and formulation == "weight-space" and problem.K * problem.dim > 5000:
         raise InputError(

@@ -9,7 +9,7 @@ __getattr__, __dir__, __all__ = attach(
     __name__,
     {
         "_network": ["Network", "resolve_device"],
-        "_trainer": ["TrainConfig", "train", "StepRecord"],
+        "_trainer": ["TrainConfig", "train", "StepRecord", "choose_backend"],
         "_optim": ["AdamState"],
         "_result": ["TrainResult", "crossing_time"],
         "_online_ode": ["OnlineODE", "online_ode", "noise_term"],

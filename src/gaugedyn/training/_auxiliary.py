@@ -521,7 +521,7 @@ class AuxiliaryODE:
 
 
 def _check_common(problem, loss, eta, batch, weight_decay, lr2):
-    from ._cli import OPTIONS as TRAIN
+    from ._params import PARAMS as TRAIN
 
     if not isinstance(problem, AuxiliaryProblem):
         raise InputError(

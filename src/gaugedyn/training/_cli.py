@@ -14,17 +14,18 @@ from __future__ import annotations
 import argparse
 import json
 
-from .._json import strict
+from .._json import nulled
 from .._options import DECLARED, FLOP_RATE, Param, progress_options
 from ..theory import GAUGE_NAMES as GAUGES
 from ..theory import MAX_NEURONS
 from ..theory import PARAMS as THEORY
 from ._params import PARAMS
 
-STEP_SECONDS = {"torch": 1.1e-4, "compiled": 1e-6, "chain": 1e-6}
+STEP_SECONDS = {"torch": 1.1e-4, "compiled": 1e-6, "chain": 1e-6, "auto": 1.1e-4}
 """Fixed cost of one optimizer step whatever its size (Python, torch dispatch, records): 113 us
-per step on the torch backend, measured by an independent probe on an idle two-core x86-64."""
-SEED_STEP_SECONDS = {"torch": 0.0, "compiled": 1.4e-7, "chain": 1.4e-7}
+per step on the torch backend, measured by an independent probe on an idle two-core x86-64
+(``auto``, before it has chosen, is estimated as torch, the costliest)."""
+SEED_STEP_SECONDS = {"torch": 0.0, "compiled": 1.4e-7, "chain": 1.4e-7, "auto": 0.0}
 """Fixed cost per seed and step of the compiled kernels (140 ns per seed-step on the chain,
 measured likewise)."""
 
@@ -258,7 +259,7 @@ def _values(args) -> dict:
             f"--batch={v['batch']} is not allowed; allowed: at most --samples={v['samples']}"
         )
     v["device"] = check_device(args.device)
-    if v["backend"] != "torch":
+    if v["backend"] not in ("torch", "auto"):
         wrong = [
             text
             for text, bad in (
@@ -307,7 +308,7 @@ def _handle(args: argparse.Namespace) -> int:
 
     from .._progress import progress_bar
     from ..theory import Definitions, duplicates, single, with_gauge
-    from ._trainer import TrainConfig, train
+    from ._trainer import TrainConfig, choose_backend, train
 
     v = _values(args)
     gauges = _gauges(args)
@@ -341,7 +342,12 @@ def _handle(args: argparse.Namespace) -> int:
         if bar.enabled
         else None
     )
-    compiled = v["backend"] != "torch"  # one compiled call per seed: no per-step callback
+    backend = v["backend"]
+    if backend == "auto":
+        backend = choose_backend(
+            problem, cfg, dtype=v["dtype"], device=v["device"], root_seed=v["root_seed"]
+        )
+    compiled = backend != "torch"  # one compiled call per seed: no per-step callback
     try:
         res = train(
             problem,
@@ -352,13 +358,19 @@ def _handle(args: argparse.Namespace) -> int:
             device=v["device"],
             definitions=definitions,
             on_step=None if compiled else on_step,
-            backend=v["backend"],
+            backend=backend,
         )
         if compiled and bar.enabled:
             bar.callback(v["steps"])
     finally:
         bar.close()
-    print(json.dumps(strict(_output(args, v["dim"], gauges, res, definitions, np)), default=float))
+    out, nulls = nulled(_output(args, v["dim"], gauges, res, definitions, np))
+    if nulls:
+        out["null"] = (
+            "null: a value that is not a finite number (a time not reached before the last "
+            "step, or a loss that stopped being finite)"
+        )
+    print(json.dumps(out, default=float))
     return 0
 
 

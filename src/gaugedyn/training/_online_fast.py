@@ -343,27 +343,53 @@ def _build_ode():
     return {"rhs": _online_kernels.online_rhs()}
 
 
-def compiled_online_rhs(K: int, M: int, b, T, eta: float, batch: int = 1, noise: bool = True):
+def compiled_online_rhs(
+    K: int,
+    M: int,
+    b,
+    T,
+    eta: float,
+    batch: int = 1,
+    noise: bool = True,
+    *,
+    weight_decay: float = 0.0,
+    lr2: float = 1.0,
+    label_noise: float = 0.0,
+):
     """``f(t, y)`` of the erf online ODE (same state layout and equations as
-    :class:`gaugedyn.training.OnlineODE`), written in the classical form::
+    :class:`gaugedyn.training.OnlineODE`, the classical options included), written in the
+    classical form::
 
-        da_i/dt  = -eta sum_p c_p I2(i, p),
-        dR_in/dt = -eta a_i sum_p c_p I3(i, n, p),
-        dQ_ik/dt = -eta (a_i sum_p c_p I3(i, k, p) + a_k sum_p c_p I3(k, i, p))
-                   + (eta^2 / B) a_i a_k sum_pq c_p c_q I4(i, k, p, q),
+        da_i/dt  = -eta lr2 (sum_p c_p I2(i, p) + lambda a_i),
+        dR_in/dt = -eta (a_i sum_p c_p I3(i, n, p) + lambda R_in),
+        dQ_ik/dt = -eta (a_i sum_p c_p I3(i, k, p) + a_k sum_p c_p I3(k, i, p) + 2 lambda Q_ik)
+                   + (eta^2 / B) a_i a_k (sum_pq c_p c_q I4(i, k, p, q) + sigma^2 J(i, k)),
 
     ``c = (a, -b)`` over the student and teacher fields, ``I2 = E[g g]``, ``I3 = E[g' u g]``,
-    ``I4 = E[g' g' g g]`` from the symbolic module's erf integrals, compiled with numba.
+    ``I4 = E[g' g' g g]`` from the symbolic module's erf integrals and ``J = E[g' g'] = (2/pi)
+    ((1 + Q_ii)(1 + Q_kk) - Q_ik^2)^(-1/2)``, compiled with numba; ``lambda`` the weight decay,
+    ``sigma`` the label noise.
     """
     rhs = _build_ode()["rhs"]
     b = np.ascontiguousarray(b, dtype=np.float64)
     T = np.ascontiguousarray(T, dtype=np.float64)
     noise_scale = float(eta) ** 2 / int(batch) if noise else 0.0
     size = K + K * K + K * M
+    wd, rate, sigma2 = float(weight_decay), float(lr2), float(label_noise) ** 2
 
     def f(t, y):
         return rhs(
-            np.asarray(y, dtype=np.float64), K, M, b, T, float(eta), noise_scale, np.empty(size)
+            np.asarray(y, dtype=np.float64),
+            K,
+            M,
+            b,
+            T,
+            float(eta),
+            noise_scale,
+            wd,
+            rate,
+            sigma2,
+            np.empty(size),
         )
 
     return f

@@ -10,19 +10,17 @@ Schedule codes: 0 constant, 1 cosine, 2 inverse.
 
 from __future__ import annotations
 
-import ast
-import inspect
 import math
-import textwrap
 
 import numba
 import numpy as np
 
-from ..theory import LEAKY_SLOPE
+from ..theory import LEAKY_SLOPE, jit_generated
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_TWO_OVER_PI = 2.0 / math.pi
 
 
 @numba.njit(inline="always", cache=True)
@@ -477,35 +475,13 @@ def chain_record(r, a, C, K, out_a, out_Q, out_R):
     return ok
 
 
-def jit_generated(fn):
-    """A numba scalar version of a kernel of :mod:`gaugedyn.theory._generated_kernels`.
-
-    The generated functions open with one line that broadcasts their arguments to arrays; the
-    rest is scalar arithmetic. That line is dropped from the function's syntax tree and the rest
-    compiled as is, so the compiled kernel is the symbolic module's expression, not a copy.
-    """
-    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    func = tree.body[0]
-    first = func.body[0]
-    if not (
-        isinstance(first, ast.Assign)
-        and isinstance(first.value, ast.Call)
-        and getattr(first.value.func, "id", "") == "_args"
-    ):
-        raise RuntimeError(f"{fn.__name__}: unexpected generated-kernel layout")
-    func.body = func.body[1:]
-    namespace = {"np": np}
-    exec(
-        compile(ast.Module(body=[func], type_ignores=[]), f"<jit {fn.__name__}>", "exec"), namespace
-    )
-    return numba.njit(inline="always")(namespace[fn.__name__])
-
-
 _rhs = None
 
 
 def online_rhs():
-    """The compiled erf online-ODE right-hand side ``rhs(y, K, M, b, T, eta, noise, out)``."""
+    """The compiled erf online-ODE right-hand side ``rhs(y, K, M, b, T, eta, noise, wd, lr2,
+    sigma2, out)`` (``noise = eta^2 / B`` or 0, weight decay ``wd``, second-layer rate ``lr2``,
+    label-noise variance ``sigma2``)."""
     global _rhs
     if _rhs is None:
         from ..theory import generated_kernels as gk
@@ -551,7 +527,7 @@ def _make_rhs(i2, i3, i4):
         return s
 
     @numba.njit
-    def rhs(y, K, M, b, T, eta, noise_scale, out):
+    def rhs(y, K, M, b, T, eta, noise_scale, wd, lr2, sigma2, out):
         C, c = fields(y, K, M, b, T)
         P = K + M
         H = np.zeros((K, P))  # E[g'(u_i) u_j e]
@@ -563,12 +539,18 @@ def _make_rhs(i2, i3, i4):
                     H[i, j] += c[p] * i3(C[i, i], C[i, j], C[i, p], C[j, j], C[j, p], C[p, p])
             out[i] = -eta * s
         for i in range(K):
+            if wd != 0.0 or lr2 != 1.0:
+                out[i] = lr2 * (out[i] - eta * wd * y[i])
             for n in range(M):
-                out[K + K * K + i * M + n] = -eta * y[i] * H[i, K + n]
+                out[K + K * K + i * M + n] = -eta * (y[i] * H[i, K + n] + wd * C[i, K + n])
             for k in range(i, K):
-                v = -eta * (y[i] * H[i, k] + y[k] * H[k, i])
+                v = -eta * (y[i] * H[i, k] + y[k] * H[k, i] + 2.0 * wd * C[i, k])
                 if noise_scale != 0.0:
-                    v += noise_scale * y[i] * y[k] * noise_sum(C, c, i, k)
+                    s = noise_sum(C, c, i, k)
+                    if sigma2 != 0.0:  # E[g'(u_i) g'(u_k)] of erf(z / sqrt 2)
+                        det = (1.0 + C[i, i]) * (1.0 + C[k, k]) - C[i, k] * C[i, k]
+                        s += sigma2 * _TWO_OVER_PI / np.sqrt(det)
+                    v += noise_scale * y[i] * y[k] * s
                 out[K + i * K + k] = v
                 out[K + k * K + i] = v
         return out

@@ -208,8 +208,9 @@ def online_ode(
 ) -> dict:
     """Solve the online ODE from ``problem``'s order parameters at ``times`` (``t = steps / D``).
 
-    ``method="compiled"`` (the default for erf under ``"auto"``) integrates the numba-compiled
-    classical form (:func:`gaugedyn.training._online_fast.compiled_online_rhs`) with LSODA
+    ``method="compiled"`` (the default for erf under ``"auto"``, with or without the classical
+    options) integrates the numba-compiled classical form
+    (:func:`gaugedyn.training._online_fast.compiled_online_rhs`) with LSODA
     (``scipy.integrate.odeint``); ``"reference"`` integrates :class:`OnlineODE` (numpy, through
     the population velocity) with DOP853. The two right-hand sides agree to round-off (tested).
     The classical options, as in ``TrainConfig``: ``weight_decay`` ``lambda`` (the step
@@ -217,8 +218,9 @@ def online_ode(
     ``dR/dt`` gains ``-eta lambda R``), ``lr2`` (the second layer's rate relative to the first)
     and ``label_noise`` ``sigma`` (``y = f*(x) + sigma xi``: the noise term gains
     ``sigma^2 a_i a_j E[g'(lambda_i) g'(lambda_j)]``); the teacher's own activation is
-    ``problem.teacher_activation``. With any of them set ``"auto"`` runs the reference
-    right-hand side. Returns ``{"t", "a" (T, K), "Q" (T, K, K), "R" (T, K, M)}``.
+    ``problem.teacher_activation`` (with a teacher of its own, ``"auto"`` runs the reference
+    right-hand side; the options stay on the compiled path). Returns ``{"t", "a" (T, K),
+    "Q" (T, K, K), "R" (T, K, M)}``.
     """
     from scipy.integrate import odeint, solve_ivp
 
@@ -244,29 +246,35 @@ def online_ode(
         problem.teacher_activation,
     )
     y0 = np.concatenate([a0, Q0.ravel(), R0.ravel()])
-    plain = (
-        weight_decay == 0
-        and lr2 == 1
-        and label_noise == 0
-        and problem.teacher.name == activation_of(problem.activation).name
-    )
+    same_teacher = problem.teacher.name == activation_of(problem.activation).name
+    erf = activation_of(problem.activation).name == "erf"
     if method == "auto":
-        method = "compiled" if problem.activation == "erf" and plain else "reference"
+        method = "compiled" if erf and same_teacher else "reference"
     if method == "compiled":
-        if not plain:
+        if not same_teacher:
             raise InputError(
-                "method='compiled' integrates the plain online ODE; the classical "
-                "options (and a teacher activation of its own) run with "
-                "method='reference'"
+                "method='compiled' integrates the online ODE of one activation; a teacher "
+                "activation of its own runs with method='reference'"
             )
-        if activation_of(problem.activation).name != "erf":
+        if not erf:
             raise InputError(
                 f"method='compiled' integrates the erf online ODE, not "
                 f"{problem.activation!r}; use method='reference'"
             )
         from ._online_fast import compiled_online_rhs
 
-        f = compiled_online_rhs(problem.K, problem.M, b, T, float(eta), int(batch), noise)
+        f = compiled_online_rhs(
+            problem.K,
+            problem.M,
+            b,
+            T,
+            float(eta),
+            int(batch),
+            noise,
+            weight_decay=float(weight_decay),
+            lr2=float(lr2),
+            label_noise=float(label_noise),
+        )
         grid = times if times[0] == 0.0 else np.concatenate([[0.0], times])
         Y, info = odeint(
             f, y0, grid, tfirst=True, rtol=rtol, atol=atol, mxstep=1_000_000, full_output=True

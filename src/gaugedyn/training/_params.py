@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .._options import MAX_SEED, Param
 
-BACKENDS = ("torch", "compiled", "chain")
+BACKENDS = ("auto", "torch", "compiled", "chain")
 
 PARAMS: dict[str, Param] = {
     "optimizer": Param(
@@ -187,10 +187,12 @@ PARAMS: dict[str, Param] = {
     ),
     "backend": Param(
         str,
-        "torch",
+        "auto",
         name="backend",
         choices=BACKENDS,
-        help="torch (every optimizer, any device); compiled (online SGD in weight "
+        help="auto (the fastest exact backend for the run: chain or compiled for online SGD "
+        "on the CPU in float64, torch otherwise); torch (every optimizer, any device); "
+        "compiled (online SGD in weight "
         "space, numba, float64 on the CPU); chain (online SGD as its exact "
         "order-parameter chain: the same law of the order parameters and losses, at "
         "a cost per step independent of D)",

@@ -276,6 +276,52 @@ def _train_compiled(
     return train_online(problem, config, seeds, root_seed, seed_indices, definitions, None, backend)
 
 
+CHAIN_STEP_SECONDS = (2e-7, 2e-9)
+"""Seconds per step of the order-parameter chain, ``c0 + c1 (B P^2 + P^3 / 3)`` in
+:func:`choose_backend` (``P = K + M`` fields, batch ``B``): the draws, the Cholesky factor,
+the fields and the update of ``C``; 0.6 us per step at K = M = 4 whatever ``D``
+(``benchmarks/bench_online.py``, 1,659,000 steps per second)."""
+COMPILED_STEP_SECONDS = (8.4e-9, 2.5e-11)
+"""Seconds per step of the compiled weight-space kernel, ``B D (c0 + c1 (P + K))``: the ``D``
+normal draws of each sample (8.4 ns each, numpy's SFC64 in numba) and its projections and
+update (4.3 us per step at N = 500, 45 us at N = 5000, K = M = 4; ``bench_online.py``)."""
+
+
+def choose_backend(
+    problem, config, *, dtype="float64", device=None, on_step=None, root_seed=0
+) -> str:
+    """The backend ``backend="auto"`` runs: for online SGD (``optimizer="sgd"``, ``samples=None``)
+    of one :class:`Problem` with compiled activations, in float64 on the CPU, without
+    ``on_step`` and with one root seed, the cheaper of ``"chain"`` and ``"compiled"`` by their
+    costs per step (:data:`CHAIN_STEP_SECONDS`, :data:`COMPILED_STEP_SECONDS`: the chain at
+    K = M = 4 from D = 10 on, the weight-space kernel for wide students in few dimensions, e.g.
+    K = M = 64 below D of about 1e5); ``"torch"`` for anything else.
+
+    Both compiled backends are exact, in law: the order parameters and losses have the law of
+    online SGD at that ``D``; they draw their samples from per-seed numpy generators, not
+    torch's, so a seed's trajectory differs sample by sample from ``backend="torch"``'s."""
+    from ..theory import activation_of
+
+    if not (
+        isinstance(problem, Problem)
+        and isinstance(config, TrainConfig)
+        and config.online
+        and config.optimizer == "sgd"
+        and on_step is None
+        and isinstance(root_seed, int | np.integer)
+        and (device is None or str(device) == "cpu")
+        and str(dtype) in ("float64", "torch.float64")
+        and activation_of(problem.activation).compiled
+        and activation_of(problem.teacher).compiled
+    ):
+        return "torch"
+    K, D = np.asarray(problem.W).shape
+    P, B = K + problem.M, int(config.batch_size)
+    chain = CHAIN_STEP_SECONDS[0] + CHAIN_STEP_SECONDS[1] * (B * P * P + P**3 / 3)
+    compiled = B * D * (COMPILED_STEP_SECONDS[0] + COMPILED_STEP_SECONDS[1] * (P + K))
+    return "chain" if chain <= compiled else "compiled"
+
+
 def _nonfinite(**tensors) -> str | None:
     for name, x in tensors.items():
         if not bool(torch.isfinite(x).all()):
@@ -293,7 +339,7 @@ def train(
     device=None,
     definitions: Definitions | None = None,
     on_step: Callable[[StepRecord], object] | None = None,
-    backend: str = "torch",
+    backend: str = "auto",
 ) -> TrainResult:
     """Train ``S`` students of ``problem`` on Gaussian data as one batched computation.
 
@@ -309,6 +355,10 @@ def train(
     as it does not modify the tensors it is shown, the run is bit for bit that of ``on_step=None``.
     Raises :class:`gaugedyn.DivergenceError` if a parameter or the loss becomes non-finite.
 
+    ``backend="auto"`` (the default) runs the fastest exact backend for the run
+    (:func:`choose_backend`): for online SGD of one problem in float64 on the CPU the
+    order-parameter chain or the compiled kernel, otherwise torch; ``result.settings["backend"]``
+    says which ran. Ask for ``backend="torch"`` for torch's sample stream (or ``on_step``).
     ``backend="compiled"`` runs online SGD (``optimizer="sgd"``, ``samples=None``) in the compiled
     kernel of :mod:`gaugedyn.training._online_fast`: the same conventions, float64 on the CPU,
     seeds on threads, samples from per-seed numpy generators instead of torch's (so a seed's
@@ -320,6 +370,10 @@ def train(
     """
     PARAMS["backend"].accept(backend)
     root_seed = _check_train_args(problem, config, root_seed, definitions)
+    if backend == "auto":
+        backend = choose_backend(
+            problem, config, dtype=dtype, device=device, on_step=on_step, root_seed=root_seed
+        )
     if backend in ("compiled", "chain"):
         return _train_compiled(
             problem,
@@ -606,6 +660,7 @@ class _Records:
             "seeds": net.W.shape[0],
             "dtype": str(net.W.dtype).replace("torch.", ""),
             "device": str(net.W.device),
+            "backend": "torch",
             "time": time_convention,
             "data": (
                 f"online: fresh x ~ N(0, I_D) per step, per-seed blocks of {block} steps"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...harness import Claim, judged, no_paper_value
-from ...stats import bootstrap_ci, generator, judge, mean_ci, proportion_ci
-from ._protocol import APPLIED_TOL, SUM_TOL, cell_tasks
+from ...harness import Claim, judged
+from ...stats import bootstrap_ci, generator, judge, mean_ci, measure_of, proportion_ci
+from ._protocol import APPLIED_TOL, FINDING_MEASURES, SUM_TOL, cell_tasks
 
 
 def split_cells(tasks: list[dict], results: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -260,15 +260,16 @@ def _group_findings(a: dict, i: int, S: int, K: int, label: str, seed) -> list[C
       first; the statement reports the geometric mean ``exp`` of the estimate).
 
     The papers give no value under Adam (gradient flow: rate 1, gap about ``D^2``), so the
-    power is computed at the threshold moved by the audit's margin
-    (:func:`gaugedyn.harness._verdicts.margin_value`)."""
+    power is computed at the declared smallest effect (:data:`._protocol.FINDING_MEASURES`)."""
     D = int(a["dims"][i])
     cells = [_cell(x, y) for x, y in zip(a["beta1"], a["beta2"])]
     lead = f"{label}: " if label else ""
     groups = _groups(np.asarray(a["tied"], dtype=bool))
+    rate_measure = measure_of(FINDING_MEASURES, f"finding:owner_rate:D{D}")
+    gap_measure = measure_of(FINDING_MEASURES, f"finding:gauge_gap:D{D}")
     rates = {
         g: judge(
-            "proportion",
+            rate_measure.rule("threshold"),
             owner_outcomes(a, i, m, S),
             threshold=0.5,
             direction=">",
@@ -277,14 +278,22 @@ def _group_findings(a: dict, i: int, S: int, K: int, label: str, seed) -> list[C
         for g, m in groups.items()
     }
     gaps = {
-        g: judge("mean_threshold", gap_per_seed(a, i, m), threshold=0.0, direction=">")
+        g: judge(
+            gap_measure.rule("threshold"),
+            gap_per_seed(a, i, m),
+            threshold=0.0,
+            direction=">",
+            rng=generator(seed, "gauge_gap", D, g),
+        )
         for g, m in groups.items()
     }
     every = {g: [c for c, x in zip(cells, m) if x] for g, m in groups.items()}
     out = []
-    for kind, readings in (("owner_rate", rates), ("gauge_gap", gaps)):
+    for kind, readings, measure in (
+        ("owner_rate", rates, rate_measure),
+        ("gauge_gap", gaps, gap_measure),
+    ):
         primary = readings["all configurations"]
-        power_at, why = no_paper_value(primary)
         words = "; ".join(f"{g}: {j.verdict}" for g, j in readings.items())
         if kind == "owner_rate":
             k = int(np.sum(primary.values))
@@ -307,33 +316,18 @@ def _group_findings(a: dict, i: int, S: int, K: int, label: str, seed) -> list[C
                 "under Adam)"
             )
             expected = "log gap > 0 (gradient flow: about log D^2)"
-        detail = {
-            g: {
-                "estimate": j.estimate,
-                "interval": [j.low, j.high],
-                "n": j.n,
-                "threshold": j.threshold,
-                "direction": j.direction,
-                "verdict": j.verdict,
-                "rule": j.rule,
-                "per_seed": j.values,
-                "cells": every[g],
-            }
-            for g, j in readings.items()
-        }
         out.append(
             judged(
                 f"finding:{kind}:D{D}",
                 statement,
                 primary,
+                measure=measure,
                 readings=readings,
-                paper_value=power_at,
                 expected=expected,
                 extra={
                     "provisional": label or None,
                     "cells": cells,
-                    "reading_detail": detail,
-                    **why,
+                    "reading_cells": every,
                 },
             )
         )

@@ -10,11 +10,12 @@ from pathlib import Path
 import numpy as np
 
 from ...adam import READING_SUMS
-from ...harness import Claim, judged, no_paper_value
-from ...stats import judge
+from ...harness import Claim, judged
+from ...stats import RULES, generator, judge, measure_of
 from ._grid import cell_table, diverged_cells, protocol_statistics
 from ._protocol import (
     CONVENTIONS,
+    FINDING_MEASURES,
     PRIMARY_READING,
     PROTOCOL,
     REFERENCE_TOL,
@@ -69,9 +70,11 @@ READING_ORDER = tuple(f"{r}/{c}" for r in ("current", "memory") for c in CONVENT
 convention (``PROTOCOL.md`` sections 2, 3); ``current/squared`` is listed first."""
 
 
-def _judgements(group: list[dict]) -> dict:
-    """``{reading: Judgement}`` of one finding: ``mean_threshold`` on the per-seed values of
-    every sign reading and share convention (one reading where the measure depends on neither)."""
+def _judgements(group: list[dict], rule: str, seed, fid: str) -> dict:
+    """``{reading: Judgement}`` of one finding: ``rule`` (its measure's, ``mean_threshold``) on
+    the per-seed values of every sign reading and share convention (one reading where the
+    measure depends on neither). A randomised rule (a median rule) draws from the run's
+    analysis ``seed``, the finding's id and the reading."""
     out = {}
     for stat in group:
         for c in CONVENTIONS:
@@ -79,13 +82,14 @@ def _judgements(group: list[dict]) -> dict:
             name = "as judged" if stat["reading"] == "both" else f"{stat['reading']}/{c}"
             if name in out:
                 continue
+            rng = generator(seed, "beta_grid", fid, name) if RULES[rule].randomised else None
             out[name] = judge(
-                "mean_threshold", x["per_seed"], threshold=x["threshold"], direction=x["direction"]
+                rule, x["per_seed"], threshold=x["threshold"], direction=x["direction"], rng=rng
             )
     return out
 
 
-def findings_of(task: str, statistics: list[dict], label: str, diverged: list[str]) -> list:
+def findings_of(task: str, statistics: list[dict], label: str, diverged: list[str], seed) -> list:
     """The protocol's statistics of ``task`` as findings: one per claim, region (and match),
     judged under every documented reading (:data:`READING_ORDER`); the verdict is the readings'
     common one, or "depends on the reading"."""
@@ -95,7 +99,9 @@ def findings_of(task: str, statistics: list[dict], label: str, diverged: list[st
     out = []
     for fid, group in groups.items():
         stat = group[0]
-        readings = _judgements(group)
+        measure = measure_of(FINDING_MEASURES, fid)
+        rule = measure.rule("threshold")
+        readings = _judgements(group, rule, seed, fid)
         primary = readings.get(PRIMARY_READING, next(iter(readings.values())))
         words = _STATEMENTS[stat["claim"]].format(
             t=primary.threshold, region=stat["region"], match=stat.get("match", "")
@@ -108,32 +114,17 @@ def findings_of(task: str, statistics: list[dict], label: str, diverged: list[st
             if several
             else "the update does not depend on the reading"
         )
-        power_at, why = no_paper_value(primary)
         statement = (
             f"{label + ': ' if label else ''}{task} ({TASK_KINDS[task]}): {words} "
-            f"[{n} cell{'s' if n != 1 else ''}; mean_threshold over seeds; judged under "
+            f"[{n} cell{'s' if n != 1 else ''}; {rule} over seeds; judged under "
             f"{how}; the paper gives no value]"
         )
-        detail = {
-            k: {
-                "estimate": j.estimate,
-                "interval": [j.low, j.high],
-                "threshold": j.threshold,
-                "direction": j.direction,
-                "verdict": j.verdict,
-                "rule": j.rule,
-                "per_seed": j.values,
-            }
-            for k, j in readings.items()
-        }
         extra = {
             "region": stat["region"],
             "cells": stat["cells"],
-            "reading_detail": detail,
             "diverged_cells": diverged,
             "provisional": label or None,
             "protocol": PROTOCOL,
-            **why,
         }
         if "match" in stat:
             extra["match"] = stat["match"]
@@ -142,8 +133,8 @@ def findings_of(task: str, statistics: list[dict], label: str, diverged: list[st
                 fid,
                 statement,
                 primary,
+                measure=measure,
                 readings=readings if several else None,
-                paper_value=power_at,
                 extra=extra,
             )
         )
@@ -158,6 +149,7 @@ def analyse_grid(
     results: list[dict],
     *,
     label: str,
+    seed,
 ):
     """Arrays, claims (checks, then the findings per task) and diagnostics of a grid run:
     ``runs``/``per_run`` one per copy (:func:`expand`), ``tasks``/``results`` the batched tasks
@@ -169,7 +161,7 @@ def analyse_grid(
     diagnostics: dict = {"protocol": PROTOCOL, "provisional": label or None, "per_task": {}}
     for name in table["tasks"]:
         diverged = diverged_cells(table, name)
-        found = findings_of(name, protocol_statistics(table, name), label, diverged)
+        found = findings_of(name, protocol_statistics(table, name), label, diverged, seed)
         claims += found
         arrays[f"{name}__verdicts"] = np.array(
             [VERDICT_CODES[c.verdict] for c in found], dtype=np.int8

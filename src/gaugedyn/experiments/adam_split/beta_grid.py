@@ -49,7 +49,7 @@ from ...harness import configuration_label as _protocol_label
 from ._controls import grid_controls
 from ._figures import plot_heatmaps, plot_update_norms, plot_verdicts
 from ._grid_analysis import analyse_grid, expand
-from ._protocol import PROTOCOL, REFERENCE_SETS, TASKS, copies_of
+from ._protocol import FINDING_MEASURES, PROTOCOL, REFERENCE_SETS, TASKS, copies_of
 
 FULL_KEYS = ("tasks", "beta1s", "beta2s", "seeds", "steps", "lr", "skip")
 
@@ -81,6 +81,7 @@ class BetaGrid(Experiment):
         "both share conventions, findings with seed intervals under a fixed protocol."
     )
     label_keys = FULL_KEYS
+    measures = FINDING_MEASURES
     params = {
         "tasks": Param(
             list,
@@ -242,6 +243,7 @@ class BetaGrid(Experiment):
             tasks,
             [dict(r) for r in results],
             label=configuration_label(config),
+            seed=seed,
         )
 
     def plot(self, arrays, config, outdir):

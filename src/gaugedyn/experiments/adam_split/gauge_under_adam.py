@@ -43,7 +43,7 @@ from ...harness import Choice, Experiment, Param, configuration_label
 from ._controls import gauge_controls
 from ._figures import plot_alignment, plot_lag_shares, plot_owner_gap, plot_share_trajectories
 from ._gauge_analysis import analyse_cells, split_cells
-from ._protocol import GAUGES, cell_tasks
+from ._protocol import FINDING_MEASURES, GAUGES, cell_tasks
 
 LABEL_KEYS = ("dims", "betas", "seeds", "steps", "lr", "batch", "copies", "scale", "threshold")
 
@@ -72,6 +72,7 @@ class GaugeUnderAdam(Experiment):
         "gauge gap in specialization time and each neuron's lag share, with intervals"
     )
     label_keys = LABEL_KEYS
+    measures = FINDING_MEASURES
     params = {
         "dims": Param(
             list,

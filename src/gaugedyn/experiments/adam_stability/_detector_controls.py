@@ -26,8 +26,12 @@ known answers:
 :func:`._bisect.row_edges`, and :func:`._spike_analysis.slope_judgement`): at the
 configuration's rows, coarse grid, seeds and bisection width, seeds drawn spiky with a
 probability logistic in ``log c`` around a known boundary ``c_b = C a^3`` (edges found within
-the bisection width and 0.05 decades, each covered by its interval; slope 3 within 0.1) and
-around a flat boundary (slope 0 within 0.1); seeds never, and always, spiky give no edge.
+the bisection width and 0.05 decades, each covered by its interval) and around a flat boundary;
+seeds never, and always, spiky give no edge. The slope fit is judged as the findings are (the
+slope rule of ``spike_boundary.cubic_quadratic``'s declared measure) on bisected edges of rows
+(at least :data:`SLOPE_ROWS`, the rule's fewest) spread over the part of the configuration's
+``a`` range where the boundary lies one cell inside the grid: the fit must resolve (HELD in a
+band wide enough to hold any slope) and recover slope 3, or 0, within 0.1.
 """
 
 from __future__ import annotations
@@ -365,6 +369,23 @@ def boundary_map(a, c, C: float, slope: float, width: float = 0.05) -> np.ndarra
     return 1.0 / (1.0 + np.exp(np.clip(z, -50, 50)))
 
 
+SLOPE_ROWS = 6
+"""The fewest rows of the slope controls' maps: the slope rule's minimum (4 residual degrees of
+freedom and a lack-of-fit test)."""
+
+
+def slope_rows(a, c, C: float, slope: float) -> np.ndarray:
+    """Rows for a slope control: ``max(len(a), SLOPE_ROWS)`` values of ``a``, evenly spaced in
+    ``log a`` over the part of ``[min a, max a]`` where ``c_b = C a^slope`` lies between the
+    second and the second-to-last ``c`` (so every row's edge is inside the grid)."""
+    a, c = np.sort(np.asarray(a, float)), np.sort(np.asarray(c, float))
+    lo, hi = math.log10(a[0]), math.log10(a[-1])
+    if slope != 0:
+        ends = sorted((math.log10(v) - math.log10(C)) / slope for v in (c[1], c[-2]))
+        lo, hi = max(lo, ends[0]), min(hi, ends[1])
+    return np.logspace(lo, hi, max(a.size, SLOPE_ROWS))
+
+
 def oracle(a, C: float, slope: float, seeds: int, width: float, seed: int = 0):
     """An ``evaluate`` for :func:`._bisect.scan_rows`: each seed of a cell ``(a[row], c)`` is
     spiky with probability ``1 / (1 + exp((log10 c - log10 c_b) / width))``, ``c_b = C
@@ -398,8 +419,8 @@ def boundary_controls(config: dict, finder=None, fit=None) -> list[Control]:
     lc = np.log10(c)
     mid_a, mid_c = math.sqrt(a.min() * a.max()), 0.5 * (lc[0] + lc[-1])
 
-    def edges_of(C, slope, width=BOUNDARY_WIDTH):
-        r = scan_rows(a, c, oracle(a, C, slope, seeds, width), decades)
+    def edges_of(C, slope, width=BOUNDARY_WIDTH, rows=a):
+        r = scan_rows(rows, c, oracle(rows, C, slope, seeds, width), decades)
         return np.asarray(finder(c, r["status"], r["bisect_c"], r["bisect_status"], 0), float)
 
     def boundary(slope):
@@ -416,9 +437,12 @@ def boundary_controls(config: dict, finder=None, fit=None) -> list[Control]:
         return {"worst_decades": float(np.max(err)), "covered": int(covered.sum())}, bool(ok)
 
     def fitted(s):
-        e, _ = boundary(s)
-        j = fit(a, e[:, 0], (-100.0, 100.0))
-        return float(j.estimate), abs(float(j.estimate) - s) <= 0.1
+        C = 10 ** (mid_c - s * math.log10(mid_a))
+        rows = slope_rows(a, c, C, s)
+        e = edges_of(C, s, rows=rows)[:, 0]
+        j = fit(rows, e, (-100.0, 100.0), "spike_boundary.cubic_quadratic")
+        ok = j.verdict == "HELD" and abs(float(j.estimate) - s) <= 0.1
+        return f"{float(j.estimate):.4g} ({j.verdict}{': ' + j.reason if j.reason else ''})", ok
 
     def no_edge(p):
         e = edges_of(1.0, 0.0, width=1e-9) if p == 1.0 else edges_of(1e-30, 0.0, width=1e-9)
@@ -463,7 +487,8 @@ def _boundary_list(grid, decades, known_edges, no_edge, fitted) -> list[Control]
             "boundary.slope",
             "boundary slope fit (slope_band)",
             "positive",
-            f"on {grid}, the bisected edges of a cubic boundary: fitted slope within 0.1 of 3",
+            f"on {grid}, the bisected edges of a cubic boundary in at least {SLOPE_ROWS} rows "
+            "inside it: the fit resolves, slope within 0.1 of 3",
             "the fit recovers a known slope",
             lambda: fitted(3.0),
         ),
@@ -471,7 +496,8 @@ def _boundary_list(grid, decades, known_edges, no_edge, fitted) -> list[Control]
             "boundary.flat",
             "boundary slope fit (slope_band)",
             "negative",
-            f"on {grid}, the bisected edges of a flat boundary: fitted slope within 0.1 of 0",
+            f"on {grid}, the bisected edges of a flat boundary in at least {SLOPE_ROWS} rows "
+            "inside it: the fit resolves, slope within 0.1 of 0",
             "a boundary that does not move reads no slope",
             lambda: fitted(0.0),
         ),

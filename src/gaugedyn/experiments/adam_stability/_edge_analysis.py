@@ -14,6 +14,7 @@ from ._protocol import (
     CURVATURE_BAND,
     EDGE_FRACTION,
     EXPONENT_MARGIN,
+    FINDING_MEASURES,
     LANCZOS_TOL,
     REVERSAL_COS,
     REVERSAL_MIN,
@@ -86,11 +87,21 @@ def freeze_readout(r: dict, task: dict) -> dict:
     return out
 
 
-def _j(rule, *values, threshold, direction=None):
-    return stats.judge(rule, *values, threshold=threshold, direction=direction)
+def _j(seed, fid, form, *values, threshold, direction=None):
+    """The finding ``fid`` judged by the rule its declared measure chooses for ``form`` (a
+    randomised rule's draw from the run's analysis ``seed`` and the finding's id)."""
+    rule = stats.measure_of(FINDING_MEASURES, fid).rule(form)
+    rng = stats.generator(seed, fid)
+    return stats.judge(rule, *values, threshold=threshold, direction=direction, rng=rng)
 
 
-def _cell_findings(cell: str, ws) -> list[Claim]:
+def _finding(fid: str, statement: str, j, **extra) -> Claim:
+    return judged(
+        fid, statement, j, measure=stats.measure_of(FINDING_MEASURES, fid), extra=extra or None
+    )
+
+
+def _cell_findings(cell: str, ws, seed) -> list[Claim]:
     col = {
         k: np.array([w.get(k, np.nan) for w in ws], float)
         for k in (
@@ -106,57 +117,60 @@ def _cell_findings(cell: str, ws) -> list[Claim]:
     }
     n = len(ws)
     out = []
-    jr = _j("equivalence", col["ratio"], threshold=CURVATURE_BAND)
+    fid = f"adam_edge.active_curvature_at_threshold:{cell}"
+    jr = _j(seed, fid, "inside", col["ratio"], threshold=CURVATURE_BAND)
     out.append(
-        judged(
-            f"adam_edge.active_curvature_at_threshold:{cell}",
-            f"{cell}: per-seed median of lr kappa_g / thr in the edge window, mean "
-            f"{jr.estimate:.3g} (95% [{jr.low:.3g}, {jr.high:.3g}], {n} edge runs); "
-            f"claim inside {CURVATURE_BAND}",
+        _finding(
+            fid,
+            f"{cell}: per-seed median of lr kappa_g / thr in the edge window, centre "
+            f"{jr.estimate:.3g} (95% [{jr.low:.3g}, {jr.high:.3g}], {n} edge runs, "
+            f"{jr.rule}); claim inside {CURVATURE_BAND}",
             jr,
-            paper_value=1.0,
         )
     )
-    ad = _j("equivalence", col["adaptive"], threshold=STAY_BAND)
+    fid = f"adam_edge.adaptive_stays_on_edge:{cell}"
+    ad = _j(seed, fid, "inside", col["adaptive"], threshold=STAY_BAND)
     ar = 10 ** np.array([ad.estimate, ad.low, ad.high])
     out.append(
-        judged(
-            f"adam_edge.adaptive_stays_on_edge:{cell}",
+        _finding(
+            fid,
             f"{cell}: per seed, the median of lr S / thr over the Lanczos steps at least one "
             f"memory time 1/(1 - beta2) after the edge; geometric mean {ar[0]:.3g} (95% "
             f"[{ar[1]:.3g}, {ar[2]:.3g}], {ad.n} seeds); claim within a factor 1.25 of 1",
             ad,
-            paper_value=0.0,
         )
     )
     if np.isfinite(col["exponent"]).any():
-        out.append(_exponent_finding(cell, col["exponent"], col["wall"]))
-    rv = _j("mean_threshold", col["reversal"], threshold=REVERSAL_MIN, direction=">")
+        out.append(_exponent_finding(cell, col["exponent"], col["wall"], seed))
+    fid = f"adam_edge.gradient_reversal:{cell}"
+    rv = _j(seed, fid, "threshold", col["reversal"], threshold=REVERSAL_MIN, direction=">")
     before = float(np.nanmean(col["reversal_before"]))
     out.append(
-        judged(
-            f"adam_edge.gradient_reversal:{cell}",
+        _finding(
+            fid,
             f"{cell}: share of window steps with cos(g_t, g_t-1) < {REVERSAL_COS:g}: "
             f"{rv.estimate:.3g} (95% [{rv.low:.3g}, {rv.high:.3g}]; before the edge "
             f"{before:.3g}); claim > {REVERSAL_MIN:g}",
             rv,
-            extra={"before_edge": before},
+            before_edge=before,
         )
     )
-    lo = _j("mean_threshold", col["lower"], threshold=0.0, direction="<")
+    fid = f"adam_edge.averaging_lowers:{cell}"
+    lo = _j(seed, fid, "threshold", col["lower"], threshold=0.0, direction="<")
     out.append(
-        judged(
-            f"adam_edge.averaging_lowers:{cell}",
+        _finding(
+            fid,
             f"{cell}: mean log(L_ema / L) in the window {lo.estimate:.3g} (95% "
             f"[{lo.low:.3g}, {lo.high:.3g}]); claim < 0",
             lo,
         )
     )
-    sm = _j("mean_threshold", col["smooth"], threshold=1.0, direction="<")
+    fid = f"adam_edge.averaging_smooths:{cell}"
+    sm = _j(seed, fid, "threshold", col["smooth"], threshold=1.0, direction="<")
     out.append(
-        judged(
-            f"adam_edge.averaging_smooths:{cell}",
-            f"{cell}: period-2 component of log L, averaged over raw iterate, "
+        _finding(
+            fid,
+            f"{cell}: period-2 component of log L, averaged over raw iterate ({sm.rule}), "
             f"{sm.estimate:.3g} (95% [{sm.low:.3g}, {sm.high:.3g}]); claim < 1",
             sm,
         )
@@ -164,7 +178,7 @@ def _cell_findings(cell: str, ws) -> list[Claim]:
     return out
 
 
-def _exponent_finding(cell: str, values: np.ndarray, wall=None) -> Claim:
+def _exponent_finding(cell: str, values: np.ndarray, wall, seed) -> Claim:
     """``core_wall_exponent:cell``: per seed, the median effective exponent of the loss along
     the Adam update in the edge window; a cross-entropy loss: median > 2; a mean-squared one:
     median < 2 + EXPONENT_MARGIN (``median_threshold``). Beside it, the median over seeds of
@@ -175,20 +189,21 @@ def _exponent_finding(cell: str, values: np.ndarray, wall=None) -> Claim:
     wall_med = float(np.median(w)) if w.size else math.nan
     ce = cell.startswith("ce")
     thr, direction = (2.0, ">") if ce else (2.0 + EXPONENT_MARGIN, "<")
-    j = _j("median_threshold", values, threshold=thr, direction=direction)
+    fid = f"adam_edge.core_wall_exponent:{cell}"
+    j = _j(seed, fid, "threshold", values, threshold=thr, direction=direction)
     claim = (
         "exceeds 2 (superquadratic at the scale of an update)"
         if ce
         else (f"does not exceed 2 (below {thr:g})")
     )
-    return judged(
-        f"adam_edge.core_wall_exponent:{cell}",
+    return _finding(
+        fid,
         f"{cell}: effective exponent of the loss along the Adam update, fitted over 1/32 to 1 "
         f"update around the line minimum (per seed the median over the edge window): median "
         f"{j.estimate:.3g} (95% [{j.low:.3g}, {j.high:.3g}], {j.n} seeds; median distance "
         f"to the wall {wall_med:.3g} updates); claim: it {claim}",
         j,
-        extra={"wall": wall_med},
+        wall=wall_med,
     )
 
 
@@ -257,7 +272,7 @@ def _run_record(t: dict, r: dict, arrays: dict, diag: dict) -> tuple[dict, dict]
     return w, fr
 
 
-def _freeze_findings(cell: str, fractions, frs: list[dict], memory: float) -> list[Claim]:
+def _freeze_findings(cell: str, fractions, frs: list[dict], memory: float, seed) -> list[Claim]:
     """``frozen_before_edge_later:cell:f``: per freeze fraction, the per-seed censored delay
     (steps) by which the copy with ``v`` frozen there reaches the edge after the adaptive run
     has median > 0 (``median_threshold``, sign test); one memory time beside it."""
@@ -266,10 +281,11 @@ def _freeze_findings(cell: str, fractions, frs: list[dict], memory: float) -> li
         d = np.array([x["delay"][k] for x in frs], float)
         never = int(sum(not x["reached"][k] for x in frs if np.isfinite(x["delay"][k])))
         left = int(np.sum(~np.isfinite(d)))
-        j = _j("median_threshold", d, threshold=0.0, direction=">")
+        fid = f"adam_edge.frozen_before_edge_later:{cell}:f{f:g}"
+        j = _j(seed, fid, "threshold", d, threshold=0.0, direction=">")
         out.append(
-            judged(
-                f"adam_edge.frozen_before_edge_later:{cell}:f{f:g}",
+            _finding(
+                fid,
                 f"{cell}: with v frozen at {f:g} of the threshold (before the edge), the copy "
                 f"reaches the edge (lr S >= {EDGE_FRACTION:g} thr) a median {j.estimate:.4g} "
                 f"steps after the adaptive run (95% [{j.low:.4g}, {j.high:.4g}], {j.n} seeds; "
@@ -278,21 +294,23 @@ def _freeze_findings(cell: str, fractions, frs: list[dict], memory: float) -> li
                 f"never on it; one memory time is {memory:.4g} steps); claim: later (> 0): "
                 "the feedback through v drives the sharpness to the edge",
                 j,
-                extra={"never": never, "left_out": left, "memory": memory},
+                never=never,
+                left_out=left,
+                memory=memory,
             )
         )
     return out
 
 
-def time_slope(b2s, times):
-    """The ``slope_threshold`` judgement (claim < 0) of the least-squares slope of ``log t_e``
-    on ``log(1 - beta2)`` over the runs with an edge (``t_e > 0``)."""
+def time_slope(b2s, times, fid: str = "adam_edge.time_to_edge_grows_with_memory:*"):
+    """The judgement (claim < 0; the rule ``fid``'s declared measure chooses, a slope rule) of
+    the least-squares slope of ``log t_e`` on ``log(1 - beta2)`` over the runs with an edge
+    (``t_e > 0``)."""
     c = 1.0 - np.asarray(b2s, float)
     t = np.asarray(times, float)
     ok = t > 0
-    return stats.judge(
-        "slope_threshold", np.log(c[ok]), np.log(t[ok]), threshold=0.0, direction="<"
-    )
+    rule = stats.measure_of(FINDING_MEASURES, fid).rule("threshold")
+    return stats.judge(rule, np.log(c[ok]), np.log(t[ok]), threshold=0.0, direction="<")
 
 
 def _time_to_edge_finding(cell: str, b2s: np.ndarray, times: np.ndarray) -> Claim:
@@ -301,20 +319,21 @@ def _time_to_edge_finding(cell: str, b2s: np.ndarray, times: np.ndarray) -> Clai
     c = 1.0 - np.asarray(b2s, float)
     t = np.asarray(times, float)
     ok = t > 0
-    j = time_slope(b2s, times)
+    fid = f"adam_edge.time_to_edge_grows_with_memory:{cell}"
+    j = time_slope(b2s, times, fid)
     per = {
         f"{1 - x:g}": float(np.median(t[ok & (c == 1 - x)])) if np.any(ok & (c == 1 - x)) else None
         for x in sorted(set(np.asarray(b2s, float)))
     }
-    return judged(
-        f"adam_edge.time_to_edge_grows_with_memory:{cell}",
+    return _finding(
+        fid,
         f"{cell}: the adaptive run's time to the edge (first Lanczos step after {STARTUP} on "
         f"lr S >= {EDGE_FRACTION:g} thr) against 1 - beta2 in {sorted(per)}: slope of "
         f"log t_e on log(1 - beta2) {j.estimate:.3g} (95% [{j.low:.3g}, {j.high:.3g}], {j.n} "
         f"runs with an edge of {t.size}; median t_e per 1 - beta2: {per}); claim < 0: the "
         "edge is reached on v's memory time (-1: in proportion to it)",
         j,
-        extra={"median_time": per},
+        median_time=per,
     )
 
 
@@ -343,7 +362,7 @@ def analyse(tasks, results, seed, separation: float = SEPARATION):
     arrays["run_keys"] = np.array(list(diag["runs"]))
     arrays["quadratic_beta1s"] = np.array(sorted(quad))
     for b1, vals in sorted(quad.items()):
-        claims.append(_separation_claim(b1, vals, separation))
+        claims.append(_separation_claim(b1, vals, separation, seed))
     series: dict = {}
     for (loss, lr, b1, b2), runs in cells.items():
         cell = f"{loss}:lr{lr:g}:b{b1:g}:b2{b2:g}"
@@ -363,9 +382,9 @@ def analyse(tasks, results, seed, separation: float = SEPARATION):
                 )
             )
         if ws:
-            claims += _cell_findings(cell, ws)
+            claims += _cell_findings(cell, ws, seed)
         fractions = runs[0][0].get("freeze_fractions", [])
-        claims += _freeze_findings(cell, fractions, [fr for *_, fr in runs], 1 / (1 - b2))
+        claims += _freeze_findings(cell, fractions, [fr for *_, fr in runs], 1 / (1 - b2), seed)
         s = series.setdefault((loss, lr, b1), ([], []))
         s[0].extend([b2] * len(runs))
         s[1].extend(fr["time_to_edge"] for *_, fr in runs)
@@ -375,17 +394,18 @@ def analyse(tasks, results, seed, separation: float = SEPARATION):
     return arrays, claims, diag
 
 
-def _separation_claim(b1: float, vals, factor: float) -> Claim:
+def _separation_claim(b1: float, vals, factor: float, seed) -> Claim:
     """``quadratic_separates:b``: the per-seed median ``log10(S / kappa_g)`` exceeds
-    ``log10 factor`` (``mean_threshold``)."""
-    j = _j("mean_threshold", vals, threshold=math.log10(factor), direction=">")
-    return judged(
-        f"adam_edge.quadratic_separates:b{b1:g}",
+    ``log10 factor`` (the rule of its declared measure)."""
+    fid = f"adam_edge.quadratic_separates:b{b1:g}"
+    j = _j(seed, fid, "threshold", vals, threshold=math.log10(factor), direction=">")
+    return _finding(
+        fid,
         f"diagonal quadratic, beta1 = {b1:g}: median over the second half of log10(S / "
         f"kappa_g) {j.estimate:.3g} (95% [{j.low:.3g}, {j.high:.3g}], {j.n} seeds): the "
         f"preconditioned sharpness is {10**j.estimate:.3g} times the active curvature; claim: "
         f"significantly more than {factor:g} times (log10 > {math.log10(factor):.3g}; the "
         "factor a declared set-up constant)",
         j,
-        extra={"factor": factor},
+        factor=factor,
     )

@@ -18,6 +18,7 @@ from ._protocol import (
     C_SHIFT,
     CHECK_TOL,
     CODES,
+    FINDING_MEASURES,
     NOT_SIMULATED,
     ROWSETS,
     STARTS,
@@ -52,8 +53,18 @@ def _rows(a, rowset):
     return a <= BETA1_ROWS * (1 + 1e-9) if rowset == ROWSETS[0] else np.ones(a.size, bool)
 
 
-def slope_judgement(a, cb, band):
-    return stats.judge("slope_band", np.log(a), np.log(cb), threshold=band)
+def _rule(fid: str, form: str) -> str:
+    """The rule the finding's declared measure chooses for a claim of ``form``."""
+    return stats.measure_of(FINDING_MEASURES, fid).rule(form)
+
+
+def _rng(seed, fid: str, *labels):
+    """A median rule's generator: the run's analysis seed, the finding's id and the reading."""
+    return stats.generator(seed, "spike_boundary", fid, *labels)
+
+
+def slope_judgement(a, cb, band, fid):
+    return stats.judge(_rule(fid, "inside"), np.log(a), np.log(cb), threshold=band)
 
 
 def analyse(tasks, results, seed):
@@ -112,7 +123,7 @@ def analyse(tasks, results, seed):
     if len(task_names) >= 2 and all(
         np.array_equal(a_of[n], a_of[task_names[0]]) for n in task_names
     ):
-        claims.append(_tasks_C_claim(task_names, a_of, edges))
+        claims.append(_tasks_C_claim(task_names, a_of, edges, seed))
     level = _level(a_of, edges)
     arrays |= _theory_arrays(one_d, level)
     return arrays, claims, diag
@@ -172,9 +183,11 @@ def _task_claim(name, a, edges, task_edges=None):
         key=lambda x: (x != _primary_rise(task_edges, name), x),
     )
 
+    fid = f"spike_boundary.linear_on_tasks:{name}"
+
     def one(window, rise=None):
         cb = edges[(name, window, "init")] if rise is None else task_edges[(name, window, rise)]
-        return slope_judgement(a, cb, BANDS["linear"])
+        return slope_judgement(a, cb, BANDS["linear"], fid)
 
     factors: dict = {"window": WINDOWS}
     if rises:
@@ -188,14 +201,14 @@ def _task_claim(name, a, edges, task_edges=None):
     C = {w: task_C(a, edges[(name, w, "init")]) for w in WINDOWS}
     Cw = "; ".join(f"{w} {v[0]:.3g} [{v[1]:.3g}, {v[2]:.3g}]" for w, v in C.items())
     return judged(
-        f"spike_boundary.linear_on_tasks:{name}",
+        fid,
         f"{name}: the spike boundary is linear: slope ({primary}) {j.estimate:.3g} "
         f"(95% [{j.low:.3g}, {j.high:.3g}], {n_rows} rows with an edge); claim slope "
         f"in {BANDS['linear']}; other readings: {beside}; C = c_b / (1 - beta1) "
         f"(geometric mean over rows, 95%): {Cw}",
         j,
+        measure=stats.measure_of(FINDING_MEASURES, fid),
         readings=js,
-        paper_value=1.0,
         extra={
             "slopes": {k: [v.estimate, v.low, v.high] for k, v in js.items()},
             "C": C,
@@ -222,25 +235,30 @@ def task_C(a, cb) -> list[float]:
     return [float(10**j.estimate), float(10**j.low), float(10**j.high)]
 
 
-def _tasks_C_claim(names, a_of, edges):
+def _tasks_C_claim(names, a_of, edges, seed):
     """``C_differs_between_tasks``: per row, ``log C`` of the second task minus the first's
     outside [-C_SHIFT, C_SHIFT] (``relevant_difference``), under both windows."""
     first, second = names[0], names[1]
     a = a_of[first]
 
+    fid = "spike_boundary.C_differs_between_tasks"
+
     def one(window):
         d = np.log(edges[(second, window, "init")] / edges[(first, window, "init")])
-        return stats.judge("relevant_difference", d, threshold=(-C_SHIFT, C_SHIFT))
+        return stats.judge(
+            _rule(fid, "outside"), d, threshold=(-C_SHIFT, C_SHIFT), rng=_rng(seed, fid, window)
+        )
 
     primary, js = readings(one, {"window": WINDOWS})
     j = js[primary]
     return judged(
-        "spike_boundary.C_differs_between_tasks",
+        fid,
         f"per row 1 - beta1 ({', '.join(f'{v:g}' for v in a)}), log C({second}) - "
         f"log C({first}) = {j.estimate:.3g} (95% [{j.low:.3g}, {j.high:.3g}], {j.n} "
         f"rows with an edge on both, {primary}); claim: C depends on the task, "
         f"outside [-{C_SHIFT:g}, {C_SHIFT:g}]",
         j,
+        measure=stats.measure_of(FINDING_MEASURES, fid),
         readings=js,
     )
 
@@ -265,10 +283,10 @@ def _edge(edges, name, window, start):
     return edges[(name, window, start.removesuffix(" start"))]
 
 
-def _slope_claim(cid, what, name, a, edges, band, paper):
+def _slope_claim(cid, what, name, a, edges, band):
     def one(window, rows, start):
         keep = _rows(a, rows)
-        return slope_judgement(a[keep], _edge(edges, name, window, start)[keep], band)
+        return slope_judgement(a[keep], _edge(edges, name, window, start)[keep], band, cid)
 
     primary, js = readings(one, _factors())
     j = js[primary]
@@ -282,8 +300,8 @@ def _slope_claim(cid, what, name, a, edges, band, paper):
         f"{j.high:.3g}], {n_rows} rows); claim slope in ({band[0]:g}, {band[1]:g}); "
         f"other readings: {beside}",
         j,
+        measure=stats.measure_of(FINDING_MEASURES, cid),
         readings=js,
-        paper_value=paper,
         extra={"slopes": {k: [v.estimate, v.low, v.high] for k, v in js.items()}},
     )
 
@@ -299,7 +317,6 @@ def _findings(names, a_of, edges, seed):
                 a_of["n2"],
                 edges,
                 BANDS["cubic"],
-                3.0,
             )
         )
         out.append(_level_claim(a_of["n2"], edges))
@@ -313,7 +330,6 @@ def _findings(names, a_of, edges, seed):
                 a_of[f"n{n:g}"],
                 edges,
                 BANDS["linear"],
-                1.0,
             )
         )
     if len(big) >= 2:
@@ -323,7 +339,13 @@ def _findings(names, a_of, edges, seed):
         def one(window, rows, start):
             keep = _rows(a, rows)
             d = np.log(_edge(edges, hi, window, start) / _edge(edges, lo, window, start))[keep]
-            return stats.judge("relevant_difference", d, threshold=(-C_SHIFT, C_SHIFT))
+            fid = "spike_boundary.C_moves_with_n"
+            return stats.judge(
+                _rule(fid, "outside"),
+                d,
+                threshold=(-C_SHIFT, C_SHIFT),
+                rng=_rng(seed, fid, window, rows, start),
+            )
 
         primary, js = readings(one, _factors())
         j = js[primary]
@@ -335,6 +357,7 @@ def _findings(names, a_of, edges, seed):
                 f"{j.high:.3g}], {j.n} rows, {primary}); claim outside "
                 f"[-{C_SHIFT:g}, {C_SHIFT:g}]",
                 j,
+                measure=stats.measure_of(FINDING_MEASURES, "spike_boundary.C_moves_with_n"),
                 readings=js,
             )
         )

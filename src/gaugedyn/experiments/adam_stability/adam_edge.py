@@ -18,6 +18,7 @@ from ._edge_controls import freeze_controls, readout_controls
 from ._figures import edge_curvature
 from ._protocol import (
     EDGE_FRACTION,
+    FINDING_MEASURES,
     FREEZE_FRACTIONS,
     LOSSES,
     SEPARATION,
@@ -34,6 +35,7 @@ class AdamEdge(Experiment):
         "the frozen-v control, active curvature against 2(1+beta1)/(1-beta1), the "
         "diagonal quadratic, gradient reversal and iterate averaging"
     )
+    measures = FINDING_MEASURES
     params = {
         "losses": Param(
             list,

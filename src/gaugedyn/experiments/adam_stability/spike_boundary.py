@@ -22,6 +22,7 @@ from ._protocol import (
     BLOCK_MIN_CHOICES,
     BLOCKS_PER_HORIZON_CHOICES,
     CHECK_CELLS,
+    FINDING_MEASURES,
     RISE_RANGE,
     SETTLE,
     STARTS,
@@ -44,6 +45,7 @@ class SpikeBoundary(Experiment):
         "full-batch tasks, settled and transient-inclusive, orbit and generic starts; "
         "fitted boundary slopes, C, and the level of the 1-D theory on the edge"
     )
+    measures = FINDING_MEASURES
     params = {
         "ns": Param(
             list,

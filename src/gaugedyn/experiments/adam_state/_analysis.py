@@ -33,7 +33,7 @@ import numpy as np
 from ... import stats
 from ...harness import Claim, judged
 from . import _calibration as sc
-from ._protocol import PAPER, PAPER_VALUE
+from ._protocol import FINDING_MEASURES, PAPER, PAPER_VALUE
 
 SUFFIX = {"heads": "", "probe": "_probe"}
 
@@ -81,11 +81,14 @@ class Builder:
         self.table[name] = [*iv]
         return iv
 
-    def _judge(self, pair, thr: float, direction: str, equivalence: bool):
+    def _judge(self, pair, thr: float, direction: str, equivalence: bool, measure, label: str):
         x, y = (np.asarray(v, dtype=float) for v in pair)
+        rng = self.rng(label)  # a randomised rule's draw (the median rules)
         if equivalence:
-            return stats.judge("equivalence", x - y, threshold=(-thr, thr))
-        return stats.judge("paired_difference", x, y, threshold=thr, direction=direction)
+            return stats.judge(measure.rule("inside"), x - y, threshold=(-thr, thr), rng=rng)
+        return stats.judge(
+            measure.rule("paired"), x, y, threshold=thr, direction=direction, rng=rng
+        )
 
     def add(
         self,
@@ -100,16 +103,21 @@ class Builder:
         table: str | None = None,
     ) -> None:
         """A finding on per-seed ``pairs = {reading: (x, y)}`` (the first reading primary):
-        ``equivalence`` of ``x - y`` inside ``(-thr, thr)``, else ``paired_difference`` of
-        ``x - y`` against ``thr``; every reading judged by the same rule."""
-        js = {name: self._judge(p, thr, direction, equivalence) for name, p in pairs.items()}
+        ``x - y`` inside ``(-thr, thr)`` (``equivalence``), else ``x - y`` against ``thr``, by
+        the rule its declared measure chooses (:data:`._protocol.FINDING_MEASURES`: ``equivalence`` or
+        ``paired_difference`` for a symmetric one); every reading judged by the same rule."""
+        fid = f"shared_representation.{id_}"
+        measure = stats.measure_of(FINDING_MEASURES, fid).at(paper_value)
+        js = {
+            name: self._judge(p, thr, direction, equivalence, measure, f"{fid} {name}")
+            for name, p in pairs.items()
+        }
         j = next(iter(js.values()))
         if table is not None:
             for name, jj in js.items():
                 self.table[table + SUFFIX.get(name, "")] = [jj.estimate, jj.low, jj.high]
         claim = f"inside +-{thr:g}" if equivalence else f"{direction} {thr:g}"
         expected = f"{claim} (paper: {paper})"
-        fid = f"shared_representation.{id_}"
         extra = {"paper": paper, "paper_value": paper_value}
         if self.unresolved:
             self.claims.append(
@@ -139,8 +147,8 @@ class Builder:
                 fid,
                 text,
                 j,
+                measure=measure,
                 readings=js if len(js) > 1 else None,
-                paper_value=paper_value,
                 expected=expected,
                 extra=extra,
             )

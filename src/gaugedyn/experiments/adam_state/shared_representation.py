@@ -21,7 +21,7 @@ from . import _calibration as sc
 from . import _controls as sk
 from . import _figures as sg
 from . import _stages as ss
-from ._protocol import EVALS, FULL_SEEDS, MEANINGS, STRENGTHS, TABLES
+from ._protocol import EVALS, FINDING_MEASURES, FULL_SEEDS, MEANINGS, STRENGTHS, TABLES
 
 DEFINITIONS = {
     "readout precision r_k": "1 - mean_n (y_k - z_k)^2 / Var z_k on the evaluation draw (Var z_k = 1)",
@@ -53,6 +53,7 @@ class SharedRepresentation(Experiment):
         "seeds, every table on disjoint confirmatory seeds"
     )
     definitions = DEFINITIONS
+    measures = FINDING_MEASURES
     params = {
         "acquisition": Param(
             (str, list),

@@ -39,9 +39,46 @@ def _check(id: str, statement: str, measured, expected, passed: bool, tolerance=
     )
 
 
-def _untestable() -> stats.Judgement:
-    """The every-cell rule on no data: UNRESOLVED (the reason goes with the finding)."""
-    return stats.judge("every_cell", np.empty((0, 1)), threshold=0.0, direction=">")
+def _rule(fid: str, form: str) -> str:
+    """The rule the finding's declared measure chooses for a claim of ``form``."""
+    return stats.measure_of(pc.FINDING_MEASURES, fid).rule(form)
+
+
+def _rng(seed, *labels) -> np.random.Generator:
+    """A generator from the run's analysis seed and ``labels`` (a median rule's draw)."""
+    return stats.generator(seed, "auxiliary", *labels)
+
+
+def _measure(fid: str, paper: float | None = None) -> stats.Measure:
+    return stats.measure_of(pc.FINDING_MEASURES, fid).at(paper)
+
+
+def _filled(js: dict, fid: str, form: str, threshold: Any, seed) -> dict:
+    """``js`` with each reading that gave no values (a word, its reason in the finding's
+    ``unresolved_readings``) judged by the finding's rule on no values: UNRESOLVED, with the rule
+    and the empty values stored so that the verdict recomputes."""
+    rule = _rule(fid, form)
+    cells = stats.RULES[rule].cells
+    direction = None if form == "inside" else (">" if form == "every_cell" else "<")
+    return {
+        k: v
+        if not isinstance(v, str)
+        else stats.judge(
+            rule,
+            np.empty((0, 1)) if cells else np.empty(0),
+            threshold=threshold,
+            direction=direction,
+            rng=_rng(seed, fid, k) if stats.RULES[rule].randomised else None,
+        )
+        for k, v in js.items()
+    }
+
+
+def _untestable(fid: str, rng: np.random.Generator) -> stats.Judgement:
+    """The finding's every-cell rule on no data: UNRESOLVED (the reason goes with the finding)."""
+    return stats.judge(
+        _rule(fid, "every_cell"), np.empty((0, 1)), threshold=0.0, direction=">", rng=rng
+    )
 
 
 def _tost_cells(values: np.ndarray, margin: float) -> np.ndarray:
@@ -135,11 +172,13 @@ def _relative(tasks, results, key: str) -> tuple[np.ndarray, list[str]]:
     return np.concatenate(cols, axis=1), names
 
 
-def closed_form(tasks, results) -> tuple[dict, list[Claim]]:
+def closed_form(tasks, results, seed) -> tuple[dict, list[Claim]]:
     claims = []
     d, names = _relative(tasks, results, "leading")
     margin = pc.CLOSED_FORM_TOLERANCE
-    j = stats.judge("every_cell", _tost_cells(d, margin), threshold=0.0, direction=">")
+    fid = "closed_form.simulation"
+    rule = _rule(fid, "every_cell")
+    j = stats.judge(rule, _tost_cells(d, margin), threshold=0.0, direction=">", rng=_rng(seed, fid))
     first = _by(tasks, results, "closed_form")[0][0]
     claims.append(
         judged(
@@ -149,12 +188,18 @@ def closed_form(tasks, results) -> tuple[dict, list[Claim]]:
             f"eta = {first['eta']:g}) at every record and every (rho, sigma) run: per-seed "
             "eps / closed form - 1, both one-sided tests per cell",
             j,
-            paper_value=margin,
+            measure=_measure(fid),
             extra={"cells": names, "mean_deviation": d.mean(0).tolist()},
         )
     )
     wrong, _ = _relative(tasks, results, "wrong_gamma")
-    jw = stats.judge("every_cell", _tost_cells(wrong, margin), threshold=0.0, direction=">")
+    jw = stats.judge(
+        rule,
+        _tost_cells(wrong, margin),
+        threshold=0.0,
+        direction=">",
+        rng=_rng(seed, "closed_form.control_wrong_gamma"),
+    )
     claims.append(
         _check(
             "closed_form.control_wrong_gamma",
@@ -259,7 +304,8 @@ def _signed(cells: dict, key: str, sign_of: str = "theory") -> tuple[np.ndarray 
     return np.stack(cols, axis=1), [f"rho={k[0]:g}, sigma={k[1]:g}" for k, _ in chosen]
 
 
-def benefit_map(tasks, results) -> tuple[dict, list[Claim]]:
+def benefit_map(tasks, results, seed) -> tuple[dict, list[Claim]]:
+    fid = "benefit.sign_change"
     arrays: dict[str, Any] = {}
     claims: list[Claim] = []
     js: dict[str, Any] = {}
@@ -277,13 +323,19 @@ def benefit_map(tasks, results) -> tuple[dict, list[Claim]]:
         )
         values, names = _signed(cells, "benefit")
         if values is None:
-            js[reading] = _untestable()
+            js[reading] = _untestable(fid, _rng(seed, fid, reading))
             notes[reading] = (
                 "the theory gives no cell of one of the signs at least "
                 f"{pc.MAP_MIN_EFFECT} from zero: the sign change is not testable"
             )
         else:
-            js[reading] = stats.judge("every_cell", values, threshold=0.0, direction=">")
+            js[reading] = stats.judge(
+                _rule(fid, "every_cell"),
+                values,
+                threshold=0.0,
+                direction=">",
+                rng=_rng(seed, fid, reading),
+            )
             notes[reading] = names
     if js:
         primary = js.get("one_output", next(iter(js.values())))
@@ -296,14 +348,15 @@ def benefit_map(tasks, results) -> tuple[dict, list[Claim]]:
                 "changes where the closed form (one output) or the ODE (two heads) puts it",
                 primary,
                 readings=js,
-                paper_value=pc.MAP_MIN_EFFECT if primary.n else None,
+                measure=_measure(fid),
                 extra={"cells_per_reading": notes},
             )
         )
     return arrays, claims
 
 
-def forcing_noise(tasks, results) -> tuple[dict, list[Claim]]:
+def forcing_noise(tasks, results, seed) -> tuple[dict, list[Claim]]:
+    fid = "forcing_noise.balance"
     arrays: dict[str, Any] = {}
     claims: list[Claim] = []
     js: dict[str, Any] = {}
@@ -318,7 +371,11 @@ def forcing_noise(tasks, results) -> tuple[dict, list[Claim]]:
             for c in helping.values():
                 cols += [c[f"drift_{span}"], -c[f"diffusion_{span}"]]
             js[f"{reading}, {span}"] = stats.judge(
-                "every_cell", np.stack(cols, 1), threshold=0.0, direction=">"
+                _rule(fid, "every_cell"),
+                np.stack(cols, 1),
+                threshold=0.0,
+                direction=">",
+                rng=_rng(seed, fid, reading, span),
             )
         keys = sorted(cells)
         for part in ("drift_total", "diffusion_total"):
@@ -337,8 +394,8 @@ def forcing_noise(tasks, results) -> tuple[dict, list[Claim]]:
                 "noise) negative, in every such cell (per seed: single-task part minus auxiliary "
                 "part, cumulative from t = 0, or over the window)",
                 primary,
-                readings=js,
-                paper_value=pc.MAP_MIN_EFFECT,
+                readings=_filled(js, fid, "every_cell", 0.0, seed),
+                measure=_measure(fid),
             )
         )
     return arrays, claims
@@ -516,7 +573,7 @@ def _fdt_ode_rows(act, reading, rows, arrays) -> tuple[Any, list[Claim]]:
     return judgement, claims
 
 
-def fdt_ode(tasks, results, config) -> tuple[dict, list[Claim]]:
+def fdt_ode(tasks, results, config, seed) -> tuple[dict, list[Claim]]:
     arrays: dict[str, Any] = {}
     claims: list[Claim] = []
     for act in config["fdt_ode_activations"]:
@@ -540,14 +597,15 @@ def fdt_ode(tasks, results, config) -> tuple[dict, list[Claim]]:
                     f"({pc.FDT_ETAS[0]}) the stationary ratio (eps_J - L_J*) / (eta Tr N / 4B) is "
                     f"within {pc.FDT_ODE_TOLERANCE} of 1 at every overlap (largest |r - 1|)",
                     primary,
-                    readings=js,
+                    readings=_filled(js, f"fdt.ode.{act}", "threshold", pc.FDT_ODE_TOLERANCE, seed),
+                    measure=_measure(f"fdt.ode.{act}"),
                     extra=_unresolved(js),
                 )
             )
     return arrays, claims
 
 
-def _fdt_sim_rows(act, reading, rows, arrays) -> tuple[Any, Any]:
+def _fdt_sim_rows(act, reading, rows, arrays, seed) -> tuple[Any, Any]:
     """One activation and reading in simulation: the ratio's judgement over every (rho, gamma)
     run and, with identical teachers, the single-task form's."""
     lo_b, hi_b = pc.FDT_SIM_BAND
@@ -563,11 +621,13 @@ def _fdt_sim_rows(act, reading, rows, arrays) -> tuple[Any, Any]:
         if t["rho"] == 1:
             aux1, single1 = ((t, r), single1) if g > 0 else (aux1, (t, r))
     n = min(len(c) for c in cols)
+    fid = f"fdt.sim.{act}"
     ratio_j = stats.judge(
-        "every_cell",
+        _rule(fid, "every_cell"),
         _tost_cells(np.stack([c[:n] for c in cols], 1), hi_b - 1.0),
         threshold=0.0,
         direction=">",
+        rng=_rng(seed, fid, reading),
     )
     if not (aux1 and single1):
         return ratio_j, "UNRESOLVED"
@@ -579,10 +639,13 @@ def _fdt_sim_rows(act, reading, rows, arrays) -> tuple[Any, Any]:
         / ((1 + g**2) * np.asarray(single1[1]["eps_main"])[:m])
     )
     arrays[f"fdtsim_single_{act}_{reading}"] = q
-    return ratio_j, stats.judge("equivalence", q, threshold=[lo_b, hi_b])
+    fid = f"fdt.single_task.{act}"
+    return ratio_j, stats.judge(
+        _rule(fid, "inside"), q, threshold=[lo_b, hi_b], rng=_rng(seed, fid, reading)
+    )
 
 
-def fdt_sim(tasks, results, config) -> tuple[dict, list[Claim]]:
+def fdt_sim(tasks, results, config, seed) -> tuple[dict, list[Claim]]:
     arrays: dict[str, Any] = {}
     claims: list[Claim] = []
     lo_b, hi_b = pc.FDT_SIM_BAND
@@ -596,7 +659,7 @@ def fdt_sim(tasks, results, config) -> tuple[dict, list[Claim]]:
                 if t["activation"] == act and t["reading"] == reading
             ]
             if rows:
-                js[reading], js_single[reading] = _fdt_sim_rows(act, reading, rows, arrays)
+                js[reading], js_single[reading] = _fdt_sim_rows(act, reading, rows, arrays, seed)
             else:
                 js[reading] = js_single[reading] = "UNRESOLVED"
         if hasattr(js.get("one_output"), "verdict"):
@@ -607,8 +670,8 @@ def fdt_sim(tasks, results, config) -> tuple[dict, list[Claim]]:
                     "(eps_m + gamma eps_a - L_J*) / (eta Tr N / 4B) within "
                     f"[{lo_b}, {hi_b}] in every (rho, gamma) run (two one-sided tests per cell)",
                     js["one_output"],
-                    readings=js,
-                    paper_value=1.0,
+                    readings=_filled(js, f"fdt.sim.{act}", "every_cell", 0.0, seed),
+                    measure=_measure(f"fdt.sim.{act}"),
                     extra=_unresolved(js),
                 )
             )
@@ -620,8 +683,10 @@ def fdt_sim(tasks, results, config) -> tuple[dict, list[Claim]]:
                     "error: with identical teachers and sigma_m = sigma_a, (1 + gamma) eps_m^aux = "
                     f"(1 + gamma^2) eps_m^single, per seed pair the ratio within [{lo_b}, {hi_b}]",
                     js_single["one_output"],
-                    readings=js_single,
-                    paper_value=1.0,
+                    readings=_filled(
+                        js_single, f"fdt.single_task.{act}", "inside", (lo_b, hi_b), seed
+                    ),
+                    measure=_measure(f"fdt.single_task.{act}"),
                     extra=_unresolved(js_single),
                 )
             )
@@ -676,11 +741,11 @@ def analyse(config, tasks, results, seed) -> tuple[dict, list[Claim], dict]:
     claims: list[Claim] = []
     for part in (
         trajectories(tasks, results),
-        closed_form(tasks, results),
-        benefit_map(tasks, results),
-        forcing_noise(tasks, results),
-        fdt_ode(tasks, results, config),
-        fdt_sim(tasks, results, config),
+        closed_form(tasks, results, seed),
+        benefit_map(tasks, results, seed),
+        forcing_noise(tasks, results, seed),
+        fdt_ode(tasks, results, config, seed),
+        fdt_sim(tasks, results, config, seed),
     ):
         arrays |= part[0]
         claims += part[1]

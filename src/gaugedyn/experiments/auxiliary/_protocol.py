@@ -3,6 +3,8 @@ before any run. Nothing here imports the system's other modules."""
 
 from __future__ import annotations
 
+from ...stats import Measure
+
 READINGS = ("one_output", "two_heads")
 """The declared architectures: one output trained on both labels, or a shared first layer with
 a main and an auxiliary head (``derivations/auxiliary.md``)."""
@@ -76,3 +78,55 @@ all."""
 SPLIT_SEEDS = 2
 """The benefit instrument's negative control halves the single-task seeds (two halves, the same
 configuration: no benefit)."""
+
+
+FINDING_MEASURES: dict[str, Measure] = {
+    "closed_form.simulation": Measure(
+        "long-tailed",
+        "per-seed eps / closed form - 1 at one record and run, as margin -/+ it (a ratio of errors)",
+        CLOSED_FORM_TOLERANCE / 2,
+        paper=CLOSED_FORM_TOLERANCE,
+        why="a ratio of errors (positive, right-skewed): judged by its median; half the margin "
+        "(the protocol's); the closed form exact (deviation 0) puts each cell at the margin",
+    ),
+    "benefit.sign_change": Measure(
+        "long-tailed",
+        "per-seed sign(theory) times the benefit eps_m(gamma = 0) - eps_m(gamma) (a difference "
+        "of errors)",
+        MAP_MIN_EFFECT,
+        why="a difference of errors: judged by its median (a sign rule); the smallest theory "
+        "benefit a cell is judged at",
+    ),
+    "forcing_noise.balance": Measure(
+        "long-tailed",
+        "per-seed drift part, or minus the diffusion part, of the benefit (differences of errors)",
+        MAP_MIN_EFFECT,
+        why="differences of errors: judged by their medians; the smallest theory benefit judged",
+    ),
+    "fdt.ode.*": Measure(
+        "exact",
+        "largest relative deviation from the FDT along the ODE (one integration)",
+        FDT_ODE_TOLERANCE,
+        paper=0.0,
+        why="deterministic (an integration): the relation exactly (0)",
+    ),
+    "fdt.sim.*": Measure(
+        "long-tailed",
+        "per-seed (eps_m + gamma eps_a - L_J*) / (eta Tr N / 4B) - 1, as margin -/+ it (a ratio "
+        "of errors)",
+        FDT_SIM_BAND[1] - 1.0,
+        paper=FDT_SIM_BAND[1] - 1.0,
+        why="a ratio of errors: judged by its median; the relation exact (ratio 1) puts each "
+        "cell at the margin",
+    ),
+    "fdt.single_task.*": Measure(
+        "long-tailed",
+        "per-seed-pair (1 + gamma) eps_m^aux / ((1 + gamma^2) eps_m^single) (a ratio of errors)",
+        FDT_SIM_BAND[1] - 1.0,
+        paper=1.0,
+        why="a ratio of errors: judged by its median; the relation's ratio 1",
+    ),
+}
+"""What each finding of ``auxiliary`` measures (finding-id pattern -> measure, the first match;
+``PROTOCOL.md``): the kind that chooses its rule and the smallest effect of interest, in the
+measure's units, at which its power is computed."""

@@ -51,6 +51,7 @@ def _grid(default, quick, lo, hi, help: str, why: str) -> Param:
 
 class Auxiliary(Experiment):
     name = "auxiliary"
+    measures = pc.FINDING_MEASURES
     description = (
         "auxiliary learning in the teacher-student model: online SGD against its ODE, "
         "the linear closed form, the benefit map, the FDT and forcing against noise"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...harness import Claim, judged
-from ...stats import judge
+from ...stats import generator, judge, measure_of
 from . import _protocol as pr
 
 TOL = 1e-6
@@ -100,7 +100,7 @@ def _count_findings(counts: dict, readings) -> list[Claim]:
                 + " (rule deterministic: HELD below 0.5)",
                 primary,
                 readings=judgements if len(readings) > 1 else None,
-                paper_value=0.0,
+                measure=measure_of(pr.FINDING_MEASURES, f"conservation_laws.count:{fam}"),
                 expected=f"< {pr.COUNT_MARGIN:g} (every count as derived)",
             )
         )
@@ -151,7 +151,7 @@ def _noether_findings(counts: dict, readings) -> list[Claim]:
                 "(rule deterministic on the number of mismatches: HELD below 0.5)",
                 judgements[readings[0]],
                 readings=judgements if len(readings) > 1 else None,
-                paper_value=0.0,
+                measure=measure_of(pr.FINDING_MEASURES, f"conservation_laws.noether:{fam}"),
                 expected="< 0.5 (no mismatch)",
             )
         )
@@ -182,7 +182,7 @@ def _filling_finding(counts: dict, readings) -> list[Claim]:
             "below 0.5)",
             judgements[readings[0]],
             readings=judgements if len(readings) > 1 else None,
-            paper_value=0.0,
+            measure=measure_of(pr.FINDING_MEASURES, "conservation_laws.beyond_identifiability"),
             expected="< 0.5",
         )
     ]
@@ -239,84 +239,111 @@ def _stability(counts: dict, controls: dict, readings) -> list[Claim]:
     return out
 
 
-def _controls(controls: dict, slopes: dict) -> list[Claim]:
+def _slope_rule() -> str:
+    """The drift slopes' rule, their declared measure's choice for a band (``PROTOCOL.md``)."""
+    return measure_of(pr.FINDING_MEASURES, "conservation_laws.drift_slope:*").rule("inside")
+
+
+def _controls(controls: dict, slopes: dict, seed) -> list[Claim]:
+    return (_count_controls(controls) if controls else []) + (
+        _slope_controls(slopes, seed) if slopes else []
+    )
+
+
+def _count_controls(controls: dict) -> list[Claim]:
+    """The law count's, the brackets' and the rank decision's known answers."""
     out = []
-    if controls:
-        known, span = _value(controls, "known_laws"), _value(controls, "span_only_laws")
-        out.append(
-            _check(
-                "control.count_known",
-                "known answer of the count: the square "
-                "two-layer linear network of width 2 has K(K+1)/2 = 3 laws",
-                known,
-                3,
-                known == 3,
-            )
+    known, span = _value(controls, "known_laws"), _value(controls, "span_only_laws")
+    out.append(
+        _check(
+            "control.count_known",
+            "known answer of the count: the square "
+            "two-layer linear network of width 2 has K(K+1)/2 = 3 laws",
+            known,
+            3,
+            known == 3,
         )
-        out.append(
-            _check(
-                "control.brackets",
-                "the same count from the fields' span alone "
-                "(brackets skipped) is K^2 = 4, not 3: the Lie closure is what makes "
-                "the count",
-                span,
-                4,
-                span == 4,
-            )
+    )
+    out.append(
+        _check(
+            "control.brackets",
+            "the same count from the fields' span alone "
+            "(brackets skipped) is K^2 = 4, not 3: the Lie closure is what makes "
+            "the count",
+            span,
+            4,
+            span == 4,
         )
-        intact, bent = _value(controls, "intact_laws"), _value(controls, "bent_laws")
-        out.append(
-            _check(
-                "control.symmetry_breaking",
-                "bending the ReLU of a bias-free "
-                "two-layer network (relu(z) + eps z^2) removes the rescaling: its 3 "
-                f"laws drop to none (measured: {intact:g} intact, {bent:g} bent)",
-                bent,
-                0,
-                intact == 3 and bent == 0,
-            )
+    )
+    intact, bent = _value(controls, "intact_laws"), _value(controls, "bent_laws")
+    out.append(
+        _check(
+            "control.symmetry_breaking",
+            "bending the ReLU of a bias-free "
+            "two-layer network (relu(z) + eps z^2) removes the rescaling: its 3 "
+            f"laws drop to none (measured: {intact:g} intact, {bent:g} bent)",
+            bent,
+            0,
+            intact == 3 and bent == 0,
         )
-        ranks, rgaps = controls["planted_rank"], controls["planted_gap"]
-        ok = list(ranks) == [5, 4] and rgaps[0] >= pr.MIN_GAP and 1e3 <= rgaps[1] <= 1e5
-        out.append(
-            _check(
-                "control.rank_gap",
-                "the rank decision on planted spectra "
-                f"{pr.PLANTED}: rank 5 at rtol 1e-9 with a gap over {pr.MIN_GAP:g}, "
-                "rank 4 at rtol 1e-6 with the gap 1e-3 / 1e-7 = 1e4",
-                [*ranks.tolist(), *rgaps.tolist()],
-                [5, 4],
-                ok,
-            )
+    )
+    ranks, rgaps = controls["planted_rank"], controls["planted_gap"]
+    ok = list(ranks) == [5, 4] and rgaps[0] >= pr.MIN_GAP and 1e3 <= rgaps[1] <= 1e5
+    out.append(
+        _check(
+            "control.rank_gap",
+            "the rank decision on planted spectra "
+            f"{pr.PLANTED}: rank 5 at rtol 1e-9 with a gap over {pr.MIN_GAP:g}, "
+            "rank 4 at rtol 1e-6 with the gap 1e-3 / 1e-7 = 1e4",
+            [*ranks.tolist(), *rgaps.tolist()],
+            [5, 4],
+            ok,
         )
-    if slopes:
-        lo, hi = pr.SLOPE_BANDS["steps"]
-        present = judge("equivalence", slopes["present"], threshold=(lo, hi))
-        absent = judge("equivalence", slopes["absent"], threshold=(lo, hi))
-        out.append(
-            _check(
-                "control.slope_present",
-                "the slope instrument on a known "
-                "second-order drift: the scalar chain a w x, whose a^2 - w^2 changes "
-                "by eta^2 (g_a^2 - g_w^2) per step: slope inside the band (rule "
-                f"equivalence): {present.verdict}",
-                present.estimate,
-                (lo, hi),
-                present.verdict == "HELD",
-            )
+    )
+    return out
+
+
+def _slope_controls(slopes: dict, seed) -> list[Claim]:
+    """The drift slope instrument on a known second-order and a first-order drift."""
+    out = []
+    lo, hi = pr.SLOPE_BANDS["steps"]
+    rule = _slope_rule()
+    present = judge(
+        rule,
+        slopes["present"],
+        threshold=(lo, hi),
+        rng=generator(seed, "conservation_laws", "control.slope_present"),
+    )
+    absent = judge(
+        rule,
+        slopes["absent"],
+        threshold=(lo, hi),
+        rng=generator(seed, "conservation_laws", "control.slope_absent"),
+    )
+    out.append(
+        _check(
+            "control.slope_present",
+            "the slope instrument on a known "
+            "second-order drift: the scalar chain a w x, whose a^2 - w^2 changes "
+            "by eta^2 (g_a^2 - g_w^2) per step: slope inside the band (rule "
+            f"{rule}): {present.verdict}",
+            present.estimate,
+            (lo, hi),
+            present.verdict == "HELD",
         )
-        out.append(
-            _check(
-                "control.slope_absent",
-                "the slope instrument on a first-order drift: "
-                "the recorded |W|^2 of a layer normalised with eps = 1 (no law) drifts "
-                "with slope near 1, outside the band (rule equivalence): "
-                f"{absent.verdict}",
-                absent.estimate,
-                f"outside ({lo:g}, {hi:g})",
-                absent.verdict == "NOT HELD",
-            )
+    )
+    out.append(
+        _check(
+            "control.slope_absent",
+            "the slope instrument on a first-order drift: "
+            "the recorded |W|^2 of a layer normalised with eps = 1 (no law) drifts "
+            f"with slope near 1, outside the band (rule {rule}): "
+            f"{absent.verdict}",
+            absent.estimate,
+            f"outside ({lo:g}, {hi:g})",
+            absent.verdict == "NOT HELD",
         )
+    )
     return out
 
 
@@ -373,12 +400,13 @@ def _recorder(tasks, results) -> tuple[list[Claim], dict]:
     return claims, arrays
 
 
-def _drift(tasks, results, readings) -> tuple[list[Claim], dict]:
+def _drift(tasks, results, readings, seed) -> tuple[list[Claim], dict]:
     by: dict = {}
     for t, r in zip(tasks, results):
         if t["part"] == "drift":
             by.setdefault(t["model"], []).append(r)
-    claims, arrays = [], {}
+    claims: list[Claim] = []
+    arrays: dict = {}
     for model, parts in by.items():
         gaps = [float(np.max(p[f"{rd}_gap"])) for p in parts for rd in readings]
         frozen = max(float(np.max(p[f"{rd}_frozen"])) for p in parts for rd in readings)
@@ -404,53 +432,70 @@ def _drift(tasks, results, readings) -> tuple[list[Claim], dict]:
         )
         groups = sorted({k.split("|")[1] for p in parts for k in p if k.endswith("|slope")})
         for g in groups:
-            judgements, slopes = {}, {}
-            for rd in readings:
-                kind = next(k.split("|")[2] for k in parts[0] if k.startswith(f"{rd}|{g}|"))
-                key = f"{rd}|{g}|{kind}"
-                slopes[rd] = np.concatenate([np.atleast_1d(p[f"{key}|slope"]) for p in parts])
-                judgements[rd] = judge("equivalence", slopes[rd], threshold=pr.SLOPE_BANDS[rd])
-                arrays[f"drift_{model}_{g}_{rd}"] = np.concatenate(
-                    [np.atleast_2d(p[f"{key}|drift"]) for p in parts]
-                )
-                arrays[f"eta_{rd}"] = parts[0][f"{rd}_eta"]
-                units = np.concatenate([np.atleast_1d(p[f"{key}|unit_slopes"]) for p in parts])
-                lo5, med, hi95 = np.percentile(units, [5, 50, 95]) if units.size else [np.nan] * 3
-                claims.append(
-                    _measure(
-                        f"unit_slopes:{model}:{g}:{rd}",
-                        f"{model}, group {g} ({kind}), {rd} "
-                        f"reading: median over units and seeds of each unit's own slope, with its "
-                        f"5-95% range [{lo5:.3g}, {hi95:.3g}] ({units.size} unit fits; units whose "
-                        "change vanishes are left out)",
-                        float(med),
-                    )
-                )
-            first = readings[0]
-            band = pr.SLOPE_BANDS[first]
-            claims.append(
-                judged(
-                    f"conservation_laws.drift_slope:{model}:{g}",
-                    f"{model}, the recorded invariants of group {g} ({kind}): under full-batch GD "
-                    f"from one initial model per seed at {arrays[f'eta_{first}'].size} step sizes, "
-                    "their drift (norm over the units of the summed change) scales as eta^2: slope "
-                    f"inside [{band[0]:g}, {band[1]:g}] over {_steps(tasks)} steps"
-                    + (
-                        f"; per unit time over a fixed time, inside {pr.SLOPE_BANDS['time']}"
-                        if "time" in readings
-                        else ""
-                    )
-                    + f" (per-seed least-squares slopes, {slopes[first].size} seeds; rule "
-                    "equivalence)",
-                    judgements[first],
-                    readings=judgements if len(readings) > 1 else None,
-                    paper_value=2.0 if first == "steps" else 1.0,
-                    expected=f"inside {band} (second order: {2 if first == 'steps' else 1})",
-                    extra={"paper_value": 2.0 if first == "steps" else 1.0},
-                )
-            )
+            claims += _drift_group(tasks, model, g, parts, readings, seed, arrays)
     arrays["drift_models"] = np.array(list(by))
     return claims, arrays
+
+
+def _drift_group(
+    tasks, model: str, g: str, parts: list, readings, seed, arrays: dict
+) -> list[Claim]:
+    """One model's group of recorded invariants: its per-unit slopes and its drift slope
+    finding under every reading (the arrays it shows are added to ``arrays``)."""
+    claims: list[Claim] = []
+    judgements, slopes = {}, {}
+    for rd in readings:
+        kind = next(k.split("|")[2] for k in parts[0] if k.startswith(f"{rd}|{g}|"))
+        key = f"{rd}|{g}|{kind}"
+        slopes[rd] = np.concatenate([np.atleast_1d(p[f"{key}|slope"]) for p in parts])
+        judgements[rd] = judge(
+            _slope_rule(),
+            slopes[rd],
+            threshold=pr.SLOPE_BANDS[rd],
+            rng=generator(seed, "conservation_laws", "drift_slope", model, g, rd),
+        )
+        arrays[f"drift_{model}_{g}_{rd}"] = np.concatenate(
+            [np.atleast_2d(p[f"{key}|drift"]) for p in parts]
+        )
+        arrays[f"eta_{rd}"] = parts[0][f"{rd}_eta"]
+        units = np.concatenate([np.atleast_1d(p[f"{key}|unit_slopes"]) for p in parts])
+        lo5, med, hi95 = np.percentile(units, [5, 50, 95]) if units.size else [np.nan] * 3
+        claims.append(
+            _measure(
+                f"unit_slopes:{model}:{g}:{rd}",
+                f"{model}, group {g} ({kind}), {rd} "
+                f"reading: median over units and seeds of each unit's own slope, with its "
+                f"5-95% range [{lo5:.3g}, {hi95:.3g}] ({units.size} unit fits; units whose "
+                "change vanishes are left out)",
+                float(med),
+            )
+        )
+    first = readings[0]
+    band = pr.SLOPE_BANDS[first]
+    claims.append(
+        judged(
+            f"conservation_laws.drift_slope:{model}:{g}",
+            f"{model}, the recorded invariants of group {g} ({kind}): under full-batch GD "
+            f"from one initial model per seed at {arrays[f'eta_{first}'].size} step sizes, "
+            "their drift (norm over the units of the summed change) scales as eta^2: slope "
+            f"inside [{band[0]:g}, {band[1]:g}] over {_steps(tasks)} steps"
+            + (
+                f"; per unit time over a fixed time, inside {pr.SLOPE_BANDS['time']}"
+                if "time" in readings
+                else ""
+            )
+            + f" (per-seed least-squares slopes, {slopes[first].size} seeds; rule "
+            f"{_slope_rule()})",
+            judgements[first],
+            readings=judgements if len(readings) > 1 else None,
+            measure=measure_of(
+                pr.FINDING_MEASURES, f"conservation_laws.drift_slope:{model}:{g}"
+            ).at(2.0 if first == "steps" else 1.0),
+            expected=f"inside {band} (second order: {2 if first == 'steps' else 1})",
+            extra={"paper_value": 2.0 if first == "steps" else 1.0},
+        )
+    )
+    return claims
 
 
 def _steps(tasks) -> int:
@@ -467,9 +512,9 @@ def conservation_laws(config, tasks, results, seed) -> tuple:
         if t["part"] == "control_slope":
             for k in ("present", "absent"):
                 slopes.setdefault(k, []).extend(np.atleast_1d(r[k]).tolist())
-    claims = _stability(counts, controls, readings) + _controls(controls, slopes)
+    claims = _stability(counts, controls, readings) + _controls(controls, slopes, seed)
     rec_claims, rec_arrays = _recorder(tasks, results)
-    drift_claims, drift_arrays = _drift(tasks, results, list(config["drift_readings"]))
+    drift_claims, drift_arrays = _drift(tasks, results, list(config["drift_readings"]), seed)
     claims += (
         _count_findings(counts, readings)
         + _noether_findings(counts, readings)

@@ -4,6 +4,8 @@ known answers, the bands and thresholds the findings are judged by."""
 
 from __future__ import annotations
 
+from ...stats import Measure
+
 MIN_GAP = 1e6
 """Every published rank decision's singular-value gap is at least this (float64)."""
 
@@ -97,3 +99,41 @@ PLANTED = (1.0, 0.5, 0.1, 1e-3, 1e-7)
 FROZEN_TOL = 1e-10
 """A frozen entry's gradient is rounding: at most this fraction of the largest gradient of the
 model's other recorded groups."""
+
+
+FINDING_MEASURES: dict[str, Measure] = {
+    "conservation_laws.count:*": Measure(
+        "exact",
+        "largest |measured - derived| number of laws over the family's sizes (a rank)",
+        0.5,
+        paper=0.0,
+        why="a deterministic rank at generic points: the paper's count exactly (0 mismatch)",
+    ),
+    "conservation_laws.noether:*": Measure(
+        "exact",
+        "number of mismatches between generators, laws and silent symmetries",
+        0.5,
+        paper=0.0,
+        why="deterministic ranks: Noether's correspondence exactly (0 mismatch)",
+    ),
+    "conservation_laws.beyond_identifiability": Measure(
+        "exact",
+        "|laws - scalings| plus 1 if no extra null direction",
+        0.5,
+        paper=0.0,
+        why="deterministic ranks: the group's laws only (0)",
+    ),
+    "conservation_laws.drift_slope:*": Measure(
+        "any shape",
+        "per-seed least-squares slope of log drift against log eta (a log-log exponent)",
+        0.1,
+        paper=2.0,
+        why="second order in eta: 2 (1 per unit time); the band's half-width; the mean rule "
+        "(equivalence) missed the bars on resamples of the published values (gaugedyn "
+        "audit-rules: 6 of 7 groups, 8 seeds with outlying slopes), so it is judged "
+        "distribution-free by its median, as gauge_on_networks' drift slope",
+    ),
+}
+"""What each finding of ``conservation_laws`` measures (finding-id pattern -> measure, the first
+match; ``PROTOCOL.md``): the kind that chooses its rule and the smallest effect of interest, in
+the measure's units, at which its power is computed."""

@@ -34,6 +34,7 @@ _SUMMARY = (
 
 class ConservationLaws(Experiment):
     name = "conservation_laws"
+    measures = pr.FINDING_MEASURES
     description = (
         "the independent conservation laws of gradient flow counted at generic "
         "points (Lie trace of the fields) for two-layer ReLU and linear, deep "
@@ -145,10 +146,10 @@ class ConservationLaws(Experiment):
         "drift_seeds": Param(
             int,
             8,
-            quick=3,
-            lo=3,
+            quick=6,
+            lo=6,
             hi=100,
-            why="the equivalence rule needs three seeds or more",
+            why="the slopes' median rule (median_band) needs six seeds or more",
             help="initial models per drift network",
         ),
         "eta0": Param(

@@ -10,8 +10,17 @@ import math
 
 import numpy as np
 
-from ...harness import Claim, deterministic, judged, no_paper_value
-from ...stats import band, bootstrap_ci, generator, independent_ci, judge, local_slopes, loglog_fit
+from ...harness import Claim, deterministic, judged
+from ...stats import (
+    band,
+    bootstrap_ci,
+    generator,
+    independent_ci,
+    judge,
+    local_slopes,
+    loglog_fit,
+    measure_of,
+)
 from ...theory import (
     population_loss,
 )
@@ -88,7 +97,7 @@ def clock(config, tasks, results, seed):
             separation,
             bound,
             ">",
-            paper_value=float(config["dim"]) ** 2,
+            measure=measure_of(gp.FINDING_MEASURES, "clock.clocks").at(float(config["dim"]) ** 2),
             extra={"cells": {"dim": int(config["dim"])}},
         ),
     ]
@@ -366,8 +375,9 @@ def _finite_sample_dissipation_finding(k, config, ns, med, bias):
     ``-1/2 +- tolerance``."""
     tol = float(config["tolerance"])
     j = judge("slope_band", np.log(ns), np.log(med), threshold=(-0.5 - tol, -0.5 + tol))
+    fid = f"finite_sample.exponent_{k}"
     return judged(
-        f"finite_sample.exponent_{k}",
+        fid,
         (
             f"the {k} dissipation of networks trained by full-batch GD (eta = "
             f"{config['eta']:g}, D = {config['dim']}), in closed form at the trained weights, "
@@ -377,7 +387,7 @@ def _finite_sample_dissipation_finding(k, config, ns, med, bias):
             f"[{j.low:.3f}, {j.high:.3f}]; eta bias {bias:.2g})"
         ),
         j,
-        paper_value=-0.5,
+        measure=measure_of(gp.FINDING_MEASURES, fid),
         expected=f"-0.5 +- {tol:g} (paper: -1/2)",
         extra={"paper_value": -0.5, "eta_bias": bias},
     )
@@ -643,30 +653,32 @@ def _networks_findings(config, owner: dict, slope: dict, arrays: dict, seed) -> 
         k, n = int(owned.sum()), owned.size
         arrays[f"owner_rate_{model}_{opt}"] = np.array([k / n, j.low, j.high])
         arrays[f"owner_{model}_{opt}"] = d["owner"]
-        if opt == "adam":
-            paper, extra = no_paper_value(j)
-        else:
-            paper, extra = 1.0, {"paper_value": 1.0}
+        fid = f"gauge_on_networks.a_heavy_owns:{model}:{opt}"
+        measure = measure_of(gp.FINDING_MEASURES, fid)
         what = "a unit of a ReLU MLP" if model == "mlp" else "a channel of a ReLU CNN"
         out.append(
             judged(
-                f"gauge_on_networks.a_heavy_owns:{model}:{opt}",
+                fid,
                 (
                     f"{model}, {opt}: {what} on the digits data duplicated with gauges 1/s and s "
                     f"(s = {config['gauge']:g}): the a-heavy copy owns the feature after "
                     f"{config['steps']} steps in most seeds ({k}/{n}; rule proportion)"
                 ),
                 j,
-                paper_value=paper,
+                measure=measure,
                 expected="> 0.5 (gradient flow: 1)",
-                extra=extra,
+                extra={"paper_value": measure.paper},
             )
         )
     for model, d in slope.items():
         arrays[f"slope_eta_{model}"] = d["eta"]
         arrays[f"slope_drift_{model}"] = d["drift"]
         arrays[f"slope_{model}"] = d["slope"]
-        j = judge("equivalence", d["slope"], threshold=gp.SLOPE_BAND)
+        sfid = f"gauge_on_networks.drift_slope:{model}"
+        srule = measure_of(gp.FINDING_MEASURES, sfid).rule("inside")
+        j = judge(
+            srule, d["slope"], threshold=gp.SLOPE_BAND, rng=generator(seed, "drift_slope", model)
+        )
         what = (
             "the attention heads' invariants W_Q W_Q^T - W_K W_K^T and W_V W_V^T - W_O^T W_O"
             if model == "transformer"
@@ -679,10 +691,10 @@ def _networks_findings(config, owner: dict, slope: dict, arrays: dict, seed) -> 
                     f"{model}, full-batch GD at {d['eta'].size} step sizes over the same time: the "
                     f"drift per unit time of {what} grows as eta^slope with slope inside "
                     f"[{gp.SLOPE_BAND[0]:g}, {gp.SLOPE_BAND[1]:g}] (per-seed least-squares slopes; rule "
-                    "equivalence)"
+                    f"{srule})"
                 ),
                 j,
-                paper_value=1.0,
+                measure=measure_of(gp.FINDING_MEASURES, f"gauge_on_networks.drift_slope:{model}"),
                 expected=f"inside [{gp.SLOPE_BAND[0]:g}, {gp.SLOPE_BAND[1]:g}] "
                 "(exact discrete drift: 1)",
                 extra={"paper_value": 1.0},
@@ -1190,7 +1202,7 @@ def _ownership_patterns_region_claim(config, arr: dict, boundary: np.ndarray, se
             f"gap from which every pattern is selected: {edges}"
         ),
         j,
-        paper_value=1.0,
+        measure=measure_of(gp.FINDING_MEASURES, "ownership_patterns.selection_region"),
         expected=f"> {config['region_rate']:g} (paper: 1)",
         extra={"cells": {"patterns_in_region": n}, "paper_value": 1.0},
     )
@@ -1498,7 +1510,7 @@ def _landscape_escape_finding(sources):
         ),
         first,
         readings=readings,
-        paper_value=1.0,
+        measure=measure_of(gp.FINDING_MEASURES, "landscape.escape_slope"),
         expected=f"slope in [{lo:g}, {hi:g}] (theory: 1)",
         extra={"paper_value": 1.0},
     )
@@ -1543,7 +1555,7 @@ def _landscape_zero_mode_claims(sources, catalogues) -> list:
                 "points without dead units": ja,
                 f"all {len(points)} points, dead units' free weights predicted": jb,
             },
-            paper_value=0.0,
+            measure=measure_of(gp.FINDING_MEASURES, "landscape.zero_modes"),
             expected="0 points differ (the symmetries' count)",
             extra={"paper_value": 0.0},
         ),
@@ -1608,6 +1620,7 @@ def _landscape_gauge_claims(res: dict, config: dict) -> list:
                 f"lambda_w = {lw:.4g})"
             ),
             rate,
+            measure=measure_of(gp.FINDING_MEASURES, "landscape.gauge_rate"),
             expected=f"> ln {r:g}",
             extra=rate_extra,
         ),
@@ -1622,7 +1635,7 @@ def _landscape_gauge_claims(res: dict, config: dict) -> list:
             ),
             clock,
             expected=f"< ln {c:g}",
-            paper_value=0.0,
+            measure=measure_of(gp.FINDING_MEASURES, "landscape.gauge_clock"),
             extra={"paper_value": 0.0},
         ),
     ]

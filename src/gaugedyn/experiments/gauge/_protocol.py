@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...harness import Param
+from ...stats import Measure
 from ...theory import Problem, duplicates, with_gauge
 
 MAX_DIM = 10**6
@@ -117,6 +118,80 @@ transform (float64 round-off)."""
 SLOPE_BAND = (0.9, 1.1)
 """``gauge_on_networks``: the drift's slope in eta counts as 1 inside this band (the issue's
 "within 0.1")."""
+
+FINDING_MEASURES: dict[str, Measure] = {
+    "clock.clocks": Measure(
+        "exact",
+        "C_T/C_R of the a-heavy gauge over the w-heavy gauge's, one integration",
+        1.0,
+        why="deterministic: any excess over the threshold; the paper's D^2 is where the power "
+        "is computed",
+    ),
+    "finite_sample.exponent_*": Measure(
+        "exponent",
+        "log-log slope of the median deviation against n",
+        0.15,
+        paper=-0.5,
+        why="the paper's n^-1/2; the band's half-width (the tolerance)",
+    ),
+    "ownership_patterns.selection_region": Measure(
+        "outcome",
+        "a pattern in the claimed region selected (1) or not (0)",
+        0.1,
+        paper=1.0,
+        why="the paper's every pattern (rate 1)",
+    ),
+    "gauge_on_networks.a_heavy_owns:*:adam": Measure(
+        "outcome",
+        "the a-heavy copy owns the feature in a seed (1) or not (0)",
+        0.25,
+        why="no value under Adam: a rate of 3/4, the favourable copy winning three seeds in four",
+    ),
+    "gauge_on_networks.a_heavy_owns:*": Measure(
+        "outcome",
+        "the a-heavy copy owns the feature in a seed (1) or not (0)",
+        0.25,
+        paper=1.0,
+        why="gradient flow selects the a-heavy copy every time (rate 1)",
+    ),
+    "gauge_on_networks.drift_slope:*": Measure(
+        "any shape",
+        "per-seed least-squares slope of log drift against log eta",
+        0.1,
+        paper=1.0,
+        why="the exact discrete drift's slope 1; the band's half-width; the mean rule missed the size bar on resamples of the published values (gaugedyn audit-rules), so it is judged distribution-free by its median",
+    ),
+    "landscape.escape_slope": Measure(
+        "exponent",
+        "least-squares slope of lambda_+ T on ln(1/eps) over the eps grid, one saddle and sign",
+        0.05,
+        paper=1.0,
+        why="linear escape: slope 1; the band's half-width (the tolerance)",
+    ),
+    "landscape.zero_modes": Measure(
+        "exact",
+        "number of converged ReLU points whose zero modes differ from the prediction",
+        0.5,
+        paper=0.0,
+        why="deterministic count (Newton-refined points): the paper's value is no mismatch",
+    ),
+    "landscape.gauge_rate": Measure(
+        "exact",
+        "|ln(lambda_a / lambda_w)| of one saddle's a-heavy and w-heavy copies",
+        0.05,
+        why="deterministic (no noise); no paper value of the factor: half the margin ln 1.1 beyond it",
+    ),
+    "landscape.gauge_clock": Measure(
+        "exact",
+        "|ln(lambda_a T_a / (lambda_w T_w))| from one initial function",
+        0.025,
+        paper=0.0,
+        why="deterministic; the clock is the same in every gauge (0)",
+    ),
+}
+"""What each finding of the gauge experiments measures (finding-id pattern -> measure, the
+first match; ``PROTOCOL.md``, "Rules and power"): the kind that chooses its rule and the
+smallest effect of interest, in the measure's units, at which its power is computed."""
 
 OUTCOMES = ("selected", "shared", "tie", "other")
 """``ownership_patterns``: outcome codes 0..3 of a pattern (``PROTOCOL.md``)."""

@@ -26,6 +26,7 @@ class Clock(Experiment):
         "clock_separation": "[C_T/C_R](a-heavy, at its T_spec) / [C_T/C_R](w-heavy, at its T_spec)",
         "path": "(rho, alignment) resampled by arc length; distance: Hausdorff (Frechet beside)",
     }
+    measures = gp.FINDING_MEASURES
     params = {
         "dim": gp.dim_param(hi=10**5, why="the w-heavy run to t_max must reach its T_spec ~ D"),
         "scale": gp.scale_param(),

@@ -20,6 +20,7 @@ from . import _protocol as gp
 class FiniteSample(Experiment):
     name = "finite_sample"
     description = "full-batch GD on n samples against population dynamics: deviation ~ n^-1/2"
+    measures = gp.FINDING_MEASURES
     params = {
         "dim": Param(
             int,

@@ -16,6 +16,7 @@ from . import _analysis as ga
 from . import _controls as gc
 from . import _digits as dg
 from . import _figures as gf
+from . import _protocol as gp
 
 
 class GaugeOnNetworks(Experiment):
@@ -25,6 +26,7 @@ class GaugeOnNetworks(Experiment):
         "data, trained by GD, momentum and Adam: the owner rate and the drift of "
         "delta; the drift's slope in the step size, attention heads included"
     )
+    measures = gp.FINDING_MEASURES
     params = {
         "models": Param(
             list,

@@ -21,6 +21,7 @@ from . import _protocol as gp
 
 class Landscape(Experiment):
     name = "landscape"
+    measures = gp.FINDING_MEASURES
     description = (
         "critical points at plateau ends, escape times 1/lambda_+, gauge zero modes, "
         "a catalogue of fixed points"

@@ -164,6 +164,7 @@ class OnlineSGD(Experiment):
                     seeds=task["seeds"],
                     root_seed=integer_seed(seed),
                     device="cpu",
+                    backend="torch",
                 )
         return {
             "t": res.time,

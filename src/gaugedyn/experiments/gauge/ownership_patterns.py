@@ -76,6 +76,7 @@ class OwnershipPatterns(Experiment):
         "remaining_function": "||sum_{i not owner} rho_i relu(u_i.x)||_{L2(N(0, I))} / ||f*||",
         "outcome": "selected / shared / tie / other (PROTOCOL.md, ownership_patterns)",
     }
+    measures = gp.FINDING_MEASURES
     params = {
         "Ks": Param(
             list,

@@ -23,8 +23,8 @@ from ._protocol import (
     COMBINATIONS,
     CONVERGED,
     COV,
-    EFFECT,
     EXPULSION_MARGIN,
+    FINDING_MEASURES,
     FIT_TOLERANCE,
     MEASURES,
     OV,
@@ -153,6 +153,7 @@ class Judge:
 
     def readings(
         self,
+        fid: str,
         values,
         rule: str,
         threshold: float,
@@ -162,7 +163,9 @@ class Judge:
     ) -> tuple[dict, dict]:
         """Judge ``values(budget, lam, tau)`` (per-seed values, or ``None`` when the reading
         does not exist) under every budget and nominal-setting reading, plus each
-        ``extra[name] = (budget, values)``; returns ``(judgements, per-reading medians)``."""
+        ``extra[name] = (budget, values)``; returns ``(judgements, per-reading medians)``. A
+        randomised rule's draws come from the run's analysis seed, the finding ``fid`` and the
+        reading."""
         out = {}
         for budget in BUDGETS:
             for words, lam, tau in self.settings(sep):
@@ -174,7 +177,13 @@ class Judge:
         for name, v in (extra or {}).items():
             out[name] = v
         judgements = {
-            k: stats.judge(rule, v, threshold=threshold, direction=direction)
+            k: stats.judge(
+                rule,
+                v,
+                threshold=threshold,
+                direction=direction,
+                rng=stats.generator(self.root, fid, k),
+            )
             for k, v in out.items()
         }
         return judgements, out
@@ -184,16 +193,19 @@ class Judge:
         id: str,
         statement: str,
         values,
-        rule: str,
+        form: str,
         threshold: float,
         direction: str,
-        effect: str,
         *,
         sep: bool = False,
         extra=None,
         cells: str | None = None,
     ) -> Claim:
-        js, vals = self.readings(values, rule, threshold, direction, sep, extra)
+        """The finding ``id`` judged under every reading by the rule its declared measure
+        chooses for a claim of ``form`` (:data:`._protocol.FINDING_MEASURES`)."""
+        measure = stats.measure_of(FINDING_MEASURES, id)
+        rule = measure.rule(form)
+        js, vals = self.readings(id, values, rule, threshold, direction, sep, extra)
         primary = next(iter(js))
         v = np.asarray(vals[primary], dtype=float)
         sign = 1.0 if direction == ">" else -1.0
@@ -210,8 +222,8 @@ class Judge:
             id,
             statement,
             js[primary],
+            measure=measure,
             readings=js,
-            paper_value=threshold + sign * EFFECT[effect],
             extra=summary,
         )
 
@@ -241,14 +253,15 @@ class Judge:
         n = len(self.sizes)
         return self.finding(
             f"coverage_lowest_error[init={init},coverage={cov}]",
-            "coverage-only gives the lowest mean reconstruction error at every N, against the "
-            "approaches the abstract names (plain fit, separation, overlap): err_k - err_cov > 0 "
-            f"in every cell (N x k, {n} x 3); second reading: against all seven other masks",
+            "coverage-only gives the lowest reconstruction error at every N, against the "
+            "approaches the abstract names (plain fit, separation, overlap): the median paired "
+            f"difference err_k - err_cov > 0 in every cell (N x k, {n} x 3; errors are "
+            "long-tailed, judged by their medians); second reading: against all seven other "
+            "masks",
             named,
             "every_cell",
             0.0,
             ">",
-            "error",
             sep=True,
             extra=extra,
             cells="size-major: N x (plain, sep, ov)",
@@ -263,13 +276,13 @@ class Judge:
         return self.finding(
             f"coverage_usage_above_plain[init={init},coverage={cov},usage={usage}]",
             "coverage-only raises the prototype-usage specialization ratio over the plain fit: "
-            "the mean over seeds of (mean over N of usage_cov - usage_plain) > 0; second "
-            "reading: the mean over the four pairs (a mask with coverage, the same without)",
+            "the median over seeds of (mean over N of usage_cov - usage_plain) > 0 (a ratio: "
+            "judged by its median); second reading: the mean over the four pairs (a mask with "
+            "coverage, the same without)",
             values,
-            "mean_threshold",
+            "threshold",
             0.0,
             ">",
-            "usage",
             extra={
                 f"four pairs, {self.budget_name(b)}": self.pairs(
                     init, b, f"usage_{usage}", 0, cov
@@ -291,10 +304,9 @@ class Judge:
             "(the error is heavy-tailed; means stored beside medians); second reading: the "
             "mean over the four pairs (a mask with overlap, the same without)",
             values,
-            "every_cell_median",
+            "every_cell",
             0.0,
             ">",
-            "error",
             cells="N",
             extra=self.all_masks(init, "reconstruction_error", 2),
         )
@@ -316,16 +328,19 @@ class Judge:
             "'worse at some N' is stored beside it; second reading: the mean over the four "
             "pairs (a mask with separation, the same without)",
             values,
-            "some_cell_median",
+            "some_cell",
             0.0,
             "<",
-            "error",
             sep=True,
             cells="N",
             extra=self.all_masks(init, "reconstruction_error", 1),
         )
         worse = stats.judge(
-            "some_cell_median", values("fixed", self.lam, self.tau), threshold=0.0, direction=">"
+            stats.measure_of(FINDING_MEASURES, claim.id).rule("some_cell"),
+            values("fixed", self.lam, self.tau),
+            threshold=0.0,
+            direction=">",
+            rng=stats.generator(self.root, claim.id, "worse at some N"),
         )
         claim.tolerance["worse_at_some_N"] = worse.verdict
         return claim
@@ -365,13 +380,13 @@ class Judge:
         return self.finding(
             f"overlap_fits_as_well[init={init}]",
             "overlap-active runs fit the data as well as overlap-free ones: at every N, "
-            f"(fit_ov - fit_plain) / var(y) < {FIT_TOLERANCE:g} (every_cell); second "
-            "reading: the mean over the four pairs (a mask with overlap, the same without)",
+            f"the median of (fit_ov - fit_plain) / var(y) < {FIT_TOLERANCE:g} (an error "
+            "difference: every cell by its median); second reading: the mean over the four "
+            "pairs (a mask with overlap, the same without)",
             named,
             "every_cell",
             FIT_TOLERANCE,
             "<",
-            "fit",
             extra=extra,
             cells="N",
         )
@@ -407,10 +422,9 @@ class Judge:
             "over seeds of (mean over N of out_ov - out_plain) > 0; second reading: the mean "
             "over the four pairs (a mask with overlap, the same without)",
             values,
-            "mean_threshold",
+            "threshold",
             0.0,
             ">",
-            "outside",
             extra=self.all_masks(init, "outside_fraction", 2, reduce=True),
         )
 
@@ -443,10 +457,9 @@ class Judge:
             "out_cov - out_plain) < 0; second reading: the mean over the four pairs (a mask "
             "with coverage, the same without)",
             named,
-            "mean_threshold",
+            "threshold",
             0.0,
             "<",
-            "outside",
             extra=extra,
         )
 
@@ -468,7 +481,6 @@ class Judge:
             "every_cell",
             m,
             "<",
-            "outside",
             sep=True,
             cells="N",
             extra=self.all_masks(init, "outside_fraction", 1),
@@ -494,10 +506,9 @@ class Judge:
             f"(mean over N of out_sep - out_plain) > {m:g} (the tau sweep runs on the "
             "separation-only mask, so this finding has no all-mask reading)",
             values,
-            "mean_threshold",
+            "threshold",
             m,
             ">",
-            "outside",
         )
 
 

@@ -20,7 +20,7 @@ from ...harness import Choice, Experiment, Param
 from . import _controls as pc
 from . import _measures as pm
 from . import _model as model
-from ._protocol import MEASURES, variants
+from ._protocol import FINDING_MEASURES, MEASURES, variants
 
 
 def _runs(config: dict, n: int, init: str, seed: np.random.SeedSequence) -> model.Runs:
@@ -50,6 +50,7 @@ class Prototypes(Experiment):
         "prototype reconstruction, usage and expulsion under coverage, separation and "
         "overlap losses in width-N Gaussian MLPs"
     )
+    measures = FINDING_MEASURES
     params = {
         "sizes": Param(
             list,
