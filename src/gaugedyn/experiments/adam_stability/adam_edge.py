@@ -102,7 +102,7 @@ class AdamEdge(Experiment):
             lo=2,
             hi=32,
             why="an interval needs two seeds; CPU time",
-            help="initialisations per cell",
+            help="initialisations per cell (10: the power argument of PROTOCOL.md section 2)",
         ),
         "steps": Param(
             int,
