@@ -200,6 +200,12 @@ def test_findings_on_built_edges_under_every_reading():
     assert got["spike_boundary.near_linear:n4"].verdict == "HELD"
     assert got["spike_boundary.C_moves_with_n"].verdict == "HELD"
     assert got["spike_boundary.edge_level"].kind == "measurement"
+    # C per n: c_b / a^k with the slope fixed at the law's k, every reading
+    C = got["spike_boundary.near_linear:n6"].tolerance["C"]
+    assert len(C) == 8 and all(v[0] == pytest.approx(0.03, rel=1e-6) for v in C.values())
+    c2 = got["spike_boundary.cubic_quadratic"].tolerance["C"]["settled, beta1>=0.9, orbit start"]
+    assert c2[1] <= 15 <= c2[2] and c2[0] == pytest.approx(15, rel=1e-6)
+    assert "C = c_b / (1 - beta1)^3" in got["spike_boundary.cubic_quadratic"].statement
     bad = {
         f.id: f.verdict
         for f in _findings(

@@ -283,13 +283,22 @@ def _edge(edges, name, window, start):
     return edges[(name, window, start.removesuffix(" start"))]
 
 
-def _slope_claim(cid, what, name, a, edges, band):
+def _slope_claim(cid, what, name, a, edges, band, power):
+    """A slope finding of a 1-D map under every reading; beside it ``C = c_b / a^power`` (the
+    paper's law with the slope fixed at ``power``) per reading, the geometric mean over the
+    reading's rows with an edge and its t interval (:func:`task_C`)."""
+
     def one(window, rows, start):
         keep = _rows(a, rows)
         return slope_judgement(a[keep], _edge(edges, name, window, start)[keep], band, cid)
 
     primary, js = readings(one, _factors())
     j = js[primary]
+    C = {}
+    for combo in itertools.product(*_factors().values()):
+        keep = _rows(a, combo[1])
+        C[", ".join(combo)] = task_C(a[keep] ** power, _edge(edges, name, combo[0], combo[2])[keep])
+    c = C[primary]
     n_rows = int(np.isfinite(_edge(edges, name, "settled", "orbit")[_rows(a, ROWSETS[0])]).sum())
     beside = "; ".join(
         f"{k}: {v.estimate:.3g} [{v.low:.3g}, {v.high:.3g}]" for k, v in js.items() if k != primary
@@ -298,11 +307,12 @@ def _slope_claim(cid, what, name, a, edges, band):
         cid,
         f"{what}: boundary slope ({primary}) {j.estimate:.3g} (95% [{j.low:.3g}, "
         f"{j.high:.3g}], {n_rows} rows); claim slope in ({band[0]:g}, {band[1]:g}); "
-        f"other readings: {beside}",
+        f"C = c_b / (1 - beta1)^{power:g} (slope fixed at {power:g}; geometric mean over the "
+        f"rows with an edge, 95%) {c[0]:.3g} [{c[1]:.3g}, {c[2]:.3g}]; other readings: {beside}",
         j,
         measure=stats.measure_of(FINDING_MEASURES, cid),
         readings=js,
-        extra={"slopes": {k: [v.estimate, v.low, v.high] for k, v in js.items()}},
+        extra={"slopes": {k: [v.estimate, v.low, v.high] for k, v in js.items()}, "C": C},
     )
 
 
@@ -317,6 +327,7 @@ def _findings(names, a_of, edges, seed):
                 a_of["n2"],
                 edges,
                 BANDS["cubic"],
+                3.0,
             )
         )
         out.append(_level_claim(a_of["n2"], edges))
@@ -330,6 +341,7 @@ def _findings(names, a_of, edges, seed):
                 a_of[f"n{n:g}"],
                 edges,
                 BANDS["linear"],
+                1.0,
             )
         )
     if len(big) >= 2:
