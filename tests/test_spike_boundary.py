@@ -426,3 +426,23 @@ def test_the_local_slopes_figure_draws_a_system_without_any_edge(tmp_path):
         }
     name, _ = local_slopes(arrays, tmp_path)
     assert (tmp_path / f"{name}.png").exists() or any(tmp_path.iterdir())
+
+
+def test_the_local_slopes_figure_draws_a_task_whose_only_edges_are_another_rise(tmp_path):
+    """A task without an edge at the configured rise but with edges at another (stored under
+    the rise readings' keys) draws its panel unscaled instead of log-scaling no data."""
+    from gaugedyn.experiments.adam_stability._figures import local_slopes
+
+    a, nan = np.array([0.1, 0.2, 0.3]), np.full(3, np.nan)
+    arrays = {"systems": np.array(["teacher4_mse"]), "teacher4_mse__a": a}
+    for w in ("settled", "transient"):
+        k = f"teacher4_mse_init_{w}"
+        arrays |= {
+            f"{k}__boundary": nan,
+            f"{k}__boundary_low": nan,
+            f"{k}__boundary_high": nan,
+            f"{k}__local_slope": np.full((2, 3), np.nan),
+            f"{k}_rise1.5__boundary": np.array([0.017, 0.017, np.nan]),
+        }
+    name, _ = local_slopes(arrays, tmp_path)
+    assert (tmp_path / f"{name}.png").exists()

@@ -97,11 +97,13 @@ def local_slopes(arrays, outdir):
         order = np.argsort(a)
         mid = np.sqrt(a[order][1:] * a[order][:-1])
         starts = ("orbit", "generic") if _is_1d(name) else ("init",)
+        drawn = False
         for k, (start, window) in enumerate((s, w) for s in starts for w in WINDOWS):
             key = f"{name}_{start}_{window}"
             if f"{key}__local_slope" not in arrays:
                 continue
             e = np.asarray(arrays[f"{key}__boundary"], float)
+            drawn = drawn or bool(np.isfinite(e).any())
             lo = np.asarray(arrays[f"{key}__boundary_low"], float)
             hi = np.asarray(arrays[f"{key}__boundary_high"], float)
             shift = 1.0 + 0.02 * k
@@ -117,11 +119,6 @@ def local_slopes(arrays, outdir):
                 ]
             )
             axes[1, col].errorbar(mid * shift, ls[:, 0], yerr=np.abs(lerr), fmt="o-", ms=3, lw=0.8)
-        drawn = any(
-            np.isfinite(np.asarray(arrays[k], float)).any()
-            for k in arrays
-            if str(k).startswith(f"{name}_") and str(k).endswith("__boundary")
-        )
         axes[0, col].set(xscale="log", xlabel="1 - beta1", ylabel="edge 1 - beta2")
         if drawn:
             axes[0, col].set_yscale("log")
