@@ -127,22 +127,98 @@ def _adjacent(page: Path, line: int, code: str, next_line: int) -> bool:
     return all(not x.strip() for x in lines[close + 1 : next_line - 1])
 
 
-def test_the_site_builds_strictly(tmp_path):
-    site = tmp_path / "site"
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=_env(),
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory, worker_id) -> Path:
+    """The site, built once per test session (``mkdocs build --strict``): the xdist workers share
+    one build through a lock in their common temporary folder. A failed build fails every test
+    that reads the site with the build's own output."""
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent
+    site, log = shared / "site", shared / "site.log"
+    with FileLock(str(shared / "site.lock")):
+        if not log.exists():
+            done = subprocess.run(
+                [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                env=_env(),
+            )
+            log.write_text(f"{done.returncode}\n{done.stdout}{done.stderr}")
+    code, _, output = log.read_text().partition("\n")
+    assert code == "0", output
+    return site
+
+
+def test_the_site_builds_strictly(built_site):
+    site = built_site
     for paper in json.loads(_papers()):
         html = site / paper["page"].removesuffix(".md") / "index.html"
         assert html.is_file(), f"no page for {paper['name']}"
         if paper["published"]:
             assert "<img" in html.read_text(), f"{paper['page']} shows no figure"
+
+
+# the pages the browser reads: the home page, a system page, the Adam API page
+SCREENED = ("index.html", "systems/gauge/index.html", "reference/adam/index.html")
+_RAW = re.compile(
+    r":(?:func|class|meth|mod|data|attr|math):`|\.\. math::|\\beta(?![A-Za-z])|\\frac(?![A-Za-z])"
+)
+
+
+def _visible_text(html: str) -> str:
+    """A page's text as a reader sees it: no scripts, styles or tags, and no math elements
+    (their TeX source is what MathJax reads, not what is shown)."""
+    html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S)
+    html = re.sub(r"<mjx-assistive-mml\b.*?</mjx-assistive-mml>", " ", html, flags=re.S)
+    html = re.sub(r"<(span|div) class=\"arithmatex\">.*?</\1>", " ", html, flags=re.S)
+    return re.sub(r"<[^>]+>", " ", html)
+
+
+@pytest.mark.parametrize("page", SCREENED)
+def test_built_pages_carry_math_and_no_raw_markup(built_site, page):
+    """Without a browser: the page holds arithmatex math elements and, outside them, no raw
+    Sphinx role, math directive or LaTeX command; MathJax is served from the site itself."""
+    html = (built_site / page).read_text()
+    assert len(re.findall(r'class="arithmatex"', html)) > 0, f"{page}: no math element"
+    raw = _RAW.findall(_visible_text(html))
+    assert not raw, f"{page}: raw markup outside math: {sorted(set(raw))}"
+    assert (built_site / "assets" / "mathjax" / "tex-svg.js").is_file()
+    scripts = re.findall(r'<script src="([^"]+)"', html)
+    assert not [s for s in scripts if s.startswith(("http:", "https:", "//"))], scripts
+
+
+def test_raw_markup_detector_sees_raw_markup():
+    assert _RAW.findall(_visible_text("<p>see :func:`x` and \\beta_1</p>")) == [":func:`", "\\beta"]
+    assert not _RAW.findall(
+        _visible_text('<p>ok <span class="arithmatex">\\(\\beta_1\\)</span></p>')
+    )
+
+
+def test_a_browser_renders_the_equations(built_site, tmp_path):
+    """Headless Chromium opens the home page, a system page and the Adam API page (served on a
+    local port):
+    MathJax (from the site) renders equations on each, no raw TeX or Sphinx role is left in
+    the text, and a screenshot of each is written (tools/site_screens.py)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import site_screens
+    finally:
+        sys.path.pop(0)
+    exe = site_screens.browser()
+    if exe is None:
+        pytest.skip("no Chromium installed (apt-get install chromium); the HTML test still runs")
+    with site_screens.serve(built_site) as base:
+        shots = {page: site_screens.render(base, page, tmp_path, exe) for page in SCREENED}
+    for page, (dom, png) in shots.items():
+        assert site_screens.rendered_math(dom) > 0, f"{page}: no equation rendered"
+        raw = _RAW.findall(_visible_text(dom))
+        assert not raw, f"{page}: raw markup in the rendered page: {sorted(set(raw))}"
+        assert png.stat().st_size > 10_000, f"{page}: empty screenshot"
 
 
 def _env() -> dict:
@@ -290,3 +366,107 @@ def test_every_committed_run_is_full_and_shown():
         assert any(f"<!-- publish:{kind} {name} -->" in text for kind in ("claims", "readings")), (
             f"{name} is committed but shown nowhere"
         )
+
+
+def test_readme_headlines_follow_the_published_verdicts(tmp_path):
+    """A finding whose stored verdict moves from HELD to NOT HELD moves in the README's
+    headline (generated, so `publish --check` sees the stale sentence)."""
+    from gaugedyn.papers import PAPERS
+    from gaugedyn.publish import headline, load_published, publish
+
+    root = _copy(tmp_path)
+    text = (root / "README.md").read_text()
+    assert "<!-- publish:headlines -->" in text
+    assert "*Depends on the reading*:" in text and "*Robust*:" in text
+    for paper in PAPERS:
+        assert f"- **{paper.name}**:" in text, paper.name
+    path = root / "results-data" / "clock" / "summary.json"
+    summary = json.loads(path.read_text())
+    claim = next(c for c in summary["claims"] if c["id"] == "clock.clocks")
+    assert claim["verdict"] == "HELD"
+    paper = next(p for p in PAPERS if "clock" in p.experiments)
+    before = headline(paper, load_published(root))
+    claim["verdict"], claim["passed"] = "NOT HELD", False
+    path.write_text(json.dumps(summary))
+    after = headline(paper, load_published(root))
+    assert "`clock.clocks`" in after.split("did not", 1)[1]
+    assert before != after
+    assert root / "README.md" in publish(root, check=True)
+
+
+def test_readme_calls_the_command_one_way():
+    text = (ROOT / "README.md").read_text()
+    bare = re.findall(
+        r"(?<![/\w.-])gaugedyn (?:solve|run|publish|reproduce|plot|audit-rules)", text
+    )
+    assert not bare, f"README calls a bare `gaugedyn` (not on PATH after set-up): {bare}"
+    for page in ("docs/own-activation.md", "docs/gauge-recorder.md"):
+        assert f"]({page})" in text, f"README does not link {page}"
+
+
+def test_every_system_is_named_where_the_package_describes_itself():
+    """pyproject's description, the site's description and ``gaugedyn --help`` name every
+    system (each paper's first two words), so none describes two of seven."""
+    import tomllib
+
+    from gaugedyn.cli import build_parser
+    from gaugedyn.papers import PAPERS
+
+    described = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["description"]
+    site = re.search(r"site_description: >-\n((?:  .*\n)+)", (ROOT / "mkdocs.yml").read_text())
+    assert site is not None
+    helped = build_parser().format_help()
+    for where, text in (("pyproject", described), ("mkdocs.yml", site[1]), ("--help", helped)):
+        flat = " ".join(text.lower().split())
+        missing = [
+            p.name
+            for p in PAPERS
+            if " ".join(re.sub(r"[^\w\s-]", "", p.name.lower()).split()[:2]) not in flat
+        ]
+        assert not missing, f"{where} does not name: {missing}"
+    assert f"The {len(PAPERS)} systems:" in " ".join(helped.split())
+
+
+def test_the_quoted_test_count_is_current(request):
+    """docs/test-record.md quotes the suite's size to the nearest hundred; checked against this
+    session's collection when it collected the whole suite (any selection skips)."""
+    config = request.config
+    whole = {Path(a).resolve() for a in config.args} <= {ROOT, ROOT / "tests"}
+    if config.option.keyword or config.option.markexpr or not whole:
+        pytest.skip("a selection of the suite was collected, not the whole")
+    quoted = re.search(
+        r"The suite \(about ([\d,]+) tests\)", (ROOT / "docs/test-record.md").read_text()
+    )
+    assert quoted, "docs/test-record.md no longer quotes the suite's size"
+    n = len(request.session.items)
+    assert int(quoted[1].replace(",", "")) == round(n, -2), (
+        f"docs/test-record.md says about {quoted[1]} tests; the suite has {n}"
+    )
+
+
+def test_included_pages_read_on_github():
+    """A page that the site fills from an include also links, for a reader on GitHub, the file
+    it includes (the hook drops that line from the site)."""
+    include = re.compile(r'^--8<-- "([^"]+)"$', re.M)
+    stubs = [p for p in (ROOT / "docs").rglob("*.md") if include.search(p.read_text())]
+    assert stubs
+    for page in stubs:
+        text = page.read_text()
+        for target in include.findall(text):
+            link = re.search(r"^<!-- on GitHub --> .*\]\(([^)]+)\)", text, re.M)
+            assert link, f"{page.relative_to(ROOT)} includes {target} with no link for GitHub"
+            assert (page.parent / link[1]).resolve() == (ROOT / target).resolve(), page
+
+
+def test_every_image_of_the_site_exists(built_site):
+    """No page of the built site shows a broken image (links and anchors are checked by the
+    strict build: mkdocs.yml validation.links)."""
+    missing, seen = [], 0
+    for html in built_site.rglob("*.html"):
+        for src in re.findall(r'<img[^>]+src="([^"]+)"', html.read_text()):
+            if src.startswith(("http:", "https:", "data:")):
+                continue
+            seen += 1
+            if not (html.parent / src.split("#")[0]).resolve().is_file():
+                missing.append(f"{html.relative_to(built_site)}: {src}")
+    assert seen > 0 and not missing, missing[:20]

@@ -157,8 +157,11 @@ def test_reproduce_report_exit_code_and_redraw(tmp_path, capsys, monkeypatch):
     args = ["reproduce", "--simulations", sims, "--out", rep, "--executor", "serial", "-q"]
     code, out, err = invoke([*args, "--quick"], capsys)
     assert code == 1 and "tight:bounded" in err and "good:bounded" not in err
-    assert "PASS" in out and "FAIL" in out
+    assert "checks 1 of 2 passed" in out and "tight:bounded: measured" in out
+    assert "| good | bounded |" not in out  # stdout: the per-paper summary, not the table
+    assert all(len(line) <= 120 for line in out.splitlines())
     report = (rep / "report.md").read_text()
+    assert f"Command: `gaugedyn reproduce --quick --out {rep} --simulations {sims}" in report
     assert (
         "| good | bounded |" in report and "| tight | bounded |" in report and "**FAIL**" in report
     )

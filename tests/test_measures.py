@@ -29,12 +29,6 @@ KNOWN_MISSES = {
     "every_cell at 40 seeds x 6 cells, normal: MISS: held-at-boundary",
     "median_threshold (published) on beta_grid: finding:char_transformer:lag_substantial:"
     "beta2>beta1 [memory/norm]: MISS: held-at-boundary",
-    # A real failure, left to the rebuild of shared_representation (issue 44): its stored
-    # values are heavily tied, the sign test assumes a continuous distribution, and the median
-    # band says NOT HELD 27% of the time on a claim true by 0.5 spread. The finding is published
-    # under the old rules (its other readings were never stored).
-    "median_band (declared) on shared_representation: shared_representation.table4."
-    "control_reset [primary (name not recorded)]: MISS: false-not-held, not-held-at-boundary",
 }
 """Barred rows of the committed audit that miss a bar, each with why (none may be added)."""
 
@@ -134,3 +128,16 @@ def test_every_protocol_states_its_declared_measures():
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
     assert tool.main(["--check"]) == 0
+
+
+@pytest.mark.parametrize("rule", ["every_cell_median", "every_cell", "median_threshold"])
+def test_a_reading_judged_on_no_seeds_has_nothing_to_audit(rule):
+    """A reading judged on no seeds is stored as ``[]`` (JSON keeps no ``(0, cells)`` shape):
+    the audit's plan has nothing of it to simulate, for cell rules as for the others."""
+    assert ap._shape_of(stats.RULES[rule], []) is None
+    assert (
+        ap._shape_of(
+            stats.RULES[rule], [[1.0, 2.0], [3.0, 4.0]] if stats.RULES[rule].cells else [1.0, 2.0]
+        )
+        is not None
+    )

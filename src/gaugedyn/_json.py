@@ -1,7 +1,7 @@
 """One conversion of results to JSON, with one convention for non-finite numbers.
 
-:func:`plain` turns numpy scalars and arrays (at any depth of dicts, lists and tuples) into Python
-values; :func:`strict` does the same and writes non-finite floats as the strings ``"nan"``,
+`plain()` turns numpy scalars and arrays (at any depth of dicts, lists and tuples) into Python
+values; `strict()` does the same and writes non-finite floats as the strings ``"nan"``,
 ``"inf"`` and ``"-inf"``, so every JSON the package writes (``summary.json``, the result store,
 ``gaugedyn solve`` and ``gaugedyn train``) is strict JSON that keeps NaN apart from infinity.
 """
@@ -32,7 +32,7 @@ def plain(x: Any) -> Any:
 
 
 def strict(x: Any) -> Any:
-    """:func:`plain`, with non-finite floats as ``"nan"``, ``"inf"``, ``"-inf"``."""
+    """`plain()`, with non-finite floats as ``"nan"``, ``"inf"``, ``"-inf"``."""
     x = plain(x)
     if isinstance(x, float) and not math.isfinite(x):
         return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
@@ -44,7 +44,7 @@ def strict(x: Any) -> Any:
 
 
 def nulled(x: Any) -> tuple[Any, int]:
-    """:func:`plain`, with every non-finite float as ``None`` (JSON ``null``), and how many
+    """`plain()`, with every non-finite float as ``None`` (JSON ``null``), and how many
     there were; the writer states what ``null`` means where it uses this."""
     count = 0
 

@@ -48,7 +48,7 @@ def integer_seed(seed: np.random.SeedSequence) -> int:
 
 
 def rng(root_seed: int, *coordinates: Any) -> np.random.Generator:
-    """A numpy generator for one task (see :func:`task_seed`)."""
+    """A numpy generator for one task (see `task_seed()`)."""
     return np.random.default_rng(task_seed(root_seed, *coordinates))
 
 
@@ -126,9 +126,9 @@ def checkout() -> dict[str, Any]:
 @functools.cache
 def code_identity(module: str | None = None) -> dict[str, Any]:
     """What code a result comes from: ``sha256`` over the names and bytes of every file a task
-    of ``module`` can reach (:data:`CODE_SUFFIXES` under the package; see :func:`_own_files`
+    of ``module`` can reach (`CODE_SUFFIXES` under the package; see `_own_files()`
     for the scope), the number of files, the scope in words, gaugedyn's version and the git
-    :func:`checkout`. Computed once per process and module; the result store keys every
+    `checkout()`. Computed once per process and module; the result store keys every
     record by ``sha256``, so a record from other code is never read as this code's."""
     files, scope = _own_files(module)
     digest = hashlib.sha256()

@@ -2,15 +2,15 @@
 bounds with their reason, choices, help and default; and the checks every command runs before it
 allocates or computes anything.
 
-A :class:`Param` (shared with the configurations of declared experiments) turns the text a user
-typed into a value or raises :class:`InputError` with one line naming the option, the value and
+A `Param` (shared with the configurations of declared experiments) turns the text a user
+typed into a value or raises `InputError` with one line naming the option, the value and
 what is allowed (for numbers the closed or open range and, for the upper bound, why it is there).
 An engine declares its arguments as ``PARAMS: dict[str, Param]`` beside its code and checks them
-with :meth:`Param.accept`; a command line adds each one with :meth:`Param.add_to`, so its help
+with `Param.accept()`; a command line adds each one with `Param.add_to()`, so its help
 text, bounds and default are those of the declaration.
-:func:`check_memory` refuses a request whose estimated memory exceeds what this machine has
-available, quoting the estimate, and :func:`check_work` one whose estimated time on one core
-exceeds about a day. :func:`check_writable_folder` checks that a folder can be created (or
+`check_memory()` refuses a request whose estimated memory exceeds what this machine has
+available, quoting the estimate, and `check_work()` one whose estimated time on one core
+exceeds about a day. `check_writable_folder()` checks that a folder can be created (or
 written) by creating and removing a probe folder, so a run cannot compute for minutes and then
 fail to store anything.
 """
@@ -34,7 +34,7 @@ from ._errors import InputError
 MAX_SEED = 2**64 - 1
 _SHOW = 40
 DECLARED: Any = object()
-"""The default of :meth:`Param.add_to`: the option's default is the declaration's."""
+"""The default of `Param.add_to()`: the option's default is the declaration's."""
 
 
 def show(text: object) -> str:
@@ -46,7 +46,7 @@ def show(text: object) -> str:
 @dataclass(frozen=True)
 class Param:
     """One setting, declared once: type, bounds and why, choices, lengths, default, quick value
-    and help. Configuration keys (:mod:`gaugedyn.harness`) and command-line options (``solve``,
+    and help. Configuration keys (`gaugedyn.harness`) and command-line options (``solve``,
     ``train``, ...) are both ``Param``; the check, the error text and the documentation are
     derived from the declaration:
 
@@ -63,11 +63,11 @@ class Param:
       ``hi_text``: how to write the upper bound in words (``2**64 - 1``); ``help``: what the
       setting is, in a few words; ``metavar``: the placeholder of its value in a usage line.
 
-    :meth:`validate` returns ``None`` for an allowed value (already of the right type) and
-    otherwise the text of what is allowed; :meth:`parse` turns text a user typed into the value or
-    raises :class:`InputError` with one line naming the option, the value and what is allowed;
-    :meth:`accept` does the same for a Python argument; :meth:`describe` is that text, used in
-    errors, in the documentation and (:meth:`add_to`) in a command's ``--help``.
+    `validate()` returns ``None`` for an allowed value (already of the right type) and
+    otherwise the text of what is allowed; `parse()` turns text a user typed into the value or
+    raises `InputError` with one line naming the option, the value and what is allowed;
+    `accept()` does the same for a Python argument; `describe()` is that text, used in
+    errors, in the documentation and (`add_to()`) in a command's ``--help``.
     """
 
     type: type | tuple[type, ...]
@@ -161,7 +161,7 @@ class Param:
         return True
 
     def validate(self, value: Any) -> str | None:
-        """``None`` if ``value`` (already of the right type) is allowed, else :meth:`describe`."""
+        """``None`` if ``value`` (already of the right type) is allowed, else `describe()`."""
         items = value if isinstance(value, list) else [value]
         ok = all(self._in_range(x) for x in items)
         if isinstance(value, list):
@@ -189,7 +189,7 @@ class Param:
         return "--" + self.name.replace("_", "-")
 
     def help_text(self, default: Any = None, required: bool = False, default_text: str = "") -> str:
-        """The help of the command-line option: ``help``, what is allowed (:meth:`describe`) and
+        """The help of the command-line option: ``help``, what is allowed (`describe()`) and
         the default (``default_text`` where the default is computed, not a value)."""
         text = f"{self.help}: {self.describe()}" if self.help else self.describe()
         if required:
@@ -208,9 +208,9 @@ class Param:
         required: bool = False,
         default_text: str = "",
     ) -> argparse.Action:
-        """Add this setting to ``parser`` as the option :attr:`flag`, its help derived from the
-        declaration (:meth:`help_text`) and its value kept as the text the user typed, for
-        :meth:`parse` to check before any work (one :class:`InputError`, exit status 2).
+        """Add this setting to ``parser`` as the option `flag`, its help derived from the
+        declaration (`help_text()`) and its value kept as the text the user typed, for
+        `parse()` to check before any work (one `InputError`, exit status 2).
 
         ``default``: the option's default, by default the declaration's (``None``: not given);
         ``default_text``: the words for a default the command computes (``0.5 / (s D)``)."""
@@ -229,7 +229,7 @@ class Param:
     def accept(self, value: object, name: str | None = None):
         """A Python argument checked against this declaration, or InputError naming it.
 
-        The same bounds and choices as :meth:`parse`, but for a value passed in Python: a number
+        The same bounds and choices as `parse()`, but for a value passed in Python: a number
         must be a real number (not text, not a bool), an integer must be integral (``2.0`` is
         2, ``1.5`` is refused), every number finite; the error names ``name=value`` (default:
         the declared name).
@@ -272,7 +272,7 @@ class Param:
         return value
 
     def _text(self, text: object, label: str | None = None) -> str:
-        """A string setting checked by ``check``; an :class:`InputError` the check raises (it
+        """A string setting checked by ``check``; an `InputError` the check raises (it
         names the cause, e.g. why a user's activation cannot be loaded) is kept, prefixed with
         the option."""
         if not isinstance(text, str):
@@ -389,7 +389,7 @@ MAX_SECONDS = 1e5
 
 def check_work(what: str, seconds: float, formula: str, advice: str) -> None:
     """Refuse ``what`` (the options that set the work) if its estimated ``seconds`` on one core
-    exceed :data:`MAX_SECONDS`; the error quotes the estimate, its ``formula`` and ``advice``."""
+    exceed `MAX_SECONDS`; the error quotes the estimate, its ``formula`` and ``advice``."""
     if not seconds <= MAX_SECONDS:  # NaN and inf refused too
         raise InputError(
             f"{what} needs about {seconds / 3600:.3g} h on one core ({formula}), more than the "

@@ -67,5 +67,5 @@ def progress_bar(
     quiet: bool = False,
     stream: TextIO | None = None,
 ) -> ProgressBar:
-    """A :class:`ProgressBar` (see the module docstring)."""
+    """A `ProgressBar` (see the module docstring)."""
     return ProgressBar(total, desc, unit, force=force, quiet=quiet, stream=stream)

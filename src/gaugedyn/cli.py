@@ -1,4 +1,4 @@
-"""gaugedyn: theory and simulation of training dynamics (hidden ReLU gauge, tied-beta Adam).
+"""gaugedyn: theory and simulation of neural-network training dynamics, one system per paper.
 
 Each subcommand lives with the module it exposes; that module defines ``register(subparsers)``
 and keeps its heavy imports inside the handler, so ``gaugedyn --help`` stays fast.
@@ -67,7 +67,13 @@ def _refuse_repeats(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="gaugedyn", description=__doc__.splitlines()[0])
+    from .papers import PAPERS
+
+    parser = _Parser(
+        prog="gaugedyn",
+        description=__doc__.splitlines()[0],
+        epilog=f"The {len(PAPERS)} systems: " + "; ".join(p.name for p in PAPERS) + ".",
+    )
     from . import __version__
 
     parser.add_argument("--version", action="version", version=f"gaugedyn {__version__}")

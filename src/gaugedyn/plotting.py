@@ -1,8 +1,8 @@
 """Figures from stored results: one shared style, PNG and PDF side by side.
 
 Experiments draw in their ``plot(arrays, config, outdir)`` from the stored arrays alone and save
-through :func:`save_figure`; the command line wraps the call in :func:`style` on the Agg backend,
-with the formats of the run (:func:`figure_formats`: PNG and PDF for a full configuration, PNG
+through `save_figure()`; the command line wraps the call in `style()` on the Agg backend,
+with the formats of the run (`figure_formats()`: PNG and PDF for a full configuration, PNG
 alone for a ``--quick`` one, whose figures are previews read in its report)::
 
     from gaugedyn.plotting import save_figure, subplots
@@ -23,7 +23,7 @@ from typing import Any
 
 STYLE = Path(__file__).with_name("gaugedyn.mplstyle")
 FORMATS = ("png", "pdf")
-"""The formats :func:`save_figure` writes by default, and those a run may ask for."""
+"""The formats `save_figure()` writes by default, and those a run may ask for."""
 QUICK_FORMATS = ("png",)
 """The formats of a ``--quick`` run: the PNG its report shows (the PDF, most of a figure's
 cost, is written by full runs, whose figures are the published ones)."""
@@ -33,7 +33,7 @@ _FORMATS: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
 
 
 def figure_formats(quick: bool) -> tuple[str, ...]:
-    """The formats a run writes: :data:`QUICK_FORMATS` for a quick run, else :data:`FORMATS`."""
+    """The formats a run writes: `QUICK_FORMATS` for a quick run, else `FORMATS`."""
     return QUICK_FORMATS if quick else FORMATS
 
 
@@ -41,7 +41,7 @@ def figure_formats(quick: bool) -> tuple[str, ...]:
 def style(backend: str | None = None, formats: tuple[str, ...] | None = None) -> Iterator[None]:
     """The gaugedyn style sheet; ``backend="Agg"`` also selects the non-interactive backend;
     ``formats`` (a non-empty subset of
-    :data:`FORMATS` holding ``"png"``) are the files :func:`save_figure` writes inside."""
+    `FORMATS` holding ``"png"``) are the files `save_figure()` writes inside."""
     import matplotlib
 
     if formats is not None:
@@ -72,7 +72,7 @@ def subplots(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
 
 
 def save_figure(fig: Any, outdir: str | Path, name: str, caption: str = "") -> tuple[str, str]:
-    """Write ``outdir/name.png`` and ``outdir/name.pdf`` (or the formats :func:`style` set),
+    """Write ``outdir/name.png`` and ``outdir/name.pdf`` (or the formats `style()` set),
     close ``fig``; return ``(name, caption)``.
 
     The figure's layout engine (constrained layout, from the style) runs once, for the first
@@ -87,8 +87,56 @@ def save_figure(fig: Any, outdir: str | Path, name: str, caption: str = "") -> t
         for i, fmt in enumerate(_FORMATS.get()):
             metadata = {"CreationDate": None} if fmt == "pdf" else {"Software": None}
             fig.savefig(outdir / f"{name}.{fmt}", format=fmt, metadata=metadata)
-            if i == 0 and fig.get_layout_engine() is not None:
-                fig.set_layout_engine("none")  # keep the positions just computed
+            if i == 0:
+                if fig.get_layout_engine() is not None:
+                    fig.set_layout_engine("none")  # keep the positions just computed
+                if declutter(fig):  # labels thinned: the first file again, as it now looks
+                    fig.savefig(outdir / f"{name}.{fmt}", format=fmt, metadata=metadata)
     finally:
         plt.close(fig)
     return name, caption
+
+
+def _tick_labels(axis: Any) -> list[Any]:
+    return [t for t in axis.get_ticklabels() if t.get_visible() and t.get_text()]
+
+
+def label_overlaps(fig: Any) -> list[str]:
+    """The pairs of tick labels that overprint each other on any axis of ``fig`` (as laid out
+    by its last draw), each as ``"axes title / x: 'a' over 'b'"``."""
+    renderer = fig.canvas.get_renderer()
+    out = []
+    for k, ax in enumerate(fig.axes):
+        where = ax.get_title() or ax.get_label() or f"axes {k}"
+        for side, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            labels = _tick_labels(axis)
+            boxes = [t.get_window_extent(renderer) for t in labels]
+            for i in range(len(boxes)):
+                for j in range(i + 1, len(boxes)):
+                    if _overlap(boxes[i], boxes[j]):
+                        a, b = labels[i].get_text(), labels[j].get_text()
+                        out.append(f"{where} / {side}: {a!r} over {b!r}")
+    return out
+
+
+def _overlap(a: Any, b: Any, pad: float = 0.5) -> bool:
+    """Whether two display boxes intersect by more than ``pad`` pixels both ways."""
+    return min(a.x1, b.x1) - max(a.x0, b.x0) > pad and min(a.y1, b.y1) - max(a.y0, b.y0) > pad
+
+
+def declutter(fig: Any) -> bool:
+    """Hide every other tick label (then every third, ...) on each axis of ``fig`` whose labels
+    overprint, until none does; the ticks themselves stay. Returns whether anything changed."""
+    renderer = fig.canvas.get_renderer()
+    changed = False
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            labels = _tick_labels(axis)
+            for step in range(2, max(len(labels), 2) + 1):
+                boxes = [t.get_window_extent(renderer) for t in _tick_labels(axis)]
+                if not any(_overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :]):
+                    break
+                for i, t in enumerate(labels):
+                    t.set_visible(i % step == 0)
+                changed = True
+    return changed

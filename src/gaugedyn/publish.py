@@ -29,7 +29,7 @@ published ``gaugedyn multiverse`` folder: the share of specifications per verdic
 not, the constants that flip it), ``controls EXPERIMENT`` and ``space EXPERIMENT`` (the
 experiment's declared known-answer controls and set-up space at its full configuration, from
 its declaration) and ``systems`` (one row per paper of
-:data:`gaugedyn.papers.PAPERS`: its checks and the counts of its findings' verdicts over the
+`gaugedyn.papers.PAPERS`: its checks and the counts of its findings' verdicts over the
 published runs, linking to its page). The site's navigation of the systems' pages is generated
 the same way, in ``mkdocs.yml`` between ``# publish:nav`` and ``# /publish`` comment lines, from
 each system's declaration (``system.toml``: its page, its title, its further pages).
@@ -58,7 +58,25 @@ from .papers import PAPERS
 DATA = "results-data"
 _OPEN = re.compile(r"^<!-- publish:(\w+)(?: (\w+))? -->$")
 _CLOSE = "<!-- /publish -->"
-_KINDS = ("claims", "readings", "figures", "systems", "controls", "space", "robustness")
+_KINDS = (
+    "claims",
+    "readings",
+    "figures",
+    "systems",
+    "headlines",
+    "controls",
+    "space",
+    "robustness",
+)
+# the findings a headline names per verdict before it says "and N more"
+HEADLINE_NAMES = 4
+# what the words of the systems table and the headlines mean, one line each
+DEFINITIONS = (
+    "*Depends on the reading*: the finding was judged under every reasonable reading of the "
+    "paper's statement (a sign convention, a share, a window), and the readings gave different "
+    "verdicts. *Robust*: judged again over every set-up constant the paper leaves open "
+    "(`gaugedyn multiverse`), no specification gives the opposite of HELD / NOT HELD.",
+)
 FIGURES = "docs/figures"
 SITE = "mkdocs.yml"
 _NAV_OPEN = re.compile(r"^(\s*)# publish:nav\b")
@@ -74,7 +92,7 @@ def published_files(root: Path) -> list[Path]:
 
 def load_published(root: Path) -> dict[str, dict]:
     """Every committed summary: experiment name -> the summary (with its ``published`` record);
-    an unreadable or malformed one is refused (:class:`~gaugedyn.InputError`) naming its file."""
+    an unreadable or malformed one is refused (`InputError`) naming its file."""
     out = {}
     for path in sorted((root / DATA).glob("*/summary.json")):
         try:
@@ -171,7 +189,7 @@ def _show(value: object) -> str:
 
 
 def read_run(run: Path, root: Path | None = None) -> dict:
-    """A run's summary, refused (:class:`~gaugedyn.InputError`) when the folder has none, when
+    """A run's summary, refused (`InputError`) when the folder has none, when
     its experiment is not a registered name, when it is a quick or reduced configuration or
     lacks its ``command`` record, when the run is not complete, when its claims or figures are
     malformed, or when a figure is not a file inside the run folder."""
@@ -215,7 +233,7 @@ def read_run(run: Path, root: Path | None = None) -> dict:
 
 
 def _figure_files(run: Path, summary: dict, root: Path | None = None) -> list[Path]:
-    """The run's PNG figures as paths inside ``run``, refused (:class:`~gaugedyn.InputError`)
+    """The run's PNG figures as paths inside ``run``, refused (`InputError`)
     when one is absolute, leaves the folder, is missing (a re-judged run may leave out a figure
     already published under ``root``) or two share a name."""
     inside = run.resolve()
@@ -241,7 +259,7 @@ def _figure_files(run: Path, summary: dict, root: Path | None = None) -> list[Pa
 
 
 def prepare_run(run: Path, root: Path) -> tuple[dict, dict[Path, bytes]]:
-    """``run/summary.json`` (checked by :func:`read_run`) with its ``published`` record, and the
+    """``run/summary.json`` (checked by `read_run()`) with its ``published`` record, and the
     files adding it writes: ``results-data/<experiment>/summary.json`` and its PNG figures under
     ``docs/figures/<experiment>/``. Nothing is written."""
     path = Path(run) / "summary.json"
@@ -265,7 +283,7 @@ def prepare_run(run: Path, root: Path) -> tuple[dict, dict[Path, bytes]]:
 
 
 def add_run(run: Path, root: Path) -> Path:
-    """Copy ``run/summary.json`` (checked by :func:`read_run`) to
+    """Copy ``run/summary.json`` (checked by `read_run()`) to
     ``results-data/<experiment>/summary.json`` with its ``published`` record, and its figures;
     every file atomically, all or none."""
     summary, writes = prepare_run(run, root)
@@ -375,6 +393,12 @@ def _word(claim: dict) -> str:
     return verdict_word(claim) + " *(old rules)*"
 
 
+def _plain(text: object) -> str:
+    """``text`` on one line with Markdown's link brackets escaped, so that a statement's
+    ``[...] [...]`` reads as text, not as a reference link."""
+    return " ".join(str(text).split()).replace("[", "\\[").replace("]", "\\]")
+
+
 def claims_table(experiment: str, data: dict[str, dict]) -> list[str]:
     """Every claim of one published run, then its provenance."""
 
@@ -397,7 +421,7 @@ def claims_table(experiment: str, data: dict[str, dict]) -> list[str]:
             f"{_rule(claim)} | {_word(claim)} |" + (f" {_robust_cell(claim)} |" if robust else "")
         )
     notes = [
-        f"- `{c['id']}`: {' '.join(str(c['statement']).split())}"
+        f"- `{c['id']}`: {_plain(c['statement'])}"
         for c in summary.get("claims", [])
         if c.get("statement")
     ]
@@ -558,7 +582,8 @@ def figures_block(
                 )
             rel = os.path.relpath(path, here).replace(os.sep, "/")
             caption = " ".join(str(fig.get("caption", fig.get("name", ""))).split())
-            lines += [f"![{fig.get('name', '')}]({rel})", "", f"*{caption}*", ""]
+            # the image links to itself: a wide figure opens at full size
+            lines += [f"[![{fig.get('name', '')}]({rel})]({rel})", "", f"*{caption}*", ""]
     return [*lines, provenance(experiment, data[experiment])]
 
 
@@ -577,7 +602,7 @@ def verdict_counts(summaries: list[dict]) -> dict[str, int]:
 def systems_table(data: dict[str, dict], here: Path, root: Path) -> list[str]:
     """One row per paper: its page, its published full runs, checks and finding verdicts, and
     how many of its HELD and NOT HELD verdicts would be expected to be wrong by chance
-    (:func:`gaugedyn.harness.expected_wrong`, from each finding's audited rates in
+    (`gaugedyn.harness.expected_wrong()`, from each finding's audited rates in
     ``results-data/audit-rules/audit.json``)."""
     from .harness import expected_wrong, read_audit
 
@@ -615,14 +640,56 @@ def systems_table(data: dict[str, dict], here: Path, root: Path) -> list[str]:
         "Expected wrong by chance: the sum, over the HELD and NOT HELD verdicts, of the "
         "probability that the finding's rule says that word with its parameter exactly on the "
         "threshold (the least favourable truth), as audited on resamples of the finding's own "
-        "values (`gaugedyn audit-rules`; 2.5% where the audit has no row for it).",
+        "values (the `audit-rules` command; 2.5% where the audit has no row for it).",
     ]
+
+
+def _names(ids: list[str]) -> str:
+    shown = ", ".join(f"`{i}`" for i in ids[:HEADLINE_NAMES])
+    more = len(ids) - HEADLINE_NAMES
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def headline(paper, data: dict[str, dict]) -> str:
+    """One sentence for one paper from its published full runs: how many findings held and
+    which, which did not, how many are unresolved or depend on the reading, and the checks."""
+    from .harness import verdict_word
+
+    runs = [e for e in paper.experiments if e in data]
+    if not runs:
+        return f"**{paper.name}**: no full run is published yet."
+    claims = [c for e in runs for c in data[e].get("claims", [])]
+    by_word: dict[str, list[str]] = {}
+    for claim in claims:
+        by_word.setdefault(verdict_word(claim), []).append(str(claim["id"]))
+    findings = sum(len(by_word.get(w, [])) for w in ("HELD", "NOT HELD", "UNRESOLVED")) + len(
+        by_word.get("depends on the reading", [])
+    )
+    held, failed = by_word.get("HELD", []), by_word.get("NOT HELD", [])
+    parts = [
+        f"{len(held)} of {findings} findings held" + (f" ({_names(held)})" if held else ""),
+        (f"{len(failed)} did not ({_names(failed)})" if failed else "none failed"),
+    ]
+    if by_word.get("UNRESOLVED"):
+        n = len(by_word["UNRESOLVED"])
+        parts.append(f"{n} {'is' if n == 1 else 'are'} unresolved at the declared sample sizes")
+    if by_word.get("depends on the reading"):
+        n = len(by_word["depends on the reading"])
+        parts.append(f"{n} {'depends' if n == 1 else 'depend'} on the reading")
+    checks = len(by_word.get("PASS", [])) + len(by_word.get("FAIL", []))
+    tail = f"; {len(by_word.get('PASS', []))} of {checks} checks passed" if checks else ""
+    return f"**{paper.name}**: " + ", ".join(parts) + tail + "."
+
+
+def headlines_block(data: dict[str, dict]) -> list[str]:
+    """One headline per paper (:func:`headline`), then the one-line definitions."""
+    return [*(f"- {headline(paper, data)}" for paper in PAPERS), "", *DEFINITIONS]
 
 
 def blocks(lines: list[str], path: Path) -> list[tuple[int, int, str, str | None]]:
     """The marked blocks of a file's lines: ``(opening line, closing line, kind, argument)``
     (0-based). Every opening marker must be closed before the next one opens, and every
-    closing marker must close one; else :class:`~gaugedyn.InputError` naming the marker and its
+    closing marker must close one; else `InputError` naming the marker and its
     line, before anything is rendered."""
     out: list[tuple[int, int, str, str | None]] = []
     start: int | None = None
@@ -636,12 +703,16 @@ def blocks(lines: list[str], path: Path) -> list[tuple[int, int, str, str | None
             )
         if opening:
             match = _OPEN.match(text)
-            if match is None or match[1] not in _KINDS or (match[1] == "systems") == bool(match[2]):
+            if (
+                match is None
+                or match[1] not in _KINDS
+                or (match[1] in ("systems", "headlines")) == bool(match[2])
+            ):
                 raise InputError(
                     f"{path}:{i + 1}: '{text}': allowed are 'publish:claims EXPERIMENT', "
                     "'publish:readings EXPERIMENT', 'publish:figures EXPERIMENT', "
                     "'publish:robustness EXPERIMENT', 'publish:controls EXPERIMENT', "
-                    "'publish:space EXPERIMENT' and 'publish:systems'"
+                    "'publish:space EXPERIMENT', 'publish:systems' and 'publish:headlines'"
                 )
             start = i
         elif text == _CLOSE:
@@ -670,7 +741,7 @@ def render(
     pending: Collection[Path] = (),
 ) -> str:
     """``text`` with every marked table regenerated (markers kept, bodies replaced); markers
-    are checked first (:func:`blocks`)."""
+    are checked first (`blocks()`)."""
     lines = text.split("\n")
     out: list[str] = []
     last = 0
@@ -688,6 +759,8 @@ def render(
             body = readings_table(str(arg), data)
         elif kind == "figures":
             body = figures_block(str(arg), data, path.parent, root, pending)
+        elif kind == "headlines":
+            body = headlines_block(data)
         else:
             body = systems_table(data, path.parent, root)
         out += ["", *body, "", lines[end]]
@@ -704,7 +777,7 @@ def _nav_title(title: str) -> str:
 
 def nav_entries(root: Path) -> list[tuple[str, str]]:
     """``(title, page)`` of every system's pages, in the order of the declarations; refused
-    (:class:`~gaugedyn.InputError`) when a declared page is not under ``docs/``."""
+    (`InputError`) when a declared page is not under ``docs/``."""
     entries = []
     for paper in PAPERS:
         for title, page in paper.nav_entries:
@@ -765,7 +838,7 @@ def publish(root: Path, check: bool = False, adds: Sequence[Path] = ()) -> list[
     """Regenerate every marked table under ``root`` and, where ``root`` has a ``mkdocs.yml``, its
     navigation of the systems' pages, after adding the runs ``adds``. Returns the files that
     changed (written, or with ``check`` only listed). Everything is checked before anything is
-    written; the files are then written atomically, all or none (:func:`write_all`)."""
+    written; the files are then written atomically, all or none (`write_all()`)."""
     changes = plan(root, adds)
     stale = [path for path, (_, changed) in changes.items() if changed]
     if not check:

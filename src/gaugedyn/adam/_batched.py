@@ -1,22 +1,22 @@
 r"""Adam on ``B`` independent copies at once: per-copy betas and learning rates, one program.
 
-Every tensor carries the copies on axis 0; copy ``c`` has its own :math:`\beta_{1,c}`,
-:math:`\beta_{2,c}` and :math:`\eta_c` (or all share one). One step :math:`t` (1-based) of copy
-``c``, with gradient :math:`g_t`, moments :math:`m_{t-1}, v_{t-1}` (zero at :math:`t = 1`):
+Every tensor carries the copies on axis 0; copy ``c`` has its own $\beta_{1,c}$,
+$\beta_{2,c}$ and $\eta_c$ (or all share one). One step $t$ (1-based) of copy
+``c``, with gradient $g_t$, moments $m_{t-1}, v_{t-1}$ (zero at $t = 1$):
 
-.. math::
-
-    \begin{aligned}
-    m_t &\leftarrow \beta_1 m_{t-1} + (1 - \beta_1) g_t \\
-    v_t &\leftarrow \beta_2 v_{t-1} + (1 - \beta_2) g_t^2 \\
-    d_t &\leftarrow \sqrt{v_t / (1 - \beta_2^t)} + \epsilon \\
-    \theta_t &\leftarrow \theta_{t-1} - \eta \, \frac{m_t / (1 - \beta_1^t)}{d_t}
-    \end{aligned}
+$$
+\begin{aligned}
+m_t &\leftarrow \beta_1 m_{t-1} + (1 - \beta_1) g_t \\
+v_t &\leftarrow \beta_2 v_{t-1} + (1 - \beta_2) g_t^2 \\
+d_t &\leftarrow \sqrt{v_t / (1 - \beta_2^t)} + \epsilon \\
+\theta_t &\leftarrow \theta_{t-1} - \eta \, \frac{m_t / (1 - \beta_1^t)}{d_t}
+\end{aligned}
+$$
 
 (``torch.optim.Adam`` without weight decay, ``eps`` outside the root). In exact arithmetic that
 is all; in floating point the bits depend on the order of the operations, and three callers of
 the package publish numbers made with three orders. Rather than change them, the order is a
-declared argument (``op_order`` of :func:`adam_factors`), each tested bitwise against what it
+declared argument (``op_order`` of `adam_factors()`), each tested bitwise against what it
 claims to match:
 
 - ``"torch"``: ``torch.optim.Adam``'s single-tensor step, operation for operation
@@ -31,16 +31,16 @@ claims to match:
   every factor (``b``, ``1 - b``, ``1 - b^t``) a Python double per copy cast to the working
   dtype: one pair of betas (Python scalars) and the same pair given per copy give the same
   bits. The trainer (``gaugedyn.training.train``) uses it.
-- ``"running"``: the order of the 1-D maps (:func:`gaugedyn.adam.simulate_losses` and its
+- ``"running"``: the order of the 1-D maps (`gaugedyn.adam.simulate_losses()` and its
   compiled kernel): ``v = b2 v + ((1 - b2) g) g``, the factors ``1 - b`` computed in the working
   dtype and the bias corrections ``1 - prod_{s <= t} b`` from running products in the working
-  dtype (:meth:`AdamFactors.next` carries them from step to step). The full-batch tasks of
+  dtype (`AdamFactors.next()` carries them from step to step). The full-batch tasks of
   ``adam_stability`` use it; it is tested bitwise against their former update, and against the
   numpy map ``simulate_losses`` (whose block statistics the compiled ``simulate_blocks`` equals) to 4
   ulp per step: torch's vectorised float64 square root is not IEEE's correctly rounded one.
 
-:func:`adam_factors` turns the hyper-parameters of step ``t`` into :class:`AdamFactors` (one
-float shared by every copy, or one value per copy as a 1-D tensor); :func:`batched_adam_step`
+`adam_factors()` turns the hyper-parameters of step ``t`` into `AdamFactors` (one
+float shared by every copy, or one value per copy as a 1-D tensor); `batched_adam_step()`
 applies them to lists of tensors, in place (``torch.optim``'s functional ``adam`` style) or on
 copies::
 
@@ -63,13 +63,13 @@ import torch
 from .._errors import InputError
 
 OP_ORDERS: tuple[str, ...] = ("torch", "textbook", "running")
-"""The declared operation orders of :func:`batched_adam_step` (module docstring)."""
+"""The declared operation orders of `batched_adam_step()` (module docstring)."""
 OP_ORDER_FACTORS: dict[str, tuple[str, ...]] = {
     "torch": ("one_minus_beta1", "beta2", "one_minus_beta2", "bias2_sqrt", "step_size"),
     "textbook": ("lr", "beta1", "beta2", "one_minus_beta1", "one_minus_beta2", "bias1", "bias2"),
     "running": ("lr", "beta1", "beta2", "one_minus_beta1", "one_minus_beta2", "bias1", "bias2"),
 }
-"""The factors (fields of :class:`AdamFactors`) each operation order reads."""
+"""The factors (fields of `AdamFactors`) each operation order reads."""
 
 Factor = float | torch.Tensor
 """A per-step scalar: one float for every copy, or a 1-D tensor with one value per copy."""
@@ -101,9 +101,9 @@ class _Spec(NamedTuple):
 
 
 class AdamFactors(NamedTuple):
-    """The per-copy scalars of Adam step ``step`` (:func:`adam_factors`), each a float or a 1-D
+    """The per-copy scalars of Adam step ``step`` (`adam_factors()`), each a float or a 1-D
     tensor over the copies: ``power1 = b1^t``, ``bias1 = 1 - b1^t`` (the same for ``b2``),
-    ``bias2_sqrt = sqrt(bias2)``, ``step_size = lr / bias1``; :meth:`next` gives step ``t + 1``."""
+    ``bias2_sqrt = sqrt(bias2)``, ``step_size = lr / bias1``; `next()` gives step ``t + 1``."""
 
     spec: _Spec
     step: int
@@ -151,7 +151,7 @@ class AdamFactors(NamedTuple):
 
 
 class AdamStep(NamedTuple):
-    """What :func:`batched_adam_step` returns: the new parameters and moments (the given tensors
+    """What `batched_adam_step()` returns: the new parameters and moments (the given tensors
     when ``inplace``) and the denominators ``d_t = sqrt(v_t / (1 - b2^t)) + eps``."""
 
     params: list[torch.Tensor]
@@ -191,7 +191,7 @@ def adam_factors(
     ``lr`` and each of ``betas = (beta1, beta2)``: a number shared by every copy or a 1-D
     sequence with one value per copy. ``like``: a tensor of the working dtype and device (the
     per-copy values become tensors of that dtype); it may be left out only for ``"textbook"``
-    with numbers alone (the factors are then Python floats). Step to step, :meth:`AdamFactors.next`
+    with numbers alone (the factors are then Python floats). Step to step, `AdamFactors.next()`
     reuses the constants (and carries ``"running"``'s products).
     """
     if op_order not in OP_ORDERS:
@@ -352,21 +352,21 @@ def batched_adam_step(
 ) -> AdamStep:
     r"""One Adam step of ``B`` copies (axis 0 of every tensor) with per-copy ``factors``.
 
-    .. math::
-
-        \begin{aligned}
-        &\textbf{for each tensor } \theta \text{ with gradient } g:\\
-        &\quad m \leftarrow \beta_1 m + (1 - \beta_1) g, \qquad
-               v \leftarrow \beta_2 v + (1 - \beta_2) g^2\\
-        &\quad d \leftarrow \sqrt{v / (1 - \beta_2^t)} + \epsilon, \qquad
-               \theta \leftarrow \theta - \eta \, (m / (1 - \beta_1^t)) / d
-        \end{aligned}
+    $$
+    \begin{aligned}
+    &\textbf{for each tensor } \theta \text{ with gradient } g:\\
+    &\quad m \leftarrow \beta_1 m + (1 - \beta_1) g, \qquad
+    v \leftarrow \beta_2 v + (1 - \beta_2) g^2\\
+    &\quad d \leftarrow \sqrt{v / (1 - \beta_2^t)} + \epsilon, \qquad
+    \theta \leftarrow \theta - \eta \, (m / (1 - \beta_1^t)) / d
+    \end{aligned}
+    $$
 
     in the operation order ``factors.op_order`` (module docstring), each scalar the copy's own.
     ``inplace=True`` updates ``params``, ``exp_avgs`` and ``exp_avg_sqs`` in place (as
     ``torch.optim``'s functional ``adam``); ``False`` leaves them untouched and returns new
     tensors (the same operations, so the same bits: the first one on each tensor makes a new
-    tensor, the rest run on it). Returns :class:`AdamStep`. No weight decay, no ``amsgrad``.
+    tensor, the rest run on it). Returns `AdamStep`. No weight decay, no ``amsgrad``.
     """
     n = len(params)
     if not len(grads) == len(exp_avgs) == len(exp_avg_sqs) == n:

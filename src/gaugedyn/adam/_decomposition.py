@@ -1,23 +1,35 @@
-"""The exact sign / lag / remainder decomposition of one Adam update.
+r"""The exact sign / lag / remainder decomposition of one Adam update.
 
-Notation (PyTorch's ``torch.optim.Adam``, ``eps`` outside the root), ``g_t`` the effective gradient
+Notation (PyTorch's ``torch.optim.Adam``, ``eps`` outside the root), $g_t$ the effective gradient
 (coupled weight decay included, sign flipped under ``maximize``):
 
-    m_t = b1 m_{t-1} + (1-b1) g_t,   v_t = b2 v_{t-1} + (1-b2) g_t^2,   w_t = b2 w_{t-1} + (1-b2) g_t,
-    m^ = m_t/(1-b1^t),  v^ = v_t/(1-b2^t),  w^ = w_t/(1-b2^t),  s = sqrt(v^),  d = s + eps,
-    u = m^/d.
+$$
+\begin{aligned}
+m_t &= \beta_1 m_{t-1} + (1-\beta_1) g_t, & v_t &= \beta_2 v_{t-1} + (1-\beta_2) g_t^2, &
+w_t &= \beta_2 w_{t-1} + (1-\beta_2) g_t, \\
+\hat m &= m_t/(1-\beta_1^t), & \hat v &= v_t/(1-\beta_2^t), & \hat w &= w_t/(1-\beta_2^t), \\
+s &= \sqrt{\hat v}, & d &= s + \epsilon, & u &= \hat m / d.
+\end{aligned}
+$$
 
-``w`` is the first moment taken with the second moment's memory. The split (see ``_derivation``):
+$w$ is the first moment taken with the second moment's memory. The split (see ``_derivation``):
 
-    sign       = sign(g_t)
-    lag        = (m^ - w^)/d                         (identically 0 when b1 == b2)
-    transition = sign(w^) - sign(g_t)                (0, +-1 or +-2: sign change inside the window)
-    ratio      = w^/s - sign(w^)                     (= -sign(w^)(1 - 1/sqrt(1 + sigma^2/w^2)))
-    eps        = w^/d - w^/s = -eps w^/(s d)
+$$
+\begin{aligned}
+\text{sign} &= \operatorname{sign}(g_t), \\
+\text{lag} &= (\hat m - \hat w)/d && \text{(identically 0 when } \beta_1 = \beta_2\text{)}, \\
+\text{transition} &= \operatorname{sign}(\hat w) - \operatorname{sign}(g_t)
+&& \text{(0, } \pm 1 \text{ or } \pm 2\text{: a sign change inside the window)}, \\
+\text{ratio} &= \hat w/s - \operatorname{sign}(\hat w)
+= -\operatorname{sign}(\hat w)\bigl(1 - 1/\sqrt{1 + \sigma^2/\hat w^2}\bigr), \\
+\text{eps} &= \hat w/d - \hat w/s = -\epsilon\,\hat w/(s d),
+\end{aligned}
+$$
 
-and ``sign + lag + transition + ratio + eps = u`` exactly in exact arithmetic. Where ``s == 0``
-(an all-zero history) ``ratio = 0``, ``transition = -sign(g_t)`` and ``eps = w^/d``; if also
-``eps == 0`` then ``d`` is taken as 1 (PyTorch would produce 0/0 there), so everything is 0.
+and $\text{sign} + \text{lag} + \text{transition} + \text{ratio} + \text{eps} = u$ exactly in exact
+arithmetic. Where $s = 0$ (an all-zero history) ratio $= 0$, transition $= -\operatorname{sign}(g_t)$
+and eps $= \hat w/d$; if also $\epsilon = 0$ then $d$ is taken as 1 (PyTorch would produce 0/0
+there), so everything is 0.
 """
 
 from __future__ import annotations
@@ -47,7 +59,7 @@ def _check_betas(beta1: float, beta2: float, eps: float) -> None:
 
 @dataclass(frozen=True)
 class AdamParts:
-    """The five parts of an Adam update ``u = m^/(sqrt(v^)+eps)`` (arrays or tensors alike).
+    r"""The five parts of an Adam update $u = \hat m/(\sqrt{\hat v}+\epsilon)$ (arrays or tensors alike).
 
     ``sign + lag + transition + ratio + eps == update`` to round-off; ``residual`` is
     ``transition + ratio + eps``. ``m_hat``, ``w_hat`` and ``s`` are the bias-corrected moments
@@ -198,7 +210,7 @@ def part_norms(parts: AdamParts) -> dict[str, float]:
 
 
 def shares(norms: dict, axis_parts: tuple[str, ...] = ("sign", "lag", "residual")) -> dict:
-    r"""Shares of the update: ``share_k = |p_k| / \sum_j |p_j|`` over ``axis_parts``.
+    r"""Shares of the update: $share_k = |p_k| / \sum_j |p_j|$ over ``axis_parts``.
 
     Parts are not orthogonal, so shares are defined by norms normalised to sum to one; a zero
     denominator gives zero shares. Works elementwise on arrays of norms.

@@ -13,7 +13,7 @@ runs at full SIMD width; the block sums in double). With ``A = 1/sqrt(max(v, tin
 The extension is compiled with ``torch.utils.cpp_extension.load_inline`` (g++ and ninja) once
 per machine and cached as ``<torch extensions directory>/gaugedyn/<name>.so`` (the directory is
 ``TORCH_EXTENSIONS_DIR`` when set; the name hashes the source, the flags and the torch and Python
-versions). Only ``backend="native"`` (or :func:`available`) starts the build, saying so on
+versions). Only ``backend="native"`` (or `available()`) starts the build, saying so on
 stderr with how long it takes; the recorder's default ``backend="auto"`` uses the kernel once it
 is built and never builds it. A failed build is logged once (no Python warning) and the recorder
 falls back to its eager path. ``GAUGEDYN_NATIVE=0`` in the environment disables it.

@@ -2,12 +2,12 @@
 
 A recorder keeps state of its own beside the optimizer's (``AdamRecorder``: the first moment with
 the second moment's memory ``w``; ``GaugeRecorder``: the momentum recursion's carry). When the
-state toolkit (:mod:`gaugedyn.adam`'s ``reset``, ``exchange``, ``transplant``, ...;
-:func:`gaugedyn.gauge.rescale_units`) writes a parameter's optimizer state or the parameter
-itself, it calls :func:`notify_state` with one :class:`StateChange` per parameter, and every
-callback registered for that parameter with :func:`watch_state` moves or resets its shadow state
+state toolkit (`gaugedyn.adam`'s ``reset``, ``exchange``, ``transplant``, ...;
+`gaugedyn.gauge.rescale_units()`) writes a parameter's optimizer state or the parameter
+itself, it calls `notify_state()` with one `StateChange` per parameter, and every
+callback registered for that parameter with `watch_state()` moves or resets its shadow state
 to match, before the next step. Code that writes optimizer state by other means calls
-:func:`notify_state` itself.
+`notify_state()` itself.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 KEYS = ("param", "step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer")
-"""What a :class:`StateChange` may name as written: the parameter, or a key of its optimizer
+"""What a `StateChange` may name as written: the parameter, or a key of its optimizer
 state (``step``: its step count, or the own step count of reset rows)."""
 
 
@@ -26,9 +26,9 @@ state (``step``: its step count, or the own step count of reset rows)."""
 class StateChange:
     """One parameter's optimizer state (or the parameter itself), as one operation wrote it.
 
-    ``param``: the parameter tensor; ``keys``: what was written (of :data:`KEYS`); ``rows``:
+    ``param``: the parameter tensor; ``keys``: what was written (of `KEYS`); ``rows``:
     ``(axis, indices)`` of the entries written (``None``: the whole tensor); ``scale``: for a
-    rescaling of the written entries (:func:`gaugedyn.gauge.rescale_units`), the factor the
+    rescaling of the written entries (`gaugedyn.gauge.rescale_units()`), the factor the
     first moment (``exp_avg``, ``momentum_buffer``) was multiplied by, broadcastable to the
     selected entries (``None``: the entries were replaced); ``operation``: the toolkit
     function's name."""
@@ -49,7 +49,7 @@ _WATCHERS: dict[int, tuple[weakref.ref, list[weakref.ref]]] = {}
 
 
 class _Handle:
-    """Removes one :func:`watch_state` registration (``remove()``, idempotent)."""
+    """Removes one `watch_state()` registration (``remove()``, idempotent)."""
 
     def __init__(self, ids: list[int], ref: weakref.ref):
         self._ids, self._ref = ids, ref
@@ -72,7 +72,7 @@ def _ref(callback: Callable) -> weakref.ref:
 
 
 def watch_state(params: Iterable[Any], callback: Callable[[list[StateChange]], None]) -> _Handle:
-    """Call ``callback(changes)`` after every :func:`notify_state` naming one of ``params``,
+    """Call ``callback(changes)`` after every `notify_state()` naming one of ``params``,
     with the changes of those parameters; returns a handle whose ``remove()`` stops it. The
     callback is held weakly (a recorder that is gone is not called, nor kept alive)."""
     ref = _ref(callback)

@@ -1,17 +1,17 @@
-"""The reference split applied to a live Adam run: a streaming ``w`` and both sign readings.
+r"""The reference split applied to a live Adam run: a streaming ``w`` and both sign readings.
 
 Everything here calls the one reference implementation of the algebra,
-:func:`gaugedyn.adam.split_update` (through :func:`decompose_state`); the recorder's fast paths
+`gaugedyn.adam.split_update()` (through `decompose_state()`); the recorder's fast paths
 (``_recorder._chunk_sums``, ``_recorder._sums_expr`` and the C++ kernel of ``_native``) are
 tested against it.
 
 Two readings of the sign part (see the beta grid's protocol, ``experiments/adam_split/PROTOCOL.md``):
 
 - ``current``: ``sign = sign(g_t)``, ``residual = transition + ratio + eps`` (the exact split);
-- ``memory``: ``sign = sign(w^)``, the same ``lag``, ``residual = ratio + eps`` (the transition
-  absorbed into the sign part: ``sign(w^) = sign(g_t) + transition``).
+- ``memory``: $\text{sign} = \operatorname{sign}(\hat w)$, the same ``lag``, ``residual = ratio + eps`` (the transition
+  absorbed into the sign part: $\operatorname{sign}(\hat w) = \operatorname{sign}(g_t) + \text{transition}$).
 
-:data:`READING_SUMS` names the per-step sums that :func:`reading_sums` returns; every observable
+`READING_SUMS` names the per-step sums that `reading_sums()` returns; every observable
 of the beta grid (shares in both conventions, sign dominance) is a function of them.
 """
 
@@ -41,11 +41,11 @@ the update with each reading's sign part, and the number of coordinates."""
 
 
 class StreamingSplit:
-    """Keeps ``w_t = b2 w_{t-1} + (1 - b2) g_t`` per tensor and splits each step.
+    r"""Keeps $w_t = \beta_2 w_{t-1} + (1 - \beta_2) g_t$ per tensor and splits each step.
 
     ``step(key, m, v, g, t)`` takes the optimizer's ``m_t``, ``v_t`` (PyTorch's raw moments),
     the effective gradient ``g_t`` and the step counter ``t`` of the tensor named ``key`` and
-    returns :func:`decompose_state`'s :class:`AdamParts`. ``w`` starts from zero, so every
+    returns `decompose_state()`'s `AdamParts`. ``w`` starts from zero, so every
     tensor must be seen from its first step (``t = 1``; a later first sight is an error). When
     ``b1 == b2``, ``w`` *is* ``m`` and the lag is exactly zero.
     """
@@ -72,7 +72,7 @@ class StreamingSplit:
 
 
 def reading_sums(parts: AdamParts) -> np.ndarray:
-    """The :data:`READING_SUMS` of one split (numpy or torch parts), as float64."""
+    """The `READING_SUMS` of one split (numpy or torch parts), as float64."""
 
     def ss(x):
         return float((x * x).sum())
@@ -99,11 +99,11 @@ def reading_sums(parts: AdamParts) -> np.ndarray:
 
 
 class AdamProbe:
-    """``on_step`` observer of :func:`gaugedyn.training.train` under Adam: splits each step.
+    """``on_step`` observer of `gaugedyn.training.train()` under Adam: splits each step.
 
-    Given each :class:`gaugedyn.training.StepRecord` (parameters ``(a (S, K), W (S, K, D))``
+    Given each `gaugedyn.training.StepRecord` (parameters ``(a (S, K), W (S, K, D))``
     before and after the step, the batch gradients and the state ``(m_t, v_t, t)``), it splits
-    the update per neuron ``i`` (``a[:, i]`` and ``W[:, i, :]``) with :class:`StreamingSplit`;
+    the update per neuron ``i`` (``a[:, i]`` and ``W[:, i, :]``) with `StreamingSplit`;
     ``betas`` and ``eps`` are the run's Adam settings. Per neuron and step it keeps the current
     reading's shares ``|p_k| / (|sign| + |lag| + |residual|)``, averaged after the start-up
     fraction ``skip`` and in ``bins`` windows, and the checks (parts sum to the update, the

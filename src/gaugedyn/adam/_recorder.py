@@ -19,15 +19,15 @@ class AdamRecorder:
 
     Attaches step pre/post hooks to an existing ``torch.optim.Adam`` or ``AdamW`` and reads the
     optimizer's own state ``(m_t, v_t, t)``; it keeps one extra tensor per parameter, the first
-    moment with the second moment's memory ``w_t = b2 w_{t-1} + (1-b2) g_t`` (none when
-    ``b1 == b2``: then ``w`` *is* ``m`` and the lag part is exactly zero). The effective gradient
+    moment with the second moment's memory $w_t = \beta_2 w_{t-1} + (1-\beta_2) g_t$ (none when
+    $\beta_1 = \beta_2$: then $w$ *is* $m$ and the lag part is exactly zero). The effective gradient
     ``g_t`` includes coupled weight decay, ``maximize`` and the fused path's ``grad_scale``.
     A step whose state counter did not advance (an AMP ``GradScaler`` skip) is not recorded and
     leaves ``w`` unchanged.
 
     Per recorded step and group: the Euclidean norms of the parts
     ``sign, lag, transition, ratio, eps``, of ``residual = transition + ratio + eps`` and of the
-    update ``u = m^/(sqrt(v^)+eps)``, plus the fraction of coordinates in transition. With
+    update $u = \hat m/(\sqrt{\hat v}+\epsilon)$, plus the fraction of coordinates in transition. With
     ``sample > 0`` it also records, at a fixed random sample of coordinates per group, the
     gradient, ``m``, ``v``, ``w``, the parts, the update and the parameter after the step.
 
@@ -49,21 +49,21 @@ class AdamRecorder:
     ``every = k`` computes the aggregates only at steps ``t`` divisible by ``k`` (``w`` is still
     updated every step). Closures that compute gradients inside ``step(closure)`` are not seen by
     the pre-hook and are not supported. Attach before the first step for exact ``w``; attached
-    later (after ``k`` steps), ``w_k`` is taken as ``m_k (1-b2^k)/(1-b1^k)`` so that
-    ``w^_k = m^_k`` (noted in ``metadata()['attached_at_step']``).
+    later (after ``k`` steps), $w_k$ is taken as $m_k (1-\beta_2^k)/(1-\beta_1^k)$ so that
+    $\hat w_k = \hat m_k$ (noted in ``metadata()['attached_at_step']``).
 
     **Through state surgery.** The state toolkit (``reset``, ``exchange``, ``transplant``,
-    ``restore``, ..., and :func:`gaugedyn.gauge.rescale_units`) tells the recorder what it wrote
-    (:func:`gaugedyn.adam.watch_state`): where ``m`` was written, ``w`` is set as a recorder
-    attached at that moment would set it (``w = m (1-b2^t)/(1-b1^t)``, zero at ``t = 0``);
+    ``restore``, ..., and `gaugedyn.gauge.rescale_units()`) tells the recorder what it wrote
+    (`gaugedyn.adam.watch_state()`): where ``m`` was written, ``w`` is set as a recorder
+    attached at that moment would set it ($w = m (1-\beta_2^t)/(1-\beta_1^t)$, zero at $t = 0$);
     where ``m`` was rescaled (a gauge transformation), ``w`` is rescaled alike; where only ``v``
     or the step count was written, ``w`` (a history of the gradients, like ``m``) is kept. Rows
     reset with ``restart=True`` keep their own step count ``s``; the recorder splits their
-    update with ``s``, as the toolkit's step hooks apply it. **Resuming.** :meth:`state_dict`
-    and :meth:`load_state_dict` (torch's convention: parameters by their position in
+    update with ``s``, as the toolkit's step hooks apply it. **Resuming.** `state_dict()`
+    and `load_state_dict()` (torch's convention: parameters by their position in
     ``optimizer.param_groups``) carry ``w`` and the history, so a recorder restored beside a
     restored optimizer continues bit for bit. ``with AdamRecorder(opt) as rec:`` detaches on
-    exit. With ``sample > 0``, :meth:`export` gives each sampled coordinate's parameter and
+    exit. With ``sample > 0``, `export()` gives each sampled coordinate's parameter and
     flat index (``model=`` names the parameters).
     """
 
@@ -360,7 +360,7 @@ class AdamRecorder:
 
     def latest(self) -> dict | None:
         """The last recorded step (``None`` before the first): ``{"step", "norms" (G, 7),
-        "transition_frac" (G,)}``, the last rows of :meth:`export`'s arrays, without stacking
+        "transition_frac" (G,)}``, the last rows of `export()`'s arrays, without stacking
         the history (what a monitor streams every step)."""
         if not self._steps:
             return None
@@ -385,7 +385,7 @@ class AdamRecorder:
         ``arrays``: ``step (S,)``, ``norms (S, G, 7)``, ``transition_frac (S, G)``,
         ``n_coords (G,)`` and, with sampling, ``sample_<field>_g<i> (S, K_i)`` with the
         coordinates ``sample_tensor_g<i>`` and ``sample_index_g<i>`` ``(K_i,)``
-        (:meth:`sample_coordinates`; the parameters' names and shapes in
+        (`sample_coordinates()`; the parameters' names and shapes in
         ``metadata["parameters"]``).
         """
         arrays = {
@@ -451,9 +451,9 @@ class AdamRecorder:
         }
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore :meth:`state_dict` into this recorder, attached to an optimizer with the same
+        """Restore `state_dict()` into this recorder, attached to an optimizer with the same
         parameter layout and the same ``sample``, ``seed`` and ``every``; refused
-        (:class:`~gaugedyn.InputError`) otherwise, before anything changes."""
+        (`InputError`) otherwise, before anything changes."""
         params = [q for g in self.optimizer.param_groups for q in g["params"]]
         mine = {"sample": self.sample, "seed": self._seed, "every": self.every}
         if not isinstance(state, dict) or state.get("format") != 1:
@@ -575,7 +575,7 @@ class _Scratch:
 
 
 class _Packer:
-    """Feeds tensors to :func:`_chunk_sums` chunk by chunk; small tensors of one step are packed."""
+    """Feeds tensors to `_chunk_sums()` chunk by chunk; small tensors of one step are packed."""
 
     def __init__(self, rec, gi, tied, jobs):
         self.rec, self.gi, self.tied, self.jobs = rec, gi, tied, jobs
@@ -658,7 +658,7 @@ class _Packer:
 
 
 def sum_scale(bc1: float, bc2: float, c: float, eps: float, tied: bool) -> np.ndarray:
-    """Factors that turn the unscaled sums of :func:`_chunk_sums` (and of :func:`_sums_expr` and
+    """Factors that turn the unscaled sums of `_chunk_sums()` (and of `_sums_expr()` and
     the native kernel) into the squared norms of ``NORM_NAMES`` (then ``sum |t|``); a zero marks
     a part that is exactly 0 (the lag when tied, the eps part without eps)."""
     u = (c / bc1) ** 2
@@ -676,7 +676,7 @@ def _chunk_sums(m, v, w, g, k, alpha, epsc, rows, out) -> None:
     then ``sum |t|``. Thirteen elementwise passes and eight reductions (BLAS dots) over five
     chunk-sized rows, so the rows stay in cache; nothing of parameter size is allocated. Where
     ``v = 0`` (then ``w = 0``) the ratio and eps parts are 0 and the residual is ``-sign g``, as
-    in :func:`split_update`.
+    in `split_update()`.
     """
     A, D, SG, SW, X = rows
     tied = w is None
@@ -741,7 +741,7 @@ _COMPILED = None
 
 
 def _fused_sums(m, v, w, g, k, alpha, epsc, out) -> None:
-    """The sums of :func:`_chunk_sums` in one compiled kernel (constants passed as a tensor so
+    """The sums of `_chunk_sums()` in one compiled kernel (constants passed as a tensor so
     that it is compiled once per dtype and device, not once per step)."""
     global _COMPILED
     if _COMPILED is None:

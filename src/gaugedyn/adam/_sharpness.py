@@ -1,29 +1,29 @@
 r"""The curvature an adaptive optimizer sees: Hessian-vector products and preconditioned sharpness.
 
-For a loss :math:`L(\theta)` of any torch model (``loss_fn()`` recomputes it from the current
-``params``) and a positive diagonal preconditioner :math:`P` (Adam's
-:math:`\sqrt{\hat v_t} + \epsilon`, flattened over ``params`` in their order):
+For a loss $L(\theta)$ of any torch model (``loss_fn()`` recomputes it from the current
+``params``) and a positive diagonal preconditioner $P$ (Adam's
+$\sqrt{\hat v_t} + \epsilon$, flattened over ``params`` in their order):
 
-.. math::
+$$
+S = \lambda_{\max}\left(P^{-1/2} H P^{-1/2}\right), \qquad H = \nabla^2_\theta L,
+\qquad \kappa_g = \frac{d^\top H d}{d^\top P d}, \quad d = P^{-1} \nabla_\theta L,
+$$
 
-    S = \lambda_{\max}\left(P^{-1/2} H P^{-1/2}\right), \qquad H = \nabla^2_\theta L,
-    \qquad \kappa_g = \frac{d^\top H d}{d^\top P d}, \quad d = P^{-1} \nabla_\theta L,
+the *preconditioned sharpness* $S$ and the *active curvature* $\kappa_g$ (the
+Rayleigh quotient of $P^{-1/2} H P^{-1/2}$ along the preconditioned gradient). Gradient
+descent preconditioned by $P$ with step $\eta$ is linearly stable on the quadratic
+model while $\eta S < 2$; Adam's heavy-ball EMA momentum moves the edge to
+$2 (1 + \beta_1) / (1 - \beta_1)$ (`edge_threshold()`).
 
-the *preconditioned sharpness* :math:`S` and the *active curvature* :math:`\kappa_g` (the
-Rayleigh quotient of :math:`P^{-1/2} H P^{-1/2}` along the preconditioned gradient). Gradient
-descent preconditioned by :math:`P` with step :math:`\eta` is linearly stable on the quadratic
-model while :math:`\eta S < 2`; Adam's heavy-ball EMA momentum moves the edge to
-:math:`2 (1 + \beta_1) / (1 - \beta_1)` (:func:`edge_threshold`).
-
-- :func:`adam_preconditioner`: Adam's :math:`P` for the coming step from a live optimizer;
-- :func:`hessian_vector_product`: :math:`H u` by double backward (``torch.autograd``), never
-  forming :math:`H`;
-- :func:`preconditioned_sharpness`: :math:`S`, its eigenvector and :math:`\kappa_g` over one
-  gradient graph, by Lanczos on the products :math:`u \mapsto P^{-1/2} H P^{-1/2} u`,
-  warm-startable from the previous eigenvector; the eigensolver is :func:`lanczos_top` (torch,
+- `adam_preconditioner()`: Adam's $P$ for the coming step from a live optimizer;
+- `hessian_vector_product()`: $H u$ by double backward (``torch.autograd``), never
+  forming $H$;
+- `preconditioned_sharpness()`: $S$, its eigenvector and $\kappa_g$ over one
+  gradient graph, by Lanczos on the products $u \mapsto P^{-1/2} H P^{-1/2} u$,
+  warm-startable from the previous eigenvector; the eigensolver is `lanczos_top()` (torch,
   on the parameters' device; the default) or ARPACK (``scipy.sparse.linalg.eigsh``,
   ``which="LA"``, over a ``LinearOperator``, float64 numpy on the CPU);
-- :func:`dense_hessian` and :func:`dense_sharpness`: :math:`H` and :math:`S` from the dense
+- `dense_hessian()` and `dense_sharpness()`: $H$ and $S$ from the dense
   Hessian (every product with a unit vector at once, ``is_grads_batched=True``, then LAPACK's
   ``eigvalsh`` of the symmetrised matrix): the reference the Lanczos estimates are checked
   against on small models.
@@ -42,7 +42,7 @@ from .._errors import InputError
 LossFn = Callable[[], torch.Tensor]
 
 SHARPNESS_METHODS = ("lanczos", "arpack")
-"""Eigensolvers of :func:`preconditioned_sharpness`: ``"lanczos"`` (:func:`lanczos_top`, in
+"""Eigensolvers of `preconditioned_sharpness()`: ``"lanczos"`` (`lanczos_top()`, in
 torch on the parameters' device) and ``"arpack"`` (``scipy.sparse.linalg.eigsh`` over a
 ``LinearOperator``, in float64 numpy on the CPU; its work per iteration outside the products
 grows with the parameter count and dominates at a million parameters)."""
@@ -64,13 +64,13 @@ def _flat(ts: Sequence[torch.Tensor]) -> torch.Tensor:
 def adam_preconditioner(
     optimizer: torch.optim.Optimizer, grads: Sequence[torch.Tensor] | None = None
 ) -> torch.Tensor:
-    r"""Adam's :math:`P = \sqrt{v_t / (1 - \beta_2^t)} + \epsilon` for the coming step, flat over
+    r"""Adam's $P = \sqrt{v_t / (1 - \beta_2^t)} + \epsilon$ for the coming step, flat over
     the optimizer's parameters that require gradients (group order), before ``step()``.
 
-    :math:`v_t = \beta_2 v_{t-1} + (1 - \beta_2) g_t^2` includes this step's gradient: ``grads``
+    $v_t = \beta_2 v_{t-1} + (1 - \beta_2) g_t^2$ includes this step's gradient: ``grads``
     (one per such parameter, in that order) or each parameter's ``.grad`` (zeros where
     ``None``), with coupled weight decay added (``Adam``'s ``weight_decay``, not ``AdamW``'s);
-    :math:`t` is the step the optimizer is about to take. ``Adam``/``AdamW`` only.
+    $t$ is the step the optimizer is about to take. ``Adam``/``AdamW`` only.
     """
     if not isinstance(optimizer, torch.optim.Adam | torch.optim.AdamW):
         raise InputError(
@@ -124,8 +124,8 @@ class _Graph:
 def hessian_vector_product(
     loss_fn: LossFn, params: Sequence[torch.Tensor], vec: torch.Tensor
 ) -> torch.Tensor:
-    r""":math:`H u` for the flattened vector ``vec`` (:math:`u`, over ``params`` in order):
-    :math:`\nabla_\theta (\nabla_\theta L \cdot u)`, detached (zeros for parameters the loss does
+    r"""$H u$ for the flattened vector ``vec`` ($u$, over ``params`` in order):
+    $\nabla_\theta (\nabla_\theta L \cdot u)$, detached (zeros for parameters the loss does
     not use)."""
     return _Graph(loss_fn, params).hvp(vec)
 
@@ -153,7 +153,7 @@ def lanczos_top(
     r"""The largest eigenvalue of a symmetric operator and its unit vector, by Lanczos with full
     reorthogonalisation, restarted from the best Ritz vector every ``ncv`` products.
 
-    Converged when the Ritz residual :math:`|\beta_j s_j| \le \mathrm{tol}\,|\theta|` (ARPACK's
+    Converged when the Ritz residual $|\beta_j s_j| \le \mathrm{tol}\,|\theta|$ (ARPACK's
     relative criterion); ``maxiter`` bounds the products. ``matvec`` takes and returns vectors
     in ``v0``'s dtype and device; the basis is float64. Returns ``(theta, vector, products)``;
     a run that exhausts ``maxiter`` returns its best estimate (the caller sees ``products``),
@@ -213,12 +213,12 @@ def preconditioned_sharpness(
     ncv: int | None = None,
     method: str = "lanczos",
 ) -> dict:
-    r""":math:`S` and, from the same gradient graph, :math:`\kappa_g` (module doc).
+    r"""$S$ and, from the same gradient graph, $\kappa_g$ (module doc).
 
     ``P``: the flat preconditioner (positive, one entry per coordinate of ``params``); ``v0``: a
     start vector (the previous ``eigenvector``); ``tol``, ``maxiter``, ``ncv``: the relative
     accuracy, the product budget and the Lanczos basis size; ``method``: one of
-    :data:`SHARPNESS_METHODS`. Without ``v0``, ``"lanczos"`` starts from a fixed normal vector
+    `SHARPNESS_METHODS`. Without ``v0``, ``"lanczos"`` starts from a fixed normal vector
     and ``"arpack"`` from ARPACK's own random vector. Returns ``{"sharpness",
     "active_curvature" (nan when the gradient is zero), "eigenvector" (float64 tensor),
     "products" (Hessian-vector products spent, the cost), "loss"}``; ARPACK's non-convergence
@@ -265,8 +265,8 @@ def preconditioned_sharpness(
 
 
 def dense_hessian(loss_fn: LossFn, params: Sequence[torch.Tensor]) -> torch.Tensor:
-    r"""The dense Hessian :math:`(H + H^\top)/2` (``n x n`` for ``n`` parameters, memory
-    :math:`O(n^2)`), every product with a unit vector at once (``torch.autograd.grad(...,
+    r"""The dense Hessian $(H + H^\top)/2$ (``n x n`` for ``n`` parameters, memory
+    $O(n^2)$), every product with a unit vector at once (``torch.autograd.grad(...,
     is_grads_batched=True)``): the reference for small models."""
     params = list(params)
     g = _flat(torch.autograd.grad(loss_fn(), params, create_graph=True))
@@ -278,8 +278,8 @@ def dense_hessian(loss_fn: LossFn, params: Sequence[torch.Tensor]) -> torch.Tens
 
 
 def dense_sharpness(loss_fn: LossFn, params: Sequence[torch.Tensor], P: torch.Tensor) -> float:
-    r""":math:`\lambda_{\max}(P^{-1/2} H P^{-1/2})` from :func:`dense_hessian` (LAPACK's
-    ``eigvalsh`` of :math:`P^{-1/2} (H + H^\top)/2 \, P^{-1/2}`): the reference the Lanczos
+    r"""$\lambda_{\max}(P^{-1/2} H P^{-1/2})$ from `dense_hessian()` (LAPACK's
+    ``eigvalsh`` of $P^{-1/2} (H + H^\top)/2 \, P^{-1/2}$): the reference the Lanczos
     estimate is checked against."""
     s = P.rsqrt()
     A = (s[:, None] * dense_hessian(loss_fn, params) * s[None, :]).cpu().numpy()

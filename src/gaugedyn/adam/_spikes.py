@@ -9,15 +9,15 @@ zero is *below resolution*, not ``-inf`` decades):
 - **horizon** ``H = ceil(HORIZON_MEMORIES * max(1/(1 - beta1), 1/(1 - beta2)))`` steps: three
   e-folds of the slower moment;
 - **sampling**: blocks of ``b = max(block_min, ceil(H / blocks_per_horizon))`` consecutive steps
-  (:func:`block_size`); per block its median (the lower median, the ``ceil(b/2)``-th smallest
+  (`block_size()`); per block its median (the lower median, the ``ceil(b/2)``-th smallest
   value, so it commutes with any increasing map of the loss), maximum and minimum, and whether
-  any step diverged (``nan``, ``+inf`` or above ``ceiling``) (:func:`block_statistics`);
+  any step diverged (``nan``, ``+inf`` or above ``ceiling``) (`block_statistics()`);
 - **settled level** before block ``k``: the upper median (the ``(floor(m/2) + 1)``-th smallest,
   a value of the window itself) of the block medians of the ``m`` blocks before it,
   ``m = max(LEVEL_MIN_BLOCKS, ceil(level_horizons * H / b))`` (the *window*, about
   ``level_horizons`` horizons);
 - **rise** of block ``k``: its median minus the level before it. Block ``k`` holds a spike when
-  the rise is at least ``rise`` decades (:data:`RISE_DECADES`): the loss rose that far within
+  the rise is at least ``rise`` decades (`RISE_DECADES`): the loss rose that far within
   the window and stayed there for at least half a block.
 
 The median of a block ignores momentary dips (a loss flickering towards zero in fewer than half
@@ -27,7 +27,7 @@ spread within a block; a slow drift moves the level with it. A rise narrower tha
 not resolved. The first horizon is a warm-up and is left out, and a block is judged once its
 whole window lies after the warm-up. Each run gets one status, in this order:
 
-- *not judged*: fewer than ``MIN_HORIZONS`` horizons after the warm-up (:func:`steps_needed`);
+- *not judged*: fewer than ``MIN_HORIZONS`` horizons after the warm-up (`steps_needed()`);
 - *diverged*: some step is ``nan`` or ``+inf``, or lies above ``ceiling`` (the initial loss for a
   training task): divergence is classified apart from spikes, never counted as one;
 - *spiky*: some judged block holds a spike over a *resolved* level (one above the floor);
@@ -148,7 +148,7 @@ def level_blocks(beta1: float, beta2: float, sampling: Sampling = DEFAULT) -> in
 
 
 def steps_needed(beta1, beta2, sampling: Sampling = DEFAULT) -> int:
-    """Steps for every cell of ``(beta1, beta2)`` to be judged: :func:`judged_blocks` whole
+    """Steps for every cell of ``(beta1, beta2)`` to be judged: `judged_blocks()` whole
     blocks."""
     b1, b2 = np.broadcast_arrays(np.asarray(beta1, float), np.asarray(beta2, float))
     return max(
@@ -188,7 +188,7 @@ def lower_median(values: np.ndarray, axis: int = 0) -> np.ndarray:
 def block_statistics(
     log_loss, b: int, floor: float = FLOAT64_FLOOR, ceiling: float = math.inf
 ) -> Blocks:
-    """:class:`Blocks` of a stored per-step curve ``log_loss`` (shape ``(T, ...)``), the same
+    """`Blocks` of a stored per-step curve ``log_loss`` (shape ``(T, ...)``), the same
     statistics the compiled map and the batched tasks accumulate in their loops; a last partial
     block is left out."""
     ell = np.asarray(log_loss, dtype=float)
@@ -240,11 +240,11 @@ def detect_blocks(
     floor: float = FLOAT64_FLOOR,
     start: int = 0,
 ) -> dict:
-    """Judge runs from their :class:`Blocks` (blocks of :func:`block_size` steps from the start
+    """Judge runs from their `Blocks` (blocks of `block_size()` steps from the start
     of the window judged, which is step ``start`` of the run; shape ``(n_blocks, ...)``).
     Returns arrays over the batch shape: ``spiky``, ``undetermined``, ``diverged``, ``quiet``,
-    ``judged`` (False: fewer than :func:`judged_blocks` blocks; the others then False),
-    ``status`` (:data:`STATUSES`), ``n_spikes`` (spike events: runs of consecutive blocks
+    ``judged`` (False: fewer than `judged_blocks()` blocks; the others then False),
+    ``status`` (`STATUSES`), ``n_spikes`` (spike events: runs of consecutive blocks
     holding a spike), ``max_rise`` (decades, over resolved levels; ``-inf`` when none),
     ``first_spike`` (the run's step where the first spike's block begins, ``-1`` when none),
     and the scalars ``horizon``, ``block`` and ``level_blocks``."""
@@ -294,10 +294,10 @@ def detect(
     ceiling: float = math.inf,
 ) -> dict:
     """Judge a stored per-step curve (or a batch ``(T, ...)`` sharing ``beta1, beta2``): its
-    :func:`block_statistics` at the sampling's :func:`block_size`, then :func:`detect_blocks`.
+    `block_statistics()` at the sampling's `block_size()`, then `detect_blocks()`.
 
-    ``floor`` is the log10 of the smallest resolved loss (:data:`FLOAT64_FLOOR`,
-    :data:`FLOAT32_FLOOR`, or the caller's own), ``ceiling`` the log10 loss above which a run
+    ``floor`` is the log10 of the smallest resolved loss (`FLOAT64_FLOOR`,
+    `FLOAT32_FLOOR`, or the caller's own), ``ceiling`` the log10 loss above which a run
     counts as diverged."""
     if not floor < ceiling:
         raise InputError(f"floor={floor}, ceiling={ceiling}: allowed: floor < ceiling")
@@ -313,15 +313,15 @@ class OnlineSpikeDetector:
     """The detector of the module doc fed one sample at a time (a training loop's loss).
 
     A sample taken every ``stride`` steps stands for its ``stride`` steps (held over them), so
-    fed ``ell`` it judges ``np.repeat(ell, stride)`` exactly as :func:`detect` does.
-    ``update(log10_loss)`` takes the next sample; when a block of :func:`block_size` steps
+    fed ``ell`` it judges ``np.repeat(ell, stride)`` exactly as `detect()` does.
+    ``update(log10_loss)`` takes the next sample; when a block of `block_size()` steps
     closes after the warm-up horizon and the level's window, it returns ``{"block", "step",
     "sample", "rise", "resolved", "spike"}`` of the block just closed (``rise``: its median
     minus the settled level, ``-inf`` over a level at the floor; ``spike``: the block starts a
-    spike event, so the events returned count :func:`detect`'s ``n_spikes``; ``holds``: it
+    spike event, so the events returned count `detect()`'s ``n_spikes``; ``holds``: it
     holds a spike), and ``None`` otherwise (the block with the largest rise where one sample
-    closes several). :meth:`verdict` is :func:`detect_blocks` on the blocks so far, so fed a
-    whole series it returns what :func:`detect` returns on it (tests). Memory: one block of
+    closes several). `verdict()` is `detect_blocks()` on the blocks so far, so fed a
+    whole series it returns what `detect()` returns on it (tests). Memory: one block of
     steps and four numbers per block. A spike is known when its block closes, at most one
     block (and ``stride`` steps) after it rose.
     """
@@ -403,7 +403,7 @@ class OnlineSpikeDetector:
         }
 
     def verdict(self) -> dict:
-        """:func:`detect`'s result on the steps so far (whole blocks; scalars)."""
+        """`detect()`'s result on the steps so far (whole blocks; scalars)."""
         blocks = Blocks(*(np.asarray(a) for a in self._stats))
         if not len(self._stats[0]):
             blocks = Blocks(*(np.zeros(0, t) for t in (float, float, float, bool)))

@@ -7,8 +7,8 @@ With ``a = 1 - beta1``, ``c = 1 - beta2`` and ``g(x) = sign(x) |x|^(n-1)``, one 
     x_{t+1} = x_t - eta m^_t / (sqrt(v^_t) + eps),   m^ = m / (1 - (1-a)^t),  v^ = v / (1 - (1-c)^t).
 
 The stationary map (no bias correction) has a period-2 orbit ``x = +A, -A`` with ``v = A^(2n-2)``
-(:func:`oscillating_state`); linearised about it (derivations/adam_stability.md) its eigenvalues
-are the roots of ``lambda^3 + p2 lambda^2 + p1 lambda + p0`` (:func:`cubic_coefficients`).
+(`oscillating_state()`); linearised about it (derivations/adam_stability.md) its eigenvalues
+are the roots of ``lambda^3 + p2 lambda^2 + p1 lambda + p0`` (`cubic_coefficients()`).
 Everything here is numpy and vectorises over any broadcast shape of ``(a, c, seed)``.
 """
 
@@ -124,7 +124,7 @@ def simulated_growth_rate(
     ``z* -> S z*``; a perturbed state at relative distance ``size`` is stepped, its deviation
     from ``S z*`` measured in units of the orbit's scales ``(A, |M|, V)``, renormalised, and the
     logs of the growth factors averaged over ``steps`` (first tenth left out). Independent of
-    the linearisation: it uses only :func:`adam_step`.
+    the linearisation: it uses only `adam_step()`.
     """
     a, c, eps = np.broadcast_arrays(
         np.asarray(a, float), np.asarray(c, float), np.asarray(eps, float)
@@ -147,7 +147,7 @@ def simulated_growth_rate(
 
 
 def theory_boundary(a, n: float, r, c_lo: float = 1e-8, c_hi: float = 1.0) -> np.ndarray:
-    """``c = 1 - beta2`` at which :func:`growth_rate` crosses 0, by bisection in ``log c``.
+    """``c = 1 - beta2`` at which `growth_rate()` crosses 0, by bisection in ``log c``.
 
     ``nan`` where the rate has one sign over ``[c_lo, c_hi]``. ``a`` and ``r`` broadcast.
     """
@@ -170,7 +170,7 @@ def _bisect_log_c(rate, a, r, c_lo, c_hi, iters: int = 60) -> np.ndarray:
 def simulated_boundary(
     a, n: float, lr: float, eps, c_lo: float, c_hi: float, steps: int = 4000, iters: int = 24
 ) -> np.ndarray:
-    """``c`` at which :func:`simulated_growth_rate` crosses 0 (bisection in ``log c``);
+    """``c`` at which `simulated_growth_rate()` crosses 0 (bisection in ``log c``);
     ``a`` and ``eps`` broadcast (one eps per cell)."""
     return _bisect_log_c(
         lambda c, a_, e_: simulated_growth_rate(a_, c, n, lr, e_, steps), a, eps, c_lo, c_hi, iters
@@ -218,17 +218,17 @@ def loss_floor(n: float) -> float:
 
 def simulate_blocks(x0, m0, v0, a, c, n: float, lr: float, eps: float, steps, size, bias: bool):
     """Many independent 1-D Adam runs, in groups of equal length, reduced at full resolution to
-    the spike detector's block statistics (:class:`gaugedyn.adam._spikes.Blocks`).
+    the spike detector's block statistics (`gaugedyn.adam._spikes.Blocks`).
 
     ``x0``, ``m0``, ``v0`` have shape ``(G, L)`` (broadcast): lane ``l`` of group ``g`` starts at
     ``(x0, m0, v0)[g, l]`` (the moments *before* the first step); ``a = 1 - beta1``,
     ``c = 1 - beta2``, ``steps`` and ``size`` (steps per block) have shape ``(G,)``. Each run takes
-    ``steps[g]`` exact steps of :func:`adam_step` (bias-corrected from ``t = 1`` when ``bias``,
+    ``steps[g]`` exact steps of `adam_step()` (bias-corrected from ``t = 1`` when ``bias``,
     else the stationary map), compiled with numba; every step enters its block. Returns
     ``(blocks, used)``: ``blocks`` of shape ``(S, G, L)`` per statistic (the time axis first, as
-    the detector reads it) in ``log10(|x|^n / n)`` clipped at :func:`loss_floor` (``bad``: some
+    the detector reads it) in ``log10(|x|^n / n)`` clipped at `loss_floor()` (``bad``: some
     step ``nan`` or infinite), the first ``used[g]`` blocks of group ``g`` valid (the rest
-    ``nan``). Equals :func:`gaugedyn.adam._spikes.block_statistics` of :func:`simulate_losses`
+    ``nan``). Equals `gaugedyn.adam._spikes.block_statistics()` of `simulate_losses()`
     (tests).
     """
     from ._spikes import Blocks
@@ -272,8 +272,8 @@ def simulate_blocks(x0, m0, v0, a, c, n: float, lr: float, eps: float, steps, si
 
 
 def series_blocks(log_loss, b: int, floor: float):
-    """:class:`gaugedyn.adam._spikes.Blocks` of a given per-step ``log10`` loss curve through
-    the block reduction the compiled map uses (:func:`simulate_blocks`): the path on which the
+    """`gaugedyn.adam._spikes.Blocks` of a given per-step ``log10`` loss curve through
+    the block reduction the compiled map uses (`simulate_blocks()`): the path on which the
     detector's known-answer controls run."""
     from ._spikes import Blocks
     from ._stability_kernels import series_blocks as kernel

@@ -1,13 +1,13 @@
-"""The numba kernels behind :func:`gaugedyn.adam._stability.simulate_blocks` (first use only).
+"""The numba kernels behind `gaugedyn.adam._stability.simulate_blocks()` (first use only).
 
-The exact 1-D Adam step of :func:`gaugedyn.adam._stability.adam_step` (stationary or
+The exact 1-D Adam step of `gaugedyn.adam._stability.adam_step()` (stationary or
 bias-corrected) with the spike detector's block statistics accumulated over every step
-(:mod:`gaugedyn.adam._spikes`): per block of ``b`` steps the lower median, the maximum and the
+(`gaugedyn.adam._spikes`): per block of ``b`` steps the lower median, the maximum and the
 minimum of ``|x|`` (the loss ``|x|^n / n`` is increasing in ``|x|``, so its order statistics are
 those of ``|x|``) and whether some step was ``nan`` or infinite. Runs come in groups sharing
 ``(a, c)``, their length and their block; the lanes of a group advance together (independent
-dependency chains in one loop, so the processor overlaps them). :func:`series_blocks` reduces a
-given series with the very same block reduction (:func:`close_block`), so the detector's
+dependency chains in one loop, so the processor overlaps them). `series_blocks()` reduces a
+given series with the very same block reduction (`close_block()`), so the detector's
 known-answer controls run through the code path of the map.
 """
 

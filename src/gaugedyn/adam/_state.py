@@ -5,17 +5,17 @@ Pure functions over a ``torch.optim.Adam`` or ``AdamW`` (single-tensor, ``foreac
 "exp_avg_sq"}``), with parameters selected by name or glob over ``model.named_parameters()``.
 Torch's update at step ``t`` (counted after the increment) is
 
-.. math::
-
-    m_t = \beta_1 m_{t-1} + (1-\beta_1) g_t,\quad v_t = \beta_2 v_{t-1} + (1-\beta_2) g_t^2,\quad
-    \hat m = m_t/(1-\beta_1^t),\quad \hat v = v_t/(1-\beta_2^t),\quad
-    p \leftarrow p - \eta\,\hat m/(\sqrt{\hat v}+\epsilon).
+$$
+m_t = \beta_1 m_{t-1} + (1-\beta_1) g_t,\quad v_t = \beta_2 v_{t-1} + (1-\beta_2) g_t^2,\quad
+\hat m = m_t/(1-\beta_1^t),\quad \hat v = v_t/(1-\beta_2^t),\quad
+p \leftarrow p - \eta\,\hat m/(\sqrt{\hat v}+\epsilon).
+$$
 
 Every operation writes in place (the tensors keep their identity, so ``foreach``/``fused``
 kernels, ``AdamRecorder`` hooks and any other reference stay valid) and returns a
-:class:`StateRecord` naming the tensors it changed with their norms before and after, for result
+`StateRecord` naming the tensors it changed with their norms before and after, for result
 metadata. It also tells the recorders watching those parameters what it wrote
-(:func:`gaugedyn.adam.notify_state`), so an ``AdamRecorder`` or ``GaugeRecorder`` on the same
+(`gaugedyn.adam.notify_state()`), so an ``AdamRecorder`` or ``GaugeRecorder`` on the same
 optimizer moves or resets its own shadow state to match. ``batch_dims = k`` treats the first ``k`` axes of every tensor as a batch of independent
 models (many seeds trained as one program): means, norms and scales are then taken per batch
 element, over the remaining axes of the selection.
@@ -24,9 +24,9 @@ element, over the remaining axes of the selection.
 ``equalise_adaptive_scale`` take ``rows``: a sequence of indices along axis 0 of every selected
 tensor (the units of a layer: rows of a weight, entries of a bias), or a mapping
 ``{name: (axis, indices)}`` that selects per tensor (a unit's outgoing weights are a column,
-``axis = 1``; :func:`gaugedyn.gauge.unit_rows` builds it for a unit of a model). Only those
+``axis = 1``; `gaugedyn.gauge.unit_rows()` builds it for a unit of a model). Only those
 entries are read and written. ``reset(..., rows=..., restart=True)`` gives the reset rows their
-own step count: see :func:`reset`.
+own step count: see `reset()`.
 
 **Checks.** ``amsgrad``'s ``max_exp_avg_sq`` travels with ``v`` in every operation that moves
 ``v`` (exchange, transplant, reset, restore); ``scalarise_v`` and the adaptive-scale operations,
@@ -102,7 +102,7 @@ def _check_optimizer(optimizer: Any) -> None:
 def select(model: torch.nn.Module, names: Names = None) -> list[tuple[str, torch.nn.Parameter]]:
     """``(name, parameter)`` pairs of ``model`` whose name matches one of ``names`` (exact names
     or ``fnmatch`` globs such as ``"encoder.0.*"``), in ``named_parameters()`` order;
-    ``None`` selects all. A pattern that matches nothing is an :class:`InputError`."""
+    ``None`` selects all. A pattern that matches nothing is an `InputError`."""
     pairs = list(model.named_parameters())
     if names is None:
         return pairs
@@ -295,7 +295,7 @@ def restore(
     snap: dict[str, dict[str, torch.Tensor]],
     names: Names = None,
 ) -> StateRecord:
-    """Write a :func:`snapshot` back: every stored tensor (weights too, if stored) of the
+    """Write a `snapshot()` back: every stored tensor (weights too, if stored) of the
     selected parameters is copied in place, so the next step is bit for bit the one the
     snapshotted optimizer would have taken."""
     _check_optimizer(optimizer)
@@ -340,7 +340,7 @@ def transplant(
     rows: Rows = None,
 ) -> StateRecord:
     """Copy one component (``m``, ``v`` or ``both``; ``v`` brings amsgrad's ``max_exp_avg_sq``)
-    from a :func:`snapshot` (of any optimizer with the same parameter names and exactly the same
+    from a `snapshot()` (of any optimizer with the same parameter names and exactly the same
     shapes) into ``optimizer``, whole tensors or the given ``rows`` (the same rows of the
     snapshot); weights and step counts stay."""
     _check_optimizer(optimizer)
@@ -440,20 +440,20 @@ def reset(
     r"""Zero a component (``m``, ``v`` or ``both``; ``v`` with amsgrad's ``max_exp_avg_sq``) in
     place, whole tensors or the given ``rows``, keeping the step count ``t``.
 
-    Bias-correction consequence: the next step has ``m = (1-\beta_1) g`` but divides by
-    ``1-\beta_1^{t+1}`` (near 1 for large ``t``), so ``\hat m \approx (1-\beta_1) g`` instead of
-    ``g`` (likewise ``\hat v \approx (1-\beta_2) g^2``): zeroed moments with a kept step count are
-    under-corrected and rebuild over ``1/(1-\beta)`` steps. Resetting ``both`` and then the step
-    (:func:`reset_step`) is exactly a fresh optimizer's next step.
+    Bias-correction consequence: the next step has $m = (1-\beta_1) g$ but divides by
+    $1-\beta_1^{t+1}$ (near 1 for large ``t``), so $\hat m \approx (1-\beta_1) g$ instead of
+    ``g`` (likewise $\hat v \approx (1-\beta_2) g^2$): zeroed moments with a kept step count are
+    under-corrected and rebuild over $1/(1-\beta)$ steps. Resetting ``both`` and then the step
+    (`reset_step()`) is exactly a fresh optimizer's next step.
 
     ``restart=True`` (with ``component="both"``) makes the reset entries start afresh: whole
-    tensors get step count 0 (as :func:`reset_step`); reset ``rows`` get their own step count
+    tensors get step count 0 (as `reset_step()`); reset ``rows`` get their own step count
     ``s`` (steps since the reset), kept by the toolkit in step hooks on the optimizer: after each
     step it recomputes those rows' parameters as torch's Adam does with ``s`` in place of ``t``,
-    ``p = p_{before} - \eta\,\frac{m/(1-\beta_1^s)}{\sqrt{v/(1-\beta_2^s)} + \epsilon}`` (after
-    AdamW's decay ``p_{before}(1 - \eta\lambda)``; amsgrad's running maximum in place of ``v``),
+    $p = p_{before} - \eta\,\frac{m/(1-\beta_1^s)}{\sqrt{v/(1-\beta_2^s)} + \epsilon}$ (after
+    AdamW's decay $p_{before}(1 - \eta\lambda)$; amsgrad's running maximum in place of ``v``),
     so each reset row follows a fresh optimizer's trajectory on that row exactly (to rounding).
-    The rows are released once ``1-\beta^s`` and ``1-\beta^t`` are equal in float64. Steps
+    The rows are released once $1-\beta^s$ and $1-\beta^t$ are equal in float64. Steps
     skipped by a ``GradScaler`` (the count did not advance) are left alone.
     """
     _check_optimizer(optimizer)
@@ -491,7 +491,7 @@ def reset(
 
 
 class _RowClock:
-    """Per-row step counts of one optimizer (see :func:`reset`), applied in step hooks."""
+    """Per-row step counts of one optimizer (see `reset()`), applied in step hooks."""
 
     _clocks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -595,10 +595,10 @@ def reset_step(
 ) -> StateRecord:
     r"""Set the step count ``t`` to ``step`` (default 0), keeping the moments.
 
-    Bias-correction consequence: the next step divides the kept moments by ``1-\beta^{step+1}``;
-    with ``step = 0`` that is ``1-\beta_1 = 0.1`` and ``1-\beta_2 = 0.001`` for the defaults, so
-    kept moments are over-corrected (``\hat m \approx m/(1-\beta_1)``): the first updates are
-    larger, by up to ``\sqrt{1-\beta_2}/(1-\beta_1)`` in ratio, until ``\beta^t`` decays.
+    Bias-correction consequence: the next step divides the kept moments by $1-\beta^{step+1}$;
+    with ``step = 0`` that is $1-\beta_1 = 0.1$ and $1-\beta_2 = 0.001$ for the defaults, so
+    kept moments are over-corrected ($\hat m \approx m/(1-\beta_1)$): the first updates are
+    larger, by up to $\sqrt{1-\beta_2}/(1-\beta_1)$ in ratio, until $\beta^t$ decays.
     """
     _check_optimizer(optimizer)
     if int(step) < 0:
@@ -663,10 +663,10 @@ def scalarise_v(
     batch_dims: int = 0,
     rows: Rows = None,
 ) -> StateRecord:
-    r"""Replace ``v`` by its mean within each group: ``v_i \leftarrow \bar v = \frac1n\sum_j v_j``
+    r"""Replace ``v`` by its mean within each group: $v_i \leftarrow \bar v = \frac1n\sum_j v_j$
     (``per = "tensor"``, ``"layer"`` or ``"selection"``; per batch element; over the given
     ``rows`` only, when given). The mean of ``v`` over each group is kept (up to the rounding of
-    ``\bar v`` itself, computed in float64); the coordinate pattern of ``v`` is removed, so only
+    $\bar v$ itself, computed in float64); the coordinate pattern of ``v`` is removed, so only
     its scale is left. Refuses amsgrad and non-finite ``v`` (a mean would spread it)."""
     _check_optimizer(optimizer)
     _refuse_amsgrad(optimizer, "scalarise_v")
@@ -701,8 +701,8 @@ def mean_adaptive_scale(
     batch_dims: int = 0,
     rows: Rows = None,
 ) -> torch.Tensor:
-    r"""``\bar a_v = \mathrm{mean}_i\, 1/(\sqrt{\hat v_i} + \epsilon)`` over the selection (its
-    ``rows``, when given), with ``\hat v = v/(1-\beta_2^t)``; a float64 tensor of the batch shape
+    r"""$\bar a_v = \mathrm{mean}_i\, 1/(\sqrt{\hat v_i} + \epsilon)$ over the selection (its
+    ``rows``, when given), with $\hat v = v/(1-\beta_2^t)$; a float64 tensor of the batch shape
     (a 0-d tensor without a batch). Refuses amsgrad and non-finite ``v``."""
     _check_optimizer(optimizer)
     _refuse_amsgrad(optimizer, "mean_adaptive_scale")
@@ -724,7 +724,7 @@ def _scale_for(
     batch_dims: int,
     iters: int = 200,
 ) -> torch.Tensor:
-    r"""Per batch element the ``c > 0`` with ``mean 1/(c \sqrt{\hat v} + \epsilon) = target``
+    r"""Per batch element the ``c > 0`` with $mean 1/(c \sqrt{\hat v} + \epsilon) = target$
     (bisection in ``log c``; the left side decreases strictly in ``c``)."""
     root = [v.sqrt() for v in vhat]
     lo = torch.full_like(target, -60.0)
@@ -753,10 +753,10 @@ def equalise_adaptive_scale(
     rows: Rows = None,
 ) -> StateRecord:
     r"""Rescale ``v`` of both states so both have the same mean adaptive scale
-    ``\bar a_v = \mathrm{mean}\,1/(\sqrt{\hat v}+\epsilon)`` over the selection (its ``rows``,
+    $\bar a_v = \mathrm{mean}\,1/(\sqrt{\hat v}+\epsilon)$ over the selection (its ``rows``,
     when given; the same rows in both), equal to the arithmetic mean of the two:
-    ``v \leftarrow c^2 v`` with ``c`` solving
-    ``\mathrm{mean}\,1/(c\sqrt{\hat v}+\epsilon) = (\bar a_v^A + \bar a_v^B)/2`` per state and batch
+    $v \leftarrow c^2 v$ with ``c`` solving
+    $\mathrm{mean}\,1/(c\sqrt{\hat v}+\epsilon) = (\bar a_v^A + \bar a_v^B)/2$ per state and batch
     element (exact up to the bisection, to float64 rounding). The pattern of ``v`` (ratios between
     coordinates) is kept; only its scale moves. Refuses amsgrad and non-finite ``v`` in either
     state before writing anything."""
@@ -790,8 +790,8 @@ def equalise_adaptive_scale(
 
 
 def weights(model: torch.nn.Module, names: Names = None) -> dict[str, torch.Tensor]:
-    """Copies of the selected parameters, the ``before`` of :func:`update_norm` and
-    :func:`rescale_update`."""
+    """Copies of the selected parameters, the ``before`` of `update_norm()` and
+    `rescale_update()`."""
     return {n: p.detach().clone() for n, p in select(model, names)}
 
 
@@ -802,7 +802,7 @@ def update_norm(
     *,
     batch_dims: int = 0,
 ) -> torch.Tensor:
-    r"""``\|\Delta\| = \sqrt{\sum_i (p_i - p_i^{before})^2}`` over the selection, per batch
+    r"""$\|\Delta\| = \sqrt{\sum_i (p_i - p_i^{before})^2}$ over the selection, per batch
     element (float64)."""
     sq = [(p.detach().double() - before[n].double()) ** 2 for n, p in select(model, names)]
     return (_group_mean(sq, batch_dims) * _numel(sq, batch_dims)).sqrt()
@@ -822,8 +822,8 @@ def rescale_update(
     batch_dims: int = 0,
 ) -> StateRecord:
     r"""Equal-movement control: rescale the update just taken to a stated norm,
-    ``p \leftarrow p^{before} + \Delta\, \nu/\|\Delta\|`` with ``\Delta = p - p^{before}`` and
-    ``\|\Delta\|`` over the selection per batch element (:func:`update_norm`); ``norm`` (``\nu``)
+    $p \leftarrow p^{before} + \Delta\, \nu/\|\Delta\|$ with $\Delta = p - p^{before}$ and
+    $\|\Delta\|$ over the selection per batch element (`update_norm()`); ``norm`` ($\nu$)
     is a number or a tensor of the batch shape. A zero update stays zero. The optimizer state is
     not touched: the moments still carry the gradient, only the movement is controlled."""
     for n, p in select(model, names):

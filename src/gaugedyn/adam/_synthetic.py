@@ -88,7 +88,7 @@ def measured_vs_series(signal: str, lams, beta1: float, beta2: float, points=(0.
     """Measured parts of the last update against the series terms, per ``lam`` and point.
 
     Uses ``eps = 0``. Returns arrays of shape ``(len(lams), len(points))``: the measured ``lag``,
-    ``ratio``, ``transition``, ``sign`` and the series terms of :func:`series_terms`.
+    ``ratio``, ``transition``, ``sign`` and the series terms of `series_terms()`.
     """
     grads, x = signal_history(signal, lams, max(beta1, beta2), points)
     parts = decompose_history(grads, beta1, beta2, eps=0.0)

@@ -1,11 +1,11 @@
 """The declared experiments, one folder per system; the machinery that runs them is
-:mod:`gaugedyn.harness`.
+`gaugedyn.harness`.
 
 Each system folder declares itself once, in its ``system.toml``: the paper it reproduces, its
-experiments, its documentation page (:data:`gaugedyn.harness.DECLARATIONS`; the papers, in the
-order of the tables, are :data:`gaugedyn.papers.PAPERS`). Each experiment is an ``EXPERIMENT``
-(a :class:`gaugedyn.harness.Experiment`) in a module of its system's folder named in that
-declaration (:data:`gaugedyn.harness.EXPERIMENTS`); ``simulations/<name>.toml``
+experiments, its documentation page (`gaugedyn.harness.DECLARATIONS`; the papers, in the
+order of the tables, are `gaugedyn.papers.PAPERS`). Each experiment is an ``EXPERIMENT``
+(a `gaugedyn.harness.Experiment`) in a module of its system's folder named in that
+declaration (`gaugedyn.harness.EXPERIMENTS`); ``simulations/<name>.toml``
 declares how to run it. The harness's user-facing names are re-exported here, so from Python::
 
     from gaugedyn.experiments import load_config, execute

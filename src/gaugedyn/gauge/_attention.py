@@ -4,10 +4,10 @@ With ``H`` query heads, ``G`` key/value heads (``G`` divides ``H``, ``g = H / G`
 dimension ``d``, query head ``i`` reads key/value head ``i // g`` (the layout of
 ``torch.nn.functional.scaled_dot_product_attention(..., enable_gqa=True)``):
 
-.. math::
-
-    y = W_O \big[\mathrm{softmax}\big(Q_i K_{i//g}^\top / \sqrt{d}\big) V_{i//g}\big]_{i<H},
-    \qquad Q_i = x W_{Q,i}^\top,\ K_j = x W_{K,j}^\top,\ V_j = x W_{V,j}^\top,
+$$
+y = W_O \big[\mathrm{softmax}\big(Q_i K_{i//g}^\top / \sqrt{d}\big) V_{i//g}\big]_{i<H},
+\qquad Q_i = x W_{Q,i}^\top,\ K_j = x W_{K,j}^\top,\ V_j = x W_{V,j}^\top,
+$$
 
 ``W_{Q,i}`` rows ``i d .. (i+1) d - 1`` of ``q_proj.weight`` (biases appended where present).
 A group ``j`` has the symmetries ``W_{Q,i} -> A W_{Q,i}`` for every query head ``i`` of the
@@ -31,7 +31,7 @@ from .._errors import InputError
 class GroupedQueryAttention(nn.Module):
     """Self-attention with ``num_heads`` query heads sharing ``num_kv_heads`` key/value heads
     (module docstring); ``forward(x)`` maps ``(..., tokens, embed_dim)`` to the same shape.
-    :func:`~gaugedyn.gauge.find_units` finds its ``qk`` and ``vo`` groups, one unit per
+    `find_units()` finds its ``qk`` and ``vo`` groups, one unit per
     key/value head."""
 
     def __init__(

@@ -1,11 +1,11 @@
-r"""The invariants and symmetry generators of :func:`~gaugedyn.gauge.find_units`'s groups, as
+r"""The invariants and symmetry generators of `find_units()`'s groups, as
 differentiable functions of the parameters.
 
 For a group with input sides ``X`` (scaled by ``c``) and output sides ``Y`` (scaled by
 ``1/c``), per unit: a rescaling unit's ``delta = |Y|^2 - |X|^2``, a scale unit's ``|X|^2`` and,
 for the matrix kinds (attention pairs, linear pairs), the upper triangle of
 ``X X^T - Y Y^T`` (``block x block``, sides summed), a frozen entry's square: the functions
-:class:`~gaugedyn.gauge.GaugeRecorder` records, each entry once. The generators are the
+`GaugeRecorder` records, each entry once. The generators are the
 tangents ``A theta`` of the groups' one-parameter symmetries at ``theta``: ``(X, Y) ->
 (X, -Y)`` per rescaling unit, ``X -> X`` per scale unit and, per unit of a matrix kind,
 ``(X, Y) -> (A X, -A^T Y)`` for a basis of ``gl(block)`` (a frozen entry: ``X -> X``, one
@@ -30,8 +30,20 @@ def _rows(p: Mapping[str, torch.Tensor], sides: tuple[Side, ...], n: int) -> lis
 def group_invariants(
     groups: list[UnitGroup], p: Mapping[str, torch.Tensor]
 ) -> dict[str, torch.Tensor]:
-    """Per group name, its invariants at the parameters ``p`` (module docstring): ``(n,)``
-    for units, ``(n, block (block + 1) / 2)`` for the matrix kinds."""
+    """Per group, its invariants at the parameters ``p`` (module docstring).
+
+    Parameters
+    ----------
+    groups : list of UnitGroup
+        Groups of `find_units()`.
+    p : mapping of str to torch.Tensor
+        The parameters by name (``dict(model.named_parameters())``).
+
+    Returns
+    -------
+    dict of str to torch.Tensor
+        Per group name: ``(n,)`` for units, ``(n, block (block + 1) / 2)`` for the matrix kinds.
+    """
     out = {}
     for g in groups:
         n = g.n_units
@@ -59,7 +71,7 @@ def _place(
     rows: torch.Tensor,
     into: dict[str, torch.Tensor],
 ) -> None:
-    """Add ``rows`` (``block x rest``, the unit's entries as :func:`blocks` orders them) into
+    """Add ``rows`` (``block x rest``, the unit's entries as `blocks()` orders them) into
     a zero tensor of ``side``'s parameter at the unit's entries."""
     t = p[side.name]
     idx = side.indices([unit]).to(t.device)
@@ -71,8 +83,21 @@ def _place(
 def group_generators(
     groups: list[UnitGroup], p: Mapping[str, torch.Tensor]
 ) -> list[tuple[str, dict[str, torch.Tensor]]]:
-    """The tangents of the groups' symmetry generators at ``p`` (module docstring), each as
-    ``(kind, {parameter name: tangent})`` with kind ``"symmetric"`` or ``"antisymmetric"``."""
+    """The tangents of the groups' symmetry generators at ``p`` (module docstring).
+
+    Parameters
+    ----------
+    groups : list of UnitGroup
+        Groups of `find_units()`.
+    p : mapping of str to torch.Tensor
+        The parameters by name.
+
+    Returns
+    -------
+    list of (str, dict of str to torch.Tensor)
+        One ``(kind, {parameter name: tangent})`` per generator, kind ``"symmetric"`` or
+        ``"antisymmetric"``.
+    """
     out: list[tuple[str, dict[str, torch.Tensor]]] = []
     for g in groups:
         n = g.n_units

@@ -1,14 +1,14 @@
-"""Fused per-row and per-column sums for :class:`._recorder.GaugeRecorder` (numba; imported on
+"""Fused per-row and per-column sums for `._recorder.GaugeRecorder` (numba; imported on
 first use).
 
 For a matrix ``x`` (``R x C``) and optionally a second ``y`` of the same shape,
-:func:`sums` returns in one pass over memory
+`sums()` returns in one pass over memory
 
-.. math::
-
-    \\text{rows}_{k,i} = \\sum_j p_k(x_{ij}, y_{ij}),\\qquad
-    \\text{cols}_{k,j} = \\sum_i p_k(x_{ij}, y_{ij}),\\qquad
-    p = (x^2,\\ x y)\\ (\\text{or } x^2 \\text{ alone}),
+$$
+\\text{rows}_{k,i} = \\sum_j p_k(x_{ij}, y_{ij}),\\qquad
+\\text{cols}_{k,j} = \\sum_i p_k(x_{ij}, y_{ij}),\\qquad
+p = (x^2,\\ x y)\\ (\\text{or } x^2 \\text{ alone}),
+$$
 
 the per-unit norms a rescaling group needs of a weight read along its rows (the unit's input
 weights) and along its columns (its output weights), and the dot products ``w.g`` on either side.
@@ -16,8 +16,8 @@ Each product of two float32 or float64 entries is formed in float64 (exact for f
 and summed in float64, the sums reordered to vectorise (round-off only): the results agree with
 an exact sum to about ``1e-16`` relative times the number of terms, more closely than torch's
 float32 reductions do. Where torch's separate reductions read a shared tensor once per sum (and
-write and reread an elementwise product), this reads each input once. :func:`run` does this
-for a whole pass's tensors in one call (:func:`layout` places their sums in one buffer), so a
+write and reread an elementwise product), this reads each input once. `run()` does this
+for a whole pass's tensors in one call (`layout()` places their sums in one buffer), so a
 recorder hook pays one dispatch per pass.
 """
 
@@ -98,7 +98,7 @@ def _pass(xs, ys, plan, out):  # pragma: no cover - compiled
 def layout(
     shapes: list[tuple[int, int]], pairs: list[bool], cols: list[bool]
 ) -> tuple[np.ndarray, int]:
-    """``(plan, size)`` of one :func:`run` over matrices of ``shapes``: per matrix ``[pair,
+    """``(plan, size)`` of one `run()` over matrices of ``shapes``: per matrix ``[pair,
     cols, offset of the row sums of x^2, of x y, of the column sums of x^2, of x y]`` into one
     float64 buffer of ``size`` (an absent sum gets an empty slice at 0)."""
     plan = np.zeros((len(shapes), 6), dtype=np.int64)
@@ -114,7 +114,7 @@ def layout(
 def run(
     xs: tuple[np.ndarray, ...], ys: tuple[np.ndarray, ...], plan: np.ndarray, size: int
 ) -> np.ndarray:
-    """The sums of :func:`layout`'s ``plan`` over the matrices ``xs`` (each with ``ys[k]``,
+    """The sums of `layout()`'s ``plan`` over the matrices ``xs`` (each with ``ys[k]``,
     read only where the plan pairs it; pass ``xs[k]`` otherwise) in one call: a fresh float64
     buffer of ``size``. ``xs`` and ``ys``: C-contiguous arrays of one dtype (float32 or
     float64), two-dimensional."""

@@ -5,18 +5,18 @@ the model's outputs on a data set (``fields="function"``, ``Phi_(i,k) = f_k(thet
 its per-sample losses (``fields="loss"``, ``Phi_i = |f(theta, x_i) - y_i|^2 / 2``). Each
 ``c`` in ``R^M`` gives the gradient field
 
-.. math::
-
-    X_c(\theta) = \nabla_\theta \langle c, \Phi(\theta)\rangle = J_\Phi(\theta)^\top c,
+$$
+X_c(\theta) = \nabla_\theta \langle c, \Phi(\theta)\rangle = J_\Phi(\theta)^\top c,
+$$
 
 and gradient flow on any loss built from the outputs moves along these fields. A conservation
 law is a function ``h`` with ``grad h(theta)`` orthogonal to every ``X_c(theta)`` at every
 ``theta``. At a generic point (Marcotte, Gribonval and Peyré, "Abide by the law and follow the
 flow", 2023, from Frobenius' theorem) the number of independent laws is
 
-.. math::
-
-    N_{\mathrm{laws}} = D - \dim \mathrm{Lie}(W)(\theta),
+$$
+N_{\mathrm{laws}} = D - \dim \mathrm{Lie}(W)(\theta),
+$$
 
 ``Lie(W)`` the Lie algebra the fields generate under ``[X, Y] = J_Y X - J_X Y`` and
 ``Lie(W)(theta)`` its trace, the values at ``theta``. The trace is built as
@@ -92,9 +92,25 @@ class RankDecision:
 
 
 def decide_rank(rows: torch.Tensor, rtol: float) -> tuple[RankDecision, torch.Tensor]:
-    """``(decision, basis)``: the rank of the span of ``rows`` (each normalised to unit length;
-    zero rows dropped) by the relative tolerance ``rtol``, its gap (module docstring) and an
-    orthonormal basis of the span (``rank x D``)."""
+    r"""The rank of the span of ``rows`` by a relative tolerance, its gap and a basis.
+
+    Each row is normalised to unit length (zero rows dropped) before the singular values are
+    taken; the rank counts the singular values above ``rtol`` times the largest, and the gap is
+    the ratio across that cut (module docstring).
+
+    Parameters
+    ----------
+    rows : torch.Tensor
+        ``(n, D)``: the vectors whose span is measured.
+    rtol : float
+        The relative singular-value tolerance of the decision.
+
+    Returns
+    -------
+    tuple of (RankDecision, torch.Tensor)
+        The decision (rank, gap, singular values) and an orthonormal basis of the span,
+        ``(rank, D)``.
+    """
     a = _unit_rows(rows)
     if a.shape[0] == 0:
         return RankDecision(0, math.inf, 0), rows.new_zeros((0, rows.shape[1]))
@@ -104,7 +120,7 @@ def decide_rank(rows: torch.Tensor, rtol: float) -> tuple[RankDecision, torch.Te
 
 
 def _rank(rows: torch.Tensor, rtol: float) -> RankDecision:
-    """:func:`decide_rank`'s decision alone (singular values only)."""
+    """`decide_rank()`'s decision alone (singular values only)."""
     a = _unit_rows(rows)
     if a.shape[0] == 0:
         return RankDecision(0, math.inf, 0)
@@ -266,7 +282,7 @@ class _Norm(torch.nn.Module):
 
 
 def _composite_norms(module: torch.nn.Module, eps: float | None) -> None:
-    """Every batch and layer normalisation of ``module`` replaced by :class:`_Norm` (same
+    """Every batch and layer normalisation of ``module`` replaced by `_Norm` (same
     parameter names), at ``eps`` or, when ``None``, at its own."""
     for name, child in list(module.named_children()):
         if isinstance(child, torch.nn.modules.batchnorm._BatchNorm | torch.nn.LayerNorm):
@@ -699,32 +715,75 @@ def conservation_laws(
     r"""Count the independent conservation laws of gradient flow on ``model`` at generic points
     (the module docstring gives the method).
 
-    ``model``: a ``torch.nn.Module`` (``model(x)`` a tensor; copied in float64, batch
-    normalisation on batch statistics, normalisations by their formula, dropout as the
-    identity) or a callable
-    ``f(params, x)`` with ``params={name: shape}``. ``inputs``: the data's shape
-    ``(N, ...)`` (fresh standard Gaussian data at each point) or a tensor (the same data at every
-    point; their first axis indexes the samples). ``norm_eps``: every normalisation layer's
-    ``eps`` set to this value (``0.0``: the exact scale symmetry ``eps`` breaks); ``None``
-    keeps the model's. ``per_sample``: the model maps each sample (first axis) on its own, so
-    the Jacobian is formed sample by sample (``None``: unless the module normalises over the
-    batch; a callable is taken to be per-sample). A generic point draws every parameter entry
-    Gaussian (standard deviation ``1/sqrt(fan_in)`` for matrices, ``vector_std`` for
-    vectors: biases small against the weights, so that every ReLU unit's kink crosses the data
-    and a few hundred samples saturate the count); ``points`` independent points are drawn
-    from ``numpy.random.SeedSequence(seed)``.
+    A generic point draws every parameter entry Gaussian (standard deviation
+    $1/\sqrt{\text{fan\_in}}$ for matrices, ``vector_std`` for vectors: biases small against
+    the weights, so that every ReLU unit's kink crosses the data and a few hundred samples
+    saturate the count); ``points`` independent points are drawn from
+    ``numpy.random.SeedSequence(seed)``.
 
-    ``known``: functions believed conserved, ``h(params) -> tensor`` (or ``"recorder"``: the
-    invariants :class:`~gaugedyn.gauge.GaugeRecorder` records, for a module): their gradients
-    must have at most ``tol`` of their norm inside the Lie trace (conserved), and they are
-    complete when conserved and of rank equal to the count. ``generators``: known
-    infinitesimal symmetries, ``g(params) -> [(kind, {name: tangent}), ...]`` with kind
-    ``"symmetric"`` or ``"antisymmetric"`` (:data:`GENERATOR_KINDS`; or ``"recorder"``: those of
-    :func:`~gaugedyn.gauge.find_units`'s groups).
+    Parameters
+    ----------
+    model : torch.nn.Module or Parametrisation
+        A module (``model(x)`` a tensor; copied in float64, batch normalisation on batch
+        statistics, normalisations by their formula, dropout as the identity), or a callable
+        ``f(params, x)`` with ``params={name: shape}``.
+    inputs : torch.Tensor or sequence of int
+        The data's shape ``(N, ...)`` (fresh standard Gaussian data at each point) or a tensor
+        (the same data at every point; the first axis indexes the samples).
+    params : mapping of str to shape, optional
+        The parameter shapes of a callable ``model``.
+    fields : str
+        ``"function"`` (the outputs on the data generate the fields) or ``"loss"`` (the
+        per-sample losses).
+    known : callable or "recorder", optional
+        Functions believed conserved, ``h(params) -> tensor`` (``"recorder"``: the invariants
+        `GaugeRecorder` records): their gradients must have at most ``tol`` of their norm
+        inside the Lie trace, and they are complete when conserved and of rank equal to the
+        count.
+    generators : callable or "recorder", optional
+        Known infinitesimal symmetries, ``g(params) -> [(kind, {name: tangent}), ...]`` with
+        kind ``"symmetric"`` or ``"antisymmetric"`` (`GENERATOR_KINDS`; ``"recorder"``: those
+        of `find_units()`'s groups).
+    norm_eps : float, optional
+        Every normalisation layer's ``eps`` set to this value (``0.0``: the exact scale
+        symmetry ``eps`` breaks); ``None`` keeps the model's.
+    per_sample : bool, optional
+        Whether the model maps each sample on its own, so that the Jacobian is formed sample by
+        sample (``None``: unless the module normalises over the batch; a callable is taken to be
+        per-sample).
+    vector_std : float
+        The standard deviation of vector parameters (biases) at a generic point.
+    points : int
+        How many independent generic points are drawn.
+    seed : int
+        The root of ``numpy.random.SeedSequence`` for the points and the data.
+    rtol : float
+        The relative singular-value tolerance of every rank decision.
+    min_gap : float
+        The gap a stable count needs.
+    tol : float
+        The largest share of a known law's gradient norm allowed inside the Lie trace.
+    max_depth : int
+        The deepest bracket tried.
+    margin : int
+        Extra brackets drawn per depth.
+    chunk : int
+        The batch of the vectorised Jacobian-vector products.
+    progress : bool
+        Whether to show a progress bar over the points.
 
-    ``rtol``: the relative singular-value tolerance of every rank decision; ``min_gap``: the
-    gap a stable count needs; ``max_depth``: the deepest bracket tried; ``margin``: extra
-    brackets drawn per depth; ``chunk``: the batch of the vectorised JVPs.
+    Returns
+    -------
+    ConservationLaws
+        The count per point with its rank decisions, the span and Lie trace dimensions, and the
+        verdicts on ``known`` and ``generators``.
+
+    Raises
+    ------
+    InputError
+        Naming the bad value, before any work, for an unknown ``fields``, a malformed
+        ``inputs``, a count or tolerance out of its range, or a model that is neither a module nor
+        a callable with ``params``.
     """
     inputs = _check(
         fields=fields,
@@ -805,7 +864,7 @@ def _check(
     vector_std,
     per_sample,
 ) -> torch.Tensor | tuple:
-    """Every argument of :func:`conservation_laws` checked before any work; ``inputs`` as a
+    """Every argument of `conservation_laws()` checked before any work; ``inputs`` as a
     tensor or a shape tuple."""
     if fields not in FIELDS_KINDS:
         raise InputError(f"fields={fields!r} is not allowed; use one of {FIELDS_KINDS}")

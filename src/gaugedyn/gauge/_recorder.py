@@ -1,21 +1,21 @@
 r"""A recorder of the gauge of a live torch model: invariants, their drift and its prediction.
 
-For a group of :func:`~gaugedyn.gauge.find_units` with input sides ``X`` (scaled by ``c``) and
+For a group of `find_units()` with input sides ``X`` (scaled by ``c``) and
 output sides ``Y`` (scaled by ``1/c``), the invariant of a unit is
 
-.. math::
-
-    I = s_X\,|X|^2 + s_Y\,|Y|^2 \quad(\text{rescaling: } s_X=-1, s_Y=1,\ I = \delta = |a|^2-|w|^2),
+$$
+I = s_X\,|X|^2 + s_Y\,|Y|^2 \quad(\text{rescaling: } s_X=-1, s_Y=1,\ I = \delta = |a|^2-|w|^2),
+$$
 
 with ``|X|^2`` the Gram matrix ``X X^T`` of the unit's rows for attention pairs (``s_X = 1,
 s_Y = -1``: ``W_Q W_Q^T - W_K W_K^T``) and ``|w|^2`` alone for scale units (``s_X = 1, s_Y = 0``).
 The symmetry makes the gradient satisfy ``s_X sym(X G_X^T) + s_Y sym(Y G_Y^T) = 0`` (for units:
 ``a.g_a = w.g_w``). A step ``P <- P - eta D`` then changes ``I`` by
 
-.. math::
-
-    \Delta I_t = -2\eta\,c_t + \eta^2 k_t,\qquad
-    c_t = \textstyle\sum s\,\mathrm{sym}(P_t D_t^\top)/2,\quad k_t = \sum s\,D_t D_t^\top.
+$$
+\Delta I_t = -2\eta\,c_t + \eta^2 k_t,\qquad
+c_t = \textstyle\sum s\,\mathrm{sym}(P_t D_t^\top)/2,\quad k_t = \sum s\,D_t D_t^\top.
+$$
 
 **Full-batch GD** (``torch.optim.SGD``, no momentum, no weight decay): ``D = g`` and ``c_t = 0``,
 so ``Delta I = eta^2 (|g_a|^2 - |g_w|^2)`` exactly. **SGD with momentum** ``mu``, dampening
@@ -23,9 +23,9 @@ so ``Delta I = eta^2 (|g_a|^2 - |g_w|^2)`` exactly. **SGD with momentum** ``mu``
 ``b_1 = g_1 + lambda P_1``, ``D_t = b_t``; without momentum ``D_t = g_t + lambda P_t``): with
 ``P_t = P_{t-1} - eta b_{t-1}`` and the symmetry,
 
-.. math::
-
-    c_t = \mu\,(c_{t-1} - \eta\,k_{t-1}) + (1-\tau)\,\lambda\,I_t\quad(c_1 = \lambda I_1),
+$$
+c_t = \mu\,(c_{t-1} - \eta\,k_{t-1}) + (1-\tau)\,\lambda\,I_t\quad(c_1 = \lambda I_1),
+$$
 
 an exact discrete recursion in the invariant and the momentum buffers' norms ``k`` (derived
 and verified with sympy in ``derivations/gauge_steps.md``; the discrete form of Kunin et al.'s
@@ -43,15 +43,15 @@ parameters taken before the step, free of that cancellation (what the exactness 
 For rescaling units it also records the mobilities ``mu_R = |a|^2 + |w|^2``,
 ``mu_T = 1/|w|^2`` and the dissipation split ``reaction = |g_a|^2 + (u.g_w)^2``,
 ``transport = |g_w|^2 - (u.g_w)^2`` (the package's
-:func:`gaugedyn.theory.mobilities` and :func:`gaugedyn.theory.dissipation_split`), and, with
+`gaugedyn.theory.mobilities()` and `gaugedyn.theory.dissipation_split()`), and, with
 ``owner_cos`` or ``owner_units`` set, the functional owner among units whose input directions
-coincide (:func:`gaugedyn.theory._observables.owner_sets`).
+coincide (`gaugedyn.theory._observables.owner_sets()`).
 
 Cost: a recorded step makes one reduction pass over the gradients before the step and one over
 the parameters after it (``|P|^2`` before the step is the previous step's reading, reused when no
 parameter was written in between, per torch's version counters). A pass runs per parameter,
 not per unit: every contiguous float32/float64 CPU tensor of a pass goes through one call of a
-numba kernel (:func:`gaugedyn.gauge._kernels.run`) that reads each once and returns its row and
+numba kernel (`gaugedyn.gauge._kernels.run()`) that reads each once and returns its row and
 column sums of squares, and, for the gradient of a tensor ``w.g_w`` is read from, the row and column sums
 of ``w g`` in the same read (``w.g_w`` is read as ``a.g_a`` on the smaller side, equal by the
 symmetry); so a tensor two groups share (the middle ``Linear`` of an MLP) is read once for both.
@@ -60,7 +60,7 @@ norm for a tensor read along its rows, else an elementwise square into a reusabl
 buffer summed per side. The readings are kept as computed (the kernel's as slices of its
 buffer, summed per unit when read); the sides are combined, and the
 invariant, the change ``I(after) - I(before)`` and the GD prediction ``eta^2 k`` (learning rate
-read at each step) formed once, in float64, by :meth:`group`. With momentum the recursion's few
+read at each step) formed once, in float64, by `group()`. With momentum the recursion's few
 per-unit operations run every step, and so does one pass over the buffers. ``exact_change``
 adds a copy and two passes. ``benchmarks/bench_gauge_recorder.py`` prints the overhead against
 the plain training step; its numbers, and why what remains is the passes themselves, are in the
@@ -241,7 +241,7 @@ def _feature(u: np.ndarray, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _owner_of(members: np.ndarray, along: np.ndarray, overlap: np.ndarray) -> int:
-    """The package's functional owner (:func:`gaugedyn.theory._observables.owner_sets`) among
+    """The package's functional owner (`gaugedyn.theory._observables.owner_sets()`) among
     ``members`` of one feature: the share of unit ``i`` is ``(a_i.c^)(w_i.v)``, the
     ``sign(b) rho_i m_i`` of the teacher-student definition with the cluster's summed output in
     the place of ``b`` (so ``sign(b) = +1``) and ``v`` in the place of the teacher direction;
@@ -257,7 +257,7 @@ def _owner_of(members: np.ndarray, along: np.ndarray, overlap: np.ndarray) -> in
 class GaugeRecorder:
     """Records the gauge invariants of ``model`` (see the module docstring for the equations).
 
-    ``optimizer``: ``None`` (call :meth:`record` yourself; no change or prediction), or a torch
+    ``optimizer``: ``None`` (call `record()` yourself; no change or prediction), or a torch
     optimizer whose steps are then recorded through step hooks (gradients must be in ``.grad``
     when ``step()`` is called; closures are not supported). ``every = k`` records steps
     ``k, 2k, ...`` counted from attachment. ``owner_cos`` (in ``(0, 1)``): record ownership among
@@ -345,7 +345,7 @@ class GaugeRecorder:
 
     def _state_changed(self, changes: list) -> None:
         """A parameter or its momentum buffer written between steps (the state toolkit,
-        :func:`gaugedyn.gauge.rescale_units`): the momentum recursion's carry of the groups it
+        `gaugedyn.gauge.rescale_units()`): the momentum recursion's carry of the groups it
         belongs to no longer holds, so their next step measures ``c`` from the buffers."""
         names = {id(self._params[n]): n for n in self._names}
         touched = {names[id(ch.param)] for ch in changes if id(ch.param) in names}
@@ -375,7 +375,7 @@ class GaugeRecorder:
                 (name, rows, list(range(len(self._uses), len(self._uses) + len(uses))))
             )
             self._uses += [(gi, io, side, self.groups[gi].n_units, rows) for gi, io, side in uses]
-        # per group and side, its readings (:meth:`_side` adds them)
+        # per group and side, its readings (`_side()` adds them)
         self._slots = [
             [
                 sorted(
@@ -490,8 +490,8 @@ class GaugeRecorder:
         }
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore :meth:`state_dict` into this recorder (the same model layout and settings;
-        else :class:`~gaugedyn.InputError` before anything changes)."""
+        """Restore `state_dict()` into this recorder (the same model layout and settings;
+        else `InputError` before anything changes)."""
         if not isinstance(state, dict) or state.get("format") != 1:
             raise InputError("state is not a GaugeRecorder.state_dict() (format 1)")
         if state.get("settings") != self._settings():
@@ -589,17 +589,17 @@ class GaugeRecorder:
         """One reduction pass over the tensors ``t`` (by parameter name): ``(flat, mat)``, the
         unit groups' readings (see ``_uses``; ``None`` for a group not in ``want``) and, per
         attention group, ``[|X|^2, |Y|^2]``. It runs per parameter, not per unit: contiguous
-        float CPU tensors go through the fused kernel (:meth:`_fused`: their row and column
+        float CPU tensors go through the fused kernel (`_fused()`: their row and column
         sums in one read each, one call for all); otherwise one pass over a tensor read by one group, one
         elementwise square and one sum per side for a tensor two groups share (the middle
         ``Linear`` of an MLP is one group's consumer and the next one's producer);
-        :meth:`_side` combines a group's readings. With ``dot`` (the parameters, when ``t``
+        `_side()` combines a group's readings. With ``dot`` (the parameters, when ``t``
         holds the gradients) it returns ``((flat, mat), gw)`` with ``gw`` each unit group's
         ``w.g_w``, read in the same pass where the kernel takes the tensor."""
         return self._passes([(t, want, dot)])[0]
 
     def _passes(self, jobs: list[tuple]) -> list:
-        """:meth:`_squares` of each ``(t, want, dot)`` of ``jobs``, the fused kernel's part of
+        """`_squares()` of each ``(t, want, dot)`` of ``jobs``, the fused kernel's part of
         all of them in one call."""
         outs: list[tuple[list, dict]] = [([None] * len(self._uses), {}) for _ in jobs]
         done = self._fused(jobs, outs) if self._fuse else [()] * len(jobs)
@@ -611,7 +611,7 @@ class GaugeRecorder:
     def _torch_pass(
         self, t: dict, want: set | None, dot: dict | None, flat: list, gw: dict, done
     ) -> tuple:
-        """The torch reductions of :meth:`_squares` over the tensors the kernel did not read
+        """The torch reductions of `_squares()` over the tensors the kernel did not read
         (``done``)."""
         uses = self._uses
         if (
@@ -655,9 +655,9 @@ class GaugeRecorder:
         return (flat, mat), gw
 
     def _fused(self, jobs: list[tuple], outs: list[tuple]) -> list[set]:
-        """The fused kernel's part of :meth:`_passes`: every contiguous float CPU matrix or
+        """The fused kernel's part of `_passes()`: every contiguous float CPU matrix or
         vector of each job's ``t`` (of one dtype, the first float one's) read in one call of
-        :func:`._kernels.run`, with ``dot``'s tensor where ``w.g_w`` is read from it; fills
+        `._kernels.run()`, with ``dot``'s tensor where ``w.g_w`` is read from it; fills
         each job's ``flat`` and ``gw`` (``outs``) and returns the names it read per job."""
         names, xs, ys = [], [], []
         dtype = None
@@ -766,7 +766,7 @@ class GaugeRecorder:
         return _host(tout) if host else tout
 
     def _norms(self, params: dict, fresh: bool = False) -> tuple:
-        """The parameters' readings (:meth:`_squares`); reused from the last post-step reading while no
+        """The parameters' readings (`_squares()`); reused from the last post-step reading while no
         parameter has been written since (torch's version counters)."""
         if not fresh and self._after is not None and self._after[0] == self._versions():
             return self._after[1]
@@ -879,7 +879,7 @@ class GaugeRecorder:
     # -- measurement -----------------------------------------------------------------------
     def _measure(self, params: dict, grads: dict, sq: tuple) -> dict:
         """One record's raw readings (tensors as computed: the parameters' and gradients'
-        passes, ``w.g_w`` per unit group; :meth:`group` combines, converts and derives the
+        passes, ``w.g_w`` per unit group; `group()` combines, converts and derives the
         rest once)."""
         gsq, gw = self._squares(grads, dot=params)
         row: dict[str, Any] = {
@@ -1041,7 +1041,7 @@ class GaugeRecorder:
 
     def completeness(self, inputs, **kwargs):
         """Whether the invariants this recorder records are all the conservation laws of the
-        model's gradient flow: :func:`~gaugedyn.gauge.conservation_laws` of the model with the
+        model's gradient flow: `conservation_laws()` of the model with the
         recorded invariants as the known laws and its groups' symmetries as the known
         generators (``inputs`` and ``kwargs`` as there). ``result.complete`` says whether they
         are all the laws, ``result.known["missing"]`` how many independent laws they miss,
@@ -1061,7 +1061,7 @@ class GaugeRecorder:
 
     def export(self) -> tuple[dict[str, np.ndarray], dict]:
         """``(arrays, metadata)`` ready for the result store: ``step (S,)`` and, per group
-        ``i``, ``g<i>_<field>`` for :data:`FIELDS` (and :data:`DERIVED` for rescaling units,
+        ``i``, ``g<i>_<field>`` for `FIELDS` (and `DERIVED` for rescaling units,
         ``owner``/``cluster`` with ownership)."""
         arrays = {"step": np.asarray(self._steps, dtype=np.int64)}
         for gi in range(len(self.groups)):

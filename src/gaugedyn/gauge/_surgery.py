@@ -1,11 +1,11 @@
 r"""Gauge transformations of a live model and its optimizer state.
 
-``rescale_units`` applies the rescaling symmetry of :mod:`gaugedyn.gauge._units` to chosen units
+``rescale_units`` applies the rescaling symmetry of `gaugedyn.gauge._units` to chosen units
 ``j`` of one group, with ``c_j > 0``:
 
-.. math::
-
-    X_j \leftarrow c_j X_j,\qquad Y_j \leftarrow Y_j / c_j
+$$
+X_j \leftarrow c_j X_j,\qquad Y_j \leftarrow Y_j / c_j
+$$
 
 (``X``: the unit's input weights and bias, or ``W_Q``/``W_V`` of a head; ``Y``: its output
 weights, or ``W_K``/``W_O``; a scale unit has only ``X``). The function is unchanged. Since
@@ -67,8 +67,28 @@ def _units(group: UnitGroup, units) -> torch.Tensor:
 def unit_rows(
     model: torch.nn.Module, layer: str, units: Sequence[int]
 ) -> dict[str, tuple[int, torch.Tensor]]:
-    """``{parameter name: (axis, indices)}`` of the given units of group ``layer`` (both
-    sides), the ``rows`` argument of the Adam state toolkit (:mod:`gaugedyn.adam`)."""
+    """The rows of the given units of group ``layer``, on both sides of the unit.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model.
+    layer : str
+        A group name of `find_units()`.
+    units : sequence of int
+        Unit (or head) indices within the group.
+
+    Returns
+    -------
+    dict of str to (int, torch.Tensor)
+        ``{parameter name: (axis, indices)}``: the ``rows`` argument of the Adam state toolkit
+        (`gaugedyn.adam`).
+
+    Raises
+    ------
+    InputError
+        For an unknown ``layer``, or ``units`` that are not distinct integer indices in range.
+    """
     group = _group(model, layer)
     idx = _units(group, units)
     out: dict[str, tuple[int, torch.Tensor]] = {}
@@ -96,13 +116,37 @@ def rescale_units(
     """Multiply the chosen units' input weights (and bias) by ``c`` and their output weights by
     ``1/c``, and transform ``optimizer``'s state as the gradients transform (module docstring).
 
-    ``layer``: a group name of :func:`~gaugedyn.gauge.find_units` (kind ``rescale``, ``scale``
+    ``layer``: a group name of `find_units()` (kind ``rescale``, ``scale``
     or an attention pair ``qk``/``vo``, where ``c`` multiplies a head's ``W_Q`` or ``W_V`` and
     divides its ``W_K`` or ``W_O``); ``units``: unit (or head) indices; ``c``: one positive
     finite number or one per unit. ``optimizer``: ``None``, ``torch.optim.Adam``, ``AdamW`` or
     ``SGD``; parameters without state yet (before the first step) have only their weights
-    changed. Returns a :class:`gaugedyn.adam.StateRecord` (norms of each changed slice before and
-    after).
+    changed.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model whose weights are rescaled in place.
+    optimizer : torch.optim.Optimizer or None
+        ``None``, ``torch.optim.Adam``, ``AdamW`` or ``SGD``: its state is transformed with
+        the weights.
+    layer : str
+        A group name of `find_units()` (kind ``rescale``, ``scale``, ``qk`` or ``vo``).
+    units : sequence of int
+        Unit (or head) indices within the group.
+    c : float or sequence of float
+        One positive finite factor, or one per unit.
+
+    Returns
+    -------
+    StateRecord
+        The norms of each changed slice before and after (`gaugedyn.adam.StateRecord`).
+
+    Raises
+    ------
+    InputError
+        Before anything changes, for an unknown ``layer``, bad ``units``, an optimizer other
+        than the three, or a ``c`` that is not positive and finite.
     """
     if optimizer is not None and not isinstance(
         optimizer, torch.optim.Adam | torch.optim.AdamW | torch.optim.SGD
@@ -172,17 +216,38 @@ def duplicate_unit(
     r"""Make unit ``target`` of rescaling group ``layer`` a duplicate of unit ``source`` that
     shares its output, then give the two copies their gauges:
 
-    .. math::
-
-        X_t \leftarrow X_s,\quad Y_s, Y_t \leftarrow Y_s / 2,\qquad
-        \text{then } (X_s, Y_s) \to (c_s X_s, Y_s / c_s),\ (X_t, Y_t) \to (c_t X_t, Y_t / c_t)
+    $$
+    X_t \leftarrow X_s,\quad Y_s, Y_t \leftarrow Y_s / 2,\qquad
+    \text{then } (X_s, Y_s) \to (c_s X_s, Y_s / c_s),\ (X_t, Y_t) \to (c_t X_t, Y_t / c_t)
+    $$
 
     with ``(c_s, c_t) = gauges``. The pair computes exactly what ``source`` computed (both copies
     carry ``rho = |a_s||w_s|/2`` along one direction); ``target``'s former contribution is
     removed, so the model's function changes by that contribution alone. ``c < 1`` makes a copy
     a-heavy (``delta > 0`` grows), ``c > 1`` w-heavy. Weights only: apply it before building
-    the optimizer, or reset the two units' state rows. Returns the
-    :class:`gaugedyn.adam.StateRecord` of the operation.
+    the optimizer, or reset the two units' state rows.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model, changed in place.
+    layer : str
+        A rescaling group of `find_units()`.
+    source, target : int
+        The unit copied and the unit overwritten by the copy.
+    gauges : tuple of float
+        ``(c_s, c_t)``: the positive finite gauges of the two copies.
+
+    Returns
+    -------
+    StateRecord
+        The record of the operation (`gaugedyn.adam.StateRecord`).
+
+    Raises
+    ------
+    InputError
+        Before anything changes, for a group that is not a rescaling group, bad unit indices or
+        gauges that are not two positive finite numbers.
     """
     group = _group(model, layer)
     if group.kind != "rescale":

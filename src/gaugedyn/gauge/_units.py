@@ -6,9 +6,9 @@ whose only path to the rest of the network runs through operations that are chan
 positively homogeneous of degree one (ReLU, leaky ReLU, ``abs``, max/average pooling, dropout,
 identity, ``flatten`` after a convolution) into the next ``Linear``/``Conv`` (the consumer). Then
 
-.. math::
-
-    (w_j, b_j) \mapsto c\,(w_j, b_j),\qquad a_j \mapsto a_j / c\qquad (c > 0)
+$$
+(w_j, b_j) \mapsto c\,(w_j, b_j),\qquad a_j \mapsto a_j / c\qquad (c > 0)
+$$
 
 leaves the function unchanged, with ``a_j`` the consumer's weights that read unit ``j`` (a column
 of a ``Linear``; ``s`` consecutive columns when a ``flatten`` of ``s`` positions per channel lies
@@ -28,7 +28,7 @@ An **attention pair** of a ``torch.nn.MultiheadAttention`` head ``h`` (``d`` = h
 conserved matrices are ``W_Q W_Q^T - W_K W_K^T`` and ``W_V W_V^T - W_O^T W_O`` (``d x d``), the
 ``W_Q^T W_Q - W_K^T W_K`` of the ``x W`` convention. Modules with ``bias_k``/``bias_v`` (extra
 raw keys the symmetry does not move) are skipped and listed. A
-:class:`~gaugedyn.gauge.GroupedQueryAttention` gives the same two kinds with one unit per
+`GroupedQueryAttention` gives the same two kinds with one unit per
 key/value head: its ``g`` query heads share the unit (``sum_i W_{Q,i} W_{Q,i}^T - W_K W_K^T``
 and ``W_V W_V^T - sum_i W_{O,i}^T W_{O,i}``).
 
@@ -129,7 +129,7 @@ class Side:
 
 @dataclass(frozen=True)
 class UnitGroup:
-    """One symmetry group of a model: ``n_units`` units of one ``kind`` (:data:`KINDS`).
+    """One symmetry group of a model: ``n_units`` units of one ``kind`` (`KINDS`).
 
     ``inputs`` are the sides scaled by ``c`` (``w`` and its bias; ``W_Q``, ``W_V``), ``outputs``
     the sides scaled by ``1/c`` (``a``; ``W_K``, ``W_O``); a scale unit has no outputs.
@@ -354,14 +354,27 @@ def _linear_pair(group: UnitGroup, modules: dict) -> UnitGroup | None:
 
 
 def find_units(model: nn.Module) -> tuple[list[UnitGroup], dict]:
-    """The symmetry groups of ``model`` and a report ``{"trace": "fx" | error text,
-    "skipped": [...]}``.
+    """The symmetry groups of ``model``, found on its ``torch.fx`` trace.
 
-    Units are found on the ``torch.fx`` trace of the model (leaf modules as torch defines them);
-    a model that does not trace yields its attention pairs only, with the trace error in the
-    report. Attention pairs come from every ``torch.nn.MultiheadAttention`` and
-    :class:`~gaugedyn.gauge.GroupedQueryAttention` submodule; linear pairs (``gl``) and then
-    frozen entries (``frozen``) come last.
+    Units are found on the trace (leaf modules as torch defines them); a model that does not
+    trace yields its attention pairs only, with the trace error in the report. Attention pairs
+    come from every ``torch.nn.MultiheadAttention`` and `GroupedQueryAttention` submodule;
+    linear pairs (``gl``) and then frozen entries (``frozen``) come last.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model whose rescaling, scale, attention and linear symmetries are listed.
+
+    Returns
+    -------
+    tuple of (list of UnitGroup, dict)
+        The groups, and a report ``{"trace": "fx" | error text, "skipped": [...]}``.
+
+    Raises
+    ------
+    InputError
+        When ``model`` is not a ``torch.nn.Module``.
     """
     if not isinstance(model, nn.Module):
         raise InputError(f"model={type(model).__name__} is not allowed; use a torch.nn.Module")

@@ -9,15 +9,15 @@ sweep over tasks (``_sweep``), the run's stages (``_runner``), ``summary.json`` 
 (``_multiverse``, its figures ``_curves``) and the command line (``_cli``: run, reproduce,
 multiverse, plot).
 
-The layout's rule: the library (:mod:`gaugedyn.symbolic`, :mod:`~gaugedyn.theory`,
-:mod:`~gaugedyn.training`, :mod:`~gaugedyn.adam`, :mod:`~gaugedyn.stats`,
-:mod:`~gaugedyn.plotting`) holds engines a user applies to their own models (the Adam state
+The layout's rule: the library (`gaugedyn.symbolic`, `theory`,
+`training`, `adam`, `stats`,
+`plotting`) holds engines a user applies to their own models (the Adam state
 toolkit, the recorder, the 1-D stability map, the spike detector); a system folder under
-:mod:`gaugedyn.experiments` holds what one study needs (its experiments, models, protocols,
+`gaugedyn.experiments` holds what one study needs (its experiments, models, protocols,
 analysis and figures); the harness holds only machinery. Systems import the harness's types and
 the library; the harness learns of a system from its declaration (``system.toml`` in its folder,
-read as data: :data:`DECLARATIONS`), finds an experiment by its registered name
-(:data:`EXPERIMENTS`, module names as strings) and never imports a system otherwise; the library
+read as data: `DECLARATIONS`), finds an experiment by its registered name
+(`EXPERIMENTS`, module names as strings) and never imports a system otherwise; the library
 imports neither.
 """
 
@@ -70,6 +70,7 @@ from ._space import specifications as specifications
 from ._store import ResultStore as ResultStore
 from ._store import atomic_write as atomic_write
 from ._store import task_key as task_key
+from ._verdicts import checked as checked
 from ._verdicts import deterministic as deterministic
 
 __all__ = [
@@ -102,6 +103,7 @@ __all__ = [
     "caption_key",
     "caption_of",
     "configuration_label",
+    "checked",
     "deterministic",
     "execute",
     "field_key",

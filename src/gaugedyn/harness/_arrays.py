@@ -3,18 +3,18 @@
 The file is a numpy ``.npz`` archive (written with ``numpy.savez_compressed``, read with
 ``allow_pickle=False``) of the arrays returned by the experiment's ``analyse``. The summary lists
 each array's shape and dtype under ``arrays``, the archive's SHA-256 under ``arrays_sha256`` and
-the schema version (:data:`SCHEMA`) under ``arrays_schema``; :func:`load_arrays` refuses an
+the schema version (`SCHEMA`) under ``arrays_schema``; `load_arrays()` refuses an
 archive that does not match its checksum.
 
 Schema (version 1). A key is a non-empty string without ``/`` or NUL (each array is one member
 of the archive). Three forms have a meaning:
 
-- ``caption_<figure>`` (:data:`CAPTION_PREFIX`, :func:`caption_key`): the caption of figure
+- ``caption_<figure>`` (`CAPTION_PREFIX`, `caption_key()`): the caption of figure
   ``<figure>``, a 0-d string array. Captions that quote measured numbers live with the arrays,
   so that ``plot`` (which sees only the arrays) and a redraw show the same caption;
-  :func:`caption_of` reads one and :func:`captions` all; a figure listed without a caption gets
+  `caption_of()` reads one and `captions()` all; a figure listed without a caption gets
   its stored one in the summary;
-- ``<group>__<field>`` (:data:`FIELD_SEPARATOR`, :func:`field_key`, :func:`split_key`): field
+- ``<group>__<field>`` (`FIELD_SEPARATOR`, `field_key()`, `split_key()`): field
   ``<field>`` of group ``<group>`` (for instance one task of a grid, ``char_gru__lag_share``); a
   group name never contains the separator;
 - anything else: a plain array named by the experiment.

@@ -1,7 +1,7 @@
 """``gaugedyn audit-rules``: simulate the verdict rules and print their error rates, coverage and
-power (the audit of :mod:`gaugedyn.stats._audit`).
+power (the audit of `gaugedyn.stats._audit`).
 
-Without size options it audits what the experiments use (:func:`._audit_plan.plan`: every rule
+Without size options it audits what the experiments use (`._audit_plan.plan()`: every rule
 at the seed, trial and cell counts of the published findings and the configurations, on every
 named noise shape, and every published finding's own values resampled); ``--write FILE`` keeps
 that as data (``results-data/audit-rules/audit.json``, from which ``docs/verdict-rules.md`` is
@@ -178,7 +178,7 @@ def _handle(args) -> int:
 
 
 def _full(args) -> int:
-    """The audit of what the experiments use (:mod:`._audit_plan`), printed, and written as
+    """The audit of what the experiments use (`._audit_plan`), printed, and written as
     data with ``--write``."""
     import json
     from pathlib import Path

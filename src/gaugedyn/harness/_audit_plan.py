@@ -1,22 +1,22 @@
 """The audit of the verdict rules on what the experiments use, kept as data.
 
-:func:`plan` reads what the rules judge: every published finding (``results-data/*/summary.json``)
+`plan()` reads what the rules judge: every published finding (``results-data/*/summary.json``)
 with each stored reading's rule, per-seed values and claim, its declared measure (stored with
-it, or the experiment's declaration, :attr:`Experiment.measures`) and so the rule its kind
+it, or the experiment's declaration, `Experiment.measures`) and so the rule its kind
 chooses; and the seed counts of every configuration (``simulations/*.toml``, full and quick).
 From these come the rows:
 
 - *named* rows: every rule a finding uses or its measure chooses, at every seed (trial, row)
   count and cell count those findings and configurations use, on every named noise shape
-  (:data:`gaugedyn.stats.AUDIT_SHAPES`), barred where the rule's kinds meet the shape;
+  (`gaugedyn.stats.AUDIT_SHAPES`), barred where the rule's kinds meet the shape;
 - *resampled* rows: every stored reading of every finding, its own per-seed values resampled
-  (:class:`gaugedyn.stats._resample.Resampler`) onto, beside and beyond its threshold, under
+  (`gaugedyn.stats._resample.Resampler`) onto, beside and beyond its threshold, under
   the rule it was judged by and, where that differs, the rule its measure chooses now;
 - the rejected candidates at the ad-hoc audit's sizes.
 
-:func:`run_plan` simulates them (each row from its own seed, :func:`gaugedyn.stats.audit_seed`
+`run_plan()` simulates them (each row from its own seed, `gaugedyn.stats.audit_seed()`
 of its key, so any row recomputes alone) and returns the data ``gaugedyn audit-rules --write``
-commits to :data:`AUDIT_DATA`, with the plan's :func:`fingerprint`; ``docs/verdict-rules.md``
+commits to `AUDIT_DATA`, with the plan's `fingerprint()`; ``docs/verdict-rules.md``
 is generated from it (``tools/verdict_rules_doc.py``, ``--check`` in CI, which also refuses data
 whose fingerprint no longer matches the published runs, the configurations and the
 declarations).
@@ -86,7 +86,7 @@ def stored_readings(finding: dict) -> tuple[dict[str, dict], bool]:
 
 def published(root: Path) -> list[dict]:
     """Every finding of every published run: ``{experiment, id, verdict, measure, readings,
-    complete}`` (:func:`stored_readings`)."""
+    complete}`` (`stored_readings()`)."""
     out = []
     for path in sorted((root / DATA).glob("*/summary.json")):
         summary = json.loads(path.read_text(encoding="utf-8"))
@@ -114,6 +114,8 @@ def _shape_of(rule: Any, values: Any) -> tuple[int, int] | None:
     if values is None or rule.estimator == "point":
         return None
     v = np.asarray(values, dtype=float)
+    if v.size == 0:  # a reading judged on no seeds (stored as []: JSON keeps no (0, cells))
+        return None
     if rule.paired or rule.estimator == "slope":
         return int(np.all(np.isfinite(v), axis=0).sum()), 1
     if rule.cells:
@@ -232,7 +234,7 @@ def fingerprint(p: dict) -> str:
 
 
 def _plain(row: dict) -> dict:
-    """A row as JSON: every :class:`Rate` as ``[rate, se]``."""
+    """A row as JSON: every `Rate` as ``[rate, se]``."""
     out: dict[str, Any] = {}
     for k, v in row.items():
         if isinstance(v, stats.Rate):
@@ -245,7 +247,7 @@ def _plain(row: dict) -> dict:
 
 
 def as_rates(row: dict) -> dict:
-    """A stored row with its ``[rate, se]`` pairs back as :class:`Rate` (for the tables)."""
+    """A stored row with its ``[rate, se]`` pairs back as `Rate` (for the tables)."""
     out = dict(row)
     for k in stats.AUDIT_RATE_KEYS:
         if isinstance(row.get(k), list):
@@ -256,7 +258,7 @@ def as_rates(row: dict) -> dict:
 
 
 def run_row(group: str, spec: dict, *, seed: int, reps: int, resampled_reps: int) -> dict:
-    """One row of the plan, from its own seed (:func:`gaugedyn.stats.audit_seed`)."""
+    """One row of the plan, from its own seed (`gaugedyn.stats.audit_seed()`)."""
     child = stats.audit_seed(seed, group, *_key(spec))
     if group == "resampled":
         row = stats.audit_values(
@@ -335,7 +337,7 @@ def run_plan(
 
 
 def read_data(root: Path | str = ".") -> dict | None:
-    """The committed audit (:data:`AUDIT_DATA`), or ``None`` where there is none."""
+    """The committed audit (`AUDIT_DATA`), or ``None`` where there is none."""
     path = Path(root) / AUDIT_DATA
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -395,7 +397,7 @@ def expected_wrong(findings: Iterable[tuple[str, dict]], data: dict | None) -> f
     """How many of the HELD and NOT HELD verdicts among ``findings`` (``(experiment, claim)``
     pairs) are expected to be wrong by chance if every claim sat exactly on its threshold (the
     least favourable truth for each): the sum of each verdict's audited boundary rate
-    (:func:`boundary_rate`). Findings whose readings disagree, and UNRESOLVED ones, assert
+    (`boundary_rate()`). Findings whose readings disagree, and UNRESOLVED ones, assert
     nothing and add nothing."""
     total = 0.0
     for experiment, c in findings:

@@ -269,7 +269,7 @@ _ADDRESS = re.compile(
 def check_scheduler(address: str, timeout: float | None = 3.0) -> None:
     """A Dask scheduler address ``[tcp://]host[:port]`` (also tls, ws, wss, ucx; or an in-process
     ``inproc://...``) that answers a TCP connection within ``timeout`` seconds (``None``: check
-    the form only); else :class:`InputError` at once, before Dask would wait and time out."""
+    the form only); else `InputError` at once, before Dask would wait and time out."""
     import socket
 
     if re.fullmatch(r"inproc://\S+", address):
@@ -303,6 +303,22 @@ def _spec(args) -> ExecutorSpec:
     if spec.scheduler is not None:
         check_scheduler(spec.scheduler)
     return spec
+
+
+def _reproduce_command(args, root: Path) -> str:
+    """The ``gaugedyn reproduce`` command line the arguments stand for, output folder included."""
+    import shlex
+
+    words = ["gaugedyn", "reproduce"] + (["--quick"] if args.quick else [])
+    words += ["--out", str(root)]
+    for flag in ("simulations", "only", "store", "executor", "workers", "scheduler"):
+        value = getattr(args, flag, None)
+        if value is not None and not (flag == "simulations" and value == "simulations"):
+            words += [f"--{flag}", str(value)]
+    for flag in ("force", "require_cache"):
+        if getattr(args, flag, False):
+            words.append("--" + flag.replace("_", "-"))
+    return shlex.join(words)
 
 
 def _arguments(args) -> dict:
@@ -382,7 +398,7 @@ def _reproduce(args) -> int:
 
     from ._config import load_config
     from ._folders import claim_output_dir
-    from ._report import failing, table, write_index, write_report
+    from ._report import failing, summary_text, write_index, write_report
 
     folder = Path(args.simulations)
     if not folder.is_dir():
@@ -419,7 +435,7 @@ def _reproduce(args) -> int:
             check_cached(cfg, store)
     errors: dict[str, str] = {}
     with open_executor(spec) as executor, claim_output_dir(root, "reproduce"):
-        command = "gaugedyn reproduce" + (" --quick" if args.quick else "")
+        command = _reproduce_command(args, root)
         index = {
             "runs": [f.stem for f in files],
             "errors": errors,
@@ -440,7 +456,7 @@ def _reproduce(args) -> int:
                 errors[f.stem] = f"{type(err).__name__}: {oneline(err)}"
         write_index(root, index)
         report, rows = write_report(root)
-    print(table(rows))
+    print(summary_text(root))
     print(f"report: {report}")
     failed = failing(rows)
     if failed:

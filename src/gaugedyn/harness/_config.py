@@ -21,7 +21,7 @@ schema's ``quick`` value and then ``[quick]`` take precedence; ``--set key=value
 Every user-supplied value is checked (type, finiteness, the schema's ``check``), then the
 experiment's optional ``validate(config)`` checks the settings together; the experiment's
 set-up space (``space``, with the file's ``[space]`` tables applied) and its known-answer controls
-are checked as declarations; a rejected value raises :class:`gaugedyn.InputError` naming the key,
+are checked as declarations; a rejected value raises `gaugedyn.InputError` naming the key,
 the value and what is allowed.
 """
 
@@ -65,7 +65,7 @@ class RunConfig:
     overrides: tuple[str, ...] = ()
     tasks: list[dict] = field(default_factory=list)
     space: dict = field(default_factory=dict)
-    """The declared set-up space (setting -> :class:`._space.Choice`), the file's ``[space]``
+    """The declared set-up space (setting -> `._space.Choice`), the file's ``[space]``
     tables applied; checked."""
 
     @property
@@ -76,7 +76,7 @@ class RunConfig:
         return type(self.experiment).__module__
 
     def code_identity(self) -> dict:
-        """:func:`gaugedyn._meta.code_identity` of the experiment's code (cached per process)."""
+        """`gaugedyn._meta.code_identity()` of the experiment's code (cached per process)."""
         from .._meta import code_identity
 
         return code_identity(self.module)
@@ -97,7 +97,7 @@ class RunConfig:
 
 
 def available_experiments() -> list[str]:
-    """Names of the experiments shipped in :mod:`gaugedyn.experiments` (the registry's keys)."""
+    """Names of the experiments shipped in `gaugedyn.experiments` (the registry's keys)."""
     return sorted(EXPERIMENTS)
 
 
@@ -170,7 +170,7 @@ def _finite(value: Any) -> bool:
 
 
 def check_param(name: str, value: Any, param: Param, where: str) -> Any:
-    """``value`` converted to the schema's type, or :class:`InputError` naming what is allowed."""
+    """``value`` converted to the schema's type, or `InputError` naming what is allowed."""
     types = param.type if isinstance(param.type, tuple) else (param.type,)
     if float in types and type(value) is int and int not in types:
         value = float(value)
@@ -237,7 +237,7 @@ def parse_override(text: str) -> tuple[str, Any]:
 
 
 def read_toml(path: str | Path) -> dict:
-    """The parsed TOML file, or :class:`InputError` with the parser's line and column."""
+    """The parsed TOML file, or `InputError` with the parser's line and column."""
     path = Path(path)
     try:
         data = path.read_bytes()

@@ -3,7 +3,7 @@
 An *instrument* is whatever turns raw results into the numbers a finding judges: a detector (the
 spike detector), a readout (the owner of a teacher feature, a probe of a representation), a fit
 (a slope, an edge of a probability map), a control arm (a frozen-``v`` copy), a selection step.
-A :class:`Control` runs one instrument, through the very function the experiment's analysis
+A `Control` runs one instrument, through the very function the experiment's analysis
 calls, on a case built so that the answer is known beforehand:
 
 - a **positive** control has the effect present, with a known size or location (a planted
@@ -12,7 +12,7 @@ calls, on a case built so that the answer is known beforehand:
   representation reads no specialisation).
 
 Every instrument an experiment declares has at least one of each. The controls run first, in
-quick and full runs alike (:func:`run_controls`), and are stored in ``summary.json`` under
+quick and full runs alike (`run_controls()`), and are stored in ``summary.json`` under
 ``controls``; a failed control stops the run before any task (status ``controls failed``) and
 names its instrument, because an instrument that misreads a known case must not judge unknown
 ones. An experiment declares its controls with ``controls(config) -> list[Control]`` beside its
@@ -51,9 +51,9 @@ class Control:
 
     ``id``: unique within the experiment (lower case, digits, ``_.:=-``); ``instrument``: the
     instrument's name, as the report shows it (the function or readout it exercises);
-    ``kind``: ``"positive"`` or ``"negative"`` (:data:`KINDS`); ``case``: the case and its known
+    ``kind``: ``"positive"`` or ``"negative"`` (`KINDS`); ``case``: the case and its known
     answer, in words; ``proves``: one line on what passing shows; ``run``: runs the instrument
-    on the case and returns a :class:`Reading` (or a ``(measured, passed)`` pair). ``run`` calls
+    on the case and returns a `Reading` (or a ``(measured, passed)`` pair). ``run`` calls
     the same code the experiment's analysis calls, so a broken instrument fails its control.
     """
 
@@ -76,9 +76,9 @@ class Control:
 
 
 def declared_controls(experiment: Any, config: dict, where: str = "controls") -> list[Control]:
-    """``experiment.controls(config)`` checked: :class:`Control` records with unique, well-formed
+    """``experiment.controls(config)`` checked: `Control` records with unique, well-formed
     ids, a known kind, words for the instrument, the case and what it proves, and at least one
-    positive and one negative control per instrument; else :class:`InputError` naming the
+    positive and one negative control per instrument; else `InputError` naming the
     experiment, the control and what is wrong."""
     name = getattr(experiment, "name", "") or type(experiment).__name__
     method = getattr(experiment, "controls", None)

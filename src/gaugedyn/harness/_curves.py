@@ -1,10 +1,10 @@
 """Specification curves: each finding's estimate and interval over the declared set-up space.
 
-Drawn from the ``multiverse__*`` arrays a multiverse stores (:mod:`._multiverse`), nothing else:
+Drawn from the ``multiverse__*`` arrays a multiverse stores (`._multiverse`), nothing else:
 one panel per finding, its specifications sorted by estimate, each a point with its 95%
 interval coloured by its verdict and a dash at its threshold (where the finding has one number),
 the primary specification drawn larger and black-edged; up to
-:data:`PANELS` panels per figure (``specification_curve_1``, ``_2``, ...).
+`PANELS` panels per figure (``specification_curve_1``, ``_2``, ...).
 """
 
 from __future__ import annotations

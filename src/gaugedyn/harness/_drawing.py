@@ -1,7 +1,7 @@
 """Figures: drawn by the experiment's ``plot`` from stored arrays, and redrawn from a run folder.
 
-:func:`draw` calls ``experiment.plot`` under the package's style and lists the figures it wrote
-(name, caption, files). :func:`redraw` redraws the figures of a run folder, or of every run in a
+`draw()` calls ``experiment.plot`` under the package's style and lists the figures it wrote
+(name, caption, files). `redraw()` redraws the figures of a run folder, or of every run in a
 reproduce folder, from ``arrays.npz`` and ``summary.json`` alone: nothing is recomputed, and
 nothing is replaced unless every run checks out and draws.
 """
@@ -41,10 +41,10 @@ def draw(
     quick: bool = False,
 ) -> list[dict]:
     """Call ``experiment.plot`` under the shared style; list the figures it wrote (a ``quick``
-    run's in PNG alone, :func:`gaugedyn.plotting.figure_formats`).
+    run's in PNG alone, `gaugedyn.plotting.figure_formats()`).
 
     A figure's caption is the one ``plot`` returned with it, else the experiment's ``captions``
-    entry, else the caption stored in the arrays (:func:`._arrays.caption_of`).
+    entry, else the caption stored in the arrays (`._arrays.caption_of()`).
     """
     from ..plotting import figure_formats, style
     from ._curves import CURVE_PREFIX, specification_curves
@@ -85,7 +85,7 @@ def draw(
 
 
 def _os_error_behind(err: BaseException) -> OSError | None:
-    """The :class:`OSError` that ``err`` was raised while handling, if any (a full disk while
+    """The `OSError` that ``err`` was raised while handling, if any (a full disk while
     writing a PDF surfaces from matplotlib as an ``AttributeError`` in its clean-up)."""
     seen = set()
     current: BaseException | None = err
@@ -99,7 +99,7 @@ def _os_error_behind(err: BaseException) -> OSError | None:
 
 def _checked_arrays(run: Path, summary: dict) -> dict:
     """The run's arrays, read without pickles and matching the names, shapes and dtypes its
-    summary lists; else :class:`InputError` naming the run and the mismatch."""
+    summary lists; else `InputError` naming the run and the mismatch."""
     try:
         arrays = load_arrays(run, summary)
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as err:
@@ -133,8 +133,8 @@ def show_arrays(arrays: dict, limit: int = 120) -> str:
 
 def _checked_summary(run: Path, summary: dict, experiment: Experiment, params: dict) -> dict:
     """The summary's parameters checked against the experiment's declarations (the checks a run
-    makes of its configuration) and its claims checked as :class:`Claim` records; returns the
-    checked parameters, else :class:`InputError` naming the run and what is wrong."""
+    makes of its configuration) and its claims checked as `Claim` records; returns the
+    checked parameters, else `InputError` naming the run and what is wrong."""
     from ._config import _unknown, check_param
     from ._protocol import Claim
 

@@ -2,7 +2,7 @@
 
 - ``process`` (default): a local process pool, one worker per available core, each worker
   limited to one BLAS / OpenMP / torch thread so tasks do not oversubscribe the cores; it
-  survives a worker's hard death (:class:`ProcessPool`);
+  survives a worker's hard death (`ProcessPool`);
 - ``thread``: a thread pool in this process (useful when tasks release the GIL);
 - ``serial``: tasks run one after another in this process (debugging, profiling);
 - ``dask``: the executor interface of a ``dask.distributed.Client`` connected to ``--scheduler
@@ -192,8 +192,8 @@ class ProcessPool(Executor):
 
     A worker that dies (segfault, out-of-memory kill) breaks a ``ProcessPoolExecutor``: every
     unfinished task fails with ``BrokenProcessPool``, not only the one that killed it. The sweep
-    then calls :meth:`restart` and resubmits those tasks, and when a round makes no progress it
-    runs the remaining suspects :meth:`isolated`, each in a pool of its own, so only a task that
+    then calls `restart()` and resubmits those tasks, and when a round makes no progress it
+    runs the remaining suspects `isolated()`, each in a pool of its own, so only a task that
     kills its worker every time is recorded as failed.
     """
 

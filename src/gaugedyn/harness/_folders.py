@@ -3,7 +3,7 @@
 A run folder ``DIR`` holds ``summary.json``, ``arrays.npz``, ``figures/``, the result store
 ``.tasks/`` (unless another store is given) and the mark ``.gaugedyn`` that says gaugedyn owns the
 folder (also the lock of a running command). Results are written into ``DIR/.staging-*`` and
-moved into place by :func:`commit`: ``summary.json`` is removed first and moved in last, so a
+moved into place by `commit()`: ``summary.json`` is removed first and moved in last, so a
 folder with a ``summary.json`` always holds one complete result.
 """
 
@@ -184,7 +184,7 @@ def run_folders(folder: str | Path) -> list[Path]:
 
 
 def read_summary(run: Path) -> dict:
-    """The ``summary.json`` of a run folder, or :class:`InputError` if it is not one."""
+    """The ``summary.json`` of a run folder, or `InputError` if it is not one."""
     try:
         summary = json.loads((run / SUMMARY).read_text())
     except (OSError, ValueError) as err:

@@ -1,6 +1,6 @@
 """``gaugedyn multiverse``: every finding judged over the declared set-up space.
 
-Each specification of the space (:func:`._space.specifications`: the primary one, every constant
+Each specification of the space (`._space.specifications()`: the primary one, every constant
 at each end of its range with the others at their primary value, and a seeded random sample of
 joint specifications) is one task of the multiverse: its known-answer controls, its experiment
 tasks (through the shared result store, so a task that no constant changes is computed once) and
@@ -12,7 +12,7 @@ The folder it writes is a run folder of the primary specification (its ``summary
 ``arrays.npz``, figures and report, so ``gaugedyn publish --add`` and ``gaugedyn plot`` take it
 as they take a run), with
 
-- ``robustness`` in every finding of ``summary.json`` (:func:`robustness`): the number of
+- ``robustness`` in every finding of ``summary.json`` (`robustness()`): the number of
   specifications that judged it, the share of each verdict among them, ``robust`` (no
   specification gives the opposite verdict: HELD against NOT HELD), the specifications that
   do, and the constants that flip the verdict when moved alone (``flipping``);
@@ -247,7 +247,7 @@ def run_multiverse(
     force: bool = False,
 ):
     """Judge ``cfg``'s findings over its declared space into the folder ``out`` (module doc);
-    returns a :class:`._runner.RunOutcome` of the primary specification with the robustness
+    returns a `._runner.RunOutcome` of the primary specification with the robustness
     attached (``exit_code`` 1 when a specification failed its controls or tasks)."""
     from ._runner import check_same_run
 

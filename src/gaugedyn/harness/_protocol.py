@@ -2,7 +2,7 @@
 
 An experiment is a set of independent tasks plus an analysis:
 
-- ``params``: the configuration schema (name -> :class:`Param`), validated on load;
+- ``params``: the configuration schema (name -> `Param`), validated on load;
 - ``tasks(config)``: the task list, each a JSON-serialisable dict of coordinates that fully
   determines the task (its key in the result store is a hash of it and the package version);
 - ``run_task(task, seed)``: a pure function of the task and its ``numpy.random.SeedSequence``
@@ -11,22 +11,22 @@ An experiment is a set of independent tasks plus an analysis:
   be picklable;
 - ``analyse(config, tasks, results, seed)``: the arrays behind the figures and the claims, and
   optionally a third item, a dict of diagnostics written into ``summary.json``; ``seed`` is the
-  run's ``SeedSequence`` for the analysis (:func:`analysis_seed`: derived from the root seed and
+  run's ``SeedSequence`` for the analysis (`analysis_seed()`: derived from the root seed and
   the experiment's name), from which every bootstrap draws;
 - ``plot(arrays, config, outdir)``: figures drawn from the stored arrays alone, saved with
-  :func:`gaugedyn.plotting.save_figure`; returns figure names or ``(name, caption)`` pairs.
+  `gaugedyn.plotting.save_figure()`; returns figure names or ``(name, caption)`` pairs.
 
 ``config`` is the dict of validated parameters (the keys of ``params``). Beside its findings an
 experiment declares ``controls(config) -> list[Control]``, known-answer cases of each
-instrument it judges with (:mod:`._controls`; run first, as checks, in every run), and
-``space``, the set-up constants its paper leaves open (name -> :class:`._space.Choice`, each a
+instrument it judges with (`._controls`; run first, as checks, in every run), and
+``space``, the set-up constants its paper leaves open (name -> `._space.Choice`, each a
 setting of ``params`` whose default is the primary specification; ``gaugedyn multiverse``
 judges the findings over it). The harness labels the
-findings of every run whose configuration is not the declared full one (:func:`labelled`, over
+findings of every run whose configuration is not the declared full one (`labelled()`, over
 ``label_keys``: every declared setting unless an experiment names fewer), so an experiment never
 labels its own. Optional method:
 ``validate(config)``, called once the parameters are resolved and before ``tasks``, raises
-:class:`gaugedyn.InputError` (naming the settings and what is allowed) for a combination of
+`gaugedyn.InputError` (naming the settings and what is allowed) for a combination of
 individually valid values whose analysis cannot be done, e.g. a fit that needs at least two
 dimensions above its threshold. Optional attributes:
 ``captions`` (figure name -> caption) and ``definitions`` (the observables' definitions, recorded
@@ -62,16 +62,16 @@ class Claim:
     ``kind="finding"``: a paper's statement, measured and reported as found; it never fails the
     run, so a finding cannot be tuned into a pass. Its ``verdict`` is ``HELD``, ``NOT HELD`` or
     ``UNRESOLVED`` (the interval straddles the threshold); a finding built without one reads
-    ``HELD``/``NOT HELD`` from ``passed``. Build findings with :func:`gaugedyn.stats.finding`, which
+    ``HELD``/``NOT HELD`` from ``passed``. Build findings with `gaugedyn.stats.finding()`, which
     derives the verdict from the interval and records the rule.
     ``kind="measurement"``: a quantity reported with its interval, with no verdict.
 
     ``interval`` is the ``(low, high)`` confidence interval of ``measured`` where there is one;
     ``rule`` says how the interval became the verdict: the name of a verdict rule of the
-    catalogue (:data:`gaugedyn.stats.RULES`) for findings built with :func:`judged`, whose
+    catalogue (`gaugedyn.stats.RULES`) for findings built with `judged()`, whose
     ``rule_text`` gives its words, ``per_seed`` the values it judged (so the verdict can be
     recomputed from ``summary.json`` alone), ``power`` its probability of saying HELD at the
-    paper's value for the seeds used (``underpowered`` below :data:`gaugedyn.stats.UNDERPOWERED`)
+    paper's value for the seeds used (``underpowered`` below `gaugedyn.stats.UNDERPOWERED`)
     and ``readings`` the verdict under each documented reading of the protocol.
     """
 
@@ -153,11 +153,11 @@ def finding(
     extra: dict | None = None,
 ) -> Claim:
     """A finding whose verdict comes from an interval computed elsewhere
-    (:func:`gaugedyn.stats.verdict`). Kept for callers outside the package; the experiments
-    build every finding with :func:`judged`, which names an audited rule of the catalogue and
+    (`gaugedyn.stats.verdict()`). Kept for callers outside the package; the experiments
+    build every finding with `judged()`, which names an audited rule of the catalogue and
     stores the per-seed values, the power and each reading's verdict.
 
-    ``interval`` is a :class:`gaugedyn.stats.Interval` (or ``(estimate, low, high)``);
+    ``interval`` is a `gaugedyn.stats.Interval` (or ``(estimate, low, high)``);
     ``threshold`` and ``direction`` state the claim ``value > threshold`` (or ``<``), fixed
     before the run. ``cells`` (what the finding was judged on) and ``extra`` go into
     ``tolerance`` beside the threshold, so the summary carries them.
@@ -187,7 +187,7 @@ def finding(
 
 def reading_record(j: Any) -> dict:
     """What one reading stores so that its verdict recomputes from the summary alone
-    (:func:`gaugedyn.harness.rejudge`): the rule, the per-seed values, the claim, the uniform
+    (`gaugedyn.harness.rejudge()`): the rule, the per-seed values, the claim, the uniform
     draw of a randomised rule, and what it gave (verdict, estimate, interval, reason)."""
     d = {
         "rule": j.rule,
@@ -221,16 +221,16 @@ def judged(
     extra: dict | None = None,
     power_reps: int = 2000,
 ) -> Claim:
-    """A finding judged by a rule of the catalogue (:func:`gaugedyn.stats.judge`).
+    """A finding judged by a rule of the catalogue (`gaugedyn.stats.judge()`).
 
-    ``judgement`` is the primary reading's :class:`gaugedyn.stats.Judgement`; ``readings`` maps
+    ``judgement`` is the primary reading's `gaugedyn.stats.Judgement`; ``readings`` maps
     every documented reading of the protocol (the primary one included) to its judgement, and
     the verdict is theirs when they agree, ``"depends on the reading"`` otherwise. ``measure``
-    is the finding's declared :class:`gaugedyn.stats.Measure`: every reading's rule must be the
-    one its kind chooses (:meth:`~gaugedyn.stats.Measure.check`), and the finding's ``power`` is
+    is the finding's declared `gaugedyn.stats.Measure`: every reading's rule must be the
+    one its kind chooses (`check()`), and the finding's ``power`` is
     the rule's probability of HELD at the paper's value or at the declared smallest effect
-    (:meth:`~gaugedyn.stats.Measure.power_value`), simulated on resamples of the judged
-    per-seed values themselves (:func:`gaugedyn.stats.power_at`), per cell, for the seeds
+    (`power_value()`), simulated on resamples of the judged
+    per-seed values themselves (`gaugedyn.stats.power_at()`), per cell, for the seeds
     used. ``tolerance`` stores the measure, the value the power is computed at, and every
     reading's rule, values, claim and draw (``reading_detail``), so every verdict recomputes
     from ``summary.json`` alone. ``extra`` goes into ``tolerance``.
@@ -295,7 +295,7 @@ def configuration_label(config: dict, params: dict, keys: Iterable[str] | None =
 
 def provisional(claims: list[Claim], label: str) -> list[Claim]:
     """``claims`` with every finding's statement prefixed by ``label`` (from
-    :func:`configuration_label`); unchanged when ``label`` is empty (the full configuration).
+    `configuration_label()`); unchanged when ``label`` is empty (the full configuration).
     Verdicts are kept: the label says they come from a smaller configuration than the one the
     protocol was fixed for. A finding that already begins with the label keeps it once, so
     labelling twice changes nothing."""
@@ -314,10 +314,10 @@ def labelled(
     params: dict, config: dict, analysed: tuple, keys: Iterable[str] | None = None
 ) -> tuple[dict, list[Claim], dict]:
     """An ``analyse`` result ``(arrays, claims, diagnostics)`` with its findings labelled by
-    :func:`provisional` for ``config`` against the declared ``params`` (over ``keys``, default
+    `provisional()` for ``config`` against the declared ``params`` (over ``keys``, default
     every one), and the label (or ``None``) in ``diagnostics["provisional"]``. The harness
-    applies it to every run (:func:`gaugedyn.harness._summary.analyse`), with the experiment's
-    :attr:`Experiment.label_keys`."""
+    applies it to every run (`gaugedyn.harness._summary.analyse()`), with the experiment's
+    `Experiment.label_keys`."""
     arrays, claims, diagnostics = analysed
     label = configuration_label(config, params, keys)
     diagnostics["provisional"] = label or None
@@ -326,7 +326,7 @@ def labelled(
 
 def analysis_seed(root_seed: int, experiment: str) -> np.random.SeedSequence:
     """The ``SeedSequence`` a run hands to ``analyse``: the task-seed rule
-    (:func:`gaugedyn._meta.task_seed`) applied to the coordinates ``(experiment, "analysis")``."""
+    (`gaugedyn._meta.task_seed()`) applied to the coordinates ``(experiment, "analysis")``."""
     from .._meta import task_seed
 
     return task_seed(root_seed, experiment, "analysis")
@@ -339,22 +339,22 @@ class Experiment:
     description: str = ""
     params: dict[str, Param] = {}
     measures: dict[str, Any] = {}
-    """What each finding measures (finding-id pattern -> :class:`gaugedyn.stats.Measure`,
+    """What each finding measures (finding-id pattern -> `gaugedyn.stats.Measure`,
     declared in the experiment's ``_protocol.py`` and stated in its ``PROTOCOL.md``): the kind
     that chooses its rule and the smallest effect of interest its power is computed at. The
     audit (``gaugedyn audit-rules``) and ``gaugedyn rejudge`` read it by finding id."""
     label_keys: tuple[str, ...] | None = None
-    """The settings whose declared values make the full configuration (:func:`labelled` compares
+    """The settings whose declared values make the full configuration (`labelled()` compares
     them); ``None``: every name in ``params``. An experiment leaves out only settings that change
     no number it reports (a device)."""
     space: dict[str, Any] = {}
-    """The declared set-up space: setting name -> :class:`gaugedyn.harness.Choice` (its
+    """The declared set-up space: setting name -> `gaugedyn.harness.Choice` (its
     alternatives or range and why they are plausible); the setting's default is the primary
     specification."""
 
     def controls(self, config: dict) -> list:
         """The known-answer controls of the instruments this experiment judges with, at
-        ``config`` (:class:`gaugedyn.harness.Control`: at least one positive and one negative per
+        ``config`` (`gaugedyn.harness.Control`: at least one positive and one negative per
         instrument); run before any task, in quick and full runs."""
         return []
 
@@ -369,7 +369,7 @@ class Experiment:
     ) -> tuple:
         """Return ``(arrays: dict[str, np.ndarray], claims: list[Claim])``, optionally with a
         third item ``diagnostics: dict``. ``seed`` is the run's analysis seed
-        (:func:`analysis_seed`): every resampling of the analysis derives from it."""
+        (`analysis_seed()`): every resampling of the analysis derives from it."""
         raise NotImplementedError
 
     def plot(self, arrays: dict, config: dict, outdir: Any) -> list:

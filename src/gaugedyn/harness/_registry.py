@@ -1,18 +1,18 @@
 """The systems and their experiments, by name: the only place the harness learns of a system.
 
-Each system is a folder under :mod:`gaugedyn.experiments` that declares itself once, in its
+Each system is a folder under `gaugedyn.experiments` that declares itself once, in its
 ``system.toml`` (read here as data: the harness never imports a system to learn of it): the
 paper it reproduces, its experiments in report order, its documentation page and the page's
 title in the site's navigation. From these declarations come
 
-- :data:`DECLARATIONS`: system name -> :class:`System`;
-- :data:`SYSTEMS`: system name -> the names of its experiments;
-- :data:`EXPERIMENTS`: experiment name -> the module that defines its ``EXPERIMENT``
+- `DECLARATIONS`: system name -> `System`;
+- `SYSTEMS`: system name -> the names of its experiments;
+- `EXPERIMENTS`: experiment name -> the module that defines its ``EXPERIMENT``
   (``gaugedyn.experiments.<system>.<name>``);
-- the papers (:data:`gaugedyn.papers.PAPERS`) and the navigation's *Systems* section of
+- the papers (`gaugedyn.papers.PAPERS`) and the navigation's *Systems* section of
   ``mkdocs.yml`` (``gaugedyn publish``; ``--check`` fails on a stale one).
 
-:data:`SYSTEM_NAMES` lists the folders, in the order of the papers' tables. The harness imports an
+`SYSTEM_NAMES` lists the folders, in the order of the papers' tables. The harness imports an
 experiment's module only when a configuration names it, and a helper module in a system folder
 needs no prefix: only the modules the declarations name define experiments
 (``tests/test_structure.py`` checks both ways).
@@ -95,9 +95,9 @@ def _page(where: str, value: Any) -> str:
 
 
 def parse_system(system: str, text: str, where: str | None = None) -> System:
-    """The :class:`System` declared by ``text`` (a ``system.toml``) for folder ``system``.
+    """The `System` declared by ``text`` (a ``system.toml``) for folder ``system``.
 
-    Refused (:class:`~gaugedyn.InputError`, naming the file and the key) when a key is unknown
+    Refused (`InputError`, naming the file and the key) when a key is unknown
     or missing, a value has the wrong type, an experiment name is not a module name, or the
     system declares no experiment.
     """
@@ -190,7 +190,7 @@ def _declarations(names: tuple[str, ...]) -> dict[str, System]:
 
 
 DECLARATIONS: dict[str, System] = _declarations(SYSTEM_NAMES)
-"""Every system's declaration, in the order of :data:`SYSTEM_NAMES`."""
+"""Every system's declaration, in the order of `SYSTEM_NAMES`."""
 
 SYSTEMS: dict[str, tuple[str, ...]] = {
     name: system.experiments for name, system in DECLARATIONS.items()
@@ -206,5 +206,5 @@ EXPERIMENTS: dict[str, str] = {
 
 
 def system_of(name: str) -> str:
-    """The system folder of experiment ``name`` (a key of :data:`EXPERIMENTS`)."""
+    """The system folder of experiment ``name`` (a key of `EXPERIMENTS`)."""
     return EXPERIMENTS[name].split(".")[2]

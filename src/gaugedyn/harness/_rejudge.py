@@ -2,14 +2,14 @@
 
 Every finding stores, for every reading it was judged under, the rule, the per-seed values, the
 claim and a randomised rule's uniform draw (``tolerance.reading_detail``;
-:func:`gaugedyn.harness.judged`). :func:`recompute` judges each reading again from that record
+`gaugedyn.harness.judged()`). `recompute()` judges each reading again from that record
 and combines the readings as the run did; a reading whose verdict or interval differs, a
 finding whose verdict is not its readings', or a reading whose values were never stored is
 reported by name, and the command exits 1. A finding kept from an earlier judgement because its
 other readings' values were never stored is marked so in the summary
 (``tolerance.judged_under``) and is listed, not failed.
 
-:func:`rejudge_current` judges a published run's stored values again under the current rules
+`rejudge_current()` judges a published run's stored values again under the current rules
 (the rule each finding's declared measure chooses, the degenerate-sample and slope conditions
 of the catalogue, the power at the declared smallest effect) and records what changed and why
 (``rejudged``): ``gaugedyn rejudge RUN --current-rules --out DIR`` writes it for ``gaugedyn
@@ -113,7 +113,7 @@ def recompute(claim: dict) -> tuple[str, list[str]]:
 
 
 def check_summary(summary: dict) -> list[tuple[str, str, list[str]]]:
-    """``(finding id, status, problems)`` of every finding of a summary (:func:`recompute`)."""
+    """``(finding id, status, problems)`` of every finding of a summary (`recompute()`)."""
     return [
         (c["id"], *recompute(c)) for c in summary.get("claims", []) if c.get("kind") == "finding"
     ]
@@ -140,7 +140,7 @@ def _why(old_rule: str, j: Any) -> str:
 
 
 def _current(experiment: str, claim: dict, changes: list[dict], seed: Any) -> dict:
-    """One finding judged again under the current rules (see :func:`rejudge_current`); a
+    """One finding judged again under the current rules (see `rejudge_current()`); a
     rule that now takes a uniform draw takes it from ``seed`` (the run's analysis seed), the
     finding's id and the reading."""
     from ._config import resolve_experiment
@@ -267,12 +267,12 @@ def _set_power(c: dict, power: float) -> None:
 
 def rejudge_current(summary: dict, *, command: str = "", commit: str = "") -> dict:
     """``summary`` with every finding judged again from its stored values under the current
-    rules: the rule its declared measure chooses (:attr:`Experiment.measures`), the
+    rules: the rule its declared measure chooses (`Experiment.measures`), the
     catalogue's conditions for degenerate samples and slopes, and its power at the declared
     smallest effect on resamples of its own values. A finding whose other readings' values
     were never stored keeps its verdict, marked (``tolerance.judged_under``), with its power
     recomputed at the declared effect. A rule that now takes a uniform draw (a median rule)
-    takes it from the run's analysis seed (:func:`analysis_seed` of its recorded seed), the
+    takes it from the run's analysis seed (`analysis_seed()` of its recorded seed), the
     label ``"rejudge"``, the finding's id and the reading, and stores it. The summary gains
     ``rejudged``: the date, the command,
     the code's commit, every changed verdict with why, and the findings kept (an earlier

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,124 @@ def marks(claim: dict) -> str:
     return f" [{'; '.join(out)}]" if out else ""
 
 
-def claim_row(experiment: str, claim: dict) -> dict:
+def _detail(claim: dict) -> dict:
+    """The primary reading's judgement of a finding (estimate, interval, threshold, direction,
+    rule), else what the claim itself stores."""
+    tol: dict = claim["tolerance"] if isinstance(claim.get("tolerance"), dict) else {}
+    details = tol.get("reading_detail") or {}
+    primary = tol.get("primary_reading")
+    detail = details.get(primary) if primary in details else next(iter(details.values()), None)
+    if detail:
+        return detail
+    return {
+        "estimate": claim.get("measured"),
+        "interval": claim.get("interval"),
+        "threshold": tol.get("threshold"),
+        "direction": tol.get("direction"),
+        "rule": claim.get("rule"),
+    }
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _bounds(interval: Any) -> tuple[float, float] | None:
+    if isinstance(interval, list | tuple) and len(interval) == 2 and all(map(_finite, interval)):
+        return float(interval[0]), float(interval[1])
+    return None
+
+
+def reason(claim: dict) -> str:
+    """One line on why a claim got its verdict, from its rule and numbers: which bound of the
+    interval crossed which threshold (or which band edge), why no interval could be formed, or
+    which readings disagreed."""
+    word = verdict_word(claim)
+    if word == "MEASURED":
+        return "a measurement: reported with its interval, not judged"
+    if word in ("PASS", "FAIL"):
+        expected, measured = claim.get("expected"), claim.get("measured")
+        tol = claim.get("tolerance")
+        within = "within" if word == "PASS" else "outside"
+        if _finite(measured) and _finite(expected) and _finite(tol):
+            return f"measured {fmt(measured)} is {within} {fmt(expected)} +- {fmt(tol)}"
+        return f"measured {fmt(measured)} against {fmt(expected)}: {within} the tolerance"
+    readings = claim.get("readings") or {}
+    if word == "depends on the reading":
+        return "the readings disagree: " + "; ".join(f"{k} {v}" for k, v in readings.items())
+    detail = _detail(claim)
+    if detail.get("reason"):
+        return str(detail["reason"])
+    agree = f" (all {len(readings)} readings agree)" if len(readings) > 1 else ""
+    bounds = _bounds(detail.get("interval"))
+    threshold, direction = detail.get("threshold"), detail.get("direction")
+    if bounds is None:
+        return f"no finite interval of the estimate {fmt(detail.get('estimate'))}" + agree
+    lo, hi = bounds
+    shown = f"[{fmt(lo)}, {fmt(hi)}]"
+    if isinstance(threshold, list | tuple) and len(threshold) == 2:
+        a, b = (fmt(t) for t in threshold)
+        text = {
+            "HELD": f"the interval {shown} lies inside the band [{a}, {b}]",
+            "NOT HELD": f"the interval {shown} lies outside the band [{a}, {b}]",
+        }.get(word, f"the interval {shown} crosses an edge of the band [{a}, {b}]")
+        return text + agree
+    if _finite(threshold) and direction in (">", "<"):
+        t = fmt(threshold)
+        if direction == ">":
+            text = {
+                "HELD": f"lower bound {fmt(lo)} > {t}",
+                "NOT HELD": f"upper bound {fmt(hi)} <= {t}",
+            }.get(word, f"the interval {shown} contains the threshold {t}")
+        else:
+            text = {
+                "HELD": f"upper bound {fmt(hi)} < {t}",
+                "NOT HELD": f"lower bound {fmt(lo)} >= {t}",
+            }.get(word, f"the interval {shown} contains the threshold {t}")
+        return text + agree
+    return f"{detail.get('rule') or 'rule'}: interval {shown} against {fmt(claim.get('expected'))}"
+
+
+def artefact(claim: dict, quick: bool) -> str | None:
+    """Why a quick run's finding is an artefact of its size, not evidence (no finite estimate, no
+    finite interval, or a zero-width interval from a sampling rule), else None. A full run's findings
+    are never labelled: there an empty interval is a real UNRESOLVED."""
+    if not quick or claim.get("kind") != "finding":
+        return None
+    detail = _detail(claim)
+    if not _finite(detail.get("estimate")) and not isinstance(detail.get("estimate"), list):
+        return "quick-run artefact: no finite estimate (nothing to count at this size)"
+    bounds = _bounds(detail.get("interval"))
+    if bounds is None:
+        why = f" ({detail['reason']})" if detail.get("reason") else ""
+        return f"quick-run artefact: no finite interval at this size{why}"
+    if detail.get("rule") != "deterministic" and bounds[0] == bounds[1]:
+        return "quick-run artefact: a zero-width interval from too few samples"
+    return None
+
+
+def on_scale(claim: dict) -> str:
+    """A finding's measured value as its statement reads it: a value measured as a logarithm
+    of a ratio (the measure's declared unit says ``log10(...)`` or ``log(...)`` of a ratio)
+    is shown with the ratio it stands for; any other value as it is."""
+    measured = claim.get("measured")
+    text = fmt(measured)
+    tol = claim.get("tolerance")
+    measure = tol.get("measure") if isinstance(tol, dict) else None
+    unit = str(measure.get("unit", "")) if isinstance(measure, dict) else ""
+    if not isinstance(measured, int | float) or not _finite(measured):
+        return text
+    if "slope" in unit or "exponent" in unit:
+        return text
+    base = 10.0 if "log10" in unit else math.e if re.search(r"\blog\s*\(", unit) else None
+    if base is None or not ("ratio" in unit or "/" in unit) or "difference" in unit:
+        return text
+    ratio = base ** float(measured) if abs(float(measured)) < 300 else math.inf
+    return f"{text} (a ratio of {fmt(ratio)})"
+
+
+def claim_row(experiment: str, claim: dict, quick: bool = False) -> dict:
+    label = artefact(claim, quick)
     return {
         "experiment": experiment,
         "id": claim["id"],
@@ -92,6 +210,9 @@ def claim_row(experiment: str, claim: dict) -> dict:
         "expected_full": fmt(claim.get("expected"), limit=10**6),
         "verdict": verdict_word(claim) + marks(claim),
         "word": verdict_word(claim),
+        "reason": label or reason(claim),
+        "on_scale": on_scale(claim),
+        "artefact": label is not None,
     }
 
 
@@ -106,7 +227,7 @@ def _runs(root: Path, index: dict) -> list[tuple[str, str | None, dict | None]]:
     return [(name, errors.get(name), _summary(root / name)) for name in index.get("runs", [])]
 
 
-def _rows(runs: list[tuple[str, str | None, dict | None]]) -> list[dict]:
+def _rows(runs: list[tuple[str, str | None, dict | None]], quick: bool = False) -> list[dict]:
     """One row per claim (and per crashed or failed run) of a reproduce folder."""
     rows = []
     for name, error, summary in runs:
@@ -125,7 +246,7 @@ def _rows(runs: list[tuple[str, str | None, dict | None]]) -> list[dict]:
                         f"instrument {control.get('instrument')} misread its known case",
                     )
                 )
-        rows += [claim_row(name, claim) for claim in summary.get("claims", [])]
+        rows += [claim_row(name, claim, quick) for claim in summary.get("claims", [])]
     return rows
 
 
@@ -140,6 +261,9 @@ def _failed_row(name: str, ident: str, measured: str) -> dict:
         "passed": False,
         "verdict": "FAIL",
         "word": "FAIL",
+        "reason": fmt(measured, 60),
+        "on_scale": fmt(measured, 60),
+        "artefact": False,
     }
 
 
@@ -161,7 +285,7 @@ def _cell(x: Any) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    """A plain-text table of claim rows (for the terminal): cells of at most :data:`CELL`
+    """A plain-text table of claim rows (for the terminal): cells of at most `CELL`
     characters, no trailing spaces."""
     head = ["experiment", "claim", "measured", "interval", "expected", "tolerance", "verdict"]
     body = [
@@ -188,13 +312,17 @@ def _md(text: Any) -> str:
 
 
 def _counts(rows: list[dict]) -> str:
-    """``"3 held, 1 not held, 0 unresolved, 0 depends on the reading"`` of finding rows."""
-    return ", ".join(f"{sum(r['word'] == w for r in rows)} {w.lower()}" for w in FINDING_WORDS)
+    """``"3 held, 1 not held, 0 unresolved, 0 depends on the reading"`` of finding rows, the
+    quick-run artefacts left out and counted apart."""
+    real = [r for r in rows if not r.get("artefact")]
+    text = ", ".join(f"{sum(r['word'] == w for r in real)} {w.lower()}" for w in FINDING_WORDS)
+    apart = len(rows) - len(real)
+    return text + (f"; {apart} quick-run artefact(s) not counted" if apart else "")
 
 
 def _by_chance(runs) -> str:
     """``; x.xx of k expected wrong by chance``: the sum over the HELD and NOT HELD findings of
-    their rules' audited rates at the threshold (:func:`._audit_plan.expected_wrong`; the
+    their rules' audited rates at the threshold (`._audit_plan.expected_wrong()`; the
     committed audit of the working folder's ``results-data/``, else the nominal 2.5%)."""
     from ._audit_plan import expected_wrong, read_data
 
@@ -214,13 +342,13 @@ def _by_chance(runs) -> str:
 
 def _papers() -> list:
     """The papers, each with the experiments of its system (the systems' declarations, which
-    :mod:`gaugedyn.papers` re-exports as ``PAPERS``)."""
+    `gaugedyn.papers` re-exports as ``PAPERS``)."""
     from ._registry import DECLARATIONS
 
     return list(DECLARATIONS.values())
 
 
-def _paper_section(paper, runs, provisional: str) -> list[str]:
+def _paper_section(paper, runs, provisional: str, quick: bool = False) -> list[str]:
     """One paper: its title, its verdict counts, its findings (the paper's value in full) with
     their verdicts, its checks summarised, and its figures."""
     title = f": *{paper.title}*" if paper.title else ""
@@ -234,7 +362,7 @@ def _paper_section(paper, runs, provisional: str) -> list[str]:
     mine = [(n, e, s) for n, e, s in runs if n in paper.experiments]
     if not mine:
         return out + ["No experiment of this paper was run.", ""]
-    rows = _rows(mine)
+    rows = _rows(mine, quick)
     findings = [r for r in rows if r.get("word") in FINDING_WORDS]
     checks = [r for r in rows if r.get("word") in ("PASS", "FAIL")]
     failed = [r for r in rows if not r["passed"]]
@@ -251,8 +379,8 @@ def _paper_section(paper, runs, provisional: str) -> list[str]:
     if findings:
         out += [
             "| experiment | finding | statement | measured | interval | paper / claimed | "
-            "verdict |",
-            "|---|---|---|---|---|---|---|",
+            "verdict | why |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         statements = {
             (n, c["id"]): c.get("statement", "")
@@ -264,8 +392,8 @@ def _paper_section(paper, runs, provisional: str) -> list[str]:
             out.append(
                 f"| {_md(r['experiment'])} | {_md(r['id'])} | "
                 f"{_md(statements.get((r['experiment'], r['id']), ''))} | "
-                f"{_md(r['measured'])} | {_md(r['interval'])} | {_md(r['expected_full'])} "
-                f"| {r['verdict']} |"
+                f"{_md(r['on_scale'])} | {_md(r['interval'])} | {_md(r['expected_full'])} "
+                f"| {r['verdict']} | {_md(r['reason'])} |"
             )
         out.append("")
     for name, _, summary in mine:
@@ -293,7 +421,7 @@ def write_report(root: Path) -> tuple[Path, list[dict]]:
     """Write ``root/report.md`` from the index and the run summaries; return its path and the
     claim rows (one per claim, and per crashed or failed run).
 
-    The report opens with one section per paper (:mod:`gaugedyn.papers`: title, verdict counts,
+    The report opens with one section per paper (`gaugedyn.papers`: title, verdict counts,
     the findings with the paper's values in full, checks summarised, figures), then the
     experiments that belong to no paper; the full claims table and each run's configuration and
     details follow in appendices. Under a quick configuration every verdict is labelled
@@ -301,10 +429,10 @@ def write_report(root: Path) -> tuple[Path, list[dict]]:
     root = Path(root)
     index = read_index(root)
     runs = _runs(root, index)
-    rows = _rows(runs)
+    quick = bool(index.get("quick"))
+    rows = _rows(runs, quick)
     failed = failing(rows)
     out = ["# gaugedyn reproduction report", ""]
-    quick = bool(index.get("quick"))
     mode = "quick" if quick else "full"
     provisional = (
         " (provisional (quick): fewer seeds, steps or cells than the protocol's)" if quick else ""
@@ -325,12 +453,12 @@ def write_report(root: Path) -> tuple[Path, list[dict]]:
     papers = _papers()
     claimed = {e for p in papers for e in p.experiments}
     for paper in papers:
-        out += _paper_section(paper, runs, provisional)
+        out += _paper_section(paper, runs, provisional, quick)
     others = [(n, e, s) for n, e, s in runs if n not in claimed]
     if others:
         out += ["## Other experiments", ""]
         for name, error, summary in others:
-            other = _rows([(name, error, summary)])
+            other = _rows([(name, error, summary)], quick)
             out += [
                 f"- {name}: {_counts([r for r in other if r.get('word') in FINDING_WORDS])}"
                 f"; {sum(not r['passed'] for r in other)} failing.",
@@ -339,13 +467,16 @@ def write_report(root: Path) -> tuple[Path, list[dict]]:
             out += _figures(summary, f"{name}/")
         out.append("")
     out += ["## Appendix A: every claim", ""]
-    out.append("| experiment | claim | measured | interval | expected | tolerance | verdict |")
-    out.append("|---|---|---|---|---|---|---|")
+    out.append(
+        "| experiment | claim | measured | interval | expected | tolerance | verdict | why |"
+    )
+    out.append("|---|---|---|---|---|---|---|---|")
     for r in rows:
         verdict_cell = r["verdict"].lower() if r["passed"] else f"**{r['verdict']}**"
         out.append(
             f"| {_md(r['experiment'])} | {_md(r['id'])} | {_md(r['measured'])} | "
-            f"{_md(r['interval'])} | {_md(r['expected'])} | {_md(r['tolerance'])} | {verdict_cell} |"
+            f"{_md(r['interval'])} | {_md(r['expected'])} | {_md(r['tolerance'])} | {verdict_cell} "
+            f"| {_md(r['reason'])} |"
         )
     out += ["", "## Appendix B: the runs", ""]
     versions = None
@@ -362,6 +493,50 @@ def write_report(root: Path) -> tuple[Path, list[dict]]:
     path = root / REPORT
     atomic_write(path, ("\n".join(out) + "\n").encode())
     return path, rows
+
+
+WIDTH = 120
+"""The widest line :func:`summary_text` prints."""
+
+
+def _wrap(text: str, indent: str = "  ") -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, WIDTH, subsequent_indent=indent, break_on_hyphens=False)
+
+
+def summary_text(root: Path) -> str:
+    """What ``reproduce`` prints: one paragraph per paper (its findings counted by verdict,
+    quick-run artefacts apart, its checks and controls), then every failing row with its
+    reason; lines of at most :data:`WIDTH` characters. The whole table is in ``report.md``."""
+    root = Path(root)
+    index = read_index(root)
+    runs = _runs(root, index)
+    quick = bool(index.get("quick"))
+    out = [f"gaugedyn reproduction ({'quick' if quick else 'full'}): {len(runs)} experiments"]
+    papers = _papers()
+    claimed = {e for p in papers for e in p.experiments}
+    groups = [(p.name, [r for r in runs if r[0] in p.experiments]) for p in papers]
+    groups.append(("other experiments", [r for r in runs if r[0] not in claimed]))
+    failed: list[dict] = []
+    for name, mine in groups:
+        if not mine:
+            continue
+        rows = _rows(mine, quick)
+        findings = [r for r in rows if r.get("word") in FINDING_WORDS]
+        checks = [r for r in rows if r.get("word") in ("PASS", "FAIL")]
+        failed += [r for r in rows if not r["passed"]]
+        out += _wrap(
+            f"- {name}: findings {_counts(findings)}; checks {sum(r['passed'] for r in checks)} "
+            f"of {len(checks)} passed"
+        )
+    if failed:
+        out.append(f"failing ({len(failed)}):")
+        for r in failed[:20]:
+            out += _wrap(f"  {r['experiment']}:{r['id']}: {r['reason']}", "    ")
+        if len(failed) > 20:
+            out.append(f"  ... and {len(failed) - 20} more (report.md)")
+    return "\n".join(out)
 
 
 def experiment_section(summary: dict, link_prefix: str = "", figures: bool = True) -> list[str]:

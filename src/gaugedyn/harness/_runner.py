@@ -4,16 +4,16 @@ A run folder ``DIR`` holds
 
 - ``summary.json``: experiment, configuration, versions, seeds, definitions, the known-answer
   controls and the set-up space, diagnostics, claims, failed tasks, figures and the checksum of
-  ``arrays.npz`` (:mod:`._summary`);
-- ``arrays.npz``: every array the figures are drawn from (:mod:`._arrays`);
-- ``figures/NAME.png`` and ``figures/NAME.pdf`` (:mod:`._drawing`; PNG alone for a quick run);
+  ``arrays.npz`` (`._summary`);
+- ``arrays.npz``: every array the figures are drawn from (`._arrays`);
+- ``figures/NAME.png`` and ``figures/NAME.pdf`` (`._drawing`; PNG alone for a quick run);
 - ``.tasks/``: the result store (unless another store is given), which makes reruns resume;
 - ``.gaugedyn``: the mark that gaugedyn owns the folder (also the lock of a running command).
 
 Results are written into ``DIR/.staging-*`` and moved into place; ``summary.json`` is removed
 first and moved in last, so a folder with a ``summary.json`` always holds one complete result
-(:mod:`._folders`). The sweep over tasks, with its retries after a worker's death, is
-:mod:`._sweep`. This module runs the stages in order.
+(`._folders`). The sweep over tasks, with its retries after a worker's death, is
+`._sweep`. This module runs the stages in order.
 """
 
 from __future__ import annotations
@@ -86,13 +86,13 @@ def execute(
 ) -> RunOutcome:
     """Run ``cfg`` into the folder ``out`` (see the module docstring for what it holds).
 
-    ``executor`` is an open :class:`concurrent.futures.Executor`, or what :func:`open_executor`
+    ``executor`` is an open `concurrent.futures.Executor`, or what `open_executor()`
     accepts (default: a local process pool). Nothing is written before ``out`` and ``store``
     are checked. A folder holding the results of another run (another experiment, seed,
     parameters or quick/full), or a ``store`` folder that is not a gaugedyn store, is refused
     unless ``force``; the same run resumes or repeats there. Tasks are reused from the store
-    only when this code stored them (:func:`gaugedyn._meta.code_identity`); the others are
-    recomputed, or, with ``require_cache``, the run is refused (:class:`InputError`) before any
+    only when this code stored them (`gaugedyn._meta.code_identity()`); the others are
+    recomputed, or, with ``require_cache``, the run is refused (`InputError`) before any
     task is computed.
     """
     out = check_output_dir(out, "run")
@@ -108,8 +108,8 @@ def execute(
 
 
 def check_store(root: Path, force: bool = False) -> None:
-    """Refuse (:class:`InputError`) a store folder that is not a gaugedyn store
-    (:func:`._store.foreign`) unless ``force``; nothing is written."""
+    """Refuse (`InputError`) a store folder that is not a gaugedyn store
+    (`._store.foreign()`) unless ``force``; nothing is written."""
     from .._errors import InputError
     from ._store import foreign
 
@@ -141,7 +141,7 @@ RUN_IDENTITY = ("experiment", "seed", "quick", "params")
 
 
 def check_same_run(out: Path, cfg: RunConfig, force: bool = False) -> None:
-    """Refuse (:class:`InputError`) to write ``cfg``'s results over another run's in ``out``
+    """Refuse (`InputError`) to write ``cfg``'s results over another run's in ``out``
     unless ``force``; a folder without a readable ``summary.json`` with stored arrays holds no
     results to keep."""
     import json

@@ -2,12 +2,12 @@
 
 A paper fixes its claims but rarely every constant a test of them needs (a detector's rise
 threshold, a step size, when a control arm is frozen). An experiment declares each such constant
-once, as a setting of its ``params`` (so ``--set`` reaches it) with a :class:`Choice` in its
+once, as a setting of its ``params`` (so ``--set`` reaches it) with a `Choice` in its
 ``space``: its alternatives or its range and one line on why they are plausible. The setting's
 default is the **primary specification**; the space is the set of specifications a referee could
-equally have chosen. ``gaugedyn multiverse`` (:mod:`._multiverse`) reruns the findings over it.
+equally have chosen. ``gaugedyn multiverse`` (`._multiverse`) reruns the findings over it.
 
-The specifications (:func:`specifications`) are
+The specifications (`specifications()`) are
 
 - the primary one (every constant at its value in the configuration);
 - every constant at each end of its range (each alternative of a list) with the others at the
@@ -17,8 +17,8 @@ The specifications (:func:`specifications`) are
 
 A configuration file may narrow or extend the code's declaration with ``[space.NAME]`` tables
 (``values = [...]`` or ``lo``, ``hi``, ``scale``, and ``why``). Every declaration is checked
-before any work (:func:`check_space`): the name is a setting, the alternatives are allowed values
-of it, a range is not empty, the default lies in it; one :class:`InputError` names what is wrong.
+before any work (`check_space()`): the name is a setting, the alternatives are allowed values
+of it, a range is not empty, the default lies in it; one `InputError` names what is wrong.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def _unknown(key: str, allowed, where: str, prefix: str) -> InputError:
 
 
 def check_param(label: str, value: Any, param, where: str) -> Any:
-    """``value`` checked against the setting's declaration (type and :meth:`Param.validate`)."""
+    """``value`` checked against the setting's declaration (type and `Param.validate()`)."""
     types = param.type if isinstance(param.type, tuple) else (param.type,)
     if float in types and type(value) is int and int not in types:
         value = float(value)
@@ -171,7 +171,7 @@ def check_choice(name: str, choice: Any, params: Mapping, where: str) -> None:
 
 
 def check_space(space: Mapping, params: Mapping, where: str = "space") -> dict:
-    """Every declared constant checked (:func:`check_choice`); returns the space as a dict."""
+    """Every declared constant checked (`check_choice()`); returns the space as a dict."""
     if not isinstance(space, Mapping):
         raise InputError(f"{where}: space must be a table of Choice declarations")
     for name, choice in space.items():
@@ -180,7 +180,7 @@ def check_space(space: Mapping, params: Mapping, where: str = "space") -> dict:
 
 
 def choice_from_toml(name: str, table: Any, where: str) -> Choice:
-    """A ``[space.NAME]`` table of a configuration file as a :class:`Choice`."""
+    """A ``[space.NAME]`` table of a configuration file as a `Choice`."""
     if not isinstance(table, Mapping):
         raise InputError(f"{where}: space.{name} = {show(table)} must be a table")
     allowed = ("values", "lo", "hi", "scale", "why")

@@ -1,8 +1,8 @@
 """A content-addressed, resumable store of finished tasks.
 
 A task's key is ``sha256(canonical JSON of [experiment name, task, root seed, code])``, ``code``
-the hash of the source files the task can reach (:func:`gaugedyn._meta.code_identity`): a record
-computed by other code has another key and is never read as this code's. Its :func:`task_id`
+the hash of the source files the task can reach (`gaugedyn._meta.code_identity()`): a record
+computed by other code has another key and is never read as this code's. Its `task_id()`
 (the same without the code) finds such records, so a rerun after a code change says how many it
 recomputes instead of reusing.
 A record is two files under ``ROOT/<key[:2]>/``: ``<key>.npz`` (the result's arrays) and
@@ -55,7 +55,7 @@ def canonical_json(value: Any) -> str:
 
 def task_key(experiment: str, task: dict, root_seed: int, code: str | None = None) -> str:
     """The content address of one task: a hash of its full configuration and its ``code``
-    (default: the identity of the whole package, :func:`gaugedyn._meta.code_identity`)."""
+    (default: the identity of the whole package, `gaugedyn._meta.code_identity()`)."""
     if code is None:
         from .._meta import code_identity
 
@@ -65,7 +65,7 @@ def task_key(experiment: str, task: dict, root_seed: int, code: str | None = Non
 
 
 def task_id(experiment: str, task: dict, root_seed: int) -> str:
-    """A task's identity whatever code runs it (what :func:`task_key` hashes, less the code)."""
+    """A task's identity whatever code runs it (what `task_key()` hashes, less the code)."""
     payload = canonical_json([experiment, task, int(root_seed)])
     return hashlib.sha256(payload.encode()).hexdigest()
 
@@ -154,7 +154,7 @@ def _remove(path: Path) -> None:
 
 def foreign(root: Path) -> str | None:
     """Why ``root`` is not a folder gaugedyn may use as a store (``None``: it may): it is a file,
-    or a non-empty folder without :data:`MARK` whose content is not a store's (a store written
+    or a non-empty folder without `MARK` whose content is not a store's (a store written
     before the mark existed holds only ``<2 hex digits>/<64 hex digits>.json|.npz``)."""
     root = Path(root)
     if not root.exists():
@@ -178,15 +178,15 @@ def foreign(root: Path) -> str | None:
 
 
 class ResultStore:
-    """Finished tasks under ``root``, addressed by :func:`task_key`."""
+    """Finished tasks under ``root``, addressed by `task_key()`."""
 
     def __init__(self, root: str | Path):
         self.root = Path(root)
         self.discarded: list[str] = []
 
     def claim(self, force: bool = False) -> None:
-        """Make ``root`` a store (created with :data:`MARK`), or refuse (:class:`InputError`) a
-        folder that is not one (:func:`foreign`) unless ``force``."""
+        """Make ``root`` a store (created with `MARK`), or refuse (`InputError`) a
+        folder that is not one (`foreign()`) unless ``force``."""
         from .._errors import InputError
 
         why = foreign(self.root)
@@ -207,7 +207,7 @@ class ResultStore:
         return self._paths(key)[1].exists()
 
     def keys(self) -> Iterator[str]:
-        """Keys of committed records (their checksums are checked only on :meth:`load`)."""
+        """Keys of committed records (their checksums are checked only on `load()`)."""
         if self.root.is_dir():
             for path in sorted(self.root.glob("??/*.json")):
                 yield path.stem
@@ -219,7 +219,7 @@ class ResultStore:
             return None
 
     def other_code(self, ids: set[str], code: str) -> dict[str, set[str]]:
-        """Among the committed records, those of the tasks ``ids`` (:func:`task_id`) stored by
+        """Among the committed records, those of the tasks ``ids`` (`task_id()`) stored by
         code other than ``code``: ``{task id: the codes that stored it}`` (records of earlier
         store formats, keyed by version, count as other code)."""
         found: dict[str, set[str]] = {}

@@ -1,16 +1,16 @@
 """``summary.json``: what a run was (configuration, versions, seeds, definitions) and what it found.
 
-The summary holds ``format`` (:data:`SUMMARY_FORMAT`), ``experiment``, ``description``,
+The summary holds ``format`` (`SUMMARY_FORMAT`), ``experiment``, ``description``,
 ``configuration``, ``command``, ``versions``, ``code`` (the hash of the source files the tasks
 can reach, their count and scope, the git commit and whether it had uncommitted changes:
-:func:`gaugedyn._meta.code_identity`; every task record of the store carries the same),
+`gaugedyn._meta.code_identity()`; every task record of the store carries the same),
 ``seeds`` (the root seed and how task seeds derive from it), ``definitions`` (the experiment's
 observables), ``tasks``, ``space`` (the declared set-up constants: default, alternatives or
 range, why), ``controls`` (each known-answer control: its instrument, kind, case, what it
 proves, what it measured and whether it passed), ``diagnostics``,
 ``failed_tasks``, ``status``, ``claims``, ``arrays`` (name -> shape and dtype), ``arrays_sha256``
 and ``figures``. It is strict JSON: non-finite floats are written as the strings ``"nan"``,
-``"inf"`` and ``"-inf"`` (:func:`gaugedyn._json.strict`). ``report.md`` is rendered from exactly what it holds.
+``"inf"`` and ``"-inf"`` (`gaugedyn._json.strict()`). ``report.md`` is rendered from exactly what it holds.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def summary_head(cfg: RunConfig, command: dict | None) -> dict:
 
 def analyse(cfg: RunConfig, results: list) -> tuple[dict[str, np.ndarray], list[Claim], dict]:
     """The experiment's ``analyse`` on the stored results, its return value checked and its
-    findings labelled provisional outside the full configuration (:func:`._protocol.labelled`)."""
+    findings labelled provisional outside the full configuration (`._protocol.labelled()`)."""
     out = cfg.experiment.analyse(
         dict(cfg.params), cfg.tasks, results, analysis_seed(cfg.seed, cfg.name)
     )

@@ -1,6 +1,6 @@
 """The sweep: every task of a configuration, read from the result store or computed and stored.
 
-Tasks run on a :class:`concurrent.futures.Executor` through :func:`run_one`, which never raises:
+Tasks run on a `concurrent.futures.Executor` through `run_one()`, which never raises:
 a task that raises comes back as an error record (type, one-line message, traceback). A worker
 process that dies breaks a process pool for every unfinished task; the sweep then restarts the
 pool and retries the lost tasks while that makes progress, and otherwise runs each remaining
@@ -126,7 +126,7 @@ class _Sweep:
 
     def load_stored(self, require: bool = False) -> list[str]:
         """Read every stored task back; return the keys still to compute (with ``require``,
-        refuse (:class:`InputError`) to compute any). Tasks stored only by other code are
+        refuse (`InputError`) to compute any). Tasks stored only by other code are
         recomputed, and said so in one line."""
         for key in self.unique:
             record = self.store.load(key)
@@ -261,7 +261,7 @@ def sweep(
     Returns the results in task order (``None`` for a failed task), the failure records (in task
     order) and counts. Results always come back through the store, so a resumed run sees exactly
     what an uninterrupted one does. A task stored only by other code is recomputed (one line on
-    stderr); ``require_cache`` refuses (:class:`InputError`) before computing any task.
+    stderr); ``require_cache`` refuses (`InputError`) before computing any task.
     """
     state = _Sweep(cfg, store, progress or Progress(cfg.name, None))
     pending = state.load_stored(require_cache)

@@ -1,10 +1,16 @@
-"""A finding on a deterministic value, judged by the verdict-rule catalogue.
+"""A finding on a deterministic value, and a check on per-seed values, judged by the
+verdict-rule catalogue.
 
-:func:`deterministic`: a finding whose measured value has no sampling error (one deterministic
-integration), judged by the catalogue's rule ``deterministic`` (:data:`gaugedyn.stats.RULES`):
+`deterministic()`: a finding whose measured value has no sampling error (one deterministic
+integration), judged by the catalogue's rule ``deterministic`` (`gaugedyn.stats.RULES`):
 its interval the point itself, the one value in ``per_seed``; with no noise its verdict at the
 paper's value is certain, so its power is 1 when the paper's value lies on the claimed side and
 0 otherwise.
+
+:func:`checked`: a check (a property the package guarantees; failing it fails the run) whose
+values are random (per seed, per trial or rows of a fit), judged by a rule of the catalogue as a
+finding is, so its error rates are the audited rule's; it passes when the rule says the word
+the check expects.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ def deterministic(
     extra: dict | None = None,
 ) -> Claim:
     """A finding on a deterministic value (see the module docstring): rule
-    ``deterministic`` of the catalogue on the one value, judged by :func:`judged` with its
+    ``deterministic`` of the catalogue on the one value, judged by `judged()` with its
     declared ``measure`` (kind ``exact``)."""
     j = judge(DETERMINISTIC, [float(value)], threshold=threshold, direction=direction)
     return judged(
@@ -41,4 +47,55 @@ def deterministic(
         measure=measure,
         expected=expected if expected is not None else f"{direction} {threshold:g}",
         extra=extra,
+    )
+
+
+CHECK_WORDS = ("HELD", "not HELD")
+"""What a :func:`checked` check may expect: ``HELD`` (the property shown), or ``not HELD`` (a
+negative control: the rule must not say HELD; NOT HELD and UNRESOLVED both pass)."""
+
+
+def checked(
+    id: str,
+    statement: str,
+    judgement: Any,
+    *,
+    expect: str = "HELD",
+    expected: Any = None,
+    extra: dict | None = None,
+) -> Claim:
+    """A check on random values judged by a rule of the catalogue
+    (:func:`gaugedyn.stats.judge`): it passes when ``judgement``'s verdict is ``expect``
+    (:data:`CHECK_WORDS`). Its rule, words, interval and per-seed values are recorded as a
+    finding's are, and ``tolerance`` holds the claim (threshold, direction, count, the
+    verdict, the uniform draw of a randomised rule and the reason of an UNRESOLVED one), so the
+    check recomputes from ``summary.json``. ``extra`` goes into ``tolerance``."""
+    if expect not in CHECK_WORDS:
+        raise ValueError(f"expect={expect!r} is not allowed; allowed: {', '.join(CHECK_WORDS)}")
+    j = judgement
+    passed = j.verdict == "HELD" if expect == "HELD" else j.verdict != "HELD"
+    tolerance: dict[str, Any] = {
+        "threshold": j.threshold,
+        "direction": j.direction,
+        "n": j.n,
+        "verdict": j.verdict,
+        "expect": expect,
+    }
+    for key, value in (("uniform_draw", j.draw), ("reason", j.reason), ("cells", j.cells)):
+        if value is not None:
+            tolerance[key] = value
+    if extra:
+        tolerance |= extra
+    return Claim(
+        id=id,
+        statement=statement,
+        measured=j.estimate,
+        expected=expected if expected is not None else f"{expect}: {j.words}",
+        tolerance=tolerance,
+        passed=bool(passed),
+        kind="check",
+        interval=[j.low, j.high],
+        rule=j.rule,
+        rule_text=j.words,
+        per_seed=j.values,
     )

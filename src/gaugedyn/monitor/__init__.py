@@ -1,12 +1,12 @@
 """gaugedyn's instruments where training already happens.
 
-:class:`Monitor` attaches the Adam update split (:class:`gaugedyn.adam.AdamRecorder`), the gauge
-invariants (:class:`gaugedyn.gauge.GaugeRecorder`), the online spike detector on the loss
-(:class:`gaugedyn.adam.OnlineSpikeDetector`) and an edge-of-stability probe (:class:`EdgeProbe`)
-to a live optimizer, each with its own ``every``, and streams scalars (:data:`KEYS`) to sinks:
+`Monitor` attaches the Adam update split (`gaugedyn.adam.AdamRecorder`), the gauge
+invariants (`gaugedyn.gauge.GaugeRecorder`), the online spike detector on the loss
+(`gaugedyn.adam.OnlineSpikeDetector`) and an edge-of-stability probe (`EdgeProbe`)
+to a live optimizer, each with its own ``every``, and streams scalars (`KEYS`) to sinks:
 memory, CSV, Parquet, TensorBoard, Weights & Biases and the package's store. Framework adapters:
-:class:`LightningMonitor` (a Lightning ``Callback``) and :class:`HFMonitor` (a Hugging Face
-``TrainerCallback``); event-driven state surgery: :func:`reset_state`. Torch and the optional
+`LightningMonitor` (a Lightning ``Callback``) and `HFMonitor` (a Hugging Face
+``TrainerCallback``); event-driven state surgery: `reset_state()`. Torch and the optional
 packages load on first use of a name.
 """
 

@@ -4,7 +4,7 @@ Before a probed step ``t`` (after the step's gradients exist, before the optimiz
 ``g_t`` the optimizer's gradient (coupled weight decay included) and ``v_t = beta2 v_{t-1} +
 (1 - beta2) g_t^2`` the second moment this step will use, the preconditioner is
 ``P = sqrt(v_t / (1 - beta2^t)) + eps`` for ``Adam``/``AdamW`` (ones for any other optimizer);
-:func:`gaugedyn.adam.preconditioned_sharpness` then gives, for the probe loss ``loss_fn()``,
+`gaugedyn.adam.preconditioned_sharpness()` then gives, for the probe loss ``loss_fn()``,
 
     S = lambda_max(P^-1/2 H P^-1/2)   (Lanczos on Hessian-vector products),
     kappa_g = d^T H d / d^T P d,  d = P^-1 grad(loss_fn),
@@ -35,7 +35,7 @@ class EdgeProbe:
     """``loss_fn() -> tensor``: the probe loss on a fixed batch at the model's current
     parameters; ``every``: steps between readings; ``tol``, ``maxiter``, ``ncv``: the Lanczos
     relative accuracy, product budget and basis size (the overhead knobs); ``method``: the
-    eigensolver (``"lanczos"`` in torch, or ``"arpack"``: :data:`gaugedyn.adam.SHARPNESS_METHODS`)."""
+    eigensolver (``"lanczos"`` in torch, or ``"arpack"``: `gaugedyn.adam.SHARPNESS_METHODS`)."""
 
     def __init__(
         self,
@@ -82,7 +82,7 @@ class EdgeProbe:
     @staticmethod
     def preconditioner(optimizer: torch.optim.Optimizer) -> torch.Tensor:
         """The flat ``P`` of the module doc, from the optimizer's state and ``.grad``
-        (:func:`gaugedyn.adam.adam_preconditioner`; ones for other optimizers)."""
+        (`gaugedyn.adam.adam_preconditioner()`; ones for other optimizers)."""
         if isinstance(optimizer, torch.optim.Adam | torch.optim.AdamW):
             from ..adam import adam_preconditioner
 

@@ -2,7 +2,7 @@
 
 The ``Trainer`` builds its optimizer inside ``train()`` and, in several versions, hands callbacks
 ``optimizer=None`` (the handler keeps the optimizer it was constructed with; transformers
-#38181). :class:`HFMonitor` therefore takes the optimizer from the hook's ``optimizer`` argument
+#38181). `HFMonitor` therefore takes the optimizer from the hook's ``optimizer`` argument
 when it is set and from the bound trainer otherwise (``HFMonitor.attach(trainer)`` binds and
 adds it), at ``on_train_begin`` or, failing that, at the first ``on_step_begin``, and unwraps
 accelerate's ``AcceleratedOptimizer`` to the torch optimizer whose ``step`` runs. Losses are read
@@ -48,7 +48,7 @@ def _loss_of(output: Any) -> Any:
 class HFMonitor(TrainerCallback):
     """``trainer.add_callback(HFMonitor(**monitor_kwargs))`` or, to be safe where callbacks get
     ``optimizer=None``, ``HFMonitor.attach(trainer, **monitor_kwargs)``. After training,
-    :attr:`monitor` holds the detached monitor."""
+    `monitor` holds the detached monitor."""
 
     def __init__(self, **monitor_kwargs: Any):
         for bad in ("defer", "closure_loss"):

@@ -1,7 +1,7 @@
-"""The scalars a :class:`~gaugedyn.monitor.Monitor` streams: one key and one definition each.
+"""The scalars a `Monitor` streams: one key and one definition each.
 
 Every sink receives exactly these keys (``{group}`` is a gauge group's name from
-:func:`gaugedyn.gauge.find_units`); :data:`KEYS` is the table the docs print and the tests read.
+`gaugedyn.gauge.find_units()`); `KEYS` is the table the docs print and the tests read.
 The functions turn an instrument's latest record into its scalars, with the recorders' own
 definitions (``gaugedyn.adam.shares``, the gauge recorder's fields).
 """
@@ -57,14 +57,14 @@ KEYS: dict[str, str] = {
 
 
 def key(template: str, **fields: str) -> str:
-    """A key of :data:`KEYS` with its fields filled (``KeyError`` for an unknown template)."""
+    """A key of `KEYS` with its fields filled (``KeyError`` for an unknown template)."""
     if template not in KEYS:
         raise KeyError(template)
     return template.format(**fields)
 
 
 def adam_scalars(latest: Mapping) -> dict[str, float]:
-    """The ``gaugedyn/adam/*`` scalars of an :meth:`AdamRecorder.latest` record."""
+    """The ``gaugedyn/adam/*`` scalars of an `AdamRecorder.latest()` record."""
     from ..adam import NORM_NAMES, shares
 
     norms = np.asarray(latest["norms"], dtype=float)
@@ -92,7 +92,7 @@ def _per_unit(x: np.ndarray) -> np.ndarray:
 
 def gauge_scalars(name: str, fields: Mapping[str, np.ndarray]) -> dict[str, float]:
     """The ``gaugedyn/gauge/{group}/*`` scalars of one group's last record
-    (:meth:`GaugeRecorder.group` with ``last=True``)."""
+    (`GaugeRecorder.group()` with ``last=True``)."""
     inv = _per_unit(fields["invariant"])
     out = {
         key("gaugedyn/gauge/{group}/invariant_mean", group=name): float(inv.mean()),

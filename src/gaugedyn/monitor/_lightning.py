@@ -2,7 +2,7 @@
 
 Lightning builds the optimizer (``configure_optimizers``) during ``fit`` and, with automatic
 optimisation, passes a closure (forward, backward, gradient clipping) to ``optimizer.step``.
-:class:`LightningMonitor` attaches a :class:`~gaugedyn.monitor.Monitor` to the optimizer at
+`LightningMonitor` attaches a `Monitor` to the optimizer at
 ``on_train_start`` (after it is built), whose first step pre-hook evaluates the closure, so every
 instrument sees the step's gradients after clipping and unscaling. Losses are read from
 ``training_step``'s output at ``on_train_batch_end`` (every micro-batch, times ``k`` since
@@ -38,8 +38,8 @@ from ._monitor import Monitor
 
 class LightningMonitor(Callback):
     """``Trainer(callbacks=[LightningMonitor(**monitor_kwargs)])``: the keyword arguments of
-    :class:`~gaugedyn.monitor.Monitor` (instruments, ``sinks``, ``edge``...). ``optimizer``
-    picks one of several optimizers by index. After ``fit``, :attr:`monitor` holds the
+    `Monitor` (instruments, ``sinks``, ``edge``...). ``optimizer``
+    picks one of several optimizers by index. After ``fit``, `monitor` holds the
     detached monitor (its arrays: ``monitor.export()``)."""
 
     def __init__(self, optimizer: int = 0, **monitor_kwargs: Any):

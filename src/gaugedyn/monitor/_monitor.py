@@ -2,13 +2,13 @@
 
 Instruments (each optional, each with its own ``every``):
 
-- ``adam``: :class:`gaugedyn.adam.AdamRecorder` (the split of Adam's update into sign, lag and
+- ``adam``: `gaugedyn.adam.AdamRecorder` (the split of Adam's update into sign, lag and
   remainders), recorded at Adam steps ``t`` divisible by ``every``;
-- ``gauge``: :class:`gaugedyn.gauge.GaugeRecorder` (the gauge invariants of the model's units),
+- ``gauge``: `gaugedyn.gauge.GaugeRecorder` (the gauge invariants of the model's units),
   at monitor steps divisible by ``every``;
-- ``spikes``: :class:`gaugedyn.adam.OnlineSpikeDetector` on the training loss (one sample every
+- ``spikes``: `gaugedyn.adam.OnlineSpikeDetector` on the training loss (one sample every
   ``every`` steps: the detector's stride), the offline detector's statistic block by block;
-- ``edge``: :class:`~gaugedyn.monitor.EdgeProbe`, the preconditioned sharpness and the active
+- ``edge``: `EdgeProbe`, the preconditioned sharpness and the active
   curvature of a probe loss every ``every`` steps, by Lanczos on Hessian-vector products: read
   at the state after ``t`` steps, ``t`` divisible by ``every`` (``t = 0`` included), before step
   ``t + 1``, and written with that step's scalars.
@@ -17,7 +17,7 @@ Order within one ``optimizer.step()``: a closure passed to ``step`` is evaluated
 monitor's first pre-hook, so every instrument sees this step's gradients: what Lightning's
 automatic optimisation passes), then the edge probe and the recorders read the state before the
 step; after it, the recorders record and the monitor collects their latest rows. The step's
-scalars go to the sinks at :meth:`Monitor.end_step` (at once after the step, or, with
+scalars go to the sinks at `Monitor.end_step()` (at once after the step, or, with
 ``defer=True``, when a framework adapter has seen the step's last loss).
 """
 
@@ -80,15 +80,15 @@ class Monitor:
     instrument's keyword arguments (``every`` and, for the recorders, their own: ``sample``,
     ``backend``, ``owner_cos``...; for ``spikes``: ``beta1``, ``beta2`` (default: the
     optimizer's first group's betas, or its momentum), ``floor``, ``ceiling``). ``edge``: an
-    :class:`EdgeProbe`, a probe loss function (``loss_fn() -> scalar tensor``, then an
+    `EdgeProbe`, a probe loss function (``loss_fn() -> scalar tensor``, then an
     ``EdgeProbe(loss_fn)`` with defaults) or ``None``. ``every`` defaults to
-    :data:`DEFAULT_EVERY`. ``sinks``: objects with ``log(step, scalars)`` and ``close()``.
+    `DEFAULT_EVERY`. ``sinks``: objects with ``log(step, scalars)`` and ``close()``.
 
     Losses: a closure passed to ``step`` is observed automatically (``closure_loss=False``: not);
-    otherwise call :meth:`observe_loss` before ``optimizer.step()`` (once per micro-batch: the
-    step's loss is their mean), or :meth:`take_step` with the loss. ``step``: the monitor's count of ``optimizer.step()`` calls since attachment,
-    plus ``start_step``. Events: :meth:`on` registers a handler, :meth:`emit` runs them between
-    steps (:mod:`gaugedyn.monitor` has surgery handlers).
+    otherwise call `observe_loss()` before ``optimizer.step()`` (once per micro-batch: the
+    step's loss is their mean), or `take_step()` with the loss. ``step``: the monitor's count of ``optimizer.step()`` calls since attachment,
+    plus ``start_step``. Events: `on()` registers a handler, `emit()` runs them between
+    steps (`gaugedyn.monitor` has surgery handlers).
     """
 
     def __init__(
@@ -238,7 +238,7 @@ class Monitor:
 
     def emit(self, event: str, **info: Any) -> list:
         """Run the handlers of ``event`` now (between steps) and note it at the current step:
-        ``gaugedyn/event/{event}`` is 1 in the next scalars; :attr:`events` keeps what each
+        ``gaugedyn/event/{event}`` is 1 in the next scalars; `events` keeps what each
         handler returned (a state record's ``to_dict()`` when it has one)."""
         out = [h(self, **info) for h in self._handlers.get(str(event), [])]
         records = [r.to_dict() if hasattr(r, "to_dict") else r for r in out]
@@ -353,7 +353,7 @@ class Monitor:
     # -- the end -----------------------------------------------------------------------
     def detach(self, close_sinks: bool = True) -> None:
         """Flush the last step, remove every hook (the monitor's and the recorders'), and
-        close the sinks; the recorded arrays stay readable (:meth:`export`). Idempotent."""
+        close the sinks; the recorded arrays stay readable (`export()`). Idempotent."""
         if not self.attached:
             return
         self.end_step()

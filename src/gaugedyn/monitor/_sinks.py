@@ -1,7 +1,7 @@
 """Where a monitor's scalars go: memory, CSV, Parquet, TensorBoard, Weights & Biases, the store.
 
 A sink is any object with ``log(step, scalars)`` (a step number and a ``{key: float}`` mapping,
-keys from :data:`gaugedyn.monitor.KEYS`) and ``close()``. None of the optional packages is a
+keys from `gaugedyn.monitor.KEYS`) and ``close()``. None of the optional packages is a
 dependency of gaugedyn: each sink imports its package when it is built and says which extra
 installs it (``pip install gaugedyn[monitor]``).
 """
@@ -40,7 +40,7 @@ def _need(module: str, sink: str, package: str) -> Any:
 
 
 class MemorySink:
-    """Keeps every scalar: ``rows`` is a list of ``(step, key, value)``; :meth:`series` gives
+    """Keeps every scalar: ``rows`` is a list of ``(step, key, value)``; `series()` gives
     one key's ``(steps, values)``."""
 
     def __init__(self) -> None:
@@ -63,7 +63,7 @@ class MemorySink:
 
 class CSVSink:
     """Long-format CSV ``step,key,value`` (one row per scalar, so keys may come and go),
-    flushed every ``flush_every`` rows and at :meth:`close`. An existing file is refused unless
+    flushed every ``flush_every`` rows and at `close()`. An existing file is refused unless
     ``append=True``: a monitor never overwrites what it did not write."""
 
     def __init__(self, path: str | os.PathLike, *, append: bool = False, flush_every: int = 256):
@@ -95,7 +95,7 @@ class CSVSink:
 
 class ParquetSink:
     """Long-format Parquet (``step: int64, key: string, value: float64``) through ``pyarrow``,
-    one row group every ``rows_per_group`` scalars and the rest at :meth:`close`. An existing
+    one row group every ``rows_per_group`` scalars and the rest at `close()`. An existing
     file is refused."""
 
     def __init__(self, path: str | os.PathLike, *, rows_per_group: int = 65536):
@@ -137,7 +137,7 @@ class ParquetSink:
 class TensorBoardSink:
     """``SummaryWriter.add_scalar(key, value, step)`` for every scalar
     (``torch.utils.tensorboard``, which needs the ``tensorboard`` package). Pass ``log_dir`` (a
-    writer is made, and closed by :meth:`close`) or an open ``writer`` (left open)."""
+    writer is made, and closed by `close()`) or an open ``writer`` (left open)."""
 
     def __init__(self, log_dir: str | os.PathLike | None = None, *, writer: Any = None):
         if (log_dir is None) == (writer is None):
@@ -164,11 +164,11 @@ class TensorBoardSink:
 
 class WandbSink:
     """``run.log(scalars, step=step)`` on a Weights & Biases run: an open ``run`` (left open)
-    or one started by ``wandb.init(**init)`` here and finished by :meth:`close`. Offline runs
+    or one started by ``wandb.init(**init)`` here and finished by `close()`. Offline runs
     (``mode="offline"`` or ``WANDB_MODE=offline``) write their run folder locally with no
     account or network. Steps must not decrease (wandb's rule). Closing a run started here
     also stops wandb's service when no other run is open, so the run's file is complete when
-    :meth:`close` returns (the service writes it after ``finish``)."""
+    `close()` returns (the service writes it after ``finish``)."""
 
     def __init__(self, run: Any = None, **init: Any):
         if run is not None and init:
@@ -196,11 +196,11 @@ class WandbSink:
 
 
 class StoreSink:
-    """The package's own result format: at :meth:`close`, every scalar as arrays (``step``,
+    """The package's own result format: at `close()`, every scalar as arrays (``step``,
     ``key`` index, ``value``; ``keys`` the names) plus the monitor's recorders' ``export()``
     arrays and metadata, saved as one record of ``store`` (a
-    :class:`gaugedyn.harness.ResultStore`, or anything with ``save(key, result, meta)``) under
-    ``key``; the record is also kept as :attr:`record`."""
+    `gaugedyn.harness.ResultStore`, or anything with ``save(key, result, meta)``) under
+    ``key``; the record is also kept as `record`."""
 
     def __init__(self, store: Any, key: str):
         if not callable(getattr(store, "save", None)):

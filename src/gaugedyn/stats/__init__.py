@@ -1,25 +1,25 @@
 """Statistics shared by every experiment: intervals, fits, verdicts and theory-against-simulation.
 
-Everything here is a thin layer over :mod:`scipy.stats` (``bootstrap``, ``binomtest``,
+Everything here is a thin layer over `scipy.stats` (``bootstrap``, ``binomtest``,
 ``linregress``, ``t``), so that an interval means the same thing wherever it is quoted:
 
-- :func:`bootstrap_ci` / :func:`paired_ci` / :func:`independent_ci`: 95% bootstrap intervals of
+- `bootstrap_ci()` / `paired_ci()` / `independent_ci()`: 95% bootstrap intervals of
   a statistic of one sample, of paired samples resampled together (a seed is one pair), or of
   independent samples resampled each on its own;
-- :func:`proportion_ci`: the Wilson interval of a binomial proportion;
-- :func:`line_fit` / :func:`loglog_fit`: least squares with a t interval on the slope;
-- :func:`verdict`: an interval and a threshold to ``HELD`` / ``NOT HELD`` / ``UNRESOLVED``;
-- :func:`compare`: a theory curve against a simulated one, both error measures;
-- :func:`generator`: a ``numpy.random.Generator`` derived from a run's seed and a label, so no
+- `proportion_ci()`: the Wilson interval of a binomial proportion;
+- `line_fit()` / `loglog_fit()`: least squares with a t interval on the slope;
+- `verdict()`: an interval and a threshold to ``HELD`` / ``NOT HELD`` / ``UNRESOLVED``;
+- `compare()`: a theory curve against a simulated one, both error measures;
+- `generator()`: a ``numpy.random.Generator`` derived from a run's seed and a label, so no
   resampling is ever seeded with a constant;
-- :data:`RULES`: the catalogue of verdict rules by name (:class:`Rule`, :func:`judge`), each
-  turning per-seed values into a :class:`Judgement` (verdict, interval, rule words, values),
-  with :func:`combine_readings` and :func:`finding_record` for findings judged under several
-  readings; :func:`audit` measures every rule's error rates, coverage and power by simulation
+- `RULES`: the catalogue of verdict rules by name (`Rule`, `judge()`), each
+  turning per-seed values into a `Judgement` (verdict, interval, rule words, values),
+  with `combine_readings()` and `finding_record()` for findings judged under several
+  readings; `audit()` measures every rule's error rates, coverage and power by simulation
   (``gaugedyn audit-rules``);
-- :class:`Measure`: what a finding measures, declared before its run: the kind of its per-seed
-  values (:data:`KINDS`), which chooses its rule (:func:`rule_for`), and the smallest effect of
-  interest in its own units, at which :func:`power_at` simulates its power on resamples of its
+- `Measure`: what a finding measures, declared before its run: the kind of its per-seed
+  values (`KINDS`), which chooses its rule (`rule_for()`), and the smallest effect of
+  interest in its own units, at which `power_at()` simulates its power on resamples of its
   own values.
 """
 

@@ -2,10 +2,10 @@
 
 For a rule, a number of seeds ``n`` (and of cells) and a noise source, claims are simulated
 ``reps`` times each, every scenario with its own generator spawned from one
-``numpy.random.SeedSequence``. The noise is a named shape (:data:`AUDIT_SHAPES`: normal, Student t
+``numpy.random.SeedSequence``. The noise is a named shape (`AUDIT_SHAPES`: normal, Student t
 with 3 degrees of freedom, lognormal of log-sd 0.5 and 1 with its long tail pointing away from
 the claimed side, ``toward``, or into it, ``away``) or resamples of a finding's own stored
-per-seed values (:class:`gaugedyn.stats._resample.Resampler`, ``shape="resampled"``). Distances
+per-seed values (`gaugedyn.stats._resample.Resampler`, ``shape="resampled"``). Distances
 are in units of the noise's spread (for a named shape, its standard deviation, the claim's
 threshold at 0 or its band ``(-1, 1)``; for a slope, one residual with ``x`` standardised; for
 a proportion, ``sqrt(p0 (1 - p0))`` at ``p0 = 1/2``; for resampled values, each cell's standard
@@ -31,17 +31,17 @@ for the true parameter over the true, boundary and false scenarios (per cell for
 Monte Carlo standard error ``sqrt(r (1 - r) / reps)``.
 
 A row is **barred** where its rule is used on data of its shape: the shapes of every kind of
-measure whose choice the rule is (:data:`gaugedyn.stats._measures.KINDS`), and resamples of the
+measure whose choice the rule is (`gaugedyn.stats._measures.KINDS`), and resamples of the
 values of every finding the rule judges. There the boundary rates must be at most 2.5% + 2
 s.e., the margin rates at most 5% + 2 s.e. and (named shapes) the coverage 93-97%. A barred row
 that misses is simulated again on a fresh stream with four times the reps, and the bar is read
 off that confirmation alone (exact tests sit at 2.5% and would miss 2 s.e. one time in 40 by
 chance; a rule that really misses misses both). Rows the rule is not used on are reported, not
-barred. The ``deterministic`` rule is listed, not simulated (:data:`NOT_SIMULATED`).
+barred. The ``deterministic`` rule is listed, not simulated (`NOT_SIMULATED`).
 
 A proportion rule is audited at the trial counts of the experiments' proportion findings
 instead of the seed counts, on Bernoulli outcomes, with its coverage also at each true success
-probability of :data:`COVERAGE_P` (``coverage_by_p``; the bar applies to each).
+probability of `COVERAGE_P` (``coverage_by_p``; the bar applies to each).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ CONFIRM = 4
 """A barred row that misses is simulated again with this many times the reps."""
 AUDIT_SEEDS = (10, 40)
 """Seed counts of the ad-hoc audit (the full audit takes the experiments' own counts,
-:func:`gaugedyn.stats._audit_plan.plan`)."""
+`gaugedyn.stats._audit_plan.plan()`)."""
 AUDIT_TRIALS = (6, 10, 16, 32, 39, 64, 96, 160)
 """Trial counts of the ad-hoc audit's proportion rows."""
 COVERAGE_P = (0.05, 0.25, 0.5, 0.75, 0.8, 0.95)
@@ -161,7 +161,9 @@ class Scene:
     """A rule, its claim and its noise: ``draw(rng, reps)`` gives ``(reps, n, cells)`` noise
     with each cell's centre at 0 and ``scale`` its unit; ``truth(d)`` the parameter per cell
     at ``d`` units onto the claimed side of the boundary (the threshold, or a band's upper
-    end); ``x`` the slope rules' fixed abscissae."""
+    end; a distance into the band stops at its centre, so a band narrower than the distance
+    keeps the truth inside it, and outside it for an ``outside`` claim's false side); ``x``
+    the slope rules' fixed abscissae."""
 
     rule: Rule
     n: int
@@ -175,8 +177,12 @@ class Scene:
     def truth(self, d: Any) -> np.ndarray:
         d = np.broadcast_to(np.asarray(d, dtype=float), (self.cells,)) * self.scale
         if self.rule.claim in ("inside", "outside"):
-            hi = float(self.threshold[1])
-            return hi - d if self.rule.claim == "inside" else hi + d
+            lo, hi = (float(v) for v in self.threshold)
+            # the band's side of its upper end stops at its centre: a band narrower than the
+            # distance would otherwise put the truth past its lower end, on the other side
+            if self.rule.claim == "inside":
+                return hi - np.minimum(d, (hi - lo) / 2)
+            return hi + np.maximum(d, -(hi - lo) / 2)
         if self.rule.estimator == "proportion":
             return np.clip(0.5 + 0.5 * d, 0.0, 1.0)
         return self.threshold + d if self.direction == ">" else self.threshold - d
@@ -227,7 +233,7 @@ def named_scene(rule: Rule, n: int, cells: int, shape: str) -> Scene:
 
 
 def resampled_scene(rule: Rule, values: Any, threshold: Any, direction: str) -> Scene:
-    """The scene of a finding's own values (:class:`Resampler`), at its own claim."""
+    """The scene of a finding's own values (`Resampler`), at its own claim."""
     r = Resampler(rule, values)
     x, scale = None, r.scale
     if r.x is not None:
@@ -340,7 +346,7 @@ def misses(row: dict, coverage: bool = True) -> list[str]:
 
 def barred_shapes(rule: Rule) -> tuple[str, ...]:
     """The named shapes a rule is used on: those of every kind whose choice it is (a rejected
-    candidate's: :data:`CANDIDATE_SHAPES`)."""
+    candidate's: `CANDIDATE_SHAPES`)."""
     if rule.name in CANDIDATES:  # a median candidate would judge long-tailed measures
         return CANDIDATE_SHAPES + (LOGNORMAL_SHAPES if rule.center == "median" else ())
     return tuple(dict.fromkeys(s for k in kinds_of(rule.name) for s in KINDS[k].shapes))
@@ -348,7 +354,7 @@ def barred_shapes(rule: Rule) -> tuple[str, ...]:
 
 def _row(scene, root, reps, margin, effect, barred, coverage_barred, why_not) -> dict:
     """One audited row: the rates, and where ``barred`` the bar, confirmed on a fresh stream
-    with :data:`CONFIRM` times the reps when the first simulation misses."""
+    with `CONFIRM` times the reps when the first simulation misses."""
     screen_root, confirm_root = root.spawn(2)
     rates = _rates(scene, screen_root, reps, margin, effect)
     row = {"reps": reps, **rates, "confirmed": False}
@@ -370,11 +376,11 @@ LIMITS = {"n": 100_000, "seeds": 100_000, "trials": 100_000, "cells": 10_000, "r
 VALUE_SECONDS = {"bootstrap": 7e-6, "default": 5e-8}
 """Seconds of one simulated value (one seed of one cell of one experiment) by estimator: 20-50 ns
 for the vectorised rules, 3.5-6.5 us for the bootstrap candidates, measured with
-:func:`audit_rule` at 40 seeds and 42 cells on a loaded two-core x86-64; the estimate takes the
+`audit_rule()` at 40 seeds and 42 cells on a loaded two-core x86-64; the estimate takes the
 top of each range."""
 PROPORTION_SECONDS = 1e-4
 """Seconds of one simulated proportion experiment: the randomised exact interval is a root find
-per experiment (about 40 us measured with :func:`audit_rule` at 10 trials on an idle two-core
+per experiment (about 40 us measured with `audit_rule()` at 10 trials on an idle two-core
 x86-64, whatever the trial count), so its cost follows experiments, not values; the estimate
 takes 2.5 times that."""
 SCENARIOS = ("true", "false", "bound", "bound_one", "one_cell", "power")
@@ -382,8 +388,8 @@ SCENARIOS = ("true", "false", "bound", "bound_one", "one_cell", "power")
 
 def work_seconds(rule: Rule, n: int, cells: int, reps: int) -> float:
     """Estimated seconds of one audit row (its confirmation aside): ``len(SCENARIOS) reps n
-    cells`` simulated values at :data:`VALUE_SECONDS` each; a proportion row,
-    ``(len(SCENARIOS) + len(COVERAGE_P)) reps`` experiments at :data:`PROPORTION_SECONDS`."""
+    cells`` simulated values at `VALUE_SECONDS` each; a proportion row,
+    ``(len(SCENARIOS) + len(COVERAGE_P)) reps`` experiments at `PROPORTION_SECONDS`."""
     if rule.estimator == "proportion":
         return (len(SCENARIOS) + len(COVERAGE_P)) * float(reps) * cells * PROPORTION_SECONDS
     each = VALUE_SECONDS.get(rule.estimator, VALUE_SECONDS["default"])
@@ -466,7 +472,7 @@ def power_at(
     paper's value, or the threshold moved by the smallest effect of interest) in every cell:
     the power of the finding as run, in the measure's own units. The noise is resamples of the
     judged values themselves (``shape="resampled"``, per cell, a seed's row kept together:
-    :class:`gaugedyn.stats._resample.Resampler`) or a named shape scaled to each cell's
+    `gaugedyn.stats._resample.Resampler`) or a named shape scaled to each cell's
     standard deviation. Fewer values (rows) than the rule's minimum give ``Rate(0, 0)``: the
     rule says UNRESOLVED at that count whatever the truth. Otherwise values without spread, or
     fewer than two complete rows, give ``Rate(nan, nan)``: the power cannot be computed from
@@ -532,10 +538,10 @@ def audit_rule(
     barred: bool | None = None,
 ) -> dict:
     """One row of the audit: ``rule`` at ``n`` seeds (and ``cells`` cells for a cell rule)
-    under the named noise ``shape`` (:data:`AUDIT_SHAPES`; a proportion rule: Bernoulli outcomes at
-    ``n`` trials). Returns the rates of the module docstring, each a :class:`Rate`, and
+    under the named noise ``shape`` (`AUDIT_SHAPES`; a proportion rule: Bernoulli outcomes at
+    ``n`` trials). Returns the rates of the module docstring, each a `Rate`, and
     ``bar``: ``"ok"``, the bars missed, or why the row is not barred (``barred``: by default,
-    whether the shape is one the rule is used on, :func:`barred_shapes`)."""
+    whether the shape is one the rule is used on, `barred_shapes()`)."""
     rule = _by_name(rule)
     if rule.estimator == "point":
         return _not_simulated(rule)
@@ -609,14 +615,14 @@ def audit(
     progress: bool = False,
     candidates: bool = False,
 ) -> list[dict]:
-    """An ad-hoc audit table: :func:`audit_rule` for every rule (default: all of
-    :data:`RULES`; with ``candidates``, the rejected :data:`gaugedyn.stats._rules.CANDIDATES`
+    """An ad-hoc audit table: `audit_rule()` for every rule (default: all of
+    `RULES`; with ``candidates``, the rejected `gaugedyn.stats._rules.CANDIDATES`
     instead), seed count, cell count (cell rules) and shape (a proportion rule: every trial
     count of ``trials``, Bernoulli outcomes), each row's generators from
-    :func:`audit_seed` ``(seed, rule, n, cells, shape)``. The full audit of what the experiments
-    use is :func:`gaugedyn.stats._audit_plan.run_plan`. Bad arguments, and a table whose
-    estimated work (:func:`work_seconds`) exceeds about a day, raise
-    :class:`gaugedyn.InputError` before any simulation."""
+    `audit_seed()` ``(seed, rule, n, cells, shape)``. The full audit of what the experiments
+    use is `gaugedyn.stats._audit_plan.run_plan()`. Bad arguments, and a table whose
+    estimated work (`work_seconds()`) exceeds about a day, raise
+    `gaugedyn.InputError` before any simulation."""
     from tqdm import tqdm
 
     if candidates:
@@ -692,7 +698,7 @@ AUDIT_HEADER = (
 
 
 def row_cells(r: dict) -> list[str]:
-    """One row of :data:`AUDIT_HEADER` (a confirmed row's reps marked ``c``)."""
+    """One row of `AUDIT_HEADER` (a confirmed row's reps marked ``c``)."""
     bar = r["bar"] + (f" (confirmed on {r['reps']} reps)" if r.get("confirmed") else "")
     return [
         r["rule"],
@@ -716,7 +722,7 @@ def audit_rows(rows: list[dict]) -> list[list[str]]:
 
 
 def coverage_by_p_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
-    """The proportion rules' coverage at each true ``p`` (:data:`COVERAGE_P`): a header and
+    """The proportion rules' coverage at each true ``p`` (`COVERAGE_P`): a header and
     one row per rule and trial count (empty when no row has ``coverage_by_p``)."""
     rows = [r for r in rows if "coverage_by_p" in r]
     if not rows:

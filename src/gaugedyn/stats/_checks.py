@@ -1,6 +1,6 @@
-"""Argument checks at the public entry points of :mod:`gaugedyn.stats`: a confidence level, a
+"""Argument checks at the public entry points of `gaugedyn.stats`: a confidence level, a
 count of successes, an interval's endpoints and p-values are refused with one
-:class:`~gaugedyn.InputError` naming the argument and what is allowed, instead of a NaN interval
+`InputError` naming the argument and what is allowed, instead of a NaN interval
 or a verdict read from a reversed interval."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ ones) to ``(estimate, lower, upper)``, where ``lower`` and ``upper`` are one-sid
 level ``level``: ``P(lower <= theta) >= level`` and ``P(upper >= theta) >= level``. A two-sided
 ``c`` interval is the pair of bounds at ``level = (1 + c) / 2``; a Holm / Bonferroni step at
 ``a / m`` is the bound at ``level = 1 - a / m``. Every bound comes from a closed form of
-:mod:`scipy.stats` (Student t quantiles, binomial tails, ``binomtest(...).proportion_ci``);
+`scipy.stats` (Student t quantiles, binomial tails, ``binomtest(...).proportion_ci``);
 nothing here resamples.
 """
 
@@ -27,7 +27,7 @@ class Bounds(NamedTuple):
 
 
 def t_bounds(x: np.ndarray, level: float) -> Bounds:
-    r"""Student t bounds of the mean: :math:`\bar x \mp t_{n-1}(\text{level})\, s/\sqrt n`.
+    r"""Student t bounds of the mean: $\bar x \mp t_{n-1}(\text{level})\, s/\sqrt n$.
 
     Exact for normal samples; for symmetric heavy tails the t interval is conservative, for
     skewed ones (lognormal) it under-covers at small ``n``. ``x`` is ``(..., n)``, ``n >= 2``.
@@ -100,7 +100,7 @@ def median_bounds(x: np.ndarray, level: float, interpolate: bool = True) -> Boun
 def sign_pvalues(x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
     """Exact sign-test p-values ``(p_above, p_below)`` of ``H1: median > threshold`` and
     ``H1: median < threshold`` (binomial tails; values equal to ``threshold`` are dropped).
-    Not the median rules' test (that is :func:`randomised_median_pvalues`); kept as the
+    Not the median rules' test (that is `randomised_median_pvalues()`); kept as the
     reference the randomised test reduces to at ``u = 1``."""
     from scipy import stats
 
@@ -115,16 +115,16 @@ def randomised_median_bounds(x: np.ndarray, level: float, u: np.ndarray) -> Boun
     r"""Randomised exact bounds of the median (the randomised sign test, inverted): from
     ``x`` ``(..., n)`` and one uniform draw ``u`` per sample (shape ``x.shape[:-1]``).
 
-    With :math:`c(k) = P(B \le k - 1)`, ``B ~ Binomial(n, 1/2)``, the order statistic
-    :math:`X_{(k)}` lies above the median with probability exactly ``c(k)`` for every continuous
+    With $c(k) = P(B \le k - 1)$, ``B ~ Binomial(n, 1/2)``, the order statistic
+    $X_{(k)}$ lies above the median with probability exactly ``c(k)`` for every continuous
     distribution. For ``alpha = 1 - level`` let ``k`` be the largest with ``c(k) <= alpha`` and
-    :math:`I = (\alpha - c(k)) / (c(k+1) - c(k))`; the lower bound is :math:`X_{(k+1)}` when
-    ``u < I`` and :math:`X_{(k)}` otherwise (``-inf`` for ``k = 0``), so it misses the median
-    with probability :math:`c(k) + I (c(k+1) - c(k)) = \alpha` exactly; the upper bound
-    mirrors it with the same ``u`` (:math:`X_{(n+1-k)}`, or :math:`X_{(n-k)}` when ``u < I``).
+    $I = (\alpha - c(k)) / (c(k+1) - c(k))$; the lower bound is $X_{(k+1)}$ when
+    ``u < I`` and $X_{(k)}$ otherwise (``-inf`` for ``k = 0``), so it misses the median
+    with probability $c(k) + I (c(k+1) - c(k)) = \alpha$ exactly; the upper bound
+    mirrors it with the same ``u`` ($X_{(n+1-k)}$, or $X_{(n-k)}$ when ``u < I``).
     The two-sided interval at ``level = 0.975`` covers the median with probability exactly 95%
     at every ``n`` and for every continuous distribution, where an order statistic alone
-    over-covers (97.9% at ``n = 10``) and the interpolated one (:func:`median_bounds`) misses
+    over-covers (97.9% at ``n = 10``) and the interpolated one (`median_bounds()`) misses
     on skewed values (3% on each side at ``n = 10`` on lognormal values)."""
     from scipy import stats
 
@@ -152,11 +152,17 @@ def randomised_median_pvalues(
     x: np.ndarray, threshold: float, u: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""One-sided p-values ``(p_above, p_below)`` of the randomised sign test that
-    :func:`randomised_median_bounds` inverts: with ``j`` values at or below ``threshold``,
-    :math:`p_{above} = P(B \le j - 1) + u\,P(B = j)`, ``B ~ Binomial(n, 1/2)`` (mirrored for
+    `randomised_median_bounds()` inverts: with ``j`` values at or below ``threshold``,
+    $p_{above} = P(B \le j - 1) + u\,P(B = j)$, ``B ~ Binomial(n, 1/2)`` (mirrored for
     ``p_below``), so the lower bound at ``level`` exceeds ``threshold`` exactly when
     ``p_above < 1 - level``. The median rules' verdict, interval and recorded p-values are
-    this one test."""
+    this one test.
+
+    Ties: a value equal to ``threshold`` counts against the claim on each side (it is not above
+    for ``p_above``, not below for ``p_below``), never dropped. Then ``p_above`` is at most
+    uniform whenever the median is at or below ``threshold`` (``P(X <= threshold) >= 1/2``),
+    for any distribution, heavily tied ones included, and so for ``p_below``; dropping the tied
+    values (:func:`sign_pvalues`) does not keep the size when the tie is the median."""
     from scipy import stats
 
     x = np.asarray(x, dtype=float)
@@ -195,8 +201,8 @@ def lack_of_fit(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def slope_bounds(x: np.ndarray, y: np.ndarray, level: float) -> Bounds:
     r"""Least-squares slope of ``y`` on ``x`` with its Student t bounds,
-    :math:`\hat b \mp t_{n-2}(\text{level})\,\mathrm{se}(\hat b)`,
-    :math:`\mathrm{se}^2 = \sum r_i^2 / ((n-2) \sum (x_i - \bar x)^2)`
+    $\hat b \mp t_{n-2}(\text{level})\,\mathrm{se}(\hat b)$,
+    $\mathrm{se}^2 = \sum r_i^2 / ((n-2) \sum (x_i - \bar x)^2)$
     (what ``scipy.stats.linregress`` reports). ``x`` is ``(n,)``; ``y`` is ``(..., n)``;
     ``n >= 3``. Exact for independent normal residuals of constant variance.
     """
@@ -257,7 +263,7 @@ def proportion_table(n: int, level: float, method: str) -> tuple[np.ndarray, np.
 
 def proportion_bounds(x: np.ndarray, level: float, method: str = "wilson") -> Bounds:
     """Bounds of a success probability from 0/1 outcomes ``x`` ``(..., n)`` (see
-    :func:`proportion_table`; the non-randomised intervals, kept as the audit's rejected
+    `proportion_table()`; the non-randomised intervals, kept as the audit's rejected
     candidates)."""
     x = np.asarray(x, dtype=float)
     n = x.shape[-1]
@@ -268,9 +274,9 @@ def proportion_bounds(x: np.ndarray, level: float, method: str = "wilson") -> Bo
 
 def randomised_cdf(p: np.ndarray, k: np.ndarray, n: int, u: np.ndarray) -> np.ndarray:
     r"""The distribution function of the randomised statistic ``Y = X + U`` at its observed
-    value ``k + u``, :math:`F_p(k + u) = P_p(X < k) + u\,P_p(X = k)`, ``X ~ Binomial(n, p)``,
+    value ``k + u``, $F_p(k + u) = P_p(X < k) + u\,P_p(X = k)$, ``X ~ Binomial(n, p)``,
     ``U ~ Uniform(0, 1)`` independent of ``X`` (``scipy.stats.binom``). For ``0 < p < 1``,
-    :math:`F_p(Y)` is exactly uniform on (0, 1) and :math:`F_p(y)` decreases in ``p``."""
+    $F_p(Y)$ is exactly uniform on (0, 1) and $F_p(y)$ decreases in ``p``."""
     from scipy import stats
 
     return stats.binom.cdf(k - 1, n, p) + u * stats.binom.pmf(k, n, p)
@@ -280,10 +286,12 @@ def randomised_proportion_bounds(x: np.ndarray, level: float, u: np.ndarray) -> 
     r"""Randomised exact bounds of a success probability (Stevens 1950): from 0/1 outcomes
     ``x`` ``(..., n)`` and one uniform draw ``u`` per experiment (shape ``x.shape[:-1]``),
 
-    .. math:: \text{lower} = \inf\{p : F_p(k + u) \le \text{level}\}, \qquad
-              \text{upper} = \sup\{p : F_p(k + u) \ge 1 - \text{level}\}
+    $$
+    \text{lower} = \inf\{p : F_p(k + u) \le \text{level}\}, \qquad
+    \text{upper} = \sup\{p : F_p(k + u) \ge 1 - \text{level}\}
+    $$
 
-    with :func:`randomised_cdf` ``F``. Because :math:`F_p(X + U)` is exactly uniform, each bound
+    with `randomised_cdf()` ``F``. Because $F_p(X + U)$ is exactly uniform, each bound
     misses ``p`` with probability exactly ``1 - level`` for every ``n`` and every ``0 < p < 1``,
     so the two-sided interval covers with probability exactly ``2 level - 1`` (95% at
     ``level = 0.975``), where no non-randomised interval can (its attainable coverages jump with
@@ -292,7 +300,7 @@ def randomised_proportion_bounds(x: np.ndarray, level: float, u: np.ndarray) -> 
     level inside ``(0, 1)`` the bound is an end of ``[0, 1]`` (``k = 0``: ``lower = 0`` unless
     ``u > level``, ``upper = 0`` when ``u <= 1 - level``; ``k = n`` mirrored). The same ``u``
     serves both bounds, so ``lower <= upper``; ``u`` must come from the run's seed
-    (:func:`gaugedyn.stats.generator`) so that a rerun reproduces the bounds.
+    (`gaugedyn.stats.generator()`) so that a rerun reproduces the bounds.
     """
     from scipy.optimize import elementwise
 

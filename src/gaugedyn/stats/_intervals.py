@@ -1,4 +1,4 @@
-"""Intervals, fits and verdict words over :mod:`scipy.stats`, the core of :mod:`gaugedyn.stats`
+"""Intervals, fits and verdict words over `scipy.stats`, the core of `gaugedyn.stats`
 (module docstring there); the verdict rules (``_rules``) build on it."""
 
 from __future__ import annotations
@@ -279,7 +279,7 @@ def line_fit(x: Any, y: Any, confidence: float = CONFIDENCE) -> LineFit:
 
 
 def loglog_fit(x: Any, y: Any, confidence: float = CONFIDENCE) -> LineFit:
-    """:func:`line_fit` of ``log y`` against ``log x`` over the positive finite pairs: the slope
+    """`line_fit()` of ``log y`` against ``log x`` over the positive finite pairs: the slope
     is the power-law exponent and ``exp(intercept)`` its prefactor."""
     x = np.asarray(x, dtype=float).ravel()
     y = np.asarray(y, dtype=float).ravel()
@@ -325,7 +325,7 @@ def verdict(interval: Interval | Sequence[float], threshold: float, direction: s
 
 
 def rule_text(threshold: float, direction: str = ">", confidence: float = CONFIDENCE) -> str:
-    """The words of :func:`verdict`'s rule, recorded with every finding."""
+    """The words of `verdict()`'s rule, recorded with every finding."""
     other = "<=" if direction == ">" else ">="
     return (
         f"HELD if the {confidence:.0%} interval lies wholly {direction} {threshold:g}; "

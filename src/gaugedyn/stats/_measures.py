@@ -2,26 +2,26 @@
 rule that judges them) and the smallest effect of interest in the measure's own units (at which
 the finding's power is computed).
 
-A rule is never chosen after looking at the data. Each finding declares a :class:`Measure`:
+A rule is never chosen after looking at the data. Each finding declares a `Measure`:
 
-- ``kind``, a property of the measure known before any run (:data:`KINDS`): a signed quantity
+- ``kind``, a property of the measure known before any run (`KINDS`): a signed quantity
   whose per-seed values are close to symmetric (``symmetric``: a difference or mean of like
   terms, a share away from its bounds, the log of a positive ratio or time), a positive
   quantity with a long right tail or a difference of such (``long-tailed``: an error, a time, a
   ratio), a quantity of no assured shape (``any shape``: declared where the audit refused the
   mean rule on resamples of the published values), 0/1 outcomes (``outcome``), a least-squares
   slope over rows (``exponent``) or one deterministic value (``exact``). The kind and the claim's form (a threshold, a paired
-  difference, a band, every cell, some cell) give the rule (:func:`rule_for`): mean rules for
+  difference, a band, every cell, some cell) give the rule (`rule_for()`): mean rules for
   symmetric values, median rules for long-tailed ones (a median is also the log scale's: the
   median of ``log x`` is the log of the median of ``x``), the randomised exact proportion for
   outcomes, the slope rules for exponents. The audit (``gaugedyn audit-rules``) simulates each
-  kind's rules on the noise shapes of the kind (:attr:`Kind.shapes`) and on resamples of the
+  kind's rules on the noise shapes of the kind (`Kind.shapes`) and on resamples of the
   published values of every finding that uses them; a rule that misses the bars on a shape of
   its kind is not allowed there (``tests/test_measures.py``).
 - ``effect``, the smallest effect of interest in the measure's units (the paper's value where
   it gives one, as ``paper``): the finding's power is the rule's probability of HELD with the
   truth that far on the claimed side of the threshold (or at ``paper``), simulated per cell on
-  resamples of the finding's own per-seed values (:func:`gaugedyn.stats.power_at`).
+  resamples of the finding's own per-seed values (`gaugedyn.stats.power_at()`).
 """
 
 from __future__ import annotations
@@ -128,8 +128,8 @@ KINDS: dict[str, Kind] = {
 
 
 def rule_for(kind: str, form: str) -> str:
-    """The rule that judges a claim of ``form`` (:data:`FORMS`) on a measure of ``kind``
-    (:data:`KINDS`); :class:`gaugedyn.InputError` naming what is allowed otherwise."""
+    """The rule that judges a claim of ``form`` (`FORMS`) on a measure of ``kind``
+    (`KINDS`); `gaugedyn.InputError` naming what is allowed otherwise."""
     if kind not in KINDS:
         raise InputError(f"kind={kind!r} is not a kind of measure: one of {', '.join(KINDS)}")
     rules = KINDS[kind].rules
@@ -141,7 +141,7 @@ def rule_for(kind: str, form: str) -> str:
 
 
 def form_of(rule_name: str) -> str:
-    """The form of claim a catalogue rule judges (:data:`FORMS`)."""
+    """The form of claim a catalogue rule judges (`FORMS`)."""
     from ._rules import rule
 
     r = rule(rule_name)
@@ -156,11 +156,11 @@ def kinds_of(rule_name: str) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class Measure:
     """What a finding measures, declared in its experiment before the run and stated in its
-    protocol: the ``kind`` (:data:`KINDS`, which fixes the rule), the ``unit`` (what one
+    protocol: the ``kind`` (`KINDS`, which fixes the rule), the ``unit`` (what one
     per-seed value is, in words), the smallest ``effect`` of interest in that unit, and the
     paper's value of the judged parameter (``paper``; ``None`` where the paper gives none). The
     finding's power is computed at ``paper`` where there is one, otherwise at the threshold
-    moved ``effect`` onto the claimed side (:meth:`power_value`)."""
+    moved ``effect`` onto the claimed side (`power_value()`)."""
 
     kind: str
     unit: str
@@ -189,11 +189,11 @@ class Measure:
         return self if paper is None else replace(self, paper=float(paper))
 
     def rule(self, form: str) -> str:
-        """The rule for a claim of ``form`` on this measure (:func:`rule_for`)."""
+        """The rule for a claim of ``form`` on this measure (`rule_for()`)."""
         return rule_for(self.kind, form)
 
     def check(self, rule_name: str) -> None:
-        """Refuse (:class:`gaugedyn.InputError`) a rule that is not this measure's choice for
+        """Refuse (`gaugedyn.InputError`) a rule that is not this measure's choice for
         its form: a finding cannot be judged by a rule its measure's kind does not allow."""
         form = form_of(rule_name)
         want = rule_for(self.kind, form)
@@ -230,7 +230,7 @@ class Measure:
 
 def measure_of(table: Mapping[str, Measure], finding_id: str) -> Measure:
     """The declared measure of ``finding_id`` in an experiment's ``table`` (keys are
-    ``fnmatch`` patterns of finding ids; the first that matches); :class:`gaugedyn.InputError`
+    ``fnmatch`` patterns of finding ids; the first that matches); `gaugedyn.InputError`
     when none does, so every finding has one."""
     for pattern, m in table.items():
         if fnmatch.fnmatchcase(finding_id, pattern):

@@ -1,7 +1,7 @@
 """The catalogue of verdict rules: each turns per-seed values into HELD / NOT HELD / UNRESOLVED.
 
-A rule is one named object (:class:`Rule`) holding its test statistic, its interval, its verdict,
-its assumptions and the words of its rule; :data:`RULES` maps each name to its rule, so a finding
+A rule is one named object (`Rule`) holding its test statistic, its interval, its verdict,
+its assumptions and the words of its rule; `RULES` maps each name to its rule, so a finding
 names the rule it was judged by. Every rule reads its verdict off one 95% interval of one
 parameter (never a min or max inside a bootstrap):
 
@@ -17,7 +17,7 @@ parameter (never a min or max inside a bootstrap):
   ``max``) built from the per-cell one-sided bounds, so the verdict is again the interval's.
 
 The rules' error rates, interval coverage and power are measured by simulation in
-:mod:`gaugedyn.stats._audit` (``gaugedyn audit-rules``).
+`gaugedyn.stats._audit` (``gaugedyn audit-rules``).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ fewest for which an order statistic reaches the 95% level (``2^-n <= 2.5%``); a 
 rows: 4 residual degrees of freedom, and 3 left for the lack-of-fit test."""
 LACK_OF_FIT = 0.05
 """A slope rule says UNRESOLVED when its quadratic term is significant at this level
-(:func:`gaugedyn.stats._estimators.lack_of_fit`): the rows bend, and a line's slope is not the
+(`gaugedyn.stats._estimators.lack_of_fit()`): the rows bend, and a line's slope is not the
 parameter the claim is about."""
 
 
@@ -146,10 +146,10 @@ class Rule:
     one-sided bounds at 2.5%, and the geometry of its claim
     (``threshold``, ``inside``, ``outside``, ``every_cell``, ``some_cell``).
 
-    ``judge(*samples, threshold=..., direction=...)`` gives a :class:`Judgement`;
+    ``judge(*samples, threshold=..., direction=...)`` gives a `Judgement`;
     ``evaluate`` is the same rule vectorised over leading (experiment) axes, used by the audit;
     its power (the probability of HELD when the truth lies ``effect`` standard deviations
-    inside the claim) is :func:`gaugedyn.stats.power` (simulated, as the audit does).
+    inside the claim) is `gaugedyn.stats.power()` (simulated, as the audit does).
     """
 
     name: str
@@ -196,7 +196,7 @@ class Rule:
         self, threshold: Any, direction: str | None = None, confidence: float = CONFIDENCE
     ) -> str:
         """The rule in words, as recorded with every finding (a threshold may be a symbol),
-        ending with when it says UNRESOLVED whatever the interval (:meth:`caveat`)."""
+        ending with when it says UNRESOLVED whatever the interval (`caveat()`)."""
         return self._claim_words(threshold, direction, confidence) + self.caveat
 
     @property
@@ -309,7 +309,7 @@ class Rule:
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(p_above, p_below)`` one-sided p-values of the per-cell test (cell rules): the
         t test for a mean, for a median the randomised sign test its interval inverts
-        (:func:`gaugedyn.stats._estimators.randomised_median_pvalues`, the cell's draw), so a
+        (`gaugedyn.stats._estimators.randomised_median_pvalues()`, the cell's draw), so a
         cell's p-value, its interval and the verdict come from one test."""
         if self.estimator == "median":
             return est.randomised_median_pvalues(x, threshold, draws)
@@ -341,8 +341,8 @@ class Rule:
         rule takes one uniform draw per experiment, ``draws`` or else drawn from ``rng``, and
         returns them as ``draw``. A zero-width interval (no spread, ties) is UNRESOLVED (a
         cell with one cannot be judged); a slope rule also returns ``lack_of_fit`` and is
-        UNRESOLVED below :data:`_MIN_N` rows or where the line does not fit
-        (:data:`LACK_OF_FIT`)."""
+        UNRESOLVED below `_MIN_N` rows or where the line does not fit
+        (`LACK_OF_FIT`)."""
         level = 0.5 + confidence / 2
         if not self.cells:
             out = {}
@@ -492,12 +492,12 @@ class Rule:
     ) -> Judgement:
         """The rule's verdict on one data set. Non-finite values are dropped (a seed with any
         non-finite member is dropped whole). A sample the rule cannot judge is ``UNRESOLVED``
-        with the ``reason``: fewer values than the rule's minimum (:data:`_MIN_N`: 2 for a
+        with the ``reason``: fewer values than the rule's minimum (`_MIN_N`: 2 for a
         mean, 6 for a median, 6 rows for a slope), no spread or tied order statistics (a
         zero-width interval), a slope whose ``x`` takes one value or whose rows bend (its
-        quadratic term significant at :data:`LACK_OF_FIT`, recorded as ``lack_of_fit``). A
+        quadratic term significant at `LACK_OF_FIT`, recorded as ``lack_of_fit``). A
         randomised rule (the proportion and the median rules) needs ``rng``, a generator
-        derived from the run's seed (:func:`gaugedyn.stats.generator`), from which it takes one
+        derived from the run's seed (`gaugedyn.stats.generator()`), from which it takes one
         uniform draw (one per cell for a cell rule), recorded in the judgement so that the
         verdict can be recomputed: ``draw`` (the recorded draw in ``[0, 1)``, or the list of
         them) instead of ``rng`` recomputes it."""
@@ -931,11 +931,11 @@ CANDIDATES: dict[str, Rule] = {
     )
 }
 """Rules the audit tried and rejected, kept so ``gaugedyn audit-rules --candidates`` shows why
-the catalogue's rules were chosen instead (they are not in :data:`RULES`)."""
+the catalogue's rules were chosen instead (they are not in `RULES`)."""
 
 
 def rule(name: str) -> Rule:
-    """The rule called ``name`` (:class:`gaugedyn.InputError` naming the allowed ones)."""
+    """The rule called ``name`` (`gaugedyn.InputError` naming the allowed ones)."""
     if name not in RULES:
         raise InputError(f"rule={name!r} is not a verdict rule: one of {', '.join(RULES)}")
     return RULES[name]
@@ -984,9 +984,9 @@ def finding_record(
 ) -> dict:
     """What a finding stores so its verdict can be recomputed from the summary alone: the
     judgement (``rule``, ``per_seed``, interval, threshold, words), its ``power`` at the
-    paper's value for the seeds used (:func:`gaugedyn.stats.power_at`) with the label
-    ``underpowered`` below :data:`UNDERPOWERED`, and its ``readings`` (``{reading: verdict}``; by default the one
-    reading judged). With several readings, ``verdict`` is :func:`combine_readings`'."""
+    paper's value for the seeds used (`gaugedyn.stats.power_at()`) with the label
+    ``underpowered`` below `UNDERPOWERED`, and its ``readings`` (``{reading: verdict}``; by default the one
+    reading judged). With several readings, ``verdict`` is `combine_readings()`'."""
     d = judgement.as_dict()
     if power is not None:
         ok = isinstance(power, int | float) and (0 <= power <= 1 or math.isnan(power))

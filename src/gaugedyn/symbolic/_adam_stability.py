@@ -121,7 +121,7 @@ def verify() -> None:
 
 
 def _equations(d: dict, ratio) -> list[tuple[str, str]]:
-    """The document's ``(title, LaTeX)`` results from :func:`derive`'s expressions."""
+    """The document's ``(title, LaTeX)`` results from `derive()`'s expressions."""
     return [
         (
             "Oscillating state (period 2, fixed point of S F)",

@@ -2,7 +2,7 @@
 ``derivations/auxiliary.md`` (the declared model, its readings, the online ODE, ReLU's
 four-point integrals, the linear closed form, the fluctuation-dissipation relation and what is
 reconstructed) and the generated kernels ``gaugedyn/training/_auxiliary_generated.py``; the
-derivations themselves are :mod:`._auxiliary_model`."""
+derivations themselves are `._auxiliary_model`."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def build() -> str:
 
 
 def verify() -> None:
-    """Every identity of :mod:`._auxiliary_model`."""
+    """Every identity of `._auxiliary_model`."""
     from ._auxiliary_model import check_all
 
     check_all()

@@ -1,4 +1,4 @@
-"""Generation of ``gaugedyn/training/_auxiliary_generated.py`` from :mod:`._auxiliary`.
+"""Generation of ``gaugedyn/training/_auxiliary_generated.py`` from `._auxiliary`.
 
 Two kinds of functions are printed from the sympy expressions, with common-subexpression
 elimination:

@@ -1,5 +1,5 @@
 """The derivations of the auxiliary model (the document and the generated code are written by
-:mod:`._auxiliary`): its online-SGD ODE from one step of the weights, ReLU's four-point integrals
+`._auxiliary`): its online-SGD ODE from one step of the weights, ReLU's four-point integrals
 on three fields, the linear closed form and the fluctuation-dissipation relation, each with the
 identities that verify it.
 
@@ -110,7 +110,7 @@ def online_ode(K: int, M: int, Ma: int, reading: str) -> dict:
     One sample (batch ``B``: the quadratic term divided by ``B``), step ``eta / D`` on the joint
     loss ``l = (f_m - y_m)^2 / 2 + gamma (f_a - y_a)^2 / 2`` with coupled weight decay ``lambda``
     and the heads' relative rate ``r_2``; ``|x|^2 / D -> 1``. Returns the right-hand sides in the
-    abstract expectations of :func:`_expectation`, keyed ``a``, ``c`` (two heads), ``Q``
+    abstract expectations of `_expectation()`, keyed ``a``, ``c`` (two heads), ``Q``
     (upper triangle) and ``R`` (``K x (M + Ma)``).
     """
     import sympy as sp
@@ -176,7 +176,7 @@ def online_ode(K: int, M: int, Ma: int, reading: str) -> dict:
 def _classical(K: int, b, sigma, eta, wd, lr2, B, a, s):
     """The classical online ODE (Saad & Solla 1995; Goldt et al. 2019) of one teacher ``b`` on
     all teacher fields, written directly in the abstract expectations: the reference that
-    :func:`online_ode` must reduce to."""
+    `online_ode()` must reduce to."""
     import sympy as sp
 
     I2, I3, I4, J2 = (sp.Function(n) for n in ("I2", "I3", "I4", "J2"))
@@ -528,7 +528,7 @@ def relu_alignment_series():
 
 @cache
 def _linear_solution() -> dict:
-    """The exact solution of the one-output linear student's ODE (:func:`linear_closed_form`):
+    """The exact solution of the one-output linear student's ODE (`linear_closed_form()`):
     its symbols and the pieces ``G``, ``s^2``, ``k``, ``Delta``, ``m``, the bias, the error and
     the order parameters ``Q``, ``R_m``, ``R_a``."""
     import sympy as sp
@@ -659,7 +659,7 @@ def _linear_points(count: int, seed: int) -> list[dict]:
 
 def _linear_identities() -> list[tuple]:
     """``(lhs, rhs, message)`` identities of the linear solution: it solves the ODE of
-    :func:`online_ode` at the linear activation (one output, head fixed at 1); ``eps_m`` is
+    `online_ode()` at the linear activation (one output, head fixed at 1); ``eps_m`` is
     ``Delta / 2 + m + bias``; the diffusion part's derivative is half the ``eta^2`` term of
     ``dQ/dt``."""
     import sympy as sp
@@ -718,7 +718,7 @@ def _linear_fdt_excess():
 
 
 def _verify_linear() -> None:
-    """At exact rational parameters (30 digits): the identities of :func:`_linear_identities`;
+    """At exact rational parameters (30 digits): the identities of `_linear_identities()`;
     the leading-order form differs from the exact one by ``O(eta^2)`` at fixed ``tau`` (its
     value and ``eta``-derivative at ``eta = 0`` agree); and the FDT coefficient: the ``O(eta)``
     part of the stationary joint excess error is ``Tr N / (4 B)`` at the joint optimum."""

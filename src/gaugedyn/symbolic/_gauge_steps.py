@@ -5,7 +5,7 @@ its input weights, active pattern fixed), an attention head through ``W_Q^T W_K`
 ``W_O W_V``. sympy takes the loss linear in that product with an arbitrary coefficient matrix
 (its gradient at the current point: every loss looks like this to first order), forms the
 gradients, proves the symmetry identities, and expands one optimizer step. The recorder
-(:class:`gaugedyn.gauge.GaugeRecorder`) implements these laws.
+(`gaugedyn.gauge.GaugeRecorder`) implements these laws.
 """
 
 from __future__ import annotations

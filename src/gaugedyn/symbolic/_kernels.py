@@ -3,9 +3,9 @@
 An activation has closed-form kernels when this folder holds its derivation,
 ``_gaussian_<name>.py`` (``NAME = "gaussian_<name>"``, ``derive()`` returning the kernels,
 ``verify()``, ``build()``): that file is the one declaration. The derivations are found by their
-file names (:func:`gaussian_names`, nothing imported); the activations with a closed form are
-those of :data:`gaugedyn.theory.ACTIVATIONS` that have one, in that registry's order
-(:func:`closed_form_activations`).
+file names (`gaussian_names()`, nothing imported); the activations with a closed form are
+those of `gaugedyn.theory.ACTIVATIONS` that have one, in that registry's order
+(`closed_form_activations()`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def gaussian_names() -> tuple[str, ...]:
 
 
 def closed_form_activations() -> tuple[str, ...]:
-    """The registered activations (:data:`gaugedyn.theory.ACTIVATIONS`) with a kernel
+    """The registered activations (`gaugedyn.theory.ACTIVATIONS`) with a kernel
     derivation, in the registry's order: the kernels ``gaugedyn derive`` generates."""
     from ..theory import ACTIVATIONS
 
@@ -36,7 +36,7 @@ def closed_form_activations() -> tuple[str, ...]:
 
 
 def check_activation(activation: str) -> None:
-    """Refuse (:class:`~gaugedyn.InputError`) an activation without closed-form kernels."""
+    """Refuse (`InputError`) an activation without closed-form kernels."""
     from .._errors import InputError
 
     allowed = closed_form_activations()

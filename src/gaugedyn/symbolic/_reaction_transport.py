@@ -68,7 +68,16 @@ def derive() -> dict:
 
 
 def mobilities():
-    """Numpy callables ``(mu_R(delta, rho), mu_T(delta, rho))`` from the derived expressions."""
+    r"""Numpy callables of the two mobilities, lambdified from the derived expressions.
+
+    Returns
+    -------
+    tuple of callable
+        ``(mu_R, mu_T)``, each taking ``(delta, rho)``: the reaction mobility
+        $\mu_R = a^2 + \lVert w \rVert^2$ and the transport mobility
+        $\mu_T = 1/\lVert w \rVert^2$ of a neuron with gauge $\delta = a^2 - \lVert w \rVert^2$
+        and coefficient $\rho = a \lVert w \rVert$.
+    """
     import sympy as sp
 
     d = derive()

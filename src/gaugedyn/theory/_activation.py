@@ -1,6 +1,6 @@
 """The activation ``g`` of the teacher-student model: one object that every layer reads.
 
-An :class:`Activation` holds
+An `Activation` holds
 
 - ``function`` and ``derivative``: ``g`` and ``g'`` on torch tensors (the trainer, the checks);
 - ``code``: the compiled kernels' activation code (``gaugedyn.training._online_kernels.g``), or
@@ -10,14 +10,14 @@ An :class:`Activation` holds
 - ``kernels``: its Gaussian expectations ``(F, dF, d2F, S, dS, d2S)`` (``F(q1, q2, c) =
   E[g(x1) g(x2)]`` and ``S(q) = E[g(x)^2]`` with their derivatives): the sympy-generated closed
   forms where the package derives them (relu, erf, linear); for positively homogeneous ``g``
-  (leaky ReLU, absolute value, a user's) the ReLU closed forms (:func:`homogeneous_kernels`);
-  otherwise the Hermite expansion of :mod:`gaugedyn.theory._quadrature`, with its stated error
+  (leaky ReLU, absolute value, a user's) the ReLU closed forms (`homogeneous_kernels()`);
+  otherwise the Hermite expansion of `gaugedyn.theory._quadrature`, with its stated error
   bound (its polar rule checks the homogeneous reduction).
 
-:data:`ACTIVATIONS` maps each registered name to its object; a user's activation is
+`ACTIVATIONS` maps each registered name to its object; a user's activation is
 ``Activation.from_torch(fn, name=...)``, passed wherever an activation name is accepted (or
-registered with :func:`register_activation` to be found by name, also on the command line).
-:func:`check_activation` compares an activation's kernels with Monte Carlo and its derivative with
+registered with `register_activation()` to be found by name, also on the command line).
+`check_activation()` compares an activation's kernels with Monte Carlo and its derivative with
 autograd.
 """
 
@@ -103,7 +103,7 @@ class Activation:
     Gauss-Legendre nodes per arc for the polar rule); ``second_derivative`` (``g''`` in torch, for the
     quadrature of smooth ``g``) defaults to autograd of ``derivative``; ``sympy_expr`` (in one
     symbol), if given, is checked against ``function`` and ``derivative`` by
-    :func:`check_activation`.
+    `check_activation()`.
     """
 
     name: str
@@ -153,9 +153,9 @@ class Activation:
 
         ``g'`` is ``derivative`` or autograd of ``fn``. With ``homogeneous=True`` (``g(t x) =
         t g(x)`` for ``t > 0``, so ``g = g(1) relu + g(-1) relu(-.)``) the kernels are the ReLU
-        closed forms of :func:`homogeneous_kernels` (:func:`check_activation` tests the claim
+        closed forms of `homogeneous_kernels()` (`check_activation()` tests the claim
         against Monte Carlo); otherwise ``g`` should be smooth and the kernels are the Hermite
-        expansion of :mod:`gaugedyn.theory._quadrature` (see its error bound). Online SGD runs in
+        expansion of `gaugedyn.theory._quadrature` (see its error bound). Online SGD runs in
         torch (no compiled code).
         """
         if not callable(fn):
@@ -191,7 +191,7 @@ class Activation:
 
     @property
     def quadrature_rule(self) -> str:
-        """The numerical rule of :attr:`quadrature` and its size, in words."""
+        """The numerical rule of `quadrature` and its size, in words."""
         q = self.quadrature
         return (
             f"polar quadrature, {q.nodes} Gauss-Legendre nodes per arc"
@@ -210,8 +210,8 @@ class Activation:
     @property
     def kernels(self) -> tuple:
         """``(F, dF, d2F, S, dS, d2S)``: the closed forms if any; for positively homogeneous
-        ``g`` the ReLU closed forms through :func:`homogeneous_kernels`; else
-        :attr:`quadrature`'s."""
+        ``g`` the ReLU closed forms through `homogeneous_kernels()`; else
+        `quadrature`'s."""
         if self.closed_form is not None:
             return self.closed_form
         if self.homogeneous:
@@ -244,7 +244,7 @@ def homogeneous_kernels(up: float, down: float) -> tuple:
         S(q) = (up^2 + down^2) S_relu(q),
 
     with every derivative by the chain rule (the sign of ``c`` flips the odd ``c``-derivatives).
-    Exact: the polar quadrature of :class:`PairQuadrature` agrees to round-off (tested)."""
+    Exact: the polar quadrature of `PairQuadrature` agrees to round-off (tested)."""
     S, dS, d2S = KERNELS["relu"][3:]
     u = up * up + down * down
     return (
@@ -258,7 +258,7 @@ def homogeneous_kernels(up: float, down: float) -> tuple:
 def _relu_pair(u: float, v: float) -> tuple:
     """``(F, dF, d2F)`` of ``u F_relu(q1, q2, c) + v F_relu(q1, q2, -c)``, every derivative by
     the chain rule (the sign of ``c`` flips the odd ``c``-derivatives): the pair kernels of two
-    positively homogeneous activations (:func:`homogeneous_kernels`, :func:`cross_kernels`);
+    positively homogeneous activations (`homogeneous_kernels()`, `cross_kernels()`);
     ``s``, if given, is ``sqrt(q1 q2 - c^2)`` from the weights (the generated kernels' ``s``)."""
     F, dF, d2F = KERNELS["relu"][:3]
     hess_sign = (1.0, 1.0, -1.0, 1.0, -1.0, 1.0)  # q1q1, q1q2, q1c, q2q2, q2c, cc
@@ -293,11 +293,11 @@ def cross_kernels(student: str | Activation, teacher: str | Activation | None) -
     The student's own pair kernels when ``teacher`` is ``None`` or the same activation; for two
     positively homogeneous activations the ReLU closed forms (``g = u relu + d relu(-.)``, so
     ``F = (u u* + d d*) F_relu(c) + (u d* + d u*) F_relu(-c)``); otherwise the Mehler series
-    ``sum_k A_k(q1) A*_k(q2) rho^k`` of :func:`gaugedyn.theory._quadrature.mehler`, with each
+    ``sum_k A_k(q1) A*_k(q2) rho^k`` of `gaugedyn.theory._quadrature.mehler()`, with each
     side's Hermite coefficients from its quadrature (smooth ``g``) or exactly
-    (:func:`~gaugedyn.theory._quadrature.homogeneous_coefficients`), truncated at the smooth
+    (`homogeneous_coefficients()`), truncated at the smooth
     side's number of terms (the smaller one if both are smooth). Its error bound is the series'
-    with twice the terms against this one (:func:`cross_error`).
+    with twice the terms against this one (`cross_error()`).
     """
     s = activation_of(student)
     t = s if teacher is None else activation_of(teacher)
@@ -350,7 +350,7 @@ def _cross(s: Activation, t: Activation, scale: int = 1) -> tuple:
 
 
 def cross_error(student, teacher, q1, q2, c) -> np.ndarray:
-    """The stated error bound of :func:`cross_kernels` at each configuration: the largest
+    """The stated error bound of `cross_kernels()` at each configuration: the largest
     difference of the value and gradient between the series and the series with twice the terms
     (zero for the closed forms)."""
     s, t = activation_of(student), activation_of(teacher)
@@ -370,9 +370,9 @@ _BUILTIN_FUNCTIONS: set[int] = set()
 
 
 def validate_activation(act: Activation) -> None:
-    """Call ``act`` on :data:`PROBE` (float64: the vector, a permuted 3 x 3 matrix of it and its
+    """Call ``act`` on `PROBE` (float64: the vector, a permuted 3 x 3 matrix of it and its
     first four entries) and refuse
-    (:class:`~gaugedyn.InputError`, naming the activation and the cause) a function that raises,
+    (`InputError`, naming the activation and the cause) a function that raises,
     returns something other than a float64 torch tensor of the input's shape, non-finite
     values, or values that are not elementwise (they move when the input is permuted); a false
     ``homogeneous=True`` (``g(2x) != 2 g(x)``); a ``derivative`` that disagrees with autograd of
@@ -582,7 +582,7 @@ def _he3_second(z):
 
 
 def _sympy_builtins():
-    """The sympy expressions of the built-ins (for :func:`check_activation`), in ``z``."""
+    """The sympy expressions of the built-ins (for `check_activation()`), in ``z``."""
     import sympy as sp
 
     z = sp.Symbol("z", real=True)
@@ -649,11 +649,11 @@ ACTIVATIONS: dict[str, Activation] = {
         ),
     )
 }
-"""Every registered activation by name (the built-ins, then any :func:`register_activation`-ed)."""
+"""Every registered activation by name (the built-ins, then any `register_activation()`-ed)."""
 
 
 def register_activation(activation: Activation) -> Activation:
-    """Add ``activation`` to :data:`ACTIVATIONS` under its name (a name may be taken once)."""
+    """Add ``activation`` to `ACTIVATIONS` under its name (a name may be taken once)."""
     if not isinstance(activation, Activation):
         raise InputError(f"register takes an Activation, not {type(activation).__name__}")
     if activation.name in ACTIVATIONS and ACTIVATIONS[activation.name] is not activation:
@@ -672,13 +672,13 @@ SPEC_TEXT = (
 
 
 def allowed_activations() -> str:
-    """:data:`SPEC_TEXT` with the names registered now."""
+    """`SPEC_TEXT` with the names registered now."""
     return SPEC_TEXT.format(names=", ".join(ACTIVATIONS))
 
 
 def activation_of(activation: str | Activation) -> Activation:
-    """The :class:`Activation` of a registered name, of a ``MODULE:NAME`` / ``file.py:NAME``
-    spec (:func:`load_activation`, once per process), or the object itself."""
+    """The `Activation` of a registered name, of a ``MODULE:NAME`` / ``file.py:NAME``
+    spec (`load_activation()`, once per process), or the object itself."""
     if isinstance(activation, Activation):
         return activation
     if isinstance(activation, str) and activation in ACTIVATIONS:
@@ -692,9 +692,9 @@ def activation_of(activation: str | Activation) -> Activation:
 
 
 def is_activation(spec: object) -> bool:
-    """Whether ``spec`` names an activation (:func:`activation_of`): a registered name, or a
+    """Whether ``spec`` names an activation (`activation_of()`): a registered name, or a
     ``MODULE:NAME`` spec that loads; a spec that cannot be loaded raises the
-    :class:`~gaugedyn.InputError` naming why (a setting's check keeps that cause)."""
+    `InputError` naming why (a setting's check keeps that cause)."""
     if isinstance(spec, Activation) or (isinstance(spec, str) and spec in ACTIVATIONS):
         return True
     if not isinstance(spec, str) or ":" not in spec:
@@ -707,12 +707,12 @@ _LOADED: dict[str, Activation] = {}
 
 def load_activation(spec: str) -> Activation:
     """The activation a spec names: ``MODULE:NAME`` (an importable module) or
-    ``path/file.py:NAME``, its ``NAME`` an :class:`Activation` or an elementwise torch function
-    (wrapped by :meth:`Activation.from_torch`, named by the spec, and checked by it). Loaded
+    ``path/file.py:NAME``, its ``NAME`` an `Activation` or an elementwise torch function
+    (wrapped by `Activation.from_torch()`, named by the spec, and checked by it). Loaded
     once per process and spec, so every layer sees one object; a spec is how a user's
     activation reaches another process (the string travels, each process loads it). Whatever
     fails in the user's code (the file, the import, the attribute, the function) is one
-    :class:`~gaugedyn.InputError` naming the spec and the cause."""
+    `InputError` naming the spec and the cause."""
     if not isinstance(spec, str) or ":" not in spec:
         return activation_of(spec)
     where, _, attr = spec.rpartition(":")
@@ -780,13 +780,13 @@ def activation_name(activation: str | Activation) -> str:
 
 
 CHECK_BYTES_PER_SAMPLE = 118
-"""Peak bytes per Monte Carlo sample of :func:`check_activation`: the two normal draws and about
+"""Peak bytes per Monte Carlo sample of `check_activation()`: the two normal draws and about
 a dozen float64 arrays of the same length (the inputs, ``g``, ``g'``, ``g''`` and products).
 Measured on 2026-12-06 as the slope of the peak resident memory (``/usr/bin/time``) of
 ``gaugedyn check-activation tanh --configurations 1`` between 1e6 and 1e7 samples: 118 bytes per
 sample for tanh (a smooth activation: its ``g''`` too), 93 for relu; 1.43 GB at 1e7 samples."""
 CHECK_SECONDS_PER_SAMPLE = 5e-7
-"""Seconds per sample and configuration of :func:`check_activation`: 0.42 us measured for tanh
+"""Seconds per sample and configuration of `check_activation()`: 0.42 us measured for tanh
 (``gaugedyn check-activation tanh --samples 1000000 --configurations 4`` against 100000, on a
 loaded two-core x86-64)."""
 
@@ -822,7 +822,7 @@ PARAMS: dict[str, Param] = {
         why="numpy's SeedSequence entropy",
     ),
 }
-"""The settings of :func:`check_activation`, declared once: checked by it and offered by
+"""The settings of `check_activation()`, declared once: checked by it and offered by
 ``gaugedyn check-activation``."""
 
 
@@ -867,8 +867,8 @@ def check_activation(
     ``derivative`` from it. ``numerical=True`` checks the quadrature even when a closed form
     exists. The kernels pass when every z-score is below 4. ``samples`` and ``configurations``
     are checked against the command line's declarations, and their product against the memory
-    available (:data:`CHECK_BYTES_PER_SAMPLE`) and the day of work a command accepts
-    (:data:`CHECK_SECONDS_PER_SAMPLE`), before any sample is drawn.
+    available (`CHECK_BYTES_PER_SAMPLE`) and the day of work a command accepts
+    (`CHECK_SECONDS_PER_SAMPLE`), before any sample is drawn.
     """
     samples, configurations = _check_sizes(samples, configurations, seed)
     act = activation_of(activation)

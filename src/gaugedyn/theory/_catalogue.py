@@ -2,13 +2,13 @@
 
 From ``starts`` random students (``w_i ~ N(0, I/D)``, ``a_i ~ N(0, scale^2 / K)``, each drawn
 from its own ``numpy.random.SeedSequence(seed).spawn`` child) the flow runs to ``t_max``
-(:func:`solve_batch`, order parameters); the end of each trajectory, every interior plateau on
-the way (:func:`plateaus`) and the start itself (Newton's method finds critical points of every
-index, where the flow finds minima) are refined to critical points (:func:`critical_point`),
+(`solve_batch()`, order parameters); the end of each trajectory, every interior plateau on
+the way (`plateaus()`) and the start itself (Newton's method finds critical points of every
+index, where the flow finds minima) are refined to critical points (`critical_point()`),
 and the converged ones are merged into entries up to permutation of the students, the gauge,
-coinciding units and rotations fixing the teacher (:func:`same_point`). An entry's **basin** is
+coinciding units and rotations fixing the teacher (`same_point()`). An entry's **basin** is
 the share of starts whose end refines to it, with the Clopper-Pearson interval of
-:meth:`scipy.stats.binomtest.proportion_ci`; its **visits** are the starts that plateaued
+`scipy.stats.binomtest.proportion_ci()`; its **visits** are the starts that plateaued
 there and its **newton** the starts from which Newton's method reached it. A start whose flow
 failed (non-finite) or whose end did not refine below ``tol`` is listed as unresolved; its
 share is the remainder of the basins.
@@ -69,14 +69,14 @@ SETTINGS = {
         help="level of the basin intervals",
     ),
 }
-"""The settings of :func:`catalogue`, declared once."""
+"""The settings of `catalogue()`, declared once."""
 
 
 @dataclass
 class Entry:
     """One critical point of the catalogue: ``point``; ``ends``: the starts whose flow ended
     here; ``visits``: the starts that plateaued here on the way; ``newton``: the starts from
-    which :func:`critical_point` reached it directly."""
+    which `critical_point()` reached it directly."""
 
     point: CriticalPoint
     ends: list = field(default_factory=list)
@@ -142,7 +142,7 @@ class Catalogue:
 
 
 class _Merger:
-    """Converged critical points merged into entries by :func:`same_point`; singular ones
+    """Converged critical points merged into entries by `same_point()`; singular ones
     (a unit's weights collapsed) counted, not catalogued."""
 
     def __init__(self):
@@ -170,7 +170,7 @@ class _Merger:
 
 
 def _end_of(solution, teacher: Problem) -> Problem:
-    """The last state of a trajectory as a :class:`Problem` (realised order parameters)."""
+    """The last state of a trajectory as a `Problem` (realised order parameters)."""
     return realize(
         solution.a[-1],
         solution.Q[-1],
@@ -211,9 +211,9 @@ def catalogue(
 ) -> Catalogue:
     """The catalogue of ``teacher``'s landscape (module docstring).
 
-    ``teacher``: a :class:`Problem` whose ``K``, ``D``, teacher ``(b, V)`` and activation are
-    used (its student is not). ``flatness``, ``min_span``: :func:`plateaus`. ``tol`` and
-    ``refine``: :func:`critical_point`. ``progress(done, total)`` is called after each start is
+    ``teacher``: a `Problem` whose ``K``, ``D``, teacher ``(b, V)`` and activation are
+    used (its student is not). ``flatness``, ``min_span``: `plateaus()`. ``tol`` and
+    ``refine``: `critical_point()`. ``progress(done, total)`` is called after each start is
     refined.
     """
     if not isinstance(teacher, Problem):

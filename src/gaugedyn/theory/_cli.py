@@ -1,11 +1,11 @@
 """``gaugedyn solve``: solve one named set-up of the population theory and print one JSON object.
 
-Every option is an engine's declaration (:data:`gaugedyn.theory.PARAMS`: the set-ups, the flows,
+Every option is an engine's declaration (`gaugedyn.theory.PARAMS`: the set-ups, the flows,
 the definitions and the solver; the check's in ``._activation``) or, for the few that only the
-command line has, declared in :data:`OPTIONS` here; the option's help, bounds and default are
+command line has, declared in `OPTIONS` here; the option's help, bounds and default are
 the declaration's. Every value is checked before anything is allocated; the memory the solve
 needs is estimated from the dimension, the number of neurons, the formulation and the number of
-output times (:func:`memory_estimate`) and a request that cannot fit is refused quoting the
+output times (`memory_estimate()`) and a request that cannot fit is refused quoting the
 estimate.
 """
 
@@ -62,7 +62,7 @@ OPTIONS: dict[str, Param] = {
     },
 }
 """The options of ``gaugedyn solve`` in the order of its help: the engines' declarations, and
-the set-up and its scale (narrower than :func:`gaugedyn.theory.single` accepts), which only the
+the set-up and its scale (narrower than `gaugedyn.theory.single()` accepts), which only the
 command line has."""
 _REQUIRED = ("setup", "dim")
 _COMPUTED = {  # the options whose default the command works out
@@ -135,9 +135,9 @@ def _register_check(subparsers) -> None:
 
 def load_activation(spec: str):
     """A registered activation name, or ``MODULE:NAME`` / ``path/file.py:NAME`` naming an
-    :class:`Activation` or an elementwise torch function (wrapped by ``Activation.from_torch``,
+    `Activation` or an elementwise torch function (wrapped by ``Activation.from_torch``,
     which checks it). Whatever goes wrong in the user's code (the import, the attribute, the
-    function) is one :class:`~gaugedyn.InputError` naming the activation and the cause."""
+    function) is one `InputError` naming the activation and the cause."""
     from ._activation import load_activation as load
 
     return load(spec)
@@ -208,7 +208,7 @@ def _gauges(args) -> list[str]:
 
 
 def named_t_max(dim: int, gauges: list[str], scale: float) -> float:
-    """:func:`gaugedyn.theory.default_t_max` of the named ``single``/``duplicates`` set-up, from
+    """`gaugedyn.theory.default_t_max()` of the named ``single``/``duplicates`` set-up, from
     the gauges alone: ``|w|^2 = (sqrt(delta^2 + 4 s^2) - delta) / 2``, ``a^2 = |w|^2 + delta``,
     ``b = 1``."""
     import math

@@ -1,25 +1,25 @@
 """The order-parameter flow's right-hand side compiled with numba, and its difference Jacobian.
 
-The same equations as :func:`~._flows.rhs` in the order-parameter formulation (module docstring
-of :mod:`._population`): with ``F``, ``dF``, ``S``, ``dS`` the activation's kernels,
+The same equations as `rhs()` in the order-parameter formulation (module docstring
+of `._population`): with ``F``, ``dF``, ``S``, ``dS`` the activation's kernels,
 
     g_a = Fss a - Fst b,   G_ij = a_i a_j dF_c(i, j) / 2 (i != j),
     G_ii = a_i^2 S'(Q_ii) / 2 + sum_{j != i} a_i a_j dF_q1(i, j) - sum_n a_i b_n dF_q1(i, n),
     H_in = -a_i b_n dF_c(i, n),
     da = -g_a,  dQ = -(2 G Q + 2 Q G + H R^T + R H^T),  dR = -(2 G R + H T),
 
-and the classical options ``s f - lambda d y`` (:meth:`~._flows.FlowParams.rate`), one state at
+and the classical options ``s f - lambda d y`` (`rate()`), one state at
 a time, without numpy's temporaries: at K = M = 4 a call costs a few microseconds where the
 vectorised numpy one costs about 175. The kernels are the symbolic module's generated closed
-forms (:func:`~._compiled_kernels.jit_generated`: the generated function's own expression,
+forms (`jit_generated()`: the generated function's own expression,
 compiled) for relu, erf and linear, and for a positively homogeneous activation
 ``g = up relu + down relu(-.)`` the ReLU closed forms combined as
-:func:`~._activation.homogeneous_kernels` does; a teacher with an activation of its own, or an
+`homogeneous_kernels()` does; a teacher with an activation of its own, or an
 activation with numerical kernels, has no compiled flow
-(:func:`compiled_flow` returns ``None``).
+(`compiled_flow()` returns ``None``).
 
-:func:`~._compiled_kernels.flow_jac` forms the forward-difference Jacobian column by column
-with the compiled right-hand side (the increments of :func:`~._flows.difference_jacobian`).
+`flow_jac()` forms the forward-difference Jacobian column by column
+with the compiled right-hand side (the increments of `difference_jacobian()`).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def flow_key(activation, teacher_activation=None) -> tuple | None:
 
 class CompiledFlow:
     """``fun(t, y)`` and ``jac(t, y)`` of the order-parameter flow of ``p`` (a
-    :class:`~._flows.FlowParams` with a compiled key, :func:`flow_key`), compiled."""
+    `FlowParams` with a compiled key, `flow_key()`), compiled."""
 
     def __init__(self, p):
         key = flow_key(p.activation, p.teacher_activation)
@@ -114,7 +114,7 @@ class CompiledFlow:
 
 
 def compiled_flow(p) -> CompiledFlow | None:
-    """A :class:`CompiledFlow` of ``p``, or ``None`` where there is none (:func:`flow_key`)."""
+    """A `CompiledFlow` of ``p``, or ``None`` where there is none (`flow_key()`)."""
     if p.formulation != "order-parameters" or flow_key(p.activation, p.teacher_activation) is None:
         return None
     return CompiledFlow(p)

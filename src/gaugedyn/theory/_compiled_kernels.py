@@ -1,6 +1,6 @@
-"""The numba functions behind :mod:`._compiled_flow` (imported on first use; numba caches them on
-disk): the order-parameter flow's right-hand side :func:`flow_rhs` and its forward-difference
-Jacobian :func:`flow_jac` (the generated closed-form kernels compiled by :func:`jit_generated`),
+"""The numba functions behind `._compiled_flow` (imported on first use; numba caches them on
+disk): the order-parameter flow's right-hand side `flow_rhs()` and its forward-difference
+Jacobian `flow_jac()` (the generated closed-form kernels compiled by `jit_generated()`),
 for the kernel family ``kind`` of ``_compiled_flow.KINDS`` (0 relu,
 1 erf, 2 linear, 3 ``u F_relu(c) + v F_relu(-c)``); the equations are in ``_compiled_flow``'s
 docstring."""
@@ -144,7 +144,7 @@ def flow_rhs(y, K, M, b, T, wd, lr2, kind, u, v, out):
 
 @numba.njit(cache=True)
 def flow_jac(y, K, M, b, T, wd, lr2, kind, u, v, out, f0, yp, J):
-    """The forward-difference Jacobian of :func:`flow_rhs` at ``y`` into ``J`` (increments
+    """The forward-difference Jacobian of `flow_rhs()` at ``y`` into ``J`` (increments
     ``sqrt(eps) max(|y_k|, 1e-6)``, rounded so that ``y_k + h_k`` is exact); ``out``, ``f0``,
     ``yp`` are scratch vectors of the state's size."""
     n = y.shape[0]

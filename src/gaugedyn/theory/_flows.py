@@ -1,6 +1,6 @@
 """The three exact formulations of population gradient flow, their Jacobians and GD maps.
 
-All three integrate ``da/dt = -dL/da``, ``dW/dt = -(2 G W + H V)`` (:func:`gradients`):
+All three integrate ``da/dt = -dL/da``, ``dW/dt = -(2 G W + H V)`` (`gradients()`):
 
 - ``order-parameters``: the state ``y = (a, Q_{i<=j}, R)``, ``K + K(K+1)/2 + KM`` numbers,
   ``dQ/dt = -(2GQ + 2QG + HR^T + RH^T)``, ``dR/dt = -(2GR + HT)``; the cost does not depend on ``D``;
@@ -68,7 +68,7 @@ PARAMS: dict[str, Param] = {
         why="the second layer's rate relative to the first; 0 freezes it",
     ),
 }
-"""The settings of the flows (:func:`initial_state`), declared once: checked here and offered
+"""The settings of the flows (`initial_state()`), declared once: checked here and offered
 by the command line."""
 
 
@@ -79,8 +79,8 @@ class FlowParams:
     ``b (..., M)``, ``T (..., M, M)``; ``V (..., M, d)`` is the teacher in the state's coordinates
     (``d = D`` for weight-space, ``r`` for span, ``None`` for order parameters); ``basis (D, r)``
     is the span basis. ``singular_cutoff`` regularises only the Jacobian (see
-    :func:`gradient_jvp`). ``resolve_angles`` (weight-space and span only) evaluates the ReLU
-    kernels with the pair sines of the weights (:func:`~gaugedyn.theory._population.pair_sines`),
+    `gradient_jvp()`). ``resolve_angles`` (weight-space and span only) evaluates the ReLU
+    kernels with the pair sines of the weights (`pair_sines()`),
     exact for nearly aligned neurons where the order parameters resolve angles only to
     ``sqrt(eps)``.
     """
@@ -174,8 +174,8 @@ def initial_state(
     weight_decay: float = 0.0,
     lr2: float = 1.0,
 ):
-    """``(y0, params)`` of a :class:`Problem` in the chosen formulation (with the classical
-    options ``weight_decay`` and ``lr2`` of :class:`FlowParams`)."""
+    """``(y0, params)`` of a `Problem` in the chosen formulation (with the classical
+    options ``weight_decay`` and ``lr2`` of `FlowParams`)."""
     _check_formulation(formulation)
     weight_decay = PARAMS["weight_decay"].accept(weight_decay)
     lr2 = PARAMS["lr2"].accept(lr2)
@@ -315,22 +315,22 @@ def rhs(t, y, p: FlowParams):
 
 def jacobian(t, y, p: FlowParams):
     """Exact Jacobian ``d rhs / dy`` (``(..., n, n)``), by the chain rule through the kernels'
-    second derivatives (:func:`gradient_jvp`), regularised only on exactly aligned ReLU pairs."""
+    second derivatives (`gradient_jvp()`), regularised only on exactly aligned ReLU pairs."""
     return rhs_and_jacobian(t, y, p)[1]
 
 
 DIFFERENCE_STEP = float(np.sqrt(np.finfo(np.float64).eps))
-"""Relative step of :func:`difference_jacobian` (``sqrt(eps)``, the forward difference's
+"""Relative step of `difference_jacobian()` (``sqrt(eps)``, the forward difference's
 balance of truncation against rounding)."""
 
 
 def difference_jacobian(t, y, p: FlowParams):
-    """Forward-difference Jacobian of :func:`rhs` at one state ``y (n,)``: column ``k`` is
+    """Forward-difference Jacobian of `rhs()` at one state ``y (n,)``: column ``k`` is
     ``(rhs(y + h_k e_k) - rhs(y)) / h_k`` with ``h_k = sqrt(eps) max(|y_k|, 1e-6)`` (rounded so
     that ``y_k + h_k`` is exact), all ``n`` perturbed states in one vectorised call of the
     right-hand side.
 
-    Where the flow is smooth it agrees with :func:`jacobian` to about ``sqrt(eps)``; where it
+    Where the flow is smooth it agrees with `jacobian()` to about ``sqrt(eps)``; where it
     is not (a ReLU student exactly aligned with a teacher, ``R_in^2 = Q_ii T_nn``, the state the
     ReLU flow converges to, where the one-sided derivatives differ) it is a secant across the
     kink, on which LSODA's Newton iteration converges where the exact one-sided Jacobian made it

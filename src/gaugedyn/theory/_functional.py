@@ -3,7 +3,7 @@
 The seed's statement about duplicate students is about the *function* the non-owners still
 carry, not about each non-owner's coefficient: copies that share a direction can cancel. These
 observables are defined once here, for the theory, the experiments and trained networks alike
-(the owner sets and owners themselves are :mod:`._observables`'s, re-exported here):
+(the owner sets and owners themselves are `._observables`'s, re-exported here):
 
 - remaining function: ``||sum_{i not in any owner set} rho_i g(u_i.x)||_{L2(N(0, I_D))}``, in
   closed form from the Gaussian pair kernel ``F`` of the activation (the same kernel as the
@@ -59,7 +59,7 @@ def remaining_function(
 def remaining_relative(
     a, Q, R, T, b, activation: str = "relu", tie_rtol: float = TIE_RTOL
 ) -> np.ndarray:
-    """:func:`remaining_function` over the teacher's norm ``||f*||``."""
+    """`remaining_function()` over the teacher's norm ``||f*||``."""
     return remaining_function(a, Q, R, T, b, activation, tie_rtol) / teacher_norm(b, T, activation)
 
 
@@ -79,7 +79,7 @@ def pruned_since(t, rho, prune_tol: float) -> np.ndarray:
 
 
 def pruning_time(t, rho, prune_tol: float, event_time=None) -> np.ndarray:
-    """The time from which each student stays pruned (:func:`pruned_since`), refined by an
+    """The time from which each student stays pruned (`pruned_since()`), refined by an
     event time located between output times (``event_time (..., K)``, e.g. the integrator's
     first crossing) where that event lies in the final pruned stretch; ``nan``: not pruned at
     the end."""

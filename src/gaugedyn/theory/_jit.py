@@ -1,6 +1,6 @@
-"""One compiled version of each generated kernel (:func:`jit_generated`), shared by the compiled
-order-parameter flow (:mod:`._compiled_kernels`) and the compiled online ODE of
-:mod:`gaugedyn.training`."""
+"""One compiled version of each generated kernel (`jit_generated()`), shared by the compiled
+order-parameter flow (`._compiled_kernels`) and the compiled online ODE of
+`gaugedyn.training`."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class _ScalarCalls(ast.NodeTransformer):
 
 class _DropOptional(ast.NodeTransformer):
     """Drops the optional arguments ``dropped`` (the sines ``s=None`` of the ReLU kernels) from
-    the calls of the generated module's helpers, whose scalar versions :func:`_helper` builds
+    the calls of the generated module's helpers, whose scalar versions `_helper()` builds
     from their ``if s is None`` branch."""
 
     def __init__(self, dropped: set[str]):
@@ -46,15 +46,15 @@ class _DropOptional(ast.NodeTransformer):
 
 
 def jit_generated(fn):
-    """A numba scalar version of a kernel of :mod:`gaugedyn.theory._generated_kernels`.
+    """A numba scalar version of a kernel of `gaugedyn.theory._generated_kernels`.
 
     The generated functions open with one line that broadcasts their arguments to arrays; the
     rest is arithmetic that numpy applies elementwise. That line is dropped from the function's
-    syntax tree, the array-only calls are rewritten for scalars (:class:`_ScalarCalls`) and the
+    syntax tree, the array-only calls are rewritten for scalars (`_ScalarCalls`) and the
     rest compiled as is, so the compiled kernel is the symbolic module's expression, not a copy.
     Optional arguments (the sines ``s=None`` of the ReLU kernels) are dropped: the compiled
     kernel takes the cosines only and its helpers are compiled from their branch for an omitted
-    sine (:func:`_helper`).
+    sine (`_helper()`).
     """
     tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     func = tree.body[0]

@@ -1,14 +1,14 @@
 r"""Critical points of the population loss, the Hessian there, its index and its zero modes.
 
-The population loss ``L(theta)`` of a :class:`Problem` has the gradient ``g = -rhs(theta)`` and
-the Hessian ``H = -d rhs / d theta`` of the plain gradient flow (:func:`rhs_and_jacobian`, in
+The population loss ``L(theta)`` of a `Problem` has the gradient ``g = -rhs(theta)`` and
+the Hessian ``H = -d rhs / d theta`` of the plain gradient flow (`rhs_and_jacobian()`, in
 the weight-space or span formulation: one definition of both). A critical point solves
-``g(theta) = 0``; :func:`fixed_point` finds a zero of any vector field ``F`` by
+``g(theta) = 0``; `fixed_point()` finds a zero of any vector field ``F`` by
 Levenberg-Marquardt,
 
-.. math::
-
-    (J^T J + \mu_k I)\,\delta_k = -J^T F(y_k),\qquad \mu_k = \theta_k |F(y_k)|^2,
+$$
+(J^T J + \mu_k I)\,\delta_k = -J^T F(y_k),\qquad \mu_k = \theta_k |F(y_k)|^2,
+$$
 
 accepting ``y_k + delta_k`` when the actual decrease of ``|F|^2`` is at least ``1e-4`` of the
 decrease the linear model predicts (``theta_k`` shrinks by 4 above a ratio of 0.75 and grows by
@@ -19,7 +19,7 @@ points; it converges to zeros of every index, where minimising ``L`` would find 
 The step is solved through the singular value decomposition of ``J``, so a singular ``J`` needs
 no special case.
 
-At the point :func:`critical_point` reports the spectrum of ``H``, its index (the number of
+At the point `critical_point()` reports the spectrum of ``H``, its index (the number of
 eigenvalues below ``-zero_tol max |lambda|``), the unstable rates ``lambda_+ = -lambda`` of the
 flow ``d delta/dt = -H delta`` along them, and its null space (``|lambda| <= zero_tol max
 |lambda|``) with the zero modes the symmetries of the model predict:
@@ -39,7 +39,7 @@ The predicted count is the dimension these directions span together (they may ov
 each kind's directions are checked to lie in the measured null space.
 
 In the span formulation the Hessian of the full ``D``-dimensional weight space is the span's
-block plus ``2 G`` (:func:`gradients`) on each of the ``D - r`` directions orthogonal to the
+block plus ``2 G`` (`gradients()`) on each of the ``D - r`` directions orthogonal to the
 span, where ``G`` is constant to first order; the full index and counts are reported too.
 In the order-parameter formulation the linearised flow ``J`` is not symmetric. Where the map
 ``phi`` from weights to order parameters is onto (the students' components outside the teacher
@@ -128,7 +128,7 @@ SETTINGS = {
         "coincide and refined again (0: never)",
     ),
 }
-"""The settings of :func:`critical_point`, declared once (default, bounds and why)."""
+"""The settings of `critical_point()`, declared once (default, bounds and why)."""
 
 STATUS = {
     1: "converged: |F| <= tol",
@@ -139,11 +139,11 @@ STATUS = {
 
 @dataclass
 class FixedPoint:
-    """A zero of a vector field found by :func:`fixed_point` (scipy ``OptimizeResult`` style).
+    """A zero of a vector field found by `fixed_point()` (scipy ``OptimizeResult`` style).
 
     ``y``: the point; ``fun``: ``F(y)``; ``jac``: ``J(y)``; ``norm``: ``|F(y)|``; ``history``:
     ``|F|`` after each accepted step (the first entry at the start); ``nit``, ``nfev``;
-    ``status`` (:data:`STATUS`), ``message``, ``success`` (``status == 1``).
+    ``status`` (`STATUS`), ``message``, ``success`` (``status == 1``).
     """
 
     y: np.ndarray
@@ -251,9 +251,9 @@ def fixed_point(
 
 @dataclass
 class CriticalPoint:
-    """A critical point of the population loss, with the Hessian there (:func:`critical_point`).
+    """A critical point of the population loss, with the Hessian there (`critical_point()`).
 
-    ``problem``: the point as a :class:`Problem` (the teacher as given; in the start's
+    ``problem``: the point as a `Problem` (the teacher as given; in the start's
     coordinates, or a realisation of the order parameters); ``y``, ``params``: the state in its
     formulation; ``loss``; ``grad_norm``: ``|dL/dtheta|`` (order parameters: ``|d(a, Q, R)/dt|``);
     ``hessian``: the symmetrised ``H`` (order parameters: ``-J``) and ``asymmetry``
@@ -342,7 +342,7 @@ class CriticalPoint:
 
 
 def _check_start(start, formulation: str, singular_cutoff: float):
-    """``(y, params, problem)`` of a :class:`Problem`, a :class:`CriticalPoint` or a state
+    """``(y, params, problem)`` of a `Problem`, a `CriticalPoint` or a state
     ``(y, FlowParams)``, with ``resolve_angles`` on."""
     if formulation not in FORMULATIONS:
         raise InputError(
@@ -401,7 +401,7 @@ def _loss(y, p: FlowParams) -> float:
 def realize(
     a, Q, R, b, T, activation="relu", teacher_activation=None, setup: dict | None = None
 ) -> Problem:
-    """A :class:`Problem` with order parameters ``(a, Q, R)`` and teacher ``(b, T)``, in
+    """A `Problem` with order parameters ``(a, Q, R)`` and teacher ``(b, T)``, in
     ``M + K`` coordinates: ``V`` the Cholesky factor of ``T``, ``W = [R V^{-T}, U sqrt(s)]`` with
     ``Q - R T^{-1} R^T = U diag(s) U^T`` (negative round-off clipped).
     """
@@ -453,7 +453,7 @@ def _coords(y, p: FlowParams):
 
 
 def _parity(activation) -> int:
-    """``-1`` for an odd activation (:data:`ODD_ACTIVATIONS`: ``a g(w.x) = (-a) g(-w.x)``),
+    """``-1`` for an odd activation (`ODD_ACTIVATIONS`: ``a g(w.x) = (-a) g(-w.x)``),
     ``0`` otherwise."""
     return -1 if activation_of(activation).name in ODD_ACTIVATIONS else 0
 
@@ -623,15 +623,15 @@ def critical_point(
 ) -> CriticalPoint:
     """The critical point of the population loss nearest (in Newton's sense) to ``start``.
 
-    ``start``: a :class:`Problem` (its student is the start), a :class:`CriticalPoint`, or a
-    state ``(y, params)`` of :func:`initial_state` (any formulation, plain flow). Runs
-    :func:`fixed_point` on the gradient ``-rhs`` with the Hessian ``-jacobian`` of the
+    ``start``: a `Problem` (its student is the start), a `CriticalPoint`, or a
+    state ``(y, params)`` of `initial_state()` (any formulation, plain flow). Runs
+    `fixed_point()` on the gradient ``-rhs`` with the Hessian ``-jacobian`` of the
     ``formulation`` (``span``: exact at any ``D`` in ``r <= K + M`` coordinates;
     ``weight-space``: all ``K (D + 1)`` coordinates; ``order-parameters``: the flow of ``(a, Q,
     R)``), the ReLU kernels evaluated with the weights' pair sines (``FlowParams.resolve_angles``)
     so that the gradient keeps full precision at aligned units. ``zero_tol`` and
-    ``coincide_tol``: see :data:`SETTINGS` and the module docstring. ``singular_cutoff`` bounds
-    the ReLU second derivatives of aligned pairs (:func:`gradient_jvp`).
+    ``coincide_tol``: see `SETTINGS` and the module docstring. ``singular_cutoff`` bounds
+    the ReLU second derivatives of aligned pairs (`gradient_jvp()`).
 
     ``snap``: when the iteration stops short of ``tol`` and some active units lie within
     ``snap`` (relatively) of coinciding, they are made to coincide exactly (one direction,
@@ -725,7 +725,7 @@ def critical_point(
 
 def _snap(y, p: FlowParams, tol: float):
     """``y`` with the groups of units coinciding to ``tol`` made to coincide exactly (see
-    :func:`critical_point`), and the groups."""
+    `critical_point()`), and the groups."""
     a, W, V = _coords(y, p)
     _, _, _, groups, sign = _groups(a, W, p.b, V, p.activation, tol)
     if not groups:
@@ -789,7 +789,7 @@ def same_point(
     """Whether two points are one critical set up to permutation of the students, the gauge
     (homogeneous ``g``), coinciding units and rotations fixing the teacher.
 
-    Each point is reduced to its function's units (:func:`function_units`); the two are the same
+    Each point is reduced to its function's units (`function_units()`); the two are the same
     when they have as many units and some permutation matches every coefficient, every overlap
     with the teachers and every overlap between units within ``rtol`` of the largest.
     """

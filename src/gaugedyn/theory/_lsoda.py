@@ -3,15 +3,15 @@
 ``scipy.integrate.solve_ivp(method="LSODA")`` drives the same Fortran code one step at a time
 from Python and builds a dense-output object per step. Here ``scipy.integrate.ode("lsoda")``
 advances from one output time to the next inside Fortran (LSODA's own interpolation gives the
-state there), with the package's right-hand side and a Jacobian of :data:`JACOBIANS` (the exact
+state there), with the package's right-hand side and a Jacobian of `JACOBIANS` (the exact
 one, or forward differences in one vectorised call of the right-hand side); LSODA switches between
 Adams (orders 1-12, non-stiff) and BDF (orders 1-5, stiff) by itself. The output grid is the
-requested ``t_eval`` merged with 40 log-spaced times per decade (:func:`_grid`), so events are
+requested ``t_eval`` merged with 40 log-spaced times per decade (`_grid()`), so events are
 bracketed between neighbouring grid times (relative spacing 6%); each bracket is then
 re-integrated with ``solve_ivp(LSODA)`` and dense output from the left grid state, and the
 crossing located by Brent's method on it. A fresh LSODA start there is in Adams mode; on the stiff
 w-heavy flow at D = 1e4 it crawled at steps of 1e-4 where the march took steps of 1e3 (160k
-evaluations in 40 s, unfinished), so a bracket that needs more than :data:`BRACKET_BUDGET`
+evaluations in 40 s, unfinished), so a bracket that needs more than `BRACKET_BUDGET`
 evaluations is re-integrated by Radau instead (L-stable, its own dense output: 0.2 s there).
 With ``task.stop`` the run ends at the first grid time past the last specialization event, and
 the final state is taken from that bracket's dense output.
@@ -49,10 +49,10 @@ JACOBIANS: dict[str, Callable[[FlowParams], tuple[Callable, Callable]]] = {
     "compiled": _compiled,
 }
 """The right-hand sides and Jacobians LSODA can be given, by name, each a function of the
-:class:`~._flows.FlowParams` giving ``(rhs, jac)``: the exact Jacobian (:func:`~._flows.jacobian`,
+`FlowParams` giving ``(rhs, jac)``: the exact Jacobian (`jacobian()`,
 the chain rule through the kernels' second derivatives), forward differences of the vectorised
-right-hand side (:func:`~._flows.difference_jacobian`), or ``"compiled"``: the compiled
-right-hand side of :mod:`._compiled_flow` with its forward differences (order parameters, an
+right-hand side (`difference_jacobian()`), or ``"compiled"``: the compiled
+right-hand side of `._compiled_flow` with its forward differences (order parameters, an
 activation with closed-form kernels and no teacher activation of its own)."""
 BRACKET_BUDGET = 2000
 """Evaluations after which a bracket's LSODA re-integration is handed to Radau."""
@@ -79,7 +79,7 @@ def _grid(task: FlowTask) -> np.ndarray:
 
 class _Counted:
     """The right-hand side and Jacobian (``jac(t, y, p)``) as LSODA calls them, counted, refusing
-    non-finite states with a :class:`DivergenceError`."""
+    non-finite states with a `DivergenceError`."""
 
     def __init__(self, p: FlowParams, jac: str = "exact"):
         self.p, self.nfev, self.njev, self.nsteps = p, 0, 0, 0
@@ -129,12 +129,12 @@ def _march(task: FlowTask, grid, counted: _Counted, events):
 
 
 class _OverBudget(Exception):
-    """A bracket's LSODA re-integration used up :data:`BRACKET_BUDGET` evaluations."""
+    """A bracket's LSODA re-integration used up `BRACKET_BUDGET` evaluations."""
 
 
 def _bracket(task: FlowTask, t0, t1, y0, counted: _Counted):
     """Dense solution on ``[t0, t1]`` from ``y0``: ``solve_ivp(LSODA)``, handed to Radau if it
-    needs more than :data:`BRACKET_BUDGET` evaluations (module docstring); its steps are added
+    needs more than `BRACKET_BUDGET` evaluations (module docstring); its steps are added
     to ``counted.nsteps``."""
     from scipy.integrate import solve_ivp
 

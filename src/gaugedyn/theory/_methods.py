@@ -1,15 +1,15 @@
-"""The integrators of the population flow (the registry :data:`METHODS` is in :mod:`._registry`).
+"""The integrators of the population flow (the registry `METHODS` is in `._registry`).
 
 Every method is a callable ``method(task: FlowTask) -> Integration`` (as ``scipy.integrate``'s
-``METHODS`` maps names to solver classes). A :class:`FlowTask` is one trajectory: the initial
+``METHODS`` maps names to solver classes). A `FlowTask` is one trajectory: the initial
 state and parameters, the horizon, the output times, the tolerances and the events; an
-:class:`Integration` is what comes back: states on the output times (and the final time), event
+`Integration` is what comes back: states on the output times (and the final time), event
 times and the integrator's counters. Events are first crossings from ``< 0`` to ``>= 0`` of
 ``task.event_fn`` (``0`` when already ``>= 0`` at the start), located on each method's dense
 output; with ``task.stop`` the run ends once every specialization event has happened.
 
-Here: :func:`rodas` (one trajectory of the batched Rosenbrock method), :class:`ScipyIVP`
-(``scipy.integrate.solve_ivp``) and :func:`gradient_descent` (the ``dynamics="gd"`` map).
+Here: `rodas()` (one trajectory of the batched Rosenbrock method), `ScipyIVP`
+(``scipy.integrate.solve_ivp``) and `gradient_descent()` (the ``dynamics="gd"`` map).
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def with_final(te, Y, t_final, y_final: Callable):
 
 
 def rodas(task: FlowTask) -> Integration:
-    """The Rodas4 integrator of :mod:`._rosenbrock` on one trajectory."""
+    """The Rodas4 integrator of `._rosenbrock` on one trajectory."""
     p = task.params
     res = rodas4(
         rhs,
@@ -162,10 +162,10 @@ def _refine_events(task: FlowTask, events, ts, ys, sol_fn) -> None:
 
 class Pace:
     """The work guard of a step-by-step integration: at the end of each window of at least
-    :data:`PACE_AFTER` seconds (looked at every :data:`PACE_EVERY` right-hand sides) it projects
+    `PACE_AFTER` seconds (looked at every `PACE_EVERY` right-hand sides) it projects
     the time still needed to reach ``t_max`` at the window's pace (``(t_max - t)`` times the
-    seconds per unit of ``t`` in the window) and raises :class:`InputError` when the projection
-    exceeds :data:`gaugedyn._options.MAX_SECONDS` (about a day).
+    seconds per unit of ``t`` in the window) and raises `InputError` when the projection
+    exceeds `gaugedyn._options.MAX_SECONDS` (about a day).
 
     An explicit method's step is bounded by the flow's stiffness, which stays once the flow has
     settled, so its pace there is constant and the projection honest (``DOP853`` on the D = 10
@@ -205,16 +205,16 @@ class Pace:
 
 
 PACE_AFTER = 2.0
-"""Seconds of the shortest window over which :class:`Pace` projects."""
+"""Seconds of the shortest window over which `Pace` projects."""
 PACE_EVERY = 256
-"""Right-hand sides between two projections of :class:`Pace`."""
+"""Right-hand sides between two projections of `Pace`."""
 
 
 class ScipyIVP:
     """``scipy.integrate.solve_ivp(method=name)`` with the package's right-hand side (and its
     exact Jacobian for the implicit methods), events located by Brent's method on the dense
-    output; a non-finite state raises :class:`DivergenceError`, a run that would take more than
-    about a day :class:`InputError` within seconds (:class:`Pace`)."""
+    output; a non-finite state raises `DivergenceError`, a run that would take more than
+    about a day `InputError` within seconds (`Pace`)."""
 
     IMPLICIT = ("Radau", "BDF", "LSODA")
 
@@ -312,7 +312,7 @@ def _gd_events(task: FlowTask, events, g_prev, y, k: int, eta: float):
 def gradient_descent(
     task: FlowTask, eta: float, progress: Callable[[int, int], object] | None = None
 ) -> Integration:
-    """Population gradient descent ``theta -> theta - eta grad L`` (:func:`gd_step`), step ``k``
+    """Population gradient descent ``theta -> theta - eta grad L`` (`gd_step()`), step ``k``
     reported at time ``k eta``; the outputs are the iterates nearest to ``t_eval``.
     ``progress(done, total)`` is called once per chunk of at most 1000 steps."""
     p = task.params

@@ -1,8 +1,8 @@
 """Observables of the teacher-student model, defined once for theory and simulation.
 
 Every function takes order parameters ``(a, Q, R)`` (and the teacher's ``b, T``), broadcasting over
-leading batch axes; trained networks reach them through :func:`order_parameters`. The
-definitions' free parameters live in :class:`Definitions`, which every result stores.
+leading batch axes; trained networks reach them through `order_parameters()`. The
+definitions' free parameters live in `Definitions`, which every result stores.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ PARAMS: dict[str, Param] = {
         why="the owner converges to |rho| = |b| = 1, so a tolerance >= 1 would call it pruned",
     ),
 }
-"""The parameters of :class:`Definitions`, declared once: checked by it and offered by the
+"""The parameters of `Definitions`, declared once: checked by it and offered by the
 command line."""
 
 
@@ -57,11 +57,11 @@ class Definitions:
     - coefficient ``rho_i = a_i |w_i|``; gauge ``delta_i = a_i^2 - |w_i|^2``;
     - specialization of teacher ``n``: ``s_n = max_i m_in``, or ``max_i |m_in|`` for an odd
       activation (``erf``, ``linear``), where ``(a_i, w_i)`` and ``(-a_i, -w_i)`` are the same
-      function (:func:`specialization`); specialization time: the first ``t`` with
+      function (`specialization()`); specialization time: the first ``t`` with
       ``s_n(t) >= threshold``;
     - owner of teacher ``n``: the student carrying the largest signed share
       ``sign(b_n) rho_i m_in`` of that feature; students within ``TIE_RTOL`` of the largest
-      share are tied and the owner reads ``-1`` (:func:`owners`);
+      share are tied and the owner reads ``-1`` (`owners()`);
     - pruned: ``|rho_i| < prune_tol``; pruning time: first ``t`` at which that holds;
     - delta drift: ``max_i |delta_i(t) - delta_i(0)| / (a_i(0)^2 + |w_i(0)|^2)``;
     - dissipation: ``-dL/dt = sum_i reaction_i + transport_i`` with
@@ -128,7 +128,7 @@ ODD_ACTIVATIONS = frozenset({"erf", "linear"})
 def specialization(Q, R, T, activation: str = "relu"):
     """How well teacher ``n`` is learned: ``s_n = max_i m_in`` over students ``i``; ``(..., M)``.
 
-    For an odd activation (:data:`ODD_ACTIVATIONS`) ``a g(w.x) = (-a) g(-w.x)``, so a student
+    For an odd activation (`ODD_ACTIVATIONS`) ``a g(w.x) = (-a) g(-w.x)``, so a student
     at alignment ``-1`` has learned the teacher as fully as one at ``+1``; there
     ``s_n = max_i |m_in|``. Teacher ``n`` is specialised when ``s_n >= threshold``. This is the
     one definition the solver's events and the trained networks' times both use.
@@ -165,7 +165,7 @@ def owners(a, Q, R, T, b, tie_rtol: float = TIE_RTOL) -> np.ndarray:
 
 
 def owner(a, Q, R, T, b, tie_rtol: float = TIE_RTOL) -> np.ndarray:
-    """The owner of each teacher feature: :func:`owners` (``-1`` for a tie), the one definition
+    """The owner of each teacher feature: `owners()` (``-1`` for a tie), the one definition
     every layer uses."""
     return owners(a, Q, R, T, b, tie_rtol)
 
@@ -206,7 +206,7 @@ def dissipation_split(g_a_sq, g_w_sq, gw_dot_w, w_sq):
 
 def dissipation(a, Q, R, b, T, activation: str = "relu", teacher_activation=None):
     """Per-neuron reaction and transport dissipation, ``-dL/dt = sum_i (reaction_i + transport_i)``
-    (:func:`dissipation_split` of the population gradient)."""
+    (`dissipation_split()` of the population gradient)."""
     gr = gradients(a, Q, R, b, T, activation, teacher_activation)
     G, H = gr.G, gr.H
     Rt = np.swapaxes(R, -1, -2)
@@ -219,7 +219,7 @@ def dissipation(a, Q, R, b, T, activation: str = "relu", teacher_activation=None
 
 
 CLASSIFICATION_SAMPLES = 2**16
-"""Default Gaussian draws of :func:`classification_error` (standard error <= 0.002)."""
+"""Default Gaussian draws of `classification_error()` (standard error <= 0.002)."""
 
 
 def classification_error(

@@ -1,8 +1,8 @@
 """Every setting of the population theory's engines, by name.
 
-Each engine declares its own settings beside its code (:data:`._problem.PARAMS`,
-:data:`._flows.PARAMS`, :data:`._observables.PARAMS`, :data:`._solve.PARAMS`) and checks its
-arguments with them; :data:`PARAMS` is their union, read-only, for the command lines and the
+Each engine declares its own settings beside its code (`._problem.PARAMS`,
+`._flows.PARAMS`, `._observables.PARAMS`, `._solve.PARAMS`) and checks its
+arguments with them; `PARAMS` is their union, read-only, for the command lines and the
 other subpackages (``gaugedyn train`` offers the same activation, gauge and definitions;
 ``online_ode`` takes the same tolerances).
 """
@@ -31,5 +31,5 @@ def _union(*declarations: Mapping[str, Param]) -> Mapping[str, Param]:
 
 PARAMS = _union(_PROBLEM, _FLOWS, _OBSERVABLES, _SOLVE)
 """Every setting of the set-ups, the flows, the definitions and the solvers by name (a
-read-only mapping of :class:`gaugedyn._options.Param`): type, bounds and why, choices, help and
+read-only mapping of `gaugedyn._options.Param`): type, bounds and why, choices, help and
 the engine's default."""

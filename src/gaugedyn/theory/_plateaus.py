@@ -3,12 +3,12 @@ spent near it, and the escape time from a saddle.
 
 A stretch of a loss curve is **flat** where it is flat on log-log axes,
 
-.. math::
+$$
+\left|\frac{d\ln L}{d\ln t}\right| = \frac{t}{L}\,\left|\frac{dL}{dt}\right|
+\le \text{flatness},
+$$
 
-    \left|\frac{d\ln L}{d\ln t}\right| = \frac{t}{L}\,\left|\frac{dL}{dt}\right|
-    \le \text{flatness},
-
-with ``-dL/dt`` the flow's dissipation (exact in a :class:`Solution`: the sum of its
+with ``-dL/dt`` the flow's dissipation (exact in a `Solution`: the sum of its
 ``reaction`` and ``transport``) or a finite difference of the curve: scale-free in time and in
 loss, so a plateau at ``L = 1e-3`` is found as one at ``L = 1``, and a loss converging
 exponentially to zero is not flat. Samples at ``L <= converged * max L`` (round-off) count as
@@ -16,7 +16,7 @@ flat. Every curve is flat as ``t -> 0``, so a maximal flat run that starts at th
 is ``initial``, one that reaches the last sample ``final``, and the others, which must last
 ``min_span`` e-folds (``ln(t_end / t_start)``), are ``interior`` plateaus.
 
-:func:`plateaus` refines each stretch to its critical point (:func:`critical_point` from the
+`plateaus()` refines each stretch to its critical point (`critical_point()` from the
 stretch's slowest sample) and measures the **time spent** there: the time the loss stays
 within ``band L_p`` of the plateau's level ``L_p`` (the loss at the slowest sample), from
 entering the band to leaving it downward. A trajectory may plateau below the saddle's loss
@@ -24,7 +24,7 @@ entering the band to leaving it downward. A trajectory may plateau below the sad
 trajectory's own level; from a start at the saddle the level is ``L*``. Near a saddle with unstable rate ``lambda_+`` a trajectory starting ``eps`` from
 its stable manifold leaves it as ``L* - L ~ (lambda_+ / 2) eps^2 e^{2 lambda_+ t}``, so the
 time spent is ``ln(1/eps) / lambda_+`` plus a constant independent of ``eps``;
-:func:`escape_times` integrates such starts and fits that slope.
+`escape_times()` integrates such starts and fits that slope.
 """
 
 from __future__ import annotations
@@ -73,10 +73,10 @@ SETTINGS = {
 
 CONVERGED = 1e-12
 """Relative loss ``L / max L`` at or below which a sample counts as converged (flat)."""
-"""The settings of :func:`flat_stretches`, :func:`plateaus` and :func:`escape_times`."""
+"""The settings of `flat_stretches()`, `plateaus()` and `escape_times()`."""
 
 RANGES = {"flatness": (0.02, 0.1), "min_span": (0.25, 1.0), "band": (0.005, 0.05)}
-"""Plausible ranges of :data:`SETTINGS` (the defaults inside): a log-log slope of a fiftieth to
+"""Plausible ranges of `SETTINGS` (the defaults inside): a log-log slope of a fiftieth to
 a tenth, a quarter to one e-fold of span, a quarter to 2.5 times the band."""
 
 
@@ -182,9 +182,9 @@ def _cross(t, loss, i: int, value: float) -> float:
 
 @dataclass
 class Plateau:
-    """A flat stretch of a trajectory with its critical point (:func:`plateaus`).
+    """A flat stretch of a trajectory with its critical point (`plateaus()`).
 
-    ``stretch``; ``point``: the :class:`CriticalPoint` refined from the slowest sample;
+    ``stretch``; ``point``: the `CriticalPoint` refined from the slowest sample;
     ``entry``, ``exit`` and ``time_spent = exit - entry`` within the band around the level;
     ``distance``: ``|(a, Q, R)(t_slow) - (a, Q, R)*| / |(a, Q, R)*|``, how close the
     trajectory came.
@@ -269,13 +269,13 @@ def plateaus(
     kinds=("initial", "interior", "final"),
     **refine,
 ) -> list[Plateau]:
-    """The flat stretches of ``solution``'s loss (:func:`flat_stretches` on its exact
+    """The flat stretches of ``solution``'s loss (`flat_stretches()` on its exact
     dissipation), each refined to its critical point with the time spent there.
 
-    ``problem``: the :class:`Problem` the solution was solved from (its teacher ``b``, ``V``).
+    ``problem``: the `Problem` the solution was solved from (its teacher ``b``, ``V``).
     ``kinds``: which stretches to refine. ``refine``: keyword arguments of
-    :func:`critical_point` (default formulation ``span``: the state ``(a, Q, R)`` realised in
-    ``K + M`` coordinates by :func:`realize`).
+    `critical_point()` (default formulation ``span``: the state ``(a, Q, R)`` realised in
+    ``K + M`` coordinates by `realize()`).
     """
     _check_solution(solution, problem)
     band = SETTINGS["band"].accept(band)
@@ -312,7 +312,7 @@ def _distance(solution, k: int, point: CriticalPoint) -> float:
 
 
 def perturbed(point: CriticalPoint, eps: float, direction=None) -> Problem:
-    """The :class:`Problem` at ``y* + eps v`` (``v``: the unit unstable eigenvector, or
+    """The `Problem` at ``y* + eps v`` (``v``: the unit unstable eigenvector, or
     ``direction``) in the point's weight coordinates (span or weight space)."""
     if point.formulation == "order-parameters":
         raise InputError(
@@ -343,12 +343,12 @@ def escape_times(
 ) -> dict:
     """Time spent at ``point`` from starts ``eps`` along its unstable direction.
 
-    For each ``eps`` the flow starts at ``y* + eps v`` (:func:`escape_time`); the time spent is
-    the time the loss takes to leave the band ``L* (1 - band)`` (:func:`time_spent`'s exit with
+    For each ``eps`` the flow starts at ``y* + eps v`` (`escape_time()`); the time spent is
+    the time the loss takes to leave the band ``L* (1 - band)`` (`time_spent()`'s exit with
     the level ``L*``, the loss at the trajectory's slowest point, its start; located by the
     integrator's root finding). Returns ``eps``, ``time_spent``,
     ``lambda_plus`` and the least-squares slope of time against ``ln(1/eps)``
-    (:func:`scipy.stats.linregress`: ``slope``, ``stderr``, ``intercept``), to compare with
+    (`scipy.stats.linregress()`: ``slope``, ``stderr``, ``intercept``), to compare with
     ``1 / lambda_plus``.
     """
     from scipy.stats import linregress
@@ -398,7 +398,7 @@ def escape_time(
     """The first time the flow from ``y* + eps v`` (``v``: the unit unstable eigenvector, or
     ``direction``) has ``L < L* (1 - band)`` (``nan`` if not before ``t_max``, default
     ``(3 ln(1/eps) + 50) / lambda_+``): the point's own formulation and coordinates with the
-    weights' pair sines (:func:`rhs` with ``resolve_angles``), LSODA at ``rtol``, ``atol``."""
+    weights' pair sines (`rhs()` with ``resolve_angles``), LSODA at ``rtol``, ``atol``."""
     from scipy.integrate import solve_ivp
 
     from ._flows import jacobian, rhs

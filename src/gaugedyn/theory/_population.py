@@ -8,10 +8,10 @@ With student ``f(x) = sum_i a_i g(w_i.x)``, teacher ``f*(x) = sum_n b_n g(v_n.x)
         + 1/2 sum_nm b_n b_m F(T_nn, T_mm, T_nm),
 
 with ``F`` the Gaussian pair kernel of the activation (``F(q, q, q) = S(q)`` on the diagonal);
-``activation`` is a registered name or an :class:`~gaugedyn.theory.Activation`, whose ``kernels``
+``activation`` is a registered name or an `Activation`, whose ``kernels``
 supply ``F`` and ``S`` (closed forms or quadrature). A teacher with its own activation ``g*``
 (``teacher_activation``; ``None``: the student's) takes its kernels in the teacher-teacher sum
-and the cross kernel ``E[g(x1) g*(x2)]`` of :func:`~gaugedyn.theory.cross_kernels` in the
+and the cross kernel ``E[g(x1) g*(x2)]`` of `cross_kernels()` in the
 student-teacher sum.
 Every function broadcasts over leading batch axes: ``a (..., K)``, ``Q (..., K, K)``,
 ``R (..., K, M)``, ``b (..., M)``, ``T (..., M, M)``.
@@ -20,8 +20,8 @@ Order parameters resolve the angle ``theta`` of two nearly aligned neurons only 
 ``sqrt(eps) ~ 1.5e-8`` (``cos theta`` rounds to 1), which for ReLU, whose kernels are
 functions of ``theta``, leaves a gradient error of about ``1e-9``. Where the weights are known,
 ``sines = (S_ss (..., K, K), S_st (..., K, M))`` with ``S_ij = |w_i ^ w_j|`` and
-``S_in = |w_i ^ v_n|`` (:func:`pair_sines`) hands the kernels ``sqrt(q1 q2 - c^2)`` to full
-precision; only the positively homogeneous kernels use it (:func:`angle_resolved`).
+``S_in = |w_i ^ v_n|`` (`pair_sines()`) hands the kernels ``sqrt(q1 q2 - c^2)`` to full
+precision; only the positively homogeneous kernels use it (`angle_resolved()`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from ._activation import activation_of, cross_kernels
 
 
 def _kernels(activation):
-    """``(F, dF, d2F, S, dS, d2S)`` of an activation name or :class:`Activation`."""
+    """``(F, dF, d2F, S, dS, d2S)`` of an activation name or `Activation`."""
     return activation_of(activation).kernels
 
 
@@ -64,8 +64,8 @@ def _matvec_rows(X, Y):
 
 
 def student_sines(W):
-    """Symmetric ``S_ij = |w_i ^ w_j|`` of :func:`pair_sines` with ``S_ii = |w_i|^2`` (the value
-    the kernels expect at the zeroed diagonal ``c = 0`` of :func:`_gradients`)."""
+    """Symmetric ``S_ij = |w_i ^ w_j|`` of `pair_sines()` with ``S_ii = |w_i|^2`` (the value
+    the kernels expect at the zeroed diagonal ``c = 0`` of `_gradients()`)."""
     S = pair_sines(W, W)
     S = 0.5 * (S + np.swapaxes(S, -1, -2))
     K = W.shape[-2]
@@ -207,7 +207,7 @@ def _clip_correlation(q1, q2, c, cutoff: float):
 
 
 ALIGNED_SINE = 2.0**-26
-"""Relative sine ``s / sqrt(q1 q2)`` below which :func:`gradient_jvp` with ``sines`` takes a
+"""Relative sine ``s / sqrt(q1 q2)`` below which `gradient_jvp()` with ``sines`` takes a
 pair as aligned: about ``sqrt(eps)``, where the ``O(s)`` error of the aligned limit meets the
 ``O(eps / s)`` round-off of the kernels' ``1/s`` second derivatives."""
 
@@ -237,7 +237,7 @@ def gradient_jvp(
     teacher_activation=None,
     sines=None,
 ):
-    """Directional derivative of ``(dL/da, G, H)`` of :func:`gradients` along ``(da, dQ, dR)``.
+    """Directional derivative of ``(dL/da, G, H)`` of `gradients()` along ``(da, dQ, dR)``.
 
     ``dQ`` is a symmetric direction. The state arrays broadcast against the direction arrays (insert
     an axis in the state to push many directions at once). With ``singular_cutoff > 0`` the pair
@@ -245,7 +245,7 @@ def gradient_jvp(
     ``|c| <= (1 - cutoff) sqrt(q1 q2)``: exact away from aligned pairs, finite on them (ReLU's
     second derivatives diverge like ``(q1 q2 - c^2)^{-1/2}``). With ``sines`` (module
     docstring) nothing is clipped: the second derivatives are exact at the pair's own sine, and
-    zero on pairs aligned to :data:`ALIGNED_SINE` (:func:`_aligned_limit`), which is the exact
+    zero on pairs aligned to `ALIGNED_SINE` (`_aligned_limit()`), which is the exact
     limit of their contribution to the Hessian in the weights; ``singular_cutoff`` is unused.
     """
     F, dF, d2F, S, dS, d2S = _kernels(activation)

@@ -87,8 +87,8 @@ PARAMS: dict[str, Param] = {
         why="neurons are dense arrays of D numbers each",
     ),
 }
-"""The settings of the set-ups (:func:`single`, :func:`duplicates`, :func:`random_problem`,
-:func:`perturb`), declared once: the functions check their arguments with them and the command
+"""The settings of the set-ups (`single()`, `duplicates()`, `random_problem()`,
+`perturb()`), declared once: the functions check their arguments with them and the command
 line derives its options from them."""
 
 
@@ -98,7 +98,7 @@ class Problem:
 
     ``a (K,)``, ``W (K, D)``, ``b (M,)``, ``V (M, D)``; ``setup`` records how it was built;
     ``teacher_activation`` is the teacher's activation when it differs from the student's
-    (``None``: the same; :attr:`teacher` is the teacher's in either case).
+    (``None``: the same; `teacher` is the teacher's in either case).
     """
 
     a: np.ndarray
@@ -203,7 +203,7 @@ def _weights_for(rho_i: float, delta_i: float, direction: np.ndarray):
 
 
 def _gauged_weights(rho, delta, directions):
-    """``(a (K,), W (K, D))`` of neurons ``rho_i u_i`` at gauges ``delta_i`` (see :func:`_weights_for`)."""
+    """``(a (K,), W (K, D))`` of neurons ``rho_i u_i`` at gauges ``delta_i`` (see `_weights_for()`)."""
     pairs = [_weights_for(r, d, u) for r, d, u in zip(rho, delta, directions)]
     return np.array([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
 
@@ -234,7 +234,7 @@ def with_gauge(problem: Problem, *, c=None, delta=None, names=None, strength=Non
     """The same initial function with a new gauge per neuron.
 
     Exactly one of: ``c`` (rescaling factors ``(a_i, w_i) -> (a_i / c_i, c_i w_i)``), ``delta``
-    (target ``a_i^2 - |w_i|^2``), or ``names`` (one of :data:`GAUGE_NAMES` per neuron).
+    (target ``a_i^2 - |w_i|^2``), or ``names`` (one of `GAUGE_NAMES` per neuron).
     """
     given = [x is not None for x in (c, delta, names)]
     if sum(given) != 1:
@@ -260,7 +260,7 @@ def with_gauge(problem: Problem, *, c=None, delta=None, names=None, strength=Non
 
 
 def _check_dim(dim) -> int:
-    """``dim`` checked against its declaration (:data:`PARAMS`)."""
+    """``dim`` checked against its declaration (`PARAMS`)."""
     if isinstance(dim, float):  # a dimension is a count: 10.0 is a slip, not 10
         raise InputError(
             f"dim={dim!r} is not allowed (not an integer); allowed: {PARAMS['dim'].describe()}"

@@ -46,7 +46,7 @@ broadcast shape):
   form). ``dF/dq1`` comes from Euler's relation ``2 q1 dF/dq1 + c dF/dc = F`` (so ``g''``, a
   delta, is never needed).
 
-:meth:`PairQuadrature.error` is the stated error bound: the largest difference of the values and
+`PairQuadrature.error()` is the stated error bound: the largest difference of the values and
 first derivatives between the rule with ``n`` and with ``2 n`` nodes at the given configurations.
 Second derivatives of nearly aligned pairs by the polar rule are evaluated at ``|rho| =
 HESSIAN_RHO_MAX``.
@@ -444,7 +444,7 @@ def homogeneous_coefficients(up: float, down: float, q, terms: int) -> np.ndarra
 
 
 FOUR_POINT_NODES = 10
-"""Gauss-Hermite nodes per axis of :func:`gaussian_product` in the online ODE's four-point
+"""Gauss-Hermite nodes per axis of `gaussian_product()` in the online ODE's four-point
 integrals (``10^4`` nodes per integral)."""
 
 
@@ -483,7 +483,7 @@ def gaussian_product(fns, C, nodes: int = FOUR_POINT_NODES, chunk: int = 16) -> 
     factor of ``C``, so a singular ``C``, e.g. a repeated field, is exact); vectorised over the
     leading axes of ``C`` in blocks of ``chunk``. Exact for polynomial ``f`` of total degree
     ``<= 2 nodes - 1``; for smooth ``f`` its error is what the difference with ``nodes + 4``
-    shows (:func:`gaussian_product_error`); for ``f`` with a kink it converges only
+    shows (`gaussian_product_error()`); for ``f`` with a kink it converges only
     algebraically.
     """
     C = np.asarray(C, dtype=np.float64)
@@ -504,5 +504,5 @@ def gaussian_product(fns, C, nodes: int = FOUR_POINT_NODES, chunk: int = 16) -> 
 
 
 def gaussian_product_error(fns, C, nodes: int = FOUR_POINT_NODES) -> np.ndarray:
-    """The stated error of :func:`gaussian_product`: ``|rule(nodes) - rule(nodes + 4)|``."""
+    """The stated error of `gaussian_product()`: ``|rule(nodes) - rule(nodes + 4)|``."""
     return np.abs(gaussian_product(fns, C, nodes) - gaussian_product(fns, C, nodes + 4))

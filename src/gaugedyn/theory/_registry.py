@@ -1,25 +1,25 @@
 """The integrators of the population flow by name, and the rule ``"auto"`` follows.
 
-:data:`METHODS` maps a name to a callable ``method(task: FlowTask) -> Integration`` (one
+`METHODS` maps a name to a callable ``method(task: FlowTask) -> Integration`` (one
 signature, one result type, as ``scipy.integrate``'s ``METHODS``):
 
 - ``"lsoda"``: ODEPACK's LSODA stepping inside Fortran between output times, with the exact
-  Jacobian (:mod:`._lsoda`): Adams orders 1-12 while the flow is not stiff, BDF orders 1-5 when
+  Jacobian (`._lsoda`): Adams orders 1-12 while the flow is not stiff, BDF orders 1-5 when
   it is;
 - ``"lsoda-fd"``: the same with a forward-difference Jacobian, all ``n`` perturbed states in one
-  vectorised call of the right-hand side (:func:`~._flows.difference_jacobian`);
+  vectorised call of the right-hand side (`difference_jacobian()`);
 - ``"lsoda-compiled"``: the same with the numba-compiled right-hand side and its forward
-  differences (:mod:`._compiled_flow`; the order-parameter formulation of an activation with
+  differences (`._compiled_flow`; the order-parameter formulation of an activation with
   closed-form kernels, relu, erf, linear or positively homogeneous, and no teacher activation of
   its own);
-- ``"rodas"``: the L-stable fourth-order Rosenbrock method of :mod:`._rosenbrock` (exact
-  Jacobian, its own dense output), the engine of :func:`solve_batch`;
+- ``"rodas"``: the L-stable fourth-order Rosenbrock method of `._rosenbrock` (exact
+  Jacobian, its own dense output), the engine of `solve_batch()`;
 - ``"Radau"``, ``"BDF"``, ``"LSODA"``, ``"DOP853"``, ``"RK45"``: ``scipy.integrate.solve_ivp``
   (the implicit ones given the exact Jacobian), kept as independent references;
-- ``"auto"``: the first row of :data:`AUTO` that fits the task (the default of
-  :func:`~gaugedyn.theory.solve`).
+- ``"auto"``: the first row of `AUTO` that fits the task (the default of
+  `solve()`).
 
-The rows of :data:`AUTO` are chosen by measurement against the call a user would write first,
+The rows of `AUTO` are chosen by measurement against the call a user would write first,
 ``scipy.integrate.solve_ivp(rhs, method="LSODA")`` without and with the exact Jacobian
 (``benchmarks/bench_theory.py --only 7``, whose stored runs ``docs/benchmarks.md`` shows). Why
 forward differences and not the exact Jacobian: the ReLU flow converges to students exactly
@@ -28,7 +28,7 @@ exact (one-sided) Jacobian made LSODA's Newton iteration fail step after step (r
 = 4, D = 50, to t = 1000: 1,192 Jacobians and 2,336 steps, against 78 and 934 with differences,
 4.4x the CPU time), while on smooth flows the two cost the same (a batched difference costs
 about what the exact Jacobian's batched chain rule does). The rule takes the tolerance into
-account: below :data:`TIGHT_RTOL` the numpy path takes the exact Jacobian, whose accuracy does
+account: below `TIGHT_RTOL` the numpy path takes the exact Jacobian, whose accuracy does
 not limit the Newton iteration; the compiled path keeps its differences at every tolerance (ReLU
 K = M = 4 at rtol 1e-10: 2.0 CPU s, against 34.6 s for ``solve_ivp(LSODA)`` given the exact
 Jacobian).
@@ -69,7 +69,7 @@ class AutoRow:
 
 
 COMPILED_FLOW = ("relu", "erf", "linear", "leaky_relu", "abs")
-"""The built-in activations whose order-parameter flow is compiled (:mod:`._compiled_flow`)."""
+"""The built-in activations whose order-parameter flow is compiled (`._compiled_flow`)."""
 
 TIGHT_RTOL = 1e-10
 """Below this ``rtol`` the numpy path of ``"auto"`` takes the exact Jacobian (``"lsoda"``), not
@@ -124,13 +124,13 @@ EXPLICIT_ABOVE = 500
 def auto_method(size: int, activation: str, compiled: bool = True, rtol: float = 1e-8) -> str:
     """The method ``"auto"`` runs for a state of ``size`` numbers, ``activation`` (by name) and
     relative tolerance ``rtol``; ``compiled``: whether the task has a compiled flow
-    (:func:`~._compiled_flow.flow_key`: the order-parameter formulation and no teacher
+    (`flow_key()`: the order-parameter formulation and no teacher
     activation of its own)."""
     return next(row.method for row in AUTO if row.fits(size, activation, compiled, rtol))
 
 
 def auto(task: FlowTask) -> Integration:
-    """The method of :func:`auto_method` (:data:`AUTO`); the result's ``integrator`` names it."""
+    """The method of `auto_method()` (`AUTO`); the result's ``integrator`` names it."""
     from ._activation import activation_of
     from ._compiled_flow import flow_key
 

@@ -13,10 +13,10 @@ located on it by vectorised regula falsi. Linear algebra goes through LAPACK: on
 of ``I/(gamma h) - J`` per step and trajectory (a batched inverse for small systems, an LU
 factorisation otherwise), reused by the six stages.
 
-The integrator is split as scipy's ``OdeSolver`` is: :func:`init` builds the state of the
-batch, :func:`attempt` tries one step, :func:`control` accepts or rejects it and picks the next
-step size, :func:`evaluate` takes ``f`` and ``J`` at the accepted points, :func:`locate_events`
-finds event times on the dense output (:func:`dense`), and :func:`rodas4` drives the loop.
+The integrator is split as scipy's ``OdeSolver`` is: `init()` builds the state of the
+batch, `attempt()` tries one step, `control()` accepts or rejects it and picks the next
+step size, `evaluate()` takes ``f`` and ``J`` at the accepted points, `locate_events()`
+finds event times on the dense output (`dense()`), and `rodas4()` drives the loop.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def dense(s, y0, y1, d1, d2):
 
 
 def dense_coefficients(ks):
-    """``(d1, d2)`` of :func:`dense` from the stages ``k_1..k_5`` of a step."""
+    """``(d1, d2)`` of `dense()` from the stages ``k_1..k_5`` of a step."""
     kk = np.stack(ks[:5], axis=-1)
     return kk @ _H[0], kk @ _H[1]
 
@@ -95,7 +95,7 @@ class BatchResult:
     """Raw output: states on ``t_eval`` (NaN after a trajectory stopped), final time and state,
     event times (NaN when none) and per-trajectory counters. ``status`` is ``0`` (reached
     ``t_end``), ``1`` (stopped at the events), ``-1`` (step budget spent) or ``-2`` (diverged;
-    ``errors[j]`` then holds the :class:`DivergenceError`)."""
+    ``errors[j]`` then holds the `DivergenceError`)."""
 
     t_eval: np.ndarray
     y: np.ndarray
@@ -513,7 +513,7 @@ def rodas4(
     from ``< 0`` to ``>= 0`` (``0`` if it is already ``>= 0`` at the start). With
     ``stop_when_all`` (a boolean mask over events) a trajectory stops when all masked events have
     happened. When a state's slope is not finite or the step size collapses, raises
-    :class:`DivergenceError`, or with ``raise_divergence=False`` finishes that trajectory with
+    `DivergenceError`, or with ``raise_divergence=False`` finishes that trajectory with
     status ``-2`` and its error, the others running on unchanged.
     """
     stop_mask = None if stop_when_all is None else np.asarray(stop_when_all, dtype=bool)

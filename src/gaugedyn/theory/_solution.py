@@ -1,5 +1,5 @@
 """Results of the population theory: trajectories in order parameters, observables, events and
-diagnostics, for one trajectory (:class:`Solution`) or a batch (:class:`BatchSolution`)."""
+diagnostics, for one trajectory (`Solution`) or a batch (`BatchSolution`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ._observables import Definitions
 
 @dataclass
 class _Trajectories:
-    """The fields a single trajectory and a batch of them share (see :class:`Solution`)."""
+    """The fields a single trajectory and a batch of them share (see `Solution`)."""
 
     t: np.ndarray
     a: np.ndarray
@@ -51,7 +51,7 @@ class Solution(_Trajectories):
     def to_dict(self) -> dict:
         """JSON-ready summary: events, final observables, definitions, settings, diagnostics;
         strict JSON, a value that is not a finite number (a time not reached) ``null``, with
-        :data:`NULL` beside it."""
+        `NULL` beside it."""
         fin = self.final()
         return nulled_report(
             {
@@ -75,9 +75,9 @@ class Solution(_Trajectories):
 
 @dataclass
 class BatchSolution(_Trajectories):
-    """Many trajectories on shared output times: every field of :class:`Solution` with a leading
+    """Many trajectories on shared output times: every field of `Solution` with a leading
     batch axis (NaN after a trajectory stopped), per-trajectory ``diagnostics`` (a list) and the
-    batch's ``wall_time``. ``errors[i]`` is the :class:`~gaugedyn.DivergenceError` of a
+    batch's ``wall_time``. ``errors[i]`` is the `DivergenceError` of a
     trajectory that stopped being finite (``None`` for the others, which ran on unaffected);
     a failed trajectory keeps its outputs up to the failure, NaN after it."""
 
@@ -95,7 +95,7 @@ class BatchSolution(_Trajectories):
         return np.array([e is not None for e in self.errors] or [False] * len(self), dtype=bool)
 
     def raise_failures(self) -> None:
-        """Raise the first trajectory's :class:`~gaugedyn.DivergenceError`, if any failed."""
+        """Raise the first trajectory's `DivergenceError`, if any failed."""
         for err in self.errors:
             if err is not None:
                 raise err
@@ -122,7 +122,7 @@ class BatchSolution(_Trajectories):
         )
 
     def to_dict(self) -> dict:
-        """JSON-ready summary of every trajectory (strict JSON, as :meth:`Solution.to_dict`)."""
+        """JSON-ready summary of every trajectory (strict JSON, as `Solution.to_dict()`)."""
         return nulled_report(
             {
                 "trajectories": [self[i].to_dict() for i in range(len(self))],
@@ -137,7 +137,7 @@ NULL = (
     "null: a value that is not a finite number: a time not reached before t_max "
     "(specialization_time, pruning_time), or an observable of a trajectory that stopped"
 )
-"""What ``null`` means in :meth:`Solution.to_dict`."""
+"""What ``null`` means in `Solution.to_dict()`."""
 
 
 def nulled_report(x: dict) -> dict:

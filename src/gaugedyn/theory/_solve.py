@@ -1,8 +1,8 @@
 """Solving the population dynamics: validation, events, the batched solver and results.
 
-:data:`METHODS` (see :mod:`._methods`) maps a name to an integrator ``method(task) ->
-Integration``; :func:`solve` builds the task, calls the method (or iterates gradient descent)
-and turns its states into a :class:`Solution`. Events are found by root-finding on each
+`METHODS` (see `._methods`) maps a name to an integrator ``method(task) ->
+Integration``; `solve()` builds the task, calls the method (or iterates gradient descent)
+and turns its states into a `Solution`. Events are found by root-finding on each
 method's dense output:
 
 - specialization time of teacher ``n``: first ``t`` with ``max_i m_in(t) >= threshold``;
@@ -90,7 +90,7 @@ PARAMS: dict[str, Param] = {
         why="the state's components start at |a| ~ (s/D)^(1/2), well below 1e-2",
     ),
 }
-"""The settings of :func:`solve` and :func:`solve_batch`, declared once: checked by them and
+"""The settings of `solve()` and `solve_batch()`, declared once: checked by them and
 offered by the command line (``gaugedyn solve``)."""
 DEFAULT_DEFINITIONS = Definitions()
 
@@ -127,7 +127,7 @@ def gd_flop(K: int, M: int, width: int) -> float:
     ``60 width (K + M) + 12 K^2 (K + M)``, with ``width`` the columns of the state (``D`` in weight
     space, ``K + M`` for the span and the order parameters). Within a factor 2 of the CPU time
     measured at ``(K, D)`` = (1, 1e4), (1, 1e5), (8, 1e4) in weight space and K = 64 in order
-    parameters, at :data:`gaugedyn._options.FLOP_RATE`."""
+    parameters, at `gaugedyn._options.FLOP_RATE`."""
     return 60.0 * width * (K + M) + 12.0 * K * K * (K + M)
 
 
@@ -141,9 +141,9 @@ def check_gd_steps(
     t_max_name: str = "t_max",
 ) -> int:
     """The number of gradient-descent steps up to ``t_max`` (``ceil(t_max / eta)``, at most
-    :data:`MAX_GD_STEPS`) after checking their work: ``steps (GD_STEP_SECONDS + gd_flop /
-    FLOP_RATE)`` seconds must stay under :data:`gaugedyn._options.MAX_SECONDS` (about a day);
-    otherwise :class:`InputError`."""
+    `MAX_GD_STEPS`) after checking their work: ``steps (GD_STEP_SECONDS + gd_flop /
+    FLOP_RATE)`` seconds must stay under `gaugedyn._options.MAX_SECONDS` (about a day);
+    otherwise `InputError`."""
     from .._options import FLOP_RATE, check_work
 
     steps = t_max / eta  # inf when eta is tiny: refused below, never turned into an int
@@ -253,7 +253,7 @@ def _check_solve(
     t_eval,
     singular_cutoff=1e-10,
 ):
-    """Validated ``(eta, t_max, t_eval)`` of :func:`solve` (one :class:`InputError` otherwise)."""
+    """Validated ``(eta, t_max, t_eval)`` of `solve()` (one `InputError` otherwise)."""
     _check_problem(problem)
     _check_common(formulation, dynamics, method, rtol, atol)
     if not isinstance(definitions, Definitions):
@@ -312,7 +312,7 @@ def _check_classification_samples(samples) -> None:
 
 
 def _diagnostics(raw: Integration, method: str, rtol: float, atol: float, wall: float) -> dict:
-    """The integrator's diagnostics of a :class:`Solution` (``method``: the name asked for)."""
+    """The integrator's diagnostics of a `Solution` (``method``: the name asked for)."""
     return dict(
         method=method,
         integrator=raw.integrator or method,
@@ -349,24 +349,24 @@ def solve(
     lr2: float = 1.0,
     classification_samples: int = 0,
 ) -> Solution:
-    """Population gradient flow (or gradient descent with step ``eta``) from a :class:`Problem`.
+    """Population gradient flow (or gradient descent with step ``eta``) from a `Problem`.
 
     ``dynamics="flow"`` integrates ``da/dt = -dL/da``, ``dW/dt = -dL/dW`` with ``method`` (a
-    name of :data:`METHODS`; the default ``"auto"`` runs LSODA up to 500 state numbers and
+    name of `METHODS`; the default ``"auto"`` runs LSODA up to 500 state numbers and
     DOP853 above, and ``diagnostics["integrator"]`` says which ran) in the chosen exact
     ``formulation``; ``dynamics="gd"`` iterates ``theta -> theta - eta grad L`` and reports step
     ``k`` at time ``k eta``. Outputs at
     ``t_eval`` (default: ``0`` and log-spaced times up to ``t_max``; default ``t_max`` from
-    :func:`default_t_max`), plus the final time. With ``stop_at_specialization`` the run ends when
-    every teacher feature has specialised. Raises :class:`InputError` on bad settings and
-    :class:`DivergenceError` when the trajectory stops being finite. ``progress``, if given, is
+    `default_t_max()`), plus the final time. With ``stop_at_specialization`` the run ends when
+    every teacher feature has specialised. Raises `InputError` on bad settings and
+    `DivergenceError` when the trajectory stops being finite. ``progress``, if given, is
     called as ``progress(steps_done, steps_total)`` once per chunk of at most 1000
     gradient-descent steps (the flow does not call it); it does not change the result.
-    ``weight_decay`` and ``lr2`` are the classical options of :class:`FlowParams` (weight decay
+    ``weight_decay`` and ``lr2`` are the classical options of `FlowParams` (weight decay
     on both layers; the second layer's rate relative to the first, 0 freezing it).
     ``classification_samples > 0`` adds the classification error beside the mean-squared error:
     ``observables["classification_error"]`` and ``["classification_error_se"]`` at every output
-    time (:func:`~gaugedyn.theory.classification_error` with that many draws).
+    time (`classification_error()` with that many draws).
     """
     _check_classification_samples(classification_samples)
     eta, t_max, t_eval = _check_solve(
@@ -445,7 +445,7 @@ def solve(
 
 
 def _check_batch(problems, formulation, method, rtol, atol, t_max, t_eval):
-    """Validated ``(t_max, t_eval)`` of :func:`solve_batch`."""
+    """Validated ``(t_max, t_eval)`` of `solve_batch()`."""
     if not problems:
         raise InputError("problems is empty; give at least one Problem")
     for i, pr in enumerate(problems):
@@ -477,7 +477,7 @@ def _check_batch(problems, formulation, method, rtol, atol, t_max, t_eval):
 
 
 def _batch_params(problems, formulation, singular_cutoff):
-    """Stacked initial states ``(B, n)`` and the batch's :class:`FlowParams`."""
+    """Stacked initial states ``(B, n)`` and the batch's `FlowParams`."""
     states = [initial_state(pr, formulation, singular_cutoff=singular_cutoff) for pr in problems]
     sizes = {y.size for y, _ in states}
     if len(sizes) != 1:
@@ -510,8 +510,8 @@ def solve_batch(
 
     ``method="auto"`` (the default) or ``"rodas"`` advances all trajectories together with
     per-trajectory adaptive steps (vectorised numpy, batched linear solves); any other name of
-    :data:`METHODS` loops :func:`solve` over the problems (for comparison). Outputs share
-    ``t_eval``; ``t_max`` defaults to the largest :func:`default_t_max` of the batch. A
+    `METHODS` loops `solve()` over the problems (for comparison). Outputs share
+    ``t_eval``; ``t_max`` defaults to the largest `default_t_max()` of the batch. A
     trajectory that stops being finite is marked failed (``errors``, ``failed``, its
     diagnostics' ``status`` ``-2`` and ``message``); the others finish exactly as they would
     alone.
@@ -572,7 +572,7 @@ def solve_batch(
 
 
 def _batch_solution(problems, P: FlowParams, res, definitions, settings, wall) -> BatchSolution:
-    """A :class:`BatchSolution` from the batched integrator's raw result."""
+    """A `BatchSolution` from the batched integrator's raw result."""
     a, Q, R = state_to_order_parameters(res.y, P)
     b, T = P.b[:, None, :], P.T[:, None, :, :]
     obs = observe(
@@ -619,7 +619,7 @@ def _batch_solution(problems, P: FlowParams, res, definitions, settings, wall) -
 
 
 def _solve_or_error(problem, kw):
-    """:func:`solve`, or the :class:`DivergenceError` it raised."""
+    """`solve()`, or the `DivergenceError` it raised."""
     try:
         return solve(problem, **kw)
     except DivergenceError as err:
@@ -638,7 +638,7 @@ def _failed_diagnostics(err: DivergenceError, kw) -> dict:
 
 
 def _stack(problems, results, t_eval, definitions, wall):
-    """A :class:`BatchSolution` from :func:`solve`'s results (a :class:`DivergenceError` in
+    """A `BatchSolution` from `solve()`'s results (a `DivergenceError` in
     place of a failed one: all NaN, marked failed)."""
     ok = [isinstance(s, Solution) for s in results]
     if not any(ok):

@@ -1,5 +1,5 @@
 """Activations ``g`` and their derivatives ``g'`` in torch, read from the one
-:class:`gaugedyn.theory.Activation` of each name (``gaugedyn.theory.ACTIVATIONS``).
+`gaugedyn.theory.Activation` of each name (``gaugedyn.theory.ACTIVATIONS``).
 
 ``relu(z) = max(z, 0)``; ``erf(z) = erf(z / sqrt 2)`` (Saad & Solla's normalisation, so that
 ``E[g(u.x) g(v.x)] = (2/pi) arcsin(C_uv / sqrt((1 + C_uu)(1 + C_vv)))`` as in the theory kernels);

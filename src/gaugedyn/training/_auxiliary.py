@@ -29,7 +29,7 @@ weight decay ``lambda``, time ``t = steps / D``. The errors are the population o
 the drift being the population gradient flow of ``eps_m + gamma eps_a`` (``derive`` checks it
 against weight space). Kernels: closed forms for relu, erf and linear (relu's four-point
 integrals on four distinct fields up to Plackett's one-dimensional integral, by Gauss-Legendre),
-a direct Gauss-Hermite rule otherwise (:data:`NODES`; exponentially accurate for smooth ``g``,
+a direct Gauss-Hermite rule otherwise (`NODES`; exponentially accurate for smooth ``g``,
 only algebraically for a kink: about 2% off for relu at rank 4, hence the closed forms there).
 """
 
@@ -61,8 +61,8 @@ for ``K = 1`` and two one-neuron teachers)."""
 
 METHODS = ("auto", "closed", "mixed", "quadrature")
 """Kernels of the ODE: ``closed`` forms (relu, erf, linear); ``mixed``: the drift from the
-package's pair kernels (:func:`gaugedyn.theory.gradients`, so it is the gradient flow of the
-errors :func:`task_errors` reports) and the noise term by the Gauss-Hermite rule;
+package's pair kernels (`gaugedyn.theory.gradients()`, so it is the gradient flow of the
+errors `task_errors()` reports) and the noise term by the Gauss-Hermite rule;
 ``quadrature``: everything by the rule; ``auto``: ``closed`` where it exists, else ``mixed``."""
 
 PIVOT_TOL = 1e-13
@@ -310,7 +310,7 @@ def error_gradients(problem: AuxiliaryProblem, a, c, Q, R):
 
 def error_decomposition(problem: AuxiliaryProblem, run: dict) -> dict:
     """The change of each error along simulated trajectories, split into its drift part and its
-    diffusion part, from the records of :func:`train_auxiliary` (arrays ``(S, T, ...)``).
+    diffusion part, from the records of `train_auxiliary()` (arrays ``(S, T, ...)``).
 
     Between records ``r`` and ``r + 1`` the diffusion part is ``G : dQ_quad`` (``G = d eps/dQ``,
     ``dQ_quad`` the summed quadratic parts ``dW dW^T`` of the steps: the gradient noise) and the
@@ -366,7 +366,7 @@ _TABLES: dict = {}
 
 
 def quadrature_tables():
-    """``(nodes, weights, counts)`` of :data:`NODES` (probabilists' Gauss-Hermite, weights
+    """``(nodes, weights, counts)`` of `NODES` (probabilists' Gauss-Hermite, weights
     summing to one), as the compiled rule reads them."""
     if not _TABLES:
         top = max(NODES)
@@ -399,7 +399,7 @@ def _method_code(problem: AuxiliaryProblem, method: str) -> int:
 
 def population_drift(problem: AuxiliaryProblem, loss: JointLoss, a, c, Q, R):
     """The population gradient flow of ``eps_m + gamma eps_a`` (the ODE's drift per unit
-    ``eta``, weight decay aside): ``(da, dc, dQ, dR)`` from :func:`gaugedyn.theory.gradients`
+    ``eta``, weight decay aside): ``(da, dc, dQ, dR)`` from `gaugedyn.theory.gradients()`
     (``dL/dW = 2 G W + H V``), with the heads' rate ``lr2`` left to the caller."""
     M = problem.M
     _, _, _, _, T = problem.order_parameters()
@@ -716,7 +716,7 @@ def run_seed(
     fields=None,
     sample_gram=None,
 ) -> dict:
-    """One seed of online SGD (``backend`` in :data:`BACKENDS`) from the problem's weights (or
+    """One seed of online SGD (``backend`` in `BACKENDS`) from the problem's weights (or
     their Gram matrix), randomness from ``gen`` or given: weight space reads ``samples (steps,
     B, D)``, the chain ``fields (steps, B, P)`` and ``sample_gram (steps, B, B)``; both read the
     label noises ``noise (steps, B, 2)`` when given. Returns the records and ``failed_at``."""
@@ -772,7 +772,7 @@ def train_auxiliary(
     ``{"t" (T,), "steps", "flow_time", "a", "c" (S, T, K), "Q", "quad" (S, T, K, K), "R"
     (S, T, K, M + Ma), "eps_main", "eps_aux" (S, T), "emp_main", "emp_aux", "settings",
     "diagnostics"}``; ``quad`` is the cumulative quadratic (diffusion) part of ``Q``'s
-    increments. Raises :class:`gaugedyn.DivergenceError` when a seed's values become non-finite.
+    increments. Raises `gaugedyn.DivergenceError` when a seed's values become non-finite.
     """
     from ._online_fast import seed_generator
 

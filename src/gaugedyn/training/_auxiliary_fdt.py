@@ -37,7 +37,7 @@ directions (the slow ones lie in the teachers' span) that move ``L_J`` at second
 
 POLISH_FROM = 1e-2
 """``|dy/dt| / eta`` below which the polish is tried; it is kept when it reaches the tolerance
-within :data:`POLISH_STEP` of the flow's state (the fixed point that close is the one the flow
+within `POLISH_STEP` of the flow's state (the fixed point that close is the one the flow
 reaches); otherwise the integration goes on."""
 
 POLISH_STEP = 0.05
@@ -73,12 +73,12 @@ def stationary_state(
 ) -> dict:
     """The fixed point the online ODE reaches from the problem's order parameters (or ``y0``):
     the ODE integrated (DOP853) in chunks of flow time ``eta t = settle`` (at most
-    :data:`MAX_CHUNKS`) until ``|dy/dt| / eta`` is below ``tol``, or below
-    :data:`POLISH_FROM` and a Levenberg-Marquardt polish on ``dy/dt / eta`` brings it below
+    `MAX_CHUNKS`) until ``|dy/dt| / eta`` is below ``tol``, or below
+    `POLISH_FROM` and a Levenberg-Marquardt polish on ``dy/dt / eta`` brings it below
     ``tol`` (a direction the flow
     conserves, such as ``R_m - R_a`` for identical teachers, keeps its integrated value).
     Returns ``{"y", "a", "c", "Q", "R", "eps_main", "eps_aux", "residual", "t"}``;
-    :class:`RuntimeError` if the polish does not reach the tolerance."""
+    `RuntimeError` if the polish does not reach the tolerance."""
     from scipy.optimize import least_squares
 
     f = AuxiliaryODE(
@@ -168,8 +168,8 @@ def joint_optimum(
     settle: float = 20.0,
 ) -> dict:
     """The minimiser of ``eps_m + gamma eps_a`` that gradient flow reaches from the problem's
-    order parameters: the noise-free ODE's fixed point (:func:`stationary_state` with
-    ``noise=False`` at ``eta = 1``, tolerance :data:`OPTIMUM_TOL`); a fixed head (``lr2 = 0``)
+    order parameters: the noise-free ODE's fixed point (`stationary_state()` with
+    ``noise=False`` at ``eta = 1``, tolerance `OPTIMUM_TOL`); a fixed head (``lr2 = 0``)
     stays fixed."""
     return stationary_state(
         problem, loss, 1.0, noise=False, lr2=lr2, method=method, settle=settle, tol=OPTIMUM_TOL
@@ -242,7 +242,7 @@ def fdt_relation(
 ) -> dict:
     """The fluctuation-dissipation relation (module docstring) at learning rate ``eta``.
 
-    ``optimum`` is the noise-free fixed point (:func:`stationary_state` with ``noise=False``;
+    ``optimum`` is the noise-free fixed point (`stationary_state()` with ``noise=False``;
     computed if not given); the stationary state is sought from ``start`` (a state near it, such
     as the stationary state at a neighbouring ``eta``), by default the optimum. Returns the stationary joint error ``eps_J`` and the relation's
     parts: ``E_star`` (``L_J`` at the optimum), ``trace`` (``Tr N`` there), ``predicted``

@@ -1,12 +1,12 @@
 """The numba kernels of the auxiliary-learning model (imported on first use).
 
-Online SGD in weight space (:func:`run`), its exact order-parameter chain (:func:`chain_run`)
-and the online-ODE right-hand side (:func:`rhs`) of the two-teacher model declared in
-``derivations/auxiliary.md``; the equations are in :mod:`gaugedyn.training._auxiliary`. Fields
+Online SGD in weight space (`run()`), its exact order-parameter chain (`chain_run()`)
+and the online-ODE right-hand side (`rhs()`) of the two-teacher model declared in
+``derivations/auxiliary.md``; the equations are in `gaugedyn.training._auxiliary`. Fields
 are ordered students (``K``), main teachers (``M``), auxiliary teachers (``Ma``); ``heads`` is 1
 (one output trained on both labels: the auxiliary head is the main head) or 2 (two heads). The
 activation codes, schedules, Cholesky factor and field draws are those of
-:mod:`gaugedyn.training._online_kernels`.
+`gaugedyn.training._online_kernels`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ _F_lin, _F1_lin, _Fc_lin = _pair["linear"]
 
 CLOSED = (0, 1, 2)
 """Activation codes with closed-form kernels (relu, erf, linear); relu's four-point integrals on
-four distinct fields (``K > 1``) need one smooth one-dimensional integral (:func:`_orthant`)."""
+four distinct fields (``K > 1``) need one smooth one-dimensional integral (`_orthant()`)."""
 
 
 @numba.njit(cache=True)
@@ -57,7 +57,7 @@ ALIGNED = 1e-12
 
 @numba.njit(cache=True)
 def _aligned(C, p):
-    """``alpha`` with ``u_p = alpha u_0`` when ``u_p`` is (to :data:`ALIGNED`) a multiple of the
+    """``alpha`` with ``u_p = alpha u_0`` when ``u_p`` is (to `ALIGNED`) a multiple of the
     student field ``u_0``, else ``nan``."""
     if C[p, p] - C[0, p] * C[0, p] / C[0, 0] <= ALIGNED * C[p, p]:
         return C[0, p] / C[0, 0]
@@ -194,7 +194,7 @@ def relu_orthant_moment(C, S, n, p, q):
         C_pq P(S) + sum_{k in S, k != q} C_pk E[u_q delta(u_k) prod_{s != k} theta(u_s)],
 
     each ``E[... delta(u_k) ...]`` the density of ``u_k`` at 0 times the conditional
-    :func:`_linear_orthant`; the orthant probabilities :func:`_orthant`."""
+    `_linear_orthant()`; the orthant probabilities `_orthant()`."""
     total = C[p, q] * _orthant(C, S, n)
     rest = np.empty(4, dtype=np.int64)
     for a in range(n):
@@ -214,7 +214,7 @@ def relu_orthant_moment(C, S, n, p, q):
 @numba.njit(cache=True)
 def relu_i4(C, i, j, p, q):
     """``E[theta(u_i) theta(u_j) relu(u_p) relu(u_q)] = E[u_p u_q prod_{s in S} theta(u_s)]``,
-    ``S = {i, j, p, q}``: a field that is (to :data:`ALIGNED`) a positive multiple of another of
+    ``S = {i, j, p, q}``: a field that is (to `ALIGNED`) a positive multiple of another of
     ``S`` shares its orthant and leaves ``S`` (its value kept in ``u_p u_q``); a negative multiple
     makes the product zero."""
     fields = np.array([i, j, p, q], dtype=np.int64)
@@ -324,7 +324,7 @@ def eigen_factor(C, tol):
 
 @numba.njit(cache=True)
 def quadrature_moments(C, K, act, k, cm, ca, nodes, weights, counts, Em, Ea, Hd, N, J, only_noise):
-    """The same expectations as :func:`closed_moments` by one direct Gauss-Hermite rule on the
+    """The same expectations as `closed_moments()` by one direct Gauss-Hermite rule on the
     eigen factor of ``C`` (rank ``r``; ``counts[r]`` probabilists' nodes per axis, rows of
     ``nodes``/``weights`` by rank): exact for polynomial integrands up to degree ``2 n - 1`` per
     axis, exponentially accurate for smooth ``g``, algebraically for a kink. With
@@ -425,7 +425,7 @@ def rhs(
     counts,
     out,
 ):
-    """``dy/dt`` of the online ODE (state of :func:`unpack`); ``quad`` = 0: closed forms;
+    """``dy/dt`` of the online ODE (state of `unpack()`); ``quad`` = 0: closed forms;
     1: the quadrature for everything;
     2: the quadrature's noise term only (the caller adds the drift from the package's pair
     kernels, so that it is the gradient flow of the errors it reports)."""
@@ -753,13 +753,13 @@ def chain_run(
     out_ea,
     out_flow,
 ):
-    """The exact order-parameter chain of :func:`run` for one seed, in place on ``a``, ``c`` and
+    """The exact order-parameter chain of `run()` for one seed, in place on ``a``, ``c`` and
     the Gram matrix ``C (P, P)`` of ``[W; V_m; V_a]``. Per batch the fields ``u_mu = L z_mu`` and
     the samples' Gram matrix (``_online_kernels.draw_fields``; or ``F (steps, B, P)``,
     ``S (steps, B, B)``), then the label noises; ``w_i' = s w_i - sum_mu c_mu,i x_mu`` with
     ``s = 1 - eta wd``, ``c_mu,i = (eta / B) kappa_mu,i g'(lambda_mu,i)``, so
     ``Q' = s^2 Q - s (linear terms) + sum_munu c_mu,i c_nu,j G_munu`` (the last: the quadratic
-    part, accumulated) and ``R' = s R - sum_mu c_mu,i nu_mu``. Records as :func:`run`."""
+    part, accumulated) and ``R' = s R - sum_mu c_mu,i nu_mu``. Records as `run()`."""
     P = C.shape[0]
     M = bm.shape[0]
     spec = (act, bm, ba, K, M, gamma, sm, sa, heads)

@@ -21,7 +21,7 @@ class LinearClosedForm:
         Delta(t) = Delta_inf + (Delta_0 - Delta_inf) exp(-(2 eta G - eta^2 G^2 / B) t),
         m(t) = m_0 exp(-eta G t),   Delta_inf = eta G s^2 / (2 B - eta G);
 
-    :meth:`leading` is its first order in ``eta`` at fixed ``tau = eta t``."""
+    `leading()` is its first order in ``eta`` at fixed ``tau = eta t``."""
 
     eta: float
     gamma: float
@@ -60,7 +60,7 @@ class LinearClosedForm:
         return float(gen.linear_benefit(*self._common()))
 
     def boundary(self) -> float:
-        """The overlap ``rho_c`` where :meth:`benefit` changes sign (it is positive above)."""
+        """The overlap ``rho_c`` where `benefit()` changes sign (it is positive above)."""
         return float(
             gen.linear_boundary(
                 self.eta, self.gamma, self.sigma_main, self.sigma_aux, float(self.batch)
@@ -73,7 +73,7 @@ class LinearClosedForm:
         return gen.linear_diffusion(t, *self._common(), *self._start())
 
     def optimal_gamma(self) -> float:
-        """The ``gamma > 0`` that minimises :meth:`stationary_leading` (the cubic's positive
+        """The ``gamma > 0`` that minimises `stationary_leading()` (the cubic's positive
         root); ``nan`` where none does (no label noise)."""
         coeffs = np.array(gen.linear_optimal_gamma_cubic(*self._common()), dtype=float)
         roots = np.roots(coeffs[::-1])

@@ -1,11 +1,11 @@
 """``gaugedyn train``: train one named set-up over several seeds and print one JSON object.
 
-Every option is an engine's declaration (the training run's, :data:`._params.PARAMS`; the
-activation, gauge and definitions of :data:`gaugedyn.theory.PARAMS`) or, for the few that only
-the command line has, declared in :data:`OPTIONS` here; the option's help, bounds and default are
+Every option is an engine's declaration (the training run's, `._params.PARAMS`; the
+activation, gauge and definitions of `gaugedyn.theory.PARAMS`) or, for the few that only
+the command line has, declared in `OPTIONS` here; the option's help, bounds and default are
 the declaration's. Every value is checked before anything is allocated: the memory of the data
-and the network is estimated (:func:`memory_estimate`) and so is the arithmetic
-(:func:`work_estimate`); a request that cannot fit, or would run for more than about a day, is
+and the network is estimated (`memory_estimate()`) and so is the arithmetic
+(`work_estimate()`); a request that cannot fit, or would run for more than about a day, is
 refused with the estimate.
 """
 
@@ -180,7 +180,7 @@ def _gauges(args) -> list[str]:
 
 def check_device(text: str | None) -> str | None:
     """``text`` if this machine has that torch device (``cpu``, ``cuda[:N]``, ``mps``), else
-    :class:`InputError` naming the devices it has."""
+    `InputError` naming the devices it has."""
     import torch
 
     from .._errors import InputError
@@ -229,7 +229,7 @@ FLOAT_RATE_TEXT = f"{FLOP_RATE:g} per second"
 
 def time_estimate(v: dict, flop: float) -> float:
     """Seconds on one core: ``flop / FLOP_RATE`` plus the fixed costs per step
-    (:data:`STEP_SECONDS`) and per seed and step (:data:`SEED_STEP_SECONDS`) of the backend."""
+    (`STEP_SECONDS`) and per seed and step (`SEED_STEP_SECONDS`) of the backend."""
     backend = v.get("backend") or "torch"
     steps, seeds = float(v["steps"]), float(v["seeds"])
     return (

@@ -1,6 +1,6 @@
 """The three digits networks two systems train: a ReLU MLP, a small CNN and a tiny transformer.
 
-In float64, read by :func:`digits_inputs` from the rows of :func:`gaugedyn.training.load_digits`
+In float64, read by `digits_inputs()` from the rows of `gaugedyn.training.load_digits()`
 (64 pixels scaled to ``[0, 1]``), ten outputs:
 
 - ``mlp``: ``Linear(64, h) - ReLU - Linear(h, h) - ReLU - Linear(h, 10)``;
@@ -50,7 +50,7 @@ def digits_network(
     heads: int = 2,
     width: int = 32,
 ) -> nn.Module:
-    """A fresh float64 digits ``model`` (one of :data:`DIGITS_MODELS`, module docstring)."""
+    """A fresh float64 digits ``model`` (one of `DIGITS_MODELS`, module docstring)."""
     net: nn.Module
     if model == "mlp":
         net = nn.Sequential(

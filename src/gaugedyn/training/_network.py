@@ -2,7 +2,7 @@
 
 ``S`` independent students ``f_s(x) = sum_i a_si g(w_si . x)`` with ``a (S, K)``, ``W (S, K, D)``
 share one teacher ``f*(x) = sum_n b_n g(v_n . x)``. Every contraction goes through
-:func:`seedwise_mm`, so the arithmetic for one seed is the same whether it is trained alone or
+`seedwise_mm()`, so the arithmetic for one seed is the same whether it is trained alone or
 with others, at any thread count shared by the two runs.
 """
 
@@ -25,7 +25,7 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 SMALL_BATCH = 8
 """Batches of at most this many samples contract elementwise; larger ones are zero-padded to a
-multiple of 8 samples and use :func:`seedwise_mm`. Both choices depend only on a seed's own shapes:
+multiple of 8 samples and use `seedwise_mm()`. Both choices depend only on a seed's own shapes:
 with them, every per-seed result is independent of the number of seeds and of the seed's slot
 (BLAS kernels otherwise change with alignment and batch count)."""
 
@@ -51,7 +51,7 @@ def _aligned(t: torch.Tensor) -> torch.Tensor:
 
 SEEDWISE_MIN = 2**22
 """Per-seed products of at least this many multiply-adds (``m k p``) run as one threaded BLAS
-call per seed; smaller ones as one single-threaded batched call (see :func:`seedwise_mm`)."""
+call per seed; smaller ones as one single-threaded batched call (see `seedwise_mm()`)."""
 
 _ONE_THREAD = threading.Lock()
 
@@ -79,7 +79,7 @@ def seedwise_mm(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
     A batched product (``torch.bmm``) on several threads lets the BLAS choose its threading and
     kernels from the batch count: MKL hands whole products of a batch to threads but splits a
     lone product, or picks another kernel, so seed ``s`` of a batch of 3 and the same seed alone
-    can differ in the last bit. So on CPU a small product (under :data:`SEEDWISE_MIN`
+    can differ in the last bit. So on CPU a small product (under `SEEDWISE_MIN`
     multiply-adds per seed) runs as ``torch.bmm`` on one thread, which is a sequence of
     single-threaded per-seed products (the same bits at any thread count, and one call instead
     of ``S``); a large one runs as one threaded ``torch.mm`` per seed on 64-byte-aligned

@@ -1,6 +1,6 @@
 """Online SGD of the teacher-student model as its exact order-parameter Markov chain.
 
-The weight-space kernel (:mod:`gaugedyn.training._online_fast`) draws the ``D`` coordinates of
+The weight-space kernel (`gaugedyn.training._online_fast`) draws the ``D`` coordinates of
 every sample. They are not all needed: the order parameters ``(a, Q, R)`` of online SGD form a
 Markov chain of their own, at every finite ``D``, and this module runs that chain. A step costs
 ``O((K + M)^3)``, whatever ``D`` is, and its trajectories have the same joint law as those of
@@ -29,7 +29,7 @@ makes ``z_mu = O x_mu ~ N(0, I_r)`` (``r`` the rank of ``C``) independent of the
 
 (for ``B = 1``, ``|x|^2 = |z|^2 + chi^2_(D - r)``). Every ``U`` with the same Gram matrix gives
 the same law, so ``(a, C)`` is Markov, started at the problem's ``(a, Q, R)``, and the chain
-here is online SGD in law. :func:`gaugedyn.training._online_kernels.cholesky_psd` factors ``C``
+here is online SGD in law. `gaugedyn.training._online_kernels.cholesky_psd()` factors ``C``
 every step (a pivot at or below ``PIVOT_TOL`` of its diagonal entry counts as a direction the
 rows do not span, so duplicate neurons and ``D < P`` are handled); the Wishart part is drawn by
 Bartlett's construction.
@@ -62,7 +62,7 @@ import numpy as np
 from ._online_codes import BIT_GENERATOR, SCHEDULE_CODES, activation_code, given_noise, options
 
 PIVOT_TOL = 1e-13
-"""Relative pivot below which :func:`cholesky_psd` treats a direction as not spanned."""
+"""Relative pivot below which `cholesky_psd()` treats a direction as not spanned."""
 
 
 def _kernels():
@@ -95,7 +95,7 @@ def run_chain(
     """Run the chain for one seed from ``a (K,)``, ``C (P, P)`` (copies); randomness from
     ``gen`` or, if given, ``fields (steps, B, P)``, ``sample_gram (steps, B, B)`` and (with
     label noise) ``noise (steps, B)``. The classical options of ``config`` as in
-    :func:`gaugedyn.training._online_fast.run_kernel`. Returns the records at ``grid`` and
+    `gaugedyn.training._online_fast.run_kernel()`. Returns the records at ``grid`` and
     ``failed_at`` as ``run_kernel`` does; ``teacher_activation`` is the teacher's (``None``: the
     student's)."""
     kern = _kernels().chain_run

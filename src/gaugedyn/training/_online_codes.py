@@ -15,7 +15,7 @@ ACTIVATION_CODES = {name: act.code for name, act in ACTIVATIONS.items() if act.c
 
 def activation_code(activation) -> int:
     """The compiled code of an activation name or object; an activation without one (a user's
-    torch function) is an :class:`InputError` that points to ``backend="torch"``."""
+    torch function) is an `InputError` that points to ``backend="torch"``."""
     act = activation_of(activation)
     if act.code is None:
         raise InputError(

@@ -1,6 +1,6 @@
 """Online SGD of the classical teacher-student model at compiled speed (numba).
 
-The same model, loss, step and time as :func:`gaugedyn.training.train` with ``optimizer="sgd"``
+The same model, loss, step and time as `gaugedyn.training.train()` with ``optimizer="sgd"``
 and ``samples=None`` (module docstring of ``_trainer``): students ``f(x) = sum_i a_i g(w_i . x)``
 against the teacher ``f*(x) = sum_n b_n g(v_n . x)``, a fresh batch of ``B`` samples
 ``x ~ N(0, I_D)`` per step, the step ``eta_k / D`` on the batch loss
@@ -23,7 +23,7 @@ i)``), one sample at a time, inside the compiled loop. The input draws are most 
 draws them about 30% faster than its default PCG64 here and passes the same statistical batteries
 (PractRand, TestU01 BigCrush). Each seed is one call of a ``nogil`` kernel, so seeds run on
 ``threads`` threads at once, and a seed's trajectory does not depend on how many
-seeds or threads share the run. :func:`run_kernel` also accepts the samples as an array, which
+seeds or threads share the run. `run_kernel()` also accepts the samples as an array, which
 is how the tests check it step for step against the torch trainer.
 """
 
@@ -49,14 +49,14 @@ from ._online_codes import options as options
 
 
 def _build():
-    """The compiled kernels (:mod:`gaugedyn.training._online_kernels`; numba loads here)."""
+    """The compiled kernels (`gaugedyn.training._online_kernels`; numba loads here)."""
     from . import _online_kernels
 
     return {"run": _online_kernels.run, "step_size": _online_kernels.step_size}
 
 
 def seed_generator(root_seed: int, index: int) -> np.random.Generator:
-    """The generator of seed ``index`` under ``root_seed`` (:data:`BIT_GENERATOR` from
+    """The generator of seed ``index`` under ``root_seed`` (`BIT_GENERATOR` from
     ``task_seed``)."""
     return np.random.Generator(BIT_GENERATOR(task_seed(int(root_seed), int(index))))
 
@@ -64,7 +64,7 @@ def seed_generator(root_seed: int, index: int) -> np.random.Generator:
 def compiled_step_size(
     schedule: str, lr: float, k: int, steps: int, lr_min: float = 0.0, decay: float = 1000.0
 ) -> float:
-    """The compiled kernel's ``eta_k`` (equal to :func:`gaugedyn.training._optim.step_size`)."""
+    """The compiled kernel's ``eta_k`` (equal to `gaugedyn.training._optim.step_size()`)."""
     return _build()["step_size"](
         SCHEDULE_CODES[schedule], float(lr), int(k), int(steps), float(lr_min), float(decay)
     )
@@ -158,8 +158,8 @@ def train_online_compiled(
 ):
     """Online SGD of ``problem`` for ``S`` seeds with the compiled kernel (module docstring).
 
-    Returns a :class:`gaugedyn.training.TrainResult` with the same fields and conventions as
-    :func:`gaugedyn.training.train`; raises :class:`gaugedyn.DivergenceError` if a seed's
+    Returns a `gaugedyn.training.TrainResult` with the same fields and conventions as
+    `gaugedyn.training.train()`; raises `gaugedyn.DivergenceError` if a seed's
     parameters become non-finite (found at the record after the step that broke them).
     """
     return train_online(
@@ -187,7 +187,7 @@ def train_online(
     backend: str,
 ):
     """Online SGD for ``S`` seeds in weight space (``backend="compiled"``) or as the exact
-    order-parameter chain (``"chain"``, :mod:`gaugedyn.training._online_chain`)."""
+    order-parameter chain (``"chain"``, `gaugedyn.training._online_chain`)."""
     started = _time.perf_counter()
     if not (config.online and config.optimizer == "sgd"):
         raise InputError(
@@ -275,7 +275,7 @@ def _seed_runner(problem: Problem, config, grid, root_seed: int, backend: str):
 
 
 def _raise_on_failure(seed_indices, outs, grid, backend: str, D: int) -> None:
-    """A :class:`DivergenceError` for the first seed whose records became non-finite."""
+    """A `DivergenceError` for the first seed whose records became non-finite."""
     for i, o in zip(seed_indices, outs):
         if o["failed_at"] is not None:
             r = o["failed_at"]
@@ -296,7 +296,7 @@ def _result(
     definitions: Definitions,
     started: float,
 ):
-    """The seeds' records as one :class:`TrainResult`."""
+    """The seeds' records as one `TrainResult`."""
     from ._optim import step_size
     from ._result import TrainResult
 
@@ -357,7 +357,7 @@ def compiled_online_rhs(
     label_noise: float = 0.0,
 ):
     """``f(t, y)`` of the erf online ODE (same state layout and equations as
-    :class:`gaugedyn.training.OnlineODE`, the classical options included), written in the
+    `gaugedyn.training.OnlineODE`, the classical options included), written in the
     classical form::
 
         da_i/dt  = -eta lr2 (sum_p c_p I2(i, p) + lambda a_i),

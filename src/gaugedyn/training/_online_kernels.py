@@ -1,7 +1,7 @@
-"""The numba kernels behind :mod:`gaugedyn.training._online_fast` (imported on first use).
+"""The numba kernels behind `gaugedyn.training._online_fast` (imported on first use).
 
-Online SGD in weight space (:func:`run`), its exact order-parameter chain (:func:`chain_run`)
-and the erf online-ODE right-hand side (:func:`online_rhs`); the equations are in the docstrings
+Online SGD in weight space (`run()`), its exact order-parameter chain (`chain_run()`)
+and the erf online-ODE right-hand side (`online_rhs()`); the equations are in the docstrings
 of ``_online_fast`` and ``_online_chain``. Activation codes (``Activation.code`` of
 ``gaugedyn.theory.ACTIVATIONS``): 0 relu, 1 erf (``erf(z / sqrt 2)``), 2 linear, 3 tanh,
 4 softplus, 5 gelu, 6 leaky_relu, 7 abs, 8 quadratic, 9 he2, 10 he3; any other code raises.
@@ -81,7 +81,7 @@ def g_prime(act, z):
 
 @numba.njit(cache=True)
 def step_size(sched, lr, k, steps, lr_min, decay):
-    """``eta_k`` of :func:`gaugedyn.training._optim.step_size`, by schedule code."""
+    """``eta_k`` of `gaugedyn.training._optim.step_size()`, by schedule code."""
     if sched == 0:
         return lr
     if sched == 1:
@@ -200,7 +200,7 @@ def run(
     """Online SGD of one seed in place (``a``, ``W``); records at ``grid``. The classical
     options as in the torch trainer: weight decay ``wd`` (``w <- (1 - eta wd) w - eta grad``,
     ``eta`` the step ``eta_k / D``), the second layer's relative rate ``lr2`` (0 freezes it) and
-    label noise ``sigma`` (:func:`sample_gradient`; ``N (steps, B)`` the noises when ``X`` is
+    label noise ``sigma`` (`sample_gradient()`; ``N (steps, B)`` the noises when ``X`` is
     given). Returns -1, or the record index at which a value became non-finite."""
     K, D = W.shape
     P = K + V.shape[0]
@@ -374,8 +374,8 @@ def chain_run(
 ):
     """The exact order-parameter chain of online SGD for one seed, in place on ``a (K,)`` and
     ``C (P, P)``, the Gram matrix of the rows ``[W; V]`` (students first). The fields and the
-    samples' Gram matrix come from :func:`draw_fields`, or, if ``F`` has rows, from
-    ``F (steps, B, P)`` and ``S (steps, B, B)``. The classical options as in :func:`run`: with
+    samples' Gram matrix come from `draw_fields()`, or, if ``F`` has rows, from
+    ``F (steps, B, P)`` and ``S (steps, B, B)``. The classical options as in `run()`: with
     label noise each sample's ``xi`` is drawn after the step's fields (or read from
     ``N (steps, B)``); weight decay ``w_i' = s w_i - sum_mu c_mu,i x_mu``, ``s = 1 - eta wd``,
     gives ``Q' = s^2 Q - s (linear terms) + (quadratic terms)`` and ``R' = s R - sum_mu c_mu,i

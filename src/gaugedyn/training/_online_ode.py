@@ -9,14 +9,14 @@ time ``t = steps / D`` has, as ``D -> infinity``, deterministic order parameters
                + (eta^2 / B) a_i a_j E[g'(lambda_i) g'(lambda_j) e^2],
 
 with ``e = sum_k a_k g(lambda_k) - sum_n b_n g(nu_n)``; the ``eta`` terms are the population flow
-(:func:`gaugedyn.theory.order_parameter_velocity`) and the ``eta^2`` term is the gradient noise
+(`gaugedyn.theory.order_parameter_velocity()`) and the ``eta^2`` term is the gradient noise
 (``|x|^2 ~ D`` makes it survive the limit). The noise term expands into the four-point integrals
 ``I4(i, j, k, l) = E[g'(u_i) g'(u_j) g(u_k) g(u_l)]`` over the jointly Gaussian local fields with
 covariance ``C = [[Q, R], [R^T, T]]``. For ``g(z) = erf(z / sqrt 2)`` the symbolic module's
 ``erf_i4`` (``gaugedyn derive``, ``derivations/gaussian_erf.md``) gives them in closed form; for
 the linear activation ``I4 = C34``; for every other activation they are four-dimensional
 Gauss-Hermite integrals on the eigen factor of each 4 x 4 covariance
-(:func:`gaugedyn.theory._quadrature.gaussian_product`, ``10^4`` nodes each: exact for
+(`gaugedyn.theory._quadrature.gaussian_product()`, ``10^4`` nodes each: exact for
 polynomial ``g`` up to the degree it states, exponentially accurate for smooth ``g``, and only
 algebraically for ``g`` with a kink such as ReLU, where its error is what
 ``gaussian_product_error`` reports).
@@ -93,7 +93,7 @@ def noise_term(a, Q, R, b, T, activation, teacher_activation=None):
     g(lambda_k) - sum_n b_n g*(nu_n)`` (``g*``: ``teacher_activation``, default ``g``): closed
     forms for linear and erf (same teacher); otherwise, when the Gram matrix ``C`` of the ``K + M`` fields has rank ``r <= 4``,
     one ``r``-dimensional Gauss-Hermite rule on its eigen factor for all ``(i, j)`` at once
-    (:data:`DIRECT_NODES`), else the four-point integrals :func:`four_point`."""
+    (`DIRECT_NODES`), else the four-point integrals `four_point()`."""
     K = a.shape[0]
     C = np.block([[Q, R], [R.T, T]])
     c = np.concatenate([a, -b])
@@ -210,8 +210,8 @@ def online_ode(
 
     ``method="compiled"`` (the default for erf under ``"auto"``, with or without the classical
     options) integrates the numba-compiled classical form
-    (:func:`gaugedyn.training._online_fast.compiled_online_rhs`) with LSODA
-    (``scipy.integrate.odeint``); ``"reference"`` integrates :class:`OnlineODE` (numpy, through
+    (`gaugedyn.training._online_fast.compiled_online_rhs()`) with LSODA
+    (``scipy.integrate.odeint``); ``"reference"`` integrates `OnlineODE` (numpy, through
     the population velocity) with DOP853. The two right-hand sides agree to round-off (tested).
     The classical options, as in ``TrainConfig``: ``weight_decay`` ``lambda`` (the step
     ``-(eta / D) (grad + lambda theta)`` on both layers: ``dQ/dt`` gains ``-2 eta lambda Q``,

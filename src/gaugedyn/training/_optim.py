@@ -18,7 +18,7 @@ Adam's factors may differ per copy (axis 0 of every tensor): each copy's ``b1``,
 ``1 - b1^k`` (and the same for ``b2``) is computed in Python double exactly as the one-pair path
 computes its scalars, then enters the elementwise update as a column, so a copy's arithmetic is the
 one-pair run's operation for operation (the same bits; checked by the tests in float64 and
-float32). The update is the library's batched Adam, :func:`gaugedyn.adam.batched_adam_step`,
+float32). The update is the library's batched Adam, `gaugedyn.adam.batched_adam_step()`,
 in its ``"textbook"`` operation order.
 """
 
@@ -65,7 +65,7 @@ def adam_state(params):
 
 
 def adam_view(state) -> AdamState:
-    """The :class:`AdamState` of the mutable state that :func:`adam_update` advances."""
+    """The `AdamState` of the mutable state that `adam_update()` advances."""
     return AdamState(m=tuple(state["m"]), v=tuple(state["v"]), k=int(state["k"]))
 
 
@@ -73,7 +73,7 @@ def adam_update(params, grads, state, lr: float, betas=(0.9, 0.999), eps: float 
     """One Adam step on a tuple of tensors; returns the new parameters (``state`` is updated).
 
     ``betas``: ``(b1, b2)``, or a sequence of such pairs, one per copy (axis 0 of every tensor;
-    see the module docstring). The step is :func:`gaugedyn.adam.batched_adam_step` in its
+    see the module docstring). The step is `gaugedyn.adam.batched_adam_step()` in its
     ``"textbook"`` operation order, on new tensors (the previous ones stay as they were)."""
     from ..adam import adam_factors, batched_adam_step
 

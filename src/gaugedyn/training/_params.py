@@ -1,6 +1,6 @@
-"""The settings of a training run (:class:`TrainConfig` and :func:`train`), declared once.
+"""The settings of a training run (`TrainConfig` and `train()`), declared once.
 
-:class:`gaugedyn.training.TrainConfig` and :func:`gaugedyn.training.train` check their arguments
+`gaugedyn.training.TrainConfig` and `gaugedyn.training.train()` check their arguments
 with these declarations and ``gaugedyn train`` derives its options (help, bounds, default) from
 them. They live apart from the trainer only so that reading them (``gaugedyn --help``) does not
 import torch.
@@ -198,6 +198,6 @@ PARAMS: dict[str, Param] = {
         "a cost per step independent of D)",
     ),
 }
-"""Every setting of :class:`TrainConfig` (``optimizer`` to ``check_every``, ``record_step`` for
-each of ``record_steps``, ``beta`` for each of ``betas``) and of :func:`train` (``seeds`` to
+"""Every setting of `TrainConfig` (``optimizer`` to ``check_every``, ``record_step`` for
+each of ``record_steps``, ``beta`` for each of ``betas``) and of `train()` (``seeds`` to
 ``backend``) by name: type, bounds and why, choices, help and the engine's default."""

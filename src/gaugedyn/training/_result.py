@@ -1,8 +1,8 @@
 """Training results: order parameters on the record grid and the observables computed from them.
 
-All observables go through :mod:`gaugedyn.theory`'s definitions, applied to the order parameters
+All observables go through `gaugedyn.theory`'s definitions, applied to the order parameters
 ``Q = W W^T``, ``R = W V^T`` of the trained weights (obtained with
-:func:`gaugedyn.theory.order_parameters`), so theory and simulation differ only in dynamics.
+`gaugedyn.theory.order_parameters()`), so theory and simulation differ only in dynamics.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ class TrainResult:
     def classification_error(self, samples: int = theory.CLASSIFICATION_SAMPLES, rng=None):
         """``(error (S, T), se (S, T))``: the classification error ``P(sign f != sign f*)`` of
         every record, beside the mean-squared ``loss``
-        (:func:`gaugedyn.theory.classification_error`, common random numbers from ``rng``)."""
+        (`gaugedyn.theory.classification_error()`, common random numbers from ``rng``)."""
         return theory.classification_error(
             self.a,
             self.Q,
@@ -135,8 +135,8 @@ class TrainResult:
 
     def specialization_time(self, threshold: float | None = None) -> np.ndarray:
         """``(S, M)``: first ``t`` with specialization ``s_n >= threshold``
-        (:func:`gaugedyn.theory.specialization`, sign-invariant for odd activations;
-        :func:`crossing_time`)."""
+        (`gaugedyn.theory.specialization()`, sign-invariant for odd activations;
+        `crossing_time()`)."""
         thr = self.definitions.threshold if threshold is None else threshold
         # passed as given, as before (theory.specialization is annotated for a name only)
         best = theory.specialization(self.Q, self.R, self.T, cast(str, self.activation))

@@ -1,6 +1,6 @@
 """Pieces shared by the experiments that train networks (finite_sample, online_sgd,
 gauge_in_training, gauge_under_adam): thread control, per-seed root seeds and theory matching.
-Seed bands and intervals come from :mod:`gaugedyn.stats` (``band`` is re-exported here)."""
+Seed bands and intervals come from `gaugedyn.stats` (``band`` is re-exported here)."""
 
 from __future__ import annotations
 

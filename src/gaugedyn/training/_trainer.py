@@ -13,14 +13,14 @@ Conventions (so that simulation and theory curves overlay):
   ``t = sum_k eta_k``.
 
 Seeds: seed ``i`` draws data (and mini-batch orders) from its own generator
-(:func:`gaugedyn.training._data.generator_seed`); all arithmetic is batched over the seed axis
+(`gaugedyn.training._data.generator_seed()`); all arithmetic is batched over the seed axis
 with operations whose per-slice results do not depend on the number of slices (matrix products
-through :func:`gaugedyn.training._network.seedwise_mm`), so any seed re-run alone with the same
+through `gaugedyn.training._network.seedwise_mm()`), so any seed re-run alone with the same
 torch thread count reproduces its batched trajectory bit for bit (checked by the tests on CPU at
 1, 2 and 4 threads); another thread count may move it at round-off where a product is large.
 
 Observation: ``train(..., on_step=f)`` calls ``f(StepRecord)`` after every optimizer step (see
-:class:`StepRecord`); with ``on_step=None`` the loop is exactly the unobserved one.
+`StepRecord`); with ``on_step=None`` the loop is exactly the unobserved one.
 """
 
 from __future__ import annotations
@@ -207,7 +207,7 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class StepRecord:
-    """What :func:`train` hands to ``on_step`` after each optimizer step.
+    """What `train()` hands to ``on_step`` after each optimizer step.
 
     - ``step``: steps taken so far, ``1..steps`` (the index used by ``TrainResult.steps``);
     - ``time``: the time ``t`` after the step (module docstring's convention);
@@ -215,7 +215,7 @@ class StepRecord:
     - ``previous``, ``params``: ``(a (S, K), W (S, K, D))`` before and after the step;
     - ``grads``: ``(dL_B/da, dL_B/dW)`` of the step's batch ``B`` at ``previous``;
     - ``loss``: that batch loss ``L_B (S,)`` at ``previous``;
-    - ``adam``: :class:`AdamState` ``(m, v, k)`` after the step (``k == step``); ``None`` for
+    - ``adam``: `AdamState` ``(m, v, k)`` after the step (``k == step``); ``None`` for
       ``gd`` and ``sgd``.
 
     Contract: the tensors are the trainer's own, not copies (observing costs no memory traffic);
@@ -278,7 +278,7 @@ def _train_compiled(
 
 CHAIN_STEP_SECONDS = (2e-7, 2e-9)
 """Seconds per step of the order-parameter chain, ``c0 + c1 (B P^2 + P^3 / 3)`` in
-:func:`choose_backend` (``P = K + M`` fields, batch ``B``): the draws, the Cholesky factor,
+`choose_backend()` (``P = K + M`` fields, batch ``B``): the draws, the Cholesky factor,
 the fields and the update of ``C``; 0.6 us per step at K = M = 4 whatever ``D``
 (``benchmarks/bench_online.py``, 1,659,000 steps per second)."""
 COMPILED_STEP_SECONDS = (8.4e-9, 2.5e-11)
@@ -291,9 +291,9 @@ def choose_backend(
     problem, config, *, dtype="float64", device=None, on_step=None, root_seed=0
 ) -> str:
     """The backend ``backend="auto"`` runs: for online SGD (``optimizer="sgd"``, ``samples=None``)
-    of one :class:`Problem` with compiled activations, in float64 on the CPU, without
+    of one `Problem` with compiled activations, in float64 on the CPU, without
     ``on_step`` and with one root seed, the cheaper of ``"chain"`` and ``"compiled"`` by their
-    costs per step (:data:`CHAIN_STEP_SECONDS`, :data:`COMPILED_STEP_SECONDS`: the chain at
+    costs per step (`CHAIN_STEP_SECONDS`, `COMPILED_STEP_SECONDS`: the chain at
     K = M = 4 from D = 10 on, the weight-space kernel for wide students in few dimensions, e.g.
     K = M = 64 below D of about 1e5); ``"torch"`` for anything else.
 
@@ -353,19 +353,19 @@ def train(
     ``on_step``, if given, is called as ``on_step(StepRecord)`` right after each optimizer step
     (before that step's record and divergence check); its return value is ignored, and as long
     as it does not modify the tensors it is shown, the run is bit for bit that of ``on_step=None``.
-    Raises :class:`gaugedyn.DivergenceError` if a parameter or the loss becomes non-finite.
+    Raises `gaugedyn.DivergenceError` if a parameter or the loss becomes non-finite.
 
     ``backend="auto"`` (the default) runs the fastest exact backend for the run
-    (:func:`choose_backend`): for online SGD of one problem in float64 on the CPU the
+    (`choose_backend()`): for online SGD of one problem in float64 on the CPU the
     order-parameter chain or the compiled kernel, otherwise torch; ``result.settings["backend"]``
     says which ran. Ask for ``backend="torch"`` for torch's sample stream (or ``on_step``).
     ``backend="compiled"`` runs online SGD (``optimizer="sgd"``, ``samples=None``) in the compiled
-    kernel of :mod:`gaugedyn.training._online_fast`: the same conventions, float64 on the CPU,
+    kernel of `gaugedyn.training._online_fast`: the same conventions, float64 on the CPU,
     seeds on threads, samples from per-seed numpy generators instead of torch's (so a seed's
     trajectory differs sample by sample from the torch backend's, not in distribution), with
     ``weight_decay``, ``lr2`` and ``label_noise`` as here.
     ``backend="chain"`` runs the same online SGD as its exact order-parameter Markov chain
-    (:mod:`gaugedyn.training._online_chain`): the same law of ``(a, Q, R)`` and of the online
+    (`gaugedyn.training._online_chain`): the same law of ``(a, Q, R)`` and of the online
     loss at every ``D``, at a cost per step independent of ``D``; the weights are not formed.
     """
     PARAMS["backend"].accept(backend)
@@ -460,7 +460,7 @@ def _generators(root_seed: int | tuple[int, ...], seed_indices: list[int], devic
 
 
 def _check_train_args(problem, config, root_seed, definitions) -> int | tuple[int, ...]:
-    """The arguments of :func:`train` every backend shares, or one :class:`InputError`;
+    """The arguments of `train()` every backend shares, or one `InputError`;
     returns the root seed as an int (or a tuple of ints, one per seed)."""
     if not isinstance(config, TrainConfig):
         raise InputError(f"config={type(config).__name__} is not allowed; allowed: a TrainConfig")

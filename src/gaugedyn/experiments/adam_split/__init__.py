@@ -8,6 +8,6 @@ and its constants (``_protocol``); the runs (the tasks ``tasks``, the batched co
 ``_batched`` with their stacked passes ``_stacked``, ``_stacked_text``); the analyses (the
 grid's statistics ``_grid`` and findings ``_grid_analysis``, ``_gauge_analysis``) and the figures
 (``_figures``), apart from the runs. The split itself, the recorder, the reference and the
-batched Adam are the library's (:mod:`gaugedyn.adam`). The theory is ``derivations/theory.md`` section 3,
+batched Adam are the library's (`gaugedyn.adam`). The theory is ``derivations/theory.md`` section 3,
 ``adam_decomposition.md`` and ``adam_series.md``.
 """

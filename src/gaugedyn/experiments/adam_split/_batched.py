@@ -1,8 +1,8 @@
 """Every cell and seed of one beta-grid task trained as one program (issue 33).
 
-``B`` copies of one task of :mod:`gaugedyn.experiments.adam_split.tasks`, copy ``c`` with its
+``B`` copies of one task of `gaugedyn.experiments.adam_split.tasks`, copy ``c`` with its
 own ``(beta1_c, beta2_c)`` and integer seed ``s_c``. Each copy is the task's own model and
-minibatch stream built exactly as :func:`~gaugedyn.experiments.adam_split.tasks.train_task`
+minibatch stream built exactly as `train_task()`
 builds them for seed ``s_c`` (same initialisation, same batches); its parameters and gradients
 are views into one ``(B, P)`` buffer each, so one step is
 
@@ -15,13 +15,13 @@ are views into one ``(B, P)`` buffer each, so one step is
    to round-off, tested in float64 and float32); ``benchmarks/bench_beta_grid.py`` measures
    both;
 2. for all copies at once, per parameter and block of copies: ``torch.optim.Adam``'s
-   single-tensor update with per-copy betas (:func:`gaugedyn.adam.batched_adam_step`,
+   single-tensor update with per-copy betas (`gaugedyn.adam.batched_adam_step()`,
    ``op_order="torch"``), op for op (``m.lerp_(g, 1-b1)``,
    ``v.mul_(b2).addcmul_(g, g, 1-b2)``, ``denom = sqrt(v)/sqrt(1-b2^t) + eps``,
    ``p += (-lr/(1-b1^t)) m / denom``, the per-copy scalars cast to the working dtype as PyTorch
    casts its Python scalars), so that on the CPU a copy's trajectory is bitwise the one
    ``torch.optim.Adam`` gives it alone (tested);
-3. the streaming split sums :data:`gaugedyn.adam.READING_SUMS` of every copy, in the working
+3. the streaming split sums `gaugedyn.adam.READING_SUMS` of every copy, in the working
    dtype (each block's sums by torch's cascade sum, error ``O(eps log n)`` of the summed
    magnitudes, the blocks added in float64), from ``m^ = m/(1-b1^t)``, ``w^ = w/(1-b2^t)`` (``w_t`` the
    first moment with the second moment's memory, ``w = lerp(w, g, 1-b2)``; bitwise ``m`` when
@@ -30,7 +30,7 @@ are views into one ``(B, P)`` buffer each, so one step is
    reading) and ``sign(w^)`` where ``v > 0`` (memory reading), the residuals
    ``u - sign - lag`` of each reading;
 4. on the declared **reference copies** only, the float64 reference split
-   (:class:`gaugedyn.adam.StreamingSplit`, i.e. :func:`gaugedyn.adam.split_update`) of the
+   (`gaugedyn.adam.StreamingSplit`, i.e. `gaugedyn.adam.split_update()`) of the
    copy's whole state, and the checks it supports: the streaming sums' norms against the
    reference's (relative to the reference ``|u|``), the five parts summing to the update, the
    lag's largest ``|.|``, and the update being the applied float32 step.
@@ -119,7 +119,7 @@ def train_copies(
     over every coordinate and step; ``forward``, the path of step 1 that ran. ``seed`` of a
     copy: an int or a ``SeedSequence``.
 
-    ``forward``: ``"stacked"`` (one pass over every copy, :data:`STACKED`; the default where
+    ``forward``: ``"stacked"`` (one pass over every copy, `STACKED`; the default where
     the task has one) or ``"loop"`` (each copy's own module in turn; the default otherwise, and
     the path whose trajectories are bitwise ``torch.optim.Adam``'s).
     """
@@ -156,7 +156,7 @@ FORWARDS = ("stacked", "loop")
 
 def forward_of(task: str, forward: str | None = None) -> str:
     """The forward path of ``task``: ``forward`` checked, or the default (``"stacked"`` where
-    :data:`STACKED` has the task, else ``"loop"``)."""
+    `STACKED` has the task, else ``"loop"``)."""
     if forward is None:
         return "stacked" if task in STACKED else "loop"
     if forward not in FORWARDS:
@@ -171,7 +171,7 @@ def forward_of(task: str, forward: str | None = None) -> str:
 
 def copy_losses(task: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Each copy's minibatch loss ``(B,)`` from stacked outputs ``out (B, ...)`` and targets
-    ``y (B, ...)``: the task's own loss (:mod:`~gaugedyn.experiments.adam_split.tasks`) per copy,
+    ``y (B, ...)``: the task's own loss (`tasks`) per copy,
     ``0.5 mean (out - y)^2`` (teacher_student) or the mean cross-entropy over every position."""
     B = out.shape[0]
     if task == "teacher_student":
@@ -278,7 +278,7 @@ def _loop_step(built, grad, losses, stop, t: int) -> None:
 
 
 def _stacked_step(task, built, flat, shapes, sizes, losses, stop, t: int) -> list:
-    """Step 1 by one stacked pass (:data:`STACKED`) over every copy: the gradients ``(B, n_j)``
+    """Step 1 by one stacked pass (`STACKED`) over every copy: the gradients ``(B, n_j)``
     of the summed per-copy losses with respect to each parameter's columns of the flat buffer,
     rows of stopped copies zero. Every copy draws its own minibatch from its own generator, as
     in the loop."""
@@ -320,7 +320,7 @@ def _stacked_step(task, built, flat, shapes, sizes, losses, stop, t: int) -> lis
 
 def _block(p, g, m, v, w, factors: AdamFactors, eps, out):
     """``torch.optim.Adam``'s single-tensor step on one block (rows: copies;
-    :func:`gaugedyn.adam.batched_adam_step`, ``op_order="torch"``) and its streaming split sums
+    `gaugedyn.adam.batched_adam_step()`, ``op_order="torch"``) and its streaming split sums
     added into ``out`` (rows, len(READING_SUMS)), float64."""
     d = batched_adam_step([p], [g], [m], [v], factors, eps=eps).denominators[0]
     w.lerp_(g, factors.one_minus_beta2)
@@ -409,7 +409,7 @@ class _Reference:
 
 def reference_error(streaming: np.ndarray, reference: np.ndarray) -> float:
     """Largest error of the streaming sums against the reference's over the steps of one copy:
-    ``|sqrt(a_k) - sqrt(r_k)| / |u|`` for every squared norm ``k`` of :data:`READING_SUMS` and
+    ``|sqrt(a_k) - sqrt(r_k)| / |u|`` for every squared norm ``k`` of `READING_SUMS` and
     ``|a_k - r_k| / (|u| |sign|)`` for the two inner products (``|u|``, ``|sign|`` the
     reference's); steps not taken are left out."""
     a = np.asarray(streaming, dtype=float)

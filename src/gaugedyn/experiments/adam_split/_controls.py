@@ -1,9 +1,9 @@
 """Known-answer controls of the tied-beta Adam experiments' instruments (``PROTOCOL.md``).
 
-``beta_grid`` reads each run through :func:`._grid.run_measures` (the shares of Adam's update
+``beta_grid`` reads each run through `._grid.run_measures()` (the shares of Adam's update
 split, sign dominance, roughness, the divergence flag) from the recorder's per-step sums;
-``gauge_under_adam`` reads the gauge gap (:func:`._gauge_analysis.gap_per_seed`,
-``log(t_w / t_a)``) and the owner outcomes (:func:`._gauge_analysis.owner_outcomes`). Cases:
+``gauge_under_adam`` reads the gauge gap (`._gauge_analysis.gap_per_seed()`,
+``log(t_w / t_a)``) and the owner outcomes (`._gauge_analysis.owner_outcomes()`). Cases:
 
 - **update-split readout**: per-step sums with the sign part 90% of the squared split, the lag
   5% and the remainder 5% read shares 0.9 / 0.05 / 0.05; sums with no lag read a lag share 0;

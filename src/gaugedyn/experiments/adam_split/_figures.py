@@ -8,6 +8,14 @@ from ._gauge_analysis import _cell
 from ._grid_analysis import HEATMAP_FIELDS, VERDICT_CODES
 from ._protocol import TASK_KINDS
 
+# the colour of each verdict in the verdict map; its caption names them from here
+VERDICT_COLOURS = {
+    "NOT HELD": "tab:red",
+    "HELD": "tab:green",
+    "UNRESOLVED": "gold",
+    "depends on the reading": "tab:orange",
+}
+
 
 def _label(b: float) -> str:
     return f"{b:g}"
@@ -119,10 +127,14 @@ def plot_verdicts(arrays: dict, outdir):
     names = [str(t) for t in arrays["task_names"]]
     cols = [str(v) for v in arrays["finding_names"]]
     table = np.array([arrays[f"{n}__verdicts"] for n in names], dtype=float)
+    from matplotlib.colors import BoundaryNorm, ListedColormap
+
     words = {v: k for k, v in VERDICT_CODES.items()}
-    fig, ax = plt.subplots(figsize=(0.55 * len(cols) + 2.5, 0.45 * len(names) + 3.2))
-    colours = np.choose(table.astype(int), [0.0, 1.0, 0.5, 0.3])
-    ax.imshow(colours, cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+    order = sorted(words)
+    cmap = ListedColormap([VERDICT_COLOURS[words[k]] for k in order])
+    norm = BoundaryNorm(np.arange(len(order) + 1) - 0.5, len(order))
+    fig, ax = plt.subplots(figsize=(0.7 * len(cols) + 3.5, 0.55 * len(names) + 3.6))
+    image = ax.imshow(table, cmap=cmap, norm=norm, aspect="auto")
     for i in range(len(names)):
         for j in range(len(cols)):
             ax.text(
@@ -131,16 +143,19 @@ def plot_verdicts(arrays: dict, outdir):
                 words[int(table[i, j])].replace(" ", "\n"),
                 ha="center",
                 va="center",
-                fontsize=4.5,
+                fontsize=6,
             )
-    ax.set_xticks(range(len(cols)), [c.replace(":", "\n") for c in cols], fontsize=4.5, rotation=90)
-    ax.set_yticks(range(len(names)), names)
+    ax.set_xticks(range(len(cols)), [c.replace(":", "\n") for c in cols], fontsize=7, rotation=90)
+    ax.set_yticks(range(len(names)), names, fontsize=8)
     ax.grid(False)
+    ax.set_title("beta_grid: each finding's verdict per task")
+    bar = fig.colorbar(image, ax=ax, ticks=order, shrink=0.8)
+    bar.ax.set_yticklabels([words[k] for k in order], fontsize=8)
+    legend = ", ".join(f"{VERDICT_COLOURS[w].removeprefix('tab:')}: {w}" for w in VERDICT_CODES)
     caption = (
-        "Every finding judged task by task under the written protocol (green: HELD, red: NOT "
-        "HELD, yellow: UNRESOLVED, orange: depends on the reading; each from the 95% t "
-        "intervals over seeds in every sign reading and share convention); the numbers "
-        "of each reading are in the claims table."
+        f"Every finding judged task by task under the written protocol ({legend}; each from "
+        "the 95% t intervals over seeds in every sign reading and share convention); the "
+        "numbers of each reading are in the claims table."
     )
     return save_figure(fig, outdir, "beta_grid_verdicts", caption)
 

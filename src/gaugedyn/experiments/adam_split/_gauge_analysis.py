@@ -23,7 +23,7 @@ def split_cells(tasks: list[dict], results: list[dict]) -> tuple[list[dict], lis
 
 def gap_interval(num, den, rng: np.random.Generator) -> tuple[float, float, float, int]:
     """Geometric mean of ``num / den`` over the pairs where both are finite and positive, with the
-    percentile-bootstrap interval of :func:`gaugedyn.stats.bootstrap_ci` on the log ratios:
+    percentile-bootstrap interval of `gaugedyn.stats.bootstrap_ci()` on the log ratios:
     ``(estimate, low, high, pairs used)``."""
     num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
     ok = np.isfinite(num) & np.isfinite(den) & (num > 0) & (den > 0)
@@ -33,7 +33,7 @@ def gap_interval(num, den, rng: np.random.Generator) -> tuple[float, float, floa
 
 
 def seed_mean_ci(x) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean over seeds (axis 0) with the Student-t 95% interval of :func:`gaugedyn.stats.mean_ci`
+    """Mean over seeds (axis 0) with the Student-t 95% interval of `gaugedyn.stats.mean_ci()`
     at every other index."""
     x = np.asarray(x, dtype=float)
     flat = x.reshape(x.shape[0], -1)
@@ -51,7 +51,7 @@ def analyse_cells(
     label: str,
 ):
     """Arrays, claims (the checks, then the findings) and diagnostics of the cells of a run
-    (:func:`split_cells`); ``label``: the configuration's provisional label (``""`` for the
+    (`split_cells()`); ``label``: the configuration's provisional label (``""`` for the
     declared full one)."""
     dims = sorted({int(t["dim"]) for t in tasks})
     pairs = []
@@ -248,7 +248,7 @@ def gap_per_seed(a: dict, i: int, mask: np.ndarray) -> np.ndarray:
 
 
 def _group_findings(a: dict, i: int, S: int, K: int, label: str, seed) -> list[Claim]:
-    """Per ``D``, judged over each comparison set of :data:`GROUPS` (the finding's readings; its
+    """Per ``D``, judged over each comparison set of `GROUPS` (the finding's readings; its
     estimate and interval are over all configurations):
 
     - ``finding:owner_rate:D<D>``: the owner-selection rate, rule ``proportion`` (randomised
@@ -260,7 +260,7 @@ def _group_findings(a: dict, i: int, S: int, K: int, label: str, seed) -> list[C
       first; the statement reports the geometric mean ``exp`` of the estimate).
 
     The papers give no value under Adam (gradient flow: rate 1, gap about ``D^2``), so the
-    power is computed at the declared smallest effect (:data:`._protocol.FINDING_MEASURES`)."""
+    power is computed at the declared smallest effect (`._protocol.FINDING_MEASURES`)."""
     D = int(a["dims"][i])
     cells = [_cell(x, y) for x, y in zip(a["beta1"], a["beta2"])]
     lead = f"{label}: " if label else ""

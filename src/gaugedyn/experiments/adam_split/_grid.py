@@ -1,10 +1,10 @@
 """The ``(beta1, beta2)`` grid analysis under the written protocol (``PROTOCOL.md`` here).
 
-The grid itself is declared and run by :mod:`gaugedyn.experiments.adam_split.beta_grid`, which turns the
-statistics of :func:`protocol_statistics` into findings. This module needs no torch.
+The grid itself is declared and run by `gaugedyn.experiments.adam_split.beta_grid`, which turns the
+statistics of `protocol_statistics()` into findings. This module needs no torch.
 
 Per run (after the start-up fraction ``skip`` of steps), from the split's per-step sums
-(:data:`gaugedyn.adam.READING_SUMS`; the streaming sums of the batched training, checked
+(`gaugedyn.adam.READING_SUMS`; the streaming sums of the batched training, checked
 against the float64 reference split on the declared reference copies), for each sign reading ``r`` (``current``: sign
 ``sign(g_t)``, residual ``transition + ratio + eps``; ``memory``: sign ``sign(w^)``, residual
 ``ratio + eps``; the lag is the same) and each share convention (``squared``:
@@ -116,7 +116,7 @@ def run_measures(r: dict, skip: float) -> dict[str, float]:
 
 
 def cell_table(results: list[dict], tasks: list[dict], skip: float) -> dict:
-    """Per task, each field of :data:`FIELDS` as an array ``(n1, n2, seeds)`` (nan where a run
+    """Per task, each field of `FIELDS` as an array ``(n1, n2, seeds)`` (nan where a run
     is missing) and the cell flag ``diverged (n1, n2)``; plus ``beta1s``, ``beta2s``.
 
     ``tasks[i] = {task, beta1, beta2, seed, ...}`` is the task of ``results[i]``.
@@ -149,7 +149,7 @@ def cell_table(results: list[dict], tasks: list[dict], skip: float) -> dict:
 
 def cell_masks(b1s, b2s, valid: np.ndarray) -> dict[str, np.ndarray]:
     """Boolean masks ``(n1, n2)`` of the valid (ran, not diverged) tied cells and of each
-    off-diagonal region of :data:`REGIONS`."""
+    off-diagonal region of `REGIONS`."""
     B1 = np.asarray(b1s, dtype=float)[:, None]
     B2 = np.asarray(b2s, dtype=float)[None, :]
     return {
@@ -254,13 +254,13 @@ def _smooth_stats(per: dict, b1s, b2s, masks: dict) -> list[dict]:
 
 
 def protocol_statistics(table: dict, name: str) -> list[dict]:
-    """Every statistic the protocol judges for task ``name`` of :func:`cell_table`'s ``table``.
+    """Every statistic the protocol judges for task ``name`` of `cell_table()`'s ``table``.
 
-    Each is a dict: ``claim`` (:data:`CLAIMS`), ``reading`` (``current``, ``memory``, or
+    Each is a dict: ``claim`` (`CLAIMS`), ``reading`` (``current``, ``memory``, or
     ``both`` where the measure does not depend on it), ``region`` (``tied`` or one of
-    :data:`REGIONS`), ``match`` (smoothness only), ``conventions`` (per convention: the
+    `REGIONS`), ``match`` (smoothness only), ``conventions`` (per convention: the
     per-seed cell means, the threshold and the direction; the verdict rule is applied to them by
-    :func:`gaugedyn.experiments.adam_split.beta_grid.findings_of`) and the ``cells`` judged on
+    `gaugedyn.experiments.adam_split.beta_grid.findings_of()`) and the ``cells`` judged on
     (diverged cells never among them).
     """
     b1s, b2s = table["beta1s"], table["beta2s"]

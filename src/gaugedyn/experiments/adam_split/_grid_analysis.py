@@ -30,7 +30,7 @@ VERDICT_CODES = {"NOT HELD": 0, "HELD": 1, "UNRESOLVED": 2, "depends on the read
 def expand(tasks: list[dict], results: list[dict]) -> tuple[list[dict], list[dict]]:
     """The runs of the batched tasks, one task and result per copy
     (``{task, beta1, beta2, seed}`` with ``seed`` the seed index, and ``{sums, final_loss,
-    initial_loss, nonfinite_step}``), as :func:`gaugedyn.experiments.adam_split._grid.cell_table`
+    initial_loss, nonfinite_step}``), as `gaugedyn.experiments.adam_split._grid.cell_table()`
     reads them."""
     runs, per_run = [], []
     for task, r in zip(tasks, results):
@@ -91,7 +91,7 @@ def _judgements(group: list[dict], rule: str, seed, fid: str) -> dict:
 
 def findings_of(task: str, statistics: list[dict], label: str, diverged: list[str], seed) -> list:
     """The protocol's statistics of ``task`` as findings: one per claim, region (and match),
-    judged under every documented reading (:data:`READING_ORDER`); the verdict is the readings'
+    judged under every documented reading (`READING_ORDER`); the verdict is the readings'
     common one, or "depends on the reading"."""
     groups: dict = {}
     for stat in statistics:
@@ -152,7 +152,7 @@ def analyse_grid(
     seed,
 ):
     """Arrays, claims (checks, then the findings per task) and diagnostics of a grid run:
-    ``runs``/``per_run`` one per copy (:func:`expand`), ``tasks``/``results`` the batched tasks
+    ``runs``/``per_run`` one per copy (`expand()`), ``tasks``/``results`` the batched tasks
     and their results (for the checks); ``label``: the configuration's provisional label
     (``""`` for the declared full one)."""
     table = cell_table(per_run, runs, float(config["skip"]))
@@ -260,7 +260,7 @@ def readme_table(summary: str | Path) -> str:
 
 def correctness_claims(tasks: list[dict], results: list[dict]) -> list[Claim]:
     """The package-correctness checks of a grid (they decide the exit status), from the batched
-    tasks and their results (:func:`gaugedyn.experiments.adam_split._batched.train_copies`)."""
+    tasks and their results (`gaugedyn.experiments.adam_split._batched.train_copies()`)."""
     lag = READING_SUMS.index("lag")
     tied_lag, n_tied, n_ref, n_copies = [], 0, 0, 0
     ref_err, sum_err, applied, ref_tied_lag = [], [], [], []

@@ -19,7 +19,7 @@ TASKS: tuple[str, ...] = (
     "word_mlp",
     "teacher_student",
 )
-"""The training tasks of :mod:`gaugedyn.experiments.adam_split.tasks` (named here so the analysis needs no torch)."""
+"""The training tasks of `gaugedyn.experiments.adam_split.tasks` (named here so the analysis needs no torch)."""
 TASK_KINDS: dict[str, str] = {
     "digits_mlp": "vision",
     "digits_cnn": "vision",

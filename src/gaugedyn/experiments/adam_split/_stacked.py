@@ -6,7 +6,7 @@
 ``list(model0.parameters())``, and ``x`` the copies' inputs stacked on a new leading axis.
 ``model0`` is read for hyper-parameters only (shapes, padding). Autograd flows back through
 ``params`` (views of the flat ``(B, P)`` buffer of
-:func:`gaugedyn.experiments.adam_split._batched.train_copies`). Pure torch, any device, float32
+`gaugedyn.experiments.adam_split._batched.train_copies()`). Pure torch, any device, float32
 and float64.
 
 Per layer, with ``x_c`` of shape ``(n, i)`` and ``W_c`` ``(o, i)``:
@@ -59,7 +59,7 @@ def _conv(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, padding) -> torch.T
 
 
 def _grouped(x: torch.Tensor) -> torch.Tensor:
-    """Images ``(B, n, C, H, W)`` -> ``(n, B*C, H, W)``, the grouped layout of :func:`_conv`,
+    """Images ``(B, n, C, H, W)`` -> ``(n, B*C, H, W)``, the grouped layout of `_conv()`,
     stored channels-last (the convolutions and max-pooling that follow keep that format, in which
     they run several times faster on the CPU than in the contiguous one)."""
     B, n, C, H, W = x.shape
@@ -138,7 +138,7 @@ def _digits_cnn(model0: nn.Sequential, params: list[torch.Tensor]) -> Callable:
 
 def _digits_resnet(model0: _DigitsResNet, params: list[torch.Tensor]) -> Callable:
     """Stem, residual block, max-pool, residual block, flattened linear head
-    (:class:`~gaugedyn.experiments.adam_split.tasks._DigitsResNet`) on ``x (B, n, 1, 8, 8)``."""
+    (`_DigitsResNet`) on ``x (B, n, 1, 8, 8)``."""
     B = _check(model0, params)
     pad = model0.stem.padding
     pool = model0.blocks[1].kernel_size
@@ -163,6 +163,6 @@ STACKED: dict[str, Callable] = {
     "digits_resnet": _digits_resnet,
 }
 """Task name -> builder ``(model0, params) -> forward`` (module docstring); the text tasks'
-builders are :data:`gaugedyn.experiments.adam_split._stacked_text.TEXT_STACKED`."""
+builders are `gaugedyn.experiments.adam_split._stacked_text.TEXT_STACKED`."""
 
 STACKED.update(TEXT_STACKED)

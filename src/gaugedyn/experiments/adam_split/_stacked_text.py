@@ -7,13 +7,13 @@ product over copies (``torch.baddbmm``). ``forward(x)`` maps the copies' token i
 ``x (B, bs, T)`` to logits ``(B, bs, T, vocab)``, ``out[c]`` equal to round-off to copy ``c``'s
 own module applied to ``x[c]``, differentiable with respect to ``params``.
 
-- ``char_transformer`` (:class:`~gaugedyn.experiments.adam_split.tasks._CharTransformer`):
+- ``char_transformer`` (`_CharTransformer`):
   ``h = E[x] + P[:T]``; per block ``h += W_o attn(split(W_qkv LN_1(h) + b_qkv)) + b_o`` (causal
   ``scaled_dot_product_attention`` per copy, sequence and head) and
   ``h += W_2 GELU(W_1 LN_2(h) + b_1) + b_2`` (GELU in its erf form); logits
   ``W_h LN(h) + b_h``, each ``LN(h) = w (h - mean h) / sqrt(var h + eps) + b`` over the model
   dimension with the module's ``eps``.
-- ``char_gru`` (:class:`~gaugedyn.experiments.adam_split.tasks._CharGRU`): PyTorch's GRU,
+- ``char_gru`` (`_CharGRU`): PyTorch's GRU,
   ``r = sigma(W_ir e_t + b_ir + W_hr h + b_hr)``, ``z = sigma(W_iz e_t + b_iz + W_hz h + b_hz)``,
   ``n = tanh(W_in e_t + b_in + r (W_hn h + b_hn))``, ``h' = (1 - z) n + z h`` from ``h = 0``,
   the gate rows of ``weight_ih_l0``/``weight_hh_l0`` in the order ``(r, z, n)``; the input

@@ -4,7 +4,7 @@
 
 Every copy (task, cell ``(beta1, beta2)``, seed) trains one task with Adam's update at
 ``betas=(beta1, beta2)``; all cells and seeds of a task are one harness task, trained as one
-program by :func:`gaugedyn.experiments.adam_split._batched.train_copies` (each copy's own
+program by `gaugedyn.experiments.adam_split._batched.train_copies()` (each copy's own
 model and minibatches, ``torch.optim.Adam``'s arithmetic with per-copy betas: bit for bit the
 trajectory ``torch.optim.Adam`` gives the copy alone on the CPU). Every step of every copy is
 split by streaming sums in the working precision, which give both sign readings:
@@ -16,14 +16,14 @@ split by streaming sums in the working precision, which give both sign readings:
 with ``w`` the first moment taken with the second moment's memory (``w is m`` when ``b1 == b2``).
 The declared reference copies (``reference``: seed 0 of the grid's four corner cells by
 default, or every copy) are also split every step by the reference
-:func:`gaugedyn.adam.split_update` in float64.
+`gaugedyn.adam.split_update()` in float64.
 
 - *checks* (they decide the exit status): the streaming lag is exactly zero at every step of
   every tied copy (and the reference's on the tied reference copies); on the reference copies,
   at every coordinate and step, the five parts sum to the update to ``1e-12``, the split update
   is the step applied to float32 round-off, and the streaming sums equal the reference's to
   ``REFERENCE_TOL`` of the update norm;
-- *findings* (:func:`gaugedyn.harness.judged`, rule ``mean_threshold``: the 95% Student t
+- *findings* (`gaugedyn.harness.judged()`, rule ``mean_threshold``: the 95% Student t
   interval over seeds of the per-seed mean over the judged cells), per task, on the cells the
   protocol names, diverged cells excluded: ``sign_dominated_tied``, ``lag_substantial`` and
   ``residual_small`` (each off-diagonal region ``beta2 > beta1`` and ``beta2 < beta1``
@@ -34,7 +34,7 @@ default, or every copy) are also split every step by the reference
   is their common one, or "depends on the reading". The estimate and interval shown are the
   ``current/squared`` reading's. The paper gives no value of these measures, so the power is
   computed at the threshold moved half a standard deviation of the per-seed values onto the
-  claimed side (:func:`gaugedyn.harness._verdicts.margin_value`). A configuration other than
+  claimed side (`gaugedyn.harness._verdicts.margin_value()`). A configuration other than
   the full one prints every finding as "provisional (quick)" (or "provisional (reduced
   configuration)").
 """
@@ -256,13 +256,13 @@ class BetaGrid(Experiment):
 
 
 def configuration_label(config: dict, params: dict | None = None, keys=FULL_KEYS) -> str:
-    """:func:`gaugedyn.harness._protocol.configuration_label` over ``keys`` of ``params``
+    """`gaugedyn.harness._protocol.configuration_label()` over ``keys`` of ``params``
     (by default this experiment's)."""
     return _protocol_label(config, BetaGrid.params if params is None else params, keys)
 
 
 def copy_seeds(seed, cells: list[tuple[float, float, int]]) -> list:
-    """Each copy's ``SeedSequence``: the task-seed rule (:func:`gaugedyn._meta.task_seed`) on
+    """Each copy's ``SeedSequence``: the task-seed rule (`gaugedyn._meta.task_seed()`) on
     the copy's coordinates ``(beta1, beta2, seed index)`` under the task's own seed, so a copy's
     seed does not depend on the other copies of its batch."""
     from ..._meta import integer_seed, task_seed
@@ -272,7 +272,7 @@ def copy_seeds(seed, cells: list[tuple[float, float, int]]) -> list:
 
 
 def reference_copies(task: dict) -> list[int]:
-    """Indices (in :func:`copies_of`'s order) of the copies split by the float64 reference:
+    """Indices (in `copies_of()`'s order) of the copies split by the float64 reference:
     ``"corners"``: seed 0 of the cells ``(min or max beta1, min or max beta2)``; ``"all"``: every
     copy."""
     cells = copies_of(task)

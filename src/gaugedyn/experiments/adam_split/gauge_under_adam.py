@@ -4,9 +4,9 @@ Gradient flow conserves ``delta_i = a_i^2 - |w_i|^2`` and the gauge only changes
 mobility ``1/|w_i|^2``; Adam's per-coordinate normalisation ``m^/(sqrt(v^) + eps)`` breaks the
 rescaling symmetry, so its answer is measured here, not assumed. At each input dimension ``D``
 (one task) the ``S`` seeds of every ``(beta1, beta2)`` (tied and untied) are trained as one
-batched program by :func:`gaugedyn.training.train` (online Adam, fresh Gaussian batches, time
+batched program by `gaugedyn.training.train()` (online Adam, fresh Gaussian batches, time
 ``t = sum_k eta_k``; one Adam pair and one root seed per copy, so each copy is bit for bit its
-cell trained alone, with the seed the cell had as its own task, :func:`cell_seed`):
+cell trained alone, with the seed the cell had as its own task, `cell_seed()`):
 
 - ``single`` with the w-heavy and with the a-heavy gauge (same seeds, hence the same data): the
   specialization times ``t_w``, ``t_a`` (first ``t`` with alignment ``>= threshold``) and their
@@ -16,9 +16,9 @@ cell trained alone, with the seed the cell had as its own task, :func:`cell_seed
   *owner-selection rate* is the fraction of seeds whose final owner (``argmax_i rho_i m_i``) is the
   a-heavy copy, with a Wilson 95% interval;
 - the lag share of each neuron's update: every Adam step of the trainer is observed by
-  :class:`AdamProbe`, passed as ``train(..., on_step=probe)``, which keeps
+  `AdamProbe`, passed as ``train(..., on_step=probe)``, which keeps
   ``w_t = b2 w_{t-1} + (1-b2) g_t`` and splits each step with
-  :func:`gaugedyn.adam.decompose_state`; per neuron ``i`` (its ``a_i`` and ``w_i``) and step, the
+  `gaugedyn.adam.decompose_state()`; per neuron ``i`` (its ``a_i`` and ``w_i``) and step, the
   shares ``|p_k| / (|sign| + |lag| + |residual|)``, averaged over steps after the start-up
   fraction ``skip`` and in ``bins`` windows of time.
 
@@ -27,7 +27,7 @@ Checks (they decide the exit status): the probe saw every step; the parts sum to
 trainer applied, to ``1e-12`` relative;
 the lag part is exactly zero at every step of every tied configuration. Findings (owner rate and
 gauge gap per ``D``, ids ``finding:...``) are judged by rules of the catalogue
-(:data:`gaugedyn.stats.RULES`: ``proportion`` and ``mean_threshold`` on per-seed log ratios)
+(`gaugedyn.stats.RULES`: ``proportion`` and ``mean_threshold`` on per-seed log ratios)
 over every comparison set, all configurations, the tied and the untied ones, stored as the
 finding's readings ("depends on the reading" when they disagree); lag shares and the drift of
 ``delta`` are measurements.
@@ -279,7 +279,7 @@ def cell_seed(seed: np.random.SeedSequence, cell: dict) -> np.random.SeedSequenc
     """The seed of one cell: ``task_seed(root, "gauge_under_adam", cell)``, the seed the harness
     gave the cell when it was its own task (the harness seeds a task with ``task_seed(root,
     experiment, task)``, the derivation every summary records). ``root`` is the run's root seed,
-    the ``entropy`` of the task's ``SeedSequence`` (an integer: :func:`gaugedyn._meta.task_seed`
+    the ``entropy`` of the task's ``SeedSequence`` (an integer: `gaugedyn._meta.task_seed()`
     builds it so). Batching the cells of a ``D`` into one task leaves each copy's data, hence
     every number, as it was."""
     if not isinstance(seed.entropy, int):
@@ -292,7 +292,7 @@ def cell_seed(seed: np.random.SeedSequence, cell: dict) -> np.random.SeedSequenc
 
 class _PerCell:
     """``on_step`` of a batched run: cell ``j``'s probe sees only its own copies, rows
-    ``j S .. (j + 1) S - 1`` (:meth:`gaugedyn.training.StepRecord.select`)."""
+    ``j S .. (j + 1) S - 1`` (`gaugedyn.training.StepRecord.select()`)."""
 
     def __init__(self, probes: list, seeds: int):
         self.probes, self.seeds = probes, seeds
@@ -304,7 +304,7 @@ class _PerCell:
 
 
 def _copies(result, rows: slice):
-    """The :class:`TrainResult` of the copies ``rows`` alone (contiguous arrays, so every
+    """The `TrainResult` of the copies ``rows`` alone (contiguous arrays, so every
     observable is computed as on the run of those copies alone)."""
     import dataclasses
 
@@ -321,7 +321,7 @@ def train_cells(problem, cells: list[dict], roots: list[int]) -> list[tuple]:
     """``[(TrainResult, probe result)]``, one per cell: ``cells[j]['seeds']`` seeds of ``problem``
     under Adam at the cell's ``(beta1, beta2)`` from root seed ``roots[j]``, every cell's seeds
     one program (one Adam pair and one root per copy; a lone cell runs exactly as before, with
-    one pair and one root). Each cell's :class:`AdamProbe` observes its own copies only."""
+    one pair and one root). Each cell's `AdamProbe` observes its own copies only."""
     from ...adam import AdamProbe
     from ...theory import Definitions
     from ...training import TrainConfig, train
@@ -369,7 +369,7 @@ def train_cells(problem, cells: list[dict], roots: list[int]) -> list[tuple]:
 
 def train_probed(problem, task: dict, root_seed: int):
     """``(TrainResult, probe result)`` of ``task['seeds']`` seeds of ``problem`` under Adam at
-    the task's ``(beta1, beta2)`` (one cell of :func:`train_cells`)."""
+    the task's ``(beta1, beta2)`` (one cell of `train_cells()`)."""
     return train_cells(problem, [task], [root_seed])[0]
 
 

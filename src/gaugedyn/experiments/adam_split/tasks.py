@@ -301,10 +301,10 @@ def train_task(
 
     Returns numpy arrays per step: ``loss`` (minibatch), ``norms`` ``(steps, 7)`` pooled over
     groups (names ``norm_names``), ``share_sign``, ``share_lag``, ``share_residual``,
-    ``update_norm``, ``transition_frac`` (all from :class:`AdamRecorder`), ``reference``
+    ``update_norm``, ``transition_frac`` (all from `AdamRecorder`), ``reference``
     ``(steps, len(READING_SUMS))`` (the same steps split by the reference
-    :func:`gaugedyn.adam.split_update` in float64, both sign readings; see
-    :data:`gaugedyn.adam.READING_SUMS`); and scalars ``final_loss`` (evaluation loss after
+    `gaugedyn.adam.split_update()` in float64, both sign readings; see
+    `gaugedyn.adam.READING_SUMS`); and scalars ``final_loss`` (evaluation loss after
     training), ``initial_loss``, ``smoothness``, ``n_params``, ``nonfinite_step`` (the first
     step whose minibatch loss was not finite, training stopped there and later rows are nan;
     ``-1`` if none). Deterministic given ``seed`` (an int or a ``numpy.random.SeedSequence``).
@@ -336,7 +336,7 @@ def _effective_grads(opt) -> list:
 
 
 def _reference_sums(opt, grads: list, split: StreamingSplit) -> np.ndarray:
-    """The :data:`READING_SUMS` of one step over all parameters, from the reference split."""
+    """The `READING_SUMS` of one step over all parameters, from the reference split."""
     total = np.zeros(len(READING_SUMS))
     for i, (p, g) in enumerate(grads):
         st = opt.state[p]

@@ -2,22 +2,22 @@
 
 Task variants built here from the package's offline data (nothing downloaded):
 
-- ``digits_ce``: scikit-learn's digits (:func:`gaugedyn.training.load_digits`),
+- ``digits_ce``: scikit-learn's digits (`gaugedyn.training.load_digits()`),
   MLP 64-32-10 (ReLU), cross-entropy, full batch on the first ``n_samples`` images;
-- ``teacher_mse``: the Gaussian ReLU teacher-student of :mod:`gaugedyn.experiments.adam_split.tasks` (``D = 20``,
+- ``teacher_mse``: the Gaussian ReLU teacher-student of `gaugedyn.experiments.adam_split.tasks` (``D = 20``,
   default student width 4, teacher width 2) on one fixed sample of ``n_samples`` inputs, half
   the mean squared error, full batch;
 - ``teacher4_mse``: the same with a teacher of width 4 (default student width 16);
 - ``digits_mse``: the same digits, MLP 64-``hidden``-10 (ReLU), half the squared error to the
   one-hot labels summed over the ten outputs and averaged over the images (the loss of
   ``adam_edge``'s ``mse``; the audit's pilot task), full batch on the first ``n_samples`` images;
-- :func:`noisy_labels`: the digits labels with a share ``LABEL_NOISE`` replaced by one of the
+- `noisy_labels()`: the digits labels with a share ``LABEL_NOISE`` replaced by one of the
   other nine classes (a fixed draw), for a cross-entropy task that cannot be fitted perfectly
   (``adam_edge``'s ``ce_noisy``).
 
 ``B`` copies (one per ``(beta1, beta2, seed)``) share the data; parameters carry a leading batch
-axis and :func:`adam_steps` applies Adam's update with a per-copy ``beta1``, ``beta2``
-(:func:`gaugedyn.adam.batched_adam_step`, ``op_order="running"``; checked against
+axis and `adam_steps()` applies Adam's update with a per-copy ``beta1``, ``beta2``
+(`gaugedyn.adam.batched_adam_step()`, ``op_order="running"``; checked against
 ``torch.optim.Adam`` in the tests). ``device``: the torch device
 of the data and parameters (the initialisation is drawn on the CPU, so it is the same on
 every device).
@@ -36,7 +36,7 @@ from ...training import load_digits
 
 TASKS = ("digits_ce", "digits_mse", "teacher_mse", "teacher4_mse")
 LABEL_NOISE = 0.2
-"""Share of the labels :func:`noisy_labels` replaces by another class."""
+"""Share of the labels `noisy_labels()` replaces by another class."""
 NOISE_SEED = 0
 """The one fixed draw of the replaced labels (the data are the same for every run's seed)."""
 
@@ -116,12 +116,12 @@ class BatchedMLP:
 
 
 class BlockStatistics:
-    """The spike detector's block statistics (:class:`gaugedyn.adam.SpikeBlocks`) of ``B``
+    """The spike detector's block statistics (`gaugedyn.adam.SpikeBlocks`) of ``B``
     per-step ``log10`` losses, accumulated on the device as a training loop runs: copy ``i``'s
     steps go into blocks of ``size[i]`` steps, each reduced at its end to its lower median,
     maximum and minimum of the loss clipped at ``floor`` (``nan`` and ``+inf`` read as the
     floor) and whether some step was ``nan``, ``+inf`` or above the copy's ceiling (its first
-    loss, unless set). Equals :func:`gaugedyn.adam.spike_block_statistics` of the whole curve
+    loss, unless set). Equals `gaugedyn.adam.spike_block_statistics()` of the whole curve
     (tests)."""
 
     def __init__(self, size, device, floor: float = FLOAT64_FLOOR):
@@ -179,9 +179,9 @@ class BlockStatistics:
 def adam_steps(
     model: BatchedMLP, lr: float, beta1, beta2, steps: int, size, eps: float = 1e-8
 ) -> tuple[list[SpikeBlocks], np.ndarray]:
-    """Full-batch Adam with per-copy betas (:func:`gaugedyn.adam.batched_adam_step`, the
+    """Full-batch Adam with per-copy betas (`gaugedyn.adam.batched_adam_step()`, the
     ``"running"`` operation order of the 1-D maps), every step's ``log10`` loss entering the
-    spike detector's blocks of ``size[i]`` steps (:class:`BlockStatistics`); returns each copy's
+    spike detector's blocks of ``size[i]`` steps (`BlockStatistics`); returns each copy's
     blocks and its first ``log10`` loss."""
     like = model.params[0]
     B = like.shape[0]

@@ -1,9 +1,9 @@
 """The stored choice of the network tasks' step size and scan range (issue 25, item 3).
 
-Chosen before the scan of ``spike_boundary`` on a calibration pilot (:func:`calibration_pilot`:
+Chosen before the scan of ``spike_boundary`` on a calibration pilot (`calibration_pilot()`:
 the task program of the scan, ``_scan._run_task``, one seed per cell, seed
 ``PILOT_SEED``), whose result is kept here beside the choice so that quick runs and ``--set``
-extensions reuse it. The rule (:func:`rule_met`), the property that defines the experiment and
+extensions reuse it. The rule (`rule_met()`), the property that defines the experiment and
 never the slope it reports: every ``beta1`` row of the pilot holds a cell whose copy reached low
 loss (``trained``: the settled window's median ``log10`` loss at least
 ``_protocol.TRAINED_DECADES`` below the initial loss), and at least ``MIN_ROWS`` rows have a
@@ -44,7 +44,7 @@ TASKS: dict[str, dict[str, Any]] = {
     "teacher4_mse": {"lr": 1e-2, "n_samples": 256, "hidden": 16, **GRID},
 }
 """Per task: the chosen ``lr``, ``n_samples``, hidden width and scan grid; ``pilot``: the pilot
-they were chosen on (:func:`calibration_pilot`'s output, stored in ``pilots.json``)."""
+they were chosen on (`calibration_pilot()`'s output, stored in ``pilots.json``)."""
 STORED = Path(__file__).with_name("pilots.json")
 for _name, _pilot in json.loads(STORED.read_text()).items():
     TASKS[_name]["pilot"] = _pilot

@@ -2,8 +2,8 @@
 
 **The spike detector**, run through the very path of the experiment: a synthetic per-step
 ``log10`` loss goes through the block reduction of the compiled 1-D map
-(:func:`gaugedyn.adam.series_blocks`) or of the batched training tasks
-(``_batched.BlockStatistics``), then through :func:`._protocol.judge_run` (the settled window)
+(`gaugedyn.adam.series_blocks()`) or of the batched training tasks
+(``_batched.BlockStatistics``), then through `._protocol.judge_run()` (the settled window)
 at the run's sampling, at cells of the configuration's own grids: the shortest memory of the
 1-D grid (blocks of ``block_min`` steps), the cell whose run holds the most blocks of
 ``block_min`` steps (the most chances for noise to fake a rise), a long memory where the blocks
@@ -22,14 +22,14 @@ known answers:
 - a loss that grows to ``+inf``, or turns ``nan``, at a known step: diverged; a single ``+inf``:
   diverged.
 
-**The boundary finder and the slope fit** (the bisection :func:`._bisect.scan_rows` with
-:func:`._bisect.row_edges`, and :func:`._spike_analysis.slope_judgement`): at the
+**The boundary finder and the slope fit** (the bisection `._bisect.scan_rows()` with
+`._bisect.row_edges()`, and `._spike_analysis.slope_judgement()`): at the
 configuration's rows, coarse grid, seeds and bisection width, seeds drawn spiky with a
 probability logistic in ``log c`` around a known boundary ``c_b = C a^3`` (edges found within
 the bisection width and 0.05 decades, each covered by its interval) and around a flat boundary;
 seeds never, and always, spiky give no edge. The slope fit is judged as the findings are (the
 slope rule of ``spike_boundary.cubic_quadratic``'s declared measure) on bisected edges of rows
-(at least :data:`SLOPE_ROWS`, the rule's fewest) spread over the part of the configuration's
+(at least `SLOPE_ROWS`, the rule's fewest) spread over the part of the configuration's
 ``a`` range where the boundary lies one cell inside the grid: the fit must resolve (HELD in a
 band wide enough to hold any slope) and recover slope 3, or 0, within 0.1.
 """
@@ -66,7 +66,7 @@ Reduce = Callable[..., object]
 
 def _series(a: float, c: float, spikes: SpikeSampling, rng) -> tuple[np.ndarray, int, int, int]:
     """A quiet curve at the cell's sampling: the run's length, or long enough to hold three
-    plateaus of up to :data:`WIDTHS` blocks, each after a whole level window."""
+    plateaus of up to `WIDTHS` blocks, each after a whole level window."""
     settle = int(settle_steps(a, c))
     b = int(spike_block_size(1 - a, 1 - c, spikes))
     m = spike_level_blocks(1 - a, 1 - c, spikes)
@@ -80,7 +80,7 @@ WIDTHS = (2, 3, 6)
 
 
 def _plateaus(base, first, b, height) -> tuple[np.ndarray, list[int]]:
-    """Three plateaus :data:`WIDTHS` blocks wide, evenly spread over the judged blocks."""
+    """Three plateaus `WIDTHS` blocks wide, evenly spread over the judged blocks."""
     out = base.copy()
     span = (base.size - first) // 3
     starts = []

@@ -7,7 +7,7 @@ At step ``t`` with gradient ``g`` and Adam's preconditioner ``P = diag(sqrt(v^_t
   ``P^-1/2 H P^-1/2`` (one Hessian-vector product through ``torch.autograd``);
 - preconditioned sharpness ``S = lambda_max(P^-1/2 H P^-1/2)`` every ``lanczos_every`` steps
   (``scipy.sparse.linalg.eigsh``, ARPACK's Lanczos, over a ``LinearOperator`` of HVPs, warm
-  started from the previous eigenvector: :func:`gaugedyn.adam.preconditioned_sharpness` with
+  started from the previous eigenvector: `gaugedyn.adam.preconditioned_sharpness()` with
   ``method="arpack"``);
 - secant curvature ``dtheta^T (g_t - g_{t-1}) / dtheta^T P dtheta``, ``dtheta = theta_t - theta_{t-1}``;
 - cosine between consecutive gradients;
@@ -19,13 +19,13 @@ At step ``t`` with gradient ``g`` and Adam's preconditioner ``P = diag(sqrt(v^_t
   through ``v`` is cut; its loss every step and its preconditioned sharpness
   ``lambda_max(P(t_f)^-1/2 H P(t_f)^-1/2)`` at the same Lanczos steps.
 
-:func:`diagonal_quadratic` is the exactly solvable companion (``L = sum h_i theta_i^2 / 2``,
+`diagonal_quadratic()` is the exactly solvable companion (``L = sum h_i theta_i^2 / 2``,
 ``S = max h_i / P_i`` and ``kappa_g`` in closed form). The Hessian-vector product, the Lanczos
 estimate and the dense eigensolver it is checked against are the library's
-(:func:`gaugedyn.adam.preconditioned_sharpness`, :func:`gaugedyn.adam.dense_sharpness`).
+(`gaugedyn.adam.preconditioned_sharpness()`, `gaugedyn.adam.dense_sharpness()`).
 
 The stability threshold of heavy-ball EMA momentum on a quadratic is
-``lr * curvature = 2 (1 + beta1) / (1 - beta1)`` (:func:`threshold`).
+``lr * curvature = 2 (1 + beta1) / (1 - beta1)`` (`threshold()`).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ HIDDEN = {"mse": 32, "ce": 32, "ce_noisy": 4}
 
 threshold = edge_threshold
 """``2 (1 + beta1) / (1 - beta1)``: the edge of ``lr`` times the preconditioned curvature
-(:func:`gaugedyn.adam.edge_threshold`)."""
+(`gaugedyn.adam.edge_threshold()`)."""
 
 
 def _setup(loss: str, n_samples: int, seed: int, hidden: int | None = None):
@@ -80,7 +80,7 @@ def _setup(loss: str, n_samples: int, seed: int, hidden: int | None = None):
 
 
 def _sharpness(loss_fn, params, P, v0=None) -> tuple[float, torch.Tensor]:
-    """``(S, eigenvector)`` by ARPACK (:func:`preconditioned_sharpness`, ``method="arpack"``,
+    """``(S, eigenvector)`` by ARPACK (`preconditioned_sharpness()`, ``method="arpack"``,
     relative tolerance ``LANCZOS_TOL``), warm-started from ``v0``."""
     out = preconditioned_sharpness(loss_fn, params, P, v0, LANCZOS_TOL, method="arpack")
     return out["sharpness"], out["eigenvector"]
@@ -290,7 +290,7 @@ def lanczos_check(
     hidden: int = 8,
     eps: float = 1e-8,
 ) -> dict:
-    """Lanczos (:func:`preconditioned_sharpness`) against :func:`dense_sharpness` on a small
+    """Lanczos (`preconditioned_sharpness()`) against `dense_sharpness()` on a small
     digits MLP (64-``hidden``-10, MSE) after ``warm_steps`` Adam steps, with Adam's ``P``."""
     model, loss_fn = _setup("mse", n_samples, seed, hidden)
     params = list(model.parameters())

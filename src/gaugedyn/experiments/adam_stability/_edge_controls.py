@@ -1,22 +1,22 @@
 """Known-answer controls of ``adam_edge``'s instruments (``PROTOCOL.md`` section 2).
 
-- **The frozen-``v`` comparison** (:mod:`._freeze`), ``v`` frozen *before* the edge (at
-  :data:`._freeze.FREEZE_BEFORE` of the threshold) at each ``beta1`` of the configuration, its
+- **The frozen-``v`` comparison** (`._freeze`), ``v`` frozen *before* the edge (at
+  `._freeze.FREEZE_BEFORE` of the threshold) at each ``beta1`` of the configuration, its
   ``beta2`` and step size: on the diagonal quadratic, where adaptation of ``v`` is the only
   mechanism that moves the preconditioned sharpness, the adaptive arm reaches the edge and the
   frozen arm does not within the run (the mechanism's signature); on a model that sharpens by
   itself under a fixed preconditioner, where ``v`` plays no part, both arms reach the edge at the
   same step (no signature). Frozen *at* the edge, the comparison reads no signature on either
   model (``tests/test_instruments.py``): today's arm cannot tell the mechanism from its absence.
-- **The edge finder** (:func:`._protocol.edge_start`): a Lanczos record crossing ``0.9 thr`` at a
+- **The edge finder** (`._protocol.edge_start()`): a Lanczos record crossing ``0.9 thr`` at a
   known step after the start-up (found there), one crossing only during the start-up and one
   never crossing (no edge).
-- **The frozen and adaptive readouts of the edge window** (:func:`._edge_analysis.window_stats`):
+- **The frozen and adaptive readouts of the edge window** (`._edge_analysis.window_stats()`):
   a record whose frozen copy sits at twice the threshold after the freeze (reads ``log10 2``),
   and one whose frozen copy equals the adaptive run (reads equal values).
-- **The period-2 readout** (:func:`._edge_analysis.period_two`): an alternation ``+-e`` on a trend
+- **The period-2 readout** (`._edge_analysis.period_two()`): an alternation ``+-e`` on a trend
   (reads ``2 e``), and a smooth curve (reads nearly 0).
-- **The diagonal quadratic's separation readout** (:func:`._edge_analysis.quadratic_separation`):
+- **The diagonal quadratic's separation readout** (`._edge_analysis.quadratic_separation()`):
   a sharpness ten times the active curvature (reads 1) and equal to it (reads 0).
 """
 

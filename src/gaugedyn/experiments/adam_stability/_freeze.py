@@ -2,10 +2,10 @@
 
 The edge-of-stability mechanism says that Adam's second moment ``v`` drives the preconditioned
 sharpness ``S = lambda_max(P^-1/2 H P^-1/2)``, ``P = sqrt(v^) + eps``, up to the threshold
-``2 (1 + beta1) / (1 - beta1) / lr`` and holds it there. :func:`freeze_arms` runs Adam (the
+``2 (1 + beta1) / (1 - beta1) / lr`` and holds it there. `freeze_arms()` runs Adam (the
 *adaptive* arm) and, from the first step where ``lr S`` reaches ``fraction`` of the threshold, a
 copy whose preconditioner is held at its value then (the *frozen* arm: ``m`` still updated and
-bias-corrected by the step count); :func:`edge_times` reads the first step at which each arm
+bias-corrected by the step count); `edge_times()` reads the first step at which each arm
 reaches the edge (``lr S >= EDGE_FRACTION * thr``).
 
 - Frozen **before** the edge (``fraction`` well below ``EDGE_FRACTION``), the comparison can
@@ -17,9 +17,9 @@ reaches the edge (``lr S >= EDGE_FRACTION * thr``).
 
 The models, each ``(grad, sharpness, theta0)`` with exact gradients and sharpness:
 
-- :func:`diagonal_quadratic_model`: ``L = sum h_i theta_i^2 / 2``; ``S = max h_i / P_i``. A fixed
+- `diagonal_quadratic_model()`: ``L = sum h_i theta_i^2 / 2``; ``S = max h_i / P_i``. A fixed
   ``P`` leaves ``S`` constant, so adaptation of ``v`` is the only mechanism that moves it;
-- :func:`sharpening_model`: a curvature ``e^phi`` that grows as ``phi`` relaxes to a target
+- `sharpening_model()`: a curvature ``e^phi`` that grows as ``phi`` relaxes to a target
   above the edge (progressive sharpening), run with a *fixed* preconditioner in both arms
   (``fixed=p``: no ``v`` at all): it reaches the edge without ``v``.
 """

@@ -74,7 +74,7 @@ def sampling(config: dict) -> SpikeSampling:
 
 def run_steps(a, c, spikes: SpikeSampling = SPIKE_SAMPLING) -> np.ndarray:
     """Steps of a settled run: the settle time, what the detector needs to judge the settled
-    window (:func:`gaugedyn.adam.spike_steps_needed`: the warm-up horizon, the level's window and
+    window (`gaugedyn.adam.spike_steps_needed()`: the warm-up horizon, the level's window and
     ``MIN_HORIZONS`` horizons of blocks), a block for the window's rounding and 3% margin."""
     a, c = np.broadcast_arrays(np.asarray(a, float), np.asarray(c, float))
     need = np.array(
@@ -92,7 +92,7 @@ def judge_run(
     settle: int = 0,
     spikes: SpikeSampling = SPIKE_SAMPLING,
 ) -> tuple[dict, dict]:
-    """The detector's verdicts on one run's blocks (of :func:`gaugedyn.adam.spike_block_size`
+    """The detector's verdicts on one run's blocks (of `gaugedyn.adam.spike_block_size()`
     steps from step 0) under the ``settled`` window (the blocks from step ``settle`` on) and
     the ``transient`` window (the whole run)."""
     b = int(spike_block_size(1 - a, 1 - c, spikes))

@@ -1,9 +1,9 @@
 """Adam's loss-spike boundary in the ``(1 - beta1, 1 - beta2)`` plane, judged on settled dynamics.
 
-The exact 1-D Adam map on ``|x|^n / n`` (compiled, :func:`gaugedyn.adam.simulate_blocks`) and
+The exact 1-D Adam map on ``|x|^n / n`` (compiled, `gaugedyn.adam.simulate_blocks()`) and
 two calibrated full-batch float64 training tasks (``_batched``, every cell and seed a copy of
 one batched program; step size and scan range stored in ``_calibration``), every run judged by
-the one spike detector (:func:`gaugedyn.adam.detect_spikes`) under two windows. The protocol,
+the one spike detector (`gaugedyn.adam.detect_spikes()`) under two windows. The protocol,
 fixed before any run, is ``PROTOCOL.md`` section 1 in this folder; its constants and rules are
 ``_protocol``, the runs ``_scan``, the analysis ``_spike_analysis`` and the figure ``_figures``.
 """

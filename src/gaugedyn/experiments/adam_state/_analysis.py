@@ -1,7 +1,7 @@
 """Findings and measurements of ``shared_representation`` from its stored results.
 
 Every finding's criterion is the paper's pre-specified one and is fixed here before any run;
-its verdict comes from a rule of the catalogue (:data:`gaugedyn.stats.RULES`) on the per-seed
+its verdict comes from a rule of the catalogue (`gaugedyn.stats.RULES`) on the per-seed
 values (a seed's value is its mean over the mirrored directions):
 
 - a contrast claimed above or below a threshold (``> 0.05``, ``> 0``, ``< 0``):
@@ -11,17 +11,17 @@ values (a seed's value is its mean over the mirrored directions):
   control's ``+-0.01``): ``equivalence`` (two one-sided tests at 2.5%: HELD when the 95% t
   interval of the mean difference lies inside ``(-m, m)``, NOT HELD when it lies wholly outside).
 
-Every finding that reads specialization is judged under both readouts (:data:`._model.READOUTS`:
+Every finding that reads specialization is judged under both readouts (`._model.READOUTS`:
 the heads, primary, and a linear probe on the representation) as *readings*
-(:func:`gaugedyn.harness.judged`): its verdict is "depends on the reading" when they disagree.
-Every table is judged on its own confirmatory seeds (:data:`._protocol.TABLES`). When the
+(`gaugedyn.harness.judged()`): its verdict is "depends on the reading" when they disagree.
+Every table is judged on its own confirmatory seeds (`._protocol.TABLES`). When the
 calibration found no candidate with every defining property, each finding is UNRESOLVED with
 that reason (its numbers are still reported), never judged on a set-up without them.
 
-``paper_value`` is the paper's estimate of the same difference (:data:`._protocol.PAPER_VALUE`,
-from the numbers in :data:`._protocol.PAPER`); a finding's ``power`` is its rule's probability of HELD there for the
+``paper_value`` is the paper's estimate of the same difference (`._protocol.PAPER_VALUE`,
+from the numbers in `._protocol.PAPER`); a finding's ``power`` is its rule's probability of HELD there for the
 seeds used. Measurements (the paper gives them no decision rule) keep their paired
-seed-bootstrap intervals (:func:`gaugedyn.stats.mean_difference_ci`).
+seed-bootstrap intervals (`gaugedyn.stats.mean_difference_ci()`).
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ class Builder:
     ) -> None:
         """A finding on per-seed ``pairs = {reading: (x, y)}`` (the first reading primary):
         ``x - y`` inside ``(-thr, thr)`` (``equivalence``), else ``x - y`` against ``thr``, by
-        the rule its declared measure chooses (:data:`._protocol.FINDING_MEASURES`: ``equivalence`` or
+        the rule its declared measure chooses (`._protocol.FINDING_MEASURES`: ``equivalence`` or
         ``paired_difference`` for a symmetric one); every reading judged by the same rule."""
         fid = f"shared_representation.{id_}"
         measure = stats.measure_of(FINDING_MEASURES, fid).at(paper_value)
@@ -165,7 +165,7 @@ class Builder:
         other: str | None = None,
         equivalence: bool = False,
     ) -> None:
-        """:meth:`add` on the contrast of ``key`` (or its change from ``other``), read by the
+        """`add()` on the contrast of ``key`` (or its change from ``other``), read by the
         heads and by the probe."""
         name = key if other is None else f"{key}-{other}"
         pairs = {ro: self.pair(key, other, ro) for ro in SUFFIX}

@@ -1,13 +1,13 @@
 """The stored calibration of ``shared_representation``: a quick run previews the full one.
 
-The calibration stage searches the candidate family (:func:`._stages.family`) for one set-up
+The calibration stage searches the candidate family (`._stages.family()`) for one set-up
 (a candidate and the update route's loss weight ``w*``) by its defining properties only. A quick configuration has fewer
 calibration seeds, so its own search can choose a different set-up, and then its verdicts are
 about another experiment. So the full configuration's choice is stored as data, in
-``calibration.json`` beside this module, written by :func:`write` (``python -m
+``calibration.json`` beside this module, written by `write()` (``python -m
 gaugedyn.experiments.adam_state._calibration simulations/shared_representation.toml``) with the
 command, the date and the settings it was made under; every run with ``setup = "search"``
-whose set-up settings (:data:`SETUP_KEYS`: everything but the seed counts, the horizon and the
+whose set-up settings (`SETUP_KEYS`: everything but the seed counts, the horizon and the
 record interval) equal the stored ones reuses that choice, and says so. A run recalibrates
 instead when asked (``recalibrate = true``), or when its settings differ from the stored ones
 (an extension such as ``--set beta2=0.9`` defines another set-up family; the record names the
@@ -16,7 +16,7 @@ with every other set-up setting equal reuses the stored rows of the candidates i
 applies the same choice rule to them (source ``"stored subset"``), and says so.
 
 The seed of the stored calibration is the one a full run with ``recalibrate = true`` gets
-(:func:`gaugedyn._meta.task_seed` of the configuration's root seed, the experiment and the full
+(`gaugedyn._meta.task_seed()` of the configuration's root seed, the experiment and the full
 task), so that run reproduces the stored file's choice.
 """
 
@@ -50,7 +50,7 @@ the continued-opposition horizon, the formation record interval, the findings' m
 
 
 def setup_keys(params: dict) -> tuple[str, ...]:
-    """The parameters that define the set-up family (every declared one but :data:`NOT_SETUP`)."""
+    """The parameters that define the set-up family (every declared one but `NOT_SETUP`)."""
     return tuple(k for k in params if k not in NOT_SETUP)
 
 

@@ -1,6 +1,6 @@
 """Known-answer controls of ``shared_representation``'s instruments (``PROTOCOL.md``).
 
-- **The readouts** (:func:`._model.readouts`, heads and probe), on networks with a planted
+- **The readouts** (`._model.readouts()`, heads and probe), on networks with a planted
   representation in a world of the configuration's targets, correlation ``rho`` and inputs (no
   input noise, so the representation can be built exactly from ``x``): a representation holding
   the favoured target and nothing of the other reads a probe specialization ``1 - rho^2`` (the
@@ -8,10 +8,10 @@
   target and zero read a heads specialization of 1; a representation holding both targets reads
   0 by both. A probe that read the labels instead of the representation would read 0 on the
   first case (``tests/test_instruments.py``).
-- **The switch readout** (:func:`._pulses.spec_of` and the pulse's rule ``top before and not
+- **The switch readout** (`._pulses.spec_of()` and the pulse's rule ``top before and not
   after``): precisions with the favoured target on top before and the other after switch;
   on top at both ends, they do not.
-- **The selection** (:func:`._stages.properties` and :func:`._stages.choose`): a family of four
+- **The selection** (`._stages.properties()` and `._stages.choose()`): a family of four
   candidate rows of which exactly one has every defining property (matched endpoints,
   specialisation, conflict) though another has a smaller endpoint mismatch: that one is chosen;
   a family in which none has them all: no choice.
@@ -61,7 +61,7 @@ def readout_case(config: dict, keep: list[int], heads: list[int | None], readout
 
 
 def readout_controls(config: dict, readout=None) -> list[Control]:
-    """The readouts' controls (module doc); ``readout`` replaces :func:`._model.readouts` in a
+    """The readouts' controls (module doc); ``readout`` replaces `._model.readouts()` in a
     test that breaks it."""
     rho = float(config["rho"])
     K = int(config["targets"])
@@ -99,7 +99,7 @@ def readout_controls(config: dict, readout=None) -> list[Control]:
 
 
 class _Checkpoints:
-    """What :func:`._pulses.spec_of` reads of a cohort: its targets, favoured targets, sizes."""
+    """What `._pulses.spec_of()` reads of a cohort: its targets, favoured targets, sizes."""
 
     def __init__(self, K: int):
         self.hp = {"targets": K}

@@ -10,7 +10,7 @@ the batch is ``S R`` independent optimizers sharing a step count). A variant is 
 a label-observation vector ``q`` (target ``k``'s label enters the loss with probability ``q_k``,
 drawn per sample or per step) and a loss-weight schedule; its loss is
 ``sum_k w_k(t) mean_n o_nk (y_k - z_k)^2`` with ``o_nk`` the observation indicator (1 when
-``q = 1``). Readouts (:func:`readouts`) are the one definition of readout precision, by the heads
+``q = 1``). Readouts (`readouts()`) are the one definition of readout precision, by the heads
 and by a linear probe fitted on the representation.
 """
 
@@ -368,7 +368,7 @@ def readouts(
     network and target (``[S R, K]``) on the evaluation draw seen with ``gains [R, K]``, under
     both readouts: ``heads`` (``yhat`` the network's output) and ``probe`` (``yhat = [h, 1] B``
     with ``B`` the least-squares fit of ``z`` on the representation ``h`` and a constant, fitted
-    per network on the held-out draw ``(z_fit, xi_fit)``; ridge :data:`PROBE_RIDGE` times the
+    per network on the held-out draw ``(z_fit, xi_fit)``; ridge `PROBE_RIDGE` times the
     mean squared entry of ``[h, 1]``)."""
     x = world.inputs(ev.z, ev.xi, gains)
     h = net.represent(x)

@@ -44,7 +44,7 @@ INTERVENTIONS = {
     "t5": ("xv:enc0", "xv:enc1", "xv:heads", "move", "xv"),
 }
 """The Adam-state interventions of Tables 4 and 5 and of the common-scale pattern (steps joined
-by ``+``; :func:`._pulses.intervene`)."""
+by ``+``; `._pulses.intervene()`)."""
 CONTROL = ("own", "xm", "xv", "reset")
 """The interventions on the equal-mean weight-history control (Table 4, Figure 2b)."""
 MARKS = (1, 2, 5, 10, 20, 50, 100, 200, 400)
@@ -98,7 +98,7 @@ PAPER_VALUE = {
     "form_v": None,
     "form_cancel": None,
 }
-"""The paper's value of each judged difference (from :data:`PAPER`): where a finding's power
+"""The paper's value of each judged difference (from `PAPER`): where a finding's power
 is computed (``None``: the paper states a direction only)."""
 
 _ROUTES = "per seed, a route's specialization readout, acquisition-formed minus update-formed"

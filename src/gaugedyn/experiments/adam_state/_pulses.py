@@ -10,7 +10,7 @@ A *pulse* is ``pulse_steps`` further updates that favour the opposing target ``o
 observation rate ``pulse_observe`` for the others; equal loss weights), ``update`` (equal
 gains, every label; ``w_o = pulse_weight``, others share the rest) or ``combined`` (both).
 Specialization is ``s = r_f - r_o`` (readout precisions on the evaluation distribution, under
-each readout of :data:`._model.READOUTS`); the *specialization lost*
+each readout of `._model.READOUTS`); the *specialization lost*
 is ``s_0 - s_T``; the checkpoint *switches* when ``argmax_k r_k = f`` before the pulse and not
 after it (checkpoints specialized before are the denominator).
 Every route of one comparison receives the same pulse batches (common random numbers).
@@ -255,7 +255,7 @@ def sgd_rates(c: sm.Cohort, world: sm.World, kind: str, hp: dict, seed: int) -> 
 
 def intervene(name: str, a: sm.Cohort, b: sm.Cohort) -> list[Any]:
     """Apply intervention ``name`` to the pair ``(a, b)`` in place; the toolkit's records
-    (:class:`gaugedyn.adam.StateRecord`)."""
+    (`gaugedyn.adam.StateRecord`)."""
     recs: list[Any] = []
     for step in name.split("+"):
         if step in ("own", "move"):

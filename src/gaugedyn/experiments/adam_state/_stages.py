@@ -2,14 +2,14 @@ r"""The two stages of ``shared_representation``: calibration over the candidate 
 confirmatory measurement of every table on its own seeds.
 
 Calibration seeds and each table's confirmatory seeds come from different streams of the task's
-seed (labels ``"calibration"`` and ``("confirm", table)``, :func:`gaugedyn.stats.generator`), so
+seed (labels ``"calibration"`` and ``("confirm", table)``, `gaugedyn.stats.generator()`), so
 no confirmatory network is ever seen by the choice and no two tables share a seed.
 
-The family (:func:`family`) crosses what *acquisition* means (input gain; label-observation rate
+The family (`family()`) crosses what *acquisition* means (input gain; label-observation rate
 per sample; per step), the representation's capacity ``d_Z``, the learning rate, the pulse
 strength and the evaluation distribution (``own``/``common``; the two coincide unless
 acquisition means input gain, so only ``common`` is kept there). A candidate is chosen **only by
-its defining properties** (:func:`properties`), measured on calibration seeds: matched endpoints,
+its defining properties** (`properties()`), measured on calibration seeds: matched endpoints,
 real specialization (read by the probe, in both routes) and conflicting task gradients (``-C/S``
 of the acquisition route). No outcome a table reports enters the choice.
 """
@@ -130,7 +130,7 @@ def calibrate(
     """Every candidate on the calibration seeds: ``w*`` by the endpoint mismatch (the largest
     route difference of mean ``r_f``, ``r_o`` by the heads) over ``w_grid``; at ``w*`` the
     endpoint intervals, each route's mean specialization by both readouts and each route's
-    ``-C/S``; then :func:`properties` and :func:`choose`. One formation serves every candidate
+    ``-C/S``; then `properties()` and `choose()`. One formation serves every candidate
     that shares its meaning, ``d_Z`` and learning rate; the formations are independent (each
     from the same calibration stream), so ``map_`` may run them in worker processes with the
     same result."""
@@ -148,7 +148,7 @@ def calibrate(
 
 
 def _calibrate_group(job: tuple) -> list[dict]:
-    """The calibration rows of the candidates sharing one formation (see :func:`calibrate`)."""
+    """The calibration rows of the candidates sharing one formation (see `calibrate()`)."""
     hp, seed, members = job
     S, grid, K = hp["calibration_seeds"], hp["w_grid"], hp["targets"]
     rows = []

@@ -6,8 +6,8 @@ the same ten opposing updates; Adam-state interventions locate the response diff
 set-up is chosen from a candidate family on calibration seeds by its defining properties only,
 then every table is measured on its own confirmatory seeds. The protocol (set-up, choice rule,
 readings, findings) is ``PROTOCOL.md`` beside this module, its fixed numbers
-:mod:`._protocol`; this module declares the settings and runs the two stages
-(:mod:`._stages`); the findings are :mod:`._analysis` and the figures :mod:`._figures`.
+`._protocol`; this module declares the settings and runs the two stages
+(`._stages`); the findings are `._analysis` and the figures `._figures`.
 """
 
 from __future__ import annotations
@@ -314,7 +314,7 @@ class SharedRepresentation(Experiment):
 
     def tasks(self, config):
         """The family lists normalised (a single value is a one-entry list); every task carries
-        how its set-up is obtained (:func:`._calibration.plan`), so a stored choice that changes
+        how its set-up is obtained (`._calibration.plan()`), so a stored choice that changes
         is a different task. With a stored calibration, one task per table (each its own task
         seed, so its own seeds; the harness runs them in parallel); a run that calibrates is one
         task, so the family is searched once."""

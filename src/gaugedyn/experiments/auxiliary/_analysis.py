@@ -295,7 +295,7 @@ def _map_cells(tasks, results, reading: str) -> dict:
 
 def _signed(cells: dict, key: str, sign_of: str = "theory") -> tuple[np.ndarray | None, list]:
     """Per-seed ``sign(theory) * value`` over the cells whose theory benefit is at least
-    :data:`MAP_MIN_EFFECT` away from zero, and the cells' names; ``None`` without both signs."""
+    `MAP_MIN_EFFECT` away from zero, and the cells' names; ``None`` without both signs."""
     chosen = [(k, c) for k, c in cells.items() if abs(c[sign_of]) >= pc.MAP_MIN_EFFECT]
     signs = {np.sign(c[sign_of]) for _, c in chosen}
     if signs != {1.0, -1.0}:

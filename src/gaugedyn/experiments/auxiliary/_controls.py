@@ -3,26 +3,26 @@
 The run also judges control cases from its own tasks (``trajectory.*.control_noise_term``,
 ``closed_form.control_wrong_gamma``, ``benefit.control_*``, ``forcing_noise.control_*``);
 declared here, each instrument reads planted results through the very function of
-:mod:`._analysis` the run's findings are read with, so that an instrument that misreads a known
+`._analysis` the run's findings are read with, so that an instrument that misreads a known
 case stops the run before any work. Each planted set of results has the layout of the run's
-(the keys :mod:`._runs` writes) and a seeded generator (seed 0):
+(the keys `._runs` writes) and a seeded generator (seed 0):
 
-- the **band test** (:func:`._analysis.trajectories`): 40 seeds of noise (standard deviation
+- the **band test** (`._analysis.trajectories()`): 40 seeds of noise (standard deviation
   0.01) about a known curve; the curve itself lies inside the seeds' 95% band at every record
   (negative: no disagreement), the curve moved by 0.05 lies outside (positive);
-- the **closed-form tolerance** (:func:`._analysis.closed_form`): 16 seeds within 0.2% of the
+- the **closed-form tolerance** (`._analysis.closed_form()`): 16 seeds within 0.2% of the
   closed form are judged within the 2% margin (positive), seeds 5% below it are not (negative);
-- the **benefit sign** (:func:`._analysis.benefit_map`): the theory's benefit +0.05 at one cell
+- the **benefit sign** (`._analysis.benefit_map()`): the theory's benefit +0.05 at one cell
   and -0.05 at another, each measured with its sign: the sign change is HELD (positive); the same
   theory with no measured benefit (the single-task and auxiliary seeds alike) is not (negative);
-- the **forcing-noise split** (:func:`._analysis.forcing_noise`): in the helping cell a drift part
+- the **forcing-noise split** (`._analysis.forcing_noise()`): in the helping cell a drift part
   of +0.02 and a diffusion part of -0.01 per seed read a balance (positive); zero-mean parts do
   not (negative);
-- the **FDT ratio in simulation** (:func:`._analysis.fdt_sim`): stationary joint errors whose
+- the **FDT ratio in simulation** (`._analysis.fdt_sim()`): stationary joint errors whose
   ratio ``(eps_J - L_J*) / (eta Tr N / 4B)`` is 1 (with 1% noise) read the relation (positive);
   ratio 1.3 does not (negative);
-- the **FDT ratio along the ODE** (:func:`._analysis.fdt_ode`): ratios ``1 + eta`` over
-  :data:`._protocol.FDT_ETAS` read the relation at the smallest ``eta`` (positive); ``1.05 + eta``
+- the **FDT ratio along the ODE** (`._analysis.fdt_ode()`): ratios ``1 + eta`` over
+  `._protocol.FDT_ETAS` read the relation at the smallest ``eta`` (positive); ``1.05 + eta``
   does not (negative).
 """
 
@@ -67,7 +67,7 @@ def band_case(offset: float) -> tuple[list, list]:
 
 
 def band_inside(offset: float):
-    """The band test's share of records inside the band (:func:`._analysis.trajectories`)."""
+    """The band test's share of records inside the band (`._analysis.trajectories()`)."""
     from . import _analysis
 
     _, claims = _analysis.trajectories(*band_case(offset))
@@ -108,7 +108,7 @@ def closed_case(factor: float, noise: float) -> tuple[list, list]:
 
 
 def closed_verdict(factor: float, noise: float) -> str:
-    """The verdict of ``closed_form.simulation`` on :func:`closed_case`."""
+    """The verdict of ``closed_form.simulation`` on `closed_case()`."""
     from . import _analysis
 
     _, claims = _analysis.closed_form(*closed_case(factor, noise), CONTROL_SEED)
@@ -164,7 +164,7 @@ def map_case(benefit: float, drift: float, diffusion: float) -> tuple[list, list
 
 
 def benefit_verdict(benefit: float) -> str:
-    """The verdict of ``benefit.sign_change`` on :func:`map_case`."""
+    """The verdict of ``benefit.sign_change`` on `map_case()`."""
     from . import _analysis
 
     _, claims = _analysis.benefit_map(*map_case(benefit, 0.0, 0.0), CONTROL_SEED)
@@ -172,7 +172,7 @@ def benefit_verdict(benefit: float) -> str:
 
 
 def forcing_verdict(drift: float, diffusion: float) -> str:
-    """The verdict of ``forcing_noise.balance`` on :func:`map_case`."""
+    """The verdict of ``forcing_noise.balance`` on `map_case()`."""
     from . import _analysis
 
     _, claims = _analysis.forcing_noise(*map_case(0.05, drift, diffusion), CONTROL_SEED)
@@ -208,7 +208,7 @@ def fdt_sim_case(ratio: float) -> tuple[list, list]:
 
 
 def fdt_sim_verdict(ratio: float) -> str:
-    """The verdict of ``fdt.sim.erf`` on :func:`fdt_sim_case`."""
+    """The verdict of ``fdt.sim.erf`` on `fdt_sim_case()`."""
     from . import _analysis
 
     _, claims = _analysis.fdt_sim(*fdt_sim_case(ratio), {}, CONTROL_SEED)
@@ -217,7 +217,7 @@ def fdt_sim_verdict(ratio: float) -> str:
 
 def fdt_ode_case(offset: float) -> tuple[list, list]:
     """Erf stationary states along the ODE of both readings at ``rho`` 1 and 0.5: ratio ``1 +
-    offset + eta`` over :data:`._protocol.FDT_ETAS`, balanced to 1e-12."""
+    offset + eta`` over `._protocol.FDT_ETAS`, balanced to 1e-12."""
     etas = np.asarray(pc.FDT_ETAS)
     tasks = [
         {"kind": "fdt_ode", "activation": "erf", "reading": reading, "rho": rho}
@@ -233,7 +233,7 @@ def fdt_ode_case(offset: float) -> tuple[list, list]:
 
 
 def fdt_ode_verdict(offset: float) -> str:
-    """The verdict of ``fdt.ode.erf`` on :func:`fdt_ode_case`."""
+    """The verdict of ``fdt.ode.erf`` on `fdt_ode_case()`."""
     from . import _analysis
 
     _, claims = _analysis.fdt_ode(

@@ -1,6 +1,6 @@
 """The runs of the ``auxiliary`` experiment: one function per task kind, each a pure function of
 its task (and seed), returning arrays. The protocol is ``PROTOCOL.md``; the fixed numbers
-:mod:`._protocol`."""
+`._protocol`."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from . import _protocol as pc
 
 
 def problem(task: dict) -> AuxiliaryProblem:
-    """The task's problem: the linear tasks start from :data:`LINEAR_START`, the FDT's from
-    :data:`FDT_START`, the others from :data:`START` (``R_aux = R_main`` at ``rho = 1``, where
+    """The task's problem: the linear tasks start from `LINEAR_START`, the FDT's from
+    `FDT_START`, the others from `START` (``R_aux = R_main`` at ``rho = 1``, where
     the teachers coincide)."""
     start = {
         "closed_form": pc.LINEAR_START,
@@ -111,7 +111,7 @@ def closed_form_times(task: dict) -> np.ndarray:
 
 
 def closed(task: dict, gamma: float | None = None) -> tr.LinearClosedForm:
-    """The task's linear closed form (its start :data:`LINEAR_START`; ``gamma`` replaced if
+    """The task's linear closed form (its start `LINEAR_START`; ``gamma`` replaced if
     given)."""
     g = task["gamma"] if gamma is None else gamma
     s = pc.LINEAR_START
@@ -149,7 +149,7 @@ def run_closed_form(task: dict, seed) -> dict:
 
 def run_order(task: dict, seed=None) -> dict:
     """Section 2: the leading-order closed form's largest gap to the ODE over ``tau`` in
-    :data:`ORDER_TAU`, at each learning rate of :data:`ORDER_ETAS` (deterministic)."""
+    `ORDER_TAU`, at each learning rate of `ORDER_ETAS` (deterministic)."""
     tau = np.linspace(*pc.ORDER_TAU, 40)
     gaps, exact = [], []
     for eta in pc.ORDER_ETAS:
@@ -229,7 +229,7 @@ def run_map(task: dict, seed) -> dict:
 
 def run_fdt_ode(task: dict, seed=None) -> dict:
     """Section 4 along the ODE: the relation's ratio at the stationary states for
-    :data:`FDT_ETAS`, the exact balance there, and (identical teachers) the single-task form;
+    `FDT_ETAS`, the exact balance there, and (identical teachers) the single-task form;
     with a trained ReLU head the rescaling gauge's rate instead (no stationary state)."""
     p, lo = problem(task), loss(task)
     if task["activation"] in ("relu", "linear") and lr2(task) == 1.0 and lo.heads == 2:

@@ -3,8 +3,8 @@ its ODE, the linear closed form, the benefit map, the fluctuation-dissipation re
 forcing-versus-noise split.
 
 The model is declared in ``derivations/auxiliary.md``; the protocol (runs, readings, findings,
-rules, controls) is ``PROTOCOL.md`` beside this module, its fixed numbers :mod:`._protocol`, the
-runs :mod:`._runs`, the findings :mod:`._analysis` and the figures :mod:`._figures`.
+rules, controls) is ``PROTOCOL.md`` beside this module, its fixed numbers `._protocol`, the
+runs `._runs`, the findings `._analysis` and the figures `._figures`.
 """
 
 from __future__ import annotations

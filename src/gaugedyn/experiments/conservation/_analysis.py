@@ -12,7 +12,7 @@ from . import _protocol as pr
 
 TOL = 1e-6
 """A law's gradient may have at most this share of its norm inside the Lie trace (the
-``tol`` of :func:`gaugedyn.gauge.conservation_laws`)."""
+``tol`` of `gaugedyn.gauge.conservation_laws()`)."""
 
 
 def _value(res: dict, key: str) -> float:

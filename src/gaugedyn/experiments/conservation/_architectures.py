@@ -5,7 +5,7 @@ with three derived numbers: the independent conservation laws, the infinitesimal
 (the dimension of the null space of the outputs' Jacobian on rich data) and the symmetry
 directions that give no law (``silent = symmetries - laws``), and, where they are known, the
 laws in closed form and the generators of the symmetry group split by their symmetry
-(:data:`gaugedyn.gauge.GENERATOR_KINDS`). The derivations (``why``) use one principle: a
+(`gaugedyn.gauge.GENERATOR_KINDS`). The derivations (``why``) use one principle: a
 linear symmetry ``theta -> exp(tA) theta`` whose transpose also generates one gives the law
 ``theta^T A_s theta`` from its symmetric part ``A_s``; its antisymmetric part is an isometry
 with no law (Noether's theorem for gradient flow). The counts:
@@ -33,7 +33,7 @@ with no law (Noether's theorem for gradient flow). The counts:
   ``d = E / H``): ``GL(d)`` on ``(W_Q, W_K)`` and on ``(W_V, W_O)`` per head: ``H d (d + 1)``
   laws, ``2 H d^2`` symmetries (the laws the seed abstract calls complete for multi-head
   attention).
-- ``gqa`` (:class:`gaugedyn.gauge.GroupedQueryAttention` without biases, ``H`` query heads
+- ``gqa`` (`gaugedyn.gauge.GroupedQueryAttention` without biases, ``H`` query heads
   sharing ``G`` key/value heads): ``GL(d)`` per key/value head, acting on its ``H / G`` query
   heads together: ``G d (d + 1)`` laws, ``2 G d^2`` symmetries.
 """
@@ -74,7 +74,7 @@ class Architecture:
         return self.symmetries - self.laws
 
     def count_kwargs(self) -> dict:
-        """The keyword arguments of :func:`gaugedyn.gauge.conservation_laws` for it."""
+        """The keyword arguments of `gaugedyn.gauge.conservation_laws()` for it."""
         kw: dict = {"known": self.known, "generators": self.generators}
         if self.params is not None:
             kw["params"] = self.params
@@ -172,7 +172,7 @@ class MHA(torch.nn.Module):
 
 
 class GQA(torch.nn.Module):
-    """Self-attention by :class:`gaugedyn.gauge.GroupedQueryAttention`."""
+    """Self-attention by `gaugedyn.gauge.GroupedQueryAttention`."""
 
     def __init__(self, embed: int, heads: int, kv_heads: int, head_dim: int, bias: bool = False):
         super().__init__()

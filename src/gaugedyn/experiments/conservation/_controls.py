@@ -3,11 +3,11 @@
 The run also judges these cases as checks (``control.*``) from its own tasks; declared here,
 they stop a run before any work when an instrument misreads a known case:
 
-- the **count** (:func:`gaugedyn.gauge.conservation_laws`, at the run's ``points``, ``rtol``
+- the **count** (`gaugedyn.gauge.conservation_laws()`, at the run's ``points``, ``rtol``
   and ``vector_std``): the square two-layer linear network of width 2 has ``K(K+1)/2 = 3``
   laws (positive); the bias-free two-layer network with its ReLU bent (``relu(z) + eps z^2``,
   ``eps`` the run's ``perturbation``) has none (negative);
-- the **rank decision** (:func:`gaugedyn.gauge.decide_rank`) on the planted spectrum
+- the **rank decision** (`gaugedyn.gauge.decide_rank()`) on the planted spectrum
   ``(1, 0.5, 0.1, 1e-3, 1e-7)``: rank 5 at ``rtol = 1e-9`` (the ``1e-7`` direction counted,
   positive) and rank 4 at ``rtol = 1e-6`` (below the tolerance, not counted: negative);
 - the **drift-slope fit** (``_drift.slope_control``, reading ``steps``, one seed): a law that

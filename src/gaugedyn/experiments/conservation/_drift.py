@@ -4,7 +4,7 @@ Full-batch GD ``P <- P - eta g`` changes a conserved quadratic invariant ``I`` b
 ``eta^2 k(P)`` per step (``k`` the invariant's form on the gradient, ``|g_a|^2 - |g_w|^2`` for a
 unit): the flow conserves ``I``, the discrete step does not, at second order. From one initial
 model, GD runs at the step sizes ``eta_k = eta_0 2^-k``; for each group of
-:func:`gaugedyn.gauge.find_units` recorded by :class:`gaugedyn.gauge.GaugeRecorder`
+`gaugedyn.gauge.find_units()` recorded by `gaugedyn.gauge.GaugeRecorder`
 (``exact_change=True``) the drift is the Euclidean norm over the group's units (Frobenius for the
 matrix kinds) of the summed change ``sum_t Delta I_t``, read two ways:
 
@@ -18,7 +18,7 @@ Per group the slope is the least-squares fit over the sizes; per unit too (units
 vanishes at some size, as a dead ReLU unit's does, are left out and counted). A group of kind
 ``frozen`` has no drift to scale (its gradient is zero up to rounding): its gradient is checked
 to be rounding against the other groups', not fitted. Every other step's measured change is
-checked against the recorder's prediction ``eta^2 k`` (:func:`gap`).
+checked against the recorder's prediction ``eta^2 k`` (`gap()`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ EXPECTED = {"steps": 2.0, "time": 1.0}
 
 GD_TOL = 1e-10
 """Every step's change equals ``eta^2 k`` to this relative error (plus the float's resolution
-of the invariant, :func:`gap`)."""
+of the invariant, `gap()`)."""
 
 
 def gap(arr: dict, lr: float) -> float:
@@ -138,7 +138,7 @@ def drift_rates(
 
 
 def slope_control(eta0: float, sizes: int, steps: int, seed: int, broken: bool) -> dict:
-    """The slope instrument on known answers, through :func:`drift_rates` (reading ``steps``):
+    """The slope instrument on known answers, through `drift_rates()` (reading ``steps``):
     a scalar chain ``f(x) = a w x`` (``broken=False``), whose recorded ``a^2 - w^2`` changes by
     exactly ``eta^2 (g_a^2 - g_w^2)`` per step (slope 2); or ``Linear(4, 4) - LayerNorm(eps =
     1) - Linear(4, 1)`` (``broken=True``), whose recorded scale "invariant" ``|W|^2`` is no law

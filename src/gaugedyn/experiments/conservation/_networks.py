@@ -1,6 +1,6 @@
 r"""The networks whose recorded invariants the experiment compares with the count: the
 documented examples of ``docs/gauge-recorder.md`` and the digits networks of
-``gauge_on_networks`` (:func:`gaugedyn.training.digits_network`, which the drift runs train too),
+``gauge_on_networks`` (`gaugedyn.training.digits_network()`, which the drift runs train too),
 each with its count derived before any run.
 
 The digits networks and their laws:
@@ -35,7 +35,7 @@ nn = torch.nn
 
 
 def network(model: str, size: dict | None = None) -> nn.Module:
-    """A fresh float64 digits ``model`` (:func:`gaugedyn.training.digits_network`) at the
+    """A fresh float64 digits ``model`` (`gaugedyn.training.digits_network()`) at the
     ``gauge_on_networks`` sizes unless ``size`` overrides them."""
     from ...training import digits_network
 
@@ -46,7 +46,7 @@ def network(model: str, size: dict | None = None) -> nn.Module:
 class RecorderModel:
     """A model of the recorder comparison: its count and symmetries derived (``why``), the
     data shape per sample, and how the count is taken (``kwargs`` of
-    :func:`gaugedyn.gauge.conservation_laws`; ``rich``: whether it needs the recorder's rich
+    `gaugedyn.gauge.conservation_laws()`; ``rich``: whether it needs the recorder's rich
     data, as ReLU units with biases saturate slowly)."""
 
     name: str
@@ -164,7 +164,7 @@ _RECORDER: dict[str, dict] = {
 
 
 def recorder_model(name: str) -> RecorderModel:
-    """The model ``name`` of :data:`._protocol.RECORDER_MODELS`, freshly built (its initial
+    """The model ``name`` of `._protocol.RECORDER_MODELS`, freshly built (its initial
     values are replaced by generic draws; the seed only makes the build repeatable)."""
     spec = dict(_RECORDER[name])
     torch.manual_seed(0)

@@ -3,9 +3,9 @@ has, which symmetries give them, whether the gauge recorder tracks all of them, 
 recorded invariants drift under gradient descent.
 
 The protocol (set-up, claims and their rules, fixed before any run) is ``PROTOCOL.md`` in this
-folder, its fixed numbers :mod:`._protocol`; this module declares the settings and runs the
-tasks, :func:`._analysis.conservation_laws` turns the results into claims and
-:func:`._figures.conservation_laws` draws the figures.
+folder, its fixed numbers `._protocol`; this module declares the settings and runs the
+tasks, `._analysis.conservation_laws()` turns the results into claims and
+`._figures.conservation_laws()` draws the figures.
 """
 
 from __future__ import annotations
@@ -279,7 +279,7 @@ class ConservationLaws(Experiment):
 
 
 def _summary(r, prefix: str) -> dict:
-    """The arrays of one :class:`gaugedyn.gauge.ConservationLaws`, keys ``prefix_...``."""
+    """The arrays of one `gaugedyn.gauge.ConservationLaws`, keys ``prefix_...``."""
     out = {
         f"{prefix}_{k}": np.array(getattr(r, k) if k != "points" else len(r.points), dtype=float)
         for k in _SUMMARY
@@ -366,7 +366,7 @@ def _control_count(task, seed) -> dict:
 
 
 def _rank_control() -> dict:
-    """The rank decision on planted spectra (:func:`._controls.planted_ranks`)."""
+    """The rank decision on planted spectra (`._controls.planted_ranks()`)."""
     return cc.planted_ranks()
 
 

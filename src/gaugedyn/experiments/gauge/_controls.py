@@ -4,16 +4,16 @@ The gauge system's findings are read off solved flows and trained networks by a 
 each the one definition the experiments use. Each gets a case with the effect present, of known
 size or location, and one with it absent, run through that very function:
 
-- **specialization readout** (:func:`gaugedyn.theory.specialization` at the threshold of
-  :class:`gaugedyn.theory.Definitions`): a student at cosine 0.99 with the teacher is
+- **specialization readout** (`gaugedyn.theory.specialization()` at the threshold of
+  `gaugedyn.theory.Definitions`): a student at cosine 0.99 with the teacher is
   specialised; one at cosine 0.5 is not;
-- **owner readout** (:func:`gaugedyn.theory.owners`): of two students along the teacher, the one
+- **owner readout** (`gaugedyn.theory.owners()`): of two students along the teacher, the one
   with the larger coefficient ``a |w|`` owns it (index 1, known); two identical copies tie
   (``-1``, no owner);
-- **pruning readout** (:func:`gaugedyn.theory.pruning_time`, "pruned from then on"): a
+- **pruning readout** (`gaugedyn.theory.pruning_time()`, "pruned from then on"): a
   coefficient falling through the tolerance at a known output time and staying below is pruned
   then; one that dips below and recovers is not pruned;
-- **power-law fit** (:func:`gaugedyn.stats.loglog_fit`): ``y = 3 x^2`` reads slope 2, a
+- **power-law fit** (`gaugedyn.stats.loglog_fit()`): ``y = 3 x^2`` reads slope 2, a
   constant reads slope 0;
 - **path distance** (the clock's arc-length resampling with Hausdorff and Frechet distances): a
   path and its copy shifted by 0.1 read 0.1 by both; a path and a time-reparametrised copy read
@@ -23,12 +23,12 @@ size or location, and one with it absent, run through that very function:
 - **dissipation split** (reaction ``(d rho/dt)^2 / mu_R`` and transport from a trajectory):
   ``rho = e^-t``, ``mu_R = 1`` reads a reaction ``e^-2t`` (its integral within 1e-3 of the
   closed form); constant ``rho`` and alignment read zero;
-- **selection gap and outcome** (``ownership_patterns``: :func:`._analysis.gap_of`,
-  :func:`._analysis.classify`): levels (3, 1, 2) read a gap 1, an owner on the most
+- **selection gap and outcome** (``ownership_patterns``: `._analysis.gap_of()`,
+  `._analysis.classify()`): levels (3, 1, 2) read a gap 1, an owner on the most
   favourable level with no function left reads outcome 0; a tie reads outcome 2;
-- **prediction gap** (``gauge_on_networks``: :func:`._digits.gap`): a change ten times the
+- **prediction gap** (``gauge_on_networks``: `._digits.gap()`): a change ten times the
   allowed error off its prediction reads 10, a change equal to its prediction reads 0;
-- **time matching** (:func:`gaugedyn.training.match_times`): record times inside the
+- **time matching** (`gaugedyn.training.match_times()`): record times inside the
   reference grid are matched to their indices; times off the grid are refused.
 """
 
@@ -369,7 +369,7 @@ BUILDERS = {
 
 
 def controls(*instruments: str) -> list[Control]:
-    """The controls of the named instruments (:data:`ALL`), in that order."""
+    """The controls of the named instruments (`ALL`), in that order."""
     return [c for name in instruments for c in BUILDERS[name]()]
 
 
@@ -447,7 +447,7 @@ _LANDSCAPE = (
 def landscape(config: dict) -> list[Control]:
     """The ``landscape`` experiment's controls: the plateau finder, the critical-point refiner,
     the escape time and the catalogue's identity, each on the cases of
-    :data:`._landscape.CASES` at the run's ``flatness``, ``min_span`` and ``band`` (the same
+    `._landscape.CASES` at the run's ``flatness``, ``min_span`` and ``band`` (the same
     cases the run judges as ``landscape.control.*`` checks)."""
     from . import _landscape as lr
 

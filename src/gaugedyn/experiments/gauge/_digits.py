@@ -1,4 +1,4 @@
-r"""One run of :mod:`gauge_on_networks`: torch models on the digits data with a duplicated unit.
+r"""One run of `gauge_on_networks`: torch models on the digits data with a duplicated unit.
 
 Three models, in float64 on the CPU, trained full-batch on the squared error to one-hot targets of
 scikit-learn's shipped ``load_digits`` (pixels divided by 16; the first ``samples`` images):
@@ -14,10 +14,10 @@ scikit-learn's shipped ``load_digits`` (pixels divided by 16; the first ``sample
 In the MLP and the CNN, unit (channel) ``source`` of the first layer (group ``"0"``) is the unit
 active on the most inputs (a unit dead everywhere would give two dead copies) and ``target`` the
 one active on the fewest. The target first loses its output (its outgoing weights are set to
-zero), then :func:`gaugedyn.gauge.duplicate_unit` makes it a copy of the source sharing its
+zero), then `gaugedyn.gauge.duplicate_unit()` makes it a copy of the source sharing its
 output, with the gauges ``(1/s, s)``: the source is a-heavy (``|w| / s``, ``|a| s``), the target
 w-heavy. The function is unchanged by the whole operation (the zeroed unit contributed
-nothing). :class:`gaugedyn.gauge.GaugeRecorder` records every step with ``exact_change=True``;
+nothing). `gaugedyn.gauge.GaugeRecorder` records every step with ``exact_change=True``;
 the owner of the pair (fixed cluster ``owner_units={"0": [[source, target]]}``, feature frozen
 at the start) is read by a second recorder without optimizer at the start and at the end.
 """
@@ -31,7 +31,7 @@ A_HEAVY, W_HEAVY = 0, 1
 OPTIMIZERS = ("gd", "momentum", "adam")
 GD_TOL = 1e-10
 """Full-batch GD: the change of every invariant per step equals ``eta^2 (|g_a|^2 - |g_w|^2)`` to
-this relative error (plus the float's resolution of the invariant, see :func:`gap`)."""
+this relative error (plus the float's resolution of the invariant, see `gap()`)."""
 MOMENTUM_TOL = 1e-8
 """SGD with momentum and weight decay: the recorder's exact recursion, to this relative error
 (its carried term accumulates rounding over about ``1 / (1 - mu)`` steps)."""
@@ -39,7 +39,7 @@ MOMENTUM_TOL = 1e-8
 
 def digits(samples: int):
     """``(x, y)``: the first ``samples`` digits images (pixels / 16) and one-hot targets,
-    float64 tensors (:func:`gaugedyn.training.digits_tensors`)."""
+    float64 tensors (`gaugedyn.training.digits_tensors()`)."""
     from ...training import digits_tensors
 
     return digits_tensors(samples)
@@ -50,7 +50,7 @@ MODELS = ("mlp", "cnn", "transformer")
 
 
 def network(model: str, hidden: int, channels: int):
-    """A fresh float64 ``model`` (:func:`gaugedyn.training.digits_network`, the transformer at
+    """A fresh float64 ``model`` (`gaugedyn.training.digits_network()`, the transformer at
     its default sizes) drawn from torch's global generator."""
     from ...training import digits_network
 
@@ -183,10 +183,10 @@ def drift_rates(task: dict, torch_seed: int) -> dict:
     ``etas = lr_gd 2^-k`` (``k = 0 .. slope_sizes - 1``), each for the same time
     ``T = slope_steps lr_gd`` (``slope_steps 2^k`` steps): the drift per unit time
     ``|I(T) - I(0)| / T`` (the Euclidean, for heads Frobenius, norm over the
-    :data:`SLOPE_KINDS` groups' units of the summed per-step change), the fitted slope of
+    `SLOPE_KINDS` groups' units of the summed per-step change), the fitted slope of
     ``log drift`` on ``log eta`` (GD's drift is ``eta^2 k`` per step, so ``eta T <k>``
     over the time ``T``: slope 1 as ``eta -> 0``) and the largest per-step prediction gap
-    (every group, :func:`gap` at :data:`GD_TOL`)."""
+    (every group, `gap()` at `GD_TOL`)."""
     import torch
 
     from ...gauge import GaugeRecorder

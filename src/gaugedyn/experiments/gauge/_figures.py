@@ -29,7 +29,7 @@ def save(fig, outdir, name: str, arrays: dict, legends=()) -> tuple[str, str]:
 
 
 def fit_row(fit) -> np.ndarray:
-    """A :class:`gaugedyn.stats.LineFit` as the stored row ``[slope, intercept, low, high]``."""
+    """A `gaugedyn.stats.LineFit` as the stored row ``[slope, intercept, low, high]``."""
     return np.array([fit.slope, fit.intercept, fit.slope_low, fit.slope_high])
 
 

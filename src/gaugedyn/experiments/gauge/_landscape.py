@@ -32,10 +32,10 @@ SOURCE_KINDS = ("random", "symmetric", "single")
 def source_problem(source: dict) -> Problem:
     """The problem of a plateau source.
 
-    ``random``: :func:`random_problem` ``(dim, K, K, default_rng(seed), scale)``;
+    ``random``: `random_problem()` ``(dim, K, K, default_rng(seed), scale)``;
     ``symmetric``: orthonormal teachers ``v_n = e_n`` with ``b = 1`` (Saad and Solla's set-up),
     students ``w_i ~ width N(0, I/D)``, ``a_i = 1 + 0.01 N(0, 1)``; ``single``: the gauge
-    paper's :func:`single` ``(dim, gauge)``.
+    paper's `single()` ``(dim, gauge)``.
     """
     kind, act = source["kind"], source["activation"]
     if kind == "random":
@@ -314,8 +314,8 @@ def single_task(
 def source_task(
     source: dict, t_max: float, flatness: float, min_span: float, band: float, eps, near: float
 ) -> dict:
-    """:func:`plateau_task`, and the escape times (:func:`escape_task`) from every plateau end
-    that converged below :data:`gp.LANDSCAPE_CONVERGED` with index >= 1 and that the trajectory came within
+    """`plateau_task()`, and the escape times (`escape_task()`) from every plateau end
+    that converged below `gp.LANDSCAPE_CONVERGED` with index >= 1 and that the trajectory came within
     ``near`` of."""
     pr = source_problem(source)
     sol = solve(pr, formulation="order-parameters", t_max=t_max)
@@ -395,7 +395,7 @@ def refiner_minimum():
 
 
 def refiner_saddle():
-    """The refiner at the erf ``single`` saddle (:func:`closed_form_saddle`): loss 1/6, index 1,
+    """The refiner at the erf ``single`` saddle (`closed_form_saddle()`): loss 1/6, index 1,
     ``lambda_+`` equal to its closed form to 1e-8."""
     saddle, lam = closed_form_saddle()
     ok = (
@@ -475,8 +475,8 @@ CASES = {
     "dedup_absent": dedup_absent,
 }
 """The known-answer cases of the landscape's instruments, by the check's name: each returns
-``(measured, passed)``. The run judges them all as checks (:func:`controls_task`) and the
-experiment declares them as controls (:func:`._controls.landscape`)."""
+``(measured, passed)``. The run judges them all as checks (`controls_task()`) and the
+experiment declares them as controls (`._controls.landscape()`)."""
 
 SETTINGS_OF = {
     "finder_present": ("flatness", "min_span"),
@@ -488,7 +488,7 @@ SETTINGS_OF = {
 
 
 def controls_task(band: float, flatness: float = 0.05, min_span: float = 0.5) -> dict:
-    """The instruments on cases with known answers (:data:`CASES`) at the run's settings."""
+    """The instruments on cases with known answers (`CASES`) at the run's settings."""
     given = {"band": band, "flatness": flatness, "min_span": min_span}
     out: dict = {}
     for name, case in CASES.items():
@@ -516,7 +516,7 @@ def closed_form_saddle():
 
 
 def qualifies(rec: dict, near: float) -> bool:
-    """A plateau end refined below :data:`gp.LANDSCAPE_CONVERGED`, of index >= 1, not singular, that the
+    """A plateau end refined below `gp.LANDSCAPE_CONVERGED`, of index >= 1, not singular, that the
     trajectory came within ``near`` of."""
     return bool(
         rec["grad_norm"] <= gp.LANDSCAPE_CONVERGED

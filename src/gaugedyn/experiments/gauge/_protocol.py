@@ -241,7 +241,7 @@ def embedded_problem(dim: int, a, Q, R, b, T, activation: str) -> Problem:
 
 
 def online_problem(task: dict) -> Problem:
-    """``online_sgd``: the erf problem of :data:`ERF_STATE` embedded in ``D`` dimensions (tasks
+    """``online_sgd``: the erf problem of `ERF_STATE` embedded in ``D`` dimensions (tasks
     ``erf`` and ``chain``), or the ReLU duplicates, a-heavy and w-heavy at strength 2."""
     if task["kind"] in ("erf", "chain"):
         return embedded_problem(task["dim"], activation="erf", **ERF_STATE)

@@ -42,7 +42,7 @@ def loss_torch(act: str, theta, K: int, d: int, b, V):
 
 
 def autograd_hessian(act: str, y, K: int, d: int, b, V) -> tuple[np.ndarray, np.ndarray]:
-    """``(gradient, Hessian)`` of :func:`loss_torch` at ``y`` by torch autograd (float64)."""
+    """``(gradient, Hessian)`` of `loss_torch()` at ``y`` by torch autograd (float64)."""
     import torch
 
     bt, Vt = torch.tensor(np.asarray(b, float)), torch.tensor(np.asarray(V, float))
@@ -87,9 +87,9 @@ def tian_gradient(y, K: int, d: int, b, V) -> np.ndarray:
 
 
 def reference_hessian(point, aligned: float = 1e-6) -> tuple[np.ndarray, str]:
-    """The reference Hessian at a weight-space or span :class:`CriticalPoint` and how it was
+    """The reference Hessian at a weight-space or span `CriticalPoint` and how it was
     obtained: autograd where every pair's relative sine exceeds ``aligned``, otherwise (ReLU)
-    central differences (step ``1e-7``) of :func:`tian_gradient`."""
+    central differences (step ``1e-7``) of `tian_gradient()`."""
     p = point.params
     K, d = p.K, p.coords
     y = point.y

@@ -1,9 +1,9 @@
 """Population trajectories of the gauge experiments as plain arrays.
 
-Trajectories come from the population engine (:func:`gaugedyn.theory.solve` and
-:func:`gaugedyn.theory.solve_batch`, order-parameter formulation) with its observables, so the
+Trajectories come from the population engine (`gaugedyn.theory.solve()` and
+`gaugedyn.theory.solve_batch()`, order-parameter formulation) with its observables, so the
 experiments never define an observable themselves. The pruning time stored here means "pruned
-from then on" (:func:`gaugedyn.theory.pruned_since`), not a transient zero crossing.
+from then on" (`gaugedyn.theory.pruned_since()`), not a transient zero crossing.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ def time_grid(t_max: float, n: int, t_min: float | None = None) -> np.ndarray:
 
 
 def as_arrays(sol, definitions: Definitions = _DEFAULT) -> dict:
-    """A :class:`gaugedyn.theory.Solution` as plain arrays.
+    """A `gaugedyn.theory.Solution` as plain arrays.
 
-    Keys: :data:`TRAJECTORY_KEYS` (time axis first), ``specialization_time`` (the earliest over
+    Keys: `TRAJECTORY_KEYS` (time axis first), ``specialization_time`` (the earliest over
     teacher features; ``nan`` if one never specializes), ``pruning_time (K,)`` (pruned from then
     on; ``nan``: not pruned at the end), ``owner (M,)`` at the last time and ``diagnostics``.
     """
@@ -67,7 +67,7 @@ def trajectory(
     rtol: float = 1e-9,
     atol: float = 1e-12,
 ) -> dict:
-    """One population trajectory (order-parameter formulation) as plain arrays (:func:`as_arrays`)."""
+    """One population trajectory (order-parameter formulation) as plain arrays (`as_arrays()`)."""
     from ...theory import solve
 
     t_eval = np.asarray(t_eval, dtype=float)
@@ -95,9 +95,9 @@ def trajectories(
     atol: float = 1e-11,
     failed_as_none: bool = False,
 ) -> list:
-    """Many flow trajectories through the batched integrator (:func:`gaugedyn.theory.solve_batch`).
+    """Many flow trajectories through the batched integrator (`gaugedyn.theory.solve_batch()`).
 
-    A trajectory that diverges raises its :class:`~gaugedyn.DivergenceError`, or with
+    A trajectory that diverges raises its `DivergenceError`, or with
     ``failed_as_none`` comes back as ``None`` (the others are unaffected either way).
     """
     from ...theory import solve_batch
@@ -119,9 +119,9 @@ def trajectories(
 
 
 def trajectories_or_none(problems: Sequence[Problem], t_eval: np.ndarray, **kwargs) -> list:
-    """:func:`trajectories`, with ``None`` in place of each trajectory that diverges.
+    """`trajectories()`, with ``None`` in place of each trajectory that diverges.
 
-    A :class:`~gaugedyn.DivergenceError` (e.g. a perturbation that sends ``|w_i|`` to zero) is
+    A `DivergenceError` (e.g. a perturbation that sends ``|w_i|`` to zero) is
     marked on its own trajectory by the batched solver; the others run on exactly as alone.
     Floating-point warnings are silenced here because the engine's finiteness check reports them.
     """

@@ -1,9 +1,9 @@
 """Opposite gauges follow different paths, not the same path on different clocks.
 
 The protocol (set-up, claims and their rules, fixed before any run) is the ``clock``
-section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
-declares the settings and runs the tasks, :func:`._analysis.clock` turns the results into
-claims and :func:`._figures.clock` draws the figures.
+section of ``PROTOCOL.md`` in this folder, its fixed numbers `._protocol`; this module
+declares the settings and runs the tasks, `._analysis.clock()` turns the results into
+claims and `._figures.clock()` draws the figures.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Specialization time of the ``single`` set-up against the input dimension, for both gauges.
 
 The protocol (set-up, claims and their rules, fixed before any run) is the ``dimension_scaling``
-section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
-declares the settings and runs the tasks, :func:`._analysis.dimension_scaling` turns the results into
-claims and :func:`._figures.dimension_scaling` draws the figures.
+section of ``PROTOCOL.md`` in this folder, its fixed numbers `._protocol`; this module
+declares the settings and runs the tasks, `._analysis.dimension_scaling()` turns the results into
+claims and `._figures.dimension_scaling()` draws the figures.
 """
 
 from __future__ import annotations

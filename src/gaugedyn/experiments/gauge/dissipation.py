@@ -1,9 +1,9 @@
 """Reaction and transport dissipation along the two gauges' trajectories.
 
 The protocol (set-up, claims and their rules, fixed before any run) is the ``dissipation``
-section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
-declares the settings and runs the tasks, :func:`._analysis.dissipation` turns the results into
-claims and :func:`._figures.dissipation` draws the figures.
+section of ``PROTOCOL.md`` in this folder, its fixed numbers `._protocol`; this module
+declares the settings and runs the tasks, `._analysis.dissipation()` turns the results into
+claims and `._figures.dissipation()` draws the figures.
 """
 
 from __future__ import annotations

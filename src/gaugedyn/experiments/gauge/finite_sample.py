@@ -1,9 +1,9 @@
 """Finite-sample gradient descent converges to the population dynamics as ``n`` grows.
 
 The protocol (set-up, claims and their rules, fixed before any run) is the ``finite_sample``
-section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
-declares the settings and runs the tasks, :func:`._analysis.finite_sample` turns the results into
-claims and :func:`._figures.finite_sample` draws the figures.
+section of ``PROTOCOL.md`` in this folder, its fixed numbers `._protocol`; this module
+declares the settings and runs the tasks, `._analysis.finite_sample()` turns the results into
+claims and `._figures.finite_sample()` draws the figures.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Dimension scaling of the gauge measured on networks trained by finite-sample GD.
 
 The protocol (set-up, claims and their rules, fixed before any run) is the ``gauge_in_training_scaling``
-section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
-declares the settings and runs the tasks, :func:`._analysis.gauge_in_training_scaling` turns the results into
-claims and :func:`._figures.gauge_in_training_scaling` draws the figures.
+section of ``PROTOCOL.md`` in this folder, its fixed numbers `._protocol`; this module
+declares the settings and runs the tasks, `._analysis.gauge_in_training_scaling()` turns the results into
+claims and `._figures.gauge_in_training_scaling()` draws the figures.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 transformer on the digits data.
 
 The protocol (set-up, claims and their rules, fixed before any run) is the ``gauge_on_networks``
-section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
-declares the settings and runs the tasks, :func:`._analysis.gauge_on_networks` turns the results into
-claims and :func:`._figures.gauge_on_networks` draws the figures.
+section of ``PROTOCOL.md`` in this folder, its fixed numbers `._protocol`; this module
+declares the settings and runs the tasks, `._analysis.gauge_on_networks()` turns the results into
+claims and `._figures.gauge_on_networks()` draws the figures.
 """
 
 from __future__ import annotations

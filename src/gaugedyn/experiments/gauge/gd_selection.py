@@ -1,9 +1,9 @@
 """Population gradient descent with small steps keeps the selection of the flow.
 
 The protocol (set-up, claims and their rules, fixed before any run) is the ``gd_selection``
-section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
-declares the settings and runs the tasks, :func:`._analysis.gd_selection` turns the results into
-claims and :func:`._figures.gd_selection` draws the figures.
+section of ``PROTOCOL.md`` in this folder, its fixed numbers `._protocol`; this module
+declares the settings and runs the tasks, `._analysis.gd_selection()` turns the results into
+claims and `._figures.gd_selection()` draws the figures.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Population gradient descent against the flow: first-order convergence.
 
 The protocol (set-up, claims and their rules, fixed before any run) is the ``gradient_descent``
-section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
-declares the settings and runs the tasks, :func:`._analysis.gradient_descent` turns the results into
-claims and :func:`._figures.gradient_descent` draws the figures.
+section of ``PROTOCOL.md`` in this folder, its fixed numbers `._protocol`; this module
+declares the settings and runs the tasks, `._analysis.gradient_descent()` turns the results into
+claims and `._figures.gradient_descent()` draws the figures.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The population landscape: plateaus as saddles, escape times, gauge zero modes, a catalogue.
 
 The protocol (set-up, claims and their rules, fixed before any run) is the ``landscape``
-section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
-declares the settings and runs the tasks (their computations are :mod:`._landscape`),
-:func:`._analysis.landscape` turns the results into claims and :func:`._figures.landscape` draws
+section of ``PROTOCOL.md`` in this folder, its fixed numbers `._protocol`; this module
+declares the settings and runs the tasks (their computations are `._landscape`),
+`._analysis.landscape()` turns the results into claims and `._figures.landscape()` draws
 the figures.
 """
 

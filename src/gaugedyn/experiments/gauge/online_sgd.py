@@ -1,9 +1,9 @@
 """Online SGD against the classical online ODE (erf) and the population flow (ReLU, small eta).
 
 The protocol (set-up, claims and their rules, fixed before any run) is the ``online_sgd``
-section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
-declares the settings and runs the tasks, :func:`._analysis.online_sgd` turns the results into
-claims and :func:`._figures.online_sgd` draws the figures.
+section of ``PROTOCOL.md`` in this folder, its fixed numbers `._protocol`; this module
+declares the settings and runs the tasks, `._analysis.online_sgd()` turns the results into
+claims and `._figures.online_sgd()` draws the figures.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Among duplicate students, the one with the favourable gauge owns the teacher feature.
 
 The protocol (set-up, claims and their rules, fixed before any run) is the ``ownership``
-section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
-declares the settings and runs the tasks, :func:`._analysis.ownership` turns the results into
-claims and :func:`._figures.ownership` draws the figures.
+section of ``PROTOCOL.md`` in this folder, its fixed numbers `._protocol`; this module
+declares the settings and runs the tasks, `._analysis.ownership()` turns the results into
+claims and `._figures.ownership()` draws the figures.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Which copy owns the teacher feature, over random patterns of duplicate gauges.
 
 The protocol (set-up, claims and their rules, fixed before any run) is the ``ownership_patterns``
-section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
-declares the settings and runs the tasks, :func:`._analysis.ownership_patterns` turns the results into
-claims and :func:`._figures.ownership_patterns` draws the figures.
+section of ``PROTOCOL.md`` in this folder, its fixed numbers `._protocol`; this module
+declares the settings and runs the tasks, `._analysis.ownership_patterns()` turns the results into
+claims and `._figures.ownership_patterns()` draws the figures.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Selection under visible perturbations of the initial function: a phase diagram.
 
 The protocol (set-up, claims and their rules, fixed before any run) is the ``perturbations``
-section of ``PROTOCOL.md`` in this folder, its fixed numbers :mod:`._protocol`; this module
-declares the settings and runs the tasks, :func:`._analysis.perturbations` turns the results into
-claims and :func:`._figures.perturbations` draws the figures.
+section of ``PROTOCOL.md`` in this folder, its fixed numbers `._protocol`; this module
+declares the settings and runs the tasks, `._analysis.perturbations()` turns the results into
+claims and `._figures.perturbations()` draws the figures.
 """
 
 from __future__ import annotations

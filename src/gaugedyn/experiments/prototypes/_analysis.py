@@ -1,8 +1,8 @@
 """Analysis of the ``prototypes`` experiment (its findings' protocol is in
 ``derivations/prototypes.md`` and ``docs/prototypes.md``).
 
-Every finding is judged by a rule of the verdict-rule catalogue (:data:`gaugedyn.stats.RULES`)
-through :func:`gaugedyn.harness.judged`, under its primary reading (the four approaches the
+Every finding is judged by a rule of the verdict-rule catalogue (`gaugedyn.stats.RULES`)
+through `gaugedyn.harness.judged()`, under its primary reading (the four approaches the
 abstract names, the fixed step budget, the nominal ``lambda`` and ``tau``) and under each
 documented alternative reading (the eight-mask comparison set, the settled budget, every
 plausible ``lambda`` and ``tau``); all verdicts are stored and a finding whose verdict changes
@@ -202,7 +202,7 @@ class Judge:
         cells: str | None = None,
     ) -> Claim:
         """The finding ``id`` judged under every reading by the rule its declared measure
-        chooses for a claim of ``form`` (:data:`._protocol.FINDING_MEASURES`)."""
+        chooses for a claim of ``form`` (`._protocol.FINDING_MEASURES`)."""
         measure = stats.measure_of(FINDING_MEASURES, id)
         rule = measure.rule(form)
         js, vals = self.readings(id, values, rule, threshold, direction, sep, extra)

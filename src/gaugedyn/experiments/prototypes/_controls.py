@@ -1,5 +1,5 @@
-"""Known-answer controls of the prototypes' measures (:mod:`._measures`), on hand-placed
-prototypes, through :func:`._measures.measure_runs`, the function every run's measures come from.
+"""Known-answer controls of the prototypes' measures (`._measures`), on hand-placed
+prototypes, through `._measures.measure_runs()`, the function every run's measures come from.
 
 ``N = 10`` training inputs ``x_j = (j + 1/2) / N`` on the unit interval; a prototype
 ``p_i = -b_i / w_i`` is placed by choosing ``w_i = 10`` and ``b_i = -10 p_i``:

@@ -1,10 +1,10 @@
-"""The numba kernel behind :func:`._model.train_fused` (imported on first use).
+"""The numba kernel behind `._model.train_fused()` (imported on first use).
 
-:func:`train_window` trains every run of a batch for a number of full-batch Adam steps, one run
+`train_window()` trains every run of a batch for a number of full-batch Adam steps, one run
 after another: a run's parameters, Adam moments and its ``N x M`` responses stay in cache for all
 the window's steps, and no step goes back to Python. The gradient is the closed form of
-:func:`._model.gradients` (same equations, the same nearest-neighbour tie rule), written as
-loops in float64; where :func:`._model.gradients` raises an exponent below ``FLOOR`` to it
+`._model.gradients()` (same equations, the same nearest-neighbour tie rule), written as
+loops in float64; where `._model.gradients()` raises an exponent below ``FLOOR`` to it
 (``e^-60 ~ 1e-26``), the kernel drops the term (it computes a neuron's response only on the
 samples where its exponent exceeds ``FLOOR``), a difference below round-off; the Adam update is ``torch.optim.Adam``'s
 (betas ``(0.9, 0.999)``, ``eps = 1e-8``, bias corrections of the global step count). The runs are
@@ -64,7 +64,7 @@ loops vectorise; no assumption about nan or inf is made."""
 @numba.njit(inline="always", cache=True)
 def _nearest(points, q):
     """Index into ascending ``points`` of the nearest point to ``q`` (ties: the lower index),
-    as :func:`._model._nearest` (``searchsorted`` left, clamped)."""
+    as `._model._nearest()` (``searchsorted`` left, clamped)."""
     K = points.shape[0]
     hi = np.searchsorted(points, q)
     if hi > K - 1:

@@ -9,7 +9,7 @@ and neuron ``i`` peaks at its prototype ``p_i = -b_i / w_i``. The training loss 
     L = L_fit + lambda (m_cov L_cov + m_sep L_sep + m_ov L_ov),   L_fit = mean_j (f(x_j) - y_j)^2,
 
 with one regularisation weight ``lambda`` and a mask ``(m_cov, m_sep, m_ov)`` in ``{0, 1}^3``
-(the eight :data:`COMBINATIONS`). The structural losses (``M`` samples, ``N`` neurons):
+(the eight `COMBINATIONS`). The structural losses (``M`` samples, ``N`` neurons):
 
 - coverage, one-sided: ``mean_j min_i (x_j - p_i)^2``; two-sided (chamfer) adds
   ``mean_i min_j (p_i - x_j)^2``, which pulls every prototype toward its nearest sample;
@@ -85,7 +85,7 @@ OPTIONS = {
     "weight": Param(float, name="weight", lo=0, hi=1e6, why="the structural losses' weight"),
     "record": Param(int, name="record", lo=0, hi=10**9, why="step counts, at most steps"),
 }
-"""The Python API's arguments, declared with the command line's :class:`gaugedyn._options.Param`
+"""The Python API's arguments, declared with the command line's `gaugedyn._options.Param`
 type (the same checks and error wording)."""
 
 
@@ -137,7 +137,7 @@ class Runs:
 
     ``x``, ``y``: ``(B, M)``; ``w``, ``b``, ``a``: ``(B, N)``; ``c``: ``(B,)`` (initial values);
     ``mask``: ``(B, 3)`` in ``{0, 1}``; ``chamfer``: ``(B,)`` in ``{0, 1}``; ``tau``: ``(B,)``;
-    ``weight``: ``(B,)``, each run's ``lambda`` (``None``: the ``weight`` passed to :func:`train`).
+    ``weight``: ``(B,)``, each run's ``lambda`` (``None``: the ``weight`` passed to `train()`).
     """
 
     x: np.ndarray
@@ -239,7 +239,7 @@ def total_loss(
     weight,
 ) -> torch.Tensor:
     """``(B,)``: each run's ``L`` written with autograd-friendly operations (the reference that
-    :func:`gradients` is tested against); ``weight`` one number or ``(B,)``."""
+    `gradients()` is tested against); ``weight`` one number or ``(B,)``."""
     f, h = forward(x, w, b, a, c)
     fit = ((f - y) ** 2).mean(dim=1)
     return fit + weight * (mask * structural_losses(x, w, b, h, tau, chamfer)).sum(dim=1)
@@ -371,7 +371,7 @@ def train(
     """Full-batch Adam (``torch.optim.Adam``, default betas) on every run at once.
 
     Minimises ``sum_runs L`` (module docstring) for ``steps`` steps at step size ``lr``, with the
-    closed-form :func:`gradients` (``lambda``: ``runs.weight``, else ``weight``). Returns the
+    closed-form `gradients()` (``lambda``: ``runs.weight``, else ``weight``). Returns the
     final ``w``, ``b``, ``a``, ``c`` (float64 numpy) and ``fit_history`` of shape
     ``(len(record), B)``: the fit error ``L_fit`` of every run after each step count in
     ``record`` (0 means before the first step).
@@ -381,7 +381,7 @@ def train(
     ``(K, B)``, at ``checkpoints``, step 0 first), and training goes on past ``steps`` until every
     run has settled or ``cap`` steps are done. A run settles at the first checkpoint ``t`` where
     the largest displacement of its prototypes over the window, ``max_i |p_i(t) -
-    p_i(t - window)|`` (:func:`max_displacement`), is below ``tolerance``; ``settled_at`` holds
+    p_i(t - window)|`` (`max_displacement()`), is below ``tolerance``; ``settled_at`` holds
     that step (``-1`` if it never settles by ``cap``). The final parameters are those at the last
     step trained; the fixed budget's are ``snapshots`` at ``steps``.
     """
@@ -456,19 +456,19 @@ def train_fused(
     tolerance: float = 0.0,
     cap: int = 0,
 ) -> dict[str, Any]:
-    """:func:`train` in float64 through one compiled kernel (:mod:`._kernels`), with the same
+    """`train()` in float64 through one compiled kernel (`._kernels`), with the same
     arguments (no ``dtype``, ``device``) and the same return value.
 
     Each run trains one after another for a whole window of steps with its parameters, Adam
     moments and responses in cache, and never goes back to Python inside a window; the gradient
-    is :func:`gradients`' closed form and the update ``torch.optim.Adam``'s, so a run follows the
-    trajectory :func:`train` gives it in float64 up to the order of its sums and the terms below
+    is `gradients()`' closed form and the update ``torch.optim.Adam``'s, so a run follows the
+    trajectory `train()` gives it in float64 up to the order of its sums and the terms below
     ``e^FLOOR`` that the kernel drops (round-off), and
     exactly the trajectory it follows alone (its arithmetic does not depend on the batch).
 
     One difference in what is kept: with ``window > 0``, a run stops training at the first
     checkpoint ``t >= steps`` at which it has settled (``settled_at`` set), and its parameters are
-    held there, so its later ``snapshots`` repeat its settled state (:func:`train` trains every
+    held there, so its later ``snapshots`` repeat its settled state (`train()` trains every
     run until all have settled or ``cap``). The fixed-budget and the settled readings are the same
     either way; only the snapshots after a run has settled differ.
     """
@@ -533,16 +533,16 @@ def train_fused(
 
 
 CHUNK_ELEMENTS = 3_000_000
-"""Most ``B N max(N, M)`` elements trained as one batch by :func:`train_chunked`. At ``N = 100``
+"""Most ``B N max(N, M)`` elements trained as one batch by `train_chunked()`. At ``N = 100``
 one batch of 1,120 runs cost 2.96 times the CPU time per step of slices of 250 (12 MB float32
 arrays), measured side by side by ``benchmarks/bench_prototypes_chunking.py``; at ``N = 50``
 (2.8 million elements) slicing did not help, so the whole batch is kept there."""
 
 
 def train_chunked(runs: Runs, **kw) -> dict[str, Any]:
-    """:func:`train` on consecutive slices of the batch of at most :data:`CHUNK_ELEMENTS`
+    """`train()` on consecutive slices of the batch of at most `CHUNK_ELEMENTS`
     elements each, merged. Each run follows exactly the trajectory it follows alone, so the
-    result equals :func:`train` on the whole batch except where a slice stops early (every run
+    result equals `train()` on the whole batch except where a slice stops early (every run
     of it settled): its later ``snapshots`` are ``nan`` and its final parameters are those at
     its stop."""
     B, N = np.shape(runs.w)

@@ -131,7 +131,7 @@ def variant_index(
 ) -> int:
     """Column of a run in a task's ``(S, V)`` arrays (coverage ``None`` for a mask without it):
     the core run, the sweep run at ``tau`` (separation-only), or the run at another ``weight``
-    (single-loss masks). :class:`KeyError` when no such run exists."""
+    (single-loss masks). `KeyError` when no such run exists."""
     lam = float(config["weight"])
     kind = (
         "sweep"

@@ -6,8 +6,8 @@ uniform inputs with the plain fit and every combination of three structural loss
 separation, overlap), under every candidate reading of the set-up; one task is one
 ``(N, initialisation)``, every seed and loss combination trained as one batched program. The
 protocol (runs, readings, the nine findings and their rules) is ``PROTOCOL.md`` beside this
-module, its fixed numbers are :mod:`._protocol`, the findings :mod:`._analysis` and the figures
-:mod:`._figures`.
+module, its fixed numbers are `._protocol`, the findings `._analysis` and the figures
+`._figures`.
 """
 
 from __future__ import annotations
