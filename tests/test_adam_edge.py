@@ -81,11 +81,12 @@ def test_frozen_copy_is_adam_with_v_held_fixed():
         seed=2,
         n_samples=32,
         lanczos_every=5,
-        freeze=True,
+        freeze_fractions=(0.0, 1e9),
         freeze_after=0,
-        freeze_fraction=0.0,
     )
-    assert out["freeze_step"] == 0 and out["frozen_sharpness"].shape == out["sharpness"].shape
+    assert out["freeze_step"].tolist() == [0, -1]
+    assert out["frozen_sharpness"].shape == (2,) + out["sharpness"].shape
+    assert np.all(np.isnan(out["frozen_sharpness"][1])) and np.all(np.isnan(out["frozen_loss"][1]))
     model, fn = _setup("mse", 32, 2)
     params = list(model.parameters())
     g = _flat(torch.autograd.grad(fn(), params)).detach()
@@ -99,8 +100,24 @@ def test_frozen_copy_is_adam_with_v_held_fixed():
         g = _flat(torch.autograd.grad(L, params)).detach()
         m = b1 * m + (1 - b1) * g
         theta = theta - lr * (m / (1 - b1 ** (t + 1))) / P
-    np.testing.assert_allclose(out["frozen_loss"], want, rtol=1e-10)
-    assert out["frozen_sharpness"][0] == pytest.approx(out["sharpness"][0], rel=1e-6)
+    np.testing.assert_allclose(out["frozen_loss"][0], want, rtol=1e-10)
+    assert out["frozen_sharpness"][0, 0] == pytest.approx(out["sharpness"][0], rel=1e-6)
+
+
+def test_the_fine_lanczos_schedule_runs_until_the_edge_and_every_freeze():
+    out = run_edge(
+        "mse",
+        1e-2,
+        0.5,
+        0.999,
+        30,
+        seed=1,
+        n_samples=32,
+        lanczos_every=20,
+        lanczos_fine=5,
+        freeze_fractions=(1e9,),
+    )
+    assert out["lanczos_step"].tolist() == [0, 5, 10, 15, 20, 25, 29]  # a copy never frozen
 
 
 def test_lanczos_check_can_fail_and_passes_on_a_small_network():
@@ -132,37 +149,45 @@ def test_period_two_measures_the_alternation_not_the_trend():
     assert period_two(-0.01 * t + 0.3 * (-1) ** t) == pytest.approx(0.6)
 
 
-def _fake(kappa_ratio, cos, lower, frozen, T=1000, b1=0.5, lr=1e-2, edge=True, seed=3):
+def _fake(kappa_ratio, cos, lower, frozen_at, T=1000, b1=0.5, lr=1e-2, edge=True, seed=3, b2=0.99):
+    """A run on the edge from step 200 (half the threshold before), a copy frozen at step 100 at
+    0.6 of the threshold that reaches the edge at ``frozen_at`` (``None``: never)."""
     thr = threshold(b1)
     rng = np.random.default_rng(seed)
     L = np.exp(-np.arange(T) / 500) * (1 + 0.3 * (-1) ** np.arange(T))
     E = np.exp(-np.arange(T) / 500) * np.exp(lower + 0.01 * rng.standard_normal())
-    lz = np.arange(0, T, 100)
-    S = np.full(lz.size, (1.05 if edge else 0.5) * thr / lr) * (1 + 0.01 * rng.standard_normal())
+    lz = np.arange(0, T, 50)
+    ratio = np.where(lz >= 200, 1.05, 0.5) if edge else np.full(lz.size, 0.5)
+    S = ratio * thr / lr * (1 + 0.01 * rng.standard_normal())
+    fz = np.where(lz >= 100, 0.6, np.nan)
+    if frozen_at is not None:
+        fz[lz >= frozen_at] = 0.95
     r = {
         "kappa_g": np.full(T, kappa_ratio * thr / lr) * (1 + 0.01 * rng.standard_normal(T)),
         "secant": np.full(T, thr / lr),
-        "cosine": np.full(T, cos) + 0.01 * rng.standard_normal(),
+        "cosine": np.full(T, cos) + 0.5 * rng.standard_normal(T),  # shares that differ by seed
         "loss": L,
         "ema_loss": E,
         "lanczos_step": lz,
         "sharpness": S,
         "threshold": thr,
-        "frozen_loss": np.full(T, np.nan),
+        "frozen_loss": np.full((1, T), np.nan),
+        "freeze_step": np.array([100 if edge else -1]),
+        "freeze_ratio": np.array([0.6 if edge else np.nan]),
+        "frozen_sharpness": fz[None, :] * thr / lr,
     }
     task = {
         "kind": "run",
         "loss": "mse",
         "lr": lr,
         "beta1": b1,
-        "beta2": 0.99,
+        "beta2": b2,
         "steps": T,
         "skip": 0.1,
         "seed_index": seed,
+        "freeze_fractions": [0.5],
     }
     r["edge_start"] = edge_start(r, task)
-    r["freeze_step"] = r["edge_start"]
-    r["frozen_sharpness"] = np.where(lz > r["edge_start"], frozen * S, np.nan) if edge else S
     r["kappa_at_lanczos"] = r["kappa_g"][lz]
     return task, r
 
@@ -173,34 +198,59 @@ def _verdicts(pairs):
 
 
 def test_findings_hold_on_an_edge_and_fail_on_inputs_built_to_fail():
-    # six seeds: the log-ratio measures are judged by their medians, which need 6 values
-    good = _verdicts([_fake(1.0, -0.9, -0.2, 3.0, seed=s) for s in range(6)])
+    good = _verdicts([_fake(1.0, -0.9, -0.2, 800 + 50 * s, seed=s) for s in range(6)])
     for k in (
         "active_curvature_at_threshold",
         "averaging_lowers",
         "averaging_smooths",
-        "frozen_v_rises",
         "adaptive_stays_on_edge",
-        "feedback",
+        "frozen_before_edge_later",
+        "gradient_reversal",
     ):
         assert good[f"adam_edge.{k}"][0] == "HELD", k
-    # the fake reverses at every step in every seed: a share of 1.0 six times, tied values
-    # that no median interval can judge (a degenerate sample is UNRESOLVED)
-    assert good["adam_edge.gradient_reversal"][0] == "UNRESOLVED"
-    bad = _verdicts([_fake(0.5, 0.2, 0.3, 0.5, seed=s) for s in range(6)])
-    for k in (
-        "active_curvature_at_threshold",
-        "averaging_lowers",
-        "frozen_v_rises",
-    ):
+    bad = _verdicts([_fake(0.5, 0.2, 0.3, 200 - 50 * (s % 2), seed=s) for s in range(6)])
+    for k in ("active_curvature_at_threshold", "gradient_reversal", "averaging_lowers"):
         assert bad[f"adam_edge.{k}"][0] == "NOT HELD", k
-    # the fake's frozen copy is the run's sharpness times one factor: the same paired
-    # difference in every seed, tied values that are UNRESOLVED (a degenerate sample)
-    assert bad["adam_edge.feedback"][0] == "UNRESOLVED"
+    assert bad["adam_edge.frozen_before_edge_later"][0] != "HELD"
+
+
+def test_a_copy_that_never_arrives_counts_as_the_runs_end():
+    pairs = [_fake(1.0, -0.9, -0.2, None, seed=s) for s in range(6)]
+    for s, (t, r) in enumerate(pairs):  # the adaptive run on the edge from step 200 + 50 s
+        r["sharpness"] = np.where(r["lanczos_step"] >= 200 + 50 * s, 1.05, 0.5)
+        r["sharpness"] = r["sharpness"] * r["threshold"] / t["lr"]
+    _, claims, diag = _analyse(*zip(*pairs), np.random.SeedSequence(1))
+    got = {c.id.split(":")[0]: c for c in claims}
+    c = got["adam_edge.frozen_before_edge_later"]
+    # delays 950 - (200 + 50 s), the last Lanczos step the bound: median 950 - 325
+    assert c.verdict == "HELD" and c.measured == pytest.approx(950 - 325)
+    assert "6 copies never" in c.statement
+
+
+def test_time_to_edge_against_memory_holds_when_the_edge_comes_later_at_longer_memory():
+    def run(b2, s, scale):
+        t, r = _fake(1.0, -0.9, -0.2, None, seed=s, b2=b2)
+        t_e = int(round(scale / (1 - b2) / 50)) * 50 + 50 * (s % 2)
+        lz = r["lanczos_step"]
+        r["sharpness"] = np.where(lz >= t_e, 1.05, 0.5) * r["threshold"] / t["lr"]
+        return t, r
+
+    b2s = (0.98, 0.99, 0.995)
+    grows = [run(b2, s, 2.0) for b2 in b2s for s in range(4)]
+    flat = [run(b2, s, 0.0) for b2 in b2s for s in range(4)]
+    for pairs, want in ((grows, "HELD"), (flat, "NOT HELD")):
+        for t, r in pairs:
+            if want == "NOT HELD":
+                lz = r["lanczos_step"]
+                t_e = 300 - 50 * int(t["beta2"] == 0.995) + 50 * (t["seed_index"] % 2)
+                r["sharpness"] = np.where(lz >= t_e, 1.05, 0.5) * r["threshold"] / t["lr"]
+        _, claims, _ = _analyse(*zip(*pairs), np.random.SeedSequence(1))
+        got = {c.id.split(":")[0]: c for c in claims}
+        assert got["adam_edge.time_to_edge_grows_with_memory"].verdict == want
 
 
 def test_no_edge_is_reported_not_averaged():
-    task, r = _fake(0.3, -0.9, -0.2, 1.0, edge=False)
+    task, r = _fake(0.3, -0.9, -0.2, None, edge=False)
     assert r["edge_start"] == -1 and window_stats(r, task) == {}
     v = _verdicts([(task, r)])
     assert "adam_edge.no_edge" in v and "adam_edge.gradient_reversal" not in v
@@ -219,7 +269,7 @@ def test_quick_findings_are_labelled_provisional_and_full_ones_are_not(name):
     assert configuration_label(full | {"seed_extra": 1}, ex.params) == ""
     if name != "adam_edge":
         return
-    pairs = [_fake(1.0, -0.9, -0.2, 3.0, seed=s) for s in range(2)]
+    pairs = [_fake(1.0, -0.9, -0.2, 800, seed=s) for s in range(2)]
     for config, prefix in ((full, False), (quick, True)):
         # as the harness does for every run (gaugedyn.harness._summary.analyse)
         analysed = ex.analyse(config, *zip(*pairs), SEED)
@@ -230,15 +280,3 @@ def test_quick_findings_are_labelled_provisional_and_full_ones_are_not(name):
         )
         assert all(not c.statement.startswith("provisional") for c in claims if c.kind != "finding")
         assert diag["provisional"] == ("provisional (quick)" if prefix else None)
-
-
-def test_a_control_shorter_than_three_memory_times_is_left_out():
-    pairs = [_fake(1.0, -0.9, -0.2, 3.0, seed=s) for s in range(6)]
-    for t, _ in pairs:
-        t["beta2"] = 0.999  # memory 1000 steps: the 1000-step runs leave < 3 memory times
-    _, claims, _ = _analyse(*zip(*pairs), np.random.SeedSequence(1))
-    got = {c.id.split(":")[0]: c for c in claims}
-    for k in ("frozen_v_rises", "adaptive_stays_on_edge", "feedback"):
-        assert got[f"adam_edge.{k}"].verdict == "UNRESOLVED"
-    assert "6 left out" in got["adam_edge.frozen_v_rises"].statement
-    assert got["adam_edge.averaging_lowers"].verdict == "HELD"  # the runs are still judged

@@ -10,8 +10,6 @@ each gauge and tied-beta readout. The controls that must catch it fail; the othe
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
@@ -144,14 +142,14 @@ def test_the_detector_reads_stationary_noise_up_to_one_decade_quiet_at_the_exper
 
 
 def test_a_boundary_finder_off_by_a_cell_and_a_slope_in_linear_units_fail():
+    from gaugedyn.experiments.adam_stability._bisect import row_edges
     from gaugedyn.experiments.adam_stability._detector_controls import boundary_controls
-    from gaugedyn.experiments.adam_stability._protocol import upper_edge
     from gaugedyn.experiments.adam_stability._spike_analysis import slope_judgement
 
     config = _config("spike_boundary")
 
-    def shifted(prob, c):
-        return upper_edge(prob, c) * (c[1] / c[0])
+    def shifted(c, *cells):
+        return row_edges(c, *cells) * (c[1] / c[0])
 
     def linear(a, cb, band, fid):
         return slope_judgement(np.exp(a), np.exp(cb), band, fid)
@@ -174,7 +172,11 @@ def test_freezing_v_at_the_edge_fails_the_quadratic_control_and_before_it_passes
 
     assert not _failed(freeze_controls(config))
     failed = _failed(freeze_controls(config, arms=at_edge))
-    assert failed == {f"freeze.quadratic:b{b:g}" for b in config["beta1s"]}
+    assert failed == {
+        f"freeze.quadratic:b{b:g}:f{f:g}"
+        for b in config["beta1s"]
+        for f in config["freeze_fractions"]
+    }
 
 
 @pytest.mark.parametrize("beta1", [0.5, 0.9])
@@ -186,6 +188,7 @@ def test_the_at_edge_arm_reads_the_mechanism_and_its_absence_alike(beta1):
         FREEZE_BEFORE,
         delay,
         diagonal_quadratic_model,
+        edge_times,
         freeze_arms,
         frozen_rise,
         sharpening_model,
@@ -202,7 +205,7 @@ def test_the_at_edge_arm_reads_the_mechanism_and_its_absence_alike(beta1):
     assert frozen_rise(quad) <= 0 and frozen_rise(fixed) <= 0  # both: "no rise"
     assert delay(quad) == delay(fixed) == 0  # both: on the edge at once
     quad, fixed = both(FREEZE_BEFORE)
-    assert delay(quad) == math.inf and delay(fixed) == 0
+    assert edge_times(quad)[1] == -1 and delay(quad) > 0 and delay(fixed) == 0
 
 
 def test_the_edge_finder_and_readouts_fail_when_broken(monkeypatch):
@@ -215,8 +218,15 @@ def test_the_edge_finder_and_readouts_fail_when_broken(monkeypatch):
     monkeypatch.setattr(
         _edge_analysis, "quadratic_separation", lambda r: float(np.log10(np.max(r["sharpness"])))
     )
+    monkeypatch.setattr(_edge_analysis, "censored_delay", lambda ta, tf, end: float(tf - ta))
     failed = _failed(readout_controls(config))
-    assert {"edge.found", "edge.never", "period_two.alternation", "separation.equal"} <= failed
+    assert {
+        "edge.found",
+        "edge.never",
+        "period_two.alternation",
+        "separation.equal",
+        "window.frozen_never",
+    } <= failed
 
 
 # --- shared_representation -------------------------------------------------------------------
@@ -374,6 +384,21 @@ def test_the_tied_beta_readouts_broken_fail(monkeypatch):
     assert {"split.no_lag", "roughness.alternating"} <= failed
     monkeypatch.setattr(_gauge_analysis, "gap_per_seed", lambda a, i, m: np.zeros(3))
     assert "gauge_gap.e" in _failed(gauge_controls({}))
+
+
+def test_a_run_without_v_fails_the_time_to_edge_control():
+    """With the preconditioner fixed in place of Adam's v, the diagonal quadratic never reaches
+    the edge at any beta2, and its time-to-edge control fails; the sharpening model's passes."""
+    from gaugedyn.experiments.adam_stability import _freeze
+    from gaugedyn.experiments.adam_stability._edge_controls import time_controls
+
+    config = _config("adam_edge")
+
+    def no_v(model, lr, b1, b2, steps, fraction, **kw):
+        return _freeze.freeze_arms(model, lr, b1, b2, steps, fraction, fixed=1.0)
+
+    assert not _failed(time_controls(config))
+    assert _failed(time_controls(config, arms=no_v)) == {"time_to_edge.quadratic"}
 
 
 # --- conservation laws -----------------------------------------------------------------------

@@ -15,6 +15,12 @@ from gaugedyn.adam import (
     spike_block_statistics,
 )
 from gaugedyn.adam._stability import adam_step
+from gaugedyn.experiments.adam_stability._bisect import (
+    bracket,
+    cells_of_row,
+    row_edge,
+    significance,
+)
 from gaugedyn.experiments.adam_stability._protocol import (
     BANDS,
     CODES,
@@ -29,7 +35,6 @@ from gaugedyn.experiments.adam_stability._scan import _run_1d, start_state
 from gaugedyn.experiments.adam_stability._spike_analysis import (
     _check_claim,
     _findings,
-    _rule,
     turn_growth,
 )
 
@@ -110,6 +115,52 @@ def test_scan_stops_below_the_first_spiky_cell_and_finds_the_quadratic_edge():
     j = top_spiky[-1]
     assert np.all(r["status"][0, :j] == NOT_SIMULATED) or j == 0
     assert np.all(probability(st[j + 1 :]) < 0.5)
+    assert np.all(np.isnan(r["bisect_c"]))  # no bisection asked for
+
+
+def test_the_scan_bisects_each_row_to_its_width_between_its_bracket():
+    """The 1-D quadratic at a = 0.2: the coarse bracket is halved in log c until it is
+    narrower than bisect_decades, every bisection cell inside the bracket, and the edge lies
+    in the final bracket."""
+    c = [3e-3, 1e-2, 0.03, 0.1]
+    task = {
+        "n": 2.0,
+        "start": "orbit",
+        "a": [0.2],
+        "c": c,
+        "seeds": 2,
+        "eps": 0.0,
+        "lr": 1e-2,
+        "bisect_decades": 0.1,
+        "spikes": list(SPIKE_SAMPLING[:3]),
+    }
+    r = _run_1d(task, np.random.SeedSequence(3))
+    bc = r["bisect_c"][0]
+    bc = bc[np.isfinite(bc)]
+    assert 1 <= bc.size <= 8 and r["rounds"] >= 1
+    br = bracket(*cells_of_row(c, r["status"], r["bisect_c"], r["bisect_status"], 0, 0))
+    assert br is not None and np.log10(br[1] / br[0]) <= 0.1
+    edge, low, high = row_edge(
+        *cells_of_row(c, r["status"], r["bisect_c"], r["bisect_status"], 0, 0)
+    )
+    assert br[0] * (1 - 1e-12) <= edge <= br[1] * (1 + 1e-12)
+    spiky = [x for x in c if x <= br[0]]
+    assert bc.min() >= max(spiky) and bc.max() <= min(x for x in c if x > br[0])
+
+
+def test_row_edge_interval_from_unanimous_cells():
+    s, q = CODES["spiky"], CODES["quiet"]
+    c = np.array([1e-4, 2e-4, 4e-4, 8e-4, 1.6e-3])
+    st = np.array([[s] * 8, [s] * 7 + [q], [s] * 4 + [q] * 4, [q] * 7 + [s], [q] * 8])
+    edge, low, high = row_edge(c, st)
+    assert low == 1e-4 and high == 1.6e-3  # 7 of 8 is not significant at 95%
+    assert 4e-4 <= edge <= 8e-4  # p = 0.5 at 4e-4, 1/8 at 8e-4: just above 4e-4
+    assert edge == pytest.approx(4e-4)
+    np.testing.assert_array_equal(significance(st), [1, 0, 0, 0, -1])
+    assert np.isnan(row_edge(c, np.full((5, 8), q))[0])  # never spiky
+    assert np.isnan(row_edge(c, np.full((5, 8), s))[0])  # spiky at the top
+    e = row_edge(c[3:], st[3:] * 0 + np.array([[s] * 8, [q] * 2 + [s] * 6]))
+    assert np.isnan(e[0])  # spiky at the top: the cell above is missing
 
 
 def _wobble(x, k=0):
@@ -148,9 +199,13 @@ def test_findings_on_built_edges_under_every_reading():
     assert len(got["spike_boundary.cubic_quadratic"].readings) == 8
     assert got["spike_boundary.near_linear:n4"].verdict == "HELD"
     assert got["spike_boundary.C_moves_with_n"].verdict == "HELD"
-    assert got["spike_boundary.edge_level_is_one"].rule == _rule(
-        "spike_boundary.edge_level_is_one", "inside"
-    )
+    assert got["spike_boundary.edge_level"].kind == "measurement"
+    # C per n: c_b / a^k with the slope fixed at the law's k, every reading
+    C = got["spike_boundary.near_linear:n6"].tolerance["C"]
+    assert len(C) == 8 and all(v[0] == pytest.approx(0.03, rel=1e-6) for v in C.values())
+    c2 = got["spike_boundary.cubic_quadratic"].tolerance["C"]["settled, beta1>=0.9, orbit start"]
+    assert c2[1] <= 15 <= c2[2] and c2[0] == pytest.approx(15, rel=1e-6)
+    assert "C = c_b / (1 - beta1)^3" in got["spike_boundary.cubic_quadratic"].statement
     bad = {
         f.id: f.verdict
         for f in _findings(
@@ -197,9 +252,9 @@ def test_edge_level_is_the_theory_level_on_its_own_level_curve():
             x.id: x
             for x in _findings(["n2"], {"n2": a}, _edges(a, {"n2": cb}), np.random.SeedSequence(1))
         }
-        lv = f["spike_boundary.edge_level_is_one"]
+        lv = f["spike_boundary.edge_level"]
         assert lv.tolerance["level"]["settled, beta1>=0.9, orbit start"][0] == pytest.approx(L)
-        assert lv.verdict == ("HELD" if L == 1.0 else "NOT HELD")
+        assert lv.measured == pytest.approx(L) and lv.verdict is None
 
 
 def test_upper_edge_and_check_claim():
@@ -252,6 +307,10 @@ def test_task_scan_uses_the_stored_calibration_and_judges_every_copy():
     )
     assert r["status"].shape == (2, 2, 2, 2)
     assert set(np.unique(r["status"])) <= set(CODES.values())  # every copy judged
+    assert r["rises"].tolist() == [2.0, 1.5, 2.5] and r["status_rises"].shape == (2, 2, 2, 2, 3)
+    np.testing.assert_array_equal(r["status_rises"][..., 0], r["status"])
+    spiky = r["status_rises"] == CODES["spiky"]
+    assert np.all(spiky[..., 2] <= spiky[..., 0]) and np.all(spiky[..., 0] <= spiky[..., 1])
     assert r["steps_run"] == int(run_steps(np.array([0.3]), np.array([0.3]))[0]) * 8
     assert np.all(np.isfinite(r["final_log10_loss"]))
 
@@ -321,3 +380,69 @@ def test_linear_on_tasks_and_C_between_tasks_are_judged_under_both_windows():
     assert _tasks_C_claim(["t", "u"], a_of, lin | other, 41).verdict == "HELD"
     assert _tasks_C_claim(["t", "u"], a_of, lin | same, 41).verdict == "NOT HELD"
     assert np.isnan(task_C(a[:1], a[:1])[1])  # one row: no interval
+
+
+def test_linear_on_tasks_is_judged_over_the_declared_rise_thresholds():
+    """Edges under each rise reading (the configured threshold first): the finding holds when
+    every threshold gives a linear edge and depends on the reading when one does not."""
+    from gaugedyn.experiments.adam_stability._spike_analysis import _task_claim
+
+    a = np.array([0.5, 0.4, 0.3, 0.2, 0.15, 0.1])
+    wig = 1 + 0.03 * np.array([1, -1, 1, -1, 1, -1])
+    lin = {("t", w, "init"): 0.5 * a * wig for w in ("settled", "transient")}
+    by_rise = {
+        ("t", w, f"rise {h:g}"): 0.5 * a * wig * (h / 2)
+        for h in (2.0, 1.5, 2.5)
+        for w in ("settled", "transient")
+    }
+    c = _task_claim("t", a, lin, by_rise)
+    assert c.verdict == "HELD" and len(c.readings) == 6
+    assert next(iter(c.readings)) == "settled, rise 2"
+    by_rise[("t", "settled", "rise 2.5")] = 3 * a**3 * wig
+    d = _task_claim("t", a, lin, by_rise)
+    assert d.verdict == "depends on the reading"
+    assert d.readings["settled, rise 2.5"] == "NOT HELD" and d.readings["settled, rise 2"] == "HELD"
+
+
+def test_a_task_copy_is_judged_at_every_rise_reading():
+    from gaugedyn.experiments.adam_stability._scan import rise_readings
+
+    assert rise_readings(2.0) == [2.0, 1.5, 2.5]
+    assert rise_readings(1.5) == [1.5, 2.5]
+
+
+def test_the_local_slopes_figure_draws_a_system_without_any_edge(tmp_path):
+    from gaugedyn.experiments.adam_stability._figures import local_slopes
+
+    a, nan = np.array([0.1, 0.2, 0.3]), np.full(3, np.nan)
+    arrays = {"systems": np.array(["teacher_mse"]), "teacher_mse__a": a}
+    for w in ("settled", "transient"):
+        k = f"teacher_mse_init_{w}"
+        arrays |= {
+            f"{k}__boundary": nan,
+            f"{k}__boundary_low": nan,
+            f"{k}__boundary_high": nan,
+            f"{k}__local_slope": np.full((2, 3), np.nan),
+        }
+    name, _ = local_slopes(arrays, tmp_path)
+    assert (tmp_path / f"{name}.png").exists() or any(tmp_path.iterdir())
+
+
+def test_the_local_slopes_figure_draws_a_task_whose_only_edges_are_another_rise(tmp_path):
+    """A task without an edge at the configured rise but with edges at another (stored under
+    the rise readings' keys) draws its panel unscaled instead of log-scaling no data."""
+    from gaugedyn.experiments.adam_stability._figures import local_slopes
+
+    a, nan = np.array([0.1, 0.2, 0.3]), np.full(3, np.nan)
+    arrays = {"systems": np.array(["teacher4_mse"]), "teacher4_mse__a": a}
+    for w in ("settled", "transient"):
+        k = f"teacher4_mse_init_{w}"
+        arrays |= {
+            f"{k}__boundary": nan,
+            f"{k}__boundary_low": nan,
+            f"{k}__boundary_high": nan,
+            f"{k}__local_slope": np.full((2, 3), np.nan),
+            f"{k}_rise1.5__boundary": np.array([0.017, 0.017, np.nan]),
+        }
+    name, _ = local_slopes(arrays, tmp_path)
+    assert (tmp_path / f"{name}.png").exists()

@@ -4,8 +4,9 @@
 ``AdamRecorder`` attaches to ``torch.optim.Adam``/``AdamW``; ``batched_adam_step`` is Adam on
 many copies with per-copy betas and learning rates; ``preconditioned_sharpness`` and
 ``dense_sharpness`` measure the curvature Adam's preconditioner sees; the 1-D Adam maps, their
-oscillating state and stability boundary, and the spike detector (offline, ``detect_spikes``,
-and online, ``OnlineSpikeDetector``) serve the stability theory.
+oscillating state and stability boundary, the spike detector (offline, ``detect_spikes``, and
+online, ``OnlineSpikeDetector``) and the effective exponent of a loss along an update
+(``effective_exponent``) serve the stability theory.
 Torch loads only on first use of a torch name, so ``import gaugedyn.adam`` stays light.
 """
 
@@ -20,6 +21,9 @@ from ._decomposition import part_norms as part_norms
 from ._decomposition import shares as shares
 from ._decomposition import smoothness as smoothness
 from ._decomposition import split_update as split_update
+from ._line import WALL_EXPONENT as WALL_EXPONENT
+from ._line import core_wall as core_wall
+from ._line import effective_exponent as effective_exponent
 from ._notify import StateChange as StateChange
 from ._notify import notify_state as notify_state
 from ._notify import watch_state as watch_state
@@ -73,6 +77,9 @@ _EAGER = [
     "shares",
     "smoothness",
     "split_update",
+    "WALL_EXPONENT",
+    "core_wall",
+    "effective_exponent",
     "StateChange",
     "notify_state",
     "watch_state",

@@ -22,15 +22,16 @@ known answers:
 - a loss that grows to ``+inf``, or turns ``nan``, at a known step: diverged; a single ``+inf``:
   diverged.
 
-**The boundary finder and the slope fit** (`._protocol.upper_edge()` and
-`._spike_analysis.slope_judgement()`): a synthetic spike-probability map on the
-configuration's 1-D grid, logistic in ``log c`` around a known boundary ``c_b = C a^3``
-(edges found within 0.05 decades) and one around a flat boundary; maps never, and always, spiky
-give no edge. The slope fit is judged as the findings are (the slope rule of
-``spike_boundary.cubic_quadratic``'s declared measure), on the configuration's ``c`` grid with
-rows (at least `SLOPE_ROWS`, the rule's fewest) spread over the part of its ``a`` range
-where the boundary lies one cell inside the grid: the fit must resolve (HELD in a band wide
-enough to hold any slope) and recover slope 3, or 0, within 0.05.
+**The boundary finder and the slope fit** (the bisection `._bisect.scan_rows()` with
+`._bisect.row_edges()`, and `._spike_analysis.slope_judgement()`): at the
+configuration's rows, coarse grid, seeds and bisection width, seeds drawn spiky with a
+probability logistic in ``log c`` around a known boundary ``c_b = C a^3`` (edges found within
+the bisection width and 0.05 decades, each covered by its interval) and around a flat boundary;
+seeds never, and always, spiky give no edge. The slope fit is judged as the findings are (the
+slope rule of ``spike_boundary.cubic_quadratic``'s declared measure) on bisected edges of rows
+(at least `SLOPE_ROWS`, the rule's fewest) spread over the part of the configuration's
+``a`` range where the boundary lies one cell inside the grid: the fit must resolve (HELD in a
+band wide enough to hold any slope) and recover slope 3, or 0, within 0.1.
 """
 
 from __future__ import annotations
@@ -49,13 +50,15 @@ from ...adam import (
     spike_level_blocks,
 )
 from ...harness import Control
-from ._protocol import judge_run, run_steps, settle_steps, upper_edge
+from ._protocol import judge_run, run_steps, settle_steps
 
 LEVEL = -8.0
 """The settled level of the synthetic curves (decades)."""
 NOISE = 0.3
 """White log-noise (decades) on the synthetic curves other than the noise case."""
 CYCLE_DECADES = 10.0
+BOUNDARY_WIDTH = 0.05
+"""Width (decades of ``c``) of the synthetic boundary's logistic in the finder's controls."""
 CYCLE_PERIOD = 0.04
 """The settled cycle: every ``CYCLE_PERIOD / (1 - beta2)`` steps."""
 Reduce = Callable[..., object]
@@ -383,64 +386,100 @@ def slope_rows(a, c, C: float, slope: float) -> np.ndarray:
     return np.logspace(lo, hi, max(a.size, SLOPE_ROWS))
 
 
-def boundary_controls(config: dict, finder=upper_edge, fit=None) -> list[Control]:
-    """The boundary finder's and the slope fit's controls on synthetic maps (module doc)."""
+def oracle(a, C: float, slope: float, seeds: int, width: float, seed: int = 0):
+    """An ``evaluate`` for :func:`._bisect.scan_rows`: each seed of a cell ``(a[row], c)`` is
+    spiky with probability ``1 / (1 + exp((log10 c - log10 c_b) / width))``, ``c_b = C
+    a^slope``, else quiet (both windows alike)."""
+    from ._protocol import CODES
+
+    rng = np.random.default_rng(seed)
+    a = np.asarray(a, float)
+
+    def evaluate(rows, cs):
+        p = boundary_map(a[rows], np.asarray(cs, float)[:, None], C, slope, width)
+        p = np.diagonal(p) if p.ndim == 2 else p
+        hit = rng.random((len(rows), seeds)) < np.asarray(p).reshape(-1, 1)
+        st = np.where(hit, CODES["spiky"], CODES["quiet"]).astype(np.int8)
+        return np.repeat(st[..., None], 2, axis=-1)
+
+    return evaluate
+
+
+def boundary_controls(config: dict, finder=None, fit=None) -> list[Control]:
+    """The bisection edge finder's and the slope fit's controls on synthetic probability maps
+    at the configuration's rows, coarse grid, seeds and bisection width (module doc)."""
+    from ._bisect import row_edges, scan_rows
     from ._spike_analysis import slope_judgement
 
     fit = slope_judgement if fit is None else fit
+    finder = row_edges if finder is None else finder
     a = np.array(config["one_minus_beta1"], float)
     c = np.array(sorted(config["one_minus_beta2"]), float)
+    seeds, decades = int(config["seeds"]), float(config["bisect_decades"])
     lc = np.log10(c)
-    width = float(np.median(np.diff(lc)))  # one grid cell: the finder interpolates in it
     mid_a, mid_c = math.sqrt(a.min() * a.max()), 0.5 * (lc[0] + lc[-1])
 
-    def boundary(slope, rows=None):
+    def edges_of(C, slope, width=BOUNDARY_WIDTH, rows=a):
+        r = scan_rows(rows, c, oracle(rows, C, slope, seeds, width), decades)
+        return np.asarray(finder(c, r["status"], r["bisect_c"], r["bisect_status"], 0), float)
+
+    def boundary(slope):
         C = 10 ** (mid_c - slope * math.log10(mid_a))
-        r = a if rows is None else rows(C)
-        return np.asarray(finder(boundary_map(r, c, C, slope, width), c), float), C * r**slope, r
+        return edges_of(C, slope), C * a**slope
 
     def known_edges():
-        e, known, _ = boundary(3.0)
-        inside = (known > c[1]) & (known < c[-2])
-        if inside.sum() < 2:  # the grid cannot hold a cubic boundary in two rows
-            return f"{int(inside.sum())} rows with the boundary inside the grid", False
-        err = np.abs(np.log10(e[inside] / known[inside]))
-        return float(np.max(err)), bool(np.all(err <= 0.05))
+        e, known = boundary(3.0)
+        inside = (known > c[0]) & (known < c[-1])
+        err = np.abs(np.log10(e[inside, 0] / known[inside]))
+        lo, hi = np.nan_to_num(e[inside, 1], nan=0.0), np.nan_to_num(e[inside, 2], nan=np.inf)
+        covered = (lo <= known[inside]) & (known[inside] <= hi)  # an open side covers
+        ok = inside.sum() >= 2 and np.all(err <= decades + 0.05) and np.all(covered)
+        return {"worst_decades": float(np.max(err)), "covered": int(covered.sum())}, bool(ok)
 
     def fitted(s):
-        e, _, rows = boundary(s, lambda C: slope_rows(a, c, C, s))
+        C = 10 ** (mid_c - s * math.log10(mid_a))
+        rows = slope_rows(a, c, C, s)
+        e = edges_of(C, s, rows=rows)[:, 0]
         j = fit(rows, e, (-100.0, 100.0), "spike_boundary.cubic_quadratic")
-        ok = j.verdict == "HELD" and abs(float(j.estimate) - s) <= 0.05
+        ok = j.verdict == "HELD" and abs(float(j.estimate) - s) <= 0.1
         return f"{float(j.estimate):.4g} ({j.verdict}{': ' + j.reason if j.reason else ''})", ok
 
     def no_edge(p):
-        e = np.asarray(finder(np.full((a.size, c.size), p), c), float)
-        return int(np.isfinite(e).sum()), not np.isfinite(e).any()
+        e = edges_of(1.0, 0.0, width=1e-9) if p == 1.0 else edges_of(1e-30, 0.0, width=1e-9)
+        return int(np.isfinite(e[:, 0]).sum()), not np.isfinite(e[:, 0]).any()
 
-    grid = "the configuration's 1-D grid"
+    grid = (
+        f"the configuration's rows, coarse grid, {seeds} seeds a cell, bisection to "
+        f"{decades:g} decades"
+    )
+    return _boundary_list(grid, decades, known_edges, no_edge, fitted)
+
+
+def _boundary_list(grid, decades, known_edges, no_edge, fitted) -> list[Control]:
     return [
         Control(
             "boundary.known_edges",
-            "boundary finder (upper_edge)",
+            "boundary finder (bisection, row_edge)",
             "positive",
-            f"on {grid}, a map logistic in log c around c_b = C a^3: each row's edge "
-            "inside the grid within 0.05 decades of c_b",
-            "the finder reads the edge where it is",
+            f"on {grid}: seeds spiky with a probability logistic in log c around c_b = C a^3 "
+            f"(width {BOUNDARY_WIDTH:g} decades): each row's edge inside the grid within "
+            f"{decades:g} + 0.05 decades of c_b, and c_b inside its interval",
+            "the finder reads the edge where it is, and its interval covers it",
             known_edges,
         ),
         Control(
             "boundary.never_spiky",
-            "boundary finder (upper_edge)",
+            "boundary finder (bisection, row_edge)",
             "negative",
-            f"on {grid}, a map never spiky: no edge in any row",
+            f"on {grid}: seeds never spiky: no edge in any row",
             "no edge is read where there is none",
             lambda: no_edge(0.0),
         ),
         Control(
             "boundary.always_spiky",
-            "boundary finder (upper_edge)",
+            "boundary finder (bisection, row_edge)",
             "negative",
-            f"on {grid}, a map spiky everywhere: no edge (spiky at the top)",
+            f"on {grid}: seeds spiky everywhere: no edge (spiky at the top)",
             "a row spiky up to the grid's top has no edge",
             lambda: no_edge(1.0),
         ),
@@ -448,8 +487,8 @@ def boundary_controls(config: dict, finder=upper_edge, fit=None) -> list[Control
             "boundary.slope",
             "boundary slope fit (slope_band)",
             "positive",
-            f"on the c values of {grid}, at least {SLOPE_ROWS} rows with the edges of a cubic boundary "
-            "inside it: the fit resolves, slope within 0.05 of 3",
+            f"on {grid}, the bisected edges of a cubic boundary in at least {SLOPE_ROWS} rows "
+            "inside it: the fit resolves, slope within 0.1 of 3",
             "the fit recovers a known slope",
             lambda: fitted(3.0),
         ),
@@ -457,8 +496,8 @@ def boundary_controls(config: dict, finder=upper_edge, fit=None) -> list[Control
             "boundary.flat",
             "boundary slope fit (slope_band)",
             "negative",
-            f"on the c values of {grid}, at least {SLOPE_ROWS} rows with the edges of a flat boundary "
-            "inside it: the fit resolves, slope within 0.05 of 0",
+            f"on {grid}, the bisected edges of a flat boundary in at least {SLOPE_ROWS} rows "
+            "inside it: the fit resolves, slope within 0.1 of 0",
             "a boundary that does not move reads no slope",
             lambda: fitted(0.0),
         ),

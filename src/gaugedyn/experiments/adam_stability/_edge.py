@@ -12,11 +12,12 @@ At step ``t`` with gradient ``g`` and Adam's preconditioner ``P = diag(sqrt(v^_t
 - secant curvature ``dtheta^T (g_t - g_{t-1}) / dtheta^T P dtheta``, ``dtheta = theta_t - theta_{t-1}``;
 - cosine between consecutive gradients;
 - loss of the iterate average ``bar theta <- decay bar theta + (1 - decay) theta`` (decay 0.9);
-- the frozen-``v`` control (``freeze=True``): at the edge (the first Lanczos step ``t_e >=
-  freeze_after`` with ``lr S >= freeze_fraction * threshold``) a copy of the run continues with
-  the preconditioner held at its value ``P(t_e)`` (``m`` still updated, bias-corrected by the
-  step count), so the negative feedback through ``v`` is cut; its loss every step and its
-  preconditioned sharpness ``lambda_max(P(t_e)^-1/2 H P(t_e)^-1/2)`` at the same Lanczos steps.
+- the frozen-``v`` copies (``freeze_fractions``): per fraction ``f``, at the first Lanczos
+  step ``t_f >= freeze_after`` with ``lr S >= f * threshold`` (before the edge for ``f`` below
+  ``EDGE_FRACTION``) a copy of the run continues with the preconditioner held at its value
+  ``P(t_f)`` (``m`` still updated, bias-corrected by the step count), so the negative feedback
+  through ``v`` is cut; its loss every step and its preconditioned sharpness
+  ``lambda_max(P(t_f)^-1/2 H P(t_f)^-1/2)`` at the same Lanczos steps.
 
 `diagonal_quadratic()` is the exactly solvable companion (``L = sum h_i theta_i^2 / 2``,
 ``S = max h_i / P_i`` and ``kappa_g`` in closed form). The Hessian-vector product, the Lanczos
@@ -29,6 +30,8 @@ The stability threshold of heavy-ball EMA momentum on a quadratic is
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 from torch import nn
@@ -38,6 +41,7 @@ from ...adam import (
     adam_preconditioner,
     dense_sharpness,
     edge_threshold,
+    effective_exponent,
     preconditioned_sharpness,
 )
 from ...training import load_digits
@@ -97,117 +101,183 @@ def run_edge(
     lanczos_every: int = 200,
     eps: float = 1e-8,
     ema_decay: float = 0.9,
-    freeze: bool = False,
+    freeze_fractions: tuple[float, ...] = (),
     freeze_after: int = 0,
-    freeze_fraction: float = 0.9,
+    lanczos_fine: int | None = None,
+    exponent_every: int = 0,
 ) -> dict:
     """Train with ``torch.optim.Adam`` full batch and record the module's observables per step.
 
     Returns arrays ``loss``, ``ema_loss``, ``kappa_g``, ``secant``, ``cosine`` (``nan`` at step
-    0) and ``lanczos_step``, ``sharpness``, ``kappa_at_lanczos`` (sampled every ``lanczos_every``
-    steps), plus ``threshold``; with ``freeze``, also ``freeze_step`` (``t_e``, ``-1`` when the
-    run never reached the edge), ``frozen_loss`` (per step, ``nan`` before ``t_e`` and after a
-    divergence of the copy) and ``frozen_sharpness`` (at the Lanczos steps, ``nan`` before).
+    0) and ``lanczos_step``, ``sharpness``, ``kappa_at_lanczos`` (at the Lanczos steps), plus
+    ``threshold``. Lanczos runs every ``lanczos_fine`` steps (default ``lanczos_every``) until
+    the adaptive run has reached the edge (``lr S >= EDGE_FRACTION thr``, at or after
+    ``freeze_after``) and every copy is frozen, then every ``lanczos_every`` steps, and at the
+    last step. Per ``f`` of ``freeze_fractions``, a copy continues from the first Lanczos step
+    ``t >= freeze_after`` with ``lr S >= f thr`` with ``P`` held at ``P(t)``: ``freeze_step``
+    and ``freeze_ratio`` (``lr S / thr`` there; ``-1`` and ``nan`` when never reached),
+    ``frozen_sharpness`` ``(copies, Lanczos steps)`` with the held ``P`` (``nan`` before the
+    freeze and after a divergence of the copy) and ``frozen_loss`` ``(copies, steps)``.
     """
+    from ._protocol import EDGE_FRACTION
+
+    fine = lanczos_every if lanczos_fine is None else int(lanczos_fine)
     model, loss_fn = _setup(loss, n_samples, seed)
     params = [p for p in model.parameters()]
     opt = torch.optim.Adam(params, lr=lr, betas=(beta1, beta2), eps=eps)
     thr = threshold(beta1)
-    rec = {
-        k: np.full(steps, np.nan)
-        for k in ("loss", "ema_loss", "kappa_g", "secant", "cosine", "frozen_loss")
-    }
-    lz_t: list[int] = []
-    lz_s: list[float] = []
-    lz_k: list[float] = []
-    lz_f: list[float] = []
+    K = len(freeze_fractions)
+    rec = {k: np.full(steps, np.nan) for k in ("loss", "ema_loss", "kappa_g", "secant", "cosine")}
+    frozen_loss = np.full((K, steps), np.nan)
+    lz: dict[str, list] = {"t": [], "S": [], "k": [], "f": []}
+    ex: dict[str, list] = {"t": [], "n": [], "w": []}
     ema = _flat(params).detach().clone()
-    prev_theta: torch.Tensor | None = None
-    prev_g: torch.Tensor | None = None
-    v0 = vf = None
-    frozen = None  # (theta, m, P) of the frozen-v copy once the edge is reached
-    t_e = -1
+    prev: tuple | None = None
+    fr: dict[str, Any] = {
+        "v0": None,
+        "copies": [None] * K,
+        "t": np.full(K, -1, np.int64),
+        "r": np.full(K, np.nan),
+    }
+    reached = False
     for t in range(steps):
-        theta = _flat(params).detach().clone()
-        L = loss_fn()
-        g_list = torch.autograd.grad(L, params, create_graph=True)
-        g = _flat(g_list)
-        P = adam_preconditioner(opt, [x.detach() for x in g_list])
-        d = g.detach() / P
-        Hd = _flat(torch.autograd.grad(g @ d, params)).detach()
-        g = g.detach()
-        rec["loss"][t] = float(L.detach())
-        rec["kappa_g"][t] = float(d @ Hd / (d @ (P * d)))
-        if prev_g is not None and prev_theta is not None:
-            dth = theta - prev_theta
-            rec["secant"][t] = float(dth @ (g - prev_g) / (dth @ (P * dth)))
-            rec["cosine"][t] = float(g @ prev_g / (g.norm() * prev_g.norm()))
-        lanczos = t % lanczos_every == 0 or t == steps - 1
+        theta, g_list, g, P = _observe(rec, t, loss_fn, params, opt, prev)
+        dense = not reached or (fr["t"] < 0).any()
+        lanczos = t % (fine if dense else lanczos_every) == 0 or t == steps - 1
         if lanczos:
-            S, v0 = _sharpness(loss_fn, params, P, v0)
-            lz_t.append(t)
-            lz_s.append(S)
-            lz_k.append(rec["kappa_g"][t])
-            if freeze and frozen is None and t >= freeze_after and lr * S >= freeze_fraction * thr:
-                st = [opt.state.get(p, {}) for p in params]
-                m = _flat(
-                    [
-                        s_["exp_avg"] if "exp_avg" in s_ else torch.zeros_like(p)
-                        for s_, p in zip(st, params)
-                    ]
+            ratio = _lanczos(lz, fr, t, loss_fn, params, P, lr / thr, rec["kappa_g"][t])
+            reached = reached or (t >= freeze_after and ratio >= EDGE_FRACTION)
+            for k, f in enumerate(freeze_fractions):
+                if fr["t"][k] < 0 and t >= freeze_after and ratio >= f:
+                    fr["copies"][k] = (theta.clone(), _adam_m(opt, params), P.clone(), fr["v0"])
+                    fr["t"][k], fr["r"][k] = t, ratio
+        for k, copy in enumerate(fr["copies"]):
+            if copy is not None:
+                fr["copies"][k] = _frozen_step(
+                    model,
+                    loss_fn,
+                    params,
+                    copy,
+                    k,
+                    (lr, beta1, t),
+                    lanczos,
+                    frozen_loss[k],
+                    lz["f"],
                 )
-                frozen, t_e, vf = (theta.clone(), m.clone(), P.clone()), t, v0
-        if frozen is not None:
-            frozen, vf = _frozen_step(
-                model, loss_fn, params, frozen, lr, beta1, t, lanczos, rec, lz_f, vf
-            )
-        elif lanczos:
-            lz_f.append(np.nan)
+        if exponent_every and reached and t % exponent_every == 0:
+            u = _adam_update(opt, params, g, P, lr, beta1)
+            e = effective_exponent(_line(model, loss_fn, params, theta, u))
+            ex["t"].append(t)
+            ex["n"].append(e["exponent"])
+            ex["w"].append(e["wall"])
         for p, gi in zip(params, g_list):
             p.grad = gi.detach()
         opt.step()
         ema = ema_decay * ema + (1 - ema_decay) * _flat(params).detach()
         rec["ema_loss"][t] = _loss_at(model, loss_fn, params, ema)
-        prev_theta, prev_g = theta, g
+        prev = (theta, g)
         if not np.isfinite(rec["loss"][t]):
             break
-    out = {
+    return {
         **rec,
-        "lanczos_step": np.array(lz_t),
-        "sharpness": np.array(lz_s),
-        "kappa_at_lanczos": np.array(lz_k),
+        "lanczos_step": np.array(lz["t"]),
+        "sharpness": np.array(lz["S"]),
+        "kappa_at_lanczos": np.array(lz["k"]),
         "threshold": thr,
+        "freeze_fractions": np.asarray(freeze_fractions, float),
+        "freeze_step": fr["t"],
+        "freeze_ratio": fr["r"],
+        "frozen_sharpness": np.array(lz["f"], float).reshape(len(lz["t"]), K).T,
+        "frozen_loss": frozen_loss,
+        "exponent_step": np.array(ex["t"], dtype=np.int64),
+        "exponent": np.array(ex["n"], float),
+        "exponent_wall": np.array(ex["w"], float),
     }
-    if freeze:
-        out |= {"freeze_step": t_e, "frozen_sharpness": np.array(lz_f)}
-    else:
-        out.pop("frozen_loss")
-    return out
 
 
-def _frozen_step(model, loss_fn, params, frozen, lr, beta1, t, lanczos, rec, lz_f, vf):
-    """One step of the frozen-``v`` copy at step ``t`` (its loss and, at a Lanczos step, its
-    preconditioned sharpness with the frozen ``P``); ``None`` once the copy has diverged."""
-    theta, m, P = frozen
+def _observe(rec, t, loss_fn, params, opt, prev):
+    """The step's loss, gradient and ``P`` (before the step) and its per-step observables into
+    ``rec``; returns ``(theta, g_list, g, P)``."""
+    theta = _flat(params).detach().clone()
+    L = loss_fn()
+    g_list = torch.autograd.grad(L, params, create_graph=True)
+    g = _flat(g_list)
+    P = adam_preconditioner(opt, [x.detach() for x in g_list])
+    d = g.detach() / P
+    Hd = _flat(torch.autograd.grad(g @ d, params)).detach()
+    g = g.detach()
+    rec["loss"][t] = float(L.detach())
+    rec["kappa_g"][t] = float(d @ Hd / (d @ (P * d)))
+    if prev is not None:
+        prev_theta, prev_g = prev
+        dth = theta - prev_theta
+        rec["secant"][t] = float(dth @ (g - prev_g) / (dth @ (P * dth)))
+        rec["cosine"][t] = float(g @ prev_g / (g.norm() * prev_g.norm()))
+    return theta, g_list, g, P
+
+
+def _lanczos(lz, fr, t, loss_fn, params, P, scale, kappa) -> float:
+    """The preconditioned sharpness at step ``t`` into ``lz`` (warm started from ``fr["v0"]``,
+    a row of ``nan`` for the copies); returns ``lr S / thr`` (``scale = lr / thr``)."""
+    S, fr["v0"] = _sharpness(loss_fn, params, P, fr["v0"])
+    lz["t"].append(t)
+    lz["S"].append(S)
+    lz["k"].append(kappa)
+    lz["f"].append([np.nan] * len(fr["copies"]))
+    return scale * S
+
+
+def _adam_update(opt, params, g, P, lr, beta1) -> torch.Tensor:
+    """The update ``-lr m^_t / P`` Adam is about to take (``m_t`` including ``g``)."""
+    st = opt.state.get(params[0], {})
+    t = int(st["step"]) + 1 if "step" in st else 1
+    m = beta1 * _adam_m(opt, params) + (1 - beta1) * g
+    return -lr * (m / (1 - beta1**t)) / P
+
+
+def _line(model, loss_fn, params, theta, u):
+    """``s -> L(theta + s u)`` (the parameters restored after each call)."""
+
+    def f(s: float) -> float:
+        return _loss_at(model, loss_fn, params, theta + s * u)
+
+    return f
+
+
+def _adam_m(opt, params) -> torch.Tensor:
+    """Adam's first moment ``m`` of every parameter, flat (zeros before the first step)."""
+    st = [opt.state.get(p, {}) for p in params]
+    return _flat(
+        [s_["exp_avg"] if "exp_avg" in s_ else torch.zeros_like(p) for s_, p in zip(st, params)]
+    ).clone()
+
+
+def _frozen_step(model, loss_fn, params, copy, k, step, lanczos, loss_row, lz_f):
+    """One step of a frozen-``v`` copy at step ``t`` (its loss into ``loss_row[t]`` and, at a
+    Lanczos step, its preconditioned sharpness with the held ``P`` into the last row of
+    ``lz_f`` at the copy's column ``k``); ``step`` is ``(lr, beta1, t)``; ``None`` once the
+    copy has diverged."""
+    theta, m, P, vf = copy
+    lr, beta1, t = step
     saved = [p.detach().clone() for p in params]
     try:
         with torch.no_grad():
             torch.nn.utils.vector_to_parameters(theta, params)
         L = loss_fn()
         g = _flat(torch.autograd.grad(L, params)).detach()
-        rec["frozen_loss"][t] = float(L.detach())
+        loss_row[t] = float(L.detach())
         if lanczos:
             S, vf = _sharpness(loss_fn, params, P, vf)
-            lz_f.append(S)
+            lz_f[-1][k] = S
         m = beta1 * m + (1 - beta1) * g
         theta = theta - lr * (m / (1 - beta1 ** (t + 1))) / P
     finally:
         with torch.no_grad():
             for p, s_ in zip(params, saved):
                 p.copy_(s_)
-    if not (np.isfinite(rec["frozen_loss"][t]) and torch.isfinite(theta).all()):
-        return None, vf
-    return (theta, m, P), vf
+    if not (np.isfinite(loss_row[t]) and torch.isfinite(theta).all()):
+        return None
+    return (theta, m, P, vf)
 
 
 def lanczos_check(

@@ -3,18 +3,23 @@ run and the findings per cell."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ... import stats
 from ...harness import Claim, judged
+from ._freeze import censored_delay, first_at_edge
 from ._protocol import (
-    CONTROL_MEMORIES,
     CURVATURE_BAND,
+    EDGE_FRACTION,
+    EXPONENT_MARGIN,
     FINDING_MEASURES,
     LANCZOS_TOL,
     REVERSAL_COS,
     REVERSAL_MIN,
     SEPARATION,
+    STARTUP,
     STAY_BAND,
 )
 
@@ -45,16 +50,40 @@ def window_stats(r: dict, task: dict) -> dict:
         "ratio_q": np.nanquantile(k, [0.1, 0.5, 0.9]),
         "secant_q": np.nanquantile(lr * np.asarray(r["secant"])[t0:] / thr, [0.1, 0.5, 0.9]),
     }
-    te = int(r.get("freeze_step", -1))
+    ex = np.asarray(r.get("exponent", []), float)
+    es = np.asarray(r.get("exponent_step", []), int)
+    mine = ex[(es >= t0) & np.isfinite(ex)] if ex.size else ex
+    if mine.size:
+        out["exponent"] = float(np.median(mine))
+        wall = np.asarray(r["exponent_wall"], float)[es >= t0]
+        out["wall"] = float(np.nanmedian(wall)) if np.isfinite(wall).any() else np.inf
     memory = 1.0 / (1.0 - task["beta2"])
     lz = np.asarray(r["lanczos_step"])
-    if "frozen_sharpness" in r and te >= 0 and lz[-1] - te >= CONTROL_MEMORIES * memory:
-        after = lz >= te + memory
-        f = lr * np.asarray(r["frozen_sharpness"])[after] / thr
+    after = lz >= t0 + memory
+    if after.any():
         a = lr * np.asarray(r["sharpness"])[after] / thr
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out["frozen"] = float(np.log10(np.nanmedian(f))) if np.isfinite(f).any() else np.inf
-            out["adaptive"] = float(np.log10(np.nanmedian(a))) if a.size else np.nan
+        out["adaptive"] = float(np.log10(np.nanmedian(a)))
+    return out
+
+
+def freeze_readout(r: dict, task: dict) -> dict:
+    """One run's frozen-before-the-edge readout: ``time_to_edge`` (the adaptive run's first
+    Lanczos step at or after :data:`._protocol.STARTUP` on the edge, ``-1`` if none) and per
+    freeze fraction the censored ``delay`` (:func:`._freeze.censored_delay`, from the freeze
+    step on, the last Lanczos step the bound; ``nan`` when the copy was frozen at or above the
+    edge, or never) and whether the frozen copy ever reached the edge (``reached``)."""
+    lz = np.asarray(r["lanczos_step"])
+    thr, lr = float(r["threshold"]), float(task["lr"])
+    ratio = lr * np.asarray(r["sharpness"], float) / thr
+    frozen = lr * np.atleast_2d(np.asarray(r["frozen_sharpness"], float)) / thr
+    end = int(lz[-1]) if lz.size else -1
+    out: dict = {"time_to_edge": first_at_edge(lz, ratio, STARTUP), "delay": [], "reached": []}
+    for k, tf in enumerate(np.atleast_1d(r["freeze_step"])):
+        ok = tf >= 0 and float(np.atleast_1d(r["freeze_ratio"])[k]) < EDGE_FRACTION
+        ta = first_at_edge(lz, ratio, int(tf)) if ok else -1
+        tz = first_at_edge(lz, frozen[k], int(tf)) if ok else -1
+        out["delay"].append(censored_delay(ta, tz, end) if ok else np.nan)
+        out["reached"].append(bool(tz >= 0))
     return out
 
 
@@ -72,11 +101,19 @@ def _finding(fid: str, statement: str, j, **extra) -> Claim:
     )
 
 
-def _cell_findings(loss, lr, b1, ws, seed) -> list[Claim]:
-    cell = f"{loss}:lr{lr:g}:b{b1:g}"
+def _cell_findings(cell: str, ws, seed) -> list[Claim]:
     col = {
         k: np.array([w.get(k, np.nan) for w in ws], float)
-        for k in ("ratio", "reversal", "reversal_before", "lower", "smooth", "frozen", "adaptive")
+        for k in (
+            "ratio",
+            "reversal",
+            "reversal_before",
+            "lower",
+            "smooth",
+            "adaptive",
+            "exponent",
+            "wall",
+        )
     }
     n = len(ws)
     out = []
@@ -91,7 +128,20 @@ def _cell_findings(loss, lr, b1, ws, seed) -> list[Claim]:
             jr,
         )
     )
-    out += _control_findings(cell, col, seed)
+    fid = f"adam_edge.adaptive_stays_on_edge:{cell}"
+    ad = _j(seed, fid, "inside", col["adaptive"], threshold=STAY_BAND)
+    ar = 10 ** np.array([ad.estimate, ad.low, ad.high])
+    out.append(
+        _finding(
+            fid,
+            f"{cell}: per seed, the median of lr S / thr over the Lanczos steps at least one "
+            f"memory time 1/(1 - beta2) after the edge; geometric mean {ar[0]:.3g} (95% "
+            f"[{ar[1]:.3g}, {ar[2]:.3g}], {ad.n} seeds); claim within a factor 1.25 of 1",
+            ad,
+        )
+    )
+    if np.isfinite(col["exponent"]).any():
+        out.append(_exponent_finding(cell, col["exponent"], col["wall"], seed))
     fid = f"adam_edge.gradient_reversal:{cell}"
     rv = _j(seed, fid, "threshold", col["reversal"], threshold=REVERSAL_MIN, direction=">")
     before = float(np.nanmean(col["reversal_before"]))
@@ -128,42 +178,33 @@ def _cell_findings(loss, lr, b1, ws, seed) -> list[Claim]:
     return out
 
 
-def _control_findings(cell: str, col: dict, seed) -> list[Claim]:
-    """The frozen-v control's three findings of one cell (``PROTOCOL.md`` section 2)."""
-    frozen = col["frozen"]
-    short = int(np.sum(~np.isfinite(col["adaptive"])))
-    ids = {
-        k: f"adam_edge.{k}:{cell}" for k in ("frozen_v_rises", "adaptive_stays_on_edge", "feedback")
-    }
-    capped = np.minimum(frozen, 6.0)
-    fz = _j(seed, ids["frozen_v_rises"], "threshold", capped, threshold=0.0, direction=">")
-    ad = _j(seed, ids["adaptive_stays_on_edge"], "inside", col["adaptive"], threshold=STAY_BAND)
-    fb = _j(seed, ids["feedback"], "paired", capped, col["adaptive"], threshold=0.0, direction=">")
-    fr = 10 ** np.array([fz.estimate, fz.low, fz.high])
-    ar = 10 ** np.array([ad.estimate, ad.low, ad.high])
-    return [
-        _finding(
-            ids["frozen_v_rises"],
-            f"{cell}: with v frozen at the edge, lr S / thr after it (geometric mean over "
-            f"seeds of the per-seed median) {fr[0]:.3g} (95% [{fr[1]:.3g}, {fr[2]:.3g}], "
-            f"{fz.n} seeds; {short} left out: control shorter than {CONTROL_MEMORIES:g} "
-            "memory times; a diverged copy counts as 1e6); claim > 1",
-            fz,
-        ),
-        _finding(
-            ids["adaptive_stays_on_edge"],
-            f"{cell}: the adaptive run's lr S / thr over the same steps {ar[0]:.3g} (95% "
-            f"[{ar[1]:.3g}, {ar[2]:.3g}]); claim within a factor 1.25 of 1",
-            ad,
-        ),
-        _finding(
-            ids["feedback"],
-            f"{cell}: log10 of lr S / thr, frozen copy minus adaptive run, {fb.estimate:.3g} "
-            f"(95% [{fb.low:.3g}, {fb.high:.3g}]); claim > 0 (the feedback through v holds "
-            "the sharpness down)",
-            fb,
-        ),
-    ]
+def _exponent_finding(cell: str, values: np.ndarray, wall, seed) -> Claim:
+    """``core_wall_exponent:cell``: per seed, the median effective exponent of the loss along
+    the Adam update in the edge window; a cross-entropy loss: median > 2; a mean-squared one:
+    median < 2 + EXPONENT_MARGIN (``median_threshold``). Beside it, the median over seeds of
+    the distance to the wall (in updates; ``inf`` where the local exponent never reached
+    ``gaugedyn.adam.WALL_EXPONENT`` within one update)."""
+    w = np.asarray(wall if wall is not None else [], float)
+    w = w[~np.isnan(w)]
+    wall_med = float(np.median(w)) if w.size else math.nan
+    ce = cell.startswith("ce")
+    thr, direction = (2.0, ">") if ce else (2.0 + EXPONENT_MARGIN, "<")
+    fid = f"adam_edge.core_wall_exponent:{cell}"
+    j = _j(seed, fid, "threshold", values, threshold=thr, direction=direction)
+    claim = (
+        "exceeds 2 (superquadratic at the scale of an update)"
+        if ce
+        else (f"does not exceed 2 (below {thr:g})")
+    )
+    return _finding(
+        fid,
+        f"{cell}: effective exponent of the loss along the Adam update, fitted over 1/32 to 1 "
+        f"update around the line minimum (per seed the median over the edge window): median "
+        f"{j.estimate:.3g} (95% [{j.low:.3g}, {j.high:.3g}], {j.n} seeds; median distance "
+        f"to the wall {wall_med:.3g} updates); claim: it {claim}",
+        j,
+        wall=wall_med,
+    )
 
 
 def quadratic_separation(r: dict) -> float:
@@ -190,9 +231,10 @@ def _lanczos_claim(r: dict) -> Claim:
     )
 
 
-def _run_record(t: dict, r: dict, arrays: dict, diag: dict) -> dict:
-    """Store one edge run's arrays and diagnostics; returns its window statistics."""
-    key = f"{t['loss']}__lr{t['lr']:g}__b{t['beta1']:g}__s{t['seed_index']}"
+def _run_record(t: dict, r: dict, arrays: dict, diag: dict) -> tuple[dict, dict]:
+    """Store one edge run's arrays and diagnostics; returns its window statistics and its
+    frozen-before-the-edge readout."""
+    key = f"{t['loss']}__lr{t['lr']:g}__b{t['beta1']:g}__b2{t['beta2']:g}__s{t['seed_index']}"
     for f in (
         "loss",
         "ema_loss",
@@ -200,28 +242,107 @@ def _run_record(t: dict, r: dict, arrays: dict, diag: dict) -> dict:
         "lanczos_step",
         "sharpness",
         "frozen_sharpness",
-        "frozen_loss",
+        "freeze_step",
+        "exponent_step",
+        "exponent",
+        "exponent_wall",
     ):
-        arrays[f"{key}__{f}"] = np.asarray(r[f])
+        if f in r:
+            arrays[f"{key}__{f}"] = np.asarray(r[f])
     arrays[f"{key}__threshold"] = np.asarray(r["threshold"])
     w = window_stats(r, t)
-    diag["runs"][key] = (
+    fr = freeze_readout(r, t)
+    diag["runs"][key] = {
+        "edge_start": int(r["edge_start"]),
+        "time_to_edge": fr["time_to_edge"],
+        "freeze_step": [int(x) for x in np.atleast_1d(r["freeze_step"])],
+        "freeze_ratio": [float(x) for x in np.atleast_1d(r["freeze_ratio"])],
+        "delay": fr["delay"],
+        "frozen_reached_edge": fr["reached"],
+    } | (
         {
-            "edge_start": int(r["edge_start"]),
             "lr_kappa_over_thr_p10_50_90": w["ratio_q"].tolist(),
             "lr_secant_over_thr_p10_50_90": w["secant_q"].tolist(),
-            "log10_frozen": w.get("frozen"),
             "log10_adaptive": w.get("adaptive"),
+            "exponent": w.get("exponent"),
         }
         if w
-        else {"edge_start": -1}
+        else {}
     )
-    return w
+    return w, fr
 
 
-def analyse(tasks, results, seed):
-    """``(arrays, claims, diagnostics)`` of an ``adam_edge`` run."""
-    arrays, claims, diag = {}, [], {"runs": {}}
+def _freeze_findings(cell: str, fractions, frs: list[dict], memory: float, seed) -> list[Claim]:
+    """``frozen_before_edge_later:cell:f``: per freeze fraction, the per-seed censored delay
+    (steps) by which the copy with ``v`` frozen there reaches the edge after the adaptive run
+    has median > 0 (``median_threshold``, sign test); one memory time beside it."""
+    out = []
+    for k, f in enumerate(fractions):
+        d = np.array([x["delay"][k] for x in frs], float)
+        never = int(sum(not x["reached"][k] for x in frs if np.isfinite(x["delay"][k])))
+        left = int(np.sum(~np.isfinite(d)))
+        fid = f"adam_edge.frozen_before_edge_later:{cell}:f{f:g}"
+        j = _j(seed, fid, "threshold", d, threshold=0.0, direction=">")
+        out.append(
+            _finding(
+                fid,
+                f"{cell}: with v frozen at {f:g} of the threshold (before the edge), the copy "
+                f"reaches the edge (lr S >= {EDGE_FRACTION:g} thr) a median {j.estimate:.4g} "
+                f"steps after the adaptive run (95% [{j.low:.4g}, {j.high:.4g}], {j.n} seeds; "
+                f"{never} copies never within the run, their delay the run's end, a lower "
+                f"bound; {left} left out: frozen at or past the edge, or the adaptive run "
+                f"never on it; one memory time is {memory:.4g} steps); claim: later (> 0): "
+                "the feedback through v drives the sharpness to the edge",
+                j,
+                never=never,
+                left_out=left,
+                memory=memory,
+            )
+        )
+    return out
+
+
+def time_slope(b2s, times, fid: str = "adam_edge.time_to_edge_grows_with_memory:*"):
+    """The judgement (claim < 0; the rule ``fid``'s declared measure chooses, a slope rule) of
+    the least-squares slope of ``log t_e`` on ``log(1 - beta2)`` over the runs with an edge
+    (``t_e > 0``)."""
+    c = 1.0 - np.asarray(b2s, float)
+    t = np.asarray(times, float)
+    ok = t > 0
+    rule = stats.measure_of(FINDING_MEASURES, fid).rule("threshold")
+    return stats.judge(rule, np.log(c[ok]), np.log(t[ok]), threshold=0.0, direction="<")
+
+
+def _time_to_edge_finding(cell: str, b2s: np.ndarray, times: np.ndarray) -> Claim:
+    """``time_to_edge_grows_with_memory:cell``: the least-squares slope of ``log t_e`` on
+    ``log(1 - beta2)`` over the runs with an edge is below 0 (``slope_threshold``)."""
+    c = 1.0 - np.asarray(b2s, float)
+    t = np.asarray(times, float)
+    ok = t > 0
+    fid = f"adam_edge.time_to_edge_grows_with_memory:{cell}"
+    j = time_slope(b2s, times, fid)
+    per = {
+        f"{1 - x:g}": float(np.median(t[ok & (c == 1 - x)])) if np.any(ok & (c == 1 - x)) else None
+        for x in sorted(set(np.asarray(b2s, float)))
+    }
+    return _finding(
+        fid,
+        f"{cell}: the adaptive run's time to the edge (first Lanczos step after {STARTUP} on "
+        f"lr S >= {EDGE_FRACTION:g} thr) against 1 - beta2 in {sorted(per)}: slope of "
+        f"log t_e on log(1 - beta2) {j.estimate:.3g} (95% [{j.low:.3g}, {j.high:.3g}], {j.n} "
+        f"runs with an edge of {t.size}; median t_e per 1 - beta2: {per}); claim < 0: the "
+        "edge is reached on v's memory time (-1: in proportion to it)",
+        j,
+        median_time=per,
+    )
+
+
+def analyse(tasks, results, seed, separation: float = SEPARATION):
+    """``(arrays, claims, diagnostics)`` of an ``adam_edge`` run; ``separation``: the declared
+    factor of ``quadratic_separates``."""
+    arrays: dict = {}
+    claims: list[Claim] = []
+    diag: dict = {"runs": {}}
     cells: dict = {}
     quad: dict = {}
     for t, r in zip(tasks, results):
@@ -236,32 +357,23 @@ def analyse(tasks, results, seed):
                 arrays[f"{key}__S"] = t["lr"] * np.asarray(r["sharpness"]) / thr
                 arrays[f"{key}__kappa"] = t["lr"] * np.asarray(r["kappa_g"]) / thr
             continue
-        w = _run_record(t, r, arrays, diag)
-        cells.setdefault((t["loss"], t["lr"], t["beta1"]), []).append((t, w))
+        w, fr = _run_record(t, r, arrays, diag)
+        cells.setdefault((t["loss"], t["lr"], t["beta1"], t["beta2"]), []).append((t, w, fr))
     arrays["run_keys"] = np.array(list(diag["runs"]))
     arrays["quadratic_beta1s"] = np.array(sorted(quad))
     for b1, vals in sorted(quad.items()):
-        fid = f"adam_edge.quadratic_separates:b{b1:g}"
-        j = _j(seed, fid, "threshold", vals, threshold=SEPARATION, direction=">")
-        claims.append(
-            _finding(
-                fid,
-                f"diagonal quadratic, beta1 = {b1:g}: median over the second half of log10(S / "
-                f"kappa_g) {j.estimate:.3g} (95% [{j.low:.3g}, {j.high:.3g}], {j.n} seeds): the "
-                f"preconditioned sharpness is {10**j.estimate:.3g} times the active curvature; "
-                f"claim > log10 2",
-                j,
-            )
-        )
-    for (loss, lr, b1), runs in cells.items():
-        ws = [w for _, w in runs if w]
-        none = [t["seed_index"] for t, w in runs if not w]
+        claims.append(_separation_claim(b1, vals, separation, seed))
+    series: dict = {}
+    for (loss, lr, b1, b2), runs in cells.items():
+        cell = f"{loss}:lr{lr:g}:b{b1:g}:b2{b2:g}"
+        ws = [w for _, w, _ in runs if w]
+        none = [t["seed_index"] for t, w, _ in runs if not w]
         if none:
             claims.append(
                 Claim(
-                    id=f"adam_edge.no_edge:{loss}:lr{lr:g}:b{b1:g}",
-                    statement=f"{loss}, lr {lr:g}, beta1 {b1:g}: no edge formed in "
-                    f"seeds {none} (left out of the findings)",
+                    id=f"adam_edge.no_edge:{cell}",
+                    statement=f"{loss}, lr {lr:g}, beta1 {b1:g}, beta2 {b2:g}: no edge formed "
+                    f"in seeds {none} (left out of the edge-window findings)",
                     measured=len(none),
                     expected=None,
                     tolerance=None,
@@ -270,5 +382,30 @@ def analyse(tasks, results, seed):
                 )
             )
         if ws:
-            claims += _cell_findings(loss, lr, b1, ws, seed)
+            claims += _cell_findings(cell, ws, seed)
+        fractions = runs[0][0].get("freeze_fractions", [])
+        claims += _freeze_findings(cell, fractions, [fr for *_, fr in runs], 1 / (1 - b2), seed)
+        s = series.setdefault((loss, lr, b1), ([], []))
+        s[0].extend([b2] * len(runs))
+        s[1].extend(fr["time_to_edge"] for *_, fr in runs)
+    for (loss, lr, b1), (b2s, times) in series.items():
+        if len(set(b2s)) >= 3:
+            claims.append(_time_to_edge_finding(f"{loss}:lr{lr:g}:b{b1:g}", b2s, times))
     return arrays, claims, diag
+
+
+def _separation_claim(b1: float, vals, factor: float, seed) -> Claim:
+    """``quadratic_separates:b``: the per-seed median ``log10(S / kappa_g)`` exceeds
+    ``log10 factor`` (the rule of its declared measure)."""
+    fid = f"adam_edge.quadratic_separates:b{b1:g}"
+    j = _j(seed, fid, "threshold", vals, threshold=math.log10(factor), direction=">")
+    return _finding(
+        fid,
+        f"diagonal quadratic, beta1 = {b1:g}: median over the second half of log10(S / "
+        f"kappa_g) {j.estimate:.3g} (95% [{j.low:.3g}, {j.high:.3g}], {j.n} seeds): the "
+        f"preconditioned sharpness is {10**j.estimate:.3g} times the active curvature; claim: "
+        f"significantly more than {factor:g} times (log10 > {math.log10(factor):.3g}; the "
+        "factor a declared set-up constant)",
+        j,
+        factor=factor,
+    )

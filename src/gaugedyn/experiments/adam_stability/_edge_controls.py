@@ -29,7 +29,6 @@ import numpy as np
 from ...harness import Control
 from ._edge import threshold
 from ._freeze import (
-    FREEZE_BEFORE,
     delay,
     diagonal_quadratic_model,
     edge_times,
@@ -42,45 +41,94 @@ FREEZE_STEPS = 3000
 
 
 def freeze_controls(config: dict, arms=freeze_arms) -> list[Control]:
-    """The frozen-``v`` comparison's controls at each ``beta1`` of ``config`` (module doc);
+    """The frozen-``v`` comparison's controls at each ``beta1`` and each freeze fraction of
+    ``config`` (module doc), read by the analysis's delay (:func:`._freeze.censored_delay`);
     ``arms`` is the comparison (an argument, so a test can hand a broken one)."""
     lr, b2 = float(config["lrs"][0]), float(config["beta2"])
     out = []
     for b1 in config["beta1s"]:
+        for f in config["freeze_fractions"]:
 
-        def quadratic(b1=b1):
-            r = arms(diagonal_quadratic_model(), lr, b1, b2, FREEZE_STEPS, FREEZE_BEFORE)
-            ta, tf = edge_times(r)
-            return {"adaptive": ta, "frozen": tf}, ta >= 0 and tf < 0
+            def quadratic(b1=b1, f=f):
+                r = arms(diagonal_quadratic_model(), lr, b1, b2, FREEZE_STEPS, f)
+                ta, tf = edge_times(r)
+                d = delay(r)
+                return {"adaptive": ta, "frozen": tf, "delay": d}, ta >= 0 and tf < 0 and d > 0
 
-        def fixed(b1=b1):
-            model = sharpening_model(lr, b1)
-            r = arms(model, lr, b1, b2, FREEZE_STEPS, FREEZE_BEFORE, fixed=1.0)
-            ta, tf = edge_times(r)
-            return {"adaptive": ta, "frozen": tf}, ta >= 0 and delay(r) == 0
+            def fixed(b1=b1, f=f):
+                model = sharpening_model(lr, b1)
+                r = arms(model, lr, b1, b2, FREEZE_STEPS, f, fixed=1.0)
+                ta, tf = edge_times(r)
+                d = delay(r)
+                return {"adaptive": ta, "frozen": tf, "delay": d}, ta >= 0 and d == 0
 
-        where = f"beta1 {b1:g}, beta2 {b2:g}, lr {lr:g}, v frozen at {FREEZE_BEFORE:g} thr"
-        out += [
-            Control(
-                f"freeze.quadratic:b{b1:g}",
-                "frozen-v comparison, v frozen before the edge",
-                "positive",
-                f"diagonal quadratic ({where}): the adaptive arm reaches the edge, the frozen "
-                f"arm not in {FREEZE_STEPS} steps",
-                "the comparison shows v driving the sharpness where v is the only mechanism",
-                quadratic,
-            ),
-            Control(
-                f"freeze.fixed_preconditioner:b{b1:g}",
-                "frozen-v comparison, v frozen before the edge",
-                "negative",
-                f"a model sharpening by itself under a fixed preconditioner ({where}): both "
-                "arms reach the edge at the same step",
-                "the comparison reads no mechanism where v plays no part",
-                fixed,
-            ),
-        ]
-    return out
+            where = f"beta1 {b1:g}, beta2 {b2:g}, lr {lr:g}, v frozen at {f:g} thr"
+            out += [
+                Control(
+                    f"freeze.quadratic:b{b1:g}:f{f:g}",
+                    "frozen-v comparison, v frozen before the edge (delay readout)",
+                    "positive",
+                    f"diagonal quadratic ({where}): the adaptive arm reaches the edge, the "
+                    f"frozen arm not in {FREEZE_STEPS} steps (a positive censored delay)",
+                    "the comparison shows v driving the sharpness where v is the only mechanism",
+                    quadratic,
+                ),
+                Control(
+                    f"freeze.fixed_preconditioner:b{b1:g}:f{f:g}",
+                    "frozen-v comparison, v frozen before the edge (delay readout)",
+                    "negative",
+                    f"a model sharpening by itself under a fixed preconditioner ({where}): "
+                    "both arms reach the edge at the same step (delay 0)",
+                    "the comparison reads no mechanism where v plays no part",
+                    fixed,
+                ),
+            ]
+    return out + time_controls(config, arms)
+
+
+def time_controls(config: dict, arms=freeze_arms) -> list[Control]:
+    """The time-to-the-edge readout against ``1 - beta2`` (:func:`._freeze.first_at_edge` and
+    :func:`._edge_analysis.time_slope`) on the configuration's ``beta2s``: the diagonal
+    quadratic, where ``v``'s memory sets the pace, reads a slope below -0.5; the model
+    sharpening by itself under a fixed preconditioner reads a slope within 0.05 of 0."""
+    from ._edge_analysis import time_slope
+
+    lr, b1 = float(config["lrs"][0]), float(config["beta1s"][0])
+    b2s = [float(b) for b in config["beta2s"]]
+    steps = int(max(FREEZE_STEPS, 6 / (1 - max(b2s))))
+
+    def slope(model, **kw):
+        times = [edge_times(arms(model, lr, b1, b2, steps, math.inf, **kw))[0] for b2 in b2s]
+        return float(time_slope(b2s, times).estimate), times
+
+    def quadratic():
+        s, times = slope(diagonal_quadratic_model())
+        return {"slope": s, "times": times}, s <= -0.5
+
+    def fixed():
+        s, times = slope(sharpening_model(lr, b1), fixed=1.0)
+        return {"slope": s, "times": times}, abs(s) <= 0.05
+
+    where = f"beta1 {b1:g}, lr {lr:g}, beta2 in {b2s}"
+    return [
+        Control(
+            "time_to_edge.quadratic",
+            "time to the edge against 1 - beta2 (first_at_edge, time_slope)",
+            "positive",
+            f"diagonal quadratic ({where}): log t_e on log(1 - beta2) has slope below -0.5",
+            "the readout sees the edge reached on v's memory time where v sets the pace",
+            quadratic,
+        ),
+        Control(
+            "time_to_edge.fixed_preconditioner",
+            "time to the edge against 1 - beta2 (first_at_edge, time_slope)",
+            "negative",
+            f"a model sharpening by itself under a fixed preconditioner ({where}): slope "
+            "within 0.05 of 0",
+            "no dependence on the memory is read where v plays no part",
+            fixed,
+        ),
+    ]
 
 
 def _edge_record(thr: float, lr: float, cross: int | None, every: int = 10, steps: int = 400):
@@ -101,7 +149,61 @@ def readout_controls(config: dict) -> list[Control]:
         _edge_finder_controls(thr, lr, b2)
         + _window_controls(thr, lr, b2, window_stats)
         + _small_readout_controls()
+        + exponent_controls()
     )
+
+
+def exponent_controls(measure=None) -> list[Control]:
+    """The effective exponent (:func:`gaugedyn.adam.effective_exponent`, as the runs call it)
+    on 1-D losses with known answers, their minimum off the origin: ``|s - 0.3|^4 / 4`` reads
+    4, a quadratic reads 2, a quadratic core of half-width 0.2 updates with a quartic wall reads
+    above 2.5 with the wall between 0.1 and 0.4 updates."""
+    from ...adam import core_wall, effective_exponent
+
+    measure = effective_exponent if measure is None else measure
+
+    def quartic():
+        e = measure(lambda s: abs(s - 0.3) ** 4 / 4)
+        return e["exponent"], abs(e["exponent"] - 4) <= 0.05
+
+    def quadratic():
+        e = measure(lambda s: 3.0 * (s + 0.2) ** 2)
+        return e["exponent"], abs(e["exponent"] - 2) <= 0.05
+
+    def wall():
+        cw = core_wall(0.2, 1e3)
+        e = measure(lambda s: cw(s - 0.3))
+        out = {"exponent": e["exponent"], "wall": e["wall"]}
+        return out, e["exponent"] > 2.5 and 0.1 <= e["wall"] <= 0.4
+
+    name = "effective exponent along the update (effective_exponent)"
+    return [
+        Control(
+            "exponent.power",
+            name,
+            "positive",
+            "|s - 0.3|^4 / 4: reads 4 within 0.05",
+            "the fit measures a known power around the line minimum",
+            quartic,
+        ),
+        Control(
+            "exponent.quadratic",
+            name,
+            "negative",
+            "3 (s + 0.2)^2: reads 2 within 0.05",
+            "a quadratic reads no superquadratic exponent",
+            quadratic,
+        ),
+        Control(
+            "exponent.core_wall",
+            name,
+            "positive",
+            "a quadratic core of half-width 0.2 updates and a quartic wall (stiffness 1e3), "
+            "minimum at 0.3: reads above 2.5, the wall between 0.1 and 0.4 updates",
+            "a step that reaches a wall reads superquadratic, and where the wall is",
+            wall,
+        ),
+    ]
 
 
 def _edge_finder_controls(thr: float, lr: float, b2: float) -> list[Control]:
@@ -197,14 +299,19 @@ def _small_readout_controls() -> list[Control]:
 
 
 def _window_controls(thr, lr, b2, window_stats) -> list[Control]:
-    memory = 1.0 / (1.0 - b2)
-    steps = int(20 * memory)
-    t = np.arange(0, steps, max(1, int(memory) // 4))
+    from ._edge_analysis import freeze_readout
 
-    def record(frozen_factor):
-        S = np.full(t.size, thr / lr)
-        rec = {
-            "edge_start": 0,
+    steps = 1000
+    t = np.arange(0, steps, 10)
+    edge = 100
+
+    def record(cross: int | None):
+        ratio = np.where(t >= edge, 1.0, 0.5)
+        frozen = np.where(t >= 50, 0.6, np.nan)
+        if cross is not None:
+            frozen[t >= cross] = 0.95
+        return {
+            "edge_start": edge,
             "threshold": thr,
             "kappa_g": np.full(steps, thr / lr),
             "cosine": np.full(steps, -0.9),
@@ -212,37 +319,63 @@ def _window_controls(thr, lr, b2, window_stats) -> list[Control]:
             "ema_loss": 1.0 + 0.01 * (-1.0) ** np.arange(steps),
             "secant": np.ones(steps),
             "lanczos_step": t,
-            "sharpness": S,
-            "freeze_step": 0,
-            "frozen_sharpness": frozen_factor * S,
+            "sharpness": ratio * thr / lr,
+            "freeze_step": np.array([50]),
+            "freeze_ratio": np.array([0.5]),
+            "frozen_sharpness": frozen[None, :] * thr / lr,
         }
-        w = window_stats(rec, {"lr": lr, "beta2": b2})
-        return {"frozen": w.get("frozen"), "adaptive": w.get("adaptive")}
 
-    def doubled():
-        r = record(2.0)
-        return r, math.isclose(r["frozen"], math.log10(2), abs_tol=1e-12) and r["adaptive"] == 0
+    task = {"lr": lr, "beta2": b2}
+
+    def read(cross):
+        fr = freeze_readout(record(cross), task)
+        w = window_stats(record(cross), task)
+        return {
+            "delay": fr["delay"][0],
+            "time_to_edge": fr["time_to_edge"],
+            "adaptive": w.get("adaptive"),
+        }
+
+    def later():
+        r = read(600)
+        return r, r["delay"] == 500 and r["time_to_edge"] == edge and r["adaptive"] == 0
 
     def same():
-        r = record(1.0)
-        return r, r["frozen"] == r["adaptive"] == 0
+        r = read(edge)
+        return r, r["delay"] == 0
 
+    def never():
+        r = read(None)
+        return r, r["delay"] == t[-1] - edge
+
+    words = (
+        "a record on the edge from step 100 (half the threshold before), a copy frozen at "
+        "step 50 at 0.6 of the threshold"
+    )
     return [
         Control(
-            "window.frozen_doubles",
-            "frozen and adaptive readouts (window_stats)",
+            "window.frozen_later",
+            "frozen-before-edge delay and edge-window readouts (freeze_readout, window_stats)",
             "positive",
-            "a frozen copy at twice the threshold after the freeze, the "
-            "adaptive run on it: reads log10 2 and 0",
-            "the readouts measure each arm's sharpness against the threshold",
-            doubled,
+            f"{words} that reaches the edge at step 600: delay 500, time to the edge 100, the "
+            "adaptive run's log10 lr S / thr in the window 0",
+            "the readouts measure when each arm reaches the edge",
+            later,
         ),
         Control(
             "window.frozen_equal",
-            "frozen and adaptive readouts (window_stats)",
+            "frozen-before-edge delay and edge-window readouts (freeze_readout, window_stats)",
             "negative",
-            "a frozen copy equal to the adaptive run on the threshold: reads 0 and 0",
-            "equal arms read equal",
+            f"{words} that reaches the edge with the adaptive run: delay 0",
+            "equal arms read no delay",
             same,
+        ),
+        Control(
+            "window.frozen_never",
+            "frozen-before-edge delay and edge-window readouts (freeze_readout, window_stats)",
+            "positive",
+            f"{words} that never reaches the edge: delay to the record's end (990 - 100)",
+            "a copy that never arrives reads the run's end, a lower bound",
+            never,
         ),
     ]

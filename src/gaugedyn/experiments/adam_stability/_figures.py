@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._protocol import WINDOWS
 from ._spike_analysis import _is_1d
 
 
@@ -76,9 +77,68 @@ def spike_maps(arrays, outdir):
         "transient-inclusive. Lines: the fitted upper edge under the four start x window readings. "
         "White: the 1-D theory's level curves of 2 pi delta/omega (growth per slow turn of "
         f"the oscillating state, eps = 0): dashed at level 1, dotted at {level:.3g}, the "
-        "level fitted on the simulated settled orbit-start edge of the beta1 >= 0.9 rows."
+        "level measured on the simulated settled orbit-start edge of the beta1 >= 0.9 rows."
     )
     return save_figure(fig, outdir, "spike_boundary_maps", caption)
+
+
+def local_slopes(arrays, outdir):
+    """Per system, the edges with their intervals against ``1 - beta1`` (top) and the local
+    slopes between consecutive rows with their ranges (bottom), every start x window."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
+
+    from ...plotting import save_figure
+
+    names = [str(s) for s in arrays["systems"]]
+    fig, axes = plt.subplots(2, len(names), figsize=(3.2 * len(names), 5.6), squeeze=False)
+    for col, name in enumerate(names):
+        a = np.asarray(arrays[f"{name}__a"], float)
+        order = np.argsort(a)
+        mid = np.sqrt(a[order][1:] * a[order][:-1])
+        starts = ("orbit", "generic") if _is_1d(name) else ("init",)
+        drawn = False
+        for k, (start, window) in enumerate((s, w) for s in starts for w in WINDOWS):
+            key = f"{name}_{start}_{window}"
+            if f"{key}__local_slope" not in arrays:
+                continue
+            e = np.asarray(arrays[f"{key}__boundary"], float)
+            drawn = drawn or bool(np.isfinite(e).any())
+            lo = np.asarray(arrays[f"{key}__boundary_low"], float)
+            hi = np.asarray(arrays[f"{key}__boundary_high"], float)
+            shift = 1.0 + 0.02 * k
+            err = np.stack([np.nan_to_num(e - lo, nan=0.0), np.nan_to_num(hi - e, nan=0.0)])
+            axes[0, col].errorbar(
+                a * shift, e, yerr=err, fmt="o", ms=3, lw=0.8, label=f"{start}, {window}"
+            )
+            ls = np.asarray(arrays[f"{key}__local_slope"], float)
+            lerr = np.stack(
+                [
+                    np.nan_to_num(ls[:, 0] - ls[:, 1], nan=0.0),
+                    np.nan_to_num(ls[:, 2] - ls[:, 0], nan=0.0),
+                ]
+            )
+            axes[1, col].errorbar(mid * shift, ls[:, 0], yerr=np.abs(lerr), fmt="o-", ms=3, lw=0.8)
+        axes[0, col].set(xscale="log", xlabel="1 - beta1", ylabel="edge 1 - beta2")
+        if drawn:
+            axes[0, col].set_yscale("log")
+        else:
+            axes[0, col].text(0.5, 0.5, "no edge", transform=axes[0, col].transAxes, ha="center")
+        axes[0, col].set_title(name)
+        axes[1, col].axhline(3.0 if name == "n2" else 1.0, color="r", lw=1)
+        axes[1, col].axvline(0.1, color="0.5", lw=0.8, ls=":")
+        axes[1, col].set(xscale="log", xlabel="1 - beta1", ylabel="local slope", ylim=(-2, 6))
+        for ax in axes[:, col]:
+            ax.xaxis.set_minor_formatter(NullFormatter())
+    axes[0, 0].legend(fontsize=5)
+    caption = (
+        "Top: each row's edge (the upper edge of the spiky region, bisected on the 1-D maps) "
+        "with its interval from the seeds (bars; an open side drawn as none), per start and "
+        "window. Bottom: the local slope d log c_b / d log(1 - beta1) between consecutive rows "
+        "with its range over the two edges' intervals; red: the claimed slope (3 for n = 2, "
+        "1 otherwise); dotted: 1 - beta1 = 0.1, the primary rows below it."
+    )
+    return save_figure(fig, outdir, "spike_boundary_local_slopes", caption)
 
 
 def edge_curvature(arrays, outdir):
@@ -95,18 +155,12 @@ def edge_curvature(arrays, outdir):
         (line,) = axes[0].plot(
             lz, lr * arrays[f"{k}__sharpness"] / thr, ".-", ms=3, lw=0.8, label=k.replace("__", " ")
         )
-        axes[0].plot(
-            lz,
-            lr * arrays[f"{k}__frozen_sharpness"] / thr,
-            "x--",
-            ms=3,
-            lw=0.8,
-            color=line.get_color(),
-        )
+        for fz in np.atleast_2d(arrays[f"{k}__frozen_sharpness"]):
+            axes[0].plot(lz, lr * fz / thr, "x--", ms=3, lw=0.8, color=line.get_color())
         axes[1].semilogy(arrays[f"{k}__loss"], lw=0.4, color=line.get_color())
         axes[1].semilogy(arrays[f"{k}__ema_loss"], lw=0.8, ls="--", color=line.get_color())
     axes[0].axhline(1.0, color="r", lw=1)
-    axes[0].set(xlabel="step", ylabel="lr S / thr (x: v frozen at the edge)", yscale="log")
+    axes[0].set(xlabel="step", ylabel="lr S / thr (x: v frozen before the edge)", yscale="log")
     axes[0].legend(fontsize=5, ncol=2)
     axes[1].set(xlabel="step", ylabel="loss (dashed: averaged iterate)")
     for b1 in arrays["quadratic_beta1s"]:
@@ -124,8 +178,8 @@ def edge_curvature(arrays, outdir):
     axes[2].legend(fontsize=6)
     caption = (
         "Top: preconditioned sharpness lr S over the threshold 2(1+beta1)/(1-beta1) of the "
-        "adaptive runs (dots, seed 0 of each cell) and of their copies with v frozen at "
-        "the edge (crosses). Middle: losses of the iterate and of its exponential average "
+        "adaptive runs (dots, seed 0 of each cell) and of their copies with v frozen before "
+        "the edge, at each declared share of the threshold (crosses). Middle: losses of the iterate and of its exponential average "
         "(decay 0.9, dashed). Bottom: the diagonal quadratic, exact lr S / thr (solid) and "
         "active curvature lr kappa_g / thr (dotted)."
     )

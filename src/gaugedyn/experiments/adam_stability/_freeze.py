@@ -112,24 +112,34 @@ def freeze_arms(
     return out | {"freeze_step": t_f, "threshold": thr}
 
 
+def first_at_edge(t, ratio, start: int = 0) -> int:
+    """The first step of ``t`` at or after ``start`` with ``ratio = lr S / thr >=
+    EDGE_FRACTION`` (``nan`` never counts); ``-1`` when there is none."""
+    t, r = np.asarray(t), np.nan_to_num(np.asarray(ratio, float), nan=-1.0)
+    hit = np.flatnonzero((t >= start) & (r >= EDGE_FRACTION))
+    return int(t[hit[0]]) if hit.size else -1
+
+
+def censored_delay(t_adaptive: int, t_frozen: int, end: int) -> float:
+    """Steps by which the frozen arm reaches the edge after the adaptive one: ``t_frozen -
+    t_adaptive``; ``end - t_adaptive`` (a lower bound: the run ends first) when the frozen arm
+    never does; ``nan`` when the adaptive arm never does."""
+    if t_adaptive < 0:
+        return math.nan
+    return float((end if t_frozen < 0 else t_frozen) - t_adaptive)
+
+
 def edge_times(arms: dict) -> tuple[int, int]:
     """First step at which the adaptive and the frozen arm reach the edge (``lr S >=
     EDGE_FRACTION * thr``); ``-1`` when an arm never does."""
-
-    def first(x):
-        hit = np.flatnonzero(np.nan_to_num(np.asarray(x), nan=-1.0) >= EDGE_FRACTION)
-        return int(hit[0]) if hit.size else -1
-
-    return first(arms["adaptive"]), first(arms["frozen"])
+    t = np.arange(np.asarray(arms["adaptive"]).size)
+    return first_at_edge(t, arms["adaptive"]), first_at_edge(t, arms["frozen"])
 
 
 def delay(arms: dict) -> float:
-    """Steps by which the frozen arm reaches the edge after the adaptive one (``inf``: the
-    frozen arm never does; ``nan``: the adaptive arm never does)."""
+    """:func:`censored_delay` of the two arms (the run's last step the bound)."""
     ta, tf = edge_times(arms)
-    if ta < 0:
-        return math.nan
-    return math.inf if tf < 0 else float(tf - ta)
+    return censored_delay(ta, tf, np.asarray(arms["adaptive"]).size - 1)
 
 
 def frozen_rise(arms: dict) -> float:

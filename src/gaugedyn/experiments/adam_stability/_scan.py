@@ -20,12 +20,13 @@ from ...adam import (
     spike_block_size,
     theory_boundary,
 )
+from ._bisect import scan_rows
 from ._protocol import (
     CODES,
     NOT_SIMULATED,
+    RISE_RANGE,
     TRAINED_DECADES,
     judge_run,
-    probability,
     run_steps,
     settle_steps,
 )
@@ -92,17 +93,21 @@ def _run_task(task, seed) -> dict:
         blocks, first = adam_steps(model, task["lr"], 1 - aa.ravel(), 1 - cc.ravel(), T, size)
     finally:
         torch.set_num_threads(before)
-    status = np.full(aa.shape + (2,), NOT_SIMULATED, dtype=np.int8)
+    rises = rise_readings(spikes.rise)
+    status = np.full(aa.shape + (2, len(rises)), NOT_SIMULATED, dtype=np.int8)
     rise = np.full(aa.shape + (2,), np.nan)
     settled_median = np.full(aa.shape, np.nan)
     for k, idx in enumerate(np.ndindex(aa.shape)):
         i, j, _ = idx
         settle = int(settle_steps(a[i], c[j]))
         mine = blocks[k]
-        verdicts = judge_run(mine, float(a[i]), float(c[j]), FLOAT64_FLOOR, settle, spikes)
-        for w, d in enumerate(verdicts):
-            status[idx + (w,)] = CODES[str(d["status"])]
-            rise[idx + (w,)] = d["max_rise"]
+        for q, h in enumerate(rises):
+            sq = spikes._replace(rise=h)
+            verdicts = judge_run(mine, float(a[i]), float(c[j]), FLOAT64_FLOOR, settle, sq)
+            for w, d in enumerate(verdicts):
+                status[idx + (w, q)] = CODES[str(d["status"])]
+                if q == 0:
+                    rise[idx + (w,)] = d["max_rise"]
         settled_median[idx] = trained_level(mine, settle, int(size[k]))
         if not settled_median[idx] <= first[k] - TRAINED_DECADES and np.all(
             status[idx] != CODES["diverged"]
@@ -110,7 +115,9 @@ def _run_task(task, seed) -> dict:
             status[idx] = CODES["untrained"]
     final = np.array([blocks[k].median[-1] for k in range(aa.size)]).reshape(aa.shape)
     return {
-        "status": status,
+        "status": status[..., 0],
+        "status_rises": status,
+        "rises": np.array(rises),
         "max_rise": rise,
         "a": a,
         "c": c,
@@ -118,6 +125,12 @@ def _run_task(task, seed) -> dict:
         "final_log10_loss": final,
         "settled_median_log10_loss": settled_median,
     }
+
+
+def rise_readings(rise: float) -> list[float]:
+    """The rise thresholds a task's copies are judged at: the configured one (primary), then
+    the declared range's ends (``_protocol.RISE_RANGE``) when they differ from it."""
+    return [float(rise)] + [float(h) for h in RISE_RANGE if not np.isclose(h, rise)]
 
 
 def trained_level(blocks, settle: int, b: int) -> float:
@@ -129,35 +142,34 @@ def trained_level(blocks, settle: int, b: int) -> float:
 
 
 def _run_1d(task, seed) -> dict:
-    """The downward scan of the protocol: ``status`` ``(rows, cols, seeds, window)``."""
+    """The protocol's scan of one 1-D system and start (``_bisect.scan_rows``): the coarse
+    grid's ``status`` ``(rows, cols, seeds, window)`` and the bisection's cells."""
     a, c, S, n = np.array(task["a"]), np.array(task["c"]), task["seeds"], task["n"]
     spikes = task_sampling(task)
     rng = stats.generator(seed, "start", task["start"])
-    status = np.full((a.size, c.size, S, 2), NOT_SIMULATED, dtype=np.int8)
-    rise = np.full((a.size, c.size, S, 2), np.nan)
-    active = np.ones(a.size, dtype=bool)
     floor = loss_floor(n)
     steps_run = 0
-    for j in range(c.size - 1, -1, -1):
-        rows = np.flatnonzero(active)
-        if rows.size == 0:
-            break
-        aa = np.repeat(a[rows, None], S, axis=1)
+
+    def evaluate(rows: np.ndarray, cs: np.ndarray) -> np.ndarray:
+        nonlocal steps_run
+        ar = a[rows]
+        aa = np.repeat(ar[:, None], S, axis=1)
         x0, m0, v0, bias = start_state(task["start"], aa, n, task["lr"], task["eps"], rng)
-        steps = run_steps(a[rows], c[j], spikes)
-        size = spike_block_size(1 - a[rows], 1 - c[j], spikes)
+        steps = run_steps(ar, cs, spikes)
+        size = spike_block_size(1 - ar, 1 - cs, spikes)
         blocks, used = simulate_blocks(
-            x0, m0, v0, a[rows], c[j], n, task["lr"], task["eps"], steps, size, bias
+            x0, m0, v0, ar, cs, n, task["lr"], task["eps"], steps, size, bias
         )
         steps_run += int(steps.sum()) * S
-        for k, i in enumerate(rows):
-            settle = int(settle_steps(a[i], c[j]))
+        out = np.empty((rows.size, S, 2), dtype=np.int8)
+        for k in range(rows.size):
+            settle = int(settle_steps(ar[k], cs[k]))
             for s_ in range(S):
                 mine = SpikeBlocks(*(z[: used[k], k, s_] for z in blocks))
-                verdicts = judge_run(mine, float(a[i]), float(c[j]), floor, settle, spikes)
+                verdicts = judge_run(mine, float(ar[k]), float(cs[k]), floor, settle, spikes)
                 for w, d in enumerate(verdicts):
-                    status[i, j, s_, w] = CODES[str(d["status"])]
-                    rise[i, j, s_, w] = d["max_rise"]
-        hit = probability(status[rows, j].transpose(0, 2, 1)) >= 0.5  # (rows, window)
-        active[rows[hit.all(axis=1)]] = False
-    return {"status": status, "max_rise": rise, "a": a, "c": c, "steps_run": steps_run}
+                    out[k, s_, w] = CODES[str(d["status"])]
+        return out
+
+    r = scan_rows(a, c, evaluate, float(task.get("bisect_decades", math.inf)))
+    return r | {"a": a, "c": c, "steps_run": steps_run}

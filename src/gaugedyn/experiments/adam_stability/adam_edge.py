@@ -16,7 +16,16 @@ from ...harness import Choice, Experiment, Param
 from ._edge_analysis import analyse
 from ._edge_controls import freeze_controls, readout_controls
 from ._figures import edge_curvature
-from ._protocol import CONTROL_MEMORIES, EDGE_FRACTION, FINDING_MEASURES, LOSSES, edge_start
+from ._protocol import (
+    EDGE_FRACTION,
+    FINDING_MEASURES,
+    FREEZE_FRACTIONS,
+    LOSSES,
+    SEPARATION,
+    SEPARATION_RANGE,
+    STARTUP,
+    edge_start,
+)
 
 
 class AdamEdge(Experiment):
@@ -30,7 +39,7 @@ class AdamEdge(Experiment):
     params = {
         "losses": Param(
             list,
-            ["mse", "ce", "ce_noisy"],
+            ["mse", "ce_noisy"],
             item=str,
             choices=LOSSES,
             quick=["mse", "ce_noisy"],
@@ -53,7 +62,7 @@ class AdamEdge(Experiment):
         ),
         "beta1s": Param(
             list,
-            [0.5, 0.9],
+            [0.9],
             item=float,
             quick=[0.9],
             lo=0.0,
@@ -70,17 +79,30 @@ class AdamEdge(Experiment):
             lo=0.5,
             hi=0.9999,
             why="memory 1e4 steps",
-            help="second-moment factor (its memory 1/(1 - beta2) must fit "
-            f"{CONTROL_MEMORIES:g} times into the run after the edge)",
+            help="second-moment factor of the diagonal quadratic, the Lanczos check and the "
+            "frozen-v controls",
+        ),
+        "beta2s": Param(
+            list,
+            [0.98, 0.99, 0.995],
+            item=float,
+            lo=0.5,
+            hi=0.9999,
+            min_len=1,
+            max_len=6,
+            distinct=True,
+            why="memory 1e4 steps",
+            help="second-moment factors of the network runs (three or more: the time to the "
+            "edge against 1 - beta2)",
         ),
         "seeds": Param(
             int,
-            3,
+            10,
             quick=2,
             lo=2,
-            hi=16,
+            hi=32,
             why="an interval needs two seeds; CPU time",
-            help="initialisations per cell",
+            help="initialisations per cell (10: the power argument of PROTOCOL.md section 2)",
         ),
         "steps": Param(
             int,
@@ -102,7 +124,7 @@ class AdamEdge(Experiment):
         ),
         "lanczos_every": Param(
             int,
-            100,
+            50,
             quick=50,
             lo=10,
             hi=1000,
@@ -126,22 +148,51 @@ class AdamEdge(Experiment):
             why="CPU time",
             help="Adam steps on the diagonal quadratic",
         ),
-        "freeze_fraction": Param(
-            float,
-            EDGE_FRACTION,
+        "freeze_fractions": Param(
+            list,
+            list(FREEZE_FRACTIONS),
+            item=float,
             lo=0.1,
-            hi=1.0,
-            why="at most the threshold itself",
-            help="v is frozen at the first Lanczos step with lr S at this share of the "
-            "threshold (0.9: at the edge; below: before it)",
+            hi=EDGE_FRACTION,
+            hi_open=True,
+            min_len=1,
+            max_len=4,
+            distinct=True,
+            why="below the edge: v frozen before the run reaches it",
+            help="shares of the threshold at which a copy with v frozen starts (each a copy)",
+        ),
+        "lanczos_fine": Param(
+            int,
+            10,
+            lo=1,
+            hi=1000,
+            why="Lanczos cost",
+            help="steps between sharpness estimates until the run is on the edge and every "
+            "copy frozen",
+        ),
+        "exponent_every": Param(
+            int,
+            100,
+            lo=0,
+            hi=10000,
+            why="CPU time: about 45 losses a measurement; 0: none",
+            help="steps between effective-exponent measurements on the edge",
+        ),
+        "separation_factor": Param(
+            float,
+            SEPARATION,
+            lo=1.0,
+            hi=10.0,
+            why="S >= kappa_g always; a factor 10 is no longer 'separates'",
+            help="quadratic_separates: the factor by which S must exceed kappa_g",
         ),
     }
     space = {
-        "freeze_fraction": Choice(
-            values=(EDGE_FRACTION, 0.5),
-            why="the abstract does not say when v is frozen; at the edge (0.9 of the "
-            "threshold, today's arm) the frozen copy is heavy-ball with a fixed "
-            "preconditioner, before it (0.5) the copy must reach the edge by itself",
+        "separation_factor": Choice(
+            lo=SEPARATION_RANGE[0],
+            hi=SEPARATION_RANGE[1],
+            why="the abstract says the active curvature 'separates' from the sharpness with no "
+            "factor; 10% to a factor 2 is what a reader would call separated",
         ),
     }
 
@@ -152,9 +203,15 @@ class AdamEdge(Experiment):
         "active_curvature": "kappa_g = d^T H d / d^T P d, d = P^-1 g, P = diag(sqrt(v^_t) + eps) "
         "of the step (one HVP)",
         "sharpness": "S = lambda_max(P^-1/2 H P^-1/2), scipy eigsh (Lanczos) over HVPs, warm start",
-        "frozen_v": "a copy of the run from t_e on with P held at P(t_e), t_e the first Lanczos "
-        "step after the start-up with lr S >= freeze_fraction thr (0.9: at the edge); its S "
-        "uses P(t_e)",
+        "frozen_v": "per freeze fraction f, a copy of the run from t_f on with P held at "
+        f"P(t_f), t_f the first Lanczos step after {STARTUP} steps with lr S >= f thr (before "
+        "the edge); its S uses P(t_f); its delay: the steps from the adaptive run's first edge "
+        "step after t_f to the copy's (the run's end when it never reaches it: a lower bound)",
+        "effective_exponent": "gaugedyn.adam.effective_exponent of s -> L(theta + s u), u the "
+        "step's Adam update, fitted over |s| from 1/32 to 1 around the line minimum, every "
+        "exponent_every steps on the edge",
+        "time_to_edge": f"the adaptive run's first Lanczos step after {STARTUP} steps with "
+        f"lr S >= {EDGE_FRACTION} thr",
         "secant": "dtheta^T (g_t - g_{t-1}) / dtheta^T P dtheta",
         "cosine": "g_t . g_{t-1} / (|g_t| |g_{t-1}|)",
         "ema_loss": "loss at bar theta <- 0.9 bar theta + 0.1 theta",
@@ -182,22 +239,27 @@ class AdamEdge(Experiment):
         for loss in config["losses"]:
             for lr in config["lrs"]:
                 for b1 in config["beta1s"]:
-                    for s in range(int(config["seeds"])):
-                        out.append(
-                            {
-                                "kind": "run",
-                                "loss": loss,
-                                "lr": float(lr),
-                                "beta1": float(b1),
-                                "steps": int(config["steps"]),
-                                "n_samples": int(config["n_samples"]),
-                                "lanczos_every": int(config["lanczos_every"]),
-                                "skip": float(config["skip"]),
-                                "freeze_fraction": float(config["freeze_fraction"]),
-                                "seed_index": s,
-                                **common,
-                            }
-                        )
+                    for b2 in config["beta2s"]:
+                        for s in range(int(config["seeds"])):
+                            out.append(
+                                {
+                                    "kind": "run",
+                                    "loss": loss,
+                                    "lr": float(lr),
+                                    "beta1": float(b1),
+                                    "beta2": float(b2),
+                                    "steps": int(config["steps"]),
+                                    "n_samples": int(config["n_samples"]),
+                                    "lanczos_every": int(config["lanczos_every"]),
+                                    "lanczos_fine": int(config["lanczos_fine"]),
+                                    "exponent_every": int(config["exponent_every"]),
+                                    "skip": float(config["skip"]),
+                                    "freeze_fractions": [
+                                        float(f) for f in config["freeze_fractions"]
+                                    ],
+                                    "seed_index": s,
+                                }
+                            )
         return out
 
     def run_task(self, task, seed):
@@ -224,9 +286,10 @@ class AdamEdge(Experiment):
                 s,
                 task["n_samples"],
                 task["lanczos_every"],
-                freeze=True,
-                freeze_after=int(task["skip"] * task["steps"]),
-                freeze_fraction=task["freeze_fraction"],
+                freeze_fractions=tuple(task["freeze_fractions"]),
+                freeze_after=STARTUP,
+                lanczos_fine=task["lanczos_fine"],
+                exponent_every=task.get("exponent_every", 0),
             )
         finally:
             torch.set_num_threads(before)
@@ -234,7 +297,7 @@ class AdamEdge(Experiment):
         return out
 
     def analyse(self, config, tasks, results, seed):
-        return analyse(tasks, results, seed)
+        return analyse(tasks, results, seed, float(config["separation_factor"]))
 
     def plot(self, arrays, config, outdir):
         return [edge_curvature(arrays, outdir)]

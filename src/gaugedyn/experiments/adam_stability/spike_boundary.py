@@ -17,7 +17,7 @@ from ...harness import Choice, Experiment, Param
 from ._calibration import GRID as TASK_GRID
 from ._calibration import TASKS as CALIBRATION
 from ._detector_controls import boundary_controls, detector_controls
-from ._figures import spike_maps
+from ._figures import local_slopes, spike_maps
 from ._protocol import (
     BLOCK_MIN_CHOICES,
     BLOCKS_PER_HORIZON_CHOICES,
@@ -62,7 +62,7 @@ class SpikeBoundary(Experiment):
         ),
         "one_minus_beta1": Param(
             list,
-            _grid(0.01, 0.5, 10),
+            _grid(0.005, 0.5, 13),
             item=float,
             quick=_grid(0.01, 0.5, 7),
             lo=1e-3,
@@ -72,11 +72,11 @@ class SpikeBoundary(Experiment):
             max_len=16,
             distinct=True,
             why="beta1 >= 0",
-            help="1-D grid of 1 - beta1",
+            help="1-D rows 1 - beta1 (13 from 0.005 to 0.5, 8 of them at or below 0.1)",
         ),
         "one_minus_beta2": Param(
             list,
-            _grid(3e-6, 0.3, 21),
+            _grid(1e-6, 10**-0.5, 12),
             item=float,
             quick=_grid(3e-6, 0.3, 11),
             lo=1e-6,
@@ -86,7 +86,8 @@ class SpikeBoundary(Experiment):
             max_len=32,
             distinct=True,
             why="beta2 >= 0; below 1e-6 a settled run passes 1e8 steps",
-            help="1-D grid of 1 - beta2",
+            help="1-D coarse grid of 1 - beta2 (half a decade apart), the brackets of the "
+            "bisection",
         ),
         "c_min_above_2": Param(
             float,
@@ -99,12 +100,21 @@ class SpikeBoundary(Experiment):
         ),
         "seeds": Param(
             int,
-            4,
+            8,
             quick=2,
             lo=1,
             hi=64,
             why="CPU time: one run per seed",
-            help="seeds per 1-D cell and start",
+            help="seeds per evaluated 1-D cell and start",
+        ),
+        "bisect_decades": Param(
+            float,
+            0.04,
+            quick=0.25,
+            lo=0.005,
+            hi=2.0,
+            why="below, the seeds' own scatter; above, no bisection on a half-decade grid",
+            help="the 1-D bisection stops when a row's bracket is this narrow (log10 c)",
         ),
         "lr": Param(
             float,
@@ -230,12 +240,19 @@ class SpikeBoundary(Experiment):
         "stationary map; generic: x0 = A 10^U(-1,1), m = v = 0, bias-corrected",
         "spike_probability": "share of a cell's seeds judged spiky among those spiky or quiet",
         "boundary": "per row 1 - beta1: the upper edge of the spiky region, the c = 1 - beta2 "
-        "at which the spike probability falls through 0.5 (log-interpolated)",
+        "at which the spike probability falls through 0.5 (log-interpolated between the "
+        "highest cell with probability >= 0.5 and the evaluated cell above it); on the 1-D "
+        "maps bracketed on the coarse grid and bisected in log c to bisect_decades, fresh seeds "
+        "per evaluated cell; its interval: from the highest evaluated cell below whose exact "
+        "95% interval of the probability lies above 0.5 to the lowest above whose interval lies "
+        "below it",
+        "local_slope": "d log c_b / d log a between consecutive rows, with its range over the "
+        "two edges' intervals",
         "slope_and_C": "log c_b = slope log a + log C by least squares (slope_band rule); C at "
         "slope 1: c_b / a",
         "theory": "derivations/adam_stability.md: oscillating-state multipliers; level curves of "
         "2 pi delta/omega (growth per slow turn) at eps = 0: 1 (the theory) and the "
-        "level fitted on the simulated edge",
+        "level measured on the simulated edge (an open measurement, with its interval)",
     }
 
     def controls(self, config):
@@ -266,6 +283,7 @@ class SpikeBoundary(Experiment):
                             if n <= 2 or v >= config["c_min_above_2"]
                         ),
                         "seeds": int(config["seeds"]),
+                        "bisect_decades": float(config["bisect_decades"]),
                         "eps": float(config["eps"]),
                         "spikes": spikes,
                         **common,
@@ -296,7 +314,7 @@ class SpikeBoundary(Experiment):
         return analyse(tasks, results, seed)
 
     def plot(self, arrays, config, outdir):
-        return [spike_maps(arrays, outdir)]
+        return [spike_maps(arrays, outdir), local_slopes(arrays, outdir)]
 
 
 EXPERIMENT = SpikeBoundary()
