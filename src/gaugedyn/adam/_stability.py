@@ -224,7 +224,8 @@ def simulated_growth_rate(
     eps : array_like
         Adam's eps; ``a``, ``c`` and ``eps`` broadcast.
     steps : int
-        How many renormalised steps are taken (more than 10).
+        How many renormalised steps are taken (at least 1); the first ``steps // 10`` are
+        left out of the average.
     size : float
         The perturbation's relative size.
 
