@@ -18,11 +18,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCUMENTED = ("gaugedyn.gauge", "gaugedyn.symbolic", "gaugedyn.papers", "gaugedyn.monitor")
+DOCUMENTED = (
+    "gaugedyn.gauge",
+    "gaugedyn.symbolic",
+    "gaugedyn.papers",
+    "gaugedyn.monitor",
+    "gaugedyn.adam",
+)
 PENDING = (
     "gaugedyn.theory",
     "gaugedyn.training",
-    "gaugedyn.adam",
     "gaugedyn.stats",
     "gaugedyn.harness",
     "gaugedyn.experiments",

@@ -188,11 +188,38 @@ def adam_factors(
 ) -> AdamFactors:
     """The per-copy scalars of Adam step ``step`` (1-based) in the order ``op_order``.
 
-    ``lr`` and each of ``betas = (beta1, beta2)``: a number shared by every copy or a 1-D
-    sequence with one value per copy. ``like``: a tensor of the working dtype and device (the
-    per-copy values become tensors of that dtype); it may be left out only for ``"textbook"``
-    with numbers alone (the factors are then Python floats). Step to step, `AdamFactors.next()`
-    reuses the constants (and carries ``"running"``'s products).
+    Step to step, `AdamFactors.next()` reuses the constants (and carries ``"running"``'s
+    products).
+
+    Parameters
+    ----------
+    step : int
+        The step ``t``, an integer at least 1.
+    lr : float or sequence of float
+        The learning rate: a finite number shared by every copy, or a non-empty 1-D sequence
+        (or tensor) with one value per copy.
+    betas : tuple
+        ``(beta1, beta2)``, each a number in ``[0, 1)`` shared by every copy or a 1-D sequence
+        with one value per copy; every per-copy value (of ``lr`` too) has the same length.
+    op_order : str
+        The operation order, one of `OP_ORDERS` (module docstring).
+    like : torch.Tensor or None
+        A tensor of the working dtype and device (the per-copy values become tensors of that
+        dtype); it may be left out only for ``"textbook"`` with numbers alone (the factors are
+        then Python floats).
+
+    Returns
+    -------
+    AdamFactors
+        The factors of step ``step``.
+
+    Raises
+    ------
+    InputError
+        When ``op_order`` is not one of `OP_ORDERS`, ``step`` is not an integer at least 1,
+        ``betas`` is not a pair, a value is not finite or a beta lies outside ``[0, 1)``, the
+        per-copy values disagree on the number of copies, or ``like`` is missing where it is
+        needed.
     """
     if op_order not in OP_ORDERS:
         raise InputError(f"op_order={op_order!r} is not allowed; choose one of {list(OP_ORDERS)}")
@@ -363,10 +390,38 @@ def batched_adam_step(
     $$
 
     in the operation order ``factors.op_order`` (module docstring), each scalar the copy's own.
-    ``inplace=True`` updates ``params``, ``exp_avgs`` and ``exp_avg_sqs`` in place (as
-    ``torch.optim``'s functional ``adam``); ``False`` leaves them untouched and returns new
-    tensors (the same operations, so the same bits: the first one on each tensor makes a new
-    tensor, the rest run on it). Returns `AdamStep`. No weight decay, no ``amsgrad``.
+    No weight decay, no ``amsgrad``.
+
+    Parameters
+    ----------
+    params : Sequence[torch.Tensor]
+        The parameters $\theta$, the copies on axis 0 of each tensor.
+    grads : Sequence[torch.Tensor]
+        One gradient $g_t$ per tensor of ``params``.
+    exp_avgs : Sequence[torch.Tensor]
+        The first moments $m_{t-1}$, one per tensor (zeros before step 1).
+    exp_avg_sqs : Sequence[torch.Tensor]
+        The second moments $v_{t-1}$, one per tensor (zeros before step 1).
+    factors : AdamFactors
+        The scalars of step $t$ (`adam_factors()`, then `AdamFactors.next()`).
+    eps : float
+        Adam's $\epsilon$, outside the root.
+    inplace : bool
+        ``True`` updates ``params``, ``exp_avgs`` and ``exp_avg_sqs`` in place (as
+        ``torch.optim``'s functional ``adam``); ``False`` leaves them untouched and returns
+        new tensors (the same operations, so the same bits: the first one on each tensor makes
+        a new tensor, the rest run on it).
+
+    Returns
+    -------
+    AdamStep
+        The new parameters and moments (the given tensors when ``inplace``) and the
+        denominators $d_t$.
+
+    Raises
+    ------
+    InputError
+        When ``params``, ``grads``, ``exp_avgs`` and ``exp_avg_sqs`` differ in length.
     """
     n = len(params)
     if not len(grads) == len(exp_avgs) == len(exp_avg_sqs) == n:

@@ -89,13 +89,29 @@ class AdamParts:
 
 
 def split_update(m_hat, w_hat, s, grad, eps: float) -> AdamParts:
-    """Split ``u = m_hat/(s + eps)`` into sign, lag, transition, ratio and eps parts.
+    r"""Split $u = \hat m/(s + \epsilon)$ into sign, lag, transition, ratio and eps parts.
 
-    ``m_hat``: bias-corrected first moment (memory ``b1``); ``w_hat``: bias-corrected first moment
-    with the second moment's memory ``b2``; ``s = sqrt(v_hat)``; ``grad`` the current effective
-    gradient. Works on numpy arrays and torch tensors (same dtype and device throughout).
+    Works on numpy arrays and torch tensors (same dtype and device throughout).
     Contract: ``sum(parts) == update`` to round-off, ``lag`` is exactly zero wherever
     ``m_hat == w_hat`` bitwise.
+
+    Parameters
+    ----------
+    m_hat : array_like or torch.Tensor
+        The bias-corrected first moment $\hat m$ (memory $\beta_1$).
+    w_hat : array_like or torch.Tensor
+        The bias-corrected first moment with the second moment's memory $\beta_2$, $\hat w$.
+    s : array_like or torch.Tensor
+        $\sqrt{\hat v}$.
+    grad : array_like or torch.Tensor
+        The current effective gradient $g_t$.
+    eps : float
+        Adam's $\epsilon$ (outside the root).
+
+    Returns
+    -------
+    AdamParts
+        The five parts, the update and the inputs ``m_hat``, ``w_hat``, ``s``.
     """
     where: Any
     zeros: Any
@@ -132,11 +148,41 @@ def bias_corrections(step: float, beta1: float, beta2: float) -> tuple[float, fl
 def decompose_state(
     exp_avg, exp_avg_sq, slow_avg, grad, step: int, beta1: float, beta2: float, eps: float
 ) -> AdamParts:
-    """Decompose from the streaming state ``(m_t, v_t, w_t, g_t, t)``.
+    r"""Decompose from the streaming state $(m_t, v_t, w_t, g_t, t)$.
 
-    ``s = sqrt(v_t)/sqrt(1-b2^t)`` and ``m^ = m_t/(1-b1^t)`` as in PyTorch; ``w^ = w_t/(1-b2^t)``.
-    Pass ``slow_avg=exp_avg`` when ``beta1 == beta2`` (the two EMAs coincide), which makes the lag
-    part exactly zero.
+    $s = \sqrt{v_t}/\sqrt{1-\beta_2^t}$ and $\hat m = m_t/(1-\beta_1^t)$ as in PyTorch;
+    $\hat w = w_t/(1-\beta_2^t)$.
+
+    Parameters
+    ----------
+    exp_avg : array_like or torch.Tensor
+        $m_t$, the optimizer's ``exp_avg``.
+    exp_avg_sq : array_like or torch.Tensor
+        $v_t$, the optimizer's ``exp_avg_sq``.
+    slow_avg : array_like or torch.Tensor
+        $w_t$, the first moment kept with memory $\beta_2$. Pass ``slow_avg=exp_avg`` (the same
+        object) when ``beta1 == beta2`` (the two EMAs coincide), which makes the lag part
+        exactly zero.
+    grad : array_like or torch.Tensor
+        The effective gradient $g_t$ of the step.
+    step : int
+        The step count $t$ (at least 1).
+    beta1 : float
+        The first moment's decay, in ``[0, 1)``.
+    beta2 : float
+        The second moment's decay, in ``[0, 1)``.
+    eps : float
+        Adam's $\epsilon$, at least 0.
+
+    Returns
+    -------
+    AdamParts
+        The split of the step's update (`split_update()`).
+
+    Raises
+    ------
+    InputError
+        When a beta lies outside ``[0, 1)``, ``eps < 0`` or ``step < 1``.
     """
     _check_betas(beta1, beta2, eps)
     if step < 1:
@@ -149,11 +195,30 @@ def decompose_state(
 
 
 def adam_moments(grads, beta1: float, beta2: float) -> dict[str, np.ndarray]:
-    """EMAs of a gradient history ``grads[t-1] = g_t`` (shape ``(T, ...)``), zero initial state.
+    """EMAs of a gradient history ``grads[t-1] = g_t``, zero initial state.
 
-    Returns ``m``, ``v`` and ``w`` (first moment with memory ``b2``), each ``(T, ...)``, with the
-    same arithmetic as PyTorch's single-tensor path (``lerp`` for first moments,
-    ``mul``/``addcmul`` for the second); ``w is m`` when ``beta1 == beta2``.
+    The same arithmetic as PyTorch's single-tensor path (``lerp`` for first moments,
+    ``mul``/``addcmul`` for the second).
+
+    Parameters
+    ----------
+    grads : array_like
+        The effective gradients, shape ``(T, ...)`` with ``T >= 1``.
+    beta1 : float
+        The first moment's decay.
+    beta2 : float
+        The second moment's decay (also the memory of ``w``).
+
+    Returns
+    -------
+    dict[str, numpy.ndarray]
+        ``m``, ``v`` and ``w`` (first moment with memory ``b2``), each ``(T, ...)``;
+        ``w is m`` when ``beta1 == beta2``.
+
+    Raises
+    ------
+    InputError
+        When ``grads`` has no time axis or no step.
     """
     g = np.asarray(grads, dtype=float)
     if g.ndim < 1 or g.shape[0] < 1:
@@ -183,10 +248,30 @@ def _lerp(a, b, weight: float):
 def decompose_history(
     grads, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8
 ) -> AdamParts:
-    """The decomposition of every update of a gradient history ``grads`` (shape ``(T, ...)``).
+    """The decomposition of every update of a gradient history ``grads``.
 
-    A pure function of the effective gradients ``g_1..g_T``: each field of the result has shape
-    ``(T, ...)`` and row ``t-1`` is the split of the update at step ``t``.
+    A pure function of the effective gradients ``g_1..g_T``, from a zero state.
+
+    Parameters
+    ----------
+    grads : array_like
+        The effective gradients, shape ``(T, ...)``, ``grads[t-1] = g_t``.
+    beta1 : float
+        The first moment's decay, in ``[0, 1)``.
+    beta2 : float
+        The second moment's decay, in ``[0, 1)``.
+    eps : float
+        Adam's eps, at least 0.
+
+    Returns
+    -------
+    AdamParts
+        Each field of shape ``(T, ...)``; row ``t-1`` is the split of the update at step ``t``.
+
+    Raises
+    ------
+    InputError
+        When a beta lies outside ``[0, 1)``, ``eps < 0`` or ``grads`` has no step.
     """
     _check_betas(beta1, beta2, eps)
     mom = adam_moments(grads, beta1, beta2)
@@ -201,7 +286,18 @@ def decompose_history(
 
 
 def part_norms(parts: AdamParts) -> dict[str, float]:
-    """Euclidean norms of each part, of the residual and of the update (numpy floats)."""
+    """Euclidean norms of each part, of the residual and of the update (numpy floats).
+
+    Parameters
+    ----------
+    parts : AdamParts
+        A split (any shape: each part is flattened).
+
+    Returns
+    -------
+    dict[str, float]
+        The norm of each of `PARTS`, of ``update`` and of ``residual``.
+    """
     out = {}
     for k in (*PARTS, "update"):
         out[k] = float(np.linalg.norm(np.ravel(np.asarray(getattr(parts, k)))))
@@ -210,10 +306,23 @@ def part_norms(parts: AdamParts) -> dict[str, float]:
 
 
 def shares(norms: dict, axis_parts: tuple[str, ...] = ("sign", "lag", "residual")) -> dict:
-    r"""Shares of the update: $share_k = |p_k| / \sum_j |p_j|$ over ``axis_parts``.
+    r"""Shares of the update: $\mathrm{share}_k = |p_k| / \sum_j |p_j|$ over ``axis_parts``.
 
     Parts are not orthogonal, so shares are defined by norms normalised to sum to one; a zero
     denominator gives zero shares. Works elementwise on arrays of norms.
+
+    Parameters
+    ----------
+    norms : dict
+        Norms per part (floats or arrays), as `part_norms()` returns; must hold every key of
+        ``axis_parts``.
+    axis_parts : tuple[str, ...]
+        The parts shared among.
+
+    Returns
+    -------
+    dict
+        The share of each of ``axis_parts``.
     """
     tot = sum(np.asarray(norms[k], dtype=float) for k in axis_parts)
     safe = np.where(tot > 0, tot, 1.0)
@@ -221,9 +330,22 @@ def shares(norms: dict, axis_parts: tuple[str, ...] = ("sign", "lag", "residual"
 
 
 def smoothness(update_norms, skip: int = 1) -> float:
-    r"""Mean absolute change of the log update norm, ``mean_t |log|u_{t+1}| - log|u_t||``.
+    r"""Mean absolute change of the log update norm,
+    $\operatorname{mean}_t \bigl|\log|u_{t+1}| - \log|u_t|\bigr|$.
 
-    Smaller is smoother. The first ``skip`` steps (bias-correction start-up) are left out.
+    Smaller is smoother.
+
+    Parameters
+    ----------
+    update_norms : array_like
+        The update norms $|u_t|$ per step; zero norms are left out.
+    skip : int
+        The first ``skip`` steps (bias-correction start-up) are left out.
+
+    Returns
+    -------
+    float
+        The mean, ``nan`` with fewer than two positive norms left.
     """
     u = np.asarray(update_norms, dtype=float)[skip:]
     u = u[u > 0]

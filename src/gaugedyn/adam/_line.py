@@ -1,7 +1,7 @@
 """The effective exponent of a loss along a line, at the scale of one update.
 
 For ``f(s) = L(x + s u)`` (``u`` an update, so ``s = 1`` is one step) with its line minimum
-``s*`` in ``[-search, search]`` (bounded Brent, :func:`scipy.optimize.minimize_scalar`), the
+``s*`` in ``[-search, search]`` (bounded Brent, `scipy.optimize.minimize_scalar()`), the
 rise ``D(s) = f(s* + s) - f(s*)`` is fitted as ``D ~ A |s|^n`` over ``|s|`` from ``lo`` to
 ``step`` on both sides (``points`` log-spaced values a side): the **effective exponent** ``n`` is
 the least-squares slope of ``log D`` on ``log |s|`` (both sides pooled, and each side apart).
@@ -36,11 +36,38 @@ def effective_exponent(
 ) -> dict:
     """The effective exponent of ``f`` around its line minimum (module doc).
 
-    Returns ``exponent`` (both sides pooled), ``exponent_sides`` (``s < 0``, ``s > 0``),
-    ``s_min``, ``s`` (the ``|s|`` fitted), ``rise`` ``(2, points)`` (``D`` at ``-s`` and
-    ``+s``), ``local`` (local exponents between neighbouring ``|s|``) and ``wall`` (the
-    distance to the wall, ``nan`` when none). A rise that is not positive (the loss at its
-    float resolution) leaves its point out; fewer than three points a side give ``nan``."""
+    A rise that is not positive (the loss at its float resolution) leaves its point out; fewer
+    than three points a side give ``nan``.
+
+    Parameters
+    ----------
+    f : Callable[[float], float]
+        The loss along the line, ``f(s) = L(x + s u)``, in units of one update ``u``.
+    step : float
+        The largest ``|s|`` fitted (``1.0``: one update); finite and above ``lo``.
+    lo : float
+        The smallest ``|s|`` fitted; ``0 < lo < step``.
+    points : int
+        How many log-spaced ``|s|`` are fitted on each side of ``s*``; at least 3.
+    search : float
+        The line minimum ``s*`` is searched in ``[-search, search]``; positive.
+    wall_exponent : float
+        The local exponent at which the loss counts as on its wall.
+
+    Returns
+    -------
+    dict
+        ``exponent`` (both sides pooled), ``exponent_sides`` (``s < 0``, ``s > 0``),
+        ``s_min`` (``s*``), ``s`` (the ``|s|`` fitted), ``rise`` ``(2, points)`` (``D`` at
+        ``-s`` and ``+s``), ``local`` (local exponents between neighbouring ``|s|``) and
+        ``wall`` (the distance to the wall, ``nan`` when none).
+
+    Raises
+    ------
+    InputError
+        When not ``0 < lo < step``, ``points < 3``, ``search <= 0`` or ``step`` is not
+        finite.
+    """
     if not (0 < lo < step and points >= 3 and search > 0 and math.isfinite(step)):
         raise InputError(
             f"lo={lo}, step={step}, points={points}, search={search}: allowed: "
@@ -82,8 +109,23 @@ def effective_exponent(
 def core_wall(width: float, stiffness: float, power: float = 4.0) -> Callable[[float], float]:
     """A 1-D core-wall loss: ``s^2 / 2`` inside ``|s| < width``, plus ``stiffness (|s| -
     width)^power`` beyond (a narrow quadratic core and a steep wall): the known answer of
-    :func:`effective_exponent` (2 for a step inside the core, above 2 for one that reaches the
-    wall, the wall at ``width``)."""
+    `effective_exponent()` (2 for a step inside the core, above 2 for one that reaches the
+    wall, the wall at ``width``).
+
+    Parameters
+    ----------
+    width : float
+        The half-width of the quadratic core, where the wall starts.
+    stiffness : float
+        The wall's coefficient.
+    power : float
+        The wall's power in ``|s| - width``.
+
+    Returns
+    -------
+    Callable[[float], float]
+        The loss ``f(s)``.
+    """
 
     def f(s: float) -> float:
         x = abs(s)

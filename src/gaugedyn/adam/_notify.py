@@ -74,7 +74,21 @@ def _ref(callback: Callable) -> weakref.ref:
 def watch_state(params: Iterable[Any], callback: Callable[[list[StateChange]], None]) -> _Handle:
     """Call ``callback(changes)`` after every `notify_state()` naming one of ``params``,
     with the changes of those parameters; returns a handle whose ``remove()`` stops it. The
-    callback is held weakly (a recorder that is gone is not called, nor kept alive)."""
+    callback is held weakly (a recorder that is gone is not called, nor kept alive).
+
+    Parameters
+    ----------
+    params : Iterable[Any]
+        The parameter tensors watched (matched by identity).
+    callback : Callable[[list[StateChange]], None]
+        Called once per `notify_state()` that names any of ``params``, with those parameters'
+        changes in order; held by a weak reference (a bound method by `weakref.WeakMethod`).
+
+    Returns
+    -------
+    _Handle
+        A handle whose ``remove()`` (idempotent) ends this registration.
+    """
     ref = _ref(callback)
     ids = []
     for p in params:
@@ -89,7 +103,14 @@ def watch_state(params: Iterable[Any], callback: Callable[[list[StateChange]], N
 
 def notify_state(changes: Sequence[StateChange]) -> None:
     """Tell every watcher of the changed parameters what was written (each watcher once, with
-    its parameters' changes in order)."""
+    its parameters' changes in order).
+
+    Parameters
+    ----------
+    changes : Sequence[StateChange]
+        What one operation wrote, one `StateChange` per parameter; changes of parameters no
+        one watches are skipped.
+    """
     calls: dict[int, tuple[Callable, list[StateChange]]] = {}
     for change in changes:
         entry = _WATCHERS.get(id(change.param))

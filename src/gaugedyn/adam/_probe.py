@@ -72,7 +72,18 @@ class StreamingSplit:
 
 
 def reading_sums(parts: AdamParts) -> np.ndarray:
-    """The `READING_SUMS` of one split (numpy or torch parts), as float64."""
+    """The `READING_SUMS` of one split (numpy or torch parts), as float64.
+
+    Parameters
+    ----------
+    parts : AdamParts
+        One step's split (`decompose_state()`), of any shape.
+
+    Returns
+    -------
+    numpy.ndarray
+        The nine sums in the order of `READING_SUMS`.
+    """
 
     def ss(x):
         return float((x * x).sum())

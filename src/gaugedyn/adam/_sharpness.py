@@ -49,8 +49,24 @@ grows with the parameter count and dominates at a million parameters)."""
 
 
 def edge_threshold(beta1: float) -> float:
-    """``2 (1 + beta1) / (1 - beta1)``: the edge of ``lr`` times the preconditioned curvature
-    of heavy-ball EMA momentum (Adam with a frozen preconditioner) on a quadratic."""
+    r"""$2 (1 + \beta_1) / (1 - \beta_1)$: the edge of ``lr`` times the preconditioned
+    curvature of heavy-ball EMA momentum (Adam with a frozen preconditioner) on a quadratic.
+
+    Parameters
+    ----------
+    beta1 : float
+        Adam's first-moment decay, in ``[0, 1)``.
+
+    Returns
+    -------
+    float
+        The threshold on $\eta S$.
+
+    Raises
+    ------
+    InputError
+        When ``beta1`` lies outside ``[0, 1)``.
+    """
     if not 0.0 <= float(beta1) < 1.0:
         raise InputError(f"beta1={beta1!r} is not allowed; use a number in [0, 1)")
     return 2.0 * (1.0 + beta1) / (1.0 - beta1)
@@ -67,10 +83,28 @@ def adam_preconditioner(
     r"""Adam's $P = \sqrt{v_t / (1 - \beta_2^t)} + \epsilon$ for the coming step, flat over
     the optimizer's parameters that require gradients (group order), before ``step()``.
 
-    $v_t = \beta_2 v_{t-1} + (1 - \beta_2) g_t^2$ includes this step's gradient: ``grads``
-    (one per such parameter, in that order) or each parameter's ``.grad`` (zeros where
-    ``None``), with coupled weight decay added (``Adam``'s ``weight_decay``, not ``AdamW``'s);
-    $t$ is the step the optimizer is about to take. ``Adam``/``AdamW`` only.
+    $v_t = \beta_2 v_{t-1} + (1 - \beta_2) g_t^2$ includes this step's gradient, with coupled
+    weight decay added (``Adam``'s ``weight_decay``, not ``AdamW``'s); $t$ is the step the
+    optimizer is about to take. The optimizer's state is not changed.
+
+    Parameters
+    ----------
+    optimizer : torch.optim.Optimizer
+        A ``torch.optim.Adam`` or ``torch.optim.AdamW``.
+    grads : Sequence[torch.Tensor] or None
+        This step's gradients, one per parameter that requires gradients, in group order;
+        ``None``: each parameter's ``.grad`` (zeros where ``None``).
+
+    Returns
+    -------
+    torch.Tensor
+        $P$, flat over those parameters.
+
+    Raises
+    ------
+    InputError
+        When ``optimizer`` is not ``Adam``/``AdamW``, or ``grads`` does not hold one tensor
+        per parameter that requires gradients.
     """
     if not isinstance(optimizer, torch.optim.Adam | torch.optim.AdamW):
         raise InputError(
@@ -124,9 +158,22 @@ class _Graph:
 def hessian_vector_product(
     loss_fn: LossFn, params: Sequence[torch.Tensor], vec: torch.Tensor
 ) -> torch.Tensor:
-    r"""$H u$ for the flattened vector ``vec`` ($u$, over ``params`` in order):
-    $\nabla_\theta (\nabla_\theta L \cdot u)$, detached (zeros for parameters the loss does
-    not use)."""
+    r"""$H u = \nabla_\theta (\nabla_\theta L \cdot u)$ by double backward, never forming $H$.
+
+    Parameters
+    ----------
+    loss_fn : Callable[[], torch.Tensor]
+        Recomputes the scalar loss from the current ``params`` (called once).
+    params : Sequence[torch.Tensor]
+        The parameters differentiated, in the order of the flat vectors.
+    vec : torch.Tensor
+        $u$, flat over ``params`` in order.
+
+    Returns
+    -------
+    torch.Tensor
+        $H u$, flat and detached (zeros for parameters the loss does not use).
+    """
     return _Graph(loss_fn, params).hvp(vec)
 
 
@@ -154,10 +201,33 @@ def lanczos_top(
     reorthogonalisation, restarted from the best Ritz vector every ``ncv`` products.
 
     Converged when the Ritz residual $|\beta_j s_j| \le \mathrm{tol}\,|\theta|$ (ARPACK's
-    relative criterion); ``maxiter`` bounds the products. ``matvec`` takes and returns vectors
-    in ``v0``'s dtype and device; the basis is float64. Returns ``(theta, vector, products)``;
-    a run that exhausts ``maxiter`` returns its best estimate (the caller sees ``products``),
-    and a non-finite product (a diverged model) ends it with ``theta = nan``.
+    relative criterion). The basis is float64.
+
+    Parameters
+    ----------
+    matvec : Callable[[torch.Tensor], torch.Tensor]
+        The symmetric operator; takes and returns vectors in ``v0``'s dtype and device.
+    v0 : torch.Tensor
+        The start vector (nonzero; normalised here).
+    tol : float
+        The relative residual at which the estimate counts as converged.
+    maxiter : int
+        The most products spent; at least 1.
+    ncv : int
+        Lanczos vectors before a restart; at least 2.
+
+    Returns
+    -------
+    tuple of (float, torch.Tensor, int)
+        ``(theta, vector, products)``: the eigenvalue estimate, its unit vector (float64) and
+        the products spent. A run that exhausts ``maxiter`` returns its best estimate (the
+        caller sees ``products``), and a non-finite product (a diverged model) ends it with
+        ``theta = nan``.
+
+    Raises
+    ------
+    InputError
+        When ``ncv < 2`` or ``maxiter < 1``.
     """
     from scipy.linalg import eigh_tridiagonal
 
@@ -215,14 +285,44 @@ def preconditioned_sharpness(
 ) -> dict:
     r"""$S$ and, from the same gradient graph, $\kappa_g$ (module doc).
 
-    ``P``: the flat preconditioner (positive, one entry per coordinate of ``params``); ``v0``: a
-    start vector (the previous ``eigenvector``); ``tol``, ``maxiter``, ``ncv``: the relative
-    accuracy, the product budget and the Lanczos basis size; ``method``: one of
-    `SHARPNESS_METHODS`. Without ``v0``, ``"lanczos"`` starts from a fixed normal vector
-    and ``"arpack"`` from ARPACK's own random vector. Returns ``{"sharpness",
-    "active_curvature" (nan when the gradient is zero), "eigenvector" (float64 tensor),
-    "products" (Hessian-vector products spent, the cost), "loss"}``; ARPACK's non-convergence
-    (``ArpackNoConvergence``) propagates, the torch Lanczos returns its best estimate.
+    Without ``v0``, ``"lanczos"`` starts from a fixed normal vector and ``"arpack"`` from
+    ARPACK's own random vector.
+
+    Parameters
+    ----------
+    loss_fn : Callable[[], torch.Tensor]
+        Recomputes the scalar loss from the current ``params`` (called once).
+    params : Sequence[torch.Tensor]
+        The parameters differentiated, in the order of the flat vectors.
+    P : torch.Tensor
+        The flat preconditioner, positive, one entry per coordinate of ``params``
+        (`adam_preconditioner()`).
+    v0 : numpy.ndarray or torch.Tensor or None
+        A start vector (the previous ``eigenvector``), or ``None``.
+    tol : float
+        The relative accuracy of the eigenvalue.
+    maxiter : int
+        The product budget.
+    ncv : int or None
+        The Lanczos basis size (``None``: 20 for ``"lanczos"``, ARPACK's default for
+        ``"arpack"``).
+    method : str
+        The eigensolver, one of `SHARPNESS_METHODS`.
+
+    Returns
+    -------
+    dict
+        ``sharpness`` ($S$), ``active_curvature`` ($\kappa_g$; ``nan`` when the gradient is
+        zero), ``eigenvector`` (float64 tensor), ``products`` (Hessian-vector products spent,
+        the cost) and ``loss``.
+
+    Raises
+    ------
+    InputError
+        When ``method`` is not one of `SHARPNESS_METHODS`, or ``P`` has the wrong number of
+        entries or a non-positive one.
+    scipy.sparse.linalg.ArpackNoConvergence
+        When ARPACK does not converge (the torch Lanczos returns its best estimate instead).
     """
     if method not in SHARPNESS_METHODS:
         raise InputError(f"method={method!r} is not allowed; use one of {SHARPNESS_METHODS}")
@@ -265,9 +365,21 @@ def preconditioned_sharpness(
 
 
 def dense_hessian(loss_fn: LossFn, params: Sequence[torch.Tensor]) -> torch.Tensor:
-    r"""The dense Hessian $(H + H^\top)/2$ (``n x n`` for ``n`` parameters, memory
-    $O(n^2)$), every product with a unit vector at once (``torch.autograd.grad(...,
-    is_grads_batched=True)``): the reference for small models."""
+    r"""The dense Hessian $(H + H^\top)/2$, every product with a unit vector at once
+    (``torch.autograd.grad(..., is_grads_batched=True)``): the reference for small models.
+
+    Parameters
+    ----------
+    loss_fn : Callable[[], torch.Tensor]
+        Recomputes the scalar loss from the current ``params`` (called once).
+    params : Sequence[torch.Tensor]
+        The parameters differentiated, in the order of the flat vectors.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(n, n)`` for ``n`` parameter coordinates (memory $O(n^2)$), detached.
+    """
     params = list(params)
     g = _flat(torch.autograd.grad(loss_fn(), params, create_graph=True))
     n = g.numel()
@@ -280,7 +392,22 @@ def dense_hessian(loss_fn: LossFn, params: Sequence[torch.Tensor]) -> torch.Tens
 def dense_sharpness(loss_fn: LossFn, params: Sequence[torch.Tensor], P: torch.Tensor) -> float:
     r"""$\lambda_{\max}(P^{-1/2} H P^{-1/2})$ from `dense_hessian()` (LAPACK's
     ``eigvalsh`` of $P^{-1/2} (H + H^\top)/2 \, P^{-1/2}$): the reference the Lanczos
-    estimate is checked against."""
+    estimate is checked against.
+
+    Parameters
+    ----------
+    loss_fn : Callable[[], torch.Tensor]
+        Recomputes the scalar loss from the current ``params`` (called once).
+    params : Sequence[torch.Tensor]
+        The parameters differentiated, in the order of the flat vectors.
+    P : torch.Tensor
+        The flat positive preconditioner, one entry per coordinate of ``params``.
+
+    Returns
+    -------
+    float
+        The preconditioned sharpness $S$.
+    """
     s = P.rsqrt()
     A = (s[:, None] * dense_hessian(loss_fn, params) * s[None, :]).cpu().numpy()
     return float(np.linalg.eigvalsh(A)[-1])

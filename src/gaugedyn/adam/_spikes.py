@@ -125,7 +125,25 @@ DEFAULT = Sampling()
 
 
 def horizon(beta1, beta2) -> np.ndarray:
-    """``ceil(HORIZON_MEMORIES * max(1/(1 - beta1), 1/(1 - beta2)))`` steps (broadcast)."""
+    """``ceil(HORIZON_MEMORIES * max(1/(1 - beta1), 1/(1 - beta2)))`` steps (broadcast).
+
+    Parameters
+    ----------
+    beta1 : array_like
+        Adam's first-moment decay, in ``[0, 1)``.
+    beta2 : array_like
+        Adam's second-moment decay, in ``[0, 1)``; broadcast with ``beta1``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The horizon ``H`` in steps (int64), of the broadcast shape.
+
+    Raises
+    ------
+    InputError
+        When some ``beta1`` or ``beta2`` lies outside ``[0, 1)``.
+    """
     b1, b2 = np.asarray(beta1, dtype=float), np.asarray(beta2, dtype=float)
     if np.any((b1 < 0) | (b1 >= 1) | (b2 < 0) | (b2 >= 1)):
         raise InputError(f"beta1={beta1}, beta2={beta2}: allowed: numbers in [0, 1)")
@@ -134,14 +152,56 @@ def horizon(beta1, beta2) -> np.ndarray:
 
 
 def block_size(beta1, beta2, sampling: Sampling = DEFAULT) -> np.ndarray:
-    """Steps per block, ``max(block_min, ceil(H / blocks_per_horizon))`` (broadcast)."""
+    """Steps per block, ``max(block_min, ceil(H / blocks_per_horizon))`` (broadcast).
+
+    Parameters
+    ----------
+    beta1 : array_like
+        Adam's first-moment decay, in ``[0, 1)``.
+    beta2 : array_like
+        Adam's second-moment decay, in ``[0, 1)``; broadcast with ``beta1``.
+    sampling : Sampling
+        The detector's set-up constants (`DEFAULT`: the declared ones).
+
+    Returns
+    -------
+    numpy.ndarray
+        Steps per block ``b`` (int64), of the broadcast shape.
+
+    Raises
+    ------
+    InputError
+        When a beta lies outside ``[0, 1)`` or ``sampling`` holds a value outside its range
+        (`Sampling.checked()`).
+    """
     s = sampling.checked()
     H = horizon(beta1, beta2)
     return np.maximum(int(s.block_min), -(-H // int(s.blocks_per_horizon))).astype(np.int64)
 
 
 def level_blocks(beta1: float, beta2: float, sampling: Sampling = DEFAULT) -> int:
-    """Blocks in the window of the settled level, ``max(4, ceil(level_horizons H / b))``."""
+    """Blocks in the window of the settled level,
+    ``max(LEVEL_MIN_BLOCKS, ceil(level_horizons H / b))``.
+
+    Parameters
+    ----------
+    beta1 : float
+        Adam's first-moment decay, in ``[0, 1)``.
+    beta2 : float
+        Adam's second-moment decay, in ``[0, 1)``.
+    sampling : Sampling
+        The detector's set-up constants (`DEFAULT`: the declared ones).
+
+    Returns
+    -------
+    int
+        The window ``m`` in blocks.
+
+    Raises
+    ------
+    InputError
+        When a beta lies outside ``[0, 1)`` or ``sampling`` is out of range.
+    """
     H = int(horizon(beta1, beta2))
     b = int(block_size(beta1, beta2, sampling))
     return max(LEVEL_MIN_BLOCKS, math.ceil(sampling.level_horizons * H / b - 1e-9))
@@ -149,7 +209,27 @@ def level_blocks(beta1: float, beta2: float, sampling: Sampling = DEFAULT) -> in
 
 def steps_needed(beta1, beta2, sampling: Sampling = DEFAULT) -> int:
     """Steps for every cell of ``(beta1, beta2)`` to be judged: `judged_blocks()` whole
-    blocks."""
+    blocks.
+
+    Parameters
+    ----------
+    beta1 : array_like
+        Adam's first-moment decay, in ``[0, 1)``.
+    beta2 : array_like
+        Adam's second-moment decay, in ``[0, 1)``; broadcast with ``beta1``.
+    sampling : Sampling
+        The detector's set-up constants (`DEFAULT`: the declared ones).
+
+    Returns
+    -------
+    int
+        The most steps any cell needs.
+
+    Raises
+    ------
+    InputError
+        When a beta lies outside ``[0, 1)`` or ``sampling`` is out of range.
+    """
     b1, b2 = np.broadcast_arrays(np.asarray(beta1, float), np.asarray(beta2, float))
     return max(
         judged_blocks(float(x), float(y), sampling) * int(block_size(x, y, sampling))
@@ -188,9 +268,32 @@ def lower_median(values: np.ndarray, axis: int = 0) -> np.ndarray:
 def block_statistics(
     log_loss, b: int, floor: float = FLOAT64_FLOOR, ceiling: float = math.inf
 ) -> Blocks:
-    """`Blocks` of a stored per-step curve ``log_loss`` (shape ``(T, ...)``), the same
-    statistics the compiled map and the batched tasks accumulate in their loops; a last partial
-    block is left out."""
+    """`Blocks` of a stored per-step curve ``log_loss``, the same statistics the compiled map
+    and the batched tasks accumulate in their loops; a last partial block is left out.
+
+    Parameters
+    ----------
+    log_loss : array_like
+        The per-step ``log10`` loss, shape ``(T, ...)`` (time first).
+    b : int
+        Steps per block; an integer at least 1.
+    floor : float
+        The log10 of the smallest resolved loss: values below it, ``-inf``, ``nan`` and
+        ``+inf`` read as the floor (`clip()`).
+    ceiling : float
+        The log10 loss above which a step counts as diverged (``bad``).
+
+    Returns
+    -------
+    Blocks
+        The ``T // b`` blocks' lower median, maximum, minimum and ``bad``, shape
+        ``(T // b, ...)``.
+
+    Raises
+    ------
+    InputError
+        When ``log_loss`` has no time axis or ``b`` is not an integer at least 1.
+    """
     ell = np.asarray(log_loss, dtype=float)
     if ell.ndim < 1 or int(b) != b or b < 1:
         raise InputError(f"log_loss needs a time axis and b={b!r} an integer >= 1")
@@ -240,14 +343,39 @@ def detect_blocks(
     floor: float = FLOAT64_FLOOR,
     start: int = 0,
 ) -> dict:
-    """Judge runs from their `Blocks` (blocks of `block_size()` steps from the start
-    of the window judged, which is step ``start`` of the run; shape ``(n_blocks, ...)``).
-    Returns arrays over the batch shape: ``spiky``, ``undetermined``, ``diverged``, ``quiet``,
-    ``judged`` (False: fewer than `judged_blocks()` blocks; the others then False),
-    ``status`` (`STATUSES`), ``n_spikes`` (spike events: runs of consecutive blocks
-    holding a spike), ``max_rise`` (decades, over resolved levels; ``-inf`` when none),
-    ``first_spike`` (the run's step where the first spike's block begins, ``-1`` when none),
-    and the scalars ``horizon``, ``block`` and ``level_blocks``."""
+    """Judge runs from their `Blocks`.
+
+    Parameters
+    ----------
+    blocks : Blocks
+        Blocks of `block_size()` steps from the start of the window judged, shape
+        ``(n_blocks, ...)``.
+    beta1 : float
+        Adam's first-moment decay, in ``[0, 1)``.
+    beta2 : float
+        Adam's second-moment decay, in ``[0, 1)``.
+    sampling : Sampling
+        The detector's set-up constants (`DEFAULT`: the declared ones).
+    floor : float
+        The log10 of the smallest resolved loss: a level at or below it is not resolved.
+    start : int
+        The run's step at which the first block begins (for ``first_spike``).
+
+    Returns
+    -------
+    dict
+        Arrays over the batch shape: ``spiky``, ``undetermined``, ``diverged``, ``quiet``,
+        ``judged`` (False: fewer than `judged_blocks()` blocks; the others then False),
+        ``status`` (`STATUSES`), ``n_spikes`` (spike events: runs of consecutive blocks
+        holding a spike), ``max_rise`` (decades, over resolved levels; ``-inf`` when none),
+        ``first_spike`` (the run's step where the first spike's block begins, ``-1`` when
+        none), and the scalars ``horizon``, ``block`` and ``level_blocks``.
+
+    Raises
+    ------
+    InputError
+        When a beta lies outside ``[0, 1)`` or ``sampling`` is out of range.
+    """
     s = sampling.checked()
     H = int(horizon(beta1, beta2))
     b = int(block_size(beta1, beta2, s))
@@ -296,9 +424,33 @@ def detect(
     """Judge a stored per-step curve (or a batch ``(T, ...)`` sharing ``beta1, beta2``): its
     `block_statistics()` at the sampling's `block_size()`, then `detect_blocks()`.
 
-    ``floor`` is the log10 of the smallest resolved loss (`FLOAT64_FLOOR`,
-    `FLOAT32_FLOOR`, or the caller's own), ``ceiling`` the log10 loss above which a run
-    counts as diverged."""
+    Parameters
+    ----------
+    log_loss : array_like
+        The per-step ``log10`` loss, shape ``(T, ...)``.
+    beta1 : float
+        Adam's first-moment decay, in ``[0, 1)``.
+    beta2 : float
+        Adam's second-moment decay, in ``[0, 1)``.
+    sampling : Sampling
+        The detector's set-up constants (`DEFAULT`: the declared ones).
+    floor : float
+        The log10 of the smallest resolved loss (`FLOAT64_FLOOR`, `FLOAT32_FLOOR`, or the
+        caller's own).
+    ceiling : float
+        The log10 loss above which a run counts as diverged; above ``floor``.
+
+    Returns
+    -------
+    dict
+        `detect_blocks()`'s result.
+
+    Raises
+    ------
+    InputError
+        When ``floor >= ceiling``, ``log_loss`` has no time axis, a beta lies outside
+        ``[0, 1)`` or ``sampling`` is out of range.
+    """
     if not floor < ceiling:
         raise InputError(f"floor={floor}, ceiling={ceiling}: allowed: floor < ceiling")
     if np.ndim(log_loss) < 1:

@@ -23,7 +23,23 @@ def cubic_coefficients(a, c, n, r):
     """``(p2, p1, p0)`` of the oscillating state's characteristic cubic.
 
     Works on numbers, numpy arrays and sympy symbols alike (the symbolic derivation checks this
-    function against its own result). ``r = eps / (sqrt(V) + eps)`` is eps's share.
+    function against its own result).
+
+    Parameters
+    ----------
+    a : array_like or sympy expression
+        ``1 - beta1``.
+    c : array_like or sympy expression
+        ``1 - beta2``.
+    n : float or sympy expression
+        The loss's power, ``L = |x|^n / n``.
+    r : array_like or sympy expression
+        eps's share ``eps / (sqrt(V) + eps)`` at the orbit (0: no eps).
+
+    Returns
+    -------
+    tuple
+        ``(p2, p1, p0)``: the cubic is ``lambda^3 + p2 lambda^2 + p1 lambda + p0``.
     """
     p2 = 2 * a * n - 3 * a - 2 * c * n * r + 2 * c * n + 2 * c * r - c - 4 * n + 5
     p1 = (
@@ -47,6 +63,23 @@ def multipliers(a, c, n, r=0.0) -> np.ndarray:
     """Eigenvalues of ``S J`` at the oscillating state, shape ``broadcast + (3,)`` (complex).
 
     The companion matrix of the cubic, batched through ``numpy.linalg.eigvals`` (LAPACK).
+
+    Parameters
+    ----------
+    a : array_like
+        ``1 - beta1``.
+    c : array_like
+        ``1 - beta2``.
+    n : float
+        The loss's power, ``L = |x|^n / n``.
+    r : array_like
+        eps's share ``eps / (sqrt(V) + eps)`` at the orbit (0: no eps); ``a``, ``c`` and ``r``
+        broadcast.
+
+    Returns
+    -------
+    numpy.ndarray
+        The three multipliers per cell, complex, shape ``broadcast + (3,)``.
     """
     p2, p1, p0 = (
         np.asarray(p, dtype=float)
@@ -62,12 +95,48 @@ def multipliers(a, c, n, r=0.0) -> np.ndarray:
 
 
 def growth_rate(a, c, n, r=0.0) -> np.ndarray:
-    """``log max |lambda|`` per step: > 0 where the oscillating state is unstable."""
+    """``log max |lambda|`` per step: > 0 where the oscillating state is unstable.
+
+    Parameters
+    ----------
+    a : array_like
+        ``1 - beta1``.
+    c : array_like
+        ``1 - beta2``.
+    n : float
+        The loss's power, ``L = |x|^n / n``.
+    r : array_like
+        eps's share ``eps / (sqrt(V) + eps)`` at the orbit (0: no eps); ``a``, ``c`` and ``r``
+        broadcast.
+
+    Returns
+    -------
+    numpy.ndarray
+        The growth rate per cell, shape ``broadcast``.
+    """
     return np.log(np.max(np.abs(multipliers(a, c, n, r)), axis=-1))
 
 
 def spiral_ratio(a, c, n, r=0.0) -> np.ndarray:
-    """``log|lambda| / |arg lambda|`` of the leading multiplier (``inf`` when it is real)."""
+    """``log|lambda| / |arg lambda|`` of the leading multiplier (``inf`` when it is real).
+
+    Parameters
+    ----------
+    a : array_like
+        ``1 - beta1``.
+    c : array_like
+        ``1 - beta2``.
+    n : float
+        The loss's power, ``L = |x|^n / n``.
+    r : array_like
+        eps's share ``eps / (sqrt(V) + eps)`` at the orbit (0: no eps); ``a``, ``c`` and ``r``
+        broadcast.
+
+    Returns
+    -------
+    numpy.ndarray
+        The ratio per cell, shape ``broadcast``.
+    """
     z = multipliers(a, c, n, r)
     lead = np.take_along_axis(z, np.argmax(np.abs(z), axis=-1)[..., None], axis=-1)[..., 0]
     ang = np.abs(np.angle(lead))
@@ -81,6 +150,22 @@ def oscillating_state(a, n: float, lr: float, eps) -> dict:
     ``A`` solves ``eta a A^(n-2) / (2 (2 - a)) = A^(n-1) + eps`` (the largest root; closed form
     ``A = eta a / (2 (2 - a)) - eps`` at ``n = 2``); ``nan`` where no orbit exists (eps-GD is
     stable there). ``M = -a A^(n-1) / (2 - a)``, ``V = A^(2n-2)``, ``r = eps / (A^(n-1) + eps)``.
+
+    Parameters
+    ----------
+    a : array_like
+        ``1 - beta1``.
+    n : float
+        The loss's power, ``L = |x|^n / n``.
+    lr : float
+        The learning rate ``eta``.
+    eps : array_like
+        Adam's eps (broadcast with ``a``).
+
+    Returns
+    -------
+    dict
+        ``A``, ``M``, ``V`` and ``r``, arrays of the broadcast shape.
     """
     from scipy.optimize import brentq
 
@@ -125,6 +210,29 @@ def simulated_growth_rate(
     from ``S z*`` measured in units of the orbit's scales ``(A, |M|, V)``, renormalised, and the
     logs of the growth factors averaged over ``steps`` (first tenth left out). Independent of
     the linearisation: it uses only `adam_step()`.
+
+    Parameters
+    ----------
+    a : array_like
+        ``1 - beta1``.
+    c : array_like
+        ``1 - beta2``.
+    n : float
+        The loss's power, ``L = |x|^n / n``.
+    lr : float
+        The learning rate.
+    eps : array_like
+        Adam's eps; ``a``, ``c`` and ``eps`` broadcast.
+    steps : int
+        How many renormalised steps are taken (at least 1); the first ``steps // 10`` are
+        left out of the average.
+    size : float
+        The perturbation's relative size.
+
+    Returns
+    -------
+    numpy.ndarray
+        The exponent per cell (``nan`` where no orbit exists), shape ``broadcast``.
     """
     a, c, eps = np.broadcast_arrays(
         np.asarray(a, float), np.asarray(c, float), np.asarray(eps, float)
@@ -149,7 +257,21 @@ def simulated_growth_rate(
 def theory_boundary(a, n: float, r, c_lo: float = 1e-8, c_hi: float = 1.0) -> np.ndarray:
     """``c = 1 - beta2`` at which `growth_rate()` crosses 0, by bisection in ``log c``.
 
-    ``nan`` where the rate has one sign over ``[c_lo, c_hi]``. ``a`` and ``r`` broadcast.
+    Parameters
+    ----------
+    a : array_like
+        ``1 - beta1``.
+    n : float
+        The loss's power, ``L = |x|^n / n``.
+    r : array_like
+        eps's share at the orbit; broadcast with ``a``.
+    c_lo, c_hi : float
+        The bracket ``[c_lo, c_hi]`` searched (positive).
+
+    Returns
+    -------
+    numpy.ndarray
+        The crossing per cell, ``nan`` where the rate has one sign over ``[c_lo, c_hi]``.
     """
     return _bisect_log_c(lambda c, a_, r_: growth_rate(a_, c, n, r_), a, r, c_lo, c_hi)
 
@@ -170,8 +292,30 @@ def _bisect_log_c(rate, a, r, c_lo, c_hi, iters: int = 60) -> np.ndarray:
 def simulated_boundary(
     a, n: float, lr: float, eps, c_lo: float, c_hi: float, steps: int = 4000, iters: int = 24
 ) -> np.ndarray:
-    """``c`` at which `simulated_growth_rate()` crosses 0 (bisection in ``log c``);
-    ``a`` and ``eps`` broadcast (one eps per cell)."""
+    """``c`` at which `simulated_growth_rate()` crosses 0 (bisection in ``log c``).
+
+    Parameters
+    ----------
+    a : array_like
+        ``1 - beta1``.
+    n : float
+        The loss's power, ``L = |x|^n / n``.
+    lr : float
+        The learning rate.
+    eps : array_like
+        Adam's eps, one per cell; broadcast with ``a``.
+    c_lo, c_hi : float
+        The bracket ``[c_lo, c_hi]`` searched (positive).
+    steps : int
+        The steps of each `simulated_growth_rate()`.
+    iters : int
+        Bisection steps in ``log c``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The crossing per cell, ``nan`` where the simulated rate has one sign over the bracket.
+    """
     return _bisect_log_c(
         lambda c, a_, e_: simulated_growth_rate(a_, c, n, lr, e_, steps), a, eps, c_lo, c_hi, iters
     )
@@ -182,9 +326,37 @@ def simulate_losses(
 ) -> np.ndarray:
     """Log10 loss envelope of full 1-D Adam (bias-corrected) from ``x0``, ``m = v = 0``.
 
-    ``x0``, ``a``, ``c`` broadcast to the batch shape; returns ``(steps // record,) + shape``
-    holding the largest ``log10(|x_t|^n / n)`` over each run of ``record`` steps (``-inf`` at an
-    exact zero): the upper envelope, so that no spike falls between samples.
+    The largest ``log10(|x_t|^n / n)`` over each run of ``record`` steps (``-inf`` at an exact
+    zero) is kept: the upper envelope, so that no spike falls between samples.
+
+    Parameters
+    ----------
+    x0 : array_like
+        The starting points.
+    a : array_like
+        ``1 - beta1``.
+    c : array_like
+        ``1 - beta2``; ``x0``, ``a`` and ``c`` broadcast to the batch shape.
+    n : float
+        The loss's power, ``L = |x|^n / n``.
+    lr : float
+        The learning rate.
+    eps : float
+        Adam's eps.
+    steps : int
+        How many steps are taken; at least 1.
+    record : int
+        Steps per recorded sample; at least 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(steps // record,) + shape``: the envelope per sample and run.
+
+    Raises
+    ------
+    InputError
+        When ``steps`` or ``record`` is below 1.
     """
     if steps < 1 or record < 1:
         raise InputError(f"steps={steps}, record={record}: allowed: integers >= 1")
@@ -212,7 +384,18 @@ def simulate_losses(
 def loss_floor(n: float) -> float:
     """log10 of the smallest resolved loss ``|x|^n / n`` of the 1-D maps: ``x`` at the smallest
     normal float64 (``log10 |x|`` is computed from ``x`` itself, so the loss never underflows
-    before ``x`` does)."""
+    before ``x`` does).
+
+    Parameters
+    ----------
+    n : float
+        The loss's power.
+
+    Returns
+    -------
+    float
+        ``n log10(tiny) - log10(n)``, ``tiny`` the smallest normal float64.
+    """
     return float(n * np.log10(np.finfo(np.float64).tiny) - np.log10(n))
 
 
@@ -220,16 +403,44 @@ def simulate_blocks(x0, m0, v0, a, c, n: float, lr: float, eps: float, steps, si
     """Many independent 1-D Adam runs, in groups of equal length, reduced at full resolution to
     the spike detector's block statistics (`gaugedyn.adam._spikes.Blocks`).
 
-    ``x0``, ``m0``, ``v0`` have shape ``(G, L)`` (broadcast): lane ``l`` of group ``g`` starts at
-    ``(x0, m0, v0)[g, l]`` (the moments *before* the first step); ``a = 1 - beta1``,
-    ``c = 1 - beta2``, ``steps`` and ``size`` (steps per block) have shape ``(G,)``. Each run takes
-    ``steps[g]`` exact steps of `adam_step()` (bias-corrected from ``t = 1`` when ``bias``,
-    else the stationary map), compiled with numba; every step enters its block. Returns
-    ``(blocks, used)``: ``blocks`` of shape ``(S, G, L)`` per statistic (the time axis first, as
-    the detector reads it) in ``log10(|x|^n / n)`` clipped at `loss_floor()` (``bad``: some
-    step ``nan`` or infinite), the first ``used[g]`` blocks of group ``g`` valid (the rest
-    ``nan``). Equals `gaugedyn.adam._spikes.block_statistics()` of `simulate_losses()`
-    (tests).
+    Each run takes ``steps[g]`` exact steps of `adam_step()` (bias-corrected from ``t = 1``
+    when ``bias``, else the stationary map), compiled with numba; every step enters its block.
+    Equals `gaugedyn.adam._spikes.block_statistics()` of `simulate_losses()` (tests).
+
+    Parameters
+    ----------
+    x0, m0, v0 : array_like
+        Shape ``(G, L)`` (broadcast): lane ``l`` of group ``g`` starts at
+        ``(x0, m0, v0)[g, l]`` (the moments *before* the first step).
+    a : array_like
+        ``1 - beta1``, shape ``(G,)``.
+    c : array_like
+        ``1 - beta2``, shape ``(G,)``.
+    n : float
+        The loss's power, ``L = |x|^n / n``.
+    lr : float
+        The learning rate.
+    eps : float
+        Adam's eps.
+    steps : array_like of int
+        Steps per group, shape ``(G,)``; each at least 1.
+    size : array_like of int
+        Steps per block, shape ``(G,)``; each at least 1.
+    bias : bool
+        Apply the bias corrections (``True``) or run the stationary map.
+
+    Returns
+    -------
+    tuple of (Blocks, numpy.ndarray)
+        ``(blocks, used)``: ``blocks`` of shape ``(S, G, L)`` per statistic (the time axis
+        first, as the detector reads it) in ``log10(|x|^n / n)`` clipped at `loss_floor()`
+        (``bad``: some step ``nan`` or infinite), the first ``used[g]`` blocks of group ``g``
+        valid (the rest ``nan``).
+
+    Raises
+    ------
+    InputError
+        When some ``steps`` or ``size`` is below 1.
     """
     from ._spikes import Blocks
     from ._stability_kernels import blocks
@@ -274,7 +485,27 @@ def simulate_blocks(x0, m0, v0, a, c, n: float, lr: float, eps: float, steps, si
 def series_blocks(log_loss, b: int, floor: float):
     """`gaugedyn.adam._spikes.Blocks` of a given per-step ``log10`` loss curve through
     the block reduction the compiled map uses (`simulate_blocks()`): the path on which the
-    detector's known-answer controls run."""
+    detector's known-answer controls run.
+
+    Parameters
+    ----------
+    log_loss : array_like
+        One per-step ``log10`` loss curve (1-D); a tail shorter than ``b`` is dropped.
+    b : int
+        Steps per block; an integer at least 1.
+    floor : float
+        The median, maximum and minimum are clipped below at ``floor``.
+
+    Returns
+    -------
+    Blocks
+        The ``len(log_loss) // b`` blocks' statistics.
+
+    Raises
+    ------
+    InputError
+        When ``log_loss`` is not 1-D or ``b`` is not an integer at least 1.
+    """
     from ._spikes import Blocks
     from ._stability_kernels import series_blocks as kernel
 

@@ -100,9 +100,26 @@ def _check_optimizer(optimizer: Any) -> None:
 
 
 def select(model: torch.nn.Module, names: Names = None) -> list[tuple[str, torch.nn.Parameter]]:
-    """``(name, parameter)`` pairs of ``model`` whose name matches one of ``names`` (exact names
-    or ``fnmatch`` globs such as ``"encoder.0.*"``), in ``named_parameters()`` order;
-    ``None`` selects all. A pattern that matches nothing is an `InputError`."""
+    """``(name, parameter)`` pairs of ``model`` whose name matches one of ``names``, in
+    ``named_parameters()`` order.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model whose ``named_parameters()`` are selected from.
+    names : str or Sequence[str] or None
+        Exact names or ``fnmatch`` globs such as ``"encoder.0.*"``; ``None`` selects all.
+
+    Returns
+    -------
+    list[tuple[str, torch.nn.Parameter]]
+        The selected pairs.
+
+    Raises
+    ------
+    InputError
+        When a pattern matches no parameter.
+    """
     pairs = list(model.named_parameters())
     if names is None:
         return pairs
@@ -276,8 +293,31 @@ def snapshot(
     *,
     weights: bool = True,
 ) -> dict[str, dict[str, torch.Tensor]]:
-    """A deep copy of the selected parameters' state: ``{name: {"step", "exp_avg",
-    "exp_avg_sq", ["max_exp_avg_sq"], ["param"]}}`` (``param`` with ``weights=True``)."""
+    """A deep copy of the selected parameters' state.
+
+    Parameters
+    ----------
+    optimizer : torch.optim.Optimizer
+        A ``torch.optim.Adam`` or ``torch.optim.AdamW`` managing ``model``'s parameters.
+    model : torch.nn.Module
+        The model whose parameters the optimizer was built with.
+    names : str or Sequence[str] or None
+        Parameter names or ``fnmatch`` globs over ``model.named_parameters()`` (`select()`);
+        ``None``: every parameter.
+    weights : bool
+        Also copy the parameters themselves (``"param"``).
+
+    Returns
+    -------
+    dict[str, dict[str, torch.Tensor]]
+        ``{name: {"step", "exp_avg", "exp_avg_sq", ["max_exp_avg_sq"], ["param"]}}``.
+
+    Raises
+    ------
+    InputError
+        When the optimizer is not ``Adam``/``AdamW``, a name matches no parameter, or a
+        selected parameter is not managed by the optimizer or has no Adam state yet.
+    """
     _check_optimizer(optimizer)
     out = {}
     for n, p in select(model, names):
@@ -297,7 +337,32 @@ def restore(
 ) -> StateRecord:
     """Write a `snapshot()` back: every stored tensor (weights too, if stored) of the
     selected parameters is copied in place, so the next step is bit for bit the one the
-    snapshotted optimizer would have taken."""
+    snapshotted optimizer would have taken. Everything is checked before anything is written.
+
+    Parameters
+    ----------
+    optimizer : torch.optim.Optimizer
+        A ``torch.optim.Adam`` or ``torch.optim.AdamW`` managing ``model``'s parameters.
+    model : torch.nn.Module
+        The model whose parameters the optimizer was built with.
+    snap : dict[str, dict[str, torch.Tensor]]
+        A `snapshot()` holding every selected parameter.
+    names : str or Sequence[str] or None
+        Parameter names or ``fnmatch`` globs over ``model.named_parameters()`` (`select()`);
+        ``None``: every parameter.
+
+    Returns
+    -------
+    StateRecord
+        The tensors changed, with their norms before and after.
+
+    Raises
+    ------
+    InputError
+        When the optimizer is not ``Adam``/``AdamW``, a name matches no parameter, or a
+        selected parameter is not managed by the optimizer or has no Adam state yet, or the snapshot lacks a selected name, holds a key this optimizer's state
+        lacks, a tensor of another shape, or a negative second moment.
+    """
     _check_optimizer(optimizer)
     rec = StateRecord("restore", "all")
     plan = []
@@ -339,10 +404,42 @@ def transplant(
     *,
     rows: Rows = None,
 ) -> StateRecord:
-    """Copy one component (``m``, ``v`` or ``both``; ``v`` brings amsgrad's ``max_exp_avg_sq``)
-    from a `snapshot()` (of any optimizer with the same parameter names and exactly the same
-    shapes) into ``optimizer``, whole tensors or the given ``rows`` (the same rows of the
-    snapshot); weights and step counts stay."""
+    """Copy one component from a `snapshot()` (of any optimizer with the same parameter names
+    and exactly the same shapes) into ``optimizer``, whole tensors or the given ``rows`` (the
+    same rows of the snapshot); weights and step counts stay.
+
+    Parameters
+    ----------
+    optimizer : torch.optim.Optimizer
+        A ``torch.optim.Adam`` or ``torch.optim.AdamW`` managing ``model``'s parameters.
+    model : torch.nn.Module
+        The model whose parameters the optimizer was built with.
+    snap : dict[str, dict[str, torch.Tensor]]
+        A `snapshot()` holding the component for every selected parameter.
+    component : str
+        ``"m"``, ``"v"`` or ``"both"`` (`COMPONENTS`); ``v`` brings amsgrad's
+        ``max_exp_avg_sq``.
+    names : str or Sequence[str] or None
+        Parameter names or ``fnmatch`` globs over ``model.named_parameters()`` (`select()`);
+        ``None``: every parameter.
+    rows : Sequence[int] or torch.Tensor or Mapping or None
+        Indices along axis 0 of every selected tensor, or ``{name: (axis, indices)}`` per
+        tensor (module doc); ``None``: whole tensors.
+
+    Returns
+    -------
+    StateRecord
+        The tensors changed, with their norms before and after.
+
+    Raises
+    ------
+    InputError
+        When the optimizer is not ``Adam``/``AdamW``, a name matches no parameter, or a
+        selected parameter is not managed by the optimizer or has no Adam state yet, or ``rows`` names an unselected parameter, an axis out of range or indices that are
+        empty, repeated, out of range or not integers, ``component`` is
+        not one of `COMPONENTS`, or the snapshot lacks an entry or key, holds another shape
+        or a negative second moment.
+    """
     _check_optimizer(optimizer)
     rec = StateRecord("transplant", component)
     pairs, specs = _row_specs(select(model, names), rows)
@@ -385,10 +482,45 @@ def exchange(
     rows: Rows = None,
 ) -> StateRecord:
     """Swap a component between two optimizers, tensor by tensor (matched by name), whole or
-    the given ``rows`` of both: ``m_a <-> m_b`` and/or ``v_a <-> v_b`` (with amsgrad's
-    ``max_exp_avg_sq``, which both must then have). Weights and step counts stay, so each
-    optimizer's next step uses its own bias correction ``1 - beta^t`` with the other's moments.
-    The swap is an exact copy: exchanging twice restores both states bit for bit."""
+    the given ``rows`` of both: ``m_a <-> m_b`` and/or ``v_a <-> v_b``. Weights and step
+    counts stay, so each optimizer's next step uses its own bias correction ``1 - beta^t`` with
+    the other's moments. The swap is an exact copy: exchanging twice restores both states bit
+    for bit.
+
+    Parameters
+    ----------
+    opt_a : torch.optim.Optimizer
+        The first ``Adam``/``AdamW``.
+    model_a : torch.nn.Module
+        Its model; ``names`` selects from it.
+    opt_b : torch.optim.Optimizer
+        The second ``Adam``/``AdamW``.
+    model_b : torch.nn.Module
+        Its model, with a parameter of the same name and shape for each selected one.
+    component : str
+        ``"m"``, ``"v"`` or ``"both"`` (`COMPONENTS`); ``v`` brings amsgrad's
+        ``max_exp_avg_sq``, which both must then have.
+    names : str or Sequence[str] or None
+        Parameter names or ``fnmatch`` globs over ``model_a.named_parameters()`` (`select()`);
+        ``None``: every parameter.
+    rows : Sequence[int] or torch.Tensor or Mapping or None
+        Indices along axis 0 of every selected tensor, or ``{name: (axis, indices)}`` per
+        tensor (module doc); ``None``: whole tensors.
+
+    Returns
+    -------
+    StateRecord
+        The tensors changed, with their norms before and after.
+
+    Raises
+    ------
+    InputError
+        When an optimizer is not ``Adam``/``AdamW``, a name matches no parameter, or a
+        selected parameter is not managed by the optimizer or has no Adam state yet, or ``rows`` names an unselected parameter, an axis out of range or indices that are
+        empty, repeated, out of range or not integers, ``component`` is
+        not one of `COMPONENTS`, a parameter has no counterpart of its shape in ``model_b``,
+        only one optimizer keeps ``max_exp_avg_sq``, or state shapes differ.
+    """
     _check_optimizer(opt_a)
     _check_optimizer(opt_b)
     keys = _keys(component)
@@ -437,8 +569,8 @@ def reset(
     rows: Rows = None,
     restart: bool = False,
 ) -> StateRecord:
-    r"""Zero a component (``m``, ``v`` or ``both``; ``v`` with amsgrad's ``max_exp_avg_sq``) in
-    place, whole tensors or the given ``rows``, keeping the step count ``t``.
+    r"""Zero a component in place, whole tensors or the given ``rows``, keeping the step
+    count ``t``.
 
     Bias-correction consequence: the next step has $m = (1-\beta_1) g$ but divides by
     $1-\beta_1^{t+1}$ (near 1 for large ``t``), so $\hat m \approx (1-\beta_1) g$ instead of
@@ -446,15 +578,46 @@ def reset(
     under-corrected and rebuild over $1/(1-\beta)$ steps. Resetting ``both`` and then the step
     (`reset_step()`) is exactly a fresh optimizer's next step.
 
-    ``restart=True`` (with ``component="both"``) makes the reset entries start afresh: whole
-    tensors get step count 0 (as `reset_step()`); reset ``rows`` get their own step count
-    ``s`` (steps since the reset), kept by the toolkit in step hooks on the optimizer: after each
-    step it recomputes those rows' parameters as torch's Adam does with ``s`` in place of ``t``,
+    With ``restart=True`` whole tensors get step count 0 (as `reset_step()`); reset ``rows``
+    get their own step count ``s`` (steps since the reset), kept by the toolkit in step hooks
+    on the optimizer: after each step it recomputes those rows' parameters as torch's Adam does
+    with ``s`` in place of ``t``,
     $p = p_{before} - \eta\,\frac{m/(1-\beta_1^s)}{\sqrt{v/(1-\beta_2^s)} + \epsilon}$ (after
     AdamW's decay $p_{before}(1 - \eta\lambda)$; amsgrad's running maximum in place of ``v``),
     so each reset row follows a fresh optimizer's trajectory on that row exactly (to rounding).
     The rows are released once $1-\beta^s$ and $1-\beta^t$ are equal in float64. Steps
     skipped by a ``GradScaler`` (the count did not advance) are left alone.
+
+    Parameters
+    ----------
+    optimizer : torch.optim.Optimizer
+        A ``torch.optim.Adam`` or ``torch.optim.AdamW`` managing ``model``'s parameters.
+    model : torch.nn.Module
+        The model whose parameters the optimizer was built with.
+    component : str
+        ``"m"``, ``"v"`` or ``"both"`` (`COMPONENTS`); ``v`` brings amsgrad's
+        ``max_exp_avg_sq``.
+    names : str or Sequence[str] or None
+        Parameter names or ``fnmatch`` globs over ``model.named_parameters()`` (`select()`);
+        ``None``: every parameter.
+    rows : Sequence[int] or torch.Tensor or Mapping or None
+        Indices along axis 0 of every selected tensor, or ``{name: (axis, indices)}`` per
+        tensor (module doc); ``None``: whole tensors.
+    restart : bool
+        Make the reset entries start afresh (above); needs ``component="both"``.
+
+    Returns
+    -------
+    StateRecord
+        The tensors changed, with their norms before and after.
+
+    Raises
+    ------
+    InputError
+        When the optimizer is not ``Adam``/``AdamW``, a name matches no parameter, or a
+        selected parameter is not managed by the optimizer or has no Adam state yet, or ``rows`` names an unselected parameter, an axis out of range or indices that are
+        empty, repeated, out of range or not integers, ``component`` is
+        not one of `COMPONENTS`, or ``restart=True`` with a component other than ``"both"``.
     """
     _check_optimizer(optimizer)
     if restart and component != "both":
@@ -593,12 +756,35 @@ def row_steps(optimizer: torch.optim.Optimizer, p: torch.Tensor) -> torch.Tensor
 def reset_step(
     optimizer: torch.optim.Optimizer, model: torch.nn.Module, step: int = 0, names: Names = None
 ) -> StateRecord:
-    r"""Set the step count ``t`` to ``step`` (default 0), keeping the moments.
+    r"""Set the step count ``t`` to ``step``, keeping the moments.
 
     Bias-correction consequence: the next step divides the kept moments by $1-\beta^{step+1}$;
     with ``step = 0`` that is $1-\beta_1 = 0.1$ and $1-\beta_2 = 0.001$ for the defaults, so
     kept moments are over-corrected ($\hat m \approx m/(1-\beta_1)$): the first updates are
     larger, by up to $\sqrt{1-\beta_2}/(1-\beta_1)$ in ratio, until $\beta^t$ decays.
+
+    Parameters
+    ----------
+    optimizer : torch.optim.Optimizer
+        A ``torch.optim.Adam`` or ``torch.optim.AdamW`` managing ``model``'s parameters.
+    model : torch.nn.Module
+        The model whose parameters the optimizer was built with.
+    step : int
+        The new step count, at least 0.
+    names : str or Sequence[str] or None
+        Parameter names or ``fnmatch`` globs over ``model.named_parameters()`` (`select()`);
+        ``None``: every parameter.
+
+    Returns
+    -------
+    StateRecord
+        The tensors changed, with their norms before and after.
+
+    Raises
+    ------
+    InputError
+        When the optimizer is not ``Adam``/``AdamW``, a name matches no parameter, or a
+        selected parameter is not managed by the optimizer or has no Adam state yet, or ``step < 0``.
     """
     _check_optimizer(optimizer)
     if int(step) < 0:
@@ -664,10 +850,40 @@ def scalarise_v(
     rows: Rows = None,
 ) -> StateRecord:
     r"""Replace ``v`` by its mean within each group: $v_i \leftarrow \bar v = \frac1n\sum_j v_j$
-    (``per = "tensor"``, ``"layer"`` or ``"selection"``; per batch element; over the given
-    ``rows`` only, when given). The mean of ``v`` over each group is kept (up to the rounding of
-    $\bar v$ itself, computed in float64); the coordinate pattern of ``v`` is removed, so only
-    its scale is left. Refuses amsgrad and non-finite ``v`` (a mean would spread it)."""
+    (per batch element; over the given ``rows`` only, when given). The mean of ``v`` over each
+    group is kept (up to the rounding of $\bar v$ itself, computed in float64); the coordinate
+    pattern of ``v`` is removed, so only its scale is left.
+
+    Parameters
+    ----------
+    optimizer : torch.optim.Optimizer
+        A ``torch.optim.Adam`` or ``torch.optim.AdamW`` managing ``model``'s parameters.
+    model : torch.nn.Module
+        The model whose parameters the optimizer was built with.
+    names : str or Sequence[str] or None
+        Parameter names or ``fnmatch`` globs over ``model.named_parameters()`` (`select()`);
+        ``None``: every parameter.
+    per : str
+        The group: ``"tensor"``, ``"layer"`` or ``"selection"`` (`PER`).
+    batch_dims : int
+        The first ``batch_dims`` axes of every tensor are a batch of independent models.
+    rows : Sequence[int] or torch.Tensor or Mapping or None
+        Indices along axis 0 of every selected tensor, or ``{name: (axis, indices)}`` per
+        tensor (module doc); ``None``: whole tensors.
+
+    Returns
+    -------
+    StateRecord
+        The tensors changed, with their norms before and after.
+
+    Raises
+    ------
+    InputError
+        When the optimizer is not ``Adam``/``AdamW``, a name matches no parameter, or a
+        selected parameter is not managed by the optimizer or has no Adam state yet, or ``rows`` names an unselected parameter, an axis out of range or indices that are
+        empty, repeated, out of range or not integers, ``per`` is not one
+        of `PER`, the optimizer uses amsgrad, or some selected ``v`` is not finite.
+    """
     _check_optimizer(optimizer)
     _refuse_amsgrad(optimizer, "scalarise_v")
     rec = StateRecord("scalarise_v", "v", details={"per": per, "batch_dims": int(batch_dims)})
@@ -702,8 +918,36 @@ def mean_adaptive_scale(
     rows: Rows = None,
 ) -> torch.Tensor:
     r"""$\bar a_v = \mathrm{mean}_i\, 1/(\sqrt{\hat v_i} + \epsilon)$ over the selection (its
-    ``rows``, when given), with $\hat v = v/(1-\beta_2^t)$; a float64 tensor of the batch shape
-    (a 0-d tensor without a batch). Refuses amsgrad and non-finite ``v``."""
+    ``rows``, when given), with $\hat v = v/(1-\beta_2^t)$.
+
+    Parameters
+    ----------
+    optimizer : torch.optim.Optimizer
+        A ``torch.optim.Adam`` or ``torch.optim.AdamW`` managing ``model``'s parameters.
+    model : torch.nn.Module
+        The model whose parameters the optimizer was built with.
+    names : str or Sequence[str] or None
+        Parameter names or ``fnmatch`` globs over ``model.named_parameters()`` (`select()`);
+        ``None``: every parameter.
+    batch_dims : int
+        The first ``batch_dims`` axes of every tensor are a batch of independent models.
+    rows : Sequence[int] or torch.Tensor or Mapping or None
+        Indices along axis 0 of every selected tensor, or ``{name: (axis, indices)}`` per
+        tensor (module doc); ``None``: whole tensors.
+
+    Returns
+    -------
+    torch.Tensor
+        $\bar a_v$, float64, of the batch shape (0-d without a batch).
+
+    Raises
+    ------
+    InputError
+        When the optimizer is not ``Adam``/``AdamW``, a name matches no parameter, or a
+        selected parameter is not managed by the optimizer or has no Adam state yet, or ``rows`` names an unselected parameter, an axis out of range or indices that are
+        empty, repeated, out of range or not integers, the optimizer uses
+        amsgrad, or some selected ``v`` is not finite.
+    """
     _check_optimizer(optimizer)
     _refuse_amsgrad(optimizer, "mean_adaptive_scale")
     terms = []
@@ -756,10 +1000,43 @@ def equalise_adaptive_scale(
     $\bar a_v = \mathrm{mean}\,1/(\sqrt{\hat v}+\epsilon)$ over the selection (its ``rows``,
     when given; the same rows in both), equal to the arithmetic mean of the two:
     $v \leftarrow c^2 v$ with ``c`` solving
-    $\mathrm{mean}\,1/(c\sqrt{\hat v}+\epsilon) = (\bar a_v^A + \bar a_v^B)/2$ per state and batch
-    element (exact up to the bisection, to float64 rounding). The pattern of ``v`` (ratios between
-    coordinates) is kept; only its scale moves. Refuses amsgrad and non-finite ``v`` in either
-    state before writing anything."""
+    $\mathrm{mean}\,1/(c\sqrt{\hat v}+\epsilon) = (\bar a_v^A + \bar a_v^B)/2$ per state and
+    batch element (exact up to the bisection, to float64 rounding). The pattern of ``v``
+    (ratios between coordinates) is kept; only its scale moves. Refuses amsgrad and non-finite
+    ``v`` in either state before writing anything.
+
+    Parameters
+    ----------
+    opt_a : torch.optim.Optimizer
+        The first ``Adam``/``AdamW``.
+    model_a : torch.nn.Module
+        Its model.
+    opt_b : torch.optim.Optimizer
+        The second ``Adam``/``AdamW``.
+    model_b : torch.nn.Module
+        Its model (the same names are selected in both).
+    names : str or Sequence[str] or None
+        Parameter names or ``fnmatch`` globs over ``each model's named_parameters()`` (`select()`);
+        ``None``: every parameter.
+    batch_dims : int
+        The first ``batch_dims`` axes of every tensor are a batch of independent models.
+    rows : Sequence[int] or torch.Tensor or Mapping or None
+        Indices along axis 0 of every selected tensor, or ``{name: (axis, indices)}`` per
+        tensor (module doc); ``None``: whole tensors.
+
+    Returns
+    -------
+    StateRecord
+        The tensors changed, with their norms before and after.
+
+    Raises
+    ------
+    InputError
+        When an optimizer is not ``Adam``/``AdamW``, a name matches no parameter, or a
+        selected parameter is not managed by the optimizer or has no Adam state yet, or ``rows`` names an unselected parameter, an axis out of range or indices that are
+        empty, repeated, out of range or not integers, either optimizer
+        uses amsgrad, or some selected ``v`` is not finite (`mean_adaptive_scale()`).
+    """
     targets = [
         mean_adaptive_scale(o, m, names, batch_dims=batch_dims, rows=rows)
         for o, m in ((opt_a, model_a), (opt_b, model_b))
@@ -791,7 +1068,26 @@ def equalise_adaptive_scale(
 
 def weights(model: torch.nn.Module, names: Names = None) -> dict[str, torch.Tensor]:
     """Copies of the selected parameters, the ``before`` of `update_norm()` and
-    `rescale_update()`."""
+    `rescale_update()`.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model.
+    names : str or Sequence[str] or None
+        Parameter names or ``fnmatch`` globs over ``model.named_parameters()`` (`select()`);
+        ``None``: every parameter.
+
+    Returns
+    -------
+    dict[str, torch.Tensor]
+        Detached copies by name.
+
+    Raises
+    ------
+    InputError
+        When a name matches no parameter.
+    """
     return {n: p.detach().clone() for n, p in select(model, names)}
 
 
@@ -803,7 +1099,30 @@ def update_norm(
     batch_dims: int = 0,
 ) -> torch.Tensor:
     r"""$\|\Delta\| = \sqrt{\sum_i (p_i - p_i^{before})^2}$ over the selection, per batch
-    element (float64)."""
+    element (float64).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model after the update.
+    before : dict[str, torch.Tensor]
+        The parameters before it (`weights()` on the same selection).
+    names : str or Sequence[str] or None
+        Parameter names or ``fnmatch`` globs over ``model.named_parameters()`` (`select()`);
+        ``None``: every parameter.
+    batch_dims : int
+        The first ``batch_dims`` axes of every tensor are a batch of independent models.
+
+    Returns
+    -------
+    torch.Tensor
+        $\|\Delta\|$, float64, of the batch shape.
+
+    Raises
+    ------
+    InputError
+        When a name matches no parameter.
+    """
     sq = [(p.detach().double() - before[n].double()) ** 2 for n, p in select(model, names)]
     return (_group_mean(sq, batch_dims) * _numel(sq, batch_dims)).sqrt()
 
@@ -823,9 +1142,35 @@ def rescale_update(
 ) -> StateRecord:
     r"""Equal-movement control: rescale the update just taken to a stated norm,
     $p \leftarrow p^{before} + \Delta\, \nu/\|\Delta\|$ with $\Delta = p - p^{before}$ and
-    $\|\Delta\|$ over the selection per batch element (`update_norm()`); ``norm`` ($\nu$)
-    is a number or a tensor of the batch shape. A zero update stays zero. The optimizer state is
-    not touched: the moments still carry the gradient, only the movement is controlled."""
+    $\|\Delta\|$ over the selection per batch element (`update_norm()`). A zero update stays
+    zero. The optimizer state is not touched: the moments still carry the gradient, only the
+    movement is controlled.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model after the update; its selected parameters are written in place.
+    before : dict[str, torch.Tensor]
+        The parameters before the update (`weights()` on the same selection).
+    norm : float or torch.Tensor
+        $\nu$: a number or a tensor of the batch shape.
+    names : str or Sequence[str] or None
+        Parameter names or ``fnmatch`` globs over ``model.named_parameters()`` (`select()`);
+        ``None``: every parameter.
+    batch_dims : int
+        The first ``batch_dims`` axes of every tensor are a batch of independent models.
+
+    Returns
+    -------
+    StateRecord
+        The tensors changed, with their norms before and after.
+
+    Raises
+    ------
+    InputError
+        When a name matches no parameter, ``before`` lacks a selected parameter or holds
+        another shape, or some update is not finite.
+    """
     for n, p in select(model, names):
         if n not in before or before[n].shape != p.shape:
             raise InputError(

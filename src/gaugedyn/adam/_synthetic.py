@@ -39,8 +39,22 @@ def _tau(beta: float) -> float:
 def series_terms(g, dg, d2g, beta1: float, beta2: float) -> dict[str, np.ndarray]:
     """The series terms of the parts at a point with gradient ``g``, ``g'``, ``g''`` (per step).
 
-    Returns ``sign``, ``lag1`` (first order), ``curvature`` (the ``g''`` term of the lag),
-    ``lag_cross`` (its ``g'^2`` term), ``lag2 = lag1 + curvature + lag_cross`` and ``ratio2``.
+    Parameters
+    ----------
+    g, dg, d2g : array_like
+        The gradient and its first and second derivatives in steps, at the point (arrays
+        broadcast together).
+    beta1 : float
+        The first moment's decay; ``tau1 = 1/(1 - beta1)``.
+    beta2 : float
+        The second moment's decay; ``tau2 = 1/(1 - beta2)``.
+
+    Returns
+    -------
+    dict[str, numpy.ndarray]
+        ``sign``, ``lag1`` (first order), ``curvature`` (the ``g''`` term of the lag),
+        ``lag_cross`` (its ``g'^2`` term), ``lag2 = lag1 + curvature + lag_cross`` and
+        ``ratio2``; ``inf`` or ``nan`` where ``g = 0``.
     """
     g, dg, d2g = (np.asarray(a, dtype=float) for a in (g, dg, d2g))
     t1, t2 = _tau(beta1), _tau(beta2)
@@ -87,8 +101,32 @@ def signal_history(signal: str, lams, beta: float, points=(0.0,), burn: float = 
 def measured_vs_series(signal: str, lams, beta1: float, beta2: float, points=(0.0,)) -> dict:
     """Measured parts of the last update against the series terms, per ``lam`` and point.
 
-    Uses ``eps = 0``. Returns arrays of shape ``(len(lams), len(points))``: the measured ``lag``,
-    ``ratio``, ``transition``, ``sign`` and the series terms of `series_terms()`.
+    Uses ``eps = 0``; the history is ``60 tau`` steps long for the longer memory.
+
+    Parameters
+    ----------
+    signal : str
+        The signal shape ``G``, a key of `SIGNALS`.
+    lams : array_like
+        The slownesses ``lam`` (positive): ``g_k = G(lam (k - T) + point)``.
+    beta1 : float
+        The first moment's decay.
+    beta2 : float
+        The second moment's decay.
+    points : sequence of float
+        The signal arguments ``G(point)`` at which the last step lands.
+
+    Returns
+    -------
+    dict
+        Arrays of shape ``(len(lams), len(points))``: the measured ``lag``, ``ratio``,
+        ``transition``, ``sign``, the series terms of `series_terms()` prefixed ``series_``,
+        and ``g`` (the gradient at the last step).
+
+    Raises
+    ------
+    InputError
+        When ``signal`` is not a key of `SIGNALS` or a slowness is not positive.
     """
     grads, x = signal_history(signal, lams, max(beta1, beta2), points)
     parts = decompose_history(grads, beta1, beta2, eps=0.0)
@@ -106,8 +144,34 @@ def order_check(signal: str, beta1: float, beta2: float, lams, points=(0.0, 0.7,
 
     Errors are maxima over ``points`` (restricted to ``|g| > 1/2``):
     ``lag - lag1`` (predicted order 2), ``lag - lag2`` (order 3), ``ratio - ratio2`` (order 3),
-    ``|transition|`` (0 without a sign change in the window). Returns the error arrays and the
-    fitted slopes ``slope_lag1``, ``slope_lag2``, ``slope_ratio2``.
+    ``|transition|`` (0 without a sign change in the window).
+
+    Parameters
+    ----------
+    signal : str
+        The signal shape, a key of `SIGNALS`.
+    beta1 : float
+        The first moment's decay.
+    beta2 : float
+        The second moment's decay.
+    lams : array_like
+        The slownesses (positive) over which the orders are fitted.
+    points : sequence of float
+        The signal arguments at which the last step lands; at least one with ``|g| > 1/2``
+        for each ``lam``.
+
+    Returns
+    -------
+    dict
+        ``lams``, the error arrays ``err_lag1``, ``err_lag2``, ``err_ratio2``,
+        ``max_transition`` and ``lag`` (each per ``lam``), and the fitted log-log slopes
+        ``slope_lag1``, ``slope_lag2``, ``slope_ratio2`` (``nan`` when an error is zero).
+
+    Raises
+    ------
+    InputError
+        When no point has ``|g| > 1/2`` for some ``lam``, ``signal`` is not a key of
+        `SIGNALS`, or a slowness is not positive.
     """
     r = measured_vs_series(signal, lams, beta1, beta2, points)
     mask = np.abs(r["g"]) > 0.5
@@ -136,7 +200,22 @@ def transition_fraction(beta2: float, lam: float, periods: int = 20) -> dict:
 
     ``phi = atan(b2 sin lam / (1 - b2 cos lam))`` is the exact phase lag of the ``b2``-EMA, so the
     smoothed sign trails the gradient's sign for ``phi/lam`` steps after each of the two zero
-    crossings per period. Returns ``measured``, ``predicted`` and the first-order ``(tau2-1) lam/pi``.
+    crossings per period. Both moments use ``beta2``; the first ``60 tau2`` steps are a burn-in.
+
+    Parameters
+    ----------
+    beta2 : float
+        The EMA decay ``b2``.
+    lam : float
+        The signal's angular frequency per step (positive).
+    periods : int
+        How many signal periods are measured after the burn-in.
+
+    Returns
+    -------
+    dict
+        ``measured`` (the fraction of steps in transition), ``predicted`` (``phi/pi``) and
+        ``first_order`` (``(tau2-1) lam/pi``).
     """
     tau2 = _tau(beta2)
     n = int(60 * tau2 + periods * 2 * np.pi / lam)

@@ -4,7 +4,7 @@ For a row ``1 - beta1 = a`` the *edge* is the upper edge of the spiky region in 
 going up in ``c`` from the highest cell whose spike probability ``p`` (the share of its seeds
 judged spiky among those spiky or quiet) is at least 1/2, the ``c`` at which ``p`` falls through
 1/2, log-interpolated between that cell and the next evaluated cell above it. It is found in two
-phases (:func:`scan_rows`):
+phases (`scan_rows()`):
 
 - **bracket**: the declared coarse grid is evaluated from its largest ``c`` downwards and a row
   stops after the first cell with ``p >= 1/2`` under every window (cells below it are not
@@ -14,7 +14,7 @@ phases (:func:`scan_rows`):
   with fresh seeds (one cell a round per window and row; the windows share a cell when their
   brackets share a midpoint).
 
-The edge's **interval** (:func:`row_edge`) is read from the seeds of the evaluated cells: from
+The edge's **interval** (`row_edge()`) is read from the seeds of the evaluated cells: from
 the largest evaluated ``c`` at or below the bracket whose exact (Clopper-Pearson) 95% interval of
 ``p`` lies above 1/2 (significantly spiky) to the smallest at or above it whose interval lies
 below 1/2 (significantly quiet); a side with no such cell is open (``nan``). With 8 seeds a cell
@@ -117,7 +117,7 @@ def scan_rows(
 ) -> dict:
     """Both phases (module doc) for every row of ``a`` over the ascending coarse grid
     ``c_grid``. Returns ``status`` ``(rows, cols, seeds, windows)`` of the coarse cells
-    (:data:`._protocol.NOT_SIMULATED` below a row's first spiky cell), ``bisect_c``
+    (`_protocol.NOT_SIMULATED` below a row's first spiky cell), ``bisect_c``
     ``(rows, R)`` and ``bisect_status`` ``(rows, R, seeds, windows)`` of the bisection's cells
     (``nan`` / ``NOT_SIMULATED`` padded), and ``rounds``."""
     a = np.asarray(a, float)
@@ -188,7 +188,7 @@ def _midpoints(c, status, extra_c, extra_st, decades, windows) -> tuple[list[int
 
 
 def row_edges(c_grid, status, bisect_c, bisect_status, w: int) -> np.ndarray:
-    """``(rows, 3)``: :func:`row_edge` of every row under window ``w``."""
+    """``(rows, 3)``: `row_edge()` of every row under window ``w``."""
     return np.array(
         [
             row_edge(*cells_of_row(c_grid, status, bisect_c, bisect_status, i, w))

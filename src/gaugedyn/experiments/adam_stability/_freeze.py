@@ -137,7 +137,7 @@ def edge_times(arms: dict) -> tuple[int, int]:
 
 
 def delay(arms: dict) -> float:
-    """:func:`censored_delay` of the two arms (the run's last step the bound)."""
+    """`censored_delay()` of the two arms (the run's last step the bound)."""
     ta, tf = edge_times(arms)
     return censored_delay(ta, tf, np.asarray(arms["adaptive"]).size - 1)
 
