@@ -18,9 +18,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCUMENTED = ("gaugedyn.gauge", "gaugedyn.symbolic", "gaugedyn.papers", "gaugedyn.monitor")
-PENDING = (
+DOCUMENTED = (
+    "gaugedyn.gauge",
+    "gaugedyn.symbolic",
+    "gaugedyn.papers",
+    "gaugedyn.monitor",
     "gaugedyn.theory",
+)
+PENDING = (
     "gaugedyn.training",
     "gaugedyn.adam",
     "gaugedyn.stats",
