@@ -24,9 +24,9 @@ DOCUMENTED = (
     "gaugedyn.papers",
     "gaugedyn.monitor",
     "gaugedyn.adam",
+    "gaugedyn.theory",
 )
 PENDING = (
-    "gaugedyn.theory",
     "gaugedyn.training",
     "gaugedyn.stats",
     "gaugedyn.harness",

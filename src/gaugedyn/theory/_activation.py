@@ -83,7 +83,19 @@ def _autograd_derivative(fn: Callable) -> Callable:
 
 def on_numpy(fn: Callable) -> Callable:
     """An elementwise torch function evaluated on float64 numpy arrays (no copy):
-    ``on_numpy(activation.function)(x)`` is ``g(x)`` as a numpy array."""
+    ``on_numpy(activation.function)(x)`` is $g(x)$ as a numpy array.
+
+    Parameters
+    ----------
+    fn : Callable
+        An elementwise function of a torch tensor (``Activation.function``, ``.derivative``, ...).
+
+    Returns
+    -------
+    Callable
+        A function of an array_like, returning a float64 ``numpy.ndarray`` of its shape,
+        evaluated without autograd.
+    """
 
     def f(x):
         torch = _torch()
@@ -287,17 +299,36 @@ _CROSS: dict = {}
 
 
 def cross_kernels(student: str | Activation, teacher: str | Activation | None) -> tuple:
-    """``(F, dF, d2F)`` of the student-teacher pair ``F(q1, q2, c) = E[g(x1) g*(x2)]``
-    (``x1`` a student field of variance ``q1``, ``x2`` a teacher field of variance ``q2``).
+    r"""$(F, \mathrm{d}F, \mathrm{d}^2F)$ of the student-teacher pair $F(q_1, q_2, c) = E[g(x_1) g^*(x_2)]$
+    ($x_1$ a student field of variance $q_1$, $x_2$ a teacher field of variance $q_2$).
 
     The student's own pair kernels when ``teacher`` is ``None`` or the same activation; for two
-    positively homogeneous activations the ReLU closed forms (``g = u relu + d relu(-.)``, so
-    ``F = (u u* + d d*) F_relu(c) + (u d* + d u*) F_relu(-c)``); otherwise the Mehler series
-    ``sum_k A_k(q1) A*_k(q2) rho^k`` of `gaugedyn.theory._quadrature.mehler()`, with each
-    side's Hermite coefficients from its quadrature (smooth ``g``) or exactly
-    (`homogeneous_coefficients()`), truncated at the smooth
-    side's number of terms (the smaller one if both are smooth). Its error bound is the series'
-    with twice the terms against this one (`cross_error()`).
+    positively homogeneous activations the ReLU closed forms
+    ($g = u\, \mathrm{relu} + d\, \mathrm{relu}(-\cdot)$, so
+    $F = (u u^* + d d^*) F_\mathrm{relu}(c) + (u d^* + d u^*) F_\mathrm{relu}(-c)$); otherwise the
+    Mehler series $\sum_k A_k(q_1) A^*_k(q_2) \rho^k$ of `gaugedyn.theory._quadrature.mehler()`,
+    with each side's Hermite coefficients from its quadrature (smooth $g$) or exactly
+    (`homogeneous_coefficients()`), truncated at the smooth side's number of terms (the smaller
+    one if both are smooth). Its error bound is the series' with twice the terms against this one
+    (`cross_error()`).
+
+    Parameters
+    ----------
+    student : str or Activation
+        The student's activation $g$ (a registered name, a spec or an `Activation`).
+    teacher : str, Activation or None
+        The teacher's activation $g^*$; ``None``: the student's.
+
+    Returns
+    -------
+    tuple
+        ``(F, dF, d2F)``: functions of ``(q1, q2, c)`` giving the kernel, its three first
+        derivatives and its six second derivatives (cached per pair).
+
+    Raises
+    ------
+    InputError
+        For an activation `activation_of()` does not know.
     """
     s = activation_of(student)
     t = s if teacher is None else activation_of(teacher)
@@ -653,7 +684,23 @@ ACTIVATIONS: dict[str, Activation] = {
 
 
 def register_activation(activation: Activation) -> Activation:
-    """Add ``activation`` to `ACTIVATIONS` under its name (a name may be taken once)."""
+    """Add ``activation`` to `ACTIVATIONS` under its name (a name may be taken once).
+
+    Parameters
+    ----------
+    activation : Activation
+        The activation to register; registering the same object again is allowed.
+
+    Returns
+    -------
+    Activation
+        ``activation`` itself.
+
+    Raises
+    ------
+    InputError
+        For something other than an `Activation`, or a name already taken by another object.
+    """
     if not isinstance(activation, Activation):
         raise InputError(f"register takes an Activation, not {type(activation).__name__}")
     if activation.name in ACTIVATIONS and ACTIVATIONS[activation.name] is not activation:
@@ -678,7 +725,25 @@ def allowed_activations() -> str:
 
 def activation_of(activation: str | Activation) -> Activation:
     """The `Activation` of a registered name, of a ``MODULE:NAME`` / ``file.py:NAME``
-    spec (`load_activation()`, once per process), or the object itself."""
+    spec (`load_activation()`, once per process), or the object itself.
+
+    Parameters
+    ----------
+    activation : str or Activation
+        A registered name (`ACTIVATIONS`), a ``MODULE:NAME`` or ``path/file.py:NAME`` spec, or an
+        `Activation`.
+
+    Returns
+    -------
+    Activation
+        The registered or loaded activation (the same object for every call with one spec).
+
+    Raises
+    ------
+    InputError
+        For a name that is not registered and is not a spec, or a spec that fails to load (its
+        cause named).
+    """
     if isinstance(activation, Activation):
         return activation
     if isinstance(activation, str) and activation in ACTIVATIONS:
@@ -854,21 +919,50 @@ def check_activation(
     seed: int = 0,
     numerical: bool = False,
 ) -> dict:
-    """Compare an activation's Gaussian expectations with Monte Carlo and ``g'`` with autograd.
+    r"""Compare an activation's Gaussian expectations with Monte Carlo and $g'$ with autograd.
 
-    On ``configurations`` random covariances ``C = [[q1, c], [c, q2]]`` (``q`` in ``[0.25, 2]``,
-    correlation in ``[-0.9, 0.9]``) it draws ``samples`` Gaussian pairs (common random numbers,
+    On ``configurations`` random covariances $C = [[q_1, c], [c, q_2]]$ ($q$ in $[0.25, 2]$,
+    correlation in $[-0.9, 0.9]$) it draws ``samples`` Gaussian pairs (common random numbers,
     ``numpy.random.default_rng(seed)``) and reports, for each kernel quantity the flow uses
-    (``F``, ``dF/dc = E[g' g']``, ``2 dF/dq1 = E[g'' g]`` through Price's theorem when ``g`` is
-    smooth, and ``S``), the largest deviation in standard errors ``max |kernel - MC| / SE``; for
-    the derivative the largest ``|g' - autograd g'|`` on a grid of 2001 points in ``[-6, 6]``;
-    ``quadrature_error``, the largest stated error bound of the numerical kernels on the same
-    configurations; and, when ``sympy_expr`` is set, the largest deviation of ``function`` and
-    ``derivative`` from it. ``numerical=True`` checks the quadrature even when a closed form
-    exists. The kernels pass when every z-score is below 4. ``samples`` and ``configurations``
-    are checked against the command line's declarations, and their product against the memory
-    available (`CHECK_BYTES_PER_SAMPLE`) and the day of work a command accepts
+    ($F$, $\partial F/\partial c = E[g' g']$, $2\, \partial F/\partial q_1 = E[g'' g]$ through
+    Price's theorem when $g$ is smooth, and $S$), the largest deviation in standard errors
+    $\max |\mathrm{kernel} - \mathrm{MC}| / \mathrm{SE}$; for the derivative the largest
+    $|g' - \mathrm{autograd}\ g'|$ on a grid of 2001 points in $[-6, 6]$; ``quadrature_error``, the
+    largest stated error bound of the numerical kernels on the same configurations; and, when
+    ``sympy_expr`` is set, the largest deviation of ``function`` and ``derivative`` from it.
+    ``numerical=True`` checks the quadrature even when a closed form exists. The kernels pass when
+    every z-score is below 4. ``samples`` and ``configurations`` are checked against the command
+    line's declarations, and their product against the memory available
+    (`CHECK_BYTES_PER_SAMPLE`) and the day of work a command accepts
     (`CHECK_SECONDS_PER_SAMPLE`), before any sample is drawn.
+
+    Parameters
+    ----------
+    activation : str or Activation
+        The activation to check (a registered name, a spec or an `Activation`).
+    samples : int
+        Monte Carlo pairs per configuration, in $[1000, 10^8]$.
+    configurations : int
+        Random covariances, in $[1, 1000]$.
+    seed : int
+        Seed of the covariances and samples, in $[0, 2^{63} - 1]$.
+    numerical : bool
+        Check the quadrature kernels even where closed forms exist.
+
+    Returns
+    -------
+    dict
+        ``activation``, ``samples``, ``configurations``, ``seed``, ``kernels`` (the rule checked),
+        ``max_z`` (per quantity), ``derivative_vs_autograd``, ``quadrature_error``, with
+        ``function_vs_sympy`` and ``derivative_vs_sympy`` when a sympy expression is known, and
+        ``passed``.
+
+    Raises
+    ------
+    InputError
+        For a setting outside its range, a product of samples and configurations beyond the
+        memory or the work allowed, an unknown activation, or a ``sympy_expr`` with other than one
+        free symbol.
     """
     samples, configurations = _check_sizes(samples, configurations, seed)
     act = activation_of(activation)

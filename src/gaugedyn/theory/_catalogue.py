@@ -209,12 +209,50 @@ def catalogue(
     progress=None,
     **refine,
 ) -> Catalogue:
-    """The catalogue of ``teacher``'s landscape (module docstring).
+    r"""The catalogue of ``teacher``'s landscape (module docstring).
 
     ``teacher``: a `Problem` whose ``K``, ``D``, teacher ``(b, V)`` and activation are
     used (its student is not). ``flatness``, ``min_span``: `plateaus()`. ``tol`` and
     ``refine``: `critical_point()`. ``progress(done, total)`` is called after each start is
     refined.
+
+    Parameters
+    ----------
+    teacher : Problem
+        Supplies $K$, $D$, the teacher $(b, V)$ and the activation(s); its student is unused.
+    starts : int
+        Random students, in $[1, 10^5]$.
+    seed : int
+        Entropy of the ``numpy.random.SeedSequence`` spawned once per start (a non-negative
+        integer).
+    scale : float
+        $a_i \sim N(0, \mathrm{scale}^2 / K)$, in $(0, 10^3]$.
+    t_max : float
+        Flow time of each start, in $(0, 10^8]$.
+    flatness : float
+        See `flat_stretches()`, in $(0, 1]$.
+    min_span : float
+        See `flat_stretches()`, in $[0, 50]$.
+    confidence : float
+        Level of the basins' Clopper-Pearson intervals, in $[0.5, 0.999]$.
+    tol : float
+        The gradient norm at which `critical_point()` stops.
+    progress : Callable or None
+        ``progress(done, total)``, called after each start.
+    **refine : dict
+        Further keyword arguments of `critical_point()` (``formulation``, ``zero_tol``, ...).
+
+    Returns
+    -------
+    Catalogue
+        The merged critical points sorted by loss, with their basins, visits and Newton starts,
+        the unresolved starts and the settings.
+
+    Raises
+    ------
+    InputError
+        For a ``teacher`` that is not a `Problem` or a setting outside its range (before any
+        flow runs).
     """
     if not isinstance(teacher, Problem):
         raise InputError(f"teacher={type(teacher).__name__} is not allowed; allowed: a Problem")

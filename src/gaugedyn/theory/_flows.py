@@ -174,8 +174,33 @@ def initial_state(
     weight_decay: float = 0.0,
     lr2: float = 1.0,
 ):
-    """``(y0, params)`` of a `Problem` in the chosen formulation (with the classical
-    options ``weight_decay`` and ``lr2`` of `FlowParams`)."""
+    r"""``(y0, params)`` of a `Problem` in the chosen formulation (with the classical
+    options ``weight_decay`` and ``lr2`` of `FlowParams`).
+
+    Parameters
+    ----------
+    problem : Problem
+        The teacher, the initial student and the activation(s).
+    formulation : str
+        ``order-parameters``, ``weight-space`` or ``span`` (`FORMULATIONS`).
+    singular_cutoff : float
+        Regularisation of the Jacobian on aligned pairs (`FlowParams`, `gradient_jvp()`).
+    weight_decay : float
+        Weight decay $\lambda$ on both layers, in $[0, 10^3]$.
+    lr2 : float
+        The second layer's rate relative to the first, in $[0, 10^3]$; 0 freezes it.
+
+    Returns
+    -------
+    tuple
+        ``(y0, params)``: the state ``y0 (n,)`` ($n = K + K(K+1)/2 + KM$ in order parameters,
+        $K + K D$ in weight space, $K + K r$ in the span) and its `FlowParams`.
+
+    Raises
+    ------
+    InputError
+        For an unknown formulation or a ``weight_decay`` or ``lr2`` outside its range.
+    """
     _check_formulation(formulation)
     weight_decay = PARAMS["weight_decay"].accept(weight_decay)
     lr2 = PARAMS["lr2"].accept(lr2)
@@ -239,7 +264,20 @@ def _t(x):
 
 
 def state_to_order_parameters(y, p: FlowParams):
-    """``(a, Q, R)`` of states ``y (..., n)``."""
+    """$(a, Q, R)$ of states ``y (..., n)``.
+
+    Parameters
+    ----------
+    y : numpy.ndarray
+        State(s) ``(..., n)`` in the formulation of ``p`` (`initial_state()`).
+    p : FlowParams
+        The teacher, activation, formulation and options (`initial_state()`).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(a (..., K), Q (..., K, K), R (..., K, M))``.
+    """
     if p.formulation == "order-parameters":
         return unpack_order_parameters(y, p.K, p.M)
     a, W = _unpack_weights(y, p)
@@ -248,7 +286,25 @@ def state_to_order_parameters(y, p: FlowParams):
 
 
 def weights(y, p: FlowParams):
-    """``(a, W)`` in ``D`` dimensions (weight-space and span formulations)."""
+    """$(a, W)$ in $D$ dimensions (weight-space and span formulations).
+
+    Parameters
+    ----------
+    y : numpy.ndarray
+        State(s) ``(..., n)`` in the formulation of ``p`` (`initial_state()`).
+    p : FlowParams
+        The teacher, activation, formulation and options (`initial_state()`).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(a (..., K), W (..., K, D))``; the span's coefficients mapped back through its basis.
+
+    Raises
+    ------
+    InputError
+        For the order-parameter formulation, which carries no weights.
+    """
     if p.formulation == "order-parameters":
         raise InputError(
             "the order-parameter formulation does not carry weights; use "
@@ -305,7 +361,23 @@ def _sines(W, V, p: FlowParams):
 
 
 def rhs(t, y, p: FlowParams):
-    """Population gradient flow ``dy/dt`` in the formulation of ``p`` (vectorised over ``y``)."""
+    r"""Population gradient flow $\mathrm{d}y/\mathrm{d}t$ in the formulation of ``p`` (vectorised
+    over ``y``).
+
+    Parameters
+    ----------
+    t : float
+        Time; unused (the flow is autonomous), kept for the integrators' signature.
+    y : numpy.ndarray
+        State(s) ``(..., n)`` in the formulation of ``p`` (`initial_state()`).
+    p : FlowParams
+        The teacher, activation, formulation and options (`initial_state()`).
+
+    Returns
+    -------
+    numpy.ndarray
+        $\mathrm{d}y/\mathrm{d}t$, the shape of ``y``.
+    """
     f = _flow(y, p, *_expand_params(p, y))[0]
     if p.plain:
         return f
@@ -314,8 +386,24 @@ def rhs(t, y, p: FlowParams):
 
 
 def jacobian(t, y, p: FlowParams):
-    """Exact Jacobian ``d rhs / dy`` (``(..., n, n)``), by the chain rule through the kernels'
-    second derivatives (`gradient_jvp()`), regularised only on exactly aligned ReLU pairs."""
+    r"""Exact Jacobian $\partial\, \mathrm{rhs} / \partial y$ (``(..., n, n)``), by the chain rule
+    through the kernels' second derivatives (`gradient_jvp()`), regularised only on exactly
+    aligned ReLU pairs.
+
+    Parameters
+    ----------
+    t : float
+        Time; unused (the flow is autonomous).
+    y : numpy.ndarray
+        State(s) ``(..., n)`` in the formulation of ``p`` (`initial_state()`).
+    p : FlowParams
+        The teacher, activation, formulation and options (`initial_state()`).
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(..., n, n)``.
+    """
     return rhs_and_jacobian(t, y, p)[1]
 
 
@@ -352,7 +440,22 @@ def _order_parameter_directions(n: int, K: int, M: int):
 
 
 def rhs_and_jacobian(t, y, p: FlowParams):
-    """``(rhs(t, y, p), jacobian(t, y, p))`` sharing one gradient evaluation."""
+    """``(rhs(t, y, p), jacobian(t, y, p))`` sharing one gradient evaluation.
+
+    Parameters
+    ----------
+    t : float
+        Time; unused (the flow is autonomous).
+    y : numpy.ndarray
+        State(s) ``(..., n)`` in the formulation of ``p`` (`initial_state()`).
+    p : FlowParams
+        The teacher, activation, formulation and options (`initial_state()`).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(f (..., n), J (..., n, n))``.
+    """
     b, T, V = _expand_params(p, y)
     f, g, state = _flow(y, p, b, T, V)
     if p.formulation == "order-parameters":
@@ -404,7 +507,27 @@ def rhs_and_jacobian(t, y, p: FlowParams):
 
 
 def gd_step(y, eta: float, p: FlowParams):
-    """One step of population gradient descent, ``W -> W - eta dL/dW``, ``a -> a - eta dL/da``."""
+    r"""One step of population gradient descent, $W \to W - \eta\, \partial L/\partial W$,
+    $a \to a - \eta\, \partial L/\partial a$ (with weight decay $\lambda$:
+    $W \to (1 - \eta \lambda) W - \eta\, \partial L/\partial W$, and the $a$ step times ``lr2``).
+
+    In order parameters it is the weight-space map's exact image,
+    $Q \to Q + \eta \dot Q + \eta^2 (\partial L/\partial W)(\partial L/\partial W)^\top$.
+
+    Parameters
+    ----------
+    y : numpy.ndarray
+        State(s) ``(..., n)`` in the formulation of ``p`` (`initial_state()`).
+    eta : float
+        The step size $\eta$.
+    p : FlowParams
+        The teacher, activation, formulation and options (`initial_state()`).
+
+    Returns
+    -------
+    numpy.ndarray
+        The state after one step, the shape of ``y``.
+    """
     if p.formulation != "order-parameters":
         return y + eta * rhs(0.0, y, p)
     b, T, _ = _expand_params(p, y)

@@ -59,15 +59,50 @@ def remaining_function(
 def remaining_relative(
     a, Q, R, T, b, activation: str = "relu", tie_rtol: float = TIE_RTOL
 ) -> np.ndarray:
-    """`remaining_function()` over the teacher's norm ``||f*||``."""
+    r"""`remaining_function()` over the teacher's norm $\|f^*\|$.
+
+    Parameters
+    ----------
+    a : array_like
+        Student second-layer weights, shape ``(..., K)``.
+    Q : array_like
+        Student overlaps, shape ``(..., K, K)``.
+    R : array_like
+        Student-teacher overlaps, shape ``(..., K, M)``.
+    T : array_like
+        Teacher overlaps, shape ``(..., M, M)``.
+    b : array_like
+        Teacher second-layer weights, shape ``(..., M)``.
+    activation : str
+        The activation's registered name, used for the students' function and the teacher's norm.
+    tie_rtol : float
+        Relative gap below which two shares tie (`owner_sets()`): a tied student owns.
+
+    Returns
+    -------
+    numpy.ndarray
+        $\|\sum_{i \text{ owns nothing}} \rho_i g(u_i \cdot x)\| / \|f^*\|$, shape ``(...)``.
+    """
     return remaining_function(a, Q, R, T, b, activation, tie_rtol) / teacher_norm(b, T, activation)
 
 
 def pruned_since(t, rho, prune_tol: float) -> np.ndarray:
-    """Per student, the first output time from which ``|rho_i| < prune_tol`` holds at every later
-    output time; ``nan`` if the student is not pruned at the last time.
+    r"""Per student, the first output time from which $|\rho_i| <$ ``prune_tol`` holds at every
+    later output time; ``nan`` if the student is not pruned at the last time.
 
-    ``t (T,)``, ``rho (T, K)`` (or ``(..., T, K)``); returns ``(K,)`` (or ``(..., K)``).
+    Parameters
+    ----------
+    t : array_like
+        Output times, shape ``(T,)``, increasing.
+    rho : array_like
+        Feature coefficients $\rho_i$ at those times, shape ``(T, K)`` or ``(..., T, K)``.
+    prune_tol : float
+        The pruning tolerance (`Definitions.prune_tol`).
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(K,)`` (or ``(..., K)``): a time of ``t``, or ``nan``.
     """
     t = np.asarray(t, dtype=float)
     small = np.abs(np.asarray(rho, dtype=float)) < prune_tol
@@ -82,7 +117,25 @@ def pruning_time(t, rho, prune_tol: float, event_time=None) -> np.ndarray:
     """The time from which each student stays pruned (`pruned_since()`), refined by an
     event time located between output times (``event_time (..., K)``, e.g. the integrator's
     first crossing) where that event lies in the final pruned stretch; ``nan``: not pruned at
-    the end."""
+    the end.
+
+    Parameters
+    ----------
+    t : array_like
+        Output times, shape ``(T,)``, increasing.
+    rho : array_like
+        Feature coefficients at those times, shape ``(T, K)`` or ``(..., T, K)``.
+    prune_tol : float
+        The pruning tolerance (`Definitions.prune_tol`).
+    event_time : array_like or None
+        An event time per student, shape ``(..., K)``, used where it lies after the output time
+        before `pruned_since()`'s time and not after it; ``None``: no refinement.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(K,)`` (or ``(..., K)``): the pruning time, or ``nan``.
+    """
     since = pruned_since(t, rho, prune_tol)
     if event_time is None:
         return since
@@ -99,7 +152,33 @@ def functional_report(
 ) -> dict:
     """Owners (index or ``"tie"`` with the tied indices) and the remaining function of one state,
     as plain data (``a (K,)``, ``Q (K, K)``, ``R (K, M)``, ``T (M, M)``, ``b (M,)``); the
-    teacher's norm with ``teacher_activation`` when it is set."""
+    teacher's norm with ``teacher_activation`` when it is set.
+
+    Parameters
+    ----------
+    a : array_like
+        Student second-layer weights, shape ``(K,)``.
+    Q : array_like
+        Student overlaps, shape ``(K, K)``.
+    R : array_like
+        Student-teacher overlaps, shape ``(K, M)``.
+    T : array_like
+        Teacher overlaps, shape ``(M, M)``.
+    b : array_like
+        Teacher second-layer weights, shape ``(M,)``.
+    activation : str
+        The students' activation (registered name).
+    tie_rtol : float
+        Relative gap below which two shares tie (`owner_sets()`).
+    teacher_activation : str or None
+        The teacher's activation for its norm; ``None``: ``activation``.
+
+    Returns
+    -------
+    dict
+        ``owner`` (per feature: a student index or ``"tie"``), ``owner_set`` (the indices),
+        ``tie`` (bools), ``remaining_function``, ``remaining_relative`` and ``tie_rtol``.
+    """
     sets = owner_sets(a, Q, R, T, b, tie_rtol)
     own = []
     for n in range(sets.shape[-1]):

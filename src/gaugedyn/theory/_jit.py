@@ -55,6 +55,23 @@ def jit_generated(fn):
     Optional arguments (the sines ``s=None`` of the ReLU kernels) are dropped: the compiled
     kernel takes the cosines only and its helpers are compiled from their branch for an omitted
     sine (`_helper()`).
+
+    Parameters
+    ----------
+    fn : Callable
+        A function of `gaugedyn.theory._generated_kernels` (``generated_kernels``), whose first
+        statement is its ``_args(...)`` broadcast.
+
+    Returns
+    -------
+    Callable
+        The ``numba.njit(inline="always")`` compiled scalar function of the required arguments.
+
+    Raises
+    ------
+    RuntimeError
+        When ``fn`` does not open with the ``_args`` line, or a helper it calls has no branch for
+        the omitted arguments (a generated module out of step with this compiler).
     """
     tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     func = tree.body[0]

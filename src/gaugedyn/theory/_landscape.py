@@ -183,11 +183,36 @@ def fixed_point(
     tol: float = 1e-11,
     max_iter: int = 100,
 ) -> FixedPoint:
-    """A zero of ``F = fun(y)`` by Levenberg-Marquardt (module docstring).
+    r"""A zero of $F = $ ``fun(y)`` by Levenberg-Marquardt (module docstring).
 
     ``jac``: a callable ``J(y)``; ``True`` when ``fun`` returns ``(F, J)``; ``None`` for central
-    differences. Stops at ``|F| <= tol``, after ``max_iter`` iterations, or when no step
-    decreases ``|F|`` (``theta`` beyond ``1e16``).
+    differences. Stops at $|F| \le$ ``tol``, after ``max_iter`` iterations, or when no step
+    decreases $|F|$ ($\theta$ beyond $10^{16}$).
+
+    Parameters
+    ----------
+    fun : Callable
+        The vector field, ``fun(y) -> F`` (or ``(F, J)`` with ``jac=True``) for a 1-D ``y``.
+    y0 : array_like
+        The start, finite (flattened).
+    jac : Callable, bool or None
+        ``J(y)``; ``True``: ``fun`` returns the Jacobian too; ``None`` or ``False``: central
+        differences.
+    tol : float
+        Stop at $|F| \le$ ``tol``, in $(0, 10^{-2}]$.
+    max_iter : int
+        The most iterations, in $[1, 10^4]$.
+
+    Returns
+    -------
+    FixedPoint
+        The last accepted point with $F$, $J$, $|F|$, its history, counts and ``status``
+        (``1`` converged, ``0`` ``max_iter`` reached, ``-1`` stalled).
+
+    Raises
+    ------
+    InputError
+        For ``tol`` or ``max_iter`` outside its range, or a ``y0`` that is not finite.
     """
     tol = SETTINGS["tol"].accept(tol)
     max_iter = SETTINGS["max_iter"].accept(max_iter)
@@ -404,9 +429,40 @@ def _loss(y, p: FlowParams) -> float:
 def realize(
     a, Q, R, b, T, activation="relu", teacher_activation=None, setup: dict | None = None
 ) -> Problem:
-    """A `Problem` with order parameters ``(a, Q, R)`` and teacher ``(b, T)``, in
-    ``M + K`` coordinates: ``V`` the Cholesky factor of ``T``, ``W = [R V^{-T}, U sqrt(s)]`` with
-    ``Q - R T^{-1} R^T = U diag(s) U^T`` (negative round-off clipped).
+    r"""A `Problem` with order parameters $(a, Q, R)$ and teacher $(b, T)$, in $M + K$
+    coordinates: $V$ the Cholesky factor of $T$, $W = [R V^{-\top}, U \sqrt{s}]$ with
+    $Q - R T^{-1} R^\top = U \operatorname{diag}(s) U^\top$ (negative round-off clipped).
+
+    Parameters
+    ----------
+    a : array_like
+        Student second-layer weights, shape ``(K,)``.
+    Q : array_like
+        Student overlaps, shape ``(K, K)``.
+    R : array_like
+        Student-teacher overlaps, shape ``(K, M)``.
+    b : array_like
+        Teacher second-layer weights, shape ``(M,)``.
+    T : array_like
+        Teacher overlaps, shape ``(M, M)``, positive definite.
+    activation : str or Activation
+        The students' activation.
+    teacher_activation : str, Activation or None
+        The teacher's activation; ``None``: the students'.
+    setup : dict or None
+        Recorded as the problem's ``setup``; ``None``: ``{"name": "realized"}``.
+
+    Returns
+    -------
+    Problem
+        Weights in $D = M + K$ dimensions realising $(a, Q, R, b, T)$.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        For a ``T`` that is not positive definite (the Cholesky factor).
+    InputError
+        As `Problem` does, e.g. for a student with $Q_{ii} = 0$.
     """
     a, Q, R, b, T = (np.asarray(x, dtype=np.float64) for x in (a, Q, R, b, T))
     K, M = a.shape[0], b.shape[0]
@@ -694,39 +750,75 @@ def critical_point(
     snap: float = 5e-2,
     singular_cutoff: float = 1e-10,
 ) -> CriticalPoint:
-    """The critical point of the population loss nearest (in Newton's sense) to ``start``.
+    r"""The critical point of the population loss nearest (in Newton's sense) to ``start``.
 
     ``start``: a `Problem` (its student is the start), a `CriticalPoint`, or a
     state ``(y, params)`` of `initial_state()` (any formulation, plain flow). Runs
-    `fixed_point()` on the gradient ``-rhs`` with the Hessian ``-jacobian`` of the
-    ``formulation`` (``span``: exact at any ``D`` in ``r <= K + M`` coordinates;
-    ``weight-space``: all ``K (D + 1)`` coordinates; ``order-parameters``: the flow of ``(a, Q,
-    R)``), the ReLU kernels evaluated with the weights' pair sines (``FlowParams.resolve_angles``)
-    so that the gradient keeps full precision at aligned units. ``zero_tol`` and
-    ``coincide_tol``: see `SETTINGS` and the module docstring. ``singular_cutoff`` bounds
-    the ReLU second derivatives of aligned pairs (`gradient_jvp()`).
+    `fixed_point()` on the gradient $-\mathrm{rhs}$ with the Hessian $-\mathrm{jacobian}$ of the
+    ``formulation`` (``span``: exact at any $D$ in $r \le K + M$ coordinates;
+    ``weight-space``: all $K (D + 1)$ coordinates; ``order-parameters``: the flow of
+    $(a, Q, R)$), the ReLU kernels evaluated with the weights' pair sines
+    (``FlowParams.resolve_angles``) so that the gradient keeps full precision at aligned units.
+    ``zero_tol`` and ``coincide_tol``: see `SETTINGS` and the module docstring.
+    ``singular_cutoff`` bounds the ReLU second derivatives of aligned pairs (`gradient_jvp()`).
 
     ``snap``: when some active units lie within ``snap`` (relatively) of coinciding, they are
     made to coincide exactly (`_snap()`: one direction, each unit's norm kept, for
-    homogeneous ``g``; one weight vector otherwise; both weighted by the coefficients). When
+    homogeneous $g$; one weight vector otherwise; both weighted by the coefficients). When
     the iteration stopped short of ``tol`` it restarts there and the better of the two results
     is kept; when it converged, the exact coincidence is kept if it is at least as critical
-    (``|dL/dtheta|`` there at most the converged point's), and refined from there.
-    ``settings["snapped"]`` names the groups. Likewise a converged point's units that the zero-mode count calls dead
-    (``rho_i`` or ``a_i`` within ``coincide_tol`` of zero, `SETTINGS`) are made exactly
-    dead when that is at least as critical (`_zero_dead()`: ``a_i = 0``, and a unit within
-    ``snap`` of an active unit's direction takes it and hands it its coefficient;
+    ($|\partial L/\partial\theta|$ there at most the converged point's), and refined from there.
+    ``settings["snapped"]`` names the groups. Likewise a converged point's units that the
+    zero-mode count calls dead ($\rho_i$ or $a_i$ within ``coincide_tol`` of zero, `SETTINGS`)
+    are made exactly dead when that is at least as critical (`_zero_dead()`: $a_i = 0$, and a
+    unit within ``snap`` of an active unit's direction takes it and hands it its coefficient;
     ``settings["zeroed"]``), so that the spectrum is measured on the stratum the count
     assumes. Coinciding units split along directions that are flat to fourth order
-    (for erf ``g'' = -z g'`` makes the splitting curvature vanish at a critical point), where
+    (for erf $g'' = -z g'$ makes the splitting curvature vanish at a critical point), where
     Newton's method crawls; exact coincidence is an invariant set of the flow for units of one
     coefficient, and the symmetric saddles of the plateaus lie on it. A unit of small
-    coefficient ``a_i`` is held to its direction only by a gradient of order ``|a_i|`` times
-    its misalignment, so ``|dL/dtheta| <= tol`` leaves its direction uncertain by about
-    ``tol / |a_i|``: Newton's method can stop with it a few ``1e-6`` off the others' direction,
-    at a point whose spectrum is neither the coincident one nor a distinct unit's, while the
-    exact coincidence there is the better critical point (the landscape docs page's zero-mode
-    section). ``0`` never snaps.
+    coefficient $a_i$ is held to its direction only by a gradient of order $|a_i|$ times
+    its misalignment, so $|\partial L/\partial\theta| \le$ ``tol`` leaves its direction uncertain
+    by about ``tol`` $/ |a_i|$: Newton's method can stop with it a few $10^{-6}$ off the others'
+    direction, at a point whose spectrum is neither the coincident one nor a distinct unit's,
+    while the exact coincidence there is the better critical point (the landscape docs page's
+    zero-mode section). ``0`` never snaps.
+
+    Parameters
+    ----------
+    start : Problem, CriticalPoint or tuple
+        A `Problem`, a `CriticalPoint` (its problem), or ``(y, FlowParams)`` of one plain-flow
+        state.
+    formulation : str
+        ``span``, ``weight-space`` or ``order-parameters`` (used for a ``Problem`` start).
+    tol : float
+        Stop at $|\partial L/\partial\theta| \le$ ``tol``, in $(0, 10^{-2}]$.
+    max_iter : int
+        The most Levenberg-Marquardt iterations, in $[1, 10^4]$.
+    zero_tol : float
+        Eigenvalues with $|\lambda| \le$ ``zero_tol`` $\max|\lambda|$ are zero modes, in
+        $(0, 10^{-2}]$.
+    coincide_tol : float
+        Units whose directions (homogeneous $g$) or weights differ by at most this, relatively,
+        coincide, in $(0, 0.1]$.
+    snap : float
+        Distance within which units are made to coincide when Newton stalls, in $[0, 0.2]$;
+        ``0``: never.
+    singular_cutoff : float
+        Bound on the ReLU second derivatives of aligned pairs (`gradient_jvp()`).
+
+    Returns
+    -------
+    CriticalPoint
+        The point with its Hessian spectrum, index, unstable rates, zero modes (measured and
+        predicted), settings and the iteration's status.
+
+    Raises
+    ------
+    InputError
+        For a setting outside its range, an unknown formulation, a ``start`` of another type, a
+        state that does not match its parameters or is a batch, or a flow with weight decay or
+        ``lr2 != 1``.
     """
     zero_tol = SETTINGS["zero_tol"].accept(zero_tol)
     coincide_tol = SETTINGS["coincide_tol"].accept(coincide_tol)
@@ -890,23 +982,56 @@ def same_point(
     coincide_tol: float = 1e-6,
 ) -> bool:
     """Whether two points are one critical set up to permutation of the students, the gauge
-    (homogeneous ``g``), coinciding units and rotations fixing the teacher.
+    (homogeneous $g$), coinciding units and rotations fixing the teacher.
 
     Each point is reduced to its function's units (`function_units()`); the two are the same
     when they have as many units and some permutation matches every coefficient, every overlap
     with the teachers and every overlap between units within ``rtol`` of the largest.
+
+    Parameters
+    ----------
+    x : CriticalPoint or Problem
+        The first point.
+    y : CriticalPoint or Problem
+        The second point (the same teacher).
+    rtol : float
+        The largest difference of the units' descriptions, relative to the largest coefficient
+        (at least 1).
+    coincide_tol : float
+        See `function_units()`.
+
+    Returns
+    -------
+    bool
+        ``True`` when the two describe one function.
     """
     return _distance(function_units(x, coincide_tol), function_units(y, coincide_tol)) <= rtol
 
 
 def function_units(point: CriticalPoint | Problem, coincide_tol: float = 1e-6) -> dict:
-    """The network function of a point as units invariant under the gauge and rotations.
+    r"""The network function of a point as units invariant under the gauge and rotations.
 
     Dead and collapsed units are dropped and coinciding units merged (their coefficients
-    summed with their signs). Homogeneous ``g``: unit ``j`` is ``rho_j g(u_j . x)`` and is
-    described by ``rho_j``, ``u_j . v_n`` and ``u_j . u_k``; otherwise by ``a_j``, ``w_j . v_n``
-    and ``w_j . w_k``; for odd ``g`` each unit is first flipped to ``(-a_j, -w_j)`` when its
-    coefficient is negative. Returns ``{"coef" (J,), "teacher" (J, M), "gram" (J, J)}``.
+    summed with their signs). Homogeneous $g$: unit $j$ is $\rho_j g(u_j \cdot x)$ and is
+    described by $\rho_j$, $u_j \cdot v_n$ and $u_j \cdot u_k$; otherwise by $a_j$,
+    $w_j \cdot v_n$ and $w_j \cdot w_k$; for odd $g$ each unit is first flipped to
+    $(-a_j, -w_j)$ when its coefficient is negative. Returns
+    ``{"coef" (J,), "teacher" (J, M), "gram" (J, J)}``.
+
+    Parameters
+    ----------
+    point : CriticalPoint or Problem
+        The point (a critical point's problem, or a problem's student).
+    coincide_tol : float
+        Units whose directions (homogeneous $g$) or weights differ by at most this, relatively,
+        coincide; units with $|\rho_i|$ (homogeneous $g$) or $|a_i|$ at most this relative to
+        the teacher's largest are dead, and those with $|w_i|$ at most this relative to the
+        largest $|v_n|$ collapsed.
+
+    Returns
+    -------
+    dict
+        ``coef (J,)``, ``teacher (J, M)`` and ``gram (J, J)`` of the $J$ units kept.
     """
     pr = point.problem if isinstance(point, CriticalPoint) else point
     homogeneous = activation_of(pr.activation).homogeneous

@@ -95,7 +95,21 @@ class Definitions:
 
 
 def order_parameters(W, V):
-    """``Q = W W^T``, ``R = W V^T``, ``T = V V^T`` for weights ``W (..., K, D)``, ``V (..., M, D)``."""
+    r"""The order parameters $Q = W W^\top$, $R = W V^\top$, $T = V V^\top$ of student weights
+    ``W (..., K, D)`` and teacher weights ``V (..., M, D)``.
+
+    Parameters
+    ----------
+    W : array_like
+        Student first-layer weights, shape ``(..., K, D)``.
+    V : array_like
+        Teacher first-layer weights, shape ``(..., M, D)``; leading axes broadcast with ``W``'s.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(Q, R, T)`` of shapes ``(..., K, K)``, ``(..., K, M)`` and ``(..., M, M)``.
+    """
     W, V = np.asarray(W), np.asarray(V)
     Wt = np.swapaxes(W, -1, -2)
     return W @ Wt, W @ np.swapaxes(V, -1, -2), V @ np.swapaxes(V, -1, -2)
@@ -106,18 +120,60 @@ def norms(Q):
 
 
 def rho(a, Q):
-    """Feature coefficients ``rho_i = a_i |w_i|``."""
+    r"""Feature coefficients $\rho_i = a_i |w_i|$.
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        Student second-layer weights, shape ``(..., K)``.
+    Q : numpy.ndarray
+        Student overlaps $Q_{ij} = w_i \cdot w_j$, shape ``(..., K, K)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        $\rho$, shape ``(..., K)``.
+    """
     return a * norms(Q)
 
 
 def delta(a, Q):
-    """Gauge ``delta_i = a_i^2 - |w_i|^2`` (conserved by gradient flow)."""
+    r"""Gauge $\delta_i = a_i^2 - |w_i|^2$ (conserved by gradient flow).
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        Student second-layer weights, shape ``(..., K)``.
+    Q : numpy.ndarray
+        Student overlaps, shape ``(..., K, K)`` (its diagonal is $|w_i|^2$).
+
+    Returns
+    -------
+    numpy.ndarray
+        $\delta$, shape ``(..., K)``.
+    """
     return a**2 - np.diagonal(Q, axis1=-2, axis2=-1)
 
 
 def alignment(Q, R, T):
-    """Cosine ``m_in`` between student ``i`` and teacher ``n``, in ``[-1, 1]`` (the quotient's
-    round-off, up to a few ulp past 1 for a student parallel to a teacher, is clipped)."""
+    r"""Cosine $m_{in}$ between student $i$ and teacher $n$, in $[-1, 1]$ (the quotient's
+    round-off, up to a few ulp past 1 for a student parallel to a teacher, is clipped).
+
+    Parameters
+    ----------
+    Q : numpy.ndarray
+        Student overlaps, shape ``(..., K, K)``.
+    R : numpy.ndarray
+        Student-teacher overlaps $R_{in} = w_i \cdot v_n$, shape ``(..., K, M)``.
+    T : numpy.ndarray
+        Teacher overlaps, shape ``(..., M, M)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        $m_{in} = R_{in} / (|w_i| |v_n|)$, shape ``(..., K, M)`` (``nan`` for a zero-norm
+        student).
+    """
     return np.clip(R / (norms(Q)[..., :, None] * norms(T)[..., None, :]), -1.0, 1.0)
 
 
@@ -126,12 +182,28 @@ ODD_ACTIVATIONS = frozenset({"erf", "linear"})
 
 
 def specialization(Q, R, T, activation: str = "relu"):
-    """How well teacher ``n`` is learned: ``s_n = max_i m_in`` over students ``i``; ``(..., M)``.
+    r"""How well teacher $n$ is learned: $s_n = \max_i m_{in}$ over students $i$; ``(..., M)``.
 
-    For an odd activation (`ODD_ACTIVATIONS`) ``a g(w.x) = (-a) g(-w.x)``, so a student
-    at alignment ``-1`` has learned the teacher as fully as one at ``+1``; there
-    ``s_n = max_i |m_in|``. Teacher ``n`` is specialised when ``s_n >= threshold``. This is the
+    For an odd activation (`ODD_ACTIVATIONS`) $a\, g(w \cdot x) = (-a)\, g(-w \cdot x)$, so a
+    student at alignment $-1$ has learned the teacher as fully as one at $+1$; there
+    $s_n = \max_i |m_{in}|$. Teacher $n$ is specialised when $s_n \ge$ ``threshold``. This is the
     one definition the solver's events and the trained networks' times both use.
+
+    Parameters
+    ----------
+    Q : numpy.ndarray
+        Student overlaps, shape ``(..., K, K)``.
+    R : numpy.ndarray
+        Student-teacher overlaps, shape ``(..., K, M)``.
+    T : numpy.ndarray
+        Teacher overlaps, shape ``(..., M, M)``.
+    activation : str
+        The student activation's name; ``erf`` and ``linear`` (the odd ones) take $|m_{in}|$.
+
+    Returns
+    -------
+    numpy.ndarray
+        $s_n$, shape ``(..., M)``.
     """
     m = alignment(Q, R, T)
     if activation in ODD_ACTIVATIONS:
@@ -140,11 +212,32 @@ def specialization(Q, R, T, activation: str = "relu"):
 
 
 def owner_sets(a, Q, R, T, b, tie_rtol: float = TIE_RTOL) -> np.ndarray:
-    """Boolean ``(..., K, M)``: student ``i`` is in the owner set of teacher ``n``.
+    r"""Boolean ``(..., K, M)``: student $i$ is in the owner set of teacher $n$.
 
-    The share of ``i`` in feature ``n`` is ``sign(b_n) rho_i m_in`` with ``rho_i = a_i |w_i|`` and
-    ``m_in`` the cosine of ``w_i`` and ``v_n``; every student within ``tie_rtol`` (relative to the
-    largest share's magnitude) of the largest share is an owner.
+    The share of $i$ in feature $n$ is $\operatorname{sign}(b_n) \rho_i m_{in}$ with
+    $\rho_i = a_i |w_i|$ and $m_{in}$ the cosine of $w_i$ and $v_n$; every student within
+    ``tie_rtol`` (relative to the largest share's magnitude) of the largest share is an owner.
+
+    Parameters
+    ----------
+    a : array_like
+        Student second-layer weights, shape ``(..., K)``.
+    Q : array_like
+        Student overlaps, shape ``(..., K, K)`` (not used: the share is $a_i R_{in} / |v_n|$).
+    R : array_like
+        Student-teacher overlaps, shape ``(..., K, M)``.
+    T : array_like
+        Teacher overlaps, shape ``(..., M, M)``.
+    b : array_like
+        Teacher second-layer weights, shape ``(..., M)``.
+    tie_rtol : float
+        Relative gap below which two shares tie (default `TIE_RTOL`, ``1e-4``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean, shape ``(..., K, M)``; a share that is ``nan`` (a zero-norm teacher) owns
+        nothing unless all do.
     """
     a, Q, R, T, b = (np.asarray(x, dtype=float) for x in (a, Q, R, T, b))
     # rho_i m_in = a_i |w_i| (w_i.v_n) / (|w_i| |v_n|) = a_i R_in / |v_n|: no square root of Q
@@ -158,7 +251,29 @@ def owner_sets(a, Q, R, T, b, tie_rtol: float = TIE_RTOL) -> np.ndarray:
 
 
 def owners(a, Q, R, T, b, tie_rtol: float = TIE_RTOL) -> np.ndarray:
-    """Owner of each teacher feature ``(..., M)``: the student index, or ``-1`` for a tie."""
+    """Owner of each teacher feature ``(..., M)``: the student index, or ``-1`` for a tie.
+
+    Parameters
+    ----------
+    a : array_like
+        Student second-layer weights, shape ``(..., K)``.
+    Q : array_like
+        Student overlaps, shape ``(..., K, K)``.
+    R : array_like
+        Student-teacher overlaps, shape ``(..., K, M)``.
+    T : array_like
+        Teacher overlaps, shape ``(..., M, M)``.
+    b : array_like
+        Teacher second-layer weights, shape ``(..., M)``.
+    tie_rtol : float
+        Relative gap below which two shares tie (`owner_sets()`).
+
+    Returns
+    -------
+    numpy.ndarray
+        Integer, shape ``(..., M)``: the one student in the owner set, or ``-1`` when several
+        are.
+    """
     sets = owner_sets(a, Q, R, T, b, tie_rtol)
     unique = np.sum(sets, axis=-2) == 1
     return np.where(unique, np.argmax(sets, axis=-2), -1)
@@ -166,38 +281,122 @@ def owners(a, Q, R, T, b, tie_rtol: float = TIE_RTOL) -> np.ndarray:
 
 def owner(a, Q, R, T, b, tie_rtol: float = TIE_RTOL) -> np.ndarray:
     """The owner of each teacher feature: `owners()` (``-1`` for a tie), the one definition
-    every layer uses."""
+    every layer uses.
+
+    Parameters
+    ----------
+    a : array_like
+        Student second-layer weights, shape ``(..., K)``.
+    Q : array_like
+        Student overlaps, shape ``(..., K, K)``.
+    R : array_like
+        Student-teacher overlaps, shape ``(..., K, M)``.
+    T : array_like
+        Teacher overlaps, shape ``(..., M, M)``.
+    b : array_like
+        Teacher second-layer weights, shape ``(..., M)``.
+    tie_rtol : float
+        Relative gap below which two shares tie (`owner_sets()`).
+
+    Returns
+    -------
+    numpy.ndarray
+        Integer, shape ``(..., M)``: the owning student, or ``-1`` for a tie.
+    """
     return owners(a, Q, R, T, b, tie_rtol)
 
 
 def pruned(a, Q, definitions: Definitions = Definitions()):
-    """Boolean mask of functionally pruned students ``|rho_i| < prune_tol``."""
+    r"""Boolean mask of functionally pruned students $|\rho_i| <$ ``prune_tol``.
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        Student second-layer weights, shape ``(..., K)``.
+    Q : numpy.ndarray
+        Student overlaps, shape ``(..., K, K)``.
+    definitions : Definitions
+        Supplies ``prune_tol`` (default ``1e-3``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean, shape ``(..., K)``.
+    """
     return np.abs(rho(a, Q)) < definitions.prune_tol
 
 
 def delta_drift(a, Q, a0, Q0):
-    """``max_i |delta_i - delta_i(0)| / (a_i(0)^2 + |w_i(0)|^2)``."""
+    r"""$\max_i |\delta_i - \delta_i(0)| / (a_i(0)^2 + |w_i(0)|^2)$.
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        Student second-layer weights now, shape ``(..., K)``.
+    Q : numpy.ndarray
+        Student overlaps now, shape ``(..., K, K)``.
+    a0 : numpy.ndarray
+        Second-layer weights at the start, shape ``(K,)`` or broadcastable with ``a``.
+    Q0 : numpy.ndarray
+        Overlaps at the start, shape ``(K, K)`` or broadcastable with ``Q``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The relative drift of the gauge, shape ``(...)``: zero under exact gradient flow.
+    """
     d0 = delta(a0, Q0)
     scale = a0**2 + np.diagonal(Q0, axis1=-2, axis2=-1)
     return np.max(np.abs(delta(a, Q) - d0) / scale, axis=-1)
 
 
 def mobilities(a_sq, w_sq):
-    r"""Reaction and transport mobilities of a homogeneous unit from ``|a|^2`` and ``|w|^2``:
-    ``mu_R = |a|^2 + |w|^2 = sqrt(delta^2 + 4 rho^2)``, ``mu_T = 1/|w|^2`` (the identities the
-    symbolic module's ``reaction_transport`` derivation verifies). ``a`` may be a vector (a unit
-    with several outputs); then ``rho = |a| |w|``."""
+    r"""Reaction and transport mobilities of a homogeneous unit from $|a|^2$ and $|w|^2$:
+    $\mu_R = |a|^2 + |w|^2 = \sqrt{\delta^2 + 4 \rho^2}$, $\mu_T = 1/|w|^2$ (the identities the
+    symbolic module's ``reaction_transport`` derivation verifies). $a$ may be a vector (a unit
+    with several outputs); then $\rho = |a| |w|$.
+
+    Parameters
+    ----------
+    a_sq : array_like
+        $|a|^2$ per unit.
+    w_sq : array_like
+        $|w|^2$ per unit; broadcasts with ``a_sq``.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        $(\mu_R, \mu_T)$; $\mu_T$ is ``inf`` where $|w|^2 = 0$.
+    """
     a_sq, w_sq = np.asarray(a_sq), np.asarray(w_sq)
     with np.errstate(divide="ignore"):
         return a_sq + w_sq, 1.0 / w_sq
 
 
 def dissipation_split(g_a_sq, g_w_sq, gw_dot_w, w_sq):
-    r"""Reaction and transport parts of one unit's dissipation ``|g_a|^2 + |g_w|^2`` from the
-    squared gradient norms, ``g_w . w`` and ``|w|^2``:
-    ``reaction = |g_a|^2 + (u.g_w)^2``, ``transport = |g_w|^2 - (u.g_w)^2`` (``u = w/|w|``;
-    the transport part is clipped at 0 against round-off). Under gradient flow
-    ``-dL/dt = sum_i reaction_i + transport_i``."""
+    r"""Reaction and transport parts of one unit's dissipation $|g_a|^2 + |g_w|^2$ from the
+    squared gradient norms, $g_w \cdot w$ and $|w|^2$:
+    $\mathrm{reaction} = |g_a|^2 + (u \cdot g_w)^2$,
+    $\mathrm{transport} = |g_w|^2 - (u \cdot g_w)^2$ ($u = w/|w|$; the transport part is clipped
+    at 0 against round-off). Under gradient flow
+    $-\mathrm{d}L/\mathrm{d}t = \sum_i \mathrm{reaction}_i + \mathrm{transport}_i$.
+
+    Parameters
+    ----------
+    g_a_sq : array_like
+        $|g_a|^2$, the squared norm of the loss gradient in the unit's output weight(s).
+    g_w_sq : array_like
+        $|g_w|^2$, the squared norm of the gradient in its input weights.
+    gw_dot_w : array_like
+        $g_w \cdot w$.
+    w_sq : array_like
+        $|w|^2$; where it is 0 the radial part is taken as 0.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(reaction, transport)``, broadcast over the four inputs.
+    """
     g_a_sq, g_w_sq, gw_dot_w, w_sq = (np.asarray(x) for x in (g_a_sq, g_w_sq, gw_dot_w, w_sq))
     with np.errstate(divide="ignore", invalid="ignore"):
         radial = np.where(w_sq > 0, gw_dot_w**2 / w_sq, 0.0)
@@ -205,8 +404,32 @@ def dissipation_split(g_a_sq, g_w_sq, gw_dot_w, w_sq):
 
 
 def dissipation(a, Q, R, b, T, activation: str = "relu", teacher_activation=None):
-    """Per-neuron reaction and transport dissipation, ``-dL/dt = sum_i (reaction_i + transport_i)``
-    (`dissipation_split()` of the population gradient)."""
+    r"""Per-neuron reaction and transport dissipation,
+    $-\mathrm{d}L/\mathrm{d}t = \sum_i (\mathrm{reaction}_i + \mathrm{transport}_i)$
+    (`dissipation_split()` of the population gradient).
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        Student second-layer weights, shape ``(..., K)``.
+    Q : numpy.ndarray
+        Student overlaps, shape ``(..., K, K)``.
+    R : numpy.ndarray
+        Student-teacher overlaps, shape ``(..., K, M)``.
+    b : numpy.ndarray
+        Teacher second-layer weights, shape ``(..., M)``.
+    T : numpy.ndarray
+        Teacher overlaps, shape ``(..., M, M)``.
+    activation : str
+        The student activation's registered name (`ACTIVATIONS`).
+    teacher_activation : str or None
+        The teacher's activation; ``None``: the student's.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(reaction, transport)``, each of shape ``(..., K)``.
+    """
     gr = gradients(a, Q, R, b, T, activation, teacher_activation)
     G, H = gr.G, gr.H
     Rt = np.swapaxes(R, -1, -2)
@@ -234,17 +457,45 @@ def classification_error(
     samples: int = CLASSIFICATION_SAMPLES,
     rng=None,
 ):
-    """The classification error ``P(sign f(x) != sign f*(x))`` of the state(s), with its
-    Monte Carlo standard error: ``(error, se)``, each of the batch shape.
+    r"""The classification error $P(\operatorname{sign} f(x) \ne \operatorname{sign} f^*(x))$ of the
+    state(s), with its Monte Carlo standard error: ``(error, se)``, each of the batch shape.
 
-    ``sign`` as the classical codes take it (nn2pp's ``classify``: ``sign(0) = +1``). The local
-    fields ``(lambda, nu) ~ N(0, C)``, ``C = [[Q, R], [R^T, T]]``, are ``U sqrt(L) z`` (the eigen
-    factor of ``C``, so a singular ``C`` is exact) for ``samples`` standard normal ``z`` drawn
-    once from ``rng`` (default ``numpy.random.default_rng(0)``) and shared by every state (common
-    random numbers: a trajectory's error moves smoothly, not by fresh noise); ``f = sum_i a_i
-    g(lambda_i)``, ``f* = sum_n b_n g*(nu_n)`` (``g*``: ``teacher_activation``, default ``g``).
-    ``se = sqrt(p (1 - p) / samples)``. For the linear activation, and for odd ``g`` at ``K = M
-    = 1``, the exact value is ``arccos(corr(f, f*)) / pi`` (tested).
+    ``sign`` as the classical codes take it (nn2pp's ``classify``: $\operatorname{sign}(0) = +1$).
+    The local fields $(\lambda, \nu) \sim N(0, C)$, $C = [[Q, R], [R^\top, T]]$, are
+    $U \sqrt{L} z$ (the eigen factor of $C$, so a singular $C$ is exact) for ``samples`` standard
+    normal $z$ drawn once from ``rng`` (default ``numpy.random.default_rng(0)``) and shared by
+    every state (common random numbers: a trajectory's error moves smoothly, not by fresh noise);
+    $f = \sum_i a_i g(\lambda_i)$, $f^* = \sum_n b_n g^*(\nu_n)$ ($g^*$: ``teacher_activation``,
+    default $g$). $\mathrm{se} = \sqrt{p (1 - p) / \mathrm{samples}}$. For the linear activation,
+    and for odd $g$ at $K = M = 1$, the exact value is $\arccos(\operatorname{corr}(f, f^*)) / \pi$
+    (tested).
+
+    Parameters
+    ----------
+    a : array_like
+        Student second-layer weights, shape ``(..., K)``.
+    Q : array_like
+        Student overlaps, shape ``(..., K, K)``.
+    R : array_like
+        Student-teacher overlaps, shape ``(..., K, M)``.
+    b : array_like
+        Teacher second-layer weights, shape ``(..., M)``.
+    T : array_like
+        Teacher overlaps, shape ``(..., M, M)``.
+    activation : str
+        The student activation's registered name; an unknown one raises `activation_of()`'s
+        error.
+    teacher_activation : str or None
+        The teacher's activation; ``None``: the student's.
+    samples : int
+        Gaussian draws shared by every state (default `CLASSIFICATION_SAMPLES`, $2^{16}$).
+    rng : numpy.random.Generator or None
+        Source of the draws; ``None``: ``numpy.random.default_rng(0)``.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(error, se)``, each of the broadcast batch shape.
     """
     from ._activation import activation_of, on_numpy
 
@@ -286,7 +537,33 @@ def observe(
     teacher_activation=None,
 ):
     """All instantaneous observables of a state, as a dict of arrays (``teacher_activation``:
-    the teacher's, when it differs from the student's)."""
+    the teacher's, when it differs from the student's).
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        Student second-layer weights, shape ``(..., K)``.
+    Q : numpy.ndarray
+        Student overlaps, shape ``(..., K, K)``.
+    R : numpy.ndarray
+        Student-teacher overlaps, shape ``(..., K, M)``.
+    b : numpy.ndarray
+        Teacher second-layer weights, shape ``(..., M)``.
+    T : numpy.ndarray
+        Teacher overlaps, shape ``(..., M, M)``.
+    activation : str
+        The student activation's registered name.
+    definitions : Definitions
+        The observables' parameters (``prune_tol`` for ``pruned``).
+    teacher_activation : str or None
+        The teacher's activation; ``None``: the student's.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``loss``, ``rho``, ``alignment``, ``delta``, ``owner``, ``pruned``, ``reaction`` and
+        ``transport`` (`population_loss()`, `rho()`, ... of this module).
+    """
     reaction, transport = dissipation(a, Q, R, b, T, activation, teacher_activation)
     return {
         "loss": population_loss(a, Q, R, b, T, activation, teacher_activation),

@@ -107,10 +107,35 @@ def _rate(t, loss, rate):
 def flat_stretches(
     t, loss, rate=None, *, flatness: float = 0.05, min_span: float = 0.5
 ) -> list[Stretch]:
-    """The flat stretches of a loss curve (module docstring).
+    r"""The flat stretches of a loss curve (module docstring).
 
     ``t`` strictly increasing (``t[0] >= 0``), ``loss`` of the same length, ``rate``
-    ``|dL/dt|`` at each time (``None``: a second-order finite difference of ``loss``).
+    $|\mathrm{d}L/\mathrm{d}t|$ at each time (``None``: a second-order finite difference of ``loss``).
+
+    Parameters
+    ----------
+    t : array_like
+        Times, 1-D, finite, ``>= 0`` and strictly increasing, at least 3.
+    loss : array_like
+        The loss at those times, finite, with a positive maximum.
+    rate : array_like or None
+        $|\mathrm{d}L/\mathrm{d}t|$ per time (its absolute value is taken); ``None``: ``numpy.gradient``.
+    flatness : float
+        Flat where $|\mathrm{d} \ln L / \mathrm{d} \ln t| \le$ ``flatness``, in $(0, 1]$.
+    min_span : float
+        The e-folds of time an interior stretch must last, in $[0, 50]$.
+
+    Returns
+    -------
+    list of Stretch
+        The maximal flat runs in time order, each ``initial``, ``interior`` or ``final``.
+
+    Raises
+    ------
+    InputError
+        For a setting outside its range, ``t`` and ``loss`` not 1-D of one length $\ge 3$,
+        times not finite, negative or not increasing, a loss not finite or never positive, or a
+        ``rate`` of another shape.
     """
     flatness = SETTINGS["flatness"].accept(flatness)
     min_span = SETTINGS["min_span"].accept(min_span)
@@ -155,7 +180,24 @@ def flat_stretches(
 def time_spent(t, loss, level: float, width: float) -> tuple[float, float]:
     """``(entry, exit)``: the first time the curve is within ``width`` of ``level`` and the first
     time after that it leaves the band for good downward (linear interpolation between samples;
-    ``exit = nan`` if it never leaves, ``entry = nan`` if it never enters)."""
+    ``exit = nan`` if it never leaves, ``entry = nan`` if it never enters).
+
+    Parameters
+    ----------
+    t : array_like
+        Times, increasing.
+    loss : array_like
+        The loss at those times.
+    level : float
+        The band's centre (a plateau's level $L_p$).
+    width : float
+        The band's half-width (`plateaus()`: ``band`` $|L_p|$).
+
+    Returns
+    -------
+    tuple of float
+        ``(entry, exit)``, either ``nan`` as above.
+    """
     t = np.asarray(t, dtype=np.float64)
     loss = np.asarray(loss, dtype=np.float64)
     inside = np.abs(loss - level) <= width
@@ -274,8 +316,36 @@ def plateaus(
 
     ``problem``: the `Problem` the solution was solved from (its teacher ``b``, ``V``).
     ``kinds``: which stretches to refine. ``refine``: keyword arguments of
-    `critical_point()` (default formulation ``span``: the state ``(a, Q, R)`` realised in
-    ``K + M`` coordinates by `realize()`).
+    `critical_point()` (default formulation ``span``: the state $(a, Q, R)$ realised in
+    $K + M$ coordinates by `realize()`).
+
+    Parameters
+    ----------
+    solution : Solution
+        A trajectory of `solve()` with its ``loss``, ``reaction`` and ``transport``.
+    problem : Problem
+        The problem it was solved from (same $K$ and $M$).
+    flatness : float
+        See `flat_stretches()`, in $(0, 1]$.
+    min_span : float
+        See `flat_stretches()`, in $[0, 50]$.
+    band : float
+        The time spent is within ``band`` $|L_p|$ of the level $L_p$, in $(0, 0.5]$.
+    kinds : tuple of str
+        The stretch kinds refined: any of ``initial``, ``interior``, ``final``.
+    **refine : dict
+        Keyword arguments of `critical_point()`.
+
+    Returns
+    -------
+    list of Plateau
+        One per refined stretch, in time order.
+
+    Raises
+    ------
+    InputError
+        For a ``solution`` that is not a `Solution`, a ``problem`` that is not a `Problem` or
+        does not match its $K$, $M$, or a setting outside its range.
     """
     _check_solution(solution, problem)
     band = SETTINGS["band"].accept(band)
@@ -341,15 +411,48 @@ def escape_times(
     rtol: float = 1e-10,
     atol: float = 1e-12,
 ) -> dict:
-    """Time spent at ``point`` from starts ``eps`` along its unstable direction.
+    r"""Time spent at ``point`` from starts ``eps`` along its unstable direction.
 
-    For each ``eps`` the flow starts at ``y* + eps v`` (`escape_time()`); the time spent is
-    the time the loss takes to leave the band ``L* (1 - band)`` (`time_spent()`'s exit with
-    the level ``L*``, the loss at the trajectory's slowest point, its start; located by the
-    integrator's root finding). Returns ``eps``, ``time_spent``,
-    ``lambda_plus`` and the least-squares slope of time against ``ln(1/eps)``
-    (`scipy.stats.linregress()`: ``slope``, ``stderr``, ``intercept``), to compare with
-    ``1 / lambda_plus``.
+    For each ``eps`` the flow starts at $y^* + \epsilon v$ (`escape_time()`); the time spent is
+    the time the loss takes to leave the band $L^* (1 - \mathrm{band})$ (`time_spent()`'s exit
+    with the level $L^*$, the loss at the trajectory's slowest point, its start; located by the
+    integrator's root finding). Returns ``eps``, ``time_spent``, ``lambda_plus`` and the
+    least-squares slope of time against $\ln(1/\epsilon)$ (`scipy.stats.linregress()`:
+    ``slope``, ``stderr``, ``intercept``), to compare with $1 / \lambda_+$.
+
+    Parameters
+    ----------
+    point : CriticalPoint
+        A saddle found by `critical_point()` in weight-space or span coordinates, with
+        $\lambda_+ > 0$.
+    eps : array_like
+        At least two perturbation sizes, each in $(0, 1)$.
+    band : float
+        The escape level: the loss below $L^* (1 - \mathrm{band})$.
+    t_max : float or None
+        The horizon; ``None``: $(3 \ln(1/\epsilon) + 50) / \lambda_+$.
+    direction : array_like or None
+        The perturbation direction in the point coordinates (normalised here); ``None``: the
+        unit unstable eigenvector.
+    rtol : float
+        The relative tolerance of LSODA.
+    atol : float
+        The absolute tolerance of LSODA.
+
+    Returns
+    -------
+    dict
+        Strict-JSON data: ``eps``, ``time_spent``, ``lambda_plus``, ``band``, ``slope``,
+        ``stderr``, ``intercept`` (``None`` with fewer than three finite times) and
+        ``predicted_slope`` $= 1/\lambda_+$.
+
+    Raises
+    ------
+    InputError
+        For ``band`` outside $(0, 0.5]$, fewer than two ``eps`` or one outside $(0, 1)$, and as
+        `escape_time()`.
+    RuntimeError
+        As `escape_time()`.
     """
     from scipy.stats import linregress
 
@@ -395,10 +498,42 @@ def escape_time(
     rtol: float = 1e-10,
     atol: float = 1e-12,
 ) -> float:
-    """The first time the flow from ``y* + eps v`` (``v``: the unit unstable eigenvector, or
-    ``direction``) has ``L < L* (1 - band)`` (``nan`` if not before ``t_max``, default
-    ``(3 ln(1/eps) + 50) / lambda_+``): the point's own formulation and coordinates with the
-    weights' pair sines (`rhs()` with ``resolve_angles``), LSODA at ``rtol``, ``atol``."""
+    r"""The first time the flow from $y^* + \epsilon v$ ($v$: the unit unstable eigenvector, or
+    ``direction``) has $L < L^* (1 - \mathrm{band})$ (``nan`` if not before ``t_max``, default
+    $(3 \ln(1/\epsilon) + 50) / \lambda_+$): the point's own formulation and coordinates with the
+    weights' pair sines (`rhs()` with ``resolve_angles``), LSODA at ``rtol``, ``atol``.
+
+    Parameters
+    ----------
+    point : CriticalPoint
+        A saddle found by `critical_point()` in weight-space or span coordinates, with
+        $\lambda_+ > 0$.
+    eps : float
+        The perturbation's size.
+    band : float
+        The escape level: the loss below $L^* (1 - \mathrm{band})$.
+    t_max : float or None
+        The horizon; ``None``: $(3 \ln(1/\epsilon) + 50) / \lambda_+$.
+    direction : array_like or None
+        The perturbation direction in the point coordinates (normalised here); ``None``: the
+        unit unstable eigenvector.
+    rtol : float
+        The relative tolerance of LSODA.
+    atol : float
+        The absolute tolerance of LSODA.
+
+    Returns
+    -------
+    float
+        The escape time, or ``nan``.
+
+    Raises
+    ------
+    InputError
+        For a point in the order-parameter formulation or one with no unstable direction.
+    RuntimeError
+        When LSODA fails on the escape trajectory.
+    """
     from scipy.integrate import solve_ivp
 
     from ._flows import jacobian, rhs

@@ -105,7 +105,35 @@ def _pair_matrix(kernel, self_kernel, Q):
 
 
 def population_loss(a, Q, R, b, T, activation="relu", teacher_activation=None):
-    """``L(a, Q, R)`` in closed form (see module docstring)."""
+    r"""$L(a, Q, R)$ in closed form (see module docstring):
+
+    $$L = \tfrac12 \sum_{ij} a_i a_j F(Q_{ii}, Q_{jj}, Q_{ij})
+    - \sum_{in} a_i b_n F(Q_{ii}, T_{nn}, R_{in})
+    + \tfrac12 \sum_{nm} b_n b_m F(T_{nn}, T_{mm}, T_{nm}).$$
+
+    Parameters
+    ----------
+    a : array_like
+        Student second-layer weights, shape ``(..., K)``.
+    Q : array_like
+        Student overlaps $Q = W W^\top$, shape ``(..., K, K)``.
+    R : array_like
+        Student-teacher overlaps $R = W V^\top$, shape ``(..., K, M)``.
+    b : array_like
+        Teacher second-layer weights, shape ``(..., M)``.
+    T : array_like
+        Teacher overlaps $T = V V^\top$, shape ``(..., M, M)``.
+    activation : str or Activation
+        The students' activation: a registered name or an `Activation` (its ``kernels`` give
+        $F$ and $S$); an unknown name raises `activation_of()`'s error.
+    teacher_activation : str, Activation or None
+        The teacher's activation $g^*$; ``None``: the students'.
+
+    Returns
+    -------
+    numpy.ndarray
+        The population loss, shape ``(...)``.
+    """
     F, _, _, S, _, _ = _kernels(activation)
     tk, (Fx, _, _) = _teacher(activation, teacher_activation)
     dq, dt = _diag(Q), _diag(T)
@@ -125,12 +153,37 @@ class Gradients(NamedTuple):
 
 
 def gradients(a, Q, R, b, T, activation="relu", teacher_activation=None) -> Gradients:
-    """Loss and its gradients in order parameters.
+    r"""Loss and its gradients in order parameters.
 
-    ``G`` is the symmetrised derivative of ``L`` in ``Q``: ``G_ij = 1/2 a_i a_j F_c(i, j)`` off the
-    diagonal and ``G_ii = 1/2 a_i^2 S'(Q_ii) + sum_{j != i} a_i a_j F_q1(i, j)
-    - sum_n a_i b_n F_q1(Q_ii, T_nn, R_in)``; ``H_in = -a_i b_n F_c(Q_ii, T_nn, R_in)``.
-    The weight gradient is then ``dL/dW = 2 G W + H V`` for any realisation of ``(Q, R)``.
+    $G$ is the symmetrised derivative of $L$ in $Q$: $G_{ij} = \tfrac12 a_i a_j F_c(i, j)$ off
+    the diagonal and $G_{ii} = \tfrac12 a_i^2 S'(Q_{ii}) + \sum_{j \ne i} a_i a_j F_{q_1}(i, j)
+    - \sum_n a_i b_n F_{q_1}(Q_{ii}, T_{nn}, R_{in})$; $H_{in} = -a_i b_n F_c(Q_{ii}, T_{nn}, R_{in})$.
+    The weight gradient is then $\partial L/\partial W = 2 G W + H V$ for any realisation of
+    $(Q, R)$.
+
+    Parameters
+    ----------
+    a : array_like
+        Student second-layer weights, shape ``(..., K)``.
+    Q : array_like
+        Student overlaps $Q = W W^\top$, shape ``(..., K, K)``.
+    R : array_like
+        Student-teacher overlaps $R = W V^\top$, shape ``(..., K, M)``.
+    b : array_like
+        Teacher second-layer weights, shape ``(..., M)``.
+    T : array_like
+        Teacher overlaps $T = V V^\top$, shape ``(..., M, M)``.
+    activation : str or Activation
+        The students' activation: a registered name or an `Activation` (its ``kernels`` give
+        $F$ and $S$); an unknown name raises `activation_of()`'s error.
+    teacher_activation : str, Activation or None
+        The teacher's activation $g^*$; ``None``: the students'.
+
+    Returns
+    -------
+    Gradients
+        ``(loss, g_a, G, H)``: the loss ``(...)``, $\partial L/\partial a$ ``(..., K)``, the
+        symmetric $G$ ``(..., K, K)`` and $H = \partial L/\partial R$ ``(..., K, M)``.
     """
     return _gradients(
         a, Q, R, b, T, activation, with_loss=True, teacher_activation=teacher_activation
@@ -181,11 +234,34 @@ def _gradients(
 
 
 def order_parameter_velocity(a, Q, R, b, T, activation="relu", teacher_activation=None):
-    """Population gradient flow in order parameters.
+    r"""Population gradient flow in order parameters.
 
-    ``da/dt = -dL/da``, ``dQ/dt = -(2 G Q + 2 Q G + H R^T + R H^T)``,
-    ``dR/dt = -(2 G R + H T)``; exact for any ``D`` because ``L`` depends on ``W`` only through
-    ``(Q, R)`` and ``dW/dt = -(2 G W + H V)``.
+    $\dot a = -\partial L/\partial a$, $\dot Q = -(2 G Q + 2 Q G + H R^\top + R H^\top)$,
+    $\dot R = -(2 G R + H T)$; exact for any $D$ because $L$ depends on $W$ only through
+    $(Q, R)$ and $\dot W = -(2 G W + H V)$.
+
+    Parameters
+    ----------
+    a : array_like
+        Student second-layer weights, shape ``(..., K)``.
+    Q : array_like
+        Student overlaps $Q = W W^\top$, shape ``(..., K, K)``.
+    R : array_like
+        Student-teacher overlaps $R = W V^\top$, shape ``(..., K, M)``.
+    b : array_like
+        Teacher second-layer weights, shape ``(..., M)``.
+    T : array_like
+        Teacher overlaps $T = V V^\top$, shape ``(..., M, M)``.
+    activation : str or Activation
+        The students' activation: a registered name or an `Activation` (its ``kernels`` give
+        $F$ and $S$); an unknown name raises `activation_of()`'s error.
+    teacher_activation : str, Activation or None
+        The teacher's activation $g^*$; ``None``: the students'.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        $(\dot a, \dot Q, \dot R)$ of shapes ``(..., K)``, ``(..., K, K)``, ``(..., K, M)``.
     """
     gr = gradients(a, Q, R, b, T, activation, teacher_activation)
     return (-gr.g_a, *_order_parameter_velocity(gr, Q, R, T))
@@ -237,16 +313,54 @@ def gradient_jvp(
     teacher_activation=None,
     sines=None,
 ):
-    """Directional derivative of ``(dL/da, G, H)`` of `gradients()` along ``(da, dQ, dR)``.
+    r"""Directional derivative of $(\partial L/\partial a, G, H)$ of `gradients()` along
+    $(\delta a, \delta Q, \delta R)$.
 
-    ``dQ`` is a symmetric direction. The state arrays broadcast against the direction arrays (insert
-    an axis in the state to push many directions at once). With ``singular_cutoff > 0`` the pair
-    kernels' second derivatives are evaluated at a correlation clipped to
-    ``|c| <= (1 - cutoff) sqrt(q1 q2)``: exact away from aligned pairs, finite on them (ReLU's
-    second derivatives diverge like ``(q1 q2 - c^2)^{-1/2}``). With ``sines`` (module
+    ``dQ`` is a symmetric direction. The state arrays broadcast against the direction arrays
+    (insert an axis in the state to push many directions at once). With ``singular_cutoff > 0`` the
+    pair kernels' second derivatives are evaluated at a correlation clipped to
+    $|c| \le (1 - \mathrm{cutoff}) \sqrt{q_1 q_2}$: exact away from aligned pairs, finite on them
+    (ReLU's second derivatives diverge like $(q_1 q_2 - c^2)^{-1/2}$). With ``sines`` (module
     docstring) nothing is clipped: the second derivatives are exact at the pair's own sine, and
     zero on pairs aligned to `ALIGNED_SINE` (`_aligned_limit()`), which is the exact
     limit of their contribution to the Hessian in the weights; ``singular_cutoff`` is unused.
+
+    Parameters
+    ----------
+    a : array_like
+        Student second-layer weights, shape ``(..., K)``.
+    Q : array_like
+        Student overlaps $Q = W W^\top$, shape ``(..., K, K)``.
+    R : array_like
+        Student-teacher overlaps $R = W V^\top$, shape ``(..., K, M)``.
+    b : array_like
+        Teacher second-layer weights, shape ``(..., M)``.
+    T : array_like
+        Teacher overlaps $T = V V^\top$, shape ``(..., M, M)``.
+    da : array_like
+        Direction in $a$, shape ``(..., K)``.
+    dQ : array_like
+        Symmetric direction in $Q$, shape ``(..., K, K)``.
+    dR : array_like
+        Direction in $R$, shape ``(..., K, M)``.
+    activation : str or Activation
+        The students' activation: a registered name or an `Activation` (its ``kernels`` give
+        $F$ and $S$); an unknown name raises `activation_of()`'s error.
+    teacher_activation : str, Activation or None
+        The teacher's activation $g^*$; ``None``: the students'.
+    singular_cutoff : float
+        Relative distance from alignment at which the second derivatives are clipped; ``0``: no
+        clipping.
+    sines : tuple of array_like or None
+        ``(S_ss (..., K, K), S_st (..., K, M))``, the pairs' wedge norms $|w_i \wedge w_j|$ and
+        $|w_i \wedge v_n|$ (`pair_sines()`), for full-precision kernels; ``None``: from the
+        order parameters.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        $(\delta g_a, \delta G, \delta H)$ of shapes ``(..., K)``, ``(..., K, K)``,
+        ``(..., K, M)``.
     """
     F, dF, d2F, S, dS, d2S = _kernels(activation)
     _, (_, dFx, d2Fx) = _teacher(activation, teacher_activation)

@@ -231,10 +231,36 @@ def named_delta(name: str, rho_i: float, dim: int, strength: float | None = None
 
 
 def with_gauge(problem: Problem, *, c=None, delta=None, names=None, strength=None) -> Problem:
-    """The same initial function with a new gauge per neuron.
+    r"""The same initial function with a new gauge per neuron.
 
-    Exactly one of: ``c`` (rescaling factors ``(a_i, w_i) -> (a_i / c_i, c_i w_i)``), ``delta``
-    (target ``a_i^2 - |w_i|^2``), or ``names`` (one of `GAUGE_NAMES` per neuron).
+    Exactly one of: ``c`` (rescaling factors $(a_i, w_i) \to (a_i / c_i, c_i w_i)$), ``delta``
+    (target $a_i^2 - |w_i|^2$), or ``names`` (one of `GAUGE_NAMES` per neuron).
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem whose students are re-gauged; each $\rho_i u_i$ is kept.
+    c : float, array_like or None
+        Rescaling factors, one or one per neuron, each finite and $> 0$.
+    delta : float, array_like or None
+        Target gauges $\delta_i$, one or one per neuron, finite.
+    names : sequence of str or None
+        One gauge name per neuron: ``w-heavy``, ``a-heavy`` or ``balanced`` (`named_delta()`).
+    strength : float or None
+        With ``names``: the ratio $|w|^2 / |\rho|$ of ``w-heavy`` (its inverse for ``a-heavy``),
+        $> 0$; ``None``: the input dimension $D$.
+
+    Returns
+    -------
+    Problem
+        A copy with new ``a`` and ``W``.
+
+    Raises
+    ------
+    InputError
+        Unless exactly one of ``c``, ``delta``, ``names`` is given; for a ``c`` that is not finite
+        and positive; for a number of names other than ``K``, an unknown name or a strength
+        $\le 0$; for a ``delta`` that is not finite or leaves a neuron with $|w| = 0$.
     """
     given = [x is not None for x in (c, delta, names)]
     if sum(given) != 1:
@@ -287,11 +313,34 @@ def single(
     activation: str | Activation = "relu",
     overlap: float | None = None,
 ) -> Problem:
-    """The ``single`` set-up: ``K = M = 1``, ``b = 1``, ``v = e_1``.
+    r"""The ``single`` set-up: $K = M = 1$, $b = 1$, $v = e_1$.
 
-    The student direction ``u0 = m0 e_1 + sqrt(1 - m0^2) e_2`` with ``m0 = D^{-1/2}`` (or
-    ``overlap``), coefficient ``rho0 = scale``; gauge ``w-heavy``: ``|w0|^2 = s D``, ``a0^2 = s / D``;
-    ``a-heavy``: swapped.
+    The student direction $u_0 = m_0 e_1 + \sqrt{1 - m_0^2}\, e_2$ with $m_0 = D^{-1/2}$ (or
+    ``overlap``), coefficient $\rho_0 =$ ``scale``; gauge ``w-heavy``: $|w_0|^2 = s D$,
+    $a_0^2 = s / D$; ``a-heavy``: swapped.
+
+    Parameters
+    ----------
+    dim : int
+        Input dimension $D$, an integer in $[2, 10^8]$.
+    gauge : str
+        ``w-heavy``, ``a-heavy`` or ``balanced``.
+    scale : float
+        The initial coefficient $\rho_0 = s$, in $(0, 10^{150}]$.
+    activation : str or Activation
+        The activation of student and teacher (a registered name or an `Activation`).
+    overlap : float or None
+        The initial overlap $m_0$, in $(-1, 1)$; ``None``: $D^{-1/2}$.
+
+    Returns
+    -------
+    Problem
+        With ``setup`` recording ``name="single"``, ``dim``, ``gauges``, ``scale`` and ``overlap``.
+
+    Raises
+    ------
+    InputError
+        For a value outside the ranges above, an unknown gauge or activation (`duplicates()`).
     """
     return duplicates(
         dim, [gauge], scale=scale, activation=activation, overlap=overlap, _name="single"
@@ -306,7 +355,34 @@ def duplicates(
     overlap: float | None = None,
     _name: str = "duplicates",
 ) -> Problem:
-    """``K = len(gauges)`` copies of the ``single`` neuron, each with its own named gauge."""
+    r"""$K =$ ``len(gauges)`` copies of the ``single`` neuron, each with its own named gauge.
+
+    Parameters
+    ----------
+    dim : int
+        Input dimension $D$, an integer in $[2, 10^8]$ (a float such as ``10.0`` is refused).
+    gauges : sequence of str
+        A non-empty list of gauge names (``w-heavy``, ``a-heavy``, ``balanced``), one per copy.
+    scale : float
+        The initial coefficient $\rho_0$ of every copy, in $(0, 10^{150}]$.
+    activation : str or Activation
+        The activation of student and teacher.
+    overlap : float or None
+        The initial overlap $m_0$ with the teacher, in $(-1, 1)$; ``None``: $D^{-1/2}$.
+    _name : str
+        The set-up's name recorded in ``setup`` (`single()` passes ``"single"``).
+
+    Returns
+    -------
+    Problem
+        $K$ students along one direction, one teacher $v = e_1$ with $b = 1$.
+
+    Raises
+    ------
+    InputError
+        For ``dim``, ``scale`` or ``overlap`` outside its range, an unknown activation, a
+        ``gauges`` that is a string, not a sequence or empty, or an unknown gauge name.
+    """
     dim, scale = _check_dim(dim), _check_scale(scale)
     activation_of(activation)
     if isinstance(gauges, str) or not isinstance(gauges, Sequence) or not gauges:
@@ -339,8 +415,38 @@ def random_problem(
     scale: float = 1.0,
     teacher_activation: str | Activation | None = None,
 ) -> Problem:
-    """Gaussian random student and teacher (``w_i, v_n ~ N(0, I/D)``, ``a_i ~ N(0, scale^2)``);
-    ``teacher_activation``: the teacher's own activation (``None``: the student's)."""
+    r"""Gaussian random student and teacher ($w_i, v_n \sim N(0, I/D)$, $a_i \sim N(0, s^2)$ with
+    $s$ = ``scale``, $b_n \sim N(0, 1)$); ``teacher_activation``: the teacher's own activation
+    (``None``: the student's).
+
+    Parameters
+    ----------
+    dim : int
+        Input dimension $D$, an integer in $[2, 10^8]$.
+    K : int
+        Number of students, in $[1, 10^6]$.
+    M : int
+        Number of teachers, in $[1, 10^6]$.
+    rng : numpy.random.Generator
+        The source of every draw (explicit seeds only).
+    activation : str or Activation
+        The students' activation.
+    scale : float
+        Standard deviation of the $a_i$, in $(0, 10^{150}]$.
+    teacher_activation : str, Activation or None
+        The teacher's activation; ``None``: the students'.
+
+    Returns
+    -------
+    Problem
+        With ``setup`` ``{"name": "random", "dim", "K", "M"}``.
+
+    Raises
+    ------
+    InputError
+        For a setting outside its range, an ``rng`` that is not a ``numpy.random.Generator``, or
+        an unknown activation.
+    """
     dim, scale = _check_dim(dim), _check_scale(scale)
     K, M = PARAMS["count"].accept(K, "K"), PARAMS["count"].accept(M, "M")
     _check_rng(rng)
@@ -359,11 +465,33 @@ def random_problem(
 
 
 def perturb(problem: Problem, epsilon: float, rng: np.random.Generator) -> Problem:
-    """A visible perturbation of size ``epsilon`` of the initial function.
+    r"""A visible perturbation of size ``epsilon`` of the initial function.
 
-    Each neuron's coefficient and direction move independently: ``rho_i -> rho_i (1 + epsilon z_i)``
-    and ``u_i -> normalise(u_i + epsilon xi_i)`` with ``xi_i`` Gaussian in the plane of the set-up
-    (the span of ``u_i`` and the teacher), keeping every neuron's gauge ``delta_i``.
+    Each neuron's coefficient and direction move independently:
+    $\rho_i \to \rho_i (1 + \epsilon z_i)$ and $u_i \to \mathrm{normalise}(u_i + \epsilon \xi_i)$
+    with $\xi_i$ Gaussian in the plane of the set-up (the span of $u_i$ and the teacher), keeping
+    every neuron's gauge $\delta_i$.
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem to perturb.
+    epsilon : float
+        The relative size, in $[0, 10^6]$.
+    rng : numpy.random.Generator
+        The source of $z_i$ and $\xi_i$.
+
+    Returns
+    -------
+    Problem
+        A copy with new ``a`` and ``W`` and ``epsilon`` added to ``setup``.
+
+    Raises
+    ------
+    InputError
+        For ``epsilon`` outside its range, an ``rng`` that is not a ``numpy.random.Generator``,
+        a ``problem`` that is not a `Problem`, or a perturbed neuron that its gauge leaves with
+        $|w| = 0$.
     """
     epsilon = PARAMS["epsilon"].accept(epsilon)
     _check_rng(rng)

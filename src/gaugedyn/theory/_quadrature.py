@@ -449,7 +449,20 @@ integrals (``10^4`` nodes per integral)."""
 
 
 def hermite_grid(d: int, nodes: int):
-    """The tensor Gauss-Hermite rule for ``N(0, I_d)``: nodes ``(nodes^d, d)`` and weights."""
+    """The tensor Gauss-Hermite rule for $N(0, I_d)$: nodes ``(nodes^d, d)`` and weights.
+
+    Parameters
+    ----------
+    d : int
+        The dimension.
+    nodes : int
+        Nodes per axis (probabilists' Hermite roots).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(Z (nodes^d, d), W (nodes^d,))``; the weights sum to 1.
+    """
     z, w = roots_hermitenorm(nodes)
     w = w / np.sqrt(2.0 * np.pi)
     Z = np.stack(np.meshgrid(*([z] * d), indexing="ij"), axis=-1).reshape(-1, d)
@@ -458,16 +471,30 @@ def hermite_grid(d: int, nodes: int):
 
 
 def eigen_factor(C, tol: float = 1e-12, symmetric: bool = False):
-    """``A = U sqrt(L) (d, r)`` with ``A A^T = C`` from the eigenvalues above ``tol`` times the
+    r"""$A = U \sqrt{L}$ ``(d, r)`` with $A A^\top = C$ from the eigenvalues above ``tol`` times the
     largest (a repeated or dependent field costs no dimension).
 
     The tensor rule is invariant under the eigenvectors' signs and order, so its value is a
-    smooth function of ``C`` away from repeated eigenvalues; on principal axes it is two digits
+    smooth function of $C$ away from repeated eigenvalues; on principal axes it is two digits
     more accurate than on a Cholesky factor or the symmetric square root (erf noise term, 16
     nodes per axis). Near repeated eigenvalues the axes turn quickly; for an integrand with a
     kink, whose rule error is large (about 1e-3), that makes the value rough, so
-    ``symmetric=True`` returns ``U sqrt(L) U^T`` instead (smooth in ``C``; positive definite
-    ``C`` only, else the eigen factor).
+    ``symmetric=True`` returns $U \sqrt{L} U^\top$ instead (smooth in $C$; positive definite
+    $C$ only, else the eigen factor).
+
+    Parameters
+    ----------
+    C : array_like
+        A symmetric positive semidefinite ``(d, d)`` matrix.
+    tol : float
+        Eigenvalues at or below ``tol`` times the largest are dropped.
+    symmetric : bool
+        Return the symmetric square root when no eigenvalue is dropped.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(d, r)`` with $r$ the eigenvalues kept, or ``(d, d)`` for the symmetric root.
     """
     lam, U = np.linalg.eigh(np.asarray(C, dtype=np.float64))
     keep = lam > tol * max(lam.max(), 0.0)
@@ -477,14 +504,30 @@ def eigen_factor(C, tol: float = 1e-12, symmetric: bool = False):
 
 
 def gaussian_product(fns, C, nodes: int = FOUR_POINT_NODES, chunk: int = 16) -> np.ndarray:
-    """``E[f_1(x_1) ... f_d(x_d)]`` for ``x ~ N(0, C)``, ``C (..., d, d)`` positive semidefinite.
+    r"""$E[f_1(x_1) \cdots f_d(x_d)]$ for $x \sim N(0, C)$, ``C (..., d, d)`` positive semidefinite.
 
-    The tensor Gauss-Hermite rule with ``nodes`` per axis on ``x = U sqrt(L) z`` (the eigen
-    factor of ``C``, so a singular ``C``, e.g. a repeated field, is exact); vectorised over the
-    leading axes of ``C`` in blocks of ``chunk``. Exact for polynomial ``f`` of total degree
-    ``<= 2 nodes - 1``; for smooth ``f`` its error is what the difference with ``nodes + 4``
-    shows (`gaussian_product_error()`); for ``f`` with a kink it converges only
+    The tensor Gauss-Hermite rule with ``nodes`` per axis on $x = U \sqrt{L} z$ (the eigen
+    factor of $C$, so a singular $C$, e.g. a repeated field, is exact); vectorised over the
+    leading axes of $C$ in blocks of ``chunk``. Exact for polynomial $f$ of total degree
+    $\le 2\,\mathrm{nodes} - 1$; for smooth $f$ its error is what the difference with
+    ``nodes + 4`` shows (`gaussian_product_error()`); for $f$ with a kink it converges only
     algebraically.
+
+    Parameters
+    ----------
+    fns : sequence of Callable
+        The $d$ factors $f_k$, each elementwise on a float64 array.
+    C : array_like
+        Covariances ``(..., d, d)``, positive semidefinite.
+    nodes : int
+        Gauss-Hermite nodes per axis ($\mathrm{nodes}^d$ per integral).
+    chunk : int
+        Covariances evaluated per vectorised block (memory: ``chunk * nodes^d * d`` floats).
+
+    Returns
+    -------
+    numpy.ndarray
+        The expectations, shape ``(...)``.
     """
     C = np.asarray(C, dtype=np.float64)
     d = C.shape[-1]

@@ -96,12 +96,23 @@ DEFAULT_DEFINITIONS = Definitions()
 
 
 def default_t_max(problem) -> float:
-    """A horizon long enough for the slowest neuron to specialise.
+    r"""A horizon long enough for the slowest neuron to specialise.
 
-    Transport of neuron ``i`` runs at mobility ``1/|w_i|^2`` and reaction at ``a_i^2 + |w_i|^2``,
-    so the slowest clock is ``max_i max(|w_i|^2, 1/(a_i^2 + |w_i|^2), 1)``; the horizon is
-    ``100`` of those over ``min_n |b_n|`` (for the w-heavy ``single`` set-up, ``100 s D``, about
+    Transport of neuron $i$ runs at mobility $1/|w_i|^2$ and reaction at $a_i^2 + |w_i|^2$,
+    so the slowest clock is $\max_i \max(|w_i|^2, 1/(a_i^2 + |w_i|^2), 1)$; the horizon is
+    $100$ of those over $\min_n |b_n|$ (for the w-heavy ``single`` set-up, $100 s D$, about
     12 times its specialization time).
+
+    Parameters
+    ----------
+    problem : Problem
+        The initial student and teacher; a teacher weight $|b_n|$ below $10^{-3}$ counts as
+        $10^{-3}$.
+
+    Returns
+    -------
+    float
+        The horizon $t_\mathrm{max}$.
     """
     q = np.sum(problem.W**2, axis=1)
     clock = np.maximum(np.maximum(q, 1.0 / (problem.a**2 + q)), 1.0)
@@ -109,7 +120,22 @@ def default_t_max(problem) -> float:
 
 
 def log_times(t_max: float, t_min: float = 1e-3, per_decade: int = 40) -> np.ndarray:
-    """``0`` followed by log-spaced times from ``min(t_min, t_max/10)`` to ``t_max``."""
+    """``0`` followed by log-spaced times from ``min(t_min, t_max/10)`` to ``t_max``.
+
+    Parameters
+    ----------
+    t_max : float
+        The last time, $> 0$.
+    t_min : float
+        The first positive time (lowered to ``t_max / 10`` for a short horizon).
+    per_decade : int
+        Times per decade; at least two positive times in all.
+
+    Returns
+    -------
+    numpy.ndarray
+        Increasing times starting at ``0`` and ending at ``t_max``.
+    """
     t_min = min(t_min, t_max / 10.0)
     num = max(int(np.ceil(per_decade * np.log10(t_max / t_min))) + 1, 2)
     return np.concatenate([[0.0], np.geomspace(t_min, t_max, num)])
@@ -349,13 +375,13 @@ def solve(
     lr2: float = 1.0,
     classification_samples: int = 0,
 ) -> Solution:
-    """Population gradient flow (or gradient descent with step ``eta``) from a `Problem`.
+    r"""Population gradient flow (or gradient descent with step ``eta``) from a `Problem`.
 
-    ``dynamics="flow"`` integrates ``da/dt = -dL/da``, ``dW/dt = -dL/dW`` with ``method`` (a
-    name of `METHODS`; the default ``"auto"`` runs LSODA up to 500 state numbers and
-    DOP853 above, and ``diagnostics["integrator"]`` says which ran) in the chosen exact
-    ``formulation``; ``dynamics="gd"`` iterates ``theta -> theta - eta grad L`` and reports step
-    ``k`` at time ``k eta``. Outputs at
+    ``dynamics="flow"`` integrates $\dot a = -\partial L/\partial a$,
+    $\dot W = -\partial L/\partial W$ with ``method`` (a name of `METHODS`; the default ``"auto"``
+    runs LSODA up to 500 state numbers and DOP853 above, and ``diagnostics["integrator"]`` says
+    which ran) in the chosen exact ``formulation``; ``dynamics="gd"`` iterates
+    $\theta \to \theta - \eta \nabla L$ and reports step $k$ at time $k \eta$. Outputs at
     ``t_eval`` (default: ``0`` and log-spaced times up to ``t_max``; default ``t_max`` from
     `default_t_max()`), plus the final time. With ``stop_at_specialization`` the run ends when
     every teacher feature has specialised. Raises `InputError` on bad settings and
@@ -367,6 +393,60 @@ def solve(
     ``classification_samples > 0`` adds the classification error beside the mean-squared error:
     ``observables["classification_error"]`` and ``["classification_error_se"]`` at every output
     time (`classification_error()` with that many draws).
+
+    Parameters
+    ----------
+    problem : Problem
+        The teacher, the initial student and the activation(s).
+    formulation : str
+        ``order-parameters``, ``weight-space`` or ``span`` (`FORMULATIONS`).
+    dynamics : str
+        ``flow`` (gradient flow) or ``gd`` (gradient descent).
+    eta : float or None
+        The gradient-descent step, in $(0, 10^3]$; required with ``gd``, refused with ``flow``.
+    t_max : float or None
+        The horizon, in $(0, 10^{12}]$; ``None``: `default_t_max()`.
+    method : str
+        The flow's integrator, a name of `METHODS` (``auto``: LSODA or DOP853 by state size).
+    rtol : float
+        Relative tolerance, in $[10^{-13}, 10^{-2}]$.
+    atol : float
+        Absolute tolerance, in $[10^{-20}, 10^{-2}]$.
+    definitions : Definitions
+        The observables' threshold and pruning tolerance (events and owners).
+    t_eval : array_like or None
+        Output times, strictly increasing within $[0, t_\mathrm{max}]$; ``None``: `log_times()`.
+    stop_at_specialization : bool
+        End the run once every teacher is specialised.
+    keep_weights : bool
+        Keep the weights ``W (T, K, D)`` (weight-space and span formulations).
+    singular_cutoff : float
+        In $[0, 1)$: regularisation of the Jacobian on aligned pairs (`gradient_jvp()`).
+    progress : Callable or None
+        ``progress(steps_done, steps_total)``, called by gradient descent only.
+    weight_decay : float
+        Weight decay $\lambda$ on both layers, in $[0, 10^3]$.
+    lr2 : float
+        The second layer's rate relative to the first, in $[0, 10^3]$.
+    classification_samples : int
+        Draws of `classification_error()` at every output time; ``0``: none.
+
+    Returns
+    -------
+    Solution
+        The trajectory in order parameters, its observables, event times, final owners, gauge
+        drift, settings and the integrator's diagnostics.
+
+    Raises
+    ------
+    InputError
+        Before any work, for a setting outside the ranges above, a ``problem`` that is not a
+        `Problem`, ``eta`` missing with ``gd`` or given with ``flow``, gradient descent beyond
+        $10^7$ steps or a day of work, ``lsoda-compiled`` without the order-parameter formulation
+        and a compiled activation, or an implicit method on a weight-space flow with
+        $K D > 5000$.
+    DivergenceError
+        When the trajectory stops being finite.
     """
     _check_classification_samples(classification_samples)
     eta, t_max, t_eval = _check_solve(
@@ -506,7 +586,7 @@ def solve_batch(
     stop_at_specialization: bool = False,
     singular_cutoff: float = 1e-10,
 ) -> BatchSolution:
-    """Population gradient flow of many problems (same ``K``, ``M``, activation) at once.
+    r"""Population gradient flow of many problems (same $K$, $M$, activation) at once.
 
     ``method="auto"`` (the default) or ``"rodas"`` advances all trajectories together with
     per-trajectory adaptive steps (vectorised numpy, batched linear solves); any other name of
@@ -515,6 +595,46 @@ def solve_batch(
     trajectory that stops being finite is marked failed (``errors``, ``failed``, its
     diagnostics' ``status`` ``-2`` and ``message``); the others finish exactly as they would
     alone.
+
+    Parameters
+    ----------
+    problems : Sequence
+        `Problem` objects of one ``K``, ``M``, activation and teacher activation (and one
+        ``dim`` in weight space).
+    formulation : str
+        ``order-parameters``, ``weight-space`` or ``span``; the span needs one rank across the
+        batch.
+    t_max : float or None
+        The horizon, in $(0, 10^{12}]$; ``None``: the largest `default_t_max()`.
+    rtol : float
+        Relative tolerance, in $[10^{-13}, 10^{-2}]$.
+    atol : float
+        Absolute tolerance, in $[10^{-20}, 10^{-2}]$.
+    definitions : Definitions
+        The observables' threshold and pruning tolerance.
+    t_eval : array_like or None
+        Shared output times, strictly increasing within $[0, t_\mathrm{max}]$; ``None``:
+        `log_times()`.
+    method : str
+        ``auto`` or ``rodas`` (batched), or another name of `METHODS` (a loop of `solve()`).
+    stop_at_specialization : bool
+        End each trajectory once every teacher is specialised (batched: once all are).
+    singular_cutoff : float
+        Regularisation of the Jacobian on aligned pairs (`gradient_jvp()`).
+
+    Returns
+    -------
+    BatchSolution
+        Every trajectory on the shared ``t_eval``, with per-trajectory diagnostics and errors.
+
+    Raises
+    ------
+    InputError
+        Before any work, for a ``problems`` that is not a sequence of `Problem` or is empty,
+        problems that differ in ``K``, ``M``, activation or (in weight space) ``dim``, span ranks
+        that differ, or a setting outside its range.
+    DivergenceError
+        When every trajectory of a looped (non-batched) method diverges.
     """
     try:
         problems = list(problems)
