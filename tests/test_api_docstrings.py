@@ -18,7 +18,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCUMENTED = ("gaugedyn.gauge", "gaugedyn.symbolic", "gaugedyn.papers", "gaugedyn.monitor")
+DOCUMENTED = (
+    "gaugedyn.gauge",
+    "gaugedyn.symbolic",
+    "gaugedyn.papers",
+    "gaugedyn.monitor",
+    "gaugedyn.publish",
+)
 PENDING = (
     "gaugedyn.theory",
     "gaugedyn.training",
@@ -27,7 +33,6 @@ PENDING = (
     "gaugedyn.harness",
     "gaugedyn.experiments",
     "gaugedyn.experiments.prototypes",
-    "gaugedyn.publish",
     "gaugedyn.plotting",
     "gaugedyn.cli",
 )
