@@ -24,6 +24,7 @@ DOCUMENTED = (
     "gaugedyn.papers",
     "gaugedyn.monitor",
     "gaugedyn.publish",
+    "gaugedyn.experiments.prototypes",
 )
 PENDING = (
     "gaugedyn.theory",
@@ -32,7 +33,6 @@ PENDING = (
     "gaugedyn.stats",
     "gaugedyn.harness",
     "gaugedyn.experiments",
-    "gaugedyn.experiments.prototypes",
     "gaugedyn.plotting",
     "gaugedyn.cli",
 )
