@@ -24,6 +24,7 @@ DOCUMENTED = (
     "gaugedyn.papers",
     "gaugedyn.monitor",
     "gaugedyn.publish",
+    "gaugedyn.experiments",
     "gaugedyn.experiments.prototypes",
 )
 PENDING = (
@@ -32,7 +33,6 @@ PENDING = (
     "gaugedyn.adam",
     "gaugedyn.stats",
     "gaugedyn.harness",
-    "gaugedyn.experiments",
     "gaugedyn.plotting",
     "gaugedyn.cli",
 )
