@@ -25,14 +25,14 @@ DOCUMENTED = (
     "gaugedyn.monitor",
     "gaugedyn.adam",
     "gaugedyn.theory",
+    "gaugedyn.experiments",
+    "gaugedyn.experiments.prototypes",
+    "gaugedyn.publish",
 )
 PENDING = (
     "gaugedyn.training",
     "gaugedyn.stats",
     "gaugedyn.harness",
-    "gaugedyn.experiments",
-    "gaugedyn.experiments.prototypes",
-    "gaugedyn.publish",
     "gaugedyn.plotting",
     "gaugedyn.cli",
 )

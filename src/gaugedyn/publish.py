@@ -92,14 +92,44 @@ _PLAIN_TITLE = re.compile(r"[A-Za-z0-9(][^:#\"'{}\[\],&*!|>%@`]*")
 
 
 def published_files(root: Path) -> list[Path]:
-    """The Markdown files that may hold tables: ``README.md`` and ``docs/**/*.md``."""
+    """The Markdown files that may hold tables: ``README.md`` and ``docs/**/*.md``.
+
+    Parameters
+    ----------
+    root : Path
+        The repository root.
+
+    Returns
+    -------
+    list of Path
+        ``root/README.md`` first where it exists, then every ``.md`` file under ``root/docs``
+        (recursively, sorted).
+    """
     files = [root / "README.md"] if (root / "README.md").is_file() else []
     return files + sorted((root / "docs").rglob("*.md"))
 
 
 def load_published(root: Path) -> dict[str, dict]:
-    """Every committed summary: experiment name -> the summary (with its ``published`` record);
-    an unreadable or malformed one is refused (`InputError`) naming its file."""
+    """Every committed summary, read from ``results-data/*/summary.json``.
+
+    Parameters
+    ----------
+    root : Path
+        The repository root, whose ``results-data/`` holds one folder per published experiment.
+
+    Returns
+    -------
+    dict of str to dict
+        Experiment name (the folder's name) -> its summary, with its ``published`` record.
+
+    Raises
+    ------
+    InputError
+        When a summary cannot be read or is not JSON, or is malformed (not an object; claims that
+        are not a list of objects with a string ``id``, a known ``kind``, a boolean ``passed``, a
+        known ``verdict``, a ``readings`` table; figures without a list of file names), naming its
+        file.
+    """
     out = {}
     for path in sorted((root / DATA).glob("*/summary.json")):
         try:
@@ -117,8 +147,21 @@ def load_published(root: Path) -> dict[str, dict]:
 
 
 def command_line(command: dict | None) -> str:
-    """The ``gaugedyn run`` command a summary's recorded arguments stand for (output folders
-    and progress options left out: they do not change the result)."""
+    """The ``gaugedyn run`` command a summary's recorded arguments stand for (output folders and
+    progress options left out: they do not change the result).
+
+    Parameters
+    ----------
+    command : dict or None
+        A summary's ``command`` record: ``command`` (default ``"run"``), ``config``, ``quick``,
+        ``overrides`` (the ``--set`` items), ``executor`` and ``workers``.
+
+    Returns
+    -------
+    str
+        The command line, e.g. ``gaugedyn run simulations/clock.toml --set seeds=8 --executor
+        process``; ``"(not recorded)"`` when ``command`` is empty or ``None``.
+    """
     if not command:
         return "(not recorded)"
     words = ["gaugedyn", str(command.get("command", "run")), str(command.get("config", ""))]
@@ -142,8 +185,19 @@ def _git(root: Path, *args: str) -> str:
 
 
 def code_version(root: Path) -> dict:
-    """gaugedyn's version and the git commit of ``root`` (``dirty``: uncommitted changes in
-    ``src/`` or ``simulations/``; commit ``"unknown"`` outside a git checkout)."""
+    """gaugedyn's version and the git commit of a checkout.
+
+    Parameters
+    ----------
+    root : Path
+        The checkout (``git`` runs there; a failing or missing ``git`` counts as no checkout).
+
+    Returns
+    -------
+    dict
+        ``{"gaugedyn": version, "commit": sha, "dirty": bool}``: ``dirty`` when ``src/`` or
+        ``simulations/`` have uncommitted changes; commit ``"unknown"`` outside a git checkout.
+    """
     from . import __version__
 
     commit = _git(root, "rev-parse", "HEAD") or "unknown"
@@ -196,10 +250,33 @@ def _show(value: object) -> str:
 
 
 def read_run(run: Path, root: Path | None = None) -> dict:
-    """A run's summary, refused (`InputError`) when the folder has none, when
-    its experiment is not a registered name, when it is a quick or reduced configuration or
-    lacks its ``command`` record, when the run is not complete, when its claims or figures are
-    malformed, or when a figure is not a file inside the run folder."""
+    """A run's summary, checked to be publishable.
+
+    Parameters
+    ----------
+    run : Path
+        The run folder (the ``--out`` of ``gaugedyn run``), holding ``summary.json`` and the
+        figures it lists.
+    root : Path, optional
+        The repository root: a re-judged run (``gaugedyn rejudge``) may leave out a figure already
+        published under ``root/docs/figures/<experiment>/``. ``None``: every figure must be in
+        ``run``.
+
+    Returns
+    -------
+    dict
+        The parsed ``summary.json``.
+
+    Raises
+    ------
+    InputError
+        When the folder has no readable ``summary.json``; its claims or figures are malformed; its
+        experiment is not a registered name; it lacks its ``command`` record; it is a quick or
+        reduced configuration (``--set`` overrides that are not exactly a declared extension); the
+        run is not complete (failed tasks, or a status other than ``"passed"`` / ``"claims
+        failed"``); or a figure is absolute, outside the run folder, missing, or shares its file
+        name with another.
+    """
     from .harness import EXPERIMENTS
 
     path = Path(run) / "summary.json"
@@ -252,14 +329,37 @@ def _extensions(experiment: str) -> dict[str, dict]:
 
 
 def slug(name: str) -> str:
-    """A declared extension's folder name: its words and numbers joined by ``-``."""
+    """A declared extension's folder name: its words and numbers joined by ``-``.
+
+    Parameters
+    ----------
+    name : str
+        The extension's declared name (`gaugedyn.harness.Experiment.extensions`).
+
+    Returns
+    -------
+    str
+        ``name`` lower-cased, every run of characters other than ``a-z``, ``0-9`` and ``.``
+        replaced by one ``-``, with no leading or trailing ``-``.
+    """
     return re.sub(r"[^a-z0-9.]+", "-", name.lower()).strip("-")
 
 
 def extension_of(summary: dict) -> str | None:
-    """The declared extension (`gaugedyn.harness.Experiment.extensions`) a run is: its
-    ``--set`` overrides are exactly that extension's settings (values compared as parsed);
-    ``None`` for any other run."""
+    """The declared extension (`gaugedyn.harness.Experiment.extensions`) a run is: its ``--set``
+    overrides are exactly that extension's settings (values compared as parsed).
+
+    Parameters
+    ----------
+    summary : dict
+        A run's summary, with its ``experiment`` and ``command`` records.
+
+    Returns
+    -------
+    str or None
+        The extension's name; ``None`` for a run without overrides, a quick run, a run whose
+        overrides or experiment do not parse, or overrides that match no declared extension.
+    """
     from .harness import parse_override
 
     command = summary.get("command") or {}
@@ -280,10 +380,30 @@ def extension_of(summary: dict) -> str | None:
 def extension_runs(
     experiment: str, root: Path, data: Mapping[str, dict] | None = None
 ) -> dict[str, dict | None]:
-    """Each declared extension's published summary
-    (``results-data/<experiment>/extensions/<slug>/summary.json``; ``None`` where there is
-    none); an extension that changes no setting is the experiment's own published run (from
-    ``data``)."""
+    """Each declared extension's published summary.
+
+    Parameters
+    ----------
+    experiment : str
+        A registered experiment name.
+    root : Path
+        The repository root; an extension's run is
+        ``results-data/<experiment>/extensions/<slug>/summary.json`` (`slug()`).
+    data : mapping of str to dict, optional
+        The published runs (`load_published()`): an extension that changes no setting is the
+        experiment's own published run, taken from here.
+
+    Returns
+    -------
+    dict of str to (dict or None)
+        Extension name -> its summary, ``None`` where none is published.
+
+    Raises
+    ------
+    InputError
+        When ``experiment`` is not a registered experiment, or an extension's ``summary.json``
+        is not valid JSON (naming the file).
+    """
     out: dict[str, dict | None] = {}
     for name, sets in _extensions(experiment).items():
         if not sets:
@@ -303,9 +423,31 @@ def extensions_table(
     data: Mapping[str, dict] | None = None,
     added: Mapping[str, Mapping[str, dict]] | None = None,
 ) -> list[str]:
-    """The experiment's extension table (its `gaugedyn.harness.Experiment.extension_table()`)
-    from the published extension runs, with the runs being added (``added``: experiment ->
-    extension -> summary) in place of their stored ones."""
+    """The experiment's extension table (its `gaugedyn.harness.Experiment.extension_table()`) from
+    the published extension runs.
+
+    Parameters
+    ----------
+    experiment : str
+        A registered experiment name.
+    root : Path
+        The repository root (the extension runs are read from ``results-data/``).
+    data : mapping of str to dict, optional
+        The published runs (`load_published()`), for an extension that changes no setting.
+    added : mapping of str to mapping of str to dict, optional
+        Runs being added, experiment -> extension -> summary: they replace the stored ones.
+
+    Returns
+    -------
+    list of str
+        The table's Markdown lines; one sentence when the experiment declares no extensions.
+
+    Raises
+    ------
+    InputError
+        When ``experiment`` is not a registered experiment, or a stored extension summary is not
+        valid JSON (`extension_runs()`).
+    """
     exp, _ = _declared(experiment)
     if not exp.extensions:
         return [f"`{experiment}` declares no extensions."]
@@ -340,9 +482,31 @@ def _figure_files(run: Path, summary: dict, root: Path | None = None) -> list[Pa
 
 
 def prepare_run(run: Path, root: Path) -> tuple[dict, dict[Path, bytes]]:
-    """``run/summary.json`` (checked by `read_run()`) with its ``published`` record, and the
-    files adding it writes: ``results-data/<experiment>/summary.json`` and its PNG figures under
-    ``docs/figures/<experiment>/``. Nothing is written."""
+    """A run's summary with its ``published`` record, and the files adding it writes. Nothing is
+    written.
+
+    Parameters
+    ----------
+    run : Path
+        The run folder, checked by `read_run()`.
+    root : Path
+        The repository root the run is added to; its current commit is the run's code version
+        (`code_version()`).
+
+    Returns
+    -------
+    tuple of (dict, dict of Path to bytes)
+        The summary as it will be read back (keys sorted), with ``published``: the command
+        (`command_line()`), the date ``summary.json`` was last written (UTC) and the code version;
+        a re-judged run keeps the record of the run it re-judges. Then the files:
+        ``results-data/<experiment>/summary.json`` (``.../extensions/<slug>/`` for a declared
+        extension) and its PNG figures under ``docs/figures/<experiment>/``.
+
+    Raises
+    ------
+    InputError
+        When `read_run()` refuses the run.
+    """
     path = Path(run) / "summary.json"
     # as it will be read back (keys sorted): a table rendered now equals one rendered later
     summary = json.loads(json.dumps(read_run(run, root), sort_keys=True))
@@ -367,9 +531,27 @@ def prepare_run(run: Path, root: Path) -> tuple[dict, dict[Path, bytes]]:
 
 
 def add_run(run: Path, root: Path) -> Path:
-    """Copy ``run/summary.json`` (checked by `read_run()`) to
-    ``results-data/<experiment>/summary.json`` with its ``published`` record, and its figures;
-    every file atomically, all or none."""
+    """Copy a run's ``summary.json`` into ``results-data/`` with its ``published`` record, and its
+    figures into ``docs/figures/`` (`prepare_run()`); every file atomically, all or none.
+
+    Parameters
+    ----------
+    run : Path
+        The run folder, checked by `read_run()`.
+    root : Path
+        The repository root.
+
+    Returns
+    -------
+    Path
+        The written ``results-data/<experiment>/summary.json`` (or an extension's, under
+        ``extensions/<slug>/``).
+
+    Raises
+    ------
+    InputError
+        When `read_run()` refuses the run; nothing is written then.
+    """
     summary, writes = prepare_run(run, root)
     write_all(writes)
     return next(p for p in writes if p.name == "summary.json")
@@ -377,8 +559,21 @@ def add_run(run: Path, root: Path) -> Path:
 
 def write_all(writes: dict[Path, bytes]) -> None:
     """Write every file atomically (a temporary name, then a rename); if one fails, the files
-    already replaced get their former content back (or are removed), so a command writes all
-    or nothing."""
+    already replaced get their former content back (or are removed), so a command writes all or
+    nothing.
+
+    Parameters
+    ----------
+    writes : dict of Path to bytes
+        Each file's full new content; missing parent folders are made (and removed again when
+        a write fails).
+
+    Raises
+    ------
+    BaseException
+        Whatever stopped a write (an `OSError`, a `KeyboardInterrupt`), re-raised after the files
+        written so far are restored.
+    """
     from .harness import atomic_write
 
     done: list[tuple[Path, bytes | None]] = []
@@ -436,7 +631,23 @@ def _rule(claim: dict) -> str:
 
 
 def provenance(experiment: str, summary: dict) -> str:
-    """One line: which committed file, command, date and code version a table comes from."""
+    """One line: which committed file, command, date and code version a table comes from.
+
+    Parameters
+    ----------
+    experiment : str
+        The experiment name (its summary is ``results-data/<experiment>/summary.json``).
+    summary : dict
+        Its published summary; ``published`` gives the command, date and code version, and a
+        ``rejudged`` record adds when and at which commit it was re-judged, how many verdicts
+        changed and how many findings were kept under the old rules.
+
+    Returns
+    -------
+    str
+        The sentence (``?`` for what the record lacks; the commit cut to 10 characters, marked
+        "with local changes" when ``dirty``).
+    """
     pub = summary.get("published", {})
     code = pub.get("code_version", {})
     commit = str(code.get("commit", "unknown"))[:10] + (
@@ -484,7 +695,27 @@ def _plain(text: object) -> str:
 
 
 def claims_table(experiment: str, data: dict[str, dict]) -> list[str]:
-    """Every claim of one published run, then its provenance."""
+    """Every claim of one published run: kind, measured value, 95% interval, rule and verdict (and
+    the verdict over the set-up space where a claim has ``robustness``), then the claims'
+    statements and the run's provenance (`provenance()`).
+
+    Parameters
+    ----------
+    experiment : str
+        The experiment whose published run is tabulated.
+    data : dict of str to dict
+        The published runs, experiment -> summary (`load_published()`).
+
+    Returns
+    -------
+    list of str
+        The Markdown lines.
+
+    Raises
+    ------
+    InputError
+        When ``data`` has no run of ``experiment`` (naming the published ones).
+    """
 
     if experiment not in data:
         raise InputError(
@@ -518,8 +749,27 @@ def claims_table(experiment: str, data: dict[str, dict]) -> list[str]:
 
 
 def readings_table(experiment: str, data: dict[str, dict]) -> list[str]:
-    """Every finding of one published run with its verdict under each reading, then its checks
-    and measurements, then its provenance."""
+    """Every finding of one published run with its rule, primary estimate and interval, verdict,
+    power and verdict under each reading; then its checks and measurements, then its provenance
+    (`provenance()`).
+
+    Parameters
+    ----------
+    experiment : str
+        The experiment whose published run is tabulated.
+    data : dict of str to dict
+        The published runs, experiment -> summary (`load_published()`).
+
+    Returns
+    -------
+    list of str
+        The Markdown lines.
+
+    Raises
+    ------
+    InputError
+        When ``data`` has no run of ``experiment`` (naming the published ones).
+    """
     from .harness import verdict_word
 
     if experiment not in data:
@@ -549,8 +799,26 @@ def readings_table(experiment: str, data: dict[str, dict]) -> list[str]:
 
 
 def breakdown_table(experiment: str, data: dict[str, dict]) -> list[str]:
-    """Every finding of one published run with its verdict per value of each set-up dimension
-    the run records (``tolerance.by_<dimension>``: ``{value: verdict}``), then the provenance."""
+    """Every finding of one published run with its verdict per value of each set-up dimension the
+    run records (``tolerance.by_<dimension>``: ``{value: verdict}``), then the provenance.
+
+    Parameters
+    ----------
+    experiment : str
+        The experiment whose published run is tabulated.
+    data : dict of str to dict
+        The published runs, experiment -> summary (`load_published()`).
+
+    Returns
+    -------
+    list of str
+        The Markdown lines; a sentence saying so when no finding records a dimension.
+
+    Raises
+    ------
+    InputError
+        When ``data`` has no run of ``experiment`` (naming the published ones).
+    """
     from .harness import verdict_word
 
     if experiment not in data:
@@ -591,9 +859,23 @@ def _robust_cell(claim: dict) -> str:
 
 
 def robustness_table(experiment: str, data: dict[str, dict]) -> list[str]:
-    """Every finding of one published run over its declared set-up space (a published
-    multiverse): verdict, share per verdict, robust or not, flipping constants; then the
-    specifications and the provenance. A run published without a multiverse says so."""
+    """Every finding of one published run over its declared set-up space (a published multiverse):
+    verdict, number of specifications, share per verdict, robust or not, the constants that flip
+    it; then the specifications and the provenance.
+
+    Parameters
+    ----------
+    experiment : str
+        The experiment whose published run is tabulated.
+    data : dict of str to dict
+        The published runs, experiment -> summary (`load_published()`).
+
+    Returns
+    -------
+    list of str
+        The Markdown lines; one sentence when no run of ``experiment`` is published, or one
+        saying how to publish a multiverse when the run was not judged over its set-up space.
+    """
     from .harness import FINDING_WORDS, verdict_word
 
     if experiment not in data:
@@ -640,7 +922,24 @@ def _declared(experiment: str):
 
 
 def controls_table(experiment: str) -> list[str]:
-    """The experiment's declared known-answer controls at its full configuration."""
+    """The experiment's declared known-answer controls at its full configuration: instrument,
+    control, kind, case (the known answer) and what it proves.
+
+    Parameters
+    ----------
+    experiment : str
+        A registered experiment name.
+
+    Returns
+    -------
+    list of str
+        The Markdown lines; one sentence when the experiment declares no controls.
+
+    Raises
+    ------
+    InputError
+        When ``experiment`` is not a registered experiment.
+    """
     from .harness import declared_controls
 
     exp, cfg = _declared(experiment)
@@ -660,8 +959,24 @@ def controls_table(experiment: str) -> list[str]:
 
 
 def space_table(experiment: str) -> list[str]:
-    """The experiment's declared set-up space: each constant's default, alternatives or range,
-    and why they are plausible."""
+    """The experiment's declared set-up space: each constant's default, alternatives or range (with
+    its scale), and why they are plausible.
+
+    Parameters
+    ----------
+    experiment : str
+        A registered experiment name.
+
+    Returns
+    -------
+    list of str
+        The Markdown lines; one sentence when the experiment declares no set-up space.
+
+    Raises
+    ------
+    InputError
+        When ``experiment`` is not a registered experiment.
+    """
     exp, cfg = _declared(experiment)
     if not cfg.space:
         return [f"`{experiment}` declares no set-up space."]
@@ -680,7 +995,26 @@ def space_table(experiment: str) -> list[str]:
 def sentences_table(experiment: str, data: dict[str, dict]) -> list[str]:
     """The paper's sentences against the findings that test them (the experiment's declared
     ``sentences``: sentence -> finding names), each finding of the published run with its
-    verdict and its robustness over the declared set-up space; then the provenance."""
+    verdict and its robustness over the declared set-up space; then the provenance.
+
+    Parameters
+    ----------
+    experiment : str
+        A registered experiment name.
+    data : dict of str to dict
+        The published runs, experiment -> summary (`load_published()`).
+
+    Returns
+    -------
+    list of str
+        The Markdown lines (a sentence whose findings are not in the run reads "not run"); one
+        sentence when no run of ``experiment`` is published.
+
+    Raises
+    ------
+    InputError
+        When ``experiment`` is not a registered experiment or declares no sentences.
+    """
     from .harness import verdict_word
 
     exp, _ = _declared(experiment)
@@ -713,8 +1047,35 @@ def figures_block(
     root: Path,
     pending: Collection[Path] = (),
 ) -> list[str]:
-    """Every figure of one published run (its PNG copied by ``--add`` into ``docs/figures/``,
-    or about to be: ``pending``), with the caption its summary gives, then its provenance."""
+    """Every figure of one published run, each image linking to itself (a wide figure opens at full
+    size) above the caption its summary gives, then its provenance.
+
+    Parameters
+    ----------
+    experiment : str
+        The experiment whose published run's figures are shown.
+    data : dict of str to dict
+        The published runs, experiment -> summary (`load_published()`).
+    here : Path
+        The folder of the Markdown file the block is written into (the image links are relative
+        to it).
+    root : Path
+        The repository root; the images are ``docs/figures/<experiment>/<name>.png``, copied there
+        by ``--add``.
+    pending : collection of Path
+        Figure files about to be written by the same ``publish`` (counted as present).
+
+    Returns
+    -------
+    list of str
+        The Markdown lines.
+
+    Raises
+    ------
+    InputError
+        When ``data`` has no run of ``experiment``, or one of its PNG figures is neither under
+        ``docs/figures/<experiment>/`` nor pending.
+    """
     if experiment not in data:
         raise InputError(
             f"publish:figures {experiment}: no {DATA}/{experiment}/summary.json; "
@@ -737,8 +1098,20 @@ def figures_block(
 
 
 def verdict_counts(summaries: list[dict]) -> dict[str, int]:
-    """Checks passed / failed and findings HELD / NOT HELD / UNRESOLVED / depends on the reading
-    over some summaries."""
+    """Checks passed / failed, findings HELD / NOT HELD / UNRESOLVED / depends on the reading, and
+    measurements over some summaries.
+
+    Parameters
+    ----------
+    summaries : list of dict
+        Run summaries, each with its ``claims``.
+
+    Returns
+    -------
+    dict of str to int
+        The count per verdict word of `gaugedyn.harness.verdict_word()`: ``"PASS"``, ``"FAIL"``,
+        each of `gaugedyn.harness.FINDING_WORDS` and ``"MEASURED"`` (every key present).
+    """
     from .harness import FINDING_WORDS, verdict_word
 
     counts = dict.fromkeys(("PASS", "FAIL", *FINDING_WORDS, "MEASURED"), 0)
@@ -749,10 +1122,26 @@ def verdict_counts(summaries: list[dict]) -> dict[str, int]:
 
 
 def systems_table(data: dict[str, dict], here: Path, root: Path) -> list[str]:
-    """One row per paper: its page, its published full runs, checks and finding verdicts, and
-    how many of its HELD and NOT HELD verdicts would be expected to be wrong by chance
-    (`gaugedyn.harness.expected_wrong()`, from each finding's audited rates in
-    ``results-data/audit-rules/audit.json``)."""
+    """One row per paper of `gaugedyn.papers.PAPERS`: its page, its published full runs, checks and
+    finding verdicts, and how many of its HELD and NOT HELD verdicts would be expected to be wrong
+    by chance (`gaugedyn.harness.expected_wrong()`, from each finding's audited rates in
+    ``results-data/audit-rules/audit.json``); then the line defining that last column.
+
+    Parameters
+    ----------
+    data : dict of str to dict
+        The published runs, experiment -> summary (`load_published()`).
+    here : Path
+        The folder of the Markdown file the table is written into (the page links are relative
+        to it).
+    root : Path
+        The repository root (``docs/`` and the audit are found there).
+
+    Returns
+    -------
+    list of str
+        The Markdown lines.
+    """
     from .harness import expected_wrong, read_audit
 
     audit = read_audit(root)
@@ -800,8 +1189,22 @@ def _names(ids: list[str]) -> str:
 
 
 def headline(paper, data: dict[str, dict]) -> str:
-    """One sentence for one paper from its published full runs: how many findings held and
-    which, which did not, how many are unresolved or depend on the reading, and the checks."""
+    """One sentence for one paper from its published full runs: how many findings held and which,
+    which did not, how many are unresolved or depend on the reading, and the checks.
+
+    Parameters
+    ----------
+    paper : Paper
+        One of `gaugedyn.papers.PAPERS` (its ``name`` and ``experiments`` are used).
+    data : dict of str to dict
+        The published runs, experiment -> summary (`load_published()`).
+
+    Returns
+    -------
+    str
+        The Markdown sentence (at most `HEADLINE_NAMES` findings named per verdict, then "and N
+        more"); "no full run is published yet" when none of its experiments is in ``data``.
+    """
     from .harness import verdict_word
 
     runs = [e for e in paper.experiments if e in data]
@@ -831,15 +1234,47 @@ def headline(paper, data: dict[str, dict]) -> str:
 
 
 def headlines_block(data: dict[str, dict]) -> list[str]:
-    """One headline per paper (`headline`), then the one-line definitions."""
+    """One headline per paper (`headline()`), then the one-line definitions (`DEFINITIONS`).
+
+    Parameters
+    ----------
+    data : dict of str to dict
+        The published runs, experiment -> summary (`load_published()`).
+
+    Returns
+    -------
+    list of str
+        The Markdown lines: a list item per paper of `gaugedyn.papers.PAPERS`, a blank line and the
+        definitions.
+    """
     return [*(f"- {headline(paper, data)}" for paper in PAPERS), "", *DEFINITIONS]
 
 
 def blocks(lines: list[str], path: Path) -> list[tuple[int, int, str, str | None]]:
-    """The marked blocks of a file's lines: ``(opening line, closing line, kind, argument)``
-    (0-based). Every opening marker must be closed before the next one opens, and every
-    closing marker must close one; else `InputError` naming the marker and its
-    line, before anything is rendered."""
+    """The marked blocks of a file's lines. Every opening marker must be closed before the next one
+    opens, and every closing marker must close one.
+
+    Parameters
+    ----------
+    lines : list of str
+        The file's lines.
+    path : Path
+        The file, named in the errors.
+
+    Returns
+    -------
+    list of tuple of (int, int, str, str or None)
+        ``(opening line, closing line, kind, argument)`` per block, 0-based, in order; the argument
+        is the experiment (``None`` for ``systems`` and ``headlines``).
+
+    Raises
+    ------
+    InputError
+        Naming the marker and its line, before anything is rendered: when a marker opens before
+        the last one closed, an opening marker is not one of the allowed kinds (or gives an
+        experiment to ``systems``/``headlines``, or none to another kind), a closing marker closes
+        nothing, or the last marker is never closed.
+    """
     out: list[tuple[int, int, str, str | None]] = []
     start: int | None = None
     for i, line in enumerate(lines):
@@ -892,9 +1327,35 @@ def render(
     pending: Collection[Path] = (),
     added: Mapping[str, Mapping[str, dict]] | None = None,
 ) -> str:
-    """``text`` with every marked table regenerated (markers kept, bodies replaced); markers
-    are checked first (`blocks()`). ``added``: extension runs being added (experiment ->
-    extension -> summary)."""
+    """``text`` with every marked table regenerated (markers kept, bodies replaced); the markers are
+    checked first (`blocks()`).
+
+    Parameters
+    ----------
+    text : str
+        A Markdown file's content.
+    path : Path
+        The file (named in errors; its folder anchors relative links).
+    root : Path
+        The repository root.
+    data : dict of str to dict
+        The published runs, experiment -> summary (`load_published()`), with the runs being added.
+    pending : collection of Path
+        Figure files about to be written (`figures_block()`).
+    added : mapping of str to mapping of str to dict, optional
+        Extension runs being added, experiment -> extension -> summary.
+
+    Returns
+    -------
+    str
+        The regenerated text (unchanged outside the markers).
+
+    Raises
+    ------
+    InputError
+        When the markers are malformed (`blocks()`) or a table cannot be made from ``data`` (its
+        run or a figure is missing, its experiment is not registered).
+    """
     lines = text.split("\n")
     out: list[str] = []
     last = 0
@@ -935,8 +1396,24 @@ def _nav_title(title: str) -> str:
 
 
 def nav_entries(root: Path) -> list[tuple[str, str]]:
-    """``(title, page)`` of every system's pages, in the order of the declarations; refused
-    (`InputError`) when a declared page is not under ``docs/``."""
+    """``(title, page)`` of every system's pages, in the order of the declarations.
+
+    Parameters
+    ----------
+    root : Path
+        The repository root (the pages are under ``root/docs/``).
+
+    Returns
+    -------
+    list of tuple of (str, str)
+        Each page's navigation title and its path relative to ``docs/``.
+
+    Raises
+    ------
+    InputError
+        When a system declares a page that is not a file under ``docs/``, naming its
+        ``system.toml``.
+    """
     entries = []
     for paper in PAPERS:
         for title, page in paper.nav_entries:
@@ -951,7 +1428,29 @@ def nav_entries(root: Path) -> list[tuple[str, str]]:
 
 def render_nav(text: str, path: Path, root: Path) -> str:
     """``text`` (``mkdocs.yml``) with the systems' navigation between ``# publish:nav`` and
-    ``# /publish`` regenerated from the declarations (markers kept, entries replaced)."""
+    ``# /publish`` regenerated from the declarations (markers kept, entries replaced at the
+    opening marker's indentation).
+
+    Parameters
+    ----------
+    text : str
+        The content of ``mkdocs.yml``.
+    path : Path
+        The file, named in errors.
+    root : Path
+        The repository root (`nav_entries()`).
+
+    Returns
+    -------
+    str
+        The regenerated text.
+
+    Raises
+    ------
+    InputError
+        When ``text`` has no ``# publish:nav`` line or more than one, when it is not closed by a
+        ``# /publish`` line, or when a declared page is missing (`nav_entries()`).
+    """
     lines = text.split("\n")
     opens = [i for i, line in enumerate(lines) if _NAV_OPEN.match(line)]
     if len(opens) != 1:
@@ -970,10 +1469,31 @@ def render_nav(text: str, path: Path, root: Path) -> str:
 
 
 def plan(root: Path, adds: Sequence[Path] = ()) -> dict[Path, tuple[bytes, bool]]:
-    """Every file a ``publish`` (with the runs ``adds`` added) would write: ``{path: (content,
-    whether it changes)}``: the added runs' summaries and figures, every marked table, and the
-    navigation in ``mkdocs.yml``. Every check (the runs, the committed summaries, the markers,
-    the figures) runs here; nothing is written."""
+    """Every file a ``publish`` (with the runs ``adds`` added) would write: the added runs'
+    summaries and figures, every marked table, and the navigation in ``mkdocs.yml``. Every check
+    (the runs, the committed summaries, the markers, the figures) runs here; nothing is written.
+
+    Parameters
+    ----------
+    root : Path
+        The repository root.
+    adds : sequence of Path
+        Run folders to add first (`prepare_run()`); a declared extension's run replaces the stored
+        run of that extension.
+
+    Returns
+    -------
+    dict of Path to tuple of (bytes, bool)
+        ``{path: (content, whether it changes)}``: a file changes when it does not exist or its
+        bytes differ.
+
+    Raises
+    ------
+    InputError
+        When a committed summary is malformed (`load_published()`), a run to add is refused
+        (`read_run()`), or a file's markers or tables cannot be rendered (`render()`,
+        `render_nav()`).
+    """
     root = Path(root)
     data = load_published(root)
     files: dict[Path, bytes] = {}
@@ -1000,9 +1520,29 @@ def plan(root: Path, adds: Sequence[Path] = ()) -> dict[Path, tuple[bytes, bool]
 
 def publish(root: Path, check: bool = False, adds: Sequence[Path] = ()) -> list[Path]:
     """Regenerate every marked table under ``root`` and, where ``root`` has a ``mkdocs.yml``, its
-    navigation of the systems' pages, after adding the runs ``adds``. Returns the files that
-    changed (written, or with ``check`` only listed). Everything is checked before anything is
-    written; the files are then written atomically, all or none (`write_all()`)."""
+    navigation of the systems' pages, after adding the runs ``adds``. Everything is checked before
+    anything is written (`plan()`); the files are then written atomically, all or none
+    (`write_all()`).
+
+    Parameters
+    ----------
+    root : Path
+        The repository root.
+    check : bool
+        Write nothing, only list what would change (``gaugedyn publish --check``).
+    adds : sequence of Path
+        Run folders to add first (``--add``).
+
+    Returns
+    -------
+    list of Path
+        The files that changed (written, or with ``check`` only listed).
+
+    Raises
+    ------
+    InputError
+        When `plan()` refuses a run, a committed summary or a marker; nothing is written then.
+    """
     changes = plan(root, adds)
     stale = [path for path, (_, changed) in changes.items() if changed]
     if not check:
@@ -1014,6 +1554,13 @@ def publish(root: Path, check: bool = False, adds: Sequence[Path] = ()) -> list[
 
 
 def register(sub) -> None:
+    """Add the ``publish`` subcommand (``--check``, ``--add RUN``, ``--root``) to the command line.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subparsers of the ``gaugedyn`` parser (``parser.add_subparsers()``).
+    """
     p = sub.add_parser(
         "publish",
         help="result tables of README and docs from results-data/",

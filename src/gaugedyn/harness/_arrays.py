@@ -45,17 +45,52 @@ _KEY = re.compile(r"[^/\0]+")
 
 
 def caption_key(figure: str) -> str:
-    """The key of figure ``figure``'s caption: ``caption_<figure>``."""
+    """The key of a figure's caption in ``arrays.npz``: ``caption_<figure>``.
+
+    Parameters
+    ----------
+    figure : str
+        The figure's name.
+
+    Returns
+    -------
+    str
+        The key.
+    """
     return f"{CAPTION_PREFIX}{figure}"
 
 
 def caption_array(text: str) -> np.ndarray:
-    """A caption as it is stored: a 0-d string array."""
+    """A caption as it is stored in ``arrays.npz``: a 0-d string array.
+
+    Parameters
+    ----------
+    text : str
+        The caption (anything else is converted with ``str``).
+
+    Returns
+    -------
+    numpy.ndarray
+        The 0-d array holding ``text``.
+    """
     return np.array(str(text))
 
 
 def caption_of(arrays: Mapping[str, np.ndarray], figure: str) -> str:
-    """The caption stored for ``figure`` (``""`` when there is none)."""
+    """The caption stored for a figure.
+
+    Parameters
+    ----------
+    arrays : mapping of str to numpy.ndarray
+        A run's arrays (`load_arrays()`).
+    figure : str
+        The figure's name.
+
+    Returns
+    -------
+    str
+        The caption; ``""`` when there is none.
+    """
     value = arrays.get(caption_key(figure), "")
     return str(np.asarray(value).item()) if np.size(value) else ""
 
@@ -70,7 +105,25 @@ def captions(arrays: Mapping[str, np.ndarray]) -> dict[str, str]:
 
 
 def field_key(group: str, field: str) -> str:
-    """The key of ``field`` in ``group``: ``<group>__<field>``."""
+    """The key of one field of a group in ``arrays.npz``: ``<group>__<field>``.
+
+    Parameters
+    ----------
+    group : str
+        The group's name: non-empty, without the separator ``__``.
+    field : str
+        The field's name: non-empty.
+
+    Returns
+    -------
+    str
+        The key.
+
+    Raises
+    ------
+    ValueError
+        When ``group`` or ``field`` is empty, or ``group`` holds ``__``.
+    """
     if FIELD_SEPARATOR in group or not group or not field:
         raise ValueError(
             f"group {group!r} / field {field!r}: both non-empty, the group "
@@ -114,7 +167,27 @@ def write_arrays(path: Path, arrays: dict[str, np.ndarray], summary: dict) -> No
 
 
 def load_arrays(run: str | Path, summary: dict | None = None) -> dict[str, np.ndarray]:
-    """The stored arrays of a run folder, checked against the summary's checksum."""
+    """The stored arrays of a run folder, checked against the summary's checksum.
+
+    Parameters
+    ----------
+    run : str or Path
+        A run folder (written by ``gaugedyn run`` or `execute()`).
+    summary : dict, optional
+        Its summary, when already read (default: read from ``run/summary.json``).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        Every array of ``arrays.npz``, by key (`field_key()`, `caption_key()`).
+
+    Raises
+    ------
+    InputError
+        When the folder has no readable gaugedyn summary, no ``arrays.npz`` (the run did not
+        complete its tasks), or an ``arrays.npz`` whose SHA-256 differs from the summary's
+        ``arrays_sha256``.
+    """
     run = Path(run)
     summary = summary if summary is not None else read_summary(run)
     try:

@@ -97,7 +97,13 @@ class RunConfig:
 
 
 def available_experiments() -> list[str]:
-    """Names of the experiments shipped in `gaugedyn.experiments` (the registry's keys)."""
+    """Names of the experiments shipped in `gaugedyn.experiments` (the registry's keys).
+
+    Returns
+    -------
+    list of str
+        The registered experiment names, sorted.
+    """
     return sorted(EXPERIMENTS)
 
 
@@ -278,7 +284,30 @@ def read_toml(path: str | Path) -> dict:
 def load_config(
     path: str | Path, *, quick: bool = False, overrides: Iterable[str] = ()
 ) -> RunConfig:
-    """Read, validate and resolve a configuration file (see the module docstring)."""
+    """Read, validate and resolve a configuration file (see the module docstring).
+
+    Parameters
+    ----------
+    path : str or Path
+        A TOML file: ``experiment`` (a registered name), optionally ``seed``, ``description``,
+        ``[params]``, ``[quick]`` and ``[space]``.
+    quick : bool
+        Use the quick configuration: each parameter's ``[quick]`` value, else its declared quick
+        default.
+    overrides : iterable of str
+        ``"key=value"`` settings applied last (``--set``), ``value`` a TOML literal; the key
+        ``seed`` sets the root seed.
+
+    Returns
+    -------
+    RunConfig
+        The resolved configuration, with its tasks.
+
+    Raises
+    ------
+    InputError
+        When the file is missing or not valid TOML, or `make_config()` refuses its content.
+    """
     data = read_toml(path)
     return make_config(data, quick=quick, overrides=overrides, source=str(path))
 
@@ -291,9 +320,41 @@ def make_config(
     source: str | None = None,
     seed: int | None = None,
 ) -> RunConfig:
-    """Validate a configuration given as a parsed TOML mapping (or an experiment object).
+    """Validate a configuration given as a parsed TOML mapping (or an experiment object), resolving
+    every parameter to its value and listing the tasks.
 
-    ``overrides`` are ``"key=value"`` strings or a mapping; the key ``seed`` sets the root seed.
+    Parameters
+    ----------
+    data : mapping or Experiment
+        The settings (the keys of a configuration file: ``experiment``, ``seed``,
+        ``description``, ``params``, ``quick``, ``space``), or an `Experiment` run at its
+        defaults.
+    quick : bool
+        Use the quick configuration: each parameter's ``quick`` value, else its declared quick
+        default.
+    overrides : iterable of str or mapping of str to Any
+        Settings applied last: ``"key=value"`` strings (``value`` a TOML literal) or a mapping;
+        the key ``seed`` sets the root seed.
+    source : str, optional
+        Where ``data`` came from (a file path), named in errors and recorded in the
+        configuration.
+    seed : int, optional
+        The root seed when ``data`` is an `Experiment` (default 0); ignored for a mapping, whose
+        ``seed`` key is used.
+
+    Returns
+    -------
+    RunConfig
+        The resolved configuration, with its tasks.
+
+    Raises
+    ------
+    InputError
+        Naming the key and what is allowed: when ``data`` is not a table, has an unknown key or no
+        ``experiment``, names an unregistered experiment, has a seed outside $[0, 2^{64})$, a
+        description that is not a string, an unknown or out-of-range parameter (in ``params``,
+        ``quick`` or the overrides), an override given twice, or a malformed set-up space or
+        known-answer control declaration.
     """
     where = source or "configuration"
     if isinstance(data, Experiment):

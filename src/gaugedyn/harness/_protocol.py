@@ -153,14 +153,41 @@ def finding(
     extra: dict | None = None,
 ) -> Claim:
     """A finding whose verdict comes from an interval computed elsewhere
-    (`gaugedyn.stats.verdict()`). Kept for callers outside the package; the experiments
-    build every finding with `judged()`, which names an audited rule of the catalogue and
-    stores the per-seed values, the power and each reading's verdict.
+    (`gaugedyn.stats.verdict()`). Kept for callers outside the package; the experiments build
+    every finding with `judged()`, which names an audited rule of the catalogue and stores the
+    per-seed values, the power and each reading's verdict.
 
-    ``interval`` is a `gaugedyn.stats.Interval` (or ``(estimate, low, high)``);
-    ``threshold`` and ``direction`` state the claim ``value > threshold`` (or ``<``), fixed
-    before the run. ``cells`` (what the finding was judged on) and ``extra`` go into
-    ``tolerance`` beside the threshold, so the summary carries them.
+    Parameters
+    ----------
+    id : str
+        The finding's name in the summary.
+    statement : str
+        The paper's statement it judges.
+    interval : Interval or sequence of float
+        A `gaugedyn.stats.Interval`, or ``(estimate, low, high)``.
+    threshold : float
+        The threshold of the claim ``value > threshold`` (or ``<``), fixed before the run.
+    direction : str
+        ``">"`` or ``"<"``: the side of ``threshold`` the statement claims.
+    expected : Any, optional
+        What the summary shows as expected (default ``"<direction> <threshold>"``).
+    cells : Any, optional
+        What the finding was judged on; stored in ``tolerance`` beside the threshold.
+    extra : dict, optional
+        Further entries merged into ``tolerance``.
+
+    Returns
+    -------
+    Claim
+        A claim of kind ``"finding"``: measured the estimate, verdict ``HELD`` when the whole
+        interval lies on the claimed side of ``threshold``, ``NOT HELD`` when it lies on the
+        other side, else ``UNRESOLVED``; ``passed`` when ``HELD``.
+
+    Raises
+    ------
+    InputError
+        When ``direction`` is neither ``">"`` nor ``"<"``, ``threshold`` is not a finite number,
+        or the interval is reversed (``low > high``; `gaugedyn.stats.verdict()`).
     """
     from ..stats import Interval, rule_text, verdict
 

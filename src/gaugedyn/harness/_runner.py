@@ -86,14 +86,53 @@ def execute(
 ) -> RunOutcome:
     """Run ``cfg`` into the folder ``out`` (see the module docstring for what it holds).
 
-    ``executor`` is an open `concurrent.futures.Executor`, or what `open_executor()`
-    accepts (default: a local process pool). Nothing is written before ``out`` and ``store``
-    are checked. A folder holding the results of another run (another experiment, seed,
-    parameters or quick/full), or a ``store`` folder that is not a gaugedyn store, is refused
-    unless ``force``; the same run resumes or repeats there. Tasks are reused from the store
-    only when this code stored them (`gaugedyn._meta.code_identity()`); the others are
-    recomputed, or, with ``require_cache``, the run is refused (`InputError`) before any
-    task is computed.
+    Nothing is written before ``out`` and ``store`` are checked. A folder holding the results of
+    another run (another experiment, seed, parameters or quick/full), or a ``store`` folder that
+    is not a gaugedyn store, is refused unless ``force``; the same run resumes or repeats there.
+    Tasks are reused from the store only when this code stored them
+    (`gaugedyn._meta.code_identity()`); the others are recomputed. When a known-answer control
+    fails, no task runs and the run ends with status ``"controls failed"``.
+
+    Parameters
+    ----------
+    cfg : RunConfig
+        The configuration (`load_config()`, `make_config()`).
+    out : str or Path
+        The run folder; created if missing.
+    executor : Executor or ExecutorSpec or str, optional
+        An open `concurrent.futures.Executor` (left open), or what `open_executor()` accepts: an
+        `ExecutorSpec` or a kind (``"process"``, ``"thread"``, ``"serial"``, ``"dask"``), opened
+        and closed here. Default: a local process pool.
+    store : str or Path, optional
+        The result store's folder (default ``out/.tasks``); a shared store lets runs reuse each
+        other's tasks.
+    progress : TextIO, optional
+        Where the progress bar is written (``None``: no progress).
+    backend : str, optional
+        The matplotlib backend the figures are drawn with (``"Agg"``: non-interactive; ``None``:
+        the one in use).
+    command : dict, optional
+        The command-line record written into the summary's ``command`` (``gaugedyn publish``
+        needs it to publish a run).
+    force : bool
+        Write over a folder holding another run's results, and use a store that is not a
+        gaugedyn store.
+    require_cache : bool
+        Refuse the run when a task is not already in the store under this code.
+
+    Returns
+    -------
+    RunOutcome
+        The folder, the summary, the exit code (0: complete and every check passed; 1 otherwise)
+        and the arrays the figures were drawn from.
+
+    Raises
+    ------
+    InputError
+        Before anything is written: when ``out`` cannot be a gaugedyn run folder, holds another
+        run's results, ``store`` is not a gaugedyn store (both unless ``force``), ``executor``
+        names an unknown kind or a bad number of workers, or, with ``require_cache``, a task is
+        missing from the store.
     """
     out = check_output_dir(out, "run")
     check_same_run(out, cfg, force)

@@ -34,9 +34,29 @@ DEFINITIONS = {
 
 
 def reconstruction_error(x: np.ndarray, p: np.ndarray) -> float:
-    """``min_sigma mean_j |x_j - p_sigma(j)|`` for one run (``len(x) == len(p)``).
+    r"""The reconstruction error of one run,
 
-    A non-finite prototype makes the error ``inf``.
+    $$\min_\sigma \frac{1}{M} \sum_j |x_j - p_{\sigma(j)}|$$
+
+    over one-to-one assignments $\sigma$ (`scipy.optimize.linear_sum_assignment`): in 1-D the
+    1-Wasserstein distance between the two empirical measures.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        ``(M,)``: the run's training inputs.
+    p : numpy.ndarray
+        ``(M,)``: its prototypes, as many as inputs.
+
+    Returns
+    -------
+    float
+        The error; ``inf`` when a prototype is not finite.
+
+    Raises
+    ------
+    ValueError
+        When ``x`` and ``p`` are not 1-D arrays of the same length.
     """
     x, p = np.asarray(x, dtype=float), np.asarray(p, dtype=float)
     if x.shape != p.shape or x.ndim != 1:
@@ -51,8 +71,32 @@ def reconstruction_error(x: np.ndarray, p: np.ndarray) -> float:
 def usage_ratio(
     x: np.ndarray, p: np.ndarray, *, kind: str = "nearest", responses: np.ndarray | None = None
 ) -> float:
-    """Distinct prototypes used by the samples, over ``N`` (``responses``: ``(N, M)`` for
-    ``kind="argmax"``)."""
+    r"""The number of distinct prototypes some sample is assigned to, over $N$: 1 when every neuron
+    serves a sample, $1/N$ when one serves all.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        ``(M,)``: the run's training inputs.
+    p : numpy.ndarray
+        ``(N,)``: its prototypes.
+    kind : str
+        One of `USAGES`: ``"nearest"`` assigns a sample to its nearest prototype, ``"argmax"`` to
+        the neuron with the largest response $h_{ij}$.
+    responses : numpy.ndarray, optional
+        ``(N, M)``: the hidden responses $h_{ij} = \phi(w_i x_j + b_i)$; needed for
+        ``kind="argmax"``, unused otherwise.
+
+    Returns
+    -------
+    float
+        The ratio, in $[1/N, 1]$.
+
+    Raises
+    ------
+    ValueError
+        When ``kind`` is not one of `USAGES`, or is ``"argmax"`` without ``responses``.
+    """
     if kind not in USAGES:
         raise ValueError(f"usage kind {kind!r} not in {USAGES}")
     p = np.asarray(p, dtype=float)
@@ -66,22 +110,76 @@ def usage_ratio(
 
 
 def outside_fraction(x: np.ndarray, p: np.ndarray) -> float:
-    """Fraction of ``p`` outside ``[min x, max x]`` (non-finite counts as outside)."""
+    r"""The fraction of prototypes outside the inputs' hull $[\min_j x_j, \max_j x_j]$ (a
+    non-finite prototype counts as outside).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        ``(M,)``: the run's training inputs (at least one).
+    p : numpy.ndarray
+        ``(N,)``: its prototypes.
+
+    Returns
+    -------
+    float
+        The fraction, in $[0, 1]$.
+    """
     x, p = np.asarray(x, dtype=float), np.asarray(p, dtype=float)
     inside = (p >= x.min()) & (p <= x.max())
     return float(1.0 - inside.mean())
 
 
 def fit_error(f: np.ndarray, y: np.ndarray) -> float:
-    """``mean_j (f_j - y_j)^2``."""
+    r"""The mean squared fit error $\frac{1}{M}\sum_j (f_j - y_j)^2$.
+
+    Parameters
+    ----------
+    f : numpy.ndarray
+        The network's outputs on the training inputs.
+    y : numpy.ndarray
+        The targets, of the same shape.
+
+    Returns
+    -------
+    float
+        The error.
+    """
     return float(np.mean((np.asarray(f, dtype=float) - np.asarray(y, dtype=float)) ** 2))
 
 
 def measure_runs(
     x: np.ndarray, y: np.ndarray, w: np.ndarray, b: np.ndarray, a: np.ndarray, c: np.ndarray
 ) -> dict[str, np.ndarray]:
-    """Every measure of a batch: ``x``, ``y`` ``(B, M)``; ``w``, ``b``, ``a`` ``(B, N)``;
-    ``c`` ``(B,)``. Returns ``(B,)`` arrays and the prototypes ``(B, N)``, in float64."""
+    """Every measure of a batch of trained runs (module docstring), from their final parameters.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        ``(B, M)``: each run's training inputs.
+    y : numpy.ndarray
+        ``(B, M)``: their targets.
+    w : numpy.ndarray
+        ``(B, N)``: the input weights.
+    b : numpy.ndarray
+        ``(B, N)``: the biases.
+    a : numpy.ndarray
+        ``(B, N)``: the output weights.
+    c : numpy.ndarray
+        ``(B,)``: the output biases.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        Float64: ``prototypes`` ``(B, N)``, and per run ``(B,)``: ``reconstruction_error``,
+        ``usage_nearest``, ``usage_argmax``, ``outside_fraction`` and ``fit_error``.
+
+    Raises
+    ------
+    ValueError
+        When the width ``N`` differs from the number of samples ``M`` (the reconstruction error
+        matches prototypes to inputs one to one).
+    """
     p = -b / w
     h = np.exp(-0.5 * (w[:, :, None] * x[:, None, :] + b[:, :, None]) ** 2)
     f = np.einsum("bn,bnm->bm", a, h) + c[:, None]

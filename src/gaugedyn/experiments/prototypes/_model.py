@@ -98,7 +98,31 @@ def _check_rng(rng) -> None:
 
 
 def training_data(rng: np.random.Generator, n: int, target: str) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` inputs ``x_j ~ U[0, 1]`` (sorted) and their targets, float64."""
+    r"""The training set of one run: $n$ inputs $x_j \sim U[0, 1]$ (sorted ascending) and their
+    targets.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The run's generator (explicit seeds only); it draws the inputs, then (for
+        ``target="random"``) the labels.
+    n : int
+        The number of samples $M$ (the network's width equals it), in $[1, 10^6]$.
+    target : str
+        A key of `TARGETS`: ``"sin"`` ($y = \sin 2\pi x$) or ``"random"`` (independent
+        $U[-1, 1]$ labels).
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, numpy.ndarray)
+        ``x`` and ``y``, each of shape ``(n,)``, float64.
+
+    Raises
+    ------
+    InputError
+        When ``rng`` is not a `numpy.random.Generator`, ``n`` is not an integer in $[1, 10^6]$, or
+        ``target`` is not a key of `TARGETS`.
+    """
     _check_rng(rng)
     n = OPTIONS["n"].accept(n)
     OPTIONS["target"].accept(target)
@@ -107,12 +131,32 @@ def training_data(rng: np.random.Generator, n: int, target: str) -> tuple[np.nda
 
 
 def initial_parameters(rng: np.random.Generator, n: int, init: str) -> dict[str, np.ndarray]:
-    """Width-``n`` initial parameters (float64).
+    r"""Width-$n$ initial parameters (float64).
 
-    ``w ~ N(0, n^2)`` (a bump of width ``~1/n``, the sample spacing), ``a ~ N(0, 1/n)``, ``c = 0``;
-    ``init="inside"``: ``b = -w u`` with ``u ~ U[0, 1]``, so ``p = u`` lies in the data range;
-    ``init="broad"``: ``b ~ N(0, n^2)`` independently, so ``p = -b/w`` is standard Cauchy and
-    only about a quarter of the prototypes start in ``[0, 1]``.
+    $w \sim N(0, n^2)$ (a bump of width $\sim 1/n$, the sample spacing), $a \sim N(0, 1/n)$,
+    $c = 0$; ``init="inside"``: $b = -w u$ with $u \sim U[0, 1]$, so $p = u$ lies in the data
+    range; ``init="broad"``: $b \sim N(0, n^2)$ independently, so $p = -b/w$ is standard Cauchy
+    and only about a quarter of the prototypes start in $[0, 1]$.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The run's generator (explicit seeds only); it draws $w$, then $b$ (or $u$), then $a$.
+    n : int
+        The width $N$, in $[1, 10^6]$.
+    init : str
+        One of `INITS`: ``"inside"`` or ``"broad"``.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``w``, ``b``, ``a`` of shape ``(n,)`` and ``c`` of shape ``()``.
+
+    Raises
+    ------
+    InputError
+        When ``rng`` is not a `numpy.random.Generator`, ``n`` is not an integer in $[1, 10^6]$, or
+        ``init`` is not one of `INITS`.
     """
     _check_rng(rng)
     n = OPTIONS["n"].accept(n)
@@ -127,7 +171,20 @@ def initial_parameters(rng: np.random.Generator, n: int, init: str) -> dict[str,
 
 
 def prototypes_of(w, b):
-    """``p_i = -b_i / w_i`` (numpy arrays or torch tensors)."""
+    """The prototypes $p_i = -b_i / w_i$, the inputs at which the neurons' responses peak.
+
+    Parameters
+    ----------
+    w : numpy.ndarray or torch.Tensor
+        The input weights $w_i$, any shape.
+    b : numpy.ndarray or torch.Tensor
+        The biases $b_i$, of the same shape (or broadcastable), of the same kind as ``w``.
+
+    Returns
+    -------
+    numpy.ndarray or torch.Tensor
+        $-b / w$, elementwise (infinite or ``nan`` where $w_i = 0$).
+    """
     return -b / w
 
 
@@ -212,7 +269,36 @@ def structural_losses(
     tau: torch.Tensor,
     chamfer: torch.Tensor,
 ) -> torch.Tensor:
-    """``(B, 3)``: coverage, separation and overlap of every run (module docstring)."""
+    r"""The three structural losses of every run (module docstring): coverage, separation and
+    overlap, with $p_i = -b_i / w_i$,
+
+    $$L_\mathrm{cov} = \frac{1}{M}\sum_j \min_i (x_j - p_i)^2
+      \;\left[+ \frac{1}{N}\sum_i \min_j (p_i - x_j)^2\right]_\mathrm{chamfer},$$
+
+    $$L_\mathrm{sep} = \frac{1}{N(N-1)} \sum_{i \ne k} e^{-(p_i - p_k)^2 / (2\tau^2)}, \qquad
+    L_\mathrm{ov} = \frac{1}{M N (N-1)} \sum_j \sum_{i \ne k} h_{ij} h_{kj}.$$
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        ``(B, M)``: each run's training inputs.
+    w : torch.Tensor
+        ``(B, N)``: the input weights.
+    b : torch.Tensor
+        ``(B, N)``: the biases.
+    h : torch.Tensor
+        ``(B, N, M)``: the hidden responses $h_{ij} = \phi(w_i x_j + b_i)$ (as `forward()` returns
+        them).
+    tau : torch.Tensor
+        ``(B,)``: the separation kernel's length $\tau > 0$ on the input axis.
+    chamfer : torch.Tensor
+        ``(B,)``: 1 for the two-sided (chamfer) coverage, 0 for the one-sided one.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(B, 3)``: $(L_\mathrm{cov}, L_\mathrm{sep}, L_\mathrm{ov})$ per run, differentiable.
+    """
     N = w.shape[1]
     M = x.shape[1]
     p = prototypes_of(w, b)
@@ -368,22 +454,63 @@ def train(
     tolerance: float = 0.0,
     cap: int = 0,
 ) -> dict[str, Any]:
-    """Full-batch Adam (``torch.optim.Adam``, default betas) on every run at once.
+    r"""Full-batch Adam (``torch.optim.Adam``, default betas) on every run at once.
 
-    Minimises ``sum_runs L`` (module docstring) for ``steps`` steps at step size ``lr``, with the
-    closed-form `gradients()` (``lambda``: ``runs.weight``, else ``weight``). Returns the
-    final ``w``, ``b``, ``a``, ``c`` (float64 numpy) and ``fit_history`` of shape
-    ``(len(record), B)``: the fit error ``L_fit`` of every run after each step count in
-    ``record`` (0 means before the first step).
+    Minimises $\sum_\mathrm{runs} L$ (module docstring) for ``steps`` steps at step size ``lr``,
+    with the closed-form `gradients()` ($\lambda$: ``runs.weight``, else ``weight``). Adam is
+    elementwise, so each run follows exactly the trajectory it would follow alone.
 
-    With ``window > 0`` (a divisor of ``steps`` and of ``cap``) the parameters are also kept every
-    ``window`` steps (``snapshots``: ``w``, ``b``, ``a`` of shape ``(K, B, N)``, ``c``
-    ``(K, B)``, at ``checkpoints``, step 0 first), and training goes on past ``steps`` until every
-    run has settled or ``cap`` steps are done. A run settles at the first checkpoint ``t`` where
-    the largest displacement of its prototypes over the window, ``max_i |p_i(t) -
-    p_i(t - window)|`` (`max_displacement()`), is below ``tolerance``; ``settled_at`` holds
-    that step (``-1`` if it never settles by ``cap``). The final parameters are those at the last
-    step trained; the fixed budget's are ``snapshots`` at ``steps``.
+    With ``window > 0`` the parameters are also kept every ``window`` steps, and training goes on
+    past ``steps`` until every run has settled or ``cap`` steps are done. A run settles at the
+    first checkpoint $t$ where the largest displacement of its prototypes over the window,
+    $\max_i |p_i(t) - p_i(t - \mathrm{window})|$ (`max_displacement()`), is below
+    ``tolerance``. The final parameters are those at the last step trained; the fixed budget's are
+    ``snapshots`` at ``steps``.
+
+    Parameters
+    ----------
+    runs : Runs
+        The batch: data, initial parameters, loss masks, ``tau``, ``chamfer`` and optionally a
+        weight per run.
+    steps : int
+        Adam steps, in $[0, 10^9]$ (0 returns the initial values).
+    lr : float
+        Adam's step size, in $(0, 10^3]$: Adam moves each parameter by about ``lr`` per step.
+    weight : float
+        The structural losses' weight $\lambda$, in $[0, 10^6]$, for every run (ignored when
+        ``runs.weight`` is set; it is checked all the same).
+    dtype : torch.dtype
+        ``torch.float32`` or ``torch.float64``, the arithmetic of the training.
+    device : str or torch.device
+        Where the training runs (``"cpu"``, ``"cuda"``; `gaugedyn.training.resolve_device()`).
+    record : sequence of int
+        Step counts in $[0, \mathrm{steps}]$ at which every run's fit error $L_\mathrm{fit}$ is
+        recorded (0: before the first step).
+    window : int
+        0: train exactly ``steps`` steps. Otherwise the checkpoint interval: a divisor of
+        ``steps`` and of ``cap``.
+    tolerance : float
+        The displacement below which a run counts as settled (used when ``window > 0``).
+    cap : int
+        The most steps trained while waiting for every run to settle, $\ge$ ``steps`` (used when
+        ``window > 0``).
+
+    Returns
+    -------
+    dict of str to Any
+        ``w``, ``b``, ``a`` ``(B, N)`` and ``c`` ``(B,)``: the final parameters (float64 numpy);
+        ``fit_history`` ``(len(record), B)``: $L_\mathrm{fit}$ at each recorded step count. With
+        ``window > 0`` also ``snapshots`` (``w``, ``b``, ``a`` of shape ``(K, B, N)``, ``c``
+        ``(K, B)``) at ``checkpoints`` (``(K,)``, step 0 first) and ``settled_at`` ``(B,)``: the
+        step each run settled at, ``-1`` if it never settled by ``cap``.
+
+    Raises
+    ------
+    InputError
+        Before any step, when ``runs`` is not a `Runs`, ``steps``, ``lr`` or ``weight`` is out of
+        its range, ``dtype`` is neither float32 nor float64, ``device`` is unknown or unavailable,
+        ``record`` is not a sequence of step counts in $[0, \mathrm{steps}]$, or a nonzero
+        ``window`` does not divide ``steps`` and ``cap`` or ``cap < steps``.
     """
     if not isinstance(runs, Runs):
         raise InputError(
