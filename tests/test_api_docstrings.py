@@ -18,7 +18,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCUMENTED = ("gaugedyn.gauge", "gaugedyn.symbolic", "gaugedyn.papers", "gaugedyn.monitor")
+DOCUMENTED = (
+    "gaugedyn.gauge",
+    "gaugedyn.symbolic",
+    "gaugedyn.papers",
+    "gaugedyn.monitor",
+    "gaugedyn.plotting",
+    "gaugedyn.cli",
+)
 PENDING = (
     "gaugedyn.theory",
     "gaugedyn.training",
@@ -28,8 +35,6 @@ PENDING = (
     "gaugedyn.experiments",
     "gaugedyn.experiments.prototypes",
     "gaugedyn.publish",
-    "gaugedyn.plotting",
-    "gaugedyn.cli",
 )
 
 
