@@ -527,7 +527,7 @@ def write_report(root: Path) -> tuple[Path, list[dict]]:
 
 
 WIDTH = 120
-"""The widest line :func:`summary_text` prints."""
+"""The widest line `summary_text()` prints."""
 
 
 def _wrap(text: str, indent: str = "  ") -> list[str]:
@@ -539,7 +539,7 @@ def _wrap(text: str, indent: str = "  ") -> list[str]:
 def summary_text(root: Path) -> str:
     """What ``reproduce`` prints: one paragraph per paper (its findings counted by verdict,
     quick-run artefacts apart, its checks and controls), then every failing row with its
-    reason; lines of at most :data:`WIDTH` characters. The whole table is in ``report.md``."""
+    reason; lines of at most `WIDTH` characters. The whole table is in ``report.md``."""
     root = Path(root)
     index = read_index(root)
     runs = _runs(root, index)
