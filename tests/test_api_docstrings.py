@@ -25,13 +25,13 @@ DOCUMENTED = (
     "gaugedyn.monitor",
     "gaugedyn.plotting",
     "gaugedyn.cli",
+    "gaugedyn.harness",
 )
 PENDING = (
     "gaugedyn.theory",
     "gaugedyn.training",
     "gaugedyn.adam",
     "gaugedyn.stats",
-    "gaugedyn.harness",
     "gaugedyn.experiments",
     "gaugedyn.experiments.prototypes",
     "gaugedyn.publish",

@@ -183,7 +183,34 @@ def redraw(folder: str | Path, backend: str | None = None) -> list[Path]:
     Everything is checked first (each summary, experiment and ``arrays.npz`` against its checksum
     and the summary's listing); then every run's figures are drawn into a staging folder; only
     when all have been drawn are they moved into place. A tampered or corrupt run thus gives one
-    error line and leaves every figure as it was."""
+    error line and leaves every figure as it was.
+
+    A reproduce folder's ``report.md`` is written again after its runs are redrawn.
+
+    Parameters
+    ----------
+    folder : str or Path
+        A run folder (holding ``summary.json``), or a folder whose subfolders are run folders
+        (what ``gaugedyn reproduce`` writes). A run with no stored arrays (every task of it
+        failed) is skipped.
+    backend : str, optional
+        The matplotlib backend to draw with (``"Agg"`` on the command line); ``None`` keeps the
+        one in use.
+
+    Returns
+    -------
+    list of Path
+        The run folders whose figures were redrawn.
+
+    Raises
+    ------
+    InputError
+        With nothing redrawn: when ``folder`` is not a folder or holds no run, a summary is
+        unreadable, lacks the arrays' checksum or ``configuration.params``, names an experiment
+        that cannot be resolved or settings it refuses, the arrays do not match the checksum or
+        the summary's listing or do not fit the experiment's ``plot``, another gaugedyn command
+        holds a run folder, or a reproduce folder's ``report.md`` is not a file.
+    """
     todo = []
     for run in run_folders(folder):
         summary = read_summary(run)

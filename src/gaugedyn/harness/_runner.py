@@ -94,6 +94,46 @@ def execute(
     only when this code stored them (`gaugedyn._meta.code_identity()`); the others are
     recomputed, or, with ``require_cache``, the run is refused (`InputError`) before any
     task is computed.
+
+    Parameters
+    ----------
+    cfg : RunConfig
+        The validated configuration (`load_config()`, `make_config()`).
+    out : str or Path
+        The run folder: new, empty, or a gaugedyn run folder (of the same run unless ``force``).
+    executor : Executor or ExecutorSpec or str, optional
+        An open executor (used and left open), or an `ExecutorSpec` or kind (``"process"``,
+        ``"thread"``, ``"serial"``, ``"dask"``) opened for the run and shut down after it;
+        ``None``: a local process pool, one worker per available core.
+    store : str or Path, optional
+        The result store's folder (shared between runs); ``None``: ``out/.tasks``.
+    progress : TextIO, optional
+        The stream of the progress lines (default standard error); ``None``: silent.
+    backend : str, optional
+        The matplotlib backend the figures are drawn with (``"Agg"`` on the command line);
+        ``None`` keeps the one in use.
+    command : dict, optional
+        The command line that started the run, recorded in ``summary.json``.
+    force : bool
+        Whether to write over another run's results in ``out``, or use a ``store`` folder that is
+        not a gaugedyn store.
+    require_cache : bool
+        Whether every task must already be in the store under this code; the run is refused
+        before any task is computed otherwise.
+
+    Returns
+    -------
+    RunOutcome
+        The folder, its summary (status ``passed``, ``claims failed``, ``tasks failed`` or
+        ``controls failed``), the arrays and ``exit_code`` (0 only when ``passed``).
+
+    Raises
+    ------
+    InputError
+        Before anything is written: when ``out`` cannot be a run folder or holds another run's
+        results, ``store`` is not a gaugedyn store (both unless ``force``), ``require_cache``
+        finds tasks missing, the executor's specification is not allowed, or another gaugedyn
+        command holds ``out``.
     """
     out = check_output_dir(out, "run")
     check_same_run(out, cfg, force)
