@@ -278,8 +278,9 @@ def run_multiverse(
     -------
     RunOutcome
         The primary specification's outcome, each finding's ``robustness`` and the
-        ``multiverse`` record in its summary; status ``specifications failed`` (exit code 1)
-        when another specification failed its controls or tasks.
+        ``multiverse`` record in its summary; its status is ``specifications failed`` when the
+        primary passed but another specification failed its controls or tasks, and
+        ``exit_code`` is 0 only when the status is ``passed``.
 
     Raises
     ------

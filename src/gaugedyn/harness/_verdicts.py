@@ -62,8 +62,9 @@ def deterministic(
     Returns
     -------
     Claim
-        A finding (`judged()`): ``HELD`` when ``value`` lies on the claimed side of
-        ``threshold``, else ``NOT HELD``; its interval is the point itself.
+        A finding (`judged()`) whose interval is the point ``[value, value]``, judged as
+        `gaugedyn.stats.verdict()` judges an interval: ``HELD`` when ``value`` lies strictly
+        on the claimed side of ``threshold``, ``NOT HELD`` when it lies on or beyond it.
 
     Raises
     ------
