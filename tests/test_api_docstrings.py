@@ -25,16 +25,16 @@ DOCUMENTED = (
     "gaugedyn.monitor",
     "gaugedyn.adam",
     "gaugedyn.theory",
+    "gaugedyn.harness",
     "gaugedyn.experiments",
     "gaugedyn.experiments.prototypes",
     "gaugedyn.publish",
+    "gaugedyn.plotting",
+    "gaugedyn.cli",
 )
 PENDING = (
     "gaugedyn.training",
     "gaugedyn.stats",
-    "gaugedyn.harness",
-    "gaugedyn.plotting",
-    "gaugedyn.cli",
 )
 
 

@@ -67,6 +67,18 @@ def _refuse_repeats(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``gaugedyn`` argument parser, every installed subcommand registered.
+
+    Each module of the command table contributes its subcommands through its own
+    ``register(subparsers)``; a subsystem missing from this checkout is skipped. Errors print
+    one line and exit with status 2, and every single-valued option refuses a second
+    occurrence (argparse would let the last one win).
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The parser; parsing a command sets ``func``, the handler `main()` calls.
+    """
     from .papers import PAPERS
 
     parser = _Parser(
@@ -92,7 +104,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; return its exit status (2: bad input, one line on stderr; 3: diverged;
-    130: interrupted). A closed standard output (``gaugedyn solve ... | head``) ends quietly."""
+    130: interrupted). A closed standard output (``gaugedyn solve ... | head``) ends quietly.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after ``gaugedyn`` (``["solve", "--help"]``); ``None`` reads
+        ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: the handler's own (0 when it returns nothing), 2 for bad input, no
+        command or an allocation that failed (out of memory), 3 when a run diverged, 141 when
+        standard output was closed, 130 when interrupted.
+
+    Raises
+    ------
+    SystemExit
+        From argument parsing: status 2 for a bad argument (one line on stderr), 0 for
+        ``--help`` and ``--version``.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     vars(args).pop(_SEEN, None)

@@ -33,7 +33,18 @@ _FORMATS: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
 
 
 def figure_formats(quick: bool) -> tuple[str, ...]:
-    """The formats a run writes: `QUICK_FORMATS` for a quick run, else `FORMATS`."""
+    """The formats a run writes: `QUICK_FORMATS` for a quick run, else `FORMATS`.
+
+    Parameters
+    ----------
+    quick : bool
+        Whether the run is a ``--quick`` one (its figures are previews).
+
+    Returns
+    -------
+    tuple of str
+        ``("png",)`` for a quick run, ``("png", "pdf")`` otherwise; pass it to `style()`.
+    """
     return QUICK_FORMATS if quick else FORMATS
 
 
@@ -41,7 +52,30 @@ def figure_formats(quick: bool) -> tuple[str, ...]:
 def style(backend: str | None = None, formats: tuple[str, ...] | None = None) -> Iterator[None]:
     """The gaugedyn style sheet; ``backend="Agg"`` also selects the non-interactive backend;
     ``formats`` (a non-empty subset of
-    `FORMATS` holding ``"png"``) are the files `save_figure()` writes inside."""
+    `FORMATS` holding ``"png"``) are the files `save_figure()` writes inside.
+
+    A context manager: the style sheet and the formats hold inside the ``with`` block, and the
+    formats in force before it are restored on leaving it.
+
+    Parameters
+    ----------
+    backend : str, optional
+        A matplotlib backend to switch to (forced) on entry, such as ``"Agg"``; ``None`` keeps
+        the backend in use.
+    formats : tuple of str, optional
+        The files `save_figure()` writes inside the block: a non-empty subset of `FORMATS`
+        that holds ``"png"``; ``None`` keeps the formats in force.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        The context; it yields ``None``.
+
+    Raises
+    ------
+    ValueError
+        When ``formats`` is empty, lacks ``"png"`` or names a format outside `FORMATS`.
+    """
     import matplotlib
 
     if formats is not None:
@@ -64,7 +98,21 @@ def style(backend: str | None = None, formats: tuple[str, ...] | None = None) ->
 
 
 def subplots(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
-    """``matplotlib.pyplot.subplots`` under the gaugedyn style: ``(figure, axes)``."""
+    """``matplotlib.pyplot.subplots`` under the gaugedyn style: ``(figure, axes)``.
+
+    Parameters
+    ----------
+    *args : Any
+        Positional arguments of ``matplotlib.pyplot.subplots`` (``nrows``, ``ncols``).
+    **kwargs : Any
+        Keyword arguments of ``matplotlib.pyplot.subplots`` (``figsize``, ``sharex``, ...).
+
+    Returns
+    -------
+    tuple
+        ``(figure, axes)``, as ``matplotlib.pyplot.subplots`` returns them, laid out by the
+        style's constrained layout.
+    """
     import matplotlib.pyplot as plt
 
     with plt.style.context(str(STYLE)):
@@ -77,7 +125,24 @@ def save_figure(fig: Any, outdir: str | Path, name: str, caption: str = "") -> t
 
     The figure's layout engine (constrained layout, from the style) runs once, for the first
     file; the others reuse its positions instead of laying the figure out again. The PDF
-    carries no creation date, so redrawing the same arrays gives the same file.
+    carries no creation date, so redrawing the same arrays gives the same file. Tick labels
+    that overprint are thinned (`declutter()`) after the first layout.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure to write; it is closed afterwards, whether or not writing succeeded.
+    outdir : str or Path
+        The folder to write into; created (with its parents) when missing.
+    name : str
+        The file name without extension; the files are ``outdir/name.<format>``.
+    caption : str
+        The figure's caption, passed through to the report.
+
+    Returns
+    -------
+    tuple of (str, str)
+        ``(name, caption)``, the entry an experiment's ``plot`` returns for this figure.
     """
     import matplotlib.pyplot as plt
 
@@ -103,7 +168,22 @@ def _tick_labels(axis: Any) -> list[Any]:
 
 def label_overlaps(fig: Any) -> list[str]:
     """The pairs of tick labels that overprint each other on any axis of ``fig`` (as laid out
-    by its last draw), each as ``"axes title / x: 'a' over 'b'"``."""
+    by its last draw), each as ``"axes title / x: 'a' over 'b'"``.
+
+    Two labels overprint when their display boxes intersect by more than half a pixel both
+    ways; hidden and empty labels are ignored.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        A figure already drawn (saved or ``fig.canvas.draw()``), so its labels have positions.
+
+    Returns
+    -------
+    list of str
+        One entry per overprinting pair, naming the axes (its title, else its label, else
+        ``axes k``), the axis (``x`` or ``y``) and the two labels; empty when none overprint.
+    """
     renderer = fig.canvas.get_renderer()
     out = []
     for k, ax in enumerate(fig.axes):
@@ -126,7 +206,19 @@ def _overlap(a: Any, b: Any, pad: float = 0.5) -> bool:
 
 def declutter(fig: Any) -> bool:
     """Hide every other tick label (then every third, ...) on each axis of ``fig`` whose labels
-    overprint, until none does; the ticks themselves stay. Returns whether anything changed."""
+    overprint, until none does; the ticks themselves stay. Returns whether anything changed.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        A figure already drawn, so its labels have positions; its tick labels' visibility is
+        changed in place.
+
+    Returns
+    -------
+    bool
+        Whether any label was hidden (the figure then needs saving again to show it).
+    """
     renderer = fig.canvas.get_renderer()
     changed = False
     for ax in fig.axes:

@@ -45,51 +45,51 @@ _KEY = re.compile(r"[^/\0]+")
 
 
 def caption_key(figure: str) -> str:
-    """The key of a figure's caption in ``arrays.npz``: ``caption_<figure>``.
+    """The key of figure ``figure``'s caption: ``caption_<figure>``.
 
     Parameters
     ----------
     figure : str
-        The figure's name.
+        The figure's name, as `save_figure()` wrote it (no extension).
 
     Returns
     -------
     str
-        The key.
+        The array key under which the figure's caption is stored.
     """
     return f"{CAPTION_PREFIX}{figure}"
 
 
 def caption_array(text: str) -> np.ndarray:
-    """A caption as it is stored in ``arrays.npz``: a 0-d string array.
+    """A caption as it is stored: a 0-d string array.
 
     Parameters
     ----------
     text : str
-        The caption (anything else is converted with ``str``).
+        The caption (converted with ``str``).
 
     Returns
     -------
     numpy.ndarray
-        The 0-d array holding ``text``.
+        A 0-d unicode array holding ``text``, the form the arrays' schema requires of a caption.
     """
     return np.array(str(text))
 
 
 def caption_of(arrays: Mapping[str, np.ndarray], figure: str) -> str:
-    """The caption stored for a figure.
+    """The caption stored for ``figure`` (``""`` when there is none).
 
     Parameters
     ----------
-    arrays : mapping of str to numpy.ndarray
-        A run's arrays (`load_arrays()`).
+    arrays : Mapping[str, numpy.ndarray]
+        A run's stored arrays (`load_arrays()`).
     figure : str
         The figure's name.
 
     Returns
     -------
     str
-        The caption; ``""`` when there is none.
+        The caption text; ``""`` when ``arrays`` holds no caption for ``figure``, or an empty one.
     """
     value = arrays.get(caption_key(figure), "")
     return str(np.asarray(value).item()) if np.size(value) else ""
@@ -105,24 +105,24 @@ def captions(arrays: Mapping[str, np.ndarray]) -> dict[str, str]:
 
 
 def field_key(group: str, field: str) -> str:
-    """The key of one field of a group in ``arrays.npz``: ``<group>__<field>``.
+    """The key of ``field`` in ``group``: ``<group>__<field>``.
 
     Parameters
     ----------
     group : str
-        The group's name: non-empty, without the separator ``__``.
+        The group's name: non-empty and without the separator ``__``.
     field : str
         The field's name: non-empty.
 
     Returns
     -------
     str
-        The key.
+        ``<group>__<field>``, which `split_key()` splits back.
 
     Raises
     ------
     ValueError
-        When ``group`` or ``field`` is empty, or ``group`` holds ``__``.
+        When ``group`` or ``field`` is empty or ``group`` holds ``__``.
     """
     if FIELD_SEPARATOR in group or not group or not field:
         raise ValueError(
@@ -172,21 +172,21 @@ def load_arrays(run: str | Path, summary: dict | None = None) -> dict[str, np.nd
     Parameters
     ----------
     run : str or Path
-        A run folder (written by ``gaugedyn run`` or `execute()`).
+        A run folder (holding ``summary.json`` and ``arrays.npz``).
     summary : dict, optional
-        Its summary, when already read (default: read from ``run/summary.json``).
+        The run's summary, when already read; ``None`` reads it from the folder.
 
     Returns
     -------
     dict of str to numpy.ndarray
-        Every array of ``arrays.npz``, by key (`field_key()`, `caption_key()`).
+        Every stored array by name (loaded without pickles), captions included.
 
     Raises
     ------
     InputError
-        When the folder has no readable gaugedyn summary, no ``arrays.npz`` (the run did not
-        complete its tasks), or an ``arrays.npz`` whose SHA-256 differs from the summary's
-        ``arrays_sha256``.
+        When the folder has no ``arrays.npz`` (the run did not complete its tasks) or its
+        SHA-256 differs from the summary's ``arrays_sha256``; reading the summary raises
+        `InputError` for a folder without a readable ``summary.json``.
     """
     run = Path(run)
     summary = summary if summary is not None else read_summary(run)

@@ -337,7 +337,20 @@ def run_plan(
 
 
 def read_data(root: Path | str = ".") -> dict | None:
-    """The committed audit (`AUDIT_DATA`), or ``None`` where there is none."""
+    """The committed audit (`AUDIT_DATA`), or ``None`` where there is none.
+
+    Parameters
+    ----------
+    root : Path or str
+        The repository root; the audit is read from
+        ``root/results-data/audit-rules/audit.json``.
+
+    Returns
+    -------
+    dict or None
+        The audit's rows and settings as ``gaugedyn audit-rules`` wrote them; ``None`` when the
+        file is missing, unreadable or not JSON.
+    """
     path = Path(root) / AUDIT_DATA
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -394,11 +407,27 @@ def boundary_rate(data: dict | None, experiment: str, claim: dict, word: str) ->
 
 
 def expected_wrong(findings: Iterable[tuple[str, dict]], data: dict | None) -> float:
-    """How many of the HELD and NOT HELD verdicts among ``findings`` (``(experiment, claim)``
+    r"""How many of the HELD and NOT HELD verdicts among ``findings`` (``(experiment, claim)``
     pairs) are expected to be wrong by chance if every claim sat exactly on its threshold (the
     least favourable truth for each): the sum of each verdict's audited boundary rate
     (`boundary_rate()`). Findings whose readings disagree, and UNRESOLVED ones, assert
-    nothing and add nothing."""
+    nothing and add nothing.
+
+    Parameters
+    ----------
+    findings : Iterable[tuple[str, dict]]
+        ``(experiment, claim)`` pairs, each claim a stored finding of ``summary.json``.
+    data : dict or None
+        The committed audit (`read_audit()`); ``None``: every verdict counts at the nominal
+        size bar, 2.5%.
+
+    Returns
+    -------
+    float
+        The expected number of wrong verdicts, $\sum_i \alpha_i$ over the HELD and NOT HELD
+        findings, $\alpha_i$ the audited rate at which finding $i$'s rule gives its verdict at
+        the boundary.
+    """
     total = 0.0
     for experiment, c in findings:
         word = c.get("verdict")

@@ -102,13 +102,35 @@ def available_experiments() -> list[str]:
     Returns
     -------
     list of str
-        The registered experiment names, sorted.
+        The registered experiment names, sorted; each is a valid ``experiment`` value of a
+        configuration file.
     """
     return sorted(EXPERIMENTS)
 
 
 def resolve_experiment(spec: Any, where: str = "experiment") -> Experiment:
-    """The experiment object named by ``spec``: ``"name"`` or ``"package.module:ATTR"``."""
+    """The experiment object named by ``spec``: ``"name"`` or ``"package.module:ATTR"``.
+
+    Parameters
+    ----------
+    spec : Any
+        A registered experiment name (`available_experiments()`) or ``"package.module:ATTR"``
+        naming an `Experiment` instance in an importable module.
+    where : str
+        What the value is, as error messages name it (``"<file>: experiment"``).
+
+    Returns
+    -------
+    Experiment
+        The experiment object.
+
+    Raises
+    ------
+    InputError
+        When ``spec`` is not a string, is neither a well-formed name nor ``package.module:ATTR``,
+        names no registered experiment or no importable module, or the attribute is not an
+        `Experiment` instance.
+    """
     if not isinstance(spec, str):
         raise InputError(f"{where} = {show(spec)} must be a string naming an experiment")
     if ":" in spec:
@@ -149,7 +171,21 @@ def resolve_experiment(spec: Any, where: str = "experiment") -> Experiment:
 
 
 def show(value: Any, limit: int = 60) -> str:
-    """A one-line rendering of a user value for error messages."""
+    """A one-line rendering of a user value for error messages.
+
+    Parameters
+    ----------
+    value : Any
+        The value: JSON when it is JSON-serialisable (ASCII only), else its ``repr`` with
+        non-ASCII characters escaped; line breaks are shown as ``\\n`` and ``\\r``.
+    limit : int
+        The most characters; longer text is cut to ``limit - 3`` and ends in ``...``.
+
+    Returns
+    -------
+    str
+        The rendering, on one line.
+    """
     try:
         text = json.dumps(plain(value), ensure_ascii=True)
     except (TypeError, ValueError):
@@ -218,7 +254,26 @@ def _unknown(key: str, allowed: Iterable[str], where: str, prefix: str = "") -> 
 
 
 def parse_override(text: str) -> tuple[str, Any]:
-    """``"key=value"`` with ``value`` a TOML literal (a bare word reads as a string)."""
+    """``"key=value"`` with ``value`` a TOML literal (a bare word reads as a string).
+
+    Parameters
+    ----------
+    text : str
+        One ``--set`` argument, ``key=value``; a ``params.`` prefix of the key is dropped, and
+        ``value`` is a TOML literal (``3``, ``0.5``, ``true``, ``"text"``, ``[1, 2]``) or a bare
+        word (letters, digits, ``_.-``), read as a string.
+
+    Returns
+    -------
+    tuple of (str, Any)
+        ``(key, value)``, the value parsed; `make_config()` checks both against the schema.
+
+    Raises
+    ------
+    InputError
+        When ``text`` holds no ``=``, the key is empty, or the value is neither a TOML literal
+        nor a bare word.
+    """
     if not isinstance(text, str) or "=" not in text:
         raise InputError(f"--set {show(text)}: expected key=value, e.g. --set dims=[10,100]")
     key, _, raw = text.partition("=")
@@ -289,24 +344,23 @@ def load_config(
     Parameters
     ----------
     path : str or Path
-        A TOML file: ``experiment`` (a registered name), optionally ``seed``, ``description``,
-        ``[params]``, ``[quick]`` and ``[space]``.
+        The TOML configuration file.
     quick : bool
-        Use the quick configuration: each parameter's ``[quick]`` value, else its declared quick
-        default.
-    overrides : iterable of str
-        ``"key=value"`` settings applied last (``--set``), ``value`` a TOML literal; the key
-        ``seed`` sets the root seed.
+        Whether to resolve the ``--quick`` values (the schema's ``quick`` and the ``[quick]``
+        table).
+    overrides : Iterable[str]
+        ``--set`` arguments, ``key=value`` each (`parse_override()`), applied last.
 
     Returns
     -------
     RunConfig
-        The resolved configuration, with its tasks.
+        The validated configuration, its tasks built.
 
     Raises
     ------
     InputError
-        When the file is missing or not valid TOML, or `make_config()` refuses its content.
+        When the file is missing, unreadable or malformed TOML (naming the line and column), or
+        any setting is rejected (`make_config()`).
     """
     data = read_toml(path)
     return make_config(data, quick=quick, overrides=overrides, source=str(path))
@@ -320,41 +374,43 @@ def make_config(
     source: str | None = None,
     seed: int | None = None,
 ) -> RunConfig:
-    """Validate a configuration given as a parsed TOML mapping (or an experiment object), resolving
-    every parameter to its value and listing the tasks.
+    r"""Validate a configuration given as a parsed TOML mapping (or an experiment object).
+
+    ``overrides`` are ``"key=value"`` strings or a mapping; the key ``seed`` sets the root seed.
 
     Parameters
     ----------
-    data : mapping or Experiment
-        The settings (the keys of a configuration file: ``experiment``, ``seed``,
-        ``description``, ``params``, ``quick``, ``space``), or an `Experiment` run at its
-        defaults.
+    data : Mapping[str, Any] or Experiment
+        The parsed file: ``experiment`` (required), ``seed``, ``description``, ``params``,
+        ``quick`` and ``space``, and no other key; an `Experiment` object stands for
+        ``{"experiment": data, "seed": seed or 0}``.
     quick : bool
-        Use the quick configuration: each parameter's ``quick`` value, else its declared quick
-        default.
-    overrides : iterable of str or mapping of str to Any
-        Settings applied last: ``"key=value"`` strings (``value`` a TOML literal) or a mapping;
-        the key ``seed`` sets the root seed.
+        Whether the ``--quick`` values take precedence over ``[params]``.
+    overrides : Iterable[str] or Mapping[str, Any]
+        Values applied last, each key once: ``"key=value"`` strings or a mapping; a key is a
+        parameter of the schema or ``seed``.
     source : str, optional
-        Where ``data`` came from (a file path), named in errors and recorded in the
-        configuration.
+        Where the configuration came from (its file), as error messages and the result name it.
     seed : int, optional
         The root seed when ``data`` is an `Experiment` (default 0); ignored for a mapping, whose
-        ``seed`` key is used.
+        ``seed`` key sets it.
 
     Returns
     -------
     RunConfig
-        The resolved configuration, with its tasks.
+        The validated configuration: the experiment, root seed, resolved parameters, applied
+        overrides, declared set-up space and task list.
 
     Raises
     ------
     InputError
-        Naming the key and what is allowed: when ``data`` is not a table, has an unknown key or no
-        ``experiment``, names an unregistered experiment, has a seed outside $[0, 2^{64})$, a
-        description that is not a string, an unknown or out-of-range parameter (in ``params``,
-        ``quick`` or the overrides), an override given twice, or a malformed set-up space or
-        known-answer control declaration.
+        When ``data`` is not a table, has an unknown key or no ``experiment``, the experiment
+        cannot be resolved, the seed is not an integer in $[0, 2^{64})$, a parameter or override
+        is unknown, of the wrong type, non-finite or outside what the schema allows, a key is
+        overridden twice, or the experiment's ``validate``, set-up space or controls reject the
+        settings.
+    TypeError
+        When the experiment's ``tasks`` returns an entry that is not a dict.
     """
     where = source or "configuration"
     if isinstance(data, Experiment):

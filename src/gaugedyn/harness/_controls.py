@@ -79,7 +79,30 @@ def declared_controls(experiment: Any, config: dict, where: str = "controls") ->
     """``experiment.controls(config)`` checked: `Control` records with unique, well-formed
     ids, a known kind, words for the instrument, the case and what it proves, and at least one
     positive and one negative control per instrument; else `InputError` naming the
-    experiment, the control and what is wrong."""
+    experiment, the control and what is wrong.
+
+    Parameters
+    ----------
+    experiment : Any
+        A registered experiment; its ``controls(config)`` method, when it has one, declares the
+        controls (none declared: an empty list).
+    config : dict
+        The run's configuration, passed (as a copy) to ``controls``.
+    where : str
+        Where the controls come from, as the error messages name it.
+
+    Returns
+    -------
+    list of Control
+        The declared controls, in declaration order.
+
+    Raises
+    ------
+    InputError
+        When an entry is not a `Control`, an id is malformed or declared twice, a kind is not in
+        `KINDS`, ``instrument``/``case``/``proves`` is empty, ``run`` is not callable, or an
+        instrument lacks a positive or a negative control.
+    """
     name = getattr(experiment, "name", "") or type(experiment).__name__
     method = getattr(experiment, "controls", None)
     controls = list(method(dict(config))) if method is not None else []
@@ -138,7 +161,29 @@ def run_control(control: Control) -> dict:
 
 
 def run_controls(experiment: Any, config: dict) -> list[dict]:
-    """Every declared control of ``experiment`` at ``config``, in declaration order."""
+    """Every declared control of ``experiment`` at ``config``, in declaration order.
+
+    A control whose instrument raises fails (with the error as its ``measured`` value); it does
+    not stop the others.
+
+    Parameters
+    ----------
+    experiment : Any
+        A registered experiment declaring ``controls(config)``.
+    config : dict
+        The run's configuration (the controls exercise the instrument at its settings).
+
+    Returns
+    -------
+    list of dict
+        One record per control: its declaration (``id``, ``instrument``, ``kind``, ``case``,
+        ``proves``), ``measured`` (JSON-safe), ``passed`` and ``seconds``.
+
+    Raises
+    ------
+    InputError
+        When the declaration is malformed (`declared_controls()`).
+    """
     return [run_control(c) for c in declared_controls(experiment, config)]
 
 

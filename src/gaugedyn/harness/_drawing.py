@@ -178,33 +178,38 @@ def _check_report_target(folder: Path) -> None:
 
 
 def redraw(folder: str | Path, backend: str | None = None) -> list[Path]:
-    """Redraw every run of ``folder`` from its stored arrays, all or nothing.
+    """Redraw every run of ``folder`` (a run or a reproduce folder), all or nothing.
 
     Everything is checked first (each summary, experiment and ``arrays.npz`` against its checksum
     and the summary's listing); then every run's figures are drawn into a staging folder; only
-    when all have been drawn are they moved into place (and a reproduce folder's report is
-    rewritten). A tampered or corrupt run thus gives one error line and leaves every figure as it
-    was.
+    when all have been drawn are they moved into place. A tampered or corrupt run thus gives one
+    error line and leaves every figure as it was.
+
+    A reproduce folder's ``report.md`` is written again after its runs are redrawn.
 
     Parameters
     ----------
     folder : str or Path
-        A run folder, or a folder whose subfolders are runs (a ``gaugedyn reproduce`` folder).
+        A run folder (holding ``summary.json``), or a folder whose subfolders are run folders
+        (what ``gaugedyn reproduce`` writes). A run with no stored arrays (every task of it
+        failed) is skipped.
     backend : str, optional
-        The matplotlib backend the figures are drawn with (``None``: the one in use).
+        The matplotlib backend to draw with (``"Agg"`` on the command line); ``None`` keeps the
+        one in use.
 
     Returns
     -------
     list of Path
-        The run folders redrawn (a run without stored arrays is skipped).
+        The run folders whose figures were redrawn.
 
     Raises
     ------
     InputError
-        Before any figure is replaced: when ``folder`` holds no run, a summary is unreadable,
-        records no checksum beside an ``arrays.npz`` or no ``configuration.params``, names an
-        unregistered experiment or parameters it does not accept, an ``arrays.npz`` does not
-        match its checksum, or the stored arrays do not fit the experiment's drawing code.
+        With nothing redrawn: when ``folder`` is not a folder or holds no run, a summary is
+        unreadable, lacks the arrays' checksum or ``configuration.params``, names an experiment
+        that cannot be resolved or settings it refuses, the arrays do not match the checksum or
+        the summary's listing or do not fit the experiment's ``plot``, another gaugedyn command
+        holds a run folder, or a reproduce folder's ``report.md`` is not a file.
     """
     todo = []
     for run in run_folders(folder):

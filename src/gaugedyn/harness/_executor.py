@@ -253,7 +253,32 @@ class ProcessPool(Executor):
 
 @contextlib.contextmanager
 def open_executor(spec: ExecutorSpec | str | None = None) -> Iterator[Executor]:
-    """Open the executor ``spec`` names; on exit wait for it, or cancel on interruption."""
+    """Open the executor ``spec`` names; on exit wait for it, or cancel on interruption.
+
+    A context manager: inside the ``with`` block the executor runs tasks; leaving it normally
+    waits for every submitted task, leaving it on an error or interruption cancels the pending
+    ones and shuts down without waiting; a Dask cluster it started is closed either way.
+
+    Parameters
+    ----------
+    spec : ExecutorSpec or str, optional
+        An `ExecutorSpec` (kind, workers, Dask scheduler address) or a kind alone:
+        ``"process"`` (a local process pool), ``"thread"``, ``"serial"`` (each task at
+        submission, in this process) or ``"dask"`` (a local cluster, or the ``scheduler``
+        given); ``None``: a process pool. Workers default to the available cores.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        The context; it yields the open `concurrent.futures.Executor`.
+
+    Raises
+    ------
+    InputError
+        When the kind is not one of those above, ``workers`` is not an integer in
+        $[1, 4096]$ or is given with ``"serial"``, a scheduler is given without ``"dask"`` or is
+        malformed, or ``"dask"`` is asked for without the optional ``distributed`` package.
+    """
     if spec is None:
         spec = ExecutorSpec()
     elif isinstance(spec, str):

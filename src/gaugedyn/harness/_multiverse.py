@@ -248,7 +248,47 @@ def run_multiverse(
 ):
     """Judge ``cfg``'s findings over its declared space into the folder ``out`` (module doc);
     returns a `._runner.RunOutcome` of the primary specification with the robustness
-    attached (``exit_code`` 1 when a specification failed its controls or tasks)."""
+    attached (``exit_code`` 1 when a specification failed its controls or tasks).
+
+    Parameters
+    ----------
+    cfg : RunConfig
+        The validated configuration of the primary specification; its ``space`` (the
+        experiment's declared set-up space with the file's ``[space]`` tables) must not be empty.
+    out : str or Path
+        The run folder: new, empty, or a gaugedyn run folder of the same run unless ``force``.
+    samples : int, optional
+        The number of random joint specifications, 0 to 1000; ``None``: 8 for a full
+        configuration, 1 for a quick one.
+    executor : Executor or ExecutorSpec or str, optional
+        As in `execute()`: an open executor, or what `open_executor()` accepts (default a local
+        process pool).
+    store : str or Path, optional
+        The result store's folder; ``None``: ``out/.tasks``.
+    progress : TextIO, optional
+        The stream of the progress lines (default standard error); ``None``: silent.
+    backend : str, optional
+        The matplotlib backend the figures are drawn with; ``None`` keeps the one in use.
+    command : dict, optional
+        The command line that started the run, recorded in ``summary.json``.
+    force : bool
+        Whether to write over another run's results in ``out``.
+
+    Returns
+    -------
+    RunOutcome
+        The primary specification's outcome, each finding's ``robustness`` and the
+        ``multiverse`` record in its summary; its status is ``specifications failed`` when the
+        primary passed but another specification failed its controls or tasks, and
+        ``exit_code`` is 0 only when the status is ``passed``.
+
+    Raises
+    ------
+    InputError
+        Before anything is written: when ``cfg`` declares no set-up space, ``samples`` is
+        outside 0 to 1000, or ``out`` cannot be a run folder or holds another run's results
+        (unless ``force``).
+    """
     from ._runner import check_same_run
 
     if not cfg.space:

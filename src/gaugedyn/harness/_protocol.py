@@ -153,41 +153,47 @@ def finding(
     extra: dict | None = None,
 ) -> Claim:
     """A finding whose verdict comes from an interval computed elsewhere
-    (`gaugedyn.stats.verdict()`). Kept for callers outside the package; the experiments build
-    every finding with `judged()`, which names an audited rule of the catalogue and stores the
-    per-seed values, the power and each reading's verdict.
+    (`gaugedyn.stats.verdict()`). Kept for callers outside the package; the experiments
+    build every finding with `judged()`, which names an audited rule of the catalogue and
+    stores the per-seed values, the power and each reading's verdict.
+
+    ``interval`` is a `gaugedyn.stats.Interval` (or ``(estimate, low, high)``);
+    ``threshold`` and ``direction`` state the claim ``value > threshold`` (or ``<``), fixed
+    before the run. ``cells`` (what the finding was judged on) and ``extra`` go into
+    ``tolerance`` beside the threshold, so the summary carries them.
 
     Parameters
     ----------
     id : str
-        The finding's name in the summary.
+        The finding's id, unique within the experiment.
     statement : str
-        The paper's statement it judges.
-    interval : Interval or sequence of float
-        A `gaugedyn.stats.Interval`, or ``(estimate, low, high)``.
+        The paper's statement the finding judges, in words.
+    interval : Any
+        A `gaugedyn.stats.Interval` or ``(estimate, low, high)``; its endpoints are judged.
     threshold : float
-        The threshold of the claim ``value > threshold`` (or ``<``), fixed before the run.
+        The threshold of the claim, fixed before the run.
     direction : str
-        ``">"`` or ``"<"``: the side of ``threshold`` the statement claims.
+        ``">"`` (the claim is ``value > threshold``) or ``"<"``.
     expected : Any, optional
-        What the summary shows as expected (default ``"<direction> <threshold>"``).
+        What the report shows as expected; ``None`` gives ``"<direction> <threshold>"``.
     cells : Any, optional
-        What the finding was judged on; stored in ``tolerance`` beside the threshold.
+        What the finding was judged on (stored in ``tolerance["cells"]``).
     extra : dict, optional
         Further entries merged into ``tolerance``.
 
     Returns
     -------
     Claim
-        A claim of kind ``"finding"``: measured the estimate, verdict ``HELD`` when the whole
-        interval lies on the claimed side of ``threshold``, ``NOT HELD`` when it lies on the
-        other side, else ``UNRESOLVED``; ``passed`` when ``HELD``.
+        A claim of kind ``"finding"``: ``verdict`` ``HELD`` when the whole interval lies on the
+        claimed side, ``NOT HELD`` when it lies on the other, ``UNRESOLVED`` when it straddles
+        the threshold or has a non-finite end (`gaugedyn.stats.verdict()`); ``passed`` is
+        ``verdict == "HELD"``.
 
     Raises
     ------
     InputError
-        When ``direction`` is neither ``">"`` nor ``"<"``, ``threshold`` is not a finite number,
-        or the interval is reversed (``low > high``; `gaugedyn.stats.verdict()`).
+        When ``direction`` is neither ``">"`` nor ``"<"``, or the threshold or the interval's
+        endpoints are not allowed (`gaugedyn.stats.verdict()`).
     """
     from ..stats import Interval, rule_text, verdict
 
@@ -215,7 +221,20 @@ def finding(
 def reading_record(j: Any) -> dict:
     """What one reading stores so that its verdict recomputes from the summary alone
     (`gaugedyn.harness.rejudge()`): the rule, the per-seed values, the claim, the uniform
-    draw of a randomised rule, and what it gave (verdict, estimate, interval, reason)."""
+    draw of a randomised rule, and what it gave (verdict, estimate, interval, reason).
+
+    Parameters
+    ----------
+    j : Any
+        A `gaugedyn.stats.Judgement`: one reading's judged rule and values.
+
+    Returns
+    -------
+    dict
+        ``rule``, ``per_seed``, ``threshold``, ``direction``, ``n``, ``estimate``, ``interval``
+        (``[low, high]``) and ``verdict``, with ``uniform_draw``, ``reason``, ``lack_of_fit``
+        and ``cells`` where the judgement has them.
+    """
     d = {
         "rule": j.rule,
         "per_seed": j.values,
@@ -261,6 +280,41 @@ def judged(
     used. ``tolerance`` stores the measure, the value the power is computed at, and every
     reading's rule, values, claim and draw (``reading_detail``), so every verdict recomputes
     from ``summary.json`` alone. ``extra`` goes into ``tolerance``.
+
+    Parameters
+    ----------
+    id : str
+        The finding's id, unique within the experiment.
+    statement : str
+        The paper's statement the finding judges, in words.
+    judgement : Any
+        The primary reading's `gaugedyn.stats.Judgement`.
+    measure : Any
+        The finding's declared `gaugedyn.stats.Measure` (its kind chooses the rule; its paper
+        value or smallest effect is where the power is computed).
+    readings : dict, optional
+        Reading name to `gaugedyn.stats.Judgement`, for every documented reading of the
+        protocol, the primary one included; ``None``: the one reading, stored as
+        ``"as judged"``.
+    expected : Any, optional
+        What the report shows as expected; ``None`` gives the rule's claim in words.
+    extra : dict, optional
+        Further entries merged into ``tolerance``.
+    power_reps : int
+        Resamples of the simulated power (`gaugedyn.stats.power_at()`).
+
+    Returns
+    -------
+    Claim
+        A claim of kind ``"finding"`` with its verdict (the readings' common verdict, or
+        ``"depends on the reading"``), interval, rule, per-seed values, power, ``underpowered``
+        and each reading's verdict; ``tolerance`` holds what recomputes them.
+
+    Raises
+    ------
+    InputError
+        When a reading's rule is not the one ``measure``'s kind chooses for its form
+        (`gaugedyn.stats.Measure.check()`).
     """
     from ..stats import finding_record, power_at
 
@@ -310,7 +364,26 @@ def judged(
 def configuration_label(config: dict, params: dict, keys: Iterable[str] | None = None) -> str:
     """``""`` when ``config`` holds the declared defaults of ``keys`` (default: every name in
     ``params``), ``"provisional (quick)"`` when it holds their quick values,
-    ``"provisional (reduced configuration)"`` otherwise."""
+    ``"provisional (reduced configuration)"`` otherwise.
+
+    Parameters
+    ----------
+    config : dict
+        The run's resolved parameters.
+    params : dict
+        The experiment's declared schema (name to `Param`), whose ``default`` and ``quick``
+        values are compared.
+    keys : Iterable[str], optional
+        The settings compared (an experiment's ``label_keys``); ``None``: every name in
+        ``params``.
+
+    Returns
+    -------
+    str
+        ``""`` for the full configuration, ``"provisional (quick)"`` for the quick one (a
+        setting without a quick value compared at its default), ``"provisional (reduced
+        configuration)"`` for any other.
+    """
     keys = tuple(params) if keys is None else tuple(keys)
     if all(config.get(k) == params[k].default for k in keys):
         return ""
@@ -325,7 +398,20 @@ def provisional(claims: list[Claim], label: str) -> list[Claim]:
     `configuration_label()`); unchanged when ``label`` is empty (the full configuration).
     Verdicts are kept: the label says they come from a smaller configuration than the one the
     protocol was fixed for. A finding that already begins with the label keeps it once, so
-    labelling twice changes nothing."""
+    labelling twice changes nothing.
+
+    Parameters
+    ----------
+    claims : list of Claim
+        An analysis's claims; only findings are relabelled, checks and measurements pass through.
+    label : str
+        The label, from `configuration_label()`; ``""`` leaves the claims as they are.
+
+    Returns
+    -------
+    list of Claim
+        A new list; relabelled findings are copies with ``statement`` = ``"<label>: ..."``.
+    """
     if not label:
         return list(claims)
     lead = f"{label}: "
@@ -344,7 +430,26 @@ def labelled(
     `provisional()` for ``config`` against the declared ``params`` (over ``keys``, default
     every one), and the label (or ``None``) in ``diagnostics["provisional"]``. The harness
     applies it to every run (`gaugedyn.harness._summary.analyse()`), with the experiment's
-    `Experiment.label_keys`."""
+    `Experiment.label_keys`.
+
+    Parameters
+    ----------
+    params : dict
+        The experiment's declared schema (name to `Param`).
+    config : dict
+        The run's resolved parameters.
+    analysed : tuple
+        ``(arrays, claims, diagnostics)``, what ``analyse`` returned with its diagnostics (a
+        dict, updated in place).
+    keys : Iterable[str], optional
+        The settings compared (`Experiment.label_keys`); ``None``: every name in ``params``.
+
+    Returns
+    -------
+    tuple of (dict, list of Claim, dict)
+        ``(arrays, claims, diagnostics)``: the arrays unchanged, the claims from `provisional()`,
+        the diagnostics with ``"provisional"`` set to the label or ``None``.
+    """
     arrays, claims, diagnostics = analysed
     label = configuration_label(config, params, keys)
     diagnostics["provisional"] = label or None

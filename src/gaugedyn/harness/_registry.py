@@ -100,6 +100,29 @@ def parse_system(system: str, text: str, where: str | None = None) -> System:
     Refused (`InputError`, naming the file and the key) when a key is unknown
     or missing, a value has the wrong type, an experiment name is not a module name, or the
     system declares no experiment.
+
+    Parameters
+    ----------
+    system : str
+        The system's folder name under ``gaugedyn/experiments/``.
+    text : str
+        The declaration's TOML: ``name``, ``subject``, ``experiments`` and a ``[docs]`` table
+        (``page``, ``nav``, optionally ``more``) required; ``title`` and ``authors`` optional.
+    where : str, optional
+        The file as error messages name it; ``None``: ``experiments/<system>/system.toml``.
+
+    Returns
+    -------
+    System
+        The declaration, its texts with runs of whitespace collapsed.
+
+    Raises
+    ------
+    InputError
+        When ``text`` is not valid TOML, a key is unknown or missing, a text is empty,
+        ``authors`` is not a non-empty list, ``experiments`` is not a non-empty list of distinct
+        module names, or ``[docs]`` is malformed or names a page that is not a ``.md`` path under
+        ``docs/``.
     """
     where = where or f"experiments/{system}/{DECLARATION}"
     try:
@@ -164,7 +187,25 @@ def parse_system(system: str, text: str, where: str | None = None) -> System:
 
 
 def read_system(system: str) -> System:
-    """The declaration ``gaugedyn/experiments/<system>/system.toml``, read as data."""
+    """The declaration ``gaugedyn/experiments/<system>/system.toml``, read as data.
+
+    Parameters
+    ----------
+    system : str
+        The system's folder name under ``gaugedyn/experiments/`` (one of `SYSTEM_NAMES` for
+        the shipped systems).
+
+    Returns
+    -------
+    System
+        The parsed declaration (`parse_system()`).
+
+    Raises
+    ------
+    InputError
+        When the folder has no ``system.toml``, or its declaration is refused by
+        `parse_system()`.
+    """
     path = files("gaugedyn") / "experiments" / system / DECLARATION
     try:
         text = path.read_text(encoding="utf-8")

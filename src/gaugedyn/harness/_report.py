@@ -32,7 +32,23 @@ def read_index(root: Path) -> dict:
 
 
 def fmt(value: Any, limit: int = 48) -> str:
-    """A compact rendering of a measured / expected / tolerance value."""
+    """A compact rendering of a measured / expected / tolerance value.
+
+    Parameters
+    ----------
+    value : Any
+        The value: ``None`` renders as ``-``, a bool as ``yes``/``no``, a finite float to four
+        significant digits (a non-finite one as ``nan``/``inf``), lists and dicts element by
+        element, anything else through ``str``; runs of whitespace collapse to one space.
+    limit : int
+        The most characters of the result (of each element too); longer text is cut to
+        ``limit - 3`` characters followed by ``...``. A float or bool is never cut.
+
+    Returns
+    -------
+    str
+        The rendering, on one line.
+    """
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -59,7 +75,22 @@ FINDING_WORDS = ("HELD", "NOT HELD", "UNRESOLVED", "depends on the reading")
 
 def verdict_word(claim: dict) -> str:
     """``PASS``/``FAIL`` for checks, ``HELD``/``NOT HELD``/``UNRESOLVED`` for findings,
-    ``MEASURED``."""
+    ``MEASURED``.
+
+    Parameters
+    ----------
+    claim : dict
+        A stored claim (an entry of ``summary.json``'s ``claims``): its ``kind`` (``"check"``
+        when absent, ``"finding"`` or ``"measurement"``), ``passed`` and, for a finding judged
+        under several readings, ``verdict``.
+
+    Returns
+    -------
+    str
+        ``MEASURED`` for a measurement; a finding's stored ``verdict`` when it has one (which may
+        be ``depends on the reading``), else ``HELD``/``NOT HELD`` from ``passed``; ``PASS`` or
+        ``FAIL`` for a check.
+    """
     if claim.get("kind") == "measurement":
         return "MEASURED"
     if claim.get("kind", "check") == "finding":
@@ -496,7 +527,7 @@ def write_report(root: Path) -> tuple[Path, list[dict]]:
 
 
 WIDTH = 120
-"""The widest line :func:`summary_text` prints."""
+"""The widest line `summary_text()` prints."""
 
 
 def _wrap(text: str, indent: str = "  ") -> list[str]:
@@ -508,7 +539,7 @@ def _wrap(text: str, indent: str = "  ") -> list[str]:
 def summary_text(root: Path) -> str:
     """What ``reproduce`` prints: one paragraph per paper (its findings counted by verdict,
     quick-run artefacts apart, its checks and controls), then every failing row with its
-    reason; lines of at most :data:`WIDTH` characters. The whole table is in ``report.md``."""
+    reason; lines of at most `WIDTH` characters. The whole table is in ``report.md``."""
     root = Path(root)
     index = read_index(root)
     runs = _runs(root, index)
@@ -628,7 +659,21 @@ def controls_section(controls: list[dict] | None) -> list[str]:
 
 
 def robustness_text(robustness: dict | None) -> str:
-    """One cell: ``robust``/``NOT robust``, the share per verdict, the flipping constants."""
+    """One cell: ``robust``/``NOT robust``, the share per verdict, the flipping constants.
+
+    Parameters
+    ----------
+    robustness : dict or None
+        A finding's ``robustness`` record from a multiverse: ``robust`` (bool), ``shares``
+        (verdict to fraction of specifications), ``specifications`` (their number) and
+        ``flipping`` (the set-up constants that change the verdict).
+
+    Returns
+    -------
+    str
+        ``-`` when there is no record; else e.g. ``robust over 15 specs (HELD 100%)``, the word
+        ``**NOT robust**`` in bold when it is not, and ``; flipped by ...`` when constants flip it.
+    """
     if not robustness:
         return "-"
     shares = robustness.get("shares", {})

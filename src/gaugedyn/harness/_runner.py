@@ -86,53 +86,54 @@ def execute(
 ) -> RunOutcome:
     """Run ``cfg`` into the folder ``out`` (see the module docstring for what it holds).
 
-    Nothing is written before ``out`` and ``store`` are checked. A folder holding the results of
-    another run (another experiment, seed, parameters or quick/full), or a ``store`` folder that
-    is not a gaugedyn store, is refused unless ``force``; the same run resumes or repeats there.
-    Tasks are reused from the store only when this code stored them
-    (`gaugedyn._meta.code_identity()`); the others are recomputed. When a known-answer control
-    fails, no task runs and the run ends with status ``"controls failed"``.
+    ``executor`` is an open `concurrent.futures.Executor`, or what `open_executor()`
+    accepts (default: a local process pool). Nothing is written before ``out`` and ``store``
+    are checked. A folder holding the results of another run (another experiment, seed,
+    parameters or quick/full), or a ``store`` folder that is not a gaugedyn store, is refused
+    unless ``force``; the same run resumes or repeats there. Tasks are reused from the store
+    only when this code stored them (`gaugedyn._meta.code_identity()`); the others are
+    recomputed, or, with ``require_cache``, the run is refused (`InputError`) before any
+    task is computed.
 
     Parameters
     ----------
     cfg : RunConfig
-        The configuration (`load_config()`, `make_config()`).
+        The validated configuration (`load_config()`, `make_config()`).
     out : str or Path
-        The run folder; created if missing.
+        The run folder: new, empty, or a gaugedyn run folder (of the same run unless ``force``).
     executor : Executor or ExecutorSpec or str, optional
-        An open `concurrent.futures.Executor` (left open), or what `open_executor()` accepts: an
-        `ExecutorSpec` or a kind (``"process"``, ``"thread"``, ``"serial"``, ``"dask"``), opened
-        and closed here. Default: a local process pool.
+        An open executor (used and left open), or an `ExecutorSpec` or kind (``"process"``,
+        ``"thread"``, ``"serial"``, ``"dask"``) opened for the run and shut down after it;
+        ``None``: a local process pool, one worker per available core.
     store : str or Path, optional
-        The result store's folder (default ``out/.tasks``); a shared store lets runs reuse each
-        other's tasks.
+        The result store's folder (shared between runs); ``None``: ``out/.tasks``.
     progress : TextIO, optional
-        Where the progress bar is written (``None``: no progress).
+        The stream of the progress lines (default standard error); ``None``: silent.
     backend : str, optional
-        The matplotlib backend the figures are drawn with (``"Agg"``: non-interactive; ``None``:
-        the one in use).
+        The matplotlib backend the figures are drawn with (``"Agg"`` on the command line);
+        ``None`` keeps the one in use.
     command : dict, optional
-        The command-line record written into the summary's ``command`` (``gaugedyn publish``
-        needs it to publish a run).
+        The command line that started the run, recorded in ``summary.json``.
     force : bool
-        Write over a folder holding another run's results, and use a store that is not a
-        gaugedyn store.
+        Whether to write over another run's results in ``out``, or use a ``store`` folder that is
+        not a gaugedyn store.
     require_cache : bool
-        Refuse the run when a task is not already in the store under this code.
+        Whether every task must already be in the store under this code; the run is refused
+        before any task is computed otherwise.
 
     Returns
     -------
     RunOutcome
-        The folder, the summary, the exit code (0: complete and every check passed; 1 otherwise)
-        and the arrays the figures were drawn from.
+        The folder, its summary (status ``passed``, ``claims failed``, ``tasks failed`` or
+        ``controls failed``), the arrays and ``exit_code`` (0 only when ``passed``).
 
     Raises
     ------
     InputError
-        Before anything is written: when ``out`` cannot be a gaugedyn run folder, holds another
-        run's results, ``store`` is not a gaugedyn store (both unless ``force``), ``executor``
-        names an unknown kind or a bad number of workers, or, with ``require_cache``, a task is
-        missing from the store.
+        Before anything is written: when ``out`` cannot be a run folder or holds another run's
+        results, ``store`` is not a gaugedyn store (both unless ``force``), ``require_cache``
+        finds tasks missing, the executor's specification is not allowed, or another gaugedyn
+        command holds ``out``.
     """
     out = check_output_dir(out, "run")
     check_same_run(out, cfg, force)

@@ -226,7 +226,29 @@ def specifications(
 ) -> list[dict]:
     """The specifications of the module doc: ``{"id", "kind", "values"}`` with ``kind`` one of
     ``primary``, ``end`` (one constant at an end), ``joint`` (a random draw); ``values`` maps
-    each constant that differs from ``config`` to its value. Duplicates are dropped."""
+    each constant that differs from ``config`` to its value. Duplicates are dropped.
+
+    Parameters
+    ----------
+    space : Mapping
+        The declared set-up space: setting name to `Choice`.
+    params : Mapping
+        The experiment's schema (name to `Param`); a range's values take its setting's type.
+    config : Mapping
+        The primary specification's resolved parameters.
+    samples : int
+        The number of random joint specifications drawn (fewer are kept when a draw repeats
+        one already listed).
+    seed : int
+        The run's root seed; the joint draws derive from it and the space's names alone.
+
+    Returns
+    -------
+    list of dict
+        The primary specification first, then one ``end`` per constant and value (both ends of
+        a range, each listed alternative; the primary value left out), then the ``joint``
+        draws, each ``{"id", "kind", "values"}`` with ``values`` JSON-safe.
+    """
     from .._meta import task_seed
 
     out = [{"id": "primary", "kind": "primary", "values": {}}]

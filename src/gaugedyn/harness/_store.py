@@ -55,7 +55,25 @@ def canonical_json(value: Any) -> str:
 
 def task_key(experiment: str, task: dict, root_seed: int, code: str | None = None) -> str:
     """The content address of one task: a hash of its full configuration and its ``code``
-    (default: the identity of the whole package, `gaugedyn._meta.code_identity()`)."""
+    (default: the identity of the whole package, `gaugedyn._meta.code_identity()`).
+
+    Parameters
+    ----------
+    experiment : str
+        The experiment's registered name.
+    task : dict
+        The task's full configuration (JSON-serialisable; hashed in canonical JSON, keys sorted).
+    root_seed : int
+        The run's root seed.
+    code : str, optional
+        The code identity the result depends on; ``None`` takes the SHA-256 of the installed
+        package, so any change of the code gives new keys.
+
+    Returns
+    -------
+    str
+        The SHA-256 hex digest (64 characters) that names the task's record in the store.
+    """
     if code is None:
         from .._meta import code_identity
 
@@ -72,7 +90,21 @@ def task_id(experiment: str, task: dict, root_seed: int) -> str:
 
 def atomic_write(path: Path, data: bytes, sync_dir: bool = True) -> None:
     """Write ``data`` to ``path`` through a temporary file, fsync and rename (then fsync the
-    folder, so the rename itself is durable, unless ``sync_dir`` is false)."""
+    folder, so the rename itself is durable, unless ``sync_dir`` is false).
+
+    A reader sees either the old file or the whole new one, never a part; on any failure the
+    temporary file is removed and the error propagates, leaving ``path`` as it was.
+
+    Parameters
+    ----------
+    path : Path
+        The file to write (replaced when it exists); its folder must exist.
+    data : bytes
+        The file's full contents.
+    sync_dir : bool
+        Whether to fsync the folder after the rename (``False`` saves a sync when many files of
+        one folder are written and the folder is synced once after them).
+    """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
     try:

@@ -7,7 +7,7 @@ its interval the point itself, the one value in ``per_seed``; with no noise its 
 paper's value is certain, so its power is 1 when the paper's value lies on the claimed side and
 0 otherwise.
 
-:func:`checked`: a check (a property the package guarantees; failing it fails the run) whose
+`checked()`: a check (a property the package guarantees; failing it fails the run) whose
 values are random (per seed, per trial or rows of a fit), judged by a rule of the catalogue as a
 finding is, so its error rates are the audited rule's; it passes when the rule says the word
 the check expects.
@@ -38,7 +38,40 @@ def deterministic(
 ) -> Claim:
     """A finding on a deterministic value (see the module docstring): rule
     ``deterministic`` of the catalogue on the one value, judged by `judged()` with its
-    declared ``measure`` (kind ``exact``)."""
+    declared ``measure`` (kind ``exact``).
+
+    Parameters
+    ----------
+    id : str
+        The finding's id, unique within the experiment.
+    statement : str
+        The paper's statement the finding judges, in words.
+    value : float
+        The deterministic measured value.
+    threshold : float
+        The threshold of the claim, fixed before the run.
+    direction : str
+        ``">"`` (the claim is ``value > threshold``) or ``"<"``.
+    measure : Any
+        The finding's declared `gaugedyn.stats.Measure`, of kind ``exact``.
+    expected : Any, optional
+        What the report shows as expected; ``None`` gives ``"<direction> <threshold>"``.
+    extra : dict, optional
+        Further entries merged into ``tolerance``.
+
+    Returns
+    -------
+    Claim
+        A finding (`judged()`) whose interval is the point ``[value, value]``, judged as
+        `gaugedyn.stats.verdict()` judges an interval: ``HELD`` when ``value`` lies strictly
+        on the claimed side of ``threshold``, ``NOT HELD`` when it lies on or beyond it.
+
+    Raises
+    ------
+    InputError
+        When ``direction``, ``threshold`` or ``value`` is not allowed by the rule, or ``measure``'s
+        kind does not choose rule ``deterministic``.
+    """
     j = judge(DETERMINISTIC, [float(value)], threshold=threshold, direction=direction)
     return judged(
         id,
@@ -51,7 +84,7 @@ def deterministic(
 
 
 CHECK_WORDS = ("HELD", "not HELD")
-"""What a :func:`checked` check may expect: ``HELD`` (the property shown), or ``not HELD`` (a
+"""What a `checked()` check may expect: ``HELD`` (the property shown), or ``not HELD`` (a
 negative control: the rule must not say HELD; NOT HELD and UNRESOLVED both pass)."""
 
 
@@ -65,11 +98,39 @@ def checked(
     extra: dict | None = None,
 ) -> Claim:
     """A check on random values judged by a rule of the catalogue
-    (:func:`gaugedyn.stats.judge`): it passes when ``judgement``'s verdict is ``expect``
-    (:data:`CHECK_WORDS`). Its rule, words, interval and per-seed values are recorded as a
+    (`gaugedyn.stats.judge()`): it passes when ``judgement``'s verdict is ``expect``
+    (`CHECK_WORDS`). Its rule, words, interval and per-seed values are recorded as a
     finding's are, and ``tolerance`` holds the claim (threshold, direction, count, the
     verdict, the uniform draw of a randomised rule and the reason of an UNRESOLVED one), so the
-    check recomputes from ``summary.json``. ``extra`` goes into ``tolerance``."""
+    check recomputes from ``summary.json``. ``extra`` goes into ``tolerance``.
+
+    Parameters
+    ----------
+    id : str
+        The check's id, unique within the experiment.
+    statement : str
+        The property the check shows, in words.
+    judgement : Any
+        The `gaugedyn.stats.Judgement` of the check's values.
+    expect : str
+        ``"HELD"`` (the property shown: passes on HELD) or ``"not HELD"`` (a negative control:
+        passes on NOT HELD or UNRESOLVED).
+    expected : Any, optional
+        What the report shows as expected; ``None`` gives ``"<expect>: <the rule's claim>"``.
+    extra : dict, optional
+        Further entries merged into ``tolerance``.
+
+    Returns
+    -------
+    Claim
+        A claim of kind ``"check"``; ``passed`` says whether the verdict is what ``expect``
+        asks (a failed check fails the run).
+
+    Raises
+    ------
+    ValueError
+        When ``expect`` is not one of `CHECK_WORDS`.
+    """
     if expect not in CHECK_WORDS:
         raise ValueError(f"expect={expect!r} is not allowed; allowed: {', '.join(CHECK_WORDS)}")
     j = judgement
