@@ -171,3 +171,11 @@ def test_a_documented_namespace_lists_its_functions(namespace):
         n for n in _hooks().public_names(namespace) if inspect.isfunction(getattr(module, n))
     ]
     assert functions, f"{namespace}: the site hook finds no public function (declare __all__)"
+
+
+def test_every_public_namespace_has_a_reference_section():
+    """Each namespace's docstrings render somewhere: an ``<!-- api NAMESPACE -->`` marker in
+    ``docs/reference/`` (the site hook fills it)."""
+    markers = "\n".join(p.read_text() for p in (ROOT / "docs" / "reference").glob("*.md"))
+    absent = [ns for ns in (*DOCUMENTED, *PENDING) if f"<!-- api {ns} -->" not in markers]
+    assert not absent, f"namespaces without a reference section: {absent}"
