@@ -28,10 +28,10 @@ DOCUMENTED = (
     "gaugedyn.experiments",
     "gaugedyn.experiments.prototypes",
     "gaugedyn.publish",
+    "gaugedyn.stats",
 )
 PENDING = (
     "gaugedyn.training",
-    "gaugedyn.stats",
     "gaugedyn.harness",
     "gaugedyn.plotting",
     "gaugedyn.cli",
