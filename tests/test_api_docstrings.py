@@ -29,9 +29,9 @@ DOCUMENTED = (
     "gaugedyn.experiments.prototypes",
     "gaugedyn.publish",
     "gaugedyn.stats",
+    "gaugedyn.training",
 )
 PENDING = (
-    "gaugedyn.training",
     "gaugedyn.harness",
     "gaugedyn.plotting",
     "gaugedyn.cli",
