@@ -72,7 +72,7 @@ def stationary_state(
     tol: float = RESIDUAL_TOL,
 ) -> dict:
     r"""The fixed point the online ODE reaches from the problem's order parameters (or ``y0``):
-    the ODE integrated (DOP853) in chunks of flow time $\eta t = $ ``settle`` (at most
+    the ODE integrated (DOP853) in chunks of flow time $\eta t$ equal to ``settle`` (at most
     `MAX_CHUNKS`) until $\lvert \dot y \rvert / \eta$ is below ``tol``, or below
     `POLISH_FROM` and a Levenberg-Marquardt polish on $\dot y / \eta$ brings it below
     ``tol`` (a direction the flow conserves, such as $R_m - R_a$ for identical teachers, keeps its

@@ -390,13 +390,14 @@ def train(
     config : TrainConfig
         The optimizer, step size, batch, steps, record grid and classical options.
     seeds : int
-        The number of seeds $S$ when ``seed_indices`` is not given.
+        The number of seeds $S$ when ``seed_indices`` is not given (a list of problems gives
+        one seed per problem instead).
     root_seed : int or Sequence[int]
         The run's root seed, an unsigned 64-bit integer; or one root per seed: seed ``c`` then
         draws from ``task_seed(root_seed[c], seed_indices[c])`` (the ``(root, index)`` pairs
         distinct).
     seed_indices : Sequence[int] or None
-        The seeds' indices; ``None``: ``range(seeds)``.
+        The seeds' indices, distinct integers $\ge 0$; ``None``: ``range(seeds)``.
     dtype : str or torch.dtype
         ``"float64"`` or ``"float32"`` (the compiled backends: float64 only).
     device : str or torch.device or None
