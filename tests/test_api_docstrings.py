@@ -25,6 +25,8 @@ DOCUMENTED = (
     "gaugedyn.monitor",
     "gaugedyn.adam",
     "gaugedyn.theory",
+    "gaugedyn.training",
+    "gaugedyn.stats",
     "gaugedyn.harness",
     "gaugedyn.experiments",
     "gaugedyn.experiments.prototypes",
@@ -32,10 +34,7 @@ DOCUMENTED = (
     "gaugedyn.plotting",
     "gaugedyn.cli",
 )
-PENDING = (
-    "gaugedyn.training",
-    "gaugedyn.stats",
-)
+PENDING: tuple[str, ...] = ()
 
 
 def _hooks():

@@ -346,7 +346,18 @@ def misses(row: dict, coverage: bool = True) -> list[str]:
 
 def barred_shapes(rule: Rule) -> tuple[str, ...]:
     """The named shapes a rule is used on: those of every kind whose choice it is (a rejected
-    candidate's: `CANDIDATE_SHAPES`)."""
+    candidate's: `CANDIDATE_SHAPES`, with the lognormal shapes for a median candidate).
+
+    Parameters
+    ----------
+    rule : Rule
+        A catalogue rule or a rejected candidate.
+
+    Returns
+    -------
+    tuple[str, ...]
+        The shapes, without repeats, in the order of `KINDS`.
+    """
     if rule.name in CANDIDATES:  # a median candidate would judge long-tailed measures
         return CANDIDATE_SHAPES + (LOGNORMAL_SHAPES if rule.center == "median" else ())
     return tuple(dict.fromkeys(s for k in kinds_of(rule.name) for s in KINDS[k].shapes))
@@ -433,7 +444,20 @@ def _by_name(rule: Rule | str) -> Rule:
 
 def audit_seed(root: int, *key: Any) -> np.random.SeedSequence:
     """The ``SeedSequence`` of one audit row: from the root seed and the row's key (rule,
-    size, shape or finding), not from its position, so any row can be recomputed alone."""
+    size, shape or finding), not from its position, so any row can be recomputed alone.
+
+    Parameters
+    ----------
+    root : int
+        The audit's root seed.
+    *key : Any
+        The row's key, hashed in order (`generator()`).
+
+    Returns
+    -------
+    numpy.random.SeedSequence
+        The row's seed sequence.
+    """
     seq = generator(root, *key).bit_generator.seed_seq
     assert isinstance(seq, np.random.SeedSequence)
     return seq
@@ -450,7 +474,36 @@ def power(
     seed: int = 0,
 ) -> Rate:
     """P(HELD) when the claim holds by ``effect`` sd of a named ``shape`` (the audit's power
-    scenario); for the ``deterministic`` rule, 1 when ``effect > 0`` and 0 otherwise."""
+    scenario); for the ``deterministic`` rule, 1 when ``effect > 0`` and 0 otherwise.
+
+    Parameters
+    ----------
+    rule : Rule
+        The catalogue rule.
+    n : int
+        Seeds per experiment (trials for a proportion rule): at least 2 (3 for a slope rule).
+    effect : float
+        How far the truth lies on the claimed side of the threshold, in sd of the noise.
+    cells : int
+        Cells per experiment, for a cell rule (ignored otherwise); at least 1.
+    shape : str
+        The noise shape, one of `AUDIT_SHAPES`.
+    reps : int
+        Simulated experiments, at least 1.
+    seed : int
+        The seed of the simulation's ``SeedSequence``.
+
+    Returns
+    -------
+    Rate
+        The share of ``reps`` experiments judged HELD, with its Monte Carlo standard error.
+
+    Raises
+    ------
+    InputError
+        When ``effect`` is not finite, a count is outside its allowed range (`LIMITS`), or
+        ``shape`` is not a noise shape.
+    """
     if not (isinstance(effect, int | float) and math.isfinite(effect)):
         raise InputError(f"effect={effect!r} is not allowed: a finite number of sd")
     if rule.estimator == "point":
@@ -476,7 +529,33 @@ def power_at(
     standard deviation. Fewer values (rows) than the rule's minimum give ``Rate(0, 0)``: the
     rule says UNRESOLVED at that count whatever the truth. Otherwise values without spread, or
     fewer than two complete rows, give ``Rate(nan, nan)``: the power cannot be computed from
-    them."""
+    them.
+
+    Parameters
+    ----------
+    judgement : Any
+        A `Judgement` (or one read back from a summary): its ``rule``, ``threshold``,
+        ``direction``, ``values`` and ``reason`` are used.
+    value : float
+        The true value the power is computed at, a finite number in the measure's units.
+    reps : int
+        Simulated experiments, at least 1.
+    seed : int
+        The seed of the simulation's ``SeedSequence``.
+    shape : str
+        ``"resampled"`` (the judged values), or a named shape of `AUDIT_SHAPES`.
+
+    Returns
+    -------
+    Rate
+        The share of ``reps`` experiments judged HELD, with its Monte Carlo standard error.
+
+    Raises
+    ------
+    InputError
+        When ``value`` is not finite, ``reps`` is outside its range, ``shape`` is not a noise
+        shape, or the judgement's rule is not a catalogue rule.
+    """
     from ._rules import rule as by_name
 
     rule = by_name(judgement.rule)
@@ -539,9 +618,43 @@ def audit_rule(
 ) -> dict:
     """One row of the audit: ``rule`` at ``n`` seeds (and ``cells`` cells for a cell rule)
     under the named noise ``shape`` (`AUDIT_SHAPES`; a proportion rule: Bernoulli outcomes at
-    ``n`` trials). Returns the rates of the module docstring, each a `Rate`, and
-    ``bar``: ``"ok"``, the bars missed, or why the row is not barred (``barred``: by default,
-    whether the shape is one the rule is used on, `barred_shapes()`)."""
+    ``n`` trials). The ``deterministic`` rule gives a row marked not simulated.
+
+    Parameters
+    ----------
+    rule : Rule or str
+        A catalogue rule, a rejected candidate, or the name of either.
+    n : int
+        Seeds (trials for a proportion rule): at least 2 (3 for a slope rule).
+    cells : int
+        Cells, for a cell rule (ignored otherwise); at least 1.
+    shape : str
+        The noise shape, one of `AUDIT_SHAPES`.
+    reps : int
+        Simulated experiments per scenario, at least 1.
+    seed : int or numpy.random.SeedSequence
+        The row's root seed (see `audit_seed()`).
+    margin : float
+        How far (in sd) the false and true scenarios lie from the threshold.
+    effect : float
+        How far (in sd) the truth lies on the claimed side in the power scenario.
+    barred : bool or None
+        Whether the bars apply; ``None``: when ``shape`` is one the rule is used on
+        (`barred_shapes()`).
+
+    Returns
+    -------
+    dict
+        ``rule``, ``seeds``, ``cells``, ``shape``, ``reps``, the rates of the module docstring (each
+        a `Rate`), ``confirmed``, and ``bar``: ``"ok"``, the bars missed, or why the row is not
+        barred.
+
+    Raises
+    ------
+    InputError
+        When ``rule`` is not a rule or candidate, a count is outside its range (`LIMITS`),
+        ``shape`` is not a noise shape, or the estimated work is too long.
+    """
     rule = _by_name(rule)
     if rule.estimator == "point":
         return _not_simulated(rule)
@@ -582,7 +695,44 @@ def audit_values(
     """One resampled row: ``rule`` on resamples of stored per-seed ``values`` (as a finding
     stores them) at the claim ``threshold``, ``direction`` (module docstring: distances in each
     cell's own spread). Barred by default (the values are data the rule judges); the coverage
-    is reported, not barred."""
+    is reported, not barred.
+
+    Parameters
+    ----------
+    rule : Rule or str
+        A catalogue rule, a rejected candidate, or the name of either.
+    values : Any
+        The per-seed values as a finding stores them (a list, a pair of lists for a paired or
+        slope rule, rows of cells for a cell rule).
+    threshold : Any
+        The finding's threshold: a number, or a band ``(lo, hi)`` (a list is taken as a tuple).
+    direction : str
+        The finding's direction: ``">"``, ``"<"``, ``"inside"`` or ``"outside"``.
+    reps : int
+        Simulated experiments per scenario, at least 1.
+    seed : int or numpy.random.SeedSequence
+        The row's root seed (see `audit_seed()`).
+    margin : float
+        How far (in each cell's spread) the false and true scenarios lie from the threshold.
+    effect : float
+        How far (in each cell's spread) the truth lies on the claimed side for the power.
+    barred : bool
+        Whether the bars apply.
+    source : str
+        Where the values come from (a finding's id), recorded in the row.
+
+    Returns
+    -------
+    dict
+        ``rule``, ``seeds``, ``cells``, ``shape`` (``"resampled"``), ``source``, ``reps``, the rates
+        (each a `Rate`), ``confirmed`` and ``bar``.
+
+    Raises
+    ------
+    InputError
+        When ``rule`` is not a rule or candidate, ``reps`` is outside its range, or ``values``
+        cannot be resampled for the rule.
+    """
     rule = _by_name(rule)
     reps = _check_count("reps", reps, 1)
     if isinstance(threshold, list):
@@ -615,14 +765,50 @@ def audit(
     progress: bool = False,
     candidates: bool = False,
 ) -> list[dict]:
-    """An ad-hoc audit table: `audit_rule()` for every rule (default: all of
+    r"""An ad-hoc audit table: `audit_rule()` for every rule (default: all of
     `RULES`; with ``candidates``, the rejected `gaugedyn.stats._rules.CANDIDATES`
     instead), seed count, cell count (cell rules) and shape (a proportion rule: every trial
     count of ``trials``, Bernoulli outcomes), each row's generators from
     `audit_seed()` ``(seed, rule, n, cells, shape)``. The full audit of what the experiments
-    use is `gaugedyn.stats._audit_plan.run_plan()`. Bad arguments, and a table whose
-    estimated work (`work_seconds()`) exceeds about a day, raise
-    `gaugedyn.InputError` before any simulation."""
+    use is `gaugedyn.stats._audit_plan.run_plan()`.
+
+    Parameters
+    ----------
+    rules : Iterable[str] or None
+        The rules' names; ``None``: every rule of `RULES` (with ``candidates``, every candidate).
+    seeds : Sequence[int]
+        Seed counts, each at least 3.
+    trials : Sequence[int]
+        Trial counts of the proportion rules, each at least 2.
+    cells : Sequence[int]
+        Cell counts of the cell rules, each at least 1.
+    shapes : Sequence[str]
+        Noise shapes, each one of `AUDIT_SHAPES`.
+    reps : int
+        Simulated experiments per scenario, at least 1.
+    seed : int
+        The root seed, an integer $\ge 0$.
+    margin : float
+        How far (in sd) the false and true scenarios lie from the threshold, positive.
+    effect : float
+        How far (in sd) the truth lies on the claimed side in the power scenario, positive.
+    progress : bool
+        Show a progress bar (``tqdm``) over the rows.
+    candidates : bool
+        Audit the rejected candidates instead of the catalogue.
+
+    Returns
+    -------
+    list[dict]
+        One row per rule, count and shape, as `audit_rule()` returns it.
+
+    Raises
+    ------
+    InputError
+        Before any simulation: when a rule is unknown (or not a candidate, with ``candidates``),
+        a count, ``seed``, ``margin`` or ``effect`` is out of range, a shape is not a noise shape,
+        a list is empty, or the estimated work (`work_seconds()`) exceeds about a day.
+    """
     from tqdm import tqdm
 
     if candidates:
@@ -677,6 +863,18 @@ def audit(
 
 
 def rate_percent(r: Rate | None) -> str:
+    """A rate as the tables print it: percent, with its Monte Carlo standard error in brackets.
+
+    Parameters
+    ----------
+    r : Rate or None
+        The rate; ``None`` where the row has none.
+
+    Returns
+    -------
+    str
+        ``"12.3 (0.4)"``, or ``"-"`` for ``None``.
+    """
     return "-" if r is None else f"{100 * r.rate:.1f} ({100 * r.se:.1f})"
 
 
@@ -718,12 +916,35 @@ def row_cells(r: dict) -> list[str]:
 
 
 def audit_rows(rows: list[dict]) -> list[list[str]]:
+    """The audit's rows as cells of `AUDIT_HEADER` (`row_cells()`).
+
+    Parameters
+    ----------
+    rows : list[dict]
+        Audit rows, as `audit_rule()` and `audit_values()` return them.
+
+    Returns
+    -------
+    list[list[str]]
+        One list of cells per row.
+    """
     return [row_cells(r) for r in rows]
 
 
 def coverage_by_p_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     """The proportion rules' coverage at each true ``p`` (`COVERAGE_P`): a header and
-    one row per rule and trial count (empty when no row has ``coverage_by_p``)."""
+    one row per rule and trial count (empty when no row has ``coverage_by_p``).
+
+    Parameters
+    ----------
+    rows : list[dict]
+        Audit rows; only those with ``coverage_by_p`` (proportion rules) are used.
+
+    Returns
+    -------
+    tuple[list[str], list[list[str]]]
+        The header and the rows of cells.
+    """
     rows = [r for r in rows if "coverage_by_p" in r]
     if not rows:
         return [], []
@@ -738,7 +959,18 @@ def coverage_by_p_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
 def rules_markdown(rules: Iterable[Rule]) -> str:
     """The rules as a markdown table: name, statistic, interval, verdict in words (threshold
     ``c``, band ``(lo, hi)``), the kinds of measure it judges and its assumptions, each from
-    the rule object and the kinds' declarations."""
+    the rule object and the kinds' declarations.
+
+    Parameters
+    ----------
+    rules : Iterable[Rule]
+        The rules, in the order of the rows.
+
+    Returns
+    -------
+    str
+        The table, ending in a newline.
+    """
     lines = [
         "| rule | statistic | verdict | judges | assumptions |",
         "|---|---|---|---|---|",
@@ -752,6 +984,23 @@ def rules_markdown(rules: Iterable[Rule]) -> str:
 
 
 def audit_legend(reps: Sequence[int], margin: float = MARGIN, effect: float = EFFECT) -> str:
+    """The legend printed under the audit table: what each rate means, the scenarios' distances and
+    the bars.
+
+    Parameters
+    ----------
+    reps : Sequence[int]
+        The simulated experiments per scenario of the table's rows.
+    margin : float
+        The false and true scenarios' distance from the threshold, in sd.
+    effect : float
+        The power scenario's distance on the claimed side, in sd.
+
+    Returns
+    -------
+    str
+        One paragraph.
+    """
     return (
         f"Rates in % (Monte Carlo s.e.), {', '.join(map(str, reps))} simulated experiments "
         f"per scenario. false HELD: claim false by {margin:g} sd; false NOT HELD: claim true "
@@ -778,7 +1027,27 @@ def format_table(
     command: str = "",
 ) -> str:
     """The audit as a plain-text table (or markdown, with the command and date that made it).
-    Rates in percent, Monte Carlo standard errors in brackets."""
+    Rates in percent, Monte Carlo standard errors in brackets; the proportion rules' coverage by
+    true ``p`` follows where the rows have it.
+
+    Parameters
+    ----------
+    rows : list[dict]
+        Audit rows, as `audit()` returns them.
+    markdown : bool
+        Markdown (with the rules table, the command and the UTC date) instead of plain text.
+    margin : float
+        The margin the rows were simulated at, for the legend.
+    effect : float
+        The power effect the rows were simulated at, for the legend.
+    command : str
+        The command quoted in the markdown header (default ``gaugedyn audit-rules --markdown``).
+
+    Returns
+    -------
+    str
+        The table with its legend, ending in a newline.
+    """
     body = audit_rows(rows)
     reps = sorted({r["reps"] for r in rows if r["reps"]})
     text_legend = audit_legend(reps, margin, effect)
@@ -811,6 +1080,20 @@ def format_table(
 
 
 def markdown_table(header: Sequence[str], body: list[list[str]]) -> list[str]:
+    """A markdown table's lines.
+
+    Parameters
+    ----------
+    header : Sequence[str]
+        The column names.
+    body : list[list[str]]
+        The rows, each with one cell per column.
+
+    Returns
+    -------
+    list[str]
+        The header line, the rule line and one line per row.
+    """
     return [
         "| " + " | ".join(header) + " |",
         "|" + "|".join("---" for _ in header) + "|",

@@ -30,7 +30,20 @@ def t_bounds(x: np.ndarray, level: float) -> Bounds:
     r"""Student t bounds of the mean: $\bar x \mp t_{n-1}(\text{level})\, s/\sqrt n$.
 
     Exact for normal samples; for symmetric heavy tails the t interval is conservative, for
-    skewed ones (lognormal) it under-covers at small ``n``. ``x`` is ``(..., n)``, ``n >= 2``.
+    skewed ones (lognormal) it under-covers at small ``n``.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Samples ``(..., n)``, the sample on the last axis, ``n >= 2``.
+    level : float
+        The one-sided level of each bound, in $(0, 1)$ (a two-sided $c$ interval is
+        ``level = (1 + c) / 2``).
+
+    Returns
+    -------
+    Bounds
+        The means and their lower and upper bounds, arrays of shape ``x.shape[:-1]``.
     """
     from scipy import stats
 
@@ -75,14 +88,27 @@ def _hs_weights(n: int, level: float) -> tuple[int, float]:
 
 
 def median_bounds(x: np.ndarray, level: float, interpolate: bool = True) -> Bounds:
-    """Distribution-free bounds of the median from interpolated order statistics
+    r"""Distribution-free bounds of the median from interpolated order statistics
     (Hettmansperger and Sheather 1986): the sign test's interval, interpolated between the two
     order statistics whose binomial levels bracket ``level``, so that its coverage is close to
     nominal instead of the next attainable level (97.9% at ``n = 10`` for a nominal 95%).
 
-    Assumes only independent draws from a continuous distribution; ``x`` is ``(..., n)``.
-    Where no order statistic reaches ``level`` (``2^-n > 1 - level``) the bound is infinite.
-    ``interpolate=False`` gives the plain order statistics (the exact, conservative interval).
+    Assumes only independent draws from a continuous distribution.
+    Where no order statistic reaches ``level`` ($2^{-n} > 1 - \text{level}$) the bound is infinite.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Samples ``(..., n)``, the sample on the last axis.
+    level : float
+        The one-sided level of each bound, in $(0, 1)$.
+    interpolate : bool
+        ``False`` gives the plain order statistics (the exact, conservative interval).
+
+    Returns
+    -------
+    Bounds
+        The medians and their lower and upper bounds, arrays of shape ``x.shape[:-1]``.
     """
     x = np.sort(np.asarray(x, dtype=float), axis=-1)
     n = x.shape[-1]
@@ -327,9 +353,27 @@ def randomised_proportion_bounds(x: np.ndarray, level: float, u: np.ndarray) -> 
 
 
 def holm(p: np.ndarray) -> np.ndarray:
-    """Holm (1979) adjusted p-values along the last axis: with ``p`` sorted ascending,
-    ``p_adj(i) = max_{j <= i} min(1, (m - j + 1) p(j))``, returned in the original order.
-    Any adjusted p-value ``<= a`` exactly when ``min p <= a / m`` (Holm's first step)."""
+    r"""Holm (1979) adjusted p-values along the last axis: with ``p`` sorted ascending,
+    $p^{\mathrm{adj}}_{(i)} = \max_{j \le i} \min\bigl(1, (m - j + 1)\, p_{(j)}\bigr)$, returned in
+    the original order. Any adjusted p-value $\le a$ exactly when $\min p \le a / m$ (Holm's first
+    step).
+
+    Parameters
+    ----------
+    p : numpy.ndarray
+        p-values in $[0, 1]$, the $m$ tests of one family on the last axis (values outside
+        $[0, 1]$ by rounding, within $10^{-12}$, are clipped).
+
+    Returns
+    -------
+    numpy.ndarray
+        The adjusted p-values, of the shape of ``p``.
+
+    Raises
+    ------
+    InputError
+        When ``p`` is not numeric, is a single number or empty, or holds a value outside $[0, 1]$.
+    """
     p = _check.pvalues(p)
     m = p.shape[-1]
     order = np.argsort(p, axis=-1)

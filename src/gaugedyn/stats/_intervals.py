@@ -54,6 +54,19 @@ def generator(seed: np.random.SeedSequence | int, *labels: Any) -> np.random.Gen
 
     ``seed`` is a run's root seed or a task's ``SeedSequence``; two labels give independent
     streams, the same labels the same stream.
+
+    Parameters
+    ----------
+    seed : numpy.random.SeedSequence or int
+        A run's root seed, or a task's ``SeedSequence`` (its entropy and spawn key are kept).
+    *labels : Any
+        Words that name the stream (a finding id, a rule name, an index); each is hashed from its
+        ``repr`` and appended to the spawn key, in order.
+
+    Returns
+    -------
+    numpy.random.Generator
+        A ``default_rng`` on the derived ``SeedSequence``.
     """
     if isinstance(seed, np.random.SeedSequence):
         entropy, key = seed.entropy, tuple(seed.spawn_key)
@@ -80,11 +93,36 @@ def bootstrap_ci(
     n_resamples: int = N_RESAMPLES,
     method: str = "percentile",
 ) -> Interval:
-    """Bootstrap interval of ``statistic`` over the finite entries of ``data`` (one sample).
+    r"""Bootstrap interval of ``statistic`` over the finite entries of ``data`` (one sample).
 
     ``scipy.stats.bootstrap`` with ``method`` (``"percentile"`` by default: it never fails on
     degenerate samples, where BCa does). Fewer than two finite values give ``nan`` endpoints; a
     constant sample gives a zero-width interval.
+
+    Parameters
+    ----------
+    data : Any
+        The sample, flattened; non-finite entries are left out.
+    statistic : Callable
+        The statistic, vectorised over an ``axis`` keyword (``np.mean``, ``np.median``).
+    rng : numpy.random.Generator
+        The resampling generator (see `generator()`).
+    confidence : float
+        The confidence level, in $(0, 1)$.
+    n_resamples : int
+        Bootstrap resamples.
+    method : str
+        ``scipy.stats.bootstrap``'s method: ``"percentile"``, ``"basic"`` or ``"BCa"``.
+
+    Returns
+    -------
+    Interval
+        ``statistic`` of the finite entries, with the bootstrap endpoints.
+
+    Raises
+    ------
+    InputError
+        When ``confidence`` is not a number in $(0, 1)$.
     """
     confidence = _check.confidence(confidence)
     from scipy import stats
@@ -119,11 +157,39 @@ def paired_ci(
     n_resamples: int = N_RESAMPLES,
     method: str = "percentile",
 ) -> Interval:
-    """Bootstrap interval of ``statistic(*samples)`` with the samples resampled as pairs.
+    r"""Bootstrap interval of ``statistic(*samples)`` with the samples resampled as pairs.
 
     ``samples`` are equal-length arrays indexed by seed; a seed where any sample is not finite
     is dropped from all. ``statistic(*arrays, axis=-1)`` must be vectorised over ``axis``, for
-    instance ``lambda x, y, axis=-1: np.mean(x - y, axis=axis)``.
+    instance ``lambda x, y, axis=-1: np.mean(x - y, axis=axis)``. No finite seed gives ``nan``
+    throughout, one seed ``nan`` endpoints, and constant samples a zero-width interval.
+
+    Parameters
+    ----------
+    samples : Sequence[Any]
+        Equal-length arrays, entry ``i`` of each from seed ``i``.
+    statistic : Callable
+        ``statistic(*arrays, axis=-1)``, vectorised over ``axis``.
+    rng : numpy.random.Generator
+        The resampling generator (see `generator()`).
+    confidence : float
+        The confidence level, in $(0, 1)$.
+    n_resamples : int
+        Bootstrap resamples.
+    method : str
+        ``scipy.stats.bootstrap``'s method: ``"percentile"``, ``"basic"`` or ``"BCa"``.
+
+    Returns
+    -------
+    Interval
+        ``statistic`` of the kept seeds, with the bootstrap endpoints.
+
+    Raises
+    ------
+    ValueError
+        When the samples have different lengths.
+    InputError
+        When ``confidence`` is not a number in $(0, 1)$.
     """
     confidence = _check.confidence(confidence)
     from scipy import stats
@@ -164,9 +230,35 @@ def independent_ci(
     n_resamples: int = N_RESAMPLES,
     method: str = "percentile",
 ) -> Interval:
-    """Bootstrap interval of ``statistic(*samples)`` with each sample resampled on its own
+    r"""Bootstrap interval of ``statistic(*samples)`` with each sample resampled on its own
     (unpaired: the samples come from different seeds or sizes). ``statistic(*arrays, axis=-1)``
-    must be vectorised over ``axis``. The samples are used as given (no filtering)."""
+    must be vectorised over ``axis``. The samples are used as given (no filtering).
+
+    Parameters
+    ----------
+    samples : Sequence[Any]
+        The samples, of any lengths, each flattened.
+    statistic : Callable
+        ``statistic(*arrays, axis=-1)``, vectorised over ``axis``.
+    rng : numpy.random.Generator
+        The resampling generator (see `generator()`).
+    confidence : float
+        The confidence level, in $(0, 1)$.
+    n_resamples : int
+        Bootstrap resamples.
+    method : str
+        ``scipy.stats.bootstrap``'s method: ``"percentile"``, ``"basic"`` or ``"BCa"``.
+
+    Returns
+    -------
+    Interval
+        ``statistic`` of the samples, with the bootstrap endpoints.
+
+    Raises
+    ------
+    InputError
+        When ``confidence`` is not a number in $(0, 1)$.
+    """
     confidence = _check.confidence(confidence)
     from scipy import stats
 
@@ -189,7 +281,30 @@ def independent_ci(
 def mean_difference_ci(
     x: Any, y: Any, *, rng: np.random.Generator, confidence: float = CONFIDENCE
 ) -> Interval:
-    """Paired bootstrap interval of ``mean(x - y)`` (``x[i]``, ``y[i]`` from the same seed)."""
+    r"""Paired bootstrap interval of $\overline{x - y}$ (``x[i]``, ``y[i]`` from the same seed):
+    `paired_ci()` of the mean difference.
+
+    Parameters
+    ----------
+    x, y : Any
+        Equal-length per-seed values; a seed where either is not finite is dropped.
+    rng : numpy.random.Generator
+        The resampling generator (see `generator()`).
+    confidence : float
+        The confidence level, in $(0, 1)$.
+
+    Returns
+    -------
+    Interval
+        The mean difference and its percentile bootstrap interval.
+
+    Raises
+    ------
+    ValueError
+        When ``x`` and ``y`` have different lengths.
+    InputError
+        When ``confidence`` is not a number in $(0, 1)$.
+    """
     return paired_ci(
         (x, y), lambda a, b, axis=-1: np.mean(a - b, axis=axis), rng=rng, confidence=confidence
     )
@@ -198,7 +313,31 @@ def mean_difference_ci(
 def ratio_ci(
     num: Any, den: Any, *, rng: np.random.Generator, confidence: float = CONFIDENCE
 ) -> Interval:
-    """Paired bootstrap interval of ``mean(num) / mean(den)``."""
+    r"""Paired bootstrap interval of $\bar{n} / \bar{d}$, the ratio of the means of ``num`` and
+    ``den`` (`paired_ci()`: seed ``i`` of each is resampled together).
+
+    Parameters
+    ----------
+    num, den : Any
+        Equal-length per-seed numerators and denominators; a seed where either is not finite is
+        dropped.
+    rng : numpy.random.Generator
+        The resampling generator (see `generator()`).
+    confidence : float
+        The confidence level, in $(0, 1)$.
+
+    Returns
+    -------
+    Interval
+        The ratio of means and its percentile bootstrap interval.
+
+    Raises
+    ------
+    ValueError
+        When ``num`` and ``den`` have different lengths.
+    InputError
+        When ``confidence`` is not a number in $(0, 1)$.
+    """
     return paired_ci(
         (num, den),
         lambda a, b, axis=-1: np.mean(a, axis=axis) / np.mean(b, axis=axis),
@@ -208,7 +347,29 @@ def ratio_ci(
 
 
 def proportion_ci(k: int, n: int, confidence: float = CONFIDENCE) -> Interval:
-    """The Wilson interval of ``k`` successes in ``n`` trials (``scipy.stats.binomtest``)."""
+    r"""The Wilson interval of ``k`` successes in ``n`` trials (``scipy.stats.binomtest``); ``n = 0``
+    gives ``nan`` throughout.
+
+    Parameters
+    ----------
+    k : int
+        Successes, a whole number with $0 \le k \le n$.
+    n : int
+        Trials, a whole number $\ge 0$.
+    confidence : float
+        The confidence level, in $(0, 1)$.
+
+    Returns
+    -------
+    Interval
+        $k / n$ with the Wilson endpoints.
+
+    Raises
+    ------
+    InputError
+        When ``k`` or ``n`` is not a whole number, $k > n$, $n < 0$, or ``confidence`` is not in
+        $(0, 1)$.
+    """
     from scipy import stats
 
     confidence = _check.confidence(confidence)
@@ -220,7 +381,27 @@ def proportion_ci(k: int, n: int, confidence: float = CONFIDENCE) -> Interval:
 
 
 def mean_ci(x: Any, confidence: float = CONFIDENCE) -> Interval:
-    """Student-t interval of the mean of the finite entries of ``x``."""
+    r"""Student-t interval of the mean of the finite entries of ``x``:
+    $\bar{x} \pm t_{(1+c)/2,\,n-1}\, s / \sqrt{n}$. No finite entry gives ``nan`` throughout, one
+    entry ``nan`` endpoints.
+
+    Parameters
+    ----------
+    x : Any
+        The sample, flattened; non-finite entries are left out.
+    confidence : float
+        The confidence level $c$, in $(0, 1)$.
+
+    Returns
+    -------
+    Interval
+        The mean and its t interval.
+
+    Raises
+    ------
+    InputError
+        When ``confidence`` is not a number in $(0, 1)$.
+    """
     confidence = _check.confidence(confidence)
     from scipy import stats
 
@@ -235,16 +416,52 @@ def mean_ci(x: Any, confidence: float = CONFIDENCE) -> Interval:
 
 
 def band(x: Any, axis: int = 0, q: tuple[float, float] = (0.1, 0.9)) -> np.ndarray:
-    """``(low quantile, median, high quantile)`` of ``x`` along ``axis``, ignoring nan, stacked
-    on a new first axis (the seed band drawn around a median curve)."""
+    r"""``(low quantile, median, high quantile)`` of ``x`` along ``axis``, ignoring nan, stacked
+    on a new first axis (the seed band drawn around a median curve).
+
+    Parameters
+    ----------
+    x : Any
+        The values, for instance seeds by times.
+    axis : int
+        The axis reduced (the seed axis).
+    q : tuple[float, float]
+        The low and high quantiles, in $[0, 1]$.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(3, ...)``: the low quantile, the median and the high quantile.
+    """
     x = np.asarray(x, dtype=float)
     lo, hi = np.nanquantile(x, q, axis=axis)
     return np.stack([lo, np.nanmedian(x, axis=axis), hi])
 
 
 def line_fit(x: Any, y: Any, confidence: float = CONFIDENCE) -> LineFit:
-    """Least-squares line through the finite pairs, with a t interval on the slope
-    (``scipy.stats.linregress``). Fewer than three points give ``nan`` interval endpoints."""
+    r"""Least-squares line $y = a x + b$ through the finite pairs, with a t interval on the slope
+    (``scipy.stats.linregress``): $a \pm t_{(1+c)/2,\,n-2}\,\mathrm{se}(a)$. Fewer than two
+    points (or a constant ``x``) give ``nan`` throughout; two points give ``nan`` interval
+    endpoints.
+
+    Parameters
+    ----------
+    x, y : Any
+        The points, flattened to equal length; a pair with a non-finite coordinate is left out.
+    confidence : float
+        The confidence level $c$ of the slope's interval, in $(0, 1)$.
+
+    Returns
+    -------
+    LineFit
+        Slope, intercept, slope interval, slope standard error, correlation $r$ and the number
+        of points used.
+
+    Raises
+    ------
+    InputError
+        When ``confidence`` is not a number in $(0, 1)$.
+    """
     confidence = _check.confidence(confidence)
     from scipy import stats
 
@@ -279,8 +496,27 @@ def line_fit(x: Any, y: Any, confidence: float = CONFIDENCE) -> LineFit:
 
 
 def loglog_fit(x: Any, y: Any, confidence: float = CONFIDENCE) -> LineFit:
-    """`line_fit()` of ``log y`` against ``log x`` over the positive finite pairs: the slope
-    is the power-law exponent and ``exp(intercept)`` its prefactor."""
+    r"""`line_fit()` of $\log y$ against $\log x$ over the positive finite pairs: the slope is the
+    power-law exponent $p$ in $y = C x^p$ and $e^{\text{intercept}}$ its prefactor $C$.
+
+    Parameters
+    ----------
+    x, y : Any
+        The points, flattened to equal length; a pair with a non-positive or non-finite
+        coordinate is left out.
+    confidence : float
+        The confidence level of the exponent's interval, in $(0, 1)$.
+
+    Returns
+    -------
+    LineFit
+        The fit in log-log coordinates.
+
+    Raises
+    ------
+    InputError
+        When ``confidence`` is not a number in $(0, 1)$.
+    """
     x = np.asarray(x, dtype=float).ravel()
     y = np.asarray(y, dtype=float).ravel()
     keep = (x > 0) & (y > 0) & np.isfinite(x) & np.isfinite(y)
@@ -288,7 +524,18 @@ def loglog_fit(x: Any, y: Any, confidence: float = CONFIDENCE) -> LineFit:
 
 
 def local_slopes(x: Any, y: Any) -> np.ndarray:
-    """``d log y / d log x`` between consecutive points (shows a power law's drift)."""
+    r"""$\Delta \log y / \Delta \log x$ between consecutive points (shows a power law's drift).
+
+    Parameters
+    ----------
+    x, y : Any
+        The points, of equal shape, positive (a non-positive value gives ``nan`` or ``inf``).
+
+    Returns
+    -------
+    numpy.ndarray
+        One slope per consecutive pair: one entry fewer than ``x``.
+    """
     lx, ly = np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float))
     return np.diff(ly) / np.diff(lx)
 
@@ -299,6 +546,26 @@ def verdict(interval: Interval | Sequence[float], threshold: float, direction: s
     when it straddles the threshold or has a non-finite endpoint.
 
     ``direction=">"`` claims ``value > threshold``; ``"<"`` claims ``value < threshold``.
+
+    Parameters
+    ----------
+    interval : Interval or Sequence[float]
+        An `Interval`, or a sequence whose last two entries are ``(low, high)``.
+    threshold : float
+        The claimed bound, a finite number.
+    direction : str
+        ``">"`` or ``"<"``: the side of ``threshold`` the statement claims.
+
+    Returns
+    -------
+    str
+        ``"HELD"``, ``"NOT HELD"`` or ``"UNRESOLVED"``.
+
+    Raises
+    ------
+    InputError
+        When ``direction`` is not ``">"`` or ``"<"``, ``threshold`` is not a finite number, or
+        ``interval`` is not an interval of two numbers with ``low <= high``.
     """
     if direction not in DIRECTIONS:
         raise InputError(f"direction={direction!r} is not allowed; allowed: one of {DIRECTIONS}")
@@ -325,7 +592,22 @@ def verdict(interval: Interval | Sequence[float], threshold: float, direction: s
 
 
 def rule_text(threshold: float, direction: str = ">", confidence: float = CONFIDENCE) -> str:
-    """The words of `verdict()`'s rule, recorded with every finding."""
+    """The words of `verdict()`'s rule, recorded with every finding.
+
+    Parameters
+    ----------
+    threshold : float
+        The claimed bound.
+    direction : str
+        ``">"`` or ``"<"``: the side of ``threshold`` the statement claims.
+    confidence : float
+        The interval's confidence level, written as a percentage.
+
+    Returns
+    -------
+    str
+        One sentence: when the rule says ``HELD``, ``NOT HELD`` and ``UNRESOLVED``.
+    """
     other = "<=" if direction == ">" else ">="
     return (
         f"HELD if the {confidence:.0%} interval lies wholly {direction} {threshold:g}; "
@@ -334,9 +616,28 @@ def rule_text(threshold: float, direction: str = ">", confidence: float = CONFID
 
 
 def compare(theory: Any, simulation: Any) -> dict[str, float]:
-    """Theory against simulation on the same grid: the relative Frobenius error
-    ``|sim - th|_F / |th|_F`` and the mean absolute error, both always reported (as
-    neural-tangents' ``assert_close_matrices`` does). Non-finite entries of either are left out."""
+    r"""Theory against simulation on the same grid: the relative Frobenius error
+    $\lVert s - t \rVert_F / \lVert t \rVert_F$ and the mean absolute error $\overline{|s - t|}$,
+    both always reported (as neural-tangents' ``assert_close_matrices`` does). Non-finite entries
+    of either are left out; a zero theory gives an infinite relative error, no finite pair ``nan``.
+
+    Parameters
+    ----------
+    theory : Any
+        The theory's values $t$.
+    simulation : Any
+        The simulated values $s$, of the same shape.
+
+    Returns
+    -------
+    dict[str, float]
+        ``relative_frobenius``, ``mean_absolute`` and ``n`` (the entries compared).
+
+    Raises
+    ------
+    ValueError
+        When the two shapes differ.
+    """
     th = np.asarray(theory, dtype=float)
     sim = np.asarray(simulation, dtype=float)
     if th.shape != sim.shape:

@@ -128,8 +128,26 @@ KINDS: dict[str, Kind] = {
 
 
 def rule_for(kind: str, form: str) -> str:
-    """The rule that judges a claim of ``form`` (`FORMS`) on a measure of ``kind``
-    (`KINDS`); `gaugedyn.InputError` naming what is allowed otherwise."""
+    """The rule that judges a claim of ``form`` (`FORMS`) on a measure of ``kind`` (`KINDS`).
+
+    Parameters
+    ----------
+    kind : str
+        A kind of measure, a key of `KINDS` (``"symmetric"``, ``"long-tailed"``, ...).
+    form : str
+        A form of claim the kind allows, one of `FORMS` (``"threshold"``, ``"paired"``, ...).
+
+    Returns
+    -------
+    str
+        The name of the catalogue rule (a key of `RULES`).
+
+    Raises
+    ------
+    InputError
+        When ``kind`` is not a kind of measure, or ``form`` is not a form that kind judges (the
+        message names the allowed ones).
+    """
     if kind not in KINDS:
         raise InputError(f"kind={kind!r} is not a kind of measure: one of {', '.join(KINDS)}")
     rules = KINDS[kind].rules
@@ -141,7 +159,24 @@ def rule_for(kind: str, form: str) -> str:
 
 
 def form_of(rule_name: str) -> str:
-    """The form of claim a catalogue rule judges (`FORMS`)."""
+    """The form of claim a catalogue rule judges (`FORMS`): ``"paired"`` for a paired rule, else
+    the rule's claim.
+
+    Parameters
+    ----------
+    rule_name : str
+        A rule of the catalogue (a key of `RULES`).
+
+    Returns
+    -------
+    str
+        One of `FORMS`.
+
+    Raises
+    ------
+    InputError
+        When ``rule_name`` is not a catalogue rule (raised by `rule()`).
+    """
     from ._rules import rule
 
     r = rule(rule_name)
@@ -149,7 +184,19 @@ def form_of(rule_name: str) -> str:
 
 
 def kinds_of(rule_name: str) -> tuple[str, ...]:
-    """The kinds of measure a rule may judge (those whose choice it is)."""
+    """The kinds of measure a rule may judge (those whose choice it is).
+
+    Parameters
+    ----------
+    rule_name : str
+        A rule's name; one that no kind chooses gives an empty tuple.
+
+    Returns
+    -------
+    tuple[str, ...]
+        The names of the kinds (keys of `KINDS`) whose rules include ``rule_name``, in `KINDS`
+        order.
+    """
     return tuple(k.name for k in KINDS.values() if rule_name in k.rules.values())
 
 
@@ -229,9 +276,25 @@ class Measure:
 
 
 def measure_of(table: Mapping[str, Measure], finding_id: str) -> Measure:
-    """The declared measure of ``finding_id`` in an experiment's ``table`` (keys are
-    ``fnmatch`` patterns of finding ids; the first that matches); `gaugedyn.InputError`
-    when none does, so every finding has one."""
+    """The declared measure of ``finding_id`` in an experiment's ``table``, so every finding has one.
+
+    Parameters
+    ----------
+    table : Mapping[str, Measure]
+        An experiment's measures: keys are ``fnmatch`` patterns of finding ids, tried in order.
+    finding_id : str
+        The finding's id.
+
+    Returns
+    -------
+    Measure
+        The measure of the first pattern that matches.
+
+    Raises
+    ------
+    InputError
+        When no pattern matches ``finding_id``.
+    """
     for pattern, m in table.items():
         if fnmatch.fnmatchcase(finding_id, pattern):
             return m
@@ -243,7 +306,18 @@ def measure_of(table: Mapping[str, Measure], finding_id: str) -> Measure:
 
 def measures_markdown(table: Mapping[str, Measure]) -> str:
     """A markdown table of an experiment's declared measures (finding-id pattern, kind, the rules
-    the kind chooses, unit, smallest effect, the paper's value, why), for its protocol."""
+    the kind chooses, unit, smallest effect, the paper's value, why), for its protocol.
+
+    Parameters
+    ----------
+    table : Mapping[str, Measure]
+        An experiment's measures by finding-id pattern, in the order the rows are written.
+
+    Returns
+    -------
+    str
+        The table, a header and one row per pattern, ending in a newline.
+    """
     lines = [
         "| findings (pattern) | kind | rules | one per-seed value | smallest effect | paper | why |",
         "|---|---|---|---|---|---|---|",

@@ -935,7 +935,23 @@ the catalogue's rules were chosen instead (they are not in `RULES`)."""
 
 
 def rule(name: str) -> Rule:
-    """The rule called ``name`` (`gaugedyn.InputError` naming the allowed ones)."""
+    """The rule called ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A rule's name, a key of `RULES` (``"mean_threshold"``, ``"median_threshold"``, ...).
+
+    Returns
+    -------
+    Rule
+        ``RULES[name]``.
+
+    Raises
+    ------
+    InputError
+        When ``name`` is not a catalogue rule (the message names the allowed ones).
+    """
     if name not in RULES:
         raise InputError(f"rule={name!r} is not a verdict rule: one of {', '.join(RULES)}")
     return RULES[name]
@@ -950,8 +966,42 @@ def judge(
     rng: np.random.Generator | None = None,
     draw: float | Sequence[float] | None = None,
 ) -> Judgement:
-    """``RULES[name].judge(*samples, threshold=..., direction=..., rng=..., draw=...)``
-    (``rng`` or ``draw``: only for a randomised rule, the proportion and median rules)."""
+    r"""``RULES[name].judge(*samples, threshold=..., direction=..., rng=..., draw=...)``
+    (``rng`` or ``draw``: only for a randomised rule, the proportion and median rules).
+
+    Parameters
+    ----------
+    name : str
+        The rule's name, a key of `RULES`.
+    *samples : Any
+        The per-seed values: one array, or two (``x, y``) for a paired or a slope rule; a seed
+        with a non-finite member is dropped.
+    threshold : Any
+        A finite number, or a band ``(lo, hi)`` with ``lo < hi`` for an ``inside``/``outside``
+        rule.
+    direction : str or None
+        ``">"`` or ``"<"`` (``None``: ``">"``); for a band rule its claim or ``None``.
+    confidence : float
+        The confidence level, in $(0, 1)$.
+    rng : numpy.random.Generator or None
+        For a randomised rule: the generator of its uniform draw, derived from the run's seed
+        (`generator()`).
+    draw : float or Sequence[float] or None
+        For a randomised rule instead of ``rng``: the recorded draw in $[0, 1)$ (one per cell for
+        a cell rule), to recompute a verdict.
+
+    Returns
+    -------
+    Judgement
+        The verdict with its interval, threshold, rule words and per-seed values (``UNRESOLVED``
+        with a ``reason`` where the rule cannot judge the sample).
+
+    Raises
+    ------
+    InputError
+        When ``name`` is not a rule, or the threshold, direction, confidence, number of samples,
+        ``rng`` or ``draw`` is not one the rule allows.
+    """
     return rule(name).judge(
         *samples,
         threshold=threshold,
@@ -965,7 +1015,24 @@ def judge(
 def combine_readings(readings: Mapping[str, Judgement | str]) -> dict:
     """One finding judged under each documented reading: ``{"verdict": word, "readings":
     {reading: word}}`` where ``word`` is the common verdict, or ``"depends on the reading"``
-    when the readings disagree."""
+    (`DEPENDS`) when the readings disagree.
+
+    Parameters
+    ----------
+    readings : Mapping[str, Judgement or str]
+        The verdict under each reading, as a `Judgement` or its word (``"HELD"``, ``"NOT HELD"``
+        or ``"UNRESOLVED"``).
+
+    Returns
+    -------
+    dict
+        ``verdict`` (the common word or `DEPENDS`) and ``readings`` (``{reading: word}``).
+
+    Raises
+    ------
+    InputError
+        When ``readings`` is empty or holds a word that is not a verdict.
+    """
     if not readings:
         raise InputError("readings: at least one reading is needed")
     words = {k: (v.verdict if isinstance(v, Judgement) else str(v)) for k, v in readings.items()}
@@ -982,11 +1049,33 @@ def finding_record(
     power: float | None = None,
     readings: Mapping[str, Judgement | str] | None = None,
 ) -> dict:
-    """What a finding stores so its verdict can be recomputed from the summary alone: the
+    r"""What a finding stores so its verdict can be recomputed from the summary alone: the
     judgement (``rule``, ``per_seed``, interval, threshold, words), its ``power`` at the
     paper's value for the seeds used (`gaugedyn.stats.power_at()`) with the label
-    ``underpowered`` below `UNDERPOWERED`, and its ``readings`` (``{reading: verdict}``; by default the one
-    reading judged). With several readings, ``verdict`` is `combine_readings()`'."""
+    ``underpowered`` below `UNDERPOWERED`, and its ``readings`` (``{reading: verdict}``; by default
+    the one reading judged). With several readings, ``verdict`` is `combine_readings()`'.
+
+    Parameters
+    ----------
+    judgement : Judgement
+        The finding's judgement under its headline reading.
+    power : float or None
+        The rule's power for this finding, a probability in $[0, 1]$ (``nan``: not computable;
+        ``None``: not recorded).
+    readings : Mapping[str, Judgement or str] or None
+        The verdict under each documented reading; ``None`` records the one judged.
+
+    Returns
+    -------
+    dict
+        ``judgement.as_dict()`` with ``power``, ``underpowered`` (when ``power`` is given) and
+        ``readings``; ``verdict`` is the combined one when ``readings`` is given.
+
+    Raises
+    ------
+    InputError
+        When ``power`` is not a probability or ``nan``, or a reading's word is not a verdict.
+    """
     d = judgement.as_dict()
     if power is not None:
         ok = isinstance(power, int | float) and (0 <= power <= 1 or math.isnan(power))

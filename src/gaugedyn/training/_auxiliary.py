@@ -238,11 +238,45 @@ def two_teachers(
     b_main: float = 1.0,
     b_aux: float = 1.0,
 ) -> AuxiliaryProblem:
-    """Unit-norm teachers ``v_m = e_1``, ``v_a = rho e_1 + sqrt(1 - rho^2) e_2`` (one neuron
-    each, coefficients ``b_main``, ``b_aux``) and a student with prescribed order parameters
-    ``Q (K, K)``, ``R_main (K,)``, ``R_aux (K,)`` (scalars for ``K = 1``) and heads ``a``, ``c``,
-    its rows in the first ``K + 2`` coordinates (so the order parameters are the same at every
-    ``D``)."""
+    r"""Unit-norm teachers $v_m = e_1$, $v_a = \rho e_1 + \sqrt{1 - \rho^2}\, e_2$ (one neuron
+    each) and a student with prescribed order parameters, its rows in the first $K + 2$
+    coordinates (so the order parameters are the same at every $D$).
+
+    Parameters
+    ----------
+    dim : int
+        The input dimension $D$, from 3 to $10^7$.
+    rho : float
+        The teachers' overlap $\rho = v_m \cdot v_a$, in $[-1, 1]$.
+    activation : str
+        The activation $g$ of students and teachers; one with a compiled kernel.
+    Q : array_like
+        The student overlaps $Q$ ``(K, K)`` (a scalar for $K = 1$); $K$ is read from it.
+    R_main : array_like
+        The overlaps $R_{i m} = w_i \cdot v_m$ ``(K,)`` (a scalar is broadcast).
+    R_aux : array_like
+        The overlaps $R_{i a} = w_i \cdot v_a$ ``(K,)`` (a scalar is broadcast).
+    a : array_like
+        The main head ``(K,)`` (a scalar is broadcast).
+    c : array_like or None
+        The auxiliary head ``(K,)``; ``None``: a copy of ``a``.
+    b_main : float
+        The main teacher's coefficient.
+    b_aux : float
+        The auxiliary teacher's coefficient.
+
+    Returns
+    -------
+    AuxiliaryProblem
+        The student and the two teachers, with ``setup`` recording ``dim`` and ``rho``.
+
+    Raises
+    ------
+    InputError
+        When ``dim`` or ``rho`` is out of range, ``activation`` has no compiled kernel, or
+        $[[T, R^\top], [R, Q]]$ is not a Gram matrix (at $\rho = 1$ the teachers coincide and
+        ``R_aux`` must equal ``R_main``).
+    """
     dim, rho = _DIM.accept(dim), _RHO.accept(rho)
     Q = np.atleast_2d(np.asarray(Q, dtype=float))
     K = Q.shape[0]
@@ -285,8 +319,28 @@ def two_teachers(
 
 
 def task_errors(problem: AuxiliaryProblem, a, c, Q, R) -> tuple[np.ndarray, np.ndarray]:
-    """``(eps_m, eps_a)``: the population errors of the main head on the main teacher and of the
-    auxiliary head (the output, for one output) on the auxiliary teacher, over leading axes."""
+    r"""$(\varepsilon_m, \varepsilon_a)$: the population errors of the main head on the main teacher
+    and of the auxiliary head (the output, for one output) on the auxiliary teacher, over leading
+    axes.
+
+    Parameters
+    ----------
+    problem : AuxiliaryProblem
+        The problem (its teachers and activation).
+    a : numpy.ndarray
+        Main heads ``(..., K)``.
+    c : numpy.ndarray
+        Auxiliary heads ``(..., K)`` (for one output, ``a`` again).
+    Q : numpy.ndarray
+        Student overlaps ``(..., K, K)``.
+    R : numpy.ndarray
+        Student-teacher overlaps ``(..., K, M + Ma)``, the main teacher's columns first.
+
+    Returns
+    -------
+    tuple[numpy.ndarray, numpy.ndarray]
+        ``eps_main`` and ``eps_aux``, each of the leading shape.
+    """
     M = problem.M
     _, _, _, _, T = problem.order_parameters()
     em = population_loss(a, Q, R[..., :M], problem.b_main, T[:M, :M], problem.activation)
@@ -295,9 +349,29 @@ def task_errors(problem: AuxiliaryProblem, a, c, Q, R) -> tuple[np.ndarray, np.n
 
 
 def error_gradients(problem: AuxiliaryProblem, a, c, Q, R):
-    """``d eps / d(a, c, Q, R)`` of both errors at one state: ``{"main": (g_a, g_c, G, H),
-    "aux": ...}`` with ``d eps = g_a.da + g_c.dc + sum_ij G_ij dQ_ij + sum_in H_in dR_in``
-    (``H`` over both teachers' columns)."""
+    r"""$\partial \varepsilon / \partial (a, c, Q, R)$ of both errors at one state:
+    $d\varepsilon = g_a \cdot da + g_c \cdot dc + \sum_{ij} G_{ij}\, dQ_{ij} + \sum_{in} H_{in}\, dR_{in}$
+    ($H$ over both teachers' columns).
+
+    Parameters
+    ----------
+    problem : AuxiliaryProblem
+        The problem (its teachers and activation).
+    a : numpy.ndarray
+        Main heads ``(..., K)``.
+    c : numpy.ndarray
+        Auxiliary heads ``(..., K)``.
+    Q : numpy.ndarray
+        Student overlaps ``(..., K, K)``.
+    R : numpy.ndarray
+        Student-teacher overlaps ``(..., K, M + Ma)``.
+
+    Returns
+    -------
+    dict
+        ``{"main": (g_a, g_c, G, H), "aux": (g_a, g_c, G, H)}`` (the main error's ``g_c`` and the
+        auxiliary error's ``g_a`` are zero).
+    """
     M = problem.M
     _, _, _, _, T = problem.order_parameters()
     gm = gradients(a, Q, R[..., :M], problem.b_main, T[:M, :M], problem.activation)
@@ -309,17 +383,32 @@ def error_gradients(problem: AuxiliaryProblem, a, c, Q, R):
 
 
 def error_decomposition(problem: AuxiliaryProblem, run: dict) -> dict:
-    """The change of each error along simulated trajectories, split into its drift part and its
-    diffusion part, from the records of `train_auxiliary()` (arrays ``(S, T, ...)``).
+    r"""The change of each error along simulated trajectories, split into its drift part and its
+    diffusion part, from the records of `train_auxiliary()`.
 
-    Between records ``r`` and ``r + 1`` the diffusion part is ``G : dQ_quad`` (``G = d eps/dQ``,
-    ``dQ_quad`` the summed quadratic parts ``dW dW^T`` of the steps: the gradient noise) and the
-    drift part ``g_a . da + g_c . dc + G : (dQ - dQ_quad) + H : dR`` (the increments linear in
+    Between records $r$ and $r + 1$ the diffusion part is $G : dQ_{\text{quad}}$
+    ($G = \partial\varepsilon/\partial Q$, $dQ_{\text{quad}}$ the summed quadratic parts
+    $dW\, dW^\top$ of the steps: the gradient noise) and the drift part
+    $g_a \cdot da + g_c \cdot dc + G : (dQ - dQ_{\text{quad}}) + H : dR$ (the increments linear in
     the steps: the forcing), each gradient the mean of its values at the two records
-    (trapezoid). Returns ``{"main": {"drift", "diffusion", "closure"}, "aux": ...}``, cumulative
-    from the first record, ``(S, T)``; ``closure = eps(t) - eps(0) - drift - diffusion`` is the
-    trapezoid error plus the steps' second-order terms (``O(eta^2 / D)`` per unit time): small
-    when the records are dense."""
+    (trapezoid). ``closure`` $= \varepsilon(t) - \varepsilon(0) - \text{drift} - \text{diffusion}$ is
+    the trapezoid error plus the steps' second-order terms ($O(\eta^2 / D)$ per unit time): small
+    when the records are dense.
+
+    Parameters
+    ----------
+    problem : AuxiliaryProblem
+        The problem the run trained.
+    run : dict
+        `train_auxiliary()`'s result: its ``a``, ``c``, ``Q``, ``R`` and ``quad`` records, arrays
+        ``(S, T, ...)``.
+
+    Returns
+    -------
+    dict
+        ``{"main": {"drift", "diffusion", "closure"}, "aux": ...}``, cumulative from the first
+        record, each ``(S, T)``.
+    """
     a, c, Q, R, quad = (np.asarray(run[k], dtype=float) for k in ("a", "c", "Q", "R", "quad"))
     grads = error_gradients(problem, a, c, Q, R)
     em, ea = task_errors(problem, a, c, Q, R)
@@ -575,11 +664,51 @@ def auxiliary_ode(
     method: str = "auto",
     y0=None,
 ) -> dict:
-    """Integrate the online ODE (module docstring) from the problem's order parameters (or
-    ``y0``) at ``times`` (``t = steps / D``) with DOP853.
+    r"""Integrate the online ODE (module docstring) from the problem's order parameters (or
+    ``y0``) at ``times`` ($t = \text{steps} / D$) with DOP853.
 
-    Returns ``{"t", "a", "c", "Q", "R", "eps_main", "eps_aux", "y"}`` (arrays over ``t``; ``c``
-    equals ``a`` for one output) and ``"nfev"``.
+    Parameters
+    ----------
+    problem : AuxiliaryProblem
+        The problem; its order parameters start the integration.
+    loss : JointLoss
+        The joint loss: $\gamma$, the label noises and the reading.
+    eta : float
+        The step size $\eta$ (the step is $\eta / D$), in the trainer's ``lr`` range.
+    times : array_like
+        Record times: a non-empty, strictly increasing 1-D array of finite times $\ge 0$.
+    batch : int
+        Samples per step $B$: the noise term enters as $\eta^2 / B$.
+    noise : bool
+        Include the gradient-noise term (``False``: the population flow alone).
+    weight_decay : float
+        The coupled weight decay $\lambda \ge 0$.
+    lr2 : float
+        The heads' rate relative to the first layer, $\ge 0$.
+    rtol : float
+        DOP853's relative tolerance.
+    atol : float
+        DOP853's absolute tolerance.
+    method : str
+        The kernels, one of ``METHODS``: ``"auto"``, ``"closed"`` (relu, erf, linear),
+        ``"mixed"`` or ``"quadrature"``.
+    y0 : array_like or None
+        A flattened state $(a, c, Q, R)$ to start from instead of the problem's.
+
+    Returns
+    -------
+    dict
+        ``{"t", "a", "c", "Q", "R", "eps_main", "eps_aux", "y"}`` (arrays over ``t``; ``c``
+        equals ``a`` for one output) and ``"nfev"``.
+
+    Raises
+    ------
+    InputError
+        When ``problem`` or ``loss`` is of the wrong type, ``eta``, ``batch``, ``weight_decay``,
+        ``lr2`` or ``times`` is out of range, ``noise`` is not a bool, or ``method`` is not one of
+        ``METHODS`` (or ``"closed"`` for an activation without closed forms).
+    RuntimeError
+        When the integrator fails.
     """
     from scipy.integrate import solve_ivp
 
@@ -623,10 +752,40 @@ def error_rates(
     lr2: float = 1.0,
     method: str = "auto",
 ) -> dict:
-    """The rates of the two errors along states ``y (n, size)`` of the ODE, split into their
-    drift part (the terms linear in ``eta``: the forcing) and their diffusion part (the
-    ``eta^2 / B`` term of ``dQ/dt`` contracted with ``d eps / dQ``: the gradient noise):
-    ``{"main": (drift, diffusion), "aux": (drift, diffusion)}``, arrays ``(n,)``."""
+    r"""The rates of the two errors along states ``y`` of the ODE, split into their drift part (the
+    terms linear in $\eta$: the forcing) and their diffusion part (the $\eta^2 / B$ term of
+    $\dot Q$ contracted with $\partial \varepsilon / \partial Q$: the gradient noise).
+
+    Parameters
+    ----------
+    problem : AuxiliaryProblem
+        The problem.
+    loss : JointLoss
+        The joint loss.
+    eta : float
+        The step size $\eta$.
+    y : array_like
+        States ``(n, size)`` of the ODE (``auxiliary_ode(...)["y"]``), or one state.
+    batch : int
+        Samples per step $B$.
+    weight_decay : float
+        The coupled weight decay $\lambda$.
+    lr2 : float
+        The heads' rate relative to the first layer.
+    method : str
+        The kernels, one of ``METHODS``.
+
+    Returns
+    -------
+    dict
+        ``{"main": (drift, diffusion), "aux": (drift, diffusion)}``, arrays ``(n,)``.
+
+    Raises
+    ------
+    InputError
+        When ``method`` is not one of ``METHODS`` (or ``"closed"`` for an activation without
+        closed forms).
+    """
     f = AuxiliaryODE(
         problem, loss, float(eta), int(batch), True, float(weight_decay), float(lr2), method
     )
@@ -764,15 +923,48 @@ def train_auxiliary(
     seed_indices: Sequence[int] | None = None,
     threads: int | None = None,
 ) -> dict:
-    """Online SGD of the auxiliary model for ``S`` seeds (``backend``: weight space
-    ``"compiled"`` or the exact order-parameter chain ``"chain"``, the same law at every ``D``).
+    r"""Online SGD of the auxiliary model for $S$ seeds (``backend``: weight space
+    ``"compiled"`` or the exact order-parameter chain ``"chain"``, the same law at every $D$).
 
     Seed ``i`` draws from its own generator (``gaugedyn.training._online_fast.seed_generator``);
-    seeds run on ``threads`` threads and do not depend on how many share the run. Returns
-    ``{"t" (T,), "steps", "flow_time", "a", "c" (S, T, K), "Q", "quad" (S, T, K, K), "R"
-    (S, T, K, M + Ma), "eps_main", "eps_aux" (S, T), "emp_main", "emp_aux", "settings",
-    "diagnostics"}``; ``quad`` is the cumulative quadratic (diffusion) part of ``Q``'s
-    increments. Raises `gaugedyn.DivergenceError` when a seed's values become non-finite.
+    seeds do not depend on how many share the run.
+
+    Parameters
+    ----------
+    problem : AuxiliaryProblem
+        The problem; its weights (or their Gram matrix, for the chain) start every seed.
+    loss : JointLoss
+        The joint loss: $\gamma$, the label noises and the reading.
+    config : TrainConfig
+        Online SGD only (``optimizer="sgd"``, ``samples=None``), without ``label_noise`` (the
+        tasks' label noises are ``loss``'s).
+    seeds : int
+        The number of seeds when ``seed_indices`` is not given.
+    root_seed : int
+        The run's root seed: seed ``i`` draws from ``task_seed(root_seed, i)``.
+    backend : str
+        ``"chain"`` or ``"compiled"`` (`BACKENDS`).
+    seed_indices : Sequence[int] or None
+        The seeds' indices; ``None``: ``range(seeds)``.
+    threads : int or None
+        Threads the seeds run on; ``None``: the CPUs this process may use.
+
+    Returns
+    -------
+    dict
+        ``{"t" (T,), "steps", "flow_time", "a", "c" (S, T, K), "Q", "quad" (S, T, K, K), "R"
+        (S, T, K, M + Ma), "eps_main", "eps_aux" (S, T), "emp_main", "emp_aux", "seeds",
+        "settings", "diagnostics"}``; ``quad`` is the cumulative quadratic (diffusion) part of
+        $Q$'s increments.
+
+    Raises
+    ------
+    InputError
+        When ``problem``, ``loss`` or ``config`` is of the wrong type, ``config`` is not online
+        SGD or sets ``label_noise``, its step size is out of range, or ``backend`` is not one of
+        `BACKENDS`.
+    DivergenceError
+        When a seed's values become non-finite.
     """
     from ._online_fast import seed_generator
 

@@ -71,14 +71,52 @@ def stationary_state(
     y0=None,
     tol: float = RESIDUAL_TOL,
 ) -> dict:
-    """The fixed point the online ODE reaches from the problem's order parameters (or ``y0``):
-    the ODE integrated (DOP853) in chunks of flow time ``eta t = settle`` (at most
-    `MAX_CHUNKS`) until ``|dy/dt| / eta`` is below ``tol``, or below
-    `POLISH_FROM` and a Levenberg-Marquardt polish on ``dy/dt / eta`` brings it below
-    ``tol`` (a direction the flow
-    conserves, such as ``R_m - R_a`` for identical teachers, keeps its integrated value).
-    Returns ``{"y", "a", "c", "Q", "R", "eps_main", "eps_aux", "residual", "t"}``;
-    `RuntimeError` if the polish does not reach the tolerance."""
+    r"""The fixed point the online ODE reaches from the problem's order parameters (or ``y0``):
+    the ODE integrated (DOP853) in chunks of flow time $\eta t$ equal to ``settle`` (at most
+    `MAX_CHUNKS`) until $\lvert \dot y \rvert / \eta$ is below ``tol``, or below
+    `POLISH_FROM` and a Levenberg-Marquardt polish on $\dot y / \eta$ brings it below
+    ``tol`` (a direction the flow conserves, such as $R_m - R_a$ for identical teachers, keeps its
+    integrated value).
+
+    Parameters
+    ----------
+    problem : AuxiliaryProblem
+        The problem; its order parameters start the flow unless ``y0`` is given.
+    loss : JointLoss
+        The joint loss: $\gamma$, the label noises and the reading.
+    eta : float
+        The step size $\eta$, positive.
+    batch : int
+        Samples per step $B$.
+    weight_decay : float
+        The coupled weight decay $\lambda \ge 0$.
+    lr2 : float
+        The heads' rate relative to the first layer (0 keeps them fixed).
+    noise : bool
+        Include the gradient-noise term (``False``: the gradient flow's fixed point).
+    method : str
+        The kernels, one of ``METHODS``.
+    settle : float
+        The flow time $\eta t$ of one integration chunk.
+    y0 : array_like or None
+        A flattened state $(a, c, Q, R)$ to start from instead of the problem's.
+    tol : float
+        The largest $\max \lvert \dot y \rvert / \eta$ accepted.
+
+    Returns
+    -------
+    dict
+        ``{"y", "a", "c", "Q", "R", "eps_main", "eps_aux", "residual", "t"}``: the state, its
+        errors, its residual $\max \lvert \dot y \rvert / \eta$ and the time integrated.
+
+    Raises
+    ------
+    RuntimeError
+        When neither the chunks nor the polish reach ``tol``.
+    InputError
+        When ``method`` is not one of ``METHODS``, or an argument of the chunks' `auxiliary_ode()`
+        is out of range.
+    """
     from scipy.optimize import least_squares
 
     f = AuxiliaryODE(
@@ -167,10 +205,29 @@ def joint_optimum(
     method: str = "auto",
     settle: float = 20.0,
 ) -> dict:
-    """The minimiser of ``eps_m + gamma eps_a`` that gradient flow reaches from the problem's
-    order parameters: the noise-free ODE's fixed point (`stationary_state()` with
-    ``noise=False`` at ``eta = 1``, tolerance `OPTIMUM_TOL`); a fixed head (``lr2 = 0``)
-    stays fixed."""
+    r"""The minimiser of $\varepsilon_m + \gamma \varepsilon_a$ that gradient flow reaches from the
+    problem's order parameters: the noise-free ODE's fixed point (`stationary_state()` with
+    ``noise=False`` at $\eta = 1$, tolerance `OPTIMUM_TOL`); a fixed head (``lr2 = 0``)
+    stays fixed.
+
+    Parameters
+    ----------
+    problem : AuxiliaryProblem
+        The problem; its order parameters start the flow.
+    loss : JointLoss
+        The joint loss (its $\gamma$ weighs the auxiliary error).
+    lr2 : float
+        The heads' rate relative to the first layer (0 keeps them fixed).
+    method : str
+        The kernels, one of ``METHODS``.
+    settle : float
+        The flow time of one integration chunk.
+
+    Returns
+    -------
+    dict
+        `stationary_state()`'s result at the optimum.
+    """
     return stationary_state(
         problem, loss, 1.0, noise=False, lr2=lr2, method=method, settle=settle, tol=OPTIMUM_TOL
     )
@@ -240,15 +297,47 @@ def fdt_relation(
     optimum: dict | None = None,
     start=None,
 ) -> dict:
-    """The fluctuation-dissipation relation (module docstring) at learning rate ``eta``.
+    r"""The fluctuation-dissipation relation (module docstring) at learning rate ``eta``:
+    $\varepsilon_J = L_J^* + (\eta / 4B)\, \operatorname{Tr} N^* + O(\eta^2)$.
 
-    ``optimum`` is the noise-free fixed point (`stationary_state()` with ``noise=False``;
-    computed if not given); the stationary state is sought from ``start`` (a state near it, such
-    as the stationary state at a neighbouring ``eta``), by default the optimum. Returns the stationary joint error ``eps_J`` and the relation's
-    parts: ``E_star`` (``L_J`` at the optimum), ``trace`` (``Tr N`` there), ``predicted``
-    (``E_star + eta Tr N / (4 B)``), ``ratio`` (``(eps_J - E_star) / (eta Tr N / 4B)``, ``1 +
-    O(eta)``), the split ``misfit`` / ``label`` of ``Tr N``, ``chi_main`` / ``chi_aux`` and the
-    single-task errors ``eps_single_main`` / ``eps_single_aux`` to first order."""
+    Parameters
+    ----------
+    problem : AuxiliaryProblem
+        The problem.
+    loss : JointLoss
+        The joint loss: $\gamma$ and the label noises $\sigma_m$, $\sigma_a$.
+    eta : float
+        The learning rate $\eta$, positive.
+    batch : int
+        Samples per step $B$.
+    lr2 : float
+        The heads' rate relative to the first layer.
+    method : str
+        The kernels, one of ``METHODS``.
+    settle : float
+        The flow time of one integration chunk of the stationary state.
+    optimum : dict or None
+        The noise-free fixed point (`joint_optimum()`'s result); ``None``: computed here.
+    start : array_like or None
+        A state to seek the stationary state from (such as the stationary state at a
+        neighbouring ``eta``); ``None``: the optimum.
+
+    Returns
+    -------
+    dict
+        The stationary errors ``eps_main``, ``eps_aux``, ``eps_joint`` and the relation's parts:
+        ``E_star`` ($L_J$ at the optimum), ``trace`` ($\operatorname{Tr} N$ there), ``predicted``
+        ($L_J^* + \eta \operatorname{Tr} N / 4B$), ``ratio``
+        ($(\varepsilon_J - L_J^*) / (\eta \operatorname{Tr} N / 4B)$, $1 + O(\eta)$), the split
+        ``misfit`` / ``label`` of $\operatorname{Tr} N$, ``chi_main`` / ``chi_aux``, the single-task
+        errors ``eps_single_main`` / ``eps_single_aux`` to first order, ``residual``, and the
+        ``stationary`` and ``optimum`` states.
+
+    Raises
+    ------
+    RuntimeError
+        When the optimum or the stationary state is not reached (`stationary_state()`).
+    """
     if optimum is None:
         optimum = joint_optimum(problem, loss, lr2=lr2, method=method)
     stat = stationary_state(

@@ -50,7 +50,34 @@ def digits_network(
     heads: int = 2,
     width: int = 32,
 ) -> nn.Module:
-    """A fresh float64 digits ``model`` (one of `DIGITS_MODELS`, module docstring)."""
+    r"""A fresh float64 digits ``model`` (one of `DIGITS_MODELS`, module docstring), drawn from
+    torch's global generator.
+
+    Parameters
+    ----------
+    model : str
+        ``"mlp"``, ``"cnn"`` or ``"transformer"``.
+    hidden : int
+        The MLP's hidden width $h$ (``mlp`` only).
+    channels : int
+        The CNN's channels $c$ (``cnn`` only).
+    embed : int
+        The transformer's embedding width $E$ (``transformer`` only); divisible by ``heads``.
+    heads : int
+        The transformer's attention heads $H$ (``transformer`` only).
+    width : int
+        The transformer's feed-forward width $W$ (``transformer`` only).
+
+    Returns
+    -------
+    torch.nn.Module
+        The network in float64, reading `digits_inputs()` and giving ten outputs.
+
+    Raises
+    ------
+    InputError
+        When ``model`` is not one of `DIGITS_MODELS`.
+    """
     net: nn.Module
     if model == "mlp":
         net = nn.Sequential(
@@ -78,12 +105,37 @@ def digits_network(
 
 
 def digits_inputs(model: str, x: torch.Tensor) -> torch.Tensor:
-    """The digits rows ``x`` (``(N, 64)``) in the shape ``model`` reads."""
+    """The digits rows ``x`` in the shape ``model`` reads.
+
+    Parameters
+    ----------
+    model : str
+        ``"mlp"`` (rows as given), ``"cnn"`` (``(N, 1, 8, 8)`` images) or ``"transformer"``
+        (``(N, 8, 8)``: 8 tokens of 8 pixels).
+    x : torch.Tensor
+        Digits rows ``(N, 64)``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``x`` reshaped (a view) for ``model``.
+    """
     return {"cnn": x.reshape(-1, 1, 8, 8), "transformer": x.reshape(-1, 8, 8)}.get(model, x)
 
 
 def digits_tensors(samples: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(x, y)``: the first ``samples`` digits rows and their one-hot targets, float64."""
+    r"""``(x, y)``: the first ``samples`` digits rows and their one-hot targets, float64.
+
+    Parameters
+    ----------
+    samples : int
+        How many rows of `load_digits()` to take, in its order (at most the 1,797 it holds).
+
+    Returns
+    -------
+    tuple[torch.Tensor, torch.Tensor]
+        Pixels ``(samples, 64)`` scaled to $[0, 1]$ and one-hot targets ``(samples, 10)``.
+    """
     from ._digits import load_digits
 
     X, labels = load_digits()

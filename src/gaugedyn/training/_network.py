@@ -140,7 +140,25 @@ def resolve_dtype(dtype) -> torch.dtype:
 
 
 def resolve_device(device=None) -> torch.device:
-    """``device`` or, when ``None``, ``cuda`` if available else ``cpu``."""
+    """``device`` or, when ``None``, ``cuda`` if available else ``cpu``.
+
+    Parameters
+    ----------
+    device : str or torch.device or None
+        ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"`` (or a ``torch.device``); ``None`` picks
+        ``cuda`` when available, else ``cpu``.
+
+    Returns
+    -------
+    torch.device
+        The device.
+
+    Raises
+    ------
+    InputError
+        When ``device`` is not a torch device, is ``cuda`` without CUDA, or is of another type
+        than ``cpu``, ``cuda`` or ``mps``.
+    """
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:

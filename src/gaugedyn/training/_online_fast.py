@@ -186,8 +186,44 @@ def train_online(
     threads: int | None,
     backend: str,
 ):
-    """Online SGD for ``S`` seeds in weight space (``backend="compiled"``) or as the exact
-    order-parameter chain (``"chain"``, `gaugedyn.training._online_chain`)."""
+    r"""Online SGD for $S$ seeds in weight space (``backend="compiled"``) or as the exact
+    order-parameter chain (``"chain"``, `gaugedyn.training._online_chain`), in float64 on the
+    CPU, seeds on threads; what `train()` runs for those backends, its arguments already checked
+    there.
+
+    Parameters
+    ----------
+    problem : Problem
+        The teacher-student problem, with compiled activations (student and teacher).
+    config : TrainConfig
+        The run's settings: online SGD only (``optimizer="sgd"``, ``samples=None``).
+    seeds : int
+        The number of seeds when ``seed_indices`` is not given.
+    root_seed : int
+        The run's root seed: seed ``i`` draws from numpy's SFC64 of ``task_seed(root_seed, i)``.
+    seed_indices : Sequence[int] or None
+        The seeds' indices; ``None``: ``range(seeds)``.
+    definitions : Definitions or None
+        The observables' definitions recorded with the result; ``None``: the defaults.
+    threads : int or None
+        Threads the seeds run on; ``None``: the package's default thread count.
+    backend : str
+        ``"compiled"`` or ``"chain"``.
+
+    Returns
+    -------
+    TrainResult
+        As `train()` returns it, with ``settings["backend"]`` and ``settings["data"]`` saying what
+        ran and what it drew.
+
+    Raises
+    ------
+    InputError
+        When ``config`` is not online SGD, or an activation has no compiled form (use
+        ``backend="torch"``).
+    DivergenceError
+        When a seed's records become non-finite.
+    """
     started = _time.perf_counter()
     if not (config.online and config.optimizer == "sgd"):
         raise InputError(

@@ -89,11 +89,38 @@ def pair_derivative(activation, Q) -> np.ndarray:
 
 
 def noise_term(a, Q, R, b, T, activation, teacher_activation=None):
-    """``N_ij = a_i a_j E[g'(lambda_i) g'(lambda_j) e^2]`` (``K x K``), ``e = sum_k a_k
-    g(lambda_k) - sum_n b_n g*(nu_n)`` (``g*``: ``teacher_activation``, default ``g``): closed
-    forms for linear and erf (same teacher); otherwise, when the Gram matrix ``C`` of the ``K + M`` fields has rank ``r <= 4``,
-    one ``r``-dimensional Gauss-Hermite rule on its eigen factor for all ``(i, j)`` at once
-    (`DIRECT_NODES`), else the four-point integrals `four_point()`."""
+    r"""The gradient-noise term of the online ODE,
+    $N_{ij} = a_i a_j\, \mathbb{E}\bigl[g'(\lambda_i)\, g'(\lambda_j)\, e^2\bigr]$ ($K \times K$), with
+    $e = \sum_k a_k g(\lambda_k) - \sum_n b_n g^*(\nu_n)$ ($g^*$: ``teacher_activation``, default
+    $g$).
+
+    Closed forms for linear and erf (same teacher); otherwise, when the Gram matrix $C$ of the
+    $K + M$ fields has rank $r \le 4$, one $r$-dimensional Gauss-Hermite rule on its eigen factor
+    for all $(i, j)$ at once (`DIRECT_NODES`), else the four-point integrals `four_point()`.
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        Second-layer weights $a$ ``(K,)``.
+    Q : numpy.ndarray
+        Student overlaps $Q$ ``(K, K)``.
+    R : numpy.ndarray
+        Student-teacher overlaps $R$ ``(K, M)``.
+    b : numpy.ndarray
+        Teacher second-layer weights $b$ ``(M,)``.
+    T : numpy.ndarray
+        Teacher overlaps $T$ ``(M, M)``.
+    activation : str or Activation
+        The students' activation $g$ (a name of `gaugedyn.theory`'s activations, or an
+        ``Activation``).
+    teacher_activation : str or Activation or None
+        The teacher's activation $g^*$; ``None``: $g$.
+
+    Returns
+    -------
+    numpy.ndarray
+        $N$, ``(K, K)``.
+    """
     K = a.shape[0]
     C = np.block([[Q, R], [R.T, T]])
     c = np.concatenate([a, -b])
@@ -206,21 +233,58 @@ def online_ode(
     lr2: float = 1.0,
     label_noise: float = 0.0,
 ) -> dict:
-    """Solve the online ODE from ``problem``'s order parameters at ``times`` (``t = steps / D``).
+    r"""Solve the online ODE from ``problem``'s order parameters at ``times`` ($t = \text{steps} / D$).
 
     ``method="compiled"`` (the default for erf under ``"auto"``, with or without the classical
     options) integrates the numba-compiled classical form
     (`gaugedyn.training._online_fast.compiled_online_rhs()`) with LSODA
     (``scipy.integrate.odeint``); ``"reference"`` integrates `OnlineODE` (numpy, through
     the population velocity) with DOP853. The two right-hand sides agree to round-off (tested).
-    The classical options, as in ``TrainConfig``: ``weight_decay`` ``lambda`` (the step
-    ``-(eta / D) (grad + lambda theta)`` on both layers: ``dQ/dt`` gains ``-2 eta lambda Q``,
-    ``dR/dt`` gains ``-eta lambda R``), ``lr2`` (the second layer's rate relative to the first)
-    and ``label_noise`` ``sigma`` (``y = f*(x) + sigma xi``: the noise term gains
-    ``sigma^2 a_i a_j E[g'(lambda_i) g'(lambda_j)]``); the teacher's own activation is
+    The classical options are those of ``TrainConfig``. The teacher's own activation is
     ``problem.teacher_activation`` (with a teacher of its own, ``"auto"`` runs the reference
-    right-hand side; the options stay on the compiled path). Returns ``{"t", "a" (T, K),
-    "Q" (T, K, K), "R" (T, K, M)}``.
+    right-hand side; the options stay on the compiled path).
+
+    Parameters
+    ----------
+    problem : Problem
+        The teacher-student problem; its order parameters at $t = 0$ start the integration.
+    eta : float
+        The step size $\eta$ (the step is $\eta / D$), in the trainer's ``lr`` range.
+    times : array_like
+        Record times: a non-empty, strictly increasing 1-D array of finite times $\ge 0$.
+    batch : int
+        Samples per step $B$: the noise term enters as $(\eta^2 / B) N$.
+    noise : bool
+        Include the gradient-noise term (``False``: the population flow alone).
+    rtol : float
+        The solver's relative tolerance.
+    atol : float
+        The solver's absolute tolerance.
+    method : str
+        ``"auto"``, ``"compiled"`` (erf with its own teacher activation only) or ``"reference"``.
+    weight_decay : float
+        $\lambda \ge 0$: the step $-(\eta / D)(\nabla + \lambda \theta)$ on both layers, so
+        $\dot Q$ gains $-2 \eta \lambda Q$ and $\dot R$ gains $-\eta \lambda R$.
+    lr2 : float
+        The second layer's rate relative to the first, $\ge 0$ (0 freezes $a$).
+    label_noise : float
+        $\sigma \ge 0$ in $y = f^*(x) + \sigma \xi$: the noise term gains
+        $\sigma^2 a_i a_j\, \mathbb{E}[g'(\lambda_i)\, g'(\lambda_j)]$.
+
+    Returns
+    -------
+    dict
+        ``{"t": (T,), "a": (T, K), "Q": (T, K, K), "R": (T, K, M)}``.
+
+    Raises
+    ------
+    InputError
+        When ``problem`` is not a ``Problem``, ``method`` is not one of ``ODE_METHODS``,
+        ``method="compiled"`` is asked for another activation or a teacher activation of its own,
+        ``noise`` is not a bool, or ``eta``, ``batch``, ``rtol``, ``atol``, ``times`` or a classical
+        option is outside its allowed range.
+    RuntimeError
+        When the integrator fails.
     """
     from scipy.integrate import odeint, solve_ivp
 

@@ -18,11 +18,32 @@ from ..theory import Activation, Definitions
 
 
 def crossing_time(times: np.ndarray, values: np.ndarray, threshold: float) -> np.ndarray:
-    """First time a recorded curve reaches ``threshold``, by linear interpolation.
+    r"""First time a recorded curve reaches ``threshold``, by linear interpolation.
 
-    ``values (..., T)`` sampled at ``times (T,)``: with ``j`` the first record where
-    ``values >= threshold``, the time is ``t_{j-1} + (thr - v_{j-1}) (t_j - t_{j-1}) /
-    (v_j - v_{j-1})`` (``t_0`` if ``j = 0``; ``nan`` if the threshold is never reached).
+    With $j$ the first record where $v_j \ge \theta$, the time is
+    $t_{j-1} + (\theta - v_{j-1})\,(t_j - t_{j-1}) / (v_j - v_{j-1})$ ($t_0$ if $j = 0$;
+    ``nan`` if the threshold is never reached).
+
+    Parameters
+    ----------
+    times : numpy.ndarray
+        The record times ``(T,)``: finite, non-decreasing, at least one.
+    values : numpy.ndarray
+        The curves ``(..., T)``, one value per time on the last axis.
+    threshold : float
+        The level $\theta$, a finite number.
+
+    Returns
+    -------
+    numpy.ndarray
+        The crossing times, of shape ``values.shape[:-1]``.
+
+    Raises
+    ------
+    InputError
+        When ``times`` or ``values`` is not numeric, ``times`` is not a non-empty finite
+        non-decreasing 1-D array, ``values``' last axis does not match it, or ``threshold`` is not
+        a finite number.
     """
     try:
         values = np.asarray(values, dtype=np.float64)

@@ -290,16 +290,37 @@ update (4.3 us per step at N = 500, 45 us at N = 5000, K = M = 4; ``bench_online
 def choose_backend(
     problem, config, *, dtype="float64", device=None, on_step=None, root_seed=0
 ) -> str:
-    """The backend ``backend="auto"`` runs: for online SGD (``optimizer="sgd"``, ``samples=None``)
+    r"""The backend ``backend="auto"`` runs: for online SGD (``optimizer="sgd"``, ``samples=None``)
     of one `Problem` with compiled activations, in float64 on the CPU, without
     ``on_step`` and with one root seed, the cheaper of ``"chain"`` and ``"compiled"`` by their
     costs per step (`CHAIN_STEP_SECONDS`, `COMPILED_STEP_SECONDS`: the chain at
-    K = M = 4 from D = 10 on, the weight-space kernel for wide students in few dimensions, e.g.
-    K = M = 64 below D of about 1e5); ``"torch"`` for anything else.
+    $K = M = 4$ from $D = 10$ on, the weight-space kernel for wide students in few dimensions, e.g.
+    $K = M = 64$ below $D$ of about $10^5$); ``"torch"`` for anything else.
 
     Both compiled backends are exact, in law: the order parameters and losses have the law of
-    online SGD at that ``D``; they draw their samples from per-seed numpy generators, not
-    torch's, so a seed's trajectory differs sample by sample from ``backend="torch"``'s."""
+    online SGD at that $D$; they draw their samples from per-seed numpy generators, not
+    torch's, so a seed's trajectory differs sample by sample from ``backend="torch"``'s.
+
+    Parameters
+    ----------
+    problem : Problem or Sequence[Problem]
+        The problem of the run (a list of problems, one per seed, runs on torch).
+    config : TrainConfig
+        The run's settings; its optimizer, ``samples`` and batch size decide.
+    dtype : str or torch.dtype
+        The run's dtype; anything but float64 runs on torch.
+    device : str or torch.device or None
+        The run's device; anything but the CPU (``None`` or ``"cpu"``) runs on torch.
+    on_step : Callable or None
+        The run's step callback; one given runs on torch.
+    root_seed : int or Sequence[int]
+        The run's root seed; one per seed runs on torch.
+
+    Returns
+    -------
+    str
+        ``"chain"``, ``"compiled"`` or ``"torch"``.
+    """
     from ..theory import activation_of
 
     if not (
@@ -341,19 +362,12 @@ def train(
     on_step: Callable[[StepRecord], object] | None = None,
     backend: str = "auto",
 ) -> TrainResult:
-    """Train ``S`` students of ``problem`` on Gaussian data as one batched computation.
+    r"""Train $S$ students of ``problem`` on Gaussian data as one batched computation.
 
-    ``seed_indices`` (default ``range(seeds)``) name the seeds: seed ``i`` draws its data from
-    ``task_seed(root_seed, i)``, so ``train(..., seed_indices=[i])`` reproduces seed ``i`` of a
-    batched run exactly. ``problem`` may be a list with one problem per seed (same teacher).
-    ``root_seed`` may also be a sequence with one root per seed: seed ``c`` then draws from
-    ``task_seed(root_seed[c], seed_indices[c])`` (the ``(root, index)`` pairs distinct), and with
-    ``config.betas`` one pair per seed, copies of several runs (each its own root and Adam
-    factors) train as one program, each copy bit for bit its run alone (``backend="torch"``).
-    ``on_step``, if given, is called as ``on_step(StepRecord)`` right after each optimizer step
-    (before that step's record and divergence check); its return value is ignored, and as long
-    as it does not modify the tensors it is shown, the run is bit for bit that of ``on_step=None``.
-    Raises `gaugedyn.DivergenceError` if a parameter or the loss becomes non-finite.
+    Seed ``i`` draws its data from ``task_seed(root_seed, i)``, so ``train(..., seed_indices=[i])``
+    reproduces seed ``i`` of a batched run exactly. With one root per seed and ``config.betas``
+    one pair per seed, copies of several runs (each its own root and Adam factors) train as one
+    program, each copy bit for bit its run alone (``backend="torch"``).
 
     ``backend="auto"`` (the default) runs the fastest exact backend for the run
     (`choose_backend()`): for online SGD of one problem in float64 on the CPU the
@@ -365,8 +379,53 @@ def train(
     trajectory differs sample by sample from the torch backend's, not in distribution), with
     ``weight_decay``, ``lr2`` and ``label_noise`` as here.
     ``backend="chain"`` runs the same online SGD as its exact order-parameter Markov chain
-    (`gaugedyn.training._online_chain`): the same law of ``(a, Q, R)`` and of the online
-    loss at every ``D``, at a cost per step independent of ``D``; the weights are not formed.
+    (`gaugedyn.training._online_chain`): the same law of $(a, Q, R)$ and of the online
+    loss at every $D$, at a cost per step independent of $D$; the weights are not formed.
+
+    Parameters
+    ----------
+    problem : Problem or Sequence[Problem]
+        The teacher-student problem, or a list with one problem per seed (same teacher; torch
+        backend only).
+    config : TrainConfig
+        The optimizer, step size, batch, steps, record grid and classical options.
+    seeds : int
+        The number of seeds $S$ when ``seed_indices`` is not given (a list of problems gives
+        one seed per problem instead).
+    root_seed : int or Sequence[int]
+        The run's root seed, an unsigned 64-bit integer; or one root per seed: seed ``c`` then
+        draws from ``task_seed(root_seed[c], seed_indices[c])`` (the ``(root, index)`` pairs
+        distinct).
+    seed_indices : Sequence[int] or None
+        The seeds' indices, distinct integers $\ge 0$; ``None``: ``range(seeds)``.
+    dtype : str or torch.dtype
+        ``"float64"`` or ``"float32"`` (the compiled backends: float64 only).
+    device : str or torch.device or None
+        The torch device (`resolve_device()`); the compiled backends run on the CPU.
+    definitions : Definitions or None
+        The observables' definitions recorded with the result; ``None``: the defaults.
+    on_step : Callable[[StepRecord], object] or None
+        Called as ``on_step(StepRecord)`` right after each optimizer step (before that step's
+        record and divergence check; torch backend only); its return value is ignored, and as
+        long as it does not modify the tensors it is shown, the run is bit for bit that of
+        ``on_step=None``.
+    backend : str
+        ``"auto"``, ``"torch"``, ``"compiled"`` or ``"chain"``.
+
+    Returns
+    -------
+    TrainResult
+        The order parameters, losses and observables on the record grid, with the run's settings
+        (the backend included), seeds and definitions.
+
+    Raises
+    ------
+    InputError
+        Before any step: when ``backend``, ``config``, ``root_seed``, ``seed_indices``,
+        ``dtype``, ``device``, ``definitions`` or ``problem`` is not allowed, ``on_step`` is not
+        callable, or a compiled backend is asked for a run it cannot take.
+    DivergenceError
+        When a parameter or the loss becomes non-finite.
     """
     PARAMS["backend"].accept(backend)
     root_seed = _check_train_args(problem, config, root_seed, definitions)
