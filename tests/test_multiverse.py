@@ -295,7 +295,7 @@ def test_a_published_multiverse_adds_robustness_to_the_tables(
 REDUCED = {
     "adam_edge": (
         {"losses": ["mse"], "steps": 300, "n_samples": 64, "quadratic_steps": 1000},
-        "freeze_fraction",
+        "separation_factor",
     ),
     "auxiliary": (
         {"dims": [300], "weight_dim": 100, "wide_dim": 100, "map_rhos": [0.0, 1.0]},

@@ -178,7 +178,7 @@ def _fake_ownership_results(owner_ok: bool):
         results.append(
             {
                 "owner": owner,
-                "remaining": np.full(6, 1e-4),
+                "remaining": np.linspace(5e-5, 2e-4, 6),  # distinct: a rule judges them
                 "flow_remaining": np.array(1e-5),
                 "t": np.array([0.0, 1.0]),
                 "rho": np.ones((6, 2, 2)),
