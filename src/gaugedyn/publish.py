@@ -809,7 +809,9 @@ def readings_table(experiment: str, data: dict[str, dict]) -> list[str]:
 
 def breakdown_table(experiment: str, data: dict[str, dict]) -> list[str]:
     """Every finding of one published run with its verdict per value of each set-up dimension the
-    run records (``tolerance.by_<dimension>``: ``{value: verdict}``), then the provenance.
+    run records (``tolerance.by_<dimension>``: ``{value: verdict}``; marked with the earlier rule
+    where ``gaugedyn rejudge`` changed the finding's rule but could not judge these again,
+    ``tolerance.breakdown_judged_under``), then the provenance.
 
     Parameters
     ----------
@@ -851,8 +853,10 @@ def breakdown_table(experiment: str, data: dict[str, dict]) -> list[str]:
     ]
     for c in findings:
         tol = c.get("tolerance") or {}
+        old = tol.get("breakdown_judged_under")
+        note = f" (judged by {old} before the run was re-judged)" if old else ""
         cells = [
-            "; ".join(f"{k}: {v}" for k, v in tol[d].items())
+            "; ".join(f"{k}: {v}" for k, v in tol[d].items()) + note
             if isinstance(tol.get(d), dict)
             else "-"
             for d in dims
