@@ -779,6 +779,25 @@ def test_the_three_target_search_stops_at_the_first_setting_with_a_choice():
     assert all(s["targets"] == 3 for s in sx.THREE_TARGET_SEARCH)
 
 
+def test_the_committed_calibration_re_derives_its_selection_from_its_stored_rows(capsys):
+    """Every stored row's properties, eligibility and primary strength follow from its stored
+    intervals, levels and dose fractions, and the choice and each meaning's from the rows; a
+    record whose row or choice is altered is caught, naming what differs."""
+    record = sc.stored()
+    assert sc.rederive(record) == []
+    assert sc.main(["simulations/shared_representation.toml", "--rederive"]) == 0
+    assert "re-derived from the stored rows" in capsys.readouterr().out
+    bad = json.loads(json.dumps(record))
+    row = next(r for r in bad["candidates"] if r["name"] == bad["choice"])
+    row["endpoint_intervals"][0] = [0.5, 0.4, 0.6]  # no longer matched
+    assert f"{row['name']}: properties" in sc.rederive(bad)
+    bad = json.loads(json.dumps(record))
+    bad["w_star"] = 0.9
+    row = next(r for r in bad["candidates"] if r.get("dose"))
+    row["strength"] = "strong" if row["strength"] != "strong" else "hint"
+    assert {f"{row['name']}: strength", "w_star"} <= set(sc.rederive(bad))
+
+
 def test_a_recalibrating_run_twice_gives_the_same_calibration(small):
     """Two runs with ``recalibrate = true`` from the same root seed store identical calibration
     records (every row, the choice, the per-meaning choices and the seed)."""
