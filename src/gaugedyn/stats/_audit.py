@@ -242,13 +242,9 @@ def named_scene(rule: Rule, n: int, cells: int, shape: str) -> Scene:
         x = np.linspace(-1.0, 1.0, n)
         x = (x - x.mean()) / x.std()
     width = cells if rule.cells else 1
-    if rule.estimator == "paired_sign":
-        if shape not in TIE_SHAPES:
-            raise InputError(
-                f"shape={shape!r} is not allowed for rule {rule.name!r}: one of "
-                f"{', '.join(TIE_SHAPES)} (differences -1, 0, +1 with that share of ties)"
-            )
-        return Scene(rule, n, 1, threshold, direction, np.ones(1), None, None, _ties(shape))
+    if rule.estimator == "paired_sign":  # only the share of ties matters: none in a continuous
+        tied = _ties(shape) if shape in TIE_SHAPES else 0.0  # shape (the truth is the share)
+        return Scene(rule, n, 1, threshold, direction, np.ones(1), None, None, tied)
 
     def draw(rng, reps):
         return noise(rng, shape, (reps, n, width), rule.center, skew)
