@@ -1088,6 +1088,18 @@ def published_arrays(run: Path, summary: dict) -> dict[str, object]:
     without ``arrays.npz`` whose summary already carries them (re-judged from a published
     summary, `gaugedyn rejudge`) keeps those.
 
+    Parameters
+    ----------
+    run : Path
+        The run folder (holding ``summary.json`` and, for a run just made, ``arrays.npz``).
+    summary : dict
+        The run's summary as read from that folder.
+
+    Returns
+    -------
+    dict of str to object
+        Array name -> its values as nested lists (empty when the experiment publishes none).
+
     Raises
     ------
     InputError
@@ -1095,8 +1107,7 @@ def published_arrays(run: Path, summary: dict) -> dict[str, object]:
         lacks a declared array.
     """
     from ._json import strict
-    from .harness import resolve_experiment
-    from .harness._arrays import load_arrays
+    from .harness import load_arrays, resolve_experiment
 
     name = str(summary.get("experiment"))
     names = tuple(resolve_experiment(name, f"publish: {name}").published_arrays)
