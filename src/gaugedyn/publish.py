@@ -1110,7 +1110,11 @@ def published_arrays(run: Path, summary: dict) -> dict[str, object]:
     from .harness import load_arrays, resolve_experiment
 
     name = str(summary.get("experiment"))
-    names = tuple(resolve_experiment(name, f"publish: {name}").published_arrays)
+    try:
+        exp = resolve_experiment(name, f"publish: {name}")
+    except InputError:  # registered, but not loadable as an Experiment: it declares none
+        return {}
+    names = tuple(exp.published_arrays)
     if not names:
         return {}
     kept = summary.get("published_arrays")
