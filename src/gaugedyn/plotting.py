@@ -162,6 +162,59 @@ def save_figure(fig: Any, outdir: str | Path, name: str, caption: str = "") -> t
     return name, caption
 
 
+COLOUR_NAMES = {
+    "black": "#000000",
+    "dark grey": "#404040",
+    "grey": "#bfbfbf",
+    "white": "#ffffff",
+    "red": "#d62728",
+    "dark red": "#7f0000",
+    "orange": "#ff7f0e",
+    "yellow": "#ffff00",
+    "pale yellow": "#fcfdbf",
+    "green": "#2ca02c",
+    "dark green": "#00441b",
+    "blue": "#1f77b4",
+    "dark blue": "#08306b",
+    "light blue": "#9ecae1",
+    "purple": "#7f3f98",
+    "dark purple": "#3b0f70",
+    "magenta": "#b73779",
+    "pink": "#f4a6c6",
+    "brown": "#8c564b",
+}
+"""The plain colour names `colour_name()` chooses from, each with the colour it stands for."""
+
+
+def colour_name(colour: Any) -> str:
+    """The plain name of a colour (the nearest entry of `COLOUR_NAMES` in RGB), for captions
+    generated from a figure's own settings rather than written beside them.
+
+    Parameters
+    ----------
+    colour : Any
+        Any matplotlib colour: a name, a hex string, a grey level string such as ``"0.75"`` or
+        an RGB(A) tuple (such as a colour map's value).
+
+    Returns
+    -------
+    str
+        The name in `COLOUR_NAMES` whose colour is nearest (Euclidean distance in RGB).
+
+    Raises
+    ------
+    ValueError
+        When matplotlib does not read ``colour`` as a colour.
+    """
+    from matplotlib.colors import to_rgb
+
+    rgb = to_rgb(colour)
+    return min(
+        COLOUR_NAMES,
+        key=lambda name: sum((x - y) ** 2 for x, y in zip(to_rgb(COLOUR_NAMES[name]), rgb)),
+    )
+
+
 def _tick_labels(axis: Any) -> list[Any]:
     return [t for t in axis.get_ticklabels() if t.get_visible() and t.get_text()]
 
