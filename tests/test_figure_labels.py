@@ -114,3 +114,22 @@ def test_colour_names_come_from_the_colours():
     assert all(colour_name(c) == name for name, c in COLOUR_NAMES.items())
     with pytest.raises(ValueError):
         colour_name("not a colour")
+
+
+def test_minor_tick_labels_that_overprint_are_found_and_hidden_first(tmp_path):
+    """A log axis over less than two decades labels its minor ticks; crowded, they overprint:
+    the check sees them, and declutter hides the minor labels before any major one."""
+    with style("Agg", ("png",)):
+        fig, ax = subplots(figsize=(3.0, 2.0))
+        ax.set(xscale="log", xlim=(1.5e-2, 0.45), title="log")
+        ax.plot([1.5e-2, 0.45], [0, 1])
+        fig.canvas.draw()
+        assert any("/ x:" in x for x in label_overlaps(fig))
+        assert declutter(fig)
+        fig.canvas.draw()
+        assert label_overlaps(fig) == []
+        majors = [t.get_text() for t in ax.xaxis.get_ticklabels() if t.get_visible()]
+        assert any("10^{-1}" in m for m in majors)
+        minor = ax.xaxis.get_ticklabels(which="minor")
+        assert not [t for t in minor if t.get_visible() and t.get_text()]
+        plt.close(fig)

@@ -215,13 +215,15 @@ def colour_name(colour: Any) -> str:
     )
 
 
-def _tick_labels(axis: Any) -> list[Any]:
-    return [t for t in axis.get_ticklabels() if t.get_visible() and t.get_text()]
+def _tick_labels(axis: Any, which: str = "both") -> list[Any]:
+    """The visible, non-empty tick labels of ``axis``: major and minor (``which="both"``), or
+    ``"major"`` or ``"minor"`` alone."""
+    return [t for t in axis.get_ticklabels(which=which) if t.get_visible() and t.get_text()]
 
 
 def label_overlaps(fig: Any) -> list[str]:
-    """The pairs of tick labels that overprint each other on any axis of ``fig`` (as laid out
-    by its last draw), each as ``"axes title / x: 'a' over 'b'"``.
+    """The pairs of tick labels (major or minor) that overprint each other on any axis of
+    ``fig`` (as laid out by its last draw), each as ``"axes title / x: 'a' over 'b'"``.
 
     Two labels overprint when their display boxes intersect by more than half a pixel both
     ways; hidden and empty labels are ignored.
@@ -257,9 +259,16 @@ def _overlap(a: Any, b: Any, pad: float = 0.5) -> bool:
     return min(a.x1, b.x1) - max(a.x0, b.x0) > pad and min(a.y1, b.y1) - max(a.y0, b.y0) > pad
 
 
+def _collide(axis: Any, renderer: Any) -> bool:
+    """Whether any two visible tick labels of ``axis`` overprint."""
+    boxes = [t.get_window_extent(renderer) for t in _tick_labels(axis)]
+    return any(_overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+
+
 def declutter(fig: Any) -> bool:
-    """Hide every other tick label (then every third, ...) on each axis of ``fig`` whose labels
-    overprint, until none does; the ticks themselves stay. Returns whether anything changed.
+    """Hide the minor tick labels, then every other major label (then every third, ...) on each
+    axis of ``fig`` whose labels overprint, until none does; the ticks themselves stay. Returns
+    whether anything changed.
 
     Parameters
     ----------
@@ -276,10 +285,16 @@ def declutter(fig: Any) -> bool:
     changed = False
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
-            labels = _tick_labels(axis)
+            minor = _tick_labels(axis, "minor")
+            if minor and _collide(
+                axis, renderer
+            ):  # minor labels (a log axis over few decades) go first
+                for t in minor:
+                    t.set_visible(False)
+                changed = True
+            labels = _tick_labels(axis, "major")
             for step in range(2, max(len(labels), 2) + 1):
-                boxes = [t.get_window_extent(renderer) for t in _tick_labels(axis)]
-                if not any(_overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :]):
+                if not _collide(axis, renderer):
                     break
                 for i, t in enumerate(labels):
                     t.set_visible(i % step == 0)
