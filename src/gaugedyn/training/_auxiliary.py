@@ -85,8 +85,8 @@ _SIGMA = Param(
 
 @dataclass(frozen=True)
 class JointLoss:
-    """``l = (f_m - y_m)^2 / 2 + gamma (f_a - y_a)^2 / 2`` with labels
-    ``y = f* + sigma xi`` (``sigma_main``, ``sigma_aux``), on the architecture ``reading``."""
+    r"""$\ell = (f_m - y_m)^2 / 2 + \gamma\, (f_a - y_a)^2 / 2$ with labels
+    $y = f^* + \sigma \xi$ (``sigma_main``, ``sigma_aux``), on the architecture ``reading``."""
 
     gamma: float = 0.0
     sigma_main: float = 0.0

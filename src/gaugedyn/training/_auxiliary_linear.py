@@ -13,15 +13,20 @@ from . import _auxiliary_generated as gen
 
 @dataclass(frozen=True)
 class LinearClosedForm:
-    """The main-task error of the one-output linear student, from the start ``|w|^2 = Q0``,
-    ``w.v_m = R_main0``, ``w.v_a = R_aux0``. With ``G = 1 + gamma`` and
-    ``s^2 = (sigma_m^2 + gamma^2 sigma_a^2) / G^2``:
+    r"""The main-task error of the one-output linear student, from the start
+    $|w|^2 = Q_0$ (``Q0``), $w \cdot v_m = R_{m,0}$ (``R_main0``), $w \cdot v_a = R_{a,0}$
+    (``R_aux0``). With $G = 1 + \gamma$ and $s^2 = (\sigma_m^2 + \gamma^2 \sigma_a^2) / G^2$:
 
-        eps_m(t) = Delta(t) / 2 + m(t) + (gamma / G)^2 (1 - rho),
-        Delta(t) = Delta_inf + (Delta_0 - Delta_inf) exp(-(2 eta G - eta^2 G^2 / B) t),
-        m(t) = m_0 exp(-eta G t),   Delta_inf = eta G s^2 / (2 B - eta G);
+    $$
+    \begin{aligned}
+    \epsilon_m(t) &= \Delta(t) / 2 + m(t) + (\gamma / G)^2 (1 - \rho), \\
+    \Delta(t) &= \Delta_\infty + (\Delta_0 - \Delta_\infty)
+    \exp\bigl(-(2 \eta G - \eta^2 G^2 / B)\, t\bigr), \\
+    m(t) &= m_0 \exp(-\eta G t), \qquad \Delta_\infty = \eta G s^2 / (2 B - \eta G);
+    \end{aligned}
+    $$
 
-    `leading()` is its first order in ``eta`` at fixed ``tau = eta t``."""
+    `leading()` is its first order in $\eta$ at fixed $\tau = \eta t$."""
 
     eta: float
     gamma: float

@@ -92,12 +92,12 @@ def _betas_list(betas: tuple) -> list:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Settings of one training run (see module docstring for the conventions).
+    r"""Settings of one training run (see module docstring for the conventions).
 
     ``optimizer``: ``gd`` (full batch, fixed sample), ``sgd`` (mini-batches of ``batch`` from the
     fixed sample, reshuffled per epoch; or online with ``samples=None``) or ``adam``.
     ``record_steps``: explicit steps to record, else ``points_per_decade`` log-spaced steps
-    (always including 0 and ``steps``). ``betas``: Adam's ``(beta1, beta2)``, or one such pair
+    (always including 0 and ``steps``). ``betas``: Adam's $(\beta_1, \beta_2)$, or one such pair
     per seed (a sequence as long as the run's seeds), so that copies with different factors train
     as one program, each copy the same arithmetic as its pair's run alone.
     """
