@@ -99,82 +99,94 @@ def _map_figure(arrays, panels, outdir, name, reading, level):
     import matplotlib.pyplot as plt
     from matplotlib.colors import Normalize
 
-    from ...plotting import colour_name, save_figure
+    from ...plotting import save_figure
 
     cmap = plt.get_cmap(SPIKE_CMAP).with_extremes(bad=NO_PROBABILITY_COLOUR)
     norm = Normalize(0.0, 1.0)  # one norm for every panel: the one colour bar shows them all
     ncol = 2 if len(panels) > 1 else 1
     nrow = -(-len(panels) // ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(4.6 * ncol, 3.7 * nrow + 0.8), squeeze=False)
-    mesh = None
-    zoomed = False
-    handles: dict = {}
+    mesh, zoomed, handles = None, False, {}
     for ax, (system, start, window, title) in zip(axes.flat, panels):
-        a, c = arrays[f"{system}__a"], arrays[f"{system}__c"]
-        P = np.ma.masked_invalid(arrays[f"{system}_{start}_{window}__prob"])
-        mesh = ax.pcolormesh(c, a, P, shading="nearest", cmap=cmap, norm=norm)
-        bc = arrays.get(f"{system}_{start}__bisect_c")
-        bp = arrays.get(f"{system}_{start}_{window}__bisect_prob")
-        if bc is not None and bp is not None:
-            rows = np.broadcast_to(np.asarray(a, float)[:, None], np.shape(bc))
-            keep = np.isfinite(bc) & np.isfinite(bp)
-            if keep.any():
-                handles["bisection cells (colour: their probability)"] = ax.scatter(
-                    bc[keep],
-                    rows[keep],
-                    c=bp[keep],
-                    cmap=cmap,
-                    norm=norm,
-                    s=22,
-                    marker="D",
-                    edgecolors="0.5",
-                    linewidths=0.5,
-                    label="bisection cells (colour: their probability)",
-                )
-        for (s, w), style in EDGE_STYLES.items():
-            key = f"{system}_{s}_{w}__boundary"
-            if key in arrays:
-                (line,) = ax.plot(arrays[key], a, style, ms=4, lw=1.2, label=f"edge: {s}, {w}")
-                handles.setdefault(line.get_label(), line)
-        key = f"{system}__theory_turn_growth"
-        levels = sorted({1.0, level} if np.isfinite(level) and system == "n2" else {1.0})
-        if key in arrays:
-            ax.contour(
-                arrays["theory_c"],
-                arrays["theory_a"],
-                arrays[key],
-                levels=levels,
-                colors="w",
-                linestyles=["--", ":"][: len(levels)],
-            )
-        left = _zoom_left(arrays, system, start, window)
-        zoomed = zoomed or left > c.min() / 1.5
-        ax.set(
-            xscale="log",
-            yscale="log",
-            xlabel="1 - beta2",
-            ylabel="1 - beta1",
-            title=title,
-            xlim=(left, c.max() * 1.5),
-            ylim=(a.min() / 1.5, a.max() * 1.5),
-        )
-        ax.grid(False)
+        mesh, left = _map_panel(ax, arrays, system, start, window, level, cmap, norm, handles)
+        zoomed = zoomed or left > float(np.min(arrays[f"{system}__c"])) / 1.5
+        ax.set_title(title)
     for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
     fig.colorbar(mesh, ax=axes, label="spike probability", shrink=0.9)
-    fig.legend(
-        list(handles.values()), list(handles), loc="outside lower center", ncol=3, fontsize=8
-    )
+    labels = [h.get_label() for h in handles.values()]
+    fig.legend(list(handles.values()), labels, loc="outside lower center", ncol=3, fontsize=8)
     fig.suptitle(f"Spike probability: {reading}")
-    bad = colour_name(NO_PROBABILITY_COLOUR)
+    theory = any(f"{s}__theory_turn_growth" in arrays for s, *_ in panels)
+    caption = _map_caption(reading, cmap, level, zoomed, "bisection cells" in handles, theory)
+    return save_figure(fig, outdir, name, caption)
+
+
+def _map_panel(ax, arrays, system, start, window, level, cmap, norm, handles):
+    """One map: the grid's probabilities, the bisection cells, the edges under every reading
+    and (1-D) the theory's level curves; returns the mesh and the axis' left end."""
+    a, c = arrays[f"{system}__a"], arrays[f"{system}__c"]
+    P = np.ma.masked_invalid(arrays[f"{system}_{start}_{window}__prob"])
+    mesh = ax.pcolormesh(c, a, P, shading="nearest", cmap=cmap, norm=norm)
+    bc = arrays.get(f"{system}_{start}__bisect_c")
+    bp = arrays.get(f"{system}_{start}_{window}__bisect_prob")
+    if bc is not None and bp is not None:
+        rows = np.broadcast_to(np.asarray(a, float)[:, None], np.shape(bc))
+        keep = np.isfinite(bc) & np.isfinite(bp)
+        if keep.any():
+            handles["bisection cells"] = ax.scatter(
+                bc[keep],
+                rows[keep],
+                c=bp[keep],
+                cmap=cmap,
+                norm=norm,
+                s=22,
+                marker="D",
+                edgecolors="0.5",
+                linewidths=0.5,
+                label="bisection cells (colour: their probability)",
+            )
+    for (s, w), style in EDGE_STYLES.items():
+        key = f"{system}_{s}_{w}__boundary"
+        if key in arrays:
+            (line,) = ax.plot(arrays[key], a, style, ms=4, lw=1.2, label=f"edge: {s}, {w}")
+            handles.setdefault(line.get_label(), line)
+    key = f"{system}__theory_turn_growth"
+    levels = sorted({1.0, level} if np.isfinite(level) and system == "n2" else {1.0})
+    if key in arrays:
+        ax.contour(
+            arrays["theory_c"],
+            arrays["theory_a"],
+            arrays[key],
+            levels=levels,
+            colors="w",
+            linestyles=["--", ":"][: len(levels)],
+        )
+    left = _zoom_left(arrays, system, start, window)
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="1 - beta2",
+        ylabel="1 - beta1",
+        xlim=(left, c.max() * 1.5),
+        ylim=(a.min() / 1.5, a.max() * 1.5),
+    )
+    ax.grid(False)
+    return mesh, left
+
+
+def _map_caption(reading, cmap, level, zoomed, bisection, theory) -> str:
+    """The caption of a map figure, its colours named from the colour map itself."""
+    from ...plotting import colour_name
+
     caption = (
         f"Spike probability, {reading}, over (1 - beta2, 1 - beta1) on the {SPIKE_CMAP} colour "
         f"map: {colour_name(cmap(0.0))} at 0 through {colour_name(cmap(0.5))} at 0.5 to "
-        f"{colour_name(cmap(1.0))} at 1 (colour bar); {bad}: no probability (not simulated, "
-        "below the row's first spiky cell, or no judged seed). Rectangles: the scan's grid "
-        "cells. "
+        f"{colour_name(cmap(1.0))} at 1 (colour bar); {colour_name(NO_PROBABILITY_COLOUR)}: no "
+        "probability (not simulated, below the row's first spiky cell, or no judged seed). "
+        "Rectangles: the scan's grid cells. "
     )
-    if any(k.startswith("bisection") for k in handles):
+    if bisection:
         caption += "Diamonds: the bisection's cells near the edge, coloured on the same map. "
     caption += "Lines: the fitted upper edge under each start x window reading (legend). "
     if zoomed:
@@ -183,14 +195,14 @@ def _map_figure(arrays, panels, outdir, name, reading, level):
             "smallest edge or bisection cell where every grid cell further left shows "
             "probability 0 or none. "
         )
-    if any(f"{s}__theory_turn_growth" in arrays for s, *_ in panels):
+    if theory:
         caption += (
             "White: the 1-D theory's level curves of 2 pi delta/omega (growth per slow turn of "
             "the oscillating state, eps = 0): dashed at level 1, dotted (n2) at "
             f"{level:.3g}, the level measured on the simulated settled orbit-start edge of the "
             "beta1 >= 0.9 rows."
         )
-    return save_figure(fig, outdir, name, caption.strip())
+    return caption.strip()
 
 
 def local_slopes(arrays, outdir):
