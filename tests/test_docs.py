@@ -166,11 +166,12 @@ def test_the_site_builds_strictly(built_site):
 
 # the pages the browser reads: the home page, a system page, the Adam API page
 SCREENED = ("index.html", "systems/gauge/index.html", "reference/adam/index.html")
-# the pages whose formulas are written in LaTeX, not in code spans: the home page, the theory page
-# and every system page
+# the pages whose formulas are written in LaTeX, not in code spans: the home page, the theory page,
+# every system page and the Adam API page
 LATEX_PAGES = (
     "index.html",
     "theory/index.html",
+    "reference/adam/index.html",
     *(
         f"systems/{name}/index.html"
         for name in (
@@ -218,8 +219,8 @@ _ASCII_MATH = re.compile(
     r"\b(?:beta[12]|sqrt|eta|delta|rho|theta|kappa|sigma|tau[12]?|omega|lambda|gamma|mu|pi)\b"
     r"|\^|\bsum_|_\{"
 )
-# code that merely names such a symbol: a call, an option, a claim id, a keyword setting
-_CODE_LIKE = re.compile(r"^[\w.]+\(.*\)$|--|:|^\w+=\S+$")
+# code that merely names such a symbol: a name, a call, an option, a claim id, a keyword setting
+_CODE_LIKE = re.compile(r"^[A-Za-z_][\w.]*$|^[\w.]+\(.*\)$|--|:|^\w+=\S+$")
 
 
 def _ascii_formulas(html: str) -> list[str]:
@@ -240,7 +241,7 @@ def test_ascii_formula_detector():
     page = (
         "<p><code>1 - beta2 = C (1 - beta1)</code> <code>sqrt(v^) + eps</code> <code>train()</code>"
         " <code>online_ode(problem, eta, times)</code> <code>--set beta2=0.9</code>"
-        " <code>rho=0.0</code></p><pre><code>x = sqrt(eta)</code></pre>"
+        " <code>rho=0.0</code> <code>beta2</code></p><pre><code>x = sqrt(eta)</code></pre>"
     )
     assert _ascii_formulas(page) == ["1 - beta2 = C (1 - beta1)", "sqrt(v^) + eps"]
 

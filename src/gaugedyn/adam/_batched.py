@@ -187,7 +187,7 @@ def adam_factors(
     op_order: str = "torch",
     like: torch.Tensor | None = None,
 ) -> AdamFactors:
-    """The per-copy scalars of Adam step ``step`` (1-based) in the order ``op_order``.
+    r"""The per-copy scalars of Adam step ``step`` (1-based) in the order ``op_order``.
 
     Step to step, `AdamFactors.next()` reuses the constants (and carries ``"running"``'s
     products).
@@ -200,7 +200,7 @@ def adam_factors(
         The learning rate: a finite number shared by every copy, or a non-empty 1-D sequence
         (or tensor) with one value per copy.
     betas : tuple
-        ``(beta1, beta2)``, each a number in ``[0, 1)`` shared by every copy or a 1-D sequence
+        $(\beta_1, \beta_2)$, each a number in $[0, 1)$ shared by every copy or a 1-D sequence
         with one value per copy; every per-copy value (of ``lr`` too) has the same length.
     op_order : str
         The operation order, one of `OP_ORDERS` (module docstring).

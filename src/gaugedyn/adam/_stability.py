@@ -195,7 +195,7 @@ def oscillating_state(a, n: float, lr: float, eps) -> dict:
 
 
 def adam_step(x, m, v, a, c, n: float, lr: float, eps: float, t: int | None = None):
-    """One exact Adam step on ``|x|^n / n`` (arrays broadcast); ``t`` (1-based) applies the
+    """One exact Adam step on $|x|^n / n$ (arrays broadcast); ``t`` (1-based) applies the
     bias corrections, ``None`` gives the stationary map. Returns ``(x, m, v)``."""
     g = np.sign(x) * np.abs(x) ** (n - 1)
     m = (1 - a) * m + a * g
@@ -389,7 +389,7 @@ def simulate_losses(
 
 
 def loss_floor(n: float) -> float:
-    """log10 of the smallest resolved loss ``|x|^n / n`` of the 1-D maps: ``x`` at the smallest
+    """log10 of the smallest resolved loss $|x|^n / n$ of the 1-D maps: ``x`` at the smallest
     normal float64 (``log10 |x|`` is computed from ``x`` itself, so the loss never underflows
     before ``x`` does).
 
