@@ -49,7 +49,7 @@ class LinearClosedForm:
         return gen.linear_error(t, *self._common(), *self._start())
 
     def leading(self, tau) -> np.ndarray:
-        """``eps_m`` to first order in ``eta`` at ``tau = eta t`` (the gap is ``O(eta^2)``)."""
+        r"""``eps_m`` to first order in ``eta`` at $\tau = \eta t$ (the gap is $O(\eta^2)$)."""
         return gen.linear_error_leading(tau, *self._common(), *self._start())
 
     def stationary(self) -> float:
@@ -57,7 +57,7 @@ class LinearClosedForm:
         return float(gen.linear_error_stationary(*self._common()))
 
     def stationary_leading(self) -> float:
-        """``(gamma / G)^2 (1 - rho) + eta (sigma_m^2 + gamma^2 sigma_a^2) / (4 B G)``."""
+        r"""$(\gamma / G)^2 (1 - \rho) + \eta (\sigma_m^2 + \gamma^2 \sigma_a^2) / (4 B G)$."""
         return float(gen.linear_error_stationary_leading(*self._common()))
 
     def benefit(self) -> float:
@@ -73,12 +73,12 @@ class LinearClosedForm:
         )
 
     def diffusion(self, t) -> np.ndarray:
-        """The diffusion part of ``eps_m(t) - eps_m(0)``: the integral of the ``eta^2 / B`` term
+        r"""The diffusion part of ``eps_m(t) - eps_m(0)``: the integral of the $\eta^2 / B$ term
         of ``dQ/dt`` times ``d eps_m / dQ = 1/2``."""
         return gen.linear_diffusion(t, *self._common(), *self._start())
 
     def optimal_gamma(self) -> float:
-        """The ``gamma > 0`` that minimises `stationary_leading()` (the cubic's positive
+        r"""The $\gamma > 0$ that minimises `stationary_leading()` (the cubic's positive
         root); ``nan`` where none does (no label noise)."""
         coeffs = np.array(gen.linear_optimal_gamma_cubic(*self._common()), dtype=float)
         roots = np.roots(coeffs[::-1])

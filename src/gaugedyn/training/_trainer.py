@@ -68,7 +68,7 @@ _BETAS_ALLOWED = (
 
 
 def _betas(value) -> tuple:
-    """``(beta1, beta2)`` as floats, or a tuple of such pairs (one per seed), or InputError."""
+    r"""$(\beta_1, \beta_2)$ as floats, or a tuple of such pairs (one per seed), or InputError."""
 
     def pair(p) -> tuple[float, float]:
         if isinstance(p, str) or not isinstance(p, Sequence) or len(p) != 2:
@@ -173,7 +173,7 @@ class TrainConfig:
 
     @property
     def per_copy_betas(self) -> bool:
-        """``betas`` holds one ``(beta1, beta2)`` per seed (copy) rather than one pair."""
+        r"""``betas`` holds one $(\beta_1, \beta_2)$ per seed (copy) rather than one pair."""
         return isinstance(self.betas[0], tuple)
 
     @property
