@@ -167,8 +167,8 @@ def test_the_site_builds_strictly(built_site):
 # the pages the browser reads: the home page, a system page, the Adam API page
 SCREENED = ("index.html", "systems/gauge/index.html", "reference/adam/index.html")
 # the pages whose formulas are written in LaTeX, not in code spans: the home page, the theory page,
-# the hand-written derivations, every system page with its protocol page and every API reference
-# page
+# the hand-written derivations, every system page with its protocol page, the guides that carry
+# formulas and every API reference page
 LATEX_PAGES = (
     "index.html",
     "theory/index.html",
@@ -176,6 +176,13 @@ LATEX_PAGES = (
     "derivations/shared_representation/index.html",
     "prototypes/index.html",
     "adam-stability/index.html",
+    "getting-started/index.html",
+    "landscape/index.html",
+    "gauge-recorder/index.html",
+    "own-activation/index.html",
+    "controls/index.html",
+    "monitor/index.html",
+    "howto/adam-recorder/index.html",
     *(
         f"reference/{name}/index.html"
         for name in (
