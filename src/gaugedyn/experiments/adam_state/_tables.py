@@ -65,7 +65,7 @@ def dose_table(summary: dict) -> list[str]:
     head += [f"{k} pulse: {r}-formed" for k in DOSE_PULSES for r in ROUTES]
     head += [f"switched (combined): {r}-formed" for r in ROUTES]
     lines = [
-        f"Specialization removed, `s_0 - s_T` (mean over Table 2's {seeds} seeds [95% t "
+        f"Specialization removed, $s_0 - s_T$ (mean over Table 2's {seeds} seeds [95% t "
         "interval]), by each pulse at each declared strength, weakest first, per formation "
         "route; switched: the share of checkpoints specialized before the combined pulse whose "
         "favoured target is no longer on top after it [Wilson interval]. The calibration column "
