@@ -204,9 +204,8 @@ def closed_form(tasks, results, seed) -> tuple[dict, list[Claim]]:
     claims.append(
         _check(
             "closed_form.control_wrong_gamma",
-            "the closed-form instrument's positive control: the "
-            f"closed form at gamma + {first['control_shift']:g} is not judged within {margin:.0%} "
-            "(verdict not HELD)",
+            "the closed-form instrument's positive control: the closed form at gamma + "
+            f"{first['control_shift']:g} is not judged within {margin:.0%} (verdict not HELD)",
             jw.verdict,
             "not HELD",
             jw.verdict != "HELD",
