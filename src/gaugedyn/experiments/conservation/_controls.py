@@ -109,7 +109,7 @@ def controls(config: dict) -> list[Control]:
     count = "law count (conservation_laws)"
     rank = "rank decision (decide_rank)"
     slope = "drift-slope fit (drift_rates, steps)"
-    stable = f", each a stable decision (gap >= {pr.MIN_GAP:g})"
+    stable = f"; the count a stable decision (gap >= {pr.MIN_GAP:g})"
     return [
         Control(
             "count.known",
