@@ -437,3 +437,13 @@ def test_slopes_need_six_rows_and_a_line_that_fits():
     assert j.verdict == "HELD" and j.lack_of_fit > 0.05 and j.reason is None
     out = stats.RULES["slope_threshold"].evaluate((x, np.stack([bent, line])), 0.0, ">")
     assert list(out["code"]) == [0, 1]  # the audit judges the same rule
+
+
+def test_median_cell_rules_name_the_test_their_p_values_come_from():
+    """The median cell rules' words name the randomised sign test, whose p-values they record
+    (`test_median_rules_decide_text_and_p_values_from_one_test`), not the interpolated order
+    statistics used before."""
+    for name in ("every_cell_median", "some_cell_median"):
+        words = stats.RULES[name].words(0.0, ">")
+        assert "by the randomised sign test that interval inverts" in words
+        assert "interpolated" not in words

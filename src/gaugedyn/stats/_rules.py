@@ -271,8 +271,8 @@ class Rule:
             )
         side = f"{direction} {threshold}"
         test = (
-            "the one-sided test that interval inverts (p-values of the interpolated order "
-            "statistics)"
+            "the randomised sign test that interval inverts (its one-sided p-values, at the "
+            "cell's uniform draw)"
             if self.estimator == "median"
             else "the one-sided t test"
         )
