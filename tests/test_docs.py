@@ -166,14 +166,29 @@ def test_the_site_builds_strictly(built_site):
 
 # the pages the browser reads: the home page, a system page, the Adam API page
 SCREENED = ("index.html", "systems/gauge/index.html", "reference/adam/index.html")
+# the derivation pages `gaugedyn derive` writes from the strings of the symbolic modules
+GENERATED_DERIVATIONS = (
+    "adam_decomposition",
+    "adam_series",
+    "adam_stability",
+    "auxiliary",
+    "gauge_steps",
+    "gaussian_erf",
+    "gaussian_linear",
+    "gaussian_relu",
+    "homogeneous_flow",
+    "order_parameter_flow",
+    "reaction_transport",
+)
 # the pages whose formulas are written in LaTeX, not in code spans: the home page, the theory page,
-# the hand-written derivations, every system page with its protocol page, the guides that carry
+# the derivations (hand-written and generated), every system page with its protocol page, the guides that carry
 # formulas and every API reference page
 LATEX_PAGES = (
     "index.html",
     "theory/index.html",
     "derivations/prototypes/index.html",
     "derivations/shared_representation/index.html",
+    *(f"derivations/{name}/index.html" for name in GENERATED_DERIVATIONS),
     "prototypes/index.html",
     "adam-stability/index.html",
     "getting-started/index.html",
