@@ -181,8 +181,9 @@ GENERATED_DERIVATIONS = (
     "reaction_transport",
 )
 # the pages whose formulas are written in LaTeX, not in code spans: the home page, the theory page,
-# the derivations (hand-written and generated), every system page with its protocol page, the guides that carry
-# formulas and every API reference page
+# the derivations (hand-written and generated), every system page with its protocol page, the
+# guides that carry formulas, the verdict-rules and activation-benchmark pages and every API
+# reference page
 LATEX_PAGES = (
     "index.html",
     "theory/index.html",
@@ -198,6 +199,8 @@ LATEX_PAGES = (
     "controls/index.html",
     "monitor/index.html",
     "howto/adam-recorder/index.html",
+    "verdict-rules/index.html",
+    "benchmarks-activations/index.html",
     *(
         f"reference/{name}/index.html"
         for name in (
