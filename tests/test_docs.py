@@ -296,6 +296,43 @@ def test_ascii_formula_detector():
     assert _ascii_formulas(page) == ["1 - beta2 = C (1 - beta1)", "sqrt(v^) + eps"]
 
 
+# a formula left in the prose of a generated derivation (outside display math, inline math and
+# code): a Greek name, sqrt, a power, an arrow, a distribution or a comparison in ASCII
+_PROSE_ASCII = re.compile(
+    r"(?<![-\w])(?:beta[12]?|sqrt|eta|delta|rho|theta|kappa|sigma|tau[12]?|omega|lambda|gamma|mu"
+    r"|pi)\b|\^|->|\s~\s|<=|>=|!="
+)
+
+
+def _prose_formulas(markdown: str) -> list[str]:
+    """The ASCII formulas in a derivation's prose; headings (page titles) and comments aside."""
+    text = re.sub(r"^\$\$\n.*?\n\$\$$", " ", markdown, flags=re.S | re.M)
+    text = re.sub(r"^#.*$|<!--.*?-->", " ", text, flags=re.M)
+    text = re.sub(r"\$[^$]+\$|`[^`]*`", " ", text)
+    return [
+        text[max(0, m.start() - 30) : m.end() + 30].replace("\n", " ")
+        for m in _PROSE_ASCII.finditer(text)
+    ]
+
+
+@pytest.mark.parametrize("name", GENERATED_DERIVATIONS)
+def test_generated_derivations_write_formulas_in_latex(name):
+    """The prose `gaugedyn derive` writes (intros, assumptions, steps, checks) carries no ASCII
+    formula: each is written in LaTeX in the symbolic module's strings."""
+    left = _prose_formulas((ROOT / "derivations" / f"{name}.md").read_text())
+    assert not left, f"derivations/{name}.md: ASCII formulas in the prose: {left}"
+
+
+def test_prose_formula_detector():
+    page = (
+        "# Adam on |x|^n / n\n\nThe rescaling (w, a) -> (c w, a / c) conserves delta = a^2 - w^2,"
+        " x ~ N(0, q), tied-beta shrinkage, `beta2`, $\\eta^2$ and\n$$\na^2 -> b\n$$\n"
+    )
+    found = _prose_formulas(page)
+    assert len(found) == 5, found
+    assert not _prose_formulas("The eps part, $\\delta = a^2$, the `x -> y` map, tied-beta.")
+
+
 def test_raw_markup_detector_sees_raw_markup():
     assert _RAW.findall(_visible_text("<p>see :func:`x` and \\beta_1</p>")) == [":func:`", "\\beta"]
     assert not _RAW.findall(
