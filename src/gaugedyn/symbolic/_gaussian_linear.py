@@ -49,8 +49,8 @@ def build() -> str:
             ("Derivative kernel", r"\mathbb{E}[g'(x_1)g'(x_2)] = " + latex(d["dkernel"])),
         ],
         [
-            r"$(x_1, x_2) \sim \mathcal{N}\left(0, \begin{pmatrix} q_1 & c \\ c & q_2 "
-            r"\end{pmatrix}\right)$, $x \sim \mathcal{N}(0, q)$."
+            r"$(x_1, x_2)$ centred Gaussian with $\mathbb{E}[x_1^2] = q_1$, "
+            r"$\mathbb{E}[x_2^2] = q_2$, $\mathbb{E}[x_1 x_2] = c$; $x \sim \mathcal{N}(0, q)$."
         ],
         [
             r"Moment-generating function $M(t) = \exp(t^\top C t / 2)$; "

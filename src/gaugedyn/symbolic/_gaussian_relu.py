@@ -176,8 +176,8 @@ def build() -> str:
                 + latex(d["kappa_theta"]),
             ),
             (
-                r"Pair kernel $F(q_1, q_2, c)$, $(x_1, x_2) \sim \mathcal{N}\left(0, "
-                r"\begin{pmatrix} q_1 & c \\ c & q_2 \end{pmatrix}\right)$",
+                r"Pair kernel $F(q_1, q_2, c)$, $(x_1, x_2)$ centred Gaussian with variances "
+                "$q_1$, $q_2$ and covariance $c$",
                 r"F = " + latex(d["pair"]),
             ),
             (
