@@ -166,14 +166,30 @@ def test_the_site_builds_strictly(built_site):
 
 # the pages the browser reads: the home page, a system page, the Adam API page
 SCREENED = ("index.html", "systems/gauge/index.html", "reference/adam/index.html")
+# the derivation pages `gaugedyn derive` writes from the strings of the symbolic modules
+GENERATED_DERIVATIONS = (
+    "adam_decomposition",
+    "adam_series",
+    "adam_stability",
+    "auxiliary",
+    "gauge_steps",
+    "gaussian_erf",
+    "gaussian_linear",
+    "gaussian_relu",
+    "homogeneous_flow",
+    "order_parameter_flow",
+    "reaction_transport",
+)
 # the pages whose formulas are written in LaTeX, not in code spans: the home page, the theory page,
-# the hand-written derivations, every system page with its protocol page, the guides that carry
-# formulas and every API reference page
+# the derivations (hand-written and generated), every system page with its protocol page, the
+# guides that carry formulas, the verdict-rules and activation-benchmark pages and every API
+# reference page
 LATEX_PAGES = (
     "index.html",
     "theory/index.html",
     "derivations/prototypes/index.html",
     "derivations/shared_representation/index.html",
+    *(f"derivations/{name}/index.html" for name in GENERATED_DERIVATIONS),
     "prototypes/index.html",
     "adam-stability/index.html",
     "getting-started/index.html",
@@ -183,6 +199,8 @@ LATEX_PAGES = (
     "controls/index.html",
     "monitor/index.html",
     "howto/adam-recorder/index.html",
+    "verdict-rules/index.html",
+    "benchmarks-activations/index.html",
     *(
         f"reference/{name}/index.html"
         for name in (
@@ -276,6 +294,43 @@ def test_ascii_formula_detector():
         " <code>rho=0.0</code> <code>beta2</code></p><pre><code>x = sqrt(eta)</code></pre>"
     )
     assert _ascii_formulas(page) == ["1 - beta2 = C (1 - beta1)", "sqrt(v^) + eps"]
+
+
+# a formula left in the prose of a generated derivation (outside display math, inline math and
+# code): a Greek name, sqrt, a power, an arrow, a distribution or a comparison in ASCII
+_PROSE_ASCII = re.compile(
+    r"(?<![-\w])(?:beta[12]?|sqrt|eta|delta|rho|theta|kappa|sigma|tau[12]?|omega|lambda|gamma|mu"
+    r"|pi)\b|\^|->|\s~\s|<=|>=|!="
+)
+
+
+def _prose_formulas(markdown: str) -> list[str]:
+    """The ASCII formulas in a derivation's prose; headings (page titles) and comments aside."""
+    text = re.sub(r"^\$\$\n.*?\n\$\$$", " ", markdown, flags=re.S | re.M)
+    text = re.sub(r"^#.*$|<!--.*?-->", " ", text, flags=re.M)
+    text = re.sub(r"\$[^$]+\$|`[^`]*`", " ", text)
+    return [
+        text[max(0, m.start() - 30) : m.end() + 30].replace("\n", " ")
+        for m in _PROSE_ASCII.finditer(text)
+    ]
+
+
+@pytest.mark.parametrize("name", GENERATED_DERIVATIONS)
+def test_generated_derivations_write_formulas_in_latex(name):
+    """The prose `gaugedyn derive` writes (intros, assumptions, steps, checks) carries no ASCII
+    formula: each is written in LaTeX in the symbolic module's strings."""
+    left = _prose_formulas((ROOT / "derivations" / f"{name}.md").read_text())
+    assert not left, f"derivations/{name}.md: ASCII formulas in the prose: {left}"
+
+
+def test_prose_formula_detector():
+    page = (
+        "# Adam on |x|^n / n\n\nThe rescaling (w, a) -> (c w, a / c) conserves delta = a^2 - w^2,"
+        " x ~ N(0, q), tied-beta shrinkage, `beta2`, $\\eta^2$ and\n$$\na^2 -> b\n$$\n"
+    )
+    found = _prose_formulas(page)
+    assert len(found) == 5, found
+    assert not _prose_formulas("The eps part, $\\delta = a^2$, the `x -> y` map, tied-beta.")
 
 
 def test_raw_markup_detector_sees_raw_markup():

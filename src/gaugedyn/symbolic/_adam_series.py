@@ -134,17 +134,17 @@ def build() -> str:
 
     return document(
         "Continuous-time Adam: the series of m / sqrt(v) in the memory times",
-        "Adam's moments in continuous time follow dm/dt = (g - m)/tau1, dv/dt = (g^2 - v)/tau2, "
-        "tau_k = 1/(1 - beta_k) steps. For a slowly varying gradient that keeps its sign, the "
-        "normalized update u = m / sqrt(v) is a series in the memory times; to second order it "
-        "splits into a sign term, a magnitude-lag term with coefficient tau2 - tau1, a curvature "
-        "term and a nonlinear-ratio term. The lag coefficient vanishes exactly when tau1 = tau2 "
-        "(tied betas).",
+        r"Adam's moments in continuous time follow $\dot m = (g - m)/\tau_1$, "
+        r"$\dot v = (g^2 - v)/\tau_2$, $\tau_k = 1/(1 - \beta_k)$ steps. For a slowly varying "
+        r"gradient that keeps its sign, the normalized update $u = m / \sqrt{v}$ is a series in "
+        "the memory times; to second order it splits into a sign term, a magnitude-lag term with "
+        r"coefficient $\tau_2 - \tau_1$, a curvature term and a nonlinear-ratio term. The lag "
+        r"coefficient vanishes exactly when $\tau_1 = \tau_2$ (tied betas).",
         [
             ("First moment (slow manifold, to third order)", "m = " + show(d["m"])),
             ("Second moment (slow manifold, to third order)", "v = " + show(d["v"])),
             (
-                "Normalized update, r = g'/g, k = g''/g",
+                "Normalized update, $r = g'/g$, $k = g''/g$",
                 r"\frac{m}{\sqrt v} = \operatorname{sign}(g)\Big["
                 + latex(d["series"])
                 + r"\Big] + O(\tau^3)",
@@ -154,31 +154,35 @@ def build() -> str:
             ("Curvature term", latex(d["curvature"])),
             ("Nonlinear-ratio term", latex(d["nonlinear"])),
             (
-                "Tied betas, tau1 = tau2 = tau",
+                r"Tied betas, $\tau_1 = \tau_2 = \tau$",
                 r"\frac{m}{\sqrt v} = \operatorname{sign}(g)\Big["
                 + latex(sp.simplify(d["series"].subs(d["tau2"], d["tau1"])))
                 + r"\Big] + O(\tau^3)",
             ),
         ],
         [
-            "g smooth and of one sign over the memory window (no transition); shown for g > 0, "
-            "the general case multiplies by sign(g), so the lag term reads (tau2 - tau1) g'/|g|.",
-            "Transients of the initial moments have decayed (times >> tau1, tau2).",
-            "eps of torch.optim.Adam is neglected (it sits outside the root).",
+            "$g$ smooth and of one sign over the memory window (no transition); shown for "
+            r"$g > 0$, the general case multiplies by $\operatorname{sign}(g)$, so the lag term "
+            r"reads $(\tau_2 - \tau_1)\, g'/|g|$.",
+            r"Transients of the initial moments have decayed (times $\gg \tau_1, \tau_2$).",
+            r"$\epsilon$ (`eps`) of `torch.optim.Adam` is neglected (it sits outside the root).",
         ],
         [
-            "The slow solution of tau m' = s - m is the fixed point of m -> s - tau m'; iterating "
-            "three times and keeping orders up to tau^3 gives m (s = g) and v (s = g^2).",
-            "Scale tau_k -> eps tau_k and expand m / sqrt(v) to eps^2.",
-            "Substitute g' = r g, g'' = k g and collect: order 0 is sign, order 1 the lag, order "
-            "2 splits into the k term (curvature) and the r^2 term (nonlinear ratio).",
+            r"The slow solution of $\tau \dot m = s - m$ is the fixed point of "
+            r"$m \mapsto s - \tau \dot m$; iterating three times and keeping orders up to "
+            r"$\tau^3$ gives $m$ ($s = g$) and $v$ ($s = g^2$).",
+            r"Scale $\tau_k \to \varepsilon \tau_k$ and expand $m / \sqrt{v}$ to "
+            r"$\varepsilon^2$.",
+            "Substitute $g' = r g$, $g'' = k g$ and collect: order 0 is sign, order 1 the lag, "
+            "order 2 splits into the $k$ term (curvature) and the $r^2$ term (nonlinear ratio).",
         ],
         [
             "`verify()` checks each term's closed form, that the lag vanishes identically at "
-            "tau1 = tau2, that the terms sum to the series and that the truncated m, v solve the "
-            "moment ODEs to their order.",
-            "tests/test_symbolic_adam.py integrates the moment ODEs with solve_ivp (rtol 1e-12) on a "
-            "smooth signal and fits the log-log slope of the truncation error against tau: about 2 "
-            "after the first-order truncation and about 3 after the second-order one.",
+            r"$\tau_1 = \tau_2$, that the terms sum to the series and that the truncated $m$, $v$ "
+            "solve the moment ODEs to their order.",
+            "tests/test_symbolic_adam.py integrates the moment ODEs with `solve_ivp` (rtol 1e-12) "
+            "on a smooth signal and fits the log-log slope of the truncation error against "
+            r"$\tau$: about 2 after the first-order truncation and about 3 after the second-order "
+            "one.",
         ],
     )

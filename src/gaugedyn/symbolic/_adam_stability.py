@@ -124,7 +124,7 @@ def _equations(d: dict, ratio) -> list[tuple[str, str]]:
     """The document's ``(title, LaTeX)`` results from `derive()`'s expressions."""
     return [
         (
-            "Oscillating state (period 2, fixed point of S F)",
+            "Oscillating state (period 2, fixed point of $S F$)",
             r"A = "
             + latex(d["A_star"])
             + r",\quad M = "
@@ -132,32 +132,32 @@ def _equations(d: dict, ratio) -> list[tuple[str, str]]:
             + r",\quad V = G^2,\quad G = A^{n-1}",
         ),
         (
-            "Amplitude through the eps share r",
+            r"Amplitude through the $\epsilon$ share $r$",
             r"A = \frac{\eta\, a\, (1 - r)}{2 (2 - a)},\quad "
             r"r = \frac{\epsilon}{G + \epsilon}",
         ),
-        ("Characteristic polynomial of S J", r"P(\lambda) = " + latex(d["P"])),
+        ("Characteristic polynomial of $S J$", r"P(\lambda) = " + latex(d["P"])),
         (
             "Real crossings",
             r"P(1) = 2 c (2 - a)\,(1 - (n - 1) r),\qquad "
             r"P(-1) = -2 (n - 1)(4 - 2a - 2c + a c r)",
         ),
         (
-            "Frozen second moment (c = 0)",
+            "Frozen second moment ($c = 0$)",
             r"P = (\lambda - 1)\big(\lambda^2 - (2 - a)(2n - 3)\lambda + 1 - a\big)",
         ),
         (
-            "Quadratic (n = 2), small c: leading pair 1 + delta +- i omega",
+            r"Quadratic ($n = 2$), small $c$: leading pair $1 + \delta \pm i \omega$",
             r"\omega^2 = " + latex(d["omega2"]) + r",\quad \delta = " + latex(d["delta"]),
         ),
         (
-            "Quadratic, eps -> 0: spiral ratio",
+            r"Quadratic, $\epsilon \to 0$: spiral ratio",
             r"\frac{\delta}{\omega} \simeq "
             + latex(ratio)
             + r"\,\frac{1 - 2a + a^2/4}{\sqrt{1 - a/2}}",
         ),
         (
-            "Theory curve drawn on the spike maps (growth by e per slow turn, r = 0)",
+            "Theory curve drawn on the spike maps (growth by $e$ per slow turn, $r = 0$)",
             r"2\pi\,\frac{\delta}{\omega} = 1 \;\Rightarrow\; 1 - \beta_2 \simeq "
             r"\frac{(1 - \beta_1)^3}{4\pi^2}",
         ),
@@ -172,43 +172,47 @@ def build() -> str:
     ratio = sp.sqrt(c / a**3)
     return document(
         "Adam on |x|^n / n: the period-2 oscillating state and its Floquet multipliers",
-        "Adam on the 1-D loss L = |x|^n / n does not settle at the minimum for eps -> 0: the "
-        "normalised step keeps the iterate oscillating at the scale of the step size. Its "
-        "oscillating state is a period-2 orbit x = +A, -A with v = g(A)^2; linearising the exact "
-        "map about it gives a cubic for the eigenvalues lambda of S J (the multipliers over two "
-        "steps are lambda^2). The cubic depends on a = 1 - beta1, c = 1 - beta2, n and the eps "
-        "share r = eps / (sqrt(V) + eps) only; the step size sets the amplitude. The stability "
-        "boundary is where the largest |lambda| crosses 1 (Schur-Cohn); on the quadratic at small "
-        "c the leading pair is 1 + delta +- i omega, whose spiral ratio delta / omega depends on "
-        "c / a^3 alone when r = 0: the level curves of the instability are cubic in the "
-        "(1 - beta1, 1 - beta2) plane.",
+        r"Adam on the 1-D loss $L = |x|^n / n$ does not settle at the minimum for "
+        r"$\epsilon \to 0$: the normalised step keeps the iterate oscillating at the scale of the "
+        "step size. Its oscillating state is a period-2 orbit $x = +A, -A$ with $v = g(A)^2$; "
+        r"linearising the exact map about it gives a cubic for the eigenvalues $\lambda$ of "
+        r"$S J$ (the multipliers over two steps are $\lambda^2$). The cubic depends on "
+        r"$a = 1 - \beta_1$, $c = 1 - \beta_2$, $n$ and the $\epsilon$ share "
+        r"$r = \epsilon / (\sqrt{V} + \epsilon)$ only; the step size sets the amplitude. The "
+        r"stability boundary is where the largest $|\lambda|$ crosses 1 (Schur-Cohn); on the "
+        r"quadratic at small $c$ the leading pair is $1 + \delta \pm i \omega$, whose spiral "
+        r"ratio $\delta / \omega$ depends on $c / a^3$ alone when $r = 0$: the level curves of "
+        r"the instability are cubic in the $(1 - \beta_1, 1 - \beta_2)$ plane.",
         _equations(d, ratio),
         [
-            "Late times: the bias corrections 1/(1 - beta^t) have decayed to 1.",
-            "The oscillation is symmetric (period 2, x alternating +A, -A); asymmetric orbits are "
-            "not linearised here.",
-            "The stability boundary is the Schur-Cohn condition on the cubic: P(1) > 0, P(-1) < 0, "
-            "|p0| < 1 and 1 - p0^2 > |p0 p2 - p1|.",
-            "Multipliers of the two-step map are lambda^2; |lambda| < 1 is stability.",
+            r"Late times: the bias corrections $1/(1 - \beta^t)$ have decayed to 1.",
+            "The oscillation is symmetric (period 2, $x$ alternating $+A, -A$); asymmetric orbits "
+            "are not linearised here.",
+            "The stability boundary is the Schur-Cohn condition on the cubic: $P(1) > 0$, "
+            "$P(-1) < 0$, $|p_0| < 1$ and $1 - p_0^2 > |p_0 p_2 - p_1|$.",
+            r"Multipliers of the two-step map are $\lambda^2$; $|\lambda| < 1$ is stability.",
         ],
         [
-            "Write the map F on (x, m, v); with g odd, F(S z) = S F(z), so the period-2 orbit is "
-            "a fixed point of S F and the two-step Jacobian is (S J)^2.",
-            "Solve the m-component of S F(z) = z for M, then the x-component for A (sympy solve).",
-            "Differentiate S F with g'(A) = h = (n - 1) G / A; eliminate eta by the amplitude "
-            "condition and eps by its share r; the determinant det(lambda - S J) is the cubic.",
-            "Evaluate P at +1 and -1, and at c = 0 (factorises); for n = 2 set c = gamma s^2, "
-            "lambda = 1 + s mu1 + s^2 mu2 and solve order by order in s for mu1^2 = -omega^2 and "
-            "mu2 = delta.",
-            "At r = 0 and small c the leading pair grows when delta > 0, i.e. 4 - 8a + a^2 > 0, "
-            "a < 4 - 2 sqrt(3) = 0.536 (beta1 > 0.464); numerically the multipliers exceed 1 "
-            "over the whole scanned plane 1 - beta1 <= 0.63 (tests), and its growth per slow turn "
-            "2 pi delta / omega is a function of c / a^3; a share r of eps near 1 turns delta "
-            "negative and creates a stable region whose edge the Schur-Cohn test locates.",
+            "Write the map $F$ on $(x, m, v)$; with $g$ odd, $F(S z) = S F(z)$, so the period-2 "
+            "orbit is a fixed point of $S F$ and the two-step Jacobian is $(S J)^2$.",
+            "Solve the $m$-component of $S F(z) = z$ for $M$, then the $x$-component for $A$ "
+            "(sympy solve).",
+            "Differentiate $S F$ with $g'(A) = h = (n - 1) G / A$; eliminate $\\eta$ by the "
+            r"amplitude condition and $\epsilon$ by its share $r$; the determinant "
+            r"$\det(\lambda - S J)$ is the cubic.",
+            "Evaluate $P$ at $+1$ and $-1$, and at $c = 0$ (factorises); for $n = 2$ set "
+            r"$c = \gamma s^2$, $\lambda = 1 + s \mu_1 + s^2 \mu_2$ and solve order by order in $s$ "
+            r"for $\mu_1^2 = -\omega^2$ and $\mu_2 = \delta$.",
+            r"At $r = 0$ and small $c$ the leading pair grows when $\delta > 0$, i.e. "
+            r"$4 - 8a + a^2 > 0$, $a < 4 - 2 \sqrt{3} = 0.536$ ($\beta_1 > 0.464$); numerically the "
+            r"multipliers exceed 1 over the whole scanned plane $1 - \beta_1 \leq 0.63$ (tests), "
+            r"and its growth per slow turn $2 \pi \delta / \omega$ is a function of $c / a^3$; a "
+            r"share $r$ of $\epsilon$ near 1 turns $\delta$ negative and creates a stable region "
+            "whose edge the Schur-Cohn test locates.",
         ],
         [
             "`verify()` re-derives the orbit and the cubic and checks every closed form above, "
-            "and that gaugedyn.adam.cubic_coefficients (the numpy form used by the experiments) "
+            "and that `gaugedyn.adam.cubic_coefficients` (the numpy form used by the experiments) "
             "equals the sympy coefficients identically.",
             "tests/test_adam_stability.py checks the multipliers against a finite-difference "
             "Jacobian of the exact numpy map and against the growth rate of a perturbation of "

@@ -282,17 +282,17 @@ _CHECKS = """\
 ## How it is verified
 
 - `verify()` derives the ODE from one step of the weights with sympy (the expectation of the
-  per-sample increments, label noises integrated out) and checks, for K = 2 and one neuron per
-  teacher: at gamma = 0 it is the classical online ODE of the main teacher (both readings); the
-  one-output ODE is the classical ODE of the mixed teacher; its drift equals the weight-space
-  population gradient flow of eps_m + gamma eps_a differentiated by sympy at exact rational
-  weights (erf and ReLU, 30 digits).
+  per-sample increments, label noises integrated out) and checks, for $K = 2$ and one neuron per
+  teacher: at $\\gamma = 0$ it is the classical online ODE of the main teacher (both
+  readings); the one-output ODE is the classical ODE of the mixed teacher; its drift equals the
+  weight-space population gradient flow of $\\epsilon_m + \\gamma \\epsilon_a$ differentiated
+  by sympy at exact rational weights (erf and ReLU, 30 digits).
 - `verify()` checks the ReLU three-field integrals by Price's theorem: their derivatives in the
   three covariances against expectations derived apart, and their value for independent fields,
   at exact rational covariances (30 digits).
 - `verify()` checks at exact rational parameters that the linear solution solves the ODE, that
-  the leading-order form agrees with it to first order in eta at fixed eta t, that the diffusion
-  part's derivative is half the noise term, and the FDT coefficient of the linear model.
+  the leading-order form agrees with it to first order in $\\eta$ at fixed $\\eta t$, that the
+  diffusion part's derivative is half the noise term, and the FDT coefficient of the linear model.
 - tests/test_auxiliary.py: the compiled ODE against the numpy drift of `gaugedyn.theory.gradients`
   and the quadrature rule; the ReLU integrals and the noise term against Monte Carlo; weight-space
   SGD and the chain against a numpy replay on the same samples; the FDT along the ODE and the

@@ -750,16 +750,18 @@ def _verify_linear() -> None:
 
 
 FDT_ASSUMPTIONS = (
-    "the joint population loss L_J = eps_m + gamma eps_a has a strict minimum theta* (no flat "
-    "direction: the bulk Hessian 2 G_J of the first layer is positive definite there); with a "
-    "positively homogeneous g (ReLU, linear) and both layers trained, the rescaling gauge is a "
-    "flat direction that SGD noise drives (d(a^2 + c^2 - Q)/dt = -eta^2 N), so the relation "
-    "needs a fixed head (r_2 = 0) or weight decay",
-    "online SGD reaches the stationary state of the ODE (one basin; small eta); D -> infinity "
-    "first, then eta -> 0",
-    "the fluctuations of the first layer in the D - P bulk directions are isotropic per "
-    "coordinate; those in the P teacher and student directions are O(eta / D) and their mean "
-    "shift O(eta), which moves L_J at second order only (grad L_J = 0 at theta*)",
+    r"the joint population loss $L_J = \epsilon_m + \gamma \epsilon_a$ has a strict minimum "
+    r"$\theta^*$ (no flat direction: the bulk Hessian $2 G_J$ of the first layer is positive "
+    "definite there); with a positively homogeneous $g$ (ReLU, linear) and both layers trained, "
+    "the rescaling gauge is a flat direction that SGD noise drives "
+    r"($d(a^2 + c^2 - Q)/dt = -\eta^2 N$), so the relation needs a fixed head ($r_2 = 0$) or "
+    "weight decay",
+    r"online SGD reaches the stationary state of the ODE (one basin; small $\eta$); "
+    r"$D \to \infty$ first, then $\eta \to 0$",
+    "the fluctuations of the first layer in the $D - P$ bulk directions are isotropic per "
+    r"coordinate; those in the $P$ teacher and student directions are $O(\eta / D)$ and their "
+    r"mean shift $O(\eta)$, which moves $L_J$ at second order only "
+    r"($\nabla L_J = 0$ at $\theta^*$)",
 )
 
 

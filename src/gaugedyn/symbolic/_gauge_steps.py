@@ -121,13 +121,14 @@ def verify() -> None:
 def build() -> str:
     return document(
         "Gauge invariants under discrete optimizer steps",
-        "A positively homogeneous unit (input weights and bias w, output weights a) has the "
-        "rescaling symmetry (w, a) -> (c w, a / c); an attention head has W_Q -> A W_Q, "
-        "W_K -> A^-T W_K and W_V -> A W_V, W_O -> W_O A^-1. Gradient flow conserves "
-        "delta = |a|^2 - |w|^2 and the matrices W_Q W_Q^T - W_K W_K^T, W_V W_V^T - W_O^T W_O. "
+        "A positively homogeneous unit (input weights and bias $w$, output weights $a$) has the "
+        r"rescaling symmetry $(w, a) \to (c\, w, a / c)$; an attention head has "
+        r"$W_Q \to A W_Q$, $W_K \to A^{-\top} W_K$ and $W_V \to A W_V$, $W_O \to W_O A^{-1}$. "
+        r"Gradient flow conserves $\delta = \lVert a \rVert^2 - \lVert w \rVert^2$ and the "
+        r"matrices $W_Q W_Q^\top - W_K W_K^\top$, $W_V W_V^\top - W_O^\top W_O$. "
         "These are the exact per-step changes under full-batch GD and under torch's SGD with "
         "momentum, dampening and weight decay (the discrete form of Kunin et al.'s neural "
-        "mechanics), which gaugedyn.gauge.GaugeRecorder predicts.",
+        "mechanics), which `gaugedyn.gauge.GaugeRecorder` predicts.",
         [
             (
                 "Symmetry identity of the gradient",
@@ -135,12 +136,12 @@ def build() -> str:
                 r"W_Q G_Q^\top = G_K W_K^\top,\qquad W_V G_V^\top = G_O^\top W_O",
             ),
             (
-                "Full-batch GD, step eta",
+                r"Full-batch GD, step $\eta$",
                 r"\Delta\delta = \eta^2\,(|g_a|^2 - |g_w|^2),\qquad "
                 r"\Delta(W_Q W_Q^\top - W_K W_K^\top) = \eta^2\,(G_Q G_Q^\top - G_K G_K^\top)",
             ),
             (
-                "SGD: momentum mu, dampening tau, weight decay lambda",
+                r"SGD: momentum $\mu$, dampening $\tau$, weight decay $\lambda$",
                 r"b_t = \mu b_{t-1} + (1-\tau)(g_t + \lambda P_t),\quad "
                 r"\Delta\delta_t = -2\eta\,c_t + \eta^2 k_t",
             ),
@@ -152,23 +153,25 @@ def build() -> str:
             ),
         ],
         [
-            "The loss depends on a unit through a w^T and on a head through W_Q^T W_K or "
-            "W_O W_V (positive homogeneity with a fixed activation pattern; the rows of W_Q, "
-            "W_K, W_V are the head's dimensions, torch's W x convention).",
+            r"The loss depends on a unit through $a w^\top$ and on a head through "
+            r"$W_Q^\top W_K$ or $W_O W_V$ (positive homogeneity with a fixed activation pattern; "
+            r"the rows of $W_Q$, $W_K$, $W_V$ are the head's dimensions, torch's $W x$ "
+            "convention).",
             "Gradients are evaluated at the current point; only their value there enters, so "
             "the loss is taken linear in the product with an arbitrary coefficient matrix.",
-            f"Shown for D = {D} inputs, two outputs and {D} x {D} heads; the algebra is the same "
-            "in every dimension. The first momentum step (b_1 = g_1 + lambda P_1) is the "
-            "recursion with mu = 0 and tau = 0 for that step.",
+            rf"Shown for $D = {D}$ inputs, two outputs and ${D} \times {D}$ heads; the algebra is "
+            r"the same in every dimension. The first momentum step ($b_1 = g_1 + \lambda P_1$) "
+            r"is the recursion with $\mu = 0$ and $\tau = 0$ for that step.",
         ],
         [
-            "sympy forms L = sum_kl C_kl (a w^T)_kl (and the attention analogues), its "
-            "gradients, and the symmetry identities, which hold for every C.",
-            "One step P -> P - eta D expands to -2 eta sym(P D^T)/2 + eta^2 D D^T in the "
-            "invariant; with D = g the linear term vanishes by the identity.",
-            "With momentum, P_t = P_{t-1} - eta b_{t-1} turns P_t.b_{t-1} into "
-            "c_{t-1} - eta k_{t-1}; the new gradient's term vanishes by the identity and the "
-            "weight decay term is lambda delta_t.",
+            r"sympy forms $L = \sum_{kl} C_{kl} (a w^\top)_{kl}$ (and the attention analogues), "
+            "its gradients, and the symmetry identities, which hold for every $C$.",
+            r"One step $P \to P - \eta D$ expands to "
+            r"$-2 \eta\, \mathrm{sym}(P D^\top)/2 + \eta^2 D D^\top$ in the "
+            r"invariant; with $D = g$ the linear term vanishes by the identity.",
+            r"With momentum, $P_t = P_{t-1} - \eta b_{t-1}$ turns $P_t \cdot b_{t-1}$ into "
+            r"$c_{t-1} - \eta k_{t-1}$; the new gradient's term vanishes by the identity and the "
+            r"weight decay term is $\lambda \delta_t$.",
         ],
         [
             "`verify()` proves each identity with sympy (differences simplify to zero).",

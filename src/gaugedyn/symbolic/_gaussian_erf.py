@@ -142,43 +142,56 @@ def build() -> str:
     E = r"\mathbb{E}"
     return document(
         "Gaussian expectations of erf features",
-        "The Saad-Solla / Goldt et al. integrals for g(z) = erf(z / sqrt 2), written as plain "
-        "expectations over x ~ N(0, C) (no factor 1/2 folded in). I2, J2 and I3 are derived; I4 "
-        "is a lemma whose defining differential equation sympy checks.",
+        r"The Saad-Solla / Goldt et al. integrals for $g(z) = \operatorname{erf}(z / \sqrt 2)$, "
+        r"written as plain expectations over $x \sim \mathcal{N}(0, C)$ (no factor $1/2$ folded "
+        "in). $I_2$, $J_2$ and $I_3$ are derived; $I_4$ is a lemma whose defining differential "
+        "equation sympy checks.",
         [
-            ("J2", E + r"[g'(x_1)g'(x_2)] = " + latex(d["j2"])),
-            ("I2 = pair kernel F(q1, q2, c)", E + r"[g(x_1)g(x_2)] = " + latex(d["i2"])),
+            ("$J_2$", E + r"[g'(x_1)g'(x_2)] = " + latex(d["j2"])),
             (
-                "Partial derivatives of I2",
+                "$I_2$ = pair kernel $F(q_1, q_2, c)$",
+                E + r"[g(x_1)g(x_2)] = " + latex(d["i2"]),
+            ),
+            (
+                "Partial derivatives of $I_2$",
                 pair_partials(d["i2_grad"]),
             ),
             ("Self kernel", E + r"[g(x)^2] = " + latex(d["self"]) + r",\quad x\sim N(0,q)"),
-            ("I3 (3x3 covariance C)", E + r"[g'(x_1)\,x_2\,g(x_3)] = " + latex(d["i3"])),
             (
-                "I4 (lemma, 4x4 covariance C)",
+                r"$I_3$ ($3 \times 3$ covariance $C$)",
+                E + r"[g'(x_1)\,x_2\,g(x_3)] = " + latex(d["i3"]),
+            ),
+            (
+                r"$I_4$ (lemma, $4 \times 4$ covariance $C$)",
                 E + r"[g'(x_1)g'(x_2)g(x_3)g(x_4)] = " + latex(d["i4"]),
             ),
         ],
         [
-            "g(z) = erf(z / sqrt 2), so g'(z) = sqrt(2/pi) exp(-z^2/2) and g is odd.",
-            "x ~ N(0, C) with C symmetric positive definite; I3 uses C indexed 1..3, I4 1..4.",
+            r"$g(z) = \operatorname{erf}(z / \sqrt 2)$, so "
+            r"$g'(z) = \sqrt{2/\pi}\, e^{-z^2/2}$ and $g$ is odd.",
+            r"$x \sim \mathcal{N}(0, C)$ with $C$ symmetric positive definite; $I_3$ uses $C$ "
+            r"indexed $1..3$, $I_4$ $1..4$.",
         ],
         [
-            "J2: E[exp(-(x1^2 + x2^2)/2)] = det(I + C)^(-1/2) (Gaussian integral of an exponential "
-            "of a quadratic form), times (2/pi) from g'.",
-            "I2: by Price's theorem dI2/dC12 = J2; I2 = 0 at C12 = 0 because g is odd and x1, x2 "
-            "are then independent; sympy integrates (2/pi)(A - t^2)^(-1/2) from 0 to c.",
-            "I3: Stein's lemma, E[x2 h(x1, x3)] = C12 E[d1 h] + C23 E[d3 h], and Price's theorem for "
-            "the diagonal, E[g''(x1) g(x3)] = 2 dI2/dC11.",
-            "I4: lemma (Saad & Solla 1995). Price's theorem gives dI4/dC34 = E[g'(x1)g'(x2)g'(x3)"
-            "g'(x4)] = (2/pi)^2 det(I + C)^(-1/2); with I4 = 0 when (x3, x4) is independent of "
-            "(x1, x2) this fixes I4 along each line in C34 from a point where it is known.",
+            r"$J_2$: $\mathbb{E}[\exp(-(x_1^2 + x_2^2)/2)] = \det(I + C)^{-1/2}$ (Gaussian "
+            r"integral of an exponential of a quadratic form), times $2/\pi$ from $g'$.",
+            r"$I_2$: by Price's theorem $\partial I_2 / \partial C_{12} = J_2$; $I_2 = 0$ at "
+            r"$C_{12} = 0$ because $g$ is odd and $x_1$, $x_2$ are then independent; sympy "
+            r"integrates $(2/\pi)(A - t^2)^{-1/2}$ from $0$ to $c$.",
+            r"$I_3$: Stein's lemma, $\mathbb{E}[x_2 h(x_1, x_3)] = C_{12} \mathbb{E}[\partial_1 h] "
+            r"+ C_{23} \mathbb{E}[\partial_3 h]$, and Price's theorem for the diagonal, "
+            r"$\mathbb{E}[g''(x_1) g(x_3)] = 2\, \partial I_2 / \partial C_{11}$.",
+            r"$I_4$: lemma (Saad & Solla 1995). Price's theorem gives "
+            r"$\partial I_4 / \partial C_{34} = \mathbb{E}[g'(x_1)g'(x_2)g'(x_3)g'(x_4)] "
+            r"= (2/\pi)^2 \det(I + C)^{-1/2}$; with $I_4 = 0$ when $(x_3, x_4)$ is independent of "
+            r"$(x_1, x_2)$ this fixes $I_4$ along each line in $C_{34}$ from a point where it is "
+            "known.",
         ],
         [
-            "`verify()` checks I2, J2, I3 and the self kernel against the forms of Goldt et al. "
-            "with sympy, and I4's Price equation at 4 exact rational covariances to 30 digits, "
-            "plus its boundary value.",
-            "tests/test_expectations_mc.py checks I2, I3, I4, J2 against Monte Carlo on >= 20 random "
-            "covariances within 4 standard errors.",
+            "`verify()` checks $I_2$, $J_2$, $I_3$ and the self kernel against the forms of Goldt "
+            "et al. with sympy, and $I_4$'s Price equation at 4 exact rational covariances to 30 "
+            "digits, plus its boundary value.",
+            "tests/test_expectations_mc.py checks $I_2$, $I_3$, $I_4$, $J_2$ against Monte Carlo on "
+            r"$\geq 20$ random covariances within 4 standard errors.",
         ],
     )

@@ -41,15 +41,20 @@ def build() -> str:
     d = derive()
     return document(
         "Gaussian expectations of linear features",
-        "The linear activation g(z) = z, the classical reference: the pair kernel is the covariance.",
+        "The linear activation $g(z) = z$, the classical reference: the pair kernel is the "
+        "covariance.",
         [
             ("Pair kernel", r"\mathbb{E}[x_1 x_2] = " + latex(d["pair"])),
             ("Self kernel", r"\mathbb{E}[x^2] = " + latex(d["self"])),
             ("Derivative kernel", r"\mathbb{E}[g'(x_1)g'(x_2)] = " + latex(d["dkernel"])),
         ],
-        ["(x1, x2) ~ N(0, [[q1, c], [c, q2]]), x ~ N(0, q)."],
         [
-            "Moment-generating function M(t) = exp(t^T C t / 2); E[x1 x2] = d^2 M / dt1 dt2 at t = 0.",
+            r"$(x_1, x_2)$ centred Gaussian with $\mathbb{E}[x_1^2] = q_1$, "
+            r"$\mathbb{E}[x_2^2] = q_2$, $\mathbb{E}[x_1 x_2] = c$; $x \sim \mathcal{N}(0, q)$."
+        ],
+        [
+            r"Moment-generating function $M(t) = \exp(t^\top C t / 2)$; "
+            r"$\mathbb{E}[x_1 x_2] = \partial^2 M / \partial t_1 \partial t_2$ at $t = 0$.",
         ],
         [
             "`verify()` checks the derived moments with sympy; the Monte Carlo tests check the pair "

@@ -176,11 +176,12 @@ def build() -> str:
                 + latex(d["kappa_theta"]),
             ),
             (
-                r"Pair kernel F(q1, q2, c), (x1, x2) ~ N(0, [[q1, c], [c, q2]])",
+                r"Pair kernel $F(q_1, q_2, c)$, $(x_1, x_2)$ centred Gaussian with variances "
+                "$q_1$, $q_2$ and covariance $c$",
                 r"F = " + latex(d["pair"]),
             ),
             (
-                "Its first partial derivatives (finite at c^2 = q1 q2)",
+                "Its first partial derivatives (finite at $c^2 = q_1 q_2$)",
                 pair_partials(d["pair_grad"]),
             ),
             (
@@ -197,13 +198,13 @@ def build() -> str:
                 + r"\,v,\quad q_1 = |u|^2,\ q_2 = |v|^2,\ c = u\cdot v",
             ),
             (
-                "Cross moment, lambda_i = w_i . x",
+                r"Cross moment, $\lambda_i = w_i \cdot x$",
                 E
                 + r"[\mathrm{relu}'(\lambda_i)\lambda_k\mathrm{relu}(\lambda_j)] = "
                 + latex(cross),
             ),
             (
-                "One-dimensional moments, x ~ N(0, q) along u",
+                r"One-dimensional moments, $x \sim \mathcal{N}(0, q)$ along $u$",
                 E
                 + r"[\mathrm{relu}(u\cdot x)] = "
                 + latex(d["mean"])
@@ -225,30 +226,38 @@ def _build_notes() -> tuple[list[str], list[str], list[str]]:
     """Assumptions, derivation steps and checks of the ReLU document."""
     return (
         [
-            "x ~ N(0, I_D); u, v nonzero; theta in [0, pi] the angle between u and v.",
-            "Only the projection of x onto span{u, v} enters; it is a standard Gaussian in the plane.",
-            "ReLU is positively homogeneous, so |u| and |v| factor out of every expectation.",
+            r"$x \sim \mathcal{N}(0, I_D)$; $u$, $v$ nonzero; $\theta \in [0, \pi]$ the angle "
+            "between $u$ and $v$.",
+            r"Only the projection of $x$ onto $\operatorname{span}\{u, v\}$ enters; it is a "
+            "standard Gaussian in the plane.",
+            r"ReLU is positively homogeneous, so $\lVert u \rVert$ and $\lVert v \rVert$ factor "
+            "out of every expectation.",
         ],
         [
-            "Polar coordinates in the plane: x = r (cos phi, sin phi), u along phi = 0, v at angle "
-            "theta; both ReLUs are active for phi in (theta - pi/2, pi/2).",
-            "Radial integral: int_0^oo r^3 e^{-r^2/2} dr / (2 pi) = 1/pi; angular integral of "
-            "cos(phi) cos(phi - theta) over the active arc; their product is kappa(theta).",
-            "The derivative kernel is the measure of the active arc, (pi - theta)/(2 pi).",
-            "Substituting cos(theta) = c / sqrt(q1 q2) gives F(q1, q2, c); sympy simplifies the "
-            "partial derivatives to forms without 1/sqrt(q1 q2 - c^2) (the q and c derivatives of "
-            "the sqrt and arccos terms cancel).",
-            "Tian's gradient is grad_u F(|u|^2, |v|^2, u.v) = 2 F_{q1} u + F_c v.",
-            "The cross moment follows by linearity: lambda_k = w_k . x, so it is w_k . Tian(w_i, w_j).",
-            "One-dimensional moments: direct integrals of z relu(z), z^2 against N(0, q); "
-            "E[relu(u.x) x] by projecting onto u (the orthogonal part is independent, mean zero).",
+            r"Polar coordinates in the plane: $x = r (\cos\phi, \sin\phi)$, $u$ along $\phi = 0$, "
+            r"$v$ at angle $\theta$; both ReLUs are active for "
+            r"$\phi \in (\theta - \pi/2, \pi/2)$.",
+            r"Radial integral: $\int_0^\infty r^3 e^{-r^2/2}\, dr / (2 \pi) = 1/\pi$; angular "
+            r"integral of $\cos\phi \cos(\phi - \theta)$ over the active arc; their product is "
+            r"$\kappa(\theta)$.",
+            r"The derivative kernel is the measure of the active arc, $(\pi - \theta)/(2 \pi)$.",
+            r"Substituting $\cos\theta = c / \sqrt{q_1 q_2}$ gives $F(q_1, q_2, c)$; sympy "
+            r"simplifies the partial derivatives to forms without $1/\sqrt{q_1 q_2 - c^2}$ (the "
+            r"$q$ and $c$ derivatives of the $\sqrt{\cdot}$ and $\arccos$ terms cancel).",
+            r"Tian's gradient is $\nabla_u F(\lVert u \rVert^2, \lVert v \rVert^2, u \cdot v) "
+            r"= 2 F_{q_1} u + F_c v$.",
+            r"The cross moment follows by linearity: $\lambda_k = w_k \cdot x$, so it is "
+            r"$w_k \cdot \mathrm{Tian}(w_i, w_j)$.",
+            r"One-dimensional moments: direct integrals of $z\, \mathrm{relu}(z)$, $z^2$ against "
+            r"$\mathcal{N}(0, q)$; $\mathbb{E}[\mathrm{relu}(u \cdot x)\, x]$ by projecting onto "
+            "$u$ (the orthogonal part is independent, mean zero).",
         ],
         [
             "`verify()` checks each derived form against the form stated in derivations/theory.md "
-            "section 1 with "
-            "sympy (difference simplifies to zero), plus kappa(1) = 1/2 and F(q, q, q) = q/2.",
-            "tests/test_expectations_mc.py checks every closed form against Monte Carlo on >= 20 "
-            "random configurations (nearly aligned, orthogonal, nearly opposite, unequal norms), "
-            "within 4 standard errors.",
+            "section 1 with sympy (difference simplifies to zero), plus $\\kappa(1) = 1/2$ and "
+            "$F(q, q, q) = q/2$.",
+            r"tests/test_expectations_mc.py checks every closed form against Monte Carlo on "
+            r"$\geq 20$ random configurations (nearly aligned, orthogonal, nearly opposite, "
+            "unequal norms), within 4 standard errors.",
         ],
     )

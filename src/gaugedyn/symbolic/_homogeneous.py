@@ -87,14 +87,17 @@ def build() -> str:
     d = derive()
     return document(
         "Homogeneous two-layer gradient flow and the conservation of delta",
-        "For a positively homogeneous activation (ReLU, linear) the rescaling (a_i, w_i) -> "
-        "(a_i / c, c w_i) leaves the network unchanged. Gradient flow conserves each "
-        "delta_i = a_i^2 - |w_i|^2 (Du, Hu & Lee 2018); one gradient-descent step changes it by "
-        "exactly eta^2 (g_a^2 - |g_w|^2).",
+        r"For a positively homogeneous activation (ReLU, linear) the rescaling $(a_i, w_i) \to "
+        r"(a_i / c, c\, w_i)$ leaves the network unchanged. Gradient flow conserves each "
+        r"$\delta_i = a_i^2 - \lVert w_i \rVert^2$ (Du, Hu & Lee 2018); one gradient-descent step "
+        r"changes it by exactly $\eta^2 (g_a^2 - \lVert g_w \rVert^2)$.",
         [
-            ("Euler's identity (from sigma(lambda z) = lambda sigma(z))", latex(d["euler"])),
             (
-                "Per-sample rate of delta under the flow, before Euler's identity",
+                r"Euler's identity (from $\sigma(\lambda z) = \lambda \sigma(z)$)",
+                latex(d["euler"]),
+            ),
+            (
+                r"Per-sample rate of $\delta$ under the flow, before Euler's identity",
                 r"\frac{d\delta}{dt}\Big|_{x} = " + latex(d["ddelta_dt"]),
             ),
             ("After Euler's identity", r"\frac{d\delta}{dt} = " + latex(d["flow_rate"])),
@@ -103,7 +106,7 @@ def build() -> str:
                 r"a\,\partial_a L - w\cdot\nabla_w L = 0",
             ),
             (
-                "One gradient-descent step, a' = a - eta g_a, w' = w - eta g_w (exact)",
+                r"One gradient-descent step, $a' = a - \eta g_a$, $w' = w - \eta g_w$ (exact)",
                 r"\delta' - \delta = "
                 + latex(d["first_order"])
                 + " + "
@@ -112,23 +115,26 @@ def build() -> str:
             ),
         ],
         [
-            "sigma positively homogeneous of degree 1; differentiable at z != 0 (the kink of ReLU "
-            "has measure zero under a Gaussian input).",
-            f"Shown for D = {D} input components; nothing depends on D.",
-            "Loss L = E[l(f(x), y)] for any per-sample loss l; e = dl/df at the sample.",
+            r"$\sigma$ positively homogeneous of degree 1; differentiable at $z \neq 0$ (the kink "
+            "of ReLU has measure zero under a Gaussian input).",
+            f"Shown for $D = {D}$ input components; nothing depends on $D$.",
+            r"Loss $L = \mathbb{E}[\ell(f(x), y)]$ for any per-sample loss $\ell$; "
+            r"$e = \partial \ell / \partial f$ at the sample.",
         ],
         [
-            "Differentiate sigma(lambda z) = lambda sigma(z) in lambda at lambda = 1: "
-            "z sigma'(z) = sigma(z).",
-            "The gradients are averages of e sigma(z) and e a sigma'(z) x; d delta/dt = "
-            "-2 a dL/da + 2 w . dL/dw is the average of 2 a e (z sigma'(z) - sigma(z)) = 0.",
-            "For GD, expand (a - eta g_a)^2 - |w - eta g_w|^2 - delta: the O(eta) term is "
-            "-2 eta (a g_a - w . g_w), zero by the balance identity, leaving eta^2 (g_a^2 - |g_w|^2).",
+            r"Differentiate $\sigma(\lambda z) = \lambda \sigma(z)$ in $\lambda$ at $\lambda = 1$: "
+            r"$z \sigma'(z) = \sigma(z)$.",
+            r"The gradients are averages of $e\, \sigma(z)$ and $e\, a\, \sigma'(z)\, x$; "
+            r"$d\delta/dt = -2 a\, \partial_a L + 2 w \cdot \nabla_w L$ is the average of "
+            r"$2 a e (z \sigma'(z) - \sigma(z)) = 0$.",
+            r"For GD, expand $(a - \eta g_a)^2 - \lVert w - \eta g_w \rVert^2 - \delta$: the "
+            r"$O(\eta)$ term is $-2 \eta (a g_a - w \cdot g_w)$, zero by the balance identity, "
+            r"leaving $\eta^2 (g_a^2 - \lVert g_w \rVert^2)$.",
         ],
         [
             "`verify()` checks with sympy that the flow rate simplifies to 0 after Euler's identity, "
-            "that the balance identity holds, and that the exact one-step change minus the O(eta) "
-            "term equals eta^2 (g_a^2 - |g_w|^2).",
+            r"that the balance identity holds, and that the exact one-step change minus the "
+            r"$O(\eta)$ term equals $\eta^2 (g_a^2 - \lVert g_w \rVert^2)$.",
             "tests/test_symbolic_flow.py checks the conservation law numerically on random states "
             "of the population flow, to 1e-10.",
         ],

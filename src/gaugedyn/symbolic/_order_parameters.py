@@ -312,12 +312,13 @@ def build() -> str:
     K2 = symbolic_flow("erf", 2, 1)
     return document(
         "Population gradient flow in order parameters (a, Q, R)",
-        "The population loss of a two-layer student (K neurons) learning a two-layer teacher "
-        "(M neurons) on Gaussian inputs depends on the weights only through a, Q = W W^T and "
-        "R = W V^T; its gradient flow closes in these K + K(K+1)/2 + KM numbers for every "
-        "activation with a pair kernel. `gaugedyn.symbolic.compile_order_parameter_flow(activation, "
-        "K, M)` builds the flow and its Jacobian (the flow is stiff when the gauge is strong) and "
-        "compiles both to numpy and torch with common-subexpression elimination.",
+        "The population loss of a two-layer student ($K$ neurons) learning a two-layer teacher "
+        "($M$ neurons) on Gaussian inputs depends on the weights only through $a$, "
+        r"$Q = W W^\top$ and $R = W V^\top$; its gradient flow closes in these "
+        r"$K + K(K+1)/2 + KM$ numbers for every activation with a pair kernel. "
+        "`gaugedyn.symbolic.compile_order_parameter_flow(activation, K, M)` builds the flow and "
+        "its Jacobian (the flow is stiff when the gauge is strong) and compiles both to numpy and "
+        "torch with common-subexpression elimination.",
         [
             (
                 "Loss",
@@ -330,35 +331,40 @@ def build() -> str:
                 r"\quad \dot R = -(2GR + HT),\quad G_{ii} = \partial_{Q_{ii}}L,\ "
                 r"G_{ij} = \tfrac12\partial_{Q_{ij}}L,\ H = \partial_R L",
             ),
-            ("ReLU, K = M = 1: da/dt", r"\dot a = " + latex(s["rhs"][0])),
-            ("ReLU, K = M = 1: dQ/dt", r"\dot Q = " + latex(s["rhs"][1])),
-            ("ReLU, K = M = 1: dR/dt", r"\dot R = " + latex(s["rhs"][2])),
-            ("erf, K = 2, M = 1: da_0/dt", r"\dot a_0 = " + latex(K2["rhs"][0])),
+            ("ReLU, $K = M = 1$: $da/dt$", r"\dot a = " + latex(s["rhs"][0])),
+            ("ReLU, $K = M = 1$: $dQ/dt$", r"\dot Q = " + latex(s["rhs"][1])),
+            ("ReLU, $K = M = 1$: $dR/dt$", r"\dot R = " + latex(s["rhs"][2])),
+            ("erf, $K = 2$, $M = 1$: $da_0/dt$", r"\dot a_0 = " + latex(K2["rhs"][0])),
         ],
         [
-            "Inputs x ~ N(0, I_D); F(q1, q2, c) the pair kernel and S(q) = F(q, q, q) the self "
-            "kernel of the activation (documents gaussian_relu, gaussian_erf, gaussian_linear).",
-            "Q_ij (i < j) is one variable; T and b are constants of the flow.",
-            "ReLU: the flow uses the simplified first partials of F, so the right-hand side stays "
-            "finite at aligned pairs (Q_ij^2 = Q_ii Q_jj, R_in^2 = Q_ii T_nn); the Jacobian contains "
-            "1/sqrt(Q_ii T_nn - R_in^2) and diverges there. The compiled callables do not clip: "
-            "states must satisfy |R_in| <= sqrt(Q_ii T_nn) in floating point.",
+            r"Inputs $x \sim \mathcal{N}(0, I_D)$; $F(q_1, q_2, c)$ the pair kernel and "
+            "$S(q) = F(q, q, q)$ the self kernel of the activation (documents gaussian_relu, "
+            "gaussian_erf, gaussian_linear).",
+            "$Q_{ij}$ ($i < j$) is one variable; $T$ and $b$ are constants of the flow.",
+            "ReLU: the flow uses the simplified first partials of $F$, so the right-hand side "
+            "stays finite at aligned pairs ($Q_{ij}^2 = Q_{ii} Q_{jj}$, "
+            "$R_{in}^2 = Q_{ii} T_{nn}$); the Jacobian contains "
+            r"$1/\sqrt{Q_{ii} T_{nn} - R_{in}^2}$ and diverges there. The compiled callables do "
+            r"not clip: states must satisfy $|R_{in}| \leq \sqrt{Q_{ii} T_{nn}}$ in floating "
+            "point.",
         ],
         [
-            "Write L(W) = L(Q(W), R(W)); by the chain rule dL/dw_i = 2 G_ii w_i + sum_{j != i} "
-            "2 G_ij w_j + sum_n H_in v_n, i.e. dL/dW = 2 G W + H V.",
-            "Then dQ/dt = dW/dt W^T + W dW/dt^T and dR/dt = dW/dt V^T are functions of (Q, R, T) only.",
-            "sympy differentiates the loss, written with abstract kernels F and S, for the requested "
-            "(K, M), assembles the flow and its Jacobian, inserts the simplified closed-form partials "
-            "of the kernels and lambdifies both (numpy, torch) with cse.",
+            r"Write $L(W) = L(Q(W), R(W))$; by the chain rule $\partial L / \partial w_i = "
+            r"2 G_{ii} w_i + \sum_{j \neq i} 2 G_{ij} w_j + \sum_n H_{in} v_n$, i.e. "
+            r"$\partial L / \partial W = 2 G W + H V$.",
+            r"Then $\dot Q = \dot W W^\top + W \dot W^\top$ and $\dot R = \dot W V^\top$ are "
+            "functions of $(Q, R, T)$ only.",
+            "sympy differentiates the loss, written with abstract kernels $F$ and $S$, for the "
+            "requested $(K, M)$, assembles the flow and its Jacobian, inserts the simplified "
+            "closed-form partials of the kernels and lambdifies both (numpy, torch) with cse.",
         ],
         [
-            "`verify()` substitutes Q = W W^T, R = W V^T into the reduced flow and compares it with "
-            "the weight-space flow differentiated by sympy at exact rational weights (linear: K = M = 2; "
-            "ReLU and erf: K = 2, M = 1; D = 3), to 25 digits.",
+            r"`verify()` substitutes $Q = W W^\top$, $R = W V^\top$ into the reduced flow and "
+            "compares it with the weight-space flow differentiated by sympy at exact rational "
+            "weights (linear: $K = M = 2$; ReLU and erf: $K = 2$, $M = 1$; $D = 3$), to 25 digits.",
             "tests/test_symbolic_flow.py compares the compiled flow (numpy and torch) with "
-            "torch.autograd of the population loss written directly in torch in weight space, to "
-            "1e-10 relative in float64, for ReLU, erf and linear, K and M up to 4, and the compiled "
-            "Jacobian with torch.autograd.functional.jacobian.",
+            "`torch.autograd` of the population loss written directly in torch in weight space, to "
+            "1e-10 relative in float64, for ReLU, erf and linear, $K$ and $M$ up to 4, and the "
+            "compiled Jacobian with `torch.autograd.functional.jacobian`.",
         ],
     )

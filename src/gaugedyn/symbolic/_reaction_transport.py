@@ -129,14 +129,15 @@ def build() -> str:
     G_rho = s["G_rho"]
     return document(
         "Reaction-transport coordinates, mobilities and the dissipation split",
-        "For one neuron of a homogeneous two-layer network, rho = a |w| (its signed coefficient) "
-        "and u = w / |w| (its direction) carry the function; delta = a^2 - |w|^2 is the gauge. "
-        "Gradient flow in (a, w) is exactly a reaction flow for rho and a transport flow on the "
-        "sphere for u, with mobilities that depend on the gauge (the per-neuron analogue of the "
-        "Wasserstein-Fisher-Rao form of Chizat & Bach 2018).",
+        r"For one neuron of a homogeneous two-layer network, $\rho = a \lVert w \rVert$ (its "
+        r"signed coefficient) and $u = w / \lVert w \rVert$ (its direction) carry the function; "
+        r"$\delta = a^2 - \lVert w \rVert^2$ is the gauge. Gradient flow in $(a, w)$ is exactly a "
+        r"reaction flow for $\rho$ and a transport flow on the sphere for $u$, with mobilities "
+        "that depend on the gauge (the per-neuron analogue of the Wasserstein-Fisher-Rao form of "
+        "Chizat & Bach 2018).",
         [
             (
-                "Mobility matrix J J^T, J = d(rho, u)/d(a, w) (first row)",
+                r"Mobility matrix $J J^\top$, $J = \partial(\rho, u)/\partial(a, w)$ (first row)",
                 r"(J J^\top)_{\rho\,\cdot} = " + latex(d["JJt"][0, :]),
             ),
             (
@@ -156,7 +157,7 @@ def build() -> str:
                 r"\mu_T\,|P_u\nabla_u\tilde L|^2",
             ),
             (
-                "Opposite gauges at one function: mu_T(delta) / mu_T(-delta)",
+                r"Opposite gauges at one function: $\mu_T(\delta) / \mu_T(-\delta)$",
                 latex(d["ratio"])
                 + r"\;\sim\; "
                 + latex(d["ratio_series"].subs(s["Delta"], sp.Symbol(r"\delta")))
@@ -165,19 +166,25 @@ def build() -> str:
             ("Reaction mobility is gauge-even", r"\mu_R(\delta,\rho) = \mu_R(-\delta,\rho)"),
         ],
         [
-            "Homogeneous activation, so L(a, w) = Lt(a |w|, w / |w|); |w| > 0.",
-            f"Shown for D = {D}; J J^T has the same block form in every dimension.",
-            "grad_u Lt is any extension of the gradient off the sphere; only P_u grad_u Lt enters.",
-            f"Symbols: G_rho = dLt/drho ({latex(G_rho)}), G_u = grad_u Lt.",
+            r"Homogeneous activation, so $L(a, w) = \tilde L(a \lVert w \rVert, w / \lVert w "
+            r"\rVert)$; $\lVert w \rVert > 0$.",
+            rf"Shown for $D = {D}$; $J J^\top$ has the same block form in every dimension.",
+            r"$\nabla_u \tilde L$ is any extension of the gradient off the sphere; only "
+            r"$P_u \nabla_u \tilde L$ enters.",
+            rf"Symbols: $G_\rho = \partial \tilde L / \partial \rho$ (${latex(G_rho)}$), "
+            r"$G_u = \nabla_u \tilde L$.",
         ],
         [
-            "sympy forms J = d(rho, u)/d(a, w) and J J^T; gradient flow d(a, w)/dt = -J^T G gives "
-            "d(rho, u)/dt = -J J^T G, G = (dLt/drho, grad_u Lt).",
-            "J J^T = diag(a^2 + |w|^2, P_u / |w|^2): reaction and transport decouple.",
-            "-dL/dt = G^T J J^T G, with P_u idempotent, is the dissipation split.",
-            "Solving a^2 - |w|^2 = delta, a^2 |w|^2 = rho^2 for the positive root |w|^2 = "
-            "(sqrt(delta^2 + 4 rho^2) - delta)/2 gives both mobilities in (delta, rho).",
-            "The ratio of transport mobilities of opposite gauges and its large-delta series "
+            r"sympy forms $J = \partial(\rho, u)/\partial(a, w)$ and $J J^\top$; gradient flow "
+            r"$d(a, w)/dt = -J^\top G$ gives $d(\rho, u)/dt = -J J^\top G$, "
+            r"$G = (\partial \tilde L / \partial \rho, \nabla_u \tilde L)$.",
+            r"$J J^\top = \operatorname{diag}(a^2 + \lVert w \rVert^2, P_u / \lVert w \rVert^2)$: "
+            "reaction and transport decouple.",
+            r"$-dL/dt = G^\top J J^\top G$, with $P_u$ idempotent, is the dissipation split.",
+            r"Solving $a^2 - \lVert w \rVert^2 = \delta$, $a^2 \lVert w \rVert^2 = \rho^2$ for the "
+            r"positive root $\lVert w \rVert^2 = (\sqrt{\delta^2 + 4 \rho^2} - \delta)/2$ gives "
+            r"both mobilities in $(\delta, \rho)$.",
+            "The ratio of transport mobilities of opposite gauges and its large-$\\delta$ series "
             "follow by substitution.",
         ],
         [
