@@ -242,6 +242,26 @@ def test_the_multiverse_writes_the_primary_run_with_robustness_and_resumes(
     assert code == 0 and (out / "figures" / "specification_curve_1.png").is_file()
 
 
+def test_require_cache_refuses_a_multiverse_with_anything_to_compute_and_reuses_a_full_store(
+    tmp_path, capsys, toy_path
+):
+    cfg = _toml(tmp_path)
+    store = tmp_path / "store"
+    base = ["multiverse", cfg, "--samples", "1", "--executor", "serial", "--store", store]
+    code, _, err = invoke([*base, "--out", tmp_path / "refused", "--require-cache"], capsys)
+    assert code == 2 and "--require-cache" in err and "nothing was computed" in err
+    assert not (tmp_path / "refused" / "summary.json").exists()
+    assert not any(store.glob("*/*.json"))  # nothing computed, nothing stored
+    code, _, err = invoke([*base, "--out", tmp_path / "first"], capsys)
+    assert code == 0, err
+    code, _, err = invoke([*base, "--out", tmp_path / "again", "--require-cache"], capsys)
+    assert code == 0, err
+    first, again = (
+        json.loads((tmp_path / d / "summary.json").read_text()) for d in ("first", "again")
+    )
+    assert again["claims"] == first["claims"]
+
+
 def test_a_specification_whose_controls_fail_is_named_and_fails_the_multiverse(
     tmp_path, capsys, toy_path
 ):

@@ -196,6 +196,7 @@ def _multiverse(args) -> int:
             backend="Agg",
             command=_arguments(args),
             force=args.force,
+            require_cache=args.require_cache,
         )
     except KeyboardInterrupt:
         print("gaugedyn multiverse: interrupted; rerun to resume", file=sys.stderr)

@@ -127,6 +127,18 @@ def spec_key(cfg: RunConfig) -> str:
     return task_key(f"{cfg.name}:{PREFIX}", {"quick": cfg.quick, "params": cfg.params}, cfg.seed)
 
 
+def check_specifications_cached(cfg: RunConfig, specs: list[dict], where: Path) -> None:
+    """``require_cache``: every specification's record is stored, or all its tasks are (the
+    primary's tasks always: the summary re-analyses them); refuses (`InputError`) otherwise."""
+    from ._runner import check_cached
+
+    store = ResultStore(where)
+    for i, spec in enumerate(specs):
+        cfg_s = with_values(cfg, spec["values"])
+        if i == 0 or spec_key(cfg_s) not in store:
+            check_cached(cfg_s, where)
+
+
 def run_specifications(
     cfg: RunConfig,
     specs: list[dict],
@@ -245,6 +257,7 @@ def run_multiverse(
     backend: str | None = None,
     command: dict | None = None,
     force: bool = False,
+    require_cache: bool = False,
 ):
     """Judge ``cfg``'s findings over its declared space into the folder ``out`` (module doc);
     returns a `._runner.RunOutcome` of the primary specification with the robustness
@@ -273,6 +286,10 @@ def run_multiverse(
         The command line that started the run, recorded in ``summary.json``.
     force : bool
         Whether to write over another run's results in ``out``.
+    require_cache : bool
+        Compute nothing: every specification's record, or else every one of its tasks (and
+        every task of the primary specification, which the summary re-analyses), must be in the
+        store, stored by this code.
 
     Returns
     -------
@@ -286,8 +303,8 @@ def run_multiverse(
     ------
     InputError
         Before anything is written: when ``cfg`` declares no set-up space, ``samples`` is
-        outside 0 to 1000, or ``out`` cannot be a run folder or holds another run's results
-        (unless ``force``).
+        outside 0 to 1000, ``out`` cannot be a run folder or holds another run's results
+        (unless ``force``), or, with ``require_cache``, something would have to be computed.
     """
     from ._runner import check_same_run
 
@@ -303,6 +320,8 @@ def run_multiverse(
     check_same_run(out, cfg, force)
     specs = specifications(cfg.space, cfg.experiment.params, cfg.params, samples, cfg.seed)
     where = Path(store) if store is not None else out / TASKS
+    if require_cache:
+        check_specifications_cached(cfg, specs, where)
     args = (cfg, out, specs, samples, where, progress, backend, command)
     if not isinstance(executor, Executor):
         with open_executor(executor) as opened:
