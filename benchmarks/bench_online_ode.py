@@ -10,9 +10,11 @@ full rank 8, eta = 1, batch 1):
 3. ``online_ode(..., method="compiled")`` to ``--t-max`` (default 1000) at ``--rtol`` (default
    ``online_ode``'s, 1e-9; ``atol = rtol / 100``), once, plain and with the options: CPU
    seconds, right-hand sides evaluated, and the ratio of each to the plain compiled erf run
-   (measured in the same process, same tolerances).
+   (measured in the same process, same tolerances); a run is stopped, and marked unfinished,
+   after ``--budget`` right-hand sides (default 5000).
 
     .venv/bin/python benchmarks/bench_online_ode.py [--rounds 3] [--t-max 1000] [--rtol 1e-9]
+        [--budget 5000]
         [--activations tanh,softplus,leaky_relu] [--json benchmarks/results/online_ode.json]
 
 It prints the machine (CPU model, cores, load); ``--json`` writes the figures as a benchmark
@@ -70,10 +72,15 @@ def rhs_rounds(name: str, options: dict, rounds: int) -> dict:
     }
 
 
-def trajectory(name: str, options: dict, t_max: float, rtol: float | None) -> dict:
+class _Budget(Exception):
+    """A run stopped at its budget of right-hand sides."""
+
+
+def trajectory(name: str, options: dict, t_max: float, rtol: float | None, budget: int) -> dict:
     """Section 3: one compiled run to ``t_max``, its CPU and wall seconds and its right-hand
-    sides (counted by wrapping the compiled right-hand side)."""
-    count = [0]
+    sides (counted by wrapping the compiled right-hand side); stopped, and marked unfinished,
+    after ``budget`` right-hand sides."""
+    count, limit = [0], [None]
     original = _online_fast.compiled_online_rhs
 
     def counting(*args, **kw):
@@ -81,6 +88,8 @@ def trajectory(name: str, options: dict, t_max: float, rtol: float | None) -> di
 
         def g(t, y):
             count[0] += 1
+            if limit[0] is not None and count[0] > limit[0]:
+                raise _Budget
             return f(t, y)
 
         return g
@@ -91,13 +100,24 @@ def trajectory(name: str, options: dict, t_max: float, rtol: float | None) -> di
     _online_fast.compiled_online_rhs = counting
     try:
         online_ode(problem, 1.0, times[:2], method="compiled", **options)  # compile
-        count[0] = 0
-        cpu, wall, _ = _timed(
-            lambda: online_ode(problem, 1.0, times, method="compiled", **tol, **options)
-        )
+        count[0], limit[0] = 0, budget
+        c0, t0 = time.process_time(), time.perf_counter()
+        finished = True
+        try:
+            online_ode(problem, 1.0, times, method="compiled", **tol, **options)
+        except _Budget:
+            finished = False
+        cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     finally:
         _online_fast.compiled_online_rhs = original
-    return {"cpu": cpu, "wall": wall, "rhs": count[0], "ms_per_rhs": 1e3 * cpu / max(count[0], 1)}
+    n = min(count[0], budget)
+    return {
+        "cpu": cpu,
+        "wall": wall,
+        "rhs": n,
+        "ms_per_rhs": 1e3 * cpu / max(n, 1),
+        "finished": finished,
+    }
 
 
 def main(argv=None) -> int:
@@ -105,6 +125,7 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--t-max", type=float, default=1000.0)
     p.add_argument("--rtol", type=float, default=None)
+    p.add_argument("--budget", type=int, default=5000, help="right-hand sides per run, at most")
     p.add_argument("--activations", default="tanh,softplus,leaky_relu")
     p.add_argument("--json", default=None, help="write the figures as a benchmark record")
     args = p.parse_args(argv)
@@ -118,7 +139,7 @@ def main(argv=None) -> int:
     print(describe_machine())
     names = [n for n in args.activations.split(",") if n]
     erf = {
-        k: trajectory("erf", o, args.t_max, args.rtol)
+        k: trajectory("erf", o, args.t_max, args.rtol, args.budget)
         for k, o in (("plain", {}), ("options", OPTIONS))
     }
     print(
@@ -133,7 +154,7 @@ def main(argv=None) -> int:
                 for k, o in (("plain", {}), ("options", OPTIONS))
             },
             "run": {
-                k: trajectory(name, o, args.t_max, args.rtol)
+                k: trajectory(name, o, args.t_max, args.rtol, args.budget)
                 for k, o in (("plain", {}), ("options", OPTIONS))
             },
         }
@@ -145,6 +166,7 @@ def main(argv=None) -> int:
                 f"reference {1e3 * r['reference']['cpu']:.1f} ms CPU ({r['ratio_cpu']:.1f}x), "
                 f"rel. diff {r['rel_diff']:.1e}; to t = {args.t_max:g}: {t['cpu']:.1f} CPU s "
                 f"({t['rhs']} rhs, {t['ms_per_rhs']:.1f} ms each; {t['to_erf_plain']:.0f}x erf)"
+                + ("" if t["finished"] else f"; unfinished at the budget of {args.budget} rhs")
             )
         rows[name] = row
     if args.json:
