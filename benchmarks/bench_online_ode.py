@@ -3,7 +3,7 @@
 For each activation (``--activations``; K = M = 4 from ``random_problem(50, ...)``, fields of
 full rank 8, eta = 1, batch 1):
 
-1. one right-hand side at the initial state, the compiled one (`compiled_online_rhs`) and the
+1. one right-hand side at the initial state, the compiled one (`compiled_rhs`) and the
    numpy reference (`OnlineODE`), timed in interleaved rounds (CPU and wall seconds, medians),
    with their largest relative difference (the same rules: round-off);
 2. the same with weight decay 0.1, ``lr2`` 0.5 and label noise 0.3 (the classical options);
@@ -30,7 +30,7 @@ import time
 import numpy as np
 
 from gaugedyn.theory import random_problem
-from gaugedyn.training import OnlineODE, _online_fast, online_ode
+from gaugedyn.training import OnlineODE, _online_ode, online_ode
 
 OPTIONS = {"weight_decay": 0.1, "lr2": 0.5, "label_noise": 0.3}
 
@@ -51,7 +51,7 @@ def rhs_rounds(name: str, options: dict, rounds: int) -> dict:
     a, Q, R, b, T = problem.order_parameters()
     y = np.concatenate([a, Q.ravel(), R.ravel()])
     opts = {"weight_decay": 0.0, "lr2": 1.0, "label_noise": 0.0} | options
-    fast = _online_fast.compiled_online_rhs(4, 4, b, T, 1.0, 1, True, activation=name, **opts)
+    fast = _online_ode.compiled_rhs(4, 4, b, T, 1.0, 1, True, activation=name, **opts)
     ref = OnlineODE(4, 4, b, T, name, 1.0, 1, True, **opts)
     fast(0.0, y)  # compile outside the timing
     times: dict = {"compiled": ([], []), "reference": ([], [])}
@@ -81,7 +81,7 @@ def trajectory(name: str, options: dict, t_max: float, rtol: float | None, budge
     sides (counted by wrapping the compiled right-hand side); stopped, and marked unfinished,
     after ``budget`` right-hand sides."""
     count, limit = [0], [None]
-    original = _online_fast.compiled_online_rhs
+    original = _online_ode.compiled_rhs
 
     def counting(*args, **kw):
         f = original(*args, **kw)
@@ -97,7 +97,7 @@ def trajectory(name: str, options: dict, t_max: float, rtol: float | None, budge
     problem = _problem(name)
     times = np.linspace(0.0, t_max, 101)
     tol = {} if rtol is None else {"rtol": rtol, "atol": rtol / 100}
-    _online_fast.compiled_online_rhs = counting
+    _online_ode.compiled_rhs = counting
     try:
         online_ode(problem, 1.0, times[:2], method="compiled", **options)  # compile
         count[0], limit[0] = 0, budget
@@ -109,7 +109,7 @@ def trajectory(name: str, options: dict, t_max: float, rtol: float | None, budge
             finished = False
         cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     finally:
-        _online_fast.compiled_online_rhs = original
+        _online_ode.compiled_rhs = original
     n = min(count[0], budget)
     return {
         "cpu": cpu,

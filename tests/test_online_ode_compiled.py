@@ -8,7 +8,7 @@ import pytest
 
 from gaugedyn.theory import ACTIVATIONS, random_problem
 from gaugedyn.training import OnlineODE, online_ode
-from gaugedyn.training._online_fast import compiled_online_rhs
+from gaugedyn.training._online_ode import compiled_rhs
 
 COMPILED = [a.name for a in ACTIVATIONS.values() if a.compiled and a.name != "erf"]
 OPTIONS = dict(weight_decay=0.1, lr2=0.5, label_noise=0.3)
@@ -33,7 +33,7 @@ def _pair(problem, name, options, eta=0.7, batch=2):
     K, M = R0.shape
     opts = dict(weight_decay=0.0, lr2=1.0, label_noise=0.0) | options
     ref = OnlineODE(K, M, b, T, name, eta, batch, True, **opts)
-    return compiled_online_rhs(K, M, b, T, eta, batch, True, activation=name, **opts), ref
+    return compiled_rhs(K, M, b, T, eta, batch, True, activation=name, **opts), ref
 
 
 @pytest.mark.parametrize("name", COMPILED)

@@ -29,7 +29,6 @@ is how the tests check it step for step against the torch trainer.
 
 from __future__ import annotations
 
-import inspect
 import os
 import time as _time
 from collections.abc import Sequence
@@ -392,7 +391,6 @@ def compiled_online_rhs(
     weight_decay: float = 0.0,
     lr2: float = 1.0,
     label_noise: float = 0.0,
-    activation="erf",
 ):
     """``f(t, y)`` of the erf online ODE (same state layout and equations as
     `gaugedyn.training.OnlineODE`, the classical options included), written in the
@@ -406,19 +404,9 @@ def compiled_online_rhs(
     ``c = (a, -b)`` over the student and teacher fields, ``I2 = E[g g]``, ``I3 = E[g' u g]``,
     ``I4 = E[g' g' g g]`` from the symbolic module's erf integrals and ``J = E[g' g'] = (2/pi)
     ((1 + Q_ii)(1 + Q_kk) - Q_ik^2)^(-1/2)``, compiled with numba; ``lambda`` the weight decay,
-    ``sigma`` the label noise.
-
-    Any other activation with a compiled code runs `gaugedyn.training._ode_kernels`: the numpy
-    reference's own rules (the Mehler series or the ReLU closed forms for the flow, the direct
-    or four-point Gauss-Hermite rule for the noise term), compiled.
+    ``sigma`` the label noise. Every other compiled activation:
+    `gaugedyn.training._online_ode.compiled_rhs()`.
     """
-    from ..theory import activation_of
-
-    act = activation_of(activation)
-    if act.name != "erf" or act.closed_form is None:
-        return _quadrature_online_rhs(
-            act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label_noise
-        )
     rhs = _build_ode()["rhs"]
     b = np.ascontiguousarray(b, dtype=np.float64)
     T = np.ascontiguousarray(T, dtype=np.float64)
@@ -438,72 +426,6 @@ def compiled_online_rhs(
             wd,
             rate,
             sigma2,
-            np.empty(size),
-        )
-
-    return f
-
-
-def _quadrature_online_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label_noise):
-    """``f(t, y)`` of the online ODE of a compiled activation other than erf
-    (`gaugedyn.training._ode_kernels.quadrature_rhs()`), with the rules' sizes read from their
-    one declaration each (the activation's quadrature, ``DIRECT_NODES``, ``FOUR_POINT_NODES``)."""
-    from scipy.special import roots_hermitenorm
-
-    from ..theory import gaussian_product, on_numpy
-    from . import _ode_kernels
-    from ._online_ode import DIRECT_NODES
-
-    if act.code is None:
-        raise InputError(
-            f"activation {act.name!r} has no compiled code; allowed: the activations of "
-            "gaugedyn.theory.ACTIVATIONS with a code (a user's runs with method='reference')"
-        )
-    four = inspect.signature(gaussian_product).parameters["nodes"].default
-    sizes = [four, *(DIRECT_NODES[r] for r in range(1, 5))]
-    width = max(sizes)
-    grids_z, grids_w = np.zeros((5, width)), np.zeros((5, width))
-    for r, n in enumerate(sizes):
-        z, w = roots_hermitenorm(n)
-        grids_z[r, :n], grids_w[r, :n] = z, w / np.sqrt(2.0 * np.pi)
-    grids_n = np.asarray(sizes, dtype=np.int64)
-    if act.homogeneous:
-        up, down = on_numpy(act.function)(np.array([1.0, -1.0]))
-        u, v = up * up + down * down, 2.0 * up * down
-        z1, w1, basis_t = np.zeros(1), np.zeros(1), np.zeros((1, 1))
-    else:
-        u = v = 0.0
-        z1, w1, basis = act.quadrature.coefficient_rule()
-        basis_t = np.ascontiguousarray(basis.T)
-    b = np.ascontiguousarray(b, dtype=np.float64)
-    T = np.ascontiguousarray(T, dtype=np.float64)
-    noise_scale = float(eta) ** 2 / int(batch) if noise else 0.0
-    size = K + K * K + K * M
-    wd, rate, sigma2 = float(weight_decay), float(lr2), float(label_noise) ** 2
-    rhs = _ode_kernels.quadrature_rhs
-
-    def f(t, y):
-        return rhs(
-            np.asarray(y, dtype=np.float64),
-            K,
-            M,
-            b,
-            T,
-            float(eta),
-            noise_scale,
-            wd,
-            rate,
-            sigma2,
-            int(act.code),
-            bool(act.homogeneous),
-            u,
-            v,
-            z1,
-            w1,
-            basis_t,
-            grids_z,
-            grids_w,
-            grids_n,
             np.empty(size),
         )
 
