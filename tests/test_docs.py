@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -165,6 +166,58 @@ def test_the_site_builds_strictly(built_site):
 
 # the pages the browser reads: the home page, a system page, the Adam API page
 SCREENED = ("index.html", "systems/gauge/index.html", "reference/adam/index.html")
+# the pages whose formulas are written in LaTeX, not in code spans: the home page, the theory page,
+# the hand-written derivations, every system page with its protocol page, the guides that carry
+# formulas and every API reference page
+LATEX_PAGES = (
+    "index.html",
+    "theory/index.html",
+    "derivations/prototypes/index.html",
+    "derivations/shared_representation/index.html",
+    "prototypes/index.html",
+    "adam-stability/index.html",
+    "getting-started/index.html",
+    "landscape/index.html",
+    "gauge-recorder/index.html",
+    "own-activation/index.html",
+    "controls/index.html",
+    "monitor/index.html",
+    "howto/adam-recorder/index.html",
+    *(
+        f"reference/{name}/index.html"
+        for name in (
+            "theory",
+            "training",
+            "adam",
+            "gauge",
+            "stats",
+            "experiments",
+            "prototypes",
+            "symbolic",
+            "publish",
+            "monitor",
+            "plotting",
+        )
+    ),
+    *(
+        f"systems/{name}/index.html"
+        for name in (
+            "gauge",
+            "tied-beta-adam",
+            "shared-representation",
+            "prototypes",
+            "adam-stability",
+            "conservation-laws",
+            "auxiliary",
+        )
+    ),
+)
+# the pages checked without a browser for rendered math and no raw markup (those without a
+# formula for no raw markup alone)
+CONVERTED = tuple(dict.fromkeys((*SCREENED, *LATEX_PAGES)))
+NO_FORMULAS = frozenset(
+    f"reference/{name}/index.html" for name in ("publish", "monitor", "plotting")
+)
 _RAW = re.compile(
     r":(?:func|class|meth|mod|data|attr|math):`|\.\. math::|\\beta(?![A-Za-z])|\\frac(?![A-Za-z])"
 )
@@ -179,17 +232,50 @@ def _visible_text(html: str) -> str:
     return re.sub(r"<[^>]+>", " ", html)
 
 
-@pytest.mark.parametrize("page", SCREENED)
+@pytest.mark.parametrize("page", CONVERTED)
 def test_built_pages_carry_math_and_no_raw_markup(built_site, page):
     """Without a browser: the page holds arithmatex math elements and, outside them, no raw
     Sphinx role, math directive or LaTeX command; MathJax is served from the site itself."""
     html = (built_site / page).read_text()
-    assert len(re.findall(r'class="arithmatex"', html)) > 0, f"{page}: no math element"
+    if page not in NO_FORMULAS:
+        assert len(re.findall(r'class="arithmatex"', html)) > 0, f"{page}: no math element"
     raw = _RAW.findall(_visible_text(html))
     assert not raw, f"{page}: raw markup outside math: {sorted(set(raw))}"
     assert (built_site / "assets" / "mathjax" / "tex-svg.js").is_file()
     scripts = re.findall(r'<script src="([^"]+)"', html)
     assert not [s for s in scripts if s.startswith(("http:", "https:", "//"))], scripts
+
+
+# an inline code span that reads as an ASCII formula (a Greek name, sqrt, a power, a sum)
+_ASCII_MATH = re.compile(
+    r"\b(?:beta[12]|sqrt|eta|delta|rho|theta|kappa|sigma|tau[12]?|omega|lambda|gamma|mu|pi)\b"
+    r"|\^|\bsum_|_\{"
+)
+# code that merely names such a symbol: a name, a call, an option, a claim id, a keyword setting
+_CODE_LIKE = re.compile(r"^[A-Za-z_][\w.]*$|^[\w.]+\(.*\)$|--|:|^\w+=\S+$")
+
+
+def _ascii_formulas(html: str) -> list[str]:
+    """The inline code spans of a page (outside code blocks and generated tables) that read as
+    ASCII formulas rather than code."""
+    html = re.sub(r"<(pre|table)\b.*?</\1>", " ", html, flags=re.S)
+    spans = (unescape(c) for c in re.findall(r"<code>(.*?)</code>", html, flags=re.S))
+    return [c for c in spans if _ASCII_MATH.search(c) and not _CODE_LIKE.search(c)]
+
+
+@pytest.mark.parametrize("page", LATEX_PAGES)
+def test_converted_pages_write_formulas_in_latex_not_code_spans(built_site, page):
+    left = _ascii_formulas((built_site / page).read_text())
+    assert not left, f"{page}: ASCII formulas in code spans: {left}"
+
+
+def test_ascii_formula_detector():
+    page = (
+        "<p><code>1 - beta2 = C (1 - beta1)</code> <code>sqrt(v^) + eps</code> <code>train()</code>"
+        " <code>online_ode(problem, eta, times)</code> <code>--set beta2=0.9</code>"
+        " <code>rho=0.0</code> <code>beta2</code></p><pre><code>x = sqrt(eta)</code></pre>"
+    )
+    assert _ascii_formulas(page) == ["1 - beta2 = C (1 - beta1)", "sqrt(v^) + eps"]
 
 
 def test_raw_markup_detector_sees_raw_markup():

@@ -446,3 +446,70 @@ def test_the_local_slopes_figure_draws_a_task_whose_only_edges_are_another_rise(
         }
     name, _ = local_slopes(arrays, tmp_path)
     assert (tmp_path / f"{name}.png").exists()
+
+
+def _one_map(prob: np.ndarray, edge: np.ndarray) -> dict:
+    """Arrays of one 1-D system (``n3``) with a scan grid, one probability map per reading and
+    one edge, as the analysis stores them."""
+    a, c = np.array([0.01, 0.1]), np.array([1e-4, 1e-3, 1e-2, 1e-1])
+    arrays = {"systems": np.array(["n3"]), "n3__a": a, "n3__c": c, "fitted_level": np.float64(3.0)}
+    for start in ("orbit", "generic"):
+        arrays[f"n3_{start}__bisect_c"] = np.array([[0.02], [np.nan]])
+        for window in ("settled", "transient"):
+            arrays[f"n3_{start}_{window}__prob"] = prob
+            arrays[f"n3_{start}_{window}__bisect_prob"] = np.array([[0.5], [np.nan]])
+            arrays[f"n3_{start}_{window}__boundary"] = edge
+    return arrays
+
+
+def test_the_spike_maps_zoom_to_the_edge_only_over_cells_without_spikes():
+    """The axis starts at a quarter of the smallest edge or bisection cell when every grid cell
+    left of it shows probability 0 or none; a spiky cell there keeps the whole grid."""
+    from gaugedyn.experiments.adam_stability._figures import ZOOM, _zoom_left
+
+    quiet = np.array([[np.nan, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    edge = np.array([0.03, np.nan])
+    assert _zoom_left(_one_map(quiet, edge), "n3", "orbit", "settled") == ZOOM * 0.02
+    spiky = quiet.copy()
+    spiky[1, 0] = 0.25
+    assert _zoom_left(_one_map(spiky, edge), "n3", "orbit", "settled") == 1e-4 / 1.5
+    no_edge = _one_map(quiet, np.full(2, np.nan))
+    no_edge["n3_orbit__bisect_c"] = np.full((2, 1), np.nan)
+    assert _zoom_left(no_edge, "n3", "orbit", "settled") == 1e-4 / 1.5
+
+
+def test_the_spike_maps_are_split_with_one_colour_bar_each_and_name_their_colours(tmp_path):
+    import sys
+    from pathlib import Path
+
+    import matplotlib.figure
+
+    from gaugedyn.experiments.adam_stability._figures import spike_maps
+    from gaugedyn.plotting import label_overlaps, style
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    try:
+        from check_figures import colour_maps_without_bar
+    finally:
+        sys.path.pop(0)
+    arrays = _one_map(
+        np.array([[np.nan, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]]), np.array([0.03, np.nan])
+    )
+    problems, real = [], matplotlib.figure.Figure.savefig
+
+    def spy(self, fname, *args, **kwargs):
+        real(self, fname, *args, **kwargs)
+        problems.extend(label_overlaps(self) + colour_maps_without_bar(self))
+
+    matplotlib.figure.Figure.savefig = spy
+    try:
+        with style("Agg", ("png",)):
+            drawn = dict(spike_maps(arrays, tmp_path))
+    finally:
+        matplotlib.figure.Figure.savefig = real
+    assert sorted(drawn) == ["spike_boundary_maps", "spike_boundary_maps_transient"]
+    assert not problems
+    assert all((tmp_path / f"{name}.png").is_file() for name in drawn)
+    caption = drawn["spike_boundary_maps"]
+    assert "black at 0" in caption and "pale yellow at 1" in caption and "grey:" in caption
+    assert "Zoomed to the edge" in caption and "Diamonds" in caption

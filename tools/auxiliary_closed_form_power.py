@@ -1,7 +1,7 @@
 """Power of ``auxiliary``'s ``closed_form.simulation`` against its seed count: a post-hoc design
-computation, written after the republished full run judged the finding UNRESOLVED (so it
-changes nothing in that run; a seed count chosen from it applies to a later run only, declared
-before that run).
+computation, written after the 16-seed full run judged the finding UNRESOLVED (so it changed
+nothing in that run); the 48 seeds it gave were declared in the protocol before the next run
+(``PROTOCOL.md``, section 2). It reads whichever run ``results-data/auxiliary`` holds.
 
 The finding judges 60 (rho, sigma, record) cells of per-seed deviations ``d = eps / closed
 form - 1`` as two one-sided tests each (``0.02 - d > 0`` and ``0.02 + d > 0``), 120 columns
@@ -10,7 +10,7 @@ judged by ``every_cell_median`` (Holm over the 120). Its declared measure's smal
 :func:`gaugedyn.stats.power_at` does for the run, every column's median is put at the value
 and the stored per-seed rows are resampled (:class:`gaugedyn.stats._resample.Resampler`, a
 seed's row of columns kept together), here with ``N`` rows drawn per simulated experiment
-instead of the run's 16. Run from the repository root::
+instead of the run's own count. Run from the repository root::
 
     .venv/bin/python tools/auxiliary_closed_form_power.py [--reps 1000]
 """

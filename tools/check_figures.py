@@ -17,11 +17,13 @@ from pathlib import Path
 def colour_maps_without_bar(fig) -> list[str]:
     """The colour-mapped artists of ``fig`` (images, meshes, scatters with an array) whose
     mapping no colour bar of the figure shows (contour lines drawn in fixed colours and artists
-    with a legend entry aside)."""
+    with a legend entry aside). One bar shows every artist that shares its mappable's norm
+    object and colour map (panels drawn on one ``Normalize`` and one bar)."""
     import matplotlib.cm
 
     bars = [getattr(a, "colorbar", None) for ax in fig.axes for a in (*ax.images, *ax.collections)]
     shown = {id(b.mappable) for b in bars if b is not None}
+    shared = {(id(b.mappable.norm), b.mappable.cmap.name) for b in bars if b is not None}
     out = []
     for k, ax in enumerate(fig.axes):
         if getattr(ax, "_colorbar", None) is not None or ax.get_label() == "<colorbar>":
@@ -30,6 +32,8 @@ def colour_maps_without_bar(fig) -> list[str]:
             if not isinstance(artist, matplotlib.cm.ScalarMappable):
                 continue
             if artist.get_array() is None or id(artist) in shown:
+                continue
+            if (id(artist.norm), artist.cmap.name) in shared:
                 continue
             if getattr(artist, "colors", None) is not None:  # contour lines in fixed colours
                 continue

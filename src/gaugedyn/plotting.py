@@ -162,13 +162,68 @@ def save_figure(fig: Any, outdir: str | Path, name: str, caption: str = "") -> t
     return name, caption
 
 
-def _tick_labels(axis: Any) -> list[Any]:
-    return [t for t in axis.get_ticklabels() if t.get_visible() and t.get_text()]
+COLOUR_NAMES = {
+    "black": "#000000",
+    "dark grey": "#404040",
+    "grey": "#bfbfbf",
+    "white": "#ffffff",
+    "red": "#d62728",
+    "dark red": "#7f0000",
+    "orange": "#ff7f0e",
+    "yellow": "#ffff00",
+    "pale yellow": "#fcfdbf",
+    "green": "#2ca02c",
+    "dark green": "#00441b",
+    "blue": "#1f77b4",
+    "dark blue": "#08306b",
+    "light blue": "#9ecae1",
+    "purple": "#7f3f98",
+    "dark purple": "#3b0f70",
+    "magenta": "#b73779",
+    "pink": "#f4a6c6",
+    "brown": "#8c564b",
+}
+"""The plain colour names `colour_name()` chooses from, each with the colour it stands for."""
+
+
+def colour_name(colour: Any) -> str:
+    """The plain name of a colour (the nearest entry of `COLOUR_NAMES` in RGB), for captions
+    generated from a figure's own settings rather than written beside them.
+
+    Parameters
+    ----------
+    colour : Any
+        Any matplotlib colour: a name, a hex string, a grey level string such as ``"0.75"`` or
+        an RGB(A) tuple (such as a colour map's value).
+
+    Returns
+    -------
+    str
+        The name in `COLOUR_NAMES` whose colour is nearest (Euclidean distance in RGB).
+
+    Raises
+    ------
+    ValueError
+        When matplotlib does not read ``colour`` as a colour.
+    """
+    from matplotlib.colors import to_rgb
+
+    rgb = to_rgb(colour)
+    return min(
+        COLOUR_NAMES,
+        key=lambda name: sum((x - y) ** 2 for x, y in zip(to_rgb(COLOUR_NAMES[name]), rgb)),
+    )
+
+
+def _tick_labels(axis: Any, which: str = "both") -> list[Any]:
+    """The visible, non-empty tick labels of ``axis``: major and minor (``which="both"``), or
+    ``"major"`` or ``"minor"`` alone."""
+    return [t for t in axis.get_ticklabels(which=which) if t.get_visible() and t.get_text()]
 
 
 def label_overlaps(fig: Any) -> list[str]:
-    """The pairs of tick labels that overprint each other on any axis of ``fig`` (as laid out
-    by its last draw), each as ``"axes title / x: 'a' over 'b'"``.
+    """The pairs of tick labels (major or minor) that overprint each other on any axis of
+    ``fig`` (as laid out by its last draw), each as ``"axes title / x: 'a' over 'b'"``.
 
     Two labels overprint when their display boxes intersect by more than half a pixel both
     ways; hidden and empty labels are ignored.
@@ -204,9 +259,16 @@ def _overlap(a: Any, b: Any, pad: float = 0.5) -> bool:
     return min(a.x1, b.x1) - max(a.x0, b.x0) > pad and min(a.y1, b.y1) - max(a.y0, b.y0) > pad
 
 
+def _collide(axis: Any, renderer: Any) -> bool:
+    """Whether any two visible tick labels of ``axis`` overprint."""
+    boxes = [t.get_window_extent(renderer) for t in _tick_labels(axis)]
+    return any(_overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+
+
 def declutter(fig: Any) -> bool:
-    """Hide every other tick label (then every third, ...) on each axis of ``fig`` whose labels
-    overprint, until none does; the ticks themselves stay. Returns whether anything changed.
+    """Hide the minor tick labels, then every other major label (then every third, ...) on each
+    axis of ``fig`` whose labels overprint, until none does; the ticks themselves stay. Returns
+    whether anything changed.
 
     Parameters
     ----------
@@ -223,10 +285,16 @@ def declutter(fig: Any) -> bool:
     changed = False
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
-            labels = _tick_labels(axis)
+            minor = _tick_labels(axis, "minor")
+            if minor and _collide(
+                axis, renderer
+            ):  # minor labels (a log axis over few decades) go first
+                for t in minor:
+                    t.set_visible(False)
+                changed = True
+            labels = _tick_labels(axis, "major")
             for step in range(2, max(len(labels), 2) + 1):
-                boxes = [t.get_window_extent(renderer) for t in _tick_labels(axis)]
-                if not any(_overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :]):
+                if not _collide(axis, renderer):
                     break
                 for i, t in enumerate(labels):
                     t.set_visible(i % step == 0)

@@ -101,9 +101,10 @@ class _Spec(NamedTuple):
 
 
 class AdamFactors(NamedTuple):
-    """The per-copy scalars of Adam step ``step`` (`adam_factors()`), each a float or a 1-D
-    tensor over the copies: ``power1 = b1^t``, ``bias1 = 1 - b1^t`` (the same for ``b2``),
-    ``bias2_sqrt = sqrt(bias2)``, ``step_size = lr / bias1``; `next()` gives step ``t + 1``."""
+    r"""The per-copy scalars of Adam step ``step`` (`adam_factors()`), each a float or a 1-D
+    tensor over the copies: ``power1`` $= \beta_1^t$, ``bias1`` $= 1 - \beta_1^t$ (the same
+    for $\beta_2$), ``bias2_sqrt`` $= \sqrt{\texttt{bias2}}$, ``step_size``
+    $= \texttt{lr} / \texttt{bias1}$; `next()` gives step $t + 1$."""
 
     spec: _Spec
     step: int
@@ -151,8 +152,8 @@ class AdamFactors(NamedTuple):
 
 
 class AdamStep(NamedTuple):
-    """What `batched_adam_step()` returns: the new parameters and moments (the given tensors
-    when ``inplace``) and the denominators ``d_t = sqrt(v_t / (1 - b2^t)) + eps``."""
+    r"""What `batched_adam_step()` returns: the new parameters and moments (the given tensors
+    when ``inplace``) and the denominators $d_t = \sqrt{v_t / (1 - \beta_2^t)} + \epsilon$."""
 
     params: list[torch.Tensor]
     exp_avgs: list[torch.Tensor]
@@ -186,7 +187,7 @@ def adam_factors(
     op_order: str = "torch",
     like: torch.Tensor | None = None,
 ) -> AdamFactors:
-    """The per-copy scalars of Adam step ``step`` (1-based) in the order ``op_order``.
+    r"""The per-copy scalars of Adam step ``step`` (1-based) in the order ``op_order``.
 
     Step to step, `AdamFactors.next()` reuses the constants (and carries ``"running"``'s
     products).
@@ -199,7 +200,7 @@ def adam_factors(
         The learning rate: a finite number shared by every copy, or a non-empty 1-D sequence
         (or tensor) with one value per copy.
     betas : tuple
-        ``(beta1, beta2)``, each a number in ``[0, 1)`` shared by every copy or a 1-D sequence
+        $(\beta_1, \beta_2)$, each a number in $[0, 1)$ shared by every copy or a 1-D sequence
         with one value per copy; every per-copy value (of ``lr`` too) has the same length.
     op_order : str
         The operation order, one of `OP_ORDERS` (module docstring).

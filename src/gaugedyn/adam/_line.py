@@ -5,7 +5,7 @@ For ``f(s) = L(x + s u)`` (``u`` an update, so ``s = 1`` is one step) with its l
 rise ``D(s) = f(s* + s) - f(s*)`` is fitted as ``D ~ A |s|^n`` over ``|s|`` from ``lo`` to
 ``step`` on both sides (``points`` log-spaced values a side): the **effective exponent** ``n`` is
 the least-squares slope of ``log D`` on ``log |s|`` (both sides pooled, and each side apart).
-A quadratic reads 2, ``|x|^n / n`` reads ``n``; a narrow quadratic core with a steep wall reads
+A quadratic reads 2, $|x|^n / n$ reads $n$; a narrow quadratic core with a steep wall reads
 2 when the step stays inside the core and more than 2 when the step reaches the wall. The
 **local exponents** are the slopes between neighbouring ``|s|`` (the two sides' rises summed),
 and the **distance to the wall** is the smallest ``|s|`` (in steps) at which the local exponent
@@ -107,8 +107,8 @@ def effective_exponent(
 
 
 def core_wall(width: float, stiffness: float, power: float = 4.0) -> Callable[[float], float]:
-    """A 1-D core-wall loss: ``s^2 / 2`` inside ``|s| < width``, plus ``stiffness (|s| -
-    width)^power`` beyond (a narrow quadratic core and a steep wall): the known answer of
+    r"""A 1-D core-wall loss: $s^2 / 2$ inside $|s| < \texttt{width}$, plus
+    $\texttt{stiffness}\,(|s| - \texttt{width})^\texttt{power}$ beyond (a narrow quadratic core and a steep wall): the known answer of
     `effective_exponent()` (2 for a step inside the core, above 2 for one that reaches the
     wall, the wall at ``width``).
 

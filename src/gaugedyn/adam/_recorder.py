@@ -371,7 +371,7 @@ class AdamRecorder:
         }
 
     def shares(self, group: int | None = None) -> dict[str, np.ndarray]:
-        """Sign, lag and residual shares per step (``share_k = |p_k| / sum_j |p_j|``).
+        r"""Sign, lag and residual shares per step ($\text{share}_k = |p_k| / \sum_j |p_j|$).
 
         ``group=None`` pools the groups (norms combined in quadrature).
         """

@@ -208,7 +208,7 @@ def level_blocks(beta1: float, beta2: float, sampling: Sampling = DEFAULT) -> in
 
 
 def steps_needed(beta1, beta2, sampling: Sampling = DEFAULT) -> int:
-    """Steps for every cell of ``(beta1, beta2)`` to be judged: `judged_blocks()` whole
+    r"""Steps for every cell of $(\beta_1, \beta_2)$ to be judged: `judged_blocks()` whole
     blocks.
 
     Parameters
@@ -421,7 +421,7 @@ def detect(
     floor: float = FLOAT64_FLOOR,
     ceiling: float = math.inf,
 ) -> dict:
-    """Judge a stored per-step curve (or a batch ``(T, ...)`` sharing ``beta1, beta2``): its
+    r"""Judge a stored per-step curve (or a batch ``(T, ...)`` sharing $\beta_1, \beta_2$): its
     `block_statistics()` at the sampling's `block_size()`, then `detect_blocks()`.
 
     Parameters

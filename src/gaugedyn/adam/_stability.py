@@ -1,14 +1,20 @@
-"""The exact 1-D Adam map on ``L = |x|^n / n`` and the multipliers of its oscillating state.
+r"""The exact 1-D Adam map on $L = |x|^n / n$ and the multipliers of its oscillating state.
 
-With ``a = 1 - beta1``, ``c = 1 - beta2`` and ``g(x) = sign(x) |x|^(n-1)``, one Adam step
-(``torch.optim.Adam`` order: gradient, moments, bias corrections, step) is::
+With $a = 1 - \beta_1$, $c = 1 - \beta_2$ and $g(x) = \operatorname{sign}(x)\,|x|^{n-1}$, one Adam
+step (``torch.optim.Adam`` order: gradient, moments, bias corrections, step) is
 
-    m_t = (1 - a) m_{t-1} + a g(x_t),   v_t = (1 - c) v_{t-1} + c g(x_t)^2,
-    x_{t+1} = x_t - eta m^_t / (sqrt(v^_t) + eps),   m^ = m / (1 - (1-a)^t),  v^ = v / (1 - (1-c)^t).
+$$
+m_t = (1 - a)\, m_{t-1} + a\, g(x_t), \qquad v_t = (1 - c)\, v_{t-1} + c\, g(x_t)^2,
+$$
 
-The stationary map (no bias correction) has a period-2 orbit ``x = +A, -A`` with ``v = A^(2n-2)``
+$$
+x_{t+1} = x_t - \eta\, \hat m_t / \bigl(\sqrt{\hat v_t} + \epsilon\bigr), \qquad
+\hat m = m / \bigl(1 - (1-a)^t\bigr), \quad \hat v = v / \bigl(1 - (1-c)^t\bigr).
+$$
+
+The stationary map (no bias correction) has a period-2 orbit $x = +A, -A$ with $v = A^{2n-2}$
 (`oscillating_state()`); linearised about it (derivations/adam_stability.md) its eigenvalues
-are the roots of ``lambda^3 + p2 lambda^2 + p1 lambda + p0`` (`cubic_coefficients()`).
+are the roots of $\lambda^3 + p_2 \lambda^2 + p_1 \lambda + p_0$ (`cubic_coefficients()`).
 Everything here is numpy and vectorises over any broadcast shape of ``(a, c, seed)``.
 """
 
@@ -95,7 +101,7 @@ def multipliers(a, c, n, r=0.0) -> np.ndarray:
 
 
 def growth_rate(a, c, n, r=0.0) -> np.ndarray:
-    """``log max |lambda|`` per step: > 0 where the oscillating state is unstable.
+    r"""$\log \max |\lambda|$ per step: $> 0$ where the oscillating state is unstable.
 
     Parameters
     ----------
@@ -118,7 +124,7 @@ def growth_rate(a, c, n, r=0.0) -> np.ndarray:
 
 
 def spiral_ratio(a, c, n, r=0.0) -> np.ndarray:
-    """``log|lambda| / |arg lambda|`` of the leading multiplier (``inf`` when it is real).
+    r"""$\log|\lambda| / |\arg \lambda|$ of the leading multiplier (``inf`` when it is real).
 
     Parameters
     ----------
@@ -145,11 +151,12 @@ def spiral_ratio(a, c, n, r=0.0) -> np.ndarray:
 
 
 def oscillating_state(a, n: float, lr: float, eps) -> dict:
-    """The period-2 orbit ``(A, M, V)`` and eps share ``r`` of the stationary map.
+    r"""The period-2 orbit $(A, M, V)$ and eps share $r$ of the stationary map.
 
-    ``A`` solves ``eta a A^(n-2) / (2 (2 - a)) = A^(n-1) + eps`` (the largest root; closed form
-    ``A = eta a / (2 (2 - a)) - eps`` at ``n = 2``); ``nan`` where no orbit exists (eps-GD is
-    stable there). ``M = -a A^(n-1) / (2 - a)``, ``V = A^(2n-2)``, ``r = eps / (A^(n-1) + eps)``.
+    $A$ solves $\eta\, a A^{n-2} / \bigl(2 (2 - a)\bigr) = A^{n-1} + \epsilon$ (the largest root;
+    closed form $A = \eta\, a / \bigl(2 (2 - a)\bigr) - \epsilon$ at $n = 2$); ``nan`` where no
+    orbit exists (eps-GD is stable there). $M = -a A^{n-1} / (2 - a)$, $V = A^{2n-2}$,
+    $r = \epsilon / (A^{n-1} + \epsilon)$.
 
     Parameters
     ----------
@@ -188,7 +195,7 @@ def oscillating_state(a, n: float, lr: float, eps) -> dict:
 
 
 def adam_step(x, m, v, a, c, n: float, lr: float, eps: float, t: int | None = None):
-    """One exact Adam step on ``|x|^n / n`` (arrays broadcast); ``t`` (1-based) applies the
+    """One exact Adam step on $|x|^n / n$ (arrays broadcast); ``t`` (1-based) applies the
     bias corrections, ``None`` gives the stationary map. Returns ``(x, m, v)``."""
     g = np.sign(x) * np.abs(x) ** (n - 1)
     m = (1 - a) * m + a * g
@@ -255,7 +262,7 @@ def simulated_growth_rate(
 
 
 def theory_boundary(a, n: float, r, c_lo: float = 1e-8, c_hi: float = 1.0) -> np.ndarray:
-    """``c = 1 - beta2`` at which `growth_rate()` crosses 0, by bisection in ``log c``.
+    r"""$c = 1 - \beta_2$ at which `growth_rate()` crosses 0, by bisection in $\log c$.
 
     Parameters
     ----------
@@ -382,7 +389,7 @@ def simulate_losses(
 
 
 def loss_floor(n: float) -> float:
-    """log10 of the smallest resolved loss ``|x|^n / n`` of the 1-D maps: ``x`` at the smallest
+    """log10 of the smallest resolved loss $|x|^n / n$ of the 1-D maps: ``x`` at the smallest
     normal float64 (``log10 |x|`` is computed from ``x`` itself, so the loss never underflows
     before ``x`` does).
 

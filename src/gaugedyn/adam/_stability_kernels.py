@@ -3,7 +3,7 @@
 The exact 1-D Adam step of `gaugedyn.adam._stability.adam_step()` (stationary or
 bias-corrected) with the spike detector's block statistics accumulated over every step
 (`gaugedyn.adam._spikes`): per block of ``b`` steps the lower median, the maximum and the
-minimum of ``|x|`` (the loss ``|x|^n / n`` is increasing in ``|x|``, so its order statistics are
+minimum of ``|x|`` (the loss $|x|^n / n$ is increasing in ``|x|``, so its order statistics are
 those of ``|x|``) and whether some step was ``nan`` or infinite. Runs come in groups sharing
 ``(a, c)``, their length and their block; the lanes of a group advance together (independent
 dependency chains in one loop, so the processor overlaps them). `series_blocks()` reduces a

@@ -481,9 +481,9 @@ def exchange(
     *,
     rows: Rows = None,
 ) -> StateRecord:
-    """Swap a component between two optimizers, tensor by tensor (matched by name), whole or
+    r"""Swap a component between two optimizers, tensor by tensor (matched by name), whole or
     the given ``rows`` of both: ``m_a <-> m_b`` and/or ``v_a <-> v_b``. Weights and step
-    counts stay, so each optimizer's next step uses its own bias correction ``1 - beta^t`` with
+    counts stay, so each optimizer's next step uses its own bias correction $1 - \beta^t$ with
     the other's moments. The swap is an exact copy: exchanging twice restores both states bit
     for bit.
 

@@ -99,9 +99,9 @@ def signal_history(signal: str, lams, beta: float, points=(0.0,), burn: float = 
 
 
 def measured_vs_series(signal: str, lams, beta1: float, beta2: float, points=(0.0,)) -> dict:
-    """Measured parts of the last update against the series terms, per ``lam`` and point.
+    r"""Measured parts of the last update against the series terms, per ``lam`` and point.
 
-    Uses ``eps = 0``; the history is ``60 tau`` steps long for the longer memory.
+    Uses $\epsilon = 0$; the history is $60\tau$ steps long for the longer memory.
 
     Parameters
     ----------
@@ -196,11 +196,13 @@ def order_check(signal: str, beta1: float, beta2: float, lams, points=(0.0, 0.7,
 
 
 def transition_fraction(beta2: float, lam: float, periods: int = 20) -> dict:
-    """Fraction of steps in transition for ``g = sin(lam k)`` against ``phi/pi``.
+    r"""Fraction of steps in transition for $g = \sin(\lambda k)$ (``lam`` $= \lambda$) against
+    $\phi/\pi$.
 
-    ``phi = atan(b2 sin lam / (1 - b2 cos lam))`` is the exact phase lag of the ``b2``-EMA, so the
-    smoothed sign trails the gradient's sign for ``phi/lam`` steps after each of the two zero
-    crossings per period. Both moments use ``beta2``; the first ``60 tau2`` steps are a burn-in.
+    $\phi = \arctan\bigl(\beta_2 \sin\lambda / (1 - \beta_2 \cos\lambda)\bigr)$ is the exact
+    phase lag of the $\beta_2$-EMA, so the smoothed sign trails the gradient's sign for
+    $\phi/\lambda$ steps after each of the two zero crossings per period. Both moments use
+    ``beta2``; the first $60\tau_2$ steps are a burn-in.
 
     Parameters
     ----------
@@ -214,8 +216,8 @@ def transition_fraction(beta2: float, lam: float, periods: int = 20) -> dict:
     Returns
     -------
     dict
-        ``measured`` (the fraction of steps in transition), ``predicted`` (``phi/pi``) and
-        ``first_order`` (``(tau2-1) lam/pi``).
+        ``measured`` (the fraction of steps in transition), ``predicted`` ($\phi/\pi$) and
+        ``first_order`` ($(\tau_2 - 1)\, \lambda/\pi$).
     """
     tau2 = _tau(beta2)
     n = int(60 * tau2 + periods * 2 * np.pi / lam)

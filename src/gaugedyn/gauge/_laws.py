@@ -365,9 +365,9 @@ def _share(v: torch.Tensor, basis: torch.Tensor) -> tuple[torch.Tensor, torch.Te
 
 @dataclass(frozen=True)
 class ConservationLaws:
-    """The count of a model's conservation laws at generic points (see the module docstring).
+    r"""The count of a model's conservation laws at generic points (see the module docstring).
 
-    ``dimension`` ``D``; ``span`` ``dim W(theta)``, the fields' span; ``lie`` the dimension
+    ``dimension`` ``D``; ``span`` $\dim W(\theta)$, the fields' span; ``lie`` the dimension
     of the Lie trace; ``laws = D - lie``; ``symmetries = D - rank J_F``; ``depth`` the bracket
     depth at which the trace stopped growing; ``gap`` the smallest singular-value gap of every
     rank decision at every point; ``points`` the per-point records (seed, decisions per depth,

@@ -222,9 +222,9 @@ def duplicate_unit(
     $$
 
     with ``(c_s, c_t) = gauges``. The pair computes exactly what ``source`` computed (both copies
-    carry ``rho = |a_s||w_s|/2`` along one direction); ``target``'s former contribution is
+    carry $\rho = |a_s|\,|w_s|/2$ along one direction); ``target``'s former contribution is
     removed, so the model's function changes by that contribution alone. ``c < 1`` makes a copy
-    a-heavy (``delta > 0`` grows), ``c > 1`` w-heavy. Weights only: apply it before building
+    a-heavy ($\delta > 0$ grows), ``c > 1`` w-heavy. Weights only: apply it before building
     the optimizer, or reset the two units' state rows.
 
     Parameters

@@ -231,7 +231,7 @@ class Measure:
 
     def at(self, paper: float | None) -> Measure:
         """This measure with the paper's value ``paper`` (one that depends on the run's
-        configuration, such as ``D^2`` at the configured ``D``); ``None`` keeps the declared
+        configuration, such as $D^2$ at the configured ``D``); ``None`` keeps the declared
         one."""
         return self if paper is None else replace(self, paper=float(paper))
 

@@ -105,7 +105,7 @@ class FlowParams:
         return self.weight_decay == 0.0 and self.lr2 == 1.0
 
     def rate(self, y) -> tuple[np.ndarray, np.ndarray]:
-        """``(s, d)`` with the options' flow ``S f - lambda d * y``: ``s`` is ``lr2`` on the
+        r"""``(s, d)`` with the options' flow $S f - \lambda\, d \odot y$: ``s`` is ``lr2`` on the
         ``a`` components and 1 elsewhere, ``d`` is ``lr2`` on ``a``, 2 on ``Q``, 1 on ``R``,
         ``W`` and ``C`` (module docstring)."""
         n = y.shape[-1]

@@ -279,13 +279,13 @@ def fixed_point(
 
 @dataclass
 class CriticalPoint:
-    """A critical point of the population loss, with the Hessian there (`critical_point()`).
+    r"""A critical point of the population loss, with the Hessian there (`critical_point()`).
 
     ``problem``: the point as a `Problem` (the teacher as given; in the start's
     coordinates, or a realisation of the order parameters); ``y``, ``params``: the state in its
     formulation; ``loss``; ``grad_norm``: ``|dL/dtheta|`` (order parameters: ``|d(a, Q, R)/dt|``);
     ``hessian``: the symmetrised ``H`` (order parameters: ``-J``) and ``asymmetry``
-    ``|H - H^T| / |H|`` before symmetrising; ``eigenvalues`` (ascending, real parts for order
+    $|H - H^\top| / |H|$ before symmetrising; ``eigenvalues`` (ascending, real parts for order
     parameters) and ``eigenvectors`` (columns); ``index``; ``unstable_rates``
     (``lambda_+``, largest first); ``null_space`` (orthonormal columns); ``gauge``: an
     orthonormal basis of the rescaling generators ``(-a_i, w_i)`` of the active units (order

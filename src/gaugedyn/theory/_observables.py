@@ -51,10 +51,10 @@ command line."""
 
 @dataclass(frozen=True)
 class Definitions:
-    """Parameters of the observables' definitions (recorded with every result).
+    r"""Parameters of the observables' definitions (recorded with every result).
 
     - alignment ``m_in = w_i.v_n / (|w_i| |v_n|)``;
-    - coefficient ``rho_i = a_i |w_i|``; gauge ``delta_i = a_i^2 - |w_i|^2``;
+    - coefficient $\rho_i = a_i |w_i|$; gauge $\delta_i = a_i^2 - |w_i|^2$;
     - specialization of teacher ``n``: ``s_n = max_i m_in``, or ``max_i |m_in|`` for an odd
       activation (``erf``, ``linear``), where ``(a_i, w_i)`` and ``(-a_i, -w_i)`` are the same
       function (`specialization()`); specialization time: the first ``t`` with
@@ -63,10 +63,10 @@ class Definitions:
       ``sign(b_n) rho_i m_in`` of that feature; students within ``TIE_RTOL`` of the largest
       share are tied and the owner reads ``-1`` (`owners()`);
     - pruned: ``|rho_i| < prune_tol``; pruning time: first ``t`` at which that holds;
-    - delta drift: ``max_i |delta_i(t) - delta_i(0)| / (a_i(0)^2 + |w_i(0)|^2)``;
-    - dissipation: ``-dL/dt = sum_i reaction_i + transport_i`` with
-      ``reaction_i = mu_R_i (dL~/drho_i)^2 = (dL/da_i)^2 + (u_i.dL/dw_i)^2`` and
-      ``transport_i = mu_T_i |P_i grad_u L~|^2 = |dL/dw_i|^2 - (u_i.dL/dw_i)^2``.
+    - delta drift: $\max_i |\delta_i(t) - \delta_i(0)| / \bigl(a_i(0)^2 + |w_i(0)|^2\bigr)$;
+    - dissipation: $-\dot L = \sum_i \text{reaction}_i + \text{transport}_i$ with
+      $\text{reaction}_i = \mu_{R,i} (\partial \tilde L/\partial \rho_i)^2 = (\partial L/\partial a_i)^2 + (u_i \cdot \nabla_{w_i} L)^2$ and
+      $\text{transport}_i = \mu_{T,i} |P_i \nabla_u \tilde L|^2 = |\nabla_{w_i} L|^2 - (u_i \cdot \nabla_{w_i} L)^2$.
     """
 
     threshold: float = 0.95

@@ -1,7 +1,7 @@
-"""Problem specifications: teacher, student, activation and the gauge of each neuron.
+r"""Problem specifications: teacher, student, activation and the gauge of each neuron.
 
-The gauge of neuron ``i`` is the choice of ``delta_i = a_i^2 - |w_i|^2`` at a fixed function
-``rho_i u_i``: the transformation ``(a_i, w_i) -> (a_i / c_i, c_i w_i)`` with ``c_i > 0`` keeps the
+The gauge of neuron $i$ is the choice of $\delta_i = a_i^2 - |w_i|^2$ at a fixed function
+$\rho_i u_i$: the transformation $(a_i, w_i) \to (a_i / c_i,\, c_i w_i)$ with $c_i > 0$ keeps the
 network function of a positively homogeneous activation exactly fixed.
 """
 
@@ -20,7 +20,7 @@ from ._activation import Activation, activation_of, allowed_activations, is_acti
 GAUGE_NAMES = ("w-heavy", "a-heavy", "balanced")
 MAX_NEURONS = 64
 """The most neurons of a named set-up on the command line (the dense Jacobian of the
-order-parameter state grows as ``K^4``)."""
+order-parameter state grows as $K^4$)."""
 
 PARAMS: dict[str, Param] = {
     "dim": Param(

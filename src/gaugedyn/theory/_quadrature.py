@@ -457,7 +457,7 @@ integrals (``10^4`` nodes per integral)."""
 
 
 def hermite_grid(d: int, nodes: int):
-    """The tensor Gauss-Hermite rule for $N(0, I_d)$: nodes ``(nodes^d, d)`` and weights.
+    r"""The tensor Gauss-Hermite rule for $N(0, I_d)$: nodes $(\text{nodes}^d, d)$ and weights.
 
     Parameters
     ----------

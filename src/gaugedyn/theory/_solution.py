@@ -30,8 +30,8 @@ class Solution(_Trajectories):
     """One trajectory of the population dynamics.
 
     ``t (T,)``; ``a (T, K)``, ``Q (T, K, K)``, ``R (T, K, M)`` whatever the formulation (``W
-    (T, K, D)`` too if the weights were kept); ``observables``: ``loss (T,)``, ``rho (T, K)``,
-    ``alignment (T, K, M)``, ``delta (T, K)``, ``reaction (T, K)``, ``transport (T, K)``, ``owner``
+    (T, K, D)`` too if the weights were kept); ``observables``: ``loss (T,)``, ``rho`` (T, K),
+    ``alignment (T, K, M)``, ``delta`` (T, K), ``reaction (T, K)``, ``transport (T, K)``, ``owner``
     and ``pruned`` over time; ``specialization_time (M,)`` and ``pruning_time (K,)`` (NaN: never,
     within ``[0, t_final]``); ``owner (M,)`` at the final time; ``delta_drift`` the largest drift of
     the gauge over the output times; ``diagnostics`` the integrator's counters and settings.

@@ -85,8 +85,8 @@ _SIGMA = Param(
 
 @dataclass(frozen=True)
 class JointLoss:
-    """``l = (f_m - y_m)^2 / 2 + gamma (f_a - y_a)^2 / 2`` with labels
-    ``y = f* + sigma xi`` (``sigma_main``, ``sigma_aux``), on the architecture ``reading``."""
+    r"""$\ell = (f_m - y_m)^2 / 2 + \gamma\, (f_a - y_a)^2 / 2$ with labels
+    $y = f^* + \sigma \xi$ (``sigma_main``, ``sigma_aux``), on the architecture ``reading``."""
 
     gamma: float = 0.0
     sigma_main: float = 0.0
@@ -107,7 +107,7 @@ class JointLoss:
         return 2 if self.reading == "two_heads" else 1
 
     def single(self) -> JointLoss:
-        """The single-task baseline: the same model at ``gamma = 0``."""
+        r"""The single-task baseline: the same model at $\gamma = 0$."""
         return JointLoss(0.0, self.sigma_main, self.sigma_aux, self.reading)
 
     def describe(self) -> dict:
@@ -193,7 +193,7 @@ class AuxiliaryProblem:
         return np.concatenate([self.V_main, self.V_aux])
 
     def order_parameters(self):
-        """``(a, c, Q, R, T)`` with ``R = W [V_m; V_a]^T`` and ``T`` the teachers' Gram matrix."""
+        r"""``(a, c, Q, R, T)`` with $R = W [V_m; V_a]^\top$ and ``T`` the teachers' Gram matrix."""
         V = self.V
         return self.a, self.c, self.W @ self.W.T, self.W @ V.T, V @ V.T
 
@@ -575,8 +575,8 @@ class AuxiliaryODE:
         return a, c, Q, R
 
     def evaluate(self, y, eta: float, noise_scale: float, out=None) -> np.ndarray:
-        """The right-hand side at ``y`` with the drift scaled by ``eta`` and the noise term by
-        ``noise_scale`` (``eta^2 / B`` for the ODE)."""
+        r"""The right-hand side at ``y`` with the drift scaled by ``eta`` and the noise term by
+        ``noise_scale`` ($\eta^2 / B$ for the ODE)."""
         out = np.empty(self.size) if out is None else out
         y = np.ascontiguousarray(y, dtype=np.float64)
         out = _kernels().rhs(
@@ -602,7 +602,7 @@ class AuxiliaryODE:
         return self.evaluate(y, self.eta, scale)
 
     def parts(self, y) -> tuple[np.ndarray, np.ndarray]:
-        """``(drift, noise)`` of ``dy/dt``: the terms linear in ``eta`` and the ``eta^2 / B``
+        r"""``(drift, noise)`` of ``dy/dt``: the terms linear in ``eta`` and the $\eta^2 / B$
         term (zero but for ``Q``)."""
         drift = self.evaluate(y, self.eta, 0.0)
         noise = self.evaluate(y, 0.0, self.eta**2 / self.batch)

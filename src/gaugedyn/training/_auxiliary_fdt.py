@@ -1,9 +1,9 @@
-"""The stationary state of the auxiliary model's online ODE and its fluctuation-dissipation
+r"""The stationary state of the auxiliary model's online ODE and its fluctuation-dissipation
 relation (derivation and assumptions: ``derivations/auxiliary.md``).
 
 **FDT.** Let ``theta*`` minimise the joint population loss ``L_J = eps_m + gamma eps_a`` and
 ``N_ij = E[kappa_i kappa_j g'_i g'_j] + (a_i a_j sigma_m^2 + gamma^2 c_i c_j sigma_a^2)
-E[g'_i g'_j]`` be the gradient-noise matrix of the ODE's ``eta^2 / B`` term. In the stationary
+E[g'_i g'_j]`` be the gradient-noise matrix of the ODE's $\eta^2 / B$ term. In the stationary
 state of online SGD at small ``eta``, the first layer fluctuates in the ``D - P`` bulk
 directions with the Gram matrix ``Q_perp`` solving ``2 (G_J Q_perp + Q_perp G_J) = eta N / B``
 (dissipation by the bulk Hessian ``2 G_J``, ``G_J = dL_J/dQ``, against the noise), so
@@ -271,7 +271,7 @@ def relaxation_rate(
 def noise_matrix(
     problem: AuxiliaryProblem, loss: JointLoss, y, *, method: str = "auto"
 ) -> np.ndarray:
-    """``N (K, K)`` at the state ``y``: the coefficient of ``eta^2 / B`` in ``dQ/dt``."""
+    r"""``N (K, K)`` at the state ``y``: the coefficient of $\eta^2 / B$ in ``dQ/dt``."""
     f = AuxiliaryODE(problem, loss, 1.0, 1, True, 0.0, 1.0, method)
     return f.unpack(f.evaluate(y, 0.0, 1.0))[2].copy()
 

@@ -13,15 +13,20 @@ from . import _auxiliary_generated as gen
 
 @dataclass(frozen=True)
 class LinearClosedForm:
-    """The main-task error of the one-output linear student, from the start ``|w|^2 = Q0``,
-    ``w.v_m = R_main0``, ``w.v_a = R_aux0``. With ``G = 1 + gamma`` and
-    ``s^2 = (sigma_m^2 + gamma^2 sigma_a^2) / G^2``:
+    r"""The main-task error of the one-output linear student, from the start
+    $|w|^2 = Q_0$ (``Q0``), $w \cdot v_m = R_{m,0}$ (``R_main0``), $w \cdot v_a = R_{a,0}$
+    (``R_aux0``). With $G = 1 + \gamma$ and $s^2 = (\sigma_m^2 + \gamma^2 \sigma_a^2) / G^2$:
 
-        eps_m(t) = Delta(t) / 2 + m(t) + (gamma / G)^2 (1 - rho),
-        Delta(t) = Delta_inf + (Delta_0 - Delta_inf) exp(-(2 eta G - eta^2 G^2 / B) t),
-        m(t) = m_0 exp(-eta G t),   Delta_inf = eta G s^2 / (2 B - eta G);
+    $$
+    \begin{aligned}
+    \epsilon_m(t) &= \Delta(t) / 2 + m(t) + (\gamma / G)^2 (1 - \rho), \\
+    \Delta(t) &= \Delta_\infty + (\Delta_0 - \Delta_\infty)
+    \exp\bigl(-(2 \eta G - \eta^2 G^2 / B)\, t\bigr), \\
+    m(t) &= m_0 \exp(-\eta G t), \qquad \Delta_\infty = \eta G s^2 / (2 B - \eta G);
+    \end{aligned}
+    $$
 
-    `leading()` is its first order in ``eta`` at fixed ``tau = eta t``."""
+    `leading()` is its first order in $\eta$ at fixed $\tau = \eta t$."""
 
     eta: float
     gamma: float
@@ -44,7 +49,7 @@ class LinearClosedForm:
         return gen.linear_error(t, *self._common(), *self._start())
 
     def leading(self, tau) -> np.ndarray:
-        """``eps_m`` to first order in ``eta`` at ``tau = eta t`` (the gap is ``O(eta^2)``)."""
+        r"""``eps_m`` to first order in ``eta`` at $\tau = \eta t$ (the gap is $O(\eta^2)$)."""
         return gen.linear_error_leading(tau, *self._common(), *self._start())
 
     def stationary(self) -> float:
@@ -52,7 +57,7 @@ class LinearClosedForm:
         return float(gen.linear_error_stationary(*self._common()))
 
     def stationary_leading(self) -> float:
-        """``(gamma / G)^2 (1 - rho) + eta (sigma_m^2 + gamma^2 sigma_a^2) / (4 B G)``."""
+        r"""$(\gamma / G)^2 (1 - \rho) + \eta (\sigma_m^2 + \gamma^2 \sigma_a^2) / (4 B G)$."""
         return float(gen.linear_error_stationary_leading(*self._common()))
 
     def benefit(self) -> float:
@@ -68,12 +73,12 @@ class LinearClosedForm:
         )
 
     def diffusion(self, t) -> np.ndarray:
-        """The diffusion part of ``eps_m(t) - eps_m(0)``: the integral of the ``eta^2 / B`` term
+        r"""The diffusion part of ``eps_m(t) - eps_m(0)``: the integral of the $\eta^2 / B$ term
         of ``dQ/dt`` times ``d eps_m / dQ = 1/2``."""
         return gen.linear_diffusion(t, *self._common(), *self._start())
 
     def optimal_gamma(self) -> float:
-        """The ``gamma > 0`` that minimises `stationary_leading()` (the cubic's positive
+        r"""The $\gamma > 0$ that minimises `stationary_leading()` (the cubic's positive
         root); ``nan`` where none does (no label noise)."""
         coeffs = np.array(gen.linear_optimal_gamma_cubic(*self._common()), dtype=float)
         roots = np.roots(coeffs[::-1])

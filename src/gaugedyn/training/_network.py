@@ -243,10 +243,10 @@ class Network:
         return (g(project(self.W, batch)) * self.a[:, :, None]).sum(1)
 
     def loss_and_gradients(self, batch: Batch):
-        """Empirical loss ``L_n = 1/(2n) sum_mu e_mu^2``, ``e = f(x) - y``, and its gradients.
+        r"""Empirical loss $L_n = \frac{1}{2n} \sum_\mu e_\mu^2$, ``e = f(x) - y``, and its gradients.
 
-        ``dL_n/da_i = 1/n sum_mu e_mu g(z_i,mu)``,
-        ``dL_n/dw_i = 1/n sum_mu e_mu a_i g'(z_i,mu) x_mu``, ``z = W X^T``.
+        $\partial L_n/\partial a_i = \frac1n \sum_\mu e_\mu\, g(z_{i\mu})$,
+        $\nabla_{w_i} L_n = \frac1n \sum_\mu e_\mu\, a_i\, g'(z_{i\mu})\, x_\mu$, $z = W X^\top$.
         Returns per-seed ``(loss (S,), g_a (S, K), g_W (S, K, D))``.
         """
         g, gp = _activation(self.activation)

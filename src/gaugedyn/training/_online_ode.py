@@ -162,7 +162,7 @@ class OnlineODE:
     teacher_activation: str | Activation | None = None
 
     def unpack(self, y):
-        """``(a, Q, R)`` of states ``y (..., K + K^2 + K M)``."""
+        r"""``(a, Q, R)`` of states ``y`` of shape $(\dots, K + K^2 + KM)$."""
         K, M = self.K, self.M
         a = y[..., :K]
         Q = y[..., K : K + K * K].reshape(*y.shape[:-1], K, K)

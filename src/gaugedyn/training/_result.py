@@ -130,7 +130,7 @@ class TrainResult:
         return theory.pruned(self.a, self.Q, self.definitions)
 
     def delta_drift(self):
-        """``(S, T)``: ``max_i |delta_i(t) - delta_i(0)| / (a_i(0)^2 + |w_i(0)|^2)``."""
+        r"""``(S, T)``: $\max_i |\delta_i(t) - \delta_i(0)| / \bigl(a_i(0)^2 + |w_i(0)|^2\bigr)$."""
         return theory.delta_drift(self.a, self.Q, self.a[:, :1], self.Q[:, :1])
 
     def dissipation(self):

@@ -68,7 +68,7 @@ _BETAS_ALLOWED = (
 
 
 def _betas(value) -> tuple:
-    """``(beta1, beta2)`` as floats, or a tuple of such pairs (one per seed), or InputError."""
+    r"""$(\beta_1, \beta_2)$ as floats, or a tuple of such pairs (one per seed), or InputError."""
 
     def pair(p) -> tuple[float, float]:
         if isinstance(p, str) or not isinstance(p, Sequence) or len(p) != 2:
@@ -92,12 +92,12 @@ def _betas_list(betas: tuple) -> list:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Settings of one training run (see module docstring for the conventions).
+    r"""Settings of one training run (see module docstring for the conventions).
 
     ``optimizer``: ``gd`` (full batch, fixed sample), ``sgd`` (mini-batches of ``batch`` from the
     fixed sample, reshuffled per epoch; or online with ``samples=None``) or ``adam``.
     ``record_steps``: explicit steps to record, else ``points_per_decade`` log-spaced steps
-    (always including 0 and ``steps``). ``betas``: Adam's ``(beta1, beta2)``, or one such pair
+    (always including 0 and ``steps``). ``betas``: Adam's $(\beta_1, \beta_2)$, or one such pair
     per seed (a sequence as long as the run's seeds), so that copies with different factors train
     as one program, each copy the same arithmetic as its pair's run alone.
     """
@@ -173,7 +173,7 @@ class TrainConfig:
 
     @property
     def per_copy_betas(self) -> bool:
-        """``betas`` holds one ``(beta1, beta2)`` per seed (copy) rather than one pair."""
+        r"""``betas`` holds one $(\beta_1, \beta_2)$ per seed (copy) rather than one pair."""
         return isinstance(self.betas[0], tuple)
 
     @property

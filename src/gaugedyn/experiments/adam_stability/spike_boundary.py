@@ -314,7 +314,7 @@ class SpikeBoundary(Experiment):
         return analyse(tasks, results, seed)
 
     def plot(self, arrays, config, outdir):
-        return [spike_maps(arrays, outdir), local_slopes(arrays, outdir)]
+        return [*spike_maps(arrays, outdir), local_slopes(arrays, outdir)]
 
 
 EXPERIMENT = SpikeBoundary()

@@ -203,12 +203,12 @@ class Auxiliary(Experiment):
         ),
         "lin_seeds": Param(
             int,
-            16,
+            48,
             quick=6,
             lo=4,
             hi=1000,
             why="one kernel call per seed",
-            help="seeds per closed-form run",
+            help="seeds per closed-form run (48: PROTOCOL.md, section 2, design change)",
         ),
         "lin_dim": Param(
             int,

@@ -1,8 +1,8 @@
-"""Prototype specialization in minimal Gaussian-activation MLPs.
+r"""Prototype specialization in minimal Gaussian-activation MLPs.
 
-A one-hidden-layer network ``f(x) = sum_i a_i phi(w_i x + b_i) + c`` with ``phi(z) = exp(-z^2/2)``
-and width equal to the number of training samples ``N``; each hidden neuron induces a prototype
-``p_i = -b_i / w_i`` (the input at which its response peaks). `._model` holds the network,
+A one-hidden-layer network $f(x) = \sum_i a_i\, \phi(w_i x + b_i) + c$ with
+$\phi(z) = \exp(-z^2/2)$ and width equal to the number of training samples $N$; each hidden
+neuron induces a prototype $p_i = -b_i / w_i$ (the input at which its response peaks). `._model` holds the network,
 the structural losses (coverage, separation, overlap) and the batched full-batch Adam loop;
 `._measures` holds the measures (reconstruction error through an optimal one-to-one
 assignment, prototype-usage specialization ratio, fraction outside the hull, fit error), defined
