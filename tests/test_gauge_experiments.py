@@ -589,6 +589,43 @@ def test_finite_sample_dissipation_finding_fails_without_convergence():
     assert good.power > 0.8 and flat.power > 0.8  # the wobble is small: power at p = -1/2
 
 
+@pytest.mark.parametrize("observable", ["loss", "alignment", "rho"])
+def test_finite_sample_exponent_checks_fail_on_data_built_to_fail(observable):
+    """The loss, alignment and rho exponents are checks judged by ``slope_band`` (the catalogue's
+    rule for an exponent inside a band): they pass on a clean n^-1/2 and fail on no decay, on a
+    decay outside the band, on five rows (the rule needs six) and on rows that bend."""
+    from gaugedyn.experiments.gauge._analysis import _finite_sample_exponent_check as check
+    from gaugedyn.experiments.gauge.finite_sample import EXPERIMENT as FINITE
+
+    config = config_of(FINITE, quick=True)
+    ns = np.asarray(config["ns"], dtype=float)
+    assert ns.size == 6  # the quick grid fits six n: the slope rules need six
+    wobble = 1 + 0.01 * np.array([1, -1, 1, -1, 1, -1])
+    good = check(observable, config, ns, ns**-0.5 * wobble, 0.0)
+    d = good.to_dict()
+    assert good.kind == "check" and good.passed and d["rule"] == "slope_band"
+    assert d["tolerance"]["verdict"] == "HELD" and d["per_seed"][0] == pytest.approx(
+        list(np.log(ns))
+    )
+    failing = {
+        "flat": (ns, wobble),
+        "too steep": (ns, ns**-0.8 * wobble),
+        "five rows": (ns[:5], ns[:5] ** -0.5 * wobble[:5]),
+        "bent": (ns, ns**-0.5 * np.exp(0.3 * (np.log(ns) - np.log(ns).mean()) ** 2)),
+    }
+    verdicts = {}
+    for name, (n, med) in failing.items():
+        c = check(observable, config, n, med, 0.0)
+        assert not c.passed, name
+        verdicts[name] = c.to_dict()["tolerance"]["verdict"]
+    assert verdicts == {
+        "flat": "NOT HELD",
+        "too steep": "NOT HELD",
+        "five rows": "UNRESOLVED",
+        "bent": "UNRESOLVED",
+    }
+
+
 def test_the_verdicts_docs_page_recomputes_a_stored_quick_summary(tmp_path):
     """docs/verdicts-in-experiments.md: its python block re-judges every finding of a stored
     quick ``clock`` summary from the summary alone."""

@@ -404,21 +404,70 @@ def test_a_run_without_v_fails_the_time_to_edge_control():
 # --- conservation laws -----------------------------------------------------------------------
 
 
-def test_the_conservation_instruments_broken_fail(monkeypatch):
-    """The count without its Lie brackets (the fields' span alone reads 4 laws where there are
-    3), a rank decision that ignores its tolerance, and a slope fit that reads every drift as
-    first order each fail their control."""
+def _conservation_breaks():
+    from dataclasses import replace
+
     import gaugedyn.gauge as gauge
-    from gaugedyn.experiments.conservation import _drift
+    from gaugedyn.experiments.conservation import _architectures, _drift
+
+    count, rank, slope, build = (
+        gauge.conservation_laws,
+        gauge.decide_rank,
+        _drift.slope_control,
+        _architectures.build,
+    )
+
+    def unbent(spec, *a):
+        return build({**spec, "family": "relu2"} if spec["family"] == "bent" else spec, *a)
+
+    return {
+        "span alone": (
+            gauge,
+            "conservation_laws",
+            lambda *a, **k: count(*a, **k | {"max_depth": 1}),
+        ),
+        "brackets always": (
+            gauge,
+            "conservation_laws",
+            lambda *a, **k: count(*a, **{n: v for n, v in k.items() if n != "max_depth"}),
+        ),
+        "bend not applied": (_architectures, "build", unbent),
+        "tolerance ignored": (gauge, "decide_rank", lambda a, rtol: rank(a, 1e-9)),
+        "gap misread": (
+            gauge,
+            "decide_rank",
+            lambda a, rtol: (lambda d: (replace(d[0], gap=d[0].gap / 1e3), d[1]))(rank(a, rtol)),
+        ),
+        "all first order": (_drift, "slope_control", lambda *a: slope(*a[:-1], True)),
+        "all second order": (_drift, "slope_control", lambda *a: slope(*a[:-1], False)),
+    }
+
+
+@pytest.mark.parametrize(
+    "break_,fails",
+    [
+        ("span alone", {"count.known"}),
+        ("brackets always", {"count.brackets"}),
+        ("bend not applied", {"count.bent"}),
+        ("tolerance ignored", {"rank.coarse"}),
+        ("gap misread", {"rank.fine", "rank.coarse"}),
+        ("all first order", {"slope.second_order"}),
+        ("all second order", {"slope.first_order"}),
+    ],
+)
+def test_the_conservation_instruments_broken_fail(monkeypatch, break_, fails):
+    """The count without its Lie brackets (the fields' span alone reads 4 laws where there are
+    3) or always with them, a symmetry-breaking bend not applied, a rank decision that ignores
+    its tolerance or misreads its gap, and a slope fit that reads every drift as first (or
+    second) order each fail their control; the other controls of the instrument pass."""
     from gaugedyn.experiments.conservation._controls import controls
 
     config = _config("conservation_laws")
-    assert not _failed(controls(config))
-    count, rank, slope = gauge.conservation_laws, gauge.decide_rank, _drift.slope_control
-    monkeypatch.setattr(gauge, "conservation_laws", lambda *a, **k: count(*a, max_depth=1, **k))
-    monkeypatch.setattr(gauge, "decide_rank", lambda a, rtol: rank(a, 1e-9))
-    monkeypatch.setattr(_drift, "slope_control", lambda *a: slope(*a[:-1], True))
-    assert _failed(controls(config)) == {"count.known", "rank.coarse", "slope.second_order"}
+    family = next(iter(fails)).split(".")[0]
+    mine = [c for c in controls(config) if c.id.startswith(family + ".")]
+    assert not _failed(mine)
+    monkeypatch.setattr(*_conservation_breaks()[break_])
+    assert _failed(mine) == fails
 
 
 # --- the landscape -----------------------------------------------------------------------------

@@ -41,7 +41,7 @@ def _minimum(rule: stats.Rule) -> int:
 
 
 def _paired(rule: stats.Rule) -> bool:
-    return rule.estimator in ("paired", "paired_median")
+    return rule.estimator in ("paired", "paired_median", "paired_sign")
 
 
 @st.composite
@@ -114,6 +114,8 @@ def _agrees_with_interval(j: stats.Judgement, claim: str) -> None:
         if _decided_by_interval(j) and j.verdict == "UNRESOLVED":
             assert not (high < lo or low > hi) and not (lo <= low and high <= hi)
         return
+    if j.rule == "paired_sign":  # its interval is of the share of untied seeds, against 1/2
+        t = 0.5
     if j.direction == ">":
         held, not_held = low > t, high <= t
     else:
@@ -230,14 +232,16 @@ def _spread(name: str, samples) -> bool:
 
 
 @pytest.mark.parametrize(
-    "name", [n for n in THRESHOLD_RULES if stats.RULES[n].estimator != "point"]
+    "name",
+    [n for n in THRESHOLD_RULES if stats.RULES[n].estimator not in ("point", "paired_sign")],
 )
 @PROPS
 @given(data=st.data())
 def test_threshold_rules_at_and_next_to_each_end_of_their_interval(name, data):
     """The interval does not depend on the threshold, so the verdict at ``t`` follows from where
     ``t`` sits: at the claimed side's end (touching counts as the other side), one float inside
-    or outside it, and the same at the far end."""
+    or outside it, and the same at the far end. (The sign rule's interval is of the share of
+    seeds beyond the threshold, so it moves with it: ``tests/test_sign_rule.py``.)"""
     rule = stats.RULES[name]
     samples = data.draw(samples_for(name))
     assume(_spread(name, samples))
@@ -391,7 +395,7 @@ def test_a_shift_of_the_data_and_the_claim_changes_no_verdict(name, data, c, off
     rule = stats.RULES[name]
     samples = data.draw(samples_for(name))
     t = _threshold_of(name, samples, offset / 2)
-    moves = rule.estimator not in ("paired", "paired_median", "slope")
+    moves = rule.estimator not in ("paired", "paired_median", "paired_sign", "slope")
     moved_t = (tuple(v + c for v in t) if isinstance(t, tuple) else t + c) if moves else t
     for direction in rule.directions if not isinstance(t, tuple) else [None]:
         a = judged(name, samples, t, direction)
@@ -420,9 +424,8 @@ def test_a_positive_rescaling_of_the_data_and_the_claim_changes_no_verdict(
         a = judged(name, samples, t, direction)
         b = judged(name, scaled, scaled_t, direction)
         tol = 1e-9 * (1 + max((abs(v) for s in samples for v in s.ravel()), default=0))
-        assert _close(a.low * scale, b.low, tol * scale) and _close(
-            a.high * scale, b.high, tol * scale
-        )
+        k = 1.0 if rule.estimator == "paired_sign" else scale  # a share does not scale
+        assert _close(a.low * k, b.low, tol * k) and _close(a.high * k, b.high, tol * k)
         _same_verdict_unless_close(a, b, tol)
 
 
@@ -594,7 +597,8 @@ def test_the_95_percent_interval_covers_and_errs_at_the_nominal_rates(name):
     for direction in (">", "<"):
         out = rule.evaluate(samples, theta, direction, rng=stats.generator(1, name, direction))
         low, high = np.asarray(out["low"]), np.asarray(out["high"])
-        covered = np.mean((low <= theta) & (theta <= high))
+        param = 0.5 if rule.estimator == "paired_sign" else theta  # the share beyond the median
+        covered = np.mean((low <= param) & (param <= high))
         assert abs(covered - 0.95) < 0.016, covered
         held = np.mean(np.asarray(out["code"]) == 1)
         assert held <= 0.025 + 4 * math.sqrt(0.025 * 0.975 / COVERAGE_REPS), held

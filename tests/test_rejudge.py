@@ -156,3 +156,37 @@ def test_a_cell_reading_without_seeds_recomputes_as_unresolved():
         "uniform_draw": 0.5,
     }
     assert judge_record(rec).verdict == "UNRESOLVED"
+
+
+def test_rejudging_under_a_changed_rule_rejudges_every_reading_and_marks_the_breakdown():
+    """The switch finding as judged before its measure was declared ``tied`` (every reading
+    by ``paired_median``): judged again from its stored values under the current rules, every
+    reading takes the ``paired_sign`` rule its measure now chooses, with a draw from the run's
+    seed, and recomputes; its verdicts per pulse strength (judged by the analysis on values
+    the summary does not store) stay, marked with the rule that judged them."""
+    from gaugedyn.harness._rejudge import rejudge_current
+
+    summary = _summary(ROOT / "results-data/shared_representation/summary.json")
+    claim = copy.deepcopy(
+        next(c for c in summary["claims"] if c["id"].endswith("switch.rate_difference"))
+    )
+    tol = claim["tolerance"]
+    tol.pop("breakdown_judged_under", None)
+    for rec in tol["reading_detail"].values():  # as the run judged them
+        rec["rule"] = "paired_median"
+        rec.pop("uniform_draw", None)
+    claim["rule"] = "paired_median"
+    old = {
+        "experiment": summary["experiment"],
+        "configuration": summary["configuration"],
+        "claims": [claim],
+    }
+    new = rejudge_current(old, command="test")
+    got = new["claims"][0]
+    assert {r["rule"] for r in got["tolerance"]["reading_detail"].values()} == {"paired_sign"}
+    assert got["tolerance"]["breakdown_judged_under"] == "paired_median"
+    assert got["tolerance"]["by_strength"] == tol["by_strength"]
+    assert check_summary({"claims": [got]})[0][1] == "same"
+    again = rejudge_current(new, command="test")["claims"][0]  # nothing moves: the mark stays
+    assert again["tolerance"]["breakdown_judged_under"] == "paired_median"
+    assert again["verdict"] == got["verdict"]

@@ -779,6 +779,25 @@ def test_the_three_target_search_stops_at_the_first_setting_with_a_choice():
     assert all(s["targets"] == 3 for s in sx.THREE_TARGET_SEARCH)
 
 
+def test_the_committed_calibration_re_derives_its_selection_from_its_stored_rows(capsys):
+    """Every stored row's properties, eligibility and primary strength follow from its stored
+    intervals, levels and dose fractions, and the choice and each meaning's from the rows; a
+    record whose row or choice is altered is caught, naming what differs."""
+    record = sc.stored()
+    assert sc.rederive(record) == []
+    assert sc.main(["simulations/shared_representation.toml", "--rederive"]) == 0
+    assert "re-derived from the stored rows" in capsys.readouterr().out
+    bad = json.loads(json.dumps(record))
+    row = next(r for r in bad["candidates"] if r["name"] == bad["choice"])
+    row["endpoint_intervals"][0] = [0.5, 0.4, 0.6]  # no longer matched
+    assert f"{row['name']}: properties" in sc.rederive(bad)
+    bad = json.loads(json.dumps(record))
+    bad["w_star"] = 0.9
+    row = next(r for r in bad["candidates"] if r.get("dose"))
+    row["strength"] = "strong" if row["strength"] != "strong" else "hint"
+    assert {f"{row['name']}: strength", "w_star"} <= set(sc.rederive(bad))
+
+
 def test_a_recalibrating_run_twice_gives_the_same_calibration(small):
     """Two runs with ``recalibrate = true`` from the same root seed store identical calibration
     records (every row, the choice, the per-meaning choices and the seed)."""
@@ -855,3 +874,66 @@ def test_publish_stores_a_declared_extension_beside_the_run_and_tables_its_crite
     bad, _ = folder("odd", ["width=48"])
     with pytest.raises(InputError, match="declared extensions: baseline"):
         publish.read_run(bad, tmp_path)
+
+
+def test_publish_copies_the_dose_arrays_checked_against_the_runs_checksum(tmp_path):
+    """``publish --add`` copies the declared dose arrays from the run's ``arrays.npz`` into the
+    summary (checked against ``arrays_sha256``), and the ``publish:tables`` block is generated
+    from them alone; a run whose arrays do not match, or that has none, is refused."""
+    import hashlib
+    import io
+
+    from gaugedyn import publish
+    from gaugedyn.experiments.adam_state import _tables
+
+    root = Path(__file__).resolve().parents[1]
+    base = json.loads((root / "results-data/shared_representation/summary.json").read_text())
+    base.pop("published", None)
+    base.pop("published_arrays", None)
+    base.pop("rejudged", None)
+    lost = np.zeros((2, 2, 3, 2, 2, 3))
+    lost[0, 1, 2, 0, 0] = [0.88, 0.845, 0.915]  # rate, second strength, combined, acq., heads
+    switch = np.full((2, 2, 2, 2, 3), 0.5)
+    arrays = {
+        "dose_strengths": np.array(["hint", "weak"]),
+        "dose_meanings": np.array(["rate", "step"]),
+        "dose_lost": lost,
+        "dose_switch": switch,
+        "other": np.ones(3),
+    }
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+
+    def folder(name, data, sha):
+        run = tmp_path / name
+        run.mkdir()
+        summary = json.loads(json.dumps(base)) | {"arrays_sha256": sha}
+        for fig in summary["figures"]:
+            for f in fig["files"]:
+                (run / f).parent.mkdir(parents=True, exist_ok=True)
+                (run / f).write_bytes(b"\x89PNG")
+        (run / "summary.json").write_text(json.dumps(summary))
+        if data is not None:
+            (run / "arrays.npz").write_bytes(data)
+        return run
+
+    good = folder("good", buf.getvalue(), hashlib.sha256(buf.getvalue()).hexdigest())
+    got, _ = publish.prepare_run(good, tmp_path)
+    assert sorted(got["published_arrays"]) == sorted(_tables.PUBLISHED_ARRAYS)
+    assert got["published_arrays"]["dose_strengths"] == ["hint", "weak"]
+    lines = publish.result_tables("shared_representation", {"shared_representation": got})
+    row = next(line for line in lines if line.startswith("| rate/heads | weak"))
+    assert "0.88 [0.845, 0.915]" in row
+    assert "| rate/heads | **hint** |" in "\n".join(lines)  # the run's primary strength
+    assert lines[-1].startswith("From `results-data/shared_representation/summary.json`")
+    bad = folder("bad", buf.getvalue(), "0" * 64)
+    with pytest.raises(InputError, match="does not match the checksum"):
+        publish.prepare_run(bad, tmp_path)
+    with pytest.raises(InputError, match="dose_strengths, dose_meanings, dose_lost"):
+        publish.prepare_run(folder("none", None, "0" * 64), tmp_path)
+    assert "carries no dose-response arrays" in _tables.dose_table(base)[0]
+    assert publish.result_tables("shared_representation", {}) == [
+        "No full run of `shared_representation` is published yet."
+    ]
+    with pytest.raises(InputError, match="other"):
+        publish.result_tables("other", {})

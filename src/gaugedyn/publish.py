@@ -30,6 +30,9 @@ run's figures, copied by ``--add`` into ``docs/figures/<experiment>/``, with the
 published ``gaugedyn multiverse`` folder: the share of specifications per verdict, robust or
 not, the constants that flip it), ``sentences EXPERIMENT`` (the paper's sentences the
 experiment declares, each against the verdicts and robustness of the findings that test it),
+``tables EXPERIMENT`` (the experiment's own result tables, `gaugedyn.harness.Experiment.result_tables()`,
+from its published summary and the arrays ``--add`` copied into it from the run's
+``arrays.npz``, `gaugedyn.harness.Experiment.published_arrays`; then the provenance),
 ``controls EXPERIMENT`` and ``space EXPERIMENT`` (the
 experiment's declared known-answer controls and set-up space at its full configuration, from
 its declaration) and ``systems`` (one row per paper of
@@ -74,6 +77,7 @@ _KINDS = (
     "space",
     "robustness",
     "sentences",
+    "tables",
 )
 # the findings a headline names per verdict before it says "and N more"
 HEADLINE_NAMES = 4
@@ -498,7 +502,8 @@ def prepare_run(run: Path, root: Path) -> tuple[dict, dict[Path, bytes]]:
     tuple of (dict, dict of Path to bytes)
         The summary as it will be read back (keys sorted), with ``published``: the command
         (`command_line()`), the date ``summary.json`` was last written (UTC) and the code version;
-        a re-judged run keeps the record of the run it re-judges. Then the files:
+        a re-judged run keeps the record of the run it re-judges; and ``published_arrays``, the
+        arrays its experiment publishes (`published_arrays()`). Then the files:
         ``results-data/<experiment>/summary.json`` (``.../extensions/<slug>/`` for a declared
         extension) and its PNG figures under ``docs/figures/<experiment>/``.
 
@@ -508,8 +513,12 @@ def prepare_run(run: Path, root: Path) -> tuple[dict, dict[Path, bytes]]:
         When `read_run()` refuses the run.
     """
     path = Path(run) / "summary.json"
+    summary = read_run(run, root)
+    arrays = published_arrays(Path(run), summary)
+    if arrays:
+        summary["published_arrays"] = arrays
     # as it will be read back (keys sorted): a table rendered now equals one rendered later
-    summary = json.loads(json.dumps(read_run(run, root), sort_keys=True))
+    summary = json.loads(json.dumps(summary, sort_keys=True))
     finished = datetime.fromtimestamp(path.stat().st_mtime, UTC)
     if not (summary.get("rejudged") and summary.get("published")):  # a re-judged run keeps
         summary["published"] = {  # the record of the run it re-judges
@@ -800,7 +809,9 @@ def readings_table(experiment: str, data: dict[str, dict]) -> list[str]:
 
 def breakdown_table(experiment: str, data: dict[str, dict]) -> list[str]:
     """Every finding of one published run with its verdict per value of each set-up dimension the
-    run records (``tolerance.by_<dimension>``: ``{value: verdict}``), then the provenance.
+    run records (``tolerance.by_<dimension>``: ``{value: verdict}``; marked with the earlier rule
+    where ``gaugedyn rejudge`` changed the finding's rule but could not judge these again,
+    ``tolerance.breakdown_judged_under``), then the provenance.
 
     Parameters
     ----------
@@ -842,8 +853,10 @@ def breakdown_table(experiment: str, data: dict[str, dict]) -> list[str]:
     ]
     for c in findings:
         tol = c.get("tolerance") or {}
+        old = tol.get("breakdown_judged_under")
+        note = f" (judged by {old} before the run was re-judged)" if old else ""
         cells = [
-            "; ".join(f"{k}: {v}" for k, v in tol[d].items())
+            "; ".join(f"{k}: {v}" for k, v in tol[d].items()) + note
             if isinstance(tol.get(d), dict)
             else "-"
             for d in dims
@@ -1038,6 +1051,89 @@ def sentences_table(experiment: str, data: dict[str, dict]) -> list[str]:
                 f"{_robust_cell(c)} |"
             )
     return [*lines, "", provenance(experiment, data[experiment])]
+
+
+def result_tables(experiment: str, data: dict[str, dict]) -> list[str]:
+    """The experiment's own result tables (`gaugedyn.harness.Experiment.result_tables()`) from
+    its published run, then the provenance.
+
+    Parameters
+    ----------
+    experiment : str
+        A registered experiment name.
+    data : dict of str to dict
+        The published runs, experiment -> summary (`load_published()`).
+
+    Returns
+    -------
+    list of str
+        The Markdown lines; one sentence when no run of ``experiment`` is published.
+
+    Raises
+    ------
+    InputError
+        When ``experiment`` is not a registered experiment.
+    """
+    exp, _ = _declared(experiment)
+    if experiment not in data:
+        return [f"No full run of `{experiment}` is published yet."]
+    summary = data[experiment]
+    return [*exp.result_tables(summary), "", provenance(experiment, summary)]
+
+
+def published_arrays(run: Path, summary: dict) -> dict[str, object]:
+    """The arrays the run's experiment publishes (`gaugedyn.harness.Experiment.published_arrays`),
+    read from the run's ``arrays.npz`` checked against its ``arrays_sha256``, as JSON values
+    (non-finite numbers as ``"nan"``, ``"inf"``); empty when it declares none. A run folder
+    without ``arrays.npz`` whose summary already carries them (re-judged from a published
+    summary, `gaugedyn rejudge`) keeps those.
+
+    Parameters
+    ----------
+    run : Path
+        The run folder (holding ``summary.json`` and, for a run just made, ``arrays.npz``).
+    summary : dict
+        The run's summary as read from that folder.
+
+    Returns
+    -------
+    dict of str to object
+        Array name -> its values as nested lists (empty when the experiment publishes none).
+
+    Raises
+    ------
+    InputError
+        When the run has no ``arrays.npz``, it does not match the summary's checksum, or it
+        lacks a declared array.
+    """
+    from ._json import strict
+    from .harness import load_arrays, resolve_experiment
+
+    name = str(summary.get("experiment"))
+    try:
+        exp = resolve_experiment(name, f"publish: {name}")
+    except InputError:  # registered, but not loadable as an Experiment: it declares none
+        return {}
+    names = tuple(exp.published_arrays)
+    if not names:
+        return {}
+    kept = summary.get("published_arrays")
+    if not (run / "arrays.npz").exists() and isinstance(kept, dict) and set(names) <= set(kept):
+        return {n: kept[n] for n in names}  # a re-judged run keeps the arrays it was added with
+    try:
+        arrays = load_arrays(run, summary)
+    except InputError as err:
+        raise InputError(
+            f"--add {run}: {name} publishes the arrays {', '.join(names)}, read from the run's "
+            f"arrays.npz ({err})"
+        ) from None
+    missing = [n for n in names if n not in arrays]
+    if missing:
+        raise InputError(
+            f"--add {run}: arrays.npz lacks {', '.join(missing)}, which {name} publishes "
+            "(rerun it with the current code)"
+        )
+    return {n: strict(arrays[n]) for n in names}
 
 
 def figures_block(
@@ -1298,6 +1394,7 @@ def blocks(lines: list[str], path: Path) -> list[tuple[int, int, str, str | None
                     "'publish:extensions EXPERIMENT', 'publish:figures EXPERIMENT', "
                     "'publish:robustness EXPERIMENT', 'publish:controls EXPERIMENT', "
                     "'publish:space EXPERIMENT', 'publish:sentences EXPERIMENT', "
+                    "'publish:tables EXPERIMENT', "
                     "'publish:systems' and 'publish:headlines'"
                 )
             start = i
@@ -1371,6 +1468,8 @@ def render(
             body = space_table(str(arg))
         elif kind == "sentences":
             body = sentences_table(str(arg), data)
+        elif kind == "tables":
+            body = result_tables(str(arg), data)
         elif kind == "readings":
             body = readings_table(str(arg), data)
         elif kind == "breakdown":

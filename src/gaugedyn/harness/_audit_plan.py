@@ -8,7 +8,8 @@ From these come the rows:
 
 - *named* rows: every rule a finding uses or its measure chooses, at every seed (trial, row)
   count and cell count those findings and configurations use, on every named noise shape
-  (`gaugedyn.stats.AUDIT_SHAPES`), barred where the rule's kinds meet the shape;
+  (`gaugedyn.stats.AUDIT_SHAPES`; Bernoulli outcomes for a proportion rule, the tie shapes
+  for the sign rule), barred where the rule's kinds meet the shape;
 - *resampled* rows: every stored reading of every finding, its own per-seed values resampled
   (`gaugedyn.stats._resample.Resampler`) onto, beside and beyond its threshold, under
   the rule it was judged by and, where that differs, the rule its measure chooses now;
@@ -202,7 +203,7 @@ def plan(root: Path | str = ".") -> dict:
         if not used:  # no experiment uses the rule: the ad-hoc audit's sizes
             counts = stats.AUDIT_TRIALS if rule.estimator == "proportion" else stats.AUDIT_SEEDS
             used = {(n, c) for n in counts for c in (stats.AUDIT_CELLS if rule.cells else (1,))}
-        kinds = ("bernoulli",) if rule.estimator == "proportion" else stats.AUDIT_SHAPES
+        kinds = stats._audit.shape_list(rule)
         for n, c in sorted(used):
             for noise in kinds:
                 named.append({"rule": name, "n": n, "cells": c, "shape": noise})

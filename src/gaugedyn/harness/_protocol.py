@@ -507,6 +507,18 @@ class Experiment:
             lines.append(f"| {name} | `{shown}` | {got} |")
         return lines
 
+    published_arrays: tuple[str, ...] = ()
+    """Arrays of a run's ``arrays.npz`` that ``gaugedyn publish --add`` copies into the
+    published summary (``published_arrays``, checked against the run's ``arrays_sha256``), so
+    that tables generated from them (`result_tables()`, the ``publish:tables`` block) come from
+    the committed summary alone. Only small arrays: the summary is committed."""
+
+    def result_tables(self, summary: dict) -> list[str]:
+        """Markdown lines of the experiment's own result tables (the ``publish:tables`` block)
+        from its published ``summary`` (its ``published_arrays`` among them); by default, a
+        sentence saying it declares none."""
+        return [f"`{self.name}` declares no result tables."]
+
     def controls(self, config: dict) -> list:
         """The known-answer controls of the instruments this experiment judges with, at
         ``config`` (`gaugedyn.harness.Control`: at least one positive and one negative per

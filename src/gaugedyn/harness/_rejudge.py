@@ -11,7 +11,10 @@ other readings' values were never stored is marked so in the summary
 
 `rejudge_current()` judges a published run's stored values again under the current rules
 (the rule each finding's declared measure chooses, the degenerate-sample and slope conditions
-of the catalogue, the power at the declared smallest effect) and records what changed and why
+of the catalogue, the power at the declared smallest effect) and records what changed and why;
+a finding whose rule changed keeps its verdicts per set-up dimension (``tolerance.by_*``, judged
+by the analysis on values the summary does not store) marked with the rule that judged them
+(``tolerance.breakdown_judged_under``)
 (``rejudged``): ``gaugedyn rejudge RUN --current-rules --out DIR`` writes it for ``gaugedyn
 publish --add DIR``.
 """
@@ -201,6 +204,11 @@ def _current(experiment: str, claim: dict, changes: list[dict], seed: Any) -> di
         "primary_reading": primary,
         "reading_detail": {k: reading_record(v) for k, v in new.items()},
     }
+    old_rules = sorted(
+        {rec["rule"] for name, rec in records.items() if new[name].rule != rec["rule"]}
+    )
+    if old_rules and any(k.startswith("by_") and isinstance(v, dict) for k, v in tol.items()):
+        tol["breakdown_judged_under"] = ", ".join(old_rules)  # by_* not re-judged: no values
     for key in ("reason", "cells", "uniform_draw"):
         tol.pop(key, None)
     for key, v in (("reason", j.reason), ("cells", j.cells), ("uniform_draw", j.draw)):

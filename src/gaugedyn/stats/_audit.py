@@ -56,7 +56,7 @@ import numpy as np
 
 from .._errors import InputError
 from ._intervals import generator
-from ._measures import KINDS, LOGNORMAL_SHAPES, kinds_of
+from ._measures import KINDS, LOGNORMAL_SHAPES, TIE_SHAPES, kinds_of
 from ._resample import Resampler
 from ._rules import _MIN_N, CANDIDATES, RULES, Rule
 
@@ -148,8 +148,19 @@ def noise(
     )
 
 
+def _signs(estimator: str) -> bool:
+    """Whether a rule's noise is 0/1 outcomes or signs at a simulated share (the proportion
+    and the sign rules: distances are in ``sqrt(p0 (1 - p0))`` at ``p0 = 1/2``)."""
+    return estimator in ("proportion", "paired_sign")
+
+
+def _ties(shape: str) -> float:
+    """The tie probability of a `TIE_SHAPES` shape (``ties0.9``: 0.9)."""
+    return float(shape.removeprefix("ties"))
+
+
 def _check_shape(shape: str) -> None:
-    if shape not in (*AUDIT_SHAPES, "bernoulli", "resampled"):
+    if shape not in (*AUDIT_SHAPES, *TIE_SHAPES, "bernoulli", "resampled"):
         noise(np.random.default_rng(0), shape, (1,))
 
 
@@ -173,6 +184,7 @@ class Scene:
     scale: np.ndarray
     x: np.ndarray | None
     draw: Any
+    ties: float = 0.0
 
     def truth(self, d: Any) -> np.ndarray:
         d = np.broadcast_to(np.asarray(d, dtype=float), (self.cells,)) * self.scale
@@ -183,13 +195,18 @@ class Scene:
             if self.rule.claim == "inside":
                 return hi - np.minimum(d, (hi - lo) / 2)
             return hi + np.maximum(d, -(hi - lo) / 2)
-        if self.rule.estimator == "proportion":
+        if _signs(self.rule.estimator):
             return np.clip(0.5 + 0.5 * d, 0.0, 1.0)
         return self.threshold + d if self.direction == ">" else self.threshold - d
 
     def samples(self, rng: np.random.Generator, reps: int, truth: np.ndarray) -> tuple:
         if self.rule.estimator == "proportion":
             return ((rng.random((reps, self.n)) < truth[0]).astype(float),)
+        if self.rule.estimator == "paired_sign":  # ties with probability `ties`, else a sign
+            tied = rng.random((reps, self.n)) < self.ties
+            sign = np.where(rng.random((reps, self.n)) < truth[0], 1.0, -1.0)
+            d = np.where(tied, 0.0, sign)
+            return (self.threshold + d, np.zeros_like(d))
         e = self.draw(rng, reps)
         if self.rule.cells:
             return (truth + e,)
@@ -225,6 +242,9 @@ def named_scene(rule: Rule, n: int, cells: int, shape: str) -> Scene:
         x = np.linspace(-1.0, 1.0, n)
         x = (x - x.mean()) / x.std()
     width = cells if rule.cells else 1
+    if rule.estimator == "paired_sign":  # only the share of ties matters: none in a continuous
+        tied = _ties(shape) if shape in TIE_SHAPES else 0.0  # shape (the truth is the share)
+        return Scene(rule, n, 1, threshold, direction, np.ones(1), None, None, tied)
 
     def draw(rng, reps):
         return noise(rng, shape, (reps, n, width), rule.center, skew)
@@ -233,12 +253,27 @@ def named_scene(rule: Rule, n: int, cells: int, shape: str) -> Scene:
 
 
 def resampled_scene(rule: Rule, values: Any, threshold: Any, direction: str) -> Scene:
-    """The scene of a finding's own values (`Resampler`), at its own claim."""
+    """The scene of a finding's own values (`Resampler`), at its own claim (a sign rule: its
+    seeds' share of ties, the untied signs drawn at the simulated share)."""
+    if rule.estimator == "paired_sign":
+        n, tied = _tie_share(values, threshold)
+        return Scene(rule, n, 1, threshold, direction, np.ones(1), None, None, tied)
     r = Resampler(rule, values)
     x, scale = None, r.scale
     if r.x is not None:
         x, scale = r.x - r.x.mean(), r.scale / max(float(np.std(r.x)), 1e-300)
     return Scene(rule, r.n, r.cells, threshold, direction, np.asarray(scale), x, r.noise)
+
+
+def _tie_share(values: Any, threshold: Any) -> tuple[int, float]:
+    """``(n, share of ties)`` of stored paired values ``[x, y]``: the complete pairs and the
+    share of them whose difference is exactly ``threshold``."""
+    x, y = (np.asarray(v, dtype=float).ravel() for v in values)
+    keep = np.isfinite(x) & np.isfinite(y)
+    d = (x - y)[keep]
+    if d.size < 2:
+        raise InputError(f"values: {d.size} complete pair(s); at least 2 are needed to resample")
+    return int(d.size), float(np.mean(d == float(threshold)))
 
 
 def _configurations(rule: Rule, cells: int, margin: float, effect: float) -> dict:
@@ -295,7 +330,7 @@ def _rates(scene: Scene, root: np.random.SeedSequence, reps: int, margin, effect
     """The rates of one row (module docstring) from generators spawned from ``root``."""
     rule = scene.rule
     configs = _configurations(rule, scene.cells, margin, effect)
-    extra = COVERAGE_P if rule.estimator == "proportion" else ()
+    extra = COVERAGE_P if _signs(rule.estimator) else ()
     rngs = [np.random.default_rng(s) for s in root.spawn(len(configs) + len(extra))]
     c = {k: _run(scene, rng, reps, d) for (k, d), rng in zip(configs.items(), rngs)}
     bounds = [c["bound"]] + ([c["bound_one"]] if "bound_one" in c else [])
@@ -401,7 +436,7 @@ def work_seconds(rule: Rule, n: int, cells: int, reps: int) -> float:
     """Estimated seconds of one audit row (its confirmation aside): ``len(SCENARIOS) reps n
     cells`` simulated values at `VALUE_SECONDS` each; a proportion row,
     ``(len(SCENARIOS) + len(COVERAGE_P)) reps`` experiments at `PROPORTION_SECONDS`."""
-    if rule.estimator == "proportion":
+    if _signs(rule.estimator):
         return (len(SCENARIOS) + len(COVERAGE_P)) * float(reps) * cells * PROPORTION_SECONDS
     each = VALUE_SECONDS.get(rule.estimator, VALUE_SECONDS["default"])
     return len(SCENARIOS) * float(reps) * n * cells * each
@@ -572,6 +607,12 @@ def power_at(
     if rule.estimator == "proportion":
         n = len(judgement.values)
         samples: tuple = ((rng.random((reps, n)) < min(max(value, 0.0), 1.0)).astype(float),)
+    elif rule.estimator == "paired_sign":  # the seeds' own share of ties, signs at the value
+        try:
+            scene = resampled_scene(rule, judgement.values, judgement.threshold, "")
+        except InputError:
+            return Rate(math.nan, math.nan)
+        samples = scene.samples(rng, reps, np.array([min(max(value, 0.0), 1.0)]))
     else:
         try:
             r = Resampler(rule, judgement.values)
@@ -589,6 +630,16 @@ def power_at(
     with np.errstate(invalid="ignore", divide="ignore"):
         out = rule.evaluate(samples, judgement.threshold, judgement.direction, rng=rng)
     return Rate.of(int(np.sum(out["code"] == 1)), reps)
+
+
+def shape_list(rule: Rule, shapes: Sequence[str] = AUDIT_SHAPES) -> tuple[str, ...]:
+    """The noise shapes a rule is simulated on: Bernoulli outcomes for a proportion rule,
+    `TIE_SHAPES` for the sign rule, else ``shapes``."""
+    if rule.estimator == "proportion":
+        return ("bernoulli",)
+    if rule.estimator == "paired_sign":
+        return TIE_SHAPES
+    return tuple(shapes)
 
 
 def _not_simulated(rule: Rule) -> dict:
@@ -662,7 +713,7 @@ def audit_rule(
     reps = _check_count("reps", reps, 1)
     cells = _check_count("cells", cells, 1) if rule.cells else 1
     shape = "bernoulli" if rule.estimator == "proportion" else shape
-    if shape != "bernoulli":
+    if shape not in ("bernoulli", *TIE_SHAPES):
         noise(np.random.default_rng(0), shape, (1,))
     _check_work([(rule, n, cells)], reps)
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
@@ -840,7 +891,7 @@ def audit(
             jobs.append((r, 1, 1, "none"))
             continue
         for n in trials if r.estimator == "proportion" else seeds:
-            for s in ("bernoulli",) if r.estimator == "proportion" else shapes:
+            for s in shape_list(r, shapes):
                 for c in cells if r.cells else (1,):
                     jobs.append((r, n, c, s))
     _check_work([(r, n, c) for r, n, c, _ in jobs], reps)

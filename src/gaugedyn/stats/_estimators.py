@@ -298,7 +298,7 @@ def proportion_bounds(x: np.ndarray, level: float, method: str = "wilson") -> Bo
     return Bounds(k / n, lo[k], hi[k])
 
 
-def randomised_cdf(p: np.ndarray, k: np.ndarray, n: int, u: np.ndarray) -> np.ndarray:
+def randomised_cdf(p: np.ndarray, k: np.ndarray, n: int | np.ndarray, u: np.ndarray) -> np.ndarray:
     r"""The distribution function of the randomised statistic ``Y = X + U`` at its observed
     value ``k + u``, $F_p(k + u) = P_p(X < k) + u\,P_p(X = k)$, ``X ~ Binomial(n, p)``,
     ``U ~ Uniform(0, 1)`` independent of ``X`` (``scipy.stats.binom``). For ``0 < p < 1``,
@@ -328,11 +328,21 @@ def randomised_proportion_bounds(x: np.ndarray, level: float, u: np.ndarray) -> 
     serves both bounds, so ``lower <= upper``; ``u`` must come from the run's seed
     (`gaugedyn.stats.generator()`) so that a rerun reproduces the bounds.
     """
-    from scipy.optimize import elementwise
-
     x = np.asarray(x, dtype=float)
     n = x.shape[-1]
     k = np.rint(x.sum(axis=-1))
+    lower, upper = _randomised_bounds(k, np.full(k.shape, n), level, u)
+    return Bounds(k / n, lower, upper)
+
+
+def _randomised_bounds(
+    k: np.ndarray, n: np.ndarray, level: float, u: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The randomised exact bounds of `randomised_proportion_bounds()` for ``k`` successes of
+    ``n`` trials, both arrays over the experiments (``n >= 1``)."""
+    from scipy.optimize import elementwise
+
+    k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
     u = np.broadcast_to(np.asarray(u, dtype=float), k.shape)
     zeros, ones = np.zeros(k.shape), np.ones(k.shape)
     at0, at1 = randomised_cdf(zeros, k, n, u), randomised_cdf(ones, k, n, u)
@@ -342,14 +352,42 @@ def randomised_proportion_bounds(x: np.ndarray, level: float, u: np.ndarray) -> 
             return zeros
         with np.errstate(invalid="ignore", divide="ignore"):
             res = elementwise.find_root(
-                lambda p, k_, u_: randomised_cdf(p, k_, n, u_) - target, (zeros, ones), args=(k, u)
+                lambda p, k_, n_, u_: randomised_cdf(p, k_, n_, u_) - target,
+                (zeros, ones),
+                args=(k, n, u),
             )
         return np.asarray(res.x, dtype=float)
 
     alpha = 1.0 - level
     lower = np.where(at0 <= level, 0.0, np.where(at1 >= level, 1.0, root(level)))
     upper = np.where(at1 >= alpha, 1.0, np.where(at0 <= alpha, 0.0, root(alpha)))
-    return Bounds(k / n, lower, upper)
+    return lower, upper
+
+
+def randomised_sign_bounds(d: np.ndarray, threshold: float, level: float, u: np.ndarray) -> Bounds:
+    r"""Randomised exact bounds of the share of untied differences above ``threshold``: from
+    paired differences ``d`` ``(..., n)``, ``m`` of them not equal to ``threshold`` and ``k`` of
+    those above it, the bounds of
+
+    $$
+    \theta = P(d > c \mid d \ne c)
+    $$
+
+    of `randomised_proportion_bounds()` for ``k`` successes of ``m`` trials (one uniform draw
+    ``u`` per experiment). Given ``m``, the signs of the untied differences are ``m``
+    independent trials of success probability ``theta``, so the bounds keep their exact level
+    conditionally on ``m`` and hence overall: the randomised sign test with ties dropped, which
+    for differences of paired 0/1 outcomes is McNemar's exact test (the seeds where only one
+    member of the pair succeeds). With no untied difference (``m = 0``) nothing is known:
+    ``(0, 1)`` and an estimate of ``nan``."""
+    d = np.asarray(d, dtype=float)
+    above = np.sum(d > threshold, axis=-1).astype(float)
+    m = np.sum(d != threshold, axis=-1).astype(float)
+    some = m > 0
+    lower, upper = _randomised_bounds(above, np.where(some, m, 1.0), level, u)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        estimate = np.where(some, above / np.where(some, m, 1.0), np.nan)
+    return Bounds(estimate, np.where(some, lower, 0.0), np.where(some, upper, 1.0))
 
 
 def holm(p: np.ndarray) -> np.ndarray:

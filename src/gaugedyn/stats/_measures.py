@@ -9,12 +9,13 @@ A rule is never chosen after looking at the data. Each finding declares a `Measu
   terms, a share away from its bounds, the log of a positive ratio or time), a positive
   quantity with a long right tail or a difference of such (``long-tailed``: an error, a time, a
   ratio), a quantity of no assured shape (``any shape``: declared where the audit refused the
-  mean rule on resamples of the published values), 0/1 outcomes (``outcome``), a least-squares
+  mean rule on resamples of the published values), 0/1 outcomes (``outcome``), a paired
+  difference that is mostly exactly tied (``tied``: judged by its signs), a least-squares
   slope over rows (``exponent``) or one deterministic value (``exact``). The kind and the claim's form (a threshold, a paired
   difference, a band, every cell, some cell) give the rule (`rule_for()`): mean rules for
   symmetric values, median rules for long-tailed ones (a median is also the log scale's: the
   median of ``log x`` is the log of the median of ``x``), the randomised exact proportion for
-  outcomes, the slope rules for exponents. The audit (``gaugedyn audit-rules``) simulates each
+  outcomes, the sign test for mostly tied paired differences, the slope rules for exponents. The audit (``gaugedyn audit-rules``) simulates each
   kind's rules on the noise shapes of the kind (`Kind.shapes`) and on resamples of the
   published values of every finding that uses them; a rule that misses the bars on a shape of
   its kind is not allowed there (``tests/test_measures.py``).
@@ -44,6 +45,11 @@ LOGNORMAL_SHAPES = (
 (``toward``: the bulk of the values leans toward the claimed side, the failure of a mean rule
 that says HELD too often) or into it (``away``: the bulk leans away, the failure that says NOT
 HELD too often)."""
+
+TIE_SHAPES = ("ties0", "ties0.5", "ties0.9")
+"""Paired differences of three values, ``-1``, ``0`` and ``+1``, with ``0`` (a tie) of
+probability 0, 0.5 or 0.9 and the untied ones ``+1`` with the simulated share: the noise of a
+``tied`` measure (the audit's shapes of `gaugedyn.stats.RULES` ``paired_sign``)."""
 
 FORMS = ("threshold", "paired", "inside", "outside", "every_cell", "some_cell")
 """The forms of a claim: one parameter against a threshold, a paired difference against a
@@ -110,6 +116,16 @@ KINDS: dict[str, Kind] = {
             },
         ),
         Kind("outcome", "0/1 outcomes, one per trial", ("bernoulli",), {"threshold": "proportion"}),
+        Kind(
+            "tied",
+            "a paired difference of few distinct values, most seeds exactly tied (such as two "
+            "shares of one or two 0/1 outcomes per seed): judged by the sign of each seed's "
+            "difference, ties dropped (the sign test; McNemar's exact test for paired 0/1 "
+            "outcomes), a claim that the difference falls on the claimed side more often than "
+            "on the other",
+            TIE_SHAPES,
+            {"paired": "paired_sign"},
+        ),
         Kind(
             "exponent",
             "a least-squares slope over rows (a log-log exponent), residuals close to normal",

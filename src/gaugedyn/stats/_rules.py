@@ -2,14 +2,18 @@
 
 A rule is one named object (`Rule`) holding its test statistic, its interval, its verdict,
 its assumptions and the words of its rule; `RULES` maps each name to its rule, so a finding
-names the rule it was judged by. Every rule reads its verdict off one 95% interval of one
-parameter (never a min or max inside a bootstrap):
+names the rule it was judged by. Every rule reads its verdict off a 95% interval of one
+parameter (never a min or max inside a bootstrap; a band rule's word past either edge off the
+97.5% one):
 
 - *threshold* rules claim ``theta > c`` (or ``< c``): HELD when the interval lies wholly on the
   claimed side, NOT HELD when it lies wholly on the other side (touching ``c`` counts as the
   other side), UNRESOLVED otherwise; each side is a one-sided test at 2.5%;
 - *band* rules claim ``lo < theta < hi`` (``inside``, equivalence by two one-sided tests at
-  2.5% each) or ``theta`` outside ``[lo, hi]`` (``outside``, a relevant difference);
+  2.5% each) or ``theta`` outside ``[lo, hi]`` (``outside``, a relevant difference); the word
+  that needs the interval past either edge (NOT HELD of ``inside``, HELD of ``outside``) reads
+  the 97.5% interval, each edge at 1.25%, so at an edge it is at most 2.5% even where the far
+  edge adds its own chance (a band narrow against the spread);
 - *cell* rules claim ``theta_c > c`` in every cell (intersection-union test: HELD when every
   cell's own test holds; NOT HELD when some cell is on the wrong side after Holm's correction)
   or in some cell (union-intersection test: HELD when some cell holds after Holm; NOT HELD when
@@ -39,13 +43,23 @@ UNDERPOWERED = 0.8
 """Power below which a finding is labelled ``underpowered``."""
 DEPENDS = "depends on the reading"
 
-ESTIMATORS = ("mean", "paired", "median", "paired_median", "slope", "proportion", "point")
+ESTIMATORS = (
+    "mean",
+    "paired",
+    "median",
+    "paired_median",
+    "paired_sign",
+    "slope",
+    "proportion",
+    "point",
+)
 CLAIMS = ("threshold", "inside", "outside", "every_cell", "some_cell")
 _MIN_N = {
     "mean": 2,
     "paired": 2,
     "median": 6,
     "paired_median": 6,
+    "paired_sign": 2,
     "slope": 6,
     "proportion": 1,
     "point": 1,
@@ -127,15 +141,21 @@ def _codes_threshold(low, high, threshold, direction):
     return np.where(high < threshold, 1, np.where(low >= threshold, -1, 0))
 
 
-def _codes_band(low, high, band, inside):
+def _codes_band(low, high, edge_low, edge_high, band, inside):
+    """A band claim's codes: the word that needs the interval on both sides of the band (inside
+    it, or inside the closed band for NOT HELD of ``outside``) reads the 95% interval
+    ``(low, high)``; the word that needs it past either edge reads the wider interval
+    ``(edge_low, edge_high)`` whose sides are at half the level each, so at an edge that word
+    is at most one side's size (2.5%) even where the far edge adds its own chance."""
     lo, hi = band
     low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-    within = (low > lo) & (high < hi)
-    beyond = (high < lo) | (low > hi)
-    closed_within = (low >= lo) & (high <= hi)
-    closed_beyond = (high <= lo) | (low >= hi)
+    edge_low, edge_high = np.asarray(edge_low, dtype=float), np.asarray(edge_high, dtype=float)
     if inside:
+        within = (low > lo) & (high < hi)
+        closed_beyond = (edge_high <= lo) | (edge_low >= hi)
         return np.where(within, 1, np.where(closed_beyond, -1, 0))
+    beyond = (edge_high < lo) | (edge_low > hi)
+    closed_within = (low >= lo) & (high <= hi)
     return np.where(beyond, 1, np.where(closed_within, -1, 0))
 
 
@@ -177,7 +197,7 @@ class Rule:
         """Whether the rule's interval uses a uniform draw: the randomised exact proportion and
         the median rules (the randomised sign test), one draw per experiment (per cell for a
         cell rule)."""
-        if self.estimator in ("median", "paired_median"):
+        if self.estimator in ("median", "paired_median", "paired_sign"):
             return True
         return self.estimator == "proportion" and self.options.get("method") == "randomised"
 
@@ -190,7 +210,7 @@ class Rule:
     @property
     def paired(self) -> bool:
         """Whether the rule judges the per-seed differences ``x - y`` of two samples."""
-        return self.estimator in ("paired", "paired_median")
+        return self.estimator in ("paired", "paired_median", "paired_sign")
 
     def words(
         self, threshold: Any, direction: str | None = None, confidence: float = CONFIDENCE
@@ -216,6 +236,11 @@ class Rule:
             )
         if self.estimator in ("mean", "paired"):
             return "; UNRESOLVED where the interval has zero width (no spread)"
+        if self.estimator == "paired_sign":
+            return (
+                f"; UNRESOLVED with fewer than {_MIN_N['paired_sign']} values or where every "
+                "difference is tied (no seed off the threshold)"
+            )
         return ""
 
     def _claim_words(self, threshold: Any, direction: str | None, confidence: float) -> str:
@@ -229,18 +254,31 @@ class Rule:
         )
         if self.claim in ("inside", "outside"):
             lo, hi = threshold
+            wide = (
+                f"widened to {1 - (1 - confidence) / 2:.1%} (each edge tested at "
+                f"{(1 - confidence) / 4:.2%})"
+            )
             inner = (
-                f"HELD if {ci} lies wholly inside ({lo}, {hi}); NOT HELD if it lies "
-                f"wholly outside it; otherwise UNRESOLVED"
+                f"HELD if {ci} lies wholly inside ({lo}, {hi}); NOT HELD if that interval, "
+                f"{wide}, lies wholly at or beyond one edge; otherwise UNRESOLVED"
             )
             if self.claim == "outside":
                 inner = (
-                    f"HELD if {ci} lies wholly outside [{lo}, {hi}]; NOT HELD if it "
-                    f"lies wholly inside it; otherwise UNRESOLVED"
+                    f"HELD if {ci}, {wide}, lies wholly beyond one edge of [{lo}, {hi}]; "
+                    f"NOT HELD if the {confidence:.0%} interval lies wholly inside it; "
+                    "otherwise UNRESOLVED"
                 )
             return f"{self.name}: {inner}"
         direction = direction or ">"
         other = "<=" if direction == ">" else ">="
+        if self.estimator == "paired_sign":
+            side = "above" if direction == ">" else "below"
+            return (
+                f"{self.name}: HELD if {ci} of the share of seeds with x - y {direction} "
+                f"{threshold} among those where x - y != {threshold} (ties dropped; the sign "
+                f"test inverted) lies wholly {side} 1/2; NOT HELD if it lies wholly on the "
+                "other side of 1/2 (touching counts as the other side); otherwise UNRESOLVED"
+            )
         if self.claim == "threshold":
             return (
                 f"{self.name}: HELD if {ci} lies wholly {direction} {threshold}; "
@@ -248,8 +286,8 @@ class Rule:
             )
         side = f"{direction} {threshold}"
         test = (
-            "the one-sided test that interval inverts (p-values of the interpolated order "
-            "statistics)"
+            "the randomised sign test that interval inverts (its one-sided p-values, at the "
+            "cell's uniform draw)"
             if self.estimator == "median"
             else "the one-sided t test"
         )
@@ -276,6 +314,11 @@ class Rule:
             return est.t_bounds(samples[0], level)
         if self.estimator == "paired":
             return est.t_bounds(np.asarray(samples[0]) - np.asarray(samples[1]), level)
+        if self.estimator == "paired_sign":
+            if draws is None:
+                raise ValueError(f"{self.name}: a randomised rule needs its uniform draws")
+            d = np.asarray(samples[0], dtype=float) - np.asarray(samples[1], dtype=float)
+            return est.randomised_sign_bounds(d, 0.0, level, draws)
         if self.estimator in ("median", "paired_median"):
             if draws is None:
                 raise ValueError(f"{self.name}: a randomised rule needs its uniform draws")
@@ -356,12 +399,22 @@ class Rule:
                         )
                     draws = rng.random(np.shape(samples[0])[:-1])
                 out["draw"] = draws = np.asarray(draws, dtype=float)
+            if self.estimator == "paired_sign":  # the share of untied signs against 1/2
+                x = np.asarray(samples[0], dtype=float) - threshold
+                b = self.bounds((x, samples[1]), level, draws)
+                code = _codes_threshold(b.lower, b.upper, 0.5, direction)
+                few = np.shape(samples[-1])[-1] < _MIN_N[self.estimator]
+                code = np.where(few, 0, code)
+                return out | {"code": code, "estimate": b.estimate, "low": b.lower, "high": b.upper}
             b = self.bounds(samples, level, draws)
             flat = self.estimator not in ("point", "proportion") and np.asarray(b.lower == b.upper)
             if self.claim == "threshold":
                 code = _codes_threshold(b.lower, b.upper, threshold, direction)
-            else:
-                code = _codes_band(b.lower, b.upper, threshold, self.claim == "inside")
+            else:  # the word past either edge: each edge at half the one-sided level
+                e = self.bounds(samples, 1 - (1 - level) / 2, draws)
+                code = _codes_band(
+                    b.lower, b.upper, e.lower, e.upper, threshold, self.claim == "inside"
+                )
             few = np.shape(samples[-1])[-1] < _MIN_N.get(self.estimator, 1)
             code = np.where(flat | few, 0, code)
             if self.estimator == "slope":
@@ -524,14 +577,17 @@ class Rule:
         reason = self._too_few(n, arrays)
         if reason:
             nan = math.nan
-            centre = self._centre(arrays)
+            centre = self._centre(arrays, threshold)
             return Judgement(
                 self.name, "UNRESOLVED", centre, nan, nan, *claim, draw=drawn, reason=reason
             )
         out = self.evaluate(arrays, threshold, direction, confidence, draws=drawn)
         word, lof = WORDS[int(out["code"])], None
         low, high = float(out["low"]), float(out["high"])
-        if self.estimator not in ("point", "proportion") and low == high:
+        if self.estimator == "paired_sign":
+            if not np.any(arrays[0] - arrays[1] != threshold):
+                word, reason = "UNRESOLVED", "every difference is tied: no seed off the threshold"
+        elif self.estimator not in ("point", "proportion") and low == high:
             word, reason = "UNRESOLVED", self._flat_reason()
         if self.estimator == "slope":
             lof = float(out["lack_of_fit"])
@@ -573,7 +629,7 @@ class Rule:
             return "x takes a single value: no slope"
         return None
 
-    def _centre(self, arrays: Sequence[np.ndarray]) -> float:
+    def _centre(self, arrays: Sequence[np.ndarray], threshold: Any = 0.0) -> float:
         """The rule's estimate where there are too few values for an interval (``nan`` where
         there is none: no values, or a slope through fewer than two distinct ``x``)."""
         a = arrays[0]
@@ -582,6 +638,9 @@ class Rule:
         if self.estimator == "slope":
             x, y = arrays
             return float(np.polyfit(x, y, 1)[0]) if np.unique(x).size >= 2 else math.nan
+        if self.estimator == "paired_sign":
+            untied = a[a != threshold]
+            return float(np.mean(untied > threshold)) if untied.size else math.nan
         if a.size == 0 or self.estimator == "point":
             return float(a[0]) if a.size else math.nan
         return float(np.median(a) if self.center == "median" else np.mean(a))
@@ -751,6 +810,20 @@ _CATALOGUE = (
         "randomised exact interval of the median paired difference (the randomised sign test "
         "inverted)",
         "pairs independent across seeds; a continuous distribution of x - y, any shape",
+    ),
+    Rule(
+        "paired_sign",
+        "paired_sign",
+        "threshold",
+        "share of seeds with x - y beyond the threshold among those where x - y is not on it "
+        "(ties dropped), the two measured on the same seed",
+        "randomised exact (Stevens 1950) interval",
+        "pairs independent across seeds; x - y of any distribution, ties allowed (few distinct "
+        "values, most seeds exactly on the threshold); the claim is that x - y falls beyond "
+        "the threshold more often than short of it. The interval inverts the randomised sign "
+        "test with ties dropped (scipy.stats.binom tails over the untied seeds, one uniform "
+        "draw u per finding from the run's analysis seed, recorded with it): exact at every "
+        "count of untied seeds; for paired 0/1 outcomes it is McNemar's exact test",
     ),
     Rule(
         "equivalence",

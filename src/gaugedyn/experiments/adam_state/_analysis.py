@@ -5,7 +5,8 @@ its verdict comes from the rule of the catalogue (`gaugedyn.stats.RULES`) that i
 measure chooses (`._protocol.FINDING_MEASURES`) on the per-seed values (a seed's value is
 its mean over the mirrored directions): a contrast claimed above or below a threshold (``> 0.05``,
 ``> 0``, ``< 0``) by the paired rule of its kind (``paired_median`` for a measure of any shape,
-``paired_difference`` for a symmetric one), a contrast claimed inside ``+-m`` (reset, exchange
+``paired_difference`` for a symmetric one, ``paired_sign`` for a mostly tied one: the
+switch rates), a contrast claimed inside ``+-m`` (reset, exchange
 ``m``, heads, endpoints; the weight-history control's ``+-0.01``) by the band rule of its kind
 (``median_band``, ``equivalence``).
 
@@ -328,16 +329,18 @@ def _switch_rates(r: dict, sfx: str, key: str = "t2_combined_own"):
 def _switch(b: Builder) -> None:
     """Switching among checkpoints specialized before the pulse (the denominator reported):
     per seed, switched / specialized over its directions; seeds where either route has no
-    specialized checkpoint drop out of the paired comparison."""
+    specialized checkpoint drop out of the paired comparison, judged by the sign of each
+    seed's difference with ties dropped (the declared ``tied`` measure's ``paired_sign``)."""
     per = b.readings(lambda r, ro: _switch_rates(r, SUFFIX[ro]))
     keep = per[f"{b.primary}/heads"][2]
     b.add(
         "switch.rate_difference",
         "among checkpoints specialized before the pulse, the more "
         "precisely readable target switches within the pulse more often in acquisition-formed "
-        "than in update-formed checkpoints (paired per-seed switch-rate difference > 0; "
-        f"{b.primary}/heads: {int(keep.sum())} of {keep.size} seeds have specialized checkpoints "
-        "in both routes)",
+        "than in update-formed checkpoints (per seed, the two routes' switch rates; the seeds "
+        "whose rates differ favour the acquisition-formed route more often than not: the "
+        f"paired sign test, ties dropped; {b.primary}/heads: {int(keep.sum())} of {keep.size} "
+        "seeds have specialized checkpoints in both routes)",
         {ro: v[3] for ro, v in per.items()},
         0.0,
         ">",

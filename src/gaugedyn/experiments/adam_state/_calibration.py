@@ -269,6 +269,30 @@ def reproduce(record: dict, workers: int = 1) -> list[str]:
     return [k for k in RECORD_KEYS if json.dumps(cal.get(k)) != json.dumps(record.get(k))]
 
 
+def rederive(record: dict) -> list[str]:
+    """What a record's stored rows no longer give: each candidate's defining properties from
+    its stored intervals and levels (`._stages.properties()`), its eligibility, its primary
+    strength from its stored dose fractions (`._stages.primary_strength()`), then the
+    selection (`._stages.choose()`) and each meaning's (`._stages.choose_readings()`) from
+    the rows. Empty: the record's selection follows from its own stored values (seconds; the
+    rerun of `reproduce()` checks the values themselves)."""
+    from . import _stages as ss
+
+    out = []
+    rows = record["candidates"]
+    for r in rows:
+        props = ss.properties(r, record["levels"])
+        if props != r["properties"] or all(props.values()) != r["eligible"]:
+            out.append(f"{r['name']}: properties")
+        if r.get("dose") and ss.primary_strength(r["dose"]) != r.get("strength"):
+            out.append(f"{r['name']}: strength")
+    chosen = ss.choose(rows)
+    out += [k for k, v in chosen.items() if json.dumps(v) != json.dumps(record.get(k))]
+    if json.dumps(ss.choose_readings(rows)) != json.dumps(record.get("readings")):
+        out.append("readings")
+    return out
+
+
 def _one_thread() -> None:
     import torch
 
@@ -297,15 +321,29 @@ def main(argv=None) -> int:
     p.add_argument(
         "--check",
         action="store_true",
-        help="rerun the stored record's calibration from its stored seed and say whether every "
-        "number agrees bit for bit (exit 1 if not)",
+        help="re-derive the stored record's selection from its stored rows, then rerun its "
+        "calibration from its stored seed and say whether every number agrees bit for bit "
+        "(exit 1 if not)",
+    )
+    p.add_argument(
+        "--rederive",
+        action="store_true",
+        help="only re-derive the stored record's properties, primary strengths and selection "
+        "from its stored rows (seconds; exit 1 if they differ)",
     )
     args = p.parse_args(argv)
-    if args.check:
+    if args.check or args.rederive:
         record = stored(Path(args.out))
         if record is None or "seed" not in record:
             print(f"{args.out}: no record with a stored seed to check", file=sys.stderr)
             return 2
+        wrong = rederive(record)
+        print(
+            f"{args.out}: selection "
+            + ("re-derived from the stored rows" if not wrong else f"differs in {wrong}")
+        )
+        if wrong or args.rederive:
+            return 1 if wrong else 0
         differ = reproduce(record, workers=args.workers)
         print(
             f"{args.out}: " + ("reproduced bit for bit" if not differ else f"differs in {differ}")

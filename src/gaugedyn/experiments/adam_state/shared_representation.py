@@ -22,6 +22,7 @@ from . import _controls as sk
 from . import _extensions as sx
 from . import _figures as sg
 from . import _stages as ss
+from . import _tables as st
 from ._protocol import EVALS, FINDING_MEASURES, FULL_SEEDS, MEANINGS, STRENGTHS, TABLES
 
 DEFINITIONS = {
@@ -318,6 +319,11 @@ class SharedRepresentation(Experiment):
     }
 
     extensions = sx.EXTENSIONS
+    published_arrays = st.PUBLISHED_ARRAYS
+
+    def result_tables(self, summary):
+        """The pulse dose-response in numbers (`._tables.dose_table()`)."""
+        return st.dose_table(summary)
 
     def extension_table(self, runs):
         """Table 3: the paper's four criteria per extension setting, the paper's letters beside

@@ -188,7 +188,7 @@ def _filling_finding(counts: dict, readings) -> list[Claim]:
     ]
 
 
-def _stability(counts: dict, controls: dict, readings) -> list[Claim]:
+def _stability(counts: dict, readings) -> list[Claim]:
     gaps, bad = [], []
     for n, c in counts.items():
         for reading in readings:
@@ -196,17 +196,10 @@ def _stability(counts: dict, controls: dict, readings) -> list[Claim]:
             gaps.append(float(r["gap"]))
             if not (float(r["stable"]) and float(r["gap"]) >= pr.MIN_GAP):
                 bad.append(f"{n} ({reading})")
-    for key in ("known", "span_only", "bent", "intact"):
-        if f"{key}_gap" in controls:
-            gaps.append(_value(controls, f"{key}_gap"))
-            if not (
-                _value(controls, f"{key}_stable") and _value(controls, f"{key}_gap") >= pr.MIN_GAP
-            ):
-                bad.append(f"control {key}")
     out = [
         _check(
             "stable",
-            "every count of the catalogue and the controls, every reading: the "
+            "every count of the catalogue, every reading: the "
             "generic count reached at two points or more saturated by half their data, "
             f"and every rank decision's singular-value gap at least {pr.MIN_GAP:g} "
             "(float64); measured: the smallest gap"
@@ -239,112 +232,9 @@ def _stability(counts: dict, controls: dict, readings) -> list[Claim]:
     return out
 
 
-def _slope_rule() -> str:
+def slope_rule() -> str:
     """The drift slopes' rule, their declared measure's choice for a band (``PROTOCOL.md``)."""
     return measure_of(pr.FINDING_MEASURES, "conservation_laws.drift_slope:*").rule("inside")
-
-
-def _controls(controls: dict, slopes: dict, seed) -> list[Claim]:
-    return (_count_controls(controls) if controls else []) + (
-        _slope_controls(slopes, seed) if slopes else []
-    )
-
-
-def _count_controls(controls: dict) -> list[Claim]:
-    """The law count's, the brackets' and the rank decision's known answers."""
-    out = []
-    known, span = _value(controls, "known_laws"), _value(controls, "span_only_laws")
-    out.append(
-        _check(
-            "control.count_known",
-            "known answer of the count: the square "
-            "two-layer linear network of width 2 has K(K+1)/2 = 3 laws",
-            known,
-            3,
-            known == 3,
-        )
-    )
-    out.append(
-        _check(
-            "control.brackets",
-            "the same count from the fields' span alone "
-            "(brackets skipped) is K^2 = 4, not 3: the Lie closure is what makes "
-            "the count",
-            span,
-            4,
-            span == 4,
-        )
-    )
-    intact, bent = _value(controls, "intact_laws"), _value(controls, "bent_laws")
-    out.append(
-        _check(
-            "control.symmetry_breaking",
-            "bending the ReLU of a bias-free "
-            "two-layer network (relu(z) + eps z^2) removes the rescaling: its 3 "
-            f"laws drop to none (measured: {intact:g} intact, {bent:g} bent)",
-            bent,
-            0,
-            intact == 3 and bent == 0,
-        )
-    )
-    ranks, rgaps = controls["planted_rank"], controls["planted_gap"]
-    ok = list(ranks) == [5, 4] and rgaps[0] >= pr.MIN_GAP and 1e3 <= rgaps[1] <= 1e5
-    out.append(
-        _check(
-            "control.rank_gap",
-            "the rank decision on planted spectra "
-            f"{pr.PLANTED}: rank 5 at rtol 1e-9 with a gap over {pr.MIN_GAP:g}, "
-            "rank 4 at rtol 1e-6 with the gap 1e-3 / 1e-7 = 1e4",
-            [*ranks.tolist(), *rgaps.tolist()],
-            [5, 4],
-            ok,
-        )
-    )
-    return out
-
-
-def _slope_controls(slopes: dict, seed) -> list[Claim]:
-    """The drift slope instrument on a known second-order and a first-order drift."""
-    out = []
-    lo, hi = pr.SLOPE_BANDS["steps"]
-    rule = _slope_rule()
-    present = judge(
-        rule,
-        slopes["present"],
-        threshold=(lo, hi),
-        rng=generator(seed, "conservation_laws", "control.slope_present"),
-    )
-    absent = judge(
-        rule,
-        slopes["absent"],
-        threshold=(lo, hi),
-        rng=generator(seed, "conservation_laws", "control.slope_absent"),
-    )
-    out.append(
-        _check(
-            "control.slope_present",
-            "the slope instrument on a known "
-            "second-order drift: the scalar chain a w x, whose a^2 - w^2 changes "
-            "by eta^2 (g_a^2 - g_w^2) per step: slope inside the band (rule "
-            f"{rule}): {present.verdict}",
-            present.estimate,
-            (lo, hi),
-            present.verdict == "HELD",
-        )
-    )
-    out.append(
-        _check(
-            "control.slope_absent",
-            "the slope instrument on a first-order drift: "
-            "the recorded |W|^2 of a layer normalised with eps = 1 (no law) drifts "
-            f"with slope near 1, outside the band (rule {rule}): "
-            f"{absent.verdict}",
-            absent.estimate,
-            f"outside ({lo:g}, {hi:g})",
-            absent.verdict == "NOT HELD",
-        )
-    )
-    return out
 
 
 def _recorder(tasks, results) -> tuple[list[Claim], dict]:
@@ -449,7 +339,7 @@ def _drift_group(
         key = f"{rd}|{g}|{kind}"
         slopes[rd] = np.concatenate([np.atleast_1d(p[f"{key}|slope"]) for p in parts])
         judgements[rd] = judge(
-            _slope_rule(),
+            slope_rule(),
             slopes[rd],
             threshold=pr.SLOPE_BANDS[rd],
             rng=generator(seed, "conservation_laws", "drift_slope", model, g, rd),
@@ -485,7 +375,7 @@ def _drift_group(
                 else ""
             )
             + f" (per-seed least-squares slopes, {slopes[first].size} seeds; rule "
-            f"{_slope_rule()})",
+            f"{slope_rule()})",
             judgements[first],
             readings=judgements if len(readings) > 1 else None,
             measure=measure_of(
@@ -506,13 +396,7 @@ def _steps(tasks) -> int:
 def conservation_laws(config, tasks, results, seed) -> tuple:
     readings = list(config["readings"])
     counts = _counts(tasks, results, readings)
-    controls: dict = next((r for t, r in zip(tasks, results) if t["part"] == "control_count"), {})
-    slopes: dict = {}
-    for t, r in zip(tasks, results):
-        if t["part"] == "control_slope":
-            for k in ("present", "absent"):
-                slopes.setdefault(k, []).extend(np.atleast_1d(r[k]).tolist())
-    claims = _stability(counts, controls, readings) + _controls(controls, slopes, seed)
+    claims = _stability(counts, readings)
     rec_claims, rec_arrays = _recorder(tasks, results)
     drift_claims, drift_arrays = _drift(tasks, results, list(config["drift_readings"]), seed)
     claims += (

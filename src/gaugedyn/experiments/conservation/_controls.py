@@ -1,19 +1,24 @@
 """Known-answer controls of ``conservation_laws``'s instruments, run before any task.
 
-The run also judges these cases as checks (``control.*``) from its own tasks; declared here,
-they stop a run before any work when an instrument misreads a known case:
+These are the experiment's only judgement of its instruments (the run holds no second, in-run
+copy of them); a control that misreads its known case stops the run before any work:
 
 - the **count** (`gaugedyn.gauge.conservation_laws()`, at the run's ``points``, ``rtol``
-  and ``vector_std``): the square two-layer linear network of width 2 has ``K(K+1)/2 = 3``
-  laws (positive); the bias-free two-layer network with its ReLU bent (``relu(z) + eps z^2``,
-  ``eps`` the run's ``perturbation``) has none (negative);
+  and ``vector_std``), every count a stable decision (the generic count reached, a
+  singular-value gap of at least ``MIN_GAP``): the square two-layer linear network of width 2
+  has ``K(K+1)/2 = 3`` laws (positive), and the same count from the fields' span alone
+  (brackets skipped) reads ``K^2 = 4`` (negative: without the Lie closure the known answer is
+  missed); the bias-free two-layer ReLU network has 3 laws (positive) and none once its ReLU is
+  bent (``relu(z) + eps z^2``, ``eps`` the run's ``perturbation``; negative);
 - the **rank decision** (`gaugedyn.gauge.decide_rank()`) on the planted spectrum
-  ``(1, 0.5, 0.1, 1e-3, 1e-7)``: rank 5 at ``rtol = 1e-9`` (the ``1e-7`` direction counted,
-  positive) and rank 4 at ``rtol = 1e-6`` (below the tolerance, not counted: negative);
-- the **drift-slope fit** (``_drift.slope_control``, reading ``steps``, one seed): a law that
-  drifts only at second order in the step (the scalar chain ``a w x``) has slope 2, inside
-  the band (positive); a quantity that is no law (``|W|^2`` before a LayerNorm with ``eps =
-  1``) drifts at first order, slope 1, outside it (negative).
+  ``(1, 0.5, 0.1, 1e-3, 1e-7)``: rank 5 at ``rtol = 1e-9`` with a gap of at least ``MIN_GAP``
+  (the ``1e-7`` direction counted, positive) and rank 4 at ``rtol = 1e-6`` with the gap
+  ``1e-3 / 1e-7 = 1e4`` (below the tolerance, not counted: negative);
+- the **drift-slope fit** (``_drift.slope_control``, reading ``steps``, at the run's
+  ``drift_seeds`` seeds, judged by the drift findings' own rule on the steps band): a law that
+  drifts only at second order in the step (the scalar chain ``a w x``) is HELD inside the band
+  (positive); a quantity that is no law (``|W|^2`` before a LayerNorm with ``eps = 1``) drifts
+  at first order, slope 1, NOT HELD (negative).
 """
 
 from __future__ import annotations
@@ -21,10 +26,14 @@ from __future__ import annotations
 import numpy as np
 
 from ...harness import Control
+from ...stats import generator, judge
 from . import _protocol as pr
+from ._analysis import slope_rule
 
 
-def _laws(spec: dict, config: dict) -> int:
+def _laws(spec: dict, config: dict, max_depth: int | None = None) -> tuple[int, bool]:
+    """``(laws, stable)`` of one count at the run's settings: stable when the generic count is
+    reached and the rank decisions' gap is at least ``MIN_GAP``."""
     from ...gauge import conservation_laws
     from ._architectures import build
 
@@ -38,8 +47,9 @@ def _laws(spec: dict, config: dict) -> int:
         vector_std=config["vector_std"],
         min_gap=pr.MIN_GAP,
         seed=0,
+        **({} if max_depth is None else {"max_depth": max_depth}),
     )
-    return int(found.laws)
+    return int(found.laws), bool(found.stable) and float(found.gap) >= pr.MIN_GAP
 
 
 def planted_ranks() -> dict:
@@ -64,68 +74,110 @@ def planted_ranks() -> dict:
     }
 
 
-def _rank(rtol: float) -> int:
-    return int(planted_ranks()["planted_rank"][[1e-9, 1e-6].index(rtol)])
+def _rank(rtol: float) -> tuple[int, float]:
+    out = planted_ranks()
+    i = [1e-9, 1e-6].index(rtol)
+    return int(out["planted_rank"][i]), float(out["planted_gap"][i])
 
 
-def _slope(config: dict, broken: bool) -> float:
+def _slope(config: dict, broken: bool, id: str):
+    """The slope fit at ``drift_seeds`` seeds, judged by the drift findings' rule on the steps
+    band: ``[verdict, estimate, low, high]``."""
     from . import _drift as dr
 
-    res = dr.slope_control(config["eta0"], config["drift_sizes"], config["drift_steps"], 0, broken)
-    return float(res["slope"])
+    slopes = [
+        dr.slope_control(config["eta0"], config["drift_sizes"], config["drift_steps"], s, broken)[
+            "slope"
+        ]
+        for s in range(config["drift_seeds"])
+    ]
+    v = judge(
+        slope_rule(),
+        slopes,
+        threshold=pr.SLOPE_BANDS["steps"],
+        rng=generator(0, "conservation_laws", id),
+    )
+    return [v.verdict, v.estimate, v.low, v.high]
 
 
 def controls(config: dict) -> list[Control]:
     """The count's, the rank decision's and the slope fit's controls (module doc)."""
     lo, hi = pr.SLOPE_BANDS["steps"]
     bent = pr.CONTROL_BENT | {"eps": config["perturbation"]}
+    intact = {**pr.CONTROL_BENT, "family": "relu2"}
+    rule = slope_rule()
+    count = "law count (conservation_laws)"
+    rank = "rank decision (decide_rank)"
+    slope = "drift-slope fit (drift_rates, steps)"
+    stable = f"; the count a stable decision (gap >= {pr.MIN_GAP:g})"
     return [
         Control(
             "count.known",
-            "law count (conservation_laws)",
+            count,
             "positive",
-            "square two-layer linear network of width 2: K(K+1)/2 = 3 laws",
+            "square two-layer linear network of width 2: K(K+1)/2 = 3 laws" + stable,
             "the count finds the laws a known symmetry gives",
-            lambda: (n := _laws(pr.CONTROL_KNOWN, config), n == 3),
+            lambda: (r := _laws(pr.CONTROL_KNOWN, config), r == (3, True)),
+        ),
+        Control(
+            "count.brackets",
+            count,
+            "negative",
+            "the same network counted from the fields' span alone (brackets skipped): "
+            "K^2 = 4, not 3" + stable,
+            "the Lie closure is what makes the count",
+            lambda: (r := _laws(pr.CONTROL_KNOWN, config, 1), r == (4, True)),
+        ),
+        Control(
+            "count.intact",
+            count,
+            "positive",
+            "bias-free two-layer ReLU network: its rescalings give 3 laws" + stable,
+            "the laws the bent network loses are there before the bending",
+            lambda: (r := _laws(intact, config), r == (3, True)),
         ),
         Control(
             "count.bent",
-            "law count (conservation_laws)",
+            count,
             "negative",
-            "two-layer network with its ReLU bent (relu(z) + eps z^2): no law",
+            "the same network with its ReLU bent (relu(z) + eps z^2): no law" + stable,
             "the count finds none where the symmetry is broken",
-            lambda: (n := _laws(bent, config), n == 0),
+            lambda: (r := _laws(bent, config), r == (0, True)),
         ),
         Control(
             "rank.fine",
-            "rank decision (decide_rank)",
+            rank,
             "positive",
-            "planted spectrum (1, 0.5, 0.1, 1e-3, 1e-7) at rtol 1e-9: rank 5",
+            "planted spectrum (1, 0.5, 0.1, 1e-3, 1e-7) at rtol 1e-9: rank 5, gap >= "
+            f"{pr.MIN_GAP:g}",
             "a small but genuine direction is counted",
-            lambda: (r := _rank(1e-9), r == 5),
+            lambda: (r := _rank(1e-9), r[0] == 5 and r[1] >= pr.MIN_GAP),
         ),
         Control(
             "rank.coarse",
-            "rank decision (decide_rank)",
+            rank,
             "negative",
-            "the same spectrum at rtol 1e-6: rank 4 (the 1e-7 direction below tolerance)",
+            "the same spectrum at rtol 1e-6: rank 4 (the 1e-7 direction below tolerance), "
+            "gap 1e-3 / 1e-7 = 1e4 (within 1e3 to 1e5)",
             "a direction below the tolerance is not counted",
-            lambda: (r := _rank(1e-6), r == 4),
+            lambda: (r := _rank(1e-6), r[0] == 4 and 1e3 <= r[1] <= 1e5),
         ),
         Control(
             "slope.second_order",
-            "drift-slope fit (drift_rates, steps)",
+            slope,
             "positive",
-            f"scalar chain a w x, whose a^2 - w^2 drifts at second order: slope in [{lo}, {hi}]",
-            "the fit reads a second-order drift as one",
-            lambda: (s := _slope(config, False), lo <= s <= hi),
+            f"scalar chain a w x, whose a^2 - w^2 drifts at second order, at drift_seeds seeds: "
+            f"HELD inside [{lo}, {hi}] by the drift findings' rule ({rule})",
+            "the fit and the findings' rule read a second-order drift as one",
+            lambda: (r := _slope(config, False, "slope.second_order"), r[0] == "HELD"),
         ),
         Control(
             "slope.first_order",
-            "drift-slope fit (drift_rates, steps)",
+            slope,
             "negative",
-            f"|W|^2 before a LayerNorm with eps = 1 (no law): slope near 1, outside [{lo}, {hi}]",
+            f"|W|^2 before a LayerNorm with eps = 1 (no law), at drift_seeds seeds: slope near "
+            f"1, NOT HELD inside [{lo}, {hi}] by the drift findings' rule ({rule})",
             "a first-order drift is not read as a law's",
-            lambda: (s := _slope(config, True), not lo <= s <= hi),
+            lambda: (r := _slope(config, True, "slope.first_order"), r[0] == "NOT HELD"),
         ),
     ]

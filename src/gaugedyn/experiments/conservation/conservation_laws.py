@@ -229,14 +229,6 @@ class ConservationLaws(Experiment):
                 **shared,
             }
         )
-        out.append(
-            {
-                "part": "control_count",
-                "eps": config["perturbation"],
-                "factor": config["data_factor"],
-                **shared,
-            }
-        )
         out += [
             {
                 "part": "recorder",
@@ -257,7 +249,6 @@ class ConservationLaws(Experiment):
                 {"part": "drift", "model": m, "first_seed": first, "n_seeds": n, **drift}
                 for m in config["drift_models"]
             ]
-            out.append({"part": "control_slope", "first_seed": first, "n_seeds": n, **drift})
         return out
 
     def run_task(self, task, seed):
@@ -337,39 +328,6 @@ def _count(task, seed) -> dict:
     return out
 
 
-def _control_count(task, seed) -> dict:
-    """The count instrument on known answers: ``CONTROL_KNOWN`` with the brackets (3) and
-    without them (4), and the bent network (its 3 laws gone)."""
-    from ...gauge import conservation_laws
-    from ._architectures import build
-
-    kw = {
-        "points": task["points"],
-        "rtol": task["rtol"],
-        "vector_std": task["vector_std"],
-        "min_gap": pr.MIN_GAP,
-        "seed": _int(seed),
-    }
-    known = build(pr.CONTROL_KNOWN, task["factor"])
-    bent = build(pr.CONTROL_BENT | {"eps": task["eps"]}, task["factor"])
-    intact = build({**pr.CONTROL_BENT, "family": "relu2"}, task["factor"])
-    out = _summary(conservation_laws(known.model, known.inputs, params=known.params, **kw), "known")
-    out |= _summary(
-        conservation_laws(known.model, known.inputs, params=known.params, max_depth=1, **kw),
-        "span_only",
-    )
-    out |= _summary(conservation_laws(bent.model, bent.inputs, params=bent.params, **kw), "bent")
-    out |= _summary(
-        conservation_laws(intact.model, intact.inputs, params=intact.params, **kw), "intact"
-    )
-    return out | _rank_control()
-
-
-def _rank_control() -> dict:
-    """The rank decision on planted spectra (`._controls.planted_ranks()`)."""
-    return cc.planted_ranks()
-
-
 def _recorder(task, seed) -> dict:
     from ...gauge import GaugeRecorder
     from ._networks import recorder_model
@@ -439,19 +397,6 @@ def _drift(task, seed) -> dict:
     }
 
 
-def _control_slope(task, seed) -> dict:
-    from . import _drift as dr
-
-    out: dict = {"present": [], "absent": []}
-    for child in seed.spawn(task["n_seeds"]):
-        for key, broken in (("present", False), ("absent", True)):
-            res = dr.slope_control(
-                task["eta0"], task["drift_sizes"], task["drift_steps"], _int(child), broken
-            )
-            out[key].append(res["slope"])
-    return {k: np.asarray(v) for k, v in out.items()}
-
-
 def _int(seed) -> int:
     from ..._meta import integer_seed
 
@@ -460,10 +405,8 @@ def _int(seed) -> int:
 
 RUNS = {
     "count": _count,
-    "control_count": _control_count,
     "recorder": _recorder,
     "drift": _drift,
-    "control_slope": _control_slope,
 }
 """The run of each part of the experiment, by the task's ``part``."""
 

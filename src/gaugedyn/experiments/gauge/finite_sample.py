@@ -33,7 +33,7 @@ class FiniteSample(Experiment):
         "ns": Param(
             list,
             [100, 300, 1000, 3000, 10000, 30000],
-            quick=[100, 300, 1000, 3000, 10000],
+            quick=[100, 300, 1000, 3000, 10000, 30000],
             lo=8,
             hi=10**6,
             min_len=3,
