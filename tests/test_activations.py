@@ -172,10 +172,15 @@ def test_compiled_codes_match_torch():
         gp = np.array([k.g_prime(act.code, v) for v in z])
         assert np.allclose(g, act.function(zt).numpy(), rtol=1e-14, atol=1e-14), act.name
         assert np.allclose(gp, act.derivative(zt).numpy(), rtol=1e-14, atol=1e-14), act.name
+        if not act.homogeneous and act.name != "linear":
+            g2 = np.array([k.g_second(act.code, v) for v in z])
+            assert np.allclose(g2, act.second(zt).numpy(), rtol=1e-13, atol=1e-14), act.name
     with pytest.raises(ValueError, match="unknown activation code"):
         k.g(99, 0.5)
     with pytest.raises(ValueError, match="unknown activation code"):
         k.g_prime(-1, 0.5)
+    with pytest.raises(ValueError, match="unknown activation code"):
+        k.g_second(11, 0.5)
 
 
 def test_derivatives_agree_with_autograd_and_sympy():

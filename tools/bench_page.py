@@ -170,6 +170,42 @@ def render_adam(record: dict) -> str:
     return provenance(record) + "\n\n" + _table(cols, rows)
 
 
+def render_online_ode(record: dict) -> str:
+    d = record["data"]
+    erf = d["erf"]
+    rows = []
+    for name, row in d["activations"].items():
+        for k in ("plain", "options"):
+            r, t = row["rhs"][k], row["run"][k]
+            rows.append(
+                [
+                    name,
+                    "weight decay 0.1, lr2 0.5, label noise 0.3" if k == "options" else "none",
+                    f"{1e3 * r['compiled']['cpu']:.1f} / {1e3 * r['reference']['cpu']:.0f}",
+                    f"{r['ratio_cpu']:.0f}x",
+                    f"{r['rel_diff']:.1e}",
+                    f"{t['cpu']:.2f} ({t['rhs']} rhs, {t['ms_per_rhs']:.0f} ms each)",
+                    f"{t['to_erf_plain']:,.0f}x",
+                ]
+            )
+    cols = [
+        "activation",
+        "options",
+        "one rhs, compiled / reference, CPU ms",
+        "reference / compiled",
+        "largest relative difference",
+        f"compiled to t = {d['t_max']:g} (rtol {d['rtol']:g}), CPU s",
+        "CPU / plain compiled erf",
+    ]
+    return (
+        provenance(record)
+        + f"\n\nK = M = {d['K']} (fields of rank 8: the noise term by four-point integrals); "
+        f"the plain compiled erf run to t = {d['t_max']:g}: {erf['plain']['cpu']:.3f} CPU s "
+        f"({erf['plain']['rhs']} right-hand sides), with the options "
+        f"{erf['options']['cpu']:.3f} CPU s.\n\n" + _table(cols, rows)
+    )
+
+
 def render_transcribed(record: dict) -> str:
     out = [f"{record['source']} Machine: {record['machine']['cpu']}."]
     for sec in record["sections"]:
@@ -182,6 +218,7 @@ RENDER = {
     "nn2pp_n500": lambda rs: "\n\n".join(render_nn2pp(r) for r in rs),
     "gauge_recorder": render_gauge,
     "adam_recorder": lambda rs: "\n\n".join(render_adam(r) for r in rs),
+    "online_ode": lambda rs: "\n\n".join(render_online_ode(r) for r in rs),
     "transcribed": lambda rs: "\n\n".join(render_transcribed(r) for r in rs),
 }
 """How each family of stored runs (``benchmarks/results/NAME*.json``) is shown."""

@@ -163,6 +163,14 @@ class PairQuadrature:
             self.self_hess,
         )
 
+    def coefficient_rule(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(z, w, basis)`` of the smooth rule: the ``4 N`` Gauss-Hermite nodes, their weights
+        (summing to 1) and ``basis[k, j] = w_j He_k(z_j) / sqrt(k!)`` (``k = 0..N``), so that
+        ``A_k(q) = sum_j basis[k, j] g(sqrt(q) z_j)`` (the compiled online ODE reads them)."""
+        if self.homogeneous:
+            raise ValueError("the polar rule has no Hermite coefficient rule")
+        return self._z1, self._w1, self._basis
+
     def error(self, q1, q2, c) -> np.ndarray:
         """The stated error bound at each configuration: ``max |K_n - K_2n|`` over the value and
         the three first derivatives of the pair kernel and the value and derivative of the self

@@ -404,7 +404,8 @@ def compiled_online_rhs(
     ``c = (a, -b)`` over the student and teacher fields, ``I2 = E[g g]``, ``I3 = E[g' u g]``,
     ``I4 = E[g' g' g g]`` from the symbolic module's erf integrals and ``J = E[g' g'] = (2/pi)
     ((1 + Q_ii)(1 + Q_kk) - Q_ik^2)^(-1/2)``, compiled with numba; ``lambda`` the weight decay,
-    ``sigma`` the label noise.
+    ``sigma`` the label noise. Every other compiled activation:
+    `gaugedyn.training._online_ode.compiled_rhs()`.
     """
     rhs = _build_ode()["rhs"]
     b = np.ascontiguousarray(b, dtype=np.float64)

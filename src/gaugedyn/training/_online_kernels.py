@@ -79,6 +79,29 @@ def g_prime(act, z):
     raise ValueError("unknown activation code")
 
 
+@numba.njit(inline="always", cache=True)
+def g_second(act, z):
+    """``g''(z)`` of activation code ``act`` away from a kink (0 for the piecewise-linear codes
+    0, 2, 6, 7: their kernels never read it); an unknown code raises."""
+    if act == 0 or act == 2 or act == 6 or act == 7:
+        return 0.0
+    if act == 1:
+        return -z * _SQRT_2_OVER_PI * math.exp(-0.5 * (z * z))
+    if act == 3:
+        t = math.tanh(z)
+        return -2.0 * t * (1.0 - t * t)
+    if act == 4:
+        s = 1.0 / (1.0 + math.exp(-z)) if z >= 0.0 else math.exp(z) / (1.0 + math.exp(z))
+        return s * (1.0 - s)
+    if act == 5:
+        return (2.0 - z * z) * _INV_SQRT_2PI * math.exp(-0.5 * (z * z))
+    if act == 8 or act == 9:
+        return 2.0
+    if act == 10:
+        return 6.0 * z
+    raise ValueError("unknown activation code")
+
+
 @numba.njit(cache=True)
 def step_size(sched, lr, k, steps, lr_min, decay):
     """``eta_k`` of `gaugedyn.training._optim.step_size()`, by schedule code."""

@@ -24,6 +24,7 @@ algebraically for ``g`` with a kink such as ReLU, where its error is what
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import numpy as np
@@ -185,6 +186,108 @@ class OnlineODE:
         return np.concatenate([self.eta * da, dQ.ravel(), self.eta * dR.ravel()])
 
 
+def compiled_rhs(
+    K: int,
+    M: int,
+    b,
+    T,
+    eta: float,
+    batch: int = 1,
+    noise: bool = True,
+    *,
+    weight_decay: float = 0.0,
+    lr2: float = 1.0,
+    label_noise: float = 0.0,
+    activation: str | Activation = "erf",
+):
+    """``f(t, y)``: the compiled right-hand side of `OnlineODE` for ``activation`` (one with a
+    compiled code, its own teacher activation). erf: its closed forms in the classical form
+    (`gaugedyn.training._online_fast.compiled_online_rhs()`); any other: this module's own
+    rules (the Mehler series or the ReLU closed forms for the flow, the direct or four-point
+    Gauss-Hermite rule for the noise term) compiled (`gaugedyn.training._ode_kernels`)."""
+    act = activation_of(activation)
+    if act.name == "erf" and act.closed_form is not None:
+        from ._online_fast import compiled_online_rhs
+
+        return compiled_online_rhs(
+            K,
+            M,
+            b,
+            T,
+            eta,
+            batch,
+            noise,
+            weight_decay=weight_decay,
+            lr2=lr2,
+            label_noise=label_noise,
+        )
+    return _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label_noise)
+
+
+def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label_noise):
+    """``f(t, y)`` of the online ODE of a compiled activation other than erf
+    (`gaugedyn.training._ode_kernels.quadrature_rhs()`), with the rules' sizes read from their
+    one declaration each (the activation's quadrature, ``DIRECT_NODES``, ``FOUR_POINT_NODES``)."""
+    from scipy.special import roots_hermitenorm
+
+    from . import _ode_kernels
+
+    if act.code is None:
+        raise InputError(
+            f"activation {act.name!r} has no compiled code; allowed: the activations of "
+            "gaugedyn.theory.ACTIVATIONS with a code (a user's runs with method='reference')"
+        )
+    four = inspect.signature(gaussian_product).parameters["nodes"].default
+    sizes = [four, *(DIRECT_NODES[r] for r in range(1, 5))]
+    width = max(sizes)
+    grids_z, grids_w = np.zeros((5, width)), np.zeros((5, width))
+    for r, n in enumerate(sizes):
+        z, w = roots_hermitenorm(n)
+        grids_z[r, :n], grids_w[r, :n] = z, w / np.sqrt(2.0 * np.pi)
+    grids_n = np.asarray(sizes, dtype=np.int64)
+    if act.homogeneous:
+        up, down = on_numpy(act.function)(np.array([1.0, -1.0]))
+        u, v = up * up + down * down, 2.0 * up * down
+        z1, w1, basis_t = np.zeros(1), np.zeros(1), np.zeros((1, 1))
+    else:
+        u = v = 0.0
+        z1, w1, basis = act.quadrature.coefficient_rule()
+        basis_t = np.ascontiguousarray(basis.T)
+    b = np.ascontiguousarray(b, dtype=np.float64)
+    T = np.ascontiguousarray(T, dtype=np.float64)
+    noise_scale = float(eta) ** 2 / int(batch) if noise else 0.0
+    size = K + K * K + K * M
+    wd, rate, sigma2 = float(weight_decay), float(lr2), float(label_noise) ** 2
+    rhs = _ode_kernels.quadrature_rhs
+
+    def f(t, y):
+        return rhs(
+            np.asarray(y, dtype=np.float64),
+            K,
+            M,
+            b,
+            T,
+            float(eta),
+            noise_scale,
+            wd,
+            rate,
+            sigma2,
+            int(act.code),
+            bool(act.homogeneous),
+            u,
+            v,
+            z1,
+            w1,
+            basis_t,
+            grids_z,
+            grids_w,
+            grids_n,
+            np.empty(size),
+        )
+
+    return f
+
+
 ODE_METHODS = ("auto", "compiled", "reference")
 
 
@@ -235,11 +338,15 @@ def online_ode(
 ) -> dict:
     r"""Solve the online ODE from ``problem``'s order parameters at ``times`` ($t = \text{steps} / D$).
 
-    ``method="compiled"`` (the default for erf under ``"auto"``, with or without the classical
-    options) integrates the numba-compiled classical form
-    (`gaugedyn.training._online_fast.compiled_online_rhs()`) with LSODA
+    ``method="compiled"`` (the default under ``"auto"`` for every activation with a compiled
+    code, with or without the classical options) integrates a numba-compiled right-hand side
+    (`compiled_rhs()`: erf's closed forms in the classical form; for the others the reference's
+    own rules, compiled) with LSODA
     (``scipy.integrate.odeint``); ``"reference"`` integrates `OnlineODE` (numpy, through
     the population velocity) with DOP853. The two right-hand sides agree to round-off (tested).
+    For a non-erf activation whose fields have rank above 4 (e.g. ``K = M = 4``) the noise term
+    is hundreds of four-point Gauss-Hermite integrals of ``10^4`` nodes each: compiled, about
+    0.1 CPU s per right-hand side there (the reference: seconds).
     The classical options are those of ``TrainConfig``. The teacher's own activation is
     ``problem.teacher_activation`` (with a teacher of its own, ``"auto"`` runs the reference
     right-hand side; the options stay on the compiled path).
@@ -261,7 +368,8 @@ def online_ode(
     atol : float
         The solver's absolute tolerance.
     method : str
-        ``"auto"``, ``"compiled"`` (erf with its own teacher activation only) or ``"reference"``.
+        ``"auto"``, ``"compiled"`` (an activation with a compiled code and its own teacher
+        activation only) or ``"reference"``.
     weight_decay : float
         $\lambda \ge 0$: the step $-(\eta / D)(\nabla + \lambda \theta)$ on both layers, so
         $\dot Q$ gains $-2 \eta \lambda Q$ and $\dot R$ gains $-\eta \lambda R$.
@@ -280,7 +388,8 @@ def online_ode(
     ------
     InputError
         When ``problem`` is not a ``Problem``, ``method`` is not one of ``ODE_METHODS``,
-        ``method="compiled"`` is asked for another activation or a teacher activation of its own,
+        ``method="compiled"`` is asked for an activation without a compiled code or a teacher
+        activation of its own,
         ``noise`` is not a bool, or ``eta``, ``batch``, ``rtol``, ``atol``, ``times`` or a classical
         option is outside its allowed range.
     RuntimeError
@@ -311,23 +420,21 @@ def online_ode(
     )
     y0 = np.concatenate([a0, Q0.ravel(), R0.ravel()])
     same_teacher = problem.teacher.name == activation_of(problem.activation).name
-    erf = activation_of(problem.activation).name == "erf"
+    act = activation_of(problem.activation)
     if method == "auto":
-        method = "compiled" if erf and same_teacher else "reference"
+        method = "compiled" if act.compiled and same_teacher else "reference"
     if method == "compiled":
         if not same_teacher:
             raise InputError(
                 "method='compiled' integrates the online ODE of one activation; a teacher "
                 "activation of its own runs with method='reference'"
             )
-        if not erf:
+        if not act.compiled:
             raise InputError(
-                f"method='compiled' integrates the erf online ODE, not "
-                f"{problem.activation!r}; use method='reference'"
+                f"method='compiled' integrates the online ODE of an activation with a compiled "
+                f"code, not {act.name!r}; use method='reference'"
             )
-        from ._online_fast import compiled_online_rhs
-
-        f = compiled_online_rhs(
+        f = compiled_rhs(
             problem.K,
             problem.M,
             b,
@@ -338,6 +445,7 @@ def online_ode(
             weight_decay=float(weight_decay),
             lr2=float(lr2),
             label_noise=float(label_noise),
+            activation=act,
         )
         grid = times if times[0] == 0.0 else np.concatenate([[0.0], times])
         Y, info = odeint(

@@ -1,0 +1,189 @@
+"""The online ODE of every activation: the compiled right-hand side against the numpy reference.
+
+For each activation (``--activations``; K = M = 4 from ``random_problem(50, ...)``, fields of
+full rank 8, eta = 1, batch 1):
+
+1. one right-hand side at the initial state, the compiled one (`compiled_rhs`) and the
+   numpy reference (`OnlineODE`), timed in interleaved rounds (CPU and wall seconds, medians),
+   with their largest relative difference (the same rules: round-off);
+2. the same with weight decay 0.1, ``lr2`` 0.5 and label noise 0.3 (the classical options);
+3. ``online_ode(..., method="compiled")`` to ``--t-max`` (default 1000) at ``--rtol`` (default
+   ``online_ode``'s, 1e-9; ``atol = rtol / 100``), once, plain and with the options: CPU
+   seconds, right-hand sides evaluated, and the ratio of each to the plain compiled erf run
+   (measured in the same process, same tolerances); a run is stopped, and marked unfinished,
+   after ``--budget`` right-hand sides (default 5000).
+
+    .venv/bin/python benchmarks/bench_online_ode.py [--rounds 3] [--t-max 1000] [--rtol 1e-9]
+        [--budget 5000]
+        [--activations tanh,softplus,leaky_relu] [--json benchmarks/results/online_ode.json]
+
+It prints the machine (CPU model, cores, load); ``--json`` writes the figures as a benchmark
+record (``benchmarks/_record.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from gaugedyn.theory import random_problem
+from gaugedyn.training import OnlineODE, _online_ode, online_ode
+
+OPTIONS = {"weight_decay": 0.1, "lr2": 0.5, "label_noise": 0.3}
+
+
+def _timed(fn):
+    c0, t0 = time.process_time(), time.perf_counter()
+    out = fn()
+    return time.process_time() - c0, time.perf_counter() - t0, out
+
+
+def _problem(name):
+    return random_problem(50, 4, 4, np.random.default_rng(0), activation=name)
+
+
+def rhs_rounds(name: str, options: dict, rounds: int) -> dict:
+    """Section 1 or 2 for one activation: medians of interleaved rounds and the agreement."""
+    problem = _problem(name)
+    a, Q, R, b, T = problem.order_parameters()
+    y = np.concatenate([a, Q.ravel(), R.ravel()])
+    opts = {"weight_decay": 0.0, "lr2": 1.0, "label_noise": 0.0} | options
+    fast = _online_ode.compiled_rhs(4, 4, b, T, 1.0, 1, True, activation=name, **opts)
+    ref = OnlineODE(4, 4, b, T, name, 1.0, 1, True, **opts)
+    fast(0.0, y)  # compile outside the timing
+    times: dict = {"compiled": ([], []), "reference": ([], [])}
+    for _ in range(rounds):
+        for label, fn in (("reference", ref), ("compiled", fast)):
+            cpu, wall, out = _timed(lambda fn=fn: fn(0.0, y))
+            times[label][0].append(cpu)
+            times[label][1].append(wall)
+    r, f = ref(0.0, y), fast(0.0, y)
+    med = {
+        k: {"cpu": statistics.median(v[0]), "wall": statistics.median(v[1])}
+        for k, v in times.items()
+    }
+    return {
+        **med,
+        "ratio_cpu": med["reference"]["cpu"] / med["compiled"]["cpu"],
+        "rel_diff": float(np.abs(f - r).max() / np.abs(r).max()),
+    }
+
+
+class _Budget(Exception):
+    """A run stopped at its budget of right-hand sides."""
+
+
+def trajectory(name: str, options: dict, t_max: float, rtol: float | None, budget: int) -> dict:
+    """Section 3: one compiled run to ``t_max``, its CPU and wall seconds and its right-hand
+    sides (counted by wrapping the compiled right-hand side); stopped, and marked unfinished,
+    after ``budget`` right-hand sides."""
+    count, limit = [0], [None]
+    original = _online_ode.compiled_rhs
+
+    def counting(*args, **kw):
+        f = original(*args, **kw)
+
+        def g(t, y):
+            count[0] += 1
+            if limit[0] is not None and count[0] > limit[0]:
+                raise _Budget
+            return f(t, y)
+
+        return g
+
+    problem = _problem(name)
+    times = np.linspace(0.0, t_max, 101)
+    tol = {} if rtol is None else {"rtol": rtol, "atol": rtol / 100}
+    _online_ode.compiled_rhs = counting
+    try:
+        online_ode(problem, 1.0, times[:2], method="compiled", **options)  # compile
+        count[0], limit[0] = 0, budget
+        c0, t0 = time.process_time(), time.perf_counter()
+        finished = True
+        try:
+            online_ode(problem, 1.0, times, method="compiled", **tol, **options)
+        except _Budget:
+            finished = False
+        cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    finally:
+        _online_ode.compiled_rhs = original
+    n = min(count[0], budget)
+    return {
+        "cpu": cpu,
+        "wall": wall,
+        "rhs": n,
+        "ms_per_rhs": 1e3 * cpu / max(n, 1),
+        "finished": finished,
+    }
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--t-max", type=float, default=1000.0)
+    p.add_argument("--rtol", type=float, default=None)
+    p.add_argument("--budget", type=int, default=5000, help="right-hand sides per run, at most")
+    p.add_argument("--activations", default="tanh,softplus,leaky_relu")
+    p.add_argument("--json", default=None, help="write the figures as a benchmark record")
+    args = p.parse_args(argv)
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _record import describe_machine, start_record, write_record
+
+    record = start_record("bench_online_ode.py", argv)
+    print(describe_machine())
+    names = [n for n in args.activations.split(",") if n]
+    erf = {
+        k: trajectory("erf", o, args.t_max, args.rtol, args.budget)
+        for k, o in (("plain", {}), ("options", OPTIONS))
+    }
+    print(
+        f"erf, compiled, to t = {args.t_max:g}: plain {erf['plain']['cpu']:.3f} CPU s "
+        f"({erf['plain']['rhs']} right-hand sides), options {erf['options']['cpu']:.3f} CPU s"
+    )
+    rows = {}
+    for name in names:
+        row = {
+            "rhs": {
+                k: rhs_rounds(name, o, args.rounds)
+                for k, o in (("plain", {}), ("options", OPTIONS))
+            },
+            "run": {
+                k: trajectory(name, o, args.t_max, args.rtol, args.budget)
+                for k, o in (("plain", {}), ("options", OPTIONS))
+            },
+        }
+        for k in ("plain", "options"):
+            r, t = row["rhs"][k], row["run"][k]
+            t["to_erf_plain"] = t["cpu"] / erf["plain"]["cpu"]
+            print(
+                f"{name:11s} {k:8s} one rhs: compiled {1e3 * r['compiled']['cpu']:.1f} ms, "
+                f"reference {1e3 * r['reference']['cpu']:.1f} ms CPU ({r['ratio_cpu']:.1f}x), "
+                f"rel. diff {r['rel_diff']:.1e}; to t = {args.t_max:g}: {t['cpu']:.1f} CPU s "
+                f"({t['rhs']} rhs, {t['ms_per_rhs']:.1f} ms each; {t['to_erf_plain']:.0f}x erf)"
+                + ("" if t["finished"] else f"; unfinished at the budget of {args.budget} rhs")
+            )
+        rows[name] = row
+    if args.json:
+        write_record(
+            args.json,
+            record,
+            {
+                "t_max": args.t_max,
+                "rtol": args.rtol or 1e-9,
+                "K": 4,
+                "M": 4,
+                "erf": erf,
+                "activations": rows,
+            },
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,329 @@
+"""The compiled online ODE of any compiled activation (`online_quadrature_rhs()`; numba loads
+here, on first use).
+
+The same rules as the numpy reference `gaugedyn.training.OnlineODE`, compiled:
+
+- the population flow through the pair kernels ``F(q1, q2, c) = E[g(x1) g(x2)]`` and the self
+  kernel ``S(q) = E[g(x)^2]`` with their first derivatives, combined as
+  `gaugedyn.theory.order_parameter_velocity()` combines them (``dL/da``, ``G``, ``H``). For a
+  smooth ``g`` the kernels are the Hermite (Mehler) series of `gaugedyn.theory._quadrature`,
+  ``F = sum_k A_k(q1) A_k(q2) rho^k``, with the coefficients ``A_k(q)`` and ``A_k'(q)`` from the
+  activation's own one-dimensional Gauss-Hermite rule (its ``quadrature``: the nodes, weights and
+  orthonormal basis are passed in, so the number of terms is the registry's); for a positively
+  homogeneous ``g = up relu + down relu(-.)`` they are the ReLU closed forms,
+  ``F = (up^2 + down^2) F_relu(c) + 2 up down F_relu(-c)``;
+- the noise term ``E_ik = E[g'(u_i) g'(u_k) e^2]`` as `gaugedyn.training._online_ode.noise_term()`
+  evaluates it: for ``C`` of rank ``r <= 4`` one ``r``-dimensional Gauss-Hermite rule on its
+  eigen factor (``DIRECT_NODES[r]`` per axis; the symmetric root for a homogeneous ``g`` at full
+  rank), otherwise ``sum_pq c_p c_q I4(i, k, p, q)`` with each four-point integral by the tensor
+  rule with ``FOUR_POINT_NODES`` per axis on the eigen factor of its own ``4 x 4`` covariance
+  (the axes of eigenvalues at most ``1e-12`` of the largest, a repeated field's, dropped: the
+  symmetric rule's value moves by ``O(lambda)`` there); the linear activation in closed form;
+- label noise ``sigma^2 J_ik``, ``J = dF/dc (Q_ii, Q_kk, Q_ik)`` (Price), the options and the
+  state layout of ``OnlineODE``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ._online_kernels import g, g_prime, g_second
+
+EIGEN_DROP = 1e-12
+"""Eigenvalues at or below this fraction of the largest count as zero (`gaugedyn.theory.eigen_factor`'s
+tolerance): the rank of ``C`` and the dropped axes of a four-point rule."""
+
+
+@numba.njit(cache=True)
+def hermite_coefficients(act, q, z, w, basis_t, A, row):
+    """``A[row, 0, k] = A_k(q)`` and ``A[row, 1, k] = A_k'(q)`` of ``g(sqrt(q) z)`` from the rule
+    ``(z, w)`` and its basis ``basis_t[j, k] = w_j He_k(z_j) / sqrt(k!)``; returns ``(S(q),
+    S'(q))`` (``S' = E[g'^2 + g g'']``)."""
+    n, terms = basis_t.shape
+    sq = math.sqrt(q)
+    for k in range(terms):
+        A[row, 0, k] = 0.0
+        A[row, 1, k] = 0.0
+    S, dS = 0.0, 0.0
+    for j in range(n):
+        x = sq * z[j]
+        G, P = g(act, x), g_prime(act, x)
+        pz = P * z[j]
+        for k in range(terms):
+            A[row, 0, k] += basis_t[j, k] * G
+            A[row, 1, k] += basis_t[j, k] * pz
+        S += w[j] * G * G
+        dS += w[j] * (P * P + G * g_second(act, x))
+    for k in range(terms):
+        A[row, 1, k] /= 2.0 * sq
+    return S, dS
+
+
+@numba.njit(cache=True)
+def mehler(A, i, p, q1, q2, c):
+    """``(F, F_q1, F_q2, F_c)`` of the series ``sum_k A_k(q1) A_k(q2) rho^k`` (rows ``i``, ``p``
+    of ``A``), the derivatives by the chain rule through ``rho = c / sqrt(q1 q2)``."""
+    s = math.sqrt(q1 * q2)
+    rho = min(max(c / s, -1.0), 1.0)
+    phi, p1, p2, pr = 0.0, 0.0, 0.0, 0.0
+    pw, prev = 1.0, 0.0
+    for k in range(A.shape[2]):
+        aa = A[i, 0, k] * A[p, 0, k]
+        phi += aa * pw
+        p1 += A[i, 1, k] * A[p, 0, k] * pw
+        p2 += A[i, 0, k] * A[p, 1, k] * pw
+        if k > 0:
+            pr += k * aa * prev
+        prev = pw
+        pw *= rho
+    return phi, p1 - pr * rho / (2.0 * q1), p2 - pr * rho / (2.0 * q2), pr / s
+
+
+@numba.njit(cache=True)
+def relu_pair(q1, q2, c):
+    """``(F, F_q1, F_q2, F_c)`` of ReLU in closed form (``gaugedyn derive``'s ``pair_relu``,
+    ``theta = arccos(c / sqrt(q1 q2))``, ``s = sqrt(q1 q2 - c^2)``)."""
+    theta = math.acos(min(max(c / math.sqrt(q1 * q2), -1.0), 1.0))
+    s = math.sqrt(max(q1 * q2 - c * c, 0.0))
+    x1 = 0.25 * s / math.pi
+    return (
+        0.5 * (-c * theta + math.pi * c + s) / math.pi,
+        x1 / q1,
+        x1 / q2,
+        -0.5 * (theta - math.pi) / math.pi,
+    )
+
+
+@numba.njit(cache=True)
+def pair(homogeneous, u, v, A, i, p, q1, q2, c):
+    """``(F, F_q1, F_q2, F_c)`` of the activation (module docstring)."""
+    if not homogeneous:
+        return mehler(A, i, p, q1, q2, c)
+    f0, f1, f2, f3 = relu_pair(q1, q2, c)
+    m0, m1, m2, m3 = relu_pair(q1, q2, -c)
+    return u * f0 + v * m0, u * f1 + v * m1, u * f2 + v * m2, u * f3 - v * m3
+
+
+@numba.njit(cache=True)
+def direct_noise(act, a, b, A, zr, wr, n, E):
+    """``E_ik += E[g'(u_i) g'(u_k) e^2]`` by the tensor rule with ``n`` nodes per axis on the
+    factor ``A (P, r)``: ``u = A z``."""
+    K, P, r = a.shape[0], A.shape[0], A.shape[1]
+    coord, u, gp = np.empty(r), np.empty(P), np.empty(K)
+    for index in range(n**r):
+        wt = 1.0
+        rest = index
+        for m in range(r):
+            j = rest % n
+            coord[m] = zr[j]
+            wt *= wr[j]
+            rest //= n
+        for p in range(P):
+            s = 0.0
+            for m in range(r):
+                s += A[p, m] * coord[m]
+            u[p] = s
+        e = 0.0
+        for i in range(K):
+            e += a[i] * g(act, u[i])
+            gp[i] = g_prime(act, u[i])
+        for t in range(P - K):
+            e -= b[t] * g(act, u[K + t])
+        we = wt * e * e
+        for i in range(K):
+            for k in range(i, K):
+                E[i, k] += we * gp[i] * gp[k]
+
+
+@numba.njit(cache=True)
+def four_point(act, Csub, z, w, n):
+    """``E[g'(x_0) g'(x_1) g(x_2) g(x_3)]`` for ``x ~ N(0, Csub)`` (``Csub (4, 4)``), by the tensor rule on its eigen factor (null axes dropped)."""
+    lam, U = np.linalg.eigh(Csub)
+    top = max(lam.max(), 0.0)
+    keep = np.empty(4, dtype=np.int64)
+    r = 0
+    for m in range(4):
+        if lam[m] > EIGEN_DROP * top:
+            keep[r] = m
+            r += 1
+    F = np.empty((4, r))
+    for p in range(4):
+        for m in range(r):
+            F[p, m] = U[p, keep[m]] * math.sqrt(lam[keep[m]])
+    total = 0.0
+    x = np.empty(4)
+    for index in range(n**r):
+        wt = 1.0
+        rest = index
+        for p in range(4):
+            x[p] = 0.0
+        for m in range(r):
+            j = rest % n
+            wt *= w[j]
+            rest //= n
+            for p in range(4):
+                x[p] += F[p, m] * z[j]
+        total += wt * g_prime(act, x[0]) * g_prime(act, x[1]) * g(act, x[2]) * g(act, x[3])
+    return total
+
+
+@numba.njit(cache=True)
+def noise_expectation(act, homogeneous, a, b, C, c, grids_z, grids_w, grids_n, E):
+    """``E_ik = E[g'(u_i) g'(u_k) e^2]`` (``i <= k``, the upper triangle), as `noise_term()`."""
+    K, P = a.shape[0], C.shape[0]
+    for i in range(K):
+        for k in range(K):
+            E[i, k] = 0.0
+    if act == 2:  # linear: e is Gaussian and g' = 1
+        e2 = 0.0
+        for p in range(P):
+            for q in range(P):
+                e2 += c[p] * C[p, q] * c[q]
+        for i in range(K):
+            for k in range(i, K):
+                E[i, k] = e2
+        return
+    lam, U = np.linalg.eigh(C)
+    top = max(lam.max(), 0.0)
+    r = 0
+    for m in range(P):
+        if lam[m] > EIGEN_DROP * top:
+            r += 1
+    if r <= 4:
+        if homogeneous and r == P:
+            A = np.zeros((P, P))
+            for p in range(P):
+                for q in range(P):
+                    for m in range(P):
+                        A[p, q] += U[p, m] * math.sqrt(lam[m]) * U[q, m]
+        else:
+            A = np.empty((P, r))
+            col = 0
+            for m in range(P):
+                if lam[m] > EIGEN_DROP * top:
+                    for p in range(P):
+                        A[p, col] = U[p, m] * math.sqrt(lam[m])
+                    col += 1
+        n = grids_n[A.shape[1]]
+        direct_noise(act, a, b, A, grids_z[A.shape[1]], grids_w[A.shape[1]], n, E)
+        return
+    n = grids_n[0]
+    fields = np.empty(4, dtype=np.int64)
+    Csub = np.empty((4, 4))
+    for i in range(K):
+        for k in range(i, K):
+            s = 0.0
+            for p in range(P):
+                for q in range(p, P):
+                    fields[0], fields[1], fields[2], fields[3] = i, k, p, q
+                    for x in range(4):
+                        for y in range(4):
+                            Csub[x, y] = C[fields[x], fields[y]]
+                    v = four_point(act, Csub, grids_z[0], grids_w[0], n)
+                    s += (1.0 if p == q else 2.0) * c[p] * c[q] * v
+            E[i, k] = s
+
+
+@numba.njit(cache=True)
+def quadrature_rhs(
+    y,
+    K,
+    M,
+    b,
+    T,
+    eta,
+    noise_scale,
+    wd,
+    lr2,
+    sigma2,
+    act,
+    homogeneous,
+    u,
+    v,
+    z,
+    w,
+    basis_t,
+    grids_z,
+    grids_w,
+    grids_n,
+    out,
+):
+    """The online ODE's right-hand side (``OnlineODE``'s layout and options) for activation code
+    ``act``; ``u = up^2 + down^2``, ``v = 2 up down`` of a homogeneous ``g``; ``(z, w,
+    basis_t)`` the smooth rule's coefficient rule; ``grids_*`` the noise term's one-dimensional
+    Gauss-Hermite rules (row 0: the four-point rule, row ``r``: the direct rule of rank ``r``)."""
+    P = K + M
+    a = y[:K]
+    C, c = np.empty((P, P)), np.empty(P)
+    c[:K] = a
+    c[K:] = -b
+    for i in range(K):
+        for j in range(K):
+            C[i, j] = y[K + i * K + j]
+        for n in range(M):
+            C[i, K + n] = y[K + K * K + i * M + n]
+            C[K + n, i] = C[i, K + n]
+    C[K:, K:] = T
+    S, dS = np.empty(P), np.empty(P)
+    A = np.empty((P, 2, basis_t.shape[1] if not homogeneous else 1))
+    for p in range(P):
+        if homogeneous:
+            S[p], dS[p] = 0.5 * u * C[p, p], 0.5 * u
+        else:
+            S[p], dS[p] = hermite_coefficients(act, C[p, p], z, w, basis_t, A, p)
+    F, Fq1, Fc = np.zeros((K, P)), np.zeros((K, P)), np.zeros((K, P))
+    for i in range(K):
+        for p in range(P):
+            if p != i:
+                F[i, p], Fq1[i, p], _, Fc[i, p] = pair(
+                    homogeneous, u, v, A, i, p, C[i, i], C[p, p], C[i, p]
+                )
+    # gradients of the population loss (gaugedyn.theory.gradients): dL/da, G, H
+    ga, G, H = np.empty(K), np.empty((K, K)), np.empty((K, M))
+    for i in range(K):
+        s = a[i] * S[i]
+        d = 0.5 * a[i] * a[i] * dS[i]
+        for j in range(K):
+            if j != i:
+                s += a[j] * F[i, j]
+                d += a[i] * a[j] * Fq1[i, j]
+                G[i, j] = 0.5 * a[i] * a[j] * Fc[i, j]
+        for n in range(M):
+            s -= b[n] * F[i, K + n]
+            d -= a[i] * b[n] * Fq1[i, K + n]
+            H[i, n] = -a[i] * b[n] * Fc[i, K + n]
+        ga[i] = s
+        G[i, i] = d
+    Q, R = np.ascontiguousarray(C[:K, :K]), np.ascontiguousarray(C[:K, K:])
+    GQ = G @ Q
+    HRt = H @ np.ascontiguousarray(R.T)
+    dQ = -(2.0 * GQ + 2.0 * GQ.T + HRt + HRt.T)
+    dR = -(2.0 * (G @ R) + H @ T)
+    da = -ga
+    if wd != 0.0 or lr2 != 1.0:
+        for i in range(K):
+            da[i] = lr2 * (da[i] - wd * a[i])
+        dQ -= 2.0 * wd * Q
+        dR -= wd * R
+    dQ *= eta
+    if noise_scale != 0.0:
+        E = np.zeros((K, K))
+        noise_expectation(act, homogeneous, a, b, C, c, grids_z, grids_w, grids_n, E)
+        for i in range(K):
+            for k in range(i, K):
+                s = E[i, k]
+                if sigma2 != 0.0:
+                    s += sigma2 * pair(homogeneous, u, v, A, i, k, C[i, i], C[k, k], C[i, k])[3]
+                dQ[i, k] += noise_scale * a[i] * a[k] * s
+                if k != i:
+                    dQ[k, i] += noise_scale * a[i] * a[k] * s
+    for i in range(K):
+        out[i] = eta * da[i]
+        for j in range(K):
+            out[K + i * K + j] = dQ[i, j]
+        for n in range(M):
+            out[K + K * K + i * M + n] = eta * dR[i, n]
+    return out
