@@ -1,4 +1,4 @@
-"""The audit of the verdict rules: their error rates, coverage and power, by simulation.
+r"""The audit of the verdict rules: their error rates, coverage and power, by simulation.
 
 For a rule, a number of seeds ``n`` (and of cells) and a noise source, claims are simulated
 ``reps`` times each, every scenario with its own generator spawned from one
@@ -8,8 +8,8 @@ the claimed side, ``toward``, or into it, ``away``) or resamples of a finding's 
 per-seed values (`gaugedyn.stats._resample.Resampler`, ``shape="resampled"``). Distances
 are in units of the noise's spread (for a named shape, its standard deviation, the claim's
 threshold at 0 or its band ``(-1, 1)``; for a slope, one residual with ``x`` standardised; for
-a proportion, ``sqrt(p0 (1 - p0))`` at ``p0 = 1/2``; for resampled values, each cell's standard
-deviation, or ``1.4826 MAD`` for a median rule, from the finding's own threshold), measured
+a proportion, $\sqrt{p_0 (1 - p_0)}$ at $p_0 = 1/2$; for resampled values, each cell's standard
+deviation, or $1.4826\,\mathrm{MAD}$ for a median rule, from the finding's own threshold), measured
 onto the claimed side:
 
 - ``false HELD``: the claim fails by ``margin``; HELD there is a false HELD;
@@ -27,8 +27,8 @@ For ``every_cell`` the false claim has one cell ``margin`` on the wrong side and
 ``FAR`` on the right side; for ``some_cell`` the true claim (and the power) has one cell on the
 right side and the others ``FAR`` on the wrong side. Coverage is that of the rule's 95% interval
 for the true parameter over the true, boundary and false scenarios (per cell for a cell rule;
-``joint`` for the interval of ``min_c theta_c`` or ``max_c theta_c``). Every rate carries its
-Monte Carlo standard error ``sqrt(r (1 - r) / reps)``.
+``joint`` for the interval of $\min_c \theta_c$ or $\max_c \theta_c$). Every rate carries its
+Monte Carlo standard error $\sqrt{r (1 - r) / \mathit{reps}}$.
 
 A row is **barred** where its rule is used on data of its shape: the shapes of every kind of
 measure whose choice the rule is (`gaugedyn.stats._measures.KINDS`), and resamples of the
@@ -129,9 +129,9 @@ def noise(
     center: str = "mean",
     skew: int = 1,
 ) -> np.ndarray:
-    """Draws of standard deviation 1 whose ``center`` (``"mean"`` or ``"median"``) is 0:
-    ``normal``; ``t3`` (Student t with 3 degrees of freedom over ``sqrt 3``); lognormal
-    ``lognormal<s>-<side>`` (``exp(s Z)``, ``Z`` standard normal, standardised), right-skewed
+    r"""Draws of standard deviation 1 whose ``center`` (``"mean"`` or ``"median"``) is 0:
+    ``normal``; ``t3`` (Student t with 3 degrees of freedom over $\sqrt 3$); lognormal
+    ``lognormal<s>-<side>`` ($e^{s Z}$, $Z$ standard normal, standardised), right-skewed
     for ``skew=1`` and mirrored for ``skew=-1`` (the audit sets ``skew`` from the claimed side
     and the shape's ``side``)."""
     if shape == "normal":
@@ -149,8 +149,8 @@ def noise(
 
 
 def _signs(estimator: str) -> bool:
-    """Whether a rule's noise is 0/1 outcomes or signs at a simulated share (the proportion
-    and the sign rules: distances are in ``sqrt(p0 (1 - p0))`` at ``p0 = 1/2``)."""
+    r"""Whether a rule's noise is 0/1 outcomes or signs at a simulated share (the proportion
+    and the sign rules: distances are in $\sqrt{p_0 (1 - p_0)}$ at $p_0 = 1/2$)."""
     return estimator in ("proportion", "paired_sign")
 
 
@@ -508,8 +508,8 @@ def power(
     reps: int = 4000,
     seed: int = 0,
 ) -> Rate:
-    """P(HELD) when the claim holds by ``effect`` sd of a named ``shape`` (the audit's power
-    scenario); for the ``deterministic`` rule, 1 when ``effect > 0`` and 0 otherwise.
+    r"""P(HELD) when the claim holds by ``effect`` sd of a named ``shape`` (the audit's power
+    scenario); for the ``deterministic`` rule, 1 when $\mathit{effect} > 0$ and 0 otherwise.
 
     Parameters
     ----------

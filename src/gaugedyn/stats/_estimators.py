@@ -1,10 +1,11 @@
-"""One-sided confidence bounds of a location or a slope, vectorised over leading axes.
+r"""One-sided confidence bounds of a location or a slope, vectorised over leading axes.
 
 An estimator maps samples ``(..., n)`` (the sample on the last axis, experiments on the leading
 ones) to ``(estimate, lower, upper)``, where ``lower`` and ``upper`` are one-sided bounds at
-level ``level``: ``P(lower <= theta) >= level`` and ``P(upper >= theta) >= level``. A two-sided
-``c`` interval is the pair of bounds at ``level = (1 + c) / 2``; a Holm / Bonferroni step at
-``a / m`` is the bound at ``level = 1 - a / m``. Every bound comes from a closed form of
+level ``level``: $P(\mathit{lower} \le \theta) \ge \mathit{level}$ and
+$P(\mathit{upper} \ge \theta) \ge \mathit{level}$. A two-sided $c$ interval is the pair of
+bounds at $\mathit{level} = (1 + c) / 2$; a Holm / Bonferroni step at $a / m$ is the bound at
+$\mathit{level} = 1 - a / m$. Every bound comes from a closed form of
 `scipy.stats` (Student t quantiles, binomial tails, ``binomtest(...).proportion_ci``);
 nothing here resamples.
 """
@@ -55,8 +56,8 @@ def t_bounds(x: np.ndarray, level: float) -> Bounds:
 
 
 def t_pvalues(x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
-    """One-sided t-test p-values ``(p_above, p_below)`` of ``H1: mean > threshold`` and of
-    ``H1: mean < threshold`` (``scipy.stats.t`` tails of the t statistic)."""
+    r"""One-sided t-test p-values ``(p_above, p_below)`` of $H_1: \mu > \mathit{threshold}$ and
+    of $H_1: \mu < \mathit{threshold}$ (``scipy.stats.t`` tails of the t statistic)."""
     from scipy import stats
 
     x = np.asarray(x, dtype=float)
@@ -67,13 +68,15 @@ def t_pvalues(x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _hs_weights(n: int, level: float) -> tuple[int, float]:
-    """Order-statistic index ``k`` (1-based) and interpolation weight ``lam`` of the
-    Hettmansperger-Sheather (1986) bound: ``lower = (1 - lam) X(k) + lam X(k+1)``.
+    r"""Order-statistic index ``k`` (1-based) and interpolation weight $\lambda$ (``lam``) of the
+    Hettmansperger-Sheather (1986) bound:
+    $\mathit{lower} = (1 - \lambda) X_{(k)} + \lambda X_{(k+1)}$.
 
-    With ``c(k) = P(B <= k - 1)``, ``B ~ Binomial(n, 1/2)``, the bound ``X(k)`` misses the
-    median with probability ``c(k)``; ``k`` is the largest with ``c(k) <= 1 - level`` and
-    ``I = (1 - level - c(k)) / (c(k+1) - c(k))``, ``lam = (n - k) I / (k + (n - 2k) I)``.
-    ``k = 0`` means no order statistic reaches the level (the bound is infinite).
+    With $c(k) = P(B \le k - 1)$, $B \sim \mathrm{Binomial}(n, 1/2)$, the bound $X_{(k)}$
+    misses the median with probability $c(k)$; $k$ is the largest with
+    $c(k) \le 1 - \mathit{level}$ and $I = (1 - \mathit{level} - c(k)) / (c(k+1) - c(k))$,
+    $\lambda = (n - k) I / (k + (n - 2k) I)$. $k = 0$ means no order statistic reaches the
+    level (the bound is infinite).
     """
     from scipy import stats
 
@@ -91,7 +94,7 @@ def median_bounds(x: np.ndarray, level: float, interpolate: bool = True) -> Boun
     r"""Distribution-free bounds of the median from interpolated order statistics
     (Hettmansperger and Sheather 1986): the sign test's interval, interpolated between the two
     order statistics whose binomial levels bracket ``level``, so that its coverage is close to
-    nominal instead of the next attainable level (97.9% at ``n = 10`` for a nominal 95%).
+    nominal instead of the next attainable level (97.9% at $n = 10$ for a nominal 95%).
 
     Assumes only independent draws from a continuous distribution.
     Where no order statistic reaches ``level`` ($2^{-n} > 1 - \text{level}$) the bound is infinite.
@@ -124,8 +127,9 @@ def median_bounds(x: np.ndarray, level: float, interpolate: bool = True) -> Boun
 
 
 def sign_pvalues(x: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
-    """Exact sign-test p-values ``(p_above, p_below)`` of ``H1: median > threshold`` and
-    ``H1: median < threshold`` (binomial tails; values equal to ``threshold`` are dropped).
+    r"""Exact sign-test p-values ``(p_above, p_below)`` of
+    $H_1: \mathrm{median} > \mathit{threshold}$ and $H_1: \mathrm{median} < \mathit{threshold}$
+    (binomial tails; values equal to ``threshold`` are dropped).
     Not the median rules' test (that is `randomised_median_pvalues()`); kept as the
     reference the randomised test reduces to at ``u = 1``."""
     from scipy import stats
@@ -141,17 +145,18 @@ def randomised_median_bounds(x: np.ndarray, level: float, u: np.ndarray) -> Boun
     r"""Randomised exact bounds of the median (the randomised sign test, inverted): from
     ``x`` ``(..., n)`` and one uniform draw ``u`` per sample (shape ``x.shape[:-1]``).
 
-    With $c(k) = P(B \le k - 1)$, ``B ~ Binomial(n, 1/2)``, the order statistic
-    $X_{(k)}$ lies above the median with probability exactly ``c(k)`` for every continuous
-    distribution. For ``alpha = 1 - level`` let ``k`` be the largest with ``c(k) <= alpha`` and
+    With $c(k) = P(B \le k - 1)$, $B \sim \mathrm{Binomial}(n, 1/2)$, the order statistic
+    $X_{(k)}$ lies above the median with probability exactly $c(k)$ for every continuous
+    distribution. For $\alpha = 1 - \mathit{level}$ let $k$ be the largest with
+    $c(k) \le \alpha$ and
     $I = (\alpha - c(k)) / (c(k+1) - c(k))$; the lower bound is $X_{(k+1)}$ when
-    ``u < I`` and $X_{(k)}$ otherwise (``-inf`` for ``k = 0``), so it misses the median
+    $u < I$ and $X_{(k)}$ otherwise ($-\infty$ for $k = 0$), so it misses the median
     with probability $c(k) + I (c(k+1) - c(k)) = \alpha$ exactly; the upper bound
-    mirrors it with the same ``u`` ($X_{(n+1-k)}$, or $X_{(n-k)}$ when ``u < I``).
-    The two-sided interval at ``level = 0.975`` covers the median with probability exactly 95%
-    at every ``n`` and for every continuous distribution, where an order statistic alone
-    over-covers (97.9% at ``n = 10``) and the interpolated one (`median_bounds()`) misses
-    on skewed values (3% on each side at ``n = 10`` on lognormal values)."""
+    mirrors it with the same ``u`` ($X_{(n+1-k)}$, or $X_{(n-k)}$ when $u < I$).
+    The two-sided interval at $\mathit{level} = 0.975$ covers the median with probability
+    exactly 95% at every $n$ and for every continuous distribution, where an order statistic alone
+    over-covers (97.9% at $n = 10$) and the interpolated one (`median_bounds()`) misses
+    on skewed values (3% on each side at $n = 10$ on lognormal values)."""
     from scipy import stats
 
     x = np.sort(np.asarray(x, dtype=float), axis=-1)
@@ -179,16 +184,17 @@ def randomised_median_pvalues(
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""One-sided p-values ``(p_above, p_below)`` of the randomised sign test that
     `randomised_median_bounds()` inverts: with ``j`` values at or below ``threshold``,
-    $p_{above} = P(B \le j - 1) + u\,P(B = j)$, ``B ~ Binomial(n, 1/2)`` (mirrored for
+    $p_{above} = P(B \le j - 1) + u\,P(B = j)$, $B \sim \mathrm{Binomial}(n, 1/2)$ (mirrored for
     ``p_below``), so the lower bound at ``level`` exceeds ``threshold`` exactly when
-    ``p_above < 1 - level``. The median rules' verdict, interval and recorded p-values are
+    $p_{above} < 1 - \mathit{level}$. The median rules' verdict, interval and recorded p-values are
     this one test.
 
     Ties: a value equal to ``threshold`` counts against the claim on each side (it is not above
     for ``p_above``, not below for ``p_below``), never dropped. Then ``p_above`` is at most
-    uniform whenever the median is at or below ``threshold`` (``P(X <= threshold) >= 1/2``),
-    for any distribution, heavily tied ones included, and so for ``p_below``; dropping the tied
-    values (:func:`sign_pvalues`) does not keep the size when the tie is the median."""
+    uniform whenever the median is at or below ``threshold``
+    ($P(X \le \mathit{threshold}) \ge 1/2$), for any distribution, heavily tied ones included,
+    and so for ``p_below``; dropping the tied values (`sign_pvalues()`) does not keep the size
+    when the tie is the median."""
     from scipy import stats
 
     x = np.asarray(x, dtype=float)
@@ -203,9 +209,9 @@ def randomised_median_pvalues(
 
 def lack_of_fit(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     r"""Two-sided p-value of the quadratic term added to the line of ``y`` on ``x`` (a t test on
-    its coefficient with ``n - 3`` degrees of freedom): small when the rows bend away from a
+    its coefficient with $n - 3$ degrees of freedom): small when the rows bend away from a
     straight line, which the slope's t interval would otherwise count as noise. ``x`` is
-    ``(n,)``, ``y`` ``(..., n)``, ``n >= 4``; ``nan`` when the quadratic fit leaves no residual."""
+    ``(n,)``, ``y`` ``(..., n)``, $n \ge 4$; ``nan`` when the quadratic fit leaves no residual."""
     from scipy import stats
 
     x = np.asarray(x, dtype=float)
@@ -230,7 +236,7 @@ def slope_bounds(x: np.ndarray, y: np.ndarray, level: float) -> Bounds:
     $\hat b \mp t_{n-2}(\text{level})\,\mathrm{se}(\hat b)$,
     $\mathrm{se}^2 = \sum r_i^2 / ((n-2) \sum (x_i - \bar x)^2)$
     (what ``scipy.stats.linregress`` reports). ``x`` is ``(n,)``; ``y`` is ``(..., n)``;
-    ``n >= 3``. Exact for independent normal residuals of constant variance.
+    $n \ge 3$. Exact for independent normal residuals of constant variance.
     """
     from scipy import stats
 
@@ -274,8 +280,8 @@ PROPORTION_METHODS = ("randomised", "wilson", "exact")
 
 
 def proportion_table(n: int, level: float, method: str) -> tuple[np.ndarray, np.ndarray]:
-    """Bounds ``(lower[k], upper[k])`` for ``k = 0..n`` successes of ``n`` at one-sided
-    ``level``: the two-sided ``2 level - 1`` interval of ``scipy.stats.binomtest(k, n)
+    r"""Bounds ``(lower[k], upper[k])`` for $k = 0, \dots, n$ successes of $n$ at one-sided
+    ``level``: the two-sided $2\,\mathit{level} - 1$ interval of ``scipy.stats.binomtest(k, n)
     .proportion_ci`` (``"wilson"`` or ``"exact"``, Clopper-Pearson)."""
     from scipy import stats
 
@@ -299,10 +305,10 @@ def proportion_bounds(x: np.ndarray, level: float, method: str = "wilson") -> Bo
 
 
 def randomised_cdf(p: np.ndarray, k: np.ndarray, n: int | np.ndarray, u: np.ndarray) -> np.ndarray:
-    r"""The distribution function of the randomised statistic ``Y = X + U`` at its observed
-    value ``k + u``, $F_p(k + u) = P_p(X < k) + u\,P_p(X = k)$, ``X ~ Binomial(n, p)``,
-    ``U ~ Uniform(0, 1)`` independent of ``X`` (``scipy.stats.binom``). For ``0 < p < 1``,
-    $F_p(Y)$ is exactly uniform on (0, 1) and $F_p(y)$ decreases in ``p``."""
+    r"""The distribution function of the randomised statistic $Y = X + U$ at its observed
+    value $k + u$, $F_p(k + u) = P_p(X < k) + u\,P_p(X = k)$, $X \sim \mathrm{Binomial}(n, p)$,
+    $U \sim \mathrm{Uniform}(0, 1)$ independent of $X$ (``scipy.stats.binom``). For $0 < p < 1$,
+    $F_p(Y)$ is exactly uniform on $(0, 1)$ and $F_p(y)$ decreases in $p$."""
     from scipy import stats
 
     return stats.binom.cdf(k - 1, n, p) + u * stats.binom.pmf(k, n, p)
@@ -317,16 +323,17 @@ def randomised_proportion_bounds(x: np.ndarray, level: float, u: np.ndarray) -> 
     \text{upper} = \sup\{p : F_p(k + u) \ge 1 - \text{level}\}
     $$
 
-    with `randomised_cdf()` ``F``. Because $F_p(X + U)$ is exactly uniform, each bound
-    misses ``p`` with probability exactly ``1 - level`` for every ``n`` and every ``0 < p < 1``,
-    so the two-sided interval covers with probability exactly ``2 level - 1`` (95% at
-    ``level = 0.975``), where no non-randomised interval can (its attainable coverages jump with
-    ``n`` and ``p``). Each bound is the root of a monotone function of ``p`` on ``[0, 1]``
-    (``scipy.optimize.elementwise.find_root``, vectorised); where ``F`` does not cross the
-    level inside ``(0, 1)`` the bound is an end of ``[0, 1]`` (``k = 0``: ``lower = 0`` unless
-    ``u > level``, ``upper = 0`` when ``u <= 1 - level``; ``k = n`` mirrored). The same ``u``
-    serves both bounds, so ``lower <= upper``; ``u`` must come from the run's seed
-    (`gaugedyn.stats.generator()`) so that a rerun reproduces the bounds.
+    with `randomised_cdf()` $F$. Because $F_p(X + U)$ is exactly uniform, each bound
+    misses $p$ with probability exactly $1 - \mathit{level}$ for every $n$ and every $0 < p < 1$,
+    so the two-sided interval covers with probability exactly $2\,\mathit{level} - 1$ (95% at
+    $\mathit{level} = 0.975$), where no non-randomised interval can (its attainable coverages
+    jump with $n$ and $p$). Each bound is the root of a monotone function of $p$ on $[0, 1]$
+    (``scipy.optimize.elementwise.find_root``, vectorised); where $F$ does not cross the
+    level inside $(0, 1)$ the bound is an end of $[0, 1]$ ($k = 0$: $\mathit{lower} = 0$ unless
+    $u > \mathit{level}$, $\mathit{upper} = 0$ when $u \le 1 - \mathit{level}$; $k = n$
+    mirrored). The same ``u`` serves both bounds, so $\mathit{lower} \le \mathit{upper}$;
+    ``u`` must come from the run's seed (`gaugedyn.stats.generator()`) so that a rerun
+    reproduces the bounds.
     """
     x = np.asarray(x, dtype=float)
     n = x.shape[-1]
@@ -338,8 +345,8 @@ def randomised_proportion_bounds(x: np.ndarray, level: float, u: np.ndarray) -> 
 def _randomised_bounds(
     k: np.ndarray, n: np.ndarray, level: float, u: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The randomised exact bounds of `randomised_proportion_bounds()` for ``k`` successes of
-    ``n`` trials, both arrays over the experiments (``n >= 1``)."""
+    r"""The randomised exact bounds of `randomised_proportion_bounds()` for ``k`` successes of
+    ``n`` trials, both arrays over the experiments ($n \ge 1$)."""
     from scipy.optimize import elementwise
 
     k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
@@ -375,11 +382,11 @@ def randomised_sign_bounds(d: np.ndarray, threshold: float, level: float, u: np.
 
     of `randomised_proportion_bounds()` for ``k`` successes of ``m`` trials (one uniform draw
     ``u`` per experiment). Given ``m``, the signs of the untied differences are ``m``
-    independent trials of success probability ``theta``, so the bounds keep their exact level
+    independent trials of success probability $\theta$, so the bounds keep their exact level
     conditionally on ``m`` and hence overall: the randomised sign test with ties dropped, which
     for differences of paired 0/1 outcomes is McNemar's exact test (the seeds where only one
-    member of the pair succeeds). With no untied difference (``m = 0``) nothing is known:
-    ``(0, 1)`` and an estimate of ``nan``."""
+    member of the pair succeeds). With no untied difference ($m = 0$) nothing is known:
+    $(0, 1)$ and an estimate of ``nan``."""
     d = np.asarray(d, dtype=float)
     above = np.sum(d > threshold, axis=-1).astype(float)
     m = np.sum(d != threshold, axis=-1).astype(float)

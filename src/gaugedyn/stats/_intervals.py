@@ -34,7 +34,8 @@ class Interval(NamedTuple):
 
 
 class LineFit(NamedTuple):
-    """``y = slope x + intercept`` by least squares, with the slope's t interval."""
+    r"""$y = \mathit{slope}\, x + \mathit{intercept}$ by least squares, with the slope's t
+    interval."""
 
     slope: float
     intercept: float

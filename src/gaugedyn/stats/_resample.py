@@ -1,12 +1,13 @@
-"""Resamples of a finding's own per-seed values: the noise a finding's power and the audit's
+r"""Resamples of a finding's own per-seed values: the noise a finding's power and the audit's
 resampled rows are simulated with.
 
 A finding's per-seed values, centred on the parameter its rule judges (the mean, or the median
 for a median rule; for a slope, the residuals of the line), are resampled with replacement, a
 seed's row of cells kept together (any dependence between cells is kept), and smoothed with a
-small Gaussian kernel (Silverman's bandwidth ``0.9 min(s, IQR / 1.34) n^(-1/5)`` per cell) with
-Efron's shrinkage ``1 / sqrt(1 + h^2 / s^2)`` (and ``sqrt(n / (n - 1))``), so the resampled
-values have the sample's variance (with ``n - 1``) and keep its skew and tails but have no ties the sample does not have. The smoothed
+small Gaussian kernel (Silverman's bandwidth $0.9 \min(s, \mathrm{IQR} / 1.34)\, n^{-1/5}$ per
+cell) with Efron's shrinkage $1 / \sqrt{1 + h^2 / s^2}$ (and $\sqrt{n / (n - 1)}$), so the
+resampled values have the sample's variance (with $n - 1$) and keep its skew and tails but have
+no ties the sample does not have. The smoothed
 distribution's own centre is then placed exactly where the simulation puts the parameter (for a
 median, the root of the kernel mixture's distribution function at 1/2), so "on the threshold"
 means the resampling distribution's parameter is the threshold.
@@ -23,7 +24,8 @@ from .._errors import InputError
 
 
 def _mixture_median(points: np.ndarray, h: float) -> float:
-    """The median of the mixture of ``N(point, h^2)`` over ``points`` (equal weights)."""
+    r"""The median of the mixture of $\mathcal{N}(\mathit{point}, h^2)$ over ``points`` (equal
+    weights)."""
     from scipy import optimize, special
 
     if h <= 0:

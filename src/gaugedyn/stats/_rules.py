@@ -1,4 +1,4 @@
-"""The catalogue of verdict rules: each turns per-seed values into HELD / NOT HELD / UNRESOLVED.
+r"""The catalogue of verdict rules: each turns per-seed values into HELD / NOT HELD / UNRESOLVED.
 
 A rule is one named object (`Rule`) holding its test statistic, its interval, its verdict,
 its assumptions and the words of its rule; `RULES` maps each name to its rule, so a finding
@@ -6,19 +6,20 @@ names the rule it was judged by. Every rule reads its verdict off a 95% interval
 parameter (never a min or max inside a bootstrap; a band rule's word past either edge off the
 97.5% one):
 
-- *threshold* rules claim ``theta > c`` (or ``< c``): HELD when the interval lies wholly on the
-  claimed side, NOT HELD when it lies wholly on the other side (touching ``c`` counts as the
+- *threshold* rules claim $\theta > c$ (or $\theta < c$): HELD when the interval lies wholly on the
+  claimed side, NOT HELD when it lies wholly on the other side (touching $c$ counts as the
   other side), UNRESOLVED otherwise; each side is a one-sided test at 2.5%;
-- *band* rules claim ``lo < theta < hi`` (``inside``, equivalence by two one-sided tests at
-  2.5% each) or ``theta`` outside ``[lo, hi]`` (``outside``, a relevant difference); the word
+- *band* rules claim $lo < \theta < hi$ (``inside``, equivalence by two one-sided tests at
+  2.5% each) or $\theta$ outside $[lo, hi]$ (``outside``, a relevant difference); the word
   that needs the interval past either edge (NOT HELD of ``inside``, HELD of ``outside``) reads
   the 97.5% interval, each edge at 1.25%, so at an edge it is at most 2.5% even where the far
   edge adds its own chance (a band narrow against the spread);
-- *cell* rules claim ``theta_c > c`` in every cell (intersection-union test: HELD when every
+- *cell* rules claim $\theta_c > c$ in every cell (intersection-union test: HELD when every
   cell's own test holds; NOT HELD when some cell is on the wrong side after Holm's correction)
   or in some cell (union-intersection test: HELD when some cell holds after Holm; NOT HELD when
-  every cell's own test says the wrong side). Their interval is one for ``min_c theta_c`` (or
-  ``max``) built from the per-cell one-sided bounds, so the verdict is again the interval's.
+  every cell's own test says the wrong side). Their interval is one for $\min_c \theta_c$ (or
+  $\max_c \theta_c$) built from the per-cell one-sided bounds, so the verdict is again the
+  interval's.
 
 The rules' error rates, interval coverage and power are measured by simulation in
 `gaugedyn.stats._audit` (``gaugedyn audit-rules``).
@@ -64,8 +65,8 @@ _MIN_N = {
     "proportion": 1,
     "point": 1,
 }
-"""The fewest values a rule judges (fewer: UNRESOLVED with the reason). A median needs 6, the
-fewest for which an order statistic reaches the 95% level (``2^-n <= 2.5%``); a slope needs 6
+r"""The fewest values a rule judges (fewer: UNRESOLVED with the reason). A median needs 6, the
+fewest for which an order statistic reaches the 95% level ($2^{-n} \le 2.5\%$); a slope needs 6
 rows: 4 residual degrees of freedom, and 3 left for the lack-of-fit test."""
 LACK_OF_FIT = 0.05
 """A slope rule says UNRESOLVED when its quadratic term is significant at this level
