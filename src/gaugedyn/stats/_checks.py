@@ -26,7 +26,7 @@ def confidence(value: Any) -> float:
 
 
 def counts(k: Any, n: Any) -> tuple[int, int]:
-    """``k`` successes in ``n`` trials: integers with ``0 <= k <= n`` (``n = 0`` allowed)."""
+    r"""``k`` successes in ``n`` trials: integers with $0 \le k \le n$ ($n = 0$ allowed)."""
     for name, value in (("n", n), ("k", k)):
         if (
             isinstance(value, bool)
@@ -45,8 +45,8 @@ def counts(k: Any, n: Any) -> tuple[int, int]:
 
 
 def endpoints(low: Any, high: Any) -> tuple[float, float]:
-    """An interval's endpoints as numbers, refusing a reversed interval (``low > high``); NaN
-    endpoints pass (they stand for an interval that could not be formed)."""
+    r"""An interval's endpoints as numbers, refusing a reversed interval
+    ($\mathit{low} > \mathit{high}$); NaN endpoints pass (they stand for an interval that could not be formed)."""
     try:
         low, high = float(low), float(high)
     except (TypeError, ValueError):

@@ -36,10 +36,10 @@ def t_bounds(x: np.ndarray, level: float) -> Bounds:
     Parameters
     ----------
     x : numpy.ndarray
-        Samples ``(..., n)``, the sample on the last axis, ``n >= 2``.
+        Samples ``(..., n)``, the sample on the last axis, $n \ge 2$.
     level : float
         The one-sided level of each bound, in $(0, 1)$ (a two-sided $c$ interval is
-        ``level = (1 + c) / 2``).
+        $\mathit{level} = (1 + c) / 2$).
 
     Returns
     -------

@@ -542,11 +542,12 @@ def local_slopes(x: Any, y: Any) -> np.ndarray:
 
 
 def verdict(interval: Interval | Sequence[float], threshold: float, direction: str = ">") -> str:
-    """``HELD`` when the whole interval lies on the claimed side of ``threshold``, ``NOT HELD``
+    r"""``HELD`` when the whole interval lies on the claimed side of ``threshold``, ``NOT HELD``
     when it lies wholly on the other side (or touches the threshold from there), ``UNRESOLVED``
     when it straddles the threshold or has a non-finite endpoint.
 
-    ``direction=">"`` claims ``value > threshold``; ``"<"`` claims ``value < threshold``.
+    ``direction=">"`` claims $\mathit{value} > \mathit{threshold}$; ``"<"`` claims
+    $\mathit{value} < \mathit{threshold}$.
 
     Parameters
     ----------
@@ -566,7 +567,7 @@ def verdict(interval: Interval | Sequence[float], threshold: float, direction: s
     ------
     InputError
         When ``direction`` is not ``">"`` or ``"<"``, ``threshold`` is not a finite number, or
-        ``interval`` is not an interval of two numbers with ``low <= high``.
+        ``interval`` is not an interval of two numbers with $\mathit{low} \le \mathit{high}$.
     """
     if direction not in DIRECTIONS:
         raise InputError(f"direction={direction!r} is not allowed; allowed: one of {DIRECTIONS}")

@@ -1,4 +1,4 @@
-"""What a finding measures, declared before its run: the kind of per-seed values (which fixes the
+r"""What a finding measures, declared before its run: the kind of per-seed values (which fixes the
 rule that judges them) and the smallest effect of interest in the measure's own units (at which
 the finding's power is computed).
 
@@ -14,7 +14,7 @@ A rule is never chosen after looking at the data. Each finding declares a `Measu
   slope over rows (``exponent``) or one deterministic value (``exact``). The kind and the claim's form (a threshold, a paired
   difference, a band, every cell, some cell) give the rule (`rule_for()`): mean rules for
   symmetric values, median rules for long-tailed ones (a median is also the log scale's: the
-  median of ``log x`` is the log of the median of ``x``), the randomised exact proportion for
+  median of $\log x$ is the log of the median of $x$), the randomised exact proportion for
   outcomes, the sign test for mostly tied paired differences, the slope rules for exponents. The audit (``gaugedyn audit-rules``) simulates each
   kind's rules on the noise shapes of the kind (`Kind.shapes`) and on resamples of the
   published values of every finding that uses them; a rule that misses the bars on a shape of

@@ -43,7 +43,7 @@ class Resampler:
 
     ``values`` as a finding stores them (``per_seed``): one array for a threshold or band
     rule, ``(n, cells)`` for a cell rule, ``[x, y]`` for a paired rule (its differences
-    ``x - y`` are resampled) or a slope rule (its residuals; ``x`` is kept fixed). Rows with a
+    $x - y$ are resampled) or a slope rule (its residuals; ``x`` is kept fixed). Rows with a
     non-finite member are left out. `samples()` gives ``reps`` data sets for
     ``rule.evaluate`` whose parameter is ``truth`` (one value, or one per cell); ``scale`` is
     the per-cell spread the audit's margins are measured in (the standard deviation for a mean

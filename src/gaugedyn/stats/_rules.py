@@ -210,7 +210,7 @@ class Rule:
 
     @property
     def paired(self) -> bool:
-        """Whether the rule judges the per-seed differences ``x - y`` of two samples."""
+        """Whether the rule judges the per-seed differences $x - y$ of two samples."""
         return self.estimator in ("paired", "paired_median", "paired_sign")
 
     def words(
@@ -1051,7 +1051,7 @@ def judge(
         The per-seed values: one array, or two (``x, y``) for a paired or a slope rule; a seed
         with a non-finite member is dropped.
     threshold : Any
-        A finite number, or a band ``(lo, hi)`` with ``lo < hi`` for an ``inside``/``outside``
+        A finite number, or a band ``(lo, hi)`` with $lo < hi$ for an ``inside``/``outside``
         rule.
     direction : str or None
         ``">"`` or ``"<"`` (``None``: ``">"``); for a band rule its claim or ``None``.
