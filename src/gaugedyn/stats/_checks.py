@@ -46,7 +46,8 @@ def counts(k: Any, n: Any) -> tuple[int, int]:
 
 def endpoints(low: Any, high: Any) -> tuple[float, float]:
     r"""An interval's endpoints as numbers, refusing a reversed interval
-    ($\mathit{low} > \mathit{high}$); NaN endpoints pass (they stand for an interval that could not be formed)."""
+    ($\mathit{low} > \mathit{high}$); NaN endpoints pass (they stand for an interval that could
+    not be formed)."""
     try:
         low, high = float(low), float(high)
     except (TypeError, ValueError):
