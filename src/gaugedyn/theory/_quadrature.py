@@ -453,7 +453,7 @@ def homogeneous_coefficients(up: float, down: float, q, terms: int) -> np.ndarra
 
 FOUR_POINT_NODES = 10
 """Gauss-Hermite nodes per axis of `gaussian_product()` in the online ODE's four-point
-integrals (``10^4`` nodes per integral)."""
+integrals ($10^4$ nodes per integral)."""
 
 
 def hermite_grid(d: int, nodes: int):

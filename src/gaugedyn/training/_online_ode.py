@@ -16,7 +16,7 @@ covariance ``C = [[Q, R], [R^T, T]]``. For ``g(z) = erf(z / sqrt 2)`` the symbol
 ``erf_i4`` (``gaugedyn derive``, ``derivations/gaussian_erf.md``) gives them in closed form; for
 the linear activation ``I4 = C34``; for every other activation they are four-dimensional
 Gauss-Hermite integrals on the eigen factor of each 4 x 4 covariance
-(`gaugedyn.theory._quadrature.gaussian_product()`, ``10^4`` nodes each: exact for
+(`gaugedyn.theory._quadrature.gaussian_product()`, $10^4$ nodes each: exact for
 polynomial ``g`` up to the degree it states, exponentially accurate for smooth ``g``, and only
 algebraically for ``g`` with a kink such as ReLU, where its error is what
 ``gaussian_product_error`` reports).
@@ -345,7 +345,7 @@ def online_ode(
     (``scipy.integrate.odeint``); ``"reference"`` integrates `OnlineODE` (numpy, through
     the population velocity) with DOP853. The two right-hand sides agree to round-off (tested).
     For a non-erf activation whose fields have rank above 4 (e.g. ``K = M = 4``) the noise term
-    is hundreds of four-point Gauss-Hermite integrals of ``10^4`` nodes each: compiled, about
+    is hundreds of four-point Gauss-Hermite integrals of $10^4$ nodes each: compiled, about
     0.1 CPU s per right-hand side there (the reference: seconds).
     The classical options are those of ``TrainConfig``. The teacher's own activation is
     ``problem.teacher_activation`` (with a teacher of its own, ``"auto"`` runs the reference
