@@ -2,16 +2,17 @@ r"""The invariants and symmetry generators of `find_units()`'s groups, as
 differentiable functions of the parameters.
 
 For a group with input sides ``X`` (scaled by ``c``) and output sides ``Y`` (scaled by
-``1/c``), per unit: a rescaling unit's ``delta = |Y|^2 - |X|^2``, a scale unit's ``|X|^2`` and,
+``1/c``), per unit: a rescaling unit's $\delta = |Y|^2 - |X|^2$, a scale unit's $|X|^2$ and,
 for the matrix kinds (attention pairs, linear pairs), the upper triangle of
-``X X^T - Y Y^T`` (``block x block``, sides summed), a frozen entry's square: the functions
-`GaugeRecorder` records, each entry once. The generators are the
-tangents ``A theta`` of the groups' one-parameter symmetries at ``theta``: ``(X, Y) ->
-(X, -Y)`` per rescaling unit, ``X -> X`` per scale unit and, per unit of a matrix kind,
-``(X, Y) -> (A X, -A^T Y)`` for a basis of ``gl(block)`` (a frozen entry: ``X -> X``, one
-direction of the translations that leave the function unchanged): the symmetric ``E_ab + E_ba``
-(``a <= b``, a law's gradient by Noether's theorem) and the antisymmetric ``E_ab - E_ba``
-(``a < b``, an isometry with no law).
+$X X^\top - Y Y^\top$ ($\mathit{block} \times \mathit{block}$, sides summed), a frozen entry's
+square: the functions `GaugeRecorder` records, each entry once. The generators are the
+tangents $A\theta$ of the groups' one-parameter symmetries at $\theta$:
+$(X, Y) \to (X, -Y)$ per rescaling unit, $X \to X$ per scale unit and, per unit of a matrix
+kind, $(X, Y) \to (A X, -A^\top Y)$ for a basis of $\mathfrak{gl}(\mathit{block})$ (a frozen
+entry: $X \to X$, one direction of the translations that leave the function unchanged): the
+symmetric $E_{ab} + E_{ba}$
+($a \le b$, a law's gradient by Noether's theorem) and the antisymmetric $E_{ab} - E_{ba}$
+($a < b$, an isometry with no law).
 """
 
 from __future__ import annotations

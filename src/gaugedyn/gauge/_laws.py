@@ -1,17 +1,18 @@
 r"""How many conservation laws a model's gradient flow has, counted at generic points.
 
-Let ``theta`` in ``R^D`` be the parameters and ``Phi(theta)`` in ``R^M`` a family of potentials:
-the model's outputs on a data set (``fields="function"``, ``Phi_(i,k) = f_k(theta, x_i)``) or
-its per-sample losses (``fields="loss"``, ``Phi_i = |f(theta, x_i) - y_i|^2 / 2``). Each
-``c`` in ``R^M`` gives the gradient field
+Let $\theta \in \mathbb{R}^D$ be the parameters and $\Phi(\theta) \in \mathbb{R}^M$ a family of
+potentials: the model's outputs on a data set (``fields="function"``,
+$\Phi_{i,k} = f_k(\theta, x_i)$) or its per-sample losses (``fields="loss"``,
+$\Phi_i = |f(\theta, x_i) - y_i|^2 / 2$). Each
+$c \in \mathbb{R}^M$ gives the gradient field
 
 $$
 X_c(\theta) = \nabla_\theta \langle c, \Phi(\theta)\rangle = J_\Phi(\theta)^\top c,
 $$
 
 and gradient flow on any loss built from the outputs moves along these fields. A conservation
-law is a function ``h`` with ``grad h(theta)`` orthogonal to every ``X_c(theta)`` at every
-``theta``. At a generic point (Marcotte, Gribonval and Peyré, "Abide by the law and follow the
+law is a function ``h`` with $\nabla h(\theta)$ orthogonal to every $X_c(\theta)$ at every
+$\theta$. At a generic point (Marcotte, Gribonval and Peyré, "Abide by the law and follow the
 flow", 2023, from Frobenius' theorem) the number of independent laws is
 
 $$
@@ -19,9 +20,9 @@ N_{\mathrm{laws}} = D - \dim \mathrm{Lie}(W)(\theta),
 $$
 
 ``Lie(W)`` the Lie algebra the fields generate under ``[X, Y] = J_Y X - J_X Y`` and
-``Lie(W)(theta)`` its trace, the values at ``theta``. The trace is built as
-``V_1 = W(theta)``, the row space of ``J_Phi(theta)``, and
-``V_{k+1} = V_k + span{[X_c, Y](theta)}`` over right-nested brackets ``Y`` of depth ``k``
+$\mathrm{Lie}(W)(\theta)$ its trace, the values at $\theta$. The trace is built as
+$V_1 = W(\theta)$, the row space of $J_\Phi(\theta)$, and
+$V_{k+1} = V_k + \mathrm{span}\{[X_c, Y](\theta)\}$ over right-nested brackets ``Y`` of depth ``k``
 (right-nested brackets span the Lie algebra), up to the first ``k`` with
 ``dim V_{k+1} = dim V_k``: at a generic point the dimensions are locally constant, so the
 stagnation holds on a neighbourhood and ``V_k`` is the whole trace. A right-nested bracket is
@@ -30,23 +31,24 @@ Gaussian ``c`` span the increment with probability one; ``D - dim V_k + margin``
 depth, each formed by nested forward-mode JVPs of reverse-mode gradients (``torch.func``) in
 float64.
 
-**Symmetries.** The null space of ``J_F(theta)`` (``F`` the outputs on the data) holds the
+**Symmetries.** The null space of $J_F(\theta)$ (``F`` the outputs on the data) holds the
 directions that leave the function on the data unchanged to first order; its dimension
-``N_sym = D - rank J_F`` is the count of infinitesimal symmetries. With ``fields="function"``,
-``W(theta)`` is the row space of ``J_F``, so the trace splits orthogonally as
-``Lie(W)(theta) = W(theta) + (Lie(W)(theta) cap null J_F)``: of the ``N_sym`` symmetry
-directions, ``dim Lie - dim W`` are reached by the brackets (the flow moves along them: they
-give no law) and the other ``N_laws`` are the laws' gradients. For a linear symmetry
-``theta -> exp(tA) theta`` whose transpose ``A^T`` also generates one, the tangent ``A theta``
-splits into ``A_s theta = grad(theta^T A_s theta / 2)``, the gradient of a law (Noether's
-charge), and ``A_a theta`` (``A_a`` antisymmetric: an isometry, whose charge is zero). With
+$N_{sym} = D - \operatorname{rank} J_F$ is the count of infinitesimal symmetries. With
+``fields="function"``, $W(\theta)$ is the row space of ``J_F``, so the trace splits orthogonally as
+$\mathrm{Lie}(W)(\theta) = W(\theta) \oplus (\mathrm{Lie}(W)(\theta) \cap \ker J_F)$: of the
+$N_{sym}$ symmetry directions, $\dim \mathrm{Lie} - \dim W$ are reached by the brackets (the flow
+moves along them: they give no law) and the other ``N_laws`` are the laws' gradients. For a linear
+symmetry
+$\theta \to e^{tA} \theta$ whose transpose $A^\top$ also generates one, the tangent $A\theta$
+splits into $A_s \theta = \nabla(\theta^\top A_s \theta / 2)$, the gradient of a law (Noether's
+charge), and $A_a \theta$ (``A_a`` antisymmetric: an isometry, whose charge is zero). With
 known generators (``generators=``) the correspondence is checked: the symmetric tangents are
 orthogonal to the Lie trace and as many as the laws, and the antisymmetric ones add to them
 exactly the ``dim Lie - dim W`` symmetry directions the brackets reach (they need not lie in
-the trace themselves: ``A_a theta`` is not orthogonal to the laws' gradients in general).
+the trace themselves: $A_a \theta$ is not orthogonal to the laws' gradients in general).
 
 **Rank decisions.** Rows are normalised to unit length; with singular values
-``s_1 >= s_2 >= ...`` the rank is ``#{s_i > rtol s_1}`` and its gap
+$s_1 \ge s_2 \ge \dots$ the rank is $\#\{s_i > \mathit{rtol}\, s_1\}$ and its gap
 ``s_r / max(s_{r+1}, eps s_1 max(shape))`` (numpy's ``matrix_rank`` floor; ``s_{r+1} = 0``
 past the matrix's size) is kept for every decision; the result's gap is the smallest over the
 decisions and points, and a count is *stable* when it is at least ``min_gap`` and every point
@@ -70,8 +72,8 @@ FIELDS_KINDS = ("function", "loss")
 """The generating fields: the gradients of the outputs on the data, or of the per-sample losses."""
 
 GENERATOR_KINDS = ("symmetric", "antisymmetric")
-"""How a known symmetry generator ``A`` (a linear map on the parameters) relates to its
-transpose: its tangent ``A theta`` is a law's gradient (symmetric) or lies in the Lie trace
+r"""How a known symmetry generator ``A`` (a linear map on the parameters) relates to its
+transpose: its tangent $A\theta$ is a law's gradient (symmetric) or lies in the Lie trace
 (antisymmetric, an isometry)."""
 
 Params = dict[str, torch.Tensor]
@@ -213,9 +215,10 @@ class _Problem:
         return torch.cat([p[n].reshape(-1) for n in self.names])
 
     def draw(self, rng: np.random.Generator, vector_std: float) -> torch.Tensor:
-        """A generic point: every entry Gaussian, of standard deviation ``1/sqrt(fan_in)`` for
-        a tensor of two or more dimensions (``fan_in`` its size over its first dimension),
-        ``vector_std`` for a vector or a scalar, about 1 for a module's vector named
+        r"""A generic point: every entry Gaussian, of standard deviation
+        $1/\sqrt{\mathit{fan\_in}}$ for a tensor of two or more dimensions (``fan_in`` its size over
+        its first dimension), ``vector_std`` for a vector or a scalar, about 1 for a module's vector
+        named
         ``weight`` (a normalisation's gain) and about 0 otherwise."""
         parts = []
         for n, s in zip(self.names, self.shapes):
@@ -246,9 +249,10 @@ class _Problem:
 
 
 class _Norm(torch.nn.Module):
-    """A normalisation layer by its formula, ``gamma (x - mean) / sqrt(var + eps) + beta``
-    (biased variance, as torch normalises), over every axis but the channels' (batch
-    normalisation on batch statistics) or over the trailing ``normalized_shape`` (layer
+    r"""A normalisation layer by its formula,
+    $\gamma (x - \mathrm{mean}) / \sqrt{\mathrm{var} + \epsilon} + \beta$ (biased variance, as torch
+    normalises), over every axis but the channels' (batch normalisation on batch statistics) or over
+    the trailing ``normalized_shape`` (layer
     normalisation). Written out, its higher derivatives are those of elementary operations:
     torch's fused batch-normalisation kernel gave wrong third derivatives under nested
     forward-over-reverse differentiation, and ``eps = 0`` (which it refuses) is allowed."""
@@ -376,8 +380,9 @@ class ConservationLaws:
     gradient inside the Lie trace (``inside_lie``; zero for a conserved function),
     ``conserved`` and ``complete`` (conserved and as many as the laws). ``generators`` (with
     ``generators=``): per kind, the count and rank of the tangents, the largest relative
-    ``|J_F v| / (|J_F|_F |v|)`` (``null_residual``; zero for a symmetry), the largest share of a symmetric
-    tangent inside the Lie trace (``inside_lie``; zero for a law's gradient), ``silent`` (the
+    $|J_F v| / (\|J_F\|_F |v|)$ (``null_residual``; zero for a symmetry), the largest share of a
+    symmetric tangent inside the Lie trace (``inside_lie``; zero for a law's gradient), ``silent``
+    (the
     rank the antisymmetric tangents add to the symmetric ones), ``noether`` (the symmetric
     tangents are the laws' gradients, as many as the laws, and the antisymmetric ones add as
     many symmetry directions as the brackets reach) and ``symmetries_spanned`` (the known
@@ -493,7 +498,7 @@ class ConservationLaws:
 def _output_jacobian(
     problem: _Problem, theta: torch.Tensor, x: torch.Tensor, per_sample: bool, chunk: int
 ) -> torch.Tensor:
-    """``J_F(theta)``, one row per output of every sample (``per_sample``: sample by sample)."""
+    r"""$J_F(\theta)$, one row per output of every sample (``per_sample``: sample by sample)."""
     from torch.func import jacrev, vmap
 
     D = problem.dim

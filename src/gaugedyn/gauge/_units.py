@@ -13,30 +13,30 @@ $$
 leaves the function unchanged, with ``a_j`` the consumer's weights that read unit ``j`` (a column
 of a ``Linear``; ``s`` consecutive columns when a ``flatten`` of ``s`` positions per channel lies
 between; an input-channel slice of a ``Conv``). Its gauge is
-``delta_j = |a_j|^2 - |w_j|^2 - b_j^2``.
+$\delta_j = |a_j|^2 - |w_j|^2 - b_j^2$.
 
 A **scale unit** is a producer followed by a normalisation layer (``BatchNorm``: one unit per
-channel; ``LayerNorm``: the whole layer as one unit): ``w -> c w`` alone leaves the function
+channel; ``LayerNorm``: the whole layer as one unit): $w \to c\,w$ alone leaves the function
 unchanged (exactly in training mode with ``eps = 0``; ``eps`` breaks it slightly), so the
-gradient is orthogonal to ``w`` and only ``|w|^2`` is tracked; it is a scale symmetry, not a
+gradient is orthogonal to ``w`` and only $|w|^2$ is tracked; it is a scale symmetry, not a
 rescaling one.
 
 An **attention pair** of a ``torch.nn.MultiheadAttention`` head ``h`` (``d`` = head dimension):
-``(W_Q^h, W_K^h)`` with the symmetry ``W_Q^h -> A W_Q^h``, ``W_K^h -> A^{-T} W_K^h`` and
-``(W_V^h, W_O^h)`` with ``W_V^h -> A W_V^h``, ``W_O^h -> W_O^h A^{-1}`` (``A`` any invertible
-``d x d``; torch's row-major ``W x`` convention, bias rows appended to ``W_Q, W_K, W_V``). The
-conserved matrices are ``W_Q W_Q^T - W_K W_K^T`` and ``W_V W_V^T - W_O^T W_O`` (``d x d``), the
-``W_Q^T W_Q - W_K^T W_K`` of the ``x W`` convention. Modules with ``bias_k``/``bias_v`` (extra
-raw keys the symmetry does not move) are skipped and listed. A
+$(W_Q^h, W_K^h)$ with the symmetry $W_Q^h \to A W_Q^h$, $W_K^h \to A^{-T} W_K^h$ and
+$(W_V^h, W_O^h)$ with $W_V^h \to A W_V^h$, $W_O^h \to W_O^h A^{-1}$ (``A`` any invertible
+$d \times d$; torch's row-major ``W x`` convention, bias rows appended to ``W_Q, W_K, W_V``). The
+conserved matrices are $W_Q W_Q^\top - W_K W_K^\top$ and $W_V W_V^\top - W_O^\top W_O$
+($d \times d$), the $W_Q^\top W_Q - W_K^\top W_K$ of the ``x W`` convention. Modules with
+``bias_k``/``bias_v`` (extra raw keys the symmetry does not move) are skipped and listed. A
 `GroupedQueryAttention` gives the same two kinds with one unit per
-key/value head: its ``g`` query heads share the unit (``sum_i W_{Q,i} W_{Q,i}^T - W_K W_K^T``
-and ``W_V W_V^T - sum_i W_{O,i}^T W_{O,i}``).
+key/value head: its ``g`` query heads share the unit
+($\sum_i W_{Q,i} W_{Q,i}^\top - W_K W_K^\top$ and $W_V W_V^\top - \sum_i W_{O,i}^\top W_{O,i}$).
 
 A **linear pair** (kind ``gl``) is a ``Linear`` (``Conv``) producer read directly, through
 identities only, by the next ``Linear`` (``Conv``): its ``n`` outputs carry the whole
-``GL(n)``, ``(W_1, b_1) -> A (W_1, b_1)``, ``W_2 -> W_2 A^{-1}``, whose conserved matrix is
-``W_1 W_1^T + b_1 b_1^T - W_2^T W_2`` (``n x n``; its diagonal is minus the rescaling units'
-``delta``, which are listed too). Such groups come after all others, one unit per pair.
+$\mathrm{GL}(n)$, $(W_1, b_1) \to A (W_1, b_1)$, $W_2 \to W_2 A^{-1}$, whose conserved matrix is
+$W_1 W_1^\top + b_1 b_1^\top - W_2^\top W_2$ ($n \times n$; its diagonal is minus the rescaling
+units' $\delta$, which are listed too). Such groups come after all others, one unit per pair.
 
 A **frozen** entry (kind ``frozen``) is a parameter entry no output depends on, so its gradient
 vanishes and gradient flow conserves it (the recorder tracks its square): the bias of a
