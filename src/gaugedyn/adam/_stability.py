@@ -26,7 +26,7 @@ from .._errors import InputError
 
 
 def cubic_coefficients(a, c, n, r):
-    """``(p2, p1, p0)`` of the oscillating state's characteristic cubic.
+    r"""``(p2, p1, p0)`` of the oscillating state's characteristic cubic.
 
     Works on numbers, numpy arrays and sympy symbols alike (the symbolic derivation checks this
     function against its own result).
@@ -34,18 +34,18 @@ def cubic_coefficients(a, c, n, r):
     Parameters
     ----------
     a : array_like or sympy expression
-        ``1 - beta1``.
+        $1 - \beta_1$.
     c : array_like or sympy expression
-        ``1 - beta2``.
+        $1 - \beta_2$.
     n : float or sympy expression
-        The loss's power, ``L = |x|^n / n``.
+        The loss's power, $L = |x|^n / n$.
     r : array_like or sympy expression
-        eps's share ``eps / (sqrt(V) + eps)`` at the orbit (0: no eps).
+        eps's share $\epsilon / (\sqrt{V} + \epsilon)$ at the orbit (0: no eps).
 
     Returns
     -------
     tuple
-        ``(p2, p1, p0)``: the cubic is ``lambda^3 + p2 lambda^2 + p1 lambda + p0``.
+        ``(p2, p1, p0)``: the cubic is $\lambda^3 + p_2 \lambda^2 + p_1 \lambda + p_0$.
     """
     p2 = 2 * a * n - 3 * a - 2 * c * n * r + 2 * c * n + 2 * c * r - c - 4 * n + 5
     p1 = (
@@ -66,21 +66,21 @@ def cubic_coefficients(a, c, n, r):
 
 
 def multipliers(a, c, n, r=0.0) -> np.ndarray:
-    """Eigenvalues of ``S J`` at the oscillating state, shape ``broadcast + (3,)`` (complex).
+    r"""Eigenvalues of ``S J`` at the oscillating state, shape ``broadcast + (3,)`` (complex).
 
     The companion matrix of the cubic, batched through ``numpy.linalg.eigvals`` (LAPACK).
 
     Parameters
     ----------
     a : array_like
-        ``1 - beta1``.
+        $1 - \beta_1$.
     c : array_like
-        ``1 - beta2``.
+        $1 - \beta_2$.
     n : float
-        The loss's power, ``L = |x|^n / n``.
+        The loss's power, $L = |x|^n / n$.
     r : array_like
-        eps's share ``eps / (sqrt(V) + eps)`` at the orbit (0: no eps); ``a``, ``c`` and ``r``
-        broadcast.
+        eps's share $\epsilon / (\sqrt{V} + \epsilon)$ at the orbit (0: no eps); ``a``, ``c`` and
+        ``r`` broadcast.
 
     Returns
     -------
@@ -106,14 +106,14 @@ def growth_rate(a, c, n, r=0.0) -> np.ndarray:
     Parameters
     ----------
     a : array_like
-        ``1 - beta1``.
+        $1 - \beta_1$.
     c : array_like
-        ``1 - beta2``.
+        $1 - \beta_2$.
     n : float
-        The loss's power, ``L = |x|^n / n``.
+        The loss's power, $L = |x|^n / n$.
     r : array_like
-        eps's share ``eps / (sqrt(V) + eps)`` at the orbit (0: no eps); ``a``, ``c`` and ``r``
-        broadcast.
+        eps's share $\epsilon / (\sqrt{V} + \epsilon)$ at the orbit (0: no eps); ``a``, ``c`` and
+        ``r`` broadcast.
 
     Returns
     -------
@@ -129,14 +129,14 @@ def spiral_ratio(a, c, n, r=0.0) -> np.ndarray:
     Parameters
     ----------
     a : array_like
-        ``1 - beta1``.
+        $1 - \beta_1$.
     c : array_like
-        ``1 - beta2``.
+        $1 - \beta_2$.
     n : float
-        The loss's power, ``L = |x|^n / n``.
+        The loss's power, $L = |x|^n / n$.
     r : array_like
-        eps's share ``eps / (sqrt(V) + eps)`` at the orbit (0: no eps); ``a``, ``c`` and ``r``
-        broadcast.
+        eps's share $\epsilon / (\sqrt{V} + \epsilon)$ at the orbit (0: no eps); ``a``, ``c`` and
+        ``r`` broadcast.
 
     Returns
     -------
@@ -161,9 +161,9 @@ def oscillating_state(a, n: float, lr: float, eps) -> dict:
     Parameters
     ----------
     a : array_like
-        ``1 - beta1``.
+        $1 - \beta_1$.
     n : float
-        The loss's power, ``L = |x|^n / n``.
+        The loss's power, $L = |x|^n / n$.
     lr : float
         The learning rate ``eta``.
     eps : array_like
@@ -210,7 +210,7 @@ def adam_step(x, m, v, a, c, n: float, lr: float, eps: float, t: int | None = No
 def simulated_growth_rate(
     a, c, n: float, lr: float, eps, steps: int = 4000, size: float = 1e-7
 ) -> np.ndarray:
-    """Largest Lyapunov exponent of the simulated stationary map at its oscillating state.
+    r"""Largest Lyapunov exponent of the simulated stationary map at its oscillating state.
 
     Benettin's method with the nonlinear map itself: the reference is the exact orbit
     ``z* -> S z*``; a perturbed state at relative distance ``size`` is stepped, its deviation
@@ -221,11 +221,11 @@ def simulated_growth_rate(
     Parameters
     ----------
     a : array_like
-        ``1 - beta1``.
+        $1 - \beta_1$.
     c : array_like
-        ``1 - beta2``.
+        $1 - \beta_2$.
     n : float
-        The loss's power, ``L = |x|^n / n``.
+        The loss's power, $L = |x|^n / n$.
     lr : float
         The learning rate.
     eps : array_like
@@ -267,9 +267,9 @@ def theory_boundary(a, n: float, r, c_lo: float = 1e-8, c_hi: float = 1.0) -> np
     Parameters
     ----------
     a : array_like
-        ``1 - beta1``.
+        $1 - \beta_1$.
     n : float
-        The loss's power, ``L = |x|^n / n``.
+        The loss's power, $L = |x|^n / n$.
     r : array_like
         eps's share at the orbit; broadcast with ``a``.
     c_lo, c_hi : float
@@ -299,14 +299,14 @@ def _bisect_log_c(rate, a, r, c_lo, c_hi, iters: int = 60) -> np.ndarray:
 def simulated_boundary(
     a, n: float, lr: float, eps, c_lo: float, c_hi: float, steps: int = 4000, iters: int = 24
 ) -> np.ndarray:
-    """``c`` at which `simulated_growth_rate()` crosses 0 (bisection in ``log c``).
+    r"""``c`` at which `simulated_growth_rate()` crosses 0 (bisection in ``log c``).
 
     Parameters
     ----------
     a : array_like
-        ``1 - beta1``.
+        $1 - \beta_1$.
     n : float
-        The loss's power, ``L = |x|^n / n``.
+        The loss's power, $L = |x|^n / n$.
     lr : float
         The learning rate.
     eps : array_like
@@ -331,7 +331,7 @@ def simulated_boundary(
 def simulate_losses(
     x0, a, c, n: float, lr: float, eps: float, steps: int, record: int = 1
 ) -> np.ndarray:
-    """Log10 loss envelope of full 1-D Adam (bias-corrected) from ``x0``, ``m = v = 0``.
+    r"""Log10 loss envelope of full 1-D Adam (bias-corrected) from ``x0``, ``m = v = 0``.
 
     The largest ``log10(|x_t|^n / n)`` over each run of ``record`` steps (``-inf`` at an exact
     zero) is kept: the upper envelope, so that no spike falls between samples.
@@ -341,11 +341,11 @@ def simulate_losses(
     x0 : array_like
         The starting points.
     a : array_like
-        ``1 - beta1``.
+        $1 - \beta_1$.
     c : array_like
-        ``1 - beta2``; ``x0``, ``a`` and ``c`` broadcast to the batch shape.
+        $1 - \beta_2$; ``x0``, ``a`` and ``c`` broadcast to the batch shape.
     n : float
-        The loss's power, ``L = |x|^n / n``.
+        The loss's power, $L = |x|^n / n$.
     lr : float
         The learning rate.
     eps : float
@@ -407,7 +407,7 @@ def loss_floor(n: float) -> float:
 
 
 def simulate_blocks(x0, m0, v0, a, c, n: float, lr: float, eps: float, steps, size, bias: bool):
-    """Many independent 1-D Adam runs, in groups of equal length, reduced at full resolution to
+    r"""Many independent 1-D Adam runs, in groups of equal length, reduced at full resolution to
     the spike detector's block statistics (`gaugedyn.adam._spikes.Blocks`).
 
     Each run takes ``steps[g]`` exact steps of `adam_step()` (bias-corrected from ``t = 1``
@@ -420,11 +420,11 @@ def simulate_blocks(x0, m0, v0, a, c, n: float, lr: float, eps: float, steps, si
         Shape ``(G, L)`` (broadcast): lane ``l`` of group ``g`` starts at
         ``(x0, m0, v0)[g, l]`` (the moments *before* the first step).
     a : array_like
-        ``1 - beta1``, shape ``(G,)``.
+        $1 - \beta_1$, shape ``(G,)``.
     c : array_like
-        ``1 - beta2``, shape ``(G,)``.
+        $1 - \beta_2$, shape ``(G,)``.
     n : float
-        The loss's power, ``L = |x|^n / n``.
+        The loss's power, $L = |x|^n / n$.
     lr : float
         The learning rate.
     eps : float

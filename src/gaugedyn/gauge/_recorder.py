@@ -7,10 +7,11 @@ $$
 I = s_X\,|X|^2 + s_Y\,|Y|^2 \quad(\text{rescaling: } s_X=-1, s_Y=1,\ I = \delta = |a|^2-|w|^2),
 $$
 
-with ``|X|^2`` the Gram matrix ``X X^T`` of the unit's rows for attention pairs (``s_X = 1,
-s_Y = -1``: ``W_Q W_Q^T - W_K W_K^T``) and ``|w|^2`` alone for scale units (``s_X = 1, s_Y = 0``).
-The symmetry makes the gradient satisfy ``s_X sym(X G_X^T) + s_Y sym(Y G_Y^T) = 0`` (for units:
-``a.g_a = w.g_w``). A step ``P <- P - eta D`` then changes ``I`` by
+with $|X|^2$ the Gram matrix $X X^\top$ of the unit's rows for attention pairs (``s_X = 1,
+s_Y = -1``: $W_Q W_Q^\top - W_K W_K^\top$) and $|w|^2$ alone for scale units (``s_X = 1, s_Y = 0``).
+The symmetry makes the gradient satisfy
+$s_X \operatorname{sym}(X G_X^\top) + s_Y \operatorname{sym}(Y G_Y^\top) = 0$ (for units:
+$a \cdot g_a = w \cdot g_w$). A step $P \leftarrow P - \eta D$ then changes ``I`` by
 
 $$
 \Delta I_t = -2\eta\,c_t + \eta^2 k_t,\qquad
@@ -18,10 +19,10 @@ c_t = \textstyle\sum s\,\mathrm{sym}(P_t D_t^\top)/2,\quad k_t = \sum s\,D_t D_t
 $$
 
 **Full-batch GD** (``torch.optim.SGD``, no momentum, no weight decay): ``D = g`` and ``c_t = 0``,
-so ``Delta I = eta^2 (|g_a|^2 - |g_w|^2)`` exactly. **SGD with momentum** ``mu``, dampening
-``tau`` and weight decay ``lambda`` (torch's ``b_t = mu b_{t-1} + (1 - tau) (g_t + lambda P_t)``,
-``b_1 = g_1 + lambda P_1``, ``D_t = b_t``; without momentum ``D_t = g_t + lambda P_t``): with
-``P_t = P_{t-1} - eta b_{t-1}`` and the symmetry,
+so $\Delta I = \eta^2 (|g_a|^2 - |g_w|^2)$ exactly. **SGD with momentum** ``mu``, dampening
+``tau`` and weight decay ``lambda`` (torch's $b_t = \mu b_{t-1} + (1 - \tau) (g_t + \lambda P_t)$,
+$b_1 = g_1 + \lambda P_1$, ``D_t = b_t``; without momentum $D_t = g_t + \lambda P_t$): with
+$P_t = P_{t-1} - \eta b_{t-1}$ and the symmetry,
 
 $$
 c_t = \mu\,(c_{t-1} - \eta\,k_{t-1}) + (1-\tau)\,\lambda\,I_t\quad(c_1 = \lambda I_1),
@@ -30,36 +31,36 @@ $$
 an exact discrete recursion in the invariant and the momentum buffers' norms ``k`` (derived
 and verified with sympy in ``derivations/gauge_steps.md``; the discrete form of Kunin et al.'s
 "neural mechanics": weight decay alone gives
-``Delta I = -2 eta lambda I + eta^2 k``, the flow limit ``I(t) = I(0) e^{-2 lambda t}``). The
+$\Delta I = -2 \eta \lambda I + \eta^2 k$, the flow limit $I(t) = I(0)\, e^{-2 \lambda t}$). The
 recorder carries ``c`` across steps (so with momentum it reduces the buffers every step, even
 with ``every > 1``); attached to an optimizer whose buffers already exist, it measures
-``sum s sym(P_t b_{t-1}^T)/2`` once instead. Nesterov, Adam/AdamW and other optimizers are
-measured only (``predicted`` is NaN).
+$\sum s \operatorname{sym}(P_t b_{t-1}^\top)/2$ once instead. Nesterov, Adam/AdamW and other
+optimizers are measured only (``predicted`` is NaN).
 
 The measured change is ``I(after) - I(before)`` from the per-unit norms (its rounding error is
-about ``1e-16 (|a|^2 + |w|^2)``, the float's own resolution of the invariant); with
-``exact_change=True`` it is ``sum s (2 D.P' - |D|^2)``, ``D = P' - P`` from a copy of the
+about $10^{-16} (|a|^2 + |w|^2)$, the float's own resolution of the invariant); with
+``exact_change=True`` it is $\sum s\, (2 D \cdot P' - |D|^2)$, $D = P' - P$ from a copy of the
 parameters taken before the step, free of that cancellation (what the exactness tests use).
-For rescaling units it also records the mobilities ``mu_R = |a|^2 + |w|^2``,
-``mu_T = 1/|w|^2`` and the dissipation split ``reaction = |g_a|^2 + (u.g_w)^2``,
-``transport = |g_w|^2 - (u.g_w)^2`` (the package's
+For rescaling units it also records the mobilities $\mu_R = |a|^2 + |w|^2$,
+$\mu_T = 1/|w|^2$ and the dissipation split $\mathit{reaction} = |g_a|^2 + (u \cdot g_w)^2$,
+$\mathit{transport} = |g_w|^2 - (u \cdot g_w)^2$ (the package's
 `gaugedyn.theory.mobilities()` and `gaugedyn.theory.dissipation_split()`), and, with
 ``owner_cos`` or ``owner_units`` set, the functional owner among units whose input directions
 coincide (`gaugedyn.theory._observables.owner_sets()`).
 
 Cost: a recorded step makes one reduction pass over the gradients before the step and one over
-the parameters after it (``|P|^2`` before the step is the previous step's reading, reused when no
+the parameters after it ($|P|^2$ before the step is the previous step's reading, reused when no
 parameter was written in between, per torch's version counters). A pass runs per parameter,
 not per unit: every contiguous float32/float64 CPU tensor of a pass goes through one call of a
 numba kernel (`gaugedyn.gauge._kernels.run()`) that reads each once and returns its row and
-column sums of squares, and, for the gradient of a tensor ``w.g_w`` is read from, the row and column sums
-of ``w g`` in the same read (``w.g_w`` is read as ``a.g_a`` on the smaller side, equal by the
+column sums of squares, and, for the gradient of a tensor ``w.g_w`` is read from, the row and column
+sums of ``w g`` in the same read (``w.g_w`` is read as ``a.g_a`` on the smaller side, equal by the
 symmetry); so a tensor two groups share (the middle ``Linear`` of an MLP) is read once for both.
 Other tensors (other devices, dtypes and layouts, convolutions) take torch reductions: a row
 norm for a tensor read along its rows, else an elementwise square into a reusable scratch
 buffer summed per side. The readings are kept as computed (the kernel's as slices of its
 buffer, summed per unit when read); the sides are combined, and the
-invariant, the change ``I(after) - I(before)`` and the GD prediction ``eta^2 k`` (learning rate
+invariant, the change ``I(after) - I(before)`` and the GD prediction $\eta^2 k$ (learning rate
 read at each step) formed once, in float64, by `group()`. With momentum the recursion's few
 per-unit operations run every step, and so does one pass over the buffers. ``exact_change``
 adds a copy and two passes. ``benchmarks/bench_gauge_recorder.py`` prints the overhead against
@@ -136,7 +137,7 @@ def _axis_sum(x: torch.Tensor, axis: int, scratch: _Scratch | None) -> torch.Ten
 def _unit_reduce(
     x: torch.Tensor, y: torch.Tensor | None, side, n: int, scratch: _Scratch | None = None
 ) -> torch.Tensor:
-    """Per unit, ``sum x*y`` over the unit's entries of one side (``|x|^2`` when ``y`` is
+    """Per unit, ``sum x*y`` over the unit's entries of one side ($|x|^2$ when ``y`` is
     ``None``), as reductions over the tensor's other axes (no gathered copy; a product, where
     one is formed, into ``scratch``)."""
     if side.offset or x.shape[side.axis] != n * side.block:
@@ -188,8 +189,8 @@ def _host(v):
 
 def _resolve(v) -> torch.Tensor:
     """A reading as a tensor: a tensor as is, a numpy array shared, the fused kernel's
-    ``(buffer, start, stop, block)`` (a slice of its float64 buffer, the sums per entry of the side's axis) summed per
-    unit over ``block`` entries, or a list of such parts added."""
+    ``(buffer, start, stop, block)`` (a slice of its float64 buffer, the sums per entry of the
+    side's axis) summed per unit over ``block`` entries, or a list of such parts added."""
     if isinstance(v, list):
         tot = None
         for part in v:
@@ -206,8 +207,8 @@ def _resolve(v) -> torch.Tensor:
 
 
 def _pair(group: UnitGroup, sides, x: dict, y: dict | None = None) -> torch.Tensor:
-    """``sum_sides sym(X Y^T)/2`` per unit (a dot product for units, ``d x d`` for heads);
-    ``y = None`` means ``y = x``."""
+    r"""$\sum_{\mathrm{sides}} \operatorname{sym}(X Y^\top)/2$ per unit (a dot product for units,
+    $d \times d$ for heads); ``y = None`` means ``y = x``."""
     tot = None
     for s in sides:
         if _matrix(group):
@@ -231,8 +232,8 @@ def _column(rows: list[dict], key: str, shape: tuple) -> np.ndarray:
 
 
 def _feature(u: np.ndarray, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A cluster's feature: its mean input direction ``v`` and the unit vector ``c^`` of its
-    summed output ``sum_i a_i |w_i|`` (rows of ``rho``); ``c^ = 0`` when that sum is zero."""
+    r"""A cluster's feature: its mean input direction ``v`` and the unit vector $\hat c$ of its
+    summed output $\sum_i a_i |w_i|$ (rows of ``rho``); $\hat c = 0$ when that sum is zero."""
     v = u.sum(0)
     v = v / np.linalg.norm(v)
     total = rho.sum(0)
@@ -241,8 +242,8 @@ def _feature(u: np.ndarray, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _owner_of(members: np.ndarray, along: np.ndarray, overlap: np.ndarray) -> int:
-    """The package's functional owner (`gaugedyn.theory._observables.owner_sets()`) among
-    ``members`` of one feature: the share of unit ``i`` is ``(a_i.c^)(w_i.v)``, the
+    r"""The package's functional owner (`gaugedyn.theory._observables.owner_sets()`) among
+    ``members`` of one feature: the share of unit ``i`` is $(a_i \cdot \hat c)(w_i \cdot v)$, the
     ``sign(b) rho_i m_i`` of the teacher-student definition with the cluster's summed output in
     the place of ``b`` (so ``sign(b) = +1``) and ``v`` in the place of the teacher direction;
     ``-1`` for a tie."""
@@ -575,7 +576,7 @@ class GaugeRecorder:
         return out
 
     def _direction_pre(self, rule: dict, grads: dict, params: dict) -> dict:
-        """``g + lambda P`` (with ``maximize``'s sign) for the SGD rule."""
+        r"""$g + \lambda P$ (with ``maximize``'s sign) for the SGD rule."""
         sign = -1.0 if rule["maximize"] else 1.0
         lam = rule["weight_decay"]
         return {n: sign * grads[n] + lam * params[n] for n in grads}
@@ -588,10 +589,10 @@ class GaugeRecorder:
     ) -> tuple[list, dict] | tuple[tuple, dict]:
         """One reduction pass over the tensors ``t`` (by parameter name): ``(flat, mat)``, the
         unit groups' readings (see ``_uses``; ``None`` for a group not in ``want``) and, per
-        attention group, ``[|X|^2, |Y|^2]``. It runs per parameter, not per unit: contiguous
+        attention group, $[|X|^2, |Y|^2]$. It runs per parameter, not per unit: contiguous
         float CPU tensors go through the fused kernel (`_fused()`: their row and column
-        sums in one read each, one call for all); otherwise one pass over a tensor read by one group, one
-        elementwise square and one sum per side for a tensor two groups share (the middle
+        sums in one read each, one call for all); otherwise one pass over a tensor read by one
+        group, one elementwise square and one sum per side for a tensor two groups share (the middle
         ``Linear`` of an MLP is one group's consumer and the next one's producer);
         `_side()` combines a group's readings. With ``dot`` (the parameters, when ``t``
         holds the gradients) it returns ``((flat, mat), gw)`` with ``gw`` each unit group's
@@ -729,7 +730,7 @@ class GaugeRecorder:
     def _side(
         self, reading: tuple, gi: int, io: int, dtype: torch.dtype | None = None
     ) -> torch.Tensor | None:
-        """``|X|^2`` (``io = 0``) or ``|Y|^2`` (``io = 1``) of group ``gi`` from a pass's
+        """$|X|^2$ (``io = 0``) or $|Y|^2$ (``io = 1``) of group ``gi`` from a pass's
         readings (``None`` for a side the group lacks), in ``dtype`` if given."""
         flat, mat = reading
         if gi in mat:
@@ -743,7 +744,7 @@ class GaugeRecorder:
         return tot
 
     def _signed(self, gi: int, reading: tuple, host: bool = False) -> torch.Tensor | np.ndarray:
-        """``s_X |X|^2 + s_Y |Y|^2`` of one group from a pass's readings (signs are +-1); in
+        """$s_X |X|^2 + s_Y |Y|^2$ of one group from a pass's readings (signs are +-1); in
         numpy (small operations cost less there) where the readings are the fused kernel's,
         returned as a numpy array with ``host`` (else a tensor)."""
         sx, sy = _SIGNS[self.groups[gi].kind]
@@ -921,10 +922,10 @@ class GaugeRecorder:
         return out
 
     def _owners(self, g: UnitGroup, params: dict) -> tuple[np.ndarray, np.ndarray]:
-        """Per unit the owner of its cluster (``-1``: a tie or no cluster) and the cluster's
+        r"""Per unit the owner of its cluster (``-1``: a tie or no cluster) and the cluster's
         label (its first member; ``-1``: none). Clusters are the fixed ``owner_units`` of the
         group (their feature frozen at the first record) or, otherwise, the connected components
-        of ``cos(w_i, w_j) >= owner_cos`` (their feature read at each record)."""
+        of $\cos(w_i, w_j) \ge \mathit{owner\_cos}$ (their feature read at each record)."""
         from scipy.sparse.csgraph import connected_components
 
         n = g.n_units
