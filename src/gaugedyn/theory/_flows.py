@@ -1,23 +1,25 @@
-"""The three exact formulations of population gradient flow, their Jacobians and GD maps.
+r"""The three exact formulations of population gradient flow, their Jacobians and GD maps.
 
 All three integrate ``da/dt = -dL/da``, ``dW/dt = -(2 G W + H V)`` (`gradients()`):
 
-- ``order-parameters``: the state ``y = (a, Q_{i<=j}, R)``, ``K + K(K+1)/2 + KM`` numbers,
-  ``dQ/dt = -(2GQ + 2QG + HR^T + RH^T)``, ``dR/dt = -(2GR + HT)``; the cost does not depend on ``D``;
+- ``order-parameters``: the state $y = (a, Q_{i \le j}, R)$, ``K + K(K+1)/2 + KM`` numbers,
+  $dQ/dt = -(2GQ + 2QG + HR^\top + RH^\top)$, $dR/dt = -(2GR + HT)$; the cost does not depend on ``D``;
 - ``weight-space``: ``y = (a, W)`` in ``D`` dimensions;
-- ``span``: ``y = (a, C)`` with ``W = C E^T`` in an orthonormal basis ``E`` of
-  ``span{w_i(0), v_n}`` (``r <= K + M`` columns); exact at any ``D`` because the flow never
+- ``span``: ``y = (a, C)`` with $W = C E^\top$ in an orthonormal basis ``E`` of
+  ``span{w_i(0), v_n}`` ($r \le K + M$ columns); exact at any ``D`` because the flow never
   leaves that span.
 
 The classical options (``FlowParams.weight_decay = lambda``, ``FlowParams.lr2``): the flow
-``da/dt = -lr2 (dL/da + lambda a)``, ``dW/dt = -(dL/dW + lambda W)``, i.e. in order parameters
-``dQ/dt -> dQ/dt - 2 lambda Q`` and ``dR/dt -> dR/dt - lambda R``; ``lr2 = 0`` freezes the
-second layer. Gradient descent's map becomes ``W -> (1 - eta lambda) W - eta dL/dW``.
+$da/dt = -\mathit{lr}_2 (\partial L/\partial a + \lambda a)$,
+$dW/dt = -(\partial L/\partial W + \lambda W)$, i.e. in order parameters
+$dQ/dt \to dQ/dt - 2 \lambda Q$ and $dR/dt \to dR/dt - \lambda R$; ``lr2 = 0`` freezes the
+second layer. Gradient descent's map becomes $W \to (1 - \eta \lambda) W - \eta\, \partial L/\partial W$.
 
 Right-hand sides are pure functions ``rhs(t, y, params)`` vectorised over leading batch axes of
 ``y`` (and of the arrays in ``params``). Population gradient descent with step ``eta`` is the Euler
-map of the weight-space flow, ``W -> W - eta dL/dW``; in order parameters it is that map's exact
-image, ``Q -> Q + eta dQ/dt + eta^2 (dL/dW)(dL/dW)^T``.
+map of the weight-space flow, $W \to W - \eta\, \partial L/\partial W$; in order parameters it is
+that map's exact image,
+$Q \to Q + \eta\, dQ/dt + \eta^2 (\partial L/\partial W)(\partial L/\partial W)^\top$.
 """
 
 from __future__ import annotations
@@ -413,13 +415,13 @@ balance of truncation against rounding)."""
 
 
 def difference_jacobian(t, y, p: FlowParams):
-    """Forward-difference Jacobian of `rhs()` at one state ``y (n,)``: column ``k`` is
-    ``(rhs(y + h_k e_k) - rhs(y)) / h_k`` with ``h_k = sqrt(eps) max(|y_k|, 1e-6)`` (rounded so
-    that ``y_k + h_k`` is exact), all ``n`` perturbed states in one vectorised call of the
+    r"""Forward-difference Jacobian of `rhs()` at one state ``y (n,)``: column ``k`` is
+    ``(rhs(y + h_k e_k) - rhs(y)) / h_k`` with $h_k = \sqrt{\epsilon} \max(|y_k|, 10^{-6})$ (rounded
+    so that ``y_k + h_k`` is exact), all ``n`` perturbed states in one vectorised call of the
     right-hand side.
 
     Where the flow is smooth it agrees with `jacobian()` to about ``sqrt(eps)``; where it
-    is not (a ReLU student exactly aligned with a teacher, ``R_in^2 = Q_ii T_nn``, the state the
+    is not (a ReLU student exactly aligned with a teacher, $R_{in}^2 = Q_{ii} T_{nn}$, the state the
     ReLU flow converges to, where the one-sided derivatives differ) it is a secant across the
     kink, on which LSODA's Newton iteration converges where the exact one-sided Jacobian made it
     fail step after step (``docs/benchmarks.md``)."""

@@ -1,14 +1,14 @@
-"""Functional pruning: who owns each teacher feature, with ties, and the function the others carry.
+r"""Functional pruning: who owns each teacher feature, with ties, and the function the others carry.
 
 The seed's statement about duplicate students is about the *function* the non-owners still
 carry, not about each non-owner's coefficient: copies that share a direction can cancel. These
 observables are defined once here, for the theory, the experiments and trained networks alike
 (the owner sets and owners themselves are `._observables`'s, re-exported here):
 
-- remaining function: ``||sum_{i not in any owner set} rho_i g(u_i.x)||_{L2(N(0, I_D))}``, in
+- remaining function: $\|\sum_{i \notin \text{any owner set}} \rho_i\, g(u_i \cdot x)\|_{L^2(\mathcal{N}(0, I_D))}$, in
   closed form from the Gaussian pair kernel ``F`` of the activation (the same kernel as the
-  population loss): ``sum_{ij} a_i a_j F(Q_ii, Q_jj, Q_ij)`` over the non-owners, square-rooted;
-  ``remaining_relative`` divides it by the teacher's norm ``||f*||``;
+  population loss): $\sum_{ij} a_i a_j F(Q_{ii}, Q_{jj}, Q_{ij})$ over the non-owners,
+  square-rooted; ``remaining_relative`` divides it by the teacher's norm ``||f*||``;
 - pruned from then on: the first output time after which ``|rho_i| < prune_tol`` at every later
   output time (a transient zero crossing is not a pruning).
 """
@@ -24,7 +24,7 @@ from ._population import population_loss
 
 
 def _norm_sq(a, Q, activation: str):
-    """``||sum_i a_i g(w_i.x)||^2`` over ``x ~ N(0, I)`` (the population loss against no teacher)."""
+    r"""$\|\sum_i a_i\, g(w_i \cdot x)\|^2$ over $x \sim \mathcal{N}(0, I)$ (the population loss against no teacher)."""
     a = np.asarray(a, dtype=float)
     Q = np.asarray(Q, dtype=float)
     lead = a.shape[:-1]
@@ -35,7 +35,7 @@ def _norm_sq(a, Q, activation: str):
 
 
 def function_norm(a, Q, activation: str = "relu") -> np.ndarray:
-    """``||sum_i a_i g(w_i.x)||_{L2(N(0, I))}`` of the students given, in closed form.
+    r"""$\|\sum_i a_i\, g(w_i \cdot x)\|_{L^2(\mathcal{N}(0, I))}$ of the students given, in closed form.
 
     ``a (..., K)``, ``Q (..., K, K)``; a negative square from round-off reads as zero.
     """
@@ -43,14 +43,14 @@ def function_norm(a, Q, activation: str = "relu") -> np.ndarray:
 
 
 def teacher_norm(b, T, activation: str = "relu") -> np.ndarray:
-    """``||f*||_{L2(N(0, I))} = ||sum_n b_n g(v_n.x)||`` (``b (..., M)``, ``T (..., M, M)``)."""
+    r"""$\|f^*\|_{L^2(\mathcal{N}(0, I))} = \|\sum_n b_n\, g(v_n \cdot x)\|$ (``b (..., M)``, ``T (..., M, M)``)."""
     return function_norm(b, T, activation)
 
 
 def remaining_function(
     a, Q, R, T, b, activation: str = "relu", tie_rtol: float = TIE_RTOL
 ) -> np.ndarray:
-    """``||sum_{i owns no feature} rho_i g(u_i.x)||`` in closed form (``(...)``; see module doc)."""
+    r"""$\|\sum_{i \text{ owns no feature}} \rho_i\, g(u_i \cdot x)\|$ in closed form (``(...)``; see module doc)."""
     a = np.asarray(a, dtype=float)
     owning = np.any(owner_sets(a, Q, R, T, b, tie_rtol), axis=-1)
     return function_norm(np.where(owning, 0.0, a), Q, activation)

@@ -1,18 +1,19 @@
 r"""Critical points of the population loss, the Hessian there, its index and its zero modes.
 
-The population loss ``L(theta)`` of a `Problem` has the gradient ``g = -rhs(theta)`` and
-the Hessian ``H = -d rhs / d theta`` of the plain gradient flow (`rhs_and_jacobian()`, in
-the weight-space or span formulation: one definition of both). A critical point solves
-``g(theta) = 0``; `fixed_point()` finds a zero of any vector field ``F`` by
+The population loss ``L(theta)`` of a `Problem` has the gradient $g = -\mathrm{rhs}(\theta)$ and
+the Hessian $H = -\partial\, \mathrm{rhs} / \partial \theta$ of the plain gradient flow
+(`rhs_and_jacobian()`, in the weight-space or span formulation: one definition of both). A critical
+point solves
+$g(\theta) = 0$; `fixed_point()` finds a zero of any vector field ``F`` by
 Levenberg-Marquardt,
 
 $$
 (J^T J + \mu_k I)\,\delta_k = -J^T F(y_k),\qquad \mu_k = \theta_k |F(y_k)|^2,
 $$
 
-accepting ``y_k + delta_k`` when the actual decrease of ``|F|^2`` is at least ``1e-4`` of the
+accepting ``y_k + delta_k`` when the actual decrease of $|F|^2$ is at least ``1e-4`` of the
 decrease the linear model predicts (``theta_k`` shrinks by 4 above a ratio of 0.75 and grows by
-4 below 0.25). With ``mu_k`` proportional to ``|F|^2`` the iteration is Newton's near a
+4 below 0.25). With ``mu_k`` proportional to $|F|^2$ the iteration is Newton's near a
 nondegenerate zero (quadratic convergence) and stays quadratic on a manifold of zeros under a
 local error bound (Yamashita and Fukushima 2001), as on the gauge orbits of ReLU critical
 points; it converges to zeros of every index, where minimising ``L`` would find minima only.
@@ -20,8 +21,8 @@ The step is solved through the singular value decomposition of ``J``, so a singu
 no special case.
 
 At the point `critical_point()` reports the spectrum of ``H``, its index (the number of
-eigenvalues below ``-zero_tol max |lambda|``), the unstable rates ``lambda_+ = -lambda`` of the
-flow ``d delta/dt = -H delta`` along them, and its null space (``|lambda| <= zero_tol max
+eigenvalues below $-\mathit{zero\_tol} \max |\lambda|$), the unstable rates $\lambda_+ = -\lambda$
+of the flow $d\delta/dt = -H \delta$ along them, and its null space (``|lambda| <= zero_tol max
 |lambda|``) with the zero modes the symmetries of the model predict:
 
 - rotations of the input space that fix the teacher: ``k n - k (k + 1) / 2`` with ``n = d - M``
@@ -29,7 +30,7 @@ flow ``d delta/dt = -H delta`` along them, and its null space (``|lambda| <= zer
   teacher span;
 - the rescaling gauge of a positively homogeneous activation (``gaugedyn.gauge.find_units``'
   kind ``rescale``): ``(a_i, w_i) -> (a_i / c, c w_i)``, infinitesimally ``(-a_i, w_i)``, one
-  per active unit (``rho_i != 0``);
+  per active unit ($\rho_i \ne 0$);
 - coinciding units: ``m`` active units along one direction (homogeneous ``g``) or with one
   weight vector (any ``g``) form one function of their summed coefficient, ``m - 1`` more;
   so does a dead unit along an active unit's direction (its coefficient traded with the
@@ -165,7 +166,7 @@ class FixedPoint:
 
 
 def _fd_jacobian(fun: Callable, y: np.ndarray, f0: np.ndarray) -> np.ndarray:
-    """Central differences with steps ``eps^(1/3) max(1, |y_j|)`` (error ``~ 1e-10`` relative)."""
+    r"""Central differences with steps $\epsilon^{1/3} \max(1, |y_j|)$ (error ``~ 1e-10`` relative)."""
     J = np.empty((f0.size, y.size))
     for j in range(y.size):
         h = 6e-6 * max(1.0, abs(y[j]))
@@ -518,9 +519,10 @@ def _parity(activation) -> int:
 
 
 def _groups(a, W, b, V, activation, tol: float, near: float | None = None):
-    """``(active, dead, collapsed, groups, sign)``: active units; dead units
-    (``|rho_i| <= tol max_n |b_n| |v_n|`` for homogeneous ``g``, ``|a_i| <= tol max_n |b_n|``
-    otherwise); collapsed units (``|w_i| <= tol max_n |v_n|``, where the model is singular);
+    r"""``(active, dead, collapsed, groups, sign)``: active units; dead units
+    ($|\rho_i| \le \mathit{tol} \max_n |b_n| |v_n|$ for homogeneous ``g``,
+    $|a_i| \le \mathit{tol} \max_n |b_n|$ otherwise); collapsed units
+    ($|w_i| \le \mathit{tol} \max_n |v_n|$, where the model is singular);
     groups of active units coinciding to ``near`` (default ``tol``; one direction for
     homogeneous ``g``, one weight vector otherwise; for odd ``g`` also the opposite one) and
     each unit's sign ``sigma_i`` relative to its group's first unit (``a_i g(w_i . x) =
@@ -890,10 +892,10 @@ def critical_point(
 
 
 def _snap(y, p: FlowParams, near: float, tol: float):
-    """``y`` with the groups of active units (`_groups()` at ``tol``) coinciding to
+    r"""``y`` with the groups of active units (`_groups()` at ``tol``) coinciding to
     ``near`` made to coincide exactly (see `critical_point()`), and the groups. Each group
-    takes its units' direction (homogeneous ``g``: ``sum_i |rho_i| sigma_i w_i / |w_i|``, each
-    norm kept) or weight vector (``sum_i |a_i| sigma_i w_i / sum_i |a_i|``) weighted by
+    takes its units' direction (homogeneous ``g``: $\sum_i |\rho_i| \sigma_i w_i / |w_i|$, each
+    norm kept) or weight vector ($\sum_i |a_i| \sigma_i w_i / \sum_i |a_i|$) weighted by
     their coefficients, so that a unit of small coefficient moves onto the others."""
     a, W, V = _coords(y, p)
     _, _, _, groups, sign = _groups(a, W, p.b, V, p.activation, tol, near)

@@ -1,8 +1,8 @@
-"""Population loss of the Gaussian teacher-student model and its gradients in order parameters.
+r"""Population loss of the Gaussian teacher-student model and its gradients in order parameters.
 
-With student ``f(x) = sum_i a_i g(w_i.x)``, teacher ``f*(x) = sum_n b_n g(v_n.x)`` and
-``x ~ N(0, I_D)``, the loss depends on the weights only through ``Q = W W^T``, ``R = W V^T`` and
-``T = V V^T``:
+With student ``f(x) = sum_i a_i g(w_i.x)``, teacher $f^*(x) = \sum_n b_n\, g(v_n \cdot x)$ and
+$x \sim \mathcal{N}(0, I_D)$, the loss depends on the weights only through $Q = W W^\top$,
+$R = W V^\top$ and $T = V V^\top$:
 
     L = 1/2 sum_ij a_i a_j F(Q_ii, Q_jj, Q_ij) - sum_in a_i b_n F(Q_ii, T_nn, R_in)
         + 1/2 sum_nm b_n b_m F(T_nn, T_mm, T_nm),
@@ -17,10 +17,11 @@ Every function broadcasts over leading batch axes: ``a (..., K)``, ``Q (..., K, 
 ``R (..., K, M)``, ``b (..., M)``, ``T (..., M, M)``.
 
 Order parameters resolve the angle ``theta`` of two nearly aligned neurons only to about
-``sqrt(eps) ~ 1.5e-8`` (``cos theta`` rounds to 1), which for ReLU, whose kernels are
-functions of ``theta``, leaves a gradient error of about ``1e-9``. Where the weights are known,
-``sines = (S_ss (..., K, K), S_st (..., K, M))`` with ``S_ij = |w_i ^ w_j|`` and
-``S_in = |w_i ^ v_n|`` (`pair_sines()`) hands the kernels ``sqrt(q1 q2 - c^2)`` to full
+$\sqrt{\epsilon} \approx 1.5 \times 10^{-8}$ ($\cos \theta$ rounds to 1), which for ReLU, whose
+kernels are functions of ``theta``, leaves a gradient error of about ``1e-9``. Where the weights are
+known,
+``sines = (S_ss (..., K, K), S_st (..., K, M))`` with $S_{ij} = |w_i \wedge w_j|$ and
+$S_{in} = |w_i \wedge v_n|$ (`pair_sines()`) hands the kernels ``sqrt(q1 q2 - c^2)`` to full
 precision; only the positively homogeneous kernels use it (`angle_resolved()`).
 """
 
@@ -48,7 +49,7 @@ def angle_resolved(activation, teacher_activation=None) -> bool:
 
 
 def pair_sines(X, Y):
-    """``S[..., i, n] = |x_i ^ y_n| = |x_i| |y_n - (y_n . x_i / |x_i|^2) x_i|`` for rows
+    r"""$S_{in} = |x_i \wedge y_n| = |x_i|\, |y_n - (y_n \cdot x_i / |x_i|^2)\, x_i|$ for rows
     ``X (..., K, d)``, ``Y (..., M, d)``: the projection keeps an absolute error of order
     ``eps |x_i| |y_n|`` at any angle, where ``sqrt(|x|^2 |y|^2 - (x . y)^2)`` loses half the
     digits."""
@@ -59,12 +60,12 @@ def pair_sines(X, Y):
 
 
 def _matvec_rows(X, Y):
-    """``X Y^T`` over the last axis (``(..., K, d), (..., M, d) -> (..., K, M)``)."""
+    r"""$X Y^\top$ over the last axis (``(..., K, d), (..., M, d) -> (..., K, M)``)."""
     return np.sum(X[..., :, None, :] * Y[..., None, :, :], axis=-1)
 
 
 def student_sines(W):
-    """Symmetric ``S_ij = |w_i ^ w_j|`` of `pair_sines()` with ``S_ii = |w_i|^2`` (the value
+    r"""Symmetric $S_{ij} = |w_i \wedge w_j|$ of `pair_sines()` with $S_{ii} = |w_i|^2$ (the value
     the kernels expect at the zeroed diagonal ``c = 0`` of `_gradients()`)."""
     S = pair_sines(W, W)
     S = 0.5 * (S + np.swapaxes(S, -1, -2))
@@ -157,8 +158,9 @@ def gradients(a, Q, R, b, T, activation="relu", teacher_activation=None) -> Grad
 
     $G$ is the symmetrised derivative of $L$ in $Q$: $G_{ij} = \tfrac12 a_i a_j F_c(i, j)$ off
     the diagonal and $G_{ii} = \tfrac12 a_i^2 S'(Q_{ii}) + \sum_{j \ne i} a_i a_j F_{q_1}(i, j)
-    - \sum_n a_i b_n F_{q_1}(Q_{ii}, T_{nn}, R_{in})$; $H_{in} = -a_i b_n F_c(Q_{ii}, T_{nn}, R_{in})$.
-    The weight gradient is then $\partial L/\partial W = 2 G W + H V$ for any realisation of
+    - \sum_n a_i b_n F_{q_1}(Q_{ii}, T_{nn}, R_{in})$; $H_{in} = -a_i b_n F_c(Q_{ii}, T_{nn},
+    R_{in})$. The weight gradient is then $\partial L/\partial W = 2 G W + H
+    V$ for any realisation of
     $(Q, R)$.
 
     Parameters
@@ -268,7 +270,7 @@ def order_parameter_velocity(a, Q, R, b, T, activation="relu", teacher_activatio
 
 
 def _order_parameter_velocity(g: Gradients, Q, R, T):
-    """``(dQ/dt, dR/dt) = (-(2 G Q + 2 Q G + H R^T + R H^T), -(2 G R + H T))`` from ``g``."""
+    r"""$(dQ/dt, dR/dt) = (-(2 G Q + 2 Q G + H R^\top + R H^\top), -(2 G R + H T))$ from ``g``."""
     GQ = g.G @ Q
     HRt = g.H @ np.swapaxes(R, -1, -2)
     dQ = -(2 * GQ + 2 * np.swapaxes(GQ, -1, -2) + HRt + np.swapaxes(HRt, -1, -2))
@@ -276,22 +278,22 @@ def _order_parameter_velocity(g: Gradients, Q, R, T):
 
 
 def _clip_correlation(q1, q2, c, cutoff: float):
-    """``c`` moved inside ``|c| <= (1 - cutoff) sqrt(q1 q2)`` (the kernels' Hessians are singular
-    on ``c^2 = q1 q2`` for ReLU)."""
+    r"""``c`` moved inside $|c| \le (1 - \mathit{cutoff}) \sqrt{q_1 q_2}$ (the kernels' Hessians are
+    singular on $c^2 = q_1 q_2$ for ReLU)."""
     bound = (1.0 - cutoff) * np.sqrt(q1 * q2)
     return np.clip(c, -bound, bound)
 
 
 ALIGNED_SINE = 2.0**-26
-"""Relative sine ``s / sqrt(q1 q2)`` below which `gradient_jvp()` with ``sines`` takes a
+r"""Relative sine $s / \sqrt{q_1 q_2}$ below which `gradient_jvp()` with ``sines`` takes a
 pair as aligned: about ``sqrt(eps)``, where the ``O(s)`` error of the aligned limit meets the
 ``O(eps / s)`` round-off of the kernels' ``1/s`` second derivatives."""
 
 
 def _aligned_limit(h, q1, q2, s):
     """The kernels' second derivatives ``h`` set to zero on aligned pairs: there the weights move
-    ``(q1, q2, c)`` only along the boundary ``c^2 = q1 q2`` to first order, on which ReLU's
-    ``F = c / 2 + O((q1 q2 - c^2)^{3/2})`` has no curvature, so their contribution to the
+    ``(q1, q2, c)`` only along the boundary $c^2 = q_1 q_2$ to first order, on which ReLU's
+    $F = c / 2 + O((q_1 q_2 - c^2)^{3/2})$ has no curvature, so their contribution to the
     Hessian in the weights vanishes like ``s``."""
     aligned = s < ALIGNED_SINE * np.sqrt(q1 * q2)
     with np.errstate(invalid="ignore"):

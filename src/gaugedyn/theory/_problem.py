@@ -185,7 +185,7 @@ class Problem:
 
 
 def _weights_for(rho_i: float, delta_i: float, direction: np.ndarray):
-    """``(a, w)`` with ``a |w| = rho``, ``a^2 - |w|^2 = delta`` and ``w`` along ``direction``."""
+    r"""``(a, w)`` with $a |w| = \rho$, $a^2 - |w|^2 = \delta$ and ``w`` along ``direction``."""
     root = np.hypot(delta_i, 2.0 * rho_i)
     # the cancelling branch is rewritten with a^2 |w|^2 = rho^2 so strong gauges stay exact
     if delta_i >= 0:
@@ -209,10 +209,11 @@ def _gauged_weights(rho, delta, directions):
 
 
 def named_delta(name: str, rho_i: float, dim: int, strength: float | None = None) -> float:
-    """``delta`` of a named gauge at coefficient ``rho``.
+    r"""``delta`` of a named gauge at coefficient ``rho``.
 
-    ``w-heavy``: ``|w|^2 = |rho| * strength``, ``a^2 = |rho| / strength``; ``a-heavy``: the two
-    swapped; ``balanced``: ``delta = 0``. ``strength`` defaults to the input dimension ``D``.
+    ``w-heavy``: $|w|^2 = |\rho|\, \mathit{strength}$, $a^2 = |\rho| / \mathit{strength}$;
+    ``a-heavy``: the two swapped; ``balanced``: $\delta = 0$. ``strength`` defaults to the input
+    dimension ``D``.
     """
     lam = float(dim if strength is None else strength)
     if lam <= 0:
