@@ -22,8 +22,8 @@ no special case.
 
 At the point `critical_point()` reports the spectrum of ``H``, its index (the number of
 eigenvalues below $-\mathit{zero\_tol} \max |\lambda|$), the unstable rates $\lambda_+ = -\lambda$
-of the flow $d\delta/dt = -H \delta$ along them, and its null space (``|lambda| <= zero_tol max
-|lambda|``) with the zero modes the symmetries of the model predict:
+of the flow $d\delta/dt = -H \delta$ along them, and its null space
+($|\lambda| \le \mathit{zero\_tol} \max |\lambda|$) with the zero modes the symmetries of the model predict:
 
 - rotations of the input space that fix the teacher: ``k n - k (k + 1) / 2`` with ``n = d - M``
   (``d`` coordinates of the state) and ``k`` the rank of the students' components outside the
