@@ -21,19 +21,19 @@ claims to match:
 
 - ``"torch"``: ``torch.optim.Adam``'s single-tensor step, operation for operation
   (``m.lerp_(g, 1 - b1)``, ``v.mul_(b2).addcmul_(g, g, value=1 - b2)``,
-  ``d = sqrt(v) / sqrt(1 - b2^t) + eps``, ``theta += (-lr / (1 - b1^t)) m / d``), the per-copy
+  $d = \sqrt{v} / \sqrt{1 - \beta_2^t} + \epsilon$, $\theta \mathrel{+}= (-\mathit{lr} / (1 - \beta_1^t))\, m / d$), the per-copy
   scalars computed in Python double as ``torch.optim.Adam`` computes them and cast to the
   working dtype as PyTorch casts its Python scalars: a copy's trajectory is bitwise the one
   ``torch.optim.Adam`` gives it alone (tested on the CPU in float32 and float64). The beta grid
   (``adam_split``) uses it.
 - ``"textbook"``: the equations as written, ``m = b1 m + (1 - b1) g``,
-  ``v = b2 v + (1 - b2) (g g)``, ``theta - lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)``,
-  every factor (``b``, ``1 - b``, ``1 - b^t``) a Python double per copy cast to the working
+  ``v = b2 v + (1 - b2) (g g)``, $\theta - \mathit{lr}\, (m / (1 - \beta_1^t)) / (\sqrt{v / (1 - \beta_2^t)} + \epsilon)$,
+  every factor (``b``, ``1 - b``, $1 - b^t$) a Python double per copy cast to the working
   dtype: one pair of betas (Python scalars) and the same pair given per copy give the same
   bits. The trainer (``gaugedyn.training.train``) uses it.
 - ``"running"``: the order of the 1-D maps (`gaugedyn.adam.simulate_losses()` and its
   compiled kernel): ``v = b2 v + ((1 - b2) g) g``, the factors ``1 - b`` computed in the working
-  dtype and the bias corrections ``1 - prod_{s <= t} b`` from running products in the working
+  dtype and the bias corrections $1 - \prod_{s \le t} b$ from running products in the working
   dtype (`AdamFactors.next()` carries them from step to step). The full-batch tasks of
   ``adam_stability`` use it; it is tested bitwise against their former update, and against the
   numpy map ``simulate_losses`` (whose block statistics the compiled ``simulate_blocks`` equals) to 4
@@ -342,7 +342,7 @@ def _running_constants(spec: _Spec) -> AdamFactors:
 
 
 def _running(f: AdamFactors, step: int) -> AdamFactors:
-    """The working dtype throughout: ``1 - b`` and the running products ``prod_{s <= t} b``."""
+    r"""The working dtype throughout: ``1 - b`` and the running products $\prod_{s \le t} b$."""
     if step != f.step + 1:
         raise InputError(
             f"step={step} is not allowed after step {f.step} for "

@@ -139,7 +139,7 @@ def split_update(m_hat, w_hat, s, grad, eps: float) -> AdamParts:
 
 
 def bias_corrections(step: float, beta1: float, beta2: float) -> tuple[float, float, float]:
-    """``(1 - b1^t, 1 - b2^t, sqrt(1 - b2^t))`` computed exactly as PyTorch's single-tensor path."""
+    r"""$(1 - \beta_1^t, 1 - \beta_2^t, \sqrt{1 - \beta_2^t})$ computed exactly as PyTorch's single-tensor path."""
     bc1 = 1 - beta1**step
     bc2 = 1 - beta2**step
     return bc1, bc2, bc2**0.5
@@ -195,7 +195,7 @@ def decompose_state(
 
 
 def adam_moments(grads, beta1: float, beta2: float) -> dict[str, np.ndarray]:
-    """EMAs of a gradient history ``grads[t-1] = g_t``, zero initial state.
+    r"""EMAs of a gradient history ``grads[t-1] = g_t``, zero initial state.
 
     The same arithmetic as PyTorch's single-tensor path (``lerp`` for first moments,
     ``mul``/``addcmul`` for the second).
@@ -203,7 +203,7 @@ def adam_moments(grads, beta1: float, beta2: float) -> dict[str, np.ndarray]:
     Parameters
     ----------
     grads : array_like
-        The effective gradients, shape ``(T, ...)`` with ``T >= 1``.
+        The effective gradients, shape ``(T, ...)`` with $T \ge 1$.
     beta1 : float
         The first moment's decay.
     beta2 : float

@@ -201,14 +201,14 @@ class AdamRecorder:
         return None
 
     def _late_w(self, p, st, group) -> None:
-        """Attached after ``k`` steps: ``w_k`` such that ``w^_k = m^_k``, i.e.
-        ``w_k = m_k (1 - b2^k) / (1 - b1^k)``, from the state *before* step ``k + 1``."""
+        r"""Attached after ``k`` steps: ``w_k`` such that $\hat w_k = \hat m_k$, i.e.
+        $w_k = m_k (1 - \beta_2^k) / (1 - \beta_1^k)$, from the state *before* step ``k + 1``."""
         b1, b2 = (float(b) for b in group["betas"])
         if b1 != b2 and "exp_avg" in st:
             self._w[p] = self._fresh_w(p, st, b1, b2)
 
     def _fresh_w(self, p, st, b1: float, b2: float) -> torch.Tensor:
-        """The ``w`` a recorder attached now would take: ``m (1 - b2^t)/(1 - b1^t)`` with each
+        r"""The ``w`` a recorder attached now would take: $m (1 - \beta_2^t)/(1 - \beta_1^t)$ with each
         entry's step count ``t`` (rows reset with ``restart=True`` keep their own), 0 at
         ``t = 0``."""
         from ._state import row_steps
@@ -667,11 +667,11 @@ def sum_scale(bc1: float, bc2: float, c: float, eps: float, tied: bool) -> np.nd
 
 
 def _chunk_sums(m, v, w, g, k, alpha, epsc, rows, out) -> None:
-    """Unscaled partial sums over one chunk into ``out``; the caller scales them into the
+    r"""Unscaled partial sums over one chunk into ``out``; the caller scales them into the
     squared norms of the parts (order ``NORM_NAMES``, then ``sum |t|``).
 
-    With ``A = 1/sqrt(max(v, tiny))`` and ``D = v A + eps c`` (``c s`` and ``c d``,
-    ``c = sqrt(1 - b2^t)``): sums of squares of ``sign g``, ``(m - k w)/D``,
+    With $A = 1/\sqrt{\max(v, \mathit{tiny})}$ and ``D = v A + eps c`` (``c s`` and ``c d``,
+    $c = \sqrt{1 - \beta_2^t}$): sums of squares of ``sign g``, ``(m - k w)/D``,
     ``t = sign w - sign g``, ``sign w - alpha w A``, ``w A/D``, ``sign g - alpha w/D``, ``m/D``,
     then ``sum |t|``. Thirteen elementwise passes and eight reductions (BLAS dots) over five
     chunk-sized rows, so the rows stay in cache; nothing of parameter size is allocated. Where
@@ -758,9 +758,9 @@ def _has_clock(optimizer) -> bool:
 
 
 def _own_counts(packer, counts, m, v, w, g, b1: float, b2: float, eps: float, tied: bool):
-    """The sums of a tensor whose entries have their own step counts (rows reset with
+    r"""The sums of a tensor whose entries have their own step counts (rows reset with
     ``restart=True``): ``w`` updated first, then the entries of each count summed with that
-    count's bias corrections. Returns the per-entry ``(1-b1^t, 1-b2^t, sqrt(1-b2^t))``
+    count's bias corrections. Returns the per-entry $(1 - \beta_1^t, 1 - \beta_2^t, \sqrt{1 - \beta_2^t})$
     (flat float64 tensors) for the sampled coordinates."""
     if not tied:
         w.lerp_(g if g.dtype == w.dtype else g.to(w.dtype), 1 - b2)

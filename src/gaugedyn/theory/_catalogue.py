@@ -1,6 +1,6 @@
-"""A catalogue of the critical points a teacher's landscape shows to gradient flow.
+r"""A catalogue of the critical points a teacher's landscape shows to gradient flow.
 
-From ``starts`` random students (``w_i ~ N(0, I/D)``, ``a_i ~ N(0, scale^2 / K)``, each drawn
+From ``starts`` random students ($w_i \sim \mathcal{N}(0, I/D)$, $a_i \sim \mathcal{N}(0, \mathit{scale}^2 / K)$, each drawn
 from its own ``numpy.random.SeedSequence(seed).spawn`` child) the flow runs to ``t_max``
 (`solve_batch()`, order parameters); the end of each trajectory, every interior plateau on
 the way (`plateaus()`) and the start itself (Newton's method finds critical points of every
@@ -184,8 +184,8 @@ def _end_of(solution, teacher: Problem) -> Problem:
 
 
 def random_students(teacher: Problem, starts: int, seed: int, scale: float = 1.0) -> list:
-    """``starts`` students for ``teacher`` (its ``K``, ``D``, activation): ``w_i ~ N(0, I/D)``,
-    ``a_i ~ N(0, scale^2 / K)``, start ``j`` from ``SeedSequence(seed).spawn(starts)[j]``."""
+    r"""``starts`` students for ``teacher`` (its ``K``, ``D``, activation): $w_i \sim \mathcal{N}(0, I/D)$,
+    $a_i \sim \mathcal{N}(0, \mathit{scale}^2 / K)$, start ``j`` from ``SeedSequence(seed).spawn(starts)[j]``."""
     out = []
     for j, child in enumerate(np.random.SeedSequence(seed).spawn(starts)):
         rng = np.random.default_rng(child)

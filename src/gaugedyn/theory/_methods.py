@@ -312,8 +312,8 @@ def _gd_events(task: FlowTask, events, g_prev, y, k: int, eta: float):
 def gradient_descent(
     task: FlowTask, eta: float, progress: Callable[[int, int], object] | None = None
 ) -> Integration:
-    """Population gradient descent ``theta -> theta - eta grad L`` (`gd_step()`), step ``k``
-    reported at time ``k eta``; the outputs are the iterates nearest to ``t_eval``.
+    r"""Population gradient descent $\theta \to \theta - \eta \nabla L$ (`gd_step()`), step ``k``
+    reported at time $k \eta$; the outputs are the iterates nearest to ``t_eval``.
     ``progress(done, total)`` is called once per chunk of at most 1000 steps."""
     p = task.params
     n_steps = int(np.ceil(task.t_max / eta - 1e-9))

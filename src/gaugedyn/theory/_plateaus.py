@@ -11,7 +11,7 @@ $$
 with ``-dL/dt`` the flow's dissipation (exact in a `Solution`: the sum of its
 ``reaction`` and ``transport``) or a finite difference of the curve: scale-free in time and in
 loss, so a plateau at ``L = 1e-3`` is found as one at ``L = 1``, and a loss converging
-exponentially to zero is not flat. Samples at ``L <= converged * max L`` (round-off) count as
+exponentially to zero is not flat. Samples at $L \le \mathit{converged} \cdot \max L$ (round-off) count as
 flat. Every curve is flat as ``t -> 0``, so a maximal flat run that starts at the first sample
 is ``initial``, one that reaches the last sample ``final``, and the others, which must last
 ``min_span`` e-folds (``ln(t_end / t_start)``), are ``interior`` plateaus.
@@ -22,7 +22,7 @@ within ``band L_p`` of the plateau's level ``L_p`` (the loss at the slowest samp
 entering the band to leaving it downward. A trajectory may plateau below the saddle's loss
 ``L*`` (on its unstable manifold, when ``lambda_+`` is small), so the band is the
 trajectory's own level; from a start at the saddle the level is ``L*``. Near a saddle with unstable rate ``lambda_+`` a trajectory starting ``eps`` from
-its stable manifold leaves it as ``L* - L ~ (lambda_+ / 2) eps^2 e^{2 lambda_+ t}``, so the
+its stable manifold leaves it as $L^* - L \approx (\lambda_+ / 2)\, \epsilon^2 e^{2 \lambda_+ t}$, so the
 time spent is ``ln(1/eps) / lambda_+`` plus a constant independent of ``eps``;
 `escape_times()` integrates such starts and fits that slope.
 """
@@ -109,7 +109,7 @@ def flat_stretches(
 ) -> list[Stretch]:
     r"""The flat stretches of a loss curve (module docstring).
 
-    ``t`` strictly increasing (``t[0] >= 0``), ``loss`` of the same length, ``rate``
+    ``t`` strictly increasing ($t_0 \ge 0$), ``loss`` of the same length, ``rate``
     $|\mathrm{d}L/\mathrm{d}t|$ at each time (``None``: a second-order finite difference of ``loss``).
 
     Parameters

@@ -1,7 +1,7 @@
-"""Batched two-layer networks with explicit parameters ``a`` and ``W``.
+r"""Batched two-layer networks with explicit parameters ``a`` and ``W``.
 
 ``S`` independent students ``f_s(x) = sum_i a_si g(w_si . x)`` with ``a (S, K)``, ``W (S, K, D)``
-share one teacher ``f*(x) = sum_n b_n g(v_n . x)``. Every contraction goes through
+share one teacher $f^*(x) = \sum_n b_n\, g(v_n \cdot x)$. Every contraction goes through
 `seedwise_mm()`, so the arithmetic for one seed is the same whether it is trained alone or
 with others, at any thread count shared by the two runs.
 """
@@ -95,9 +95,9 @@ def seedwise_mm(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
 
 
 class Batch(NamedTuple):
-    """Inputs ``X (S, n', D)``, their transpose ``XT (S, D, n')``, targets ``y (S, n')`` and the
-    true sample count ``n`` (``n' >= n`` adds zero samples; their errors are set to exactly 0,
-    so they contribute nothing even where ``g(0) != 0``)."""
+    r"""Inputs ``X (S, n', D)``, their transpose ``XT (S, D, n')``, targets ``y (S, n')`` and the
+    true sample count ``n`` ($n' \ge n$ adds zero samples; their errors are set to exactly 0,
+    so they contribute nothing even where $g(0) \ne 0$)."""
 
     X: torch.Tensor
     XT: torch.Tensor | None
@@ -118,7 +118,7 @@ def prepare(X: torch.Tensor, y: torch.Tensor | None = None) -> Batch:
 
 
 def project(W: torch.Tensor, batch: Batch) -> torch.Tensor:
-    """Preactivations ``Z = W X^T``: ``(S, K, D), (S, n, D) -> (S, K, n)``."""
+    r"""Preactivations $Z = W X^\top$: ``(S, K, D), (S, n, D) -> (S, K, n)``."""
     if batch.XT is None:
         return rsum(W[:, :, None, :] * batch.X[:, None, :, :])
     return seedwise_mm(W, batch.XT)

@@ -1,6 +1,6 @@
-"""The classical online-SGD ODE (Saad & Solla 1995; Goldt et al. 2019) in this package's scaling.
+r"""The classical online-SGD ODE (Saad & Solla 1995; Goldt et al. 2019) in this package's scaling.
 
-Online SGD with a fresh batch of ``B`` samples per step, step ``eta / D`` on the batch loss and
+Online SGD with a fresh batch of ``B`` samples per step, step $\eta / D$ on the batch loss and
 time ``t = steps / D`` has, as ``D -> infinity``, deterministic order parameters obeying
 
     da_i/dt  = eta * (-dL/da_i),
@@ -8,11 +8,11 @@ time ``t = steps / D`` has, as ``D -> infinity``, deterministic order parameters
     dQ_ij/dt = eta * (-(2 G Q + 2 Q G + H R^T + R H^T))_ij
                + (eta^2 / B) a_i a_j E[g'(lambda_i) g'(lambda_j) e^2],
 
-with ``e = sum_k a_k g(lambda_k) - sum_n b_n g(nu_n)``; the ``eta`` terms are the population flow
-(`gaugedyn.theory.order_parameter_velocity()`) and the ``eta^2`` term is the gradient noise
-(``|x|^2 ~ D`` makes it survive the limit). The noise term expands into the four-point integrals
+with $e = \sum_k a_k\, g(\lambda_k) - \sum_n b_n\, g(\nu_n)$; the ``eta`` terms are the population flow
+(`gaugedyn.theory.order_parameter_velocity()`) and the $\eta^2$ term is the gradient noise
+($|x|^2 \approx D$ makes it survive the limit). The noise term expands into the four-point integrals
 ``I4(i, j, k, l) = E[g'(u_i) g'(u_j) g(u_k) g(u_l)]`` over the jointly Gaussian local fields with
-covariance ``C = [[Q, R], [R^T, T]]``. For ``g(z) = erf(z / sqrt 2)`` the symbolic module's
+covariance $C = \begin{pmatrix} Q & R \\ R^\top & T \end{pmatrix}$. For ``g(z) = erf(z / sqrt 2)`` the symbolic module's
 ``erf_i4`` (``gaugedyn derive``, ``derivations/gaussian_erf.md``) gives them in closed form; for
 the linear activation ``I4 = C34``; for every other activation they are four-dimensional
 Gauss-Hermite integrals on the eigen factor of each 4 x 4 covariance
@@ -46,7 +46,7 @@ from ._params import PARAMS
 
 DIRECT_NODES = {1: 96, 2: 64, 3: 32, 4: 16}
 """Gauss-Hermite nodes per axis of the noise term's direct rule, by the rank of ``C`` (at most
-``16^4 = 65,536`` nodes: relative error about 2e-4 for erf at q ~ 1.5); above rank 4 the
+$16^4 = 65{,}536$ nodes: relative error about 2e-4 for erf at q ~ 1.5); above rank 4 the
 four-point integrals are used instead."""
 
 
@@ -83,8 +83,8 @@ def four_point(
 
 
 def pair_derivative(activation, Q) -> np.ndarray:
-    """``J_ij = E[g'(lambda_i) g'(lambda_j)] = dF/dc (Q_ii, Q_jj, Q_ij)`` (Price's theorem), the
-    label-noise part of the noise term: ``y = f*(x) + sigma xi`` adds ``sigma^2 a_i a_j J_ij``."""
+    r"""``J_ij = E[g'(lambda_i) g'(lambda_j)] = dF/dc (Q_ii, Q_jj, Q_ij)`` (Price's theorem), the
+    label-noise part of the noise term: $y = f^*(x) + \sigma \xi$ adds $\sigma^2 a_i a_j J_{ij}$."""
     d = np.diag(Q)
     return activation_of(activation).kernels[1](d[:, None], d[None, :], Q)[2]
 

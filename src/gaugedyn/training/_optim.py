@@ -1,21 +1,21 @@
-"""Step-size schedules and the batched update rules (pure functions of state and gradient).
+r"""Step-size schedules and the batched update rules (pure functions of state and gradient).
 
 Schedules (``k`` the 0-based step, ``N`` the number of steps, ``eta`` the base step):
 
-- ``constant``: ``eta_k = eta``;
-- ``cosine``: ``eta_k = eta_min + (eta - eta_min) (1 + cos(pi k / N)) / 2``;
-- ``inverse``: ``eta_k = eta / (1 + k / decay)``.
+- ``constant``: $\eta_k = \eta$;
+- ``cosine``: $\eta_k = \eta_{min} + (\eta - \eta_{min}) (1 + \cos(\pi k / N)) / 2$;
+- ``inverse``: $\eta_k = \eta / (1 + k / \mathit{decay})$.
 
 Updates, each elementwise with separately rounded operations (so a seed's arithmetic does not
 depend on how many seeds share the tensors):
 
-- SGD / GD: ``theta <- theta - eta_k g``;
+- SGD / GD: $\theta \leftarrow \theta - \eta_k g$;
 - Adam (as ``torch.optim.Adam``, ``eps`` outside the root, no weight decay):
-  ``m <- b1 m + (1 - b1) g``, ``v <- b2 v + (1 - b2) g^2``,
-  ``theta <- theta - eta_k (m / (1 - b1^k)) / (sqrt(v / (1 - b2^k)) + eps)``.
+  ``m <- b1 m + (1 - b1) g``, $v \leftarrow \beta_2 v + (1 - \beta_2) g^2$,
+  $\theta \leftarrow \theta - \eta_k (m / (1 - \beta_1^k)) / (\sqrt{v / (1 - \beta_2^k)} + \epsilon)$.
 
 Adam's factors may differ per copy (axis 0 of every tensor): each copy's ``b1``, ``1 - b1``,
-``1 - b1^k`` (and the same for ``b2``) is computed in Python double exactly as the one-pair path
+$1 - \beta_1^k$ (and the same for ``b2``) is computed in Python double exactly as the one-pair path
 computes its scalars, then enters the elementwise update as a column, so a copy's arithmetic is the
 one-pair run's operation for operation (the same bits; checked by the tests in float64 and
 float32). The update is the library's batched Adam, `gaugedyn.adam.batched_adam_step()`,

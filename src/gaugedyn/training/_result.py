@@ -1,7 +1,7 @@
-"""Training results: order parameters on the record grid and the observables computed from them.
+r"""Training results: order parameters on the record grid and the observables computed from them.
 
 All observables go through `gaugedyn.theory`'s definitions, applied to the order parameters
-``Q = W W^T``, ``R = W V^T`` of the trained weights (obtained with
+$Q = W W^\top$, $R = W V^\top$ of the trained weights (obtained with
 `gaugedyn.theory.order_parameters()`), so theory and simulation differ only in dynamics.
 """
 
@@ -155,7 +155,7 @@ class TrainResult:
         )
 
     def specialization_time(self, threshold: float | None = None) -> np.ndarray:
-        """``(S, M)``: first ``t`` with specialization ``s_n >= threshold``
+        r"""``(S, M)``: first ``t`` with specialization $s_n \ge \mathit{threshold}$
         (`gaugedyn.theory.specialization()`, sign-invariant for odd activations;
         `crossing_time()`)."""
         thr = self.definitions.threshold if threshold is None else threshold

@@ -1,16 +1,16 @@
-"""Training loops: full-batch GD, mini-batch and online SGD, Adam, for ``S`` seeds at once.
+r"""Training loops: full-batch GD, mini-batch and online SGD, Adam, for ``S`` seeds at once.
 
 Conventions (so that simulation and theory curves overlay):
 
-- fixed sample (``samples = n``): ``x_mu ~ N(0, I_D)``, ``mu = 1..n``, drawn once per seed;
-  the loss of a batch ``B`` is ``1/(2|B|) sum_{mu in B} (f(x_mu) - y_mu)^2``; the step is
-  ``theta <- theta - eta_k grad`` and the time is the gradient-flow time ``t = sum_k eta_k``
+- fixed sample (``samples = n``): $x_\mu \sim \mathcal{N}(0, I_D)$, $\mu = 1, \dots, n$, drawn once per seed;
+  the loss of a batch ``B`` is $\frac{1}{2|B|} \sum_{\mu \in B} (f(x_\mu) - y_\mu)^2$; the step is
+  $\theta \leftarrow \theta - \eta_k \nabla L$ and the time is the gradient-flow time $t = \sum_k \eta_k$
   (``= eta * steps`` at constant ``eta``);
 - online SGD (``samples = None``): a fresh batch each step, step ``eta_k / D`` on the batch loss,
   time ``t = steps / D`` (Saad & Solla; Goldt et al. 2019). The mean drift per unit ``t`` is
-  ``eta`` times the population gradient, so population-flow time is ``flow_time = eta t``;
+  ``eta`` times the population gradient, so population-flow time is $\mathit{flow\_time} = \eta t$;
 - online Adam: fresh batches, step ``eta_k`` (Adam is invariant to the gradient scale), time
-  ``t = sum_k eta_k``.
+  $t = \sum_k \eta_k$.
 
 Seeds: seed ``i`` draws data (and mini-batch orders) from its own generator
 (`gaugedyn.training._data.generator_seed()`); all arithmetic is batched over the seed axis
@@ -277,7 +277,7 @@ def _train_compiled(
 
 
 CHAIN_STEP_SECONDS = (2e-7, 2e-9)
-"""Seconds per step of the order-parameter chain, ``c0 + c1 (B P^2 + P^3 / 3)`` in
+"""Seconds per step of the order-parameter chain, $c_0 + c_1 (B P^2 + P^3 / 3)$ in
 `choose_backend()` (``P = K + M`` fields, batch ``B``): the draws, the Cholesky factor,
 the fields and the update of ``C``; 0.6 us per step at K = M = 4 whatever ``D``
 (``benchmarks/bench_online.py``, 1,659,000 steps per second)."""
