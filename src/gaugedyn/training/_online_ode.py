@@ -1,21 +1,26 @@
 r"""The classical online-SGD ODE (Saad & Solla 1995; Goldt et al. 2019) in this package's scaling.
 
 Online SGD with a fresh batch of ``B`` samples per step, step $\eta / D$ on the batch loss and
-time ``t = steps / D`` has, as ``D -> infinity``, deterministic order parameters obeying
+time $t = \mathit{steps} / D$ has, as $D \to \infty$, deterministic order parameters obeying
 
-    da_i/dt  = eta * (-dL/da_i),
-    dR_in/dt = eta * (-(2 G R + H T))_in,
-    dQ_ij/dt = eta * (-(2 G Q + 2 Q G + H R^T + R H^T))_ij
-               + (eta^2 / B) a_i a_j E[g'(lambda_i) g'(lambda_j) e^2],
+$$
+\begin{aligned}
+\frac{da_i}{dt} &= -\eta\, \frac{\partial L}{\partial a_i}, \qquad
+\frac{dR_{in}}{dt} = -\eta\, (2 G R + H T)_{in}, \\
+\frac{dQ_{ij}}{dt} &= -\eta\, (2 G Q + 2 Q G + H R^\top + R H^\top)_{ij}
++ \frac{\eta^2}{B}\, a_i a_j\, \mathbb{E}[g'(\lambda_i)\, g'(\lambda_j)\, e^2],
+\end{aligned}
+$$
 
-with $e = \sum_k a_k\, g(\lambda_k) - \sum_n b_n\, g(\nu_n)$; the ``eta`` terms are the population flow
-(`gaugedyn.theory.order_parameter_velocity()`) and the $\eta^2$ term is the gradient noise
-($|x|^2 \approx D$ makes it survive the limit). The noise term expands into the four-point integrals
-``I4(i, j, k, l) = E[g'(u_i) g'(u_j) g(u_k) g(u_l)]`` over the jointly Gaussian local fields with
-covariance $C = \begin{pmatrix} Q & R \\ R^\top & T \end{pmatrix}$. For ``g(z) = erf(z / sqrt 2)`` the symbolic module's
-``erf_i4`` (``gaugedyn derive``, ``derivations/gaussian_erf.md``) gives them in closed form; for
-the linear activation ``I4 = C34``; for every other activation they are four-dimensional
-Gauss-Hermite integrals on the eigen factor of each 4 x 4 covariance
+with $e = \sum_k a_k\, g(\lambda_k) - \sum_n b_n\, g(\nu_n)$; the $\eta$ terms are the population
+flow (`gaugedyn.theory.order_parameter_velocity()`) and the $\eta^2$ term is the gradient noise
+($|x|^2 \approx D$ makes it survive the limit). The noise term expands into the four-point
+integrals
+$I_4(i, j, k, l) = \mathbb{E}[g'(u_i)\, g'(u_j)\, g(u_k)\, g(u_l)]$ over the jointly Gaussian local fields with
+covariance $C$ of blocks $Q$, $R$, $R^\top$ and $T$. For $g(z) = \mathrm{erf}(z / \sqrt 2)$ the symbolic
+module's ``erf_i4`` (``gaugedyn derive``, ``derivations/gaussian_erf.md``) gives them in closed form; for
+the linear activation $I_4 = C_{34}$; for every other activation they are four-dimensional
+Gauss-Hermite integrals on the eigen factor of each $4 \times 4$ covariance
 (`gaugedyn.theory._quadrature.gaussian_product()`, $10^4$ nodes each: exact for
 polynomial ``g`` up to the degree it states, exponentially accurate for smooth ``g``, and only
 algebraically for ``g`` with a kink such as ReLU, where its error is what
