@@ -1,8 +1,8 @@
-"""The effective exponent of a loss along a line, at the scale of one update.
+r"""The effective exponent of a loss along a line, at the scale of one update.
 
 For ``f(s) = L(x + s u)`` (``u`` an update, so ``s = 1`` is one step) with its line minimum
 ``s*`` in ``[-search, search]`` (bounded Brent, `scipy.optimize.minimize_scalar()`), the
-rise ``D(s) = f(s* + s) - f(s*)`` is fitted as ``D ~ A |s|^n`` over ``|s|`` from ``lo`` to
+rise $D(s) = f(s^* + s) - f(s^*)$ is fitted as $D \approx A |s|^n$ over ``|s|`` from ``lo`` to
 ``step`` on both sides (``points`` log-spaced values a side): the **effective exponent** ``n`` is
 the least-squares slope of ``log D`` on ``log |s|`` (both sides pooled, and each side apart).
 A quadratic reads 2, $|x|^n / n$ reads $n$; a narrow quadratic core with a steep wall reads

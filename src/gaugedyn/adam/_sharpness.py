@@ -178,7 +178,7 @@ def hessian_vector_product(
 
 
 class _Arpack:
-    """``x -> P^{-1/2} H P^{-1/2} x`` in float64 numpy, the ``matvec`` of ARPACK's operator."""
+    r"""$x \mapsto P^{-1/2} H P^{-1/2} x$ in float64 numpy, the ``matvec`` of ARPACK's operator."""
 
     def __init__(self, graph: _Graph, s: torch.Tensor):
         self.graph, self.s = graph, s

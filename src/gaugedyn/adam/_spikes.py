@@ -1,4 +1,4 @@
-"""The loss-spike detector, defined once for the 1-D maps, the training tasks and any loss curve.
+r"""The loss-spike detector, defined once for the 1-D maps, the training tasks and any loss curve.
 
 The detector reads a loss at full resolution: every step enters, through statistics of blocks of
 consecutive steps accumulated as the loss is computed (in the compiled 1-D map, in the batched
@@ -6,7 +6,7 @@ training loop, or here from a stored curve); nothing is sampled. With ``ell_t = 
 clipped at the float's floor (the log10 of the smallest loss the computation resolves; an exact
 zero is *below resolution*, not ``-inf`` decades):
 
-- **horizon** ``H = ceil(HORIZON_MEMORIES * max(1/(1 - beta1), 1/(1 - beta2)))`` steps: three
+- **horizon** $H = \lceil \mathtt{HORIZON\_MEMORIES} \cdot \max(1/(1 - \beta_1), 1/(1 - \beta_2)) \rceil$ steps: three
   e-folds of the slower moment;
 - **sampling**: blocks of ``b = max(block_min, ceil(H / blocks_per_horizon))`` consecutive steps
   (`block_size()`); per block its median (the lower median, the ``ceil(b/2)``-th smallest

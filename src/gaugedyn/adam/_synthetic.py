@@ -1,16 +1,22 @@
-"""Synthetic gradient signals and the series terms the measured parts must approach.
+r"""Synthetic gradient signals and the series terms the measured parts must approach.
 
-A signal is ``g_k = G(lam (k - T))`` for steps ``k = 1..T``: ``lam`` is its slowness (the memory
-measured in signal time scales is ``eps = tau2 lam``). For weights ``(1-b) b^j`` the EMA moments
-are ``E[j] = tau - 1`` and ``E[j^2]/2 = mu(tau) = (tau-1)(2 tau-1)/2``, so for a slowly varying
-signal of constant sign (``g' = dg/dk``)
+A signal is $g_k = G(\lambda (k - T))$ for steps $k = 1, \dots, T$: $\lambda$ (``lam``) is its
+slowness (the memory measured in signal time scales is $\epsilon = \tau_2 \lambda$). For weights
+$(1-b)\, b^j$ the EMA moments are $\mathbb{E}[j] = \tau - 1$ and
+$\mathbb{E}[j^2]/2 = \mu(\tau) = (\tau-1)(2\tau-1)/2$, so for a slowly varying signal of constant
+sign ($g' = dg/dk$)
 
-    lag   = (tau2-tau1) g'/|g| + [(mu1-mu2) g'' + (tau2-tau1)(tau2-1) g'^2/g]/|g| + O(eps^3)
-    ratio = -sign(g) tau2 (tau2-1) (g'/g)^2 / 2 + O(eps^3)
-    transition = 0,  sign = sign(g).
+$$
+\begin{aligned}
+\mathrm{lag} &= (\tau_2-\tau_1)\, g'/|g|
++ \left[(\mu_1-\mu_2)\, g'' + (\tau_2-\tau_1)(\tau_2-1)\, g'^2/g\right]/|g| + O(\epsilon^3), \\
+\mathrm{ratio} &= -\operatorname{sign}(g)\, \tau_2 (\tau_2-1) (g'/g)^2 / 2 + O(\epsilon^3), \\
+\mathrm{transition} &= 0, \qquad \mathrm{sign} = \operatorname{sign}(g).
+\end{aligned}
+$$
 
-The first-order lag is exactly the continuous-time term ``(tau2-tau1) g'/|g|``; the discrete
-``-1`` shifts cancel in it. The ``g''`` term is the curvature part of the lag.
+The first-order lag is exactly the continuous-time term $(\tau_2-\tau_1)\, g'/|g|$; the discrete
+$-1$ shifts cancel in it. The ``g''`` term is the curvature part of the lag.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ def _tau(beta: float) -> float:
 
 
 def series_terms(g, dg, d2g, beta1: float, beta2: float) -> dict[str, np.ndarray]:
-    """The series terms of the parts at a point with gradient ``g``, ``g'``, ``g''`` (per step).
+    r"""The series terms of the parts at a point with gradient ``g``, ``g'``, ``g''`` (per step).
 
     Parameters
     ----------
@@ -45,15 +51,15 @@ def series_terms(g, dg, d2g, beta1: float, beta2: float) -> dict[str, np.ndarray
         The gradient and its first and second derivatives in steps, at the point (arrays
         broadcast together).
     beta1 : float
-        The first moment's decay; ``tau1 = 1/(1 - beta1)``.
+        The first moment's decay; $\tau_1 = 1/(1 - \beta_1)$.
     beta2 : float
-        The second moment's decay; ``tau2 = 1/(1 - beta2)``.
+        The second moment's decay; $\tau_2 = 1/(1 - \beta_2)$.
 
     Returns
     -------
     dict[str, numpy.ndarray]
         ``sign``, ``lag1`` (first order), ``curvature`` (the ``g''`` term of the lag),
-        ``lag_cross`` (its ``g'^2`` term), ``lag2 = lag1 + curvature + lag_cross`` and
+        ``lag_cross`` (its $g'^2$ term), ``lag2 = lag1 + curvature + lag_cross`` and
         ``ratio2``; ``inf`` or ``nan`` where ``g = 0``.
     """
     g, dg, d2g = (np.asarray(a, dtype=float) for a in (g, dg, d2g))
@@ -80,10 +86,10 @@ def _terms(g, dg, d2g, a, t1, t2, mu1, mu2):
 
 
 def signal_history(signal: str, lams, beta: float, points=(0.0,), burn: float = 60.0):
-    """Gradient histories ``(T, len(lams), len(points))`` ending at ``G(point)`` for each column.
+    r"""Gradient histories ``(T, len(lams), len(points))`` ending at ``G(point)`` for each column.
 
-    ``beta`` is the longest memory; ``T = burn * tau`` steps so the bias-correction transient is
-    ``< e^-burn``.
+    ``beta`` is the longest memory; $T = \mathit{burn} \cdot \tau$ steps so the bias-correction transient is
+    $< e^{-\mathit{burn}}$.
     Returns ``(grads, x_end)`` with ``x_end`` the signal argument of the last step per column.
     """
     if signal not in SIGNALS:

@@ -72,8 +72,8 @@ COMPILED_FLOW = ("relu", "erf", "linear", "leaky_relu", "abs")
 """The built-in activations whose order-parameter flow is compiled (`._compiled_flow`)."""
 
 TIGHT_RTOL = 1e-10
-"""Below this ``rtol`` the numpy path of ``"auto"`` takes the exact Jacobian (``"lsoda"``), not
-forward differences: a difference quotient with step ``sqrt(eps) |y|`` carries a relative error
+r"""Below this ``rtol`` the numpy path of ``"auto"`` takes the exact Jacobian (``"lsoda"``), not
+forward differences: a difference quotient with step $\sqrt{\epsilon}\, |y|$ carries a relative error
 of about ``1.5e-8``, which a Newton iteration held to ``rtol`` far below it cannot rely on; the
 exact Jacobian has no such floor. Measured (random problems, D = 50, K = M = 4, to t = 1000,
 CPU s on the shared two-core machine at load 15-19, 2026-12-06): ReLU at rtol 1e-10 (the kink)

@@ -1,16 +1,19 @@
-"""Batched Rodas4: an L-stable Rosenbrock method advancing ``B`` trajectories at once.
+r"""Batched Rodas4: an L-stable Rosenbrock method advancing ``B`` trajectories at once.
 
-Each trajectory has its own adaptive step. A step of size ``h`` from ``y`` with ``J = df/dy``
-solves, for ``i = 1..6``,
+Each trajectory has its own adaptive step. A step of size ``h`` from ``y`` with $J = \partial f/\partial y$
+solves, for $i = 1, \dots, 6$,
 
-    (I / (gamma h) - J) k_i = f(y + sum_{j<i} a_ij k_j) + sum_{j<i} (c_ij / h) k_j,
+$$
+\left(\frac{I}{\gamma h} - J\right) k_i = f\Big(y + \sum_{j<i} a_{ij} k_j\Big)
++ \sum_{j<i} \frac{c_{ij}}{h} k_j,
+$$
 
-then ``y_new = y + sum_j a_6j k_j + k_6`` (stiffly accurate), and ``k_6`` is the embedded error
+then $y_{new} = y + \sum_j a_{6j} k_j + k_6$ (stiffly accurate), and ``k_6`` is the embedded error
 estimate (Hairer & Wanner, *Solving ODEs II*, Sect. IV.7, in the ``k``-form of their code
 ``RODAS``). The system is autonomous, so the time-derivative terms vanish. Dense output is the
 method's own continuous extension (order 3, built from the stages ``k_1..k_5``); events are
 located on it by vectorised regula falsi. Linear algebra goes through LAPACK: one factorisation
-of ``I/(gamma h) - J`` per step and trajectory (a batched inverse for small systems, an LU
+of $I/(\gamma h) - J$ per step and trajectory (a batched inverse for small systems, an LU
 factorisation otherwise), reused by the six stages.
 
 The integrator is split as scipy's ``OdeSolver`` is: `init()` builds the state of the
@@ -78,8 +81,8 @@ _EPS4 = 4 * np.finfo(float).eps
 
 
 def dense(s, y0, y1, d1, d2):
-    """Rodas4 continuous extension at ``t0 + s h``:
-    ``(1 - s) y0 + s (y1 + (1 - s)(d1 + s d2))`` with ``d_r = sum_j H_rj k_j``."""
+    r"""Rodas4 continuous extension at ``t0 + s h``:
+    $(1 - s)\, y_0 + s\, (y_1 + (1 - s)(d_1 + s\, d_2))$ with $d_r = \sum_j H_{rj} k_j$."""
     s = s[:, None]
     return (1 - s) * y0 + s * (y1 + (1 - s) * (d1 + s * d2))
 
@@ -407,7 +410,7 @@ def _initial_step(sys: System, st: State, act) -> None:
 
 
 class Factorization:
-    """``M = I/(gamma h) - J`` factorised once per step through LAPACK, solved six times: a
+    r"""$M = I/(\gamma h) - J$ factorised once per step through LAPACK, solved six times: a
     batched inverse (``numpy.linalg.inv``, one call for the whole batch) for ``n <= 48``, where
     the per-call cost of a per-matrix LU would dominate; per-matrix LU (``scipy.linalg.lu_factor``,
     ``getrf``, a third of the inverse's flops) for larger systems."""
@@ -461,7 +464,7 @@ def attempt(sys: System, st: State, act):
 
 
 def control(sys: System, st: State, act, y_new, err, ks, hh) -> None:
-    """Accept the steps with ``err <= 1``, reject the others; next step ``h 0.9 err^(-1/4)``
+    r"""Accept the steps with $\mathit{err} \le 1$, reject the others; next step $0.9\, h\, \mathit{err}^{-1/4}$
     (factor within ``[0.2, 6]``, not growing right after a rejection)."""
     err = np.where(np.isfinite(err) & np.all(np.isfinite(y_new), axis=1), err, np.inf)
     ok = err <= 1.0

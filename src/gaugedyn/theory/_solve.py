@@ -149,8 +149,8 @@ measured with ``solve(dynamics="gd")`` over 2,000 steps on a loaded two-core x86
 
 
 def gd_flop(K: int, M: int, width: int) -> float:
-    """Floating-point operations of one gradient-descent step beyond the fixed cost:
-    ``60 width (K + M) + 12 K^2 (K + M)``, with ``width`` the columns of the state (``D`` in weight
+    r"""Floating-point operations of one gradient-descent step beyond the fixed cost:
+    $60\, \mathit{width}\, (K + M) + 12 K^2 (K + M)$, with ``width`` the columns of the state (``D`` in weight
     space, ``K + M`` for the span and the order parameters). Within a factor 2 of the CPU time
     measured at ``(K, D)`` = (1, 1e4), (1, 1e5), (8, 1e4) in weight space and K = 64 in order
     parameters, at `gaugedyn._options.FLOP_RATE`."""
