@@ -9,11 +9,11 @@ y = W_O \big[\mathrm{softmax}\big(Q_i K_{i//g}^\top / \sqrt{d}\big) V_{i//g}\big
 \qquad Q_i = x W_{Q,i}^\top,\ K_j = x W_{K,j}^\top,\ V_j = x W_{V,j}^\top,
 $$
 
-``W_{Q,i}`` rows ``i d .. (i+1) d - 1`` of ``q_proj.weight`` (biases appended where present).
-A group ``j`` has the symmetries ``W_{Q,i} -> A W_{Q,i}`` for every query head ``i`` of the
-group with ``W_{K,j} -> A^{-T} W_{K,j}``, and ``W_{V,j} -> B W_{V,j}`` with
-``W_O[:, i] -> W_O[:, i] B^{-1}`` (``A, B`` in ``GL(d)``), so gradient flow conserves
-``sum_i W_{Q,i} W_{Q,i}^T - W_{K,j} W_{K,j}^T`` and ``W_{V,j} W_{V,j}^T - sum_i
+$W_{Q,i}$ rows ``i d .. (i+1) d - 1`` of ``q_proj.weight`` (biases appended where present).
+A group ``j`` has the symmetries $W_{Q,i} \to A W_{Q,i}$ for every query head ``i`` of the
+group with $W_{K,j} \to A^{-\top} W_{K,j}$, and $W_{V,j} \to B W_{V,j}$ with
+$W_{O,i} \to W_{O,i} B^{-1}$ (``A, B`` in ``GL(d)``), so gradient flow conserves
+$\sum_i W_{Q,i} W_{Q,i}^\top - W_{K,j} W_{K,j}^\top$ and ``W_{V,j} W_{V,j}^T - sum_i
 W_{O,i}^T W_{O,i}`` (``d x d`` per group). ``G = H`` is multi-head attention, ``G = 1``
 multi-query attention.
 """

@@ -1,45 +1,45 @@
-"""Gaussian expectations of any activation by quadrature: the pair and self kernels the flow needs.
+r"""Gaussian expectations of any activation by quadrature: the pair and self kernels the flow needs.
 
-For ``(x1, x2) ~ N(0, C)``, ``C = [[q1, c], [c, q2]]``, ``rho = c / sqrt(q1 q2)``,
-``sigma = sqrt(1 - rho^2)``, the kernels are
+For $(x_1, x_2) \sim \mathcal{N}(0, C)$, ``C = [[q1, c], [c, q2]]``, $\rho = c / \sqrt{q_1 q_2}$,
+$\sigma = \sqrt{1 - \rho^2}$, the kernels are
 
     F(q1, q2, c) = E[g(x1) g(x2)],         S(q) = E[g(x)^2],  x ~ N(0, q),
 
 with the first derivatives from Price's theorem (``dE[h(x)]/dC_12 = E[d1 d2 h]``,
-``dE[h(x)]/dC_11 = E[d1^2 h] / 2``),
+$\partial \mathbb{E}[h(x)]/\partial C_{11} = \mathbb{E}[\partial_1^2 h] / 2$),
 
     dF/dc = E[g'(x1) g'(x2)],   dF/dq1 = E[g''(x1) g(x2)] / 2,   dS/dq = E[g'(x)^2 + g g''(x)],
 
 and the second derivatives by differentiating the Gaussian density of those first-derivative
-integrands (the score ``d log p / dC``: ``s_q1 = (y1^2 - A11) / 2``, ``s_q2 = (y2^2 - A22) / 2``,
-``s_c = y1 y2 - A12`` with ``A = C^-1``, ``y = A x``), e.g. ``d2F/dc dq1 = E[g'(x1) g'(x2) s_q1]``.
-Values and first derivatives stay finite for aligned pairs (``sigma = 0``); second derivatives
+integrands (the score ``d log p / dC``: $s_{q_1} = (y_1^2 - A_{11}) / 2$, $s_{q_2} = (y_2^2 - A_{22}) / 2$,
+``s_c = y1 y2 - A12`` with $A = C^{-1}$, ``y = A x``), e.g. ``d2F/dc dq1 = E[g'(x1) g'(x2) s_q1]``.
+Values and first derivatives stay finite for aligned pairs ($\sigma = 0$); second derivatives
 divide by ``sigma`` as the ReLU closed forms do.
 
 Two rules, vectorised over all pairs at once (every input broadcasts; the result has the
 broadcast shape):
 
-- smooth ``g`` (``homogeneous=False``): the Hermite (Mehler) expansion. With ``x = sqrt(q) z``
+- smooth ``g`` (``homogeneous=False``): the Hermite (Mehler) expansion. With $x = \sqrt{q}\, z$
   and the orthonormal Hermite coefficients ``A_k(q) = E[g(sqrt(q) z) He_k(z)] / sqrt(k!)``,
 
       F(q1, q2, c) = sum_{k=0}^{N} A_k(q1) A_k(q2) rho^k,
 
   truncated at ``N`` terms (``HERMITE_TERMS = 96`` by default; ``nodes`` sets it). The
-  coefficients and their ``q``-derivatives ``A_k' = E[g'(x) z He_k] / (2 sqrt(q k!))``,
-  ``A_k'' = E[g''(x) z^2 He_k] / (4 q sqrt(k!)) - E[g'(x) z He_k] / (4 q^(3/2) sqrt(k!))`` come
+  coefficients and their ``q``-derivatives $A_k' = \mathbb{E}[g'(x)\, z\, \mathrm{He}_k] / (2 \sqrt{q\, k!})$,
+  $A_k'' = \mathbb{E}[g''(x)\, z^2 \mathrm{He}_k] / (4 q \sqrt{k!}) - \mathbb{E}[g'(x)\, z\, \mathrm{He}_k] / (4 q^{3/2} \sqrt{k!})$ come
   from one one-dimensional Gauss-Hermite rule with ``4 N`` nodes per distinct ``q`` (so ``g``,
   ``g'``, ``g''`` are evaluated ``12 N`` times per distinct diagonal entry, not per pair: the
-  ``K + M`` diagonal entries of ``Q`` and ``T`` serve all ``K^2 + K M`` pairs), and every
-  derivative of ``F`` in ``(q1, q2, c)`` is the chain rule through ``rho = c / sqrt(q1 q2)``
-  applied to the series (exact, finite at ``|rho| = 1``). By Parseval, ``sum_k A_k(q)^2 =
+  ``K + M`` diagonal entries of ``Q`` and ``T`` serve all $K^2 + K M$ pairs), and every
+  derivative of ``F`` in ``(q1, q2, c)`` is the chain rule through $\rho = c / \sqrt{q_1 q_2}$
+  applied to the series (exact, finite at $|\rho| = 1$). By Parseval, ``sum_k A_k(q)^2 =
   S(q)``, so the truncation error of ``F`` is at most ``sqrt(tail(q1) tail(q2)) |rho|^(N+1)``
-  with ``tail(q) = S(q) - sum_{k<=N} A_k(q)^2``. Exact for polynomial ``g`` of degree
+  with $\mathrm{tail}(q) = S(q) - \sum_{k \le N} A_k(q)^2$. Exact for polynomial ``g`` of degree
   ``<= N``; geometric in ``N`` for entire ``g`` (erf: 1e-15); for ``g`` analytic in a strip
-  of half-width ``a / sqrt(q)`` the coefficients fall like ``exp(-a sqrt(2 k / q))`` (tanh,
-  ``a = pi / 2``: about 1e-9 at ``q <= 2``, 1e-6 at ``q = 9``; raise ``nodes`` for more);
+  of half-width $a / \sqrt{q}$ the coefficients fall like ``exp(-a sqrt(2 k / q))`` (tanh,
+  $a = \pi / 2$: about 1e-9 at $q \le 2$, 1e-6 at ``q = 9``; raise ``nodes`` for more);
 - positively homogeneous ``g`` of degree 1 (``g(t x) = t g(x)`` for ``t > 0``: ReLU, leaky ReLU,
-  absolute value): polar coordinates ``z = r (cos theta, sin theta)``. The integrand is a
-  polynomial in ``r`` (exact with a two-node Gauss-Laguerre rule in ``r^2 / 2``) and, between
+  absolute value): polar coordinates $z = r (\cos \theta, \sin \theta)$. The integrand is a
+  polynomial in ``r`` (exact with a two-node Gauss-Laguerre rule in $r^2 / 2$) and, between
   the four angles where ``x1`` or ``x2`` changes sign, a smooth function of ``theta``
   (Gauss-Legendre with ``n`` nodes on each arc, ``POLAR_NODES = 16`` by default): the kinks at 0
   are never integrated across, and the rule reaches round-off (ReLU: 1e-15 against its closed
@@ -61,13 +61,13 @@ from scipy.special import roots_hermitenorm, roots_laguerre, roots_legendre
 
 _RADIAL_NODES = 2
 HESSIAN_RHO_MAX = 1.0 - 1e-4
-"""Second derivatives of pairs with ``|rho| > HESSIAN_RHO_MAX`` are taken at ``|rho| =
-HESSIAN_RHO_MAX``: the density's score divides by ``sigma^4``, so closer to alignment its
+r"""Second derivatives of pairs with ``|rho| > HESSIAN_RHO_MAX`` are taken at ``|rho| =
+HESSIAN_RHO_MAX``: the density's score divides by $\sigma^4$, so closer to alignment its
 cancellation leaves nothing (the Hessian enters only Jacobians; for smooth ``g`` the shift
 changes it by ``O(1e-4)``, for ReLU-like ``g`` it is ``O(1 / sigma)`` there anyway)."""
 HERMITE_TERMS = 96
-"""Default number of terms ``N`` of the smooth rule's Hermite expansion (erf: error bound 1e-15
-for ``q <= 2``; tanh: 1e-9, its poles at ``z = i pi / (2 sqrt q)`` are near the real axis)."""
+r"""Default number of terms ``N`` of the smooth rule's Hermite expansion (erf: error bound 1e-15
+for $q \le 2$; tanh: 1e-9, its poles at $z = i \pi / (2 \sqrt q)$ are near the real axis)."""
 COEFFICIENT_NODES = 4
 """Gauss-Hermite nodes per term of the one-dimensional rule for the Hermite coefficients (``4 N``:
 at tanh, ``q = 9``, the pair kernel's error is 3e-7 with ``2 N``, 7e-10 with ``4 N``; the rule
@@ -164,8 +164,8 @@ class PairQuadrature:
         )
 
     def coefficient_rule(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(z, w, basis)`` of the smooth rule: the ``4 N`` Gauss-Hermite nodes, their weights
-        (summing to 1) and ``basis[k, j] = w_j He_k(z_j) / sqrt(k!)`` (``k = 0..N``), so that
+        r"""``(z, w, basis)`` of the smooth rule: the ``4 N`` Gauss-Hermite nodes, their weights
+        (summing to 1) and $\mathrm{basis}_{kj} = w_j \mathrm{He}_k(z_j) / \sqrt{k!}$ (``k = 0..N``), so that
         ``A_k(q) = sum_j basis[k, j] g(sqrt(q) z_j)`` (the compiled online ODE reads them)."""
         if self.homogeneous:
             raise ValueError("the polar rule has no Hermite coefficient rule")
@@ -353,7 +353,7 @@ class PairQuadrature:
         return np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
 
     def _series(self, shape, q1, q2, c, hess: bool):
-        """The smooth rule (module docstring): ``F = Phi(q1, q2, rho)`` with ``Phi = sum_k
+        r"""The smooth rule (module docstring): $F = \Phi(q_1, q_2, \rho)$ with ``Phi = sum_k
         A_k(q1) A_k(q2) rho^k``; the derivatives in ``(q1, q2, c)`` by the chain rule. The last
         call is remembered, so the value, gradient and Hessian of one state cost one series."""
         key = (q1.tobytes(), q2.tobytes(), c.tobytes())
@@ -383,8 +383,8 @@ class PairQuadrature:
 
 
 def mehler(one, two, q1, q2, c, hess: bool):
-    """``F(q1, q2, c) = Phi(q1, q2, rho) = sum_k A_k(q1) B_k(q2) rho^k`` with its gradient and
-    (if ``hess``) Hessian in ``(q1, q2, c)`` by the chain rule through ``rho = c / sqrt(q1 q2)``.
+    r"""$F(q_1, q_2, c) = \Phi(q_1, q_2, \rho) = \sum_k A_k(q_1) B_k(q_2) \rho^k$ with its gradient and
+    (if ``hess``) Hessian in ``(q1, q2, c)`` by the chain rule through $\rho = c / \sqrt{q_1 q_2}$.
 
     ``one``, ``two`` ``(P, 3, N + 1)``: the orthonormal Hermite coefficients of the two functions
     at ``q1`` and ``q2`` and their first and second ``q``-derivatives (module docstring); the two
@@ -429,10 +429,10 @@ def mehler(one, two, q1, q2, c, hess: bool):
 
 
 def homogeneous_coefficients(up: float, down: float, q, terms: int) -> np.ndarray:
-    """``(len(q), 3, terms + 1)``: the orthonormal Hermite coefficients of ``g(sqrt(q) z)`` for
+    r"""``(len(q), 3, terms + 1)``: the orthonormal Hermite coefficients of ``g(sqrt(q) z)`` for
     ``g = up relu + down relu(-.)`` and their ``q``-derivatives, exactly: ``A_k(q) = sqrt(q)
-    a_k`` with ``a_0 = (up + down) / sqrt(2 pi)``, ``a_1 = (up - down) / 2`` and ``a_k = (up +
-    (-1)^k down) He_{k-2}(0) / sqrt(2 pi k!)`` for ``k >= 2`` (``E[relu(z) He_k(z)] =
+    a_k`` with $a_0 = (\mathit{up} + \mathit{down}) / \sqrt{2 \pi}$, ``a_1 = (up - down) / 2`` and ``a_k = (up +
+    (-1)^k down) He_{k-2}(0) / sqrt(2 pi k!)`` for $k \ge 2$ (``E[relu(z) He_k(z)] =
     E[delta(z) He_{k-2}(z)]`` by parts twice)."""
     a = np.zeros(terms + 1)
     a[0] = (up + down) / np.sqrt(2 * np.pi)
