@@ -703,6 +703,16 @@ def _plain(text: object) -> str:
     return " ".join(str(text).split()).replace("[", "\\[").replace("]", "\\]")
 
 
+def _require_run(block: str, experiment: str, data: dict[str, dict]) -> None:
+    """Refuse (`InputError`) a ``publish:BLOCK`` of an experiment with no published run, naming
+    the published ones."""
+    if experiment not in data:
+        raise InputError(
+            f"publish:{block} {experiment}: no {DATA}/{experiment}/summary.json; "
+            f"published runs: {', '.join(sorted(data)) or 'none'}"
+        )
+
+
 def claims_table(experiment: str, data: dict[str, dict]) -> list[str]:
     """Every claim of one published run: kind, measured value, 95% interval, rule and verdict (and
     the verdict over the set-up space where a claim has ``robustness``), then the claims'
@@ -726,11 +736,7 @@ def claims_table(experiment: str, data: dict[str, dict]) -> list[str]:
         When ``data`` has no run of ``experiment`` (naming the published ones).
     """
 
-    if experiment not in data:
-        raise InputError(
-            f"publish:claims {experiment}: no {DATA}/{experiment}/summary.json; "
-            f"published runs: {', '.join(sorted(data)) or 'none'}"
-        )
+    _require_run("claims", experiment, data)
     summary = data[experiment]
     robust = any(c.get("robustness") for c in summary.get("claims", []))
     lines = [
@@ -781,11 +787,7 @@ def readings_table(experiment: str, data: dict[str, dict]) -> list[str]:
     """
     from .harness import verdict_word
 
-    if experiment not in data:
-        raise InputError(
-            f"publish:readings {experiment}: no {DATA}/{experiment}/summary.json; "
-            f"published runs: {', '.join(sorted(data)) or 'none'}"
-        )
+    _require_run("readings", experiment, data)
     claims = data[experiment].get("claims", [])
     robust = any(c.get("robustness") for c in claims)
     lines = [
@@ -832,11 +834,7 @@ def breakdown_table(experiment: str, data: dict[str, dict]) -> list[str]:
     """
     from .harness import verdict_word
 
-    if experiment not in data:
-        raise InputError(
-            f"publish:breakdown {experiment}: no {DATA}/{experiment}/summary.json; "
-            f"published runs: {', '.join(sorted(data)) or 'none'}"
-        )
+    _require_run("breakdown", experiment, data)
     findings = [c for c in data[experiment].get("claims", []) if c.get("kind") == "finding"]
     dims: list[str] = []
     for c in findings:
@@ -1172,11 +1170,7 @@ def figures_block(
         When ``data`` has no run of ``experiment``, or one of its PNG figures is neither under
         ``docs/figures/<experiment>/`` nor pending.
     """
-    if experiment not in data:
-        raise InputError(
-            f"publish:figures {experiment}: no {DATA}/{experiment}/summary.json; "
-            f"published runs: {', '.join(sorted(data)) or 'none'}"
-        )
+    _require_run("figures", experiment, data)
     lines = []
     for fig in data[experiment].get("figures", []):
         for png in (f for f in fig.get("files", []) if f.endswith(".png")):
