@@ -760,6 +760,63 @@ def test_table3_criteria_read_each_readings_letters_beside_the_papers():
         )
 
 
+def test_an_extensions_stored_calibration_is_reused_by_runs_with_its_settings(tmp_path):
+    """A calibration stored beside the full one as ``calibration.<name>.json`` is the set-up of
+    every run whose set-up settings equal its own (one task per table); a run of another
+    extension, or one asked to recalibrate, still calibrates."""
+    from gaugedyn.experiments.adam_state import _extensions as sx
+
+    keys = sc.setup_keys(E.params)
+    base = sc.stored()
+    ext = json.loads(json.dumps(base)) | {"date": "the extension's"}
+    ext["settings"]["beta2"] = 0.9
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(base))
+    (tmp_path / sx.calibration_file("beta2 = 0.9")).write_text(json.dumps(ext))
+    assert sx.calibration_file("beta2 = 0.9") == "calibration.beta2-0.9.json"
+    assert sx.calibration_file("baseline") == "calibration.json"
+
+    def plan(**over):
+        config = config_of(E, quick=False, **over)
+        return sc.plan(config | {k: ss._list(config[k]) for k in sc.FAMILY_KEYS}, keys, path)
+
+    got = plan(beta2=0.9)
+    assert got["source"] == "stored" and got["file"] == "calibration.beta2-0.9.json"
+    assert got["date"] == "the extension's" and "calibration.beta2-0.9.json" in sc.describe(got)
+    assert plan()["file"] == "calibration.json" and plan()["date"] == base["date"]
+    other = plan(beta2=0.99)
+    assert other["source"] == "calibrate" and "beta2 = 0.999 there, 0.99 here" in other["reason"]
+    assert plan(beta2=0.9, recalibrate=True)["source"] == "calibrate"
+    assert sx.calibration_command("beta2 = 0.9").endswith(
+        "--set beta2=0.9 --out src/gaugedyn/experiments/adam_state/calibration.beta2-0.9.json"
+    )
+
+
+def test_the_committed_extension_calibrations_are_their_declared_settings_and_re_derive():
+    """Every committed ``calibration.<name>.json`` is a declared extension's: its set-up
+    settings are the full calibration's with exactly that extension's changed, made by that
+    extension's command, its selection re-derives from its rows, and a run with those settings
+    reuses it, one task per table."""
+    from gaugedyn.experiments.adam_state import _extensions as sx
+
+    base = sc.stored()
+    files = {sx.calibration_file(n): n for n in sx.EXTENSIONS}
+    for path in sorted(sc.STORED.parent.glob(sc.OTHER_FAMILIES)):
+        name = files[path.name]
+        record = json.loads(path.read_text())
+        changed = {k: v for k, v in record["settings"].items() if base["settings"].get(k) != v}
+        assert changed == sx.EXTENSIONS[name], path.name
+        assert record["command"] == sx.calibration_command(name).split(" --out ")[0]
+        assert record["calibration_seeds"] == base["calibration_seeds"]
+        assert sc.rederive(record) == [], path.name
+        cfg = load_config(
+            "simulations/shared_representation.toml",
+            overrides=[f"{k}={v}" for k, v in sx.EXTENSIONS[name].items()],
+        )
+        assert [t["tables"] for t in cfg.tasks] == [[t] for t in ss.TABLES]
+        assert {t["calibration"]["file"] for t in cfg.tasks} == {path.name}
+
+
 def test_the_three_target_search_stops_at_the_first_setting_with_a_choice():
     from gaugedyn.experiments.adam_state import _extensions as sx
 

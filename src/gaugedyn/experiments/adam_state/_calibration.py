@@ -11,7 +11,10 @@ whose set-up settings (`SETUP_KEYS`: everything but the seed counts, the horizon
 record interval) equal the stored ones reuses that choice, and says so. A run recalibrates
 instead when asked (``recalibrate = true``), or when its settings differ from the stored ones
 (an extension such as ``--set beta2=0.9`` defines another set-up family; the record names the
-keys that differ). A run that narrows the family (``--set d_Z=3``, ``--set acquisition=rate``)
+keys that differ) and from those of every other family's calibration stored beside it
+(`OTHER_FAMILIES`: ``--set beta2=0.9 --out .../calibration.beta2-0.9.json`` stores one, with
+the same seed rule, so a run with those settings reuses it and, like the full run, is one task
+per table, each resumable, instead of one task that calibrates and measures). A run that narrows the family (``--set d_Z=3``, ``--set acquisition=rate``)
 with every other set-up setting equal reuses the stored rows of the candidates it keeps and
 applies the same choice rule to them (source ``"stored subset"``), and says so.
 
@@ -34,6 +37,10 @@ from pathlib import Path
 
 STORED = Path(__file__).with_name("calibration.json")
 """The full configuration's calibration (committed with the package)."""
+OTHER_FAMILIES = "calibration.*.json"
+"""The calibrations of other set-up families stored beside `STORED` (Table 3's extensions,
+``calibration.<name>.json``, `._extensions.calibration_file()`): a run whose set-up settings
+equal one's reuses it as it reuses `STORED`."""
 NOT_SETUP = (
     "recalibrate",
     "pulse",
@@ -92,21 +99,25 @@ def plan(config: dict, keys, path: Path = STORED) -> dict:
     (asked to recalibrate, no stored record, or set-up settings that differ)."""
     if config.get("recalibrate"):
         return {"source": "calibrate", "reason": "recalibrate = true"}
+    for where in (Path(path), *sorted(Path(path).parent.glob(OTHER_FAMILIES))):
+        rec = stored(where)
+        if rec is not None and all(
+            _plain(config.get(k)) == _plain(rec["settings"].get(k)) for k in keys
+        ):
+            from ._stages import choose, choose_readings
+
+            rows = rec["candidates"]
+            return {
+                "source": "stored",
+                "file": where.name,
+                **rec,
+                **choose(rows),
+                "readings": choose_readings(rows),
+            }
     record = stored(path)
     if record is None:
         return {"source": "calibrate", "reason": f"no stored calibration ({Path(path).name})"}
     differ = [k for k in keys if _plain(config.get(k)) != _plain(record["settings"].get(k))]
-    if not differ:
-        from ._stages import choose, choose_readings
-
-        rows = record["candidates"]
-        return {
-            "source": "stored",
-            "file": Path(path).name,
-            **record,
-            **choose(rows),
-            "readings": choose_readings(rows),
-        }
     narrowed = [
         k
         for k in differ
@@ -309,7 +320,12 @@ def main(argv=None) -> int:
         metavar="KEY=VALUE",
         help="an override of the configuration (a full run's settings by default)",
     )
-    p.add_argument("--out", default=str(STORED), help="where to store the record")
+    p.add_argument(
+        "--out",
+        default=str(STORED),
+        help="where to store the record (another family's, e.g. an extension's: "
+        "calibration.<name>.json beside calibration.json, which runs with its settings reuse)",
+    )
     p.add_argument(
         "--workers",
         type=int,

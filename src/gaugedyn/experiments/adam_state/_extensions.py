@@ -12,7 +12,9 @@ the criterion is satisfied; ``N``: an interval establishes failure; ``?``: unres
 
 Each extension (`EXTENSIONS`) is the declared experiment with one set-up setting changed,
 run with the same protocol (``gaugedyn run simulations/shared_representation.toml --set ...``:
-another set-up family, so it calibrates its own choice); `criteria()` reads the four letters
+another set-up family, so it calibrates its own choice by the same rule, from the seed the same
+settings give; `calibration_command()` stores that calibration beside the full one as
+`calibration_file()`, which the run then reuses, one task per table); `criteria()` reads the four letters
 of each acquisition reading from the run's findings, and `table()` sets them beside the
 paper's (`PAPER_TABLE3`).
 """
@@ -58,6 +60,24 @@ def command(name: str) -> str:
     """The command that runs extension ``name``."""
     sets = " ".join(f"--set {k}={v}" for k, v in EXTENSIONS[name].items())
     return ("gaugedyn run simulations/shared_representation.toml " + sets).strip()
+
+
+def calibration_file(name: str) -> str:
+    """The file beside ``calibration.json`` that stores extension ``name``'s calibration
+    (``calibration.beta2-0.9.json``; `._calibration.OTHER_FAMILIES`)."""
+    tag = "_".join(f"{k}-{v}" for k, v in EXTENSIONS[name].items())
+    return f"calibration.{tag}.json" if tag else "calibration.json"
+
+
+def calibration_command(name: str) -> str:
+    """The command that stores extension ``name``'s calibration (its set-up family searched by
+    the declared rule from the seed its settings give, as a run that calibrates would)."""
+    sets = "".join(f" --set {k}={v}" for k, v in EXTENSIONS[name].items())
+    return (
+        "python -m gaugedyn.experiments.adam_state._calibration "
+        f"simulations/shared_representation.toml{sets} "
+        f"--out src/gaugedyn/experiments/adam_state/{calibration_file(name)}"
+    )
 
 
 def _letters(verdicts: list[str]) -> str:
