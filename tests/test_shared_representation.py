@@ -707,7 +707,7 @@ def test_a_stored_calibration_reproduces_bit_for_bit(tmp_path):
     over = [o.replace('"', "") if "[" not in o else o for o in over]
     path = tmp_path / "calibration.json"
     record = sc.write("simulations/shared_representation.toml", over, path)
-    assert record["code_version"]["commit"] and record["command"].endswith(over[-1])
+    assert record["code_version"]["commit"] and record["command"].endswith(f"--set {over[-1]}")
     assert set(record["seed"]) == {"entropy", "spawn_key"}
     assert sc.reproduce(json.loads(path.read_text())) == []
     bad = json.loads(path.read_text())

@@ -227,7 +227,7 @@ def write(
         "settings": {k: task[k] for k in keys},
         "command": command
         or "python -m gaugedyn.experiments.adam_state._calibration "
-        + " ".join(shlex.quote(a) for a in (toml, *overrides)),
+        + " ".join(shlex.quote(a) for a in (toml, *(w for o in overrides for w in ("--set", o)))),
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "code_version": _code_version(),
         "seed_derivation": "gaugedyn._meta.task_seed(root_seed, "
