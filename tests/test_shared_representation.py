@@ -834,6 +834,23 @@ def test_the_three_target_search_stops_at_the_first_setting_with_a_choice():
     none = sx.search("simulations/shared_representation.toml", base, settings[:1])
     assert none["found"] is None and len(none["settings"]) == 1
     assert all(s["targets"] == 3 for s in sx.THREE_TARGET_SEARCH)
+    table = sx.search_table(record)
+    assert len(table) == 2 + sum(len(s["candidates"]) for s in record["settings"])
+    assert table[2].startswith("| targets = 3, spec_level = 1.9 | ") and "| no |" in table[2]
+
+
+def test_the_derivation_s_three_target_search_table_is_generated_from_its_committed_record():
+    """The full search's table in the derivation is `_extensions.search_table()` of the
+    committed record, line for line (not pasted)."""
+    from gaugedyn.experiments.adam_state import _extensions as sx
+
+    root = Path(__file__).resolve().parents[1]
+    path = root / "results-data/shared_representation/three_target_search.json"
+    if not path.exists():
+        pytest.skip("no full three-target search record committed")
+    text = (root / "derivations/shared_representation.md").read_text()
+    table = "\n".join(sx.search_table(json.loads(path.read_text())))
+    assert table in text
 
 
 def test_the_committed_calibration_re_derives_its_selection_from_its_stored_rows(capsys):

@@ -202,6 +202,26 @@ def search(
     return record
 
 
+def search_table(record: Mapping) -> list[str]:
+    """Markdown lines of a search record (`search()`): per setting and candidate, the smaller
+    probe specialization of the two routes and the three defining properties."""
+    lines = [
+        "| setting | candidate | probe specialization | matched | specialized | conflicting |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in record["settings"]:
+        over = ", ".join(f"{k} = {v}" for k, v in s["overrides"].items())
+        for c in s["candidates"]:
+            p = c["properties"]
+            yes = ["yes" if p[k] else "no" for k in ("matched", "specialized", "conflicting")]
+            lines.append(
+                f"| {over} | {c['name']} | {c['probe_specialization']:.3f} | "
+                + " | ".join(yes)
+                + " |"
+            )
+    return lines
+
+
 def main(argv=None) -> int:
     import argparse
     import json
