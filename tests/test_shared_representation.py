@@ -5,6 +5,7 @@ inputs built to hold and to fail."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -753,11 +754,16 @@ def test_table3_criteria_read_each_readings_letters_beside_the_papers():
     assert "--set width=64" in row and "paper N, ours rate: N; step: Y" in row
     assert "paper Y, ours not run" in next(line for line in lines if line.startswith("| ReLU"))
     assert set(sx.EXTENSIONS) == set(sx.PAPER_TABLE3)
-    for settings in sx.EXTENSIONS.values():  # every extension is a valid configuration
-        load_config(
-            "simulations/shared_representation.toml",
-            overrides=[f"{k}={v}" for k, v in settings.items()],
-        )
+    for name, settings in sx.EXTENSIONS.items():  # every extension is a valid configuration
+        cfg = load_config("simulations/shared_representation.toml", overrides=sx.overrides(name))
+        assert {k: cfg.params[k] for k in settings} == settings
+        assert sx.command(name).split(" --set ")[1:] == [shlex.quote(o) for o in sx.overrides(name)]
+    assert sx.command("three targets").endswith(
+        "--set targets=3 --set 'd_Z=[2, 3]' --set 'acquisition=[\"rate\", \"step\"]'"
+    )
+    assert sx.calibration_file("three targets") == (
+        "calibration.targets-3_d_Z-2+3_acquisition-rate+step.json"
+    )
 
 
 def test_an_extensions_stored_calibration_is_reused_by_runs_with_its_settings(tmp_path):
@@ -809,10 +815,7 @@ def test_the_committed_extension_calibrations_are_their_declared_settings_and_re
         assert record["command"] == sx.calibration_command(name).split(" --out ")[0]
         assert record["calibration_seeds"] == base["calibration_seeds"]
         assert sc.rederive(record) == [], path.name
-        cfg = load_config(
-            "simulations/shared_representation.toml",
-            overrides=[f"{k}={v}" for k, v in sx.EXTENSIONS[name].items()],
-        )
+        cfg = load_config("simulations/shared_representation.toml", overrides=sx.overrides(name))
         assert [t["tables"] for t in cfg.tasks] == [[t] for t in ss.TABLES]
         assert {t["calibration"]["file"] for t in cfg.tasks} == {path.name}
 

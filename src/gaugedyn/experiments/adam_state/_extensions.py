@@ -21,6 +21,8 @@ paper's (`PAPER_TABLE3`).
 
 from __future__ import annotations
 
+import json
+import shlex
 from collections.abc import Mapping
 
 EXTENSIONS: dict[str, dict] = {
@@ -31,8 +33,12 @@ EXTENSIONS: dict[str, dict] = {
     "beta2 = 0.9": {"beta2": 0.9},
     "beta2 = 0.99": {"beta2": 0.99},
     "formation 1500": {"formation_steps": 1500},
+    "three targets": {"targets": 3, "d_Z": [2, 3], "acquisition": ["rate", "step"]},
 }
-"""The declared extension settings (name -> the settings changed), fixed before any run."""
+"""The declared extension settings (name -> the settings changed), fixed before any run. The
+first six are Table 3's; ``three targets`` is the abstract's three-target comparison at the
+set-up `THREE_TARGET_SEARCH` selects (its first setting, where the full search found a candidate
+of every defining property; added after that search and before any run of it)."""
 
 CRITERIA: dict[str, tuple[str, ...]] = {
     "endpoints": ("endpoints.favoured", "endpoints.opposed"),
@@ -50,32 +56,45 @@ PAPER_TABLE3: dict[str, str | None] = {
     "beta2 = 0.9": "YYNN",
     "beta2 = 0.99": "YYYY",
     "formation 1500": None,
+    "three targets": None,
 }
 """The paper's letters per setting, in `CRITERIA`'s order (``None``: not in Table 3)."""
 
 _LETTER = {"HELD": "Y", "NOT HELD": "N"}
 
 
+def overrides(name: str) -> list[str]:
+    """Extension ``name``'s settings as ``--set`` values (a list as its TOML literal)."""
+    return [
+        f"{k}={json.dumps(v) if isinstance(v, list) else v}" for k, v in EXTENSIONS[name].items()
+    ]
+
+
+def _sets(name: str) -> str:
+    return "".join(f" --set {shlex.quote(o)}" for o in overrides(name))
+
+
 def command(name: str) -> str:
     """The command that runs extension ``name``."""
-    sets = " ".join(f"--set {k}={v}" for k, v in EXTENSIONS[name].items())
-    return ("gaugedyn run simulations/shared_representation.toml " + sets).strip()
+    return "gaugedyn run simulations/shared_representation.toml" + _sets(name)
 
 
 def calibration_file(name: str) -> str:
     """The file beside ``calibration.json`` that stores extension ``name``'s calibration
     (``calibration.beta2-0.9.json``; `._calibration.OTHER_FAMILIES`)."""
-    tag = "_".join(f"{k}-{v}" for k, v in EXTENSIONS[name].items())
+    tag = "_".join(
+        f"{k}-{'+'.join(map(str, v)) if isinstance(v, list) else v}"
+        for k, v in EXTENSIONS[name].items()
+    )
     return f"calibration.{tag}.json" if tag else "calibration.json"
 
 
 def calibration_command(name: str) -> str:
     """The command that stores extension ``name``'s calibration (its set-up family searched by
     the declared rule from the seed its settings give, as a run that calibrates would)."""
-    sets = "".join(f" --set {k}={v}" for k, v in EXTENSIONS[name].items())
     return (
         "python -m gaugedyn.experiments.adam_state._calibration "
-        f"simulations/shared_representation.toml{sets} "
+        f"simulations/shared_representation.toml{_sets(name)} "
         f"--out src/gaugedyn/experiments/adam_state/{calibration_file(name)}"
     )
 
