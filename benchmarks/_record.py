@@ -148,7 +148,7 @@ class Progress:
     ``config`` equals the stored one reuses the stored units, any other starts cleanly. Each
     run that adds units is noted in ``runs`` with its date and loads; `finish` writes the
     record to ``PATH`` with ``data`` and removes the partial file. With ``stop_after``
-    (seconds), a run that has used that much wall time starts no further unit: it exits with
+    (seconds), a run that has used that much wall time and finished a unit starts no further one: it exits with
     status 3 and a rerun resumes (long benchmarks run in chunks on a shared machine).
     """
 
@@ -193,7 +193,11 @@ class Progress:
         """The stored result of ``key``, or ``compute()``'s, stored at once."""
         if key in self.state["units"]:
             return self.state["units"][key]
-        if self.stop_after is not None and time.monotonic() - self.started > self.stop_after:
+        if (
+            self.stop_after is not None
+            and self.run["units"]
+            and time.monotonic() - self.started > self.stop_after
+        ):
             print(
                 f"stopped before {key!r} after {self.stop_after:g} s; {len(self.state['units'])} "
                 f"units stored in {self.partial}: rerun the same command to resume",
