@@ -100,8 +100,12 @@ def trajectory(name: str, options: dict, t_max: float, rtol: float | None, budge
     tol = {} if rtol is None else {"rtol": rtol, "atol": rtol / 100}
     _online_ode.compiled_rhs = counting
     try:
-        online_ode(problem, 1.0, times[:2], method="compiled", **options)  # compile
         count[0], limit[0] = 0, budget
+        try:  # compile, at the run's tolerances and budget (a stalled warm-up is bounded too)
+            online_ode(problem, 1.0, times[:2], method="compiled", **tol, **options)
+        except _Budget:
+            pass
+        count[0] = 0
         c0, t0 = time.process_time(), time.perf_counter()
         finished = True
         try:
