@@ -166,7 +166,12 @@ class Progress:
         self.partial = self.path.with_name(self.path.name + ".partial")
         config = json.loads(json.dumps(config, default=float))
         head = start_record(script, argv)
-        self.run = {"date": head["date"], "load_start": head["load_start"], "units": []}
+        self.run = {
+            "command": head["command"],
+            "date": head["date"],
+            "load_start": head["load_start"],
+            "units": [],
+        }
         stored = None
         if self.partial.exists():
             try:
@@ -215,6 +220,7 @@ class Progress:
         """Write the record (header, runs, ``data``) to ``PATH`` and drop the partial file."""
         self.run["load_end"] = _load_now()
         out = {k: v for k, v in self.state.items() if k != "units"}
+        out["command"] = self.run["command"]  # the run that completed the record
         out["load_start"] = self.state["runs"][0]["load_start"]
         out["load_end"] = self.run["load_end"]
         out["data"] = data

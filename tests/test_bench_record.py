@@ -58,7 +58,7 @@ def test_a_killed_run_resumes_after_its_last_finished_unit(tmp_path):
     stored = json.loads((tmp_path / "bench.json.partial").read_text())
     assert list(stored["units"]) == ["a"]
 
-    again = rec.Progress(path, "bench_x.py", {"rtol": 1e-6}, argv=[])
+    again = rec.Progress(path, "bench_x.py", {"rtol": 1e-6}, argv=["--resumed"])
     assert again.unit("a", compute("a-again")) == {"value": 1}  # not recomputed
     assert again.unit("b", compute("b")) == {"value": 3}
     again.finish({"rows": [again.get("a"), again.get("b")]})
@@ -67,6 +67,7 @@ def test_a_killed_run_resumes_after_its_last_finished_unit(tmp_path):
     assert out["data"] == {"rows": [{"value": 1}, {"value": 3}]}
     assert [r["units"] for r in out["runs"]] == [["a"], ["b"]]
     assert out["config"] == {"rtol": 1e-6} and "units" not in out
+    assert out["command"].endswith("bench_x.py --resumed")  # the run that completed it
     assert not (tmp_path / "bench.json.partial").exists()
 
 
