@@ -84,7 +84,12 @@ def _weights() -> dict[str, float]:
 def run(part: int, of: int) -> int:
     where = CACHE / commit()
     where.mkdir(parents=True, exist_ok=True)
-    files = parts(of, _weights())[part - 1]
+    # the partition is fixed by the first part that runs, so that test files added between
+    # parts are neither lost nor run twice
+    frozen = where / f"parts-of-{of}.json"
+    if not frozen.exists():
+        frozen.write_text(json.dumps(parts(of, _weights())), encoding="utf-8")
+    files = json.loads(frozen.read_text(encoding="utf-8"))[part - 1]
     env = dict(
         os.environ,
         PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT / "tools")]),

@@ -1104,9 +1104,7 @@ PREIMPORTED = (
     "torch",
     "hypothesis",
     "pytest",
-    "xdist",
-    "pytest_timeout",
-)
+)  # not pytest's plugins (xdist, pytest_timeout): pytest refuses plugins imported before it
 
 
 def selected_tests(m: Mutation, cmap: dict) -> tuple[list[str], str]:
@@ -1184,11 +1182,19 @@ def _child(
                     "no:cacheprovider",
                     "-p",
                     "mutation_select",
+                    # hypothesis was imported before pytest (by the parent), so pytest cannot
+                    # rewrite the asserts of its plugin module: harmless, not an error here
+                    "-W",
+                    "ignore::pytest.PytestAssertRewriteWarning",
                     f"--timeout={per_test:g}",
                     *files,
                 ]
             )
         )
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
