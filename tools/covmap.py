@@ -2,11 +2,12 @@
 execute each line of the mutated areas' source files.
 
 The suite runs once under ``coverage`` with one context per test (``tools/mutation_context.py``),
-split into parts by test file (each part its own process, so parts can run side by side or in
+split into parts by test file (``--scope area``, the default: the areas' own test files as
+listed in ``tools/mutants.py``; ``--scope suite``: every test file) (each part its own process, so parts can run side by side or in
 separate sittings), measuring only the areas' files (``tools/mutants.py``). ``combine`` merges
 the parts into ``map.json``: for every measured line the node ids of the tests that ran it, each
 test's duration and outcome, the commit and a hash of every measured file. Everything lives in
-``tools/.mutation-cache/<commit>/`` (git-ignored); ``tools/mutate.py`` uses the newest map whose
+``tools/.mutation-cache/<commit>/<scope>/`` (git-ignored); ``tools/mutate.py`` uses the newest map whose
 file hashes equal the working tree's. Run from the repository root::
 
     python tools/covmap.py run --part 1 --of 4      # one part of the suite under coverage
@@ -50,14 +51,17 @@ def commit() -> str:
     return out.stdout.strip() or "unknown"
 
 
-def test_files() -> list[str]:
+def test_files(scope: str) -> list[str]:
+    """``suite``: every test file; ``area``: the areas' test files (``tools/mutants.py``)."""
+    if scope == "area":
+        return sorted({t for _, tests in mutants.AREAS.values() for t in tests})
     return sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py"))
 
 
-def parts(n: int, weights: dict[str, float]) -> list[list[str]]:
+def parts(n: int, weights: dict[str, float], scope: str) -> list[list[str]]:
     """The test files dealt into ``n`` parts of about equal weight (largest first, each to the
     lightest part); a file without a known weight weighs its size in kB / 10 seconds."""
-    files = test_files()
+    files = test_files(scope)
     w = {f: weights.get(f, (ROOT / f).stat().st_size / 10_000) for f in files}
     out: list[list[str]] = [[] for _ in range(n)]
     load = [0.0] * n
@@ -70,7 +74,7 @@ def parts(n: int, weights: dict[str, float]) -> list[list[str]]:
 
 def _weights() -> dict[str, float]:
     """Seconds per test file from the newest map, if any."""
-    maps = sorted(CACHE.glob("*/map.json"), key=lambda p: p.stat().st_mtime)
+    maps = sorted(CACHE.glob("*/*/map.json"), key=lambda p: p.stat().st_mtime)
     if not maps:
         return {}
     tests = json.loads(maps[-1].read_text(encoding="utf-8"))["tests"]
@@ -81,14 +85,14 @@ def _weights() -> dict[str, float]:
     return out
 
 
-def run(part: int, of: int) -> int:
-    where = CACHE / commit()
+def run(part: int, of: int, scope: str) -> int:
+    where = CACHE / commit() / scope
     where.mkdir(parents=True, exist_ok=True)
     # the partition is fixed by the first part that runs, so that test files added between
     # parts are neither lost nor run twice
     frozen = where / f"parts-of-{of}.json"
     if not frozen.exists():
-        frozen.write_text(json.dumps(parts(of, _weights())), encoding="utf-8")
+        frozen.write_text(json.dumps(parts(of, _weights(), scope)), encoding="utf-8")
     files = json.loads(frozen.read_text(encoding="utf-8"))[part - 1]
     env = dict(
         os.environ,
@@ -120,10 +124,10 @@ def run(part: int, of: int) -> int:
     return 0 if done.returncode in (0, 1) else done.returncode
 
 
-def combine(of: int) -> int:
+def combine(of: int, scope: str) -> int:
     import coverage
 
-    where = CACHE / commit()
+    where = CACHE / commit() / scope
     lines: dict[str, dict[str, list[str]]] = {}
     tests: dict[str, dict[str, object]] = {}
     for part in range(1, of + 1):
@@ -147,6 +151,7 @@ def combine(of: int) -> int:
         "commit": commit(),
         "sources": source_hashes(),
         "parts": of,
+        "scope": scope,
         "lines": lines,
         "tests": tests,
     }
@@ -162,7 +167,7 @@ def combine(of: int) -> int:
 def current() -> dict | None:
     """The newest map whose file hashes equal the working tree's, or ``None``."""
     hashes = source_hashes()
-    for path in sorted(CACHE.glob("*/map.json"), key=lambda p: -p.stat().st_mtime):
+    for path in sorted(CACHE.glob("*/*/map.json"), key=lambda p: -p.stat().st_mtime):
         data = json.loads(path.read_text(encoding="utf-8"))
         if data["sources"] == hashes:
             return data
@@ -177,6 +182,13 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--of", type=int, required=True)
     c = sub.add_parser("combine", help="the parts into map.json")
     c.add_argument("--of", type=int, required=True)
+    for q in (r, c):
+        q.add_argument(
+            "--scope",
+            choices=("area", "suite"),
+            default="area",
+            help="the test files run: the areas' (default) or the whole suite's",
+        )
     sub.add_parser("show", help="the map in use")
     args = p.parse_args(argv)
     if args.command in ("run", "combine") and args.of < 1:
@@ -184,14 +196,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run" and not 1 <= args.part <= args.of:
         p.error(f"--part {args.part} is not allowed; allowed: 1 to --of ({args.of})")
     if args.command == "run":
-        return run(args.part, args.of)
+        return run(args.part, args.of, args.scope)
     if args.command == "combine":
-        return combine(args.of)
+        return combine(args.of, args.scope)
     data = current()
     if data is None:
         print("no map matches the working tree's source files; run `covmap.py run` first")
         return 1
-    print(f"commit {data['commit']}: {len(data['tests'])} tests, {len(data['lines'])} files")
+    print(
+        f"commit {data['commit']}, scope {data['scope']}: {len(data['tests'])} tests, "
+        f"{len(data['lines'])} files"
+    )
     return 0
 
 

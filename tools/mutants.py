@@ -40,6 +40,8 @@ AREAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "tests/test_properties_stats.py",
             "tests/test_stats.py",
             "tests/test_verdict_rules.py",
+            "tests/test_sign_rule.py",
+            "tests/test_ties.py",
         ),
     ),
     "theory": (
@@ -105,6 +107,8 @@ AREAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "tests/test_spike_boundary.py",
             "tests/test_adam_experiments.py",
             "tests/test_auxiliary_experiment.py",
+            "tests/test_pinned_prototypes.py",
+            "tests/test_pinned_shared_rep.py",
         ),
     ),
 }
