@@ -7,7 +7,7 @@ listed in ``tools/mutants.py``; ``--scope suite``: every test file) (each part i
 separate sittings), measuring only the areas' files (``tools/mutants.py``). ``combine`` merges
 the parts into ``map.json``: for every measured line the node ids of the tests that ran it, each
 test's duration and outcome, the commit and a hash of every measured file. Everything lives in
-``tools/.mutation-cache/<commit>/<scope>/`` (git-ignored); ``tools/mutate.py`` uses the newest map whose
+``tools/.mutation-cache/<hash of the measured files>/<scope>/`` (git-ignored); ``tools/mutate.py`` uses the newest map whose
 file hashes equal the working tree's. Run from the repository root::
 
     python tools/covmap.py run --part 1 --of 4      # one part of the suite under coverage
@@ -42,6 +42,12 @@ def area_files() -> list[str]:
 
 def source_hashes() -> dict[str, str]:
     return {f: hashlib.sha256((ROOT / f).read_bytes()).hexdigest()[:16] for f in area_files()}
+
+
+def source_key() -> str:
+    """The cache's key: a hash of the measured files (a commit that leaves them alone keeps
+    the map; the commit of the run is recorded in it)."""
+    return hashlib.sha256(json.dumps(source_hashes(), sort_keys=True).encode()).hexdigest()[:12]
 
 
 def commit() -> str:
@@ -86,7 +92,7 @@ def _weights() -> dict[str, float]:
 
 
 def run(part: int, of: int, scope: str) -> int:
-    where = CACHE / commit() / scope
+    where = CACHE / source_key() / scope
     where.mkdir(parents=True, exist_ok=True)
     # the partition is fixed by the first part that runs, so that test files added between
     # parts are neither lost nor run twice
@@ -127,7 +133,7 @@ def run(part: int, of: int, scope: str) -> int:
 def combine(of: int, scope: str) -> int:
     import coverage
 
-    where = CACHE / commit() / scope
+    where = CACHE / source_key() / scope
     lines: dict[str, dict[str, list[str]]] = {}
     tests: dict[str, dict[str, object]] = {}
     for part in range(1, of + 1):
