@@ -1256,7 +1256,12 @@ def run_selected(args: argparse.Namespace) -> int:
         "command": args.command_line,
         "commit": head,
         "dirty": dirty,
-        "map_commit": cmap["commit"] if cmap else None,
+        "map": (
+            {"commit": cmap["commit"], "scope": cmap["scope"], "tests": len(cmap["tests"])}
+            if cmap
+            else None
+        ),
+        "select": args.select,
         "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "load_start": _uptime(),
         "workers": args.workers,

@@ -45,6 +45,17 @@ def _added(entry: dict) -> bool:
     return killed(entry) and any(not killed(h) for h in entry.get("history", []))
 
 
+def _selection(run: dict) -> str:
+    m = run.get("map")
+    if run.get("select") != "coverage" or not m:
+        return "each mutant against whole test files"
+    scope = "the areas' test files" if m["scope"] == "area" else "the whole suite"
+    return (
+        f"each mutant against the tests that run its line, from the coverage of "
+        f"{scope} ({m['tests']} tests, commit `{m['commit']}`)"
+    )
+
+
 def render(record: dict, equivalent: dict[str, str]) -> str:
     unknown = sorted(set(equivalent) - set(record["mutants"]))
     if unknown:
@@ -87,7 +98,7 @@ def render(record: dict, equivalent: dict[str, str]) -> str:
             f"- `{r['command']}`: {r['started']} to {r['ended'][11:]}, commit `{r['commit']}`"
             f"{' (source changed)' if r['dirty'] else ''}, {r['mutants']} mutants, "
             f"{r['wall_s']:.0f} s wall, {r['cpu_s']:.0f} CPU-s, load {load} at the start and "
-            f"{end} at the end."
+            f"{end} at the end; {_selection(r)}."
         )
     added = sorted(i for i, e in entries.items() if i not in equivalent and _added(e))
     if added:
