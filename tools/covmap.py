@@ -36,8 +36,11 @@ CACHE = ROOT / "tools" / ".mutation-cache"
 
 
 def area_files() -> list[str]:
-    """Every mutated source file, relative to the repository root."""
-    return sorted({mutants.SRC + f for files, _ in mutants.AREAS.values() for f in files})
+    """Every mutated source file and every caller of a compiled one, relative to the
+    repository root."""
+    files = {f for files, _ in mutants.AREAS.values() for f in files}
+    files |= {c for callers in mutants.COMPILED_CALLERS.values() for c in callers}
+    return sorted(mutants.SRC + f for f in files)
 
 
 def source_hashes() -> dict[str, str]:

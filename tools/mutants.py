@@ -113,6 +113,31 @@ AREAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
 }
 
+# Files compiled by numba: coverage cannot see inside a compiled function, so a mutant there is
+# run against the tests that run the Python modules calling the kernels (tools/mutate.py)
+COMPILED_CALLERS: dict[str, tuple[str, ...]] = {
+    "training/_online_kernels.py": (
+        "training/_online_fast.py",
+        "training/_online_chain.py",
+        "training/_ode_kernels.py",
+    ),
+}
+
+
+def in_compiled_function(rel: str, line: int) -> bool:
+    """Whether ``line`` of ``rel`` (relative to src/gaugedyn) lies in a numba-compiled
+    function (one decorated with ``numba.njit`` or nested in one)."""
+    tree = ast.parse((ROOT / SRC / rel).read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and any(
+            "njit" in ast.unparse(d) or "numba.jit" in ast.unparse(d) for d in node.decorator_list
+        ):
+            end = node.end_lineno or node.lineno
+            if node.lineno <= line <= end:
+                return True
+    return False
+
+
 _FLIP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq}
 _FLIP[ast.NotEq] = ast.Eq
 _SWAPPABLE = (ast.Sub, ast.Div, ast.FloorDiv, ast.Pow, ast.MatMult)

@@ -1109,9 +1109,17 @@ PREIMPORTED = (
 
 def selected_tests(m: Mutation, cmap: dict) -> tuple[list[str], str]:
     """The tests that execute the mutant's line (fastest first, tests failing on the unmutated
-    code left out) and how they were chosen: ``coverage``; ``import`` (the line runs only at
-    import, so every test of the area's files may depend on it: those files); ``not covered``."""
+    code left out) and how they were chosen: ``coverage``; ``compiled`` (a line inside a
+    numba-compiled function, which coverage cannot see: the tests that run the modules calling
+    the kernels, ``mutants.COMPILED_CALLERS``); ``import`` (the line runs only at import, so
+    every test of the area's files may depend on it: those files); ``not covered``."""
     tests = cmap["tests"]
+    rel = m.file.removeprefix(mutants.SRC)
+    if rel in mutants.COMPILED_CALLERS and mutants.in_compiled_function(rel, m.line):
+        callers = [mutants.SRC + c for c in mutants.COMPILED_CALLERS[rel]]
+        ids = sorted({t for c in callers for ts in cmap["lines"].get(c, {}).values() for t in ts})
+        ids = [t for t in ids if tests.get(t, {}).get("outcome") != "failed"]
+        return sorted(ids, key=lambda t: (tests[t].get("seconds", 0.0), t)), "compiled"
     ids = [t for t in cmap["lines"].get(m.file, {}).get(str(m.line), [])]
     ids = [t for t in ids if tests.get(t, {}).get("outcome") != "failed"]
     if ids:
@@ -1411,11 +1419,18 @@ def run_selected(args: argparse.Namespace) -> int:
 
 def _forget_bytecode(path: Path) -> None:
     """Remove the cached bytecode of ``path`` (a planted and a restored text can share size and
-    modification second, and Python would then run the stale one)."""
+    modification second, and Python would then run the stale one); for a numba file, every
+    numba cache of the copy (numba keys its cache by the file's time and size, and a kernel
+    inlined into another file's kernel is not tracked at all)."""
     import importlib.util
 
     cached = Path(importlib.util.cache_from_source(str(path)))
     cached.unlink(missing_ok=True)
+    if "numba" in path.read_text(encoding="utf-8"):
+        src = next(p for p in path.parents if p.name == "src")
+        for pattern in ("*.nbi", "*.nbc"):
+            for f in src.rglob(pattern):
+                f.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":
