@@ -94,14 +94,15 @@ def _weights() -> dict[str, float]:
     return out
 
 
-def run(part: int, of: int, scope: str) -> int:
+def run(part: int, of: int, scope: str, weights: str = "") -> int:
     where = CACHE / source_key() / scope
     where.mkdir(parents=True, exist_ok=True)
     # the partition is fixed by the first part that runs, so that test files added between
     # parts are neither lost nor run twice
     frozen = where / f"parts-of-{of}.json"
     if not frozen.exists():
-        frozen.write_text(json.dumps(parts(of, _weights(), scope)), encoding="utf-8")
+        known = json.loads(Path(weights).read_text(encoding="utf-8")) if weights else _weights()
+        frozen.write_text(json.dumps(parts(of, known, scope)), encoding="utf-8")
     files = json.loads(frozen.read_text(encoding="utf-8"))[part - 1]
     env = dict(
         os.environ,
@@ -189,6 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("run", help="one part of the suite under coverage")
     r.add_argument("--part", type=int, required=True)
     r.add_argument("--of", type=int, required=True)
+    r.add_argument(
+        "--weights",
+        default="",
+        help="JSON {test file: seconds} to balance the parts (default: the newest map's)",
+    )
     c = sub.add_parser("combine", help="the parts into map.json")
     c.add_argument("--of", type=int, required=True)
     for q in (r, c):
@@ -205,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run" and not 1 <= args.part <= args.of:
         p.error(f"--part {args.part} is not allowed; allowed: 1 to --of ({args.of})")
     if args.command == "run":
-        return run(args.part, args.of, args.scope)
+        return run(args.part, args.of, args.scope, args.weights)
     if args.command == "combine":
         return combine(args.of, args.scope)
     data = current()
