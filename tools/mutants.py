@@ -121,6 +121,7 @@ COMPILED_CALLERS: dict[str, tuple[str, ...]] = {
         "training/_online_chain.py",
         "training/_ode_kernels.py",
     ),
+    "gauge/_kernels.py": ("gauge/_recorder.py",),
 }
 
 
