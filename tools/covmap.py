@@ -94,9 +94,15 @@ def _weights() -> dict[str, float]:
     return out
 
 
-def run(part: int, of: int, scope: str, weights: str = "") -> int:
+def run(part: int, of: int, scope: str, weights: str = "", extra: str = "") -> int:
+    """Part ``part`` of ``of`` under coverage; with ``extra`` (a name), instead the test files
+    added to the areas' lists since the parts ran that no part ran (``combine`` merges them)."""
     where = CACHE / source_key() / scope
     where.mkdir(parents=True, exist_ok=True)
+    if extra:
+        done = {f for p in json.loads((where / f"parts-of-{of}.json").read_text()) for f in p}
+        files = [f for f in test_files(scope) if f not in done]
+        return _coverage(where, extra, files)
     # the partition is fixed by the first part that runs, so that test files added between
     # parts are neither lost nor run twice
     frozen = where / f"parts-of-{of}.json"
@@ -104,6 +110,10 @@ def run(part: int, of: int, scope: str, weights: str = "") -> int:
         known = json.loads(Path(weights).read_text(encoding="utf-8")) if weights else _weights()
         frozen.write_text(json.dumps(parts(of, known, scope)), encoding="utf-8")
     files = json.loads(frozen.read_text(encoding="utf-8"))[part - 1]
+    return _coverage(where, str(part), files)
+
+
+def _coverage(where: Path, part: str, files: list[str]) -> int:
     env = dict(
         os.environ,
         PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT / "tools")]),
@@ -128,7 +138,7 @@ def run(part: int, of: int, scope: str, weights: str = "") -> int:
         "mutation_context",
         *files,
     ]
-    print(f"part {part} of {of}: {len(files)} test files", flush=True)
+    print(f"part {part}: {len(files)} test files: {' '.join(files)}", flush=True)
     done = subprocess.run(command, cwd=ROOT, env=env)
     # a failing test is recorded (and never selected), not a reason to lose the part
     return 0 if done.returncode in (0, 1) else done.returncode
@@ -140,7 +150,8 @@ def combine(of: int, scope: str) -> int:
     where = CACHE / source_key() / scope
     lines: dict[str, dict[str, list[str]]] = {}
     tests: dict[str, dict[str, object]] = {}
-    for part in range(1, of + 1):
+    extras = sorted(p.name.split(".", 1)[1] for p in where.glob("cov.extra*"))
+    for part in [*map(str, range(1, of + 1)), *extras]:
         data_file, tests_file = where / f"cov.{part}", where / f"tests.{part}.json"
         if not data_file.exists() or not tests_file.exists():
             print(f"part {part} of {of} has not run (no {data_file.name} or {tests_file.name})")
@@ -191,6 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--part", type=int, required=True)
     r.add_argument("--of", type=int, required=True)
     r.add_argument(
+        "--extra",
+        default="",
+        help="a name (extra1, ...): run the areas' test files no part ran, as that part",
+    )
+    r.add_argument(
         "--weights",
         default="",
         help="JSON {test file: seconds} to balance the parts (default: the newest map's)",
@@ -211,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run" and not 1 <= args.part <= args.of:
         p.error(f"--part {args.part} is not allowed; allowed: 1 to --of ({args.of})")
     if args.command == "run":
-        return run(args.part, args.of, args.scope, args.weights)
+        return run(args.part, args.of, args.scope, args.weights, args.extra)
     if args.command == "combine":
         return combine(args.of, args.scope)
     data = current()

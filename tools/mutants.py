@@ -58,6 +58,9 @@ AREAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "tests/test_theory_integrators.py",
             "tests/test_theory_solve.py",
             "tests/test_theory_batch.py",
+            "tests/test_classification_error.py",
+            "tests/test_landscape.py",
+            "tests/test_flow_options.py",
         ),
     ),
     "training": (
@@ -79,6 +82,8 @@ AREAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "tests/test_spike_detector.py",
             "tests/test_pinned_stability.py",
             "tests/test_adam_stability.py",
+            "tests/test_monitor_spikes.py",
+            "tests/test_adam_recorder.py",
         ),
     ),
     "gauge": (
@@ -88,6 +93,9 @@ AREAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "tests/test_gauge_recorder.py",
             "tests/test_gauge_functional.py",
             "tests/test_rescale_units.py",
+            "tests/test_gauge_on_networks.py",
+            "tests/test_recorder_surgery.py",
+            "tests/test_conservation_laws.py",
         ),
     ),
     "findings": (
@@ -109,6 +117,7 @@ AREAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "tests/test_auxiliary_experiment.py",
             "tests/test_pinned_prototypes.py",
             "tests/test_pinned_shared_rep.py",
+            "tests/test_landscape_experiment.py",
         ),
     ),
 }

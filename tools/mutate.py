@@ -1254,7 +1254,15 @@ def run_selected(args: argparse.Namespace) -> int:
     )
     head, dirty = _head()
     explicit = bool(args.tests)
-    todo = [m for m in args.mutations if args.only or explicit or m.id not in record["mutants"]]
+
+    def pending(m: Mutation) -> bool:
+        """Not yet recorded, or recorded on a line no test ran that the map now covers."""
+        old = record["mutants"].get(m.id)
+        if old is None:
+            return True
+        return bool(cmap) and old["selection"] == "not covered" and bool(selected_tests(m, cmap)[0])
+
+    todo = [m for m in args.mutations if args.only or explicit or pending(m)]
     print(f"{len(todo)} mutants to run ({len(args.mutations) - len(todo)} already recorded)")
     for name in PREIMPORTED:
         __import__(name)
@@ -1321,7 +1329,7 @@ def run_selected(args: argparse.Namespace) -> int:
             if outcome.startswith("error"):
                 entry["log_tail"] = text[-2000:]
             old = record["mutants"].get(m.id)
-            if old is not None:
+            if old is not None and old["selection"] != "not covered":
                 entry["history"] = [*old.pop("history", []), old]
             record["mutants"][m.id] = entry
             _save(record, record_path)
