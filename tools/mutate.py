@@ -1263,6 +1263,13 @@ def run_selected(args: argparse.Namespace) -> int:
         return bool(cmap) and old["selection"] == "not covered" and bool(selected_tests(m, cmap)[0])
 
     todo = [m for m in args.mutations if args.only or explicit or pending(m)]
+    if cmap and args.select == "coverage":
+        # cheapest first (the seconds of all its selected tests: what a survivor costs), so a
+        # chunk that stops at --budget has run as many mutants as it could
+        def cost(m: Mutation) -> float:
+            return sum(cmap["tests"][t].get("seconds", 0.0) for t in selected_tests(m, cmap)[0])
+
+        todo.sort(key=cost)
     print(f"{len(todo)} mutants to run ({len(args.mutations) - len(todo)} already recorded)")
     for name in PREIMPORTED:
         __import__(name)
