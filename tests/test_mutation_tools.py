@@ -110,8 +110,8 @@ def test_the_score_counts_kills_over_the_non_equivalent_mutants():
     assert "| `stats` | 4 | 2 | 1 | 0 | 0 | 2 | 1 |" in text
     assert "| `gauge` | 2 | 1 | 0 | 1 | 1 | 0 | 0 |" in text
     assert "| **all** | 6 | 3 | 1 | 1 | 1 | 2 | 1 |" in text
-    assert "- `g2` (`a` to `b`): same function" in text
-    assert "- `s4` (`a` to `b`) (a line no test runs): survived" in text
+    assert "- `g2` (`stats/_rules.py:1`, `a` to `b`): same function" in text
+    assert "- `s4` (`stats/_rules.py:1`, `a` to `b`) (a line no test runs)" in text
 
 
 def test_an_equivalent_the_record_lacks_is_refused():

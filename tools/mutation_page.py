@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tomllib
 from pathlib import Path
@@ -43,6 +44,10 @@ def score(record: dict, equivalent: dict[str, str]) -> tuple[int, int]:
 def _added(entry: dict) -> bool:
     """Killed now, survived in an earlier run: killed by a test added for it."""
     return killed(entry) and any(not killed(h) for h in entry.get("history", []))
+
+
+def _place(entry: dict) -> str:
+    return f"`{entry['file'].removeprefix('src/gaugedyn/')}:{entry['line']}`"
 
 
 def _selection(run: dict) -> str:
@@ -92,10 +97,13 @@ def render(record: dict, equivalent: dict[str, str]) -> str:
         lines.append(f"| {name} | " + " | ".join(str(c) for c in cells) + " |")
     lines += ["", "The runs (each resumes the record where the previous one stopped):", ""]
     for r in record["runs"]:
+        command = re.sub(
+            r"--only (\S+)", lambda m: f"--only <{m.group(1).count(',') + 1} ids>", r["command"]
+        )
         load = ", ".join(f"{x:.2f}" for x in r["load_start"])
         end = ", ".join(f"{x:.2f}" for x in r["load_end"])
         lines.append(
-            f"- `{r['command']}`: {r['started']} to {r['ended'][11:]}, commit `{r['commit']}`"
+            f"- `{command}`: {r['started']} to {r['ended'][11:]}, commit `{r['commit']}`"
             f"{' (source changed)' if r['dirty'] else ''}, {r['mutants']} mutants, "
             f"{r['wall_s']:.0f} s wall, {r['cpu_s']:.0f} CPU-s, load {load} at the start and "
             f"{end} at the end; {_selection(r)}."
@@ -105,18 +113,18 @@ def render(record: dict, equivalent: dict[str, str]) -> str:
         lines += ["", "Killed by a test written for them after they survived:", ""]
         for i in added:
             e = entries[i]
-            lines.append(f"- `{i}` (`{e['old']}` to `{e['new']}`): `{e['killed_by']}`")
+            lines.append(f"- `{i}` ({_place(e)}, `{e['old']}` to `{e['new']}`): `{e['killed_by']}`")
     if equivalent:
         lines += ["", "Equivalent (no test can tell them from the code):", ""]
         for i in sorted(equivalent):
             e = entries[i]
-            lines.append(f"- `{i}` (`{e['old']}` to `{e['new']}`): {equivalent[i]}")
+            lines.append(f"- `{i}` ({_place(e)}, `{e['old']}` to `{e['new']}`): {equivalent[i]}")
     survivors = sorted(i for i, e in entries.items() if i not in equivalent and not killed(e))
     lines += ["", "Survivors:" if survivors else "Survivors: none.", ""]
     for i in survivors:
         e = entries[i]
         where = " (a line no test runs)" if e["selection"] == "not covered" else ""
-        lines.append(f"- `{i}` (`{e['old']}` to `{e['new']}`){where}: {e['outcome']}")
+        lines.append(f"- `{i}` ({_place(e)}, `{e['old']}` to `{e['new']}`){where}")
     return "\n".join(lines).rstrip() + "\n"
 
 
