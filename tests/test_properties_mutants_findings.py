@@ -105,3 +105,24 @@ def test_the_scaling_claim_allows_a_tenth_of_the_runs_unspecialised_and_no_more(
         assert f"{n_never} of {n_total} runs did not specialize" in claim.statement
     claim, n_total = _scaling_claim(n_total // 10 + 1)
     assert not claim.passed
+
+
+def test_closed_form_cells_are_named_by_their_time_in_units_of_the_step():
+    # findings:_analysis:170:14:factor (auxiliary: the cell's time tau named without eta)
+    tasks = [
+        {"kind": "closed_form", "rho": 0.5, "sigma": 0.1, "eta": 0.25},
+        {"kind": "other"},
+        {"kind": "closed_form", "rho": 0.0, "sigma": 0.2, "eta": 2.0},
+    ]
+    steps = np.array([0.0, 4.0, 40.0])  # the recorded times, in steps
+    results = [
+        {"t": steps, "eps_main": np.ones((3, 3)) * 2.0, "cf": np.array([1.0, 1.0, 2.0])},
+        {},
+        {"t": steps, "eps_main": np.ones((3, 3)), "cf": np.array([1.0, 0.5, 1.0])},
+    ]
+    values, names = aux._relative(tasks, results, "cf")
+    assert values.shape == (3, 4)
+    np.testing.assert_allclose(values[0], [1.0, 0.0, 1.0, 0.0])
+    taus = [float(n.split("tau=")[1]) for n in names]
+    np.testing.assert_allclose(taus, [4 * 0.25, 40 * 0.25, 4 * 2.0, 40 * 2.0])
+    assert names[0].startswith("rho=0.5, sigma=0.1, ")
