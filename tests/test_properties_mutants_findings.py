@@ -126,3 +126,18 @@ def test_closed_form_cells_are_named_by_their_time_in_units_of_the_step():
     taus = [float(n.split("tau=")[1]) for n in names]
     np.testing.assert_allclose(taus, [4 * 0.25, 40 * 0.25, 4 * 2.0, 40 * 2.0])
     assert names[0].startswith("rho=0.5, sigma=0.1, ")
+
+
+@pytest.mark.parametrize(
+    ("closure", "passes"), [(1e-9, True), (np.nextafter(1e-9, 1.0), False), (0.0, True)]
+)
+def test_the_closure_control_passes_at_its_tolerance_and_fails_just_beyond(closure, passes):
+    # findings:_analysis:503:12:comparison (auxiliary: "<= 1e-9" applied as "< 1e-9")
+    from test_auxiliary_experiment import _claim, _map
+
+    tasks, results = _map(False, np.random.default_rng(7))
+    for r in results:
+        if "closure" in r:
+            r["closure"] = np.full(np.shape(r["closure"]), closure)
+    claim = _claim(aux.map_controls(tasks, results), "forcing_noise.closure")
+    assert claim.passed == passes
