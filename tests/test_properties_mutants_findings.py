@@ -141,3 +141,26 @@ def test_the_closure_control_passes_at_its_tolerance_and_fails_just_beyond(closu
             r["closure"] = np.full(np.shape(r["closure"]), closure)
     claim = _claim(aux.map_controls(tasks, results), "forcing_noise.closure")
     assert claim.passed == passes
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # medians and means of no seeds
+def test_the_ownership_claim_does_not_pass_on_no_runs():
+    # findings:_analysis:461:24:comparison (gauge: "every seed" held over zero seeds)
+    from _gauge_helpers import config_of
+
+    from gaugedyn.experiments.gauge.gauge_in_training_ownership import EXPERIMENT
+
+    cfg = config_of(EXPERIMENT, quick=True, Ks=[2])
+    tasks = EXPERIMENT.tasks(cfg)
+    results = [
+        {
+            "owner": np.zeros(0, dtype=int),
+            "remaining": np.linspace(5e-5, 2e-4, 6),
+            "flow_remaining": np.array(1e-5),
+            "t": np.array([0.0, 1.0]),
+            "rho": np.ones((0, 2, 2)),
+        }
+        for _ in tasks
+    ]
+    claims = {c.id: c for c in EXPERIMENT.analyse(cfg, tasks, results, _SEED)[1]}
+    assert not claims["gauge_in_training_ownership.owner_every_seed"].passed
