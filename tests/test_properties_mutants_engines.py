@@ -24,3 +24,40 @@ def test_gd_progress_reports_one_total_and_the_steps_done_when_it_stops_early():
     assert all(t == total for _, t in calls)
     assert calls[-1] == (steps, total)
     assert all(0 <= d <= total for d, _ in calls)
+
+
+def test_a_rescale_reports_the_factor_its_first_moments_were_multiplied_by():
+    # gauge:_surgery:200:21:swap and gauge:_surgery:200:32:sign (the reported scale of a
+    # rescale_units change: factor ** -power, its base and exponent swapped or its sign lost)
+    import torch
+
+    from gaugedyn.adam import watch_state
+    from gaugedyn.gauge import rescale_units
+
+    nn = torch.nn
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(5, 6), nn.ReLU(), nn.Linear(6, 2)).double()
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    x = torch.randn(9, 5, dtype=torch.float64)
+    for _ in range(3):
+        opt.zero_grad()
+        net(x).square().sum().backward()
+        opt.step()
+    before = {p: opt.state[p]["exp_avg"].clone() for p in net.parameters()}
+    seen = []
+
+    def listen(changes):  # held here: watch_state keeps only a weak reference
+        seen.extend(changes)
+
+    handle = watch_state(list(net.parameters()), listen)
+    try:
+        rescale_units(net, opt, "0", [1, 4], [2.5, 0.3])
+    finally:
+        handle.remove()
+    changes = [c for c in seen if c.operation == "rescale_units"]
+    assert changes
+    for c in changes:
+        axis, rows = c.rows
+        old = before[c.param].index_select(axis, rows)
+        new = opt.state[c.param]["exp_avg"].index_select(axis, rows)
+        torch.testing.assert_close(new, old * c.scale, rtol=1e-12, atol=0.0)
