@@ -1152,11 +1152,26 @@ def _head() -> tuple[str, bool]:
     return out, bool(dirty)
 
 
-def _save(record: dict, path: Path) -> None:
+def _save(record: dict, path: Path, ids: list[str], run: dict | None = None) -> None:
+    """Write the entries ``ids`` of ``record`` (and ``run``) into the record at ``path`` as it
+    is on disk now, under a lock, so that two runs writing one record keep each other's
+    results."""
+    import fcntl
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        disk = (
+            json.loads(path.read_text(encoding="utf-8"))
+            if path.exists()
+            else {"mutants": {}, "runs": []}
+        )
+        disk["mutants"].update({i: record["mutants"][i] for i in ids})
+        if run is not None:
+            disk["runs"].append(run)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(disk, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.replace(path)
 
 
 def _child(
@@ -1339,7 +1354,7 @@ def run_selected(args: argparse.Namespace) -> int:
             if old is not None and old["selection"] != "not covered":
                 entry["history"] = [*old.pop("history", []), old]
             record["mutants"][m.id] = entry
-            _save(record, record_path)
+            _save(record, record_path, [m.id])
             free.append(w)
             done += 1
             print(
@@ -1388,7 +1403,7 @@ def run_selected(args: argparse.Namespace) -> int:
                         "commit": head,
                         "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
                     }
-                    _save(record, record_path)
+                    _save(record, record_path, [m.id])
                     free.append(w)
                     done += 1
                     print(f"[{done}/{len(todo)}] {m.id:45s} {outcome} ({how})", flush=True)
@@ -1425,8 +1440,7 @@ def run_selected(args: argparse.Namespace) -> int:
         ),
         mutants=done,
     )
-    record["runs"].append(run_entry)
-    _save(record, record_path)
+    _save(record, record_path, [], run_entry)
     left = [m.id for m in args.mutations if m.id not in record["mutants"]]
     print(f"{done} run in {run_entry['wall_s']:.0f} s; {len(left)} of the set not yet run")
     return 0
