@@ -164,3 +164,24 @@ def test_the_ownership_claim_does_not_pass_on_no_runs():
     ]
     claims = {c.id: c for c in EXPERIMENT.analyse(cfg, tasks, results, _SEED)[1]}
     assert not claims["gauge_in_training_ownership.owner_every_seed"].passed
+
+
+def test_gd_relative_error_is_relative_to_the_flow_time():
+    # findings:_analysis:859:10:factor (gauge: the error not divided by the flow's time; the
+    # slope of the log-log fit cannot see a constant factor, the stored error can)
+    from gaugedyn.experiments.gauge._analysis import gradient_descent
+
+    etas = [0.01, 0.02, 0.04, 0.08]
+    t_flow = 40.0
+    tasks = [{"eta": e} for e in etas]
+    results = [{"flow_time": t_flow, "specialization_time": t_flow * (1 + 0.3 * e)} for e in etas]
+    arrays, claims = gradient_descent({"slope_tol": 0.1, "dim": 10}, tasks, results, None)
+    np.testing.assert_allclose(arrays["relative_error"], 0.3 * np.array(etas), rtol=1e-9)
+    assert claims[0].passed and abs(claims[0].measured - 1.0) < 1e-6
+    # the same runs in another time unit: the relative error and the verdict do not move
+    again = [
+        {"flow_time": 7 * r["flow_time"], "specialization_time": 7 * r["specialization_time"]}
+        for r in results
+    ]
+    arrays7, _ = gradient_descent({"slope_tol": 0.1, "dim": 10}, tasks, again, None)
+    np.testing.assert_allclose(arrays7["relative_error"], arrays["relative_error"], rtol=1e-9)
