@@ -185,3 +185,23 @@ def test_gd_relative_error_is_relative_to_the_flow_time():
     ]
     arrays7, _ = gradient_descent({"slope_tol": 0.1, "dim": 10}, tasks, again, None)
     np.testing.assert_allclose(arrays7["relative_error"], arrays["relative_error"], rtol=1e-9)
+
+
+def test_the_grid_heatmap_loss_ratio_is_the_final_over_the_initial_loss():
+    # findings:_grid_analysis:217:30:swap (the ratio inverted)
+    from gaugedyn.experiments.adam_split._grid import FIELDS
+    from gaugedyn.experiments.adam_split._grid_analysis import grid_arrays
+
+    rng = np.random.default_rng(3)
+    shape = (2, 3, 4)  # beta1 x beta2 x seeds
+    per = {f: rng.uniform(0.5, 2.0, shape) for f in FIELDS}
+    per["cell_diverged"] = np.zeros(shape[:2], dtype=bool)
+    table = {"beta1s": [0.8, 0.9], "beta2s": [0.9, 0.99, 0.999], "tasks": {"t": per}}
+    tasks, results = [], []
+    for b1 in table["beta1s"]:
+        for b2 in table["beta2s"]:
+            tasks.append({"task": "t", "beta1": b1, "beta2": b2})
+            results.append({"sums": np.ones((5, 8))})
+    arrays = grid_arrays(table, tasks, results)
+    want = per["final_loss"].mean(-1) / per["initial_loss"].mean(-1)
+    np.testing.assert_allclose(arrays["t__loss_ratio"], want, rtol=1e-12)
