@@ -205,3 +205,35 @@ def test_the_grid_heatmap_loss_ratio_is_the_final_over_the_initial_loss():
     arrays = grid_arrays(table, tasks, results)
     want = per["final_loss"].mean(-1) / per["initial_loss"].mean(-1)
     np.testing.assert_allclose(arrays["t__loss_ratio"], want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("at_check", [True, False])
+def test_a_copy_pruned_exactly_at_the_check_time_counts_as_pruned_by_then(at_check):
+    # findings:_analysis:1099:44:comparison (gauge ownership: "pruned by t_check" taken as
+    # strictly before it)
+    from _gauge_helpers import config_of
+
+    from gaugedyn.experiments.gauge.ownership import EXPERIMENT
+
+    config = config_of(EXPERIMENT, quick=True, Ks=[2, 3])
+    t_check = float(config["t_check"])
+    when = t_check if at_check else np.nextafter(t_check, np.inf)
+    tasks, results = EXPERIMENT.tasks(config), []
+    for task in tasks:
+        K = task["K"]
+        t = np.linspace(0, t_check, 5)
+        rho = np.where(np.eye(K, dtype=bool)[:, None, :], 1.0, 1e-6) * np.ones((K, t.size, K))
+        prune = np.where(np.eye(K, dtype=bool), np.nan, 0.5)
+        prune[0, 1] = when  # the last copy to go, at the check time or one float after it
+        results.append(
+            {
+                "t": t,
+                "rho": rho,
+                "owner": np.arange(K),
+                "pruning_time": prune,
+                "specialization_time": np.full(K, 0.1),
+                "remaining": np.full(K, 1e-6),
+            }
+        )
+    claims = {c.id: c for c in EXPERIMENT.analyse(config, tasks, results, _SEED)[1]}
+    assert claims["ownership.pruned"].passed == at_check
