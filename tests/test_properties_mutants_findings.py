@@ -237,3 +237,43 @@ def test_a_copy_pruned_exactly_at_the_check_time_counts_as_pruned_by_then(at_che
         )
     claims = {c.id: c for c in EXPERIMENT.analyse(config, tasks, results, _SEED)[1]}
     assert claims["ownership.pruned"].passed == at_check
+
+
+def _control_claim(n_samples: int, wins_at_control: int):
+    from _gauge_helpers import config_of
+
+    from gaugedyn.experiments.gauge.perturbations import EXPERIMENT
+
+    config = config_of(
+        EXPERIMENT,
+        quick=True,
+        strengths=[1.0, 10.0],
+        epsilons=[0.01, 0.1],
+        n_samples=n_samples,
+        claim_strength=10.0,
+        claim_epsilon=0.1,
+    )
+    tasks, results = EXPERIMENT.tasks(config), []
+    for task in tasks:
+        owner = np.zeros((2, n_samples), int)
+        if task["strength"] == 1.0:  # the control: the favourable copy (0) wins this often
+            owner.flat[wins_at_control:] = 1
+        results.append(
+            {
+                "owner": owner,
+                "loser_pruned": np.ones((2, n_samples), bool),
+                "rho0": np.ones((2, n_samples, 2)),
+            }
+        )
+    claims = EXPERIMENT.analyse(config, tasks, results, _SEED)[1]
+    return next(c for c in claims if c.id == "perturbations.symmetric_control")
+
+
+def test_the_symmetric_control_passes_at_exactly_four_standard_errors():
+    # findings:_analysis:1373:42:comparison (gauge perturbations: "within 4 standard errors"
+    # applied as strictly within). 8 samples x 2 epsilons = 16 pooled control samples: four
+    # binomial standard errors of 1/2 are 4 sqrt(0.25 / 16) = 0.5 exactly, so a control won
+    # every time sits on the edge and one won 15 of 16 inside it
+    edge = _control_claim(8, 16)
+    assert edge.measured == 1.0 and edge.passed
+    assert _control_claim(8, 15).passed
