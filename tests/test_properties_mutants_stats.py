@@ -4,9 +4,12 @@ states what the function guarantees, and fails on the mutant named beside it."""
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 
+import numpy as np
+import pytest
 from _properties import properties
 from hypothesis import given
 from hypothesis import strategies as st
@@ -38,3 +41,52 @@ def test_the_rule_words_state_the_relations_verdict_applies(threshold, direction
                 text,
                 interval,
             )
+
+
+_PAIRED = {
+    "paired_difference": lambda d, t: float(np.mean(d)),
+    "paired_median": lambda d, t: float(np.median(d)),
+    "paired_sign": lambda d, t: float(np.mean(d[d != t] > t)) if np.any(d != t) else math.nan,
+}
+
+
+@properties(25)
+@given(
+    rule=st.sampled_from(sorted(_PAIRED)),
+    x=st.floats(-1e3, 1e3),
+    y=st.floats(-1e3, 1e3),
+    shift=st.floats(-1e3, 1e3),
+)
+def test_a_paired_rule_below_its_minimum_reports_the_centre_of_the_differences(rule, x, y, shift):
+    # stats:_rules:620:16:off-by-one (the differences taken as y - y)
+    def estimate(a, b):
+        rng = np.random.default_rng(0) if stats.RULES[rule].randomised else None
+        j = stats.judge(rule, np.array([a]), np.array([b]), threshold=0.0, direction=">", rng=rng)
+        assert j.verdict == "UNRESOLVED" and j.n == 1  # one pair: too few for an interval
+        return j.estimate
+
+    want = _PAIRED[rule](np.array([x - y]), 0.0)
+    got = estimate(x, y)
+    assert (math.isnan(want) and math.isnan(got)) or got == pytest.approx(want, abs=1e-9)
+    # a constant added to both sides of the pair leaves the difference, and the estimate
+    again = estimate(x + shift, y + shift)
+    d = (x + shift) - (y + shift)
+    assert (math.isnan(again) and d == 0) or again == pytest.approx(
+        _PAIRED[rule](np.array([d]), 0.0), abs=1e-9
+    )
+
+
+@properties(25)
+@given(st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=12))
+def test_the_lower_median_is_the_ceil_n_over_2_th_smallest(values):
+    # adam:_spikes:265:40:swap (the order statistic's index (n - 1) // 2 as 2 // (n - 1))
+    from gaugedyn.adam._spikes import lower_median
+
+    x = np.array(values)
+    want = np.sort(x)[math.ceil(x.size / 2) - 1]
+    assert lower_median(x) == want
+    # along another axis, column by column
+    both = np.stack([x, -x], axis=1)
+    np.testing.assert_array_equal(
+        lower_median(both, axis=0), [want, np.sort(-x)[math.ceil(x.size / 2) - 1]]
+    )
