@@ -21,6 +21,9 @@ def test_gd_progress_reports_one_total_and_the_steps_done_when_it_stops_early():
     steps = sol.diagnostics["nsteps"]
     total = calls[0][1]
     assert steps < total  # the run stopped at specialization, before its last step
+    # theory:_methods:327:36:comparison (reports on every step but the chunks' ends)
+    assert calls[0] == (0, total)
+    assert all(b[0] > a[0] for a, b in zip(calls[:-2], calls[1:-1]))
     assert all(t == total for _, t in calls)
     assert calls[-1] == (steps, total)
     assert all(0 <= d <= total for d, _ in calls)
@@ -61,3 +64,26 @@ def test_a_rescale_reports_the_factor_its_first_moments_were_multiplied_by():
         old = before[c.param].index_select(axis, rows)
         new = opt.state[c.param]["exp_avg"].index_select(axis, rows)
         torch.testing.assert_close(new, old * c.scale, rtol=1e-12, atol=0.0)
+
+
+def test_the_work_guard_judges_windows_of_at_least_pace_after_seconds():
+    # theory:_methods:189:11:comparison (a window of exactly PACE_AFTER seconds skipped) and
+    # theory:_methods:189:11:sign (the window's length taken as now + its start)
+    import pytest
+
+    from gaugedyn import InputError
+    from gaugedyn.theory._methods import PACE_AFTER, PACE_EVERY, Pace
+
+    now = [1000.0]
+    pace = Pace("DOP853", t_max=1e12)
+    pace.clock = lambda: now[0]
+    pace.start = pace.wall_ref = now[0]
+
+    def window(seconds):  # PACE_EVERY right-hand sides at a crawl: t moves by 1e-6
+        now[0] = pace.wall_ref + seconds
+        for _ in range(PACE_EVERY):
+            pace(1e-6)
+
+    window(PACE_AFTER / 2)  # too short a window to judge the pace by: nothing raised
+    with pytest.raises(InputError, match="about a"):
+        window(PACE_AFTER)  # exactly PACE_AFTER: judged, and a crawl to 1e12 is refused
