@@ -277,3 +277,26 @@ def test_the_symmetric_control_passes_at_exactly_four_standard_errors():
     edge = _control_claim(8, 16)
     assert edge.measured == 1.0 and edge.passed
     assert _control_claim(8, 15).passed
+
+
+def test_the_online_spread_is_the_mean_seed_spread_over_the_last_four_fifths_of_the_run(
+    monkeypatch,
+):
+    # findings:_analysis:933:22:off-by-one (the late window measured from the next-to-last
+    # time instead of the last)
+    import gaugedyn.training
+    from gaugedyn.experiments.gauge import _analysis as ga
+
+    # the spread reads only the simulated losses: the ODE curves beside it are stubbed out
+    monkeypatch.setattr(gaugedyn.training, "online_ode", lambda *a, **k: dict.fromkeys("aQR"))
+    monkeypatch.setattr(ga, "population_loss", lambda *a, **k: np.full(6, 0.5))
+
+    task = {"kind": "chain", "dim": 20, "eta": 0.5, "t_max": 10.0, "seeds": 4}
+    t = np.array([0.0, 1.0, 1.9, 2.5, 5.0, 10.0])  # late: t >= 2 (0.2 of the last time)
+    rng = np.random.default_rng(5)
+    spread_by_time = np.array([3.0, 2.0, 1.0, 0.1, 0.2, 0.3])
+    loss = 0.5 + spread_by_time * rng.standard_normal((task["seeds"], t.size)) * 1e-3
+    out = ga._online_sgd_erf_task(task, {"t": t, "loss": loss}, "chain")
+    late = t >= 0.2 * t.max()
+    want = float(np.mean(np.std(loss[:, late], axis=0)))
+    assert out["spread"] == pytest.approx(want, rel=1e-12)
