@@ -87,3 +87,28 @@ def test_the_work_guard_judges_windows_of_at_least_pace_after_seconds():
     window(PACE_AFTER / 2)  # too short a window to judge the pace by: nothing raised
     with pytest.raises(InputError, match="about a"):
         window(PACE_AFTER)  # exactly PACE_AFTER: judged, and a crawl to 1e12 is refused
+
+
+def test_a_flatten_with_positional_dims_is_read_like_the_keyword_one():
+    # gauge:_units:213:14:off-by-one (the end dimension read from a fourth argument)
+    import torch
+
+    from gaugedyn.gauge import find_units
+
+    class Net(torch.nn.Module):
+        def __init__(self, dims):
+            super().__init__()
+            self.c = torch.nn.Conv2d(1, 3, 3)
+            self.fc = torch.nn.Linear(3 * 4 * 4, 2)
+            self.dims = dims
+
+        def forward(self, x):
+            return self.fc(torch.flatten(torch.relu(self.c(x)), *self.dims))
+
+    def groups(dims):
+        return {g.name for g in find_units(Net(dims))[0]}
+
+    # flatten(x, 1, -1) keeps the batch axis and merges the rest: the conv's channels are units
+    assert "c" in groups((1, -1)) and groups((1, -1)) == groups((1,))
+    # flatten(x, 1, 2) leaves an axis: its channels no longer feed the linear layer one by one
+    assert "c" not in groups((1, 2))
