@@ -90,3 +90,23 @@ def test_the_lower_median_is_the_ceil_n_over_2_th_smallest(values):
     np.testing.assert_array_equal(
         lower_median(both, axis=0), [want, np.sort(-x)[math.ceil(x.size / 2) - 1]]
     )
+
+
+@properties(20)
+@given(n=st.integers(8, 40), seed=st.integers(0, 2**32 - 1))
+def test_the_interpolated_median_bound_is_continuous_at_every_attainable_level(n, seed):
+    # stats:_estimators:88:13:factor (the interpolation weight not divided by the gap between
+    # the two bracketing binomial levels). At an attainable level 1 - c(k + 1) the bound is
+    # the order statistic X(k + 1); just above that level it interpolates between X(k) and
+    # X(k + 1) with a weight that tends to X(k + 1): no jump
+    from scipy import stats as sps
+
+    x = np.random.default_rng(seed).standard_normal(n)
+    gap = float(np.ptp(x))
+    for k in range(1, n // 2 - 1):
+        c = float(sps.binom.cdf(k, n, 0.5))  # c(k + 1)
+        if not 1e-6 < c < 0.4:
+            continue
+        at = stats.median_bounds(x, 1.0 - c).lower
+        near = stats.median_bounds(x, 1.0 - c + 1e-12).lower
+        assert abs(float(near) - float(at)) <= 1e-6 * gap, (n, k)
