@@ -112,3 +112,21 @@ def test_a_flatten_with_positional_dims_is_read_like_the_keyword_one():
     assert "c" in groups((1, -1)) and groups((1, -1)) == groups((1,))
     # flatten(x, 1, 2) leaves an axis: its channels no longer feed the linear layer one by one
     assert "c" not in groups((1, 2))
+
+
+def test_only_a_batch_above_small_batch_is_padded_and_transposed():
+    # training:_network:111:7:comparison (a batch of exactly SMALL_BATCH samples padded)
+    import torch
+
+    from gaugedyn.training._network import SMALL_BATCH, prepare
+
+    for n in (SMALL_BATCH - 1, SMALL_BATCH, SMALL_BATCH + 1):
+        X = torch.randn(2, n, 3, dtype=torch.float64)
+        b = prepare(X, torch.zeros(2, n, dtype=torch.float64))
+        assert b.n == n
+        if n <= SMALL_BATCH:
+            assert b.XT is None and b.X is X
+        else:
+            assert b.X.shape[1] % 8 == 0 and b.X.shape[1] - n < 8
+            torch.testing.assert_close(b.X[:, :n], X)
+            assert torch.all(b.X[:, n:] == 0) and b.XT.shape == (2, 3, b.X.shape[1])
