@@ -130,3 +130,20 @@ def test_only_a_batch_above_small_batch_is_padded_and_transposed():
             assert b.X.shape[1] % 8 == 0 and b.X.shape[1] - n < 8
             torch.testing.assert_close(b.X[:, :n], X)
             assert torch.all(b.X[:, n:] == 0) and b.XT.shape == (2, 3, b.X.shape[1])
+
+
+def test_the_online_kernels_derivatives_are_the_derivatives_of_their_activations():
+    # training:_online_kernels:22:16:factor (GELU's g' and g'' without their 1/sqrt(2 pi))
+    import numpy as np
+
+    from gaugedyn.theory import ACTIVATIONS
+    from gaugedyn.training import _online_kernels as k
+
+    h = 1e-5
+    for name, act in ACTIVATIONS.items():
+        code = act.code
+        for z in (-1.7, -0.4, 0.3, 1.1, 2.2):  # away from the kinks at 0
+            d1 = (k.g(code, z + h) - k.g(code, z - h)) / (2 * h)
+            d2 = (k.g_prime(code, z + h) - k.g_prime(code, z - h)) / (2 * h)
+            assert np.isclose(k.g_prime(code, z), d1, rtol=1e-6, atol=1e-8), (name, z)
+            assert np.isclose(k.g_second(code, z), d2, rtol=1e-6, atol=1e-8), (name, z)
