@@ -113,6 +113,18 @@ def test_a_flatten_with_positional_dims_is_read_like_the_keyword_one():
     # flatten(x, 1, 2) leaves an axis: its channels no longer feed the linear layer one by one
     assert "c" not in groups((1, 2))
 
+    # gauge:_units:208:15:comparison: the same for an nn.Flatten module and its start_dim
+    def module_groups(start):
+        net = torch.nn.Sequential(
+            torch.nn.Conv2d(1, 3, 3),
+            torch.nn.ReLU(),
+            torch.nn.Flatten(start),
+            torch.nn.Linear(48, 2),
+        )
+        return {g.name for g in find_units(net)[0]}
+
+    assert "0" in module_groups(1) and "0" not in module_groups(0)
+
 
 def test_only_a_batch_above_small_batch_is_padded_and_transposed():
     # training:_network:111:7:comparison (a batch of exactly SMALL_BATCH samples padded)
@@ -147,3 +159,19 @@ def test_the_online_kernels_derivatives_are_the_derivatives_of_their_activations
             d2 = (k.g_prime(code, z + h) - k.g_prime(code, z - h)) / (2 * h)
             assert np.isclose(k.g_prime(code, z), d1, rtol=1e-6, atol=1e-8), (name, z)
             assert np.isclose(k.g_second(code, z), d2, rtol=1e-6, atol=1e-8), (name, z)
+
+
+def test_the_classification_errors_standard_error_is_the_binomial_one():
+    # theory:_observables:526:24:swap (sqrt(err (1 - err) / n) with its ratio inverted)
+    import numpy as np
+
+    from gaugedyn.theory import classification_error
+
+    Q = np.array([[1.0, 0.3], [0.3, 1.0]])
+    R = np.array([[0.5], [0.1]])
+    for n in (200, 2000):
+        err, se = classification_error(
+            [1.0, -0.5], Q, R, [1.0], [[1.0]], "erf", samples=n, rng=np.random.default_rng(1)
+        )
+        assert 0 < err < 1
+        assert se == np.sqrt(err * (1 - err) / n)
