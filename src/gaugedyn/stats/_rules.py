@@ -2,14 +2,18 @@ r"""The catalogue of verdict rules: each turns per-seed values into HELD / NOT H
 
 A rule is one named object (`Rule`) holding its test statistic, its interval, its verdict,
 its assumptions and the words of its rule; `RULES` maps each name to its rule, so a finding
-names the rule it was judged by. Every rule reads its verdict off one 95% interval of one
-parameter (never a min or max inside a bootstrap):
+names the rule it was judged by. Every rule reads its verdict off a 95% interval of one
+parameter (never a min or max inside a bootstrap; a band rule's word past either edge off the
+97.5% one):
 
 - *threshold* rules claim $\theta > c$ (or $\theta < c$): HELD when the interval lies wholly on the
   claimed side, NOT HELD when it lies wholly on the other side (touching $c$ counts as the
   other side), UNRESOLVED otherwise; each side is a one-sided test at 2.5%;
 - *band* rules claim $lo < \theta < hi$ (``inside``, equivalence by two one-sided tests at
-  2.5% each) or $\theta$ outside $[lo, hi]$ (``outside``, a relevant difference);
+  2.5% each) or $\theta$ outside $[lo, hi]$ (``outside``, a relevant difference); the word
+  that needs the interval past either edge (NOT HELD of ``inside``, HELD of ``outside``) reads
+  the 97.5% interval, each edge at 1.25%, so at an edge it is at most 2.5% even where the far
+  edge adds its own chance (a band narrow against the spread);
 - *cell* rules claim $\theta_c > c$ in every cell (intersection-union test: HELD when every
   cell's own test holds; NOT HELD when some cell is on the wrong side after Holm's correction)
   or in some cell (union-intersection test: HELD when some cell holds after Holm; NOT HELD when
@@ -138,15 +142,21 @@ def _codes_threshold(low, high, threshold, direction):
     return np.where(high < threshold, 1, np.where(low >= threshold, -1, 0))
 
 
-def _codes_band(low, high, band, inside):
+def _codes_band(low, high, edge_low, edge_high, band, inside):
+    """A band claim's codes: the word that needs the interval on both sides of the band (inside
+    it, or inside the closed band for NOT HELD of ``outside``) reads the 95% interval
+    ``(low, high)``; the word that needs it past either edge reads the wider interval
+    ``(edge_low, edge_high)`` whose sides are at half the level each, so at an edge that word
+    is at most one side's size (2.5%) even where the far edge adds its own chance."""
     lo, hi = band
     low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-    within = (low > lo) & (high < hi)
-    beyond = (high < lo) | (low > hi)
-    closed_within = (low >= lo) & (high <= hi)
-    closed_beyond = (high <= lo) | (low >= hi)
+    edge_low, edge_high = np.asarray(edge_low, dtype=float), np.asarray(edge_high, dtype=float)
     if inside:
+        within = (low > lo) & (high < hi)
+        closed_beyond = (edge_high <= lo) | (edge_low >= hi)
         return np.where(within, 1, np.where(closed_beyond, -1, 0))
+    beyond = (edge_high < lo) | (edge_low > hi)
+    closed_within = (low >= lo) & (high <= hi)
     return np.where(beyond, 1, np.where(closed_within, -1, 0))
 
 
@@ -245,14 +255,19 @@ class Rule:
         )
         if self.claim in ("inside", "outside"):
             lo, hi = threshold
+            wide = (
+                f"widened to {1 - (1 - confidence) / 2:.1%} (each edge tested at "
+                f"{(1 - confidence) / 4:.2%})"
+            )
             inner = (
-                f"HELD if {ci} lies wholly inside ({lo}, {hi}); NOT HELD if it lies "
-                f"wholly outside it; otherwise UNRESOLVED"
+                f"HELD if {ci} lies wholly inside ({lo}, {hi}); NOT HELD if that interval, "
+                f"{wide}, lies wholly at or beyond one edge; otherwise UNRESOLVED"
             )
             if self.claim == "outside":
                 inner = (
-                    f"HELD if {ci} lies wholly outside [{lo}, {hi}]; NOT HELD if it "
-                    f"lies wholly inside it; otherwise UNRESOLVED"
+                    f"HELD if {ci}, {wide}, lies wholly beyond one edge of [{lo}, {hi}]; "
+                    f"NOT HELD if the {confidence:.0%} interval lies wholly inside it; "
+                    "otherwise UNRESOLVED"
                 )
             return f"{self.name}: {inner}"
         direction = direction or ">"
@@ -396,8 +411,11 @@ class Rule:
             flat = self.estimator not in ("point", "proportion") and np.asarray(b.lower == b.upper)
             if self.claim == "threshold":
                 code = _codes_threshold(b.lower, b.upper, threshold, direction)
-            else:
-                code = _codes_band(b.lower, b.upper, threshold, self.claim == "inside")
+            else:  # the word past either edge: each edge at half the one-sided level
+                e = self.bounds(samples, 1 - (1 - level) / 2, draws)
+                code = _codes_band(
+                    b.lower, b.upper, e.lower, e.upper, threshold, self.claim == "inside"
+                )
             few = np.shape(samples[-1])[-1] < _MIN_N.get(self.estimator, 1)
             code = np.where(flat | few, 0, code)
             if self.estimator == "slope":
