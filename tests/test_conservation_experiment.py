@@ -225,7 +225,7 @@ def test_a_reduced_run_passes_its_checks():
         families=["relu2", "linear2"],
         recorder_models=["docs_mlp"],
         drift_models=["mlp"],
-        drift_seeds=6,  # the slopes' median rule needs six
+        drift_seeds=7,  # the slopes' median rule reaches NOT HELD at every draw from seven
         samples=64,
     )
     tasks, results, arrays, claims = run_inline(EXPERIMENT, cfg)
