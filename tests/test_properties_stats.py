@@ -308,6 +308,7 @@ def test_band_rules_at_and_next_to_each_end_of_the_band(name, data):
     assume(math.isfinite(low) and math.isfinite(high) and low < high and _reason(first) is None)
     e_low, e_high = edge_interval(name, samples)
     assert e_low <= low and high <= e_high  # the 97.5% interval holds the 95% one
+    assert first.edge_interval == (e_low, e_high)  # and is recorded with the judgement
     below, above = np.nextafter(low, -math.inf), np.nextafter(high, math.inf)
     inside = rule.claim == "inside"
     cases = {  # the word that needs the band on both sides: the 95% interval's ends

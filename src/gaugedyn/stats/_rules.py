@@ -86,7 +86,9 @@ class Judgement:
     the verdict can be recomputed from the record.
     ``reason`` says why a sample could not be judged (too few values or rows, no spread, ties,
     a line that does not fit: the verdict is then UNRESOLVED) or which cells could not;
-    ``lack_of_fit`` (slope rules) is the p-value of the quadratic term added to the line.
+    ``lack_of_fit`` (slope rules) is the p-value of the quadratic term added to the line;
+    ``edge_interval`` (band rules) is the 97.5% interval the word past an edge reads (NOT HELD
+    of ``inside``, HELD of ``outside``), beside the 95% ``(low, high)`` the other word reads.
     """
 
     rule: str
@@ -103,6 +105,7 @@ class Judgement:
     draw: float | list[float] | None = None
     reason: str | None = None
     lack_of_fit: float | None = None
+    edge_interval: tuple[float, float] | None = None
 
     @property
     def interval(self) -> Interval:
@@ -128,6 +131,8 @@ class Judgement:
             d["reason"] = self.reason
         if self.lack_of_fit is not None:
             d["lack_of_fit"] = self.lack_of_fit
+        if self.edge_interval is not None:
+            d["edge_interval"] = list(self.edge_interval)
         return d
 
 
@@ -164,8 +169,8 @@ def _codes_band(low, high, edge_low, edge_high, band, inside):
 class Rule:
     """A verdict rule: an estimator (``mean``, ``paired``, ``median``, ``slope``,
     ``proportion``; ``point``, a deterministic value whose interval is the value itself) with
-    one-sided bounds at 2.5%, and the geometry of its claim
-    (``threshold``, ``inside``, ``outside``, ``every_cell``, ``some_cell``).
+    one-sided bounds at 2.5% (a band claim's word past an edge: at 1.25%), and the geometry of
+    its claim (``threshold``, ``inside``, ``outside``, ``every_cell``, ``some_cell``).
 
     ``judge(*samples, threshold=..., direction=...)`` gives a `Judgement`;
     ``evaluate`` is the same rule vectorised over leading (experiment) axes, used by the audit;
@@ -386,7 +391,8 @@ class Rule:
         returns them as ``draw``. A zero-width interval (no spread, ties) is UNRESOLVED (a
         cell with one cannot be judged); a slope rule also returns ``lack_of_fit`` and is
         UNRESOLVED below `_MIN_N` rows or where the line does not fit
-        (`LACK_OF_FIT`)."""
+        (`LACK_OF_FIT`). A band rule also returns ``edge_low`` / ``edge_high``, the 97.5%
+        interval its word past an edge reads."""
         level = 0.5 + confidence / 2
         if not self.cells:
             out = {}
@@ -416,6 +422,7 @@ class Rule:
                 code = _codes_band(
                     b.lower, b.upper, e.lower, e.upper, threshold, self.claim == "inside"
                 )
+                out |= {"edge_low": e.lower, "edge_high": e.upper}
             few = np.shape(samples[-1])[-1] < _MIN_N.get(self.estimator, 1)
             code = np.where(flat | few, 0, code)
             if self.estimator == "slope":
@@ -598,6 +605,9 @@ class Rule:
                     f"lack of fit: the quadratic term added to the line has p = {lof:.3g} "
                     f"< {LACK_OF_FIT:g} (the rows bend; the slope is not one exponent)"
                 )
+        edge = None
+        if "edge_low" in out:
+            edge = (float(out["edge_low"]), float(out["edge_high"]))
         return Judgement(
             self.name,
             word,
@@ -608,6 +618,7 @@ class Rule:
             draw=drawn,
             reason=reason,
             lack_of_fit=lof,
+            edge_interval=edge,
         )
 
     def _too_few(self, n: int, arrays: Sequence[np.ndarray]) -> str | None:
@@ -775,6 +786,8 @@ _NORMALISH = (
     "symmetric heavy tails (t(3)); under-covers for strongly skewed values "
     "(lognormal at 10 seeds: use a median rule)"
 )
+_BAND_INSIDE = "HELD by two one-sided tests at 2.5% each; NOT HELD past either edge at 1.25%"
+_BAND_OUTSIDE = "HELD past either edge at 1.25%; NOT HELD by two one-sided tests at 2.5% each"
 _POINT = (
     "the value of one deterministic computation (a numerical integration, "
     "bit-reproducible for the same configuration); no sampling error, so the interval is "
@@ -832,7 +845,7 @@ _CATALOGUE = (
         "inside",
         "mean of the per-seed values",
         _T,
-        f"{_INDEPENDENT}; {_NORMALISH}; two one-sided tests at 2.5% each",
+        f"{_INDEPENDENT}; {_NORMALISH}; {_BAND_INSIDE}",
     ),
     Rule(
         "relevant_difference",
@@ -840,7 +853,7 @@ _CATALOGUE = (
         "outside",
         "mean of the per-seed values",
         _T,
-        f"{_INDEPENDENT}; {_NORMALISH}",
+        f"{_INDEPENDENT}; {_NORMALISH}; {_BAND_OUTSIDE}",
     ),
     Rule(
         "slope_threshold",
@@ -856,8 +869,7 @@ _CATALOGUE = (
         "inside",
         "least-squares slope of y on x",
         _SLOPE,
-        "independent residuals of constant variance, close to normal; x fixed; two "
-        "one-sided tests at 2.5% each",
+        f"independent residuals of constant variance, close to normal; x fixed; {_BAND_INSIDE}",
     ),
     Rule(
         "proportion",
@@ -885,7 +897,7 @@ _CATALOGUE = (
         "inside",
         "median of the per-seed values",
         _MEDIAN,
-        f"{_INDEPENDENT}; a continuous distribution, any shape; two one-sided tests at 2.5%",
+        f"{_INDEPENDENT}; a continuous distribution, any shape; {_BAND_INSIDE}",
     ),
     Rule(
         "median_relevant_difference",
@@ -893,7 +905,7 @@ _CATALOGUE = (
         "outside",
         "median of the per-seed values",
         _MEDIAN,
-        f"{_INDEPENDENT}; a continuous distribution, any shape",
+        f"{_INDEPENDENT}; a continuous distribution, any shape; {_BAND_OUTSIDE}",
     ),
     Rule(
         "every_cell",
