@@ -106,7 +106,7 @@ def test_the_score_counts_kills_over_the_non_equivalent_mutants():
     assert page.score(record, {}) == (3, 6)
     assert page.score(record, {"g2": "same function"}) == (3, 5)
     text = page.render(record, {"g2": "same function"})
-    assert "**3 of 5 non-equivalent generated mutants killed (60.0%)**" in text
+    assert "**3 of 5 non-equivalent generated mutants killed (60.0%)**; 0 of the 359" in text
     assert "| `stats` | 4 | 2 | 1 | 0 | 0 | 2 | 1 |" in text
     assert "| `gauge` | 2 | 1 | 0 | 1 | 1 | 0 | 0 |" in text
     assert "| **all** | 6 | 3 | 1 | 1 | 1 | 2 | 1 |" in text

@@ -61,15 +61,33 @@ def _selection(run: dict) -> str:
     )
 
 
+def the_set() -> list[str]:
+    """The ids of the generated set (`tools/mutants.py`'s draw: 60 per area, seed 0)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import mutants
+
+    return [g.id for area in mutants.AREAS for g in mutants.sample(area, 60, 0)]
+
+
 def render(record: dict, equivalent: dict[str, str]) -> str:
     unknown = sorted(set(equivalent) - set(record["mutants"]))
     if unknown:
         raise ValueError(f"equivalent.toml names mutants the record lacks: {', '.join(unknown)}")
     k, n = score(record, equivalent)
     entries = record["mutants"]
+    drawn = the_set()
+    missing = [i for i in drawn if i not in entries]
+    gone = [i for i in entries if i not in set(drawn)]
     lines = [
         f"**{k} of {n} non-equivalent generated mutants killed ({100 * k / n:.1f}%)**; "
-        f"{len(entries)} mutants run, {len(equivalent)} equivalent."
+        f"{len(drawn) - len(missing)} of the {len(drawn)} mutants of the set run, "
+        f"{len(equivalent)} equivalent; {len(missing)} not yet run"
+        + (f" ({', '.join(sorted({i.split(':')[0] for i in missing}))})" if missing else "")
+        + (
+            f"; {len(gone)} recorded mutants no longer drawn (their file changed since)."
+            if gone
+            else "."
+        )
         if n
         else "No mutant recorded yet.",
         "",
