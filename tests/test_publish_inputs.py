@@ -274,3 +274,18 @@ def test_fuzzed_summaries_are_added_or_refused_in_one_line(repo, tmp_path, capsy
     assert code in (0, 2) and "Traceback" not in err, err
     if code == 2:
         assert len(err.strip().splitlines()) == 1 and _tree(repo) == before
+
+
+def test_provenance_names_the_commit_the_run_was_made_at_not_only_where_it_was_added():
+    from gaugedyn.publish import provenance
+
+    added = {"commit": "b" * 40, "dirty": False, "gaugedyn": "0.2.0"}
+    pub = {"command": "gaugedyn run x.toml", "date": "2026-12-06 10:00 UTC", "code_version": added}
+    ran = {"commit": "a" * 40, "dirty": True, "gaugedyn": "0.1.9"}
+    line = provenance("x", {"published": pub, "code": ran})
+    assert "gaugedyn 0.1.9 at commit aaaaaaaaaa (with local changes)" in line
+    assert "(added at commit bbbbbbbbbb)" in line
+    same = provenance("x", {"published": pub, "code": dict(added)})
+    assert "at commit bbbbbbbbbb." in same and "added at" not in same
+    old = provenance("x", {"published": pub})  # a run that recorded no code identity
+    assert "gaugedyn 0.2.0 at commit bbbbbbbbbb." in old and "added at" not in old

@@ -513,3 +513,24 @@ def test_the_spike_maps_are_split_with_one_colour_bar_each_and_name_their_colour
     caption = drawn["spike_boundary_maps"]
     assert "black at 0" in caption and "pale yellow at 1" in caption and "grey:" in caption
     assert "Zoomed to the edge" in caption and "Diamonds" in caption
+
+
+def test_the_page_shows_the_stored_pilots_the_calibration_reads(monkeypatch):
+    """``docs/adam-stability.md``'s pilot tables are generated from ``pilots.json``
+    (``tools/pilot_tables.py``): the page is current, and a changed stored pilot makes it stale."""
+    import importlib.util
+    from pathlib import Path
+
+    from gaugedyn.experiments.adam_stability import _calibration
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("pt", root / "tools" / "pilot_tables.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert tool.main(["--check"]) == 0
+    pilot = dict(_calibration.TASKS["teacher_mse"]["pilot"])
+    pilot["settled_edge"] = [None, *pilot["settled_edge"][1:]]
+    monkeypatch.setitem(_calibration.TASKS["teacher_mse"], "pilot", pilot)
+    assert tool.main(["--check"]) == 1
+    with pytest.raises(KeyError, match="no stored pilot"):
+        _calibration.pilot_markdown("digits_mse")

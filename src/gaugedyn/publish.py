@@ -647,8 +647,9 @@ def provenance(experiment: str, summary: dict) -> str:
     experiment : str
         The experiment name (its summary is ``results-data/<experiment>/summary.json``).
     summary : dict
-        Its published summary; ``published`` gives the command, date and code version, and a
-        ``rejudged`` record adds when and at which commit it was re-judged, how many verdicts
+        Its published summary; ``published`` gives the command and date, ``code`` the code
+        identity the run recorded (``published.code_version``, the commit it was added at, for
+        runs that recorded none; both named when they differ), and a ``rejudged`` record adds when and at which commit it was re-judged, how many verdicts
         changed and how many findings were kept under the old rules.
 
     Returns
@@ -658,14 +659,22 @@ def provenance(experiment: str, summary: dict) -> str:
         "with local changes" when ``dirty``).
     """
     pub = summary.get("published", {})
-    code = pub.get("code_version", {})
-    commit = str(code.get("commit", "unknown"))[:10] + (
-        " (with local changes)" if code.get("dirty") else ""
-    )
+    added = pub.get("code_version", {})
+    ran = summary.get("code") or {}
+    code = ran if ran.get("commit") else added
+
+    def _commit(c: dict) -> str:
+        return str(c.get("commit", "unknown"))[:10] + (
+            " (with local changes)" if c.get("dirty") else ""
+        )
+
     line = (
         f"From `{DATA}/{experiment}/summary.json`: `{pub.get('command', '?')}`, finished "
-        f"{pub.get('date', '?')}, gaugedyn {code.get('gaugedyn', '?')} at commit {commit}."
+        f"{pub.get('date', '?')}, gaugedyn {code.get('gaugedyn', '?')} at commit {_commit(code)}"
     )
+    if code is ran and added.get("commit") and added.get("commit") != ran.get("commit"):
+        line += f" (added at commit {_commit(added)})"
+    line += "."
     again = summary.get("rejudged")
     if again:
         kept = again.get("kept_under_old_rules") or []

@@ -46,7 +46,8 @@ TASKS: dict[str, dict[str, Any]] = {
 """Per task: the chosen ``lr``, ``n_samples``, hidden width and scan grid; ``pilot``: the pilot
 they were chosen on (`calibration_pilot()`'s output, stored in ``pilots.json``)."""
 STORED = Path(__file__).with_name("pilots.json")
-for _name, _pilot in json.loads(STORED.read_text()).items():
+STORED_PILOTS: dict[str, Any] = json.loads(STORED.read_text())
+for _name, _pilot in STORED_PILOTS.items():
     TASKS[_name]["pilot"] = _pilot
 
 
@@ -96,3 +97,34 @@ def rule_met(pilot: dict) -> tuple[bool, str]:
         f"{sum(trained_rows)} of {len(trained_rows)} rows hold a trained copy; {edges} "
         f"rows have a settled edge (need every row trained and >= {MIN_ROWS} edges)"
     )
+
+
+def pilot_markdown(task: str) -> list[str]:
+    """Markdown lines of ``task``'s stored pilot (``pilots.json``): per ``1 - beta1`` row and
+    ``1 - beta2`` column the settled / transient status and the settled window's median
+    ``log10`` loss, then each row's settled and transient edge (``-``: none inside the grid)."""
+    if task not in TASKS or "pilot" not in TASKS[task]:
+        raise KeyError(f"no stored pilot for task {task!r}; stored: {sorted(STORED_PILOTS)}")
+    p = TASKS[task]["pilot"]
+    cols = GRID["one_minus_beta2"]
+    lines = [
+        f"The stored pilot of `{task}` ($\\mathrm{{lr}} = {p['lr']:g}$, width {p['hidden']}, "
+        f"{p['steps']} steps, {p['date']}; each cell: settled / transient status, settled "
+        "median log10 loss):",
+        "",
+        "| 1 - beta1 \\ 1 - beta2 | "
+        + " | ".join(f"{c:g}" for c in cols)
+        + " | settled edge | transient edge |",
+        "|---" * (len(cols) + 3) + "|",
+    ]
+    for i, a in enumerate(GRID["one_minus_beta1"]):
+        cells = [
+            f"{p['settled'][i][j]} / {p['transient'][i][j]} "
+            f"({p['settled_median_log10_loss'][i][j]:.1f})"
+            for j in range(len(cols))
+        ]
+        edges = [
+            "-" if e is None else f"{e:g}" for e in (p["settled_edge"][i], p["transient_edge"][i])
+        ]
+        lines.append(f"| {a:g} | " + " | ".join(cells + edges) + " |")
+    return lines

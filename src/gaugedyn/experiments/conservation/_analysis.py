@@ -443,13 +443,15 @@ def _count_arrays(counts: dict, readings) -> dict:
         "count_gap": np.array([float(counts[n][first]["gap"]) for n in names]),
         "count_near": np.array(
             [
-                np.nanmax(counts[n][first]["near"][:, 2:], axis=0)
+                np.fmax.reduce(counts[n][first]["near"][:, 2:], axis=0)
                 if counts[n][first]["near"].size
                 else [np.nan] * 2
                 for n in names
             ]
         ),
-        "count_kept": np.array([np.nanmin(counts[n][first]["near"][:, :2], axis=0) for n in names]),
+        "count_kept": np.array(
+            [np.fmin.reduce(counts[n][first]["near"][:, :2], axis=0) for n in names]
+        ),
     }
 
 

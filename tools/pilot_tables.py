@@ -1,0 +1,56 @@
+"""Write the stored calibration pilots of the network tasks into the Adam-stability page.
+
+``spike_boundary``'s network tasks take their step size and scan range from a pilot stored in
+``gaugedyn/experiments/adam_stability/pilots.json`` (`_calibration.calibration_pilot()`; the
+rule that chose them, `_calibration.rule_met()`). The block of ``docs/adam-stability.md``
+between ``<!-- pilots -->`` and ``<!-- end pilots -->`` is generated from that file
+(`_calibration.pilot_markdown()`), one table per stored pilot, so the page shows the pilots the
+code reads. Run from the repository root::
+
+    .venv/bin/python tools/pilot_tables.py            # rewrite the block in place
+    .venv/bin/python tools/pilot_tables.py --check    # exit 1 if the page is stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from gaugedyn.experiments.adam_stability import _calibration  # noqa: E402
+
+PAGE = ROOT / "docs" / "adam-stability.md"
+BLOCK = re.compile(r"(<!-- pilots -->\n)(.*?)(<!-- end pilots -->)", re.S)
+
+
+def body() -> str:
+    """The block's text: every stored pilot's table, in the file's order."""
+    parts = ["\n".join(_calibration.pilot_markdown(t)) for t in _calibration.STORED_PILOTS]
+    return "\n\n".join(parts) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if the page is stale")
+    args = parser.parse_args(argv)
+    text = PAGE.read_text(encoding="utf-8")
+    if not BLOCK.search(text):
+        print(f"{PAGE.relative_to(ROOT)}: no <!-- pilots --> block")
+        return 1
+    new = BLOCK.sub(lambda m: m.group(1) + body() + m.group(3), text)
+    if new == text:
+        return 0
+    if args.check:
+        print(f"{PAGE.relative_to(ROOT)} is stale: run tools/pilot_tables.py")
+        return 1
+    PAGE.write_text(new, encoding="utf-8")
+    print(f"rewrote {PAGE.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
