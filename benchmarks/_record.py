@@ -4,6 +4,12 @@ Each benchmark that publishes figures writes one JSON record into ``benchmarks/r
 (``--json PATH``); ``tools/bench_page.py`` generates ``docs/benchmarks.md`` from those records and
 ``--check`` (run by CI) compares the page with them, so a figure on the page is always the one
 stored with its run.
+
+Every write is atomic (a temporary file in the same folder, then ``os.replace``): a killed run
+leaves the previous record or none, never a half-written one. A long benchmark fills a
+`Progress` unit by unit instead: each finished unit is stored at once in ``PATH.partial``, a
+rerun with the same configuration resumes after the last finished unit (another configuration
+starts cleanly), and the record appears at ``PATH`` only when every unit is done.
 """
 
 from __future__ import annotations
@@ -14,7 +20,10 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 NOTED_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
 """The CPU features a record lists (they decide the kernels' widths and torch's matmul rate)."""
@@ -102,11 +111,120 @@ def start_record(script: str, argv: list[str] | None = None) -> dict:
     }
 
 
-def write_record(path: str | Path, record: dict, data: dict) -> Path:
-    """Write ``record`` with ``data`` and the load at the end to ``path`` (JSON)."""
-    out = dict(record, load_end=[round(x, 2) for x in os.getloadavg()], data=data)
+def _load_now() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def write_json(path: str | Path, obj: dict) -> Path:
+    """Write ``obj`` to ``path`` as JSON atomically: readers see the old file or the new one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1, default=float) + "\n")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(obj, indent=1, default=float) + "\n")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_record(path: str | Path, record: dict, data: dict) -> Path:
+    """Write ``record`` with ``data`` and the load at the end to ``path`` (JSON, atomically)."""
+    out = dict(record, load_end=_load_now(), data=data)
+    write_json(path, out)
     print(f"record written to {path}")
     return path
+
+
+class Progress:
+    """A record filled unit by unit and stored after each (``PATH.partial``), resumable.
+
+    ``config`` is what every unit shares (tolerances, repeats, horizon): a rerun whose
+    ``config`` equals the stored one reuses the stored units, any other starts cleanly. Each
+    run that adds units is noted in ``runs`` with its date and loads; `finish` writes the
+    record to ``PATH`` with ``data`` and removes the partial file. With ``stop_after``
+    (seconds), a run that has used that much wall time and finished a unit starts no further one: it exits with
+    status 3 and a rerun resumes (long benchmarks run in chunks on a shared machine).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        script: str,
+        config: dict,
+        argv: list[str] | None = None,
+        stop_after: float | None = None,
+    ):
+        self.started = time.monotonic()
+        self.stop_after = stop_after
+        self.path = Path(path)
+        self.partial = self.path.with_name(self.path.name + ".partial")
+        config = json.loads(json.dumps(config, default=float))
+        head = start_record(script, argv)
+        self.run = {
+            "command": head["command"],
+            "date": head["date"],
+            "load_start": head["load_start"],
+            "units": [],
+        }
+        stored = None
+        if self.partial.exists():
+            try:
+                stored = json.loads(self.partial.read_text())
+            except (OSError, ValueError):
+                stored = None
+        if stored is not None and stored.get("config") == config:
+            self.state = stored
+            print(
+                f"resuming {self.partial}: {len(stored['units'])} units stored "
+                f"({', '.join(stored['units']) or 'none'})"
+            )
+        else:
+            if stored is not None:
+                print(f"{self.partial} holds another configuration; starting cleanly")
+            self.state = dict(head, config=config, units={}, runs=[])
+        self.state["runs"].append(self.run)
+
+    def get(self, key: str) -> Any:
+        """The stored result of unit ``key``, or None."""
+        return self.state["units"].get(key)
+
+    def unit(self, key: str, compute):
+        """The stored result of ``key``, or ``compute()``'s, stored at once."""
+        if key in self.state["units"]:
+            return self.state["units"][key]
+        if (
+            self.stop_after is not None
+            and self.run["units"]
+            and time.monotonic() - self.started > self.stop_after
+        ):
+            print(
+                f"stopped before {key!r} after {self.stop_after:g} s; {len(self.state['units'])} "
+                f"units stored in {self.partial}: rerun the same command to resume",
+                flush=True,
+            )
+            raise SystemExit(3)
+        value = json.loads(json.dumps(compute(), default=float))
+        self.state["units"][key] = value
+        self.run["units"].append(key)
+        self.run["load_end"] = _load_now()
+        write_json(self.partial, self.state)
+        return value
+
+    def finish(self, data: dict) -> Path:
+        """Write the record (header, runs, ``data``) to ``PATH`` and drop the partial file."""
+        self.run["load_end"] = _load_now()
+        out = {k: v for k, v in self.state.items() if k != "units"}
+        out["command"] = self.run["command"]  # the run that completed the record
+        out["load_start"] = self.state["runs"][0]["load_start"]
+        out["load_end"] = self.run["load_end"]
+        out["data"] = data
+        write_json(self.path, out)
+        self.partial.unlink(missing_ok=True)
+        print(f"record written to {self.path}")
+        return self.path

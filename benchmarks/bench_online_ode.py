@@ -18,7 +18,8 @@ full rank 8, eta = 1, batch 1):
         [--activations tanh,softplus,leaky_relu] [--json benchmarks/results/online_ode.json]
 
 It prints the machine (CPU model, cores, load); ``--json`` writes the figures as a benchmark
-record (``benchmarks/_record.py``).
+record (``benchmarks/_record.py``), each finished measurement stored at once in
+``PATH.partial``: a killed run resumes there when rerun with the same options.
 """
 
 from __future__ import annotations
@@ -99,8 +100,12 @@ def trajectory(name: str, options: dict, t_max: float, rtol: float | None, budge
     tol = {} if rtol is None else {"rtol": rtol, "atol": rtol / 100}
     _online_ode.compiled_rhs = counting
     try:
-        online_ode(problem, 1.0, times[:2], method="compiled", **options)  # compile
         count[0], limit[0] = 0, budget
+        try:  # compile, at the run's tolerances and budget (a stalled warm-up is bounded too)
+            online_ode(problem, 1.0, times[:2], method="compiled", **tol, **options)
+        except _Budget:
+            pass
+        count[0] = 0
         c0, t0 = time.process_time(), time.perf_counter()
         finished = True
         try:
@@ -128,51 +133,76 @@ def main(argv=None) -> int:
     p.add_argument("--budget", type=int, default=5000, help="right-hand sides per run, at most")
     p.add_argument("--activations", default="tanh,softplus,leaky_relu")
     p.add_argument("--json", default=None, help="write the figures as a benchmark record")
+    p.add_argument(
+        "--stop-after",
+        type=float,
+        default=None,
+        help="with --json: start no measurement after this many wall seconds (exit 3; rerun resumes)",
+    )
     args = p.parse_args(argv)
     import sys
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from _record import describe_machine, start_record, write_record
+    from _record import Progress, describe_machine
 
-    record = start_record("bench_online_ode.py", argv)
     print(describe_machine())
     names = [n for n in args.activations.split(",") if n]
+    config = {
+        "t_max": args.t_max,
+        "rtol": args.rtol,
+        "budget": args.budget,
+        "rounds": args.rounds,
+        "K": 4,
+        "M": 4,
+    }
+    progress = (
+        Progress(args.json, "bench_online_ode.py", config, argv, args.stop_after)
+        if args.json
+        else None
+    )
+
+    def unit(key, compute):
+        return progress.unit(key, compute) if progress else compute()
+
+    variants = (("plain", {}), ("options", OPTIONS))
     erf = {
-        k: trajectory("erf", o, args.t_max, args.rtol, args.budget)
-        for k, o in (("plain", {}), ("options", OPTIONS))
+        k: unit(
+            f"erf/run/{k}", lambda o=o: trajectory("erf", o, args.t_max, args.rtol, args.budget)
+        )
+        for k, o in variants
     }
     print(
         f"erf, compiled, to t = {args.t_max:g}: plain {erf['plain']['cpu']:.3f} CPU s "
-        f"({erf['plain']['rhs']} right-hand sides), options {erf['options']['cpu']:.3f} CPU s"
+        f"({erf['plain']['rhs']} right-hand sides), options {erf['options']['cpu']:.3f} CPU s",
+        flush=True,
     )
     rows = {}
     for name in names:
-        row = {
-            "rhs": {
-                k: rhs_rounds(name, o, args.rounds)
-                for k, o in (("plain", {}), ("options", OPTIONS))
-            },
-            "run": {
-                k: trajectory(name, o, args.t_max, args.rtol, args.budget)
-                for k, o in (("plain", {}), ("options", OPTIONS))
-            },
-        }
-        for k in ("plain", "options"):
-            r, t = row["rhs"][k], row["run"][k]
+        row: dict = {"rhs": {}, "run": {}}
+        for k, o in variants:
+            row["rhs"][k] = unit(
+                f"{name}/rhs/{k}", lambda o=o, name=name: rhs_rounds(name, o, args.rounds)
+            )
+            row["run"][k] = t = dict(
+                unit(
+                    f"{name}/run/{k}",
+                    lambda o=o, name=name: trajectory(name, o, args.t_max, args.rtol, args.budget),
+                )
+            )
+            r = row["rhs"][k]
             t["to_erf_plain"] = t["cpu"] / erf["plain"]["cpu"]
             print(
                 f"{name:11s} {k:8s} one rhs: compiled {1e3 * r['compiled']['cpu']:.1f} ms, "
                 f"reference {1e3 * r['reference']['cpu']:.1f} ms CPU ({r['ratio_cpu']:.1f}x), "
                 f"rel. diff {r['rel_diff']:.1e}; to t = {args.t_max:g}: {t['cpu']:.1f} CPU s "
                 f"({t['rhs']} rhs, {t['ms_per_rhs']:.1f} ms each; {t['to_erf_plain']:.0f}x erf)"
-                + ("" if t["finished"] else f"; unfinished at the budget of {args.budget} rhs")
+                + ("" if t["finished"] else f"; unfinished at the budget of {args.budget} rhs"),
+                flush=True,
             )
         rows[name] = row
-    if args.json:
-        write_record(
-            args.json,
-            record,
+    if progress:
+        progress.finish(
             {
                 "t_max": args.t_max,
                 "rtol": args.rtol or 1e-9,
@@ -180,7 +210,7 @@ def main(argv=None) -> int:
                 "M": 4,
                 "erf": erf,
                 "activations": rows,
-            },
+            }
         )
     return 0
 

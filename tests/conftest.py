@@ -4,11 +4,28 @@ Under CI (``CI`` set) hypothesis is derandomized: every run draws the same examp
 run on one machine is green on the next; locally it explores new examples each run.
 ``HYPOTHESIS_PROFILE=thorough`` runs ten times the examples of every property test (their
 counts are set relative to the profile's ``max_examples``: ``tests/_properties.py``).
+
+Under pytest-xdist each worker gets its share of the CPUs as its OpenMP, MKL and OpenBLAS thread
+count (``-n 2`` on two cores: one thread each), set before torch or numpy starts its pools, unless
+the variable is already set. With the libraries' default of one thread per core, two workers run
+four threads on two cores, and OpenMP's idle threads spin while they wait for the next parallel
+region: the torch-heavy tests then took 1.5 to 4 times the CPU (``tests/test_conservation_laws.py``
+and ``tests/test_gauge_recorder.py`` under ``-n 2``: 145 CPU-s, 33 with one thread per worker).
+Tests of thread-count behaviour set their own counts (``torch.set_num_threads``).
 """
 
 import os
 
-from hypothesis import settings
+workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+if workers:
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cpus = os.cpu_count() or 1
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, str(max(1, cpus // int(workers))))
+
+from hypothesis import settings  # noqa: E402
 
 settings.register_profile("ci", derandomize=True, database=None)
 settings.register_profile("thorough", max_examples=1000)

@@ -225,7 +225,7 @@ def test_a_reduced_run_passes_its_checks():
         families=["relu2", "linear2"],
         recorder_models=["docs_mlp"],
         drift_models=["mlp"],
-        drift_seeds=6,  # the slopes' median rule needs six
+        drift_seeds=7,  # the slopes' median rule reaches NOT HELD at every draw from seven
         samples=64,
     )
     tasks, results, arrays, claims = run_inline(EXPERIMENT, cfg)
@@ -253,5 +253,5 @@ def test_count_arrays_take_the_extremes_of_what_was_measured_without_warning_on_
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # an all-NaN column is "nothing there", not a warning
         arrays = _count_arrays(counts, ["r"])
-    assert arrays["count_kept"][0][0] == 1e-3 and np.isnan(arrays["count_kept"][0][1])
-    assert arrays["count_near"][0][0] == 5e-12 and np.isnan(arrays["count_near"][0][1])
+    assert arrays["count_kept"][0][0] == 1e-3 and not np.isfinite(arrays["count_kept"][0][1])
+    assert arrays["count_near"][0][0] == 5e-12 and not np.isfinite(arrays["count_near"][0][1])

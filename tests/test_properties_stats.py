@@ -68,11 +68,27 @@ def samples_for(draw, name: str, n_min: int | None = None, n_max: int = 12):
     return (x,)
 
 
-def judged(name: str, samples, threshold, direction=None, seed: int = 0) -> stats.Judgement:
+def judged(
+    name: str, samples, threshold, direction=None, seed: int = 0, confidence: float = 0.95
+) -> stats.Judgement:
     """``name``'s judgement, a randomised rule taking its draws from ``seed``'s generator."""
     rule = stats.RULES[name]
     rng = stats.generator(seed, "properties", name) if rule.randomised else None
-    return stats.judge(name, *samples, threshold=threshold, direction=direction, rng=rng)
+    return stats.judge(
+        name, *samples, threshold=threshold, direction=direction, rng=rng, confidence=confidence
+    )
+
+
+EDGE_CONFIDENCE = 0.975
+"""A band rule's word past an edge (NOT HELD of ``inside``, HELD of ``outside``) reads this
+interval: each edge a one-sided test at 1.25%, so the two edges together are at most 2.5%."""
+
+
+def edge_interval(name: str, samples, seed: int = 0) -> tuple[float, float]:
+    """The 97.5% interval of a band rule's parameter on ``samples``, at the same uniform draw
+    as `judged` (the band itself plays no part in an interval)."""
+    j = judged(name, samples, (-1000.0, 1000.0), seed=seed, confidence=EDGE_CONFIDENCE)
+    return j.low, j.high
 
 
 def _reason(j: stats.Judgement):
@@ -94,25 +110,27 @@ def _threshold_of(name: str, samples, offset: float):
     return centre + offset
 
 
-def _agrees_with_interval(j: stats.Judgement, claim: str) -> None:
+def _agrees_with_interval(
+    j: stats.Judgement, claim: str, edge: tuple[float, float] | None = None
+) -> None:
+    """``j``'s verdict is its interval's. For a band claim the word that needs both sides of
+    the band (HELD of ``inside``, NOT HELD of ``outside``) reads the 95% interval ``j`` records,
+    the word past an edge the 97.5% interval ``edge``."""
     low, high, t = j.low, j.high, j.threshold
-    if claim == "inside":
+    if claim in ("inside", "outside"):
+        assert edge is not None
         lo, hi = t
+        e_low, e_high = edge
+        assert e_low <= low and high <= e_high or not _decided_by_interval(j)
+        within, closed_within = lo < low and high < hi, lo <= low and high <= hi
+        beyond, closed_beyond = e_high < lo or e_low > hi, e_high <= lo or e_low >= hi
+        held, not_held = (within, closed_beyond) if claim == "inside" else (beyond, closed_within)
         if j.verdict == "HELD":
-            assert lo < low and high < hi
+            assert held
         if j.verdict == "NOT HELD":
-            assert high <= lo or low >= hi
+            assert not_held
         if _decided_by_interval(j) and j.verdict == "UNRESOLVED":
-            assert not (lo < low and high < hi) and not (high <= lo or low >= hi)
-        return
-    if claim == "outside":
-        lo, hi = t
-        if j.verdict == "HELD":
-            assert high < lo or low > hi
-        if j.verdict == "NOT HELD":
-            assert lo <= low and high <= hi
-        if _decided_by_interval(j) and j.verdict == "UNRESOLVED":
-            assert not (high < lo or low > hi) and not (lo <= low and high <= hi)
+            assert not held and not not_held
         return
     if j.rule == "paired_sign":  # its interval is of the share of untied seeds, against 1/2
         t = 0.5
@@ -149,7 +167,8 @@ def test_the_verdict_is_the_intervals_and_the_interval_is_ordered(name, data, of
             )
         if rule.estimator == "proportion":
             assert 0.0 <= j.low <= j.high <= 1.0
-        _agrees_with_interval(j, rule.claim)
+        edge = edge_interval(name, samples) if rule.claim in ("inside", "outside") else None
+        _agrees_with_interval(j, rule.claim, edge)
 
 
 def _stacked(rule: stats.Rule, samples, copies: int):
@@ -275,32 +294,104 @@ def test_threshold_rules_at_and_next_to_each_end_of_their_interval(name, data):
 @PROPS
 @given(data=st.data())
 def test_band_rules_at_and_next_to_each_end_of_the_band(name, data):
+    """A band rule's two intervals do not depend on the band, so the verdict follows from where
+    each edge sits. HELD of ``inside`` (NOT HELD of ``outside``) needs the 95% interval
+    ``(low, high)`` strictly inside the band (inside the closed band); NOT HELD of ``inside``
+    (HELD of ``outside``) needs the 97.5% interval ``(e_low, e_high)`` at or beyond (strictly
+    beyond) one edge. Each end of each interval is tried at the edge, one float inside and one
+    float outside it; a band edge between the two intervals' ends decides neither word."""
     rule = stats.RULES[name]
     samples = data.draw(samples_for(name))
     assume(_spread(name, samples))
     first = judged(name, samples, (-1000.0, 1000.0))
     low, high = first.low, first.high
     assume(math.isfinite(low) and math.isfinite(high) and low < high and _reason(first) is None)
+    e_low, e_high = edge_interval(name, samples)
+    assert e_low <= low and high <= e_high  # the 97.5% interval holds the 95% one
+    assert first.edge_interval == (e_low, e_high)  # and is recorded with the judgement
     below, above = np.nextafter(low, -math.inf), np.nextafter(high, math.inf)
-    width = high - low + 1.0
     inside = rule.claim == "inside"
-    cases = {
+    cases = {  # the word that needs the band on both sides: the 95% interval's ends
         (below, above): "HELD" if inside else "NOT HELD",
         (low, above): "UNRESOLVED" if inside else "NOT HELD",
         (below, high): "UNRESOLVED" if inside else "NOT HELD",
         (low, high): "UNRESOLVED" if inside else "NOT HELD",
         (np.nextafter(low, math.inf), above): "UNRESOLVED",
         (below, np.nextafter(high, -math.inf)): "UNRESOLVED",
-        (high, high + width): "NOT HELD" if inside else "UNRESOLVED",
-        (above, above + width): "NOT HELD" if inside else "HELD",
-        (low - width, low): "NOT HELD" if inside else "UNRESOLVED",
-        (low - width, below): "NOT HELD" if inside else "HELD",
     }
+    width = (e_high - e_low if math.isfinite(e_high - e_low) else high - low) + 1.0
+    past = "NOT HELD" if inside else "HELD"  # the word past an edge: the 97.5% interval's ends
+    if math.isfinite(e_high):
+        cases[(e_high, e_high + width)] = "NOT HELD" if inside else "UNRESOLVED"
+        cases[(np.nextafter(e_high, math.inf), e_high + width)] = past
+        if np.nextafter(e_high, -math.inf) > high:
+            cases[(np.nextafter(e_high, -math.inf), e_high + width)] = "UNRESOLVED"
+    if math.isfinite(e_low):
+        cases[(e_low - width, e_low)] = "NOT HELD" if inside else "UNRESOLVED"
+        cases[(e_low - width, np.nextafter(e_low, -math.inf))] = past
+        if np.nextafter(e_low, math.inf) < low:
+            cases[(e_low - width, np.nextafter(e_low, math.inf))] = "UNRESOLVED"
+    if high < e_high:  # past the 95% interval, not past the 97.5% one: neither word
+        cases[(high, high + width)] = "UNRESOLVED"
+        cases[(above, above + width)] = "UNRESOLVED"
+    if e_low < low:
+        cases[(low - width, low)] = "UNRESOLVED"
+        cases[(low - width, below)] = "UNRESOLVED"
+    checked = 0
     for band, word in cases.items():
         j = judged(name, samples, (float(band[0]), float(band[1])))
-        assert (j.low, j.high) == (low, high)
+        assert (j.low, j.high) == (low, high), "the interval moved with the band"
         if _reason(j) is None:
-            assert j.verdict == word, (band, low, high)
+            assert j.verdict == word, (band, (low, high), (e_low, e_high))
+            checked += 1
+    # an infinite end of the 97.5% interval: no band past that side says the word past an edge
+    for band in [(e_high, e_high + 1.0)] * (not math.isfinite(e_high)) + [
+        (high + 1.0, high + 2.0),
+        (low - 2.0, low - 1.0),
+    ]:
+        if all(map(math.isfinite, band)):
+            j = judged(name, samples, band)
+            past_this = (
+                (band[0] >= e_high or band[1] <= e_low)
+                if inside
+                else (band[0] > e_high or band[1] < e_low)
+            )
+            assert (j.verdict == past) == (past_this and _reason(j) is None), (band, j.verdict)
+    assume(checked > 0)
+
+
+def test_a_band_rules_edge_interval_is_the_975_interval_of_its_parameter():
+    r"""The interval the band rules read past an edge, against independent references: Student's
+    t interval at 97.5% (``scipy.stats.t.interval``) for the mean rules, the least-squares
+    slope's t interval at 97.5% (``scipy.stats.linregress``) for ``slope_band``, and for the
+    median rules the randomised sign test at 1.25% per side (``scipy.stats.binom``, at the
+    recorded draw ``u``): the lower end lies above ``t`` exactly when
+    $P(B \le j - 1) + u P(B = j) < 1.25\%$, $j$ the values at or below ``t``, and mirrored."""
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(9)
+    se = x.std(ddof=1) / math.sqrt(x.size)
+    ref = sps.t.interval(EDGE_CONFIDENCE, x.size - 1, loc=x.mean(), scale=se)
+    for name in ("equivalence", "relevant_difference"):
+        assert np.allclose(edge_interval(name, (x,)), ref, rtol=1e-12, atol=1e-12)
+    t = np.arange(9.0)
+    y = 0.3 * t + rng.standard_normal(9)
+    fit = sps.linregress(t, y)
+    q = sps.t.ppf(0.5 + EDGE_CONFIDENCE / 2, t.size - 2)
+    ref = (fit.slope - q * fit.stderr, fit.slope + q * fit.stderr)
+    assert np.allclose(edge_interval("slope_band", (t, y)), ref, rtol=1e-10, atol=1e-12)
+    x = rng.lognormal(size=20)
+    b = sps.binom(x.size, 0.5)
+    xs = np.sort(x)
+    ts = np.concatenate([xs, (xs[1:] + xs[:-1]) / 2])
+    for name in ("median_band", "median_relevant_difference"):
+        e_low, e_high = edge_interval(name, (x,))
+        u = judged(name, (x,), (-1000.0, 1000.0)).draw
+        for t in ts:
+            j, i = np.sum(x <= t), np.sum(x >= t)
+            assert (e_low > t) == (b.cdf(j - 1) + u * b.pmf(j) < 0.0125), (name, t)
+            assert (e_high < t) == (b.cdf(i - 1) + u * b.pmf(i) < 0.0125), (name, t)
 
 
 @pytest.mark.parametrize("direction", [">", "<"])

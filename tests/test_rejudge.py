@@ -117,6 +117,29 @@ def test_a_stored_verdict_that_its_values_contradict_fails():
     assert status == "differs" and any("verdict" in p for p in problems), problems
 
 
+def test_a_band_readings_97_5_interval_is_stored_and_a_tampered_one_fails():
+    """A band rule's word past an edge reads the 97.5% interval; a reading stores it beside the
+    95% one, rejudge recomputes it, and a stored one that its values contradict is reported."""
+    from gaugedyn.harness import reading_record
+
+    x = [0.1, 0.4, -0.2, 0.3, 0.05, 0.25, 0.15, -0.1]
+    j = stats.judge("equivalence", x, threshold=(-1.0, 1.0))
+    rec = reading_record(j)
+    assert rec["edge_interval"][0] < rec["interval"][0] < rec["interval"][1]
+    assert rec["interval"][1] < rec["edge_interval"][1]
+    claim = {
+        "id": "band",
+        "kind": "finding",
+        "verdict": j.verdict,
+        "readings": {"as judged": j.verdict},
+        "tolerance": {"reading_detail": {"as judged": rec}},
+    }
+    assert check_summary({"claims": [claim]})[0][1] == "same"
+    rec["edge_interval"] = list(rec["interval"])  # the single 95% interval read for both words
+    status, problems = check_summary({"claims": [claim]})[0][1:]
+    assert status == "differs" and any("97.5% interval" in p for p in problems), problems
+
+
 def test_no_published_verdict_from_a_zero_width_interval_or_a_short_slope():
     """HELD and NOT HELD come from an interval of positive width (a deterministic value aside:
     its interval is the exact value) and, for a slope, from at least 6 rows (4 residual degrees

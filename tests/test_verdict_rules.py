@@ -447,3 +447,47 @@ def test_median_cell_rules_name_the_test_their_p_values_come_from():
         words = stats.RULES[name].words(0.0, ">")
         assert "by the randomised sign test that interval inverts" in words
         assert "interpolated" not in words
+
+
+@pytest.mark.parametrize("rule", ["equivalence", "median_band", "slope_band"])
+def test_a_band_says_not_held_at_its_edge_at_most_one_sides_size(rule):
+    """A band narrow against the spread: with the truth on its upper edge, NOT HELD comes from
+    that edge (2.5% of a 95% interval's side) and from the interval falling wholly below the
+    far edge too. Each edge tested at 1.25% (the 97.5% interval) keeps the two together at
+    most 2.5% + 2 Monte Carlo s.e.; one 95% interval for both edges (the rule before) does
+    not, so the test can fail."""
+    r = stats.RULES[rule]
+    n, reps, lo, hi = 8, 20000, -0.05, 0.05
+    rng = np.random.default_rng(7)
+    if r.estimator == "slope":
+        x = np.linspace(-1.0, 1.0, n)
+        x = (x - x.mean()) / x.std()
+        samples = (x, hi * x + rng.standard_normal((reps, n)))
+    else:
+        samples = (hi + rng.standard_normal((reps, n)),)
+    draws = rng.random(reps) if r.randomised else None
+    out = r.evaluate(samples, (lo, hi), "inside", draws=draws)
+    rate = np.mean(out["code"] == -1)
+    assert rate <= 0.025 + 2 * math.sqrt(0.025 * 0.975 / reps), rate
+    one = r.bounds(samples, 0.975, draws)  # the single 95% interval for both edges
+    before = np.mean((one.upper <= lo) | (one.lower >= hi))
+    assert before > 0.025 + 2 * math.sqrt(0.025 * 0.975 / reps), before
+    # the words say which interval decides which word
+    assert "widened to 97.5% (each edge tested at 1.25%)" in r.words((lo, hi))
+
+
+def test_a_band_word_past_an_edge_needs_the_wider_interval():
+    """Values whose 95% interval lies below the band but whose 97.5% one reaches into it are
+    UNRESOLVED, not NOT HELD (inside), and not HELD (outside)."""
+    base = np.array([-1.0, -0.5, 0.0, 0.5, 1.0, -0.8, 0.8, -0.2, 0.2, 0.0])
+    base = (base - base.mean()) / base.std(ddof=1)
+    se = 1 / math.sqrt(base.size)
+    t95, t975 = sps.t.ppf(0.975, base.size - 1), sps.t.ppf(0.9875, base.size - 1)
+    lo = (t95 + t975) / 2 * se  # between the two upper bounds of a sample centred at 0
+    x = base
+    inside = stats.judge("equivalence", x, threshold=(lo, lo + 1))
+    outside = stats.judge("relevant_difference", x, threshold=(lo, lo + 1))
+    assert inside.high < lo and inside.verdict == "UNRESOLVED"
+    assert outside.verdict == "UNRESOLVED"
+    far = stats.judge("equivalence", x, threshold=(t975 * se * 1.01, t975 * se * 1.01 + 1))
+    assert far.verdict == "NOT HELD"

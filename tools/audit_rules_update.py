@@ -13,6 +13,8 @@ and writes the data in the plan's order with the plan's fingerprint. Run from th
 root::
 
     .venv/bin/python tools/audit_rules_update.py --workers 2 --unchanged EXP [EXP ...]
+
+``--rules RULE ...`` simulates every row of those rules again (a rule whose decision changed).
 """
 
 from __future__ import annotations
@@ -51,6 +53,13 @@ def main(argv: list[str] | None = None) -> int:
         help="experiments whose published values are unchanged since the data (default: every "
         "experiment of the old data)",
     )
+    parser.add_argument(
+        "--rules",
+        nargs="*",
+        default=(),
+        help="rules whose rows are simulated again though their specification is unchanged "
+        "(the rule itself changed)",
+    )
     args = parser.parse_args(argv)
     old = ap.read_data(ROOT)
     if old is None:
@@ -66,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
             row = stored.get(_plan_key(spec))
             if row is not None and "experiment" in spec and keep_exp is not None:
                 row = row if spec["experiment"] in keep_exp else None
+            if row is not None and row["rule"] in args.rules:
+                row = None
             rows[group].append(row)
             if row is None:
                 jobs.append((group, len(rows[group]) - 1, spec))

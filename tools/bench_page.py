@@ -50,7 +50,21 @@ def provenance(record: dict) -> str:
     if m.get("flags"):
         cpu += f" ({', '.join(m['flags'])})"
     commit = f", commit {record['commit']}" if record.get("commit") else ""
-    return f"`{record['command']}`: {record['date']}, {_load(record)}; machine: {cpu}{commit}."
+    runs = record.get("runs") or []
+    chunks = (
+        f" Run in {len(runs)} chunks (resumed after each): "
+        + "; ".join(
+            f"{r['date']}, load {r['load_start'][0]:.2f} to {r.get('load_end', r['load_start'])[0]:.2f}"
+            f" ({len(r['units'])} units)"
+            for r in runs
+        )
+        + "."
+        if len(runs) > 1
+        else ""
+    )
+    return (
+        f"`{record['command']}`: {record['date']}, {_load(record)}; machine: {cpu}{commit}.{chunks}"
+    )
 
 
 def _table(columns: list[str], rows: list[list[str]], align: str | None = None) -> str:
@@ -184,7 +198,8 @@ def render_online_ode(record: dict) -> str:
                     f"{1e3 * r['compiled']['cpu']:.1f} / {1e3 * r['reference']['cpu']:.0f}",
                     f"{r['ratio_cpu']:.0f}x",
                     f"{r['rel_diff']:.1e}",
-                    f"{t['cpu']:.2f} ({t['rhs']} rhs, {t['ms_per_rhs']:.0f} ms each)",
+                    f"{t['cpu']:.2f} ({t['rhs']} rhs, {t['ms_per_rhs']:.0f} ms each)"
+                    + ("" if t["finished"] else "; stopped at the budget"),
                     f"{t['to_erf_plain']:,.0f}x",
                 ]
             )

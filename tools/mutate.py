@@ -33,8 +33,10 @@ failing baseline.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -924,6 +926,26 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--seed", type=int, default=0, help="with --generated: the draw's seed (default 0)"
     )
+    p.add_argument(
+        "--select",
+        choices=("files", "coverage"),
+        default="files",
+        help="the tests run against a mutant: its selection's whole files (default), or only "
+        "the tests that execute its line (tools/covmap.py's map; results go to --record)",
+    )
+    p.add_argument(
+        "--record",
+        default="",
+        help=f"write each result to this JSON record, resuming it (default with --select "
+        f"coverage: {RECORD.relative_to(ROOT)})",
+    )
+    p.add_argument("--workers", type=int, default=1, help="mutants run side by side (default 1)")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=1e9,
+        help="seconds after which no further mutant is started (a rerun resumes the record)",
+    )
     p.add_argument("--list", action="store_true", help="list the mutations and exit")
     p.add_argument(
         "--check",
@@ -959,6 +981,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     bad = [a for a in areas if a not in mutants.AREAS]
     if bad:
         p.error(f"--area {','.join(bad)}: unknown area; allowed: {', '.join(mutants.AREAS)}")
+    if not 1 <= args.workers <= 16:
+        p.error(f"--workers {args.workers} is not allowed; allowed: 1 to 16")
+    if args.budget <= 0:
+        p.error(f"--budget {args.budget:g} is not allowed; allowed: positive seconds")
+    if args.select == "coverage" and not args.record:
+        args.record = str(RECORD)
     if args.per_area < 1:
         p.error(f"--per-area {args.per_area} is not allowed; allowed: a positive count")
     pool = generated(areas, args.per_area, args.seed) if args.generated else MUTATIONS
@@ -999,6 +1027,9 @@ def report(rows: list[tuple[Mutation, str, float]]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    args.command_line = "python tools/mutate.py " + " ".join(
+        argv if argv is not None else sys.argv[1:]
+    )
     if args.list:
         for m in args.mutations:
             print(f"{m.id:30s} {m.group:8s} {m.file}: {m.what}")
@@ -1018,6 +1049,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{m.id}: its text does not occur exactly once in {m.file}")
         print(f"{len(args.mutations) - len(stale)} of {len(args.mutations)} mutations match")
         return 1 if stale else 0
+    if args.record:
+        return run_selected(args)
     with tempfile.TemporaryDirectory(prefix="gaugedyn-mutate-") as tmp:
         where = Path(tmp)
         copy_repository(where)
@@ -1057,6 +1090,376 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((m, result, seconds))
             print(f"{m.id:30s} {result:30s} {seconds:6.0f} s  {m.what}", flush=True)
     return report(rows)
+
+
+# --- coverage-selected runs of the generated set (--select coverage) ------------------------------
+RECORD = ROOT / "tools" / "mutation-data" / "generated.json"
+PREIMPORTED = (
+    "numpy",
+    "scipy.special",
+    "scipy.optimize",
+    "scipy.stats",
+    "scipy.integrate",
+    "sympy",
+    "torch",
+    "hypothesis",
+    "pytest",
+)  # not pytest's plugins (xdist, pytest_timeout): pytest refuses plugins imported before it
+
+
+def selected_tests(m: Mutation, cmap: dict) -> tuple[list[str], str]:
+    """The tests that execute the mutant's line (fastest first, tests failing on the unmutated
+    code left out) and how they were chosen: ``coverage``; ``compiled`` (a line inside a
+    numba-compiled function, which coverage cannot see: the tests that run the modules calling
+    the kernels, ``mutants.COMPILED_CALLERS``); ``import`` (the line runs only at import, so
+    every test of the area's files may depend on it: those files); ``not covered``."""
+    tests = cmap["tests"]
+    rel = m.file.removeprefix(mutants.SRC)
+    if rel in mutants.COMPILED_CALLERS and mutants.in_compiled_function(rel, m.line):
+        callers = [mutants.SRC + c for c in mutants.COMPILED_CALLERS[rel]]
+        ids = sorted({t for c in callers for ts in cmap["lines"].get(c, {}).values() for t in ts})
+        ids = [t for t in ids if tests.get(t, {}).get("outcome") != "failed"]
+        return sorted(ids, key=lambda t: (tests[t].get("seconds", 0.0), t)), "compiled"
+    ids = [t for t in cmap["lines"].get(m.file, {}).get(str(m.line), [])]
+    ids = [t for t in ids if tests.get(t, {}).get("outcome") != "failed"]
+    if ids:
+        return sorted(ids, key=lambda t: (tests.get(t, {}).get("seconds", 0.0), t)), "coverage"
+    if str(m.line) in cmap["lines"].get(m.file, {}):
+        area_files = mutants.AREAS[m.group][1]
+        ids = [
+            t
+            for t in tests
+            if t.split("::")[0] in area_files and tests[t].get("outcome") != "failed"
+        ]
+        return sorted(ids, key=lambda t: (tests[t].get("seconds", 0.0), t)), "import"
+    return [], "not covered"
+
+
+def _uptime() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def _head() -> tuple[str, bool]:
+    out = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no", "--", "src"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    return out, bool(dirty)
+
+
+def _save(record: dict, path: Path, ids: list[str], run: dict | None = None) -> None:
+    """Write the entries ``ids`` of ``record`` (and ``run``) into the record at ``path`` as it
+    is on disk now, under a lock, so that two runs writing one record keep each other's
+    results."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        disk = (
+            json.loads(path.read_text(encoding="utf-8"))
+            if path.exists()
+            else {"mutants": {}, "runs": []}
+        )
+        disk["mutants"].update({i: record["mutants"][i] for i in ids})
+        if run is not None:
+            disk["runs"].append(run)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(disk, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.replace(path)
+
+
+def _child(
+    where: Path, tests_file: Path | None, files: list[str], log: Path, per_test: float
+) -> None:
+    """In the forked child: run pytest on the copy (only the tests named in ``tests_file``,
+    when given); never returns."""
+    rc = 3
+    try:
+        os.setpgid(0, 0)
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.chdir(where)
+        sys.path[:0] = [str(where / "src"), str(ROOT / "tools")]
+        sys.dont_write_bytecode = False
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        os.environ["PYTHONPATH"] = str(where / "src")
+        if tests_file is not None:
+            os.environ["GAUGEDYN_MUTATION_TESTS"] = str(tests_file)
+        import pytest
+
+        rc = int(
+            pytest.main(
+                [
+                    "-x",
+                    "-q",
+                    "-n",
+                    "0",
+                    "-p",
+                    "no:cacheprovider",
+                    "-p",
+                    "mutation_select",
+                    # hypothesis was imported before pytest (by the parent), so pytest cannot
+                    # rewrite the asserts of its plugin module: harmless, not an error here
+                    "-W",
+                    "ignore::pytest.PytestAssertRewriteWarning",
+                    f"--timeout={per_test:g}",
+                    *files,
+                ]
+            )
+        )
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(rc)
+
+
+def _outcome(rc: int, log: str) -> tuple[str, str]:
+    """``(outcome, the first failing test)`` from pytest's exit status and output."""
+    failed = ""
+    for line in log.splitlines():
+        if line.startswith(("FAILED ", "ERROR ")):
+            failed = line.split(" ", 1)[1].split(" - ")[0].strip()
+            break
+    if rc == 0:
+        return "survived", ""
+    if rc == 1 and "Timeout" in log:
+        return "killed (timeout)", failed
+    if rc in (1, 2):  # a failing test, or a collection error (the mutant breaks an import)
+        return "killed", failed
+    return f"error (pytest exit {rc})", failed
+
+
+def _tests_run(log: str) -> int:
+    import re
+
+    counts = re.findall(r"(\d+) (passed|failed|error|errors|xfailed|xpassed|skipped)", log)
+    return sum(int(n) for n, what in counts if what in ("passed", "failed", "xfailed", "xpassed"))
+
+
+def run_selected(args: argparse.Namespace) -> int:
+    """Every chosen mutant against the tests that execute its line (``covmap.py``), with
+    ``--workers`` forked children from a parent that has imported the heavy libraries once;
+    each result written to the record as it comes."""
+    import covmap
+
+    cmap = covmap.current()
+    if cmap is None and args.select == "coverage":
+        print(
+            "no line -> tests map matches the working tree's source files; build one first: "
+            "python tools/covmap.py run --part I --of N (each part), then combine --of N",
+            file=sys.stderr,
+        )
+        return 2
+    record_path = Path(args.record)
+    record = (
+        json.loads(record_path.read_text(encoding="utf-8"))
+        if record_path.exists()
+        else {"mutants": {}, "runs": []}
+    )
+    head, dirty = _head()
+    explicit = bool(args.tests)
+
+    def pending(m: Mutation) -> bool:
+        """Not yet recorded, or recorded on a line no test ran that the map now covers."""
+        old = record["mutants"].get(m.id)
+        if old is None:
+            return True
+        return bool(cmap) and old["selection"] == "not covered" and bool(selected_tests(m, cmap)[0])
+
+    todo = [m for m in args.mutations if args.only or explicit or pending(m)]
+    if cmap and args.select == "coverage":
+        # cheapest first (the seconds of all its selected tests: what a survivor costs), so a
+        # chunk that stops at --budget has run as many mutants as it could
+        def cost(m: Mutation) -> float:
+            return sum(cmap["tests"][t].get("seconds", 0.0) for t in selected_tests(m, cmap)[0])
+
+        todo.sort(key=cost)
+    print(f"{len(todo)} mutants to run ({len(args.mutations) - len(todo)} already recorded)")
+    for name in PREIMPORTED:
+        __import__(name)
+    assert "gaugedyn" not in sys.modules, "the parent must not import the package under test"
+    os.environ["CI"] = "1"  # hypothesis derandomized: the same examples every run
+    run_entry = {
+        "command": args.command_line,
+        "commit": head,
+        "dirty": dirty,
+        "map": (
+            {"commit": cmap["commit"], "scope": cmap["scope"], "tests": len(cmap["tests"])}
+            if cmap
+            else None
+        ),
+        "select": args.select,
+        "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "load_start": _uptime(),
+        "workers": args.workers,
+    }
+    cpu0 = os.times()
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="gaugedyn-mutate-") as tmp:
+        copies = []
+        for w in range(args.workers):
+            where = Path(tmp) / f"w{w}"
+            where.mkdir()
+            copy_repository(where)
+            copies.append(where)
+        free = list(range(args.workers))
+        running: dict[int, tuple] = {}  # pid -> (worker, mutation, original, start, limit, ...)
+        queue = list(todo)
+        done = 0
+
+        def finish(pid: int, status: int, timed_out: bool) -> None:
+            nonlocal done
+            w, m, original, t0, limit, ids, how, log = running.pop(pid)
+            seconds = time.monotonic() - t0
+            path = copies[w] / m.file
+            path.write_text(original, encoding="utf-8")
+            _forget_bytecode(path)
+            text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+            if timed_out:
+                outcome, failed = "killed (timeout)", ""
+            else:
+                outcome, failed = _outcome(os.waitstatus_to_exitcode(status), text)
+            entry = {
+                "area": m.group,
+                "file": m.file,
+                "line": m.line,
+                "col": m.col,
+                "kind": m.what.split(":", 1)[0],
+                "old": m.old,
+                "new": m.new,
+                "outcome": outcome,
+                "killed_by": failed,
+                "selection": how,
+                "tests_selected": len(ids),
+                "tests_run": _tests_run(text),
+                "seconds": round(seconds, 1),
+                "limit_s": round(limit, 1),
+                "commit": head,
+                "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+            }
+            if outcome.startswith("error"):
+                entry["log_tail"] = text[-2000:]
+            old = record["mutants"].get(m.id)
+            if old is not None and old["selection"] != "not covered":
+                entry["history"] = [*old.pop("history", []), old]
+            record["mutants"][m.id] = entry
+            _save(record, record_path, [m.id])
+            free.append(w)
+            done += 1
+            print(
+                f"[{done}/{len(todo)}] {m.id:45s} {outcome:18s} {seconds:6.1f} s "
+                f"{len(ids):4d} tests ({how}) {failed}",
+                flush=True,
+            )
+
+        while queue or running:
+            while queue and free and time.monotonic() - start < args.budget:
+                m = queue.pop(0)
+                w = free.pop(0)
+                where = copies[w]
+                if args.select == "files":
+                    ids, how = [], "given" if explicit else "files"
+                    files = list(m.tests)
+                else:
+                    ids, how = selected_tests(m, cmap)
+                    files = list(dict.fromkeys(t.split("::")[0] for t in ids))
+                tests_file = Path(tmp) / f"tests{w}.txt"
+                tests_file.write_text("\n".join(ids) + "\n", encoding="utf-8")
+                seconds = (
+                    sum(cmap["tests"].get(t, {}).get("seconds", 0.0) for t in ids) if ids else 0
+                )
+                limit = min(args.timeout, 60.0 + 4.0 * seconds) if ids else args.timeout
+                original = plant(where, m)
+                if original is None or (not files):
+                    if original is not None:
+                        (where / m.file).write_text(original, encoding="utf-8")
+                    outcome = "skipped (text not found)" if original is None else "survived"
+                    record["mutants"][m.id] = {
+                        "area": m.group,
+                        "file": m.file,
+                        "line": m.line,
+                        "col": m.col,
+                        "kind": m.what.split(":", 1)[0],
+                        "old": m.old,
+                        "new": m.new,
+                        "outcome": outcome,
+                        "killed_by": "",
+                        "selection": how,
+                        "tests_selected": 0,
+                        "tests_run": 0,
+                        "seconds": 0.0,
+                        "limit_s": 0.0,
+                        "commit": head,
+                        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+                    }
+                    _save(record, record_path, [m.id])
+                    free.append(w)
+                    done += 1
+                    print(f"[{done}/{len(todo)}] {m.id:45s} {outcome} ({how})", flush=True)
+                    continue
+                _forget_bytecode(where / m.file)
+                log = Path(tmp) / f"log{w}.txt"
+                pid = os.fork()
+                if pid == 0:
+                    _child(where, tests_file if ids else None, files, log, args.per_test)
+                running[pid] = (w, m, original, time.monotonic(), limit, ids, how, log)
+            if not running:
+                break
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid:
+                finish(pid, status, False)
+                continue
+            now = time.monotonic()
+            for pid, (_w, _m, _o, t0, limit, *_rest) in list(running.items()):
+                if now - t0 > limit:
+                    try:
+                        os.killpg(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    os.waitpid(pid, 0)
+                    finish(pid, 0, True)
+            time.sleep(0.2)
+    cpu1 = os.times()
+    run_entry.update(
+        ended=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        load_end=_uptime(),
+        wall_s=round(time.monotonic() - start, 1),
+        cpu_s=round(
+            cpu1.children_user + cpu1.children_system - cpu0.children_user - cpu0.children_system, 1
+        ),
+        mutants=done,
+    )
+    _save(record, record_path, [], run_entry)
+    left = [m.id for m in args.mutations if m.id not in record["mutants"]]
+    print(f"{done} run in {run_entry['wall_s']:.0f} s; {len(left)} of the set not yet run")
+    return 0
+
+
+def _forget_bytecode(path: Path) -> None:
+    """Remove the cached bytecode of ``path`` (a planted and a restored text can share size and
+    modification second, and Python would then run the stale one); for a numba file, every
+    numba cache of the copy (numba keys its cache by the file's time and size, and a kernel
+    inlined into another file's kernel is not tracked at all)."""
+    import importlib.util
+
+    cached = Path(importlib.util.cache_from_source(str(path)))
+    cached.unlink(missing_ok=True)
+    if "numba" in path.read_text(encoding="utf-8"):
+        src = next(p for p in path.parents if p.name == "src")
+        for pattern in ("*.nbi", "*.nbc"):
+            for f in src.rglob(pattern):
+                f.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

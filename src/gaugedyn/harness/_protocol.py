@@ -233,7 +233,8 @@ def reading_record(j: Any) -> dict:
     dict
         ``rule``, ``per_seed``, ``threshold``, ``direction``, ``n``, ``estimate``, ``interval``
         (``[low, high]``) and ``verdict``, with ``uniform_draw``, ``reason``, ``lack_of_fit``
-        and ``cells`` where the judgement has them.
+        ``cells`` and ``edge_interval`` (a band rule's 97.5% interval) where the judgement
+        has them.
     """
     d = {
         "rule": j.rule,
@@ -250,6 +251,7 @@ def reading_record(j: Any) -> dict:
         ("reason", j.reason),
         ("lack_of_fit", j.lack_of_fit),
         ("cells", j.cells),
+        ("edge_interval", None if j.edge_interval is None else list(j.edge_interval)),
     ):
         if value is not None:
             d[key] = value

@@ -103,6 +103,11 @@ def recompute(claim: dict) -> tuple[str, list[str]]:
             problems.append(
                 f"reading {name!r}: stored interval {rec['interval']}, recomputed {[j.low, j.high]}"
             )
+        edge = None if j.edge_interval is None else list(j.edge_interval)
+        if "edge_interval" in rec and (edge is None or not _close(rec["edge_interval"], edge)):
+            problems.append(
+                f"reading {name!r}: stored 97.5% interval {rec['edge_interval']}, recomputed {edge}"
+            )
     if not problems:
         again = stats.combine_readings(words)
         if again["verdict"] != claim.get("verdict"):

@@ -2,14 +2,18 @@ r"""The catalogue of verdict rules: each turns per-seed values into HELD / NOT H
 
 A rule is one named object (`Rule`) holding its test statistic, its interval, its verdict,
 its assumptions and the words of its rule; `RULES` maps each name to its rule, so a finding
-names the rule it was judged by. Every rule reads its verdict off one 95% interval of one
-parameter (never a min or max inside a bootstrap):
+names the rule it was judged by. Every rule reads its verdict off a 95% interval of one
+parameter (never a min or max inside a bootstrap; a band rule's word past either edge off the
+97.5% one):
 
 - *threshold* rules claim $\theta > c$ (or $\theta < c$): HELD when the interval lies wholly on the
   claimed side, NOT HELD when it lies wholly on the other side (touching $c$ counts as the
   other side), UNRESOLVED otherwise; each side is a one-sided test at 2.5%;
 - *band* rules claim $lo < \theta < hi$ (``inside``, equivalence by two one-sided tests at
-  2.5% each) or $\theta$ outside $[lo, hi]$ (``outside``, a relevant difference);
+  2.5% each) or $\theta$ outside $[lo, hi]$ (``outside``, a relevant difference); the word
+  that needs the interval past either edge (NOT HELD of ``inside``, HELD of ``outside``) reads
+  the 97.5% interval, each edge at 1.25%, so at an edge it is at most 2.5% even where the far
+  edge adds its own chance (a band narrow against the spread);
 - *cell* rules claim $\theta_c > c$ in every cell (intersection-union test: HELD when every
   cell's own test holds; NOT HELD when some cell is on the wrong side after Holm's correction)
   or in some cell (union-intersection test: HELD when some cell holds after Holm; NOT HELD when
@@ -82,7 +86,9 @@ class Judgement:
     the verdict can be recomputed from the record.
     ``reason`` says why a sample could not be judged (too few values or rows, no spread, ties,
     a line that does not fit: the verdict is then UNRESOLVED) or which cells could not;
-    ``lack_of_fit`` (slope rules) is the p-value of the quadratic term added to the line.
+    ``lack_of_fit`` (slope rules) is the p-value of the quadratic term added to the line;
+    ``edge_interval`` (band rules) is the 97.5% interval the word past an edge reads (NOT HELD
+    of ``inside``, HELD of ``outside``), beside the 95% ``(low, high)`` the other word reads.
     """
 
     rule: str
@@ -99,6 +105,7 @@ class Judgement:
     draw: float | list[float] | None = None
     reason: str | None = None
     lack_of_fit: float | None = None
+    edge_interval: tuple[float, float] | None = None
 
     @property
     def interval(self) -> Interval:
@@ -124,6 +131,8 @@ class Judgement:
             d["reason"] = self.reason
         if self.lack_of_fit is not None:
             d["lack_of_fit"] = self.lack_of_fit
+        if self.edge_interval is not None:
+            d["edge_interval"] = list(self.edge_interval)
         return d
 
 
@@ -138,15 +147,21 @@ def _codes_threshold(low, high, threshold, direction):
     return np.where(high < threshold, 1, np.where(low >= threshold, -1, 0))
 
 
-def _codes_band(low, high, band, inside):
+def _codes_band(low, high, edge_low, edge_high, band, inside):
+    """A band claim's codes: the word that needs the interval on both sides of the band (inside
+    it, or inside the closed band for NOT HELD of ``outside``) reads the 95% interval
+    ``(low, high)``; the word that needs it past either edge reads the wider interval
+    ``(edge_low, edge_high)`` whose sides are at half the level each, so at an edge that word
+    is at most one side's size (2.5%) even where the far edge adds its own chance."""
     lo, hi = band
     low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-    within = (low > lo) & (high < hi)
-    beyond = (high < lo) | (low > hi)
-    closed_within = (low >= lo) & (high <= hi)
-    closed_beyond = (high <= lo) | (low >= hi)
+    edge_low, edge_high = np.asarray(edge_low, dtype=float), np.asarray(edge_high, dtype=float)
     if inside:
+        within = (low > lo) & (high < hi)
+        closed_beyond = (edge_high <= lo) | (edge_low >= hi)
         return np.where(within, 1, np.where(closed_beyond, -1, 0))
+    beyond = (edge_high < lo) | (edge_low > hi)
+    closed_within = (low >= lo) & (high <= hi)
     return np.where(beyond, 1, np.where(closed_within, -1, 0))
 
 
@@ -154,8 +169,8 @@ def _codes_band(low, high, band, inside):
 class Rule:
     """A verdict rule: an estimator (``mean``, ``paired``, ``median``, ``slope``,
     ``proportion``; ``point``, a deterministic value whose interval is the value itself) with
-    one-sided bounds at 2.5%, and the geometry of its claim
-    (``threshold``, ``inside``, ``outside``, ``every_cell``, ``some_cell``).
+    one-sided bounds at 2.5% (a band claim's word past an edge: at 1.25%), and the geometry of
+    its claim (``threshold``, ``inside``, ``outside``, ``every_cell``, ``some_cell``).
 
     ``judge(*samples, threshold=..., direction=...)`` gives a `Judgement`;
     ``evaluate`` is the same rule vectorised over leading (experiment) axes, used by the audit;
@@ -245,14 +260,19 @@ class Rule:
         )
         if self.claim in ("inside", "outside"):
             lo, hi = threshold
+            wide = (
+                f"widened to {1 - (1 - confidence) / 2:.1%} (each edge tested at "
+                f"{(1 - confidence) / 4:.2%})"
+            )
             inner = (
-                f"HELD if {ci} lies wholly inside ({lo}, {hi}); NOT HELD if it lies "
-                f"wholly outside it; otherwise UNRESOLVED"
+                f"HELD if {ci} lies wholly inside ({lo}, {hi}); NOT HELD if that interval, "
+                f"{wide}, lies wholly at or beyond one edge; otherwise UNRESOLVED"
             )
             if self.claim == "outside":
                 inner = (
-                    f"HELD if {ci} lies wholly outside [{lo}, {hi}]; NOT HELD if it "
-                    f"lies wholly inside it; otherwise UNRESOLVED"
+                    f"HELD if {ci}, {wide}, lies wholly beyond one edge of [{lo}, {hi}]; "
+                    f"NOT HELD if the {confidence:.0%} interval lies wholly inside it; "
+                    "otherwise UNRESOLVED"
                 )
             return f"{self.name}: {inner}"
         direction = direction or ">"
@@ -371,7 +391,8 @@ class Rule:
         returns them as ``draw``. A zero-width interval (no spread, ties) is UNRESOLVED (a
         cell with one cannot be judged); a slope rule also returns ``lack_of_fit`` and is
         UNRESOLVED below `_MIN_N` rows or where the line does not fit
-        (`LACK_OF_FIT`)."""
+        (`LACK_OF_FIT`). A band rule also returns ``edge_low`` / ``edge_high``, the 97.5%
+        interval its word past an edge reads."""
         level = 0.5 + confidence / 2
         if not self.cells:
             out = {}
@@ -396,8 +417,12 @@ class Rule:
             flat = self.estimator not in ("point", "proportion") and np.asarray(b.lower == b.upper)
             if self.claim == "threshold":
                 code = _codes_threshold(b.lower, b.upper, threshold, direction)
-            else:
-                code = _codes_band(b.lower, b.upper, threshold, self.claim == "inside")
+            else:  # the word past either edge: each edge at half the one-sided level
+                e = self.bounds(samples, 1 - (1 - level) / 2, draws)
+                code = _codes_band(
+                    b.lower, b.upper, e.lower, e.upper, threshold, self.claim == "inside"
+                )
+                out |= {"edge_low": e.lower, "edge_high": e.upper}
             few = np.shape(samples[-1])[-1] < _MIN_N.get(self.estimator, 1)
             code = np.where(flat | few, 0, code)
             if self.estimator == "slope":
@@ -580,6 +605,9 @@ class Rule:
                     f"lack of fit: the quadratic term added to the line has p = {lof:.3g} "
                     f"< {LACK_OF_FIT:g} (the rows bend; the slope is not one exponent)"
                 )
+        edge = None
+        if "edge_low" in out:
+            edge = (float(out["edge_low"]), float(out["edge_high"]))
         return Judgement(
             self.name,
             word,
@@ -590,6 +618,7 @@ class Rule:
             draw=drawn,
             reason=reason,
             lack_of_fit=lof,
+            edge_interval=edge,
         )
 
     def _too_few(self, n: int, arrays: Sequence[np.ndarray]) -> str | None:
@@ -757,6 +786,8 @@ _NORMALISH = (
     "symmetric heavy tails (t(3)); under-covers for strongly skewed values "
     "(lognormal at 10 seeds: use a median rule)"
 )
+_BAND_INSIDE = "HELD by two one-sided tests at 2.5% each; NOT HELD past either edge at 1.25%"
+_BAND_OUTSIDE = "HELD past either edge at 1.25%; NOT HELD by two one-sided tests at 2.5% each"
 _POINT = (
     "the value of one deterministic computation (a numerical integration, "
     "bit-reproducible for the same configuration); no sampling error, so the interval is "
@@ -814,7 +845,7 @@ _CATALOGUE = (
         "inside",
         "mean of the per-seed values",
         _T,
-        f"{_INDEPENDENT}; {_NORMALISH}; two one-sided tests at 2.5% each",
+        f"{_INDEPENDENT}; {_NORMALISH}; {_BAND_INSIDE}",
     ),
     Rule(
         "relevant_difference",
@@ -822,7 +853,7 @@ _CATALOGUE = (
         "outside",
         "mean of the per-seed values",
         _T,
-        f"{_INDEPENDENT}; {_NORMALISH}",
+        f"{_INDEPENDENT}; {_NORMALISH}; {_BAND_OUTSIDE}",
     ),
     Rule(
         "slope_threshold",
@@ -838,8 +869,7 @@ _CATALOGUE = (
         "inside",
         "least-squares slope of y on x",
         _SLOPE,
-        "independent residuals of constant variance, close to normal; x fixed; two "
-        "one-sided tests at 2.5% each",
+        f"independent residuals of constant variance, close to normal; x fixed; {_BAND_INSIDE}",
     ),
     Rule(
         "proportion",
@@ -867,7 +897,7 @@ _CATALOGUE = (
         "inside",
         "median of the per-seed values",
         _MEDIAN,
-        f"{_INDEPENDENT}; a continuous distribution, any shape; two one-sided tests at 2.5%",
+        f"{_INDEPENDENT}; a continuous distribution, any shape; {_BAND_INSIDE}",
     ),
     Rule(
         "median_relevant_difference",
@@ -875,7 +905,7 @@ _CATALOGUE = (
         "outside",
         "median of the per-seed values",
         _MEDIAN,
-        f"{_INDEPENDENT}; a continuous distribution, any shape",
+        f"{_INDEPENDENT}; a continuous distribution, any shape; {_BAND_OUTSIDE}",
     ),
     Rule(
         "every_cell",

@@ -1,0 +1,139 @@
+"""The mutation runs' machinery: the tests chosen for a mutant from the line -> tests map
+(``tools/mutate.py --select coverage``), the outcome read from pytest, and the score page
+(``tools/mutation_page.py``) generated from the stored record, never typed in."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import mutate  # noqa: E402  (tools/ is not a package)
+import mutation_page as page  # noqa: E402
+
+F = "src/gaugedyn/stats/_rules.py"
+A = "tests/test_stats.py"
+
+
+def _mutation(line):
+    return mutate.Mutation("m", F, "a < b", "(a <= b)", (A,), "comparison: x", "stats", line, 4)
+
+
+def _map():
+    return {
+        "lines": {F: {"10": ["t::slow", "t::fast", "t::broken"], "20": [], "30": ["t::fast"]}},
+        "tests": {
+            "t::slow": {"outcome": "passed", "seconds": 9.0},
+            "t::fast": {"outcome": "passed", "seconds": 0.1},
+            "t::broken": {"outcome": "failed", "seconds": 0.2},
+            f"{A}::x": {"outcome": "passed", "seconds": 1.0},
+            f"{A}::y": {"outcome": "failed", "seconds": 1.0},
+            "tests/test_other.py::z": {"outcome": "passed", "seconds": 1.0},
+        },
+    }
+
+
+def test_a_covered_line_runs_its_tests_fastest_first_without_the_failing_ones():
+    assert mutate.selected_tests(_mutation(10), _map()) == (["t::fast", "t::slow"], "coverage")
+    assert mutate.selected_tests(_mutation(30), _map()) == (["t::fast"], "coverage")
+
+
+def test_a_line_run_only_at_import_runs_the_area_files_and_an_unrun_line_nothing():
+    assert mutate.selected_tests(_mutation(20), _map()) == ([f"{A}::x"], "import")
+    assert mutate.selected_tests(_mutation(40), _map()) == ([], "not covered")
+
+
+@pytest.mark.parametrize(
+    ("rc", "log", "outcome", "test"),
+    [
+        (0, "3 passed in 1s", "survived", ""),
+        (1, "FAILED tests/a.py::t - assert 1 == 2\n1 failed, 2 passed", "killed", "tests/a.py::t"),
+        (
+            1,
+            "FAILED tests/a.py::t - Failed: Timeout >300.0s\n1 failed",
+            "killed (timeout)",
+            "tests/a.py::t",
+        ),
+        (2, "ERROR tests/a.py - ImportError\n1 error", "killed", "tests/a.py"),
+        (4, "usage", "error (pytest exit 4)", ""),
+    ],
+)
+def test_the_outcome_is_read_from_pytests_status_and_summary(rc, log, outcome, test):
+    assert mutate._outcome(rc, log) == (outcome, test)
+    assert mutate._tests_run("1 failed, 2 passed, 1 xfailed in 3s") == 4
+
+
+def _record():
+    def entry(area, outcome, selection="coverage", history=()):
+        e = {"area": area, "file": F, "line": 1, "col": 0, "kind": "sign", "old": "a", "new": "b"}
+        e.update(outcome=outcome, selection=selection, killed_by="t::k", seconds=1.0)
+        if history:
+            e["history"] = list(history)
+        return e
+
+    return {
+        "mutants": {
+            "s1": entry("stats", "killed"),
+            "s2": entry("stats", "killed (timeout)"),
+            "s3": entry("stats", "survived"),
+            "s4": entry("stats", "survived", "not covered"),
+            "g1": entry("gauge", "killed", history=[entry("gauge", "survived")]),
+            "g2": entry("gauge", "survived"),
+        },
+        "runs": [
+            {
+                "command": "python tools/mutate.py --generated",
+                "started": "2026-12-06 15:00:00 UTC",
+                "ended": "2026-12-06 15:10:00 UTC",
+                "commit": "abc1234",
+                "dirty": False,
+                "mutants": 6,
+                "wall_s": 600.0,
+                "cpu_s": 900.0,
+                "load_start": [1.0, 2.0, 3.0],
+                "load_end": [1.0, 2.0, 3.0],
+            }
+        ],
+    }
+
+
+def test_the_score_counts_kills_over_the_non_equivalent_mutants():
+    record = _record()
+    assert page.score(record, {}) == (3, 6)
+    assert page.score(record, {"g2": "same function"}) == (3, 5)
+    text = page.render(record, {"g2": "same function"})
+    assert "**3 of 5 non-equivalent generated mutants killed (60.0%)**; 0 of the 359" in text
+    assert "| `stats` | 4 | 2 | 1 | 0 | 0 | 2 | 1 |" in text
+    assert "| `gauge` | 2 | 1 | 0 | 1 | 1 | 0 | 0 |" in text
+    assert "| **all** | 6 | 3 | 1 | 1 | 1 | 2 | 1 |" in text
+    assert "- `g2` (`stats/_rules.py:1`, `a` to `b`): same function" in text
+    assert "- `s4` (`stats/_rules.py:1`, `a` to `b`) (a line no test runs)" in text
+
+
+def test_an_equivalent_the_record_lacks_is_refused():
+    with pytest.raises(ValueError, match="nowhere"):
+        page.render(_record(), {"nowhere": "a reason"})
+
+
+def test_the_committed_page_is_the_stored_record():
+    assert page.main(["--check"]) == 0
+
+
+def test_a_changed_record_fails_the_check_until_the_page_is_written(tmp_path, monkeypatch):
+    record = json.loads(page.RECORD.read_text(encoding="utf-8"))
+    first = next(iter(record["mutants"]))
+    record["mutants"][first]["outcome"] = (
+        "survived" if page.killed(record["mutants"][first]) else "killed"
+    )
+    changed = tmp_path / "generated.json"
+    changed.write_text(json.dumps(record), encoding="utf-8")
+    copy = tmp_path / "testing.md"
+    copy.write_text(page.PAGE.read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.setattr(page, "RECORD", changed)
+    assert page.main(["--check"], copy) == 1
+    assert page.main([], copy) == 0
+    assert page.main(["--check"], copy) == 0

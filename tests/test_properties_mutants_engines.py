@@ -1,0 +1,177 @@
+"""Properties of the engines written for generated mutants that survived the suite
+(``tools/mutate.py --generated --select coverage``; the record is
+``tools/mutation-data/generated.json``): each fails on the mutant named beside it."""
+
+from __future__ import annotations
+
+from gaugedyn.theory import single, solve
+
+
+def test_gd_progress_reports_one_total_and_the_steps_done_when_it_stops_early():
+    # theory:_methods:346:8:swap (the last report's done and total swapped)
+    calls = []
+    sol = solve(
+        single(10, "w-heavy"),
+        dynamics="gd",
+        eta=0.5,
+        t_max=3000,
+        stop_at_specialization=True,
+        progress=lambda done, total: calls.append((done, total)),
+    )
+    steps = sol.diagnostics["nsteps"]
+    total = calls[0][1]
+    assert steps < total  # the run stopped at specialization, before its last step
+    # theory:_methods:327:36:comparison (reports on every step but the chunks' ends)
+    assert calls[0] == (0, total)
+    assert all(b[0] > a[0] for a, b in zip(calls[:-2], calls[1:-1]))
+    assert all(t == total for _, t in calls)
+    assert calls[-1] == (steps, total)
+    assert all(0 <= d <= total for d, _ in calls)
+
+
+def test_a_rescale_reports_the_factor_its_first_moments_were_multiplied_by():
+    # gauge:_surgery:200:21:swap and gauge:_surgery:200:32:sign (the reported scale of a
+    # rescale_units change: factor ** -power, its base and exponent swapped or its sign lost)
+    import torch
+
+    from gaugedyn.adam import watch_state
+    from gaugedyn.gauge import rescale_units
+
+    nn = torch.nn
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(5, 6), nn.ReLU(), nn.Linear(6, 2)).double()
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    x = torch.randn(9, 5, dtype=torch.float64)
+    for _ in range(3):
+        opt.zero_grad()
+        net(x).square().sum().backward()
+        opt.step()
+    before = {p: opt.state[p]["exp_avg"].clone() for p in net.parameters()}
+    seen = []
+
+    def listen(changes):  # held here: watch_state keeps only a weak reference
+        seen.extend(changes)
+
+    handle = watch_state(list(net.parameters()), listen)
+    try:
+        rescale_units(net, opt, "0", [1, 4], [2.5, 0.3])
+    finally:
+        handle.remove()
+    changes = [c for c in seen if c.operation == "rescale_units"]
+    assert changes
+    for c in changes:
+        axis, rows = c.rows
+        old = before[c.param].index_select(axis, rows)
+        new = opt.state[c.param]["exp_avg"].index_select(axis, rows)
+        torch.testing.assert_close(new, old * c.scale, rtol=1e-12, atol=0.0)
+
+
+def test_the_work_guard_judges_windows_of_at_least_pace_after_seconds():
+    # theory:_methods:189:11:comparison (a window of exactly PACE_AFTER seconds skipped) and
+    # theory:_methods:189:11:sign (the window's length taken as now + its start)
+    import pytest
+
+    from gaugedyn import InputError
+    from gaugedyn.theory._methods import PACE_AFTER, PACE_EVERY, Pace
+
+    now = [1000.0]
+    pace = Pace("DOP853", t_max=1e12)
+    pace.clock = lambda: now[0]
+    pace.start = pace.wall_ref = now[0]
+
+    def window(seconds):  # PACE_EVERY right-hand sides at a crawl: t moves by 1e-6
+        now[0] = pace.wall_ref + seconds
+        for _ in range(PACE_EVERY):
+            pace(1e-6)
+
+    window(PACE_AFTER / 2)  # too short a window to judge the pace by: nothing raised
+    with pytest.raises(InputError, match="about a"):
+        window(PACE_AFTER)  # exactly PACE_AFTER: judged, and a crawl to 1e12 is refused
+
+
+def test_a_flatten_with_positional_dims_is_read_like_the_keyword_one():
+    # gauge:_units:213:14:off-by-one (the end dimension read from a fourth argument)
+    import torch
+
+    from gaugedyn.gauge import find_units
+
+    class Net(torch.nn.Module):
+        def __init__(self, dims):
+            super().__init__()
+            self.c = torch.nn.Conv2d(1, 3, 3)
+            self.fc = torch.nn.Linear(3 * 4 * 4, 2)
+            self.dims = dims
+
+        def forward(self, x):
+            return self.fc(torch.flatten(torch.relu(self.c(x)), *self.dims))
+
+    def groups(dims):
+        return {g.name for g in find_units(Net(dims))[0]}
+
+    # flatten(x, 1, -1) keeps the batch axis and merges the rest: the conv's channels are units
+    assert "c" in groups((1, -1)) and groups((1, -1)) == groups((1,))
+    # flatten(x, 1, 2) leaves an axis: its channels no longer feed the linear layer one by one
+    assert "c" not in groups((1, 2))
+
+    # gauge:_units:208:15:comparison: the same for an nn.Flatten module and its start_dim
+    def module_groups(start):
+        net = torch.nn.Sequential(
+            torch.nn.Conv2d(1, 3, 3),
+            torch.nn.ReLU(),
+            torch.nn.Flatten(start),
+            torch.nn.Linear(48, 2),
+        )
+        return {g.name for g in find_units(net)[0]}
+
+    assert "0" in module_groups(1) and "0" not in module_groups(0)
+
+
+def test_only_a_batch_above_small_batch_is_padded_and_transposed():
+    # training:_network:111:7:comparison (a batch of exactly SMALL_BATCH samples padded)
+    import torch
+
+    from gaugedyn.training._network import SMALL_BATCH, prepare
+
+    for n in (SMALL_BATCH - 1, SMALL_BATCH, SMALL_BATCH + 1):
+        X = torch.randn(2, n, 3, dtype=torch.float64)
+        b = prepare(X, torch.zeros(2, n, dtype=torch.float64))
+        assert b.n == n
+        if n <= SMALL_BATCH:
+            assert b.XT is None and b.X is X
+        else:
+            assert b.X.shape[1] % 8 == 0 and b.X.shape[1] - n < 8
+            torch.testing.assert_close(b.X[:, :n], X)
+            assert torch.all(b.X[:, n:] == 0) and b.XT.shape == (2, 3, b.X.shape[1])
+
+
+def test_the_online_kernels_derivatives_are_the_derivatives_of_their_activations():
+    # training:_online_kernels:22:16:factor (GELU's g' and g'' without their 1/sqrt(2 pi))
+    import numpy as np
+
+    from gaugedyn.theory import ACTIVATIONS
+    from gaugedyn.training import _online_kernels as k
+
+    h = 1e-5
+    for name, act in ACTIVATIONS.items():
+        code = act.code
+        for z in (-1.7, -0.4, 0.3, 1.1, 2.2):  # away from the kinks at 0
+            d1 = (k.g(code, z + h) - k.g(code, z - h)) / (2 * h)
+            d2 = (k.g_prime(code, z + h) - k.g_prime(code, z - h)) / (2 * h)
+            assert np.isclose(k.g_prime(code, z), d1, rtol=1e-6, atol=1e-8), (name, z)
+            assert np.isclose(k.g_second(code, z), d2, rtol=1e-6, atol=1e-8), (name, z)
+
+
+def test_the_classification_errors_standard_error_is_the_binomial_one():
+    # theory:_observables:526:24:swap (sqrt(err (1 - err) / n) with its ratio inverted)
+    import numpy as np
+
+    from gaugedyn.theory import classification_error
+
+    Q = np.array([[1.0, 0.3], [0.3, 1.0]])
+    R = np.array([[0.5], [0.1]])
+    for n in (200, 2000):
+        err, se = classification_error(
+            [1.0, -0.5], Q, R, [1.0], [[1.0]], "erf", samples=n, rng=np.random.default_rng(1)
+        )
+        assert 0 < err < 1
+        assert se == np.sqrt(err * (1 - err) / n)

@@ -1,0 +1,112 @@
+"""Properties written for generated mutants that survived the suite (``tools/mutate.py
+--generated --select coverage``; the record is ``tools/mutation-data/generated.json``): each
+states what the function guarantees, and fails on the mutant named beside it."""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+
+import numpy as np
+import pytest
+from _properties import properties
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gaugedyn import stats
+
+_OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+@properties(25)
+@given(
+    threshold=st.floats(-1e6, 1e6, allow_nan=False),
+    direction=st.sampled_from([">", "<"]),
+    width=st.floats(1e-3, 1e3),
+)
+def test_the_rule_words_state_the_relations_verdict_applies(threshold, direction, width):
+    # stats:_intervals:613:20:comparison (the NOT HELD relation of the words reversed)
+    text = stats.rule_text(threshold, direction)
+    held = re.search(r"HELD if the \S+ interval lies wholly (\S+) ", text)
+    not_held = re.search(r"NOT HELD if it lies wholly (\S+) ", text)
+    assert held and not_held, text
+    assert held.group(1) == direction
+    # an interval wholly on each side, touching the threshold: the words' relation holds for
+    # both ends exactly when verdict() says the word
+    for interval in ([threshold - width, threshold], [threshold, threshold + width]):
+        for word, relation in (("HELD", held.group(1)), ("NOT HELD", not_held.group(1))):
+            says = all(_OPS[relation](x, threshold) for x in interval)
+            assert says == (stats.verdict(interval, threshold, direction) == word), (
+                text,
+                interval,
+            )
+
+
+_PAIRED = {
+    "paired_difference": lambda d, t: float(np.mean(d)),
+    "paired_median": lambda d, t: float(np.median(d)),
+    "paired_sign": lambda d, t: float(np.mean(d[d != t] > t)) if np.any(d != t) else math.nan,
+}
+
+
+@properties(25)
+@given(
+    rule=st.sampled_from(sorted(_PAIRED)),
+    x=st.floats(-1e3, 1e3),
+    y=st.floats(-1e3, 1e3),
+    shift=st.floats(-1e3, 1e3),
+)
+def test_a_paired_rule_below_its_minimum_reports_the_centre_of_the_differences(rule, x, y, shift):
+    # stats:_rules:620:16:off-by-one (the differences taken as y - y)
+    def estimate(a, b):
+        rng = np.random.default_rng(0) if stats.RULES[rule].randomised else None
+        j = stats.judge(rule, np.array([a]), np.array([b]), threshold=0.0, direction=">", rng=rng)
+        assert j.verdict == "UNRESOLVED" and j.n == 1  # one pair: too few for an interval
+        return j.estimate
+
+    want = _PAIRED[rule](np.array([x - y]), 0.0)
+    got = estimate(x, y)
+    assert (math.isnan(want) and math.isnan(got)) or got == pytest.approx(want, abs=1e-9)
+    # a constant added to both sides of the pair leaves the difference, and the estimate
+    again = estimate(x + shift, y + shift)
+    d = (x + shift) - (y + shift)
+    assert (math.isnan(again) and d == 0) or again == pytest.approx(
+        _PAIRED[rule](np.array([d]), 0.0), abs=1e-9
+    )
+
+
+@properties(25)
+@given(st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=12))
+def test_the_lower_median_is_the_ceil_n_over_2_th_smallest(values):
+    # adam:_spikes:265:40:swap (the order statistic's index (n - 1) // 2 as 2 // (n - 1))
+    from gaugedyn.adam._spikes import lower_median
+
+    x = np.array(values)
+    want = np.sort(x)[math.ceil(x.size / 2) - 1]
+    assert lower_median(x) == want
+    # along another axis, column by column
+    both = np.stack([x, -x], axis=1)
+    np.testing.assert_array_equal(
+        lower_median(both, axis=0), [want, np.sort(-x)[math.ceil(x.size / 2) - 1]]
+    )
+
+
+@properties(20)
+@given(n=st.integers(8, 40), seed=st.integers(0, 2**32 - 1))
+def test_the_interpolated_median_bound_is_continuous_at_every_attainable_level(n, seed):
+    # stats:_estimators:88:13:factor (the interpolation weight not divided by the gap between
+    # the two bracketing binomial levels). At an attainable level 1 - c(k + 1) the bound is
+    # the order statistic X(k + 1); just above that level it interpolates between X(k) and
+    # X(k + 1) with a weight that tends to X(k + 1): no jump
+    from scipy import stats as sps
+
+    x = np.random.default_rng(seed).standard_normal(n)
+    gap = float(np.ptp(x))
+    for k in range(1, n // 2 - 1):
+        c = float(sps.binom.cdf(k, n, 0.5))  # c(k + 1)
+        if not 1e-6 < c < 0.4:
+            continue
+        at = stats.median_bounds(x, 1.0 - c).lower
+        near = stats.median_bounds(x, 1.0 - c + 1e-12).lower
+        assert abs(float(near) - float(at)) <= 1e-6 * gap, (n, k)
