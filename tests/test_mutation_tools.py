@@ -47,6 +47,19 @@ def test_a_line_run_only_at_import_runs_the_area_files_and_an_unrun_line_nothing
     assert mutate.selected_tests(_mutation(40), _map()) == ([], "not covered")
 
 
+def test_a_constant_of_a_compiled_file_runs_the_tests_of_the_kernels_callers(monkeypatch):
+    """A module constant of a numba file runs only at import, but its kernels read it whenever
+    they run: its mutant goes to the tests that run the kernels' callers, not the area files."""
+    kernels, caller = "src/gaugedyn/k.py", "src/gaugedyn/caller.py"
+    monkeypatch.setitem(mutate.mutants.COMPILED_CALLERS, "k.py", ("caller.py",))
+    monkeypatch.setattr(mutate.mutants, "in_compiled_function", lambda rel, line: False)
+    cmap = _map()
+    cmap["lines"][kernels] = {"3": []}
+    cmap["lines"][caller] = {"7": ["t::slow", "t::broken"]}
+    m = mutate.Mutation("k", kernels, "2.0", "(3.0)", (A,), "factor: x", "training", 3, 4)
+    assert mutate.selected_tests(m, cmap) == (["t::slow"], "compiled")
+
+
 @pytest.mark.parametrize(
     ("rc", "log", "outcome", "test"),
     [

@@ -1110,12 +1110,18 @@ PREIMPORTED = (
 def selected_tests(m: Mutation, cmap: dict) -> tuple[list[str], str]:
     """The tests that execute the mutant's line (fastest first, tests failing on the unmutated
     code left out) and how they were chosen: ``coverage``; ``compiled`` (a line inside a
-    numba-compiled function, which coverage cannot see: the tests that run the modules calling
-    the kernels, ``mutants.COMPILED_CALLERS``); ``import`` (the line runs only at import, so
+    numba-compiled function, which coverage cannot see, or a line of such a file run only at
+    import, a constant the kernels read: the tests that run the modules calling the kernels,
+    ``mutants.COMPILED_CALLERS``); ``import`` (the line runs only at import, so
     every test of the area's files may depend on it: those files); ``not covered``."""
     tests = cmap["tests"]
     rel = m.file.removeprefix(mutants.SRC)
-    if rel in mutants.COMPILED_CALLERS and mutants.in_compiled_function(rel, m.line):
+    imported_only = (
+        str(m.line) in cmap["lines"].get(m.file, {}) and not cmap["lines"][m.file][str(m.line)]
+    )
+    if rel in mutants.COMPILED_CALLERS and (
+        mutants.in_compiled_function(rel, m.line) or imported_only
+    ):  # a kernel's line, or a module constant its kernels read (run only at import)
         callers = [mutants.SRC + c for c in mutants.COMPILED_CALLERS[rel]]
         ids = sorted({t for c in callers for ts in cmap["lines"].get(c, {}).values() for t in ts})
         ids = [t for t in ids if tests.get(t, {}).get("outcome") != "failed"]
