@@ -1141,6 +1141,39 @@ def selected_tests(m: Mutation, cmap: dict) -> tuple[list[str], str]:
     return [], "not covered"
 
 
+def _entry(
+    m: Mutation,
+    outcome: str,
+    killed_by: str,
+    how: str,
+    selected: int,
+    run: int,
+    seconds: float,
+    limit: float,
+    head: str,
+) -> dict:
+    """One mutant's line of the record: where and what it plants, what became of it, which
+    tests were selected and run, its time and time limit, and the commit and date it ran at."""
+    return {
+        "area": m.group,
+        "file": m.file,
+        "line": m.line,
+        "col": m.col,
+        "kind": m.what.split(":", 1)[0],
+        "old": m.old,
+        "new": m.new,
+        "outcome": outcome,
+        "killed_by": killed_by,
+        "selection": how,
+        "tests_selected": selected,
+        "tests_run": run,
+        "seconds": round(seconds, 1),
+        "limit_s": round(limit, 1),
+        "commit": head,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+    }
+
+
 def _uptime() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
@@ -1336,24 +1369,9 @@ def run_selected(args: argparse.Namespace) -> int:
                 outcome, failed = "killed (timeout)", ""
             else:
                 outcome, failed = _outcome(os.waitstatus_to_exitcode(status), text)
-            entry = {
-                "area": m.group,
-                "file": m.file,
-                "line": m.line,
-                "col": m.col,
-                "kind": m.what.split(":", 1)[0],
-                "old": m.old,
-                "new": m.new,
-                "outcome": outcome,
-                "killed_by": failed,
-                "selection": how,
-                "tests_selected": len(ids),
-                "tests_run": _tests_run(text),
-                "seconds": round(seconds, 1),
-                "limit_s": round(limit, 1),
-                "commit": head,
-                "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-            }
+            entry = _entry(
+                m, outcome, failed, how, len(ids), _tests_run(text), seconds, limit, head
+            )
             if outcome.startswith("error"):
                 entry["log_tail"] = text[-2000:]
             old = record["mutants"].get(m.id)
@@ -1391,24 +1409,7 @@ def run_selected(args: argparse.Namespace) -> int:
                     if original is not None:
                         (where / m.file).write_text(original, encoding="utf-8")
                     outcome = "skipped (text not found)" if original is None else "survived"
-                    record["mutants"][m.id] = {
-                        "area": m.group,
-                        "file": m.file,
-                        "line": m.line,
-                        "col": m.col,
-                        "kind": m.what.split(":", 1)[0],
-                        "old": m.old,
-                        "new": m.new,
-                        "outcome": outcome,
-                        "killed_by": "",
-                        "selection": how,
-                        "tests_selected": 0,
-                        "tests_run": 0,
-                        "seconds": 0.0,
-                        "limit_s": 0.0,
-                        "commit": head,
-                        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-                    }
+                    record["mutants"][m.id] = _entry(m, outcome, "", how, 0, 0, 0.0, 0.0, head)
                     _save(record, record_path, [m.id])
                     free.append(w)
                     done += 1
