@@ -221,3 +221,15 @@ def test_a_store_root_replaced_by_a_file_does_not_block_a_rerun(tmp_path):
     assert store.load("ab" * 32) is None
     store.save("ab" * 32, {"x": np.arange(3.0)}, {})
     assert np.array_equal(store.load("ab" * 32)["x"], np.arange(3.0))
+
+
+def test_a_store_another_command_is_creating_is_not_foreign(tmp_path):
+    """Two runs started together on one folder: while the first writes the mark (a temporary,
+    then a rename), the second sees the temporary; that is a store being made, not a foreign
+    folder (the clean-clone CI once refused it here)."""
+    from gaugedyn.harness._store import MARK, foreign
+
+    (tmp_path / f".{MARK}.tmp-12345-abcdef01").write_text("{}")
+    assert foreign(tmp_path) is None
+    (tmp_path / "notes.txt").write_text("mine")
+    assert foreign(tmp_path) is not None

@@ -187,7 +187,8 @@ def _remove(path: Path) -> None:
 def foreign(root: Path) -> str | None:
     """Why ``root`` is not a folder gaugedyn may use as a store (``None``: it may): it is a file,
     or a non-empty folder without `MARK` whose content is not a store's (a store written
-    before the mark existed holds only ``<2 hex digits>/<64 hex digits>.json|.npz``)."""
+    before the mark existed holds only ``<2 hex digits>/<64 hex digits>.json|.npz``). A
+    temporary of the mark (another command creating the store this moment) is a store's."""
     root = Path(root)
     if not root.exists():
         return None
@@ -197,6 +198,8 @@ def foreign(root: Path) -> str | None:
         return None
     entries = list(root.iterdir())
     for entry in entries:
+        if entry.name.startswith(f".{MARK}.tmp-"):  # another command writing the mark now
+            continue
         if not (
             entry.is_dir()
             and re.fullmatch(r"[0-9a-f]{2}", entry.name)
