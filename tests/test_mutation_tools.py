@@ -60,6 +60,22 @@ def test_a_constant_of_a_compiled_file_runs_the_tests_of_the_kernels_callers(mon
     assert mutate.selected_tests(m, cmap) == (["t::slow"], "compiled")
 
 
+def test_an_extra_part_with_no_test_file_left_runs_nothing(tmp_path, monkeypatch, capsys):
+    """Every area test file already in a part: the extra part must not call pytest with no
+    file (which would run every test under its testpaths)."""
+    import covmap
+
+    monkeypatch.setattr(covmap, "CACHE", tmp_path)
+    monkeypatch.setattr(covmap, "source_key", lambda: "k")
+    (tmp_path / "k" / "area").mkdir(parents=True)
+    (tmp_path / "k" / "area" / "parts-of-2.json").write_text(
+        json.dumps([covmap.test_files("area"), []])
+    )
+    monkeypatch.setattr(covmap, "_coverage", lambda *a: pytest.fail("pytest was started"))
+    assert covmap.run(1, 2, "area", extra="extra1") == 0
+    assert "nothing run" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("rc", "log", "outcome", "test"),
     [

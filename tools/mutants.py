@@ -38,6 +38,7 @@ AREAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("stats/_intervals.py", "stats/_estimators.py", "stats/_rules.py"),
         (
             "tests/test_properties_stats.py",
+            "tests/test_properties_mutants_stats.py",
             "tests/test_stats.py",
             "tests/test_verdict_rules.py",
             "tests/test_sign_rule.py",
@@ -54,6 +55,7 @@ AREAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
         (
             "tests/test_properties_engines.py",
+            "tests/test_properties_mutants_engines.py",
             "tests/test_theory_flows.py",
             "tests/test_theory_integrators.py",
             "tests/test_theory_solve.py",
@@ -67,6 +69,7 @@ AREAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("training/_online_kernels.py", "training/_online_chain.py", "training/_network.py"),
         (
             "tests/test_properties_engines.py",
+            "tests/test_properties_mutants_engines.py",
             "tests/test_pinned_chain.py",
             "tests/test_online_chain.py",
             "tests/test_training_theory.py",
@@ -76,6 +79,7 @@ AREAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("adam/_state.py", "adam/_spikes.py", "adam/_stability.py", "adam/_decomposition.py"),
         (
             "tests/test_properties_engines.py",
+            "tests/test_properties_mutants_engines.py",
             "tests/test_pinned_adam_state.py",
             "tests/test_adam_state.py",
             "tests/test_adam_decomposition.py",
@@ -90,6 +94,7 @@ AREAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("gauge/_units.py", "gauge/_surgery.py", "gauge/_kernels.py"),
         (
             "tests/test_properties_engines.py",
+            "tests/test_properties_mutants_engines.py",
             "tests/test_gauge_recorder.py",
             "tests/test_gauge_functional.py",
             "tests/test_rescale_units.py",
@@ -109,6 +114,7 @@ AREAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
         (
             "tests/test_properties_findings.py",
+            "tests/test_properties_mutants_findings.py",
             "tests/test_gauge_experiments.py",
             "tests/test_prototypes.py",
             "tests/test_shared_representation.py",
