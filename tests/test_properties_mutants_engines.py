@@ -175,3 +175,48 @@ def test_the_classification_errors_standard_error_is_the_binomial_one():
         )
         assert 0 < err < 1
         assert se == np.sqrt(err * (1 - err) / n)
+
+
+def _numpy_sums(x, y, pair, cols):
+    """The gauge kernels' four sums by a plain float64 numpy reduction."""
+    import numpy as np
+
+    x, y = x.astype(np.float64), y.astype(np.float64)
+    return (
+        (x * x).sum(1),
+        (x * y).sum(1) if pair else None,
+        (x * x).sum(0) if cols else None,
+        (x * y).sum(0) if cols and pair else None,
+    )
+
+
+def test_the_gauge_kernels_sums_are_numpys_in_every_slot_of_the_buffer(monkeypatch):
+    # gauge:_kernels:92:23:off-by-one (the row sums of x y written at the column sums' offset)
+    # and gauge:_kernels:91:23:sign (the row sums of x^2 given a slice of negative length: the
+    # compiled kernel writes through it unchecked, the kernel's own Python raises)
+    import numpy as np
+
+    from gaugedyn.gauge import _kernels as kern
+
+    rng = np.random.default_rng(3)
+    shapes = [(3, 5), (4, 2), (1, 6), (5, 1), (2, 3)]
+    pairs = [True, True, False, False, True]
+    cols = [True, False, True, False, True]
+    plan, size = kern.layout(shapes, pairs, cols)
+    for dtype in (np.float64, np.float32):
+        xs = tuple(rng.standard_normal(s).astype(dtype) for s in shapes)
+        ys = tuple(
+            rng.standard_normal(s).astype(dtype) if p else x for s, p, x in zip(shapes, pairs, xs)
+        )
+        plain = np.full(size, np.nan)
+        with monkeypatch.context() as m:  # the kernels as plain Python: numpy's checked slices
+            m.setattr(kern, "_sums_into", kern._sums_into.py_func)
+            kern._pass.py_func(xs, ys, plan, plain)
+        for out in (kern.run(xs, ys, plan, size), plain):
+            for k, (x, y) in enumerate(zip(xs, ys)):
+                o = plan[k, 2:]
+                n = (shapes[k][0], shapes[k][0], shapes[k][1], shapes[k][1])
+                for j, want in enumerate(_numpy_sums(x, y, pairs[k], cols[k])):
+                    if want is not None:
+                        got = out[o[j] : o[j] + n[j]]
+                        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
