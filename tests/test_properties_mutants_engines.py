@@ -208,15 +208,21 @@ def test_the_gauge_kernels_sums_are_numpys_in_every_slot_of_the_buffer(monkeypat
         ys = tuple(
             rng.standard_normal(s).astype(dtype) if p else x for s, p, x in zip(shapes, pairs, xs)
         )
+        _assert_slots(kern.run(xs, ys, plan, size), plan, shapes, xs, ys, pairs, cols)
         plain = np.full(size, np.nan)
         with monkeypatch.context() as m:  # the kernels as plain Python: numpy's checked slices
             m.setattr(kern, "_sums_into", kern._sums_into.py_func)
             kern._pass.py_func(xs, ys, plan, plain)
-        for out in (kern.run(xs, ys, plan, size), plain):
-            for k, (x, y) in enumerate(zip(xs, ys)):
-                o = plan[k, 2:]
-                n = (shapes[k][0], shapes[k][0], shapes[k][1], shapes[k][1])
-                for j, want in enumerate(_numpy_sums(x, y, pairs[k], cols[k])):
-                    if want is not None:
-                        got = out[o[j] : o[j] + n[j]]
-                        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+        _assert_slots(plain, plan, shapes, xs, ys, pairs, cols)
+
+
+def _assert_slots(out, plan, shapes, xs, ys, pairs, cols):
+    import numpy as np
+
+    for k, (x, y) in enumerate(zip(xs, ys)):
+        o = plan[k, 2:]
+        n = (shapes[k][0], shapes[k][0], shapes[k][1], shapes[k][1])
+        for j, want in enumerate(_numpy_sums(x, y, pairs[k], cols[k])):
+            if want is not None:
+                got = out[o[j] : o[j] + n[j]]
+                np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
