@@ -300,3 +300,65 @@ def test_the_online_spread_is_the_mean_seed_spread_over_the_last_four_fifths_of_
     late = t >= 0.2 * t.max()
     want = float(np.mean(np.std(loss[:, late], axis=0)))
     assert out["spread"] == pytest.approx(want, rel=1e-12)
+
+
+def test_the_prototypes_share_on_the_claimed_side_counts_the_values_beyond_the_threshold():
+    # findings:_analysis:237:51:factor (prototypes: the share read off the claim's sign alone)
+    from gaugedyn.experiments.prototypes import _analysis as pa
+    from gaugedyn.experiments.prototypes import prototypes as ex
+
+    cfg = {k: v.default for k, v in ex.Prototypes.params.items()} | {"sizes": [3, 10, 100]}
+    judge = pa.Judge(cfg, {}, root=np.random.SeedSequence(1))
+    v = np.tile([[0.5, -0.2, 0.3], [0.1, 0.4, -0.3], [0.2, 0.2, 0.2], [0.6, -0.1, 0.05]], (3, 1))
+    share = {}
+    for direction in (">", "<"):
+        claim = judge.finding("overlap_harmful", "s", v, "every_cell", 0.1, direction)
+        share[direction] = claim.tolerance["share_on_claimed_side"]
+    assert share[">"] == np.mean(v > 0.1) and share["<"] == np.mean(v < 0.1)
+    assert share[">"] + share["<"] == pytest.approx(1 - np.mean(v == 0.1), abs=1e-15)
+
+
+def test_the_scaling_claim_needs_the_exponent_interval_strictly_above_zero(monkeypatch):
+    # findings:_analysis:559:24:comparison (gauge: an interval that touches 0 taken as above it)
+    from gaugedyn.experiments.gauge import _analysis as ga
+
+    fit = ga.loglog_fit
+    for low, passes in ((0.0, False), (np.nextafter(0.0, 1.0), True)):
+        monkeypatch.setattr(
+            ga, "loglog_fit", lambda x, y, low=low: fit(x, y)._replace(slope_low=low)
+        )
+        claim, _ = _scaling_claim(0)
+        assert claim.passed is passes, low
+
+
+def test_local_slopes_are_the_edges_slopes_bracketed_by_their_intervals():
+    # findings:_spike_analysis:154:10:swap (the upper end of a slope's range negated) and
+    # findings:_spike_analysis:150:20:swap (the edges read as float(edges))
+    from gaugedyn.experiments.adam_stability._spike_analysis import local_slopes
+
+    rng = np.random.default_rng(4)
+    a = np.exp(rng.uniform(-5, 0, size=6))
+    edge = np.exp(rng.uniform(-6, -1, size=6))
+    edges = np.stack([edge, edge * rng.uniform(0.3, 0.9, 6), edge * rng.uniform(1.1, 3, 6)], 1)
+    s = local_slopes(a, edges)
+    order = np.argsort(a)
+    la, le = np.log(a[order]), np.log(edges[order, 0])
+    np.testing.assert_allclose(s[:, 0], np.diff(le) / np.diff(la), rtol=1e-12)
+    assert np.all(s[:, 1] < s[:, 0]) and np.all(s[:, 0] < s[:, 2])
+    perm = rng.permutation(6)  # the rows' order in the input is not the slopes' order
+    np.testing.assert_allclose(local_slopes(a[perm], edges[perm]), s, rtol=1e-12)
+    edges[order[2], 2] = np.inf  # an open upper end: the ranges beside it open
+    s = local_slopes(a, edges)
+    assert s[1, 2] == np.inf and s[2, 1] == -np.inf
+
+
+def test_the_level_interval_is_three_numbers_with_or_without_two_edges():
+    # findings:_spike_analysis:388:15:factor (one nan instead of three below two rows)
+    from gaugedyn.experiments.adam_stability._spike_analysis import level_interval
+
+    a = np.array([0.1, 0.2, 0.3])
+    for cb in ([np.nan, np.nan, np.nan], [1e-3, np.nan, np.nan]):
+        out = level_interval(a, np.array(cb))
+        assert len(out) == 3 and np.all(np.isnan(out))
+    est, low, high = level_interval(a, np.array([1e-3, 2e-3, 4e-3]))
+    assert low <= est <= high
