@@ -226,3 +226,96 @@ def _assert_slots(out, plan, shapes, xs, ys, pairs, cols):
             if want is not None:
                 got = out[o[j] : o[j] + n[j]]
                 np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def test_the_online_spike_level_is_the_upper_median_of_the_window_before_each_block():
+    # adam:_spikes:542:61:swap (the window partitioned at 2 // window: the element left at
+    # window // 2 is then not the window's median)
+    import numpy as np
+
+    from gaugedyn.adam import OnlineSpikeDetector
+    from gaugedyn.adam._spikes import lower_median
+
+    det = OnlineSpikeDetector(0.9, 0.99)
+    b, m = det.block, det.window
+    x = np.random.default_rng(5).normal(size=b * (det._warm + m + 12))
+    rise = {r["block"]: r["rise"] for v in x if (r := det.update(v)) is not None}
+    med = [float(lower_median(x[i : i + b])) for i in range(0, x.size, b)]
+    assert sorted(rise) == list(range(det._warm + m, len(med)))
+    for k, r in rise.items():
+        assert r == med[k] - sorted(med[k - m : k])[m // 2], k
+
+
+def test_a_batch_of_weight_space_flows_with_resolved_angles_is_each_flow_alone():
+    # theory:_flows:362:79:off-by-one (a batch of teachers broadcast over their own batch axis)
+    import dataclasses
+
+    import numpy as np
+
+    from gaugedyn.theory import random_problem
+    from gaugedyn.theory._flows import initial_state, rhs
+
+    alone = []
+    for s in range(3):
+        y, p = initial_state(random_problem(6, 2, 2, np.random.default_rng(s)), "weight-space")
+        alone.append((y, dataclasses.replace(p, activation="relu", resolve_angles=True)))
+    p = alone[0][1]
+    batch = dataclasses.replace(
+        p, **{k: np.stack([getattr(q, k) for _, q in alone]) for k in ("b", "T", "V")}
+    )
+    out = rhs(0.0, np.stack([y for y, _ in alone]), batch)
+    for i, (y, q) in enumerate(alone):
+        np.testing.assert_allclose(out[i], rhs(0.0, y, q), rtol=1e-13, atol=1e-15)
+
+
+def test_the_aligned_limit_is_decided_on_the_relative_sine():
+    # theory:_population:298:41:factor (the sine compared with sqrt(q1), not sqrt(q1 q2))
+    import numpy as np
+
+    from gaugedyn.theory._population import ALIGNED_SINE, _aligned_limit
+
+    h = (np.ones(4),)
+    for q1, q2 in ((1.0, 1.0), (1e-4, 1e4), (1e4, 1e-4), (9.0, 0.25)):
+        s = ALIGNED_SINE * np.sqrt(q1 * q2) * np.array([0.5, 0.99, 1.01, 2.0])
+        (out,) = _aligned_limit(h, np.full(4, q1), np.full(4, q2), s)
+        np.testing.assert_array_equal(out, [0.0, 0.0, 1.0, 1.0])
+
+
+def test_the_log_c_bisection_finds_a_sign_change_and_nothing_without_one():
+    # adam:_stability:290:9:comparison (a rate that is 0 at an end of the bracket, with no
+    # sign change inside, taken as a crossing)
+    import numpy as np
+
+    from gaugedyn.adam._stability import _bisect_log_c
+
+    a = np.array([0.1, 0.2, 0.3])
+    r = np.zeros(3)
+    c0 = np.array([1e-6, 1e-3, 0.2])
+    found = _bisect_log_c(lambda c, a_, r_: np.log(c / c0), a, r, 1e-8, 1.0)
+    np.testing.assert_allclose(found, c0, rtol=1e-12)
+    for rate in (
+        lambda c, a_, r_: np.zeros_like(c),  # no sign at all
+        lambda c, a_, r_: np.minimum(np.log(c), 0.0),  # 0 only at c_hi = 1, negative below
+        lambda c, a_, r_: np.maximum(np.log(c / 1e-8), 0.0),  # 0 only at c_lo, positive above
+    ):
+        assert np.all(np.isnan(_bisect_log_c(rate, a, r, 1e-8, 1.0)))
+
+
+def test_the_chain_draws_its_own_samples_with_label_noise_and_the_noise_moves_it():
+    # training:_online_chain:121:31:comparison (drawn samples taken as given ones: the chain
+    # asks for given label noises it was not given)
+    import numpy as np
+
+    from gaugedyn.theory import random_problem
+    from gaugedyn.training import TrainConfig, train
+
+    problem = random_problem(40, 2, 2, np.random.default_rng(4), activation="erf")
+    Q = {}
+    for noise in (0.0, 0.5, 0.5):
+        cfg = TrainConfig(optimizer="sgd", lr=1.0, steps=200, samples=None, label_noise=noise)
+        res = train(problem, cfg, seeds=2, root_seed=2, backend="chain")
+        assert np.all(np.isfinite(res.Q))
+        if noise in Q:  # the same seeds draw the same samples and noises
+            np.testing.assert_array_equal(res.Q, Q[noise])
+        Q[noise] = res.Q
+    assert np.abs(Q[0.5][:, -1] - Q[0.0][:, -1]).max() > 1e-3
