@@ -319,3 +319,24 @@ def test_the_chain_draws_its_own_samples_with_label_noise_and_the_noise_moves_it
             np.testing.assert_array_equal(res.Q, Q[noise])
         Q[noise] = res.Q
     assert np.abs(Q[0.5][:, -1] - Q[0.0][:, -1]).max() > 1e-3
+
+
+def test_a_sides_blocks_hold_each_units_entries_along_any_axis():
+    # gauge:_units:175:15:swap (a strided side's axis moved to the wrong place: the same as
+    # the right one for axes 0 and 1, not beyond)
+    import torch
+
+    from gaugedyn.gauge import Side
+    from gaugedyn.gauge._units import blocks
+
+    t = torch.arange(4 * 5 * 12, dtype=torch.float64).reshape(4, 5, 12)
+    for axis in (0, 1, 2):
+        for block, offset, stride in ((1, 0, 0), (2, 1, 0), (1, 1, 2), (2, 0, 3)):
+            n = (t.shape[axis] - offset - block) // (stride or block) + 1
+            side = Side("w", axis, block, offset, stride)
+            got = blocks(t, side, n)
+            for j in range(n):
+                for k in range(block):
+                    at = offset + j * (stride or block) + k
+                    want = t.select(axis, at).reshape(-1)
+                    assert torch.equal(got[j, k], want), (axis, block, offset, stride, j, k)

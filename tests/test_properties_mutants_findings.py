@@ -362,3 +362,55 @@ def test_the_level_interval_is_three_numbers_with_or_without_two_edges():
         assert len(out) == 3 and np.all(np.isnan(out))
     est, low, high = level_interval(a, np.array([1e-3, 2e-3, 4e-3]))
     assert low <= est <= high
+
+
+def _shared_builder(results: dict):
+    from gaugedyn.experiments.adam_state import _analysis as sa
+
+    return sa, sa.Builder({}, results, np.random.SeedSequence(7))
+
+
+def test_a_shared_representation_table_row_is_the_primary_meanings_reading():
+    # findings:_analysis:180:19:comparison (adam_state: the table filled from the other meanings)
+    rng = np.random.default_rng(8)
+    r = {
+        m: {
+            f"t2_x_{t}{sfx}": rng.normal(size=(9, 1)) + (t == "a") * k
+            for t in "ab"
+            for sfx in ("", "_probe")
+        }
+        for k, m in enumerate(("rate", "step"))
+    }
+    sa, b = _shared_builder(r)
+    b.judge_contrast("switch.rate_difference", "t", "t2_x", 0.0, ">", "switch")
+    for ro, sfx in sa.SUFFIX.items():
+        j = stats.judge(
+            b.measure_of("switch.rate_difference").rule("paired"),
+            *b.pair("t2_x", None, ro, r["rate"]),
+            threshold=0.0,
+            direction=">",
+            rng=b.rng(f"shared_representation.switch.rate_difference rate/{ro}"),
+        )
+        assert b.table["t2_x" + sfx] == [j.estimate, j.low, j.high], ro
+
+
+def test_each_routes_switch_rate_is_its_own_switched_over_its_own_specialized():
+    # findings:_analysis:352:49:off-by-one (adam_state: the acquisition route's count of
+    # specialized checkpoints taken from the update route)
+    rng = np.random.default_rng(9)
+    r = {}
+    for sfx in ("", "_probe"):
+        for t, p in (("a", 0.7), ("b", 0.3)):
+            spec = (rng.random((8, 5)) < p).astype(float)
+            r[f"t2_combined_own_specialized_{t}{sfx}"] = spec
+            r[f"t2_combined_own_switch_{t}{sfx}"] = spec * (rng.random((8, 5)) < 0.5)
+    sa, b = _shared_builder({"rate": r})
+    sa._switch(b)
+    rates = {c.id: c for c in b.claims if c.kind == "measurement"}
+    for sfx in sa.SUFFIX.values():
+        for tag, t in (("acquisition", "a"), ("update", "b")):
+            s = int(r[f"t2_combined_own_switch_{t}{sfx}"].sum())
+            n = int(r[f"t2_combined_own_specialized_{t}{sfx}"].sum())
+            c = rates[f"shared_representation.switch.rate.{tag}{sfx}"]
+            assert f"{s} switched of {n} specialized" in c.statement
+            assert c.interval == stats.proportion_ci(s, n).as_list()
