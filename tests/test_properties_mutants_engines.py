@@ -340,3 +340,72 @@ def test_a_sides_blocks_hold_each_units_entries_along_any_axis():
                     at = offset + j * (stride or block) + k
                     want = t.select(axis, at).reshape(-1)
                     assert torch.equal(got[j, k], want), (axis, block, offset, stride, j, k)
+
+
+def test_a_row_reset_again_restarts_its_own_step_count_from_then():
+    # adam:_state:698:15:off-by-one (the earlier reset's rows matched on their indices, not
+    # their axis)
+    import torch
+
+    from gaugedyn.adam import reset
+
+    torch.manual_seed(0)
+    net = torch.nn.Linear(3, 4, bias=False).double()
+    opt = torch.optim.Adam(net.parameters(), lr=0.05, betas=(0.8, 0.9))
+    x = torch.randn(16, 3, dtype=torch.float64)
+    w = net.weight
+    grads, values, resets = [], [], {0: 2, 1: 4, 2: 4}  # row: the step after which it resets
+    for step in range(8):
+        opt.zero_grad()
+        (net(x).sin().sum() + w.square().sum()).backward()
+        grads.append(w.grad.detach().clone())
+        opt.step()
+        values.append(w.detach().clone())
+        if step == 2:
+            reset(opt, net, rows=[0, 1], restart=True)
+        if step == 4:
+            reset(opt, net, rows=[1, 2], restart=True)
+    for row, after in resets.items():  # a fresh Adam on the row from its last reset
+        p, m, v = values[after][row].clone(), 0.0, 0.0
+        for s, g in enumerate(grads[after + 1 :], start=1):
+            g = g[row]
+            m, v = 0.8 * m + 0.2 * g, 0.9 * v + 0.1 * g * g
+            p = p - 0.05 * (m / (1 - 0.8**s)) / ((v / (1 - 0.9**s)).sqrt() + 1e-8)
+        torch.testing.assert_close(values[-1][row], p, rtol=1e-12, atol=1e-14)
+
+
+def test_grouped_query_attention_with_biases_keeps_its_function_under_its_found_rescalings():
+    # gauge:_units:324:55:factor (a query bias side strided by the group size, not by the
+    # group's width) and gauge:_units:452:25:swap (the frozen key bias's side naming no
+    # parameter)
+    import torch
+
+    from gaugedyn.gauge import GroupedQueryAttention, find_units, rescale_units
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.att = GroupedQueryAttention(8, 4, 2, 2, bias=True)
+
+        def forward(self, x):
+            return self.att(x)
+
+    torch.manual_seed(0)
+    net = Net().double()
+    x = torch.randn(3, 5, 8, dtype=torch.float64)
+    y = net(x)
+    params = dict(net.named_parameters())
+    groups = find_units(net)[0]
+    assert {g.kind for g in groups} == {"qk", "vo", "frozen"}
+    for g in groups:  # every side names a parameter, its units' entries inside it, apart
+        seen: dict[str, set] = {}
+        for side in g.inputs + g.outputs:
+            size = params[side.name].shape[side.axis]
+            idx = side.indices(range(g.n_units)).tolist()
+            assert 0 <= min(idx) and max(idx) < size, side
+            assert not seen.setdefault(side.name, set()) & set(idx), side
+            seen[side.name] |= set(idx)
+    for g in groups:
+        if g.kind in ("qk", "vo"):
+            rescale_units(net, None, g.name, [0, 1], [2.5, 0.4])
+            torch.testing.assert_close(net(x), y, rtol=1e-12, atol=1e-12)
