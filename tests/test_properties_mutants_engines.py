@@ -409,3 +409,26 @@ def test_grouped_query_attention_with_biases_keeps_its_function_under_its_found_
         if g.kind in ("qk", "vo"):
             rescale_units(net, None, g.name, [0, 1], [2.5, 0.4])
             torch.testing.assert_close(net(x), y, rtol=1e-12, atol=1e-12)
+
+
+def test_the_simulated_growth_rate_is_bounded_by_the_step_maps_singular_values():
+    # adam:_stability:250:8:factor (the first perturbation sqrt(3) times its stated relative
+    # size: one step's growth then exceeds what the step map can give a unit perturbation)
+    import numpy as np
+
+    from gaugedyn.adam._stability import adam_step, oscillating_state, simulated_growth_rate
+
+    n, lr, eps, h = 2.0, 0.01, 1e-8, 1e-7
+    for a, c in ((0.1, 0.001), (0.3, 0.05), (0.05, 0.2)):
+        st = oscillating_state(np.array(a), n, lr, np.array(eps))
+        orbit = np.array([float(st[k]) for k in "AMV"])
+        scale = np.abs(orbit)
+        J = np.empty((3, 3))  # the period-two step map, in units of the orbit's scales
+        for j in range(3):
+            z = orbit + h * scale * np.eye(3)[j]
+            x1, m1, v1 = adam_step(*z, a, c, n, lr, eps)
+            J[:, j] = (np.array([-x1, -m1, v1]) - orbit * [1, 1, 1]) / (h * scale)
+        one = float(simulated_growth_rate(a, c, n, lr, eps, steps=1))
+        assert one <= np.log(np.linalg.svd(J, compute_uv=False)[0]) + 1e-5, (a, c)
+        long = float(simulated_growth_rate(a, c, n, lr, eps, steps=2000))
+        assert abs(long - np.log(np.abs(np.linalg.eigvals(J)).max())) < 2e-3, (a, c)
