@@ -414,3 +414,33 @@ def test_each_routes_switch_rate_is_its_own_switched_over_its_own_specialized():
             c = rates[f"shared_representation.switch.rate.{tag}{sfx}"]
             assert f"{s} switched of {n} specialized" in c.statement
             assert c.interval == stats.proportion_ci(s, n).as_list()
+
+
+def test_a_spike_boundary_scans_arrays_agree_with_its_status_codes_and_diagnostics():
+    # findings:_spike_analysis:100:50:off-by-one (the edge interval's upper end read from a
+    # column past the interval) and findings:_spike_analysis:102:50:comparison (the share of
+    # undetermined cells counted over the determined ones)
+    from gaugedyn.experiments.adam_stability import _spike_analysis as sa
+    from gaugedyn.experiments.adam_stability._protocol import CODES, WINDOWS
+
+    rows, cols, seeds = 3, 6, 12  # enough seeds for unanimous cells to close both ends
+    a, c = np.array([0.05, 0.1, 0.2]), np.geomspace(1e-4, 1e-1, cols)
+    st = np.full((rows, cols, seeds, len(WINDOWS)), CODES["quiet"], dtype=np.int8)
+    st[:, :2] = CODES["spiky"]
+    st[0, 3, :3, 0] = CODES["undetermined"]
+    st[2, 1, :1, 1] = CODES["undetermined"]
+    tasks = [{"kind": "1d", "n": 2.0, "start": s} for s in ("orbit", "generic")]
+    results = [{"a": a, "c": c, "status": st, "steps_run": 10}] * 2
+    arrays, _, diag = sa.analyse(tasks, results, np.random.SeedSequence(1))
+    for start in ("orbit", "generic"):
+        for w, window in enumerate(WINDOWS):
+            key = f"n2_{start}_{window}"
+            undetermined = (st[..., w] == CODES["undetermined"]).sum(axis=-1)  # per cell
+            np.testing.assert_array_equal(arrays[f"{key}__undetermined"], undetermined / seeds)
+            assert diag["systems"][key]["undetermined_cells"] == undetermined.sum()
+            interval = np.array(diag["systems"][key]["boundary_interval"])
+            np.testing.assert_array_equal(arrays[f"{key}__boundary_low"], interval[:, 0])
+            np.testing.assert_array_equal(arrays[f"{key}__boundary_high"], interval[:, 1])
+            low, edge = arrays[f"{key}__boundary_low"], arrays[f"{key}__boundary"]
+            high = arrays[f"{key}__boundary_high"]
+            assert np.all(np.isfinite(high)) and np.all((low <= edge) & (edge <= high))
