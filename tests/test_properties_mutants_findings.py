@@ -444,3 +444,35 @@ def test_a_spike_boundary_scans_arrays_agree_with_its_status_codes_and_diagnosti
             low, edge = arrays[f"{key}__boundary_low"], arrays[f"{key}__boundary"]
             high = arrays[f"{key}__boundary_high"]
             assert np.all(np.isfinite(high)) and np.all((low <= edge) & (edge <= high))
+
+
+def test_the_grid_readme_table_shows_every_finding_in_its_tasks_row_and_its_column(tmp_path):
+    # findings:_grid_analysis:240:39:off-by-one (the columns named by the id past the finding)
+    import json
+
+    from gaugedyn.experiments.adam_split._grid_analysis import readme_table
+
+    claims = [
+        {
+            "id": f"adam_split:{task}:{name}",
+            "kind": "finding",
+            "verdict": "HELD",
+            "measured": 0.5 + i,
+            "interval": [0.25 + i, 0.75 + i],
+        }
+        for i, (task, name) in enumerate(
+            [("mlp", "claim"), ("mlp", "region:lag"), ("cnn", "claim"), ("cnn", "match:x:y")]
+        )
+    ]
+    claims.append({"id": "adam_split:mlp:exact", "kind": "check", "passed": True})
+    (tmp_path / "summary.json").write_text(json.dumps({"claims": claims}))
+    lines = readme_table(tmp_path / "summary.json").splitlines()
+    head = [h.strip() for h in lines[0].strip("|").split("|")]
+    assert head == ["task", "claim", "region:lag", "match:x:y"]
+    rows = {
+        r.split("(")[0].strip("| "): [x.strip() for x in r.strip("|").split("|")] for r in lines[2:]
+    }
+    for c in claims[:4]:
+        _, task, name = c["id"].split(":", 2)
+        cell = rows[task][head.index(name)]
+        assert cell == f"HELD {c['measured']:.3g} [{c['interval'][0]:.3g}, {c['interval'][1]:.3g}]"
