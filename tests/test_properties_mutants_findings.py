@@ -476,3 +476,80 @@ def test_the_grid_readme_table_shows_every_finding_in_its_tasks_row_and_its_colu
         _, task, name = c["id"].split(":", 2)
         cell = rows[task][head.index(name)]
         assert cell == f"HELD {c['measured']:.3g} [{c['interval'][0]:.3g}, {c['interval'][1]:.3g}]"
+
+
+def test_the_auxiliary_analysis_reports_the_controls_of_its_own_tasks_and_results(monkeypatch):
+    # findings:_analysis:752:14:swap (auxiliary: the map's controls given the results as tasks)
+    from test_auxiliary_experiment import _map, _quick
+
+    tasks, results = _map(False, np.random.default_rng(7))
+    sections = ("trajectories", "closed_form", "benefit_map", "forcing_noise", "fdt_ode", "fdt_sim")
+    for section in sections:  # the sections' own claims have their own tests
+        monkeypatch.setattr(aux, section, lambda *a: ({}, []))
+    _, claims, _ = aux.analyse(_quick(), tasks, results, np.random.SeedSequence(3))
+    want = aux.map_controls(tasks, results) + [aux.optimal_gamma_table(_quick())]
+    assert [(c.id, c.passed, c.measured) for c in claims] == [
+        (c.id, c.passed, c.measured) for c in want
+    ]
+    assert all(c.passed for c in claims)
+
+
+def _plateau(loss, index=1, distance=1e-3, error=1e-9):
+    return {
+        "loss": loss,
+        "index": index,
+        "grad_norm": 1e-13,
+        "singular": False,
+        "distance": distance,
+        "hessian_error": error,
+    }
+
+
+def test_the_landscape_judges_its_sources_plateau_ends_and_its_catalogues_shares(monkeypatch):
+    # findings:_analysis:1420:14:swap (gauge: the plateau checks given the config as sources)
+    # and findings:_analysis:1733:25:factor (the unresolved starts counted, not their share)
+    from gaugedyn.experiments.gauge import _analysis as ga
+
+    for part in ("_landscape_arrays_of", "_landscape_catalogue_table"):  # tested on their own
+        monkeypatch.setattr(ga, part, lambda *a: {})
+    for part in (
+        "_landscape_control_checks",
+        "_landscape_zero_mode_claims",
+        "_landscape_gauge_claims",
+        "_landscape_catalogue_checks",
+        "_landscape_single_measurements",
+    ):
+        monkeypatch.setattr(ga, part, lambda *a: [])
+    monkeypatch.setattr(ga, "_landscape_escape_finding", lambda sources: None)
+    source = {"activation": "relu", "K": 2, "kind": "random", "seed": 0}
+    plateaus = [_plateau(0.1), _plateau(0.05, error=3e-9), _plateau(0.02, distance=0.5)]
+    entry = {
+        "basin": {"share": 0.5, "low": 0.2, "high": 0.8, "count": 6},
+        "modes": dict.fromkeys(
+            ("measured", "predicted", "rotation", "gauge", "coinciding", "dead"), 0
+        ),
+        "unstable_rates": [0.3],
+        "loss": 0.1,
+        "grad_norm": 1e-13,
+        "index": 1,
+        "visits": 2,
+        "newton": 5,
+    }
+    catalogue = {"entries": [entry], "unresolved": [1, 4, 7], "starts": 12, "singular": 0}
+    by_kind = {
+        "controls": {},
+        "source": {"source": source, "plateaus": plateaus},
+        "catalogue": catalogue,
+        "gauge": {},
+        "single": {},
+    }
+    tasks = [{"kind": k, "activation": "relu", "K": 2} for k in by_kind]
+    config = {"near": 0.01, "min_plateau_ends": 1}
+    _, claims, _ = ga.landscape(config, tasks, list(by_kind.values()), np.random.SeedSequence(4))
+    claims = {c.id: c for c in claims if c is not None}
+    hessian = claims["landscape.hessian_matches_reference"]
+    assert hessian.measured == 3e-9 and hessian.passed
+    refined = claims["landscape.plateau_ends_refined"]
+    assert refined.measured == 2 and refined.passed  # the third end was never near
+    assert claims["landscape.catalogue:relu:K2:unresolved"].measured == 3 / 12
+    assert claims["landscape.catalogue:relu:K2:0"].measured == 0.5
