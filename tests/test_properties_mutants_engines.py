@@ -431,3 +431,39 @@ def test_the_simulated_growth_rate_is_bounded_by_the_step_maps_singular_values()
         assert one <= np.log(np.linalg.svd(J, compute_uv=False)[0]) + 1e-5, (a, c)
         long = float(simulated_growth_rate(a, c, n, lr, eps, steps=2000))
         assert abs(long - np.log(np.abs(np.linalg.eigvals(J)).max())) < 2e-3, (a, c)
+
+
+def test_owner_sets_are_invariant_to_rescaling_the_students_output_and_a_teachers_unit():
+    # theory:_observables:250:27:factor (an absolute tie tolerance) and
+    # theory:_observables:246:44:factor (shares not divided by the teacher unit's norm)
+    import numpy as np
+
+    from gaugedyn.theory import owner_sets
+
+    rng = np.random.default_rng(6)
+    W, V = rng.normal(size=(4, 5)), rng.normal(size=(3, 5))
+    W[1] = W[0] * (1 + 3e-5)  # students 0 and 1 nearly tie on every teacher unit
+    a, b = np.array([1.0, 1.0, 0.4, -0.3]), np.array([1.0, -0.5, 2.0])
+    sets = owner_sets(a, W @ W.T, W @ V.T, V @ V.T, b)
+    assert sets[:2].any(axis=1).all()  # the near tie is inside the tolerance somewhere
+    for s in (1e-3, 1e3):  # the students' output weights rescaled: the same owner sets
+        np.testing.assert_array_equal(owner_sets(s * a, W @ W.T, W @ V.T, V @ V.T, b), sets)
+    for c in (1e-3, 1e3):  # one teacher unit rescaled: the same owner sets
+        Vc = V.copy()
+        Vc[1] *= c
+        got = owner_sets(a, W @ W.T, W @ Vc.T, Vc @ Vc.T, b)
+        np.testing.assert_array_equal(got, sets)
+
+
+def test_a_pruning_event_refines_a_pruning_found_at_the_second_output_time():
+    # theory:_functional:145:13:off-by-one (the output time before the pruning taken as the
+    # pruning time itself when that is the second one)
+    import numpy as np
+
+    from gaugedyn.theory import pruning_time
+
+    t = np.array([0.0, 1.0, 2.0, 3.0])
+    rho = np.array([[1.0, 1.0], [0.0, 1.0], [0.0, 0.0], [0.0, 0.0]])
+    event = np.array([0.4, 1.6])  # each between the output time before and its pruned time
+    np.testing.assert_array_equal(pruning_time(t, rho, 1e-3), [1.0, 2.0])
+    np.testing.assert_array_equal(pruning_time(t, rho, 1e-3, event), event)
