@@ -434,8 +434,7 @@ def test_the_simulated_growth_rate_is_bounded_by_the_step_maps_singular_values()
 
 
 def test_owner_sets_are_invariant_to_rescaling_the_students_output_and_a_teachers_unit():
-    # theory:_observables:250:27:factor (an absolute tie tolerance) and
-    # theory:_observables:246:44:factor (shares not divided by the teacher unit's norm)
+    # theory:_observables:250:27:factor (an absolute tie tolerance)
     import numpy as np
 
     from gaugedyn.theory import owner_sets
