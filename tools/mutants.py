@@ -72,6 +72,7 @@ AREAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "tests/test_properties_mutants_engines.py",
             "tests/test_pinned_chain.py",
             "tests/test_online_chain.py",
+            "tests/test_online_options.py",
             "tests/test_training_theory.py",
         ),
     ),
