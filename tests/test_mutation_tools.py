@@ -58,6 +58,11 @@ def test_a_constant_of_a_compiled_file_runs_the_tests_of_the_kernels_callers(mon
     cmap["lines"][caller] = {"7": ["t::slow", "t::broken"]}
     m = mutate.Mutation("k", kernels, "2.0", "(3.0)", (A,), "factor: x", "training", 3, 4)
     assert mutate.selected_tests(m, cmap) == (["t::slow"], "compiled")
+    # imported lazily inside a test, the constant's line carries that test only: still the
+    # callers' tests
+    monkeypatch.setattr(mutate.mutants, "at_module_level", lambda rel, line: True)
+    cmap["lines"][kernels] = {"3": ["t::fast"]}
+    assert mutate.selected_tests(m, cmap) == (["t::slow"], "compiled")
 
 
 def test_an_extra_part_with_no_test_file_left_runs_nothing(tmp_path, monkeypatch, capsys):

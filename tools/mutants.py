@@ -155,6 +155,17 @@ def in_compiled_function(rel: str, line: int) -> bool:
     return False
 
 
+def at_module_level(rel: str, line: int) -> bool:
+    """Whether ``line`` of ``rel`` lies outside every function (a module constant or
+    statement, run once at import)."""
+    tree = ast.parse((ROOT / SRC / rel).read_text(encoding="utf-8"))
+    return not any(
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.lineno <= line <= (node.end_lineno or node.lineno)
+        for node in ast.walk(tree)
+    )
+
+
 _FLIP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq}
 _FLIP[ast.NotEq] = ast.Eq
 _SWAPPABLE = (ast.Sub, ast.Div, ast.FloorDiv, ast.Pow, ast.MatMult)

@@ -1120,8 +1120,11 @@ def selected_tests(m: Mutation, cmap: dict) -> tuple[list[str], str]:
         str(m.line) in cmap["lines"].get(m.file, {}) and not cmap["lines"][m.file][str(m.line)]
     )
     if rel in mutants.COMPILED_CALLERS and (
-        mutants.in_compiled_function(rel, m.line) or imported_only
-    ):  # a kernel's line, or a module constant its kernels read (run only at import)
+        mutants.in_compiled_function(rel, m.line)
+        or imported_only
+        or mutants.at_module_level(rel, m.line)
+    ):  # a kernel's line, or a module constant its kernels read (run at import: no test, or
+        # the test that first imported the module, which says nothing of who reads it)
         callers = [mutants.SRC + c for c in mutants.COMPILED_CALLERS[rel]]
         ids = sorted({t for c in callers for ts in cmap["lines"].get(c, {}).values() for t in ts})
         ids = [t for t in ids if tests.get(t, {}).get("outcome") != "failed"]
