@@ -466,3 +466,20 @@ def test_a_pruning_event_refines_a_pruning_found_at_the_second_output_time():
     event = np.array([0.4, 1.6])  # each between the output time before and its pruned time
     np.testing.assert_array_equal(pruning_time(t, rho, 1e-3), [1.0, 2.0])
     np.testing.assert_array_equal(pruning_time(t, rho, 1e-3, event), event)
+
+
+def test_the_online_kernels_activations_are_the_registered_functions_and_derivatives():
+    # training:_online_kernels:42:7:comparison (every code but leaky ReLU's computed as leaky
+    # ReLU after the sixth)
+    import numpy as np
+    import torch
+
+    from gaugedyn.theory import ACTIVATIONS
+    from gaugedyn.training import _online_kernels as k
+
+    z = np.array([-1.7, -0.4, 0.3, 1.1, 2.2])  # away from the kinks at 0
+    for name, act in ACTIVATIONS.items():
+        for f, kernel in ((act.function, k.g), (act.derivative, k.g_prime)):
+            want = f(torch.from_numpy(z)).numpy()
+            got = np.array([kernel(act.code, float(x)) for x in z])
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14, err_msg=name)
