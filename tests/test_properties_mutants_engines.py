@@ -483,3 +483,30 @@ def test_the_online_kernels_activations_are_the_registered_functions_and_derivat
             want = f(torch.from_numpy(z)).numpy()
             got = np.array([kernel(act.code, float(x)) for x in z])
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14, err_msg=name)
+
+
+def test_the_online_kernels_sample_gradient_and_record_are_numpys_in_their_own_python():
+    # training:_online_kernels:164:13:off-by-one (the teacher's sum one field too far: the
+    # compiled kernel reads past its arrays unchecked) and training:_online_kernels:489:13:
+    # off-by-one (a record one student too far: the compiled kernel writes past its row)
+    import numpy as np
+    from scipy.special import erf
+
+    from gaugedyn.training import _online_kernels as k
+
+    rng = np.random.default_rng(2)
+    K, M, D = 2, 3, 5
+    U, a, b = rng.normal(size=(K + M, D)), rng.normal(size=K), rng.normal(size=M)
+    X = rng.normal(size=(1, 1, D))
+    u, x, coef, ga = np.empty(K + M), np.empty(D), np.zeros(K), np.zeros(K)
+    gen, N = np.random.default_rng(0), np.empty((0, 1))
+    loss = k.sample_gradient.py_func(1, 1, a, b, U, K, x, u, gen, X, 0, 0, coef, ga, 0.0, N)
+    g = erf(U @ X[0, 0] / np.sqrt(2.0))  # code 1: erf(z / sqrt 2)
+    e = a @ g[:K] - b @ g[K:]
+    np.testing.assert_allclose(loss, e * e / 2, rtol=1e-12)
+    np.testing.assert_allclose(ga, e * g[:K], rtol=1e-12)
+    out_a, out_Q, out_R = np.zeros((2, K)), np.zeros((2, K, K)), np.zeros((2, K, M))
+    assert k.record.py_func(1, a, U, K, out_a, out_Q, out_R)
+    np.testing.assert_array_equal(out_a[1], a)
+    np.testing.assert_allclose(out_Q[1], U[:K] @ U[:K].T, rtol=1e-12)
+    np.testing.assert_allclose(out_R[1], U[:K] @ U[K:].T, rtol=1e-12)
