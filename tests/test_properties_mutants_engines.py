@@ -488,7 +488,8 @@ def test_the_online_kernels_activations_are_the_registered_functions_and_derivat
 def test_the_online_kernels_sample_gradient_and_record_are_numpys_in_their_own_python():
     # training:_online_kernels:164:13:off-by-one (the teacher's sum one field too far: the
     # compiled kernel reads past its arrays unchecked) and training:_online_kernels:489:13:
-    # off-by-one (a record one student too far: the compiled kernel writes past its row)
+    # off-by-one (the chain's record one student too far: the compiled kernel writes past its
+    # row and the process aborts)
     import numpy as np
     from scipy.special import erf
 
@@ -510,3 +511,9 @@ def test_the_online_kernels_sample_gradient_and_record_are_numpys_in_their_own_p
     np.testing.assert_array_equal(out_a[1], a)
     np.testing.assert_allclose(out_Q[1], U[:K] @ U[:K].T, rtol=1e-12)
     np.testing.assert_allclose(out_R[1], U[:K] @ U[K:].T, rtol=1e-12)
+    C = U @ U.T  # the chain's record reads the same blocks from the Gram matrix
+    out_a, out_Q, out_R = np.zeros((2, K)), np.zeros((2, K, K)), np.zeros((2, K, M))
+    assert k.chain_record.py_func(1, a, C, K, out_a, out_Q, out_R)
+    np.testing.assert_array_equal(out_a[1], a)
+    np.testing.assert_array_equal(out_Q[1], C[:K, :K])
+    np.testing.assert_array_equal(out_R[1], C[:K, K:])
