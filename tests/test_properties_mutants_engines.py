@@ -517,3 +517,19 @@ def test_the_online_kernels_sample_gradient_and_record_are_numpys_in_their_own_p
     np.testing.assert_array_equal(out_a[1], a)
     np.testing.assert_array_equal(out_Q[1], C[:K, :K])
     np.testing.assert_array_equal(out_R[1], C[:K, K:])
+
+
+def test_a_kernel_step_advances_the_weights_the_flow_time_and_the_loss_as_stated():
+    # training:_online_kernels:180:17:off-by-one (one output weight too many: the compiled
+    # kernel writes past the array and the process aborts) and 185:11:sign (the flow time
+    # going back by eta)
+    import numpy as np
+
+    from gaugedyn.training import _online_kernels as k
+
+    a, ga = np.array([0.5, -1.0, 2.0]), np.array([0.3, 0.1, -0.6])
+    for wd, lr2 in ((0.0, 1.0), (0.1, 0.5)):
+        b = a.copy()
+        flow, acc, count = k.advance.py_func(b, ga, 0.2, 4, 1.2, 3.0, 0.5, 7, wd, lr2)
+        np.testing.assert_allclose(b, a - 0.2 * lr2 * (ga / 4 + wd * a), rtol=1e-15)
+        assert (flow, acc, count) == (3.0 + 0.2, 0.5 + 1.2 / 4, 8)
