@@ -262,3 +262,47 @@ def test_rejudging_under_a_changed_rule_rejudges_every_reading_and_marks_the_bre
     again = rejudge_current(new, command="test")["claims"][0]  # nothing moves: the mark stays
     assert again["tolerance"]["breakdown_judged_under"] == "paired_median"
     assert again["verdict"] == got["verdict"]
+
+
+def test_rejudging_keeps_the_names_an_analysis_stored_for_its_cells():
+    """An analysis may store its cells' names in ``tolerance.cells`` (auxiliary's
+    ``closed_form.simulation``: one name per set-up); judged again under the current rules the
+    finding keeps them, its readings keep the rule's per-cell records, and nothing else moves."""
+    from gaugedyn.harness._rejudge import rejudge_current
+
+    summary = _summary(ROOT / "results-data/auxiliary/summary.json")
+    claim = next(c for c in summary["claims"] if c["id"] == "closed_form.simulation")
+    names = claim["tolerance"]["cells"]
+    assert names and all(isinstance(v, str) for v in names)
+    again = rejudge_current(summary | {"claims": [claim]})["claims"][0]
+    assert again["tolerance"]["cells"] == names
+    for rec in again["tolerance"]["reading_detail"].values():
+        assert all(isinstance(v, dict) for v in rec["cells"])
+    assert again["verdict"] == claim["verdict"] and again["interval"] == claim["interval"]
+
+
+@pytest.mark.parametrize("path", RUNS, ids=[p.parent.name for p in RUNS])
+def test_every_committed_summary_is_strict_json(path):
+    """Every committed summary, as run or as judged again, is strict JSON (no ``NaN`` or
+    ``Infinity``: a re-judged spike_boundary and prototypes held them)."""
+
+    def refuse(name: str):
+        raise ValueError(f"{path}: not strict JSON: {name}")
+
+    json.loads(path.read_text(encoding="utf-8"), parse_constant=refuse)
+
+
+def test_a_summary_judged_again_is_strict_json(tmp_path):
+    """``gaugedyn rejudge RUN --current-rules --out DIR`` writes strict JSON, as every summary is
+    (non-finite numbers as ``"nan"``, ``"inf"``, ``"-inf"``): spike_boundary's stored values hold
+    non-finite intervals (a slope through too few rows)."""
+
+    def refuse(name: str):
+        raise ValueError(f"not strict JSON: {name}")
+
+    out = tmp_path / "again"
+    run = ROOT / "results-data" / "spike_boundary"
+    assert main(["rejudge", str(run), "--current-rules", "--out", str(out)]) == 0
+    text = (out / "summary.json").read_text(encoding="utf-8")
+    again = json.loads(text, parse_constant=refuse)
+    assert '"nan"' in text and check_summary(again)
