@@ -290,6 +290,41 @@ def _moment(C, V, G, alpha, beta, fields, count, zero, h0, link, S, cache, known
 
 
 @numba.njit(cache=True)
+def _theta_e2(C, V, G, L, linear, cj, fields, na, zero, h0, link, S, cache, known):
+    """``E[prod_{s in fields[:na]} theta(u_s) e^2]`` with ``e = ell . u + sum_p cj_p u_p
+    theta(u_p)`` (``ell`` the row ``L`` of ``V``; module docstring)."""
+    P = C.shape[0]
+    s = 0.0
+    if linear:
+        s += _moment(C, V, G, L, L, fields, na, zero, h0, link, S, cache, known)
+        for p in range(P):
+            if cj[p] == 0.0:
+                continue
+            fields[na] = p
+            s += (
+                2.0
+                * cj[p]
+                * _moment(C, V, G, L, p, fields, na + 1, zero, h0, link, S, cache, known)
+            )
+    for p in range(P):
+        if cj[p] == 0.0:
+            continue
+        fields[na] = p
+        s += cj[p] * cj[p] * _moment(C, V, G, p, p, fields, na + 1, zero, h0, link, S, cache, known)
+        for q in range(p + 1, P):
+            if cj[q] == 0.0:
+                continue
+            fields[na + 1] = q
+            s += (
+                2.0
+                * cj[p]
+                * cj[q]
+                * _moment(C, V, G, p, q, fields, na + 2, zero, h0, link, S, cache, known)
+            )
+    return s
+
+
+@numba.njit(cache=True)
 def piecewise_noise(C, K, c, lo, jump, h0, E):
     """``E_ik = E[g'(u_i) g'(u_k) e^2]`` (``i <= k``, the upper triangle of ``E (K, K)``) for
     ``u ~ N(0, C)`` (``C (P, P)``, students first), ``e = sum_p c_p g_p(u_p)`` and the
@@ -344,65 +379,24 @@ def piecewise_noise(C, K, c, lo, jump, h0, E):
     cj = np.empty(P)
     for p in range(P):
         cj[p] = c[p] * jump[p] if not zero[p] else 0.0
-    sets = np.empty((4, 2), dtype=np.int64)
-    weights = np.empty(4)
+    # T(A) = E[prod_A theta e^2] for A = {}, {i}, {i, k}: E_ik = sum_A w_A T(A)
+    t0 = 0.0
+    if linear:
+        t0 = _theta_e2(C, V, G, L, linear, cj, fields, 0, zero, h0, link, S, cache, known)
+    t1 = np.zeros(K)
+    for i in range(K):
+        fields[0] = i
+        t1[i] = _theta_e2(C, V, G, L, linear, cj, fields, 1, zero, h0, link, S, cache, known)
     for i in range(K):
         for k in range(i, K):
-            m = 0
             if i == k and not zero[i]:  # theta^2 = theta (not at a field of zero variance)
-                sets[0, 0], weights[0] = 0, lo[i] * lo[i]
-                sets[1, 0], sets[1, 1], weights[1] = 1, i, 2.0 * lo[i] * jump[i] + jump[i] ** 2
-                m = 2
-            else:
-                sets[0, 0], weights[0] = 0, lo[i] * lo[k]
-                sets[1, 0], sets[1, 1], weights[1] = 1, i, jump[i] * lo[k]
-                sets[2, 0], sets[2, 1], weights[2] = 1, k, lo[i] * jump[k]
-                sets[3, 0], weights[3] = 2, jump[i] * jump[k]
-                m = 4
-            total = 0.0
-            for a in range(m):
-                w = weights[a]
-                if w == 0.0:
-                    continue
-                na = sets[a, 0]
-                if na == 1:
-                    fields[0] = sets[a, 1]
-                elif na == 2:
-                    fields[0], fields[1] = i, k
-                s = 0.0
-                if linear:
-                    s += _moment(C, V, G, L, L, fields, na, zero, h0, link, S, cache, known)
-                    for p in range(P):
-                        if cj[p] == 0.0:
-                            continue
-                        fields[na] = p
-                        s += (
-                            2.0
-                            * cj[p]
-                            * _moment(
-                                C, V, G, L, p, fields, na + 1, zero, h0, link, S, cache, known
-                            )
-                        )
-                for p in range(P):
-                    if cj[p] == 0.0:
-                        continue
-                    fields[na] = p
-                    s += (
-                        cj[p]
-                        * cj[p]
-                        * _moment(C, V, G, p, p, fields, na + 1, zero, h0, link, S, cache, known)
-                    )
-                    for q in range(p + 1, P):
-                        if cj[q] == 0.0:
-                            continue
-                        fields[na + 1] = q
-                        s += (
-                            2.0
-                            * cj[p]
-                            * cj[q]
-                            * _moment(
-                                C, V, G, p, q, fields, na + 2, zero, h0, link, S, cache, known
-                            )
-                        )
-                total += w * s
-            E[i, k] = total
+                E[i, i] = lo[i] * lo[i] * t0 + (2.0 * lo[i] * jump[i] + jump[i] ** 2) * t1[i]
+                continue
+            fields[0], fields[1] = i, k
+            t2 = _theta_e2(C, V, G, L, linear, cj, fields, 2, zero, h0, link, S, cache, known)
+            E[i, k] = (
+                lo[i] * lo[k] * t0
+                + jump[i] * lo[k] * t1[i]
+                + lo[i] * jump[k] * t1[k]
+                + jump[i] * jump[k] * t2
+            )
