@@ -13,7 +13,8 @@ The same rules as the numpy reference `gaugedyn.training.OnlineODE`, compiled:
   homogeneous ``g = up relu + down relu(-.)`` they are the ReLU closed forms,
   ``F = (up^2 + down^2) F_relu(c) + 2 up down F_relu(-c)``;
 - the noise term ``E_ik = E[g'(u_i) g'(u_k) e^2]`` as `gaugedyn.training._online_ode.noise_term()`
-  evaluates it: for ``C`` of rank ``r <= 4`` one ``r``-dimensional Gauss-Hermite rule on its
+  evaluates it, by the method of ``noise_method()``: for a piecewise-linear activation the exact
+  orthant moments of `gaugedyn.training._orthant`; otherwise for ``C`` of rank ``r <= 4`` one ``r``-dimensional Gauss-Hermite rule on its
   eigen factor (``DIRECT_NODES[r]`` per axis; the symmetric root for a homogeneous ``g`` at full
   rank), otherwise ``sum_pq c_p c_q I4(i, k, p, q)`` with each four-point integral by the tensor
   rule with ``FOUR_POINT_NODES`` per axis on the eigen factor of its own ``4 x 4`` covariance

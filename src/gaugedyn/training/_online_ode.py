@@ -433,9 +433,11 @@ def online_ode(
     own rules, compiled) with LSODA
     (``scipy.integrate.odeint``); ``"reference"`` integrates `OnlineODE` (numpy, through
     the population velocity) with DOP853. The two right-hand sides agree to round-off (tested).
-    For a non-erf activation whose fields have rank above 4 (e.g. ``K = M = 4``) the noise term
-    is hundreds of four-point Gauss-Hermite integrals of $10^4$ nodes each: compiled, about
-    0.1 CPU s per right-hand side there (the reference: seconds).
+    The noise term's method is `noise_method()`'s: exact orthant moments for the piecewise-linear
+    activations (ReLU, leaky ReLU, absolute value; a fraction of a millisecond per right-hand
+    side at ``K = M = 4``); for a smooth activation other than erf whose fields have rank
+    above 4 it is hundreds of four-point Gauss-Hermite integrals of $10^4$ nodes each
+    (compiled, about 0.1 CPU s per right-hand side there; the reference: seconds).
     The classical options are those of ``TrainConfig``. The teacher's own activation is
     ``problem.teacher_activation`` (with a teacher of its own, ``"auto"`` runs the reference
     right-hand side; the options stay on the compiled path).
