@@ -5,7 +5,8 @@ full rank 8, eta = 1, batch 1):
 
 1. one right-hand side at the initial state, the compiled one (`compiled_rhs`) and the
    numpy reference (`OnlineODE`), timed in interleaved rounds (CPU and wall seconds, medians),
-   with their largest relative difference (the same rules: round-off);
+   with their largest relative difference (the same rules: round-off) and the noise term's
+   method (``noise_method()``: orthant moments for the piecewise-linear activations);
 2. the same with weight decay 0.1, ``lr2`` 0.5 and label noise 0.3 (the classical options);
 3. ``online_ode(..., method="compiled")`` to ``--t-max`` (default 1000) at ``--rtol`` (default
    ``online_ode``'s, 1e-9; ``atol = rtol / 100``), once, plain and with the options: CPU
@@ -70,6 +71,7 @@ def rhs_rounds(name: str, options: dict, rounds: int) -> dict:
         **med,
         "ratio_cpu": med["reference"]["cpu"] / med["compiled"]["cpu"],
         "rel_diff": float(np.abs(f - r).max() / np.abs(r).max()),
+        "noise_method": _online_ode.noise_method(name),
     }
 
 

@@ -12,6 +12,13 @@ four threads on two cores, and OpenMP's idle threads spin while they wait for th
 region: the torch-heavy tests then took 1.5 to 4 times the CPU (``tests/test_conservation_laws.py``
 and ``tests/test_gauge_recorder.py`` under ``-n 2``: 145 CPU-s, 33 with one thread per worker).
 Tests of thread-count behaviour set their own counts (``torch.set_num_threads``).
+
+With ``-n`` and no ``--dist``, the tests are distributed by ``worksteal``: each worker starts on
+one contiguous half of the tests and steals from the other's queue when idle, so a module's tests
+(and its module-scoped fixtures: the quick experiment runs several tests share) mostly stay on one
+worker, and no worker idles at the end behind the other's queued long tests (``load`` deals the
+tests out in small interleaved batches). It is set here rather than in ``addopts``, where
+``pytest -p no:xdist`` stopped on an unknown option.
 """
 
 import os
@@ -25,6 +32,7 @@ if workers:
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(var, str(max(1, cpus // int(workers))))
 
+import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
 
 settings.register_profile("ci", derandomize=True, database=None)
@@ -33,3 +41,11 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 elif os.environ.get("HYPOTHESIS_PROFILE"):
     settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """``--dist worksteal`` under ``-n`` unless a ``--dist`` was given (before xdist's default)."""
+    if config.pluginmanager.hasplugin("xdist") and config.getoption("numprocesses"):
+        if config.getoption("dist") == "no":
+            config.option.dist = "worksteal"

@@ -25,7 +25,10 @@ def _bar(rate: _audit.Rate) -> float:
 KNOWN_MISSES = {
     # Rules whose size is exactly 2.5% by construction (a t test on normal cells; the randomised
     # sign test on values whose median lies between two order statistics), confirmed 2.4 Monte
-    # Carlo s.e. above 2.5% (2.78% +- 0.12%, 2.81% +- 0.13%) among some 1,500 barred rates:
+    # Carlo s.e. above 2.5% (2.78% +- 0.12%, 2.81% +- 0.13%) among some 1,500 barred rates. At
+    # 100,000 experiments both read 2.5% (gaugedyn audit-rules --rules every_cell --seeds 40
+    # --cells 6 --shapes normal --reps 100000 --seed 7: 2.5% +- 0.05%; the beta_grid row:
+    # test_the_documented_resampled_miss_is_chance):
     "every_cell at 40 seeds x 6 cells, normal: MISS: held-at-boundary",
     "median_threshold (published) on beta_grid: finding:char_transformer:lag_substantial:"
     "beta2>beta1 [memory/norm]: MISS: held-at-boundary",
@@ -42,6 +45,29 @@ def test_the_committed_audit_refuses_no_rule_where_it_is_used():
     assert {r["rule"] for r in DATA["named"]} == set(stats.RULES)
     shapes = {s for k in stats.KINDS.values() for s in k.shapes} - {"bernoulli"}
     assert shapes <= {r["shape"] for r in DATA["named"]}
+
+
+def test_the_documented_resampled_miss_is_chance():
+    """The beta_grid row of :data:`KNOWN_MISSES` (the randomised sign test, exact 2.5% when the
+    median lies between two order statistics) simulated again at 100,000 experiments with
+    another seed: HELD at the boundary within 2.5% + 2 Monte Carlo s.e."""
+    summary = json.loads((ROOT / "results-data/beta_grid/summary.json").read_text())
+    [finding] = [
+        f
+        for f in summary["claims"]
+        if f["id"] == "finding:char_transformer:lag_substantial:beta2>beta1"
+    ]
+    reading = finding["tolerance"]["reading_detail"]["memory/norm"]
+    row = _audit.audit_values(
+        "median_threshold",
+        reading["per_seed"],
+        reading["threshold"],
+        reading["direction"],
+        reps=100_000,
+        seed=7,
+    )
+    assert row["held_at_boundary"].rate <= _bar(row["held_at_boundary"])
+    assert row["bar"] == "ok"
 
 
 def test_a_row_that_misses_a_bar_is_refused():

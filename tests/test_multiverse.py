@@ -316,7 +316,8 @@ def test_a_published_multiverse_adds_robustness_to_the_tables(
 # specification runs and is judged, not the numbers, so the sizes only need to keep the controls
 # and the findings computable (the spike boundary's two smallest 1 - beta2 need the longest
 # settling runs; the shared representation's networks and step counts are cut to a few units;
-# the edge of stability runs half the steps on its smallest sample).
+# the edge of stability runs half the steps on its smallest sample; the prototypes train 1,000
+# steps, read at one budget).
 REDUCED = {
     "adam_edge": (
         {"losses": ["mse"], "steps": 150, "n_samples": 32, "quadratic_steps": 1000},
@@ -343,7 +344,10 @@ REDUCED = {
     ),
     "landscape": ({}, "gauge_strength"),
     "ownership_patterns": ({"Ks": [2], "scales": [0.2, 1.0]}, "function_tol"),
-    "prototypes": ({"sizes": [3, 5], "seeds": 2}, "lr"),
+    "prototypes": (
+        {"sizes": [3, 5], "seeds": 2, "steps": 1000, "budgets": [1000], "cap": 1000},
+        "lr",
+    ),
     "shared_representation": (
         {
             "seeds": 2,

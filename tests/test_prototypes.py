@@ -429,7 +429,14 @@ def test_a_small_run_reports_every_finding_with_its_rule_and_readings(tmp_path):
     assert other.tasks == cfg.tasks
 
 
-def test_no_error_ratio_or_usage_finding_has_a_t_based_rule(tmp_path):
+def _no_figures(monkeypatch) -> None:
+    """The run's figures left out (``plot`` draws none): for the tests that judge its claims or
+    its tasks, not its figures (`test_a_small_run_reports_every_finding_with_its_rule_and_readings`
+    draws and counts them at these sizes); they were most of these tests' time."""
+    monkeypatch.setattr(ex.Prototypes, "plot", lambda self, arrays, config, outdir: [])
+
+
+def test_no_error_ratio_or_usage_finding_has_a_t_based_rule(tmp_path, monkeypatch):
     """The protocol declares every error, fit-error and usage finding long-tailed, so a median
     rule judges it; the run's summary shows the rule it used; a t-based cell rule is refused."""
     from pathlib import Path
@@ -458,6 +465,7 @@ def test_no_error_ratio_or_usage_finding_has_a_t_based_rule(tmp_path):
         taus=[0.05, 0.5],
         nominal_taus=[0.05],
     )
+    _no_figures(monkeypatch)
     summary = execute(cfg, tmp_path / "o", executor="serial").summary
     for c in summary["claims"]:
         if c["kind"] != "finding":
@@ -826,6 +834,7 @@ def test_the_multiverse_over_the_declared_space_trains_only_the_primary_runs_tas
     )
     space = dict(cfg.space) | {"steps": Choice(values=(20,), why="the reduced budgets")}
     cfg = dataclasses.replace(cfg, space=space)
+    _no_figures(monkeypatch)
     outcome = run_multiverse(cfg, tmp_path / "mv", samples=2, executor="serial", progress=None)
     specs = outcome.summary["multiverse"]["specifications"]
     ends = sum(len(c.ends(cfg.params[k])) for k, c in cfg.space.items())

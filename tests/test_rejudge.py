@@ -140,21 +140,70 @@ def test_a_band_readings_97_5_interval_is_stored_and_a_tampered_one_fails():
     assert status == "differs" and any("97.5% interval" in p for p in problems), problems
 
 
-def test_no_published_verdict_from_a_zero_width_interval_or_a_short_slope():
-    """HELD and NOT HELD come from an interval of positive width (a deterministic value aside:
-    its interval is the exact value) and, for a slope, from at least 6 rows (4 residual degrees
-    of freedom)."""
+def asserted_from_degenerate(summary: dict) -> list[tuple]:
+    """Every HELD or NOT HELD of a summary, a finding's own and each stored reading's, read off
+    a zero-width interval (the 95% one, or a band rule's 97.5% one; a deterministic value aside:
+    its interval is the exact value) or off a slope through fewer than 6 rows (4 residual
+    degrees of freedom): ``(finding, reading, what, value)``."""
     bad = []
-    for path in RUNS:
-        for c in _summary(path).get("claims", []):
-            if c.get("kind") != "finding" or c.get("verdict") not in ("HELD", "NOT HELD"):
+    for c in summary.get("claims", []):
+        if c.get("kind") != "finding":
+            continue
+        tol = c.get("tolerance") or {}
+        own = {"verdict": c.get("verdict"), "rule": c.get("rule"), "interval": c.get("interval")}
+        judged = [("finding", own | {"n": tol.get("n"), "edge_interval": None})]
+        judged += list((tol.get("reading_detail") or {}).items())
+        for name, rec in judged:
+            if rec.get("verdict") not in ("HELD", "NOT HELD"):
                 continue
-            low, high = (float(x) for x in c["interval"])  # a one-sided bound is stored "inf"
-            if c["rule"] != "deterministic" and not low < high:
-                bad.append((c["id"], "zero-width", c["interval"]))
-            if c["rule"].startswith("slope") and c["tolerance"]["n"] < 6:
-                bad.append((c["id"], "rows", c["tolerance"]["n"]))
-    assert not bad, bad
+            rule = str(rec.get("rule"))
+            for key in ("interval", "edge_interval"):
+                iv = rec.get(key)  # a one-sided bound is stored "inf"
+                if rule != "deterministic" and iv is not None and not float(iv[0]) < float(iv[1]):
+                    bad.append((c["id"], name, f"zero-width {key}", iv))
+            if rule.startswith("slope") and not (rec.get("n") or 0) >= 6:
+                bad.append((c["id"], name, "rows", rec.get("n")))
+    return bad
+
+
+@pytest.mark.parametrize("path", RUNS, ids=[p.parent.name for p in RUNS])
+def test_no_published_verdict_from_a_zero_width_interval_or_a_short_slope(path):
+    """HELD and NOT HELD, of every finding and every stored reading of every committed run,
+    come from an interval of positive width (a deterministic value aside) and, for a slope,
+    from at least 6 rows (4 residual degrees of freedom)."""
+    assert not asserted_from_degenerate(_summary(path))
+
+
+def test_a_verdict_from_a_zero_width_interval_or_a_short_slope_is_caught():
+    """Built to fail: a published summary whose HELD comes from a zero-width interval, whose
+    reading's NOT HELD comes from a slope through 5 rows, and whose band reading's 97.5%
+    interval has zero width, is caught three times; UNRESOLVED and deterministic values are
+    not."""
+    path = next(p for p in RUNS if p.parent.name == "finite_sample")
+    summary = _summary(path)
+    assert not asserted_from_degenerate(summary)
+    claims = [c for c in summary["claims"] if c.get("kind") == "finding"]
+    flat = copy.deepcopy(claims[0]) | {"id": "flat", "verdict": "HELD", "rule": "median_threshold"}
+    flat["interval"] = [0.5, 0.5]
+    short = copy.deepcopy(flat) | {"id": "short", "verdict": "UNRESOLVED"}
+    short["tolerance"]["reading_detail"] = {
+        "five rows": {"rule": "slope_band", "verdict": "NOT HELD", "n": 5, "interval": [0, 1]},
+        "edge": {
+            "rule": "median_band",
+            "verdict": "NOT HELD",
+            "interval": [0.1, 0.3],
+            "edge_interval": [0.2, 0.2],
+        },
+    }
+    fine = copy.deepcopy(flat) | {"id": "fine", "verdict": "UNRESOLVED"}
+    point = copy.deepcopy(flat) | {"id": "point", "rule": "deterministic"}
+    point["tolerance"]["reading_detail"] = {}
+    found = asserted_from_degenerate({"claims": [flat, short, fine, point]})
+    assert sorted((f[0], f[2]) for f in found) == [
+        ("flat", "zero-width interval"),
+        ("short", "rows"),
+        ("short", "zero-width edge_interval"),
+    ], found
 
 
 def test_power_below_the_rules_minimum_count_is_zero():
@@ -213,3 +262,47 @@ def test_rejudging_under_a_changed_rule_rejudges_every_reading_and_marks_the_bre
     again = rejudge_current(new, command="test")["claims"][0]  # nothing moves: the mark stays
     assert again["tolerance"]["breakdown_judged_under"] == "paired_median"
     assert again["verdict"] == got["verdict"]
+
+
+def test_rejudging_keeps_the_names_an_analysis_stored_for_its_cells():
+    """An analysis may store its cells' names in ``tolerance.cells`` (auxiliary's
+    ``closed_form.simulation``: one name per set-up); judged again under the current rules the
+    finding keeps them, its readings keep the rule's per-cell records, and nothing else moves."""
+    from gaugedyn.harness._rejudge import rejudge_current
+
+    summary = _summary(ROOT / "results-data/auxiliary/summary.json")
+    claim = next(c for c in summary["claims"] if c["id"] == "closed_form.simulation")
+    names = claim["tolerance"]["cells"]
+    assert names and all(isinstance(v, str) for v in names)
+    again = rejudge_current(summary | {"claims": [claim]})["claims"][0]
+    assert again["tolerance"]["cells"] == names
+    for rec in again["tolerance"]["reading_detail"].values():
+        assert all(isinstance(v, dict) for v in rec["cells"])
+    assert again["verdict"] == claim["verdict"] and again["interval"] == claim["interval"]
+
+
+@pytest.mark.parametrize("path", RUNS, ids=[p.parent.name for p in RUNS])
+def test_every_committed_summary_is_strict_json(path):
+    """Every committed summary, as run or as judged again, is strict JSON (no ``NaN`` or
+    ``Infinity``: a re-judged spike_boundary and prototypes held them)."""
+
+    def refuse(name: str):
+        raise ValueError(f"{path}: not strict JSON: {name}")
+
+    json.loads(path.read_text(encoding="utf-8"), parse_constant=refuse)
+
+
+def test_a_summary_judged_again_is_strict_json(tmp_path):
+    """``gaugedyn rejudge RUN --current-rules --out DIR`` writes strict JSON, as every summary is
+    (non-finite numbers as ``"nan"``, ``"inf"``, ``"-inf"``): spike_boundary's stored values hold
+    non-finite intervals (a slope through too few rows)."""
+
+    def refuse(name: str):
+        raise ValueError(f"not strict JSON: {name}")
+
+    out = tmp_path / "again"
+    run = ROOT / "results-data" / "spike_boundary"
+    assert main(["rejudge", str(run), "--current-rules", "--out", str(out)]) == 0
+    text = (out / "summary.json").read_text(encoding="utf-8")
+    again = json.loads(text, parse_constant=refuse)
+    assert '"nan"' in text and check_summary(again)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from gaugedyn.experiments.adam_state import _calibration as sc
 from gaugedyn.experiments.adam_state import _model as sm
 from gaugedyn.experiments.adam_state import _pulses as sp
 from gaugedyn.experiments.adam_state import _stages as ss
-from gaugedyn.experiments.adam_state._protocol import FINDING_MEASURES
+from gaugedyn.experiments.adam_state._protocol import FINDING_MEASURES, STRENGTHS
 from gaugedyn.experiments.adam_state.shared_representation import EXPERIMENT as E
 from gaugedyn.harness import labelled
 from gaugedyn.stats import measure_of
@@ -714,6 +715,41 @@ def test_a_stored_calibration_reproduces_bit_for_bit(tmp_path):
     bad = json.loads(path.read_text())
     bad["candidates"][0]["mismatch"] += 1e-12
     assert sc.reproduce(bad) == ["candidates"]
+
+
+def test_the_dose_line_regrows_a_stored_candidate_and_gives_its_stored_fractions(tmp_path, capsys):
+    """`_calibration.dose_line()` grows a stored candidate again from the record's seed: at the
+    declared strengths' points of the line it gives the stored fractions bit for bit; its
+    ``own formation`` pulse is the update-formed route's own formation loss; its ``a = 0`` end
+    is equal weights with every label (a pulse, not none); a candidate the record lacks is one
+    clear error (exit 2 on the command line)."""
+    loose = {"tolerance": 0.5, "spec_level": 0.0, "conflict_level": -1.0}
+    over = [f"{k}={json.dumps(v)}" for k, v in (SMALL | loose).items() if k != "recalibrate"]
+    over = [o.replace('"', "") if "[" not in o else o for o in over]
+    path = tmp_path / "calibration.json"
+    record = sc.write("simulations/shared_representation.toml", over, path)
+    row = record["candidates"][0]
+    got = sc.dose_line(record, row["name"])
+    for name, a in (("hint", 0.01), ("trace", 0.02), ("faint", 0.05)):
+        assert ss.line_point(a) == STRENGTHS[name]
+        assert got["line"]["update"][f"a={a:g}"] == row["dose"][name]
+    assert set(got["line"]["acquisition"]) == {f"a={a:g}" for a in sc.DOSE_LINE}
+    assert "own formation" in got["line"]["update"] and got["w_star"] == row["w_star"]
+    wrong = dict(record, candidates=[dict(row, dose=dict(row["dose"], hint=0.0))])
+    assert sc.dose_line(wrong, row["name"])["line"]["update"]["a=0.01"] != 0.0
+    # the own-formation pulse is the route's formation loss; a = 0 is equal weights, all labels
+    hp = ss.with_candidate(dict(record["settings"]), row)
+    u = sp.route_variants("update", hp, row["w_star"])[0]
+    cohort = SimpleNamespace(variants=[u], seeds=1)
+    own = hp | {"pulse_gain": 1.0, "pulse_observe": 1.0, "pulse_weight": 1 - row["w_star"]}
+    spec = sp.pulse_spec(cohort, "combined", own)
+    assert spec["weights"][0].tolist() == pytest.approx(list(u.weights))
+    zero = sp.pulse_spec(cohort, "combined", hp | ss.line_point(0.0))
+    assert zero["weights"][0].tolist() == [0.5, 0.5] and bool((zero["observe"] == 1).all())
+    with pytest.raises(ValueError, match="no candidate 'nope'"):
+        sc.dose_line(record, "nope")
+    assert sc.main(["x.toml", "--out", str(path), "--dose-line", "nope"]) == 2
+    assert "--dose-line 'nope': not a candidate" in capsys.readouterr().err
 
 
 def test_table3_criteria_read_each_readings_letters_beside_the_papers():

@@ -184,6 +184,11 @@ def render_adam(record: dict) -> str:
     return provenance(record) + "\n\n" + _table(cols, rows)
 
 
+def _ms(x: float) -> str:
+    """Milliseconds: three significant digits below 100, whole ones above."""
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
 def render_online_ode(record: dict) -> str:
     d = record["data"]
     erf = d["erf"]
@@ -191,14 +196,15 @@ def render_online_ode(record: dict) -> str:
     for name, row in d["activations"].items():
         for k in ("plain", "options"):
             r, t = row["rhs"][k], row["run"][k]
+            method = r.get("noise_method")
             rows.append(
                 [
-                    name,
+                    name if method is None else f"{name} ({method})",
                     "weight decay 0.1, lr2 0.5, label noise 0.3" if k == "options" else "none",
-                    f"{1e3 * r['compiled']['cpu']:.1f} / {1e3 * r['reference']['cpu']:.0f}",
+                    f"{_ms(1e3 * r['compiled']['cpu'])} / {_ms(1e3 * r['reference']['cpu'])}",
                     f"{r['ratio_cpu']:.0f}x",
                     f"{r['rel_diff']:.1e}",
-                    f"{t['cpu']:.2f} ({t['rhs']} rhs, {t['ms_per_rhs']:.0f} ms each)"
+                    f"{t['cpu']:.2f} ({t['rhs']} rhs, {_ms(t['ms_per_rhs'])} ms each)"
                     + ("" if t["finished"] else "; stopped at the budget"),
                     f"{t['to_erf_plain']:,.0f}x",
                 ]
@@ -214,7 +220,8 @@ def render_online_ode(record: dict) -> str:
     ]
     return (
         provenance(record)
-        + f"\n\nK = M = {d['K']} (fields of rank 8: the noise term by four-point integrals); "
+        + f"\n\nK = M = {d['K']} (fields of rank 8: the noise term by four-point integrals, or, "
+        "where the activation's row says orthant, exactly by orthant moments); "
         f"the plain compiled erf run to t = {d['t_max']:g}: {erf['plain']['cpu']:.3f} CPU s "
         f"({erf['plain']['rhs']} right-hand sides), with the options "
         f"{erf['options']['cpu']:.3f} CPU s.\n\n" + _table(cols, rows)

@@ -33,6 +33,7 @@ import numpy as np
 
 from .. import stats
 from .._errors import InputError
+from .._json import strict
 from ._audit_plan import stored_readings
 from ._protocol import reading_record
 
@@ -214,11 +215,19 @@ def _current(experiment: str, claim: dict, changes: list[dict], seed: Any) -> di
     )
     if old_rules and any(k.startswith("by_") and isinstance(v, dict) for k, v in tol.items()):
         tol["breakdown_judged_under"] = ", ".join(old_rules)  # by_* not re-judged: no values
+    stored = tol.get("cells")
+    names = (
+        stored
+        if isinstance(stored, list) and not all(isinstance(v, dict) for v in stored)
+        else None
+    )
     for key in ("reason", "cells", "uniform_draw"):
         tol.pop(key, None)
     for key, v in (("reason", j.reason), ("cells", j.cells), ("uniform_draw", j.draw)):
         if v is not None:
             tol[key] = v
+    if names is not None:  # the analysis's names of the cells (judged()'s extra), not the rule's
+        tol["cells"] = names  # records, which stay in the readings' reading_detail
     _set_power(c, stats.power_at(j, value, reps=2000).rate)
     return c
 
@@ -370,7 +379,8 @@ def _main(args) -> int:
             summary, command=command, commit=code_version(Path(".")).get("commit", "")
         )
         out.mkdir(parents=True, exist_ok=True)
-        (out / "summary.json").write_text(json.dumps(new, indent=1, sort_keys=True) + "\n")
+        text = json.dumps(strict(new), indent=1, sort_keys=True, allow_nan=False)
+        (out / "summary.json").write_text(text + "\n")
         r = new["rejudged"]
         for ch in r["changed"]:
             where = f" [{ch['reading']}]" if ch.get("reading") else ""

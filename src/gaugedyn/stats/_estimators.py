@@ -156,7 +156,31 @@ def randomised_median_bounds(x: np.ndarray, level: float, u: np.ndarray) -> Boun
     The two-sided interval at $\mathit{level} = 0.975$ covers the median with probability
     exactly 95% at every $n$ and for every continuous distribution, where an order statistic alone
     over-covers (97.9% at $n = 10$) and the interpolated one (`median_bounds()`) misses
-    on skewed values (3% on each side at $n = 10$ on lognormal values)."""
+    on skewed values (3% on each side at $n = 10$ on lognormal values).
+
+    Ties (any distribution, discrete or with atoms): a tied distribution's medians form an
+    interval $[m_-, m_+]$, and a claim $\theta > c$ holds for every median exactly when
+    $F(c) = P(X \le c) < 1/2$. With $N_c = \#\{i : X_i \le c\}$,
+    $N_c \sim \mathrm{Binomial}(n, F(c))$ whatever the ties, and $X_{(k)} > c$ exactly when
+    $N_c \le k - 1$, so
+
+    $$
+    P(\mathit{lower} > c) = I\,P(N_c \le k) + (1 - I)\,P(N_c \le k - 1),
+    $$
+
+    which decreases in $F(c)$: wherever $F(c) \ge 1/2$ (the claim fails for some median) it is
+    at most its value at $F(c) = 1/2$, $c(k) + I (c(k+1) - c(k)) = \alpha$. A value equal to
+    $c$ counts in $N_c$: against the claim. Mirrored, $X_{(n+1-k)} \le c$ exactly when
+    $M_c = \#\{i : X_i > c\} \le k - 1$, $M_c \sim \mathrm{Binomial}(n, 1 - F(c))$, so
+    $P(\mathit{upper} \le c) \le \alpha$ wherever $F(c) \le 1/2$ (in particular wherever
+    every median exceeds $c$), a value equal to $c$ counting for $\mathit{upper} \le c$. So
+    each verdict rule's word (HELD past the interval's strict side, NOT HELD with touching
+    counted as the other side) is a one-sided test at $\alpha$ for every distribution, ties
+    included: exactly $\alpha$ at the boundary for a continuous one, at most $\alpha$ for a
+    tied one (conservative where the mass at $c$ keeps $F(c)$ away from 1/2). The verdict is
+    the randomised sign test that counts ties against the claim
+    (`randomised_median_pvalues()`); the one that drops them (`sign_pvalues()`) has no such
+    bound."""
     from scipy import stats
 
     x = np.sort(np.asarray(x, dtype=float), axis=-1)

@@ -778,6 +778,11 @@ _MEDIAN = (
     "statistic or its neighbour, chosen by one uniform draw, so it covers exactly 95% for any "
     "continuous distribution)"
 )
+_TIES = (
+    "any distribution, ties included: a value on an edge counts against HELD and for NOT HELD, "
+    "so each word is at most 2.5% for every distribution (exactly 2.5% at the boundary for a "
+    "continuous one)"
+)
 _SLOPE = "Student t interval of the least-squares slope"
 _STEVENS = "randomised exact (Stevens 1950) interval of the proportion"
 _INDEPENDENT = "independent seeds (one value per seed)"
@@ -823,7 +828,7 @@ _CATALOGUE = (
         "median over seeds of x - y, the two measured on the same seed",
         "randomised exact interval of the median paired difference (the randomised sign test "
         "inverted)",
-        "pairs independent across seeds; a continuous distribution of x - y, any shape",
+        f"pairs independent across seeds; x - y of any shape; {_TIES}",
     ),
     Rule(
         "paired_sign",
@@ -889,7 +894,7 @@ _CATALOGUE = (
         "threshold",
         "median of the per-seed values",
         _MEDIAN,
-        f"{_INDEPENDENT}; a continuous distribution, any shape (heavy tails, skew)",
+        f"{_INDEPENDENT}; any shape (heavy tails, skew); {_TIES}",
     ),
     Rule(
         "median_band",
@@ -897,7 +902,7 @@ _CATALOGUE = (
         "inside",
         "median of the per-seed values",
         _MEDIAN,
-        f"{_INDEPENDENT}; a continuous distribution, any shape; {_BAND_INSIDE}",
+        f"{_INDEPENDENT}; any shape; {_TIES}; {_BAND_INSIDE}",
     ),
     Rule(
         "median_relevant_difference",
@@ -905,7 +910,7 @@ _CATALOGUE = (
         "outside",
         "median of the per-seed values",
         _MEDIAN,
-        f"{_INDEPENDENT}; a continuous distribution, any shape; {_BAND_OUTSIDE}",
+        f"{_INDEPENDENT}; any shape; {_TIES}; {_BAND_OUTSIDE}",
     ),
     Rule(
         "every_cell",
@@ -929,7 +934,7 @@ _CATALOGUE = (
         "every_cell",
         "per cell, the median of the per-seed values",
         _MEDIAN + " per cell",
-        f"{_CELLS}; any continuous shape",
+        f"{_CELLS}; any shape; {_TIES}",
     ),
     Rule(
         "some_cell_median",
@@ -937,7 +942,7 @@ _CATALOGUE = (
         "some_cell",
         "per cell, the median of the per-seed values",
         _MEDIAN + " per cell",
-        f"{_CELLS}; any continuous shape",
+        f"{_CELLS}; any shape; {_TIES}",
     ),
     Rule(
         "deterministic",

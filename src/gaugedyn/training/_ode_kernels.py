@@ -13,7 +13,8 @@ The same rules as the numpy reference `gaugedyn.training.OnlineODE`, compiled:
   homogeneous ``g = up relu + down relu(-.)`` they are the ReLU closed forms,
   ``F = (up^2 + down^2) F_relu(c) + 2 up down F_relu(-c)``;
 - the noise term ``E_ik = E[g'(u_i) g'(u_k) e^2]`` as `gaugedyn.training._online_ode.noise_term()`
-  evaluates it: for ``C`` of rank ``r <= 4`` one ``r``-dimensional Gauss-Hermite rule on its
+  evaluates it, by the method of ``noise_method()``: for a piecewise-linear activation the exact
+  orthant moments of `gaugedyn.training._orthant`; otherwise for ``C`` of rank ``r <= 4`` one ``r``-dimensional Gauss-Hermite rule on its
   eigen factor (``DIRECT_NODES[r]`` per axis; the symmetric root for a homogeneous ``g`` at full
   rank), otherwise ``sum_pq c_p c_q I4(i, k, p, q)`` with each four-point integral by the tensor
   rule with ``FOUR_POINT_NODES`` per axis on the eigen factor of its own ``4 x 4`` covariance
@@ -31,6 +32,7 @@ import numba
 import numpy as np
 
 from ._online_kernels import g, g_prime, g_second
+from ._orthant import piecewise_noise
 
 EIGEN_DROP = 1e-12
 """Eigenvalues at or below this fraction of the largest count as zero (`gaugedyn.theory.eigen_factor`'s
@@ -171,12 +173,17 @@ def four_point(act, Csub, z, w, n):
 
 
 @numba.njit(cache=True)
-def noise_expectation(act, homogeneous, a, b, C, c, grids_z, grids_w, grids_n, E):
-    """``E_ik = E[g'(u_i) g'(u_k) e^2]`` (``i <= k``, the upper triangle), as `noise_term()`."""
+def noise_expectation(act, homogeneous, method, slopes, a, b, C, c, grids_z, grids_w, grids_n, E):
+    """``E_ik = E[g'(u_i) g'(u_k) e^2]`` (``i <= k``, the upper triangle), as `noise_term()`
+    by ``method`` (``NOISE_METHODS``' code: 0 quadrature, 1 orthant moments with the rows
+    ``(lo, jump, h0)`` of ``slopes (3, P)``, 2 closed)."""
     K, P = a.shape[0], C.shape[0]
     for i in range(K):
         for k in range(K):
             E[i, k] = 0.0
+    if method == 1:
+        piecewise_noise(C, K, c, slopes[0], slopes[1], slopes[2], E)
+        return
     if act == 2:  # linear: e is Gaussian and g' = 1
         e2 = 0.0
         for p in range(P):
@@ -249,12 +256,15 @@ def quadrature_rhs(
     grids_z,
     grids_w,
     grids_n,
+    method,
+    slopes,
     out,
 ):
     """The online ODE's right-hand side (``OnlineODE``'s layout and options) for activation code
     ``act``; ``u = up^2 + down^2``, ``v = 2 up down`` of a homogeneous ``g``; ``(z, w,
     basis_t)`` the smooth rule's coefficient rule; ``grids_*`` the noise term's one-dimensional
-    Gauss-Hermite rules (row 0: the four-point rule, row ``r``: the direct rule of rank ``r``)."""
+    Gauss-Hermite rules (row 0: the four-point rule, row ``r``: the direct rule of rank ``r``);
+    ``method`` and ``slopes`` the noise term's (`noise_expectation()`)."""
     P = K + M
     a = y[:K]
     C, c = np.empty((P, P)), np.empty(P)
@@ -311,7 +321,9 @@ def quadrature_rhs(
     dQ *= eta
     if noise_scale != 0.0:
         E = np.zeros((K, K))
-        noise_expectation(act, homogeneous, a, b, C, c, grids_z, grids_w, grids_n, E)
+        noise_expectation(
+            act, homogeneous, method, slopes, a, b, C, c, grids_z, grids_w, grids_n, E
+        )
         for i in range(K):
             for k in range(i, K):
                 s = E[i, k]

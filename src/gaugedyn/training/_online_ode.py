@@ -17,10 +17,14 @@ flow (`gaugedyn.theory.order_parameter_velocity()`) and the $\eta^2$ term is the
 ($|x|^2 \approx D$ makes it survive the limit). The noise term expands into the four-point
 integrals
 $I_4(i, j, k, l) = \mathbb{E}[g'(u_i)\, g'(u_j)\, g(u_k)\, g(u_l)]$ over the jointly Gaussian local fields with
-covariance $C$ of blocks $Q$, $R$, $R^\top$ and $T$. For $g(z) = \mathrm{erf}(z / \sqrt 2)$ the symbolic
-module's ``erf_i4`` (``gaugedyn derive``, ``derivations/gaussian_erf.md``) gives them in closed form; for
-the linear activation $I_4 = C_{34}$; for every other activation they are four-dimensional
-Gauss-Hermite integrals on the eigen factor of each $4 \times 4$ covariance
+covariance $C$ of blocks $Q$, $R$, $R^\top$ and $T$. `noise_method()` picks how, in one place: for
+$g(z) = \mathrm{erf}(z / \sqrt 2)$ the symbolic module's ``erf_i4`` (``gaugedyn derive``,
+``derivations/gaussian_erf.md``) gives them in closed form; for the linear activation
+$I_4 = C_{34}$; for a piecewise-linear (positively homogeneous) activation, ReLU, leaky ReLU, the
+absolute value, the noise term is exact: Gaussian orthant probabilities and moments by Stein's
+lemma, closed to three fields and one smooth one-dimensional integral for four
+(`gaugedyn.training._orthant`, where the derivation is); for every other activation they are
+four-dimensional Gauss-Hermite integrals on the eigen factor of each $4 \times 4$ covariance
 (`gaugedyn.theory._quadrature.gaussian_product()`, $10^4$ nodes each: exact for
 polynomial ``g`` up to the degree it states, exponentially accurate for smooth ``g``, and only
 algebraically for ``g`` with a kink such as ReLU, where its error is what
@@ -53,6 +57,45 @@ DIRECT_NODES = {1: 96, 2: 64, 3: 32, 4: 16}
 """Gauss-Hermite nodes per axis of the noise term's direct rule, by the rank of ``C`` (at most
 $16^4 = 65{,}536$ nodes: relative error about 2e-4 for erf at q ~ 1.5); above rank 4 the
 four-point integrals are used instead."""
+
+
+NOISE_METHODS = ("quadrature", "orthant", "closed")
+"""How the noise term is evaluated (`noise_method()`): Gauss-Hermite quadrature, the exact
+orthant moments of a piecewise-linear activation, or the closed forms of erf and linear; the
+compiled kernels take the index as the method's code."""
+
+
+def noise_method(activation, teacher_activation=None) -> str:
+    """The noise term's method for students of ``activation`` and a teacher of
+    ``teacher_activation`` (``None``: the same): ``"closed"`` for erf or linear with their own
+    teacher, ``"orthant"`` when both are piecewise linear (positively homogeneous), else
+    ``"quadrature"``. The one place the online ODE chooses (numpy and compiled alike)."""
+    act = activation_of(activation)
+    teacher = act if teacher_activation is None else activation_of(teacher_activation)
+    if teacher is act and (
+        act.name == "linear" or (act.name == "erf" and act.closed_form is not None)
+    ):
+        return "closed"
+    if act.homogeneous and teacher.homogeneous:
+        return "orthant"
+    return "quadrature"
+
+
+def piecewise_slopes(activation, teacher_activation, K: int, M: int) -> np.ndarray:
+    r"""``(3, K + M)``: the rows ``lo``, ``jump`` and ``h0`` of each field's piecewise-linear
+    activation $g(x) = \mathit{lo}\, x + \mathit{jump}\, x\, \theta(x)$ (students first, then the
+    teacher's), from ``up = g(1)`` and ``down = g(-1)``: ``lo = -down``, ``jump = up + down``, and
+    $\theta(0) = h_0 = (g'(0) - \mathit{lo}) / \mathit{jump}$ (0 where ``jump = 0``)."""
+    out = np.empty((3, K + M))
+    act = activation_of(activation)
+    teacher = act if teacher_activation is None else activation_of(teacher_activation)
+    for cols, a in ((slice(0, K), act), (slice(K, K + M), teacher)):
+        up, down = on_numpy(a.function)(np.array([1.0, -1.0]))
+        lo, jump = -float(down), float(up + down)
+        slope0 = float(on_numpy(a.derivative)(np.zeros(1))[0])
+        out[0, cols], out[1, cols] = lo, jump
+        out[2, cols] = (slope0 - lo) / jump if jump else 0.0
+    return out
 
 
 def four_point(
@@ -94,15 +137,18 @@ def pair_derivative(activation, Q) -> np.ndarray:
     return activation_of(activation).kernels[1](d[:, None], d[None, :], Q)[2]
 
 
-def noise_term(a, Q, R, b, T, activation, teacher_activation=None):
+def noise_term(a, Q, R, b, T, activation, teacher_activation=None, method=None):
     r"""The gradient-noise term of the online ODE,
     $N_{ij} = a_i a_j\, \mathbb{E}\bigl[g'(\lambda_i)\, g'(\lambda_j)\, e^2\bigr]$ ($K \times K$), with
     $e = \sum_k a_k g(\lambda_k) - \sum_n b_n g^*(\nu_n)$ ($g^*$: ``teacher_activation``, default
     $g$).
 
-    Closed forms for linear and erf (same teacher); otherwise, when the Gram matrix $C$ of the
-    $K + M$ fields has rank $r \le 4$, one $r$-dimensional Gauss-Hermite rule on its eigen factor
-    for all $(i, j)$ at once (`DIRECT_NODES`), else the four-point integrals `four_point()`.
+    By `noise_method()` unless ``method`` names one of ``NOISE_METHODS``: closed forms for linear
+    and erf (same teacher); exact orthant moments for piecewise-linear $g$ and $g^*$
+    (`gaugedyn.training._orthant`); otherwise, when the Gram matrix $C$ of the $K + M$ fields has
+    rank $r \le 4$, one $r$-dimensional Gauss-Hermite rule on its eigen factor for all $(i, j)$ at
+    once (`DIRECT_NODES`), else the four-point integrals `four_point()` (``"quadrature"``, the
+    reference the orthant moments are checked against).
 
     Parameters
     ----------
@@ -121,22 +167,48 @@ def noise_term(a, Q, R, b, T, activation, teacher_activation=None):
         ``Activation``).
     teacher_activation : str or Activation or None
         The teacher's activation $g^*$; ``None``: $g$.
+    method : str or None
+        One of ``NOISE_METHODS`` (``"closed"`` only where `noise_method()` gives it,
+        ``"orthant"`` only for piecewise-linear $g$ and $g^*$); ``None``: `noise_method()`.
 
     Returns
     -------
     numpy.ndarray
         $N$, ``(K, K)``.
+
+    Raises
+    ------
+    InputError
+        When ``method`` is not one of ``NOISE_METHODS`` or does not apply to the activations.
     """
     K = a.shape[0]
     C = np.block([[Q, R], [R.T, T]])
     c = np.concatenate([a, -b])
     act = activation_of(activation)
     teacher = act if teacher_activation is None else activation_of(teacher_activation)
-    same = teacher is act
-    if act.name == "linear" and same:
+    chosen = noise_method(act, teacher)
+    if method is None:
+        method = chosen
+    elif method not in NOISE_METHODS or (method != "quadrature" and method != chosen):
+        allowed = sorted({"quadrature", chosen})
+        raise InputError(
+            f"method={method!r} is not allowed for {act.name!r} students of a {teacher.name!r} "
+            f"teacher; allowed: {', '.join(allowed)}"
+        )
+    if method == "orthant":
+        from ._orthant import piecewise_noise
+
+        lo, jump, h0 = piecewise_slopes(act, teacher, K, b.shape[0])
+        E = np.zeros((K, K))
+        piecewise_noise(
+            np.ascontiguousarray(C, dtype=np.float64), K, c.astype(np.float64), lo, jump, h0, E
+        )
+        E = np.triu(E) + np.triu(E, 1).T
+        return np.outer(a, a) * E
+    if act.name == "linear" and method == "closed":
         e2 = c @ C @ c
         return np.outer(a, a) * e2
-    if act.name != "erf" or not same:
+    if method == "quadrature":
         A = eigen_factor(C, symmetric=act.homogeneous or teacher.homogeneous)
         if A.shape[1] <= max(DIRECT_NODES):
             Z, W = hermite_grid(A.shape[1], DIRECT_NODES[A.shape[1]])
@@ -145,7 +217,12 @@ def noise_term(a, Q, R, b, T, activation, teacher_activation=None):
             Gp = on_numpy(act.derivative)(U[:, :K])
             E = (Gp * (W * e * e)[:, None]).T @ Gp
             return np.outer(a, a) * E
-    E = np.einsum("ijkl,k,l->ij", four_point(act, C, K, teacher_activation=teacher), c, c)
+    E = np.einsum(
+        "ijkl,k,l->ij",
+        four_point(act, C, K, numerical=method == "quadrature", teacher_activation=teacher),
+        c,
+        c,
+    )
     return np.outer(a, a) * E
 
 
@@ -208,8 +285,9 @@ def compiled_rhs(
     """``f(t, y)``: the compiled right-hand side of `OnlineODE` for ``activation`` (one with a
     compiled code, its own teacher activation). erf: its closed forms in the classical form
     (`gaugedyn.training._online_fast.compiled_online_rhs()`); any other: this module's own
-    rules (the Mehler series or the ReLU closed forms for the flow, the direct or four-point
-    Gauss-Hermite rule for the noise term) compiled (`gaugedyn.training._ode_kernels`)."""
+    rules (the Mehler series or the ReLU closed forms for the flow; for the noise term the method
+    of `noise_method()`: the orthant moments of a piecewise-linear activation, else the direct or
+    four-point Gauss-Hermite rule) compiled (`gaugedyn.training._ode_kernels`)."""
     act = activation_of(activation)
     if act.name == "erf" and act.closed_form is not None:
         from ._online_fast import compiled_online_rhs
@@ -264,6 +342,10 @@ def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label
     size = K + K * K + K * M
     wd, rate, sigma2 = float(weight_decay), float(lr2), float(label_noise) ** 2
     rhs = _ode_kernels.quadrature_rhs
+    method = NOISE_METHODS.index(noise_method(act))
+    slopes = (
+        piecewise_slopes(act, act, K, M) if NOISE_METHODS[method] == "orthant" else np.zeros((3, 0))
+    )
 
     def f(t, y):
         return rhs(
@@ -287,6 +369,8 @@ def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label
             grids_z,
             grids_w,
             grids_n,
+            method,
+            slopes,
             np.empty(size),
         )
 
@@ -349,9 +433,11 @@ def online_ode(
     own rules, compiled) with LSODA
     (``scipy.integrate.odeint``); ``"reference"`` integrates `OnlineODE` (numpy, through
     the population velocity) with DOP853. The two right-hand sides agree to round-off (tested).
-    For a non-erf activation whose fields have rank above 4 (e.g. ``K = M = 4``) the noise term
-    is hundreds of four-point Gauss-Hermite integrals of $10^4$ nodes each: compiled, about
-    0.1 CPU s per right-hand side there (the reference: seconds).
+    The noise term's method is `noise_method()`'s: exact orthant moments for the piecewise-linear
+    activations (ReLU, leaky ReLU, absolute value; a fraction of a millisecond per right-hand
+    side at ``K = M = 4``); for a smooth activation other than erf whose fields have rank
+    above 4 it is hundreds of four-point Gauss-Hermite integrals of $10^4$ nodes each
+    (compiled, about 0.1 CPU s per right-hand side there; the reference: seconds).
     The classical options are those of ``TrainConfig``. The teacher's own activation is
     ``problem.teacher_activation`` (with a teacher of its own, ``"auto"`` runs the reference
     right-hand side; the options stay on the compiled path).

@@ -304,6 +304,42 @@ def rederive(record: dict) -> list[str]:
     return out
 
 
+DOSE_LINE = (0.0, 1e-06, 0.001, 0.005, 0.01, 0.02, 0.05)
+"""The points ``a`` of the strength line `dose_line()` measures: its end ``a = 0`` (no label
+is masked there, so no mask is drawn and the pulse's later batches differ from the other
+points'), ``a = 1e-6`` (the limit on the same batches), two points between it and the weakest
+declared strength, then ``hint``, ``trace`` and ``faint`` (whose stored fractions the
+measurement must give again)."""
+
+
+def dose_line(record: dict, name: str, a_values=DOSE_LINE) -> dict:
+    """The strength line's removed fractions for candidate ``name`` of a stored calibration
+    ``record`` (`._stages.dose_line()` from the record's settings, calibration seeds, seed and
+    ``w*``), with the record's stored fractions beside them (seconds to a minute: one
+    formation)."""
+    import numpy as np
+
+    from . import _stages as ss
+
+    rows = {r["name"]: r for r in record["candidates"]}
+    if name not in rows:
+        raise ValueError(f"no candidate {name!r} in the record; it has {sorted(rows)}")
+    row = rows[name]
+    seed = np.random.SeedSequence(
+        record["seed"]["entropy"], spawn_key=tuple(record["seed"]["spawn_key"])
+    )
+    hp = dict(record["settings"]) | {"calibration_seeds": record["calibration_seeds"]}
+    _one_thread()
+    cand = {k: row[k] for k in ("acquisition", "d_Z", "lr", "eval", "name")}
+    return {
+        "candidate": name,
+        "w_star": row["w_star"],
+        "pulse_steps": hp["pulse_steps"],
+        "line": ss.dose_line(hp, seed, cand, row["w_star"], a_values),
+        "stored": row.get("dose"),
+    }
+
+
 def _one_thread() -> None:
     import torch
 
@@ -347,7 +383,29 @@ def main(argv=None) -> int:
         help="only re-derive the stored record's properties, primary strengths and selection "
         "from its stored rows (seconds; exit 1 if they differ)",
     )
+    p.add_argument(
+        "--dose-line",
+        metavar="CANDIDATE",
+        help="grow the stored record's CANDIDATE again and print, per point a of the strength "
+        "line down to a = 0 (and for the update-formed route's own formation loss), the "
+        "fraction of each route's specialization the combined pulse removes (JSON)",
+    )
     args = p.parse_args(argv)
+    if args.dose_line:
+        record = stored(Path(args.out))
+        if record is None or "seed" not in record:
+            print(f"{args.out}: no record with a stored seed", file=sys.stderr)
+            return 2
+        names = [r["name"] for r in record["candidates"]]
+        if args.dose_line not in names:
+            print(
+                f"--dose-line {args.dose_line!r}: not a candidate of {args.out}; "
+                f"one of {', '.join(names)}",
+                file=sys.stderr,
+            )
+            return 2
+        print(json.dumps(dose_line(record, args.dose_line), indent=1))
+        return 0
     if args.check or args.rederive:
         record = stored(Path(args.out))
         if record is None or "seed" not in record:

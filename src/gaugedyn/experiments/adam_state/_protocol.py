@@ -32,7 +32,8 @@ STRENGTHS = {
 """The declared pulse strengths (the dose), weakest first: the opposing pulse's gain (or
 observation rate) of the non-favoured targets and loss weight of the opposed one. ``hint``,
 ``trace``, ``faint``, ``slight``, ``weak`` and ``mild`` are ``a = 0.01, 0.02, 0.05, 0.1, 0.25,
-0.5`` of the line ``gain = observe = 1 - a``, ``weight = (1 + a) / 2`` (no pulse at ``a = 0``);
+0.5`` of the line ``gain = observe = 1 - a``, ``weight = (1 + a) / 2`` (``a = 0`` is not *no
+pulse* but ``pulse_steps`` updates at equal loss weights with every label, `._stages.line_point()`);
 ``strong`` is the earlier protocol's strong pulse. ``faint`` to ``strong`` were declared before
 any dose-response run; ``hint`` and ``trace`` were added after the quick runs showed that
 ``faint`` already removes 0.41 of the update-formed route's 0.64 (about 0.64 of it), so that no
@@ -41,7 +42,9 @@ of one of them. They are declared before the full calibration and run, from that
 alone: to first order the specialization a short pulse removes grows in proportion to ``a``
 (the opposed target's extra weight and the favoured target's lost gain are both ``O(a)``), so
 ``a = 0.02`` and ``0.01`` would remove about 0.26 and 0.13 of it; two are declared in case the
-first order misleads. If neither leaves it above half, the record says so."""
+first order misleads. If neither leaves it above half, the record says so. (It did mislead:
+the update-formed route's weight changes from ``w*`` to 1/2 at every ``a``, so the line's end
+already removes about 0.62 of it at learning rate 1e-2; `._calibration.dose_line()`.)"""
 DOSE_FRACTION = 0.5
 """The primary strength's defining property (not an outcome a finding reports): on the
 calibration seeds, the strength whose combined pulse removes the fraction of the update-formed

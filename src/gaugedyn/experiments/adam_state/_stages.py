@@ -94,17 +94,67 @@ def primary_strength(fractions: dict[str, float]) -> str:
 
 
 def dose_fractions(
-    hp: dict, world: sm.World, evals: sm.EvalDraw, route: sm.Cohort, mode: str, seed
+    hp: dict,
+    world: sm.World,
+    evals: sm.EvalDraw,
+    route: sm.Cohort,
+    mode: str,
+    seed,
+    strengths: dict[str, dict] = STRENGTHS,
 ) -> dict[str, float]:
-    """Per declared strength, the fraction of the route's specialization (heads, mean over
-    seeds and directions) that the combined pulse removes: ``mean(s_0 - s_T) / mean(s_0)``;
-    every strength on the same pulse batches."""
+    """Per strength (the declared ones by default), the fraction of the route's specialization
+    (heads, mean over seeds and directions) that the combined pulse removes:
+    ``mean(s_0 - s_T) / mean(s_0)``; every strength on the same pulse batches."""
     out = {}
-    for name, values in STRENGTHS.items():
+    for name, values in strengths.items():
         pulse = sp.Pulse(world, evals, hp | values, mode, pulse_seed(seed, "calibration", "dose"))
         res = pulse.run([sp.clone(route)], "combined")["routes"][0]["heads"]
         out[name] = float(np.mean(res["lost"]) / max(float(np.mean(res["s0"])), 1e-12))
     return out
+
+
+def line_point(a: float) -> dict[str, float]:
+    """The point ``a`` of the declared strength line (`._protocol.STRENGTHS`): the others'
+    gain and observation rate ``1 - a``, the opposed target's loss weight ``(1 + a) / 2``. At
+    ``a = 0`` this is not *no pulse*: it is ``pulse_steps`` updates at equal loss weights with
+    every label, a finite change from either route's formation (the update-formed route's
+    weight on its favoured target falls from ``w*`` to 1/2)."""
+    return {"pulse_gain": 1.0 - a, "pulse_observe": 1.0 - a, "pulse_weight": (1.0 + a) / 2}
+
+
+def dose_line(
+    hp: dict, seed: np.random.SeedSequence, cand: dict, w_star: float, a_values
+) -> dict[str, dict[str, float]]:
+    """Candidate ``cand``'s formation grown again on the calibration seeds exactly as the
+    calibration grows it (`calibrate()`, from the calibration ``seed``), then per route
+    (``update``: the update-formed route at ``w_star``; ``acquisition``) the fraction of its
+    specialization the combined pulse removes (`dose_fractions()`, the same pulse batches) at
+    each point ``a`` of the strength line (`line_point()`; keys ``"a=<a>"``), and, for the
+    update-formed route, under ``pulse_steps`` updates of its own formation loss (weight
+    ``w_star`` on the favoured target, every label; key ``"own formation"``, two targets).
+    At the declared strengths' points it gives the calibration's stored dose fractions."""
+    S, grid = hp["calibration_seeds"], hp["w_grid"]
+    hpc = with_candidate(hp, cand)
+    roles = [("acquisition", 0.5)] + [("update", w) for w in grid]
+    record = sm.FormationRecord(every=10**9)
+    world, routes, _ = grow(hpc, S, torch_gen(seed, "calibration", "data"), roles, record)
+    evals = sm.EvalDraw.draw(world, torch_gen(seed, "calibration", "eval"), hp["eval_n"])
+    line = {f"a={a:g}": line_point(a) for a in a_values}
+    own = {"own formation": {"pulse_gain": 1.0, "pulse_observe": 1.0, "pulse_weight": 1 - w_star}}
+    return {
+        "update": dose_fractions(
+            hpc,
+            world,
+            evals,
+            routes[f"update@{w_star:g}"],
+            cand["eval"],
+            seed,
+            line | (own if hp["targets"] == 2 else {}),
+        ),
+        "acquisition": dose_fractions(
+            hpc, world, evals, routes["acquisition"], cand["eval"], seed, line
+        ),
+    }
 
 
 def grow(

@@ -1,0 +1,402 @@
+r"""The online ODE's noise term for piecewise-linear activations, exactly: Gaussian orthant moments.
+
+A positively homogeneous activation of degree 1 is piecewise linear,
+$g(x) = \mathit{up}\, \mathrm{relu}(x) + \mathit{down}\, \mathrm{relu}(-x) = s\, x + \delta\, x\, \theta(x)$ with
+$s = -\mathit{down}$ and $\delta = \mathit{up} + \mathit{down}$ (ReLU $s = 0, \delta = 1$; leaky ReLU
+$s = 0.01, \delta = 0.99$; absolute value $s = -1, \delta = 2$; linear $\delta = 0$), and
+$g'(x) = s + \delta\, \theta(x)$. With $e = \sum_p c_p g_p(u_p)$ (``c = (a, -b)``, each field with
+its own $s_p, \delta_p$) and $\ell = (c_p s_p)_p$,
+
+$$
+e = \ell \cdot u + \sum_p c_p \delta_p\, u_p\, \theta(u_p), \qquad
+g'(u_i)\, g'(u_k) = \sum_{A \subseteq \{i, k\}} w_A \prod_{s \in A} \theta(u_s)
+$$
+
+($w_\emptyset = s_i s_k$, $w_{\{i\}} = \delta_i s_k$, $w_{\{k\}} = s_i \delta_k$,
+$w_{\{i, k\}} = \delta_i \delta_k$; for $i = k$, $\theta^2 = \theta$ folds them into
+$w_\emptyset = s_i^2$, $w_{\{i\}} = 2 s_i \delta_i + \delta_i^2$). So the noise term
+$E_{ik} = \mathbb{E}[g'(u_i)\, g'(u_k)\, e^2]$ is a finite sum of orthant moments
+
+$$
+M(\alpha, \beta; S) = \mathbb{E}\Bigl[(\alpha \cdot u)(\beta \cdot u) \prod_{s \in S} \theta(u_s)\Bigr],
+\qquad |S| \le 4,
+$$
+
+with $\alpha, \beta \in \{\ell, e_p\}$ and $S = A \cup \{p\} \cup \{q\}$:
+$E_{ik} = \sum_A w_A [M(\ell, \ell; A) + 2 \sum_p c_p \delta_p M(\ell, e_p; A \cup p)
++ \sum_{p, q} c_p c_q \delta_p \delta_q M(e_p, e_q; A \cup \{p, q\})]$.
+
+**Stein's lemma twice.** For $u \sim N(0, C)$, $\mathbb{E}[u_\alpha f(u)] = \sum_j C_{\alpha j}
+\mathbb{E}[\partial_j f]$ and $\partial_s \theta(u_s) = \delta(u_s)$. Applied to
+$f = u_\beta \prod_S \theta$, then again to $u_\beta$ under the law given $u_s = 0$ (whose mean is 0),
+
+$$
+M(\alpha, \beta; S) = C_{\alpha\beta}\, P_S + \sum_{s \ne t \in S} C_{\alpha s}
+\Bigl(C_{\beta t} - \frac{C_{\beta s} C_{st}}{C_{ss}}\Bigr) W_{st},
+\qquad
+W_{st} = \frac{P(u_r > 0,\ r \in S \setminus \{s, t\} \mid u_s = u_t = 0)}{2 \pi \sqrt{C_{ss} C_{tt} - C_{st}^2}},
+$$
+
+with $P_S = P(u_s > 0,\ s \in S)$ (the conditional one has at most two fields: 1, 1/2 or
+Sheppard's $1/4 + \arcsin \rho / 2\pi$ at the partial correlation). Orthant probabilities of
+standardised fields with correlations $R$: $P_1 = 1/2$, $P_2 = 1/4 + \arcsin R_{12} / 2 \pi$,
+$P_3 = 1/8 + (\arcsin R_{12} + \arcsin R_{13} + \arcsin R_{23}) / 4 \pi$, and for four fields, from
+$\theta = (1 + \mathrm{sgn}) / 2$ and odd moments vanishing,
+$P_4 = (1 + \tfrac{2}{\pi} \sum_{i<j} \arcsin R_{ij} + S_4) / 16$ with $S_4 = \mathbb{E}[\prod
+\mathrm{sgn}\, u_i]$. Plackett's identity $\partial S_4 / \partial R_{ij} = 4 \varphi_2(0, 0; R_{ij})
+\cdot \tfrac{2}{\pi} \arcsin \rho_{kl \mid ij}$ integrated along $R(t)$ that keeps the two within-pair
+correlations of a pairing $\{i, k\}, \{j, l\}$ and scales the four cross ones by $t \in [0, 1]$ (at
+$t = 0$ the pairs are independent: $S_4 = \tfrac{4}{\pi^2} \arcsin R_{ik} \arcsin R_{jl}$), with
+$t R_{ij} = \sin \psi$:
+
+$$
+S_4 = \frac{4}{\pi^2}\Bigl(\arcsin R_{ik} \arcsin R_{jl}
++ \sum_{\text{cross } (i, j)} \int_0^{\arcsin R_{ij}} \arcsin \rho_{kl \mid ij}\bigl(t(\psi)\bigr)\, d\psi\Bigr),
+$$
+
+one smooth one-dimensional integral per cross pair (the pairing with the smallest cross
+correlations; ``ORTHANT_NODES`` Gauss-Legendre nodes in $v$, $\psi = \psi_{\max}(1 - (1 - v)^2)$,
+which absorbs the square-root endpoint of a singular $R$). Error: round-off for condition numbers
+of $R$ up to about $10^2$, about $10^{-11}$ at $10^4$, $10^{-7}$ at $10^8$ (the integrand's
+endpoint then nearly singular).
+
+Degenerate fields (each a limit of the formulas, which are continuous in $C$ for fields of
+positive variance): a field of zero variance (``C_pp <= ZERO_VARIANCE`` times the largest) has
+$g = 0$ and $\theta(0) = h_0 = (g'(0) - s) / \delta$ (the compiled $g'(0)$: 0 for ReLU and leaky
+ReLU, 1/2 for the absolute value); two fields with $|\rho| \ge 1 -$ ``COLLINEAR`` share their
+orthant ($\rho \to 1$) or none ($\rho \to -1$: the product is 0); a conditional partial correlation
+of a field with no variance left is 0 (the average of the two sides' limits, which the sum
+over $s, t$ makes exact).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+ORTHANT_NODES = 20
+"""Gauss-Legendre nodes of each of the four one-dimensional integrals of a four-field orthant
+probability (module docstring; at 20 nodes the error against 2,000 is round-off for condition
+numbers up to 1e2, 1e-11 at 1e4)."""
+COLLINEAR = 1e-14
+r"""Two fields with $1 - |\rho| \le$ ``COLLINEAR`` count as one ($\rho > 0$) or as opposite
+($\rho < 0$); closer than this the rounding of $\rho$ itself (about 1e-16, through
+$\arccos$: 1e-8) exceeds what merging changes."""
+ZERO_VARIANCE = 1e-30
+"""A field whose variance is at or below this fraction of the largest counts as the constant 0."""
+
+_V, _W = np.polynomial.legendre.leggauss(ORTHANT_NODES)
+_V = 0.5 * (_V + 1.0)
+_W = 0.5 * _W
+_INV_2PI = 1.0 / (2.0 * math.pi)
+_PAIRINGS = np.array([[0, 1, 2, 3], [0, 2, 1, 3], [0, 3, 1, 2]], dtype=np.int64)
+_PAIR_SLOTS = np.array([[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]], dtype=np.int64)
+
+
+@numba.njit(inline="always", cache=True)
+def _asin(r):
+    return math.asin(min(max(r, -1.0), 1.0))
+
+
+@numba.njit(cache=True)
+def orthant4(R):
+    """``P(x > 0)`` for four standardised fields of correlations ``R (4, 4)`` (module docstring:
+    the pairing with the smallest cross correlations, four Plackett integrals)."""
+    best, pick = 2.0, 0
+    for m in range(3):
+        a, b, c, d = _PAIRINGS[m]
+        top = max(max(abs(R[a, c]), abs(R[a, d])), max(abs(R[b, c]), abs(R[b, d])))
+        if top < best:
+            best, pick = top, m
+    o = _PAIRINGS[pick]
+    X = np.empty((4, 4))
+    for x in range(4):
+        for y in range(4):
+            X[x, y] = R[o[x], o[y]]
+    s4 = _asin(X[0, 1]) * _asin(X[2, 3])
+    for i in range(2):
+        k = 1 - i
+        rik = X[i, k]
+        vk0 = (1.0 - rik) * (1.0 + rik)
+        for j in range(2, 4):
+            l = 5 - j
+            r = X[i, j]
+            if r == 0.0:
+                continue
+            top = _asin(r)
+            rjl = X[j, l]
+            acc = 0.0
+            for n in range(_V.shape[0]):
+                u = 1.0 - _V[n]
+                psi = top * (1.0 - u * u)
+                t = math.sin(psi) / r
+                a = t * r
+                ril, rjk, rkl = t * X[i, l], t * X[j, k], t * X[k, l]
+                vj = (1.0 - a) * (1.0 + a)
+                cjk, cjl = rjk - a * rik, rjl - a * ril
+                vk = vk0 - cjk * cjk / vj
+                vl = (1.0 - ril) * (1.0 + ril) - cjl * cjl / vj
+                ckl = rkl - rik * ril - cjk * cjl / vj
+                den = vk * vl
+                rho = ckl / math.sqrt(den) if den > 0.0 else 0.0
+                acc += _W[n] * 2.0 * u * _asin(rho)
+            s4 += top * acc
+    total = 0.0
+    for x in range(4):
+        for y in range(x + 1, 4):
+            total += _asin(R[x, y])
+    return (1.0 + 2.0 / math.pi * total + 4.0 / (math.pi * math.pi) * s4) / 16.0
+
+
+@numba.njit(cache=True)
+def _corr(C, p, q):
+    return C[p, q] / math.sqrt(C[p, p] * C[q, q])
+
+
+@numba.njit(cache=True)
+def orthant(C, S, n):
+    """``P(u_s > 0 for s in S[:n])``, ``n <= 4`` fields of positive variance, ``u ~ N(0, C)``."""
+    if n == 0:
+        return 1.0
+    if n == 1:
+        return 0.5
+    if n == 2:
+        return 0.25 + _asin(_corr(C, S[0], S[1])) * _INV_2PI
+    if n == 3:
+        return 0.125 + (
+            _asin(_corr(C, S[0], S[1])) + _asin(_corr(C, S[0], S[2])) + _asin(_corr(C, S[1], S[2]))
+        ) / (4.0 * math.pi)
+    R = np.empty((4, 4))
+    for x in range(4):
+        for y in range(4):
+            R[x, y] = 1.0 if x == y else _corr(C, S[x], S[y])
+    return orthant4(R)
+
+
+@numba.njit(cache=True)
+def _pair_weight(C, S, n, x, y):
+    """``W_st`` of fields ``s = S[x]``, ``t = S[y]`` of the set ``S[:n]`` (module docstring)."""
+    s, t = S[x], S[y]
+    det = C[s, s] * C[t, t] - C[s, t] * C[s, t]
+    if det <= 0.0:
+        return 0.0
+    p = 1.0
+    if n == 3:
+        p = 0.5
+    elif n == 4:
+        rest = np.empty(2, dtype=np.int64)
+        m = 0
+        for z in range(4):
+            if z != x and z != y:
+                rest[m] = S[z]
+                m += 1
+        k, l = rest[0], rest[1]
+        # the covariance of (k, l) given u_s = u_t = 0, conditioning one field at a time
+        vt = C[t, t] - C[s, t] * C[s, t] / C[s, s]
+        ctk = C[t, k] - C[s, t] * C[s, k] / C[s, s]
+        ctl = C[t, l] - C[s, t] * C[s, l] / C[s, s]
+        vk = C[k, k] - C[s, k] * C[s, k] / C[s, s] - ctk * ctk / vt
+        vl = C[l, l] - C[s, l] * C[s, l] / C[s, s] - ctl * ctl / vt
+        ckl = C[k, l] - C[s, k] * C[s, l] / C[s, s] - ctk * ctl / vt
+        tiny = COLLINEAR * COLLINEAR
+        rho = 0.0
+        if vk > tiny * C[k, k] and vl > tiny * C[l, l]:
+            rho = ckl / math.sqrt(vk * vl)
+        p = 0.25 + _asin(rho) * _INV_2PI
+    return p * _INV_2PI / math.sqrt(det)
+
+
+@numba.njit(cache=True)
+def _set_index(S, n):
+    """The combinatorial number of the sorted set ``S[:n]`` among the sets of its size."""
+    index = 0
+    for m in range(n):
+        x = S[m]
+        b = 1
+        for r in range(m + 1):
+            b = b * (x - r) // (r + 1)
+        index += b
+    return index
+
+
+@numba.njit(cache=True)
+def _set_data(C, S, n, cache, known):
+    """``(P_S, W_st for the six slot pairs)`` of the sorted set ``S[:n]``, from ``cache[n]`` or
+    computed once and stored there."""
+    index = _set_index(S, n)
+    if not known[n, index]:
+        cache[n, index, 0] = orthant(C, S, n)
+        for slot in range(6):
+            x, y = _PAIR_SLOTS[slot]
+            cache[n, index, 1 + slot] = _pair_weight(C, S, n, x, y) if y < n else 0.0
+        known[n, index] = True
+    return index
+
+
+@numba.njit(cache=True)
+def _reduce(fields, count, zero, h0, link, S):
+    """The distinct fields of ``fields[:count]`` in ``S`` (sorted) and the factor of the
+    indicators dropped: a zero-variance field contributes ``h0``, a field collinear with one
+    kept shares its indicator, an opposite one makes the product 0. Returns ``(n, factor)``."""
+    n = 0
+    factor = 1.0
+    for m in range(count):
+        f = fields[m]
+        if zero[f]:
+            factor *= h0[f]
+            continue
+        keep = True
+        for x in range(n):
+            s = S[x]
+            if s == f or link[s, f] > 0:
+                keep = False
+                break
+            if link[s, f] < 0:
+                return 0, 0.0
+        if keep:
+            S[n] = f
+            n += 1
+    for x in range(1, n):
+        v = S[x]
+        y = x - 1
+        while y >= 0 and S[y] > v:
+            S[y + 1] = S[y]
+            y -= 1
+        S[y + 1] = v
+    return n, factor
+
+
+@numba.njit(cache=True)
+def _moment(C, V, G, alpha, beta, fields, count, zero, h0, link, S, cache, known):
+    """``M(alpha, beta; fields)``: ``V[alpha] = C alpha`` (rows), ``G[alpha, beta] =
+    alpha^T C beta`` (module docstring)."""
+    n, factor = _reduce(fields, count, zero, h0, link, S)
+    if factor == 0.0:
+        return 0.0
+    index = _set_data(C, S, n, cache, known)
+    total = G[alpha, beta] * cache[n, index, 0]
+    for slot in range(6):
+        x, y = _PAIR_SLOTS[slot]
+        if y >= n:
+            continue
+        s, t = S[x], S[y]
+        as_, at, bs, bt = V[alpha, s], V[alpha, t], V[beta, s], V[beta, t]
+        total += cache[n, index, 1 + slot] * (
+            as_ * bt + at * bs - as_ * bs * C[s, t] / C[s, s] - at * bt * C[s, t] / C[t, t]
+        )
+    return factor * total
+
+
+@numba.njit(cache=True)
+def _theta_e2(C, V, G, L, linear, cj, fields, na, zero, h0, link, S, cache, known):
+    """``E[prod_{s in fields[:na]} theta(u_s) e^2]`` with ``e = ell . u + sum_p cj_p u_p
+    theta(u_p)`` (``ell`` the row ``L`` of ``V``; module docstring)."""
+    P = C.shape[0]
+    s = 0.0
+    if linear:
+        s += _moment(C, V, G, L, L, fields, na, zero, h0, link, S, cache, known)
+        for p in range(P):
+            if cj[p] == 0.0:
+                continue
+            fields[na] = p
+            s += (
+                2.0
+                * cj[p]
+                * _moment(C, V, G, L, p, fields, na + 1, zero, h0, link, S, cache, known)
+            )
+    for p in range(P):
+        if cj[p] == 0.0:
+            continue
+        fields[na] = p
+        s += cj[p] * cj[p] * _moment(C, V, G, p, p, fields, na + 1, zero, h0, link, S, cache, known)
+        for q in range(p + 1, P):
+            if cj[q] == 0.0:
+                continue
+            fields[na + 1] = q
+            s += (
+                2.0
+                * cj[p]
+                * cj[q]
+                * _moment(C, V, G, p, q, fields, na + 2, zero, h0, link, S, cache, known)
+            )
+    return s
+
+
+@numba.njit(cache=True)
+def piecewise_noise(C, K, c, lo, jump, h0, E):
+    """``E_ik = E[g'(u_i) g'(u_k) e^2]`` (``i <= k``, the upper triangle of ``E (K, K)``) for
+    ``u ~ N(0, C)`` (``C (P, P)``, students first), ``e = sum_p c_p g_p(u_p)`` and the
+    piecewise-linear ``g_p(x) = lo_p x + jump_p x theta(x)`` with ``theta(0) = h0_p`` on a
+    field of zero variance (module docstring)."""
+    P = C.shape[0]
+    top = 0.0
+    for p in range(P):
+        top = max(top, C[p, p])
+    zero = np.zeros(P, dtype=np.bool_)
+    for p in range(P):
+        zero[p] = C[p, p] <= ZERO_VARIANCE * top
+    link = np.zeros((P, P), dtype=np.int64)
+    for p in range(P):
+        for q in range(P):
+            if p != q and not zero[p] and not zero[q]:
+                r = _corr(C, p, q)
+                if r >= 1.0 - COLLINEAR:
+                    link[p, q] = 1
+                elif r <= -1.0 + COLLINEAR:
+                    link[p, q] = -1
+    ell = np.empty(P)
+    for p in range(P):
+        ell[p] = c[p] * lo[p] if not zero[p] else 0.0
+    # rows 0..P-1: C e_p; row P: C ell
+    V = np.empty((P + 1, P))
+    G = np.empty((P + 1, P + 1))
+    for p in range(P):
+        for q in range(P):
+            V[p, q] = C[p, q]
+            G[p, q] = C[p, q]
+    L = P
+    lcl = 0.0
+    for q in range(P):
+        s = 0.0
+        for p in range(P):
+            s += ell[p] * C[p, q]
+        V[L, q] = s
+        G[L, q] = s
+        G[q, L] = s
+        lcl += s * ell[q]
+    G[L, L] = lcl
+    linear = lcl != 0.0
+    width, b = 1, 1
+    for r in range(4):
+        b = b * (P - r) // (r + 1)
+        width = max(width, b)
+    cache = np.empty((5, width, 7))
+    known = np.zeros((5, width), dtype=np.bool_)
+    fields = np.empty(4, dtype=np.int64)
+    S = np.empty(4, dtype=np.int64)
+    cj = np.empty(P)
+    for p in range(P):
+        cj[p] = c[p] * jump[p] if not zero[p] else 0.0
+    # T(A) = E[prod_A theta e^2] for A = {}, {i}, {i, k}: E_ik = sum_A w_A T(A)
+    t0 = 0.0
+    if linear:
+        t0 = _theta_e2(C, V, G, L, linear, cj, fields, 0, zero, h0, link, S, cache, known)
+    t1 = np.zeros(K)
+    for i in range(K):
+        fields[0] = i
+        t1[i] = _theta_e2(C, V, G, L, linear, cj, fields, 1, zero, h0, link, S, cache, known)
+    for i in range(K):
+        for k in range(i, K):
+            if i == k and not zero[i]:  # theta^2 = theta (not at a field of zero variance)
+                E[i, i] = lo[i] * lo[i] * t0 + (2.0 * lo[i] * jump[i] + jump[i] ** 2) * t1[i]
+                continue
+            fields[0], fields[1] = i, k
+            t2 = _theta_e2(C, V, G, L, linear, cj, fields, 2, zero, h0, link, S, cache, known)
+            E[i, k] = (
+                lo[i] * lo[k] * t0
+                + jump[i] * lo[k] * t1[i]
+                + lo[i] * jump[k] * t1[k]
+                + jump[i] * jump[k] * t2
+            )
