@@ -139,13 +139,27 @@ def test_the_score_counts_kills_over_the_non_equivalent_mutants():
     record = _record()
     assert page.score(record, {}) == (3, 6)
     assert page.score(record, {"g2": "same function"}) == (3, 5)
-    text = page.render(record, {"g2": "same function"})
-    assert "**3 of 5 non-equivalent generated mutants killed (60.0%)**; 0 of the 359" in text
+    drawn = [*record["mutants"], "t1"]
+    text = page.render(record, {"g2": "same function"}, drawn)
+    assert "**3 of 5 non-equivalent generated mutants killed (60.0%)**; 6 of the 7" in text
+    assert "1 not yet run (t1)." in text
     assert "| `stats` | 4 | 2 | 1 | 0 | 0 | 2 | 1 |" in text
     assert "| `gauge` | 2 | 1 | 0 | 1 | 1 | 0 | 0 |" in text
     assert "| **all** | 6 | 3 | 1 | 1 | 1 | 2 | 1 |" in text
     assert "- `g2` (`stats/_rules.py:1`, `a` to `b`): same function" in text
     assert "- `s4` (`stats/_rules.py:1`, `a` to `b`) (a line no test runs)" in text
+
+
+def test_a_recorded_mutant_no_longer_drawn_is_not_scored():
+    """A record of a mutant whose file changed since (no longer in the drawn set) measured code
+    that is gone: it is counted apart, in neither the score nor the table."""
+    record = _record()
+    assert page.score(record, {}, {"s1", "s3"}) == (1, 2)
+    text = page.render(record, {}, ["s1", "s3"])
+    assert "**1 of 2 non-equivalent generated mutants killed (50.0%)**; 2 of the 2" in text
+    assert "4 recorded mutants no longer drawn" in text
+    assert "| **all** | 2 | 1 | 0 | 0 | 0 | 1 | 0 |" in text
+    assert "`g2`" not in text
 
 
 def test_an_equivalent_the_record_lacks_is_refused():

@@ -34,10 +34,17 @@ def killed(entry: dict) -> bool:
     return entry["outcome"].startswith("killed")
 
 
-def score(record: dict, equivalent: dict[str, str]) -> tuple[int, int]:
-    """``(killed, not equivalent)`` over the recorded mutants (a skipped one counts as not
-    killed: its place moved and it must be regenerated)."""
-    entries = {k: v for k, v in record["mutants"].items() if k not in equivalent}
+def score(
+    record: dict, equivalent: dict[str, str], drawn: set[str] | None = None
+) -> tuple[int, int]:
+    """``(killed, not equivalent)`` over the recorded mutants, or over those of them still in
+    the ``drawn`` set (a record of a mutant no longer drawn measured a file that has changed
+    since); a skipped one counts as not killed: its place moved and it must be regenerated."""
+    entries = {
+        k: v
+        for k, v in record["mutants"].items()
+        if k not in equivalent and (drawn is None or k in drawn)
+    }
     return sum(killed(v) for v in entries.values()), len(entries)
 
 
@@ -69,15 +76,18 @@ def the_set() -> list[str]:
     return [g.id for area in mutants.AREAS for g in mutants.sample(area, 60, 0)]
 
 
-def render(record: dict, equivalent: dict[str, str]) -> str:
+def render(record: dict, equivalent: dict[str, str], drawn: list[str] | None = None) -> str:
+    """The page's block: the score, the table and the lists over the mutants of the ``drawn``
+    set (default `the_set()`); recorded mutants no longer drawn are counted apart, not scored."""
     unknown = sorted(set(equivalent) - set(record["mutants"]))
     if unknown:
         raise ValueError(f"equivalent.toml names mutants the record lacks: {', '.join(unknown)}")
-    k, n = score(record, equivalent)
-    entries = record["mutants"]
-    drawn = the_set()
-    missing = [i for i in drawn if i not in entries]
-    gone = [i for i in entries if i not in set(drawn)]
+    drawn = the_set() if drawn is None else drawn
+    k, n = score(record, equivalent, set(drawn))
+    missing = [i for i in drawn if i not in record["mutants"]]
+    gone = [i for i in record["mutants"] if i not in set(drawn)]
+    entries = {i: e for i, e in record["mutants"].items() if i in set(drawn)}
+    equivalent = {i: why for i, why in equivalent.items() if i in entries}
     lines = [
         f"**{k} of {n} non-equivalent generated mutants killed ({100 * k / n:.1f}%)**; "
         f"{len(drawn) - len(missing)} of the {len(drawn)} mutants of the set run, "
