@@ -112,3 +112,44 @@ def test_the_interpolated_median_bound_is_continuous_at_every_attainable_level(n
         at = stats.median_bounds(x, 1.0 - c).lower
         near = stats.median_bounds(x, 1.0 - c + 1e-12).lower
         assert abs(float(near) - float(at)) <= 1e-6 * gap, (n, k)
+
+
+def _rising(rule: stats.Rule, n: int) -> tuple[np.ndarray, ...]:
+    """``n`` distinct per-seed values (two cells for a cell rule) that ``rule`` accepts."""
+    x = np.arange(n, dtype=float) * 0.75 + 0.5
+    if rule.cells:
+        return (np.stack([x, x[::-1] + 0.25], axis=1),)
+    if rule.estimator == "slope":
+        return (np.arange(n, dtype=float), 2.0 * np.arange(n) + np.sin(np.arange(n)))
+    if rule.paired:
+        return (x, np.zeros(n))
+    return (x,)
+
+
+@pytest.mark.parametrize(
+    "name", [n for n, r in stats.RULES.items() if r.estimator not in ("point", "proportion")]
+)
+def test_a_rules_caveat_states_the_fewest_values_it_judges(name):
+    # stats:_rules:238:11:comparison (every mean rule's words given the median rules' count of
+    # 6, every median rule's given none). The count in the caveat is the least n at which the
+    # verdict is not UNRESOLVED for too few values; a caveat without a count judges two
+    rule = stats.RULES[name]
+
+    def too_few(n: int) -> bool:
+        rng = stats.generator(0, "caveat", name) if rule.randomised else None
+        band = rule.claim in ("inside", "outside")
+        j = stats.judge(
+            name,
+            *_rising(rule, n),
+            threshold=(-1.0, 1.0) if band else 0.0,
+            direction=None if band else rule.directions[0],
+            rng=rng,
+        )
+        return "too few" in (j.reason or "")
+
+    stated = re.search(r"fewer than (\d+) (?:values|rows)", rule.caveat)
+    if stated is None:
+        assert not too_few(2), rule.caveat
+    else:
+        n = int(stated.group(1))
+        assert too_few(n - 1) and not too_few(n), rule.caveat
