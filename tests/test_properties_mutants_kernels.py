@@ -113,7 +113,7 @@ def test_the_weight_space_kernel_is_plain_sgd_with_its_options(plain, batch, wd,
     # of one sample and of a batch), 237:4:off-by-one (the first record's online loss left
     # unset), 111:25:sign (the cosine schedule's floor added instead of subtracted)
     a, W, V, b, X, N = _problem(batch)
-    steps, K, M, D = X.shape[0], W.shape[0], V.shape[0], W.shape[1]
+    steps, K, M = X.shape[0], W.shape[0], V.shape[0]
     lr, lr_min, grid = 1.5, 0.4, np.array([0, 2, 4])
     want, _, _ = _reference(a, W, V, b, X, N, lr, lr_min, wd, lr2, sigma, grid)
     out = _outputs(grid.size, K, M)

@@ -155,6 +155,33 @@ def in_compiled_function(rel: str, line: int) -> bool:
     return False
 
 
+def importing_test_files(rel: str, tests: Path | None = None) -> tuple[str, ...]:
+    """The test files (``tests/test_*.py``, or those of the folder ``tests``) that import the
+    module ``rel`` (relative to src/gaugedyn) or a name from it, anywhere in the file (inside a
+    test too): ``import gaugedyn.a.b``, ``from gaugedyn.a.b import f`` or ``from gaugedyn.a
+    import b``. Such a test may call the module's numba kernels directly, which coverage cannot
+    see (tools/mutate.py selects them for a compiled line besides the callers' tests)."""
+    folder = ROOT / "tests" if tests is None else tests
+    dotted = "gaugedyn." + rel.removesuffix(".py").replace("/", ".")
+    parent, _, leaf = dotted.rpartition(".")
+    found = []
+    for path in sorted(folder.glob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            hit = (isinstance(node, ast.Import) and any(a.name == dotted for a in node.names)) or (
+                isinstance(node, ast.ImportFrom)
+                and not node.level
+                and (
+                    node.module == dotted
+                    or (node.module == parent and any(a.name == leaf for a in node.names))
+                )
+            )
+            if hit:
+                found.append(str(path.relative_to(folder.parent)))
+                break
+    return tuple(found)
+
+
 def at_module_level(rel: str, line: int) -> bool:
     """Whether ``line`` of ``rel`` lies outside every function (a module constant or
     statement, run once at import)."""

@@ -1112,7 +1112,8 @@ def selected_tests(m: Mutation, cmap: dict) -> tuple[list[str], str]:
     code left out) and how they were chosen: ``coverage``; ``compiled`` (a line inside a
     numba-compiled function, which coverage cannot see, or a line of such a file run only at
     import, a constant the kernels read: the tests that run the modules calling the kernels,
-    ``mutants.COMPILED_CALLERS``); ``import`` (the line runs only at import, so
+    ``mutants.COMPILED_CALLERS``, and those of the test files importing the kernels' module,
+    `mutants.importing_test_files()`, whole where the map does not hold them); ``import`` (the line runs only at import, so
     every test of the area's files may depend on it: those files); ``not covered``."""
     tests = cmap["tests"]
     rel = m.file.removeprefix(mutants.SRC)
@@ -1125,10 +1126,18 @@ def selected_tests(m: Mutation, cmap: dict) -> tuple[list[str], str]:
         or mutants.at_module_level(rel, m.line)
     ):  # a kernel's line, or a module constant its kernels read (run at import: no test, or
         # the test that first imported the module, which says nothing of who reads it)
+        # and the tests of the files that import the kernels' module, which may call a kernel
+        # directly (coverage credits such a call to no line of a caller); a file the map does
+        # not hold runs whole, after the mapped tests
         callers = [mutants.SRC + c for c in mutants.COMPILED_CALLERS[rel]]
-        ids = sorted({t for c in callers for ts in cmap["lines"].get(c, {}).values() for t in ts})
-        ids = [t for t in ids if tests.get(t, {}).get("outcome") != "failed"]
-        return sorted(ids, key=lambda t: (tests[t].get("seconds", 0.0), t)), "compiled"
+        ids = {t for c in callers for ts in cmap["lines"].get(c, {}).values() for t in ts}
+        importers = mutants.importing_test_files(rel)
+        ids |= {t for t in tests if t.split("::")[0] in importers}
+        ids = {t for t in ids if tests.get(t, {}).get("outcome") != "failed"}
+        mapped = {t.split("::")[0] for t in tests}
+        whole = [f for f in importers if f not in mapped]
+        ordered = sorted(ids, key=lambda t: (tests[t].get("seconds", 0.0), t))
+        return ordered + whole, "compiled"
     ids = [t for t in cmap["lines"].get(m.file, {}).get(str(m.line), [])]
     ids = [t for t in ids if tests.get(t, {}).get("outcome") != "failed"]
     if ids:
@@ -1142,6 +1151,19 @@ def selected_tests(m: Mutation, cmap: dict) -> tuple[list[str], str]:
         ]
         return sorted(ids, key=lambda t: (tests[t].get("seconds", 0.0), t)), "import"
     return [], "not covered"
+
+
+UNMAPPED_FILE_SECONDS = 30.0
+"""The time allowed for a whole test file the line -> tests map does not hold (a file that
+imports a compiled module, selected by `selected_tests()`), in the mutant's time limit."""
+
+
+def _seconds(t: str, cmap: dict) -> float:
+    """The recorded seconds of the selected test ``t``; a whole file not in the map counts
+    `UNMAPPED_FILE_SECONDS`."""
+    if t in cmap["tests"]:
+        return float(cmap["tests"][t].get("seconds", 0.0))
+    return 0.0 if "::" in t else UNMAPPED_FILE_SECONDS
 
 
 def _entry(
@@ -1324,7 +1346,7 @@ def run_selected(args: argparse.Namespace) -> int:
         # cheapest first (the seconds of all its selected tests: what a survivor costs), so a
         # chunk that stops at --budget has run as many mutants as it could
         def cost(m: Mutation) -> float:
-            return sum(cmap["tests"][t].get("seconds", 0.0) for t in selected_tests(m, cmap)[0])
+            return sum(_seconds(t, cmap) for t in selected_tests(m, cmap)[0])
 
         todo.sort(key=cost)
     print(f"{len(todo)} mutants to run ({len(args.mutations) - len(todo)} already recorded)")
@@ -1403,9 +1425,7 @@ def run_selected(args: argparse.Namespace) -> int:
                     files = list(dict.fromkeys(t.split("::")[0] for t in ids))
                 tests_file = Path(tmp) / f"tests{w}.txt"
                 tests_file.write_text("\n".join(ids) + "\n", encoding="utf-8")
-                seconds = (
-                    sum(cmap["tests"].get(t, {}).get("seconds", 0.0) for t in ids) if ids else 0
-                )
+                seconds = sum(_seconds(t, cmap) for t in ids) if ids else 0
                 limit = min(args.timeout, 60.0 + 4.0 * seconds) if ids else args.timeout
                 original = plant(where, m)
                 if original is None or (not files):
