@@ -65,6 +65,66 @@ def test_a_constant_of_a_compiled_file_runs_the_tests_of_the_kernels_callers(mon
     assert mutate.selected_tests(m, cmap) == (["t::slow"], "compiled")
 
 
+def test_the_test_files_importing_a_module_are_found_by_their_imports(tmp_path):
+    """Every form of import of the module (or of a name from it), at the top or inside a
+    test, and no look-alike: a sibling module, a longer name, a string."""
+    files = {
+        "test_top.py": "from gaugedyn.training import _online_kernels as k\n",
+        "test_inside.py": "def test_x():\n    from gaugedyn.training._online_kernels import run\n",
+        "test_dotted.py": "import gaugedyn.training._online_kernels\n",
+        "test_sibling.py": "from gaugedyn.training import _online_fast, _online_chain\n",
+        "test_longer.py": "from gaugedyn.training._online_kernels_x import run\n",
+        "test_string.py": "NAME = 'gaugedyn.training._online_kernels'\n",
+        "helper.py": "from gaugedyn.training import _online_kernels\n",  # not a test file
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    found = mutate.mutants.importing_test_files("training/_online_kernels.py", tmp_path)
+    stem = tmp_path.name
+    assert found == tuple(f"{stem}/test_{n}.py" for n in ("dotted", "inside", "top"))
+    # the repository's own: the file that runs the kernels' Python directly
+    real = mutate.mutants.importing_test_files("training/_online_kernels.py")
+    assert "tests/test_properties_mutants_kernels.py" in real
+
+
+def test_a_compiled_line_runs_the_callers_tests_and_the_files_importing_its_module(monkeypatch):
+    """A test that calls a kernel directly is credited to no caller's line: the files that
+    import the kernels' module are selected too, the map's tests of a mapped file, a file the
+    map does not hold whole and last."""
+    kernels, caller = "src/gaugedyn/k.py", "src/gaugedyn/caller.py"
+    monkeypatch.setitem(mutate.mutants.COMPILED_CALLERS, "k.py", ("caller.py",))
+    monkeypatch.setattr(mutate.mutants, "in_compiled_function", lambda rel, line: True)
+    monkeypatch.setattr(
+        mutate.mutants, "importing_test_files", lambda rel: (A, "tests/test_new.py")
+    )
+    cmap = _map()
+    cmap["lines"][kernels] = {}
+    cmap["lines"][caller] = {"7": ["t::slow"]}
+    m = mutate.Mutation("k", kernels, "i", "(i + 1)", (A,), "off-by-one: x", "training", 3, 4)
+    ids, how = mutate.selected_tests(m, cmap)
+    assert (ids, how) == ([f"{A}::x", "t::slow", "tests/test_new.py"], "compiled")
+    assert mutate._seconds("tests/test_new.py", cmap) == mutate.UNMAPPED_FILE_SECONDS
+    assert mutate._seconds(f"{A}::x", cmap) == 1.0
+
+
+def test_the_selection_plugin_keeps_a_named_files_tests_and_the_named_tests(tmp_path, monkeypatch):
+    import types
+
+    import mutation_select
+
+    wanted = tmp_path / "tests.txt"
+    wanted.write_text("a.py::t2\nb.py\n")
+    monkeypatch.setenv("GAUGEDYN_MUTATION_TESTS", str(wanted))
+    items = [
+        types.SimpleNamespace(nodeid=n) for n in ("b.py::u", "a.py::t1", "a.py::t2", "b.py::v")
+    ]
+    dropped = []
+    hook = types.SimpleNamespace(pytest_deselected=lambda items: dropped.extend(items))
+    mutation_select.pytest_collection_modifyitems(types.SimpleNamespace(hook=hook), items)
+    assert [it.nodeid for it in items] == ["a.py::t2", "b.py::u", "b.py::v"]
+    assert [it.nodeid for it in dropped] == ["a.py::t1"]
+
+
 def test_an_extra_part_with_no_test_file_left_runs_nothing(tmp_path, monkeypatch, capsys):
     """Every area test file already in a part: the extra part must not call pytest with no
     file (which would run every test under its testpaths)."""
