@@ -111,7 +111,8 @@ CASES = [
 def test_the_weight_space_kernel_is_plain_sgd_with_its_options(plain, batch, wd, lr2, sigma):
     # training:_online_kernels:255:34:swap and 274:34 / 274:53:factor (the weight-decay step
     # of one sample and of a batch), 237:4:off-by-one (the first record's online loss left
-    # unset), 111:25:sign (the cosine schedule's floor added instead of subtracted)
+    # unset; with one record, written past the buffer), 111:25:sign (the cosine schedule's
+    # floor added instead of subtracted)
     a, W, V, b, X, N = _problem(batch)
     steps, K, M = X.shape[0], W.shape[0], V.shape[0]
     lr, lr_min, grid = 1.5, 0.4, np.array([0, 2, 4])
@@ -131,6 +132,15 @@ def test_the_weight_space_kernel_is_plain_sgd_with_its_options(plain, batch, wd,
     assert not np.isfinite(out_emp[0])  # no step before the first record: no online loss
     np.testing.assert_allclose(out_emp[1:], want["emp"], rtol=1e-12)
     np.testing.assert_allclose(out_flow, want["flow"], rtol=1e-12)
+    # a run recorded at its start only: one record, the initial state, no online loss
+    out = _outputs(1, K, M)
+    stop = plain.run(
+        a.copy(), W.copy(), V, b, TANH, TANH, COSINE, lr, lr_min, 1000.0, steps, grid[:1],
+        batch, np.random.default_rng(0), X, wd, lr2, sigma, N, *out,
+    )  # fmt: skip
+    assert stop == -1
+    np.testing.assert_allclose(out[1][0], W @ W.T, rtol=1e-12)
+    assert not np.isfinite(out[3][0]) and out[4][0] == 0.0
 
 
 @pytest.mark.parametrize(("batch", "wd", "lr2", "sigma"), CASES)
