@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -155,6 +156,7 @@ def in_compiled_function(rel: str, line: int) -> bool:
     return False
 
 
+@functools.cache
 def importing_test_files(rel: str, tests: Path | None = None) -> tuple[str, ...]:
     """The test files (``tests/test_*.py``, or those of the folder ``tests``) that import the
     module ``rel`` (relative to src/gaugedyn) or a name from it, anywhere in the file (inside a
