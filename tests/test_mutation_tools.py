@@ -89,20 +89,22 @@ def test_the_test_files_importing_a_module_are_found_by_their_imports(tmp_path):
 
 def test_a_compiled_line_runs_the_callers_tests_and_the_files_importing_its_module(monkeypatch):
     """A test that calls a kernel directly is credited to no caller's line: the files that
-    import the kernels' module are selected too, the map's tests of a mapped file, a file the
-    map does not hold whole and last."""
+    import the kernels' module or a caller (a file outside the map's scope) are selected too,
+    the map's tests of a mapped file, a file the map does not hold whole and last."""
     kernels, caller = "src/gaugedyn/k.py", "src/gaugedyn/caller.py"
     monkeypatch.setitem(mutate.mutants.COMPILED_CALLERS, "k.py", ("caller.py",))
     monkeypatch.setattr(mutate.mutants, "in_compiled_function", lambda rel, line: True)
-    monkeypatch.setattr(
-        mutate.mutants, "importing_test_files", lambda rel: (A, "tests/test_new.py")
-    )
+    importers = {
+        "k.py": (A, "tests/test_new.py"),
+        "caller.py": ("tests/test_new.py", "tests/t2.py"),
+    }
+    monkeypatch.setattr(mutate.mutants, "importing_test_files", lambda rel: importers[rel])
     cmap = _map()
     cmap["lines"][kernels] = {}
     cmap["lines"][caller] = {"7": ["t::slow"]}
     m = mutate.Mutation("k", kernels, "i", "(i + 1)", (A,), "off-by-one: x", "training", 3, 4)
     ids, how = mutate.selected_tests(m, cmap)
-    assert (ids, how) == ([f"{A}::x", "t::slow", "tests/test_new.py"], "compiled")
+    assert (ids, how) == ([f"{A}::x", "t::slow", "tests/test_new.py", "tests/t2.py"], "compiled")
     assert mutate._seconds("tests/test_new.py", cmap) == mutate.UNMAPPED_FILE_SECONDS
     assert mutate._seconds(f"{A}::x", cmap) == 1.0
 

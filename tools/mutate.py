@@ -1112,8 +1112,9 @@ def selected_tests(m: Mutation, cmap: dict) -> tuple[list[str], str]:
     code left out) and how they were chosen: ``coverage``; ``compiled`` (a line inside a
     numba-compiled function, which coverage cannot see, or a line of such a file run only at
     import, a constant the kernels read: the tests that run the modules calling the kernels,
-    ``mutants.COMPILED_CALLERS``, and those of the test files importing the kernels' module,
-    `mutants.importing_test_files()`, whole where the map does not hold them); ``import`` (the line runs only at import, so
+    ``mutants.COMPILED_CALLERS``, and those of the test files importing the kernels' module or
+    a caller, `mutants.importing_test_files()`, whole where the map does not hold them);
+    ``import`` (the line runs only at import, so
     every test of the area's files may depend on it: those files); ``not covered``."""
     tests = cmap["tests"]
     rel = m.file.removeprefix(mutants.SRC)
@@ -1127,11 +1128,15 @@ def selected_tests(m: Mutation, cmap: dict) -> tuple[list[str], str]:
     ):  # a kernel's line, or a module constant its kernels read (run at import: no test, or
         # the test that first imported the module, which says nothing of who reads it)
         # and the tests of the files that import the kernels' module, which may call a kernel
-        # directly (coverage credits such a call to no line of a caller); a file the map does
-        # not hold runs whole, after the mapped tests
+        # directly (coverage credits such a call to no line of a caller), or a caller (a file
+        # outside the map's scope); a file the map does not hold runs whole, after the mapped
+        # tests
         callers = [mutants.SRC + c for c in mutants.COMPILED_CALLERS[rel]]
         ids = {t for c in callers for ts in cmap["lines"].get(c, {}).values() for t in ts}
-        importers = mutants.importing_test_files(rel)
+        modules = (rel, *mutants.COMPILED_CALLERS[rel])
+        importers = tuple(
+            dict.fromkeys(f for r in modules for f in mutants.importing_test_files(r))
+        )
         ids |= {t for t in tests if t.split("::")[0] in importers}
         ids = {t for t in ids if tests.get(t, {}).get("outcome") != "failed"}
         mapped = {t.split("::")[0] for t in tests}
