@@ -6,8 +6,9 @@ it, or the experiment's declaration, `Experiment.measures`) and so the rule its 
 chooses; and the seed counts of every configuration (``simulations/*.toml``, full and quick).
 From these come the rows:
 
-- *named* rows: every rule a finding uses or its measure chooses, at every seed (trial, row)
-  count and cell count those findings and configurations use, on every named noise shape
+- *named* rows: every rule a finding uses or its measure chooses, or a check on random values
+  is judged by (`gaugedyn.harness.checked`), at every seed (trial, row) count and cell count
+  those findings, checks and configurations use, on every named noise shape
   (`gaugedyn.stats.AUDIT_SHAPES`; Bernoulli outcomes for a proportion rule, the tie shapes
   for the sign rule), barred where the rule's kinds meet the shape;
 - *resampled* rows: every stored reading of every finding, its own per-seed values resampled
@@ -109,6 +110,18 @@ def published(root: Path) -> list[dict]:
     return out
 
 
+def published_checks(root: Path) -> list[tuple[str, str, Any]]:
+    """``(experiment, rule, per-seed values)`` of every check of a published run judged by a
+    catalogue rule (`gaugedyn.harness.checked`)."""
+    out = []
+    for path in sorted((root / DATA).glob("*/summary.json")):
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        for c in summary.get("claims", []):
+            if c.get("kind") == "check" and c.get("rule") in stats.RULES:
+                out.append((summary["experiment"], c["rule"], c.get("per_seed")))
+    return out
+
+
 def _shape_of(rule: Any, values: Any) -> tuple[int, int] | None:
     """``(n, cells)`` of stored values (n: seeds, trials or rows), ``None`` when there are
     none to simulate (a deterministic value, or no values)."""
@@ -193,6 +206,10 @@ def plan(root: Path | str = ".") -> dict:
                         "barred": barred,
                     }
                 )
+    for _, rule_name, values in published_checks(root):
+        shape = _shape_of(stats.RULES[rule_name], values)
+        if shape is not None:
+            sizes[rule_name].add(shape)
     named = []
     for name, rule in stats.RULES.items():
         if rule.estimator == "point":
