@@ -514,9 +514,41 @@ def _resampled_table(rows: list[dict]) -> list[str]:
     return stats.markdown_table(head, body)
 
 
-def render_block(name: str, data: dict) -> str:
+def checks_table(root: Path | str = ".") -> list[str]:
+    """The checks on random values of the published runs: each check judged by a catalogue
+    rule (`gaugedyn.harness.checked`, its stored verdict and the word it expects) and each one
+    its experiment declares off the catalogue (`Experiment.off_catalogue`, with why)."""
+    from ._config import resolve_experiment
+
+    on, off = [], []
+    for path in sorted((Path(root) / DATA).glob("*/summary.json")):
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        experiment = summary["experiment"]
+        declared = resolve_experiment(experiment).off_catalogue
+        for c in summary.get("claims", []):
+            if c.get("kind") != "check":
+                continue
+            tol = c.get("tolerance") or {}
+            if c.get("rule") in stats.RULES:
+                word = f"{tol.get('verdict', '?')} (expects {tol.get('expect', 'HELD')})"
+                on.append([experiment, f"`{c['id']}`", f"`{c['rule']}`", word])
+            elif c["id"] in declared:
+                off.append([experiment, f"`{c['id']}`", "off the catalogue", declared[c["id"]]])
+    lines = [
+        f"{len(on) + len(off)} checks on random values in the published runs "
+        f"(`{DATA}/`): {len(on)} judged by a catalogue rule, {len(off)} not yet.",
+        "",
+    ]
+    head = ["experiment", "check", "rule", "stored verdict, or why no rule"]
+    return lines + stats.markdown_table(head, on + off)
+
+
+def render_block(name: str, data: dict, root: Path | str = ".") -> str:
     """One generated block of ``docs/verdict-rules.md`` from the audit's data: ``kinds``,
-    ``catalogue``, ``named``, ``resampled`` or ``candidates``."""
+    ``catalogue``, ``named``, ``resampled`` or ``candidates``; ``checks`` from the published
+    runs under ``root`` (`checks_table()`)."""
+    if name == "checks":
+        return "\n".join(checks_table(root)) + "\n"
     stamp = (
         f"From `{AUDIT_DATA}`, produced by `{data.get('command', '?')}` on "
         f"{data.get('date', '?')} at commit {str(data.get('commit', '?'))[:10]}."

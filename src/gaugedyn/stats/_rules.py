@@ -901,8 +901,7 @@ _CATALOGUE = (
         "interval, one uniform draw u per finding from the run's analysis seed, recorded "
         "with it), so for p at or beyond an edge HELD is at most 2.5% (its lower end above "
         "lo >= p, or its upper end below hi <= p), and for p inside the closed band NOT HELD "
-        "is at most 1.25% + 1.25% = 2.5% (one end past each edge); at an edge the word past "
-        "it is at most 1.25% + the far edge's own chance",
+        "is at most 1.25% + 1.25% = 2.5% (one end past each edge)",
         options={"method": "randomised"},
     ),
     Rule(
