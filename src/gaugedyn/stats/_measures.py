@@ -119,11 +119,7 @@ KINDS: dict[str, Kind] = {
             "outcome",
             "0/1 outcomes, one per trial",
             ("bernoulli",),
-            {
-                "threshold": "proportion",
-                "inside": "proportion_band",
-                "every_cell": "every_cell_proportion",
-            },
+            {"threshold": "proportion", "inside": "proportion_band"},
         ),
         Kind(
             "tied",
