@@ -120,8 +120,6 @@ def test_online_sgd_chain_checks_fail_on_results_built_to_fail(broken):
     _, claims = _online_sgd_analyse_erf(cfg, tasks, results, "chain")
     by_id = {c.id: c for c in claims}
     assert set(by_id) == {"online_sgd.chain_within_spread", "online_sgd.chain_spread_exponent"}
-    assert by_id["online_sgd.chain_spread_exponent"].rule == "slope_band"  # six quick D
-    assert len(by_id["online_sgd.chain_spread_exponent"].per_seed[0]) == 6
     for claim in claims:
         assert claim.passed is not broken, (claim.id, claim.measured)
 

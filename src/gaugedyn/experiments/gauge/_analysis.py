@@ -996,7 +996,7 @@ def _online_sgd_analyse_erf(config, tasks, results, kind):
         passed=bool(abs(fit.slope + 0.5) <= tol),
     )
     if kind != "erf":
-        return arrays, [within, _chain_spread_check(config, dims, spreads, how)]
+        return arrays, [within, spread]
     worst_noiseless = next(m["worst"]["ode_eta1"] for tk, m in erf if tk["dim"] == max(dims))
     noise = Claim(
         id="online_sgd.erf_noise_term_needed",
@@ -1010,28 +1010,6 @@ def _online_sgd_analyse_erf(config, tasks, results, kind):
         passed=bool(worst_noiseless > 1.0),
     )
     return arrays, [within, noise, spread]
-
-
-def _chain_spread_check(config, dims, spreads, how) -> Claim:
-    """The chain's spread exponent judged by the catalogue's ``slope_band`` (an ``exponent``
-    measure) on ``(log D, log spread)``, the band ``-1/2 +- spread_tolerance``; the check passes
-    on HELD (six chain dimensions by default: the slope rule's minimum)."""
-    tol = float(config["spread_tolerance"])
-    rule = rule_for("exponent", "inside")
-    j = judge(
-        rule, np.log(np.asarray(dims, float)), np.log(spreads), threshold=(-0.5 - tol, -0.5 + tol)
-    )
-    return checked(
-        "online_sgd.chain_spread_exponent",
-        (
-            f"{how}: the seed spread (standard deviation of the loss over seeds, averaged "
-            f"over the last 80% of the run) scales as D^p over D in {dims}; p inside "
-            f"-1/2 +- {tol:g} by {rule} (p = {j.estimate:.3f} [{j.low:.3f}, {j.high:.3f}])"
-        ),
-        j,
-        expected=f"HELD: -0.5 +- {tol:g}",
-        extra={"paper_value": -0.5},
-    )
 
 
 def _online_sgd_analyse_relu(tasks, results):

@@ -132,6 +132,7 @@ OFF_CATALOGUE: dict[str, str] = {
     ),
     "online_sgd.relu_flow_limit": _BAND,
     "online_sgd.erf_spread_exponent": _ROWS.format("four dimensions (two)"),
+    "online_sgd.chain_spread_exponent": _ROWS.format("three dimensions (one)"),
     "gauge_in_training_scaling.ratio_grows": _ROWS.format("four dimensions (two)"),
     "gauge_in_training_scaling.ratio_exponent_matches_flow": _ROWS.format("four dimensions (two)"),
 }

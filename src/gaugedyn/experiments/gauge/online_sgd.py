@@ -85,8 +85,8 @@ class OnlineSGD(Experiment):
         ),
         "chain_dims": Param(
             list,
-            [1000, 2500, 6300, 16000, 40000, 100000],
-            quick=[1000, 1600, 2500, 4000, 6300, 10000],
+            [1000, 10000, 100000],
+            quick=[1000, 3000, 10000],
             lo=8,
             hi=10**6,
             min_len=3,
@@ -94,8 +94,7 @@ class OnlineSGD(Experiment):
             distinct=True,
             item=int,
             why="t_max D chain steps per seed (about 1 us each)",
-            help="input dimensions D of the exact order-parameter chain (6 by default: the "
-            "slope rule's minimum for the spread exponent)",
+            help="input dimensions D of the exact order-parameter chain (>= 3 for the spread fit)",
         ),
         "spread_tolerance": Param(
             float,
