@@ -91,6 +91,7 @@ _V, _W = np.polynomial.legendre.leggauss(ORTHANT_NODES)
 _V = 0.5 * (_V + 1.0)
 _W = 0.5 * _W
 _INV_2PI = 1.0 / (2.0 * math.pi)
+_INV_8PI = 1.0 / (8.0 * math.pi)
 _PAIRINGS = np.array([[0, 1, 2, 3], [0, 2, 1, 3], [0, 3, 1, 2]], dtype=np.int64)
 _PAIR_SLOTS = np.array([[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]], dtype=np.int64)
 
@@ -177,7 +178,9 @@ def orthant(C, S, n):
 
 @numba.njit(cache=True)
 def _pair_weight(C, S, n, x, y):
-    """``W_st`` of fields ``s = S[x]``, ``t = S[y]`` of the set ``S[:n]`` (module docstring)."""
+    """``p_st / 2 pi`` of fields ``s = S[x]``, ``t = S[y]`` of the set ``S[:n]``: the conditional
+    orthant probability of the rest given ``u_s = u_t = 0`` (module docstring); 0 where the two
+    are collinear (the pair's term vanishes there)."""
     s, t = S[x], S[y]
     det = C[s, s] * C[t, t] - C[s, t] * C[s, t]
     if det <= 0.0:
@@ -205,7 +208,26 @@ def _pair_weight(C, S, n, x, y):
         if vk > tiny * C[k, k] and vl > tiny * C[l, l]:
             rho = ckl / math.sqrt(vk * vl)
         p = 0.25 + _asin(rho) * _INV_2PI
-    return p * _INV_2PI / math.sqrt(det)
+    return p * _INV_2PI
+
+
+@numba.njit(inline="always", cache=True)
+def _pair_term(C, V, alpha, beta, s, t):
+    r"""``(C_as Cov(b, t | s) + C_at Cov(b, s | t)) / sqrt(C_ss C_tt - C_st^2)`` without its
+    cancellation (module docstring): ``sin(th) (a_1 B_2 + A_2 b_1) + cos(th) (sin(th) a_1 b_1 -
+    A_2 B_2 / sin(th))``, every term ``O(sin th)``; 0 at ``sin th = 0``."""
+    css, ctt, cst = C[s, s], C[t, t], C[s, t]
+    sig = math.sqrt(css * ctt)
+    det = css * ctt - cst * cst
+    if det <= 0.0:
+        return 0.0
+    sn = math.sqrt(det) / sig
+    cs = cst / sig
+    rs, rt = math.sqrt(css), math.sqrt(ctt)
+    a1, b1 = V[alpha, s] / rs, V[beta, s] / rs
+    a2 = (V[alpha, t] - V[alpha, s] * cst / css) / rt
+    b2 = (V[beta, t] - V[beta, s] * cst / css) / rt
+    return sn * (a1 * b2 + a2 * b1) + cs * (sn * a1 * b1 - a2 * b2 / sn)
 
 
 @numba.njit(cache=True)
@@ -222,15 +244,57 @@ def _set_index(S, n):
 
 
 @numba.njit(cache=True)
+def _triangle(C, S, x0, x1, t, l, tiny):
+    r"""``(sigma, usable)``: ``sigma = asin rho_{x1 l | x0 t} + sgn asin rho_{x0 l | x1 t}`` for the
+    fields ``S[x0]``, ``S[x1]``, ``S[l]`` given ``S[t]`` (``sgn`` the sign of their correlation),
+    as the spherical triangle's ``A_L - E`` (module docstring); ``usable`` false where a field
+    has no variance left given ``S[t]`` (the terms are then summed one by one)."""
+    f0, f1, ft, fl = S[x0], S[x1], S[t], S[l]
+    inv = 1.0 / C[ft, ft]
+    c00 = C[f0, f0] - C[f0, ft] * C[f0, ft] * inv
+    c11 = C[f1, f1] - C[f1, ft] * C[f1, ft] * inv
+    cll = C[fl, fl] - C[fl, ft] * C[fl, ft] * inv
+    if c00 <= tiny * C[f0, f0] or c11 <= tiny * C[f1, f1] or cll <= tiny * C[fl, fl]:
+        return 0.0, False
+    c01 = C[f0, f1] - C[f0, ft] * C[f1, ft] * inv
+    c0l = C[f0, fl] - C[f0, ft] * C[fl, ft] * inv
+    c1l = C[f1, fl] - C[f1, ft] * C[fl, ft] * inv
+    sgn = 1.0 if c01 >= 0.0 else -1.0
+    cc = min(sgn * c01 / math.sqrt(c00 * c11), 1.0)
+    cb = max(min(c0l / math.sqrt(c00 * cll), 1.0), -1.0)
+    ca = max(min(sgn * c1l / math.sqrt(c11 * cll), 1.0), -1.0)
+    det = max(1.0 - ca * ca - cb * cb - cc * cc + 2.0 * ca * cb * cc, 0.0)
+    root = math.sqrt(det)
+    return math.atan2(root, cc - ca * cb) - 2.0 * math.atan2(root, 1.0 + ca + cb + cc), True
+
+
+@numba.njit(cache=True)
 def _set_data(C, S, n, cache, known):
-    """``(P_S, W_st for the six slot pairs)`` of the sorted set ``S[:n]``, from ``cache[n]`` or
-    computed once and stored there."""
+    """``(P_S, p_st / 2 pi for the six slot pairs)`` of the sorted set ``S[:n]``, and for four
+    fields the closest pair's slot, its sign and the two triangle sums ``sigma / 4 pi^2`` (0 and
+    the flag -1 where unusable; module docstring), from ``cache[n]`` or computed once and stored
+    there."""
     index = _set_index(S, n)
     if not known[n, index]:
         cache[n, index, 0] = orthant(C, S, n)
         for slot in range(6):
             x, y = _PAIR_SLOTS[slot]
             cache[n, index, 1 + slot] = _pair_weight(C, S, n, x, y) if y < n else 0.0
+        if n == 4:
+            best, pick = -1.0, 0
+            for slot in range(6):
+                x, y = _PAIR_SLOTS[slot]
+                r = abs(_corr(C, S[x], S[y]))
+                if r > best:
+                    best, pick = r, slot
+            x0, x1 = _PAIR_SLOTS[pick]
+            y0, y1 = _PAIR_SLOTS[5 - pick]
+            cache[n, index, 7] = pick
+            cache[n, index, 8] = 1.0 if C[S[x0], S[x1]] >= 0.0 else -1.0
+            for m in range(2):
+                t, l = (y0, y1) if m == 0 else (y1, y0)
+                sigma, usable = _triangle(C, S, x0, x1, t, l, COLLINEAR * COLLINEAR)
+                cache[n, index, 9 + m] = sigma * _INV_2PI * _INV_2PI if usable else -1.0
         known[n, index] = True
     return index
 
@@ -277,16 +341,49 @@ def _moment(C, V, G, alpha, beta, fields, count, zero, h0, link, S, cache, known
         return 0.0
     index = _set_data(C, S, n, cache, known)
     total = G[alpha, beta] * cache[n, index, 0]
+    if n == 4:
+        # the closest pair (x0, x1) with the pair of the other two, then for each other field
+        # t the pairs (x0, t) and (x1, t) together (module docstring)
+        pick = int(cache[n, index, 7])
+        sgn = cache[n, index, 8]
+        for slot in (pick, 5 - pick):
+            w = cache[n, index, 1 + slot]
+            if w != 0.0:
+                x, y = _PAIR_SLOTS[slot]
+                total += w * _pair_term(C, V, alpha, beta, S[x], S[y])
+        x0, x1 = _PAIR_SLOTS[pick]
+        y0, y1 = _PAIR_SLOTS[5 - pick]
+        for m in range(2):
+            t = y0 if m == 0 else y1
+            w0 = cache[n, index, 1 + _slot_of(x0, t)]
+            w1 = cache[n, index, 1 + _slot_of(x1, t)]
+            b0 = _pair_term(C, V, alpha, beta, S[x0], S[t]) if w0 != 0.0 else 0.0
+            b1 = _pair_term(C, V, alpha, beta, S[x1], S[t]) if w1 != 0.0 else 0.0
+            sigma = cache[n, index, 9 + m]
+            if sigma == -1.0 or w0 == 0.0 or w1 == 0.0:
+                total += w0 * b0 + w1 * b1
+            else:
+                total += (
+                    (b0 + b1) * _INV_8PI
+                    + sigma * sgn * b0
+                    + (w1 - _INV_8PI) * (b1 - sgn * b0)
+                )
+        return factor * total
     for slot in range(6):
         x, y = _PAIR_SLOTS[slot]
         if y >= n:
             continue
-        s, t = S[x], S[y]
-        as_, at, bs, bt = V[alpha, s], V[alpha, t], V[beta, s], V[beta, t]
-        total += cache[n, index, 1 + slot] * (
-            as_ * bt + at * bs - as_ * bs * C[s, t] / C[s, s] - at * bt * C[s, t] / C[t, t]
-        )
+        w = cache[n, index, 1 + slot]
+        if w != 0.0:
+            total += w * _pair_term(C, V, alpha, beta, S[x], S[y])
     return factor * total
+
+
+@numba.njit(inline="always", cache=True)
+def _slot_of(x, y):
+    """The slot of the pair of positions ``x != y`` (``_PAIR_SLOTS``' order)."""
+    a, b = min(x, y), max(x, y)
+    return a * (7 - a) // 2 + b - a - 1
 
 
 @numba.njit(cache=True)
@@ -372,7 +469,7 @@ def piecewise_noise(C, K, c, lo, jump, h0, E):
     for r in range(4):
         b = b * (P - r) // (r + 1)
         width = max(width, b)
-    cache = np.empty((5, width, 7))
+    cache = np.empty((5, width, 11))
     known = np.zeros((5, width), dtype=np.bool_)
     fields = np.empty(4, dtype=np.int64)
     S = np.empty(4, dtype=np.int64)
