@@ -60,6 +60,47 @@ which absorbs the square-root endpoint of a singular $R$). Error: round-off for 
 of $R$ up to about $10^2$, about $10^{-11}$ at $10^4$, $10^{-7}$ at $10^8$ (the integrand's
 endpoint then nearly singular).
 
+**Round-off near an alignment.** A student that meets its teacher makes two fields nearly
+collinear, $1 - \rho = \epsilon$ with $\sin\vartheta = \sqrt{(1 - \rho)(1 + \rho)}$, and the
+term itself is a smooth function of $C$ there (the wedge between the two orthants carries the
+factor $u_s$ or $u_t$ of $g$, so it is $O(\vartheta^2)$); the covariance determines $\vartheta$
+only to $\mathrm{eps}/\vartheta$, so the best error is $\mathrm{eps}/\sqrt{1 - \rho}$. Summed
+one ordered pair at a time, the Stein terms are $O(1)$ each with relative error
+$\mathrm{eps}/(1 - \rho)$ and cancel to $O(\vartheta)$; they are summed as follows instead.
+*One pair.* With $a_1 = C_{\alpha s} / \sqrt{C_{ss}}$, $A_2 = \mathrm{Cov}(\alpha, t \mid s) /
+\sqrt{C_{tt}}$ (likewise $b_1$, $B_2$ for $\beta$; $A_2, B_2 = O(\vartheta)$), writing the fields
+in the orthonormal basis of their plane,
+
+$$
+\frac{C_{\alpha s} \mathrm{Cov}(\beta, t \mid s) + C_{\alpha t} \mathrm{Cov}(\beta, s \mid t)}
+{\sqrt{C_{ss} C_{tt} - C_{st}^2}}
+= \sin\vartheta\, (a_1 B_2 + A_2 b_1) + \cos\vartheta\, \Bigl(\sin\vartheta\, a_1 b_1
+- \frac{A_2 B_2}{\sin\vartheta}\Bigr),
+$$
+
+every term $O(\sin\vartheta)$ and 0 at $\sin\vartheta = 0$ (``_pair_term``). *A field of the rest
+nearly collinear with a conditioning one.* In a set of four, with $(x_0, x_1)$ the pair of
+largest $|\rho|$ (sign $\varsigma$) and $t$, $l$ the other two, the pairs $(x_0, t)$ and
+$(x_1, t)$ have conditional correlations $\rho_{x_1 l \mid x_0 t}$ and $\rho_{x_0 l \mid x_1 t}$
+that are ratios of $O(\vartheta)$ residuals; they enter only through
+$\sigma = \arcsin \rho_{x_1 l \mid x_0 t} + \varsigma \arcsin \rho_{x_0 l \mid x_1 t}$, which given
+$u_t$ is $\pi - A_{x_0} - A_{x_1} = A_l - E$ for the spherical triangle of the unit fields
+$x_0$, $\varsigma x_1$, $l$ (angles $A$, excess $E$): with their conditional correlations
+$\cos c$ (of $x_0, \varsigma x_1$), $\cos b$ (of $x_0, l$), $\cos a$ (of $\varsigma x_1, l$) and
+$\Delta = \sqrt{\det}$ of that $3 \times 3$ correlation matrix,
+$A_l = \operatorname{atan2}(\Delta, \cos c - \cos a \cos b)$ and
+$E = 2 \operatorname{atan2}(\Delta, 1 + \cos a + \cos b + \cos c)$ (Van Oosterom and Strackee),
+both $O(\vartheta)$ without cancellation. So the two pairs add to
+$(B_0 + B_1)/8\pi + \sigma \varsigma B_0 / 4\pi^2 + \arcsin\rho_{x_0 l \mid x_1 t}\,
+(B_1 - \varsigma B_0) / 4\pi^2$ ($B$ the pair's bracket above; $B_1 - \varsigma B_0 =
+O(\vartheta)$), an identity for any choice of the pair (the closest is taken for round-off; a
+field with no variance left given $u_t$ falls back to the terms one by one). With this the
+error is $\mathrm{eps}/\sqrt{1 - \rho}$ for one alignment per set of fields (tested at
+$1 - \rho = 10^{-6}, 10^{-9}, 10^{-12}, 0$); a set holding two aligned pairs, the conditional
+probabilities $p_{st}$ of a pair given the other and the four-field orthant probability keep
+$\mathrm{eps}/(1 - \rho)$. The compiled right-hand side reads $Q$'s upper triangle only, so a
+finite-difference Jacobian sees one consistent symmetric $C$.
+
 Degenerate fields (each a limit of the formulas, which are continuous in $C$ for fields of
 positive variance): a field of zero variance (``C_pp <= ZERO_VARIANCE`` times the largest) has
 $g = 0$ and $\theta(0) = h_0 = (g'(0) - s) / \delta$ (the compiled $g'(0)$: 0 for ReLU and leaky
@@ -363,11 +404,7 @@ def _moment(C, V, G, alpha, beta, fields, count, zero, h0, link, S, cache, known
             if sigma == -1.0 or w0 == 0.0 or w1 == 0.0:
                 total += w0 * b0 + w1 * b1
             else:
-                total += (
-                    (b0 + b1) * _INV_8PI
-                    + sigma * sgn * b0
-                    + (w1 - _INV_8PI) * (b1 - sgn * b0)
-                )
+                total += (b0 + b1) * _INV_8PI + sigma * sgn * b0 + (w1 - _INV_8PI) * (b1 - sgn * b0)
         return factor * total
     for slot in range(6):
         x, y = _PAIR_SLOTS[slot]
