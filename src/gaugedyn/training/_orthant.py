@@ -83,7 +83,7 @@ nearly collinear with a conditioning one.* In a set of four, with $(x_0, x_1)$ t
 largest $|\rho|$ (sign $\varsigma$) and $t$, $l$ the other two, the pairs $(x_0, t)$ and
 $(x_1, t)$ have conditional correlations $\rho_{x_1 l \mid x_0 t}$ and $\rho_{x_0 l \mid x_1 t}$
 that are ratios of $O(\vartheta)$ residuals; they enter only through
-$\sigma = \arcsin \rho_{x_1 l \mid x_0 t} + \varsigma \arcsin \rho_{x_0 l \mid x_1 t}$, which given
+$\sigma = \varsigma \arcsin \rho_{x_1 l \mid x_0 t} + \arcsin \rho_{x_0 l \mid x_1 t}$, which given
 $u_t$ is $\pi - A_{x_0} - A_{x_1} = A_l - E$ for the spherical triangle of the unit fields
 $x_0$, $\varsigma x_1$, $l$ (angles $A$, excess $E$): with their conditional correlations
 $\cos c$ (of $x_0, \varsigma x_1$), $\cos b$ (of $x_0, l$), $\cos a$ (of $\varsigma x_1, l$) and
@@ -143,6 +143,45 @@ def _asin(r):
 
 
 @numba.njit(cache=True)
+def _path_rho(X, i, j, k, l, t):
+    """``rho_{kl | ij}`` on Plackett's path: the pairs ``(i, k)``, ``(j, l)`` of ``X`` kept, the
+    cross correlations scaled by ``t`` (0 where a field has no variance left)."""
+    rik = X[i, k]
+    a = t * X[i, j]
+    ril, rjk, rkl = t * X[i, l], t * X[j, k], t * X[k, l]
+    rjl = X[j, l]
+    vj = (1.0 - a) * (1.0 + a)
+    cjk, cjl = rjk - a * rik, rjl - a * ril
+    vk = (1.0 - rik) * (1.0 + rik) - cjk * cjk / vj
+    vl = (1.0 - ril) * (1.0 + ril) - cjl * cjl / vj
+    ckl = rkl - rik * ril - cjk * cjl / vj
+    den = vk * vl
+    return ckl / math.sqrt(den) if den > 0.0 else 0.0
+
+
+@numba.njit(cache=True)
+def _path_triangle(X, b, a, j, l, t, sgn):
+    """``(sigma, usable)`` of `_triangle()` for the fields ``b``, ``a``, ``l`` given ``j`` on
+    Plackett's path (`_path_rho()`): ``sigma = sgn asin rho_{al | bj} + asin rho_{bl | aj}``."""
+    rbj, raj, rlj = t * X[b, j], t * X[a, j], X[l, j]
+    c00 = (1.0 - rbj) * (1.0 + rbj)
+    c11 = (1.0 - raj) * (1.0 + raj)
+    cll = (1.0 - rlj) * (1.0 + rlj)
+    tiny = COLLINEAR * COLLINEAR
+    if c00 <= tiny or c11 <= tiny or cll <= tiny:
+        return 0.0, False
+    c01 = sgn * (X[b, a] - rbj * raj)
+    c0l = t * X[b, l] - rbj * rlj
+    c1l = sgn * (t * X[a, l] - raj * rlj)
+    cc = max(min(c01 / math.sqrt(c00 * c11), 1.0), -1.0)
+    cb = max(min(c0l / math.sqrt(c00 * cll), 1.0), -1.0)
+    ca = max(min(c1l / math.sqrt(c11 * cll), 1.0), -1.0)
+    det = max(1.0 - ca * ca - cb * cb - cc * cc + 2.0 * ca * cb * cc, 0.0)
+    root = math.sqrt(det)
+    return math.atan2(root, cc - ca * cb) - 2.0 * math.atan2(root, 1.0 + ca + cb + cc), True
+
+
+@numba.njit(cache=True)
 def orthant4(R):
     """``P(x > 0)`` for four standardised fields of correlations ``R (4, 4)`` (module docstring:
     the pairing with the smallest cross correlations, four Plackett integrals)."""
@@ -158,33 +197,34 @@ def orthant4(R):
         for y in range(4):
             X[x, y] = R[o[x], o[y]]
     s4 = _asin(X[0, 1]) * _asin(X[2, 3])
-    for i in range(2):
-        k = 1 - i
-        rik = X[i, k]
-        vk0 = (1.0 - rik) * (1.0 + rik)
-        for j in range(2, 4):
-            l = 5 - j
-            r = X[i, j]
-            if r == 0.0:
+    sgn = 1.0 if X[0, 1] >= 0.0 else -1.0
+    for j in range(2, 4):
+        l = 5 - j
+        # the cross pairs (0, j) and (1, j) on one path variable, the carrier b's (the larger
+        # |R_bj|), summed through the spherical triangle (module docstring)
+        b = 0 if abs(X[0, j]) >= abs(X[1, j]) else 1
+        a = 1 - b
+        rb, ra = X[b, j], X[a, j]
+        if rb == 0.0:
+            continue
+        top = _asin(rb)
+        acc = 0.0
+        for n in range(_V.shape[0]):
+            u = 1.0 - _V[n]
+            psi = top * (1.0 - u * u)
+            t = math.sin(psi) / rb
+            asin_b = _asin(_path_rho(X, b, j, a, l, t))
+            if ra == 0.0:
+                acc += _W[n] * 2.0 * u * asin_b
                 continue
-            top = _asin(r)
-            rjl = X[j, l]
-            acc = 0.0
-            for n in range(_V.shape[0]):
-                u = 1.0 - _V[n]
-                psi = top * (1.0 - u * u)
-                t = math.sin(psi) / r
-                a = t * r
-                ril, rjk, rkl = t * X[i, l], t * X[j, k], t * X[k, l]
-                vj = (1.0 - a) * (1.0 + a)
-                cjk, cjl = rjk - a * rik, rjl - a * ril
-                vk = vk0 - cjk * cjk / vj
-                vl = (1.0 - ril) * (1.0 + ril) - cjl * cjl / vj
-                ckl = rkl - rik * ril - cjk * cjl / vj
-                den = vk * vl
-                rho = ckl / math.sqrt(den) if den > 0.0 else 0.0
-                acc += _W[n] * 2.0 * u * _asin(rho)
-            s4 += top * acc
+            ratio = ra * math.cos(psi) / (rb * math.sqrt((1.0 - t * ra) * (1.0 + t * ra)))
+            asin_a = _asin(_path_rho(X, a, j, b, l, t))
+            sigma, usable = _path_triangle(X, b, a, j, l, t, sgn)
+            if usable:
+                acc += _W[n] * 2.0 * u * (sgn * sigma + (ratio - sgn) * asin_a)
+            else:
+                acc += _W[n] * 2.0 * u * (asin_b + ratio * asin_a)
+        s4 += top * acc
     total = 0.0
     for x in range(4):
         for y in range(x + 1, 4):
@@ -286,7 +326,7 @@ def _set_index(S, n):
 
 @numba.njit(cache=True)
 def _triangle(C, S, x0, x1, t, l, tiny):
-    r"""``(sigma, usable)``: ``sigma = asin rho_{x1 l | x0 t} + sgn asin rho_{x0 l | x1 t}`` for the
+    r"""``(sigma, usable)``: ``sigma = sgn asin rho_{x1 l | x0 t} + asin rho_{x0 l | x1 t}`` for the
     fields ``S[x0]``, ``S[x1]``, ``S[l]`` given ``S[t]`` (``sgn`` the sign of their correlation),
     as the spherical triangle's ``A_L - E`` (module docstring); ``usable`` false where a field
     has no variance left given ``S[t]`` (the terms are then summed one by one)."""
