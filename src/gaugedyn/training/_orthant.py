@@ -125,6 +125,10 @@ COLLINEAR = 1e-14
 r"""Two fields with $1 - |\rho| \le$ ``COLLINEAR`` count as one ($\rho > 0$) or as opposite
 ($\rho < 0$); closer than this the rounding of $\rho$ itself (about 1e-16, through
 $\arccos$: 1e-8) exceeds what merging changes."""
+TRIANGLE_FROM = 0.9
+r"""Pairs of fields with $|\rho| >$ ``TRIANGLE_FROM`` have their Stein or Plackett terms summed
+through the spherical triangle (module docstring); below it the two routes differ by round-off
+of order $\mathrm{eps} / (1 - |\rho|) \le 10\, \mathrm{eps}$, and the direct sum is cheaper."""
 ZERO_VARIANCE = 1e-30
 """A field whose variance is at or below this fraction of the largest counts as the constant 0."""
 
@@ -198,11 +202,13 @@ def orthant4(R):
             X[x, y] = R[o[x], o[y]]
     s4 = _asin(X[0, 1]) * _asin(X[2, 3])
     sgn = 1.0 if X[0, 1] >= 0.0 else -1.0
+    close = abs(X[0, 1]) > TRIANGLE_FROM
     for j in range(2, 4):
         l = 5 - j
-        # the cross pairs (0, j) and (1, j) on one path variable, the carrier b's (the larger
-        # |R_bj|), summed through the spherical triangle (module docstring)
-        b = 0 if abs(X[0, j]) >= abs(X[1, j]) else 1
+        # the cross pairs (0, j) and (1, j) on one path variable, the carrier b's (field 0's
+        # unless R_0j = 0: a fixed choice, so the rule does not switch between nearby inputs),
+        # summed through the spherical triangle (module docstring)
+        b = 0 if X[0, j] != 0.0 else 1
         a = 1 - b
         rb, ra = X[b, j], X[a, j]
         if rb == 0.0:
@@ -219,7 +225,9 @@ def orthant4(R):
                 continue
             ratio = ra * math.cos(psi) / (rb * math.sqrt((1.0 - t * ra) * (1.0 + t * ra)))
             asin_a = _asin(_path_rho(X, a, j, b, l, t))
-            sigma, usable = _path_triangle(X, b, a, j, l, t, sgn)
+            sigma, usable = 0.0, False
+            if close:
+                sigma, usable = _path_triangle(X, b, a, j, l, t, sgn)
             if usable:
                 acc += _W[n] * 2.0 * u * (sgn * sigma + (ratio - sgn) * asin_a)
             else:
@@ -374,7 +382,9 @@ def _set_data(C, S, n, cache, known):
             cache[n, index, 8] = 1.0 if C[S[x0], S[x1]] >= 0.0 else -1.0
             for m in range(2):
                 t, l = (y0, y1) if m == 0 else (y1, y0)
-                sigma, usable = _triangle(C, S, x0, x1, t, l, COLLINEAR * COLLINEAR)
+                sigma, usable = 0.0, False
+                if best > TRIANGLE_FROM:
+                    sigma, usable = _triangle(C, S, x0, x1, t, l, COLLINEAR * COLLINEAR)
                 cache[n, index, 9 + m] = sigma * _INV_2PI * _INV_2PI if usable else -1.0
         known[n, index] = True
     return index
