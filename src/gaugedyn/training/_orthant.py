@@ -56,9 +56,13 @@ $$
 
 one smooth one-dimensional integral per cross pair (the pairing with the smallest cross
 correlations; ``ORTHANT_NODES`` Gauss-Legendre nodes in $v$, $\psi = \psi_{\max}(1 - (1 - v)^2)$,
-which absorbs the square-root endpoint of a singular $R$). Error: round-off for condition numbers
-of $R$ up to about $10^2$, about $10^{-11}$ at $10^4$, $10^{-7}$ at $10^8$ (the integrand's
-endpoint then nearly singular).
+which absorbs the square-root endpoint of a singular $R$). The two cross pairs $(0, j)$ and
+$(1, j)$ that share $j$ run on one path variable, pair $(0, j)$'s: the other's integrand is
+weighted by $d\psi_1 / d\psi_0 = R_{1j} \cos\psi_0 / (R_{0j} \sqrt{1 - t^2 R_{1j}^2})$ (where
+$R_{0j} = 0$ the roles swap), so that near an alignment of 0 and 1 the two are summed at one
+$t$ through the spherical triangle (below). Error: round-off for condition numbers of $R$ up to
+about $10^2$, about $10^{-11}$ at $10^4$; near one or two alignments ($1 - \rho$ down to
+$10^{-13}$) it follows its expansion in $\sqrt{1 - \rho}$ to $10^{-10}$ (tested).
 
 **Round-off near an alignment.** A student that meets its teacher makes two fields nearly
 collinear, $1 - \rho = \epsilon$ with $\sin\vartheta = \sqrt{(1 - \rho)(1 + \rho)}$, and the
@@ -188,7 +192,9 @@ def _path_triangle(X, b, a, j, l, t, sgn):
 @numba.njit(cache=True)
 def orthant4(R):
     """``P(x > 0)`` for four standardised fields of correlations ``R (4, 4)`` (module docstring:
-    the pairing with the smallest cross correlations, four Plackett integrals)."""
+    the pairing with the smallest cross correlations, four Plackett integrals on two path
+    variables, the pairs sharing a field summed through the spherical triangle when the first
+    pair's ``|R_01| > TRIANGLE_FROM``)."""
     best, pick = 2.0, 0
     for m in range(3):
         a, b, c, d = _PAIRINGS[m]
