@@ -590,3 +590,52 @@ def piecewise_noise(C, K, c, lo, jump, h0, E):
                 + lo[i] * jump[k] * t1[k]
                 + jump[i] * jump[k] * t2
             )
+
+
+@numba.njit(cache=True)
+def relu_moment(C, i, j, p, q):
+    """``E[theta(u_i) theta(u_j) relu(u_p) relu(u_q)] = M(e_p, e_q; {i, j, p, q})`` over
+    ``u ~ N(0, C)`` (module docstring; ReLU's ``theta(0) = 0`` at a field of zero variance):
+    the distinct fields of ``(i, j, p, q)``, a collinear one sharing its orthant, an opposite
+    one emptying it."""
+    given = np.array([i, j, p, q], dtype=np.int64)
+    F = np.empty(4, dtype=np.int64)
+    n = 0
+    for f in given:
+        seen = False
+        for x in range(n):
+            if F[x] == f:
+                seen = True
+        if not seen:
+            F[n] = f
+            n += 1
+    Cs = np.empty((n, n))
+    for x in range(n):
+        for y in range(n):
+            Cs[x, y] = C[F[x], F[y]]
+    top = 0.0
+    for x in range(n):
+        top = max(top, Cs[x, x])
+    zero = np.zeros(n, dtype=np.bool_)
+    for x in range(n):
+        zero[x] = Cs[x, x] <= ZERO_VARIANCE * top
+    link = np.zeros((n, n), dtype=np.int64)
+    for x in range(n):
+        for y in range(n):
+            if x != y and not zero[x] and not zero[y]:
+                r = _corr(Cs, x, y)
+                if r >= 1.0 - COLLINEAR:
+                    link[x, y] = 1
+                elif r <= -1.0 + COLLINEAR:
+                    link[x, y] = -1
+    fields = np.empty(4, dtype=np.int64)
+    for m in range(4):
+        for x in range(n):
+            if F[x] == given[m]:
+                fields[m] = x
+    S = np.empty(4, dtype=np.int64)
+    cache = np.empty((5, 6, 11))
+    known = np.zeros((5, 6), dtype=np.bool_)
+    return _moment(
+        Cs, Cs, Cs, fields[2], fields[3], fields, 4, zero, np.zeros(n), link, S, cache, known
+    )
