@@ -293,3 +293,72 @@ def test_a_teacher_of_another_piecewise_linear_activation_against_monte_carlo():
     x = np.einsum("is,js,s->ijs", gp, gp, e * e) * np.outer(a, a)[:, :, None]
     mean, se = x.mean(-1), x.std(-1, ddof=1) / math.sqrt(x.shape[-1])
     assert np.all(np.abs(got - mean) <= 4 * se)
+
+
+def _aligned(rng, K, pairs, sign=1.0):
+    """Fields of full rank with each student ``i`` of ``pairs`` a multiple of teacher ``n``
+    (``sign``: the same or the opposite direction) and ``C(delta)``: those pairs' covariance moved
+    to ``1 - |rho| = delta`` (``delta = 0``: the merged case)."""
+    B = rng.standard_normal((2 * K, 2 * K + 2))
+    for i, n in pairs:
+        B[i] = sign * (0.7 + i) * B[n]
+    C0 = B @ B.T
+
+    def at(delta):
+        C = C0.copy()
+        for i, n in pairs:
+            C[i, n] = C[n, i] = sign * math.sqrt(C0[i, i] * C0[n, n]) * (1.0 - delta)
+        return C
+
+    return at, rng.standard_normal(2 * K)
+
+
+@pytest.mark.parametrize("name", sorted(SLOPES))
+@pytest.mark.parametrize(
+    "pairs,sign", [(((0, 0),), 1.0), (((0, 0),), -1.0), (((0, 0), (1, 1)), 1.0)]
+)
+def test_noise_term_is_smooth_through_an_alignment(name, pairs, sign):
+    """A student meeting its teacher (``pairs``: student, teacher; one pair, one of opposite
+    fields, two pairs; the
+    covariance entry alone moved, as an integrator's finite differences move it): at
+    ``1 - rho = 1e-6, 1e-9, 1e-12`` and 0 the term is continuous into the merged case (within
+    ``eps / sqrt(1 - rho)``-sized round-off) and its finite-difference derivative (step 1e-7) is
+    the same at all four (the term is C^1 in ``C`` there: the wedge between the two orthants
+    carries ``u_s``). Summed one pair at a time the Stein and Plackett terms were off by
+    ``eps / (1 - rho)``: 20% in this derivative at 1e-12."""
+    K = len(pairs) + 1
+    at, c = _aligned(np.random.default_rng(23), K, [(i, K + m) for i, m in pairs], sign)
+    E = {d: _noise(at(d), K, c, name) for d in (0.0, 1e-12, 1e-9, 1e-6)}
+    h, eps = 1e-7, np.finfo(float).eps
+    D = {d: (E[d] - _noise(at(d + h), K, c, name)) / h for d in E}
+    scale = np.abs(E[0.0]).max()
+    top = max(np.abs(v).max() for v in D.values())
+    for d in (1e-12, 1e-9, 1e-6):
+        noise = 20 * eps / math.sqrt(d) * scale  # the best attainable: eps / sqrt(1 - rho)
+        assert np.abs(E[d] - E[0.0]).max() < 2 * top * d + noise, d
+        assert np.abs(D[d] - D[0.0]).max() < 1e-2 * top + noise / h, (d, D[d] - D[0.0])
+
+
+def test_four_field_orthant_near_two_alignments_follows_its_expansion():
+    """Two pairs of nearly collinear fields (``1 - rho = delta`` each): the orthant probability
+    is ``a + b sqrt(delta) + c delta + d delta^1.5 + ...``; fitted on ``delta`` in [1e-8, 1.6e-7],
+    the values at 1e-10 ... 1e-13 follow it to 1e-10 (summed one cross pair at a time, Plackett's
+    integrals were off by ``eps / delta``: 5e-8 at 1e-13)."""
+    rng = np.random.default_rng(29)
+    for pairs in (((0, 2),), ((0, 2), (1, 3))):
+        B = rng.standard_normal((4, 6))
+        for i, n in pairs:
+            B[i] = 1.3 * B[n]
+        C0 = B @ B.T
+
+        def p4(delta, C0=C0, pairs=pairs):
+            C = C0.copy()
+            for i, n in pairs:
+                C[i, n] = C[n, i] = math.sqrt(C0[i, i] * C0[n, n]) * (1.0 - delta)
+            return orthant(C, np.arange(4), 4)
+
+        fit = np.array([1e-8, 4e-8, 9e-8, 1.6e-7])
+        A = np.stack([np.ones(4), np.sqrt(fit), fit, fit**1.5], 1)
+        coef = np.linalg.solve(A, [p4(d) for d in fit])
+        for d in (1e-10, 1e-11, 1e-12, 1e-13):
+            assert abs(p4(d) - coef @ [1.0, math.sqrt(d), d, d**1.5]) < 1e-10, (pairs, d)

@@ -228,6 +228,40 @@ def render_online_ode(record: dict) -> str:
     )
 
 
+def render_ode_sgd_band(record: dict) -> str:
+    d = record["data"]
+    rows = []
+    for name, r in d["activations"].items():
+        rows.append(
+            [
+                name,
+                f"{r['inside']:.1%}",
+                "passes" if r["passes"] else "fails",
+                f"{r['inside_control']:.1%}",
+                "fails, as it must" if r["control_fails"] else "passes: the check is blind",
+                str(r["records"]),
+                f"{r['sgd_cpu']:.0f}",
+                f"{r['ode_cpu']:.2f}",
+            ]
+        )
+    cols = [
+        "activation",
+        "ODE inside the band",
+        f"rule (at least {d['pass']:.0%})",
+        f"control: ODE at eta {d['control_eta']:g}",
+        "control",
+        f"records from t = {d['late']:g}",
+        f"SGD, {d['seeds']} seeds, CPU s",
+        "ODE, CPU s",
+    ]
+    return (
+        provenance(record)
+        + f"\n\nD = {d['D']:,}, K = M = {d['K']}, online SGD (compiled weight-space backend, lr 1, "
+        f"batch 1) to t = {d['t_max']:g}; the band per entry and record is the seeds' "
+        f"{d['band'][0]:.0%}-{d['band'][1]:.0%} range.\n\n" + _table(cols, rows)
+    )
+
+
 def render_transcribed(record: dict) -> str:
     out = [f"{record['source']} Machine: {record['machine']['cpu']}."]
     for sec in record["sections"]:
@@ -241,6 +275,7 @@ RENDER = {
     "gauge_recorder": render_gauge,
     "adam_recorder": lambda rs: "\n\n".join(render_adam(r) for r in rs),
     "online_ode": lambda rs: "\n\n".join(render_online_ode(r) for r in rs),
+    "ode_sgd_band": lambda rs: "\n\n".join(render_ode_sgd_band(r) for r in rs),
     "transcribed": lambda rs: "\n\n".join(render_transcribed(r) for r in rs),
 }
 """How each family of stored runs (``benchmarks/results/NAME*.json``) is shown."""

@@ -154,9 +154,10 @@ def _relu_section() -> list[str]:
         "fields $S$ of $\\theta(u_i)\\theta(u_j)\\mathrm{relu}(u_p)\\mathrm{relu}(u_q)$, meets the "
         "orthant probability of four fields, which has no elementary form; it is Plackett's "
         "reduction $\\partial P/\\partial\\rho_{kl} = \\varphi_2(0, 0; \\rho_{kl})\\,"
-        "P(u_m, u_n > 0\\mid u_k = u_l = 0)$ integrated from independence (one smooth integral, "
-        "32-point Gauss-Legendre; `gaugedyn.training._auxiliary_kernels.relu_i4`, tested against "
-        "the three-field closed forms and Monte Carlo).",
+        "P(u_m, u_n > 0\\mid u_k = u_l = 0)$ integrated from two independent pairs (one smooth "
+        "integral per cross pair; the online ODE's orthant moments, `gaugedyn.training._orthant`, "
+        "which `gaugedyn.training._auxiliary_kernels.relu_i4` calls; tested against the "
+        "three-field closed forms and Monte Carlo).",
         "",
     ]
 

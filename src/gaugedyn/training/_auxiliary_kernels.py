@@ -18,6 +18,7 @@ import numpy as np
 
 from . import _auxiliary_generated as gen
 from ._online_kernels import FAST, cholesky_psd, draw_fields, g, g_prime, step_size
+from ._orthant import relu_moment
 
 # --- the Gaussian expectations of the ODE -------------------------------------------------------
 
@@ -37,7 +38,7 @@ _F_lin, _F1_lin, _Fc_lin = _pair["linear"]
 
 CLOSED = (0, 1, 2)
 """Activation codes with closed-form kernels (relu, erf, linear); relu's four-point integrals on
-four distinct fields (``K > 1``) need one smooth one-dimensional integral (`_orthant()`)."""
+four distinct fields (``K > 1``) need one smooth one-dimensional integral (`relu_i4()`)."""
 
 
 @numba.njit(cache=True)
@@ -87,164 +88,14 @@ def _relu_i4_one(C, p, q):
 
 # --- ReLU's four-point integrals on any number of fields (K > 1) ---------------------------------
 
-_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(32)
-_GL_V = 0.5 * (_GL_NODES + 1.0)
-_GL_W = 0.5 * _GL_WEIGHTS
-_INV_2PI = 1.0 / (2.0 * math.pi)
-
-
-@numba.njit(cache=True)
-def _p2(r):
-    """``P(x > 0, y > 0)`` at correlation ``r`` (Sheppard)."""
-    return 0.25 + math.asin(min(max(r, -1.0), 1.0)) * _INV_2PI
-
-
-@numba.njit(cache=True)
-def _corr(C, a, b):
-    return C[a, b] / math.sqrt(C[a, a] * C[b, b])
-
-
-@numba.njit(cache=True)
-def _orthant(C, S, n):
-    """``P(u_s > 0 for s in S[:n])`` for ``n <= 4`` fields: closed for ``n <= 3``; for four,
-    Plackett's reduction ``dP/drho_kl = phi_2(0, 0; rho_kl) P(u_m, u_n > 0 | u_k = u_l = 0)``
-    integrated along ``R(s) = I + s (R - I)`` from ``P(I) = 1/16`` (32-node Gauss-Legendre in
-    ``v``, ``s = 1 - (1 - v)^2`` to absorb the inverse square root at ``s = 1``)."""
-    if n == 0:
-        return 1.0
-    if n == 1:
-        return 0.5
-    if n == 2:
-        return _p2(_corr(C, S[0], S[1]))
-    if n == 3:
-        return 0.125 + (
-            math.asin(min(max(_corr(C, S[0], S[1]), -1.0), 1.0))
-            + math.asin(min(max(_corr(C, S[0], S[2]), -1.0), 1.0))
-            + math.asin(min(max(_corr(C, S[1], S[2]), -1.0), 1.0))
-        ) / (4 * math.pi)
-    R = np.empty((4, 4))
-    for x in range(4):
-        for y in range(4):
-            R[x, y] = _corr(C, S[x], S[y])
-    total = 0.0
-    for node in range(_GL_V.shape[0]):
-        v = _GL_V[node]
-        s = 1.0 - (1.0 - v) * (1.0 - v)
-        ds = 2.0 * (1.0 - v)
-        acc = 0.0
-        for k in range(4):
-            for l in range(k + 1, 4):
-                rho = s * R[k, l]
-                if R[k, l] == 0.0:
-                    continue
-                m = 0
-                while m == k or m == l:
-                    m += 1
-                o = m + 1
-                while o == k or o == l:
-                    o += 1
-                # partial correlation of (m, o) given (k, l) under R(s)
-                det = 1.0 - rho * rho
-                rmk, rml, rok, rol = s * R[m, k], s * R[m, l], s * R[o, k], s * R[o, l]
-                vm = 1.0 - (rmk * rmk - 2 * rho * rmk * rml + rml * rml) / det
-                vo = 1.0 - (rok * rok - 2 * rho * rok * rol + rol * rol) / det
-                cmo = s * R[m, o] - (rmk * rok - rho * (rmk * rol + rml * rok) + rml * rol) / det
-                partial = cmo / math.sqrt(max(vm * vo, 1e-300))
-                acc += R[k, l] * _p2(partial) * _INV_2PI / math.sqrt(max(det, 1e-300))
-        total += _GL_W[node] * ds * acc
-    return 0.0625 + total
-
-
-@numba.njit(cache=True)
-def _conditional(C, k):
-    """The covariance of the fields given ``u_k = 0``."""
-    P = C.shape[0]
-    out = np.empty((P, P))
-    for a in range(P):
-        for b in range(P):
-            out[a, b] = C[a, b] - C[a, k] * C[k, b] / C[k, k]
-    return out
-
-
-@numba.njit(cache=True)
-def _linear_orthant(C, S, n, q):
-    """``E[u_q prod_{s in S[:n]} theta(u_s)]`` for ``q`` in ``S`` (Stein's lemma:
-    ``sum_m C_qm E[delta(u_m) prod_{s != m} theta(u_s)]``)."""
-    total = 0.0
-    rest = np.empty(4, dtype=np.int64)
-    for a in range(n):
-        m = S[a]
-        if C[q, m] == 0.0:
-            continue
-        Cm = _conditional(C, m)
-        r = 0
-        for b in range(n):
-            if b != a:
-                rest[r] = S[b]
-                r += 1
-        total += C[q, m] / math.sqrt(2 * math.pi * C[m, m]) * _orthant(Cm, rest, r)
-    return total
-
-
-@numba.njit(cache=True)
-def relu_orthant_moment(C, S, n, p, q):
-    """``E[u_p u_q prod_{s in S[:n]} theta(u_s)]`` over ``u ~ N(0, C)``, ``p, q`` in ``S``,
-    ``n <= 4`` distinct non-degenerate fields (Stein's lemma on ``u_p``):
-
-        C_pq P(S) + sum_{k in S, k != q} C_pk E[u_q delta(u_k) prod_{s != k} theta(u_s)],
-
-    each ``E[... delta(u_k) ...]`` the density of ``u_k`` at 0 times the conditional
-    `_linear_orthant()`; the orthant probabilities `_orthant()`."""
-    total = C[p, q] * _orthant(C, S, n)
-    rest = np.empty(4, dtype=np.int64)
-    for a in range(n):
-        k = S[a]
-        if k == q or C[p, k] == 0.0:
-            continue
-        Ck = _conditional(C, k)
-        r = 0
-        for b in range(n):
-            if b != a:
-                rest[r] = S[b]
-                r += 1
-        total += C[p, k] / math.sqrt(2 * math.pi * C[k, k]) * _linear_orthant(Ck, rest, r, q)
-    return total
-
 
 @numba.njit(cache=True)
 def relu_i4(C, i, j, p, q):
     """``E[theta(u_i) theta(u_j) relu(u_p) relu(u_q)] = E[u_p u_q prod_{s in S} theta(u_s)]``,
-    ``S = {i, j, p, q}``: a field that is (to `ALIGNED`) a positive multiple of another of
-    ``S`` shares its orthant and leaves ``S`` (its value kept in ``u_p u_q``); a negative multiple
-    makes the product zero."""
-    fields = np.array([i, j, p, q], dtype=np.int64)
-    S = np.empty(4, dtype=np.int64)
-    n = 0
-    scale_p, scale_q = 1.0, 1.0
-    pp, qq = p, q
-    for f in fields:
-        rep = -1
-        for a in range(n):
-            s = S[a]
-            if f == s:
-                rep = s
-                break
-            c = C[f, s]
-            if C[f, f] - c * c / C[s, s] <= ALIGNED * C[f, f]:
-                if c < 0.0:
-                    return 0.0
-                rep = s
-                break
-        if rep < 0:
-            S[n] = f
-            n += 1
-        elif rep != f:
-            alpha = C[f, rep] / C[rep, rep]
-            if f == pp:
-                pp, scale_p = rep, scale_p * alpha
-            if f == qq:
-                qq, scale_q = rep, scale_q * alpha
-    return scale_p * scale_q * relu_orthant_moment(C, S, n, pp, qq)
+    ``S = {i, j, p, q}``: the orthant moment of `gaugedyn.training._orthant` (Stein's lemma
+    twice, Plackett's integral for four distinct fields); a field collinear with another of
+    ``S`` shares its orthant, an opposite one makes the product zero."""
+    return relu_moment(C, i, j, p, q)
 
 
 @numba.njit(cache=True)

@@ -271,8 +271,9 @@ def quadrature_rhs(
     c[:K] = a
     c[K:] = -b
     for i in range(K):
-        for j in range(K):
+        for j in range(i, K):  # Q's upper triangle, read once: the state's two copies may differ
             C[i, j] = y[K + i * K + j]
+            C[j, i] = C[i, j]
         for n in range(M):
             C[i, K + n] = y[K + K * K + i * M + n]
             C[K + n, i] = C[i, K + n]

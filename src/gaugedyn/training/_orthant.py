@@ -56,9 +56,54 @@ $$
 
 one smooth one-dimensional integral per cross pair (the pairing with the smallest cross
 correlations; ``ORTHANT_NODES`` Gauss-Legendre nodes in $v$, $\psi = \psi_{\max}(1 - (1 - v)^2)$,
-which absorbs the square-root endpoint of a singular $R$). Error: round-off for condition numbers
-of $R$ up to about $10^2$, about $10^{-11}$ at $10^4$, $10^{-7}$ at $10^8$ (the integrand's
-endpoint then nearly singular).
+which absorbs the square-root endpoint of a singular $R$). The two cross pairs $(0, j)$ and
+$(1, j)$ that share $j$ run on one path variable, pair $(0, j)$'s: the other's integrand is
+weighted by $d\psi_1 / d\psi_0 = R_{1j} \cos\psi_0 / (R_{0j} \sqrt{1 - t^2 R_{1j}^2})$ (where
+$R_{0j} = 0$ the roles swap), so that near an alignment of 0 and 1 the two are summed at one
+$t$ through the spherical triangle (below). Error: round-off for condition numbers of $R$ up to
+about $10^2$, about $10^{-11}$ at $10^4$; near one or two alignments ($1 - \rho$ down to
+$10^{-13}$) it follows its expansion in $\sqrt{1 - \rho}$ to $10^{-10}$ (tested).
+
+**Round-off near an alignment.** A student that meets its teacher makes two fields nearly
+collinear, $1 - \rho = \epsilon$ with $\sin\vartheta = \sqrt{(1 - \rho)(1 + \rho)}$, and the
+term itself is a smooth function of $C$ there (the wedge between the two orthants carries the
+factor $u_s$ or $u_t$ of $g$, so it is $O(\vartheta^2)$); the covariance determines $\vartheta$
+only to $\mathrm{eps}/\vartheta$, so the best error is $\mathrm{eps}/\sqrt{1 - \rho}$. Summed
+one ordered pair at a time, the Stein terms are $O(1)$ each with relative error
+$\mathrm{eps}/(1 - \rho)$ and cancel to $O(\vartheta)$; they are summed as follows instead.
+*One pair.* With $a_1 = C_{\alpha s} / \sqrt{C_{ss}}$, $A_2 = \mathrm{Cov}(\alpha, t \mid s) /
+\sqrt{C_{tt}}$ (likewise $b_1$, $B_2$ for $\beta$; $A_2, B_2 = O(\vartheta)$), writing the fields
+in the orthonormal basis of their plane,
+
+$$
+\frac{C_{\alpha s} \mathrm{Cov}(\beta, t \mid s) + C_{\alpha t} \mathrm{Cov}(\beta, s \mid t)}
+{\sqrt{C_{ss} C_{tt} - C_{st}^2}}
+= \sin\vartheta\, (a_1 B_2 + A_2 b_1) + \cos\vartheta\, \Bigl(\sin\vartheta\, a_1 b_1
+- \frac{A_2 B_2}{\sin\vartheta}\Bigr),
+$$
+
+every term $O(\sin\vartheta)$ and 0 at $\sin\vartheta = 0$ (``_pair_term``). *A field of the rest
+nearly collinear with a conditioning one.* In a set of four, with $(x_0, x_1)$ the pair of
+largest $|\rho|$ (sign $\varsigma$) and $t$, $l$ the other two, the pairs $(x_0, t)$ and
+$(x_1, t)$ have conditional correlations $\rho_{x_1 l \mid x_0 t}$ and $\rho_{x_0 l \mid x_1 t}$
+that are ratios of $O(\vartheta)$ residuals; they enter only through
+$\sigma = \varsigma \arcsin \rho_{x_1 l \mid x_0 t} + \arcsin \rho_{x_0 l \mid x_1 t}$, which given
+$u_t$ is $\pi - A_{x_0} - A_{x_1} = A_l - E$ for the spherical triangle of the unit fields
+$x_0$, $\varsigma x_1$, $l$ (angles $A$, excess $E$): with their conditional correlations
+$\cos c$ (of $x_0, \varsigma x_1$), $\cos b$ (of $x_0, l$), $\cos a$ (of $\varsigma x_1, l$) and
+$\Delta = \sqrt{\det}$ of that $3 \times 3$ correlation matrix,
+$A_l = \operatorname{atan2}(\Delta, \cos c - \cos a \cos b)$ and
+$E = 2 \operatorname{atan2}(\Delta, 1 + \cos a + \cos b + \cos c)$ (Van Oosterom and Strackee),
+both $O(\vartheta)$ without cancellation. So the two pairs add to
+$(B_0 + B_1)/8\pi + \sigma \varsigma B_0 / 4\pi^2 + \arcsin\rho_{x_0 l \mid x_1 t}\,
+(B_1 - \varsigma B_0) / 4\pi^2$ ($B$ the pair's bracket above; $B_1 - \varsigma B_0 =
+O(\vartheta)$), an identity for any choice of the pair (the closest is taken for round-off; a
+field with no variance left given $u_t$ falls back to the terms one by one). With this the
+error is $\mathrm{eps}/\sqrt{1 - \rho}$ for one alignment per set of fields (tested at
+$1 - \rho = 10^{-6}, 10^{-9}, 10^{-12}, 0$); a set holding two aligned pairs, the conditional
+probabilities $p_{st}$ of a pair given the other and the four-field orthant probability keep
+$\mathrm{eps}/(1 - \rho)$. The compiled right-hand side reads $Q$'s upper triangle only, so a
+finite-difference Jacobian sees one consistent symmetric $C$.
 
 Degenerate fields (each a limit of the formulas, which are continuous in $C$ for fields of
 positive variance): a field of zero variance (``C_pp <= ZERO_VARIANCE`` times the largest) has
@@ -84,6 +129,10 @@ COLLINEAR = 1e-14
 r"""Two fields with $1 - |\rho| \le$ ``COLLINEAR`` count as one ($\rho > 0$) or as opposite
 ($\rho < 0$); closer than this the rounding of $\rho$ itself (about 1e-16, through
 $\arccos$: 1e-8) exceeds what merging changes."""
+TRIANGLE_FROM = 0.9
+r"""Pairs of fields with $|\rho| >$ ``TRIANGLE_FROM`` have their Stein or Plackett terms summed
+through the spherical triangle (module docstring); below it the two routes differ by round-off
+of order $\mathrm{eps} / (1 - |\rho|) \le 10\, \mathrm{eps}$, and the direct sum is cheaper."""
 ZERO_VARIANCE = 1e-30
 """A field whose variance is at or below this fraction of the largest counts as the constant 0."""
 
@@ -91,6 +140,7 @@ _V, _W = np.polynomial.legendre.leggauss(ORTHANT_NODES)
 _V = 0.5 * (_V + 1.0)
 _W = 0.5 * _W
 _INV_2PI = 1.0 / (2.0 * math.pi)
+_INV_8PI = 1.0 / (8.0 * math.pi)
 _PAIRINGS = np.array([[0, 1, 2, 3], [0, 2, 1, 3], [0, 3, 1, 2]], dtype=np.int64)
 _PAIR_SLOTS = np.array([[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]], dtype=np.int64)
 
@@ -101,9 +151,50 @@ def _asin(r):
 
 
 @numba.njit(cache=True)
+def _path_rho(X, i, j, k, l, t):
+    """``rho_{kl | ij}`` on Plackett's path: the pairs ``(i, k)``, ``(j, l)`` of ``X`` kept, the
+    cross correlations scaled by ``t`` (0 where a field has no variance left)."""
+    rik = X[i, k]
+    a = t * X[i, j]
+    ril, rjk, rkl = t * X[i, l], t * X[j, k], t * X[k, l]
+    rjl = X[j, l]
+    vj = (1.0 - a) * (1.0 + a)
+    cjk, cjl = rjk - a * rik, rjl - a * ril
+    vk = (1.0 - rik) * (1.0 + rik) - cjk * cjk / vj
+    vl = (1.0 - ril) * (1.0 + ril) - cjl * cjl / vj
+    ckl = rkl - rik * ril - cjk * cjl / vj
+    den = vk * vl
+    return ckl / math.sqrt(den) if den > 0.0 else 0.0
+
+
+@numba.njit(cache=True)
+def _path_triangle(X, b, a, j, l, t, sgn):
+    """``(sigma, usable)`` of `_triangle()` for the fields ``b``, ``a``, ``l`` given ``j`` on
+    Plackett's path (`_path_rho()`): ``sigma = sgn asin rho_{al | bj} + asin rho_{bl | aj}``."""
+    rbj, raj, rlj = t * X[b, j], t * X[a, j], X[l, j]
+    c00 = (1.0 - rbj) * (1.0 + rbj)
+    c11 = (1.0 - raj) * (1.0 + raj)
+    cll = (1.0 - rlj) * (1.0 + rlj)
+    tiny = COLLINEAR * COLLINEAR
+    if c00 <= tiny or c11 <= tiny or cll <= tiny:
+        return 0.0, False
+    c01 = sgn * (X[b, a] - rbj * raj)
+    c0l = t * X[b, l] - rbj * rlj
+    c1l = sgn * (t * X[a, l] - raj * rlj)
+    cc = max(min(c01 / math.sqrt(c00 * c11), 1.0), -1.0)
+    cb = max(min(c0l / math.sqrt(c00 * cll), 1.0), -1.0)
+    ca = max(min(c1l / math.sqrt(c11 * cll), 1.0), -1.0)
+    det = max(1.0 - ca * ca - cb * cb - cc * cc + 2.0 * ca * cb * cc, 0.0)
+    root = math.sqrt(det)
+    return math.atan2(root, cc - ca * cb) - 2.0 * math.atan2(root, 1.0 + ca + cb + cc), True
+
+
+@numba.njit(cache=True)
 def orthant4(R):
     """``P(x > 0)`` for four standardised fields of correlations ``R (4, 4)`` (module docstring:
-    the pairing with the smallest cross correlations, four Plackett integrals)."""
+    the pairing with the smallest cross correlations, four Plackett integrals on two path
+    variables, the pairs sharing a field summed through the spherical triangle when the first
+    pair's ``|R_01| > TRIANGLE_FROM``)."""
     best, pick = 2.0, 0
     for m in range(3):
         a, b, c, d = _PAIRINGS[m]
@@ -116,33 +207,38 @@ def orthant4(R):
         for y in range(4):
             X[x, y] = R[o[x], o[y]]
     s4 = _asin(X[0, 1]) * _asin(X[2, 3])
-    for i in range(2):
-        k = 1 - i
-        rik = X[i, k]
-        vk0 = (1.0 - rik) * (1.0 + rik)
-        for j in range(2, 4):
-            l = 5 - j
-            r = X[i, j]
-            if r == 0.0:
+    sgn = 1.0 if X[0, 1] >= 0.0 else -1.0
+    close = abs(X[0, 1]) > TRIANGLE_FROM
+    for j in range(2, 4):
+        l = 5 - j
+        # the cross pairs (0, j) and (1, j) on one path variable, the carrier b's (field 0's
+        # unless R_0j = 0: a fixed choice, so the rule does not switch between nearby inputs),
+        # summed through the spherical triangle (module docstring)
+        b = 0 if X[0, j] != 0.0 else 1
+        a = 1 - b
+        rb, ra = X[b, j], X[a, j]
+        if rb == 0.0:
+            continue
+        top = _asin(rb)
+        acc = 0.0
+        for n in range(_V.shape[0]):
+            u = 1.0 - _V[n]
+            psi = top * (1.0 - u * u)
+            t = math.sin(psi) / rb
+            asin_b = _asin(_path_rho(X, b, j, a, l, t))
+            if ra == 0.0:
+                acc += _W[n] * 2.0 * u * asin_b
                 continue
-            top = _asin(r)
-            rjl = X[j, l]
-            acc = 0.0
-            for n in range(_V.shape[0]):
-                u = 1.0 - _V[n]
-                psi = top * (1.0 - u * u)
-                t = math.sin(psi) / r
-                a = t * r
-                ril, rjk, rkl = t * X[i, l], t * X[j, k], t * X[k, l]
-                vj = (1.0 - a) * (1.0 + a)
-                cjk, cjl = rjk - a * rik, rjl - a * ril
-                vk = vk0 - cjk * cjk / vj
-                vl = (1.0 - ril) * (1.0 + ril) - cjl * cjl / vj
-                ckl = rkl - rik * ril - cjk * cjl / vj
-                den = vk * vl
-                rho = ckl / math.sqrt(den) if den > 0.0 else 0.0
-                acc += _W[n] * 2.0 * u * _asin(rho)
-            s4 += top * acc
+            ratio = ra * math.cos(psi) / (rb * math.sqrt((1.0 - t * ra) * (1.0 + t * ra)))
+            asin_a = _asin(_path_rho(X, a, j, b, l, t))
+            sigma, usable = 0.0, False
+            if close:
+                sigma, usable = _path_triangle(X, b, a, j, l, t, sgn)
+            if usable:
+                acc += _W[n] * 2.0 * u * (sgn * sigma + (ratio - sgn) * asin_a)
+            else:
+                acc += _W[n] * 2.0 * u * (asin_b + ratio * asin_a)
+        s4 += top * acc
     total = 0.0
     for x in range(4):
         for y in range(x + 1, 4):
@@ -177,7 +273,9 @@ def orthant(C, S, n):
 
 @numba.njit(cache=True)
 def _pair_weight(C, S, n, x, y):
-    """``W_st`` of fields ``s = S[x]``, ``t = S[y]`` of the set ``S[:n]`` (module docstring)."""
+    """``p_st / 2 pi`` of fields ``s = S[x]``, ``t = S[y]`` of the set ``S[:n]``: the conditional
+    orthant probability of the rest given ``u_s = u_t = 0`` (module docstring); 0 where the two
+    are collinear (the pair's term vanishes there)."""
     s, t = S[x], S[y]
     det = C[s, s] * C[t, t] - C[s, t] * C[s, t]
     if det <= 0.0:
@@ -205,7 +303,26 @@ def _pair_weight(C, S, n, x, y):
         if vk > tiny * C[k, k] and vl > tiny * C[l, l]:
             rho = ckl / math.sqrt(vk * vl)
         p = 0.25 + _asin(rho) * _INV_2PI
-    return p * _INV_2PI / math.sqrt(det)
+    return p * _INV_2PI
+
+
+@numba.njit(inline="always", cache=True)
+def _pair_term(C, V, alpha, beta, s, t):
+    r"""``(C_as Cov(b, t | s) + C_at Cov(b, s | t)) / sqrt(C_ss C_tt - C_st^2)`` without its
+    cancellation (module docstring): ``sin(th) (a_1 B_2 + A_2 b_1) + cos(th) (sin(th) a_1 b_1 -
+    A_2 B_2 / sin(th))``, every term ``O(sin th)``; 0 at ``sin th = 0``."""
+    css, ctt, cst = C[s, s], C[t, t], C[s, t]
+    sig = math.sqrt(css * ctt)
+    det = css * ctt - cst * cst
+    if det <= 0.0:
+        return 0.0
+    sn = math.sqrt(det) / sig
+    cs = cst / sig
+    rs, rt = math.sqrt(css), math.sqrt(ctt)
+    a1, b1 = V[alpha, s] / rs, V[beta, s] / rs
+    a2 = (V[alpha, t] - V[alpha, s] * cst / css) / rt
+    b2 = (V[beta, t] - V[beta, s] * cst / css) / rt
+    return sn * (a1 * b2 + a2 * b1) + cs * (sn * a1 * b1 - a2 * b2 / sn)
 
 
 @numba.njit(cache=True)
@@ -222,15 +339,59 @@ def _set_index(S, n):
 
 
 @numba.njit(cache=True)
+def _triangle(C, S, x0, x1, t, l, tiny):
+    r"""``(sigma, usable)``: ``sigma = sgn asin rho_{x1 l | x0 t} + asin rho_{x0 l | x1 t}`` for the
+    fields ``S[x0]``, ``S[x1]``, ``S[l]`` given ``S[t]`` (``sgn`` the sign of their correlation),
+    as the spherical triangle's ``A_L - E`` (module docstring); ``usable`` false where a field
+    has no variance left given ``S[t]`` (the terms are then summed one by one)."""
+    f0, f1, ft, fl = S[x0], S[x1], S[t], S[l]
+    inv = 1.0 / C[ft, ft]
+    c00 = C[f0, f0] - C[f0, ft] * C[f0, ft] * inv
+    c11 = C[f1, f1] - C[f1, ft] * C[f1, ft] * inv
+    cll = C[fl, fl] - C[fl, ft] * C[fl, ft] * inv
+    if c00 <= tiny * C[f0, f0] or c11 <= tiny * C[f1, f1] or cll <= tiny * C[fl, fl]:
+        return 0.0, False
+    c01 = C[f0, f1] - C[f0, ft] * C[f1, ft] * inv
+    c0l = C[f0, fl] - C[f0, ft] * C[fl, ft] * inv
+    c1l = C[f1, fl] - C[f1, ft] * C[fl, ft] * inv
+    sgn = 1.0 if c01 >= 0.0 else -1.0
+    cc = min(sgn * c01 / math.sqrt(c00 * c11), 1.0)
+    cb = max(min(c0l / math.sqrt(c00 * cll), 1.0), -1.0)
+    ca = max(min(sgn * c1l / math.sqrt(c11 * cll), 1.0), -1.0)
+    det = max(1.0 - ca * ca - cb * cb - cc * cc + 2.0 * ca * cb * cc, 0.0)
+    root = math.sqrt(det)
+    return math.atan2(root, cc - ca * cb) - 2.0 * math.atan2(root, 1.0 + ca + cb + cc), True
+
+
+@numba.njit(cache=True)
 def _set_data(C, S, n, cache, known):
-    """``(P_S, W_st for the six slot pairs)`` of the sorted set ``S[:n]``, from ``cache[n]`` or
-    computed once and stored there."""
+    """``(P_S, p_st / 2 pi for the six slot pairs)`` of the sorted set ``S[:n]``, and for four
+    fields the closest pair's slot, its sign and the two triangle sums ``sigma / 4 pi^2`` (0 and
+    the flag -1 where unusable; module docstring), from ``cache[n]`` or computed once and stored
+    there."""
     index = _set_index(S, n)
     if not known[n, index]:
         cache[n, index, 0] = orthant(C, S, n)
         for slot in range(6):
             x, y = _PAIR_SLOTS[slot]
             cache[n, index, 1 + slot] = _pair_weight(C, S, n, x, y) if y < n else 0.0
+        if n == 4:
+            best, pick = -1.0, 0
+            for slot in range(6):
+                x, y = _PAIR_SLOTS[slot]
+                r = abs(_corr(C, S[x], S[y]))
+                if r > best:
+                    best, pick = r, slot
+            x0, x1 = _PAIR_SLOTS[pick]
+            y0, y1 = _PAIR_SLOTS[5 - pick]
+            cache[n, index, 7] = pick
+            cache[n, index, 8] = 1.0 if C[S[x0], S[x1]] >= 0.0 else -1.0
+            for m in range(2):
+                t, l = (y0, y1) if m == 0 else (y1, y0)
+                sigma, usable = 0.0, False
+                if best > TRIANGLE_FROM:
+                    sigma, usable = _triangle(C, S, x0, x1, t, l, COLLINEAR * COLLINEAR)
+                cache[n, index, 9 + m] = sigma * _INV_2PI * _INV_2PI if usable else -1.0
         known[n, index] = True
     return index
 
@@ -277,16 +438,45 @@ def _moment(C, V, G, alpha, beta, fields, count, zero, h0, link, S, cache, known
         return 0.0
     index = _set_data(C, S, n, cache, known)
     total = G[alpha, beta] * cache[n, index, 0]
+    if n == 4:
+        # the closest pair (x0, x1) with the pair of the other two, then for each other field
+        # t the pairs (x0, t) and (x1, t) together (module docstring)
+        pick = int(cache[n, index, 7])
+        sgn = cache[n, index, 8]
+        for slot in (pick, 5 - pick):
+            w = cache[n, index, 1 + slot]
+            if w != 0.0:
+                x, y = _PAIR_SLOTS[slot]
+                total += w * _pair_term(C, V, alpha, beta, S[x], S[y])
+        x0, x1 = _PAIR_SLOTS[pick]
+        y0, y1 = _PAIR_SLOTS[5 - pick]
+        for m in range(2):
+            t = y0 if m == 0 else y1
+            w0 = cache[n, index, 1 + _slot_of(x0, t)]
+            w1 = cache[n, index, 1 + _slot_of(x1, t)]
+            b0 = _pair_term(C, V, alpha, beta, S[x0], S[t]) if w0 != 0.0 else 0.0
+            b1 = _pair_term(C, V, alpha, beta, S[x1], S[t]) if w1 != 0.0 else 0.0
+            sigma = cache[n, index, 9 + m]
+            if sigma == -1.0 or w0 == 0.0 or w1 == 0.0:
+                total += w0 * b0 + w1 * b1
+            else:
+                total += (b0 + b1) * _INV_8PI + sigma * sgn * b0 + (w1 - _INV_8PI) * (b1 - sgn * b0)
+        return factor * total
     for slot in range(6):
         x, y = _PAIR_SLOTS[slot]
         if y >= n:
             continue
-        s, t = S[x], S[y]
-        as_, at, bs, bt = V[alpha, s], V[alpha, t], V[beta, s], V[beta, t]
-        total += cache[n, index, 1 + slot] * (
-            as_ * bt + at * bs - as_ * bs * C[s, t] / C[s, s] - at * bt * C[s, t] / C[t, t]
-        )
+        w = cache[n, index, 1 + slot]
+        if w != 0.0:
+            total += w * _pair_term(C, V, alpha, beta, S[x], S[y])
     return factor * total
+
+
+@numba.njit(inline="always", cache=True)
+def _slot_of(x, y):
+    """The slot of the pair of positions ``x != y`` (``_PAIR_SLOTS``' order)."""
+    a, b = min(x, y), max(x, y)
+    return a * (7 - a) // 2 + b - a - 1
 
 
 @numba.njit(cache=True)
@@ -372,7 +562,7 @@ def piecewise_noise(C, K, c, lo, jump, h0, E):
     for r in range(4):
         b = b * (P - r) // (r + 1)
         width = max(width, b)
-    cache = np.empty((5, width, 7))
+    cache = np.empty((5, width, 11))
     known = np.zeros((5, width), dtype=np.bool_)
     fields = np.empty(4, dtype=np.int64)
     S = np.empty(4, dtype=np.int64)
@@ -400,3 +590,52 @@ def piecewise_noise(C, K, c, lo, jump, h0, E):
                 + lo[i] * jump[k] * t1[k]
                 + jump[i] * jump[k] * t2
             )
+
+
+@numba.njit(cache=True)
+def relu_moment(C, i, j, p, q):
+    """``E[theta(u_i) theta(u_j) relu(u_p) relu(u_q)] = M(e_p, e_q; {i, j, p, q})`` over
+    ``u ~ N(0, C)`` (module docstring; ReLU's ``theta(0) = 0`` at a field of zero variance):
+    the distinct fields of ``(i, j, p, q)``, a collinear one sharing its orthant, an opposite
+    one emptying it."""
+    given = np.array([i, j, p, q], dtype=np.int64)
+    F = np.empty(4, dtype=np.int64)
+    n = 0
+    for f in given:
+        seen = False
+        for x in range(n):
+            if F[x] == f:
+                seen = True
+        if not seen:
+            F[n] = f
+            n += 1
+    Cs = np.empty((n, n))
+    for x in range(n):
+        for y in range(n):
+            Cs[x, y] = C[F[x], F[y]]
+    top = 0.0
+    for x in range(n):
+        top = max(top, Cs[x, x])
+    zero = np.zeros(n, dtype=np.bool_)
+    for x in range(n):
+        zero[x] = Cs[x, x] <= ZERO_VARIANCE * top
+    link = np.zeros((n, n), dtype=np.int64)
+    for x in range(n):
+        for y in range(n):
+            if x != y and not zero[x] and not zero[y]:
+                r = _corr(Cs, x, y)
+                if r >= 1.0 - COLLINEAR:
+                    link[x, y] = 1
+                elif r <= -1.0 + COLLINEAR:
+                    link[x, y] = -1
+    fields = np.empty(4, dtype=np.int64)
+    for m in range(4):
+        for x in range(n):
+            if F[x] == given[m]:
+                fields[m] = x
+    S = np.empty(4, dtype=np.int64)
+    cache = np.empty((5, 6, 11))
+    known = np.zeros((5, 6), dtype=np.bool_)
+    return _moment(
+        Cs, Cs, Cs, fields[2], fields[3], fields, 4, zero, np.zeros(n), link, S, cache, known
+    )
