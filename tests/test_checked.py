@@ -45,3 +45,28 @@ def test_the_remaining_function_check_fails_where_one_median_is_not_below_the_li
     on_limit[:, 1] = np.exp(g.normal(np.log(ga.REMAINING_LIMIT), 1.0, size=64))
     assert not _remaining(on_limit).passed  # a median on the limit is not shown below it
     assert not _remaining(small[:5]).passed  # five seeds: too few for the median rule
+
+
+def test_every_check_declared_off_the_catalogue_is_a_published_check_without_a_rule():
+    """`Experiment.off_catalogue` names only checks of the experiment's published run that no
+    rule judged (a stale entry, or one whose check has moved onto the catalogue, fails), and the
+    generated list on docs/verdict-rules.md counts both kinds."""
+    import json
+    from pathlib import Path
+
+    from gaugedyn.harness import _audit_plan as ap
+    from gaugedyn.harness._config import resolve_experiment
+
+    root = Path(__file__).resolve().parents[1]
+    declared = 0
+    for path in sorted((root / "results-data").glob("*/summary.json")):
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        off = resolve_experiment(summary["experiment"]).off_catalogue
+        checks = {c["id"]: c for c in summary["claims"] if c.get("kind") == "check"}
+        for cid in off:
+            assert cid in checks, (summary["experiment"], cid)
+            assert checks[cid].get("rule") is None, cid
+            declared += 1
+    text = "\n".join(ap.checks_table(root))
+    assert f"{declared} not yet" in text
+    assert text.count("off the catalogue") == declared

@@ -126,10 +126,11 @@ def test_the_detector_reads_stationary_noise_up_to_one_decade_quiet_at_the_exper
     cells = set()
     for quick in (False, True):
         c = _config("spike_boundary", quick)
-        for a in c["one_minus_beta1"]:
-            for cc in c["one_minus_beta2"]:
-                if int(spike_block_size(1 - a, 1 - cc)) == SPIKE_SAMPLING.block_min:
-                    cells.add((a, cc))
+        for rows, cols in (("one_minus_beta1", "one_minus_beta2"), ("rows_above_2", "c_above_2")):
+            for a in c[rows]:
+                for cc in c[cols]:
+                    if int(spike_block_size(1 - a, 1 - cc)) == SPIKE_SAMPLING.block_min:
+                        cells.add((a, cc))
         cells.add((max(c["task_one_minus_beta1"]), min(c["task_one_minus_beta2"])))
     worst = sorted(cells, key=lambda x: -int(run_steps(*x)))[:3] + sorted(cells)[:2]
     for a, c in worst:

@@ -90,3 +90,43 @@ def test_ctrl_c_says_what_is_stored_in_one_line(tmp_path, phase):
         assert "6 of 6 tasks are stored" in lines[0] and lines[0].endswith("rerun to resume")
     leftover = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
     assert leftover == [], leftover  # no summary, arrays, figures or report of a half run
+
+
+def test_ctrl_c_ends_the_workers_running_long_tasks(tmp_path):
+    """An interrupted sweep ends its workers at once: their running tasks are stored by nobody,
+    so the run must not wait for them (on Python < 3.14 the pool's ``shutdown`` forgot its
+    workers before they were ended, and the run waited for both 60-second tasks)."""
+    cfg = tmp_path / "toy.toml"
+    cfg.write_text(config_text(n_tasks=4))
+    log, out = tmp_path / "log", tmp_path / "out"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            p for p in [str(TESTS), os.environ.get("PYTHONPATH", "")] if p
+        ),
+        "TOY_LOG": str(log),
+        "TOY_SLOW_TASK": "60",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gaugedyn", "run", str(cfg), "--out", str(out), "--workers", "2"]
+        + ["-q"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_default_sigint,
+    )
+    try:
+        _wait_for(lambda: log.exists() and len(log.read_text().split()) >= 2, proc)
+        os.killpg(proc.pid, signal.SIGINT)
+        start = time.monotonic()
+        _, err = proc.communicate(timeout=45)
+        took = time.monotonic() - start
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert took < 30, f"the interrupted run waited {took:.0f} s for its workers' tasks"
+    assert "no finished task was stored" in err or "0 of 4" in err, err

@@ -269,14 +269,16 @@ def _control_claim(n_samples: int, wins_at_control: int):
     return next(c for c in claims if c.id == "perturbations.symmetric_control")
 
 
-def test_the_symmetric_control_passes_at_exactly_four_standard_errors():
-    # findings:_analysis:1373:42:comparison (gauge perturbations: "within 4 standard errors"
-    # applied as strictly within). 8 samples x 2 epsilons = 16 pooled control samples: four
-    # binomial standard errors of 1/2 are 4 sqrt(0.25 / 16) = 0.5 exactly, so a control won
-    # every time sits on the edge and one won 15 of 16 inside it
+def test_the_symmetric_control_is_judged_on_every_control_sample_inside_four_standard_errors():
+    # the control judged by proportion_band on the pooled outcomes at lambda = 1: 8 samples x
+    # 2 epsilons = 16 samples, four binomial standard errors of 1/2 are 4 sqrt(0.25 / 16) = 0.5,
+    # so the band is (0, 1); 8 of 16 won lies well inside it (HELD), every one won sits on its
+    # edge (an interval reaching 1 is not inside: not HELD), and the check records all 16
+    half = _control_claim(8, 8)
+    assert half.passed and half.rule == "proportion_band" and len(half.per_seed) == 16
+    assert list(half.tolerance["threshold"]) == [0.0, 1.0]
     edge = _control_claim(8, 16)
-    assert edge.measured == 1.0 and edge.passed
-    assert _control_claim(8, 15).passed
+    assert edge.measured == 1.0 and not edge.passed
 
 
 def test_the_online_spread_is_the_mean_seed_spread_over_the_last_four_fifths_of_the_run(

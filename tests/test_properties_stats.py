@@ -87,7 +87,8 @@ interval: each edge a one-sided test at 1.25%, so the two edges together are at 
 def edge_interval(name: str, samples, seed: int = 0) -> tuple[float, float]:
     """The 97.5% interval of a band rule's parameter on ``samples``, at the same uniform draw
     as `judged` (the band itself plays no part in an interval)."""
-    j = judged(name, samples, (-1000.0, 1000.0), seed=seed, confidence=EDGE_CONFIDENCE)
+    wide = (0.0, 1.0) if stats.RULES[name].estimator == "proportion" else (-1000.0, 1000.0)
+    j = judged(name, samples, wide, seed=seed, confidence=EDGE_CONFIDENCE)
     return j.low, j.high
 
 
@@ -103,6 +104,9 @@ def _decided_by_interval(j: stats.Judgement) -> bool:
 def _threshold_of(name: str, samples, offset: float):
     rule = stats.RULES[name]
     centre = float(np.median(samples[0] - samples[1])) if _paired(rule) else 0.0
+    if rule.estimator == "proportion" and rule.claim == "inside":  # a band of probabilities
+        c = min(max(0.5 + offset / 100, 0.25), 0.75)
+        return (c - 0.2, c + 0.2)
     if rule.estimator == "proportion":
         return min(max(0.5 + offset / 100, 0.01), 0.99)
     if rule.claim in ("inside", "outside"):

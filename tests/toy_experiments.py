@@ -72,6 +72,7 @@ class Toy(Experiment):
                 os.close(fd)
         if task["sleep"]:
             time.sleep(task["sleep"])
+        time.sleep(float(os.environ.get("TOY_SLOW_TASK", "0")))
         if task.get("crash"):
             import multiprocessing
 

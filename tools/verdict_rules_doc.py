@@ -7,7 +7,8 @@ as published runs are::
 
 Each block of the page between ``<!-- audit-data NAME -->`` and ``<!-- end audit-data -->`` is
 then generated from that file (:func:`gaugedyn.harness._audit_plan.render_block`; NAME is
-``kinds``, ``catalogue``, ``named``, ``resampled`` or ``candidates``). Run from the repository
+``kinds``, ``catalogue``, ``named``, ``resampled``, ``candidates`` or ``checks``, the last
+from the published runs' checks). Run from the repository
 root::
 
     .venv/bin/python tools/verdict_rules_doc.py            # rewrite the page in place
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     text = PAGE.read_text(encoding="utf-8")
     new = BLOCK.sub(
-        lambda m: m.group(1) + ap.render_block(m.group("name"), data) + m.group(4), text
+        lambda m: m.group(1) + ap.render_block(m.group("name"), data, ROOT) + m.group(4), text
     )
     if not args.check:
         PAGE.write_text(new, encoding="utf-8")

@@ -6,8 +6,9 @@ it, or the experiment's declaration, `Experiment.measures`) and so the rule its 
 chooses; and the seed counts of every configuration (``simulations/*.toml``, full and quick).
 From these come the rows:
 
-- *named* rows: every rule a finding uses or its measure chooses, at every seed (trial, row)
-  count and cell count those findings and configurations use, on every named noise shape
+- *named* rows: every rule a finding uses or its measure chooses, or a check on random values
+  is judged by (`gaugedyn.harness.checked`), at every seed (trial, row) count and cell count
+  those findings, checks and configurations use, on every named noise shape
   (`gaugedyn.stats.AUDIT_SHAPES`; Bernoulli outcomes for a proportion rule, the tie shapes
   for the sign rule), barred where the rule's kinds meet the shape;
 - *resampled* rows: every stored reading of every finding, its own per-seed values resampled
@@ -109,6 +110,18 @@ def published(root: Path) -> list[dict]:
     return out
 
 
+def published_checks(root: Path) -> list[tuple[str, str, Any]]:
+    """``(experiment, rule, per-seed values)`` of every check of a published run judged by a
+    catalogue rule (`gaugedyn.harness.checked`)."""
+    out = []
+    for path in sorted((root / DATA).glob("*/summary.json")):
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        for c in summary.get("claims", []):
+            if c.get("kind") == "check" and c.get("rule") in stats.RULES:
+                out.append((summary["experiment"], c["rule"], c.get("per_seed")))
+    return out
+
+
 def _shape_of(rule: Any, values: Any) -> tuple[int, int] | None:
     """``(n, cells)`` of stored values (n: seeds, trials or rows), ``None`` when there are
     none to simulate (a deterministic value, or no values)."""
@@ -193,6 +206,10 @@ def plan(root: Path | str = ".") -> dict:
                         "barred": barred,
                     }
                 )
+    for _, rule_name, values in published_checks(root):
+        shape = _shape_of(stats.RULES[rule_name], values)
+        if shape is not None:
+            sizes[rule_name].add(shape)
     named = []
     for name, rule in stats.RULES.items():
         if rule.estimator == "point":
@@ -497,9 +514,41 @@ def _resampled_table(rows: list[dict]) -> list[str]:
     return stats.markdown_table(head, body)
 
 
-def render_block(name: str, data: dict) -> str:
+def checks_table(root: Path | str = ".") -> list[str]:
+    """The checks on random values of the published runs: each check judged by a catalogue
+    rule (`gaugedyn.harness.checked`, its stored verdict and the word it expects) and each one
+    its experiment declares off the catalogue (`Experiment.off_catalogue`, with why)."""
+    from ._config import resolve_experiment
+
+    on, off = [], []
+    for path in sorted((Path(root) / DATA).glob("*/summary.json")):
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        experiment = summary["experiment"]
+        declared = resolve_experiment(experiment).off_catalogue
+        for c in summary.get("claims", []):
+            if c.get("kind") != "check":
+                continue
+            tol = c.get("tolerance") or {}
+            if c.get("rule") in stats.RULES:
+                word = f"{tol.get('verdict', '?')} (expects {tol.get('expect', 'HELD')})"
+                on.append([experiment, f"`{c['id']}`", f"`{c['rule']}`", word])
+            elif c["id"] in declared:
+                off.append([experiment, f"`{c['id']}`", "off the catalogue", declared[c["id"]]])
+    lines = [
+        f"{len(on) + len(off)} checks on random values in the published runs "
+        f"(`{DATA}/`): {len(on)} judged by a catalogue rule, {len(off)} not yet.",
+        "",
+    ]
+    head = ["experiment", "check", "rule", "stored verdict, or why no rule"]
+    return lines + stats.markdown_table(head, on + off)
+
+
+def render_block(name: str, data: dict, root: Path | str = ".") -> str:
     """One generated block of ``docs/verdict-rules.md`` from the audit's data: ``kinds``,
-    ``catalogue``, ``named``, ``resampled`` or ``candidates``."""
+    ``catalogue``, ``named``, ``resampled`` or ``candidates``; ``checks`` from the published
+    runs under ``root`` (`checks_table()`)."""
+    if name == "checks":
+        return "\n".join(checks_table(root)) + "\n"
     stamp = (
         f"From `{AUDIT_DATA}`, produced by `{data.get('command', '?')}` on "
         f"{data.get('date', '?')} at commit {str(data.get('commit', '?'))[:10]}."

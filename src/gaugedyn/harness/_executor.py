@@ -137,14 +137,20 @@ def init_worker(
         threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
 
 
-def _end_workers(pool: ProcessPoolExecutor) -> None:
-    """Terminate ``pool``'s worker processes (``terminate_workers`` from Python 3.14 on)."""
+def _workers(pool: ProcessPoolExecutor) -> list:
+    """``pool``'s worker processes now (``shutdown`` forgets them: read them before it)."""
+    return list((getattr(pool, "_processes", None) or {}).values())
+
+
+def _end_workers(pool: ProcessPoolExecutor, workers: list | None = None) -> None:
+    """Terminate ``pool``'s worker processes: ``workers`` as read before its ``shutdown`` (which
+    sets the pool's own record of them to ``None``), else those it still records
+    (``terminate_workers`` from Python 3.14 on)."""
     end = getattr(pool, "terminate_workers", None)
     if end is not None:
         with contextlib.suppress(Exception):
             end()
-        return
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
+    for process in workers if workers is not None else _workers(pool):
         with contextlib.suppress(Exception):
             process.terminate()
 
@@ -217,9 +223,10 @@ class ProcessPool(Executor):
         """As ``ProcessPoolExecutor.shutdown``; ``wait=False`` with ``cancel_futures`` (an
         interrupted sweep) also ends the workers, whose running tasks nobody will store, so the
         interpreter does not wait for them at exit."""
+        workers = _workers(self._pool)
         self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
         if cancel_futures and not wait:
-            _end_workers(self._pool)
+            _end_workers(self._pool, workers)
 
     def restart(self) -> None:
         """Replace a broken pool by a fresh one with the same workers."""

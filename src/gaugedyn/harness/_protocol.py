@@ -477,6 +477,10 @@ class Experiment:
     declared in the experiment's ``_protocol.py`` and stated in its ``PROTOCOL.md``): the kind
     that chooses its rule and the smallest effect of interest its power is computed at. The
     audit (``gaugedyn audit-rules``) and ``gaugedyn rejudge`` read it by finding id."""
+    off_catalogue: dict[str, str] = {}
+    """Checks on random values (per seed, per trial, rows of a fit) that no rule of the
+    catalogue judges yet: check id -> why; ``docs/verdict-rules.md`` lists them beside the checks
+    judged by a rule (`gaugedyn.harness.checked`)."""
     label_keys: tuple[str, ...] | None = None
     """The settings whose declared values make the full configuration (`labelled()` compares
     them); ``None``: every name in ``params``. An experiment leaves out only settings that change

@@ -193,8 +193,10 @@ class Scene:
             # the band's side of its upper end stops at its centre: a band narrower than the
             # distance would otherwise put the truth past its lower end, on the other side
             if self.rule.claim == "inside":
-                return hi - np.minimum(d, (hi - lo) / 2)
-            return hi + np.maximum(d, -(hi - lo) / 2)
+                t = hi - np.minimum(d, (hi - lo) / 2)
+            else:
+                t = hi + np.maximum(d, -(hi - lo) / 2)
+            return np.clip(t, 0.0, 1.0) if _signs(self.rule.estimator) else t
         if _signs(self.rule.estimator):
             return np.clip(0.5 + 0.5 * d, 0.0, 1.0)
         return self.threshold + d if self.direction == ">" else self.threshold - d
@@ -226,9 +228,20 @@ def _claimed_sign(rule: Rule, direction: str) -> int:
     return 1 if direction in (">", "outside") else -1
 
 
+def proportion_band_width(n: int) -> float:
+    r"""The half-width of the band a proportion band rule is audited at, $n$ trials: four
+    binomial standard errors at $p = 1/2$, $2 / \sqrt{n}$ (the band the symmetric controls
+    declare), at most 0.45 so the band stays inside $(0, 1)$."""
+    return min(2.0 / math.sqrt(n), 0.45)
+
+
 def named_scene(rule: Rule, n: int, cells: int, shape: str) -> Scene:
     """The audit's scene of a named shape: threshold 0 (``>``) or the band ``(-1, 1)``."""
     threshold: Any
+    if rule.claim in ("inside", "outside") and rule.estimator == "proportion":
+        w = proportion_band_width(n)
+        threshold, direction = (0.5 - w, 0.5 + w), rule.claim
+        return Scene(rule, n, 1, threshold, direction, np.full(1, 0.5), None, None)
     if rule.claim in ("inside", "outside"):
         threshold, direction = (-1.0, 1.0), rule.claim
     else:
@@ -297,12 +310,13 @@ def _configurations(rule: Rule, cells: int, margin: float, effect: float) -> dic
     return out
 
 
-def _run(scene: Scene, rng, reps: int, d: np.ndarray) -> dict:
-    """Counts of HELD / NOT HELD, coverage hits (per cell) and joint coverage hits."""
+def _run(scene: Scene, rng, reps: int, d: np.ndarray, truth: Any = None) -> dict:
+    """Counts of HELD / NOT HELD, coverage hits (per cell) and joint coverage hits, with the
+    truth ``d`` units onto the claimed side of the boundary (or ``truth`` itself)."""
     rule = scene.rule
     if rule.estimator == "bootstrap":  # a rejected candidate resamples with the scenario's rng
         rule = dataclasses.replace(rule, options={**rule.options, "rng": rng})
-    truth = scene.truth(d)
+    truth = scene.truth(d) if truth is None else np.asarray(truth, dtype=float)
     block = max(1, _BLOCK // (scene.n * scene.cells))
     held = not_held = joint = 0
     covered: float = 0
@@ -351,9 +365,15 @@ def _rates(scene: Scene, root: np.random.SeedSequence, reps: int, margin, effect
         ),
         "power": Rate.of(c["power"]["held"], reps),
     }
-    if extra:  # the success probability p is 1/2 + d / 2 (Scene.truth)
+    if extra:  # at success probability p: 1/2 + d / 2 for a threshold (Scene.truth), else p
+        band = rule.claim in ("inside", "outside")
         row["coverage_by_p"] = {
-            p: Rate.of(_run(scene, rng, reps, np.array([2 * p - 1]))["covered"], reps)
+            p: Rate.of(
+                _run(scene, rng, reps, np.array([2 * p - 1]), np.array([p]) if band else None)[
+                    "covered"
+                ],
+                reps,
+            )
             for p, rng in zip(extra, rngs[len(configs) :])
         }
     return row

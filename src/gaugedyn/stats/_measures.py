@@ -115,7 +115,12 @@ KINDS: dict[str, Kind] = {
                 "some_cell": "some_cell_median",
             },
         ),
-        Kind("outcome", "0/1 outcomes, one per trial", ("bernoulli",), {"threshold": "proportion"}),
+        Kind(
+            "outcome",
+            "0/1 outcomes, one per trial",
+            ("bernoulli",),
+            {"threshold": "proportion", "inside": "proportion_band"},
+        ),
         Kind(
             "tied",
             "a paired difference of few distinct values, most seeds exactly tied (such as two "

@@ -889,6 +889,22 @@ _CATALOGUE = (
         options={"method": "randomised"},
     ),
     Rule(
+        "proportion_band",
+        "proportion",
+        "inside",
+        "share of successes among n trials",
+        _STEVENS,
+        "independent trials with one success probability p; the claim is lo < p < hi. HELD "
+        "when the 95% randomised exact interval lies inside (lo, hi), NOT HELD when its 97.5% "
+        "widening lies at or beyond one edge. Each end of the randomised interval misses p "
+        "with chance exactly its one-sided level at every n and p (the proportion rule's "
+        "interval, one uniform draw u per finding from the run's analysis seed, recorded "
+        "with it), so for p at or beyond an edge HELD is at most 2.5% (its lower end above "
+        "lo >= p, or its upper end below hi <= p), and for p inside the closed band NOT HELD "
+        "is at most 1.25% + 1.25% = 2.5% (one end past each edge)",
+        options={"method": "randomised"},
+    ),
+    Rule(
         "median_threshold",
         "median",
         "threshold",

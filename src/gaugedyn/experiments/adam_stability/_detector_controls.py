@@ -4,8 +4,8 @@
 ``log10`` loss goes through the block reduction of the compiled 1-D map
 (`gaugedyn.adam.series_blocks()`) or of the batched training tasks
 (``_batched.BlockStatistics``), then through `._protocol.judge_run()` (the settled window)
-at the run's sampling, at cells of the configuration's own grids: the shortest memory of the
-1-D grid (blocks of ``block_min`` steps), the cell whose run holds the most blocks of
+at the run's sampling, at cells of the configuration's own grids (the quadratic's and the one
+of ``n > 2``, each): the shortest memory of the 1-D grid (blocks of ``block_min`` steps), the cell whose run holds the most blocks of
 ``block_min`` steps (the most chances for noise to fake a rise), a long memory where the blocks
 are ``H / blocks_per_horizon`` steps, and the training grid's longest run. The cases and their
 known answers:
@@ -255,12 +255,23 @@ def _task_reduce(curves: np.ndarray, b: int, floor: float) -> list:
 
 
 def _map_cells(config: dict) -> list[tuple[float, float]]:
-    """The 1-D grid's cells the detector is controlled at (module doc)."""
+    """The 1-D grids' cells the detector is controlled at (module doc): the quadratic's grid's
+    and, where the configuration has ``n > 2``, their own grid's."""
+    grids = [("one_minus_beta1", "one_minus_beta2")]
+    if any(float(n) > 2 for n in config.get("ns", [])) and "rows_above_2" in config:
+        grids.append(("rows_above_2", "c_above_2"))
+    cells: list[tuple[float, float]] = []
+    for rows, cols in grids:
+        cells += _grid_cells(config, config[rows], config[cols])
+    return list(dict.fromkeys(cells))
+
+
+def _grid_cells(config: dict, rows, cols) -> list[tuple[float, float]]:
     from ._protocol import sampling
 
     spikes = sampling(config)
-    a = np.array(config["one_minus_beta1"], float)
-    c = np.array(sorted(config["one_minus_beta2"]), float)
+    a = np.array(rows, float)
+    c = np.array(sorted(cols), float)
     cells = [(float(a.max()), float(c.max()))]
     aa, cc = np.meshgrid(a, c, indexing="ij")
     b = spike_block_size(1 - aa, 1 - cc, spikes)

@@ -72,7 +72,8 @@ class SpikeBoundary(Experiment):
             max_len=16,
             distinct=True,
             why="beta1 >= 0",
-            help="1-D rows 1 - beta1 (13 from 0.005 to 0.5, 8 of them at or below 0.1)",
+            help="1-D rows 1 - beta1 of the quadratic (13 from 0.005 to 0.5, 8 of them at or "
+            "below 0.1)",
         ),
         "one_minus_beta2": Param(
             list,
@@ -86,8 +87,49 @@ class SpikeBoundary(Experiment):
             max_len=32,
             distinct=True,
             why="beta2 >= 0; below 1e-6 a settled run passes 1e8 steps",
-            help="1-D coarse grid of 1 - beta2 (half a decade apart), the brackets of the "
-            "bisection",
+            help="1-D coarse grid of 1 - beta2 of the quadratic (half a decade apart), the "
+            "brackets of the bisection",
+        ),
+        "rows_above_2": Param(
+            list,
+            _grid(0.005, 0.1, 12) + _grid(0.005, 0.5, 13)[-4:],
+            item=float,
+            quick=_grid(0.01, 0.5, 7),
+            lo=1e-3,
+            hi=1.0,
+            hi_open=True,
+            min_len=2,
+            max_len=16,
+            distinct=True,
+            why="beta1 >= 0",
+            help="1-D rows 1 - beta1 of the maps of n > 2 (12 from 0.005 to 0.1, then the "
+            "rows of one_minus_beta1 above 0.15): the slope's 95% width is expected below "
+            "0.26 at 12 rows with an edge (PROTOCOL.md)",
+        ),
+        "c_above_2": Param(
+            list,
+            _grid(1e-4, 10**-0.25, 31),
+            item=float,
+            quick=[v for v in _grid(3e-6, 0.3, 11) if v >= 1e-4],
+            lo=1e-6,
+            hi=1.0,
+            hi_open=True,
+            min_len=2,
+            max_len=32,
+            distinct=True,
+            why="beta2 >= 0",
+            help="1-D coarse grid of 1 - beta2 of the maps of n > 2 (an eighth of a decade "
+            "apart, 1e-4 to 10^-0.25): their spiky region is narrower than half a decade in "
+            "places and a half-decade grid stepped over it (PROTOCOL.md)",
+        ),
+        "seeds_above_2": Param(
+            int,
+            16,
+            quick=2,
+            lo=1,
+            hi=64,
+            why="CPU time: one run per seed",
+            help="seeds per evaluated 1-D cell and start of the maps of n > 2",
         ),
         "c_min_above_2": Param(
             float,
@@ -105,7 +147,7 @@ class SpikeBoundary(Experiment):
             lo=1,
             hi=64,
             why="CPU time: one run per seed",
-            help="seeds per evaluated 1-D cell and start",
+            help="seeds per evaluated 1-D cell and start of the quadratic",
         ),
         "bisect_decades": Param(
             float,
@@ -270,19 +312,20 @@ class SpikeBoundary(Experiment):
             }
         ]
         for n in config["ns"]:
+            quadratic = n <= 2
             for start in STARTS:
                 out.append(
                     {
                         "kind": "1d",
                         "n": float(n),
                         "start": start,
-                        "a": list(config["one_minus_beta1"]),
+                        "a": list(config["one_minus_beta1" if quadratic else "rows_above_2"]),
                         "c": sorted(
                             v
-                            for v in config["one_minus_beta2"]
-                            if n <= 2 or v >= config["c_min_above_2"]
+                            for v in config["one_minus_beta2" if quadratic else "c_above_2"]
+                            if quadratic or v >= config["c_min_above_2"]
                         ),
-                        "seeds": int(config["seeds"]),
+                        "seeds": int(config["seeds" if quadratic else "seeds_above_2"]),
                         "bisect_decades": float(config["bisect_decades"]),
                         "eps": float(config["eps"]),
                         "spikes": spikes,

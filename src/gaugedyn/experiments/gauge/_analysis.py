@@ -1332,9 +1332,6 @@ def perturbations(config, tasks, results, seed):
     )
     region_min = float(win[region].min()) if region.any() else math.nan
     control = strengths == 1.0
-    pooled = float(win[control].mean()) if control.any() else math.nan
-    n_pooled = int(control.sum() * epsilons.size * n)
-    band = 4.0 * math.sqrt(0.25 / max(n_pooled, 1))
     # largest epsilon up to which every smaller cell is won every time, per strength
     edge = np.array(
         [
@@ -1359,19 +1356,7 @@ def perturbations(config, tasks, results, seed):
             tolerance=0.0,
             passed=bool(region.any() and region_min == 1.0),
         ),
-        Claim(
-            id="perturbations.symmetric_control",
-            statement=(
-                "at lambda = 1 (both copies balanced, the labels interchangeable) "
-                "the 'favourable' copy wins about half the time: pooled win "
-                f"fraction over {n_pooled} samples within 4 binomial standard "
-                "errors of 1/2"
-            ),
-            measured=pooled,
-            expected=0.5,
-            tolerance=band,
-            passed=bool(control.any() and abs(pooled - 0.5) <= band),
-        ),
+        _symmetric_control_check(owner[control] == 0, seed),
     ]
     arrays = {
         "strengths": strengths,
@@ -1387,6 +1372,48 @@ def perturbations(config, tasks, results, seed):
         **_perturbations_captions(config, n, diverged),
     }
     return arrays, claims
+
+
+SYMMETRIC_SE = 4.0
+r"""The symmetric control's band in binomial standard errors at $p = 1/2$: the pooled win
+probability inside $1/2 \pm 4 \sqrt{1/(4N)}$ over its $N$ samples (`symmetric_band()`)."""
+
+
+def symmetric_band(n: int) -> tuple[float, float]:
+    r"""The band the symmetric control claims the win probability lies in, $N$ pooled samples:
+    $1/2 \pm$ `SYMMETRIC_SE` binomial standard errors at $p = 1/2$, $1/2 \pm 2 / \sqrt{N}$
+    (clipped to $[0, 1]$). It is fixed by the configuration (the number of control cells and
+    samples), not by the outcomes."""
+    half = SYMMETRIC_SE * math.sqrt(0.25 / max(n, 1))
+    return max(0.5 - half, 0.0), min(0.5 + half, 1.0)
+
+
+def _symmetric_control_check(won, seed) -> Claim:
+    """At ``lambda = 1`` the labels are interchangeable, so the 'favourable' copy's win
+    probability is 1/2: ``won`` (the control's 0/1 outcomes, any shape) judged by the
+    catalogue's ``proportion_band`` (the rule of an ``outcome`` measure in a band) inside
+    `symmetric_band()`; the check passes on HELD."""
+    won = np.asarray(won, dtype=float).ravel()
+    lo, hi = symmetric_band(won.size)
+    rule = rule_for("outcome", "inside")
+    j = judge(
+        rule,
+        won,
+        threshold=(lo, hi),
+        rng=generator(seed, "perturbations", "symmetric_control"),
+    )
+    return checked(
+        "perturbations.symmetric_control",
+        (
+            "at lambda = 1 (both copies balanced, the labels interchangeable) the "
+            "'favourable' copy wins about half the time: its win probability over the "
+            f"{won.size} pooled samples lies within {SYMMETRIC_SE:g} binomial standard "
+            f"errors of 1/2, inside ({lo:.4f}, {hi:.4f}), by {rule} (win fraction "
+            f"{j.estimate:.4f} [{j.low:.4f}, {j.high:.4f}])"
+        ),
+        j,
+        expected=f"HELD: inside 1/2 +- {hi - 0.5:.4g}",
+    )
 
 
 def _perturbations_captions(config, n: int, diverged: np.ndarray) -> dict:

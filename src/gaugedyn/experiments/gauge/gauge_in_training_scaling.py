@@ -21,6 +21,9 @@ from . import _trajectories as gt
 
 class GaugeInTrainingScaling(Experiment):
     name = "gauge_in_training_scaling"
+    off_catalogue = {
+        k: v for k, v in gp.OFF_CATALOGUE.items() if k.startswith("gauge_in_training_scaling.")
+    }
     description = "dimension scaling of the gauge on networks trained by finite-sample GD"
     params = {
         "dims": Param(

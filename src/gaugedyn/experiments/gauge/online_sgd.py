@@ -17,6 +17,7 @@ from . import _protocol as gp
 
 class OnlineSGD(Experiment):
     name = "online_sgd"
+    off_catalogue = {k: v for k, v in gp.OFF_CATALOGUE.items() if k.startswith("online_sgd.")}
     description = "erf online SGD vs the online ODE (eta^2 terms); ReLU online SGD vs the flow"
     params = {
         "dims": Param(

@@ -1,0 +1,195 @@
+"""The two-sided proportion rule ``proportion_band`` (issue 41, item 5): its verdict is the
+randomised binomial test's at each edge, at and one count beside the edge; it is symmetric under
+``p -> 1 - p``; its false words are at most 2.5% (exact sums over the counts, the uniform draw
+integrated exactly); and ``perturbations.symmetric_control``, judged by it, fails on outcomes
+built to fail."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from _properties import properties
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from scipy import stats as sps
+
+from gaugedyn import stats
+from gaugedyn.experiments.gauge import _analysis as ga
+
+RULE = "proportion_band"
+FEW = properties(40)
+
+
+def _outcomes(k: int, n: int) -> np.ndarray:
+    return np.r_[np.ones(k), np.zeros(n - k)]
+
+
+def _cdf(p: float, k: int, n: int, u: float) -> float:
+    """$F_p(k + u) = P_p(X < k) + u P_p(X = k)$ (scipy.stats.binom), written out here."""
+    return float(sps.binom.cdf(k - 1, n, p) + u * sps.binom.pmf(k, n, p))
+
+
+def _counting_word(k: int, n: int, u: float, lo: float, hi: float) -> str | None:
+    """The word from the randomised binomial tests at the edges: HELD when the test of
+    ``p <= lo`` and the test of ``p >= hi`` both reject at 2.5%; NOT HELD when the test of
+    ``p >= lo`` or of ``p <= hi`` rejects at 1.25%; ``None`` within 1e-9 of a level (there the
+    root finder's last digit decides)."""
+    f_lo, f_hi = _cdf(lo, k, n, u), _cdf(hi, k, n, u)
+    levels = (0.975, 0.025, 0.0125, 0.9875)
+    if any(abs(f - v) < 1e-9 for f in (f_lo, f_hi) for v in levels):
+        return None
+    if f_lo > 0.975 and f_hi < 0.025:
+        return "HELD"
+    if f_lo <= 0.0125 or f_hi >= 0.9875:
+        return "NOT HELD"
+    return "UNRESOLVED"
+
+
+@FEW
+@given(
+    n=st.integers(1, 120),
+    frac=st.floats(0.0, 1.0),
+    width=st.integers(1, 40),
+    shift=st.sampled_from([-1, 0, 1]),
+    side=st.sampled_from(["lo", "hi"]),
+    u=st.floats(0.0, 1.0, exclude_max=True),
+)
+def test_the_word_is_the_randomised_tests_at_and_one_count_beside_each_edge(
+    n, frac, width, shift, side, u
+):
+    """An edge at the estimate ``k/n`` or one count beside it, the other edge ``width`` counts
+    away: the word is the randomised binomial tests' (95% for HELD, each edge at 1.25% for NOT
+    HELD), for every count, band and draw."""
+    k = round(frac * n)
+    edge = (k + shift) / n
+    lo, hi = (edge, edge + width / n) if side == "lo" else (edge - width / n, edge)
+    lo, hi = max(lo, 0.0), min(hi, 1.0)  # success probabilities
+    assume(lo < hi)
+    word = _counting_word(k, n, u, lo, hi)
+    assume(word is not None)
+    j = stats.judge(RULE, _outcomes(k, n), threshold=(lo, hi), draw=u)
+    assert j.verdict == word, (k, n, u, lo, hi, j.low, j.high, j.edge_interval)
+
+
+@FEW
+@given(
+    n=st.integers(1, 120),
+    frac=st.floats(0.0, 1.0),
+    lo=st.integers(0, 900).map(lambda i: i / 1000),
+    width=st.integers(10, 500).map(lambda i: i / 1000),
+    u=st.floats(0.001, 0.999),
+)
+def test_the_rule_is_symmetric_under_p_to_one_minus_p(n, frac, lo, width, u):
+    """Outcomes flipped, the band reflected to ``(1 - hi, 1 - lo)`` and the draw to ``1 - u``:
+    the same word, the interval reflected ($F'_{1-p}(n - k + 1 - u) = 1 - F_p(k + u)$)."""
+    k = round(frac * n)
+    hi = min(lo + width, 1.0)
+    x = _outcomes(k, n)
+    assume(_counting_word(k, n, u, lo, hi) is not None)
+    a = stats.judge(RULE, x, threshold=(lo, hi), draw=u)
+    b = stats.judge(RULE, 1.0 - x, threshold=(1.0 - hi, 1.0 - lo), draw=1.0 - u)
+    assert a.verdict == b.verdict
+    assert math.isclose(a.low, 1.0 - b.high, abs_tol=1e-7)
+    assert math.isclose(a.high, 1.0 - b.low, abs_tol=1e-7)
+
+
+def _word_chances(p: float, n: int, lo: float, hi: float, split: bool = True) -> tuple:
+    """``(P(HELD), P(NOT HELD))`` at success probability ``p``: the sum over the counts of the
+    share of draws ``u`` giving each word (``F`` is linear in ``u``, so each word's draws are
+    an interval, integrated exactly). ``split=False``: NOT HELD read off the 95% interval (the
+    single-interval band rule, the mutant the 97.5% widening replaces)."""
+    edge = (0.0125, 0.9875) if split else (0.025, 0.975)
+    held = not_held = 0.0
+    for k in range(n + 1):
+        w = sps.binom.pmf(k, n, p)
+        a_lo, b_lo = sps.binom.cdf(k - 1, n, lo), sps.binom.pmf(k, n, lo)
+        a_hi, b_hi = sps.binom.cdf(k - 1, n, hi), sps.binom.pmf(k, n, hi)
+
+        def share(a, b, above, level):  # the share of u in [0, 1) with a + u b > level (or <=)
+            if b == 0:
+                hit = a > level if above else a <= level
+                return float(hit)
+            t = (level - a) / b
+            return float(np.clip(1 - t, 0, 1) if above else np.clip(t, 0, 1))
+
+        # HELD: F_lo > 0.975 and F_hi < 0.025; both rise in u, so the draws form an interval
+        u_from = 1 - share(a_lo, b_lo, True, 0.975)  # F_lo > 0.975 for u above this
+        u_to = share(a_hi, b_hi, False, 0.025)  # F_hi <= 0.025 for u below this
+        held += w * max(0.0, u_to - u_from)
+        # NOT HELD: F_lo <= edge[0] (u below one cut) or F_hi >= edge[1] (u above another)
+        below = share(a_lo, b_lo, False, edge[0])
+        above = share(a_hi, b_hi, True, edge[1] - 1e-300)
+        not_held += w * min(1.0, below + above)
+    return held, not_held
+
+
+@pytest.mark.parametrize("n", [6, 10, 32, 80, 160, 576])
+def test_the_false_words_are_at_most_two_and_a_half_percent_exactly(n):
+    """Exact chances (no simulation) at the symmetric control's band ``1/2 +- 2/sqrt(n)`` and a
+    narrow band: HELD with ``p`` on either edge (the claim false by nothing) at most 2.5%; NOT
+    HELD with ``p`` on an edge or at the centre (the claim true) at most 2.5%; read off the 95%
+    interval, NOT HELD on an edge of a narrow band exceeds 2.5%."""
+    for half in (ga.symmetric_band(n)[1] - 0.5, 0.05 / math.sqrt(n)):
+        lo, hi = 0.5 - half, 0.5 + half
+        for p in (lo, hi):
+            held, not_held = _word_chances(p, n, lo, hi)
+            assert held <= 0.025 + 1e-9, (n, half, p, held)
+            assert not_held <= 0.025 + 1e-9, (n, half, p, not_held)
+        assert _word_chances(0.5, n, lo, hi)[1] <= 0.025 + 1e-9
+    lo, hi = 0.5 - 0.05 / math.sqrt(n), 0.5 + 0.05 / math.sqrt(n)
+    assert _word_chances(hi, n, lo, hi, split=False)[1] > 0.025 + 1e-3
+
+
+def test_the_exact_chances_match_the_rule_on_simulated_trials():
+    """The exact sums above against the rule itself: 4,000 experiments of 80 trials at the upper
+    edge of the control's band agree within 4 Monte Carlo standard errors."""
+    n, reps = 80, 4000
+    lo, hi = ga.symmetric_band(n)
+    g = np.random.default_rng(11)
+    x = (g.random((reps, n)) < hi).astype(float)
+    code = stats.RULES[RULE].evaluate((x,), (lo, hi), "inside", rng=g)["code"]
+    held, not_held = _word_chances(hi, n, lo, hi)
+    for rate, exact in ((np.mean(code == 1), held), (np.mean(code == -1), not_held)):
+        se = math.sqrt(max(exact * (1 - exact), 1e-6) / reps)
+        assert abs(rate - exact) <= 4 * se, (rate, exact)
+
+
+def test_the_audit_rows_of_proportion_band_meet_the_bars():
+    """The audit's rows at the control's trial counts (quick 80, full 576): false HELD at the
+    edge, false NOT HELD at the centre, coverage and power, within the bars."""
+    for n in (80, 576):
+        row = stats.audit_rule(RULE, n, reps=3000, seed=5)
+        assert row["bar"] == "ok", row
+        assert row["power"].rate > 0.8  # at p = 1/2, the control's truth
+
+
+def _control(won: np.ndarray):
+    return ga._symmetric_control_check(won, np.random.SeedSequence(4))
+
+
+def test_the_symmetric_control_fails_on_outcomes_built_to_fail():
+    g = np.random.default_rng(3)
+    assert _control(g.random(576) < 0.5).passed
+    lopsided = _control(g.random(576) < 0.7)  # one copy favoured at lambda = 1
+    assert not lopsided.passed and lopsided.tolerance["verdict"] == "NOT HELD"
+    near_edge = _control(g.random(576) < ga.symmetric_band(576)[1])
+    assert near_edge.tolerance["verdict"] != "HELD" or near_edge.interval[1] < 0.5834
+    assert not _control(np.zeros(0, dtype=bool)).passed  # no trials: UNRESOLVED
+    rec = lopsided.to_dict()
+    assert rec["rule"] == RULE and len(rec["per_seed"]) == 576
+    again = stats.judge(
+        RULE,
+        rec["per_seed"],
+        threshold=rec["tolerance"]["threshold"],
+        draw=rec["tolerance"]["uniform_draw"],
+    )  # the check recomputes from its record
+    assert again.verdict == rec["tolerance"]["verdict"] and again.low == rec["interval"][0]
+
+
+def test_the_symmetric_band_is_four_binomial_standard_errors():
+    for n in (80, 576):
+        lo, hi = ga.symmetric_band(n)
+        assert math.isclose(hi - 0.5, 4 * math.sqrt(0.25 / n)) and math.isclose(0.5 - lo, hi - 0.5)
+    assert ga.symmetric_band(1) == (0.0, 1.0)
