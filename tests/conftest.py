@@ -13,6 +13,11 @@ region: the torch-heavy tests then took 1.5 to 4 times the CPU (``tests/test_con
 and ``tests/test_gauge_recorder.py`` under ``-n 2``: 145 CPU-s, 33 with one thread per worker).
 Tests of thread-count behaviour set their own counts (``torch.set_num_threads``).
 
+Figures are written as PNG alone (``GAUGEDYN_FIGURE_FORMATS=png``, unless already set; inherited
+by the command-line runs in subprocesses): the PDF was most of a figure's cost and no test reads
+one except ``tests/test_experiments_run.py``, which unsets the variable and checks the PDF of a
+full run and of its redrawing end to end.
+
 With ``-n`` and no ``--dist``, the tests are distributed by ``worksteal``: each worker starts on
 one contiguous half of the tests and steals from the other's queue when idle, so a module's tests
 (and its module-scoped fixtures: the quick experiment runs several tests share) mostly stay on one
@@ -22,6 +27,8 @@ tests out in small interleaved batches). It is set here rather than in ``addopts
 """
 
 import os
+
+os.environ.setdefault("GAUGEDYN_FIGURE_FORMATS", "png")
 
 workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
 if workers:

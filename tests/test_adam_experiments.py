@@ -33,8 +33,7 @@ def _run(experiment, params, tmp_path):
         names = experiment.plot(arrays, dict(cfg.params), tmp_path)
     for name in names:
         name = name[0] if isinstance(name, tuple) else name
-        assert (tmp_path / f"{name}.png").stat().st_size > 0
-        assert (tmp_path / f"{name}.pdf").stat().st_size > 0
+        assert (tmp_path / f"{name}.png").stat().st_size > 0  # PNG alone: tests/conftest.py
     return cfg, results, arrays, claims
 
 

@@ -1,5 +1,8 @@
 """Runs: failed tasks recorded, results committed whole, figures redrawn from stored arrays only,
-reproduce reports and exit codes, results independent of the executor."""
+reproduce reports and exit codes, results independent of the executor.
+
+These tests write the user's default figures, PNG and PDF (the suite's ``GAUGEDYN_FIGURE_FORMATS=png``
+is unset here): they are the suite's end-to-end check of the PDF of a run and of its redrawing."""
 
 from __future__ import annotations
 
@@ -15,6 +18,11 @@ from gaugedyn.experiments import execute, load_arrays, load_config
 
 def files_under(path) -> list[str]:
     return sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file())
+
+
+@pytest.fixture(autouse=True)
+def _default_figure_formats(monkeypatch):
+    monkeypatch.delenv("GAUGEDYN_FIGURE_FORMATS", raising=False)
 
 
 @pytest.fixture
@@ -349,6 +357,26 @@ def test_save_figure_lays_out_once_and_writes_the_runs_formats(tmp_path, monkeyp
     with pytest.raises(ValueError, match="formats"):
         with style("Agg", ("pdf",)):
             pass
+
+
+def test_figure_formats_variable_sets_a_full_runs_files_and_is_checked_before_any_task(
+    tmp_path, cfg_path, capsys, monkeypatch
+):
+    """``GAUGEDYN_FIGURE_FORMATS=png``: a full run writes PNG alone (the suite's setting); a
+    value naming no format, lacking PNG or naming another format is refused before any task."""
+    monkeypatch.setenv("GAUGEDYN_FIGURE_FORMATS", "png")
+    out = tmp_path / "out"
+    assert invoke(["run", cfg_path, "--out", out, "--executor", "serial", "-q"], capsys)[0] == 0
+    assert files_under(out / "figures") == ["draws.png"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["figures"][0]["files"] == ["figures/draws.png"]
+    monkeypatch.setattr(Toy, "run_task", lambda *a, **k: pytest.fail("a task ran"))
+    for bad in ("", "pdf", "png,svg", "png;pdf"):
+        monkeypatch.setenv("GAUGEDYN_FIGURE_FORMATS", bad)
+        where = tmp_path / f"bad{len(bad)}"
+        code, _, err = invoke(["run", cfg_path, "--out", where, "--executor", "serial"], capsys)
+        assert code == 2 and "GAUGEDYN_FIGURE_FORMATS" in err and "'png'" in err, (bad, err)
+        assert not where.exists()
 
 
 def test_compare_runs_tolerance_keeps_verdicts_exact(tmp_path, capsys):

@@ -3,7 +3,9 @@
 Experiments draw in their ``plot(arrays, config, outdir)`` from the stored arrays alone and save
 through `save_figure()`; the command line wraps the call in `style()` on the Agg backend,
 with the formats of the run (`figure_formats()`: PNG and PDF for a full configuration, PNG
-alone for a ``--quick`` one, whose figures are previews read in its report)::
+alone for a ``--quick`` one, whose figures are previews read in its report).
+``GAUGEDYN_FIGURE_FORMATS=png`` in the environment makes full configurations write PNG alone
+too (the test suite sets it: its runs read no PDF but one, which asks for it)::
 
     from gaugedyn.plotting import save_figure, subplots
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,13 +30,46 @@ FORMATS = ("png", "pdf")
 QUICK_FORMATS = ("png",)
 """The formats of a ``--quick`` run: the PNG its report shows (the PDF, most of a figure's
 cost, is written by full runs, whose figures are the published ones)."""
-_FORMATS: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
-    "gaugedyn_figure_formats", default=FORMATS
+FORMATS_VARIABLE = "GAUGEDYN_FIGURE_FORMATS"
+"""The environment variable that, when set (formats separated by commas, such as ``png``),
+replaces `FORMATS` as the formats of a full run and of `save_figure()` outside `style()`."""
+_FORMATS: contextvars.ContextVar[tuple[str, ...] | None] = contextvars.ContextVar(
+    "gaugedyn_figure_formats", default=None
 )
 
 
+def _checked_formats(formats: tuple[str, ...], what: str) -> tuple[str, ...]:
+    from ._errors import InputError
+
+    if not formats or "png" not in formats or not set(formats) <= set(FORMATS):
+        raise InputError(f"{what}={formats!r} is not allowed: a subset of {FORMATS} holding 'png'")
+    return formats
+
+
+def default_formats() -> tuple[str, ...]:
+    """The formats of a full run: `FORMATS`, or those ``GAUGEDYN_FIGURE_FORMATS`` names.
+
+    Returns
+    -------
+    tuple of str
+        ``("png", "pdf")`` unless the variable is set (to a subset of `FORMATS` holding
+        ``"png"``, separated by commas).
+
+    Raises
+    ------
+    ValueError
+        When the variable names no format, lacks ``"png"`` or names a format outside `FORMATS`
+        (gaugedyn's ``InputError``; a run checks it before any task).
+    """
+    value = os.environ.get(FORMATS_VARIABLE)
+    if value is None:
+        return FORMATS
+    formats = tuple(f.strip() for f in value.split(",") if f.strip())
+    return _checked_formats(formats, FORMATS_VARIABLE)
+
+
 def figure_formats(quick: bool) -> tuple[str, ...]:
-    """The formats a run writes: `QUICK_FORMATS` for a quick run, else `FORMATS`.
+    """The formats a run writes: `QUICK_FORMATS` for a quick run, else `default_formats()`.
 
     Parameters
     ----------
@@ -43,9 +79,10 @@ def figure_formats(quick: bool) -> tuple[str, ...]:
     Returns
     -------
     tuple of str
-        ``("png",)`` for a quick run, ``("png", "pdf")`` otherwise; pass it to `style()`.
+        ``("png",)`` for a quick run, ``("png", "pdf")`` otherwise (unless
+        ``GAUGEDYN_FIGURE_FORMATS`` says otherwise); pass it to `style()`.
     """
-    return QUICK_FORMATS if quick else FORMATS
+    return QUICK_FORMATS if quick else default_formats()
 
 
 @contextlib.contextmanager
@@ -79,11 +116,7 @@ def style(backend: str | None = None, formats: tuple[str, ...] | None = None) ->
     import matplotlib
 
     if formats is not None:
-        formats = tuple(formats)
-        if not formats or "png" not in formats or not set(formats) <= set(FORMATS):
-            raise ValueError(
-                f"formats={formats!r} is not allowed: a subset of {FORMATS} holding 'png'"
-            )
+        formats = _checked_formats(tuple(formats), "formats")
     if backend is not None:  # a no-op when it is the backend already in use
         matplotlib.use(backend, force=True)
     import matplotlib.pyplot as plt
@@ -120,8 +153,8 @@ def subplots(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
 
 
 def save_figure(fig: Any, outdir: str | Path, name: str, caption: str = "") -> tuple[str, str]:
-    """Write ``outdir/name.png`` and ``outdir/name.pdf`` (or the formats `style()` set),
-    close ``fig``; return ``(name, caption)``.
+    """Write ``outdir/name.png`` and ``outdir/name.pdf`` (or the formats `style()` set, else
+    `default_formats()`), close ``fig``; return ``(name, caption)``.
 
     The figure's layout engine (constrained layout, from the style) runs once, for the first
     file; the others reuse its positions instead of laying the figure out again. The PDF
@@ -149,7 +182,7 @@ def save_figure(fig: Any, outdir: str | Path, name: str, caption: str = "") -> t
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     try:
-        for i, fmt in enumerate(_FORMATS.get()):
+        for i, fmt in enumerate(_FORMATS.get() or default_formats()):
             metadata = {"CreationDate": None} if fmt == "pdf" else {"Software": None}
             fig.savefig(outdir / f"{name}.{fmt}", format=fmt, metadata=metadata)
             if i == 0:

@@ -219,8 +219,11 @@ def _execute(
     command: dict | None,
     require_cache: bool,
 ) -> RunOutcome:
+    from ..plotting import figure_formats
+
     started = time.time()
     where = _describe(executor)
+    figure_formats(cfg.quick)  # a bad GAUGEDYN_FIGURE_FORMATS is refused before any task
     with claim_output_dir(out, "run"):
         summary = summary_head(cfg, command)
         summary["controls"] = run_controls(cfg.experiment, cfg.params)
