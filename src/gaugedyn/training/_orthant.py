@@ -515,11 +515,10 @@ def _theta_e2(C, V, G, L, linear, cj, fields, na, zero, h0, link, S, cache, know
 
 
 @numba.njit(cache=True)
-def piecewise_noise(C, K, c, lo, jump, h0, E):
-    """``E_ik = E[g'(u_i) g'(u_k) e^2]`` (``i <= k``, the upper triangle of ``E (K, K)``) for
-    ``u ~ N(0, C)`` (``C (P, P)``, students first), ``e = sum_p c_p g_p(u_p)`` and the
-    piecewise-linear ``g_p(x) = lo_p x + jump_p x theta(x)`` with ``theta(0) = h0_p`` on a
-    field of zero variance (module docstring)."""
+def _classify(C):
+    """The fields of ``C (P, P)`` of zero variance (at most ``ZERO_VARIANCE`` times the largest)
+    and ``link[p, q]``: 1 where two fields of positive variance are collinear, -1 where they are
+    opposite (``1 - |rho| <= COLLINEAR``), else 0."""
     P = C.shape[0]
     top = 0.0
     for p in range(P):
@@ -536,6 +535,17 @@ def piecewise_noise(C, K, c, lo, jump, h0, E):
                     link[p, q] = 1
                 elif r <= -1.0 + COLLINEAR:
                     link[p, q] = -1
+    return zero, link
+
+
+@numba.njit(cache=True)
+def piecewise_noise(C, K, c, lo, jump, h0, E):
+    """``E_ik = E[g'(u_i) g'(u_k) e^2]`` (``i <= k``, the upper triangle of ``E (K, K)``) for
+    ``u ~ N(0, C)`` (``C (P, P)``, students first), ``e = sum_p c_p g_p(u_p)`` and the
+    piecewise-linear ``g_p(x) = lo_p x + jump_p x theta(x)`` with ``theta(0) = h0_p`` on a
+    field of zero variance (module docstring)."""
+    P = C.shape[0]
+    zero, link = _classify(C)
     ell = np.empty(P)
     for p in range(P):
         ell[p] = c[p] * lo[p] if not zero[p] else 0.0
@@ -613,21 +623,7 @@ def relu_moment(C, i, j, p, q):
     for x in range(n):
         for y in range(n):
             Cs[x, y] = C[F[x], F[y]]
-    top = 0.0
-    for x in range(n):
-        top = max(top, Cs[x, x])
-    zero = np.zeros(n, dtype=np.bool_)
-    for x in range(n):
-        zero[x] = Cs[x, x] <= ZERO_VARIANCE * top
-    link = np.zeros((n, n), dtype=np.int64)
-    for x in range(n):
-        for y in range(n):
-            if x != y and not zero[x] and not zero[y]:
-                r = _corr(Cs, x, y)
-                if r >= 1.0 - COLLINEAR:
-                    link[x, y] = 1
-                elif r <= -1.0 + COLLINEAR:
-                    link[x, y] = -1
+    zero, link = _classify(Cs)
     fields = np.empty(4, dtype=np.int64)
     for m in range(4):
         for x in range(n):
