@@ -34,40 +34,35 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-@pytest.mark.parametrize("phase", ["sweep", "analysis", "figures"])
-def test_ctrl_c_says_what_is_stored_in_one_line(tmp_path, phase):
-    cfg = tmp_path / "toy.toml"
-    cfg.write_text(config_text(n_tasks=6, sleep=0.2))
-    log, mark, out = tmp_path / "log", tmp_path / "mark", tmp_path / "out"
-    mark.mkdir()
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(
-            p for p in [str(TESTS), os.environ.get("PYTHONPATH", "")] if p
-        ),
-        "TOY_LOG": str(log),
-        "TOY_MARK": str(mark),
-        f"TOY_SLOW_{phase.upper()}": "30",
-    }
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gaugedyn",
-            "run",
-            str(cfg),
-            "--out",
-            str(out),
-            "--workers",
-            "2",
-            "-q",
-        ],
+def _start_run(cfg: Path, out: Path, **toy: str) -> subprocess.Popen:
+    """``gaugedyn run CFG --out OUT --workers 2 -q`` in its own process group, the toy
+    experiments importable and ``toy`` added to its environment."""
+    pythonpath = [str(TESTS), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in pythonpath if p), **toy}
+    return subprocess.Popen(
+        [sys.executable, "-m", "gaugedyn", "run", str(cfg), "--out", str(out), "--workers", "2"]
+        + ["-q"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
         preexec_fn=_default_sigint,
+    )
+
+
+@pytest.mark.parametrize("phase", ["sweep", "analysis", "figures"])
+def test_ctrl_c_says_what_is_stored_in_one_line(tmp_path, phase):
+    cfg = tmp_path / "toy.toml"
+    cfg.write_text(config_text(n_tasks=6, sleep=0.2))
+    log, mark, out = tmp_path / "log", tmp_path / "mark", tmp_path / "out"
+    mark.mkdir()
+    proc = _start_run(
+        cfg,
+        out,
+        TOY_LOG=str(log),
+        TOY_MARK=str(mark),
+        **{f"TOY_SLOW_{phase.upper()}": "30"},
     )
     try:
         if phase == "sweep":  # two tasks running in the workers, four still to start
@@ -99,24 +94,7 @@ def test_ctrl_c_ends_the_workers_running_long_tasks(tmp_path):
     cfg = tmp_path / "toy.toml"
     cfg.write_text(config_text(n_tasks=4))
     log, out = tmp_path / "log", tmp_path / "out"
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(
-            p for p in [str(TESTS), os.environ.get("PYTHONPATH", "")] if p
-        ),
-        "TOY_LOG": str(log),
-        "TOY_SLOW_TASK": "60",
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gaugedyn", "run", str(cfg), "--out", str(out), "--workers", "2"]
-        + ["-q"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=_default_sigint,
-    )
+    proc = _start_run(cfg, out, TOY_LOG=str(log), TOY_SLOW_TASK="60")
     try:
         _wait_for(lambda: log.exists() and len(log.read_text().split()) >= 2, proc)
         os.killpg(proc.pid, signal.SIGINT)
