@@ -129,3 +129,31 @@ def test_relu_trajectory_with_the_flow_jacobian_is_the_reference_trajectory():
     ref = online_ode(problem, 0.8, times, method="reference", **kw, **OPTIONS)
     for key in ("a", "Q", "R"):
         np.testing.assert_allclose(fast[key], ref[key], rtol=0, atol=1e-8)
+
+
+def test_a_failed_newton_iteration_on_the_flow_jacobian_falls_back_to_lsodas_differences(
+    monkeypatch,
+):
+    """Where LSODA fails with the flow's Jacobian (here one made of NaN, which LSODA reports as
+    a successful run of NaN states), `online_ode` reruns with LSODA's own differences of the
+    whole right-hand side: the trajectory of the plain run, within the tolerance."""
+    from gaugedyn.training import _online_ode
+
+    problem = random_problem(50, 4, 4, np.random.default_rng(0), activation="relu")
+    times = np.linspace(0.0, 100.0, 6)
+    kw = dict(rtol=1e-8, atol=1e-10)
+    plain = online_ode(problem, 1.0, times, **kw)
+    used = []
+
+    def broken(flow):
+        def jac(t, y):
+            used.append(t)
+            return np.full((y.size, y.size), np.nan)
+
+        return jac
+
+    monkeypatch.setattr(_online_ode, "flow_jacobian", broken)
+    fallback = online_ode(problem, 1.0, times, **kw)
+    assert used
+    for key in ("a", "Q", "R"):
+        np.testing.assert_allclose(fallback[key], plain[key], rtol=0, atol=1e-6)

@@ -599,9 +599,11 @@ def online_ode(
             mxstep=1_000_000,
             full_output=True,
         )
-        if jac is not None and info["message"] != "Integration successful.":
-            # the Newton iteration did not converge on the flow's Jacobian: LSODA's own
-            # differences of the whole right-hand side
+        if jac is not None and (
+            info["message"] != "Integration successful." or not np.all(np.isfinite(Y))
+        ):
+            # the Newton iteration failed on the flow's Jacobian: LSODA's own differences of
+            # the whole right-hand side
             Y, info = odeint(
                 f, y0, grid, tfirst=True, rtol=rtol, atol=atol, mxstep=1_000_000, full_output=True
             )
