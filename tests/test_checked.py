@@ -70,3 +70,49 @@ def test_every_check_declared_off_the_catalogue_is_a_published_check_without_a_r
     text = "\n".join(ap.checks_table(root))
     assert f"{declared} not yet" in text
     assert text.count("off the catalogue") == declared
+
+
+def _scaling(ratio_of_d, dims=(6, 8, 11, 16, 23, 32), flow_of_d=lambda d: d**2.0):
+    """The two exponent checks of ``gauge_in_training_scaling`` on built ratios."""
+    from _gauge_helpers import config_of
+
+    from gaugedyn.experiments.gauge.gauge_in_training_scaling import EXPERIMENT
+
+    config = config_of(EXPERIMENT, quick=True)
+    d = np.asarray(dims, dtype=float)
+    claims = ga._scaling_exponent_checks(config, list(dims), ratio_of_d(d), flow_of_d(d))
+    return {c.id.split(".")[1]: c for c in claims}
+
+
+def test_the_scaling_exponent_checks_are_the_slope_rules_and_fail_on_data_built_to_fail():
+    """``ratio_grows`` is ``slope_threshold`` above 0 on (log D, log ratio) and
+    ``ratio_exponent_matches_flow`` is ``slope_band`` inside +-tolerance on (log D,
+    log(ratio / flow's ratio)); both pass on a ratio that follows the flow and fail on a flat
+    ratio, an exponent 0.5 from the flow's, five rows (four residual degrees of freedom needed)
+    and rows that bend."""
+    wobble = 1 + 0.01 * np.array([1, -1, 1, -1, 1, -1])
+    good = _scaling(lambda d: d**2 * wobble)
+    for c in good.values():
+        d = c.to_dict()
+        assert c.kind == "check" and c.passed and d["tolerance"]["verdict"] == "HELD"
+    assert good["ratio_grows"].rule == "slope_threshold"
+    assert good["ratio_exponent_matches_flow"].rule == "slope_band"
+    assert good["ratio_grows"].measured == pytest.approx(2.0, abs=0.02)
+    flat = _scaling(lambda d: 5.0 * wobble)
+    assert not flat["ratio_grows"].passed and not flat["ratio_exponent_matches_flow"].passed
+    steep = _scaling(lambda d: d**2.5 * wobble)
+    assert steep["ratio_grows"].passed and not steep["ratio_exponent_matches_flow"].passed
+    assert steep["ratio_exponent_matches_flow"].to_dict()["tolerance"]["verdict"] == "NOT HELD"
+    five = _scaling(lambda d: d**2 * wobble[:5], dims=(6, 8, 11, 16, 23))
+    for c in five.values():
+        assert not c.passed and c.to_dict()["tolerance"]["verdict"] == "UNRESOLVED"
+        assert "UNRESOLVED" in c.statement
+    bent = _scaling(lambda d: d**2 * np.exp(0.3 * (np.log(d) - np.log(d).mean()) ** 2))
+    for c in bent.values():
+        assert not c.passed and c.to_dict()["tolerance"]["verdict"] == "UNRESOLVED"
+    # the flow's own bend is not the trained runs' misfit: a ratio that bends as the flow does
+    bends = _scaling(
+        lambda d: d**2 * np.exp(0.3 * np.log(d) ** 2) * wobble,
+        flow_of_d=lambda d: d**2 * np.exp(0.3 * np.log(d) ** 2),
+    )
+    assert bends["ratio_exponent_matches_flow"].passed

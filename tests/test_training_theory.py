@@ -147,7 +147,7 @@ def test_trained_specialization_times_follow_the_flow_for_both_gauges():
 def _fake_scaling_results():
     from gaugedyn.experiments.gauge.gauge_in_training_scaling import EXPERIMENT
 
-    cfg = config_of(EXPERIMENT, quick=True, dims=[8, 16, 32])
+    cfg = config_of(EXPERIMENT, quick=True)
     tasks = EXPERIMENT.tasks(cfg)
     rng = np.random.default_rng(0)
     results = []
