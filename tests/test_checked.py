@@ -116,3 +116,65 @@ def test_the_scaling_exponent_checks_are_the_slope_rules_and_fail_on_data_built_
         flow_of_d=lambda d: d**2 * np.exp(0.3 * np.log(d) ** 2),
     )
     assert bends["ratio_exponent_matches_flow"].passed
+
+
+def test_the_band_check_is_every_cell_proportion_on_the_shares_below_and_above_the_curve():
+    """A curve inside the seeds' 10-90% band at every declared cell: HELD on a curve at the
+    seeds' median in every cell; not HELD when one cell has the curve below 95% of the seeds
+    (outside the band), nor when the curve lies above every seed in one cell."""
+    g = np.random.default_rng(4)
+    seeds, times = 64, 4
+    t = np.linspace(0.0, 8.0, 33)
+    loss = g.standard_normal((seeds, t.size))
+    at = [f * 8.0 for f in ga.gp.BAND_TIMES]
+    assert ga.declared_records(t, 8.0) == [8, 16, 24, 32]
+    median = np.median(loss, axis=0)
+    below = ga.below_curve(t, loss, median, at)
+    assert below.shape == (seeds, times) and np.all(below.mean(axis=0) == 0.5)
+    ok = ga.band_check("x.band", "s", below, np.random.SeedSequence(1), expected="HELD")
+    assert ok.passed and ok.rule == "every_cell_proportion"
+    assert len(ok.to_dict()["tolerance"]["uniform_draw"]) == 2 * times
+    low = median.copy()
+    low[16] = np.quantile(loss[:, 16], 0.05)  # the second declared time: below the band
+    out = ga.band_check(
+        "x.band", "s", ga.below_curve(t, loss, low, at), np.random.SeedSequence(1), "HELD"
+    )
+    assert not out.passed
+    high = median.copy()
+    high[32] = loss[:, 32].max() + 1.0  # the last declared time: above every seed
+    out = ga.band_check(
+        "x.band", "s", ga.below_curve(t, loss, high, at), np.random.SeedSequence(1), "HELD"
+    )
+    assert not out.passed and out.to_dict()["tolerance"]["verdict"] == "NOT HELD"
+
+
+@pytest.mark.parametrize("centre", ["ode", "ode_eta1"])
+def test_the_noise_term_check_needs_the_seeds_above_the_ode_without_it(centre):
+    """erf results built around the online ODE with its eta^2 term (spread ``0.02 D^-1/2``):
+    the ODE inside the band and the ODE without the term below it at the end (both checks
+    HELD); built around the ODE without the term, both fail."""
+    from _gauge_helpers import config_of
+
+    from gaugedyn.experiments.gauge.online_sgd import EXPERIMENT
+    from gaugedyn.theory import population_loss
+    from gaugedyn.training import online_ode
+
+    cfg = config_of(EXPERIMENT, quick=True)
+    tasks = [t for t in EXPERIMENT.tasks(cfg) if t["kind"] == "erf"]
+    rng = np.random.default_rng(0)
+    results = []
+    for task in tasks:
+        D, problem = task["dim"], EXPERIMENT.problem(task)
+        t = np.geomspace(10.0 / D, task["t_max"], 40)
+        o = online_ode(problem, task["eta"], t, noise=centre == "ode")
+        curve = population_loss(o["a"], o["Q"], o["R"], problem.b, problem.V @ problem.V.T, "erf")
+        sigma = 0.02 / np.sqrt(D)
+        results.append(
+            {"t": t, "loss": curve + sigma * rng.standard_normal((cfg["seeds"], t.size))}
+        )
+    _, claims = ga._online_sgd_analyse_erf(cfg, tasks, results, "erf", np.random.SeedSequence(5))
+    by_id = {c.id: c for c in claims}
+    for cid in ("online_sgd.erf_within_spread", "online_sgd.erf_noise_term_needed"):
+        assert by_id[cid].rule == "every_cell_proportion"
+        assert by_id[cid].passed is (centre == "ode"), (cid, by_id[cid].statement)
+    assert not by_id["online_sgd.erf_spread_exponent"].rule  # off the catalogue
