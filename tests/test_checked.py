@@ -126,10 +126,9 @@ def test_the_band_check_is_every_cell_proportion_on_the_shares_below_and_above_t
     seeds, times = 64, 4
     t = np.linspace(0.0, 8.0, 33)
     loss = g.standard_normal((seeds, t.size))
-    at = [f * 8.0 for f in ga.gp.BAND_TIMES]
     assert ga.declared_records(t, 8.0) == [8, 16, 24, 32]
     median = np.median(loss, axis=0)
-    below = ga.below_curve(t, loss, median, at)
+    below = ga.below_curve(t, loss, median, 8.0)
     assert below.shape == (seeds, times) and np.all(below.mean(axis=0) == 0.5)
     ok = ga.band_check("x.band", "s", below, np.random.SeedSequence(1), expected="HELD")
     assert ok.passed and ok.rule == "every_cell_proportion"
@@ -137,13 +136,13 @@ def test_the_band_check_is_every_cell_proportion_on_the_shares_below_and_above_t
     low = median.copy()
     low[16] = np.quantile(loss[:, 16], 0.05)  # the second declared time: below the band
     out = ga.band_check(
-        "x.band", "s", ga.below_curve(t, loss, low, at), np.random.SeedSequence(1), "HELD"
+        "x.band", "s", ga.below_curve(t, loss, low, 8.0), np.random.SeedSequence(1), "HELD"
     )
     assert not out.passed
     high = median.copy()
     high[32] = loss[:, 32].max() + 1.0  # the last declared time: above every seed
     out = ga.band_check(
-        "x.band", "s", ga.below_curve(t, loss, high, at), np.random.SeedSequence(1), "HELD"
+        "x.band", "s", ga.below_curve(t, loss, high, 8.0), np.random.SeedSequence(1), "HELD"
     )
     assert not out.passed and out.to_dict()["tolerance"]["verdict"] == "NOT HELD"
 

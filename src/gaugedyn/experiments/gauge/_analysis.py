@@ -967,10 +967,7 @@ def _online_sgd_erf_task(task, res, prefix):
         "inside": int(np.sum(((lo <= odes["ode"]) & (odes["ode"] <= hi))[sel])),
         "total": int(np.sum(sel)),
         "spread": float(np.mean(np.std(loss[:, late], axis=0))),
-        "below": {
-            k: below_curve(t, loss, v, [f * task["t_max"] for f in gp.BAND_TIMES])
-            for k, v in odes.items()
-        },
+        "below": {k: below_curve(t, loss, v, task["t_max"]) for k, v in odes.items()},
         "at": [float(t[i]) for i in declared_records(t, task["t_max"])],
         "arrays": {f"{prefix}_t_D{D}": t, f"{prefix}_band_D{D}": np.stack([lo, med, hi])}
         | {f"{prefix}_{k}_D{D}": v for k, v in odes.items()},
@@ -984,11 +981,11 @@ def declared_records(t, length) -> list[int]:
     return [int(np.argmin(np.abs(t - f * length))) for f in gp.BAND_TIMES]
 
 
-def below_curve(t, loss, curve, times) -> np.ndarray:
-    """``(seeds, len(times))`` 0/1 outcomes: at the record nearest each of ``times`` (records
-    at ``t``), whether a seed's loss lies below the curve there."""
-    t = np.asarray(t, dtype=float)
-    idx = [int(np.argmin(np.abs(t - tau))) for tau in times]
+def below_curve(t, loss, curve, length) -> np.ndarray:
+    """``(seeds, len(BAND_TIMES))`` 0/1 outcomes: at each declared record
+    (`declared_records()` of the records' times ``t`` and the run's ``length``), whether a
+    seed's loss lies below the curve there."""
+    idx = declared_records(t, length)
     loss, curve = np.asarray(loss, dtype=float), np.asarray(curve, dtype=float)
     return (loss[:, idx] < curve[idx]).astype(float)
 
@@ -1142,7 +1139,7 @@ def _online_sgd_analyse_relu(tasks, results, seed):
     f_relu = float(np.mean(((lo <= ref) & (ref <= hi))[sel]))
     arrays = {"relu_flow_time": ft, "relu_band": np.stack([lo, med, hi]), "relu_flow": ref}
     length = float(task["eta"] * task["t_max"])  # relu_flow_time
-    below = below_curve(ft, np.asarray(res["loss"]), ref, [f * length for f in gp.BAND_TIMES])
+    below = below_curve(ft, np.asarray(res["loss"]), ref, length)
     return arrays, band_check(
         "online_sgd.relu_flow_limit",
         (
