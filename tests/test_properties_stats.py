@@ -52,6 +52,10 @@ def samples_for(draw, name: str, n_min: int | None = None, n_max: int = 12):
     if rule.estimator == "point":
         return (np.array([draw(dyadic)]),)
     n = draw(st.integers(lo, max(lo, n_max)))
+    if rule.estimator == "proportion" and rule.cells:
+        m = draw(st.integers(1, 3))
+        flat = draw(st.lists(st.sampled_from([0.0, 1.0]), min_size=n * m, max_size=n * m))
+        return (np.array(flat).reshape(n, m),)
     if rule.estimator == "proportion":
         return (np.array(draw(st.lists(st.sampled_from([0.0, 1.0]), min_size=n, max_size=n))),)
     if rule.cells:

@@ -193,3 +193,61 @@ def test_the_symmetric_band_is_four_binomial_standard_errors():
         lo, hi = ga.symmetric_band(n)
         assert math.isclose(hi - 0.5, 4 * math.sqrt(0.25 / n)) and math.isclose(0.5 - lo, hi - 0.5)
     assert ga.symmetric_band(1) == (0.0, 1.0)
+
+
+# -- every_cell_proportion: a share in every cell (a band in every cell: the cells x and 1 - x) --
+
+CELLS = "every_cell_proportion"
+
+
+@FEW
+@given(
+    n=st.integers(1, 60),
+    ks=st.lists(st.integers(0, 60), min_size=1, max_size=4),
+    c=st.integers(1, 99).map(lambda i: i / 100),
+    us=st.lists(st.floats(0.0, 1.0, exclude_max=True), min_size=4, max_size=4),
+)
+def test_every_cell_proportion_is_its_cells_randomised_tests_with_holm(n, ks, c, us):
+    """HELD exactly when every cell's randomised test of ``p <= c`` rejects at 2.5%; NOT HELD
+    exactly when some cell's test of ``p >= c`` rejects at 2.5% / m (Holm's first step); the
+    recorded Holm p-values are those tests' (``F_c(k + u)`` written out with scipy)."""
+    ks = [min(k, n) for k in ks]
+    m = len(ks)
+    x = np.column_stack([_outcomes(k, n) for k in ks])
+    u = us[:m]
+    f = [_cdf(c, k, n, v) for k, v in zip(ks, u)]
+    assume(all(abs(v - t) > 1e-9 for v in f for t in (0.975, 0.025 / m, 1 - 0.025 / m, 0.025)))
+    j = stats.judge(CELLS, x, threshold=c, direction=">", draw=u)
+    held = all(v > 0.975 for v in f)
+    not_held = min(f) <= 0.025 / m
+    assert j.verdict == ("HELD" if held else "NOT HELD" if not_held else "UNRESOLVED")
+    holm_first = min(v * m for v in f)
+    assert math.isclose(min(cell["p_holm"] for cell in j.cells), min(holm_first, 1.0))
+
+
+def test_every_cell_proportion_fails_a_cell_built_to_fail_and_a_band_by_doubling():
+    """Six cells of 64 trials at p = 1/2 are inside (0.1, 0.9) in every cell (HELD: the cells x
+    and 1 - x above 0.1); one cell moved to p = 0 (a curve shifted out of the band) is NOT
+    HELD at 64 trials, and UNRESOLVED at 32 at this draw (there its p-value is u 0.9^32 =
+    3.4% u, times Holm's 12); one cell at p = 0.9 (on the band's edge) is never HELD."""
+    g = np.random.default_rng(7)
+    x = (g.random((64, 6)) < 0.5).astype(float)
+    both = np.hstack([x, 1 - x])
+    assert stats.judge(CELLS, both, threshold=0.1, rng=g).verdict == "HELD"
+    out = x.copy()
+    out[:, 3] = 0.0
+    assert stats.judge(CELLS, np.hstack([out, 1 - out]), threshold=0.1, rng=g).verdict == (
+        "NOT HELD"
+    )
+    short = np.hstack([out, 1 - out])[:32]
+    assert stats.judge(CELLS, short, threshold=0.1, rng=g).verdict == "UNRESOLVED"
+    edge = x.copy()
+    for _ in range(50):
+        edge[:, 1] = g.random(64) < 0.9
+        j = stats.judge(CELLS, np.hstack([edge, 1 - edge]), threshold=0.1, rng=g)
+        assert j.verdict != "HELD" or j.cells[7]["interval"][0] > 0.1
+
+
+def test_the_audit_rows_of_every_cell_proportion_meet_the_bars():
+    row = stats.audit_rule(CELLS, 32, cells=8, reps=2000, seed=3)
+    assert row["bar"] == "ok", row

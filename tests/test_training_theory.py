@@ -76,14 +76,21 @@ def test_online_sgd_experiment_runs_the_chain_at_large_d_and_draws_both_spreads(
         EXPERIMENT,
         quick=True,
         dims=[20, 40, 80],
-        chain_dims=[2000, 8000, 32000],
+        chain_dims=[1000, 2000, 4000, 8000, 16000, 32000],
         seeds=8,
         t_max=3.0,
         relu_dim=8,
         relu_flow_time=0.3,
     )
     tasks, _, arrays, claims = run_inline(EXPERIMENT, cfg, root_seed=2)
-    assert [t["dim"] for t in tasks if t["kind"] == "chain"] == [2000, 8000, 32000]
+    assert [t["dim"] for t in tasks if t["kind"] == "chain"] == [
+        1000,
+        2000,
+        4000,
+        8000,
+        16000,
+        32000,
+    ]
     by_id = {c.id: c for c in claims}
     assert {
         "online_sgd.chain_within_spread",
@@ -91,8 +98,8 @@ def test_online_sgd_experiment_runs_the_chain_at_large_d_and_draws_both_spreads(
         "online_sgd.erf_spread_exponent",
     } <= set(by_id)
     assert "backend 'chain'" in by_id["online_sgd.chain_within_spread"].statement
-    np.testing.assert_array_equal(arrays["chain_dims"], [2000, 8000, 32000])
-    assert np.all(np.diff(arrays["chain_spread"]) < 0)  # the spread shrinks with D
+    np.testing.assert_array_equal(arrays["chain_dims"], [1000, 2000, 4000, 8000, 16000, 32000])
+    assert arrays["chain_spread"][-1] < 0.5 * arrays["chain_spread"][0]  # shrinks with D
     assert EXPERIMENT.plot(arrays, cfg, tmp_path)
     old = {k: v for k, v in arrays.items() if not k.startswith("chain_")}
     assert EXPERIMENT.plot(old, cfg, tmp_path / "old")
@@ -101,8 +108,9 @@ def test_online_sgd_experiment_runs_the_chain_at_large_d_and_draws_both_spreads(
 @pytest.mark.parametrize("broken", [False, True])
 def test_online_sgd_chain_checks_fail_on_results_built_to_fail(broken):
     """Fake chain results around the online ODE: spread ``0.02 D^-1/2`` centred on the ODE
-    (both checks pass), or a spread that does not shrink with ``D`` and sits 5 spreads off the
-    ODE (both fail)."""
+    (both checks pass: ``every_cell_proportion`` on the declared times, ``slope_band`` on the
+    spreads), or a spread that does not shrink with ``D`` and sits 5 spreads off the ODE (both
+    fail)."""
     from gaugedyn.experiments.gauge.online_sgd import EXPERIMENT
 
     cfg = config_of(EXPERIMENT, quick=True)
@@ -115,11 +123,14 @@ def test_online_sgd_chain_checks_fail_on_results_built_to_fail(broken):
         o = online_ode(problem, task["eta"], t)
         ode = population_loss(o["a"], o["Q"], o["R"], problem.b, problem.V @ problem.V.T, "erf")
         sigma = 0.02 if broken else 0.02 / np.sqrt(D)
-        loss = ode + (5 * sigma if broken else 0.0) + sigma * rng.standard_normal((32, t.size))
+        seeds = cfg["seeds"]
+        loss = ode + (5 * sigma if broken else 0.0) + sigma * rng.standard_normal((seeds, t.size))
         results.append({"t": t, "loss": loss})
-    _, claims = _online_sgd_analyse_erf(cfg, tasks, results, "chain")
+    _, claims = _online_sgd_analyse_erf(cfg, tasks, results, "chain", SEED)
     by_id = {c.id: c for c in claims}
     assert set(by_id) == {"online_sgd.chain_within_spread", "online_sgd.chain_spread_exponent"}
+    assert by_id["online_sgd.chain_within_spread"].rule == "every_cell_proportion"
+    assert by_id["online_sgd.chain_spread_exponent"].rule == "slope_band"
     for claim in claims:
         assert claim.passed is not broken, (claim.id, claim.measured)
 
@@ -147,7 +158,7 @@ def test_trained_specialization_times_follow_the_flow_for_both_gauges():
 def _fake_scaling_results():
     from gaugedyn.experiments.gauge.gauge_in_training_scaling import EXPERIMENT
 
-    cfg = config_of(EXPERIMENT, quick=True, dims=[8, 16, 32])
+    cfg = config_of(EXPERIMENT, quick=True)
     tasks = EXPERIMENT.tasks(cfg)
     rng = np.random.default_rng(0)
     results = []

@@ -202,6 +202,8 @@ class Scene:
         return self.threshold + d if self.direction == ">" else self.threshold - d
 
     def samples(self, rng: np.random.Generator, reps: int, truth: np.ndarray) -> tuple:
+        if self.rule.estimator == "proportion" and self.rule.cells:
+            return ((rng.random((reps, self.n, self.cells)) < truth).astype(float),)
         if self.rule.estimator == "proportion":
             return ((rng.random((reps, self.n)) < truth[0]).astype(float),)
         if self.rule.estimator == "paired_sign":  # ties with probability `ties`, else a sign

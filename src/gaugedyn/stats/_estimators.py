@@ -338,6 +338,22 @@ def randomised_cdf(p: np.ndarray, k: np.ndarray, n: int | np.ndarray, u: np.ndar
     return stats.binom.cdf(k - 1, n, p) + u * stats.binom.pmf(k, n, p)
 
 
+def randomised_proportion_pvalues(
+    x: np.ndarray, threshold: float, u: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""One-sided p-values ``(p_above, p_below)`` of the randomised binomial test that
+    `randomised_proportion_bounds()` inverts, from 0/1 outcomes ``x`` ``(..., n)`` with ``k``
+    successes and the draw ``u``: $p_{above} = 1 - F_c(k + u)$ (against $p \le c$),
+    $p_{below} = F_c(k + u)$ (against $p \ge c$), $c$ the ``threshold`` and $F$
+    `randomised_cdf()`; the lower bound at ``level`` exceeds $c$ exactly when
+    $p_{above} < 1 - \mathit{level}$ ($F$ decreases in $p$), so a cell's p-value, its interval
+    and the verdict are one test."""
+    x = np.asarray(x, dtype=float)
+    k = np.rint(x.sum(axis=-1))
+    f = randomised_cdf(np.full(k.shape, float(threshold)), k, x.shape[-1], u)
+    return 1.0 - f, f
+
+
 def randomised_proportion_bounds(x: np.ndarray, level: float, u: np.ndarray) -> Bounds:
     r"""Randomised exact bounds of a success probability (Stevens 1950): from 0/1 outcomes
     ``x`` ``(..., n)`` and one uniform draw ``u`` per experiment (shape ``x.shape[:-1]``),

@@ -119,7 +119,11 @@ KINDS: dict[str, Kind] = {
             "outcome",
             "0/1 outcomes, one per trial",
             ("bernoulli",),
-            {"threshold": "proportion", "inside": "proportion_band"},
+            {
+                "threshold": "proportion",
+                "inside": "proportion_band",
+                "every_cell": "every_cell_proportion",
+            },
         ),
         Kind(
             "tied",

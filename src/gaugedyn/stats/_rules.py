@@ -291,12 +291,17 @@ class Rule:
                 f"NOT HELD if it lies wholly {other} {threshold}; otherwise UNRESOLVED"
             )
         side = f"{direction} {threshold}"
-        test = (
-            "the randomised sign test that interval inverts (its one-sided p-values, at the "
-            "cell's uniform draw)"
-            if self.estimator == "median"
-            else "the one-sided t test"
-        )
+        test = "the one-sided t test"
+        if self.estimator == "median":
+            test = (
+                "the randomised sign test that interval inverts (its one-sided p-values, at the "
+                "cell's uniform draw)"
+            )
+        if self.estimator == "proportion":
+            test = (
+                "the randomised binomial test that interval inverts (its one-sided p-values, at "
+                "the cell's uniform draw)"
+            )
         if self.claim == "every_cell":
             return (
                 f"{self.name}: HELD if in every cell {ci} lies wholly {side}; NOT HELD if "
@@ -362,6 +367,8 @@ class Rule:
         cell's p-value, its interval and the verdict come from one test."""
         if self.estimator == "median":
             return est.randomised_median_pvalues(x, threshold, draws)
+        if self.estimator == "proportion":
+            return est.randomised_proportion_pvalues(x, threshold, draws)
         return est.t_pvalues(x, threshold)
 
     def _open(self, b: est.Bounds) -> est.Bounds:
@@ -520,6 +527,12 @@ class Rule:
                 raise InputError(
                     f"values of shape {arrays[0].shape} are not allowed for rule "
                     f"{self.name!r}: a 2-D array (seeds, cells)"
+                )
+            a = arrays[0][np.isfinite(arrays[0])]
+            if self.estimator == "proportion" and not np.all((a == 0) | (a == 1)):
+                raise InputError(
+                    f"values are not allowed for rule {self.name!r}: outcomes 0 or 1 "
+                    "(or booleans), one per trial and cell"
                 )
             return (arrays[0],)
         arrays = [a.ravel() for a in arrays]
@@ -713,8 +726,9 @@ class Rule:
             if why is None:
                 b = self.bounds((col,), level, u)
                 h = self.bounds((col,), 1 - (1 - level) / m, u)
-                if float(b.lower) == float(b.upper) or float(h.lower) == float(h.upper):
-                    why = self._flat_reason()
+                flat = float(b.lower) == float(b.upper) or float(h.lower) == float(h.upper)
+                if flat and self.estimator != "proportion":  # an interval of a share may be
+                    why = self._flat_reason()  # a point (every trial a success, u near 1)
             if why is not None:
                 centre = np.median if self.center == "median" else np.mean
                 estimate = float(centre(col)) if col.size else math.nan
@@ -959,6 +973,20 @@ _CATALOGUE = (
         "per cell, the median of the per-seed values",
         _MEDIAN + " per cell",
         f"{_CELLS}; any shape; {_TIES}",
+    ),
+    Rule(
+        "every_cell_proportion",
+        "proportion",
+        "every_cell",
+        "per cell, the share of successes among the trials",
+        _STEVENS + " per cell",
+        f"{_CELLS}; in each cell independent trials with one success probability; the "
+        "interval inverts the randomised binomial test (one uniform draw per cell from the "
+        "run's analysis seed, recorded), exact in each cell, so HELD is at most 2.5% when some "
+        "cell is on or beyond the threshold (intersection-union) and NOT HELD at most 2.5% when "
+        "every cell is on the claimed side (Holm). A band claim lo < p_c < hi in every cell is "
+        "this rule on the cells x and 1 - x at thresholds lo and 1 - hi",
+        options={"method": "randomised"},
     ),
     Rule(
         "deterministic",

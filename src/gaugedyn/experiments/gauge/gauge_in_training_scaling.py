@@ -28,15 +28,15 @@ class GaugeInTrainingScaling(Experiment):
     params = {
         "dims": Param(
             list,
-            [8, 16, 32, 64],
-            quick=[8, 16, 32],
+            [8, 11, 16, 23, 32, 45, 64],
+            quick=[6, 8, 11, 16, 23, 32],
             lo=4,
             hi=256,
-            min_len=3,
+            min_len=6,
             max_len=8,
             distinct=True,
-            why="GD steps grow like D^2",
-            help="input dimensions D (steps grow like D^2)",
+            why="GD steps grow like D^2; the slope rules need six rows",
+            help="input dimensions D (steps grow like D^2; at least six for the slope rules)",
         ),
         "seeds": Param(
             int,

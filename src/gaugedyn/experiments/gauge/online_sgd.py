@@ -35,12 +35,12 @@ class OnlineSGD(Experiment):
         ),
         "seeds": Param(
             int,
-            32,
-            quick=16,
+            64,
+            quick=48,
             lo=4,
             hi=1000,
             why="one task trains all seeds at once",
-            help="seeds per configuration",
+            help="seeds per configuration (the band checks' power: PROTOCOL.md)",
         ),
         "eta": Param(
             float,
@@ -85,16 +85,17 @@ class OnlineSGD(Experiment):
         ),
         "chain_dims": Param(
             list,
-            [1000, 10000, 100000],
-            quick=[1000, 3000, 10000],
+            [1000, 2500, 6300, 16000, 40000, 100000],
+            quick=[1000, 1600, 2500, 4000, 6300, 10000],
             lo=8,
             hi=10**6,
-            min_len=3,
+            min_len=6,
             max_len=12,
             distinct=True,
             item=int,
             why="t_max D chain steps per seed (about 1 us each)",
-            help="input dimensions D of the exact order-parameter chain (>= 3 for the spread fit)",
+            help="input dimensions D of the exact order-parameter chain (>= 6: the spread "
+            "exponent is judged by slope_band, which needs six rows)",
         ),
         "spread_tolerance": Param(
             float,
