@@ -10,9 +10,10 @@ full rank 8, eta = 1, batch 1):
 2. the same with weight decay 0.1, ``lr2`` 0.5 and label noise 0.3 (the classical options);
 3. ``online_ode(..., method="compiled")`` to ``--t-max`` (default 1000) at ``--rtol`` (default
    ``online_ode``'s, 1e-9; ``atol = rtol / 100``), once, plain and with the options: CPU
-   seconds, right-hand sides evaluated, and the ratio of each to the plain compiled erf run
-   (measured in the same process, same tolerances); a run is stopped, and marked unfinished,
-   after ``--budget`` right-hand sides (default 5000).
+   seconds, right-hand sides evaluated (and apart the flow's alone, without the noise term,
+   that the Jacobian `flow_jacobian` differences), and the ratio of each to the plain compiled
+   erf run (measured in the same process, same tolerances); a run is stopped, and marked
+   unfinished, after ``--budget`` right-hand sides (default 5000).
 
     .venv/bin/python benchmarks/bench_online_ode.py [--rounds 3] [--t-max 1000] [--rtol 1e-9]
         [--budget 5000]
@@ -81,13 +82,22 @@ class _Budget(Exception):
 
 def trajectory(name: str, options: dict, t_max: float, rtol: float | None, budget: int) -> dict:
     """Section 3: one compiled run to ``t_max``, its CPU and wall seconds and its right-hand
-    sides (counted by wrapping the compiled right-hand side); stopped, and marked unfinished,
-    after ``budget`` right-hand sides."""
-    count, limit = [0], [None]
+    sides (counted by wrapping the compiled right-hand side: the whole ones, and apart the
+    flow's without the noise term that `flow_jacobian` differences); stopped, and marked
+    unfinished, after ``budget`` whole right-hand sides."""
+    count, flow, limit = [0], [0], [None]
     original = _online_ode.compiled_rhs
 
     def counting(*args, **kw):
         f = original(*args, **kw)
+        noise = args[6] if len(args) > 6 else kw.get("noise", True)
+        if not noise:
+
+            def g0(t, y):
+                flow[0] += 1
+                return f(t, y)
+
+            return g0
 
         def g(t, y):
             count[0] += 1
@@ -107,7 +117,7 @@ def trajectory(name: str, options: dict, t_max: float, rtol: float | None, budge
             online_ode(problem, 1.0, times[:2], method="compiled", **tol, **options)
         except _Budget:
             pass
-        count[0] = 0
+        count[0] = flow[0] = 0
         c0, t0 = time.process_time(), time.perf_counter()
         finished = True
         try:
@@ -122,6 +132,7 @@ def trajectory(name: str, options: dict, t_max: float, rtol: float | None, budge
         "cpu": cpu,
         "wall": wall,
         "rhs": n,
+        "flow_rhs": flow[0],
         "ms_per_rhs": 1e3 * cpu / max(n, 1),
         "finished": finished,
     }
@@ -198,7 +209,8 @@ def main(argv=None) -> int:
                 f"{name:11s} {k:8s} one rhs: compiled {1e3 * r['compiled']['cpu']:.1f} ms, "
                 f"reference {1e3 * r['reference']['cpu']:.1f} ms CPU ({r['ratio_cpu']:.1f}x), "
                 f"rel. diff {r['rel_diff']:.1e}; to t = {args.t_max:g}: {t['cpu']:.1f} CPU s "
-                f"({t['rhs']} rhs, {t['ms_per_rhs']:.1f} ms each; {t['to_erf_plain']:.0f}x erf)"
+                f"({t['rhs']} rhs and {t.get('flow_rhs', 0)} of the flow alone, "
+                f"{t['ms_per_rhs']:.2f} ms per rhs; {t['to_erf_plain']:.0f}x erf)"
                 + ("" if t["finished"] else f"; unfinished at the budget of {args.budget} rhs"),
                 flush=True,
             )

@@ -312,53 +312,79 @@ def test_a_published_multiverse_adds_robustness_to_the_tables(
 
 # --- the quick multiverse of every experiment with findings ----------------------------------
 
-# Each experiment's quick configuration made smaller still: the test checks that every declared
-# specification runs and is judged, not the numbers, so the sizes only need to keep the controls
+# Each experiment's quick configuration made smaller still, and one constant of its space: the
+# test checks that every declared specification is a configuration and that the constant's
+# specifications run and are judged, not the numbers, so the sizes only need to keep the controls
 # and the findings computable (the spike boundary's two smallest 1 - beta2 need the longest
-# settling runs; the shared representation's networks and step counts are cut to a few units;
+# settling runs; the shared representation's family is narrowed to one candidate, its
+# calibration to two seeds and two loss weights, its networks and step counts to a few units;
 # the edge of stability runs half the steps on its smallest sample; the prototypes train 1,000
-# steps, read at one budget).
+# steps, read at one budget; the landscape's catalogues start one student each and its six
+# escapes start within one decade, 1e-2 to 1e-3, not four). Where a constant changes only some
+# tasks, the cheaper one is varied (auxiliary: the linear-response step lin_eta re-runs 6 of its
+# 50 tasks, map_gamma 16). The third entry names the test that draws the experiment's own
+# figures from a small run's arrays, where this one leaves them out (they were most of its time;
+# the specification curves are still drawn here).
 REDUCED = {
     "adam_edge": (
         {"losses": ["mse"], "steps": 150, "n_samples": 32, "quadratic_steps": 1000},
         "separation_factor",
+        None,
     ),
     "auxiliary": (
         {"dims": [300], "weight_dim": 100, "wide_dim": 100, "map_rhos": [0.0, 1.0]},
-        "map_gamma",
+        "lin_eta",
+        None,
     ),
-    "beta_grid": ({"tasks": ["teacher_student"], "seeds": 2}, "skip"),
-    "clock": ({}, "threshold"),
+    "beta_grid": ({"tasks": ["teacher_student"], "seeds": 2}, "skip", None),
+    "clock": ({}, "threshold", None),
     "conservation_laws": (
         {"families": ["linear2"], "recorder_models": [], "drift_models": ["mlp"]},
         "rtol",
+        None,
     ),
-    "finite_sample": ({"seeds": 8, "ns": [100, 1000, 10000]}, "tolerance"),
+    "finite_sample": ({"seeds": 8, "ns": [100, 1000, 10000]}, "tolerance", None),
     "gauge_on_networks": (
         {"slope_models": ["mlp"], "optimizers": ["gd"], "seeds": 2, "steps": 100},
         "gauge",
+        None,
     ),
     "gauge_under_adam": (
         {"seeds": 2, "steps": 200, "betas": [[0.9, 0.9], [0.9, 0.999]]},
         "threshold",
+        None,
     ),
-    "landscape": ({}, "gauge_strength"),
-    "ownership_patterns": ({"Ks": [2], "scales": [0.2, 1.0]}, "function_tol"),
+    "landscape": (
+        {"starts": 1, "escape_eps": [float(v) for v in np.geomspace(1e-2, 1e-3, 6)]},
+        "gauge_strength",
+        None,
+    ),
+    "ownership_patterns": ({"Ks": [2], "scales": [0.2, 1.0]}, "function_tol", None),
     "prototypes": (
         {"sizes": [3, 5], "seeds": 2, "steps": 1000, "budgets": [1000], "cap": 1000},
         "lr",
+        "test_prototypes.py::test_a_small_run_reports_every_finding_with_its_rule_and_readings",
     ),
     "shared_representation": (
         {
+            "acquisition": "rate",
+            "d_Z": 1,
+            "lr": 0.01,
+            "readout": "common",
+            "pulse": "mild",
             "seeds": 2,
+            "calibration_seeds": 2,
+            "w_grid": [0.8, 0.99],
             "horizon": 10,
-            "formation_steps": 50,
-            "ancestor_steps": 20,
+            "formation_steps": 30,
+            "ancestor_steps": 10,
+            "record_every": 10,
             "width": 8,
             "batch": 16,
             "eval_n": 64,
         },
         "control_period",
+        "test_shared_representation.py::test_small_run_reports_every_finding_under_both_readouts",
     ),
     "spike_boundary": (
         {
@@ -368,6 +394,7 @@ REDUCED = {
             "one_minus_beta2": [float(v) for v in np.logspace(np.log10(3e-5), np.log10(0.3), 9)],
         },
         "spike_rise",
+        None,
     ),
 }
 
@@ -388,25 +415,71 @@ def test_every_experiment_with_findings_declares_a_space_and_is_covered_here():
         assert bool(exp.space) == (name in with_findings), name
 
 
+def _check_quick_multiverse(summary: dict, out: Path, constant: str, ends: list) -> None:
+    """What a quick multiverse of a real experiment must show, each recomputed here from the
+    per-specification verdicts of ``summary["multiverse"]`` (not by the package's functions):
+    the primary and one specification per end of ``constant``, each run and judged and each
+    stored once under its own settings; every finding's robustness counted over the
+    specifications that judged it (its shares, the constant that flips it, whether an
+    opposite verdict occurs); the primary specification's verdicts those of the run; the
+    specification curves' verdict codes; the specification-curve figure drawn."""
+    from gaugedyn.harness._folders import TASKS
+    from gaugedyn.harness._multiverse import CODES
+    from gaugedyn.harness._store import ResultStore
+
+    assert summary["status"] in ("passed", "claims failed"), summary["status"]
+    specs = summary["multiverse"]["specifications"]
+    assert [s["kind"] for s in specs] == ["primary"] + ["end"] * len(ends)
+    assert [s["values"] for s in specs[1:]] == [{constant: v} for v in ends]
+    assert all(s["status"] in ("passed", "claims failed") for s in specs), specs
+    store = ResultStore(out / TASKS)  # one record per specification, each under its settings
+    stored = [
+        m["specification"]["id"]
+        for m in map(store.meta, store.keys())
+        if m and "specification" in m
+    ]
+    assert sorted(stored) == sorted(s["id"] for s in specs)
+    findings = [c for c in summary["claims"] if c["kind"] == "finding"]
+    assert findings
+    for c in findings:
+        verdicts = {s["id"]: s["verdicts"][c["id"]] for s in specs if c["id"] in s["verdicts"]}
+        r, n = c["robustness"], len(verdicts)
+        assert n >= 1 and r["specifications"] == n and r["not_judged"] == len(specs) - n
+        assert r["shares"] == pytest.approx(
+            {w: sum(v == w for v in verdicts.values()) / n for w in r["shares"]}
+        )
+        primary = verdicts.get("primary")
+        moved = [v for k, v in verdicts.items() if k != "primary"]
+        assert r["flipping"] == ([constant] if any(v != primary for v in moved) else [])
+        assert r["robust"] == (not {"HELD", "NOT HELD"} <= set(verdicts.values()))
+        if primary is not None:
+            assert primary == c["verdict"], c["id"]
+    with np.load(out / "arrays.npz") as arrays:
+        assert list(arrays["multiverse__findings"]) == [c["id"] for c in findings]
+        assert list(arrays["multiverse__specifications"]) == [s["id"] for s in specs]
+        assert arrays["multiverse__verdict"].tolist() == [
+            [CODES[s["verdicts"][c["id"]]] if c["id"] in s["verdicts"] else -1 for s in specs]
+            for c in findings
+        ]
+    assert "specification_curve_1" in {f["name"] for f in summary["figures"]}
+    assert (out / "figures" / "specification_curve_1.png").is_file()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(REDUCED))
-def test_the_quick_multiverse_of_each_experiment_with_findings(name, tmp_path):
+def test_the_quick_multiverse_of_each_experiment_with_findings(name, tmp_path, monkeypatch):
     from gaugedyn.harness import load_config
     from gaugedyn.harness._multiverse import with_values
 
-    overrides, constant = REDUCED[name]
+    overrides, constant, figures_elsewhere = REDUCED[name]
     full = load_config(ROOT / f"simulations/{name}.toml", quick=True)
     for spec in specifications(full.space, full.experiment.params, full.params, 1, full.seed):
         with_values(full, spec["values"])  # every declared specification is a configuration
     cfg = load_config(ROOT / f"simulations/{name}.toml", quick=True, overrides=overrides)
     cfg = dataclasses.replace(cfg, space={constant: cfg.space[constant]})
+    if figures_elsewhere:  # drawn from a small run's arrays there; the curves still drawn here
+        monkeypatch.setattr(type(cfg.experiment), "plot", lambda self, arrays, config, out: [])
     outcome = run_multiverse(cfg, tmp_path / name, samples=0, executor="serial", progress=None)
-    summary = outcome.summary
-    assert summary["status"] in ("passed", "claims failed"), summary["status"]
-    specs = summary["multiverse"]["specifications"]
-    assert len(specs) == 1 + len(cfg.space[constant].ends(cfg.params[constant]))
-    assert all(s["status"] in ("passed", "claims failed") for s in specs)
-    findings = [c for c in summary["claims"] if c["kind"] == "finding"]
-    assert findings and all(c["robustness"]["specifications"] >= 1 for c in findings)
-    curves = np.load(tmp_path / name / "arrays.npz")["multiverse__verdict"]
-    assert curves.shape == (len(findings), len(specs))
+    ends = [s["values"][constant] for s in outcome.summary["multiverse"]["specifications"][1:]]
+    assert ends == pytest.approx(cfg.space[constant].ends(cfg.params[constant]))
+    _check_quick_multiverse(outcome.summary, tmp_path / name, constant, ends)

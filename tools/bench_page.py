@@ -204,7 +204,9 @@ def render_online_ode(record: dict) -> str:
                     f"{_ms(1e3 * r['compiled']['cpu'])} / {_ms(1e3 * r['reference']['cpu'])}",
                     f"{r['ratio_cpu']:.0f}x",
                     f"{r['rel_diff']:.1e}",
-                    f"{t['cpu']:.2f} ({t['rhs']} rhs, {_ms(t['ms_per_rhs'])} ms each)"
+                    f"{t['cpu']:.2f} ({t['rhs']} rhs"
+                    + (f" and {t['flow_rhs']} of the flow alone" if t.get("flow_rhs") else "")
+                    + f", {_ms(t['ms_per_rhs'])} ms per rhs)"
                     + ("" if t["finished"] else "; stopped at the budget"),
                     f"{t['to_erf_plain']:,.0f}x",
                 ]

@@ -1608,12 +1608,13 @@ def plan(root: Path, adds: Sequence[Path] = ()) -> dict[Path, tuple[bytes, bool]
         else:
             added.setdefault(summary["experiment"], {})[ext] = summary
         files.update(writes)
+    site = root / SITE  # first: a missing declared page is refused before the tables' work
+    nav = render_nav(site.read_text(), site, root).encode() if site.is_file() else None
     pending = set(files)
     for path in published_files(root):
         files[path] = render(path.read_text(), path, root, data, pending, added).encode()
-    site = root / SITE
-    if site.is_file():
-        files[site] = render_nav(site.read_text(), site, root).encode()
+    if nav is not None:
+        files[site] = nav
     return {
         path: (data_, not path.is_file() or path.read_bytes() != data_)
         for path, data_ in files.items()

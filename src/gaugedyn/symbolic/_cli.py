@@ -19,6 +19,13 @@ def register(subparsers) -> None:
     )
     p.add_argument("--check", action="store_true", help="verify instead of writing")
     p.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help="only the document NAME (e.g. gaussian_relu; repeatable) and the kernels, which "
+        "are generated from every closed form (default: every document)",
+    )
+    p.add_argument(
         "--kernels",
         default=None,
         help="path of the generated kernel module (default: gaugedyn/theory/_generated_kernels.py)",
@@ -58,7 +65,8 @@ def _handle(args: argparse.Namespace) -> int:
 
     _check_paths(args)
 
-    report = derive(args.dir, check=args.check, kernels=args.kernels, force=args.force)
+    only = None if args.only is None else tuple(args.only)
+    report = derive(args.dir, check=args.check, kernels=args.kernels, force=args.force, only=only)
     if report.ok:
         verb = "checked" if args.check else "written or unchanged"
         n = len(report.checked) if args.check else len(report.written) + len(report.unchanged)

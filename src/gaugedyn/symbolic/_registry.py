@@ -238,6 +238,18 @@ def foreign_targets(directory: Path, targets: list[Path]) -> list[str]:
     return problems
 
 
+def _only(loaded: list, names: tuple[str, ...]) -> list:
+    """The ``(path, module)`` pairs of ``loaded`` whose document is one of ``names``; an
+    unknown name is refused (`InputError`), naming the documents there are."""
+    known = [m.NAME for _, m in loaded if m is not None]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise InputError(
+            f"--only {unknown[0]!r}: no such document; choose among {', '.join(known)}"
+        )
+    return [(path, m) for path, m in loaded if m is not None and m.NAME in names]
+
+
 def derive(
     directory: Path | str | None = None,
     *,
@@ -247,6 +259,7 @@ def derive(
     out: TextIO | None = None,
     err: TextIO | None = None,
     force: bool = False,
+    only: tuple[str, ...] | None = None,
 ) -> DeriveReport:
     """Write (``check=False``) or check (``check=True``) every derivation document and the kernels.
 
@@ -259,7 +272,8 @@ def derive(
     nothing is written or checked; ``modules`` restricts the documents (no such check). Writing
     never overwrites a file ``gaugedyn derive`` did not write, nor writes into someone else's
     folder (`foreign_targets()`): those are refused (`InputError`) before
-    anything is written, unless ``force``.
+    anything is written, unless ``force``. ``only`` keeps the documents of those names (after
+    the declaration check) and the kernels, which are generated from every closed form.
 
     Parameters
     ----------
@@ -275,6 +289,8 @@ def derive(
         Where progress and failures are printed (default: nowhere).
     force : bool
         Write over files ``gaugedyn derive`` did not write, or into a foreign folder.
+    only : tuple of str, optional
+        Only the documents of these names (``NAME``, e.g. ``"gaussian_relu"``) and the kernels.
 
     Returns
     -------
@@ -286,7 +302,7 @@ def derive(
     ------
     InputError
         Before anything is written, when a target is a file ``gaugedyn derive`` did not write or
-        lies in someone else's folder (unless ``force``).
+        lies in someone else's folder (unless ``force``), or when ``only`` names no document.
     """
     from ._codegen import TARGET, source
     from ._kernels import closed_form_activations
@@ -304,6 +320,8 @@ def derive(
         if report.failures:
             return report
     loaded = [(path, _load(path, err)) for path in modules]
+    if only is not None:
+        loaded = _only(loaded, only)
     if not check and not force:
         targets = [directory / f"{m.NAME}.md" for _, m in loaded if m is not None]
         problems = foreign_targets(directory, [*targets, kernels])
