@@ -289,3 +289,25 @@ def test_provenance_names_the_commit_the_run_was_made_at_not_only_where_it_was_a
     assert "at commit bbbbbbbbbb." in same and "added at" not in same
     old = provenance("x", {"published": pub})  # a run that recorded no code identity
     assert "gaugedyn 0.2.0 at commit bbbbbbbbbb." in old and "added at" not in old
+
+
+def test_the_published_command_line_carries_a_multiverses_sample_size():
+    """A multiverse's ``--samples`` changes which specifications are judged, so the published
+    command carries it (rerunning the printed command gives the same specifications); a run's
+    command and an unrecorded one are as before."""
+    from gaugedyn.publish import command_line
+
+    multiverse = {
+        "command": "multiverse",
+        "config": "simulations/x.toml",
+        "samples": 0,
+        "workers": 2,
+    }
+    assert (
+        command_line(multiverse) == "gaugedyn multiverse simulations/x.toml --samples 0 --workers 2"
+    )
+    del multiverse["samples"]
+    assert command_line(multiverse) == "gaugedyn multiverse simulations/x.toml --workers 2"
+    run = {"config": "simulations/x.toml", "quick": True, "overrides": ["seeds=8"], "workers": 2}
+    assert command_line(run) == "gaugedyn run simulations/x.toml --quick --set seeds=8 --workers 2"
+    assert command_line(None) == "(not recorded)"

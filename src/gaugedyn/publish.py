@@ -158,7 +158,8 @@ def command_line(command: dict | None) -> str:
     ----------
     command : dict or None
         A summary's ``command`` record: ``command`` (default ``"run"``), ``config``, ``quick``,
-        ``overrides`` (the ``--set`` items), ``executor`` and ``workers``.
+        ``overrides`` (the ``--set`` items), ``samples`` (a multiverse's random joint
+        specifications), ``executor`` and ``workers``.
 
     Returns
     -------
@@ -172,7 +173,7 @@ def command_line(command: dict | None) -> str:
     if command.get("quick"):
         words.append("--quick")
     words += [f"--set {item}" for item in command.get("overrides") or []]
-    for key in ("executor", "workers"):
+    for key in ("samples", "executor", "workers"):
         if command.get(key) is not None:
             words.append(f"--{key} {command[key]}")
     return " ".join(w for w in words if w)
