@@ -354,7 +354,9 @@ def randomised_proportion_pvalues(
     return 1.0 - f, f
 
 
-def randomised_proportion_bounds(x: np.ndarray, level: float, u: np.ndarray) -> Bounds:
+def randomised_proportion_bounds(
+    x: np.ndarray, level: float, u: np.ndarray, side: str | None = None
+) -> Bounds:
     r"""Randomised exact bounds of a success probability (Stevens 1950): from 0/1 outcomes
     ``x`` ``(..., n)`` and one uniform draw ``u`` per experiment (shape ``x.shape[:-1]``),
 
@@ -373,20 +375,25 @@ def randomised_proportion_bounds(x: np.ndarray, level: float, u: np.ndarray) -> 
     $u > \mathit{level}$, $\mathit{upper} = 0$ when $u \le 1 - \mathit{level}$; $k = n$
     mirrored). The same ``u`` serves both bounds, so $\mathit{lower} \le \mathit{upper}$;
     ``u`` must come from the run's seed (`gaugedyn.stats.generator()`) so that a rerun
-    reproduces the bounds.
+    reproduces the bounds. ``side`` ``"lower"`` or ``"upper"`` computes that bound only (the
+    other is NaN): each bound is its own root find, the costly part, and the every-cell rule's
+    Holm-level interval is read on one side only.
     """
     x = np.asarray(x, dtype=float)
     n = x.shape[-1]
     k = np.rint(x.sum(axis=-1))
-    lower, upper = _randomised_bounds(k, np.full(k.shape, n), level, u)
+    lower, upper = _randomised_bounds(k, np.full(k.shape, n), level, u, side)
     return Bounds(k / n, lower, upper)
 
 
 def _randomised_bounds(
-    k: np.ndarray, n: np.ndarray, level: float, u: np.ndarray
+    k: np.ndarray, n: np.ndarray, level: float, u: np.ndarray, side: str | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""The randomised exact bounds of `randomised_proportion_bounds()` for ``k`` successes of
-    ``n`` trials, both arrays over the experiments ($n \ge 1$)."""
+    ``n`` trials, both arrays over the experiments ($n \ge 1$); ``side`` ``"lower"`` or
+    ``"upper"``: that bound only, the other NaN."""
+    if side not in (None, "lower", "upper"):
+        raise ValueError(f"side={side!r} is not allowed: None, 'lower' or 'upper'")
     from scipy.optimize import elementwise
 
     k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
@@ -406,8 +413,17 @@ def _randomised_bounds(
         return np.asarray(res.x, dtype=float)
 
     alpha = 1.0 - level
-    lower = np.where(at0 <= level, 0.0, np.where(at1 >= level, 1.0, root(level)))
-    upper = np.where(at1 >= alpha, 1.0, np.where(at0 <= alpha, 0.0, root(alpha)))
+    skipped = np.full(k.shape, np.nan)
+    lower = (
+        skipped
+        if side == "upper"
+        else np.where(at0 <= level, 0.0, np.where(at1 >= level, 1.0, root(level)))
+    )
+    upper = (
+        skipped
+        if side == "lower"
+        else np.where(at1 >= alpha, 1.0, np.where(at0 <= alpha, 0.0, root(alpha)))
+    )
     return lower, upper
 
 

@@ -317,10 +317,16 @@ class Rule:
     # -- vectorised core ------------------------------------------------------------------------
 
     def bounds(
-        self, samples: Sequence[np.ndarray], level: float, draws: np.ndarray | None = None
+        self,
+        samples: Sequence[np.ndarray],
+        level: float,
+        draws: np.ndarray | None = None,
+        side: str | None = None,
     ) -> est.Bounds:
         """One-sided bounds at ``level`` of the rule's parameter over the last axis (``draws``:
-        one uniform draw per experiment, for a randomised rule)."""
+        one uniform draw per experiment, for a randomised rule). ``side`` ``"lower"`` or
+        ``"upper"``: only that bound is needed (the randomised proportion interval then
+        skips the other's root find and leaves it NaN; other estimators give both)."""
         if self.estimator == "mean":
             return est.t_bounds(samples[0], level)
         if self.estimator == "paired":
@@ -355,7 +361,7 @@ class Rule:
                 raise ValueError(
                     f"{self.name}: a randomised rule needs one uniform draw per experiment (draws)"
                 )
-            return est.randomised_proportion_bounds(samples[0], level, draws)
+            return est.randomised_proportion_bounds(samples[0], level, draws, side)
         return est.proportion_bounds(samples[0], level, self.options.get("method", "wilson"))
 
     def pvalues(
@@ -450,13 +456,14 @@ class Rule:
                     )
                 draws = rng.random(x.shape[:-1])
             extra["draw"] = draws = np.asarray(draws, dtype=float)
+        low_side_min = (self.claim == "every_cell") == (direction == ">")
         plain = self._open(self.bounds((x,), level, draws))
-        holm = self._open(self.bounds((x,), 1 - (1 - level) / m, draws))
+        holm_side = "upper" if low_side_min else "lower"  # the Holm-level bound that is read
+        holm = self._open(self.bounds((x,), 1 - (1 - level) / m, draws, holm_side))
         if x.shape[-1] < _MIN_N.get(self.estimator, 1):  # too few values: no cell can be judged
             plain, holm = (
                 self._open(est.Bounds(b.estimate, b.estimate, b.estimate)) for b in (plain, holm)
             )
-        low_side_min = (self.claim == "every_cell") == (direction == ">")
         if low_side_min:  # the parameter is min_c theta_c
             estimate = plain.estimate.min(axis=-1)
             low, high = plain.lower.min(axis=-1), holm.upper.min(axis=-1)
