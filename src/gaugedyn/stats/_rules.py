@@ -724,6 +724,8 @@ class Rule:
         NOT HELD; the judgement's ``reason`` names such cells."""
         level = 0.5 + confidence / 2
         m = x.shape[1]
+        min_side = (self.claim == "every_cell") == (direction == ">")
+        holm_side = "upper" if min_side else "lower"  # the Holm-level bound that is read
         rows: list[tuple] = []
         bad: list[str] = []
         for c in range(m):
@@ -732,7 +734,7 @@ class Rule:
             why = self._too_few(col.size, (col,))
             if why is None:
                 b = self.bounds((col,), level, u)
-                h = self.bounds((col,), 1 - (1 - level) / m, u)
+                h = self.bounds((col,), 1 - (1 - level) / m, u, holm_side)
                 flat = float(b.lower) == float(b.upper) or float(h.lower) == float(h.upper)
                 if flat and self.estimator != "proportion":  # an interval of a share may be
                     why = self._flat_reason()  # a point (every trial a success, u near 1)
@@ -759,7 +761,6 @@ class Rule:
                 )
             )
         r = np.array(rows, dtype=float)
-        min_side = (self.claim == "every_cell") == (direction == ">")
         with np.errstate(invalid="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # every cell's estimate nan
             if min_side:
