@@ -442,6 +442,70 @@ def _check_args(problem, eta, batch, noise, rtol, atol, times):
     return eta, batch, rtol, atol, t
 
 
+def _integrate_compiled(problem, act, b, T, y0, times, run, rtol, atol, options):
+    """LSODA on the compiled right-hand side of `online_ode` from ``t = 0`` to ``times``: ``run`` is ``(eta, batch, noise)``, ``options`` ``(weight_decay, lr2,
+    label_noise)``. For every activation but erf LSODA gets the Jacobian of the flow without
+    the noise term (`flow_jacobian()`), falling back to its own differences of the whole
+    right-hand side where that run fails or returns non-finite states. Returns the states at
+    ``times``."""
+    from scipy.integrate import odeint
+
+    eta, batch, noise = run
+    weight_decay, lr2, label_noise = options
+    f = compiled_rhs(
+        problem.K,
+        problem.M,
+        b,
+        T,
+        float(eta),
+        int(batch),
+        noise,
+        weight_decay=float(weight_decay),
+        lr2=float(lr2),
+        label_noise=float(label_noise),
+        activation=act,
+    )
+    grid = times if times[0] == 0.0 else np.concatenate([[0.0], times])
+    jac = None
+    if noise and act.name != "erf":
+        jac = flow_jacobian(
+            compiled_rhs(
+                problem.K,
+                problem.M,
+                b,
+                T,
+                float(eta),
+                int(batch),
+                False,
+                weight_decay=float(weight_decay),
+                lr2=float(lr2),
+                activation=act,
+            )
+        )
+    Y, info = odeint(
+        f,
+        y0,
+        grid,
+        Dfun=jac,
+        tfirst=True,
+        rtol=rtol,
+        atol=atol,
+        mxstep=1_000_000,
+        full_output=True,
+    )
+    if jac is not None and (
+        info["message"] != "Integration successful." or not np.all(np.isfinite(Y))
+    ):
+        # the Newton iteration failed on the flow's Jacobian: LSODA's own differences of
+        # the whole right-hand side
+        Y, info = odeint(
+            f, y0, grid, tfirst=True, rtol=rtol, atol=atol, mxstep=1_000_000, full_output=True
+        )
+    if info["message"] != "Integration successful.":
+        raise RuntimeError(f"online ODE failed: {info['message']}")
+    return Y if times[0] == 0.0 else Y[1:]
+
+
 def online_ode(
     problem: Problem,
     eta: float,
@@ -519,7 +583,7 @@ def online_ode(
     RuntimeError
         When the integrator fails.
     """
-    from scipy.integrate import odeint, solve_ivp
+    from scipy.integrate import solve_ivp
 
     if method not in ODE_METHODS:
         raise InputError(f"method={method!r} is not allowed; allowed: {', '.join(ODE_METHODS)}")
@@ -558,57 +622,18 @@ def online_ode(
                 f"method='compiled' integrates the online ODE of an activation with a compiled "
                 f"code, not {act.name!r}; use method='reference'"
             )
-        f = compiled_rhs(
-            problem.K,
-            problem.M,
+        Y = _integrate_compiled(
+            problem,
+            act,
             b,
             T,
-            float(eta),
-            int(batch),
-            noise,
-            weight_decay=float(weight_decay),
-            lr2=float(lr2),
-            label_noise=float(label_noise),
-            activation=act,
-        )
-        grid = times if times[0] == 0.0 else np.concatenate([[0.0], times])
-        jac = None
-        if noise and act.name != "erf":
-            jac = flow_jacobian(
-                compiled_rhs(
-                    problem.K,
-                    problem.M,
-                    b,
-                    T,
-                    float(eta),
-                    int(batch),
-                    False,
-                    weight_decay=float(weight_decay),
-                    lr2=float(lr2),
-                    activation=act,
-                )
-            )
-        Y, info = odeint(
-            f,
             y0,
-            grid,
-            Dfun=jac,
-            tfirst=True,
-            rtol=rtol,
-            atol=atol,
-            mxstep=1_000_000,
-            full_output=True,
+            times,
+            (eta, batch, noise),
+            rtol,
+            atol,
+            (weight_decay, lr2, label_noise),
         )
-        if jac is not None and (
-            info["message"] != "Integration successful." or not np.all(np.isfinite(Y))
-        ):
-            # the Newton iteration failed on the flow's Jacobian: LSODA's own differences of
-            # the whole right-hand side
-            Y, info = odeint(
-                f, y0, grid, tfirst=True, rtol=rtol, atol=atol, mxstep=1_000_000, full_output=True
-            )
-        if info["message"] != "Integration successful.":
-            raise RuntimeError(f"online ODE failed: {info['message']}")
         Y = Y if times[0] == 0.0 else Y[1:]
         a, Q, R = rhs.unpack(Y)
         return {"t": times, "a": a, "Q": Q, "R": R}

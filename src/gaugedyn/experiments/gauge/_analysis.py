@@ -1061,8 +1061,18 @@ def _online_sgd_analyse_erf(config, tasks, results, kind, seed):
         seed,
         expected="HELD: 0.1 < share of seeds below the ODE < 0.9 in every cell",
     )
+    spread = _online_sgd_spread_check(kind, how, dims, spreads, fit, tol)
+    if kind != "erf":
+        return arrays, [within, spread]
+    noise = _online_sgd_noise_check(erf, dims, seed)
+    return arrays, [within, noise, spread]
+
+
+def _online_sgd_spread_check(kind, how, dims, spreads, fit, tol):
+    """The spread exponent of ``kind``: erf weight space judged against -1/2 +- ``tol`` on its
+    four dimensions (off the catalogue: too few rows), the chain by ``slope_band``."""
     if kind == "erf":
-        spread = Claim(
+        return Claim(
             id=f"online_sgd.{kind}_spread_exponent",
             statement=(
                 f"{how}: the seed spread (standard deviation of the loss over seeds, "
@@ -1075,29 +1085,31 @@ def _online_sgd_analyse_erf(config, tasks, results, kind, seed):
             tolerance=tol,
             passed=bool(abs(fit.slope + 0.5) <= tol),
         )
-    else:
-        j = judge(
-            rule_for("exponent", "inside"),
-            np.log(np.asarray(dims, dtype=float)),
-            np.log(np.asarray(spreads, dtype=float)),
-            threshold=(-0.5 - tol, -0.5 + tol),
-        )
-        spread = checked(
-            f"online_sgd.{kind}_spread_exponent",
-            (
-                f"{how}: the seed spread (standard deviation of the loss over seeds, "
-                f"averaged over the last 80% of the run) scales as D^p over D in {dims}; p, "
-                f"the least-squares slope of log spread on log D (one row per D), inside "
-                f"-1/2 +- {tol:g} by {j.rule} (p = {j.estimate:.3f}, 95% t interval "
-                f"[{j.low:.3f}, {j.high:.3f}]); theory -1/2"
-                + (f"; UNRESOLVED: {j.reason}" if j.reason else "")
-            ),
-            j,
-            expected=f"HELD: -0.5 +- {tol:g}",
-            extra={"paper_value": -0.5},
-        )
-    if kind != "erf":
-        return arrays, [within, spread]
+    j = judge(
+        rule_for("exponent", "inside"),
+        np.log(np.asarray(dims, dtype=float)),
+        np.log(np.asarray(spreads, dtype=float)),
+        threshold=(-0.5 - tol, -0.5 + tol),
+    )
+    return checked(
+        f"online_sgd.{kind}_spread_exponent",
+        (
+            f"{how}: the seed spread (standard deviation of the loss over seeds, "
+            f"averaged over the last 80% of the run) scales as D^p over D in {dims}; p, "
+            f"the least-squares slope of log spread on log D (one row per D), inside "
+            f"-1/2 +- {tol:g} by {j.rule} (p = {j.estimate:.3f}, 95% t interval "
+            f"[{j.low:.3f}, {j.high:.3f}]); theory -1/2"
+            + (f"; UNRESOLVED: {j.reason}" if j.reason else "")
+        ),
+        j,
+        expected=f"HELD: -0.5 +- {tol:g}",
+        extra={"paper_value": -0.5},
+    )
+
+
+def _online_sgd_noise_check(erf, dims, seed):
+    """``online_sgd.erf_noise_term_needed``: the seeds at the largest ``D`` against the ODE
+    without its eta^2 term at the end of the run (``every_cell_proportion``)."""
     top = next(m for tk, m in erf if tk["dim"] == max(dims))
     worst_noiseless = top["worst"]["ode_eta1"]
     below = top["below"]["ode_eta1"][:, -1:]  # the last declared time: the end of the run
@@ -1108,7 +1120,7 @@ def _online_sgd_analyse_erf(config, tasks, results, kind, seed):
         direction="<",
         rng=generator(seed, "online_sgd", "erf_noise_term_needed"),
     )
-    noise = checked(
+    return checked(
         "online_sgd.erf_noise_term_needed",
         (
             f"without its eta^2 term the ODE leaves the seed band at the largest D (D = "
@@ -1122,7 +1134,6 @@ def _online_sgd_analyse_erf(config, tasks, results, kind, seed):
         j,
         expected=f"HELD: share of seeds below the ODE without the eta^2 term < {gp.BAND_SHARE:g}",
     )
-    return arrays, [within, noise, spread]
 
 
 def _online_sgd_analyse_relu(tasks, results, seed):
