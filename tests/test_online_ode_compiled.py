@@ -157,3 +157,15 @@ def test_a_failed_newton_iteration_on_the_flow_jacobian_falls_back_to_lsodas_dif
     assert used
     for key in ("a", "Q", "R"):
         np.testing.assert_allclose(fallback[key], plain[key], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("start", [0.0, 0.5])
+def test_one_record_per_asked_time_with_or_without_t_zero(start):
+    """``times`` not starting at 0 are integrated from ``t = 0`` and that start is dropped once:
+    one record per asked time, the same states at the shared times either way."""
+    problem = random_problem(20, 2, 2, np.random.default_rng(1), activation="relu")
+    times = np.linspace(start, 5.0, 7)
+    o = online_ode(problem, 1.0, times, rtol=1e-9, atol=1e-11)
+    assert o["Q"].shape[0] == o["a"].shape[0] == o["R"].shape[0] == times.size
+    ref = online_ode(problem, 1.0, np.concatenate([[0.0], times[times > 0]]), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(o["Q"][-1], ref["Q"][-1], rtol=0, atol=1e-7)

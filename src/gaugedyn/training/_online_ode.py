@@ -634,7 +634,6 @@ def online_ode(
             atol,
             (weight_decay, lr2, label_noise),
         )
-        Y = Y if times[0] == 0.0 else Y[1:]
         a, Q, R = rhs.unpack(Y)
         return {"t": times, "a": a, "Q": Q, "R": R}
     sol = solve_ivp(
