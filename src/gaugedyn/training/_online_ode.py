@@ -452,36 +452,27 @@ def _integrate_compiled(problem, act, b, T, y0, times, run, rtol, atol, options)
 
     eta, batch, noise = run
     weight_decay, lr2, label_noise = options
-    f = compiled_rhs(
-        problem.K,
-        problem.M,
-        b,
-        T,
-        float(eta),
-        int(batch),
-        noise,
-        weight_decay=float(weight_decay),
-        lr2=float(lr2),
-        label_noise=float(label_noise),
-        activation=act,
-    )
+
+    def rhs(with_noise: bool, sigma: float):
+        return compiled_rhs(
+            problem.K,
+            problem.M,
+            b,
+            T,
+            float(eta),
+            int(batch),
+            with_noise,
+            weight_decay=float(weight_decay),
+            lr2=float(lr2),
+            label_noise=sigma,
+            activation=act,
+        )
+
+    f = rhs(noise, float(label_noise))
     grid = times if times[0] == 0.0 else np.concatenate([[0.0], times])
     jac = None
     if noise and act.name != "erf":
-        jac = flow_jacobian(
-            compiled_rhs(
-                problem.K,
-                problem.M,
-                b,
-                T,
-                float(eta),
-                int(batch),
-                False,
-                weight_decay=float(weight_decay),
-                lr2=float(lr2),
-                activation=act,
-            )
-        )
+        jac = flow_jacobian(rhs(False, 0.0))
     Y, info = odeint(
         f,
         y0,
