@@ -91,7 +91,17 @@ cost 7 us a value)."""
 NOT_SIMULATED = (
     "not simulated: a deterministic value has no sampling error (its interval is the point)"
 )
-AUDIT_QUICK = {"seeds": AUDIT_SEEDS, "trials": AUDIT_TRIALS, "cells": (42,), "reps": 2000}
+AUDIT_QUICK = {
+    "seeds": AUDIT_SEEDS,
+    "trials": AUDIT_TRIALS,
+    "cells": (max(AUDIT_CELLS),),
+    "proportion_cells": (min(AUDIT_CELLS),),
+    "reps": 2000,
+}
+"""The quick audit's sizes (``gaugedyn audit-rules --quick`` and the quick audit test pass
+them to `audit()`): every rule at the ad-hoc seed and trial counts, the cell rules at 42
+cells, except the every-cell rule of 0/1 outcomes at 6 (about 2 million randomised root finds
+per row at 42 cells; the full audit runs it at the sizes of the published checks)."""
 _BLOCK = 2_000_000
 AUDIT_RATE_KEYS = (
     "false_held",
@@ -837,6 +847,7 @@ def audit(
     effect: float = EFFECT,
     progress: bool = False,
     candidates: bool = False,
+    proportion_cells: Sequence[int] | None = None,
 ) -> list[dict]:
     r"""An ad-hoc audit table: `audit_rule()` for every rule (default: all of
     `RULES`; with ``candidates``, the rejected `gaugedyn.stats._rules.CANDIDATES`
@@ -869,6 +880,9 @@ def audit(
         Show a progress bar (``tqdm``) over the rows.
     candidates : bool
         Audit the rejected candidates instead of the catalogue.
+    proportion_cells : Sequence[int] or None
+        Cell counts of the cell rules of 0/1 outcomes (``every_cell_proportion``), each at
+        least 1; ``None``: ``cells``.
 
     Returns
     -------
@@ -897,6 +911,8 @@ def audit(
     seeds = [_check_count("seeds", s, 3) for s in seeds]
     trials = [_check_count("trials", s, 2) for s in trials]
     cells = [_check_count("cells", c, 1) for c in cells]
+    pcells = cells if proportion_cells is None else list(proportion_cells)
+    pcells = [_check_count("cells", c, 1) for c in pcells]
     reps = _check_count("reps", reps, 1)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"seed={seed!r} is not allowed: an integer >= 0")
@@ -905,8 +921,10 @@ def audit(
             raise InputError(f"{name}={v!r} is not allowed: a positive number of sd")
     for s in shapes:
         noise(np.random.default_rng(0), s, (1,))
-    if not seeds or not trials or not shapes or not cells:
-        raise InputError("seeds, trials, cells and shapes: each needs at least one value")
+    if not seeds or not trials or not shapes or not cells or not pcells:
+        raise InputError(
+            "seeds, trials, cells, proportion_cells and shapes: each needs at least one value"
+        )
     jobs = []
     for r in chosen:
         if r.estimator == "point":
@@ -914,7 +932,7 @@ def audit(
             continue
         for n in trials if r.estimator == "proportion" else seeds:
             for s in shape_list(r, shapes):
-                for c in cells if r.cells else (1,):
+                for c in (pcells if r.estimator == "proportion" else cells) if r.cells else (1,):
                     jobs.append((r, n, c, s))
     _check_work([(r, n, c) for r, n, c, _ in jobs], reps)
     return [
