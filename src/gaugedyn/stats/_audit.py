@@ -593,10 +593,11 @@ def power_at(
     the power of the finding as run, in the measure's own units. The noise is resamples of the
     judged values themselves (``shape="resampled"``, per cell, a seed's row kept together:
     `gaugedyn.stats._resample.Resampler`) or a named shape scaled to each cell's
-    standard deviation. Fewer values (rows) than the rule's minimum give ``Rate(0, 0)``: the
-    rule says UNRESOLVED at that count whatever the truth. Otherwise values without spread, or
-    fewer than two complete rows, give ``Rate(nan, nan)``: the power cannot be computed from
-    them.
+    standard deviation; a proportion rule's outcomes are Bernoulli at ``value`` (clipped to
+    [0, 1]) in every cell, at each cell's count. Fewer values (rows) than the rule's minimum
+    give ``Rate(0, 0)``: the rule says UNRESOLVED at that count whatever the truth. Otherwise
+    values without spread, or fewer than two complete rows, give ``Rate(nan, nan)``: the power
+    cannot be computed from them.
 
     Parameters
     ----------
@@ -636,9 +637,10 @@ def power_at(
     if (judgement.reason or "").startswith("too few"):  # below the rule's minimum count
         return Rate(0.0, 0.0)
     rng = np.random.default_rng(np.random.SeedSequence(seed))
-    if rule.estimator == "proportion":
-        n = len(judgement.values)
-        samples: tuple = ((rng.random((reps, n)) < min(max(value, 0.0), 1.0)).astype(float),)
+    if rule.estimator == "proportion":  # every cell's outcomes Bernoulli at the value
+        v = np.asarray(judgement.values, dtype=float)
+        size = (reps, v.shape[0], v.size // max(v.shape[0], 1)) if rule.cells else (reps, v.size)
+        samples: tuple = ((rng.random(size) < min(max(value, 0.0), 1.0)).astype(float),)
     elif rule.estimator == "paired_sign":  # the seeds' own share of ties, signs at the value
         try:
             scene = resampled_scene(rule, judgement.values, judgement.threshold, "")
