@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gaugedyn import stats
@@ -265,6 +267,20 @@ def test_power_below_the_rules_minimum_count_is_zero():
         "median_threshold", [1.0, 2.0, 3.0, 2.5, 1.5, 4.0, 2.2], threshold=0.0, rng=g
     )
     assert stats.power_at(enough, 5.0, reps=200).rate > 0.5
+
+
+def test_power_of_a_median_rule_on_mostly_tied_values_is_simulated():
+    """Values whose MAD is 0 (most of them tied) but that vary get a power, not ``nan``: far
+    on the claimed side every simulated experiment's interval clears the threshold; at the
+    threshold the word is rare (``nan`` only where every value is the same)."""
+    g = stats.generator(0, "tied")
+    x = np.r_[np.zeros(30), np.linspace(-0.2, 0.2, 10)]
+    j = stats.judge("median_threshold", x, threshold=0.005, direction="<", rng=g)
+    assert j.reason and "zero-width" in j.reason  # the published case: tied order statistics
+    far, on = stats.power_at(j, -1.0, reps=400), stats.power_at(j, 0.005, reps=400)
+    assert far.rate == 1.0 and on.rate <= 0.1, (far, on)
+    flat = stats.judge("median_threshold", np.zeros(40), threshold=0.005, direction="<", rng=g)
+    assert math.isnan(stats.power_at(flat, -1.0, reps=50).rate)
 
 
 def test_a_cell_reading_without_seeds_recomputes_as_unresolved():

@@ -596,8 +596,10 @@ def power_at(
     standard deviation; a proportion rule's outcomes are Bernoulli at ``value`` (clipped to
     [0, 1]) in every cell, at each cell's count. Fewer values (rows) than the rule's minimum
     give ``Rate(0, 0)``: the rule says UNRESOLVED at that count whatever the truth. Otherwise
-    values without spread, or fewer than two complete rows, give ``Rate(nan, nan)``: the power
-    cannot be computed from them.
+    values without spread (every cell's values the same), or fewer than two complete rows, give
+    ``Rate(nan, nan)``: the power cannot be computed from them. A median rule's cells whose
+    MAD is 0 (most values tied) but whose values vary are resampled as they are: a cell that
+    stays tied is UNRESOLVED in every simulated experiment, as the rule judges it.
 
     Parameters
     ----------
@@ -652,7 +654,7 @@ def power_at(
             r = Resampler(rule, judgement.values)
         except InputError:
             return Rate(math.nan, math.nan)
-        if not np.any(r.scale > 0) or not np.any(r.points.std(axis=0) > 0):
+        if not np.any(r.points.std(axis=0) > 0):  # every cell's values the same
             return Rate(math.nan, math.nan)
         if shape == "resampled":
             samples = r.samples(rng, reps, float(value))
