@@ -18,11 +18,11 @@ FAST = ["--quick", "--set", "n_times=60", "--set", "n_path=40", "--executor", "s
 
 
 def _copy_package(dest: Path) -> Path:
-    shutil.copytree(
-        ROOT / "src" / "gaugedyn",
-        dest / "gaugedyn",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
+    """A copy of the package with its byte-code caches: each copied ``.pyc`` names its source's
+    time and size, which the copy keeps, so the first run does not compile every module again
+    (about 4.6 of its 8 CPU seconds), and a source changed here is compiled afresh. The code
+    identity reads the sources only (``__pycache__`` is outside it)."""
+    shutil.copytree(ROOT / "src" / "gaugedyn", dest / "gaugedyn")
     return dest / "gaugedyn"
 
 

@@ -12,6 +12,7 @@ nothing here resamples.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -386,18 +387,50 @@ def randomised_proportion_bounds(
     return Bounds(k / n, lower, upper)
 
 
+_CACHED_SIZE = 64
+"""`_randomised_bounds()` keeps the bounds of at most this many experiments per call in
+`_cached_bounds()`: one data set (or one cell) judged again at another threshold or band reuses
+its root finds; a vectorised audit's fresh draws are not kept."""
+
+
 def _randomised_bounds(
     k: np.ndarray, n: np.ndarray, level: float, u: np.ndarray, side: str | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""The randomised exact bounds of `randomised_proportion_bounds()` for ``k`` successes of
     ``n`` trials, both arrays over the experiments ($n \ge 1$); ``side`` ``"lower"`` or
-    ``"upper"``: that bound only, the other NaN."""
+    ``"upper"``: that bound only, the other NaN. A call of at most `_CACHED_SIZE` experiments
+    is answered from `_cached_bounds()` (the bounds are a function of these arguments only)."""
     if side not in (None, "lower", "upper"):
         raise ValueError(f"side={side!r} is not allowed: None, 'lower' or 'upper'")
-    from scipy.optimize import elementwise
-
     k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
     u = np.broadcast_to(np.asarray(u, dtype=float), k.shape)
+    n = np.broadcast_to(n, k.shape)
+    if k.size > _CACHED_SIZE:
+        return _computed_bounds(k, n, float(level), u, side)
+    lower, upper = _cached_bounds(
+        k.shape, k.tobytes(), n.tobytes(), u.tobytes(), float(level), side
+    )
+    return lower.copy(), upper.copy()
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_bounds(
+    shape: tuple[int, ...], k: bytes, n: bytes, u: bytes, level: float, side: str | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """`_computed_bounds()` of the arrays whose float64 bytes are ``k``, ``n`` and ``u``."""
+
+    def array(b: bytes) -> np.ndarray:
+        return np.frombuffer(b, dtype=float).reshape(shape)
+
+    return _computed_bounds(array(k), array(n), level, array(u), side)
+
+
+def _computed_bounds(
+    k: np.ndarray, n: np.ndarray, level: float, u: np.ndarray, side: str | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The root finds of `_randomised_bounds()` (float64 arrays of one shape)."""
+    from scipy.optimize import elementwise
+
     zeros, ones = np.zeros(k.shape), np.ones(k.shape)
     at0, at1 = randomised_cdf(zeros, k, n, u), randomised_cdf(ones, k, n, u)
 

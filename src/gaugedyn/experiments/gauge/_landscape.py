@@ -8,6 +8,10 @@ its set-up the same way the protocol does.
 
 from __future__ import annotations
 
+import copy
+import functools
+import json
+
 import numpy as np
 
 from ...theory import (
@@ -111,8 +115,18 @@ def _rescaling_residual(point) -> float:
 
 
 def plateau_point(source: dict, t_max: float, flatness: float, min_span: float, which: int):
-    """The critical point of a source's ``which``-th refined plateau (initial or interior)."""
-    pr = source_problem(source)
+    """The critical point of a source's ``which``-th refined plateau (initial or interior).
+
+    Kept for the last few arguments (`_plateau_point()`): the gauge task of each gauge strength
+    of a multiverse refines the same plateau; the point is read, never changed."""
+    return _plateau_point(
+        json.dumps(source, sort_keys=True), t_max, float(flatness), float(min_span), which
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _plateau_point(text: str, t_max: float | None, flatness: float, min_span: float, which: int):
+    pr = source_problem(json.loads(text))
     sol = solve(pr, formulation="order-parameters", t_max=t_max)
     pls = plateaus(sol, pr, flatness=flatness, min_span=min_span, kinds=("initial", "interior"))
     return pls[which].point
@@ -141,14 +155,70 @@ def gauge_task(point, strength: float, eps, band: float, common_eps: float) -> d
     function (the balanced saddle moved ``common_eps`` along its unstable direction, then
     gauge-transformed), the time spent and the start's distance along each copy's unstable
     direction."""
+    eps = tuple(map(float, eps))
+    base = with_gauge(point.problem, names=["balanced"] * point.problem.K)
+    bal, start, balanced = _balanced(_problem_key(base), base, eps, float(band), float(common_eps))
+    gauges: dict = {"balanced": copy.deepcopy(balanced)}
+    for g in ("a-heavy", "w-heavy"):
+        cp = critical_point(with_gauge(base, names=[g] * base.K, strength=strength))
+        gauges[g] = _gauge_record(cp, bal, start, eps, band)
+    return {"strength": strength, "eps": list(eps), "gauges": gauges}
+
+
+def _gauge_record(cp, bal, start: Problem, eps, band: float) -> dict:
+    """`gauge_task()`'s record of the copy ``cp`` of the balanced saddle ``bal``."""
     from ...theory import escape_time as _escape
 
-    base = with_gauge(point.problem, names=["balanced"] * point.problem.K)
-    copies = {
-        g: critical_point(with_gauge(base, names=[g] * base.K, strength=strength))
-        for g in ("balanced", "a-heavy", "w-heavy")
+    rec = {
+        "loss": cp.loss,
+        "grad_norm": cp.grad_norm,
+        "index": cp.index,
+        "lambda_plus": cp.lambda_plus,
+        "same_as_balanced": bool(same_point(cp, bal)),
+        "delta": cp.problem.delta.tolist(),
     }
-    bal = copies["balanced"]
+    rec["escape"] = [_escape(cp, float(e), band=band) for e in eps]
+    gauged = with_gauge(start, delta=cp.problem.delta)
+    y0 = _state_in(cp, gauged)
+    d = float(abs(cp.unstable_direction @ (y0 - cp.y)))
+    rec["common_distance"] = d
+    rec["common_time"] = _escape(
+        cp, float(np.linalg.norm(y0 - cp.y)), band=band, direction=y0 - cp.y
+    )
+    return rec
+
+
+def _problem_key(problem: Problem) -> tuple | None:
+    """Every field of ``problem`` as hashable data (arrays as their bytes); ``None`` for an
+    activation given as an object (not kept)."""
+    if not isinstance(problem.activation, str) or not isinstance(
+        problem.teacher_activation, (str, type(None))
+    ):
+        return None
+    arrays = tuple((x.shape, x.tobytes()) for x in (problem.a, problem.W, problem.b, problem.V))
+    return arrays, problem.activation, problem.teacher_activation, repr(problem.setup)
+
+
+def _balanced(key: tuple | None, base: Problem, eps: tuple, band: float, common_eps: float):
+    """The balanced saddle refined from ``base``, the common start (moved ``common_eps`` along
+    its unstable direction) and its `_gauge_record()`: the same at every gauge strength, so
+    kept for the last few ``key`` (`_problem_key()` of ``base``) and settings."""
+    if key is None:
+        return _balanced_computed(base, eps, band, common_eps)
+    hit = _BALANCED.get((key, eps, band, common_eps))
+    if hit is None:
+        hit = _balanced_computed(base, eps, band, common_eps)
+        if len(_BALANCED) >= 4:
+            _BALANCED.pop(next(iter(_BALANCED)))
+        _BALANCED[(key, eps, band, common_eps)] = hit
+    return hit
+
+
+_BALANCED: dict = {}
+
+
+def _balanced_computed(base: Problem, eps: tuple, band: float, common_eps: float):
+    bal = critical_point(with_gauge(base, names=["balanced"] * base.K))
     K = bal.params.K
     moved = bal.y + common_eps * bal.unstable_direction
     y_bal = bal.params
@@ -156,27 +226,7 @@ def gauge_task(point, strength: float, eps, band: float, common_eps: float) -> d
     start = bal.problem.replace(
         a=moved[:K].copy(), W=C if y_bal.basis is None else C @ y_bal.basis.T
     )
-    gauges: dict = {}
-    out = {"strength": strength, "eps": list(map(float, eps)), "gauges": gauges}
-    for g, cp in copies.items():
-        rec = {
-            "loss": cp.loss,
-            "grad_norm": cp.grad_norm,
-            "index": cp.index,
-            "lambda_plus": cp.lambda_plus,
-            "same_as_balanced": bool(same_point(cp, bal)),
-            "delta": cp.problem.delta.tolist(),
-        }
-        rec["escape"] = [_escape(cp, float(e), band=band) for e in eps]
-        gauged = with_gauge(start, delta=cp.problem.delta)
-        y0 = _state_in(cp, gauged)
-        d = float(abs(cp.unstable_direction @ (y0 - cp.y)))
-        rec["common_distance"] = d
-        rec["common_time"] = _escape(
-            cp, float(np.linalg.norm(y0 - cp.y)), band=band, direction=y0 - cp.y
-        )
-        gauges[g] = rec
-    return out
+    return bal, start, _gauge_record(bal, bal, start, eps, band)
 
 
 def _state_in(point, problem: Problem) -> np.ndarray:
