@@ -23,7 +23,7 @@ class OnlineSGD(Experiment):
         "dims": Param(
             list,
             [100, 160, 250, 400, 630, 1000],
-            quick=[100, 130, 175, 230, 300, 400],
+            quick=[100, 117, 136, 159, 185, 216, 252, 294, 343, 400],
             lo=8,
             hi=20000,
             min_len=6,
@@ -32,16 +32,20 @@ class OnlineSGD(Experiment):
             item=int,
             why="memory and time: S seeds x D^2 order-parameter records per task",
             help="input dimensions D for the erf comparison (>= 6: the spread exponent is "
-            "judged by slope_band, which needs six rows)",
+            "judged by slope_band, which needs six rows); quick: ten D evenly spaced in log D "
+            "over 100..400 at 160 seeds, the cheapest design with P(HELD) >= 0.94 for the "
+            "spread exponent (0.949; the six D of 100..400 at 48 seeds had 0.26), chosen by "
+            "tools/online_sgd_quick_power.py before its run (PROTOCOL.md)",
         ),
         "seeds": Param(
             int,
             64,
-            quick=48,
+            quick=160,
             lo=4,
             hi=1000,
             why="one task trains all seeds at once",
-            help="seeds per configuration (the band checks' power: PROTOCOL.md)",
+            help="seeds per configuration (the band checks' power: PROTOCOL.md; quick 160: "
+            "the erf spread exponent's power, tools/online_sgd_quick_power.py)",
         ),
         "eta": Param(
             float,
