@@ -152,25 +152,12 @@ def test_the_noise_term_check_needs_the_seeds_above_the_ode_without_it(centre):
     """erf results built around the online ODE with its eta^2 term (spread ``0.02 D^-1/2``):
     the ODE inside the band and the ODE without the term below it at the end (both checks
     HELD); built around the ODE without the term, both fail."""
-    from _gauge_helpers import config_of
+    from _gauge_helpers import config_of, fake_online_sgd_results
 
     from gaugedyn.experiments.gauge.online_sgd import EXPERIMENT
-    from gaugedyn.theory import population_loss
-    from gaugedyn.training import online_ode
 
     cfg = config_of(EXPERIMENT, quick=True)
-    tasks = [t for t in EXPERIMENT.tasks(cfg) if t["kind"] == "erf"]
-    rng = np.random.default_rng(0)
-    results = []
-    for task in tasks:
-        D, problem = task["dim"], EXPERIMENT.problem(task)
-        t = np.geomspace(10.0 / D, task["t_max"], 40)
-        o = online_ode(problem, task["eta"], t, noise=centre == "ode")
-        curve = population_loss(o["a"], o["Q"], o["R"], problem.b, problem.V @ problem.V.T, "erf")
-        sigma = 0.02 / np.sqrt(D)
-        results.append(
-            {"t": t, "loss": curve + sigma * rng.standard_normal((cfg["seeds"], t.size))}
-        )
+    tasks, results = fake_online_sgd_results(EXPERIMENT, cfg, "erf", noise=centre == "ode")
     _, claims = ga._online_sgd_analyse_erf(cfg, tasks, results, "erf", np.random.SeedSequence(5))
     by_id = {c.id: c for c in claims}
     for cid in ("online_sgd.erf_within_spread", "online_sgd.erf_noise_term_needed"):
