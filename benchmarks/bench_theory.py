@@ -352,9 +352,15 @@ over the outputs rodas reached (t <= 433, its 50,000 steps), while the default's
 rtol 1e-8 are about 5e-9."""
 
 
-def user_call(ks=(2, 4, 8, 16, 32, 64), repeat: int = 3, big_repeat: int = 1, unit=None):
+def user_call(
+    ks=(2, 4, 8, 16, 32, 64), repeat: int = 3, big_repeat: int = 1, unit=None, scratch=None
+):
     """Section 7 (module docstring): rows of CPU and wall medians, errors and ratios; each K's
-    row through ``unit(key, compute)`` (a `_record.Progress`: stored at once, resumable)."""
+    row through ``unit(key, compute)`` (a `_record.Progress`: stored at once, resumable). From
+    K = `BIG_K` on (one run of each call, nothing to interleave) each call of a row is a unit of
+    its own (the reference, each LSODA call, the default at each tolerance tried), so a chunked
+    run (``--stop-after``) can stop between them; the reference's outputs wait for the calls
+    they check in ``scratch`` (a folder; the stored record holds only its cost)."""
     t_max = USER_CALL["t_max"]
     t_eval = np.concatenate([[0.0], np.geomspace(1e-3, t_max, 241)])
     print(
@@ -363,11 +369,15 @@ def user_call(ks=(2, 4, 8, 16, 32, 64), repeat: int = 3, big_repeat: int = 1, un
         "exact Jacobian (CPU / wall medians of interleaved repeats; errors against a tight "
         "reference)"
     )
+    step = unit or (lambda key, f: f())
     rows = []
     for K in ks:
-        row = (unit or (lambda key, f: f()))(
-            f"K={K}", lambda K=K: _user_call_row(K, t_eval, repeat, big_repeat)
-        )
+        if K >= BIG_K:
+            row = step(
+                f"K={K}", lambda K=K: _user_call_row_big(K, t_eval, big_repeat, step, scratch)
+            )
+        else:
+            row = step(f"K={K}", lambda K=K: _user_call_row(K, t_eval, repeat, big_repeat))
         rows.append(row)
         cpu, wall, err, d_rtol = row["cpu_s"], row["wall_s"], row["error"], row["default_rtol"]
         print(
@@ -381,61 +391,179 @@ def user_call(ks=(2, 4, 8, 16, 32, 64), repeat: int = 3, big_repeat: int = 1, un
     return rows
 
 
-def _user_call_row(K: int, t_eval, repeat: int, big_repeat: int) -> dict:
+BIG_K = 64
+"""From this K on a row's calls are measured one unit each (`user_call`): at K = 32 the
+reference alone took 95 CPU s and the row about 500; at K = 64 a row is tens of minutes."""
+
+
+def _user_call_problem(K: int):
+    return random_problem(max(50, 2 * (K + K)), K, K, np.random.default_rng(0))
+
+
+def _user_calls(pr, t_eval):
+    """The three calls of a row, by name: ``default`` takes its rtol."""
     t_max, rtol, atol = USER_CALL["t_max"], USER_CALL["rtol"], USER_CALL["atol"]
+    return {
+        "default": lambda r: solve(pr, t_eval=t_eval, t_max=t_max, rtol=r, atol=r * atol / rtol),
+        "lsoda": lambda: _user_lsoda(pr, t_eval, rtol, atol, exact=False),
+        "lsoda_jac": lambda: _user_lsoda(pr, t_eval, rtol, atol, exact=True),
+    }
+
+
+def _reference(pr, t_eval):
+    """``(cpu seconds, outputs)`` of the tight reference (`USER_CALL`)."""
     ref_rtol = USER_CALL["ref_rtol"]
-    pr = random_problem(max(50, 2 * (K + K)), K, K, np.random.default_rng(0))
-    big = K >= 32
-    ref_method = USER_CALL["ref_method"]
     ref_cpu, _, ref_sol = _timed(
         lambda: solve(
-            pr, t_eval=t_eval, t_max=t_max, method=ref_method, rtol=ref_rtol, atol=ref_rtol / 100
+            pr,
+            t_eval=t_eval,
+            t_max=USER_CALL["t_max"],
+            method=USER_CALL["ref_method"],
+            rtol=ref_rtol,
+            atol=ref_rtol / 100,
         )
     )
-    solve(pr, t_eval=t_eval[:3], t_max=float(t_eval[2]))  # first calls, outside the timing
+    return ref_cpu, _state(ref_sol)
+
+
+def _warm_up(pr, t_eval) -> None:
+    """Each call once on a short horizon, outside the timing (numba's load, first calls)."""
+    rtol, atol = USER_CALL["rtol"], USER_CALL["atol"]
+    solve(pr, t_eval=t_eval[:3], t_max=float(t_eval[2]))
     _user_lsoda(pr, t_eval[:3], rtol, atol, exact=False)
     _user_lsoda(pr, t_eval[:3], rtol, atol, exact=True)
-    ref = _state(ref_sol)
+
+
+def _row(K, n, d_rtol, cpu, wall, err, out_evals, integrator, ref_cpu) -> dict:
+    return {
+        "K": K,
+        "n": n,
+        "integrator": integrator,
+        "default_rtol": d_rtol,
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "error": err,
+        "ratio_cpu": min(cpu["lsoda"], cpu["lsoda_jac"]) / cpu["default"],
+        "ratio_wall": min(wall["lsoda"], wall["lsoda_jac"]) / wall["default"],
+        "evaluations": out_evals,
+        "reference_cpu_s": ref_cpu,
+    }
+
+
+def _evaluations(name: str, sol) -> list[int]:
+    if name == "default":
+        d = sol.diagnostics
+        return [int(d.get("nfev", -1)), int(d.get("njev", -1))]
+    return [int(sol.nfev), int(sol.njev)]
+
+
+def _matched(err: dict) -> bool:
+    """The default is at least as accurate as the better LSODA call (up to 1.5x)."""
+    return err["default"] <= 1.5 * min(err["lsoda"], err["lsoda_jac"])
+
+
+def _user_call_row(K: int, t_eval, repeat: int, big_repeat: int) -> dict:
+    rtol = USER_CALL["rtol"]
+    pr = _user_call_problem(K)
+    ref_cpu, ref = _reference(pr, t_eval)
+    _warm_up(pr, t_eval)
+    calls = _user_calls(pr, t_eval)
     d_rtol = rtol
     while True:
         cpu, wall, out = _interleaved(
             {
-                "default": lambda r=d_rtol, pr=pr: solve(
-                    pr, t_eval=t_eval, t_max=t_max, rtol=r, atol=r * atol / rtol
-                ),
-                "lsoda": lambda pr=pr: _user_lsoda(pr, t_eval, rtol, atol, exact=False),
-                "lsoda_jac": lambda pr=pr: _user_lsoda(pr, t_eval, rtol, atol, exact=True),
+                "default": lambda r=d_rtol: calls["default"](r),
+                "lsoda": calls["lsoda"],
+                "lsoda_jac": calls["lsoda_jac"],
             },
-            big_repeat if big else repeat,
+            big_repeat if K >= 32 else repeat,
         )
         err = {
             "default": _errors(_state(out["default"])[: t_eval.size], ref),
             "lsoda": _errors(out["lsoda"].y.T, ref),
             "lsoda_jac": _errors(out["lsoda_jac"].y.T, ref),
         }
-        if err["default"] <= 1.5 * min(err["lsoda"], err["lsoda_jac"]) or d_rtol < rtol / 50:
+        if _matched(err) or d_rtol < rtol / 50:
             break
         d_rtol /= 10
-    faster = min(cpu["lsoda"], cpu["lsoda_jac"])
-    d = out["default"].diagnostics
-    row = {
-        "K": K,
-        "n": int(ref.shape[1]),
-        "integrator": d["integrator"],
-        "default_rtol": d_rtol,
-        "cpu_s": cpu,
-        "wall_s": wall,
-        "error": err,
-        "ratio_cpu": faster / cpu["default"],
-        "ratio_wall": min(wall["lsoda"], wall["lsoda_jac"]) / wall["default"],
-        "evaluations": {
-            "default": [int(d.get("nfev", -1)), int(d.get("njev", -1))],
-            "lsoda": [int(out["lsoda"].nfev), int(out["lsoda"].njev)],
-            "lsoda_jac": [int(out["lsoda_jac"].nfev), int(out["lsoda_jac"].njev)],
-        },
-        "reference_cpu_s": ref_cpu,
-    }
-    return row
+    evals = {k: _evaluations(k, v) for k, v in out.items()}
+    integrator = out["default"].diagnostics["integrator"]
+    return _row(K, int(ref.shape[1]), d_rtol, cpu, wall, err, evals, integrator, ref_cpu)
+
+
+def _user_call_row_big(K: int, t_eval, big_repeat: int, step, scratch) -> dict:
+    """`_user_call_row` for K >= `BIG_K`, each call a unit of ``step``: the reference (its
+    outputs kept in ``scratch`` until the row is done), LSODA without and with the Jacobian
+    once, then the default at rtol 1e-8 and a tenth of it until it is as accurate (the LSODA
+    calls do not depend on the default's tolerance, so they are not rerun with it)."""
+    import tempfile
+    from pathlib import Path
+
+    rtol = USER_CALL["rtol"]
+    pr = _user_call_problem(K)
+    folder = Path(scratch) if scratch is not None else Path(tempfile.mkdtemp())
+    ref_file = folder / f"K={K}.reference.npy"
+    state: dict = {}
+
+    def reference():
+        if "ref" not in state:
+            if not ref_file.exists():
+                cpu, ref = _reference(pr, t_eval)
+                folder.mkdir(parents=True, exist_ok=True)
+                np.save(ref_file, ref)
+                state["cpu"] = cpu
+            state["ref"] = np.load(ref_file)
+        return state["ref"]
+
+    def measured(name: str, *args):
+        def compute():
+            ref = reference()
+            if not state.get("warm"):
+                _warm_up(pr, t_eval)
+                state["warm"] = True
+            runs = [_timed(lambda: _user_calls(pr, t_eval)[name](*args)) for _ in range(big_repeat)]
+            sol = runs[-1][2]
+            y = _state(sol)[: t_eval.size] if name == "default" else sol.y.T
+            out = {
+                "cpu": float(np.median([r[0] for r in runs])),
+                "wall": float(np.median([r[1] for r in runs])),
+                "error": _errors(y, ref),
+                "evaluations": _evaluations(name, sol),
+            }
+            if name == "default":
+                out["integrator"] = sol.diagnostics["integrator"]
+            return out
+
+        return compute
+
+    def ref_unit():
+        if ref_file.exists():  # a stored reference whose unit was not recorded: run it again
+            ref_file.unlink()
+        reference()
+        return {"cpu": state["cpu"], "n": int(state["ref"].shape[1])}
+
+    ref_info = step(f"K={K} reference", ref_unit)
+    got = {k: step(f"K={K} {k}", measured(k)) for k in ("lsoda", "lsoda_jac")}
+    d_rtol = rtol
+    while True:
+        got["default"] = step(f"K={K} default rtol={d_rtol:g}", measured("default", d_rtol))
+        err = {k: v["error"] for k, v in got.items()}
+        if _matched(err) or d_rtol < rtol / 50:
+            break
+        d_rtol /= 10
+    ref_file.unlink(missing_ok=True)
+    names = ("default", "lsoda", "lsoda_jac")
+    return _row(
+        K,
+        ref_info["n"],
+        d_rtol,
+        {k: got[k]["cpu"] for k in names},
+        {k: got[k]["wall"] for k in names},
+        {k: got[k]["error"] for k in names},
+        {k: got[k]["evaluations"] for k in names},
+        got["default"]["integrator"],
+        ref_info["cpu"],
+    )
 
 
 def main():
@@ -453,7 +581,7 @@ def main():
         "--stop-after",
         type=float,
         default=None,
-        help="with --json: start no K after this many wall seconds (exit 3; rerun resumes)",
+        help="with --json: start no K (from K = 64 no call) after this many wall seconds (exit 3; rerun resumes)",
     )
     args = parser.parse_args()
     only = {int(x) for x in args.only.split(",")}
@@ -480,9 +608,12 @@ def main():
             else None
         )
         ks = tuple(int(k) for k in args.ks.split(","))
-        rows = user_call(ks, args.repeat, unit=progress.unit if progress else None)
+        scratch = progress.partial.with_name(progress.partial.name + ".d") if progress else None
+        rows = user_call(ks, args.repeat, unit=progress.unit if progress else None, scratch=scratch)
         if progress:
             progress.finish({"user_call": rows})
+            if scratch is not None and scratch.is_dir() and not any(scratch.iterdir()):
+                scratch.rmdir()
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from gaugedyn import stats
+from gaugedyn import InputError, stats
 from gaugedyn.experiments.gauge import _analysis as ga
 
 RULE = "proportion_band"
@@ -251,3 +251,49 @@ def test_every_cell_proportion_fails_a_cell_built_to_fail_and_a_band_by_doubling
 def test_the_audit_rows_of_every_cell_proportion_meet_the_bars():
     row = stats.audit_rule(CELLS, 32, cells=8, reps=2000, seed=3)
     assert row["bar"] == "ok", row
+
+
+@pytest.mark.parametrize("rule", ["proportion", "every_cell_proportion"])
+def test_power_at_simulates_every_cell_of_a_proportion_rule(rule):
+    """`gaugedyn.stats.power_at` of a proportion rule draws Bernoulli outcomes at the value in
+    every cell at the judged count: with one cell its power is the one cell's; with four
+    independent cells every-cell HELD needs each cell's interval above the threshold, so the
+    power is the one cell's to the fourth (within 4 Monte Carlo standard errors)."""
+    g = np.random.default_rng(3)
+    one = (g.random((40, 1)) < 0.3).astype(float)
+    if rule == "proportion":
+        j = stats.judge(rule, one[:, 0], threshold=0.1, direction=">", rng=g)
+        single = stats.judge("every_cell_proportion", one, threshold=0.1, direction=">", rng=g)
+        a = stats.power_at(j, 0.25, reps=4000, seed=1)
+        b = stats.power_at(single, 0.25, reps=4000, seed=2)
+        assert abs(a.rate - b.rate) <= 4 * math.hypot(a.se, b.se), (a, b)
+        assert 0.5 < a.rate < 0.95, a  # neither certain nor hopeless: the comparison can fail
+        return
+    four = (g.random((40, 4)) < 0.3).astype(float)
+    p1 = stats.power_at(stats.judge(rule, one, threshold=0.1, direction=">", rng=g), 0.25, seed=1)
+    p4 = stats.power_at(stats.judge(rule, four, threshold=0.1, direction=">", rng=g), 0.25, seed=2)
+    se = math.hypot(p4.se, 4 * p1.rate**3 * p1.se)
+    assert abs(p4.rate - p1.rate**4) <= 4 * se, (p1, p4)
+    assert 0.5 < p1.rate < 0.95 and p4.rate < 0.5, (p1, p4)
+
+
+@pytest.mark.parametrize(
+    ("rule", "threshold"),
+    [
+        ("proportion_band", (-0.1, 0.5)),
+        ("proportion_band", (0.5, 1.2)),
+        ("proportion", 1.5),
+        ("every_cell_proportion", -0.2),
+    ],
+)
+def test_a_proportion_claim_outside_zero_one_is_refused(rule, threshold):
+    """A proportion's threshold or band edge outside [0, 1] is one InputError naming the value
+    and what is allowed."""
+    x = np.r_[np.ones(10), np.zeros(10)]
+    x = x[:, None] if rule == "every_cell_proportion" else x
+    direction = None if rule == "proportion_band" else ">"
+    with pytest.raises(InputError) as err:
+        stats.judge(rule, x, threshold=threshold, direction=direction, rng=np.random.default_rng(0))
+    text = str(err.value)
+    assert f"threshold={threshold!r}" in text and rule in text, text
+    assert ("0 <= lo < hi <= 1" if rule == "proportion_band" else "in [0, 1]") in text, text

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gaugedyn import stats
@@ -24,7 +26,8 @@ def _summary(path: Path) -> dict:
 @pytest.mark.parametrize("path", RUNS, ids=[p.parent.name for p in RUNS])
 def test_every_committed_run_recomputes_from_its_summary(path):
     """Every finding recomputes (primary and each reading, proportion draws included), or is
-    marked as judged under the rules before issue 41 (its other readings were never stored)."""
+    marked as judged under the rules before issue 41 (its other readings were never stored);
+    every check judged by a catalogue rule recomputes."""
     rows = check_summary(_summary(path))
     bad = [f"{fid}: {status}: {problems}" for fid, status, problems in rows if status != "same"]
     marked = [r for r in rows if r[1] == "marked"]
@@ -99,6 +102,56 @@ def test_a_tampered_value_or_draw_fails_rejudge_naming_the_finding(tmp_path, cap
         assert main(["rejudge", str(run)]) == 1
         err = capsys.readouterr().err
         assert fid in err and "DIFFERS" in err, err
+
+
+def test_a_tampered_check_fails_rejudge_naming_it(tmp_path, capsys):
+    """The checks judged by catalogue rules recompute from the summary too (``online_sgd``:
+    ``every_cell_proportion`` with its draws, ``slope_band``); a moved value, draw, estimate or
+    verdict is reported by the check's id."""
+    source = ROOT / "results-data" / "online_sgd"
+    summary = _summary(source / "summary.json")
+    checks = {c["id"]: c for c in summary["claims"] if c.get("kind") == "check" and c.get("rule")}
+    band, slope = "online_sgd.chain_within_spread", "online_sgd.chain_spread_exponent"
+    assert checks[band]["rule"] == "every_cell_proportion" and checks[slope]["rule"] == "slope_band"
+
+    def flip_outcome(c):  # one seed's outcome in the cell the estimate is read from
+        rows = c[band]["per_seed"]
+        cell = next(
+            k
+            for k in range(len(rows[0]))
+            if sum(r[k] for r in rows) / len(rows) == c[band]["measured"]
+        )
+        seed = next(i for i, r in enumerate(rows) if r[cell] == 1.0)
+        rows[seed][cell] = 0.0
+
+    def move_draw(c):
+        draws = c[band]["tolerance"]["uniform_draw"]
+        c[band]["tolerance"]["uniform_draw"] = [(u + 0.5) % 1.0 for u in draws]
+
+    def move_row(c):
+        c[slope]["per_seed"][1][0] += 0.05
+
+    def move_estimate(c):
+        c[slope]["measured"] += 0.01
+
+    def flip_verdict(c):
+        c[slope]["tolerance"]["verdict"] = "NOT HELD"
+
+    capsys.readouterr()
+    assert main(["rejudge", str(source)]) == 0
+    out = capsys.readouterr().out
+    assert f"{len(checks)} checks judged by a catalogue rule; {len(checks)} recompute" in out
+    for n, change in enumerate((flip_outcome, move_draw, move_row, move_estimate, flip_verdict)):
+        tampered = copy.deepcopy(summary)
+        change({c["id"]: c for c in tampered["claims"] if c.get("kind") == "check"})
+        run = tmp_path / str(n)
+        run.mkdir()
+        (run / "summary.json").write_text(json.dumps(tampered), encoding="utf-8")
+        capsys.readouterr()
+        assert main(["rejudge", str(run)]) == 1, change.__name__
+        err = capsys.readouterr().err
+        fid = band if change in (flip_outcome, move_draw) else slope
+        assert f"{fid}: DIFFERS" in err, (change.__name__, err)
 
 
 def test_a_stored_verdict_that_its_values_contradict_fails():
@@ -214,6 +267,20 @@ def test_power_below_the_rules_minimum_count_is_zero():
         "median_threshold", [1.0, 2.0, 3.0, 2.5, 1.5, 4.0, 2.2], threshold=0.0, rng=g
     )
     assert stats.power_at(enough, 5.0, reps=200).rate > 0.5
+
+
+def test_power_of_a_median_rule_on_mostly_tied_values_is_simulated():
+    """Values whose MAD is 0 (most of them tied) but that vary get a power, not ``nan``: far
+    on the claimed side every simulated experiment's interval clears the threshold; at the
+    threshold the word is rare (``nan`` only where every value is the same)."""
+    g = stats.generator(0, "tied")
+    x = np.r_[np.zeros(30), np.linspace(-0.2, 0.2, 10)]
+    j = stats.judge("median_threshold", x, threshold=0.005, direction="<", rng=g)
+    assert j.reason and "zero-width" in j.reason  # the published case: tied order statistics
+    far, on = stats.power_at(j, -1.0, reps=400), stats.power_at(j, 0.005, reps=400)
+    assert far.rate == 1.0 and on.rate <= 0.1, (far, on)
+    flat = stats.judge("median_threshold", np.zeros(40), threshold=0.005, direction="<", rng=g)
+    assert math.isnan(stats.power_at(flat, -1.0, reps=50).rate)
 
 
 def test_a_cell_reading_without_seeds_recomputes_as_unresolved():

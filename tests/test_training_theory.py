@@ -75,7 +75,7 @@ def test_online_sgd_experiment_runs_the_chain_at_large_d_and_draws_both_spreads(
     cfg = config_of(
         EXPERIMENT,
         quick=True,
-        dims=[20, 40, 80],
+        dims=[20, 25, 32, 40, 50, 64],
         chain_dims=[1000, 2000, 4000, 8000, 16000, 32000],
         seeds=8,
         t_max=3.0,

@@ -17,18 +17,14 @@ from gaugedyn.stats import _audit, _estimators
 
 
 def test_the_quick_audit_meets_the_bars():
-    """Every rule of the catalogue against its bars at the quick audit's sizes; the every-cell
-    rule of 0/1 outcomes (about 2 million randomised root finds per row at 42 cells: 125 of the
-    test's CPU seconds) at the ad-hoc audit's smaller cell count, every trial count (the full
-    audit runs it at the sizes of the published checks, `tests/test_proportion_band.py` at 8
-    cells)."""
-    q = _audit.AUDIT_QUICK
-    cell_proportion = ["every_cell_proportion"]
-    common = dict(seeds=q["seeds"], trials=q["trials"], shapes=("normal", "t3"), reps=q["reps"])
-    rows = stats.audit(
-        [r for r in stats.RULES if r not in cell_proportion], cells=q["cells"], seed=1, **common
-    ) + stats.audit(cell_proportion, cells=(min(_audit.AUDIT_CELLS),), seed=1, **common)
+    """Every rule of the catalogue against its bars at the quick audit's sizes
+    (`_audit.AUDIT_QUICK`, as ``gaugedyn audit-rules --quick``): the every-cell rule of 0/1
+    outcomes at 6 cells, every trial count (the full audit runs it at the sizes of the
+    published checks, `tests/test_proportion_band.py` at 8 cells), the other cell rules at 42."""
+    rows = stats.audit(seed=1, shapes=("normal", "t3"), **_audit.AUDIT_QUICK)
     assert {r["rule"] for r in rows} == set(stats.RULES)
+    assert {r["cells"] for r in rows if r["rule"] == "every_cell_proportion"} == {6}
+    assert {r["cells"] for r in rows if r["rule"] == "every_cell"} == {42}
     assert {(r["seeds"], r["shape"]) for r in rows if r["rule"] == "every_cell"} == {
         (10, "normal"),
         (10, "t3"),
@@ -347,6 +343,18 @@ def test_audit_rules_command_exit_codes(capsys, monkeypatch):
     monkeypatch.setattr(_audit, "COVERAGE_BAR", (0.99, 1.0))
     assert main(quick) == 1
     assert "MISS: coverage" in capsys.readouterr().out
+
+
+def test_audit_rules_quick_simulates_the_quick_tests_sizes(capsys):
+    """``gaugedyn audit-rules --quick`` takes its cell counts from `_audit.AUDIT_QUICK`, as the
+    quick audit test: the every-cell rule of 0/1 outcomes at 6 cells, the other cell rules at
+    42 (a few experiments per scenario: the sizes are checked, not the bars)."""
+    args = ["audit-rules", "--quick", "--rules", "every_cell_proportion", "every_cell"]
+    args += ["--seeds", "10", "--trials", "6", "--shapes", "normal", "--reps", "20"]
+    assert main([*args, "--markdown", "--no-progress"]) in (0, 1)
+    out = capsys.readouterr().out
+    assert "| every_cell_proportion | 6 | 6 | bernoulli |" in out, out
+    assert "| every_cell | 10 | 42 | normal |" in out, out
 
 
 def test_the_rejected_bootstrap_candidates_still_miss_the_coverage_bar():

@@ -184,6 +184,11 @@ def render_adam(record: dict) -> str:
     return provenance(record) + "\n\n" + _table(cols, rows)
 
 
+def _times(x: float) -> str:
+    """A ratio: two decimals below 10 (0.58x is not 1x), whole ones above."""
+    return f"{x:.2f}x" if x < 10 else f"{x:,.0f}x"
+
+
 def _ms(x: float) -> str:
     """Milliseconds: three significant digits below 100, whole ones above."""
     return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
@@ -208,7 +213,7 @@ def render_online_ode(record: dict) -> str:
                     + (f" and {t['flow_rhs']} of the flow alone" if t.get("flow_rhs") else "")
                     + f", {_ms(t['ms_per_rhs'])} ms per rhs)"
                     + ("" if t["finished"] else "; stopped at the budget"),
-                    f"{t['to_erf_plain']:,.0f}x",
+                    _times(t["to_erf_plain"]),
                 ]
             )
     cols = [

@@ -35,44 +35,52 @@ assumption about nan or inf is made."""
 @numba.njit(cache=True, fastmath=FAST)
 def _sums_into(x, y, pair, do_cols, rx, rxy, cx, cxy):  # pragma: no cover - compiled
     """Row sums of ``x^2`` into ``rx`` (and of ``x y`` into ``rxy`` if ``pair``), column sums
-    into ``cx`` (``cxy``) if ``do_cols``; the branches outside the inner loops."""
+    into ``cx`` (``cxy``) if ``do_cols``; the branches outside the inner loops. The column sums
+    run in arrays of their own, copied out at the end: ``rx``, ``rxy``, ``cx`` and ``cxy`` are
+    slices of one buffer, and accumulating into them directly left the compiler to assume they
+    might overlap, which kept the paired loop from vectorising."""
     R, C = x.shape
-    if do_cols:
-        cx[:] = 0.0
-        if pair:
-            cxy[:] = 0.0
+    ax = np.zeros(C if do_cols else 0)
+    axy = np.zeros(C if do_cols and pair else 0)
     for i in range(R):
+        xi = x[i]
         sxx = 0.0
         sxy = 0.0
         if pair and do_cols:
+            yi = y[i]
             for j in range(C):
-                a = np.float64(x[i, j])
-                b = np.float64(y[i, j])
+                a = np.float64(xi[j])
+                b = np.float64(yi[j])
                 aa = a * a
                 ab = a * b
                 sxx += aa
                 sxy += ab
-                cx[j] += aa
-                cxy[j] += ab
+                ax[j] += aa
+                axy[j] += ab
         elif pair:
+            yi = y[i]
             for j in range(C):
-                a = np.float64(x[i, j])
-                b = np.float64(y[i, j])
+                a = np.float64(xi[j])
+                b = np.float64(yi[j])
                 sxx += a * a
                 sxy += a * b
         elif do_cols:
             for j in range(C):
-                a = np.float64(x[i, j])
+                a = np.float64(xi[j])
                 aa = a * a
                 sxx += aa
-                cx[j] += aa
+                ax[j] += aa
         else:
             for j in range(C):
-                a = np.float64(x[i, j])
+                a = np.float64(xi[j])
                 sxx += a * a
         rx[i] = sxx
         if pair:
             rxy[i] = sxy
+    if do_cols:
+        cx[:] = ax
+        if pair:
+            cxy[:] = axy
 
 
 @numba.njit(cache=True, fastmath=FAST)
@@ -95,13 +103,20 @@ def _pass(xs, ys, plan, out):  # pragma: no cover - compiled
         )
 
 
+def _padded(k: int) -> int:
+    """``k`` rounded up to a power of two: the kernel's tuples of matrices are padded to it,
+    so it compiles once per power of two rather than once per count."""
+    return 1 << (k - 1).bit_length()
+
+
 def layout(
     shapes: list[tuple[int, int]], pairs: list[bool], cols: list[bool]
 ) -> tuple[np.ndarray, int]:
     """``(plan, size)`` of one `run()` over matrices of ``shapes``: per matrix ``[pair,
     cols, offset of the row sums of x^2, of x y, of the column sums of x^2, of x y]`` into one
-    float64 buffer of ``size`` (an absent sum gets an empty slice at 0)."""
-    plan = np.zeros((len(shapes), 6), dtype=np.int64)
+    float64 buffer of ``size`` (an absent sum gets an empty slice at 0); the plan's rows are
+    padded with zeros (empty matrices, nothing read) to `_padded()`'s count."""
+    plan = np.zeros((_padded(len(shapes)), 6), dtype=np.int64)
     off = 0
     for k, ((R, C), pair, col) in enumerate(zip(shapes, pairs, cols)):
         plan[k, :2] = pair, col
@@ -109,6 +124,10 @@ def layout(
             plan[k, 2 + j] = off if want else 0
             off += n if want else 0
     return plan, off
+
+
+_EMPTY: dict = {}
+"""An empty matrix per dtype: what the tuples are padded with."""
 
 
 def run(
@@ -119,13 +138,13 @@ def run(
     buffer of ``size``. ``xs`` and ``ys``: C-contiguous arrays of one dtype (float32 or
     float64), two-dimensional."""
     out = np.empty(size)
-    k = len(xs)
-    pad = (1 << (k - 1).bit_length()) - k  # tuples padded to a power of two: fewer compilations
+    pad = plan.shape[0] - len(xs)
     if pad:
-        empty = np.empty((0, 0), dtype=xs[0].dtype)
+        empty = _EMPTY.get(xs[0].dtype)
+        if empty is None:
+            empty = _EMPTY[xs[0].dtype] = np.empty((0, 0), dtype=xs[0].dtype)
         xs = xs + (empty,) * pad
         ys = ys + (empty,) * pad
-        plan = np.concatenate([plan, np.zeros((pad, plan.shape[1]), dtype=plan.dtype)])
     _pass(xs, ys, plan, out)
     return out
 

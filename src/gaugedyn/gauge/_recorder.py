@@ -321,6 +321,7 @@ class GaugeRecorder:
         self._build_plan()
         self._fuse = True  # contiguous float CPU tensors through the fused kernel (_fused)
         self._layouts: dict = {}
+        self._arrays: dict = {}  # per parameter (storage, dtype, its numpy array): _array()
         self._read_uses = {name: idx for name, _, idx in self._reads}
         self._flat_names = [n for n, _, _ in self._reads if 1 <= self._params[n].dim() <= 2]
         self._tensor_rules = [
@@ -688,11 +689,12 @@ class GaugeRecorder:
             plan = self._layouts[key] = self._layout(names, xs, key[1])
         from ._kernels import run
 
-        arrs = tuple(x.numpy().reshape(shape) for x, shape in zip(xs, plan[2]))
+        arrs = tuple(self._array(name, x, shape) for (_, name), x, shape in zip(names, xs, plan[2]))
         out = run(
             arrs,
             tuple(
-                arrs[k] if y is None else y.numpy().reshape(arrs[k].shape) for k, y in enumerate(ys)
+                arrs[k] if y is None else self._array(names[k][1], y, plan[2][k])
+                for k, y in enumerate(ys)
             ),
             plan[0],
             plan[1],
@@ -704,6 +706,21 @@ class GaugeRecorder:
         for j, name in names:
             done[j].add(name)
         return done
+
+    def _array(self, name: str, x: torch.Tensor, shape: tuple) -> np.ndarray:
+        """``x`` (a contiguous CPU tensor read for parameter ``name``) as a numpy array of
+        ``shape``, zero-copy. Where ``x`` is the parameter's own storage the array is kept and
+        reused while the storage, shape and dtype stay (a recorded step reads each parameter
+        once or twice: forming the array costs microseconds a tensor); gradients and buffers,
+        new tensors at each step, are not kept."""
+        ptr = x.data_ptr()
+        hit = self._arrays.get(name)
+        if hit is not None and hit[0] == ptr and hit[1] is x.dtype and hit[2].shape == shape:
+            return hit[2]
+        a = x.numpy().reshape(shape)
+        if ptr == self._params[name].data_ptr():
+            self._arrays[name] = (ptr, x.dtype, a)
+        return a
 
     def _layout(self, names: list, xs: list, pairs: tuple) -> tuple:
         """The fused pass over ``names`` (``(job, name)``, tensors ``xs``; ``pairs``: read with

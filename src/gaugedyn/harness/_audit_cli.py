@@ -45,7 +45,8 @@ def register(subparsers) -> None:
         "--quick",
         action="store_true",
         help=f"the test-suite form: {quick['reps']} experiments per scenario, "
-        f"cells {list(quick['cells'])}, shapes normal and t3",
+        f"cells {list(quick['cells'])} (every_cell_proportion: "
+        f"{list(quick['proportion_cells'])}), shapes normal and t3",
     )
     _count_options(p, quick)
     p.add_argument(
@@ -159,6 +160,7 @@ def _handle(args) -> int:
         seeds=args.seeds or quick.get("seeds", stats.AUDIT_SEEDS),
         trials=args.trials or quick.get("trials", stats.AUDIT_TRIALS),
         cells=args.cells or quick.get("cells", stats.AUDIT_CELLS),
+        proportion_cells=args.cells or quick.get("proportion_cells"),
         shapes=args.shapes or (("normal", "t3") if args.quick else stats.AUDIT_SHAPES),
         reps=args.reps if args.reps is not None else quick.get("reps", stats.AUDIT_REPS),
         seed=args.seed,

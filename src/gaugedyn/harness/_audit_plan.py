@@ -13,7 +13,9 @@ From these come the rows:
   for the sign rule), barred where the rule's kinds meet the shape;
 - *resampled* rows: every stored reading of every finding, its own per-seed values resampled
   (`gaugedyn.stats._resample.Resampler`) onto, beside and beyond its threshold, under
-  the rule it was judged by and, where that differs, the rule its measure chooses now;
+  the rule it was judged by and, where that differs, the rule its measure chooses now; and
+  every check judged by a catalogue rule other than a proportion rule (whose noise is its
+  Bernoulli outcomes, the named rows), its values under its rule (reading ``"check"``);
 - the rejected candidates at the ad-hoc audit's sizes.
 
 `run_plan()` simulates them (each row from its own seed, `gaugedyn.stats.audit_seed()`
@@ -38,6 +40,8 @@ from .. import stats
 from .._errors import InputError
 
 AUDIT_DATA = "results-data/audit-rules/audit.json"
+CHECK_READING = "check"
+"""The reading name of a check's resampled row (a check is judged under one reading)."""
 """Where the committed audit lives, relative to the repository root."""
 DATA = "results-data"
 CONFIGS = "simulations"
@@ -110,15 +114,25 @@ def published(root: Path) -> list[dict]:
     return out
 
 
-def published_checks(root: Path) -> list[tuple[str, str, Any]]:
-    """``(experiment, rule, per-seed values)`` of every check of a published run judged by a
-    catalogue rule (`gaugedyn.harness.checked`)."""
+def published_checks(root: Path) -> list[dict]:
+    """Every check of a published run judged by a catalogue rule (`gaugedyn.harness.checked`):
+    ``{experiment, id, rule, values, threshold, direction}``."""
     out = []
     for path in sorted((root / DATA).glob("*/summary.json")):
         summary = json.loads(path.read_text(encoding="utf-8"))
         for c in summary.get("claims", []):
             if c.get("kind") == "check" and c.get("rule") in stats.RULES:
-                out.append((summary["experiment"], c["rule"], c.get("per_seed")))
+                tol = c.get("tolerance") or {}
+                out.append(
+                    {
+                        "experiment": summary["experiment"],
+                        "id": c["id"],
+                        "rule": c["rule"],
+                        "values": c.get("per_seed"),
+                        "threshold": tol.get("threshold"),
+                        "direction": tol.get("direction"),
+                    }
+                )
     return out
 
 
@@ -206,10 +220,26 @@ def plan(root: Path | str = ".") -> dict:
                         "barred": barred,
                     }
                 )
-    for _, rule_name, values in published_checks(root):
-        shape = _shape_of(stats.RULES[rule_name], values)
-        if shape is not None:
-            sizes[rule_name].add(shape)
+    for check in published_checks(root):
+        rule = stats.RULES[check["rule"]]
+        shape = _shape_of(rule, check["values"])
+        if shape is None:
+            continue
+        sizes[check["rule"]].add(shape)
+        if rule.estimator != "proportion" and shape[0] >= 2:  # its own values, as a finding's
+            resampled.append(
+                {
+                    "experiment": check["experiment"],
+                    "finding": check["id"],
+                    "reading": CHECK_READING,
+                    "role": "check",
+                    "rule": check["rule"],
+                    "threshold": check["threshold"],
+                    "direction": check["direction"],
+                    "values": check["values"],
+                    "barred": True,
+                }
+            )
     named = []
     for name, rule in stats.RULES.items():
         if rule.estimator == "point":
@@ -588,8 +618,10 @@ def render_block(name: str, data: dict, root: Path | str = ".") -> str:
             "the false side (spread: the standard deviation; 1.4826 MAD for a median rule). "
             "`published`: the rule the finding was judged by; `declared`: the rule its "
             "measure chooses now, where that differs (the finding's run is judged under it "
-            "next). Worst: the largest rate over the rows, with its finding. Every row is in "
-            "the data.",
+            "next); `check`: a check on random values judged by a catalogue rule "
+            "(`gaugedyn.harness.checked`; a proportion rule's checks are its Bernoulli rows "
+            "above), its stored values under its rule. Worst: the largest rate over the rows, "
+            "with its finding or check. Every row is in the data.",
             "",
             *_resampled_table(rows),
         ]

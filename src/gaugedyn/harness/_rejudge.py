@@ -1,5 +1,8 @@
 """``gaugedyn rejudge RUN``: every verdict of a run recomputed from its ``summary.json`` alone.
 
+Its findings, and its checks judged by a catalogue rule (`gaugedyn.harness.checked()`, which
+stores the rule, the per-seed values, the claim and the uniform draw; `recompute_check()`).
+
 Every finding stores, for every reading it was judged under, the rule, the per-seed values, the
 claim and a randomised rule's uniform draw (``tolerance.reading_detail``;
 `gaugedyn.harness.judged()`). `recompute()` judges each reading again from that record
@@ -121,11 +124,60 @@ def recompute(claim: dict) -> tuple[str, list[str]]:
     return ("differs" if problems else "same"), problems
 
 
+def recompute_check(claim: dict) -> tuple[str, list[str]]:
+    """``(status, problems)`` of one check judged by a catalogue rule
+    (`gaugedyn.harness.checked()`): its stored rule, per-seed values, claim and uniform draw
+    judged again; ``"same"``, ``"differs"`` (the verdict, estimate, interval, count or
+    pass/fail differs from the stored one) or ``"missing"`` (a randomised rule's draw, or the
+    values, not stored)."""
+    tol = claim.get("tolerance") or {}
+    rule = claim.get("rule")
+    if rule not in stats.RULES:
+        return "differs", [f"rule {rule!r} is not in the catalogue"]
+    if claim.get("per_seed") is None:
+        return "missing", ["per-seed values not stored"]
+    if stats.RULES[rule].randomised and tol.get("uniform_draw") is None:
+        return "missing", ["its uniform draw is not stored"]
+    rec = {
+        "rule": rule,
+        "per_seed": claim["per_seed"],
+        "threshold": tol.get("threshold"),
+        "direction": tol.get("direction"),
+        "uniform_draw": tol.get("uniform_draw"),
+    }
+    j = judge_record(rec)
+    problems = []
+    if j.verdict != tol.get("verdict"):
+        problems.append(f"verdict: stored {tol.get('verdict')}, recomputed {j.verdict}")
+    if "n" in tol and tol["n"] != j.n:
+        problems.append(f"count: stored {tol['n']}, recomputed {j.n}")
+    if not _close(claim.get("measured", math.nan), j.estimate):
+        problems.append(f"estimate: stored {claim.get('measured')}, recomputed {j.estimate}")
+    if "interval" in claim and not _close(claim["interval"], [j.low, j.high]):
+        problems.append(f"interval: stored {claim['interval']}, recomputed {[j.low, j.high]}")
+    expect = tol.get("expect", "HELD")
+    passed = j.verdict == "HELD" if expect == "HELD" else j.verdict != "HELD"
+    if claim.get("passed") is not passed:
+        problems.append(
+            f"passed: stored {claim.get('passed')}, recomputed {passed} ({j.verdict}, "
+            f"expects {expect})"
+        )
+    return ("differs" if problems else "same"), problems
+
+
+def judged_checks(summary: dict) -> list[dict]:
+    """The checks of a summary judged by a rule (``rule`` recorded; `gaugedyn.harness.checked()`);
+    checks that state what happened (no rule) are not judged and not listed."""
+    return [c for c in summary.get("claims", []) if c.get("kind") == "check" and c.get("rule")]
+
+
 def check_summary(summary: dict) -> list[tuple[str, str, list[str]]]:
-    """``(finding id, status, problems)`` of every finding of a summary (`recompute()`)."""
-    return [
+    """``(id, status, problems)`` of every finding (`recompute()`) and every check judged by a
+    catalogue rule (`recompute_check()`) of a summary, findings first."""
+    findings = [
         (c["id"], *recompute(c)) for c in summary.get("claims", []) if c.get("kind") == "finding"
     ]
+    return findings + [(c["id"], *recompute_check(c)) for c in judged_checks(summary)]
 
 
 # --- judging stored values under the current rules ------------------------------------------
@@ -340,7 +392,8 @@ def register(sub) -> None:
         help="recompute every verdict of a run from its summary.json",
         description="Judge every finding of each RUN (a run folder or its summary.json) again "
         "from the rule, per-seed values, claim and uniform draw its summary stores for every "
-        "reading, and report any difference (exit 1, naming each). With --current-rules, "
+        "reading, and every check judged by a catalogue rule from the same records, and report "
+        "any difference (exit 1, naming each). With --current-rules, "
         "judge the stored values under the current rules instead and write the re-judged "
         "summary to --out, with a record of what changed and why.",
     )
@@ -393,11 +446,17 @@ def _main(args) -> int:
     bad = 0
     for run, summary in summaries:
         rows = check_summary(summary)
-        counts = {s: sum(r[1] == s for r in rows) for s in ("same", "differs", "missing", "marked")}
+        n_checks = len(judged_checks(summary))
+        found, checks = rows[: len(rows) - n_checks], rows[len(rows) - n_checks :]
+        counts = {
+            s: sum(r[1] == s for r in found) for s in ("same", "differs", "missing", "marked")
+        }
+        again = {s: sum(r[1] == s for r in checks) for s in ("same", "differs", "missing")}
         print(
-            f"{run}: {len(rows)} findings; {counts['same']} recompute, {counts['differs']} "
+            f"{run}: {len(found)} findings; {counts['same']} recompute, {counts['differs']} "
             f"differ, {counts['missing']} not stored, {counts['marked']} kept from an earlier "
-            "judgement (marked)"
+            f"judgement (marked); {n_checks} checks judged by a catalogue rule; "
+            f"{again['same']} recompute, {again['differs']} differ, {again['missing']} not stored"
         )
         for fid, status, problems in rows:
             if status == "same":

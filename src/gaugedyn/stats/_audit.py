@@ -91,7 +91,17 @@ cost 7 us a value)."""
 NOT_SIMULATED = (
     "not simulated: a deterministic value has no sampling error (its interval is the point)"
 )
-AUDIT_QUICK = {"seeds": AUDIT_SEEDS, "trials": AUDIT_TRIALS, "cells": (42,), "reps": 2000}
+AUDIT_QUICK = {
+    "seeds": AUDIT_SEEDS,
+    "trials": AUDIT_TRIALS,
+    "cells": (max(AUDIT_CELLS),),
+    "proportion_cells": (min(AUDIT_CELLS),),
+    "reps": 2000,
+}
+"""The quick audit's sizes (``gaugedyn audit-rules --quick`` and the quick audit test pass
+them to `audit()`): every rule at the ad-hoc seed and trial counts, the cell rules at 42
+cells, except the every-cell rule of 0/1 outcomes at 6 (about 2 million randomised root finds
+per row at 42 cells; the full audit runs it at the sizes of the published checks)."""
 _BLOCK = 2_000_000
 AUDIT_RATE_KEYS = (
     "false_held",
@@ -583,10 +593,13 @@ def power_at(
     the power of the finding as run, in the measure's own units. The noise is resamples of the
     judged values themselves (``shape="resampled"``, per cell, a seed's row kept together:
     `gaugedyn.stats._resample.Resampler`) or a named shape scaled to each cell's
-    standard deviation. Fewer values (rows) than the rule's minimum give ``Rate(0, 0)``: the
-    rule says UNRESOLVED at that count whatever the truth. Otherwise values without spread, or
-    fewer than two complete rows, give ``Rate(nan, nan)``: the power cannot be computed from
-    them.
+    standard deviation; a proportion rule's outcomes are Bernoulli at ``value`` (clipped to
+    [0, 1]) in every cell, at each cell's count. Fewer values (rows) than the rule's minimum
+    give ``Rate(0, 0)``: the rule says UNRESOLVED at that count whatever the truth. Otherwise
+    values without spread (every cell's values the same), or fewer than two complete rows, give
+    ``Rate(nan, nan)``: the power cannot be computed from them. A median rule's cells whose
+    MAD is 0 (most values tied) but whose values vary are resampled as they are: a cell that
+    stays tied is UNRESOLVED in every simulated experiment, as the rule judges it.
 
     Parameters
     ----------
@@ -626,9 +639,10 @@ def power_at(
     if (judgement.reason or "").startswith("too few"):  # below the rule's minimum count
         return Rate(0.0, 0.0)
     rng = np.random.default_rng(np.random.SeedSequence(seed))
-    if rule.estimator == "proportion":
-        n = len(judgement.values)
-        samples: tuple = ((rng.random((reps, n)) < min(max(value, 0.0), 1.0)).astype(float),)
+    if rule.estimator == "proportion":  # every cell's outcomes Bernoulli at the value
+        v = np.asarray(judgement.values, dtype=float)
+        size = (reps, v.shape[0], v.size // max(v.shape[0], 1)) if rule.cells else (reps, v.size)
+        samples: tuple = ((rng.random(size) < min(max(value, 0.0), 1.0)).astype(float),)
     elif rule.estimator == "paired_sign":  # the seeds' own share of ties, signs at the value
         try:
             scene = resampled_scene(rule, judgement.values, judgement.threshold, "")
@@ -640,7 +654,7 @@ def power_at(
             r = Resampler(rule, judgement.values)
         except InputError:
             return Rate(math.nan, math.nan)
-        if not np.any(r.scale > 0) or not np.any(r.points.std(axis=0) > 0):
+        if not np.any(r.points.std(axis=0) > 0):  # every cell's values the same
             return Rate(math.nan, math.nan)
         if shape == "resampled":
             samples = r.samples(rng, reps, float(value))
@@ -837,6 +851,7 @@ def audit(
     effect: float = EFFECT,
     progress: bool = False,
     candidates: bool = False,
+    proportion_cells: Sequence[int] | None = None,
 ) -> list[dict]:
     r"""An ad-hoc audit table: `audit_rule()` for every rule (default: all of
     `RULES`; with ``candidates``, the rejected `gaugedyn.stats._rules.CANDIDATES`
@@ -869,6 +884,9 @@ def audit(
         Show a progress bar (``tqdm``) over the rows.
     candidates : bool
         Audit the rejected candidates instead of the catalogue.
+    proportion_cells : Sequence[int] or None
+        Cell counts of the cell rules of 0/1 outcomes (``every_cell_proportion``), each at
+        least 1; ``None``: ``cells``.
 
     Returns
     -------
@@ -897,6 +915,8 @@ def audit(
     seeds = [_check_count("seeds", s, 3) for s in seeds]
     trials = [_check_count("trials", s, 2) for s in trials]
     cells = [_check_count("cells", c, 1) for c in cells]
+    pcells = cells if proportion_cells is None else list(proportion_cells)
+    pcells = [_check_count("cells", c, 1) for c in pcells]
     reps = _check_count("reps", reps, 1)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"seed={seed!r} is not allowed: an integer >= 0")
@@ -905,8 +925,10 @@ def audit(
             raise InputError(f"{name}={v!r} is not allowed: a positive number of sd")
     for s in shapes:
         noise(np.random.default_rng(0), s, (1,))
-    if not seeds or not trials or not shapes or not cells:
-        raise InputError("seeds, trials, cells and shapes: each needs at least one value")
+    if not seeds or not trials or not shapes or not cells or not pcells:
+        raise InputError(
+            "seeds, trials, cells, proportion_cells and shapes: each needs at least one value"
+        )
     jobs = []
     for r in chosen:
         if r.estimator == "point":
@@ -914,7 +936,7 @@ def audit(
             continue
         for n in trials if r.estimator == "proportion" else seeds:
             for s in shape_list(r, shapes):
-                for c in cells if r.cells else (1,):
+                for c in (pcells if r.estimator == "proportion" else cells) if r.cells else (1,):
                     jobs.append((r, n, c, s))
     _check_work([(r, n, c) for r, n, c, _ in jobs], reps)
     return [

@@ -497,6 +497,11 @@ class Rule:
                     f"threshold={threshold!r} is not allowed for rule "
                     f"{self.name!r}: a band (lo, hi) of finite numbers, lo < hi"
                 )
+            if self.estimator == "proportion" and not 0 <= threshold[0] < threshold[1] <= 1:
+                raise InputError(
+                    f"threshold={threshold!r} is not allowed for rule {self.name!r}: a band "
+                    "(lo, hi) of proportions, 0 <= lo < hi <= 1"
+                )
             if direction not in (None, self.claim):
                 raise InputError(
                     f"direction={direction!r} is not allowed for rule "
@@ -510,6 +515,11 @@ class Rule:
         ):
             raise InputError(
                 f"threshold={threshold!r} is not allowed for rule {self.name!r}: a finite number"
+            )
+        if self.estimator == "proportion" and not 0 <= threshold <= 1:
+            raise InputError(
+                f"threshold={threshold!r} is not allowed for rule {self.name!r}: a proportion "
+                "in [0, 1]"
             )
         direction = ">" if direction is None else direction
         if direction not in self.directions:

@@ -22,16 +22,17 @@ class OnlineSGD(Experiment):
     params = {
         "dims": Param(
             list,
-            [100, 200, 400, 800],
-            quick=[100, 200, 400],
+            [100, 160, 250, 400, 630, 1000],
+            quick=[100, 130, 175, 230, 300, 400],
             lo=8,
             hi=20000,
-            min_len=3,
+            min_len=6,
             max_len=12,
             distinct=True,
             item=int,
             why="memory and time: S seeds x D^2 order-parameter records per task",
-            help="input dimensions D for the erf comparison (>= 3 for the spread fit)",
+            help="input dimensions D for the erf comparison (>= 6: the spread exponent is "
+            "judged by slope_band, which needs six rows)",
         ),
         "seeds": Param(
             int,
