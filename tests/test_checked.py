@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _properties import properties
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gaugedyn import stats
 from gaugedyn.experiments.gauge import _analysis as ga
@@ -147,30 +150,66 @@ def test_the_band_check_is_every_cell_proportion_on_the_shares_below_and_above_t
     assert not out.passed and out.to_dict()["tolerance"]["verdict"] == "NOT HELD"
 
 
+@properties(40)
+@given(
+    st.lists(st.floats(0.0, 100.0), min_size=1, max_size=30, unique=True),
+    st.floats(0.01, 120.0),
+)
+def test_a_declared_record_is_the_nearest_record_to_each_declared_time(times, length):
+    """`declared_records`: for every declared fraction ``f`` of the run (``BAND_TIMES``) the
+    record nearest ``f * length`` on any increasing grid (the earlier of two equally near),
+    against a plain search over every record."""
+    from gaugedyn.experiments.gauge import _protocol as gp
+
+    t = np.sort(np.asarray(times))
+    got = ga.declared_records(t, length)
+    assert len(got) == len(gp.BAND_TIMES)
+    for f, i in zip(gp.BAND_TIMES, got):
+        target = f * length
+        nearest = min(range(t.size), key=lambda j: (abs(t[j] - target), j))
+        assert i == nearest, (f, target, t)
+
+
+@properties(20)
+@given(st.permutations([250, 400, 100, 1000]), st.integers(32, 64))
+def test_the_noise_term_check_reads_the_largest_d_at_the_end_of_the_run(dims, seeds):
+    """``erf_noise_term_needed`` judges the seeds of the largest ``D`` (whatever the order of
+    the tasks) at the last declared time, nothing else: every seed there above the ODE without
+    the term and every other cell below it is HELD; the reverse is not (at 32 seeds or more,
+    where no seed below is HELD for every uniform draw: 1 - 0.05^(1/32) < 0.1)."""
+    rng = np.random.default_rng(seeds)
+    for top_below in (0.0, 1.0):
+        erf = []
+        for D in dims:
+            below = np.full((seeds, 4), 1.0 - top_below)
+            if D == max(dims):
+                below[:, -1] = top_below
+            erf.append(
+                (
+                    {"dim": D},
+                    {
+                        "worst": {"ode_eta1": 1.0},
+                        "below": {"ode_eta1": below},
+                        "at": [1.0, 2.0, 3.0, 4.0],
+                    },
+                )
+            )
+        claim = ga._online_sgd_noise_check(erf, dims, np.random.SeedSequence(int(rng.integers(9))))
+        assert claim.rule == "every_cell_proportion"
+        assert claim.passed is (top_below == 0.0), (dims, top_below, claim.statement)
+
+
 @pytest.mark.parametrize("centre", ["ode", "ode_eta1"])
 def test_the_noise_term_check_needs_the_seeds_above_the_ode_without_it(centre):
     """erf results built around the online ODE with its eta^2 term (spread ``0.02 D^-1/2``):
     the ODE inside the band and the ODE without the term below it at the end (both checks
     HELD); built around the ODE without the term, both fail."""
-    from _gauge_helpers import config_of
+    from _gauge_helpers import config_of, fake_online_sgd_results
 
     from gaugedyn.experiments.gauge.online_sgd import EXPERIMENT
-    from gaugedyn.theory import population_loss
-    from gaugedyn.training import online_ode
 
     cfg = config_of(EXPERIMENT, quick=True)
-    tasks = [t for t in EXPERIMENT.tasks(cfg) if t["kind"] == "erf"]
-    rng = np.random.default_rng(0)
-    results = []
-    for task in tasks:
-        D, problem = task["dim"], EXPERIMENT.problem(task)
-        t = np.geomspace(10.0 / D, task["t_max"], 40)
-        o = online_ode(problem, task["eta"], t, noise=centre == "ode")
-        curve = population_loss(o["a"], o["Q"], o["R"], problem.b, problem.V @ problem.V.T, "erf")
-        sigma = 0.02 / np.sqrt(D)
-        results.append(
-            {"t": t, "loss": curve + sigma * rng.standard_normal((cfg["seeds"], t.size))}
-        )
+    tasks, results = fake_online_sgd_results(EXPERIMENT, cfg, "erf", noise=centre == "ode")
     _, claims = ga._online_sgd_analyse_erf(cfg, tasks, results, "erf", np.random.SeedSequence(5))
     by_id = {c.id: c for c in claims}
     for cid in ("online_sgd.erf_within_spread", "online_sgd.erf_noise_term_needed"):

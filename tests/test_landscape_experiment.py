@@ -158,3 +158,68 @@ def test_quick_configuration_declares_enough_escape_starts():
 def test_controls_pass_on_the_real_instruments(band):
     out = study.controls_task(band)
     assert all(v is True for k, v in out.items() if k != "escape_slope_ratio"), out
+
+
+def test_the_landscape_figure_arrays_are_the_results_read_plainly():
+    """`_landscape_arrays_of` against a plain reading of built results: each catalogue entry's
+    row, one escape array per refined end with an escape reading (``ln(1/eps)`` and
+    ``lambda_+ T`` of both signs; an end without one skipped), its label and the slope
+    judgement of each sign, the gauge task's three copies in the order a-heavy, balanced,
+    w-heavy, and each single-start row."""
+    entry = {
+        "loss": 0.1,
+        "index": 1,
+        "basin": {"share": 0.5, "low": 0.2, "high": 0.8},
+        "visits": 2,
+        "newton": 5,
+    }
+    catalogue = [({"activation": "relu", "K": 2}, {"entries": [entry, entry | {"loss": 0.3}]})]
+    escapes = [_escape(0.1, 1.0), _escape(2.0, 0.5, offset=1.0)]
+    sources = _sources(_end(escape=escapes[0]), _end(), _end(escape=escapes[1]))
+    single = {
+        "activation": "erf",
+        "gauge": "w-heavy",
+        "dim": 8,
+        "specialization_time": 12.0,
+        "distance": 0.2,
+        "loss": 0.05,
+        "index": 0,
+        "unstable_rates": [],
+        "grad_norm": 1e-12,
+    }
+    by = {
+        "catalogue": catalogue,
+        "source": sources,
+        "gauge": [({"kind": "gauge"}, _gauge(2.0, 0.1, 2.5, 50.0))],
+        "single": [({"kind": "single"}, single), ({"kind": "single"}, single | {"gauge": "a"})],
+    }
+    arrays = ga._landscape_arrays_of(by)
+    np.testing.assert_array_equal(
+        arrays["catalogue_relu_K2"], [[0.1, 1, 0.5, 0.2, 0.8, 2, 5], [0.3, 1, 0.5, 0.2, 0.8, 2, 5]]
+    )
+    assert [k for k in arrays if k.startswith("escape_") and k[7:].isdigit()] == [
+        "escape_0",
+        "escape_1",
+    ]
+    slopes = []
+    for k, e in enumerate(escapes):
+        x = np.array([np.log(1.0 / eps) for eps in e["eps"]])
+        plus = np.array([e["lambda_plus"] * t for t in e["plus"]])
+        minus = np.array([e["lambda_plus"] * t for t in e["minus"]])
+        np.testing.assert_allclose(arrays[f"escape_{k}"], [x, plus, minus], rtol=1e-14)
+        assert f"lambda_+ = {e['lambda_plus']:.3g}" in str(arrays["escape_labels"][k])
+        for y in (plus, minus):
+            b = ga._landscape_judge_slope(x, y)
+            slopes.append([b.estimate, b.low, b.high])
+    np.testing.assert_allclose(arrays["escape_slopes"], slopes, rtol=1e-12)
+    assert len(arrays["escape_labels"]) == 2
+    np.testing.assert_array_equal(
+        arrays["gauge"], [[2.0, 2.5, 1e-3], [1.0, 5.0, 1e-3], [0.1, 50.0, 1e-3]]
+    )
+    np.testing.assert_array_equal(
+        arrays["single"],
+        [
+            [1, 1, 8, 12.0, 0.2, 0.05, 0, np.nan, 1e-12],
+            [1, 0, 8, 12.0, 0.2, 0.05, 0, np.nan, 1e-12],
+        ],
+    )

@@ -5,6 +5,9 @@ without the classical options, and whole trajectories."""
 
 import numpy as np
 import pytest
+from _properties import properties
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gaugedyn.theory import ACTIVATIONS, random_problem
 from gaugedyn.training import OnlineODE, online_ode
@@ -117,6 +120,40 @@ def test_the_flow_jacobian_is_the_flows_derivative():
     ref = symmetric(central(flow))
     np.testing.assert_allclose(J, ref, rtol=0, atol=1e-6 * np.abs(ref).max())
     assert np.abs(symmetric(central(whole)) - ref).max() > 1e-3 * np.abs(ref).max()
+
+
+@properties(60)
+@given(
+    st.lists(
+        st.sampled_from([0.0, -0.0, 1e-300, -2.5, 3.0]) | st.floats(-5.0, 5.0),
+        min_size=1,
+        max_size=6,
+    ),
+    st.integers(0, 2**32 - 1),
+)
+def test_the_flow_jacobian_is_any_flows_derivative_at_any_state(values, seed):
+    """`flow_jacobian` of a flow with a known derivative, ``f(y) = A y + y^2 / 2`` (derivative
+    ``A + diag(y)``), at any state, zero and tiny components included (LSODA starts from a
+    zero second layer or a zero overlap): every column finite and the derivative's within the
+    forward difference's truncation (``h / 2`` on the diagonal) and round-off
+    (``n eps |f| / h``), ``h = sqrt(eps) max(|y_j|, 1e-5)``; the given state unchanged."""
+    y = np.array(values)
+    n = y.size
+    A = np.random.default_rng(seed).standard_normal((n, n))
+    times = set()
+
+    def flow(t, z):
+        times.add(t)
+        return A @ z + z * z / 2
+
+    before = y.copy()
+    J = flow_jacobian(flow)(0.25, y)
+    assert J.shape == (n, n) and np.all(np.isfinite(J))
+    h = np.sqrt(np.finfo(float).eps) * np.maximum(np.abs(y), 1e-5)
+    size = np.abs(A) @ (np.abs(y) + h) + (np.abs(y) + h) ** 2  # a bound on |f| at both points
+    tol = 0.51 * np.diag(h) + 4 * (n + 1) * np.finfo(float).eps * size[:, None] / h[None, :]
+    np.testing.assert_array_less(np.abs(J - (A + np.diag(y))), tol + 1e-300)
+    assert np.array_equal(y, before) and times == {0.25}
 
 
 def test_relu_trajectory_with_the_flow_jacobian_is_the_reference_trajectory():

@@ -153,3 +153,28 @@ def test_a_rules_caveat_states_the_fewest_values_it_judges(name):
     else:
         n = int(stated.group(1))
         assert too_few(n - 1) and not too_few(n), rule.caveat
+
+
+@properties(30)
+@given(
+    n=st.integers(1, 40),
+    data=st.data(),
+    level=st.sampled_from([0.9, 0.975, 0.99, 1 - 0.025 / 42]),
+)
+def test_a_randomised_bound_asked_alone_is_that_bound_of_the_pair(n, data, level):
+    """``randomised_proportion_bounds(..., side=s)`` computes the bound ``s`` exactly as the
+    pair does (``side=None``) and leaves only the other one NaN, for either side, any count of
+    successes and any draw (the every-cell rule reads its Holm-level bound on one side only)."""
+    from gaugedyn.stats import _estimators as est
+
+    k = data.draw(st.lists(st.integers(0, n), min_size=1, max_size=5))
+    x = (np.arange(n)[None, :] < np.asarray(k)[:, None]).astype(float)
+    u = np.asarray(data.draw(st.lists(st.floats(0.0, 1.0), min_size=len(k), max_size=len(k))))
+    both = est.randomised_proportion_bounds(x, level, u)
+    assert np.all(np.isfinite(both.lower)) and np.all(np.isfinite(both.upper))
+    low = est.randomised_proportion_bounds(x, level, u, side="lower")
+    high = est.randomised_proportion_bounds(x, level, u, side="upper")
+    np.testing.assert_array_equal(low.lower, both.lower)
+    np.testing.assert_array_equal(high.upper, both.upper)
+    assert np.all(np.isnan(low.upper)) and np.all(np.isnan(high.lower))
+    np.testing.assert_array_equal(low.estimate, both.estimate)

@@ -128,3 +128,26 @@ def test_only_settles_the_named_documents_and_the_kernels(fresh, tmp_path, capsy
     err = capsys.readouterr().err
     assert "'gaussian_cubic'" in err and "gaussian_linear" in err
     assert len(err.strip().splitlines()) == 1, err
+
+
+def test_a_repeated_only_settles_each_named_document_and_no_other(fresh, capsys):
+    """``--only`` is repeatable: every named document is checked, in any order, and an edit to
+    any one of them fails the check; the documents not named are not looked at."""
+    names = ["gaussian_linear", "gaussian_relu"]
+    for order in (names, names[::-1]):
+        argv = ["derive", "--check", "--dir", str(fresh)]
+        for name in order:
+            argv += ["--only", name]
+        assert main(argv) == 0, capsys.readouterr()
+        out = capsys.readouterr().out
+        for name in names:
+            assert f"ok      {fresh / name}.md" in out, out
+        assert "adam_series" not in out and "gaussian_erf" not in out
+    for name in names:
+        doc = fresh / f"{name}.md"
+        text = doc.read_text(encoding="utf-8")
+        doc.write_text(text + "edited\n", encoding="utf-8")
+        argv = ["derive", "--check", "--dir", str(fresh), "--only", names[0], "--only", names[1]]
+        assert main(argv) == 1
+        assert f"{name}.md" in capsys.readouterr().err
+        doc.write_text(text, encoding="utf-8")

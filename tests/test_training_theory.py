@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _gauge_helpers import config_of, run_inline
+from _gauge_helpers import config_of, fake_online_sgd_results, run_inline
 
 torch = pytest.importorskip("torch")
 
@@ -114,18 +114,9 @@ def test_online_sgd_chain_checks_fail_on_results_built_to_fail(broken):
     from gaugedyn.experiments.gauge.online_sgd import EXPERIMENT
 
     cfg = config_of(EXPERIMENT, quick=True)
-    tasks = [t for t in EXPERIMENT.tasks(cfg) if t["kind"] == "chain"]
-    rng = np.random.default_rng(0)
-    results = []
-    for task in tasks:
-        D, problem = task["dim"], EXPERIMENT.problem(task)
-        t = np.geomspace(10.0 / D, task["t_max"], 40)
-        o = online_ode(problem, task["eta"], t)
-        ode = population_loss(o["a"], o["Q"], o["R"], problem.b, problem.V @ problem.V.T, "erf")
-        sigma = 0.02 if broken else 0.02 / np.sqrt(D)
-        seeds = cfg["seeds"]
-        loss = ode + (5 * sigma if broken else 0.0) + sigma * rng.standard_normal((seeds, t.size))
-        results.append({"t": t, "loss": loss})
+    tasks, results = fake_online_sgd_results(
+        EXPERIMENT, cfg, "chain", shrinking=not broken, shift=5.0 if broken else 0.0
+    )
     _, claims = _online_sgd_analyse_erf(cfg, tasks, results, "chain", SEED)
     by_id = {c.id: c for c in claims}
     assert set(by_id) == {"online_sgd.chain_within_spread", "online_sgd.chain_spread_exponent"}
