@@ -543,3 +543,85 @@ def test_the_landscape_judges_its_sources_plateau_ends_and_its_catalogues_shares
     assert refined.measured == 2 and refined.passed  # the third end was never near
     assert claims["landscape.catalogue:relu:K2:unresolved"].measured == 3 / 12
     assert claims["landscape.catalogue:relu:K2:0"].measured == 0.5
+
+
+def _map_result(eps: float, theory: float, ode: float) -> dict:
+    w = np.full(4, eps)
+    return {
+        "eps_window": w,
+        "closed_window": theory,
+        "ode_window": ode,
+        "drift_total": w,
+        "diffusion_total": w,
+        "drift_window": w,
+        "diffusion_window": w,
+        "ode_drift_total": ode,
+        "ode_diffusion_total": 0.0,
+        "gauge_slope": np.zeros(4),
+    }
+
+
+def test_a_map_cell_is_one_readings_single_task_run_less_its_auxiliary_run():
+    # findings:_analysis:273:11:comparison (the other reading's cells taken instead)
+    # findings:_analysis:279:25:swap (the ODE benefit as auxiliary minus single-task)
+    tasks, results = [], []
+    for reading, rho in (("one_output", 0.5), ("two_heads", 0.25)):
+        for single, (eps, ode) in ((True, (0.3, 0.7)), (False, (0.1, 0.2))):
+            tasks.append(
+                {"kind": "map", "reading": reading, "single": single, "rho": rho, "sigma": 1.0}
+            )
+            results.append(_map_result(eps, ode, ode))
+    cells = aux._map_cells(tasks, results, "one_output")
+    assert list(cells) == [(0.5, 1.0)]
+    c = cells[(0.5, 1.0)]
+    assert c["ode"] == pytest.approx(0.5) and c["theory"] == pytest.approx(0.5)
+    np.testing.assert_allclose(c["benefit"], 0.2)
+
+
+def test_the_linear_diffusion_control_reads_the_one_output_runs():
+    # findings:_analysis:473:11:comparison (the two-head runs read instead)
+    dtot = np.array([0.9, 1.1, 1.0, 1.0])
+    tasks = [{"kind": "map", "reading": "one_output", "dim": 1e9}]
+    results = [{"diffusion_total": dtot, "closed_diffusion": 1.0, "closure": np.zeros(2)}]
+    claims = {c.id: c for c in aux._decomposition_controls(tasks, results)}
+    assert claims["forcing_noise.control_linear_diffusion"].passed
+    assert claims["forcing_noise.closure"].passed
+
+
+def test_the_simulated_fdt_ratio_is_the_joint_error_above_its_floor_over_the_noise_term():
+    # findings:_analysis:616:17:sign (the floor L_J* added instead of subtracted)
+    eta, trace, e_star, g = 0.1, 2.0, 0.25, 0.5
+    rows = []
+    for rho in (0.5, 1.0):
+        main = np.full(5, 0.2)
+        # eps_m + g eps_a = E* + 1.1 * eta Tr N / 4: the ratio is 1.1
+        aux_err = (e_star + 1.1 * eta * trace / 4.0 - main) / g
+        rows.append(
+            (
+                {"gamma": g, "eta": eta, "rho": rho},
+                {
+                    "eps_main": main,
+                    "eps_aux": aux_err,
+                    "E_star": e_star,
+                    "trace": trace,
+                    "ode_ratio": np.ones(5),
+                },
+            )
+        )
+    arrays: dict = {}
+    aux._fdt_sim_rows("erf", "one_output", rows, arrays, 0)
+    for rho in (0.5, 1.0):
+        np.testing.assert_allclose(arrays[f"fdtsim_ratio_erf_one_output_rho{rho:g}_g0.5"], 1.1)
+
+
+def test_the_edge_level_claims_interval_is_its_low_and_high_ends():
+    # findings:_spike_analysis:418:17:off-by-one (the interval without its low end)
+    from gaugedyn.experiments.adam_stability import _spike_analysis as sa
+
+    a = np.array([0.05, 0.08, 0.2, 0.3])
+    cb = np.array([1e-3, 2e-3, 3e-3, 5e-3])
+    edges = {("n2", w, s): cb for w in sa.WINDOWS for s in sa.STARTS}
+    claim = sa._level_claim(a, edges)
+    level, low, high = claim.tolerance["level"][next(iter(claim.tolerance["level"]))]
+    assert claim.measured == level
+    assert tuple(claim.interval) == (low, high) and low <= level <= high
