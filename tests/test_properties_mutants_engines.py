@@ -533,3 +533,44 @@ def test_a_kernel_step_advances_the_weights_the_flow_time_and_the_loss_as_stated
         flow, acc, count = k.advance.py_func(b, ga, 0.2, 4, 1.2, 3.0, 0.5, 7, wd, lr2)
         np.testing.assert_allclose(b, a - 0.2 * lr2 * (ga / 4 + wd * a), rtol=1e-15)
         assert (flow, acc, count) == (3.0 + 0.2, 0.5 + 1.2 / 4, 8)
+
+
+def test_the_gauge_kernel_pads_its_matrices_to_the_smallest_power_of_two(monkeypatch):
+    # gauge:_kernels:109:17:sign (the count rounded up from k + 1: a needless doubling)
+    # gauge:_kernels:141:10:off-by-one and :swap (the pad counted from the plan's columns, or
+    # negated: the kernel is handed a tuple whose length is not the plan's padded count)
+    import numpy as np
+
+    from gaugedyn.gauge import _kernels
+
+    for k in range(1, 70):
+        want = next(2**j for j in range(8) if 2**j >= k)
+        assert _kernels._padded(k) == want, k
+    seen = []
+    real = _kernels._pass
+
+    def spy(xs, ys, plan, out):
+        seen.append((len(xs), len(ys), plan.shape[0]))
+        assert all(x.size == 0 for x in xs[len(shapes) :])
+        return real(xs, ys, plan, out)
+
+    monkeypatch.setattr(_kernels, "_pass", spy)
+    rng = np.random.default_rng(0)
+    for count in range(1, 6):
+        shapes = [(2 + k, 3 + (k % 2)) for k in range(count)]
+        pairs = [k % 2 == 0 for k in range(count)]
+        cols = [k % 3 != 1 for k in range(count)]
+        plan, size = _kernels.layout(shapes, pairs, cols)
+        assert plan.shape[0] == _kernels._padded(count)
+        xs = tuple(rng.standard_normal(s) for s in shapes)
+        ys = tuple(rng.standard_normal(s) if p else x for s, p, x in zip(shapes, pairs, xs))
+        out = _kernels.run(xs, ys, plan, size)
+        assert seen[-1] == (plan.shape[0],) * 3
+        for k, (x, y) in enumerate(zip(xs, ys)):
+            o = plan[k, 2:]
+            R, C = x.shape
+            np.testing.assert_allclose(out[o[0] : o[0] + R], (x * x).sum(1), rtol=1e-12)
+            if pairs[k]:
+                np.testing.assert_allclose(out[o[1] : o[1] + R], (x * y).sum(1), rtol=1e-12)
+            if cols[k]:
+                np.testing.assert_allclose(out[o[2] : o[2] + C], (x * x).sum(0), rtol=1e-12)

@@ -178,3 +178,35 @@ def test_a_randomised_bound_asked_alone_is_that_bound_of_the_pair(n, data, level
     np.testing.assert_array_equal(high.upper, both.upper)
     assert np.all(np.isnan(low.upper)) and np.all(np.isnan(high.lower))
     np.testing.assert_array_equal(low.estimate, both.estimate)
+
+
+@properties(25)
+@given(st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=5))
+def test_a_median_rule_below_its_minimum_reports_the_median(values):
+    # stats:_rules:686:26:comparison (the first value reported in place of the median)
+    x = np.array(values)
+    j = stats.judge(
+        "median_threshold", x, threshold=0.0, direction=">", rng=np.random.default_rng(0)
+    )
+    assert j.verdict == "UNRESOLVED" and j.reason.startswith("too few values")
+    assert j.estimate == pytest.approx(float(np.median(x)), rel=1e-12, abs=1e-9)
+
+
+@properties(25)
+@given(
+    rule=st.sampled_from(["every_cell_median", "some_cell_median"]),
+    n=st.integers(1, 5),
+    data=st.data(),
+)
+def test_a_median_cell_below_its_minimum_reports_the_cells_median(rule, n, data):
+    # stats:_rules:752:38:comparison (an unjudged cell's estimate the mean, not the median)
+    x = np.array(
+        data.draw(
+            st.lists(st.lists(st.floats(-1e6, 1e6), min_size=2, max_size=2), min_size=n, max_size=n)
+        )
+    )
+    j = stats.judge(rule, x, threshold=0.0, direction=">", rng=np.random.default_rng(0))
+    assert j.verdict == "UNRESOLVED"
+    for c, cell in enumerate(j.cells):
+        assert cell["interval"] == [-math.inf, math.inf]
+        assert cell["estimate"] == pytest.approx(float(np.median(x[:, c])), rel=1e-12, abs=1e-9)
