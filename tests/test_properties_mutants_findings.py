@@ -667,3 +667,43 @@ def test_the_escape_slope_is_lambda_t_regressed_on_log_one_over_eps():
     slope = np.polyfit(x, lam * times, 1)[0]  # the plain least-squares slope of y on x
     assert claim.measured == pytest.approx(slope, rel=1e-9)
     assert 0.95 < slope < 0.97
+
+
+def test_the_finite_sample_deviation_is_each_seeds_rms_over_the_recorded_times(monkeypatch):
+    # findings:_analysis:323:52:off-by-one (gauge: the deviations reshaped by the number of times
+    # instead of the number of seeds, mixing seeds and times)
+    from gaugedyn.experiments.gauge import _analysis as ga
+    from gaugedyn.experiments.gauge import _protocol as gp
+
+    def population(problem, t, dynamics="flow", **kw):  # the population runs, tested elsewhere
+        s = 0.9 if dynamics == "gd" else 1.0
+        decay = np.exp(-s * t)
+        return {
+            "t": t,
+            "loss": decay,
+            "alignment": (1.0 - 0.5 * decay)[:, None],
+            "rho": 1.0 + decay,
+            "reaction": np.stack([decay, 2 * decay], axis=-1),
+            "transport": np.stack([decay**2, decay], axis=-1),
+        }
+
+    monkeypatch.setattr(ga.gt, "trajectory", population)
+
+    config = {"eta": 0.05, "dim": 4, "strength": 3.0, "seeds": 3, "t_max": 1.0, "tolerance": 0.2}
+    t = np.array([0.0, 0.25, 0.5, 1.0])
+    tasks = [{"n": n, "dim": 4, "strength": 3.0} for n in (10, 100, 1000)]
+    rng = np.random.default_rng(5)
+    results = []
+    for n in (10, 100, 1000):  # 3 seeds, 4 recorded times: the two axes are told apart
+        res = {"t": t}
+        for k in gp.OBSERVABLES:
+            res[k] = 0.5 + 0.4 * rng.random((3, t.size))
+        results.append(res)
+    arrays, _ = ga.finite_sample(config, tasks, results, np.random.SeedSequence(1))
+    for k in gp.OBSERVABLES:
+        ref = ga._metric(k, arrays[f"gd_{k}"])
+        plain = [
+            [np.sqrt(np.mean((ga._metric(k, seed) - ref) ** 2)) for seed in res[k]]
+            for res in results
+        ]
+        np.testing.assert_allclose(arrays[f"deviation_{k}"], plain, rtol=1e-12)
