@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as ss
 
 from gaugedyn import InputError, stats
-from gaugedyn.stats import _audit
+from gaugedyn.stats import _audit, _rules
 
 
 def _judge(x, y, draw, direction=">", threshold=0.0):
@@ -116,3 +116,21 @@ def test_the_tied_kind_chooses_it_and_refuses_the_median_rule():
     # continuous noise has no ties: its power is the untied shape's
     rule = stats.RULES["paired_sign"]
     assert _audit.power(rule, 40, 0.3, shape="normal") == _audit.power(rule, 40, 0.3, shape="ties0")
+
+
+@pytest.mark.parametrize("direction,draw", [(">", 0.99), ("<", 0.01)])
+def test_at_its_fewest_values_the_vectorised_rule_still_judges(direction, draw):
+    """At exactly the rule's fewest values (two seeds), both signs on the claimed side and the
+    randomised interval's draw at its far end, the interval leaves 1/2 behind: ``judge`` says
+    HELD, and ``Rule.evaluate`` (what the audit and the power simulate) says the same, not
+    UNRESOLVED; one seed fewer is UNRESOLVED in both."""
+    rule = stats.RULES["paired_sign"]
+    sign = 1.0 if direction == ">" else -1.0
+    x, y = np.array([2.0, 3.0]) * sign, np.zeros(2)
+    j = _judge(x, y, draw, direction=direction)
+    assert j.verdict == "HELD" and j.n == 2
+    two = rule.evaluate((x[None, :], y[None, :]), 0.0, direction, draws=np.array([draw]))
+    assert _rules.WORDS[int(two["code"][0])] == "HELD"
+    assert _judge(x[:1], y[:1], draw, direction=direction).verdict == "UNRESOLVED"
+    one = rule.evaluate((x[None, :1], y[None, :1]), 0.0, direction, draws=np.array([draw]))
+    assert _rules.WORDS[int(one["code"][0])] == "UNRESOLVED"
