@@ -625,3 +625,167 @@ def test_the_edge_level_claims_interval_is_its_low_and_high_ends():
     level, low, high = claim.tolerance["level"][next(iter(claim.tolerance["level"]))]
     assert claim.measured == level
     assert tuple(claim.interval) == (low, high) and low <= level <= high
+
+
+def test_the_networks_function_check_passes_at_its_tolerance_and_fails_just_beyond():
+    # findings:_analysis:657:28:comparison (gauge: "<= FUNCTION_TOL" applied as "<")
+    from gaugedyn.experiments.gauge import _analysis as ga
+    from gaugedyn.experiments.gauge import _protocol as gp
+
+    for change, passes in ((gp.FUNCTION_TOL, True), (np.nextafter(gp.FUNCTION_TOL, 1.0), False)):
+        owner = {("mlp", "adam"): {"function_change": np.array([0.0, change])}}
+        (claim,) = ga._networks_checks(owner, {})
+        assert claim.id == "gauge_on_networks.function_unchanged"
+        assert claim.measured == change and claim.passed is passes
+
+
+def test_the_networks_transport_ratio_is_read_at_the_last_recorded_step():
+    # findings:_analysis:772:47:off-by-one (gauge: the w-heavy mu_T read one step earlier)
+    from gaugedyn.experiments.gauge import _analysis as ga
+    from gaugedyn.experiments.gauge import _digits as dg
+
+    seeds, steps = 3, 4
+    mu_t = np.ones((seeds, steps, 2))
+    mu_t[:, :, dg.A_HEAVY] = np.arange(1.0, steps + 1.0)  # 1, 2, 3, 4 over the steps
+    mu_t[:, :, dg.W_HEAVY] = np.arange(2.0, 2.0 * steps + 1.0, 2.0)[None] * [[1], [2], [4]]
+    d = {"change": np.ones((seeds, steps, 2)), "delta0": np.ones((seeds, 2)), "mu_T": mu_t}
+    out = {c.id: c for c in ga._networks_measurements({("mlp", "gd"): d}, {})}
+    # a plain reading: last a-heavy over last w-heavy per seed, 4 / (8 s) for s = 1, 2, 4
+    expected = np.median([4.0 / 8.0, 4.0 / 16.0, 4.0 / 32.0])
+    assert out["gauge_on_networks.transport_ratio:mlp:gd"].measured == pytest.approx(expected)
+
+
+def test_the_gd_error_slope_passes_at_a_tolerance_equal_to_its_distance_from_one():
+    # findings:_analysis:905:51:comparison (gauge: "within tol of 1" applied as "closer than")
+    from gaugedyn.experiments.gauge._analysis import gradient_descent
+
+    etas = [0.01, 0.02, 0.04, 0.08]
+    tasks = [{"eta": e} for e in etas]
+    results = [{"flow_time": 40.0, "specialization_time": 40.0 * (1 + 0.3 * e**1.2)} for e in etas]
+    _, (first,) = gradient_descent({"slope_tol": 0.5, "dim": 10}, tasks, results, None)
+    assert first.measured == pytest.approx(1.2) and first.passed
+    at = abs(first.measured - 1.0)
+    for tol, passes in ((at, True), (np.nextafter(at, 0.0), False)):
+        _, (claim,) = gradient_descent({"slope_tol": tol, "dim": 10}, tasks, results, None)
+        assert claim.measured == first.measured and claim.passed is passes
+
+
+def _dissipation_runs():
+    t = np.concatenate([[0.0], np.geomspace(1e-2, 10.0, 41)])
+    out = []
+    for gauge, speed in (("w-heavy", 1.0), ("a-heavy", 1.5)):
+        rho = np.exp(-speed * t)
+        m = 1.0 - 0.5 * np.exp(-t)
+        mu_r, mu_t = np.ones_like(t), 2.0 * np.ones_like(t)
+        reaction = (speed * rho) ** 2 / mu_r
+        transport = (0.5 * np.exp(-t)) ** 2 / (1.0 - m * m) / mu_t
+        loss = 1.0 + rho
+        result = {
+            "t": t,
+            "loss": loss,
+            "reaction": reaction,
+            "transport": transport,
+            "integral_reaction": 0.6 * (loss[0] - loss[-1]),
+            "integral_transport": 0.4 * (loss[0] - loss[-1]),
+            "rho": rho,
+            "alignment": m,
+            "mu_R": mu_r,
+            "mu_T": mu_t,
+            "specialization_time": 3.0,
+        }
+        out.append(({"gauge": gauge}, result))
+    return [task for task, _ in out], [r for _, r in out]
+
+
+def test_the_dissipation_split_passes_at_a_tolerance_equal_to_its_gap():
+    # findings:_analysis:258:56:comparison (gauge: "<= split_rtol" applied as "<")
+    from gaugedyn.experiments.gauge._analysis import dissipation
+
+    tasks, results = _dissipation_runs()
+    config = {"rtol_balance": 1e-6, "split_rtol": 1.0, "t_max": 10.0, "dim": 5}
+    _, claims = dissipation(config, tasks, results, None)
+    gap = {c.id: c.measured for c in claims}["dissipation.reaction_split"]
+    assert 0.0 < gap < 1.0
+    for stol, passes in ((gap, True), (np.nextafter(gap, 0.0), False)):
+        _, claims = dissipation(config | {"split_rtol": stol}, tasks, results, None)
+        claim = {c.id: c for c in claims}["dissipation.reaction_split"]
+        assert claim.measured == gap and claim.passed is passes
+
+
+def _landscape_source(activation, plateaus):
+    source = {"activation": activation, "K": 2, "kind": "random", "seed": 0}
+    return ({"kind": "source"}, {"source": source, "plateaus": plateaus})
+
+
+def test_two_required_plateau_ends_must_come_from_both_relu_and_erf():
+    # findings:_analysis:1650:42:comparison (gauge: "need < 2" taken as "need <= 2", so two
+    # ends of one activation passed a claim that needs ReLU and erf)
+    from gaugedyn.experiments.gauge import _analysis as ga
+
+    config = {"near": 0.01, "min_plateau_ends": 2}
+    relu_only = [_landscape_source("relu", [_plateau(0.1), _plateau(0.05)])]
+    both = [_landscape_source("relu", [_plateau(0.1)]), _landscape_source("erf", [_plateau(0.2)])]
+    for sources, passes in ((relu_only, False), (both, True)):
+        claims = {c.id: c for c in ga._landscape_plateau_checks(sources, config)}
+        refined = claims["landscape.plateau_ends_refined"]
+        assert refined.measured == 2 and refined.passed is passes
+    one = {
+        c.id: c for c in ga._landscape_plateau_checks(relu_only, config | {"min_plateau_ends": 1})
+    }
+    assert one["landscape.plateau_ends_refined"].passed  # one end needs no second activation
+
+
+def test_the_escape_slope_is_lambda_t_regressed_on_log_one_over_eps():
+    # findings:_analysis:1669:29:swap (gauge: ln(1/eps) regressed on lambda_+ T instead)
+    from gaugedyn.experiments.gauge import _analysis as ga
+
+    eps = np.geomspace(1e-8, 1e-3, 6)
+    x = np.log(1.0 / eps)
+    lam = 2.0
+    times = (0.96 * x + 0.3 + 0.05 * np.array([1, -1, 0, 1, -1, 0])) / lam
+    escape = {"eps": eps, "lambda_plus": lam, "plus": times, "minus": times}
+    plateau = _plateau(0.1) | {"kind": "saddle", "escape": escape}
+    claim = ga._landscape_escape_finding([_landscape_source("relu", [plateau])])
+    slope = np.polyfit(x, lam * times, 1)[0]  # the plain least-squares slope of y on x
+    assert claim.measured == pytest.approx(slope, rel=1e-9)
+    assert 0.95 < slope < 0.97
+
+
+def test_the_finite_sample_deviation_is_each_seeds_rms_over_the_recorded_times(monkeypatch):
+    # findings:_analysis:323:52:off-by-one (gauge: the deviations reshaped by the number of times
+    # instead of the number of seeds, mixing seeds and times)
+    from gaugedyn.experiments.gauge import _analysis as ga
+    from gaugedyn.experiments.gauge import _protocol as gp
+
+    def population(problem, t, dynamics="flow", **kw):  # the population runs, tested elsewhere
+        s = 0.9 if dynamics == "gd" else 1.0
+        decay = np.exp(-s * t)
+        return {
+            "t": t,
+            "loss": decay,
+            "alignment": (1.0 - 0.5 * decay)[:, None],
+            "rho": 1.0 + decay,
+            "reaction": np.stack([decay, 2 * decay], axis=-1),
+            "transport": np.stack([decay**2, decay], axis=-1),
+        }
+
+    monkeypatch.setattr(ga.gt, "trajectory", population)
+
+    config = {"eta": 0.05, "dim": 4, "strength": 3.0, "seeds": 3, "t_max": 1.0, "tolerance": 0.2}
+    t = np.array([0.0, 0.25, 0.5, 1.0])
+    tasks = [{"n": n, "dim": 4, "strength": 3.0} for n in (10, 100, 1000)]
+    rng = np.random.default_rng(5)
+    results = []
+    for _ in tasks:  # 3 seeds, 4 recorded times: the two axes are told apart
+        res = {"t": t}
+        for k in gp.OBSERVABLES:
+            res[k] = 0.5 + 0.4 * rng.random((3, t.size))
+        results.append(res)
+    arrays, _ = ga.finite_sample(config, tasks, results, np.random.SeedSequence(1))
+    for k in gp.OBSERVABLES:
+        ref = ga._metric(k, arrays[f"gd_{k}"])
+        plain = [
+            [np.sqrt(np.mean((ga._metric(k, seed) - ref) ** 2)) for seed in res[k]]
+            for res in results
+        ]
+        np.testing.assert_allclose(arrays[f"deviation_{k}"], plain, rtol=1e-12)
