@@ -235,6 +235,56 @@ def render_online_ode(record: dict) -> str:
     )
 
 
+def render_online_noise_accuracy(record: dict) -> str:
+    d = record["data"]
+    out = [provenance(record)]
+    ref = d["reference"]
+
+    def diag(v: list[float]) -> str:
+        return ", ".join(f"{x:.3g}" for x in v)
+
+    for name, states in d["activations"].items():
+        nodes = [r["nodes"] for r in states[0]["rows"]]
+        cols = [
+            "t (noise-free flow)",
+            "Gram eigenvalues, least / largest",
+            f"reference ({ref} nodes): settled to; from Monte Carlo",
+            *(f"{n} nodes: error (from Monte Carlo), CPU ms" for n in nodes),
+        ]
+        rows = [
+            [
+                f"{u['t']:g}",
+                f"{min(u['eigenvalues']):.1e} / {max(u['eigenvalues']):.2f}",
+                f"{u['reference_settled']:.1e}; {u['reference_mc_z']:.1f} SE",
+                *(f"{r['error']:.1e} ({r['mc_z']:,.0f} SE), {_ms(r['ms'])}" for r in u["rows"]),
+            ]
+            for u in states
+        ]
+        mc = states[0]["mc_samples"]
+        diags = [
+            [
+                f"{u['t']:g}",
+                diag(u["mc_diag"]) + f" (SE at most {max(u['mc_diag_se']):.1e})",
+                diag(u["rule_diag"]["10"]),
+                diag(u["rule_diag"][str(ref)]),
+            ]
+            for u in states
+        ]
+        dcols = [
+            "t",
+            f"diagonal of E, Monte Carlo ({mc:,} draws)",
+            "the rule with 10 nodes (the default)",
+            f"with {ref} nodes",
+        ]
+        out.append(
+            f"**{name}** (K = M = {d['K']})\n\n"
+            + _table(cols, rows)
+            + "\n\n"
+            + _table(dcols, diags)
+        )
+    return "\n\n".join(out)
+
+
 def render_ode_sgd_band(record: dict) -> str:
     d = record["data"]
     rows = []
@@ -283,6 +333,7 @@ RENDER = {
     "adam_recorder": lambda rs: "\n\n".join(render_adam(r) for r in rs),
     "online_ode": lambda rs: "\n\n".join(render_online_ode(r) for r in rs),
     "ode_sgd_band": lambda rs: "\n\n".join(render_ode_sgd_band(r) for r in rs),
+    "online_noise_accuracy": lambda rs: "\n\n".join(render_online_noise_accuracy(r) for r in rs),
     "transcribed": lambda rs: "\n\n".join(render_transcribed(r) for r in rs),
 }
 """How each family of stored runs (``benchmarks/results/NAME*.json``) is shown."""

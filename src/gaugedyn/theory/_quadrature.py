@@ -452,8 +452,11 @@ def homogeneous_coefficients(up: float, down: float, q, terms: int) -> np.ndarra
 
 
 FOUR_POINT_NODES = 10
-"""Gauss-Hermite nodes per axis of `gaussian_product()` in the online ODE's four-point
-integrals ($10^4$ nodes per integral)."""
+r"""Gauss-Hermite nodes per axis of `gaussian_product()` in the online ODE's four-point
+integrals ($10^4$ nodes per integral). Its error on the online ODE's noise term is measured by
+``benchmarks/bench_online_noise_accuracy.py``: small for softplus, large for tanh (whose
+derivative's poles at distance $\pi / 2$ from the real axis slow the rule's convergence to
+about $e^{-c \sqrt{n}}$), see `gaugedyn.training._online_ode`."""
 
 
 def hermite_grid(d: int, nodes: int):
@@ -517,8 +520,9 @@ def gaussian_product(fns, C, nodes: int = FOUR_POINT_NODES, chunk: int = 16) -> 
     The tensor Gauss-Hermite rule with ``nodes`` per axis on $x = U \sqrt{L} z$ (the eigen
     factor of $C$, so a singular $C$, e.g. a repeated field, is exact); vectorised over the
     leading axes of $C$ in blocks of ``chunk``. Exact for polynomial $f$ of total degree
-    $\le 2\,\mathrm{nodes} - 1$; for smooth $f$ its error is what the difference with
-    ``nodes + 4`` shows (`gaussian_product_error()`); for $f$ with a kink it converges only
+    $\le 2\,\mathrm{nodes} - 1$; for smooth $f$ its error is estimated by the difference with
+    ``nodes + 4`` (`gaussian_product_error()`; geometric convergence for entire $f$, slower for
+    $f$ with poles near the real axis, such as tanh); for $f$ with a kink it converges only
     algebraically.
 
     Parameters

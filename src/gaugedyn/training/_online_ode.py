@@ -26,9 +26,17 @@ lemma, closed to three fields and one smooth one-dimensional integral for four
 (`gaugedyn.training._orthant`, where the derivation is); for every other activation they are
 four-dimensional Gauss-Hermite integrals on the eigen factor of each $4 \times 4$ covariance
 (`gaugedyn.theory._quadrature.gaussian_product()`, $10^4$ nodes each: exact for
-polynomial ``g`` up to the degree it states, exponentially accurate for smooth ``g``, and only
-algebraically for ``g`` with a kink such as ReLU, where its error is what
-``gaussian_product_error`` reports).
+polynomial ``g`` up to the degree it states, and only algebraically convergent for ``g`` with a
+kink such as ReLU, where its error is what ``gaussian_product_error`` reports).
+
+That four-point rule is accurate for softplus and not for tanh, measured by
+``benchmarks/bench_online_noise_accuracy.py`` (K = M = 4, against 28 nodes per axis and Monte
+Carlo; ``docs/benchmarks.md``): softplus's noise term stays within a few standard errors of
+Monte Carlo at every state of a run to t = 1000; tanh's is off by percents at t = 0, and once
+the students fit the teacher the sum of four-point integrals cancels to a noise term far smaller
+than each integral's rule error (at t = 1000 the default rule's diagonal is more than ten times
+Monte Carlo's, with entries of the wrong sign). A tanh online ODE with ``noise=True`` is not accurate there; its population flow
+(``noise=False``, the Mehler series) is unaffected.
 """
 
 from __future__ import annotations
@@ -525,7 +533,9 @@ def online_ode(
     activations (ReLU, leaky ReLU, absolute value; a fraction of a millisecond per right-hand
     side at ``K = M = 4``); for a smooth activation other than erf whose fields have rank
     above 4 it is hundreds of four-point Gauss-Hermite integrals of $10^4$ nodes each
-    (compiled, about 0.1 CPU s per right-hand side there; the reference: seconds).
+    (compiled, about 0.1 CPU s per right-hand side there; the reference: seconds), whose
+    error is measured, not bounded: small for softplus, large for tanh once the students fit
+    the teacher (module docstring).
     The classical options are those of ``TrainConfig``. The teacher's own activation is
     ``problem.teacher_activation`` (with a teacher of its own, ``"auto"`` runs the reference
     right-hand side; the options stay on the compiled path).
