@@ -45,10 +45,12 @@ difference of the outputs).
     .venv/bin/python benchmarks/bench_reproduce.py --quick
         [--only a,b] [--full] [--executor process|thread|serial] [--workers N]
         [--no-ratio] [--grid-steps 100] [--grid-rounds 2]
-        [--markdown docs/benchmarks-reproduce.md]
+        [--markdown PATH]
 
 One of ``--quick`` (the reduced configurations) or ``--full`` must be given. ``--markdown PATH``
-writes the table as a docs page with the command, date and machine.
+writes the table as a docs page with the command, date and machine: the full run's page is
+``docs/benchmarks-reproduce-full.md``, which ``tools/bench_page.py`` sums into
+``docs/benchmarks.md``; the quick run's timings are printed, not kept in the docs.
 """
 
 from __future__ import annotations

@@ -296,6 +296,62 @@ def test_adam_is_measured_not_predicted_and_mobilities_use_the_package_definitio
     assert arrays["step"].tolist() == [1, 2, 3]
 
 
+def _mlp_invariants(net: torch.nn.Module) -> dict[str, np.ndarray]:
+    """The MLP's unit invariants written out: unit i of hidden layer 0 (2) has the input side
+    row i of ``0.weight`` (``2.weight``) with ``0.bias[i]`` (``2.bias[i]``) and the output side
+    column i of ``2.weight`` (``4.weight``); I_i = |output side|^2 - |input side|^2."""
+    p = {n: t.detach().numpy().copy() for n, t in net.named_parameters()}
+    return {
+        str(k): (p[f"{k + 2}.weight"] ** 2).sum(0)
+        - (p[f"{k}.weight"] ** 2).sum(1)
+        - p[f"{k}.bias"] ** 2
+        for k in (0, 2)
+    }
+
+
+@pytest.mark.parametrize(
+    "opt_fn",
+    [
+        lambda p: torch.optim.RMSprop(p, lr=1e-2, momentum=0.5, weight_decay=0.01),
+        lambda p: torch.optim.Adagrad(p, lr=5e-2),
+    ],
+    ids=["rmsprop", "adagrad"],
+)
+@pytest.mark.parametrize("exact", [False, True])
+@pytest.mark.parametrize("every", [1, 2])
+def test_another_optimizer_is_measured_as_the_invariants_change_written_out(opt_fn, exact, every):
+    """An optimizer with no derived law (torch's RMSprop, Adagrad) is measured only: at every
+    recorded step the invariant and its change equal I(before) and I(after) - I(before) of
+    `_mlp_invariants()`, read from copies of the parameters around ``opt.step()``, to 1e-13 of
+    |a|^2 + |w|^2 (the float64 resolution of the invariant is 1e-16 of it, measured here at most
+    2.4e-16; the changes are 4e-2 to 0.17 of it), by either change reading (norms, or the
+    pre-step copy); ``predicted`` is NaN, and the metadata says why."""
+    net, (x, y) = _mlp(), _data("mlp")
+    opt = opt_fn(net.parameters())
+    rec = GaugeRecorder(net, opt, every=every, exact_change=exact)
+    before, after = [], []
+    for _ in range(6):
+        opt.zero_grad()
+        (0.5 * ((net(x) - y) ** 2).mean()).backward()
+        before.append(_mlp_invariants(net))
+        opt.step()
+        after.append(_mlp_invariants(net))
+    kept = slice(every - 1, None, every)
+    assert (
+        rec.metadata()["groups"][0]["prediction"]["why"] == f"{type(opt).__name__}: measured only"
+    )
+    for name in ("0", "2"):
+        arr = rec.group(name)
+        inv = np.array([b[name] for b in before])[kept]
+        change = np.array([a[name] for a in after])[kept] - inv
+        size = arr["in_sq"] + arr["out_sq"]
+        assert len(arr["change"]) == 6 // every
+        np.testing.assert_allclose(arr["invariant"], inv, rtol=0, atol=1e-13 * size.max())
+        np.testing.assert_allclose(arr["change"], change, rtol=0, atol=1e-13 * size.max())
+        assert np.abs(change).max() > 1e-2 * size.max(), name  # a change the check can miss
+        assert np.all(np.isnan(arr["predicted"]))
+
+
 def test_owner_among_duplicates_is_the_larger_signed_share():
     nn = torch.nn
     net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1)).to(F64)

@@ -223,3 +223,34 @@ def test_the_landscape_figure_arrays_are_the_results_read_plainly():
             [1, 0, 8, 12.0, 0.2, 0.05, 0, np.nan, 1e-12],
         ],
     )
+
+
+def test_the_balanced_saddle_is_kept_across_gauge_strengths_and_equals_a_fresh_one():
+    """`gauge_task()` refines the balanced saddle once per problem and settings: a second gauge
+    strength reads the kept one (the same object), another problem is computed afresh, and the kept
+    record equals one computed with no cache."""
+    source = {"kind": "random", "activation": "relu", "K": 3, "dim": 20, "seed": 0, "scale": 0.1}
+    point = study.plateau_point(source, 2000.0, 0.05, 0.5, 1)
+    settings = ((1e-3,), 0.02, 1e-3)
+    study._balanced_kept.cache_clear()
+    first = study.gauge_task(point, 4.0, *settings)
+    second = study.gauge_task(point, 2.0, *settings)
+    info = study._balanced_kept.cache_info()
+    assert (info.hits, info.misses) == (1, 1)
+    base = study.with_gauge(point.problem, names=["balanced"] * point.problem.K)
+    key = study._problem_key(base)
+    kept = study._balanced(key, base, *settings)
+    assert kept is study._balanced(key, base, *settings)
+    fresh = study._balanced(None, base, *settings)
+    assert fresh is not kept
+    for got in (first, second):
+        rec, ref = got["gauges"]["balanced"], fresh[2]
+        assert rec["index"] == ref["index"] and rec["same_as_balanced"]
+        np.testing.assert_allclose(
+            [rec["loss"], rec["lambda_plus"], *rec["escape"], rec["common_time"]],
+            [ref["loss"], ref["lambda_plus"], *ref["escape"], ref["common_time"]],
+            rtol=1e-9,
+        )
+    moved = base.replace(a=base.a * 1.01)
+    study._balanced(study._problem_key(moved), moved, *settings)
+    assert study._balanced_kept.cache_info().misses == 2

@@ -43,7 +43,7 @@ ALLOWED_NONFINITE: dict[str, tuple[int, str]] = {
     "test_gauge_experiments.py": (1, SENTINEL),
     "test_gauge_functional.py": (1, SENTINEL),
     "test_gauge_on_networks.py": (2, SENTINEL),
-    "test_gauge_recorder.py": (1, SENTINEL),
+    "test_gauge_recorder.py": (2, SENTINEL + " (predicted is NaN where no law is derived)"),
     "test_monitor.py": (1, "the test's operator returns NaN itself; no overflow on the way"),
     "test_pinned_edge.py": (1, SENTINEL),
     "test_plateaus.py": (1, SENTINEL),

@@ -297,3 +297,37 @@ def test_a_proportion_claim_outside_zero_one_is_refused(rule, threshold):
     text = str(err.value)
     assert f"threshold={threshold!r}" in text and rule in text, text
     assert ("0 <= lo < hi <= 1" if rule == "proportion_band" else "in [0, 1]") in text, text
+
+
+@pytest.mark.parametrize("rule", ["proportion", "every_cell_proportion", "proportion_band"])
+@pytest.mark.parametrize("value", [-0.1, -1e-12, 1 + 1e-12, 1.25])
+def test_power_at_refuses_a_true_rate_outside_zero_one(rule, value):
+    """The true rate `gaugedyn.stats.power_at` simulates a proportion rule (or the sign rule)
+    at is a probability: a value outside [0, 1] is one InputError (a ValueError) naming the
+    value and what is allowed, not clipped to the nearest end; [0, 1]'s own ends are
+    simulated (all outcomes 0, all 1)."""
+    g = np.random.default_rng(0)
+    x = np.r_[np.ones(12), np.zeros(8)]
+    x = x[:, None] if rule == "every_cell_proportion" else x
+    threshold, direction = ((0.2, 0.8), None) if rule == "proportion_band" else (0.5, ">")
+    j = stats.judge(rule, x, threshold=threshold, direction=direction, rng=g)
+    with pytest.raises(ValueError) as err:
+        stats.power_at(j, value, reps=10)
+    assert isinstance(err.value, InputError)
+    text = str(err.value)
+    assert f"value={value!r}" in text and rule in text and "in [0, 1]" in text, text
+    if rule == "proportion":  # HELD needs rate > 1/2: never at 0, nearly always at 1
+        assert stats.power_at(j, 0.0, reps=200).rate == 0.0
+        assert stats.power_at(j, 1.0, reps=200).rate > 0.9
+
+
+@pytest.mark.parametrize("value", [-0.5, 1.5])
+def test_power_at_refuses_a_sign_share_outside_zero_one(value):
+    """The sign rule's value is the share of untied seeds on the claimed side: outside [0, 1]
+    it is refused the same way."""
+    d = np.r_[np.ones(9), -np.ones(3), np.zeros(8)]
+    g = np.random.default_rng(0)
+    j = stats.judge("paired_sign", d, np.zeros_like(d), threshold=0.0, direction=">", rng=g)
+    with pytest.raises(InputError, match=rf"value={value!r} .*paired_sign.*in \[0, 1\]"):
+        stats.power_at(j, value, reps=10)
+    assert stats.power_at(j, 1.0, reps=200).rate > stats.power_at(j, 0.0, reps=200).rate

@@ -356,11 +356,11 @@ def reproduce() -> str:
             n += 1
     when = date.group(1) if date else "date not recorded"
     return (
-        "The whole reproduction is timed per experiment by `benchmarks/bench_reproduce.py`: the "
-        "quick configurations in [The whole reproduction (quick)](benchmarks-reproduce.md), "
+        "The whole reproduction is timed per experiment by `benchmarks/bench_reproduce.py`: "
         "every full configuration in [The whole reproduction (full)]"
         f"(benchmarks-reproduce-full.md) (all {n} in {walls / 60:.1f} minutes of wall time, "
-        f"the sum of its rows; {when})."
+        f"the sum of its rows; {when}); the quick configurations on your own machine, as "
+        "[Timing the quick reproduction](benchmarks-reproduce.md) shows."
     )
 
 

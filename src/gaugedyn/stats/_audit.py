@@ -593,8 +593,9 @@ def power_at(
     the power of the finding as run, in the measure's own units. The noise is resamples of the
     judged values themselves (``shape="resampled"``, per cell, a seed's row kept together:
     `gaugedyn.stats._resample.Resampler`) or a named shape scaled to each cell's
-    standard deviation; a proportion rule's outcomes are Bernoulli at ``value`` (clipped to
-    [0, 1]) in every cell, at each cell's count. Fewer values (rows) than the rule's minimum
+    standard deviation; a proportion rule's outcomes are Bernoulli at ``value`` (a rate in
+    [0, 1]) in every cell, at each cell's count, and the sign rule's untied seeds fall on the
+    claimed side with probability ``value``. Fewer values (rows) than the rule's minimum
     give ``Rate(0, 0)``: the rule says UNRESOLVED at that count whatever the truth. Otherwise
     values without spread (every cell's values the same), or fewer than two complete rows, give
     ``Rate(nan, nan)``: the power cannot be computed from them. A median rule's cells whose
@@ -607,7 +608,8 @@ def power_at(
         A `Judgement` (or one read back from a summary): its ``rule``, ``threshold``,
         ``direction``, ``values`` and ``reason`` are used.
     value : float
-        The true value the power is computed at, a finite number in the measure's units.
+        The true value the power is computed at, a finite number in the measure's units; a
+        probability in [0, 1] for a proportion rule and for the sign rule (``paired_sign``).
     reps : int
         Simulated experiments, at least 1.
     seed : int
@@ -623,8 +625,9 @@ def power_at(
     Raises
     ------
     InputError
-        When ``value`` is not finite, ``reps`` is outside its range, ``shape`` is not a noise
-        shape, or the judgement's rule is not a catalogue rule.
+        When ``value`` is not finite (or, for a proportion or sign rule, outside [0, 1]),
+        ``reps`` is outside its range, ``shape`` is not a noise shape, or the judgement's rule
+        is not a catalogue rule.
     """
     from ._rules import rule as by_name
 
@@ -632,6 +635,11 @@ def power_at(
     reps = _check_count("reps", reps, 1)
     if not (isinstance(value, int | float) and math.isfinite(value)):
         raise InputError(f"value={value!r} is not allowed: a finite number (the paper's value)")
+    if rule.estimator in ("proportion", "paired_sign") and not 0 <= value <= 1:
+        raise InputError(
+            f"value={value!r} is not allowed for rule {rule.name!r}: a probability in [0, 1] "
+            "(the true rate of its 0/1 outcomes, or of the untied seeds' claimed side)"
+        )
     _check_shape(shape)
     if rule.estimator == "point":  # no noise: the verdict at the value is certain
         out = rule.evaluate((np.array([float(value)]),), judgement.threshold, judgement.direction)
@@ -642,13 +650,13 @@ def power_at(
     if rule.estimator == "proportion":  # every cell's outcomes Bernoulli at the value
         v = np.asarray(judgement.values, dtype=float)
         size = (reps, v.shape[0], v.size // max(v.shape[0], 1)) if rule.cells else (reps, v.size)
-        samples: tuple = ((rng.random(size) < min(max(value, 0.0), 1.0)).astype(float),)
+        samples: tuple = ((rng.random(size) < value).astype(float),)
     elif rule.estimator == "paired_sign":  # the seeds' own share of ties, signs at the value
         try:
             scene = resampled_scene(rule, judgement.values, judgement.threshold, "")
         except InputError:
             return Rate(math.nan, math.nan)
-        samples = scene.samples(rng, reps, np.array([min(max(value, 0.0), 1.0)]))
+        samples = scene.samples(rng, reps, np.array([float(value)]))
     else:
         try:
             r = Resampler(rule, judgement.values)

@@ -354,17 +354,25 @@ def finite_sample(config, tasks, results, seed):
     return arrays, claims
 
 
+def _inverse_sqrt_exponent(x, y, tol: float):
+    """The exponent ``p`` of ``y ~ x^p`` (the least-squares slope of ``log y`` on ``log x``, one
+    row per entry) judged inside ``-1/2 +- tol`` by the exponent kind's band rule
+    (``rule_for("exponent", "inside")``, ``slope_band``): the theory's ``n^-1/2`` and
+    ``D^-1/2`` laws of ``finite_sample`` and ``online_sgd``."""
+    return judge(
+        rule_for("exponent", "inside"),
+        np.log(np.asarray(x, dtype=float)),
+        np.log(np.asarray(y, dtype=float)),
+        threshold=(-0.5 - tol, -0.5 + tol),
+    )
+
+
 def _finite_sample_exponent_check(k, config, ns, med, bias) -> Claim:
     """The exponent of ``k``'s deviation judged as the dissipation findings are
     (``slope_band`` on ``(log n, log median deviation)``, the band ``-1/2 +- tolerance``); the
     check passes on HELD."""
     tol = float(config["tolerance"])
-    j = judge(
-        rule_for("exponent", "inside"),
-        np.log(ns),
-        np.log(med),
-        threshold=(-0.5 - tol, -0.5 + tol),
-    )
+    j = _inverse_sqrt_exponent(ns, med, tol)
     return checked(
         f"finite_sample.exponent_{k}",
         (
@@ -385,7 +393,7 @@ def _finite_sample_dissipation_finding(k, config, ns, med, bias):
     """``slope_band`` on ``(log n, log median deviation)``: the slope inside
     ``-1/2 +- tolerance``."""
     tol = float(config["tolerance"])
-    j = judge("slope_band", np.log(ns), np.log(med), threshold=(-0.5 - tol, -0.5 + tol))
+    j = _inverse_sqrt_exponent(ns, med, tol)
     fid = f"finite_sample.exponent_{k}"
     return judged(
         fid,
@@ -1071,12 +1079,7 @@ def _online_sgd_analyse_erf(config, tasks, results, kind, seed):
 def _online_sgd_spread_check(kind, how, dims, spreads, tol):
     """The spread exponent of ``kind`` (weight space or the chain) judged by ``slope_band``
     inside -1/2 +- ``tol``, one row per ``D``."""
-    j = judge(
-        rule_for("exponent", "inside"),
-        np.log(np.asarray(dims, dtype=float)),
-        np.log(np.asarray(spreads, dtype=float)),
-        threshold=(-0.5 - tol, -0.5 + tol),
-    )
+    j = _inverse_sqrt_exponent(dims, spreads, tol)
     return checked(
         f"online_sgd.{kind}_spread_exponent",
         (
@@ -1938,10 +1941,13 @@ def _landscape_catalogue_table(catalogues) -> list:
 
 def _landscape_judge_slope(x, y):
     """The escape finding's judgement of one reading: slope of ``lambda_+ T`` on ``ln(1/eps)``
-    in `._protocol.LANDSCAPE_SLOPE_BAND` (rule ``slope_band``)."""
+    in `._protocol.LANDSCAPE_SLOPE_BAND` (the exponent kind's band rule, ``slope_band``)."""
 
     return judge(
-        "slope_band", np.asarray(x, float), np.asarray(y, float), threshold=gp.LANDSCAPE_SLOPE_BAND
+        rule_for("exponent", "inside"),
+        np.asarray(x, float),
+        np.asarray(y, float),
+        threshold=gp.LANDSCAPE_SLOPE_BAND,
     )
 
 

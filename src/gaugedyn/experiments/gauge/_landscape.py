@@ -9,6 +9,7 @@ its set-up the same way the protocol does.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import json
 
@@ -205,16 +206,21 @@ def _balanced(key: tuple | None, base: Problem, eps: tuple, band: float, common_
     kept for the last few ``key`` (`_problem_key()` of ``base``) and settings."""
     if key is None:
         return _balanced_computed(base, eps, band, common_eps)
-    hit = _BALANCED.get((key, eps, band, common_eps))
-    if hit is None:
-        hit = _balanced_computed(base, eps, band, common_eps)
-        if len(_BALANCED) >= 4:
-            _BALANCED.pop(next(iter(_BALANCED)))
-        _BALANCED[(key, eps, band, common_eps)] = hit
-    return hit
+    return _balanced_kept(_Keyed(key, base), eps, band, common_eps)
 
 
-_BALANCED: dict = {}
+@dataclasses.dataclass(frozen=True)
+class _Keyed:
+    """``problem`` hashed and compared by ``key`` alone (a `Problem` holds arrays, not hashable),
+    so `functools.lru_cache` can keep results by the problem's data."""
+
+    key: tuple
+    problem: Problem = dataclasses.field(compare=False)
+
+
+@functools.lru_cache(maxsize=4)
+def _balanced_kept(base: _Keyed, eps: tuple, band: float, common_eps: float):
+    return _balanced_computed(base.problem, eps, band, common_eps)
 
 
 def _balanced_computed(base: Problem, eps: tuple, band: float, common_eps: float):
