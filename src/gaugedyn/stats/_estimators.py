@@ -432,7 +432,9 @@ def _computed_bounds(
     from scipy.optimize import elementwise
 
     zeros, ones = np.zeros(k.shape), np.ones(k.shape)
-    at0, at1 = randomised_cdf(zeros, k, n, u), randomised_cdf(ones, k, n, u)
+    # F at the ends of [0, 1], exactly what `randomised_cdf()` gives there (X = 0 at p = 0,
+    # X = n at p = 1): F_0(k + u) = 1 for k >= 1 and u for k = 0; F_1(k + u) = u for k = n, else 0
+    at0, at1 = np.where(k >= 1, 1.0, u), np.where(k == n, u, 0.0)
 
     def root(target: float, end: np.ndarray) -> np.ndarray:
         """The root where ``end`` is False (elsewhere the bound is an end of [0, 1]: NaN here;
