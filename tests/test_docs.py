@@ -429,7 +429,11 @@ def _copy(tmp_path: Path) -> Path:
     return root
 
 
-def test_check_fails_when_a_committed_number_changes(tmp_path):
+def test_check_fails_when_a_committed_number_changes(tmp_path, capsys):
+    """A changed number in a stored summary makes its pages stale, in ``publish`` and in
+    ``gaugedyn publish --check`` (exit 1; its command line in this process: the module entry
+    point's exit code is `test_published_tables_match_their_runs`' subprocess)."""
+    from gaugedyn.cli import main
     from gaugedyn.publish import publish
 
     root = _copy(tmp_path)
@@ -441,14 +445,12 @@ def test_check_fails_when_a_committed_number_changes(tmp_path):
     path.write_text(json.dumps(summary))
     stale = publish(root, check=True)
     assert stale and all(p.suffix == ".md" for p in stale)
-    done = subprocess.run(
-        [sys.executable, "-m", "gaugedyn", "publish", "--check", "--root", str(root)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=_env(),
-    )
-    assert done.returncode == 1 and "stale" in done.stderr
+    capsys.readouterr()
+    try:
+        code = main(["publish", "--check", "--root", str(root)])
+    except SystemExit as exc:
+        code = exc.code
+    assert code == 1 and "stale" in capsys.readouterr().err
 
 
 def test_check_fails_when_a_table_is_edited(tmp_path):

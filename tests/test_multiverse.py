@@ -336,8 +336,16 @@ REDUCED = {
         "lin_eta",
         None,
     ),
-    "beta_grid": ({"tasks": ["teacher_student"], "seeds": 2}, "skip", None),
-    "clock": ({}, "threshold", None),
+    "beta_grid": (
+        {"tasks": ["teacher_student"], "seeds": 2},
+        "skip",
+        "test_adam_experiments.py::test_beta_grid_end_to_end_lag_exactly_zero_on_the_diagonal",
+    ),
+    "clock": (
+        {},
+        "threshold",
+        "test_gauge_experiments.py::test_reduced_run_passes_its_claims_and_draws[clock]",
+    ),
     "conservation_laws": (
         {"families": ["linear2"], "recorder_models": [], "drift_models": ["mlp"]},
         "rtol",
@@ -347,19 +355,24 @@ REDUCED = {
     "gauge_on_networks": (
         {"slope_models": ["mlp"], "optimizers": ["gd"], "seeds": 2, "steps": 100},
         "gauge",
-        None,
+        "test_gauge_on_networks.py::test_a_reduced_run_passes_its_checks_and_keeps_the_function",
     ),
     "gauge_under_adam": (
         {"seeds": 2, "steps": 200, "betas": [[0.9, 0.9], [0.9, 0.999]]},
         "threshold",
-        None,
+        "test_adam_experiments.py::test_gauge_under_adam_end_to_end",
     ),
     "landscape": (
         {"starts": 1, "escape_eps": [float(v) for v in np.geomspace(1e-2, 1e-3, 6)]},
         "gauge_strength",
         None,
     ),
-    "ownership_patterns": ({"Ks": [2], "scales": [0.2, 1.0]}, "function_tol", None),
+    "ownership_patterns": (
+        {"Ks": [2], "scales": [0.2, 1.0]},
+        "function_tol",
+        "test_gauge_experiments.py::test_reduced_run_passes_its_claims_and_draws"
+        "[ownership_patterns]",
+    ),
     "prototypes": (
         {"sizes": [3, 5], "seeds": 2, "steps": 1000, "budgets": [1000], "cap": 1000},
         "lr",
@@ -413,6 +426,15 @@ def test_every_experiment_with_findings_declares_a_space_and_is_covered_here():
     for name in EXPERIMENTS:
         exp = resolve_experiment(name)
         assert bool(exp.space) == (name in with_findings), name
+
+
+def test_the_tests_named_to_draw_an_experiments_figures_exist():
+    """A quick multiverse that skips its experiment's own figures names the test that draws
+    them from a small run's arrays; that test exists."""
+    for name, (_, _, where) in REDUCED.items():
+        if where:
+            path, test = where.split("::")
+            assert f"def {test.split('[')[0]}(" in (ROOT / "tests" / path).read_text(), name
 
 
 def _check_quick_multiverse(summary: dict, out: Path, constant: str, ends: list) -> None:

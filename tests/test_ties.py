@@ -5,6 +5,8 @@ distribution, ties included; a test that let the tied values count for the claim
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from _properties import properties
@@ -262,6 +264,20 @@ def _truth(name: str, atoms, w: np.ndarray, threshold, direction: str) -> np.nda
     return ge(lo) | le(hi)
 
 
+@functools.lru_cache(maxsize=2)
+def _sample_chances(n: int, m: int) -> np.ndarray:
+    """``(weights, samples)``: the multinomial chance of each count vector of ``n`` values on
+    ``m`` atoms (`_compositions` order) under each weight vector out of 50 (scipy's
+    ``multinomial.pmf``). It depends on the support's size and ``n`` only, so the rules tested
+    one after another on one support share it (read-only)."""
+    from scipy.stats import multinomial
+
+    w = _compositions(50, m)
+    pmf = multinomial.pmf(_compositions(n, m)[None, :, :], n, w[:, None, :] / 50)
+    pmf.setflags(write=False)
+    return pmf
+
+
 SUPPORTS = [
     *(((0.0, 1.0), n) for n in (6, 10, 40)),
     *(((-1.0, 0.0, 1.0), n) for n in (6, 10, 40)),
@@ -278,15 +294,12 @@ def test_on_tied_values_the_false_word_is_at_most_its_size_exactly(name, atoms, 
     atom, one float beside it and between atoms: the probability of HELD where the claim is
     false for some median, and of NOT HELD where it holds for every median, computed exactly
     (multinomial sums over every sample, the draw integrated), is at most 2.5%."""
-    from scipy.stats import multinomial
-
     rule = stats.RULES[name]
     a = np.array(atoms)
     m = a.size
     w = _compositions(50, m)  # integer weights out of 50
     levels = [*atoms, *((a[1:] + a[:-1]) / 2)] if rule.claim == "threshold" else list(atoms)
-    counts = _compositions(n, m)
-    pmf = multinomial.pmf(counts[None, :, :], n, w[:, None, :] / 50)  # (weights, samples)
+    pmf = _sample_chances(n, m)  # (weights, samples)
     worst = 0.0
     for direction in rule.directions:
         for t in _edges(name, levels):

@@ -432,31 +432,36 @@ def _computed_bounds(
     from scipy.optimize import elementwise
 
     zeros, ones = np.zeros(k.shape), np.ones(k.shape)
-    at0, at1 = randomised_cdf(zeros, k, n, u), randomised_cdf(ones, k, n, u)
+    # F at the ends of [0, 1], exactly what `randomised_cdf()` gives there (X = 0 at p = 0,
+    # X = n at p = 1): F_0(k + u) = 1 for k >= 1 and u for k = 0; F_1(k + u) = u for k = n, else 0
+    at0, at1 = np.where(k >= 1, 1.0, u), np.where(k == n, u, 0.0)
 
-    def root(target: float) -> np.ndarray:
-        if k.size == 0:
-            return zeros
+    def root(target: float, end: np.ndarray) -> np.ndarray:
+        """The root where ``end`` is False (elsewhere the bound is an end of [0, 1]: NaN here;
+        the root find is element by element, so leaving those out changes no other root)."""
+        out = np.full(k.shape, np.nan)
+        need = ~end
+        if not need.any():
+            return out
         with np.errstate(invalid="ignore", divide="ignore"):
             res = elementwise.find_root(
                 lambda p, k_, n_, u_: randomised_cdf(p, k_, n_, u_) - target,
-                (zeros, ones),
-                args=(k, n, u),
+                (zeros[need], ones[need]),
+                args=(k[need], n[need], u[need]),
             )
-        return np.asarray(res.x, dtype=float)
+        out[need] = res.x
+        return out
 
     alpha = 1.0 - level
     skipped = np.full(k.shape, np.nan)
-    lower = (
-        skipped
-        if side == "upper"
-        else np.where(at0 <= level, 0.0, np.where(at1 >= level, 1.0, root(level)))
-    )
-    upper = (
-        skipped
-        if side == "lower"
-        else np.where(at1 >= alpha, 1.0, np.where(at0 <= alpha, 0.0, root(alpha)))
-    )
+    lower = skipped
+    if side != "upper":
+        zero, one = at0 <= level, at1 >= level
+        lower = np.where(zero, 0.0, np.where(one, 1.0, root(level, zero | one)))
+    upper = skipped
+    if side != "lower":
+        zero, one = at0 <= alpha, at1 >= alpha
+        upper = np.where(one, 1.0, np.where(zero, 0.0, root(alpha, zero | one)))
     return lower, upper
 
 

@@ -726,6 +726,43 @@ class Rule:
             return [float(d) for d in rng.random(cells)]
         return float(rng.random())
 
+    def _cell_bounds(
+        self,
+        cols: list[np.ndarray],
+        whys: list[str | None],
+        level: float,
+        holm_level: float,
+        draws: Any,
+        holm_side: str,
+    ) -> dict[int, tuple[est.Bounds, est.Bounds]]:
+        """Per judgeable cell (``whys[c]`` None), its bounds at ``level`` and its
+        ``holm_side`` bound at ``holm_level``. The randomised proportion rule bounds every cell
+        in one vectorised root find per level (the cells' trial counts may differ; each bound
+        is the root find of that cell alone, element by element); other rules cell by cell."""
+        judged = [c for c, why in enumerate(whys) if why is None]
+        if not (self.randomised and self.estimator == "proportion" and judged):
+            return {
+                c: (
+                    self.bounds((cols[c],), level, None if draws is None else draws[c]),
+                    self.bounds(
+                        (cols[c],), holm_level, None if draws is None else draws[c], holm_side
+                    ),
+                )
+                for c in judged
+            }
+        k = np.array([np.rint(cols[c].sum()) for c in judged])
+        n = np.array([float(cols[c].size) for c in judged])
+        u = np.array([draws[c] for c in judged], dtype=float)
+        plain = est._randomised_bounds(k, n, level, u)
+        holm = est._randomised_bounds(k, n, holm_level, u, holm_side)
+        return {
+            c: (
+                est.Bounds(k[i] / n[i], plain[0][i], plain[1][i]),
+                est.Bounds(k[i] / n[i], holm[0][i], holm[1][i]),
+            )
+            for i, c in enumerate(judged)
+        }
+
     def _judge_cells(self, x, threshold, direction, confidence, words, draws) -> Judgement:
         """Cells may lose different seeds to non-finite values, so each is bounded alone. A cell
         the rule cannot judge (too few values, no spread, tied order statistics) gets the
@@ -738,13 +775,13 @@ class Rule:
         holm_side = "upper" if min_side else "lower"  # the Holm-level bound that is read
         rows: list[tuple] = []
         bad: list[str] = []
-        for c in range(m):
-            col = x[:, c][np.isfinite(x[:, c])]
+        cols = [x[:, c][np.isfinite(x[:, c])] for c in range(m)]
+        whys = [self._too_few(col.size, (col,)) for col in cols]
+        bounds = self._cell_bounds(cols, whys, level, 1 - (1 - level) / m, draws, holm_side)
+        for c, (col, why) in enumerate(zip(cols, whys)):
             u = None if draws is None else draws[c]
-            why = self._too_few(col.size, (col,))
             if why is None:
-                b = self.bounds((col,), level, u)
-                h = self.bounds((col,), 1 - (1 - level) / m, u, holm_side)
+                b, h = bounds[c]
                 flat = float(b.lower) == float(b.upper) or float(h.lower) == float(h.upper)
                 if flat and self.estimator != "proportion":  # an interval of a share may be
                     why = self._flat_reason()  # a point (every trial a success, u near 1)
