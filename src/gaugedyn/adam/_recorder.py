@@ -749,7 +749,8 @@ def _fused_sums(m, v, w, g, k, alpha, epsc, out) -> None:
     if _COMPILED is None:
         _COMPILED = torch.compile(_sums_expr, dynamic=True)
     consts = torch.tensor([k, alpha, epsc], dtype=m.dtype).to(m.device, non_blocking=True)
-    out.copy_(_COMPILED(*(x.detach() for x in (m, v, w, g)), consts))
+    m, v, w, g = (x.detach() for x in (m, v, w, g))
+    out.copy_(_COMPILED(m, v, w, g, consts))
 
 
 def _has_clock(optimizer) -> bool:
