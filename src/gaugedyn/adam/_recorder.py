@@ -742,11 +742,14 @@ _COMPILED = None
 
 def _fused_sums(m, v, w, g, k, alpha, epsc, out) -> None:
     """The sums of `_chunk_sums()` in one compiled kernel (constants passed as a tensor so
-    that it is compiled once per dtype and device, not once per step)."""
+    that it is compiled once per dtype and device, not once per step; the rows passed detached,
+    so that a chunk of one large parameter and a packed row of small ones, views of bases of
+    different sizes, share one compiled graph)."""
     global _COMPILED
     if _COMPILED is None:
         _COMPILED = torch.compile(_sums_expr, dynamic=True)
     consts = torch.tensor([k, alpha, epsc], dtype=m.dtype).to(m.device, non_blocking=True)
+    m, v, w, g = (x.detach() for x in (m, v, w, g))
     out.copy_(_COMPILED(m, v, w, g, consts))
 
 

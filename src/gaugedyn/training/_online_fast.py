@@ -376,7 +376,7 @@ def _result(
 def _build_ode():
     from . import _online_kernels
 
-    return {"rhs": _online_kernels.online_rhs()}
+    return {"rhs": _online_kernels.online_rhs}
 
 
 def compiled_online_rhs(

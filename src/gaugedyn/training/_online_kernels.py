@@ -1,8 +1,8 @@
 """The numba kernels behind `gaugedyn.training._online_fast` (imported on first use).
 
 Online SGD in weight space (`run()`), its exact order-parameter chain (`chain_run()`)
-and the erf online-ODE right-hand side (`online_rhs()`); the equations are in the docstrings
-of ``_online_fast`` and ``_online_chain``. Activation codes (``Activation.code`` of
+and the erf online-ODE right-hand side (`online_rhs()`), all cached on disk by numba; the
+equations are in the docstrings of ``_online_fast`` and ``_online_chain``. Activation codes (``Activation.code`` of
 ``gaugedyn.theory.ACTIVATIONS``): 0 relu, 1 erf (``erf(z / sqrt 2)``), 2 linear, 3 tanh,
 4 softplus, 5 gelu, 6 leaky_relu, 7 abs, 8 quadratic, 9 he2, 10 he3; any other code raises.
 Schedule codes: 0 constant, 1 cosine, 2 inverse.
@@ -498,84 +498,83 @@ def chain_record(r, a, C, K, out_a, out_Q, out_R):
     return ok
 
 
-_rhs = None
+def _generated(name: str):
+    """The numba scalar kernel of ``gaugedyn.theory.generated_kernels.<name>`` (`jit_generated()`,
+    inlined into the cached kernels below)."""
+    from ..theory import generated_kernels as gk
+
+    return jit_generated(getattr(gk, name))
 
 
-def online_rhs():
-    """The compiled erf online-ODE right-hand side ``rhs(y, K, M, b, T, eta, noise, wd, lr2,
-    sigma2, out)`` (``noise = eta^2 / B`` or 0, weight decay ``wd``, second-layer rate ``lr2``,
-    label-noise variance ``sigma2``)."""
-    global _rhs
-    if _rhs is None:
-        from ..theory import generated_kernels as gk
-
-        _rhs = _make_rhs(
-            jit_generated(gk.pair_erf), jit_generated(gk.erf_i3), jit_generated(gk.erf_i4)
-        )
-    return _rhs
+# the erf integrals I2 = E[g g], I3 = E[g' u g], I4 = E[g' g' g g] of the symbolic module
+erf_i2, erf_i3, erf_i4 = _generated("pair_erf"), _generated("erf_i3"), _generated("erf_i4")
 
 
-def _make_rhs(i2, i3, i4):
-    @numba.njit
-    def fields(y, K, M, b, T):
-        P = K + M
-        C, c = np.empty((P, P)), np.empty(P)
-        c[:K] = y[:K]
-        c[K:] = -b
-        C[:K, :K] = y[K : K + K * K].reshape(K, K)
-        R = y[K + K * K :].reshape(K, M)
-        C[:K, K:] = R
-        C[K:, :K] = R.T
-        C[K:, K:] = T
-        return C, c
+@numba.njit(cache=True)
+def ode_fields(y, K, M, b, T):
+    """The covariance ``C`` of the student and teacher fields and their output weights
+    ``c = (a, -b)`` at the online-ODE state ``y = (a, Q, R)``."""
+    P = K + M
+    C, c = np.empty((P, P)), np.empty(P)
+    c[:K] = y[:K]
+    c[K:] = -b
+    C[:K, :K] = y[K : K + K * K].reshape(K, K)
+    R = y[K + K * K :].reshape(K, M)
+    C[:K, K:] = R
+    C[K:, :K] = R.T
+    C[K:, K:] = T
+    return C, c
 
-    @numba.njit
-    def noise_sum(C, c, i, k):
-        s, P = 0.0, c.shape[0]
+
+@numba.njit(cache=True)
+def noise_sum(C, c, i, k):
+    """``sum_pq c_p c_q I4(i, k, p, q)`` over the fields of ``C``."""
+    s, P = 0.0, c.shape[0]
+    for p in range(P):
+        for q in range(p, P):
+            w = c[p] * c[q] * (1.0 if p == q else 2.0)
+            s += w * erf_i4(
+                C[i, i],
+                C[i, k],
+                C[i, p],
+                C[i, q],
+                C[k, k],
+                C[k, p],
+                C[k, q],
+                C[p, p],
+                C[p, q],
+                C[q, q],
+            )
+    return s
+
+
+@numba.njit(cache=True)
+def online_rhs(y, K, M, b, T, eta, noise_scale, wd, lr2, sigma2, out):
+    """The erf online-ODE right-hand side at ``y`` into ``out`` (``noise_scale = eta^2 / B`` or
+    0, weight decay ``wd``, second-layer rate ``lr2``, label-noise variance ``sigma2``)."""
+    C, c = ode_fields(y, K, M, b, T)
+    P = K + M
+    H = np.zeros((K, P))  # E[g'(u_i) u_j e]
+    for i in range(K):
+        s = 0.0
         for p in range(P):
-            for q in range(p, P):
-                w = c[p] * c[q] * (1.0 if p == q else 2.0)
-                s += w * i4(
-                    C[i, i],
-                    C[i, k],
-                    C[i, p],
-                    C[i, q],
-                    C[k, k],
-                    C[k, p],
-                    C[k, q],
-                    C[p, p],
-                    C[p, q],
-                    C[q, q],
-                )
-        return s
-
-    @numba.njit
-    def rhs(y, K, M, b, T, eta, noise_scale, wd, lr2, sigma2, out):
-        C, c = fields(y, K, M, b, T)
-        P = K + M
-        H = np.zeros((K, P))  # E[g'(u_i) u_j e]
-        for i in range(K):
-            s = 0.0
-            for p in range(P):
-                s += c[p] * i2(C[i, i], C[p, p], C[i, p])
-                for j in range(P):
-                    H[i, j] += c[p] * i3(C[i, i], C[i, j], C[i, p], C[j, j], C[j, p], C[p, p])
-            out[i] = -eta * s
-        for i in range(K):
-            if wd != 0.0 or lr2 != 1.0:
-                out[i] = lr2 * (out[i] - eta * wd * y[i])
-            for n in range(M):
-                out[K + K * K + i * M + n] = -eta * (y[i] * H[i, K + n] + wd * C[i, K + n])
-            for k in range(i, K):
-                v = -eta * (y[i] * H[i, k] + y[k] * H[k, i] + 2.0 * wd * C[i, k])
-                if noise_scale != 0.0:
-                    s = noise_sum(C, c, i, k)
-                    if sigma2 != 0.0:  # E[g'(u_i) g'(u_k)] of erf(z / sqrt 2)
-                        det = (1.0 + C[i, i]) * (1.0 + C[k, k]) - C[i, k] * C[i, k]
-                        s += sigma2 * _TWO_OVER_PI / np.sqrt(det)
-                    v += noise_scale * y[i] * y[k] * s
-                out[K + i * K + k] = v
-                out[K + k * K + i] = v
-        return out
-
-    return rhs
+            s += c[p] * erf_i2(C[i, i], C[p, p], C[i, p])
+            for j in range(P):
+                H[i, j] += c[p] * erf_i3(C[i, i], C[i, j], C[i, p], C[j, j], C[j, p], C[p, p])
+        out[i] = -eta * s
+    for i in range(K):
+        if wd != 0.0 or lr2 != 1.0:
+            out[i] = lr2 * (out[i] - eta * wd * y[i])
+        for n in range(M):
+            out[K + K * K + i * M + n] = -eta * (y[i] * H[i, K + n] + wd * C[i, K + n])
+        for k in range(i, K):
+            v = -eta * (y[i] * H[i, k] + y[k] * H[k, i] + 2.0 * wd * C[i, k])
+            if noise_scale != 0.0:
+                s = noise_sum(C, c, i, k)
+                if sigma2 != 0.0:  # E[g'(u_i) g'(u_k)] of erf(z / sqrt 2)
+                    det = (1.0 + C[i, i]) * (1.0 + C[k, k]) - C[i, k] * C[i, k]
+                    s += sigma2 * _TWO_OVER_PI / np.sqrt(det)
+                v += noise_scale * y[i] * y[k] * s
+            out[K + i * K + k] = v
+            out[K + k * K + i] = v
+    return out
