@@ -472,6 +472,8 @@ def test_no_error_ratio_or_usage_finding_has_a_t_based_rule(tmp_path, monkeypatc
             continue
         kind = pp.measure_of(c["id"]).kind
         assert (c["rule"] in medians) == (kind != "symmetric"), (c["id"], c["rule"])
+        if c["rule"] in medians:  # the statement names the statistic the rule judges
+            assert "the mean over seeds" not in c["statement"], c["statement"]
     with pytest.raises(KeyError):
         pp.rule_of("a_finding_nobody_declared[init=inside]", "every_cell")
 
