@@ -472,8 +472,35 @@ def test_no_error_ratio_or_usage_finding_has_a_t_based_rule(tmp_path, monkeypatc
             continue
         kind = pp.measure_of(c["id"]).kind
         assert (c["rule"] in medians) == (kind != "symmetric"), (c["id"], c["rule"])
+        if c["rule"] in medians:  # the statement names the statistic the rule judges
+            assert "the mean over seeds" not in c["statement"], c["statement"]
     with pytest.raises(KeyError):
         pp.rule_of("a_finding_nobody_declared[init=inside]", "every_cell")
+
+
+def test_the_published_summary_judges_no_finding_by_a_t_based_rule():
+    """The published run (``results-data/prototypes/summary.json``): every finding, and every
+    reading of it, was judged by a median or sign rule, as ``PROTOCOL.md`` declares its measure
+    (an error, fit-error or usage finding long-tailed; an outside fraction or drift of any
+    shape), and each is one of the experiment's declared findings (issue 44, Must show)."""
+    import json
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    summary = json.loads((root / "results-data/prototypes/summary.json").read_text())
+    protocol = (Path(pp.__file__).parent / "PROTOCOL.md").read_text()
+    medians = {"every_cell_median", "some_cell_median", "median_threshold"}
+    findings = [c for c in summary["claims"] if c["kind"] == "finding"]
+    assert {c["id"].split("[")[0] for c in findings} == set(pp.FINDING_NAMES)
+    for c in findings:
+        measure = pp.measure_of(c["id"])
+        assert measure.kind in ("long-tailed", "any shape"), (c["id"], measure.kind)
+        name = c["id"].split("[")[0]
+        line = next(x for x in protocol.splitlines() if re.match(rf"\d+\. `{name}`:", x))
+        assert "median rule" in line and c["rule"] in line, (c["id"], line)
+        rules = {c["rule"]} | {r["rule"] for r in c["tolerance"].get("reading_detail", {}).values()}
+        assert rules <= medians, (c["id"], rules)
 
 
 # -- findings fed inputs built to hold and to fail ------------------------------------------

@@ -401,7 +401,7 @@ class Judge:
         extra = {"four pairs": self.pairs(init, out, 0, cov).mean(axis=1)} if self.reference else {}
         return self.finding(
             f"coverage_keeps_inside[init={init},coverage={cov}]",
-            "coverage keeps prototypes inside the hull: the mean over seeds of (mean over N of "
+            "coverage keeps prototypes inside the hull: the median over seeds of (mean over N of "
             "out_cov - out_plain) < 0; second reading: the mean over the four pairs (a mask "
             "with coverage, the same without)",
             named,
