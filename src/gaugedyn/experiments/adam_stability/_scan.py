@@ -291,11 +291,10 @@ class Trajectories:
             for q, z in enumerate(self.samplings):
                 blocks = sets[int(which[q])][0]
                 kept = int(own[q, k] // sizes[k, q])
-                for s_ in range(S):
-                    mine = SpikeBlocks(*(b[:kept, 0, s_] for b in blocks))
-                    verdicts = judge_run(mine, float(ar[k]), float(cs[k]), self.floor, settle, z)
-                    for w, d in enumerate(verdicts):
-                        out[q, s_, w] = CODES[str(d["status"])]
+                mine = SpikeBlocks(*(b[:kept, 0, :] for b in blocks))  # every seed at once
+                verdicts = judge_run(mine, float(ar[k]), float(cs[k]), self.floor, settle, z)
+                for w, d in enumerate(verdicts):
+                    out[q, :, w] = [CODES[str(v)] for v in np.asarray(d["status"])]
             self.cells[(float(ar[k]), float(cs[k]))] = out
             self.starts[(float(ar[k]), float(cs[k]))] = (x0[k], m0[k], v0[k])
 
