@@ -323,7 +323,7 @@ def test_a_copy_on_a_plateau_is_untrained_under_both_windows(monkeypatch):
     curves = np.zeros((T, 2))
     curves[:, 1] = -np.linspace(0, 6, T)  # copy 1 falls six decades; copy 0 stays on a plateau
     blocks = [spike_block_statistics(curves[:, k], b) for k in range(2)]
-    monkeypatch.setattr(_batched, "adam_steps", lambda *a, **k: (blocks, curves[0].copy()))
+    monkeypatch.setattr(_batched, "adam_step_sets", lambda *a, **k: ([blocks], curves[0].copy()))
     r = _scan._run_task(
         {
             "task": "teacher_mse",

@@ -54,6 +54,7 @@ from ._stability import loss_floor as loss_floor
 from ._stability import multipliers as multipliers
 from ._stability import oscillating_state as oscillating_state
 from ._stability import series_blocks as series_blocks
+from ._stability import simulate_block_sets as simulate_block_sets
 from ._stability import simulate_blocks as simulate_blocks
 from ._stability import simulate_losses as simulate_losses
 from ._stability import simulated_boundary as simulated_boundary
@@ -115,6 +116,7 @@ _EAGER = [
     "multipliers",
     "oscillating_state",
     "series_blocks",
+    "simulate_block_sets",
     "simulate_blocks",
     "simulate_losses",
     "simulated_boundary",

@@ -449,23 +449,58 @@ def simulate_blocks(x0, m0, v0, a, c, n: float, lr: float, eps: float, steps, si
     InputError
         When some ``steps`` or ``size`` is below 1.
     """
+    used_sets = simulate_block_sets(
+        x0, m0, v0, a, c, n, lr, eps, steps, np.atleast_1d(np.asarray(size))[:, None], bias
+    )
+    return used_sets[0]
+
+
+def simulate_block_sets(
+    x0, m0, v0, a, c, n: float, lr: float, eps: float, steps, sizes, bias: bool
+) -> list:
+    r"""`simulate_blocks()` reduced at several block sizes at once: each trajectory is simulated
+    once and every step enters one block of each size ``sizes[g, q]`` (the detector's sampling
+    ``q``); the blocks of size ``sizes[:, q]`` equal those `simulate_blocks()` gives at that size
+    (the same steps in the same order; tests).
+
+    Parameters
+    ----------
+    x0, m0, v0, a, c, n, lr, eps, steps, bias
+        As in `simulate_blocks()`.
+    sizes : array_like of int
+        Steps per block, shape ``(G, Q)`` (broadcast); each at least 1.
+
+    Returns
+    -------
+    list of tuple of (Blocks, numpy.ndarray)
+        Per size ``q``, `simulate_blocks()`'s ``(blocks, used)`` at the sizes ``sizes[:, q]``.
+
+    Raises
+    ------
+    InputError
+        When some ``steps`` or ``sizes`` is below 1.
+    """
     from ._spikes import Blocks
     from ._stability_kernels import blocks
 
-    a, c, steps, size = (
+    a, c, steps = (
         np.ascontiguousarray(np.atleast_1d(z), dtype=dt)
-        for z, dt in ((a, float), (c, float), (steps, np.int64), (size, np.int64))
+        for z, dt in ((a, float), (c, float), (steps, np.int64))
     )
-    a, c, steps, size = np.broadcast_arrays(a, c, steps, size)
+    sizes = np.atleast_2d(np.asarray(sizes, dtype=np.int64))
+    a, c, steps, _ = np.broadcast_arrays(a, c, steps, sizes[:, 0])
+    G = a.size
+    sizes = np.ascontiguousarray(np.broadcast_to(sizes, (G, sizes.shape[-1])))
     x0 = np.atleast_2d(np.asarray(x0, dtype=float))
-    G, L = a.size, x0.shape[-1]
+    L = x0.shape[-1]
     x0, m0, v0 = (
         np.ascontiguousarray(np.broadcast_to(np.asarray(z, dtype=float), (G, L)))
         for z in (x0, m0, v0)
     )
-    if np.any(steps < 1) or np.any(size < 1):
-        raise InputError(f"steps={steps.min()}, size={size.min()}: allowed: integers >= 1")
-    out = np.full((4, G, L, int(np.max(steps // size))), np.nan)
+    if np.any(steps < 1) or np.any(sizes < 1):
+        raise InputError(f"steps={steps.min()}, size={sizes.min()}: allowed: integers >= 1")
+    Q = sizes.shape[1]
+    out = np.full((Q, 4, G, L, int(np.max(steps[:, None] // sizes))), np.nan)
     used = blocks(
         x0,
         m0,
@@ -476,17 +511,21 @@ def simulate_blocks(x0, m0, v0, a, c, n: float, lr: float, eps: float, steps, si
         float(lr),
         float(eps),
         np.ascontiguousarray(steps),
-        np.ascontiguousarray(size),
+        sizes,
         bool(bias),
         out,
     )
     floor = loss_floor(n)
     tiny = np.finfo(np.float64).tiny
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ell = np.where(out[:3] >= tiny, n * np.log10(out[:3]) - np.log10(n), floor)
-    ell = np.where(np.isnan(out[:3]), np.nan, ell)
-    stats = [np.moveaxis(z, -1, 0) for z in (*ell, out[3] > 0)]
-    return Blocks(*stats), used
+    sets = []
+    for q in range(Q):
+        o = out[q]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ell = np.where(o[:3] >= tiny, n * np.log10(o[:3]) - np.log10(n), floor)
+        ell = np.where(np.isnan(o[:3]), np.nan, ell)
+        stats = [np.moveaxis(z, -1, 0) for z in (*ell, o[3] > 0)]
+        sets.append((Blocks(*stats), used[:, q].copy()))
+    return sets
 
 
 def series_blocks(log_loss, b: int, floor: float):

@@ -40,20 +40,22 @@ def close_block(buf, n, out, i, j, s, low):  # pragma: no cover
 
 @numba.njit(cache=True)
 def blocks(x0, m0, v0, a, c, n, lr, eps, steps, size, bias, out):  # pragma: no cover
-    """Fill ``out[:, g, l, s]`` with the statistics of ``|x_t|`` over block ``s`` (steps
-    ``s size_g .. (s + 1) size_g - 1``) of lane ``l`` of group ``g``; returns the blocks
-    written per group (a last partial block is left out)."""
-    _, G, L, S = out.shape
-    written = np.zeros(G, dtype=np.int64)
+    """Fill ``out[q, :, g, l, s]`` with the statistics of ``|x_t|`` over block ``s`` (steps
+    ``s size[g, q] .. (s + 1) size[g, q] - 1``) of lane ``l`` of group ``g``, for every block size
+    ``size[g, q]`` of the group at once (one trajectory, several samplings); returns the blocks
+    written per group and size (a last partial block is left out)."""
+    Q, _, G, L, S = out.shape
+    written = np.zeros((G, Q), dtype=np.int64)
     x, m, v = np.empty(L), np.empty(L), np.empty(L)
-    buf = np.empty((L, max(1, np.max(size))))
+    buf = np.empty((Q, L, max(1, np.max(size))))
+    k = np.zeros(Q, dtype=np.int64)
     for i in range(G):
         for j in range(L):
             x[j], m[j], v[j] = x0[i, j], m0[i, j], v0[i, j]
-        ai, ci, b = a[i], c[i], size[i]
+        ai, ci = a[i], c[i]
         b1, b2 = 1.0 - ai, 1.0 - ci
         p1, p2 = 1.0, 1.0
-        k, s = 0, 0
+        k[:] = 0
         for _ in range(steps[i]):
             # both corrections are exactly 1.0 in float64 once p1, p2 <= 1e-17
             corrected = bias and (p1 > 1e-17 or p2 > 1e-17)
@@ -74,16 +76,17 @@ def blocks(x0, m0, v0, a, c, n, lr, eps, steps, size, bias, out):  # pragma: no 
                 else:
                     xj = xj - lr * mj / (math.sqrt(vj) + eps)
                 x[j] = xj
-                buf[j, k] = abs(xj)
-            k += 1
-            if k == b:
-                for j in range(L):
-                    close_block(buf[j], b, out, i, j, s, 0.0)
-                s += 1
-                k = 0
-                if s == S:
-                    break
-        written[i] = s
+                for q in range(Q):
+                    buf[q, j, k[q]] = abs(xj)
+            for q in range(Q):
+                k[q] += 1
+                if k[q] == size[i, q]:
+                    k[q] = 0
+                    s = written[i, q]
+                    if s < S:
+                        for j in range(L):
+                            close_block(buf[q, j], size[i, q], out[q], i, j, s, 0.0)
+                        written[i, q] = s + 1
     return written
 
 

@@ -3,7 +3,9 @@
 Each specification of the space (`._space.specifications()`: the primary one, every constant
 at each end of its range with the others at their primary value, and a seeded random sample of
 joint specifications) is one task of the multiverse: its known-answer controls, its experiment
-tasks (through the shared result store, so a task that no constant changes is computed once) and
+tasks (through the shared result store, so a task that no constant changes is computed once; an
+experiment whose constants only choose what is read off its runs may give every specification
+the same shared tasks, `shared_config()`) and
 its analysis, reduced to one record per finding (verdict, estimate, interval) and stored in the
 result store under the multiverse's own key. An interrupted multiverse resumes: finished
 specifications and tasks are read back.
@@ -78,6 +80,14 @@ def with_values(cfg: RunConfig, values: dict, where: str = "multiverse") -> RunC
     applied = tuple(cfg.overrides) + tuple(f"{k}={v!r}" for k, v in values.items())
     new = dataclasses.replace(cfg, params=params, overrides=applied)
     return dataclasses.replace(new, tasks=_tasks(new, where))
+
+
+def shared_config(cfg: RunConfig, specs: list[dict]) -> RunConfig:
+    """``cfg`` with the settings its experiment gives every specification of ``specs`` for a
+    shared pass (`gaugedyn.harness.Experiment.shared_values()`); ``cfg`` itself when none."""
+    configs = [with_values(cfg, s["values"]).params for s in specs]
+    values = cfg.experiment.shared_values(dict(cfg.params), configs)
+    return with_values(cfg, values, "multiverse shared pass") if values else cfg
 
 
 def _finding_record(claim) -> dict:
@@ -316,9 +326,10 @@ def run_multiverse(
     samples = (QUICK_SAMPLES if cfg.quick else SAMPLES) if samples is None else int(samples)
     if not 0 <= samples <= 1000:
         raise InputError(f"--samples {samples} is not allowed; allowed: 0 to 1000")
+    specs = specifications(cfg.space, cfg.experiment.params, cfg.params, samples, cfg.seed)
+    cfg = shared_config(cfg, specs)
     out = check_output_dir(out, "run")
     check_same_run(out, cfg, force)
-    specs = specifications(cfg.space, cfg.experiment.params, cfg.params, samples, cfg.seed)
     where = Path(store) if store is not None else out / TASKS
     if require_cache:
         check_specifications_cached(cfg, specs, where)

@@ -534,6 +534,19 @@ class Experiment:
     def tasks(self, config: dict) -> list[dict]:
         raise NotImplementedError
 
+    def seed_coordinates(self, task: dict) -> dict:
+        """What a task's seed derives from (`gaugedyn._meta.task_seed()`): the task itself,
+        unless the experiment names settings that only choose what is read off its runs (a
+        multiverse's shared pass, `shared_values()`), which then leave its runs as they are."""
+        return task
+
+    def shared_values(self, primary: dict, configs: list[dict]) -> dict:
+        """Settings a multiverse gives every specification (``primary``: the primary's resolved
+        settings; ``configs``: every specification's, the primary first) so that their tasks
+        are one and the same and computed once (the shared pass); ``{}``: none (default: each
+        specification's tasks are its own)."""
+        return {}
+
     def run_task(self, task: dict, seed: np.random.SeedSequence) -> dict:
         raise NotImplementedError
 

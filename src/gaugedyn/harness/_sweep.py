@@ -185,7 +185,8 @@ class _Sweep:
 
         def submit(key: str):
             task = self.unique[key]
-            return ex.submit(run_one, self.target, task, task_seed(cfg.seed, cfg.name, task))
+            seed = task_seed(cfg.seed, cfg.name, cfg.experiment.seed_coordinates(task))
+            return ex.submit(run_one, self.target, task, seed)
 
         if getattr(ex, "runs_at_submission", False):  # serial: store each task as it finishes
             for key in keys:

@@ -183,12 +183,23 @@ def adam_steps(
     ``"running"`` operation order of the 1-D maps), every step's ``log10`` loss entering the
     spike detector's blocks of ``size[i]`` steps (`BlockStatistics`); returns each copy's
     blocks and its first ``log10`` loss."""
+    sets, first = adam_step_sets(model, lr, beta1, beta2, steps, [size], eps)
+    return sets[0], first
+
+
+def adam_step_sets(
+    model: BatchedMLP, lr: float, beta1, beta2, steps: int, sizes, eps: float = 1e-8
+) -> tuple[list[list[SpikeBlocks]], np.ndarray]:
+    """`adam_steps()` with the loss reduced at several block sizes at once (``sizes``: one
+    ``size`` per detector sampling, each a number or ``(B,)``): one training run, one
+    `BlockStatistics` per sampling; returns each sampling's blocks per copy and the first
+    ``log10`` losses."""
     like = model.params[0]
     B = like.shape[0]
     betas = tuple(np.broadcast_to(np.asarray(b, float), (B,)).copy() for b in (beta1, beta2))
     m = [torch.zeros_like(p) for p in model.params]
     v = [torch.zeros_like(p) for p in model.params]
-    acc = BlockStatistics(np.broadcast_to(np.asarray(size), (B,)), like.device)
+    accs = [BlockStatistics(np.broadcast_to(np.asarray(z), (B,)), like.device) for z in sizes]
     factors = None
     for _ in range(steps):
         L = model.losses()
@@ -200,6 +211,8 @@ def adam_steps(
                 else factors.next()
             )
             batched_adam_step(model.params, grads, m, v, factors, eps=eps)
-            acc.push(torch.log10(L.detach().double()))
-    assert acc.ceiling is not None
-    return acc.blocks(), acc.ceiling.cpu().numpy()
+            ell = torch.log10(L.detach().double())
+            for acc in accs:
+                acc.push(ell)
+    assert accs[0].ceiling is not None
+    return [acc.blocks() for acc in accs], accs[0].ceiling.cpu().numpy()

@@ -4,6 +4,7 @@ downward scan of the compiled 1-D maps, and the batched full-batch training task
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from ...adam import (
     SpikeSampling,
     loss_floor,
     oscillating_state,
-    simulate_blocks,
+    simulate_block_sets,
     simulated_boundary,
     spike_block_size,
     theory_boundary,
@@ -64,17 +65,69 @@ def task_sampling(task: dict) -> SpikeSampling:
     return SpikeSampling(float(rise), int(block_min), int(per_horizon))
 
 
+def task_samplings(task: dict) -> list[SpikeSampling]:
+    """Every detector sampling a task judges its runs by: ``spikes`` (the primary, whose
+    results the task returns under the plain names) and then each of ``also`` (the shared pass
+    of a multiverse: their results under ``also<q>__<name>``, `ALSO_FIELDS`)."""
+    return [task_sampling(task)] + [task_sampling({"spikes": z}) for z in task.get("also", ())]
+
+
+ALSO_FIELDS = {
+    "1d": ("status", "bisect_c", "bisect_status", "rounds"),
+    "task": (
+        "status",
+        "status_rises",
+        "rises",
+        "max_rise",
+        "final_log10_loss",
+        "settled_median_log10_loss",
+    ),
+}
+"""The results that depend on the detector's sampling, per task kind: what a shared task returns
+once per sampling of ``also``."""
+
+
+def also_results(out: dict, per_sampling: list[dict], kind: str) -> dict:
+    """``out`` with the detector-dependent results of the samplings after the first
+    (``per_sampling[1:]``) under ``also<q>__<name>`` (``q`` from 1)."""
+    for q, res in enumerate(per_sampling[1:], start=1):
+        out |= {f"also{q}__{k}": res[k] for k in ALSO_FIELDS[kind]}
+    return out
+
+
+def select_sampling(task: dict, result: dict, spikes: SpikeSampling) -> dict:
+    """The results of ``task`` as judged by the sampling ``spikes``: the plain ones when it is
+    the task's primary, else its ``also`` entry's (`ALSO_FIELDS`) in their place.
+
+    Raises
+    ------
+    ValueError
+        When ``spikes`` is none of the task's samplings.
+    """
+    if task["kind"] not in ALSO_FIELDS:
+        return result
+    for q, z in enumerate(task_samplings(task)):
+        if tuple(z) == tuple(spikes):
+            if q == 0:
+                return result
+            return result | {k: result[f"also{q}__{k}"] for k in ALSO_FIELDS[task["kind"]]}
+    raise ValueError(f"{spikes} is not among the task's samplings {task_samplings(task)}")
+
+
 def _run_task(task, seed) -> dict:
-    """Every cell and seed of a training task as one copy of a batched full-batch program."""
+    """Every cell and seed of a training task as one copy of a batched full-batch program, run
+    once and judged by each of the task's samplings (`task_samplings()`): the run lasts the
+    longest any sampling needs, its losses are reduced once per distinct block size, and each
+    sampling judges the blocks of its own run length (those of the task run with it alone)."""
     import torch
 
-    from ._batched import BatchedMLP, adam_steps
+    from ._batched import BatchedMLP, adam_step_sets
 
     a, c, S = np.array(task["a"]), np.array(task["c"]), task["seeds"]
-    spikes = task_sampling(task)
+    samplings = task_samplings(task)
     aa, cc, _ = np.meshgrid(a, c, np.arange(S), indexing="ij")
-    T = int(run_steps(aa, cc, spikes).max())
-    size = spike_block_size(1 - aa.ravel(), 1 - cc.ravel(), spikes)
+    own = [int(run_steps(aa, cc, z).max()) for z in samplings]
+    sizes = [spike_block_size(1 - aa.ravel(), 1 - cc.ravel(), z) for z in samplings]
     base = integer_seed(seed)
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -90,17 +143,34 @@ def _run_task(task, seed) -> dict:
             data_seed=base,
             hidden=task["hidden"],
         )
-        blocks, first = adam_steps(model, task["lr"], 1 - aa.ravel(), 1 - cc.ravel(), T, size)
+        distinct = list(dict.fromkeys(tuple(int(b) for b in z) for z in sizes))
+        reduced, first = adam_step_sets(
+            model, task["lr"], 1 - aa.ravel(), 1 - cc.ravel(), max(own), distinct
+        )
     finally:
         torch.set_num_threads(before)
+    sets = [reduced[distinct.index(tuple(int(b) for b in z))] for z in sizes]
+    per = [
+        _judge_task(a, c, aa.shape, first, blocks, T, size, z)
+        for blocks, T, size, z in zip(sets, own, sizes, samplings)
+    ]
+    out = per[0] | {"a": a, "c": c, "steps_run": max(own) * aa.size}
+    return also_results(out, per, "task")
+
+
+def _judge_task(a, c, shape, first, blocks, T: int, size, spikes) -> dict:
+    """One sampling's verdicts on a training task's copies: each copy's blocks of its ``T``
+    steps (``T // size`` blocks) judged as `judge_run()` judges them, at the sampling's rise
+    and the declared range's ends (`rise_readings()`)."""
     rises = rise_readings(spikes.rise)
-    status = np.full(aa.shape + (2, len(rises)), NOT_SIMULATED, dtype=np.int8)
-    rise = np.full(aa.shape + (2,), np.nan)
-    settled_median = np.full(aa.shape, np.nan)
-    for k, idx in enumerate(np.ndindex(aa.shape)):
+    status = np.full(shape + (2, len(rises)), NOT_SIMULATED, dtype=np.int8)
+    rise = np.full(shape + (2,), np.nan)
+    settled_median = np.full(shape, np.nan)
+    final = np.full(shape, np.nan)
+    for k, idx in enumerate(np.ndindex(shape)):
         i, j, _ = idx
         settle = int(settle_steps(a[i], c[j]))
-        mine = blocks[k]
+        mine = SpikeBlocks(*(np.asarray(z)[: T // int(size[k])] for z in blocks[k]))
         for q, h in enumerate(rises):
             sq = spikes._replace(rise=h)
             verdicts = judge_run(mine, float(a[i]), float(c[j]), FLOAT64_FLOOR, settle, sq)
@@ -113,15 +183,12 @@ def _run_task(task, seed) -> dict:
             status[idx] != CODES["diverged"]
         ):
             status[idx] = CODES["untrained"]
-    final = np.array([blocks[k].median[-1] for k in range(aa.size)]).reshape(aa.shape)
+        final[idx] = mine.median[-1]
     return {
         "status": status[..., 0],
         "status_rises": status,
         "rises": np.array(rises),
         "max_rise": rise,
-        "a": a,
-        "c": c,
-        "steps_run": T * aa.size,
         "final_log10_loss": final,
         "settled_median_log10_loss": settled_median,
     }
@@ -141,35 +208,121 @@ def trained_level(blocks, settle: int, b: int) -> float:
     return float(np.median(w)) if w.size else math.nan
 
 
-def _run_1d(task, seed) -> dict:
-    """The protocol's scan of one 1-D system and start (``_bisect.scan_rows``): the coarse
-    grid's ``status`` ``(rows, cols, seeds, window)`` and the bisection's cells."""
-    a, c, S, n = np.array(task["a"]), np.array(task["c"]), task["seeds"], task["n"]
-    spikes = task_sampling(task)
-    rng = stats.generator(seed, "start", task["start"])
-    floor = loss_floor(n)
-    steps_run = 0
+class Trajectories:
+    """The runs of one 1-D task (one system and start), each cell ``(a, c)`` simulated once
+    and judged at once by every sampling of the task (`task_samplings()`), so that each
+    sampling's scan reads the verdicts of the same trajectories.
 
-    def evaluate(rows: np.ndarray, cs: np.ndarray) -> np.ndarray:
-        nonlocal steps_run
-        ar = a[rows]
-        aa = np.repeat(ar[:, None], S, axis=1)
-        x0, m0, v0, bias = start_state(task["start"], aa, n, task["lr"], task["eps"], rng)
-        steps = run_steps(ar, cs, spikes)
-        size = spike_block_size(1 - ar, 1 - cs, spikes)
-        blocks, used = simulate_blocks(
-            x0, m0, v0, ar, cs, n, task["lr"], task["eps"], steps, size, bias
-        )
-        steps_run += int(steps.sum()) * S
-        out = np.empty((rows.size, S, 2), dtype=np.int8)
-        for k in range(rows.size):
+    A cell's runs are defined by the task (``n``, start, ``lr``, ``eps``, seeds), its ``(a, c)``
+    and its start states; the store is keyed by ``(a, c)`` alone, never by a sampling. The
+    primary sampling's scan draws the start states of its cells from the task's generator in
+    its order of evaluation (as the task run alone draws them); a cell that only another
+    sampling's scan evaluates draws its own from a generator of the cell
+    (`cell_generator()`), so its runs do not depend on the order of the scans. Each run lasts
+    the longest any sampling needs (`run_steps()`), its steps reduced at every sampling's block
+    size in the one pass (`gaugedyn.adam.simulate_block_sets()`), and each sampling judges the
+    blocks of its own run length: those of the task run with that sampling alone.
+    """
+
+    def __init__(self, task: dict, seed):
+        self.task, self.seed = task, seed
+        self.samplings = task_samplings(task)
+        self.n, self.S = float(task["n"]), int(task["seeds"])
+        self.floor = loss_floor(self.n)
+        self.rng = stats.generator(seed, "start", task["start"])
+        self.cells: dict[tuple[float, float], np.ndarray] = {}
+        self.starts: dict[tuple[float, float], tuple] = {}
+        self.steps_run = 0
+        self.cells_run = 0
+
+    def cell_generator(self, a: float, c: float):
+        """The generator of the start states of a cell no primary scan evaluated."""
+        return stats.generator(self.seed, "start", self.task["start"], "cell", a, c)
+
+    def evaluate(self, q: int, ar: np.ndarray, cs: np.ndarray) -> np.ndarray:
+        """Sampling ``q``'s status codes ``(cells, seeds, windows)`` of the cells ``(ar, cs)``,
+        simulating those not yet run (with the task's generator when ``q`` is the primary)."""
+        keys = [(float(x), float(y)) for x, y in zip(ar, cs)]
+        new = np.array([k not in self.cells for k in keys])
+        if q == 0:
+            assert new.all(), "the primary scan evaluates each cell once"
+            self._simulate(ar, cs, self._draw(ar, self.rng))
+        elif new.any():
+            starts = [
+                self._draw(ar[k : k + 1], self.cell_generator(*keys[k]))
+                for k in np.flatnonzero(new)
+            ]
+            self._simulate(ar[new], cs[new], tuple(np.concatenate(z) for z in zip(*starts)))
+        return np.stack([self.cells[k][q] for k in keys])
+
+    def _draw(self, ar: np.ndarray, rng) -> tuple:
+        aa = np.repeat(ar[:, None], self.S, axis=1)
+        t = self.task
+        x0, m0, v0, _ = start_state(t["start"], aa, self.n, t["lr"], t["eps"], rng)
+        return tuple(np.broadcast_to(z, aa.shape) for z in (x0, m0, v0))
+
+    def _simulate(self, ar: np.ndarray, cs: np.ndarray, starts: tuple) -> None:
+        """Run the cells ``(ar, cs)`` from ``starts`` (``(x0, m0, v0)``, each ``(cells,
+        seeds)``), one cell at a time at the distinct block sizes of its samplings, and store
+        every sampling's verdicts."""
+        t, S = self.task, self.S
+        own = np.stack([run_steps(ar, cs, z) for z in self.samplings])
+        sizes = np.stack([spike_block_size(1 - ar, 1 - cs, z) for z in self.samplings], axis=1)
+        x0, m0, v0 = starts
+        for k in range(ar.size):
+            distinct, which = np.unique(sizes[k], return_inverse=True)
+            sets = simulate_block_sets(
+                x0[k : k + 1],
+                m0[k : k + 1],
+                v0[k : k + 1],
+                ar[k : k + 1],
+                cs[k : k + 1],
+                self.n,
+                t["lr"],
+                t["eps"],
+                own[:, k].max(),
+                distinct[None, :],
+                t["start"] == "generic",
+            )
+            self.steps_run += int(own[:, k].max()) * S
+            self.cells_run += 1
             settle = int(settle_steps(ar[k], cs[k]))
-            for s_ in range(S):
-                mine = SpikeBlocks(*(z[: used[k], k, s_] for z in blocks))
-                verdicts = judge_run(mine, float(ar[k]), float(cs[k]), floor, settle, spikes)
+            out = np.empty((len(self.samplings), S, 2), dtype=np.int8)
+            for q, z in enumerate(self.samplings):
+                blocks = sets[int(which[q])][0]
+                kept = int(own[q, k] // sizes[k, q])
+                mine = SpikeBlocks(*(b[:kept, 0, :] for b in blocks))  # every seed at once
+                verdicts = judge_run(mine, float(ar[k]), float(cs[k]), self.floor, settle, z)
                 for w, d in enumerate(verdicts):
-                    out[k, s_, w] = CODES[str(d["status"])]
-        return out
+                    out[q, :, w] = [CODES[str(v)] for v in np.asarray(d["status"])]
+            self.cells[(float(ar[k]), float(cs[k]))] = out
+            self.starts[(float(ar[k]), float(cs[k]))] = (x0[k], m0[k], v0[k])
 
-    r = scan_rows(a, c, evaluate, float(task.get("bisect_decades", math.inf)))
-    return r | {"a": a, "c": c, "steps_run": steps_run}
+
+def shared_scans(task: dict, runs: Trajectories) -> list[dict]:
+    """`_bisect.scan_rows()` of every sampling of ``task`` on the shared ``runs``, the primary
+    first."""
+    a, c = np.array(task["a"]), np.array(task["c"])
+
+    def evaluate(q: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        return lambda rows, cs: runs.evaluate(q, a[rows], np.asarray(cs, float))
+
+    decades = float(task.get("bisect_decades", math.inf))
+    return [scan_rows(a, c, evaluate(q), decades) for q in range(len(runs.samplings))]
+
+
+def _run_1d(task, seed) -> dict:
+    """The protocol's scan of one 1-D system and start (``_bisect.scan_rows``), once per
+    sampling of the task on the shared `Trajectories` (`shared_scans()`): the coarse
+    grid's ``status`` ``(rows, cols, seeds, window)`` and the bisection's cells of the primary
+    sampling, those of the others under ``also<q>__`` (`ALSO_FIELDS`); ``steps_run``: the
+    steps simulated, ``cells_run``: the cells simulated (each once)."""
+    runs = Trajectories(task, seed)
+    per = shared_scans(task, runs)
+    out = per[0] | {
+        "a": np.array(task["a"]),
+        "c": np.array(task["c"]),
+        "steps_run": runs.steps_run,
+        "cells_run": runs.cells_run,
+    }
+    return also_results(out, per, "1d")

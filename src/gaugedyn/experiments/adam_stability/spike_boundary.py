@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._errors import InputError
 from ...adam import SPIKE_DEFINITION, SpikeSampling
 from ...harness import Choice, Experiment, Param
 from ._calibration import GRID as TASK_GRID
@@ -28,10 +29,59 @@ from ._protocol import (
     STARTS,
     sampling,
 )
-from ._scan import run
+from ._scan import run, select_sampling
 from ._spike_analysis import analyse
 
 _DEFAULT = SpikeSampling()
+MAX_SHARED = 1100
+"""Most samplings of one shared pass (a multiverse's specifications: up to 1000 random joint
+ones, the primary and the ends)."""
+
+
+def shared_label(spikes: SpikeSampling) -> str:
+    """A detector sampling as one entry of ``spike_shared``: ``rise/block_min/blocks_per_horizon``
+    (the rise as Python writes a float, so it reads back exactly)."""
+    return f"{float(spikes.rise)!r}/{int(spikes.block_min)}/{int(spikes.blocks_per_horizon)}"
+
+
+def shared_samplings(config: dict, space: dict) -> list[SpikeSampling]:
+    """The samplings of a configuration's ``spike_shared`` (``[]`` when empty), each checked:
+    three fields, every constant inside the declared ``space`` (its range, or its alternatives
+    and the default), and the configuration's own sampling among them.
+
+    Raises
+    ------
+    InputError
+        Naming the bad entry and what is allowed.
+    """
+    out = []
+    names = ("spike_rise", "spike_block_min", "spike_blocks_per_horizon")
+    for entry in config.get("spike_shared", []):
+        parts = str(entry).split("/")
+        try:
+            z = SpikeSampling(float(parts[0]), int(parts[1]), int(parts[2]))
+            assert len(parts) == 3
+        except (AssertionError, IndexError, ValueError):
+            raise InputError(
+                f"spike_shared entry {entry!r} is not allowed; write rise/block_min/"
+                "blocks_per_horizon, e.g. '2.0/24/200'"
+            ) from None
+        for name, value in zip(names, z):
+            c = space[name]
+            default = _DEFAULT[names.index(name)]
+            ok = (c.lo <= value <= c.hi) if c.is_range else value in (*c.values, default)
+            if not ok:
+                raise InputError(
+                    f"spike_shared entry {entry!r}: {name}={value!r} lies outside the declared "
+                    f"space ({c.describe(default)})"
+                )
+        out.append(z)
+    if out and sampling(config) not in out:
+        raise InputError(
+            f"spike_shared={config['spike_shared']!r} does not hold this configuration's own "
+            f"sampling {shared_label(sampling(config))!r}"
+        )
+    return out
 
 
 def _grid(lo: float, hi: float, k: int) -> list[float]:
@@ -255,6 +305,19 @@ class SpikeBoundary(Experiment):
             why="the block statistics' memory",
             help="the detector's blocks per horizon where the horizon is long",
         ),
+        "spike_shared": Param(
+            list,
+            [],
+            item=str,
+            min_len=0,
+            max_len=MAX_SHARED,
+            distinct=True,
+            help="the multiverse's shared pass (set by gaugedyn multiverse, not by hand): every "
+            "specification's detector sampling as 'rise/block_min/blocks_per_horizon', the "
+            "primary first; the tasks then run each trajectory once and judge it by every one "
+            "of them, and this specification reads its own (empty: the runs judged by this "
+            "specification's sampling alone)",
+        ),
     }
     space = {
         "spike_rise": Choice(
@@ -300,8 +363,21 @@ class SpikeBoundary(Experiment):
     def controls(self, config):
         return detector_controls(config) + boundary_controls(config)
 
+    def validate(self, config):
+        shared_samplings(config, self.space)
+
+    def seed_coordinates(self, task):
+        # the shared pass's further samplings only choose what is read off the runs
+        return {k: v for k, v in task.items() if k != "also"}
+
+    def shared_values(self, primary, configs):
+        own = [shared_label(sampling(c)) for c in configs]
+        return {"spike_shared": list(dict.fromkeys(own))}
+
     def tasks(self, config):
-        spikes = list(sampling(config)[:3])
+        shared = shared_samplings(config, self.space)
+        spikes = list(shared[0][:3]) if shared else list(sampling(config)[:3])
+        also = {"also": [list(z[:3]) for z in shared[1:]]} if len(shared) > 1 else {}
         common = {"lr": float(config["lr"])}
         out = [
             {
@@ -329,6 +405,7 @@ class SpikeBoundary(Experiment):
                         "bisect_decades": float(config["bisect_decades"]),
                         "eps": float(config["eps"]),
                         "spikes": spikes,
+                        **also,
                         **common,
                     }
                 )
@@ -346,6 +423,7 @@ class SpikeBoundary(Experiment):
                     "n_samples": int(cal["n_samples"]),
                     "hidden": int(cal["hidden"]),
                     "spikes": spikes,
+                    **also,
                 }
             )
         return out
@@ -354,7 +432,9 @@ class SpikeBoundary(Experiment):
         return run(task, seed)
 
     def analyse(self, config, tasks, results, seed):
-        return analyse(tasks, results, seed)
+        own = sampling(config)
+        mine = [select_sampling(t, r, own) for t, r in zip(tasks, results)]
+        return analyse(tasks, mine, seed)
 
     def plot(self, arrays, config, outdir):
         return [*spike_maps(arrays, outdir), local_slopes(arrays, outdir)]
