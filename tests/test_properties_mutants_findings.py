@@ -556,7 +556,7 @@ def _map_result(eps: float, theory: float, ode: float) -> dict:
         "drift_window": w,
         "diffusion_window": w,
         "ode_drift_total": ode,
-        "ode_diffusion_total": 0.0,
+        "ode_diffusion_total": 2.0 * ode,
         "gauge_slope": np.zeros(4),
     }
 
@@ -564,6 +564,7 @@ def _map_result(eps: float, theory: float, ode: float) -> dict:
 def test_a_map_cell_is_one_readings_single_task_run_less_its_auxiliary_run():
     # findings:_analysis:273:11:comparison (the other reading's cells taken instead)
     # findings:_analysis:279:25:swap (the ODE benefit as auxiliary minus single-task)
+    # findings:_analysis:290:41:swap (the ODE's diffusion total as auxiliary minus single-task)
     tasks, results = [], []
     for reading, rho in (("one_output", 0.5), ("two_heads", 0.25)):
         for single, (eps, ode) in ((True, (0.3, 0.7)), (False, (0.1, 0.2))):
@@ -575,6 +576,8 @@ def test_a_map_cell_is_one_readings_single_task_run_less_its_auxiliary_run():
     assert list(cells) == [(0.5, 1.0)]
     c = cells[(0.5, 1.0)]
     assert c["ode"] == pytest.approx(0.5) and c["theory"] == pytest.approx(0.5)
+    assert c["ode_drift_total"] == pytest.approx(0.5)
+    assert c["ode_diffusion_total"] == pytest.approx(1.0)
     np.testing.assert_allclose(c["benefit"], 0.2)
 
 
@@ -789,3 +792,24 @@ def test_the_finite_sample_deviation_is_each_seeds_rms_over_the_recorded_times(m
             for res in results
         ]
         np.testing.assert_allclose(arrays[f"deviation_{k}"], plain, rtol=1e-12)
+
+
+def test_the_gauge_in_training_ratio_fit_is_log_ratio_on_log_d():
+    # findings:_analysis:537:22:swap (the stored fit of log D on log ratio instead)
+    from gaugedyn.experiments.gauge import _analysis as ga
+
+    dims = [10, 20, 40, 80, 160, 320]
+    tasks, results = [], []
+    for D in dims:
+        for g, scale in (("w-heavy", 3.0 * D**2), ("a-heavy", 1.0)):
+            tasks.append({"gauge": g, "dim": D})
+            ts = scale * np.array([0.9, 1.0, 1.1, 1.0, 0.95, 1.05])
+            results.append(
+                {"specialization_time": ts, "run_time": 1e12, "theory_time": scale, "steps": [1]}
+            )
+    config = {"dims": dims, "n_factor": 4, "seeds": 6, "horizon": 10.0, "exponent_tolerance": 0.2}
+    arrays, _ = ga.gauge_in_training_scaling(config, tasks, results, np.random.SeedSequence(3))
+    slope, intercept = arrays["fit"][:2]
+    assert slope == pytest.approx(2.0, abs=1e-9)  # ratio = 3 D^2 exactly (equal medians' scale)
+    assert intercept == pytest.approx(np.log(3.0), abs=1e-9)
+    assert arrays["fit_theory"][0] == pytest.approx(2.0, abs=1e-9)

@@ -210,3 +210,22 @@ def test_a_median_cell_below_its_minimum_reports_the_cells_median(rule, n, data)
     for c, cell in enumerate(j.cells):
         assert cell["interval"] == [-math.inf, math.inf]
         assert cell["estimate"] == pytest.approx(float(np.median(x[:, c])), rel=1e-12, abs=1e-9)
+
+
+@pytest.mark.parametrize("direction, side", [(">", "above"), ("<", "below")])
+def test_the_sign_rules_words_name_the_side_of_one_half_its_direction_claims(direction, side):
+    # stats:_rules:281:30:comparison (the side of 1/2 named against the direction)
+    words = stats.RULES["paired_sign"].words(0.0, direction)
+    assert f"x - y {direction} 0 " in words
+    assert f"lies wholly {side} 1/2; NOT HELD" in words, words
+
+
+@properties(25)
+@given(n=st.integers(1, 40), u=st.floats(0.0, 1.0), threshold=st.floats(-1e3, 1e3))
+def test_values_tied_at_the_threshold_count_against_both_sides_of_the_median_test(n, u, threshold):
+    # stats:_estimators:229:15:comparison (a tie dropped from the count against "below")
+    from gaugedyn.stats import _estimators as est
+
+    above, below = est.randomised_median_pvalues(np.full(n, threshold), threshold, u)
+    floor = 1.0 - 0.5**n  # P(B <= n - 1): every value counts against each side
+    assert above >= floor - 1e-12 and below >= floor - 1e-12

@@ -331,3 +331,13 @@ def test_power_at_refuses_a_sign_share_outside_zero_one(value):
     with pytest.raises(InputError, match=rf"value={value!r} .*paired_sign.*in \[0, 1\]"):
         stats.power_at(j, value, reps=10)
     assert stats.power_at(j, 1.0, reps=200).rate > stats.power_at(j, 0.0, reps=200).rate
+
+
+def test_every_cell_proportion_reports_each_cells_share_and_the_smallest():
+    # _cell_bounds: a cell's estimate is its share of successes, not its count (the line above
+    # stats:_rules:761:27:factor, an equivalent mutant of the Holm-level bound, whose estimate is unread)
+    x = np.zeros((8, 3))
+    x[:6, 0], x[:4, 1], x[:7, 2] = 1.0, 1.0, 1.0
+    j = stats.judge(CELLS, x, threshold=0.1, rng=np.random.default_rng(2))
+    assert [c["estimate"] for c in j.cells] == pytest.approx([0.75, 0.5, 0.875])
+    assert j.estimate == pytest.approx(0.5)

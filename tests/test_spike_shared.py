@@ -175,14 +175,17 @@ def test_a_cell_read_by_the_wrong_sampling_is_caught(monkeypatch):
         check_against_single_runs()
 
 
-def test_block_sets_are_the_single_size_blocks_of_one_trajectory():
+@pytest.mark.parametrize("one_row", [False, True])
+def test_block_sets_are_the_single_size_blocks_of_one_trajectory(one_row):
     """`simulate_block_sets` at sizes (24, 37, 24) gives at each size the blocks
-    `simulate_blocks` gives at that size alone (one trajectory, its steps in one order)."""
+    `simulate_blocks` gives at that size alone (one trajectory, its steps in one order), with
+    the sizes given per trajectory or as one row broadcast over the trajectories."""
     rng = np.random.default_rng(3)
     x0 = rng.uniform(-1, 1, (2, 3)) * 1e-2
     a, c = np.array([0.05, 0.2]), np.array([1e-3, 0.05])
     sizes = np.array([[24, 37, 24], [24, 37, 24]])
-    sets = simulate_block_sets(x0, 0, 0, a, c, 2.0, 1e-2, 0.0, [5000, 3000], sizes, True)
+    given = sizes[:1] if one_row else sizes
+    sets = simulate_block_sets(x0, 0, 0, a, c, 2.0, 1e-2, 0.0, [5000, 3000], given, True)
     for q in range(3):
         blocks, used = simulate_blocks(
             x0, 0, 0, a, c, 2.0, 1e-2, 0.0, [5000, 3000], sizes[:, q], True
