@@ -563,3 +563,58 @@ def test_the_maps_above_the_quadratic_run_their_own_declared_design():
     quick = {(t["n"], t["start"]): t for t in EXPERIMENT.tasks(config(True)) if t["kind"] == "1d"}
     assert quick[(4.0, "orbit")]["a"] == quick[(2.0, "orbit")]["a"]
     assert quick[(4.0, "orbit")]["seeds"] == quick[(2.0, "orbit")]["seeds"]
+
+
+def test_the_page_shows_the_stored_level_pilot(monkeypatch):
+    """The edge-level pilot's tables on ``docs/adam-stability.md`` are generated from
+    ``level_pilot.json`` (``tools/pilot_tables.py``): current, and stale when the pilot changes."""
+    import importlib.util
+    from pathlib import Path
+
+    from gaugedyn.experiments.adam_stability import _level_pilot
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("pt", root / "tools" / "pilot_tables.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert tool.main(["--check"]) == 0
+    pilot = _level_pilot.stored()
+    pilot["by_rise"][0]["level"] = [2 * v for v in pilot["by_rise"][0]["level"]]
+    monkeypatch.setattr(_level_pilot, "stored", lambda: pilot)
+    assert tool.main(["--check"]) == 1
+
+
+def test_the_stored_level_pilot_is_its_edges_read_through_the_theory():
+    """Every stored level is the linear theory's 2 pi delta/omega on the stored edge of its row,
+    the level over the rows their geometric mean with its t interval, at the declared rows
+    (the full configuration's quadratic rows from 0.01 to 0.1) and rise thresholds."""
+    from gaugedyn.experiments.adam_stability._level_pilot import RISES, pilot_rows, stored
+    from gaugedyn.experiments.adam_stability._spike_analysis import level_interval, turn_growth
+
+    p = stored()
+    rows = np.array(p["rows"])
+    assert p["rows"] == pilot_rows() and len(rows) == 6 and tuple(p["rises"]) == RISES
+    for r in p["by_rise"]:
+        e = np.array(r["edge"])
+        assert np.all(np.isfinite(e))
+        np.testing.assert_allclose(r["level"], turn_growth(rows, e), rtol=1e-12)
+        np.testing.assert_allclose(r["level_over_rows"], level_interval(rows, e), rtol=1e-12)
+        low = np.nan_to_num(np.array(r["low"]), nan=0.0)
+        high = np.nan_to_num(np.array(r["high"]), nan=np.inf)
+        assert np.all((low <= e) & (e <= high))
+
+
+def test_a_cell_of_the_level_pilot_reruns_inside_its_stored_interval():
+    """The stored pilot is what its code gives: the top row at the 5-decade rise (where the edge
+    lies well below the default rise's, so a pilot that dropped its rise would fail), rerun from
+    its own seed, lands inside its stored interval; a rise outside the declared ones is refused."""
+    from gaugedyn.experiments.adam_stability import _level_pilot as lp
+
+    p = lp.stored()
+    k, j = lp.RISES.index(5.0), len(p["rows"]) - 1
+    r = p["by_rise"][k]
+    edge = lp.edge_at(p["rows"][j], 5.0, np.random.SeedSequence([lp.SEED, k, j]))[0]
+    assert r["low"][j] <= edge <= r["high"][j]
+    assert edge < p["by_rise"][lp.RISES.index(2.0)]["low"][j]
+    with pytest.raises(SystemExit, match="--rise 3.0 is not allowed"):
+        lp.main(["--rise", "3"])
