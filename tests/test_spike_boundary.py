@@ -618,3 +618,54 @@ def test_a_cell_of_the_level_pilot_reruns_inside_its_stored_interval():
     assert edge < p["by_rise"][lp.RISES.index(2.0)]["low"][j]
     with pytest.raises(SystemExit, match="--rise 3.0 is not allowed"):
         lp.main(["--rise", "3"])
+
+
+def test_a_task_row_without_an_edge_says_why_and_too_few_seeds_say_no_interval():
+    """A task grid read without bisection: a row never spiky says its edge lies below the
+    grid, a row spiky to the top says so, a row with no judged seed says so, a row with an edge
+    says nothing; below the seeds an exact interval needs (6, independently: the smallest k with
+    0.025^(1/k) > 1/2), the statement says no edge can have an interval."""
+    import math
+
+    from gaugedyn.experiments.adam_stability._bisect import row_edge
+    from gaugedyn.experiments.adam_stability._protocol import CODES
+    from gaugedyn.experiments.adam_stability._spike_analysis import (
+        _task_claim,
+        min_edge_seeds,
+        missing_edges,
+    )
+
+    S, Q, U = CODES["spiky"], CODES["quiet"], CODES["undetermined"]
+    c = [0.3, 0.01, 0.03, 0.1]  # unsorted on purpose
+    rows = [
+        [[Q] * 3, [S] * 3, [S] * 3, [Q] * 3],  # edge between 0.03 and 0.1
+        [[Q] * 3, [Q] * 3, [Q] * 3, [Q] * 3],  # never spiky
+        [[S] * 3, [S] * 3, [S] * 3, [S] * 3],  # spiky to the top
+        [[U] * 3, [U] * 3, [U] * 3, [U] * 3],  # nothing judged
+        [[U] * 3, [S] * 3, [S] * 3, [S] * 3],  # the top cell unjudged: spiky to the highest judged
+        [[S] * 3, [Q] * 3, [Q] * 3, [Q] * 3],  # spiky at the top only (0.3, the first column)
+        [[Q] * 3, [S, Q, U], [Q] * 3, [Q] * 3],  # probability 1/2 at 0.01 counts as spiky
+        [[S, Q, U], [Q] * 3, [Q] * 3, [Q] * 3],  # ... and at the top: no edge
+    ]
+    why = missing_edges(c, np.array(rows))
+    assert why[0] is None and why[6] is None and why[7].startswith("spiky up to")
+    for row, reason in zip(rows, why):  # an edge exactly where the edge finder reads one
+        assert (reason is None) == bool(np.isfinite(row_edge(c, np.array(row))[0]))
+    assert why[1].startswith("never spiky on the grid") and "0.01" in why[1]
+    assert all(why[k].startswith("spiky up to") for k in (2, 4, 5))
+    assert why[3] == "no cell with a judged seed"
+    assert min_edge_seeds() == math.ceil(math.log(0.025) / math.log(0.5)) == 6
+
+    a = np.array([0.5, 0.4, 0.3, 0.2, 0.15, 0.1])
+    e = {("t", w, "init"): np.r_[0.05 * a[:4], np.nan, np.nan] for w in ("settled", "transient")}
+    reasons = {w: [None] * 4 + [why[1], why[1]] for w in ("settled", "transient")}
+    claim = _task_claim("t", a, e, None, reasons, 3)
+    assert "rows without a settled edge at the configured rise: 0.15 never spiky" in claim.statement
+    assert "3 seeds a cell" in claim.statement and "only from 6" in claim.statement
+    assert claim.tolerance["rows_without_edge"] == reasons
+    assert claim.tolerance["edge_interval_seeds"] == 6
+    assert "5 seeds a cell" in _task_claim("t", a, e, None, reasons, 5).statement
+    quiet = _task_claim("t", a, e, None, {w: [None] * 6 for w in reasons}, 6)
+    assert (
+        "rows without" not in quiet.statement and "no edge has an interval" not in quiet.statement
+    )
