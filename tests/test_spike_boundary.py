@@ -669,3 +669,30 @@ def test_a_task_row_without_an_edge_says_why_and_too_few_seeds_say_no_interval()
     assert (
         "rows without" not in quiet.statement and "no edge has an interval" not in quiet.statement
     )
+
+
+def test_the_tasks_design_cannot_resolve_a_boundary_known_to_be_linear():
+    """Read as the tasks read theirs (every cell, no bisection), a boundary exactly linear at
+    the published teacher_mse C leaves fewer than six rows inside the full configuration's task
+    grid (its lowest column 0.01 sits above the small rows' edges), so the slope rule can only
+    say UNRESOLVED; columns down to 1e-3 a quarter decade apart at 8 seeds resolve it."""
+    import json
+    from pathlib import Path
+
+    from gaugedyn.experiments.adam_stability._detector_controls import task_design_verdicts
+    from gaugedyn.experiments.adam_stability.spike_boundary import EXPERIMENT
+
+    summary = Path(__file__).resolve().parents[1] / "results-data/spike_boundary/summary.json"
+    claims = {c["id"]: c for c in json.loads(summary.read_text())["claims"]}
+    C = float(claims["spike_boundary.linear_on_tasks:teacher_mse"]["tolerance"]["C"]["settled"][0])
+    full = {k: p.default for k, p in EXPERIMENT.params.items()}
+    now = task_design_verdicts(full, C, draws=20)
+    assert now["UNRESOLVED"] == 1.0 and now["rows_with_edge"] < 6
+    assert now["closed_intervals"] == 0.0  # 3 seeds: no edge interval can close
+    wider = full | {
+        "task_one_minus_beta2": list(np.logspace(-3, np.log10(0.3), 11)),
+        "task_seeds": 8,
+    }
+    better = task_design_verdicts(wider, C, draws=20)
+    assert better["HELD"] >= 0.8 and better["rows_with_edge"] == 6
+    assert better["closed_intervals"] > 0.5
