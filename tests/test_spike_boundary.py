@@ -255,6 +255,23 @@ def test_edge_level_is_the_theory_level_on_its_own_level_curve():
         lv = f["spike_boundary.edge_level"]
         assert lv.tolerance["level"]["settled, beta1>=0.9, orbit start"][0] == pytest.approx(L)
         assert lv.measured == pytest.approx(L) and lv.verdict is None
+        per_row = lv.tolerance["per_row"]
+        assert per_row["one_minus_beta1"] == sorted(a) and per_row["level"] == pytest.approx(
+            [L] * a.size
+        )
+    # an edge drifting off the level curve: the per-row levels and the statement show it
+    drifting = cb * np.linspace(1.0, 0.5, a.size)
+    f = {
+        x.id: x
+        for x in _findings(
+            ["n2"], {"n2": a}, _edges(a, {"n2": drifting}), np.random.SeedSequence(1)
+        )
+    }
+    lv = f["spike_boundary.edge_level"]
+    rows = lv.tolerance["per_row"]["level"]
+    assert rows == pytest.approx(list(turn_growth(a, drifting)))
+    assert rows[0] == pytest.approx(L) and rows[-1] < rows[0]
+    assert f"per row from {rows[0]:.3g} at 1 - beta1 = {a[0]:.3g} to {rows[-1]:.3g}" in lv.statement
 
 
 def test_upper_edge_and_check_claim():

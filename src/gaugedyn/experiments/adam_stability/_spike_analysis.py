@@ -471,16 +471,32 @@ def _level_claim(a, edges):
     beside = "; ".join(
         f"{k}: {v[0]:.3g} [{v[1]:.3g}, {v[2]:.3g}]" for k, v in levels.items() if k != primary
     )
+    window, rows, start = primary.split(", ")
+    keep = _rows(a, rows)
+    cb = _edge(edges, "n2", window, start)[keep]
+    has = np.isfinite(cb)
+    order = np.argsort(a[keep][has])
+    per_row = {
+        "one_minus_beta1": [float(x) for x in a[keep][has][order]],
+        "level": [float(x) for x in turn_growth(a[keep][has], cb[has])[order]],
+    }
+    drift = (
+        f"; per row from {per_row['level'][0]:.3g} at 1 - beta1 = "
+        f"{per_row['one_minus_beta1'][0]:.3g} to {per_row['level'][-1]:.3g} at "
+        f"{per_row['one_minus_beta1'][-1]:.3g}"
+        if per_row["level"]
+        else ""
+    )
     return Claim(
         id="spike_boundary.edge_level",
         statement=f"n = 2: on the measured edge ({primary}) the linear theory's growth per slow "
         f"turn 2 pi delta/omega has level {lv[0]:.3g} (95% [{lv[1]:.3g}, {lv[2]:.3g}]; "
-        "geometric mean over the rows with an edge, Student t interval of the mean log10); an "
-        "open measurement: no derivation places the edge on a level curve of the linear "
+        f"geometric mean over the rows with an edge, Student t interval of the mean log10{drift}); "
+        "an open measurement: no derivation places the edge on a level curve of the linear "
         f"theory; other readings: {beside}",
         measured=lv[0],
         expected=None,
-        tolerance={"level": levels},
+        tolerance={"level": levels, "per_row": per_row},
         passed=True,
         kind="measurement",
         interval=lv[1:],
