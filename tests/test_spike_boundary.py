@@ -713,3 +713,20 @@ def test_the_tasks_design_cannot_resolve_a_boundary_known_to_be_linear():
     better = task_design_verdicts(wider, C, draws=20)
     assert better["HELD"] >= 0.8 and better["rows_with_edge"] == 6
     assert better["closed_intervals"] > 0.5
+
+
+def test_the_ridge_is_the_largest_growth_per_slow_turn_of_its_row():
+    """`_level_pilot.ridge`: the theory's 2 pi delta/omega at the ridge is at least its value
+    anywhere else on the row's complex branch (a log grid from a^3/10 up), and the ridge lies
+    above the pilot's edges in c (the edges sit on the level surface's slow rise, not on it)."""
+    from gaugedyn.experiments.adam_stability._level_pilot import ridge, stored
+    from gaugedyn.experiments.adam_stability._spike_analysis import turn_growth
+
+    p = stored()
+    edges = next(r for r in p["by_rise"] if r["rise"] == 2.0)["edge"]
+    for a, e in zip(p["rows"], edges):
+        c, top = ridge(a)
+        grid = turn_growth(a, np.logspace(np.log10(a**3 / 10), np.log10(a), 2001))
+        assert top >= np.nanmax(np.where(np.isfinite(grid), grid, -np.inf)) - 1e-9
+        assert turn_growth(a, c) == pytest.approx(top)
+        assert c > 5 * e and top > turn_growth(a, e)

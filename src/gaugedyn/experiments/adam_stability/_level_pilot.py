@@ -113,6 +113,25 @@ def stored() -> dict[str, Any]:
     return back(raw)
 
 
+def ridge(a: float) -> tuple[float, float]:
+    """``(c, level)`` of the maximum over ``c`` of the linear theory's growth per slow turn
+    ``2 pi delta/omega`` on the quadratic's row ``a`` (eps = 0), on the branch where the leading
+    multiplier is complex (``c`` from ``a^3 / 10`` up to where it turns real): a log grid of 801
+    points refined by a bounded scalar search around its largest finite value."""
+    from scipy.optimize import minimize_scalar
+
+    from ._spike_analysis import turn_growth
+
+    lc = np.linspace(math.log(a**3 / 10), math.log(min(a, 0.99)), 801)
+    lv = turn_growth(a, np.exp(lc))
+    k = int(np.nanargmax(np.where(np.isfinite(lv), lv, -np.inf)))
+    lo, hi = lc[max(k - 1, 0)], lc[min(k + 1, lc.size - 1)]
+    best = minimize_scalar(
+        lambda x: -float(turn_growth(a, math.exp(x))), bounds=(lo, hi), method="bounded"
+    )
+    return math.exp(best.x), -float(best.fun)
+
+
 def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
     """Markdown lines of the pilot (the stored one unless given): per rise threshold, the level
     ``2 pi delta/omega`` on each row's edge and over the rows, then each row's edge."""
@@ -138,6 +157,21 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
     for r in p["by_rise"]:
         cells = " | ".join("-" if not math.isfinite(v) else f"{v:.3g}" for v in r["edge"])
         lines.append(f"| {r['rise']:g} | {cells} |")
+    primary = next(r for r in p["by_rise"] if r["rise"] == 2.0)
+    lines += [
+        "",
+        "Where the edge lies on the theory's level surface (computed from the theory, `ridge()`,"
+        " and the 2-decade row above): per row, the largest $2\\pi\\delta/\\omega$ over "
+        "$1 - \\beta_2$ (the ridge, while the leading multiplier is complex) and where it "
+        "lies, against the level and $c_b / (1 - \\beta_1)^3$ on the edge:",
+        "",
+        "| $1 - \\beta_1$ | ridge level | ridge $c / (1 - \\beta_1)^3$ | edge level | "
+        "edge $c_b / (1 - \\beta_1)^3$ |",
+        "|---|---|---|---|---|",
+    ]
+    for a, e, lv in zip(rows, primary["edge"], primary["level"]):
+        rc, rl = ridge(a)
+        lines.append(f"| {a:.3g} | {rl:.3f} | {rc / a**3:.3g} | {lv:.3f} | {e / a**3:.3g} |")
     return lines
 
 
