@@ -255,6 +255,23 @@ def test_edge_level_is_the_theory_level_on_its_own_level_curve():
         lv = f["spike_boundary.edge_level"]
         assert lv.tolerance["level"]["settled, beta1>=0.9, orbit start"][0] == pytest.approx(L)
         assert lv.measured == pytest.approx(L) and lv.verdict is None
+        per_row = lv.tolerance["per_row"]
+        assert per_row["one_minus_beta1"] == sorted(a) and per_row["level"] == pytest.approx(
+            [L] * a.size
+        )
+    # an edge drifting off the level curve: the per-row levels and the statement show it
+    drifting = cb * np.linspace(1.0, 0.5, a.size)
+    f = {
+        x.id: x
+        for x in _findings(
+            ["n2"], {"n2": a}, _edges(a, {"n2": drifting}), np.random.SeedSequence(1)
+        )
+    }
+    lv = f["spike_boundary.edge_level"]
+    rows = lv.tolerance["per_row"]["level"]
+    assert rows == pytest.approx(list(turn_growth(a, drifting)))
+    assert rows[0] == pytest.approx(L) and rows[-1] < rows[0]
+    assert f"per row from {rows[0]:.3g} at 1 - beta1 = {a[0]:.3g} to {rows[-1]:.3g}" in lv.statement
 
 
 def test_upper_edge_and_check_claim():
@@ -563,3 +580,153 @@ def test_the_maps_above_the_quadratic_run_their_own_declared_design():
     quick = {(t["n"], t["start"]): t for t in EXPERIMENT.tasks(config(True)) if t["kind"] == "1d"}
     assert quick[(4.0, "orbit")]["a"] == quick[(2.0, "orbit")]["a"]
     assert quick[(4.0, "orbit")]["seeds"] == quick[(2.0, "orbit")]["seeds"]
+
+
+def test_the_page_shows_the_stored_level_pilot(monkeypatch):
+    """The edge-level pilot's tables on ``docs/adam-stability.md`` are generated from
+    ``level_pilot.json`` (``tools/pilot_tables.py``): current, and stale when the pilot changes."""
+    import importlib.util
+    from pathlib import Path
+
+    from gaugedyn.experiments.adam_stability import _level_pilot
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("pt", root / "tools" / "pilot_tables.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert tool.main(["--check"]) == 0
+    pilot = _level_pilot.stored()
+    pilot["by_rise"][0]["level"] = [2 * v for v in pilot["by_rise"][0]["level"]]
+    monkeypatch.setattr(_level_pilot, "stored", lambda: pilot)
+    assert tool.main(["--check"]) == 1
+
+
+def test_the_stored_level_pilot_is_its_edges_read_through_the_theory():
+    """Every stored level is the linear theory's 2 pi delta/omega on the stored edge of its row,
+    the level over the rows their geometric mean with its t interval, at the declared rows
+    (the full configuration's quadratic rows from 0.01 to 0.1) and rise thresholds."""
+    from gaugedyn.experiments.adam_stability._level_pilot import RISES, pilot_rows, stored
+    from gaugedyn.experiments.adam_stability._spike_analysis import level_interval, turn_growth
+
+    p = stored()
+    rows = np.array(p["rows"])
+    assert p["rows"] == pilot_rows() and len(rows) == 6 and tuple(p["rises"]) == RISES
+    for r in p["by_rise"]:
+        e = np.array(r["edge"])
+        assert np.all(np.isfinite(e))
+        np.testing.assert_allclose(r["level"], turn_growth(rows, e), rtol=1e-12)
+        np.testing.assert_allclose(r["level_over_rows"], level_interval(rows, e), rtol=1e-12)
+        low = np.nan_to_num(np.array(r["low"]), nan=0.0)
+        high = np.nan_to_num(np.array(r["high"]), nan=np.inf)
+        assert np.all((low <= e) & (e <= high))
+
+
+def test_a_cell_of_the_level_pilot_reruns_inside_its_stored_interval():
+    """The stored pilot is what its code gives: the top row at the 5-decade rise (where the edge
+    lies well below the default rise's, so a pilot that dropped its rise would fail), rerun from
+    its own seed, lands inside its stored interval; a rise outside the declared ones is refused."""
+    from gaugedyn.experiments.adam_stability import _level_pilot as lp
+
+    p = lp.stored()
+    k, j = lp.RISES.index(5.0), len(p["rows"]) - 1
+    r = p["by_rise"][k]
+    edge = lp.edge_at(p["rows"][j], 5.0, np.random.SeedSequence([lp.SEED, k, j]))[0]
+    assert r["low"][j] <= edge <= r["high"][j]
+    assert edge < p["by_rise"][lp.RISES.index(2.0)]["low"][j]
+    with pytest.raises(SystemExit, match="--rise 3.0 is not allowed"):
+        lp.main(["--rise", "3"])
+
+
+def test_a_task_row_without_an_edge_says_why_and_too_few_seeds_say_no_interval():
+    """A task grid read without bisection: a row never spiky says its edge lies below the
+    grid, a row spiky to the top says so, a row with no judged seed says so, a row with an edge
+    says nothing; below the seeds an exact interval needs (6, independently: the smallest k with
+    0.025^(1/k) > 1/2), the statement says no edge can have an interval."""
+    import math
+
+    from gaugedyn.experiments.adam_stability._bisect import row_edge
+    from gaugedyn.experiments.adam_stability._protocol import CODES
+    from gaugedyn.experiments.adam_stability._spike_analysis import (
+        _task_claim,
+        min_edge_seeds,
+        missing_edges,
+    )
+
+    S, Q, U = CODES["spiky"], CODES["quiet"], CODES["undetermined"]
+    c = [0.3, 0.01, 0.03, 0.1]  # unsorted on purpose
+    rows = [
+        [[Q] * 3, [S] * 3, [S] * 3, [Q] * 3],  # edge between 0.03 and 0.1
+        [[Q] * 3, [Q] * 3, [Q] * 3, [Q] * 3],  # never spiky
+        [[S] * 3, [S] * 3, [S] * 3, [S] * 3],  # spiky to the top
+        [[U] * 3, [U] * 3, [U] * 3, [U] * 3],  # nothing judged
+        [[U] * 3, [S] * 3, [S] * 3, [S] * 3],  # the top cell unjudged: spiky to the highest judged
+        [[S] * 3, [Q] * 3, [Q] * 3, [Q] * 3],  # spiky at the top only (0.3, the first column)
+        [[Q] * 3, [S, Q, U], [Q] * 3, [Q] * 3],  # probability 1/2 at 0.01 counts as spiky
+        [[S, Q, U], [Q] * 3, [Q] * 3, [Q] * 3],  # ... and at the top: no edge
+    ]
+    why = missing_edges(c, np.array(rows))
+    assert why[0] is None and why[6] is None and why[7].startswith("spiky up to")
+    for row, reason in zip(rows, why):  # an edge exactly where the edge finder reads one
+        assert (reason is None) == bool(np.isfinite(row_edge(c, np.array(row))[0]))
+    assert why[1].startswith("never spiky on the grid") and "0.01" in why[1]
+    assert all(why[k].startswith("spiky up to") for k in (2, 4, 5))
+    assert why[3] == "no cell with a judged seed"
+    assert min_edge_seeds() == math.ceil(math.log(0.025) / math.log(0.5)) == 6
+
+    a = np.array([0.5, 0.4, 0.3, 0.2, 0.15, 0.1])
+    e = {("t", w, "init"): np.r_[0.05 * a[:4], np.nan, np.nan] for w in ("settled", "transient")}
+    reasons = {w: [None] * 4 + [why[1], why[1]] for w in ("settled", "transient")}
+    claim = _task_claim("t", a, e, None, reasons, 3)
+    assert "rows without a settled edge at the configured rise: 0.15 never spiky" in claim.statement
+    assert "3 seeds a cell" in claim.statement and "only from 6" in claim.statement
+    assert claim.tolerance["rows_without_edge"] == reasons
+    assert claim.tolerance["edge_interval_seeds"] == 6
+    assert "5 seeds a cell" in _task_claim("t", a, e, None, reasons, 5).statement
+    quiet = _task_claim("t", a, e, None, {w: [None] * 6 for w in reasons}, 6)
+    assert (
+        "rows without" not in quiet.statement and "no edge has an interval" not in quiet.statement
+    )
+
+
+def test_the_tasks_design_cannot_resolve_a_boundary_known_to_be_linear():
+    """Read as the tasks read theirs (every cell, no bisection), a boundary exactly linear at
+    the published teacher_mse C leaves fewer than six rows inside the full configuration's task
+    grid (its lowest column 0.01 sits above the small rows' edges), so the slope rule can only
+    say UNRESOLVED; columns down to 1e-3 a quarter decade apart at 8 seeds resolve it."""
+    import json
+    from pathlib import Path
+
+    from gaugedyn.experiments.adam_stability._detector_controls import task_design_verdicts
+    from gaugedyn.experiments.adam_stability.spike_boundary import EXPERIMENT
+
+    summary = Path(__file__).resolve().parents[1] / "results-data/spike_boundary/summary.json"
+    claims = {c["id"]: c for c in json.loads(summary.read_text())["claims"]}
+    C = float(claims["spike_boundary.linear_on_tasks:teacher_mse"]["tolerance"]["C"]["settled"][0])
+    full = {k: p.default for k, p in EXPERIMENT.params.items()}
+    now = task_design_verdicts(full, C, draws=20)
+    assert now["UNRESOLVED"] == 1.0 and now["rows_with_edge"] < 6
+    assert now["closed_intervals"] == 0.0  # 3 seeds: no edge interval can close
+    wider = full | {
+        "task_one_minus_beta2": list(np.logspace(-3, np.log10(0.3), 11)),
+        "task_seeds": 8,
+    }
+    better = task_design_verdicts(wider, C, draws=20)
+    assert better["HELD"] >= 0.8 and better["rows_with_edge"] == 6
+    assert better["closed_intervals"] > 0.5
+
+
+def test_the_ridge_is_the_largest_growth_per_slow_turn_of_its_row():
+    """`_level_pilot.ridge`: the theory's 2 pi delta/omega at the ridge is at least its value
+    anywhere else on the row's complex branch (a log grid from a^3/10 up), and the ridge lies
+    above the pilot's edges in c (the edges sit on the level surface's slow rise, not on it)."""
+    from gaugedyn.experiments.adam_stability._level_pilot import ridge, stored
+    from gaugedyn.experiments.adam_stability._spike_analysis import turn_growth
+
+    p = stored()
+    edges = next(r for r in p["by_rise"] if r["rise"] == 2.0)["edge"]
+    for a, e in zip(p["rows"], edges):
+        c, top = ridge(a)
+        grid = turn_growth(a, np.logspace(np.log10(a**3 / 10), np.log10(a), 2001))
+        assert top >= np.nanmax(np.where(np.isfinite(grid), grid, -np.inf)) - 1e-9
+        assert turn_growth(a, c) == pytest.approx(top)
+        assert c > 5 * e and top > turn_growth(a, e)

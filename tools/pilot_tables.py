@@ -1,11 +1,13 @@
-"""Write the stored calibration pilots of the network tasks into the Adam-stability page.
+"""Write the stored pilots of ``spike_boundary`` into the Adam-stability page.
 
 ``spike_boundary``'s network tasks take their step size and scan range from a pilot stored in
 ``gaugedyn/experiments/adam_stability/pilots.json`` (`_calibration.calibration_pilot()`; the
 rule that chose them, `_calibration.rule_met()`). The block of ``docs/adam-stability.md``
 between ``<!-- pilots -->`` and ``<!-- end pilots -->`` is generated from that file
 (`_calibration.pilot_markdown()`), one table per stored pilot, so the page shows the pilots the
-code reads. Run from the repository root::
+code reads. The block between ``<!-- level pilot -->`` and ``<!-- end level pilot -->`` is
+generated from ``level_pilot.json`` (`_level_pilot.pilot_markdown()`: the quadratic's edge level
+against the detector's rise threshold). Run from the repository root::
 
     .venv/bin/python tools/pilot_tables.py            # rewrite the block in place
     .venv/bin/python tools/pilot_tables.py --check    # exit 1 if the page is stale
@@ -21,10 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from gaugedyn.experiments.adam_stability import _calibration  # noqa: E402
+from gaugedyn.experiments.adam_stability import _calibration, _level_pilot  # noqa: E402
 
 PAGE = ROOT / "docs" / "adam-stability.md"
 BLOCK = re.compile(r"(<!-- pilots -->\n)(.*?)(<!-- end pilots -->)", re.S)
+LEVEL_BLOCK = re.compile(r"(<!-- level pilot -->\n)(.*?)(<!-- end level pilot -->)", re.S)
 
 
 def body() -> str:
@@ -33,15 +36,22 @@ def body() -> str:
     return "\n\n".join(parts) + "\n"
 
 
+def level_body() -> str:
+    """The level block's text: the stored edge-level pilot's tables."""
+    return "\n".join(_level_pilot.pilot_markdown()) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the page is stale")
     args = parser.parse_args(argv)
     text = PAGE.read_text(encoding="utf-8")
-    if not BLOCK.search(text):
-        print(f"{PAGE.relative_to(ROOT)}: no <!-- pilots --> block")
-        return 1
+    for block, name in ((BLOCK, "pilots"), (LEVEL_BLOCK, "level pilot")):
+        if not block.search(text):
+            print(f"{PAGE.relative_to(ROOT)}: no <!-- {name} --> block")
+            return 1
     new = BLOCK.sub(lambda m: m.group(1) + body() + m.group(3), text)
+    new = LEVEL_BLOCK.sub(lambda m: m.group(1) + level_body() + m.group(3), new)
     if new == text:
         return 0
     if args.check:

@@ -513,3 +513,38 @@ def _boundary_list(grid, decades, known_edges, no_edge, fitted) -> list[Control]
             lambda: fitted(0.0),
         ),
     ]
+
+
+def task_design_verdicts(
+    config: dict, C: float, draws: int = 40, width: float = BOUNDARY_WIDTH, seed: int = 0
+) -> dict[str, float]:
+    """What the network tasks' design can resolve where the answer is known: the share of each
+    verdict of ``linear_on_tasks``' slope rule (its band) on synthetic boundaries exactly linear,
+    ``c_b = C a`` (the finder controls' `oracle`, logistic of ``width`` decades), read as the
+    tasks read theirs: every cell of the configuration's task rows x columns evaluated with
+    ``task_seeds`` seeds, no bisection (`_bisect.row_edge`); ``draws`` draws from ``seed``.
+    Returns the shares under ``HELD``, ``NOT HELD``, ``UNRESOLVED``, the median number of
+    rows with an edge (``rows_with_edge``) and the share of those edges whose interval from the
+    seeds has a closed side (``closed_intervals``)."""
+    from ._bisect import row_edge
+    from ._protocol import BANDS
+    from ._spike_analysis import slope_judgement
+
+    a = np.asarray(config["task_one_minus_beta1"], float)
+    c = np.sort(np.asarray(config["task_one_minus_beta2"], float))
+    seeds = int(config["task_seeds"])
+    verdicts, rows, closed = [], [], []
+    for d in range(draws):
+        ev = oracle(a, C, 1.0, seeds, width, seed=seed + d)
+        e = np.array([row_edge(c, ev([i] * c.size, c)[..., 0]) for i in range(a.size)])
+        j = slope_judgement(a, e[:, 0], BANDS["linear"], "spike_boundary.linear_on_tasks:t")
+        verdicts.append(j.verdict)
+        has = np.isfinite(e[:, 0])
+        rows.append(int(has.sum()))
+        closed += np.isfinite(e[has, 1:]).any(axis=1).tolist()
+    v = np.array(verdicts)
+    out = {k: float(np.mean(v == k)) for k in ("HELD", "NOT HELD", "UNRESOLVED")}
+    return out | {
+        "rows_with_edge": float(np.median(rows)),
+        "closed_intervals": float(np.mean(closed)) if closed else math.nan,
+    }

@@ -11,7 +11,7 @@ import numpy as np
 from ... import stats
 from ...adam import spiral_ratio
 from ...harness import Claim, judged
-from ._bisect import row_edges
+from ._bisect import row_edges, significance
 from ._protocol import (
     BANDS,
     BETA1_ROWS,
@@ -72,6 +72,8 @@ def analyse(tasks, results, seed):
     arrays, claims, diag = {}, [], {"systems": {}}
     edges, names = {}, []
     task_edges: dict = {}
+    missing: dict = {}
+    seeds_of: dict = {}
     for t, r in zip(tasks, results):
         if t["kind"] == "check":
             claims.append(_check_claim(r))
@@ -111,6 +113,11 @@ def analyse(tasks, results, seed):
                 "diverged_cells": int(np.sum(st[..., w] == CODES["diverged"])),
                 "simulated_cells": int(np.sum(st[..., w] != NOT_SIMULATED)),
             }
+        if t["kind"] == "task":
+            missing[name] = {
+                window: missing_edges(r["c"], st[..., w]) for w, window in enumerate(WINDOWS)
+            }
+            seeds_of[name] = int(st.shape[-2])
         if "status_rises" in r:
             arrays |= _rise_edges(name, key, r, bc, bs, task_edges)
         diag["systems"][key + "_steps_run"] = int(r["steps_run"])
@@ -119,7 +126,10 @@ def analyse(tasks, results, seed):
     a_of = {n: arrays[f"{n}__a"] for n in names}
     claims += _findings(one_d, a_of, edges, seed)
     task_names = [n for n in names if not _is_1d(n)]
-    claims += [_task_claim(n, a_of[n], edges, task_edges) for n in task_names]
+    claims += [
+        _task_claim(n, a_of[n], edges, task_edges, missing.get(n), seeds_of.get(n))
+        for n in task_names
+    ]
     if len(task_names) >= 2 and all(
         np.array_equal(a_of[n], a_of[task_names[0]]) for n in task_names
     ):
@@ -172,12 +182,68 @@ def _rise_edges(name, key, r, bc, bs, task_edges) -> dict:
     return out
 
 
-def _task_claim(name, a, edges, task_edges=None):
+def missing_edges(c, status) -> list[str | None]:
+    """Per row of a grid read without bisection (a task's: ``status`` ``(rows, cols, seeds)``
+    of one window, columns at ``c``), why the row has no edge (`_bisect.row_edge`'s rule), or
+    ``None`` where it has one: no cell with a seed judged spiky or quiet; never spiky on the
+    grid (an edge, if the row has one, lies below the grid's lowest ``c``); or spiky up to the
+    grid's highest judged cell."""
+    c = np.asarray(c, float)
+    p = probability(np.asarray(status))
+    out: list[str | None] = []
+    for row in p:
+        ok = np.isfinite(row)
+        judged_p = row[ok][np.argsort(c[ok])]
+        if judged_p.size == 0:
+            out.append("no cell with a judged seed")
+        elif not np.any(judged_p >= 0.5):
+            out.append(
+                f"never spiky on the grid (an edge, if any, lies below 1 - beta2 = {c.min():g})"
+            )
+        elif judged_p[-1] >= 0.5:
+            out.append("spiky up to the grid's highest judged 1 - beta2")
+        else:
+            out.append(None)
+    return out
+
+
+def min_edge_seeds() -> int:
+    """The fewest seeds a cell for which an edge's interval can close: the smallest number of
+    seeds, all spiky, whose exact interval of the probability lies above 1/2
+    (`_bisect.significance`)."""
+    k = 1
+    while significance(np.full((1, k), CODES["spiky"]))[0] != 1:
+        k += 1
+    return k
+
+
+def _missing_words(a, why: dict | None, seeds: int | None) -> str:
+    """The statement's words on a task's rows without a settled edge and on edge intervals
+    its seeds cannot close (empty when there is nothing to say)."""
+    out = []
+    rows = [(x, r) for x, r in zip(a, (why or {}).get("settled", [])) if r is not None]
+    if rows:
+        out.append(
+            "rows without a settled edge at the configured rise: "
+            + "; ".join(f"{x:g} {r}" for x, r in rows)
+        )
+    if seeds is not None and seeds < min_edge_seeds():
+        out.append(
+            f"no edge has an interval from its seeds: {seeds} seed{'s' * (seeds != 1)} a cell, "
+            "and an exact 95% "
+            f"interval of the probability lies above or below 1/2 only from {min_edge_seeds()}"
+        )
+    return "".join(f"; {w}" for w in out)
+
+
+def _task_claim(name, a, edges, task_edges=None, why=None, seeds=None):
     """``linear_on_tasks:name``: slope in (0.5, 1.5) over all rows of the task grid, judged
     under both windows (settled primary) and, where the runs were judged at several rise
     thresholds (the configured one primary, then the declared range's ends), under each;
     ``C = c_b / a`` (slope fixed at 1, the configured rise) reported per window as the
-    geometric mean over the rows with an edge, with its t interval."""
+    geometric mean over the rows with an edge, with its t interval; ``why`` (`missing_edges`
+    per window) and ``seeds`` (a cell's) say which rows lack an edge and why, and whether the
+    seeds can give an edge an interval at all."""
     rises = sorted(
         {k[2] for k in (task_edges or {}) if k[0] == name},
         key=lambda x: (x != _primary_rise(task_edges, name), x),
@@ -205,7 +271,7 @@ def _task_claim(name, a, edges, task_edges=None):
         f"{name}: the spike boundary is linear: slope ({primary}) {j.estimate:.3g} "
         f"(95% [{j.low:.3g}, {j.high:.3g}], {n_rows} rows with an edge); claim slope "
         f"in {BANDS['linear']}; other readings: {beside}; C = c_b / (1 - beta1) "
-        f"(geometric mean over rows, 95%): {Cw}",
+        f"(geometric mean over rows, 95%): {Cw}{_missing_words(a, why, seeds)}",
         j,
         measure=stats.measure_of(FINDING_MEASURES, fid),
         readings=js,
@@ -213,6 +279,8 @@ def _task_claim(name, a, edges, task_edges=None):
             "slopes": {k: [v.estimate, v.low, v.high] for k, v in js.items()},
             "C": C,
             "edges": {w: [float(x) for x in edges[(name, w, "init")]] for w in WINDOWS},
+            **({"rows_without_edge": why} if why is not None else {}),
+            **({"seeds": seeds, "edge_interval_seeds": min_edge_seeds()} if seeds else {}),
         },
     )
 
@@ -403,16 +471,32 @@ def _level_claim(a, edges):
     beside = "; ".join(
         f"{k}: {v[0]:.3g} [{v[1]:.3g}, {v[2]:.3g}]" for k, v in levels.items() if k != primary
     )
+    window, rows, start = primary.split(", ")
+    keep = _rows(a, rows)
+    cb = _edge(edges, "n2", window, start)[keep]
+    has = np.isfinite(cb)
+    order = np.argsort(a[keep][has])
+    per_row = {
+        "one_minus_beta1": [float(x) for x in a[keep][has][order]],
+        "level": [float(x) for x in turn_growth(a[keep][has], cb[has])[order]],
+    }
+    drift = (
+        f"; per row from {per_row['level'][0]:.3g} at 1 - beta1 = "
+        f"{per_row['one_minus_beta1'][0]:.3g} to {per_row['level'][-1]:.3g} at "
+        f"{per_row['one_minus_beta1'][-1]:.3g}"
+        if per_row["level"]
+        else ""
+    )
     return Claim(
         id="spike_boundary.edge_level",
         statement=f"n = 2: on the measured edge ({primary}) the linear theory's growth per slow "
         f"turn 2 pi delta/omega has level {lv[0]:.3g} (95% [{lv[1]:.3g}, {lv[2]:.3g}]; "
-        "geometric mean over the rows with an edge, Student t interval of the mean log10); an "
-        "open measurement: no derivation places the edge on a level curve of the linear "
+        f"geometric mean over the rows with an edge, Student t interval of the mean log10{drift}); "
+        "an open measurement: no derivation places the edge on a level curve of the linear "
         f"theory; other readings: {beside}",
         measured=lv[0],
         expected=None,
-        tolerance={"level": levels},
+        tolerance={"level": levels, "per_row": per_row},
         passed=True,
         kind="measurement",
         interval=lv[1:],
