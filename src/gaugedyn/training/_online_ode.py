@@ -485,6 +485,7 @@ def quadrature_noise(activation, teacher_activation, a, Q, R, b, T, sizes) -> np
     b = np.ascontiguousarray(b, dtype=np.float64)
     C = np.ascontiguousarray(np.block([[Q, R], [R.T, T]]), dtype=np.float64)
     E = np.zeros((a.shape[0], a.shape[0]))
+    grids_z, grids_w, grids_n = _grids(list(sizes))
     _ode_kernels.noise_expectation(
         int(act.code),
         bool(act.homogeneous),
@@ -494,7 +495,9 @@ def quadrature_noise(activation, teacher_activation, a, Q, R, b, T, sizes) -> np
         b,
         C,
         np.concatenate([a, -b]),
-        *_grids(list(sizes)),
+        grids_z,
+        grids_w,
+        grids_n,
         E,
     )
     E = np.triu(E) + np.triu(E, 1).T
@@ -549,6 +552,18 @@ class NoiseWatch:
         self.rhs_cpu, self.check_cpu = 0.0, 0.0
         self.checks: list[dict] = []
         self.warned = False
+
+    def watched(self, f):
+        """``f(t, y)`` observed (`observe()`) and timed (`spend()`) at every call."""
+
+        def g(t, y):
+            self.observe(t, y)
+            c0 = self.clock()
+            out = f(t, y)
+            self.spend(self.clock() - c0)
+            return out
+
+        return g
 
     def spend(self, cpu: float) -> None:
         """Count ``cpu`` seconds of right-hand sides."""
@@ -742,14 +757,7 @@ def _integrate_compiled(problem, act, b, T, y0, times, run, rtol, atol, options,
 
     f = rhs(noise, float(label_noise))
     if watch is not None:
-        plain = f
-
-        def f(t, y):
-            watch.observe(t, y)
-            c0 = watch.clock()
-            out = plain(t, y)
-            watch.spend(watch.clock() - c0)
-            return out
+        f = watch.watched(f)
 
     grid = times if times[0] == 0.0 else np.concatenate([[0.0], times])
     jac = None
@@ -919,11 +927,7 @@ def online_ode(
         if kind == "quadrature" and noise_check != "off"
         else None
     )
-    checked = (
-        {"mode": noise_check, "method": kind, "checks": [], "passed": None}
-        if watch is None
-        else None
-    )
+    unchecked: dict = {"mode": noise_check, "method": kind, "checks": [], "passed": None}
     if method == "compiled":
         if not same_teacher:
             raise InputError(
@@ -956,20 +960,16 @@ def online_ode(
             "a": a,
             "Q": Q,
             "R": R,
-            "noise_check": checked if watch is None else watch.record(),
+            "noise_check": unchecked if watch is None else watch.record(),
         }
-    f = rhs
-    if watch is not None:
-
-        def f(t, y):
-            watch.observe(t, y)
-            c0 = watch.clock()
-            out = rhs(t, y)
-            watch.spend(watch.clock() - c0)
-            return out
-
     sol = solve_ivp(
-        f, (0.0, float(times[-1])), y0, method="DOP853", t_eval=times, rtol=rtol, atol=atol
+        rhs if watch is None else watch.watched(rhs),
+        (0.0, float(times[-1])),
+        y0,
+        method="DOP853",
+        t_eval=times,
+        rtol=rtol,
+        atol=atol,
     )
     if not sol.success:
         raise RuntimeError(f"online ODE failed: {sol.message}")
@@ -981,5 +981,5 @@ def online_ode(
         "a": a,
         "Q": Q,
         "R": R,
-        "noise_check": checked if watch is None else watch.record(),
+        "noise_check": unchecked if watch is None else watch.record(),
     }
