@@ -12,8 +12,11 @@ seconds of the run and of its checks (the check's own record).
 
     .venv/bin/python benchmarks/bench_noise_check.py [--activations tanh,softplus]
         [--t-max 1000] [--times 0,1,10,30,100,300,1000]
+        [--json benchmarks/results/noise_check.json [--stop-after S]]
 
-It prints the machine (CPU model, cores, load) first.
+It prints the machine (CPU model, cores, load) first; ``--json`` writes a benchmark record
+(``benchmarks/_record.py``; one unit per activation, each stored at once in ``PATH.partial``),
+which ``tools/bench_page.py`` shows on ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
@@ -58,16 +61,31 @@ def main(argv=None) -> int:
     p.add_argument("--activations", default="tanh,softplus")
     p.add_argument("--t-max", type=float, default=1000.0)
     p.add_argument("--times", default="0,1,10,30,100,300,1000")
+    p.add_argument("--json", default=None)
+    p.add_argument("--stop-after", type=float, default=None)
     args = p.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).parent))
-    from _record import describe_machine
+    from _record import Progress, describe_machine
 
     print(describe_machine(), flush=True)
     times = np.array([t for t in (float(x) for x in args.times.split(",")) if t <= args.t_max])
     if times[-1] < args.t_max:
         times = np.append(times, args.t_max)
-    for name in args.activations.split(","):
-        u = run(name, times)
+    names = [x for x in args.activations.split(",") if x]
+    config = {"t_max": args.t_max, "times": times.tolist(), "activations": names}
+    progress = (
+        Progress(args.json, "bench_noise_check.py", config, argv, args.stop_after)
+        if args.json
+        else None
+    )
+    out = {}
+    for name in names:
+        u = (
+            progress.unit(name, lambda name=name: run(name, times))
+            if progress
+            else run(name, times)
+        )
+        out[name] = u
         rec = u["record"]
         print(
             f"{name}: {rec['rhs']} right-hand sides ({rec['rhs_cpu']:.1f} CPU s), run "
@@ -87,6 +105,8 @@ def main(argv=None) -> int:
             + ", ".join(f"{t:g}: {v:.3e}" for t, v in zip(times, u["loss"], strict=True)),
             flush=True,
         )
+    if progress:
+        progress.finish({"K": 4, "M": 4, "times": times.tolist(), "activations": out})
     return 0
 
 
