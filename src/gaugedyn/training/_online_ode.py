@@ -36,7 +36,10 @@ Monte Carlo at every state of a run to t = 1000; tanh's is off by percents at t 
 the students fit the teacher the sum of four-point integrals cancels to a noise term far smaller
 than each integral's rule error (at t = 1000 the default rule's diagonal is more than ten times
 Monte Carlo's, with entries of the wrong sign). A tanh online ODE with ``noise=True`` is not accurate there; its population flow
-(``noise=False``, the Mehler series) is unaffected.
+(``noise=False``, the Mehler series) is unaffected. `online_ode()` therefore checks a noise term
+by quadrature while it integrates (``noise_check``; `NoiseWatch`, declared by `NOISE_CHECK`):
+against Monte Carlo at the start and at each eighth of the horizon within 10% of the run's CPU
+time, warning once (`gaugedyn.NoiseTermWarning`) or raising where it is off by more than 10%.
 """
 
 from __future__ import annotations
