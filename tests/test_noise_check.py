@@ -229,3 +229,17 @@ def test_a_bad_noise_check_is_one_clear_error(bad):
         InputError, match=r"noise_check=.* is not allowed; allowed: warn, error, off"
     ):
         online_ode(problem, 1.0, [0.0, 1.0], noise_check=bad)
+
+
+@pytest.mark.parametrize("cls", [NoiseTermWarning, NoiseTermError])
+def test_the_warning_and_the_error_survive_pickling(cls):
+    """A worker process's warning or error reaches its parent whole."""
+    import pickle
+
+    err = pickle.loads(pickle.dumps(cls("off by 20%", "tanh", 100.0, 0.2)))
+    assert (str(err), err.activation, err.time, err.disagreement) == (
+        "off by 20%",
+        "tanh",
+        100.0,
+        0.2,
+    )

@@ -50,6 +50,9 @@ class NoiseTermWarning(UserWarning):
         self.disagreement = disagreement
         super().__init__(message)
 
+    def __reduce__(self):  # pickled whole, e.g. from a worker process
+        return type(self), (str(self), self.activation, self.time, self.disagreement)
+
 
 class NoiseTermError(RuntimeError):
     """`NoiseTermWarning`'s disagreement, raised instead of warned
@@ -60,3 +63,6 @@ class NoiseTermError(RuntimeError):
         self.time = time
         self.disagreement = disagreement
         super().__init__(message)
+
+    def __reduce__(self):  # pickled whole, e.g. from a worker process
+        return type(self), (str(self), self.activation, self.time, self.disagreement)
