@@ -31,7 +31,7 @@ from scipy.stats import norm, qmc
 
 from gaugedyn.theory import activation_of, on_numpy, random_problem
 from gaugedyn.training import online_ode
-from gaugedyn.training._online_ode import quadrature_noise, rule_sizes
+from gaugedyn.training._online_ode import quadrature_noise
 
 
 def qmc_noise(name: str, a, C, b, m: int, seed: int = 0) -> np.ndarray:
@@ -71,7 +71,7 @@ def main(argv=None) -> int:
             C = (C + C.T) / 2
             mc, se = monte_carlo(name, a, C, b, args.samples)
             scale = float(np.abs(mc).max())
-            rule = quadrature_noise(name, None, a, Q, R, b, T, rule_sizes()) / np.outer(a, a)
+            rule = quadrature_noise(name, None, a, Q, R, b, T) / np.outer(a, a)
             up = np.triu_indices(a.shape[0])
             parts = [f"rule {np.abs(rule - mc)[up].max() / scale:.1e}"]
             for m in (int(x) for x in args.log2.split(",")):

@@ -130,8 +130,9 @@ NOISE_CHECK = NoiseCheck(samples=2**18, seed=0, tolerance=0.1, z=4.0, shares=8, 
 """The runtime check of a quadrature noise term (`NoiseCheck`), declared once. Monte Carlo, not
 a finer rule: tanh's rule converges slowly in the nodes, so a finer rule's disagreement
 underestimates the error (at t = 0 of ``bench_online_noise_accuracy.py``'s problem 16 nodes per
-axis against 10 disagree by 2.4% where Monte Carlo finds 3.8%), and after the plateau both rules
-jump with the state (a change of 1e-9 in ``Q`` moves the noise term by ten times its size).
+axis against 10 disagree by 2.4% where Monte Carlo finds 3.8%); and at that flow's t = 1000
+state the fields have rank 4 to within 1e-11, so a change of 1e-10 in ``Q`` switches the noise
+term from the rank-4 direct rule (7% off) to the four-point sum (1,560% off).
 With ``2**18`` draws the standard error is below 1% of the noise term there (0.3 to 0.7%), one
 check costs about what three or four tanh right-hand sides cost (K = M = 4). The tolerance of
 10% asks the noise term to one significant digit: softplus agrees within the standard error
@@ -177,14 +178,12 @@ def piecewise_slopes(activation, teacher_activation, K: int, M: int) -> np.ndarr
 
 
 def four_point(
-    activation, C, K: int, numerical: bool = False, teacher_activation=None, nodes=None
+    activation, C, K: int, numerical: bool = False, teacher_activation=None
 ) -> np.ndarray:
     """``I4[i, j, k, l] = E[g'(u_i) g'(u_j) h_k(u_k) h_l(u_l)]`` for students ``i, j < K`` and all
     fields ``k, l`` of the Gram matrix ``C``, ``h_k = g`` on the student fields (``k < K``) and
     the teacher's ``g*`` on the others (closed form for erf unless ``numerical``, quadrature
-    otherwise, with ``nodes`` per axis; ``None``: `gaussian_product()`'s default)."""
-    if nodes is None:
-        nodes = rule_sizes()[0]
+    otherwise)."""
     act = activation_of(activation)
     teacher = act if teacher_activation is None else activation_of(teacher_activation)
     P = C.shape[0]
@@ -201,12 +200,12 @@ def four_point(
     sub = C[idx[..., :, None], idx[..., None, :]]
     g, gp = on_numpy(act.function), on_numpy(act.derivative)
     if teacher is act:
-        return gaussian_product((gp, gp, g, g), sub, nodes)
+        return gaussian_product((gp, gp, g, g), sub)
     gt = on_numpy(teacher.function)
     out = np.empty(sub.shape[:4])
     for ks, hk in ((slice(0, K), g), (slice(K, P), gt)):
         for ls, hl in ((slice(0, K), g), (slice(K, P), gt)):
-            out[:, :, ks, ls] = gaussian_product((gp, gp, hk, hl), sub[:, :, ks, ls], nodes)
+            out[:, :, ks, ls] = gaussian_product((gp, gp, hk, hl), sub[:, :, ks, ls])
     return out
 
 
@@ -217,7 +216,7 @@ def pair_derivative(activation, Q) -> np.ndarray:
     return activation_of(activation).kernels[1](d[:, None], d[None, :], Q)[2]
 
 
-def noise_term(a, Q, R, b, T, activation, teacher_activation=None, method=None, sizes=None):
+def noise_term(a, Q, R, b, T, activation, teacher_activation=None, method=None):
     r"""The gradient-noise term of the online ODE,
     $N_{ij} = a_i a_j\, \mathbb{E}\bigl[g'(\lambda_i)\, g'(\lambda_j)\, e^2\bigr]$ ($K \times K$), with
     $e = \sum_k a_k g(\lambda_k) - \sum_n b_n g^*(\nu_n)$ ($g^*$: ``teacher_activation``, default
@@ -250,9 +249,6 @@ def noise_term(a, Q, R, b, T, activation, teacher_activation=None, method=None, 
     method : str or None
         One of ``NOISE_METHODS`` (``"closed"`` only where `noise_method()` gives it,
         ``"orthant"`` only for piecewise-linear $g$ and $g^*$); ``None``: `noise_method()`.
-    sizes : sequence of int or None
-        The quadrature's nodes per axis in `rule_sizes()`'s order (four-point, direct rank 1
-        to 4); ``None``: `rule_sizes()`, the rule the online ODE integrates with.
 
     Returns
     -------
@@ -291,11 +287,10 @@ def noise_term(a, Q, R, b, T, activation, teacher_activation=None, method=None, 
     if act.name == "linear" and method == "closed":
         e2 = c @ C @ c
         return np.outer(a, a) * e2
-    sizes = rule_sizes() if sizes is None else list(sizes)
     if method == "quadrature":
         A = eigen_factor(C, symmetric=act.homogeneous or teacher.homogeneous)
         if A.shape[1] <= max(DIRECT_NODES):
-            Z, W = hermite_grid(A.shape[1], sizes[A.shape[1]])
+            Z, W = hermite_grid(A.shape[1], DIRECT_NODES[A.shape[1]])
             U = Z @ A.T
             e = on_numpy(act.function)(U[:, :K]) @ a - on_numpy(teacher.function)(U[:, K:]) @ b
             Gp = on_numpy(act.derivative)(U[:, :K])
@@ -303,14 +298,7 @@ def noise_term(a, Q, R, b, T, activation, teacher_activation=None, method=None, 
             return np.outer(a, a) * E
     E = np.einsum(
         "ijkl,k,l->ij",
-        four_point(
-            act,
-            C,
-            K,
-            numerical=method == "quadrature",
-            teacher_activation=teacher,
-            nodes=sizes[0],
-        ),
+        four_point(act, C, K, numerical=method == "quadrature", teacher_activation=teacher),
         c,
         c,
     )
@@ -473,22 +461,22 @@ def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label
     return f
 
 
-def quadrature_noise(activation, teacher_activation, a, Q, R, b, T, sizes) -> np.ndarray:
-    """The noise term $N_{ik} = a_i a_k E_{ik}$ (``(K, K)``) by the Gauss-Hermite rules of
-    ``sizes`` (`rule_sizes()`'s order): the compiled kernel's
+def quadrature_noise(activation, teacher_activation, a, Q, R, b, T) -> np.ndarray:
+    """The noise term $N_{ik} = a_i a_k E_{ik}$ (``(K, K)``) by the online ODE's Gauss-Hermite
+    rules (`rule_sizes()`): the compiled kernel's
     (`gaugedyn.training._ode_kernels.noise_expectation()`) for an activation with a compiled code
     and its own teacher, else `noise_term()`'s with ``method="quadrature"``."""
     act = activation_of(activation)
     teacher = act if teacher_activation is None else activation_of(teacher_activation)
     if not (act.code is not None and teacher is act):
-        return noise_term(a, Q, R, b, T, act, teacher, method="quadrature", sizes=sizes)
+        return noise_term(a, Q, R, b, T, act, teacher, method="quadrature")
     from . import _ode_kernels
 
     a = np.ascontiguousarray(a, dtype=np.float64)
     b = np.ascontiguousarray(b, dtype=np.float64)
     C = np.ascontiguousarray(np.block([[Q, R], [R.T, T]]), dtype=np.float64)
     E = np.zeros((a.shape[0], a.shape[0]))
-    grids_z, grids_w, grids_n = _grids(list(sizes))
+    grids_z, grids_w, grids_n = _grids(rule_sizes())
     _ode_kernels.noise_expectation(
         int(act.code),
         bool(act.homogeneous),
@@ -609,7 +597,7 @@ class NoiseWatch:
         ode = self.ode
         a, Q, R = ode.unpack(np.array(y, dtype=np.float64))
         args = (ode.activation, ode.teacher_activation, a, Q, R, ode.b, ode.T)
-        rule = quadrature_noise(*args, rule_sizes())
+        rule = quadrature_noise(*args)
         mc, se = monte_carlo_noise(*args, NOISE_CHECK.samples, NOISE_CHECK.seed)
         scale = float(np.abs(mc).max())
         diff = np.abs(rule - mc)
