@@ -133,8 +133,9 @@ underestimates the error (at t = 0 of ``bench_online_noise_accuracy.py``'s probl
 axis against 10 disagree by 2.4% where Monte Carlo finds 3.8%); and at that flow's t = 1000
 state the fields have rank 4 to within 1e-11, so a change of 1e-10 in ``Q`` switches the noise
 term from the rank-4 direct rule (7% off) to the four-point sum (1,560% off).
-With ``2**18`` draws the standard error is below 1% of the noise term there (0.3 to 0.7%), one
-check costs about what three or four tanh right-hand sides cost (K = M = 4). The tolerance of
+With ``2**18`` draws the standard error is below 1% of the noise term there (0.3 to 0.7%), and
+one check costs about six right-hand sides of tanh or softplus at K = M = 4 (0.5 CPU s against
+90 and 70 ms, load 4, 2026-12-07): the budget's unit. The tolerance of
 10% asks the noise term to one significant digit: softplus agrees within the standard error
 at every state to t = 1000; tanh passes before its plateau (3.8% at t = 0, 7.6% at 10) and
 fails on it and after (16% at t = 100, 26% at 300; ``docs/own-activation.md``)."""
