@@ -325,7 +325,8 @@ def render_noise_check(record: dict) -> str:
     return "\n\n".join(
         [
             provenance(record),
-            f"K = M = {d['K']}, eta = 1, batch 1, to t = {d['times'][-1]:g}.",
+            f"K = M = {d['K']}, eta = 1, batch 1, to t = {d['times'][-1]:g} at rtol "
+            f"{d['rtol']:g}, atol {d['atol']:g}.",
             _table(cols, rows),
             _table(ccols, checks),
         ]
