@@ -243,3 +243,17 @@ def test_the_warning_and_the_error_survive_pickling(cls):
         100.0,
         0.2,
     )
+
+
+def test_a_users_activation_on_the_numpy_reference_is_checked():
+    """An activation without a compiled code runs the numpy reference, and its noise term (the
+    numpy rule, `quadrature_noise`'s other branch) is checked the same way."""
+    torch = pytest.importorskip("torch")
+    from gaugedyn.theory import Activation
+
+    swish = Activation.from_torch(torch.nn.functional.silu, name="swish")
+    problem = random_problem(50, 2, 2, np.random.default_rng(0), activation=swish)
+    sol = online_ode(problem, 1.0, [0.0, 0.2], rtol=1e-6, atol=1e-8)
+    record = sol["noise_check"]
+    assert record["method"] == "quadrature" and record["passed"] is True
+    assert record["checks"][0]["t"] == 0.0
