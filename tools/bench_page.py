@@ -285,6 +285,54 @@ def render_online_noise_accuracy(record: dict) -> str:
     return "\n\n".join(out)
 
 
+def render_noise_check(record: dict) -> str:
+    d = record["data"]
+    rows, checks = [], []
+    for name, u in d["activations"].items():
+        rec = u["record"]
+        warned = "never" if u["warned_at"] is None else f"t = {u['warned_at']:.4g}"
+        rows.append(
+            [
+                name,
+                f"{rec['rhs']:,}",
+                f"{u['cpu']:.1f}",
+                f"{len(rec['checks'])}",
+                f"{rec['check_cpu']:.1f} ({rec['check_cpu'] / u['cpu']:.1%})",
+                warned,
+                ", ".join(f"{t:g}: {v:.3g}" for t, v in zip(d["times"], u["loss"], strict=True)),
+            ]
+        )
+        checks.append(
+            [
+                name,
+                "; ".join(
+                    f"{c['t']:.4g}: {c['disagreement']:.1%} ({c['standard_error']:.1%})"
+                    + ("" if c["passed"] else ", fails")
+                    for c in rec["checks"]
+                ),
+            ]
+        )
+    cols = [
+        "activation",
+        "right-hand sides",
+        "run, CPU s",
+        "checks",
+        "checks, CPU s (share of the run)",
+        "warned",
+        "population loss at t",
+    ]
+    ccols = ["activation", "each check, t: disagreement (Monte Carlo's standard error)"]
+    return "\n\n".join(
+        [
+            provenance(record),
+            f"K = M = {d['K']}, eta = 1, batch 1, to t = {d['times'][-1]:g} at rtol "
+            f"{d['rtol']:g}, atol {d['atol']:g}.",
+            _table(cols, rows),
+            _table(ccols, checks),
+        ]
+    )
+
+
 def render_ode_sgd_band(record: dict) -> str:
     d = record["data"]
     rows = []
@@ -334,6 +382,7 @@ RENDER = {
     "online_ode": lambda rs: "\n\n".join(render_online_ode(r) for r in rs),
     "ode_sgd_band": lambda rs: "\n\n".join(render_ode_sgd_band(r) for r in rs),
     "online_noise_accuracy": lambda rs: "\n\n".join(render_online_noise_accuracy(r) for r in rs),
+    "noise_check": lambda rs: "\n\n".join(render_noise_check(r) for r in rs),
     "transcribed": lambda rs: "\n\n".join(render_transcribed(r) for r in rs),
 }
 """How each family of stored runs (``benchmarks/results/NAME*.json``) is shown."""

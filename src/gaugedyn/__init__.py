@@ -9,6 +9,8 @@ from importlib import metadata as _metadata
 
 from ._errors import DivergenceError as DivergenceError
 from ._errors import InputError as InputError
+from ._errors import NoiseTermError as NoiseTermError
+from ._errors import NoiseTermWarning as NoiseTermWarning
 
 try:  # the one place the version is written is pyproject.toml; installed metadata carries it
     __version__ = _metadata.version("gaugedyn")

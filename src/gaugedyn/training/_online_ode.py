@@ -36,17 +36,21 @@ Monte Carlo at every state of a run to t = 1000; tanh's is off by percents at t 
 the students fit the teacher the sum of four-point integrals cancels to a noise term far smaller
 than each integral's rule error (at t = 1000 the default rule's diagonal is more than ten times
 Monte Carlo's, with entries of the wrong sign). A tanh online ODE with ``noise=True`` is not accurate there; its population flow
-(``noise=False``, the Mehler series) is unaffected.
+(``noise=False``, the Mehler series) is unaffected. `online_ode()` therefore checks a noise term
+by quadrature while it integrates (``noise_check``; `NoiseWatch`, declared by `NOISE_CHECK`):
+against Monte Carlo at the start and at each eighth of the horizon within 10% of the run's CPU
+time, warning once (`gaugedyn.NoiseTermWarning`) or raising where it is off by more than 10%.
 """
 
 from __future__ import annotations
 
 import inspect
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from .._errors import InputError
+from .._errors import InputError, NoiseTermError, NoiseTermWarning
 from ..theory import PARAMS as THEORY
 from ..theory import (
     Activation,
@@ -71,6 +75,74 @@ NOISE_METHODS = ("quadrature", "orthant", "closed")
 """How the noise term is evaluated (`noise_method()`): Gauss-Hermite quadrature, the exact
 orthant moments of a piecewise-linear activation, or the closed forms of erf and linear; the
 compiled kernels take the index as the method's code."""
+
+
+def rule_sizes() -> list[int]:
+    """The noise term's Gauss-Hermite rules, nodes per axis: ``[four-point, direct rank 1, ...,
+    direct rank 4]`` (`gaugedyn.theory.gaussian_product()`'s default, ``FOUR_POINT_NODES``, and
+    ``DIRECT_NODES``): the one table the compiled and the numpy noise terms read."""
+    four = inspect.signature(gaussian_product).parameters["nodes"].default
+    return [four, *(DIRECT_NODES[r] for r in range(1, 5))]
+
+
+@dataclass(frozen=True)
+class NoiseCheck:
+    r"""The declaration of `online_ode()`'s runtime check of a quadrature noise term
+    (``noise_check``; `NOISE_CHECK` is the one instance).
+
+    At a checked state the noise term $N_{ik} = a_i a_k E_{ik}$ of the rule (`rule_sizes()`) is
+    compared with a Monte Carlo estimate $\hat N$ (`monte_carlo_noise()`: ``samples`` draws of
+    the fields from ``seed``, the error $e$ formed draw by draw, so nothing cancels; unbiased,
+    with a standard error $s_{ik}$ per entry). The check's figure is the relative disagreement
+    $\max |N - \hat N| / \max |\hat N|$; it fails when some entry is off by more than
+    ``tolerance`` times $\max |\hat N|$ beyond ``z`` of its standard errors,
+    $\max (|N - \hat N| - z s) > \mathit{tolerance} \max |\hat N|$.
+
+    Attributes
+    ----------
+    samples : int
+        Monte Carlo draws of the fields per check.
+    seed : int
+        The draws' seed (the same at every check: the record is reproducible).
+    tolerance : float
+        The relative disagreement that fails, beyond ``z`` standard errors.
+    z : float
+        Standard errors of the Monte Carlo estimate allowed on top of the tolerance.
+    shares : int
+        The schedule: the first right-hand side at or after each of the ``shares + 1`` times
+        $k\, t_\text{end} / \mathit{shares}$, $k = 0, \dots, \mathit{shares}$ (the last at the
+        final state if the integrator stopped short of it).
+    budget : float
+        The checks' CPU time at most this share of the right-hand sides' so far (each further
+        check's cost estimated by the mean of those before it); a scheduled check that would
+        exceed it waits for a later right-hand side. The check at the start always runs.
+    """
+
+    samples: int
+    seed: int
+    tolerance: float
+    z: float
+    shares: int
+    budget: float
+
+
+NOISE_CHECK = NoiseCheck(samples=2**18, seed=0, tolerance=0.1, z=4.0, shares=8, budget=0.1)
+"""The runtime check of a quadrature noise term (`NoiseCheck`), declared once. Monte Carlo, not
+a finer rule: tanh's rule converges slowly in the nodes, so a finer rule's disagreement
+underestimates the error (at t = 0 of ``bench_online_noise_accuracy.py``'s problem 16 nodes per
+axis against 10 disagree by 2.4% where Monte Carlo finds 3.8%); and at that flow's t = 1000
+state the fields have rank 4 to within 1e-11, so a change of 1e-10 in ``Q`` switches the noise
+term from the rank-4 direct rule (7% off) to the four-point sum (1,560% off).
+With ``2**18`` draws the standard error is below 1% of the noise term there (0.3 to 0.7%), and
+one check costs about six right-hand sides of tanh or softplus at K = M = 4 (0.5 CPU s against
+90 and 70 ms, load 4, 2026-12-07): the budget's unit. The tolerance of
+10% asks the noise term to one significant digit: softplus agrees within the standard error
+at every state to t = 1000; tanh passes before its plateau (3.8% at t = 0, 7.6% at 10) and
+fails on it and after (16% at t = 100, 26% at 300; ``docs/own-activation.md``)."""
+
+NOISE_CHECKS = ("warn", "error", "off")
+"""``online_ode(..., noise_check=)``: warn once (`gaugedyn.NoiseTermWarning`), raise
+(`gaugedyn.NoiseTermError`), or skip the check."""
 
 
 def noise_method(activation, teacher_activation=None) -> str:
@@ -315,12 +387,24 @@ def compiled_rhs(
     return _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label_noise)
 
 
+def _grids(sizes):
+    """``(grids_z, grids_w, grids_n)``: the compiled noise term's one-dimensional Gauss-Hermite
+    rules (`gaugedyn.training._ode_kernels.noise_expectation()`), one row per entry of
+    ``sizes`` (`rule_sizes()`'s order), zero-padded to the widest."""
+    from scipy.special import roots_hermitenorm
+
+    width = max(sizes)
+    grids_z, grids_w = np.zeros((len(sizes), width)), np.zeros((len(sizes), width))
+    for r, n in enumerate(sizes):
+        z, w = roots_hermitenorm(n)
+        grids_z[r, :n], grids_w[r, :n] = z, w / np.sqrt(2.0 * np.pi)
+    return grids_z, grids_w, np.asarray(sizes, dtype=np.int64)
+
+
 def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label_noise):
     """``f(t, y)`` of the online ODE of a compiled activation other than erf
     (`gaugedyn.training._ode_kernels.quadrature_rhs()`), with the rules' sizes read from their
-    one declaration each (the activation's quadrature, ``DIRECT_NODES``, ``FOUR_POINT_NODES``)."""
-    from scipy.special import roots_hermitenorm
-
+    one declaration each (the activation's quadrature, `rule_sizes()`)."""
     from . import _ode_kernels
 
     if act.code is None:
@@ -328,14 +412,7 @@ def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label
             f"activation {act.name!r} has no compiled code; allowed: the activations of "
             "gaugedyn.theory.ACTIVATIONS with a code (a user's runs with method='reference')"
         )
-    four = inspect.signature(gaussian_product).parameters["nodes"].default
-    sizes = [four, *(DIRECT_NODES[r] for r in range(1, 5))]
-    width = max(sizes)
-    grids_z, grids_w = np.zeros((5, width)), np.zeros((5, width))
-    for r, n in enumerate(sizes):
-        z, w = roots_hermitenorm(n)
-        grids_z[r, :n], grids_w[r, :n] = z, w / np.sqrt(2.0 * np.pi)
-    grids_n = np.asarray(sizes, dtype=np.int64)
+    grids_z, grids_w, grids_n = _grids(rule_sizes())
     if act.homogeneous:
         up, down = on_numpy(act.function)(np.array([1.0, -1.0]))
         u, v = up * up + down * down, 2.0 * up * down
@@ -383,6 +460,199 @@ def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label
         )
 
     return f
+
+
+def quadrature_noise(activation, teacher_activation, a, Q, R, b, T) -> np.ndarray:
+    """The noise term $N_{ik} = a_i a_k E_{ik}$ (``(K, K)``) by the online ODE's Gauss-Hermite
+    rules (`rule_sizes()`): the compiled kernel's
+    (`gaugedyn.training._ode_kernels.noise_expectation()`) for an activation with a compiled code
+    and its own teacher, else `noise_term()`'s with ``method="quadrature"``."""
+    act = activation_of(activation)
+    teacher = act if teacher_activation is None else activation_of(teacher_activation)
+    if not (act.code is not None and teacher is act):
+        return noise_term(a, Q, R, b, T, act, teacher, method="quadrature")
+    from . import _ode_kernels
+
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    b = np.ascontiguousarray(b, dtype=np.float64)
+    C = np.ascontiguousarray(np.block([[Q, R], [R.T, T]]), dtype=np.float64)
+    E = np.zeros((a.shape[0], a.shape[0]))
+    grids_z, grids_w, grids_n = _grids(rule_sizes())
+    _ode_kernels.noise_expectation(
+        int(act.code),
+        bool(act.homogeneous),
+        NOISE_METHODS.index("quadrature"),
+        np.zeros((3, 0)),
+        a,
+        b,
+        C,
+        np.concatenate([a, -b]),
+        grids_z,
+        grids_w,
+        grids_n,
+        E,
+    )
+    E = np.triu(E) + np.triu(E, 1).T
+    return np.outer(a, a) * E
+
+
+def monte_carlo_noise(
+    activation, teacher_activation, a, Q, R, b, T, samples: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""The noise term $N_{ik} = a_i a_k\, \mathbb{E}[g'(u_i)\, g'(u_k)\, e^2]$ (``(K, K)``) by
+    Monte Carlo and its standard error entry by entry: ``samples`` draws (rounded up to whole
+    blocks of 65,536) of the fields from the eigen factor of their Gram matrix, from
+    ``numpy.random.default_rng(seed)``, with ``e`` formed draw by draw (nothing cancels)."""
+    act = activation_of(activation)
+    teacher = act if teacher_activation is None else activation_of(teacher_activation)
+    g, gp, gt = on_numpy(act.function), on_numpy(act.derivative), on_numpy(teacher.function)
+    C = np.block([[Q, R], [R.T, T]])
+    lam, U = np.linalg.eigh((C + C.T) / 2)
+    A = U * np.sqrt(np.maximum(lam, 0.0))
+    K, block = a.shape[0], 65_536
+    rng = np.random.default_rng(seed)
+    s1, s2, n = np.zeros((K, K)), np.zeros((K, K)), 0
+    while n < samples:
+        X = rng.standard_normal((block, C.shape[0])) @ A.T
+        e = g(X[:, :K]) @ a - gt(X[:, K:]) @ b
+        G = gp(X[:, :K]) * a
+        e2 = e * e
+        s1 += (G * e2[:, None]).T @ G
+        G2 = G * G
+        s2 += (G2 * (e2 * e2)[:, None]).T @ G2
+        n += block
+    mean = s1 / n
+    return mean, np.sqrt(np.maximum(s2 / n - mean * mean, 0.0) / n)
+
+
+class NoiseWatch:
+    """`online_ode()`'s runtime check of a quadrature noise term, as `NOISE_CHECK` declares it:
+    `observe()` sees every right-hand side's ``(t, y)`` (and `spend()` its CPU time) and, at the
+    scheduled ones within the budget, `check()` compares the noise term of the rule
+    (`quadrature_noise()`) with Monte Carlo's (`monte_carlo_noise()`); where it fails it warns
+    once (``mode="warn"``, `gaugedyn.NoiseTermWarning`) or raises (``"error"``,
+    `gaugedyn.NoiseTermError`). `record()` is the outcome `online_ode()` returns under
+    ``"noise_check"``. ``clock`` (``time.process_time``) times the right-hand sides and the
+    checks."""
+
+    def __init__(self, ode: OnlineODE, t_end: float, mode: str):
+        import time
+
+        self.ode, self.mode, self.clock = ode, mode, time.process_time
+        self.points = [k * t_end / NOISE_CHECK.shares for k in range(NOISE_CHECK.shares + 1)]
+        self.next, self.calls = 0, 0
+        self.rhs_cpu, self.check_cpu = 0.0, 0.0
+        self.checks: list[dict] = []
+        self.warned = False
+
+    def watched(self, f):
+        """``f(t, y)`` observed (`observe()`) and timed (`spend()`) at every call."""
+
+        def g(t, y):
+            self.observe(t, y)
+            c0 = self.clock()
+            out = f(t, y)
+            self.spend(self.clock() - c0)
+            return out
+
+        return g
+
+    def spend(self, cpu: float) -> None:
+        """Count ``cpu`` seconds of right-hand sides."""
+        self.rhs_cpu += cpu
+
+    def observe(self, t, y) -> None:
+        """Count a right-hand side at ``(t, y)`` and check there when a scheduled time is due
+        and the budget allows."""
+        self.calls += 1
+        if self.next < len(self.points) and t >= self.points[self.next]:
+            self._maybe_check(float(t), y)
+
+    def finish(self, t, y) -> None:
+        """After the integration: the check of the final state ``(t, y)`` when its scheduled time
+        was not reached and the budget allows."""
+        if self.next < len(self.points):
+            self._maybe_check(float(t), y)
+
+    def _maybe_check(self, t: float, y) -> None:
+        """`check()` at ``(t, y)`` if none ran yet or the mean check's cost fits the budget."""
+        if self.checks:
+            mean = self.check_cpu / len(self.checks)
+            if self.check_cpu + mean > NOISE_CHECK.budget * self.rhs_cpu:
+                return
+        while self.next < len(self.points) and self.points[self.next] <= t:
+            self.next += 1
+        self.check(t, y)
+
+    def check(self, t: float, y) -> float:
+        """Check the noise term at ``(t, y)`` now (whatever the schedule and budget): record and
+        return the relative disagreement with Monte Carlo; warn (once) or raise where it fails
+        (`NoiseCheck`)."""
+        c0 = self.clock()
+        try:
+            return self._check(t, y)
+        finally:
+            self.check_cpu += self.clock() - c0
+
+    def _check(self, t: float, y) -> float:
+        ode = self.ode
+        a, Q, R = ode.unpack(np.array(y, dtype=np.float64))
+        args = (ode.activation, ode.teacher_activation, a, Q, R, ode.b, ode.T)
+        rule = quadrature_noise(*args)
+        mc, se = monte_carlo_noise(*args, NOISE_CHECK.samples, NOISE_CHECK.seed)
+        scale = float(np.abs(mc).max())
+        diff = np.abs(rule - mc)
+        if scale > 0:
+            disagreement = float(diff.max()) / scale
+            excess = float(np.maximum(diff - NOISE_CHECK.z * se, 0.0).max()) / scale
+            error = float(se.max()) / scale
+        else:
+            disagreement = excess = 0.0 if float(diff.max()) == 0 else float("inf")
+            error = 0.0
+        passed = bool(excess <= NOISE_CHECK.tolerance)
+        self.checks.append(
+            {"t": float(t), "disagreement": disagreement, "standard_error": error, "passed": passed}
+        )
+        if passed:
+            return disagreement
+        name = activation_of(ode.activation).name
+        message = (
+            f"online ODE noise term of {name!r} at t={t:.6g}: the quadrature "
+            f"({rule_sizes()[0]} nodes per axis) disagrees with Monte Carlo by "
+            f"{disagreement:.2%} (relative; its standard error {error:.2%}), above the tolerance "
+            f"{NOISE_CHECK.tolerance:.0%} (gaugedyn.training._online_ode.NOISE_CHECK): the "
+            "noise-driven part of the trajectory is not accurate from about this time on. "
+            "Use noise=False (the population flow, unaffected) or simulate online SGD "
+            "(gaugedyn.training.train; docs/own-activation.md); noise_check='off' "
+            "silences this check, noise_check='error' raises instead"
+        )
+        if self.mode == "error":
+            raise NoiseTermError(message, name, t, disagreement)
+        if not self.warned:
+            self.warned = True
+            warnings.warn(NoiseTermWarning(message, name, t, disagreement), stacklevel=2)
+        return disagreement
+
+    def record(self) -> dict:
+        """The check's outcome: mode, the declaration (`NOISE_CHECK`), the rule's nodes, the
+        right-hand sides seen and their CPU seconds, the checks' CPU seconds, each check's
+        ``{"t", "disagreement", "standard_error", "passed"}``, the largest disagreement and
+        whether every check passed."""
+        worst = max((c["disagreement"] for c in self.checks), default=None)
+        return {
+            "mode": self.mode,
+            "method": "quadrature",
+            "tolerance": NOISE_CHECK.tolerance,
+            "z": NOISE_CHECK.z,
+            "samples": NOISE_CHECK.samples,
+            "rule_nodes": rule_sizes(),
+            "rhs": self.calls,
+            "rhs_cpu": self.rhs_cpu,
+            "check_cpu": self.check_cpu,
+            "checks": list(self.checks),
+            "max_disagreement": worst,
+            "passed": None if not self.checks else all(c["passed"] for c in self.checks),
+        }
 
 
 ODE_METHODS = ("auto", "compiled", "reference")
@@ -450,11 +720,12 @@ def _check_args(problem, eta, batch, noise, rtol, atol, times):
     return eta, batch, rtol, atol, t
 
 
-def _integrate_compiled(problem, act, b, T, y0, times, run, rtol, atol, options):
+def _integrate_compiled(problem, act, b, T, y0, times, run, rtol, atol, options, watch=None):
     """LSODA on the compiled right-hand side of `online_ode` from ``t = 0`` to ``times``: ``run`` is ``(eta, batch, noise)``, ``options`` ``(weight_decay, lr2,
     label_noise)``. For every activation but erf LSODA gets the Jacobian of the flow without
     the noise term (`flow_jacobian()`), falling back to its own differences of the whole
-    right-hand side where that run fails or returns non-finite states. Returns the states at
+    right-hand side where that run fails or returns non-finite states. ``watch`` (a
+    `NoiseWatch` or ``None``) observes every right-hand side. Returns the states at
     ``times``."""
     from scipy.integrate import odeint
 
@@ -477,6 +748,9 @@ def _integrate_compiled(problem, act, b, T, y0, times, run, rtol, atol, options)
         )
 
     f = rhs(noise, float(label_noise))
+    if watch is not None:
+        f = watch.watched(f)
+
     grid = times if times[0] == 0.0 else np.concatenate([[0.0], times])
     jac = None
     if noise and act.name != "erf":
@@ -518,6 +792,7 @@ def online_ode(
     weight_decay: float = 0.0,
     lr2: float = 1.0,
     label_noise: float = 0.0,
+    noise_check: str = "warn",
 ) -> dict:
     r"""Solve the online ODE from ``problem``'s order parameters at ``times`` ($t = \text{steps} / D$).
 
@@ -535,7 +810,12 @@ def online_ode(
     above 4 it is hundreds of four-point Gauss-Hermite integrals of $10^4$ nodes each
     (compiled, about 0.1 CPU s per right-hand side there; the reference: seconds), whose
     error is measured, not bounded: small for softplus, large for tanh once the students fit
-    the teacher (module docstring).
+    the teacher (module docstring). Such a noise term is checked while the run integrates
+    (``noise_check``, `NOISE_CHECK`): at the start and at each eighth of the horizon (within
+    a budget of 10% of the right-hand sides' CPU time) it is compared with a Monte Carlo
+    estimate, and a disagreement above 10% of the term (beyond four standard errors) warns once
+    (`gaugedyn.NoiseTermWarning`) or raises; the closed forms (erf, linear) and the orthant
+    moments are exact and never checked.
     The classical options are those of ``TrainConfig``. The teacher's own activation is
     ``problem.teacher_activation`` (with a teacher of its own, ``"auto"`` runs the reference
     right-hand side; the options stay on the compiled path).
@@ -567,11 +847,20 @@ def online_ode(
     label_noise : float
         $\sigma \ge 0$ in $y = f^*(x) + \sigma \xi$: the noise term gains
         $\sigma^2 a_i a_j\, \mathbb{E}[g'(\lambda_i)\, g'(\lambda_j)]$.
+    noise_check : str
+        One of ``NOISE_CHECKS``: for a noise term by quadrature (`noise_method()`), ``"warn"``
+        warns once where it disagrees with Monte Carlo by more than the tolerance,
+        ``"error"`` raises `gaugedyn.NoiseTermError` there (at once, mid-run), ``"off"``
+        skips the check (`NoiseWatch`, `NOISE_CHECK`).
 
     Returns
     -------
     dict
-        ``{"t": (T,), "a": (T, K), "Q": (T, K, K), "R": (T, K, M)}``.
+        ``{"t": (T,), "a": (T, K), "Q": (T, K, K), "R": (T, K, M), "noise_check": dict}``;
+        ``"noise_check"`` is the check's outcome (`NoiseWatch.record()`: each check's time and
+        relative disagreement, the largest, ``"passed"``), or, where nothing was checked,
+        ``{"mode", "method", "checks": [], "passed": None}`` with ``method`` the noise term's
+        (``None`` without it).
 
     Raises
     ------
@@ -579,15 +868,27 @@ def online_ode(
         When ``problem`` is not a ``Problem``, ``method`` is not one of ``ODE_METHODS``,
         ``method="compiled"`` is asked for an activation without a compiled code or a teacher
         activation of its own,
-        ``noise`` is not a bool, or ``eta``, ``batch``, ``rtol``, ``atol``, ``times`` or a classical
-        option is outside its allowed range.
+        ``noise`` is not a bool, ``noise_check`` is not one of ``NOISE_CHECKS``, or ``eta``,
+        ``batch``, ``rtol``, ``atol``, ``times`` or a classical option is outside its allowed
+        range.
+    NoiseTermError
+        With ``noise_check="error"``, at the first check above the tolerance.
     RuntimeError
         When the integrator fails.
+
+    Warns
+    -----
+    NoiseTermWarning
+        With ``noise_check="warn"``, once, at the first check above the tolerance.
     """
     from scipy.integrate import solve_ivp
 
     if method not in ODE_METHODS:
         raise InputError(f"method={method!r} is not allowed; allowed: {', '.join(ODE_METHODS)}")
+    if not isinstance(noise_check, str) or noise_check not in NOISE_CHECKS:
+        raise InputError(
+            f"noise_check={noise_check!r} is not allowed; allowed: {', '.join(NOISE_CHECKS)}"
+        )
     eta, batch, rtol, atol, times = _check_args(problem, eta, batch, noise, rtol, atol, times)
     a0, Q0, R0, b, T = problem.order_parameters()
     for name, v in (("weight_decay", weight_decay), ("lr2", lr2), ("label_noise", label_noise)):
@@ -612,6 +913,13 @@ def online_ode(
     act = activation_of(problem.activation)
     if method == "auto":
         method = "compiled" if act.compiled and same_teacher else "reference"
+    kind = noise_method(act, problem.teacher_activation) if noise else None
+    watch = (
+        NoiseWatch(rhs, float(times[-1]), noise_check)
+        if kind == "quadrature" and noise_check != "off"
+        else None
+    )
+    unchecked: dict = {"mode": noise_check, "method": kind, "checks": [], "passed": None}
     if method == "compiled":
         if not same_teacher:
             raise InputError(
@@ -634,13 +942,36 @@ def online_ode(
             rtol,
             atol,
             (weight_decay, lr2, label_noise),
+            watch,
         )
+        if watch is not None:
+            watch.finish(times[-1], Y[-1])
         a, Q, R = rhs.unpack(Y)
-        return {"t": times, "a": a, "Q": Q, "R": R}
+        return {
+            "t": times,
+            "a": a,
+            "Q": Q,
+            "R": R,
+            "noise_check": unchecked if watch is None else watch.record(),
+        }
     sol = solve_ivp(
-        rhs, (0.0, float(times[-1])), y0, method="DOP853", t_eval=times, rtol=rtol, atol=atol
+        rhs if watch is None else watch.watched(rhs),
+        (0.0, float(times[-1])),
+        y0,
+        method="DOP853",
+        t_eval=times,
+        rtol=rtol,
+        atol=atol,
     )
     if not sol.success:
         raise RuntimeError(f"online ODE failed: {sol.message}")
+    if watch is not None:
+        watch.finish(sol.t[-1], sol.y[:, -1])
     a, Q, R = rhs.unpack(sol.y.T)
-    return {"t": sol.t, "a": a, "Q": Q, "R": R}
+    return {
+        "t": sol.t,
+        "a": a,
+        "Q": Q,
+        "R": R,
+        "noise_check": unchecked if watch is None else watch.record(),
+    }
