@@ -79,15 +79,18 @@ def test_monte_carlo_check_sees_a_wrong_noise_term():
 
 
 def test_tanh_noise_term_is_off_once_the_students_fit_the_teacher():
-    """The stated limitation: at t = 1000 the default four-point rule's diagonal is off Monte
-    Carlo's by more than its own size (the sum of four-point integrals cancels); if this starts
-    failing, the rule has become accurate and the docstrings and docs must say so."""
+    """The stated limitation: at t = 1000 the noise term is off Monte Carlo's by percents at
+    least. The flow's fields there have rank 4 to within 1e-11, so the last bits of the state
+    decide which rule runs: the four-point sum (its integrals cancel: off by more than the term
+    itself) or the rank-4 direct rule (off by about 7%); the bar of 5% holds on either, so the
+    test does not depend on the machine's round-off. If it starts failing, the rule has become
+    accurate and the docstrings and docs must say so."""
     state = _state("tanh", 1000.0)
     got = np.diag(_compiled_noise("tanh", *state))
     mean, se = _monte_carlo("tanh", *state, 200_000, np.random.default_rng(6))
     mean, se = np.diag(mean), np.diag(se)
     assert np.all(mean > 20 * se)  # Monte Carlo resolves the (positive) noise term
-    assert np.max(np.abs(got - mean) / mean) > 1.0
+    assert np.max(np.abs(got - mean) / mean) > 0.05
 
 
 def test_permuting_the_students_permutes_the_noise_term():
