@@ -291,6 +291,18 @@ def test_provenance_names_the_commit_the_run_was_made_at_not_only_where_it_was_a
     assert "gaugedyn 0.2.0 at commit bbbbbbbbbb." in old and "added at" not in old
 
 
+def test_provenance_counts_a_rejudgements_reworded_statements():
+    from gaugedyn.publish import provenance
+
+    pub = {"command": "gaugedyn run x.toml", "date": "2026-12-06 10:00 UTC"}
+    again = {"date": "2026-12-07 09:19 UTC", "commit": "c" * 40, "changed": []}
+    line = provenance("x", {"published": pub, "rejudged": again | {"reworded": [{}, {}]}})
+    assert line.endswith(
+        "0 verdict change(s); 2 statement(s) re-worded to name the location their rule judges."
+    )
+    assert "re-worded" not in provenance("x", {"published": pub, "rejudged": again})
+
+
 def test_the_published_command_line_carries_a_multiverses_sample_size():
     """A multiverse's ``--samples`` changes which specifications are judged, so the published
     command carries it (rerunning the printed command gives the same specifications); a run's
