@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -35,3 +37,46 @@ def test_a_changed_run_fails_the_check_until_the_page_is_written(tmp_path, monke
     assert tool.main([], page) == 0
     assert "a figure no run produced (9.99x)" in page.read_text()
     assert tool.main(["--check"], page) == 0
+
+
+def _reproduce_page(tmp_path, rows, total):
+    lines = [
+        "Date: 2026-12-02 06:45 UTC. Machine: x86_64.",
+        "",
+        "| experiment | tasks | wall s | CPU s |",
+    ]
+    lines += [f"| {name} | 3 | {wall} | 1.0 |" for name, wall in rows]
+    lines.append(f"| total | 9 | {total} | 2.0 |")
+    path = tmp_path / "benchmarks-reproduce-full.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_the_reproduction_line_counts_experiments_not_the_total_row(tmp_path, monkeypatch):
+    from gaugedyn.harness import EXPERIMENTS
+
+    tool = _tool()
+    rows = [("clock", 60.0), ("dissipation", 120.0)]
+    monkeypatch.setattr(tool, "REPRODUCE", _reproduce_page(tmp_path, rows, 180.0))
+    line = tool.reproduce()
+    assert f"(2 of the package's {len(EXPERIMENTS)} experiments in 3.0 minutes" in line
+    missing = sorted(set(EXPERIMENTS) - {"clock", "dissipation"})
+    assert f"not in that run: {', '.join(f'`{n}`' for n in missing)})" in line
+
+
+def test_the_reproduction_line_refuses_a_total_that_is_not_the_sum(tmp_path, monkeypatch):
+    tool = _tool()
+    page = _reproduce_page(tmp_path, [("clock", 60.0), ("dissipation", 120.0)], 190.0)
+    monkeypatch.setattr(tool, "REPRODUCE", page)
+    with pytest.raises(ValueError, match=r"total row \(190.0 s\) is not the sum of its rows"):
+        tool.reproduce()
+    monkeypatch.setattr(tool, "REPRODUCE", _reproduce_page(tmp_path, [("clocks", 1.0)], 1.0))
+    with pytest.raises(ValueError, match=r"rows \['clocks'\] are not experiments"):
+        tool.reproduce()
+
+
+def test_the_committed_reproduction_line_names_the_package_count():
+    from gaugedyn.harness import EXPERIMENTS
+
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    assert f"of the package's {len(EXPERIMENTS)} experiments" in page

@@ -291,6 +291,38 @@ def test_provenance_names_the_commit_the_run_was_made_at_not_only_where_it_was_a
     assert "gaugedyn 0.2.0 at commit bbbbbbbbbb." in old and "added at" not in old
 
 
+def test_publish_check_does_not_import_torch():
+    """``gaugedyn publish --check`` reads the experiments' declarations (their set-up space,
+    tasks and controls), never a run: none of it imports torch (about 1-3 s of its 4-6)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\n"
+        "from gaugedyn.cli import main\n"
+        "rc = main(['publish', '--check'])\n"
+        "print(json.dumps([rc, sorted(m for m in sys.modules if m.split('.')[0] == 'torch')[:3]]))"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [0, []]
+
+
+def test_provenance_counts_a_rejudgements_reworded_statements():
+    from gaugedyn.publish import provenance
+
+    pub = {"command": "gaugedyn run x.toml", "date": "2026-12-06 10:00 UTC"}
+    again = {"date": "2026-12-07 09:19 UTC", "commit": "c" * 40, "changed": []}
+    line = provenance("x", {"published": pub, "rejudged": again | {"reworded": [{}, {}]}})
+    assert line.endswith(
+        "0 verdict change(s); 2 statement(s) re-worded to name the location their rule judges."
+    )
+    assert "re-worded" not in provenance("x", {"published": pub, "rejudged": again})
+
+
 def test_the_published_command_line_carries_a_multiverses_sample_size():
     """A multiverse's ``--samples`` changes which specifications are judged, so the published
     command carries it (rerunning the printed command gives the same specifications); a run's

@@ -373,3 +373,61 @@ def test_a_summary_judged_again_is_strict_json(tmp_path):
     text = (out / "summary.json").read_text(encoding="utf-8")
     again = json.loads(text, parse_constant=refuse)
     assert '"nan"' in text and check_summary(again)
+
+
+def test_rejudging_rewords_a_statement_that_names_another_location_than_its_rule():
+    """prototypes' coverage finding as published before its statement was corrected ("the mean
+    over seeds" under ``median_threshold``): judged again under the current rules, its statement
+    names the median, the change is recorded, and nothing else moves; judged again, nothing is
+    re-worded."""
+    from gaugedyn.harness._rejudge import rejudge_current
+
+    summary = _summary(ROOT / "results-data/prototypes/summary.json")
+    claim = copy.deepcopy(
+        next(c for c in summary["claims"] if c["id"].startswith("coverage_keeps_inside["))
+    )
+    assert claim["rule"] == "median_threshold"
+    stale = claim["statement"].replace("the median over seeds", "the mean over seeds")
+    assert "the mean over seeds" in stale
+    old = summary | {"claims": [claim | {"statement": stale}]}
+    new = rejudge_current(old, command="test")
+    got = new["claims"][0]
+    assert got["statement"] == stale.replace("the mean over seeds", "the median over seeds")
+    assert new["rejudged"]["reworded"] == [
+        {
+            "id": claim["id"],
+            "old": "the mean over seeds",
+            "new": "the median over seeds",
+            "why": "its rule median_threshold judges the median over seeds",
+        }
+    ]
+    assert {k: v for k, v in got.items() if k != "statement"} == {
+        k: v for k, v in claim.items() if k != "statement"
+    }
+    assert rejudge_current(new, command="test")["rejudged"]["reworded"] == []
+
+
+def test_rewording_follows_the_rules_location_and_leaves_mixed_readings_alone():
+    from gaugedyn.harness._rejudge import _reword
+
+    def claim(rule, statement, readings=()):
+        detail = {name: {"rule": r} for name, r in readings}
+        return {
+            "id": "f",
+            "rule": rule,
+            "statement": statement,
+            "tolerance": {"reading_detail": detail},
+        }
+
+    c = claim("mean_threshold", "x: the median over seeds of y > 0")
+    assert _reword(c)["new"] == "the mean over seeds"
+    assert c["statement"] == "x: the mean over seeds of y > 0"
+    c = claim("median_threshold", "x: the median over seeds of y > 0")
+    assert _reword(c) is None and c["statement"] == "x: the median over seeds of y > 0"
+    mixed = claim(
+        "median_threshold",
+        "x: the mean over seeds of y > 0",
+        [("a", "median_threshold"), ("b", "mean_threshold")],
+    )
+    assert _reword(mixed) is None and "the mean over seeds" in mixed["statement"]
+    assert _reword(claim("no_such_rule", "the mean over seeds")) is None

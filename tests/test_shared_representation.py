@@ -820,7 +820,7 @@ def test_an_extensions_stored_calibration_is_reused_by_runs_with_its_settings(tm
 
     def plan(**over):
         config = config_of(E, quick=False, **over)
-        return sc.plan(config | {k: ss._list(config[k]) for k in sc.FAMILY_KEYS}, keys, path)
+        return sc.plan(config | {k: sc._as_list(config[k]) for k in sc.FAMILY_KEYS}, keys, path)
 
     got = plan(beta2=0.9)
     assert got["source"] == "stored" and got["file"] == "calibration.beta2-0.9.json"

@@ -394,21 +394,41 @@ def records(name: str) -> list[dict]:
 
 
 def reproduce() -> str:
-    """The whole reproduction's line, from the generated full-run page's table and date."""
+    """The whole reproduction's line, from the generated full-run page's table and date: the
+    experiments it timed (its rows, not its ``total`` row, which must agree with their sum) of
+    those the package declares (`gaugedyn.harness.EXPERIMENTS`), naming any it did not time."""
+    from gaugedyn.harness import EXPERIMENTS
+
     text = REPRODUCE.read_text()
     date = re.search(r"Date: ([^.]+)\.", text)
-    walls, n = 0.0, 0
+    walls: dict[str, float] = {}
+    total = None
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if line.startswith("| ") and len(cells) > 3 and cells[2].replace(".", "").isdigit():
-            walls += float(cells[2])
-            n += 1
+            if cells[0] == "total":
+                total = float(cells[2])
+            else:
+                walls[cells[0]] = float(cells[2])
+    unknown = sorted(set(walls) - set(EXPERIMENTS))
+    if unknown:
+        raise ValueError(f"{REPRODUCE.name}: rows {unknown} are not experiments of the package")
+    wall = sum(walls.values())
+    if total is not None and abs(total - wall) > 0.05 * len(walls) + 1e-9:
+        raise ValueError(
+            f"{REPRODUCE.name}: its total row ({total} s) is not the sum of its rows ({wall:.1f} s)"
+        )
+    missing = sorted(set(EXPERIMENTS) - set(walls))
+    not_timed = (
+        f"; not in that run: {', '.join(f'`{name}`' for name in missing)}" if missing else ""
+    )
     when = date.group(1) if date else "date not recorded"
     return (
         "The whole reproduction is timed per experiment by `benchmarks/bench_reproduce.py`: "
-        "every full configuration in [The whole reproduction (full)]"
-        f"(benchmarks-reproduce-full.md) (all {n} in {walls / 60:.1f} minutes of wall time, "
-        f"the sum of its rows; {when}); the quick configurations on your own machine, as "
+        "the full configurations in [The whole reproduction (full)]"
+        f"(benchmarks-reproduce-full.md) ({len(walls)} of the package's {len(EXPERIMENTS)} "
+        f"experiments in {wall / 60:.1f} minutes of wall time, the sum of their rows; {when}"
+        f"{not_timed}); the quick configurations on your own machine, as "
         "[Timing the quick reproduction](benchmarks-reproduce.md) shows."
     )
 

@@ -651,7 +651,8 @@ def provenance(experiment: str, summary: dict) -> str:
         Its published summary; ``published`` gives the command and date, ``code`` the code
         identity the run recorded (``published.code_version``, the commit it was added at, for
         runs that recorded none; both named when they differ), and a ``rejudged`` record adds when and at which commit it was re-judged, how many verdicts
-        changed and how many findings were kept under the old rules.
+        changed, how many findings were kept under the old rules and how many statements were
+        re-worded.
 
     Returns
     -------
@@ -687,6 +688,12 @@ def provenance(experiment: str, summary: dict) -> str:
                 f"; {len(kept)} finding(s) kept under the rules they were judged by (their "
                 "other readings' values were not stored), marked *old rules*"
                 if kept
+                else ""
+            )
+            + (
+                f"; {len(again['reworded'])} statement(s) re-worded to name the location "
+                "their rule judges"
+                if again.get("reworded")
                 else ""
             )
             + "."

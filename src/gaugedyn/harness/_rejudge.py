@@ -17,7 +17,8 @@ other readings' values were never stored is marked so in the summary
 of the catalogue, the power at the declared smallest effect) and records what changed and why;
 a finding whose rule changed keeps its verdicts per set-up dimension (``tolerance.by_*``, judged
 by the analysis on values the summary does not store) marked with the rule that judged them
-(``tolerance.breakdown_judged_under``)
+(``tolerance.breakdown_judged_under``), and re-words a statement that names another location
+than its rule judges ("the mean over seeds" under a median rule; `_reword()`)
 (``rejudged``): ``gaugedyn rejudge RUN --current-rules --out DIR`` writes it for ``gaugedyn
 publish --add DIR``.
 """
@@ -334,6 +335,41 @@ def _primary(c: dict, records: dict) -> str:
     return next(iter(records))
 
 
+_OVER_SEEDS = {"mean": "the mean over seeds", "median": "the median over seeds"}
+
+
+def _reword(c: dict) -> dict | None:
+    """A finding's statement made to name the location its rule judges: a statement that says
+    "the mean over seeds" where every reading's rule judges the median (`Rule.center`), or the
+    reverse, says the rule's instead (a statement written before its finding's rule moved).
+    Returns the record of the change (id, old and new words, why), or None when the words
+    already agree, the statement names neither, or the readings' rules judge different
+    locations."""
+    if c.get("rule") not in stats.RULES:
+        return None
+    rules = {c["rule"]} | {
+        rec["rule"]
+        for rec in ((c.get("tolerance") or {}).get("reading_detail") or {}).values()
+        if isinstance(rec, dict) and rec.get("rule") in stats.RULES
+    }
+    centers = {stats.rule(name).center for name in rules}
+    if len(centers) != 1:
+        return None
+    center = centers.pop()
+    right = _OVER_SEEDS[center]
+    wrong = next(words for key, words in _OVER_SEEDS.items() if key != center)
+    statement = c.get("statement") or ""
+    if wrong not in statement:
+        return None
+    c["statement"] = statement.replace(wrong, right)
+    return {
+        "id": c["id"],
+        "old": wrong,
+        "new": right,
+        "why": f"its rule {c['rule']} judges the {center} over seeds",
+    }
+
+
 def _set_power(c: dict, power: float) -> None:
     c["power"] = float(power)
     c["underpowered"] = None if math.isnan(power) else bool(power < stats.UNDERPOWERED)
@@ -349,8 +385,10 @@ def rejudge_current(summary: dict, *, command: str = "", commit: str = "") -> di
     takes it from the run's analysis seed (`analysis_seed()` of its recorded seed), the
     label ``"rejudge"``, the finding's id and the reading, and stores it. The summary gains
     ``rejudged``: the date, the command,
-    the code's commit, every changed verdict with why, and the findings kept (an earlier
-    ``rejudged`` record moves to its ``earlier`` list)."""
+    the code's commit, every changed verdict with why, the findings kept, and every statement
+    re-worded to name the location its rule judges (`_reword()`: "the mean over seeds" under a
+    median rule, or the reverse) (an earlier ``rejudged`` record moves to its ``earlier``
+    list)."""
     from ._protocol import analysis_seed
 
     out = copy.deepcopy(summary)
@@ -361,6 +399,7 @@ def rejudge_current(summary: dict, *, command: str = "", commit: str = "") -> di
         new = _current(out["experiment"], c, changes, seed) if c.get("kind") == "finding" else c
         claims.append(new)
     out["claims"] = claims
+    reworded = [r for c in claims if c.get("kind") == "finding" and (r := _reword(c))]
     kept = [
         c["id"]
         for c in claims
@@ -375,6 +414,7 @@ def rejudge_current(summary: dict, *, command: str = "", commit: str = "") -> di
         "their own test; power at the declared smallest effect on resampled values)",
         "changed": changes,
         "kept_under_old_rules": kept,
+        "reworded": reworded,
     }
     before = summary.get("rejudged")
     if before:  # an earlier re-judgement's record is kept, newest last
@@ -395,7 +435,9 @@ def register(sub) -> None:
         "reading, and every check judged by a catalogue rule from the same records, and report "
         "any difference (exit 1, naming each). With --current-rules, "
         "judge the stored values under the current rules instead and write the re-judged "
-        "summary to --out, with a record of what changed and why.",
+        "summary to --out, with a record of what changed and why (a statement that names "
+        "the mean over seeds where its rule judges the median, or the reverse, is re-worded "
+        "and listed).",
     )
     p.add_argument("runs", nargs="+", metavar="RUN", help="a run folder or a summary.json")
     p.add_argument(
@@ -438,9 +480,12 @@ def _main(args) -> int:
         for ch in r["changed"]:
             where = f" [{ch['reading']}]" if ch.get("reading") else ""
             print(f"{ch['id']}{where}: {ch['old']} -> {ch['new']} ({ch.get('why', 'readings')})")
+        for rw in r["reworded"]:
+            print(f"{rw['id']}: statement says {rw['new']!r}, not {rw['old']!r} ({rw['why']})")
         print(
             f"{len(r['changed'])} verdict change(s); {len(r['kept_under_old_rules'])} finding(s) "
-            f"kept under the old rules; wrote {out / 'summary.json'}"
+            f"kept under the old rules; {len(r['reworded'])} statement(s) re-worded; wrote "
+            f"{out / 'summary.json'}"
         )
         return 0
     bad = 0

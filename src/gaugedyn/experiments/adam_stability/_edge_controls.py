@@ -27,7 +27,6 @@ import math
 import numpy as np
 
 from ...harness import Control
-from ._edge import threshold
 from ._freeze import (
     delay,
     diagonal_quadratic_model,
@@ -144,10 +143,9 @@ def readout_controls(config: dict) -> list[Control]:
     from ._edge_analysis import window_stats
 
     lr, b1, b2 = float(config["lrs"][0]), float(config["beta1s"][0]), float(config["beta2"])
-    thr = threshold(b1)
     return (
-        _edge_finder_controls(thr, lr, b2)
-        + _window_controls(thr, lr, b2, window_stats)
+        _edge_finder_controls(b1, lr, b2)
+        + _window_controls(b1, lr, b2, window_stats)
         + _small_readout_controls()
         + exponent_controls()
     )
@@ -206,16 +204,25 @@ def exponent_controls(measure=None) -> list[Control]:
     ]
 
 
-def _edge_finder_controls(thr: float, lr: float, b2: float) -> list[Control]:
+def _threshold(beta1: float) -> float:
+    """`._edge.threshold()`, imported when a control runs: its module needs torch, which
+    declaring the controls (what ``gaugedyn publish`` reads) does not."""
+    from ._edge import threshold
+
+    return threshold(beta1)
+
+
+def _edge_finder_controls(b1: float, lr: float, b2: float) -> list[Control]:
     from ._protocol import edge_start
 
     task = {"skip": 0.1, "steps": 400, "lr": lr, "beta2": b2}
 
     def found(cross, expect):
-        t = edge_start(_edge_record(thr, lr, cross), task)
+        t = edge_start(_edge_record(_threshold(b1), lr, cross), task)
         return t, t == expect
 
     def started_up():
+        thr = _threshold(b1)
         rec = _edge_record(thr, lr, None)
         rec["sharpness"][:2] = 0.95 * thr / lr  # during the start-up only
         t = edge_start(rec, task)
@@ -298,7 +305,7 @@ def _small_readout_controls() -> list[Control]:
     ]
 
 
-def _window_controls(thr, lr, b2, window_stats) -> list[Control]:
+def _window_controls(b1, lr, b2, window_stats) -> list[Control]:
     from ._edge_analysis import freeze_readout
 
     steps = 1000
@@ -306,6 +313,7 @@ def _window_controls(thr, lr, b2, window_stats) -> list[Control]:
     edge = 100
 
     def record(cross: int | None):
+        thr = _threshold(b1)
         ratio = np.where(t >= edge, 1.0, 0.5)
         frozen = np.where(t >= 50, 0.6, np.nan)
         if cross is not None:

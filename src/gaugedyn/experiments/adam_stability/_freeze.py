@@ -31,7 +31,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._edge import threshold
 from ._protocol import EDGE_FRACTION
 
 FREEZE_BEFORE = 0.5
@@ -53,6 +52,8 @@ def sharpening_model(lr: float, beta1: float, p: float = 1.0, time: float = 200.
     fixed preconditioner ``p`` (``mu = p / (time lr)``), from half the threshold
     (``lr e^phi0 / p = thr / 2``) to three times it; the Hessian
     ``[[e^phi, e^phi theta], [e^phi theta, e^phi theta^2 / 2 + mu]]`` is exact."""
+    from ._edge import threshold  # torch-backed: imported when a model runs
+
     thr = threshold(beta1)
     mu = p / (time * lr)
     phi0, phi_star = math.log(0.5 * thr * p / lr), math.log(3.0 * thr * p / lr)
@@ -87,6 +88,8 @@ def freeze_arms(
     (``-1`` if the adaptive arm never reached ``fraction``). ``fixed``: the preconditioner is
     that constant in both arms (no ``v`` at all)."""
     grad, sharpness, theta0 = model
+    from ._edge import threshold  # torch-backed: imported when a model runs
+
     thr = threshold(beta1)
     th, m, v = theta0.astype(float).copy(), np.zeros_like(theta0, float), None
     out = {"adaptive": np.full(steps, np.nan), "frozen": np.full(steps, np.nan)}

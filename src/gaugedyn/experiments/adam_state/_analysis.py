@@ -11,7 +11,7 @@ switch rates), a contrast claimed inside ``+-m`` (reset, exchange
 (``median_band``, ``equivalence``).
 
 Every finding is judged under every *reading* (`gaugedyn.harness.judged()`): each
-acquisition meaning with its own chosen set-up (`._stages.reading_picks()`: per-sample label
+acquisition meaning with its own chosen set-up (`._selection.reading_picks()`: per-sample label
 observation and per-step label masking both qualify in the declared family), and, where the
 finding reads specialization, both readouts (`._model.READOUTS`: the heads and a linear
 probe on the representation); a reading is named ``{meaning}/{readout}`` (``rate/heads``), the
@@ -42,7 +42,7 @@ from ... import stats
 from ...harness import Claim, judged
 from . import _calibration as sc
 from ._protocol import DOSE_PULSES, FINDING_MEASURES, PAPER, PAPER_VALUE, STRENGTHS
-from ._stages import reading_picks
+from ._selection import reading_picks
 
 SUFFIX = {"heads": "", "probe": "_probe"}
 SEP = "|"

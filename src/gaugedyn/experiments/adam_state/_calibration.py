@@ -1,6 +1,6 @@
 """The stored calibration of ``shared_representation``: a quick run previews the full one.
 
-The calibration stage searches the candidate family (`._stages.family()`) for one set-up
+The calibration stage searches the candidate family (`._selection.family()`) for one set-up
 (a candidate and the update route's loss weight ``w*``) by its defining properties only. A quick configuration has fewer
 calibration seeds, so its own search can choose a different set-up, and then its verdicts are
 about another experiment. So the full configuration's choice is stored as data, in
@@ -104,7 +104,7 @@ def plan(config: dict, keys, path: Path = STORED) -> dict:
         if rec is not None and all(
             _plain(config.get(k)) == _plain(rec["settings"].get(k)) for k in keys
         ):
-            from ._stages import choose, choose_readings
+            from ._selection import choose, choose_readings
 
             rows = rec["candidates"]
             return {
@@ -125,7 +125,7 @@ def plan(config: dict, keys, path: Path = STORED) -> dict:
         and set(_plain(_as_list(config[k]))) <= set(_plain(_as_list(record["settings"].get(k, []))))
     ]
     if narrowed == differ:
-        from ._stages import choose, choose_readings, family
+        from ._selection import choose, choose_readings, family
 
         names = {c["name"] for c in family(config)}
         rows = [r for r in record["candidates"] if r["name"] in names]
@@ -282,9 +282,9 @@ def reproduce(record: dict, workers: int = 1) -> list[str]:
 
 def rederive(record: dict) -> list[str]:
     """What a record's stored rows no longer give: each candidate's defining properties from
-    its stored intervals and levels (`._stages.properties()`), its eligibility, its primary
-    strength from its stored dose fractions (`._stages.primary_strength()`), then the
-    selection (`._stages.choose()`) and each meaning's (`._stages.choose_readings()`) from
+    its stored intervals and levels (`._selection.properties()`), its eligibility, its primary
+    strength from its stored dose fractions (`._selection.primary_strength()`), then the
+    selection (`._selection.choose()`) and each meaning's (`._selection.choose_readings()`) from
     the rows. Empty: the record's selection follows from its own stored values (seconds; the
     rerun of `reproduce()` checks the values themselves)."""
     from . import _stages as ss

@@ -11,11 +11,11 @@
 - **The switch readout** (`._pulses.spec_of()` and the pulse's rule ``top before and not
   after``): precisions with the favoured target on top before and the other after switch;
   on top at both ends, they do not.
-- **The selection** (`._stages.properties()` and `._stages.choose()`): a family of four
+- **The selection** (`._selection.properties()` and `._selection.choose()`): a family of four
   candidate rows of which exactly one has every defining property (matched endpoints,
   specialisation, conflict) though another has a smaller endpoint mismatch: that one is chosen;
   a family in which none has them all: no choice.
-- **The dose rule** (`._stages.primary_strength()`): known fractions of specialization
+- **The dose rule** (`._selection.primary_strength()`): known fractions of specialization
   removed per strength: the one closest to the declared fraction is primary; a tie goes to the
   weaker strength.
 - **The control's matching gate** (`._analysis.control_matched()`): planted endpoints equal
@@ -24,43 +24,56 @@
 
 from __future__ import annotations
 
-import torch
+import functools
 
 from ...harness import Control
-from . import _model as sm
 
 N_EVAL = 4000
 """Evaluation samples of the readout controls (the probe's sampling error about 0.03)."""
 
 
-class Planted(torch.nn.Module):
-    """A network whose representation is chosen targets, read off noiseless inputs exactly
-    (``h = x pinv(M)^T``, selected columns), and whose heads output chosen columns of ``h``."""
+@functools.cache
+def planted_network() -> type:
+    """The class ``Planted`` (a ``torch.nn.Module``), made on first use so that declaring the
+    controls (what ``gaugedyn publish`` reads) does not import torch."""
+    import torch
 
-    def __init__(self, world: sm.World, keep: list[int], heads: list[int | None]):
-        super().__init__()
-        self.pinv = torch.linalg.pinv(world.mixing)  # [S, K, D]
-        self.keep, self.head_cols = keep, heads
+    class Planted(torch.nn.Module):
+        """A network whose representation is chosen targets, read off noiseless inputs exactly
+        (``h = x pinv(M)^T``, selected columns), and whose heads output chosen columns of
+        ``h``."""
 
-    def represent(self, x: torch.Tensor) -> torch.Tensor:
-        z = torch.einsum("skd,snd->snk", self.pinv, x)
-        return z[..., self.keep]
+        def __init__(self, world, keep: list[int], heads: list[int | None]):
+            super().__init__()
+            self.pinv = torch.linalg.pinv(world.mixing)  # [S, K, D]
+            self.keep, self.head_cols = keep, heads
 
-    def heads(self, h: torch.Tensor) -> torch.Tensor:
-        cols = [
-            h[..., self.keep.index(c)] if c is not None else 0 * h[..., 0] for c in self.head_cols
-        ]
-        return torch.stack(cols, dim=-1)
+        def represent(self, x: torch.Tensor) -> torch.Tensor:
+            z = torch.einsum("skd,snd->snk", self.pinv, x)
+            return z[..., self.keep]
+
+        def heads(self, h: torch.Tensor) -> torch.Tensor:
+            cols = [
+                h[..., self.keep.index(c)] if c is not None else 0 * h[..., 0]
+                for c in self.head_cols
+            ]
+            return torch.stack(cols, dim=-1)
+
+    return Planted
 
 
 def readout_case(config: dict, keep: list[int], heads: list[int | None], readout=None):
     """Heads and probe specialization ``r_0 - r_1`` (mean over seeds) of a planted network."""
+    import torch
+
+    from . import _model as sm
+
     readout = sm.readouts if readout is None else readout
     K, S = int(config["targets"]), 4
     gen = torch.Generator().manual_seed(0)
     world = sm.World.draw(gen, S, int(config["dim"]), K, float(config["rho"]), 0.0)
     ev = sm.EvalDraw.draw(world, gen, N_EVAL)
-    net = Planted(world, keep, heads)
+    net = planted_network()(world, keep, heads)
     r = readout(net, world, ev, torch.ones(1, K), 1)
     return {k: float((v[:, 0] - v[:, 1]).mean()) for k, v in r.items()}
 
@@ -107,6 +120,8 @@ class _Checkpoints:
     """What `._pulses.spec_of()` reads of a cohort: its targets, favoured targets, sizes."""
 
     def __init__(self, K: int):
+        from . import _model as sm
+
         self.hp = {"targets": K}
         self.variants = [sm.Variant("acquisition", 0, (1.0,) * K, (1.0 / K,) * K)]
         self.seeds, self.R = 1, 1
@@ -114,12 +129,14 @@ class _Checkpoints:
 
 def switch_controls(config: dict) -> list[Control]:
     """The switch readout's controls (module doc)."""
-    from ._pulses import spec_of
-
     K = int(config["targets"])
-    c = _Checkpoints(K)
 
     def switched(before, after):
+        import torch
+
+        from ._pulses import spec_of
+
+        c = _Checkpoints(K)
         _, top0 = spec_of(torch.tensor([before]), c)
         _, top1 = spec_of(torch.tensor([after]), c)
         return bool((top0 & ~top1).all())
@@ -159,10 +176,10 @@ def _row(name: str, mismatch: float, matched: bool, spec: float, conflict: float
 
 def selection_controls(config: dict, properties=None, choose=None) -> list[Control]:
     """The selection's controls (module doc)."""
-    from . import _stages
+    from . import _selection
 
-    properties = _stages.properties if properties is None else properties
-    choose = _stages.choose if choose is None else choose
+    properties = _selection.properties if properties is None else properties
+    choose = _selection.choose if choose is None else choose
     hp = {k: config[k] for k in ("tolerance", "spec_level", "conflict_level")}
     hi_spec, hi_conf = hp["spec_level"] + 0.1, hp["conflict_level"] + 0.1
     lo_spec, lo_conf = hp["spec_level"] - 0.1, hp["conflict_level"] - 0.1
@@ -214,10 +231,10 @@ def selection_controls(config: dict, properties=None, choose=None) -> list[Contr
 
 def dose_controls(primary_strength=None) -> list[Control]:
     """The dose rule's controls (module doc); ``primary_strength`` replaces
-    `._stages.primary_strength()` in a test that breaks it."""
-    from . import _stages
+    `._selection.primary_strength()` in a test that breaks it."""
+    from . import _selection
 
-    rule = _stages.primary_strength if primary_strength is None else primary_strength
+    rule = _selection.primary_strength if primary_strength is None else primary_strength
 
     def known():
         got = rule({"faint": 0.05, "slight": 0.2, "weak": 0.46, "mild": 0.9, "strong": 1.4})

@@ -49,7 +49,7 @@ DOSE_FRACTION = 0.5
 """The primary strength's defining property (not an outcome a finding reports): on the
 calibration seeds, the strength whose combined pulse removes the fraction of the update-formed
 route's specialization (heads, mean over seeds) closest to this one
-(`._stages.primary_strength()`)."""
+(`._selection.primary_strength()`)."""
 DOSE_PULSES = ("acquisition", "update", "combined")
 """The pulse kinds run at every declared strength on Table 2's seeds (the dose-response)."""
 

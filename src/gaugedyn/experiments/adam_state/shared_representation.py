@@ -16,12 +16,10 @@ import json
 
 from ..._errors import InputError
 from ...harness import Choice, Experiment, Param
-from . import _analysis as sa
 from . import _calibration as sc
 from . import _controls as sk
 from . import _extensions as sx
 from . import _figures as sg
-from . import _stages as ss
 from . import _tables as st
 from ._protocol import EVALS, FINDING_MEASURES, FULL_SEEDS, MEANINGS, STRENGTHS, TABLES
 
@@ -349,7 +347,7 @@ class SharedRepresentation(Experiment):
         seed, so its own seeds; the harness runs them in parallel); a run that calibrates is one
         task, so the family is searched once."""
         self.validate(config)
-        config = dict(config) | {k: ss._list(config[k]) for k in sc.FAMILY_KEYS}
+        config = dict(config) | {k: sc._as_list(config[k]) for k in sc.FAMILY_KEYS}
         how = sc.plan(config, sc.setup_keys(self.params))
         if how["source"] == "calibrate":
             return [config | {"calibration": how, "tables": list(TABLES)}]
@@ -368,6 +366,8 @@ class SharedRepresentation(Experiment):
     def _run(self, task, seed):
         """Calibrate (or take the stored choice), then every acquisition reading's set-up on
         the same confirmatory seeds; a reading's arrays are keyed ``{meaning}|{name}``."""
+        from . import _stages as ss  # torch: imported by a run, not by the declaration
+
         how = task.get("calibration") or {"source": "calibrate", "reason": "calibration"}
         if how["source"] in ("stored", "stored subset"):
             cal = dict(how)
@@ -389,6 +389,8 @@ class SharedRepresentation(Experiment):
         return out
 
     def analyse(self, config, tasks, results, seed):
+        from . import _analysis as sa
+
         return sa.analyse(config, sa.merge(results), seed)
 
     def plot(self, arrays, config, outdir):

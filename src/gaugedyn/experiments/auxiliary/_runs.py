@@ -5,12 +5,16 @@ its task (and seed), returning arrays. The protocol is ``PROTOCOL.md``; the fixe
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ... import training as tr
-from ...training import AuxiliaryProblem, JointLoss, TrainConfig
+from ...training import AuxiliaryProblem, JointLoss
 from . import _protocol as pc
+
+if TYPE_CHECKING:
+    from ...training import TrainConfig
 
 
 def problem(task: dict) -> AuxiliaryProblem:
@@ -48,6 +52,8 @@ def lr2(task: dict) -> float:
 
 
 def _config(task: dict, times) -> TrainConfig:
+    from ...training import TrainConfig  # torch: imported by a run, not by the declaration
+
     D = int(task["dim"])
     steps = np.unique(np.round(np.asarray(times) * D).astype(np.int64))
     return TrainConfig(

@@ -24,7 +24,7 @@ Adam is elementwise, so each run follows exactly the trajectory it would follow 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,29 +36,13 @@ from ..._options import Param
 from ._protocol import COMBINATIONS as COMBINATIONS
 from ._protocol import COVERAGES as COVERAGES
 from ._protocol import INITS as INITS
+from ._protocol import TARGET_VARIANCE as TARGET_VARIANCE
+from ._protocol import TARGETS as TARGETS
 
 FLOOR = -60.0
 """Exponents below this are raised to it in the training loop: ``e^-60 ~ 1e-26`` is far below
 float32's resolution next to 1, and exponentiating hugely negative numbers takes CPU exp's slow
 path (a factor 5 on the whole step)."""
-
-
-def _sin(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    return np.sin(2 * np.pi * x)
-
-
-def _random(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    return rng.uniform(-1.0, 1.0, size=x.shape)
-
-
-TARGETS: dict[str, Callable[[np.ndarray, np.random.Generator], np.ndarray]] = {
-    "sin": _sin,
-    "random": _random,
-}
-"""Targets of the 1-D data: ``sin(2 pi x)``, or independent ``U[-1, 1]`` labels."""
-
-TARGET_VARIANCE = {"sin": 0.5, "random": 1.0 / 3.0}
-"""The variance of each target over ``x ~ U[0, 1]`` (the unit of the relative fit error)."""
 
 
 def combination_name(mask: Sequence[int]) -> str:

@@ -6,6 +6,9 @@ their power is computed, and the layout of a task's runs."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+
+import numpy as np
 
 from ...stats import Measure
 
@@ -19,6 +22,25 @@ INITS = ("inside", "broad")
 
 COVERAGES = ("one-sided", "chamfer")
 """Coverage readings: samples pulled to their nearest prototype, or that plus the reverse term."""
+
+
+def _sin(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return np.sin(2 * np.pi * x)
+
+
+def _random(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return rng.uniform(-1.0, 1.0, size=x.shape)
+
+
+TARGETS: dict[str, Callable[[np.ndarray, np.random.Generator], np.ndarray]] = {
+    "sin": _sin,
+    "random": _random,
+}
+"""Targets of the 1-D data: ``sin(2 pi x)``, or independent ``U[-1, 1]`` labels."""
+
+TARGET_VARIANCE = {"sin": 0.5, "random": 1.0 / 3.0}
+"""The variance of each target over ``x ~ U[0, 1]`` (the unit of the relative fit error)."""
+
 
 COV, SEP, OV, PLAIN = (1, 0, 0), (0, 1, 0), (0, 0, 1), (0, 0, 0)
 NAMED = (PLAIN, COV, SEP, OV)

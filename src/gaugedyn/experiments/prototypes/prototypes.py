@@ -12,6 +12,8 @@ module, its fixed numbers are `._protocol`, the findings `._analysis` and the fi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ... import stats
@@ -19,19 +21,26 @@ from ..._errors import InputError
 from ...harness import Choice, Experiment, Param
 from . import _controls as pc
 from . import _measures as pm
-from . import _model as model
 from ._protocol import (
     BUDGETS,
+    COVERAGES,
     FINDING_MEASURES,
+    INITS,
     MEASURES,
     REFERENCE_TAU,
     REFERENCE_WEIGHT,
     SENTENCES,
+    TARGETS,
     variants,
 )
 
+if TYPE_CHECKING:
+    from . import _model as model
+
 
 def _runs(config: dict, n: int, init: str, seed: np.random.SeedSequence) -> model.Runs:
+    from . import _model as model  # torch: imported by a run, not by the declaration
+
     rows = []
     for s in range(int(config["seeds"])):
         x, y = model.training_data(stats.generator(seed, "data", s), n, config["target"])
@@ -99,6 +108,7 @@ def _run_task(task: dict, seed: np.random.SeedSequence) -> dict:
     import torch
 
     from ...training import single_thread
+    from . import _model as model
 
     runs = _runs(task, task["n"], task["init"], seed)
     longest, window = max(int(b) for b in task["budgets"]), int(task["window"])
@@ -314,11 +324,11 @@ class Prototypes(Experiment):
             help="plausible nominal temperatures, trained on the separation-only mask at every "
             "lambda; a subset of taus containing tau",
         ),
-        "target": Param(str, "sin", choices=tuple(model.TARGETS), help="targets of the data"),
+        "target": Param(str, "sin", choices=tuple(TARGETS), help="targets of the data"),
         "inits": Param(
             list,
-            list(model.INITS),
-            choices=model.INITS,
+            list(INITS),
+            choices=INITS,
             min_len=1,
             max_len=2,
             distinct=True,
@@ -326,8 +336,8 @@ class Prototypes(Experiment):
         ),
         "coverages": Param(
             list,
-            list(model.COVERAGES),
-            choices=model.COVERAGES,
+            list(COVERAGES),
+            choices=COVERAGES,
             min_len=1,
             max_len=2,
             distinct=True,
