@@ -304,6 +304,31 @@ def test_the_kernels_exponential_is_within_one_ulp_of_numpy():
     assert np.max(np.abs(many(q) - ref) / np.spacing(ref)) <= 1.0
 
 
+def test_the_kernels_sort_is_a_stable_argsort_from_any_starting_order():
+    """The prototype part's warm-started insertion sort gives ``np.argsort``'s stable order
+    (ascending, ``nan`` last, ties by index) whatever permutation it starts from, and the sorted
+    values beside it; so a run's trajectory does not depend on the run before it in a window."""
+    import numba
+
+    from gaugedyn.experiments.prototypes import _kernels as kern
+
+    @numba.njit
+    def sort(ps, order):
+        srt = np.empty_like(ps)
+        kern._argsort(ps, order, srt)
+        return order, srt
+
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 7, 40):
+        ps = rng.choice([-1.0, 0.0, 0.5, 2.0, np.nan, np.inf], size=n)  # ties, nan, inf
+        ps[: n // 2] = rng.normal(size=n // 2)
+        want = np.argsort(ps, kind="stable")
+        for start in (np.arange(n), np.arange(n)[::-1].copy(), rng.permutation(n)):
+            order, srt = sort(ps, start.copy())
+            np.testing.assert_array_equal(order, want)
+            np.testing.assert_array_equal(srt, ps[want])
+
+
 def test_initialisations_place_the_prototypes_as_documented():
     rng = np.random.default_rng(4)
     inside = model.initial_parameters(rng, 4000, "inside")

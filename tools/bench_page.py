@@ -367,6 +367,53 @@ def render_ode_sgd_band(record: dict) -> str:
     )
 
 
+def render_prototypes_full(record: dict) -> str:
+    d = record["data"]
+    scale, seeds = d["scale"], d["seeds"]
+    before = "cpu_before" in d["tasks"][0]
+    sizes = sorted({t["n"] for t in d["tasks"]})
+    rows = []
+    for n in sizes:
+        tasks = [t for t in d["tasks"] if t["n"] == n]
+        after = sum(t["cpu"] for t in tasks) * scale / 60
+        row = [str(n)]
+        if before:
+            old = sum(t["cpu_before"] for t in tasks) * scale / 60
+            row += [f"{old:.2f}", f"{after:.2f}", _times(old / after)]
+        else:
+            row += [f"{after:.2f}"]
+        settled = sum(t["settled_share"] for t in tasks) / len(tasks)
+        rows.append(row + [f"{settled:.0%}"])
+    cols = ["N"]
+    cols += ["before, CPU-min", "after, CPU-min", "before / after"] if before else ["CPU-min"]
+    cols.append("runs settled (mean of its 4 tasks)")
+    lines = []
+    for name in ("before", "after"):
+        if name in d:
+            e = d[name]
+            lines.append(
+                f"{name}: the 24 tasks {e['task_cpu'] / 60:.1f} CPU-minutes; on two cores "
+                f"(two workers taking the tasks in the configuration's order) "
+                f"{e['two_core_wall'] / 60:.1f} minutes of wall with the analysis and figures"
+            )
+    same = ""
+    if "identical" in d:
+        same = (
+            " Every array of every task of the share (each measure per seed and run at every "
+            "budget reading, prototypes, settling steps, histories) "
+            + ("was bit for bit the same before and after." if d["identical"] else "DIFFERED.")
+        )
+    return (
+        provenance(record)
+        + f"\n\nThe share: seeds 0 to {seeds - 1} of every task (x{scale:g} to the "
+        f"configuration's 40). Analysis {d['analyse_cpu']:.1f} and figures "
+        f"{d['plot_cpu']:.1f} CPU seconds (on the share tiled to 40 seeds).{same}\n\n"
+        + "\n".join(f"- {line}" for line in lines)
+        + "\n\n"
+        + _table(cols, rows)
+    )
+
+
 def render_transcribed(record: dict) -> str:
     out = [f"{record['source']} Machine: {record['machine']['cpu']}."]
     for sec in record["sections"]:
@@ -383,6 +430,7 @@ RENDER = {
     "ode_sgd_band": lambda rs: "\n\n".join(render_ode_sgd_band(r) for r in rs),
     "online_noise_accuracy": lambda rs: "\n\n".join(render_online_noise_accuracy(r) for r in rs),
     "noise_check": lambda rs: "\n\n".join(render_noise_check(r) for r in rs),
+    "prototypes_full": lambda rs: "\n\n".join(render_prototypes_full(r) for r in rs),
     "transcribed": lambda rs: "\n\n".join(render_transcribed(r) for r in rs),
 }
 """How each family of stored runs (``benchmarks/results/NAME*.json``) is shown."""

@@ -10,6 +10,13 @@ samples where its exponent exceeds ``FLOOR``), a difference below round-off; the
 (betas ``(0.9, 0.999)``, ``eps = 1e-8``, bias corrections of the global step count). The runs are
 independent, so a run's trajectory does not depend on which other runs share its batch: the
 arithmetic of one run is the same sequence of float64 operations however the batch is made up.
+
+The prototype part sorts the prototypes once a step (coverage and separation share the order),
+by insertion from the previous step's order (nearly sorted: ``O(N)``), under a strict total
+order (ties by index), so the order does not depend on where the sort starts; nearest neighbours
+of the sorted samples come from one walk along the sorted prototypes. These give the indices
+``np.argsort`` and ``np.searchsorted`` gave (issue 44's benchmark checked the trajectories bit
+for bit against the kernel before them, ``benchmarks/bench_prototypes_full.py``).
 """
 
 from __future__ import annotations
@@ -23,9 +30,15 @@ FLOOR = -60.0
 LOG2E = 1.0 / math.log(2.0)
 LN2_HI = 6.93147180369123816490e-01  # fdlibm's split of log(2): LN2_HI * k is exact for |k| < 2^20
 LN2_LO = 1.90821492927058770002e-10
-POW2 = np.ldexp(1.0, np.arange(-128, 1)).astype(np.float64)
-"""``2^k`` for ``k = -128 .. 0``, indexed by ``k + 128``."""
 INV_FACT = tuple(1.0 / math.factorial(n) for n in range(14))
+
+
+@numba.njit(inline="always", cache=True)
+def _pow2(k):
+    """``2^k`` exactly, for an integer-valued float ``-1022 <= k <= 1023``: the biased exponent
+    ``k + 1023`` in the exponent field and a zero mantissa, one bit cast (it vectorises; the
+    table of powers it replaces took a gather per element)."""
+    return np.int64((np.int64(k) + 1023) << 52).view(np.float64)
 
 
 @numba.njit(inline="always", cache=True)
@@ -33,7 +46,7 @@ def _exp(q):
     """``e^q`` for ``FLOOR <= q <= 0`` without a branch or a library call, so that a loop over
     it vectorises: ``q = k log 2 + r`` (``|r| <= log(2)/2``, Cody-Waite split of ``log 2``),
     ``e^r`` by its Taylor polynomial of degree 13 (truncation ``< 4e-18`` relative), times
-    ``2^k`` from a table. Within 2 ulp of ``math.exp`` (tested)."""
+    ``2^k`` built from its bits. Within 2 ulp of ``math.exp`` (tested)."""
     k = math.floor(q * LOG2E + 0.5)
     r = (q - k * LN2_HI) - k * LN2_LO
     p = INV_FACT[13]
@@ -50,7 +63,7 @@ def _exp(q):
     p = p * r + INV_FACT[2]
     p = p * r + 1.0
     p = p * r + 1.0
-    return p * POW2[int(k) + 128]
+    return p * _pow2(k)
 
 
 RADIUS = math.sqrt(-2.0 * FLOOR)
@@ -86,24 +99,59 @@ def _support(xs, wi, bi):
     return np.searchsorted(xs, p - half), np.searchsorted(xs, p + half, side="right")
 
 
+@numba.njit(inline="always", cache=True)
+def _before(va, ia, vb, ib):
+    """Whether value ``va`` at index ``ia`` sorts before ``vb`` at ``ib``: ascending values,
+    ``nan`` last, ties by index (a strict total order, so the sorted order is unique)."""
+    if va == va and vb == vb:
+        return va < vb or (va == vb and ia < ib)
+    if va != va and vb != vb:
+        return ia < ib
+    return vb != vb
+
+
+@numba.njit(inline="always", cache=True)
+def _argsort(ps, order, srt):
+    """``order`` rearranged so that ``ps[order]`` ascends (`_before`), and ``srt = ps[order]``.
+    Insertion sort from the order ``order`` holds (any permutation): the previous step's, which
+    the prototypes' small moves leave nearly sorted, so a step costs ``O(N)`` compares."""
+    N = ps.shape[0]
+    for a in range(1, N):
+        cur = order[a]
+        v = ps[cur]
+        j = a - 1
+        while j >= 0 and _before(v, cur, ps[order[j]], order[j]):
+            order[j + 1] = order[j]
+            j -= 1
+        order[j + 1] = cur
+    for k in range(N):
+        srt[k] = ps[order[k]]
+
+
 @numba.njit(inline="always", cache=True, fastmath=FAST)
-def _prototype_part(xs, b, w, m_cov, m_sep, chamfer, tau, gp, ps, pull, e):
+def _prototype_part(xs, b, w, m_cov, m_sep, chamfer, tau, gp, ps, pull, e, order, srt):
     """``gp = d(m_cov L_cov + m_sep L_sep)/dp`` of one run (``ps``: its prototypes; ``pull``,
-    ``e`` scratch): nearest neighbours on the line by sorting, the separation kernel on pairs
-    closer than ``RADIUS tau``."""
+    ``e``, ``srt`` scratch; ``order`` a permutation of ``0 .. N-1``, left sorting ``ps``):
+    nearest neighbours on the line by one sort and a walk along the sorted samples, the
+    separation kernel on pairs closer than ``RADIUS tau``."""
     N, M = w.shape[0], xs.shape[0]
     for i in range(N):
         gp[i] = 0.0
-    if m_cov != 0.0 or m_sep != 0.0:
-        for i in range(N):
-            ps[i] = -b[i] / w[i]
+    if m_cov == 0.0 and m_sep == 0.0:
+        return
+    for i in range(N):
+        ps[i] = -b[i] / w[i]
+    _argsort(ps, order, srt)
     if m_cov != 0.0:
-        order = np.argsort(ps)
-        srt = ps[order]
         for k in range(N):
             pull[k] = 0.0
+        hi = 0  # searchsorted(srt, xs[j]) (left), non-decreasing in j as xs ascends
         for j in range(M):
-            k = _nearest(srt, xs[j])
+            while hi < N and srt[hi] < xs[j]:
+                hi += 1
+            top = hi if hi < N else N - 1
+            lo = top - 1 if top > 0 else 0
+            k = lo if abs(srt[lo] - xs[j]) <= abs(srt[top] - xs[j]) else top
             pull[k] += -2.0 * (xs[j] - srt[k]) / M
         for k in range(N):
             gp[order[k]] = pull[k]
@@ -114,8 +162,6 @@ def _prototype_part(xs, b, w, m_cov, m_sep, chamfer, tau, gp, ps, pull, e):
     if m_sep != 0.0:
         inv = 1.0 / (tau * tau)
         reach = RADIUS * tau
-        order = np.argsort(ps)
-        srt = ps[order]
         for i in range(N):
             pull[i] = 0.0
         for i in range(N):
@@ -162,6 +208,8 @@ def _gradient(
     gp,
     ps,
     pull,
+    order,
+    srt,
 ):
     """Closed-form ``dL/dw``, ``dL/db``, ``dL/da`` of one run into ``gw``, ``gb``, ``ga``;
     returns ``(dL/dc, L_fit)``. ``H`` (``N x M``), ``span`` (``N x 2``), ``r``, ``s`` (``M``), ``gp``, ``ps``,
@@ -215,7 +263,7 @@ def _gradient(
             gai += h * r[j]
         gw[i], gb[i], ga[i] = gwi, gbi, (2.0 / M) * gai
     # the prototype part: d(m_cov L_cov + m_sep L_sep)/dp, then dp/dw = -p/w, dp/db = -1/w
-    _prototype_part(xs, b, w, m_cov, m_sep, chamfer, tau, gp, ps, pull, e)
+    _prototype_part(xs, b, w, m_cov, m_sep, chamfer, tau, gp, ps, pull, e, order, srt)
     if m_cov != 0.0 or m_sep != 0.0:
         for i in range(N):
             g = lam * gp[i]
@@ -247,6 +295,7 @@ def train_window(xs, y, w, b, a, c, mom, mask, chamfer, tau, lam, lr, done, n, a
     gw, gb, ga = np.empty(N), np.empty(N), np.empty(N)
     gp, ps, pull = np.empty(N), np.empty(N), np.empty(N)
     gcv = np.empty(1)
+    order, srt = np.arange(N), np.empty(N)
     for row in range(B):
         if not active[row]:
             continue
@@ -278,6 +327,8 @@ def train_window(xs, y, w, b, a, c, mom, mask, chamfer, tau, lam, lr, done, n, a
                 gp,
                 ps,
                 pull,
+                order,
+                srt,
             )
             if k == 0:
                 fit[row] = f
