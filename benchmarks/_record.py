@@ -25,30 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-NOTED_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
-"""The CPU features a record lists (they decide the kernels' widths and torch's matmul rate)."""
-
-
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``; ``platform.processor()`` elsewhere)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def cpu_flags() -> list[str]:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                have = set(line.split(":", 1)[1].split())
-                return [f for f in NOTED_FLAGS if f in have]
-    except OSError:
-        pass
-    return []
+from gaugedyn._meta import NOTED_FLAGS, cpu_flags, cpu_model  # noqa: F401 (benchmarks import them from here)
 
 
 def machine() -> dict:

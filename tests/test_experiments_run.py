@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from toy_experiments import TOY, Toy, config_text, invoke
 
+from gaugedyn import _meta
 from gaugedyn.experiments import execute, load_arrays, load_config
 
 
@@ -55,6 +56,9 @@ def test_run_writes_summary_arrays_and_figures(tmp_path, cfg_path, capsys):
         assert key in summary, key
     assert summary["configuration"]["params"]["n_tasks"] == 5 and summary["seeds"]["root"] == 1
     assert summary["versions"]["numpy"] == np.__version__
+    # the CPU the compiled kernels were built for (their reductions' order follows its width)
+    assert summary["versions"]["cpu"] == _meta.cpu_model() and summary["versions"]["cpu"]
+    assert set(summary["versions"]["cpu_flags"].split()) <= set(_meta.NOTED_FLAGS)
     claim = summary["claims"][0]
     assert set(claim) == {"id", "statement", "measured", "expected", "tolerance", "passed", "kind"}
     assert summary["figures"] == [

@@ -17,10 +17,45 @@ import numpy as np
 
 _PACKAGES = ("gaugedyn", "numpy", "scipy", "sympy", "torch", "matplotlib")
 
+NOTED_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
+"""The CPU features a result lists: they decide the compiled kernels' vector widths (numba
+compiles for the host CPU, and a reduction it vectorises sums in another order on another
+width: the prototypes kernel's per-seed values move at about the fifth digit between an Intel
+Xeon and an AMD EPYC) and torch's matmul rate."""
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; ``platform.processor()`` elsewhere)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def cpu_flags() -> list[str]:
+    """Which of `NOTED_FLAGS` the CPU has (``/proc/cpuinfo``; none known elsewhere)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                have = set(line.split(":", 1)[1].split())
+                return [f for f in NOTED_FLAGS if f in have]
+    except OSError:
+        pass
+    return []
+
 
 def versions() -> dict[str, str]:
-    """Versions of Python, the platform and the scientific stack (``"absent"`` if missing)."""
-    out = {"python": sys.version.split()[0], "platform": platform.platform()}
+    """Versions of Python, the platform and the scientific stack (``"absent"`` if missing), and
+    the CPU the run's compiled kernels were built for (`cpu_model`, `cpu_flags`)."""
+    out = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpu": cpu_model(),
+        "cpu_flags": " ".join(cpu_flags()),
+    }
     for name in _PACKAGES:
         try:
             out[name] = metadata.version(name)

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import json
 import math
-import platform
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ..._meta import cpu_model
 
 ROWS = (0.01, 0.1)
 """The pilot's rows: the full configuration's ``one_minus_beta1`` inside this range."""
@@ -175,16 +176,6 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
     return lines
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def main(argv: list[str] | None = None) -> None:
     """Run the pilot at the rise thresholds given (``--rise H``, repeatable; all of `RISES`
     when none) and merge them into ``level_pilot.json`` (a rise run again replaces its stored
@@ -218,7 +209,7 @@ def main(argv: list[str] | None = None) -> None:
         "command": "python -m gaugedyn.experiments.adam_stability._level_pilot [--rise H]",
         "seeds": int(p["seeds"]),
         "bisect_decades": float(p["bisect_decades"]),
-        "machine": _cpu_model(),
+        "machine": cpu_model(),
         "rows": pilot_rows(),
         "rises": [h for h in RISES if h in entries],
         "by_rise": [entries[h] for h in RISES if h in entries],
