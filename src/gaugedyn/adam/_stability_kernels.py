@@ -20,21 +20,53 @@ import numpy as np
 
 
 @numba.njit(cache=True)
+def select(vals, n, k):  # pragma: no cover
+    """The ``(k + 1)``-th smallest of ``vals[:n]`` (no ``nan``), found in place by Hoare's
+    selection (Wirth's form: partition around the current ``k``-th value, keep the side that holds
+    ``k``): expected ``O(n)`` comparisons where a sort takes ``O(n log n)``, and the same value a
+    sort puts at ``k`` (an order statistic is a value of the data, so nothing is rounded)."""
+    lo, hi = 0, n - 1
+    while lo < hi:
+        pivot = vals[k]
+        i, j = lo, hi
+        while i <= j:
+            while vals[i] < pivot:
+                i += 1
+            while pivot < vals[j]:
+                j -= 1
+            if i <= j:
+                vals[i], vals[j] = vals[j], vals[i]
+                i += 1
+                j -= 1
+        if j < k:
+            lo = i
+        if k < i:
+            hi = j
+    return vals[k]
+
+
+@numba.njit(cache=True)
 def close_block(buf, n, out, i, j, s, low):  # pragma: no cover
     """Reduce ``buf[:n]`` (one block of one lane, destroyed) into ``out[0..2, i, j, s]``: lower
-    median, maximum, minimum; ``out[3, i, j, s]`` is 1 when some value was ``nan`` or ``+inf``
-    (those then read as ``low``, the bottom of the scale: divergence is judged apart)."""
+    median (`select()`), maximum, minimum; ``out[3, i, j, s]`` is 1 when some value was ``nan``
+    or ``+inf`` (those then read as ``low``, the bottom of the scale: divergence is judged
+    apart)."""
     bad = 0.0
+    top = -math.inf
+    bottom = math.inf
     for k in range(n):
         v = buf[k]
         if not (v < math.inf):  # nan or +inf
             bad = 1.0
+            v = low
             buf[k] = low
-    vals = buf[:n]
-    vals.sort()
-    out[0, i, j, s] = vals[(n - 1) // 2]
-    out[1, i, j, s] = vals[n - 1]
-    out[2, i, j, s] = vals[0]
+        if v > top:
+            top = v
+        if v < bottom:
+            bottom = v
+    out[0, i, j, s] = select(buf, n, (n - 1) // 2)
+    out[1, i, j, s] = top
+    out[2, i, j, s] = bottom
     out[3, i, j, s] = bad
 
 
