@@ -14,8 +14,20 @@ specification a task (each specification a full run). ``--rows`` keeps every k-t
 the figure that carries over). Timings on a shared machine move with its load: the load and
 the CPU model are printed beside them.
 
+``--full-run DIR`` times the full multiverse itself instead: ``gaugedyn multiverse
+simulations/spike_boundary.toml --workers 2 --out DIR`` (``--samples``) in a subprocess, its
+wall time, and its CPU time as the user plus system time of its process tree (the main process,
+the executor's forkserver and workers), sampled every ``POLL`` seconds (`psutil`) and checked
+against the reaped children's resource usage; with ``--json PATH`` the record (command, date, CPU
+model, load at the start and the end, commit; the multiverse's specifications, samplings and
+tasks computed or reused, from ``DIR/summary.json``) is stored for ``tools/bench_page.py``.
+Rerun on a folder that holds part of a run, it times the rest (the record says how many tasks
+it reused).
+
 Run: ``python benchmarks/bench_spike_multiverse.py [--quick] [--rows 4] [--seeds 2]
-[--samples 8] [--kinds 1d,task] [--set KEY=VALUE ...]``.
+[--samples 8] [--kinds 1d,task] [--set KEY=VALUE ...]`` or ``python
+benchmarks/bench_spike_multiverse.py --full-run results/spike-mv [--json
+benchmarks/results/spike_multiverse.json]``.
 """
 
 from __future__ import annotations
@@ -23,10 +35,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import subprocess
+import sys
 import time
 from pathlib import Path
 
-from _record import cpu_model
+from _record import cpu_model, describe_machine, start_record, write_record
 
 from gaugedyn._meta import task_seed
 from gaugedyn.harness import load_config
@@ -46,6 +61,107 @@ def _overrides(cfg, rows: int, seeds: int | None) -> list[str]:
     return out
 
 
+POLL = 2.0
+"""Seconds between samples of the process tree's CPU time in ``--full-run``."""
+
+
+def tree_cpu(pid: int, seen: dict) -> None:
+    """Record into ``seen`` (``(pid, start time) -> user + system seconds``) the CPU time of
+    process ``pid`` and every descendant now alive."""
+    import psutil
+
+    try:
+        procs = [psutil.Process(pid)]
+        procs += procs[0].children(recursive=True)
+    except psutil.NoSuchProcess:
+        return
+    for proc in procs:
+        try:
+            with proc.oneshot():
+                t = proc.cpu_times()
+                seen[(proc.pid, proc.create_time())] = t.user + t.system
+        except psutil.NoSuchProcess:
+            continue
+
+
+def _stored(out: str) -> int:
+    """Records in the store of the multiverse folder ``out`` (tasks and specifications)."""
+    from gaugedyn.harness._folders import TASKS
+    from gaugedyn.harness._store import ResultStore
+
+    folder = Path(out) / TASKS
+    return len(list(ResultStore(folder).keys())) if folder.exists() else 0
+
+
+def full_run(
+    out: str, samples: int, workers: int, json_path: str | None, argv, quick: bool = False
+) -> dict:
+    """Run and time the full multiverse into ``out`` (module doc); return the record's data."""
+    record = start_record("bench_spike_multiverse.py", argv)
+    print(describe_machine(), flush=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "gaugedyn",
+        "multiverse",
+        str(ROOT / "simulations/spike_boundary.toml"),
+        "--workers",
+        str(workers),
+        "--samples",
+        str(samples),
+        "--out",
+        out,
+    ] + (["--quick"] if quick else [])
+    stored_before = _stored(out)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    seen: dict = {}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT)
+    while proc.poll() is None:
+        tree_cpu(proc.pid, seen)
+        time.sleep(POLL)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    reaped = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    sampled = sum(seen.values())
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} exited with {proc.returncode}")
+    summary = json.loads((Path(out) / "summary.json").read_text())
+    mv = summary.get("multiverse", {})
+    stored_after = _stored(out)
+    data = {
+        "wall_s": wall,
+        "cpu_s": max(sampled, reaped),
+        "cpu_sampled_s": sampled,
+        "cpu_reaped_s": reaped,
+        "processes": len(seen),
+        "workers": workers,
+        "samples": samples,
+        "quick": quick,
+        "specifications": len(mv.get("specifications", [])),
+        "samplings": 1 + max(len(t.get("also", ())) for t in summary["tasks"]),
+        "tasks": len(summary["tasks"]),
+        "stored_before": stored_before,
+        "stored_after": stored_after,
+        "run_wall_seconds": summary["diagnostics"].get("wall_seconds"),
+        "published_single_wall_s": float(
+            json.loads((ROOT / "results-data/spike_boundary/summary.json").read_text())[
+                "diagnostics"
+            ]["wall_seconds"]
+        ),
+    }
+    print(
+        f"full multiverse: {data['specifications']} specifications, {data['samplings']} "
+        f"samplings, {data['tasks']} tasks; records in the store {stored_before} -> "
+        f"{stored_after} (tasks and specifications): wall "
+        f"{wall / 60:.1f} min, CPU {data['cpu_s'] / 60:.1f} min (sampled {sampled:.0f} s over "
+        f"{len(seen)} processes, reaped {reaped:.0f} s); load at end {os.getloadavg()}"
+    )
+    if json_path:
+        write_record(json_path, record, data)
+    return data
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true")
@@ -54,7 +170,13 @@ def main(argv=None) -> None:
     p.add_argument("--samples", type=int, default=SAMPLES)
     p.add_argument("--kinds", default="1d,task")
     p.add_argument("--set", action="append", default=[], help="a further override, KEY=VALUE")
+    p.add_argument("--full-run", default=None, help="time the full multiverse into this folder")
+    p.add_argument("--workers", type=int, default=2, help="with --full-run: its workers")
+    p.add_argument("--json", default=None, help="with --full-run: write the benchmark record")
     args = p.parse_args(argv)
+    if args.full_run:
+        full_run(args.full_run, args.samples, args.workers, args.json, argv, args.quick)
+        return
     path = ROOT / "simulations/spike_boundary.toml"
     cfg = load_config(path, quick=args.quick)
     more = _overrides(cfg, args.rows, args.seeds) + args.set

@@ -319,6 +319,47 @@ def render_ode_sgd_band(record: dict) -> str:
     )
 
 
+def render_spike_multiverse(record: dict) -> str:
+    """The full ``spike_boundary`` multiverse timed by ``benchmarks/bench_spike_multiverse.py
+    --full-run``: its wall and CPU time on the machine and load of the record, against the 30
+    minutes on two cores of issue 40 and the published single run's wall."""
+    d = record["data"]
+    resumed = (
+        f" The folder held {d['stored_before']} stored records at the start: the times are "
+        "those of the rest of the run."
+        if d["stored_before"]
+        else ""
+    )
+    rows = [
+        [
+            f"{d['specifications']}",
+            f"{d['samplings']}",
+            f"{d['tasks']}",
+            f"{d['workers']}",
+            f"{d['wall_s'] / 60:.1f}",
+            f"{d['cpu_s'] / 60:.1f}",
+            f"{d['wall_s'] / d['published_single_wall_s']:.2f}",
+        ]
+    ]
+    cols = [
+        "specifications",
+        "detector samplings",
+        "tasks",
+        "workers",
+        "wall, min",
+        "CPU, min",
+        "wall / published single run",
+    ]
+    return (
+        provenance(record)
+        + ("\n\nThe quick configuration." if d.get("quick") else "")
+        + f"\n\nCPU time: user plus system time of the run's process tree, sampled every few "
+        f"seconds ({d['processes']} processes). The published single run (the primary "
+        f"specification alone) took {d['published_single_wall_s'] / 60:.1f} minutes of wall "
+        f"time.{resumed}\n\n" + _table(cols, rows)
+    )
+
+
 def render_transcribed(record: dict) -> str:
     out = [f"{record['source']} Machine: {record['machine']['cpu']}."]
     for sec in record["sections"]:
@@ -334,6 +375,7 @@ RENDER = {
     "online_ode": lambda rs: "\n\n".join(render_online_ode(r) for r in rs),
     "ode_sgd_band": lambda rs: "\n\n".join(render_ode_sgd_band(r) for r in rs),
     "online_noise_accuracy": lambda rs: "\n\n".join(render_online_noise_accuracy(r) for r in rs),
+    "spike_multiverse": lambda rs: "\n\n".join(render_spike_multiverse(r) for r in rs),
     "transcribed": lambda rs: "\n\n".join(render_transcribed(r) for r in rs),
 }
 """How each family of stored runs (``benchmarks/results/NAME*.json``) is shown."""
