@@ -216,10 +216,13 @@ def main(argv=None) -> None:
         f"total: primary alone {totals[0]:.1f} CPU-s, shared {totals[1]:.1f} CPU-s, "
         f"ratio {ratio:.2f}"
     )
+    commit = summary.get("published", {}).get("code_version", {}).get("commit", "?")[:10]
     print(
         f"full multiverse estimate on two cores: {ratio:.2f} x {wall:.0f} s (the published "
-        f"full run) = {ratio * wall / 60:.1f} min; one specification a task: {len(specs)} x "
-        f"{wall:.0f} s = {len(specs) * wall / 60:.0f} min"
+        f"full run, code of commit {commit}) = {ratio * wall / 60:.1f} min, where this code's "
+        "primary alone costs what that code's did (to compare code, run this benchmark at both "
+        f"commits, interleaved); one specification a task: {len(specs)} x {wall:.0f} s = "
+        f"{len(specs) * wall / 60:.0f} min"
     )
     print(f"load at end {os.getloadavg()}")
 
