@@ -316,7 +316,7 @@ def rises(median: np.ndarray, m: int, floor: float) -> tuple[np.ndarray, np.ndar
         empty = np.empty((0,) + med.shape[1:])
         return empty, empty.astype(bool)
     windows = np.lib.stride_tricks.sliding_window_view(med[:-1], m, axis=0)
-    level = np.take(np.partition(windows, m // 2, axis=-1), m // 2, axis=-1)
+    level = np.partition(windows, m // 2, axis=-1)[..., m // 2]
     return med[m:] - level, level > floor
 
 
