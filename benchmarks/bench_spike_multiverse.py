@@ -7,9 +7,11 @@ once, every sampling judged on it, each bisecting on its own. Every task of the 
 (the check left out: no constant changes it, so the store computes it once either way) is run
 in this process twice, one after the other: as the primary alone (one run) and as the shared
 task of the whole multiverse. It prints each task's CPU time both ways and the cells and steps
-simulated, the totals' ratio, and the multiverse's wall estimate on two cores: the published
-full run's wall (``results-data/spike_boundary/summary.json``) times the ratio, against one
-specification a task (each specification a full run). ``--rows`` keeps every k-th row of each
+simulated, the totals' ratio, and, while the published run is a single run, the multiverse's
+wall estimate on two cores: that run's wall (``results-data/spike_boundary/summary.json``) times
+the ratio (it holds where this code's primary alone costs what the published run's code did),
+against one specification a task (each specification a full run); and the full multiverse as
+measured (``benchmarks/results/spike_multiverse.json``) where it has been. ``--rows`` keeps every k-th row of each
 1-D map and ``--seeds`` sets the seeds per cell (a fraction of the full cost; the ratio is
 the figure that carries over). Timings on a shared machine move with its load: the load and
 the CPU model are printed beside them.
@@ -20,9 +22,10 @@ wall time, and its CPU time as the user plus system time of its process tree (th
 the executor's forkserver and workers), sampled every ``POLL`` seconds (`psutil`) and checked
 against the reaped children's resource usage; with ``--json PATH`` the record (command, date, CPU
 model, load at the start and the end, commit; the multiverse's specifications, samplings and
-tasks computed or reused, from ``DIR/summary.json``) is stored for ``tools/bench_page.py``.
-Rerun on a folder that holds part of a run, it times the rest (the record says how many tasks
-it reused).
+tasks, from ``DIR/summary.json``; the records in its store before and after; the published
+single run's wall, where the published run is one) is stored for ``tools/bench_page.py``.
+Rerun on a folder that holds part of a run, it times the rest (the record says how many records
+the store held at the start).
 
 Run: ``python benchmarks/bench_spike_multiverse.py [--quick] [--rows 4] [--seeds 2]
 [--samples 8] [--kinds 1d,task] [--set KEY=VALUE ...]`` or ``python
@@ -93,6 +96,15 @@ def _stored(out: str) -> int:
     return len(list(ResultStore(folder).keys())) if folder.exists() else 0
 
 
+def _single_wall() -> float | None:
+    """The published run's wall seconds while it is a single run (``None`` once a multiverse
+    is published)."""
+    summary = json.loads((ROOT / "results-data/spike_boundary/summary.json").read_text())
+    if summary.get("command", {}).get("command", "run") != "run":
+        return None
+    return float(summary["diagnostics"]["wall_seconds"])
+
+
 def full_run(
     out: str, samples: int, workers: int, json_path: str | None, argv, quick: bool = False
 ) -> dict:
@@ -144,11 +156,7 @@ def full_run(
         "stored_before": stored_before,
         "stored_after": stored_after,
         "run_wall_seconds": summary["diagnostics"].get("wall_seconds"),
-        "published_single_wall_s": float(
-            json.loads((ROOT / "results-data/spike_boundary/summary.json").read_text())[
-                "diagnostics"
-            ]["wall_seconds"]
-        ),
+        "published_single_wall_s": _single_wall(),
     }
     print(
         f"full multiverse: {data['specifications']} specifications, {data['samplings']} "
@@ -210,20 +218,29 @@ def main(argv=None) -> None:
             flush=True,
         )
     ratio = totals[1] / totals[0]
-    summary = json.loads((ROOT / "results-data/spike_boundary/summary.json").read_text())
-    wall = float(summary["diagnostics"]["wall_seconds"])
     print(
         f"total: primary alone {totals[0]:.1f} CPU-s, shared {totals[1]:.1f} CPU-s, "
         f"ratio {ratio:.2f}"
     )
+    summary = json.loads((ROOT / "results-data/spike_boundary/summary.json").read_text())
+    wall = float(summary["diagnostics"]["wall_seconds"])
     commit = summary.get("published", {}).get("code_version", {}).get("commit", "?")[:10]
-    print(
-        f"full multiverse estimate on two cores: {ratio:.2f} x {wall:.0f} s (the published "
-        f"full run, code of commit {commit}) = {ratio * wall / 60:.1f} min, where this code's "
-        "primary alone costs what that code's did (to compare code, run this benchmark at both "
-        f"commits, interleaved); one specification a task: {len(specs)} x {wall:.0f} s = "
-        f"{len(specs) * wall / 60:.0f} min"
-    )
+    if summary.get("command", {}).get("command", "run") == "run":
+        print(
+            f"full multiverse estimate on two cores: {ratio:.2f} x {wall:.0f} s (the published "
+            f"full run, code of commit {commit}) = {ratio * wall / 60:.1f} min, where this "
+            "code's primary alone costs what that code's did (to compare code, run this "
+            f"benchmark at both commits, interleaved); one specification a task: {len(specs)} x "
+            f"{wall:.0f} s = {len(specs) * wall / 60:.0f} min"
+        )
+    record = ROOT / "benchmarks/results/spike_multiverse.json"
+    if record.exists():
+        r = json.loads(record.read_text())
+        print(
+            f"the full multiverse as measured ({record.relative_to(ROOT)}): wall "
+            f"{r['data']['wall_s'] / 60:.1f} min, CPU {r['data']['cpu_s'] / 60:.1f} min, "
+            f"{r['date']}, load {r['load_start'][0]:.2f} at the start, commit {r['commit']}"
+        )
     print(f"load at end {os.getloadavg()}")
 
 

@@ -330,6 +330,7 @@ def render_spike_multiverse(record: dict) -> str:
         if d["stored_before"]
         else ""
     )
+    single = d.get("published_single_wall_s")
     rows = [
         [
             f"{d['specifications']}",
@@ -338,7 +339,7 @@ def render_spike_multiverse(record: dict) -> str:
             f"{d['workers']}",
             f"{d['wall_s'] / 60:.1f}",
             f"{d['cpu_s'] / 60:.1f}",
-            f"{d['wall_s'] / d['published_single_wall_s']:.2f}",
+            f"{d['wall_s'] / single:.2f}" if single else "-",
         ]
     ]
     cols = [
@@ -348,15 +349,21 @@ def render_spike_multiverse(record: dict) -> str:
         "workers",
         "wall, min",
         "CPU, min",
-        "wall / published single run",
+        "wall / the single run published before",
     ]
     return (
         provenance(record)
         + ("\n\nThe quick configuration." if d.get("quick") else "")
-        + f"\n\nCPU time: user plus system time of the run's process tree, sampled every few "
-        f"seconds ({d['processes']} processes). The published single run (the primary "
-        f"specification alone) took {d['published_single_wall_s'] / 60:.1f} minutes of wall "
-        f"time.{resumed}\n\n" + _table(cols, rows)
+        + "\n\nCPU time: user plus system time of the run's process tree, sampled every few "
+        f"seconds ({d['processes']} processes)."
+        + (
+            f" The single run published before it (the primary specification alone, with the "
+            f"code of its own commit) took {single / 60:.1f} minutes of wall time."
+            if single
+            else ""
+        )
+        + f"{resumed}\n\n"
+        + _table(cols, rows)
     )
 
 
