@@ -116,7 +116,7 @@ def full_run(
         "-m",
         "gaugedyn",
         "multiverse",
-        str(ROOT / "simulations/spike_boundary.toml"),
+        "simulations/spike_boundary.toml",  # relative to ROOT (the cwd): the recorded command
         "--workers",
         str(workers),
         "--samples",

@@ -99,3 +99,23 @@ def test_shared_rises_give_each_thresholds_own_verdicts(rises):
                     assert np.array_equal(x[key], y[key]) and np.array_equal(x[key], w[key])
         spiky[h] = int(np.sum(alone[0]["spiky"]))
     assert spiky == {1.5: 3, 2.0: 2, 2.5: 1} or spiky == {2.5: 1, 1.5: 3}
+
+
+def test_a_step_of_zero_over_zero_is_diverged_as_in_the_numpy_reference():
+    """``m`` and ``v`` both zero (here from ``x = 0``; in a long run once ``x``, then ``m`` and
+    ``v`` underflow) make the step ``0/0``: ``nan``, a diverged run, in the compiled map as in
+    `simulate_losses()`; numba's default error model raised ``ZeroDivisionError`` and failed the
+    whole task."""
+    from gaugedyn.adam import loss_floor, simulate_blocks, simulate_losses
+
+    a, c, steps, b = np.array([0.1]), np.array([0.01]), 96, 24
+    x0 = np.array([[0.0, 0.0, 0.3]])
+    for bias in (True, False):
+        blocks, used = simulate_blocks(x0, 0.0, 0.0, a, c, 2.0, 1e-2, 0.0, [steps], [b], bias)
+        assert used.tolist() == [steps // b]
+        assert blocks.bad[:, 0, :2].all() and not blocks.bad[:, 0, 2].any()
+    ref = simulate_losses(x0[0], a[0], c[0], 2.0, 1e-2, 0.0, steps)
+    want = spike_block_statistics(ref, b, loss_floor(2.0))
+    biased, _ = simulate_blocks(x0, 0.0, 0.0, a, c, 2.0, 1e-2, 0.0, [steps], [b], True)
+    for got, expected in zip(biased, want):
+        assert np.array_equal(np.asarray(got)[:, 0], np.asarray(expected))

@@ -70,12 +70,15 @@ def close_block(buf, n, out, i, j, s, low):  # pragma: no cover
     out[3, i, j, s] = bad
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def blocks(x0, m0, v0, a, c, n, lr, eps, steps, size, bias, out):  # pragma: no cover
     """Fill ``out[q, :, g, l, s]`` with the statistics of ``|x_t|`` over block ``s`` (steps
     ``s size[g, q] .. (s + 1) size[g, q] - 1``) of lane ``l`` of group ``g``, for every block size
     ``size[g, q]`` of the group at once (one trajectory, several samplings); returns the blocks
-    written per group and size (a last partial block is left out)."""
+    written per group and size (a last partial block is left out). Division follows numpy, as
+    `gaugedyn.adam.simulate_losses()` does: ``0/0`` (``m`` and ``v`` both underflowed to
+    zero once ``x`` has) is ``nan``, a diverged step, where numba's default raised
+    ``ZeroDivisionError`` and failed the task."""
     Q, _, G, L, S = out.shape
     written = np.zeros((G, Q), dtype=np.int64)
     x, m, v = np.empty(L), np.empty(L), np.empty(L)
