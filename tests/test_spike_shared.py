@@ -299,3 +299,19 @@ def test_a_spike_boundary_multiverse_computes_each_task_once(tmp_path):
         for t in outcome.summary["tasks"]
         if "also" in t
     )
+
+
+def test_the_summary_says_what_a_shared_tasks_seed_derives_from():
+    """``seeds.derivation`` of a shared multiverse names ``also`` as left out of the seed (the
+    seed is `EXPERIMENT.seed_coordinates()`'s, not the whole task's); a plain run leaves out
+    nothing."""
+    from gaugedyn.harness import load_config
+    from gaugedyn.harness._summary import summary_head
+
+    path = ROOT / "simulations/spike_boundary.toml"
+    plain = load_config(path, quick=True)
+    shared = load_config(path, quick=True, overrides=["spike_shared=['2.0/24/200', '2.5/48/100']"])
+    said = [summary_head(cfg, None)["seeds"]["derivation"] for cfg in (plain, shared)]
+    assert all("seed_coordinates(task)" in s for s in said)
+    assert "less" not in said[0] and said[0].endswith("the task")
+    assert "the task less 'also'" in said[1]

@@ -414,6 +414,54 @@ def render_prototypes_full(record: dict) -> str:
     )
 
 
+def render_spike_multiverse(record: dict) -> str:
+    """The full ``spike_boundary`` multiverse timed by ``benchmarks/bench_spike_multiverse.py
+    --full-run``: its wall and CPU time on the machine and load of the record, against the 30
+    minutes on two cores of issue 40 and the published single run's wall."""
+    d = record["data"]
+    resumed = (
+        f" The folder held {d['stored_before']} stored records at the start: the times are "
+        "those of the rest of the run."
+        if d["stored_before"]
+        else ""
+    )
+    single = d.get("published_single_wall_s")
+    rows = [
+        [
+            f"{d['specifications']}",
+            f"{d['samplings']}",
+            f"{d['tasks']}",
+            f"{d['workers']}",
+            f"{d['wall_s'] / 60:.1f}",
+            f"{d['cpu_s'] / 60:.1f}",
+            f"{d['wall_s'] / single:.2f}" if single else "-",
+        ]
+    ]
+    cols = [
+        "specifications",
+        "detector samplings",
+        "tasks",
+        "workers",
+        "wall, min",
+        "CPU, min",
+        "wall / the single run published before",
+    ]
+    return (
+        provenance(record)
+        + ("\n\nThe quick configuration." if d.get("quick") else "")
+        + "\n\nCPU time: user plus system time of the run's process tree, sampled every few "
+        f"seconds ({d['processes']} processes)."
+        + (
+            f" The single run published before it (the primary specification alone, with the "
+            f"code of its own commit) took {single / 60:.1f} minutes of wall time."
+            if single
+            else ""
+        )
+        + f"{resumed}\n\n"
+        + _table(cols, rows)
+    )
+
+
 def render_transcribed(record: dict) -> str:
     out = [f"{record['source']} Machine: {record['machine']['cpu']}."]
     for sec in record["sections"]:
@@ -431,6 +479,7 @@ RENDER = {
     "online_noise_accuracy": lambda rs: "\n\n".join(render_online_noise_accuracy(r) for r in rs),
     "noise_check": lambda rs: "\n\n".join(render_noise_check(r) for r in rs),
     "prototypes_full": lambda rs: "\n\n".join(render_prototypes_full(r) for r in rs),
+    "spike_multiverse": lambda rs: "\n\n".join(render_spike_multiverse(r) for r in rs),
     "transcribed": lambda rs: "\n\n".join(render_transcribed(r) for r in rs),
 }
 """How each family of stored runs (``benchmarks/results/NAME*.json``) is shown."""

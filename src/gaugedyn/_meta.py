@@ -75,6 +75,20 @@ def task_seed(root_seed: int, *coordinates: Any) -> np.random.SeedSequence:
     return np.random.SeedSequence(entropy=int(root_seed), spawn_key=tuple(words))
 
 
+def seed_derivation(left_out: list[str] | tuple[str, ...] = ()) -> str:
+    """How a run's task seeds derive from its root seed (`task_seed()`), in words, for
+    ``summary.json``: the coordinates are the experiment's ``seed_coordinates(task)``, the task
+    itself less the settings named in ``left_out`` (those that only choose what is read off the
+    runs, such as a multiverse's shared pass, so that they leave the runs as they are)."""
+    names = ", ".join(map(repr, left_out))
+    less = f" less {names} (settings that only choose what is read off its runs)"
+    return (
+        "gaugedyn._meta.task_seed(root, experiment, coordinates): SeedSequence(root, "
+        "spawn_key=sha256(json([experiment, coordinates]))), coordinates = "
+        "Experiment.seed_coordinates(task): the task" + (less if left_out else "")
+    )
+
+
 def integer_seed(seed: np.random.SeedSequence) -> int:
     """The one integer a ``SeedSequence`` gives the code that needs an integer seed (torch's
     ``manual_seed``, numba kernels, numpy's legacy seeding, the trainer's ``root_seed``): the top

@@ -41,6 +41,7 @@ from ._spikes import RISE_DECADES as SPIKE_RISE_DECADES  # noqa: F401 (in __all_
 from ._spikes import Blocks as SpikeBlocks  # noqa: F401 (in __all__ through attach)
 from ._spikes import OnlineSpikeDetector as OnlineSpikeDetector
 from ._spikes import Sampling as SpikeSampling  # noqa: F401 (in __all__ through attach)
+from ._spikes import block_rises as spike_block_rises  # noqa: F401 (in __all__ through attach)
 from ._spikes import block_size as spike_block_size  # noqa: F401 (in __all__ through attach)
 from ._spikes import block_statistics as spike_block_statistics  # noqa: F401 (through attach)
 from ._spikes import detect as detect_spikes  # noqa: F401 (in __all__ through attach)
@@ -103,6 +104,7 @@ _EAGER = [
     "SpikeBlocks",
     "SPIKE_SAMPLING",
     "SpikeSampling",
+    "spike_block_rises",
     "spike_block_size",
     "spike_block_statistics",
     "spike_level_blocks",

@@ -316,7 +316,7 @@ def rises(median: np.ndarray, m: int, floor: float) -> tuple[np.ndarray, np.ndar
         empty = np.empty((0,) + med.shape[1:])
         return empty, empty.astype(bool)
     windows = np.lib.stride_tricks.sliding_window_view(med[:-1], m, axis=0)
-    level = np.take(np.partition(windows, m // 2, axis=-1), m // 2, axis=-1)
+    level = np.partition(windows, m // 2, axis=-1)[..., m // 2]
     return med[m:] - level, level > floor
 
 
@@ -335,6 +335,45 @@ def judged_blocks(beta1: float, beta2: float, sampling: Sampling = DEFAULT) -> i
     return warm + level_blocks(beta1, beta2, sampling) + max(1, math.ceil(MIN_HORIZONS * H / b))
 
 
+def block_rises(
+    median, beta1: float, beta2: float, sampling: Sampling = DEFAULT, floor: float = FLOAT64_FLOOR
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rises `detect_blocks()` compares with the rise threshold: `rises()` of the block
+    medians after the warm-up horizon over the sampling's window, ``-inf`` where the level lies
+    at the floor, and whether it is resolved, shape ``(n_blocks - warm - m, ...)``.
+
+    They depend on the sampling only through its block size and window (`block_size()`,
+    `level_blocks()`), not on its rise threshold, so samplings that share those share them; and
+    the rise of block ``k`` reads only blocks ``k - m .. k``, so those of the blocks from ``k0``
+    on (a window that starts later, `Blocks.since()`) are these from index ``k0`` on.
+
+    Parameters
+    ----------
+    median : array_like
+        The block medians (`Blocks.median`), shape ``(n_blocks, ...)``.
+    beta1, beta2, sampling, floor
+        As in `detect_blocks()`.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(rise, resolved)``.
+
+    Raises
+    ------
+    InputError
+        When a beta lies outside ``[0, 1)`` or ``sampling`` is out of range.
+    """
+    s = sampling.checked()
+    H = int(horizon(beta1, beta2))
+    b = int(block_size(beta1, beta2, s))
+    warm = math.ceil(H / b - 1e-9)
+    r, resolved = rises(
+        np.asarray(median, dtype=float)[warm:], level_blocks(beta1, beta2, s), floor
+    )
+    return np.where(resolved, r, -math.inf), resolved
+
+
 def detect_blocks(
     blocks: Blocks,
     beta1: float,
@@ -342,6 +381,7 @@ def detect_blocks(
     sampling: Sampling = DEFAULT,
     floor: float = FLOAT64_FLOOR,
     start: int = 0,
+    shared: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict:
     """Judge runs from their `Blocks`.
 
@@ -360,6 +400,10 @@ def detect_blocks(
         The log10 of the smallest resolved loss: a level at or below it is not resolved.
     start : int
         The run's step at which the first block begins (for ``first_spike``).
+    shared : tuple of numpy.ndarray, optional
+        `block_rises()` of ``blocks`` at a sampling of the same block size and window, when the
+        caller has them (several rise thresholds or windows judged on one run); computed here
+        when ``None``.
 
     Returns
     -------
@@ -385,8 +429,7 @@ def detect_blocks(
     warm = math.ceil(H / b - 1e-9)
     judged = np.broadcast_to(med.shape[0] >= judged_blocks(beta1, beta2, s), shape).copy()
     diverged = np.asarray(blocks.bad, dtype=bool).any(axis=0) & judged
-    r, resolved = rises(med[warm:], m, floor)
-    r = np.where(resolved, r, -math.inf)
+    r, resolved = block_rises(med, beta1, beta2, s, floor) if shared is None else shared
     hits = r >= s.rise
     spiky = hits.any(axis=0) & judged & ~diverged
     undetermined = (~resolved).any(axis=0) & judged & ~diverged & ~spiky

@@ -20,30 +20,65 @@ import numpy as np
 
 
 @numba.njit(cache=True)
+def select(vals, n, k):  # pragma: no cover
+    """The ``(k + 1)``-th smallest of ``vals[:n]`` (no ``nan``), found in place by Hoare's
+    selection (Wirth's form: partition around the current ``k``-th value, keep the side that holds
+    ``k``): expected ``O(n)`` comparisons where a sort takes ``O(n log n)``, and the same value a
+    sort puts at ``k`` (an order statistic is a value of the data, so nothing is rounded)."""
+    lo, hi = 0, n - 1
+    while lo < hi:
+        pivot = vals[k]
+        i, j = lo, hi
+        while i <= j:
+            while vals[i] < pivot:
+                i += 1
+            while pivot < vals[j]:
+                j -= 1
+            if i <= j:
+                vals[i], vals[j] = vals[j], vals[i]
+                i += 1
+                j -= 1
+        if j < k:
+            lo = i
+        if k < i:
+            hi = j
+    return vals[k]
+
+
+@numba.njit(cache=True)
 def close_block(buf, n, out, i, j, s, low):  # pragma: no cover
     """Reduce ``buf[:n]`` (one block of one lane, destroyed) into ``out[0..2, i, j, s]``: lower
-    median, maximum, minimum; ``out[3, i, j, s]`` is 1 when some value was ``nan`` or ``+inf``
-    (those then read as ``low``, the bottom of the scale: divergence is judged apart)."""
+    median (`select()`), maximum, minimum; ``out[3, i, j, s]`` is 1 when some value was ``nan``
+    or ``+inf`` (those then read as ``low``, the bottom of the scale: divergence is judged
+    apart)."""
     bad = 0.0
+    top = -math.inf
+    bottom = math.inf
     for k in range(n):
         v = buf[k]
         if not (v < math.inf):  # nan or +inf
             bad = 1.0
+            v = low
             buf[k] = low
-    vals = buf[:n]
-    vals.sort()
-    out[0, i, j, s] = vals[(n - 1) // 2]
-    out[1, i, j, s] = vals[n - 1]
-    out[2, i, j, s] = vals[0]
+        if v > top:
+            top = v
+        if v < bottom:
+            bottom = v
+    out[0, i, j, s] = select(buf, n, (n - 1) // 2)
+    out[1, i, j, s] = top
+    out[2, i, j, s] = bottom
     out[3, i, j, s] = bad
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def blocks(x0, m0, v0, a, c, n, lr, eps, steps, size, bias, out):  # pragma: no cover
     """Fill ``out[q, :, g, l, s]`` with the statistics of ``|x_t|`` over block ``s`` (steps
     ``s size[g, q] .. (s + 1) size[g, q] - 1``) of lane ``l`` of group ``g``, for every block size
     ``size[g, q]`` of the group at once (one trajectory, several samplings); returns the blocks
-    written per group and size (a last partial block is left out)."""
+    written per group and size (a last partial block is left out). Division follows numpy, as
+    `gaugedyn.adam.simulate_losses()` does: ``0/0`` (``m`` and ``v`` both underflowed to
+    zero once ``x`` has) is ``nan``, a diverged step, where numba's default raised
+    ``ZeroDivisionError`` and failed the task."""
     Q, _, G, L, S = out.shape
     written = np.zeros((G, Q), dtype=np.int64)
     x, m, v = np.empty(L), np.empty(L), np.empty(L)

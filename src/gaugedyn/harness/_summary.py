@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .._json import strict
-from .._meta import versions
+from .._meta import seed_derivation, versions
 from ._arrays import schema_problems
 from ._config import RunConfig
 from ._folders import SUMMARY
@@ -51,13 +51,24 @@ def summary_head(cfg: RunConfig, command: dict | None) -> dict:
         "code": cfg.code_identity(),
         "seeds": {
             "root": cfg.seed,
-            "derivation": "gaugedyn._meta.task_seed(root, experiment, task): SeedSequence(root, "
-            "spawn_key=sha256(json([experiment, task])))",
+            "derivation": seed_derivation(seed_left_out(cfg)),
         },
         "definitions": strict(definitions),
         "tasks": cfg.tasks,
         "space": {name: c.describe(cfg.params[name]) for name, c in cfg.space.items()},
     }
+
+
+def seed_left_out(cfg: RunConfig) -> list[str]:
+    """The settings of ``cfg``'s tasks that their seeds do not derive from: those the
+    experiment's ``seed_coordinates()`` leaves out of some task (``[]`` for most experiments;
+    ``spike_boundary``'s shared pass leaves out ``also``)."""
+    out: set[str] = set()
+    for task in cfg.tasks:
+        coordinates = cfg.experiment.seed_coordinates(task)
+        if isinstance(task, dict) and isinstance(coordinates, dict):
+            out |= set(task) - set(coordinates)
+    return sorted(out)
 
 
 def analyse(cfg: RunConfig, results: list) -> tuple[dict[str, np.ndarray], list[Claim], dict]:

@@ -17,6 +17,7 @@ from ...adam import (
     SpikeBlocks,
     SpikeSampling,
     detect_spike_blocks,
+    spike_block_rises,
     spike_block_size,
     spike_steps_needed,
 )
@@ -91,16 +92,29 @@ def judge_run(
     floor: float,
     settle: int = 0,
     spikes: SpikeSampling = SPIKE_SAMPLING,
+    shared: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[dict, dict]:
     """The detector's verdicts on one run's blocks (of `gaugedyn.adam.spike_block_size()`
     steps from step 0) under the ``settled`` window (the blocks from step ``settle`` on) and
-    the ``transient`` window (the whole run)."""
+    the ``transient`` window (the whole run). The rises are computed once
+    (`gaugedyn.adam.spike_block_rises()`: the settled window's are the whole run's from its
+    first block on), or passed as ``shared``: those of ``blocks`` at a sampling of the same
+    block size and window (one that differs from ``spikes`` at most in its rise threshold)."""
     b = int(spike_block_size(1 - a, 1 - c, spikes))
     k0 = -(-int(settle) // b)
+    if shared is None:
+        shared = spike_block_rises(blocks.median, 1 - a, 1 - c, spikes, floor)
     kw: dict[str, Any] = {"sampling": spikes, "floor": floor}
     return (
-        detect_spike_blocks(blocks.since(k0), 1 - a, 1 - c, start=k0 * b, **kw),
-        detect_spike_blocks(blocks, 1 - a, 1 - c, **kw),
+        detect_spike_blocks(
+            blocks.since(k0),
+            1 - a,
+            1 - c,
+            start=k0 * b,
+            shared=(shared[0][k0:], shared[1][k0:]),
+            **kw,
+        ),
+        detect_spike_blocks(blocks, 1 - a, 1 - c, shared=shared, **kw),
     )
 
 

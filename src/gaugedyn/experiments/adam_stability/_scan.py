@@ -18,7 +18,9 @@ from ...adam import (
     oscillating_state,
     simulate_block_sets,
     simulated_boundary,
+    spike_block_rises,
     spike_block_size,
+    spike_level_blocks,
     theory_boundary,
 )
 from ._bisect import scan_rows
@@ -171,9 +173,11 @@ def _judge_task(a, c, shape, first, blocks, T: int, size, spikes) -> dict:
         i, j, _ = idx
         settle = int(settle_steps(a[i], c[j]))
         mine = SpikeBlocks(*(np.asarray(z)[: T // int(size[k])] for z in blocks[k]))
+        # the readings differ only in the rise threshold: one set of rises serves them all
+        shared = spike_block_rises(mine.median, 1 - a[i], 1 - c[j], spikes, FLOAT64_FLOOR)
         for q, h in enumerate(rises):
             sq = spikes._replace(rise=h)
-            verdicts = judge_run(mine, float(a[i]), float(c[j]), FLOAT64_FLOOR, settle, sq)
+            verdicts = judge_run(mine, float(a[i]), float(c[j]), FLOAT64_FLOOR, settle, sq, shared)
             for w, d in enumerate(verdicts):
                 status[idx + (w, q)] = CODES[str(d["status"])]
                 if q == 0:
@@ -288,11 +292,21 @@ class Trajectories:
             self.cells_run += 1
             settle = int(settle_steps(ar[k], cs[k]))
             out = np.empty((len(self.samplings), S, 2), dtype=np.int8)
+            shared: dict[tuple[int, int, int], tuple] = {}
             for q, z in enumerate(self.samplings):
                 blocks = sets[int(which[q])][0]
                 kept = int(own[q, k] // sizes[k, q])
                 mine = SpikeBlocks(*(b[:kept, 0, :] for b in blocks))  # every seed at once
-                verdicts = judge_run(mine, float(ar[k]), float(cs[k]), self.floor, settle, z)
+                # samplings of one block size, window and run length differ at most in their
+                # rise threshold: their rises are computed once
+                key = (int(sizes[k, q]), spike_level_blocks(1 - ar[k], 1 - cs[k], z), kept)
+                if key not in shared:
+                    shared[key] = spike_block_rises(
+                        mine.median, 1 - ar[k], 1 - cs[k], z, self.floor
+                    )
+                verdicts = judge_run(
+                    mine, float(ar[k]), float(cs[k]), self.floor, settle, z, shared[key]
+                )
                 for w, d in enumerate(verdicts):
                     out[q, :, w] = [CODES[str(v)] for v in np.asarray(d["status"])]
             self.cells[(float(ar[k]), float(cs[k]))] = out
