@@ -315,3 +315,18 @@ def test_the_summary_says_what_a_shared_tasks_seed_derives_from():
     assert all("seed_coordinates(task)" in s for s in said)
     assert "less" not in said[0] and said[0].endswith("the task")
     assert "the task less 'also'" in said[1]
+
+
+def test_the_shared_pass_does_not_label_a_full_specification_provisional():
+    """The multiverse sets ``spike_shared`` on every specification; it changes none of their
+    results, so the full configuration with it set is still the full one (its findings not
+    prefixed "provisional (reduced configuration)", as the first published multiverse's were)."""
+    from gaugedyn.experiments.adam_stability.spike_boundary import SpikeBoundary
+    from gaugedyn.harness._protocol import configuration_label
+
+    exp = SpikeBoundary()
+    full = {k: p.default for k, p in exp.params.items()}
+    shared = dict(full, spike_shared=["2.0/24/200", "2.0/24/100"])
+    assert configuration_label(shared, exp.params, exp.label_keys) == ""
+    fewer = dict(shared, seeds=full["seeds"] - 1)
+    assert configuration_label(fewer, exp.params, exp.label_keys).startswith("provisional")
