@@ -36,33 +36,30 @@ def oneline(err: BaseException) -> str:
     return " ".join(str(err).split()) or type(err).__name__
 
 
-class NoiseTermWarning(UserWarning):
-    """The online ODE's gradient-noise term, evaluated by quadrature, disagrees with a finer rule
-    by more than the declared tolerance (`gaugedyn.training._online_ode.NOISE_CHECK`).
+class _NoiseTermDisagreement(Exception):
+    """What `NoiseTermWarning` and `NoiseTermError` carry: the activation's name, the time and
+    the relative disagreement, beside the message; pickled whole (e.g. from a worker process)."""
+
+    def __init__(self, message: str, activation: str, time: float, disagreement: float):
+        self.activation = activation
+        self.time = time
+        self.disagreement = disagreement
+        super().__init__(message)
+
+    def __reduce__(self):
+        return type(self), (str(self), self.activation, self.time, self.disagreement)
+
+
+class NoiseTermWarning(_NoiseTermDisagreement, UserWarning):
+    """The online ODE's gradient-noise term, evaluated by quadrature, disagrees with a Monte
+    Carlo estimate of the same expectation by more than the declared tolerance
+    (`gaugedyn.training._online_ode.NOISE_CHECK`).
 
     Carries the activation's name, the time, the relative disagreement and the tolerance; the
     message says what to do.
     """
 
-    def __init__(self, message: str, activation: str, time: float, disagreement: float):
-        self.activation = activation
-        self.time = time
-        self.disagreement = disagreement
-        super().__init__(message)
 
-    def __reduce__(self):  # pickled whole, e.g. from a worker process
-        return type(self), (str(self), self.activation, self.time, self.disagreement)
-
-
-class NoiseTermError(RuntimeError):
+class NoiseTermError(_NoiseTermDisagreement, RuntimeError):
     """`NoiseTermWarning`'s disagreement, raised instead of warned
     (``online_ode(..., noise_check="error")``); the same attributes and message."""
-
-    def __init__(self, message: str, activation: str, time: float, disagreement: float):
-        self.activation = activation
-        self.time = time
-        self.disagreement = disagreement
-        super().__init__(message)
-
-    def __reduce__(self):  # pickled whole, e.g. from a worker process
-        return type(self), (str(self), self.activation, self.time, self.disagreement)
