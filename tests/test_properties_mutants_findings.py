@@ -813,3 +813,74 @@ def test_the_gauge_in_training_ratio_fit_is_log_ratio_on_log_d():
     assert slope == pytest.approx(2.0, abs=1e-9)  # ratio = 3 D^2 exactly (equal medians' scale)
     assert intercept == pytest.approx(np.log(3.0), abs=1e-9)
     assert arrays["fit_theory"][0] == pytest.approx(2.0, abs=1e-9)
+
+
+def test_the_trajectory_claim_reports_the_largest_mean_distance_in_standard_errors():
+    # findings:_analysis:111:20:swap (the standard error over the distance reported instead)
+    time = np.array([0.0, 0.5, 1.0])
+    sims = np.array([[0.0, 0.0, 0.0], [2.0, 2.0, 2.0]])  # mean 1, standard error exactly 1
+    results, tasks = [], []
+    for far in (3.0, 5.0):  # |mean - ODE| / standard error: 3 and 5 (the largest over runs: 5)
+        ode = np.array([1.0 + 9.0, 1.0 - far, 1.0 + 2.0])  # t = 0 is before T_MIN: not read
+        tasks.append(
+            {
+                "kind": "trajectory",
+                "activation": "erf",
+                "reading": "r",
+                "backend": "chain",
+                "dim": int(far),
+            }
+        )
+        results.append(
+            {"t": time}
+            | {f"eps_{k}": sims for k in ("main", "aux")}
+            | {f"ode_{k}": ode for k in ("main", "aux")}
+            | {f"ode_no_noise_{k}": ode for k in ("main", "aux")}
+        )
+    _, claims = aux.trajectories(tasks, results)
+    statement = {c.id: c for c in claims}["trajectory.erf"].statement
+    assert statement.endswith("(largest |mean - ODE| / standard error 5.00)")
+
+
+def test_the_linear_diffusion_control_passes_at_four_and_a_half_standard_errors():
+    # findings:_analysis:495:12:comparison (the control failed at exactly its 4.5 bound)
+    tasks = [{"kind": "map", "reading": "one_output", "dim": 10}]
+    for shift, passes in ((4.5, True), (4.5 + 1e-9, False)):
+        # mean shift, standard error exactly 1 (sqrt(2) / sqrt(2)); closed form 0: no correction
+        dtot = np.array([shift - 1.0, shift + 1.0])
+        results = [{"diffusion_total": dtot, "closed_diffusion": 0.0, "closure": np.zeros(2)}]
+        c = {c.id: c for c in aux._decomposition_controls(tasks, results)}[
+            "forcing_noise.control_linear_diffusion"
+        ]
+        assert c.passed is passes, (shift, c.measured)
+
+
+def test_the_slope_claim_counts_the_primary_readings_rows_with_an_edge():
+    # findings:_spike_analysis:370:77:off-by-one (every row counted, not the beta1 >= 0.9 ones)
+    from gaugedyn.experiments.adam_stability import _spike_analysis as sp
+
+    a = np.array([0.02, 0.04, 0.06, 0.1, 0.3, 0.5])  # 1 - beta1: four rows with beta1 >= 0.9
+    edge = 0.5 * a**3
+    edge[1] = np.nan  # one primary row without an edge
+    edges = {
+        ("n2", w, s): edge * (1.0 + 0.1 * i) for i, w in enumerate(sp.WINDOWS) for s in sp.STARTS
+    }
+    c = sp._slope_claim("spike_boundary.cubic_quadratic", "x", "n2", a, edges, (2.0, 4.0), 3.0)
+    primary = next(k for k in c.tolerance["slopes"] if f"slope ({k})" in c.statement)
+    assert primary.split(", ")[1] == sp.ROWSETS[0]
+    assert ", 3 rows); claim slope" in c.statement
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_the_task_constant_has_an_interval_from_two_rows_with_an_edge(n):
+    # findings:_spike_analysis:300:7:comparison (two rows taken as too few for an interval)
+    from gaugedyn.experiments.adam_stability._spike_analysis import task_C
+
+    a = np.linspace(0.1, 0.5, n + 1)
+    cb = 2.0 * a * np.exp(np.linspace(-0.5, 0.5, n + 1))
+    cb[-1] = np.nan  # a row without an edge is left out
+    est, low, high = task_C(a, cb)
+    assert np.isfinite([est, low, high]).all() and low < est < high
+    assert est == pytest.approx(np.exp(np.mean(np.log(cb[:-1] / a[:-1]))), rel=1e-12)
+    one = task_C(a[:1], cb[:1])  # one row: its value, no interval
+    assert one[0] == pytest.approx(cb[0] / a[0], rel=1e-12) and np.isnan(one[1:]).all()
