@@ -176,4 +176,3 @@ def test_the_parts_sum_to_the_update_where_the_second_moment_is_zero(m, w, g, ep
     assert P.update[0] == m / eps and P.ratio[0] == 0.0
     np.testing.assert_allclose(P.eps, [w / eps], rtol=1e-15)
     assert abs(P.total()[0] - P.update[0]) <= 1e-12 * max(1.0, (abs(m) + abs(w)) / eps)
-
