@@ -158,3 +158,21 @@ def test_derivation_document_and_verify():
     for word in ("sign", "lag", "transition", "ratio", "eps", "curvature", "smoothness"):
         assert word in doc.lower()
     _derivation.verify()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.floats(-1e3, 1e3),
+    st.floats(1e-3, 1e3) | st.floats(-1e3, -1e-3),
+    st.floats(-1e3, 1e3),
+    st.floats(1e-8, 0.5),
+)
+def test_the_parts_sum_to_the_update_where_the_second_moment_is_zero(m, w, g, eps):
+    """Where ``s = 0`` (``v`` underflowed or never fed) the update is ``m / eps``: the ratio part
+    is zero, the transition ``-sign(g)`` and the eps part ``w / eps``, so the five parts still
+    sum to it."""
+    # adam:_decomposition:137:55:factor (the eps part w_hat, not w_hat / (s + eps), at s = 0)
+    P = split_update(np.array([m]), np.array([w]), np.array([0.0]), np.array([g]), eps)
+    assert P.update[0] == m / eps and P.ratio[0] == 0.0
+    np.testing.assert_allclose(P.eps, [w / eps], rtol=1e-15)
+    assert abs(P.total()[0] - P.update[0]) <= 1e-12 * max(1.0, (abs(m) + abs(w)) / eps)

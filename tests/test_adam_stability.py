@@ -73,3 +73,25 @@ def test_boundary_on_the_quadratic_agrees_with_simulation():
     assert np.all(np.abs(np.log(sim / th)) < 0.05)
     shifted = theory_boundary(a, 2, r - 0.02, 1e-3, 1.0)  # a theory off by a little in eps
     assert np.any(np.abs(np.log(sim / shifted)) > 0.05)
+
+
+def test_series_blocks_are_the_block_statistics_of_the_curve():
+    """`series_blocks()` (the compiled map's block reduction applied to a given curve) gives the
+    blocks `block_statistics()` gives in numpy: lower median, maximum and minimum clipped at the
+    floor, and ``bad`` exactly where a block holds ``nan`` or ``+inf`` (``-inf``, an exact zero,
+    reads as the floor and is not bad); a tail shorter than a block is dropped."""
+    # adam:_stability:565:48:off-by-one (the bad flags read from out[4], past the statistics)
+    from gaugedyn.adam import series_blocks
+    from gaugedyn.adam._spikes import block_statistics
+
+    rng = np.random.default_rng(3)
+    floor = -30.0
+    for b, T in [(1, 7), (4, 43), (7, 70)]:
+        x = rng.normal(-3.0, 20.0, T)  # some values below the floor
+        x[rng.random(T) < 0.08] = np.nan
+        x[rng.random(T) < 0.08] = np.inf
+        x[rng.random(T) < 0.08] = -np.inf
+        got, want = series_blocks(x, b, floor), block_statistics(x, b, floor)
+        assert got.bad.dtype == bool and got.bad.any() and not got.bad.all(), (b, T)
+        for k in ("median", "maximum", "minimum", "bad"):
+            np.testing.assert_array_equal(getattr(got, k), getattr(want, k), err_msg=f"{k} {b}")

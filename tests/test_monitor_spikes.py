@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gaugedyn.adam import OnlineSpikeDetector, SpikeSampling, detect_spikes
 
@@ -110,3 +112,32 @@ def test_bad_settings_are_refused():
         OnlineSpikeDetector(B1, B2, sampling=SpikeSampling(rise=-1.0))
     with pytest.raises(InputError):
         OnlineSpikeDetector(1.0, B2)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.floats(0.0, 0.99),
+    st.floats(0.9, 0.995),
+    st.integers(0, 2**32 - 1),
+)
+def test_the_online_records_are_the_offline_rises_from_the_end_of_the_warm_up_on(b1, b2, seed):
+    """The online detector returns a record for every block from ``warm + m`` on, where the
+    warm-up ``warm = ceil(H / b)`` blocks is one horizon and ``m`` the level's window, and its
+    rise is the offline `block_rises()` of that block: a rise within the warm-up horizon is
+    never reported."""
+    # adam:_spikes:543:31:swap (a warm-up of ceil(b / H) blocks: one block, not one horizon)
+    from gaugedyn.adam import (
+        spike_block_rises,
+        spike_block_size,
+        spike_block_statistics,
+        spike_horizon,
+        spike_level_blocks,
+    )
+
+    H, b = int(spike_horizon(b1, b2)), int(spike_block_size(b1, b2))
+    warm, m = -(-H // b), spike_level_blocks(b1, b2)
+    ell = np.random.default_rng(seed).normal(-3.0, 0.5, b * (warm + m + 4) + b // 2)
+    _, closed = online(ell, b1, b2)
+    want, _ = spike_block_rises(spike_block_statistics(ell, b).median, b1, b2)
+    assert [c["block"] for c in closed] == list(range(warm + m, warm + m + want.size))
+    assert [c["rise"] for c in closed] == want.tolist()

@@ -146,3 +146,17 @@ def test_block_statistics_are_the_lower_median_the_maximum_and_the_minimum():
     assert blocks.bad.tolist() == [False, True]
     d = detect_spike_blocks(blocks, B1, B2)
     assert d["status"] == "not judged"
+
+
+@pytest.mark.parametrize("name", ["horizon", "block_size", "level_blocks", "judged_blocks"])
+def test_a_beta_out_of_range_is_named_as_the_argument_it_was_given_as(name):
+    """The error names each beta under its own name, whichever of them is out of range."""
+    # adam:_spikes:332:12:swap and adam:_spikes:205:12:swap (horizon(beta2, beta1): the same
+    # horizon, but the error then reports beta1 as beta2 and beta2 as beta1)
+    from gaugedyn.adam import _spikes
+
+    f = getattr(_spikes, name)
+    with pytest.raises(InputError, match=r"beta1=1\.5, beta2=0\.5"):
+        f(1.5, 0.5)
+    with pytest.raises(InputError, match=r"beta1=0\.5, beta2=-0\.25"):
+        f(0.5, -0.25)
