@@ -883,17 +883,9 @@ def online_ode(
     """
     from scipy.integrate import solve_ivp
 
-    if method not in ODE_METHODS:
-        raise InputError(f"method={method!r} is not allowed; allowed: {', '.join(ODE_METHODS)}")
-    if not isinstance(noise_check, str) or noise_check not in NOISE_CHECKS:
-        raise InputError(
-            f"noise_check={noise_check!r} is not allowed; allowed: {', '.join(NOISE_CHECKS)}"
-        )
+    _check_options(method, noise_check, weight_decay, lr2, label_noise)
     eta, batch, rtol, atol, times = _check_args(problem, eta, batch, noise, rtol, atol, times)
     a0, Q0, R0, b, T = problem.order_parameters()
-    for name, v in (("weight_decay", weight_decay), ("lr2", lr2), ("label_noise", label_noise)):
-        if not (isinstance(v, int | float) and np.isfinite(v) and v >= 0):
-            raise InputError(f"{name}={v!r} is not allowed; allowed: a finite number >= 0")
     rhs = OnlineODE(
         problem.K,
         problem.M,
@@ -921,57 +913,56 @@ def online_ode(
     )
     unchecked: dict = {"mode": noise_check, "method": kind, "checks": [], "passed": None}
     if method == "compiled":
-        if not same_teacher:
-            raise InputError(
-                "method='compiled' integrates the online ODE of one activation; a teacher "
-                "activation of its own runs with method='reference'"
-            )
-        if not act.compiled:
-            raise InputError(
-                f"method='compiled' integrates the online ODE of an activation with a compiled "
-                f"code, not {act.name!r}; use method='reference'"
-            )
+        _check_compiled(act, same_teacher)
+        options = (weight_decay, lr2, label_noise)
         Y = _integrate_compiled(
-            problem,
-            act,
-            b,
-            T,
-            y0,
-            times,
-            (eta, batch, noise),
-            rtol,
-            atol,
-            (weight_decay, lr2, label_noise),
-            watch,
+            problem, act, b, T, y0, times, (eta, batch, noise), rtol, atol, options, watch
         )
-        if watch is not None:
-            watch.finish(times[-1], Y[-1])
-        a, Q, R = rhs.unpack(Y)
-        return {
-            "t": times,
-            "a": a,
-            "Q": Q,
-            "R": R,
-            "noise_check": unchecked if watch is None else watch.record(),
-        }
-    sol = solve_ivp(
-        rhs if watch is None else watch.watched(rhs),
-        (0.0, float(times[-1])),
-        y0,
-        method="DOP853",
-        t_eval=times,
-        rtol=rtol,
-        atol=atol,
-    )
-    if not sol.success:
-        raise RuntimeError(f"online ODE failed: {sol.message}")
+        t_out = times
+    else:
+        sol = solve_ivp(
+            rhs if watch is None else watch.watched(rhs),
+            (0.0, float(times[-1])),
+            y0,
+            method="DOP853",
+            t_eval=times,
+            rtol=rtol,
+            atol=atol,
+        )
+        if not sol.success:
+            raise RuntimeError(f"online ODE failed: {sol.message}")
+        Y, t_out = sol.y.T, sol.t
     if watch is not None:
-        watch.finish(sol.t[-1], sol.y[:, -1])
-    a, Q, R = rhs.unpack(sol.y.T)
-    return {
-        "t": sol.t,
-        "a": a,
-        "Q": Q,
-        "R": R,
-        "noise_check": unchecked if watch is None else watch.record(),
-    }
+        watch.finish(t_out[-1], Y[-1])
+    a, Q, R = rhs.unpack(Y)
+    record = unchecked if watch is None else watch.record()
+    return {"t": t_out, "a": a, "Q": Q, "R": R, "noise_check": record}
+
+
+def _check_options(method, noise_check, weight_decay, lr2, label_noise) -> None:
+    """`online_ode()`'s ``method``, ``noise_check`` and classical options, each checked: one
+    `InputError` naming the value and what is allowed."""
+    if method not in ODE_METHODS:
+        raise InputError(f"method={method!r} is not allowed; allowed: {', '.join(ODE_METHODS)}")
+    if not isinstance(noise_check, str) or noise_check not in NOISE_CHECKS:
+        raise InputError(
+            f"noise_check={noise_check!r} is not allowed; allowed: {', '.join(NOISE_CHECKS)}"
+        )
+    for name, v in (("weight_decay", weight_decay), ("lr2", lr2), ("label_noise", label_noise)):
+        if not (isinstance(v, int | float) and np.isfinite(v) and v >= 0):
+            raise InputError(f"{name}={v!r} is not allowed; allowed: a finite number >= 0")
+
+
+def _check_compiled(act, same_teacher: bool) -> None:
+    """``method="compiled"`` needs the student's activation for the teacher and a compiled
+    code for it: one `InputError` saying to use ``method="reference"`` otherwise."""
+    if not same_teacher:
+        raise InputError(
+            "method='compiled' integrates the online ODE of one activation; a teacher "
+            "activation of its own runs with method='reference'"
+        )
+    if not act.compiled:
+        raise InputError(
+            f"method='compiled' integrates the online ODE of an activation with a compiled "
+            f"code, not {act.name!r}; use method='reference'"
+        )

@@ -308,9 +308,8 @@ def _small_readout_controls() -> list[Control]:
 def _window_controls(b1, lr, b2, window_stats) -> list[Control]:
     from ._edge_analysis import freeze_readout
 
-    steps = 1000
+    steps, edge = 1000, 100
     t = np.arange(0, steps, 10)
-    edge = 100
 
     def record(cross: int | None):
         thr = _threshold(b1)

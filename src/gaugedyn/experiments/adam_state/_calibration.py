@@ -35,6 +35,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from ._selection import _as_list
+
 STORED = Path(__file__).with_name("calibration.json")
 """The full configuration's calibration (committed with the package)."""
 OTHER_FAMILIES = "calibration.*.json"
@@ -148,10 +150,6 @@ def plan(config: dict, keys, path: Path = STORED) -> dict:
         )
         + ")",
     }
-
-
-def _as_list(v) -> list:
-    return list(v) if isinstance(v, list | tuple) else [v]
 
 
 def _plain(v):

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import itertools
 
-from ._calibration import _as_list
 from ._protocol import DOSE_FRACTION, STRENGTHS
+
+
+def _as_list(v) -> list:
+    return list(v) if isinstance(v, list | tuple) else [v]
 
 
 def cand_name(c: dict) -> str:
