@@ -519,7 +519,10 @@ def malformed_value(param):
     if str in types and param.choices is not None:
         options.append(TEXT.filter(lambda s: s not in param.choices))
     if list in types:
-        options.append(st.floats(allow_nan=False))
+        if float in types:  # a bare number is allowed (one value fixes it): only beyond bounds
+            options += beyond_bounds(param, integer=False)
+        else:
+            options.append(st.floats(allow_nan=False))
         if param.max_len is not None and param.default:
             options.append(st.just([param.default[0]] * (param.max_len + 1)))
         if param.default and isinstance(param.default[0], int | float):
