@@ -67,6 +67,10 @@ class RunConfig:
     space: dict = field(default_factory=dict)
     """The declared set-up space (setting -> `._space.Choice`), the file's ``[space]``
     tables applied; checked."""
+    shared: tuple[str, ...] = ()
+    """The settings a multiverse's shared pass gave this configuration
+    (`gaugedyn.harness.Experiment.shared_values()`): they leave its runs and findings as they
+    are, so they never make a run "provisional" (`._summary.label_keys()`)."""
 
     @property
     def module(self) -> str:

@@ -87,7 +87,11 @@ def shared_config(cfg: RunConfig, specs: list[dict]) -> RunConfig:
     shared pass (`gaugedyn.harness.Experiment.shared_values()`); ``cfg`` itself when none."""
     configs = [with_values(cfg, s["values"]).params for s in specs]
     values = cfg.experiment.shared_values(dict(cfg.params), configs)
-    return with_values(cfg, values, "multiverse shared pass") if values else cfg
+    if not values:
+        return cfg
+    return dataclasses.replace(
+        with_values(cfg, values, "multiverse shared pass"), shared=tuple(values)
+    )
 
 
 def _finding_record(claim) -> dict:

@@ -90,12 +90,18 @@ def analyse(cfg: RunConfig, results: list) -> tuple[dict[str, np.ndarray], list[
         if not isinstance(claim, Claim):
             raise TypeError(f"{cfg.name}.analyse: claims must be Claim instances, got {claim!r}")
     arrays, claims, diagnostics = labelled(
-        cfg.experiment.params,
-        dict(cfg.params),
-        (arrays, claims, diagnostics),
-        cfg.experiment.label_keys,
+        cfg.experiment.params, dict(cfg.params), (arrays, claims, diagnostics), label_keys(cfg)
     )
     return arrays, claims, strict(diagnostics)
+
+
+def label_keys(cfg: RunConfig) -> tuple[str, ...]:
+    """The settings compared with their declared values to label a run provisional: the
+    experiment's ``label_keys`` (every declared setting by default) less those a multiverse's
+    shared pass gave it (``cfg.shared``), which change none of its results."""
+    keys = cfg.experiment.label_keys
+    keys = tuple(cfg.experiment.params) if keys is None else tuple(keys)
+    return tuple(k for k in keys if k not in cfg.shared)
 
 
 def write_summary(staging: Path, summary: dict) -> None:

@@ -319,11 +319,6 @@ class SpikeBoundary(Experiment):
             "specification's sampling alone)",
         ),
     }
-    label_keys = tuple(k for k in params if k != "spike_shared")
-    """Every setting but ``spike_shared``: the multiverse's shared pass sets it on every
-    specification and it changes none of a specification's results
-    (``tests/test_spike_shared.py``), so the full configuration's findings are not labelled
-    "provisional (reduced configuration)" for it."""
     space = {
         "spike_rise": Choice(
             lo=RISE_RANGE[0],
