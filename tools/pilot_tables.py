@@ -7,7 +7,12 @@ between ``<!-- pilots -->`` and ``<!-- end pilots -->`` is generated from that f
 (`_calibration.pilot_markdown()`), one table per stored pilot, so the page shows the pilots the
 code reads. The block between ``<!-- level pilot -->`` and ``<!-- end level pilot -->`` is
 generated from ``level_pilot.json`` (`_level_pilot.pilot_markdown()`: the quadratic's edge level
-against the detector's rise threshold). Run from the repository root::
+against the detector's rise threshold). The block between ``<!-- family pilot -->`` and
+``<!-- end family pilot -->`` is generated from ``family_pilot.json``
+(`_family_pilot.pilot_markdown()`: the cross-entropy family chosen by its settled edges), the
+one between ``<!-- family wall -->`` and ``<!-- end family wall -->`` from ``family_wall.json``
+(`_family_wall.wall_markdown()`: the core-wall measurement on it). Run from the repository
+root::
 
     .venv/bin/python tools/pilot_tables.py            # rewrite the block in place
     .venv/bin/python tools/pilot_tables.py --check    # exit 1 if the page is stale
@@ -23,11 +28,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from gaugedyn.experiments.adam_stability import _calibration, _level_pilot  # noqa: E402
+from gaugedyn.experiments.adam_stability import (  # noqa: E402
+    _calibration,
+    _family_pilot,
+    _family_wall,
+    _level_pilot,
+)
 
 PAGE = ROOT / "docs" / "adam-stability.md"
 BLOCK = re.compile(r"(<!-- pilots -->\n)(.*?)(<!-- end pilots -->)", re.S)
 LEVEL_BLOCK = re.compile(r"(<!-- level pilot -->\n)(.*?)(<!-- end level pilot -->)", re.S)
+FAMILY_BLOCK = re.compile(r"(<!-- family pilot -->\n)(.*?)(<!-- end family pilot -->)", re.S)
+WALL_BLOCK = re.compile(r"(<!-- family wall -->\n)(.*?)(<!-- end family wall -->)", re.S)
 
 
 def body() -> str:
@@ -41,17 +53,33 @@ def level_body() -> str:
     return "\n".join(_level_pilot.pilot_markdown()) + "\n"
 
 
+def family_body() -> str:
+    """The family block's text: the stored cross-entropy family pilot's tables."""
+    return "\n".join(_family_pilot.pilot_markdown()) + "\n"
+
+
+def wall_body() -> str:
+    """The wall block's text: the stored core-wall measurement and its findings."""
+    return "\n".join(_family_wall.wall_markdown()) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the page is stale")
     args = parser.parse_args(argv)
     text = PAGE.read_text(encoding="utf-8")
-    for block, name in ((BLOCK, "pilots"), (LEVEL_BLOCK, "level pilot")):
+    blocks = (
+        (BLOCK, "pilots", body),
+        (LEVEL_BLOCK, "level pilot", level_body),
+        (FAMILY_BLOCK, "family pilot", family_body),
+        (WALL_BLOCK, "family wall", wall_body),
+    )
+    new = text
+    for block, name, make in blocks:
         if not block.search(text):
             print(f"{PAGE.relative_to(ROOT)}: no <!-- {name} --> block")
             return 1
-    new = BLOCK.sub(lambda m: m.group(1) + body() + m.group(3), text)
-    new = LEVEL_BLOCK.sub(lambda m: m.group(1) + level_body() + m.group(3), new)
+        new = block.sub(lambda m, make=make: m.group(1) + make() + m.group(3), new)
     if new == text:
         return 0
     if args.check:

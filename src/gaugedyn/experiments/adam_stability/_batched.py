@@ -26,6 +26,7 @@ every device).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -188,12 +189,21 @@ def adam_steps(
 
 
 def adam_step_sets(
-    model: BatchedMLP, lr: float, beta1, beta2, steps: int, sizes, eps: float = 1e-8
+    model: BatchedMLP,
+    lr: float,
+    beta1,
+    beta2,
+    steps: int,
+    sizes,
+    eps: float = 1e-8,
+    watch: tuple[set[int], Callable[[int, list[torch.Tensor]], None]] | None = None,
 ) -> tuple[list[list[SpikeBlocks]], np.ndarray]:
     """`adam_steps()` with the loss reduced at several block sizes at once (``sizes``: one
     ``size`` per detector sampling, each a number or ``(B,)``): one training run, one
     `BlockStatistics` per sampling; returns each sampling's blocks per copy and the first
-    ``log10`` losses."""
+    ``log10`` losses. ``watch = (steps, call)``: after each of those steps (0-based)
+    ``call(t, before)`` with the parameters before it (``model.params`` hold those after;
+    the run itself is unchanged)."""
     like = model.params[0]
     B = like.shape[0]
     betas = tuple(np.broadcast_to(np.asarray(b, float), (B,)).copy() for b in (beta1, beta2))
@@ -201,7 +211,7 @@ def adam_step_sets(
     v = [torch.zeros_like(p) for p in model.params]
     accs = [BlockStatistics(np.broadcast_to(np.asarray(z), (B,)), like.device) for z in sizes]
     factors = None
-    for _ in range(steps):
+    for t in range(steps):
         L = model.losses()
         grads = torch.autograd.grad(L.sum(), model.params)
         with torch.no_grad():
@@ -210,7 +220,10 @@ def adam_step_sets(
                 if factors is None
                 else factors.next()
             )
+            before = [p.detach().clone() for p in model.params] if watch and t in watch[0] else None
             batched_adam_step(model.params, grads, m, v, factors, eps=eps)
+            if watch and before is not None:
+                watch[1](t, before)
             ell = torch.log10(L.detach().double())
             for acc in accs:
                 acc.push(ell)

@@ -116,11 +116,13 @@ def select_sampling(task: dict, result: dict, spikes: SpikeSampling) -> dict:
     raise ValueError(f"{spikes} is not among the task's samplings {task_samplings(task)}")
 
 
-def _run_task(task, seed) -> dict:
+def _run_task(task, seed, watch=None) -> dict:
     """Every cell and seed of a training task as one copy of a batched full-batch program, run
     once and judged by each of the task's samplings (`task_samplings()`): the run lasts the
     longest any sampling needs, its losses are reduced once per distinct block size, and each
-    sampling judges the blocks of its own run length (those of the task run with it alone)."""
+    sampling judges the blocks of its own run length (those of the task run with it alone).
+    ``watch = (steps, call)``: ``call(t, model, before)`` after each of those steps, with the
+    batched model and its parameters before the step (`_batched.adam_step_sets`)."""
     import torch
 
     from ._batched import BatchedMLP, adam_step_sets
@@ -146,8 +148,9 @@ def _run_task(task, seed) -> dict:
             hidden=task["hidden"],
         )
         distinct = list(dict.fromkeys(tuple(int(b) for b in z) for z in sizes))
+        hook = None if watch is None else (watch[0], lambda t, b: watch[1](t, model, b))
         reduced, first = adam_step_sets(
-            model, task["lr"], 1 - aa.ravel(), 1 - cc.ravel(), max(own), distinct
+            model, task["lr"], 1 - aa.ravel(), 1 - cc.ravel(), max(own), distinct, watch=hook
         )
     finally:
         torch.set_num_threads(before)

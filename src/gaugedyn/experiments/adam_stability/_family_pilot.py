@@ -1,0 +1,228 @@
+"""Which cross-entropy network family has a settled spike edge? A stored pilot (issue 42, Build 4).
+
+The candidates of `_family` (declared before this pilot ran, in their order) are each scanned
+on `_family.ROWS` x `_family.COLUMNS` with `_family.SEEDS` seeds a cell by the package's own
+programs: every cell one `_scan._run_task` run (the batched full-batch program of the network
+tasks, its run length `_protocol.run_steps`, its verdicts `_scan._judge_task`: the detector's
+default sampling, the rise threshold 2 decades and the declared range's ends), each row from the
+largest ``1 - beta2`` downwards, stopping after its first cell with spike probability at least
+1/2 under both windows (`_bisect.scan_rows` without bisection: the cells below do not enter
+the upper edge). A cell ``(row i, column j)`` of candidate ``k`` draws its seeds from
+``SeedSequence([SEED, k, i, j])``, so a row run alone gives what it gives in a full pass.
+
+A row's edge and interval are `_bisect.row_edge` of its evaluated cells under the settled
+window. The pilot chooses (`choose()`) the first candidate, in the declared order, whose rows
+are all run and at least `_family.MIN_ROWS` of them have a settled edge; a candidate that falls
+short passes the choice to the next. The result is stored in ``family_pilot.json`` (`main()`
+writes it, one row at a time if asked, with the CPU seconds of every cell) and drawn into
+``docs/adam-stability.md`` by ``tools/pilot_tables.py`` (`pilot_markdown()`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._family import CANDIDATES, COLUMNS, MIN_ROWS, ROWS, SEEDS
+
+SEED = 20261208
+"""Root of the pilot's seeds."""
+STORED = Path(__file__).with_name("family_pilot.json")
+WINDOW = 0
+"""The settled window (``_protocol.WINDOWS``)."""
+
+
+def scan_row(name: str, i: int, spikes=None) -> dict[str, Any]:
+    """Row ``ROWS[i]`` of candidate ``name``: the downward scan's evaluated cells, their status
+    codes ``(cells, seeds, windows)`` at the primary rise and ``(cells, seeds, windows, rises)``
+    at the rises of `_scan.rise_readings`, the settled median ``log10`` loss per seed, and the
+    CPU seconds and steps of each cell."""
+    from ...adam import SPIKE_SAMPLING
+    from ._bisect import scan_rows
+    from ._family import family_task
+    from ._scan import _run_task
+
+    spikes = list(SPIKE_SAMPLING[:3]) if spikes is None else list(spikes)
+    k = list(CANDIDATES).index(name)
+    cols = sorted(COLUMNS)
+    cells: list[dict[str, Any]] = []
+
+    def evaluate(rows: np.ndarray, cs: np.ndarray) -> np.ndarray:
+        out = []
+        for c in np.asarray(cs, float):
+            j = int(np.argmin(np.abs(np.log(cols) - math.log(c))))
+            task = family_task(name, spikes, SEEDS, [ROWS[i]], [cols[j]])
+            t0 = time.process_time()
+            r = _run_task(task, np.random.SeedSequence([SEED, k, i, j]))
+            cells.append(
+                {
+                    "c": cols[j],
+                    "status": r["status"][0, 0].tolist(),
+                    "status_rises": r["status_rises"][0, 0].tolist(),
+                    "rises": r["rises"].tolist(),
+                    "settled_median_log10_loss": np.round(
+                        r["settled_median_log10_loss"][0, 0], 2
+                    ).tolist(),
+                    "steps": int(r["steps_run"]) // SEEDS,
+                    "cpu_seconds": round(time.process_time() - t0, 1),
+                }
+            )
+            out.append(r["status"][0, 0])
+        return np.stack(out)
+
+    scan_rows(np.array([ROWS[i]]), np.array(cols), evaluate, math.inf)
+    cells.sort(key=lambda z: z["c"])
+    return {"row": ROWS[i], "cells": cells}
+
+
+def row_reading(row: dict[str, Any], window: int = WINDOW, rise: int = 0) -> list[float]:
+    """``[edge, low, high]`` of a stored row (`_bisect.row_edge` of its evaluated cells under
+    ``window``, at the ``rise``-th rise of the cells' readings; ``nan`` where open or none)."""
+    from ._bisect import row_edge
+
+    c = np.array([z["c"] for z in row["cells"]], float)
+    st = np.array([np.asarray(z["status_rises"])[..., rise] for z in row["cells"]])
+    return [float(v) for v in row_edge(c, st[..., window])]
+
+
+def candidate_summary(name: str, pilot: dict[str, Any]) -> dict[str, Any]:
+    """Per candidate of a pilot: its rows run, each row's settled edge, the rows with an edge,
+    whether all rows are run, and whether it meets the rule (``MIN_ROWS`` edges)."""
+    rows = pilot["candidates"].get(name, {}).get("rows", [])
+    edges = [row_reading(r) for r in rows]
+    n = sum(math.isfinite(e[0]) for e in edges)
+    complete = sorted(r["row"] for r in rows) == sorted(ROWS)
+    return {"rows": [r["row"] for r in rows], "edges": edges, "with_edge": n,
+            "complete": complete, "meets": complete and n >= MIN_ROWS}  # fmt: skip
+
+
+def choose(pilot: dict[str, Any] | None = None) -> str | None:
+    """The chosen candidate: the first in the declared order that meets the rule; ``None``
+    while the first candidate not yet failing it is incomplete, or when none meets it."""
+    p = stored() if pilot is None else pilot
+    for name in CANDIDATES:
+        s = candidate_summary(name, p)
+        if s["meets"]:
+            return name
+        if not s["complete"]:
+            return None
+    return None
+
+
+def stored() -> dict[str, Any]:
+    """The stored pilot (``family_pilot.json``)."""
+    return json.loads(STORED.read_text())
+
+
+def _fmt(v: float) -> str:
+    return "-" if not math.isfinite(v) else f"{v:.3g}"
+
+
+def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
+    """Markdown lines of the pilot (the stored one unless given): per candidate and row, the
+    evaluated cells (spiky seeds of those spiky or quiet, settled window), the settled edge and
+    its interval, the CPU seconds; then the rows with an edge and the choice."""
+    p = stored() if pilot is None else pilot
+    cols = sorted(COLUMNS)
+    lines = [
+        f"The stored pilot of the cross-entropy family ({p['date']}, `{p['command']}`; "
+        f"{SEEDS} seeds a cell, {p['machine']}; a cell: spiky seeds / seeds spiky or quiet "
+        "under the settled window, rise 2 decades; `.`: not evaluated, below the row's first "
+        "spiky cell; the edge: where the spike probability falls through 1/2, with the interval "
+        "from the significantly spiky to the significantly quiet cell, `-` open):",
+    ]
+    for name in CANDIDATES:
+        if name not in p["candidates"]:
+            continue
+        cand = CANDIDATES[name]
+        s = candidate_summary(name, p)
+        lines += [
+            "",
+            f"`{name}`: MLP 64-{cand['hidden']}-10 on {cand['n_samples']} digits, "
+            f"cross-entropy, $\\mathrm{{lr}} = {cand['lr']:g}$ - {s['with_edge']} of "
+            f"{len(s['rows'])} rows run with a settled edge (of {len(ROWS)} declared):",
+            "",
+            "| $1 - \\beta_1$ \\ $1 - \\beta_2$ | "
+            + " | ".join(f"{c:.3g}" for c in cols)
+            + " | settled edge [interval] | CPU s |",
+            "|---" * (len(cols) + 3) + "|",
+        ]
+        for row, e in zip(p["candidates"][name]["rows"], s["edges"]):
+            by_c = {z["c"]: z for z in row["cells"]}
+            cells = []
+            for c in cols:
+                z = by_c.get(c)
+                if z is None:
+                    cells.append(".")
+                    continue
+                st = np.asarray(z["status"])[:, WINDOW]
+                spiky, quiet = int((st == 1).sum()), int((st == 0).sum())
+                cells.append(f"{spiky}/{spiky + quiet}")
+            cpu = sum(z["cpu_seconds"] for z in row["cells"])
+            lines.append(
+                f"| {row['row']:g} | " + " | ".join(cells)
+                + f" | {_fmt(e[0])} [{_fmt(e[1])}, {_fmt(e[2])}] | {cpu:.0f} |"
+            )  # fmt: skip
+    chosen = choose(p)
+    lines += [
+        "",
+        f"Chosen (the first candidate with all rows run and at least {MIN_ROWS} with a settled "
+        f"edge): {'`' + chosen + '`' if chosen else 'none yet'}.",
+    ]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run rows of a candidate (``--candidate NAME``, ``--row A`` repeatable; every row when
+    none) and merge them into ``family_pilot.json`` (a row run again replaces its stored
+    entry), with the date, command, machine and the load at each row's start."""
+    import argparse
+    import os
+
+    from ..._json import strict
+    from ..._meta import cpu_model
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--candidate", required=True, help="a candidate of _family.CANDIDATES")
+    parser.add_argument("--row", type=float, action="append", help="a row of _family.ROWS")
+    args = parser.parse_args(argv)
+    if args.candidate not in CANDIDATES:
+        raise SystemExit(
+            f"--candidate {args.candidate!r} is not allowed; the declared candidates are "
+            f"{list(CANDIDATES)}"
+        )
+    rows = ROWS if not args.row else tuple(args.row)
+    bad = [a for a in rows if a not in ROWS]
+    if bad:
+        raise SystemExit(f"--row {bad[0]!r} is not allowed; the declared rows are {ROWS}")
+    old = stored() if STORED.exists() else {"candidates": {}}
+    for a in rows:
+        load = os.getloadavg()[0]
+        entry = scan_row(args.candidate, ROWS.index(a))
+        entry["load"] = round(load, 2)
+        entry["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        mine = {r["row"]: r for r in old["candidates"].get(args.candidate, {}).get("rows", [])}
+        mine[a] = entry
+        old["candidates"][args.candidate] = {"rows": [mine[x] for x in ROWS if x in mine]}
+        dates = [r["date"] for c in old["candidates"].values() for r in c["rows"]]
+        out = {
+            "date": max(dates)[:10],
+            "command": "python -m gaugedyn.experiments.adam_stability._family_pilot "
+            "--candidate NAME [--row A]",
+            "machine": cpu_model(),
+            "seeds": SEEDS,
+            "candidates": {n: old["candidates"][n] for n in CANDIDATES if n in old["candidates"]},
+        }
+        STORED.write_text(json.dumps(strict(out), indent=1) + "\n")
+        cpu = sum(z["cpu_seconds"] for z in entry["cells"])
+        print(f"wrote {STORED}: {args.candidate} row {a} ({cpu:.0f} CPU s)", flush=True)
+        old = out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,351 @@
+"""The core-wall measurement on the cross-entropy family near its edge: a stored pilot (issue 42,
+Build 5).
+
+The abstract explains the linear boundary of confident cross-entropy by a narrow quadratic core
+and a steep wall, effectively superquadratic at the scale of an update. Here it is measured on
+the family chosen by `_family_pilot.choose()`, on the very runs of its pilot: for every row
+with a settled edge, the two cells of its bracket (the highest cell with spike probability at
+least 1/2, just below the edge, and the evaluated cell above it, a quarter decade higher) are
+run again with the pilot's seeds through the same program (`_scan._run_task`, so each copy
+repeats its pilot trajectory and verdict), and at `MEASURES` steps evenly spread over the
+settled window each copy's Adam update ``u`` (the step just taken) gives the effective exponent
+of ``s -> L(theta + s u)`` (`gaugedyn.adam.effective_exponent`, as ``adam_edge`` measured the
+mean-squared side: a fit over ``|s|`` from 1/32 to 1 update around the line minimum) and the
+distance to the wall (the smallest ``|s|`` where the local exponent reaches
+`gaugedyn.adam.WALL_EXPONENT`).
+
+The findings (`findings()`): per seed the median exponent over its measurements; over the spiky
+cells' seeds, judged by the rule of ``adam_edge``'s core-wall measure (`FINDING_MEASURES`,
+threshold 2, ``>``): "the confident cross-entropy task's effective exponent exceeds 2"; and the
+1-D ``|x|^n / n`` law at that exponent: its ``C(n) = c_b / (1 - beta1)`` read from the
+published ``spike_boundary`` summary (``n`` = 3, 4, 6, the primary reading, log-linear in ``n``
+between them) against the family's measured ``C`` (`_spike_analysis.task_C` over the pilot's
+rows with an edge and ``1 - beta1 <= 0.1``): "predicts" when the interpolated value lies inside
+the measured ``C``'s interval. Stored in ``family_wall.json`` (`main()`), drawn by
+``tools/pilot_tables.py`` (`wall_markdown()`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+MEASURES = 16
+"""Effective-exponent measurements per copy, evenly spread over the settled window."""
+STORED = Path(__file__).with_name("family_wall.json")
+SUMMARY = Path(__file__).resolve().parents[4] / "results-data" / "spike_boundary" / "summary.json"
+"""The published ``spike_boundary`` summary (the 1-D ``C(n)``)."""
+PRIMARY = "settled, beta1>=0.9, orbit start"
+"""The 1-D maps' primary reading, whose ``C`` the family's is compared with."""
+RULE_SEED = 20261209
+"""Seed of the judging rule's draw (a randomised rule's)."""
+MEASURE_ID = "adam_edge.core_wall_exponent:*"
+SEARCH = 2.0
+"""The line minimum's search range in updates (`gaugedyn.adam.effective_exponent`'s
+default, used here)."""
+INTERIOR = 0.99
+"""A line minimum counts as inside the search below this share of `SEARCH` (declared before
+the bracket cells were measured, after a quiet cell of row 0.3 read exponent 1.0 with every
+minimum at the search's end)."""
+"""The declared measure whose rule judges the exponent (the mean-squared side's)."""
+
+
+def measure_steps(a: float, c: float, count: int = MEASURES) -> list[int]:
+    """``count`` steps evenly spread over the settled window of the cell ``(a, c)`` (from
+    `_protocol.settle_steps` to the end of the run, `_protocol.run_steps`)."""
+    from ._protocol import run_steps, settle_steps
+
+    t0, t1 = int(settle_steps(a, c)), int(run_steps(a, c))
+    return [int(v) for v in np.linspace(t0, t1 - 1, count).round()]
+
+
+def wall_cell(name: str, i: int, j: int, count: int = MEASURES) -> dict[str, Any]:
+    """The cell ``(ROWS[i], sorted(COLUMNS)[j])`` of candidate ``name`` run again with its
+    pilot seeds, the effective exponent measured at `measure_steps()`: per seed its settled
+    status code, the exponents and distances to the wall ``(seeds, count)`` and ``log10`` of
+    the loss before each measured step."""
+    import torch
+
+    from ...adam import SPIKE_SAMPLING, effective_exponent
+    from ._family import CANDIDATES, COLUMNS, ROWS, SEEDS, family_task
+    from ._family_pilot import SEED
+    from ._scan import _run_task
+
+    a, c = ROWS[i], sorted(COLUMNS)[j]
+    steps = measure_steps(a, c, count)
+    ex = np.full((SEEDS, count), np.nan)
+    s_min = np.full((SEEDS, count), np.nan)
+    wall = np.full((SEEDS, count), np.nan)
+    level = np.full((SEEDS, count), np.nan)
+
+    def call(t: int, model, before: list[torch.Tensor]) -> None:
+        q = steps.index(t)
+        u = [p.detach() - b for p, b in zip(model.params, before)]
+        with torch.no_grad():
+            level[:, q] = torch.log10(model.losses(before)).cpu().numpy()
+            for b in range(SEEDS):
+
+                def f(s: float, b: int = b) -> float:
+                    return float(model.losses([o + s * d for o, d in zip(before, u)])[b])
+
+                e = effective_exponent(f)
+                ex[b, q], wall[b, q], s_min[b, q] = e["exponent"], e["wall"], e["s_min"]
+
+    task = family_task(name, list(SPIKE_SAMPLING[:3]), SEEDS, [a], [c])
+    k = list(CANDIDATES).index(name)
+    t0 = time.process_time()
+    r = _run_task(task, np.random.SeedSequence([SEED, k, i, j]), watch=(set(steps), call))
+    return {
+        "row": a,
+        "c": c,
+        "steps": steps,
+        "status": np.asarray(r["status"])[0, 0, :, 0].tolist(),
+        "exponent": ex.tolist(),
+        "wall": wall.tolist(),
+        "s_min": s_min.tolist(),
+        "log10_loss": level.tolist(),
+        "cpu_seconds": round(time.process_time() - t0, 1),
+    }
+
+
+def bracket_cells(name: str, pilot: dict[str, Any]) -> list[tuple[int, int, str]]:
+    """``(row index, column index, side)`` of every row of ``name`` with a settled edge in the
+    pilot: its bracket's spiky cell (``"spiky"``) and the evaluated cell above (``"quiet"``)."""
+    from ._bisect import bracket
+    from ._family import COLUMNS, ROWS
+    from ._family_pilot import WINDOW
+
+    cols = sorted(COLUMNS)
+    out = []
+    for row in pilot["candidates"][name]["rows"]:
+        c = np.array([z["c"] for z in row["cells"]], float)
+        st = np.array([np.asarray(z["status"])[:, WINDOW] for z in row["cells"]])
+        br = bracket(c, st)
+        if br is None:
+            continue
+        i = ROWS.index(row["row"])
+        out += [(i, cols.index(br[0]), "spiky"), (i, cols.index(br[1]), "quiet")]
+    return out
+
+
+def one_d_C(summary: Path = SUMMARY) -> dict[float, list[float]]:
+    """``{n: [C, low, high]}`` of the published 1-D maps (``near_linear:n*``, the primary
+    reading `PRIMARY`)."""
+    claims = json.loads(summary.read_text())["claims"]
+    out = {}
+    for cl in claims:
+        if cl["id"].startswith("spike_boundary.near_linear:n"):
+            n = float(cl["id"].rsplit(":n", 1)[1])
+            tol = cl["tolerance"]
+            tol = json.loads(tol) if isinstance(tol, str) else tol
+            out[n] = [float(v) for v in tol["C"][PRIMARY]]
+    return dict(sorted(out.items()))
+
+
+def C_at(n: float, table: dict[float, list[float]]) -> float:
+    """The 1-D ``C`` at exponent ``n``: log-linear interpolation between the published ``n``;
+    ``nan`` outside their range."""
+    ns = np.array(list(table), float)
+    if not ns.min() <= n <= ns.max():
+        return math.nan
+    return float(10 ** np.interp(n, ns, np.log10([v[0] for v in table.values()])))
+
+
+def interior(cell: dict[str, Any]) -> np.ndarray:
+    """``(seeds, measures)``: whether a measurement's line minimum lies inside the search
+    (``|s*| < INTERIOR * SEARCH``): a core within `SEARCH` updates. At the search's end the
+    loss falls monotonically along the update (the confident regime between spikes: the
+    logits grow) and the fit reads the slope of that fall, not a core or a wall."""
+    return np.abs(np.asarray(cell["s_min"], float)) < INTERIOR * SEARCH
+
+
+def seed_medians(cells: list[dict[str, Any]], side: str, core_only: bool = True) -> np.ndarray:
+    """Per seed of the ``side`` cells, the median of its finite exponents (of the measurements
+    with a core, `interior()`, unless ``core_only`` is false; seeds pooled over the rows, in
+    their order; ``nan`` for a seed with none)."""
+    vals = []
+    for z in cells:
+        if z["side"] != side:
+            continue
+        keep = interior(z) if core_only else np.ones(np.shape(z["exponent"]), bool)
+        for e, k in zip(np.asarray(z["exponent"], float), keep):
+            ok = e[np.isfinite(e) & k]
+            vals.append(float(np.median(ok)) if ok.size else math.nan)
+    return np.array(vals)
+
+
+def findings(wall: dict[str, Any], pilot: dict[str, Any]) -> dict[str, Any]:
+    """The exponent finding per side (the measure's rule, threshold 2, ``>``), the median
+    distance to the wall, the family's ``C`` (rows ``<= 0.1`` with an edge) and the 1-D
+    ``C`` at the spiky side's exponent, with whether it lies in the family's interval."""
+    from ... import stats
+    from ._family_pilot import candidate_summary
+    from ._protocol import BETA1_ROWS, FINDING_MEASURES
+    from ._spike_analysis import task_C
+
+    rule = stats.measure_of(FINDING_MEASURES, MEASURE_ID).rule("threshold")
+    out: dict[str, Any] = {"rule": rule}
+    for side in ("spiky", "quiet"):
+        v = seed_medians(wall["cells"], side)
+        v = v[np.isfinite(v)]
+        j = stats.judge(rule, v, threshold=2.0, direction=">",
+                        rng=stats.generator(wall["seed"], MEASURE_ID, side))  # fmt: skip
+        va = seed_medians(wall["cells"], side, core_only=False)
+        va = va[np.isfinite(va)]
+        ja = stats.judge(rule, va, threshold=2.0, direction=">",
+                         rng=stats.generator(wall["seed"], MEASURE_ID, side, "all"))  # fmt: skip
+        core = np.concatenate([interior(z).ravel() for z in wall["cells"] if z["side"] == side])
+        w = np.concatenate([np.asarray(z["wall"], float)[interior(z)] for z in wall["cells"]
+                            if z["side"] == side])  # fmt: skip
+        out[side] = {
+            "verdict": j.verdict,
+            "estimate": j.estimate,
+            "low": j.low,
+            "high": j.high,
+            "n": j.n,
+            "wall_median": float(np.nanmedian(w)) if np.isfinite(w).any() else math.nan,
+            "wall_share": float(np.isfinite(w).mean()) if w.size else math.nan,
+            "core_share": float(core.mean()) if core.size else math.nan,
+            "all_measurements": [ja.verdict, ja.estimate, ja.low, ja.high, ja.n],
+        }
+    s = candidate_summary(wall["candidate"], pilot)
+    a = np.array(s["rows"], float)
+    cb = np.array([e[0] for e in s["edges"]], float)
+    keep = a <= BETA1_ROWS
+    out["C"] = task_C(a[keep], cb[keep])
+    out["C_all_rows"] = task_C(a, cb)
+    table = one_d_C()
+    out["C_1d"] = {f"{n:g}": v for n, v in table.items()}
+    n = out["spiky"]["estimate"]
+    pred = [C_at(x, table) for x in (n, out["spiky"]["low"], out["spiky"]["high"])]
+    out["C_predicted"] = pred
+    lo, hi = out["C"][1], out["C"][2]
+    out["predicts"] = bool(math.isfinite(pred[0]) and lo <= pred[0] <= hi)
+    return out
+
+
+def stored() -> dict[str, Any]:
+    """The stored measurement (``family_wall.json``)."""
+    return json.loads(STORED.read_text())
+
+
+def _fmt(v: float) -> str:
+    return "-" if v is None or not math.isfinite(v) else f"{v:.3g}"
+
+
+def wall_markdown(wall: dict[str, Any] | None = None, pilot: dict[str, Any] | None = None):
+    """Markdown lines of the stored measurement: per cell the median exponent, distance to the
+    wall and settled status; then the findings."""
+    from ._family_pilot import stored as stored_pilot
+
+    w = stored() if wall is None else wall
+    p = stored_pilot() if pilot is None else pilot
+    f = findings(w, p)
+    lines = [
+        f"The stored core-wall measurement on `{w['candidate']}` ({w['date']}, "
+        f"`{w['command']}`; {MEASURES} measurements a copy over the settled window, the "
+        "pilot's seeds and runs; a measurement has a core when its line minimum lies inside "
+        f"the search, |s*| < {INTERIOR:g} x {SEARCH:g} updates; per cell, over those: the "
+        "median over copies of each copy's median effective exponent, the median distance to "
+        "the wall in updates over the measurements that reached it and the share that did; "
+        "then the share of measurements with a core):",
+        "",
+        "| $1 - \\beta_1$ | $1 - \\beta_2$ | side | spiky seeds | exponent | wall (updates) | "
+        "reached | with a core | median log10 loss | CPU s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for z in w["cells"]:
+        core = interior(z)
+        e = np.where(core, np.asarray(z["exponent"], float), np.nan)
+        med = [np.median(r[np.isfinite(r)]) for r in e if np.isfinite(r).any()]
+        wl = np.where(core, np.asarray(z["wall"], float), np.nan)
+        st = np.asarray(z["status"])
+        lines.append(
+            f"| {z['row']:g} | {z['c']:.3g} | {z['side']} | {int((st == 1).sum())}/"
+            f"{int(((st == 0) | (st == 1)).sum())} | {_fmt(float(np.median(med)) if med else math.nan)} | "
+            f"{_fmt(float(np.nanmedian(wl)) if np.isfinite(wl).any() else math.nan)} | "
+            f"{np.isfinite(wl).sum() / max(int(core.sum()), 1):.2f} | {core.mean():.2f} | "
+            f"{np.nanmedian(z['log10_loss']):.1f} | "
+            f"{z['cpu_seconds']:.0f} |"
+        )
+    c1 = "; ".join(f"n = {n}: {v[0]:.3g} [{v[1]:.3g}, {v[2]:.3g}]" for n, v in f["C_1d"].items())
+    sp, qu = f["spiky"], f["quiet"]
+    pred = f["C_predicted"]
+    lines += [
+        "",
+        f"Finding (rule `{f['rule']}`, threshold 2, the mean-squared side's measure): the "
+        f"confident cross-entropy task's effective exponent exceeds 2 - {sp['verdict']}: "
+        f"median over the spiky cells' seeds {sp['estimate']:.3g} (95% [{sp['low']:.3g}, "
+        f"{sp['high']:.3g}], {sp['n']} seeds; median distance to the wall "
+        f"{_fmt(sp['wall_median'])} updates, reached in {sp['wall_share']:.0%} of the "
+        f"measurements); on the quiet cells above the edge {qu['estimate']:.3g} "
+        f"(95% [{qu['low']:.3g}, {qu['high']:.3g}], {qu['n']} seeds, {qu['verdict']}). "
+        f"Measurements with a core: {sp['core_share']:.0%} on the spiky cells, "
+        f"{qu['core_share']:.0%} on the quiet ones; over every measurement (a monotone fall "
+        f"included) the spiky cells read {sp['all_measurements'][1]:.3g} "
+        f"[{sp['all_measurements'][2]:.3g}, {sp['all_measurements'][3]:.3g}] "
+        f"({sp['all_measurements'][0]}).",
+        "",
+        f"The family's $C = c_b / (1 - \\beta_1)$ (rows at or below 0.1 with a settled edge, "
+        f"geometric mean, 95%): {_fmt(f['C'][0])} [{_fmt(f['C'][1])}, {_fmt(f['C'][2])}] "
+        f"(all rows: {_fmt(f['C_all_rows'][0])} [{_fmt(f['C_all_rows'][1])}, "
+        f"{_fmt(f['C_all_rows'][2])}]). The published 1-D $C(n)$ ({PRIMARY}): {c1}. At the "
+        f"measured exponent the 1-D law gives $C$ = {_fmt(pred[0])} (over the exponent's "
+        f"interval {_fmt(pred[1])} to {_fmt(pred[2])}; `-`: outside the published n): "
+        + ("inside" if f["predicts"] else "not inside")
+        + " the family's interval.",
+    ]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measure the bracket cells of the chosen candidate (``--row A`` repeatable: only those
+    rows; all rows with a settled edge when none) and merge them into ``family_wall.json``."""
+    import argparse
+    import os
+
+    from ..._json import strict
+    from ._family import ROWS
+    from ._family_pilot import choose
+    from ._family_pilot import stored as stored_pilot
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--row", type=float, action="append", help="a row of _family.ROWS")
+    args = parser.parse_args(argv)
+    pilot = stored_pilot()
+    name = choose(pilot)
+    if name is None:
+        raise SystemExit("the family pilot has chosen no candidate yet (family_pilot.json)")
+    want = set(ROWS if not args.row else args.row)
+    bad = sorted(want - set(ROWS))
+    if bad:
+        raise SystemExit(f"--row {bad[0]!r} is not allowed; the declared rows are {ROWS}")
+    old = stored() if STORED.exists() else {"cells": []}
+    if old.get("candidate", name) != name:
+        old = {"cells": []}
+    cells = {(z["row"], z["c"]): z for z in old["cells"]}
+    for i, j, side in bracket_cells(name, pilot):
+        if ROWS[i] not in want:
+            continue
+        load = os.getloadavg()[0]
+        z = wall_cell(name, i, j) | {"side": side, "load": round(load, 2)}
+        cells[(z["row"], z["c"])] = z
+        out = {
+            "candidate": name,
+            "date": time.strftime("%Y-%m-%d", time.gmtime()),
+            "command": "python -m gaugedyn.experiments.adam_stability._family_wall [--row A]",
+            "seed": RULE_SEED,
+            "cells": sorted(cells.values(), key=lambda v: (-v["row"], v["c"])),
+        }
+        STORED.write_text(json.dumps(strict(out), indent=1) + "\n")
+        print(f"wrote {STORED}: row {z['row']} c {z['c']:.3g} ({z['cpu_seconds']:.0f} CPU s)",
+              flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

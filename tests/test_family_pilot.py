@@ -1,0 +1,168 @@
+"""The cross-entropy network family of spike_boundary (issue 42, Build 4 and 5): its task
+definition, the stored pilot that chose it and the core-wall measurement on it."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gaugedyn._errors import InputError
+from gaugedyn.experiments.adam_stability import _family, _family_pilot, _family_wall
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("pt", ROOT / "tools" / "pilot_tables.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool
+
+
+def test_family_task_is_a_spike_boundary_network_task_and_refuses_an_undeclared_name():
+    t = _family.family_task("digits_ce", [2.0, 24, 200], 2, [0.3], [0.1, 0.03], [[1.5, 24, 200]])
+    assert t["kind"] == "task" and t["task"] == "digits_ce" and t["start"] == "init"
+    assert t["c"] == [0.03, 0.1] and t["seeds"] == 2 and t["also"] == [[1.5, 24, 200]]
+    assert (t["hidden"], t["n_samples"], t["lr"]) == (32, 64, 1e-2)
+    assert _family.family_task("digits_ce_w16", [2.0, 24, 200])["hidden"] == 16
+    with pytest.raises(InputError, match="'digits_mse' is not allowed"):
+        _family.family_task("digits_mse", [2.0, 24, 200])
+    assert len(_family.ROWS) >= 6 and sum(a <= 0.05 for a in _family.ROWS) >= 3
+    assert min(_family.ROWS) == 0.01 and math.isclose(min(_family.COLUMNS), 1e-3)
+
+
+def test_a_watched_task_runs_the_same_trajectory_and_sees_each_step_once():
+    """The core-wall hook (`_scan._run_task`'s ``watch``) leaves the run unchanged and is
+    called at the asked steps with the parameters before the step."""
+    from gaugedyn.experiments.adam_stability._scan import _run_task
+
+    task = _family.family_task("digits_ce", [2.0, 24, 200], 2, [0.5], [0.3])
+    seen = []
+
+    def call(t, model, before):
+        moved = sum(float((p - b).abs().sum()) for p, b in zip(model.params, before))
+        seen.append((t, moved))
+
+    plain = _run_task(task, np.random.SeedSequence(5))
+    watched = _run_task(task, np.random.SeedSequence(5), watch=({3, 40}, call))
+    assert [t for t, _ in seen] == [3, 40] and all(m > 0 for _, m in seen)
+    for k in ("status", "settled_median_log10_loss", "max_rise"):
+        np.testing.assert_array_equal(plain[k], watched[k])
+
+
+def _row(a, cells):
+    return {"row": a, "cells": [{"c": c, "status": [[s, s] for s in st],
+                                 "status_rises": [[[s] * 3, [s] * 3] for s in st]}
+                                for c, st in cells]}  # fmt: skip
+
+
+def _pilot(edges_a: int, complete_a: bool = True, b: int | None = None) -> dict:
+    """A synthetic pilot: candidate ``digits_ce`` with ``edges_a`` rows with an edge (the
+    others never spiky), the last row left out unless ``complete_a``; the second candidate
+    with ``b`` edges over every row when given."""
+    cols = sorted(_family.COLUMNS)
+
+    def rows(k):
+        out = []
+        for i, a in enumerate(_family.ROWS):
+            if i < k:
+                out.append(_row(a, [(cols[5], [1] * 8), (cols[6], [0] * 8)]))
+            else:
+                out.append(_row(a, [(c, [0] * 8) for c in cols]))
+        return out
+
+    ra = rows(edges_a)
+    cand = {"digits_ce": {"rows": ra if complete_a else ra[:-1]}}
+    if b is not None:
+        cand["digits_ce_w16"] = {"rows": rows(b)}
+    return {"candidates": cand}
+
+
+def test_the_choice_is_the_first_candidate_with_six_rows_with_a_settled_edge():
+    assert _family_pilot.choose(_pilot(6)) == "digits_ce"
+    assert _family_pilot.choose(_pilot(5)) is None
+    assert _family_pilot.choose(_pilot(5, b=7)) == "digits_ce_w16"
+    assert _family_pilot.choose(_pilot(7, complete_a=False)) is None
+    s = _family_pilot.candidate_summary("digits_ce", _pilot(6))
+    assert s["with_edge"] == 6 and s["complete"]
+    e = s["edges"][0]
+    cols = sorted(_family.COLUMNS)
+    assert cols[5] < e[0] < cols[6] and (e[1], e[2]) == (cols[5], cols[6])
+
+
+def test_a_row_reading_uses_the_settled_window_and_the_asked_rise():
+    cols = sorted(_family.COLUMNS)
+    row = _row(0.1, [(cols[2], [1] * 8), (cols[3], [0] * 8)])
+    row["cells"][0]["status"] = [[1, 0]] * 8  # settled spiky, transient quiet
+    row["cells"][0]["status_rises"] = [[[1, 1, 0], [0, 0, 0]]] * 8
+    assert math.isfinite(_family_pilot.row_reading(row)[0])
+    assert math.isnan(_family_pilot.row_reading(row, window=1)[0])
+    assert math.isnan(_family_pilot.row_reading(row, rise=2)[0])
+
+
+def test_the_pilot_refuses_undeclared_candidates_and_rows():
+    with pytest.raises(SystemExit, match="--candidate 'mlp' is not allowed"):
+        _family_pilot.main(["--candidate", "mlp"])
+    with pytest.raises(SystemExit, match="--row 0.07 is not allowed"):
+        _family_pilot.main(["--candidate", "digits_ce", "--row", "0.07"])
+
+
+def test_the_one_d_C_is_read_from_the_published_summary_and_interpolated_in_n():
+    table = _family_wall.one_d_C()
+    assert sorted(table) == [3.0, 4.0, 6.0]
+    assert all(v[1] <= v[0] <= v[2] for v in table.values())
+    assert math.isclose(_family_wall.C_at(4.0, table), table[4.0][0])
+    mid = _family_wall.C_at(3.5, table)
+    assert math.isclose(mid, math.sqrt(table[3.0][0] * table[4.0][0]))
+    assert math.isnan(_family_wall.C_at(2.5, table)) and math.isnan(_family_wall.C_at(7, table))
+
+
+def test_only_measurements_with_a_core_enter_a_seed_median():
+    cell = {"side": "spiky", "exponent": [[3.0, 1.0, 5.0], [1.0, 1.0, 1.0]],
+            "s_min": [[0.5, 2.0, -0.4], [1.999, -1.99, 2.0]]}  # fmt: skip
+    np.testing.assert_array_equal(_family_wall.seed_medians([cell], "spiky"), [4.0, np.nan])
+    np.testing.assert_array_equal(
+        _family_wall.seed_medians([cell], "spiky", core_only=False), [3.0, 1.0]
+    )
+    assert _family_wall.seed_medians([cell], "quiet").size == 0
+
+
+def test_the_measure_steps_lie_in_the_settled_window():
+    from gaugedyn.experiments.adam_stability._protocol import run_steps, settle_steps
+
+    s = _family_wall.measure_steps(0.1, 0.01, 5)
+    assert s[0] == settle_steps(0.1, 0.01) and s[-1] == run_steps(0.1, 0.01) - 1
+    assert len(s) == 5 and s == sorted(s)
+
+
+@pytest.mark.skipif(not _family_pilot.STORED.exists(), reason="no stored family pilot")
+def test_the_page_shows_the_stored_family_pilot(monkeypatch):
+    tool = _tool()
+    assert tool.main(["--check"]) == 0
+    pilot = copy.deepcopy(_family_pilot.stored())
+    name = next(iter(pilot["candidates"]))
+    pilot["candidates"][name]["rows"] = pilot["candidates"][name]["rows"][:-1]
+    monkeypatch.setattr(_family_pilot, "stored", lambda: pilot)
+    assert tool.main(["--check"]) == 1
+
+
+@pytest.mark.skipif(not _family_pilot.STORED.exists(), reason="no stored family pilot")
+def test_the_stored_family_pilot_reruns_its_cheapest_cell():
+    """The stored pilot is what its code gives: the top cell of the first stored row, rerun
+    from its own seed, gives the stored statuses."""
+    from gaugedyn.experiments.adam_stability._scan import _run_task
+
+    p = _family_pilot.stored()
+    name = next(iter(p["candidates"]))
+    row = p["candidates"][name]["rows"][0]
+    top = row["cells"][-1]
+    i, j = _family.ROWS.index(row["row"]), sorted(_family.COLUMNS).index(top["c"])
+    task = _family.family_task(name, [2.0, 24, 200], _family.SEEDS, [row["row"]], [top["c"]])
+    k = list(_family.CANDIDATES).index(name)
+    r = _run_task(task, np.random.SeedSequence([_family_pilot.SEED, k, i, j]))
+    assert r["status"][0, 0].tolist() == top["status"]
