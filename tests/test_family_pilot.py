@@ -87,7 +87,11 @@ def test_the_choice_is_the_first_candidate_with_six_rows_with_a_settled_edge():
     assert _family_pilot.choose(_pilot(6)) == "digits_ce"
     assert _family_pilot.choose(_pilot(5)) is None
     assert _family_pilot.choose(_pilot(5, b=7)) == "digits_ce_w16"
-    assert _family_pilot.choose(_pilot(7, complete_a=False)) is None
+    assert _family_pilot.choose(_pilot(6, complete_a=False)) is None
+    # two rows run without an edge: the first candidate is out of reach, the second decides
+    assert _family_pilot.choose(_pilot(4, complete_a=False, b=6)) == "digits_ce_w16"
+    assert _family_pilot.candidate_summary("digits_ce", _pilot(4, complete_a=False))["fails"]
+    assert _family_pilot.choose(_pilot(5, complete_a=False, b=6)) is None
     s = _family_pilot.candidate_summary("digits_ce", _pilot(6))
     assert s["with_edge"] == 6 and s["complete"]
     e = s["edges"][0]
@@ -166,3 +170,19 @@ def test_the_stored_family_pilot_reruns_its_cheapest_cell():
     k = list(_family.CANDIDATES).index(name)
     r = _run_task(task, np.random.SeedSequence([_family_pilot.SEED, k, i, j]))
     assert r["status"][0, 0].tolist() == top["status"]
+
+
+def test_a_task_runs_at_its_own_adam_eps_and_the_default_without_one():
+    """``eps`` of a task reaches Adam (`_scan._run_task`); a task without one runs at
+    `_scan.ADAM_EPS`, the network tasks' eps before the family."""
+    from gaugedyn.experiments.adam_stability._scan import ADAM_EPS, _run_task
+
+    task = _family.family_task("digits_ce", [2.0, 24, 200], 1, [0.5], [0.3])
+    assert task["eps"] == ADAM_EPS == 1e-8
+    base = _run_task(task, np.random.SeedSequence(3))["settled_median_log10_loss"]
+    bare = {k: v for k, v in task.items() if k != "eps"}
+    np.testing.assert_array_equal(
+        _run_task(bare, np.random.SeedSequence(3))["settled_median_log10_loss"], base
+    )
+    big = _run_task(task | {"eps": 1.0}, np.random.SeedSequence(3))["settled_median_log10_loss"]
+    assert np.all(big > base + 3)

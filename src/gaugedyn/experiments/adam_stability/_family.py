@@ -30,11 +30,18 @@ from typing import Any
 from ..._errors import InputError
 
 CANDIDATES: dict[str, dict[str, Any]] = {
-    "digits_ce": {"task": "digits_ce", "hidden": 32, "n_samples": 64, "lr": 1e-2},
-    "digits_ce_w16": {"task": "digits_ce", "hidden": 16, "n_samples": 128, "lr": 1e-2},
+    "digits_ce": {"task": "digits_ce", "hidden": 32, "n_samples": 64, "lr": 1e-2, "eps": 1e-8},
+    "digits_ce_w16": {
+        "task": "digits_ce",
+        "hidden": 16,
+        "n_samples": 128,
+        "lr": 1e-2,
+        "eps": 1e-8,
+    },
 }
 """The declared candidates, in the order the pilot tries them (module doc): ``_batched`` task,
-hidden width, images and Adam's step size."""
+hidden width, images, Adam's step size and ``eps`` (the network tasks' own,
+`_scan.ADAM_EPS`)."""
 ROWS = (0.3, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01)
 """Rows ``1 - beta1``: four at or below 0.05, down to 0.01 (issue 42, Build 4)."""
 COLUMNS = tuple(10 ** (-3 + 0.25 * k) for k in range(11))
@@ -77,6 +84,7 @@ def family_task(
         "lr": float(cand["lr"]),
         "n_samples": int(cand["n_samples"]),
         "hidden": int(cand["hidden"]),
+        "eps": float(cand["eps"]),
         "spikes": list(spikes),
     }
     if also:

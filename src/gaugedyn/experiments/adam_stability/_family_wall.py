@@ -241,10 +241,19 @@ def _fmt(v: float) -> str:
 def wall_markdown(wall: dict[str, Any] | None = None, pilot: dict[str, Any] | None = None):
     """Markdown lines of the stored measurement: per cell the median exponent, distance to the
     wall and settled status; then the findings."""
+    from ._family_pilot import choose
     from ._family_pilot import stored as stored_pilot
 
-    w = stored() if wall is None else wall
     p = stored_pilot() if pilot is None else pilot
+    if wall is None and not STORED.exists():
+        chosen = choose(p)
+        why = (
+            "the family pilot has chosen no candidate"
+            if chosen is None
+            else f"`{chosen}` is chosen but not yet measured"
+        )
+        return [f"No core-wall measurement is stored ({why}; `family_wall.json`)."]
+    w = stored() if wall is None else wall
     f = findings(w, p)
     lines = [
         f"The stored core-wall measurement on `{w['candidate']}` ({w['date']}, "

@@ -116,6 +116,10 @@ def select_sampling(task: dict, result: dict, spikes: SpikeSampling) -> dict:
     raise ValueError(f"{spikes} is not among the task's samplings {task_samplings(task)}")
 
 
+ADAM_EPS = 1e-8
+"""Adam's ``eps`` of a training task that gives none (``torch.optim.Adam``'s default)."""
+
+
 def _run_task(task, seed, watch=None) -> dict:
     """Every cell and seed of a training task as one copy of a batched full-batch program, run
     once and judged by each of the task's samplings (`task_samplings()`): the run lasts the
@@ -150,7 +154,14 @@ def _run_task(task, seed, watch=None) -> dict:
         distinct = list(dict.fromkeys(tuple(int(b) for b in z) for z in sizes))
         hook = None if watch is None else (watch[0], lambda t, b: watch[1](t, model, b))
         reduced, first = adam_step_sets(
-            model, task["lr"], 1 - aa.ravel(), 1 - cc.ravel(), max(own), distinct, watch=hook
+            model,
+            task["lr"],
+            1 - aa.ravel(),
+            1 - cc.ravel(),
+            max(own),
+            distinct,
+            eps=float(task.get("eps", ADAM_EPS)),
+            watch=hook,
         )
     finally:
         torch.set_num_threads(before)
