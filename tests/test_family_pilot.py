@@ -186,3 +186,54 @@ def test_a_task_runs_at_its_own_adam_eps_and_the_default_without_one():
     )
     big = _run_task(task | {"eps": 1.0}, np.random.SeedSequence(3))["settled_median_log10_loss"]
     assert np.all(big > base + 3)
+
+
+def _wall(spiky: float, quiet: float) -> dict:
+    """A synthetic measurement on the bracket cells of `_pilot(6)`: 8 seeds x 4 measurements,
+    the spiky cells' exponents around ``spiky``, the quiet cells' around ``quiet``, every line
+    minimum inside the search but one measurement a seed at its end (exponent 1)."""
+    rng = np.random.default_rng(0)
+    cols = sorted(_family.COLUMNS)
+    cells = []
+    for a in _family.ROWS[:6]:
+        for c, side, n in ((cols[5], "spiky", spiky), (cols[6], "quiet", quiet)):
+            e = n + 0.05 * rng.standard_normal((8, 4))
+            s_min = np.full((8, 4), 0.5)
+            e[:, 0], s_min[:, 0] = 1.0, 2.0
+            cells.append({"row": a, "c": c, "side": side, "exponent": e.tolist(),
+                          "s_min": s_min.tolist(), "wall": np.full((8, 4), 0.3).tolist(),
+                          "status": [1 if side == "spiky" else 0] * 8, "cpu_seconds": 1.0,
+                          "log10_loss": np.full((8, 4), -9.0).tolist()})  # fmt: skip
+    return {"candidate": "digits_ce", "seed": 1, "cells": cells, "date": "d", "command": "c"}
+
+
+def test_the_wall_findings_judge_the_spiky_cells_exponent_against_2_and_read_C():
+    f = _family_wall.findings(_wall(3.5, 2.0), _pilot(6))
+    assert f["spiky"]["verdict"] == "HELD" and f["spiky"]["n"] == 48
+    assert 3.4 < f["spiky"]["estimate"] < 3.6 and f["spiky"]["core_share"] == 0.75
+    assert f["quiet"]["verdict"] != "HELD" and f["spiky"]["wall_median"] == 0.3
+    assert f["spiky"]["all_measurements"][1] < f["spiky"]["estimate"]
+    # C: the synthetic edges lie between the 6th and 7th column on every row
+    table = _family_wall.one_d_C()
+    assert math.isfinite(f["C"][0]) and math.isfinite(f["C_predicted"][0])
+    assert f["C_predicted"][0] == _family_wall.C_at(f["spiky"]["estimate"], table)
+    assert f["predicts"] == (f["C"][1] <= f["C_predicted"][0] <= f["C"][2])
+    assert _family_wall.findings(_wall(1.5, 2.0), _pilot(6))["spiky"]["verdict"] != "HELD"
+    lines = _family_wall.wall_markdown(_wall(3.5, 2.0), _pilot(6))
+    assert any("exceeds 2 - HELD" in x for x in lines)
+
+
+@pytest.mark.skipif(not _family_pilot.STORED.exists(), reason="no stored family pilot")
+def test_a_wall_cell_repeats_its_pilot_runs_and_measures_every_copy():
+    """`_family_wall.wall_cell` reruns a pilot cell with its own seeds (the same verdicts as
+    stored) and measures each copy at the asked steps of the settled window."""
+    p = _family_pilot.stored()
+    name = next(iter(p["candidates"]))
+    row = p["candidates"][name]["rows"][0]
+    top = row["cells"][-1]
+    i, j = _family.ROWS.index(row["row"]), sorted(_family.COLUMNS).index(top["c"])
+    z = _family_wall.wall_cell(name, i, j, count=2)
+    assert z["status"] == [s[0] for s in top["status"]]
+    assert z["steps"] == _family_wall.measure_steps(row["row"], top["c"], 2)
+    assert np.shape(z["exponent"]) == np.shape(z["s_min"]) == (_family.SEEDS, 2)
+    assert np.all(np.isfinite(z["log10_loss"])) and np.all(np.abs(z["s_min"]) <= 2.0)
