@@ -65,6 +65,7 @@ def scan_row(name: str, i: int, spikes=None) -> dict[str, Any]:
                     "status": r["status"][0, 0].tolist(),
                     "status_rises": r["status_rises"][0, 0].tolist(),
                     "rises": r["rises"].tolist(),
+                    "max_rise": np.round(r["max_rise"][0, 0], 2).tolist(),
                     "settled_median_log10_loss": np.round(
                         r["settled_median_log10_loss"][0, 0], 2
                     ).tolist(),
@@ -139,7 +140,8 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
     lines = [
         f"The stored pilot of the cross-entropy family ({p['date']}, `{p['command']}`; "
         f"{SEEDS} seeds a cell, {p['machine']}; a cell: spiky seeds / seeds spiky or quiet "
-        "under the settled window, rise 2 decades; `.`: not evaluated, below the row's first "
+        "under the settled window, rise 2 decades (transient spiky: the row's runs spiky under "
+        "the transient window, of all its runs); `.`: not evaluated, below the row's first "
         "spiky cell; the edge: where the spike probability falls through 1/2, with the interval "
         "from the significantly spiky to the significantly quiet cell, `-` open):",
     ]
@@ -158,8 +160,8 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
             "",
             "| $1 - \\beta_1$ \\ $1 - \\beta_2$ | "
             + " | ".join(f"{c:.3g}" for c in cols)
-            + " | settled edge [interval] | settled log10 loss | CPU s |",
-            "|---" * (len(cols) + 4) + "|",
+            + " | settled edge [interval] | settled log10 loss | transient spiky | CPU s |",
+            "|---" * (len(cols) + 5) + "|",
         ]
         for row, e in zip(p["candidates"][name]["rows"], s["edges"]):
             by_c = {z["c"]: z for z in row["cells"]}
@@ -177,9 +179,11 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
                           float)  # fmt: skip
             lv = lv[np.isfinite(lv)]
             span = f"{lv.min():.1f} to {lv.max():.1f}" if lv.size else "-"
+            tr = np.concatenate([np.asarray(z["status"])[:, 1] for z in row["cells"]])
             lines.append(
                 f"| {row['row']:g} | " + " | ".join(cells)
-                + f" | {_fmt(e[0])} [{_fmt(e[1])}, {_fmt(e[2])}] | {span} | {cpu:.0f} |"
+                + f" | {_fmt(e[0])} [{_fmt(e[1])}, {_fmt(e[2])}] | {span} | "
+                f"{int((tr == 1).sum())}/{tr.size} | {cpu:.0f} |"
             )  # fmt: skip
     chosen = choose(p)
     verdicts = []
@@ -191,7 +195,9 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
     lines += [
         "",
         f"The rule: at least {MIN_ROWS} of the {len(ROWS)} rows with a settled edge; a "
-        f"candidate fails once more than {len(ROWS) - MIN_ROWS} rows are run without one. "
+        f"candidate fails once more than {len(ROWS) - MIN_ROWS} "
+        f"row{'s' if len(ROWS) - MIN_ROWS != 1 else ''} {'are' if len(ROWS) - MIN_ROWS != 1 else 'is'} "
+        "run without one. "
         + "; ".join(verdicts)
         + ". Chosen: "
         + (f"`{chosen}`." if chosen else ("none." if settled else "none yet.")),
