@@ -237,3 +237,20 @@ def test_a_wall_cell_repeats_its_pilot_runs_and_measures_every_copy():
     assert z["steps"] == _family_wall.measure_steps(row["row"], top["c"], 2)
     assert np.shape(z["exponent"]) == np.shape(z["s_min"]) == (_family.SEEDS, 2)
     assert np.all(np.isfinite(z["log10_loss"])) and np.all(np.abs(z["s_min"]) <= 2.0)
+
+
+def test_the_eps_reading_table_counts_each_cell_s_settled_statuses():
+    from gaugedyn.experiments.adam_stability._family_pilot import (
+        EPS_COLUMNS,
+        EPS_READINGS,
+        eps_markdown,
+    )
+
+    reading = [
+        {"eps": e, "c": c, "status": [[0, 1]] * 6 + [[2, 2]] * 2,
+         "settled_median_log10_loss": [-9.0] * 6 + ["nan"] * 2}
+        for e in EPS_READINGS for c in EPS_COLUMNS
+    ]  # fmt: skip
+    lines = eps_markdown(reading)
+    assert lines[-1].startswith(f"| {EPS_READINGS[-1]:g} |")
+    assert lines[-1].count("6 quiet, 2 undetermined (-9.0)") == len(EPS_COLUMNS)

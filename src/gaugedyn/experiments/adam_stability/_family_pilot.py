@@ -81,6 +81,69 @@ def scan_row(name: str, i: int, spikes=None) -> dict[str, Any]:
     return {"row": ROWS[i], "cells": cells}
 
 
+EPS_READINGS = (1e-8, 1e-12, 1e-30)
+"""Adam's ``eps`` of the diagnostic reading (`eps_reading()`): the candidates' own, and two
+far below it."""
+EPS_ROW = 0.3
+EPS_COLUMNS = (10**-0.5, 0.1, 10**-1.5)
+"""The reading's cells: the three largest columns of the row 0.3 (the cheapest runs)."""
+
+
+def eps_reading(name: str = "digits_ce") -> list[dict[str, Any]]:
+    """A diagnostic beside the pilot, not a candidate: the cells ``(EPS_ROW, EPS_COLUMNS)``
+    of ``name`` run at each Adam ``eps`` of `EPS_READINGS` (seeds ``SeedSequence([SEED, 99,
+    eps index, column index])``), each cell's status codes ``(seeds, windows)``, settled
+    median ``log10`` loss and largest rise per seed."""
+    from ...adam import SPIKE_SAMPLING
+    from ._family import family_task
+    from ._scan import _run_task
+
+    out = []
+    for q, eps in enumerate(EPS_READINGS):
+        for j, c in enumerate(EPS_COLUMNS):
+            task = family_task(name, list(SPIKE_SAMPLING[:3]), SEEDS, [EPS_ROW], [c])
+            r = _run_task(task | {"eps": eps}, np.random.SeedSequence([SEED, 99, q, j]))
+            out.append(
+                {
+                    "eps": eps,
+                    "c": c,
+                    "status": r["status"][0, 0].tolist(),
+                    "max_rise": np.round(r["max_rise"][0, 0], 2).tolist(),
+                    "settled_median_log10_loss": np.round(
+                        r["settled_median_log10_loss"][0, 0], 2
+                    ).tolist(),
+                }
+            )
+    return out
+
+
+def eps_markdown(reading: list[dict[str, Any]], name: str = "digits_ce") -> list[str]:
+    """Markdown lines of the stored `eps_reading()`: per ``eps`` and column, the settled
+    window's statuses and the median over seeds of the settled median ``log10`` loss."""
+    from ._protocol import CODES
+
+    names = {v: k for k, v in CODES.items()}
+    lines = [
+        f"A diagnostic beside the pilot (`eps_reading()`, stored with it): `{name}`'s row "
+        f"{EPS_ROW:g} at Adam's eps {', '.join(f'{e:g}' for e in EPS_READINGS)}; per cell the "
+        "settled window's statuses over the seeds and the median settled log10 loss "
+        "(the float64 floor reads -307.7):",
+        "",
+        "| eps \\ $1 - \\beta_2$ | " + " | ".join(f"{c:.3g}" for c in EPS_COLUMNS) + " |",
+        "|---" * (len(EPS_COLUMNS) + 1) + "|",
+    ]
+    for eps in EPS_READINGS:
+        cells = []
+        for c in EPS_COLUMNS:
+            z = next(x for x in reading if x["eps"] == eps and x["c"] == c)
+            st = [names[int(v)] for v in np.asarray(z["status"])[:, WINDOW]]
+            counts = ", ".join(f"{st.count(k)} {k}" for k in dict.fromkeys(st))
+            lv = np.asarray(z["settled_median_log10_loss"], float)
+            cells.append(f"{counts} ({np.nanmedian(lv):.1f})" if np.isfinite(lv).any() else counts)
+        lines.append(f"| {eps:g} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def row_reading(row: dict[str, Any], window: int = WINDOW, rise: int = 0) -> list[float]:
     """``[edge, low, high]`` of a stored row (`_bisect.row_edge` of its evaluated cells under
     ``window``, at the ``rise``-th rise of the cells' readings; ``nan`` where open or none)."""
@@ -185,6 +248,8 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
                 + f" | {_fmt(e[0])} [{_fmt(e[1])}, {_fmt(e[2])}] | {span} | "
                 f"{int((tr == 1).sum())}/{tr.size} | {cpu:.0f} |"
             )  # fmt: skip
+    if "eps_reading" in p:
+        lines += [""] + eps_markdown(p["eps_reading"])
     chosen = choose(p)
     verdicts = []
     for name in CANDIDATES:
@@ -216,9 +281,18 @@ def main(argv: list[str] | None = None) -> None:
     from ..._meta import cpu_model
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--candidate", required=True, help="a candidate of _family.CANDIDATES")
+    parser.add_argument("--candidate", help="a candidate of _family.CANDIDATES")
+    parser.add_argument(
+        "--eps-reading", action="store_true", help="store eps_reading() instead of rows"
+    )
     parser.add_argument("--row", type=float, action="append", help="a row of _family.ROWS")
     args = parser.parse_args(argv)
+    if args.eps_reading:
+        old = stored()
+        old["eps_reading"] = eps_reading()
+        STORED.write_text(json.dumps(strict(old), indent=1) + "\n")
+        print(f"wrote {STORED}: eps reading", flush=True)
+        return
     if args.candidate not in CANDIDATES:
         raise SystemExit(
             f"--candidate {args.candidate!r} is not allowed; the declared candidates are "
@@ -246,6 +320,8 @@ def main(argv: list[str] | None = None) -> None:
             "seeds": SEEDS,
             "candidates": {n: old["candidates"][n] for n in CANDIDATES if n in old["candidates"]},
         }
+        if "eps_reading" in old:
+            out["eps_reading"] = old["eps_reading"]
         STORED.write_text(json.dumps(strict(out), indent=1) + "\n")
         cpu = sum(z["cpu_seconds"] for z in entry["cells"])
         print(f"wrote {STORED}: {args.candidate} row {a} ({cpu:.0f} CPU s)", flush=True)
