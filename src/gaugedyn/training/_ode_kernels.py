@@ -21,8 +21,8 @@ The same rules as the numpy reference `gaugedyn.training.OnlineODE`, compiled:
   (the axes of eigenvalues at most ``1e-12`` of the largest, a repeated field's, dropped: the
   symmetric rule's value moves by ``O(lambda)`` there); for the activations of
   ``SOBOL_ACTIVATIONS`` (tanh) one equal-weight rule of ``2^SOBOL_LOG2`` scrambled-Sobol nodes on
-  the eigen factor of ``C`` (`sobol_factor()`), ``e`` formed node by node (`sobol_noise()`); the
-  linear activation in closed form;
+  the symmetric square root of ``C`` (`sobol_factor()`), ``e`` formed node by node
+  (`sobol_noise()`); the linear activation in closed form;
 - label noise ``sigma^2 J_ik``, ``J = dF/dc (Q_ii, Q_kk, Q_ik)`` (Price), the options and the
   state layout of ``OnlineODE``.
 """
@@ -145,37 +145,27 @@ def direct_noise(act, a, b, A, zr, wr, n, E):
 
 @numba.njit(cache=True)
 def sobol_factor(C):
-    """``A (P, r)``, ``A A^T = C``: the eigen factor on the eigenvalues above ``EIGEN_DROP`` times
-    the largest, in descending order, each column's sign fixed so that its entry of largest
-    magnitude (the first of equal ones) is positive (`gaugedyn.training._online_ode.sobol_factor()`
-    builds the same factor in numpy: the node set's axes are the same in both)."""
+    """``A = U sqrt(max(L, 0)) U^T`` (``P x P``), ``A A^T = C``: the symmetric square root, a
+    continuous function of ``C`` (smooth where ``C`` is positive definite) whatever the
+    eigenvectors' signs and order (`gaugedyn.training._online_ode.sobol_factor()` builds the
+    same in numpy)."""
     P = C.shape[0]
     lam, U = np.linalg.eigh(C)
-    top = max(lam.max(), 0.0)
-    r = 0
+    A = np.zeros((P, P))
     for m in range(P):
-        if lam[m] > EIGEN_DROP * top:
-            r += 1
-    A = np.empty((P, r))
-    col = 0
-    for m in range(P - 1, -1, -1):
-        if lam[m] > EIGEN_DROP * top:
-            big = 0
-            for p in range(1, P):
-                if abs(U[p, m]) > abs(U[big, m]):
-                    big = p
-            sign = 1.0 if U[big, m] >= 0 else -1.0
-            s = math.sqrt(lam[m])
-            for p in range(P):
-                A[p, col] = sign * U[p, m] * s
-            col += 1
+        s = math.sqrt(max(lam[m], 0.0))
+        for p in range(P):
+            x = U[p, m] * s
+            for q in range(P):
+                A[p, q] += x * U[q, m]
     return A
 
 
 @numba.njit(cache=True)
 def sobol_noise(act, a, b, A, nodes, E):
-    """``E_ik += E[g'(u_i) g'(u_k) e^2]`` by the equal-weight rule of the rows of ``nodes (N,
-    >= r)``, their first ``r`` coordinates on the factor ``A (P, r)``: ``u = A z``."""
+    """``E_ik += E[g'(u_i) g'(u_k) e^2]`` (``i <= k``) by the equal-weight rule of the rows of
+    ``nodes (N, r)`` on the factor ``A (P, r)``: ``u = A z``
+    (`gaugedyn.training._online_ode.sobol_expectation()` in numpy)."""
     K, P, r = a.shape[0], A.shape[0], A.shape[1]
     N = nodes.shape[0]
     u, gp = np.empty(P), np.empty(K)

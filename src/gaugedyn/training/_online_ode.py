@@ -78,52 +78,67 @@ scrambled-Sobol rule on the fields' eigen factor (`SOBOL_ACTIVATIONS`); the comp
 take the index as the method's code."""
 
 SOBOL_ACTIVATIONS = ("tanh",)
-"""The activations whose noise term is the scrambled-Sobol rule (`sobol_nodes()`,
-`sobol_factor()`): ``E_ik = E[g'(u_i) g'(u_k) e^2]`` for all ``i <= k`` from one equal-weight
-set of ``2^SOBOL_LOG2`` nodes ``u = A z`` with ``e`` formed node by node, so nothing cancels.
-Chosen by measurement (``benchmarks/bench_online_noise_accuracy.py``, K = M = 4, the states of
-the noise-free flow at t = 0, 10, 100, 300 and 1000, against 8 x 2^20 scrambled-Sobol points,
-2026-12-07): for tanh, whose four-point integrals converge slowly (poles of ``tanh`` at
-``+-i pi / 2``) and cancel once the students fit the teacher, the rule is 0.7% to 1.9% off where
-the four-point rule is 2.5% to 1,700% off, at a thirtieth of its cost; for softplus the
-four-point rule is the more accurate (6e-6 to 2e-3 against 1e-3 to 8e-3) and stays."""
+"""The activations whose noise term is the scrambled-Sobol rule (`sobol_expectation()`):
+``E_ik = E[g'(u_i) g'(u_k) e^2]`` for all ``i <= k`` from one equal-weight set of
+``2^SOBOL_LOG2`` nodes ``u = C^(1/2) z`` with ``e`` formed node by node, so nothing cancels.
+Chosen by measurement (``benchmarks/bench_online_noise_accuracy.py --sobol``, K = M = 4, the
+states of the noise-free flow at t = 0, 10, 100, 300 and 1000 against 8 x 2^20 scrambled-Sobol
+points; ``docs/benchmarks.md``): for tanh, whose four-point integrals converge slowly (the poles
+of ``tanh`` at ``+-i pi / 2``) and cancel once the students fit the teacher, the rule is within
+about 1.2% where the four-point rule is 2.5% to 1,700% off, at a twentieth of its cost; for
+softplus the four-point rule is the more accurate (6e-6 to 2e-3 against up to 1.5e-2) and
+stays."""
 
 SOBOL_LOG2 = 14
-"""``log2`` of the scrambled-Sobol rule's node count (16,384 nodes)."""
+"""``log2`` of the scrambled-Sobol rule's node count (16,384 nodes; 2^12 costs a quarter and is
+off by up to 4% at the same states)."""
 
 SOBOL_SEED = 0
 """The scrambling's seed (`scipy.stats.qmc.Sobol`): the rule is one fixed node set."""
 
-_SOBOL_CACHE: dict[int, np.ndarray] = {}
+_SOBOL_CACHE: dict[tuple[int, int, int], np.ndarray] = {}
 
 
 def sobol_nodes(d: int) -> np.ndarray:
     r"""The scrambled-Sobol rule's nodes ``(2^SOBOL_LOG2, d)``: $z = \Phi^{-1}(x)$ of the points
-    $x$ of ``scipy.stats.qmc.Sobol(d, scramble=True, seed=SOBOL_SEED)``, equal weights; a field
-    factor of rank $r$ uses the first $r$ coordinates (`sobol_factor()`: the largest eigenvalue
-    on the first). The one table the compiled and the numpy noise terms read."""
-    if d not in _SOBOL_CACHE:
+    $x$ of ``scipy.stats.qmc.Sobol(d, scramble=True, seed=SOBOL_SEED)``, centred and whitened
+    (their mean exactly 0 and second moments exactly the identity: the rule integrates every
+    polynomial of degree at most 2 in the fields exactly), equal weights. The one table the
+    compiled and the numpy noise terms read."""
+    key = (d, SOBOL_LOG2, SOBOL_SEED)
+    if key not in _SOBOL_CACHE:
         from scipy.stats import norm, qmc
 
         x = qmc.Sobol(d=d, scramble=True, seed=SOBOL_SEED).random_base2(SOBOL_LOG2)
-        _SOBOL_CACHE[d] = np.ascontiguousarray(norm.ppf(x))
-    return _SOBOL_CACHE[d]
+        z = norm.ppf(x)
+        z -= z.mean(axis=0)
+        L = np.linalg.cholesky(z.T @ z / z.shape[0])
+        _SOBOL_CACHE[key] = np.ascontiguousarray(np.linalg.solve(L, z.T).T)
+    return _SOBOL_CACHE[key]
 
 
 def sobol_factor(C) -> np.ndarray:
-    """``A (P, r)`` with ``A A^T = C``: the eigen factor on the eigenvalues above ``EIGEN_DROP``
-    times the largest, in descending order, each column's sign fixed so that its entry of
-    largest magnitude (the first of equal ones) is positive; the numpy twin of
-    `gaugedyn.training._ode_kernels.sobol_factor()` (the rule is not invariant under the axes'
-    order and signs, so both fix them the same way)."""
-    from ._ode_kernels import EIGEN_DROP
-
+    """``A = U sqrt(max(L, 0)) U^T`` (``P x P``), ``A A^T = C``: the symmetric square root of the
+    fields' Gram matrix, the numpy twin of `gaugedyn.training._ode_kernels.sobol_factor()`. A
+    continuous function of ``C`` (smooth where it is positive definite) whatever the
+    eigenvectors' signs and order: on a sorted, sign-fixed eigen factor the rule jumps where an
+    eigenvector's sign convention flips, and LSODA's steps to t = 1000 (tanh, K = M = 4) went
+    from about 2,000 right-hand sides to more than 100,000."""
     lam, U = np.linalg.eigh(np.asarray(C, dtype=np.float64))
-    keep = lam > EIGEN_DROP * max(lam.max(), 0.0)
-    lam, U = lam[keep][::-1], U[:, keep][:, ::-1]
-    big = np.abs(U).argmax(axis=0)
-    sign = np.where(U[big, np.arange(U.shape[1])] >= 0, 1.0, -1.0)
-    return U * (sign * np.sqrt(lam))
+    return (U * np.sqrt(np.maximum(lam, 0.0))) @ U.T
+
+
+def sobol_expectation(activation, teacher_activation, a, b, C) -> np.ndarray:
+    """``E_ik = E[g'(u_i) g'(u_k) e^2]`` (``(K, K)``) by the scrambled-Sobol rule: the nodes of
+    `sobol_nodes()` on `sobol_factor()`, ``u = A z``, ``e`` formed node by node; the numpy twin
+    of `gaugedyn.training._ode_kernels.sobol_noise()`."""
+    act = activation_of(activation)
+    teacher = act if teacher_activation is None else activation_of(teacher_activation)
+    K = a.shape[0]
+    U = sobol_nodes(C.shape[0]) @ sobol_factor(C).T
+    e = on_numpy(act.function)(U[:, :K]) @ a - on_numpy(teacher.function)(U[:, K:]) @ b
+    Gp = on_numpy(act.derivative)(U[:, :K])
+    return (Gp * (e * e)[:, None]).T @ Gp / U.shape[0]
 
 
 def rule_sizes() -> list[int]:
@@ -278,8 +293,8 @@ def noise_term(a, Q, R, b, T, activation, teacher_activation=None, method=None):
     By `noise_method()` unless ``method`` names one of ``NOISE_METHODS``: closed forms for linear
     and erf (same teacher); exact orthant moments for piecewise-linear $g$ and $g^*$
     (`gaugedyn.training._orthant`); for tanh (`SOBOL_ACTIVATIONS`) one scrambled-Sobol rule of
-    ``2^SOBOL_LOG2`` nodes on the eigen factor of the fields' Gram matrix $C$ for all $(i, j)$
-    (``"sobol"``, `sobol_nodes()`, `sobol_factor()`); otherwise, when $C$ of the $K + M$ fields has
+    ``2^SOBOL_LOG2`` nodes on the symmetric root of the fields' Gram matrix $C$ for all
+    $(i, j)$ (``"sobol"``, `sobol_expectation()`); otherwise, when $C$ of the $K + M$ fields has
     rank $r \le 4$, one $r$-dimensional Gauss-Hermite rule on its eigen factor for all $(i, j)$ at
     once (`DIRECT_NODES`), else the four-point integrals `four_point()` (``"quadrature"``, the
     reference the orthant moments are checked against).
@@ -340,13 +355,7 @@ def noise_term(a, Q, R, b, T, activation, teacher_activation=None, method=None):
         E = np.triu(E) + np.triu(E, 1).T
         return np.outer(a, a) * E
     if method == "sobol":
-        A = sobol_factor(C)
-        Z = sobol_nodes(C.shape[0])[:, : A.shape[1]]
-        U = Z @ A.T
-        e = on_numpy(act.function)(U[:, :K]) @ a - on_numpy(teacher.function)(U[:, K:]) @ b
-        Gp = on_numpy(act.derivative)(U[:, :K])
-        E = (Gp * (e * e)[:, None]).T @ Gp / Z.shape[0]
-        return np.outer(a, a) * E
+        return np.outer(a, a) * sobol_expectation(act, teacher, a, b, C)
     if act.name == "linear" and method == "closed":
         e2 = c @ C @ c
         return np.outer(a, a) * e2
