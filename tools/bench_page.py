@@ -267,7 +267,7 @@ def render_noise_qmc(record: dict) -> str:
         + f"\n\nK = M = {d['K']}; the reference: {cfg['seeds']} scramblings of 2^{cfg['log2']} "
         f"Sobol points, its standard error from their spread; Monte Carlo: {cfg['samples']:,} "
         "draws. Errors and standard errors relative to the largest entry of the reference; "
-        "\"chosen\" marks the rule `noise_method()` picks.\n\n" + _table(cols, rows)
+        '"chosen" marks the rule `noise_method()` picks.\n\n' + _table(cols, rows)
     )
 
 

@@ -23,8 +23,9 @@ $g(z) = \mathrm{erf}(z / \sqrt 2)$ the symbolic module's ``erf_i4`` (``gaugedyn 
 $I_4 = C_{34}$; for a piecewise-linear (positively homogeneous) activation, ReLU, leaky ReLU, the
 absolute value, the noise term is exact: Gaussian orthant probabilities and moments by Stein's
 lemma, closed to three fields and one smooth one-dimensional integral for four
-(`gaugedyn.training._orthant`, where the derivation is); for every other activation they are
-four-dimensional Gauss-Hermite integrals on the eigen factor of each $4 \times 4$ covariance
+(`gaugedyn.training._orthant`, where the derivation is); for tanh (`SOBOL_ACTIVATIONS`) the
+noise term is not split into four-point integrals at all (below); for every other activation
+they are four-dimensional Gauss-Hermite integrals on the eigen factor of each $4 \times 4$ covariance
 (`gaugedyn.theory._quadrature.gaussian_product()`, $10^4$ nodes each: exact for
 polynomial ``g`` up to the degree it states, and only algebraically convergent for ``g`` with a
 kink such as ReLU, where its error is what ``gaussian_product_error`` reports).
@@ -34,10 +35,20 @@ That four-point rule is accurate for softplus and not for tanh, measured by
 Carlo; ``docs/benchmarks.md``): softplus's noise term stays within a few standard errors of
 Monte Carlo at every state of a run to t = 1000; tanh's is off by percents at t = 0, and once
 the students fit the teacher the sum of four-point integrals cancels to a noise term far smaller
-than each integral's rule error (at t = 1000 the default rule's diagonal is more than ten times
-Monte Carlo's, with entries of the wrong sign). A tanh online ODE with ``noise=True`` is not accurate there; its population flow
-(``noise=False``, the Mehler series) is unaffected. `online_ode()` therefore checks a noise term
-by quadrature while it integrates (``noise_check``; `NoiseWatch`, declared by `NOISE_CHECK`):
+than each integral's rule error (at t = 1000 the rule's diagonal is more than ten times Monte
+Carlo's, with entries of the wrong sign). Tanh's noise term is therefore one scrambled-Sobol
+rule for all $E_{ik}$ at once (`sobol_expectation()`; compiled,
+`gaugedyn.training._ode_kernels.sobol_noise`): $2^{14}$ equal-weight nodes $u = C^{1/2} z$,
+$z$ a fixed scrambled Sobol set through $\Phi^{-1}$, centred and whitened (exact for
+integrands of degree 2), $e$ formed node by node so that nothing cancels; the symmetric root
+$C^{1/2}$ keeps the rule continuous in the state. Against a randomised-QMC reference
+(``benchmarks/bench_noise_qmc.py``) it is within 1.3e-3 to 1.1e-2 of the term at the flow's
+states t = 0 to 1000, where the four-point rule is 2.6e-2 to 17 off; it costs about 4 ms per
+right-hand side against about 100 (K = M = 4, compiled). Its error is quasi-Monte Carlo's,
+about inverse to the node count, so the cost of an accurate tanh noise term stays in the
+milliseconds: a run to t = 1000 at rtol 1e-8 takes about 10 CPU s (2,000 right-hand sides),
+not the CPU second of the flow alone. `online_ode()` checks a noise term by a rule (the
+four-point quadrature or the Sobol rule) while it integrates (``noise_check``; `NoiseWatch`, declared by `NOISE_CHECK`):
 against Monte Carlo at the start and at each eighth of the horizon within 10% of the run's CPU
 time, warning once (`gaugedyn.NoiseTermWarning`) or raising where it is off by more than 10%.
 """
@@ -191,18 +202,17 @@ class NoiseCheck:
 
 
 NOISE_CHECK = NoiseCheck(samples=2**18, seed=0, tolerance=0.1, z=4.0, shares=8, budget=0.1)
-"""The runtime check of a quadrature noise term (`NoiseCheck`), declared once. Monte Carlo, not
-a finer rule: tanh's rule converges slowly in the nodes, so a finer rule's disagreement
-underestimates the error (at t = 0 of ``bench_online_noise_accuracy.py``'s problem 16 nodes per
-axis against 10 disagree by 2.4% where Monte Carlo finds 3.8%); and at that flow's t = 1000
-state the fields have rank 4 to within 1e-11, so a change of 1e-10 in ``Q`` switches the noise
-term from the rank-4 direct rule (7% off) to the four-point sum (1,560% off).
-With ``2**18`` draws the standard error is below 1% of the noise term there (0.3 to 0.7%), and
-one check costs about six right-hand sides of tanh or softplus at K = M = 4 (0.5 CPU s against
-90 and 70 ms, load 4, 2026-12-07): the budget's unit. The tolerance of
-10% asks the noise term to one significant digit: softplus agrees within the standard error
-at every state to t = 1000; tanh passes before its plateau (3.8% at t = 0, 7.6% at 10) and
-fails on it and after (16% at t = 100, 26% at 300; ``docs/own-activation.md``)."""
+"""The runtime check of a noise term by a rule (`NoiseCheck`), declared once. Monte Carlo, not
+a finer rule: tanh's four-point rule converged slowly in the nodes, so a finer rule's
+disagreement underestimated the error (at t = 0 of ``bench_online_noise_accuracy.py``'s problem
+16 nodes per axis against 10 disagreed by 2.4% where Monte Carlo found 3.8%).
+With ``2**18`` draws the standard error is below 1% of the noise term at that problem's states
+(0.3 to 0.7%), and one check costs about six right-hand sides of softplus at K = M = 4 (0.5 CPU
+s against 70 ms, load 4, 2026-12-07; a hundred of tanh's Sobol rule): the budget's unit. The
+tolerance of 10% asks the noise term to one significant digit: softplus's four-point rule
+agrees within the standard error at every state to t = 1000, and tanh's Sobol rule within 3%
+(the four-point rule it replaced failed from t = 100 on: 16% there, 26% at 300;
+``docs/own-activation.md``)."""
 
 NOISE_CHECKS = ("warn", "error", "off")
 """``online_ode(..., noise_check=)``: warn once (`gaugedyn.NoiseTermWarning`), raise
@@ -894,11 +904,14 @@ def online_ode(
     the population velocity) with DOP853. The two right-hand sides agree to round-off (tested).
     The noise term's method is `noise_method()`'s: exact orthant moments for the piecewise-linear
     activations (ReLU, leaky ReLU, absolute value; a fraction of a millisecond per right-hand
-    side at ``K = M = 4``); for a smooth activation other than erf whose fields have rank
-    above 4 it is hundreds of four-point Gauss-Hermite integrals of $10^4$ nodes each
-    (compiled, about 0.1 CPU s per right-hand side there; the reference: seconds), whose
-    error is measured, not bounded: small for softplus, large for tanh once the students fit
-    the teacher (module docstring). Such a noise term is checked while the run integrates
+    side at ``K = M = 4``); for tanh one scrambled-Sobol rule of $2^{14}$ nodes over all the
+    fields (`sobol_expectation()`: within about 1.2% of a high-precision reference at every
+    state of a run to t = 1000, about 4 ms per compiled right-hand side at ``K = M = 4``, a
+    run to t = 1000 at rtol 1e-8 about 10 CPU s); for another smooth activation whose fields
+    have rank above 4 it is hundreds of four-point Gauss-Hermite integrals of $10^4$ nodes each
+    (compiled, about 0.07 CPU s per right-hand side there; the reference: seconds), whose
+    error is measured, not bounded: small for softplus (2e-3 or less; module docstring).
+    Such a noise term is checked while the run integrates
     (``noise_check``, `NOISE_CHECK`): at the start and at each eighth of the horizon (within
     a budget of 10% of the right-hand sides' CPU time) it is compared with a Monte Carlo
     estimate, and a disagreement above 10% of the term (beyond four standard errors) warns once
