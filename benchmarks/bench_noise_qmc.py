@@ -1,27 +1,40 @@
-"""A prototype, not the package's rule: the smooth activations' noise term integrated over the
-fields directly by randomised quasi-Monte Carlo, against Monte Carlo.
+"""The smooth activations' online-ODE noise term: the package's scrambled-Sobol rule against the
+four-point rule, both against a high-precision reference, at the states of a run.
 
-The package's noise term at fields of rank above 4 is the sum over ``p, q`` of ``c_p c_q`` times
-four-point integrals (``gaugedyn.training._online_ode.noise_term``); once the students fit the
-teacher the sum cancels and each integral's rule error survives it (tanh: off by 17 times the
-term at a state of the noise-free flow at t = 1000). Integrating
-``E_ik = E[g'(u_i) g'(u_k) e^2]`` over the fields ``u = A z`` directly (``A`` the eigen factor of
-their Gram matrix) with ``e`` formed point by point cancels nothing. This benchmark evaluates it
-with a scrambled Sobol sequence of ``2^m`` points (``scipy.stats.qmc.Sobol``, seeds 0 and 1,
-``z = Phi^{-1}(point)``) for each ``m`` of ``--log2``, at the states the noise-free flow of
-``bench_online_noise_accuracy.py``'s problem (K = M = 4) reaches at ``--times``, and prints, per
-state, Monte Carlo's standard error (``--samples`` draws, that benchmark's ``monte_carlo``), the
-package's rule and each QMC estimate against Monte Carlo (``max |E - E_MC| / max |E_MC|`` and
-the largest ``|E - E_MC|`` in standard errors), the two seeds' difference (the QMC error's
-size) and its CPU ms (numpy, not compiled).
+At K = M = 4 (``random_problem(50, 4, 4, default_rng(0), ...)``, the problem of
+``bench_online_ode.py``), for each activation of ``--activations`` and at the states the
+noise-free compiled flow reaches at ``--times`` (rtol 1e-8), this measures
+``E_ik = E[g'(u_i) g'(u_k) e^2]`` by
+
+- the reference: randomised quasi-Monte Carlo, ``--seeds`` independent scramblings of a Sobol
+  sequence of ``2^--log2`` points each (``scipy.stats.qmc.Sobol``, ``z = Phi^{-1}(point)`` on the
+  eigen factor of the fields' Gram matrix, the largest eigenvalue on the first coordinate:
+  there its spread is a quarter of that on the symmetric root; ``e`` formed point by point so
+  that nothing cancels); its mean, and its standard error from the scramblings' spread;
+- Monte Carlo (``--samples`` draws, `gaugedyn.training._online_ode.monte_carlo_noise`), its
+  standard error, and its distance from the reference in its own standard errors (the check
+  that the reference is right);
+- the scrambled-Sobol rule (``"sobol"``: `gaugedyn.training._online_ode.sobol_expectation`,
+  ``2^SOBOL_LOG2`` nodes) and the four-point rule (``"quadrature"``: the compiled kernel's sum
+  of four-point Gauss-Hermite integrals, ``FOUR_POINT_NODES`` per axis, or its direct rule at
+  rank 4 or less), each compiled: the error ``max |E - E_ref| / max |E_ref|`` and the CPU
+  milliseconds of one evaluation (median of ``--rounds``).
+
+The row of the rule `noise_method()` picks is marked: the choice the package declares
+(``SOBOL_ACTIVATIONS``) is the one this measures as the more accurate.
 
     .venv/bin/python benchmarks/bench_noise_qmc.py [--activations tanh,softplus]
-        [--times 0,10,100,300,1000] [--log2 16,18] [--samples 1000000]
+        [--times 0,10,100,300,1000] [--log2 19] [--seeds 8] [--samples 1000000] [--rounds 3]
+        [--json benchmarks/results/noise_qmc.json [--stop-after S]]
+
+It prints the machine (CPU model, cores, load); ``--json`` writes a benchmark record
+(``benchmarks/_record.py``), each finished state stored at once in ``PATH.partial``.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -30,64 +43,148 @@ import numpy as np
 from scipy.stats import norm, qmc
 
 from gaugedyn.theory import activation_of, on_numpy, random_problem
-from gaugedyn.training import online_ode
-from gaugedyn.training._online_ode import quadrature_noise
+from gaugedyn.training import _ode_kernels, _online_ode, online_ode
 
 
-def qmc_noise(name: str, a, C, b, m: int, seed: int = 0) -> np.ndarray:
-    """``E`` (``(K, K)``) by ``2^m`` scrambled Sobol points on the eigen factor of ``C``."""
+def rqmc(name: str, a, C, b, log2: int, seed: int) -> np.ndarray:
+    """``E`` (``(K, K)``) by ``2^log2`` points of one scrambling (``seed``), in blocks."""
     act = activation_of(name)
     g, gp = on_numpy(act.function), on_numpy(act.derivative)
-    lam, U = np.linalg.eigh(C)
-    A = U * np.sqrt(np.maximum(lam, 0.0))
+    lam, U = np.linalg.eigh(C)  # principal axes, the largest first: the reference's best
+    A = (U * np.sqrt(np.maximum(lam, 0.0)))[:, ::-1]
+    K, block = a.shape[0], min(log2, 16)
+    sob = qmc.Sobol(d=C.shape[0], scramble=True, seed=1000 + seed)
+    total = np.zeros((K, K))
+    for _ in range(2 ** (log2 - block)):
+        X = norm.ppf(sob.random(2**block)) @ A.T
+        e = g(X[:, :K]) @ a - g(X[:, K:]) @ b
+        G = gp(X[:, :K])
+        total += (G * (e * e)[:, None]).T @ G
+    return total / 2**log2
+
+
+def compiled(name: str, method: str, a, C, b) -> np.ndarray:
+    """``E`` by the compiled kernel's ``method`` (``"sobol"`` or ``"quadrature"``), whole."""
     K = a.shape[0]
-    Z = norm.ppf(qmc.Sobol(d=C.shape[0], scramble=True, seed=seed).random_base2(m))
-    X = Z @ A.T
-    e = g(X[:, :K]) @ a - g(X[:, K:]) @ b
-    G = gp(X[:, :K])
-    return (G * (e * e)[:, None]).T @ G / Z.shape[0]
+    E = np.zeros((K, K))
+    z, w, n = _online_ode._grids(_online_ode.rule_sizes())
+    _ode_kernels.noise_expectation(
+        int(activation_of(name).code),
+        False,
+        _online_ode.NOISE_METHODS.index(method),
+        np.zeros((3, 0)),
+        a,
+        b,
+        np.ascontiguousarray(C),
+        np.concatenate([a, -b]),
+        z,
+        w,
+        n,
+        _online_ode.rule_nodes(method, C.shape[0]),
+        E,
+    )
+    return np.triu(E) + np.triu(E, 1).T
+
+
+def state_unit(name: str, t: float, state, args) -> dict:
+    """One state's figures (module docstring)."""
+    a, Q, R, b, T = state
+    C = np.block([[Q, R], [R.T, T]])
+    C = (C + C.T) / 2
+    runs = np.array([rqmc(name, a, C, b, args.log2, s) for s in range(args.seeds)])
+    ref, ref_se = runs.mean(axis=0), runs.std(axis=0, ddof=1) / np.sqrt(args.seeds)
+    scale = float(np.abs(ref).max())
+    mc, mc_se = _online_ode.monte_carlo_noise(
+        name, None, a, Q, R, b, T, args.samples, _online_ode.NOISE_CHECK.seed + 1
+    )
+    aa = np.outer(a, a)
+    mc, mc_se = mc / aa, mc_se / np.abs(aa)
+    out = {
+        "t": t,
+        "eigenvalues": np.linalg.eigvalsh(C).tolist(),
+        "scale": scale,
+        "reference_se": float(ref_se.max()) / scale,
+        "mc_se": float(mc_se.max()) / scale,
+        "mc_z": float((np.abs(mc - ref) / np.sqrt(mc_se**2 + ref_se**2)).max()),
+        "rules": {},
+    }
+    for method in ("sobol", "quadrature"):
+        E = compiled(name, method, a, C, b)
+        cpu = []
+        for _ in range(args.rounds):
+            c0 = time.process_time()
+            compiled(name, method, a, C, b)
+            cpu.append(time.process_time() - c0)
+        out["rules"][method] = {
+            "error": float(np.abs(E - ref).max()) / scale,
+            "ms": 1e3 * statistics.median(cpu),
+        }
+    return out
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--activations", default="tanh,softplus")
     p.add_argument("--times", default="0,10,100,300,1000")
-    p.add_argument("--log2", default="16,18")
+    p.add_argument("--log2", type=int, default=19)
+    p.add_argument("--seeds", type=int, default=8)
     p.add_argument("--samples", type=int, default=1_000_000)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--json", default=None, help="write the figures as a benchmark record")
+    p.add_argument(
+        "--stop-after",
+        type=float,
+        default=None,
+        help="with --json: start no state after this many wall seconds (exit 3; rerun resumes)",
+    )
     args = p.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).parent))
-    from _record import describe_machine
-    from bench_online_noise_accuracy import monte_carlo
+    from _record import Progress, describe_machine
 
     print(describe_machine(), flush=True)
-    ts = np.array([float(x) for x in args.times.split(",")])
-    for name in args.activations.split(","):
+    ts = [float(x) for x in args.times.split(",")]
+    names = [n for n in args.activations.split(",") if n]
+    config = {
+        "times": ts,
+        "log2": args.log2,
+        "seeds": args.seeds,
+        "samples": args.samples,
+        "rounds": args.rounds,
+        "sobol_log2": _online_ode.SOBOL_LOG2,
+        "K": 4,
+        "M": 4,
+    }
+    progress = (
+        Progress(args.json, "bench_noise_qmc.py", config, argv, args.stop_after)
+        if args.json
+        else None
+    )
+    rows: dict = {}
+    for name in names:
         problem = random_problem(50, 4, 4, np.random.default_rng(0), activation=name)
         _, _, _, b, T = problem.order_parameters()
-        sol = online_ode(problem, 1.0, ts, noise=False)
+        sol = online_ode(problem, 1.0, np.array(ts), noise=False, rtol=1e-8)
+        rows[name] = {"chosen": _online_ode.noise_method(name), "states": []}
         for i, t in enumerate(ts):
-            a, Q, R = sol["a"][i], sol["Q"][i], sol["R"][i]
-            C = np.block([[Q, R], [R.T, T]])
-            C = (C + C.T) / 2
-            mc, se = monte_carlo(name, a, C, b, args.samples)
-            scale = float(np.abs(mc).max())
-            rule = quadrature_noise(name, None, a, Q, R, b, T) / np.outer(a, a)
-            up = np.triu_indices(a.shape[0])
-            parts = [f"rule {np.abs(rule - mc)[up].max() / scale:.1e}"]
-            for m in (int(x) for x in args.log2.split(",")):
-                c0 = time.process_time()
-                E = qmc_noise(name, a, C, b, m)
-                cpu = time.process_time() - c0
-                other = qmc_noise(name, a, C, b, m, seed=1)
-                parts.append(
-                    f"2^{m}: {np.abs(E - mc).max() / scale:.1e} "
-                    f"({(np.abs(E - mc) / se).max():.1f} SE; seeds differ "
-                    f"{np.abs(E - other).max() / scale:.1e}) {cpu * 1e3:.0f} ms"
-                )
+            state = (sol["a"][i], sol["Q"][i], sol["R"][i], b, T)
+
+            def compute(name=name, t=t, state=state):
+                return state_unit(name, t, state, args)
+
+            u = progress.unit(f"{name}/t={t:g}", compute) if progress else compute()
+            rows[name]["states"].append(u)
+            r = u["rules"]
             print(
-                f"{name} t = {t:g}: Monte Carlo SE {se.max() / scale:.1e}; " + "; ".join(parts),
+                f"{name} t = {t:g}: reference SE {u['reference_se']:.1e} (Monte Carlo SE "
+                f"{u['mc_se']:.1e}, {u['mc_z']:.1f} SE off); sobol {r['sobol']['error']:.1e} "
+                f"({r['sobol']['ms']:.1f} ms), four-point {r['quadrature']['error']:.1e} "
+                f"({r['quadrature']['ms']:.1f} ms)",
                 flush=True,
             )
+    if progress:
+        progress.finish(
+            {"K": 4, "M": 4, "sobol_nodes": 2**_online_ode.SOBOL_LOG2, **{"activations": rows}}
+        )
     return 0
 
 

@@ -1,10 +1,12 @@
 """The smooth activations' online-ODE noise term: its error against its cost, by node count.
 
 At K = M = 4 with fields of full rank 8 (``random_problem(50, 4, 4, default_rng(0), ...)``, the
-problem of ``bench_online_ode.py``) the compiled right-hand side of tanh or softplus evaluates the
-noise term ``E_ik = E[g'(u_i) g'(u_k) e^2]`` as the sum of four-point integrals, each by the
-tensor Gauss-Hermite rule on the eigen factor of its own ``4 x 4`` covariance
-(`gaugedyn.training._ode_kernels.noise_expectation`, ``FOUR_POINT_NODES`` per axis). This
+problem of ``bench_online_ode.py``) the four-point rule evaluates the noise term
+``E_ik = E[g'(u_i) g'(u_k) e^2]`` as the sum of four-point integrals, each by the tensor
+Gauss-Hermite rule on the eigen factor of its own ``4 x 4`` covariance
+(`gaugedyn.training._ode_kernels.noise_expectation`, ``FOUR_POINT_NODES`` per axis): the compiled
+right-hand side's rule for softplus, and tanh's before its scrambled-Sobol rule
+(``bench_noise_qmc.py`` measures the two rules side by side). This
 benchmark measures, for each activation and at the states the noise-free compiled flow reaches at
 ``--times`` (default 0, 10, 100, 1000; the states the run passes through, not the noisy run's
 own), the noise term with ``n`` nodes per axis for each ``n`` of ``--nodes`` against the same
@@ -66,7 +68,7 @@ def noise(name: str, a, C, b, n: int):
     E = np.zeros((K, K))
     z, w, sizes = grids(n)
     _ode_kernels.noise_expectation(
-        int(act.code), False, 0, np.zeros((3, 0)), a, b, C, c, z, w, sizes, E
+        int(act.code), False, 0, np.zeros((3, 0)), a, b, C, c, z, w, sizes, np.zeros((0, 8)), E
     )
     return E
 

@@ -58,8 +58,8 @@ def test_compiled_rhs_is_the_reference_on_the_direct_rule(name):
 
 @pytest.mark.parametrize("name", ["tanh", "softplus", "leaky_relu"])
 def test_compiled_rhs_is_the_reference_on_the_four_point_rule(name):
-    """K = 3, M = 2 (rank 5: the noise term by four-point integrals, repeated fields among
-    them): round-off agreement with the options."""
+    """K = 3, M = 2 (rank 5: softplus's noise term by four-point integrals, repeated fields
+    among them; tanh's by the scrambled-Sobol rule): round-off agreement with the options."""
     problem = random_problem(30, 3, 2, np.random.default_rng(4), activation=name)
     f, ref = _pair(problem, name, OPTIONS)
     y = next(_states(problem, np.random.default_rng(5), 1))

@@ -227,11 +227,47 @@ def render_online_ode(record: dict) -> str:
     ]
     return (
         provenance(record)
-        + f"\n\nK = M = {d['K']} (fields of rank 8: the noise term by four-point integrals, or, "
-        "where the activation's row says orthant, exactly by orthant moments); "
+        + f"\n\nK = M = {d['K']} (fields of rank 8: the noise term by the method the "
+        "activation's row names, `noise_method()`: quadrature, four-point integrals; sobol, one "
+        "scrambled-Sobol rule; orthant, exactly by orthant moments); "
         f"the plain compiled erf run to t = {d['t_max']:g}: {erf['plain']['cpu']:.3f} CPU s "
         f"({erf['plain']['rhs']} right-hand sides), with the options "
         f"{erf['options']['cpu']:.3f} CPU s.\n\n" + _table(cols, rows)
+    )
+
+
+def render_noise_qmc(record: dict) -> str:
+    d = record["data"]
+    cfg = record["config"]
+    cols = [
+        "activation",
+        "t (noise-free flow)",
+        "reference SE; Monte Carlo SE (its distance)",
+        f"scrambled Sobol ({d['sobol_nodes']:,} nodes): error, CPU ms",
+        "four-point: error, CPU ms",
+    ]
+    rows = []
+    for name, r in d["activations"].items():
+        for u in r["states"]:
+            cells = {
+                m: f"{v['error']:.1e}, {_ms(v['ms'])}" + (" (chosen)" if m == r["chosen"] else "")
+                for m, v in u["rules"].items()
+            }
+            rows.append(
+                [
+                    name,
+                    f"{u['t']:g}",
+                    f"{u['reference_se']:.1e}; {u['mc_se']:.1e} ({u['mc_z']:.1f} SE)",
+                    cells["sobol"],
+                    cells["quadrature"],
+                ]
+            )
+    return (
+        provenance(record)
+        + f"\n\nK = M = {d['K']}; the reference: {cfg['seeds']} scramblings of 2^{cfg['log2']} "
+        f"Sobol points, its standard error from their spread; Monte Carlo: {cfg['samples']:,} "
+        "draws. Errors and standard errors relative to the largest entry of the reference; "
+        '"chosen" marks the rule `noise_method()` picks.\n\n' + _table(cols, rows)
     )
 
 
@@ -478,6 +514,7 @@ RENDER = {
     "ode_sgd_band": lambda rs: "\n\n".join(render_ode_sgd_band(r) for r in rs),
     "online_noise_accuracy": lambda rs: "\n\n".join(render_online_noise_accuracy(r) for r in rs),
     "noise_check": lambda rs: "\n\n".join(render_noise_check(r) for r in rs),
+    "noise_qmc": lambda rs: "\n\n".join(render_noise_qmc(r) for r in rs),
     "prototypes_full": lambda rs: "\n\n".join(render_prototypes_full(r) for r in rs),
     "spike_multiverse": lambda rs: "\n\n".join(render_spike_multiverse(r) for r in rs),
     "transcribed": lambda rs: "\n\n".join(render_transcribed(r) for r in rs),

@@ -19,7 +19,10 @@ The same rules as the numpy reference `gaugedyn.training.OnlineODE`, compiled:
   rank), otherwise ``sum_pq c_p c_q I4(i, k, p, q)`` with each four-point integral by the tensor
   rule with ``FOUR_POINT_NODES`` per axis on the eigen factor of its own ``4 x 4`` covariance
   (the axes of eigenvalues at most ``1e-12`` of the largest, a repeated field's, dropped: the
-  symmetric rule's value moves by ``O(lambda)`` there); the linear activation in closed form;
+  symmetric rule's value moves by ``O(lambda)`` there); for the activations of
+  ``SOBOL_ACTIVATIONS`` (tanh) one equal-weight rule of ``2^SOBOL_LOG2`` scrambled-Sobol nodes on
+  the symmetric square root of ``C`` (`sobol_factor()`), ``e`` formed node by node
+  (`sobol_noise()`); the linear activation in closed form;
 - label noise ``sigma^2 J_ik``, ``J = dF/dc (Q_ii, Q_kk, Q_ik)`` (Price), the options and the
   state layout of ``OnlineODE``.
 """
@@ -141,6 +144,55 @@ def direct_noise(act, a, b, A, zr, wr, n, E):
 
 
 @numba.njit(cache=True)
+def sobol_factor(C):
+    """``A = U sqrt(max(L, 0)) U^T`` (``P x P``), ``A A^T = C``: the symmetric square root, a
+    continuous function of ``C`` (smooth where ``C`` is positive definite) whatever the
+    eigenvectors' signs and order (`gaugedyn.training._online_ode.sobol_factor()` builds the
+    same in numpy)."""
+    P = C.shape[0]
+    lam, U = np.linalg.eigh(C)
+    A = np.zeros((P, P))
+    for m in range(P):
+        s = math.sqrt(max(lam[m], 0.0))
+        for p in range(P):
+            x = U[p, m] * s
+            for q in range(P):
+                A[p, q] += x * U[q, m]
+    return A
+
+
+@numba.njit(cache=True)
+def sobol_noise(act, a, b, A, nodes, E):
+    """``E_ik += E[g'(u_i) g'(u_k) e^2]`` (``i <= k``) by the equal-weight rule of the rows of
+    ``nodes (N, r)`` on the factor ``A (P, r)``: ``u = A z``
+    (`gaugedyn.training._online_ode.sobol_expectation()` in numpy)."""
+    K, P, r = a.shape[0], A.shape[0], A.shape[1]
+    N = nodes.shape[0]
+    u, gp = np.empty(P), np.empty(K)
+    F = np.zeros((K, K))
+    for n in range(N):
+        for p in range(P):
+            s = 0.0
+            for m in range(r):
+                s += A[p, m] * nodes[n, m]
+            u[p] = s
+        e = 0.0
+        for i in range(K):
+            e += a[i] * g(act, u[i])
+            gp[i] = g_prime(act, u[i])
+        for t in range(P - K):
+            e -= b[t] * g(act, u[K + t])
+        ee = e * e
+        for i in range(K):
+            x = ee * gp[i]
+            for k in range(i, K):
+                F[i, k] += x * gp[k]
+    for i in range(K):
+        for k in range(i, K):
+            E[i, k] += F[i, k] / N
+
+
+@numba.njit(cache=True)
 def four_point(act, Csub, z, w, n):
     """``E[g'(x_0) g'(x_1) g(x_2) g(x_3)]`` for ``x ~ N(0, Csub)`` (``Csub (4, 4)``), by the tensor rule on its eigen factor (null axes dropped)."""
     lam, U = np.linalg.eigh(Csub)
@@ -173,16 +225,22 @@ def four_point(act, Csub, z, w, n):
 
 
 @numba.njit(cache=True)
-def noise_expectation(act, homogeneous, method, slopes, a, b, C, c, grids_z, grids_w, grids_n, E):
+def noise_expectation(
+    act, homogeneous, method, slopes, a, b, C, c, grids_z, grids_w, grids_n, nodes, E
+):
     """``E_ik = E[g'(u_i) g'(u_k) e^2]`` (``i <= k``, the upper triangle), as `noise_term()`
     by ``method`` (``NOISE_METHODS``' code: 0 quadrature, 1 orthant moments with the rows
-    ``(lo, jump, h0)`` of ``slopes (3, P)``, 2 closed)."""
+    ``(lo, jump, h0)`` of ``slopes (3, P)``, 2 closed, 3 the scrambled-Sobol rule of the rows of
+    ``nodes (N, P)`` on `sobol_factor()`)."""
     K, P = a.shape[0], C.shape[0]
     for i in range(K):
         for k in range(K):
             E[i, k] = 0.0
     if method == 1:
         piecewise_noise(C, K, c, slopes[0], slopes[1], slopes[2], E)
+        return
+    if method == 3:
+        sobol_noise(act, a, b, sobol_factor(C), nodes, E)
         return
     if act == 2:  # linear: e is Gaussian and g' = 1
         e2 = 0.0
@@ -258,13 +316,14 @@ def quadrature_rhs(
     grids_n,
     method,
     slopes,
+    nodes,
     out,
 ):
     """The online ODE's right-hand side (``OnlineODE``'s layout and options) for activation code
     ``act``; ``u = up^2 + down^2``, ``v = 2 up down`` of a homogeneous ``g``; ``(z, w,
     basis_t)`` the smooth rule's coefficient rule; ``grids_*`` the noise term's one-dimensional
     Gauss-Hermite rules (row 0: the four-point rule, row ``r``: the direct rule of rank ``r``);
-    ``method`` and ``slopes`` the noise term's (`noise_expectation()`)."""
+    ``method``, ``slopes`` and ``nodes`` the noise term's (`noise_expectation()`)."""
     P = K + M
     a = y[:K]
     C, c = np.empty((P, P)), np.empty(P)
@@ -323,7 +382,7 @@ def quadrature_rhs(
     if noise_scale != 0.0:
         E = np.zeros((K, K))
         noise_expectation(
-            act, homogeneous, method, slopes, a, b, C, c, grids_z, grids_w, grids_n, E
+            act, homogeneous, method, slopes, a, b, C, c, grids_z, grids_w, grids_n, nodes, E
         )
         for i in range(K):
             for k in range(i, K):
