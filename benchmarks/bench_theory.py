@@ -425,8 +425,8 @@ reference alone took 95 CPU s and the row about 500; at K = 64 a row is tens of 
 BIG_CALL = {
     "ref_method": "DOP853",
     "ref_rtol": 1e-12,
-    "lsoda_cpu_s": 420.0,
-    "lsoda_wall_s": 660.0,
+    "lsoda_cpu_s": 300.0,
+    "lsoda_wall_s": 450.0,
 }
 """From K = `BIG_K` on: the reference and the LSODA calls' budget (its own configuration,
 beside `USER_CALL`'s). At K = M = 64 (n = 6240; measured on the shared two-core AMD EPYC,
