@@ -107,9 +107,20 @@ def test_a_user_call_row_with_a_stopped_lsoda_call_shows_lower_bounds():
         "command": "bench_theory.py --only 7 --ks 64",
         "date": "2026-12-07 12:00 UTC",
         "machine": {"cpu": "AMD EPYC"},
+        "config": {
+            "big": {
+                "ref_method": "DOP853",
+                "ref_rtol": 1e-12,
+                "lsoda_cpu_s": 300.0,
+                "lsoda_wall_s": 450.0,
+            }
+        },
         "data": {"user_call": [row]},
     }
-    line = _tool().render_theory(record).splitlines()[-1]
+    text = _tool().render_theory(record)
+    assert "each LSODA call stops after 300 CPU s or 450 wall s" in text
+    assert "the reference is DOP853 at rtol 1e-12" in text
+    line = text.splitlines()[-1]
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells[4] == "> 420 / > 600 (stopped at t = 3.25)"
     assert cells[5] == "421 / 650"

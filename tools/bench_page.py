@@ -115,7 +115,15 @@ def render_theory(record: dict) -> str:
         "largest error: default / LSODA / LSODA + J",
         "faster LSODA / default, CPU / wall",
     ]
-    return provenance(record) + "\n\n" + _table(cols, rows)
+    big = (record.get("config") or {}).get("big")
+    note = (
+        f"\n\nFrom K = 64: the reference is {big['ref_method']} at rtol {big['ref_rtol']:g}, and "
+        f"each LSODA call stops after {big['lsoda_cpu_s']:g} CPU s or {big['lsoda_wall_s']:g} "
+        "wall s (`BIG_CALL`)."
+        if big
+        else ""
+    )
+    return provenance(record) + note + "\n\n" + _table(cols, rows)
 
 
 def render_nn2pp(record: dict) -> str:
