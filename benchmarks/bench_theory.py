@@ -315,14 +315,40 @@ def _errors(y, ref) -> float:
     return float(np.max(np.abs(y - ref)))
 
 
-def _user_lsoda(problem, t_eval, rtol, atol, exact: bool):
-    """``solve_ivp(rhs, method="LSODA")`` as a user writes it, with or without ``jac``."""
+class _Budget:
+    """A terminal event of ``solve_ivp`` that ends the run once it has used ``cpu`` CPU seconds
+    or ``wall`` wall seconds (``None``: no limit): from the first step that ends past the budget
+    (at ``t_stop``) it is -1 at ``t >= t_stop`` and +1 before, so the event's root is that step's
+    end and the outputs up to it are kept. The run's CPU time when stopped is a lower bound of
+    its cost."""
+
+    terminal = True
+
+    def __init__(self, cpu: float | None, wall: float | None):
+        self.cpu, self.wall = cpu, wall
+        self.c0, self.w0 = time.process_time(), time.perf_counter()
+        self.t_stop = np.inf
+
+    def __call__(self, t, y) -> float:
+        if self.t_stop == np.inf and (
+            (self.cpu is not None and time.process_time() - self.c0 > self.cpu)
+            or (self.wall is not None and time.perf_counter() - self.w0 > self.wall)
+        ):
+            self.t_stop = t
+        return 1.0 if t < self.t_stop else -1.0
+
+
+def _user_lsoda(problem, t_eval, rtol, atol, exact: bool, budget=None):
+    """``solve_ivp(rhs, method="LSODA")`` as a user writes it, with or without ``jac``;
+    ``budget`` (``(cpu s, wall s)``) stops it there (`_Budget`: ``sol.status == 1``)."""
     from scipy.integrate import solve_ivp
 
     from gaugedyn.theory import initial_state, jacobian, rhs
 
     y0, p = initial_state(problem)
     kw = {"jac": lambda t, y: jacobian(t, y, p)} if exact else {}
+    if budget is not None:
+        kw["events"] = _Budget(*budget)
     return solve_ivp(
         lambda t, y: rhs(t, y, p),
         (0.0, float(t_eval[-1])),
@@ -344,7 +370,8 @@ USER_CALL = {
     "ref_rtol": 1e-11,
 }
 """Section 7's shared configuration (a stored partial run resumes only under the same). The
-reference: LSODA on the compiled right-hand side at rtol 1e-11 (atol rtol / 100). At 1e-12
+reference: LSODA on the compiled right-hand side at rtol 1e-11 (atol rtol / 100; from K =
+`BIG_K` on `BIG_CALL`'s instead). At 1e-12
 no LSODA variant finishes (the ReLU flow's kink at alignment; `TIGHT_RTOL`'s docstring), and
 the compiled one stops there with "excess work"; at K = M = 4 (2026-12-06) the 1e-11 run
 took 4.4 CPU s (63,305 Jacobians) and agreed with ``method="rodas"`` at rtol 1e-11 to 3.3e-10
@@ -395,6 +422,31 @@ BIG_K = 64
 """From this K on a row's calls are measured one unit each (`user_call`): at K = 32 the
 reference alone took 95 CPU s and the row about 500; at K = 64 a row is tens of minutes."""
 
+BIG_CALL = {
+    "ref_method": "DOP853",
+    "ref_rtol": 1e-12,
+    "lsoda_cpu_s": 300.0,
+    "lsoda_wall_s": 450.0,
+}
+"""From K = `BIG_K` on: the reference and the LSODA calls' budget (its own configuration,
+beside `USER_CALL`'s). At K = M = 64 (n = 6240; measured on the shared two-core AMD EPYC,
+2026-12-07, load about 3) one right-hand side costs 0.55 CPU ms (numpy; the compiled one 1.3
+ms), the exact Jacobian 5.7 CPU s and one dense LU, as LSODA forms one after each Jacobian, about
+5 CPU s; LSODA without a Jacobian differences ``n`` right-hand sides per Jacobian (about 4 s).
+At K = 32 LSODA formed 91 to 99 Jacobians, so at K = 64 each LSODA call is about 10 s per
+Jacobian, 20 minutes or more for the row's horizon, and the LSODA reference at rtol 1e-11 ran
+803 CPU s without finishing (forward differences of the compiled right-hand side, about 8 s a
+Jacobian, and many more of them at that tolerance). So from `BIG_K` on the reference is DOP853
+at rtol 1e-12 (atol rtol / 100: explicit, no Jacobian and no LU; DOP853 is what the default
+runs there, at rtol 1e-8 to 1e-10, two to four orders looser; checked against the LSODA
+reference on this problem at K = 8 and 16, 2026-12-07, load 2.8: largest differences over the
+outputs 4.2e-11 and 2.2e-11, where the calls' errors are about 5e-9; at K = 64 it took 166 CPU
+s), and each LSODA call stops after
+``lsoda_cpu_s`` CPU or ``lsoda_wall_s`` wall seconds (`_Budget`): a stopped call's CPU time is
+a lower bound of its cost, so the row's ratio is a lower bound, and its error is the largest
+over the outputs it reached, against which the default's error over the same outputs is
+matched (`_matched`)."""
+
 
 def _user_call_problem(K: int):
     return random_problem(max(50, 2 * (K + K)), K, K, np.random.default_rng(0))
@@ -410,15 +462,16 @@ def _user_calls(pr, t_eval):
     }
 
 
-def _reference(pr, t_eval):
-    """``(cpu seconds, outputs)`` of the tight reference (`USER_CALL`)."""
-    ref_rtol = USER_CALL["ref_rtol"]
+def _reference(pr, t_eval, big: bool = False):
+    """``(cpu seconds, outputs)`` of the tight reference (`USER_CALL`; ``big``: `BIG_CALL`)."""
+    conf = BIG_CALL if big else USER_CALL
+    ref_rtol = conf["ref_rtol"]
     ref_cpu, _, ref_sol = _timed(
         lambda: solve(
             pr,
             t_eval=t_eval,
             t_max=USER_CALL["t_max"],
-            method=USER_CALL["ref_method"],
+            method=conf["ref_method"],
             rtol=ref_rtol,
             atol=ref_rtol / 100,
         )
@@ -434,8 +487,15 @@ def _warm_up(pr, t_eval) -> None:
     _user_lsoda(pr, t_eval[:3], rtol, atol, exact=True)
 
 
-def _row(K, n, d_rtol, cpu, wall, err, out_evals, integrator, ref_cpu) -> dict:
-    return {
+def _row(K, n, d_rtol, cpu, wall, err, out_evals, integrator, ref_cpu, reached=None) -> dict:
+    """One row; ``reached`` (from K = `BIG_K`): each call's ``[outputs reached, t reached,
+    finished]``; where an LSODA call stopped, its CPU and wall times are lower bounds, and so
+    are the ratios (``"ratio_bound": "lower"``)."""
+    extra = {}
+    if reached is not None:
+        stopped = not all(reached[k][2] for k in ("lsoda", "lsoda_jac"))
+        extra = {"reached": reached, "ratio_bound": "lower" if stopped else None}
+    return extra | {
         "K": K,
         "n": n,
         "integrator": integrator,
@@ -457,9 +517,14 @@ def _evaluations(name: str, sol) -> list[int]:
     return [int(sol.nfev), int(sol.njev)]
 
 
-def _matched(err: dict) -> bool:
-    """The default is at least as accurate as the better LSODA call (up to 1.5x)."""
-    return err["default"] <= 1.5 * min(err["lsoda"], err["lsoda_jac"])
+def _matched(err: dict, default_by_output=None, reached=None) -> bool:
+    """The default is at least as accurate as the better LSODA call (up to 1.5x). With
+    ``default_by_output`` (the default's largest error at each output) and ``reached`` (each
+    LSODA call's outputs reached, where a budget stopped it): against each LSODA call over the
+    outputs that call reached."""
+    if reached is None:
+        return err["default"] <= 1.5 * min(err["lsoda"], err["lsoda_jac"])
+    return all(max(default_by_output[: reached[k]]) <= 1.5 * err[k] for k in ("lsoda", "lsoda_jac"))
 
 
 def _user_call_row(K: int, t_eval, repeat: int, big_repeat: int) -> dict:
@@ -493,9 +558,10 @@ def _user_call_row(K: int, t_eval, repeat: int, big_repeat: int) -> dict:
 
 def _user_call_row_big(K: int, t_eval, big_repeat: int, step, scratch) -> dict:
     """`_user_call_row` for K >= `BIG_K`, each call a unit of ``step``: the reference (its
-    outputs kept in ``scratch`` until the row is done), LSODA without and with the Jacobian
-    once, then the default at rtol 1e-8 and a tenth of it until it is as accurate (the LSODA
-    calls do not depend on the default's tolerance, so they are not rerun with it)."""
+    outputs kept in ``scratch`` until the row is done), the default at rtol 1e-8, LSODA without
+    and with the Jacobian once, then the default at a tenth of its rtol until it is as accurate
+    (the LSODA calls do not depend on the default's tolerance, so they are not rerun with
+    it)."""
     import tempfile
     from pathlib import Path
 
@@ -508,7 +574,7 @@ def _user_call_row_big(K: int, t_eval, big_repeat: int, step, scratch) -> dict:
     def reference():
         if "ref" not in state:
             if not ref_file.exists():
-                cpu, ref = _reference(pr, t_eval)
+                cpu, ref = _reference(pr, t_eval, big=True)
                 folder.mkdir(parents=True, exist_ok=True)
                 np.save(ref_file, ref)
                 state["cpu"] = cpu
@@ -521,17 +587,29 @@ def _user_call_row_big(K: int, t_eval, big_repeat: int, step, scratch) -> dict:
             if not state.get("warm"):
                 _warm_up(pr, t_eval)
                 state["warm"] = True
-            runs = [_timed(lambda: _user_calls(pr, t_eval)[name](*args)) for _ in range(big_repeat)]
+            if name == "default":
+                call = lambda: _user_calls(pr, t_eval)[name](*args)  # noqa: E731
+            else:
+                budget = (BIG_CALL["lsoda_cpu_s"], BIG_CALL["lsoda_wall_s"])
+                call = lambda: _user_lsoda(  # noqa: E731
+                    pr, t_eval, rtol, USER_CALL["atol"], name == "lsoda_jac", budget
+                )
+            runs = [_timed(call) for _ in range(big_repeat)]
             sol = runs[-1][2]
             y = _state(sol)[: t_eval.size] if name == "default" else sol.y.T
+            by_output = np.max(np.abs(y - ref[: len(y)]), axis=1)
             out = {
                 "cpu": float(np.median([r[0] for r in runs])),
                 "wall": float(np.median([r[1] for r in runs])),
-                "error": _errors(y, ref),
+                "error": float(np.max(by_output)),
                 "evaluations": _evaluations(name, sol),
             }
             if name == "default":
                 out["integrator"] = sol.diagnostics["integrator"]
+                out["error_by_output"] = [float(x) for x in by_output]
+            else:
+                out["reached"] = [len(y), float(sol.t[-1]), bool(sol.status == 0)]
+                out["message"] = str(sol.message)
             return out
 
         return compute
@@ -543,16 +621,21 @@ def _user_call_row_big(K: int, t_eval, big_repeat: int, step, scratch) -> dict:
         return {"cpu": state["cpu"], "n": int(state["ref"].shape[1])}
 
     ref_info = step(f"K={K} reference", ref_unit)
+    # the default at rtol first (the cheapest call, so a chunk that ends after it has a row's
+    # denominator), then the LSODA calls; the loop below finds its unit stored
+    step(f"K={K} default rtol={rtol:g}", measured("default", rtol))
     got = {k: step(f"K={K} {k}", measured(k)) for k in ("lsoda", "lsoda_jac")}
+    reached = {k: got[k]["reached"][0] for k in ("lsoda", "lsoda_jac")}
     d_rtol = rtol
     while True:
         got["default"] = step(f"K={K} default rtol={d_rtol:g}", measured("default", d_rtol))
         err = {k: v["error"] for k, v in got.items()}
-        if _matched(err) or d_rtol < rtol / 50:
+        if _matched(err, got["default"]["error_by_output"], reached) or d_rtol < rtol / 50:
             break
         d_rtol /= 10
     ref_file.unlink(missing_ok=True)
     names = ("default", "lsoda", "lsoda_jac")
+    n_out = t_eval.size
     return _row(
         K,
         ref_info["n"],
@@ -563,6 +646,8 @@ def _user_call_row_big(K: int, t_eval, big_repeat: int, step, scratch) -> dict:
         {k: got[k]["evaluations"] for k in names},
         got["default"]["integrator"],
         ref_info["cpu"],
+        {"default": [n_out, float(t_eval[-1]), True]}
+        | {k: got[k]["reached"] for k in ("lsoda", "lsoda_jac")},
     )
 
 
@@ -602,6 +687,8 @@ def main():
 
         print(describe_machine())
         config = dict(USER_CALL, repeat=args.repeat, big_repeat=1)
+        if max(int(k) for k in args.ks.split(",")) >= BIG_K:
+            config["big"] = BIG_CALL
         progress = (
             Progress(args.json, "bench_theory.py", config, stop_after=args.stop_after)
             if args.json

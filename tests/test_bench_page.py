@@ -80,3 +80,52 @@ def test_the_committed_reproduction_line_names_the_package_count():
 
     page = (ROOT / "docs" / "benchmarks.md").read_text()
     assert f"of the package's {len(EXPERIMENTS)} experiments" in page
+
+
+def test_a_user_call_row_with_a_stopped_lsoda_call_shows_lower_bounds():
+    """From K = 64 an LSODA call stops after its budget: its times and the row's ratio are lower
+    bounds, shown as such with the time it reached, and its error is over the outputs reached."""
+    calls = ("default", "lsoda", "lsoda_jac")
+    row = {
+        "K": 64,
+        "n": 6240,
+        "integrator": "DOP853",
+        "default_rtol": 1e-9,
+        "cpu_s": dict(zip(calls, (100.0, 420.5, 421.0))),
+        "wall_s": dict(zip(calls, (110.0, 600.0, 650.0))),
+        "error": dict(zip(calls, (3e-9, 4e-9, 5e-9))),
+        "ratio_cpu": 4.2,
+        "ratio_wall": 5.45,
+        "reached": {
+            "default": [242, 1000.0, True],
+            "lsoda": [120, 3.25, False],
+            "lsoda_jac": [242, 1000.0, True],
+        },
+        "ratio_bound": "lower",
+    }
+    record = {
+        "command": "bench_theory.py --only 7 --ks 64",
+        "date": "2026-12-07 12:00 UTC",
+        "machine": {"cpu": "AMD EPYC"},
+        "config": {
+            "big": {
+                "ref_method": "DOP853",
+                "ref_rtol": 1e-12,
+                "lsoda_cpu_s": 300.0,
+                "lsoda_wall_s": 450.0,
+            }
+        },
+        "data": {"user_call": [row]},
+    }
+    text = _tool().render_theory(record)
+    assert "each LSODA call stops after 300 CPU s or 450 wall s" in text
+    assert "the reference is DOP853 at rtol 1e-12" in text
+    line = text.splitlines()[-1]
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[4] == "> 420 / > 600 (stopped at t = 3.25)"
+    assert cells[5] == "421 / 650"
+    assert cells[6] == "3.0e-09 / 4.0e-09 (to t = 3.25) / 5.0e-09"
+    assert cells[7] == "**≥ 4.20x** / ≥ 5.45x"
+    row["ratio_bound"], row["reached"] = None, None
+    line = _tool().render_theory(record).splitlines()[-1]
+    assert "≥" not in line and "stopped" not in line and "4.0e-09 / 5.0e-09" in line

@@ -206,3 +206,18 @@ def test_one_record_per_asked_time_with_or_without_t_zero(start):
     assert o["Q"].shape[0] == o["a"].shape[0] == o["R"].shape[0] == times.size
     ref = online_ode(problem, 1.0, np.concatenate([[0.0], times[times > 0]]), rtol=1e-9, atol=1e-11)
     np.testing.assert_allclose(o["Q"][-1], ref["Q"][-1], rtol=0, atol=1e-7)
+
+
+@pytest.mark.parametrize("method", ["auto", "reference"])
+@pytest.mark.parametrize("activation", ["erf", "relu", "tanh"])
+def test_times_zero_alone_gives_the_start(activation, method):
+    """``times=[0.0]`` passes validation, so it gives what it asks for: the start, once, on
+    either path, with nothing integrated and nothing checked (it raised "Nothing was done")."""
+    problem = random_problem(20, 2, 2, np.random.default_rng(3), activation=activation)
+    a0, Q0, R0, _, _ = problem.order_parameters()
+    o = online_ode(problem, 0.5, [0.0], method=method)
+    assert np.array_equal(o["t"], [0.0])
+    for key, start in (("a", a0), ("Q", Q0), ("R", R0)):
+        assert o[key].shape == (1, *start.shape)
+        np.testing.assert_array_equal(o[key][0], start)
+    assert o["noise_check"]["checks"] == [] and o["noise_check"]["passed"] is None

@@ -74,20 +74,35 @@ def _table(columns: list[str], rows: list[list[str]], align: str | None = None) 
     return "\n".join(lines)
 
 
+def _theory_call(r: dict, name: str, err: bool = False) -> str:
+    """One call's CPU / wall seconds (``err``: its largest error) in a user-call row; a call
+    its budget stopped (``reached``: not finished) shows its times as lower bounds and the time
+    it reached."""
+    reached = (r.get("reached") or {}).get(name)
+    stopped = reached is not None and not reached[2]
+    if err:
+        text = f"{r['error'][name]:.1e}"
+        return text + (f" (to t = {reached[1]:.3g})" if stopped else "")
+    cpu, wall = r["cpu_s"][name], r["wall_s"][name]
+    if stopped:
+        return f"> {cpu:.3g} / > {wall:.3g} (stopped at t = {reached[1]:.3g})"
+    return f"{cpu:.3g} / {wall:.3g}"
+
+
 def render_theory(record: dict) -> str:
     rows = []
     for r in record["data"]["user_call"]:
-        cpu, wall, err = r["cpu_s"], r["wall_s"], r["error"]
+        bound = "≥ " if r.get("ratio_bound") == "lower" else ""
         rows.append(
             [
                 r["K"],
                 r["n"],
                 f"{r['integrator']} (rtol {r['default_rtol']:g})",
-                f"{cpu['default']:.3g} / {wall['default']:.3g}",
-                f"{cpu['lsoda']:.3g} / {wall['lsoda']:.3g}",
-                f"{cpu['lsoda_jac']:.3g} / {wall['lsoda_jac']:.3g}",
-                f"{err['default']:.1e} / {err['lsoda']:.1e} / {err['lsoda_jac']:.1e}",
-                f"**{r['ratio_cpu']:.2f}x** / {r['ratio_wall']:.2f}x",
+                _theory_call(r, "default"),
+                _theory_call(r, "lsoda"),
+                _theory_call(r, "lsoda_jac"),
+                " / ".join(_theory_call(r, k, err=True) for k in ("default", "lsoda", "lsoda_jac")),
+                f"**{bound}{r['ratio_cpu']:.2f}x** / {bound}{r['ratio_wall']:.2f}x",
             ]
         )
     cols = [
@@ -100,7 +115,15 @@ def render_theory(record: dict) -> str:
         "largest error: default / LSODA / LSODA + J",
         "faster LSODA / default, CPU / wall",
     ]
-    return provenance(record) + "\n\n" + _table(cols, rows)
+    big = (record.get("config") or {}).get("big")
+    note = (
+        f"\n\nFrom K = 64: the reference is {big['ref_method']} at rtol {big['ref_rtol']:g}, and "
+        f"each LSODA call stops after {big['lsoda_cpu_s']:g} CPU s or {big['lsoda_wall_s']:g} "
+        "wall s (`BIG_CALL`)."
+        if big
+        else ""
+    )
+    return provenance(record) + note + "\n\n" + _table(cols, rows)
 
 
 def render_nn2pp(record: dict) -> str:

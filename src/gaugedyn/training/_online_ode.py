@@ -930,6 +930,7 @@ def online_ode(
         The step size $\eta$ (the step is $\eta / D$), in the trainer's ``lr`` range.
     times : array_like
         Record times: a non-empty, strictly increasing 1-D array of finite times $\ge 0$.
+        ``[0.0]`` alone gives the start.
     batch : int
         Samples per step $B$: the noise term enters as $(\eta^2 / B) N$.
     noise : bool
@@ -1016,6 +1017,9 @@ def online_ode(
     unchecked: dict = {"mode": noise_check, "method": kind, "checks": [], "passed": None}
     if method == "compiled":
         _check_compiled(act, same_teacher)
+    if times[-1] == 0.0:  # only the start asked for: nothing to integrate or check
+        Y, t_out, watch = y0[None, :], times, None
+    elif method == "compiled":
         options = (weight_decay, lr2, label_noise)
         Y = _integrate_compiled(
             problem, act, b, T, y0, times, (eta, batch, noise), rtol, atol, options, watch
