@@ -91,7 +91,8 @@ take the index as the method's code."""
 SOBOL_ACTIVATIONS = ("tanh",)
 """The activations whose noise term is the scrambled-Sobol rule (`sobol_expectation()`):
 ``E_ik = E[g'(u_i) g'(u_k) e^2]`` for all ``i <= k`` from one equal-weight set of
-``2^SOBOL_LOG2`` nodes ``u = C^(1/2) z`` with ``e`` formed node by node, so nothing cancels.
+$2^{14}$ (``SOBOL_LOG2``) nodes $u = C^{1/2} z$ with ``e`` formed node by node, so nothing
+cancels.
 Chosen by measurement (``benchmarks/bench_online_noise_accuracy.py --sobol``, K = M = 4, the
 states of the noise-free flow at t = 0, 10, 100, 300 and 1000 against 8 x 2^20 scrambled-Sobol
 points; ``docs/benchmarks.md``): for tanh, whose four-point integrals converge slowly (the poles
@@ -111,8 +112,9 @@ _SOBOL_CACHE: dict[tuple[int, int, int], np.ndarray] = {}
 
 
 def sobol_nodes(d: int) -> np.ndarray:
-    r"""The scrambled-Sobol rule's nodes ``(2^SOBOL_LOG2, d)``: $z = \Phi^{-1}(x)$ of the points
-    $x$ of ``scipy.stats.qmc.Sobol(d, scramble=True, seed=SOBOL_SEED)``, centred and whitened
+    r"""The scrambled-Sobol rule's nodes, of shape $(2^{14}, d)$ (``SOBOL_LOG2`` = 14):
+    $z = \Phi^{-1}(x)$ of the points $x$ of
+    ``scipy.stats.qmc.Sobol(d, scramble=True, seed=SOBOL_SEED)``, centred and whitened
     (their mean exactly 0 and second moments exactly the identity: the rule integrates every
     polynomial of degree at most 2 in the fields exactly), equal weights. The one table the
     compiled and the numpy noise terms read."""
@@ -304,7 +306,7 @@ def noise_term(a, Q, R, b, T, activation, teacher_activation=None, method=None):
     By `noise_method()` unless ``method`` names one of ``NOISE_METHODS``: closed forms for linear
     and erf (same teacher); exact orthant moments for piecewise-linear $g$ and $g^*$
     (`gaugedyn.training._orthant`); for tanh (`SOBOL_ACTIVATIONS`) one scrambled-Sobol rule of
-    ``2^SOBOL_LOG2`` nodes on the symmetric root of the fields' Gram matrix $C$ for all
+    $2^{14}$ (``SOBOL_LOG2``) nodes on the symmetric root of the fields' Gram matrix $C$ for all
     $(i, j)$ (``"sobol"``, `sobol_expectation()`); otherwise, when $C$ of the $K + M$ fields has
     rank $r \le 4$, one $r$-dimensional Gauss-Hermite rule on its eigen factor for all $(i, j)$ at
     once (`DIRECT_NODES`), else the four-point integrals `four_point()` (``"quadrature"``, the
@@ -729,7 +731,8 @@ class NoiseWatch:
         return disagreement
 
     def rule(self) -> list[int]:
-        """The checked rule's nodes: ``[2^SOBOL_LOG2]`` for ``"sobol"``, else `rule_sizes()`."""
+        """The checked rule's nodes: one entry, $2^{14}$ (``SOBOL_LOG2``), for ``"sobol"``,
+        else `rule_sizes()`."""
         return [2**SOBOL_LOG2] if self.method == "sobol" else rule_sizes()
 
     def record(self) -> dict:
