@@ -556,6 +556,25 @@ def task_design_verdicts(
     }
 
 
+_DESIGN_CACHE: dict[tuple, dict[str, float]] = {}
+
+
+def _cached_design_verdicts(config: dict, C: float, slope: float) -> dict[str, float]:
+    """`task_design_verdicts()` (its default draws and seed) kept per task design, ``C`` and
+    slope: the design controls read nothing of a run, so a multiverse's specifications, which
+    differ only in the detector's sampling, share them (each computed once per process)."""
+    key = (
+        tuple(float(x) for x in config["task_one_minus_beta1"]),
+        tuple(sorted(float(x) for x in config["task_one_minus_beta2"])),
+        int(config["task_seeds"]),
+        float(C),
+        float(slope),
+    )
+    if key not in _DESIGN_CACHE:
+        _DESIGN_CACHE[key] = task_design_verdicts(config, C, slope=slope)
+    return dict(_DESIGN_CACHE[key])
+
+
 def design_controls(config: dict, verdicts=None) -> list[Control]:
     """The network tasks' design check as run controls (``PROTOCOL.md``): at the
     configuration's task rows, columns and seeds, a boundary known to be linear at
@@ -569,9 +588,9 @@ def design_controls(config: dict, verdicts=None) -> list[Control]:
     from ._protocol import DESIGN_C, DESIGN_POWER, DESIGN_ROWS
     from ._spike_analysis import min_edge_seeds
 
-    verdicts = task_design_verdicts if verdicts is None else verdicts
     if not config.get("tasks") or int(config["task_seeds"]) < min_edge_seeds():
         return []
+    verdicts = _cached_design_verdicts if verdicts is None else verdicts
     lc = np.log10(np.asarray(config["task_one_minus_beta2"], float))
     flat = float(10 ** (0.5 * (lc.min() + lc.max())))
 
