@@ -290,7 +290,9 @@ def test_upper_edge_and_check_claim():
 
 def test_task_scan_uses_the_stored_calibration_and_judges_every_copy():
     from gaugedyn.experiments.adam_stability._calibration import TASKS
+    from gaugedyn.experiments.adam_stability._protocol import TASK_DESIGN
     from gaugedyn.experiments.adam_stability._scan import _run_task
+    from gaugedyn.experiments.adam_stability._spike_analysis import min_edge_seeds
     from gaugedyn.experiments.adam_stability.spike_boundary import EXPERIMENT
 
     full = {k: p.default for k, p in EXPERIMENT.params.items()}
@@ -307,8 +309,13 @@ def test_task_scan_uses_the_stored_calibration_and_judges_every_copy():
                 cal["n_samples"],
                 cal["hidden"],
             )
-            assert set(task["a"]) <= set(cal["one_minus_beta1"])  # quick: a subset of the choice
-            assert set(task["c"]) <= set(cal["one_minus_beta2"])
+            # the full grid is the declared design, the quick one a subset of it
+            assert set(task["a"]) <= set(TASK_DESIGN["one_minus_beta1"])
+            assert set(task["c"]) <= set(TASK_DESIGN["one_minus_beta2"])
+    assert [t["a"] for t in EXPERIMENT.tasks(full) if t["kind"] == "task"][0] == TASK_DESIGN[
+        "one_minus_beta1"
+    ]
+    assert full["task_seeds"] == TASK_DESIGN["seeds"] and quick["task_seeds"] < min_edge_seeds()
     r = _run_task(
         {
             "task": "teacher_mse",
@@ -328,7 +335,10 @@ def test_task_scan_uses_the_stored_calibration_and_judges_every_copy():
     np.testing.assert_array_equal(r["status_rises"][..., 0], r["status"])
     spiky = r["status_rises"] == CODES["spiky"]
     assert np.all(spiky[..., 2] <= spiky[..., 0]) and np.all(spiky[..., 0] <= spiky[..., 1])
-    assert r["steps_run"] == int(run_steps(np.array([0.3]), np.array([0.3]))[0]) * 8
+    # each copy runs its own settled run: the steps summed over copies, the longest its cell's
+    aa, cc = np.meshgrid([0.5, 0.3], [0.3, 0.5], indexing="ij")
+    assert r["steps_run"] == int(run_steps(aa, cc).sum()) * 2
+    assert r["steps_longest"] == int(run_steps(np.array([0.3]), np.array([0.3]))[0])
     assert np.all(np.isfinite(r["final_log10_loss"]))
 
 
@@ -690,29 +700,48 @@ def test_a_task_row_without_an_edge_says_why_and_too_few_seeds_say_no_interval()
 
 def test_the_tasks_design_cannot_resolve_a_boundary_known_to_be_linear():
     """Read as the tasks read theirs (every cell, no bisection), a boundary exactly linear at
-    the published teacher_mse C leaves fewer than six rows inside the full configuration's task
-    grid (its lowest column 0.01 sits above the small rows' edges), so the slope rule can only
-    say UNRESOLVED; columns down to 1e-3 a quarter decade apart at 8 seeds resolve it."""
+    the published teacher_mse C leaves fewer than six rows inside the published task grid (its
+    lowest column 0.01 sits above the small rows' edges), so the slope rule can only say
+    UNRESOLVED; the declared design (rows to 0.01, columns a quarter decade apart from 1e-3, 8
+    seeds) resolves it, and its design controls pass there and fail at the published design."""
     import json
     from pathlib import Path
 
-    from gaugedyn.experiments.adam_stability._detector_controls import task_design_verdicts
+    from gaugedyn.experiments.adam_stability._detector_controls import (
+        design_controls,
+        task_design_verdicts,
+    )
+    from gaugedyn.experiments.adam_stability._protocol import DESIGN_C
     from gaugedyn.experiments.adam_stability.spike_boundary import EXPERIMENT
 
     summary = Path(__file__).resolve().parents[1] / "results-data/spike_boundary/summary.json"
     claims = {c["id"]: c for c in json.loads(summary.read_text())["claims"]}
     C = float(claims["spike_boundary.linear_on_tasks:teacher_mse"]["tolerance"]["C"]["settled"][0])
+    assert DESIGN_C == pytest.approx(C, rel=1e-3)  # the reference is the published C
     full = {k: p.default for k, p in EXPERIMENT.params.items()}
-    now = task_design_verdicts(full, C, draws=20)
+    published = full | {
+        "task_one_minus_beta1": [0.5, 0.4, 0.3, 0.2, 0.15, 0.1],
+        "task_one_minus_beta2": [0.01, 0.03, 0.1, 0.3],
+        "task_seeds": 3,
+    }
+    now = task_design_verdicts(published, C, draws=20)
     assert now["UNRESOLVED"] == 1.0 and now["rows_with_edge"] < 6
     assert now["closed_intervals"] == 0.0  # 3 seeds: no edge interval can close
-    wider = full | {
-        "task_one_minus_beta2": list(np.logspace(-3, np.log10(0.3), 11)),
-        "task_seeds": 8,
-    }
-    better = task_design_verdicts(wider, C, draws=20)
-    assert better["HELD"] >= 0.8 and better["rows_with_edge"] == 6
+    better = task_design_verdicts(full, C, draws=20)
+    assert better["HELD"] >= 0.8 and better["rows_with_edge"] >= 6
     assert better["closed_intervals"] > 0.5
+    controls = {c.id: c for c in EXPERIMENT.controls(full)}
+    assert all(controls[k].run()[1] for k in ("task_design.linear", "task_design.flat"))
+    six = {c.id: c.run()[1] for c in design_controls(published | {"task_seeds": 6})}
+    assert six == {"task_design.linear": False, "task_design.flat": True}
+    assert design_controls(published) == []  # 3 seeds: a preview, no finding can resolve
+    broken = {  # a design check that calls every boundary linear fails the negative control
+        c.id: c.run()[1]
+        for c in design_controls(
+            full, lambda *a, **k: {"HELD": 1.0, "NOT HELD": 0.0, "rows_with_edge": 8}
+        )
+    }
+    assert broken == {"task_design.linear": True, "task_design.flat": False}
 
 
 def test_the_ridge_is_the_largest_growth_per_slow_turn_of_its_row():

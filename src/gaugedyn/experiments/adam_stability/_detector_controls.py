@@ -516,11 +516,17 @@ def _boundary_list(grid, decades, known_edges, no_edge, fitted) -> list[Control]
 
 
 def task_design_verdicts(
-    config: dict, C: float, draws: int = 40, width: float = BOUNDARY_WIDTH, seed: int = 0
+    config: dict,
+    C: float,
+    draws: int = 40,
+    width: float = BOUNDARY_WIDTH,
+    seed: int = 0,
+    slope: float = 1.0,
 ) -> dict[str, float]:
     """What the network tasks' design can resolve where the answer is known: the share of each
-    verdict of ``linear_on_tasks``' slope rule (its band) on synthetic boundaries exactly linear,
-    ``c_b = C a`` (the finder controls' `oracle`, logistic of ``width`` decades), read as the
+    verdict of ``linear_on_tasks``' slope rule (its band) on synthetic boundaries
+    ``c_b = C a^slope`` (default exactly linear; the finder controls' `oracle`, logistic of
+    ``width`` decades), read as the
     tasks read theirs: every cell of the configuration's task rows x columns evaluated with
     ``task_seeds`` seeds, no bisection (`_bisect.row_edge`); ``draws`` draws from ``seed``.
     Returns the shares under ``HELD``, ``NOT HELD``, ``UNRESOLVED``, the median number of
@@ -535,7 +541,7 @@ def task_design_verdicts(
     seeds = int(config["task_seeds"])
     verdicts, rows, closed = [], [], []
     for d in range(draws):
-        ev = oracle(a, C, 1.0, seeds, width, seed=seed + d)
+        ev = oracle(a, C, slope, seeds, width, seed=seed + d)
         e = np.array([row_edge(c, ev([i] * c.size, c)[..., 0]) for i in range(a.size)])
         j = slope_judgement(a, e[:, 0], BANDS["linear"], "spike_boundary.linear_on_tasks:t")
         verdicts.append(j.verdict)
@@ -548,3 +554,76 @@ def task_design_verdicts(
         "rows_with_edge": float(np.median(rows)),
         "closed_intervals": float(np.mean(closed)) if closed else math.nan,
     }
+
+
+_DESIGN_CACHE: dict[tuple, dict[str, float]] = {}
+
+
+def _cached_design_verdicts(config: dict, C: float, slope: float) -> dict[str, float]:
+    """`task_design_verdicts()` (its default draws and seed) kept per task design, ``C`` and
+    slope: the design controls read nothing of a run, so a multiverse's specifications, which
+    differ only in the detector's sampling, share them (each computed once per process)."""
+    key = (
+        tuple(float(x) for x in config["task_one_minus_beta1"]),
+        tuple(sorted(float(x) for x in config["task_one_minus_beta2"])),
+        int(config["task_seeds"]),
+        float(C),
+        float(slope),
+    )
+    if key not in _DESIGN_CACHE:
+        _DESIGN_CACHE[key] = task_design_verdicts(config, C, slope=slope)
+    return dict(_DESIGN_CACHE[key])
+
+
+def design_controls(config: dict, verdicts=None) -> list[Control]:
+    """The network tasks' design check as run controls (``PROTOCOL.md``): at the
+    configuration's task rows, columns and seeds, a boundary known to be linear at
+    ``_protocol.DESIGN_C`` is judged HELD in at least ``DESIGN_POWER`` of the draws with at
+    least ``DESIGN_ROWS`` rows holding an edge (positive); a flat boundary (``c_b`` at the
+    columns' geometric middle) is judged NOT HELD as often (negative). Declared where the
+    configuration runs tasks with seeds enough for an edge interval
+    (`._spike_analysis.min_edge_seeds()`); with fewer (a preview, e.g. the quick
+    configuration) no task finding can resolve, and its claims say so. ``verdicts``: the
+    design check (an argument, so a test can hand a broken one)."""
+    from ._protocol import DESIGN_C, DESIGN_POWER, DESIGN_ROWS
+    from ._spike_analysis import min_edge_seeds
+
+    if not config.get("tasks") or int(config["task_seeds"]) < min_edge_seeds():
+        return []
+    verdicts = _cached_design_verdicts if verdicts is None else verdicts
+    lc = np.log10(np.asarray(config["task_one_minus_beta2"], float))
+    flat = float(10 ** (0.5 * (lc.min() + lc.max())))
+
+    def judged(C: float, slope: float, want: str):
+        v = verdicts(config, C, slope=slope)
+        ok = v[want] >= DESIGN_POWER and (want != "HELD" or v["rows_with_edge"] >= DESIGN_ROWS)
+        return {k: round(float(x), 3) for k, x in v.items()}, bool(ok)
+
+    grid = (
+        f"the configuration's task rows ({len(config['task_one_minus_beta1'])}), columns "
+        f"({len(config['task_one_minus_beta2'])}) and {int(config['task_seeds'])} seeds a cell, "
+        "every cell evaluated, no bisection (as the tasks read theirs)"
+    )
+    instrument = "network task design (task_design_verdicts: edge finder and slope rule)"
+    return [
+        Control(
+            "task_design.linear",
+            instrument,
+            "positive",
+            f"on {grid}: seeds spiky with a probability logistic in log c around c_b = "
+            f"{DESIGN_C:g} (1 - beta1) (teacher_mse's published C): linear_on_tasks' rule says "
+            f"HELD in at least {DESIGN_POWER:g} of the draws, with at least {DESIGN_ROWS} rows "
+            "holding an edge",
+            "the task design can resolve the linear finding where the boundary is linear",
+            lambda: judged(DESIGN_C, 1.0, "HELD"),
+        ),
+        Control(
+            "task_design.flat",
+            instrument,
+            "negative",
+            f"on {grid}: a flat boundary at c_b = {flat:.3g}: linear_on_tasks' rule says NOT "
+            f"HELD in at least {DESIGN_POWER:g} of the draws",
+            "the task design does not call a boundary that does not move linear",
+            lambda: judged(flat, 0.0, "NOT HELD"),
+        ),
+    ]

@@ -15,9 +15,8 @@ import numpy as np
 from ..._errors import InputError
 from ...adam import SPIKE_DEFINITION, SpikeSampling
 from ...harness import Choice, Experiment, Param
-from ._calibration import GRID as TASK_GRID
 from ._calibration import TASKS as CALIBRATION
-from ._detector_controls import boundary_controls, detector_controls
+from ._detector_controls import boundary_controls, design_controls, detector_controls
 from ._figures import local_slopes, spike_maps
 from ._protocol import (
     BLOCK_MIN_CHOICES,
@@ -27,6 +26,7 @@ from ._protocol import (
     RISE_RANGE,
     SETTLE,
     STARTS,
+    TASK_DESIGN,
     sampling,
 )
 from ._scan import run, select_sampling
@@ -237,7 +237,7 @@ class SpikeBoundary(Experiment):
         ),
         "task_one_minus_beta1": Param(
             list,
-            TASK_GRID["one_minus_beta1"],
+            TASK_DESIGN["one_minus_beta1"],
             item=float,
             quick=[0.5, 0.3, 0.2],
             lo=1e-3,
@@ -247,25 +247,26 @@ class SpikeBoundary(Experiment):
             max_len=8,
             distinct=True,
             why="beta1 >= 0; below 1e-3 a settled run passes 1e5 steps",
-            help="task grid of 1 - beta1 (calibrated)",
+            help="task grid of 1 - beta1 (issue 42's design, down to 0.01, chosen by the "
+            "design check: PROTOCOL.md)",
         ),
         "task_one_minus_beta2": Param(
             list,
-            TASK_GRID["one_minus_beta2"],
+            TASK_DESIGN["one_minus_beta2"],
             item=float,
-            quick=[0.03, 0.1, 0.3],
+            quick=[0.03162, 0.1, 0.3162],
             lo=1e-3,
             hi=1.0,
             hi_open=True,
             min_len=2,
-            max_len=8,
+            max_len=16,
             distinct=True,
             why="below 1e-3 a settled run passes 1e5 steps",
-            help="task grid of 1 - beta2 (calibrated)",
+            help="task grid of 1 - beta2 (a quarter decade apart from 1e-3: PROTOCOL.md)",
         ),
         "task_seeds": Param(
             int,
-            3,
+            TASK_DESIGN["seeds"],
             quick=1,
             lo=1,
             hi=16,
@@ -361,7 +362,7 @@ class SpikeBoundary(Experiment):
     }
 
     def controls(self, config):
-        return detector_controls(config) + boundary_controls(config)
+        return detector_controls(config) + boundary_controls(config) + design_controls(config)
 
     def validate(self, config):
         shared_samplings(config, self.space)
