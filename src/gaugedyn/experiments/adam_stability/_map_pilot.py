@@ -135,6 +135,43 @@ def map_pilot(ns=NS, starts=STARTS) -> dict[str, Any]:
     return out
 
 
+DESIGN_DRAWS = 6
+"""Draws per design and reading of the stored design check."""
+
+
+def designs() -> dict[str, dict[str, Any]]:
+    """The designs of the maps of ``n > 2`` the design check compares: the published run's
+    (12 rows at or below 0.1, an eighth-decade grid from 1e-4), the same rows on the full
+    configuration's grid, and the full configuration's (its rows, grid, seeds, bisection)."""
+    from .spike_boundary import EXPERIMENT
+
+    p = {k: v.default for k, v in EXPERIMENT.params.items()}
+    grid = [v for v in p["c_above_2"] if v >= p["c_min_above_2"]]
+    above = [v for v in p["rows_above_2"] if v > 0.1 + 1e-12]
+    common = {"seeds": int(p["seeds_above_2"]), "bisect_decades": float(p["bisect_decades"])}
+    return {
+        "published (12 rows, 1/8 decade)": common
+        | {"rows": rows() + above, "c": [float(v) for v in np.logspace(-4, -0.25, 31)]},
+        "12 rows, the full grid": common | {"rows": rows() + above, "c": grid},
+        "the full configuration": common | {"rows": list(p["rows_above_2"]), "c": grid},
+    }
+
+
+def design_check(pilot: dict[str, Any], draws: int = DESIGN_DRAWS) -> list[dict[str, Any]]:
+    """`_detector_controls.map_design_verdicts` of every design of `designs()` on the pilot's
+    readings of n = 4 and 6 (orbit start, both windows), ``draws`` draws each."""
+    from ._detector_controls import map_design_verdicts
+
+    out = []
+    for n in ("4", "6"):
+        for w, window in enumerate(("settled", "transient")):
+            r = reading(pilot["maps"][f"n{n}_orbit"], w)
+            for name, d in designs().items():
+                v = map_design_verdicts(d, r, draws=draws)
+                out.append({"n": int(n), "window": window, "design": name} | v)
+    return out
+
+
 def stored() -> dict[str, Any]:
     """The stored pilot (``map_pilot.json``)."""
     return json.loads(STORED.read_text())
@@ -142,9 +179,25 @@ def stored() -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the whole pilot and write ``map_pilot.json`` with the date, command, grid, rows,
-    seeds, machine and load."""
+    seeds, machine and load; with ``--design``, rerun only the design check on the stored pilot
+    and store it beside (``design_check``)."""
+    import argparse
     import os
 
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--design", action="store_true", help="rerun only the design check")
+    args = parser.parse_args(argv)
+    if args.design:
+        old = stored()
+        t0 = time.process_time()
+        old["design_check"] = design_check(old)
+        old["design_check_cpu_seconds"] = round(time.process_time() - t0, 1)
+        old["design_check_command"] = (
+            "python -m gaugedyn.experiments.adam_stability._map_pilot --design"
+        )
+        STORED.write_text(_compact(json.dumps(old, indent=1)) + "\n")
+        print(f"wrote the design check into {STORED}")
+        return
     load = os.getloadavg()[0]
     maps = map_pilot()
     out = {
