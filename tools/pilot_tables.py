@@ -7,7 +7,10 @@ between ``<!-- pilots -->`` and ``<!-- end pilots -->`` is generated from that f
 (`_calibration.pilot_markdown()`), one table per stored pilot, so the page shows the pilots the
 code reads. The block between ``<!-- level pilot -->`` and ``<!-- end level pilot -->`` is
 generated from ``level_pilot.json`` (`_level_pilot.pilot_markdown()`: the quadratic's edge level
-against the detector's rise threshold). Run from the repository root::
+against the detector's rise threshold), and the block between ``<!-- map pilot -->`` and
+``<!-- end map pilot -->`` from ``map_pilot.json`` (`_map_pilot.pilot_markdown()`: the maps of
+``n > 2`` on a fine grid and the design check of their rows and grid). Run from the repository
+root::
 
     .venv/bin/python tools/pilot_tables.py            # rewrite the block in place
     .venv/bin/python tools/pilot_tables.py --check    # exit 1 if the page is stale
@@ -23,11 +26,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from gaugedyn.experiments.adam_stability import _calibration, _level_pilot  # noqa: E402
+from gaugedyn.experiments.adam_stability import _calibration, _level_pilot, _map_pilot  # noqa: E402
 
 PAGE = ROOT / "docs" / "adam-stability.md"
 BLOCK = re.compile(r"(<!-- pilots -->\n)(.*?)(<!-- end pilots -->)", re.S)
 LEVEL_BLOCK = re.compile(r"(<!-- level pilot -->\n)(.*?)(<!-- end level pilot -->)", re.S)
+MAP_BLOCK = re.compile(r"(<!-- map pilot -->\n)(.*?)(<!-- end map pilot -->)", re.S)
 
 
 def body() -> str:
@@ -41,17 +45,23 @@ def level_body() -> str:
     return "\n".join(_level_pilot.pilot_markdown()) + "\n"
 
 
+def map_body() -> str:
+    """The map block's text: the stored pilot of the maps of n > 2 and its design check."""
+    return "\n".join(_map_pilot.pilot_markdown()) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the page is stale")
     args = parser.parse_args(argv)
     text = PAGE.read_text(encoding="utf-8")
-    for block, name in ((BLOCK, "pilots"), (LEVEL_BLOCK, "level pilot")):
+    for block, name in ((BLOCK, "pilots"), (LEVEL_BLOCK, "level pilot"), (MAP_BLOCK, "map pilot")):
         if not block.search(text):
             print(f"{PAGE.relative_to(ROOT)}: no <!-- {name} --> block")
             return 1
     new = BLOCK.sub(lambda m: m.group(1) + body() + m.group(3), text)
     new = LEVEL_BLOCK.sub(lambda m: m.group(1) + level_body() + m.group(3), new)
+    new = MAP_BLOCK.sub(lambda m: m.group(1) + map_body() + m.group(3), new)
     if new == text:
         return 0
     if args.check:

@@ -177,6 +177,50 @@ def stored() -> dict[str, Any]:
     return json.loads(STORED.read_text())
 
 
+def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
+    """Markdown lines of the pilot (the stored one unless given): per ``n``, start and window
+    what `reading()` says, then the stored design check (`design_check()`)."""
+    p = stored() if pilot is None else pilot
+    lines = [
+        f"The stored pilot of the maps of $n > 2$ ({p['date']}, `{p['command']}`; every cell of "
+        f"the {len(p['rows'])} rows from {p['rows'][0]:g} to {p['rows'][-1]:g} x "
+        f"{len(p['grid'])} values of $1 - \\beta_2$ a thirty-second of a decade apart from "
+        f"{p['grid'][0]:.3g} to {p['grid'][-1]:.3g}, {p['seeds']} seeds a cell; the edge of a row "
+        "as the run reads it on this grid; *band's lower end*: the median over the rows of the "
+        "lowest $1 - \\beta_2$ with spike probability >= 0.5, over $1 - \\beta_1$; the slope and "
+        "the residual scatter $s$ (natural log) of the edges about the line):",
+        "",
+        "| $n$ | start | window | rows with an edge | slope | $s$ | band's lower end / $(1 - \\beta_1)$ |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for key, entry in p["maps"].items():
+        n, start = key[1:].split("_")
+        for w, window in enumerate(("settled", "transient")):
+            r = reading(entry, w)
+            lines.append(
+                f"| {n} | {start} | {window} | {r['rows_with_edge']} | {r['slope']:.3f} | "
+                f"{r['s']:.3f} | {r['low_ratio']:.2f} |"
+            )
+    if "design_check" in p:
+        lines += [
+            "",
+            f"The design check (`{p['design_check_command']}`; "
+            "`_detector_controls.map_design_verdicts`, "
+            f"{DESIGN_DRAWS} draws a design and reading, synthetic bands with the pilot's orbit-start "
+            "slope, lower end and scatter; *width*: the median 95% width of the slope over the rows "
+            "at or below 0.1; *under 0.4*: the share of draws; *runs a row*: seed-runs evaluated a row):",
+            "",
+            "| $n$ | window | design | width | under 0.4 | rows with an edge | runs a row |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for d in p["design_check"]:
+            lines.append(
+                f"| {d['n']} | {d['window']} | {d['design']} | {d['width']:.3f} | "
+                f"{d['narrow']:.2f} | {d['rows_with_edge']:g} | {d['runs_per_row']:.0f} |"
+            )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the whole pilot and write ``map_pilot.json`` with the date, command, grid, rows,
     seeds, machine and load; with ``--design``, rerun only the design check on the stored pilot
