@@ -554,9 +554,10 @@ def test_the_page_shows_the_stored_pilots_the_calibration_reads(monkeypatch):
 
 
 def test_the_maps_above_the_quadratic_run_their_own_declared_design():
-    """The full configuration's maps of n > 2 get their own rows (12 at or below 0.1), an
-    eighth-decade grid from 1e-4 and 16 seeds (PROTOCOL.md, second design); the quadratic
-    keeps its own, and the quick configuration gives every map the quadratic's rows."""
+    """The full configuration's maps of n > 2 get their own rows (24 at or below 0.1), a
+    thirty-second-decade grid from 10^-2.5 to 10^-0.25 and an eighth-decade one below it from
+    1e-4, and 16 seeds (PROTOCOL.md, third design); the quadratic keeps its own, and the quick
+    configuration gives every map the quadratic's rows."""
     from gaugedyn.experiments.adam_stability._protocol import BETA1_ROWS
     from gaugedyn.experiments.adam_stability.spike_boundary import EXPERIMENT
 
@@ -573,10 +574,12 @@ def test_the_maps_above_the_quadratic_run_their_own_declared_design():
             assert (a <= BETA1_ROWS * (1 + 1e-9)).sum() == 8 and t["seeds"] == 8
             assert np.allclose(np.diff(c), 0.5)
         else:
-            assert (a <= BETA1_ROWS * (1 + 1e-9)).sum() == 12 and a.size == 16
+            assert (a <= BETA1_ROWS * (1 + 1e-9)).sum() == 24 and a.size == 28
             assert t["seeds"] == 16
-            assert np.allclose(np.diff(c), 0.125) and c[0] == pytest.approx(-4)
-            assert c[-1] == pytest.approx(-0.25)
+            fine = c >= -2.5 - 1e-9
+            assert np.allclose(np.diff(c[fine]), 1 / 32) and c[fine][0] == pytest.approx(-2.5)
+            assert np.allclose(np.diff(c[~fine]), 0.125) and c[0] == pytest.approx(-4)
+            assert c[~fine][-1] == pytest.approx(-2.625) and c[-1] == pytest.approx(-0.25)
     quick = {(t["n"], t["start"]): t for t in EXPERIMENT.tasks(config(True)) if t["kind"] == "1d"}
     assert quick[(4.0, "orbit")]["a"] == quick[(2.0, "orbit")]["a"]
     assert quick[(4.0, "orbit")]["seeds"] == quick[(2.0, "orbit")]["seeds"]
