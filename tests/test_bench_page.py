@@ -80,3 +80,28 @@ def test_the_committed_reproduction_line_names_the_package_count():
 
     page = (ROOT / "docs" / "benchmarks.md").read_text()
     assert f"of the package's {len(EXPERIMENTS)} experiments" in page
+
+
+def test_a_full_run_on_a_busy_machine_is_judged_by_its_two_core_estimate():
+    """``full_runs`` records (``bench_reproduce.py --json``): a run with the load at most 2
+    around it is judged by its wall time, a busier one by CPU / 2, each against 15 minutes."""
+    tool = _tool()
+    row = {"experiment": "spike_boundary", "tasks": 11, "status": "passed"}
+    record = {
+        "command": ".venv/bin/python benchmarks/bench_reproduce.py --full --json x.json",
+        "date": "2026-12-07 13:00 UTC",
+        "load_start": [1.0, 1.0, 1.0],
+        "load_end": [1.0, 1.0, 1.0],
+        "machine": {"cpu": "AMD EPYC", "cores": 2},
+        "data": {
+            "executor": "process x2",
+            "rows": [
+                row | {"wall": 960.0, "cpu": 1500.0, "load_before": 1.5, "load_after": 1.9},
+                row | {"wall": 960.0, "cpu": 1500.0, "load_before": 1.5, "load_after": 4.0},
+            ],
+        },
+    }
+    text = tool.render_full_runs(record)
+    quiet, busy = [line for line in text.splitlines() if line.startswith("| `spike")]
+    assert "wall (quiet)" in quiet and "no (16.0 min)" in quiet
+    assert "CPU / 2 (load > 2)" in busy and "yes (12.5 min)" in busy

@@ -564,9 +564,10 @@ def test_the_page_shows_the_stored_pilots_the_calibration_reads(monkeypatch):
 
 
 def test_the_maps_above_the_quadratic_run_their_own_declared_design():
-    """The full configuration's maps of n > 2 get their own rows (12 at or below 0.1), an
-    eighth-decade grid from 1e-4 and 16 seeds (PROTOCOL.md, second design); the quadratic
-    keeps its own, and the quick configuration gives every map the quadratic's rows."""
+    """The full configuration's maps of n > 2 get their own rows (24 at or below 0.1), a
+    thirty-second-decade grid from 10^-2.5 to 10^-0.25 and an eighth-decade one below it from
+    1e-4, and 16 seeds (PROTOCOL.md, third design); the quadratic keeps its own, and the quick
+    configuration gives every map the quadratic's rows."""
     from gaugedyn.experiments.adam_stability._protocol import BETA1_ROWS
     from gaugedyn.experiments.adam_stability.spike_boundary import EXPERIMENT
 
@@ -583,10 +584,12 @@ def test_the_maps_above_the_quadratic_run_their_own_declared_design():
             assert (a <= BETA1_ROWS * (1 + 1e-9)).sum() == 8 and t["seeds"] == 8
             assert np.allclose(np.diff(c), 0.5)
         else:
-            assert (a <= BETA1_ROWS * (1 + 1e-9)).sum() == 12 and a.size == 16
+            assert (a <= BETA1_ROWS * (1 + 1e-9)).sum() == 24 and a.size == 28
             assert t["seeds"] == 16
-            assert np.allclose(np.diff(c), 0.125) and c[0] == pytest.approx(-4)
-            assert c[-1] == pytest.approx(-0.25)
+            fine = c >= -2.5 - 1e-9
+            assert np.allclose(np.diff(c[fine]), 1 / 32) and c[fine][0] == pytest.approx(-2.5)
+            assert np.allclose(np.diff(c[~fine]), 0.125) and c[0] == pytest.approx(-4)
+            assert c[~fine][-1] == pytest.approx(-2.625) and c[-1] == pytest.approx(-0.25)
     quick = {(t["n"], t["start"]): t for t in EXPERIMENT.tasks(config(True)) if t["kind"] == "1d"}
     assert quick[(4.0, "orbit")]["a"] == quick[(2.0, "orbit")]["a"]
     assert quick[(4.0, "orbit")]["seeds"] == quick[(2.0, "orbit")]["seeds"]
@@ -759,3 +762,70 @@ def test_the_ridge_is_the_largest_growth_per_slow_turn_of_its_row():
         assert top >= np.nanmax(np.where(np.isfinite(grid), grid, -np.inf)) - 1e-9
         assert turn_growth(a, c) == pytest.approx(top)
         assert c > 5 * e and top > turn_growth(a, e)
+
+
+def _band_entry(slope: float, C: float, low_ratio: float) -> dict:
+    """A `_map_pilot` entry with every seed spiky exactly on the band ``low_ratio a <= c <=
+    C a^slope`` of each pilot row (both windows alike)."""
+    from gaugedyn.experiments.adam_stability import _map_pilot as mp
+
+    a = np.array(mp.rows())[:, None]
+    c = np.array(mp.GRID)[None, :]
+    band = (c >= low_ratio * a) & (c <= C * a**slope)
+    spiky = np.where(band, mp.SEEDS, 0)
+    judged = np.full(spiky.shape, mp.SEEDS)
+    return {"spiky": [spiky.tolist()] * 2, "judged": [judged.tolist()] * 2}
+
+
+def test_the_map_pilot_reading_recovers_a_planted_band():
+    """`_map_pilot.reading` on a planted band ``a <= c <= 2 a^0.7``: every row has an edge at
+    its top (within a grid cell), the slope 0.7 and the band's lower end ``c/a`` near 1."""
+    from gaugedyn.experiments.adam_stability import _map_pilot as mp
+
+    r = mp.reading(_band_entry(0.7, 2.0, 1.0))
+    a = np.array(mp.rows())
+    assert r["rows_with_edge"] == 12
+    assert np.all(np.abs(np.log10(np.array(r["edge"]) / (2.0 * a**0.7))) <= 1 / 32)
+    assert abs(r["slope"] - 0.7) < 0.03 and r["s"] < 0.03
+    assert 1.0 <= r["low_ratio"] <= 10 ** (1 / 32)
+
+
+def test_the_stored_map_pilot_has_an_edge_in_every_row():
+    """The stored pilot (``map_pilot.json``) on its fine grid: every row at or below 0.1 of
+    n = 3, 4, 6 has a settled edge from both starts, and the residual scatter the design check
+    takes from it lies between 0.1 and 0.25 (natural log)."""
+    from gaugedyn.experiments.adam_stability import _map_pilot as mp
+
+    p = mp.stored()
+    assert p["grid"] == list(mp.GRID) and p["rows"] == mp.rows() and p["seeds"] == mp.SEEDS
+    for n in ("3", "4", "6"):
+        for start in mp.STARTS:
+            r = mp.reading(p["maps"][f"n{n}_{start}"], 0)
+            assert r["rows_with_edge"] == 12
+            assert 0.1 < r["s"] < 0.25
+
+
+def test_the_design_check_expects_the_slopes_narrower_than_0_4_at_the_full_design():
+    """`_detector_controls.map_design_verdicts` at the full configuration's design on the stored
+    pilot's settled orbit-start readings of n = 4 and n = 6: the median 95% width of the slope
+    below 0.4 with nearly every row keeping an edge; a design whose grid is coarser than the
+    narrowest band (half a decade) loses rows."""
+    from gaugedyn.experiments.adam_stability import _map_pilot as mp
+    from gaugedyn.experiments.adam_stability._detector_controls import map_design_verdicts
+    from gaugedyn.experiments.adam_stability.spike_boundary import EXPERIMENT
+
+    full = {k: p.default for k, p in EXPERIMENT.params.items()}
+    design = {
+        "rows": full["rows_above_2"],
+        "c": [v for v in full["c_above_2"] if v >= full["c_min_above_2"]],
+        "seeds": full["seeds_above_2"],
+        "bisect_decades": full["bisect_decades"],
+    }
+    rows = sum(v <= 0.1 for v in design["rows"])
+    for n in ("4", "6"):
+        pilot = mp.reading(mp.stored()["maps"][f"n{n}_orbit"], 0)
+        v = map_design_verdicts(design, pilot, draws=3)
+        assert v["width"] < 0.4 and v["rows_with_edge"] >= rows - 3
+    coarse = design | {"c": list(np.logspace(-4, -0.25, 8)), "bisect_decades": 0.5}
+    pilot = mp.reading(mp.stored()["maps"]["n4_orbit"], 0)
+    assert map_design_verdicts(coarse, pilot, draws=3)["rows_with_edge"] < rows - 6

@@ -627,3 +627,94 @@ def design_controls(config: dict, verdicts=None) -> list[Control]:
             lambda: judged(flat, 0.0, "NOT HELD"),
         ),
     ]
+
+
+BAND_LOW_WIDTH = 0.01
+"""Width (decades of ``c``) of the logistic of a synthetic band's lower end: the pilot's bands
+(`_map_pilot`) rise from no spiky seed to 14-16 of 16 within one cell of a thirty-second of a
+decade (0.031 decades: a logistic of width 0.01 goes from 0.1 to 0.9 over 0.044)."""
+
+
+def band_oracle(a, C: float, slope: float, low_ratio: float, scatter, seeds: int, width: float,
+                seed: int = 0):  # fmt: skip
+    """An ``evaluate`` for :func:`._bisect.scan_rows` on a spiky *band*, the shape of the maps
+    of ``n > 2`` (`_map_pilot`): each seed of a cell ``(a[row], c)`` is spiky with probability
+    ``sigma((log10 c - log10 c_low) / BAND_LOW_WIDTH) sigma((log10 c_b - log10 c) / width)``,
+    ``c_low =
+    low_ratio a`` (the band's lower end) and ``c_b = C a^slope e^(scatter[row])`` (its upper end,
+    the edge; ``scatter``: one natural-log offset per row), else quiet (both windows alike)."""
+    from ._protocol import CODES
+
+    rng = np.random.default_rng(seed)
+    a = np.asarray(a, float)
+    lb = np.log10(C * a**slope) + np.asarray(scatter, float) / math.log(10)
+    ll = np.log10(low_ratio * a)
+
+    def evaluate(rows, cs):
+        lc = np.log10(np.asarray(cs, float))
+        z_hi = np.clip((lc - lb[rows]) / width, -50, 50)
+        z_lo = np.clip((ll[rows] - lc) / BAND_LOW_WIDTH, -50, 50)
+        p = 1.0 / ((1.0 + np.exp(z_hi)) * (1.0 + np.exp(z_lo)))
+        hit = rng.random((len(rows), seeds)) < p.reshape(-1, 1)
+        st = np.where(hit, CODES["spiky"], CODES["quiet"]).astype(np.int8)
+        return np.repeat(st[..., None], 2, axis=-1)
+
+    return evaluate
+
+
+DESIGN_WIDTH = 0.4
+"""The 95% width issue 42 asks of each ``|x|^n`` slope."""
+
+
+def map_design_verdicts(
+    design: dict,
+    pilot: dict,
+    draws: int = 40,
+    width: float = BOUNDARY_WIDTH,
+    seed: int = 0,
+) -> dict[str, float]:
+    """What a design of the maps of ``n > 2`` can resolve on synthetic band boundaries shaped
+    as a pilot saw them (`_map_pilot.reading`: its ``slope``, ``intercept``, residual scatter
+    ``s`` and band lower end ``low_ratio``; never a published verdict): per draw each row's
+    upper edge ``c_b = e^intercept a^slope`` moved by a normal offset of standard deviation
+    ``s`` (natural log), the band from ``low_ratio a`` to it (`band_oracle`), scanned as the run
+    scans (`_bisect.scan_rows` over the design's ascending ``c`` from the top, bisection to
+    ``bisect_decades``, ``seeds`` a cell), read by `_bisect.row_edges` and fitted by the slope
+    rule over the design's ``rows`` at or below 0.1 (the primary reading's rows). ``design``:
+    ``rows``, ``c``, ``seeds``, ``bisect_decades``. The pilot's ``s`` already holds its own
+    seeds' and grid's share, so the check is conservative. Returns the median 95% width of the
+    slope's interval (``width``), the share of draws under `DESIGN_WIDTH` (``narrow``), the median
+    rows with an edge (``rows_with_edge``), the median fitted slope (``slope``, against the
+    pilot's) and the mean seeds-runs evaluated per row (``runs_per_row``: the cost)."""
+    from ._bisect import row_edges, scan_rows
+    from ._protocol import BANDS, NOT_SIMULATED
+    from ._spike_analysis import slope_judgement
+
+    a = np.array([v for v in design["rows"] if v <= 0.1 + 1e-12], float)
+    c = np.sort(np.asarray(design["c"], float))
+    seeds, decades = int(design["seeds"]), float(design["bisect_decades"])
+    C = math.exp(float(pilot["intercept"]))
+    rng = np.random.default_rng(seed)
+    widths, rows, slopes, runs = [], [], [], []
+    for d in range(draws):
+        scatter = rng.normal(0.0, float(pilot["s"]), a.size)
+        ev = band_oracle(a, C, float(pilot["slope"]), float(pilot["low_ratio"]), scatter,
+                         seeds, width, seed=seed + 1 + d)  # fmt: skip
+        r = scan_rows(a, c, ev, decades)
+        e = row_edges(c, r["status"], r["bisect_c"], r["bisect_status"], 0)[:, 0]
+        j = slope_judgement(a, e, BANDS["linear"], "spike_boundary.near_linear:n")
+        span = float(j.high) - float(j.low)
+        widths.append(span if np.isfinite(span) else math.inf)
+        rows.append(int(np.isfinite(e).sum()))
+        slopes.append(float(j.estimate))
+        evaluated = (r["status"][..., 0, 0] != NOT_SIMULATED).sum()
+        evaluated += np.isfinite(r["bisect_c"]).sum()
+        runs.append(float(evaluated) * seeds / a.size)
+    spans = np.array(widths)
+    return {
+        "width": float(np.median(spans)),
+        "narrow": float(np.mean(spans < DESIGN_WIDTH)),
+        "rows_with_edge": float(np.median(rows)),
+        "slope": float(np.nanmedian(slopes)),
+        "runs_per_row": float(np.mean(runs)),
+    }

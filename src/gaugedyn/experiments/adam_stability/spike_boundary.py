@@ -142,35 +142,36 @@ class SpikeBoundary(Experiment):
         ),
         "rows_above_2": Param(
             list,
-            _grid(0.005, 0.1, 12) + _grid(0.005, 0.5, 13)[-4:],
+            _grid(0.005, 0.1, 24) + _grid(0.005, 0.5, 13)[-4:],
             item=float,
             quick=_grid(0.01, 0.5, 7),
             lo=1e-3,
             hi=1.0,
             hi_open=True,
             min_len=2,
-            max_len=16,
+            max_len=32,
             distinct=True,
             why="beta1 >= 0",
-            help="1-D rows 1 - beta1 of the maps of n > 2 (12 from 0.005 to 0.1, then the "
-            "rows of one_minus_beta1 above 0.15): the slope's 95% width is expected below "
-            "0.26 at 12 rows with an edge (PROTOCOL.md)",
+            help="1-D rows 1 - beta1 of the maps of n > 2 (24 from 0.005 to 0.1, then the "
+            "rows of one_minus_beta1 above 0.15): the design check on the stored map pilot "
+            "expects the slope's 95% width near 0.15-0.19 at 24 rows (PROTOCOL.md)",
         ),
         "c_above_2": Param(
             list,
-            _grid(1e-4, 10**-0.25, 31),
+            _grid(1e-4, 10**-2.625, 12) + _grid(10**-2.5, 10**-0.25, 73),
             item=float,
             quick=[v for v in _grid(3e-6, 0.3, 11) if v >= 1e-4],
             lo=1e-6,
             hi=1.0,
             hi_open=True,
             min_len=2,
-            max_len=32,
+            max_len=96,
             distinct=True,
             why="beta2 >= 0",
-            help="1-D coarse grid of 1 - beta2 of the maps of n > 2 (an eighth of a decade "
-            "apart, 1e-4 to 10^-0.25): their spiky region is narrower than half a decade in "
-            "places and a half-decade grid stepped over it (PROTOCOL.md)",
+            help="1-D coarse grid of 1 - beta2 of the maps of n > 2 (a thirty-second of a "
+            "decade apart from 10^-2.5 to 10^-0.25, where the spiky bands lie, an eighth below "
+            "down to 1e-4): the band narrows to 0.06 decades at 1 - beta1 = 0.1 and an "
+            "eighth-decade grid stepped over it (PROTOCOL.md)",
         ),
         "seeds_above_2": Param(
             int,
