@@ -51,6 +51,15 @@ One of ``--quick`` (the reduced configurations) or ``--full`` must be given. ``-
 writes the table as a docs page with the command, date and machine: the full run's page is
 ``docs/benchmarks-reproduce-full.md``, which ``tools/bench_page.py`` sums into
 ``docs/benchmarks.md``; the quick run's timings are printed, not kept in the docs.
+``--json PATH`` stores the rows as a benchmark record (command, date, machine, commit, load at
+the start and the end, and each row's own 1-minute load before and after its run) for
+``tools/bench_page.py``: ``benchmarks/results/full_runs_<experiment>.json`` with ``--only
+<experiment>`` times one experiment's full run (issue 42: full ``spike_boundary`` and full
+``adam_edge`` each under 15 minutes on two cores), rendered with the two-core estimate (CPU
+time / 2) beside the wall time.
+
+    .venv/bin/python benchmarks/bench_reproduce.py --full --only spike_boundary --workers 2
+        --no-ratio --json benchmarks/results/full_runs_spike_boundary.json
 """
 
 from __future__ import annotations
@@ -428,6 +437,7 @@ def main(argv: list[str] | None = None) -> int:
         help="interleaved rounds of the beta_grid ratio",
     )
     ap.add_argument("--markdown", metavar="PATH", help="also write the table as a docs page")
+    ap.add_argument("--json", metavar="PATH", help="also store the rows as a benchmark record")
     args = ap.parse_args(argv)
 
     from gaugedyn import InputError
@@ -455,11 +465,19 @@ def main(argv: list[str] | None = None) -> int:
     spec = ExecutorSpec(args.executor, args.workers).validate()
     executor = f"{spec.kind}" + (f" x{spec.workers}" if spec.workers else " (one worker per core)")
 
+    record = None
+    if args.json:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from _record import start_record
+
+        record = start_record("bench_reproduce.py", argv)
     load_before = os.getloadavg()
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-reproduce-") as tmp:
         for f in files:
+            before = round(os.getloadavg()[0], 2)
             row = run_experiment(f, args.quick, spec, Path(tmp) / f.stem)
+            row |= {"load_before": before, "load_after": round(os.getloadavg()[0], 2)}
             rows.append(row)
             print(
                 f"{row['experiment']}: {row['wall']:.1f} s wall, {row['status']}",
@@ -496,6 +514,16 @@ def main(argv: list[str] | None = None) -> int:
             markdown_page(rows, command.strip(), ratio, args.quick, executor, load, grid, grids)
         )
         print(f"wrote {args.markdown}")
+    if record is not None:
+        from _record import write_record
+
+        data = {
+            "rows": rows,
+            "executor": executor,
+            "quick": bool(args.quick),
+            "cores": os.cpu_count(),
+        }
+        write_record(args.json, record, data)
     return 0
 
 

@@ -86,3 +86,31 @@ def test_noisy_labels_replace_the_stated_share_by_another_class():
 
 def test_adam_edge_declares_the_losses_edge_defines():
     assert adam_edge.LOSSES == _edge.LOSSES
+
+
+def test_copies_of_their_own_length_equal_each_copy_run_alone():
+    """`adam_step_sets` with per-copy run lengths (the batch shrinking as copies end): each
+    copy's whole blocks, ``steps // size`` of them, and its final parameters equal those of the
+    copy run alone for its own steps; the blocks after a copy's end read nan and flagged."""
+    from gaugedyn.adam import FLOAT64_FLOOR
+    from gaugedyn.experiments.adam_stability._batched import adam_step_sets
+
+    seeds, steps, size = [7, 8, 9, 10], [9, 20, 14, 20], [2, 3, 2, 4]
+    b1, b2 = [0.5, 0.7, 0.9, 0.8], [0.9, 0.99, 0.97, 0.95]
+    model = BatchedMLP("teacher_mse", 4, seeds, n_samples=16, hidden=4)
+    sets, first = adam_step_sets(model, 1e-2, b1, b2, steps, [size])
+    for k in range(4):
+        alone = BatchedMLP("teacher_mse", 1, [seeds[k]], n_samples=16, hidden=4)
+        want, f0 = adam_steps(alone, 1e-2, [b1[k]], [b2[k]], steps[k], [size[k]])
+        n = steps[k] // size[k]
+        for got, ref in zip(sets[0][k], want[0]):
+            np.testing.assert_allclose(
+                np.asarray(got[:n], float), np.asarray(ref, float), rtol=1e-12
+            )
+        assert first[k] == pytest.approx(f0[0], rel=1e-12)
+        for p, q in zip(model.params, alone.params):
+            torch.testing.assert_close(p[k].detach(), q[0].detach(), rtol=1e-10, atol=1e-12)
+        after = slice(n + (steps[k] % size[k] > 0), None)  # the blocks past its end: nan
+        assert np.all(sets[0][k].bad[after]) and np.all(sets[0][k].median[after] == FLOAT64_FLOOR)
+    with pytest.raises(Exception, match="steps=-1"):
+        adam_step_sets(model, 1e-2, b1, b2, [3, -1, 2, 2], [size])

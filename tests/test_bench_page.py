@@ -129,3 +129,28 @@ def test_a_user_call_row_with_a_stopped_lsoda_call_shows_lower_bounds():
     row["ratio_bound"], row["reached"] = None, None
     line = _tool().render_theory(record).splitlines()[-1]
     assert "≥" not in line and "stopped" not in line and "4.0e-09 / 5.0e-09" in line
+
+
+def test_a_full_run_on_a_busy_machine_is_judged_by_its_two_core_estimate():
+    """``full_runs`` records (``bench_reproduce.py --json``): a run with the load at most 2
+    around it is judged by its wall time, a busier one by CPU / 2, each against 15 minutes."""
+    tool = _tool()
+    row = {"experiment": "spike_boundary", "tasks": 11, "status": "passed"}
+    record = {
+        "command": ".venv/bin/python benchmarks/bench_reproduce.py --full --json x.json",
+        "date": "2026-12-07 13:00 UTC",
+        "load_start": [1.0, 1.0, 1.0],
+        "load_end": [1.0, 1.0, 1.0],
+        "machine": {"cpu": "AMD EPYC", "cores": 2},
+        "data": {
+            "executor": "process x2",
+            "rows": [
+                row | {"wall": 960.0, "cpu": 1500.0, "load_before": 1.5, "load_after": 1.9},
+                row | {"wall": 960.0, "cpu": 1500.0, "load_before": 1.5, "load_after": 4.0},
+            ],
+        },
+    }
+    text = tool.render_full_runs(record)
+    quiet, busy = [line for line in text.splitlines() if line.startswith("| `spike")]
+    assert "wall (quiet)" in quiet and "no (16.0 min)" in quiet
+    assert "CPU / 2 (load > 2)" in busy and "yes (12.5 min)" in busy

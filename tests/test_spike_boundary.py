@@ -289,8 +289,10 @@ def test_upper_edge_and_check_claim():
 
 
 def test_task_scan_uses_the_stored_calibration_and_judges_every_copy():
-    from gaugedyn.experiments.adam_stability._calibration import TASKS
+    from gaugedyn.experiments.adam_stability._calibration import GRID, TASKS
+    from gaugedyn.experiments.adam_stability._protocol import TASK_DESIGN
     from gaugedyn.experiments.adam_stability._scan import _run_task
+    from gaugedyn.experiments.adam_stability._spike_analysis import min_edge_seeds
     from gaugedyn.experiments.adam_stability.spike_boundary import EXPERIMENT
 
     full = {k: p.default for k, p in EXPERIMENT.params.items()}
@@ -307,8 +309,15 @@ def test_task_scan_uses_the_stored_calibration_and_judges_every_copy():
                 cal["n_samples"],
                 cal["hidden"],
             )
-            assert set(task["a"]) <= set(cal["one_minus_beta1"])  # quick: a subset of the choice
-            assert set(task["c"]) <= set(cal["one_minus_beta2"])
+            # the full grid is the calibrated first design, the quick one a subset of it; the
+            # second design (TASK_DESIGN) is declared, not the default (PROTOCOL.md: its cost)
+            assert set(task["a"]) <= set(GRID["one_minus_beta1"])
+            assert set(task["c"]) <= set(GRID["one_minus_beta2"])
+    assert [t["a"] for t in EXPERIMENT.tasks(full) if t["kind"] == "task"][0] == GRID[
+        "one_minus_beta1"
+    ]
+    assert full["task_seeds"] == 3 and quick["task_seeds"] < min_edge_seeds()
+    assert TASK_DESIGN["seeds"] >= min_edge_seeds() and min(TASK_DESIGN["one_minus_beta1"]) == 0.01
     r = _run_task(
         {
             "task": "teacher_mse",
@@ -328,7 +337,10 @@ def test_task_scan_uses_the_stored_calibration_and_judges_every_copy():
     np.testing.assert_array_equal(r["status_rises"][..., 0], r["status"])
     spiky = r["status_rises"] == CODES["spiky"]
     assert np.all(spiky[..., 2] <= spiky[..., 0]) and np.all(spiky[..., 0] <= spiky[..., 1])
-    assert r["steps_run"] == int(run_steps(np.array([0.3]), np.array([0.3]))[0]) * 8
+    # each copy runs its own settled run: the steps summed over copies, the longest its cell's
+    aa, cc = np.meshgrid([0.5, 0.3], [0.3, 0.5], indexing="ij")
+    assert r["steps_run"] == int(run_steps(aa, cc).sum()) * 2
+    assert r["steps_longest"] == int(run_steps(np.array([0.3]), np.array([0.3]))[0])
     assert np.all(np.isfinite(r["final_log10_loss"]))
 
 
@@ -554,9 +566,10 @@ def test_the_page_shows_the_stored_pilots_the_calibration_reads(monkeypatch):
 
 
 def test_the_maps_above_the_quadratic_run_their_own_declared_design():
-    """The full configuration's maps of n > 2 get their own rows (12 at or below 0.1), an
-    eighth-decade grid from 1e-4 and 16 seeds (PROTOCOL.md, second design); the quadratic
-    keeps its own, and the quick configuration gives every map the quadratic's rows."""
+    """The full configuration's maps of n > 2 get their own rows (24 at or below 0.1), a
+    thirty-second-decade grid from 10^-2.5 to 10^-0.25 and an eighth-decade one below it from
+    1e-4, and 16 seeds (PROTOCOL.md, third design); the quadratic keeps its own, and the quick
+    configuration gives every map the quadratic's rows."""
     from gaugedyn.experiments.adam_stability._protocol import BETA1_ROWS
     from gaugedyn.experiments.adam_stability.spike_boundary import EXPERIMENT
 
@@ -573,10 +586,12 @@ def test_the_maps_above_the_quadratic_run_their_own_declared_design():
             assert (a <= BETA1_ROWS * (1 + 1e-9)).sum() == 8 and t["seeds"] == 8
             assert np.allclose(np.diff(c), 0.5)
         else:
-            assert (a <= BETA1_ROWS * (1 + 1e-9)).sum() == 12 and a.size == 16
+            assert (a <= BETA1_ROWS * (1 + 1e-9)).sum() == 24 and a.size == 28
             assert t["seeds"] == 16
-            assert np.allclose(np.diff(c), 0.125) and c[0] == pytest.approx(-4)
-            assert c[-1] == pytest.approx(-0.25)
+            fine = c >= -2.5 - 1e-9
+            assert np.allclose(np.diff(c[fine]), 1 / 32) and c[fine][0] == pytest.approx(-2.5)
+            assert np.allclose(np.diff(c[~fine]), 0.125) and c[0] == pytest.approx(-4)
+            assert c[~fine][-1] == pytest.approx(-2.625) and c[-1] == pytest.approx(-0.25)
     quick = {(t["n"], t["start"]): t for t in EXPERIMENT.tasks(config(True)) if t["kind"] == "1d"}
     assert quick[(4.0, "orbit")]["a"] == quick[(2.0, "orbit")]["a"]
     assert quick[(4.0, "orbit")]["seeds"] == quick[(2.0, "orbit")]["seeds"]
@@ -690,29 +705,49 @@ def test_a_task_row_without_an_edge_says_why_and_too_few_seeds_say_no_interval()
 
 def test_the_tasks_design_cannot_resolve_a_boundary_known_to_be_linear():
     """Read as the tasks read theirs (every cell, no bisection), a boundary exactly linear at
-    the published teacher_mse C leaves fewer than six rows inside the full configuration's task
-    grid (its lowest column 0.01 sits above the small rows' edges), so the slope rule can only
-    say UNRESOLVED; columns down to 1e-3 a quarter decade apart at 8 seeds resolve it."""
-    import json
-    from pathlib import Path
+    the published teacher_mse C leaves fewer than six rows inside the published task grid (its
+    lowest column 0.01 sits above the small rows' edges), so the slope rule can only say
+    UNRESOLVED; the declared design (rows to 0.01, columns a quarter decade apart from 1e-3, 8
+    seeds) resolves it, and its design controls pass there and fail at the published design."""
 
-    from gaugedyn.experiments.adam_stability._detector_controls import task_design_verdicts
+    from gaugedyn.experiments.adam_stability._detector_controls import (
+        design_controls,
+        task_design_verdicts,
+    )
+    from gaugedyn.experiments.adam_stability._protocol import DESIGN_C, TASK_DESIGN
     from gaugedyn.experiments.adam_stability.spike_boundary import EXPERIMENT
 
-    summary = Path(__file__).resolve().parents[1] / "results-data/spike_boundary/summary.json"
-    claims = {c["id"]: c for c in json.loads(summary.read_text())["claims"]}
-    C = float(claims["spike_boundary.linear_on_tasks:teacher_mse"]["tolerance"]["C"]["settled"][0])
+    C = DESIGN_C  # teacher_mse's settled C of the run published before the redesign
     full = {k: p.default for k, p in EXPERIMENT.params.items()}
-    now = task_design_verdicts(full, C, draws=20)
+    published = full | {
+        "task_one_minus_beta1": [0.5, 0.4, 0.3, 0.2, 0.15, 0.1],
+        "task_one_minus_beta2": [0.01, 0.03, 0.1, 0.3],
+        "task_seeds": 3,
+    }
+    assert design_controls(full) == []  # the default (first design, 3 seeds) is a preview
+    full = full | {
+        "task_one_minus_beta1": TASK_DESIGN["one_minus_beta1"],
+        "task_one_minus_beta2": TASK_DESIGN["one_minus_beta2"],
+        "task_seeds": TASK_DESIGN["seeds"],
+    }
+    now = task_design_verdicts(published, C, draws=20)
     assert now["UNRESOLVED"] == 1.0 and now["rows_with_edge"] < 6
     assert now["closed_intervals"] == 0.0  # 3 seeds: no edge interval can close
-    wider = full | {
-        "task_one_minus_beta2": list(np.logspace(-3, np.log10(0.3), 11)),
-        "task_seeds": 8,
-    }
-    better = task_design_verdicts(wider, C, draws=20)
-    assert better["HELD"] >= 0.8 and better["rows_with_edge"] == 6
+    better = task_design_verdicts(full, C, draws=20)
+    assert better["HELD"] >= 0.8 and better["rows_with_edge"] >= 6
     assert better["closed_intervals"] > 0.5
+    controls = {c.id: c for c in EXPERIMENT.controls(full)}
+    assert all(controls[k].run()[1] for k in ("task_design.linear", "task_design.flat"))
+    six = {c.id: c.run()[1] for c in design_controls(published | {"task_seeds": 6})}
+    assert six == {"task_design.linear": False, "task_design.flat": True}
+    assert design_controls(published) == []  # 3 seeds: a preview, no finding can resolve
+    broken = {  # a design check that calls every boundary linear fails the negative control
+        c.id: c.run()[1]
+        for c in design_controls(
+            full, lambda *a, **k: {"HELD": 1.0, "NOT HELD": 0.0, "rows_with_edge": 8}
+        )
+    }
+    assert broken == {"task_design.linear": True, "task_design.flat": False}
 
 
 def test_the_ridge_is_the_largest_growth_per_slow_turn_of_its_row():
@@ -730,3 +765,70 @@ def test_the_ridge_is_the_largest_growth_per_slow_turn_of_its_row():
         assert top >= np.nanmax(np.where(np.isfinite(grid), grid, -np.inf)) - 1e-9
         assert turn_growth(a, c) == pytest.approx(top)
         assert c > 5 * e and top > turn_growth(a, e)
+
+
+def _band_entry(slope: float, C: float, low_ratio: float) -> dict:
+    """A `_map_pilot` entry with every seed spiky exactly on the band ``low_ratio a <= c <=
+    C a^slope`` of each pilot row (both windows alike)."""
+    from gaugedyn.experiments.adam_stability import _map_pilot as mp
+
+    a = np.array(mp.rows())[:, None]
+    c = np.array(mp.GRID)[None, :]
+    band = (c >= low_ratio * a) & (c <= C * a**slope)
+    spiky = np.where(band, mp.SEEDS, 0)
+    judged = np.full(spiky.shape, mp.SEEDS)
+    return {"spiky": [spiky.tolist()] * 2, "judged": [judged.tolist()] * 2}
+
+
+def test_the_map_pilot_reading_recovers_a_planted_band():
+    """`_map_pilot.reading` on a planted band ``a <= c <= 2 a^0.7``: every row has an edge at
+    its top (within a grid cell), the slope 0.7 and the band's lower end ``c/a`` near 1."""
+    from gaugedyn.experiments.adam_stability import _map_pilot as mp
+
+    r = mp.reading(_band_entry(0.7, 2.0, 1.0))
+    a = np.array(mp.rows())
+    assert r["rows_with_edge"] == 12
+    assert np.all(np.abs(np.log10(np.array(r["edge"]) / (2.0 * a**0.7))) <= 1 / 32)
+    assert abs(r["slope"] - 0.7) < 0.03 and r["s"] < 0.03
+    assert 1.0 <= r["low_ratio"] <= 10 ** (1 / 32)
+
+
+def test_the_stored_map_pilot_has_an_edge_in_every_row():
+    """The stored pilot (``map_pilot.json``) on its fine grid: every row at or below 0.1 of
+    n = 3, 4, 6 has a settled edge from both starts, and the residual scatter the design check
+    takes from it lies between 0.1 and 0.25 (natural log)."""
+    from gaugedyn.experiments.adam_stability import _map_pilot as mp
+
+    p = mp.stored()
+    assert p["grid"] == list(mp.GRID) and p["rows"] == mp.rows() and p["seeds"] == mp.SEEDS
+    for n in ("3", "4", "6"):
+        for start in mp.STARTS:
+            r = mp.reading(p["maps"][f"n{n}_{start}"], 0)
+            assert r["rows_with_edge"] == 12
+            assert 0.1 < r["s"] < 0.25
+
+
+def test_the_design_check_expects_the_slopes_narrower_than_0_4_at_the_full_design():
+    """`_detector_controls.map_design_verdicts` at the full configuration's design on the stored
+    pilot's settled orbit-start readings of n = 4 and n = 6: the median 95% width of the slope
+    below 0.4 with nearly every row keeping an edge; a design whose grid is coarser than the
+    narrowest band (half a decade) loses rows."""
+    from gaugedyn.experiments.adam_stability import _map_pilot as mp
+    from gaugedyn.experiments.adam_stability._detector_controls import map_design_verdicts
+    from gaugedyn.experiments.adam_stability.spike_boundary import EXPERIMENT
+
+    full = {k: p.default for k, p in EXPERIMENT.params.items()}
+    design = {
+        "rows": full["rows_above_2"],
+        "c": [v for v in full["c_above_2"] if v >= full["c_min_above_2"]],
+        "seeds": full["seeds_above_2"],
+        "bisect_decades": full["bisect_decades"],
+    }
+    rows = sum(v <= 0.1 for v in design["rows"])
+    for n in ("4", "6"):
+        pilot = mp.reading(mp.stored()["maps"][f"n{n}_orbit"], 0)
+        v = map_design_verdicts(design, pilot, draws=3)
+        assert v["width"] < 0.4 and v["rows_with_edge"] >= rows - 3
+    coarse = design | {"c": list(np.logspace(-4, -0.25, 8)), "bisect_decades": 0.5}
+    pilot = mp.reading(mp.stored()["maps"]["n4_orbit"], 0)
+    assert map_design_verdicts(coarse, pilot, draws=3)["rows_with_edge"] < rows - 6

@@ -11,7 +11,10 @@ against the detector's rise threshold). The block between ``<!-- family pilot --
 ``<!-- end family pilot -->`` is generated from ``family_pilot.json``
 (`_family_pilot.pilot_markdown()`: the cross-entropy family chosen by its settled edges), the
 one between ``<!-- family wall -->`` and ``<!-- end family wall -->`` from ``family_wall.json``
-(`_family_wall.wall_markdown()`: the core-wall measurement on it). Run from the repository
+(`_family_wall.wall_markdown()`: the core-wall measurement on it), and the one between
+``<!-- map pilot -->`` and ``<!-- end map pilot -->`` from ``map_pilot.json``
+(`_map_pilot.pilot_markdown()`: the maps of ``n > 2`` on a fine grid and the design check of
+their rows and grid). Run from the repository
 root::
 
     .venv/bin/python tools/pilot_tables.py            # rewrite the block in place
@@ -33,6 +36,7 @@ from gaugedyn.experiments.adam_stability import (  # noqa: E402
     _family_pilot,
     _family_wall,
     _level_pilot,
+    _map_pilot,
 )
 
 PAGE = ROOT / "docs" / "adam-stability.md"
@@ -40,6 +44,7 @@ BLOCK = re.compile(r"(<!-- pilots -->\n)(.*?)(<!-- end pilots -->)", re.S)
 LEVEL_BLOCK = re.compile(r"(<!-- level pilot -->\n)(.*?)(<!-- end level pilot -->)", re.S)
 FAMILY_BLOCK = re.compile(r"(<!-- family pilot -->\n)(.*?)(<!-- end family pilot -->)", re.S)
 WALL_BLOCK = re.compile(r"(<!-- family wall -->\n)(.*?)(<!-- end family wall -->)", re.S)
+MAP_BLOCK = re.compile(r"(<!-- map pilot -->\n)(.*?)(<!-- end map pilot -->)", re.S)
 
 
 def body() -> str:
@@ -63,6 +68,11 @@ def wall_body() -> str:
     return "\n".join(_family_wall.wall_markdown()) + "\n"
 
 
+def map_body() -> str:
+    """The map block's text: the stored pilot of the maps of n > 2 and its design check."""
+    return "\n".join(_map_pilot.pilot_markdown()) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the page is stale")
@@ -73,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         (LEVEL_BLOCK, "level pilot", level_body),
         (FAMILY_BLOCK, "family pilot", family_body),
         (WALL_BLOCK, "family wall", wall_body),
+        (MAP_BLOCK, "map pilot", map_body),
     )
     new = text
     for block, name, make in blocks:

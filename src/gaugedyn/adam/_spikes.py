@@ -335,6 +335,16 @@ def judged_blocks(beta1: float, beta2: float, sampling: Sampling = DEFAULT) -> i
     return warm + level_blocks(beta1, beta2, sampling) + max(1, math.ceil(MIN_HORIZONS * H / b))
 
 
+def _frame(beta1: float, beta2: float, sampling: Sampling) -> tuple[Sampling, int, int, int]:
+    """The checked ``sampling``, the horizon ``H``, the block size ``b`` and the warm-up in
+    blocks (the first horizon, ``ceil(H / b)``) of a run at ``(beta1, beta2)``: what
+    `block_rises()` and `detect_blocks()` both read the blocks by."""
+    s = sampling.checked()
+    H = int(horizon(beta1, beta2))
+    b = int(block_size(beta1, beta2, s))
+    return s, H, b, math.ceil(H / b - 1e-9)
+
+
 def block_rises(
     median, beta1: float, beta2: float, sampling: Sampling = DEFAULT, floor: float = FLOAT64_FLOOR
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -364,10 +374,7 @@ def block_rises(
     InputError
         When a beta lies outside ``[0, 1)`` or ``sampling`` is out of range.
     """
-    s = sampling.checked()
-    H = int(horizon(beta1, beta2))
-    b = int(block_size(beta1, beta2, s))
-    warm = math.ceil(H / b - 1e-9)
+    s, _, b, warm = _frame(beta1, beta2, sampling)
     r, resolved = rises(
         np.asarray(median, dtype=float)[warm:], level_blocks(beta1, beta2, s), floor
     )
@@ -420,13 +427,10 @@ def detect_blocks(
     InputError
         When a beta lies outside ``[0, 1)`` or ``sampling`` is out of range.
     """
-    s = sampling.checked()
-    H = int(horizon(beta1, beta2))
-    b = int(block_size(beta1, beta2, s))
+    s, H, b, warm = _frame(beta1, beta2, sampling)
     m = level_blocks(beta1, beta2, s)
     med = np.asarray(blocks.median, dtype=float)
     shape = med.shape[1:]
-    warm = math.ceil(H / b - 1e-9)
     judged = np.broadcast_to(med.shape[0] >= judged_blocks(beta1, beta2, s), shape).copy()
     diverged = np.asarray(blocks.bad, dtype=bool).any(axis=0) & judged
     r, resolved = block_rises(med, beta1, beta2, s, floor) if shared is None else shared

@@ -193,7 +193,7 @@ def adam_step_sets(
     lr: float,
     beta1,
     beta2,
-    steps: int,
+    steps,
     sizes,
     eps: float = 1e-8,
     watch: tuple[set[int], Callable[[int, list[torch.Tensor]], None]] | None = None,
@@ -202,30 +202,73 @@ def adam_step_sets(
     ``size`` per detector sampling, each a number or ``(B,)``): one training run, one
     `BlockStatistics` per sampling; returns each sampling's blocks per copy and the first
     ``log10`` losses. ``watch = (steps, call)``: after each of those steps (0-based)
-    ``call(t, before)`` with the parameters before it (``model.params`` hold those after;
-    the run itself is unchanged)."""
+    ``call(t, before)`` with every copy's parameters before it, in the model's order
+    (``model.params`` hold those after; the run itself is unchanged).
+
+    ``steps``: one number for every copy, or ``(B,)``, each copy's own run length. A copy stops
+    after its own steps (`gaugedyn.experiments.adam_stability.PROTOCOL.md`: each cell runs its
+    own settled run): the copies run longest first, so those still running are a prefix of the
+    batch, which shrinks as copies end; a copy's blocks after its end read ``nan`` (its whole
+    blocks, ``steps[i] // size[i]`` of them, are those of a run of its length alone). Each
+    copy's steps are the same as in a batch where all run equally long (copies are
+    independent)."""
     like = model.params[0]
     B = like.shape[0]
-    betas = tuple(np.broadcast_to(np.asarray(b, float), (B,)).copy() for b in (beta1, beta2))
-    m = [torch.zeros_like(p) for p in model.params]
-    v = [torch.zeros_like(p) for p in model.params]
-    accs = [BlockStatistics(np.broadcast_to(np.asarray(z), (B,)), like.device) for z in sizes]
+    length = np.broadcast_to(np.asarray(steps, dtype=np.int64), (B,))
+    if length.size and length.min() < 0:
+        raise InputError(f"steps={int(length.min())} is not allowed; give steps >= 0")
+    order = np.argsort(-length, kind="stable")  # longest first: the running copies a prefix
+    idx = torch.as_tensor(order, device=like.device)
+    ends = length[order]
+    betas = tuple(np.broadcast_to(np.asarray(b, float), (B,))[order].copy() for b in (beta1, beta2))
+    params = [p.detach()[idx].clone() for p in model.params]
+    m = [torch.zeros_like(p) for p in params]
+    v = [torch.zeros_like(p) for p in params]
+    accs = [
+        BlockStatistics(np.broadcast_to(np.asarray(z), (B,))[order], like.device) for z in sizes
+    ]
+    back_t = torch.as_tensor(np.argsort(order, kind="stable"), device=like.device)
+    ell = torch.full((B,), math.nan, dtype=torch.float64, device=like.device)
     factors = None
-    for t in range(steps):
-        L = model.losses()
-        grads = torch.autograd.grad(L.sum(), model.params)
+    live = B
+    for t in range(int(ends[0]) if B else 0):
+        live = int(np.searchsorted(-ends, -t, side="left"))  # copies with ends > t
+        mine = [p[:live].requires_grad_(True) for p in (q.detach() for q in params)]
+        L = model.losses(mine)
+        grads = torch.autograd.grad(L.sum(), mine)
         with torch.no_grad():
             factors = (
                 adam_factors(1, lr=lr, betas=betas, op_order="running", like=like)
                 if factors is None
                 else factors.next()
             )
-            before = [p.detach().clone() for p in model.params] if watch and t in watch[0] else None
-            batched_adam_step(model.params, grads, m, v, factors, eps=eps)
+            before = (
+                [q.detach()[back_t].clone() for q in params] if watch and t in watch[0] else None
+            )
+            batched_adam_step(
+                [p[:live] for p in params],
+                grads,
+                [z[:live] for z in m],
+                [z[:live] for z in v],
+                factors.rows(slice(0, live)),
+                eps=eps,
+            )
+            ell[:live] = torch.log10(L.detach().double())
+            ell[live:] = math.nan
             if watch and before is not None:
+                for p, q in zip(model.params, params):
+                    p.data.copy_(q.detach()[back_t])
                 watch[1](t, before)
-            ell = torch.log10(L.detach().double())
             for acc in accs:
                 acc.push(ell)
-    assert accs[0].ceiling is not None
-    return [acc.blocks() for acc in accs], accs[0].ceiling.cpu().numpy()
+    with torch.no_grad():
+        for p, q in zip(model.params, params):
+            p[idx] = q
+    back = np.argsort(order, kind="stable")
+    first = (
+        accs[0].ceiling.cpu().numpy()[back]
+        if accs and accs[0].ceiling is not None
+        else np.full(B, math.nan)
+    )
+    sets = [acc.blocks() for acc in accs]
+    return [[z[int(k)] for k in back] for z in sets], first

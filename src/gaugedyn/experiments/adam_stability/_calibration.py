@@ -55,6 +55,7 @@ def calibration_pilot(task: str, lr: float | None = None, hidden: int | None = N
     """Rerun the pilot of ``task`` (at its stored ``lr`` and width unless given): one seed per cell of the
     grid, the scan's own program; returns per window the status names ``(rows, cols)``, the
     settled median ``log10`` loss, the rows with a settled edge and the steps run."""
+    from ...adam import SPIKE_SAMPLING
     from ._protocol import CODES, WINDOWS, probability, upper_edge
     from ._scan import _run_task
 
@@ -68,6 +69,7 @@ def calibration_pilot(task: str, lr: float | None = None, hidden: int | None = N
             "lr": float(cal["lr"] if lr is None else lr),
             "n_samples": cal["n_samples"],
             "hidden": int(cal["hidden"] if hidden is None else hidden),
+            "spikes": list(SPIKE_SAMPLING[:3]),
         },
         np.random.SeedSequence(PILOT_SEED),
     )
@@ -75,8 +77,7 @@ def calibration_pilot(task: str, lr: float | None = None, hidden: int | None = N
     out: dict[str, Any] = {
         "lr": float(cal["lr"] if lr is None else lr),
         "hidden": int(cal["hidden"] if hidden is None else hidden),
-        "steps": int(r["steps_run"])
-        // (len(GRID["one_minus_beta1"]) * len(GRID["one_minus_beta2"])),
+        "steps": int(r["steps_longest"]),
     }
     for w, window in enumerate(WINDOWS):
         st = r["status"][..., 0, w]

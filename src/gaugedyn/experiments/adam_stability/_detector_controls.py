@@ -516,11 +516,17 @@ def _boundary_list(grid, decades, known_edges, no_edge, fitted) -> list[Control]
 
 
 def task_design_verdicts(
-    config: dict, C: float, draws: int = 40, width: float = BOUNDARY_WIDTH, seed: int = 0
+    config: dict,
+    C: float,
+    draws: int = 40,
+    width: float = BOUNDARY_WIDTH,
+    seed: int = 0,
+    slope: float = 1.0,
 ) -> dict[str, float]:
     """What the network tasks' design can resolve where the answer is known: the share of each
-    verdict of ``linear_on_tasks``' slope rule (its band) on synthetic boundaries exactly linear,
-    ``c_b = C a`` (the finder controls' `oracle`, logistic of ``width`` decades), read as the
+    verdict of ``linear_on_tasks``' slope rule (its band) on synthetic boundaries
+    ``c_b = C a^slope`` (default exactly linear; the finder controls' `oracle`, logistic of
+    ``width`` decades), read as the
     tasks read theirs: every cell of the configuration's task rows x columns evaluated with
     ``task_seeds`` seeds, no bisection (`_bisect.row_edge`); ``draws`` draws from ``seed``.
     Returns the shares under ``HELD``, ``NOT HELD``, ``UNRESOLVED``, the median number of
@@ -535,7 +541,7 @@ def task_design_verdicts(
     seeds = int(config["task_seeds"])
     verdicts, rows, closed = [], [], []
     for d in range(draws):
-        ev = oracle(a, C, 1.0, seeds, width, seed=seed + d)
+        ev = oracle(a, C, slope, seeds, width, seed=seed + d)
         e = np.array([row_edge(c, ev([i] * c.size, c)[..., 0]) for i in range(a.size)])
         j = slope_judgement(a, e[:, 0], BANDS["linear"], "spike_boundary.linear_on_tasks:t")
         verdicts.append(j.verdict)
@@ -547,4 +553,168 @@ def task_design_verdicts(
     return out | {
         "rows_with_edge": float(np.median(rows)),
         "closed_intervals": float(np.mean(closed)) if closed else math.nan,
+    }
+
+
+_DESIGN_CACHE: dict[tuple, dict[str, float]] = {}
+
+
+def _cached_design_verdicts(config: dict, C: float, slope: float) -> dict[str, float]:
+    """`task_design_verdicts()` (its default draws and seed) kept per task design, ``C`` and
+    slope: the design controls read nothing of a run, so a multiverse's specifications, which
+    differ only in the detector's sampling, share them (each computed once per process)."""
+    key = (
+        tuple(float(x) for x in config["task_one_minus_beta1"]),
+        tuple(sorted(float(x) for x in config["task_one_minus_beta2"])),
+        int(config["task_seeds"]),
+        float(C),
+        float(slope),
+    )
+    if key not in _DESIGN_CACHE:
+        _DESIGN_CACHE[key] = task_design_verdicts(config, C, slope=slope)
+    return dict(_DESIGN_CACHE[key])
+
+
+def design_controls(config: dict, verdicts=None) -> list[Control]:
+    """The network tasks' design check as run controls (``PROTOCOL.md``): at the
+    configuration's task rows, columns and seeds, a boundary known to be linear at
+    ``_protocol.DESIGN_C`` is judged HELD in at least ``DESIGN_POWER`` of the draws with at
+    least ``DESIGN_ROWS`` rows holding an edge (positive); a flat boundary (``c_b`` at the
+    columns' geometric middle) is judged NOT HELD as often (negative). Declared where the
+    configuration runs tasks with seeds enough for an edge interval
+    (`._spike_analysis.min_edge_seeds()`); with fewer (a preview, e.g. the quick
+    configuration) no task finding can resolve, and its claims say so. ``verdicts``: the
+    design check (an argument, so a test can hand a broken one)."""
+    from ._protocol import DESIGN_C, DESIGN_POWER, DESIGN_ROWS
+    from ._spike_analysis import min_edge_seeds
+
+    if not config.get("tasks") or int(config["task_seeds"]) < min_edge_seeds():
+        return []
+    verdicts = _cached_design_verdicts if verdicts is None else verdicts
+    lc = np.log10(np.asarray(config["task_one_minus_beta2"], float))
+    flat = float(10 ** (0.5 * (lc.min() + lc.max())))
+
+    def judged(C: float, slope: float, want: str):
+        v = verdicts(config, C, slope=slope)
+        ok = v[want] >= DESIGN_POWER and (want != "HELD" or v["rows_with_edge"] >= DESIGN_ROWS)
+        return {k: round(float(x), 3) for k, x in v.items()}, bool(ok)
+
+    grid = (
+        f"the configuration's task rows ({len(config['task_one_minus_beta1'])}), columns "
+        f"({len(config['task_one_minus_beta2'])}) and {int(config['task_seeds'])} seeds a cell, "
+        "every cell evaluated, no bisection (as the tasks read theirs)"
+    )
+    instrument = "network task design (task_design_verdicts: edge finder and slope rule)"
+    return [
+        Control(
+            "task_design.linear",
+            instrument,
+            "positive",
+            f"on {grid}: seeds spiky with a probability logistic in log c around c_b = "
+            f"{DESIGN_C:g} (1 - beta1) (teacher_mse's published C): linear_on_tasks' rule says "
+            f"HELD in at least {DESIGN_POWER:g} of the draws, with at least {DESIGN_ROWS} rows "
+            "holding an edge",
+            "the task design can resolve the linear finding where the boundary is linear",
+            lambda: judged(DESIGN_C, 1.0, "HELD"),
+        ),
+        Control(
+            "task_design.flat",
+            instrument,
+            "negative",
+            f"on {grid}: a flat boundary at c_b = {flat:.3g}: linear_on_tasks' rule says NOT "
+            f"HELD in at least {DESIGN_POWER:g} of the draws",
+            "the task design does not call a boundary that does not move linear",
+            lambda: judged(flat, 0.0, "NOT HELD"),
+        ),
+    ]
+
+
+BAND_LOW_WIDTH = 0.01
+"""Width (decades of ``c``) of the logistic of a synthetic band's lower end: the pilot's bands
+(`_map_pilot`) rise from no spiky seed to 14-16 of 16 within one cell of a thirty-second of a
+decade (0.031 decades: a logistic of width 0.01 goes from 0.1 to 0.9 over 0.044)."""
+
+
+def band_oracle(a, C: float, slope: float, low_ratio: float, scatter, seeds: int, width: float,
+                seed: int = 0):  # fmt: skip
+    """An ``evaluate`` for :func:`._bisect.scan_rows` on a spiky *band*, the shape of the maps
+    of ``n > 2`` (`_map_pilot`): each seed of a cell ``(a[row], c)`` is spiky with probability
+    ``sigma((log10 c - log10 c_low) / BAND_LOW_WIDTH) sigma((log10 c_b - log10 c) / width)``,
+    ``c_low =
+    low_ratio a`` (the band's lower end) and ``c_b = C a^slope e^(scatter[row])`` (its upper end,
+    the edge; ``scatter``: one natural-log offset per row), else quiet (both windows alike)."""
+    from ._protocol import CODES
+
+    rng = np.random.default_rng(seed)
+    a = np.asarray(a, float)
+    lb = np.log10(C * a**slope) + np.asarray(scatter, float) / math.log(10)
+    ll = np.log10(low_ratio * a)
+
+    def evaluate(rows, cs):
+        lc = np.log10(np.asarray(cs, float))
+        z_hi = np.clip((lc - lb[rows]) / width, -50, 50)
+        z_lo = np.clip((ll[rows] - lc) / BAND_LOW_WIDTH, -50, 50)
+        p = 1.0 / ((1.0 + np.exp(z_hi)) * (1.0 + np.exp(z_lo)))
+        hit = rng.random((len(rows), seeds)) < p.reshape(-1, 1)
+        st = np.where(hit, CODES["spiky"], CODES["quiet"]).astype(np.int8)
+        return np.repeat(st[..., None], 2, axis=-1)
+
+    return evaluate
+
+
+DESIGN_WIDTH = 0.4
+"""The 95% width issue 42 asks of each ``|x|^n`` slope."""
+
+
+def map_design_verdicts(
+    design: dict,
+    pilot: dict,
+    draws: int = 40,
+    width: float = BOUNDARY_WIDTH,
+    seed: int = 0,
+) -> dict[str, float]:
+    """What a design of the maps of ``n > 2`` can resolve on synthetic band boundaries shaped
+    as a pilot saw them (`_map_pilot.reading`: its ``slope``, ``intercept``, residual scatter
+    ``s`` and band lower end ``low_ratio``; never a published verdict): per draw each row's
+    upper edge ``c_b = e^intercept a^slope`` moved by a normal offset of standard deviation
+    ``s`` (natural log), the band from ``low_ratio a`` to it (`band_oracle`), scanned as the run
+    scans (`_bisect.scan_rows` over the design's ascending ``c`` from the top, bisection to
+    ``bisect_decades``, ``seeds`` a cell), read by `_bisect.row_edges` and fitted by the slope
+    rule over the design's ``rows`` at or below 0.1 (the primary reading's rows). ``design``:
+    ``rows``, ``c``, ``seeds``, ``bisect_decades``. The pilot's ``s`` already holds its own
+    seeds' and grid's share, so the check is conservative. Returns the median 95% width of the
+    slope's interval (``width``), the share of draws under `DESIGN_WIDTH` (``narrow``), the median
+    rows with an edge (``rows_with_edge``), the median fitted slope (``slope``, against the
+    pilot's) and the mean seeds-runs evaluated per row (``runs_per_row``: the cost)."""
+    from ._bisect import row_edges, scan_rows
+    from ._protocol import BANDS, NOT_SIMULATED
+    from ._spike_analysis import slope_judgement
+
+    a = np.array([v for v in design["rows"] if v <= 0.1 + 1e-12], float)
+    c = np.sort(np.asarray(design["c"], float))
+    seeds, decades = int(design["seeds"]), float(design["bisect_decades"])
+    C = math.exp(float(pilot["intercept"]))
+    rng = np.random.default_rng(seed)
+    widths, rows, slopes, runs = [], [], [], []
+    for d in range(draws):
+        scatter = rng.normal(0.0, float(pilot["s"]), a.size)
+        ev = band_oracle(a, C, float(pilot["slope"]), float(pilot["low_ratio"]), scatter,
+                         seeds, width, seed=seed + 1 + d)  # fmt: skip
+        r = scan_rows(a, c, ev, decades)
+        e = row_edges(c, r["status"], r["bisect_c"], r["bisect_status"], 0)[:, 0]
+        j = slope_judgement(a, e, BANDS["linear"], "spike_boundary.near_linear:n")
+        span = float(j.high) - float(j.low)
+        widths.append(span if np.isfinite(span) else math.inf)
+        rows.append(int(np.isfinite(e).sum()))
+        slopes.append(float(j.estimate))
+        evaluated = (r["status"][..., 0, 0] != NOT_SIMULATED).sum()
+        evaluated += np.isfinite(r["bisect_c"]).sum()
+        runs.append(float(evaluated) * seeds / a.size)
+    spans = np.array(widths)
+    return {
+        "width": float(np.median(spans)),
+        "narrow": float(np.mean(spans < DESIGN_WIDTH)),
+        "rows_with_edge": float(np.median(rows)),
+        "slope": float(np.nanmedian(slopes)),
+        "runs_per_row": float(np.mean(runs)),
     }

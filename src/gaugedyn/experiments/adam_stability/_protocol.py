@@ -56,6 +56,28 @@ TRAINED_DECADES = 3.0
 it sits on a plateau and has not reached the regime the claim is about."""
 
 
+TASK_DESIGN: dict[str, Any] = {
+    "one_minus_beta1": [0.5, 0.3, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01],
+    "one_minus_beta2": [float(f"{v:.4g}") for v in np.logspace(-3, -0.5, 11)],
+    "seeds": 8,
+}
+"""The network tasks' scan (issue 42, declared before its run; ``PROTOCOL.md``): rows ``1 -
+beta1`` down to 0.01, columns ``1 - beta2`` a quarter decade apart from ``1e-3`` (the lowest a
+settled run of about ``1.2e5`` steps allows) to ``10^-0.5``, 8 seeds a cell. Chosen by the
+design check (`._detector_controls.task_design_verdicts()`): on boundaries known to be linear
+at ``DESIGN_C``, read as the tasks read theirs, at least ``DESIGN_ROWS`` rows hold an edge and
+the slope rule says HELD in at least ``DESIGN_POWER`` of the draws (a property of the design,
+not of any task's outcome)."""
+DESIGN_C = 0.0647
+"""The design check's reference ``C = c_b / (1 - beta1)``: ``teacher_mse``'s settled ``C`` of
+the run published before the redesign (2026-12-07, 0.0647 [0.050, 0.084]; four rows)."""
+DESIGN_POWER = 0.8
+"""The share of draws of a known linear boundary the task design must judge HELD."""
+DESIGN_ROWS = 6
+"""The fewest rows with an edge (median over draws) the design must give: the slope rule's
+minimum (four residual degrees of freedom)."""
+
+
 def settle_steps(a, c) -> np.ndarray:
     """``ceil(SETTLE (1/a + 1/c))``: where the settled window starts."""
     return np.ceil(SETTLE * (1.0 / np.asarray(a, float) + 1.0 / np.asarray(c, float))).astype(

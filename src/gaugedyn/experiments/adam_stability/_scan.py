@@ -122,11 +122,14 @@ ADAM_EPS = 1e-8
 
 def _run_task(task, seed, watch=None) -> dict:
     """Every cell and seed of a training task as one copy of a batched full-batch program, run
-    once and judged by each of the task's samplings (`task_samplings()`): the run lasts the
-    longest any sampling needs, its losses are reduced once per distinct block size, and each
-    sampling judges the blocks of its own run length (those of the task run with it alone).
-    ``watch = (steps, call)``: ``call(t, model, before)`` after each of those steps, with the
-    batched model and its parameters before the step (`_batched.adam_step_sets`)."""
+    once and judged by each of the task's samplings (`task_samplings()`): each copy runs the
+    longest settled run any sampling needs at its own cell (`run_steps()`; the batch shrinks as
+    the shorter runs end, `_batched.adam_step_sets()`), its losses are reduced once per
+    distinct block size, and each sampling judges the blocks of the copy's own run length at
+    that sampling (those of the task run with it alone). ``steps_run``: the steps run, summed
+    over the copies; ``steps_longest``: the longest copy's. ``watch = (steps, call)``:
+    ``call(t, model, before)`` after each of those steps, with the batched model and its
+    parameters before the step (`_batched.adam_step_sets`)."""
     import torch
 
     from ._batched import BatchedMLP, adam_step_sets
@@ -134,7 +137,8 @@ def _run_task(task, seed, watch=None) -> dict:
     a, c, S = np.array(task["a"]), np.array(task["c"]), task["seeds"]
     samplings = task_samplings(task)
     aa, cc, _ = np.meshgrid(a, c, np.arange(S), indexing="ij")
-    own = [int(run_steps(aa, cc, z).max()) for z in samplings]
+    own = [run_steps(aa, cc, z).ravel() for z in samplings]
+    longest = np.max(own, axis=0)
     sizes = [spike_block_size(1 - aa.ravel(), 1 - cc.ravel(), z) for z in samplings]
     base = integer_seed(seed)
     before = torch.get_num_threads()
@@ -158,7 +162,7 @@ def _run_task(task, seed, watch=None) -> dict:
             task["lr"],
             1 - aa.ravel(),
             1 - cc.ravel(),
-            max(own),
+            longest,
             distinct,
             eps=float(task.get("eps", ADAM_EPS)),
             watch=hook,
@@ -170,15 +174,21 @@ def _run_task(task, seed, watch=None) -> dict:
         _judge_task(a, c, aa.shape, first, blocks, T, size, z)
         for blocks, T, size, z in zip(sets, own, sizes, samplings)
     ]
-    out = per[0] | {"a": a, "c": c, "steps_run": max(own) * aa.size}
+    out = per[0] | {
+        "a": a,
+        "c": c,
+        "steps_run": int(longest.sum()),
+        "steps_longest": int(longest.max()),
+    }
     return also_results(out, per, "task")
 
 
-def _judge_task(a, c, shape, first, blocks, T: int, size, spikes) -> dict:
-    """One sampling's verdicts on a training task's copies: each copy's blocks of its ``T``
-    steps (``T // size`` blocks) judged as `judge_run()` judges them, at the sampling's rise
-    and the declared range's ends (`rise_readings()`)."""
+def _judge_task(a, c, shape, first, blocks, T, size, spikes) -> dict:
+    """One sampling's verdicts on a training task's copies: each copy's blocks of its own
+    ``T[k]`` steps (``T[k] // size[k]`` blocks) judged as `judge_run()` judges them, at the
+    sampling's rise and the declared range's ends (`rise_readings()`)."""
     rises = rise_readings(spikes.rise)
+    T = np.broadcast_to(np.asarray(T, dtype=np.int64), (int(np.prod(shape)),))
     status = np.full(shape + (2, len(rises)), NOT_SIMULATED, dtype=np.int8)
     rise = np.full(shape + (2,), np.nan)
     settled_median = np.full(shape, np.nan)
@@ -186,7 +196,7 @@ def _judge_task(a, c, shape, first, blocks, T: int, size, spikes) -> dict:
     for k, idx in enumerate(np.ndindex(shape)):
         i, j, _ = idx
         settle = int(settle_steps(a[i], c[j]))
-        mine = SpikeBlocks(*(np.asarray(z)[: T // int(size[k])] for z in blocks[k]))
+        mine = SpikeBlocks(*(np.asarray(z)[: int(T[k]) // int(size[k])] for z in blocks[k]))
         # the readings differ only in the rise threshold: one set of rises serves them all
         shared = spike_block_rises(mine.median, 1 - a[i], 1 - c[j], spikes, FLOAT64_FLOOR)
         for q, h in enumerate(rises):

@@ -17,7 +17,7 @@ from ...adam import SPIKE_DEFINITION, SpikeSampling
 from ...harness import Choice, Experiment, Param
 from ._calibration import GRID as TASK_GRID
 from ._calibration import TASKS as CALIBRATION
-from ._detector_controls import boundary_controls, detector_controls
+from ._detector_controls import boundary_controls, design_controls, detector_controls
 from ._figures import local_slopes, spike_maps
 from ._protocol import (
     BLOCK_MIN_CHOICES,
@@ -142,35 +142,36 @@ class SpikeBoundary(Experiment):
         ),
         "rows_above_2": Param(
             list,
-            _grid(0.005, 0.1, 12) + _grid(0.005, 0.5, 13)[-4:],
+            _grid(0.005, 0.1, 24) + _grid(0.005, 0.5, 13)[-4:],
             item=float,
             quick=_grid(0.01, 0.5, 7),
             lo=1e-3,
             hi=1.0,
             hi_open=True,
             min_len=2,
-            max_len=16,
+            max_len=32,
             distinct=True,
             why="beta1 >= 0",
-            help="1-D rows 1 - beta1 of the maps of n > 2 (12 from 0.005 to 0.1, then the "
-            "rows of one_minus_beta1 above 0.15): the slope's 95% width is expected below "
-            "0.26 at 12 rows with an edge (PROTOCOL.md)",
+            help="1-D rows 1 - beta1 of the maps of n > 2 (24 from 0.005 to 0.1, then the "
+            "rows of one_minus_beta1 above 0.15): the design check on the stored map pilot "
+            "expects the slope's 95% width near 0.15-0.19 at 24 rows (PROTOCOL.md)",
         ),
         "c_above_2": Param(
             list,
-            _grid(1e-4, 10**-0.25, 31),
+            _grid(1e-4, 10**-2.625, 12) + _grid(10**-2.5, 10**-0.25, 73),
             item=float,
             quick=[v for v in _grid(3e-6, 0.3, 11) if v >= 1e-4],
             lo=1e-6,
             hi=1.0,
             hi_open=True,
             min_len=2,
-            max_len=32,
+            max_len=96,
             distinct=True,
             why="beta2 >= 0",
-            help="1-D coarse grid of 1 - beta2 of the maps of n > 2 (an eighth of a decade "
-            "apart, 1e-4 to 10^-0.25): their spiky region is narrower than half a decade in "
-            "places and a half-decade grid stepped over it (PROTOCOL.md)",
+            help="1-D coarse grid of 1 - beta2 of the maps of n > 2 (a thirty-second of a "
+            "decade apart from 10^-2.5 to 10^-0.25, where the spiky bands lie, an eighth below "
+            "down to 1e-4): the band narrows to 0.06 decades at 1 - beta1 = 0.1 and an "
+            "eighth-decade grid stepped over it (PROTOCOL.md)",
         ),
         "seeds_above_2": Param(
             int,
@@ -247,7 +248,9 @@ class SpikeBoundary(Experiment):
             max_len=8,
             distinct=True,
             why="beta1 >= 0; below 1e-3 a settled run passes 1e5 steps",
-            help="task grid of 1 - beta1 (calibrated)",
+            help="task grid of 1 - beta1 (the calibrated first design; issue 42's second "
+            "design, TASK_DESIGN, down to 0.01, is declared but costs about 36 CPU-minutes: "
+            "PROTOCOL.md)",
         ),
         "task_one_minus_beta2": Param(
             list,
@@ -258,10 +261,11 @@ class SpikeBoundary(Experiment):
             hi=1.0,
             hi_open=True,
             min_len=2,
-            max_len=8,
+            max_len=16,
             distinct=True,
             why="below 1e-3 a settled run passes 1e5 steps",
-            help="task grid of 1 - beta2 (calibrated)",
+            help="task grid of 1 - beta2 (the calibrated first design; TASK_DESIGN's is a "
+            "quarter decade apart from 1e-3: PROTOCOL.md)",
         ),
         "task_seeds": Param(
             int,
@@ -270,7 +274,8 @@ class SpikeBoundary(Experiment):
             lo=1,
             hi=16,
             why="CPU time: one copy per seed",
-            help="initialisations per task cell",
+            help="initialisations per task cell (TASK_DESIGN: 8; at fewer than 6 no task edge "
+            "can have an interval: PROTOCOL.md)",
         ),
         "check_steps": Param(
             int,
@@ -361,7 +366,7 @@ class SpikeBoundary(Experiment):
     }
 
     def controls(self, config):
-        return detector_controls(config) + boundary_controls(config)
+        return detector_controls(config) + boundary_controls(config) + design_controls(config)
 
     def validate(self, config):
         shared_samplings(config, self.space)
