@@ -160,3 +160,42 @@ def test_a_beta_out_of_range_is_named_as_the_argument_it_was_given_as(name):
         f(1.5, 0.5)
     with pytest.raises(InputError, match=r"beta1=0\.5, beta2=-0\.25"):
         f(0.5, -0.25)
+
+
+def test_lower_median_is_the_ceil_half_th_smallest_along_any_axis():
+    """`lower_median` against a full sort, for odd and even lengths and either axis (a planted
+    negative index, `(1 - n) // 2`, into the partition or as its pivot reads another value; the
+    pivot's only at lengths where the selection does not sort the whole array)."""
+    from gaugedyn.adam._spikes import lower_median
+
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 3, 4, 5, 8, 9, 101, 1000):
+        x = rng.permutation(np.arange(float(n) * 3).reshape(n, 3).ravel()).reshape(n, 3)
+        want = np.sort(x, axis=0)[(n - 1) // 2]
+        np.testing.assert_array_equal(lower_median(x, axis=0), want)
+        np.testing.assert_array_equal(lower_median(x.T.copy(), axis=1), want)
+    assert lower_median(np.array([5.0, 1.0, 4.0, 2.0])) == 2.0
+    for n in (1000, 1001):  # many long columns: a wrong pivot shows in a few of them
+        x = rng.normal(size=(n, 400))
+        np.testing.assert_array_equal(lower_median(x, axis=0), np.sort(x, axis=0)[(n - 1) // 2])
+
+
+def test_the_level_window_is_the_exact_ceiling_where_it_is_a_whole_number_of_blocks():
+    """`level_blocks` is ``max(LEVEL_MIN_BLOCKS, ceil(level_horizons H / b))`` in exact
+    arithmetic: where ``level_horizons H / b`` is a whole number the window is that number, not
+    one more (the ``- 1e-9`` guards the float quotient; a planted ``+ 1e-9`` adds a block)."""
+    from fractions import Fraction
+    from math import ceil
+
+    from gaugedyn.adam._spikes import LEVEL_MIN_BLOCKS, Sampling, block_size, level_blocks
+
+    whole = 0
+    for beta2 in (0.9, 0.99, 0.995, 0.999, 0.9999):
+        for beta1 in (0.5, 0.9, 0.99):
+            for s in (Sampling(), Sampling(blocks_per_horizon=100), Sampling(level_horizons=3.0)):
+                H = int(horizon(beta1, beta2))
+                b = int(block_size(beta1, beta2, s))
+                q = Fraction(s.level_horizons) * H / b
+                whole += q.denominator == 1 and q > LEVEL_MIN_BLOCKS
+                assert level_blocks(beta1, beta2, s) == max(LEVEL_MIN_BLOCKS, ceil(q))
+    assert whole >= 3  # the case the guard is for is among them
