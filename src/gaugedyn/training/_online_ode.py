@@ -85,8 +85,8 @@ four-point integrals are used instead."""
 NOISE_METHODS = ("quadrature", "orthant", "closed", "sobol")
 """How the noise term is evaluated (`noise_method()`): Gauss-Hermite quadrature, the exact
 orthant moments of a piecewise-linear activation, the closed forms of erf and linear, or one
-scrambled-Sobol rule on the fields' eigen factor (`SOBOL_ACTIVATIONS`); the compiled kernels
-take the index as the method's code."""
+scrambled-Sobol rule on the symmetric root of the fields' Gram matrix (`SOBOL_ACTIVATIONS`); the
+compiled kernels take the index as the method's code."""
 
 SOBOL_ACTIVATIONS = ("tanh",)
 """The activations whose noise term is the scrambled-Sobol rule (`sobol_expectation()`):
