@@ -176,8 +176,9 @@ def test_the_stored_family_pilot_reruns_its_cheapest_cell():
 
 def test_a_task_runs_at_its_own_adam_eps_and_the_default_without_one():
     """``eps`` of a task reaches Adam (`_scan._run_task`); a task without one runs at
-    `_scan.ADAM_EPS`, the network tasks' eps before the family."""
-    from gaugedyn.experiments.adam_stability._scan import ADAM_EPS, _run_task
+    `_protocol.ADAM_EPS`, the network tasks' eps before the family."""
+    from gaugedyn.experiments.adam_stability._protocol import ADAM_EPS
+    from gaugedyn.experiments.adam_stability._scan import _run_task
 
     task = _family.family_task("digits_ce", [2.0, 24, 200], 1, [0.5], [0.3])
     assert task["eps"] == ADAM_EPS == 1e-8

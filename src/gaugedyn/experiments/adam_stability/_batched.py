@@ -34,6 +34,7 @@ import torch
 from ..._errors import InputError
 from ...adam import FLOAT64_FLOOR, SpikeBlocks, adam_factors, batched_adam_step
 from ...training import load_digits
+from ._protocol import ADAM_EPS
 
 TASKS = ("digits_ce", "digits_mse", "teacher_mse", "teacher4_mse")
 LABEL_NOISE = 0.2
@@ -178,7 +179,7 @@ class BlockStatistics:
 
 
 def adam_steps(
-    model: BatchedMLP, lr: float, beta1, beta2, steps: int, size, eps: float = 1e-8
+    model: BatchedMLP, lr: float, beta1, beta2, steps: int, size, eps: float = ADAM_EPS
 ) -> tuple[list[SpikeBlocks], np.ndarray]:
     """Full-batch Adam with per-copy betas (`gaugedyn.adam.batched_adam_step()`, the
     ``"running"`` operation order of the 1-D maps), every step's ``log10`` loss entering the
@@ -195,7 +196,7 @@ def adam_step_sets(
     beta2,
     steps,
     sizes,
-    eps: float = 1e-8,
+    eps: float = ADAM_EPS,
     watch: tuple[set[int], Callable[[int, list[torch.Tensor]], None]] | None = None,
 ) -> tuple[list[list[SpikeBlocks]], np.ndarray]:
     """`adam_steps()` with the loss reduced at several block sizes at once (``sizes``: one

@@ -45,7 +45,7 @@ from ...adam import (
     preconditioned_sharpness,
 )
 from ...training import load_digits
-from ._protocol import LANCZOS_TOL
+from ._protocol import ADAM_EPS, LANCZOS_TOL
 
 LOSSES = ("mse", "ce", "ce_noisy")
 HIDDEN = {"mse": 32, "ce": 32, "ce_noisy": 4}
@@ -99,7 +99,7 @@ def run_edge(
     seed: int,
     n_samples: int = 512,
     lanczos_every: int = 200,
-    eps: float = 1e-8,
+    eps: float = ADAM_EPS,
     ema_decay: float = 0.9,
     freeze_fractions: tuple[float, ...] = (),
     freeze_after: int = 0,
@@ -288,7 +288,7 @@ def lanczos_check(
     warm_steps: int = 50,
     n_samples: int = 64,
     hidden: int = 8,
-    eps: float = 1e-8,
+    eps: float = ADAM_EPS,
 ) -> dict:
     """Lanczos (`preconditioned_sharpness()`) against `dense_sharpness()` on a small
     digits MLP (64-``hidden``-10, MSE) after ``warm_steps`` Adam steps, with Adam's ``P``."""
@@ -314,7 +314,7 @@ def diagonal_quadratic(
     seed: int,
     dim: int = 50,
     h_range: tuple = (1.0, 100.0),
-    eps: float = 1e-8,
+    eps: float = ADAM_EPS,
 ) -> dict:
     """Full-batch Adam (bias-corrected) on ``L = sum_i h_i theta_i^2 / 2``, ``h`` log-spaced
     over ``h_range``, ``theta_0 ~ N(0, 1)``. Per step, before the step: ``P = sqrt(v^) + eps``,

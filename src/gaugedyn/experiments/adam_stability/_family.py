@@ -41,7 +41,7 @@ CANDIDATES: dict[str, dict[str, Any]] = {
 }
 """The declared candidates, in the order the pilot tries them (module doc): ``_batched`` task,
 hidden width, images, Adam's step size and ``eps`` (the network tasks' own,
-`_scan.ADAM_EPS`)."""
+`_protocol.ADAM_EPS`)."""
 ROWS = (0.3, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01)
 """Rows ``1 - beta1``: four at or below 0.05, down to 0.01 (issue 42, Build 4)."""
 COLUMNS = tuple(10 ** (-3 + 0.25 * k) for k in range(11))

@@ -31,7 +31,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._protocol import EDGE_FRACTION
+from ._protocol import ADAM_EPS, EDGE_FRACTION
 
 FREEZE_BEFORE = 0.5
 """The fraction of the threshold at which the controls freeze ``v`` before the edge."""
@@ -81,7 +81,7 @@ def freeze_arms(
     steps: int,
     fraction: float,
     fixed: float | None = None,
-    eps: float = 1e-8,
+    eps: float = ADAM_EPS,
 ) -> dict:
     """Both arms (module doc) for ``steps`` steps: ``adaptive`` and ``frozen``, the per-step
     ``lr S / thr`` of each (``nan`` for the frozen arm before the freeze), and ``freeze_step``

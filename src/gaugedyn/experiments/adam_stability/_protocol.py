@@ -56,6 +56,11 @@ TRAINED_DECADES = 3.0
 it sits on a plateau and has not reached the regime the claim is about."""
 
 
+ADAM_EPS = 1e-8
+"""Adam's ``eps`` where a task or call gives none (``torch.optim.Adam``'s default): the network
+tasks, the batched Adam programs, the edge-of-stability runs and their frozen copies."""
+
+
 TASK_DESIGN: dict[str, Any] = {
     "one_minus_beta1": [0.5, 0.3, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01],
     "one_minus_beta2": [float(f"{v:.4g}") for v in np.logspace(-3, -0.5, 11)],

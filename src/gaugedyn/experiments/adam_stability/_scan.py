@@ -25,6 +25,7 @@ from ...adam import (
 )
 from ._bisect import scan_rows
 from ._protocol import (
+    ADAM_EPS,
     CODES,
     NOT_SIMULATED,
     RISE_RANGE,
@@ -114,10 +115,6 @@ def select_sampling(task: dict, result: dict, spikes: SpikeSampling) -> dict:
                 return result
             return result | {k: result[f"also{q}__{k}"] for k in ALSO_FIELDS[task["kind"]]}
     raise ValueError(f"{spikes} is not among the task's samplings {task_samplings(task)}")
-
-
-ADAM_EPS = 1e-8
-"""Adam's ``eps`` of a training task that gives none (``torch.optim.Adam``'s default)."""
 
 
 def _run_task(task, seed, watch=None) -> dict:
