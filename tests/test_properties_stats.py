@@ -18,7 +18,7 @@ import math
 import numpy as np
 import pytest
 from _properties import properties
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from gaugedyn import InputError, stats
@@ -982,6 +982,9 @@ def test_holm_adjustment_is_bounded_monotone_and_follows_a_permutation(p, data):
     s=st.sampled_from([0.5, 4.0]),
     levels=st.tuples(st.floats(0.6, 0.9), st.floats(0.9, 0.995)),
 )
+# ties on both order statistics of a bound: (1 - lam) a + lam a landed an ulp below the tied
+# median (found by a randomised run in CI, 2026-12-07)
+@example(x=[-32.0] * 4 + [-30.5625] * 5, c=0.0, s=0.5, levels=(0.8942506016328691, 0.9))
 def test_one_sided_bounds_are_equivariant_and_widen_with_the_level(x, c, s, levels):
     x = np.array(x)
     for bounds in (stats.t_bounds, stats.median_bounds):

@@ -122,8 +122,12 @@ def median_bounds(x: np.ndarray, level: float, interpolate: bool = True) -> Boun
     if k == 0:
         inf = np.full(med.shape, np.inf)
         return Bounds(med, -inf, inf)
-    lower = (1 - lam) * x[..., k - 1] + lam * x[..., min(k, n - 1)]
-    upper = (1 - lam) * x[..., n - k] + lam * x[..., max(n - k - 1, 0)]
+    # a + lam (b - a), not (1 - lam) a + lam b: exact where the two order statistics are equal
+    # (the latter can land an ulp off a tied value, so a bound crossed a tie it should sit on)
+    lo_a, lo_b = x[..., k - 1], x[..., min(k, n - 1)]
+    up_a, up_b = x[..., n - k], x[..., max(n - k - 1, 0)]
+    lower = lo_a + lam * (lo_b - lo_a)
+    upper = up_a + lam * (up_b - up_a)
     return Bounds(med, lower, upper)
 
 
