@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 from _properties import properties
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from gaugedyn import stats
@@ -112,6 +112,24 @@ def test_the_interpolated_median_bound_is_continuous_at_every_attainable_level(n
         at = stats.median_bounds(x, 1.0 - c).lower
         near = stats.median_bounds(x, 1.0 - c + 1e-12).lower
         assert abs(float(near) - float(at)) <= 1e-6 * gap, (n, k)
+
+
+@properties(20)
+@given(n=st.integers(2, 16), level=st.floats(0.5, 0.99), seed=st.integers(0, 2**32 - 1))
+def test_a_median_bound_whose_bracket_reaches_the_middle_is_not_interpolated(n, level, seed):
+    # stats:_estimators:87:17:factor (``2 * k >= n`` to ``2 >= n``). Where the order statistics
+    # that bracket the level meet at the middle of the sample (2 k >= n), interpolating would
+    # move each one-sided bound between the two middle values, inside the median's own
+    # bracket: the bounds are the plain order statistics there
+    from scipy import stats as sps
+
+    k = int(np.searchsorted(sps.binom.cdf(np.arange(n), n, 0.5), 1.0 - level, side="right"))
+    assume(k > 0 and 2 * k >= n)
+    x = np.random.default_rng(seed).standard_normal(n)
+    interpolated = stats.median_bounds(x, level)
+    plain = stats.median_bounds(x, level, interpolate=False)
+    assert float(interpolated.lower) == float(plain.lower)
+    assert float(interpolated.upper) == float(plain.upper)
 
 
 def _rising(rule: stats.Rule, n: int) -> tuple[np.ndarray, ...]:
