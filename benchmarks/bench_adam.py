@@ -13,12 +13,15 @@ training run sees) and **opt.step() alone** (the optimizer call, whose hooks the
 in; the same added time is a much larger fraction of it).
 
     .venv/bin/python benchmarks/bench_adam.py [--repeats 21] [--steps 5] [--batch 128]
-        [--threads 1] [--foreach] [--compile]
+        [--threads 1] [--foreach] [--compile] [--malloc default|fixed]
 
 ``--threads 0`` keeps torch's default thread count. It prints the machine (CPU model, cores, load)
 and each recorder's passes over parameter memory per recorded step
 (:meth:`gaugedyn.adam.AdamRecorder.passes`); ``--json PATH`` writes the figures as a benchmark
-record (``benchmarks/_record.py``).
+record (``benchmarks/_record.py``). It prints each variant's minor page faults per step (torch's
+Adam allocates two parameter-sized temporaries per parameter; with glibc's default allocator they
+come back as fresh pages in some phases of a run and not in others); ``--malloc fixed`` pins the
+allocator's thresholds for the whole run, every variant alike (``_record.set_malloc()``).
 """
 
 from __future__ import annotations
@@ -51,11 +54,18 @@ def main() -> None:
         help="also time the recorder's torch.compile'd fused reduction",
     )
     ap.add_argument("--json", default=None, help="write the figures as a benchmark record")
+    ap.add_argument(
+        "--malloc",
+        default="default",
+        help="glibc's allocator for the whole run: default or fixed (_record.set_malloc)",
+    )
     args = ap.parse_args()
-    from _record import describe_machine, start_record, write_record
+    from _record import describe_machine, minor_faults, set_malloc, start_record, write_record
 
+    malloc = set_malloc(args.malloc)
     record = start_record("bench_adam.py")
     print(describe_machine())
+    print(f"allocator: {malloc}")
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -83,9 +93,9 @@ def main() -> None:
     x = torch.randn(args.batch, 784)
     y = torch.randint(0, 10, (args.batch,))
 
-    def block(k: str) -> tuple[float, float, float, float]:
+    def block(k: str) -> tuple[float, float, float, float, float]:
         m, o = models[k], opts[k]
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0, f0 = time.perf_counter(), time.process_time(), minor_faults()
         sw = sc = 0.0
         for _ in range(args.steps):
             o.zero_grad(set_to_none=True)
@@ -94,7 +104,13 @@ def main() -> None:
             o.step()
             sw, sc = sw + time.perf_counter() - s0, sc + time.process_time() - s1
         n_ = args.steps
-        return ((time.perf_counter() - t0) / n_, (time.process_time() - c0) / n_, sw / n_, sc / n_)
+        return (
+            (time.perf_counter() - t0) / n_,
+            (time.process_time() - c0) / n_,
+            sw / n_,
+            sc / n_,
+            (minor_faults() - f0) / n_,
+        )
 
     for k in models:  # warm-up (and compilation)
         block(k)
@@ -117,6 +133,11 @@ def main() -> None:
         f"path; {args.repeats} interleaved rounds of {args.steps} steps per variant"
     )
     rows = report(times, recs)
+    faults = {k: statistics.mean(t[4] for t in times[k]) for k in models}
+    print(
+        "minor page faults per step (mean over the rounds): "
+        + ", ".join(f"{k} {v:.0f}" for k, v in faults.items())
+    )
     if args.json:
         write_record(
             args.json,
@@ -126,6 +147,8 @@ def main() -> None:
                 "threads": torch.get_num_threads(),
                 "parameters": n,
                 "foreach": bool(args.foreach),
+                "malloc": malloc,
+                "faults_per_step": faults,
                 "ratios": rows,
             },
         )

@@ -14,12 +14,16 @@ kernel (the path of other devices and layouts), side by side.
 
     .venv/bin/python benchmarks/bench_gauge_recorder.py [--repeats 15] [--steps 5]
         [--batch 128] [--threads 1] [--optimizer sgd|momentum|adam] [--torch-reductions]
-        [--json benchmarks/results/gauge_recorder_sgd.json]
+        [--malloc default|fixed] [--json benchmarks/results/gauge_recorder_sgd.json]
 
 ``--threads 0`` keeps torch's default thread count. It prints the machine (CPU model, cores, load)
 and the recorder's passes over parameter memory per recorded step
 (:meth:`gaugedyn.gauge.GaugeRecorder.passes`); ``--json`` writes the figures as a benchmark
-record (``benchmarks/_record.py``).
+record (``benchmarks/_record.py``). It prints each variant's minor page faults per step: with
+glibc's default allocator a step's parameter-sized temporaries come back as fresh pages in some
+phases of a run and not in others, a cost of the allocator that lands on the variants unevenly;
+``--malloc fixed`` pins its thresholds for the whole run, every variant alike
+(``_record.set_malloc()``), and leaves the recorder's own work in the ratios.
 """
 
 from __future__ import annotations
@@ -66,15 +70,22 @@ def main() -> None:
     ap.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="sgd")
     ap.add_argument("--json", default=None, help="write the figures as a benchmark record")
     ap.add_argument(
+        "--malloc",
+        default="default",
+        help="glibc's allocator for the whole run: default or fixed (_record.set_malloc)",
+    )
+    ap.add_argument(
         "--torch-reductions",
         action="store_true",
         help="also a recorder reading with torch's reductions (no fused kernel)",
     )
     args = ap.parse_args()
-    from _record import describe_machine, start_record, write_record
+    from _record import describe_machine, minor_faults, set_malloc, start_record, write_record
 
+    malloc = set_malloc(args.malloc)
     record = start_record("bench_gauge_recorder.py")
     print(describe_machine())
+    print(f"allocator: {malloc}")
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -97,14 +108,19 @@ def main() -> None:
     x = torch.randn(args.batch, 784)
     y = torch.randint(0, 10, (args.batch,))
 
-    def block(k: str) -> tuple[float, float]:
+    def block(k: str) -> tuple[float, float, float]:
         m, o = models[k], opts[k]
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0, f0 = time.perf_counter(), time.process_time(), minor_faults()
         for _ in range(args.steps):
             o.zero_grad(set_to_none=True)
             torch.nn.functional.cross_entropy(m(x), y).backward()
             o.step()
-        return (time.perf_counter() - t0) / args.steps, (time.process_time() - c0) / args.steps
+        n_ = args.steps
+        return (
+            (time.perf_counter() - t0) / n_,
+            (time.process_time() - c0) / n_,
+            (minor_faults() - f0) / n_,
+        )
 
     load0 = os.getloadavg()[0]
     for k in models:  # warm-up
@@ -126,7 +142,12 @@ def main() -> None:
     )
     wall = statistics.median(t[0] for t in times["plain"])
     cpu = statistics.median(t[1] for t in times["plain"])
-    print(f"plain step: median {1e3 * wall:.2f} ms wall, {1e3 * cpu:.2f} ms CPU")
+    faults = {k: statistics.mean(t[2] for t in times[k]) for k in models}
+    print(
+        f"plain step: median {1e3 * wall:.2f} ms wall, {1e3 * cpu:.2f} ms CPU; minor page "
+        "faults per step (mean over the rounds): "
+        + ", ".join(f"{k} {v:.0f}" for k, v in faults.items())
+    )
     print(
         "overhead ratio = recorder / plain, paired per round: median [95% interval of the "
         "median] (quartiles of the rounds)"
@@ -150,6 +171,8 @@ def main() -> None:
             record,
             {
                 "optimizer": args.optimizer,
+                "malloc": malloc,
+                "faults_per_step": faults,
                 "rounds": args.repeats,
                 "threads": torch.get_num_threads(),
                 "parameters": n,

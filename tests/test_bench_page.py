@@ -154,3 +154,20 @@ def test_a_full_run_on_a_busy_machine_is_judged_by_its_two_core_estimate():
     quiet, busy = [line for line in text.splitlines() if line.startswith("| `spike")]
     assert "wall (quiet)" in quiet and "no (16.0 min)" in quiet
     assert "CPU / 2 (load > 2)" in busy and "yes (12.5 min)" in busy
+
+
+def test_a_recorder_row_names_its_allocator_and_faults():
+    """A recorder run with ``--malloc fixed`` is shown as such, with its page faults per step
+    (plain / every step); a run from before the option as glibc's default, faults not counted."""
+    tool = _tool()
+    fixed = {
+        "malloc": "glibc fixed: mmap threshold 32 MiB, trim threshold 1 GiB (mallopt)",
+        "faults_per_step": {"plain": 16.2, "every=1": 20.4, "every=10": 12.0},
+    }
+    assert tool._allocator(fixed) == "fixed (16 / 20)"
+    default = {
+        "malloc": "glibc default (dynamic thresholds)",
+        "faults_per_step": {"plain": 515.0, "every=1": 170.0},
+    }
+    assert tool._allocator(default) == "default (515 / 170)"
+    assert tool._allocator({}) == "default"

@@ -91,3 +91,59 @@ def test_stop_after_ends_a_chunk_between_units(tmp_path):
     assert stop.value.code == 3
     resumed = rec.Progress(path, "bench_x.py", {}, argv=[])
     assert resumed.get("a") == 1 and resumed.get("b") is None
+
+
+_TEMPORARIES = """
+import ctypes, resource, sys
+sys.path.insert(0, sys.argv[2])
+import _record
+print(_record.set_malloc(sys.argv[1]))
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+n = 784 * 1024 * 4  # a float32 784 x 1024 weight's temporary
+faults = []
+for _ in range(8):
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    a = libc.malloc(n)
+    ctypes.memset(a, 1, n)
+    b = libc.malloc(n)
+    ctypes.memset(b, 1, n)
+    libc.free(a)
+    libc.free(b)
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
+print(*faults)
+"""
+
+
+@pytest.mark.skipif(
+    __import__("platform").libc_ver()[0] != "glibc", reason="set_malloc pins glibc's allocator"
+)
+def test_fixed_malloc_reuses_the_pages_of_parameter_sized_temporaries():
+    """Two weight-sized temporaries made and freed per step (torch's Adam makes two per
+    parameter): with glibc's dynamic thresholds they come back as fresh pages at every step
+    (about 1,500 faults, 6 MB); with ``--malloc fixed`` only the first step faults."""
+    import subprocess
+    import sys
+
+    out = {}
+    for mode in ("default", "fixed"):
+        run = subprocess.run(
+            [sys.executable, "-c", _TEMPORARIES, mode, str(ROOT / "benchmarks")],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        said, faults = run.stdout.strip().splitlines()
+        out[mode] = [int(f) for f in faults.split()]
+        assert ("fixed:" in said) == (mode == "fixed")
+    assert out["fixed"][0] > 1000 and max(out["fixed"][1:]) == 0
+    assert min(out["default"][1:]) > 1000
+
+
+def test_set_malloc_names_what_it_takes():
+    rec = _module()
+    with pytest.raises(SystemExit, match=r"--malloc 'jemalloc' is not allowed; use one of"):
+        rec.set_malloc("jemalloc")
+    assert rec.set_malloc("default").startswith("glibc default")

@@ -166,6 +166,7 @@ def render_gauge(records: list[dict]) -> str:
                 f"{d['passes']['total']:.2f}",
                 _interval(d["ratios"]["every=1"]["cpu"]),
                 _interval(d["ratios"]["every=10"]["cpu"]),
+                _allocator(d),
                 rec["machine"]["cpu"],
                 rec["date"],
             ]
@@ -177,11 +178,22 @@ def render_gauge(records: list[dict]) -> str:
         "passes per recorded step",
         "every step, CPU ratio [95%]",
         "every 10th step, CPU ratio [95%]",
+        "allocator (page faults per step: plain / every step)",
         "CPU",
         "date",
     ]
     head = "\n".join(f"- {provenance(r)}" for r in records)
     return head + "\n\n" + _table(cols, rows)
+
+
+def _allocator(d: dict) -> str:
+    """The allocator a recorder benchmark ran with (``--malloc``; runs before the option: glibc's
+    default, faults not counted) and its minor page faults per step, plain / every step."""
+    name = "fixed" if d.get("malloc", "").startswith("glibc fixed") else "default"
+    faults = d.get("faults_per_step")
+    if not faults:
+        return name
+    return f"{name} ({faults['plain']:.0f} / {faults['every=1']:.0f})"
 
 
 def render_adam(record: dict) -> str:
@@ -204,7 +216,10 @@ def render_adam(record: dict) -> str:
         "against the full step, CPU [quartiles]",
         "against opt.step() alone, CPU [quartiles]",
     ]
-    return provenance(record) + "\n\n" + _table(cols, rows)
+    text = provenance(record)
+    if "malloc" in record["data"]:
+        text += f" Allocator: {_allocator(record['data'])}."
+    return text + "\n\n" + _table(cols, rows)
 
 
 def _times(x: float) -> str:
