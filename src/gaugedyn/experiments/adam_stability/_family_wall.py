@@ -55,6 +55,98 @@ minimum at the search's end)."""
 """The declared measure whose rule judges the exponent (the mean-squared side's)."""
 
 
+WALL_PILOT = Path(__file__).with_name("wall_pilot.json")
+"""The stored pilot of `_family.WALL_CANDIDATES` (`pilot_main()`)."""
+
+
+def wall_summary(name: str, pilot: dict[str, Any]) -> dict[str, Any]:
+    """Candidate ``name`` of `_family.WALL_CANDIDATES` in its stored pilot against its defining
+    property (`_family.WALL_MIN_ROWS`): the rows run, each row's settled edge
+    (`_family_pilot.row_reading`), the rows with an edge, the highest settled median
+    ``log10`` loss of any run against `_family.confident_level()`, and whether the candidate
+    ``meets`` the property (every declared row run, every run confident, enough edges) or
+    ``fails`` it (a run not confident, or too many rows run without an edge for the rest to
+    reach `_family.WALL_MIN_ROWS`)."""
+    from ._family import WALL_MIN_ROWS, WALL_ROWS, confident_level
+    from ._family_pilot import row_reading
+
+    rows = pilot.get("candidates", {}).get(name, {}).get("rows", [])
+    edges = [row_reading(r) for r in rows]
+    n = sum(math.isfinite(e[0]) for e in edges)
+    lv = np.array([v for r in rows for z in r["cells"] for v in z["settled_median_log10_loss"]],
+                  float)  # fmt: skip
+    top = float(np.nanmax(lv)) if np.isfinite(lv).any() else math.nan
+    confident = bool(not rows or (np.isfinite(lv).all() and top < confident_level(name)))
+    complete = sorted(r["row"] for r in rows) == sorted(WALL_ROWS)
+    short = len(rows) - n > len(WALL_ROWS) - WALL_MIN_ROWS
+    return {"rows": [r["row"] for r in rows], "edges": edges, "with_edge": n,
+            "highest_log10_loss": top, "confident": confident, "complete": complete,
+            "meets": complete and confident and n >= WALL_MIN_ROWS,
+            "fails": (not confident) or short or (complete and n < WALL_MIN_ROWS)}  # fmt: skip
+
+
+def wall_choose(pilot: dict[str, Any]) -> str | None:
+    """The first candidate of `_family.WALL_CANDIDATES`, in its order, that meets its defining
+    property (`wall_summary()`); ``None`` while the first not failing it is undecided, or when
+    all fail it."""
+    from ._family import WALL_CANDIDATES
+
+    for name in WALL_CANDIDATES:
+        s = wall_summary(name, pilot)
+        if s["meets"]:
+            return name
+        if not s["fails"]:
+            return None
+    return None
+
+
+def pilot_main(argv: list[str] | None = None) -> None:
+    """Run declared rows of a core-wall candidate (``--candidate NAME``, ``--row A``
+    repeatable; every row of `_family.WALL_ROWS` when none) by the family pilot's own scan
+    (`_family_pilot.scan_row`) and merge them into ``wall_pilot.json``, with the date,
+    command, machine and load at each row's start."""
+    import argparse
+    import os
+
+    from ..._json import strict
+    from ..._meta import cpu_model
+    from ._family import ROWS, SEEDS, WALL_CANDIDATES, WALL_ROWS
+    from ._family_pilot import scan_row
+
+    parser = argparse.ArgumentParser(description="The core-wall candidates' pilot.")
+    parser.add_argument("--candidate", help="a candidate of _family.WALL_CANDIDATES")
+    parser.add_argument("--row", type=float, action="append", help="a row of _family.WALL_ROWS")
+    args = parser.parse_args(argv)
+    if args.candidate not in WALL_CANDIDATES:
+        raise SystemExit(f"--candidate {args.candidate!r} is not allowed; the declared "
+                         f"core-wall candidates are {list(WALL_CANDIDATES)}")  # fmt: skip
+    rows = WALL_ROWS if not args.row else tuple(args.row)
+    bad = [a for a in rows if a not in WALL_ROWS]
+    if bad:
+        raise SystemExit(f"--row {bad[0]!r} is not allowed; the declared rows are {WALL_ROWS}")
+    old = json.loads(WALL_PILOT.read_text()) if WALL_PILOT.exists() else {"candidates": {}}
+    for a in rows:
+        load = os.getloadavg()[0]
+        entry = scan_row(args.candidate, ROWS.index(a))
+        entry["load"] = round(load, 2)
+        entry["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        mine = {r["row"]: r for r in old["candidates"].get(args.candidate, {}).get("rows", [])}
+        mine[a] = entry
+        old["candidates"][args.candidate] = {"rows": [mine[x] for x in ROWS if x in mine]}
+        dates = [r["date"] for c in old["candidates"].values() for r in c["rows"]]
+        old = {
+            "date": max(dates)[:10],
+            "command": "python -m gaugedyn.experiments.adam_stability._family_wall --pilot "
+            "--candidate NAME [--row A]",
+            "machine": cpu_model(),
+            "seeds": SEEDS,
+            "candidates": old["candidates"],
+        } | {k: v for k, v in old.items() if k == "diagnostics"}
+        WALL_PILOT.write_text(json.dumps(strict(old), indent=1) + "\n")
+        cpu = sum(z["cpu_seconds"] for z in entry["cells"])
+        print(f"wrote {WALL_PILOT}: {args.candidate} row {a} ({cpu:.0f} CPU s)", flush=True)
+
+
 def measure_steps(a: float, c: float, count: int = MEASURES) -> list[int]:
     """``count`` steps evenly spread over the settled window of the cell ``(a, c)`` (from
     `_protocol.settle_steps` to the end of the run, `_protocol.run_steps`)."""
@@ -72,7 +164,7 @@ def wall_cell(name: str, i: int, j: int, count: int = MEASURES) -> dict[str, Any
     import torch
 
     from ...adam import SPIKE_SAMPLING, effective_exponent
-    from ._family import CANDIDATES, COLUMNS, ROWS, SEEDS, family_task
+    from ._family import COLUMNS, ROWS, SEEDS, family_task, seed_index
     from ._family_pilot import SEED
     from ._scan import _run_task
 
@@ -97,7 +189,7 @@ def wall_cell(name: str, i: int, j: int, count: int = MEASURES) -> dict[str, Any
                 ex[b, q], wall[b, q], s_min[b, q] = e["exponent"], e["wall"], e["s_min"]
 
     task = family_task(name, list(SPIKE_SAMPLING[:3]), SEEDS, [a], [c])
-    k = list(CANDIDATES).index(name)
+    k = seed_index(name)
     t0 = time.process_time()
     r = _run_task(task, np.random.SeedSequence([SEED, k, i, j]), watch=(set(steps), call))
     return {
@@ -357,4 +449,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if "--pilot" in sys.argv[1:]:
+        pilot_main([v for v in sys.argv[1:] if v != "--pilot"])
+    else:
+        main()
