@@ -1,0 +1,137 @@
+"""The core-wall candidates of the cross-entropy family (issue 42, Build 5): the cross-entropy
+accurate below the float's resolution, the decoupled weight decay that gives a confident fit a
+finite minimiser, the declared candidates and their defining property."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+import torch
+
+from gaugedyn._errors import InputError
+from gaugedyn.experiments.adam_stability import _family, _family_wall
+from gaugedyn.experiments.adam_stability._batched import (
+    BatchedMLP,
+    adam_step_sets,
+    confident_ce,
+)
+
+
+def _mp_ce(z: np.ndarray, y: np.ndarray) -> tuple[mpmath.mpf, np.ndarray]:
+    """The mean cross-entropy of logits ``z`` ``(n, k)`` and its gradient, by the textbook
+    definition ``log(sum_j exp(z_j)) - z_y`` in 400 digits (enough for ``1 + e^-700``)."""
+    with mpmath.workdps(400):
+        n = z.shape[0]
+        total = mpmath.mpf(0)
+        grad = np.zeros(z.shape)
+        for i in range(n):
+            zi = [mpmath.mpf(float(v)) for v in z[i]]
+            lse = mpmath.log(mpmath.fsum(mpmath.exp(v) for v in zi))
+            total += lse - zi[int(y[i])]
+            for j, v in enumerate(zi):
+                grad[i, j] = float((mpmath.exp(v - lse) - (1 if j == y[i] else 0)) / n)
+        return total / n, grad
+
+
+@pytest.mark.parametrize("margin", [0.0, 5.0, 20.0, 40.0, 100.0, 300.0, 700.0])
+def test_the_cross_entropy_and_its_gradient_are_accurate_however_confident(margin):
+    """Against a 400-digit reference: the loss and every logit's gradient to 1e-10 relative,
+    where ``-log_softmax`` reads 0 and a zero gradient on the label's logit once the margin
+    passes about 37 (a float64 ``1 + tiny`` rounds to 1)."""
+    g = torch.Generator().manual_seed(int(margin))
+    y = torch.tensor([3, 0, 9, 3, 5])
+    z = torch.randn(2, 5, 10, generator=g, dtype=torch.float64)
+    z[:, torch.arange(5), y] += margin
+    z.requires_grad_(True)
+    loss = confident_ce(z, y)
+    (grad,) = torch.autograd.grad(loss.sum(), z)
+    for b in range(2):
+        want, want_grad = _mp_ce(z[b].detach().numpy(), y.numpy())
+        assert float(want) > 0
+        assert abs(float(loss[b].detach()) - float(want)) <= 1e-10 * float(want)
+        np.testing.assert_allclose(grad[b].numpy(), want_grad, rtol=1e-10, atol=0)
+
+
+def test_the_digits_task_uses_the_accurate_cross_entropy():
+    """A one-image digits copy made confident through its output bias: the task's loss is the
+    reference's ``9 e^-60``-sized value, not 0."""
+    model = BatchedMLP("digits_ce", 1, [0], n_samples=1)
+    with torch.no_grad():
+        model.params[2].zero_()
+        model.params[3].zero_()
+        model.params[3][0, 0, int(model.y[0])] = 60.0
+    got = float(model.losses()[0].detach())
+    want, _ = _mp_ce(np.eye(10)[int(model.y[0])][None] * 60.0, model.y.numpy())
+    assert got > 0 and abs(got - float(want)) <= 1e-12 * float(want)
+
+
+def test_decoupled_weight_decay_reproduces_torch_adamw():
+    betas = [(0.9, 0.999), (0.5, 0.9)]
+    model = BatchedMLP("digits_ce", len(betas), [3, 4], n_samples=32)
+    start = [p.detach().clone() for p in model.params]
+    adam_step_sets(model, 1e-2, [b[0] for b in betas], [b[1] for b in betas], 6, [1],
+                   eps=1e-8, weight_decay=0.5)  # fmt: skip
+    for k, (b1, b2) in enumerate(betas):
+        ps = [p[k].clone().requires_grad_(True) for p in start]
+        opt = torch.optim.AdamW(ps, lr=1e-2, betas=(b1, b2), eps=1e-8, weight_decay=0.5)
+        for _ in range(6):
+            opt.zero_grad()
+            model.losses([p[None] for p in ps])[0].backward()
+            opt.step()
+        for p, q in zip(model.params, ps):
+            torch.testing.assert_close(p[k].detach(), q.detach(), rtol=1e-10, atol=1e-12)
+    with pytest.raises(InputError, match=r"weight_decay=-1\.0 is not allowed"):
+        adam_step_sets(model, 1e-2, 0.9, 0.99, 2, [1], weight_decay=-1.0)
+
+
+def test_the_core_wall_candidates_are_declared_apart_from_the_family_pilot_s():
+    t = _family.family_task("digits_ce_wd", [2.0, 24, 200], 2, [0.3], [0.1])
+    assert (t["weight_decay"], t["eps"], t["hidden"], t["n_samples"]) == (1.0, 1e-30, 32, 64)
+    assert "weight_decay" not in _family.family_task("digits_ce", [2.0, 24, 200])
+    assert _family.candidate("digits_ce_wd") is _family.WALL_CANDIDATES["digits_ce_wd"]
+    assert _family.seed_index("digits_ce") == 0
+    assert _family.seed_index("digits_ce_wd") == _family.WALL_SEED_OFFSET
+    assert not set(_family.WALL_CANDIDATES) & set(_family.CANDIDATES)
+    assert set(_family.WALL_ROWS) <= set(_family.ROWS)
+    assert math.isclose(10 ** _family.confident_level("digits_ce_wd") * 64, math.log(2))
+    with pytest.raises(InputError, match="'nope' is not allowed.*digits_ce_wd"):
+        _family.candidate("nope")
+    with pytest.raises(SystemExit, match="--candidate 'digits_ce' is not allowed"):
+        _family_wall.pilot_main(["--candidate", "digits_ce"])
+    with pytest.raises(SystemExit, match="--row 0.05 is not allowed"):
+        _family_wall.pilot_main(["--candidate", "digits_ce_wd", "--row", "0.05"])
+
+
+def _wall_pilot(edges: int, rows: int = 3, level: float = -9.0) -> dict:
+    """A synthetic pilot of ``digits_ce_wd``: the first ``rows`` declared rows, ``edges`` of
+    them with an edge between the 6th and 7th column, every run at ``level``."""
+    cols = sorted(_family.COLUMNS)
+    out = []
+    for i, a in enumerate(_family.WALL_ROWS[:rows]):
+        cells = (
+            [(cols[5], [1] * 8), (cols[6], [0] * 8)] if i < edges else [(c, [0] * 8) for c in cols]
+        )
+        out.append({"row": a, "cells": [
+            {"c": c, "status": [[s, s] for s in st], "status_rises": [[[s] * 3, [s] * 3] for s in st],
+             "settled_median_log10_loss": [level] * 8} for c, st in cells]})  # fmt: skip
+    return {"candidates": {"digits_ce_wd": {"rows": out}}}
+
+
+def test_a_core_wall_candidate_needs_every_run_confident_and_its_edges():
+    assert _family_wall.wall_choose(_wall_pilot(2)) == "digits_ce_wd"
+    assert _family_wall.wall_summary("digits_ce_wd", _wall_pilot(3))["with_edge"] == 3
+    # not all rows run yet: undecided
+    assert _family_wall.wall_choose(_wall_pilot(2, rows=2)) is None
+    assert not _family_wall.wall_summary("digits_ce_wd", _wall_pilot(2, rows=2))["fails"]
+    # two rows without an edge: the property is out of reach
+    s = _family_wall.wall_summary("digits_ce_wd", _wall_pilot(0, rows=2))
+    assert s["fails"] and not s["meets"]
+    assert _family_wall.wall_choose(_wall_pilot(1)) is None
+    # a run above log(2) / n_samples has not fit its labels
+    hot = _wall_pilot(3, level=-1.5)
+    s = _family_wall.wall_summary("digits_ce_wd", hot)
+    assert not s["confident"] and s["fails"] and s["highest_log10_loss"] == -1.5
+    assert _family_wall.wall_choose(hot) is None
