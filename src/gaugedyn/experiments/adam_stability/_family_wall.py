@@ -59,6 +59,93 @@ WALL_PILOT = Path(__file__).with_name("wall_pilot.json")
 """The stored pilot of `_family.WALL_CANDIDATES` (`pilot_main()`)."""
 
 
+DIAGNOSTICS = (
+    ("plain, eps 1e-8", 0.3, 10**-0.5, 1e-8, 0.0),
+    ("plain, eps 1e-30", 0.3, 10**-0.5, 1e-30, 0.0),
+    ("plain, eps 1e-300", 0.3, 10**-0.5, 1e-300, 0.0),
+    ("weight decay 1, eps 1e-8", 0.3, 10**-0.5, 1e-8, 1.0),
+    ("weight decay 1, eps 1e-30", 0.3, 10**-0.5, 1e-30, 1.0),
+    ("weight decay 1, eps 1e-30", 0.3, 10**-1.5, 1e-30, 1.0),
+    ("weight decay 1, eps 1e-30", 0.3, 0.01, 1e-30, 1.0),
+)
+"""The diagnostic cells (`diagnostics()`): ``(label, 1 - beta1, 1 - beta2, eps, weight
+decay)`` of ``digits_ce``'s network and data (width 32, 64 images, ``lr = 1e-2``), the
+accurate cross-entropy (`_batched.confident_ce`): what holds a confident fit's loss, and
+where a spiky regime appears. Diagnostics, not a pilot: no candidate is judged on them."""
+DIAGNOSTIC_TRACE = 10
+"""Each diagnostic run's ``log10`` loss is kept as the median over each tenth of the run."""
+
+
+def diagnostics() -> list[dict[str, Any]]:
+    """The `DIAGNOSTICS` cells, 8 seeds each (``SeedSequence([SEED, 98, cell])``): the settled
+    window's statuses, settled median ``log10`` loss and largest rise per seed, and the median
+    ``log10`` loss over each tenth of the run per seed (`DIAGNOSTIC_TRACE`)."""
+    import torch
+
+    from ...adam import SPIKE_SAMPLING
+    from ._family import SEEDS, family_task
+    from ._family_pilot import SEED
+    from ._protocol import run_steps
+    from ._scan import _run_task
+
+    out = []
+    for q, (label, a, c, eps, wd) in enumerate(DIAGNOSTICS):
+        T = int(run_steps(a, c))
+        trace = np.full((SEEDS, T), np.nan)
+
+        def call(t: int, model, before: list[torch.Tensor], trace=trace) -> None:
+            with torch.no_grad():
+                trace[:, t] = torch.log10(model.losses(before)).cpu().numpy()
+
+        task = family_task("digits_ce", list(SPIKE_SAMPLING[:3]), SEEDS, [a], [c])
+        task = task | {"eps": eps, "weight_decay": wd}
+        t0 = time.process_time()
+        r = _run_task(task, np.random.SeedSequence([SEED, 98, q]), watch=(set(range(T)), call))
+        parts = np.array_split(trace, DIAGNOSTIC_TRACE, axis=1)
+        out.append({
+            "label": label, "a": a, "c": c, "eps": eps, "weight_decay": wd, "steps": T,
+            "status": np.asarray(r["status"])[0, 0, :, 0].tolist(),
+            "settled_median_log10_loss": np.round(r["settled_median_log10_loss"][0, 0], 2).tolist(),
+            "max_rise": np.round(np.asarray(r["max_rise"])[0, 0, :, 0], 2).tolist(),
+            "trace": np.round(np.stack([np.median(z, axis=1) for z in parts], 1), 1).tolist(),
+            "cpu_seconds": round(time.process_time() - t0, 1),
+        })  # fmt: skip
+    return out
+
+
+def diagnostics_markdown(rows: list[dict[str, Any]]) -> list[str]:
+    """Markdown lines of stored `diagnostics()`: per cell its settled statuses, the median over
+    seeds of the settled median ``log10`` loss and of the largest rise, and the median over
+    seeds of the ``log10`` loss over each tenth of the run."""
+    from ._protocol import CODES
+
+    names = {v: k for k, v in CODES.items()}
+    lines = [
+        "Diagnostics, not a pilot (`_family_wall.diagnostics()`, stored in `wall_pilot.json`): "
+        "`digits_ce`'s network and data (64-32-10, 64 images, lr 0.01) with the accurate "
+        "cross-entropy, 8 seeds a cell; the settled window's statuses, the medians over seeds "
+        "of the settled median log10 loss and of the largest rise (decades), and the median "
+        "log10 loss over each tenth of the run (first to last, median over seeds):",
+        "",
+        "| set-up | $1 - \\beta_1$ | $1 - \\beta_2$ | steps | settled | settled log10 loss | "
+        "largest rise | log10 loss by tenths of the run | CPU s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for z in rows:
+        st = [names[int(v)] for v in z["status"]]
+        counts = ", ".join(f"{st.count(k)} {k}" for k in dict.fromkeys(st))
+        lv = np.asarray(z["settled_median_log10_loss"], float)
+        tr = np.median(np.asarray(z["trace"], float), axis=0)
+        lines.append(
+            f"| {z['label']} | {z['a']:g} | {z['c']:.3g} | {z['steps']} | {counts} | "
+            f"{_fmt(float(np.nanmedian(lv)) if np.isfinite(lv).any() else math.nan)} | "
+            f"{_fmt(float(np.nanmedian(z['max_rise'])))} | "
+            + " ".join(f"{v:.0f}" for v in tr)
+            + f" | {z['cpu_seconds']:.0f} |"
+        )
+    return lines
+
+
 def wall_summary(name: str, pilot: dict[str, Any]) -> dict[str, Any]:
     """Candidate ``name`` of `_family.WALL_CANDIDATES` in its stored pilot against its defining
     property (`_family.WALL_MIN_ROWS`): the rows run, each row's settled edge
@@ -453,5 +540,12 @@ if __name__ == "__main__":
 
     if "--pilot" in sys.argv[1:]:
         pilot_main([v for v in sys.argv[1:] if v != "--pilot"])
+    elif sys.argv[1:] == ["--diagnostics"]:
+        from ..._json import strict
+
+        old = json.loads(WALL_PILOT.read_text()) if WALL_PILOT.exists() else {"candidates": {}}
+        old["diagnostics"] = diagnostics()
+        WALL_PILOT.write_text(json.dumps(strict(old), indent=1) + "\n")
+        print(f"wrote {WALL_PILOT}: diagnostics", flush=True)
     else:
         main()
