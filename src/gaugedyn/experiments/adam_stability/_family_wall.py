@@ -2,8 +2,13 @@
 Build 5).
 
 The abstract explains the linear boundary of confident cross-entropy by a narrow quadratic core
-and a steep wall, effectively superquadratic at the scale of an update. Here it is measured on
-the family chosen by `_family_pilot.choose()`, on the very runs of its pilot: for every row
+and a steep wall, effectively superquadratic at the scale of an update. A confident
+cross-entropy fit under plain Adam has no settled level (its loss falls until the gradient
+meets ``eps``, quiet; `diagnostics()`), so the core-wall candidates are declared apart
+(`_family.WALL_CANDIDATES`, with decoupled weight decay) and piloted here (`pilot_main()`,
+``wall_pilot.json``, judged by their defining property: `wall_summary()`, `wall_choose()`).
+The measurement runs on the chosen candidate (or, as a diagnostic, on a named one), on the
+very runs of its pilot: for every row
 with a settled edge, the two cells of its bracket (the highest cell with spike probability at
 least 1/2, just below the edge, and the evaluated cell above it, a quarter decade higher) are
 run again with the pilot's seeds through the same program (`_scan._run_task`, so each copy
@@ -417,25 +422,98 @@ def _fmt(v: float) -> str:
     return "-" if v is None or not math.isfinite(v) else f"{v:.3g}"
 
 
-def wall_markdown(wall: dict[str, Any] | None = None, pilot: dict[str, Any] | None = None):
-    """Markdown lines of the stored measurement: per cell the median exponent, distance to the
-    wall and settled status; then the findings."""
-    from ._family_pilot import choose
-    from ._family_pilot import stored as stored_pilot
+def stored_wall_pilot() -> dict[str, Any]:
+    """The stored pilot of the core-wall candidates (``wall_pilot.json``; empty when none)."""
+    return json.loads(WALL_PILOT.read_text()) if WALL_PILOT.exists() else {"candidates": {}}
 
-    p = stored_pilot() if pilot is None else pilot
+
+def wall_pilot_markdown(p: dict[str, Any]) -> list[str]:
+    """Markdown lines of a core-wall pilot: its diagnostics (`diagnostics_markdown()`), per
+    candidate of `_family.WALL_CANDIDATES` run and row the evaluated cells (spiky seeds of
+    those spiky or quiet, settled window), the settled edge and interval, the settled median
+    ``log10`` loss range and CPU seconds; then the defining property's verdict."""
+    from ._family import COLUMNS, WALL_CANDIDATES, WALL_MIN_ROWS, WALL_ROWS, confident_level
+    from ._family_pilot import WINDOW
+
+    lines: list[str] = []
+    if p.get("diagnostics"):
+        lines += diagnostics_markdown(p["diagnostics"]) + [""]
+    cols = sorted(COLUMNS)
+    for name in WALL_CANDIDATES:
+        if name not in p.get("candidates", {}):
+            continue
+        cand = WALL_CANDIDATES[name]
+        s = wall_summary(name, p)
+        lines += [
+            f"The stored pilot of the core-wall candidate `{name}` ({p['date']}, "
+            f"`{p['command']}`; MLP 64-{cand['hidden']}-10 on {cand['n_samples']} digits, "
+            f"cross-entropy, $\\mathrm{{lr}} = {cand['lr']:g}$, Adam's eps {cand['eps']:g}, "
+            f"decoupled weight decay {cand.get('weight_decay', 0.0):g}; {p['seeds']} seeds a "
+            f"cell, {p['machine']}; a cell: spiky seeds / seeds spiky or quiet under the "
+            "settled window, rise 2 decades; `.`: not evaluated, below the row's first spiky "
+            "cell; the edge where the spike probability falls through 1/2, with its interval, "
+            "`-` open):",
+            "",
+            "| $1 - \\beta_1$ \\ $1 - \\beta_2$ | "
+            + " | ".join(f"{c:.3g}" for c in cols)
+            + " | settled edge [interval] | settled log10 loss | CPU s |",
+            "|---" * (len(cols) + 4) + "|",
+        ]
+        for row, e in zip(p["candidates"][name]["rows"], s["edges"]):
+            by_c = {z["c"]: z for z in row["cells"]}
+            cells = []
+            for c in cols:
+                z = by_c.get(c)
+                if z is None:
+                    cells.append(".")
+                    continue
+                st = np.asarray(z["status"])[:, WINDOW]
+                cells.append(f"{int((st == 1).sum())}/{int(((st == 0) | (st == 1)).sum())}")
+            lv = np.array([v for z in row["cells"] for v in z["settled_median_log10_loss"]],
+                          float)  # fmt: skip
+            lv = lv[np.isfinite(lv)]
+            span = f"{lv.min():.1f} to {lv.max():.1f}" if lv.size else "-"
+            cpu = sum(z["cpu_seconds"] for z in row["cells"])
+            lines.append(
+                f"| {row['row']:g} | " + " | ".join(cells)
+                + f" | {_fmt(e[0])} [{_fmt(e[1])}, {_fmt(e[2])}] | {span} | {cpu:.0f} |"
+            )  # fmt: skip
+        word = "meets it" if s["meets"] else ("fails it" if s["fails"] else "is undecided")
+        lines += [
+            "",
+            "The defining property, declared before the pilot: every run confident (settled "
+            f"median log10 loss below {confident_level(name):.2f}, log10(log 2 / "
+            f"{cand['n_samples']})) and a settled edge in at least {WALL_MIN_ROWS} of the rows "
+            f"{', '.join(f'{a:g}' for a in WALL_ROWS)}. `{name}` {word}: {s['with_edge']} "
+            f"edges in {len(s['rows'])} of {len(WALL_ROWS)} rows run, every run "
+            + ("confident" if s["confident"] else "not confident")
+            + f" (highest settled log10 loss {_fmt(s['highest_log10_loss'])}).",
+            "",
+        ]
+    return lines
+
+
+def wall_markdown(wall: dict[str, Any] | None = None, pilot: dict[str, Any] | None = None):
+    """Markdown lines of the core-wall pilot (`wall_pilot_markdown()`, the stored one unless
+    ``pilot`` is given) and of the stored measurement: per cell the median exponent, distance
+    to the wall and settled status; then the findings."""
+    p = stored_wall_pilot() if pilot is None else pilot
+    head = wall_pilot_markdown(p)
     if wall is None and not STORED.exists():
-        chosen = choose(p)
+        chosen = wall_choose(p)
         why = (
-            "the family pilot has chosen no candidate"
+            "no core-wall candidate is chosen"
             if chosen is None
             else f"`{chosen}` is chosen but not yet measured"
         )
-        return [f"No core-wall measurement is stored ({why}; `family_wall.json`)."]
+        return head + [f"No core-wall measurement is stored ({why}; `family_wall.json`)."]
     w = stored() if wall is None else wall
     f = findings(w, p)
-    lines = [
-        f"The stored core-wall measurement on `{w['candidate']}` ({w['date']}, "
+    chosen = wall_choose(p) == w["candidate"]
+    lines = head + [
+        f"The stored core-wall measurement on `{w['candidate']}` ("
+        + ("the chosen candidate" if chosen else "a diagnostic: not a chosen candidate")
+        + f"; {w['date']}, "
         f"`{w['command']}`; {MEASURES} measurements a copy over the settled window, the "
         "pilot's seeds and runs; a measurement has a core when its line minimum lies inside "
         f"the search, |s*| < {INTERIOR:g} x {SEARCH:g} updates; per cell, over those: the "
@@ -492,23 +570,29 @@ def wall_markdown(wall: dict[str, Any] | None = None, pilot: dict[str, Any] | No
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Measure the bracket cells of the chosen candidate (``--row A`` repeatable: only those
-    rows; all rows with a settled edge when none) and merge them into ``family_wall.json``."""
+    """Measure the bracket cells of a core-wall candidate in its stored pilot
+    (``wall_pilot.json``): the chosen one (`wall_choose()`), or ``--candidate NAME`` (a
+    diagnostic measurement while none is chosen); ``--row A`` repeatable: only those rows;
+    all its rows with a settled edge when none. Merged into ``family_wall.json``."""
     import argparse
     import os
 
     from ..._json import strict
-    from ._family import ROWS
-    from ._family_pilot import choose
-    from ._family_pilot import stored as stored_pilot
+    from ._family import ROWS, WALL_CANDIDATES
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--candidate", help="a candidate of _family.WALL_CANDIDATES")
     parser.add_argument("--row", type=float, action="append", help="a row of _family.ROWS")
     args = parser.parse_args(argv)
-    pilot = stored_pilot()
-    name = choose(pilot)
+    pilot = stored_wall_pilot()
+    name = args.candidate or wall_choose(pilot)
     if name is None:
-        raise SystemExit("the family pilot has chosen no candidate yet (family_pilot.json)")
+        raise SystemExit(
+            "no core-wall candidate is chosen yet (wall_pilot.json); name one with --candidate"
+        )
+    if name not in WALL_CANDIDATES:
+        raise SystemExit(f"--candidate {name!r} is not allowed; the declared core-wall "
+                         f"candidates are {list(WALL_CANDIDATES)}")  # fmt: skip
     want = set(ROWS if not args.row else args.row)
     bad = sorted(want - set(ROWS))
     if bad:
@@ -526,7 +610,8 @@ def main(argv: list[str] | None = None) -> None:
         out = {
             "candidate": name,
             "date": time.strftime("%Y-%m-%d", time.gmtime()),
-            "command": "python -m gaugedyn.experiments.adam_stability._family_wall [--row A]",
+            "command": "python -m gaugedyn.experiments.adam_stability._family_wall "
+            "[--candidate NAME] [--row A]",
             "seed": RULE_SEED,
             "cells": sorted(cells.values(), key=lambda v: (-v["row"], v["c"])),
         }
