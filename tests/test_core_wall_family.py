@@ -116,7 +116,7 @@ def _wall_pilot(edges: int, rows: int = 3, level: float = -9.0) -> dict:
         )
         out.append({"row": a, "cells": [
             {"c": c, "status": [[s, s] for s in st], "status_rises": [[[s] * 3, [s] * 3] for s in st],
-             "settled_median_log10_loss": [level] * 8} for c, st in cells]})  # fmt: skip
+             "settled_median_log10_loss": [level] * 8, "cpu_seconds": 1.0} for c, st in cells]})  # fmt: skip
     return {"candidates": {"digits_ce_wd": {"rows": out}}}
 
 
@@ -135,3 +135,39 @@ def test_a_core_wall_candidate_needs_every_run_confident_and_its_edges():
     s = _family_wall.wall_summary("digits_ce_wd", hot)
     assert not s["confident"] and s["fails"] and s["highest_log10_loss"] == -1.5
     assert _family_wall.wall_choose(hot) is None
+
+
+def test_the_wall_pilot_page_shows_each_row_and_the_property_s_verdict():
+    p = _wall_pilot(2) | {"date": "d", "command": "c", "machine": "m", "seeds": 8}
+    p["diagnostics"] = [
+        {"label": "plain, eps 1e-30", "a": 0.3, "c": 0.316, "eps": 1e-30, "weight_decay": 0.0,
+         "steps": 991, "status": [0] * 6 + [2] * 2, "settled_median_log10_loss": [-32.0] * 8,
+         "max_rise": [-0.1] * 8, "trace": [[-3.0 - k for k in range(10)]] * 8, "cpu_seconds": 5}
+    ]  # fmt: skip
+    lines = _family_wall.wall_pilot_markdown(p)
+    text = "\n".join(lines)
+    assert "| plain, eps 1e-30 | 0.3 | 0.316 | 991 | 6 quiet, 2 undetermined | -32 |" in text
+    assert "-3 -4 -5 -6 -7 -8 -9 -10 -11 -12 |" in text
+    rows = [x for x in lines if x.startswith("| 0.")]
+    assert len(rows) == 3 and rows[0].count("8/8") == 1 and rows[0].count("0/8") == 1
+    assert rows[2].count("0/8") == len(_family.COLUMNS) and "- [-, -]" in rows[2]
+    assert "`digits_ce_wd` meets it: 2 edges in 3 of 3 rows run, every run confident" in text
+    undecided = "\n".join(_family_wall.wall_pilot_markdown(_wall_pilot(1, rows=1) | p | {
+        "candidates": _wall_pilot(1, rows=1)["candidates"]}))  # fmt: skip
+    assert "`digits_ce_wd` is undecided: 1 edges in 1 of 3 rows run" in undecided
+    assert (
+        _family_wall.wall_markdown(None, {"candidates": {}})[-1].startswith(
+            "No core-wall measurement is stored (no core-wall candidate is chosen"
+        )
+        or _family_wall.STORED.exists()
+    )
+
+
+def test_the_measurement_needs_a_chosen_or_named_core_wall_candidate(monkeypatch):
+    monkeypatch.setattr(_family_wall, "stored_wall_pilot", lambda: {"candidates": {}})
+    with pytest.raises(SystemExit, match="no core-wall candidate is chosen yet"):
+        _family_wall.main([])
+    with pytest.raises(SystemExit, match="--candidate 'digits_ce' is not allowed"):
+        _family_wall.main(["--candidate", "digits_ce"])
+    with pytest.raises(SystemExit, match="--row 0.07 is not allowed"):
+        _family_wall.main(["--candidate", "digits_ce_wd", "--row", "0.07"])
