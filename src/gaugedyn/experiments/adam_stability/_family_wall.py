@@ -317,6 +317,37 @@ def bracket_cells(name: str, pilot: dict[str, Any]) -> list[tuple[int, int, str]
     return out
 
 
+def named_cells(name: str, pilot: dict[str, Any], cells) -> list[tuple[int, int, str]]:
+    """``(row index, column index, side)`` of the named pilot cells ``cells`` (pairs ``(1 -
+    beta1, 1 - beta2)``, each an evaluated cell of ``name``'s stored pilot): the side
+    ``"spiky"`` where at least half its seeds judged spiky or quiet are spiky under the
+    settled window, else ``"quiet"``. For a diagnostic measurement where no row has a bracket.
+
+    Raises
+    ------
+    InputError
+        When a cell is not an evaluated cell of the stored pilot.
+    """
+    from ..._errors import InputError
+    from ._family import COLUMNS, ROWS
+    from ._family_pilot import WINDOW
+
+    cols = sorted(COLUMNS)
+    out = []
+    rows = {r["row"]: r for r in pilot.get("candidates", {}).get(name, {}).get("rows", [])}
+    for a, c in cells:
+        j = int(np.argmin(np.abs(np.log(cols) - math.log(c))))
+        z = next((x for x in rows.get(a, {"cells": []})["cells"] if x["c"] == cols[j]), None)
+        if z is None or not math.isclose(cols[j], c, rel_tol=1e-2):
+            raise InputError(f"cell ({a}, {c}) is not allowed; name an evaluated cell of "
+                             f"{name!r}'s stored pilot")  # fmt: skip
+        st = np.asarray(z["status"])[:, WINDOW]
+        judged = int(((st == 0) | (st == 1)).sum())
+        side = "spiky" if judged and (st == 1).sum() >= judged / 2 else "quiet"
+        out.append((ROWS.index(a), j, side))
+    return out
+
+
 def one_d_C(summary: Path = SUMMARY) -> dict[float, list[float]]:
     """``{n: [C, low, high]}`` of the published 1-D maps (``near_linear:n*``, the primary
     reading `PRIMARY`)."""
@@ -583,8 +614,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--candidate", help="a candidate of _family.WALL_CANDIDATES")
     parser.add_argument("--row", type=float, action="append", help="a row of _family.ROWS")
+    parser.add_argument("--cell", type=float, nargs=2, action="append", metavar=("A", "C"),
+                        help="a diagnostic: measure this evaluated pilot cell instead of the "
+                        "brackets (repeatable; needs --candidate)")  # fmt: skip
     args = parser.parse_args(argv)
     pilot = stored_wall_pilot()
+    if args.cell and not args.candidate:
+        raise SystemExit("--cell is a diagnostic of a named candidate: give --candidate NAME")
     name = args.candidate or wall_choose(pilot)
     if name is None:
         raise SystemExit(
@@ -601,7 +637,8 @@ def main(argv: list[str] | None = None) -> None:
     if old.get("candidate", name) != name:
         old = {"cells": []}
     cells = {(z["row"], z["c"]): z for z in old["cells"]}
-    for i, j, side in bracket_cells(name, pilot):
+    todo = named_cells(name, pilot, args.cell) if args.cell else bracket_cells(name, pilot)
+    for i, j, side in todo:
         if ROWS[i] not in want:
             continue
         load = os.getloadavg()[0]
@@ -611,7 +648,7 @@ def main(argv: list[str] | None = None) -> None:
             "candidate": name,
             "date": time.strftime("%Y-%m-%d", time.gmtime()),
             "command": "python -m gaugedyn.experiments.adam_stability._family_wall "
-            "[--candidate NAME] [--row A]",
+            "[--candidate NAME] [--row A] [--cell A C]",
             "seed": RULE_SEED,
             "cells": sorted(cells.values(), key=lambda v: (-v["row"], v["c"])),
         }
