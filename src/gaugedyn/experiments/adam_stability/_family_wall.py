@@ -400,7 +400,7 @@ def findings(wall: dict[str, Any], pilot: dict[str, Any]) -> dict[str, Any]:
     ``C`` at the spiky side's exponent, with whether it lies in the family's interval."""
     from ... import stats
     from ._family_pilot import candidate_summary
-    from ._protocol import BETA1_ROWS, FINDING_MEASURES
+    from ._protocol import BETA1_ROWS, EXPONENT_MARGIN, FINDING_MEASURES
     from ._spike_analysis import task_C
 
     rule = stats.measure_of(FINDING_MEASURES, MEASURE_ID).rule("threshold")
@@ -414,6 +414,10 @@ def findings(wall: dict[str, Any], pilot: dict[str, Any]) -> dict[str, Any]:
         va = va[np.isfinite(va)]
         ja = stats.judge(rule, va, threshold=2.0, direction=">",
                          rng=stats.generator(wall["seed"], MEASURE_ID, side, "all"))  # fmt: skip
+        # a reading beside the verdict: the mean-squared side's claim ("does not exceed 2":
+        # below 2 + EXPONENT_MARGIN, the fit's resolution) on the same seeds
+        jm = stats.judge(rule, v, threshold=2.0 + EXPONENT_MARGIN, direction="<",
+                         rng=stats.generator(wall["seed"], MEASURE_ID, side, "margin"))  # fmt: skip
         core = np.concatenate([interior(z).ravel() for z in wall["cells"] if z["side"] == side])
         w = np.concatenate([np.asarray(z["wall"], float)[interior(z)] for z in wall["cells"]
                             if z["side"] == side])  # fmt: skip
@@ -427,6 +431,7 @@ def findings(wall: dict[str, Any], pilot: dict[str, Any]) -> dict[str, Any]:
             "wall_share": float(np.isfinite(w).mean()) if w.size else math.nan,
             "core_share": float(core.mean()) if core.size else math.nan,
             "all_measurements": [ja.verdict, ja.estimate, ja.low, ja.high, ja.n],
+            "within_margin": jm.verdict,
         }
     s = candidate_summary(wall["candidate"], pilot)
     a = np.array(s["rows"], float)
@@ -538,6 +543,8 @@ def wall_markdown(wall: dict[str, Any] | None = None, pilot: dict[str, Any] | No
             else f"`{chosen}` is chosen but not yet measured"
         )
         return head + [f"No core-wall measurement is stored ({why}; `family_wall.json`)."]
+    from ._protocol import EXPONENT_MARGIN
+
     w = stored() if wall is None else wall
     f = findings(w, p)
     chosen = wall_choose(p) == w["candidate"]
@@ -580,13 +587,16 @@ def wall_markdown(wall: dict[str, Any] | None = None, pilot: dict[str, Any] | No
         f"median over the spiky cells' seeds {sp['estimate']:.3g} (95% [{sp['low']:.3g}, "
         f"{sp['high']:.3g}], {sp['n']} seeds; median distance to the wall "
         f"{_fmt(sp['wall_median'])} updates, reached in {sp['wall_share']:.0%} of the "
-        f"measurements); on the quiet cells above the edge {qu['estimate']:.3g} "
+        f"measurements); on the quiet cells {qu['estimate']:.3g} "
         f"(95% [{qu['low']:.3g}, {qu['high']:.3g}], {qu['n']} seeds, {qu['verdict']}). "
         f"Measurements with a core: {sp['core_share']:.0%} on the spiky cells, "
         f"{qu['core_share']:.0%} on the quiet ones; over every measurement (a monotone fall "
         f"included) the spiky cells read {sp['all_measurements'][1]:.3g} "
         f"[{sp['all_measurements'][2]:.3g}, {sp['all_measurements'][3]:.3g}] "
-        f"({sp['all_measurements'][0]}).",
+        f"({sp['all_measurements'][0]}). Beside the verdict (a reading, not a declared "
+        f'finding): judged as `adam_edge` judges the mean-squared side, "does not exceed 2" '
+        f"(below 2 + {EXPONENT_MARGIN:g}, the fit's resolution), the spiky cells read "
+        f"{sp['within_margin']} and the quiet ones {qu['within_margin']}.",
         "",
         f"The family's $C = c_b / (1 - \\beta_1)$ (rows at or below 0.1 with a settled edge, "
         f"geometric mean, 95%): {_fmt(f['C'][0])} [{_fmt(f['C'][1])}, {_fmt(f['C'][2])}] "
