@@ -117,7 +117,8 @@ def _wall_pilot(edges: int, rows: int = 3, level: float = -9.0) -> dict:
         out.append({"row": a, "cells": [
             {"c": c, "status": [[s, s] for s in st], "status_rises": [[[s] * 3, [s] * 3] for s in st],
              "settled_median_log10_loss": [level] * 8, "cpu_seconds": 1.0} for c, st in cells]})  # fmt: skip
-    return {"candidates": {"digits_ce_wd": {"rows": out}}}
+    return {"candidates": {"digits_ce_wd": {"rows": out}}, "date": "d", "command": "c",
+            "machine": "m", "seeds": 8}  # fmt: skip
 
 
 def test_a_core_wall_candidate_needs_every_run_confident_and_its_edges():
@@ -171,3 +172,61 @@ def test_the_measurement_needs_a_chosen_or_named_core_wall_candidate(monkeypatch
         _family_wall.main(["--candidate", "digits_ce"])
     with pytest.raises(SystemExit, match="--row 0.07 is not allowed"):
         _family_wall.main(["--candidate", "digits_ce_wd", "--row", "0.07"])
+
+
+def test_named_cells_take_their_side_from_the_pilot_s_settled_verdict():
+    cols = sorted(_family.COLUMNS)
+    p = _wall_pilot(1)
+    got = _family_wall.named_cells("digits_ce_wd", p, [(0.3, cols[5]), (0.3, cols[6])])
+    assert got == [(0, 5, "spiky"), (0, 6, "quiet")]
+    with pytest.raises(InputError, match=r"cell \(0.3, 0.001\) is not allowed"):
+        _family_wall.named_cells("digits_ce_wd", p, [(0.3, 0.001)])
+    with pytest.raises(InputError, match="is not allowed"):
+        _family_wall.named_cells("digits_ce_wd", p, [(0.05, cols[5])])
+    with pytest.raises(SystemExit, match="--cell is a diagnostic of a named candidate"):
+        _family_wall.main(["--cell", "0.3", "0.1"])
+
+
+def _measured(spiky: float, quiet: float) -> dict:
+    rng = np.random.default_rng(1)
+    cols = sorted(_family.COLUMNS)
+    cells = []
+    for a in _family.WALL_ROWS[:2]:
+        for c, side, n in ((cols[5], "spiky", spiky), (cols[6], "quiet", quiet)):
+            cells.append({"row": a, "c": c, "side": side,
+                          "exponent": (n + 0.005 * rng.standard_normal((8, 4))).tolist(),
+                          "s_min": np.full((8, 4), 0.5).tolist(),
+                          "wall": np.full((8, 4), np.nan).tolist(), "status": [1] * 8,
+                          "log10_loss": np.full((8, 4), -9.0).tolist(), "cpu_seconds": 1.0})  # fmt: skip
+    return {"candidate": "digits_ce_wd", "seed": 3, "cells": cells, "date": "d", "command": "c"}
+
+
+def test_an_exponent_barely_above_2_is_also_read_within_the_fit_s_resolution():
+    """The declared rule (above 2) and, beside it, the mean-squared side's reading (below
+    2 + EXPONENT_MARGIN): 2.02 reads both, 3.5 only the first."""
+    f = _family_wall.findings(_measured(2.02, 3.5), _wall_pilot(2))
+    assert f["spiky"]["verdict"] == "HELD" and f["spiky"]["within_margin"] == "HELD"
+    assert f["quiet"]["verdict"] == "HELD" and f["quiet"]["within_margin"] != "HELD"
+    text = "\n".join(_family_wall.wall_markdown(_measured(2.02, 3.5), _wall_pilot(2)))
+    assert "the spiky cells read HELD and the quiet ones NOT HELD" in text
+    assert "(the chosen candidate;" in text
+
+
+@pytest.mark.skipif(not _family_wall.STORED.exists(), reason="no stored measurement")
+def test_the_stored_core_wall_cells_rerun_to_their_pilot_verdicts_and_exponents():
+    """The stored wall pilot and measurement are what their code gives: the cheapest stored
+    measured cell, rerun from its seeds, gives the pilot's settled statuses and the stored
+    exponents."""
+    w = _family_wall.stored()
+    z = min(w["cells"], key=lambda v: v["cpu_seconds"])
+    i, j = _family.ROWS.index(z["row"]), sorted(_family.COLUMNS).index(z["c"])
+    pilot = _family_wall.stored_wall_pilot()
+    row = next(r for r in pilot["candidates"][w["candidate"]]["rows"] if r["row"] == z["row"])
+    cell = next(x for x in row["cells"] if x["c"] == z["c"])
+    again = _family_wall.wall_cell(w["candidate"], i, j, count=2)
+    assert again["status"] == [s[0] for s in cell["status"]] == z["status"]
+    # the first and last measured steps are the stored measurement's
+    got = np.asarray(again["exponent"], float)
+    want = np.asarray(z["exponent"], float)[:, [0, -1]]
+    assert again["steps"] == [z["steps"][0], z["steps"][-1]]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
