@@ -152,6 +152,9 @@ def test_the_wall_pilot_page_shows_each_row_and_the_property_s_verdict():
     rows = [x for x in lines if x.startswith("| 0.")]
     assert len(rows) == 3 and rows[0].count("8/8") == 1 and rows[0].count("0/8") == 1
     assert rows[2].count("0/8") == len(_family.COLUMNS) and "- [-, -]" in rows[2]
+    # beta1 / sqrt(beta2) of the mostly spiky cells; none on a row never spiky
+    c5 = sorted(_family.COLUMNS)[5]
+    assert rows[0].endswith(f"| {0.7 / math.sqrt(1 - c5):.2f} |") and rows[2].endswith("| - |")
     assert "`digits_ce_wd` meets it: 2 edges in 3 of 3 rows run, every run confident" in text
     undecided = "\n".join(_family_wall.wall_pilot_markdown(_wall_pilot(1, rows=1) | p | {
         "candidates": _wall_pilot(1, rows=1)["candidates"]}))  # fmt: skip

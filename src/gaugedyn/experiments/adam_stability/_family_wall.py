@@ -467,7 +467,8 @@ def wall_pilot_markdown(p: dict[str, Any]) -> list[str]:
     """Markdown lines of a core-wall pilot: its diagnostics (`diagnostics_markdown()`), per
     candidate of `_family.WALL_CANDIDATES` run and row the evaluated cells (spiky seeds of
     those spiky or quiet, settled window), the settled edge and interval, the settled median
-    ``log10`` loss range and CPU seconds; then the defining property's verdict."""
+    ``log10`` loss range, CPU seconds and ``beta1 / sqrt(beta2)`` of its cells that are mostly
+    spiky or diverged; then the defining property's verdict."""
     from ._family import COLUMNS, WALL_CANDIDATES, WALL_MIN_ROWS, WALL_ROWS, confident_level
     from ._family_pilot import WINDOW
 
@@ -492,8 +493,9 @@ def wall_pilot_markdown(p: dict[str, Any]) -> list[str]:
             "",
             "| $1 - \\beta_1$ \\ $1 - \\beta_2$ | "
             + " | ".join(f"{c:.3g}" for c in cols)
-            + " | settled edge [interval] | settled log10 loss | CPU s |",
-            "|---" * (len(cols) + 4) + "|",
+            + " | settled edge [interval] | settled log10 loss | CPU s | "
+            "$\\beta_1 / \\sqrt{\\beta_2}$ at the spiky or diverged cells |",
+            "|---" * (len(cols) + 5) + "|",
         ]
         for row, e in zip(p["candidates"][name]["rows"], s["edges"]):
             by_c = {z["c"]: z for z in row["cells"]}
@@ -510,9 +512,15 @@ def wall_pilot_markdown(p: dict[str, Any]) -> list[str]:
             lv = lv[np.isfinite(lv)]
             span = f"{lv.min():.1f} to {lv.max():.1f}" if lv.size else "-"
             cpu = sum(z["cpu_seconds"] for z in row["cells"])
+            # Adam's moments grow without bound beyond beta1 = sqrt(beta2): how near each
+            # spiky or diverged cell lies to that line
+            near = [f"{(1 - row['row']) / math.sqrt(1 - z['c']):.2f}" for z in row["cells"]
+                    if (np.asarray(z["status"])[:, WINDOW] == 1).mean() >= 0.5
+                    or (np.asarray(z["status"])[:, WINDOW] == 3).mean() >= 0.5]  # fmt: skip
             lines.append(
                 f"| {row['row']:g} | " + " | ".join(cells)
-                + f" | {_fmt(e[0])} [{_fmt(e[1])}, {_fmt(e[2])}] | {span} | {cpu:.0f} |"
+                + f" | {_fmt(e[0])} [{_fmt(e[1])}, {_fmt(e[2])}] | {span} | {cpu:.0f} | "
+                + (", ".join(near) or "-") + " |"
             )  # fmt: skip
         word = "meets it" if s["meets"] else ("fails it" if s["fails"] else "is undecided")
         lines += [
@@ -521,8 +529,8 @@ def wall_pilot_markdown(p: dict[str, Any]) -> list[str]:
             f"median log10 loss below {confident_level(name):.2f}, log10(log 2 / "
             f"{cand['n_samples']})) and a settled edge in at least {WALL_MIN_ROWS} of the rows "
             f"{', '.join(f'{a:g}' for a in WALL_ROWS)}. `{name}` {word}: {s['with_edge']} "
-            f"edges in {len(s['rows'])} of {len(WALL_ROWS)} rows run, every run "
-            + ("confident" if s["confident"] else "not confident")
+            f"edges in {len(s['rows'])} of {len(WALL_ROWS)} rows run, "
+            + ("every run confident" if s["confident"] else "not every run confident")
             + f" (highest settled log10 loss {_fmt(s['highest_log10_loss'])}).",
             "",
         ]
