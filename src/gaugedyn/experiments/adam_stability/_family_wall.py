@@ -72,19 +72,25 @@ DIAGNOSTICS = (
     ("weight decay 1, eps 1e-30", 0.3, 10**-0.5, 1e-30, 1.0),
     ("weight decay 1, eps 1e-30", 0.3, 10**-1.5, 1e-30, 1.0),
     ("weight decay 1, eps 1e-30", 0.3, 0.01, 1e-30, 1.0),
+    ("weight decay 1, eps 1e-30", 0.2, 0.1, 1e-30, 1.0),
+    ("weight decay 1, eps 1e-30", 0.1, 0.1, 1e-30, 1.0),
+    ("weight decay 1, eps 1e-30", 0.1, 0.01, 1e-30, 1.0),
 )
 """The diagnostic cells (`diagnostics()`): ``(label, 1 - beta1, 1 - beta2, eps, weight
 decay)`` of ``digits_ce``'s network and data (width 32, 64 images, ``lr = 1e-2``), the
 accurate cross-entropy (`_batched.confident_ce`): what holds a confident fit's loss, and
-where a spiky regime appears. Diagnostics, not a pilot: no candidate is judged on them."""
+where a spiky regime appears. Diagnostics, not a pilot: no candidate is judged on them. The
+last three were added after `digits_ce_wd`'s pilot, whose downward scans stopped at the rows
+0.2 and 0.1's top cells: the cells below them."""
 DIAGNOSTIC_TRACE = 10
 """Each diagnostic run's ``log10`` loss is kept as the median over each tenth of the run."""
 
 
-def diagnostics() -> list[dict[str, Any]]:
-    """The `DIAGNOSTICS` cells, 8 seeds each (``SeedSequence([SEED, 98, cell])``): the settled
-    window's statuses, settled median ``log10`` loss and largest rise per seed, and the median
-    ``log10`` loss over each tenth of the run per seed (`DIAGNOSTIC_TRACE`)."""
+def diagnostics(done: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The `DIAGNOSTICS` cells, 8 seeds each (``SeedSequence([SEED, 98, cell index])``): the
+    settled window's statuses, settled median ``log10`` loss and largest rise per seed, and the
+    median ``log10`` loss over each tenth of the run per seed (`DIAGNOSTIC_TRACE`). Cells in
+    ``done`` (stored ones, matched by set-up) are kept, not run again."""
     import torch
 
     from ...adam import SPIKE_SAMPLING
@@ -94,7 +100,11 @@ def diagnostics() -> list[dict[str, Any]]:
     from ._scan import _run_task
 
     out = []
+    kept = {(z["label"], z["a"], z["c"], z["eps"], z["weight_decay"]): z for z in done or []}
     for q, (label, a, c, eps, wd) in enumerate(DIAGNOSTICS):
+        if (label, a, c, eps, wd) in kept:
+            out.append(kept[(label, a, c, eps, wd)])
+            continue
         T = int(run_steps(a, c))
         trace = np.full((SEEDS, T), np.nan)
 
@@ -684,7 +694,7 @@ if __name__ == "__main__":
         from ..._json import strict
 
         old = json.loads(WALL_PILOT.read_text()) if WALL_PILOT.exists() else {"candidates": {}}
-        old["diagnostics"] = diagnostics()
+        old["diagnostics"] = diagnostics(old.get("diagnostics"))
         WALL_PILOT.write_text(json.dumps(strict(old), indent=1) + "\n")
         print(f"wrote {WALL_PILOT}: diagnostics", flush=True)
     else:
