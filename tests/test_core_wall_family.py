@@ -233,3 +233,24 @@ def test_the_stored_core_wall_cells_rerun_to_their_pilot_verdicts_and_exponents(
     want = np.asarray(z["exponent"], float)[:, [0, -1]]
     assert again["steps"] == [z["steps"][0], z["steps"][-1]]
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+
+
+def test_stored_diagnostic_cells_are_kept_and_only_new_ones_run(monkeypatch):
+    from gaugedyn.experiments.adam_stability import _scan
+
+    stored = _family_wall.stored_wall_pilot().get("diagnostics")
+    if not stored:
+        pytest.skip("no stored diagnostics")
+    assert len(stored) == len(_family_wall.DIAGNOSTICS)
+    ran = []
+
+    def fake(task, seed, watch=None):
+        ran.append((task["a"], task["c"], task["eps"], task["weight_decay"]))
+        raise RuntimeError("ran")
+
+    monkeypatch.setattr(_scan, "_run_task", fake)
+    assert _family_wall.diagnostics(stored) == stored and not ran
+    with pytest.raises(RuntimeError, match="ran"):
+        _family_wall.diagnostics(stored[1:])
+    label, a, c, eps, wd = _family_wall.DIAGNOSTICS[0]
+    assert ran == [([a], [c], eps, wd)]
