@@ -74,6 +74,21 @@ def _data(task: str, n_samples: int, dtype, seed: int, hidden: int | None = None
         return X, torch.relu(X @ V.T).sum(-1, keepdim=True), (20, hidden, 1)
 
 
+def confident_ce(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over the last-but-one axis of ``logits`` ``(..., n, k)`` with labels
+    ``y`` ``(n,)``, accurate to the float's relative precision however confident the fit:
+    each image's loss as ``log1p(sum_{j != y} exp(z_j - z_y))`` (`torch.logaddexp` of 0 and
+    the log-sum-exp of the other classes' margins). ``-log_softmax`` computes
+    ``log(1 + tiny)`` and reads exactly 0 once ``tiny`` is below the float's resolution
+    (about 1.1e-16 in float64), and its gradient on the label's logit, ``p_y - 1``, then
+    reads 0 instead of minus the other classes' probabilities; here the autograd gradient of
+    every logit is the exact one to relative precision (tests: against an mpmath reference)."""
+    own = torch.nn.functional.one_hot(y, logits.shape[-1]).bool().expand(logits.shape)
+    zy = logits.gather(-1, y.expand(logits.shape[:-1])[..., None])
+    rest = torch.logsumexp((logits - zy).masked_fill(own, -math.inf), dim=-1)
+    return torch.logaddexp(torch.zeros_like(rest), rest).mean(-1)
+
+
 class BatchedMLP:
     """``B`` two-layer ReLU MLPs ``f(x) = relu(x W1 + b1) W2 + b2`` on shared full-batch data."""
 
@@ -112,8 +127,7 @@ class BatchedMLP:
         W1, b1, W2, b2 = self.params if params is None else params
         out = torch.relu(self.X @ W1 + b1) @ W2 + b2
         if self.task == "digits_ce":
-            logp = torch.log_softmax(out, dim=-1)
-            return -logp.gather(-1, self.y.expand(out.shape[0], -1)[..., None]).squeeze(-1).mean(-1)
+            return confident_ce(out, self.y)
         return 0.5 * ((out - self.y) ** 2).sum(-1).mean(-1)
 
 
@@ -198,13 +212,16 @@ def adam_step_sets(
     sizes,
     eps: float = ADAM_EPS,
     watch: tuple[set[int], Callable[[int, list[torch.Tensor]], None]] | None = None,
+    weight_decay: float = 0.0,
 ) -> tuple[list[list[SpikeBlocks]], np.ndarray]:
     """`adam_steps()` with the loss reduced at several block sizes at once (``sizes``: one
     ``size`` per detector sampling, each a number or ``(B,)``): one training run, one
     `BlockStatistics` per sampling; returns each sampling's blocks per copy and the first
     ``log10`` losses. ``watch = (steps, call)``: after each of those steps (0-based)
     ``call(t, before)`` with every copy's parameters before it, in the model's order
-    (``model.params`` hold those after; the run itself is unchanged).
+    (``model.params`` hold those after; the run itself is unchanged). ``weight_decay``:
+    decoupled weight decay as ``torch.optim.AdamW`` applies it, every parameter multiplied by
+    ``1 - lr * weight_decay`` before the Adam update (0: plain Adam; tests: against AdamW).
 
     ``steps``: one number for every copy, or ``(B,)``, each copy's own run length. A copy stops
     after its own steps (`gaugedyn.experiments.adam_stability.PROTOCOL.md`: each cell runs its
@@ -213,6 +230,8 @@ def adam_step_sets(
     blocks, ``steps[i] // size[i]`` of them, are those of a run of its length alone). Each
     copy's steps are the same as in a batch where all run equally long (copies are
     independent)."""
+    if not (math.isfinite(weight_decay) and weight_decay >= 0):
+        raise InputError(f"weight_decay={weight_decay!r} is not allowed; give a finite value >= 0")
     like = model.params[0]
     B = like.shape[0]
     length = np.broadcast_to(np.asarray(steps, dtype=np.int64), (B,))
@@ -246,6 +265,9 @@ def adam_step_sets(
             before = (
                 [q.detach()[back_t].clone() for q in params] if watch and t in watch[0] else None
             )
+            if weight_decay:
+                for p in params:
+                    p[:live].mul_(1.0 - lr * weight_decay)
             batched_adam_step(
                 [p[:live] for p in params],
                 grads,

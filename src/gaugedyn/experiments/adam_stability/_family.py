@@ -25,6 +25,7 @@ property, never a slope. `family_task()` is the candidate as a ``spike_boundary`
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..._errors import InputError
@@ -42,6 +43,38 @@ CANDIDATES: dict[str, dict[str, Any]] = {
 """The declared candidates, in the order the pilot tries them (module doc): ``_batched`` task,
 hidden width, images, Adam's step size and ``eps`` (the network tasks' own,
 `_protocol.ADAM_EPS`)."""
+WALL_CANDIDATES: dict[str, dict[str, Any]] = {
+    "digits_ce_wd": {
+        "task": "digits_ce",
+        "hidden": 32,
+        "n_samples": 64,
+        "lr": 1e-2,
+        "eps": 1e-30,
+        "weight_decay": 1.0,
+    },
+}
+"""The core-wall candidates (issue 42, Build 5), declared before their pilot on the cheap
+diagnostics of ``docs/adam-stability.md`` ("What a confident cross-entropy task needs"): a
+confident cross-entropy task has no finite minimiser, so under Adam its loss falls
+exponentially (about 8 decades per 100 steps at ``1 - beta2 = 0.316``) until the gradient
+meets ``eps`` and stays there quiet, whatever ``eps``; decoupled weight decay
+(``torch.optim.AdamW``'s, `_batched.adam_step_sets`) gives it a finite minimiser that holds
+the loss about 10-12 decades down, far above the float's resolution, with every label fit.
+``digits_ce_wd``: ``digits_ce``'s network, data and step size with weight decay 1 and
+``eps = 1e-30`` (below every gradient of the settled regime, so the level is the weight
+decay's, not ``eps``'s). In their own tuple so that `CANDIDATES`' order (the family pilot's)
+is not touched."""
+WALL_ROWS = (0.3, 0.2, 0.1)
+"""The core-wall candidates' declared rows: those of `ROWS` whose edges the diagnostics place
+inside `COLUMNS` at a cost the session's two cores can pay (the row 0.3's edge lies between
+``1 - beta2`` = 0.0316, quiet, and 0.01, half its seeds spiky)."""
+WALL_MIN_ROWS = 2
+"""The defining property of a core-wall candidate (declared before its pilot): confident (every
+run's settled median loss below `confident_level()`: every image's loss below ``log 2``, so
+every training label has probability above 1/2) and a spiky regime with a settled edge in at
+least this many of `WALL_ROWS`."""
+WALL_SEED_OFFSET = 100
+"""Seed index of the first core-wall candidate (`seed_index()`), apart from `CANDIDATES`'."""
 ROWS = (0.3, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01)
 """Rows ``1 - beta1``: four at or below 0.05, down to 0.01 (issue 42, Build 4)."""
 COLUMNS = tuple(10 ** (-3 + 0.25 * k) for k in range(11))
@@ -53,6 +86,40 @@ MIN_ROWS = 6
 """Rows with a settled edge a candidate must show to be chosen."""
 
 
+def candidate(name: str) -> dict[str, Any]:
+    """The declared candidate ``name``, of `CANDIDATES` or `WALL_CANDIDATES`.
+
+    Raises
+    ------
+    InputError
+        When ``name`` is not a declared candidate.
+    """
+    if name in CANDIDATES:
+        return CANDIDATES[name]
+    if name in WALL_CANDIDATES:
+        return WALL_CANDIDATES[name]
+    raise InputError(
+        f"family task {name!r} is not allowed; choose one of "
+        f"{list(CANDIDATES) + list(WALL_CANDIDATES)}"
+    )
+
+
+def seed_index(name: str) -> int:
+    """The candidate's index in the seeds of its cells (``SeedSequence([SEED, index, i,
+    j])``): its place in `CANDIDATES`, or `WALL_SEED_OFFSET` plus its place in
+    `WALL_CANDIDATES`."""
+    candidate(name)
+    if name in CANDIDATES:
+        return list(CANDIDATES).index(name)
+    return WALL_SEED_OFFSET + list(WALL_CANDIDATES).index(name)
+
+
+def confident_level(name: str) -> float:
+    """``log10`` of the mean loss below which every image's loss is below ``log 2`` (the mean
+    times the images bounds each image's loss): ``log10(log(2) / n_samples)``."""
+    return math.log10(math.log(2.0) / candidate(name)["n_samples"])
+
+
 def family_task(
     name: str,
     spikes,
@@ -61,7 +128,8 @@ def family_task(
     c=COLUMNS,
     also=(),
 ) -> dict[str, Any]:
-    """Candidate ``name`` as a ``spike_boundary`` network task (``kind`` ``"task"``, the
+    """Candidate ``name`` (`candidate()`) as a ``spike_boundary`` network task (``kind``
+    ``"task"``, ``weight_decay`` where it has one, the
     initialisation start) on rows ``a`` and columns ``c`` with ``seeds`` copies a cell, judged
     by the detector sampling ``spikes`` (rise, block_min, blocks per horizon) and, when given,
     the shared pass's further samplings ``also``.
@@ -71,9 +139,7 @@ def family_task(
     InputError
         When ``name`` is not a declared candidate.
     """
-    if name not in CANDIDATES:
-        raise InputError(f"family task {name!r} is not allowed; choose one of {list(CANDIDATES)}")
-    cand = CANDIDATES[name]
+    cand = candidate(name)
     out = {
         "kind": "task",
         "task": cand["task"],
@@ -87,6 +153,8 @@ def family_task(
         "eps": float(cand["eps"]),
         "spikes": list(spikes),
     }
+    if cand.get("weight_decay"):
+        out["weight_decay"] = float(cand["weight_decay"])
     if also:
         out["also"] = [list(z) for z in also]
     return out

@@ -44,11 +44,11 @@ def scan_row(name: str, i: int, spikes=None) -> dict[str, Any]:
     CPU seconds and steps of each cell."""
     from ...adam import SPIKE_SAMPLING
     from ._bisect import scan_rows
-    from ._family import family_task
+    from ._family import family_task, seed_index
     from ._scan import _run_task
 
     spikes = list(SPIKE_SAMPLING[:3]) if spikes is None else list(spikes)
-    k = list(CANDIDATES).index(name)
+    k = seed_index(name)
     cols = sorted(COLUMNS)
     cells: list[dict[str, Any]] = []
 

@@ -2,8 +2,13 @@
 Build 5).
 
 The abstract explains the linear boundary of confident cross-entropy by a narrow quadratic core
-and a steep wall, effectively superquadratic at the scale of an update. Here it is measured on
-the family chosen by `_family_pilot.choose()`, on the very runs of its pilot: for every row
+and a steep wall, effectively superquadratic at the scale of an update. A confident
+cross-entropy fit under plain Adam has no settled level (its loss falls until the gradient
+meets ``eps``, quiet; `diagnostics()`), so the core-wall candidates are declared apart
+(`_family.WALL_CANDIDATES`, with decoupled weight decay) and piloted here (`pilot_main()`,
+``wall_pilot.json``, judged by their defining property: `wall_summary()`, `wall_choose()`).
+The measurement runs on the chosen candidate (or, as a diagnostic, on a named one), on the
+very runs of its pilot: for every row
 with a settled edge, the two cells of its bracket (the highest cell with spike probability at
 least 1/2, just below the edge, and the evaluated cell above it, a quarter decade higher) are
 run again with the pilot's seeds through the same program (`_scan._run_task`, so each copy
@@ -55,6 +60,195 @@ minimum at the search's end)."""
 """The declared measure whose rule judges the exponent (the mean-squared side's)."""
 
 
+WALL_PILOT = Path(__file__).with_name("wall_pilot.json")
+"""The stored pilot of `_family.WALL_CANDIDATES` (`pilot_main()`)."""
+
+
+DIAGNOSTICS = (
+    ("plain, eps 1e-8", 0.3, 10**-0.5, 1e-8, 0.0),
+    ("plain, eps 1e-30", 0.3, 10**-0.5, 1e-30, 0.0),
+    ("plain, eps 1e-300", 0.3, 10**-0.5, 1e-300, 0.0),
+    ("weight decay 1, eps 1e-8", 0.3, 10**-0.5, 1e-8, 1.0),
+    ("weight decay 1, eps 1e-30", 0.3, 10**-0.5, 1e-30, 1.0),
+    ("weight decay 1, eps 1e-30", 0.3, 10**-1.5, 1e-30, 1.0),
+    ("weight decay 1, eps 1e-30", 0.3, 0.01, 1e-30, 1.0),
+    ("weight decay 1, eps 1e-30", 0.2, 0.1, 1e-30, 1.0),
+    ("weight decay 1, eps 1e-30", 0.1, 0.1, 1e-30, 1.0),
+    ("weight decay 1, eps 1e-30", 0.1, 0.01, 1e-30, 1.0),
+)
+"""The diagnostic cells (`diagnostics()`): ``(label, 1 - beta1, 1 - beta2, eps, weight
+decay)`` of ``digits_ce``'s network and data (width 32, 64 images, ``lr = 1e-2``), the
+accurate cross-entropy (`_batched.confident_ce`): what holds a confident fit's loss, and
+where a spiky regime appears. Diagnostics, not a pilot: no candidate is judged on them. The
+last three were added after `digits_ce_wd`'s pilot, whose downward scans stopped at the rows
+0.2 and 0.1's top cells: the cells below them."""
+DIAGNOSTIC_TRACE = 10
+"""Each diagnostic run's ``log10`` loss is kept as the median over each tenth of the run."""
+
+
+def diagnostics(done: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The `DIAGNOSTICS` cells, 8 seeds each (``SeedSequence([SEED, 98, cell index])``): the
+    settled window's statuses, settled median ``log10`` loss and largest rise per seed, and the
+    median ``log10`` loss over each tenth of the run per seed (`DIAGNOSTIC_TRACE`). Cells in
+    ``done`` (stored ones, matched by set-up) are kept, not run again."""
+    import torch
+
+    from ...adam import SPIKE_SAMPLING
+    from ._family import SEEDS, family_task
+    from ._family_pilot import SEED
+    from ._protocol import run_steps
+    from ._scan import _run_task
+
+    out = []
+    kept = {(z["label"], z["a"], z["c"], z["eps"], z["weight_decay"]): z for z in done or []}
+    for q, (label, a, c, eps, wd) in enumerate(DIAGNOSTICS):
+        if (label, a, c, eps, wd) in kept:
+            out.append(kept[(label, a, c, eps, wd)])
+            continue
+        T = int(run_steps(a, c))
+        trace = np.full((SEEDS, T), np.nan)
+
+        def call(t: int, model, before: list[torch.Tensor], trace=trace) -> None:
+            with torch.no_grad():
+                trace[:, t] = torch.log10(model.losses(before)).cpu().numpy()
+
+        task = family_task("digits_ce", list(SPIKE_SAMPLING[:3]), SEEDS, [a], [c])
+        task = task | {"eps": eps, "weight_decay": wd}
+        t0 = time.process_time()
+        r = _run_task(task, np.random.SeedSequence([SEED, 98, q]), watch=(set(range(T)), call))
+        parts = np.array_split(trace, DIAGNOSTIC_TRACE, axis=1)
+        out.append({
+            "label": label, "a": a, "c": c, "eps": eps, "weight_decay": wd, "steps": T,
+            "status": np.asarray(r["status"])[0, 0, :, 0].tolist(),
+            "settled_median_log10_loss": np.round(r["settled_median_log10_loss"][0, 0], 2).tolist(),
+            "max_rise": np.round(np.asarray(r["max_rise"])[0, 0, :, 0], 2).tolist(),
+            "trace": np.round(np.stack([np.median(z, axis=1) for z in parts], 1), 1).tolist(),
+            "cpu_seconds": round(time.process_time() - t0, 1),
+        })  # fmt: skip
+    return out
+
+
+def diagnostics_markdown(rows: list[dict[str, Any]]) -> list[str]:
+    """Markdown lines of stored `diagnostics()`: per cell its settled statuses, the median over
+    seeds of the settled median ``log10`` loss and of the largest rise, and the median over
+    seeds of the ``log10`` loss over each tenth of the run."""
+    from ._protocol import CODES
+
+    names = {v: k for k, v in CODES.items()}
+    lines = [
+        "Diagnostics, not a pilot (`_family_wall.diagnostics()`, stored in `wall_pilot.json`): "
+        "`digits_ce`'s network and data (64-32-10, 64 images, lr 0.01) with the accurate "
+        "cross-entropy, 8 seeds a cell; the settled window's statuses, the medians over seeds "
+        "of the settled median log10 loss and of the largest rise (decades), and the median "
+        "log10 loss over each tenth of the run (first to last, median over seeds):",
+        "",
+        "| set-up | $1 - \\beta_1$ | $1 - \\beta_2$ | steps | settled | settled log10 loss | "
+        "largest rise | log10 loss by tenths of the run | CPU s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for z in rows:
+        st = [names[int(v)] for v in z["status"]]
+        counts = ", ".join(f"{st.count(k)} {k}" for k in dict.fromkeys(st))
+        lv = np.asarray(z["settled_median_log10_loss"], float)
+        tr = np.median(np.asarray(z["trace"], float), axis=0)
+        lines.append(
+            f"| {z['label']} | {z['a']:g} | {z['c']:.3g} | {z['steps']} | {counts} | "
+            f"{_fmt(float(np.nanmedian(lv)) if np.isfinite(lv).any() else math.nan)} | "
+            f"{_fmt(float(np.nanmedian(z['max_rise'])))} | "
+            + " ".join(f"{v:.0f}" for v in tr)
+            + f" | {z['cpu_seconds']:.0f} |"
+        )
+    return lines
+
+
+def wall_summary(name: str, pilot: dict[str, Any]) -> dict[str, Any]:
+    """Candidate ``name`` of `_family.WALL_CANDIDATES` in its stored pilot against its defining
+    property (`_family.WALL_MIN_ROWS`): the rows run, each row's settled edge
+    (`_family_pilot.row_reading`), the rows with an edge, the highest settled median
+    ``log10`` loss of any run against `_family.confident_level()`, and whether the candidate
+    ``meets`` the property (every declared row run, every run confident, enough edges) or
+    ``fails`` it (a run not confident, or too many rows run without an edge for the rest to
+    reach `_family.WALL_MIN_ROWS`)."""
+    from ._family import WALL_MIN_ROWS, WALL_ROWS, confident_level
+    from ._family_pilot import row_reading
+
+    rows = pilot.get("candidates", {}).get(name, {}).get("rows", [])
+    edges = [row_reading(r) for r in rows]
+    n = sum(math.isfinite(e[0]) for e in edges)
+    lv = np.array([v for r in rows for z in r["cells"] for v in z["settled_median_log10_loss"]],
+                  float)  # fmt: skip
+    top = float(np.nanmax(lv)) if np.isfinite(lv).any() else math.nan
+    confident = bool(not rows or (np.isfinite(lv).all() and top < confident_level(name)))
+    complete = sorted(r["row"] for r in rows) == sorted(WALL_ROWS)
+    short = len(rows) - n > len(WALL_ROWS) - WALL_MIN_ROWS
+    return {"rows": [r["row"] for r in rows], "edges": edges, "with_edge": n,
+            "highest_log10_loss": top, "confident": confident, "complete": complete,
+            "meets": complete and confident and n >= WALL_MIN_ROWS,
+            "fails": (not confident) or short or (complete and n < WALL_MIN_ROWS)}  # fmt: skip
+
+
+def wall_choose(pilot: dict[str, Any]) -> str | None:
+    """The first candidate of `_family.WALL_CANDIDATES`, in its order, that meets its defining
+    property (`wall_summary()`); ``None`` while the first not failing it is undecided, or when
+    all fail it."""
+    from ._family import WALL_CANDIDATES
+
+    for name in WALL_CANDIDATES:
+        s = wall_summary(name, pilot)
+        if s["meets"]:
+            return name
+        if not s["fails"]:
+            return None
+    return None
+
+
+def pilot_main(argv: list[str] | None = None) -> None:
+    """Run declared rows of a core-wall candidate (``--candidate NAME``, ``--row A``
+    repeatable; every row of `_family.WALL_ROWS` when none) by the family pilot's own scan
+    (`_family_pilot.scan_row`) and merge them into ``wall_pilot.json``, with the date,
+    command, machine and load at each row's start."""
+    import argparse
+    import os
+
+    from ..._json import strict
+    from ..._meta import cpu_model
+    from ._family import ROWS, SEEDS, WALL_CANDIDATES, WALL_ROWS
+    from ._family_pilot import scan_row
+
+    parser = argparse.ArgumentParser(description="The core-wall candidates' pilot.")
+    parser.add_argument("--candidate", help="a candidate of _family.WALL_CANDIDATES")
+    parser.add_argument("--row", type=float, action="append", help="a row of _family.WALL_ROWS")
+    args = parser.parse_args(argv)
+    if args.candidate not in WALL_CANDIDATES:
+        raise SystemExit(f"--candidate {args.candidate!r} is not allowed; the declared "
+                         f"core-wall candidates are {list(WALL_CANDIDATES)}")  # fmt: skip
+    rows = WALL_ROWS if not args.row else tuple(args.row)
+    bad = [a for a in rows if a not in WALL_ROWS]
+    if bad:
+        raise SystemExit(f"--row {bad[0]!r} is not allowed; the declared rows are {WALL_ROWS}")
+    old = json.loads(WALL_PILOT.read_text()) if WALL_PILOT.exists() else {"candidates": {}}
+    for a in rows:
+        load = os.getloadavg()[0]
+        entry = scan_row(args.candidate, ROWS.index(a))
+        entry["load"] = round(load, 2)
+        entry["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        mine = {r["row"]: r for r in old["candidates"].get(args.candidate, {}).get("rows", [])}
+        mine[a] = entry
+        old["candidates"][args.candidate] = {"rows": [mine[x] for x in ROWS if x in mine]}
+        dates = [r["date"] for c in old["candidates"].values() for r in c["rows"]]
+        old = {
+            "date": max(dates)[:10],
+            "command": "python -m gaugedyn.experiments.adam_stability._family_wall --pilot "
+            "--candidate NAME [--row A]",
+            "machine": cpu_model(),
+            "seeds": SEEDS,
+            "candidates": old["candidates"],
+        } | {k: v for k, v in old.items() if k == "diagnostics"}
+        WALL_PILOT.write_text(json.dumps(strict(old), indent=1) + "\n")
+        cpu = sum(z["cpu_seconds"] for z in entry["cells"])
+        print(f"wrote {WALL_PILOT}: {args.candidate} row {a} ({cpu:.0f} CPU s)", flush=True)
+
+
 def measure_steps(a: float, c: float, count: int = MEASURES) -> list[int]:
     """``count`` steps evenly spread over the settled window of the cell ``(a, c)`` (from
     `_protocol.settle_steps` to the end of the run, `_protocol.run_steps`)."""
@@ -72,7 +266,7 @@ def wall_cell(name: str, i: int, j: int, count: int = MEASURES) -> dict[str, Any
     import torch
 
     from ...adam import SPIKE_SAMPLING, effective_exponent
-    from ._family import CANDIDATES, COLUMNS, ROWS, SEEDS, family_task
+    from ._family import COLUMNS, ROWS, SEEDS, family_task, seed_index
     from ._family_pilot import SEED
     from ._scan import _run_task
 
@@ -97,7 +291,7 @@ def wall_cell(name: str, i: int, j: int, count: int = MEASURES) -> dict[str, Any
                 ex[b, q], wall[b, q], s_min[b, q] = e["exponent"], e["wall"], e["s_min"]
 
     task = family_task(name, list(SPIKE_SAMPLING[:3]), SEEDS, [a], [c])
-    k = list(CANDIDATES).index(name)
+    k = seed_index(name)
     t0 = time.process_time()
     r = _run_task(task, np.random.SeedSequence([SEED, k, i, j]), watch=(set(steps), call))
     return {
@@ -130,6 +324,37 @@ def bracket_cells(name: str, pilot: dict[str, Any]) -> list[tuple[int, int, str]
             continue
         i = ROWS.index(row["row"])
         out += [(i, cols.index(br[0]), "spiky"), (i, cols.index(br[1]), "quiet")]
+    return out
+
+
+def named_cells(name: str, pilot: dict[str, Any], cells) -> list[tuple[int, int, str]]:
+    """``(row index, column index, side)`` of the named pilot cells ``cells`` (pairs ``(1 -
+    beta1, 1 - beta2)``, each an evaluated cell of ``name``'s stored pilot): the side
+    ``"spiky"`` where at least half its seeds judged spiky or quiet are spiky under the
+    settled window, else ``"quiet"``. For a diagnostic measurement where no row has a bracket.
+
+    Raises
+    ------
+    InputError
+        When a cell is not an evaluated cell of the stored pilot.
+    """
+    from ..._errors import InputError
+    from ._family import COLUMNS, ROWS
+    from ._family_pilot import WINDOW
+
+    cols = sorted(COLUMNS)
+    out = []
+    rows = {r["row"]: r for r in pilot.get("candidates", {}).get(name, {}).get("rows", [])}
+    for a, c in cells:
+        j = int(np.argmin(np.abs(np.log(cols) - math.log(c))))
+        z = next((x for x in rows.get(a, {"cells": []})["cells"] if x["c"] == cols[j]), None)
+        if z is None or not math.isclose(cols[j], c, rel_tol=1e-2):
+            raise InputError(f"cell ({a}, {c}) is not allowed; name an evaluated cell of "
+                             f"{name!r}'s stored pilot")  # fmt: skip
+        st = np.asarray(z["status"])[:, WINDOW]
+        judged = int(((st == 0) | (st == 1)).sum())
+        side = "spiky" if judged and (st == 1).sum() >= judged / 2 else "quiet"
+        out.append((ROWS.index(a), j, side))
     return out
 
 
@@ -185,7 +410,7 @@ def findings(wall: dict[str, Any], pilot: dict[str, Any]) -> dict[str, Any]:
     ``C`` at the spiky side's exponent, with whether it lies in the family's interval."""
     from ... import stats
     from ._family_pilot import candidate_summary
-    from ._protocol import BETA1_ROWS, FINDING_MEASURES
+    from ._protocol import BETA1_ROWS, EXPONENT_MARGIN, FINDING_MEASURES
     from ._spike_analysis import task_C
 
     rule = stats.measure_of(FINDING_MEASURES, MEASURE_ID).rule("threshold")
@@ -199,6 +424,10 @@ def findings(wall: dict[str, Any], pilot: dict[str, Any]) -> dict[str, Any]:
         va = va[np.isfinite(va)]
         ja = stats.judge(rule, va, threshold=2.0, direction=">",
                          rng=stats.generator(wall["seed"], MEASURE_ID, side, "all"))  # fmt: skip
+        # a reading beside the verdict: the mean-squared side's claim ("does not exceed 2":
+        # below 2 + EXPONENT_MARGIN, the fit's resolution) on the same seeds
+        jm = stats.judge(rule, v, threshold=2.0 + EXPONENT_MARGIN, direction="<",
+                         rng=stats.generator(wall["seed"], MEASURE_ID, side, "margin"))  # fmt: skip
         core = np.concatenate([interior(z).ravel() for z in wall["cells"] if z["side"] == side])
         w = np.concatenate([np.asarray(z["wall"], float)[interior(z)] for z in wall["cells"]
                             if z["side"] == side])  # fmt: skip
@@ -212,6 +441,7 @@ def findings(wall: dict[str, Any], pilot: dict[str, Any]) -> dict[str, Any]:
             "wall_share": float(np.isfinite(w).mean()) if w.size else math.nan,
             "core_share": float(core.mean()) if core.size else math.nan,
             "all_measurements": [ja.verdict, ja.estimate, ja.low, ja.high, ja.n],
+            "within_margin": jm.verdict,
         }
     s = candidate_summary(wall["candidate"], pilot)
     a = np.array(s["rows"], float)
@@ -238,25 +468,108 @@ def _fmt(v: float) -> str:
     return "-" if v is None or not math.isfinite(v) else f"{v:.3g}"
 
 
-def wall_markdown(wall: dict[str, Any] | None = None, pilot: dict[str, Any] | None = None):
-    """Markdown lines of the stored measurement: per cell the median exponent, distance to the
-    wall and settled status; then the findings."""
-    from ._family_pilot import choose
-    from ._family_pilot import stored as stored_pilot
+def stored_wall_pilot() -> dict[str, Any]:
+    """The stored pilot of the core-wall candidates (``wall_pilot.json``; empty when none)."""
+    return json.loads(WALL_PILOT.read_text()) if WALL_PILOT.exists() else {"candidates": {}}
 
-    p = stored_pilot() if pilot is None else pilot
+
+def wall_pilot_markdown(p: dict[str, Any]) -> list[str]:
+    """Markdown lines of a core-wall pilot: its diagnostics (`diagnostics_markdown()`), per
+    candidate of `_family.WALL_CANDIDATES` run and row the evaluated cells (spiky seeds of
+    those spiky or quiet, settled window), the settled edge and interval, the settled median
+    ``log10`` loss range, CPU seconds and ``beta1 / sqrt(beta2)`` of its cells that are mostly
+    spiky or diverged; then the defining property's verdict."""
+    from ._family import COLUMNS, WALL_CANDIDATES, WALL_MIN_ROWS, WALL_ROWS, confident_level
+    from ._family_pilot import WINDOW
+
+    lines: list[str] = []
+    if p.get("diagnostics"):
+        lines += diagnostics_markdown(p["diagnostics"]) + [""]
+    cols = sorted(COLUMNS)
+    for name in WALL_CANDIDATES:
+        if name not in p.get("candidates", {}):
+            continue
+        cand = WALL_CANDIDATES[name]
+        s = wall_summary(name, p)
+        lines += [
+            f"The stored pilot of the core-wall candidate `{name}` ({p['date']}, "
+            f"`{p['command']}`; MLP 64-{cand['hidden']}-10 on {cand['n_samples']} digits, "
+            f"cross-entropy, $\\mathrm{{lr}} = {cand['lr']:g}$, Adam's eps {cand['eps']:g}, "
+            f"decoupled weight decay {cand.get('weight_decay', 0.0):g}; {p['seeds']} seeds a "
+            f"cell, {p['machine']}; a cell: spiky seeds / seeds spiky or quiet under the "
+            "settled window, rise 2 decades; `.`: not evaluated, below the row's first spiky "
+            "cell; the edge where the spike probability falls through 1/2, with its interval, "
+            "`-` open):",
+            "",
+            "| $1 - \\beta_1$ \\ $1 - \\beta_2$ | "
+            + " | ".join(f"{c:.3g}" for c in cols)
+            + " | settled edge [interval] | settled log10 loss | CPU s | "
+            "$\\beta_1 / \\sqrt{\\beta_2}$ at the spiky or diverged cells |",
+            "|---" * (len(cols) + 5) + "|",
+        ]
+        for row, e in zip(p["candidates"][name]["rows"], s["edges"]):
+            by_c = {z["c"]: z for z in row["cells"]}
+            cells = []
+            for c in cols:
+                z = by_c.get(c)
+                if z is None:
+                    cells.append(".")
+                    continue
+                st = np.asarray(z["status"])[:, WINDOW]
+                cells.append(f"{int((st == 1).sum())}/{int(((st == 0) | (st == 1)).sum())}")
+            lv = np.array([v for z in row["cells"] for v in z["settled_median_log10_loss"]],
+                          float)  # fmt: skip
+            lv = lv[np.isfinite(lv)]
+            span = f"{lv.min():.1f} to {lv.max():.1f}" if lv.size else "-"
+            cpu = sum(z["cpu_seconds"] for z in row["cells"])
+            # Adam's moments grow without bound beyond beta1 = sqrt(beta2): how near each
+            # spiky or diverged cell lies to that line
+            near = [f"{(1 - row['row']) / math.sqrt(1 - z['c']):.2f}" for z in row["cells"]
+                    if (np.asarray(z["status"])[:, WINDOW] == 1).mean() >= 0.5
+                    or (np.asarray(z["status"])[:, WINDOW] == 3).mean() >= 0.5]  # fmt: skip
+            lines.append(
+                f"| {row['row']:g} | " + " | ".join(cells)
+                + f" | {_fmt(e[0])} [{_fmt(e[1])}, {_fmt(e[2])}] | {span} | {cpu:.0f} | "
+                + (", ".join(near) or "-") + " |"
+            )  # fmt: skip
+        word = "meets it" if s["meets"] else ("fails it" if s["fails"] else "is undecided")
+        lines += [
+            "",
+            "The defining property, declared before the pilot: every run confident (settled "
+            f"median log10 loss below {confident_level(name):.2f}, log10(log 2 / "
+            f"{cand['n_samples']})) and a settled edge in at least {WALL_MIN_ROWS} of the rows "
+            f"{', '.join(f'{a:g}' for a in WALL_ROWS)}. `{name}` {word}: {s['with_edge']} "
+            f"edges in {len(s['rows'])} of {len(WALL_ROWS)} rows run, "
+            + ("every run confident" if s["confident"] else "not every run confident")
+            + f" (highest settled log10 loss {_fmt(s['highest_log10_loss'])}).",
+            "",
+        ]
+    return lines
+
+
+def wall_markdown(wall: dict[str, Any] | None = None, pilot: dict[str, Any] | None = None):
+    """Markdown lines of the core-wall pilot (`wall_pilot_markdown()`, the stored one unless
+    ``pilot`` is given) and of the stored measurement: per cell the median exponent, distance
+    to the wall and settled status; then the findings."""
+    p = stored_wall_pilot() if pilot is None else pilot
+    head = wall_pilot_markdown(p)
     if wall is None and not STORED.exists():
-        chosen = choose(p)
+        chosen = wall_choose(p)
         why = (
-            "the family pilot has chosen no candidate"
+            "no core-wall candidate is chosen"
             if chosen is None
             else f"`{chosen}` is chosen but not yet measured"
         )
-        return [f"No core-wall measurement is stored ({why}; `family_wall.json`)."]
+        return head + [f"No core-wall measurement is stored ({why}; `family_wall.json`)."]
+    from ._protocol import EXPONENT_MARGIN
+
     w = stored() if wall is None else wall
     f = findings(w, p)
-    lines = [
-        f"The stored core-wall measurement on `{w['candidate']}` ({w['date']}, "
+    chosen = wall_choose(p) == w["candidate"]
+    lines = head + [
+        f"The stored core-wall measurement on `{w['candidate']}` ("
+        + ("the chosen candidate" if chosen else "a diagnostic: not a chosen candidate")
+        + f"; {w['date']}, "
         f"`{w['command']}`; {MEASURES} measurements a copy over the settled window, the "
         "pilot's seeds and runs; a measurement has a core when its line minimum lies inside "
         f"the search, |s*| < {INTERIOR:g} x {SEARCH:g} updates; per cell, over those: the "
@@ -292,13 +605,16 @@ def wall_markdown(wall: dict[str, Any] | None = None, pilot: dict[str, Any] | No
         f"median over the spiky cells' seeds {sp['estimate']:.3g} (95% [{sp['low']:.3g}, "
         f"{sp['high']:.3g}], {sp['n']} seeds; median distance to the wall "
         f"{_fmt(sp['wall_median'])} updates, reached in {sp['wall_share']:.0%} of the "
-        f"measurements); on the quiet cells above the edge {qu['estimate']:.3g} "
+        f"measurements); on the quiet cells {qu['estimate']:.3g} "
         f"(95% [{qu['low']:.3g}, {qu['high']:.3g}], {qu['n']} seeds, {qu['verdict']}). "
         f"Measurements with a core: {sp['core_share']:.0%} on the spiky cells, "
         f"{qu['core_share']:.0%} on the quiet ones; over every measurement (a monotone fall "
         f"included) the spiky cells read {sp['all_measurements'][1]:.3g} "
         f"[{sp['all_measurements'][2]:.3g}, {sp['all_measurements'][3]:.3g}] "
-        f"({sp['all_measurements'][0]}).",
+        f"({sp['all_measurements'][0]}). Beside the verdict (a reading, not a declared "
+        f'finding): judged as `adam_edge` judges the mean-squared side, "does not exceed 2" '
+        f"(below 2 + {EXPONENT_MARGIN:g}, the fit's resolution), the spiky cells read "
+        f"{sp['within_margin']} and the quiet ones {qu['within_margin']}.",
         "",
         f"The family's $C = c_b / (1 - \\beta_1)$ (rows at or below 0.1 with a settled edge, "
         f"geometric mean, 95%): {_fmt(f['C'][0])} [{_fmt(f['C'][1])}, {_fmt(f['C'][2])}] "
@@ -313,23 +629,34 @@ def wall_markdown(wall: dict[str, Any] | None = None, pilot: dict[str, Any] | No
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Measure the bracket cells of the chosen candidate (``--row A`` repeatable: only those
-    rows; all rows with a settled edge when none) and merge them into ``family_wall.json``."""
+    """Measure the bracket cells of a core-wall candidate in its stored pilot
+    (``wall_pilot.json``): the chosen one (`wall_choose()`), or ``--candidate NAME`` (a
+    diagnostic measurement while none is chosen); ``--row A`` repeatable: only those rows;
+    all its rows with a settled edge when none. Merged into ``family_wall.json``."""
     import argparse
     import os
 
     from ..._json import strict
-    from ._family import ROWS
-    from ._family_pilot import choose
-    from ._family_pilot import stored as stored_pilot
+    from ._family import ROWS, WALL_CANDIDATES
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--candidate", help="a candidate of _family.WALL_CANDIDATES")
     parser.add_argument("--row", type=float, action="append", help="a row of _family.ROWS")
+    parser.add_argument("--cell", type=float, nargs=2, action="append", metavar=("A", "C"),
+                        help="a diagnostic: measure this evaluated pilot cell instead of the "
+                        "brackets (repeatable; needs --candidate)")  # fmt: skip
     args = parser.parse_args(argv)
-    pilot = stored_pilot()
-    name = choose(pilot)
+    pilot = stored_wall_pilot()
+    if args.cell and not args.candidate:
+        raise SystemExit("--cell is a diagnostic of a named candidate: give --candidate NAME")
+    name = args.candidate or wall_choose(pilot)
     if name is None:
-        raise SystemExit("the family pilot has chosen no candidate yet (family_pilot.json)")
+        raise SystemExit(
+            "no core-wall candidate is chosen yet (wall_pilot.json); name one with --candidate"
+        )
+    if name not in WALL_CANDIDATES:
+        raise SystemExit(f"--candidate {name!r} is not allowed; the declared core-wall "
+                         f"candidates are {list(WALL_CANDIDATES)}")  # fmt: skip
     want = set(ROWS if not args.row else args.row)
     bad = sorted(want - set(ROWS))
     if bad:
@@ -338,7 +665,8 @@ def main(argv: list[str] | None = None) -> None:
     if old.get("candidate", name) != name:
         old = {"cells": []}
     cells = {(z["row"], z["c"]): z for z in old["cells"]}
-    for i, j, side in bracket_cells(name, pilot):
+    todo = named_cells(name, pilot, args.cell) if args.cell else bracket_cells(name, pilot)
+    for i, j, side in todo:
         if ROWS[i] not in want:
             continue
         load = os.getloadavg()[0]
@@ -347,7 +675,8 @@ def main(argv: list[str] | None = None) -> None:
         out = {
             "candidate": name,
             "date": time.strftime("%Y-%m-%d", time.gmtime()),
-            "command": "python -m gaugedyn.experiments.adam_stability._family_wall [--row A]",
+            "command": "python -m gaugedyn.experiments.adam_stability._family_wall "
+            "[--candidate NAME] [--row A] [--cell A C]",
             "seed": RULE_SEED,
             "cells": sorted(cells.values(), key=lambda v: (-v["row"], v["c"])),
         }
@@ -357,4 +686,16 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if "--pilot" in sys.argv[1:]:
+        pilot_main([v for v in sys.argv[1:] if v != "--pilot"])
+    elif sys.argv[1:] == ["--diagnostics"]:
+        from ..._json import strict
+
+        old = json.loads(WALL_PILOT.read_text()) if WALL_PILOT.exists() else {"candidates": {}}
+        old["diagnostics"] = diagnostics(old.get("diagnostics"))
+        WALL_PILOT.write_text(json.dumps(strict(old), indent=1) + "\n")
+        print(f"wrote {WALL_PILOT}: diagnostics", flush=True)
+    else:
+        main()

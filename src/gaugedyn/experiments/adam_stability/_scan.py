@@ -163,6 +163,7 @@ def _run_task(task, seed, watch=None) -> dict:
             distinct,
             eps=float(task.get("eps", ADAM_EPS)),
             watch=hook,
+            weight_decay=float(task.get("weight_decay", 0.0)),
         )
     finally:
         torch.set_num_threads(before)
