@@ -34,7 +34,7 @@ import math
 import numba
 import numpy as np
 
-from ._online_kernels import g, g_prime, g_second
+from ._online_kernels import _INV_SQRT2, _SQRT_2_OVER_PI, erf_i4, g, g_prime, g_second
 from ._orthant import piecewise_noise
 
 EIGEN_DROP = 1e-12
@@ -126,11 +126,7 @@ def direct_noise(act, a, b, A, zr, wr, n, E):
             coord[m] = zr[j]
             wt *= wr[j]
             rest //= n
-        for p in range(P):
-            s = 0.0
-            for m in range(r):
-                s += A[p, m] * coord[m]
-            u[p] = s
+        fields_at(A, coord, u)
         e = 0.0
         for i in range(K):
             e += a[i] * g(act, u[i])
@@ -161,35 +157,107 @@ def sobol_factor(C):
     return A
 
 
+@numba.njit(inline="always", cache=True)
+def fields_at(A, z, u):
+    """``u = A z`` (``A (P, r)``, ``z (r,)``) into ``u (P,)``: one node of a rule on the factor
+    ``A`` (the direct and the Sobol rule's shared step)."""
+    P, r = A.shape
+    for p in range(P):
+        s = 0.0
+        for m in range(r):
+            s += A[p, m] * z[m]
+        u[p] = s
+
+
+@numba.njit(inline="always", cache=True)
+def mixture(control, x):
+    """``(h(x), h'(x))`` of the erf mixture ``h(x) = sum_j alpha_j erf(beta_j x / sqrt 2)``
+    (rows ``alpha``, ``beta`` of ``control (2, J)``)."""
+    h, d = 0.0, 0.0
+    for j in range(control.shape[1]):
+        y = control[1, j] * x
+        h += control[0, j] * math.erf(y * _INV_SQRT2)
+        d += control[0, j] * control[1, j] * (_SQRT_2_OVER_PI * math.exp(-0.5 * (y * y)))
+    return h, d
+
+
 @numba.njit(cache=True)
-def sobol_noise(act, a, b, A, nodes, E):
+def sobol_noise(act, a, b, A, nodes, control, E):
     """``E_ik += E[g'(u_i) g'(u_k) e^2]`` (``i <= k``) by the equal-weight rule of the rows of
-    ``nodes (N, r)`` on the factor ``A (P, r)``: ``u = A z``
+    ``nodes (N, r)`` on the factor ``A (P, r)``, ``u = A z``, with the erf mixture ``control
+    (2, J)`` as a control variate (``J = 0``: none): the rule's mean of the difference of the
+    integrand and the mixture network's (`mixture()`), to which `noise_expectation()` adds the
+    mixture's own expectation in closed form (`mixture_noise()`)
     (`gaugedyn.training._online_ode.sobol_expectation()` in numpy)."""
-    K, P, r = a.shape[0], A.shape[0], A.shape[1]
+    K, P = a.shape[0], A.shape[0]
     N = nodes.shape[0]
-    u, gp = np.empty(P), np.empty(K)
+    u, gp, hp = np.empty(P), np.empty(K), np.zeros(K)
     F = np.zeros((K, K))
+    J = control.shape[1]
     for n in range(N):
-        for p in range(P):
-            s = 0.0
-            for m in range(r):
-                s += A[p, m] * nodes[n, m]
-            u[p] = s
-        e = 0.0
+        fields_at(A, nodes[n], u)
+        e, eh = 0.0, 0.0
         for i in range(K):
             e += a[i] * g(act, u[i])
             gp[i] = g_prime(act, u[i])
+            if J:
+                h, hp[i] = mixture(control, u[i])
+                eh += a[i] * h
         for t in range(P - K):
             e -= b[t] * g(act, u[K + t])
-        ee = e * e
+            if J:
+                eh -= b[t] * mixture(control, u[K + t])[0]
+        ee, hh = e * e, eh * eh
         for i in range(K):
             x = ee * gp[i]
+            y = hh * hp[i]
             for k in range(i, K):
-                F[i, k] += x * gp[k]
+                F[i, k] += x * gp[k] - y * hp[k]
     for i in range(K):
         for k in range(i, K):
             E[i, k] += F[i, k] / N
+
+
+@numba.njit(cache=True)
+def mixture_noise(C, c, K, control, E):
+    """``E_ik += E[h'(u_i) h'(u_k) (sum_p c_p h(u_p))^2]`` (``i <= k``) in closed form for the
+    erf mixture ``h`` of ``control (2, J)`` (`mixture()`): the sum over the mixture's terms of
+    erf's four-point integrals ``erf_i4`` (``gaugedyn derive``) on the covariance of the scaled
+    fields ``beta_j u``."""
+    P, J = C.shape[0], control.shape[1]
+    for i in range(K):
+        for k in range(i, K):
+            s = 0.0
+            for j1 in range(J):
+                s1 = control[1, j1]
+                for j2 in range(J):
+                    s2 = control[1, j2]
+                    w12 = control[0, j1] * s1 * control[0, j2] * s2
+                    for p in range(P):
+                        for q in range(p, P):
+                            wpq = w12 * c[p] * c[q] * (1.0 if p == q else 2.0)
+                            for j3 in range(J):
+                                s3 = control[1, j3]
+                                for j4 in range(J):
+                                    s4 = control[1, j4]
+                                    s += (
+                                        wpq
+                                        * control[0, j3]
+                                        * control[0, j4]
+                                        * erf_i4(
+                                            s1 * s1 * C[i, i],
+                                            s1 * s2 * C[i, k],
+                                            s1 * s3 * C[i, p],
+                                            s1 * s4 * C[i, q],
+                                            s2 * s2 * C[k, k],
+                                            s2 * s3 * C[k, p],
+                                            s2 * s4 * C[k, q],
+                                            s3 * s3 * C[p, p],
+                                            s3 * s4 * C[p, q],
+                                            s4 * s4 * C[q, q],
+                                        )
+                                    )
+            E[i, k] += s
 
 
 @numba.njit(cache=True)
@@ -226,12 +294,13 @@ def four_point(act, Csub, z, w, n):
 
 @numba.njit(cache=True)
 def noise_expectation(
-    act, homogeneous, method, slopes, a, b, C, c, grids_z, grids_w, grids_n, nodes, E
+    act, homogeneous, method, slopes, a, b, C, c, grids_z, grids_w, grids_n, nodes, control, E
 ):
     """``E_ik = E[g'(u_i) g'(u_k) e^2]`` (``i <= k``, the upper triangle), as `noise_term()`
     by ``method`` (``NOISE_METHODS``' code: 0 quadrature, 1 orthant moments with the rows
     ``(lo, jump, h0)`` of ``slopes (3, P)``, 2 closed, 3 the scrambled-Sobol rule of the rows of
-    ``nodes (N, P)`` on `sobol_factor()`)."""
+    ``nodes (N, P)`` on `sobol_factor()` with the erf mixture ``control (2, J)`` as its control
+    variate, `sobol_noise()` and `mixture_noise()`)."""
     K, P = a.shape[0], C.shape[0]
     for i in range(K):
         for k in range(K):
@@ -240,7 +309,9 @@ def noise_expectation(
         piecewise_noise(C, K, c, slopes[0], slopes[1], slopes[2], E)
         return
     if method == 3:
-        sobol_noise(act, a, b, sobol_factor(C), nodes, E)
+        sobol_noise(act, a, b, sobol_factor(C), nodes, control, E)
+        if control.shape[1]:
+            mixture_noise(C, c, K, control, E)
         return
     if act == 2:  # linear: e is Gaussian and g' = 1
         e2 = 0.0
@@ -317,13 +388,14 @@ def quadrature_rhs(
     method,
     slopes,
     nodes,
+    control,
     out,
 ):
     """The online ODE's right-hand side (``OnlineODE``'s layout and options) for activation code
     ``act``; ``u = up^2 + down^2``, ``v = 2 up down`` of a homogeneous ``g``; ``(z, w,
     basis_t)`` the smooth rule's coefficient rule; ``grids_*`` the noise term's one-dimensional
     Gauss-Hermite rules (row 0: the four-point rule, row ``r``: the direct rule of rank ``r``);
-    ``method``, ``slopes`` and ``nodes`` the noise term's (`noise_expectation()`)."""
+    ``method``, ``slopes``, ``nodes`` and ``control`` the noise term's (`noise_expectation()`)."""
     P = K + M
     a = y[:K]
     C, c = np.empty((P, P)), np.empty(P)
@@ -382,7 +454,20 @@ def quadrature_rhs(
     if noise_scale != 0.0:
         E = np.zeros((K, K))
         noise_expectation(
-            act, homogeneous, method, slopes, a, b, C, c, grids_z, grids_w, grids_n, nodes, E
+            act,
+            homogeneous,
+            method,
+            slopes,
+            a,
+            b,
+            C,
+            c,
+            grids_z,
+            grids_w,
+            grids_n,
+            nodes,
+            control,
+            E,
         )
         for i in range(K):
             for k in range(i, K):

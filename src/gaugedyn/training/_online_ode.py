@@ -101,7 +101,7 @@ about 1.2% where the four-point rule is 2.5% to 1,700% off, at a twentieth of it
 softplus the four-point rule is the more accurate (6e-6 to 2e-3 against up to 1.5e-2) and
 stays."""
 
-SOBOL_LOG2 = 14
+SOBOL_LOG2 = 8
 """``log2`` of the scrambled-Sobol rule's node count (16,384 nodes; 2^12 costs a quarter and is
 off by up to 4% at the same states)."""
 
@@ -142,17 +142,85 @@ def sobol_factor(C) -> np.ndarray:
     return (U * np.sqrt(np.maximum(lam, 0.0))) @ U.T
 
 
+ERF_MIXTURES = {"tanh": ((0.517947, 0.482053), (1.577674, 0.896093))}
+r"""The control variate of each activation of `SOBOL_ACTIVATIONS`: ``(alpha, beta)`` of the erf
+mixture $h(x) = \sum_j \alpha_j\, \mathrm{erf}(\beta_j x / \sqrt 2)$, whose noise term has
+closed forms (erf's four-point integrals on the scaled fields, `mixture_noise()`). For tanh the
+Gaussian-weighted least-squares fit of two terms ($\sum_j \alpha_j = 1$, so both share tanh's
+limits; weight $e^{-x^2/4}$ on $[-8, 8]$): within 1.6e-3 of tanh everywhere (one term, the
+best scale 1.188, is 2.1e-2 off, three terms 1.9e-4). Any mixture leaves the estimate unbiased
+(what the rule integrates is the difference, and the mixture's part is exact); a closer one
+leaves less for the rule: the sum of two, unlike one erf, nearly cancels in $e$ where the
+students fit the teacher (``benchmarks/bench_noise_qmc.py``)."""
+
+
+def mixture_noise(control, a, b, C) -> np.ndarray:
+    """``E_ik = E[h'(u_i) h'(u_k) (sum_p c_p h(u_p))^2]`` (``(K, K)``, ``c = (a, -b)``) of the
+    erf mixture ``h`` of ``control (2, J)`` (`ERF_MIXTURES`) in closed form: erf's four-point
+    integrals (``gaugedyn derive``'s ``erf_i4``) on the covariance of the scaled fields, summed
+    over the mixture's terms; the numpy twin of
+    `gaugedyn.training._ode_kernels.mixture_noise()`."""
+    import itertools
+
+    K, P = a.shape[0], C.shape[0]
+    c = np.concatenate([a, -b])
+    i, k, p, q = np.meshgrid(np.arange(K), np.arange(K), np.arange(P), np.arange(P), indexing="ij")
+    d = np.diag(C)
+    E = np.zeros((K, K))
+    terms = list(zip(control[0], control[1], strict=True))
+    for (w1, s1), (w2, s2), (w3, s3), (w4, s4) in itertools.product(terms, repeat=4):
+        v = generated_kernels.erf_i4(
+            s1 * s1 * d[i],
+            s1 * s2 * C[i, k],
+            s1 * s3 * C[i, p],
+            s1 * s4 * C[i, q],
+            s2 * s2 * d[k],
+            s2 * s3 * C[k, p],
+            s2 * s4 * C[k, q],
+            s3 * s3 * d[p],
+            s3 * s4 * C[p, q],
+            s4 * s4 * d[q],
+        )
+        E += (w1 * s1 * w2 * s2 * w3 * w4) * np.einsum("ikpq,p,q->ik", v, c, c)
+    return E
+
+
+def rule_control(method: str, activation) -> np.ndarray:
+    """The noise term's control variate for ``method`` and ``activation``: ``(2, J)``, the rows
+    ``alpha`` and ``beta`` of its erf mixture (`ERF_MIXTURES`) for ``"sobol"``, else an empty
+    ``(2, 0)`` (none). The one table the compiled and the numpy noise terms read."""
+    name = activation_of(activation).name
+    if method != "sobol" or name not in ERF_MIXTURES:
+        return np.zeros((2, 0))
+    return np.array(ERF_MIXTURES[name], dtype=np.float64)
+
+
 def sobol_expectation(activation, teacher_activation, a, b, C) -> np.ndarray:
-    """``E_ik = E[g'(u_i) g'(u_k) e^2]`` (``(K, K)``) by the scrambled-Sobol rule: the nodes of
-    `sobol_nodes()` on `sobol_factor()`, ``u = A z``, ``e`` formed node by node; the numpy twin
-    of `gaugedyn.training._ode_kernels.sobol_noise()`."""
+    """``E_ik = E[g'(u_i) g'(u_k) e^2]`` (``(K, K)``) by the scrambled-Sobol rule with its
+    control variate: the closed form of the erf mixture of `rule_control()`
+    (`mixture_noise()`) plus the rule's mean of the difference of the integrand and the
+    mixture's (the nodes of `sobol_nodes()` on `sobol_factor()`, ``u = A z``, ``e`` and the
+    mixture's error formed node by node); the numpy twin of
+    `gaugedyn.training._ode_kernels.sobol_noise()` and ``mixture_noise()``."""
     act = activation_of(activation)
     teacher = act if teacher_activation is None else activation_of(teacher_activation)
     K = a.shape[0]
     U = sobol_nodes(C.shape[0]) @ sobol_factor(C).T
     e = on_numpy(act.function)(U[:, :K]) @ a - on_numpy(teacher.function)(U[:, K:]) @ b
     Gp = on_numpy(act.derivative)(U[:, :K])
-    return (Gp * (e * e)[:, None]).T @ Gp / U.shape[0]
+    E = (Gp * (e * e)[:, None]).T @ Gp / U.shape[0]
+    control = rule_control("sobol", act)
+    if control.shape[1] == 0:
+        return E
+    from scipy.special import erf
+
+    alpha, beta = control
+    X = U[..., None] * beta
+    H = erf(X / np.sqrt(2.0)) @ alpha
+    Hp = (np.sqrt(2.0 / np.pi) * np.exp(-0.5 * X[:, :K] ** 2)) @ (alpha * beta)
+    eh = H[:, :K] @ a - H[:, K:] @ b
+    E -= (Hp * (eh * eh)[:, None]).T @ Hp / U.shape[0]
+    return E + mixture_noise(control, a, b, C)
 
 
 def rule_sizes() -> list[int]:
@@ -516,6 +584,7 @@ def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label
         piecewise_slopes(act, act, K, M) if NOISE_METHODS[method] == "orthant" else np.zeros((3, 0))
     )
     nodes = rule_nodes(NOISE_METHODS[method], K + M)
+    control = rule_control(NOISE_METHODS[method], act)
 
     def f(t, y):
         return rhs(
@@ -542,6 +611,7 @@ def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label
             method,
             slopes,
             nodes,
+            control,
             np.empty(size),
         )
 
@@ -585,6 +655,7 @@ def quadrature_noise(activation, teacher_activation, a, Q, R, b, T) -> np.ndarra
         grids_w,
         grids_n,
         rule_nodes(kind, C.shape[0]),
+        rule_control(kind, act),
         E,
     )
     E = np.triu(E) + np.triu(E, 1).T
