@@ -234,6 +234,7 @@ def render_online_ode(record: dict) -> str:
                     f"{r['rel_diff']:.1e}",
                     f"{t['cpu']:.2f} ({t['rhs']} rhs"
                     + (f" and {t['flow_rhs']} of the flow alone" if t.get("flow_rhs") else "")
+                    + (f", {t['jacobians']} flow Jacobians" if t.get("jacobians") else "")
                     + f", {_ms(t['ms_per_rhs'])} ms per rhs)"
                     + ("" if t["finished"] else "; stopped at the budget"),
                     _times(t["to_erf_plain"]),
@@ -252,7 +253,7 @@ def render_online_ode(record: dict) -> str:
         provenance(record)
         + f"\n\nK = M = {d['K']} (fields of rank 8: the noise term by the method the "
         "activation's row names, `noise_method()`: quadrature, four-point integrals; sobol, one "
-        "scrambled-Sobol rule; orthant, exactly by orthant moments); "
+        "scrambled-Sobol rule with an erf-mixture control variate; orthant, exactly by orthant moments); "
         f"the plain compiled erf run to t = {d['t_max']:g}: {erf['plain']['cpu']:.3f} CPU s "
         f"({erf['plain']['rhs']} right-hand sides), with the options "
         f"{erf['options']['cpu']:.3f} CPU s.\n\n" + _table(cols, rows)

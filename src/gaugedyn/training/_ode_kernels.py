@@ -42,6 +42,26 @@ EIGEN_DROP = 1e-12
 tolerance): the rank of ``C`` and the dropped axes of a four-point rule."""
 
 
+@numba.njit(inline="always", cache=True)
+def g_triple(act, x):
+    """``(g(x), g'(x), g''(x))`` of activation code ``act``, the same values as `g()`,
+    `g_prime()` and `g_second()` apart, with tanh's ``tanh(x)`` computed once (three calls of it
+    were most of the flow's cost)."""
+    if act == 3:
+        t = math.tanh(x)
+        return t, 1.0 - t * t, -2.0 * t * (1.0 - t * t)
+    return g(act, x), g_prime(act, x), g_second(act, x)
+
+
+@numba.njit(inline="always", cache=True)
+def g_pair(act, x):
+    """``(g(x), g'(x))`` of activation code ``act`` (`g_triple()`'s first two)."""
+    if act == 3:
+        t = math.tanh(x)
+        return t, 1.0 - t * t
+    return g(act, x), g_prime(act, x)
+
+
 @numba.njit(cache=True)
 def hermite_coefficients(act, q, z, w, basis_t, A, row):
     """``A[row, 0, k] = A_k(q)`` and ``A[row, 1, k] = A_k'(q)`` of ``g(sqrt(q) z)`` from the rule
@@ -55,13 +75,13 @@ def hermite_coefficients(act, q, z, w, basis_t, A, row):
     S, dS = 0.0, 0.0
     for j in range(n):
         x = sq * z[j]
-        G, P = g(act, x), g_prime(act, x)
+        G, P, G2 = g_triple(act, x)
         pz = P * z[j]
         for k in range(terms):
             A[row, 0, k] += basis_t[j, k] * G
             A[row, 1, k] += basis_t[j, k] * pz
         S += w[j] * G * G
-        dS += w[j] * (P * P + G * g_second(act, x))
+        dS += w[j] * (P * P + G * G2)
     for k in range(terms):
         A[row, 1, k] /= 2.0 * sq
     return S, dS
@@ -198,8 +218,8 @@ def sobol_noise(act, a, b, A, nodes, control, E):
         fields_at(A, nodes[n], u)
         e, eh = 0.0, 0.0
         for i in range(K):
-            e += a[i] * g(act, u[i])
-            gp[i] = g_prime(act, u[i])
+            gi, gp[i] = g_pair(act, u[i])
+            e += a[i] * gi
             if J:
                 h, hp[i] = mixture(control, u[i])
                 eh += a[i] * h
@@ -258,6 +278,32 @@ def mixture_noise(C, c, K, control, E):
                                         )
                                     )
             E[i, k] += s
+
+
+@numba.njit(cache=True)
+def monte_carlo_sums(act, tact, a, b, Z, A, s1, s2):
+    """Over the draws ``u = A z`` of the fields (``z`` the rows of ``Z (N, r)``, ``A (P, r)``;
+    students first, then the teacher's, codes ``act`` and ``tact``): ``s1_ik += sum G_i G_k
+    e^2`` and ``s2_ik += sum (G_i G_k e^2)^2`` with ``G_i = a_i g'(u_i)`` and ``e`` formed draw by
+    draw (`gaugedyn.training._online_ode.monte_carlo_noise()`'s sums, compiled)."""
+    N = Z.shape[0]
+    P, K = A.shape[0], a.shape[0]
+    G, u = np.empty(K), np.empty(P)
+    for n in range(N):
+        fields_at(A, Z[n], u)
+        e = 0.0
+        for i in range(K):
+            gi, gpi = g_pair(act, u[i])
+            e += a[i] * gi
+            G[i] = gpi * a[i]
+        for t in range(P - K):
+            e -= b[t] * g(tact, u[K + t])
+        e2 = e * e
+        for i in range(K):
+            for k in range(K):
+                x = G[i] * G[k] * e2
+                s1[i, k] += x
+                s2[i, k] += x * x
 
 
 @numba.njit(cache=True)
@@ -364,6 +410,37 @@ def noise_expectation(
 
 
 @numba.njit(cache=True)
+def state_gram(y, K, M, b, T):
+    """``(C, c)``: the fields' Gram matrix and output weights ``c = (a, -b)`` at the state ``y``
+    (``OnlineODE``'s layout), ``Q`` read from its upper triangle only (the state's two copies
+    may differ)."""
+    P = K + M
+    C, c = np.empty((P, P)), np.empty(P)
+    c[:K] = y[:K]
+    c[K:] = -b
+    for i in range(K):
+        for j in range(i, K):
+            C[i, j] = y[K + i * K + j]
+            C[j, i] = C[i, j]
+        for n in range(M):
+            C[i, K + n] = y[K + K * K + i * M + n]
+            C[K + n, i] = C[i, K + n]
+    C[K:, K:] = T
+    return C, c
+
+
+@numba.njit(cache=True)
+def field_coefficients(act, homogeneous, u, C, z, w, basis_t, A, S, dS, p):
+    """Field ``p``'s self kernel ``S``, ``S'`` and (smooth ``g``) its Hermite coefficients (row
+    ``p`` of ``A``, `hermite_coefficients()`): all of the flow that depends on its variance
+    ``C[p, p]`` alone."""
+    if homogeneous:
+        S[p], dS[p] = 0.5 * u * C[p, p], 0.5 * u
+    else:
+        S[p], dS[p] = hermite_coefficients(act, C[p, p], z, w, basis_t, A, p)
+
+
+@numba.njit(cache=True)
 def quadrature_rhs(
     y,
     K,
@@ -397,25 +474,173 @@ def quadrature_rhs(
     Gauss-Hermite rules (row 0: the four-point rule, row ``r``: the direct rule of rank ``r``);
     ``method``, ``slopes``, ``nodes`` and ``control`` the noise term's (`noise_expectation()`)."""
     P = K + M
-    a = y[:K]
-    C, c = np.empty((P, P)), np.empty(P)
-    c[:K] = a
-    c[K:] = -b
-    for i in range(K):
-        for j in range(i, K):  # Q's upper triangle, read once: the state's two copies may differ
-            C[i, j] = y[K + i * K + j]
-            C[j, i] = C[i, j]
-        for n in range(M):
-            C[i, K + n] = y[K + K * K + i * M + n]
-            C[K + n, i] = C[i, K + n]
-    C[K:, K:] = T
+    C, c = state_gram(y, K, M, b, T)
     S, dS = np.empty(P), np.empty(P)
     A = np.empty((P, 2, basis_t.shape[1] if not homogeneous else 1))
     for p in range(P):
-        if homogeneous:
-            S[p], dS[p] = 0.5 * u * C[p, p], 0.5 * u
-        else:
-            S[p], dS[p] = hermite_coefficients(act, C[p, p], z, w, basis_t, A, p)
+        field_coefficients(act, homogeneous, u, C, z, w, basis_t, A, S, dS, p)
+    rhs_given(
+        y,
+        K,
+        M,
+        b,
+        T,
+        eta,
+        noise_scale,
+        wd,
+        lr2,
+        sigma2,
+        act,
+        homogeneous,
+        u,
+        v,
+        grids_z,
+        grids_w,
+        grids_n,
+        method,
+        slopes,
+        nodes,
+        control,
+        C,
+        c,
+        A,
+        S,
+        dS,
+        out,
+    )
+    return out
+
+
+@numba.njit(cache=True)
+def flow_jacobian(y, K, M, b, T, eta, wd, lr2, act, homogeneous, u, v, z, w, basis_t, step, J):
+    """``J``: the forward-difference Jacobian of the flow (`quadrature_rhs()` without the noise
+    term) at ``y``, column ``j`` with the step ``h = step max(|y_j|, 1e-5)`` (rounded to what
+    ``y_j + h`` represents): `gaugedyn.training._online_ode.flow_jacobian()`'s differences of the
+    same right-hand side, to the bit. A column moves one field's variance at most, so only that
+    field's coefficients (`field_coefficients()`) are recomputed: the Jacobian costs about two
+    right-hand sides, not ``1 + K + K^2 + KM``."""
+    P, n = K + M, y.shape[0]
+    empty_z, empty_n = np.zeros((1, 1)), np.zeros(1, dtype=np.int64)
+    slopes, nodes, control = np.zeros((3, 0)), np.zeros((0, P)), np.zeros((2, 0))
+    C, c = state_gram(y, K, M, b, T)
+    S, dS = np.empty(P), np.empty(P)
+    A = np.empty((P, 2, basis_t.shape[1] if not homogeneous else 1))
+    for p in range(P):
+        field_coefficients(act, homogeneous, u, C, z, w, basis_t, A, S, dS, p)
+    S0, dS0, A0 = S.copy(), dS.copy(), A.copy()
+    base, col = np.empty(n), np.empty(n)
+    yy = y.copy()
+    rhs_given(
+        yy,
+        K,
+        M,
+        b,
+        T,
+        eta,
+        0.0,
+        wd,
+        lr2,
+        0.0,
+        act,
+        homogeneous,
+        u,
+        v,
+        empty_z,
+        empty_z,
+        empty_n,
+        0,
+        slopes,
+        nodes,
+        control,
+        C,
+        c,
+        A,
+        S,
+        dS,
+        base,
+    )
+    for j in range(n):
+        keep = yy[j]
+        yy[j] = keep + step * max(abs(keep), 1e-5)
+        h = yy[j] - keep
+        Cj, cj = state_gram(yy, K, M, b, T)
+        moved = -1
+        for p in range(P):
+            if Cj[p, p] != C[p, p]:
+                moved = p
+                field_coefficients(act, homogeneous, u, Cj, z, w, basis_t, A, S, dS, p)
+        rhs_given(
+            yy,
+            K,
+            M,
+            b,
+            T,
+            eta,
+            0.0,
+            wd,
+            lr2,
+            0.0,
+            act,
+            homogeneous,
+            u,
+            v,
+            empty_z,
+            empty_z,
+            empty_n,
+            0,
+            slopes,
+            nodes,
+            control,
+            Cj,
+            cj,
+            A,
+            S,
+            dS,
+            col,
+        )
+        for i in range(n):
+            J[i, j] = (col[i] - base[i]) / h
+        if moved >= 0:
+            S[moved], dS[moved] = S0[moved], dS0[moved]
+            A[moved] = A0[moved]
+        yy[j] = keep
+    return J
+
+
+@numba.njit(cache=True)
+def rhs_given(
+    y,
+    K,
+    M,
+    b,
+    T,
+    eta,
+    noise_scale,
+    wd,
+    lr2,
+    sigma2,
+    act,
+    homogeneous,
+    u,
+    v,
+    grids_z,
+    grids_w,
+    grids_n,
+    method,
+    slopes,
+    nodes,
+    control,
+    C,
+    c,
+    A,
+    S,
+    dS,
+    out,
+):
+    """`quadrature_rhs()` into ``out`` given the state's Gram matrix ``(C, c)`` (`state_gram()`)
+    and each field's coefficients ``(A, S, dS)`` (`field_coefficients()`)."""
+    P = K + M
+    a = y[:K]
     F, Fq1, Fc = np.zeros((K, P)), np.zeros((K, P)), np.zeros((K, P))
     for i in range(K):
         for p in range(P):

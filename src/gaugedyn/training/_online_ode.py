@@ -553,6 +553,55 @@ def _grids(sizes):
     return grids_z, grids_w, np.asarray(sizes, dtype=np.int64)
 
 
+def _flow_rules(act):
+    """``(u, v, z, w, basis_t)``: the compiled flow's rules for ``act``
+    (`gaugedyn.training._ode_kernels.quadrature_rhs()`): ``u = up^2 + down^2``, ``v = 2 up
+    down`` of a homogeneous ``g`` (else 0), and the smooth ``g``'s coefficient rule (its
+    ``quadrature``; empty for a homogeneous one)."""
+    if act.homogeneous:
+        up, down = on_numpy(act.function)(np.array([1.0, -1.0]))
+        return up * up + down * down, 2.0 * up * down, np.zeros(1), np.zeros(1), np.zeros((1, 1))
+    z1, w1, basis = act.quadrature.coefficient_rule()
+    return 0.0, 0.0, z1, w1, np.ascontiguousarray(basis.T)
+
+
+def compiled_flow_jacobian(act, K: int, M: int, b, T, eta: float, weight_decay=0.0, lr2=1.0):
+    """``J(t, y)``: `flow_jacobian()` of the compiled flow of ``act`` (an activation with a
+    compiled code other than erf), compiled (`gaugedyn.training._ode_kernels.flow_jacobian()`):
+    the same forward differences to the bit, each column recomputing only the coefficients of
+    the one field whose variance it moves, so a Jacobian costs about two right-hand sides of
+    the flow instead of ``1 + K + K^2 + KM`` (tanh, K = M = 4: the differences were 5,402
+    right-hand sides of a run to t = 1000, over half its CPU time)."""
+    from . import _ode_kernels
+
+    act = activation_of(act)
+    u, v, z1, w1, basis_t = _flow_rules(act)
+    b = np.ascontiguousarray(b, dtype=np.float64)
+    T = np.ascontiguousarray(T, dtype=np.float64)
+    step = float(np.sqrt(np.finfo(np.float64).eps))
+    size = K + K * K + K * M
+    args = (float(eta), float(weight_decay), float(lr2), int(act.code), bool(act.homogeneous))
+
+    def jac(t, y):
+        return _ode_kernels.flow_jacobian(
+            np.asarray(y, dtype=np.float64),
+            K,
+            M,
+            b,
+            T,
+            *args,
+            u,
+            v,
+            z1,
+            w1,
+            basis_t,
+            step,
+            np.empty((size, size)),
+        )
+
+    return jac
+
+
 def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label_noise):
     """``f(t, y)`` of the online ODE of a compiled activation other than erf
     (`gaugedyn.training._ode_kernels.quadrature_rhs()`), with the rules' sizes read from their
@@ -565,14 +614,7 @@ def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label
             "gaugedyn.theory.ACTIVATIONS with a code (a user's runs with method='reference')"
         )
     grids_z, grids_w, grids_n = _grids(rule_sizes())
-    if act.homogeneous:
-        up, down = on_numpy(act.function)(np.array([1.0, -1.0]))
-        u, v = up * up + down * down, 2.0 * up * down
-        z1, w1, basis_t = np.zeros(1), np.zeros(1), np.zeros((1, 1))
-    else:
-        u = v = 0.0
-        z1, w1, basis = act.quadrature.coefficient_rule()
-        basis_t = np.ascontiguousarray(basis.T)
+    u, v, z1, w1, basis_t = _flow_rules(act)
     b = np.ascontiguousarray(b, dtype=np.float64)
     T = np.ascontiguousarray(T, dtype=np.float64)
     noise_scale = float(eta) ** 2 / int(batch) if noise else 0.0
@@ -668,7 +710,10 @@ def monte_carlo_noise(
     r"""The noise term $N_{ik} = a_i a_k\, \mathbb{E}[g'(u_i)\, g'(u_k)\, e^2]$ (``(K, K)``) by
     Monte Carlo and its standard error entry by entry: ``samples`` draws (rounded up to whole
     blocks of 65,536) of the fields from the eigen factor of their Gram matrix, from
-    ``numpy.random.default_rng(seed)``, with ``e`` formed draw by draw (nothing cancels)."""
+    ``numpy.random.default_rng(seed)``, with ``e`` formed draw by draw (nothing cancels); for
+    activations with compiled codes the sums over the draws are compiled
+    (`gaugedyn.training._ode_kernels.monte_carlo_sums()`: the same draws and sums, a fifth of
+    the numpy time at K = M = 4)."""
     act = activation_of(activation)
     teacher = act if teacher_activation is None else activation_of(teacher_activation)
     g, gp, gt = on_numpy(act.function), on_numpy(act.derivative), on_numpy(teacher.function)
@@ -678,14 +723,30 @@ def monte_carlo_noise(
     K, block = a.shape[0], 65_536
     rng = np.random.default_rng(seed)
     s1, s2, n = np.zeros((K, K)), np.zeros((K, K)), 0
+    coded = act.code is not None and teacher.code is not None
     while n < samples:
-        X = rng.standard_normal((block, C.shape[0])) @ A.T
-        e = g(X[:, :K]) @ a - gt(X[:, K:]) @ b
-        G = gp(X[:, :K]) * a
-        e2 = e * e
-        s1 += (G * e2[:, None]).T @ G
-        G2 = G * G
-        s2 += (G2 * (e2 * e2)[:, None]).T @ G2
+        Z = rng.standard_normal((block, C.shape[0]))
+        if coded:  # the same draws and sums, compiled (no threaded product to spin)
+            from . import _ode_kernels
+
+            _ode_kernels.monte_carlo_sums(
+                int(act.code),
+                int(teacher.code),
+                np.ascontiguousarray(a, dtype=np.float64),
+                np.ascontiguousarray(b, dtype=np.float64),
+                Z,
+                np.ascontiguousarray(A),
+                s1,
+                s2,
+            )
+        else:
+            X = Z @ A.T
+            e = g(X[:, :K]) @ a - gt(X[:, K:]) @ b
+            G = gp(X[:, :K]) * a
+            e2 = e * e
+            s1 += (G * e2[:, None]).T @ G
+            G2 = G * G
+            s2 += (G2 * (e2 * e2)[:, None]).T @ G2
         n += block
     mean = s1 / n
     return mean, np.sqrt(np.maximum(s2 / n - mean * mean, 0.0) / n)
@@ -927,7 +988,9 @@ def _integrate_compiled(problem, act, b, T, y0, times, run, rtol, atol, options,
     grid = times if times[0] == 0.0 else np.concatenate([[0.0], times])
     jac = None
     if noise and act.name != "erf":
-        jac = flow_jacobian(rhs(False, 0.0))
+        jac = compiled_flow_jacobian(
+            act, problem.K, problem.M, b, T, eta, float(weight_decay), float(lr2)
+        )
     Y, info = odeint(
         f,
         y0,
