@@ -20,11 +20,15 @@ The same rules as the numpy reference `gaugedyn.training.OnlineODE`, compiled:
   rule with ``FOUR_POINT_NODES`` per axis on the eigen factor of its own ``4 x 4`` covariance
   (the axes of eigenvalues at most ``1e-12`` of the largest, a repeated field's, dropped: the
   symmetric rule's value moves by ``O(lambda)`` there); for the activations of
-  ``SOBOL_ACTIVATIONS`` (tanh) one equal-weight rule of $2^{14}$ (``SOBOL_LOG2``)
+  ``SOBOL_ACTIVATIONS`` (tanh) one equal-weight rule of ``2**SOBOL_LOG2``
   scrambled-Sobol nodes on the symmetric square root of ``C`` (`sobol_factor()`), ``e`` formed node by node
-  (`sobol_noise()`); the linear activation in closed form;
+  (`sobol_noise()`), of the difference between the integrand and that of an erf mixture
+  (``ERF_MIXTURES``), whose own expectation is added in closed form (`mixture_noise()`); the
+  linear activation in closed form;
 - label noise ``sigma^2 J_ik``, ``J = dF/dc (Q_ii, Q_kk, Q_ik)`` (Price), the options and the
-  state layout of ``OnlineODE``.
+  state layout of ``OnlineODE``;
+- the flow's forward-difference Jacobian (`flow_jacobian()`) and the runtime check's Monte
+  Carlo sums (`monte_carlo_sums()`).
 """
 
 from __future__ import annotations

@@ -37,17 +37,19 @@ Monte Carlo at every state of a run to t = 1000; tanh's is off by percents at t 
 the students fit the teacher the sum of four-point integrals cancels to a noise term far smaller
 than each integral's rule error (at t = 1000 the rule's diagonal is more than ten times Monte
 Carlo's, with entries of the wrong sign). Tanh's noise term is therefore one scrambled-Sobol
-rule for all $E_{ik}$ at once (`sobol_expectation()`; compiled,
-`gaugedyn.training._ode_kernels.sobol_noise`): $2^{14}$ equal-weight nodes $u = C^{1/2} z$,
-$z$ a fixed scrambled Sobol set through $\Phi^{-1}$, centred and whitened (exact for
-integrands of degree 2), $e$ formed node by node so that nothing cancels; the symmetric root
-$C^{1/2}$ keeps the rule continuous in the state. Against a randomised-QMC reference
-(``benchmarks/bench_noise_qmc.py``) it is within 1.3e-3 to 1.1e-2 of the term at the flow's
-states t = 0 to 1000, where the four-point rule is 2.6e-2 to 17 off; it costs about 4 ms per
-right-hand side against about 100 (K = M = 4, compiled). Its error is quasi-Monte Carlo's,
-about inverse to the node count, so the cost of an accurate tanh noise term stays in the
-milliseconds: a run to t = 1000 at rtol 1e-8 takes about 10 CPU s (2,000 right-hand sides),
-not the CPU second of the flow alone. `online_ode()` checks a noise term by a rule (the
+rule for all $E_{ik}$ at once with a control variate (`sobol_expectation()`; compiled,
+`gaugedyn.training._ode_kernels.sobol_noise` and ``mixture_noise``): $2^8$ (``SOBOL_LOG2``)
+equal-weight nodes $u = C^{1/2} z$, $z$ a fixed scrambled Sobol set through $\Phi^{-1}$,
+centred and whitened (exact for integrands of degree 2), $e$ formed node by node so that
+nothing cancels; the symmetric root $C^{1/2}$ keeps the rule continuous in the state. The
+rule integrates only the difference between tanh's integrand and that of a two-term erf
+mixture $h \approx \tanh$ (`ERF_MIXTURES`, within 1.6e-3 of it), whose own noise term is
+exact: erf's four-point integrals in closed form on the scaled fields (`mixture_noise()`).
+Against a randomised-QMC reference (``benchmarks/bench_noise_qmc.py``) it is within about
+5e-3 of the term at the flow's states t = 0 to 1000 (the plain rule of $2^{14}$ nodes it
+replaced: 1.3e-3 to 1.2e-2; the four-point rule 2.6e-2 to 17), at about 0.2 ms per
+right-hand side against 3 (K = M = 4, compiled), and a run to t = 1000 at rtol 1e-8 takes
+under a CPU second. `online_ode()` checks a noise term by a rule (the
 four-point quadrature or the Sobol rule) while it integrates (``noise_check``; `NoiseWatch`, declared by `NOISE_CHECK`):
 against Monte Carlo at the start and at each eighth of the horizon within 10% of the run's CPU
 time, warning once (`gaugedyn.NoiseTermWarning`) or raising where it is off by more than 10%.
@@ -91,9 +93,9 @@ compiled kernels take the index as the method's code."""
 SOBOL_ACTIVATIONS = ("tanh",)
 """The activations whose noise term is the scrambled-Sobol rule (`sobol_expectation()`):
 ``E_ik = E[g'(u_i) g'(u_k) e^2]`` for all ``i <= k`` from one equal-weight set of
-$2^{14}$ (``SOBOL_LOG2``) nodes $u = C^{1/2} z$ with ``e`` formed node by node, so nothing
-cancels.
-Chosen by measurement (``benchmarks/bench_online_noise_accuracy.py --sobol``, K = M = 4, the
+$2^8$ (``SOBOL_LOG2``) nodes $u = C^{1/2} z$ with ``e`` formed node by node, so nothing
+cancels, with the erf mixture of `ERF_MIXTURES` as control variate.
+Chosen (the rule without the control, at $2^{14}$ nodes) by measurement (``benchmarks/bench_online_noise_accuracy.py --sobol``, K = M = 4, the
 states of the noise-free flow at t = 0, 10, 100, 300 and 1000 against 8 x 2^20 scrambled-Sobol
 points; ``docs/benchmarks.md``): for tanh, whose four-point integrals converge slowly (the poles
 of ``tanh`` at ``+-i pi / 2``) and cancel once the students fit the teacher, the rule is within
@@ -102,8 +104,12 @@ softplus the four-point rule is the more accurate (6e-6 to 2e-3 against up to 1.
 stays."""
 
 SOBOL_LOG2 = 8
-"""``log2`` of the scrambled-Sobol rule's node count (16,384 nodes; 2^12 costs a quarter and is
-off by up to 4% at the same states)."""
+"""``log2`` of the scrambled-Sobol rule's node count (256 nodes), chosen by accuracy and cost
+(``benchmarks/bench_noise_qmc.py``, K = M = 4, the noise-free flow's states at t = 0, 10, 100,
+300 and 1000): with the control variate of `ERF_MIXTURES` 2^8 nodes are within about 5e-3 of
+the reference at every state (2^6: 1.6e-2, 2^10: 2.6e-3), as good as or better than the rule
+without the control at 2^14 nodes (1.3e-3 to 1.2e-2) at each state, at about a tenth of its
+cost (0.17 ms: half of it the mixture's closed form)."""
 
 SOBOL_SEED = 0
 """The scrambling's seed (`scipy.stats.qmc.Sobol`): the rule is one fixed node set."""
@@ -112,7 +118,7 @@ _SOBOL_CACHE: dict[tuple[int, int, int], np.ndarray] = {}
 
 
 def sobol_nodes(d: int) -> np.ndarray:
-    r"""The scrambled-Sobol rule's nodes, of shape $(2^{14}, d)$ (``SOBOL_LOG2`` = 14):
+    r"""The scrambled-Sobol rule's nodes, of shape ``(2**SOBOL_LOG2, d)``:
     $z = \Phi^{-1}(x)$ of the points $x$ of
     ``scipy.stats.qmc.Sobol(d, scramble=True, seed=SOBOL_SEED)``, centred and whitened
     (their mean exactly 0 and second moments exactly the identity: the rule integrates every
@@ -279,7 +285,8 @@ disagreement underestimated the error (at t = 0 of ``bench_online_noise_accuracy
 16 nodes per axis against 10 disagreed by 2.4% where Monte Carlo found 3.8%).
 With ``2**18`` draws the standard error is below 1% of the noise term at that problem's states
 (0.3 to 0.7%), and one check costs about six right-hand sides of softplus at K = M = 4 (0.5 CPU
-s against 70 ms, load 4, 2026-12-07; a hundred of tanh's Sobol rule): the budget's unit. The
+s against 70 ms, load 4, 2026-12-07; with its sums compiled, `monte_carlo_noise`, 0.07 s at
+load 8), or a few hundred of tanh's Sobol rule: the budget's unit. The
 tolerance of 10% asks the noise term to one significant digit: softplus's four-point rule
 agrees within the standard error at every state to t = 1000, and tanh's Sobol rule within 3%
 (the four-point rule it replaced failed from t = 100 on: 16% there, 26% at 300;
@@ -374,8 +381,8 @@ def noise_term(a, Q, R, b, T, activation, teacher_activation=None, method=None):
     By `noise_method()` unless ``method`` names one of ``NOISE_METHODS``: closed forms for linear
     and erf (same teacher); exact orthant moments for piecewise-linear $g$ and $g^*$
     (`gaugedyn.training._orthant`); for tanh (`SOBOL_ACTIVATIONS`) one scrambled-Sobol rule of
-    $2^{14}$ (``SOBOL_LOG2``) nodes on the symmetric root of the fields' Gram matrix $C$ for all
-    $(i, j)$ (``"sobol"``, `sobol_expectation()`); otherwise, when $C$ of the $K + M$ fields has
+    $2^8$ (``SOBOL_LOG2``) nodes on the symmetric root of the fields' Gram matrix $C$ for all
+    $(i, j)$ with an erf mixture as control variate (``"sobol"``, `sobol_expectation()`); otherwise, when $C$ of the $K + M$ fields has
     rank $r \le 4$, one $r$-dimensional Gauss-Hermite rule on its eigen factor for all $(i, j)$ at
     once (`DIRECT_NODES`), else the four-point integrals `four_point()` (``"quadrature"``, the
     reference the orthant moments are checked against).
@@ -863,7 +870,7 @@ class NoiseWatch:
         return disagreement
 
     def rule(self) -> list[int]:
-        """The checked rule's nodes: one entry, $2^{14}$ (``SOBOL_LOG2``), for ``"sobol"``,
+        """The checked rule's nodes: one entry, ``2**SOBOL_LOG2``, for ``"sobol"``,
         else `rule_sizes()`."""
         return [2**SOBOL_LOG2] if self.method == "sobol" else rule_sizes()
 
@@ -904,7 +911,9 @@ def flow_jacobian(flow):
     ($K + K^2 + KM$ of them) at every Jacobian: at K = M = 4 with ReLU (an orthant noise term,
     0.25 to 0.4 ms) those differences were 58% of the right-hand sides to t = 1000 (3,209 with
     52 Jacobians at rtol 1e-8), and with the flow's Jacobian the run takes 1,409 right-hand sides
-    and 0.56 CPU s against 1.27 s, its outputs within 2e-8 of the other's (2026-12-07)."""
+    and 0.56 CPU s against 1.27 s, its outputs within 2e-8 of the other's (2026-12-07).
+    `online_ode()` runs the same differences compiled (`compiled_flow_jacobian()`); this is
+    their reference."""
     step = np.sqrt(np.finfo(np.float64).eps)
 
     def jac(t, y):
@@ -957,8 +966,8 @@ def _check_args(problem, eta, batch, noise, rtol, atol, times):
 def _integrate_compiled(problem, act, b, T, y0, times, run, rtol, atol, options, watch=None):
     """LSODA on the compiled right-hand side of `online_ode` from ``t = 0`` to ``times``: ``run`` is ``(eta, batch, noise)``, ``options`` ``(weight_decay, lr2,
     label_noise)``. For every activation but erf LSODA gets the Jacobian of the flow without
-    the noise term (`flow_jacobian()`), falling back to its own differences of the whole
-    right-hand side where that run fails or returns non-finite states. ``watch`` (a
+    the noise term (`compiled_flow_jacobian()`: `flow_jacobian()`'s differences, compiled),
+    falling back to its own differences of the whole right-hand side where that run fails or returns non-finite states. ``watch`` (a
     `NoiseWatch` or ``None``) observes every right-hand side. Returns the states at
     ``times``."""
     from scipy.integrate import odeint
@@ -1037,15 +1046,17 @@ def online_ode(
     (`compiled_rhs()`: erf's closed forms in the classical form; for the others the reference's
     own rules, compiled) with LSODA
     (``scipy.integrate.odeint``; for every activation but erf given the Jacobian of the flow
-    without the noise term, `flow_jacobian()`, falling back to LSODA's own differences where
+    without the noise term, `flow_jacobian()` compiled (`compiled_flow_jacobian()`), falling
+    back to LSODA's own differences where
     its Newton iteration fails); ``"reference"`` integrates `OnlineODE` (numpy, through
     the population velocity) with DOP853. The two right-hand sides agree to round-off (tested).
     The noise term's method is `noise_method()`'s: exact orthant moments for the piecewise-linear
     activations (ReLU, leaky ReLU, absolute value; a fraction of a millisecond per right-hand
-    side at ``K = M = 4``); for tanh one scrambled-Sobol rule of $2^{14}$ nodes over all the
-    fields (`sobol_expectation()`: within about 1.2% of a high-precision reference at every
-    state of a run to t = 1000, about 4 ms per compiled right-hand side at ``K = M = 4``, a
-    run to t = 1000 at rtol 1e-8 about 10 CPU s); for another smooth activation whose fields
+    side at ``K = M = 4``); for tanh one scrambled-Sobol rule of $2^8$ nodes over all the
+    fields with an erf mixture as control variate (`sobol_expectation()`: within about 5e-3
+    of a high-precision reference at every state of a run to t = 1000, about 0.3 ms per
+    compiled right-hand side at ``K = M = 4``, a run to t = 1000 at rtol 1e-8 under a CPU
+    second); for another smooth activation whose fields
     have rank above 4 it is hundreds of four-point Gauss-Hermite integrals of $10^4$ nodes each
     (compiled, about 0.07 CPU s per right-hand side there; the reference: seconds), whose
     error is measured, not bounded: small for softplus (2e-3 or less; module docstring).
