@@ -263,11 +263,16 @@ def render_online_ode(record: dict) -> str:
 def render_noise_qmc(record: dict) -> str:
     d = record["data"]
     cfg = record["config"]
+    plain = "plain_nodes" in d  # records before the control variate have no such row
     cols = [
         "activation",
         "t (noise-free flow)",
-        "reference SE; Monte Carlo SE (its distance)",
-        f"scrambled Sobol ({d['sobol_nodes']:,} nodes): error, CPU ms",
+        "reference SE; Monte Carlo SE (its distance)"
+        + ("; plain RQMC's distance" if plain else ""),
+        f"scrambled Sobol ({d['sobol_nodes']:,} nodes"
+        + (", erf-mixture control" if plain else "")
+        + "): error, CPU ms",
+        *([f"without the control ({d['plain_nodes']:,} nodes): error, CPU ms"] if plain else []),
         "four-point: error, CPU ms",
     ]
     rows = []
@@ -277,21 +282,33 @@ def render_noise_qmc(record: dict) -> str:
                 m: f"{v['error']:.1e}, {_ms(v['ms'])}" + (" (chosen)" if m == r["chosen"] else "")
                 for m, v in u["rules"].items()
             }
+            ref = f"{u['reference_se']:.1e}; {u['mc_se']:.1e} ({u['mc_z']:.1f} SE)"
+            if plain:
+                ref += f"; {u['plain_z']:.1f} SE"
             rows.append(
                 [
                     name,
                     f"{u['t']:g}",
-                    f"{u['reference_se']:.1e}; {u['mc_se']:.1e} ({u['mc_z']:.1f} SE)",
+                    ref,
                     cells["sobol"],
+                    *([cells["sobol_plain"]] if plain else []),
                     cells["quadrature"],
                 ]
             )
+    control = (
+        " For an activation with an erf mixture (`ERF_MIXTURES`) the reference integrates the "
+        "difference from the mixture's integrand and adds the mixture's closed form; the same "
+        "scramblings without it (plain randomised QMC) check it, their distance in joint "
+        "standard errors."
+        if plain
+        else ""
+    )
     return (
         provenance(record)
         + f"\n\nK = M = {d['K']}; the reference: {cfg['seeds']} scramblings of 2^{cfg['log2']} "
         f"Sobol points, its standard error from their spread; Monte Carlo: {cfg['samples']:,} "
         "draws. Errors and standard errors relative to the largest entry of the reference; "
-        '"chosen" marks the rule `noise_method()` picks.\n\n' + _table(cols, rows)
+        '"chosen" marks the rule `noise_method()` picks.' + control + "\n\n" + _table(cols, rows)
     )
 
 

@@ -730,15 +730,15 @@ def monte_carlo_noise(
     K, block = a.shape[0], 65_536
     rng = np.random.default_rng(seed)
     s1, s2, n = np.zeros((K, K)), np.zeros((K, K)), 0
-    coded = act.code is not None and teacher.code is not None
+    codes = (act.code, teacher.code)
     while n < samples:
         Z = rng.standard_normal((block, C.shape[0]))
-        if coded:  # the same draws and sums, compiled (no threaded product to spin)
+        if codes[0] is not None and codes[1] is not None:  # the same sums, compiled
             from . import _ode_kernels
 
             _ode_kernels.monte_carlo_sums(
-                int(act.code),
-                int(teacher.code),
+                int(codes[0]),
+                int(codes[1]),
                 np.ascontiguousarray(a, dtype=np.float64),
                 np.ascontiguousarray(b, dtype=np.float64),
                 Z,
