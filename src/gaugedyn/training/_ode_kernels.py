@@ -516,26 +516,11 @@ def quadrature_rhs(
 
 
 @numba.njit(cache=True)
-def flow_jacobian(y, K, M, b, T, eta, wd, lr2, act, homogeneous, u, v, z, w, basis_t, step, J):
-    """``J``: the forward-difference Jacobian of the flow (`quadrature_rhs()` without the noise
-    term) at ``y``, column ``j`` with the step ``h = step max(|y_j|, 1e-5)`` (rounded to what
-    ``y_j + h`` represents): `gaugedyn.training._online_ode.flow_jacobian()`'s differences of the
-    same right-hand side, to the bit. A column moves one field's variance at most, so only that
-    field's coefficients (`field_coefficients()`) are recomputed: the Jacobian costs about two
-    right-hand sides, not ``1 + K + K^2 + KM``."""
-    P, n = K + M, y.shape[0]
-    empty_z, empty_n = np.zeros((1, 1)), np.zeros(1, dtype=np.int64)
-    slopes, nodes, control = np.zeros((3, 0)), np.zeros((0, P)), np.zeros((2, 0))
-    C, c = state_gram(y, K, M, b, T)
-    S, dS = np.empty(P), np.empty(P)
-    A = np.empty((P, 2, basis_t.shape[1] if not homogeneous else 1))
-    for p in range(P):
-        field_coefficients(act, homogeneous, u, C, z, w, basis_t, A, S, dS, p)
-    S0, dS0, A0 = S.copy(), dS.copy(), A.copy()
-    base, col = np.empty(n), np.empty(n)
-    yy = y.copy()
-    rhs_given(
-        yy,
+def flow_given(y, K, M, b, T, eta, wd, lr2, act, homogeneous, u, v, C, c, A, S, dS, out):
+    """`rhs_given()` without the noise term (and so without label noise), into ``out``."""
+    P = K + M
+    return rhs_given(
+        y,
         K,
         M,
         b,
@@ -549,20 +534,40 @@ def flow_jacobian(y, K, M, b, T, eta, wd, lr2, act, homogeneous, u, v, z, w, bas
         homogeneous,
         u,
         v,
-        empty_z,
-        empty_z,
-        empty_n,
+        np.zeros((1, 1)),
+        np.zeros((1, 1)),
+        np.zeros(1, dtype=np.int64),
         0,
-        slopes,
-        nodes,
-        control,
+        np.zeros((3, 0)),
+        np.zeros((0, P)),
+        np.zeros((2, 0)),
         C,
         c,
         A,
         S,
         dS,
-        base,
+        out,
     )
+
+
+@numba.njit(cache=True)
+def flow_jacobian(y, K, M, b, T, eta, wd, lr2, act, homogeneous, u, v, z, w, basis_t, step, J):
+    """``J``: the forward-difference Jacobian of the flow (`quadrature_rhs()` without the noise
+    term) at ``y``, column ``j`` with the step ``h = step max(|y_j|, 1e-5)`` (rounded to what
+    ``y_j + h`` represents): `gaugedyn.training._online_ode.flow_jacobian()`'s differences of the
+    same right-hand side, to the bit. A column moves one field's variance at most, so only that
+    field's coefficients (`field_coefficients()`) are recomputed: the Jacobian costs about two
+    right-hand sides, not ``1 + K + K^2 + KM``."""
+    P, n = K + M, y.shape[0]
+    C, c = state_gram(y, K, M, b, T)
+    S, dS = np.empty(P), np.empty(P)
+    A = np.empty((P, 2, basis_t.shape[1] if not homogeneous else 1))
+    for p in range(P):
+        field_coefficients(act, homogeneous, u, C, z, w, basis_t, A, S, dS, p)
+    S0, dS0, A0 = S.copy(), dS.copy(), A.copy()
+    base, col = np.empty(n), np.empty(n)
+    yy = y.copy()
+    flow_given(yy, K, M, b, T, eta, wd, lr2, act, homogeneous, u, v, C, c, A, S, dS, base)
     for j in range(n):
         keep = yy[j]
         yy[j] = keep + step * max(abs(keep), 1e-5)
@@ -573,35 +578,7 @@ def flow_jacobian(y, K, M, b, T, eta, wd, lr2, act, homogeneous, u, v, z, w, bas
             if Cj[p, p] != C[p, p]:
                 moved = p
                 field_coefficients(act, homogeneous, u, Cj, z, w, basis_t, A, S, dS, p)
-        rhs_given(
-            yy,
-            K,
-            M,
-            b,
-            T,
-            eta,
-            0.0,
-            wd,
-            lr2,
-            0.0,
-            act,
-            homogeneous,
-            u,
-            v,
-            empty_z,
-            empty_z,
-            empty_n,
-            0,
-            slopes,
-            nodes,
-            control,
-            Cj,
-            cj,
-            A,
-            S,
-            dS,
-            col,
-        )
+        flow_given(yy, K, M, b, T, eta, wd, lr2, act, homogeneous, u, v, Cj, cj, A, S, dS, col)
         for i in range(n):
             J[i, j] = (col[i] - base[i]) / h
         if moved >= 0:
