@@ -73,7 +73,7 @@ def test_softplus_run_from_the_t_1000_state_does_not_warn():
 @pytest.mark.parametrize("t", [0.0, 10.0, 100.0, 300.0, 1000.0])
 def test_tanh_passes_at_every_state_to_t_1000(t):
     """Tanh's noise term is the scrambled-Sobol rule with its control variate
-    (``method="sobol"``), within about 5e-3 of the reference at each of these states
+    (``method="sobol"``), within about 6e-3 of the reference at each of these states
     (``benchmarks/bench_noise_qmc.py``); the
     four-point rule it replaced failed the check from t = 100 on (16% and 26% at 100 and 300)."""
     problem, states = _flow("tanh")

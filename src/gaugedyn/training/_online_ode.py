@@ -46,7 +46,7 @@ rule integrates only the difference between tanh's integrand and that of a two-t
 mixture $h \approx \tanh$ (`ERF_MIXTURES`, within 1.6e-3 of it), whose own noise term is
 exact: erf's four-point integrals in closed form on the scaled fields (`mixture_noise()`).
 Against a randomised-QMC reference (``benchmarks/bench_noise_qmc.py``) it is within about
-5e-3 of the term at the flow's states t = 0 to 1000 (the plain rule of $2^{14}$ nodes it
+6e-3 of the term at the flow's states t = 0 to 1000 (the plain rule of $2^{14}$ nodes it
 replaced: 1.3e-3 to 1.2e-2; the four-point rule 2.6e-2 to 17), at about 0.2 ms per
 right-hand side against 3 (K = M = 4, compiled), and a run to t = 1000 at rtol 1e-8 takes
 under a CPU second. `online_ode()` checks a noise term by a rule (the
@@ -95,8 +95,8 @@ SOBOL_ACTIVATIONS = ("tanh",)
 ``E_ik = E[g'(u_i) g'(u_k) e^2]`` for all ``i <= k`` from one equal-weight set of
 $2^8$ (``SOBOL_LOG2``) nodes $u = C^{1/2} z$ with ``e`` formed node by node, so nothing
 cancels, with the erf mixture of `ERF_MIXTURES` as control variate.
-Chosen (the rule without the control, at $2^{14}$ nodes) by measurement (``benchmarks/bench_online_noise_accuracy.py --sobol``, K = M = 4, the
-states of the noise-free flow at t = 0, 10, 100, 300 and 1000 against 8 x 2^20 scrambled-Sobol
+Chosen (the rule without the control, at $2^{14}$ nodes) by measurement
+(``benchmarks/bench_online_noise_accuracy.py --sobol``, K = M = 4, the states of the noise-free flow at t = 0, 10, 100, 300 and 1000 against 8 x 2^20 scrambled-Sobol
 points; ``docs/benchmarks.md``): for tanh, whose four-point integrals converge slowly (the poles
 of ``tanh`` at ``+-i pi / 2``) and cancel once the students fit the teacher, the rule is within
 about 1.2% where the four-point rule is 2.5% to 1,700% off, at a twentieth of its cost; for
@@ -111,7 +111,7 @@ between the rules, early accuracy against late, is left open."""
 SOBOL_LOG2 = 8
 """``log2`` of the scrambled-Sobol rule's node count (256 nodes), chosen by accuracy and cost
 (``benchmarks/bench_noise_qmc.py``, K = M = 4, the noise-free flow's states at t = 0, 10, 100,
-300 and 1000): with the control variate of `ERF_MIXTURES` 2^8 nodes are within about 5e-3 of
+300 and 1000): with the control variate of `ERF_MIXTURES` 2^8 nodes are within about 6e-3 of
 the reference at every state (2^6: 1.6e-2, 2^10: 2.6e-3), as good as or better than the rule
 without the control at 2^14 nodes (1.3e-3 to 1.2e-2) at each state, at about a tenth of its
 cost (0.17 ms: half of it the mixture's closed form)."""
@@ -1058,7 +1058,7 @@ def online_ode(
     The noise term's method is `noise_method()`'s: exact orthant moments for the piecewise-linear
     activations (ReLU, leaky ReLU, absolute value; a fraction of a millisecond per right-hand
     side at ``K = M = 4``); for tanh one scrambled-Sobol rule of $2^8$ nodes over all the
-    fields with an erf mixture as control variate (`sobol_expectation()`: within about 5e-3
+    fields with an erf mixture as control variate (`sobol_expectation()`: within about 6e-3
     of a high-precision reference at every state of a run to t = 1000, about 0.3 ms per
     compiled right-hand side at ``K = M = 4``, a run to t = 1000 at rtol 1e-8 under a CPU
     second); for another smooth activation whose fields
