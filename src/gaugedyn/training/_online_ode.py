@@ -96,8 +96,9 @@ SOBOL_ACTIVATIONS = ("tanh",)
 $2^8$ (``SOBOL_LOG2``) nodes $u = C^{1/2} z$ with ``e`` formed node by node, so nothing
 cancels, with the erf mixture of `ERF_MIXTURES` as control variate.
 Chosen (the rule without the control, at $2^{14}$ nodes) by measurement
-(``benchmarks/bench_online_noise_accuracy.py --sobol``, K = M = 4, the states of the noise-free flow at t = 0, 10, 100, 300 and 1000 against 8 x 2^20 scrambled-Sobol
-points; ``docs/benchmarks.md``): for tanh, whose four-point integrals converge slowly (the poles
+(``benchmarks/bench_online_noise_accuracy.py --sobol``, K = M = 4, the states of the noise-free
+flow at t = 0, 10, 100, 300 and 1000 against 8 x 2^20 scrambled-Sobol points;
+``docs/benchmarks.md``): for tanh, whose four-point integrals converge slowly (the poles
 of ``tanh`` at ``+-i pi / 2``) and cancel once the students fit the teacher, the rule is within
 about 1.2% where the four-point rule is 2.5% to 1,700% off, at a twentieth of its cost; for
 softplus the four-point rule is the more accurate (6e-6 to 2e-3 against up to 1.5e-2) and
