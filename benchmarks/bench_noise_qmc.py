@@ -10,12 +10,19 @@ noise-free compiled flow reaches at ``--times`` (rtol 1e-8), this measures
   sequence of ``2^--log2`` points each (``scipy.stats.qmc.Sobol``, ``z = Phi^{-1}(point)`` on the
   eigen factor of the fields' Gram matrix, the largest eigenvalue on the first coordinate:
   there its spread is a quarter of that on the symmetric root; ``e`` formed point by point so
-  that nothing cancels); its mean, and its standard error from the scramblings' spread;
+  that nothing cancels), each of the difference between the integrand and that of the
+  activation's erf mixture (``ERF_MIXTURES``), plus the mixture's closed form
+  (`gaugedyn.training._online_ode.mixture_noise`): unbiased whatever the mixture; its mean, and
+  its standard error from the scramblings' spread. The same scramblings without the control
+  (plain randomised QMC, unbiased on its own) check it: their distance from the reference in
+  their joint standard errors (``plain_z``);
 - Monte Carlo (``--samples`` draws, `gaugedyn.training._online_ode.monte_carlo_noise`), its
-  standard error, and its distance from the reference in its own standard errors (the check
-  that the reference is right);
-- the scrambled-Sobol rule (``"sobol"``: `gaugedyn.training._online_ode.sobol_expectation`,
-  ``2^SOBOL_LOG2`` nodes) and the four-point rule (``"quadrature"``: the compiled kernel's sum
+  standard error, and its distance from the reference in its own standard errors (a second,
+  independent check of the reference);
+- the package's rule (``"sobol"``: `gaugedyn.training._online_ode.sobol_expectation`,
+  ``2^SOBOL_LOG2`` scrambled-Sobol nodes with the erf mixture as control variate), the same
+  rule without the control at ``2^--plain-log2`` nodes (``"sobol_plain"``: the rule before the
+  control, 2^14 nodes) and the four-point rule (``"quadrature"``: the compiled kernel's sum
   of four-point Gauss-Hermite integrals, ``FOUR_POINT_NODES`` per axis, or its direct rule at
   rank 4 or less), each compiled: the error ``max |E - E_ref| / max |E_ref|`` and the CPU
   milliseconds of one evaluation (median of ``--rounds``).
@@ -25,6 +32,7 @@ The row of the rule `noise_method()` picks is marked: the choice the package dec
 
     .venv/bin/python benchmarks/bench_noise_qmc.py [--activations tanh,softplus]
         [--times 0,10,100,300,1000] [--log2 19] [--seeds 8] [--samples 1000000] [--rounds 3]
+        [--plain-log2 14]
         [--json benchmarks/results/noise_qmc.json [--stop-after S]]
 
 It prints the machine (CPU model, cores, load); ``--json`` writes a benchmark record
@@ -40,19 +48,22 @@ import time
 from pathlib import Path
 
 import numpy as np
+from scipy.special import erf
 from scipy.stats import norm, qmc
 
 from gaugedyn.theory import activation_of, on_numpy, random_problem
 from gaugedyn.training import _ode_kernels, _online_ode, online_ode
 
 
-def rqmc(name: str, a, C, b, log2: int, seed: int) -> np.ndarray:
-    """``E`` (``(K, K)``) by ``2^log2`` points of one scrambling (``seed``), in blocks."""
+def rqmc(name: str, a, C, b, log2: int, seed: int, control) -> np.ndarray:
+    """``E`` (``(K, K)``) by ``2^log2`` points of one scrambling (``seed``), in blocks, less the
+    erf mixture ``control`` network's integrand at the same points (``(2, 0)``: none)."""
     act = activation_of(name)
     g, gp = on_numpy(act.function), on_numpy(act.derivative)
     lam, U = np.linalg.eigh(C)  # principal axes, the largest first: the reference's best
     A = (U * np.sqrt(np.maximum(lam, 0.0)))[:, ::-1]
     K, block = a.shape[0], min(log2, 16)
+    alpha, beta = control
     sob = qmc.Sobol(d=C.shape[0], scramble=True, seed=1000 + seed)
     total = np.zeros((K, K))
     for _ in range(2 ** (log2 - block)):
@@ -60,14 +71,23 @@ def rqmc(name: str, a, C, b, log2: int, seed: int) -> np.ndarray:
         e = g(X[:, :K]) @ a - g(X[:, K:]) @ b
         G = gp(X[:, :K])
         total += (G * (e * e)[:, None]).T @ G
+        if alpha.size:
+            Y = X[..., None] * beta
+            H = erf(Y / np.sqrt(2.0)) @ alpha
+            Hp = (np.sqrt(2.0 / np.pi) * np.exp(-0.5 * Y[:, :K] ** 2)) @ (alpha * beta)
+            eh = H[:, :K] @ a - H[:, K:] @ b
+            total -= (Hp * (eh * eh)[:, None]).T @ Hp
     return total / 2**log2
 
 
-def compiled(name: str, method: str, a, C, b) -> np.ndarray:
-    """``E`` by the compiled kernel's ``method`` (``"sobol"`` or ``"quadrature"``), whole."""
+def compiled(name: str, method: str, a, C, b, control=None) -> np.ndarray:
+    """``E`` by the compiled kernel's ``method`` (``"sobol"`` or ``"quadrature"``), whole; the
+    Sobol rule's control variate ``control`` (``None``: the package's, `rule_control`)."""
     K = a.shape[0]
     E = np.zeros((K, K))
     z, w, n = _online_ode._grids(_online_ode.rule_sizes())
+    if control is None:
+        control = _online_ode.rule_control(method, name)
     _ode_kernels.noise_expectation(
         int(activation_of(name).code),
         False,
@@ -81,9 +101,20 @@ def compiled(name: str, method: str, a, C, b) -> np.ndarray:
         w,
         n,
         _online_ode.rule_nodes(method, C.shape[0]),
+        control,
         E,
     )
     return np.triu(E) + np.triu(E, 1).T
+
+
+def plain_rule(name: str, a, C, b, log2: int) -> np.ndarray:
+    """``E`` by the scrambled-Sobol rule without its control variate at ``2^log2`` nodes."""
+    keep = _online_ode.SOBOL_LOG2
+    _online_ode.SOBOL_LOG2 = log2
+    try:
+        return compiled(name, "sobol", a, C, b, np.zeros((2, 0)))
+    finally:
+        _online_ode.SOBOL_LOG2 = keep
 
 
 def state_unit(name: str, t: float, state, args) -> dict:
@@ -91,9 +122,16 @@ def state_unit(name: str, t: float, state, args) -> dict:
     a, Q, R, b, T = state
     C = np.block([[Q, R], [R.T, T]])
     C = (C + C.T) / 2
-    runs = np.array([rqmc(name, a, C, b, args.log2, s) for s in range(args.seeds)])
+    control = _online_ode.rule_control("sobol", name)
+    closed = _online_ode.mixture_noise(control, a, b, C) if control.size else 0.0
+    runs = np.array([rqmc(name, a, C, b, args.log2, s, control) for s in range(args.seeds)])
+    runs = runs + closed
     ref, ref_se = runs.mean(axis=0), runs.std(axis=0, ddof=1) / np.sqrt(args.seeds)
     scale = float(np.abs(ref).max())
+    plain = np.array(
+        [rqmc(name, a, C, b, args.log2, s, np.zeros((2, 0))) for s in range(args.seeds)]
+    )
+    plain_se = plain.std(axis=0, ddof=1) / np.sqrt(args.seeds)
     mc, mc_se = _online_ode.monte_carlo_noise(
         name, None, a, Q, R, b, T, args.samples, _online_ode.NOISE_CHECK.seed + 1
     )
@@ -104,16 +142,23 @@ def state_unit(name: str, t: float, state, args) -> dict:
         "eigenvalues": np.linalg.eigvalsh(C).tolist(),
         "scale": scale,
         "reference_se": float(ref_se.max()) / scale,
+        "plain_se": float(plain_se.max()) / scale,
+        "plain_z": float((np.abs(plain.mean(axis=0) - ref) / np.hypot(plain_se, ref_se)).max()),
         "mc_se": float(mc_se.max()) / scale,
         "mc_z": float((np.abs(mc - ref) / np.sqrt(mc_se**2 + ref_se**2)).max()),
         "rules": {},
     }
-    for method in ("sobol", "quadrature"):
-        E = compiled(name, method, a, C, b)
+    evaluate = {
+        "sobol": lambda: compiled(name, "sobol", a, C, b),
+        "sobol_plain": lambda: plain_rule(name, a, C, b, args.plain_log2),
+        "quadrature": lambda: compiled(name, "quadrature", a, C, b),
+    }
+    for method, fn in evaluate.items():
+        E = fn()
         cpu = []
         for _ in range(args.rounds):
             c0 = time.process_time()
-            compiled(name, method, a, C, b)
+            fn()
             cpu.append(time.process_time() - c0)
         out["rules"][method] = {
             "error": float(np.abs(E - ref).max()) / scale,
@@ -130,6 +175,7 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=int, default=8)
     p.add_argument("--samples", type=int, default=1_000_000)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--plain-log2", type=int, default=14)
     p.add_argument("--json", default=None, help="write the figures as a benchmark record")
     p.add_argument(
         "--stop-after",
@@ -151,6 +197,8 @@ def main(argv=None) -> int:
         "samples": args.samples,
         "rounds": args.rounds,
         "sobol_log2": _online_ode.SOBOL_LOG2,
+        "plain_log2": args.plain_log2,
+        "mixtures": {k: [list(v) for v in m] for k, m in _online_ode.ERF_MIXTURES.items()},
         "K": 4,
         "M": 4,
     }
@@ -175,15 +223,23 @@ def main(argv=None) -> int:
             rows[name]["states"].append(u)
             r = u["rules"]
             print(
-                f"{name} t = {t:g}: reference SE {u['reference_se']:.1e} (Monte Carlo SE "
-                f"{u['mc_se']:.1e}, {u['mc_z']:.1f} SE off); sobol {r['sobol']['error']:.1e} "
-                f"({r['sobol']['ms']:.1f} ms), four-point {r['quadrature']['error']:.1e} "
+                f"{name} t = {t:g}: reference SE {u['reference_se']:.1e} (plain RQMC "
+                f"{u['plain_z']:.1f} SE off, Monte Carlo SE {u['mc_se']:.1e}, {u['mc_z']:.1f} SE "
+                f"off); sobol {r['sobol']['error']:.1e} ({r['sobol']['ms']:.2f} ms), without "
+                f"control (2^{args.plain_log2}) {r['sobol_plain']['error']:.1e} "
+                f"({r['sobol_plain']['ms']:.1f} ms), four-point {r['quadrature']['error']:.1e} "
                 f"({r['quadrature']['ms']:.1f} ms)",
                 flush=True,
             )
     if progress:
         progress.finish(
-            {"K": 4, "M": 4, "sobol_nodes": 2**_online_ode.SOBOL_LOG2, **{"activations": rows}}
+            {
+                "K": 4,
+                "M": 4,
+                "sobol_nodes": 2**_online_ode.SOBOL_LOG2,
+                "plain_nodes": 2**args.plain_log2,
+                **{"activations": rows},
+            }
         )
     return 0
 

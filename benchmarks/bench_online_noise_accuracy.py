@@ -68,7 +68,20 @@ def noise(name: str, a, C, b, n: int):
     E = np.zeros((K, K))
     z, w, sizes = grids(n)
     _ode_kernels.noise_expectation(
-        int(act.code), False, 0, np.zeros((3, 0)), a, b, C, c, z, w, sizes, np.zeros((0, 8)), E
+        int(act.code),
+        False,
+        0,
+        np.zeros((3, 0)),
+        a,
+        b,
+        C,
+        c,
+        z,
+        w,
+        sizes,
+        np.zeros((0, 8)),
+        np.zeros((2, 0)),
+        E,
     )
     return E
 

@@ -11,8 +11,9 @@ full rank 8, eta = 1, batch 1):
 2. the same with weight decay 0.1, ``lr2`` 0.5 and label noise 0.3 (the classical options);
 3. ``online_ode(..., method="compiled")`` to ``--t-max`` (default 1000) at ``--rtol`` (default
    ``online_ode``'s, 1e-9; ``atol = rtol / 100``), once, plain and with the options: CPU
-   seconds, right-hand sides evaluated (and apart the flow's alone, without the noise term,
-   that the Jacobian `flow_jacobian` differences), and the ratio of each to the plain compiled
+   seconds, right-hand sides evaluated, the flow's Jacobians
+   (`compiled_flow_jacobian`, counted) and any right-hand sides of the flow alone, without the
+   noise term, evaluated apart, and the ratio of each to the plain compiled
    erf run (measured in the same process, same tolerances); a run is stopped, and marked
    unfinished, after ``--budget`` right-hand sides (default 5000).
 
@@ -86,8 +87,9 @@ def trajectory(name: str, options: dict, t_max: float, rtol: float | None, budge
     sides (counted by wrapping the compiled right-hand side: the whole ones, and apart the
     flow's without the noise term that `flow_jacobian` differences); stopped, and marked
     unfinished, after ``budget`` whole right-hand sides."""
-    count, flow, limit = [0], [0], [None]
+    count, flow, jacobians, limit = [0], [0], [0], [None]
     original = _online_ode.compiled_rhs
+    original_jac = _online_ode.compiled_flow_jacobian
 
     def counting(*args, **kw):
         f = original(*args, **kw)
@@ -108,17 +110,32 @@ def trajectory(name: str, options: dict, t_max: float, rtol: float | None, budge
 
         return g
 
+    def counting_jac(*args, **kw):
+        jac = original_jac(*args, **kw)
+
+        def j(t, y):
+            jacobians[0] += 1
+            return jac(t, y)
+
+        return j
+
     problem = _problem(name)
     times = np.linspace(0.0, t_max, 101)
     tol = {} if rtol is None else {"rtol": rtol, "atol": rtol / 100}
     _online_ode.compiled_rhs = counting
+    _online_ode.compiled_flow_jacobian = counting_jac
     try:
         count[0], limit[0] = 0, budget
         try:  # compile, at the run's tolerances and budget (a stalled warm-up is bounded too)
             online_ode(problem, 1.0, times[:2], method="compiled", **tol, **options)
         except _Budget:
             pass
-        count[0] = flow[0] = 0
+        if name != "erf":  # the flow's Jacobian too (a short run may stay in Adams mode)
+            a0, Q0, R0, b, T = problem.order_parameters()
+            y0 = np.concatenate([a0, Q0.ravel(), R0.ravel()])
+            wd, lr2 = options.get("weight_decay", 0.0), options.get("lr2", 1.0)
+            original_jac(name, 4, 4, b, T, 1.0, wd, lr2)(0.0, y0)
+        count[0] = flow[0] = jacobians[0] = 0
         c0, t0 = time.process_time(), time.perf_counter()
         finished = True
         try:
@@ -128,12 +145,14 @@ def trajectory(name: str, options: dict, t_max: float, rtol: float | None, budge
         cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     finally:
         _online_ode.compiled_rhs = original
+        _online_ode.compiled_flow_jacobian = original_jac
     n = min(count[0], budget)
     return {
         "cpu": cpu,
         "wall": wall,
         "rhs": n,
         "flow_rhs": flow[0],
+        "jacobians": jacobians[0],
         "ms_per_rhs": 1e3 * cpu / max(n, 1),
         "finished": finished,
     }
@@ -210,7 +229,8 @@ def main(argv=None) -> int:
                 f"{name:11s} {k:8s} one rhs: compiled {1e3 * r['compiled']['cpu']:.1f} ms, "
                 f"reference {1e3 * r['reference']['cpu']:.1f} ms CPU ({r['ratio_cpu']:.1f}x), "
                 f"rel. diff {r['rel_diff']:.1e}; to t = {args.t_max:g}: {t['cpu']:.1f} CPU s "
-                f"({t['rhs']} rhs and {t.get('flow_rhs', 0)} of the flow alone, "
+                f"({t['rhs']} rhs, {t.get('jacobians', 0)} compiled flow Jacobians and "
+                f"{t.get('flow_rhs', 0)} rhs of the flow alone, "
                 f"{t['ms_per_rhs']:.2f} ms per rhs; {t['to_erf_plain']:.0f}x erf)"
                 + ("" if t["finished"] else f"; unfinished at the budget of {args.budget} rhs"),
                 flush=True,

@@ -249,6 +249,7 @@ def render_online_ode(record: dict) -> str:
                     f"{r['rel_diff']:.1e}",
                     f"{t['cpu']:.2f} ({t['rhs']} rhs"
                     + (f" and {t['flow_rhs']} of the flow alone" if t.get("flow_rhs") else "")
+                    + (f", {t['jacobians']} flow Jacobians" if t.get("jacobians") else "")
                     + f", {_ms(t['ms_per_rhs'])} ms per rhs)"
                     + ("" if t["finished"] else "; stopped at the budget"),
                     _times(t["to_erf_plain"]),
@@ -267,7 +268,7 @@ def render_online_ode(record: dict) -> str:
         provenance(record)
         + f"\n\nK = M = {d['K']} (fields of rank 8: the noise term by the method the "
         "activation's row names, `noise_method()`: quadrature, four-point integrals; sobol, one "
-        "scrambled-Sobol rule; orthant, exactly by orthant moments); "
+        "scrambled-Sobol rule with an erf-mixture control variate; orthant, exactly by orthant moments); "
         f"the plain compiled erf run to t = {d['t_max']:g}: {erf['plain']['cpu']:.3f} CPU s "
         f"({erf['plain']['rhs']} right-hand sides), with the options "
         f"{erf['options']['cpu']:.3f} CPU s.\n\n" + _table(cols, rows)
@@ -277,11 +278,16 @@ def render_online_ode(record: dict) -> str:
 def render_noise_qmc(record: dict) -> str:
     d = record["data"]
     cfg = record["config"]
+    plain = "plain_nodes" in d  # records before the control variate have no such row
     cols = [
         "activation",
         "t (noise-free flow)",
-        "reference SE; Monte Carlo SE (its distance)",
-        f"scrambled Sobol ({d['sobol_nodes']:,} nodes): error, CPU ms",
+        "reference SE; Monte Carlo SE (its distance)"
+        + ("; plain RQMC's distance" if plain else ""),
+        f"scrambled Sobol ({d['sobol_nodes']:,} nodes"
+        + (", erf-mixture control" if plain else "")
+        + "): error, CPU ms",
+        *([f"without the control ({d['plain_nodes']:,} nodes): error, CPU ms"] if plain else []),
         "four-point: error, CPU ms",
     ]
     rows = []
@@ -291,21 +297,33 @@ def render_noise_qmc(record: dict) -> str:
                 m: f"{v['error']:.1e}, {_ms(v['ms'])}" + (" (chosen)" if m == r["chosen"] else "")
                 for m, v in u["rules"].items()
             }
+            ref = f"{u['reference_se']:.1e}; {u['mc_se']:.1e} ({u['mc_z']:.1f} SE)"
+            if plain:
+                ref += f"; {u['plain_z']:.1f} SE"
             rows.append(
                 [
                     name,
                     f"{u['t']:g}",
-                    f"{u['reference_se']:.1e}; {u['mc_se']:.1e} ({u['mc_z']:.1f} SE)",
+                    ref,
                     cells["sobol"],
+                    *([cells["sobol_plain"]] if plain else []),
                     cells["quadrature"],
                 ]
             )
+    control = (
+        " For an activation with an erf mixture (`ERF_MIXTURES`) the reference integrates the "
+        "difference from the mixture's integrand and adds the mixture's closed form; the same "
+        "scramblings without it (plain randomised QMC) check it, their distance in joint "
+        "standard errors."
+        if plain
+        else ""
+    )
     return (
         provenance(record)
         + f"\n\nK = M = {d['K']}; the reference: {cfg['seeds']} scramblings of 2^{cfg['log2']} "
         f"Sobol points, its standard error from their spread; Monte Carlo: {cfg['samples']:,} "
         "draws. Errors and standard errors relative to the largest entry of the reference; "
-        '"chosen" marks the rule `noise_method()` picks.\n\n' + _table(cols, rows)
+        '"chosen" marks the rule `noise_method()` picks.' + control + "\n\n" + _table(cols, rows)
     )
 
 

@@ -20,11 +20,15 @@ The same rules as the numpy reference `gaugedyn.training.OnlineODE`, compiled:
   rule with ``FOUR_POINT_NODES`` per axis on the eigen factor of its own ``4 x 4`` covariance
   (the axes of eigenvalues at most ``1e-12`` of the largest, a repeated field's, dropped: the
   symmetric rule's value moves by ``O(lambda)`` there); for the activations of
-  ``SOBOL_ACTIVATIONS`` (tanh) one equal-weight rule of $2^{14}$ (``SOBOL_LOG2``)
+  ``SOBOL_ACTIVATIONS`` (tanh) one equal-weight rule of ``2**SOBOL_LOG2``
   scrambled-Sobol nodes on the symmetric square root of ``C`` (`sobol_factor()`), ``e`` formed node by node
-  (`sobol_noise()`); the linear activation in closed form;
+  (`sobol_noise()`), of the difference between the integrand and that of an erf mixture
+  (``ERF_MIXTURES``), whose own expectation is added in closed form (`mixture_noise()`); the
+  linear activation in closed form;
 - label noise ``sigma^2 J_ik``, ``J = dF/dc (Q_ii, Q_kk, Q_ik)`` (Price), the options and the
-  state layout of ``OnlineODE``.
+  state layout of ``OnlineODE``;
+- the flow's forward-difference Jacobian (`flow_jacobian()`) and the runtime check's Monte
+  Carlo sums (`monte_carlo_sums()`).
 """
 
 from __future__ import annotations
@@ -34,12 +38,32 @@ import math
 import numba
 import numpy as np
 
-from ._online_kernels import g, g_prime, g_second
+from ._online_kernels import _INV_SQRT2, _SQRT_2_OVER_PI, erf_i4, g, g_prime, g_second
 from ._orthant import piecewise_noise
 
 EIGEN_DROP = 1e-12
 """Eigenvalues at or below this fraction of the largest count as zero (`gaugedyn.theory.eigen_factor`'s
 tolerance): the rank of ``C`` and the dropped axes of a four-point rule."""
+
+
+@numba.njit(inline="always", cache=True)
+def g_triple(act, x):
+    """``(g(x), g'(x), g''(x))`` of activation code ``act``, the same values as `g()`,
+    `g_prime()` and `g_second()` apart, with tanh's ``tanh(x)`` computed once (three calls of it
+    were most of the flow's cost)."""
+    if act == 3:
+        t = math.tanh(x)
+        return t, 1.0 - t * t, -2.0 * t * (1.0 - t * t)
+    return g(act, x), g_prime(act, x), g_second(act, x)
+
+
+@numba.njit(inline="always", cache=True)
+def g_pair(act, x):
+    """``(g(x), g'(x))`` of activation code ``act`` (`g_triple()`'s first two)."""
+    if act == 3:
+        t = math.tanh(x)
+        return t, 1.0 - t * t
+    return g(act, x), g_prime(act, x)
 
 
 @numba.njit(cache=True)
@@ -55,13 +79,13 @@ def hermite_coefficients(act, q, z, w, basis_t, A, row):
     S, dS = 0.0, 0.0
     for j in range(n):
         x = sq * z[j]
-        G, P = g(act, x), g_prime(act, x)
+        G, P, G2 = g_triple(act, x)
         pz = P * z[j]
         for k in range(terms):
             A[row, 0, k] += basis_t[j, k] * G
             A[row, 1, k] += basis_t[j, k] * pz
         S += w[j] * G * G
-        dS += w[j] * (P * P + G * g_second(act, x))
+        dS += w[j] * (P * P + G * G2)
     for k in range(terms):
         A[row, 1, k] /= 2.0 * sq
     return S, dS
@@ -126,11 +150,7 @@ def direct_noise(act, a, b, A, zr, wr, n, E):
             coord[m] = zr[j]
             wt *= wr[j]
             rest //= n
-        for p in range(P):
-            s = 0.0
-            for m in range(r):
-                s += A[p, m] * coord[m]
-            u[p] = s
+        fields_at(A, coord, u)
         e = 0.0
         for i in range(K):
             e += a[i] * g(act, u[i])
@@ -161,35 +181,133 @@ def sobol_factor(C):
     return A
 
 
+@numba.njit(inline="always", cache=True)
+def fields_at(A, z, u):
+    """``u = A z`` (``A (P, r)``, ``z (r,)``) into ``u (P,)``: one node of a rule on the factor
+    ``A`` (the direct and the Sobol rule's shared step)."""
+    P, r = A.shape
+    for p in range(P):
+        s = 0.0
+        for m in range(r):
+            s += A[p, m] * z[m]
+        u[p] = s
+
+
+@numba.njit(inline="always", cache=True)
+def mixture(control, x):
+    """``(h(x), h'(x))`` of the erf mixture ``h(x) = sum_j alpha_j erf(beta_j x / sqrt 2)``
+    (rows ``alpha``, ``beta`` of ``control (2, J)``)."""
+    h, d = 0.0, 0.0
+    for j in range(control.shape[1]):
+        y = control[1, j] * x
+        h += control[0, j] * math.erf(y * _INV_SQRT2)
+        d += control[0, j] * control[1, j] * (_SQRT_2_OVER_PI * math.exp(-0.5 * (y * y)))
+    return h, d
+
+
 @numba.njit(cache=True)
-def sobol_noise(act, a, b, A, nodes, E):
+def sobol_noise(act, a, b, A, nodes, control, E):
     """``E_ik += E[g'(u_i) g'(u_k) e^2]`` (``i <= k``) by the equal-weight rule of the rows of
-    ``nodes (N, r)`` on the factor ``A (P, r)``: ``u = A z``
+    ``nodes (N, r)`` on the factor ``A (P, r)``, ``u = A z``, with the erf mixture ``control
+    (2, J)`` as a control variate (``J = 0``: none): the rule's mean of the difference of the
+    integrand and the mixture network's (`mixture()`), to which `noise_expectation()` adds the
+    mixture's own expectation in closed form (`mixture_noise()`)
     (`gaugedyn.training._online_ode.sobol_expectation()` in numpy)."""
-    K, P, r = a.shape[0], A.shape[0], A.shape[1]
+    K, P = a.shape[0], A.shape[0]
     N = nodes.shape[0]
-    u, gp = np.empty(P), np.empty(K)
+    u, gp, hp = np.empty(P), np.empty(K), np.zeros(K)
     F = np.zeros((K, K))
+    J = control.shape[1]
     for n in range(N):
-        for p in range(P):
-            s = 0.0
-            for m in range(r):
-                s += A[p, m] * nodes[n, m]
-            u[p] = s
-        e = 0.0
+        fields_at(A, nodes[n], u)
+        e, eh = 0.0, 0.0
         for i in range(K):
-            e += a[i] * g(act, u[i])
-            gp[i] = g_prime(act, u[i])
+            gi, gp[i] = g_pair(act, u[i])
+            e += a[i] * gi
+            if J:
+                h, hp[i] = mixture(control, u[i])
+                eh += a[i] * h
         for t in range(P - K):
             e -= b[t] * g(act, u[K + t])
-        ee = e * e
+            if J:
+                eh -= b[t] * mixture(control, u[K + t])[0]
+        ee, hh = e * e, eh * eh
         for i in range(K):
             x = ee * gp[i]
+            y = hh * hp[i]
             for k in range(i, K):
-                F[i, k] += x * gp[k]
+                F[i, k] += x * gp[k] - y * hp[k]
     for i in range(K):
         for k in range(i, K):
             E[i, k] += F[i, k] / N
+
+
+@numba.njit(cache=True)
+def mixture_noise(C, c, K, control, E):
+    """``E_ik += E[h'(u_i) h'(u_k) (sum_p c_p h(u_p))^2]`` (``i <= k``) in closed form for the
+    erf mixture ``h`` of ``control (2, J)`` (`mixture()`): the sum over the mixture's terms of
+    erf's four-point integrals ``erf_i4`` (``gaugedyn derive``) on the covariance of the scaled
+    fields ``beta_j u``."""
+    P, J = C.shape[0], control.shape[1]
+    for i in range(K):
+        for k in range(i, K):
+            s = 0.0
+            for j1 in range(J):
+                s1 = control[1, j1]
+                for j2 in range(J):
+                    s2 = control[1, j2]
+                    w12 = control[0, j1] * s1 * control[0, j2] * s2
+                    for p in range(P):
+                        for q in range(p, P):
+                            wpq = w12 * c[p] * c[q] * (1.0 if p == q else 2.0)
+                            for j3 in range(J):
+                                s3 = control[1, j3]
+                                for j4 in range(J):
+                                    s4 = control[1, j4]
+                                    s += (
+                                        wpq
+                                        * control[0, j3]
+                                        * control[0, j4]
+                                        * erf_i4(
+                                            s1 * s1 * C[i, i],
+                                            s1 * s2 * C[i, k],
+                                            s1 * s3 * C[i, p],
+                                            s1 * s4 * C[i, q],
+                                            s2 * s2 * C[k, k],
+                                            s2 * s3 * C[k, p],
+                                            s2 * s4 * C[k, q],
+                                            s3 * s3 * C[p, p],
+                                            s3 * s4 * C[p, q],
+                                            s4 * s4 * C[q, q],
+                                        )
+                                    )
+            E[i, k] += s
+
+
+@numba.njit(cache=True)
+def monte_carlo_sums(act, tact, a, b, Z, A, s1, s2):
+    """Over the draws ``u = A z`` of the fields (``z`` the rows of ``Z (N, r)``, ``A (P, r)``;
+    students first, then the teacher's, codes ``act`` and ``tact``): ``s1_ik += sum G_i G_k
+    e^2`` and ``s2_ik += sum (G_i G_k e^2)^2`` with ``G_i = a_i g'(u_i)`` and ``e`` formed draw by
+    draw (`gaugedyn.training._online_ode.monte_carlo_noise()`'s sums, compiled)."""
+    N = Z.shape[0]
+    P, K = A.shape[0], a.shape[0]
+    G, u = np.empty(K), np.empty(P)
+    for n in range(N):
+        fields_at(A, Z[n], u)
+        e = 0.0
+        for i in range(K):
+            gi, gpi = g_pair(act, u[i])
+            e += a[i] * gi
+            G[i] = gpi * a[i]
+        for t in range(P - K):
+            e -= b[t] * g(tact, u[K + t])
+        e2 = e * e
+        for i in range(K):
+            for k in range(K):
+                x = G[i] * G[k] * e2
+                s1[i, k] += x
+                s2[i, k] += x * x
 
 
 @numba.njit(cache=True)
@@ -226,12 +344,13 @@ def four_point(act, Csub, z, w, n):
 
 @numba.njit(cache=True)
 def noise_expectation(
-    act, homogeneous, method, slopes, a, b, C, c, grids_z, grids_w, grids_n, nodes, E
+    act, homogeneous, method, slopes, a, b, C, c, grids_z, grids_w, grids_n, nodes, control, E
 ):
     """``E_ik = E[g'(u_i) g'(u_k) e^2]`` (``i <= k``, the upper triangle), as `noise_term()`
     by ``method`` (``NOISE_METHODS``' code: 0 quadrature, 1 orthant moments with the rows
     ``(lo, jump, h0)`` of ``slopes (3, P)``, 2 closed, 3 the scrambled-Sobol rule of the rows of
-    ``nodes (N, P)`` on `sobol_factor()`)."""
+    ``nodes (N, P)`` on `sobol_factor()` with the erf mixture ``control (2, J)`` as its control
+    variate, `sobol_noise()` and `mixture_noise()`)."""
     K, P = a.shape[0], C.shape[0]
     for i in range(K):
         for k in range(K):
@@ -240,7 +359,9 @@ def noise_expectation(
         piecewise_noise(C, K, c, slopes[0], slopes[1], slopes[2], E)
         return
     if method == 3:
-        sobol_noise(act, a, b, sobol_factor(C), nodes, E)
+        sobol_noise(act, a, b, sobol_factor(C), nodes, control, E)
+        if control.shape[1]:
+            mixture_noise(C, c, K, control, E)
         return
     if act == 2:  # linear: e is Gaussian and g' = 1
         e2 = 0.0
@@ -293,6 +414,37 @@ def noise_expectation(
 
 
 @numba.njit(cache=True)
+def state_gram(y, K, M, b, T):
+    """``(C, c)``: the fields' Gram matrix and output weights ``c = (a, -b)`` at the state ``y``
+    (``OnlineODE``'s layout), ``Q`` read from its upper triangle only (the state's two copies
+    may differ)."""
+    P = K + M
+    C, c = np.empty((P, P)), np.empty(P)
+    c[:K] = y[:K]
+    c[K:] = -b
+    for i in range(K):
+        for j in range(i, K):
+            C[i, j] = y[K + i * K + j]
+            C[j, i] = C[i, j]
+        for n in range(M):
+            C[i, K + n] = y[K + K * K + i * M + n]
+            C[K + n, i] = C[i, K + n]
+    C[K:, K:] = T
+    return C, c
+
+
+@numba.njit(cache=True)
+def field_coefficients(act, homogeneous, u, C, z, w, basis_t, A, S, dS, p):
+    """Field ``p``'s self kernel ``S``, ``S'`` and (smooth ``g``) its Hermite coefficients (row
+    ``p`` of ``A``, `hermite_coefficients()`): all of the flow that depends on its variance
+    ``C[p, p]`` alone."""
+    if homogeneous:
+        S[p], dS[p] = 0.5 * u * C[p, p], 0.5 * u
+    else:
+        S[p], dS[p] = hermite_coefficients(act, C[p, p], z, w, basis_t, A, p)
+
+
+@numba.njit(cache=True)
 def quadrature_rhs(
     y,
     K,
@@ -317,33 +469,159 @@ def quadrature_rhs(
     method,
     slopes,
     nodes,
+    control,
     out,
 ):
     """The online ODE's right-hand side (``OnlineODE``'s layout and options) for activation code
     ``act``; ``u = up^2 + down^2``, ``v = 2 up down`` of a homogeneous ``g``; ``(z, w,
     basis_t)`` the smooth rule's coefficient rule; ``grids_*`` the noise term's one-dimensional
     Gauss-Hermite rules (row 0: the four-point rule, row ``r``: the direct rule of rank ``r``);
-    ``method``, ``slopes`` and ``nodes`` the noise term's (`noise_expectation()`)."""
+    ``method``, ``slopes``, ``nodes`` and ``control`` the noise term's (`noise_expectation()`)."""
     P = K + M
-    a = y[:K]
-    C, c = np.empty((P, P)), np.empty(P)
-    c[:K] = a
-    c[K:] = -b
-    for i in range(K):
-        for j in range(i, K):  # Q's upper triangle, read once: the state's two copies may differ
-            C[i, j] = y[K + i * K + j]
-            C[j, i] = C[i, j]
-        for n in range(M):
-            C[i, K + n] = y[K + K * K + i * M + n]
-            C[K + n, i] = C[i, K + n]
-    C[K:, K:] = T
+    C, c = state_gram(y, K, M, b, T)
     S, dS = np.empty(P), np.empty(P)
     A = np.empty((P, 2, basis_t.shape[1] if not homogeneous else 1))
     for p in range(P):
-        if homogeneous:
-            S[p], dS[p] = 0.5 * u * C[p, p], 0.5 * u
-        else:
-            S[p], dS[p] = hermite_coefficients(act, C[p, p], z, w, basis_t, A, p)
+        field_coefficients(act, homogeneous, u, C, z, w, basis_t, A, S, dS, p)
+    rhs_given(
+        y,
+        K,
+        M,
+        b,
+        T,
+        eta,
+        noise_scale,
+        wd,
+        lr2,
+        sigma2,
+        act,
+        homogeneous,
+        u,
+        v,
+        grids_z,
+        grids_w,
+        grids_n,
+        method,
+        slopes,
+        nodes,
+        control,
+        C,
+        c,
+        A,
+        S,
+        dS,
+        out,
+    )
+    return out
+
+
+@numba.njit(cache=True)
+def flow_given(y, K, M, b, T, eta, wd, lr2, act, homogeneous, u, v, C, c, A, S, dS, out):
+    """`rhs_given()` without the noise term (and so without label noise), into ``out``."""
+    P = K + M
+    return rhs_given(
+        y,
+        K,
+        M,
+        b,
+        T,
+        eta,
+        0.0,
+        wd,
+        lr2,
+        0.0,
+        act,
+        homogeneous,
+        u,
+        v,
+        np.zeros((1, 1)),
+        np.zeros((1, 1)),
+        np.zeros(1, dtype=np.int64),
+        0,
+        np.zeros((3, 0)),
+        np.zeros((0, P)),
+        np.zeros((2, 0)),
+        C,
+        c,
+        A,
+        S,
+        dS,
+        out,
+    )
+
+
+@numba.njit(cache=True)
+def flow_jacobian(y, K, M, b, T, eta, wd, lr2, act, homogeneous, u, v, z, w, basis_t, step, J):
+    """``J``: the forward-difference Jacobian of the flow (`quadrature_rhs()` without the noise
+    term) at ``y``, column ``j`` with the step ``h = step max(|y_j|, 1e-5)`` (rounded to what
+    ``y_j + h`` represents): `gaugedyn.training._online_ode.flow_jacobian()`'s differences of the
+    same right-hand side, to the bit. A column moves one field's variance at most, so only that
+    field's coefficients (`field_coefficients()`) are recomputed: the Jacobian costs about two
+    right-hand sides, not ``1 + K + K^2 + KM``."""
+    P, n = K + M, y.shape[0]
+    C, c = state_gram(y, K, M, b, T)
+    S, dS = np.empty(P), np.empty(P)
+    A = np.empty((P, 2, basis_t.shape[1] if not homogeneous else 1))
+    for p in range(P):
+        field_coefficients(act, homogeneous, u, C, z, w, basis_t, A, S, dS, p)
+    S0, dS0, A0 = S.copy(), dS.copy(), A.copy()
+    base, col = np.empty(n), np.empty(n)
+    yy = y.copy()
+    flow_given(yy, K, M, b, T, eta, wd, lr2, act, homogeneous, u, v, C, c, A, S, dS, base)
+    for j in range(n):
+        keep = yy[j]
+        yy[j] = keep + step * max(abs(keep), 1e-5)
+        h = yy[j] - keep
+        Cj, cj = state_gram(yy, K, M, b, T)
+        moved = -1
+        for p in range(P):
+            if Cj[p, p] != C[p, p]:
+                moved = p
+                field_coefficients(act, homogeneous, u, Cj, z, w, basis_t, A, S, dS, p)
+        flow_given(yy, K, M, b, T, eta, wd, lr2, act, homogeneous, u, v, Cj, cj, A, S, dS, col)
+        for i in range(n):
+            J[i, j] = (col[i] - base[i]) / h
+        if moved >= 0:
+            S[moved], dS[moved] = S0[moved], dS0[moved]
+            A[moved] = A0[moved]
+        yy[j] = keep
+    return J
+
+
+@numba.njit(cache=True)
+def rhs_given(
+    y,
+    K,
+    M,
+    b,
+    T,
+    eta,
+    noise_scale,
+    wd,
+    lr2,
+    sigma2,
+    act,
+    homogeneous,
+    u,
+    v,
+    grids_z,
+    grids_w,
+    grids_n,
+    method,
+    slopes,
+    nodes,
+    control,
+    C,
+    c,
+    A,
+    S,
+    dS,
+    out,
+):
+    """`quadrature_rhs()` into ``out`` given the state's Gram matrix ``(C, c)`` (`state_gram()`)
+    and each field's coefficients ``(A, S, dS)`` (`field_coefficients()`)."""
+    P = K + M
+    a = y[:K]
     F, Fq1, Fc = np.zeros((K, P)), np.zeros((K, P)), np.zeros((K, P))
     for i in range(K):
         for p in range(P):
@@ -382,7 +660,20 @@ def quadrature_rhs(
     if noise_scale != 0.0:
         E = np.zeros((K, K))
         noise_expectation(
-            act, homogeneous, method, slopes, a, b, C, c, grids_z, grids_w, grids_n, nodes, E
+            act,
+            homogeneous,
+            method,
+            slopes,
+            a,
+            b,
+            C,
+            c,
+            grids_z,
+            grids_w,
+            grids_n,
+            nodes,
+            control,
+            E,
         )
         for i in range(K):
             for k in range(i, K):

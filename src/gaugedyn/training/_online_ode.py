@@ -37,17 +37,19 @@ Monte Carlo at every state of a run to t = 1000; tanh's is off by percents at t 
 the students fit the teacher the sum of four-point integrals cancels to a noise term far smaller
 than each integral's rule error (at t = 1000 the rule's diagonal is more than ten times Monte
 Carlo's, with entries of the wrong sign). Tanh's noise term is therefore one scrambled-Sobol
-rule for all $E_{ik}$ at once (`sobol_expectation()`; compiled,
-`gaugedyn.training._ode_kernels.sobol_noise`): $2^{14}$ equal-weight nodes $u = C^{1/2} z$,
-$z$ a fixed scrambled Sobol set through $\Phi^{-1}$, centred and whitened (exact for
-integrands of degree 2), $e$ formed node by node so that nothing cancels; the symmetric root
-$C^{1/2}$ keeps the rule continuous in the state. Against a randomised-QMC reference
-(``benchmarks/bench_noise_qmc.py``) it is within 1.3e-3 to 1.1e-2 of the term at the flow's
-states t = 0 to 1000, where the four-point rule is 2.6e-2 to 17 off; it costs about 4 ms per
-right-hand side against about 100 (K = M = 4, compiled). Its error is quasi-Monte Carlo's,
-about inverse to the node count, so the cost of an accurate tanh noise term stays in the
-milliseconds: a run to t = 1000 at rtol 1e-8 takes about 10 CPU s (2,000 right-hand sides),
-not the CPU second of the flow alone. `online_ode()` checks a noise term by a rule (the
+rule for all $E_{ik}$ at once with a control variate (`sobol_expectation()`; compiled,
+`gaugedyn.training._ode_kernels.sobol_noise` and ``mixture_noise``): $2^8$ (``SOBOL_LOG2``)
+equal-weight nodes $u = C^{1/2} z$, $z$ a fixed scrambled Sobol set through $\Phi^{-1}$,
+centred and whitened (exact for integrands of degree 2), $e$ formed node by node so that
+nothing cancels; the symmetric root $C^{1/2}$ keeps the rule continuous in the state. The
+rule integrates only the difference between tanh's integrand and that of a two-term erf
+mixture $h \approx \tanh$ (`ERF_MIXTURES`, within 1.6e-3 of it), whose own noise term is
+exact: erf's four-point integrals in closed form on the scaled fields (`mixture_noise()`).
+Against a randomised-QMC reference (``benchmarks/bench_noise_qmc.py``) it is within about
+6e-3 of the term at the flow's states t = 0 to 1000 (the plain rule of $2^{14}$ nodes it
+replaced: 1.3e-3 to 1.2e-2; the four-point rule 2.6e-2 to 17), at about 0.2 ms per
+right-hand side against 3 (K = M = 4, compiled), and a run to t = 1000 at rtol 1e-8 takes
+under a CPU second. `online_ode()` checks a noise term by a rule (the
 four-point quadrature or the Sobol rule) while it integrates (``noise_check``; `NoiseWatch`, declared by `NOISE_CHECK`):
 against Monte Carlo at the start and at each eighth of the horizon within 10% of the run's CPU
 time, warning once (`gaugedyn.NoiseTermWarning`) or raising where it is off by more than 10%.
@@ -91,19 +93,29 @@ compiled kernels take the index as the method's code."""
 SOBOL_ACTIVATIONS = ("tanh",)
 """The activations whose noise term is the scrambled-Sobol rule (`sobol_expectation()`):
 ``E_ik = E[g'(u_i) g'(u_k) e^2]`` for all ``i <= k`` from one equal-weight set of
-$2^{14}$ (``SOBOL_LOG2``) nodes $u = C^{1/2} z$ with ``e`` formed node by node, so nothing
-cancels.
-Chosen by measurement (``benchmarks/bench_online_noise_accuracy.py --sobol``, K = M = 4, the
-states of the noise-free flow at t = 0, 10, 100, 300 and 1000 against 8 x 2^20 scrambled-Sobol
-points; ``docs/benchmarks.md``): for tanh, whose four-point integrals converge slowly (the poles
+$2^8$ (``SOBOL_LOG2``) nodes $u = C^{1/2} z$ with ``e`` formed node by node, so nothing
+cancels, with the erf mixture of `ERF_MIXTURES` as control variate.
+Chosen (the rule without the control, at $2^{14}$ nodes) by measurement
+(``benchmarks/bench_online_noise_accuracy.py --sobol``, K = M = 4, the states of the noise-free
+flow at t = 0, 10, 100, 300 and 1000 against 8 x 2^20 scrambled-Sobol points;
+``docs/benchmarks.md``): for tanh, whose four-point integrals converge slowly (the poles
 of ``tanh`` at ``+-i pi / 2``) and cancel once the students fit the teacher, the rule is within
 about 1.2% where the four-point rule is 2.5% to 1,700% off, at a twentieth of its cost; for
 softplus the four-point rule is the more accurate (6e-6 to 2e-3 against up to 1.5e-2) and
-stays."""
+stays. Those are the noise-free flow's states; on the noisy trajectory's late states softplus's
+noise term is far smaller and its four-point integrals cancel as tanh's did: at t = 600 to 1000
+of the run with noise (rtol 1e-8) the four-point rule was 30% to 52% off Monte Carlo and the
+plain Sobol rule of 2^16 nodes within 1.5e-2 (2026-12-07; the runtime check warns there).
+Softplus has no closed-form control at hand (no erf mixture grows like it), so the choice
+between the rules, early accuracy against late, is left open."""
 
-SOBOL_LOG2 = 14
-"""``log2`` of the scrambled-Sobol rule's node count (16,384 nodes; 2^12 costs a quarter and is
-off by up to 4% at the same states)."""
+SOBOL_LOG2 = 8
+"""``log2`` of the scrambled-Sobol rule's node count (256 nodes), chosen by accuracy and cost
+(``benchmarks/bench_noise_qmc.py``, K = M = 4, the noise-free flow's states at t = 0, 10, 100,
+300 and 1000): with the control variate of `ERF_MIXTURES` 2^8 nodes are within about 6e-3 of
+the reference at every state (2^6: 1.6e-2, 2^10: 2.6e-3), as good as or better than the rule
+without the control at 2^14 nodes (1.3e-3 to 1.2e-2) at each state, at about a tenth of its
+cost (0.17 ms: half of it the mixture's closed form)."""
 
 SOBOL_SEED = 0
 """The scrambling's seed (`scipy.stats.qmc.Sobol`): the rule is one fixed node set."""
@@ -112,7 +124,7 @@ _SOBOL_CACHE: dict[tuple[int, int, int], np.ndarray] = {}
 
 
 def sobol_nodes(d: int) -> np.ndarray:
-    r"""The scrambled-Sobol rule's nodes, of shape $(2^{14}, d)$ (``SOBOL_LOG2`` = 14):
+    r"""The scrambled-Sobol rule's nodes, of shape ``(2**SOBOL_LOG2, d)``:
     $z = \Phi^{-1}(x)$ of the points $x$ of
     ``scipy.stats.qmc.Sobol(d, scramble=True, seed=SOBOL_SEED)``, centred and whitened
     (their mean exactly 0 and second moments exactly the identity: the rule integrates every
@@ -142,17 +154,85 @@ def sobol_factor(C) -> np.ndarray:
     return (U * np.sqrt(np.maximum(lam, 0.0))) @ U.T
 
 
+ERF_MIXTURES = {"tanh": ((0.517947, 0.482053), (1.577674, 0.896093))}
+r"""The control variate of each activation of `SOBOL_ACTIVATIONS`: ``(alpha, beta)`` of the erf
+mixture $h(x) = \sum_j \alpha_j\, \mathrm{erf}(\beta_j x / \sqrt 2)$, whose noise term has
+closed forms (erf's four-point integrals on the scaled fields, `mixture_noise()`). For tanh the
+Gaussian-weighted least-squares fit of two terms ($\sum_j \alpha_j = 1$, so both share tanh's
+limits; weight $e^{-x^2/4}$ on $[-8, 8]$): within 1.6e-3 of tanh everywhere (one term, the
+best scale 1.188, is 2.1e-2 off, three terms 1.9e-4). Any mixture leaves the estimate unbiased
+(what the rule integrates is the difference, and the mixture's part is exact); a closer one
+leaves less for the rule: the sum of two, unlike one erf, nearly cancels in $e$ where the
+students fit the teacher (``benchmarks/bench_noise_qmc.py``)."""
+
+
+def mixture_noise(control, a, b, C) -> np.ndarray:
+    """``E_ik = E[h'(u_i) h'(u_k) (sum_p c_p h(u_p))^2]`` (``(K, K)``, ``c = (a, -b)``) of the
+    erf mixture ``h`` of ``control (2, J)`` (`ERF_MIXTURES`) in closed form: erf's four-point
+    integrals (``gaugedyn derive``'s ``erf_i4``) on the covariance of the scaled fields, summed
+    over the mixture's terms; the numpy twin of
+    `gaugedyn.training._ode_kernels.mixture_noise()`."""
+    import itertools
+
+    K, P = a.shape[0], C.shape[0]
+    c = np.concatenate([a, -b])
+    i, k, p, q = np.meshgrid(np.arange(K), np.arange(K), np.arange(P), np.arange(P), indexing="ij")
+    d = np.diag(C)
+    E = np.zeros((K, K))
+    terms = list(zip(control[0], control[1], strict=True))
+    for (w1, s1), (w2, s2), (w3, s3), (w4, s4) in itertools.product(terms, repeat=4):
+        v = generated_kernels.erf_i4(
+            s1 * s1 * d[i],
+            s1 * s2 * C[i, k],
+            s1 * s3 * C[i, p],
+            s1 * s4 * C[i, q],
+            s2 * s2 * d[k],
+            s2 * s3 * C[k, p],
+            s2 * s4 * C[k, q],
+            s3 * s3 * d[p],
+            s3 * s4 * C[p, q],
+            s4 * s4 * d[q],
+        )
+        E += (w1 * s1 * w2 * s2 * w3 * w4) * np.einsum("ikpq,p,q->ik", v, c, c)
+    return E
+
+
+def rule_control(method: str, activation) -> np.ndarray:
+    """The noise term's control variate for ``method`` and ``activation``: ``(2, J)``, the rows
+    ``alpha`` and ``beta`` of its erf mixture (`ERF_MIXTURES`) for ``"sobol"``, else an empty
+    ``(2, 0)`` (none). The one table the compiled and the numpy noise terms read."""
+    name = activation_of(activation).name
+    if method != "sobol" or name not in ERF_MIXTURES:
+        return np.zeros((2, 0))
+    return np.array(ERF_MIXTURES[name], dtype=np.float64)
+
+
 def sobol_expectation(activation, teacher_activation, a, b, C) -> np.ndarray:
-    """``E_ik = E[g'(u_i) g'(u_k) e^2]`` (``(K, K)``) by the scrambled-Sobol rule: the nodes of
-    `sobol_nodes()` on `sobol_factor()`, ``u = A z``, ``e`` formed node by node; the numpy twin
-    of `gaugedyn.training._ode_kernels.sobol_noise()`."""
+    """``E_ik = E[g'(u_i) g'(u_k) e^2]`` (``(K, K)``) by the scrambled-Sobol rule with its
+    control variate: the closed form of the erf mixture of `rule_control()`
+    (`mixture_noise()`) plus the rule's mean of the difference of the integrand and the
+    mixture's (the nodes of `sobol_nodes()` on `sobol_factor()`, ``u = A z``, ``e`` and the
+    mixture's error formed node by node); the numpy twin of
+    `gaugedyn.training._ode_kernels.sobol_noise()` and ``mixture_noise()``."""
     act = activation_of(activation)
     teacher = act if teacher_activation is None else activation_of(teacher_activation)
     K = a.shape[0]
     U = sobol_nodes(C.shape[0]) @ sobol_factor(C).T
     e = on_numpy(act.function)(U[:, :K]) @ a - on_numpy(teacher.function)(U[:, K:]) @ b
     Gp = on_numpy(act.derivative)(U[:, :K])
-    return (Gp * (e * e)[:, None]).T @ Gp / U.shape[0]
+    E = (Gp * (e * e)[:, None]).T @ Gp / U.shape[0]
+    control = rule_control("sobol", act)
+    if control.shape[1] == 0:
+        return E
+    from scipy.special import erf
+
+    alpha, beta = control
+    X = U[..., None] * beta
+    H = erf(X / np.sqrt(2.0)) @ alpha
+    Hp = (np.sqrt(2.0 / np.pi) * np.exp(-0.5 * X[:, :K] ** 2)) @ (alpha * beta)
+    eh = H[:, :K] @ a - H[:, K:] @ b
+    E -= (Hp * (eh * eh)[:, None]).T @ Hp / U.shape[0]
+    return E + mixture_noise(control, a, b, C)
 
 
 def rule_sizes() -> list[int]:
@@ -211,7 +291,8 @@ disagreement underestimated the error (at t = 0 of ``bench_online_noise_accuracy
 16 nodes per axis against 10 disagreed by 2.4% where Monte Carlo found 3.8%).
 With ``2**18`` draws the standard error is below 1% of the noise term at that problem's states
 (0.3 to 0.7%), and one check costs about six right-hand sides of softplus at K = M = 4 (0.5 CPU
-s against 70 ms, load 4, 2026-12-07; a hundred of tanh's Sobol rule): the budget's unit. The
+s against 70 ms, load 4, 2026-12-07; with its sums compiled, `monte_carlo_noise`, 0.07 s at
+load 8), or a few hundred of tanh's Sobol rule: the budget's unit. The
 tolerance of 10% asks the noise term to one significant digit: softplus's four-point rule
 agrees within the standard error at every state to t = 1000, and tanh's Sobol rule within 3%
 (the four-point rule it replaced failed from t = 100 on: 16% there, 26% at 300;
@@ -306,8 +387,8 @@ def noise_term(a, Q, R, b, T, activation, teacher_activation=None, method=None):
     By `noise_method()` unless ``method`` names one of ``NOISE_METHODS``: closed forms for linear
     and erf (same teacher); exact orthant moments for piecewise-linear $g$ and $g^*$
     (`gaugedyn.training._orthant`); for tanh (`SOBOL_ACTIVATIONS`) one scrambled-Sobol rule of
-    $2^{14}$ (``SOBOL_LOG2``) nodes on the symmetric root of the fields' Gram matrix $C$ for all
-    $(i, j)$ (``"sobol"``, `sobol_expectation()`); otherwise, when $C$ of the $K + M$ fields has
+    $2^8$ (``SOBOL_LOG2``) nodes on the symmetric root of the fields' Gram matrix $C$ for all
+    $(i, j)$ with an erf mixture as control variate (``"sobol"``, `sobol_expectation()`); otherwise, when $C$ of the $K + M$ fields has
     rank $r \le 4$, one $r$-dimensional Gauss-Hermite rule on its eigen factor for all $(i, j)$ at
     once (`DIRECT_NODES`), else the four-point integrals `four_point()` (``"quadrature"``, the
     reference the orthant moments are checked against).
@@ -485,6 +566,55 @@ def _grids(sizes):
     return grids_z, grids_w, np.asarray(sizes, dtype=np.int64)
 
 
+def _flow_rules(act):
+    """``(u, v, z, w, basis_t)``: the compiled flow's rules for ``act``
+    (`gaugedyn.training._ode_kernels.quadrature_rhs()`): ``u = up^2 + down^2``, ``v = 2 up
+    down`` of a homogeneous ``g`` (else 0), and the smooth ``g``'s coefficient rule (its
+    ``quadrature``; empty for a homogeneous one)."""
+    if act.homogeneous:
+        up, down = on_numpy(act.function)(np.array([1.0, -1.0]))
+        return up * up + down * down, 2.0 * up * down, np.zeros(1), np.zeros(1), np.zeros((1, 1))
+    z1, w1, basis = act.quadrature.coefficient_rule()
+    return 0.0, 0.0, z1, w1, np.ascontiguousarray(basis.T)
+
+
+def compiled_flow_jacobian(act, K: int, M: int, b, T, eta: float, weight_decay=0.0, lr2=1.0):
+    """``J(t, y)``: `flow_jacobian()` of the compiled flow of ``act`` (an activation with a
+    compiled code other than erf), compiled (`gaugedyn.training._ode_kernels.flow_jacobian()`):
+    the same forward differences to the bit, each column recomputing only the coefficients of
+    the one field whose variance it moves, so a Jacobian costs about two right-hand sides of
+    the flow instead of ``1 + K + K^2 + KM`` (tanh, K = M = 4: the differences were 5,402
+    right-hand sides of a run to t = 1000, over half its CPU time)."""
+    from . import _ode_kernels
+
+    act = activation_of(act)
+    u, v, z1, w1, basis_t = _flow_rules(act)
+    b = np.ascontiguousarray(b, dtype=np.float64)
+    T = np.ascontiguousarray(T, dtype=np.float64)
+    step = float(np.sqrt(np.finfo(np.float64).eps))
+    size = K + K * K + K * M
+    args = (float(eta), float(weight_decay), float(lr2), int(act.code), bool(act.homogeneous))
+
+    def jac(t, y):
+        return _ode_kernels.flow_jacobian(
+            np.asarray(y, dtype=np.float64),
+            K,
+            M,
+            b,
+            T,
+            *args,
+            u,
+            v,
+            z1,
+            w1,
+            basis_t,
+            step,
+            np.empty((size, size)),
+        )
+
+    return jac
+
+
 def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label_noise):
     """``f(t, y)`` of the online ODE of a compiled activation other than erf
     (`gaugedyn.training._ode_kernels.quadrature_rhs()`), with the rules' sizes read from their
@@ -497,14 +627,7 @@ def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label
             "gaugedyn.theory.ACTIVATIONS with a code (a user's runs with method='reference')"
         )
     grids_z, grids_w, grids_n = _grids(rule_sizes())
-    if act.homogeneous:
-        up, down = on_numpy(act.function)(np.array([1.0, -1.0]))
-        u, v = up * up + down * down, 2.0 * up * down
-        z1, w1, basis_t = np.zeros(1), np.zeros(1), np.zeros((1, 1))
-    else:
-        u = v = 0.0
-        z1, w1, basis = act.quadrature.coefficient_rule()
-        basis_t = np.ascontiguousarray(basis.T)
+    u, v, z1, w1, basis_t = _flow_rules(act)
     b = np.ascontiguousarray(b, dtype=np.float64)
     T = np.ascontiguousarray(T, dtype=np.float64)
     noise_scale = float(eta) ** 2 / int(batch) if noise else 0.0
@@ -516,6 +639,7 @@ def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label
         piecewise_slopes(act, act, K, M) if NOISE_METHODS[method] == "orthant" else np.zeros((3, 0))
     )
     nodes = rule_nodes(NOISE_METHODS[method], K + M)
+    control = rule_control(NOISE_METHODS[method], act)
 
     def f(t, y):
         return rhs(
@@ -542,6 +666,7 @@ def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label
             method,
             slopes,
             nodes,
+            control,
             np.empty(size),
         )
 
@@ -585,6 +710,7 @@ def quadrature_noise(activation, teacher_activation, a, Q, R, b, T) -> np.ndarra
         grids_w,
         grids_n,
         rule_nodes(kind, C.shape[0]),
+        rule_control(kind, act),
         E,
     )
     E = np.triu(E) + np.triu(E, 1).T
@@ -597,7 +723,10 @@ def monte_carlo_noise(
     r"""The noise term $N_{ik} = a_i a_k\, \mathbb{E}[g'(u_i)\, g'(u_k)\, e^2]$ (``(K, K)``) by
     Monte Carlo and its standard error entry by entry: ``samples`` draws (rounded up to whole
     blocks of 65,536) of the fields from the eigen factor of their Gram matrix, from
-    ``numpy.random.default_rng(seed)``, with ``e`` formed draw by draw (nothing cancels)."""
+    ``numpy.random.default_rng(seed)``, with ``e`` formed draw by draw (nothing cancels); for
+    activations with compiled codes the sums over the draws are compiled
+    (`gaugedyn.training._ode_kernels.monte_carlo_sums()`: the same draws and sums, a fifth of
+    the numpy time at K = M = 4)."""
     act = activation_of(activation)
     teacher = act if teacher_activation is None else activation_of(teacher_activation)
     g, gp, gt = on_numpy(act.function), on_numpy(act.derivative), on_numpy(teacher.function)
@@ -607,14 +736,30 @@ def monte_carlo_noise(
     K, block = a.shape[0], 65_536
     rng = np.random.default_rng(seed)
     s1, s2, n = np.zeros((K, K)), np.zeros((K, K)), 0
+    codes = (act.code, teacher.code)
     while n < samples:
-        X = rng.standard_normal((block, C.shape[0])) @ A.T
-        e = g(X[:, :K]) @ a - gt(X[:, K:]) @ b
-        G = gp(X[:, :K]) * a
-        e2 = e * e
-        s1 += (G * e2[:, None]).T @ G
-        G2 = G * G
-        s2 += (G2 * (e2 * e2)[:, None]).T @ G2
+        Z = rng.standard_normal((block, C.shape[0]))
+        if codes[0] is not None and codes[1] is not None:  # the same sums, compiled
+            from . import _ode_kernels
+
+            _ode_kernels.monte_carlo_sums(
+                int(codes[0]),
+                int(codes[1]),
+                np.ascontiguousarray(a, dtype=np.float64),
+                np.ascontiguousarray(b, dtype=np.float64),
+                Z,
+                np.ascontiguousarray(A),
+                s1,
+                s2,
+            )
+        else:
+            X = Z @ A.T
+            e = g(X[:, :K]) @ a - gt(X[:, K:]) @ b
+            G = gp(X[:, :K]) * a
+            e2 = e * e
+            s1 += (G * e2[:, None]).T @ G
+            G2 = G * G
+            s2 += (G2 * (e2 * e2)[:, None]).T @ G2
         n += block
     mean = s1 / n
     return mean, np.sqrt(np.maximum(s2 / n - mean * mean, 0.0) / n)
@@ -731,7 +876,7 @@ class NoiseWatch:
         return disagreement
 
     def rule(self) -> list[int]:
-        """The checked rule's nodes: one entry, $2^{14}$ (``SOBOL_LOG2``), for ``"sobol"``,
+        """The checked rule's nodes: one entry, ``2**SOBOL_LOG2``, for ``"sobol"``,
         else `rule_sizes()`."""
         return [2**SOBOL_LOG2] if self.method == "sobol" else rule_sizes()
 
@@ -772,7 +917,9 @@ def flow_jacobian(flow):
     ($K + K^2 + KM$ of them) at every Jacobian: at K = M = 4 with ReLU (an orthant noise term,
     0.25 to 0.4 ms) those differences were 58% of the right-hand sides to t = 1000 (3,209 with
     52 Jacobians at rtol 1e-8), and with the flow's Jacobian the run takes 1,409 right-hand sides
-    and 0.56 CPU s against 1.27 s, its outputs within 2e-8 of the other's (2026-12-07)."""
+    and 0.56 CPU s against 1.27 s, its outputs within 2e-8 of the other's (2026-12-07).
+    `online_ode()` runs the same differences compiled (`compiled_flow_jacobian()`); this is
+    their reference."""
     step = np.sqrt(np.finfo(np.float64).eps)
 
     def jac(t, y):
@@ -825,8 +972,8 @@ def _check_args(problem, eta, batch, noise, rtol, atol, times):
 def _integrate_compiled(problem, act, b, T, y0, times, run, rtol, atol, options, watch=None):
     """LSODA on the compiled right-hand side of `online_ode` from ``t = 0`` to ``times``: ``run`` is ``(eta, batch, noise)``, ``options`` ``(weight_decay, lr2,
     label_noise)``. For every activation but erf LSODA gets the Jacobian of the flow without
-    the noise term (`flow_jacobian()`), falling back to its own differences of the whole
-    right-hand side where that run fails or returns non-finite states. ``watch`` (a
+    the noise term (`compiled_flow_jacobian()`: `flow_jacobian()`'s differences, compiled),
+    falling back to its own differences of the whole right-hand side where that run fails or returns non-finite states. ``watch`` (a
     `NoiseWatch` or ``None``) observes every right-hand side. Returns the states at
     ``times``."""
     from scipy.integrate import odeint
@@ -856,7 +1003,9 @@ def _integrate_compiled(problem, act, b, T, y0, times, run, rtol, atol, options,
     grid = times if times[0] == 0.0 else np.concatenate([[0.0], times])
     jac = None
     if noise and act.name != "erf":
-        jac = flow_jacobian(rhs(False, 0.0))
+        jac = compiled_flow_jacobian(
+            act, problem.K, problem.M, b, T, eta, float(weight_decay), float(lr2)
+        )
     Y, info = odeint(
         f,
         y0,
@@ -903,15 +1052,17 @@ def online_ode(
     (`compiled_rhs()`: erf's closed forms in the classical form; for the others the reference's
     own rules, compiled) with LSODA
     (``scipy.integrate.odeint``; for every activation but erf given the Jacobian of the flow
-    without the noise term, `flow_jacobian()`, falling back to LSODA's own differences where
+    without the noise term, `flow_jacobian()` compiled (`compiled_flow_jacobian()`), falling
+    back to LSODA's own differences where
     its Newton iteration fails); ``"reference"`` integrates `OnlineODE` (numpy, through
     the population velocity) with DOP853. The two right-hand sides agree to round-off (tested).
     The noise term's method is `noise_method()`'s: exact orthant moments for the piecewise-linear
     activations (ReLU, leaky ReLU, absolute value; a fraction of a millisecond per right-hand
-    side at ``K = M = 4``); for tanh one scrambled-Sobol rule of $2^{14}$ nodes over all the
-    fields (`sobol_expectation()`: within about 1.2% of a high-precision reference at every
-    state of a run to t = 1000, about 4 ms per compiled right-hand side at ``K = M = 4``, a
-    run to t = 1000 at rtol 1e-8 about 10 CPU s); for another smooth activation whose fields
+    side at ``K = M = 4``); for tanh one scrambled-Sobol rule of $2^8$ nodes over all the
+    fields with an erf mixture as control variate (`sobol_expectation()`: within about 6e-3
+    of a high-precision reference at every state of a run to t = 1000, about 0.3 ms per
+    compiled right-hand side at ``K = M = 4``, a run to t = 1000 at rtol 1e-8 under a CPU
+    second); for another smooth activation whose fields
     have rank above 4 it is hundreds of four-point Gauss-Hermite integrals of $10^4$ nodes each
     (compiled, about 0.07 CPU s per right-hand side there; the reference: seconds), whose
     error is measured, not bounded: small for softplus (2e-3 or less; module docstring).
