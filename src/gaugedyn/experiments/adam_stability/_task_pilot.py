@@ -1,0 +1,164 @@
+"""The stored pilot of the network tasks' third design (issue 42; `_protocol.SCAN_DESIGN`).
+
+Each task of ``_calibration.TASKS`` is run on the design's rows, one row at a time, by the
+program of ``spike_boundary``'s network tasks (`_scan._run_task` with the design's
+``bracket_stride``: the downward scan on the half-decade columns and bisection on the
+quarter-decade ones, 8 seeds a cell), the task's seed ``SeedSequence([SEED, task index])``
+(one teacher per task; a row run alone gives what it gives in a full pass,
+`_scan.copy_seeds`). Per row it stores the evaluated cells' status codes under every reading
+(windows x rise thresholds), the CPU seconds, the steps run and the load; `row_edges()` reads
+each reading's edge from them with `_bisect.row_edge`. ``python -m
+gaugedyn.experiments.adam_stability._task_pilot --task NAME [--row A] [--until HH:MM]``
+merges rows into ``task_pilot.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._protocol import SCAN_DESIGN
+
+SEED = 20261209
+"""Root of the pilot's seeds."""
+STORED = Path(__file__).with_name("task_pilot.json")
+
+
+def design_task(name: str, rows=None) -> dict[str, Any]:
+    """Task ``name`` of ``_calibration.TASKS`` on `SCAN_DESIGN` as a ``spike_boundary``
+    network task (its default detector sampling), restricted to ``rows`` (indices) if given."""
+    from ...adam import SPIKE_SAMPLING
+    from ._calibration import TASKS
+
+    cal = TASKS[name]
+    out: dict[str, Any] = {
+        "kind": "task",
+        "task": name,
+        "start": "init",
+        "a": list(SCAN_DESIGN["one_minus_beta1"]),
+        "c": sorted(SCAN_DESIGN["one_minus_beta2"]),
+        "seeds": int(SCAN_DESIGN["seeds"]),
+        "lr": float(cal["lr"]),
+        "n_samples": int(cal["n_samples"]),
+        "hidden": int(cal["hidden"]),
+        "spikes": list(SPIKE_SAMPLING[:3]),
+        "bracket_stride": int(SCAN_DESIGN["bracket_stride"]),
+    }
+    if rows is not None:
+        out["rows"] = [int(i) for i in rows]
+    return out
+
+
+def run_row(name: str, i: int) -> dict[str, Any]:
+    """Row ``i`` of the design for task ``name``: its evaluated cells (column, status codes
+    ``(seeds, windows, rises)``, settled median ``log10`` loss per seed), the rises, steps
+    and CPU seconds."""
+    from ._calibration import TASKS
+    from ._scan import _run_task
+
+    k = list(TASKS).index(name)
+    t0 = time.process_time()
+    r = _run_task(design_task(name, [i]), np.random.SeedSequence([SEED, k]))
+    cpu = time.process_time() - t0
+    c = np.asarray(r["c"], float)
+    st = np.asarray(r["status_rises"])[0]
+    cells = []
+    for j in range(c.size):
+        if np.all(st[j] == 5):
+            continue
+        cells.append(
+            {
+                "c": float(c[j]),
+                "status": st[j].tolist(),
+                "settled_median_log10_loss": np.round(
+                    np.asarray(r["settled_median_log10_loss"])[0, j], 2
+                ).tolist(),
+            }
+        )
+    return {
+        "row": float(SCAN_DESIGN["one_minus_beta1"][i]),
+        "rises": np.asarray(r["rises"]).tolist(),
+        "cells": cells,
+        "steps": int(r["steps_run"]),
+        "cpu_seconds": round(cpu, 1),
+    }
+
+
+def row_edges(entry: dict[str, Any]) -> dict[str, list[float]]:
+    """A stored row's ``(edge, low, high)`` under each reading ``"<window> rise <h>"``
+    (`_bisect.row_edge` of its evaluated cells)."""
+    from ._bisect import row_edge
+    from ._protocol import WINDOWS
+
+    c = np.array([z["c"] for z in entry["cells"]], float)
+    st = np.array([z["status"] for z in entry["cells"]])  # (cells, seeds, windows, rises)
+    out = {}
+    for w, window in enumerate(WINDOWS):
+        for q, h in enumerate(entry["rises"]):
+            e = row_edge(c, st[:, :, w, q]) if c.size else (math.nan,) * 3
+            out[f"{window} rise {h:g}"] = [float(v) for v in e]
+    return out
+
+
+def stored() -> dict[str, Any]:
+    """The stored pilot (empty when none)."""
+    return json.loads(STORED.read_text()) if STORED.exists() else {"tasks": {}}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run rows of a task (``--task NAME``, ``--row A`` repeatable; every row when none, the
+    largest ``1 - beta1`` first) and merge each into ``task_pilot.json`` as it finishes; with
+    ``--until HH:MM`` (UTC) no row starts after that time."""
+    import argparse
+    import os
+
+    from ..._json import strict
+    from ..._meta import cpu_model
+    from ._calibration import TASKS
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--task", required=True, choices=list(TASKS))
+    parser.add_argument("--row", type=float, action="append")
+    parser.add_argument("--until", help="UTC HH:MM after which no row starts")
+    args = parser.parse_args(argv)
+    rows = list(SCAN_DESIGN["one_minus_beta1"])
+    chosen = rows if not args.row else args.row
+    bad = [a for a in chosen if a not in rows]
+    if bad:
+        raise SystemExit(f"--row {bad[0]!r} is not allowed; the design's rows are {rows}")
+    for a in chosen:
+        if args.until and time.strftime("%H:%M", time.gmtime()) >= args.until:
+            print(f"stopped before row {a}: past {args.until} UTC", flush=True)
+            break
+        load = os.getloadavg()[0]
+        entry = run_row(args.task, rows.index(a))
+        entry["load"] = round(load, 2)
+        entry["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        old = stored()
+        mine = {r["row"]: r for r in old["tasks"].get(args.task, {}).get("rows", [])}
+        mine[a] = entry
+        old["tasks"][args.task] = {"rows": [mine[x] for x in rows if x in mine]}
+        out = {
+            "command": "python -m gaugedyn.experiments.adam_stability._task_pilot --task NAME "
+            "[--row A] [--until HH:MM]",
+            "machine": cpu_model(),
+            "design": SCAN_DESIGN,
+            "seed": SEED,
+            "tasks": {n: old["tasks"][n] for n in TASKS if n in old["tasks"]},
+        }
+        STORED.write_text(json.dumps(strict(out), indent=1) + "\n")
+        edges = row_edges(entry)["settled rise 2"]
+        print(
+            f"{args.task} row {a}: {len(entry['cells'])} cells, {entry['cpu_seconds']} CPU-s, "
+            f"load {entry['load']}, settled edge (rise 2) {edges}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
