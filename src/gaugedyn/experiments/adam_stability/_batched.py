@@ -132,32 +132,30 @@ def mse_losses_and_grads(X, y, params) -> tuple[torch.Tensor, list[torch.Tensor]
     """``(L, [dW1, db1, dW2, db2])`` of ``B`` copies of ``L = 1/2 mean_n sum_k (relu(X W1 +
     b1) W2 + b2 - y)^2``, the gradients written out (the backward pass of `BatchedMLP.losses()`
     for a mean-squared task, checked against autograd in the tests). Hand-written rather than
-    autograd for speed: the inputs ``X`` ``(n, d)`` are shared by every copy, so the first
-    layer's forward and weight gradient are one matrix product over all copies
-    (``X @ [W1_1 ... W1_B]``, ``X^T [dZ_1 ... dZ_B]``) instead of ``B`` small batched ones,
-    which took most of a step's time (issue 42: the network tasks' design inside the
-    15-minute bar). Activations are laid out ``(n, B, h)``."""
+    autograd for speed: no graph is recorded, and with one output (the teacher tasks) the
+    second layer's three products are elementwise products and sums instead of batched
+    matrix-vector products. Each copy's arithmetic is the same whatever the batch (the first
+    layer's products are per-copy batched products, the reductions run along one copy's own
+    axes): a copy's run does not depend on the copies beside it, as a scan's cells must not
+    (`_scan._scan_task`; tested)."""
     W1, b1, W2, b2 = (p.detach() for p in params)
-    B, d, h = W1.shape
-    n, k = X.shape[0], W2.shape[-1]
-    Z = (X @ W1.permute(1, 0, 2).reshape(d, B * h)).view(n, B, h) + b1.view(1, B, h)
+    B, h, k = W1.shape[0], W1.shape[-1], W2.shape[-1]
+    n = X.shape[0]
+    Z = torch.matmul(X, W1) + b1  # (B, n, h)
     A = Z.clamp(min=0)
-    if k == 1:
-        out = (A * W2.view(1, B, h)).sum(-1, keepdim=True)
-    else:
-        out = torch.einsum("nbh,bhk->nbk", A, W2)
-    r = out + b2.view(1, B, k) - y.view(n, 1, k)
-    L = 0.5 * (r * r).sum(-1).mean(0)
+    out = (A * W2.view(B, 1, h)).sum(-1, keepdim=True) if k == 1 else torch.matmul(A, W2)
+    r = out + b2 - y  # (B, n, k)
+    L = 0.5 * (r * r).sum(-1).mean(-1)
     dout = r / n
     if k == 1:
-        dW2 = (A * dout).sum(0).view(B, h, 1)
-        dA = dout * W2.view(1, B, h)
+        dW2 = (A * dout).sum(1).view(B, h, 1)
+        dA = dout * W2.view(B, 1, h)
     else:
-        dW2 = torch.einsum("nbh,nbk->bhk", A, dout)
-        dA = torch.einsum("nbk,bhk->nbh", dout, W2)
+        dW2 = torch.matmul(A.transpose(1, 2), dout)
+        dA = torch.matmul(dout, W2.transpose(1, 2))
     dZ = dA.masked_fill_(~(Z > 0), 0.0)
-    dW1 = (X.T @ dZ.reshape(n, B * h)).view(d, B, h).permute(1, 0, 2)
-    return L, [dW1, dZ.sum(0).view(B, 1, h), dW2, dout.sum(0).view(B, 1, k)]
+    dW1 = torch.matmul(X.T, dZ)
+    return L, [dW1, dZ.sum(1, keepdim=True), dW2, dout.sum(1, keepdim=True)]
 
 
 class BlockStatistics:

@@ -29,7 +29,7 @@ from ._protocol import (
     STARTS,
     sampling,
 )
-from ._scan import run, select_sampling
+from ._scan import bracket_grid, merge_rows, run, select_sampling
 from ._spike_analysis import analyse
 
 _DEFAULT = SpikeSampling()
@@ -277,6 +277,17 @@ class SpikeBoundary(Experiment):
             help="initialisations per task cell (TASK_DESIGN: 8; at fewer than 6 no task edge "
             "can have an interval: PROTOCOL.md)",
         ),
+        "task_bracket_stride": Param(
+            int,
+            0,
+            lo=0,
+            hi=8,
+            why="a bracket grid coarser than 8 columns steps over the edge",
+            help="0: every cell of the task grid (the first and second designs); k >= 1: the "
+            "scan of the 1-D maps (SCAN_DESIGN: 2), per row every k-th column from the top "
+            "down to the first spiky cell under every reading, then bisection on the columns "
+            "between; each row its own task (PROTOCOL.md)",
+        ),
         "check_steps": Param(
             int,
             2000,
@@ -370,10 +381,14 @@ class SpikeBoundary(Experiment):
 
     def validate(self, config):
         shared_samplings(config, self.space)
+        if config.get("tasks") and int(config.get("task_bracket_stride", 0)):
+            bracket_grid(sorted(config["task_one_minus_beta2"]), int(config["task_bracket_stride"]))
 
     def seed_coordinates(self, task):
         # the shared pass's further samplings only choose what is read off the runs
-        return {k: v for k, v in task.items() if k != "also"}
+        # ... and a scanned network task is split by rows only to balance the workers: every
+        # row of a task draws from the one seed (its teacher; its copies by copy_seeds)
+        return {k: v for k, v in task.items() if k not in ("also", "rows")}
 
     def shared_values(self, primary, configs):
         own = [shared_label(sampling(c)) for c in configs]
@@ -414,23 +429,26 @@ class SpikeBoundary(Experiment):
                         **common,
                     }
                 )
+        stride = int(config.get("task_bracket_stride", 0))
         for name in config["tasks"]:
             cal = CALIBRATION[name]
-            out.append(
-                {
-                    "kind": "task",
-                    "task": name,
-                    "start": "init",
-                    "a": list(config["task_one_minus_beta1"]),
-                    "c": sorted(config["task_one_minus_beta2"]),
-                    "seeds": int(config["task_seeds"]),
-                    "lr": float(cal["lr"]),
-                    "n_samples": int(cal["n_samples"]),
-                    "hidden": int(cal["hidden"]),
-                    "spikes": spikes,
-                    **also,
-                }
-            )
+            task = {
+                "kind": "task",
+                "task": name,
+                "start": "init",
+                "a": list(config["task_one_minus_beta1"]),
+                "c": sorted(config["task_one_minus_beta2"]),
+                "seeds": int(config["task_seeds"]),
+                "lr": float(cal["lr"]),
+                "n_samples": int(cal["n_samples"]),
+                "hidden": int(cal["hidden"]),
+                "spikes": spikes,
+                **also,
+            }
+            if not stride:
+                out.append(task)
+                continue
+            out += [task | {"bracket_stride": stride, "rows": [i]} for i in range(len(task["a"]))]
         return out
 
     def run_task(self, task, seed):
@@ -439,7 +457,7 @@ class SpikeBoundary(Experiment):
     def analyse(self, config, tasks, results, seed):
         own = sampling(config)
         mine = [select_sampling(t, r, own) for t, r in zip(tasks, results)]
-        return analyse(tasks, mine, seed)
+        return analyse(*merge_rows(tasks, mine), seed)
 
     def plot(self, arrays, config, outdir):
         return [*spike_maps(arrays, outdir), local_slopes(arrays, outdir)]
