@@ -183,9 +183,9 @@ def test_spike_boundary_splits_a_scanned_task_by_rows_on_one_seed():
     config |= {"task_one_minus_beta2": COLUMNS}
     tasks = [t for t in EXPERIMENT.tasks(config) if t["kind"] == "task"]
     n = len(config["task_one_minus_beta1"])
-    assert len(tasks) == n * len(config["tasks"])
-    assert [t["rows"] for t in tasks[:n]] == [[i] for i in range(n)]
-    coords = {repr(EXPERIMENT.seed_coordinates(t)) for t in tasks[:n]}
+    assert len(tasks) == 2 * len(config["tasks"])  # ROW_GROUPS
+    assert [t["rows"] for t in tasks[:2]] == [list(range(n))[0::2], list(range(n))[1::2]]
+    coords = {repr(EXPERIMENT.seed_coordinates(t)) for t in tasks[:2]}
     assert len(coords) == 1  # every row of a task on the task's one seed (one teacher)
     with pytest.raises(Exception, match="bracket_stride=3 is not allowed"):
         EXPERIMENT.validate(config | {"task_bracket_stride": 3})

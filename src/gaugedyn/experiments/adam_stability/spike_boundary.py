@@ -33,6 +33,10 @@ from ._scan import bracket_grid, merge_rows, run, select_sampling
 from ._spike_analysis import analyse
 
 _DEFAULT = SpikeSampling()
+ROW_GROUPS = 2
+"""A scanned network task runs as this many tasks, every ``ROW_GROUPS``-th row each (the rows
+of a group batched at each column): the workers of a two-core run share its cost, and a
+group's batches stay wide enough that a step's fixed cost is shared by its copies."""
 MAX_SHARED = 1100
 """Most samplings of one shared pass (a multiverse's specifications: up to 1000 random joint
 ones, the primary and the ends)."""
@@ -286,7 +290,7 @@ class SpikeBoundary(Experiment):
             help="0: every cell of the task grid (the first and second designs); k >= 1: the "
             "scan of the 1-D maps (SCAN_DESIGN: 2), per row every k-th column from the top "
             "down to the first spiky cell under every reading, then bisection on the columns "
-            "between; each row its own task (PROTOCOL.md)",
+            "between; the rows in ROW_GROUPS tasks (PROTOCOL.md)",
         ),
         "check_steps": Param(
             int,
@@ -448,7 +452,11 @@ class SpikeBoundary(Experiment):
             if not stride:
                 out.append(task)
                 continue
-            out += [task | {"bracket_stride": stride, "rows": [i]} for i in range(len(task["a"]))]
+            rows = range(len(task["a"]))
+            out += [
+                task | {"bracket_stride": stride, "rows": list(rows[g::ROW_GROUPS])}
+                for g in range(min(ROW_GROUPS, len(rows)))
+            ]
         return out
 
     def run_task(self, task, seed):
