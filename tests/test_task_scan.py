@@ -189,3 +189,29 @@ def test_spike_boundary_splits_a_scanned_task_by_rows_on_one_seed():
     assert len(coords) == 1  # every row of a task on the task's one seed (one teacher)
     with pytest.raises(Exception, match="bracket_stride=3 is not allowed"):
         EXPERIMENT.validate(config | {"task_bracket_stride": 3})
+
+
+def test_task_pilot_reads_each_readings_edge_and_counts_the_rows(monkeypatch):
+    from gaugedyn.experiments.adam_stability import _task_pilot
+
+    cols = sorted(_task_pilot.SCAN_DESIGN["one_minus_beta2"])
+
+    def row(a, spiky_below):
+        cells = []
+        for c in cols[::-1]:
+            sp = c < spiky_below
+            st = np.full((8, 2, 3), CODES["spiky"] if sp else CODES["quiet"])
+            cells.append({"c": c, "status": st.tolist(), "settled_median_log10_loss": [0.0] * 8})
+            if sp:
+                break
+        return {"row": a, "rises": [2.0, 1.5, 2.5], "cells": cells[::-1], "steps": 10,
+                "cpu_seconds": 1.0, "load": 0.5}  # fmt: skip
+
+    rows = [row(0.5, 0.05), row(0.05, 0.003), row(0.01, 0.0)]
+    e = _task_pilot.row_edges(rows[0])["settled rise 2"]
+    assert cols[7] > e[0] > cols[6] and e[1] == cols[6] and e[2] == cols[7]
+    assert _task_pilot.rows_with_edge(rows, "transient rise 2.5") == (2, 1)
+    fake = {"command": "c", "machine": "m", "tasks": {"teacher_mse": {"rows": rows}}}
+    monkeypatch.setattr(_task_pilot, "stored", lambda: fake)
+    text = "\n".join(_task_pilot.pilot_markdown())
+    assert "2 at rise 2 (1 at or below 0.05)" in text and "| 0.01 |" in text

@@ -105,6 +105,80 @@ def row_edges(entry: dict[str, Any]) -> dict[str, list[float]]:
     return out
 
 
+def rows_with_edge(rows: list[dict[str, Any]], reading: str) -> tuple[int, int]:
+    """Of stored rows, those with an edge under ``reading`` and those of them at or below
+    ``1 - beta1 = 0.05`` (issue 42's Must show: at least six, some at or below 0.05)."""
+    has = [r["row"] for r in rows if math.isfinite(row_edges(r)[reading][0])]
+    return len(has), sum(a <= 0.05 for a in has)
+
+
+def _fmt(e: list[float]) -> str:
+    def one(v: float) -> str:
+        return "-" if not math.isfinite(v) else f"{v:.3g}"
+
+    return "-" if not math.isfinite(e[0]) else f"{one(e[0])} [{one(e[1])}, {one(e[2])}]"
+
+
+def pilot_markdown() -> list[str]:
+    """Markdown lines of the stored pilot: per task a table of its rows (per column the settled
+    window's spiky seeds / seeds spiky or quiet at rise 2 decades, ``.`` not evaluated), each
+    row's settled edge with its interval at rises 2, 1.5 and 2.5, the steps, CPU seconds and
+    load, then the rows with an edge per reading and the CPU seconds in all."""
+    pilot = stored()
+    if not pilot["tasks"]:
+        return ["No pilot of the third task design is stored (`task_pilot.json`)."]
+    cols = sorted(SCAN_DESIGN["one_minus_beta2"])
+    out = [
+        "The stored pilot of the third task design (`_protocol.SCAN_DESIGN`; "
+        f"`{pilot['command']}`; {SCAN_DESIGN['seeds']} seeds a cell, {pilot['machine']}; a "
+        "cell: spiky seeds / seeds spiky or quiet under the settled window at rise 2 decades, "
+        "`.` not evaluated; the edge where the spike probability falls through 1/2, with the "
+        "interval from the significantly spiky to the significantly quiet cell, `-` open):",
+    ]
+    for name, task in pilot["tasks"].items():
+        rows = task["rows"]
+        out += [
+            "",
+            f"`{name}`:",
+            "",
+            "| $1 - \\beta_1$ \\ $1 - \\beta_2$ | "
+            + " | ".join(f"{c:.3g}" for c in cols)
+            + " | settled edge, rise 2 | rise 1.5 | rise 2.5 | steps | CPU s | load |",
+            "|---" * (len(cols) + 7) + "|",
+        ]
+        for r in rows:
+            got = {z["c"]: np.asarray(z["status"]) for z in r["cells"]}
+            q = r["rises"].index(2.0)
+            cells = []
+            for c in cols:
+                st = got.get(c)
+                if st is None:
+                    cells.append(".")
+                    continue
+                sp = int((st[:, 0, q] == 1).sum())
+                cells.append(f"{sp}/{int(((st[:, 0, q] == 1) | (st[:, 0, q] == 0)).sum())}")
+            e = row_edges(r)
+            out.append(
+                f"| {r['row']:g} | "
+                + " | ".join(cells)
+                + f" | {_fmt(e['settled rise 2'])} | {_fmt(e['settled rise 1.5'])} | "
+                f"{_fmt(e['settled rise 2.5'])} | {r['steps']:,} | {r['cpu_seconds']:g} | "
+                f"{r['load']:g} |"
+            )
+        counts = []
+        for h in ("1.5", "2", "2.5"):
+            n, low = rows_with_edge(rows, f"settled rise {h}")
+            counts.append(f"{n} at rise {h} ({low} at or below 0.05)")
+        cpu = sum(r["cpu_seconds"] for r in rows)
+        out += [
+            "",
+            f"{len(rows)} of {len(SCAN_DESIGN['one_minus_beta1'])} rows run; rows with a settled "
+            f"edge: {', '.join(counts)}; {cpu:,.0f} CPU-s in all, "
+            f"{sum(r['steps'] for r in rows):,} copy-steps.",
+        ]
+    return out
+
+
 def stored() -> dict[str, Any]:
     """The stored pilot (empty when none)."""
     return json.loads(STORED.read_text()) if STORED.exists() else {"tasks": {}}
