@@ -8,8 +8,8 @@ quarter-decade ones, 8 seeds a cell), the task's seed ``SeedSequence([SEED, task
 `_scan.copy_seeds`). Per row it stores the evaluated cells' status codes under every reading
 (windows x rise thresholds), the CPU seconds, the steps run and the load; `row_edges()` reads
 each reading's edge from them with `_bisect.row_edge`. ``python -m
-gaugedyn.experiments.adam_stability._task_pilot --task NAME [--row A] [--until HH:MM]``
-merges rows into ``task_pilot.json``.
+gaugedyn.experiments.adam_stability._task_pilot --task NAME [--task NAME] [--row A]
+[--skip-stored] [--until HH:MM]`` merges rows into ``task_pilot.json``.
 """
 
 from __future__ import annotations
@@ -185,9 +185,10 @@ def stored() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run rows of a task (``--task NAME``, ``--row A`` repeatable; every row when none, the
-    largest ``1 - beta1`` first) and merge each into ``task_pilot.json`` as it finishes; with
-    ``--until HH:MM`` (UTC) no row starts after that time."""
+    """Run rows of tasks (``--task NAME`` repeatable, ``--row A`` repeatable; every row when
+    none, the largest ``1 - beta1`` first, each row for every task before the next row) and
+    merge each into ``task_pilot.json`` as it finishes; ``--skip-stored`` leaves out rows
+    already stored; with ``--until HH:MM`` (UTC) no row starts after that time."""
     import argparse
     import os
 
@@ -196,8 +197,9 @@ def main(argv: list[str] | None = None) -> None:
     from ._calibration import TASKS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--task", required=True, choices=list(TASKS))
+    parser.add_argument("--task", required=True, choices=list(TASKS), action="append")
     parser.add_argument("--row", type=float, action="append")
+    parser.add_argument("--skip-stored", action="store_true")
     parser.add_argument("--until", help="UTC HH:MM after which no row starts")
     args = parser.parse_args(argv)
     rows = list(SCAN_DESIGN["one_minus_beta1"])
@@ -206,32 +208,37 @@ def main(argv: list[str] | None = None) -> None:
     if bad:
         raise SystemExit(f"--row {bad[0]!r} is not allowed; the design's rows are {rows}")
     for a in chosen:
-        if args.until and time.strftime("%H:%M", time.gmtime()) >= args.until:
-            print(f"stopped before row {a}: past {args.until} UTC", flush=True)
-            break
-        load = os.getloadavg()[0]
-        entry = run_row(args.task, rows.index(a))
-        entry["load"] = round(load, 2)
-        entry["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-        old = stored()
-        mine = {r["row"]: r for r in old["tasks"].get(args.task, {}).get("rows", [])}
-        mine[a] = entry
-        old["tasks"][args.task] = {"rows": [mine[x] for x in rows if x in mine]}
-        out = {
-            "command": "python -m gaugedyn.experiments.adam_stability._task_pilot --task NAME "
-            "[--row A] [--until HH:MM]",
-            "machine": cpu_model(),
-            "design": SCAN_DESIGN,
-            "seed": SEED,
-            "tasks": {n: old["tasks"][n] for n in TASKS if n in old["tasks"]},
-        }
-        STORED.write_text(json.dumps(strict(out), indent=1) + "\n")
-        edges = row_edges(entry)["settled rise 2"]
-        print(
-            f"{args.task} row {a}: {len(entry['cells'])} cells, {entry['cpu_seconds']} CPU-s, "
-            f"load {entry['load']}, settled edge (rise 2) {edges}",
-            flush=True,
-        )
+        for name in args.task:
+            old = stored()
+            mine = {r["row"]: r for r in old["tasks"].get(name, {}).get("rows", [])}
+            if args.skip_stored and a in mine:
+                continue
+            if args.until and time.strftime("%H:%M", time.gmtime()) >= args.until:
+                print(f"stopped before {name} row {a}: past {args.until} UTC", flush=True)
+                return
+            load = os.getloadavg()[0]
+            entry = run_row(name, rows.index(a))
+            entry["load"] = round(load, 2)
+            entry["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+            old = stored()
+            mine = {r["row"]: r for r in old["tasks"].get(name, {}).get("rows", [])}
+            mine[a] = entry
+            old["tasks"][name] = {"rows": [mine[x] for x in rows if x in mine]}
+            out = {
+                "command": "python -m gaugedyn.experiments.adam_stability._task_pilot --task "
+                "NAME [--task NAME] [--row A] [--skip-stored] [--until HH:MM]",
+                "machine": cpu_model(),
+                "design": SCAN_DESIGN,
+                "seed": SEED,
+                "tasks": {n: old["tasks"][n] for n in TASKS if n in old["tasks"]},
+            }
+            STORED.write_text(json.dumps(strict(out), indent=1) + "\n")
+            edges = row_edges(entry)["settled rise 2"]
+            print(
+                f"{name} row {a}: {len(entry['cells'])} cells, {entry['cpu_seconds']} CPU-s, "
+                f"load {entry['load']}, settled edge (rise 2) {edges}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":
