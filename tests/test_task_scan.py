@@ -215,3 +215,17 @@ def test_task_pilot_reads_each_readings_edge_and_counts_the_rows(monkeypatch):
     monkeypatch.setattr(_task_pilot, "stored", lambda: fake)
     text = "\n".join(_task_pilot.pilot_markdown())
     assert "2 at rise 2 (1 at or below 0.05)" in text and "| 0.01 |" in text
+
+
+def test_expected_cost_of_a_scan_is_below_every_cell():
+    from gaugedyn.experiments.adam_stability import _task_pilot
+    from gaugedyn.experiments.adam_stability._protocol import run_steps
+
+    d = {"one_minus_beta1": [0.5, 0.1, 0.01], "one_minus_beta2": COLUMNS, "seeds": 8}
+    aa, cc = np.meshgrid(d["one_minus_beta1"], COLUMNS, indexing="ij")
+    every = _task_pilot.expected_copy_steps(d, 0.05, 0)
+    assert every == run_steps(aa, cc).sum() * 8
+    scanned = _task_pilot.expected_copy_steps(d, 0.05, 2, draws=3)
+    # the rows 0.5 and 0.1 stop near their edges; the row 0.01 (edge below the grid) runs the
+    # six bracket columns
+    assert run_steps(np.full(6, 0.01), np.array(COLUMNS[::2])).sum() * 8 < scanned < every

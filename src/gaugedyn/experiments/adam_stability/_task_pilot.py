@@ -179,6 +179,57 @@ def pilot_markdown() -> list[str]:
     return out
 
 
+def expected_copy_steps(design: dict[str, Any], C: float, stride: int, draws: int = 20) -> float:
+    """The median over ``draws`` of the copy-steps (`_protocol.run_steps` summed over the
+    evaluated cells' copies) a task on ``design`` costs when its boundary is ``c_b = C (1 -
+    beta1)`` (the design check's synthetic seeds, `_detector_controls.oracle`, 0.05 decades
+    wide): every cell when ``stride`` is 0, else the scan of `_scan._scan_task`."""
+    from ._bisect import scan_rows
+    from ._detector_controls import oracle
+    from ._protocol import run_steps
+    from ._scan import bracket_grid
+
+    a = np.asarray(design["one_minus_beta1"], float)
+    c = np.sort(np.asarray(design["one_minus_beta2"], float))
+    S = int(design["seeds"])
+    if not stride:
+        aa, cc = np.meshgrid(a, c, indexing="ij")
+        return float(run_steps(aa, cc).sum() * S)
+    step = float(np.max(np.diff(np.log10(c))))
+    totals = []
+    for d in range(draws):
+        seeds = oracle(a, C, 1.0, S, 0.05, seed=d)
+        steps = [0]
+
+        def evaluate(rows, cs, seeds=seeds, steps=steps):
+            steps[0] += int(run_steps(a[rows], np.asarray(cs, float)).sum()) * S
+            return seeds(rows, cs)
+
+        scan_rows(a, c[bracket_grid(c, stride)], evaluate, 1.5 * step)
+        totals.append(steps[0])
+    return float(np.median(totals))
+
+
+def cost_lines() -> list[str]:
+    """The expected copy-steps of one task under the second and third designs, every cell and
+    scanned, at the ``C`` of the design check and of the second design's pilot and below."""
+    from ._protocol import DESIGN_C, TASK_DESIGN
+
+    out = []
+    for C in (DESIGN_C, 0.034, 0.015, 0.005):
+        parts = [
+            f"{label} {expected_copy_steps(d, C, k) / 1e6:.2f}e6"
+            for label, d, k in (
+                ("second, every cell", TASK_DESIGN, 0),
+                ("second, scanned", TASK_DESIGN | {"bracket_stride": 2}, 2),
+                ("third, every cell", SCAN_DESIGN, 0),
+                ("third, scanned", SCAN_DESIGN, 2),
+            )
+        ]
+        out.append(f"C = {C:g}: " + "; ".join(parts))
+    return out
+
+
 def stored() -> dict[str, Any]:
     """The stored pilot (empty when none)."""
     return json.loads(STORED.read_text()) if STORED.exists() else {"tasks": {}}
@@ -197,11 +248,17 @@ def main(argv: list[str] | None = None) -> None:
     from ._calibration import TASKS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--task", required=True, choices=list(TASKS), action="append")
+    parser.add_argument("--task", choices=list(TASKS), action="append")
+    parser.add_argument("--cost", action="store_true", help="print cost_lines() and stop")
     parser.add_argument("--row", type=float, action="append")
     parser.add_argument("--skip-stored", action="store_true")
     parser.add_argument("--until", help="UTC HH:MM after which no row starts")
     args = parser.parse_args(argv)
+    if args.cost:
+        print("\n".join(cost_lines()))
+        return
+    if not args.task:
+        raise SystemExit("give --task NAME (one of the calibrated tasks) or --cost")
     rows = list(SCAN_DESIGN["one_minus_beta1"])
     chosen = rows if not args.row else args.row
     bad = [a for a in chosen if a not in rows]
