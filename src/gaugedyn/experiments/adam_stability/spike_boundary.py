@@ -249,7 +249,7 @@ class SpikeBoundary(Experiment):
             hi=1.0,
             hi_open=True,
             min_len=2,
-            max_len=8,
+            max_len=12,
             distinct=True,
             why="beta1 >= 0; below 1e-3 a settled run passes 1e5 steps",
             help="task grid of 1 - beta1 (the calibrated first design; issue 42's second "
