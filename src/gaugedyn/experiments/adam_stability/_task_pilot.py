@@ -89,6 +89,54 @@ def run_row(name: str, i: int) -> dict[str, Any]:
     }
 
 
+def _entries(r: dict[str, Any], rows: list[int]) -> list[dict[str, Any]]:
+    """Per row of a task result on ``rows``, its stored entry (evaluated cells, rises)."""
+    c = np.asarray(r["c"], float)
+    out = []
+    for k, i in enumerate(rows):
+        st = np.asarray(r["status_rises"])[k]
+        cells = [
+            {
+                "c": float(c[j]),
+                "status": st[j].tolist(),
+                "settled_median_log10_loss": np.round(
+                    np.asarray(r["settled_median_log10_loss"])[k, j], 2
+                ).tolist(),
+            }
+            for j in range(c.size)
+            if not np.all(st[j] == 5)
+        ]
+        out.append(
+            {
+                "row": float(SCAN_DESIGN["one_minus_beta1"][i]),
+                "rises": np.asarray(r["rises"]).tolist(),
+                "cells": cells,
+            }
+        )
+    return out
+
+
+def run_group(job: tuple[str, int, int]) -> dict[str, Any]:
+    """Row group ``g`` of ``groups`` (every ``groups``-th row from ``g``) of task ``name``,
+    run as ``spike_boundary`` runs it (one task, its rows batched at each column): the rows'
+    entries, with the group's steps and CPU seconds."""
+    from ._calibration import TASKS
+    from ._scan import _run_task
+
+    name, g, groups = job
+    rows = list(range(len(SCAN_DESIGN["one_minus_beta1"])))[g::groups]
+    k = list(TASKS).index(name)
+    t0 = time.process_time()
+    r = _run_task(design_task(name, rows), np.random.SeedSequence([SEED, k]))
+    cpu = time.process_time() - t0
+    return {
+        "task": name,
+        "rows": _entries(r, rows),
+        "steps": int(r["steps_run"]),
+        "cpu_seconds": round(cpu, 1),
+    }
+
+
 def row_edges(entry: dict[str, Any]) -> dict[str, list[float]]:
     """A stored row's ``(edge, low, high)`` under each reading ``"<window> rise <h>"``
     (`_bisect.row_edge` of its evaluated cells)."""
@@ -158,23 +206,31 @@ def pilot_markdown() -> list[str]:
                 sp = int((st[:, 0, q] == 1).sum())
                 cells.append(f"{sp}/{int(((st[:, 0, q] == 1) | (st[:, 0, q] == 0)).sum())}")
             e = row_edges(r)
+            own = [f"{r[k]:,}" if k in r else "-" for k in ("steps", "cpu_seconds", "load")]
             out.append(
                 f"| {r['row']:g} | "
                 + " | ".join(cells)
                 + f" | {_fmt(e['settled rise 2'])} | {_fmt(e['settled rise 1.5'])} | "
-                f"{_fmt(e['settled rise 2.5'])} | {r['steps']:,} | {r['cpu_seconds']:g} | "
-                f"{r['load']:g} |"
+                f"{_fmt(e['settled rise 2.5'])} | " + " | ".join(own) + " |"
             )
         counts = []
         for h in ("1.5", "2", "2.5"):
             n, low = rows_with_edge(rows, f"settled rise {h}")
             counts.append(f"{n} at rise {h} ({low} at or below 0.05)")
-        cpu = sum(r["cpu_seconds"] for r in rows)
+        groups = task.get("groups", [])
+        cpu = sum(r.get("cpu_seconds", 0) for r in rows) + sum(g["cpu_seconds"] for g in groups)
+        steps = sum(r.get("steps", 0) for r in rows) + sum(g["steps"] for g in groups)
+        out += [""] + [
+            f"- row group {g['rows']} (one task, its rows batched at each column; two "
+            f"processes): {g['cpu_seconds']:,.0f} CPU-s, {g['steps']:,} copy-steps, done "
+            f"{g['finished_after_s']:,.0f} s after the start (load {g['load_at_start']:g} at "
+            f"the start, {g['date']})"
+            for g in groups
+        ]
         out += [
             "",
             f"{len(rows)} of {len(SCAN_DESIGN['one_minus_beta1'])} rows run; rows with a settled "
-            f"edge: {', '.join(counts)}; {cpu:,.0f} CPU-s in all, "
-            f"{sum(r['steps'] for r in rows):,} copy-steps.",
+            f"edge: {', '.join(counts)}; {cpu:,.0f} CPU-s in all, {steps:,} copy-steps.",
         ]
     return out
 
@@ -252,6 +308,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cost", action="store_true", help="print cost_lines() and stop")
     parser.add_argument("--row", type=float, action="append")
     parser.add_argument("--skip-stored", action="store_true")
+    parser.add_argument(
+        "--groups",
+        type=int,
+        default=0,
+        help="run each task as this many row groups on two processes, as spike_boundary does",
+    )
     parser.add_argument("--until", help="UTC HH:MM after which no row starts")
     args = parser.parse_args(argv)
     if args.cost:
@@ -259,6 +321,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if not args.task:
         raise SystemExit("give --task NAME (one of the calibrated tasks) or --cost")
+    if args.groups:
+        _run_groups(args.task, args.groups)
+        return
     rows = list(SCAN_DESIGN["one_minus_beta1"])
     chosen = rows if not args.row else args.row
     bad = [a for a in chosen if a not in rows]
@@ -294,6 +359,69 @@ def main(argv: list[str] | None = None) -> None:
             print(
                 f"{name} row {a}: {len(entry['cells'])} cells, {entry['cpu_seconds']} CPU-s, "
                 f"load {entry['load']}, settled edge (rise 2) {edges}",
+                flush=True,
+            )
+
+
+def _store(name: str, entries: list[dict[str, Any]], extra: dict[str, Any]) -> None:
+    from ..._json import strict
+    from ..._meta import cpu_model
+    from ._calibration import TASKS
+
+    rows = list(SCAN_DESIGN["one_minus_beta1"])
+    old = stored()
+    mine = {r["row"]: r for r in old["tasks"].get(name, {}).get("rows", [])}
+    for e in entries:
+        mine[e["row"]] = e
+    kept = {k: v for k, v in old["tasks"].get(name, {}).items() if k != "rows"}
+    old["tasks"][name] = {"rows": [mine[x] for x in rows if x in mine]} | kept
+    for k, v in extra.items():
+        old["tasks"][name].setdefault(k, []).append(v)
+    out = {
+        "command": "python -m gaugedyn.experiments.adam_stability._task_pilot --task NAME "
+        "[--task NAME] [--groups 2] [--row A] [--skip-stored] [--until HH:MM]",
+        "machine": cpu_model(),
+        "design": SCAN_DESIGN,
+        "seed": SEED,
+        "tasks": {n: old["tasks"][n] for n in TASKS if n in old["tasks"]},
+    }
+    STORED.write_text(json.dumps(strict(out), indent=1) + "\n")
+
+
+def _run_groups(names: list[str], groups: int) -> None:
+    """Every task of ``names`` as ``groups`` row groups on a pool of two processes (the
+    cheaper task's groups first), each stored as it finishes with its wall and CPU seconds,
+    steps and the load at the start (a group's rows share its batches: CPU is stored per
+    group, not per row)."""
+    import multiprocessing as mp
+    import os
+
+    jobs = [(n, g, groups) for n in names for g in range(groups)]
+    start, load = time.time(), os.getloadavg()[0]
+    with mp.get_context("fork").Pool(2) as pool:
+        for res in pool.imap_unordered(run_group, jobs):
+            stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+            for e in res["rows"]:
+                e |= {"date": stamp, "group_of": groups}
+            _store(
+                res["task"],
+                res["rows"],
+                {
+                    "groups": {
+                        "rows": [e["row"] for e in res["rows"]],
+                        "steps": res["steps"],
+                        "cpu_seconds": res["cpu_seconds"],
+                        "finished_after_s": round(time.time() - start, 1),
+                        "load_at_start": round(load, 2),
+                        "date": stamp,
+                    }
+                },
+            )
+            print(
+                f"{res['task']} rows {[e['row'] for e in res['rows']]}: {res['cpu_seconds']} "
+                f"CPU-s, {res['steps']:,} copy-steps, {time.time() - start:.0f} s since start, "
+                f"load now {os.getloadavg()[0]:.2f}; settled edges (rise 2) "
+                f"{[row_edges(e)['settled rise 2'][0] for e in res['rows']]}",
                 flush=True,
             )
 
