@@ -9,7 +9,9 @@ quarter-decade ones, 8 seeds a cell), the task's seed ``SeedSequence([SEED, task
 (windows x rise thresholds), the CPU seconds, the steps run and the load; `row_edges()` reads
 each reading's edge from them with `_bisect.row_edge`. ``python -m
 gaugedyn.experiments.adam_stability._task_pilot --task NAME [--task NAME] [--row A]
-[--skip-stored] [--until HH:MM]`` merges rows into ``task_pilot.json``.
+[--skip-stored] [--until HH:MM]`` merges rows into ``task_pilot.json``; with ``--groups 2``
+each task runs as ``spike_boundary`` runs it (``ROW_GROUPS`` row groups, the rows of a group
+batched at each column) on two processes, and the CPU seconds are stored per group.
 """
 
 from __future__ import annotations
