@@ -177,10 +177,12 @@ def pilot_markdown() -> list[str]:
     pilot = stored()
     if not pilot["tasks"]:
         return ["No pilot of the third task design is stored (`task_pilot.json`)."]
-    cols = sorted(SCAN_DESIGN["one_minus_beta2"])
+    design = pilot.get("design", SCAN_DESIGN)  # the design the pilot ran
+    cols = sorted(design["one_minus_beta2"])
     out = [
-        "The stored pilot of the third task design (`_protocol.SCAN_DESIGN`; "
-        f"`{pilot['command']}`; {SCAN_DESIGN['seeds']} seeds a cell, {pilot['machine']}; a "
+        "The stored pilot of the third task design (`_protocol.SCAN_DESIGN` as it then "
+        f"was, rows {', '.join(f'{a:g}' for a in design['one_minus_beta1'])}; "
+        f"`{pilot['command']}`; {design['seeds']} seeds a cell, {pilot['machine']}; a "
         "cell: spiky seeds / seeds spiky or quiet under the settled window at rise 2 decades, "
         "`.` not evaluated; the edge where the spike probability falls through 1/2, with the "
         "interval from the significantly spiky to the significantly quiet cell, `-` open):",
@@ -231,7 +233,7 @@ def pilot_markdown() -> list[str]:
         ]
         out += [
             "",
-            f"{len(rows)} of {len(SCAN_DESIGN['one_minus_beta1'])} rows run; rows with a settled "
+            f"{len(rows)} of {len(design['one_minus_beta1'])} rows run; rows with a settled "
             f"edge: {', '.join(counts)}; {cpu:,.0f} CPU-s in all, {steps:,} copy-steps.",
         ]
     return out
