@@ -172,7 +172,7 @@ def test_scanned_design_controls_pass_at_the_declared_design():
         "task_bracket_stride": SCAN_DESIGN["bracket_stride"],
     }
     controls = design_controls(config)
-    assert "scanned from the top on every 2-th column" in controls[0].case
+    assert "scanned from the top on one column in 2" in controls[0].case
     assert all(c.run()[1] for c in controls)
 
 

@@ -622,7 +622,7 @@ def design_controls(config: dict, verdicts=None) -> list[Control]:
         f"the configuration's task rows ({len(config['task_one_minus_beta1'])}), columns "
         f"({len(config['task_one_minus_beta2'])}) and {int(config['task_seeds'])} seeds a cell, "
         + (
-            f"scanned from the top on every {int(config['task_bracket_stride'])}-th column and "
+            f"scanned from the top on one column in {int(config['task_bracket_stride'])} and "
             "bisected on the columns between (as the tasks read theirs)"
             if int(config.get("task_bracket_stride", 0))
             else "every cell evaluated, no bisection (as the tasks read theirs)"
