@@ -290,7 +290,7 @@ def test_upper_edge_and_check_claim():
 
 def test_task_scan_uses_the_stored_calibration_and_judges_every_copy():
     from gaugedyn.experiments.adam_stability._calibration import GRID, TASKS
-    from gaugedyn.experiments.adam_stability._protocol import TASK_DESIGN
+    from gaugedyn.experiments.adam_stability._protocol import SCAN_DESIGN, TASK_DESIGN
     from gaugedyn.experiments.adam_stability._scan import _run_task
     from gaugedyn.experiments.adam_stability._spike_analysis import min_edge_seeds
     from gaugedyn.experiments.adam_stability.spike_boundary import EXPERIMENT
@@ -301,7 +301,8 @@ def test_task_scan_uses_the_stored_calibration_and_judges_every_copy():
     }
     for config in (full, quick):
         tasks = [t for t in EXPERIMENT.tasks(config) if t["kind"] == "task"]
-        assert [t["task"] for t in tasks] == list(TASKS)  # quick previews the same tasks
+        # quick previews the same tasks, each as its row groups
+        assert list(dict.fromkeys(t["task"] for t in tasks)) == list(TASKS)
         for task in tasks:
             cal = TASKS[task["task"]]
             assert (task["lr"], task["n_samples"], task["hidden"]) == (
@@ -309,14 +310,15 @@ def test_task_scan_uses_the_stored_calibration_and_judges_every_copy():
                 cal["n_samples"],
                 cal["hidden"],
             )
-            # the full grid is the calibrated first design, the quick one a subset of it; the
-            # second design (TASK_DESIGN) is declared, not the default (PROTOCOL.md: its cost)
-            assert set(task["a"]) <= set(GRID["one_minus_beta1"])
-            assert set(task["c"]) <= set(GRID["one_minus_beta2"])
-    assert [t["a"] for t in EXPERIMENT.tasks(full) if t["kind"] == "task"][0] == GRID[
-        "one_minus_beta1"
-    ]
-    assert full["task_seeds"] == 3 and quick["task_seeds"] < min_edge_seeds()
+            # the full grid is the third design (SCAN_DESIGN, scanned), the quick one's rows
+            # a subset of it and of the calibrated first design's (GRID)
+            assert set(task["a"]) <= set(SCAN_DESIGN["one_minus_beta1"])
+            assert task["bracket_stride"] == SCAN_DESIGN["bracket_stride"]
+        assert set(tasks[0]["a"]) == set(config["task_one_minus_beta1"])
+    assert set(quick["task_one_minus_beta1"]) <= set(GRID["one_minus_beta1"])
+    assert set(quick["task_one_minus_beta2"]) <= set(GRID["one_minus_beta2"])
+    assert full["task_one_minus_beta2"] == SCAN_DESIGN["one_minus_beta2"]
+    assert full["task_seeds"] == 8 and quick["task_seeds"] < min_edge_seeds()
     assert TASK_DESIGN["seeds"] >= min_edge_seeds() and min(TASK_DESIGN["one_minus_beta1"]) == 0.01
     r = _run_task(
         {
@@ -723,12 +725,15 @@ def test_the_tasks_design_cannot_resolve_a_boundary_known_to_be_linear():
         "task_one_minus_beta1": [0.5, 0.4, 0.3, 0.2, 0.15, 0.1],
         "task_one_minus_beta2": [0.01, 0.03, 0.1, 0.3],
         "task_seeds": 3,
+        "task_bracket_stride": 0,
     }
-    assert design_controls(full) == []  # the default (first design, 3 seeds) is a preview
+    # the default (the third design: 8 seeds, scanned) declares the design controls
+    assert {c.id for c in design_controls(full)} == {"task_design.linear", "task_design.flat"}
     full = full | {
         "task_one_minus_beta1": TASK_DESIGN["one_minus_beta1"],
         "task_one_minus_beta2": TASK_DESIGN["one_minus_beta2"],
         "task_seeds": TASK_DESIGN["seeds"],
+        "task_bracket_stride": 0,
     }
     now = task_design_verdicts(published, C, draws=20)
     assert now["UNRESOLVED"] == 1.0 and now["rows_with_edge"] < 6

@@ -14,7 +14,9 @@ one between ``<!-- family wall -->`` and ``<!-- end family wall -->`` from ``fam
 (`_family_wall.wall_markdown()`: the core-wall measurement on it), and the one between
 ``<!-- map pilot -->`` and ``<!-- end map pilot -->`` from ``map_pilot.json``
 (`_map_pilot.pilot_markdown()`: the maps of ``n > 2`` on a fine grid and the design check of
-their rows and grid). Run from the repository
+their rows and grid); the one between ``<!-- task scan pilot -->`` and
+``<!-- end task scan pilot -->`` from ``task_pilot.json`` (`_task_pilot.pilot_markdown()`: the
+network tasks' third design). Run from the repository
 root::
 
     .venv/bin/python tools/pilot_tables.py            # rewrite the block in place
@@ -37,6 +39,7 @@ from gaugedyn.experiments.adam_stability import (  # noqa: E402
     _family_wall,
     _level_pilot,
     _map_pilot,
+    _task_pilot,
 )
 
 PAGE = ROOT / "docs" / "adam-stability.md"
@@ -45,6 +48,7 @@ LEVEL_BLOCK = re.compile(r"(<!-- level pilot -->\n)(.*?)(<!-- end level pilot --
 FAMILY_BLOCK = re.compile(r"(<!-- family pilot -->\n)(.*?)(<!-- end family pilot -->)", re.S)
 WALL_BLOCK = re.compile(r"(<!-- family wall -->\n)(.*?)(<!-- end family wall -->)", re.S)
 MAP_BLOCK = re.compile(r"(<!-- map pilot -->\n)(.*?)(<!-- end map pilot -->)", re.S)
+TASK_BLOCK = re.compile(r"(<!-- task scan pilot -->\n)(.*?)(<!-- end task scan pilot -->)", re.S)
 
 
 def body() -> str:
@@ -73,6 +77,11 @@ def map_body() -> str:
     return "\n".join(_map_pilot.pilot_markdown()) + "\n"
 
 
+def task_body() -> str:
+    """The block of the third task design's pilot (`_task_pilot.pilot_markdown()`)."""
+    return "\n".join(_task_pilot.pilot_markdown()) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the page is stale")
@@ -84,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         (FAMILY_BLOCK, "family pilot", family_body),
         (WALL_BLOCK, "family wall", wall_body),
         (MAP_BLOCK, "map pilot", map_body),
+        (TASK_BLOCK, "task scan pilot", task_body),
     )
     new = text
     for block, name, make in blocks:

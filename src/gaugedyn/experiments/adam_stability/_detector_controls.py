@@ -528,7 +528,8 @@ def task_design_verdicts(
     ``c_b = C a^slope`` (default exactly linear; the finder controls' `oracle`, logistic of
     ``width`` decades), read as the
     tasks read theirs: every cell of the configuration's task rows x columns evaluated with
-    ``task_seeds`` seeds, no bisection (`_bisect.row_edge`); ``draws`` draws from ``seed``.
+    ``task_seeds`` seeds, no bisection (`_bisect.row_edge`), or, with ``task_bracket_stride``,
+    the scan of `_scan._scan_task` (`_scanned_edges()`); ``draws`` draws from ``seed``.
     Returns the shares under ``HELD``, ``NOT HELD``, ``UNRESOLVED``, the median number of
     rows with an edge (``rows_with_edge``) and the share of those edges whose interval from the
     seeds has a closed side (``closed_intervals``)."""
@@ -539,10 +540,14 @@ def task_design_verdicts(
     a = np.asarray(config["task_one_minus_beta1"], float)
     c = np.sort(np.asarray(config["task_one_minus_beta2"], float))
     seeds = int(config["task_seeds"])
+    stride = int(config.get("task_bracket_stride", 0))
     verdicts, rows, closed = [], [], []
     for d in range(draws):
         ev = oracle(a, C, slope, seeds, width, seed=seed + d)
-        e = np.array([row_edge(c, ev([i] * c.size, c)[..., 0]) for i in range(a.size)])
+        if stride:
+            e = _scanned_edges(a, c, stride, ev)
+        else:
+            e = np.array([row_edge(c, ev([i] * c.size, c)[..., 0]) for i in range(a.size)])
         j = slope_judgement(a, e[:, 0], BANDS["linear"], "spike_boundary.linear_on_tasks:t")
         verdicts.append(j.verdict)
         has = np.isfinite(e[:, 0])
@@ -556,6 +561,19 @@ def task_design_verdicts(
     }
 
 
+def _scanned_edges(a, c, stride: int, evaluate) -> np.ndarray:
+    """``(rows, 3)`` edges of the settled window as a scanned network task reads them
+    (`_scan._scan_task`): `_bisect.scan_rows` on every ``stride``-th column from the top, then
+    bisection until the bracket is two neighbouring columns of ``c``."""
+    from ._bisect import row_edges, scan_rows
+    from ._scan import bracket_grid
+
+    coarse = c[bracket_grid(c, stride)]
+    step = float(np.max(np.diff(np.log10(c))))
+    r = scan_rows(a, coarse, evaluate, 1.5 * step)
+    return row_edges(coarse, r["status"], r["bisect_c"], r["bisect_status"], 0)
+
+
 _DESIGN_CACHE: dict[tuple, dict[str, float]] = {}
 
 
@@ -567,6 +585,7 @@ def _cached_design_verdicts(config: dict, C: float, slope: float) -> dict[str, f
         tuple(float(x) for x in config["task_one_minus_beta1"]),
         tuple(sorted(float(x) for x in config["task_one_minus_beta2"])),
         int(config["task_seeds"]),
+        int(config.get("task_bracket_stride", 0)),
         float(C),
         float(slope),
     )
@@ -602,7 +621,12 @@ def design_controls(config: dict, verdicts=None) -> list[Control]:
     grid = (
         f"the configuration's task rows ({len(config['task_one_minus_beta1'])}), columns "
         f"({len(config['task_one_minus_beta2'])}) and {int(config['task_seeds'])} seeds a cell, "
-        "every cell evaluated, no bisection (as the tasks read theirs)"
+        + (
+            f"scanned from the top on one column in {int(config['task_bracket_stride'])} and "
+            "bisected on the columns between (as the tasks read theirs)"
+            if int(config.get("task_bracket_stride", 0))
+            else "every cell evaluated, no bisection (as the tasks read theirs)"
+        )
     )
     instrument = "network task design (task_design_verdicts: edge finder and slope rule)"
     return [

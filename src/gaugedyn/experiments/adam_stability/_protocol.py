@@ -73,6 +73,26 @@ design check (`._detector_controls.task_design_verdicts()`): on boundaries known
 at ``DESIGN_C``, read as the tasks read theirs, at least ``DESIGN_ROWS`` rows hold an edge and
 the slope rule says HELD in at least ``DESIGN_POWER`` of the draws (a property of the design,
 not of any task's outcome)."""
+SCAN_DESIGN: dict[str, Any] = {
+    "one_minus_beta1": [0.5, 0.4, 0.3, 0.2, 0.15, 0.1, 0.07, 0.05, 0.01],
+    "one_minus_beta2": TASK_DESIGN["one_minus_beta2"],
+    "seeds": 8,
+    "bracket_stride": 2,
+}
+"""The network tasks' third design (issue 42, declared 2026-12-07 before its pilot;
+``PROTOCOL.md``): `TASK_DESIGN`'s columns and seeds, read by the scan of the 1-D maps instead
+of every cell (`_scan._scan_task`: per row the half-decade columns ``bracket_stride`` apart
+from the top down, stopping after the first cell spiky under every reading, then bisection on
+the quarter-decade columns between; the cells below a row's first spiky one do not enter its
+upper edge, and were 60-75% of the second design's steps). Rows: `TASK_DESIGN`'s, less 0.02
+and 0.03 (rows that the second design's pilot found never spiky above ``1e-3`` cost the most,
+about 1.6e6 copy-steps each, and 0.01 keeps the issue's floor), plus 0.4 and 0.15 (the
+calibrated first design's rows) and 0.07 (the gap between 0.1 and 0.05): rows whose edge can
+lie inside the columns the run length allows (``c_b`` above ``1e-3``), so that at least
+`DESIGN_ROWS` rows hold an edge -- the defining property, chosen from the pilots' rows with and
+without an edge and from cost, not from any slope. Row 0.03 was dropped after this design's
+pilot (``task_pilot.json``, which ran it: never spiky above ``1e-3`` in either task): with it the
+full run's estimate was about 15.4 minutes on two cores, over the bar; without it, about 14."""
 DESIGN_C = 0.0647
 """The design check's reference ``C = c_b / (1 - beta1)``: ``teacher_mse``'s settled ``C`` of
 the run published before the redesign (2026-12-07, 0.0647 [0.050, 0.084]; four rows)."""

@@ -3,12 +3,14 @@ downward scan of the compiled 1-D maps, and the batched full-batch training task
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 
 import numpy as np
 
 from ... import stats
+from ..._errors import InputError
 from ..._meta import integer_seed
 from ...adam import (
     FLOAT64_FLOOR,
@@ -126,17 +128,54 @@ def _run_task(task, seed, watch=None) -> dict:
     that sampling (those of the task run with it alone). ``steps_run``: the steps run, summed
     over the copies; ``steps_longest``: the longest copy's. ``watch = (steps, call)``:
     ``call(t, model, before)`` after each of those steps, with the batched model and its
-    parameters before the step (`_batched.adam_step_sets`)."""
+    parameters before the step (`_batched.adam_step_sets`).
+
+    A task with ``bracket_stride`` is scanned instead (`_scan_task()`)."""
+    if task.get("bracket_stride"):
+        if watch is not None:
+            raise InputError("watch is not allowed on a scanned task (bracket_stride); run cells")
+        return _scan_task(task, seed)
+    a, c = np.array(task["a"]), np.array(task["c"])
+    cells = [(i, j) for i in range(a.size) for j in range(c.size)]
+    per, steps = _run_cells(task, seed, cells, watch)
+    shape = (a.size, c.size)
+    per = [
+        {k: np.reshape(v, shape + np.shape(v)[1:]) if k in ROW_FIELDS else v for k, v in z.items()}
+        for z in per
+    ]
+    out = per[0] | {"a": a, "c": c} | steps
+    return also_results(out, per, "task")
+
+
+def copy_seeds(base: int, cells, columns: int, seeds: int) -> np.ndarray:
+    """The initialisation seeds of the copies of ``cells`` (``(row, column)`` indices of a grid
+    of ``columns`` columns), ``seeds`` a cell: copy ``s`` of cell ``(i, j)`` is seeded
+    ``base + (i columns + j) seeds + s``, its place in the whole grid (rows, columns, seeds), so
+    a cell's copies are the same whichever other cells run beside them (a scan's cells are
+    those of the whole grid)."""
+    ij = np.asarray(cells, dtype=np.int64).reshape(-1, 2)
+    first = (ij[:, 0] * int(columns) + ij[:, 1]) * int(seeds)
+    return (int(base) + first[:, None] + np.arange(int(seeds))).ravel()
+
+
+def _run_cells(task, seed, cells, watch=None) -> tuple[list[dict], dict]:
+    """The copies of ``cells`` (``(row, column)`` indices into the task's ``a`` and ``c``;
+    ``seeds`` copies each, `copy_seeds()`; the teacher's data from the task's seed) as one
+    batched program (`_run_task()`'s run), judged by every sampling of the task: per sampling
+    the results of `_judge_task()` with a leading cell axis, and ``steps_run`` /
+    ``steps_longest``."""
     import torch
 
     from ._batched import BatchedMLP, adam_step_sets
 
-    a, c, S = np.array(task["a"]), np.array(task["c"]), task["seeds"]
+    a, c, S = np.array(task["a"]), np.array(task["c"]), int(task["seeds"])
+    ij = np.asarray(cells, dtype=np.int64).reshape(-1, 2)
+    ac, cc = a[ij[:, 0]], c[ij[:, 1]]
     samplings = task_samplings(task)
-    aa, cc, _ = np.meshgrid(a, c, np.arange(S), indexing="ij")
-    own = [run_steps(aa, cc, z).ravel() for z in samplings]
+    aa, cc3 = np.repeat(ac, S), np.repeat(cc, S)
+    own = [run_steps(aa, cc3, z).ravel() for z in samplings]
     longest = np.max(own, axis=0)
-    sizes = [spike_block_size(1 - aa.ravel(), 1 - cc.ravel(), z) for z in samplings]
+    sizes = [spike_block_size(1 - aa, 1 - cc3, z) for z in samplings]
     base = integer_seed(seed)
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -146,7 +185,7 @@ def _run_task(task, seed, watch=None) -> dict:
         model = BatchedMLP(
             task["task"],
             aa.size,
-            base + np.arange(aa.size),
+            copy_seeds(base, ij, c.size, S),
             task["n_samples"],
             dtype=torch.float64,
             data_seed=base,
@@ -157,8 +196,8 @@ def _run_task(task, seed, watch=None) -> dict:
         reduced, first = adam_step_sets(
             model,
             task["lr"],
-            1 - aa.ravel(),
-            1 - cc.ravel(),
+            1 - aa,
+            1 - cc3,
             longest,
             distinct,
             eps=float(task.get("eps", ADAM_EPS)),
@@ -169,22 +208,18 @@ def _run_task(task, seed, watch=None) -> dict:
         torch.set_num_threads(before)
     sets = [reduced[distinct.index(tuple(int(b) for b in z))] for z in sizes]
     per = [
-        _judge_task(a, c, aa.shape, first, blocks, T, size, z)
+        _judge_task(ac, cc, (len(ij), S), first, blocks, T, size, z)
         for blocks, T, size, z in zip(sets, own, sizes, samplings)
     ]
-    out = per[0] | {
-        "a": a,
-        "c": c,
-        "steps_run": int(longest.sum()),
-        "steps_longest": int(longest.max()),
-    }
-    return also_results(out, per, "task")
+    steps = {"steps_run": int(longest.sum()), "steps_longest": int(longest.max(initial=0))}
+    return per, steps
 
 
-def _judge_task(a, c, shape, first, blocks, T, size, spikes) -> dict:
-    """One sampling's verdicts on a training task's copies: each copy's blocks of its own
-    ``T[k]`` steps (``T[k] // size[k]`` blocks) judged as `judge_run()` judges them, at the
-    sampling's rise and the declared range's ends (`rise_readings()`)."""
+def _judge_task(ac, cc, shape, first, blocks, T, size, spikes) -> dict:
+    """One sampling's verdicts on a training task's copies (``shape``: ``(cells, seeds)``, cell
+    ``k`` at ``(ac[k], cc[k])``): each copy's blocks of its own ``T[k]`` steps (``T[k] //
+    size[k]`` blocks) judged as `judge_run()` judges them, at the sampling's rise and the
+    declared range's ends (`rise_readings()`)."""
     rises = rise_readings(spikes.rise)
     T = np.broadcast_to(np.asarray(T, dtype=np.int64), (int(np.prod(shape)),))
     status = np.full(shape + (2, len(rises)), NOT_SIMULATED, dtype=np.int8)
@@ -192,14 +227,14 @@ def _judge_task(a, c, shape, first, blocks, T, size, spikes) -> dict:
     settled_median = np.full(shape, np.nan)
     final = np.full(shape, np.nan)
     for k, idx in enumerate(np.ndindex(shape)):
-        i, j, _ = idx
-        settle = int(settle_steps(a[i], c[j]))
+        a, c = float(ac[idx[0]]), float(cc[idx[0]])
+        settle = int(settle_steps(a, c))
         mine = SpikeBlocks(*(np.asarray(z)[: int(T[k]) // int(size[k])] for z in blocks[k]))
         # the readings differ only in the rise threshold: one set of rises serves them all
-        shared = spike_block_rises(mine.median, 1 - a[i], 1 - c[j], spikes, FLOAT64_FLOOR)
+        shared = spike_block_rises(mine.median, 1 - a, 1 - c, spikes, FLOAT64_FLOOR)
         for q, h in enumerate(rises):
             sq = spikes._replace(rise=h)
-            verdicts = judge_run(mine, float(a[i]), float(c[j]), FLOAT64_FLOOR, settle, sq, shared)
+            verdicts = judge_run(mine, a, c, FLOAT64_FLOOR, settle, sq, shared)
             for w, d in enumerate(verdicts):
                 status[idx + (w, q)] = CODES[str(d["status"])]
                 if q == 0:
@@ -218,6 +253,141 @@ def _judge_task(a, c, shape, first, blocks, T, size, spikes) -> dict:
         "final_log10_loss": final,
         "settled_median_log10_loss": settled_median,
     }
+
+
+ROW_FIELDS = (
+    "status",
+    "status_rises",
+    "max_rise",
+    "final_log10_loss",
+    "settled_median_log10_loss",
+)
+"""A task result's fields with a leading row axis (a cell's fields, ``(rows, columns, ...)``)."""
+
+
+def bracket_grid(c, stride: int) -> np.ndarray:
+    """The indices of a scanned task's bracket columns: every ``stride``-th of the ascending
+    columns ``c``, from the largest down, which must reach the smallest.
+
+    Raises
+    ------
+    InputError
+        When ``stride`` is not a positive integer or the bracket columns miss the smallest.
+    """
+    n = len(c)
+    if int(stride) != stride or stride < 1 or (n - 1) % int(stride):
+        raise InputError(
+            f"bracket_stride={stride!r} is not allowed for {n} columns; give a positive integer "
+            f"that divides {n - 1}, so every stride-th column from the largest reaches the smallest"
+        )
+    return np.arange(0, n, int(stride))
+
+
+def _scan_task(task, seed) -> dict:
+    """A training task scanned row by row (``PROTOCOL.md``, the network tasks' scan): per row
+    of ``rows`` (all when absent; indices into ``a``) the columns of `bracket_grid()` from the
+    largest ``1 - beta2`` down, stopping after the first cell with spike probability at least
+    1/2 under every reading (each sampling's windows and rise thresholds), then bisection on
+    the columns between (`_bisect.scan_rows`: the bracket's middle column, until the bracket
+    is two neighbouring columns). Every cell is the whole grid's (`copy_seeds()`, the teacher
+    from the task's seed); the rows a round evaluates at one column run as one batch. Returns
+    the fields of `_run_task()` on the grid of ``rows`` x ``c``, the cells not evaluated
+    ``NOT_SIMULATED`` (``nan``), and ``cells_run``."""
+    a, c, S = np.array(task["a"]), np.array(task["c"]), int(task["seeds"])
+    if np.any(np.diff(c) <= 0):
+        raise InputError(f"c={task['c']!r} is not allowed; give ascending columns")
+    rows = np.array(task.get("rows", range(a.size)), dtype=np.int64)
+    coarse = bracket_grid(c, task["bracket_stride"])
+    samplings = task_samplings(task)
+    store: dict[tuple[int, int], list[dict]] = {}
+    counts = {"steps_run": 0, "steps_longest": 0, "cells_run": 0}
+    lc = np.log(c)
+
+    def evaluate(local: np.ndarray, cs: np.ndarray) -> np.ndarray:
+        cells = [
+            (int(rows[r]), int(np.argmin(np.abs(lc - math.log(x))))) for r, x in zip(local, cs)
+        ]
+        assert not any(k in store for k in cells), "a scan evaluates each cell once"
+        per, steps = _run_cells(task, seed, cells)
+        counts["steps_run"] += steps["steps_run"]
+        counts["steps_longest"] = max(counts["steps_longest"], steps["steps_longest"])
+        counts["cells_run"] += len(cells)
+        for k, cell in enumerate(cells):
+            store[cell] = [{f: np.asarray(z[f])[k] for f in ROW_FIELDS} for z in per]
+        # every reading of every sampling as a "window" of the scan: (cells, seeds, readings)
+        st = np.concatenate([z["status_rises"].reshape(len(cells), S, -1) for z in per], -1)
+        return st
+
+    readings = sum(2 * len(rise_readings(z.rise)) for z in samplings)
+    # bisection stops when the bracket is two neighbouring columns: wider than one step of the
+    # grid, narrower than two
+    step = float(np.max(np.diff(np.log10(c)))) if c.size > 1 else 1.0
+    scan_rows(a[rows], c[coarse], evaluate, 1.5 * step, windows=readings)
+    out_per = []
+    for q, z in enumerate(samplings):
+        R = len(rise_readings(z.rise))
+        grid: dict[str, np.ndarray] = {
+            "status_rises": np.full((rows.size, c.size, S, 2, R), NOT_SIMULATED, np.int8),
+            "max_rise": np.full((rows.size, c.size, S, 2), np.nan),
+            "final_log10_loss": np.full((rows.size, c.size, S), np.nan),
+            "settled_median_log10_loss": np.full((rows.size, c.size, S), np.nan),
+        }
+        for (i, j), per in store.items():
+            r = int(np.flatnonzero(rows == i)[0])
+            for f in grid:
+                grid[f][r, j] = per[q][f]
+        grid["status"] = grid["status_rises"][..., 0]
+        out_per.append(grid | {"rises": np.array(rise_readings(z.rise))})
+    out = out_per[0] | {"a": a[rows], "c": c} | counts
+    return also_results(out, out_per, "task")
+
+
+def merge_rows(tasks: list[dict], results: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The tasks and results of a run with each network task split by rows (``rows``: indices
+    into its ``a``) joined back into one task and result per network task, its rows in the
+    order of ``a`` (the fields of `ROW_FIELDS` and their ``also`` copies stacked, the steps and
+    cells summed, the longest run the longest); other tasks as they are, in their order.
+
+    Raises
+    ------
+    ValueError
+        When a split task's rows do not cover its ``a`` exactly once.
+    """
+    out_t: list[dict] = []
+    out_r: list[dict] = []
+    groups: dict[str, int] = {}
+    parts: dict[int, list[tuple[dict, dict]]] = {}
+    for t, r in zip(tasks, results):
+        if t.get("kind") != "task" or "rows" not in t:
+            out_t.append(t)
+            out_r.append(r)
+            continue
+        key = json.dumps({k: v for k, v in t.items() if k != "rows"}, sort_keys=True, default=str)
+        if key not in groups:
+            groups[key] = len(out_t)
+            out_t.append({k: v for k, v in t.items() if k != "rows"})
+            out_r.append({})
+        parts.setdefault(groups[key], []).append((t, r))
+    for g, members in parts.items():
+        rows = np.concatenate([np.asarray(t["rows"], dtype=np.int64) for t, _ in members])
+        n = len(out_t[g]["a"])
+        if sorted(rows.tolist()) != list(range(n)):
+            raise ValueError(
+                f"task {out_t[g]['task']!r}: rows {rows.tolist()} do not cover 0..{n - 1}"
+            )
+        order = np.argsort(rows, kind="stable")
+        first = members[0][1]
+        merged = dict(first)
+        for f in first:
+            name = f.split("__", 1)[1] if f.startswith("also") and "__" in f else f
+            if name in ROW_FIELDS or f == "a":
+                merged[f] = np.concatenate([np.asarray(r[f]) for _, r in members])[order]
+        for f in ("steps_run", "cells_run"):
+            if f in first:
+                merged[f] = int(sum(int(r[f]) for _, r in members))
+        merged["steps_longest"] = int(max(int(r["steps_longest"]) for _, r in members))
+        out_r[g] = merged
+    return out_t, out_r
 
 
 def rise_readings(rise: float) -> list[float]:

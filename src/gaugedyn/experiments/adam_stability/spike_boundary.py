@@ -15,7 +15,6 @@ import numpy as np
 from ..._errors import InputError
 from ...adam import SPIKE_DEFINITION, SpikeSampling
 from ...harness import Choice, Experiment, Param
-from ._calibration import GRID as TASK_GRID
 from ._calibration import TASKS as CALIBRATION
 from ._detector_controls import boundary_controls, design_controls, detector_controls
 from ._figures import local_slopes, spike_maps
@@ -25,14 +24,19 @@ from ._protocol import (
     CHECK_CELLS,
     FINDING_MEASURES,
     RISE_RANGE,
+    SCAN_DESIGN,
     SETTLE,
     STARTS,
     sampling,
 )
-from ._scan import run, select_sampling
+from ._scan import bracket_grid, merge_rows, run, select_sampling
 from ._spike_analysis import analyse
 
 _DEFAULT = SpikeSampling()
+ROW_GROUPS = 2
+"""A scanned network task runs as this many tasks, every ``ROW_GROUPS``-th row each (the rows
+of a group batched at each column): the workers of a two-core run share its cost, and a
+group's batches stay wide enough that a step's fixed cost is shared by its copies."""
 MAX_SHARED = 1100
 """Most samplings of one shared pass (a multiverse's specifications: up to 1000 random joint
 ones, the primary and the ends)."""
@@ -238,23 +242,22 @@ class SpikeBoundary(Experiment):
         ),
         "task_one_minus_beta1": Param(
             list,
-            TASK_GRID["one_minus_beta1"],
+            SCAN_DESIGN["one_minus_beta1"],
             item=float,
             quick=[0.5, 0.3, 0.2],
             lo=1e-3,
             hi=1.0,
             hi_open=True,
             min_len=2,
-            max_len=8,
+            max_len=12,
             distinct=True,
             why="beta1 >= 0; below 1e-3 a settled run passes 1e5 steps",
-            help="task grid of 1 - beta1 (the calibrated first design; issue 42's second "
-            "design, TASK_DESIGN, down to 0.01, is declared but costs about 36 CPU-minutes: "
-            "PROTOCOL.md)",
+            help="task rows 1 - beta1 (the third design, SCAN_DESIGN: ten from 0.5 to 0.01; "
+            "the calibrated first design's are _calibration.GRID's: PROTOCOL.md)",
         ),
         "task_one_minus_beta2": Param(
             list,
-            TASK_GRID["one_minus_beta2"],
+            SCAN_DESIGN["one_minus_beta2"],
             item=float,
             quick=[0.03, 0.1, 0.3],
             lo=1e-3,
@@ -264,18 +267,30 @@ class SpikeBoundary(Experiment):
             max_len=16,
             distinct=True,
             why="below 1e-3 a settled run passes 1e5 steps",
-            help="task grid of 1 - beta2 (the calibrated first design; TASK_DESIGN's is a "
-            "quarter decade apart from 1e-3: PROTOCOL.md)",
+            help="task columns 1 - beta2 (the third design, SCAN_DESIGN: the second's, a "
+            "quarter decade apart from 1e-3 to 10^-0.5; the first design's are "
+            "_calibration.GRID's: PROTOCOL.md)",
         ),
         "task_seeds": Param(
             int,
-            3,
+            SCAN_DESIGN["seeds"],
             quick=1,
             lo=1,
             hi=16,
             why="CPU time: one copy per seed",
-            help="initialisations per task cell (TASK_DESIGN: 8; at fewer than 6 no task edge "
+            help="initialisations per task cell (SCAN_DESIGN: 8; at fewer than 6 no task edge "
             "can have an interval: PROTOCOL.md)",
+        ),
+        "task_bracket_stride": Param(
+            int,
+            SCAN_DESIGN["bracket_stride"],
+            lo=0,
+            hi=8,
+            why="a bracket grid coarser than 8 columns steps over the edge",
+            help="0: every cell of the task grid (the first and second designs); k >= 1: the "
+            "scan of the 1-D maps (SCAN_DESIGN: 2), per row every k-th column from the top "
+            "down to the first spiky cell under every reading, then bisection on the columns "
+            "between; the rows in ROW_GROUPS tasks (PROTOCOL.md)",
         ),
         "check_steps": Param(
             int,
@@ -370,10 +385,14 @@ class SpikeBoundary(Experiment):
 
     def validate(self, config):
         shared_samplings(config, self.space)
+        if config.get("tasks") and int(config.get("task_bracket_stride", 0)):
+            bracket_grid(sorted(config["task_one_minus_beta2"]), int(config["task_bracket_stride"]))
 
     def seed_coordinates(self, task):
         # the shared pass's further samplings only choose what is read off the runs
-        return {k: v for k, v in task.items() if k != "also"}
+        # ... and a scanned network task is split by rows only to balance the workers: every
+        # row of a task draws from the one seed (its teacher; its copies by copy_seeds)
+        return {k: v for k, v in task.items() if k not in ("also", "rows")}
 
     def shared_values(self, primary, configs):
         own = [shared_label(sampling(c)) for c in configs]
@@ -414,32 +433,44 @@ class SpikeBoundary(Experiment):
                         **common,
                     }
                 )
+        stride = int(config.get("task_bracket_stride", 0))
+        scanned: list[dict] = []
         for name in config["tasks"]:
             cal = CALIBRATION[name]
-            out.append(
-                {
-                    "kind": "task",
-                    "task": name,
-                    "start": "init",
-                    "a": list(config["task_one_minus_beta1"]),
-                    "c": sorted(config["task_one_minus_beta2"]),
-                    "seeds": int(config["task_seeds"]),
-                    "lr": float(cal["lr"]),
-                    "n_samples": int(cal["n_samples"]),
-                    "hidden": int(cal["hidden"]),
-                    "spikes": spikes,
-                    **also,
-                }
-            )
-        return out
+            task = {
+                "kind": "task",
+                "task": name,
+                "start": "init",
+                "a": list(config["task_one_minus_beta1"]),
+                "c": sorted(config["task_one_minus_beta2"]),
+                "seeds": int(config["task_seeds"]),
+                "lr": float(cal["lr"]),
+                "n_samples": int(cal["n_samples"]),
+                "hidden": int(cal["hidden"]),
+                "spikes": spikes,
+                **also,
+            }
+            if not stride:
+                out.append(task)
+                continue
+            rows = range(len(task["a"]))
+            scanned += [
+                task | {"bracket_stride": stride, "rows": list(rows[g::ROW_GROUPS])}
+                for g in range(min(ROW_GROUPS, len(rows)))
+            ]
+        # the scanned network tasks are the run's longest: submitted first, so the two workers
+        # end together (longest first); the analysis reads the tasks in their kinds' order
+        return scanned + out
 
     def run_task(self, task, seed):
         return run(task, seed)
 
     def analyse(self, config, tasks, results, seed):
         own = sampling(config)
-        mine = [select_sampling(t, r, own) for t, r in zip(tasks, results)]
-        return analyse(tasks, mine, seed)
+        kinds = {"check": 0, "1d": 1, "task": 2}
+        order = sorted(range(len(tasks)), key=lambda k: kinds[tasks[k]["kind"]])
+        mine = [select_sampling(tasks[k], results[k], own) for k in order]
+        return analyse(*merge_rows([tasks[k] for k in order], mine), seed)
 
     def plot(self, arrays, config, outdir):
         return [*spike_maps(arrays, outdir), local_slopes(arrays, outdir)]
