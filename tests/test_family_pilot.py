@@ -30,10 +30,43 @@ def test_family_task_is_a_spike_boundary_network_task_and_refuses_an_undeclared_
     assert t["c"] == [0.03, 0.1] and t["seeds"] == 2 and t["also"] == [[1.5, 24, 200]]
     assert (t["hidden"], t["n_samples"], t["lr"]) == (32, 64, 1e-2)
     assert _family.family_task("digits_ce_w16", [2.0, 24, 200])["hidden"] == 16
-    with pytest.raises(InputError, match="'digits_mse' is not allowed"):
-        _family.family_task("digits_mse", [2.0, 24, 200])
+    with pytest.raises(InputError, match="'mlp' is not allowed"):
+        _family.family_task("mlp", [2.0, 24, 200])
     assert len(_family.ROWS) >= 6 and sum(a <= 0.05 for a in _family.ROWS) >= 3
     assert min(_family.ROWS) == 0.01 and math.isclose(min(_family.COLUMNS), 1e-3)
+
+
+def test_the_mean_squared_candidates_follow_the_cross_entropy_ones_and_can_fit_every_label():
+    """The declared order: the two cross-entropy candidates (piloted first) and then the two
+    mean-squared ones, each a realizable digits network: at least as many parameters as one-hot
+    targets (`_batched`'s 64-hidden-10 MLP), run by `_batched`'s ``digits_mse``."""
+    from gaugedyn.experiments.adam_stability._batched import TASKS
+
+    assert list(_family.CANDIDATES) == ["digits_ce", "digits_ce_w16", "digits_mse",
+                                        "digits_mse_n128"]  # fmt: skip
+    for name in ("digits_mse", "digits_mse_n128"):
+        t = _family.family_task(name, [2.0, 24, 200])
+        assert t["task"] == "digits_mse" and t["hidden"] == 32 and t["lr"] == 1e-2
+        h = t["hidden"]
+        assert 64 * h + h + 10 * h + 10 >= 10 * t["n_samples"]
+    assert _family.family_task("digits_mse", [2.0, 24, 200])["n_samples"] == 64
+    assert _family.family_task("digits_mse_n128", [2.0, 24, 200])["n_samples"] == 128
+    assert {c["task"] for c in _family.CANDIDATES.values()} <= set(_family.LOSSES) <= set(TASKS)
+
+
+def test_the_pilot_table_names_each_candidate_s_loss():
+    pilot = _pilot(2, b=1)
+    pilot["candidates"]["digits_mse"] = {"rows": _pilot(3)["candidates"]["digits_ce"]["rows"]}
+    pilot |= {"date": "d", "command": "c", "machine": "m"}
+    for cand in pilot["candidates"].values():
+        for row in cand["rows"]:
+            for z in row["cells"]:
+                z |= {"cpu_seconds": 1.0, "settled_median_log10_loss": [-9.0] * 8}
+    lines = _family_pilot.pilot_markdown(pilot)
+    head = {x.split(":")[0].strip("`"): x for x in lines if x.startswith("`digits")}
+    assert "cross-entropy" in head["digits_ce"] and "squared error" not in head["digits_ce"]
+    assert "half the squared error to the one-hot labels" in head["digits_mse"]
+    assert "MLP 64-32-10 on 64 digits" in head["digits_mse"]
 
 
 def test_a_watched_task_runs_the_same_trajectory_and_sees_each_step_once():

@@ -1,4 +1,4 @@
-"""Which cross-entropy network family has a settled spike edge? A stored pilot (issue 42, Build 4).
+"""Which second network family has a settled spike edge? A stored pilot (issue 42, Build 4).
 
 The candidates of `_family` (declared before this pilot ran, in their order) are each scanned
 on `_family.ROWS` x `_family.COLUMNS` with `_family.SEEDS` seeds a cell by the package's own
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ._family import CANDIDATES, COLUMNS, MIN_ROWS, ROWS, SEEDS
+from ._family import CANDIDATES, COLUMNS, LOSSES, MIN_ROWS, ROWS, SEEDS
 
 SEED = 20261208
 """Root of the pilot's seeds."""
@@ -201,7 +201,7 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
     p = stored() if pilot is None else pilot
     cols = sorted(COLUMNS)
     lines = [
-        f"The stored pilot of the cross-entropy family ({p['date']}, `{p['command']}`; "
+        f"The stored pilot of the second network family ({p['date']}, `{p['command']}`; "
         f"{SEEDS} seeds a cell, {p['machine']}; a cell: spiky seeds / seeds spiky or quiet "
         "under the settled window, rise 2 decades (transient spiky: the row's runs spiky under "
         "the transient window, of all its runs); `.`: not evaluated, below the row's first "
@@ -216,7 +216,7 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
         lines += [
             "",
             f"`{name}`: MLP 64-{cand['hidden']}-10 on {cand['n_samples']} digits, "
-            f"cross-entropy, $\\mathrm{{lr}} = {cand['lr']:g}$, Adam's eps {cand['eps']:g} - "
+            f"{LOSSES[cand['task']]}, $\\mathrm{{lr}} = {cand['lr']:g}$, Adam's eps {cand['eps']:g} - "
             f"{s['with_edge']} of {len(s['rows'])} rows run with a settled edge (of "
             f"{len(ROWS)} declared; the settled median log10 loss over the row's seeds and "
             "cells, lowest to highest):",
