@@ -132,6 +132,36 @@ def test_the_choice_is_the_first_candidate_with_six_rows_with_a_settled_edge():
     assert cols[5] < e[0] < cols[6] and (e[1], e[2]) == (cols[5], cols[6])
 
 
+def test_the_chosen_family_is_a_spike_boundary_task_on_the_calibrated_grid(monkeypatch):
+    """`_calibration.family_entry()`: the candidate `choose()` picks, with its own program, data,
+    width, step size and eps, on the scan's grid; none while none is chosen. `spike_boundary`
+    runs an entry of that kind with its program and eps."""
+    from gaugedyn.experiments.adam_stability import _calibration
+    from gaugedyn.experiments.adam_stability.spike_boundary import EXPERIMENT
+
+    ce = _pilot(1, b=1)["candidates"]  # both cross-entropy candidates fail
+    six = _pilot(6)["candidates"]["digits_ce"]
+    pilot = {"candidates": ce | {"digits_mse": six}}
+    name, entry = _calibration.family_entry(pilot)
+    assert name == "digits_mse" and entry["task"] == "digits_mse"
+    assert (entry["n_samples"], entry["hidden"], entry["lr"], entry["eps"]) == (64, 32, 1e-2, 1e-8)
+    assert entry["one_minus_beta1"] == _calibration.GRID["one_minus_beta1"]
+    assert entry["one_minus_beta2"] == _calibration.GRID["one_minus_beta2"]
+    later = {"candidates": ce | {"digits_mse": _pilot(5)["candidates"]["digits_ce"],
+                                 "digits_mse_n128": six}}  # fmt: skip
+    name, entry = _calibration.family_entry(later)
+    assert name == "digits_mse_n128" and (entry["task"], entry["n_samples"]) == ("digits_mse", 128)
+    assert _calibration.family_entry({"candidates": ce}) is None
+    # a family entry runs its own program at its own eps
+    monkeypatch.setitem(_calibration.TASKS, name, entry | {"eps": 1e-9})
+    config = {k: p.default for k, p in EXPERIMENT.params.items()} | {"tasks": [name]}
+    (task,) = [t for t in EXPERIMENT.tasks(config) if t["kind"] == "task"]
+    assert (task["task"], task["n_samples"], task["hidden"], task["eps"]) == (
+        "digits_mse", 128, 32, 1e-9)  # fmt: skip
+    plain = {k: p.default for k, p in EXPERIMENT.params.items()} | {"tasks": ["teacher_mse"]}
+    assert "eps" not in [t for t in EXPERIMENT.tasks(plain) if t["kind"] == "task"][0]
+
+
 def test_a_row_reading_uses_the_settled_window_and_the_asked_rise():
     cols = sorted(_family.COLUMNS)
     row = _row(0.1, [(cols[2], [1] * 8), (cols[3], [0] * 8)])

@@ -301,9 +301,11 @@ def test_task_scan_uses_the_stored_calibration_and_judges_every_copy():
     }
     for config in (full, quick):
         tasks = [t for t in EXPERIMENT.tasks(config) if t["kind"] == "task"]
-        assert [t["task"] for t in tasks] == list(TASKS)  # quick previews the same tasks
-        for task in tasks:
-            cal = TASKS[task["task"]]
+        # quick previews the same tasks
+        assert [t["task"] for t in tasks] == [c.get("task", n) for n, c in TASKS.items()]
+        for task, name in zip(tasks, TASKS):
+            cal = TASKS[name]
+            assert task["task"] == cal.get("task", name) and task.get("eps") == cal.get("eps")
             assert (task["lr"], task["n_samples"], task["hidden"]) == (
                 cal["lr"],
                 cal["n_samples"],
@@ -372,9 +374,12 @@ def test_a_copy_on_a_plateau_is_untrained_under_both_windows(monkeypatch):
 
 
 def test_stored_pilots_meet_the_calibration_rule_and_the_rule_can_fail():
-    from gaugedyn.experiments.adam_stability._calibration import TASKS, rule_met
+    from gaugedyn.experiments.adam_stability._calibration import STORED_PILOTS, TASKS, rule_met
 
-    for name, cal in TASKS.items():
+    # the calibrated tasks; the second network family's is chosen on its own pilot
+    assert set(STORED_PILOTS) == {"teacher_mse", "teacher4_mse"} <= set(TASKS)
+    for name in STORED_PILOTS:
+        cal = TASKS[name]
         ok, why = rule_met(cal["pilot"])
         assert ok, (name, why)
         assert cal["pilot"]["lr"] == cal["lr"]
