@@ -194,6 +194,10 @@ def _fmt(v: float) -> str:
     return "-" if not math.isfinite(v) else f"{v:.3g}"
 
 
+def _rows(n: int) -> str:
+    return f"{n} row{'s' * (n != 1)}"
+
+
 def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
     """Markdown lines of the pilot (the stored one unless given): per candidate and row, the
     evaluated cells (spiky seeds of those spiky or quiet, settled window), the settled edge and
@@ -217,7 +221,7 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
             "",
             f"`{name}`: MLP 64-{cand['hidden']}-10 on {cand['n_samples']} digits, "
             f"{LOSSES[cand['task']]}, $\\mathrm{{lr}} = {cand['lr']:g}$, Adam's eps {cand['eps']:g} - "
-            f"{s['with_edge']} of {len(s['rows'])} rows run with a settled edge (of "
+            f"{s['with_edge']} of {_rows(len(s['rows']))} run with a settled edge (of "
             f"{len(ROWS)} declared; the settled median log10 loss over the row's seeds and "
             "cells, lowest to highest):",
             "",
@@ -255,7 +259,10 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
     for name in CANDIDATES:
         s = candidate_summary(name, p)
         word = "meets the rule" if s["meets"] else ("fails it" if s["fails"] else "undecided")
-        verdicts.append(f"`{name}` {word} ({s['with_edge']} edges in {len(s['rows'])} rows run)")
+        verdicts.append(
+            f"`{name}` {word} ({s['with_edge']} edge{'s' * (s['with_edge'] != 1)} in "
+            f"{_rows(len(s['rows']))} run)"
+        )
     settled = chosen is not None or all(candidate_summary(n, p)["fails"] for n in CANDIDATES)
     lines += [
         "",
