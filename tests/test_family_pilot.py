@@ -60,9 +60,16 @@ def test_the_pilot_table_names_each_candidate_s_loss():
     pilot |= {"date": "d", "command": "c", "machine": "m"}
     for cand in pilot["candidates"].values():
         for row in cand["rows"]:
+            row["load"] = 2.5
             for z in row["cells"]:
-                z |= {"cpu_seconds": 1.0, "settled_median_log10_loss": [-9.0] * 8}
+                z |= {"cpu_seconds": 1.0, "settled_median_log10_loss": [-9.0] * 8,
+                      "max_rise": [[0.5, 0.7]] * 7 + [[2 * float(row["row"]), 3.0]]}  # fmt: skip
     lines = _family_pilot.pilot_markdown(pilot)
+    # per row the largest rise of its runs under the settled window, the CPU seconds, the load
+    first = next(x for x in lines if x.startswith("| 0.3 |"))
+    assert first.endswith("| 0.60 | 8/16 | 2 (2.5) |")
+    last = [x for x in lines if x.startswith("| 0.01 |")][-1]
+    assert last.endswith("| 0.50 | 0/88 | 11 (2.5) |")
     head = {x.split(":")[0].strip("`"): x for x in lines if x.startswith("`digits")}
     assert "cross-entropy" in head["digits_ce"] and "squared error" not in head["digits_ce"]
     assert "half the squared error to the one-hot labels" in head["digits_mse"]

@@ -223,12 +223,14 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
             f"{LOSSES[cand['task']]}, $\\mathrm{{lr}} = {cand['lr']:g}$, Adam's eps {cand['eps']:g} - "
             f"{s['with_edge']} of {_rows(len(s['rows']))} run with a settled edge (of "
             f"{len(ROWS)} declared; the settled median log10 loss over the row's seeds and "
-            "cells, lowest to highest):",
+            "cells, lowest to highest; the largest rise, in decades, of any of the row's runs "
+            "under the settled window; the row's CPU seconds and the load at its start):",
             "",
             "| $1 - \\beta_1$ \\ $1 - \\beta_2$ | "
             + " | ".join(f"{c:.3g}" for c in cols)
-            + " | settled edge [interval] | settled log10 loss | transient spiky | CPU s |",
-            "|---" * (len(cols) + 5) + "|",
+            + " | settled edge [interval] | settled log10 loss | largest settled rise | "
+            "transient spiky | CPU s (load) |",
+            "|---" * (len(cols) + 6) + "|",
         ]
         for row, e in zip(p["candidates"][name]["rows"], s["edges"]):
             by_c = {z["c"]: z for z in row["cells"]}
@@ -247,10 +249,14 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
             lv = lv[np.isfinite(lv)]
             span = f"{lv.min():.1f} to {lv.max():.1f}" if lv.size else "-"
             tr = np.concatenate([np.asarray(z["status"])[:, 1] for z in row["cells"]])
+            # rows stored before the pilot kept each run's largest rise read "-"
+            rise = np.array([np.asarray(z["max_rise"], float)[:, WINDOW]
+                             for z in row["cells"] if "max_rise" in z])  # fmt: skip
+            top = f"{np.nanmax(rise):.2f}" if np.isfinite(rise).any() else "-"
             lines.append(
                 f"| {row['row']:g} | " + " | ".join(cells)
-                + f" | {_fmt(e[0])} [{_fmt(e[1])}, {_fmt(e[2])}] | {span} | "
-                f"{int((tr == 1).sum())}/{tr.size} | {cpu:.0f} |"
+                + f" | {_fmt(e[0])} [{_fmt(e[1])}, {_fmt(e[2])}] | {span} | {top} | "
+                f"{int((tr == 1).sum())}/{tr.size} | {cpu:.0f} ({row['load']:g}) |"
             )  # fmt: skip
     if "eps_reading" in p:
         lines += [""] + eps_markdown(p["eps_reading"])
