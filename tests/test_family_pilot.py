@@ -1,4 +1,4 @@
-"""The cross-entropy network family of spike_boundary (issue 42, Build 4 and 5): its task
+"""The second network family of spike_boundary (issue 42, Build 4 and 5): its task
 definition, the stored pilot that chose it and the core-wall measurement on it."""
 
 from __future__ import annotations
