@@ -1,4 +1,4 @@
-"""The cross-entropy network family of spike_boundary (issue 42, Build 4 and 5): its task
+"""The second network family of spike_boundary (issue 42, Build 4 and 5): its task
 definition, the stored pilot that chose it and the core-wall measurement on it."""
 
 from __future__ import annotations
@@ -30,10 +30,50 @@ def test_family_task_is_a_spike_boundary_network_task_and_refuses_an_undeclared_
     assert t["c"] == [0.03, 0.1] and t["seeds"] == 2 and t["also"] == [[1.5, 24, 200]]
     assert (t["hidden"], t["n_samples"], t["lr"]) == (32, 64, 1e-2)
     assert _family.family_task("digits_ce_w16", [2.0, 24, 200])["hidden"] == 16
-    with pytest.raises(InputError, match="'digits_mse' is not allowed"):
-        _family.family_task("digits_mse", [2.0, 24, 200])
+    with pytest.raises(InputError, match="'mlp' is not allowed"):
+        _family.family_task("mlp", [2.0, 24, 200])
     assert len(_family.ROWS) >= 6 and sum(a <= 0.05 for a in _family.ROWS) >= 3
     assert min(_family.ROWS) == 0.01 and math.isclose(min(_family.COLUMNS), 1e-3)
+
+
+def test_the_mean_squared_candidates_follow_the_cross_entropy_ones_and_can_fit_every_label():
+    """The declared order: the two cross-entropy candidates (piloted first) and then the two
+    mean-squared ones, each a realizable digits network: at least as many parameters as one-hot
+    targets (`_batched`'s 64-hidden-10 MLP), run by `_batched`'s ``digits_mse``."""
+    from gaugedyn.experiments.adam_stability._batched import TASKS
+
+    assert list(_family.CANDIDATES) == ["digits_ce", "digits_ce_w16", "digits_mse",
+                                        "digits_mse_n128"]  # fmt: skip
+    for name in ("digits_mse", "digits_mse_n128"):
+        t = _family.family_task(name, [2.0, 24, 200])
+        assert t["task"] == "digits_mse" and t["hidden"] == 32 and t["lr"] == 1e-2
+        h = t["hidden"]
+        assert 64 * h + h + 10 * h + 10 >= 10 * t["n_samples"]
+    assert _family.family_task("digits_mse", [2.0, 24, 200])["n_samples"] == 64
+    assert _family.family_task("digits_mse_n128", [2.0, 24, 200])["n_samples"] == 128
+    assert {c["task"] for c in _family.CANDIDATES.values()} <= set(_family.LOSSES) <= set(TASKS)
+
+
+def test_the_pilot_table_names_each_candidate_s_loss():
+    pilot = _pilot(2, b=1)
+    pilot["candidates"]["digits_mse"] = {"rows": _pilot(3)["candidates"]["digits_ce"]["rows"]}
+    pilot |= {"date": "d", "command": "c", "machine": "m"}
+    for cand in pilot["candidates"].values():
+        for row in cand["rows"]:
+            row["load"] = 2.5
+            for z in row["cells"]:
+                z |= {"cpu_seconds": 1.0, "settled_median_log10_loss": [-9.0] * 8,
+                      "max_rise": [[0.5, 0.7]] * 7 + [[2 * float(row["row"]), 3.0]]}  # fmt: skip
+    lines = _family_pilot.pilot_markdown(pilot)
+    # per row the largest rise of its runs under the settled window, the CPU seconds, the load
+    first = next(x for x in lines if x.startswith("| 0.3 |"))
+    assert first.endswith("| 0.60 | 8/16 | 2 (2.5) |")
+    last = [x for x in lines if x.startswith("| 0.01 |")][-1]
+    assert last.endswith("| 0.50 | 0/88 | 11 (2.5) |")
+    head = {x.split(":")[0].strip("`"): x for x in lines if x.startswith("`digits")}
+    assert "cross-entropy" in head["digits_ce"] and "squared error" not in head["digits_ce"]
+    assert "half the squared error to the one-hot labels" in head["digits_mse"]
+    assert "MLP 64-32-10 on 64 digits" in head["digits_mse"]
 
 
 def test_a_watched_task_runs_the_same_trajectory_and_sees_each_step_once():
@@ -97,6 +137,36 @@ def test_the_choice_is_the_first_candidate_with_six_rows_with_a_settled_edge():
     e = s["edges"][0]
     cols = sorted(_family.COLUMNS)
     assert cols[5] < e[0] < cols[6] and (e[1], e[2]) == (cols[5], cols[6])
+
+
+def test_the_chosen_family_is_a_spike_boundary_task_on_the_calibrated_grid(monkeypatch):
+    """`_calibration.family_entry()`: the candidate `choose()` picks, with its own program, data,
+    width, step size and eps, on the scan's grid; none while none is chosen. `spike_boundary`
+    runs an entry of that kind with its program and eps."""
+    from gaugedyn.experiments.adam_stability import _calibration
+    from gaugedyn.experiments.adam_stability.spike_boundary import EXPERIMENT
+
+    ce = _pilot(1, b=1)["candidates"]  # both cross-entropy candidates fail
+    six = _pilot(6)["candidates"]["digits_ce"]
+    pilot = {"candidates": ce | {"digits_mse": six}}
+    name, entry = _calibration.family_entry(pilot)
+    assert name == "digits_mse" and entry["task"] == "digits_mse"
+    assert (entry["n_samples"], entry["hidden"], entry["lr"], entry["eps"]) == (64, 32, 1e-2, 1e-8)
+    assert entry["one_minus_beta1"] == _calibration.GRID["one_minus_beta1"]
+    assert entry["one_minus_beta2"] == _calibration.GRID["one_minus_beta2"]
+    later = {"candidates": ce | {"digits_mse": _pilot(5)["candidates"]["digits_ce"],
+                                 "digits_mse_n128": six}}  # fmt: skip
+    name, entry = _calibration.family_entry(later)
+    assert name == "digits_mse_n128" and (entry["task"], entry["n_samples"]) == ("digits_mse", 128)
+    assert _calibration.family_entry({"candidates": ce}) is None
+    # a family entry runs its own program at its own eps
+    monkeypatch.setitem(_calibration.TASKS, name, entry | {"eps": 1e-9})
+    config = {k: p.default for k, p in EXPERIMENT.params.items()} | {"tasks": [name]}
+    tasks = [t for t in EXPERIMENT.tasks(config) if t["kind"] == "task"]  # its row groups
+    assert tasks and {(t["task"], t["n_samples"], t["hidden"], t["eps"]) for t in tasks} == {
+        ("digits_mse", 128, 32, 1e-9)}  # fmt: skip
+    plain = {k: p.default for k, p in EXPERIMENT.params.items()} | {"tasks": ["teacher_mse"]}
+    assert "eps" not in [t for t in EXPERIMENT.tasks(plain) if t["kind"] == "task"][0]
 
 
 def test_a_row_reading_uses_the_settled_window_and_the_asked_rise():

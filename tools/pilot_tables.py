@@ -9,7 +9,7 @@ code reads. The block between ``<!-- level pilot -->`` and ``<!-- end level pilo
 generated from ``level_pilot.json`` (`_level_pilot.pilot_markdown()`: the quadratic's edge level
 against the detector's rise threshold). The block between ``<!-- family pilot -->`` and
 ``<!-- end family pilot -->`` is generated from ``family_pilot.json``
-(`_family_pilot.pilot_markdown()`: the cross-entropy family chosen by its settled edges), the
+(`_family_pilot.pilot_markdown()`: the second network family chosen by its settled edges), the
 one between ``<!-- family wall -->`` and ``<!-- end family wall -->`` from ``family_wall.json``
 (`_family_wall.wall_markdown()`: the core-wall measurement on it), and the one between
 ``<!-- map pilot -->`` and ``<!-- end map pilot -->`` from ``map_pilot.json``
@@ -63,7 +63,7 @@ def level_body() -> str:
 
 
 def family_body() -> str:
-    """The family block's text: the stored cross-entropy family pilot's tables."""
+    """The family block's text: the stored second-family pilot's tables."""
     return "\n".join(_family_pilot.pilot_markdown()) + "\n"
 
 

@@ -44,11 +44,34 @@ TASKS: dict[str, dict[str, Any]] = {
     "teacher4_mse": {"lr": 1e-2, "n_samples": 256, "hidden": 16, **GRID},
 }
 """Per task: the chosen ``lr``, ``n_samples``, hidden width and scan grid; ``pilot``: the pilot
-they were chosen on (`calibration_pilot()`'s output, stored in ``pilots.json``)."""
+they were chosen on (`calibration_pilot()`'s output, stored in ``pilots.json``). The second
+network family's task, when its pilot chooses one, follows them (`family_entry()`)."""
 STORED = Path(__file__).with_name("pilots.json")
 STORED_PILOTS: dict[str, Any] = json.loads(STORED.read_text())
 for _name, _pilot in STORED_PILOTS.items():
     TASKS[_name]["pilot"] = _pilot
+
+
+def family_entry(pilot: dict | None = None) -> tuple[str, dict[str, Any]] | None:
+    """The second network family as an entry of `TASKS` (issue 42, Build 4): the candidate
+    that `_family_pilot.choose()` picks on the family pilot (the stored one unless given), with
+    its own ``_batched`` program (``task``), step size, data, width and Adam ``eps``
+    (`_family.CANDIDATES`) on the scan's `GRID`; ``None`` while the pilot chooses none. Its
+    ``pilot`` is the family pilot, not this module's calibration pilot."""
+    from ._family import CANDIDATES
+    from ._family_pilot import choose
+
+    name = choose(pilot)
+    if name is None:
+        return None
+    cand = CANDIDATES[name]
+    keys = ("task", "lr", "n_samples", "hidden", "eps")
+    return name, {k: cand[k] for k in keys} | GRID
+
+
+_family_entry = family_entry()
+if _family_entry is not None:
+    TASKS[_family_entry[0]] = _family_entry[1]
 
 
 def calibration_pilot(task: str, lr: float | None = None, hidden: int | None = None) -> dict:

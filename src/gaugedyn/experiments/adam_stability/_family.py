@@ -1,13 +1,14 @@
-"""The second network family of ``spike_boundary``: digits MLPs trained with cross-entropy into
-the confident regime (issue 42, Build 4).
+"""The second network family of ``spike_boundary``: digits MLPs that are not teacher-student
+(issue 42, Build 4), under cross-entropy into the confident regime or under a mean-squared loss
+to one-hot labels.
 
 The network tasks of ``_calibration`` are one teacher-student family with a mean-squared loss.
 The abstract's linear boundary is about confident cross-entropy: a network that fits its
 training labels drives the cross-entropy towards zero by growing its logits, and the loss along
 an update develops a narrow core and a steep wall. The candidates, declared before any pilot
-(`CANDIDATES`, in the order the pilot tries them), are full-batch float64 MLPs 64-``hidden``-10
-(ReLU) on the first ``n_samples`` of scikit-learn's digits (``_batched``'s ``digits_ce``, the
-package's own program: `_scan._run_task`):
+of each (`CANDIDATES`, in the order the pilot tries them), are full-batch float64 MLPs
+64-``hidden``-10 (ReLU) on the first ``n_samples`` of scikit-learn's digits (``_batched``'s
+``digits_ce`` and ``digits_mse``, the package's own programs: `_scan._run_task`):
 
 - ``digits_ce``: width 32 on 64 images (2,410 parameters for 64 labels): it fits every label
   within a few hundred steps at ``lr = 1e-2`` and then sits in the confident regime for the
@@ -17,6 +18,22 @@ package's own program: `_scan._run_task`):
 - ``digits_ce_w16``: width 16 on 128 images (1,210 parameters for 128 labels): a narrower
   network on twice the data, still able to fit every label but with less room, the fallback
   when the first has fewer than `MIN_ROWS` rows with a settled edge.
+
+Both were piloted and fail the rule (their loss falls to where the gradient meets Adam's
+``eps``; ``docs/adam-stability.md``). Declared after that pilot and before any run of theirs,
+the mean-squared side on the same real data (half the squared error to the one-hot labels,
+summed over the ten outputs and averaged over the images: ``adam_edge``'s ``mse``), a family
+that is still not teacher-student (real inputs, no teacher) but realizable: the loss can fall
+towards 0 while the curvature at the fitted labels stays finite (the Gauss-Newton part does
+not vanish with the loss, as cross-entropy's does), as in the teacher tasks whose settled runs
+collapse and spike:
+
+- ``digits_mse``: ``digits_ce``'s network and data (width 32 on 64 images, 2,410 parameters
+  for 640 targets: enough to fit every one-hot label exactly), so that it differs from the
+  first candidate in its loss alone and costs what its piloted rows cost (about five
+  CPU-minutes a row without a spiky cell);
+- ``digits_mse_n128``: width 32 on 128 images (2,410 parameters for 1,280 targets, still
+  able to fit every label), the fallback on twice the data at a little more cost a step.
 
 The pilot (`_family_pilot`) runs each candidate on `ROWS` x `COLUMNS` with `SEEDS` seeds a
 cell and picks the first with at least `MIN_ROWS` rows with a settled edge: the defining
@@ -35,6 +52,14 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "digits_ce_w16": {
         "task": "digits_ce",
         "hidden": 16,
+        "n_samples": 128,
+        "lr": 1e-2,
+        "eps": 1e-8,
+    },
+    "digits_mse": {"task": "digits_mse", "hidden": 32, "n_samples": 64, "lr": 1e-2, "eps": 1e-8},
+    "digits_mse_n128": {
+        "task": "digits_mse",
+        "hidden": 32,
         "n_samples": 128,
         "lr": 1e-2,
         "eps": 1e-8,
@@ -75,6 +100,11 @@ every training label has probability above 1/2) and a spiky regime with a settle
 least this many of `WALL_ROWS`."""
 WALL_SEED_OFFSET = 100
 """Seed index of the first core-wall candidate (`seed_index()`), apart from `CANDIDATES`'."""
+LOSSES = {
+    "digits_ce": "cross-entropy",
+    "digits_mse": "half the squared error to the one-hot labels",
+}
+"""The loss of each ``_batched`` task a candidate may name, in words (the pilot's tables)."""
 ROWS = (0.3, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01)
 """Rows ``1 - beta1``: four at or below 0.05, down to 0.01 (issue 42, Build 4)."""
 COLUMNS = tuple(10 ** (-3 + 0.25 * k) for k in range(11))

@@ -1,4 +1,4 @@
-"""Which cross-entropy network family has a settled spike edge? A stored pilot (issue 42, Build 4).
+"""Which second network family has a settled spike edge? A stored pilot (issue 42, Build 4).
 
 The candidates of `_family` (declared before this pilot ran, in their order) are each scanned
 on `_family.ROWS` x `_family.COLUMNS` with `_family.SEEDS` seeds a cell by the package's own
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ._family import CANDIDATES, COLUMNS, MIN_ROWS, ROWS, SEEDS
+from ._family import CANDIDATES, COLUMNS, LOSSES, MIN_ROWS, ROWS, SEEDS
 
 SEED = 20261208
 """Root of the pilot's seeds."""
@@ -194,6 +194,10 @@ def _fmt(v: float) -> str:
     return "-" if not math.isfinite(v) else f"{v:.3g}"
 
 
+def _rows(n: int) -> str:
+    return f"{n} row{'s' * (n != 1)}"
+
+
 def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
     """Markdown lines of the pilot (the stored one unless given): per candidate and row, the
     evaluated cells (spiky seeds of those spiky or quiet, settled window), the settled edge and
@@ -201,7 +205,7 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
     p = stored() if pilot is None else pilot
     cols = sorted(COLUMNS)
     lines = [
-        f"The stored pilot of the cross-entropy family ({p['date']}, `{p['command']}`; "
+        f"The stored pilot of the second network family ({p['date']}, `{p['command']}`; "
         f"{SEEDS} seeds a cell, {p['machine']}; a cell: spiky seeds / seeds spiky or quiet "
         "under the settled window, rise 2 decades (transient spiky: the row's runs spiky under "
         "the transient window, of all its runs); `.`: not evaluated, below the row's first "
@@ -216,15 +220,17 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
         lines += [
             "",
             f"`{name}`: MLP 64-{cand['hidden']}-10 on {cand['n_samples']} digits, "
-            f"cross-entropy, $\\mathrm{{lr}} = {cand['lr']:g}$, Adam's eps {cand['eps']:g} - "
-            f"{s['with_edge']} of {len(s['rows'])} rows run with a settled edge (of "
+            f"{LOSSES[cand['task']]}, $\\mathrm{{lr}} = {cand['lr']:g}$, Adam's eps {cand['eps']:g} - "
+            f"{s['with_edge']} of {_rows(len(s['rows']))} run with a settled edge (of "
             f"{len(ROWS)} declared; the settled median log10 loss over the row's seeds and "
-            "cells, lowest to highest):",
+            "cells, lowest to highest; the largest rise, in decades, of any of the row's runs "
+            "under the settled window; the row's CPU seconds and the load at its start):",
             "",
             "| $1 - \\beta_1$ \\ $1 - \\beta_2$ | "
             + " | ".join(f"{c:.3g}" for c in cols)
-            + " | settled edge [interval] | settled log10 loss | transient spiky | CPU s |",
-            "|---" * (len(cols) + 5) + "|",
+            + " | settled edge [interval] | settled log10 loss | largest settled rise | "
+            "transient spiky | CPU s (load) |",
+            "|---" * (len(cols) + 6) + "|",
         ]
         for row, e in zip(p["candidates"][name]["rows"], s["edges"]):
             by_c = {z["c"]: z for z in row["cells"]}
@@ -243,10 +249,14 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
             lv = lv[np.isfinite(lv)]
             span = f"{lv.min():.1f} to {lv.max():.1f}" if lv.size else "-"
             tr = np.concatenate([np.asarray(z["status"])[:, 1] for z in row["cells"]])
+            # rows stored before the pilot kept each run's largest rise read "-"
+            rise = np.array([np.asarray(z["max_rise"], float)[:, WINDOW]
+                             for z in row["cells"] if "max_rise" in z])  # fmt: skip
+            top = f"{np.nanmax(rise):.2f}" if np.isfinite(rise).any() else "-"
             lines.append(
                 f"| {row['row']:g} | " + " | ".join(cells)
-                + f" | {_fmt(e[0])} [{_fmt(e[1])}, {_fmt(e[2])}] | {span} | "
-                f"{int((tr == 1).sum())}/{tr.size} | {cpu:.0f} |"
+                + f" | {_fmt(e[0])} [{_fmt(e[1])}, {_fmt(e[2])}] | {span} | {top} | "
+                f"{int((tr == 1).sum())}/{tr.size} | {cpu:.0f} ({row['load']:g}) |"
             )  # fmt: skip
     if "eps_reading" in p:
         lines += [""] + eps_markdown(p["eps_reading"])
@@ -255,7 +265,10 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
     for name in CANDIDATES:
         s = candidate_summary(name, p)
         word = "meets the rule" if s["meets"] else ("fails it" if s["fails"] else "undecided")
-        verdicts.append(f"`{name}` {word} ({s['with_edge']} edges in {len(s['rows'])} rows run)")
+        verdicts.append(
+            f"`{name}` {word} ({s['with_edge']} edge{'s' * (s['with_edge'] != 1)} in "
+            f"{_rows(len(s['rows']))} run)"
+        )
     settled = chosen is not None or all(candidate_summary(n, p)["fails"] for n in CANDIDATES)
     lines += [
         "",

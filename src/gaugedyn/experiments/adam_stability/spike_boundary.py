@@ -439,7 +439,7 @@ class SpikeBoundary(Experiment):
             cal = CALIBRATION[name]
             task = {
                 "kind": "task",
-                "task": name,
+                "task": cal.get("task", name),
                 "start": "init",
                 "a": list(config["task_one_minus_beta1"]),
                 "c": sorted(config["task_one_minus_beta2"]),
@@ -447,6 +447,7 @@ class SpikeBoundary(Experiment):
                 "lr": float(cal["lr"]),
                 "n_samples": int(cal["n_samples"]),
                 "hidden": int(cal["hidden"]),
+                **({"eps": float(cal["eps"])} if "eps" in cal else {}),
                 "spikes": spikes,
                 **also,
             }
