@@ -198,6 +198,30 @@ def _rows(n: int) -> str:
     return f"{n} row{'s' * (n != 1)}"
 
 
+def row_cells(row: dict[str, Any], cols) -> list[str]:
+    """A stored row's cells at columns ``cols`` as the pilots' tables show them: spiky seeds /
+    seeds spiky or quiet under the settled window, ``.`` where the cell was not evaluated."""
+    by_c = {z["c"]: z for z in row["cells"]}
+    cells = []
+    for c in cols:
+        z = by_c.get(c)
+        if z is None:
+            cells.append(".")
+            continue
+        st = np.asarray(z["status"])[:, WINDOW]
+        spiky, quiet = int((st == 1).sum()), int((st == 0).sum())
+        cells.append(f"{spiky}/{spiky + quiet}")
+    return cells
+
+
+def loss_span(row: dict[str, Any]) -> str:
+    """The settled median log10 loss over a stored row's seeds and cells, lowest to highest
+    (``-`` when none is finite)."""
+    lv = np.array([v for z in row["cells"] for v in z["settled_median_log10_loss"]], float)
+    lv = lv[np.isfinite(lv)]
+    return f"{lv.min():.1f} to {lv.max():.1f}" if lv.size else "-"
+
+
 def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
     """Markdown lines of the pilot (the stored one unless given): per candidate and row, the
     evaluated cells (spiky seeds of those spiky or quiet, settled window), the settled edge and
@@ -233,21 +257,8 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
             "|---" * (len(cols) + 6) + "|",
         ]
         for row, e in zip(p["candidates"][name]["rows"], s["edges"]):
-            by_c = {z["c"]: z for z in row["cells"]}
-            cells = []
-            for c in cols:
-                z = by_c.get(c)
-                if z is None:
-                    cells.append(".")
-                    continue
-                st = np.asarray(z["status"])[:, WINDOW]
-                spiky, quiet = int((st == 1).sum()), int((st == 0).sum())
-                cells.append(f"{spiky}/{spiky + quiet}")
+            cells, span = row_cells(row, cols), loss_span(row)
             cpu = sum(z["cpu_seconds"] for z in row["cells"])
-            lv = np.array([v for z in row["cells"] for v in z["settled_median_log10_loss"]],
-                          float)  # fmt: skip
-            lv = lv[np.isfinite(lv)]
-            span = f"{lv.min():.1f} to {lv.max():.1f}" if lv.size else "-"
             tr = np.concatenate([np.asarray(z["status"])[:, 1] for z in row["cells"]])
             # rows stored before the pilot kept each run's largest rise read "-"
             rise = np.array([np.asarray(z["max_rise"], float)[:, WINDOW]

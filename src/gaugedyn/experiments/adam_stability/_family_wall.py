@@ -480,7 +480,7 @@ def wall_pilot_markdown(p: dict[str, Any]) -> list[str]:
     ``log10`` loss range, CPU seconds and ``beta1 / sqrt(beta2)`` of its cells that are mostly
     spiky or diverged; then the defining property's verdict."""
     from ._family import COLUMNS, WALL_CANDIDATES, WALL_MIN_ROWS, WALL_ROWS, confident_level
-    from ._family_pilot import WINDOW
+    from ._family_pilot import WINDOW, loss_span, row_cells
 
     lines: list[str] = []
     if p.get("diagnostics"):
@@ -508,19 +508,7 @@ def wall_pilot_markdown(p: dict[str, Any]) -> list[str]:
             "|---" * (len(cols) + 5) + "|",
         ]
         for row, e in zip(p["candidates"][name]["rows"], s["edges"]):
-            by_c = {z["c"]: z for z in row["cells"]}
-            cells = []
-            for c in cols:
-                z = by_c.get(c)
-                if z is None:
-                    cells.append(".")
-                    continue
-                st = np.asarray(z["status"])[:, WINDOW]
-                cells.append(f"{int((st == 1).sum())}/{int(((st == 0) | (st == 1)).sum())}")
-            lv = np.array([v for z in row["cells"] for v in z["settled_median_log10_loss"]],
-                          float)  # fmt: skip
-            lv = lv[np.isfinite(lv)]
-            span = f"{lv.min():.1f} to {lv.max():.1f}" if lv.size else "-"
+            cells, span = row_cells(row, cols), loss_span(row)
             cpu = sum(z["cpu_seconds"] for z in row["cells"])
             # Adam's moments grow without bound beyond beta1 = sqrt(beta2): how near each
             # spiky or diverged cell lies to that line
