@@ -124,15 +124,16 @@ void sweep(const T* pm, const T* pv, T* pw, const T* pg, int64_t n, double k, do
 }
 
 template <typename T>
-void run(torch::Tensor m, torch::Tensor v, torch::Tensor w, torch::Tensor g, double k,
-         double alpha, double epsc, double lerp, bool tied, torch::Tensor out) {
+void run(const torch::Tensor& m, const torch::Tensor& v, const torch::Tensor& w,
+         const torch::Tensor& g, double k, double alpha, double epsc, double lerp, bool tied,
+         double* total) {
+  // adds this tensor's eight sums into total
   const int64_t n = m.numel();
   const T* pm = m.data_ptr<T>();
   const T* pv = v.data_ptr<T>();
   const T* pg = g.data_ptr<T>();
   T* pw = tied ? nullptr : w.data_ptr<T>();
   const bool upd = !tied && lerp >= 0.0;
-  double total[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   if (tied) {
     sweep<T, 0>(pm, pv, pw, pg, n, k, alpha, epsc, T(0), total);
   } else if (!upd) {
@@ -142,8 +143,16 @@ void run(torch::Tensor m, torch::Tensor v, torch::Tensor w, torch::Tensor g, dou
   } else {
     sweep<T, 3>(pm, pv, pw, pg, n, k, alpha, epsc, T(lerp), total);
   }
-  double* po = out.data_ptr<double>();
-  for (int a = 0; a < 8; ++a) po[a] = total[a];
+}
+
+bool fits(const torch::Tensor& x, c10::ScalarType dt, int64_t n) {
+  return x.device().is_cpu() && x.scalar_type() == dt && x.is_contiguous() && x.numel() == n;
+}
+
+void check_out(const torch::Tensor& out) {
+  TORCH_CHECK(out.device().is_cpu() && out.scalar_type() == torch::kFloat64 &&
+              out.is_contiguous() && out.numel() >= 8,
+              "adam_sums: out must be a contiguous float64 CPU tensor of >= 8 entries");
 }
 
 }  // namespace
@@ -158,15 +167,50 @@ void adam_sums(torch::Tensor m, torch::Tensor v, torch::Tensor w, torch::Tensor 
               g.scalar_type() == m.scalar_type(), "adam_sums: one dtype for m, v, w, g");
   TORCH_CHECK(v.numel() == m.numel() && w.numel() == m.numel() && g.numel() == m.numel(),
               "adam_sums: equal sizes");
-  TORCH_CHECK(out.scalar_type() == torch::kFloat64 && out.is_contiguous() && out.numel() >= 8,
-              "adam_sums: out must be a contiguous float64 tensor of >= 8 entries");
+  check_out(out);
+  double total[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   if (m.scalar_type() == torch::kFloat64) {
-    run<double>(m, v, w, g, k, alpha, epsc, lerp, tied, out);
+    run<double>(m, v, w, g, k, alpha, epsc, lerp, tied, total);
   } else if (m.scalar_type() == torch::kFloat32) {
-    run<float>(m, v, w, g, k, alpha, epsc, lerp, tied, out);
+    run<float>(m, v, w, g, k, alpha, epsc, lerp, tied, total);
   } else {
     TORCH_CHECK(false, "adam_sums: float32 or float64 only");
   }
+  double* po = out.data_ptr<double>();
+  for (int a = 0; a < 8; ++a) po[a] = total[a];
+}
+
+// The sums of several tensors that share the constants (one parameter group at one step), added
+// tensor by tensor in list order into out[:8]: one call per group instead of one per tensor.
+// Returns false, touching nothing, unless every tensor is a contiguous CPU tensor of the first
+// m's dtype (float32 or float64) and each (m, v, w, g) has one size.
+bool adam_sums_many(std::vector<torch::Tensor> ms, std::vector<torch::Tensor> vs,
+                    std::vector<torch::Tensor> ws, std::vector<torch::Tensor> gs, double k,
+                    double alpha, double epsc, double lerp, bool tied, torch::Tensor out) {
+  const size_t n = ms.size();
+  TORCH_CHECK(vs.size() == n && ws.size() == n && gs.size() == n,
+              "adam_sums_many: lists of one length");
+  check_out(out);
+  if (n == 0) return false;
+  const auto dt = ms[0].scalar_type();
+  if (dt != torch::kFloat64 && dt != torch::kFloat32) return false;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t len = ms[i].numel();
+    if (!fits(ms[i], dt, len) || !fits(vs[i], dt, len) || !fits(gs[i], dt, len) ||
+        (!tied && !fits(ws[i], dt, len)))
+      return false;
+  }
+  double total[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (size_t i = 0; i < n; ++i) {
+    if (dt == torch::kFloat64) {
+      run<double>(ms[i], vs[i], ws[i], gs[i], k, alpha, epsc, lerp, tied, total);
+    } else {
+      run<float>(ms[i], vs[i], ws[i], gs[i], k, alpha, epsc, lerp, tied, total);
+    }
+  }
+  double* po = out.data_ptr<double>();
+  for (int a = 0; a < 8; ++a) po[a] = total[a];
+  return true;
 }
 """
 
@@ -291,7 +335,7 @@ def _build():
             module = load_inline(
                 name=name,
                 cpp_sources=[_SOURCE],
-                functions=["adam_sums"],
+                functions=["adam_sums", "adam_sums_many"],
                 extra_cflags=flags,
                 build_directory=str(tmp),
                 verbose=False,
@@ -426,4 +470,37 @@ def adam_sums(
         -1.0 if lerp is None else float(lerp),
         bool(tied),
         out,
+    )
+
+
+def adam_sums_many(
+    ms: list,
+    vs: list,
+    ws: list,
+    gs: list,
+    k: float,
+    alpha: float,
+    epsc: float,
+    lerp: float | None,
+    tied: bool,
+    out: torch.Tensor,
+) -> bool:
+    """`adam_sums()` over several tensors that share the constants (a parameter group at one
+    step) in one call: their sums added in list order into ``out[:8]``, each ``w`` updated in its
+    own sweep. Returns ``False``, touching nothing, unless every tensor is eligible
+    (`eligible()`, one dtype for all); the caller then takes the per-tensor path. ``ws`` is
+    ignored when ``tied`` (pass ``ms``)."""
+    return bool(
+        load().adam_sums_many(
+            ms,
+            vs,
+            ws,
+            gs,
+            float(k),
+            float(alpha),
+            float(epsc),
+            -1.0 if lerp is None else float(lerp),
+            bool(tied),
+            out,
+        )
     )

@@ -309,6 +309,9 @@ class AdamRecorder:
                     live.append((p, g, m, v, w, step))
             if lerp_w:
                 torch._foreach_lerp_(lerp_w, lerp_g, 1 - b2)
+            if samp is None and not clocked and self._sweep_group(live, gi, tied, b2, jobs):
+                step_seen = max(step_seen, live[0][5])
+                continue
             packer = _Packer(self, gi, tied, jobs)
             for p, g, m, v, w, step in live:
                 step_seen = max(step_seen, step)
@@ -348,6 +351,41 @@ class AdamRecorder:
                     for f in SAMPLE_FIELDS
                 }
             )
+
+    def _sweep_group(self, live, gi: int, tied: bool, b2: float, jobs) -> bool:
+        """The native fast path: one kernel call for the whole group (``live``: its parameters
+        that stepped, each ``(p, g, m, v, w, step)``), its sums added into one row; ``False``
+        (nothing done) unless the kernel is loaded and every tensor is eligible at one step
+        count, and then the caller sums tensor by tensor."""
+        nat = self._native
+        if nat is None or not live or live[0][2].device.type != "cpu":
+            return False
+        step = live[0][5]
+        if any(x[5] != step for x in live):
+            return False
+        group = self.optimizer.param_groups[gi]
+        b1, eps = float(group["betas"][0]), float(group["eps"])
+        bc1, bc2, c = bias_corrections(step, b1, b2)
+        ms = [x[2] for x in live]
+        sc = self._scratch(ms[0], torch.float64)  # native sums are double on the CPU
+        j = sc.slot()
+        done = nat.adam_sums_many(
+            ms,
+            [x[3] for x in live],
+            ms if tied else [x[4] for x in live],
+            [x[1] for x in live],
+            bc1 / bc2,
+            c / bc2,
+            eps * c,
+            None if tied else 1 - b2,
+            tied,
+            sc.acc[j],
+        )
+        if not done:
+            sc.n -= 1
+            return False
+        jobs.append((sc, j, gi, sum_scale(bc1, bc2, c, eps, tied)))
+        return True
 
     def __len__(self) -> int:
         return len(self._steps)
