@@ -105,7 +105,9 @@ def test_group_sweep_records_what_the_per_tensor_path_records(
         mp.setattr(AdamRecorder, "_sweep_group", lambda self, *a: False)
         slow, _, model_s = _train(copy.deepcopy(base), shape, dtype, SETTINGS[setting], every)
     assert len(calls) == groups * len(fast)  # the reference run did not take it
-    _, _, plain = _train(copy.deepcopy(base), shape, dtype, SETTINGS[setting], every, recorder=False)
+    _, _, plain = _train(
+        copy.deepcopy(base), shape, dtype, SETTINGS[setting], every, recorder=False
+    )
     a, b = fast.export()[0], slow.export()[0]
     assert len(a["step"]) == (7 if every == 1 else 2)
     np.testing.assert_array_equal(a["step"], b["step"])
