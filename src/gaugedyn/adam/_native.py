@@ -10,6 +10,11 @@ runs at full SIMD width; the block sums in double). With ``A = 1/sqrt(max(v, tin
     sum sg^2, sum ((m - k w)/D)^2, sum T^2, sum (sw - alpha w A)^2, sum (w A/D)^2,
     sum (sg - alpha w/D)^2, sum (m/D)^2, sum |T|.
 
+`adam_sums_many()` sweeps a list of such tensors that share the constants (a parameter group at
+one step) in one call, adding their sums in list order: the recorder's fast path, with no Python
+per parameter. It checks every tensor first and declines (returns ``False``, touching nothing)
+unless all are eligible, so the caller can take the per-tensor path.
+
 The extension is compiled with ``torch.utils.cpp_extension.load_inline`` (g++ and ninja) once
 per machine and cached as ``<torch extensions directory>/gaugedyn/<name>.so`` (the directory is
 ``TORCH_EXTENSIONS_DIR`` when set; the name hashes the source, the flags and the torch and Python

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -41,7 +43,13 @@ class AdamRecorder:
     float32/float64 CPU tensors; ``w`` updated in the same sweep), built once per machine with
     ``torch.utils.cpp_extension`` (g++ and ninja; see ``gaugedyn.adam._native.BUILD_TIME``, said
     on stderr when it starts, then cached); other tensors, and every tensor when the build fails
-    (logged once, no warning) or ``GAUGEDYN_NATIVE=0`` is set, take the eager path. The default
+    (logged once, no warning) or ``GAUGEDYN_NATIVE=0`` is set, take the eager path. Its fast
+    path makes one kernel call per parameter group and step, the group's tensors swept one after
+    the other into one row of sums, with no Python per parameter; it declines, and the group
+    takes the same kernel one tensor at a time (same sums up to the order of additions in
+    double, same ``w``), where a tensor of the group is not eligible (another dtype than the
+    group's first, not contiguous, not on the CPU), where the group's parameters stepped at
+    different counts, with ``sample > 0``, or where rows keep their own step counts. The default
     ``backend="auto"`` uses the kernel when it is already built and the optimizer holds such a
     CPU tensor, and never starts a build; ``"native"`` asks for it (building it once if need
     be) and logs when it is unavailable; ``"eager"`` never uses it. ``compile=True`` takes
@@ -150,7 +158,8 @@ class AdamRecorder:
         """Passes over the optimizer's parameter memory per recorded step (each entry: elements
         over the parameter count): ``reads`` (``g``, ``m``, ``v`` and, unless ``b1 == b2``,
         ``w``), ``writes`` (``w``, updated in the same sweep) and ``total``. The native kernel
-        and ``compile=True`` read each once; the eager path reads them once from memory too,
+        and ``compile=True`` read each once (the native kernel in one call per parameter group,
+        see the class docstring); the eager path reads them once from memory too,
         chunk by chunk, and makes its thirteen elementwise passes and eight reductions over
         cache-sized chunks."""
         count = reads = writes = 0
@@ -357,7 +366,7 @@ class AdamRecorder:
         that stepped, each ``(p, g, m, v, w, step)``), its sums added into one row; ``False``
         (nothing done) unless the kernel is loaded and every tensor is eligible at one step
         count, and then the caller sums tensor by tensor."""
-        nat = self._native
+        nat: Any = self._native  # the _native module, or None
         if nat is None or not live or live[0][2].device.type != "cpu":
             return False
         step = live[0][5]
