@@ -88,7 +88,12 @@ def main() -> None:
 
     if not _native.available():
         print(f"native kernel unavailable ({_native._ERROR}); the default backend is eager here")
-    variants = {"every=1": {}, "every=1, eager": {"backend": "eager"}, "every=10": {"every": 10}}
+    variants = {
+        "every=1": {},
+        "every=1, fused step": {"fuse_step": True},
+        "every=1, eager": {"backend": "eager"},
+        "every=10": {"every": 10},
+    }
     if args.compile:
         variants["every=1, compile"] = {"compile": True}
     if args.per_tensor:
@@ -125,7 +130,7 @@ def main() -> None:
 
     for k in models:  # warm-up (and compilation)
         block(k)
-    for k in ("every=1", "every=1, compile", "every=1, per tensor"):  # agree with eager sums
+    for k in ("every=1", "every=1, fused step", "every=1, compile", "every=1, per tensor"):
         if k in recs:
             eager, other = recs["every=1, eager"].norms()[-1], recs[k].norms()[-1]
             print(

@@ -160,6 +160,114 @@ void check_out(const torch::Tensor& out) {
               "adam_sums: out must be a contiguous float64 CPU tensor of >= 8 entries");
 }
 
+// The fused step: one parameter's Adam update as torch.optim.Adam's single-tensor path writes
+// it, block by block (m <- fma(1 - b1, g - m, m), torch's lerp; v <- fma((1 - b2) g, g, v b2),
+// its mul_ and addcmul_; sqrt(v) by torch's own at::sqrt, whose bits this build's kernel sets;
+// p <- p + (-lr/bc1 m) / (sqrt(v)/sqrt(bc2) + eps), its addcdiv_), with w's lerp and, when
+// asked, the eight sums of block_sums on the block while it is in cache.
+constexpr int64_t STEP_BLOCK = 32768;  // 128 KiB of float32 per tensor: a block stays in L2
+
+template <typename T, bool SUMS, bool TIED>
+void step_block(T* p, T* m, T* v, const T* g, T* w, const T* s, int64_t n, T lw, T b2, T c2,
+                T bc2s, T eps, T ns, T lerp, T ck, T ca, T ce, double* total) {
+  const T tiny = std::numeric_limits<T>::min();
+  const bool vsel = ce > T(0);
+  const bool small = std::abs(lerp) < T(0.5);
+  T s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+#pragma omp simd reduction(+ : s0, s1, s2, s3, s4, s5, s6, s7)
+  for (int64_t j = 0; j < n; ++j) {
+    T gj = g[j], mj = m[j], vj = v[j];
+    T den = s[j] / bc2s + eps;
+    p[j] = p[j] + (ns * mj) / den;
+    T wj = mj;
+    if (!TIED) {
+      T d = gj - w[j];
+      wj = small ? w[j] + lerp * d : gj - d * (T(1) - lerp);
+      w[j] = wj;
+    }
+    if (SUMS) {
+      T vc = std::max(vj, tiny);
+      T A = T(1) / std::sqrt(vc);
+      T D = (vsel ? vj : vc) * A + ce;
+      T iD = T(1) / D;
+      T sg = (gj > T(0) ? T(1) : T(0)) - (gj < T(0) ? T(1) : T(0));
+      T sw = (wj > T(0) ? T(1) : T(0)) - (wj < T(0) ? T(1) : T(0));
+      T t = sw - sg;
+      T U = mj * iD, wD = wj * iD, wA = wj * A;
+      T R = sg - ca * wD, Q = sw - ca * wA, E = wA * iD;
+      s0 += sg * sg;
+      if (!TIED) {
+        T L = mj * iD - ck * wD;
+        s1 += L * L;
+      }
+      s2 += t * t; s3 += Q * Q; s4 += E * E; s5 += R * R; s6 += U * U; s7 += std::fabs(t);
+    }
+  }
+  if (!SUMS) return;
+  total[0] += s0; total[1] += s1; total[2] += s2; total[3] += s3;
+  total[4] += s4; total[5] += s5; total[6] += s6; total[7] += s7;
+}
+
+template <typename T, bool SUMS, bool TIED>
+void step_one(const torch::Tensor& p, const torch::Tensor& m, const torch::Tensor& v,
+              const torch::Tensor& g, const torch::Tensor& w, double lr, double b1, double b2,
+              double eps, double step, bool maximize, double k, double alpha, double epsc,
+              torch::Tensor& sbuf, torch::Tensor& gbuf, double* total) {
+  const int64_t n = p.numel();
+  T* pp = p.data_ptr<T>();
+  T* pm = m.data_ptr<T>();
+  T* pv = v.data_ptr<T>();
+  const T* pg = g.data_ptr<T>();
+  T* pw = TIED ? nullptr : w.data_ptr<T>();
+  T* ps = sbuf.data_ptr<T>();
+  T* pgn = gbuf.data_ptr<T>();
+  // the scalars as torch.optim.Adam forms them (Python floats, then the tensors' dtype)
+  const double bc1 = 1 - std::pow(b1, step), bc2 = 1 - std::pow(b2, step);
+  const T lw = T(1 - b1), tb2 = T(b2), c2 = T(1 - b2), bc2s = T(std::pow(bc2, 0.5));
+  const T teps = T(eps), ns = T(-(lr / bc1));
+  for (int64_t lo = 0; lo < n; lo += STEP_BLOCK) {
+    const int64_t len = std::min(STEP_BLOCK, n - lo);
+    T* m_ = pm + lo;
+    T* v_ = pv + lo;
+    const T* g_ = pg + lo;
+    if (maximize) {
+      for (int64_t j = 0; j < len; ++j) pgn[j] = -g_[j];
+      g_ = pgn;
+    }
+    for (int64_t j = 0; j < len; ++j) {
+      T gj = g_[j];
+      m_[j] = std::fma(lw, gj - m_[j], m_[j]);
+      v_[j] = std::fma(c2 * gj, gj, v_[j] * tb2);
+    }
+    auto sb = sbuf.narrow(0, 0, len);
+    at::sqrt_out(sb, torch::from_blob(v_, {len}, p.options()));
+    step_block<T, SUMS, TIED>(pp + lo, m_, v_, g_, TIED ? nullptr : pw + lo, ps, len, lw, tb2, c2,
+                              bc2s, teps, ns, T(1 - b2), T(k), T(alpha), T(epsc), total);
+  }
+}
+
+template <typename T>
+void step_list(const std::vector<torch::Tensor>& ps, const std::vector<torch::Tensor>& ms,
+               const std::vector<torch::Tensor>& vs, const std::vector<torch::Tensor>& gs,
+               const std::vector<torch::Tensor>& ws, double lr, double b1, double b2, double eps,
+               double step, bool maximize, bool tied, bool sums, double k, double alpha,
+               double epsc, double* total) {
+  auto opts = ps[0].options();
+  auto sbuf = torch::empty({STEP_BLOCK}, opts);
+  auto gbuf = torch::empty({maximize ? STEP_BLOCK : 1}, opts);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const auto& w = tied ? ms[i] : ws[i];
+    if (sums && tied)
+      step_one<T, true, true>(ps[i], ms[i], vs[i], gs[i], w, lr, b1, b2, eps, step, maximize, k, alpha, epsc, sbuf, gbuf, total);
+    else if (sums)
+      step_one<T, true, false>(ps[i], ms[i], vs[i], gs[i], w, lr, b1, b2, eps, step, maximize, k, alpha, epsc, sbuf, gbuf, total);
+    else if (tied)
+      step_one<T, false, true>(ps[i], ms[i], vs[i], gs[i], w, lr, b1, b2, eps, step, maximize, k, alpha, epsc, sbuf, gbuf, total);
+    else
+      step_one<T, false, false>(ps[i], ms[i], vs[i], gs[i], w, lr, b1, b2, eps, step, maximize, k, alpha, epsc, sbuf, gbuf, total);
+  }
+}
+
 }  // namespace
 
 void adam_sums(torch::Tensor m, torch::Tensor v, torch::Tensor w, torch::Tensor g, double k,
@@ -212,6 +320,39 @@ bool adam_sums_many(std::vector<torch::Tensor> ms, std::vector<torch::Tensor> vs
     } else {
       run<float>(ms[i], vs[i], ws[i], gs[i], k, alpha, epsc, lerp, tied, total);
     }
+  }
+  double* po = out.data_ptr<double>();
+  for (int a = 0; a < 8; ++a) po[a] = total[a];
+  return true;
+}
+
+// The fused step over a parameter group (see step_block): every tensor checked first; false,
+// touching nothing, unless all are contiguous CPU tensors of the first p's dtype (float32 or
+// float64) with matching sizes. The sums (when asked) are added in list order into out[:8].
+bool adam_step_many(std::vector<torch::Tensor> ps, std::vector<torch::Tensor> ms,
+                    std::vector<torch::Tensor> vs, std::vector<torch::Tensor> gs,
+                    std::vector<torch::Tensor> ws, double lr, double b1, double b2, double eps,
+                    double step, bool maximize, bool tied, bool sums, double k, double alpha,
+                    double epsc, torch::Tensor out) {
+  const size_t n = ps.size();
+  TORCH_CHECK(ms.size() == n && vs.size() == n && gs.size() == n && ws.size() == n,
+              "adam_step_many: lists of one length");
+  check_out(out);
+  if (n == 0) return false;
+  const auto dt = ps[0].scalar_type();
+  if (dt != torch::kFloat64 && dt != torch::kFloat32) return false;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t len = ps[i].numel();
+    if (!fits(ps[i], dt, len) || !fits(ms[i], dt, len) || !fits(vs[i], dt, len) ||
+        !fits(gs[i], dt, len) || (!tied && !fits(ws[i], dt, len)))
+      return false;
+  }
+  at::NoGradGuard no_grad;
+  double total[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  if (dt == torch::kFloat64) {
+    step_list<double>(ps, ms, vs, gs, ws, lr, b1, b2, eps, step, maximize, tied, sums, k, alpha, epsc, total);
+  } else {
+    step_list<float>(ps, ms, vs, gs, ws, lr, b1, b2, eps, step, maximize, tied, sums, k, alpha, epsc, total);
   }
   double* po = out.data_ptr<double>();
   for (int a = 0; a < 8; ++a) po[a] = total[a];
@@ -340,7 +481,7 @@ def _build():
             module = load_inline(
                 name=name,
                 cpp_sources=[_SOURCE],
-                functions=["adam_sums", "adam_sums_many"],
+                functions=["adam_sums", "adam_sums_many", "adam_step_many"],
                 extra_cflags=flags,
                 build_directory=str(tmp),
                 verbose=False,
@@ -506,6 +647,54 @@ def adam_sums_many(
             float(epsc),
             -1.0 if lerp is None else float(lerp),
             bool(tied),
+            out,
+        )
+    )
+
+
+def adam_step_many(
+    ps: list,
+    ms: list,
+    vs: list,
+    gs: list,
+    ws: list,
+    lr: float,
+    b1: float,
+    b2: float,
+    eps: float,
+    step: float,
+    maximize: bool,
+    tied: bool,
+    sums: bool,
+    k: float,
+    alpha: float,
+    epsc: float,
+    out: torch.Tensor,
+) -> bool:
+    """The fused step over a parameter group: each parameter's Adam update at ``step`` (the
+    count after it) as ``torch.optim.Adam``'s single-tensor path writes it (``p``, ``m``, ``v`` in
+    place; the square root by torch's own ``sqrt``), ``w`` lerped and, with ``sums``, the eight
+    sums of `adam_sums()` added into ``out[:8]``, block by block in one sweep. ``False``,
+    touching nothing, unless every tensor is eligible (`eligible()`, one dtype); ``ws`` is
+    ignored when ``tied`` (pass ``ms``)."""
+    return bool(
+        load().adam_step_many(
+            ps,
+            ms,
+            vs,
+            gs,
+            ws,
+            float(lr),
+            float(b1),
+            float(b2),
+            float(eps),
+            float(step),
+            bool(maximize),
+            bool(tied),
+            bool(sums),
+            float(k),
+            float(alpha),
+            float(epsc),
             out,
         )
     )

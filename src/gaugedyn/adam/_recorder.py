@@ -85,6 +85,7 @@ class AdamRecorder:
         compile: bool = False,
         backend: str = "auto",
         model: torch.nn.Module | None = None,
+        fuse_step: bool = False,
     ):
         if not isinstance(optimizer, torch.optim.Adam | torch.optim.AdamW):
             raise InputError(
@@ -129,9 +130,13 @@ class AdamRecorder:
             [names.get(id(q), f"param_groups[{gi}][{j}]") for j, q in enumerate(g["params"])]
             for gi, g in enumerate(optimizer.param_groups)
         ]
+        self.fuse_step = bool(fuse_step)
+        self._fused_now: tuple | None = None
+        if self.fuse_step:
+            _fused_refusal(self)
         self._handles = [
-            optimizer.register_step_pre_hook(self._pre),
-            optimizer.register_step_post_hook(self._post),
+            optimizer.register_step_pre_hook(self._pre_fused if self.fuse_step else self._pre),
+            optimizer.register_step_post_hook(self._post_fused if self.fuse_step else self._post),
         ]
         self._watch = watch_state(
             [q for g in optimizer.param_groups for q in g["params"]], self._state_changed
@@ -339,7 +344,11 @@ class AdamRecorder:
         if not jobs:
             self.skipped += not advanced
             return
-        sq = np.zeros((n_groups, len(NORM_NAMES) + 1))
+        self._finish(jobs, step_seen, samp)
+
+    def _finish(self, jobs, step_seen: int, samp) -> None:
+        """Scale and add the step's sums (``jobs``) into the norms of each group; record them."""
+        sq = np.zeros((len(self.optimizer.param_groups), len(NORM_NAMES) + 1))
         for sc in {id(j[0]): j[0] for j in jobs}.values():
             rows = sc.acc[: sc.n].double().cpu().numpy()
             for s, j, gi, scale in jobs:
@@ -360,6 +369,115 @@ class AdamRecorder:
                     for f in SAMPLE_FIELDS
                 }
             )
+
+    def _fused_plan(self, optimizer, args, kwargs) -> list | None:
+        """What the fused step will do, checked before anything is written: per group
+        ``(gi, [(p, state)], step before the update)``; ``None`` (the hooks' path this step)
+        with a closure, a group whose parameters are at different step counts or not yet
+        stepped, rows with their own step counts, a tensor ``lr`` or an ineligible tensor."""
+        from ._native import eligible
+
+        given = [*args[1:], *kwargs.values()]  # args[0] is the optimizer; then a closure
+        if any(x is not None for x in given) or _has_clock(optimizer):
+            return None
+        plan = []
+        for gi, group in enumerate(optimizer.param_groups):
+            if torch.is_tensor(group["lr"]):
+                return None
+            tied = float(group["betas"][0]) == float(group["betas"][1])
+            items, steps = [], set()
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                st = optimizer.state.get(p)
+                if not st or "step" not in st or int(st["step"]) == 0:
+                    return None
+                w = st["exp_avg"] if tied else self._w.get(p, st["exp_avg"])
+                if p.grad.is_sparse or not eligible(p, p.grad, st["exp_avg"], st["exp_avg_sq"], w):
+                    return None
+                items.append((p, st))
+                steps.add(int(st["step"]))
+            if len(steps) > 1:
+                return None
+            if items:
+                plan.append((gi, items, steps.pop()))
+        return plan
+
+    @torch.no_grad()
+    def _pre_fused(self, optimizer, args, kwargs):
+        """``fuse_step=True``: the optimizer's update, ``w`` and the sums in one native sweep per
+        tensor (see the class docstring); the parameters' gradients are set aside until
+        `_post_fused()`, so the optimizer's own step finds none and changes nothing."""
+        self._fused_now = None
+        plan = self._fused_plan(optimizer, args, kwargs)
+        if plan is None:
+            return self._pre(optimizer, args, kwargs)
+        nat = self._native
+        jobs = []
+        stash = []
+        step_seen = 0
+        for gi, items, before in plan:
+            group = optimizer.param_groups[gi]
+            b1, b2 = (float(b) for b in group["betas"])
+            eps, lr = float(group["eps"]), float(group["lr"])
+            tied = b1 == b2
+            if not tied:
+                for p, st in items:
+                    if p not in self._w:  # attached after `before` steps (see _late_w)
+                        self._late_w(p, st, group)
+            step = before + 1
+            for _, st in items:
+                st["step"] += 1  # as torch.optim.Adam counts (in place)
+            bc1, bc2, c = bias_corrections(step, b1, b2)
+            record = step % self.every == 0
+            if record:
+                sc = self._scratch(items[0][0], torch.float64)
+                j = sc.slot()
+                out = sc.acc[j]
+            else:
+                out = torch.empty(8, dtype=torch.float64)
+            ms = [st["exp_avg"] for _, st in items]
+            done = nat.adam_step_many(
+                [p.detach() for p, _ in items],
+                ms,
+                [st["exp_avg_sq"] for _, st in items],
+                [p.grad for p, _ in items],
+                ms if tied else [self._w[p] for p, _ in items],
+                lr,
+                b1,
+                b2,
+                eps,
+                step,
+                bool(group.get("maximize", False)),
+                tied,
+                record,
+                bc1 / bc2,
+                c / bc2,
+                eps * c,
+                out,
+            )
+            if not done:  # _fused_plan checked every tensor
+                raise RuntimeError("gaugedyn: the fused Adam step declined a checked group")
+            if record:
+                jobs.append((sc, j, gi, sum_scale(bc1, bc2, c, eps, tied)))
+                step_seen = max(step_seen, step)
+            for p, _ in items:
+                stash.append((p, p.grad))
+                p.grad = None
+        self._fused_now = (jobs, step_seen, stash)
+        return None
+
+    @torch.no_grad()
+    def _post_fused(self, optimizer, args, kwargs):
+        now, self._fused_now = self._fused_now, None
+        if now is None:
+            return self._post(optimizer, args, kwargs)
+        jobs, step_seen, stash = now
+        for p, g in stash:
+            p.grad = g
+        if jobs:
+            self._finish(jobs, step_seen, None)
+        return None
 
     def _sweep_group(self, live, gi: int, tied: bool, b2: float, jobs) -> bool:
         """The native fast path: one kernel call for the whole group (``live``: its parameters
@@ -589,6 +707,89 @@ class AdamRecorder:
             },
             "versions": versions(),
         }
+
+
+FUSED_SUPPORT = (
+    "fuse_step=True supports torch.optim.Adam and AdamW with weight_decay=0 on the single-tensor "
+    "path (foreach and fused not True), a float lr, capturable and differentiable False, "
+    "contiguous float32/float64 CPU parameters, sample=0 and compile=False, with the native "
+    "kernel"
+)
+"""What the fused step supports; anything else is refused with this sentence."""
+_FUSED_BITS: dict = {}
+
+
+def _fused_refusal(rec: AdamRecorder) -> None:
+    """Refuse (`InputError`, one sentence naming what is not supported) a recorder that cannot
+    take the fused step, or a machine whose torch the fused kernel does not reproduce bit for
+    bit (checked once per process and dtype, `fused_step_matches_torch()`)."""
+    from ._native import _ERROR
+
+    why = None
+    if rec.compile:
+        why = "compile=True"
+    elif rec.sample:
+        why = f"sample={rec.sample}"
+    elif rec._backend != "native":
+        why = f"the {rec._backend} backend (native kernel unavailable: {_ERROR})"
+    for g in rec.optimizer.param_groups:
+        for key in ("foreach", "fused", "capturable", "differentiable"):
+            if why is None and g.get(key):
+                why = f"{key}=True"
+        if why is None and float(g["weight_decay"]) != 0.0:
+            why = f"weight_decay={g['weight_decay']}"
+        if why is None and torch.is_tensor(g["lr"]):
+            why = "a tensor lr"
+        for p in g["params"]:
+            if why is None and not (
+                p.device.type == "cpu" and p.dtype in (torch.float32, torch.float64)
+                and p.is_contiguous()
+            ):  # fmt: skip
+                why = f"a {p.dtype} parameter on {p.device} (contiguous: {p.is_contiguous()})"
+    if why is not None:
+        raise InputError(f"{FUSED_SUPPORT}; {why} is not")
+    for dt in {p.dtype for g in rec.optimizer.param_groups for p in g["params"]}:
+        if not fused_step_matches_torch(dt):
+            raise InputError(
+                f"fuse_step=True: the fused kernel does not reproduce this torch's "
+                f"torch.optim.Adam bit for bit in {dt} on this machine; use fuse_step=False"
+            )
+
+
+def fused_step_matches_torch(dtype: torch.dtype = torch.float32) -> bool:
+    """Whether the fused step reproduces ``torch.optim.Adam``'s single-tensor path bit for bit
+    here: three steps of both, with and without ``maximize``, on a probe of 4,099 entries
+    (a partial SIMD block at the end), compared with ``torch.equal`` (once per process and
+    dtype)."""
+    if dtype in _FUSED_BITS:
+        return _FUSED_BITS[dtype]
+    from . import _native
+
+    gen = torch.Generator().manual_seed(0)
+    ok = True
+    for maximize in (False, True):
+        p0 = torch.randn(4099, generator=gen, dtype=dtype)
+        grads = [torch.randn(4099, generator=gen, dtype=dtype) * (1 + t) for t in range(3)]
+        ref = torch.nn.Parameter(p0.clone())
+        opt = torch.optim.Adam(
+            [ref], lr=1e-2, betas=(0.9, 0.99), eps=1e-8, foreach=False, maximize=maximize
+        )
+        q, m, v = p0.clone(), torch.zeros_like(p0), torch.zeros_like(p0)
+        out = torch.empty(8, dtype=torch.float64)
+        for t, g in enumerate(grads):
+            ref.grad = g.clone()
+            opt.step()
+            _native.adam_step_many(
+                [q], [m], [v], [g], [m], 1e-2, 0.9, 0.99, 1e-8, t + 1, maximize, True, False,
+                1.0, 1.0, 0.0, out,
+            )  # fmt: skip
+        st = opt.state[ref]
+        ok = ok and all(
+            torch.equal(a, b)
+            for a, b in ((ref.detach(), q), (st["exp_avg"], m), (st["exp_avg_sq"], v))
+        )
+    _FUSED_BITS[dtype] = ok
+    return ok
 
 
 _CHUNK = 1 << 17
