@@ -108,7 +108,8 @@ class AdamRecorder:
         from ._native import resolve_backend
 
         params = [p for g in optimizer.param_groups for p in g["params"]]
-        self._backend, self._native = resolve_backend(backend, self.compile, params)
+        wanted = "native" if fuse_step and backend == "auto" else backend  # it needs the kernel
+        self._backend, self._native = resolve_backend(wanted, self.compile, params)
         self._seed = int(seed)
         self._w: dict[torch.Tensor, torch.Tensor] = {}
         self._g: dict[torch.Tensor, torch.Tensor] = {}
@@ -730,8 +731,6 @@ def _fused_refusal(rec: AdamRecorder) -> None:
         why = "compile=True"
     elif rec.sample:
         why = f"sample={rec.sample}"
-    elif rec._backend != "native":
-        why = f"the {rec._backend} backend (native kernel unavailable: {_ERROR})"
     for g in rec.optimizer.param_groups:
         for key in ("foreach", "fused", "capturable", "differentiable"):
             if why is None and g.get(key):
@@ -746,6 +745,8 @@ def _fused_refusal(rec: AdamRecorder) -> None:
                 and p.is_contiguous()
             ):  # fmt: skip
                 why = f"a {p.dtype} parameter on {p.device} (contiguous: {p.is_contiguous()})"
+    if why is None and rec._backend != "native":
+        why = "backend='eager'" if rec.backend == "eager" else f"no native kernel here ({_ERROR})"
     if why is not None:
         raise InputError(f"{FUSED_SUPPORT}; {why} is not")
     for dt in {p.dtype for g in rec.optimizer.param_groups for p in g["params"]}:
