@@ -13,7 +13,9 @@ runs at full SIMD width; the block sums in double). With ``A = 1/sqrt(max(v, tin
 `adam_sums_many()` sweeps a list of such tensors that share the constants (a parameter group at
 one step) in one call, adding their sums in list order: the recorder's fast path, with no Python
 per parameter. It checks every tensor first and declines (returns ``False``, touching nothing)
-unless all are eligible, so the caller can take the per-tensor path.
+unless all are eligible, so the caller can take the per-tensor path. `adam_step_many()` is the
+recorder's fused step: the optimizer's own update (as ``torch.optim.Adam``'s single-tensor path
+writes it, the square root by torch's ``at::sqrt``) in the same sweep, block by block.
 
 The extension is compiled with ``torch.utils.cpp_extension.load_inline`` (g++ and ninja) once
 per machine and cached as ``<torch extensions directory>/gaugedyn/<name>.so`` (the directory is

@@ -54,6 +54,23 @@ class AdamRecorder:
     CPU tensor, and never starts a build; ``"native"`` asks for it (building it once if need
     be) and logs when it is unavailable; ``"eager"`` never uses it. ``compile=True`` takes
     precedence over ``backend``.
+    **The fused step** (``fuse_step=True``; it needs the native kernel and builds it if need be):
+    the recorder makes the optimizer's update itself, in the sweep that updates ``w`` and sums
+    the parts, block by block while a block is in cache: ``m`` and ``v`` as ``torch.optim.Adam``'s
+    single-tensor path writes them (its ``lerp_`` and ``addcmul_`` are fused multiply-adds on the
+    CPU), the square root of ``v`` by torch's own ``sqrt`` (not correctly rounded in every build,
+    so computed by torch's kernel), ``p`` by ``addcdiv_``'s formula, and the step count; the
+    gradients are set aside while the optimizer's own ``step()`` runs (it finds none and
+    changes nothing) and given back after it. The parameters and the optimizer's state are
+    those ``torch.optim.Adam`` writes, bit for bit: checked once per process and dtype on a probe
+    (``fused_step_matches_torch()``), and the recorder is refused where they would differ. It
+    supports ``Adam`` and ``AdamW`` with ``weight_decay=0`` on the single-tensor path
+    (``foreach`` and ``fused`` not ``True``), a float ``lr``, ``capturable`` and
+    ``differentiable`` off, contiguous float32/float64 CPU parameters, ``sample=0`` and
+    ``compile=False``; anything else is refused with one sentence (``FUSED_SUPPORT``). A step
+    given a closure, the first step (torch makes its state), a group whose parameters are at
+    two step counts and rows with their own step counts go through torch's update and the
+    hooks, recording the same.
     ``every = k`` computes the aggregates only at steps ``t`` divisible by ``k`` (``w`` is still
     updated every step). Closures that compute gradients inside ``step(closure)`` are not seen by
     the pre-hook and are not supported. Attach before the first step for exact ``w``; attached
