@@ -170,8 +170,8 @@ void check_out(const torch::Tensor& out) {
 constexpr int64_t STEP_BLOCK = 32768;  // 128 KiB of float32 per tensor: a block stays in L2
 
 template <typename T, bool SUMS, bool TIED>
-void step_block(T* p, T* m, T* v, const T* g, T* w, const T* s, int64_t n, T lw, T b2, T c2,
-                T bc2s, T eps, T ns, T lerp, T ck, T ca, T ce, double* total) {
+void step_sub(T* p, T* m, T* v, const T* g, T* w, const T* s, int64_t n, T bc2s, T eps, T ns,
+              T lerp, T ck, T ca, T ce, double* total) {
   const T tiny = std::numeric_limits<T>::min();
   const bool vsel = ce > T(0);
   const bool small = std::abs(lerp) < T(0.5);
@@ -210,42 +210,64 @@ void step_block(T* p, T* m, T* v, const T* g, T* w, const T* s, int64_t n, T lw,
   total[4] += s4; total[5] += s5; total[6] += s6; total[7] += s7;
 }
 
+// One block: its sums from sub-blocks of BLOCK entries (summed in T), added in double in order.
+template <typename T, bool SUMS, bool TIED>
+void step_block(T* p, T* m, T* v, const T* g, T* w, const T* s, int64_t n, T bc2s, T eps, T ns,
+                T lerp, T ck, T ca, T ce, double* total) {
+  for (int64_t lo = 0; lo < n; lo += BLOCK) {
+    step_sub<T, SUMS, TIED>(p + lo, m + lo, v + lo, g + lo, TIED ? nullptr : w + lo, s + lo,
+                            std::min(BLOCK, n - lo), bc2s, eps, ns, lerp, ck, ca, ce, total);
+  }
+}
+
 template <typename T, bool SUMS, bool TIED>
 void step_one(const torch::Tensor& p, const torch::Tensor& m, const torch::Tensor& v,
               const torch::Tensor& g, const torch::Tensor& w, double lr, double b1, double b2,
               double eps, double step, bool maximize, double k, double alpha, double epsc,
-              torch::Tensor& sbuf, torch::Tensor& gbuf, double* total) {
+              double* total) {
   const int64_t n = p.numel();
   T* pp = p.data_ptr<T>();
   T* pm = m.data_ptr<T>();
   T* pv = v.data_ptr<T>();
   const T* pg = g.data_ptr<T>();
   T* pw = TIED ? nullptr : w.data_ptr<T>();
-  T* ps = sbuf.data_ptr<T>();
-  T* pgn = gbuf.data_ptr<T>();
   // the scalars as torch.optim.Adam forms them (Python floats, then the tensors' dtype)
   const double bc1 = 1 - std::pow(b1, step), bc2 = 1 - std::pow(b2, step);
   const T lw = T(1 - b1), tb2 = T(b2), c2 = T(1 - b2), bc2s = T(std::pow(bc2, 0.5));
   const T teps = T(eps), ns = T(-(lr / bc1));
-  for (int64_t lo = 0; lo < n; lo += STEP_BLOCK) {
-    const int64_t len = std::min(STEP_BLOCK, n - lo);
-    T* m_ = pm + lo;
-    T* v_ = pv + lo;
-    const T* g_ = pg + lo;
-    if (maximize) {
-      for (int64_t j = 0; j < len; ++j) pgn[j] = -g_[j];
-      g_ = pgn;
+  const int64_t nb = (n + STEP_BLOCK - 1) / STEP_BLOCK;
+  std::vector<double> part(8 * nb, 0.0);
+  // Blocks run on torch's intra-op threads (each task with its own buffers); their sums are
+  // added in block order afterwards, so nothing depends on the number of threads.
+  at::parallel_for(0, nb, 1, [&](int64_t b0, int64_t b1_) {
+    at::NoGradGuard no_grad;
+    auto sbuf = torch::empty({STEP_BLOCK}, p.options());
+    auto gbuf = torch::empty({maximize ? STEP_BLOCK : 1}, p.options());
+    T* ps = sbuf.data_ptr<T>();
+    T* pgn = gbuf.data_ptr<T>();
+    for (int64_t b = b0; b < b1_; ++b) {
+      const int64_t lo = b * STEP_BLOCK;
+      const int64_t len = std::min(STEP_BLOCK, n - lo);
+      T* m_ = pm + lo;
+      T* v_ = pv + lo;
+      const T* g_ = pg + lo;
+      if (maximize) {
+        for (int64_t j = 0; j < len; ++j) pgn[j] = -g_[j];
+        g_ = pgn;
+      }
+      for (int64_t j = 0; j < len; ++j) {
+        T gj = g_[j];
+        m_[j] = std::fma(lw, gj - m_[j], m_[j]);
+        v_[j] = std::fma(c2 * gj, gj, v_[j] * tb2);
+      }
+      auto sb = sbuf.narrow(0, 0, len);
+      at::sqrt_out(sb, torch::from_blob(v_, {len}, p.options()));
+      step_block<T, SUMS, TIED>(pp + lo, m_, v_, g_, TIED ? nullptr : pw + lo, ps, len, bc2s,
+                                teps, ns, T(1 - b2), T(k), T(alpha), T(epsc), &part[8 * b]);
     }
-    for (int64_t j = 0; j < len; ++j) {
-      T gj = g_[j];
-      m_[j] = std::fma(lw, gj - m_[j], m_[j]);
-      v_[j] = std::fma(c2 * gj, gj, v_[j] * tb2);
-    }
-    auto sb = sbuf.narrow(0, 0, len);
-    at::sqrt_out(sb, torch::from_blob(v_, {len}, p.options()));
-    step_block<T, SUMS, TIED>(pp + lo, m_, v_, g_, TIED ? nullptr : pw + lo, ps, len, lw, tb2, c2,
-                              bc2s, teps, ns, T(1 - b2), T(k), T(alpha), T(epsc), total);
-  }
+  });
+  for (int64_t b = 0; b < nb; ++b)
+    for (int a = 0; a < 8; ++a) total[a] += part[8 * b + a];
 }
 
 template <typename T>
@@ -254,19 +276,16 @@ void step_list(const std::vector<torch::Tensor>& ps, const std::vector<torch::Te
                const std::vector<torch::Tensor>& ws, double lr, double b1, double b2, double eps,
                double step, bool maximize, bool tied, bool sums, double k, double alpha,
                double epsc, double* total) {
-  auto opts = ps[0].options();
-  auto sbuf = torch::empty({STEP_BLOCK}, opts);
-  auto gbuf = torch::empty({maximize ? STEP_BLOCK : 1}, opts);
   for (size_t i = 0; i < ps.size(); ++i) {
     const auto& w = tied ? ms[i] : ws[i];
     if (sums && tied)
-      step_one<T, true, true>(ps[i], ms[i], vs[i], gs[i], w, lr, b1, b2, eps, step, maximize, k, alpha, epsc, sbuf, gbuf, total);
+      step_one<T, true, true>(ps[i], ms[i], vs[i], gs[i], w, lr, b1, b2, eps, step, maximize, k, alpha, epsc, total);
     else if (sums)
-      step_one<T, true, false>(ps[i], ms[i], vs[i], gs[i], w, lr, b1, b2, eps, step, maximize, k, alpha, epsc, sbuf, gbuf, total);
+      step_one<T, true, false>(ps[i], ms[i], vs[i], gs[i], w, lr, b1, b2, eps, step, maximize, k, alpha, epsc, total);
     else if (tied)
-      step_one<T, false, true>(ps[i], ms[i], vs[i], gs[i], w, lr, b1, b2, eps, step, maximize, k, alpha, epsc, sbuf, gbuf, total);
+      step_one<T, false, true>(ps[i], ms[i], vs[i], gs[i], w, lr, b1, b2, eps, step, maximize, k, alpha, epsc, total);
     else
-      step_one<T, false, false>(ps[i], ms[i], vs[i], gs[i], w, lr, b1, b2, eps, step, maximize, k, alpha, epsc, sbuf, gbuf, total);
+      step_one<T, false, false>(ps[i], ms[i], vs[i], gs[i], w, lr, b1, b2, eps, step, maximize, k, alpha, epsc, total);
   }
 }
 

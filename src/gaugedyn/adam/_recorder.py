@@ -476,6 +476,8 @@ class AdamRecorder:
             )
             if not done:  # _fused_plan checked every tensor
                 raise RuntimeError("gaugedyn: the fused Adam step declined a checked group")
+            # written in place, as torch's in-place update would count them for autograd
+            torch.autograd.graph.increment_version([p for p, _ in items] + ms)
             if record:
                 jobs.append((sc, j, gi, sum_scale(bc1, bc2, c, eps, tied)))
                 step_seen = max(step_seen, step)
