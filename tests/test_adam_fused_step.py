@@ -219,3 +219,14 @@ def test_fused_step_spans_blocks_and_does_not_depend_on_the_thread_count():
     np.testing.assert_array_equal(one[2].norms(), three[2].norms())  # blocks added in order
     a, b = one[2].norms(), hooks[2].norms()
     assert np.max(np.abs(a - b) / np.abs(b).max(axis=-1, keepdims=True)) < 1e-6
+
+
+def test_passes_count_the_update_the_fused_step_makes():
+    a, b = torch.nn.Parameter(torch.randn(30)), torch.nn.Parameter(torch.randn(10))
+    opt = torch.optim.Adam([{"params": [a]}, {"params": [b], "betas": (0.8, 0.8)}], lr=0.1)
+    # a: p, g, m, v, w read, p, m, v, w written; b (tied): p, g, m, v read, p, m, v written
+    assert AdamRecorder(opt, fuse_step=True).passes() == {
+        "reads": pytest.approx((30 * 5 + 10 * 4) / 40),
+        "writes": pytest.approx((30 * 4 + 10 * 3) / 40),
+        "total": pytest.approx((30 * 9 + 10 * 7) / 40),
+    }

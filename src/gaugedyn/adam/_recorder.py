@@ -184,14 +184,16 @@ class AdamRecorder:
         and ``compile=True`` read each once (the native kernel in one call per parameter group,
         see the class docstring); the eager path reads them once from memory too,
         chunk by chunk, and makes its thirteen elementwise passes and eight reductions over
-        cache-sized chunks."""
+        cache-sized chunks. With ``fuse_step=True`` the sweep is the optimizer's update too: it
+        also reads the parameters and writes them, ``m`` and ``v`` (and the optimizer's own
+        update, which would make its own passes over them, makes none)."""
         count = reads = writes = 0
         for g in self.optimizer.param_groups:
             tied = float(g["betas"][0]) == float(g["betas"][1])
             n = sum(p.numel() for p in g["params"])
             count += n
-            reads += n * (3 if tied else 4)
-            writes += 0 if tied else n
+            reads += n * ((3 if tied else 4) + self.fuse_step)
+            writes += n * ((0 if tied else 1) + 3 * self.fuse_step)
         count = count or 1
         return {"reads": reads / count, "writes": writes / count, "total": (reads + writes) / count}
 
