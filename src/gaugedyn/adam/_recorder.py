@@ -780,21 +780,21 @@ def _fused_refusal(rec: AdamRecorder) -> None:
 
 def fused_step_matches_torch(dtype: torch.dtype = torch.float32) -> bool:
     """Whether the fused step reproduces ``torch.optim.Adam``'s single-tensor path bit for bit
-    here: three steps of both, with and without ``maximize``, on a probe of 4,099 entries
-    (a partial SIMD block at the end), compared with ``torch.equal`` (once per process and
-    dtype)."""
+    here: three steps of both, with and without ``maximize``, with ``foreach=False`` and with
+    torch's default (``None``), on a probe of 4,099 entries (a partial SIMD block at the end),
+    compared with ``torch.equal`` (once per process and dtype)."""
     if dtype in _FUSED_BITS:
         return _FUSED_BITS[dtype]
     from . import _native
 
     gen = torch.Generator().manual_seed(0)
     ok = True
-    for maximize in (False, True):
+    for maximize, foreach in ((False, False), (True, False), (False, None), (True, None)):
         p0 = torch.randn(4099, generator=gen, dtype=dtype)
         grads = [torch.randn(4099, generator=gen, dtype=dtype) * (1 + t) for t in range(3)]
         ref = torch.nn.Parameter(p0.clone())
         opt = torch.optim.Adam(
-            [ref], lr=1e-2, betas=(0.9, 0.99), eps=1e-8, foreach=False, maximize=maximize
+            [ref], lr=1e-2, betas=(0.9, 0.99), eps=1e-8, foreach=foreach, maximize=maximize
         )
         q, m, v = p0.clone(), torch.zeros_like(p0), torch.zeros_like(p0)
         out = torch.empty(8, dtype=torch.float64)
