@@ -129,6 +129,7 @@ def test_fused_step_trains_as_torch_adam_and_records_as_the_hooks(
         assert torch.equal(sf["exp_avg_sq"], sp["exp_avg_sq"])
         assert float(sf["step"]) == float(sp["step"]) == 8.0
         assert p.grad is not None  # the gradients are given back after the step
+    assert fused.metadata()["fuse_step"] and not hooks.metadata()["fuse_step"]
     a, b = fused.export()[0], hooks.export()[0]
     np.testing.assert_array_equal(a["step"], b["step"])
     assert len(a["step"]) == (8 if every == 1 else 2)

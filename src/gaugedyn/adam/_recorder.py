@@ -713,6 +713,7 @@ class AdamRecorder:
             "every": self.every,
             "compile": self.compile,
             "backend": self._backend,
+            "fuse_step": self.fuse_step,
             "skipped_steps": self.skipped,
             "attached_at_step": self.attached_at_step,
             "definitions": {
