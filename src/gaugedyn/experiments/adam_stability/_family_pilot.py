@@ -144,6 +144,78 @@ def eps_markdown(reading: list[dict[str, Any]], name: str = "digits_ce") -> list
     return lines
 
 
+DIAGNOSTIC_CELLS: tuple[dict[str, Any], ...] = (
+    {"hidden": 32, "lr": 1e-2, "a": 0.2, "c": 0.1},
+    {"hidden": 32, "lr": 3e-3, "a": 0.2, "c": 0.1},
+    {"hidden": 32, "lr": 1e-3, "a": 0.2, "c": 0.1},
+    {"hidden": 32, "lr": 1e-3, "a": 0.2, "c": 0.01},
+    {"hidden": 256, "lr": 1e-2, "a": 0.2, "c": 0.1},
+    {"hidden": 256, "lr": 1e-3, "a": 0.2, "c": 0.1},
+    {"hidden": 256, "lr": 1e-4, "a": 0.2, "c": 0.1},
+)
+"""Why does ``digits_mse`` settle near 1e-4 (declared before any of these runs)? Its network
+(64-``hidden``-10, ReLU) on its 64 images under half the squared error, Adam at ``1 - beta1 =
+a``, ``1 - beta2 = c``, eps 1e-8, step size ``lr``, `DIAGNOSTIC_STEPS` steps, `DIAGNOSTIC_SEEDS`
+seeds: the step size (``lr`` 1e-2, the pilot's, then 3e-3 and 1e-3 at the pilot's row 0.2 and
+column 0.1, and 1e-3 at the column 0.01), and the capacity (width 256, 19,210 parameters for
+640 targets, at 1e-2, 1e-3 and 1e-4: does the loss fall towards 0 when the network has room
+and the step is small?). The float64 floor is read off the same runs (a loss near 1e-4 is far
+above it)."""
+DIAGNOSTIC_STEPS = 20_000
+DIAGNOSTIC_SEEDS = 4
+DIAGNOSTIC_BLOCK = 1000
+"""Steps per reported block of a diagnostic run (its median, maximum and minimum ``log10``
+loss)."""
+
+
+def diagnose(cells=DIAGNOSTIC_CELLS, steps: int = DIAGNOSTIC_STEPS) -> list[dict[str, Any]]:
+    """Run `DIAGNOSTIC_CELLS` (``digits_mse`` on 64 images; seeds ``SeedSequence([SEED, 98,
+    cell index])``): per cell and seed the median, maximum and minimum ``log10`` loss of each
+    block of `DIAGNOSTIC_BLOCK` steps, and the cell's CPU seconds."""
+    import torch
+
+    from ..._meta import integer_seed
+    from ._batched import BatchedMLP, adam_step_sets
+
+    out = []
+    for q, cell in enumerate(cells):
+        t0 = time.process_time()
+        base = integer_seed(np.random.SeedSequence([SEED, 98, q]))
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            model = BatchedMLP(
+                "digits_mse",
+                DIAGNOSTIC_SEEDS,
+                base + np.arange(DIAGNOSTIC_SEEDS),
+                64,
+                hidden=cell["hidden"],
+            )
+            (blocks,), _ = adam_step_sets(
+                model,
+                cell["lr"],
+                1 - cell["a"],
+                1 - cell["c"],
+                steps,
+                [DIAGNOSTIC_BLOCK],
+                eps=1e-8,
+            )
+        finally:
+            torch.set_num_threads(before)
+        out.append(
+            dict(cell)
+            | {
+                "steps": int(steps),
+                "median": [np.round(b.median, 2).tolist() for b in blocks],
+                "max": [np.round(b.maximum, 2).tolist() for b in blocks],
+                "min": [np.round(b.minimum, 2).tolist() for b in blocks],
+                "cpu_seconds": round(time.process_time() - t0, 1),
+            }
+        )
+        print(f"diagnostic cell {q}: {out[-1]['cpu_seconds']} CPU s", flush=True)
+    return out
+
+
 def row_reading(row: dict[str, Any], window: int = WINDOW, rise: int = 0) -> list[float]:
     """``[edge, low, high]`` of a stored row (`_bisect.row_edge` of its evaluated cells under
     ``window``, at the ``rise``-th rise of the cells' readings; ``nan`` where open or none)."""
@@ -310,7 +382,14 @@ def main(argv: list[str] | None = None) -> None:
         "--eps-reading", action="store_true", help="store eps_reading() instead of rows"
     )
     parser.add_argument("--row", type=float, action="append", help="a row of _family.ROWS")
+    parser.add_argument("--diagnose", action="store_true", help="store diagnose() instead of rows")
     args = parser.parse_args(argv)
+    if args.diagnose:
+        old = stored()
+        old["diagnostics"] = diagnose()
+        STORED.write_text(json.dumps(strict(old), indent=1) + "\n")
+        print(f"wrote {STORED}: diagnostics", flush=True)
+        return
     if args.eps_reading:
         old = stored()
         old["eps_reading"] = eps_reading()
@@ -344,8 +423,9 @@ def main(argv: list[str] | None = None) -> None:
             "seeds": SEEDS,
             "candidates": {n: old["candidates"][n] for n in CANDIDATES if n in old["candidates"]},
         }
-        if "eps_reading" in old:
-            out["eps_reading"] = old["eps_reading"]
+        for key in ("eps_reading", "diagnostics"):
+            if key in old:
+                out[key] = old[key]
         STORED.write_text(json.dumps(strict(out), indent=1) + "\n")
         cpu = sum(z["cpu_seconds"] for z in entry["cells"])
         print(f"wrote {STORED}: {args.candidate} row {a} ({cpu:.0f} CPU s)", flush=True)
