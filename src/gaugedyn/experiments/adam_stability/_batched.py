@@ -334,3 +334,57 @@ def adam_step_sets(
     )
     sets = [acc.blocks() for acc in accs]
     return [[z[int(k)] for k in back] for z in sets], first
+
+
+WHITENED_TASKS = ("digits_white_mse",)
+"""The second network family's whitened-digits task (`WhitenedDigitsMLP`), apart from
+`TASKS` (whose programs it shares)."""
+
+
+def whitened_digits(n_samples: int, dtype=torch.float64) -> torch.Tensor:
+    """The first ``n_samples`` digits images (`gaugedyn.training.load_digits()`), centred over
+    those images and whitened in pixel space (ZCA): with the centred images ``X = U S V^T``
+    (their thin SVD, the ``r`` singular values above ``1e-8`` of the largest kept),
+    ``sqrt(n) U_r V_r^T``, shape ``(n, 64)``, whose Gram matrix is ``n`` times the projector on
+    the images' span (every kept principal component of unit variance over the images)."""
+    n = int(n_samples)
+    if n < 2:
+        raise InputError(f"n_samples={n_samples!r} is not allowed; give at least 2 images")
+    X, _ = load_digits()
+    Xc = X[:n] - X[:n].mean(0)
+    U, s, Vt = np.linalg.svd(Xc, full_matrices=False)
+    r = int((s > 1e-8 * s[0]).sum())
+    return torch.as_tensor(math.sqrt(n) * U[:, :r] @ Vt[:r], dtype=dtype)
+
+
+class WhitenedDigitsMLP(BatchedMLP):
+    """``digits_white_mse``: `BatchedMLP`'s ``digits_mse`` (64-``hidden``-10 ReLU, half the
+    squared error to the one-hot labels, the same initialisation) on `whitened_digits()`
+    instead of the raw images: real data whose input Gram matrix is as well conditioned as
+    the teacher tasks' Gaussian inputs (every direction of the images' span of equal
+    variance)."""
+
+    def __init__(
+        self,
+        task: str,
+        B: int,
+        seeds,
+        n_samples: int = 256,
+        dtype=torch.float64,
+        data_seed: int = 0,
+        hidden: int | None = None,
+        device: str = "cpu",
+    ):
+        if task not in WHITENED_TASKS:
+            raise InputError(f"task={task!r} is not allowed; choose one of {list(WHITENED_TASKS)}")
+        super().__init__("digits_mse", B, seeds, n_samples, dtype, data_seed, hidden, device)
+        self.task = task
+        self.X = whitened_digits(n_samples, dtype).to(device)
+
+
+def task_model(task: str, *args, **kwargs) -> BatchedMLP:
+    """The batched model of ``task``: `WhitenedDigitsMLP` for `WHITENED_TASKS`, else
+    `BatchedMLP` (same arguments)."""
+    if task in WHITENED_TASKS:
+        return WhitenedDigitsMLP(task, *args, **kwargs)
+    return BatchedMLP(task, *args, **kwargs)
