@@ -248,6 +248,69 @@ def diagnose(
     return out
 
 
+DETECTOR_CELLS: tuple[dict[str, Any], ...] = tuple(
+    {"task": task, "hidden": h, "a": a, "c": c}
+    for task, h in (
+        ("digits_lowrank", 1),
+        ("digits_lowrank", 2),
+        ("digits_lowrank", 4),
+        ("digits_mse", 32),
+    )
+    for a, c in ((0.2, 0.01), (0.05, 10**-2.5), (0.02, 10**-2.5))
+)
+"""A short reading by the pilot's own detector (declared before it runs, after the block
+diagnostics of `DIAGNOSTIC_CELLS`): the factorisation at ranks 1, 2 and 4 and ``digits_mse``
+(64 images, lr 1e-2, eps 1e-8) at three cells, one in the pilot's row 0.2 and two in its rows
+0.05 and 0.02, where the family's rule needs edges; `DIAGNOSTIC_SEEDS` seeds a cell. The
+diagnostics showed a settled level set by the step size, with the loss wandering about a
+decade in a block: whether its rises reach the threshold is the detector's to say."""
+
+
+def detector_reading(cells=DETECTOR_CELLS, done=()) -> list[dict[str, Any]]:
+    """`DETECTOR_CELLS` through `_scan._run_task` (the pilot's program and detector; seeds
+    ``SeedSequence([SEED, 97, cell index])``): per cell the settled window's status codes and
+    largest rise per seed, the settled median ``log10`` loss, steps and CPU seconds. Cells of
+    ``done`` whose declaration matches are kept."""
+    from ...adam import SPIKE_SAMPLING
+    from ._scan import _run_task
+
+    out = []
+    for q, cell in enumerate(cells):
+        kept = [z for z in done if {k: z.get(k) for k in cell} == cell]
+        if kept:
+            out.append(kept[0])
+            continue
+        t0 = time.process_time()
+        task = {
+            "kind": "task",
+            "task": cell["task"],
+            "start": "init",
+            "a": [cell["a"]],
+            "c": [cell["c"]],
+            "seeds": DIAGNOSTIC_SEEDS,
+            "lr": 1e-2,
+            "n_samples": 64,
+            "hidden": cell["hidden"],
+            "eps": 1e-8,
+            "spikes": list(SPIKE_SAMPLING[:3]),
+        }
+        r = _run_task(task, np.random.SeedSequence([SEED, 97, q]))
+        out.append(
+            dict(cell)
+            | {
+                "status": r["status"][0, 0][:, WINDOW].tolist(),
+                "max_rise": np.round(r["max_rise"][0, 0][:, WINDOW], 2).tolist(),
+                "settled_median_log10_loss": np.round(
+                    r["settled_median_log10_loss"][0, 0], 2
+                ).tolist(),
+                "steps": int(r["steps_run"]) // DIAGNOSTIC_SEEDS,
+                "cpu_seconds": round(time.process_time() - t0, 1),
+            }
+        )
+        print(f"detector cell {q}: {out[-1]}", flush=True)
+    return out
+
+
 def row_reading(row: dict[str, Any], window: int = WINDOW, rise: int = 0) -> list[float]:
     """``[edge, low, high]`` of a stored row (`_bisect.row_edge` of its evaluated cells under
     ``window``, at the ``rise``-th rise of the cells' readings; ``nan`` where open or none)."""
@@ -455,7 +518,7 @@ def main(argv: list[str] | None = None) -> None:
             "seeds": SEEDS,
             "candidates": {n: old["candidates"][n] for n in CANDIDATES if n in old["candidates"]},
         }
-        for key in ("eps_reading", "diagnostics"):
+        for key in ("eps_reading", "diagnostics", "detector_reading"):
             if key in old:
                 out[key] = old[key]
         STORED.write_text(json.dumps(strict(out), indent=1) + "\n")
