@@ -478,7 +478,16 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--row", type=float, action="append", help="a row of _family.ROWS")
     parser.add_argument("--diagnose", action="store_true", help="store diagnose() instead of rows")
+    parser.add_argument(
+        "--detector-reading", action="store_true", help="store detector_reading() instead"
+    )
     args = parser.parse_args(argv)
+    if args.detector_reading:
+        old = stored()
+        old["detector_reading"] = detector_reading(done=old.get("detector_reading", ()))
+        STORED.write_text(json.dumps(strict(old), indent=1) + "\n")
+        print(f"wrote {STORED}: detector reading", flush=True)
+        return
     if args.diagnose:
         old = stored()
         old["diagnostics"] = diagnose(done=old.get("diagnostics", ()))
