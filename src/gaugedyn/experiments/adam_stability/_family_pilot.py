@@ -311,6 +311,72 @@ def detector_reading(cells=DETECTOR_CELLS, done=()) -> list[dict[str, Any]]:
     return out
 
 
+def _task_words(cell: dict[str, Any]) -> str:
+    task = cell.get("task", "digits_mse")
+    if task == "digits_lowrank":
+        return f"`digits_lowrank` rank {cell['hidden']}"
+    return f"`{task}` width {cell['hidden']}"
+
+
+def diagnostics_markdown(cells: list[dict[str, Any]]) -> list[str]:
+    """Markdown lines of the stored `diagnose()`: per declared cell the median over seeds of
+    the block median ``log10`` loss after the first block, at the middle and at the end of
+    the run, the last block's lowest and highest ``log10`` loss (medians over seeds), the
+    lowest loss any block reached (over seeds), and the CPU seconds."""
+    lines = [
+        f"Diagnostics beside the pilot (`diagnose()`, declared in `DIAGNOSTIC_CELLS` before "
+        f"each group ran, stored with it): 64 images, Adam eps 1e-8, {DIAGNOSTIC_SEEDS} seeds, "
+        f"{DIAGNOSTIC_STEPS:,} steps in blocks of {DIAGNOSTIC_BLOCK:,}; the block median log10 "
+        "loss (median over seeds) after the first block, at the middle and at the end, the "
+        "last block's lowest and highest log10 loss, and the lowest of the whole run:",
+        "",
+        "| task | lr | $1 - \\beta_1$ | $1 - \\beta_2$ | first | middle | end | last block "
+        "low to high | lowest | CPU s |",
+        "|---" * 10 + "|",
+    ]
+    for z in cells:
+        med = np.asarray(z["median"], float)  # (seeds, blocks)
+        mid = med.shape[1] // 2 - 1
+        lo, hi = np.asarray(z["min"], float), np.asarray(z["max"], float)
+        lines.append(
+            f"| {_task_words(z)} | {z['lr']:g} | {z['a']:g} | {z['c']:.3g} | "
+            f"{np.median(med[:, 0]):.1f} | {np.median(med[:, mid]):.1f} | "
+            f"{np.median(med[:, -1]):.1f} | {np.median(lo[:, -1]):.1f} to "
+            f"{np.median(hi[:, -1]):.1f} | {lo.min():.1f} | {z['cpu_seconds']:.0f} |"
+        )
+    return lines
+
+
+def detector_markdown(cells: list[dict[str, Any]]) -> list[str]:
+    """Markdown lines of the stored `detector_reading()`: per declared cell the settled
+    window's statuses over the seeds, the largest rise, the settled median ``log10`` loss
+    (lowest to highest over seeds), the steps of a run and the CPU seconds."""
+    from ._protocol import CODES
+
+    names = {v: k for k, v in CODES.items()}
+    lines = [
+        "A reading by the pilot's own program and detector (`detector_reading()`, declared in "
+        f"`DETECTOR_CELLS` before it ran, stored with it): 64 images, lr 0.01, Adam eps 1e-8, "
+        f"{DIAGNOSTIC_SEEDS} seeds a cell, rise 2 decades, settled window:",
+        "",
+        "| task | $1 - \\beta_1$ | $1 - \\beta_2$ | statuses | largest settled rise | "
+        "settled log10 loss | steps | CPU s |",
+        "|---" * 8 + "|",
+    ]
+    for z in cells:
+        st = [names[int(v)] for v in z["status"]]
+        counts = ", ".join(f"{st.count(k)} {k}" for k in dict.fromkeys(st))
+        lv = np.asarray(z["settled_median_log10_loss"], float)
+        rise = np.asarray(z["max_rise"], float)
+        top = f"{np.nanmax(rise):.2f}" if np.isfinite(rise).any() else "-"
+        lines.append(
+            f"| {_task_words(z)} | {z['a']:g} | {z['c']:.3g} | {counts} | {top} | "
+            f"{np.nanmin(lv):.1f} to {np.nanmax(lv):.1f} | {z['steps']:,} | "
+            f"{z['cpu_seconds']:.0f} |"
+        )
+    return lines
+
+
 def row_reading(row: dict[str, Any], window: int = WINDOW, rise: int = 0) -> list[float]:
     """``[edge, low, high]`` of a stored row (`_bisect.row_edge` of its evaluated cells under
     ``window``, at the ``rise``-th rise of the cells' readings; ``nan`` where open or none)."""
@@ -438,6 +504,10 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
             )  # fmt: skip
     if "eps_reading" in p:
         lines += [""] + eps_markdown(p["eps_reading"])
+    if "diagnostics" in p:
+        lines += [""] + diagnostics_markdown(p["diagnostics"])
+    if "detector_reading" in p:
+        lines += [""] + detector_markdown(p["detector_reading"])
     chosen = choose(p)
     verdicts = []
     for name in CANDIDATES:
