@@ -125,3 +125,32 @@ def test_the_batched_runner_builds_the_family_programs():
     assert lv.shape[:2] == (1, 1) and np.isfinite(lv).all()
     # a factorisation that fits: its settled loss far below its first (about 10^0)
     assert (lv < -3).all()
+
+
+def test_diagnose_keeps_stored_cells_and_runs_only_new_ones():
+    from gaugedyn.experiments.adam_stability import _family_pilot as fp
+
+    cells = (
+        {"task": "digits_lowrank", "hidden": 1, "lr": 1e-2, "a": 0.2, "c": 0.1},
+        {"task": "digits_lowrank", "hidden": 2, "lr": 1e-2, "a": 0.2, "c": 0.1},
+    )
+    stored = dict(cells[0]) | {"steps": 1000, "median": "kept"}
+    out = fp.diagnose(cells, steps=1000, done=[stored, dict(cells[1]) | {"steps": 5}])
+    assert out[0] is stored
+    assert out[1]["steps"] == 1000 and len(out[1]["median"]) == fp.DIAGNOSTIC_SEEDS
+    assert all(len(m) == 1 for m in out[1]["median"])  # one block of DIAGNOSTIC_BLOCK steps
+    lines = fp.diagnostics_markdown(out[1:])
+    assert lines[-1].startswith("| `digits_lowrank` rank 2 | 0.01 | 0.2 | 0.1 |")
+
+
+def test_the_stored_readings_are_drawn_on_the_page():
+    from gaugedyn.experiments.adam_stability import _family_pilot as fp
+
+    p = fp.stored()
+    lines = fp.pilot_markdown(p)
+    reading = fp.detector_markdown(p["detector_reading"])
+    assert len(reading) == 4 + len(fp.DETECTOR_CELLS)
+    assert "\n".join(reading) in "\n".join(lines)
+    assert len(fp.diagnostics_markdown(p["diagnostics"])) == 4 + len(fp.DIAGNOSTIC_CELLS)
+    z = p["detector_reading"][0]
+    assert [z[k] for k in ("task", "hidden", "a", "c")] == list(fp.DETECTOR_CELLS[0].values())
