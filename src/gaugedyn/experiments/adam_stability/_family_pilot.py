@@ -257,9 +257,16 @@ DETECTOR_CELLS: tuple[dict[str, Any], ...] = tuple(
         ("digits_mse", 32),
     )
     for a, c in ((0.2, 0.01), (0.05, 10**-2.5), (0.02, 10**-2.5))
+) + tuple(
+    # added after the twelve above ran (all quiet): narrow ReLU networks on few images, nearer
+    # the teacher tasks' few units (a unit's kink crossing an image is a candidate for their
+    # sawtooth); declared before they run
+    {"task": "digits_mse", "hidden": h, "a": a, "c": c, "n_samples": 16}
+    for h in (4, 8)
+    for a, c in ((0.2, 0.01), (0.05, 10**-2.5), (0.02, 10**-2.5))
 )
 """A short reading by the pilot's own detector (declared before it runs, after the block
-diagnostics of `DIAGNOSTIC_CELLS`): the factorisation at ranks 1, 2 and 4 and ``digits_mse``
+diagnostics of `DIAGNOSTIC_CELLS`; 64 images unless a cell names ``n_samples``): the factorisation at ranks 1, 2 and 4 and ``digits_mse``
 (64 images, lr 1e-2, eps 1e-8) at three cells, one in the pilot's row 0.2 and two in its rows
 0.05 and 0.02, where the family's rule needs edges; `DIAGNOSTIC_SEEDS` seeds a cell. The
 diagnostics showed a settled level set by the step size, with the loss wandering about a
@@ -289,7 +296,7 @@ def detector_reading(cells=DETECTOR_CELLS, done=()) -> list[dict[str, Any]]:
             "c": [cell["c"]],
             "seeds": DIAGNOSTIC_SEEDS,
             "lr": 1e-2,
-            "n_samples": 64,
+            "n_samples": cell.get("n_samples", 64),
             "hidden": cell["hidden"],
             "eps": 1e-8,
             "spikes": list(SPIKE_SAMPLING[:3]),
@@ -313,9 +320,10 @@ def detector_reading(cells=DETECTOR_CELLS, done=()) -> list[dict[str, Any]]:
 
 def _task_words(cell: dict[str, Any]) -> str:
     task = cell.get("task", "digits_mse")
+    n = f" on {cell['n_samples']} images" if "n_samples" in cell else ""
     if task == "digits_lowrank":
-        return f"`digits_lowrank` rank {cell['hidden']}"
-    return f"`{task}` width {cell['hidden']}"
+        return f"`digits_lowrank` rank {cell['hidden']}{n}"
+    return f"`{task}` width {cell['hidden']}{n}"
 
 
 def diagnostics_markdown(cells: list[dict[str, Any]]) -> list[str]:
@@ -356,7 +364,8 @@ def detector_markdown(cells: list[dict[str, Any]]) -> list[str]:
     names = {v: k for k, v in CODES.items()}
     lines = [
         "A reading by the pilot's own program and detector (`detector_reading()`, declared in "
-        f"`DETECTOR_CELLS` before it ran, stored with it): 64 images, lr 0.01, Adam eps 1e-8, "
+        f"`DETECTOR_CELLS` before it ran, stored with it): 64 images unless named, lr 0.01, "
+        "Adam eps 1e-8, "
         f"{DIAGNOSTIC_SEEDS} seeds a cell, rise 2 decades, settled window:",
         "",
         "| task | $1 - \\beta_1$ | $1 - \\beta_2$ | statuses | largest settled rise | "
