@@ -81,7 +81,9 @@ def test_tanh_passes_at_every_state_to_t_1000(t):
     watch.check(t, states[t])
     record = watch.record()
     (check,) = record["checks"]
-    assert record["method"] == "sobol" and record["rule_nodes"] == [2 ** _online_ode.SOBOL_LOG2["tanh"]]
+    assert record["method"] == "sobol" and record["rule_nodes"] == [
+        2 ** _online_ode.SOBOL_LOG2["tanh"]
+    ]
     assert check["passed"] and check["disagreement"] < 0.03
 
 

@@ -123,8 +123,14 @@ def test_the_difference_vanishes_where_the_activation_is_the_mixture(monkeypatch
     w, s = (tuple(float(v) for v in row) for row in control[:2])
 
     def h(x):
-        return sum(wj * (x * torch.special.ndtr(x / sj) + sj * torch.exp(-0.5 * (x / sj) ** 2)
-                         / np.sqrt(2 * np.pi)) for wj, sj in zip(w, s, strict=True))
+        return sum(
+            wj
+            * (
+                x * torch.special.ndtr(x / sj)
+                + sj * torch.exp(-0.5 * (x / sj) ** 2) / np.sqrt(2 * np.pi)
+            )
+            for wj, sj in zip(w, s, strict=True)
+        )
 
     def dh(x):
         return sum(wj * torch.special.ndtr(x / sj) for wj, sj in zip(w, s, strict=True))

@@ -20,10 +20,12 @@ The same rules as the numpy reference `gaugedyn.training.OnlineODE`, compiled:
   rule with ``FOUR_POINT_NODES`` per axis on the eigen factor of its own ``4 x 4`` covariance
   (the axes of eigenvalues at most ``1e-12`` of the largest, a repeated field's, dropped: the
   symmetric rule's value moves by ``O(lambda)`` there); for the activations of
-  ``SOBOL_ACTIVATIONS`` (tanh) one equal-weight rule of ``2**SOBOL_LOG2``
+  ``SOBOL_ACTIVATIONS`` (tanh, softplus) one equal-weight rule of ``2**SOBOL_LOG2[name]``
   scrambled-Sobol nodes on the symmetric square root of ``C`` (`sobol_factor()`), ``e`` formed node by node
-  (`sobol_noise()`), of the difference between the integrand and that of an erf mixture
-  (``ERF_MIXTURES``), whose own expectation is added in closed form (`mixture_noise()`); the
+  (`sobol_noise()`), of the difference between the integrand and that of a mixture
+  (`mixture()`: tanh's erf mixture, ``ERF_MIXTURES``, softplus's Gaussian-smoothed ReLUs,
+  ``RELU_MIXTURES``), whose own expectation is added exactly (`mixture_noise()`: erf's closed
+  forms; `relu_mixture_noise()`: ReLU's orthant moments with per-factor smoothing); the
   linear activation in closed form;
 - label noise ``sigma^2 J_ik``, ``J = dF/dc (Q_ii, Q_kk, Q_ik)`` (Price), the options and the
   state layout of ``OnlineODE``;

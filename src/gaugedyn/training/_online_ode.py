@@ -23,14 +23,16 @@ $g(z) = \mathrm{erf}(z / \sqrt 2)$ the symbolic module's ``erf_i4`` (``gaugedyn 
 $I_4 = C_{34}$; for a piecewise-linear (positively homogeneous) activation, ReLU, leaky ReLU, the
 absolute value, the noise term is exact: Gaussian orthant probabilities and moments by Stein's
 lemma, closed to three fields and one smooth one-dimensional integral for four
-(`gaugedyn.training._orthant`, where the derivation is); for tanh (`SOBOL_ACTIVATIONS`) the
-noise term is not split into four-point integrals at all (below); for every other activation
+(`gaugedyn.training._orthant`, where the derivation is); for tanh and softplus
+(`SOBOL_ACTIVATIONS`) the noise term is not split into four-point integrals at all (below); for
+every other activation
 they are four-dimensional Gauss-Hermite integrals on the eigen factor of each $4 \times 4$ covariance
 (`gaugedyn.theory._quadrature.gaussian_product()`, $10^4$ nodes each: exact for
 polynomial ``g`` up to the degree it states, and only algebraically convergent for ``g`` with a
 kink such as ReLU, where its error is what ``gaussian_product_error`` reports).
 
-That four-point rule is accurate for softplus and not for tanh, measured by
+That four-point rule is accurate for softplus at the noise-free flow's states and not for tanh,
+measured by
 ``benchmarks/bench_online_noise_accuracy.py`` (K = M = 4, against 28 nodes per axis and Monte
 Carlo; ``docs/benchmarks.md``): softplus's noise term stays within a few standard errors of
 Monte Carlo at every state of a run to t = 1000; tanh's is off by percents at t = 0, and once
@@ -49,7 +51,16 @@ Against a randomised-QMC reference (``benchmarks/bench_noise_qmc.py``) it is wit
 6e-3 of the term at the flow's states t = 0 to 1000 (the plain rule of $2^{14}$ nodes it
 replaced: 1.3e-3 to 1.2e-2; the four-point rule 2.6e-2 to 17), at about 0.2 ms per
 right-hand side against 3 (K = M = 4, compiled), and a run to t = 1000 at rtol 1e-8 takes
-under a CPU second. `online_ode()` checks a noise term by a rule (the
+under a CPU second. Softplus's four-point integrals cancel the same way on a noisy run's late
+states (30% to 52% off Monte Carlo at t = 600 to 1000), so its noise term is the same rule,
+$2^{10}$ nodes, with a two-term mixture of Gaussian-smoothed ReLUs
+$S_s(x) = \mathbb{E}_z[\mathrm{relu}(x + s z)]$ as control (`RELU_MIXTURES`, within 1.3e-3 of
+softplus; no erf mixture grows like it), whose noise term is exact: $S_s' = \Phi(x / s) =
+\mathbb{E}_z[\theta(x + s z)]$, so each of its four-point terms is ReLU's orthant moment at the
+four factors' fields plus independent noise of variance $s_j^2$ each
+(`relu_mixture_noise()`). That exact term is $16 \times 360$ four-field orthant moments at
+K = M = 4, about 17 ms per right-hand side: far more accurate than the four-point rule late in
+a run, but a run to t = 1000 costs tens of CPU seconds, not one. `online_ode()` checks a noise term by a rule (the
 four-point quadrature or the Sobol rule) while it integrates (``noise_check``; `NoiseWatch`, declared by `NOISE_CHECK`):
 against Monte Carlo at the start and at each eighth of the horizon within 10% of the run's CPU
 time, warning once (`gaugedyn.NoiseTermWarning`) or raising where it is off by more than 10%.
@@ -467,9 +478,10 @@ def noise_term(a, Q, R, b, T, activation, teacher_activation=None, method=None):
 
     By `noise_method()` unless ``method`` names one of ``NOISE_METHODS``: closed forms for linear
     and erf (same teacher); exact orthant moments for piecewise-linear $g$ and $g^*$
-    (`gaugedyn.training._orthant`); for tanh (`SOBOL_ACTIVATIONS`) one scrambled-Sobol rule of
-    $2^8$ (``SOBOL_LOG2``) nodes on the symmetric root of the fields' Gram matrix $C$ for all
-    $(i, j)$ with an erf mixture as control variate (``"sobol"``, `sobol_expectation()`); otherwise, when $C$ of the $K + M$ fields has
+    (`gaugedyn.training._orthant`); for tanh and softplus (`SOBOL_ACTIVATIONS`) one
+    scrambled-Sobol rule of ``2**SOBOL_LOG2[name]`` nodes on the symmetric root of the fields'
+    Gram matrix $C$ for all $(i, j)$ with a mixture whose noise term is exact as control variate
+    (``"sobol"``, `sobol_expectation()`); otherwise, when $C$ of the $K + M$ fields has
     rank $r \le 4$, one $r$-dimensional Gauss-Hermite rule on its eigen factor for all $(i, j)$ at
     once (`DIRECT_NODES`), else the four-point integrals `four_point()` (``"quadrature"``, the
     reference the orthant moments are checked against).
@@ -1145,10 +1157,13 @@ def online_ode(
     fields with an erf mixture as control variate (`sobol_expectation()`: within about 6e-3
     of a high-precision reference at every state of a run to t = 1000, about 0.3 ms per
     compiled right-hand side at ``K = M = 4``, a run to t = 1000 at rtol 1e-8 under a CPU
-    second); for another smooth activation whose fields
+    second); for softplus the same rule at $2^{10}$ nodes with a mixture of Gaussian-smoothed
+    ReLUs as control, its noise term exact by orthant moments (`RELU_MIXTURES`; about 17 ms
+    per compiled right-hand side at ``K = M = 4``, most of it the control's exact term); for
+    another smooth activation whose fields
     have rank above 4 it is hundreds of four-point Gauss-Hermite integrals of $10^4$ nodes each
     (compiled, about 0.07 CPU s per right-hand side there; the reference: seconds), whose
-    error is measured, not bounded: small for softplus (2e-3 or less; module docstring).
+    error is measured, not bounded (module docstring).
     Such a noise term is checked while the run integrates
     (``noise_check``, `NOISE_CHECK`): at the start and at each eighth of the horizon (within
     a budget of 10% of the right-hand sides' CPU time) it is compared with a Monte Carlo
