@@ -53,7 +53,7 @@ replaced: 1.3e-3 to 1.2e-2; the four-point rule 2.6e-2 to 17), at about 0.2 ms p
 right-hand side against 3 (K = M = 4, compiled), and a run to t = 1000 at rtol 1e-8 takes
 under a CPU second. Softplus's four-point integrals cancel the same way on a noisy run's late
 states (30% to 52% off Monte Carlo at t = 600 to 1000), so its noise term is the same rule,
-$2^{10}$ nodes, with a two-term mixture of Gaussian-smoothed ReLUs
+$2^{12}$ nodes, with a two-term mixture of Gaussian-smoothed ReLUs
 $S_s(x) = \mathbb{E}_z[\mathrm{relu}(x + s z)]$ as control (`RELU_MIXTURES`, within 1.3e-3 of
 softplus; no erf mixture grows like it), whose noise term is exact: $S_s' = \Phi(x / s) =
 \mathbb{E}_z[\theta(x + s z)]$, so each of its four-point terms is ReLU's orthant moment at the
@@ -117,16 +117,17 @@ is 2.5% to 1,700% off; for softplus the four-point rule is accurate at those sta
 the rule with the smoothed-ReLU control is at least as accurate at every state
 (`SOBOL_LOG2`)."""
 
-SOBOL_LOG2 = {"tanh": 8, "softplus": 10}
+SOBOL_LOG2 = {"tanh": 8, "softplus": 12}
 """``log2`` of the scrambled-Sobol rule's node count by activation (`SOBOL_ACTIVATIONS`), chosen
 by accuracy and cost (``benchmarks/bench_noise_qmc.py``, K = M = 4, the noise-free flow's states
 at t = 0, 10, 100, 300 and 1000). Tanh, 2^8: with the erf mixture of `ERF_MIXTURES` within
 about 6e-3 of the reference at every state (2^6: 1.6e-2, 2^10: 2.6e-3), as good as or better
 than the rule without the control at 2^14 nodes (1.3e-3 to 1.2e-2), at a tenth of its cost.
-Softplus, 2^10: with the smoothed-ReLU mixture of `RELU_MIXTURES` the smallest count at least
-as accurate as the four-point rule it replaced at every state, t = 0 included (2e-5 against
-4e-5 there; 2^8: 1.3e-4), the nodes a small part of the cost beside the control's exact term
-(`relu_mixture_noise()`)."""
+Softplus, 2^12: with the smoothed-ReLU mixture of `RELU_MIXTURES` the smallest count at least
+as accurate as the four-point rule it replaced at every state (t = 0: 5.9e-6 against 6.5e-6,
+t = 10: 5.7e-5 against 9.4e-5, t = 100 to 1000: 9e-5 to 1.1e-4 against 9.8e-4 to 2.2e-3;
+2^10: 1.9e-5 and 1.1e-4 at t = 0 and 10, 2^11: 1.4e-5 and 1.3e-4), the nodes a small part of
+the cost beside the control's exact term (`relu_mixture_noise()`)."""
 
 
 def sobol_log2(activation) -> int:
@@ -1157,7 +1158,7 @@ def online_ode(
     fields with an erf mixture as control variate (`sobol_expectation()`: within about 6e-3
     of a high-precision reference at every state of a run to t = 1000, about 0.3 ms per
     compiled right-hand side at ``K = M = 4``, a run to t = 1000 at rtol 1e-8 under a CPU
-    second); for softplus the same rule at $2^{10}$ nodes with a mixture of Gaussian-smoothed
+    second); for softplus the same rule at $2^{12}$ nodes with a mixture of Gaussian-smoothed
     ReLUs as control, its noise term exact by orthant moments (`RELU_MIXTURES`; about 17 ms
     per compiled right-hand side at ``K = M = 4``, most of it the control's exact term); for
     another smooth activation whose fields
