@@ -383,10 +383,10 @@ a finer rule: tanh's four-point rule converged slowly in the nodes, so a finer r
 disagreement underestimated the error (at t = 0 of ``bench_online_noise_accuracy.py``'s problem
 16 nodes per axis against 10 disagreed by 2.4% where Monte Carlo found 3.8%).
 With ``2**18`` draws the standard error is below 1% of the noise term at that problem's states
-(0.3 to 0.7%), and one check costs about six right-hand sides of softplus at K = M = 4 (0.5 CPU
-s against 70 ms, load 4, 2026-12-07; with its sums compiled, `monte_carlo_noise`, 0.07 s at
-load 8), or a few hundred of tanh's Sobol rule: the budget's unit. The
-tolerance of 10% asks the noise term to one significant digit: softplus's four-point rule
+(0.3 to 0.7%), and one check costs about 0.07 CPU s with its sums compiled
+(`monte_carlo_noise`, load 8, 2026-12-07): a few right-hand sides of softplus's Sobol rule at
+K = M = 4 (about 18 ms each), a few hundred of tanh's: the budget's unit. The
+tolerance of 10% asks the noise term to one significant digit: softplus's Sobol rule
 agrees within the standard error at every state to t = 1000, and tanh's Sobol rule within 3%
 (the four-point rule it replaced failed from t = 100 on: 16% there, 26% at 300;
 ``docs/own-activation.md``)."""
