@@ -11,8 +11,9 @@ noise-free compiled flow reaches at ``--times`` (rtol 1e-8), this measures
   eigen factor of the fields' Gram matrix, the largest eigenvalue on the first coordinate:
   there its spread is a quarter of that on the symmetric root; ``e`` formed point by point so
   that nothing cancels), each of the difference between the integrand and that of the
-  activation's erf mixture (``ERF_MIXTURES``), plus the mixture's closed form
-  (`gaugedyn.training._online_ode.mixture_noise`): unbiased whatever the mixture; its mean, and
+  activation's control mixture (``ERF_MIXTURES``: tanh's erf mixture; ``RELU_MIXTURES``:
+  softplus's Gaussian-smoothed ReLUs), plus the mixture's exact term
+  (`gaugedyn.training._online_ode.control_noise`): unbiased whatever the mixture; its mean, and
   its standard error from the scramblings' spread. The same scramblings without the control
   (plain randomised QMC, unbiased on its own) check it: their distance from the reference in
   their joint standard errors (``plain_z``);
@@ -20,7 +21,7 @@ noise-free compiled flow reaches at ``--times`` (rtol 1e-8), this measures
   standard error, and its distance from the reference in its own standard errors (a second,
   independent check of the reference);
 - the package's rule (``"sobol"``: `gaugedyn.training._online_ode.sobol_expectation`,
-  ``2^SOBOL_LOG2`` scrambled-Sobol nodes with the erf mixture as control variate), the same
+  ``2^SOBOL_LOG2[name]`` scrambled-Sobol nodes with the mixture as control variate), the same
   rule without the control at ``2^--plain-log2`` nodes (``"sobol_plain"``: the rule before the
   control, 2^14 nodes) and the four-point rule (``"quadrature"``: the compiled kernel's sum
   of four-point Gauss-Hermite integrals, ``FOUR_POINT_NODES`` per axis, or its direct rule at
