@@ -155,3 +155,8 @@ def test_a_small_headline_run_judges_each_cell_at_its_own_count(monkeypatch, tmp
     assert c.power == pytest.approx(np.prod(per)) and c.underpowered == (c.power < 0.8)
     assert diag["runs_trained"] == 4 * 15
     assert ex.EXPERIMENT.plot(arrays, cfg.params, tmp_path) == []
+    summary = {"claims": [c.to_dict()], "diagnostics": diag}
+    lines = ex.EXPERIMENT.extension_table({"headline": summary})
+    assert len(lines) == 3 and f"**{c.verdict}**" in lines[2]
+    assert "3: 6, 5: 9" in lines[2] and f"{c.power:.3f}" in lines[2] and "60 (0.125 x)" in lines[2]
+    assert "not published" in ex.EXPERIMENT.extension_table({"headline": None})[2]

@@ -228,6 +228,6 @@ def extension_table(runs: dict[str, dict | None]) -> list[str]:
         lines.append(
             f"| {name} | `{FINDING}` | **{c['verdict']}** | {c['measured']:.4g} "
             f"[{low:.4g}, {high:.4g}] | {c['power']:.3f}; {per} | {seeds} | "
-            f"{runs_trained:,} ({runs_trained / ABSTRACT_RUNS:.0f} x) |"
+            f"{runs_trained:,} ({runs_trained / ABSTRACT_RUNS:.3g} x) |"
         )
     return lines
