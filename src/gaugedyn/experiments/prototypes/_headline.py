@@ -222,8 +222,9 @@ def extension_table(runs: dict[str, dict | None]) -> list[str]:
         c = claims[0]
         t = c["tolerance"]
         low, high = c["interval"]
-        per = "; ".join(f"{n}: {p:.3f}" for n, p in t["power_by_size"].items())
-        seeds = ", ".join(f"{n}: {k}" for n, k in t["seeds_per_size"].items())
+        by_n = lambda d: sorted(d.items(), key=lambda kv: int(kv[0]))  # noqa: E731
+        per = "; ".join(f"{n}: {p:.3f}" for n, p in by_n(t["power_by_size"]))
+        seeds = ", ".join(f"{n}: {k}" for n, k in by_n(t["seeds_per_size"]))
         runs_trained = (summary or {}).get("diagnostics", {}).get("runs_trained")
         lines.append(
             f"| {name} | `{FINDING}` | **{c['verdict']}** | {c['measured']:.4g} "
