@@ -56,10 +56,14 @@ the start and the end, and each row's own 1-minute load before and after its run
 ``tools/bench_page.py``: ``benchmarks/results/full_runs_<experiment>.json`` with ``--only
 <experiment>`` times one experiment's full run (issue 42: full ``spike_boundary`` and full
 ``adam_edge`` each under 15 minutes on two cores), rendered with the two-core estimate (CPU
-time / 2) beside the wall time.
+time / 2) beside the wall time. ``--set KEY=VALUE`` (repeatable) sets a setting of every
+configuration run, as ``gaugedyn run --set`` does: a declared extension, such as the
+``prototypes`` headline configuration (issue 44), its row named with its settings.
 
     .venv/bin/python benchmarks/bench_reproduce.py --full --only spike_boundary --workers 2
         --no-ratio --json benchmarks/results/full_runs_spike_boundary.json
+    .venv/bin/python benchmarks/bench_reproduce.py --full --only prototypes --set design=headline
+        --workers 2 --no-ratio --json benchmarks/results/full_runs_prototypes_headline.json
 """
 
 from __future__ import annotations
@@ -335,21 +339,25 @@ def batched_grids(rounds: int = 3) -> list[dict]:
     return module.measure_all(rounds=rounds)
 
 
-def run_experiment(path: Path, quick: bool, spec, out: Path) -> dict:
-    """Run one configuration into ``out`` and return its row."""
+def run_experiment(
+    path: Path, quick: bool, spec, out: Path, overrides: tuple[str, ...] = ()
+) -> dict:
+    """Run one configuration (with ``--set`` ``overrides``) into ``out`` and return its row,
+    named by the configuration's stem and the overrides."""
     from gaugedyn.experiments import execute, load_config
 
-    cfg = load_config(path, quick=quick)
+    cfg = load_config(path, quick=quick, overrides=overrides)
+    name = " ".join([path.stem, *(f"--set {o}" for o in overrides)])
     c0, complete = cpu_seconds()
     t0 = time.perf_counter()
     try:
         outcome = execute(cfg, out, executor=spec, progress=None, backend="Agg")
     except Exception as err:  # one experiment's failure is a row, not the end of the benchmark
         c1, complete = cpu_seconds()
-        return error_row(path.stem, time.perf_counter() - t0, c1 - c0, err)
+        return error_row(name, time.perf_counter() - t0, c1 - c0, err)
     wall = time.perf_counter() - t0
     c1, complete = cpu_seconds()
-    return row_from_summary(path.stem, outcome.summary, wall, c1 - c0, complete)
+    return row_from_summary(name, outcome.summary, wall, c1 - c0, complete)
 
 
 def load_note(load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
@@ -436,6 +444,14 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="interleaved rounds of the beta_grid ratio",
     )
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting of every configuration run (as gaugedyn run --set; a declared "
+        "extension, such as prototypes' --set design=headline)",
+    )
     ap.add_argument("--markdown", metavar="PATH", help="also write the table as a docs page")
     ap.add_argument("--json", metavar="PATH", help="also store the rows as a benchmark record")
     args = ap.parse_args(argv)
@@ -476,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-reproduce-") as tmp:
         for f in files:
             before = round(os.getloadavg()[0], 2)
-            row = run_experiment(f, args.quick, spec, Path(tmp) / f.stem)
+            row = run_experiment(f, args.quick, spec, Path(tmp) / f.stem, tuple(args.set))
             row |= {"load_before": before, "load_after": round(os.getloadavg()[0], 2)}
             rows.append(row)
             print(

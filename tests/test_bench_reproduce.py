@@ -220,3 +220,23 @@ def test_batched_grids_max_difference_and_options(grids_bench):
         grids_bench.main(["--only", "nope"])
     with pytest.raises(InputError, match="--rounds 0"):
         grids_bench.main(["--rounds", "0"])
+
+
+def test_set_overrides_reach_the_configuration_and_name_the_row(bench, monkeypatch, tmp_path):
+    import types
+
+    import gaugedyn.experiments as gx
+
+    seen = {}
+
+    def fake_execute(cfg, out, **kw):
+        seen["params"] = dict(cfg.params)
+        return types.SimpleNamespace(summary=fake_summary(6, 1.0, 0.1, 0.0, 0.5))
+
+    monkeypatch.setattr(gx, "execute", fake_execute)
+    sims = PATH.parents[1] / "simulations" / "prototypes.toml"
+    row = bench.run_experiment(sims, False, None, tmp_path, ("design=headline",))
+    assert seen["params"]["design"] == "headline"
+    assert row["experiment"] == "prototypes --set design=headline" and row["tasks"] == 6
+    with pytest.raises(InputError, match="design"):
+        bench.run_experiment(sims, False, None, tmp_path, ("design=nope",))

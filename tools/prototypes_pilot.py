@@ -10,8 +10,23 @@ initialisation, coverage reading and step size, the power of the finding's rule 
 candidate seed count at the declared smallest difference (``_protocol.LOG_RATIO_EFFECT``) and
 the smallest count that reaches ``_protocol.POWER_TARGET`` (``_power.seeds_for_power``).
 
+``allocate`` (issue 44, after no uniform count reached the target under the primary reading)
+reads the same pilot and chooses a seed count per size for the headline configuration: per size,
+the power of the rule on that size's three cells at each of `SIZE_CANDIDATES` under the primary
+reading (the sizes are
+independent tasks, so the every-cell rule's power is the product over sizes,
+`_power.cheapest_counts`), the CPU cost of one seed at each size measured from the kernel (the
+headline's four runs per seed, `_headline.VARIANTS`, 4,000 steps), and the counts of least total
+cost whose joint power reaches the target under the primary reading (``inside|0.01|one-sided``),
+checked on independent resamples (`_power.joint_power`, its own streams): the check passes when
+the checked joint power less twice its Monte Carlo standard error (`_power.product_se`) reaches
+the target; when it falls short, the target of the choice is raised by 0.01 until it passes. It writes ``per_size`` into
+the pilot file: the primary reading's curves, the costs, the counts, its joint power and every
+reading's joint power at those counts (the other readings' are reported, not required).
+
 Run: ``python tools/prototypes_pilot.py train --seeds 16 --out results-data/prototypes/pilot.json``
-then ``python tools/prototypes_pilot.py power results-data/prototypes/pilot.json``.
+then ``python tools/prototypes_pilot.py power results-data/prototypes/pilot.json`` and
+``python tools/prototypes_pilot.py allocate results-data/prototypes/pilot.json``.
 """
 
 from __future__ import annotations
@@ -35,6 +50,13 @@ LRS = ex.Prototypes.params["lrs"].default
 STEPS = 4000
 CANDIDATES = (20, 40, 60, 80, 100, 120, 160, 200, 300, 400, 600, 800, 1000)
 """The seed counts tried, smallest first (the abstract ran 10 per cell; the first full run 40)."""
+SIZE_CANDIDATES = (
+    20, 40, 60, 80, 100, 120, 160, 200, 240, 320, 400, 480, 640, 800, 960, 1280, 1600, 2000,
+    2560, 3200, 4000,
+)  # fmt: skip
+"""The seed counts tried at each size by ``allocate``."""
+PRIMARY = "inside|0.01|one-sided"
+"""The primary reading of the pilot's keys (initialisation, step size, coverage reading)."""
 VARIANTS = [(m, c) for m in pp.COMBINATIONS for c in (pp.COVERAGES if m[0] else (None,))]
 
 
@@ -121,6 +143,79 @@ def power(path: Path, reps: int) -> dict:
     return out
 
 
+def seed_costs(seeds: int = 8) -> list[float]:
+    """CPU seconds of one seed of the headline at each size (its four runs, 4,000 steps, and
+    their measures), measured on ``seeds`` seeds of a stream used by nothing else
+    (``SeedSequence([999, N])``), after one short call that compiles the kernel."""
+    from gaugedyn.experiments.prototypes import _headline as hl
+
+    def runs(n: int) -> model.Runs:
+        return hl.headline_runs(n, seeds, np.random.SeedSequence([999, n]))
+
+    model.train_fused(runs(3), steps=10, lr=1e-2, weight=pp.REFERENCE_WEIGHT)
+    out = []
+    for n in SIZES:
+        r = runs(n)
+        start = time.process_time()
+        o = model.train_fused(r, steps=STEPS, lr=1e-2, weight=pp.REFERENCE_WEIGHT)
+        pm.measure_runs(r.x, r.y, o["w"], o["b"], o["a"], o["c"])
+        out.append((time.process_time() - start) / seeds)
+        print(f"N = {n}: {out[-1]:.4f} CPU-s per seed", flush=True)
+    return out
+
+
+def allocate(path: Path, reps: int, check_reps: int) -> dict:
+    data = json.loads(path.read_text())
+    effect, target = pp.LOG_RATIO_EFFECT, pp.POWER_TARGET
+    costs = seed_costs()
+    curves = pw.power_curves(
+        np.asarray(data["log_ratios"][PRIMARY], float), len(SIZES), SIZE_CANDIDATES, effect,
+        reps=reps,
+    )  # fmt: skip
+    aim = target
+    while True:
+        got = pw.cheapest_counts(curves, SIZE_CANDIDATES, costs, aim)
+        if got is None:
+            raise SystemExit(f"no counts up to {SIZE_CANDIDATES[-1]} reach {aim:.2f}")
+        counts, _ = got
+        checked, per = pw.joint_power(
+            np.asarray(data["log_ratios"][PRIMARY], float), counts, effect, reps=check_reps
+        )
+        se = pw.product_se(per, check_reps)
+        print(f"aim {aim:.2f}: counts {counts}, checked {checked:.3f} +- {se:.3f}", flush=True)
+        if checked - 2 * se >= target:
+            break
+        aim = round(aim + 0.01, 2)
+    others = {
+        key: pw.joint_power(np.asarray(values, float), counts, effect, reps=check_reps)[0]
+        for key, values in data["log_ratios"].items()
+    }
+    data["per_size"] = {
+        "what": "a seed count per size for the headline configuration (issue 44): per size, the "
+        "power of every_cell_median on its three cells at each candidate under the primary "
+        "reading (the curves), the "
+        "CPU cost of one seed, the cheapest counts whose joint power (the product over sizes) "
+        "reaches the target under the primary reading, checked on independent resamples",
+        "primary": PRIMARY,
+        "effect": effect,
+        "target": target,
+        "aim": aim,
+        "reps": reps,
+        "check_reps": check_reps,
+        "candidates": list(SIZE_CANDIDATES),
+        "cpu_seconds_per_seed": dict(zip(map(str, SIZES), costs)),
+        "counts": dict(zip(map(str, SIZES), counts)),
+        "cpu_seconds": float(np.dot(costs, counts)),
+        "power_by_size": dict(zip(map(str, SIZES), per)),
+        "joint_power": checked,
+        "joint_power_se": se,
+        "joint_power_by_reading": others,
+        "curves": curves.tolist(),
+    }
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return data["per_size"]
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -130,11 +225,17 @@ def main(argv=None) -> None:
     q = sub.add_parser("power")
     q.add_argument("pilot", type=Path)
     q.add_argument("--reps", type=int, default=1000)
+    a = sub.add_parser("allocate")
+    a.add_argument("pilot", type=Path)
+    a.add_argument("--reps", type=int, default=2000)
+    a.add_argument("--check-reps", type=int, default=4000)
     args = p.parse_args(argv)
     if args.command == "train":
         train(args.seeds, args.out)
-    else:
+    elif args.command == "power":
         power(args.pilot, args.reps)
+    else:
+        allocate(args.pilot, args.reps, args.check_reps)
 
 
 if __name__ == "__main__":

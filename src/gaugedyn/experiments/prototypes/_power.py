@@ -18,6 +18,7 @@ power reaches the target (0.8).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -93,3 +94,120 @@ def seeds_for_power(
         if powers[n] >= target:
             return n, powers
     return None, powers
+
+
+# -- a seed count per size ----------------------------------------------------------------------
+#
+# The every-cell rule says HELD when every cell's interval lies on the claimed side, each cell
+# bounded alone (intersection-union), so its verdict is HELD exactly when it is HELD at every
+# size, and the sizes' values are independent (each size is its own task, with its own seeds):
+# the joint power is the product over sizes of the power at each size, its three cells (the
+# other approaches against coverage, one seed's row kept together) resampled jointly. A seed
+# count per size then buys the joint power where it is cheapest.
+
+
+def size_cells(n_sizes: int, i: int, approaches: int = 3) -> list[int]:
+    """The columns of size ``i`` in the headline's approach-major layout (``(plain, sep, ov) x
+    N``): ``[i, n_sizes + i, 2 n_sizes + i]``."""
+    if not 0 <= i < n_sizes:
+        raise ValueError(f"size index {i}: must lie in [0, {n_sizes})")
+    return [k * n_sizes + i for k in range(approaches)]
+
+
+def power_curves(
+    pilot: np.ndarray,
+    n_sizes: int,
+    candidates: Sequence[int],
+    effect: float,
+    *,
+    reps: int = 2000,
+    seed: int = 0,
+    **kw,
+) -> np.ndarray:
+    """``(n_sizes, len(candidates))``: per size, the power of the rule on that size's cells
+    (`power_at_seeds`) at each candidate seed count, every cell's truth ``effect`` beyond the
+    threshold; each entry from its own stream ``SeedSequence([seed, size index, count])``."""
+    v = np.asarray(pilot, dtype=float)
+    if v.ndim != 2 or v.shape[1] % n_sizes:
+        raise ValueError(f"pilot values of shape {v.shape}: need (S, a multiple of {n_sizes})")
+    out = np.empty((n_sizes, len(candidates)))
+    for i in range(n_sizes):
+        cols = v[:, size_cells(n_sizes, i, v.shape[1] // n_sizes)]
+        for j, n in enumerate(candidates):
+            rng = np.random.default_rng(np.random.SeedSequence([seed, i, int(n)]))
+            out[i, j] = power_at_seeds(cols, int(n), effect, reps=reps, rng=rng, **kw)
+    return out
+
+
+def cheapest_counts(
+    curves: np.ndarray, candidates: Sequence[int], costs: Sequence[float], target: float
+) -> tuple[list[int], float] | None:
+    """The seed count per size (one of ``candidates`` each) of least total cost
+    ``sum(costs[i] * count[i])`` whose joint power, the product of ``curves[i, count]``, reaches
+    ``target``, and that joint power; ``None`` when even the largest counts do not. Exact: the
+    sizes are combined one at a time, keeping only the (cost, power) pairs no other pair beats
+    on both."""
+    curves = np.asarray(curves, dtype=float)
+    cand = [int(c) for c in candidates]
+    if curves.shape != (len(costs), len(cand)):
+        raise ValueError(
+            f"curves of shape {curves.shape}: need (sizes = {len(costs)}, candidates = {len(cand)})"
+        )
+    if not all(float(c) > 0 for c in costs) or not 0 < target <= 1:
+        raise ValueError(f"costs {list(costs)} must be positive and target {target} in (0, 1]")
+    front: list[tuple[float, float, tuple[int, ...]]] = [(0.0, 1.0, ())]
+    for i, cost in enumerate(costs):
+        pairs = [
+            (c + float(cost) * n, p * float(curves[i, j]), pick + (n,))
+            for c, p, pick in front
+            for j, n in enumerate(cand)
+            if curves[i, j] > 0
+        ]
+        pairs.sort(key=lambda t: (t[0], -t[1]))
+        front, best = [], -1.0
+        for c, p, pick in pairs:  # the Pareto front: cheaper first, kept only if more powerful
+            if p > best:
+                front.append((c, p, pick))
+                best = p
+    reach = [(c, p, pick) for c, p, pick in front if p >= target]
+    if not reach:
+        return None
+    c, p, pick = min(reach, key=lambda t: t[0])
+    return list(pick), p
+
+
+def joint_power(
+    pilot: np.ndarray,
+    counts: Sequence[int],
+    effect: float,
+    *,
+    reps: int = 4000,
+    seed: int = 1,
+    **kw,
+) -> tuple[float, list[float]]:
+    """The every-cell rule's power with ``counts[i]`` seeds at size ``i`` (the product over
+    sizes of `power_at_seeds` on that size's cells) and each size's power, from the streams
+    ``SeedSequence([seed, size index, count])``."""
+    v = np.asarray(pilot, dtype=float)
+    n_sizes = len(counts)
+    per = [
+        power_at_seeds(
+            v[:, size_cells(n_sizes, i, v.shape[1] // n_sizes)],
+            int(n),
+            effect,
+            reps=reps,
+            rng=np.random.default_rng(np.random.SeedSequence([seed, i, int(n)])),
+            **kw,
+        )
+        for i, n in enumerate(counts)
+    ]
+    return float(np.prod(per)), per
+
+
+def product_se(per: Sequence[float], reps: int) -> float:
+    """The Monte Carlo standard error of a product of independent rates ``per``, each a share
+    of ``reps`` simulated experiments (the delta method: ``P sqrt(sum (1 - p) / (p reps))``)."""
+    p = np.asarray(per, dtype=float)
+    if np.any(p <= 0):
+        return 0.0 if np.any(p == 0) and np.all(p >= 0) else math.nan
+    return float(np.prod(p) * np.sqrt(np.sum((1 - p) / (p * int(reps)))))

@@ -94,6 +94,21 @@ POWER_TARGET = 0.8
 """The headline's seed count is the smallest whose power at `LOG_RATIO_EFFECT`, on
 resamples of the pilot's paired log ratios, reaches this (`._power`)."""
 
+HEADLINE_INIT, HEADLINE_COVERAGE = "inside", "one-sided"
+"""The primary reading the headline configuration (`._headline`) trains and judges: the
+initialisation ``inside`` and the one-sided coverage, against the approaches the abstract
+names, at the primary specification (``lr`` 1e-2, fixed 4,000 steps, the reference ``lambda``
+and ``tau``)."""
+
+HEADLINE_SEEDS: dict[int, int] = {3: 2560, 5: 640, 10: 480, 20: 320, 50: 200, 100: 80}
+"""The headline configuration's seed count per size, declared before its run (issue 44): the
+counts of least CPU cost whose joint power at `LOG_RATIO_EFFECT` under the primary reading
+reaches `POWER_TARGET` on resamples of the pilot's log ratios (``tools/prototypes_pilot.py
+allocate``, ``per_size`` of ``results-data/prototypes/pilot.json``; `._power.cheapest_counts`):
+the every-cell rule says HELD exactly when it does at every size and the sizes are independent
+tasks, so its power is the product over sizes, and the sizes whose log ratios spread over
+decades (N = 3, 5) are the cheapest to seed."""
+
 
 _ERR = "per seed and N, a reconstruction error difference (two approaches' errors)"
 _SHAPE = (

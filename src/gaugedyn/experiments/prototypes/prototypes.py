@@ -343,6 +343,14 @@ class Prototypes(Experiment):
             distinct=True,
             help="coverage readings",
         ),
+        "design": Param(
+            str,
+            "full",
+            choices=("full", "headline"),
+            help="full: every task of the declared set-up space; headline: only what "
+            "coverage_lowest_error needs under the primary reading, at the seed count per size "
+            "declared before its run (_protocol.HEADLINE_SEEDS; the extension 'headline')",
+        ),
         "dtype": Param(
             str,
             "float64",
@@ -364,6 +372,15 @@ class Prototypes(Experiment):
 
     measures = FINDING_MEASURES
     sentences = SENTENCES
+    extensions = {"headline": {"design": "headline"}}
+
+    def extension_table(self, runs):
+        """The headline configuration's finding: its verdict, estimate and interval, power at
+        the declared smallest difference (per size and joint), the seeds per size and the runs
+        trained, beside the abstract's 480 runs (`._headline.extension_table`)."""
+        from ._headline import extension_table
+
+        return extension_table(runs)
 
     space = {
         "lr": Choice(
@@ -397,6 +414,10 @@ class Prototypes(Experiment):
 
     def tasks(self, config):
         _check(config)
+        if config["design"] == "headline":
+            from . import _headline
+
+            return _headline.tasks(config)
         keys = (
             "seeds",
             "budgets",
@@ -418,14 +439,24 @@ class Prototypes(Experiment):
         ]
 
     def run_task(self, task, seed):
+        if task.get("design") == "headline":
+            from . import _headline
+
+            return _headline.run_task(task, seed)
         return _run_task(task, seed)
 
     def analyse(self, config, tasks, results, seed):
+        if config["design"] == "headline":
+            from . import _headline
+
+            return _headline.analyse(config, tasks, results, seed)
         from ._analysis import analyse
 
         return analyse(config, tasks, results, seed)
 
     def plot(self, arrays, config, outdir):
+        if config["design"] == "headline":
+            return []  # one finding, no figure: its table is the docs' (publish:extensions)
         from ._figures import plot
 
         return plot(arrays, config, outdir)
