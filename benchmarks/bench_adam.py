@@ -3,7 +3,9 @@
 Identical copies of the model train on the same batch with plain Adam and with Adam + recorder:
 per-step aggregates (``every=1``) with the default backend (the native single-pass C++ kernel,
 built once per machine) and with ``backend="eager"``; every 10th step (default backend); and, with
-``--compile``, the recorder's fused ``torch.compile`` kernel. Blocks of steps are interleaved in
+``--compile``, the recorder's fused ``torch.compile`` kernel; with ``--per-tensor``, the native
+kernel called once per parameter (the recorder's fast path, one call per parameter group, turned
+off: what the fast path saves, side by side). Blocks of steps are interleaved in
 rotating order; each round gives one paired ratio per variant (its block time over the plain
 block of the same round), and the median ratio over rounds is reported with its quartiles, in
 wall time and in process CPU time (less sensitive to a loaded machine).
@@ -13,7 +15,7 @@ training run sees) and **opt.step() alone** (the optimizer call, whose hooks the
 in; the same added time is a much larger fraction of it).
 
     .venv/bin/python benchmarks/bench_adam.py [--repeats 21] [--steps 5] [--batch 128]
-        [--threads 1] [--foreach] [--compile] [--malloc default|fixed]
+        [--threads 1] [--foreach] [--compile] [--per-tensor] [--malloc default|fixed]
 
 ``--threads 0`` keeps torch's default thread count. It prints the machine (CPU model, cores, load)
 and each recorder's passes over parameter memory per recorded step
@@ -53,6 +55,11 @@ def main() -> None:
         action="store_true",
         help="also time the recorder's torch.compile'd fused reduction",
     )
+    ap.add_argument(
+        "--per-tensor",
+        action="store_true",
+        help="also time the native kernel called once per parameter (the group fast path off)",
+    )
     ap.add_argument("--json", default=None, help="write the figures as a benchmark record")
     ap.add_argument(
         "--malloc",
@@ -81,15 +88,24 @@ def main() -> None:
 
     if not _native.available():
         print(f"native kernel unavailable ({_native._ERROR}); the default backend is eager here")
-    variants = {"every=1": {}, "every=1, eager": {"backend": "eager"}, "every=10": {"every": 10}}
+    variants = {
+        "every=1": {},
+        "every=1, fused step": {"fuse_step": True},
+        "every=1, eager": {"backend": "eager"},
+        "every=10": {"every": 10},
+    }
     if args.compile:
         variants["every=1, compile"] = {"compile": True}
+    if args.per_tensor:
+        variants["every=1, per tensor"] = {}
     models = {"plain": base, **{k: copy.deepcopy(base) for k in variants}}
     opts = {
         k: torch.optim.Adam(m.parameters(), lr=1e-3, betas=(0.9, 0.99), foreach=args.foreach)
         for k, m in models.items()
     }
     recs = {k: AdamRecorder(opts[k], **kw) for k, kw in variants.items()}
+    if args.per_tensor:  # the group fast path declined every time: the per-tensor kernel calls
+        recs["every=1, per tensor"]._sweep_group = lambda *a: False
     x = torch.randn(args.batch, 784)
     y = torch.randint(0, 10, (args.batch,))
 
@@ -114,7 +130,7 @@ def main() -> None:
 
     for k in models:  # warm-up (and compilation)
         block(k)
-    for k in ("every=1", "every=1, compile"):  # must agree with the eager sums
+    for k in ("every=1", "every=1, fused step", "every=1, compile", "every=1, per tensor"):
         if k in recs:
             eager, other = recs["every=1, eager"].norms()[-1], recs[k].norms()[-1]
             print(

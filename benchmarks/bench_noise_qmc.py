@@ -11,8 +11,9 @@ noise-free compiled flow reaches at ``--times`` (rtol 1e-8), this measures
   eigen factor of the fields' Gram matrix, the largest eigenvalue on the first coordinate:
   there its spread is a quarter of that on the symmetric root; ``e`` formed point by point so
   that nothing cancels), each of the difference between the integrand and that of the
-  activation's erf mixture (``ERF_MIXTURES``), plus the mixture's closed form
-  (`gaugedyn.training._online_ode.mixture_noise`): unbiased whatever the mixture; its mean, and
+  activation's control mixture (``ERF_MIXTURES``: tanh's erf mixture; ``RELU_MIXTURES``:
+  softplus's Gaussian-smoothed ReLUs), plus the mixture's exact term
+  (`gaugedyn.training._online_ode.control_noise`): unbiased whatever the mixture; its mean, and
   its standard error from the scramblings' spread. The same scramblings without the control
   (plain randomised QMC, unbiased on its own) check it: their distance from the reference in
   their joint standard errors (``plain_z``);
@@ -20,7 +21,7 @@ noise-free compiled flow reaches at ``--times`` (rtol 1e-8), this measures
   standard error, and its distance from the reference in its own standard errors (a second,
   independent check of the reference);
 - the package's rule (``"sobol"``: `gaugedyn.training._online_ode.sobol_expectation`,
-  ``2^SOBOL_LOG2`` scrambled-Sobol nodes with the erf mixture as control variate), the same
+  ``2^SOBOL_LOG2[name]`` scrambled-Sobol nodes with the mixture as control variate), the same
   rule without the control at ``2^--plain-log2`` nodes (``"sobol_plain"``: the rule before the
   control, 2^14 nodes) and the four-point rule (``"quadrature"``: the compiled kernel's sum
   of four-point Gauss-Hermite integrals, ``FOUR_POINT_NODES`` per axis, or its direct rule at
@@ -48,7 +49,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy.special import erf
 from scipy.stats import norm, qmc
 
 from gaugedyn.theory import activation_of, on_numpy, random_problem
@@ -57,13 +57,12 @@ from gaugedyn.training import _ode_kernels, _online_ode, online_ode
 
 def rqmc(name: str, a, C, b, log2: int, seed: int, control) -> np.ndarray:
     """``E`` (``(K, K)``) by ``2^log2`` points of one scrambling (``seed``), in blocks, less the
-    erf mixture ``control`` network's integrand at the same points (``(2, 0)``: none)."""
+    mixture ``control`` network's integrand at the same points (``(3, 0)``: none)."""
     act = activation_of(name)
     g, gp = on_numpy(act.function), on_numpy(act.derivative)
     lam, U = np.linalg.eigh(C)  # principal axes, the largest first: the reference's best
     A = (U * np.sqrt(np.maximum(lam, 0.0)))[:, ::-1]
     K, block = a.shape[0], min(log2, 16)
-    alpha, beta = control
     sob = qmc.Sobol(d=C.shape[0], scramble=True, seed=1000 + seed)
     total = np.zeros((K, K))
     for _ in range(2 ** (log2 - block)):
@@ -71,10 +70,9 @@ def rqmc(name: str, a, C, b, log2: int, seed: int, control) -> np.ndarray:
         e = g(X[:, :K]) @ a - g(X[:, K:]) @ b
         G = gp(X[:, :K])
         total += (G * (e * e)[:, None]).T @ G
-        if alpha.size:
-            Y = X[..., None] * beta
-            H = erf(Y / np.sqrt(2.0)) @ alpha
-            Hp = (np.sqrt(2.0 / np.pi) * np.exp(-0.5 * Y[:, :K] ** 2)) @ (alpha * beta)
+        if control.shape[1]:
+            H, Hp = _online_ode.mixture_values(control, X)
+            Hp = Hp[:, :K]
             eh = H[:, :K] @ a - H[:, K:] @ b
             total -= (Hp * (eh * eh)[:, None]).T @ Hp
     return total / 2**log2
@@ -100,7 +98,7 @@ def compiled(name: str, method: str, a, C, b, control=None) -> np.ndarray:
         z,
         w,
         n,
-        _online_ode.rule_nodes(method, C.shape[0]),
+        _online_ode.rule_nodes(method, C.shape[0], name),
         control,
         E,
     )
@@ -110,9 +108,9 @@ def compiled(name: str, method: str, a, C, b, control=None) -> np.ndarray:
 def plain_rule(name: str, a, C, b, log2: int) -> np.ndarray:
     """``E`` by the scrambled-Sobol rule without its control variate at ``2^log2`` nodes."""
     keep = _online_ode.SOBOL_LOG2
-    _online_ode.SOBOL_LOG2 = log2
+    _online_ode.SOBOL_LOG2 = keep | {name: log2}
     try:
-        return compiled(name, "sobol", a, C, b, np.zeros((2, 0)))
+        return compiled(name, "sobol", a, C, b, np.zeros((3, 0)))
     finally:
         _online_ode.SOBOL_LOG2 = keep
 
@@ -123,13 +121,13 @@ def state_unit(name: str, t: float, state, args) -> dict:
     C = np.block([[Q, R], [R.T, T]])
     C = (C + C.T) / 2
     control = _online_ode.rule_control("sobol", name)
-    closed = _online_ode.mixture_noise(control, a, b, C) if control.size else 0.0
+    closed = _online_ode.control_noise(control, a, b, C) if control.size else 0.0
     runs = np.array([rqmc(name, a, C, b, args.log2, s, control) for s in range(args.seeds)])
     runs = runs + closed
     ref, ref_se = runs.mean(axis=0), runs.std(axis=0, ddof=1) / np.sqrt(args.seeds)
     scale = float(np.abs(ref).max())
     plain = np.array(
-        [rqmc(name, a, C, b, args.log2, s, np.zeros((2, 0))) for s in range(args.seeds)]
+        [rqmc(name, a, C, b, args.log2, s, np.zeros((3, 0))) for s in range(args.seeds)]
     )
     plain_se = plain.std(axis=0, ddof=1) / np.sqrt(args.seeds)
     mc, mc_se = _online_ode.monte_carlo_noise(
@@ -196,9 +194,10 @@ def main(argv=None) -> int:
         "seeds": args.seeds,
         "samples": args.samples,
         "rounds": args.rounds,
-        "sobol_log2": _online_ode.SOBOL_LOG2,
+        "sobol_log2": dict(_online_ode.SOBOL_LOG2),
         "plain_log2": args.plain_log2,
         "mixtures": {k: [list(v) for v in m] for k, m in _online_ode.ERF_MIXTURES.items()},
+        "relu_mixtures": {k: [list(v) for v in m] for k, m in _online_ode.RELU_MIXTURES.items()},
         "K": 4,
         "M": 4,
     }
@@ -236,7 +235,7 @@ def main(argv=None) -> int:
             {
                 "K": 4,
                 "M": 4,
-                "sobol_nodes": 2**_online_ode.SOBOL_LOG2,
+                "sobol_nodes": {k: 2**v for k, v in _online_ode.SOBOL_LOG2.items()},
                 "plain_nodes": 2**args.plain_log2,
                 **{"activations": rows},
             }

@@ -7,7 +7,7 @@ full rank 8, eta = 1, batch 1):
    numpy reference (`OnlineODE`), timed in interleaved rounds (CPU and wall seconds, medians),
    with their largest relative difference (the same rules: round-off) and the noise term's
    method (``noise_method()``: orthant moments for the piecewise-linear activations, the
-   scrambled-Sobol rule for tanh, four-point quadrature for the other smooth ones);
+   scrambled-Sobol rule for tanh and softplus, four-point quadrature for the other smooth ones);
 2. the same with weight decay 0.1, ``lr2`` 0.5 and label noise 0.3 (the classical options);
 3. ``online_ode(..., method="compiled")`` to ``--t-max`` (default 1000) at ``--rtol`` (default
    ``online_ode``'s, 1e-9; ``atol = rtol / 100``), once, plain and with the options: CPU

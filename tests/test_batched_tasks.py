@@ -161,10 +161,10 @@ def _reference_step_sets(model, lr, beta1, beta2, steps, sizes, weight_decay=0.0
     for t in range(int(ends[0]) if B else 0):
         live = int(np.searchsorted(-ends, -t, side="left"))
         mine = [q[:live] for q in params]
-        if model.task == "digits_ce":
-            L, grads = model.losses_and_grads(mine)
-        else:
+        if type(model) is BatchedMLP and model.task != "digits_ce":
             L, grads = _reference_mse(model.X, model.y, mine)
+        else:  # autograd, or a program's own gradient (the family's)
+            L, grads = model.losses_and_grads(mine)
         with torch.no_grad():
             factors = (
                 adam_factors(1, lr=lr, betas=betas, op_order="running", like=params[0])
@@ -205,6 +205,8 @@ def _reference_step_sets(model, lr, beta1, beta2, steps, sizes, weight_decay=0.0
         ("digits_ce", 4, 0.0),
         ("teacher_mse", 5, 0.1),
         ("digits_ce", 1, 0.1),
+        ("digits_white_mse", 3, 0.0),
+        ("digits_lowrank", 3, 0.0),
     ],
 )
 def test_the_fast_update_equals_adam_tensor_by_tensor_bit_for_bit(task, copies, decay):
@@ -221,11 +223,13 @@ def test_the_fast_update_equals_adam_tensor_by_tensor_bit_for_bit(task, copies, 
     b2 = rng.choice([0.7, 0.9, 0.99, 0.999], copies)
     steps = rng.integers(20, 60, copies)
     sizes = [rng.integers(2, 6, copies), 3]
-    hidden = {"teacher_mse": 8, "teacher4_mse": 16}.get(task, 32)
+    hidden = {"teacher_mse": 8, "teacher4_mse": 16, "digits_lowrank": 4}.get(task, 32)
     seen: dict[str, list] = {"fast": [], "ref": []}
 
     def model():
-        return BatchedMLP(task, copies, seeds, n_samples=48, hidden=hidden)
+        from gaugedyn.experiments.adam_stability._batched import task_model
+
+        return task_model(task, copies, seeds, n_samples=48, hidden=hidden)
 
     fast = model()
     sets, first = adam_step_sets(

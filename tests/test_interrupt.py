@@ -108,3 +108,22 @@ def test_ctrl_c_ends_the_workers_running_long_tasks(tmp_path):
     assert proc.returncode == 130, err
     assert took < 30, f"the interrupted run waited {took:.0f} s for its workers' tasks"
     assert "no finished task was stored" in err or "0 of 4" in err, err
+
+
+def test_an_interrupted_pool_has_no_manager_thread_left_at_exit():
+    """`ProcessPool.shutdown(wait=False, cancel_futures=True)` returns only after the pool's
+    manager thread has ended (and closed its wakeup pipe): Python 3.11's exit hook writes to
+    that pipe without a lock, so a thread still closing it at exit printed ``OSError: [Errno 9]
+    Bad file descriptor`` after an interrupted run's one line."""
+    from gaugedyn.harness._executor import ProcessPool
+
+    pool = ProcessPool(2)
+    futures = [pool.submit(time.sleep, 30) for _ in range(4)]
+    time.sleep(0.5)  # the workers are running the first two
+    manager = pool._pool._executor_manager_thread
+    assert manager is not None and manager.is_alive()
+    start = time.monotonic()
+    pool.shutdown(wait=False, cancel_futures=True)
+    assert not manager.is_alive()
+    assert time.monotonic() - start < 15
+    assert all(f.done() for f in futures[2:])

@@ -93,9 +93,15 @@ def test_tanh_noise_term_agrees_with_monte_carlo(t):
     assert not np.all(np.abs(_compiled_noise("tanh", a, Q, R, 1.1 * b, T) - mean) <= bar)
 
 
-def test_permuting_the_students_permutes_the_noise_term():
-    a, Q, R, b, T = _state("softplus", 0.0)
+@pytest.mark.parametrize(("name", "tol"), [("gelu", 1e-9), ("softplus", 1e-4)])
+def test_permuting_the_students_permutes_the_noise_term(name, tol):
+    """Gelu's four-point rule to round-off; softplus's Sobol rule within its error (its control's
+    exact term permutes exactly, the fixed nodes do not permute with the fields: 6e-6 of the
+    largest entry at t = 0, ``bench_noise_qmc.py``)."""
+    a, Q, R, b, T = _state(name, 0.0)
     perm = np.array([2, 0, 3, 1])
-    got = _compiled_noise("softplus", a, Q, R, b, T)
-    permuted = _compiled_noise("softplus", a[perm], Q[np.ix_(perm, perm)], R[perm], b, T)
-    np.testing.assert_allclose(permuted, got[np.ix_(perm, perm)], rtol=1e-9, atol=1e-12)
+    got = _compiled_noise(name, a, Q, R, b, T)
+    permuted = _compiled_noise(name, a[perm], Q[np.ix_(perm, perm)], R[perm], b, T)
+    np.testing.assert_allclose(
+        permuted, got[np.ix_(perm, perm)], rtol=0, atol=tol * np.abs(got).max()
+    )

@@ -61,7 +61,7 @@ def _compiled(name, a, b, C, control=None):
         one,
         one,
         np.ones(1, dtype=np.int64),
-        sobol_nodes(C.shape[0]),
+        sobol_nodes(C.shape[0], _online_ode.sobol_log2(name)),
         np.ascontiguousarray(control, dtype=np.float64),
         E,
     )
@@ -69,8 +69,8 @@ def _compiled(name, a, b, C, control=None):
 
 
 def test_the_nodes_are_centred_and_whitened():
-    Z = sobol_nodes(8)
-    assert Z.shape == (2**_online_ode.SOBOL_LOG2, 8)
+    Z = sobol_nodes(8, 8)
+    assert Z.shape == (2**8, 8)
     np.testing.assert_allclose(Z.mean(axis=0), 0.0, atol=1e-13)
     np.testing.assert_allclose(Z.T @ Z / Z.shape[0], np.eye(8), atol=1e-12)
 
@@ -91,7 +91,7 @@ def test_erf_against_its_closed_forms(scale, monkeypatch):
     """On erf (``gaugedyn derive``'s closed forms), at a random problem and with its students
     shrunk toward the teacher (``scale``), the rule without a control variate at 2^14 nodes is
     within 0.3% of the largest entry (4e-4 measured at the first)."""
-    monkeypatch.setattr(_online_ode, "SOBOL_LOG2", 14)
+    monkeypatch.setattr(_online_ode, "SOBOL_LOG2", {"tanh": 14})
     problem = random_problem(50, 4, 4, np.random.default_rng(3), activation="erf")
     a, Q, R, b, T = problem.order_parameters()
     Q, R = scale**2 * Q + (1 - scale**2) * np.eye(4), scale * R
@@ -141,7 +141,7 @@ def test_noise_terms_method_sobol_only_where_chosen():
     b, T, states = _flow_states()
     a, Q, R = states[0]
     with pytest.raises(_online_ode.InputError, match="method='sobol' is not allowed"):
-        noise_term(a, Q, R, b, T, "softplus", method="sobol")
+        noise_term(a, Q, R, b, T, "gelu", method="sobol")
 
 
 def test_the_trajectory_of_both_paths_agrees():
@@ -166,11 +166,11 @@ def test_the_control_is_exact_for_erf_itself(monkeypatch):
     C = _gram(Q, R, T)
     exact = noise_term(a, Q, R, b, T, "erf") / np.outer(a, a)
     tol = 1e-12 * np.abs(exact).max()
-    one = np.array([[1.0], [1.0]])
+    one = np.array([[1.0], [1.0], [0.0]])
     np.testing.assert_allclose(_compiled("erf", a, b, C, one), exact, rtol=0, atol=tol)
     monkeypatch.setattr(_online_ode, "ERF_MIXTURES", {"erf": ((1.0,), (1.0,))})
     np.testing.assert_allclose(sobol_expectation("erf", None, a, b, C), exact, rtol=0, atol=tol)
-    off = _compiled("erf", a, b, C, np.array([[1.0], [1.01]]))
+    off = _compiled("erf", a, b, C, np.array([[1.0], [1.01], [0.0]]))
     assert 1e3 * tol < np.abs(off - exact).max() < 1e-2 * np.abs(exact).max()
 
 
@@ -185,8 +185,8 @@ def test_the_control_agrees_with_the_plain_rule_within_its_error(monkeypatch):
         C = _gram(Q, R, T)
         got = _compiled("tanh", a, b, C)
         with monkeypatch.context() as m:
-            m.setattr(_online_ode, "SOBOL_LOG2", 14)
-            plain = _compiled("tanh", a, b, C, np.zeros((2, 0)))
+            m.setattr(_online_ode, "SOBOL_LOG2", {"tanh": 14})
+            plain = _compiled("tanh", a, b, C, np.zeros((3, 0)))
         scale = np.abs(plain).max()
         assert np.abs(got - plain).max() <= 2e-2 * scale
         planted = got - mixture_noise(control, a, b, C)

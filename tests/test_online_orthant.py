@@ -259,13 +259,13 @@ def test_symmetries(data, name, scale):
 
 def test_the_one_place_picks_the_method():
     """Closed forms for erf and linear, orthants for the piecewise-linear activations (also
-    for a teacher of another one), the scrambled-Sobol rule for tanh (its own teacher),
-    quadrature for the rest; the slopes read off the activation."""
+    for a teacher of another one), the scrambled-Sobol rule for tanh and softplus (their own
+    teachers), quadrature for the rest; the slopes read off the activation."""
     assert noise_method("erf") == noise_method("linear") == "closed"
     assert {noise_method(n) for n in ("relu", "leaky_relu", "abs")} == {"orthant"}
     assert noise_method("relu", "leaky_relu") == "orthant"
-    assert noise_method("tanh") == "sobol"
-    assert noise_method("relu", "tanh") == noise_method("softplus") == "quadrature"
+    assert noise_method("tanh") == noise_method("softplus") == "sobol"
+    assert noise_method("relu", "tanh") == noise_method("gelu") == "quadrature"
     lo, jump, h0 = piecewise_slopes("abs", "relu", 2, 1)
     np.testing.assert_allclose(lo, [-1, -1, 0])
     np.testing.assert_allclose(jump, [2, 2, 1])

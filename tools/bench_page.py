@@ -268,7 +268,7 @@ def render_online_ode(record: dict) -> str:
         provenance(record)
         + f"\n\nK = M = {d['K']} (fields of rank 8: the noise term by the method the "
         "activation's row names, `noise_method()`: quadrature, four-point integrals; sobol, one "
-        "scrambled-Sobol rule with an erf-mixture control variate; orthant, exactly by orthant moments); "
+        "scrambled-Sobol rule with a mixture control variate; orthant, exactly by orthant moments); "
         f"the plain compiled erf run to t = {d['t_max']:g}: {erf['plain']['cpu']:.3f} CPU s "
         f"({erf['plain']['rhs']} right-hand sides), with the options "
         f"{erf['options']['cpu']:.3f} CPU s.\n\n" + _table(cols, rows)
@@ -279,13 +279,18 @@ def render_noise_qmc(record: dict) -> str:
     d = record["data"]
     cfg = record["config"]
     plain = "plain_nodes" in d  # records before the control variate have no such row
+    nodes = d["sobol_nodes"]  # one count, or (later records) a count per activation
+    if isinstance(nodes, dict):
+        nodes = ", ".join(f"{k} {v:,}" for k, v in nodes.items() if k in d["activations"])
+    else:
+        nodes = f"{nodes:,}"
     cols = [
         "activation",
         "t (noise-free flow)",
         "reference SE; Monte Carlo SE (its distance)"
         + ("; plain RQMC's distance" if plain else ""),
-        f"scrambled Sobol ({d['sobol_nodes']:,} nodes"
-        + (", erf-mixture control" if plain else "")
+        f"scrambled Sobol ({nodes} nodes"
+        + (", mixture control" if plain else "")
         + "): error, CPU ms",
         *([f"without the control ({d['plain_nodes']:,} nodes): error, CPU ms"] if plain else []),
         "four-point: error, CPU ms",
@@ -311,8 +316,9 @@ def render_noise_qmc(record: dict) -> str:
                 ]
             )
     control = (
-        " For an activation with an erf mixture (`ERF_MIXTURES`) the reference integrates the "
-        "difference from the mixture's integrand and adds the mixture's closed form; the same "
+        " For an activation with a control mixture (`ERF_MIXTURES`: tanh's erf mixture, "
+        "`RELU_MIXTURES`: softplus's smoothed ReLUs) the reference integrates the "
+        "difference from the mixture's integrand and adds the mixture's exact term; the same "
         "scramblings without it (plain randomised QMC) check it, their distance in joint "
         "standard errors."
         if plain

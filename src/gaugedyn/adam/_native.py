@@ -10,6 +10,13 @@ runs at full SIMD width; the block sums in double). With ``A = 1/sqrt(max(v, tin
     sum sg^2, sum ((m - k w)/D)^2, sum T^2, sum (sw - alpha w A)^2, sum (w A/D)^2,
     sum (sg - alpha w/D)^2, sum (m/D)^2, sum |T|.
 
+`adam_sums_many()` sweeps a list of such tensors that share the constants (a parameter group at
+one step) in one call, adding their sums in list order: the recorder's fast path, with no Python
+per parameter. It checks every tensor first and declines (returns ``False``, touching nothing)
+unless all are eligible, so the caller can take the per-tensor path. `adam_step_many()` is the
+recorder's fused step: the optimizer's own update (as ``torch.optim.Adam``'s single-tensor path
+writes it, the square root by torch's ``at::sqrt``) in the same sweep, block by block.
+
 The extension is compiled with ``torch.utils.cpp_extension.load_inline`` (g++ and ninja) once
 per machine and cached as ``<torch extensions directory>/gaugedyn/<name>.so`` (the directory is
 ``TORCH_EXTENSIONS_DIR`` when set; the name hashes the source, the flags and the torch and Python
@@ -124,15 +131,16 @@ void sweep(const T* pm, const T* pv, T* pw, const T* pg, int64_t n, double k, do
 }
 
 template <typename T>
-void run(torch::Tensor m, torch::Tensor v, torch::Tensor w, torch::Tensor g, double k,
-         double alpha, double epsc, double lerp, bool tied, torch::Tensor out) {
+void run(const torch::Tensor& m, const torch::Tensor& v, const torch::Tensor& w,
+         const torch::Tensor& g, double k, double alpha, double epsc, double lerp, bool tied,
+         double* total) {
+  // adds this tensor's eight sums into total
   const int64_t n = m.numel();
   const T* pm = m.data_ptr<T>();
   const T* pv = v.data_ptr<T>();
   const T* pg = g.data_ptr<T>();
   T* pw = tied ? nullptr : w.data_ptr<T>();
   const bool upd = !tied && lerp >= 0.0;
-  double total[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   if (tied) {
     sweep<T, 0>(pm, pv, pw, pg, n, k, alpha, epsc, T(0), total);
   } else if (!upd) {
@@ -142,8 +150,143 @@ void run(torch::Tensor m, torch::Tensor v, torch::Tensor w, torch::Tensor g, dou
   } else {
     sweep<T, 3>(pm, pv, pw, pg, n, k, alpha, epsc, T(lerp), total);
   }
-  double* po = out.data_ptr<double>();
-  for (int a = 0; a < 8; ++a) po[a] = total[a];
+}
+
+bool fits(const torch::Tensor& x, c10::ScalarType dt, int64_t n) {
+  return x.device().is_cpu() && x.scalar_type() == dt && x.is_contiguous() && x.numel() == n;
+}
+
+void check_out(const torch::Tensor& out) {
+  TORCH_CHECK(out.device().is_cpu() && out.scalar_type() == torch::kFloat64 &&
+              out.is_contiguous() && out.numel() >= 8,
+              "adam_sums: out must be a contiguous float64 CPU tensor of >= 8 entries");
+}
+
+// The fused step: one parameter's Adam update as torch.optim.Adam's single-tensor path writes
+// it, block by block (m <- fma(1 - b1, g - m, m), torch's lerp; v <- fma((1 - b2) g, g, v b2),
+// its mul_ and addcmul_; sqrt(v) by torch's own at::sqrt, whose bits this build's kernel sets;
+// p <- p + (-lr/bc1 m) / (sqrt(v)/sqrt(bc2) + eps), its addcdiv_), with w's lerp and, when
+// asked, the eight sums of block_sums on the block while it is in cache.
+constexpr int64_t STEP_BLOCK = 32768;  // 128 KiB of float32 per tensor: a block stays in L2
+
+template <typename T, bool SUMS, bool TIED>
+void step_sub(T* p, T* m, T* v, const T* g, T* w, const T* s, int64_t n, T bc2s, T eps, T ns,
+              T lerp, T ck, T ca, T ce, double* total) {
+  const T tiny = std::numeric_limits<T>::min();
+  const bool vsel = ce > T(0);
+  const bool small = std::abs(lerp) < T(0.5);
+  T s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+#pragma omp simd reduction(+ : s0, s1, s2, s3, s4, s5, s6, s7)
+  for (int64_t j = 0; j < n; ++j) {
+    T gj = g[j], mj = m[j], vj = v[j];
+    T den = s[j] / bc2s + eps;
+    p[j] = p[j] + (ns * mj) / den;
+    T wj = mj;
+    if (!TIED) {
+      T d = gj - w[j];
+      wj = small ? w[j] + lerp * d : gj - d * (T(1) - lerp);
+      w[j] = wj;
+    }
+    if (SUMS) {
+      T vc = std::max(vj, tiny);
+      T A = T(1) / std::sqrt(vc);
+      T D = (vsel ? vj : vc) * A + ce;
+      T iD = T(1) / D;
+      T sg = (gj > T(0) ? T(1) : T(0)) - (gj < T(0) ? T(1) : T(0));
+      T sw = (wj > T(0) ? T(1) : T(0)) - (wj < T(0) ? T(1) : T(0));
+      T t = sw - sg;
+      T U = mj * iD, wD = wj * iD, wA = wj * A;
+      T R = sg - ca * wD, Q = sw - ca * wA, E = wA * iD;
+      s0 += sg * sg;
+      if (!TIED) {
+        T L = mj * iD - ck * wD;
+        s1 += L * L;
+      }
+      s2 += t * t; s3 += Q * Q; s4 += E * E; s5 += R * R; s6 += U * U; s7 += std::fabs(t);
+    }
+  }
+  if (!SUMS) return;
+  total[0] += s0; total[1] += s1; total[2] += s2; total[3] += s3;
+  total[4] += s4; total[5] += s5; total[6] += s6; total[7] += s7;
+}
+
+// One block: its sums from sub-blocks of BLOCK entries (summed in T), added in double in order.
+template <typename T, bool SUMS, bool TIED>
+void step_block(T* p, T* m, T* v, const T* g, T* w, const T* s, int64_t n, T bc2s, T eps, T ns,
+                T lerp, T ck, T ca, T ce, double* total) {
+  for (int64_t lo = 0; lo < n; lo += BLOCK) {
+    step_sub<T, SUMS, TIED>(p + lo, m + lo, v + lo, g + lo, TIED ? nullptr : w + lo, s + lo,
+                            std::min(BLOCK, n - lo), bc2s, eps, ns, lerp, ck, ca, ce, total);
+  }
+}
+
+template <typename T, bool SUMS, bool TIED>
+void step_one(const torch::Tensor& p, const torch::Tensor& m, const torch::Tensor& v,
+              const torch::Tensor& g, const torch::Tensor& w, double lr, double b1, double b2,
+              double eps, double step, bool maximize, double k, double alpha, double epsc,
+              double* total) {
+  const int64_t n = p.numel();
+  T* pp = p.data_ptr<T>();
+  T* pm = m.data_ptr<T>();
+  T* pv = v.data_ptr<T>();
+  const T* pg = g.data_ptr<T>();
+  T* pw = TIED ? nullptr : w.data_ptr<T>();
+  // the scalars as torch.optim.Adam forms them (Python floats, then the tensors' dtype)
+  const double bc1 = 1 - std::pow(b1, step), bc2 = 1 - std::pow(b2, step);
+  const T lw = T(1 - b1), tb2 = T(b2), c2 = T(1 - b2), bc2s = T(std::pow(bc2, 0.5));
+  const T teps = T(eps), ns = T(-(lr / bc1));
+  const int64_t nb = (n + STEP_BLOCK - 1) / STEP_BLOCK;
+  std::vector<double> part(8 * nb, 0.0);
+  // Blocks run on torch's intra-op threads (each task with its own buffers); their sums are
+  // added in block order afterwards, so nothing depends on the number of threads.
+  at::parallel_for(0, nb, 1, [&](int64_t b0, int64_t b1_) {
+    at::NoGradGuard no_grad;
+    auto sbuf = torch::empty({STEP_BLOCK}, p.options());
+    auto gbuf = torch::empty({maximize ? STEP_BLOCK : 1}, p.options());
+    T* ps = sbuf.data_ptr<T>();
+    T* pgn = gbuf.data_ptr<T>();
+    for (int64_t b = b0; b < b1_; ++b) {
+      const int64_t lo = b * STEP_BLOCK;
+      const int64_t len = std::min(STEP_BLOCK, n - lo);
+      T* m_ = pm + lo;
+      T* v_ = pv + lo;
+      const T* g_ = pg + lo;
+      if (maximize) {
+        for (int64_t j = 0; j < len; ++j) pgn[j] = -g_[j];
+        g_ = pgn;
+      }
+      for (int64_t j = 0; j < len; ++j) {
+        T gj = g_[j];
+        m_[j] = std::fma(lw, gj - m_[j], m_[j]);
+        v_[j] = std::fma(c2 * gj, gj, v_[j] * tb2);
+      }
+      auto sb = sbuf.narrow(0, 0, len);
+      at::sqrt_out(sb, torch::from_blob(v_, {len}, p.options()));
+      step_block<T, SUMS, TIED>(pp + lo, m_, v_, g_, TIED ? nullptr : pw + lo, ps, len, bc2s,
+                                teps, ns, T(1 - b2), T(k), T(alpha), T(epsc), &part[8 * b]);
+    }
+  });
+  for (int64_t b = 0; b < nb; ++b)
+    for (int a = 0; a < 8; ++a) total[a] += part[8 * b + a];
+}
+
+template <typename T>
+void step_list(const std::vector<torch::Tensor>& ps, const std::vector<torch::Tensor>& ms,
+               const std::vector<torch::Tensor>& vs, const std::vector<torch::Tensor>& gs,
+               const std::vector<torch::Tensor>& ws, double lr, double b1, double b2, double eps,
+               double step, bool maximize, bool tied, bool sums, double k, double alpha,
+               double epsc, double* total) {
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const auto& w = tied ? ms[i] : ws[i];
+    if (sums && tied)
+      step_one<T, true, true>(ps[i], ms[i], vs[i], gs[i], w, lr, b1, b2, eps, step, maximize, k, alpha, epsc, total);
+    else if (sums)
+      step_one<T, true, false>(ps[i], ms[i], vs[i], gs[i], w, lr, b1, b2, eps, step, maximize, k, alpha, epsc, total);
+    else if (tied)
+      step_one<T, false, true>(ps[i], ms[i], vs[i], gs[i], w, lr, b1, b2, eps, step, maximize, k, alpha, epsc, total);
+    else
+      step_one<T, false, false>(ps[i], ms[i], vs[i], gs[i], w, lr, b1, b2, eps, step, maximize, k, alpha, epsc, total);
+  }
 }
 
 }  // namespace
@@ -158,15 +301,83 @@ void adam_sums(torch::Tensor m, torch::Tensor v, torch::Tensor w, torch::Tensor 
               g.scalar_type() == m.scalar_type(), "adam_sums: one dtype for m, v, w, g");
   TORCH_CHECK(v.numel() == m.numel() && w.numel() == m.numel() && g.numel() == m.numel(),
               "adam_sums: equal sizes");
-  TORCH_CHECK(out.scalar_type() == torch::kFloat64 && out.is_contiguous() && out.numel() >= 8,
-              "adam_sums: out must be a contiguous float64 tensor of >= 8 entries");
+  check_out(out);
+  double total[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   if (m.scalar_type() == torch::kFloat64) {
-    run<double>(m, v, w, g, k, alpha, epsc, lerp, tied, out);
+    run<double>(m, v, w, g, k, alpha, epsc, lerp, tied, total);
   } else if (m.scalar_type() == torch::kFloat32) {
-    run<float>(m, v, w, g, k, alpha, epsc, lerp, tied, out);
+    run<float>(m, v, w, g, k, alpha, epsc, lerp, tied, total);
   } else {
     TORCH_CHECK(false, "adam_sums: float32 or float64 only");
   }
+  double* po = out.data_ptr<double>();
+  for (int a = 0; a < 8; ++a) po[a] = total[a];
+}
+
+// The sums of several tensors that share the constants (one parameter group at one step), added
+// tensor by tensor in list order into out[:8]: one call per group instead of one per tensor.
+// Returns false, touching nothing, unless every tensor is a contiguous CPU tensor of the first
+// m's dtype (float32 or float64) and each (m, v, w, g) has one size.
+bool adam_sums_many(std::vector<torch::Tensor> ms, std::vector<torch::Tensor> vs,
+                    std::vector<torch::Tensor> ws, std::vector<torch::Tensor> gs, double k,
+                    double alpha, double epsc, double lerp, bool tied, torch::Tensor out) {
+  const size_t n = ms.size();
+  TORCH_CHECK(vs.size() == n && ws.size() == n && gs.size() == n,
+              "adam_sums_many: lists of one length");
+  check_out(out);
+  if (n == 0) return false;
+  const auto dt = ms[0].scalar_type();
+  if (dt != torch::kFloat64 && dt != torch::kFloat32) return false;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t len = ms[i].numel();
+    if (!fits(ms[i], dt, len) || !fits(vs[i], dt, len) || !fits(gs[i], dt, len) ||
+        (!tied && !fits(ws[i], dt, len)))
+      return false;
+  }
+  double total[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (size_t i = 0; i < n; ++i) {
+    if (dt == torch::kFloat64) {
+      run<double>(ms[i], vs[i], ws[i], gs[i], k, alpha, epsc, lerp, tied, total);
+    } else {
+      run<float>(ms[i], vs[i], ws[i], gs[i], k, alpha, epsc, lerp, tied, total);
+    }
+  }
+  double* po = out.data_ptr<double>();
+  for (int a = 0; a < 8; ++a) po[a] = total[a];
+  return true;
+}
+
+// The fused step over a parameter group (see step_block): every tensor checked first; false,
+// touching nothing, unless all are contiguous CPU tensors of the first p's dtype (float32 or
+// float64) with matching sizes. The sums (when asked) are added in list order into out[:8].
+bool adam_step_many(std::vector<torch::Tensor> ps, std::vector<torch::Tensor> ms,
+                    std::vector<torch::Tensor> vs, std::vector<torch::Tensor> gs,
+                    std::vector<torch::Tensor> ws, double lr, double b1, double b2, double eps,
+                    double step, bool maximize, bool tied, bool sums, double k, double alpha,
+                    double epsc, torch::Tensor out) {
+  const size_t n = ps.size();
+  TORCH_CHECK(ms.size() == n && vs.size() == n && gs.size() == n && ws.size() == n,
+              "adam_step_many: lists of one length");
+  check_out(out);
+  if (n == 0) return false;
+  const auto dt = ps[0].scalar_type();
+  if (dt != torch::kFloat64 && dt != torch::kFloat32) return false;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t len = ps[i].numel();
+    if (!fits(ps[i], dt, len) || !fits(ms[i], dt, len) || !fits(vs[i], dt, len) ||
+        !fits(gs[i], dt, len) || (!tied && !fits(ws[i], dt, len)))
+      return false;
+  }
+  at::NoGradGuard no_grad;
+  double total[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  if (dt == torch::kFloat64) {
+    step_list<double>(ps, ms, vs, gs, ws, lr, b1, b2, eps, step, maximize, tied, sums, k, alpha, epsc, total);
+  } else {
+    step_list<float>(ps, ms, vs, gs, ws, lr, b1, b2, eps, step, maximize, tied, sums, k, alpha, epsc, total);
+  }
+  double* po = out.data_ptr<double>();
+  for (int a = 0; a < 8; ++a) po[a] = total[a];
+  return true;
 }
 """
 
@@ -291,7 +502,7 @@ def _build():
             module = load_inline(
                 name=name,
                 cpp_sources=[_SOURCE],
-                functions=["adam_sums"],
+                functions=["adam_sums", "adam_sums_many", "adam_step_many"],
                 extra_cflags=flags,
                 build_directory=str(tmp),
                 verbose=False,
@@ -426,4 +637,85 @@ def adam_sums(
         -1.0 if lerp is None else float(lerp),
         bool(tied),
         out,
+    )
+
+
+def adam_sums_many(
+    ms: list,
+    vs: list,
+    ws: list,
+    gs: list,
+    k: float,
+    alpha: float,
+    epsc: float,
+    lerp: float | None,
+    tied: bool,
+    out: torch.Tensor,
+) -> bool:
+    """`adam_sums()` over several tensors that share the constants (a parameter group at one
+    step) in one call: their sums added in list order into ``out[:8]``, each ``w`` updated in its
+    own sweep. Returns ``False``, touching nothing, unless every tensor is eligible
+    (`eligible()`, one dtype for all); the caller then takes the per-tensor path. ``ws`` is
+    ignored when ``tied`` (pass ``ms``)."""
+    return bool(
+        load().adam_sums_many(
+            ms,
+            vs,
+            ws,
+            gs,
+            float(k),
+            float(alpha),
+            float(epsc),
+            -1.0 if lerp is None else float(lerp),
+            bool(tied),
+            out,
+        )
+    )
+
+
+def adam_step_many(
+    ps: list,
+    ms: list,
+    vs: list,
+    gs: list,
+    ws: list,
+    lr: float,
+    b1: float,
+    b2: float,
+    eps: float,
+    step: float,
+    maximize: bool,
+    tied: bool,
+    sums: bool,
+    k: float,
+    alpha: float,
+    epsc: float,
+    out: torch.Tensor,
+) -> bool:
+    """The fused step over a parameter group: each parameter's Adam update at ``step`` (the
+    count after it) as ``torch.optim.Adam``'s single-tensor path writes it (``p``, ``m``, ``v`` in
+    place; the square root by torch's own ``sqrt``), ``w`` lerped and, with ``sums``, the eight
+    sums of `adam_sums()` added into ``out[:8]``, block by block in one sweep. ``False``,
+    touching nothing, unless every tensor is eligible (`eligible()`, one dtype); ``ws`` is
+    ignored when ``tied`` (pass ``ms``)."""
+    return bool(
+        load().adam_step_many(
+            ps,
+            ms,
+            vs,
+            gs,
+            ws,
+            float(lr),
+            float(b1),
+            float(b2),
+            float(eps),
+            float(step),
+            bool(maximize),
+            bool(tied),
+            bool(sums),
+            float(k),
+            float(alpha),
+            float(epsc),
+            out,
+        )
     )

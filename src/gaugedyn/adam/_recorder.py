@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -41,11 +43,34 @@ class AdamRecorder:
     float32/float64 CPU tensors; ``w`` updated in the same sweep), built once per machine with
     ``torch.utils.cpp_extension`` (g++ and ninja; see ``gaugedyn.adam._native.BUILD_TIME``, said
     on stderr when it starts, then cached); other tensors, and every tensor when the build fails
-    (logged once, no warning) or ``GAUGEDYN_NATIVE=0`` is set, take the eager path. The default
+    (logged once, no warning) or ``GAUGEDYN_NATIVE=0`` is set, take the eager path. Its fast
+    path makes one kernel call per parameter group and step, the group's tensors swept one after
+    the other into one row of sums, with no Python per parameter; it declines, and the group
+    takes the same kernel one tensor at a time (same sums up to the order of additions in
+    double, same ``w``), where a tensor of the group is not eligible (another dtype than the
+    group's first, not contiguous, not on the CPU), where the group's parameters stepped at
+    different counts, with ``sample > 0``, or where rows keep their own step counts. The default
     ``backend="auto"`` uses the kernel when it is already built and the optimizer holds such a
     CPU tensor, and never starts a build; ``"native"`` asks for it (building it once if need
     be) and logs when it is unavailable; ``"eager"`` never uses it. ``compile=True`` takes
     precedence over ``backend``.
+    **The fused step** (``fuse_step=True``; it needs the native kernel and builds it if need be):
+    the recorder makes the optimizer's update itself, in the sweep that updates ``w`` and sums
+    the parts, block by block while a block is in cache: ``m`` and ``v`` as ``torch.optim.Adam``'s
+    single-tensor path writes them (its ``lerp_`` and ``addcmul_`` are fused multiply-adds on the
+    CPU), the square root of ``v`` by torch's own ``sqrt`` (not correctly rounded in every build,
+    so computed by torch's kernel), ``p`` by ``addcdiv_``'s formula, and the step count; the
+    gradients are set aside while the optimizer's own ``step()`` runs (it finds none and
+    changes nothing) and given back after it. The parameters and the optimizer's state are
+    those ``torch.optim.Adam`` writes, bit for bit: checked once per process and dtype on a probe
+    (``fused_step_matches_torch()``), and the recorder is refused where they would differ. It
+    supports ``Adam`` and ``AdamW`` with ``weight_decay=0`` on the single-tensor path
+    (``foreach`` and ``fused`` not ``True``), a float ``lr``, ``capturable`` and
+    ``differentiable`` off, contiguous float32/float64 CPU parameters, ``sample=0`` and
+    ``compile=False``; anything else is refused with one sentence (``FUSED_SUPPORT``). A step
+    given a closure, the first step (torch makes its state), a group whose parameters are at
+    two step counts and rows with their own step counts go through torch's update and the
+    hooks, recording the same.
     ``every = k`` computes the aggregates only at steps ``t`` divisible by ``k`` (``w`` is still
     updated every step). Closures that compute gradients inside ``step(closure)`` are not seen by
     the pre-hook and are not supported. Attach before the first step for exact ``w``; attached
@@ -77,6 +102,7 @@ class AdamRecorder:
         compile: bool = False,
         backend: str = "auto",
         model: torch.nn.Module | None = None,
+        fuse_step: bool = False,
     ):
         if not isinstance(optimizer, torch.optim.Adam | torch.optim.AdamW):
             raise InputError(
@@ -99,7 +125,8 @@ class AdamRecorder:
         from ._native import resolve_backend
 
         params = [p for g in optimizer.param_groups for p in g["params"]]
-        self._backend, self._native = resolve_backend(backend, self.compile, params)
+        wanted = "native" if fuse_step and backend == "auto" else backend  # it needs the kernel
+        self._backend, self._native = resolve_backend(wanted, self.compile, params)
         self._seed = int(seed)
         self._w: dict[torch.Tensor, torch.Tensor] = {}
         self._g: dict[torch.Tensor, torch.Tensor] = {}
@@ -121,9 +148,13 @@ class AdamRecorder:
             [names.get(id(q), f"param_groups[{gi}][{j}]") for j, q in enumerate(g["params"])]
             for gi, g in enumerate(optimizer.param_groups)
         ]
+        self.fuse_step = bool(fuse_step)
+        self._fused_now: tuple | None = None
+        if self.fuse_step:
+            _fused_refusal(self)
         self._handles = [
-            optimizer.register_step_pre_hook(self._pre),
-            optimizer.register_step_post_hook(self._post),
+            optimizer.register_step_pre_hook(self._pre_fused if self.fuse_step else self._pre),
+            optimizer.register_step_post_hook(self._post_fused if self.fuse_step else self._post),
         ]
         self._watch = watch_state(
             [q for g in optimizer.param_groups for q in g["params"]], self._state_changed
@@ -150,16 +181,19 @@ class AdamRecorder:
         """Passes over the optimizer's parameter memory per recorded step (each entry: elements
         over the parameter count): ``reads`` (``g``, ``m``, ``v`` and, unless ``b1 == b2``,
         ``w``), ``writes`` (``w``, updated in the same sweep) and ``total``. The native kernel
-        and ``compile=True`` read each once; the eager path reads them once from memory too,
+        and ``compile=True`` read each once (the native kernel in one call per parameter group,
+        see the class docstring); the eager path reads them once from memory too,
         chunk by chunk, and makes its thirteen elementwise passes and eight reductions over
-        cache-sized chunks."""
+        cache-sized chunks. With ``fuse_step=True`` the sweep is the optimizer's update too: it
+        also reads the parameters and writes them, ``m`` and ``v`` (and the optimizer's own
+        update, which would make its own passes over them, makes none)."""
         count = reads = writes = 0
         for g in self.optimizer.param_groups:
             tied = float(g["betas"][0]) == float(g["betas"][1])
             n = sum(p.numel() for p in g["params"])
             count += n
-            reads += n * (3 if tied else 4)
-            writes += 0 if tied else n
+            reads += n * ((3 if tied else 4) + self.fuse_step)
+            writes += n * ((0 if tied else 1) + 3 * self.fuse_step)
         count = count or 1
         return {"reads": reads / count, "writes": writes / count, "total": (reads + writes) / count}
 
@@ -309,6 +343,9 @@ class AdamRecorder:
                     live.append((p, g, m, v, w, step))
             if lerp_w:
                 torch._foreach_lerp_(lerp_w, lerp_g, 1 - b2)
+            if samp is None and not clocked and self._sweep_group(live, gi, tied, b2, jobs):
+                step_seen = max(step_seen, live[0][5])
+                continue
             packer = _Packer(self, gi, tied, jobs)
             for p, g, m, v, w, step in live:
                 step_seen = max(step_seen, step)
@@ -327,7 +364,11 @@ class AdamRecorder:
         if not jobs:
             self.skipped += not advanced
             return
-        sq = np.zeros((n_groups, len(NORM_NAMES) + 1))
+        self._finish(jobs, step_seen, samp)
+
+    def _finish(self, jobs, step_seen: int, samp) -> None:
+        """Scale and add the step's sums (``jobs``) into the norms of each group; record them."""
+        sq = np.zeros((len(self.optimizer.param_groups), len(NORM_NAMES) + 1))
         for sc in {id(j[0]): j[0] for j in jobs}.values():
             rows = sc.acc[: sc.n].double().cpu().numpy()
             for s, j, gi, scale in jobs:
@@ -348,6 +389,152 @@ class AdamRecorder:
                     for f in SAMPLE_FIELDS
                 }
             )
+
+    def _fused_plan(self, optimizer, args, kwargs) -> list | None:
+        """What the fused step will do, checked before anything is written: per group
+        ``(gi, [(p, state)], step before the update)``; ``None`` (the hooks' path this step)
+        with a closure, a group whose parameters are at different step counts or not yet
+        stepped, rows with their own step counts, a tensor ``lr`` or an ineligible tensor."""
+        from ._native import eligible
+
+        given = [*args[1:], *kwargs.values()]  # args[0] is the optimizer; then a closure
+        if any(x is not None for x in given) or _has_clock(optimizer):
+            return None
+        plan = []
+        for gi, group in enumerate(optimizer.param_groups):
+            if torch.is_tensor(group["lr"]):
+                return None
+            tied = float(group["betas"][0]) == float(group["betas"][1])
+            items, steps = [], set()
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                st = optimizer.state.get(p)
+                if not st or "step" not in st or int(st["step"]) == 0:
+                    return None
+                w = st["exp_avg"] if tied else self._w.get(p, st["exp_avg"])
+                if p.grad.is_sparse or not eligible(p, p.grad, st["exp_avg"], st["exp_avg_sq"], w):
+                    return None
+                items.append((p, st))
+                steps.add(int(st["step"]))
+            if len(steps) > 1:
+                return None
+            if items:
+                plan.append((gi, items, steps.pop()))
+        return plan
+
+    @torch.no_grad()
+    def _pre_fused(self, optimizer, args, kwargs):
+        """``fuse_step=True``: the optimizer's update, ``w`` and the sums in one native sweep per
+        tensor (see the class docstring); the parameters' gradients are set aside until
+        `_post_fused()`, so the optimizer's own step finds none and changes nothing."""
+        self._fused_now = None
+        plan = self._fused_plan(optimizer, args, kwargs)
+        if plan is None:
+            return self._pre(optimizer, args, kwargs)
+        nat = self._native
+        jobs = []
+        stash = []
+        step_seen = 0
+        for gi, items, before in plan:
+            group = optimizer.param_groups[gi]
+            b1, b2 = (float(b) for b in group["betas"])
+            eps, lr = float(group["eps"]), float(group["lr"])
+            tied = b1 == b2
+            if not tied:
+                for p, st in items:
+                    if p not in self._w:  # attached after `before` steps (see _late_w)
+                        self._late_w(p, st, group)
+            step = before + 1
+            for _, st in items:
+                st["step"] += 1  # as torch.optim.Adam counts (in place)
+            bc1, bc2, c = bias_corrections(step, b1, b2)
+            record = step % self.every == 0
+            if record:
+                sc = self._scratch(items[0][0], torch.float64)
+                j = sc.slot()
+                out = sc.acc[j]
+            else:
+                out = torch.empty(8, dtype=torch.float64)
+            ms = [st["exp_avg"] for _, st in items]
+            done = nat.adam_step_many(
+                [p.detach() for p, _ in items],
+                ms,
+                [st["exp_avg_sq"] for _, st in items],
+                [p.grad for p, _ in items],
+                ms if tied else [self._w[p] for p, _ in items],
+                lr,
+                b1,
+                b2,
+                eps,
+                step,
+                bool(group.get("maximize", False)),
+                tied,
+                record,
+                bc1 / bc2,
+                c / bc2,
+                eps * c,
+                out,
+            )
+            if not done:  # _fused_plan checked every tensor
+                raise RuntimeError("gaugedyn: the fused Adam step declined a checked group")
+            # written in place, as torch's in-place update would count them for autograd
+            torch.autograd.graph.increment_version([p for p, _ in items] + ms)
+            if record:
+                jobs.append((sc, j, gi, sum_scale(bc1, bc2, c, eps, tied)))
+                step_seen = max(step_seen, step)
+            for p, _ in items:
+                stash.append((p, p.grad))
+                p.grad = None
+        self._fused_now = (jobs, step_seen, stash)
+        return None
+
+    @torch.no_grad()
+    def _post_fused(self, optimizer, args, kwargs):
+        now, self._fused_now = self._fused_now, None
+        if now is None:
+            return self._post(optimizer, args, kwargs)
+        jobs, step_seen, stash = now
+        for p, g in stash:
+            p.grad = g
+        if jobs:
+            self._finish(jobs, step_seen, None)
+        return None
+
+    def _sweep_group(self, live, gi: int, tied: bool, b2: float, jobs) -> bool:
+        """The native fast path: one kernel call for the whole group (``live``: its parameters
+        that stepped, each ``(p, g, m, v, w, step)``), its sums added into one row; ``False``
+        (nothing done) unless the kernel is loaded and every tensor is eligible at one step
+        count, and then the caller sums tensor by tensor."""
+        nat: Any = self._native  # the _native module, or None
+        if nat is None or not live or live[0][2].device.type != "cpu":
+            return False
+        step = live[0][5]
+        if any(x[5] != step for x in live):
+            return False
+        group = self.optimizer.param_groups[gi]
+        b1, eps = float(group["betas"][0]), float(group["eps"])
+        bc1, bc2, c = bias_corrections(step, b1, b2)
+        ms = [x[2] for x in live]
+        sc = self._scratch(ms[0], torch.float64)  # native sums are double on the CPU
+        j = sc.slot()
+        done = nat.adam_sums_many(
+            ms,
+            [x[3] for x in live],
+            ms if tied else [x[4] for x in live],
+            [x[1] for x in live],
+            bc1 / bc2,
+            c / bc2,
+            eps * c,
+            None if tied else 1 - b2,
+            tied,
+            sc.acc[j],
+        )
+        if not done:
+            sc.n -= 1
+            return False
+        jobs.append((sc, j, gi, sum_scale(bc1, bc2, c, eps, tied)))
+        return True
 
     def __len__(self) -> int:
         return len(self._steps)
@@ -526,6 +713,7 @@ class AdamRecorder:
             "every": self.every,
             "compile": self.compile,
             "backend": self._backend,
+            "fuse_step": self.fuse_step,
             "skipped_steps": self.skipped,
             "attached_at_step": self.attached_at_step,
             "definitions": {
@@ -542,6 +730,89 @@ class AdamRecorder:
             },
             "versions": versions(),
         }
+
+
+FUSED_SUPPORT = (
+    "fuse_step=True supports torch.optim.Adam and AdamW with weight_decay=0 on the single-tensor "
+    "path (foreach and fused not True), a float lr, capturable and differentiable False, "
+    "contiguous float32/float64 CPU parameters, sample=0 and compile=False, with the native "
+    "kernel"
+)
+"""What the fused step supports; anything else is refused with this sentence."""
+_FUSED_BITS: dict = {}
+
+
+def _fused_refusal(rec: AdamRecorder) -> None:
+    """Refuse (`InputError`, one sentence naming what is not supported) a recorder that cannot
+    take the fused step, or a machine whose torch the fused kernel does not reproduce bit for
+    bit (checked once per process and dtype, `fused_step_matches_torch()`)."""
+    from ._native import _ERROR
+
+    why = None
+    if rec.compile:
+        why = "compile=True"
+    elif rec.sample:
+        why = f"sample={rec.sample}"
+    for g in rec.optimizer.param_groups:
+        for key in ("foreach", "fused", "capturable", "differentiable"):
+            if why is None and g.get(key):
+                why = f"{key}=True"
+        if why is None and float(g["weight_decay"]) != 0.0:
+            why = f"weight_decay={g['weight_decay']}"
+        if why is None and torch.is_tensor(g["lr"]):
+            why = "a tensor lr"
+        for p in g["params"]:
+            if why is None and not (
+                p.device.type == "cpu" and p.dtype in (torch.float32, torch.float64)
+                and p.is_contiguous()
+            ):  # fmt: skip
+                why = f"a {p.dtype} parameter on {p.device} (contiguous: {p.is_contiguous()})"
+    if why is None and rec._backend != "native":
+        why = "backend='eager'" if rec.backend == "eager" else f"no native kernel here ({_ERROR})"
+    if why is not None:
+        raise InputError(f"{FUSED_SUPPORT}; {why} is not")
+    for dt in {p.dtype for g in rec.optimizer.param_groups for p in g["params"]}:
+        if not fused_step_matches_torch(dt):
+            raise InputError(
+                f"fuse_step=True: the fused kernel does not reproduce this torch's "
+                f"torch.optim.Adam bit for bit in {dt} on this machine; use fuse_step=False"
+            )
+
+
+def fused_step_matches_torch(dtype: torch.dtype = torch.float32) -> bool:
+    """Whether the fused step reproduces ``torch.optim.Adam``'s single-tensor path bit for bit
+    here: three steps of both, with and without ``maximize``, with ``foreach=False`` and with
+    torch's default (``None``), on a probe of 4,099 entries (a partial SIMD block at the end),
+    compared with ``torch.equal`` (once per process and dtype)."""
+    if dtype in _FUSED_BITS:
+        return _FUSED_BITS[dtype]
+    from . import _native
+
+    gen = torch.Generator().manual_seed(0)
+    ok = True
+    for maximize, foreach in ((False, False), (True, False), (False, None), (True, None)):
+        p0 = torch.randn(4099, generator=gen, dtype=dtype)
+        grads = [torch.randn(4099, generator=gen, dtype=dtype) * (1 + t) for t in range(3)]
+        ref = torch.nn.Parameter(p0.clone())
+        opt = torch.optim.Adam(
+            [ref], lr=1e-2, betas=(0.9, 0.99), eps=1e-8, foreach=foreach, maximize=maximize
+        )
+        q, m, v = p0.clone(), torch.zeros_like(p0), torch.zeros_like(p0)
+        out = torch.empty(8, dtype=torch.float64)
+        for t, g in enumerate(grads):
+            ref.grad = g.clone()
+            opt.step()
+            _native.adam_step_many(
+                [q], [m], [v], [g], [m], 1e-2, 0.9, 0.99, 1e-8, t + 1, maximize, True, False,
+                1.0, 1.0, 0.0, out,
+            )  # fmt: skip
+        st = opt.state[ref]
+        ok = ok and all(
+            torch.equal(a, b)
+            for a, b in ((ref.detach(), q), (st["exp_avg"], m), (st["exp_avg_sq"], v))
+        )
+    _FUSED_BITS[dtype] = ok
+    return ok
 
 
 _CHUNK = 1 << 17

@@ -137,6 +137,13 @@ def init_worker(
         threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
 
 
+MANAGER_JOIN_S = 10.0
+"""How long an interrupted pool's shutdown waits for the pool's manager thread after ending
+the workers. Python 3.11's exit hook wakes every manager thread through a pipe the thread may be
+closing at that moment (no lock; fixed in 3.12), which printed ``OSError: [Errno 9] Bad file
+descriptor`` after an interrupted run's one line; a manager thread already ended is skipped."""
+
+
 def _workers(pool: ProcessPoolExecutor) -> list:
     """``pool``'s worker processes now (``shutdown`` forgets them: read them before it)."""
     return list((getattr(pool, "_processes", None) or {}).values())
@@ -224,9 +231,12 @@ class ProcessPool(Executor):
         interrupted sweep) also ends the workers, whose running tasks nobody will store, so the
         interpreter does not wait for them at exit."""
         workers = _workers(self._pool)
+        manager = getattr(self._pool, "_executor_manager_thread", None)
         self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
         if cancel_futures and not wait:
             _end_workers(self._pool, workers)
+            if manager is not None:  # it sees the ended workers and closes its wakeup pipe
+                manager.join(timeout=MANAGER_JOIN_S)
 
     def restart(self) -> None:
         """Replace a broken pool by a fresh one with the same workers."""

@@ -20,10 +20,12 @@ The same rules as the numpy reference `gaugedyn.training.OnlineODE`, compiled:
   rule with ``FOUR_POINT_NODES`` per axis on the eigen factor of its own ``4 x 4`` covariance
   (the axes of eigenvalues at most ``1e-12`` of the largest, a repeated field's, dropped: the
   symmetric rule's value moves by ``O(lambda)`` there); for the activations of
-  ``SOBOL_ACTIVATIONS`` (tanh) one equal-weight rule of ``2**SOBOL_LOG2``
+  ``SOBOL_ACTIVATIONS`` (tanh, softplus) one equal-weight rule of ``2**SOBOL_LOG2[name]``
   scrambled-Sobol nodes on the symmetric square root of ``C`` (`sobol_factor()`), ``e`` formed node by node
-  (`sobol_noise()`), of the difference between the integrand and that of an erf mixture
-  (``ERF_MIXTURES``), whose own expectation is added in closed form (`mixture_noise()`); the
+  (`sobol_noise()`), of the difference between the integrand and that of a mixture
+  (`mixture()`: tanh's erf mixture, ``ERF_MIXTURES``, softplus's Gaussian-smoothed ReLUs,
+  ``RELU_MIXTURES``), whose own expectation is added exactly (`mixture_noise()`: erf's closed
+  forms; `relu_mixture_noise()`: ReLU's orthant moments with per-factor smoothing); the
   linear activation in closed form;
 - label noise ``sigma^2 J_ik``, ``J = dF/dc (Q_ii, Q_kk, Q_ik)`` (Price), the options and the
   state layout of ``OnlineODE``;
@@ -39,7 +41,9 @@ import numba
 import numpy as np
 
 from ._online_kernels import _INV_SQRT2, _SQRT_2_OVER_PI, erf_i4, g, g_prime, g_second
-from ._orthant import piecewise_noise
+from ._orthant import piecewise_noise, relu_moment
+
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 EIGEN_DROP = 1e-12
 """Eigenvalues at or below this fraction of the largest count as zero (`gaugedyn.theory.eigen_factor`'s
@@ -195,23 +199,33 @@ def fields_at(A, z, u):
 
 @numba.njit(inline="always", cache=True)
 def mixture(control, x):
-    """``(h(x), h'(x))`` of the erf mixture ``h(x) = sum_j alpha_j erf(beta_j x / sqrt 2)``
-    (rows ``alpha``, ``beta`` of ``control (2, J)``)."""
+    """``(h(x), h'(x))`` of the mixture ``control (3, J)`` (rows: weights ``w``, scales ``s``,
+    the family's code, `gaugedyn.training._online_ode.CONTROL_FAMILIES`): family 0 the erf
+    mixture ``h(x) = sum_j w_j erf(s_j x / sqrt 2)``; family 1 the mixture of Gaussian-smoothed
+    ReLUs ``h(x) = sum_j w_j S_{s_j}(x)``, ``S_s(x) = E_z[relu(x + s z)] = x Phi(x / s) + s
+    phi(x / s)``, ``S_s' = Phi(x / s)``."""
     h, d = 0.0, 0.0
     for j in range(control.shape[1]):
-        y = control[1, j] * x
-        h += control[0, j] * math.erf(y * _INV_SQRT2)
-        d += control[0, j] * control[1, j] * (_SQRT_2_OVER_PI * math.exp(-0.5 * (y * y)))
+        w, s = control[0, j], control[1, j]
+        if control[2, j] == 0.0:
+            y = s * x
+            h += w * math.erf(y * _INV_SQRT2)
+            d += w * s * (_SQRT_2_OVER_PI * math.exp(-0.5 * (y * y)))
+        else:
+            y = x / s
+            cdf = 0.5 * math.erfc(-y * _INV_SQRT2)
+            h += w * (x * cdf + s * _INV_SQRT_2PI * math.exp(-0.5 * (y * y)))
+            d += w * cdf
     return h, d
 
 
 @numba.njit(cache=True)
 def sobol_noise(act, a, b, A, nodes, control, E):
     """``E_ik += E[g'(u_i) g'(u_k) e^2]`` (``i <= k``) by the equal-weight rule of the rows of
-    ``nodes (N, r)`` on the factor ``A (P, r)``, ``u = A z``, with the erf mixture ``control
-    (2, J)`` as a control variate (``J = 0``: none): the rule's mean of the difference of the
+    ``nodes (N, r)`` on the factor ``A (P, r)``, ``u = A z``, with the mixture ``control
+    (3, J)`` (`mixture()`) as a control variate (``J = 0``: none): the rule's mean of the difference of the
     integrand and the mixture network's (`mixture()`), to which `noise_expectation()` adds the
-    mixture's own expectation in closed form (`mixture_noise()`)
+    mixture's own expectation exactly (`mixture_noise()`, `relu_mixture_noise()`)
     (`gaugedyn.training._online_ode.sobol_expectation()` in numpy)."""
     K, P = a.shape[0], A.shape[0]
     N = nodes.shape[0]
@@ -245,7 +259,7 @@ def sobol_noise(act, a, b, A, nodes, control, E):
 @numba.njit(cache=True)
 def mixture_noise(C, c, K, control, E):
     """``E_ik += E[h'(u_i) h'(u_k) (sum_p c_p h(u_p))^2]`` (``i <= k``) in closed form for the
-    erf mixture ``h`` of ``control (2, J)`` (`mixture()`): the sum over the mixture's terms of
+    erf mixture ``h`` of ``control (3, J)`` (family 0, `mixture()`): the sum over the mixture's terms of
     erf's four-point integrals ``erf_i4`` (``gaugedyn derive``) on the covariance of the scaled
     fields ``beta_j u``."""
     P, J = C.shape[0], control.shape[1]
@@ -281,6 +295,43 @@ def mixture_noise(C, c, K, control, E):
                                             s4 * s4 * C[q, q],
                                         )
                                     )
+            E[i, k] += s
+
+
+@numba.njit(cache=True)
+def relu_mixture_noise(C, c, K, control, E):
+    """``E_ik += E[h'(u_i) h'(u_k) (sum_p c_p h(u_p))^2]`` (``i <= k``) exactly for the mixture
+    of Gaussian-smoothed ReLUs ``h = sum_j w_j S_{s_j}`` of ``control (3, J)`` (family 1,
+    `mixture()`): ``S_s' = E_z[theta(x + s z)]`` and ``S_s = E_z[relu(x + s z)]``, so each term
+    ``E[S'(u_i) S'(u_k) S(u_p) S(u_q)]`` is ReLU's orthant moment
+    ``E[theta(v_0) theta(v_1) relu(v_2) relu(v_3)]`` (`gaugedyn.training._orthant.relu_moment()`)
+    of the fields ``v = (u_i, u_k, u_p, u_q) + (s_1 z_1, ..., s_4 z_4)``, each factor with its
+    own independent smoothing (also where two factors read one field): covariance
+    ``C[(i, k, p, q)][:, (i, k, p, q)] + diag(s_1^2, ..., s_4^2)``."""
+    P, J = C.shape[0], control.shape[1]
+    f = np.empty(4, dtype=np.int64)
+    sj = np.empty(4, dtype=np.int64)
+    Cs = np.empty((4, 4))
+    for i in range(K):
+        for k in range(i, K):
+            s = 0.0
+            f[0], f[1] = i, k
+            for p in range(P):
+                for q in range(p, P):
+                    f[2], f[3] = p, q
+                    cpq = c[p] * c[q] * (1.0 if p == q else 2.0)
+                    for index in range(J**4):
+                        rest = index
+                        wt = cpq
+                        for m in range(4):
+                            sj[m] = rest % J
+                            rest //= J
+                            wt *= control[0, sj[m]]
+                        for x in range(4):
+                            for y in range(4):
+                                Cs[x, y] = C[f[x], f[y]]
+                            Cs[x, x] += control[1, sj[x]] ** 2
+                        s += wt * relu_moment(Cs, 0, 1, 2, 3)
             E[i, k] += s
 
 
@@ -349,8 +400,9 @@ def noise_expectation(
     """``E_ik = E[g'(u_i) g'(u_k) e^2]`` (``i <= k``, the upper triangle), as `noise_term()`
     by ``method`` (``NOISE_METHODS``' code: 0 quadrature, 1 orthant moments with the rows
     ``(lo, jump, h0)`` of ``slopes (3, P)``, 2 closed, 3 the scrambled-Sobol rule of the rows of
-    ``nodes (N, P)`` on `sobol_factor()` with the erf mixture ``control (2, J)`` as its control
-    variate, `sobol_noise()` and `mixture_noise()`)."""
+    ``nodes (N, P)`` on `sobol_factor()` with the mixture ``control (3, J)`` as its control
+    variate, `sobol_noise()` and, by the mixture's family, `mixture_noise()` or
+    `relu_mixture_noise()`)."""
     K, P = a.shape[0], C.shape[0]
     for i in range(K):
         for k in range(K):
@@ -360,8 +412,10 @@ def noise_expectation(
         return
     if method == 3:
         sobol_noise(act, a, b, sobol_factor(C), nodes, control, E)
-        if control.shape[1]:
+        if control.shape[1] and control[2, 0] == 0.0:
             mixture_noise(C, c, K, control, E)
+        elif control.shape[1]:
+            relu_mixture_noise(C, c, K, control, E)
         return
     if act == 2:  # linear: e is Gaussian and g' = 1
         e2 = 0.0
@@ -540,7 +594,7 @@ def flow_given(y, K, M, b, T, eta, wd, lr2, act, homogeneous, u, v, C, c, A, S, 
         0,
         np.zeros((3, 0)),
         np.zeros((0, P)),
-        np.zeros((2, 0)),
+        np.zeros((3, 0)),
         C,
         c,
         A,

@@ -23,14 +23,16 @@ $g(z) = \mathrm{erf}(z / \sqrt 2)$ the symbolic module's ``erf_i4`` (``gaugedyn 
 $I_4 = C_{34}$; for a piecewise-linear (positively homogeneous) activation, ReLU, leaky ReLU, the
 absolute value, the noise term is exact: Gaussian orthant probabilities and moments by Stein's
 lemma, closed to three fields and one smooth one-dimensional integral for four
-(`gaugedyn.training._orthant`, where the derivation is); for tanh (`SOBOL_ACTIVATIONS`) the
-noise term is not split into four-point integrals at all (below); for every other activation
+(`gaugedyn.training._orthant`, where the derivation is); for tanh and softplus
+(`SOBOL_ACTIVATIONS`) the noise term is not split into four-point integrals at all (below); for
+every other activation
 they are four-dimensional Gauss-Hermite integrals on the eigen factor of each $4 \times 4$ covariance
 (`gaugedyn.theory._quadrature.gaussian_product()`, $10^4$ nodes each: exact for
 polynomial ``g`` up to the degree it states, and only algebraically convergent for ``g`` with a
 kink such as ReLU, where its error is what ``gaussian_product_error`` reports).
 
-That four-point rule is accurate for softplus and not for tanh, measured by
+That four-point rule is accurate for softplus at the noise-free flow's states and not for tanh,
+measured by
 ``benchmarks/bench_online_noise_accuracy.py`` (K = M = 4, against 28 nodes per axis and Monte
 Carlo; ``docs/benchmarks.md``): softplus's noise term stays within a few standard errors of
 Monte Carlo at every state of a run to t = 1000; tanh's is off by percents at t = 0, and once
@@ -49,7 +51,16 @@ Against a randomised-QMC reference (``benchmarks/bench_noise_qmc.py``) it is wit
 6e-3 of the term at the flow's states t = 0 to 1000 (the plain rule of $2^{14}$ nodes it
 replaced: 1.3e-3 to 1.2e-2; the four-point rule 2.6e-2 to 17), at about 0.2 ms per
 right-hand side against 3 (K = M = 4, compiled), and a run to t = 1000 at rtol 1e-8 takes
-under a CPU second. `online_ode()` checks a noise term by a rule (the
+under a CPU second. Softplus's four-point integrals cancel the same way on a noisy run's late
+states (30% to 52% off Monte Carlo at t = 600 to 1000), so its noise term is the same rule,
+$2^{12}$ nodes, with a two-term mixture of Gaussian-smoothed ReLUs
+$S_s(x) = \mathbb{E}_z[\mathrm{relu}(x + s z)]$ as control (`RELU_MIXTURES`, within 1.3e-3 of
+softplus; no erf mixture grows like it), whose noise term is exact: $S_s' = \Phi(x / s) =
+\mathbb{E}_z[\theta(x + s z)]$, so each of its four-point terms is ReLU's orthant moment at the
+four factors' fields plus independent noise of variance $s_j^2$ each
+(`relu_mixture_noise()`). That exact term is $16 \times 360$ four-field orthant moments at
+K = M = 4, about 17 ms per right-hand side: far more accurate than the four-point rule late in
+a run, but a run to t = 1000 costs tens of CPU seconds, not one. `online_ode()` checks a noise term by a rule (the
 four-point quadrature or the Sobol rule) while it integrates (``noise_check``; `NoiseWatch`, declared by `NOISE_CHECK`):
 against Monte Carlo at the start and at each eighth of the horizon within 10% of the run's CPU
 time, warning once (`gaugedyn.NoiseTermWarning`) or raising where it is off by more than 10%.
@@ -90,32 +101,42 @@ orthant moments of a piecewise-linear activation, the closed forms of erf and li
 scrambled-Sobol rule on the symmetric root of the fields' Gram matrix (`SOBOL_ACTIVATIONS`); the
 compiled kernels take the index as the method's code."""
 
-SOBOL_ACTIVATIONS = ("tanh",)
+SOBOL_ACTIVATIONS = ("tanh", "softplus")
 """The activations whose noise term is the scrambled-Sobol rule (`sobol_expectation()`):
 ``E_ik = E[g'(u_i) g'(u_k) e^2]`` for all ``i <= k`` from one equal-weight set of
-$2^8$ (``SOBOL_LOG2``) nodes $u = C^{1/2} z$ with ``e`` formed node by node, so nothing
-cancels, with the erf mixture of `ERF_MIXTURES` as control variate.
-Chosen (the rule without the control, at $2^{14}$ nodes) by measurement
-(``benchmarks/bench_online_noise_accuracy.py --sobol``, K = M = 4, the states of the noise-free
-flow at t = 0, 10, 100, 300 and 1000 against 8 x 2^20 scrambled-Sobol points;
-``docs/benchmarks.md``): for tanh, whose four-point integrals converge slowly (the poles
-of ``tanh`` at ``+-i pi / 2``) and cancel once the students fit the teacher, the rule is within
-about 1.2% where the four-point rule is 2.5% to 1,700% off, at a twentieth of its cost; for
-softplus the four-point rule is the more accurate (6e-6 to 2e-3 against up to 1.5e-2) and
-stays. Those are the noise-free flow's states; on the noisy trajectory's late states softplus's
-noise term is far smaller and its four-point integrals cancel as tanh's did: at t = 600 to 1000
-of the run with noise (rtol 1e-8) the four-point rule was 30% to 52% off Monte Carlo and the
-plain Sobol rule of 2^16 nodes within 1.5e-2 (2026-12-07; the runtime check warns there).
-Softplus has no closed-form control at hand (no erf mixture grows like it), so the choice
-between the rules, early accuracy against late, is left open."""
+``2**SOBOL_LOG2[name]`` nodes $u = C^{1/2} z$ with ``e`` formed node by node, so nothing
+cancels, with a mixture whose noise term is exact as control variate (`rule_control()`: tanh's
+erf mixture, `ERF_MIXTURES`; softplus's mixture of Gaussian-smoothed ReLUs, `RELU_MIXTURES`).
+Chosen by measurement (``benchmarks/bench_noise_qmc.py``, K = M = 4, the states of the
+noise-free flow at t = 0, 10, 100, 300 and 1000 against a randomised-QMC reference;
+``docs/benchmarks.md``): for tanh, whose four-point integrals converge slowly (the poles of
+``tanh`` at ``+-i pi / 2``) and cancel once the students fit the teacher, the four-point rule
+is 2.5% to 1,700% off; for softplus the four-point rule is accurate at those states (4e-5 to
+2.3e-3) but costs about 60 ms a right-hand side, and on a noisy run's late states (t = 600 to
+1000, rtol 1e-8) it was 30% to 52% off Monte Carlo, where its integrals cancel as tanh's did;
+the rule with the smoothed-ReLU control is at least as accurate at every state
+(`SOBOL_LOG2`), and on the noisy run to t = 1000 (rtol 1e-8) every one of its nine runtime
+checks passed, within 2.4% of Monte Carlo (whose standard error was up to 1.2%; 2026-12-07,
+load about 6)."""
 
-SOBOL_LOG2 = 8
-"""``log2`` of the scrambled-Sobol rule's node count (256 nodes), chosen by accuracy and cost
-(``benchmarks/bench_noise_qmc.py``, K = M = 4, the noise-free flow's states at t = 0, 10, 100,
-300 and 1000): with the control variate of `ERF_MIXTURES` 2^8 nodes are within about 6e-3 of
-the reference at every state (2^6: 1.6e-2, 2^10: 2.6e-3), as good as or better than the rule
-without the control at 2^14 nodes (1.3e-3 to 1.2e-2) at each state, at about a tenth of its
-cost (0.17 ms: half of it the mixture's closed form)."""
+SOBOL_LOG2 = {"tanh": 8, "softplus": 12}
+"""``log2`` of the scrambled-Sobol rule's node count by activation (`SOBOL_ACTIVATIONS`), chosen
+by accuracy and cost (``benchmarks/bench_noise_qmc.py``, K = M = 4, the noise-free flow's states
+at t = 0, 10, 100, 300 and 1000). Tanh, 2^8: with the erf mixture of `ERF_MIXTURES` within
+about 6e-3 of the reference at every state (2^6: 1.6e-2, 2^10: 2.6e-3), as good as or better
+than the rule without the control at 2^14 nodes (1.3e-3 to 1.2e-2), at a tenth of its cost.
+Softplus, 2^12: with the smoothed-ReLU mixture of `RELU_MIXTURES` the smallest count at least
+as accurate as the four-point rule it replaced at every state (t = 0: 5.9e-6 against 6.5e-6,
+t = 10: 5.7e-5 against 9.4e-5, t = 100 to 1000: 9e-5 to 1.1e-4 against 9.8e-4 to 2.2e-3;
+2^10: 1.9e-5 and 1.1e-4 at t = 0 and 10, 2^11: 1.4e-5 and 1.3e-4), the nodes a small part of
+the cost beside the control's exact term (`relu_mixture_noise()`)."""
+
+
+def sobol_log2(activation) -> int:
+    """``log2`` of the Sobol rule's node count for ``activation`` (`SOBOL_LOG2`; the smallest
+    declared count for an activation outside it, used only where a caller asks for the rule)."""
+    return SOBOL_LOG2.get(activation_of(activation).name, min(SOBOL_LOG2.values()))
+
 
 SOBOL_SEED = 0
 """The scrambling's seed (`scipy.stats.qmc.Sobol`): the rule is one fixed node set."""
@@ -123,18 +144,18 @@ SOBOL_SEED = 0
 _SOBOL_CACHE: dict[tuple[int, int, int], np.ndarray] = {}
 
 
-def sobol_nodes(d: int) -> np.ndarray:
-    r"""The scrambled-Sobol rule's nodes, of shape ``(2**SOBOL_LOG2, d)``:
+def sobol_nodes(d: int, log2: int) -> np.ndarray:
+    r"""The scrambled-Sobol rule's nodes, of shape ``(2**log2, d)`` (``log2``: `sobol_log2()`):
     $z = \Phi^{-1}(x)$ of the points $x$ of
     ``scipy.stats.qmc.Sobol(d, scramble=True, seed=SOBOL_SEED)``, centred and whitened
     (their mean exactly 0 and second moments exactly the identity: the rule integrates every
     polynomial of degree at most 2 in the fields exactly), equal weights. The one table the
     compiled and the numpy noise terms read."""
-    key = (d, SOBOL_LOG2, SOBOL_SEED)
+    key = (d, log2, SOBOL_SEED)
     if key not in _SOBOL_CACHE:
         from scipy.stats import norm, qmc
 
-        x = qmc.Sobol(d=d, scramble=True, seed=SOBOL_SEED).random_base2(SOBOL_LOG2)
+        x = qmc.Sobol(d=d, scramble=True, seed=SOBOL_SEED).random_base2(log2)
         z = norm.ppf(x)
         z -= z.mean(axis=0)
         L = np.linalg.cholesky(z.T @ z / z.shape[0])
@@ -197,42 +218,116 @@ def mixture_noise(control, a, b, C) -> np.ndarray:
     return E
 
 
+RELU_MIXTURES = {"softplus": ((0.43676, 0.56324), (2.309896, 1.294068))}
+r"""The control variate of softplus (`SOBOL_ACTIVATIONS`): ``(w, s)`` of the mixture of
+Gaussian-smoothed ReLUs $h(x) = \sum_j w_j S_{s_j}(x)$,
+$S_s(x) = \mathbb{E}_z[\mathrm{relu}(x + s z)] = x\, \Phi(x / s) + s\, \varphi(x / s)$, whose
+noise term is exact: $S_s' = \Phi(x / s) = \mathbb{E}_z[\theta(x + s z)]$, so each of its
+four-point terms is ReLU's exact orthant moment at the fields plus independent noise of
+variance $s_j^2$ on each factor (`relu_mixture_noise()`). No erf mixture grows like softplus;
+a mixture of smoothed ReLUs with $\sum_j w_j = 1$ shares both its limits (slope 1 at
+$+\infty$, 0 at $-\infty$). The Gaussian-weighted least-squares fit of two terms (weight
+$e^{-x^2/4}$ on $[-8, 8]$, as tanh's erf mixture; Nelder-Mead from 20 starts): within 1.3e-3
+of softplus everywhere and its derivative within 9.5e-4 of the logistic (one term, the best
+scale 1.758, is 1.8e-2 off; three terms 1.9e-4, at 81 orthant moments a term against 16). At
+2^8 nodes the rule with this control was within 8.4e-4 of a randomised-QMC reference at the
+noise-free flow's states (K = M = 4, t = 0 to 1000), with the one-term control 3.4e-2, without
+one 3.5e-1."""
+
+CONTROL_FAMILIES = ("erf", "smoothed_relu")
+"""The control variates' families, in the order of their codes (row 2 of `rule_control()`):
+the erf mixtures of `ERF_MIXTURES` and the smoothed-ReLU mixtures of `RELU_MIXTURES`."""
+
+
 def rule_control(method: str, activation) -> np.ndarray:
-    """The noise term's control variate for ``method`` and ``activation``: ``(2, J)``, the rows
-    ``alpha`` and ``beta`` of its erf mixture (`ERF_MIXTURES`) for ``"sobol"``, else an empty
-    ``(2, 0)`` (none). The one table the compiled and the numpy noise terms read."""
+    """The noise term's control variate for ``method`` and ``activation``: ``(3, J)``, the rows
+    weights and scales of its mixture and its family's code (`CONTROL_FAMILIES`) for
+    ``"sobol"`` (`ERF_MIXTURES`, `RELU_MIXTURES`), else an empty ``(3, 0)`` (none). The one
+    table the compiled and the numpy noise terms read."""
     name = activation_of(activation).name
-    if method != "sobol" or name not in ERF_MIXTURES:
-        return np.zeros((2, 0))
-    return np.array(ERF_MIXTURES[name], dtype=np.float64)
+    if method != "sobol":
+        return np.zeros((3, 0))
+    for family, table in ((0, ERF_MIXTURES), (1, RELU_MIXTURES)):
+        if name in table:
+            w, s = table[name]
+            return np.array([w, s, [float(family)] * len(w)], dtype=np.float64)
+    return np.zeros((3, 0))
+
+
+def relu_mixture_noise(control, a, b, C) -> np.ndarray:
+    """``E_ik = E[h'(u_i) h'(u_k) (sum_p c_p h(u_p))^2]`` (``(K, K)``, ``c = (a, -b)``) of the
+    smoothed-ReLU mixture ``h`` of ``control (3, J)`` (`RELU_MIXTURES`) exactly: each term ReLU's
+    orthant moment (`gaugedyn.training._orthant.relu_moment()`) of the four factors' fields
+    with covariance ``C[f][:, f] + diag(s_1^2, ..., s_4^2)``, one independent smoothing per
+    factor; the numpy twin of `gaugedyn.training._ode_kernels.relu_mixture_noise()`."""
+    import itertools
+
+    from ._orthant import relu_moment
+
+    K, P = a.shape[0], C.shape[0]
+    c = np.concatenate([a, -b])
+    w, s = control[0], control[1]
+    E = np.zeros((K, K))
+    for i, k in itertools.combinations_with_replacement(range(K), 2):
+        f = [i, k, 0, 0]
+        for p, q in itertools.combinations_with_replacement(range(P), 2):
+            f[2], f[3] = p, q
+            sub = C[np.ix_(f, f)]
+            for js in itertools.product(range(w.size), repeat=4):
+                Cs = np.ascontiguousarray(sub + np.diag(s[list(js)] ** 2))
+                weight = float(np.prod(w[list(js)])) * c[p] * c[q] * (1 if p == q else 2)
+                E[i, k] += weight * relu_moment(Cs, 0, 1, 2, 3)
+    return np.triu(E) + np.triu(E, 1).T
+
+
+def mixture_values(control, x):
+    """``(h(x), h'(x))`` of the mixture ``control (3, J)`` (`rule_control()`) at the array
+    ``x``: the numpy twin of `gaugedyn.training._ode_kernels.mixture()`."""
+    from scipy.special import erf, ndtr
+
+    x = np.asarray(x, dtype=np.float64)[..., None]
+    h, d = np.zeros(x.shape[:-1]), np.zeros(x.shape[:-1])
+    for w, s, family in control.T:
+        if family == 0.0:
+            h += w * erf(s * x[..., 0] / np.sqrt(2.0))
+            d += w * s * np.sqrt(2.0 / np.pi) * np.exp(-0.5 * (s * x[..., 0]) ** 2)
+        else:
+            y = x[..., 0] / s
+            h += w * (x[..., 0] * ndtr(y) + s * np.exp(-0.5 * y * y) / np.sqrt(2.0 * np.pi))
+            d += w * ndtr(y)
+    return h, d
+
+
+def control_noise(control, a, b, C) -> np.ndarray:
+    """The exact noise term of the mixture ``control (3, J)``: `mixture_noise()` (erf) or
+    `relu_mixture_noise()` (smoothed ReLU) by its family (row 2)."""
+    if control[2, 0] == 0.0:
+        return mixture_noise(control[:2], a, b, C)
+    return relu_mixture_noise(control, a, b, C)
 
 
 def sobol_expectation(activation, teacher_activation, a, b, C) -> np.ndarray:
     """``E_ik = E[g'(u_i) g'(u_k) e^2]`` (``(K, K)``) by the scrambled-Sobol rule with its
-    control variate: the closed form of the erf mixture of `rule_control()`
-    (`mixture_noise()`) plus the rule's mean of the difference of the integrand and the
-    mixture's (the nodes of `sobol_nodes()` on `sobol_factor()`, ``u = A z``, ``e`` and the
-    mixture's error formed node by node); the numpy twin of
-    `gaugedyn.training._ode_kernels.sobol_noise()` and ``mixture_noise()``."""
+    control variate: the exact noise term of the mixture of `rule_control()`
+    (`control_noise()`) plus the rule's mean of the difference of the integrand and the
+    mixture's (the ``2**sobol_log2(activation)`` nodes of `sobol_nodes()` on `sobol_factor()`,
+    ``u = A z``, ``e`` and the mixture's error formed node by node); the numpy twin of
+    `gaugedyn.training._ode_kernels.sobol_noise()` and its exact terms."""
     act = activation_of(activation)
     teacher = act if teacher_activation is None else activation_of(teacher_activation)
     K = a.shape[0]
-    U = sobol_nodes(C.shape[0]) @ sobol_factor(C).T
+    U = sobol_nodes(C.shape[0], sobol_log2(act)) @ sobol_factor(C).T
     e = on_numpy(act.function)(U[:, :K]) @ a - on_numpy(teacher.function)(U[:, K:]) @ b
     Gp = on_numpy(act.derivative)(U[:, :K])
     E = (Gp * (e * e)[:, None]).T @ Gp / U.shape[0]
     control = rule_control("sobol", act)
     if control.shape[1] == 0:
         return E
-    from scipy.special import erf
-
-    alpha, beta = control
-    X = U[..., None] * beta
-    H = erf(X / np.sqrt(2.0)) @ alpha
-    Hp = (np.sqrt(2.0 / np.pi) * np.exp(-0.5 * X[:, :K] ** 2)) @ (alpha * beta)
+    H, Hp = mixture_values(control, U)
+    Hp = Hp[:, :K]
     eh = H[:, :K] @ a - H[:, K:] @ b
     E -= (Hp * (eh * eh)[:, None]).T @ Hp / U.shape[0]
-    return E + mixture_noise(control, a, b, C)
+    return E + control_noise(control, a, b, C)
 
 
 def rule_sizes() -> list[int]:
@@ -290,10 +385,10 @@ a finer rule: tanh's four-point rule converged slowly in the nodes, so a finer r
 disagreement underestimated the error (at t = 0 of ``bench_online_noise_accuracy.py``'s problem
 16 nodes per axis against 10 disagreed by 2.4% where Monte Carlo found 3.8%).
 With ``2**18`` draws the standard error is below 1% of the noise term at that problem's states
-(0.3 to 0.7%), and one check costs about six right-hand sides of softplus at K = M = 4 (0.5 CPU
-s against 70 ms, load 4, 2026-12-07; with its sums compiled, `monte_carlo_noise`, 0.07 s at
-load 8), or a few hundred of tanh's Sobol rule: the budget's unit. The
-tolerance of 10% asks the noise term to one significant digit: softplus's four-point rule
+(0.3 to 0.7%), and one check costs about 0.07 CPU s with its sums compiled
+(`monte_carlo_noise`, load 8, 2026-12-07): a few right-hand sides of softplus's Sobol rule at
+K = M = 4 (about 18 ms each), a few hundred of tanh's: the budget's unit. The
+tolerance of 10% asks the noise term to one significant digit: softplus's Sobol rule
 agrees within the standard error at every state to t = 1000, and tanh's Sobol rule within 3%
 (the four-point rule it replaced failed from t = 100 on: 16% there, 26% at 300;
 ``docs/own-activation.md``)."""
@@ -386,9 +481,10 @@ def noise_term(a, Q, R, b, T, activation, teacher_activation=None, method=None):
 
     By `noise_method()` unless ``method`` names one of ``NOISE_METHODS``: closed forms for linear
     and erf (same teacher); exact orthant moments for piecewise-linear $g$ and $g^*$
-    (`gaugedyn.training._orthant`); for tanh (`SOBOL_ACTIVATIONS`) one scrambled-Sobol rule of
-    $2^8$ (``SOBOL_LOG2``) nodes on the symmetric root of the fields' Gram matrix $C$ for all
-    $(i, j)$ with an erf mixture as control variate (``"sobol"``, `sobol_expectation()`); otherwise, when $C$ of the $K + M$ fields has
+    (`gaugedyn.training._orthant`); for tanh and softplus (`SOBOL_ACTIVATIONS`) one
+    scrambled-Sobol rule of ``2**SOBOL_LOG2[name]`` nodes on the symmetric root of the fields'
+    Gram matrix $C$ for all $(i, j)$ with a mixture whose noise term is exact as control variate
+    (``"sobol"``, `sobol_expectation()`); otherwise, when $C$ of the $K + M$ fields has
     rank $r \le 4$, one $r$-dimensional Gauss-Hermite rule on its eigen factor for all $(i, j)$ at
     once (`DIRECT_NODES`), else the four-point integrals `four_point()` (``"quadrature"``, the
     reference the orthant moments are checked against).
@@ -638,7 +734,7 @@ def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label
     slopes = (
         piecewise_slopes(act, act, K, M) if NOISE_METHODS[method] == "orthant" else np.zeros((3, 0))
     )
-    nodes = rule_nodes(NOISE_METHODS[method], K + M)
+    nodes = rule_nodes(NOISE_METHODS[method], K + M, act)
     control = rule_control(NOISE_METHODS[method], act)
 
     def f(t, y):
@@ -673,10 +769,10 @@ def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label
     return f
 
 
-def rule_nodes(method: str, P: int) -> np.ndarray:
+def rule_nodes(method: str, P: int, activation) -> np.ndarray:
     """The compiled noise term's node table for ``method`` at ``P`` fields: `sobol_nodes()`
-    for ``"sobol"``, else an empty ``(0, P)`` (unused)."""
-    return sobol_nodes(P) if method == "sobol" else np.zeros((0, P))
+    (``2**sobol_log2(activation)`` nodes) for ``"sobol"``, else an empty ``(0, P)`` (unused)."""
+    return sobol_nodes(P, sobol_log2(activation)) if method == "sobol" else np.zeros((0, P))
 
 
 def quadrature_noise(activation, teacher_activation, a, Q, R, b, T) -> np.ndarray:
@@ -709,7 +805,7 @@ def quadrature_noise(activation, teacher_activation, a, Q, R, b, T) -> np.ndarra
         grids_z,
         grids_w,
         grids_n,
-        rule_nodes(kind, C.shape[0]),
+        rule_nodes(kind, C.shape[0], act),
         rule_control(kind, act),
         E,
     )
@@ -876,9 +972,11 @@ class NoiseWatch:
         return disagreement
 
     def rule(self) -> list[int]:
-        """The checked rule's nodes: one entry, ``2**SOBOL_LOG2``, for ``"sobol"``,
-        else `rule_sizes()`."""
-        return [2**SOBOL_LOG2] if self.method == "sobol" else rule_sizes()
+        """The checked rule's nodes: one entry, ``2**sobol_log2(activation)``, for
+        ``"sobol"``, else `rule_sizes()`."""
+        if self.method == "sobol":
+            return [2 ** sobol_log2(self.ode.activation)]
+        return rule_sizes()
 
     def record(self) -> dict:
         """The check's outcome: mode, the declaration (`NOISE_CHECK`), the rule's nodes, the
@@ -1062,10 +1160,13 @@ def online_ode(
     fields with an erf mixture as control variate (`sobol_expectation()`: within about 6e-3
     of a high-precision reference at every state of a run to t = 1000, about 0.3 ms per
     compiled right-hand side at ``K = M = 4``, a run to t = 1000 at rtol 1e-8 under a CPU
-    second); for another smooth activation whose fields
+    second); for softplus the same rule at $2^{12}$ nodes with a mixture of Gaussian-smoothed
+    ReLUs as control, its noise term exact by orthant moments (`RELU_MIXTURES`; about 17 ms
+    per compiled right-hand side at ``K = M = 4``, most of it the control's exact term); for
+    another smooth activation whose fields
     have rank above 4 it is hundreds of four-point Gauss-Hermite integrals of $10^4$ nodes each
     (compiled, about 0.07 CPU s per right-hand side there; the reference: seconds), whose
-    error is measured, not bounded: small for softplus (2e-3 or less; module docstring).
+    error is measured, not bounded (module docstring).
     Such a noise term is checked while the run integrates
     (``noise_check``, `NOISE_CHECK`): at the start and at each eighth of the horizon (within
     a budget of 10% of the right-hand sides' CPU time) it is compared with a Monte Carlo

@@ -130,29 +130,19 @@ class BatchedMLP:
             return confident_ce(out, self.y)
         return 0.5 * ((out - self.y) ** 2).sum(-1).mean(-1)
 
-    def losses_and_grads(
-        self, params, out: list[torch.Tensor] | None = None
-    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    def losses_and_grads(self, params) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Per-copy loss ``(B,)`` and each copy's gradient of its own loss with respect to each
         of ``params`` (``(W1, b1, W2, b2)``, copies on axis 0; ``B`` may be fewer copies than
         the model's): the mean-squared tasks by hand (`mse_losses_and_grads()`), the
-        cross-entropy one by autograd on `losses()`. ``out``: tensors of the gradients' shapes
-        to write them into (returned in their place)."""
+        cross-entropy one by autograd on `losses()`."""
         if self.task == "digits_ce":
             mine = [p.detach().requires_grad_(True) for p in params]
             L = self.losses(mine)
-            grads = list(torch.autograd.grad(L.sum(), mine))
-            if out is None:
-                return L.detach(), grads
-            for o, g in zip(out, grads):
-                o.copy_(g)
-            return L.detach(), out
-        return mse_losses_and_grads(self.X, self.y, params, out, self.X.T)
+            return L.detach(), list(torch.autograd.grad(L.sum(), mine))
+        return mse_losses_and_grads(self.X, self.y, params)
 
 
-def mse_losses_and_grads(
-    X, y, params, out: list[torch.Tensor] | None = None, XT: torch.Tensor | None = None
-) -> tuple[torch.Tensor, list[torch.Tensor]]:
+def mse_losses_and_grads(X, y, params) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """``(L, [dW1, db1, dW2, db2])`` of ``B`` copies of ``L = 1/2 mean_n sum_k (relu(X W1 +
     b1) W2 + b2 - y)^2``, the gradients written out (the backward pass of `BatchedMLP.losses()`
     for a mean-squared task, checked against autograd in the tests). Hand-written rather than
@@ -163,9 +153,7 @@ def mse_losses_and_grads(
     axes): a copy's run does not depend on the copies beside it, as a scan's cells must not
     (`_scan._scan_task`; tested).
 
-    ``out``: four tensors of the gradients' shapes the gradients are written into (views of
-    `adam_step_sets`' flat gradient buffer) and returned; ``XT``: ``X.T`` (passed so a loop
-    makes the view once). The ReLU's backward is ``torch``'s own (``threshold_backward``: the
+    The ReLU's backward is ``torch``'s own (``threshold_backward``: the
     gradient kept where ``Z > 0``, zero where ``Z <= 0``), one vectorised pass instead of a
     comparison, a negation and ``masked_fill_`` (ten times slower at 40 copies); the two
     differ only where ``Z`` is ``nan`` (kept, there ``nan``, against zero), and a ``nan`` in
@@ -188,13 +176,7 @@ def mse_losses_and_grads(
         dW2 = torch.matmul(A.transpose(1, 2), dout)
         dA = torch.matmul(dout, W2.transpose(1, 2))
     dZ = torch.ops.aten.threshold_backward(dA, Z, 0.0)
-    dW1 = torch.matmul(X.T if XT is None else XT, dZ)
-    grads = [dW1, dZ.sum(1, keepdim=True), dW2, dout.sum(1, keepdim=True)]
-    if out is None:
-        return L, grads
-    for o_, g in zip(out, grads):
-        o_.copy_(g)
-    return L, out
+    return L, [torch.matmul(X.T, dZ), dZ.sum(1, keepdim=True), dW2, dout.sum(1, keepdim=True)]
 
 
 class BlockStatistics:
@@ -345,7 +327,9 @@ def adam_step_sets(
             views, gviews = flat.views(live), flat.views(live, g)
             b1, b2, c1, c2, p1, p2 = (z[:live] for z in (*betas, *ones, *powers))
             ell[live:] = math.nan
-        L, _ = model.losses_and_grads(views, gviews)
+        L, grads = model.losses_and_grads(views)
+        for z, x in zip(gviews, grads):
+            z.copy_(x)
         with torch.no_grad():
             before = [q[back_t].clone() for q in flat.views(B)] if watch and t in watch[0] else None
             if weight_decay:
@@ -378,7 +362,7 @@ def adam_step_sets(
 
 
 class FlatParams:
-    """The ``B`` copies' parameters (`BatchedMLP.params`, reordered by ``idx``) as one row per
+    """The ``B`` copies' parameters (a batched model's ``params``, reordered by ``idx``) as one row per
     copy of one float64 buffer, so that `adam_step_sets()` runs each operation of Adam's
     update once on every parameter instead of once per tensor: the same elementwise
     operations on the same values as `gaugedyn.adam.batched_adam_step()` tensor by tensor, so
@@ -415,3 +399,137 @@ class FlatParams:
             buf[:live, o : o + z].view((live, *s))
             for o, z, s in zip(self.offsets, self.sizes, self.shapes)
         ]
+
+
+WHITENED_TASKS = ("digits_white_mse",)
+"""The second network family's whitened-digits task (`WhitenedDigitsMLP`), apart from
+`TASKS` (whose programs it shares)."""
+
+
+def whitened_digits(n_samples: int, dtype=torch.float64) -> torch.Tensor:
+    """The first ``n_samples`` digits images (`gaugedyn.training.load_digits()`), centred over
+    those images and whitened in pixel space (ZCA): with the centred images ``X = U S V^T``
+    (their thin SVD, the ``r`` singular values above ``1e-8`` of the largest kept),
+    ``sqrt(n) U_r V_r^T``, shape ``(n, 64)``, whose Gram matrix is ``n`` times the projector on
+    the images' span (every kept principal component of unit variance over the images)."""
+    n = int(n_samples)
+    if n < 2:
+        raise InputError(f"n_samples={n_samples!r} is not allowed; give at least 2 images")
+    X, _ = load_digits()
+    Xc = X[:n] - X[:n].mean(0)
+    U, s, Vt = np.linalg.svd(Xc, full_matrices=False)
+    r = int((s > 1e-8 * s[0]).sum())
+    return torch.as_tensor(math.sqrt(n) * U[:, :r] @ Vt[:r], dtype=dtype)
+
+
+class WhitenedDigitsMLP(BatchedMLP):
+    """``digits_white_mse``: `BatchedMLP`'s ``digits_mse`` (64-``hidden``-10 ReLU, half the
+    squared error to the one-hot labels, the same initialisation) on `whitened_digits()`
+    instead of the raw images: real data whose input Gram matrix is as well conditioned as
+    the teacher tasks' Gaussian inputs (every direction of the images' span of equal
+    variance)."""
+
+    def __init__(
+        self,
+        task: str,
+        B: int,
+        seeds,
+        n_samples: int = 256,
+        dtype=torch.float64,
+        data_seed: int = 0,
+        hidden: int | None = None,
+        device: str = "cpu",
+    ):
+        if task not in WHITENED_TASKS:
+            raise InputError(f"task={task!r} is not allowed; choose one of {list(WHITENED_TASKS)}")
+        super().__init__("digits_mse", B, seeds, n_samples, dtype, data_seed, hidden, device)
+        self.task = task
+        self.X = whitened_digits(n_samples, dtype).to(device)
+
+
+FACTORISATION_TASKS = ("digits_lowrank",)
+"""The second network family's factorisation task (`DigitsFactorisation`)."""
+
+
+def lowrank_digits(n_samples: int, rank: int, dtype=torch.float64) -> torch.Tensor:
+    """The best rank-``rank`` approximation (truncated SVD) of the first ``n_samples`` digits
+    images (`gaugedyn.training.load_digits()`) centred over those images, shape ``(n, 64)``:
+    real data that a product of an ``(n, rank)`` and a ``(rank, 64)`` matrix fits exactly."""
+    n, k = int(n_samples), int(rank)
+    if n < 2:
+        raise InputError(f"n_samples={n_samples!r} is not allowed; give at least 2 images")
+    if not 1 <= k <= min(n - 1, 64):
+        raise InputError(f"rank={rank!r} is not allowed; give 1 <= rank <= {min(n - 1, 64)}")
+    X, _ = load_digits()
+    Xc = X[:n] - X[:n].mean(0)
+    U, s, Vt = np.linalg.svd(Xc, full_matrices=False)
+    return torch.as_tensor((U[:, :k] * s[:k]) @ Vt[:k], dtype=dtype)
+
+
+class DigitsFactorisation:
+    """``digits_lowrank``: ``B`` copies of the factorisation ``A C`` (``A`` of shape ``(n,
+    k)``, one code per image, ``C`` of ``(k, 64)``) fitted to `lowrank_digits()` of rank
+    ``k`` (``hidden``) under half the squared error summed over the pixels and averaged over
+    the images, full batch: a two-layer linear network on real data with no teacher, whose
+    minimum (loss 0) it can reach exactly. Entries of ``A`` and ``C`` start uniform on
+    ``[-1, 1] / sqrt(k)``, each copy from its own seed. The interface of `BatchedMLP` that
+    `adam_step_sets()` uses (``params``, `losses()`, `losses_and_grads()`)."""
+
+    def __init__(
+        self,
+        task: str,
+        B: int,
+        seeds,
+        n_samples: int = 64,
+        dtype=torch.float64,
+        data_seed: int = 0,
+        hidden: int | None = None,
+        device: str = "cpu",
+    ):
+        if task not in FACTORISATION_TASKS:
+            raise InputError(
+                f"task={task!r} is not allowed; choose one of {list(FACTORISATION_TASKS)}"
+            )
+        if hidden is None:
+            raise InputError("hidden=None is not allowed; give the factorisation's rank")
+        self.task = task
+        k, n = int(hidden), int(n_samples)
+        self.y = lowrank_digits(n, k, dtype).to(device)
+        params = []
+        for s in np.broadcast_to(np.asarray(seeds), (B,)):
+            g = torch.Generator().manual_seed(int(s))
+            params.append(
+                [
+                    (torch.rand(n, k, generator=g, dtype=dtype) * 2 - 1) / k**0.5,
+                    (torch.rand(k, 64, generator=g, dtype=dtype) * 2 - 1) / k**0.5,
+                ]
+            )
+        self.params = [
+            torch.stack([p[i] for p in params]).to(device).requires_grad_(True) for i in range(2)
+        ]
+
+    def losses(self, params=None) -> torch.Tensor:
+        """Per-copy full-batch loss, shape ``(B,)``."""
+        A, C = self.params if params is None else params
+        r = torch.matmul(A, C) - self.y
+        return 0.5 * (r * r).sum(-1).mean(-1)
+
+    def losses_and_grads(self, params) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Per-copy loss ``(B,)`` and each copy's gradient with respect to ``(A, C)``, written
+        out: with ``R = A C - Y``, ``dA = R C^T / n``, ``dC = A^T R / n`` (tests: against
+        autograd on `losses()`). Each copy's arithmetic is its own (batched products)."""
+        A, C = (p.detach() for p in params)
+        n = A.shape[-2]
+        r = torch.matmul(A, C) - self.y
+        L = 0.5 * (r * r).sum(-1).mean(-1)
+        return L, [torch.matmul(r, C.transpose(1, 2)) / n, torch.matmul(A.transpose(1, 2), r) / n]
+
+
+def task_model(task: str, *args, **kwargs):
+    """The batched model of ``task``: `WhitenedDigitsMLP` for `WHITENED_TASKS`,
+    `DigitsFactorisation` for `FACTORISATION_TASKS`, else `BatchedMLP` (same arguments)."""
+    if task in WHITENED_TASKS:
+        return WhitenedDigitsMLP(task, *args, **kwargs)
+    if task in FACTORISATION_TASKS:
+        return DigitsFactorisation(task, *args, **kwargs)
+    return BatchedMLP(task, *args, **kwargs)

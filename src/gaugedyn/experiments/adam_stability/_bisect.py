@@ -23,6 +23,7 @@ is significant only when its seeds agree.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -56,11 +57,16 @@ def significance(status: np.ndarray, confidence: float = EDGE_CONFIDENCE) -> np.
     for idx in np.ndindex(spiky.shape):
         if known[idx] == 0:
             continue
-        ci = sps.binomtest(int(spiky[idx]), int(known[idx])).proportion_ci(
-            confidence_level=confidence, method="exact"
-        )
-        out[idx] = 1 if ci.low > 0.5 else (-1 if ci.high < 0.5 else 0)
+        out[idx] = _side(int(spiky[idx]), int(known[idx]), float(confidence))
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _side(spiky: int, known: int, confidence: float) -> int:
+    """`significance` of one cell, by its counts: the exact interval depends on nothing else, and
+    the pilots' tables and edges ask for the same few counts thousands of times."""
+    ci = sps.binomtest(spiky, known).proportion_ci(confidence_level=confidence, method="exact")
+    return 1 if ci.low > 0.5 else (-1 if ci.high < 0.5 else 0)
 
 
 def _sorted_cells(c: np.ndarray, status: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

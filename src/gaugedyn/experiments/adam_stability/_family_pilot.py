@@ -144,6 +144,248 @@ def eps_markdown(reading: list[dict[str, Any]], name: str = "digits_ce") -> list
     return lines
 
 
+DIAGNOSTIC_CELLS: tuple[dict[str, Any], ...] = (
+    {"hidden": 32, "lr": 1e-2, "a": 0.2, "c": 0.1},
+    {"hidden": 32, "lr": 3e-3, "a": 0.2, "c": 0.1},
+    {"hidden": 32, "lr": 1e-3, "a": 0.2, "c": 0.1},
+    {"hidden": 32, "lr": 1e-3, "a": 0.2, "c": 0.01},
+    {"hidden": 256, "lr": 1e-2, "a": 0.2, "c": 0.1},
+    {"hidden": 256, "lr": 1e-3, "a": 0.2, "c": 0.1},
+    {"hidden": 256, "lr": 1e-4, "a": 0.2, "c": 0.1},
+    # added after the seven above ran (family_pilot.json's diagnostics): the loss sits at a
+    # level nearly independent of the width and falling only slowly with the step size (about
+    # 10^-4.3 at lr 1e-2 for widths 32 and 256, 10^-4.6 at 1e-3, 10^-5.7 at 1e-4 with width
+    # 256), never towards 0 within 20,000 steps: not the step size alone, not capacity, far
+    # above the float's floor. The teacher tasks' inputs are isotropic Gaussians; the digits'
+    # are strongly correlated (an ill-conditioned input Gram matrix, slow directions the loss
+    # sits in while Adam's v follows the gradient without lag). Declared before they run: the
+    # same network on the whitened digits (`_batched.whitened_digits`)
+    {"task": "digits_white_mse", "hidden": 32, "lr": 1e-2, "a": 0.2, "c": 0.1},
+    {"task": "digits_white_mse", "hidden": 32, "lr": 1e-3, "a": 0.2, "c": 0.1},
+    {"task": "digits_white_mse", "hidden": 32, "lr": 1e-2, "a": 0.05, "c": 0.01},
+    {"task": "digits_white_mse", "hidden": 32, "lr": 1e-2, "a": 0.02, "c": 10**-2.5},
+    # added after the four above ran: whitening changes nothing (10^-4.3 at lr 1e-2 again,
+    # 10^-5.4 at 1e-3): the level is Adam's own at that step size whatever the data's
+    # conditioning; the over-parameterised MLP never enters the regime where the gradient
+    # falls faster than v follows. Declared before they run: a factorisation task on digits
+    # that reaches loss 0 exactly with an isolated (up to its gauge) minimum, as the teacher
+    # tasks do (`_batched.DigitsFactorisation`, rank 4 on 64 images: 512 parameters for
+    # 4,096 targets)
+    {"task": "digits_lowrank", "hidden": 4, "lr": 1e-2, "a": 0.2, "c": 0.1},
+    {"task": "digits_lowrank", "hidden": 4, "lr": 1e-3, "a": 0.2, "c": 0.1},
+    {"task": "digits_lowrank", "hidden": 4, "lr": 1e-2, "a": 0.05, "c": 0.01},
+    {"task": "digits_lowrank", "hidden": 4, "lr": 1e-2, "a": 0.02, "c": 10**-2.5},
+)
+"""Why does ``digits_mse`` settle near 1e-4 (declared before any of these runs)? A cell's
+``task`` is ``digits_mse`` unless named. Its network
+(64-``hidden``-10, ReLU) on its 64 images under half the squared error, Adam at ``1 - beta1 =
+a``, ``1 - beta2 = c``, eps 1e-8, step size ``lr``, `DIAGNOSTIC_STEPS` steps, `DIAGNOSTIC_SEEDS`
+seeds: the step size (``lr`` 1e-2, the pilot's, then 3e-3 and 1e-3 at the pilot's row 0.2 and
+column 0.1, and 1e-3 at the column 0.01), and the capacity (width 256, 19,210 parameters for
+640 targets, at 1e-2, 1e-3 and 1e-4: does the loss fall towards 0 when the network has room
+and the step is small?). The float64 floor is read off the same runs (a loss near 1e-4 is far
+above it)."""
+DIAGNOSTIC_STEPS = 20_000
+DIAGNOSTIC_SEEDS = 4
+DIAGNOSTIC_BLOCK = 1000
+"""Steps per reported block of a diagnostic run (its median, maximum and minimum ``log10``
+loss)."""
+
+
+def diagnose(
+    cells=DIAGNOSTIC_CELLS, steps: int = DIAGNOSTIC_STEPS, done=()
+) -> list[dict[str, Any]]:
+    """Run `DIAGNOSTIC_CELLS` (their ``task``, ``digits_mse`` unless named, on 64 images; seeds
+    ``SeedSequence([SEED, 98, cell index])``): per cell and seed the median, maximum and
+    minimum ``log10`` loss of each block of `DIAGNOSTIC_BLOCK` steps, and the cell's CPU
+    seconds. Cells of ``done`` (stored results) whose declaration matches are kept, not
+    rerun."""
+    import torch
+
+    from ..._meta import integer_seed
+    from ._batched import adam_step_sets, task_model
+
+    out = []
+    for q, cell in enumerate(cells):
+        kept = [z for z in done if {k: z.get(k) for k in cell} == cell and z["steps"] == steps]
+        if kept:
+            out.append(kept[0])
+            continue
+        t0 = time.process_time()
+        base = integer_seed(np.random.SeedSequence([SEED, 98, q]))
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            model = task_model(
+                cell.get("task", "digits_mse"),
+                DIAGNOSTIC_SEEDS,
+                base + np.arange(DIAGNOSTIC_SEEDS),
+                64,
+                hidden=cell["hidden"],
+            )
+            (blocks,), _ = adam_step_sets(
+                model,
+                cell["lr"],
+                1 - cell["a"],
+                1 - cell["c"],
+                steps,
+                [DIAGNOSTIC_BLOCK],
+                eps=1e-8,
+            )
+        finally:
+            torch.set_num_threads(before)
+        out.append(
+            dict(cell)
+            | {
+                "steps": int(steps),
+                "median": [np.round(b.median, 2).tolist() for b in blocks],
+                "max": [np.round(b.maximum, 2).tolist() for b in blocks],
+                "min": [np.round(b.minimum, 2).tolist() for b in blocks],
+                "cpu_seconds": round(time.process_time() - t0, 1),
+            }
+        )
+        print(f"diagnostic cell {q}: {out[-1]['cpu_seconds']} CPU s", flush=True)
+    return out
+
+
+DETECTOR_CELLS: tuple[dict[str, Any], ...] = tuple(
+    {"task": task, "hidden": h, "a": a, "c": c}
+    for task, h in (
+        ("digits_lowrank", 1),
+        ("digits_lowrank", 2),
+        ("digits_lowrank", 4),
+        ("digits_mse", 32),
+    )
+    for a, c in ((0.2, 0.01), (0.05, 10**-2.5), (0.02, 10**-2.5))
+) + tuple(
+    # added after the twelve above ran (all quiet): narrow ReLU networks on few images, nearer
+    # the teacher tasks' few units (a unit's kink crossing an image is a candidate for their
+    # sawtooth); declared before they run
+    {"task": "digits_mse", "hidden": h, "a": a, "c": c, "n_samples": 16}
+    for h in (4, 8)
+    for a, c in ((0.2, 0.01), (0.05, 10**-2.5), (0.02, 10**-2.5))
+)
+"""A short reading by the pilot's own detector (declared before it runs, after the block
+diagnostics of `DIAGNOSTIC_CELLS`; 64 images unless a cell names ``n_samples``): the factorisation at ranks 1, 2 and 4 and ``digits_mse``
+(64 images, lr 1e-2, eps 1e-8) at three cells, one in the pilot's row 0.2 and two in its rows
+0.05 and 0.02, where the family's rule needs edges; `DIAGNOSTIC_SEEDS` seeds a cell. The
+diagnostics showed a settled level set by the step size, with the loss wandering about a
+decade in a block: whether its rises reach the threshold is the detector's to say."""
+
+
+def detector_reading(cells=DETECTOR_CELLS, done=()) -> list[dict[str, Any]]:
+    """`DETECTOR_CELLS` through `_scan._run_task` (the pilot's program and detector; seeds
+    ``SeedSequence([SEED, 97, cell index])``): per cell the settled window's status codes and
+    largest rise per seed, the settled median ``log10`` loss, steps and CPU seconds. Cells of
+    ``done`` whose declaration matches are kept."""
+    from ...adam import SPIKE_SAMPLING
+    from ._scan import _run_task
+
+    out = []
+    for q, cell in enumerate(cells):
+        kept = [z for z in done if {k: z.get(k) for k in cell} == cell]
+        if kept:
+            out.append(kept[0])
+            continue
+        t0 = time.process_time()
+        task = {
+            "kind": "task",
+            "task": cell["task"],
+            "start": "init",
+            "a": [cell["a"]],
+            "c": [cell["c"]],
+            "seeds": DIAGNOSTIC_SEEDS,
+            "lr": 1e-2,
+            "n_samples": cell.get("n_samples", 64),
+            "hidden": cell["hidden"],
+            "eps": 1e-8,
+            "spikes": list(SPIKE_SAMPLING[:3]),
+        }
+        r = _run_task(task, np.random.SeedSequence([SEED, 97, q]))
+        out.append(
+            dict(cell)
+            | {
+                "status": r["status"][0, 0][:, WINDOW].tolist(),
+                "max_rise": np.round(r["max_rise"][0, 0][:, WINDOW], 2).tolist(),
+                "settled_median_log10_loss": np.round(
+                    r["settled_median_log10_loss"][0, 0], 2
+                ).tolist(),
+                "steps": int(r["steps_run"]) // DIAGNOSTIC_SEEDS,
+                "cpu_seconds": round(time.process_time() - t0, 1),
+            }
+        )
+        print(f"detector cell {q}: {out[-1]}", flush=True)
+    return out
+
+
+def _task_words(cell: dict[str, Any]) -> str:
+    task = cell.get("task", "digits_mse")
+    n = f" on {cell['n_samples']} images" if "n_samples" in cell else ""
+    if task == "digits_lowrank":
+        return f"`digits_lowrank` rank {cell['hidden']}{n}"
+    return f"`{task}` width {cell['hidden']}{n}"
+
+
+def diagnostics_markdown(cells: list[dict[str, Any]]) -> list[str]:
+    """Markdown lines of the stored `diagnose()`: per declared cell the median over seeds of
+    the block median ``log10`` loss after the first block, at the middle and at the end of
+    the run, the last block's lowest and highest ``log10`` loss (medians over seeds), the
+    lowest loss any block reached (over seeds), and the CPU seconds."""
+    lines = [
+        f"Diagnostics beside the pilot (`diagnose()`, declared in `DIAGNOSTIC_CELLS` before "
+        f"each group ran, stored with it): 64 images, Adam eps 1e-8, {DIAGNOSTIC_SEEDS} seeds, "
+        f"{DIAGNOSTIC_STEPS:,} steps in blocks of {DIAGNOSTIC_BLOCK:,}; the block median log10 "
+        "loss (median over seeds) after the first block, at the middle and at the end, the "
+        "last block's lowest and highest log10 loss, and the lowest of the whole run:",
+        "",
+        "| task | lr | $1 - \\beta_1$ | $1 - \\beta_2$ | first | middle | end | last block "
+        "low to high | lowest | CPU s |",
+        "|---" * 10 + "|",
+    ]
+    for z in cells:
+        med = np.asarray(z["median"], float)  # (seeds, blocks)
+        mid = med.shape[1] // 2 - 1
+        lo, hi = np.asarray(z["min"], float), np.asarray(z["max"], float)
+        lines.append(
+            f"| {_task_words(z)} | {z['lr']:g} | {z['a']:g} | {z['c']:.3g} | "
+            f"{np.median(med[:, 0]):.1f} | {np.median(med[:, mid]):.1f} | "
+            f"{np.median(med[:, -1]):.1f} | {np.median(lo[:, -1]):.1f} to "
+            f"{np.median(hi[:, -1]):.1f} | {lo.min():.1f} | {z['cpu_seconds']:.0f} |"
+        )
+    return lines
+
+
+def detector_markdown(cells: list[dict[str, Any]]) -> list[str]:
+    """Markdown lines of the stored `detector_reading()`: per declared cell the settled
+    window's statuses over the seeds, the largest rise, the settled median ``log10`` loss
+    (lowest to highest over seeds), the steps of a run and the CPU seconds."""
+    from ._protocol import CODES
+
+    names = {v: k for k, v in CODES.items()}
+    lines = [
+        "A reading by the pilot's own program and detector (`detector_reading()`, declared in "
+        f"`DETECTOR_CELLS` before it ran, stored with it): 64 images unless named, lr 0.01, "
+        "Adam eps 1e-8, "
+        f"{DIAGNOSTIC_SEEDS} seeds a cell, rise 2 decades, settled window:",
+        "",
+        "| task | $1 - \\beta_1$ | $1 - \\beta_2$ | statuses | largest settled rise | "
+        "settled log10 loss | steps | CPU s |",
+        "|---" * 8 + "|",
+    ]
+    for z in cells:
+        st = [names[int(v)] for v in z["status"]]
+        counts = ", ".join(f"{st.count(k)} {k}" for k in dict.fromkeys(st))
+        lv = np.asarray(z["settled_median_log10_loss"], float)
+        rise = np.asarray(z["max_rise"], float)
+        top = f"{np.nanmax(rise):.2f}" if np.isfinite(rise).any() else "-"
+        lines.append(
+            f"| {_task_words(z)} | {z['a']:g} | {z['c']:.3g} | {counts} | {top} | "
+            f"{np.nanmin(lv):.1f} to {np.nanmax(lv):.1f} | {z['steps']:,} | "
+            f"{z['cpu_seconds']:.0f} |"
+        )
+    return lines
+
+
 def row_reading(row: dict[str, Any], window: int = WINDOW, rise: int = 0) -> list[float]:
     """``[edge, low, high]`` of a stored row (`_bisect.row_edge` of its evaluated cells under
     ``window``, at the ``rise``-th rise of the cells' readings; ``nan`` where open or none)."""
@@ -271,6 +513,10 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
             )  # fmt: skip
     if "eps_reading" in p:
         lines += [""] + eps_markdown(p["eps_reading"])
+    if "diagnostics" in p:
+        lines += [""] + diagnostics_markdown(p["diagnostics"])
+    if "detector_reading" in p:
+        lines += [""] + detector_markdown(p["detector_reading"])
     chosen = choose(p)
     verdicts = []
     for name in CANDIDATES:
@@ -310,7 +556,23 @@ def main(argv: list[str] | None = None) -> None:
         "--eps-reading", action="store_true", help="store eps_reading() instead of rows"
     )
     parser.add_argument("--row", type=float, action="append", help="a row of _family.ROWS")
+    parser.add_argument("--diagnose", action="store_true", help="store diagnose() instead of rows")
+    parser.add_argument(
+        "--detector-reading", action="store_true", help="store detector_reading() instead"
+    )
     args = parser.parse_args(argv)
+    if args.detector_reading:
+        old = stored()
+        old["detector_reading"] = detector_reading(done=old.get("detector_reading", ()))
+        STORED.write_text(json.dumps(strict(old), indent=1) + "\n")
+        print(f"wrote {STORED}: detector reading", flush=True)
+        return
+    if args.diagnose:
+        old = stored()
+        old["diagnostics"] = diagnose(done=old.get("diagnostics", ()))
+        STORED.write_text(json.dumps(strict(old), indent=1) + "\n")
+        print(f"wrote {STORED}: diagnostics", flush=True)
+        return
     if args.eps_reading:
         old = stored()
         old["eps_reading"] = eps_reading()
@@ -344,8 +606,9 @@ def main(argv: list[str] | None = None) -> None:
             "seeds": SEEDS,
             "candidates": {n: old["candidates"][n] for n in CANDIDATES if n in old["candidates"]},
         }
-        if "eps_reading" in old:
-            out["eps_reading"] = old["eps_reading"]
+        for key in ("eps_reading", "diagnostics", "detector_reading"):
+            if key in old:
+                out[key] = old[key]
         STORED.write_text(json.dumps(strict(out), indent=1) + "\n")
         cpu = sum(z["cpu_seconds"] for z in entry["cells"])
         print(f"wrote {STORED}: {args.candidate} row {a} ({cpu:.0f} CPU s)", flush=True)

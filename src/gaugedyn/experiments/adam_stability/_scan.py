@@ -166,7 +166,7 @@ def _run_cells(task, seed, cells, watch=None) -> tuple[list[dict], dict]:
     ``steps_longest``."""
     import torch
 
-    from ._batched import BatchedMLP, adam_step_sets
+    from ._batched import adam_step_sets, task_model
 
     a, c, S = np.array(task["a"]), np.array(task["c"]), int(task["seeds"])
     ij = np.asarray(cells, dtype=np.int64).reshape(-1, 2)
@@ -182,7 +182,7 @@ def _run_cells(task, seed, cells, watch=None) -> tuple[list[dict], dict]:
     try:
         # every copy its own initialisation (cells independent): a shared one put whole rows on
         # the same plateau in a pilot (docs/adam-stability.md)
-        model = BatchedMLP(
+        model = task_model(
             task["task"],
             aa.size,
             copy_seeds(base, ij, c.size, S),

@@ -1,0 +1,156 @@
+"""The second network family's task programs declared after the digits_mse diagnostics (issue
+42, Build 4): the whitened digits (`_batched.whitened_digits`, `WhitenedDigitsMLP`) and the
+factorisation on digits (`_batched.lowrank_digits`, `DigitsFactorisation`), built through
+`_batched.task_model` by the batched runner (`_scan._run_cells`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from gaugedyn._errors import InputError
+from gaugedyn.experiments.adam_stability import _batched
+from gaugedyn.training import load_digits
+
+
+def test_whitened_digits_have_a_gram_matrix_n_times_a_projector():
+    X = _batched.whitened_digits(40).numpy()
+    assert X.shape == (40, 64)
+    np.testing.assert_allclose(X.mean(0), 0.0, atol=1e-12)  # centred over the images
+    eig = np.linalg.eigvalsh(X @ X.T)
+    kept = eig > 1.0
+    np.testing.assert_allclose(eig[kept], 40.0, rtol=1e-10)
+    np.testing.assert_allclose(eig[~kept], 0.0, atol=1e-8)
+    # the images' span: the rank of the centred images, and the same directions
+    raw = load_digits()[0][:40]
+    raw = raw - raw.mean(0)
+    assert kept.sum() == np.linalg.matrix_rank(raw)
+    proj = X.T @ np.linalg.pinv(X.T)
+    np.testing.assert_allclose(proj @ raw.T, raw.T, atol=1e-10)
+    with pytest.raises(InputError, match="n_samples=1 is not allowed"):
+        _batched.whitened_digits(1)
+
+
+def test_whitened_model_is_digits_mse_on_whitened_images():
+    m = _batched.task_model("digits_white_mse", 2, [3, 4], 24, hidden=8)
+    ref = _batched.BatchedMLP("digits_mse", 2, [3, 4], 24, hidden=8)
+    assert isinstance(m, _batched.WhitenedDigitsMLP)
+    torch.testing.assert_close(m.X, _batched.whitened_digits(24))
+    torch.testing.assert_close(m.y, ref.y)
+    for p, q in zip(m.params, ref.params):
+        torch.testing.assert_close(p, q)  # the same initialisation
+    ps = [p.detach().clone().requires_grad_(True) for p in m.params]
+    want = torch.autograd.grad(m.losses(ps).sum(), ps)
+    _, got = m.losses_and_grads(m.params)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-12, atol=1e-15)
+    with pytest.raises(InputError, match="task='digits_mse' is not allowed"):
+        _batched.WhitenedDigitsMLP("digits_mse", 1, [0], 8)
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_lowrank_digits_is_the_best_rank_k_fit(k):
+    Y = _batched.lowrank_digits(30, k).numpy()
+    raw = load_digits()[0][:30]
+    raw = raw - raw.mean(0)
+    s = np.linalg.svd(raw, compute_uv=False)
+    assert np.linalg.matrix_rank(Y) == k
+    # Eckart-Young: the residual's squared norm is the discarded singular values' squares
+    np.testing.assert_allclose(((raw - Y) ** 2).sum(), (s[k:] ** 2).sum(), rtol=1e-10)
+    with pytest.raises(InputError, match="rank=0 is not allowed"):
+        _batched.lowrank_digits(30, 0)
+    with pytest.raises(InputError, match="rank=30 is not allowed"):
+        _batched.lowrank_digits(30, 30)
+
+
+def test_factorisation_hand_gradient_equals_autograd():
+    m = _batched.task_model("digits_lowrank", 3, [1, 2, 3], 20, hidden=3)
+    assert isinstance(m, _batched.DigitsFactorisation)
+    assert [tuple(p.shape) for p in m.params] == [(3, 20, 3), (3, 3, 64)]
+    ps = [p.detach().clone().requires_grad_(True) for p in m.params]
+    L = m.losses(ps)
+    want = torch.autograd.grad(L.sum(), ps)
+    got_L, got = m.losses_and_grads(m.params)
+    torch.testing.assert_close(got_L, L.detach(), rtol=1e-13, atol=0)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        torch.testing.assert_close(g, w, rtol=1e-12, atol=1e-15)
+    # the loss by its definition: half the squared error summed over pixels, mean over images
+    A, C = (p.detach()[1].numpy() for p in m.params)
+    r = A @ C - _batched.lowrank_digits(20, 3).numpy()
+    np.testing.assert_allclose(L[1].item(), 0.5 * (r**2).sum() / 20, rtol=1e-12)
+    # the exact factors fit with loss 0
+    U, s, Vt = np.linalg.svd(_batched.lowrank_digits(20, 3).numpy(), full_matrices=False)
+    exact = [torch.as_tensor(U[None, :, :3] * s[:3]), torch.as_tensor(Vt[None, :3])]
+    assert m.losses(exact).item() < 1e-28
+    with pytest.raises(InputError, match="task='digits_mse' is not allowed"):
+        _batched.DigitsFactorisation("digits_mse", 1, [0], 8, hidden=2)
+    with pytest.raises(InputError, match="hidden=None is not allowed"):
+        _batched.DigitsFactorisation("digits_lowrank", 1, [0], 8)
+
+
+@pytest.mark.parametrize("task,hidden", [("digits_lowrank", 2), ("digits_white_mse", 8)])
+def test_a_copys_run_does_not_depend_on_the_copies_beside_it(task, hidden):
+    seeds = [5, 6, 7]
+    betas = (np.array([0.8, 0.9, 0.95]), np.array([0.99, 0.9, 0.999]))
+    together = _batched.task_model(task, 3, seeds, 16, hidden=hidden)
+    blocks, _ = _batched.adam_steps(together, 1e-2, *betas, 40, 1)
+    for i in range(3):
+        alone = _batched.task_model(task, 1, seeds[i : i + 1], 16, hidden=hidden)
+        own, _ = _batched.adam_steps(alone, 1e-2, betas[0][i], betas[1][i], 40, 1)
+        np.testing.assert_allclose(own[0].median, blocks[i].median, rtol=0, atol=1e-9)
+        for p, q in zip(alone.params, together.params):
+            torch.testing.assert_close(p[0], q[i], rtol=1e-10, atol=1e-12)
+
+
+def test_the_batched_runner_builds_the_family_programs():
+    from gaugedyn.adam import SPIKE_SAMPLING
+    from gaugedyn.experiments.adam_stability._scan import _run_task
+
+    task = {
+        "kind": "task",
+        "task": "digits_lowrank",
+        "start": "init",
+        "a": [0.5],
+        "c": [10**-0.5],
+        "seeds": 2,
+        "lr": 1e-2,
+        "n_samples": 16,
+        "hidden": 2,
+        "spikes": list(SPIKE_SAMPLING[:3]),
+    }
+    r = _run_task(task, np.random.SeedSequence(1))
+    lv = np.asarray(r["settled_median_log10_loss"], float)
+    assert lv.shape[:2] == (1, 1) and np.isfinite(lv).all()
+    # a factorisation that fits: its settled loss far below its first (about 10^0)
+    assert (lv < -3).all()
+
+
+def test_diagnose_keeps_stored_cells_and_runs_only_new_ones():
+    from gaugedyn.experiments.adam_stability import _family_pilot as fp
+
+    cells = (
+        {"task": "digits_lowrank", "hidden": 1, "lr": 1e-2, "a": 0.2, "c": 0.1},
+        {"task": "digits_lowrank", "hidden": 2, "lr": 1e-2, "a": 0.2, "c": 0.1},
+    )
+    stored = dict(cells[0]) | {"steps": 1000, "median": "kept"}
+    out = fp.diagnose(cells, steps=1000, done=[stored, dict(cells[1]) | {"steps": 5}])
+    assert out[0] is stored
+    assert out[1]["steps"] == 1000 and len(out[1]["median"]) == fp.DIAGNOSTIC_SEEDS
+    assert all(len(m) == 1 for m in out[1]["median"])  # one block of DIAGNOSTIC_BLOCK steps
+    lines = fp.diagnostics_markdown(out[1:])
+    assert lines[-1].startswith("| `digits_lowrank` rank 2 | 0.01 | 0.2 | 0.1 |")
+
+
+def test_the_stored_readings_are_drawn_on_the_page():
+    from gaugedyn.experiments.adam_stability import _family_pilot as fp
+
+    p = fp.stored()
+    lines = fp.pilot_markdown(p)
+    reading = fp.detector_markdown(p["detector_reading"])
+    assert len(reading) == 4 + len(fp.DETECTOR_CELLS)
+    assert "\n".join(reading) in "\n".join(lines)
+    assert len(fp.diagnostics_markdown(p["diagnostics"])) == 4 + len(fp.DIAGNOSTIC_CELLS)
+    z = p["detector_reading"][0]
+    assert [z[k] for k in ("task", "hidden", "a", "c")] == list(fp.DETECTOR_CELLS[0].values())
