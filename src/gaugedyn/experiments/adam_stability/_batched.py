@@ -285,8 +285,7 @@ def adam_step_sets(
     copy instead of once per tensor, the gradients land in the buffer's rows, and the batch's
     slices are taken only where it shrinks. These are the same float64 operations on the same
     values, so the same bits as the update tensor by tensor (tested bit for bit against it, at
-    one copy and many). At the scan's batch sizes (8 to 72 copies) a step of the teacher tasks
-    costs about 0.6 of the update tensor by tensor (``PROTOCOL.md``, the third task design)."""
+    one copy and many; ``PROTOCOL.md``, the third task design, says what it saved)."""
     if not (math.isfinite(weight_decay) and weight_decay >= 0):
         raise InputError(f"weight_decay={weight_decay!r} is not allowed; give a finite value >= 0")
     like = model.params[0]
