@@ -310,12 +310,11 @@ def test_the_summary_says_what_a_shared_tasks_seed_derives_from():
     shared = load_config(path, quick=True, overrides=["spike_shared=['2.0/24/200', '2.5/48/100']"])
     said = [summary_head(cfg, None)["seeds"]["derivation"] for cfg in (plain, shared)]
     assert all("seed_coordinates(task)" in s for s in said)
-    assert "less" not in said[0] and said[0].endswith("the task")
-    assert "the task less 'also'" in said[1]
-    # a scanned network task (the third task design) is split by rows on the task's one seed
-    scanned = load_config(path, quick=True, overrides=["task_bracket_stride=2"])
-    derivation = summary_head(scanned, None)["seeds"]["derivation"]
-    assert "the task less 'rows'" in derivation and "'also'" not in derivation
+    # a scanned network task (the default task design) is split by rows on the task's one seed
+    assert "the task less 'rows'" in said[0] and "'also'" not in said[0]
+    assert "the task less 'also', 'rows'" in said[1]
+    plain_tasks = load_config(path, quick=True, overrides=["task_bracket_stride=0"])
+    assert summary_head(plain_tasks, None)["seeds"]["derivation"].endswith("the task")
 
 
 def test_the_shared_pass_does_not_label_a_full_specification_provisional():

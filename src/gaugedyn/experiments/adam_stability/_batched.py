@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from ..._errors import InputError
-from ...adam import FLOAT64_FLOOR, SpikeBlocks, adam_factors, batched_adam_step
+from ...adam import FLOAT64_FLOOR, SpikeBlocks
 from ...training import load_digits
 from ._protocol import ADAM_EPS
 
@@ -151,14 +151,22 @@ def mse_losses_and_grads(X, y, params) -> tuple[torch.Tensor, list[torch.Tensor]
     matrix-vector products. Each copy's arithmetic is the same whatever the batch (the first
     layer's products are per-copy batched products, the reductions run along one copy's own
     axes): a copy's run does not depend on the copies beside it, as a scan's cells must not
-    (`_scan._scan_task`; tested)."""
+    (`_scan._scan_task`; tested).
+
+    The ReLU's backward is ``torch``'s own (``threshold_backward``: the
+    gradient kept where ``Z > 0``, zero where ``Z <= 0``), one vectorised pass instead of a
+    comparison, a negation and ``masked_fill_`` (ten times slower at 40 copies); the two
+    differ only where ``Z`` is ``nan`` (kept, there ``nan``, against zero), and a ``nan`` in
+    ``Z`` makes that step's loss ``nan`` and, through ``b2``'s gradient, every later one: the
+    losses are the same bits either way (tested against the ``masked_fill_`` form, a ``nan``
+    planted)."""
     W1, b1, W2, b2 = (p.detach() for p in params)
     B, h, k = W1.shape[0], W1.shape[-1], W2.shape[-1]
     n = X.shape[0]
-    Z = torch.matmul(X, W1) + b1  # (B, n, h)
+    Z = torch.matmul(X, W1).add_(b1)  # (B, n, h)
     A = Z.clamp(min=0)
-    out = (A * W2.view(B, 1, h)).sum(-1, keepdim=True) if k == 1 else torch.matmul(A, W2)
-    r = out + b2 - y  # (B, n, k)
+    o = (A * W2.view(B, 1, h)).sum(-1, keepdim=True) if k == 1 else torch.matmul(A, W2)
+    r = o.add_(b2).sub_(y)  # (B, n, k): out + b2 - y
     L = 0.5 * (r * r).sum(-1).mean(-1)
     dout = r / n
     if k == 1:
@@ -167,9 +175,8 @@ def mse_losses_and_grads(X, y, params) -> tuple[torch.Tensor, list[torch.Tensor]
     else:
         dW2 = torch.matmul(A.transpose(1, 2), dout)
         dA = torch.matmul(dout, W2.transpose(1, 2))
-    dZ = dA.masked_fill_(~(Z > 0), 0.0)
-    dW1 = torch.matmul(X.T, dZ)
-    return L, [dW1, dZ.sum(1, keepdim=True), dW2, dout.sum(1, keepdim=True)]
+    dZ = torch.ops.aten.threshold_backward(dA, Z, 0.0)
+    return L, [torch.matmul(X.T, dZ), dZ.sum(1, keepdim=True), dW2, dout.sum(1, keepdim=True)]
 
 
 class BlockStatistics:
@@ -270,7 +277,15 @@ def adam_step_sets(
     batch, which shrinks as copies end; a copy's blocks after its end read ``nan`` (its whole
     blocks, ``steps[i] // size[i]`` of them, are those of a run of its length alone). Each
     copy's steps are the same as in a batch where all run equally long (copies are
-    independent)."""
+    independent).
+
+    The update is `gaugedyn.adam.batched_adam_step()`'s ``"running"`` order with
+    `gaugedyn.adam.adam_factors()`' running bias products, written out on the rows of one
+    buffer (`FlatParams`): each elementwise operation runs once a step on every parameter and
+    copy instead of once per tensor, the gradients land in the buffer's rows, and the batch's
+    slices are taken only where it shrinks. These are the same float64 operations on the same
+    values, so the same bits as the update tensor by tensor (tested bit for bit against it, at
+    one copy and many; ``PROTOCOL.md``, the third task design, says what it saved)."""
     if not (math.isfinite(weight_decay) and weight_decay >= 0):
         raise InputError(f"weight_decay={weight_decay!r} is not allowed; give a finite value >= 0")
     like = model.params[0]
@@ -281,50 +296,59 @@ def adam_step_sets(
     order = np.argsort(-length, kind="stable")  # longest first: the running copies a prefix
     idx = torch.as_tensor(order, device=like.device)
     ends = length[order]
-    betas = tuple(np.broadcast_to(np.asarray(b, float), (B,))[order].copy() for b in (beta1, beta2))
-    params = [p.detach()[idx].clone() for p in model.params]
-    m = [torch.zeros_like(p) for p in params]
-    v = [torch.zeros_like(p) for p in params]
+    flat = FlatParams(model.params, idx)
+    m, v, g = (flat.zeros() for _ in range(3))
     accs = [
         BlockStatistics(np.broadcast_to(np.asarray(z), (B,))[order], like.device) for z in sizes
     ]
     back_t = torch.as_tensor(np.argsort(order, kind="stable"), device=like.device)
     ell = torch.full((B,), math.nan, dtype=torch.float64, device=like.device)
-    factors = None
-    live = B
+    # Adam's per-copy scalars as columns over the flat rows, in the "running" order's
+    # arithmetic (`gaugedyn.adam.adam_factors`, op_order="running"): 1 - b, and the running
+    # products b^t whose 1 - b^t correct the bias, one step at a time
+    betas = [
+        torch.as_tensor(np.broadcast_to(np.asarray(b, float), (B,))[order].copy(), dtype=like.dtype)
+        .to(like.device)
+        .view(B, 1)
+        for b in (beta1, beta2)
+    ]
+    ones = [1 - b for b in betas]
+    powers = [torch.ones_like(b) for b in betas]
+    lr, eps, decay = float(lr), float(eps), 1.0 - float(lr) * float(weight_decay)
+    # the copies still running at step t: those with ends > t, a prefix that shrinks at the ends
+    changes = {int(t): int(np.searchsorted(-ends, -t, side="left")) for t in np.unique(ends)}
+    changes[0] = int(np.searchsorted(-ends, 0, side="left"))
+    live = -1
     for t in range(int(ends[0]) if B else 0):
-        live = int(np.searchsorted(-ends, -t, side="left"))  # copies with ends > t
-        L, grads = model.losses_and_grads([q.detach()[:live] for q in params])
-        with torch.no_grad():
-            factors = (
-                adam_factors(1, lr=lr, betas=betas, op_order="running", like=like)
-                if factors is None
-                else factors.next()
-            )
-            before = (
-                [q.detach()[back_t].clone() for q in params] if watch and t in watch[0] else None
-            )
-            if weight_decay:
-                for p in params:
-                    p[:live].mul_(1.0 - lr * weight_decay)
-            batched_adam_step(
-                [p[:live] for p in params],
-                grads,
-                [z[:live] for z in m],
-                [z[:live] for z in v],
-                factors.rows(slice(0, live)),
-                eps=eps,
-            )
-            ell[:live] = torch.log10(L.detach().double())
+        if t in changes and changes[t] != live:
+            live = changes[t]
+            P, M, V, G = (z[:live] for z in (flat.data, m, v, g))
+            views, gviews = flat.views(live), flat.views(live, g)
+            b1, b2, c1, c2, p1, p2 = (z[:live] for z in (*betas, *ones, *powers))
             ell[live:] = math.nan
+        L, grads = model.losses_and_grads(views)
+        for z, x in zip(gviews, grads):
+            z.copy_(x)
+        with torch.no_grad():
+            before = [q[back_t].clone() for q in flat.views(B)] if watch and t in watch[0] else None
+            if weight_decay:
+                P.mul_(decay)
+            # batched_adam_step's "running" update, each operation on every parameter at once
+            p1.mul_(b1)
+            p2.mul_(b2)
+            M.mul_(b1).add_(c1 * G)
+            V.mul_(b2).add_(c2 * G * G)
+            d = (V / (1 - p2)).sqrt_().add_(eps)
+            P.sub_((M / (1 - p1)).mul_(lr).div_(d))
+            ell[:live] = torch.log10(L.detach().double())
             if watch and before is not None:
-                for p, q in zip(model.params, params):
-                    p.data.copy_(q.detach()[back_t])
+                for p, q in zip(model.params, flat.views(B)):
+                    p.data.copy_(q[back_t])
                 watch[1](t, before)
             for acc in accs:
                 acc.push(ell)
     with torch.no_grad():
-        for p, q in zip(model.params, params):
+        for p, q in zip(model.params, flat.views(B)):
             p[idx] = q
     back = np.argsort(order, kind="stable")
     first = (
@@ -334,6 +358,46 @@ def adam_step_sets(
     )
     sets = [acc.blocks() for acc in accs]
     return [[z[int(k)] for k in back] for z in sets], first
+
+
+class FlatParams:
+    """The ``B`` copies' parameters (a batched model's ``params``, reordered by ``idx``) as one row per
+    copy of one float64 buffer, so that `adam_step_sets()` runs each operation of Adam's
+    update once on every parameter instead of once per tensor: the same elementwise
+    operations on the same values as `gaugedyn.adam.batched_adam_step()` tensor by tensor, so
+    the same bits (tested). `views()` gives the model's tensors ``(live, *shape)`` of the first
+    ``live`` rows; each starts at a multiple of ``ALIGN`` elements (64 bytes) in a row that is a
+    multiple of ``ALIGN`` long, so that every copy's tensor starts 64-byte aligned, as in its
+    own stacked tensor (the matrix products' operands at the widths of the tasks; the matrix
+    library's results are not assumed to ignore alignment). The padding holds zeros: its
+    gradient is 0, and Adam leaves it 0."""
+
+    ALIGN = 8
+
+    def __init__(self, params, idx: torch.Tensor):
+        like = params[0]
+        self.shapes = [tuple(p.shape[1:]) for p in params]
+        sizes = [int(np.prod(s)) for s in self.shapes]
+        a = self.ALIGN
+        self.offsets = list(np.cumsum([0] + [-(-z // a) * a for z in sizes])[:-1])
+        self.sizes = sizes
+        width = -(-(self.offsets[-1] + sizes[-1]) // a) * a
+        B = like.shape[0]
+        self.data = torch.zeros((B, width), dtype=like.dtype, device=like.device)
+        for p, view in zip(params, self.views(B)):
+            view.copy_(p.detach()[idx])
+
+    def zeros(self) -> torch.Tensor:
+        return torch.zeros_like(self.data)
+
+    def views(self, live: int, buf: torch.Tensor | None = None) -> list[torch.Tensor]:
+        """The first ``live`` rows of ``buf`` (default: the parameters) as the model's
+        tensors ``(live, *shape)``."""
+        buf = self.data if buf is None else buf
+        return [
+            buf[:live, o : o + z].view((live, *s))
+            for o, z, s in zip(self.offsets, self.sizes, self.shapes)
+        ]
 
 
 WHITENED_TASKS = ("digits_white_mse",)

@@ -15,7 +15,6 @@ import numpy as np
 from ..._errors import InputError
 from ...adam import SPIKE_DEFINITION, SpikeSampling
 from ...harness import Choice, Experiment, Param
-from ._calibration import GRID as TASK_GRID
 from ._calibration import TASKS as CALIBRATION
 from ._detector_controls import boundary_controls, design_controls, detector_controls
 from ._figures import local_slopes, spike_maps
@@ -25,6 +24,7 @@ from ._protocol import (
     CHECK_CELLS,
     FINDING_MEASURES,
     RISE_RANGE,
+    SCAN_DESIGN,
     SETTLE,
     STARTS,
     sampling,
@@ -242,7 +242,7 @@ class SpikeBoundary(Experiment):
         ),
         "task_one_minus_beta1": Param(
             list,
-            TASK_GRID["one_minus_beta1"],
+            SCAN_DESIGN["one_minus_beta1"],
             item=float,
             quick=[0.5, 0.3, 0.2],
             lo=1e-3,
@@ -252,13 +252,12 @@ class SpikeBoundary(Experiment):
             max_len=12,
             distinct=True,
             why="beta1 >= 0; below 1e-3 a settled run passes 1e5 steps",
-            help="task rows 1 - beta1 (the calibrated first design, _calibration.GRID's; the "
-            "third design, SCAN_DESIGN, rows 0.5 to 0.01 scanned, is declared and piloted, but its "
-            "timed full run ran over the 15-minute bar: PROTOCOL.md)",
+            help="task rows 1 - beta1 (the third design, SCAN_DESIGN: nine from 0.5 to 0.01; "
+            "the calibrated first design's are _calibration.GRID's: PROTOCOL.md)",
         ),
         "task_one_minus_beta2": Param(
             list,
-            TASK_GRID["one_minus_beta2"],
+            SCAN_DESIGN["one_minus_beta2"],
             item=float,
             quick=[0.03, 0.1, 0.3],
             lo=1e-3,
@@ -268,24 +267,23 @@ class SpikeBoundary(Experiment):
             max_len=16,
             distinct=True,
             why="below 1e-3 a settled run passes 1e5 steps",
-            help="task columns 1 - beta2 (the calibrated first design, _calibration.GRID's; "
-            "SCAN_DESIGN's are the second design's, a quarter decade apart from 1e-3 to "
-            "10^-0.5: PROTOCOL.md)",
+            help="task columns 1 - beta2 (the third design, SCAN_DESIGN: the second's, a "
+            "quarter decade apart from 1e-3 to 10^-0.5; the first design's are "
+            "_calibration.GRID's: PROTOCOL.md)",
         ),
         "task_seeds": Param(
             int,
-            3,
+            SCAN_DESIGN["seeds"],
             quick=1,
             lo=1,
             hi=16,
             why="CPU time: one copy per seed",
-            help="initialisations per task cell (the first design: 3; SCAN_DESIGN: 8; at fewer "
-            "than 6 no task edge "
+            help="initialisations per task cell (SCAN_DESIGN: 8; at fewer than 6 no task edge "
             "can have an interval: PROTOCOL.md)",
         ),
         "task_bracket_stride": Param(
             int,
-            0,
+            SCAN_DESIGN["bracket_stride"],
             lo=0,
             hi=8,
             why="a bracket grid coarser than 8 columns steps over the edge",
