@@ -195,6 +195,31 @@ def _reference_step_sets(model, lr, beta1, beta2, steps, sizes, weight_decay=0.0
     return [[z[int(k)] for k in back] for z in sets], accs[0].ceiling.numpy()[back], final
 
 
+def _flat_views_multiply_as_stacked(task, copies, seeds, hidden) -> bool:
+    """Whether this machine's matrix library gives the flat buffer's views (`FlatParams`: rows of
+    one buffer, each tensor 64-byte aligned) the same bits as the stacked tensors they were
+    copied from, in the batched products the tasks make. The fast update's bit-for-bit claim
+    rests on it; the library's kernels are the machine's, so elsewhere the test is skipped (a
+    probe, as the fused Adam step's tests do)."""
+    from gaugedyn.experiments.adam_stability._batched import FlatParams, task_model
+
+    params = task_model(task, copies, seeds, n_samples=48, hidden=hidden).params
+    flat = FlatParams(params, torch.arange(copies))
+    gen = torch.Generator().manual_seed(0)
+    for view in flat.views(copies):
+        if view.dim() != 3:
+            continue
+        x = torch.randn(copies, 7, view.shape[1], generator=gen, dtype=view.dtype)
+        y = torch.randn(copies, view.shape[2], 5, generator=gen, dtype=view.dtype)
+        same = view.contiguous()
+        if not (
+            torch.equal(torch.bmm(x, view), torch.bmm(x, same))
+            and torch.equal(torch.bmm(view, y), torch.bmm(same, y))
+        ):
+            return False
+    return True
+
+
 @pytest.mark.parametrize(
     "task, copies, decay",
     [
@@ -224,6 +249,8 @@ def test_the_fast_update_equals_adam_tensor_by_tensor_bit_for_bit(task, copies, 
     steps = rng.integers(20, 60, copies)
     sizes = [rng.integers(2, 6, copies), 3]
     hidden = {"teacher_mse": 8, "teacher4_mse": 16, "digits_lowrank": 4}.get(task, 32)
+    if not _flat_views_multiply_as_stacked(task, copies, seeds, hidden):
+        pytest.skip("this machine's matrix library gives the flat buffer's views other bits")
     seen: dict[str, list] = {"fast": [], "ref": []}
 
     def model():

@@ -46,6 +46,8 @@ ALLOWED_NONFINITE: dict[str, tuple[int, str]] = {
     "test_gauge_recorder.py": (2, SENTINEL + " (predicted is NaN where no law is derived)"),
     "test_monitor.py": (1, "the test's operator returns NaN itself; no overflow on the way"),
     "test_pinned_edge.py": (1, SENTINEL),
+    "test_batched_tasks.py": (1, "a nan planted in the input: nan in, nan out by IEEE arithmetic"),
+    "test_prototypes_headline.py": (1, SENTINEL + " (a size's missing seeds padded with NaN)"),
     "test_plateaus.py": (1, SENTINEL),
     "test_properties_mutants_stats.py": (1, SENTINEL + " (the bound not asked for)"),
     "test_prototypes.py": (2, INF_IN),
@@ -74,9 +76,13 @@ ALLOWED_BITWISE: dict[str, tuple[int, str]] = {
     ),
     "test_batched_adam.py": (12, ELEMENTWISE),
     "test_batched_tasks.py": (
-        3,
+        13,
         "one fixed random draw against itself; block order statistics (min, max, median_low,"
-        " median_high) are selections of the same float64 values, exact on any kernel",
+        " median_high) are selections of the same float64 values, exact on any kernel; the"
+        " fast update against the tensor-by-tensor one: the same elementwise float64"
+        " operations, and the matrix products' bits checked by a probe first (skipped where"
+        " the library gives the flat buffer's views other bits); a planted nan's copy masked"
+        " out",
     ),
     "test_beta_grid_batched.py": (3, BY_DESIGN),
     "test_compiled_options.py": (1, "a frozen layer: the initial values copied"),
