@@ -256,3 +256,20 @@ def test_stage_2_seeds_are_disjoint_from_stage_1_the_published_run_and_the_pilot
         old |= {x.tobytes() for x, _ in drawn}
     x2 = hl.headline_runs(3, two[0]["seeds"], _seqs(two, cfg.seed)[0]).x
     assert len(old) >= 2560 and not {r.tobytes() for r in x2} & old
+
+
+def test_the_published_stage_2_is_the_declared_run_judged_on_its_own_values():
+    path = ROOT / "results-data/prototypes/extensions/headline-2/summary.json"
+    summary = json.loads(path.read_text())
+    cfg = load_config(SIMS, overrides=['design="headline-2"'])
+    assert summary["tasks"] == ex.EXPERIMENT.tasks(cfg.params)  # the declared counts and stream
+    (claim,) = [c for c in summary["claims"] if c["id"] == hl.FINDING]
+    per = claim["tolerance"]["power_by_size"]
+    assert claim["power"] == pytest.approx(np.prod(list(per.values())))
+    assert {int(n): k for n, k in claim["tolerance"]["seeds_per_size"].items()} == (
+        pp.HEADLINE_STAGE_2_SEEDS
+    )
+    sizes = (3, 5, 10, 20, 50, 100)
+    cells = [cell["n"] for cell in claim["tolerance"]["cells"]]
+    assert cells == [pp.HEADLINE_STAGE_2_SEEDS[n] for n in sizes] * 3  # each cell its own count
+    assert claim["underpowered"] == (claim["power"] < 0.8)
