@@ -140,8 +140,7 @@ def test_log_ratios_lay_out_each_size_approach_major_with_its_own_count():
 
 
 def test_a_small_headline_run_judges_each_cell_at_its_own_count(monkeypatch, tmp_path):
-    monkeypatch.setattr(pp, "HEADLINE_SEEDS", {3: 6, 5: 9})
-    monkeypatch.setattr(hl, "HEADLINE_SEEDS", pp.HEADLINE_SEEDS)
+    monkeypatch.setitem(pp.HEADLINE_STAGES, "headline", {3: 6, 5: 9})
     cfg = _headline(sizes=[3, 5], steps=1000, budgets=[1000], cap=1000)
     tasks = ex.EXPERIMENT.tasks(cfg.params)
     seeds = _seqs(tasks)
@@ -160,3 +159,117 @@ def test_a_small_headline_run_judges_each_cell_at_its_own_count(monkeypatch, tmp
     assert len(lines) == 3 and f"**{c.verdict}**" in lines[2]
     assert "3: 6, 5: 9" in lines[2] and f"{c.power:.3f}" in lines[2] and "60 (0.125 x)" in lines[2]
     assert "not published" in ex.EXPERIMENT.extension_table({"headline": None})[2]
+
+
+# -- stage 2 (issue 44): counts from the pooled pilot and stage 1, its own seed stream ------------
+
+PILOT = ROOT / "results-data/prototypes/pilot.json"
+STAGE_1 = ROOT / "results-data/prototypes/extensions/headline/summary.json"
+
+
+def _stage_1_values():
+    claims = json.loads(STAGE_1.read_text())["claims"]
+    (claim,) = [c for c in claims if c["id"] == hl.FINDING]
+    return np.asarray(claim["per_seed"], dtype=float)
+
+
+def test_stage_2_tasks_take_their_counts_from_the_protocol(monkeypatch):
+    assert ex.EXPERIMENT.extensions["headline-2"] == {"design": "headline-2"}
+    cfg = _headline(design="headline-2")
+    tasks = ex.EXPERIMENT.tasks(cfg.params)
+    want = [pp.HEADLINE_STAGES["headline-2"][n] for n in cfg.params["sizes"]]
+    assert [t["seeds"] for t in tasks] == want
+    assert pp.HEADLINE_STAGES["headline-2"] is pp.HEADLINE_STAGE_2_SEEDS
+    assert {(t["design"], t["stream"]) for t in tasks} == {("headline-2", "headline-2")}
+    monkeypatch.setitem(pp.HEADLINE_STAGE_2_SEEDS, 3, 11)  # one definition: the tasks follow it
+    assert ex.EXPERIMENT.tasks(cfg.params)[0]["seeds"] == 11
+    assert ex.EXPERIMENT.tasks(_headline().params)[0]["seeds"] == pp.HEADLINE_SEEDS[3]
+    with pytest.raises(InputError, match="'headline-3'"):
+        hl.seed_count(3, "headline-3")
+
+
+def test_stage_2_counts_are_the_stored_allocation_at_the_declared_target():
+    got = json.loads(PILOT.read_text())["stage_2"]
+    assert got["target"] == pp.HEADLINE_STAGE_2_TARGET == 0.9
+    assert got["effect"] == pp.LOG_RATIO_EFFECT
+    assert {int(n): c for n, c in got["counts"].items()} == pp.HEADLINE_STAGE_2_SEEDS
+    assert got["joint_power"] - 2 * got["joint_power_se"] >= pp.HEADLINE_STAGE_2_TARGET
+    assert got["joint_power"] == pytest.approx(np.prod(list(got["power_by_size"].values())))
+    # the pooled rows per size: the pilot's 16 and stage 1's complete rows at that size
+    pilot = np.asarray(json.loads(PILOT.read_text())["log_ratios"]["inside|0.01|one-sided"])
+    stage1 = _stage_1_values()
+    for i, n in enumerate((3, 5, 10, 20, 50, 100)):
+        cols = pw.size_cells(6, i)
+        direct = len(pilot) + int(np.all(np.isfinite(stage1[:, cols]), axis=1).sum())
+        assert got["pooled_rows_by_size"][str(n)] == direct
+    assert got["pooled_rows_by_size"]["100"] == 16 + pp.HEADLINE_SEEDS[100]
+
+
+def test_pooled_power_is_the_power_on_each_sizes_own_rows_of_both_runs():
+    rng = np.random.default_rng(8)
+    pilot = rng.lognormal(0.0, 0.5, size=(10, 6)) - 0.8
+    stage1 = np.full((40, 6), np.nan)  # size 0: 40 seeds, size 1: 12 (nan below)
+    stage1[:, pw.size_cells(2, 0)] = rng.lognormal(0.0, 1.5, size=(40, 3)) - 0.8
+    stage1[:12, pw.size_cells(2, 1)] = rng.lognormal(0.0, 1.5, size=(12, 3)) - 0.8
+    stage1[5, 0] = np.nan  # one incomplete row at size 0 only
+    v = pw.pooled(pilot, stage1)
+    assert v.shape == (50, 6)
+    curves = pw.power_curves(v, 2, (30, 90), 0.3, reps=500, seed=4)
+    for i, rows in ((0, 10 + 39), (1, 10 + 12)):
+        cols = pw.size_cells(2, i)
+        direct = np.vstack([pilot[:, cols], stage1[:, cols]])
+        direct = direct[np.all(np.isfinite(direct), axis=1)]
+        assert len(direct) == rows
+        for j, n in enumerate((30, 90)):
+            r = np.random.default_rng(np.random.SeedSequence([4, i, n]))
+            assert curves[i, j] == pw.power_at_seeds(direct, n, 0.3, reps=500, rng=r)
+    # the wider stage-1 spread lowers the power against the pilot's alone
+    assert np.all(curves < pw.power_curves(pilot, 2, (30, 90), 0.3, reps=500, seed=4) + 0.05)
+    with pytest.raises(ValueError, match="equal columns"):
+        pw.pooled(pilot, stage1[:, :5])
+
+
+def test_stage_2_seeds_are_disjoint_from_stage_1_the_published_run_and_the_pilot():
+    published = json.loads((ROOT / "results-data/prototypes/summary.json").read_text())
+    root = int(published["seeds"]["root"])
+    assert json.loads(STAGE_1.read_text())["seeds"]["root"] == root
+    full = ex.EXPERIMENT.tasks(load_config(SIMS).params)
+    one = ex.EXPERIMENT.tasks(load_config(SIMS, overrides=["design=headline"]).params)
+    cfg = load_config(SIMS, overrides=['design="headline-2"'])
+    two = ex.EXPERIMENT.tasks(cfg.params)
+    assert one == json.loads(STAGE_1.read_text())["tasks"]  # stage 1's tasks (seeds) as published
+    key = lambda s: (repr(s.entropy), tuple(s.spawn_key))  # noqa: E731
+    theirs = {key(s) for s in _seqs(full, root) + _seqs(one, root)}
+    theirs |= {
+        key(np.random.SeedSequence([4444, n, i])) for n in (3, 5, 10, 20, 50, 100) for i in range(2)
+    }
+    ours = {key(s) for s in _seqs(two, cfg.seed)}
+    assert cfg.seed == root and len(ours) == len(two) and not ours & theirs
+    # and the inputs drawn at N = 3: none of stage 2's is one of stage 1's or the pilot's
+    x1 = hl.headline_runs(3, one[0]["seeds"], _seqs(one, root)[0]).x
+    old = {r.tobytes() for r in x1}
+    for i in range(2):
+        pilot = np.random.SeedSequence([4444, 3, i])
+        drawn = (
+            model.training_data(stats.generator(pilot, "data", s), 3, "sin") for s in range(16)
+        )
+        old |= {x.tobytes() for x, _ in drawn}
+    x2 = hl.headline_runs(3, two[0]["seeds"], _seqs(two, cfg.seed)[0]).x
+    assert len(old) >= 2560 and not {r.tobytes() for r in x2} & old
+
+
+def test_the_published_stage_2_is_the_declared_run_judged_on_its_own_values():
+    path = ROOT / "results-data/prototypes/extensions/headline-2/summary.json"
+    summary = json.loads(path.read_text())
+    cfg = load_config(SIMS, overrides=['design="headline-2"'])
+    assert summary["tasks"] == ex.EXPERIMENT.tasks(cfg.params)  # the declared counts and stream
+    (claim,) = [c for c in summary["claims"] if c["id"] == hl.FINDING]
+    per = claim["tolerance"]["power_by_size"]
+    assert claim["power"] == pytest.approx(np.prod(list(per.values())))
+    assert {int(n): k for n, k in claim["tolerance"]["seeds_per_size"].items()} == (
+        pp.HEADLINE_STAGE_2_SEEDS
+    )
+    sizes = (3, 5, 10, 20, 50, 100)
+    cells = [cell["n"] for cell in claim["tolerance"]["cells"]]
+    assert cells == [pp.HEADLINE_STAGE_2_SEEDS[n] for n in sizes] * 3  # each cell its own count
+    assert claim["underpowered"] == (claim["power"] < 0.8)

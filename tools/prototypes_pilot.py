@@ -24,9 +24,16 @@ the target; when it falls short, the target of the choice is raised by 0.01 unti
 the pilot file: the primary reading's curves, the costs, the counts, its joint power and every
 reading's joint power at those counts (the other readings' are reported, not required).
 
+``stage-2`` (issue 44, after stage 1's own values gave it less power than its design) chooses
+stage 2's counts by the same procedure (`choose`) at ``_protocol.HEADLINE_STAGE_2_TARGET``, on
+the pilot's primary-reading log ratios and the published stage 1's pooled (`_power.pooled`), at
+the per-seed costs stored by ``allocate``; it writes ``stage_2`` into the pilot file.
+
 Run: ``python tools/prototypes_pilot.py train --seeds 16 --out results-data/prototypes/pilot.json``
 then ``python tools/prototypes_pilot.py power results-data/prototypes/pilot.json`` and
-``python tools/prototypes_pilot.py allocate results-data/prototypes/pilot.json``.
+``python tools/prototypes_pilot.py allocate results-data/prototypes/pilot.json``; stage 2:
+``python tools/prototypes_pilot.py stage-2 results-data/prototypes/pilot.json
+results-data/prototypes/extensions/headline/summary.json``.
 """
 
 from __future__ import annotations
@@ -164,28 +171,35 @@ def seed_costs(seeds: int = 8) -> list[float]:
     return out
 
 
-def allocate(path: Path, reps: int, check_reps: int) -> dict:
-    data = json.loads(path.read_text())
-    effect, target = pp.LOG_RATIO_EFFECT, pp.POWER_TARGET
-    costs = seed_costs()
-    curves = pw.power_curves(
-        np.asarray(data["log_ratios"][PRIMARY], float), len(SIZES), SIZE_CANDIDATES, effect,
-        reps=reps,
-    )  # fmt: skip
+def choose(
+    values: np.ndarray, costs: list[float], target: float, reps: int, check_reps: int
+) -> tuple[np.ndarray, list[int], float, list[float], float, float]:
+    """The per-size counts of least cost whose joint power at the declared difference reaches
+    ``target`` on resamples of ``values`` (``(S, 3 n_sizes)``, ``nan`` where a size has no
+    value in a row), checked on independent resamples: the curves, the counts, the checked joint
+    power, per size, its Monte Carlo standard error and the aim that passed (module doc)."""
+    effect = pp.LOG_RATIO_EFFECT
+    curves = pw.power_curves(values, len(SIZES), SIZE_CANDIDATES, effect, reps=reps)
     aim = target
     while True:
         got = pw.cheapest_counts(curves, SIZE_CANDIDATES, costs, aim)
         if got is None:
             raise SystemExit(f"no counts up to {SIZE_CANDIDATES[-1]} reach {aim:.2f}")
         counts, _ = got
-        checked, per = pw.joint_power(
-            np.asarray(data["log_ratios"][PRIMARY], float), counts, effect, reps=check_reps
-        )
+        checked, per = pw.joint_power(values, counts, effect, reps=check_reps)
         se = pw.product_se(per, check_reps)
         print(f"aim {aim:.2f}: counts {counts}, checked {checked:.3f} +- {se:.3f}", flush=True)
         if checked - 2 * se >= target:
-            break
+            return curves, counts, checked, per, se, aim
         aim = round(aim + 0.01, 2)
+
+
+def allocate(path: Path, reps: int, check_reps: int) -> dict:
+    data = json.loads(path.read_text())
+    effect, target = pp.LOG_RATIO_EFFECT, pp.POWER_TARGET
+    costs = seed_costs()
+    values = np.asarray(data["log_ratios"][PRIMARY], float)
+    curves, counts, checked, per, se, aim = choose(values, costs, target, reps, check_reps)
     others = {
         key: pw.joint_power(np.asarray(values, float), counts, effect, reps=check_reps)[0]
         for key, values in data["log_ratios"].items()
@@ -216,6 +230,60 @@ def allocate(path: Path, reps: int, check_reps: int) -> dict:
     return data["per_size"]
 
 
+def stage_1_values(summary: Path) -> np.ndarray:
+    """The published stage 1's per-seed log ratios (``(max S, 3 n_sizes)``, ``nan`` beyond a
+    size's count), from its summary's claim `_headline.FINDING`."""
+    from gaugedyn.experiments.prototypes import _headline as hl
+
+    claims = json.loads(summary.read_text())["claims"]
+    (claim,) = [c for c in claims if c["id"] == hl.FINDING]
+    return np.asarray(claim["per_seed"], dtype=float)
+
+
+def stage_2(path: Path, summary: Path, reps: int, check_reps: int) -> dict:
+    """Stage 2's counts (``_protocol.HEADLINE_STAGE_2_TARGET``): `choose` on the pooled log
+    ratios of the pilot (primary reading) and the published stage 1 (`_power.pooled`), at the
+    CPU costs per seed ``per_size`` stored (measured for stage 1). Writes ``stage_2`` into the
+    pilot file."""
+    data = json.loads(path.read_text())
+    pilot = np.asarray(data["log_ratios"][PRIMARY], float)
+    stage1 = stage_1_values(summary)
+    values = pw.pooled(pilot, stage1)
+    stored = data["per_size"]["cpu_seconds_per_seed"]
+    costs = [float(stored[str(n)]) for n in SIZES]
+    target = pp.HEADLINE_STAGE_2_TARGET
+    curves, counts, checked, per, se, aim = choose(values, costs, target, reps, check_reps)
+    rows = [
+        int(np.all(np.isfinite(values[:, pw.size_cells(len(SIZES), i)]), axis=1).sum())
+        for i in range(len(SIZES))
+    ]
+    data["stage_2"] = {
+        "what": "stage 2 of the headline configuration (issue 44): per size, the power of "
+        "every_cell_median on its three cells at each candidate, on resamples of the pooled "
+        "per-seed log ratios of the pilot (primary reading) and the published stage 1, the "
+        "cheapest counts whose joint power reaches the target, checked on independent resamples",
+        "primary": PRIMARY,
+        "stage_1": str(summary),
+        "stage_1_published": json.loads(summary.read_text())["published"]["date"],
+        "pooled_rows_by_size": dict(zip(map(str, SIZES), rows)),
+        "effect": pp.LOG_RATIO_EFFECT,
+        "target": target,
+        "aim": aim,
+        "reps": reps,
+        "check_reps": check_reps,
+        "candidates": list(SIZE_CANDIDATES),
+        "cpu_seconds_per_seed": dict(zip(map(str, SIZES), costs)),
+        "counts": dict(zip(map(str, SIZES), counts)),
+        "cpu_seconds": float(np.dot(costs, counts)),
+        "power_by_size": dict(zip(map(str, SIZES), per)),
+        "joint_power": checked,
+        "joint_power_se": se,
+        "curves": curves.tolist(),
+    }
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return data["stage_2"]
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -229,13 +297,20 @@ def main(argv=None) -> None:
     a.add_argument("pilot", type=Path)
     a.add_argument("--reps", type=int, default=2000)
     a.add_argument("--check-reps", type=int, default=4000)
+    b = sub.add_parser("stage-2")
+    b.add_argument("pilot", type=Path)
+    b.add_argument("stage_1", type=Path, help="the published stage 1's summary.json")
+    b.add_argument("--reps", type=int, default=2000)
+    b.add_argument("--check-reps", type=int, default=4000)
     args = p.parse_args(argv)
     if args.command == "train":
         train(args.seeds, args.out)
     elif args.command == "power":
         power(args.pilot, args.reps)
-    else:
+    elif args.command == "allocate":
         allocate(args.pilot, args.reps, args.check_reps)
+    else:
+        stage_2(args.pilot, args.stage_1, args.reps, args.check_reps)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from ._protocol import (
     COV,
     HEADLINE_COVERAGE,
     HEADLINE_INIT,
-    HEADLINE_SEEDS,
+    HEADLINE_STAGES,
     OV,
     PLAIN,
     REFERENCE_TAU,
@@ -51,29 +51,37 @@ FINDING = f"coverage_lowest_error[init={HEADLINE_INIT},coverage={HEADLINE_COVERA
 """The one finding the headline configuration judges."""
 
 
-def seed_count(n: int) -> int:
-    """The declared seed count at size ``n`` (`HEADLINE_SEEDS`); `InputError` for a size
-    without one."""
-    if int(n) not in HEADLINE_SEEDS:
+def seed_count(n: int, design: str = "headline") -> int:
+    """The declared seed count at size ``n`` of the stage ``design`` (`HEADLINE_STAGES`);
+    `InputError` for a size or a stage without one."""
+    if design not in HEADLINE_STAGES:
         raise InputError(
-            f"sizes contains N = {n}: the headline configuration declares seed counts only for "
-            f"N in {sorted(HEADLINE_SEEDS)} (_protocol.HEADLINE_SEEDS)"
+            f"design {design!r}: the headline's stages are {sorted(HEADLINE_STAGES)} "
+            "(_protocol.HEADLINE_STAGES)"
         )
-    return int(HEADLINE_SEEDS[int(n)])
+    counts = HEADLINE_STAGES[design]
+    if int(n) not in counts:
+        raise InputError(
+            f"sizes contains N = {n}: the headline configuration's stage {design!r} declares seed "
+            f"counts only for N in {sorted(counts)} (_protocol.HEADLINE_STAGES)"
+        )
+    return int(counts[int(n)])
 
 
 def tasks(config: dict) -> list[dict]:
-    """One task per size: its seed count, the judged step size and fixed budget."""
+    """One task per size: its seed count, the judged step size and fixed budget; the stage
+    (``config["design"]``) is also the task's seed stream."""
+    design = str(config["design"])
     return [
         {
             "n": int(n),
-            "design": "headline",
-            "stream": "headline",
+            "design": design,
+            "stream": design,
             "init": HEADLINE_INIT,
             "coverage": HEADLINE_COVERAGE,
             "lr": float(config["lr"]),
             "steps": int(config["steps"]),
-            "seeds": seed_count(n),
+            "seeds": seed_count(n, design),
             "target": config["target"],
         }
         for n in config["sizes"]
@@ -167,12 +175,12 @@ def analyse(config: dict, tasks: list[dict], results: list[dict], seed: np.rando
         "the abstract names (plain fit, separation, overlap): the median paired log ratio "
         f"log(err_k / err_cov) > 0 in every cell ({len(tasks)} N x 3 k), at the seed count per "
         f"size declared before the run ({shown}) "
-        f"[headline configuration: lr={float(config['lr']):g}, fixed budget "
+        f"[headline configuration, stage {config['design']!r}: lr={float(config['lr']):g}, fixed budget "
         f"{int(config['steps'])} steps, lambda={REFERENCE_WEIGHT:g}, tau={REFERENCE_TAU:g}]",
         j,
         measure=measure,
         extra={
-            "design": "headline",
+            "design": config["design"],
             "seeds_per_size": dict(zip(map(str, config["sizes"]), counts)),
             "power_by_size": dict(zip(map(str, config["sizes"]), per_size)),
             "power_is": "the product over sizes of the rule's power on each size's cells at its "
@@ -193,7 +201,7 @@ def analyse(config: dict, tasks: list[dict], results: list[dict], seed: np.rando
         "log_ratios": values,
     }
     diagnostics = {
-        "design": "headline",
+        "design": config["design"],
         "runs_trained": int(sum(e.size for e in errors)),
         "joint_power": power if math.isfinite(power) else None,
     }

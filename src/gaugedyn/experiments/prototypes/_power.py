@@ -114,6 +114,18 @@ def size_cells(n_sizes: int, i: int, approaches: int = 3) -> list[int]:
     return [k * n_sizes + i for k in range(approaches)]
 
 
+def pooled(*parts: np.ndarray) -> np.ndarray:
+    """Per-seed values of several runs of the same cells, one under the other (``(sum S,
+    cells)``): the rows of every part, ``nan`` kept, so that each size's cells keep every row
+    complete at that size (`power_curves` and `joint_power` drop a row per size, where one of
+    that size's cells is not finite), however many seeds another size had."""
+    arrays = [np.asarray(v, dtype=float) for v in parts]
+    if not arrays or any(a.ndim != 2 or a.shape[1] != arrays[0].shape[1] for a in arrays):
+        shapes = [a.shape for a in arrays]
+        raise ValueError(f"per-seed values of shapes {shapes}: need two-dimensional, equal columns")
+    return np.vstack(arrays)
+
+
 def power_curves(
     pilot: np.ndarray,
     n_sizes: int,

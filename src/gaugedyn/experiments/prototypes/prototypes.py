@@ -25,6 +25,7 @@ from ._protocol import (
     BUDGETS,
     COVERAGES,
     FINDING_MEASURES,
+    HEADLINE_STAGES,
     INITS,
     MEASURES,
     REFERENCE_TAU,
@@ -346,10 +347,11 @@ class Prototypes(Experiment):
         "design": Param(
             str,
             "full",
-            choices=("full", "headline"),
-            help="full: every task of the declared set-up space; headline: only what "
-            "coverage_lowest_error needs under the primary reading, at the seed count per size "
-            "declared before its run (_protocol.HEADLINE_SEEDS; the extension 'headline')",
+            choices=("full", *HEADLINE_STAGES),
+            help="full: every task of the declared set-up space; headline, headline-2: only "
+            "what coverage_lowest_error needs under the primary reading, at the stage's seed "
+            "count per size declared before its run (_protocol.HEADLINE_STAGES; the extensions "
+            "'headline' and 'headline-2')",
         ),
         "dtype": Param(
             str,
@@ -372,7 +374,7 @@ class Prototypes(Experiment):
 
     measures = FINDING_MEASURES
     sentences = SENTENCES
-    extensions = {"headline": {"design": "headline"}}
+    extensions = {stage: {"design": stage} for stage in HEADLINE_STAGES}
 
     def extension_table(self, runs):
         """The headline configuration's finding: its verdict, estimate and interval, power at
@@ -414,7 +416,7 @@ class Prototypes(Experiment):
 
     def tasks(self, config):
         _check(config)
-        if config["design"] == "headline":
+        if config["design"] in HEADLINE_STAGES:
             from . import _headline
 
             return _headline.tasks(config)
@@ -439,14 +441,14 @@ class Prototypes(Experiment):
         ]
 
     def run_task(self, task, seed):
-        if task.get("design") == "headline":
+        if task.get("design") in HEADLINE_STAGES:
             from . import _headline
 
             return _headline.run_task(task, seed)
         return _run_task(task, seed)
 
     def analyse(self, config, tasks, results, seed):
-        if config["design"] == "headline":
+        if config["design"] in HEADLINE_STAGES:
             from . import _headline
 
             return _headline.analyse(config, tasks, results, seed)
@@ -455,7 +457,7 @@ class Prototypes(Experiment):
         return analyse(config, tasks, results, seed)
 
     def plot(self, arrays, config, outdir):
-        if config["design"] == "headline":
+        if config["design"] in HEADLINE_STAGES:
             return []  # one finding, no figure: its table is the docs' (publish:extensions)
         from ._figures import plot
 
