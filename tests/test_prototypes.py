@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import wasserstein_distance
 
-from gaugedyn import InputError
+from gaugedyn import InputError, stats
 from gaugedyn.experiments import execute, make_config
 from gaugedyn.experiments.prototypes import _analysis as pa
 from gaugedyn.experiments.prototypes import _measures as pm
@@ -677,7 +677,7 @@ def test_each_finding_holds_on_inputs_built_to_hold_and_fails_on_inputs_built_to
     failed = getattr(_shifted(measure, columns, bad), method)(*args)
     assert held.verdict == "HELD", (held.verdict, held.readings)
     assert failed.verdict == "NOT HELD", (failed.verdict, failed.readings)
-    assert held.rule in ex.stats.RULES
+    assert held.rule in stats.RULES
     assert held.rule == pp.rule_of(held.id, held.tolerance["form"])
     # away from the reference lambda the same inputs judge the same way, on the named reading
     away = getattr(_shifted(measure, columns, good, weight=0.3), method)(*args)

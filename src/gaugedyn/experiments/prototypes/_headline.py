@@ -94,24 +94,11 @@ def headline_runs(n: int, seeds: int, seed: np.random.SeedSequence, target: str 
     draws them."""
     from . import _model as model
 
-    rows = []
-    for s in range(int(seeds)):
-        x, y = model.training_data(stats.generator(seed, "data", s), n, target)
-        p0 = model.initial_parameters(stats.generator(seed, "init", s), n, HEADLINE_INIT)
-        rows += [(x, y, p0, v) for v in VARIANTS]
-    stack = lambda key: np.stack([r[2][key] for r in rows])  # noqa: E731
-    return model.Runs(
-        x=np.stack([r[0] for r in rows]),
-        y=np.stack([r[1] for r in rows]),
-        w=stack("w"),
-        b=stack("b"),
-        a=stack("a"),
-        c=np.zeros(len(rows)),
-        mask=np.array([r[3][0] for r in rows], dtype=float),
-        chamfer=np.array([r[3][1] == "chamfer" for r in rows], dtype=float),
-        tau=np.full(len(rows), REFERENCE_TAU),
-        weight=np.full(len(rows), REFERENCE_WEIGHT),
-    )
+    runs = [
+        {"mask": mask, "coverage": cov, "tau": REFERENCE_TAU, "weight": REFERENCE_WEIGHT}
+        for mask, cov in VARIANTS
+    ]
+    return model.seeded_runs(seed, n, seeds, HEADLINE_INIT, target, runs)
 
 
 def run_task(task: dict, seed: np.random.SeedSequence) -> dict:

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ... import stats
 from ..._errors import InputError
 from ..._options import Param
 from ._protocol import COMBINATIONS as COMBINATIONS
@@ -234,6 +235,33 @@ class Runs:
             raise InputError("Runs.mask and Runs.chamfer are not allowed; allowed: 0 or 1 each")
         if not np.all(np.asarray(self.tau) > 0):
             raise InputError("Runs.tau is not allowed; allowed: numbers > 0")
+
+
+def seeded_runs(
+    seed: np.random.SeedSequence, n: int, seeds: int, init: str, target: str, variants
+) -> Runs:
+    """The `Runs` of ``variants`` for ``seeds`` seeds at width ``n``: seed ``s``'s data and
+    initialisation from ``stats.generator(seed, "data" | "init", s)``, shared by its variants
+    (dicts with ``mask``, ``coverage``, ``tau``, ``weight``), seed by seed. The one place a
+    task's runs are drawn (the full run's tasks and the headline's)."""
+    rows = []
+    for s in range(int(seeds)):
+        x, y = training_data(stats.generator(seed, "data", s), n, target)
+        p0 = initial_parameters(stats.generator(seed, "init", s), n, init)
+        rows += [(x, y, p0, v) for v in variants]
+    stack = lambda key: np.stack([r[2][key] for r in rows])  # noqa: E731
+    return Runs(
+        x=np.stack([r[0] for r in rows]),
+        y=np.stack([r[1] for r in rows]),
+        w=stack("w"),
+        b=stack("b"),
+        a=stack("a"),
+        c=np.zeros(len(rows)),
+        mask=np.array([r[3]["mask"] for r in rows], dtype=float),
+        chamfer=np.array([r[3]["coverage"] == "chamfer" for r in rows], dtype=float),
+        tau=np.array([float(r[3]["tau"]) for r in rows]),
+        weight=np.array([float(r[3]["weight"]) for r in rows]),
+    )
 
 
 def forward(

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ... import stats
 from ..._errors import InputError
 from ...harness import Choice, Experiment, Param
 from . import _controls as pc
@@ -42,23 +41,8 @@ if TYPE_CHECKING:
 def _runs(config: dict, n: int, init: str, seed: np.random.SeedSequence) -> model.Runs:
     from . import _model as model  # torch: imported by a run, not by the declaration
 
-    rows = []
-    for s in range(int(config["seeds"])):
-        x, y = model.training_data(stats.generator(seed, "data", s), n, config["target"])
-        p0 = model.initial_parameters(stats.generator(seed, "init", s), n, init)
-        rows += [(x, y, p0, v) for v in variants(config)]
-    stack = lambda key: np.stack([r[2][key] for r in rows])  # noqa: E731
-    return model.Runs(
-        x=np.stack([r[0] for r in rows]),
-        y=np.stack([r[1] for r in rows]),
-        w=stack("w"),
-        b=stack("b"),
-        a=stack("a"),
-        c=np.zeros(len(rows)),
-        mask=np.array([r[3]["mask"] for r in rows], dtype=float),
-        chamfer=np.array([r[3]["coverage"] == "chamfer" for r in rows], dtype=float),
-        tau=np.array([r[3]["tau"] for r in rows]),
-        weight=np.array([r[3]["weight"] for r in rows]),
+    return model.seeded_runs(
+        seed, n, config["seeds"], init, config["target"], list(variants(config))
     )
 
 
