@@ -45,7 +45,6 @@ from pathlib import Path
 
 import numpy as np
 
-from gaugedyn import stats
 from gaugedyn.experiments.prototypes import _measures as pm
 from gaugedyn.experiments.prototypes import _model as model
 from gaugedyn.experiments.prototypes import _power as pw
@@ -69,27 +68,11 @@ VARIANTS = [(m, c) for m in pp.COMBINATIONS for c in (pp.COVERAGES if m[0] else 
 
 def _runs(n: int, init: str, seeds: int) -> model.Runs:
     seed = np.random.SeedSequence([4444, n, pp.INITS.index(init)])
-    rows = []
-    for s in range(seeds):
-        x, y = model.training_data(stats.generator(seed, "data", s), n, "sin")
-        p0 = model.initial_parameters(stats.generator(seed, "init", s), n, init)
-        rows += [(x, y, p0, v) for v in VARIANTS]
-
-    def stack(k):
-        return np.stack([r[2][k] for r in rows])
-
-    return model.Runs(
-        x=np.stack([r[0] for r in rows]),
-        y=np.stack([r[1] for r in rows]),
-        w=stack("w"),
-        b=stack("b"),
-        a=stack("a"),
-        c=np.zeros(len(rows)),
-        mask=np.array([r[3][0] for r in rows], float),
-        chamfer=np.array([r[3][1] == "chamfer" for r in rows], float),
-        tau=np.full(len(rows), pp.REFERENCE_TAU),
-        weight=np.full(len(rows), pp.REFERENCE_WEIGHT),
-    )
+    variants = [
+        {"mask": m, "coverage": c, "tau": pp.REFERENCE_TAU, "weight": pp.REFERENCE_WEIGHT}
+        for m, c in VARIANTS
+    ]
+    return model.seeded_runs(seed, n, seeds, init, "sin", variants)
 
 
 def log_ratios(err: np.ndarray, cov: str) -> np.ndarray:
