@@ -343,3 +343,21 @@ def test_the_published_command_line_carries_a_multiverses_sample_size():
     run = {"config": "simulations/x.toml", "quick": True, "overrides": ["seeds=8"], "workers": 2}
     assert command_line(run) == "gaugedyn run simulations/x.toml --quick --set seeds=8 --workers 2"
     assert command_line(None) == "(not recorded)"
+
+
+def test_an_added_extension_run_is_named_where_it_is_stored(repo, tmp_path, capsys):
+    """``--add`` of a declared extension's run says it went to
+    ``results-data/<experiment>/extensions/<slug>/summary.json``, where it is written (the
+    message had named the experiment's own summary, which it leaves alone)."""
+    run = tmp_path / "headline"
+    run.mkdir()
+    stored = ROOT / "results-data" / "prototypes" / "extensions" / "headline" / "summary.json"
+    summary = json.loads(stored.read_text())
+    summary.pop("published")
+    assert not summary.get("figures")
+    (run / "summary.json").write_text(json.dumps(summary))
+    code, out, err = invoke(["publish", "--root", repo, "--add", run], capsys)
+    assert code == 0, err
+    where = repo / "results-data" / "prototypes" / "extensions" / "headline" / "summary.json"
+    assert f"added {run} as {where}" in out
+    assert where.is_file() and not (repo / "results-data" / "prototypes" / "summary.json").exists()

@@ -527,9 +527,7 @@ def prepare_run(run: Path, root: Path) -> tuple[dict, dict[Path, bytes]]:
             "date": finished.strftime("%Y-%m-%d %H:%M UTC"),
             "code_version": code_version(root),
         }
-    name = summary["experiment"]
-    ext = extension_of(summary)
-    where = Path(name) if ext is None else Path(name) / "extensions" / slug(ext)
+    where = stored_at(summary)
     writes = {
         root / DATA / where / "summary.json": (
             json.dumps(summary, indent=1, sort_keys=True) + "\n"
@@ -538,6 +536,25 @@ def prepare_run(run: Path, root: Path) -> tuple[dict, dict[Path, bytes]]:
     for png in _figure_files(Path(run), summary, root):
         writes[root / FIGURES / where / png.name] = png.read_bytes()
     return summary, writes
+
+
+def stored_at(summary: dict) -> Path:
+    """Where a run's summary is stored under ``results-data/``.
+
+    Parameters
+    ----------
+    summary : dict
+        A run's summary, with its ``experiment`` and ``command`` records.
+
+    Returns
+    -------
+    Path
+        ``<experiment>``, or ``<experiment>/extensions/<slug>`` for a declared extension's run
+        (`extension_of()`), relative to ``results-data/``.
+    """
+    name = summary["experiment"]
+    ext = extension_of(summary)
+    return Path(name) if ext is None else Path(name) / "extensions" / slug(ext)
 
 
 def add_run(run: Path, root: Path) -> Path:
@@ -1702,13 +1719,13 @@ def _main(args) -> int:
         raise InputError(f"--root {root}: no {DATA}/ folder there; run from the repository root")
     if args.check and args.add:
         raise InputError("--check and --add exclude each other: --check writes nothing")
-    names = [read_run(run, root)["experiment"] for run in args.add]
-    twice = sorted({n for n in names if names.count(n) > 1})
+    wheres = [stored_at(read_run(run, root)) for run in args.add]
+    twice = sorted({str(w) for w in wheres if wheres.count(w) > 1})
     if twice:
         raise InputError(f"--add names two runs of {', '.join(twice)}; add one run each")
     stale = publish(root, check=args.check, adds=args.add)
-    for run, name in zip(args.add, names):
-        print(f"added {run} as {root / DATA / name / 'summary.json'}")
+    for run, where in zip(args.add, wheres):
+        print(f"added {run} as {root / DATA / where / 'summary.json'}")
     for path in stale:
         verb = (
             "stale (does not match results-data/ or the declared systems; run gaugedyn publish)"
