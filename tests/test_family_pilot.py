@@ -327,3 +327,29 @@ def test_the_eps_reading_table_counts_each_cell_s_settled_statuses():
     lines = eps_markdown(reading)
     assert lines[-1].startswith(f"| {EPS_READINGS[-1]:g} |")
     assert lines[-1].count("6 quiet, 2 undetermined (-9.0)") == len(EPS_COLUMNS)
+
+
+def test_a_scanned_row_is_stamped_and_merged_in_row_order(monkeypatch):
+    """`_family_pilot.add_row` (the family and core-wall pilots' one way to store a row): the
+    row's entry carries the load and the date, takes its place in `ROWS` order among the
+    candidate's stored rows, replaces an earlier entry of the same row, and leaves the other
+    candidates alone."""
+    from gaugedyn.experiments.adam_stability import _family_pilot as fp
+
+    calls = []
+
+    def fake(name, i, spikes=None):
+        calls.append((name, i))
+        return {"row": fp.ROWS[i], "cells": [], "run": len(calls)}
+
+    monkeypatch.setattr(fp, "scan_row", fake)
+    other = {"rows": [{"row": fp.ROWS[0]}]}
+    stored = {"other": other}
+    a, b = fp.ROWS[2], fp.ROWS[0]
+    fp.add_row(stored, "mine", a)
+    entry = fp.add_row(stored, "mine", b)
+    assert [r["row"] for r in stored["mine"]["rows"]] == [b, a]
+    assert entry["run"] == 2 and {"load", "date"} <= set(entry)
+    again = fp.add_row(stored, "mine", a)
+    assert [r["run"] for r in stored["mine"]["rows"]] == [2, 3] and again["run"] == 3
+    assert stored["other"] is other and calls == [("mine", 2), ("mine", 0), ("mine", 2)]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,21 @@ SEED = 20261208
 STORED = Path(__file__).with_name("family_pilot.json")
 WINDOW = 0
 """The settled window (``_protocol.WINDOWS``)."""
+
+
+def add_row(candidates: dict, name: str, a: float) -> dict[str, Any]:
+    """Scan row ``a`` of candidate ``name`` (`scan_row()`), stamp it with the 1-minute load at
+    its start and the date, and put it into ``candidates`` (a stored pilot's
+    ``{name: {"rows": [...]}}``, rows in `ROWS` order, an earlier entry of the row replaced);
+    returns the row's entry. The family pilot and the core-wall pilot store their rows so."""
+    load = os.getloadavg()[0]
+    entry = scan_row(name, ROWS.index(a))
+    entry["load"] = round(load, 2)
+    entry["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    mine = {r["row"]: r for r in candidates.get(name, {}).get("rows", [])}
+    mine[a] = entry
+    candidates[name] = {"rows": [mine[x] for x in ROWS if x in mine]}
+    return entry
 
 
 def scan_row(name: str, i: int, spikes=None) -> dict[str, Any]:
@@ -545,7 +561,6 @@ def main(argv: list[str] | None = None) -> None:
     none) and merge them into ``family_pilot.json`` (a row run again replaces its stored
     entry), with the date, command, machine and the load at each row's start."""
     import argparse
-    import os
 
     from ..._json import strict
     from ..._meta import cpu_model
@@ -590,13 +605,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"--row {bad[0]!r} is not allowed; the declared rows are {ROWS}")
     old = stored() if STORED.exists() else {"candidates": {}}
     for a in rows:
-        load = os.getloadavg()[0]
-        entry = scan_row(args.candidate, ROWS.index(a))
-        entry["load"] = round(load, 2)
-        entry["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-        mine = {r["row"]: r for r in old["candidates"].get(args.candidate, {}).get("rows", [])}
-        mine[a] = entry
-        old["candidates"][args.candidate] = {"rows": [mine[x] for x in ROWS if x in mine]}
+        entry = add_row(old["candidates"], args.candidate, a)
         dates = [r["date"] for c in old["candidates"].values() for r in c["rows"]]
         out = {
             "date": max(dates)[:10],

@@ -208,12 +208,11 @@ def pilot_main(argv: list[str] | None = None) -> None:
     (`_family_pilot.scan_row`) and merge them into ``wall_pilot.json``, with the date,
     command, machine and load at each row's start."""
     import argparse
-    import os
 
     from ..._json import strict
     from ..._meta import cpu_model
-    from ._family import ROWS, SEEDS, WALL_CANDIDATES, WALL_ROWS
-    from ._family_pilot import scan_row
+    from ._family import SEEDS, WALL_CANDIDATES, WALL_ROWS
+    from ._family_pilot import add_row
 
     parser = argparse.ArgumentParser(description="The core-wall candidates' pilot.")
     parser.add_argument("--candidate", help="a candidate of _family.WALL_CANDIDATES")
@@ -228,13 +227,7 @@ def pilot_main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"--row {bad[0]!r} is not allowed; the declared rows are {WALL_ROWS}")
     old = json.loads(WALL_PILOT.read_text()) if WALL_PILOT.exists() else {"candidates": {}}
     for a in rows:
-        load = os.getloadavg()[0]
-        entry = scan_row(args.candidate, ROWS.index(a))
-        entry["load"] = round(load, 2)
-        entry["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-        mine = {r["row"]: r for r in old["candidates"].get(args.candidate, {}).get("rows", [])}
-        mine[a] = entry
-        old["candidates"][args.candidate] = {"rows": [mine[x] for x in ROWS if x in mine]}
+        entry = add_row(old["candidates"], args.candidate, a)
         dates = [r["date"] for c in old["candidates"].values() for r in c["rows"]]
         old = {
             "date": max(dates)[:10],
