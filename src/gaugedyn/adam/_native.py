@@ -217,6 +217,23 @@ void block_sums(const T* __restrict m, const T* __restrict v, T* __restrict w,
   out[4] = s4; out[5] = s5; out[6] = s6; out[7] = s7;
 }
 
+// One block's eight sums as this build computes them for T: block_sums512 for float32 on
+// AVX-512 builds, block_sums otherwise (the sweep's and the fused step's one definition).
+template <typename T, int MODE>
+inline void block_sums_any(const T* m, const T* v, T* w, const T* g, int64_t n, double k,
+                           double alpha, double epsc, T lerp, double* out) {
+#if GAUGEDYN_ROOTS512
+  if constexpr (std::is_same_v<T, float>) {
+    if (epsc > 0.0)
+      block_sums512<MODE, true>(m, v, w, g, n, k, alpha, epsc, lerp, out);
+    else
+      block_sums512<MODE, false>(m, v, w, g, n, k, alpha, epsc, lerp, out);
+    return;
+  }
+#endif
+  block_sums<T, MODE>(m, v, w, g, n, k, alpha, epsc, lerp, out);
+}
+
 template <typename T, int MODE>
 void sweep(const T* pm, const T* pv, T* pw, const T* pg, int64_t n, double k, double alpha,
            double epsc, T lerp, double* total) {
@@ -227,20 +244,8 @@ void sweep(const T* pm, const T* pv, T* pw, const T* pg, int64_t n, double k, do
   at::parallel_for(0, nb, GRAIN, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t lo = b * BLOCK;
-      const int64_t len = std::min(BLOCK, n - lo);
-#if GAUGEDYN_ROOTS512
-      if constexpr (std::is_same_v<T, float>) {
-        if (epsc > 0.0)
-          block_sums512<MODE, true>(pm + lo, pv + lo, MODE == 0 ? nullptr : pw + lo, pg + lo,
-                                    len, k, alpha, epsc, lerp, &part[8 * b]);
-        else
-          block_sums512<MODE, false>(pm + lo, pv + lo, MODE == 0 ? nullptr : pw + lo, pg + lo,
-                                     len, k, alpha, epsc, lerp, &part[8 * b]);
-        continue;
-      }
-#endif
-      block_sums<T, MODE>(pm + lo, pv + lo, MODE == 0 ? nullptr : pw + lo, pg + lo, len, k,
-                          alpha, epsc, lerp, &part[8 * b]);
+      block_sums_any<T, MODE>(pm + lo, pv + lo, MODE == 0 ? nullptr : pw + lo, pg + lo,
+                              std::min(BLOCK, n - lo), k, alpha, epsc, lerp, &part[8 * b]);
     }
   });
   for (int64_t b = 0; b < nb; ++b)
@@ -283,55 +288,37 @@ void check_out(const torch::Tensor& out) {
 // it, block by block (m <- fma(1 - b1, g - m, m), torch's lerp; v <- fma((1 - b2) g, g, v b2),
 // its mul_ and addcmul_; sqrt(v) by torch's own at::sqrt, whose bits this build's kernel sets;
 // p <- p + (-lr/bc1 m) / (sqrt(v)/sqrt(bc2) + eps), its addcdiv_), with w's lerp and, when
-// asked, the eight sums of block_sums on the block while it is in cache.
+// asked, the eight sums of block_sums_any (the sweep's own code) on each sub-block while it
+// is in cache.
 constexpr int64_t STEP_BLOCK = 32768;  // 128 KiB of float32 per tensor: a block stays in L2
 
 template <typename T, bool SUMS, bool TIED>
 void step_sub(T* p, T* m, T* v, const T* g, T* w, const T* s, int64_t n, T bc2s, T eps, T ns,
-              T lerp, T ck, T ca, T ce, double* total) {
-  const T tiny = std::numeric_limits<T>::min();
-  const bool vsel = ce > T(0);
+              T lerp, double k, double alpha, double epsc, double* total) {
   const bool small = std::abs(lerp) < T(0.5);
-  T s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
-#pragma omp simd reduction(+ : s0, s1, s2, s3, s4, s5, s6, s7)
+#pragma omp simd
   for (int64_t j = 0; j < n; ++j) {
-    T gj = g[j], mj = m[j], vj = v[j];
     T den = s[j] / bc2s + eps;
-    p[j] = p[j] + (ns * mj) / den;
-    T wj = mj;
+    p[j] = p[j] + (ns * m[j]) / den;
     if (!TIED) {
-      T d = gj - w[j];
-      wj = small ? w[j] + lerp * d : gj - d * (T(1) - lerp);
-      w[j] = wj;
-    }
-    if (SUMS) {
-      T A, iD;
-      roots_exact<T>(vj, tiny, vsel, ce, A, iD);
-      T sg = (gj > T(0) ? T(1) : T(0)) - (gj < T(0) ? T(1) : T(0));
-      T sw = (wj > T(0) ? T(1) : T(0)) - (wj < T(0) ? T(1) : T(0));
-      T t = sw - sg;
-      T U = mj * iD, wD = wj * iD, wA = wj * A;
-      T R = sg - ca * wD, Q = sw - ca * wA, E = wA * iD;
-      s0 += sg * sg;
-      if (!TIED) {
-        T L = mj * iD - ck * wD;
-        s1 += L * L;
-      }
-      s2 += t * t; s3 += Q * Q; s4 += E * E; s5 += R * R; s6 += U * U; s7 += std::fabs(t);
+      T d = g[j] - w[j];
+      w[j] = small ? w[j] + lerp * d : g[j] - d * (T(1) - lerp);
     }
   }
   if (!SUMS) return;
-  total[0] += s0; total[1] += s1; total[2] += s2; total[3] += s3;
-  total[4] += s4; total[5] += s5; total[6] += s6; total[7] += s7;
+  // the sums of the updated sub-block (in cache) by the sweep's own code, w as written above
+  double out[8];
+  block_sums_any<T, TIED ? 0 : 1>(m, v, w, g, n, k, alpha, epsc, T(0), out);
+  for (int a = 0; a < 8; ++a) total[a] += out[a];
 }
 
 // One block: its sums from sub-blocks of BLOCK entries (summed in T), added in double in order.
 template <typename T, bool SUMS, bool TIED>
 void step_block(T* p, T* m, T* v, const T* g, T* w, const T* s, int64_t n, T bc2s, T eps, T ns,
-                T lerp, T ck, T ca, T ce, double* total) {
+                T lerp, double k, double alpha, double epsc, double* total) {
   for (int64_t lo = 0; lo < n; lo += BLOCK) {
     step_sub<T, SUMS, TIED>(p + lo, m + lo, v + lo, g + lo, TIED ? nullptr : w + lo, s + lo,
-                            std::min(BLOCK, n - lo), bc2s, eps, ns, lerp, ck, ca, ce, total);
+                            std::min(BLOCK, n - lo), bc2s, eps, ns, lerp, k, alpha, epsc, total);
   }
 }
 
@@ -378,7 +365,7 @@ void step_one(const torch::Tensor& p, const torch::Tensor& m, const torch::Tenso
       auto sb = sbuf.narrow(0, 0, len);
       at::sqrt_out(sb, torch::from_blob(v_, {len}, p.options()));
       step_block<T, SUMS, TIED>(pp + lo, m_, v_, g_, TIED ? nullptr : pw + lo, ps, len, bc2s,
-                                teps, ns, T(1 - b2), T(k), T(alpha), T(epsc), &part[8 * b]);
+                                teps, ns, T(1 - b2), k, alpha, epsc, &part[8 * b]);
     }
   });
   for (int64_t b = 0; b < nb; ++b)

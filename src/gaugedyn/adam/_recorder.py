@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import math
+
 import numpy as np
 import torch
 
@@ -11,6 +13,7 @@ from .._errors import InputError
 from ._decomposition import PARTS, bias_corrections, shares, split_update
 from ._native import BACKENDS
 from ._notify import StateChange, watch_state
+from ._state import _RowClock, row_steps
 
 NORM_NAMES: tuple[str, ...] = (*PARTS, "residual", "update")
 SAMPLE_FIELDS: tuple[str, ...] = ("grad", "m", "v", "w", *PARTS, "update", "param")
@@ -215,22 +218,26 @@ class AdamRecorder:
     def _pre(self, optimizer, args, kwargs):
         self._g.clear()
         scale = getattr(optimizer, "grad_scale", None)
-        for group in optimizer.param_groups:
+        state = optimizer.state
+        for group in optimizer.param_groups:  # the group's options read once, not per parameter
             wd = group["weight_decay"]
+            negate = group.get("maximize", False)
+            unscale = bool(group.get("fused")) and scale is not None
+            coupled = wd != 0 and not self._decoupled(optimizer, group)
             for p in group["params"]:
-                if p.grad is None:
-                    continue
                 g = p.grad
-                if group.get("maximize", False):
+                if g is None:
+                    continue
+                if negate:
                     g = -g
-                if group.get("fused") and scale is not None:
+                if unscale:
                     g = g / scale.to(g.device)
-                if wd != 0 and not self._decoupled(optimizer, group):
+                if coupled:
                     g = g.add(p, alpha=wd)
                 self._g[p] = g
-                st = optimizer.state.get(p, {})
-                self._prev[p] = int(st["step"]) if "step" in st else 0
-                if self._prev[p] > 0 and p not in self._w:
+                st = state.get(p, {})
+                prev = self._prev[p] = int(st["step"]) if "step" in st else 0
+                if prev > 0 and p not in self._w:
                     self._late_w(p, st, group)
         return None
 
@@ -245,8 +252,6 @@ class AdamRecorder:
         r"""The ``w`` a recorder attached now would take: $m (1 - \beta_2^t)/(1 - \beta_1^t)$ with each
         entry's step count ``t`` (rows reset with ``restart=True`` keep their own), 0 at
         ``t = 0``."""
-        from ._state import row_steps
-
         m = st["exp_avg"]
         counts = row_steps(self.optimizer, p)
         if counts is None:
@@ -304,9 +309,7 @@ class AdamRecorder:
     def _post(self, optimizer, args, kwargs):
         if self.sample and self._sample_idx is None:
             self._init_samples()
-        from ._state import row_steps
-
-        clocked = row_steps is not None and _has_clock(optimizer)
+        clocked = _has_clock(optimizer)
         n_groups = len(optimizer.param_groups)
         advanced = False
         samp = {f: [[] for _ in range(n_groups)] for f in SAMPLE_FIELDS} if self.sample else None
@@ -367,21 +370,36 @@ class AdamRecorder:
         self._finish(jobs, step_seen, samp)
 
     def _finish(self, jobs, step_seen: int, samp) -> None:
-        """Scale and add the step's sums (``jobs``) into the norms of each group; record them."""
-        sq = np.zeros((len(self.optimizer.param_groups), len(NORM_NAMES) + 1))
+        """Scale and add the step's sums (``jobs``) into the norms of each group; record them.
+
+        A handful of numbers per group, added in Python floats (the same double operations in
+        the same order as numpy's, without a numpy call per job): this runs every step, after
+        sweeps that leave the interpreter's caches cold."""
+        width = len(NORM_NAMES) + 1
+        sq = [[0.0] * width for _ in self._counts]
         for sc in {id(j[0]): j[0] for j in jobs}.values():
-            rows = sc.acc[: sc.n].double().cpu().numpy()
+            acc = sc.acc[: sc.n]
+            if acc.dtype != torch.float64 or acc.device.type != "cpu":
+                acc = acc.double().cpu()
+            rows = acc.tolist()
             for s, j, gi, scale in jobs:
-                if s is sc:  # a zero scale marks a part that is exactly 0 (lag when tied, eps
-                    live = scale != 0.0  # without eps): its raw sum is not read, even if inf
-                    sq[gi, live] += rows[j, live] * scale[live]
+                if s is sc:
+                    row, total = rows[j], sq[gi]
+                    for a, f in enumerate(scale):
+                        # a zero scale marks a part that is exactly 0 (lag when tied, eps
+                        if f != 0.0:  # without eps): its raw sum is not read, even if inf
+                            total[a] += row[a] * f
             sc.n = 0
-        norms = np.sqrt(sq[:, : len(NORM_NAMES)])
-        t2, t1 = sq[:, 2], sq[:, -1]  # sum t^2 = n1 + 4 n2, sum |t| = n1 + 2 n2
-        trans = (t1 - (t2 - t1) / 2) / np.maximum(self._counts, 1)
+        names = len(NORM_NAMES)
+        norms = [[math.sqrt(x) if x >= 0 else math.nan for x in row[:names]] for row in sq]
+        # sum t^2 = n1 + 4 n2, sum |t| = n1 + 2 n2
+        trans = [
+            (row[-1] - (row[2] - row[-1]) / 2) / max(int(n), 1)
+            for row, n in zip(sq, self._counts)
+        ]
         self._steps.append(step_seen)
-        self._norms.append(norms)
-        self._trans.append(trans)
+        self._norms.append(np.array(norms))
+        self._trans.append(np.array(trans))
         if samp is not None:
             self._samples.append(
                 {
@@ -453,7 +471,7 @@ class AdamRecorder:
             if record:
                 sc = self._scratch(items[0][0], torch.float64)
                 j = sc.slot()
-                out = sc.acc[j]
+                out = sc.row(j)
             else:
                 out = torch.empty(8, dtype=torch.float64)
             ms = [st["exp_avg"] for _, st in items]
@@ -481,7 +499,7 @@ class AdamRecorder:
             # written in place, as torch's in-place update would count them for autograd
             torch.autograd.graph.increment_version([p for p, _ in items] + ms)
             if record:
-                jobs.append((sc, j, gi, sum_scale(bc1, bc2, c, eps, tied)))
+                jobs.append((sc, j, gi, _scale_factors(bc1, bc2, c, eps, tied)))
                 step_seen = max(step_seen, step)
             for p, _ in items:
                 stash.append((p, p.grad))
@@ -528,12 +546,12 @@ class AdamRecorder:
             eps * c,
             None if tied else 1 - b2,
             tied,
-            sc.acc[j],
+            sc.row(j),
         )
         if not done:
             sc.n -= 1
             return False
-        jobs.append((sc, j, gi, sum_scale(bc1, bc2, c, eps, tied)))
+        jobs.append((sc, j, gi, _scale_factors(bc1, bc2, c, eps, tied)))
         return True
 
     def __len__(self) -> int:
@@ -826,6 +844,7 @@ class _Scratch:
         self.device, self.dtype = device, dtype
         self._rows = None
         self.acc = torch.empty(16, len(NORM_NAMES) + 1, device=device, dtype=dtype)
+        self._row_views: list[torch.Tensor] | None = None
         self.n = 0
 
     @property
@@ -841,8 +860,15 @@ class _Scratch:
             )
             grown[: self.n] = self.acc
             self.acc = grown
+            self._row_views = None
         self.n += 1
         return self.n - 1
+
+    def row(self, j: int) -> torch.Tensor:
+        """Row ``j`` of the table (a view made once per table, not once per step)."""
+        if self._row_views is None:
+            self._row_views = list(self.acc.unbind(0))
+        return self._row_views[j]
 
 
 class _Packer:
@@ -864,7 +890,7 @@ class _Packer:
             if nat.eligible(m, v, w, gg):
                 sc = self.rec._scratch(m, torch.float64)  # native sums are double on the CPU
                 j = sc.slot()
-                nat.adam_sums(m, v, w, gg, bc1 / bc2, c / bc2, eps * c, lerp, self.tied, sc.acc[j])
+                nat.adam_sums(m, v, w, gg, bc1 / bc2, c / bc2, eps * c, lerp, self.tied, sc.row(j))
                 self._job(sc, j, bc1, bc2, c, eps)
                 return
         if lerp is not None and (n < _PACK or not w.is_contiguous()):
@@ -909,7 +935,7 @@ class _Packer:
         j = sc.slot()
         m, v, w, g = ins
         if self.rec.compile:
-            _fused_sums(m, v, w, g, bc1 / bc2, c / bc2, eps * c, sc.acc[j])
+            _fused_sums(m, v, w, g, bc1 / bc2, c / bc2, eps * c, sc.row(j))
         else:
             _chunk_sums(
                 m,
@@ -920,21 +946,26 @@ class _Packer:
                 c / bc2,
                 eps * c,
                 sc.rows[:5, : m.numel()],
-                sc.acc[j],
+                sc.row(j),
             )
         self._job(sc, j, bc1, bc2, c, eps)
 
     def _job(self, sc, j, bc1, bc2, c, eps) -> None:
-        self.jobs.append((sc, j, self.gi, sum_scale(bc1, bc2, c, eps, self.tied)))
+        self.jobs.append((sc, j, self.gi, _scale_factors(bc1, bc2, c, eps, self.tied)))
 
 
 def sum_scale(bc1: float, bc2: float, c: float, eps: float, tied: bool) -> np.ndarray:
     """Factors that turn the unscaled sums of `_chunk_sums()` (and of `_sums_expr()` and
     the native kernel) into the squared norms of ``NORM_NAMES`` (then ``sum |t|``); a zero marks
     a part that is exactly 0 (the lag when tied, the eps part without eps)."""
+    return np.array(_scale_factors(bc1, bc2, c, eps, tied))
+
+
+def _scale_factors(bc1: float, bc2: float, c: float, eps: float, tied: bool) -> tuple:
+    """`sum_scale()` as a tuple of floats (what the recorder's per-step path reads)."""
     u = (c / bc1) ** 2
     lag = 0.0 if tied else u
-    return np.array([1.0, lag, 1.0, 1.0, (eps * c * c / bc2) ** 2, 1.0, u, 1.0])
+    return (1.0, lag, 1.0, 1.0, (eps * c * c / bc2) ** 2, 1.0, u, 1.0)
 
 
 def _chunk_sums(m, v, w, g, k, alpha, epsc, rows, out) -> None:
@@ -1025,8 +1056,6 @@ def _fused_sums(m, v, w, g, k, alpha, epsc, out) -> None:
 
 
 def _has_clock(optimizer) -> bool:
-    from ._state import _RowClock
-
     clock = _RowClock._clocks.get(optimizer)
     return clock is not None and bool(clock.rows)
 
