@@ -377,7 +377,9 @@ def test_the_sweeps_roots_are_within_the_declared_bound(dtype, epsc):
     e = lo + (hi - lo) * torch.rand(100_003, generator=gen, dtype=torch.float64)
     v = (10.0**e).clamp(max=info.max).to(dtype)
     v[:3] = torch.tensor([0.0, info.tiny, info.max], dtype=dtype)
-    v[3:50_003] = torch.rand(50_000, generator=gen, dtype=torch.float64).to(dtype)  # dense in [0, 1)
+    v[3:50_003] = torch.rand(50_000, generator=gen, dtype=torch.float64).to(
+        dtype
+    )  # dense in [0, 1)
     assert torch.isfinite(v).all()
     A, iD, fast = native.adam_roots(v, epsc)
     assert fast == (dtype == torch.float32 and "AVX512" in torch.backends.cpu.get_cpu_capability())

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import math
+from typing import Any
 
 import numpy as np
 import torch
@@ -394,8 +393,7 @@ class AdamRecorder:
         norms = [[math.sqrt(x) if x >= 0 else math.nan for x in row[:names]] for row in sq]
         # sum t^2 = n1 + 4 n2, sum |t| = n1 + 2 n2
         trans = [
-            (row[-1] - (row[2] - row[-1]) / 2) / max(int(n), 1)
-            for row, n in zip(sq, self._counts)
+            (row[-1] - (row[2] - row[-1]) / 2) / max(int(n), 1) for row, n in zip(sq, self._counts)
         ]
         self._steps.append(step_seen)
         self._norms.append(np.array(norms))
