@@ -136,8 +136,9 @@ class AdamRecorder:
         self._buffers: dict = {}
         self._sample_idx: list[list[tuple[torch.Tensor, torch.Tensor, np.ndarray]]] | None = None
         self._steps: list[int] = []
-        self._norms: list[np.ndarray] = []
-        self._trans: list[np.ndarray] = []
+        self._pending: list[tuple[dict, list]] = []  # recorded, not yet settled (_finish)
+        self._norm_rows: list[np.ndarray] = []
+        self._trans_rows: list[np.ndarray] = []
         self._samples: list[dict[str, list[np.ndarray]]] = []
         self._counts = np.array(
             [sum(p.numel() for p in g["params"]) for g in optimizer.param_groups]
@@ -369,35 +370,21 @@ class AdamRecorder:
         self._finish(jobs, step_seen, samp)
 
     def _finish(self, jobs, step_seen: int, samp) -> None:
-        """Scale and add the step's sums (``jobs``) into the norms of each group; record them.
-
-        A handful of numbers per group, added in Python floats (the same double operations in
-        the same order as numpy's, without a numpy call per job): this runs every step, after
-        sweeps that leave the interpreter's caches cold."""
-        width = len(NORM_NAMES) + 1
-        sq = [[0.0] * width for _ in self._counts]
-        for sc in {id(j[0]): j[0] for j in jobs}.values():
-            acc = sc.acc[: sc.n]
-            if acc.dtype != torch.float64 or acc.device.type != "cpu":
-                acc = acc.double().cpu()
-            rows = acc.tolist()
-            for s, j, gi, scale in jobs:
-                if s is sc:
-                    row, total = rows[j], sq[gi]
-                    for a, f in enumerate(scale):
-                        # a zero scale marks a part that is exactly 0 (lag when tied, eps
-                        if f != 0.0:  # without eps): its raw sum is not read, even if inf
-                            total[a] += row[a] * f
-            sc.n = 0
-        names = len(NORM_NAMES)
-        norms = [[math.sqrt(x) if x >= 0 else math.nan for x in row[:names]] for row in sq]
-        # sum t^2 = n1 + 4 n2, sum |t| = n1 + 2 n2
-        trans = [
-            (row[-1] - (row[2] - row[-1]) / 2) / max(int(n), 1) for row, n in zip(sq, self._counts)
-        ]
+        """Record the step: its raw sums (each scratch table's rows, copied as Python floats)
+        and ``jobs``, turned into norms only when they are read (`_settle()`). Every step pays
+        one copy per table; the scaling, square roots and arrays, which cost more than the sweep's
+        own Python after sweeps that leave the interpreter's caches cold, are paid once per
+        read, for all steps since the last."""
+        rows = {}
+        for s, *_ in jobs:
+            if id(s) not in rows:
+                acc = s.acc[: s.n]
+                if acc.dtype != torch.float64 or acc.device.type != "cpu":
+                    acc = acc.double().cpu()
+                rows[id(s)] = acc.tolist()
+                s.n = 0
+        self._pending.append((rows, [(id(s), j, gi, scale) for s, j, gi, scale in jobs]))
         self._steps.append(step_seen)
-        self._norms.append(np.array(norms))
-        self._trans.append(np.array(trans))
         if samp is not None:
             self._samples.append(
                 {
@@ -551,6 +538,51 @@ class AdamRecorder:
             return False
         jobs.append((sc, j, gi, _scale_factors(bc1, bc2, c, eps, tied)))
         return True
+
+    def _settle(self) -> None:
+        """Turn the pending steps' raw sums into norms and transition fractions: per group, the
+        scaled sums added in Python floats (the double operations of numpy, in the same order),
+        then the square roots."""
+        names, width = len(NORM_NAMES), len(NORM_NAMES) + 1
+        counts = [max(int(n), 1) for n in self._counts]
+        for rows, jobs in self._pending:
+            sq = [[0.0] * width for _ in counts]
+            for key, j, gi, scale in jobs:
+                row, total = rows[key][j], sq[gi]
+                for a, f in enumerate(scale):
+                    # a zero scale marks a part that is exactly 0 (lag when tied, eps
+                    if f != 0.0:  # without eps): its raw sum is not read, even if inf
+                        total[a] += row[a] * f
+            norms = [[math.sqrt(x) if x >= 0 else math.nan for x in r[:names]] for r in sq]
+            # sum t^2 = n1 + 4 n2, sum |t| = n1 + 2 n2
+            trans = [(r[-1] - (r[2] - r[-1]) / 2) / n for r, n in zip(sq, counts)]
+            self._norm_rows.append(np.array(norms))
+            self._trans_rows.append(np.array(trans))
+        self._pending.clear()
+
+    @property
+    def _norms(self) -> list[np.ndarray]:
+        """Per recorded step, the ``(G, len(NORM_NAMES))`` norms (pending steps settled first)."""
+        if self._pending:
+            self._settle()
+        return self._norm_rows
+
+    @_norms.setter
+    def _norms(self, rows: list[np.ndarray]) -> None:
+        self._pending.clear()
+        self._norm_rows = rows
+
+    @property
+    def _trans(self) -> list[np.ndarray]:
+        """Per recorded step, the ``(G,)`` transition fractions (pending steps settled first)."""
+        if self._pending:
+            self._settle()
+        return self._trans_rows
+
+    @_trans.setter
+    def _trans(self, rows: list[np.ndarray]) -> None:
+        self._pending.clear()
+        self._trans_rows = rows
 
     def __len__(self) -> int:
         return len(self._steps)
