@@ -131,8 +131,9 @@ class AdamRecorder:
         self._backend, self._native = resolve_backend(wanted, self.compile, params)
         self._seed = int(seed)
         self._w: dict[torch.Tensor, torch.Tensor] = {}
-        self._g: dict[torch.Tensor, torch.Tensor] = {}
-        self._prev: dict[torch.Tensor, int] = {}
+        # this step's effective gradient and step count before it, by id(parameter) (a tensor
+        # key hashes through Python; an id does not), set by the pre-hook, read by the post-hook
+        self._g: dict[int, tuple[torch.Tensor, int]] = {}
         self._buffers: dict = {}
         self._sample_idx: list[list[tuple[torch.Tensor, torch.Tensor, np.ndarray]]] | None = None
         self._steps: list[int] = []
@@ -234,9 +235,9 @@ class AdamRecorder:
                     g = g / scale.to(g.device)
                 if coupled:
                     g = g.add(p, alpha=wd)
-                self._g[p] = g
                 st = state.get(p, {})
-                prev = self._prev[p] = int(st["step"]) if "step" in st else 0
+                prev = int(st["step"]) if "step" in st else 0
+                self._g[id(p)] = (g, prev)
                 if prev > 0 and p not in self._w:
                     self._late_w(p, st, group)
         return None
@@ -323,12 +324,15 @@ class AdamRecorder:
             live = []
             lerp_w, lerp_g = [], []
             for p in group["params"]:
-                g = self._g.get(p)
-                st = optimizer.state.get(p)
-                if g is None or not st or "step" not in st:
+                seen = self._g.get(id(p))
+                if seen is None:
                     continue
+                st = optimizer.state.get(p)
+                if not st or "step" not in st:
+                    continue
+                g, prev = seen
                 step = int(st["step"])
-                if step == self._prev.get(p, 0):
+                if step == prev:
                     continue
                 m, v = st["exp_avg"], st["exp_avg_sq"]
                 if tied:
