@@ -366,31 +366,24 @@ def _exact_roots(v, epsc):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("epsc", [0.0, 1e-8, 3e-3])
 def test_the_sweeps_roots_are_within_the_declared_bound(dtype, epsc):
-    """The per-entry roots of the sweep (the float32 estimates path where this build has one)
-    against extended-precision roots of the same inputs, over v from 0 and subnormals to the
-    largest float: float32 within ``ROOT_BOUNDS`` (one and two float32 epsilons), float64
-    within four of its own units in the last place. Not last bits: a missing Newton step
-    (2**-14) fails by far."""
+    """The per-entry roots of the sweep (the kernel's own code) against extended-precision roots
+    of the same inputs, over v from 0 and subnormals to the largest float: within
+    ``ROOT_BOUNDS`` epsilons of the dtype. Not last bits: an error of a few epsilons more fails
+    (an estimate without its Newton step, 2**-14, fails by far)."""
     info = torch.finfo(dtype)
     gen = torch.Generator().manual_seed(5)
     lo, hi = np.log10(info.tiny) - 6, np.log10(info.max)
     e = lo + (hi - lo) * torch.rand(100_003, generator=gen, dtype=torch.float64)
     v = (10.0**e).clamp(max=info.max).to(dtype)
     v[:3] = torch.tensor([0.0, info.tiny, info.max], dtype=dtype)
-    v[3:50_003] = torch.rand(50_000, generator=gen, dtype=torch.float64).to(
-        dtype
-    )  # dense in [0, 1)
+    v[3:50_003] = torch.rand(50_000, generator=gen, dtype=torch.float64).to(dtype)  # in [0, 1)
     assert torch.isfinite(v).all()
-    A, iD, fast = native.adam_roots(v, epsc)
-    assert fast == (dtype == torch.float32 and "AVX512" in torch.backends.cpu.get_cpu_capability())
+    A, iD = native.adam_roots(v, epsc)
     a, d = _exact_roots(v, epsc)
-    err_a = np.abs(A.numpy().astype(np.longdouble) / a - 1).max()
-    err_d = np.abs(iD.numpy().astype(np.longdouble) / d - 1).max()
-    if dtype == torch.float32:
-        assert err_a <= native.ROOT_BOUNDS["A"] and err_d <= native.ROOT_BOUNDS["iD"]
-    else:
-        assert err_a <= 4 * 2.0**-53 and err_d <= 4 * 2.0**-53
-    assert err_a > 0 or not fast  # compared, not trivially equal
+    err_a = np.abs(A.numpy().astype(np.longdouble) / a - 1).max() / info.eps
+    err_d = np.abs(iD.numpy().astype(np.longdouble) / d - 1).max() / info.eps
+    assert err_a <= native.ROOT_BOUNDS["A"] and err_d <= native.ROOT_BOUNDS["iD"]
+    assert err_a > 0.1 and err_d > 0.1  # rounded, and compared in more precision than the dtype
 
 
 def test_float32_sums_within_a_float32_bound_of_the_float64_sums():
