@@ -69,6 +69,36 @@ inline void roots_exact(T vj, T tiny, bool vsel, T ce, T& A, T& iD) {
   iD = T(1) / ((vsel ? vj : vc) * A + ce);
 }
 
+// One entry's terms of the eight sums (from g, m, v and w as updated), added into s0..s7: the
+// one definition that the sweep (block_sums) and the fused step (step_sub) inline in their loops.
+template <typename C, bool LAG>
+inline __attribute__((always_inline)) void add_terms(C gj, C mj, C vj, C wj, C tiny, bool vsel,
+                                                     C ce, C ck, C ca, C& s0, C& s1, C& s2,
+                                                     C& s3, C& s4, C& s5, C& s6, C& s7) {
+  C A, iD;
+  roots_exact<C>(vj, tiny, vsel, ce, A, iD);
+  C sg = (gj > C(0) ? C(1) : C(0)) - (gj < C(0) ? C(1) : C(0));
+  C sw = (wj > C(0) ? C(1) : C(0)) - (wj < C(0) ? C(1) : C(0));
+  C t = sw - sg;
+  C U = mj * iD;
+  C wD = wj * iD;
+  C wA = wj * A;
+  C R = sg - ca * wD;
+  C Q = sw - ca * wA;
+  C E = wA * iD;
+  s0 += sg * sg;
+  if (LAG) {
+    C L = mj * iD - ck * wD;
+    s1 += L * L;
+  }
+  s2 += t * t;
+  s3 += Q * Q;
+  s4 += E * E;
+  s5 += R * R;
+  s6 += U * U;
+  s7 += std::fabs(t);
+}
+
 template <typename T, int MODE>
 void block_sums(const T* __restrict m, const T* __restrict v, T* __restrict w,
                 const T* __restrict g, int64_t n, double k, double alpha, double epsc, T lerp,
@@ -95,28 +125,8 @@ void block_sums(const T* __restrict m, const T* __restrict v, T* __restrict w,
       w[j] = wn;
       wj = wn;
     }
-    C A, iD;
-    roots_exact<C>(vj, tiny, vsel, ce, A, iD);
-    C sg = (gj > C(0) ? C(1) : C(0)) - (gj < C(0) ? C(1) : C(0));
-    C sw = (wj > C(0) ? C(1) : C(0)) - (wj < C(0) ? C(1) : C(0));
-    C t = sw - sg;
-    C U = mj * iD;
-    C wD = wj * iD;
-    C wA = wj * A;
-    C R = sg - ca * wD;
-    C Q = sw - ca * wA;
-    C E = wA * iD;
-    s0 += sg * sg;
-    if (MODE != 0) {
-      C L = mj * iD - ck * wD;
-      s1 += L * L;
-    }
-    s2 += t * t;
-    s3 += Q * Q;
-    s4 += E * E;
-    s5 += R * R;
-    s6 += U * U;
-    s7 += std::fabs(t);
+    add_terms<C, MODE != 0>(gj, mj, vj, wj, tiny, vsel, ce, ck, ca, s0, s1, s2, s3, s4, s5, s6,
+                            s7);
   }
   out[0] = s0; out[1] = s1; out[2] = s2; out[3] = s3;
   out[4] = s4; out[5] = s5; out[6] = s6; out[7] = s7;
@@ -176,28 +186,34 @@ void check_out(const torch::Tensor& out) {
 // it, block by block (m <- fma(1 - b1, g - m, m), torch's lerp; v <- fma((1 - b2) g, g, v b2),
 // its mul_ and addcmul_; sqrt(v) by torch's own at::sqrt, whose bits this build's kernel sets;
 // p <- p + (-lr/bc1 m) / (sqrt(v)/sqrt(bc2) + eps), its addcdiv_), with w's lerp and, when
-// asked, the eight sums of block_sums (the sweep's own code) on each sub-block while it is in
-// cache.
+// asked, the eight sums (the sweep's own add_terms) on each sub-block while it is in cache.
 constexpr int64_t STEP_BLOCK = 32768;  // 128 KiB of float32 per tensor: a block stays in L2
 
 template <typename T, bool SUMS, bool TIED>
 void step_sub(T* p, T* m, T* v, const T* g, T* w, const T* s, int64_t n, T bc2s, T eps, T ns,
               T lerp, double k, double alpha, double epsc, double* total) {
+  const T tiny = std::numeric_limits<T>::min();
+  const bool vsel = epsc > 0.0;
+  const T ce = T(epsc), ck = T(k), ca = T(alpha);
   const bool small = std::abs(lerp) < T(0.5);
-#pragma omp simd
+  T s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+#pragma omp simd reduction(+ : s0, s1, s2, s3, s4, s5, s6, s7)
   for (int64_t j = 0; j < n; ++j) {
+    T gj = g[j], mj = m[j];
     T den = s[j] / bc2s + eps;
-    p[j] = p[j] + (ns * m[j]) / den;
+    p[j] = p[j] + (ns * mj) / den;
+    T wj = mj;
     if (!TIED) {
-      T d = g[j] - w[j];
-      w[j] = small ? w[j] + lerp * d : g[j] - d * (T(1) - lerp);
+      T d = gj - w[j];
+      wj = small ? w[j] + lerp * d : gj - d * (T(1) - lerp);
+      w[j] = wj;
     }
+    // the sweep's own terms (add_terms), on the entry while it is in registers
+    if (SUMS) add_terms<T, !TIED>(gj, mj, v[j], wj, tiny, vsel, ce, ck, ca, s0, s1, s2, s3, s4, s5, s6, s7);
   }
   if (!SUMS) return;
-  // the sums of the updated sub-block (in cache) by the sweep's own code, w as written above
-  double out[8];
-  block_sums<T, TIED ? 0 : 1>(m, v, w, g, n, k, alpha, epsc, T(0), out);
-  for (int a = 0; a < 8; ++a) total[a] += out[a];
+  total[0] += s0; total[1] += s1; total[2] += s2; total[3] += s3;
+  total[4] += s4; total[5] += s5; total[6] += s6; total[7] += s7;
 }
 
 // One block: its sums from sub-blocks of BLOCK entries (summed in T), added in double in order.
