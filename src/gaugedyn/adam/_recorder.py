@@ -42,7 +42,10 @@ class AdamRecorder:
     ``compile=True`` computes the same sums in one fused ``torch.compile`` kernel per parameter
     (one pass over memory; needs a working inductor backend and pays a one-off compilation).
     The native kernel computes them in one compiled C++ sweep per parameter (contiguous
-    float32/float64 CPU tensors; ``w`` updated in the same sweep), built once per machine with
+    float32/float64 CPU tensors; ``w`` updated in the same sweep; the roots $1/\sqrt{v}$ and
+    $1/(\sqrt{v} + \epsilon c)$ by a square root and two divisions in the tensors' dtype, within
+    one and two of its epsilons, ``gaugedyn.adam._native.ROOT_BOUNDS``; the sums added in the
+    dtype within blocks of 2,048 entries, in double across blocks), built once per machine with
     ``torch.utils.cpp_extension`` (g++ and ninja; see ``gaugedyn.adam._native.BUILD_TIME``, said
     on stderr when it starts, then cached); other tensors, and every tensor when the build fails
     (logged once, no warning) or ``GAUGEDYN_NATIVE=0`` is set, take the eager path. Its fast
@@ -73,6 +76,9 @@ class AdamRecorder:
     given a closure, the first step (torch makes its state), a group whose parameters are at
     two step counts and rows with their own step counts go through torch's update and the
     hooks, recording the same.
+    A recorded step keeps its raw sums; they become norms when first read (`norms()`,
+    `latest()`, `export()`, `state_dict()`), so the hooks do no more per step than the sweep
+    and one copy of its sums.
     ``every = k`` computes the aggregates only at steps ``t`` divisible by ``k`` (``w`` is still
     updated every step). Closures that compute gradients inside ``step(closure)`` are not seen by
     the pre-hook and are not supported. Attach before the first step for exact ``w``; attached
