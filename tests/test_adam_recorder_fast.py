@@ -188,12 +188,14 @@ def test_compiled_kernel_matches_eager():
 
 
 @BACKENDS
-def test_reading_between_steps_does_not_change_what_is_recorded(backend):
-    """A step's raw sums are settled into norms when read: a recorder read every step
-    (`latest()`), one read only at the end, and one saved and restored halfway (with steps
-    pending) record the same norms and transition fractions, each step once."""
+def test_reading_between_steps_does_not_change_what_is_recorded(backend, monkeypatch):
+    """A step's raw sums are settled into norms when read, or every ``_SETTLE_EVERY`` steps: a
+    recorder read every step (`latest()`), one read only at the end, and one saved and restored
+    halfway (with steps pending) record the same norms and transition fractions, each step
+    once."""
     if backend == "native" and not native.available():
         pytest.skip(f"native extension does not build: {native._ERROR}")
+    monkeypatch.setattr(R, "_SETTLE_EVERY", 3)
     torch.manual_seed(0)
     base = torch.nn.Sequential(torch.nn.Linear(6, 40), torch.nn.Tanh(), torch.nn.Linear(40, 2))
     models = [copy.deepcopy(base).double() for _ in range(3)]
@@ -224,6 +226,7 @@ def test_reading_between_steps_does_not_change_what_is_recorded(backend):
             tmp.load_state_dict(state)
             np.testing.assert_array_equal(tmp.norms(), state["history"]["norms"].numpy())
     assert [s["step"] for s in seen] == list(range(1, 9))
+    assert len(recs[1]._pending) == 8 % 3  # settled unread twice, two steps pending
     a, b, c = (r.export()[0] for r in recs)
     for other in (b, c):
         assert len(other["step"]) == 8
