@@ -387,11 +387,7 @@ class AdamRecorder:
         rows = {}
         for s, *_ in jobs:
             if id(s) not in rows:
-                acc = s.acc[: s.n]
-                if acc.dtype != torch.float64 or acc.device.type != "cpu":
-                    acc = acc.double().cpu()
-                rows[id(s)] = acc.tolist()
-                s.n = 0
+                rows[id(s)] = s.taken()
         self._pending.append((rows, [(id(s), j, gi, scale) for s, j, gi, scale in jobs]))
         self._steps.append(step_seen)
         if len(self._pending) >= _SETTLE_EVERY:  # a run that never reads keeps norms, not rows
@@ -901,6 +897,7 @@ class _Scratch:
         self._rows = None
         self.acc = torch.empty(16, len(NORM_NAMES) + 1, device=device, dtype=dtype)
         self._row_views: list[torch.Tensor] | None = None
+        self._view: np.ndarray | None = None  # see taken()
         self.n = 0
 
     @property
@@ -917,8 +914,20 @@ class _Scratch:
             grown[: self.n] = self.acc
             self.acc = grown
             self._row_views = None
+            self._view = None
         self.n += 1
         return self.n - 1
+
+    def taken(self) -> np.ndarray:
+        """A float64 copy of this step's rows, the table emptied for the next step (a CPU
+        float64 table through a numpy view of it made once per table: one copy, no torch
+        call)."""
+        n, self.n = self.n, 0
+        if self._view is None:
+            if self.acc.device.type != "cpu" or self.acc.dtype != torch.float64:
+                return self.acc[:n].double().cpu().numpy()
+            self._view = self.acc.numpy()
+        return self._view[:n].copy()
 
     def row(self, j: int) -> torch.Tensor:
         """Row ``j`` of the table (a view made once per table, not once per step)."""
