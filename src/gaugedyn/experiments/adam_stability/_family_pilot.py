@@ -38,13 +38,13 @@ WINDOW = 0
 """The settled window (``_protocol.WINDOWS``)."""
 
 
-def add_row(candidates: dict, name: str, a: float) -> dict[str, Any]:
-    """Scan row ``a`` of candidate ``name`` (`scan_row()`), stamp it with the 1-minute load at
-    its start and the date, and put it into ``candidates`` (a stored pilot's
-    ``{name: {"rows": [...]}}``, rows in `ROWS` order, an earlier entry of the row replaced);
-    returns the row's entry. The family pilot and the core-wall pilot store their rows so."""
+def add_row(candidates: dict, name: str, a: float, cols=None) -> dict[str, Any]:
+    """Scan row ``a`` of candidate ``name`` (`scan_row()`, over ``cols`` when given), stamp
+    it with the 1-minute load at its start and the date, and put it into ``candidates`` (a
+    stored pilot's ``{name: {"rows": [...]}}``, rows in `ROWS` order, an earlier entry of the
+    row replaced); returns the row's entry. The family pilot and the core-wall pilot store their rows so."""
     load = os.getloadavg()[0]
-    entry = scan_row(name, ROWS.index(a))
+    entry = scan_row(name, ROWS.index(a), cols=cols)
     entry["load"] = round(load, 2)
     entry["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     mine = {r["row"]: r for r in candidates.get(name, {}).get("rows", [])}
@@ -53,8 +53,9 @@ def add_row(candidates: dict, name: str, a: float) -> dict[str, Any]:
     return entry
 
 
-def scan_row(name: str, i: int, spikes=None) -> dict[str, Any]:
-    """Row ``ROWS[i]`` of candidate ``name``: the downward scan's evaluated cells, their status
+def scan_row(name: str, i: int, spikes=None, cols=None) -> dict[str, Any]:
+    """Row ``ROWS[i]`` of candidate ``name`` (over ``cols``, a subset of `COLUMNS`, when given:
+    the core-wall pilot's `_family.wall_columns`): the downward scan's evaluated cells, their status
     codes ``(cells, seeds, windows)`` at the primary rise and ``(cells, seeds, windows, rises)``
     at the rises of `_scan.rise_readings`, the settled median ``log10`` loss per seed, and the
     CPU seconds and steps of each cell."""
@@ -65,19 +66,20 @@ def scan_row(name: str, i: int, spikes=None) -> dict[str, Any]:
 
     spikes = list(SPIKE_SAMPLING[:3]) if spikes is None else list(spikes)
     k = seed_index(name)
-    cols = sorted(COLUMNS)
+    every = sorted(COLUMNS)
+    scan = every if cols is None else sorted(cols)
     cells: list[dict[str, Any]] = []
 
     def evaluate(rows: np.ndarray, cs: np.ndarray) -> np.ndarray:
         out = []
         for c in np.asarray(cs, float):
-            j = int(np.argmin(np.abs(np.log(cols) - math.log(c))))
-            task = family_task(name, spikes, SEEDS, [ROWS[i]], [cols[j]])
+            j = int(np.argmin(np.abs(np.log(every) - math.log(c))))
+            task = family_task(name, spikes, SEEDS, [ROWS[i]], [every[j]])
             t0 = time.process_time()
             r = _run_task(task, np.random.SeedSequence([SEED, k, i, j]))
             cells.append(
                 {
-                    "c": cols[j],
+                    "c": every[j],
                     "status": r["status"][0, 0].tolist(),
                     "status_rises": r["status_rises"][0, 0].tolist(),
                     "rises": r["rises"].tolist(),
@@ -92,7 +94,7 @@ def scan_row(name: str, i: int, spikes=None) -> dict[str, Any]:
             out.append(r["status"][0, 0])
         return np.stack(out)
 
-    scan_rows(np.array([ROWS[i]]), np.array(cols), evaluate, math.inf)
+    scan_rows(np.array([ROWS[i]]), np.array(scan), evaluate, math.inf)
     cells.sort(key=lambda z: z["c"])
     return {"row": ROWS[i], "cells": cells}
 

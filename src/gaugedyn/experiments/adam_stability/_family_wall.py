@@ -75,13 +75,30 @@ DIAGNOSTICS = (
     ("weight decay 1, eps 1e-30", 0.2, 0.1, 1e-30, 1.0),
     ("weight decay 1, eps 1e-30", 0.1, 0.1, 1e-30, 1.0),
     ("weight decay 1, eps 1e-30", 0.1, 0.01, 1e-30, 1.0),
+    ("weight decay 0.1, eps 1e-30", 0.3, 10**-0.5, 1e-30, 0.1),
+    ("weight decay 0.1, eps 1e-30", 0.3, 10**-1.5, 1e-30, 0.1),
+    ("weight decay 0.1, eps 1e-30", 0.3, 0.01, 1e-30, 0.1),
+    ("weight decay 0.1, eps 1e-30", 0.2, 0.1, 1e-30, 0.1),
+    ("weight decay 0.1, eps 1e-30", 0.1, 0.1, 1e-30, 0.1),
+    ("weight decay 0.1, eps 1e-30", 0.1, 0.01, 1e-30, 0.1),
+    ("weight decay 0.01, eps 1e-30", 0.3, 10**-0.5, 1e-30, 0.01),
+    ("weight decay 0.01, eps 1e-30", 0.3, 10**-1.5, 1e-30, 0.01),
+    ("weight decay 0.01, eps 1e-30", 0.3, 0.01, 1e-30, 0.01),
+    ("weight decay 0.01, eps 1e-30", 0.1, 0.1, 1e-30, 0.01),
+    ("weight decay 0.01, eps 1e-30", 0.1, 0.01, 1e-30, 0.01),
+    ("weight decay 0.1, eps 1e-30, lr 1e-3", 0.3, 10**-1.5, 1e-30, 0.1, 1e-3),
+    ("weight decay 0.1, eps 1e-30, lr 1e-3", 0.1, 0.01, 1e-30, 0.1, 1e-3),
 )
 """The diagnostic cells (`diagnostics()`): ``(label, 1 - beta1, 1 - beta2, eps, weight
-decay)`` of ``digits_ce``'s network and data (width 32, 64 images, ``lr = 1e-2``), the
-accurate cross-entropy (`_batched.confident_ce`): what holds a confident fit's loss, and
-where a spiky regime appears. Diagnostics, not a pilot: no candidate is judged on them. The
-last three were added after `digits_ce_wd`'s pilot, whose downward scans stopped at the rows
-0.2 and 0.1's top cells: the cells below them."""
+decay[, lr])`` of ``digits_ce``'s network and data (width 32, 64 images, ``lr = 1e-2`` where
+none is given), the accurate cross-entropy (`_batched.confident_ce`): what holds a confident
+fit's loss, and where a spiky regime appears. Diagnostics, not a pilot: no candidate is judged
+on them. Rows 8-10 were added after `digits_ce_wd`'s pilot, whose downward scans stopped at
+the rows 0.2 and 0.1's top cells: the cells below them. The rest were declared with the
+candidates ``digits_ce_wd01``, ``digits_ce_wd001`` and ``digits_ce_wd01_lr3``, before any
+run of theirs (`_family.WALL_CANDIDATES`): their cells at the row 0.3 where ``digits_ce_wd``
+read spikes only in the transient window, and at the rows 0.2 and 0.1 below the divergence
+line (`_family.WALL_TOP`)."""
 DIAGNOSTIC_TRACE = 10
 """Each diagnostic run's ``log10`` loss is kept as the median over each tenth of the run."""
 
@@ -100,10 +117,12 @@ def diagnostics(done: list[dict[str, Any]] | None = None) -> list[dict[str, Any]
     from ._scan import _run_task
 
     out = []
-    kept = {(z["label"], z["a"], z["c"], z["eps"], z["weight_decay"]): z for z in done or []}
-    for q, (label, a, c, eps, wd) in enumerate(DIAGNOSTICS):
-        if (label, a, c, eps, wd) in kept:
-            out.append(kept[(label, a, c, eps, wd)])
+    kept = {(z["label"], z["a"], z["c"], z["eps"], z["weight_decay"], z.get("lr", 1e-2)): z
+            for z in done or []}  # fmt: skip
+    for q, (label, a, c, eps, wd, *more) in enumerate(DIAGNOSTICS):
+        lr = more[0] if more else 1e-2
+        if (label, a, c, eps, wd, lr) in kept:
+            out.append(kept[(label, a, c, eps, wd, lr)])
             continue
         T = int(run_steps(a, c))
         trace = np.full((SEEDS, T), np.nan)
@@ -113,12 +132,12 @@ def diagnostics(done: list[dict[str, Any]] | None = None) -> list[dict[str, Any]
                 trace[:, t] = torch.log10(model.losses(before)).cpu().numpy()
 
         task = family_task("digits_ce", list(SPIKE_SAMPLING[:3]), SEEDS, [a], [c])
-        task = task | {"eps": eps, "weight_decay": wd}
+        task = task | {"eps": eps, "weight_decay": wd, "lr": lr}
         t0 = time.process_time()
         r = _run_task(task, np.random.SeedSequence([SEED, 98, q]), watch=(set(range(T)), call))
         parts = np.array_split(trace, DIAGNOSTIC_TRACE, axis=1)
         out.append({
-            "label": label, "a": a, "c": c, "eps": eps, "weight_decay": wd, "steps": T,
+            "label": label, "a": a, "c": c, "eps": eps, "weight_decay": wd, "lr": lr, "steps": T,
             "status": np.asarray(r["status"])[0, 0, :, 0].tolist(),
             "settled_median_log10_loss": np.round(r["settled_median_log10_loss"][0, 0], 2).tolist(),
             "max_rise": np.round(np.asarray(r["max_rise"])[0, 0, :, 0], 2).tolist(),
@@ -137,7 +156,8 @@ def diagnostics_markdown(rows: list[dict[str, Any]]) -> list[str]:
     names = {v: k for k, v in CODES.items()}
     lines = [
         "Diagnostics, not a pilot (`_family_wall.diagnostics()`, stored in `wall_pilot.json`): "
-        "`digits_ce`'s network and data (64-32-10, 64 images, lr 0.01) with the accurate "
+        "`digits_ce`'s network and data (64-32-10, 64 images, lr 0.01 unless the set-up names "
+        "another) with the accurate "
         "cross-entropy, 8 seeds a cell; the settled window's statuses, the medians over seeds "
         "of the settled median log10 loss and of the largest rise (decades), and the median "
         "log10 loss over each tenth of the run (first to last, median over seeds):",
@@ -205,13 +225,13 @@ def wall_choose(pilot: dict[str, Any]) -> str | None:
 def pilot_main(argv: list[str] | None = None) -> None:
     """Run declared rows of a core-wall candidate (``--candidate NAME``, ``--row A``
     repeatable; every row of `_family.WALL_ROWS` when none) by the family pilot's own scan
-    (`_family_pilot.scan_row`) and merge them into ``wall_pilot.json``, with the date,
+    (`_family_pilot.scan_row`, over the row's `_family.wall_columns`) and merge them into ``wall_pilot.json``, with the date,
     command, machine and load at each row's start."""
     import argparse
 
     from ..._json import strict
     from ..._meta import cpu_model
-    from ._family import SEEDS, WALL_CANDIDATES, WALL_ROWS
+    from ._family import SEEDS, WALL_CANDIDATES, WALL_ROWS, wall_columns
     from ._family_pilot import add_row
 
     parser = argparse.ArgumentParser(description="The core-wall candidates' pilot.")
@@ -227,7 +247,7 @@ def pilot_main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"--row {bad[0]!r} is not allowed; the declared rows are {WALL_ROWS}")
     old = json.loads(WALL_PILOT.read_text()) if WALL_PILOT.exists() else {"candidates": {}}
     for a in rows:
-        entry = add_row(old["candidates"], args.candidate, a)
+        entry = add_row(old["candidates"], args.candidate, a, wall_columns(args.candidate, a))
         dates = [r["date"] for c in old["candidates"].values() for r in c["rows"]]
         old = {
             "date": max(dates)[:10],
