@@ -204,14 +204,23 @@ def _measured(spiky: float, quiet: float) -> dict:
     return {"candidate": "digits_ce_wd", "seed": 3, "cells": cells, "date": "d", "command": "c"}
 
 
-def test_an_exponent_barely_above_2_is_also_read_within_the_fit_s_resolution():
-    """The declared rule (above 2) and, beside it, the mean-squared side's reading (below
-    2 + EXPONENT_MARGIN): 2.02 reads both, 3.5 only the first."""
+def test_the_exponent_is_judged_at_both_thresholds_and_says_where_it_depends_on_them():
+    """"Exceeds 2" above 2 (declared) and above 2 + EXPONENT_MARGIN; beside it the
+    mean-squared side's "does not exceed 2" below 2 + EXPONENT_MARGIN (declared) and below 2:
+    2.02 exceeds 2 but not 2.25 and lies below 2.25 but not below 2 (both depend on the
+    threshold); 3.5 exceeds both and lies below neither."""
     f = _family_wall.findings(_measured(2.02, 3.5), _wall_pilot(2))
-    assert f["spiky"]["verdict"] == "HELD" and f["spiky"]["within_margin"] == "HELD"
-    assert f["quiet"]["verdict"] == "HELD" and f["quiet"]["within_margin"] != "HELD"
+    sp, qu = f["spiky"], f["quiet"]
+    assert sp["readings"] == {"2": "HELD", "2.25": "NOT HELD"}
+    assert sp["verdict"] == "depends on the reading"
+    assert list(sp["within_readings"]) == ["2.25", "2"] and sp["within_readings"]["2.25"] == "HELD"
+    assert sp["within_readings"]["2"] != "HELD" and sp["within"] == "depends on the reading"
+    assert qu["readings"] == {"2": "HELD", "2.25": "HELD"} and qu["verdict"] == "HELD"
+    assert qu["within"] == "NOT HELD"
     text = "\n".join(_family_wall.wall_markdown(_measured(2.02, 3.5), _wall_pilot(2)))
-    assert "the spiky cells read HELD and the quiet ones NOT HELD" in text
+    assert "exceeds 2 - depends on the reading (> 2: HELD; > 2.25: NOT HELD)" in text
+    assert "seeds, HELD: > 2: HELD; > 2.25: HELD)" in text
+    assert "the quiet ones NOT HELD (< 2.25: NOT HELD; < 2: NOT HELD)" in text
     assert "(the chosen candidate;" in text
 
 
