@@ -286,6 +286,12 @@ def test_the_later_core_wall_candidates_scan_only_clear_of_the_divergence_line(
     assert max(_family.wall_columns("digits_ce_wd01", 0.2)) == pytest.approx(10**-0.75)
     with pytest.raises(InputError, match="core-wall candidate 'digits_ce' is not allowed"):
         _family.wall_columns("digits_ce", 0.1)
+    # the page says which cells were left out above the cap, for the later candidates only
+    p = _wall_pilot(2)
+    p["candidates"]["digits_ce_wd01"] = p["candidates"]["digits_ce_wd"]
+    text = "\n".join(_family_wall.wall_pilot_markdown(p))
+    cap = "or above $1 - \\beta_2 = 1 (1 - \\beta_1)$ (`WALL_TOP`)"
+    assert text.count(cap) == 1 and text.index(cap) > text.index("candidate `digits_ce_wd01`")
     seen = []
 
     def fake(candidates, name, a, cols=None):

@@ -150,7 +150,9 @@ the stored diagnostics read the cells below them (row 0.2 at 0.1, row 0.1 at 0.1
 quiet: spikes of the divergence line, not of a settled edge. Half the line's ``1 - beta2``
 (about ``a``) keeps the scan clear of it and keeps a teacher-like edge ``1 - beta2 = C a``
 (``C`` about 0.04-0.06) inside by a factor above 15. ``digits_ce_wd``'s stored rows were scanned
-over every column, before this was declared."""
+over every column, before this was declared (`WALL_UNCAPPED`)."""
+WALL_UNCAPPED = ("digits_ce_wd",)
+"""The core-wall candidates piloted before `WALL_TOP` was declared: scanned over every column."""
 WALL_MIN_ROWS = 2
 """The defining property of a core-wall candidate (declared before its pilot): confident (every
 run's settled median loss below `confident_level()`: every image's loss below ``log 2``, so
@@ -194,8 +196,8 @@ def candidate(name: str) -> dict[str, Any]:
 
 def wall_columns(name: str, a: float) -> list[float]:
     """The ascending columns the core-wall pilot scans on row ``a`` of candidate ``name``:
-    every column of `COLUMNS` for ``digits_ce_wd`` (scanned before `WALL_TOP` was declared),
-    those with ``1 - beta2 <= WALL_TOP * a`` for the later candidates.
+    every column of `COLUMNS` for those of `WALL_UNCAPPED`, those with ``1 - beta2 <=
+    WALL_TOP * a`` for the later candidates.
 
     Raises
     ------
@@ -207,7 +209,7 @@ def wall_columns(name: str, a: float) -> list[float]:
             f"core-wall candidate {name!r} is not allowed; choose one of {list(WALL_CANDIDATES)}"
         )
     cols = sorted(COLUMNS)
-    if name == "digits_ce_wd":
+    if name in WALL_UNCAPPED:
         return cols
     return [c for c in cols if c <= WALL_TOP * a * (1 + 1e-9)]
 

@@ -501,7 +501,15 @@ def wall_pilot_markdown(p: dict[str, Any]) -> list[str]:
     those spiky or quiet, settled window), the settled edge and interval, the settled median
     ``log10`` loss range, CPU seconds and ``beta1 / sqrt(beta2)`` of its cells that are mostly
     spiky or diverged; then the defining property's verdict."""
-    from ._family import COLUMNS, WALL_CANDIDATES, WALL_MIN_ROWS, WALL_ROWS, confident_level
+    from ._family import (
+        COLUMNS,
+        WALL_CANDIDATES,
+        WALL_MIN_ROWS,
+        WALL_ROWS,
+        WALL_TOP,
+        WALL_UNCAPPED,
+        confident_level,
+    )
     from ._family_pilot import WINDOW, loss_span, row_cells
 
     lines: list[str] = []
@@ -520,7 +528,13 @@ def wall_pilot_markdown(p: dict[str, Any]) -> list[str]:
             f"decoupled weight decay {cand.get('weight_decay', 0.0):g}; {p['seeds']} seeds a "
             f"cell, {p['machine']}; a cell: spiky seeds / seeds spiky or quiet under the "
             "settled window, rise 2 decades; `.`: not evaluated, below the row's first spiky "
-            "cell; the edge where the spike probability falls through 1/2, with its interval, "
+            "cell"
+            + (
+                ""
+                if name in WALL_UNCAPPED
+                else f" or above $1 - \\beta_2 = {WALL_TOP:g} (1 - \\beta_1)$ (`WALL_TOP`)"
+            )
+            + "; the edge where the spike probability falls through 1/2, with its interval, "
             "`-` open):",
             "",
             "| $1 - \\beta_1$ \\ $1 - \\beta_2$ | "
