@@ -7,13 +7,14 @@ tasks, its run length `_protocol.run_steps`, its verdicts `_scan._judge_task`: t
 default sampling, the rise threshold 2 decades and the declared range's ends), each row from the
 largest ``1 - beta2`` downwards, stopping after its first cell with spike probability at least
 1/2 under both windows (`_bisect.scan_rows` without bisection: the cells below do not enter
-the upper edge). A cell ``(row i, column j)`` of candidate ``k`` draws its seeds from
-``SeedSequence([SEED, k, i, j])``, so a row run alone gives what it gives in a full pass.
+the upper edge). A cell of candidate ``k`` draws its seeds from `cell_seed()`, so a row run
+alone gives what it gives in a full pass.
 
 A row's edge and interval are `_bisect.row_edge` of its evaluated cells under the settled
-window. The pilot chooses (`choose()`) the first candidate, in the declared order, whose rows
-are all run and at least `_family.MIN_ROWS` of them have a settled edge; a candidate that falls
-short passes the choice to the next. The result is stored in ``family_pilot.json`` (`main()`
+window. The pilot chooses (`choose()`) the first candidate, in the declared order, that meets
+the rule (`_family.rule_verdict`: at least `_family.MIN_ROWS` rows with a settled edge, one of
+them at ``1 - beta1 <= _family.LOW_ROW``); a candidate that fails it, or is `_family.STOPPED`,
+passes the choice to the next. The result is stored in ``family_pilot.json`` (`main()`
 writes it, one row at a time if asked, with the CPU seconds of every cell) and drawn into
 ``docs/adam-stability.md`` by ``tools/pilot_tables.py`` (`pilot_markdown()`).
 """
@@ -29,13 +30,35 @@ from typing import Any
 
 import numpy as np
 
-from ._family import CANDIDATES, COLUMNS, LOSSES, MIN_ROWS, ROWS, SEEDS
+from ._family import (
+    CANDIDATES,
+    COLUMNS,
+    LOSSES,
+    LOW_ROW,
+    MIN_ROWS,
+    ROWS,
+    SEED_ROWS,
+    SEEDS,
+    STOPPED,
+    column_index,
+    rule_verdict,
+)
 
 SEED = 20261208
 """Root of the pilot's seeds."""
 STORED = Path(__file__).with_name("family_pilot.json")
 WINDOW = 0
 """The settled window (``_protocol.WINDOWS``)."""
+
+
+def cell_seed(name: str, a: float, c: float) -> np.random.SeedSequence:
+    """The seeds of candidate ``name``'s cell ``(1 - beta1, 1 - beta2) = (a, c)``:
+    ``SeedSequence([SEED, k, i, j])`` with ``k`` the candidate's `_family.seed_index`, ``i``
+    the row's place in `_family.SEED_ROWS` (the first grid's rows, then the revised grid's new
+    ones: a stored cell keeps its seeds) and ``j`` the column's in ``sorted(COLUMNS)``."""
+    from ._family import seed_index
+
+    return np.random.SeedSequence([SEED, seed_index(name), SEED_ROWS.index(a), column_index(c)])
 
 
 def add_row(candidates: dict, name: str, a: float) -> dict[str, Any]:
@@ -60,11 +83,10 @@ def scan_row(name: str, i: int, spikes=None) -> dict[str, Any]:
     CPU seconds and steps of each cell."""
     from ...adam import SPIKE_SAMPLING
     from ._bisect import scan_rows
-    from ._family import family_task, seed_index
+    from ._family import family_task
     from ._scan import _run_task
 
     spikes = list(SPIKE_SAMPLING[:3]) if spikes is None else list(spikes)
-    k = seed_index(name)
     cols = sorted(COLUMNS)
     cells: list[dict[str, Any]] = []
 
@@ -74,7 +96,7 @@ def scan_row(name: str, i: int, spikes=None) -> dict[str, Any]:
             j = int(np.argmin(np.abs(np.log(cols) - math.log(c))))
             task = family_task(name, spikes, SEEDS, [ROWS[i]], [cols[j]])
             t0 = time.process_time()
-            r = _run_task(task, np.random.SeedSequence([SEED, k, i, j]))
+            r = _run_task(task, cell_seed(name, ROWS[i], cols[j]))
             cells.append(
                 {
                     "c": cols[j],
@@ -414,31 +436,30 @@ def row_reading(row: dict[str, Any], window: int = WINDOW, rise: int = 0) -> lis
 
 def candidate_summary(name: str, pilot: dict[str, Any]) -> dict[str, Any]:
     """Per candidate of a pilot: its rows run, each row's settled edge, the rows with an edge,
-    whether all rows are run, and whether it meets the rule (``MIN_ROWS`` edges)."""
+    whether all rows are run, the rule's verdict (`_family.rule_verdict`), whether it meets
+    or fails the rule, and whether it is `_family.STOPPED`."""
     rows = pilot["candidates"].get(name, {}).get("rows", [])
     edges = [row_reading(r) for r in rows]
-    n = sum(math.isfinite(e[0]) for e in edges)
-    complete = sorted(r["row"] for r in rows) == sorted(ROWS)
-    # rows run without an edge: more than len(ROWS) - MIN_ROWS of them and the rule is out of
-    # reach, whatever the rows not yet run give
-    fails = len(rows) - n > len(ROWS) - MIN_ROWS
-    return {"rows": [r["row"] for r in rows], "edges": edges, "with_edge": n,
-            "complete": complete, "meets": complete and n >= MIN_ROWS,
-            "fails": fails or (complete and n < MIN_ROWS)}  # fmt: skip
+    run = [r["row"] for r in rows]
+    has = [a for a, e in zip(run, edges) if math.isfinite(e[0])]
+    verdict = rule_verdict(run, has)
+    return {"rows": run, "edges": edges, "with_edge": len(has),
+            "complete": sorted(run) == sorted(ROWS), "verdict": verdict,
+            "meets": verdict == "meets", "fails": verdict == "fails",
+            "stopped": name in STOPPED}  # fmt: skip
 
 
 def choose(pilot: dict[str, Any] | None = None) -> str | None:
-    """The chosen candidate: the first in the declared order that meets the rule; ``None``
-    while the first candidate not failing it is incomplete, or when every one fails it. A
-    candidate fails once more than ``len(ROWS) - MIN_ROWS`` of its rows are run without an
-    edge (its remaining rows cannot bring it to ``MIN_ROWS``), or when all are run with fewer
-    than ``MIN_ROWS`` edges."""
+    """The chosen candidate: the first in the declared order that meets the rule
+    (`_family.rule_verdict`); a candidate that fails it or is `_family.STOPPED` (and does not
+    meet it) passes the choice on; ``None`` while the first other candidate is undecided, or
+    when every one is passed over."""
     p = stored() if pilot is None else pilot
     for name in CANDIDATES:
         s = candidate_summary(name, p)
         if s["meets"]:
             return name
-        if not s["fails"]:
+        if not (s["fails"] or s["stopped"]):
             return None
     return None
 
@@ -459,10 +480,10 @@ def _rows(n: int) -> str:
 def row_cells(row: dict[str, Any], cols) -> list[str]:
     """A stored row's cells at columns ``cols`` as the pilots' tables show them: spiky seeds /
     seeds spiky or quiet under the settled window, ``.`` where the cell was not evaluated."""
-    by_c = {z["c"]: z for z in row["cells"]}
+    by_c = {column_index(z["c"]): z for z in row["cells"]}
     cells = []
     for c in cols:
-        z = by_c.get(c)
+        z = by_c.get(column_index(c))
         if z is None:
             cells.append(".")
             continue
@@ -537,18 +558,22 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
     verdicts = []
     for name in CANDIDATES:
         s = candidate_summary(name, p)
-        word = "meets the rule" if s["meets"] else ("fails it" if s["fails"] else "undecided")
+        word = {"meets": "meets the rule", "fails": "fails it"}.get(s["verdict"], "undecided")
+        if s["stopped"] and not s["meets"]:
+            word += ", stopped on the first grid"
         verdicts.append(
             f"`{name}` {word} ({s['with_edge']} edge{'s' * (s['with_edge'] != 1)} in "
             f"{_rows(len(s['rows']))} run)"
         )
-    settled = chosen is not None or all(candidate_summary(n, p)["fails"] for n in CANDIDATES)
+    settled = chosen is not None or all(
+        candidate_summary(n, p)["fails"] or n in STOPPED for n in CANDIDATES
+    )
     lines += [
         "",
-        f"The rule: at least {MIN_ROWS} of the {len(ROWS)} rows with a settled edge; a "
-        f"candidate fails once more than {len(ROWS) - MIN_ROWS} "
-        f"row{'s' if len(ROWS) - MIN_ROWS != 1 else ''} {'are' if len(ROWS) - MIN_ROWS != 1 else 'is'} "
-        "run without one. "
+        f"The rule: at least {MIN_ROWS} of the {len(ROWS)} rows with a settled edge, one of "
+        f"them at $1 - \\beta_1 \\le {LOW_ROW:g}$; a candidate fails once more than "
+        f"{len(ROWS) - MIN_ROWS} rows are run without one, or every row at or below "
+        f"{LOW_ROW:g} is. "
         + "; ".join(verdicts)
         + ". Chosen: "
         + (f"`{chosen}`." if chosen else ("none." if settled else "none yet.")),
