@@ -148,7 +148,8 @@ def test_the_family_grid_is_the_task_design_s_and_its_rule_needs_a_low_row():
     from gaugedyn.experiments.adam_stability._protocol import SCAN_DESIGN
 
     assert list(_family.ROWS) == SCAN_DESIGN["one_minus_beta1"]
-    assert list(_family.COLUMNS) == SCAN_DESIGN["one_minus_beta2"]
+    np.testing.assert_allclose(_family.COLUMNS, SCAN_DESIGN["one_minus_beta2"], rtol=2e-4)
+    assert _family.COLUMNS == tuple(10 ** (-3 + 0.25 * k) for k in range(11))
     assert _family.SEEDS == SCAN_DESIGN["seeds"] == 8 and _family.MIN_ROWS == 6
     high = [a for a in _family.ROWS if a > 0.05]
     assert len(high) >= 6 and _family.rule_verdict(_family.ROWS, high) == "fails"

@@ -48,7 +48,7 @@ the 9 rows of `_protocol.SCAN_DESIGN`, none above 1e-3 in the rows 0.03 and 0.01
 first grid a family with their boundary would have an edge in at most 4 of its 7 rows (0.3,
 0.2, 0.1, 0.05). The revised grid is the network tasks' design: `ROWS` and `COLUMNS` are
 `_protocol.SCAN_DESIGN`'s rows (0.5, 0.4, 0.3, 0.2, 0.15, 0.1, 0.07, 0.05, 0.01) and columns
-(the same quarter decades, to four digits), `SEEDS` its 8, and the rule is issue 42's Must
+(the same quarter decades, at their exact values), `SEEDS` its 8, and the rule is issue 42's Must
 show: at least `MIN_ROWS` = 6 rows with a settled edge, at least one of them at ``1 - beta1
 <= LOW_ROW`` = 0.05. Its known-answer control (``tests/test_family_pilot.py``): the teacher
 tasks' stored edges meet it (effect present) and the stored rows of the digits candidates do
@@ -129,16 +129,17 @@ LOSSES = {
 FIRST_ROWS = (0.3, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01)
 """The family pilot's first grid's rows (history: the four first candidates' stored rows were
 run on it with `FIRST_MIN_ROWS`; quarter-decade columns from 1e-3 to 10^-0.5, the same columns
-as `COLUMNS` up to their rounding to four digits)."""
+as `COLUMNS`)."""
 FIRST_MIN_ROWS = 6
 """The first grid's rule: at least this many of `FIRST_ROWS` with a settled edge."""
 ROWS = tuple(float(a) for a in SCAN_DESIGN["one_minus_beta1"])
 """Rows ``1 - beta1`` of the family pilot: the network tasks' design's
 (`_protocol.SCAN_DESIGN`), declared 2026-12-07 before any pilot on them (the grid's revision,
 module doc)."""
-COLUMNS = tuple(float(c) for c in SCAN_DESIGN["one_minus_beta2"])
+COLUMNS = tuple(10 ** round(math.log10(c), 2) for c in SCAN_DESIGN["one_minus_beta2"])
 """Columns ``1 - beta2``: the design's (`_protocol.SCAN_DESIGN`), quarter decades from 1e-3 to
-10^-0.5."""
+10^-0.5, at the exact quarter decades that the design rounds to four digits: the first grid's
+values, so that its stored cells (the family and core-wall pilots) rerun to their bits."""
 SEEDS = int(SCAN_DESIGN["seeds"])
 """Seeds per evaluated cell (the design's, 8): with 8, a cell whose seeds agree is significant
 at 95% (the edge's interval, `_bisect.row_edge`)."""
@@ -163,8 +164,8 @@ their order, then the revised grid's new rows, so that a stored cell keeps its s
 
 
 def column_index(c: float) -> int:
-    """The position of column ``c`` in ``sorted(COLUMNS)`` (the stored cells of the first grid
-    hold its unrounded values, equal to four digits).
+    """The position of column ``c`` in ``sorted(COLUMNS)`` (matched to 0.1%: the design's
+    columns as `_protocol` rounds them name the same cells).
 
     Raises
     ------
