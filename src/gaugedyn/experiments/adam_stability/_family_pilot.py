@@ -316,6 +316,24 @@ DETECTOR_CELLS: tuple[dict[str, Any], ...] = (
         for h in (2, 4)
         for a, c in ((0.5, 10**-1.5), (0.3, 0.01), (0.1, 10**-2.5))
     )
+    + tuple(
+        # added after the six above ran (all quiet, settled 10^-3.2 to 10^-5.4, falling with
+        # 1 - beta2, the largest rise growing towards the small rows: 0.4 on the row 0.5, up to
+        # 1.0 on 0.1), declared before they run: rank 1 (64 parameters, its minimum isolated up
+        # to the sign of W) at the same cells and one in the row 0.05; rank 2 further down the
+        # row 0.5 (the teacher tasks spiky below about 0.02 there) and in the rows 0.05 and 0.02
+        {"task": "digits_tied_ae", "hidden": h, "a": a, "c": c}
+        for h, a, c in (
+            (1, 0.5, 10**-1.5),
+            (1, 0.3, 0.01),
+            (1, 0.1, 10**-2.5),
+            (1, 0.05, 10**-2.75),
+            (2, 0.5, 0.01),
+            (2, 0.5, 10**-2.5),
+            (2, 0.05, 10**-2.75),
+            (2, 0.02, 1e-3),
+        )
+    )
 )
 """A short reading by the pilot's own detector (declared before it runs, after the block
 diagnostics of `DIAGNOSTIC_CELLS`; 64 images unless a cell names ``n_samples``): the factorisation at ranks 1, 2 and 4 and ``digits_mse``
