@@ -524,15 +524,19 @@ class DigitsFactorisation:
         return L, [torch.matmul(r, C.transpose(1, 2)) / n, torch.matmul(A.transpose(1, 2), r) / n]
 
 
-TIED_TASKS = ("digits_tied_ae",)
-"""The second network family's tied linear autoencoder (`DigitsTiedAutoencoder`)."""
+TIED_TASKS = ("digits_tied_ae", "digits_tied_ae4")
+"""The second network family's tied linear autoencoders (`DigitsTiedAutoencoder`)."""
+TIED_POWER = {"digits_tied_ae": 2, "digits_tied_ae4": 4}
+"""The power ``p`` of each tied autoencoder's loss ``mean_images sum_pixels |r|^p / p``."""
 
 
 class DigitsTiedAutoencoder:
     """``digits_tied_ae``: ``B`` copies of the tied linear autoencoder ``X -> X W W^T`` (``W``
     of shape ``(64, k)``, encoder and decoder the same matrix) fitted to ``X`` =
     `lowrank_digits()` of rank ``k`` (``hidden``) under half the squared error summed over the
-    pixels and averaged over the images, full batch. Real data and no teacher, and realizable:
+    pixels and averaged over the images, full batch (``digits_tied_ae4``: the fourth power
+    over 4, `TIED_POWER`, a loss whose minimum has no curvature: ``|x|^4`` along every
+    direction out of it). Real data and no teacher, and realizable:
     the loss is 0 exactly where ``W``'s columns are an orthonormal basis of the images' top
     ``k`` principal directions, a minimum isolated up to ``W -> W Q`` (``Q`` orthogonal: a
     compact gauge, along which no norm changes), unlike the factorisation ``A C``
@@ -556,6 +560,7 @@ class DigitsTiedAutoencoder:
         if hidden is None:
             raise InputError("hidden=None is not allowed; give the autoencoder's rank")
         self.task = task
+        self.power = TIED_POWER[task]
         k, n = int(hidden), int(n_samples)
         self.X = lowrank_digits(n, k, dtype).to(device)
         params = []
@@ -568,18 +573,20 @@ class DigitsTiedAutoencoder:
         """Per-copy full-batch loss, shape ``(B,)``."""
         (W,) = self.params if params is None else params
         r = torch.matmul(torch.matmul(self.X, W), W.transpose(1, 2)) - self.X
-        return 0.5 * (r * r).sum(-1).mean(-1)
+        return (r**self.power).sum(-1).mean(-1) / self.power
 
     def losses_and_grads(self, params) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Per-copy loss ``(B,)`` and each copy's gradient with respect to ``W``, written out:
-        with ``H = X W`` and ``R = H W^T - X``, ``dW = (X^T R W + R^T H) / n`` (tests: against
-        autograd on `losses()`). Each copy's arithmetic is its own (batched products)."""
+        with ``H = X W``, ``R = H W^T - X`` and ``G = R^(p - 1)`` (elementwise),
+        ``dW = (X^T G W + G^T H) / n`` (tests: against autograd on `losses()`). Each copy's
+        arithmetic is its own (batched products)."""
         (W,) = (p.detach() for p in params)
         n = self.X.shape[-2]
         H = torch.matmul(self.X, W)  # (B, n, k)
         r = torch.matmul(H, W.transpose(1, 2)) - self.X  # (B, n, 64)
-        L = 0.5 * (r * r).sum(-1).mean(-1)
-        dW = torch.matmul(self.X.T, torch.matmul(r, W)) + torch.matmul(r.transpose(1, 2), H)
+        G = r if self.power == 2 else r ** (self.power - 1)
+        L = (G * r).sum(-1).mean(-1) / self.power
+        dW = torch.matmul(self.X.T, torch.matmul(G, W)) + torch.matmul(G.transpose(1, 2), H)
         return L, [dW / n]
 
 
