@@ -173,15 +173,16 @@ def test_the_measurement_needs_a_chosen_or_named_core_wall_candidate(monkeypatch
         _family_wall.main([])
     with pytest.raises(SystemExit, match="--candidate 'digits_ce' is not allowed"):
         _family_wall.main(["--candidate", "digits_ce"])
-    with pytest.raises(SystemExit, match="--row 0.07 is not allowed"):
-        _family_wall.main(["--candidate", "digits_ce_wd", "--row", "0.07"])
+    with pytest.raises(SystemExit, match="--row 0.03 is not allowed"):
+        _family_wall.main(["--candidate", "digits_ce_wd", "--row", "0.03"])
 
 
 def test_named_cells_take_their_side_from_the_pilot_s_settled_verdict():
     cols = sorted(_family.COLUMNS)
     p = _wall_pilot(1)
     got = _family_wall.named_cells("digits_ce_wd", p, [(0.3, cols[5]), (0.3, cols[6])])
-    assert got == [(0, 5, "spiky"), (0, 6, "quiet")]
+    i = _family.ROWS.index(0.3)
+    assert got == [(i, 5, "spiky"), (i, 6, "quiet")]
     with pytest.raises(InputError, match=r"cell \(0.3, 0.001\) is not allowed"):
         _family_wall.named_cells("digits_ce_wd", p, [(0.3, 0.001)])
     with pytest.raises(InputError, match="is not allowed"):
@@ -231,7 +232,7 @@ def test_the_stored_core_wall_cells_rerun_to_their_pilot_verdicts_and_exponents(
     exponents."""
     w = _family_wall.stored()
     z = min(w["cells"], key=lambda v: v["cpu_seconds"])
-    i, j = _family.ROWS.index(z["row"]), sorted(_family.COLUMNS).index(z["c"])
+    i, j = _family.ROWS.index(z["row"]), _family.column_index(z["c"])
     pilot = _family_wall.stored_wall_pilot()
     row = next(r for r in pilot["candidates"][w["candidate"]]["rows"] if r["row"] == z["row"])
     cell = next(x for x in row["cells"] if x["c"] == z["c"])
@@ -328,5 +329,7 @@ def test_a_row_scanned_over_some_columns_keeps_each_cell_s_own_seeds(monkeypatch
     row = _family_pilot.scan_row("digits_ce_wd01", i, cols=cols)
     k = _family.seed_index("digits_ce_wd01")
     assert [c for c, _ in ran] == cols[::-1]
-    assert [e for _, e in ran] == [[_family_pilot.SEED, k, i, every.index(c)] for c in cols[::-1]]
+    i_seed = _family.SEED_ROWS.index(0.2)
+    assert [e for _, e in ran] == [[_family_pilot.SEED, k, i_seed, every.index(c)]
+                                   for c in cols[::-1]]  # fmt: skip
     assert [z["c"] for z in row["cells"]] == cols

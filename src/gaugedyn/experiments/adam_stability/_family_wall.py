@@ -279,8 +279,8 @@ def wall_cell(name: str, i: int, j: int, count: int = MEASURES) -> dict[str, Any
     import torch
 
     from ...adam import SPIKE_SAMPLING, effective_exponent
-    from ._family import COLUMNS, ROWS, SEEDS, family_task, seed_index
-    from ._family_pilot import SEED
+    from ._family import COLUMNS, ROWS, SEEDS, family_task
+    from ._family_pilot import cell_seed
     from ._scan import _run_task
 
     a, c = ROWS[i], sorted(COLUMNS)[j]
@@ -304,9 +304,8 @@ def wall_cell(name: str, i: int, j: int, count: int = MEASURES) -> dict[str, Any
                 ex[b, q], wall[b, q], s_min[b, q] = e["exponent"], e["wall"], e["s_min"]
 
     task = family_task(name, list(SPIKE_SAMPLING[:3]), SEEDS, [a], [c])
-    k = seed_index(name)
     t0 = time.process_time()
-    r = _run_task(task, np.random.SeedSequence([SEED, k, i, j]), watch=(set(steps), call))
+    r = _run_task(task, cell_seed(name, a, c), watch=(set(steps), call))
     return {
         "row": a,
         "c": c,
@@ -324,10 +323,9 @@ def bracket_cells(name: str, pilot: dict[str, Any]) -> list[tuple[int, int, str]
     """``(row index, column index, side)`` of every row of ``name`` with a settled edge in the
     pilot: its bracket's spiky cell (``"spiky"``) and the evaluated cell above (``"quiet"``)."""
     from ._bisect import bracket
-    from ._family import COLUMNS, ROWS
+    from ._family import ROWS, column_index
     from ._family_pilot import WINDOW
 
-    cols = sorted(COLUMNS)
     out = []
     for row in pilot["candidates"][name]["rows"]:
         c = np.array([z["c"] for z in row["cells"]], float)
@@ -336,7 +334,7 @@ def bracket_cells(name: str, pilot: dict[str, Any]) -> list[tuple[int, int, str]
         if br is None:
             continue
         i = ROWS.index(row["row"])
-        out += [(i, cols.index(br[0]), "spiky"), (i, cols.index(br[1]), "quiet")]
+        out += [(i, column_index(br[0]), "spiky"), (i, column_index(br[1]), "quiet")]
     return out
 
 
@@ -352,7 +350,7 @@ def named_cells(name: str, pilot: dict[str, Any], cells) -> list[tuple[int, int,
         When a cell is not an evaluated cell of the stored pilot.
     """
     from ..._errors import InputError
-    from ._family import COLUMNS, ROWS
+    from ._family import COLUMNS, ROWS, column_index
     from ._family_pilot import WINDOW
 
     cols = sorted(COLUMNS)
@@ -360,7 +358,9 @@ def named_cells(name: str, pilot: dict[str, Any], cells) -> list[tuple[int, int,
     rows = {r["row"]: r for r in pilot.get("candidates", {}).get(name, {}).get("rows", [])}
     for a, c in cells:
         j = int(np.argmin(np.abs(np.log(cols) - math.log(c))))
-        z = next((x for x in rows.get(a, {"cells": []})["cells"] if x["c"] == cols[j]), None)
+        z = next(
+            (x for x in rows.get(a, {"cells": []})["cells"] if column_index(x["c"]) == j), None
+        )
         if z is None or not math.isclose(cols[j], c, rel_tol=1e-2):
             raise InputError(f"cell ({a}, {c}) is not allowed; name an evaluated cell of "
                              f"{name!r}'s stored pilot")  # fmt: skip
