@@ -89,20 +89,19 @@ def scan_row(name: str, i: int, spikes=None, cols=None) -> dict[str, Any]:
     from ._scan import _run_task
 
     spikes = list(SPIKE_SAMPLING[:3]) if spikes is None else list(spikes)
-    every = sorted(COLUMNS)
-    scan = every if cols is None else sorted(cols)
+    cols = sorted(COLUMNS) if cols is None else sorted(cols)
     cells: list[dict[str, Any]] = []
 
     def evaluate(rows: np.ndarray, cs: np.ndarray) -> np.ndarray:
         out = []
         for c in np.asarray(cs, float):
-            j = int(np.argmin(np.abs(np.log(every) - math.log(c))))
-            task = family_task(name, spikes, SEEDS, [ROWS[i]], [every[j]])
+            j = int(np.argmin(np.abs(np.log(cols) - math.log(c))))
+            task = family_task(name, spikes, SEEDS, [ROWS[i]], [cols[j]])
             t0 = time.process_time()
-            r = _run_task(task, cell_seed(name, ROWS[i], every[j]))
+            r = _run_task(task, cell_seed(name, ROWS[i], cols[j]))
             cells.append(
                 {
-                    "c": every[j],
+                    "c": cols[j],
                     "status": r["status"][0, 0].tolist(),
                     "status_rises": r["status_rises"][0, 0].tolist(),
                     "rises": r["rises"].tolist(),
@@ -117,7 +116,7 @@ def scan_row(name: str, i: int, spikes=None, cols=None) -> dict[str, Any]:
             out.append(r["status"][0, 0])
         return np.stack(out)
 
-    scan_rows(np.array([ROWS[i]]), np.array(scan), evaluate, math.inf)
+    scan_rows(np.array([ROWS[i]]), np.array(cols), evaluate, math.inf)
     cells.sort(key=lambda z: z["c"])
     return {"row": ROWS[i], "cells": cells}
 
