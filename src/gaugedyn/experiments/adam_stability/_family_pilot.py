@@ -80,9 +80,9 @@ def add_row(candidates: dict, name: str, a: float, cols=None) -> dict[str, Any]:
 def scan_row(name: str, i: int, spikes=None, cols=None) -> dict[str, Any]:
     """Row ``ROWS[i]`` of candidate ``name`` (over ``cols``, a subset of `COLUMNS`, when
     given: the core-wall pilot's `_family.wall_columns`): the downward scan's evaluated cells,
-    their status codes ``(cells, seeds, windows)`` at the primary rise and ``(cells, seeds, windows, rises)``
-    at the rises of `_scan.rise_readings`, the settled median ``log10`` loss per seed, and the
-    CPU seconds and steps of each cell."""
+    their status codes ``(cells, seeds, windows)`` at the primary rise and ``(cells, seeds,
+    windows, rises)`` at the rises of `_scan.rise_readings`, the settled median ``log10`` loss
+    per seed, and the CPU seconds and steps of each cell."""
     from ...adam import SPIKE_SAMPLING
     from ._bisect import scan_rows
     from ._family import family_task
