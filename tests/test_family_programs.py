@@ -1,6 +1,7 @@
 """The second network family's task programs declared after the digits_mse diagnostics (issue
 42, Build 4): the whitened digits (`_batched.whitened_digits`, `WhitenedDigitsMLP`) and the
-factorisation on digits (`_batched.lowrank_digits`, `DigitsFactorisation`), built through
+factorisation on digits (`_batched.lowrank_digits`, `DigitsFactorisation`) and the tied linear
+autoencoder on them (`DigitsTiedAutoencoder`), built through
 `_batched.task_model` by the batched runner (`_scan._run_cells`)."""
 
 from __future__ import annotations
@@ -90,7 +91,44 @@ def test_factorisation_hand_gradient_equals_autograd():
         _batched.DigitsFactorisation("digits_lowrank", 1, [0], 8)
 
 
-@pytest.mark.parametrize("task,hidden", [("digits_lowrank", 2), ("digits_white_mse", 8)])
+def test_tied_autoencoder_hand_gradient_equals_autograd_and_its_minimum_is_exact():
+    m = _batched.task_model("digits_tied_ae", 3, [1, 2, 3], 20, hidden=2)
+    assert isinstance(m, _batched.DigitsTiedAutoencoder)
+    assert [tuple(p.shape) for p in m.params] == [(3, 64, 2)]
+    ps = [p.detach().clone().requires_grad_(True) for p in m.params]
+    L = m.losses(ps)
+    (want,) = torch.autograd.grad(L.sum(), ps)
+    got_L, (got,) = m.losses_and_grads(m.params)
+    torch.testing.assert_close(got_L, L.detach(), rtol=1e-13, atol=0)
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-15)
+    # away from the initialisation too (a gradient that is right only near W = 0 would pass
+    # there): a random W of norm about 1
+    far = [torch.randn(3, 64, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+           .div(8).requires_grad_(True)]  # fmt: skip
+    (want,) = torch.autograd.grad(m.losses(far).sum(), far)
+    _, (got,) = m.losses_and_grads(far)
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-15)
+    # the loss by its definition: half the squared error summed over pixels, mean over images
+    X = _batched.lowrank_digits(20, 2).numpy()
+    W = m.params[0].detach()[1].numpy()
+    r = X @ W @ W.T - X
+    np.testing.assert_allclose(L[1].item(), 0.5 * (r**2).sum() / 20, rtol=1e-12)
+    # the top two principal directions, in any orthonormal basis (the compact gauge W Q), fit
+    # with loss 0; the factorisation's unbalanced scaling is no minimum here
+    Vt = np.linalg.svd(X, full_matrices=False)[2]
+    Q = np.array([[0.6, -0.8], [0.8, 0.6]])
+    exact = torch.as_tensor(np.stack([Vt[:2].T, Vt[:2].T @ Q, 2 * Vt[:2].T]))
+    Ls = m.losses([exact]).numpy()
+    assert Ls[0] < 1e-28 and Ls[1] < 1e-28 and Ls[2] > 1e-3
+    with pytest.raises(InputError, match="task='digits_mse' is not allowed"):
+        _batched.DigitsTiedAutoencoder("digits_mse", 1, [0], 8, hidden=2)
+    with pytest.raises(InputError, match="hidden=None is not allowed"):
+        _batched.DigitsTiedAutoencoder("digits_tied_ae", 1, [0], 8)
+
+
+@pytest.mark.parametrize(
+    "task,hidden", [("digits_lowrank", 2), ("digits_white_mse", 8), ("digits_tied_ae", 2)]
+)
 def test_a_copys_run_does_not_depend_on_the_copies_beside_it(task, hidden):
     seeds = [5, 6, 7]
     betas = (np.array([0.8, 0.9, 0.95]), np.array([0.99, 0.9, 0.999]))

@@ -524,11 +524,80 @@ class DigitsFactorisation:
         return L, [torch.matmul(r, C.transpose(1, 2)) / n, torch.matmul(A.transpose(1, 2), r) / n]
 
 
+TIED_TASKS = ("digits_tied_ae", "digits_tied_ae4")
+"""The second network family's tied linear autoencoders (`DigitsTiedAutoencoder`)."""
+TIED_POWER = {"digits_tied_ae": 2, "digits_tied_ae4": 4}
+"""The power ``p`` of each tied autoencoder's loss ``mean_images sum_pixels |r|^p / p``."""
+
+
+class DigitsTiedAutoencoder:
+    """``digits_tied_ae``: ``B`` copies of the tied linear autoencoder ``X -> X W W^T`` (``W``
+    of shape ``(64, k)``, encoder and decoder the same matrix) fitted to ``X`` =
+    `lowrank_digits()` of rank ``k`` (``hidden``) under half the squared error summed over the
+    pixels and averaged over the images, full batch (``digits_tied_ae4``: the fourth power
+    over 4, `TIED_POWER`, a loss whose minimum has no curvature: ``|x|^4`` along every
+    direction out of it). Real data and no teacher, and realizable:
+    the loss is 0 exactly where ``W``'s columns are an orthonormal basis of the images' top
+    ``k`` principal directions, a minimum isolated up to ``W -> W Q`` (``Q`` orthogonal: a
+    compact gauge, along which no norm changes), unlike the factorisation ``A C``
+    (`DigitsFactorisation`), whose gauge ``A G, G^-1 C`` is unbounded. Entries of ``W`` start
+    uniform on ``[-1, 1] / 8`` (``torch.nn.Linear``'s bound for 64 inputs), each copy from its
+    own seed. The interface of `BatchedMLP` that `adam_step_sets()` uses."""
+
+    def __init__(
+        self,
+        task: str,
+        B: int,
+        seeds,
+        n_samples: int = 64,
+        dtype=torch.float64,
+        data_seed: int = 0,
+        hidden: int | None = None,
+        device: str = "cpu",
+    ):
+        if task not in TIED_TASKS:
+            raise InputError(f"task={task!r} is not allowed; choose one of {list(TIED_TASKS)}")
+        if hidden is None:
+            raise InputError("hidden=None is not allowed; give the autoencoder's rank")
+        self.task = task
+        self.power = TIED_POWER[task]
+        k, n = int(hidden), int(n_samples)
+        self.X = lowrank_digits(n, k, dtype).to(device)
+        params = []
+        for s in np.broadcast_to(np.asarray(seeds), (B,)):
+            g = torch.Generator().manual_seed(int(s))
+            params.append((torch.rand(64, k, generator=g, dtype=dtype) * 2 - 1) / 8)
+        self.params = [torch.stack(params).to(device).requires_grad_(True)]
+
+    def losses(self, params=None) -> torch.Tensor:
+        """Per-copy full-batch loss, shape ``(B,)``."""
+        (W,) = self.params if params is None else params
+        r = torch.matmul(torch.matmul(self.X, W), W.transpose(1, 2)) - self.X
+        return (r**self.power).sum(-1).mean(-1) / self.power
+
+    def losses_and_grads(self, params) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Per-copy loss ``(B,)`` and each copy's gradient with respect to ``W``, written out:
+        with ``H = X W``, ``R = H W^T - X`` and ``G = R^(p - 1)`` (elementwise),
+        ``dW = (X^T G W + G^T H) / n`` (tests: against autograd on `losses()`). Each copy's
+        arithmetic is its own (batched products)."""
+        (W,) = (p.detach() for p in params)
+        n = self.X.shape[-2]
+        H = torch.matmul(self.X, W)  # (B, n, k)
+        r = torch.matmul(H, W.transpose(1, 2)) - self.X  # (B, n, 64)
+        G = r if self.power == 2 else r ** (self.power - 1)
+        L = (G * r).sum(-1).mean(-1) / self.power
+        dW = torch.matmul(self.X.T, torch.matmul(G, W)) + torch.matmul(G.transpose(1, 2), H)
+        return L, [dW / n]
+
+
 def task_model(task: str, *args, **kwargs):
     """The batched model of ``task``: `WhitenedDigitsMLP` for `WHITENED_TASKS`,
-    `DigitsFactorisation` for `FACTORISATION_TASKS`, else `BatchedMLP` (same arguments)."""
+    `DigitsFactorisation` for `FACTORISATION_TASKS`, `DigitsTiedAutoencoder` for
+    `TIED_TASKS`, else `BatchedMLP` (same arguments)."""
     if task in WHITENED_TASKS:
         return WhitenedDigitsMLP(task, *args, **kwargs)
     if task in FACTORISATION_TASKS:
         return DigitsFactorisation(task, *args, **kwargs)
+    if task in TIED_TASKS:
+        return DigitsTiedAutoencoder(task, *args, **kwargs)
     return BatchedMLP(task, *args, **kwargs)

@@ -36,8 +36,26 @@ collapse and spike:
   able to fit every label), the fallback on twice the data at a little more cost a step.
 
 The pilot (`_family_pilot`) runs each candidate on `ROWS` x `COLUMNS` with `SEEDS` seeds a
-cell and picks the first with at least `MIN_ROWS` rows with a settled edge: the defining
-property, never a slope. `family_task()` is the candidate as a ``spike_boundary`` task.
+cell and picks the first that meets the rule (`rule_verdict()`): the defining property, never
+a slope. `family_task()` is the candidate as a ``spike_boundary`` task.
+
+The grid's revision (declared 2026-12-07, before any pilot on it). The first grid
+(`FIRST_ROWS`: 0.3, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01; quarter decades of ``1 - beta2`` from
+1e-3 to 10^-0.5; at least `FIRST_MIN_ROWS` = 6 of the 7 rows with a settled edge) failed the
+rule by itself: the teacher tasks, the one family known to spike, have settled edges near
+``1 - beta2 = C (1 - beta1)`` with ``C`` about 0.035-0.06 (``task_pilot.json``: edges in 8 of
+the 9 rows of `_protocol.SCAN_DESIGN`, none above 1e-3 in the rows 0.03 and 0.01), so on the
+first grid a family with their boundary would have an edge in at most 4 of its 7 rows (0.3,
+0.2, 0.1, 0.05). The revised grid is the network tasks' design: `ROWS` and `COLUMNS` are
+`_protocol.SCAN_DESIGN`'s rows (0.5, 0.4, 0.3, 0.2, 0.15, 0.1, 0.07, 0.05, 0.01) and columns
+(the same quarter decades, at their exact values), `SEEDS` its 8, and the rule is issue 42's Must
+show: at least `MIN_ROWS` = 6 rows with a settled edge, at least one of them at ``1 - beta1
+<= LOW_ROW`` = 0.05. Its known-answer control (``tests/test_family_pilot.py``): the teacher
+tasks' stored edges meet it (effect present) and the stored rows of the digits candidates do
+not (effect absent). The first four candidates' stored rows (0.3 and 0.2, both rows of the
+revised grid on the same columns) are kept as history and read as they are; they are
+`STOPPED` (passed over by the choice, not rerun): quiet in every run, no rise reaching the
+declared range's lower end, a settled level set by Adam's step size.
 """
 
 from __future__ import annotations
@@ -45,7 +63,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from ..._errors import InputError
+from ._protocol import SCAN_DESIGN
 
 CANDIDATES: dict[str, dict[str, Any]] = {
     "digits_ce": {"task": "digits_ce", "hidden": 32, "n_samples": 64, "lr": 1e-2, "eps": 1e-8},
@@ -77,6 +98,30 @@ WALL_CANDIDATES: dict[str, dict[str, Any]] = {
         "eps": 1e-30,
         "weight_decay": 1.0,
     },
+    "digits_ce_wd01": {
+        "task": "digits_ce",
+        "hidden": 32,
+        "n_samples": 64,
+        "lr": 1e-2,
+        "eps": 1e-30,
+        "weight_decay": 0.1,
+    },
+    "digits_ce_wd001": {
+        "task": "digits_ce",
+        "hidden": 32,
+        "n_samples": 64,
+        "lr": 1e-2,
+        "eps": 1e-30,
+        "weight_decay": 0.01,
+    },
+    "digits_ce_wd01_lr3": {
+        "task": "digits_ce",
+        "hidden": 32,
+        "n_samples": 64,
+        "lr": 1e-3,
+        "eps": 1e-30,
+        "weight_decay": 0.1,
+    },
 }
 """The core-wall candidates (issue 42, Build 5), declared before their pilot on the cheap
 diagnostics of ``docs/adam-stability.md`` ("What a confident cross-entropy task needs"): a
@@ -88,11 +133,47 @@ the loss about 10-12 decades down, far above the float's resolution, with every 
 ``digits_ce_wd``: ``digits_ce``'s network, data and step size with weight decay 1 and
 ``eps = 1e-30`` (below every gradient of the settled regime, so the level is the weight
 decay's, not ``eps``'s). In their own tuple so that `CANDIDATES`' order (the family pilot's)
-is not touched."""
+is not touched.
+
+``digits_ce_wd`` failed its property (stored pilot, ``wall_pilot.json``). Declared after that
+pilot and its diagnostics, before any run of theirs (session 15), three more, tried in this
+order. The reason, from the stored diagnostics: at weight decay 1 the settled runs are quiet
+with largest rises of 0.0-0.2 decades at ``1 - beta2 >= 0.03`` and hold the loss at 1e-10 ...
+1e-12. A decoupled weight decay's stationary point has ``m / sqrt(v) = -wd theta`` per
+coordinate; a gradient of steady sign gives ``|m / sqrt(v)| = 1``, so at ``wd = 1`` the
+weights sit where ``|theta|`` is of order ``1 / wd`` and Adam moves like sign descent, pulled
+back by the decay at a rate ``lr wd`` a step: no core to overshoot. A smaller decay lets the
+weights and the margins grow (the level falls) and asks for ``|E g| / rms(g) = wd |theta|``
+well below 1 at the stationary point: the gradient must change sign along the run, the iterate
+crossing the valley's floor, the regime of the core-wall picture and of the teachers'
+collapse-and-spike cycle:
+
+- ``digits_ce_wd01``: weight decay 0.1, otherwise ``digits_ce_wd``;
+- ``digits_ce_wd001``: weight decay 0.01 (a lower level still; ``eps = 1e-30`` may set it
+  where the gradient meets ``eps``: the diagnostics show which);
+- ``digits_ce_wd01_lr3``: weight decay 0.1 at ``lr = 1e-3``: the same stationary weights (the
+  decay per step is ``lr wd``, the balance ``wd theta`` does not involve ``lr``) with a ten
+  times smaller step against the valley's width, the fallback if the first two sit too near
+  the divergence line.
+
+Their rows are scanned only below `WALL_TOP` (declared with them)."""
 WALL_ROWS = (0.3, 0.2, 0.1)
 """The core-wall candidates' declared rows: those of `ROWS` whose edges the diagnostics place
 inside `COLUMNS` at a cost the session's two cores can pay (the row 0.3's edge lies between
 ``1 - beta2`` = 0.0316, quiet, and 0.01, half its seeds spiky)."""
+WALL_TOP = 1.0
+"""The core-wall pilot scans a row ``1 - beta1 = a`` only over the columns ``1 - beta2 <=
+WALL_TOP * a`` (declared after ``digits_ce_wd``'s pilot, before any run of the later
+candidates; `wall_columns()`). Adam's moments grow without bound beyond ``beta1 = sqrt(beta2)``,
+``1 - beta2 = 2a - a^2``; the stored pilot's rows 0.2 and 0.1 were spiky or diverged at their
+top cells, ``beta1 / sqrt(beta2)`` 0.97 and 0.99, and the downward scan stopped there, while
+the stored diagnostics read the cells below them (row 0.2 at 0.1, row 0.1 at 0.1 and 0.01)
+quiet: spikes of the divergence line, not of a settled edge. Half the line's ``1 - beta2``
+(about ``a``) keeps the scan clear of it and keeps a teacher-like edge ``1 - beta2 = C a``
+(``C`` about 0.04-0.06) inside by a factor above 15. ``digits_ce_wd``'s stored rows were scanned
+over every column, before this was declared (`WALL_UNCAPPED`)."""
+WALL_UNCAPPED = ("digits_ce_wd",)
+"""The core-wall candidates piloted before `WALL_TOP` was declared: scanned over every column."""
 WALL_MIN_ROWS = 2
 """The defining property of a core-wall candidate (declared before its pilot): confident (every
 run's settled median loss below `confident_level()`: every image's loss below ``log 2``, so
@@ -105,15 +186,74 @@ LOSSES = {
     "digits_mse": "half the squared error to the one-hot labels",
 }
 """The loss of each ``_batched`` task a candidate may name, in words (the pilot's tables)."""
-ROWS = (0.3, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01)
-"""Rows ``1 - beta1``: four at or below 0.05, down to 0.01 (issue 42, Build 4)."""
-COLUMNS = tuple(10 ** (-3 + 0.25 * k) for k in range(11))
-"""Columns ``1 - beta2``: quarter decades from 1e-3 to 10^-0.5."""
-SEEDS = 8
-"""Seeds per evaluated cell: with 8, a cell whose seeds agree is significant at 95% (the edge's
-interval, `_bisect.row_edge`)."""
+FIRST_ROWS = (0.3, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01)
+"""The family pilot's first grid's rows (history: the four first candidates' stored rows were
+run on it with `FIRST_MIN_ROWS`; quarter-decade columns from 1e-3 to 10^-0.5, the same columns
+as `COLUMNS`)."""
+FIRST_MIN_ROWS = 6
+"""The first grid's rule: at least this many of `FIRST_ROWS` with a settled edge."""
+ROWS = tuple(float(a) for a in SCAN_DESIGN["one_minus_beta1"])
+"""Rows ``1 - beta1`` of the family pilot: the network tasks' design's
+(`_protocol.SCAN_DESIGN`), declared 2026-12-07 before any pilot on them (the grid's revision,
+module doc)."""
+COLUMNS = tuple(10 ** round(math.log10(c), 2) for c in SCAN_DESIGN["one_minus_beta2"])
+"""Columns ``1 - beta2``: the design's (`_protocol.SCAN_DESIGN`), quarter decades from 1e-3 to
+10^-0.5, at the exact quarter decades that the design rounds to four digits: the first grid's
+values, so that its stored cells (the family and core-wall pilots) rerun to their bits."""
+SEEDS = int(SCAN_DESIGN["seeds"])
+"""Seeds per evaluated cell (the design's, 8): with 8, a cell whose seeds agree is significant
+at 95% (the edge's interval, `_bisect.row_edge`)."""
 MIN_ROWS = 6
-"""Rows with a settled edge a candidate must show to be chosen."""
+"""Rows with a settled edge a candidate must show to be chosen (issue 42's Must show)."""
+LOW_ROW = 0.05
+"""...of which at least one at ``1 - beta1 <= LOW_ROW`` (issue 42's Must show: "at least 6
+rows with an edge including ``1 - beta1 <= 0.05``")."""
+STOPPED: dict[str, str] = {
+    name: "stopped on the first grid: quiet in every run of its rows 0.3 and 0.2 (rows of "
+    "`ROWS`, on the same columns), no rise reaching the declared range's lower end; not rerun"
+    for name in ("digits_ce", "digits_ce_w16", "digits_mse", "digits_mse_n128")
+}
+"""Candidates stopped before the grid's revision (module doc), passed over by the choice: their
+stored rows 0.3 and 0.2 are rows of `ROWS` on the same columns and read as they are (no edge),
+which under the revised rule's arithmetic alone leaves them undecided (two of nine rows run
+without an edge); they are not rerun, their diagnosis (the settled level is Adam's step size's,
+a smooth loss without the sawtooth) says the other rows would not spike either."""
+SEED_ROWS = FIRST_ROWS + tuple(a for a in ROWS if a not in FIRST_ROWS)
+"""The rows' positions in a cell's seed (`_family_pilot.cell_seed`): the first grid's rows in
+their order, then the revised grid's new rows, so that a stored cell keeps its seeds."""
+
+
+def column_index(c: float) -> int:
+    """The position of column ``c`` in ``sorted(COLUMNS)`` (matched to 0.1%: the design's
+    columns as `_protocol` rounds them name the same cells).
+
+    Raises
+    ------
+    InputError
+        When ``c`` is not a declared column (to 0.1%).
+    """
+    cols = sorted(COLUMNS)
+    j = int(np.argmin(np.abs(np.log(cols) - math.log(c)))) if c > 0 else 0
+    if not (c > 0 and math.isclose(cols[j], c, rel_tol=1e-3)):
+        raise InputError(f"column {c!r} is not allowed; the declared columns are {cols}")
+    return j
+
+
+def rule_verdict(run: list[float], with_edge: list[float]) -> str:
+    """The family rule on rows ``run`` of `ROWS` of which ``with_edge`` have a settled edge:
+    ``"meets"`` with at least `MIN_ROWS` edges, one of them at ``1 - beta1 <= LOW_ROW``;
+    ``"fails"`` once the rows not run cannot bring it there (more than ``len(ROWS) -
+    MIN_ROWS`` rows run without an edge, or every row at or below `LOW_ROW` run without one);
+    else ``"undecided"``. The one definition of the rule (the pilot's choice and its
+    known-answer control on the teacher tasks' stored edges)."""
+    edges = [a for a in with_edge if a in run]
+    if len(edges) >= MIN_ROWS and any(a <= LOW_ROW for a in edges):
+        return "meets"
+    without = [a for a in run if a not in edges]
+    low = [a for a in ROWS if a <= LOW_ROW]
+    if len(without) > len(ROWS) - MIN_ROWS or all(a in without for a in low):
+        return "fails"
+    return "undecided"
 
 
 def candidate(name: str) -> dict[str, Any]:
@@ -132,6 +272,26 @@ def candidate(name: str) -> dict[str, Any]:
         f"family task {name!r} is not allowed; choose one of "
         f"{list(CANDIDATES) + list(WALL_CANDIDATES)}"
     )
+
+
+def wall_columns(name: str, a: float) -> list[float]:
+    """The ascending columns the core-wall pilot scans on row ``a`` of candidate ``name``:
+    every column of `COLUMNS` for those of `WALL_UNCAPPED`, those with ``1 - beta2 <=
+    WALL_TOP * a`` for the later candidates.
+
+    Raises
+    ------
+    InputError
+        When ``name`` is not a core-wall candidate.
+    """
+    if name not in WALL_CANDIDATES:
+        raise InputError(
+            f"core-wall candidate {name!r} is not allowed; choose one of {list(WALL_CANDIDATES)}"
+        )
+    cols = sorted(COLUMNS)
+    if name in WALL_UNCAPPED:
+        return cols
+    return [c for c in cols if c <= WALL_TOP * a * (1 + 1e-9)]
 
 
 def seed_index(name: str) -> int:

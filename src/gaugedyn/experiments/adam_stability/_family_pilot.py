@@ -7,13 +7,14 @@ tasks, its run length `_protocol.run_steps`, its verdicts `_scan._judge_task`: t
 default sampling, the rise threshold 2 decades and the declared range's ends), each row from the
 largest ``1 - beta2`` downwards, stopping after its first cell with spike probability at least
 1/2 under both windows (`_bisect.scan_rows` without bisection: the cells below do not enter
-the upper edge). A cell ``(row i, column j)`` of candidate ``k`` draws its seeds from
-``SeedSequence([SEED, k, i, j])``, so a row run alone gives what it gives in a full pass.
+the upper edge). A cell of candidate ``k`` draws its seeds from `cell_seed()`, so a row run
+alone gives what it gives in a full pass.
 
 A row's edge and interval are `_bisect.row_edge` of its evaluated cells under the settled
-window. The pilot chooses (`choose()`) the first candidate, in the declared order, whose rows
-are all run and at least `_family.MIN_ROWS` of them have a settled edge; a candidate that falls
-short passes the choice to the next. The result is stored in ``family_pilot.json`` (`main()`
+window. The pilot chooses (`choose()`) the first candidate, in the declared order, that meets
+the rule (`_family.rule_verdict`: at least `_family.MIN_ROWS` rows with a settled edge, one of
+them at ``1 - beta1 <= _family.LOW_ROW``); a candidate that fails it, or is `_family.STOPPED`,
+passes the choice to the next. The result is stored in ``family_pilot.json`` (`main()`
 writes it, one row at a time if asked, with the CPU seconds of every cell) and drawn into
 ``docs/adam-stability.md`` by ``tools/pilot_tables.py`` (`pilot_markdown()`).
 """
@@ -29,7 +30,19 @@ from typing import Any
 
 import numpy as np
 
-from ._family import CANDIDATES, COLUMNS, LOSSES, MIN_ROWS, ROWS, SEEDS
+from ._family import (
+    CANDIDATES,
+    COLUMNS,
+    LOSSES,
+    LOW_ROW,
+    MIN_ROWS,
+    ROWS,
+    SEED_ROWS,
+    SEEDS,
+    STOPPED,
+    column_index,
+    rule_verdict,
+)
 
 SEED = 20261208
 """Root of the pilot's seeds."""
@@ -38,13 +51,24 @@ WINDOW = 0
 """The settled window (``_protocol.WINDOWS``)."""
 
 
-def add_row(candidates: dict, name: str, a: float) -> dict[str, Any]:
-    """Scan row ``a`` of candidate ``name`` (`scan_row()`), stamp it with the 1-minute load at
-    its start and the date, and put it into ``candidates`` (a stored pilot's
-    ``{name: {"rows": [...]}}``, rows in `ROWS` order, an earlier entry of the row replaced);
-    returns the row's entry. The family pilot and the core-wall pilot store their rows so."""
+def cell_seed(name: str, a: float, c: float) -> np.random.SeedSequence:
+    """The seeds of candidate ``name``'s cell ``(1 - beta1, 1 - beta2) = (a, c)``:
+    ``SeedSequence([SEED, k, i, j])`` with ``k`` the candidate's `_family.seed_index`, ``i``
+    the row's place in `_family.SEED_ROWS` (the first grid's rows, then the revised grid's new
+    ones: a stored cell keeps its seeds) and ``j`` the column's in ``sorted(COLUMNS)``."""
+    from ._family import seed_index
+
+    return np.random.SeedSequence([SEED, seed_index(name), SEED_ROWS.index(a), column_index(c)])
+
+
+def add_row(candidates: dict, name: str, a: float, cols=None) -> dict[str, Any]:
+    """Scan row ``a`` of candidate ``name`` (`scan_row()`, over ``cols`` when given), stamp
+    it with the 1-minute load at its start and the date, and put it into ``candidates`` (a
+    stored pilot's ``{name: {"rows": [...]}}``, rows in `ROWS` order, an earlier entry of the
+    row replaced); returns the row's entry. The family pilot and the core-wall pilot store
+    their rows so."""
     load = os.getloadavg()[0]
-    entry = scan_row(name, ROWS.index(a))
+    entry = scan_row(name, ROWS.index(a), cols=cols)
     entry["load"] = round(load, 2)
     entry["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     mine = {r["row"]: r for r in candidates.get(name, {}).get("rows", [])}
@@ -53,19 +77,19 @@ def add_row(candidates: dict, name: str, a: float) -> dict[str, Any]:
     return entry
 
 
-def scan_row(name: str, i: int, spikes=None) -> dict[str, Any]:
-    """Row ``ROWS[i]`` of candidate ``name``: the downward scan's evaluated cells, their status
-    codes ``(cells, seeds, windows)`` at the primary rise and ``(cells, seeds, windows, rises)``
-    at the rises of `_scan.rise_readings`, the settled median ``log10`` loss per seed, and the
-    CPU seconds and steps of each cell."""
+def scan_row(name: str, i: int, spikes=None, cols=None) -> dict[str, Any]:
+    """Row ``ROWS[i]`` of candidate ``name`` (over ``cols``, a subset of `COLUMNS`, when
+    given: the core-wall pilot's `_family.wall_columns`): the downward scan's evaluated cells,
+    their status codes ``(cells, seeds, windows)`` at the primary rise and ``(cells, seeds,
+    windows, rises)`` at the rises of `_scan.rise_readings`, the settled median ``log10`` loss
+    per seed, and the CPU seconds and steps of each cell."""
     from ...adam import SPIKE_SAMPLING
     from ._bisect import scan_rows
-    from ._family import family_task, seed_index
+    from ._family import family_task
     from ._scan import _run_task
 
     spikes = list(SPIKE_SAMPLING[:3]) if spikes is None else list(spikes)
-    k = seed_index(name)
-    cols = sorted(COLUMNS)
+    cols = sorted(COLUMNS) if cols is None else sorted(cols)
     cells: list[dict[str, Any]] = []
 
     def evaluate(rows: np.ndarray, cs: np.ndarray) -> np.ndarray:
@@ -74,7 +98,7 @@ def scan_row(name: str, i: int, spikes=None) -> dict[str, Any]:
             j = int(np.argmin(np.abs(np.log(cols) - math.log(c))))
             task = family_task(name, spikes, SEEDS, [ROWS[i]], [cols[j]])
             t0 = time.process_time()
-            r = _run_task(task, np.random.SeedSequence([SEED, k, i, j]))
+            r = _run_task(task, cell_seed(name, ROWS[i], cols[j]))
             cells.append(
                 {
                     "c": cols[j],
@@ -264,22 +288,66 @@ def diagnose(
     return out
 
 
-DETECTOR_CELLS: tuple[dict[str, Any], ...] = tuple(
-    {"task": task, "hidden": h, "a": a, "c": c}
-    for task, h in (
-        ("digits_lowrank", 1),
-        ("digits_lowrank", 2),
-        ("digits_lowrank", 4),
-        ("digits_mse", 32),
+DETECTOR_CELLS: tuple[dict[str, Any], ...] = (
+    tuple(
+        {"task": task, "hidden": h, "a": a, "c": c}
+        for task, h in (
+            ("digits_lowrank", 1),
+            ("digits_lowrank", 2),
+            ("digits_lowrank", 4),
+            ("digits_mse", 32),
+        )
+        for a, c in ((0.2, 0.01), (0.05, 10**-2.5), (0.02, 10**-2.5))
     )
-    for a, c in ((0.2, 0.01), (0.05, 10**-2.5), (0.02, 10**-2.5))
-) + tuple(
-    # added after the twelve above ran (all quiet): narrow ReLU networks on few images, nearer
-    # the teacher tasks' few units (a unit's kink crossing an image is a candidate for their
-    # sawtooth); declared before they run
-    {"task": "digits_mse", "hidden": h, "a": a, "c": c, "n_samples": 16}
-    for h in (4, 8)
-    for a, c in ((0.2, 0.01), (0.05, 10**-2.5), (0.02, 10**-2.5))
+    + tuple(
+        # added after the twelve above ran (all quiet): narrow ReLU networks on few images, nearer
+        # the teacher tasks' few units (a unit's kink crossing an image is a candidate for their
+        # sawtooth); declared before they run
+        {"task": "digits_mse", "hidden": h, "a": a, "c": c, "n_samples": 16}
+        for h in (4, 8)
+        for a, c in ((0.2, 0.01), (0.05, 10**-2.5), (0.02, 10**-2.5))
+    )
+    + tuple(
+        # added after the grid's revision (session 15), declared before they run: the tied linear
+        # autoencoder on digits (`_batched.DigitsTiedAutoencoder`: realizable, its zero-loss minimum
+        # isolated up to a compact gauge, unlike `digits_lowrank`'s unbounded one, which the
+        # diagnostics above saw fall towards 0 and then rise to the step size's level) at ranks 2
+        # and 4 on 64 images, at three cells inside the teacher tasks' spiky region (their stored
+        # edges: about 0.02 on the row 0.5, 0.012 on 0.3, 0.0045 on 0.1)
+        {"task": "digits_tied_ae", "hidden": h, "a": a, "c": c}
+        for h in (2, 4)
+        for a, c in ((0.5, 10**-1.5), (0.3, 0.01), (0.1, 10**-2.5))
+    )
+    + tuple(
+        # added after the six above ran (all quiet, settled 10^-3.2 to 10^-5.4, falling with
+        # 1 - beta2, the largest rise growing towards the small rows: 0.4 on the row 0.5, up to
+        # 1.0 on 0.1), declared before they run: rank 1 (64 parameters, its minimum isolated up
+        # to the sign of W) at the same cells and one in the row 0.05; rank 2 further down the
+        # row 0.5 (the teacher tasks spiky below about 0.02 there) and in the rows 0.05 and 0.02
+        {"task": "digits_tied_ae", "hidden": h, "a": a, "c": c}
+        for h, a, c in (
+            (1, 0.5, 10**-1.5),
+            (1, 0.3, 0.01),
+            (1, 0.1, 10**-2.5),
+            (1, 0.05, 10**-2.75),
+            (2, 0.5, 0.01),
+            (2, 0.5, 10**-2.5),
+            (2, 0.05, 10**-2.75),
+            (2, 0.02, 1e-3),
+        )
+    )
+    + tuple(
+        # added after the eight above ran (all quiet: a smooth minimum, the settled level held
+        # by Adam's step, the rises at most 1.7 decades), declared before they run: the same
+        # autoencoder under the fourth power of its residual (`digits_tied_ae4`), a minimum
+        # without curvature, |x|^4 along every direction out of it: the superquadratic core
+        # that the core-wall explanation gives the spiky regime its near-linear edge, the 1-D
+        # |x|^4 map's own spiky regime; Adam's eps 1e-30 (the gradient, a cube of the
+        # residual, falls below 1e-8 at residuals of 1e-3), ranks 1 and 2
+        {"task": "digits_tied_ae4", "hidden": h, "a": a, "c": c, "eps": 1e-30}
+        for h in (1, 2)
+        for a, c in ((0.5, 10**-1.5), (0.3, 0.01), (0.1, 10**-2.5), (0.05, 10**-2.75))
+    )
 )
 """A short reading by the pilot's own detector (declared before it runs, after the block
 diagnostics of `DIAGNOSTIC_CELLS`; 64 images unless a cell names ``n_samples``): the factorisation at ranks 1, 2 and 4 and ``digits_mse``
@@ -314,7 +382,7 @@ def detector_reading(cells=DETECTOR_CELLS, done=()) -> list[dict[str, Any]]:
             "lr": 1e-2,
             "n_samples": cell.get("n_samples", 64),
             "hidden": cell["hidden"],
-            "eps": 1e-8,
+            "eps": cell.get("eps", 1e-8),
             "spikes": list(SPIKE_SAMPLING[:3]),
         }
         r = _run_task(task, np.random.SeedSequence([SEED, 97, q]))
@@ -337,8 +405,9 @@ def detector_reading(cells=DETECTOR_CELLS, done=()) -> list[dict[str, Any]]:
 def _task_words(cell: dict[str, Any]) -> str:
     task = cell.get("task", "digits_mse")
     n = f" on {cell['n_samples']} images" if "n_samples" in cell else ""
-    if task == "digits_lowrank":
-        return f"`digits_lowrank` rank {cell['hidden']}{n}"
+    n += f", eps {cell['eps']:g}" if "eps" in cell else ""
+    if task in ("digits_lowrank", "digits_tied_ae", "digits_tied_ae4"):
+        return f"`{task}` rank {cell['hidden']}{n}"
     return f"`{task}` width {cell['hidden']}{n}"
 
 
@@ -381,7 +450,7 @@ def detector_markdown(cells: list[dict[str, Any]]) -> list[str]:
     lines = [
         "A reading by the pilot's own program and detector (`detector_reading()`, declared in "
         f"`DETECTOR_CELLS` before it ran, stored with it): 64 images unless named, lr 0.01, "
-        "Adam eps 1e-8, "
+        "Adam eps 1e-8 unless named, "
         f"{DIAGNOSTIC_SEEDS} seeds a cell, rise 2 decades, settled window:",
         "",
         "| task | $1 - \\beta_1$ | $1 - \\beta_2$ | statuses | largest settled rise | "
@@ -414,31 +483,30 @@ def row_reading(row: dict[str, Any], window: int = WINDOW, rise: int = 0) -> lis
 
 def candidate_summary(name: str, pilot: dict[str, Any]) -> dict[str, Any]:
     """Per candidate of a pilot: its rows run, each row's settled edge, the rows with an edge,
-    whether all rows are run, and whether it meets the rule (``MIN_ROWS`` edges)."""
+    whether all rows are run, the rule's verdict (`_family.rule_verdict`), whether it meets
+    or fails the rule, and whether it is `_family.STOPPED`."""
     rows = pilot["candidates"].get(name, {}).get("rows", [])
     edges = [row_reading(r) for r in rows]
-    n = sum(math.isfinite(e[0]) for e in edges)
-    complete = sorted(r["row"] for r in rows) == sorted(ROWS)
-    # rows run without an edge: more than len(ROWS) - MIN_ROWS of them and the rule is out of
-    # reach, whatever the rows not yet run give
-    fails = len(rows) - n > len(ROWS) - MIN_ROWS
-    return {"rows": [r["row"] for r in rows], "edges": edges, "with_edge": n,
-            "complete": complete, "meets": complete and n >= MIN_ROWS,
-            "fails": fails or (complete and n < MIN_ROWS)}  # fmt: skip
+    run = [r["row"] for r in rows]
+    has = [a for a, e in zip(run, edges) if math.isfinite(e[0])]
+    verdict = rule_verdict(run, has)
+    return {"rows": run, "edges": edges, "with_edge": len(has),
+            "complete": sorted(run) == sorted(ROWS), "verdict": verdict,
+            "meets": verdict == "meets", "fails": verdict == "fails",
+            "stopped": name in STOPPED}  # fmt: skip
 
 
 def choose(pilot: dict[str, Any] | None = None) -> str | None:
-    """The chosen candidate: the first in the declared order that meets the rule; ``None``
-    while the first candidate not failing it is incomplete, or when every one fails it. A
-    candidate fails once more than ``len(ROWS) - MIN_ROWS`` of its rows are run without an
-    edge (its remaining rows cannot bring it to ``MIN_ROWS``), or when all are run with fewer
-    than ``MIN_ROWS`` edges."""
+    """The chosen candidate: the first in the declared order that meets the rule
+    (`_family.rule_verdict`); a candidate that fails it or is `_family.STOPPED` (and does not
+    meet it) passes the choice on; ``None`` while the first other candidate is undecided, or
+    when every one is passed over."""
     p = stored() if pilot is None else pilot
     for name in CANDIDATES:
         s = candidate_summary(name, p)
         if s["meets"]:
             return name
-        if not s["fails"]:
+        if not (s["fails"] or s["stopped"]):
             return None
     return None
 
@@ -459,10 +527,10 @@ def _rows(n: int) -> str:
 def row_cells(row: dict[str, Any], cols) -> list[str]:
     """A stored row's cells at columns ``cols`` as the pilots' tables show them: spiky seeds /
     seeds spiky or quiet under the settled window, ``.`` where the cell was not evaluated."""
-    by_c = {z["c"]: z for z in row["cells"]}
+    by_c = {column_index(z["c"]): z for z in row["cells"]}
     cells = []
     for c in cols:
-        z = by_c.get(c)
+        z = by_c.get(column_index(c))
         if z is None:
             cells.append(".")
             continue
@@ -537,18 +605,22 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
     verdicts = []
     for name in CANDIDATES:
         s = candidate_summary(name, p)
-        word = "meets the rule" if s["meets"] else ("fails it" if s["fails"] else "undecided")
+        word = {"meets": "meets the rule", "fails": "fails it"}.get(s["verdict"], "undecided")
+        if s["stopped"] and not s["meets"]:
+            word += ", stopped on the first grid"
         verdicts.append(
             f"`{name}` {word} ({s['with_edge']} edge{'s' * (s['with_edge'] != 1)} in "
             f"{_rows(len(s['rows']))} run)"
         )
-    settled = chosen is not None or all(candidate_summary(n, p)["fails"] for n in CANDIDATES)
+    settled = chosen is not None or all(
+        candidate_summary(n, p)["fails"] or n in STOPPED for n in CANDIDATES
+    )
     lines += [
         "",
-        f"The rule: at least {MIN_ROWS} of the {len(ROWS)} rows with a settled edge; a "
-        f"candidate fails once more than {len(ROWS) - MIN_ROWS} "
-        f"row{'s' if len(ROWS) - MIN_ROWS != 1 else ''} {'are' if len(ROWS) - MIN_ROWS != 1 else 'is'} "
-        "run without one. "
+        f"The rule: at least {MIN_ROWS} of the {len(ROWS)} rows with a settled edge, one of "
+        f"them at $1 - \\beta_1 \\le {LOW_ROW:g}$; a candidate fails once more than "
+        f"{len(ROWS) - MIN_ROWS} rows are run without one, or every row at or below "
+        f"{LOW_ROW:g} is. "
         + "; ".join(verdicts)
         + ". Chosen: "
         + (f"`{chosen}`." if chosen else ("none." if settled else "none yet.")),
