@@ -41,7 +41,7 @@ import numba
 import numpy as np
 
 from ._online_kernels import _INV_SQRT2, _SQRT_2_OVER_PI, erf_i4, g, g_prime, g_second
-from ._orthant import piecewise_noise, relu_moment
+from ._orthant import piecewise_noise, smoothed_relu_moment
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
@@ -304,14 +304,20 @@ def relu_mixture_noise(C, c, K, control, E):
     of Gaussian-smoothed ReLUs ``h = sum_j w_j S_{s_j}`` of ``control (3, J)`` (family 1,
     `mixture()`): ``S_s' = E_z[theta(x + s z)]`` and ``S_s = E_z[relu(x + s z)]``, so each term
     ``E[S'(u_i) S'(u_k) S(u_p) S(u_q)]`` is ReLU's orthant moment
-    ``E[theta(v_0) theta(v_1) relu(v_2) relu(v_3)]`` (`gaugedyn.training._orthant.relu_moment()`)
-    of the fields ``v = (u_i, u_k, u_p, u_q) + (s_1 z_1, ..., s_4 z_4)``, each factor with its
-    own independent smoothing (also where two factors read one field): covariance
-    ``C[(i, k, p, q)][:, (i, k, p, q)] + diag(s_1^2, ..., s_4^2)``."""
+    ``E[theta(v_0) theta(v_1) relu(v_2) relu(v_3)]``
+    (`gaugedyn.training._orthant.smoothed_relu_moment()`) of the fields
+    ``v = (u_i, u_k, u_p, u_q) + (s_1 z_1, ..., s_4 z_4)``, each factor with its own independent
+    smoothing (also where two factors read one field): covariance
+    ``C[(i, k, p, q)][:, (i, k, p, q)] + diag(s_1^2, ..., s_4^2)``. Where ``i = k`` the moment
+    is symmetric in the first two factors' scales, where ``p = q`` in the last two: each
+    unordered pair of scales is evaluated once, twice weighted where they differ (at J = 2, 12
+    or 9 of the 16 terms of such a quadruple)."""
     P, J = C.shape[0], control.shape[1]
     f = np.empty(4, dtype=np.int64)
     sj = np.empty(4, dtype=np.int64)
     Cs = np.empty((4, 4))
+    R = np.empty((4, 4))
+    noise = np.empty(4)
     for i in range(K):
         for k in range(i, K):
             s = 0.0
@@ -319,6 +325,9 @@ def relu_mixture_noise(C, c, K, control, E):
             for p in range(P):
                 for q in range(p, P):
                     f[2], f[3] = p, q
+                    for x in range(4):
+                        for y in range(4):
+                            Cs[x, y] = C[f[x], f[y]]
                     cpq = c[p] * c[q] * (1.0 if p == q else 2.0)
                     for index in range(J**4):
                         rest = index
@@ -327,11 +336,15 @@ def relu_mixture_noise(C, c, K, control, E):
                             sj[m] = rest % J
                             rest //= J
                             wt *= control[0, sj[m]]
-                        for x in range(4):
-                            for y in range(4):
-                                Cs[x, y] = C[f[x], f[y]]
-                            Cs[x, x] += control[1, sj[x]] ** 2
-                        s += wt * relu_moment(Cs, 0, 1, 2, 3)
+                        if (i == k and sj[0] > sj[1]) or (p == q and sj[2] > sj[3]):
+                            continue  # the mirror term, counted below
+                        if i == k and sj[0] < sj[1]:
+                            wt *= 2.0
+                        if p == q and sj[2] < sj[3]:
+                            wt *= 2.0
+                        for m in range(4):
+                            noise[m] = control[1, sj[m]] ** 2
+                        s += wt * smoothed_relu_moment(Cs, noise, R)
             E[i, k] += s
 
 

@@ -257,12 +257,13 @@ def rule_control(method: str, activation) -> np.ndarray:
 def relu_mixture_noise(control, a, b, C) -> np.ndarray:
     """``E_ik = E[h'(u_i) h'(u_k) (sum_p c_p h(u_p))^2]`` (``(K, K)``, ``c = (a, -b)``) of the
     smoothed-ReLU mixture ``h`` of ``control (3, J)`` (`RELU_MIXTURES`) exactly: each term ReLU's
-    orthant moment (`gaugedyn.training._orthant.relu_moment()`) of the four factors' fields
-    with covariance ``C[f][:, f] + diag(s_1^2, ..., s_4^2)``, one independent smoothing per
-    factor; the numpy twin of `gaugedyn.training._ode_kernels.relu_mixture_noise()`."""
+    orthant moment (`gaugedyn.training._orthant.smoothed_relu_moment()`) of the four factors'
+    fields with covariance ``C[f][:, f] + diag(s_1^2, ..., s_4^2)``, one independent smoothing
+    per factor; the numpy twin of `gaugedyn.training._ode_kernels.relu_mixture_noise()`
+    (every one of the ``J^4`` terms, where the compiled kernel folds the mirror ones)."""
     import itertools
 
-    from ._orthant import relu_moment
+    from ._orthant import smoothed_relu_moment
 
     K, P = a.shape[0], C.shape[0]
     c = np.concatenate([a, -b])
@@ -273,10 +274,12 @@ def relu_mixture_noise(control, a, b, C) -> np.ndarray:
         for p, q in itertools.combinations_with_replacement(range(P), 2):
             f[2], f[3] = p, q
             sub = C[np.ix_(f, f)]
+            sub = np.ascontiguousarray(sub)
+            work = np.empty((4, 4))
             for js in itertools.product(range(w.size), repeat=4):
-                Cs = np.ascontiguousarray(sub + np.diag(s[list(js)] ** 2))
+                noise = np.ascontiguousarray(s[list(js)] ** 2)
                 weight = float(np.prod(w[list(js)])) * c[p] * c[q] * (1 if p == q else 2)
-                E[i, k] += weight * relu_moment(Cs, 0, 1, 2, 3)
+                E[i, k] += weight * smoothed_relu_moment(sub, noise, work)
     return np.triu(E) + np.triu(E, 1).T
 
 
