@@ -257,13 +257,15 @@ def rule_control(method: str, activation) -> np.ndarray:
 def relu_mixture_noise(control, a, b, C) -> np.ndarray:
     """``E_ik = E[h'(u_i) h'(u_k) (sum_p c_p h(u_p))^2]`` (``(K, K)``, ``c = (a, -b)``) of the
     smoothed-ReLU mixture ``h`` of ``control (3, J)`` (`RELU_MIXTURES`) exactly: each term ReLU's
-    orthant moment (`gaugedyn.training._orthant.smoothed_relu_moment()`) of the four factors'
-    fields with covariance ``C[f][:, f] + diag(s_1^2, ..., s_4^2)``, one independent smoothing
-    per factor; the numpy twin of `gaugedyn.training._ode_kernels.relu_mixture_noise()`
-    (every one of the ``J^4`` terms, where the compiled kernel folds the mirror ones)."""
+    orthant moment (`gaugedyn.training._orthant.smoothed_relu_moment()`, its orthant
+    probability `gaugedyn.training._orthant.smoothed_orthant4()`) of the four factors' fields
+    with covariance ``C[f][:, f] + diag(s_1^2, ..., s_4^2)``, one independent smoothing per
+    factor; the numpy twin of `gaugedyn.training._ode_kernels.relu_mixture_noise()`, every one
+    of the ``J^4`` terms and every orthant probability computed afresh (where the compiled
+    kernel folds the mirror terms and stores each probability by its factors)."""
     import itertools
 
-    from ._orthant import smoothed_relu_moment
+    from ._orthant import smoothed_orthant4, smoothed_relu_moment
 
     K, P = a.shape[0], C.shape[0]
     c = np.concatenate([a, -b])
@@ -278,8 +280,10 @@ def relu_mixture_noise(control, a, b, C) -> np.ndarray:
             work = np.empty((4, 4))
             for js in itertools.product(range(w.size), repeat=4):
                 noise = np.ascontiguousarray(s[list(js)] ** 2)
+                key = np.array(f, dtype=np.int64) * w.size + np.array(js, dtype=np.int64)
                 weight = float(np.prod(w[list(js)])) * c[p] * c[q] * (1 if p == q else 2)
-                E[i, k] += weight * smoothed_relu_moment(sub, noise, work)
+                p4 = smoothed_orthant4(sub, key, noise, work)
+                E[i, k] += weight * smoothed_relu_moment(sub, noise, p4)
     return np.triu(E) + np.triu(E, 1).T
 
 

@@ -146,17 +146,19 @@ def legendre_rule(nodes: int) -> tuple[np.ndarray, np.ndarray]:
 
 _V, _W = legendre_rule(ORTHANT_NODES)
 
-SMOOTHED_RULES = ((0.3, 10), (0.2, 12), (0.05, 16))
+SMOOTHED_RULES = ((0.6, 8), (0.4, 9), (0.3, 10), (0.25, 11), (0.15, 12), (0.1, 14))
 r"""``(lower bound, nodes)``: the Gauss-Legendre nodes of `orthant4_rule()` in
-`smoothed_relu_moment()` where the smallest eigenvalue of the four fields' correlation matrix
-is known to be at least the bound (below the last bound, ``ORTHANT_NODES``). Fields each
+`smoothed_orthant4()` where the smallest eigenvalue of the four fields' correlation matrix is
+known to be at least the bound (below the last bound, ``ORTHANT_NODES``). Fields each
 carrying independent noise of variance $s_x^2$ (a smoothed ReLU's factor) have
-$R \succeq \mathrm{diag}(s_x^2 / C_{xx})$, so $\lambda_{\min}(R) \ge \min_x s_x^2 / C_{xx}$
-without an eigen decomposition. Chosen so that the four-field orthant probability is within
-1e-12 of the 400-node rule: at random correlation matrices with $\lambda_{\min}$ at each
-bound (``tests/test_online_orthant.py``; measured 1e-13, 3e-14 and 3e-14, where 8, 10 and 12
-nodes give 5e-12, 3e-12 and 7e-12). The softplus control's fields along a run to t = 1000
-(K = M = 4) have the bound at least 0.29, so 10 nodes against the general rule's 20."""
+$R \succeq \mathrm{diag}(s_x^2 / (C_{xx} + s_x^2))$, so
+$\lambda_{\min}(R) \ge \min_x s_x^2 / (C_{xx} + s_x^2)$ without an eigen decomposition.
+Chosen so that the four-field orthant probability is within 1e-12 of the 400-node rule at
+random correlation matrices of that form with $\lambda_{\min}$ at each bound (1,500 each;
+measured 5e-14, 2e-13, 3e-13, 3e-13, 6e-13 and 7e-13, where one node fewer gives 7e-13 at
+0.6 and 2e-10, 5e-11, 1e-12, 4e-12, 2e-11 at the others; ``tests/test_online_orthant.py``
+checks 1e-12 at each bound). The softplus control's fields along a run to t = 1000
+(K = M = 4) have the bound from 0.29 to 0.8: 8 to 10 nodes against the general rule's 20."""
 _SMOOTHED_V = np.zeros((len(SMOOTHED_RULES) + 1, ORTHANT_NODES))
 _SMOOTHED_W = np.zeros((len(SMOOTHED_RULES) + 1, ORTHANT_NODES))
 for _m, _nodes in enumerate([n for _, n in SMOOTHED_RULES] + [ORTHANT_NODES]):
@@ -668,47 +670,68 @@ def relu_moment(C, i, j, p, q):
     )
 
 
+
 @numba.njit(cache=True)
-def smoothed_relu_moment(C, noise, R):
-    r"""``E[theta(v_0) theta(v_1) relu(v_2) relu(v_3)]`` for ``v ~ N(0, C + diag(noise))``
-    (``C (4, 4)`` positive semi-definite, every ``noise_x > 0``: each factor smoothed by its
-    own independent noise, a smoothed ReLU's factor; ``R (4, 4)`` a workspace). The fields'
-    covariance is then positive definite with $\lambda_{\min}(R) \ge \min_x s_x^2 / C_{xx}$,
-    so the module docstring's Stein sum needs none of its alignment cases: $M = C_{23} P_4 +
-    \sum_{s < t} p_{st} / 2\pi \cdot (C_{2s} \mathrm{Cov}(v_3, v_t | v_s) + C_{2t}
-    \mathrm{Cov}(v_3, v_s | v_t)) / \sqrt{C_{ss} C_{tt} - C_{st}^2}$, and the four-field
-    probability's rule is the smallest of `SMOOTHED_RULES` for that bound. The same value as
-    `relu_moment()` of the smoothed covariance to within the rules' 1e-12, at about a third of
-    its cost."""
+def smoothed_orthant4(C, key, noise, R):
+    r"""``P(v > 0)`` for ``v ~ N(0, C + diag(noise))`` (``C (4, 4)`` positive semi-definite,
+    every ``noise_x > 0``: each factor smoothed by its own independent noise, a smoothed ReLU's
+    factor; ``R (4, 4)`` a workspace), by `orthant4_rule()` with the smallest rule of
+    `SMOOTHED_RULES` for the bound $\lambda_{\min}(R) \ge \min_x s_x^2 / (C_{xx} + s_x^2)$.
+    ``key (4,)`` names each factor (equal keys: the same field with the same noise); the
+    factors are taken in the order of their keys, so that any order of the same four factors
+    gives the same bits (a caller may store the value by the sorted keys)."""
+    order = np.empty(4, dtype=np.int64)
+    for x in range(4):
+        order[x] = x
+    for x in range(1, 4):
+        y = x
+        while y > 0 and key[order[y - 1]] > key[order[y]]:
+            order[y - 1], order[y] = order[y], order[y - 1]
+            y -= 1
     lam = 1.0
-    d = np.empty(4)
+    for x in range(4):  # the variances on R's diagonal until the correlations are formed
+        R[x, x] = C[order[x], order[x]] + noise[order[x]]
+        lam = min(lam, noise[order[x]] / R[x, x])
     for x in range(4):
-        d[x] = C[x, x] + noise[x]
-        lam = min(lam, noise[x] / d[x])
-    for x in range(4):
-        R[x, x] = 1.0
         for y in range(x + 1, 4):
-            r = C[x, y] / math.sqrt(d[x] * d[y])
+            r = C[order[x], order[y]] / math.sqrt(R[x, x] * R[y, y])
             R[x, y] = r
             R[y, x] = r
+    for x in range(4):
+        R[x, x] = 1.0
     m = 0
     while m < _SMOOTHED_BOUNDS.shape[0] and lam < _SMOOTHED_BOUNDS[m]:
         m += 1
     n = _SMOOTHED_NODES[m]
-    total = C[2, 3] * orthant4_rule(R, _SMOOTHED_V[m, :n], _SMOOTHED_W[m, :n])
+    return orthant4_rule(R, _SMOOTHED_V[m, :n], _SMOOTHED_W[m, :n])
+
+
+@numba.njit(cache=True)
+def smoothed_relu_moment(C, noise, p4):
+    r"""``E[theta(v_0) theta(v_1) relu(v_2) relu(v_3)]`` for ``v ~ N(0, C + diag(noise))``
+    (`smoothed_orthant4()`'s fields, ``p4`` their orthant probability). The fields' covariance
+    is positive definite, so the module docstring's Stein sum needs none of its alignment
+    cases: $M = C_{23} P_4 + \sum_{s < t} p_{st} / 2\pi \cdot (C_{2s} \mathrm{Cov}(v_3, v_t
+    | v_s) + C_{2t} \mathrm{Cov}(v_3, v_s | v_t)) / \sqrt{C_{ss} C_{tt} - C_{st}^2}$. The same
+    value as `relu_moment()` of the smoothed covariance to within `SMOOTHED_RULES`' 1e-12."""
+    total = C[2, 3] * p4
     for slot in range(6):
         s, t = _PAIR_SLOTS[slot]
         k, l = _PAIR_SLOTS[5 - slot]
-        css, ctt, cst = d[s], d[t], C[s, t]
+        css, ctt, cst = C[s, s] + noise[s], C[t, t] + noise[t], C[s, t]
         det = css * ctt - cst * cst
         # the covariance of (k, l) given v_s = v_t = 0
         cks, ckt, cls, clt = C[k, s], C[k, t], C[l, s], C[l, t]
-        vk = d[k] - (cks * cks * ctt - 2.0 * cks * ckt * cst + ckt * ckt * css) / det
-        vl = d[l] - (cls * cls * ctt - 2.0 * cls * clt * cst + clt * clt * css) / det
+        ckk, cll = C[k, k] + noise[k], C[l, l] + noise[l]
+        vk = ckk - (cks * cks * ctt - 2.0 * cks * ckt * cst + ckt * ckt * css) / det
+        vl = cll - (cls * cls * ctt - 2.0 * cls * clt * cst + clt * clt * css) / det
         ckl = C[k, l] - (cks * cls * ctt - (cks * clt + ckt * cls) * cst + ckt * clt * css) / det
         p = 0.25 + _asin(ckl / math.sqrt(vk * vl)) * _INV_2PI
-        c2s, c2t = C[2, s] if s != 2 else d[2], C[2, t] if t != 2 else d[2]
-        c3s, c3t = C[3, s] if s != 3 else d[3], C[3, t] if t != 3 else d[3]
+        # C_2s, C_2t, C_3s, C_3t of the smoothed fields (the noise on the diagonal only)
+        c2s = C[2, s] + (noise[2] if s == 2 else 0.0)
+        c2t = C[2, t] + (noise[2] if t == 2 else 0.0)
+        c3s = C[3, s] + (noise[3] if s == 3 else 0.0)
+        c3t = C[3, t] + (noise[3] if t == 3 else 0.0)
         pair = c2s * (c3t - c3s * cst / css) + c2t * (c3s - c3t * cst / ctt)
         total += p * _INV_2PI * pair / math.sqrt(det)
     return total
