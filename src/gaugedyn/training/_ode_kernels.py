@@ -299,17 +299,23 @@ def mixture_noise(C, c, K, control, E):
 
 
 @numba.njit(inline="always", cache=True)
-def _multiset_index(key):
-    """The combinatorial number of the sorted multiset ``key[:4]`` (``key`` sorted
-    non-decreasing) among the multisets of four: that of the set ``key_x + x``."""
-    index = 0
-    for m in range(4):
-        x = key[m] + m
-        b = 1
-        for r in range(m + 1):
-            b = b * (x - r) // (r + 1)
-        index += b
-    return index
+def _multiset_index(k0, k1, k2, k3):
+    """The combinatorial number of the multiset ``{k0, k1, k2, k3}`` (non-negative integers)
+    among the multisets of four: that of the set ``{a, b + 1, c + 2, d + 3}`` of its sorted
+    members ``a <= b <= c <= d``."""
+    # a sorting network of five exchanges
+    if k0 > k1:
+        k0, k1 = k1, k0
+    if k2 > k3:
+        k2, k3 = k3, k2
+    if k0 > k2:
+        k0, k2 = k2, k0
+    if k1 > k3:
+        k1, k3 = k3, k1
+    if k1 > k2:
+        k1, k2 = k2, k1
+    b, c, d = k1 + 1, k2 + 2, k3 + 3
+    return k0 + b * (b - 1) // 2 + c * (c - 1) * (c - 2) // 6 + d * (d - 1) * (d - 2) * (d - 3) // 24
 
 
 @numba.njit(cache=True)
@@ -330,10 +336,7 @@ def relu_mixture_noise(C, c, K, control, E):
     symmetric function of its four (field, scale) factors, computed once per multiset of them
     and stored (at K = M = 4, J = 2: 2,586 for 4,896 moments)."""
     P, J = C.shape[0], control.shape[1]
-    f = np.empty(4, dtype=np.int64)
-    sj = np.empty(4, dtype=np.int64)
     key = np.empty(4, dtype=np.int64)
-    sorted_key = np.empty(4, dtype=np.int64)
     Cs = np.empty((4, 4))
     R = np.empty((4, 4))
     noise = np.empty(4)
@@ -344,37 +347,33 @@ def relu_mixture_noise(C, c, K, control, E):
     for i in range(K):
         for k in range(i, K):
             s = 0.0
-            f[0], f[1] = i, k
             for p in range(P):
                 for q in range(p, P):
-                    f[2], f[3] = p, q
+                    f = (i, k, p, q)
                     for x in range(4):
                         for y in range(4):
                             Cs[x, y] = C[f[x], f[y]]
                     cpq = c[p] * c[q] * (1.0 if p == q else 2.0)
-                    for index in range(J**4):
-                        rest = index
-                        wt = cpq
-                        for m in range(4):
-                            sj[m] = rest % J
-                            rest //= J
-                            wt *= control[0, sj[m]]
-                        if (i == k and sj[0] > sj[1]) or (p == q and sj[2] > sj[3]):
-                            continue  # the mirror term, counted below
-                        if i == k and sj[0] < sj[1]:
-                            wt *= 2.0
-                        if p == q and sj[2] < sj[3]:
-                            wt *= 2.0
-                        for m in range(4):
-                            noise[m] = control[1, sj[m]] ** 2
-                            key[m] = f[m] * J + sj[m]
-                            sorted_key[m] = key[m]
-                        sorted_key.sort()
-                        slot = _multiset_index(sorted_key)
-                        if not known[slot]:
-                            cache[slot] = smoothed_orthant4(Cs, key, noise, R)
-                            known[slot] = True
-                        s += wt * smoothed_relu_moment(Cs, noise, cache[slot])
+                    # each unordered pair of scales once where the two factors read one field
+                    for j0 in range(J):
+                        noise[0], key[0] = control[1, j0] ** 2, i * J + j0
+                        for j1 in range(j0 if i == k else 0, J):
+                            noise[1], key[1] = control[1, j1] ** 2, k * J + j1
+                            w01 = control[0, j0] * control[0, j1]
+                            if i == k and j1 != j0:
+                                w01 *= 2.0
+                            for j2 in range(J):
+                                noise[2], key[2] = control[1, j2] ** 2, p * J + j2
+                                for j3 in range(j2 if p == q else 0, J):
+                                    noise[3], key[3] = control[1, j3] ** 2, q * J + j3
+                                    wt = cpq * w01 * control[0, j2] * control[0, j3]
+                                    if p == q and j3 != j2:
+                                        wt *= 2.0
+                                    slot = _multiset_index(key[0], key[1], key[2], key[3])
+                                    if not known[slot]:
+                                        cache[slot] = smoothed_orthant4(Cs, key, noise, R)
+                                        known[slot] = True
+                                    s += wt * smoothed_relu_moment(Cs, noise, cache[slot])
             E[i, k] += s
 
 

@@ -671,6 +671,16 @@ def relu_moment(C, i, j, p, q):
 
 
 
+@numba.njit(inline="always", cache=True)
+def _rank(key, x):
+    """The position of ``key[x]`` among the four keys sorted, ties in the order of ``x``."""
+    r = 0
+    for y in range(4):
+        if key[y] < key[x] or (key[y] == key[x] and y < x):
+            r += 1
+    return r
+
+
 @numba.njit(cache=True)
 def smoothed_orthant4(C, key, noise, R):
     r"""``P(v > 0)`` for ``v ~ N(0, C + diag(noise))`` (``C (4, 4)`` positive semi-definite,
@@ -680,23 +690,18 @@ def smoothed_orthant4(C, key, noise, R):
     ``key (4,)`` names each factor (equal keys: the same field with the same noise); the
     factors are taken in the order of their keys, so that any order of the same four factors
     gives the same bits (a caller may store the value by the sorted keys)."""
-    order = np.empty(4, dtype=np.int64)
-    for x in range(4):
-        order[x] = x
-    for x in range(1, 4):
-        y = x
-        while y > 0 and key[order[y - 1]] > key[order[y]]:
-            order[y - 1], order[y] = order[y], order[y - 1]
-            y -= 1
     lam = 1.0
-    for x in range(4):  # the variances on R's diagonal until the correlations are formed
-        R[x, x] = C[order[x], order[x]] + noise[order[x]]
-        lam = min(lam, noise[order[x]] / R[x, x])
+    for x in range(4):  # factor x at its key's rank; the variances on R's diagonal for now
+        rx = _rank(key, x)
+        R[rx, rx] = C[x, x] + noise[x]
+        lam = min(lam, noise[x] / R[rx, rx])
     for x in range(4):
+        rx = _rank(key, x)
         for y in range(x + 1, 4):
-            r = C[order[x], order[y]] / math.sqrt(R[x, x] * R[y, y])
-            R[x, y] = r
-            R[y, x] = r
+            ry = _rank(key, y)
+            r = C[x, y] / math.sqrt(R[rx, rx] * R[ry, ry])
+            R[rx, ry] = r
+            R[ry, rx] = r
     for x in range(4):
         R[x, x] = 1.0
     m = 0
