@@ -315,7 +315,9 @@ def _multiset_index(k0, k1, k2, k3):
     if k1 > k2:
         k1, k2 = k2, k1
     b, c, d = k1 + 1, k2 + 2, k3 + 3
-    return k0 + b * (b - 1) // 2 + c * (c - 1) * (c - 2) // 6 + d * (d - 1) * (d - 2) * (d - 3) // 24
+    return (
+        k0 + b * (b - 1) // 2 + c * (c - 1) * (c - 2) // 6 + d * (d - 1) * (d - 2) * (d - 3) // 24
+    )
 
 
 @numba.njit(cache=True)

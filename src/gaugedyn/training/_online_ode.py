@@ -59,8 +59,13 @@ softplus; no erf mixture grows like it), whose noise term is exact: $S_s' = \Phi
 \mathbb{E}_z[\theta(x + s z)]$, so each of its four-point terms is ReLU's orthant moment at the
 four factors' fields plus independent noise of variance $s_j^2$ each
 (`relu_mixture_noise()`). That exact term is $16 \times 360$ four-field orthant moments at
-K = M = 4, about 17 ms per right-hand side: far more accurate than the four-point rule late in
-a run, but a run to t = 1000 costs tens of CPU seconds, not one. `online_ode()` checks a noise term by a rule (the
+K = M = 4; the compiled kernel evaluates 4,896 of them (the mirror terms where two factors read
+one field folded), their orthant probabilities once per multiset of (field, scale) factors
+(2,586) by a Gauss-Legendre rule sized by a bound on the smoothed fields' conditioning
+(`gaugedyn.training._orthant.SMOOTHED_RULES`): about 3 ms per right-hand side, the Sobol
+rule's nodes about 2 ms more, far more accurate than the four-point rule late in a run; a run
+to t = 1000 at rtol 1e-8 (about 1,200 right-hand sides) costs 6 to 7 CPU seconds, not one
+(``benchmarks/bench_online_ode.py``; load about 3, 2026-12-07). `online_ode()` checks a noise term by a rule (the
 four-point quadrature or the Sobol rule) while it integrates (``noise_check``; `NoiseWatch`, declared by `NOISE_CHECK`):
 against Monte Carlo at the start and at each eighth of the horizon within 10% of the run's CPU
 time, warning once (`gaugedyn.NoiseTermWarning`) or raising where it is off by more than 10%.
@@ -1168,8 +1173,8 @@ def online_ode(
     of a high-precision reference at every state of a run to t = 1000, about 0.3 ms per
     compiled right-hand side at ``K = M = 4``, a run to t = 1000 at rtol 1e-8 under a CPU
     second); for softplus the same rule at $2^{12}$ nodes with a mixture of Gaussian-smoothed
-    ReLUs as control, its noise term exact by orthant moments (`RELU_MIXTURES`; about 17 ms
-    per compiled right-hand side at ``K = M = 4``, most of it the control's exact term); for
+    ReLUs as control, its noise term exact by orthant moments (`RELU_MIXTURES`; about 5 ms
+    per compiled right-hand side at ``K = M = 4``, 3 of them the control's exact term); for
     another smooth activation whose fields
     have rank above 4 it is hundreds of four-point Gauss-Hermite integrals of $10^4$ nodes each
     (compiled, about 0.07 CPU s per right-hand side there; the reference: seconds), whose

@@ -137,7 +137,6 @@ ZERO_VARIANCE = 1e-30
 """A field whose variance is at or below this fraction of the largest counts as the constant 0."""
 
 
-
 def legendre_rule(nodes: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``nodes``-point Gauss-Legendre rule on ``[0, 1]``: ``(V, W)``."""
     v, w = np.polynomial.legendre.leggauss(nodes)
@@ -668,7 +667,6 @@ def relu_moment(C, i, j, p, q):
     return _moment(
         Cs, Cs, Cs, fields[2], fields[3], fields, 4, zero, np.zeros(n), link, S, cache, known
     )
-
 
 
 @numba.njit(inline="always", cache=True)
