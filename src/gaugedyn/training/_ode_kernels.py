@@ -320,8 +320,24 @@ def _multiset_index(k0, k1, k2, k3):
     )
 
 
+MIXTURE_STORE_LIMIT = 1 << 22
+"""The most multisets of four (field, scale) factors whose orthant probabilities
+`relu_mixture_noise()` stores (an array of this many floats and flags, 36 MiB at the limit: up to
+P J = 98 factors, so K = M = 24 with a two-term mixture); beyond it each is computed afresh
+(at K = M = 64 the store would take 1.7 GB)."""
+
+
 @numba.njit(cache=True)
 def relu_mixture_noise(C, c, K, control, E):
+    """`mixture_sums()` storing the orthant probabilities where their multisets number at most
+    `MIXTURE_STORE_LIMIT` (its docstring)."""
+    items = C.shape[0] * control.shape[1]
+    size = (items + 3) * (items + 2) * (items + 1) * items // 24
+    mixture_sums(C, c, K, control, E, size <= MIXTURE_STORE_LIMIT)
+
+
+@numba.njit(cache=True)
+def mixture_sums(C, c, K, control, E, store):
     """``E_ik += E[h'(u_i) h'(u_k) (sum_p c_p h(u_p))^2]`` (``i <= k``) exactly for the mixture
     of Gaussian-smoothed ReLUs ``h = sum_j w_j S_{s_j}`` of ``control (3, J)`` (family 1,
     `mixture()`): ``S_s' = E_z[theta(x + s z)]`` and ``S_s = E_z[relu(x + s z)]``, so each term
@@ -336,14 +352,15 @@ def relu_mixture_noise(C, c, K, control, E):
     weighted where they differ (at J = 2, 12 or 9 of the 16 terms of such a quadruple); and
     the four fields' orthant probability (`smoothed_orthant4()`, most of a moment's cost) is a
     symmetric function of its four (field, scale) factors, computed once per multiset of them
-    and stored (at K = M = 4, J = 2: 2,586 for 4,896 moments)."""
+    and stored where ``store`` (at K = M = 4, J = 2: 2,586 for 4,896 moments), else afresh for
+    each moment (the same bits: `smoothed_orthant4()` takes the factors in their keys' order)."""
     P, J = C.shape[0], control.shape[1]
     key = np.empty(4, dtype=np.int64)
     Cs = np.empty((4, 4))
     R = np.empty((4, 4))
     noise = np.empty(4)
     items = P * J
-    size = (items + 3) * (items + 2) * (items + 1) * items // 24
+    size = (items + 3) * (items + 2) * (items + 1) * items // 24 if store else 1
     cache = np.empty(size)
     known = np.zeros(size, dtype=np.bool_)
     for i in range(K):
@@ -371,8 +388,10 @@ def relu_mixture_noise(C, c, K, control, E):
                                     wt = cpq * w01 * control[0, j2] * control[0, j3]
                                     if p == q and j3 != j2:
                                         wt *= 2.0
-                                    slot = _multiset_index(key[0], key[1], key[2], key[3])
-                                    if not known[slot]:
+                                    slot = 0
+                                    if store:
+                                        slot = _multiset_index(key[0], key[1], key[2], key[3])
+                                    if not (store and known[slot]):
                                         cache[slot] = smoothed_orthant4(Cs, key, noise, R)
                                         known[slot] = True
                                     s += wt * smoothed_relu_moment(Cs, noise, cache[slot])
