@@ -88,17 +88,30 @@ DIAGNOSTICS = (
     ("weight decay 0.01, eps 1e-30", 0.1, 0.01, 1e-30, 0.01),
     ("weight decay 0.1, eps 1e-30, lr 1e-3", 0.3, 10**-1.5, 1e-30, 0.1, 1e-3),
     ("weight decay 0.1, eps 1e-30, lr 1e-3", 0.1, 0.01, 1e-30, 0.1, 1e-3),
+    ("smoothing 1e-3, eps 1e-8", 0.3, 10**-0.5, 1e-8, 0.0, 1e-2, "digits_ls3"),
+    ("smoothing 1e-3, eps 1e-8", 0.3, 10**-1.5, 1e-8, 0.0, 1e-2, "digits_ls3"),
+    ("smoothing 1e-3, eps 1e-8", 0.3, 0.01, 1e-8, 0.0, 1e-2, "digits_ls3"),
+    ("smoothing 1e-3, eps 1e-8", 0.2, 10**-1.5, 1e-8, 0.0, 1e-2, "digits_ls3"),
+    ("smoothing 1e-3, eps 1e-8", 0.1, 0.1, 1e-8, 0.0, 1e-2, "digits_ls3"),
+    ("smoothing 1e-3, eps 1e-8", 0.1, 0.01, 1e-8, 0.0, 1e-2, "digits_ls3"),
+    ("smoothing 1e-3, eps 1e-30", 0.3, 10**-1.5, 1e-30, 0.0, 1e-2, "digits_ls3"),
+    ("smoothing 1e-2, eps 1e-8", 0.3, 10**-1.5, 1e-8, 0.0, 1e-2, "digits_ls2"),
+    ("smoothing 1e-2, eps 1e-8", 0.1, 0.01, 1e-8, 0.0, 1e-2, "digits_ls2"),
 )
 """The diagnostic cells (`diagnostics()`): ``(label, 1 - beta1, 1 - beta2, eps, weight
-decay[, lr])`` of ``digits_ce``'s network and data (width 32, 64 images, ``lr = 1e-2`` where
-none is given), the accurate cross-entropy (`_batched.confident_ce`): what holds a confident
+decay[, lr[, task]])`` of ``digits_ce``'s network and data (width 32, 64 images, ``lr = 1e-2``
+where none is given), the accurate cross-entropy (`_batched.confident_ce`; a ``task`` of
+`_batched.SMOOTHED_TASKS`: its label-smoothed ``KL`` instead): what holds a confident
 fit's loss, and where a spiky regime appears. Diagnostics, not a pilot: no candidate is judged
 on them. Rows 8-10 were added after `digits_ce_wd`'s pilot, whose downward scans stopped at
 the rows 0.2 and 0.1's top cells: the cells below them. The rest were declared with the
 candidates ``digits_ce_wd01``, ``digits_ce_wd001`` and ``digits_ce_wd01_lr3``, before any
 run of theirs (`_family.WALL_CANDIDATES`): their cells at the row 0.3 where ``digits_ce_wd``
 read spikes only in the transient window, and at the rows 0.2 and 0.1 below the divergence
-line (`_family.WALL_TOP`)."""
+line (`_family.WALL_TOP`). The last nine were declared with the label-smoothed candidates
+``digits_ls3`` and ``digits_ls2`` before any run of theirs: the same rows and columns (the
+row 0.2 a quarter decade lower, clear of `_family.WALL_TOP`), one cell at ``eps = 1e-30``
+(whether ``eps`` sets what the first reads)."""
 DIAGNOSTIC_TRACE = 10
 """Each diagnostic run's ``log10`` loss is kept as the median over each tenth of the run."""
 
@@ -121,6 +134,7 @@ def diagnostics(done: list[dict[str, Any]] | None = None) -> list[dict[str, Any]
             for z in done or []}  # fmt: skip
     for q, (label, a, c, eps, wd, *more) in enumerate(DIAGNOSTICS):
         lr = more[0] if more else 1e-2
+        name = more[1] if len(more) > 1 else "digits_ce"
         if (label, a, c, eps, wd, lr) in kept:
             out.append(kept[(label, a, c, eps, wd, lr)])
             continue
@@ -131,13 +145,14 @@ def diagnostics(done: list[dict[str, Any]] | None = None) -> list[dict[str, Any]
             with torch.no_grad():
                 trace[:, t] = torch.log10(model.losses(before)).cpu().numpy()
 
-        task = family_task("digits_ce", list(SPIKE_SAMPLING[:3]), SEEDS, [a], [c])
+        task = family_task(name, list(SPIKE_SAMPLING[:3]), SEEDS, [a], [c])
         task = task | {"eps": eps, "weight_decay": wd, "lr": lr}
         t0 = time.process_time()
         r = _run_task(task, np.random.SeedSequence([SEED, 98, q]), watch=(set(range(T)), call))
         parts = np.array_split(trace, DIAGNOSTIC_TRACE, axis=1)
         out.append({
             "label": label, "a": a, "c": c, "eps": eps, "weight_decay": wd, "lr": lr, "steps": T,
+            **({"task": name} if name != "digits_ce" else {}),
             "status": np.asarray(r["status"])[0, 0, :, 0].tolist(),
             "settled_median_log10_loss": np.round(r["settled_median_log10_loss"][0, 0], 2).tolist(),
             "max_rise": np.round(np.asarray(r["max_rise"])[0, 0, :, 0], 2).tolist(),
