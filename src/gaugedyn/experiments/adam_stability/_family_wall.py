@@ -116,11 +116,15 @@ DIAGNOSTIC_TRACE = 10
 """Each diagnostic run's ``log10`` loss is kept as the median over each tenth of the run."""
 
 
-def diagnostics(done: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def diagnostics(
+    done: list[dict[str, Any]] | None = None, only: set[int] | None = None
+) -> list[dict[str, Any]]:
     """The `DIAGNOSTICS` cells, 8 seeds each (``SeedSequence([SEED, 98, cell index])``): the
     settled window's statuses, settled median ``log10`` loss and largest rise per seed, and the
     median ``log10`` loss over each tenth of the run per seed (`DIAGNOSTIC_TRACE`). Cells in
-    ``done`` (stored ones, matched by set-up) are kept, not run again."""
+    ``done`` (stored ones, matched by set-up) are kept, not run again; with ``only`` (places in
+    `DIAGNOSTICS`), of the cells not stored only those run (each cell's seeds are its place's,
+    so a cell run alone is the cell of a full run), the rest left out."""
     import torch
 
     from ...adam import SPIKE_SAMPLING
@@ -137,6 +141,8 @@ def diagnostics(done: list[dict[str, Any]] | None = None) -> list[dict[str, Any]
         name = more[1] if len(more) > 1 else "digits_ce"
         if (label, a, c, eps, wd, lr) in kept:
             out.append(kept[(label, a, c, eps, wd, lr)])
+            continue
+        if only is not None and q not in only:
             continue
         T = int(run_steps(a, c))
         trace = np.full((SEEDS, T), np.nan)
@@ -173,7 +179,8 @@ def diagnostics_markdown(rows: list[dict[str, Any]]) -> list[str]:
         "Diagnostics, not a pilot (`_family_wall.diagnostics()`, stored in `wall_pilot.json`): "
         "`digits_ce`'s network and data (64-32-10, 64 images, lr 0.01 unless the set-up names "
         "another) with the accurate "
-        "cross-entropy, 8 seeds a cell; the settled window's statuses, the medians over seeds "
+        "cross-entropy (set-ups named smoothing: the label-smoothed cross-entropy less its "
+        "minimum, KL(q || p), `_batched.smoothed_kl`), 8 seeds a cell; the settled window's statuses, the medians over seeds "
         "of the settled median log10 loss and of the largest rise (decades), and the median "
         "log10 loss over each tenth of the run (first to last, median over seeds):",
         "",
@@ -194,6 +201,18 @@ def diagnostics_markdown(rows: list[dict[str, Any]]) -> list[str]:
             + f" | {z['cpu_seconds']:.0f} |"
         )
     return lines
+
+
+def _loss_words(cand: dict[str, Any]) -> str:
+    """The loss a core-wall candidate's detector reads, in words."""
+    from ._batched import SMOOTHED_TASKS
+
+    if cand["task"] in SMOOTHED_TASKS:
+        return (
+            f"cross-entropy to the labels smoothed by {SMOOTHED_TASKS[cand['task']]:g}, read as "
+            "its excess over its minimum, KL(q || p)"
+        )
+    return "cross-entropy"
 
 
 def wall_summary(name: str, pilot: dict[str, Any]) -> dict[str, Any]:
@@ -539,7 +558,8 @@ def wall_pilot_markdown(p: dict[str, Any]) -> list[str]:
         lines += [
             f"The stored pilot of the core-wall candidate `{name}` ({p['date']}, "
             f"`{p['command']}`; MLP 64-{cand['hidden']}-10 on {cand['n_samples']} digits, "
-            f"cross-entropy, $\\mathrm{{lr}} = {cand['lr']:g}$, Adam's eps {cand['eps']:g}, "
+            + _loss_words(cand)
+            + f", $\\mathrm{{lr}} = {cand['lr']:g}$, Adam's eps {cand['eps']:g}, "
             f"decoupled weight decay {cand.get('weight_decay', 0.0):g}; {p['seeds']} seeds a "
             f"cell, {p['machine']}; a cell: spiky seeds / seeds spiky or quiet under the "
             "settled window, rise 2 decades; `.`: not evaluated, below the row's first spiky "
@@ -739,11 +759,13 @@ if __name__ == "__main__":
 
     if "--pilot" in sys.argv[1:]:
         pilot_main([v for v in sys.argv[1:] if v != "--pilot"])
-    elif sys.argv[1:] == ["--diagnostics"]:
+    elif sys.argv[1:2] == ["--diagnostics"]:
         from ..._json import strict
 
+        # optional places in DIAGNOSTICS: run only those of the cells not stored
+        only = {int(v) for v in sys.argv[2:]} if sys.argv[2:] else None
         old = json.loads(WALL_PILOT.read_text()) if WALL_PILOT.exists() else {"candidates": {}}
-        old["diagnostics"] = diagnostics(old.get("diagnostics"))
+        old["diagnostics"] = diagnostics(old.get("diagnostics"), only)
         WALL_PILOT.write_text(json.dumps(strict(old), indent=1) + "\n")
         print(f"wrote {WALL_PILOT}: diagnostics", flush=True)
     else:
