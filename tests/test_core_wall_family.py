@@ -414,3 +414,35 @@ def test_the_smoothed_task_is_the_digits_network_under_the_smoothed_kl():
     assert float(m.losses().detach().max()) < float(want.detach().min())
     with pytest.raises(InputError, match="task='digits_ce' is not allowed"):
         SmoothedDigitsMLP("digits_ce", 1, [0])
+
+
+def test_a_candidate_stopped_on_its_diagnostics_is_passed_over_and_its_reading_drawn(
+    monkeypatch,
+):
+    """The four weight-decay candidates failing (two rows, no edge), ``digits_ls3`` not piloted
+    and ``digits_ls2`` meeting the property: the choice is ``digits_ls2`` while ``digits_ls3``
+    is stopped, none (``digits_ls3`` undecided) when it is not; the page draws a stopped
+    candidate's diagnostic cells, counted."""
+    fail = _wall_pilot(0, rows=2)["candidates"]["digits_ce_wd"]
+    meet = _wall_pilot(2)["candidates"]["digits_ce_wd"]
+    names = [n for n in _family.WALL_CANDIDATES if n.startswith("digits_ce_wd")]
+    p = _wall_pilot(0) | {"candidates": {n: fail for n in names} | {"digits_ls2": meet}}
+    monkeypatch.setattr(_family, "WALL_STOPPED", {"digits_ls3": "stopped"})
+    assert _family_wall.wall_choose(p) == "digits_ls2"
+    monkeypatch.setattr(_family, "WALL_STOPPED", {})
+    assert _family_wall.wall_choose(p) is None
+    monkeypatch.setattr(_family, "WALL_STOPPED", {"digits_ls3": "stopped"})
+    p["diagnostics"] = [
+        {"label": "smoothing", "a": a, "c": 0.1, "eps": 1e-8, "weight_decay": 0.0,
+         "task": "digits_ls3", "steps": 9, "status": [0] * 7 + [1],
+         "settled_median_log10_loss": [lv] * 8, "max_rise": [r] * 8,
+         "trace": [[-3.0] * 10] * 8, "cpu_seconds": 1}
+        for a, lv, r in ((0.3, -5.0, 0.2), (0.1, -6.5, 2.5))
+    ]  # fmt: skip
+    text = "\n".join(_family_wall.wall_pilot_markdown(p))
+    assert (
+        "`digits_ls3` (MLP 64-32-10 on 64 digits, cross-entropy to the labels smoothed by "
+        "0.001, read as its excess over its minimum, KL(q || p), $\\mathrm{lr} = 0.01$, Adam's "
+        "eps 1e-08): stopped (2 diagnostic cells, rows 0.3, 0.1: 2 of 16 runs spiky, settled "
+        "log10 KL -6.5 to -5, largest settled rise 2.5 decades)."
+    ) in text

@@ -205,6 +205,14 @@ WALL_MIN_ROWS = 2
 run's settled median loss below `confident_level()`: every image's loss below ``log 2``, so
 every training label has probability above 1/2) and a spiky regime with a settled edge in at
 least this many of `WALL_ROWS`."""
+WALL_STOPPED: dict[str, str] = {
+    name: "stopped on its declared diagnostics, not piloted: no diagnostic cell spiky, the KL "
+    "held at a noisy level, no collapse towards the exact minimum"
+    for name in ("digits_ls3", "digits_ls2")
+}
+"""Core-wall candidates stopped before a pilot (the brief: a candidate is piloted only if its
+diagnostics read spiky below quiet cells on a row), passed over by `_family_wall.wall_choose`,
+with the reason (``wall_pilot.json``'s diagnostics)."""
 WALL_SEED_OFFSET = 100
 """Seed index of the first core-wall candidate (`seed_index()`), apart from `CANDIDATES`'."""
 LOSSES = {

@@ -243,11 +243,14 @@ def wall_summary(name: str, pilot: dict[str, Any]) -> dict[str, Any]:
 
 def wall_choose(pilot: dict[str, Any]) -> str | None:
     """The first candidate of `_family.WALL_CANDIDATES`, in its order, that meets its defining
-    property (`wall_summary()`); ``None`` while the first not failing it is undecided, or when
+    property (`wall_summary()`), passing over those stopped before a pilot
+    (`_family.WALL_STOPPED`); ``None`` while the first not failing it is undecided, or when
     all fail it."""
-    from ._family import WALL_CANDIDATES
+    from ._family import WALL_CANDIDATES, WALL_STOPPED
 
     for name in WALL_CANDIDATES:
+        if name in WALL_STOPPED:
+            continue
         s = wall_summary(name, pilot)
         if s["meets"]:
             return name
@@ -540,6 +543,7 @@ def wall_pilot_markdown(p: dict[str, Any]) -> list[str]:
         WALL_CANDIDATES,
         WALL_MIN_ROWS,
         WALL_ROWS,
+        WALL_STOPPED,
         WALL_TOP,
         WALL_UNCAPPED,
         confident_level,
@@ -601,6 +605,27 @@ def wall_pilot_markdown(p: dict[str, Any]) -> list[str]:
             f"edges in {len(s['rows'])} of {len(WALL_ROWS)} rows run, "
             + ("every run confident" if s["confident"] else "not every run confident")
             + f" (highest settled log10 loss {_fmt(s['highest_log10_loss'])}).",
+            "",
+        ]
+    for name, why in WALL_STOPPED.items():
+        cand = WALL_CANDIDATES[name]
+        mine = [z for z in p.get("diagnostics", []) if z.get("task") == cand["task"]]
+        st = [int(v) for z in mine for v in z["status"]]
+        lv = np.array([v for z in mine for v in z["settled_median_log10_loss"]], float)
+        rise = np.array([v for z in mine for v in z["max_rise"]], float)
+        seen = (
+            f" ({len(mine)} diagnostic cells, rows "
+            + ", ".join(f"{a:g}" for a in sorted({z["a"] for z in mine}, reverse=True))
+            + f": {st.count(1)} of {len(st)} runs spiky, settled log10 KL "
+            f"{_fmt(float(np.nanmin(lv)))} to {_fmt(float(np.nanmax(lv)))}, largest settled "
+            f"rise {_fmt(float(np.nanmax(rise)))} decades)"
+            if mine
+            else " (no diagnostic cell stored)"
+        )
+        lines += [
+            f"The core-wall candidate `{name}` (MLP 64-{cand['hidden']}-10 on "
+            f"{cand['n_samples']} digits, {_loss_words(cand)}, $\\mathrm{{lr}} = "
+            f"{cand['lr']:g}$, Adam's eps {cand['eps']:g}): {why}{seen}.",
             "",
         ]
     return lines
