@@ -277,7 +277,13 @@ def test_the_later_core_wall_candidates_scan_only_clear_of_the_divergence_line(
     cols = sorted(_family.COLUMNS)
     assert _family.wall_columns("digits_ce_wd", 0.1) == cols
     later = [n for n in _family.WALL_CANDIDATES if n != "digits_ce_wd"]
-    assert later == ["digits_ce_wd01", "digits_ce_wd001", "digits_ce_wd01_lr3"]
+    assert later == [
+        "digits_ce_wd01",
+        "digits_ce_wd001",
+        "digits_ce_wd01_lr3",
+        "digits_ls3",
+        "digits_ls2",
+    ]
     for name in later:
         for a in _family.WALL_ROWS:
             got = _family.wall_columns(name, a)
