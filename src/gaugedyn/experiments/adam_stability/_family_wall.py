@@ -138,7 +138,7 @@ def diagnostics(
             for z in done or []}  # fmt: skip
     for q, (label, a, c, eps, wd, *more) in enumerate(DIAGNOSTICS):
         lr = more[0] if more else 1e-2
-        name = more[1] if len(more) > 1 else "digits_ce"
+        name = str(more[1]) if len(more) > 1 else "digits_ce"
         if (label, a, c, eps, wd, lr) in kept:
             out.append(kept[(label, a, c, eps, wd, lr)])
             continue
