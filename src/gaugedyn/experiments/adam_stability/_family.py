@@ -122,6 +122,8 @@ WALL_CANDIDATES: dict[str, dict[str, Any]] = {
         "eps": 1e-30,
         "weight_decay": 0.1,
     },
+    "digits_ls3": {"task": "digits_ls3", "hidden": 32, "n_samples": 64, "lr": 1e-2, "eps": 1e-8},
+    "digits_ls2": {"task": "digits_ls2", "hidden": 32, "n_samples": 64, "lr": 1e-2, "eps": 1e-8},
 }
 """The core-wall candidates (issue 42, Build 5), declared before their pilot on the cheap
 diagnostics of ``docs/adam-stability.md`` ("What a confident cross-entropy task needs"): a
@@ -156,7 +158,31 @@ collapse-and-spike cycle:
   times smaller step against the valley's width, the fallback if the first two sit too near
   the divergence line.
 
-Their rows are scanned only below `WALL_TOP` (declared with them)."""
+Their rows are scanned only below `WALL_TOP` (declared with them).
+
+All four failed (every cell quiet; ``wall_pilot.json``). Declared after their pilots, before any
+run of theirs (session 15, p42c2), two label-smoothed candidates. The reason: the teacher tasks
+spike because their loss collapses towards an exact minimum with zero gradient, and Adam's
+``v`` lags the shrinking gradient; AdamW's stationary point is not such a minimum (the decay
+balances ``m / sqrt(v)``, a gradient that does not vanish), and a coupled L2 penalty's is, but
+its objective's minimum lies far above zero, so the loss cannot fall by decades and a rise is
+invisible on a log scale. Label smoothing gives a confident fit a finite minimiser where the
+gradient vanishes *and* a known minimum value: the labels smoothed to ``1 - delta`` (``delta /
+9`` on each other class) are fitted exactly by an interpolating network (2,410 parameters for
+576 logit constraints), every label's probability ``1 - delta`` (confident), the logits finite.
+The declared loss reading is the smoothed cross-entropy less its minimum, the entropy of the
+smoothed labels: ``KL(q || p)`` (`_batched.smoothed_kl`, accurate to about ``1e-30``), which
+falls by decades to 0 and rises back, as the teachers' losses do. Along a margin it is
+``delta (e^|x| - 1 - |x|)``-like up to ``|x| ~ log(1 / delta)``, then a wall: the narrow core
+and steep wall of the abstract, with an effective exponent above 2 at the scale of a logit.
+``eps`` is the family's own (`_protocol.ADAM_EPS`, 1e-8, as the teacher tasks run): the
+level is the exact minimum's, not ``eps``'s. The property (`WALL_MIN_ROWS`, the mean ``KL``
+below `confident_level()`) and `WALL_TOP` are unchanged; tried in this order:
+
+- ``digits_ls3``: ``delta = 1e-3`` (label probability 0.999, margins about 9.1): a wall about
+  7 logits from the core;
+- ``digits_ls2``: ``delta = 1e-2`` (margins about 6.8), a wider core against the wall, the
+  fallback if the first's core is too narrow for its settled runs to collapse."""
 WALL_ROWS = (0.3, 0.2, 0.1)
 """The core-wall candidates' declared rows: those of `ROWS` whose edges the diagnostics place
 inside `COLUMNS` at a cost the session's two cores can pay (the row 0.3's edge lies between
@@ -179,6 +205,14 @@ WALL_MIN_ROWS = 2
 run's settled median loss below `confident_level()`: every image's loss below ``log 2``, so
 every training label has probability above 1/2) and a spiky regime with a settled edge in at
 least this many of `WALL_ROWS`."""
+WALL_STOPPED: dict[str, str] = {
+    name: "stopped on its declared diagnostics, not piloted: no diagnostic cell spiky, the KL "
+    "held at a noisy level, no collapse towards the exact minimum"
+    for name in ("digits_ls3", "digits_ls2")
+}
+"""Core-wall candidates stopped before a pilot (the brief: a candidate is piloted only if its
+diagnostics read spiky below quiet cells on a row), passed over by `_family_wall.wall_choose`,
+with the reason (``wall_pilot.json``'s diagnostics)."""
 WALL_SEED_OFFSET = 100
 """Seed index of the first core-wall candidate (`seed_index()`), apart from `CANDIDATES`'."""
 LOSSES = {

@@ -88,26 +88,43 @@ DIAGNOSTICS = (
     ("weight decay 0.01, eps 1e-30", 0.1, 0.01, 1e-30, 0.01),
     ("weight decay 0.1, eps 1e-30, lr 1e-3", 0.3, 10**-1.5, 1e-30, 0.1, 1e-3),
     ("weight decay 0.1, eps 1e-30, lr 1e-3", 0.1, 0.01, 1e-30, 0.1, 1e-3),
+    ("smoothing 1e-3, eps 1e-8", 0.3, 10**-0.5, 1e-8, 0.0, 1e-2, "digits_ls3"),
+    ("smoothing 1e-3, eps 1e-8", 0.3, 10**-1.5, 1e-8, 0.0, 1e-2, "digits_ls3"),
+    ("smoothing 1e-3, eps 1e-8", 0.3, 0.01, 1e-8, 0.0, 1e-2, "digits_ls3"),
+    ("smoothing 1e-3, eps 1e-8", 0.2, 10**-1.5, 1e-8, 0.0, 1e-2, "digits_ls3"),
+    ("smoothing 1e-3, eps 1e-8", 0.1, 0.1, 1e-8, 0.0, 1e-2, "digits_ls3"),
+    ("smoothing 1e-3, eps 1e-8", 0.1, 0.01, 1e-8, 0.0, 1e-2, "digits_ls3"),
+    ("smoothing 1e-3, eps 1e-30", 0.3, 10**-1.5, 1e-30, 0.0, 1e-2, "digits_ls3"),
+    ("smoothing 1e-2, eps 1e-8", 0.3, 10**-1.5, 1e-8, 0.0, 1e-2, "digits_ls2"),
+    ("smoothing 1e-2, eps 1e-8", 0.1, 0.01, 1e-8, 0.0, 1e-2, "digits_ls2"),
 )
 """The diagnostic cells (`diagnostics()`): ``(label, 1 - beta1, 1 - beta2, eps, weight
-decay[, lr])`` of ``digits_ce``'s network and data (width 32, 64 images, ``lr = 1e-2`` where
-none is given), the accurate cross-entropy (`_batched.confident_ce`): what holds a confident
+decay[, lr[, task]])`` of ``digits_ce``'s network and data (width 32, 64 images, ``lr = 1e-2``
+where none is given), the accurate cross-entropy (`_batched.confident_ce`; a ``task`` of
+`_batched.SMOOTHED_TASKS`: its label-smoothed ``KL`` instead): what holds a confident
 fit's loss, and where a spiky regime appears. Diagnostics, not a pilot: no candidate is judged
 on them. Rows 8-10 were added after `digits_ce_wd`'s pilot, whose downward scans stopped at
 the rows 0.2 and 0.1's top cells: the cells below them. The rest were declared with the
 candidates ``digits_ce_wd01``, ``digits_ce_wd001`` and ``digits_ce_wd01_lr3``, before any
 run of theirs (`_family.WALL_CANDIDATES`): their cells at the row 0.3 where ``digits_ce_wd``
 read spikes only in the transient window, and at the rows 0.2 and 0.1 below the divergence
-line (`_family.WALL_TOP`)."""
+line (`_family.WALL_TOP`). The last nine were declared with the label-smoothed candidates
+``digits_ls3`` and ``digits_ls2`` before any run of theirs: the same rows and columns (the
+row 0.2 a quarter decade lower, clear of `_family.WALL_TOP`), one cell at ``eps = 1e-30``
+(whether ``eps`` sets what the first reads)."""
 DIAGNOSTIC_TRACE = 10
 """Each diagnostic run's ``log10`` loss is kept as the median over each tenth of the run."""
 
 
-def diagnostics(done: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def diagnostics(
+    done: list[dict[str, Any]] | None = None, only: set[int] | None = None
+) -> list[dict[str, Any]]:
     """The `DIAGNOSTICS` cells, 8 seeds each (``SeedSequence([SEED, 98, cell index])``): the
     settled window's statuses, settled median ``log10`` loss and largest rise per seed, and the
     median ``log10`` loss over each tenth of the run per seed (`DIAGNOSTIC_TRACE`). Cells in
-    ``done`` (stored ones, matched by set-up) are kept, not run again."""
+    ``done`` (stored ones, matched by set-up) are kept, not run again; with ``only`` (places in
+    `DIAGNOSTICS`), of the cells not stored only those run (each cell's seeds are its place's,
+    so a cell run alone is the cell of a full run), the rest left out."""
     import torch
 
     from ...adam import SPIKE_SAMPLING
@@ -121,8 +138,11 @@ def diagnostics(done: list[dict[str, Any]] | None = None) -> list[dict[str, Any]
             for z in done or []}  # fmt: skip
     for q, (label, a, c, eps, wd, *more) in enumerate(DIAGNOSTICS):
         lr = more[0] if more else 1e-2
+        name = str(more[1]) if len(more) > 1 else "digits_ce"
         if (label, a, c, eps, wd, lr) in kept:
             out.append(kept[(label, a, c, eps, wd, lr)])
+            continue
+        if only is not None and q not in only:
             continue
         T = int(run_steps(a, c))
         trace = np.full((SEEDS, T), np.nan)
@@ -131,13 +151,14 @@ def diagnostics(done: list[dict[str, Any]] | None = None) -> list[dict[str, Any]
             with torch.no_grad():
                 trace[:, t] = torch.log10(model.losses(before)).cpu().numpy()
 
-        task = family_task("digits_ce", list(SPIKE_SAMPLING[:3]), SEEDS, [a], [c])
+        task = family_task(name, list(SPIKE_SAMPLING[:3]), SEEDS, [a], [c])
         task = task | {"eps": eps, "weight_decay": wd, "lr": lr}
         t0 = time.process_time()
         r = _run_task(task, np.random.SeedSequence([SEED, 98, q]), watch=(set(range(T)), call))
         parts = np.array_split(trace, DIAGNOSTIC_TRACE, axis=1)
         out.append({
             "label": label, "a": a, "c": c, "eps": eps, "weight_decay": wd, "lr": lr, "steps": T,
+            **({"task": name} if name != "digits_ce" else {}),
             "status": np.asarray(r["status"])[0, 0, :, 0].tolist(),
             "settled_median_log10_loss": np.round(r["settled_median_log10_loss"][0, 0], 2).tolist(),
             "max_rise": np.round(np.asarray(r["max_rise"])[0, 0, :, 0], 2).tolist(),
@@ -158,7 +179,8 @@ def diagnostics_markdown(rows: list[dict[str, Any]]) -> list[str]:
         "Diagnostics, not a pilot (`_family_wall.diagnostics()`, stored in `wall_pilot.json`): "
         "`digits_ce`'s network and data (64-32-10, 64 images, lr 0.01 unless the set-up names "
         "another) with the accurate "
-        "cross-entropy, 8 seeds a cell; the settled window's statuses, the medians over seeds "
+        "cross-entropy (set-ups named smoothing: the label-smoothed cross-entropy less its "
+        "minimum, KL(q || p), `_batched.smoothed_kl`), 8 seeds a cell; the settled window's statuses, the medians over seeds "
         "of the settled median log10 loss and of the largest rise (decades), and the median "
         "log10 loss over each tenth of the run (first to last, median over seeds):",
         "",
@@ -179,6 +201,18 @@ def diagnostics_markdown(rows: list[dict[str, Any]]) -> list[str]:
             + f" | {z['cpu_seconds']:.0f} |"
         )
     return lines
+
+
+def _loss_words(cand: dict[str, Any]) -> str:
+    """The loss a core-wall candidate's detector reads, in words."""
+    from ._batched import SMOOTHED_TASKS
+
+    if cand["task"] in SMOOTHED_TASKS:
+        return (
+            f"cross-entropy to the labels smoothed by {SMOOTHED_TASKS[cand['task']]:g}, read as "
+            "its excess over its minimum, KL(q || p)"
+        )
+    return "cross-entropy"
 
 
 def wall_summary(name: str, pilot: dict[str, Any]) -> dict[str, Any]:
@@ -209,11 +243,14 @@ def wall_summary(name: str, pilot: dict[str, Any]) -> dict[str, Any]:
 
 def wall_choose(pilot: dict[str, Any]) -> str | None:
     """The first candidate of `_family.WALL_CANDIDATES`, in its order, that meets its defining
-    property (`wall_summary()`); ``None`` while the first not failing it is undecided, or when
+    property (`wall_summary()`), passing over those stopped before a pilot
+    (`_family.WALL_STOPPED`); ``None`` while the first not failing it is undecided, or when
     all fail it."""
-    from ._family import WALL_CANDIDATES
+    from ._family import WALL_CANDIDATES, WALL_STOPPED
 
     for name in WALL_CANDIDATES:
+        if name in WALL_STOPPED:
+            continue
         s = wall_summary(name, pilot)
         if s["meets"]:
             return name
@@ -506,6 +543,7 @@ def wall_pilot_markdown(p: dict[str, Any]) -> list[str]:
         WALL_CANDIDATES,
         WALL_MIN_ROWS,
         WALL_ROWS,
+        WALL_STOPPED,
         WALL_TOP,
         WALL_UNCAPPED,
         confident_level,
@@ -524,7 +562,8 @@ def wall_pilot_markdown(p: dict[str, Any]) -> list[str]:
         lines += [
             f"The stored pilot of the core-wall candidate `{name}` ({p['date']}, "
             f"`{p['command']}`; MLP 64-{cand['hidden']}-10 on {cand['n_samples']} digits, "
-            f"cross-entropy, $\\mathrm{{lr}} = {cand['lr']:g}$, Adam's eps {cand['eps']:g}, "
+            + _loss_words(cand)
+            + f", $\\mathrm{{lr}} = {cand['lr']:g}$, Adam's eps {cand['eps']:g}, "
             f"decoupled weight decay {cand.get('weight_decay', 0.0):g}; {p['seeds']} seeds a "
             f"cell, {p['machine']}; a cell: spiky seeds / seeds spiky or quiet under the "
             "settled window, rise 2 decades; `.`: not evaluated, below the row's first spiky "
@@ -566,6 +605,27 @@ def wall_pilot_markdown(p: dict[str, Any]) -> list[str]:
             f"edges in {len(s['rows'])} of {len(WALL_ROWS)} rows run, "
             + ("every run confident" if s["confident"] else "not every run confident")
             + f" (highest settled log10 loss {_fmt(s['highest_log10_loss'])}).",
+            "",
+        ]
+    for name, why in WALL_STOPPED.items():
+        cand = WALL_CANDIDATES[name]
+        mine = [z for z in p.get("diagnostics", []) if z.get("task") == cand["task"]]
+        st = [int(v) for z in mine for v in z["status"]]
+        lv = np.array([v for z in mine for v in z["settled_median_log10_loss"]], float)
+        rise = np.array([v for z in mine for v in z["max_rise"]], float)
+        seen = (
+            f" ({len(mine)} diagnostic cells, rows "
+            + ", ".join(f"{a:g}" for a in sorted({z["a"] for z in mine}, reverse=True))
+            + f": {st.count(1)} of {len(st)} runs spiky, settled log10 KL "
+            f"{_fmt(float(np.nanmin(lv)))} to {_fmt(float(np.nanmax(lv)))}, largest settled "
+            f"rise {_fmt(float(np.nanmax(rise)))} decades)"
+            if mine
+            else " (no diagnostic cell stored)"
+        )
+        lines += [
+            f"The core-wall candidate `{name}` (MLP 64-{cand['hidden']}-10 on "
+            f"{cand['n_samples']} digits, {_loss_words(cand)}, $\\mathrm{{lr}} = "
+            f"{cand['lr']:g}$, Adam's eps {cand['eps']:g}): {why}{seen}.",
             "",
         ]
     return lines
@@ -724,11 +784,13 @@ if __name__ == "__main__":
 
     if "--pilot" in sys.argv[1:]:
         pilot_main([v for v in sys.argv[1:] if v != "--pilot"])
-    elif sys.argv[1:] == ["--diagnostics"]:
+    elif sys.argv[1:2] == ["--diagnostics"]:
         from ..._json import strict
 
+        # optional places in DIAGNOSTICS: run only those of the cells not stored
+        only = {int(v) for v in sys.argv[2:]} if sys.argv[2:] else None
         old = json.loads(WALL_PILOT.read_text()) if WALL_PILOT.exists() else {"candidates": {}}
-        old["diagnostics"] = diagnostics(old.get("diagnostics"))
+        old["diagnostics"] = diagnostics(old.get("diagnostics"), only)
         WALL_PILOT.write_text(json.dumps(strict(old), indent=1) + "\n")
         print(f"wrote {WALL_PILOT}: diagnostics", flush=True)
     else:
