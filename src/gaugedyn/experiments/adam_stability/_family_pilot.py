@@ -357,6 +357,16 @@ DETECTOR_CELLS: tuple[dict[str, Any], ...] = (
         for h, n in ((12, 128), (16, 128), (16, 256))
         for a, c in ((0.5, 10**-1.5), (0.3, 0.01), (0.1, 10**-2.5))
     )
+    + tuple(
+        # added after the nine above ran (most copies untrained: stuck a decade or two down,
+        # unable to fit; the one width-16 copy that fit, to 10^-5.3, spiky with a rise of 2.5
+        # decades), declared before they run: wider networks on 256 images, still fewer
+        # parameters than targets (widths 20, 24, 32: 1,510, 1,810, 2,410 for 2,560), so that
+        # more copies fit
+        {"task": "digits_mse", "hidden": h, "a": a, "c": c, "n_samples": 256}
+        for h in (20, 24, 32)
+        for a, c in ((0.3, 0.01), (0.1, 10**-2.5))
+    )
 )
 """A short reading by the pilot's own detector (declared before it runs, after the block
 diagnostics of `DIAGNOSTIC_CELLS`; 64 images unless a cell names ``n_samples``): the factorisation at ranks 1, 2 and 4 and ``digits_mse``
