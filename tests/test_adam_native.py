@@ -349,3 +349,50 @@ def test_a_failed_build_is_not_repeated_until_its_marker_is_deleted(monkeypatch,
     with pytest.raises(RuntimeError, match="g[+][+] not found"):
         native._build()
     assert len(calls) == 2
+
+
+def _exact_roots(v, epsc):
+    """A* = 1/sqrt(max(v, tiny)) and iD* = 1/(v A* + eps c) (``max(v, tiny) A*`` without eps) in
+    extended precision (``np.longdouble``), from the tensor's own values and constants."""
+    dt = v.dtype
+    tiny = np.longdouble(torch.finfo(dt).tiny)
+    ce = np.longdouble(torch.tensor(epsc, dtype=dt).item())  # eps c as the kernel rounds it
+    x = v.numpy().astype(np.longdouble)
+    vc = np.maximum(x, tiny)
+    a = 1 / np.sqrt(vc)
+    return a, 1 / ((x if epsc > 0 else vc) * a + ce)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("epsc", [0.0, 1e-8, 3e-3])
+def test_the_sweeps_roots_are_within_the_declared_bound(dtype, epsc):
+    """The per-entry roots of the sweep (the kernel's own code) against extended-precision roots
+    of the same inputs, over v from 0 and subnormals to the largest float: within
+    ``ROOT_BOUNDS`` epsilons of the dtype. Not last bits: an error of a few epsilons more fails
+    (an estimate without its Newton step, 2**-14, fails by far)."""
+    info = torch.finfo(dtype)
+    gen = torch.Generator().manual_seed(5)
+    lo, hi = np.log10(info.tiny) - 6, np.log10(info.max)
+    e = lo + (hi - lo) * torch.rand(100_003, generator=gen, dtype=torch.float64)
+    v = (10.0**e).clamp(max=info.max).to(dtype)
+    v[:3] = torch.tensor([0.0, info.tiny, info.max], dtype=dtype)
+    v[3:50_003] = torch.rand(50_000, generator=gen, dtype=torch.float64).to(dtype)  # in [0, 1)
+    assert torch.isfinite(v).all()
+    A, iD = native.adam_roots(v, epsc)
+    a, d = _exact_roots(v, epsc)
+    err_a = np.abs(A.numpy().astype(np.longdouble) / a - 1).max() / info.eps
+    err_d = np.abs(iD.numpy().astype(np.longdouble) / d - 1).max() / info.eps
+    assert err_a <= native.ROOT_BOUNDS["A"] and err_d <= native.ROOT_BOUNDS["iD"]
+    assert err_a > 0.1 and err_d > 0.1  # rounded, and compared in more precision than the dtype
+
+
+def test_float32_sums_within_a_float32_bound_of_the_float64_sums():
+    """The float32 sweep's eight sums (in float32 within 2048-entry blocks) against the same
+    inputs swept in float64: within 2**-23 * 64, which the block sums' rounding keeps and an
+    error of 2**-14 in the roots (no Newton step) would not."""
+    m, v, w, g = _state(200_000, torch.float32, 6)
+    v = v + 1e-6  # the roots' error dominates only where the terms are not dominated by zeros
+    k, alpha, epsc = _consts(9, 0.9, 0.99, 1e-8)
+    got = _native(m, v, w.clone(), g, k, alpha, epsc, None, False)
+    ref = _native(*(x.double() for x in (m, v, w, g)), k, alpha, epsc, None, False)
+    np.testing.assert_allclose(got, ref, rtol=64 * 2.0**-23, atol=0)

@@ -1,6 +1,7 @@
 """The recorder's reductions (eager: chunked and packed; native: one sweep per tensor) against
 the pure decomposition, in float64."""
 
+import copy
 import os
 
 import numpy as np
@@ -184,3 +185,53 @@ def test_compiled_kernel_matches_eager():
     assert np.array_equal(
         rec.export()[0]["transition_frac"], eager[0].export()[0]["transition_frac"]
     )
+
+
+@BACKENDS
+def test_reading_between_steps_does_not_change_what_is_recorded(backend, monkeypatch):
+    """A step's raw sums are settled into norms when read, or every ``_SETTLE_EVERY`` steps: a
+    recorder read every step (`latest()`), one read only at the end, and one saved and restored
+    halfway (with steps pending) record the same norms and transition fractions, each step
+    once."""
+    if backend == "native" and not native.available():
+        pytest.skip(f"native extension does not build: {native._ERROR}")
+    monkeypatch.setattr(R, "_SETTLE_EVERY", 3)
+    torch.manual_seed(0)
+    base = torch.nn.Sequential(torch.nn.Linear(6, 40), torch.nn.Tanh(), torch.nn.Linear(40, 2))
+    models = [copy.deepcopy(base).double() for _ in range(3)]
+    opts = [torch.optim.Adam(m.parameters(), lr=1e-2, betas=(0.9, 0.99)) for m in models]
+    recs = [AdamRecorder(o, backend=backend) for o in opts]
+    gen = torch.Generator().manual_seed(1)
+    seen = []
+    for t in range(8):
+        x = torch.randn(16, 6, generator=gen, dtype=torch.float64)
+        for m, o in zip(models, opts):
+            o.zero_grad()
+            m(x).pow(2).mean().backward()
+            o.step()
+        seen.append(recs[0].latest())
+        if t == 3:  # four steps pending in recs[2]
+            state = recs[2].state_dict()
+            recs[2].detach()
+            recs[2] = AdamRecorder(opts[2], backend=backend)
+            recs[2].load_state_dict(state)
+            # loaded into a recorder with steps of its own pending: the loaded history replaces them
+            other = copy.deepcopy(base).double()
+            opt = torch.optim.Adam(other.parameters(), lr=1e-2, betas=(0.9, 0.99))
+            tmp = AdamRecorder(opt, backend=backend)
+            for _ in range(2):
+                opt.zero_grad()
+                other(x).pow(2).mean().backward()
+                opt.step()
+            tmp.load_state_dict(state)
+            np.testing.assert_array_equal(tmp.norms(), state["history"]["norms"].numpy())
+    assert [s["step"] for s in seen] == list(range(1, 9))
+    assert len(recs[1]._pending) == 8 % 3  # settled unread twice, two steps pending
+    a, b, c = (r.export()[0] for r in recs)
+    for other in (b, c):
+        assert len(other["step"]) == 8
+        np.testing.assert_array_equal(other["step"], a["step"])
+        np.testing.assert_array_equal(other["norms"], a["norms"])
+        np.testing.assert_array_equal(other["transition_frac"], a["transition_frac"])
+    np.testing.assert_array_equal(np.stack([s["norms"] for s in seen]), a["norms"])
+    np.testing.assert_array_equal([s["transition_frac"] for s in seen], a["transition_frac"])

@@ -401,8 +401,8 @@ def test_a_scanned_row_is_stamped_and_merged_in_row_order(monkeypatch):
 
     calls = []
 
-    def fake(name, i, spikes=None):
-        calls.append((name, i))
+    def fake(name, i, spikes=None, cols=None):
+        calls.append((name, i) if cols is None else (name, i, cols))
         return {"row": fp.ROWS[i], "cells": [], "run": len(calls)}
 
     monkeypatch.setattr(fp, "scan_row", fake)

@@ -183,3 +183,21 @@ def test_the_declaration_is_the_one_read():
     np.testing.assert_array_equal(control[:2], [w, s])
     assert _online_ode.CONTROL_FAMILIES[int(control[2, 0])] == "smoothed_relu"
     assert rule_control("quadrature", "softplus").shape == (3, 0)
+
+
+def test_the_stored_orthant_probabilities_change_no_bit():
+    """The compiled control term at K = 2, M = 3 (fields of two sizes): with the orthant
+    probabilities stored by their multisets and computed afresh for every moment the same
+    bits (`smoothed_orthant4` takes the factors in their keys' order), and both the numpy
+    twin's sum of every term to round-off."""
+    problem = random_problem(50, 2, 3, np.random.default_rng(4), activation="softplus")
+    a, Q, R, b, T = problem.order_parameters()
+    C = np.ascontiguousarray(_gram(Q, R, T))
+    c = np.concatenate([a, -b])
+    control = rule_control("sobol", "softplus")
+    stored, fresh = np.zeros((2, 2)), np.zeros((2, 2))
+    _ode_kernels.mixture_sums(C, c, 2, control, stored, True)
+    _ode_kernels.mixture_sums(C, c, 2, control, fresh, False)
+    np.testing.assert_array_equal(stored, fresh)
+    twin = relu_mixture_noise(control, a, b, C)
+    np.testing.assert_allclose(np.triu(stored) + np.triu(stored, 1).T, twin, rtol=1e-13)

@@ -364,3 +364,69 @@ def test_four_field_orthant_near_two_alignments_follows_its_expansion():
         coef = np.linalg.solve(A, [p4(d) for d in fit])
         for d in (1e-10, 1e-11, 1e-12, 1e-13):
             assert abs(p4(d) - coef @ [1.0, math.sqrt(d), d, d**1.5]) < 1e-10, (pairs, d)
+
+
+def _smoothed(rng, bound):
+    """A factors' covariance ``C (4, 4)`` (rank 1 to 4, sometimes with repeated fields) and
+    noise variances whose correlation matrix of ``C + diag(noise)`` has smallest eigenvalue
+    within 2% above ``bound`` (the noise scaled until it is)."""
+    while True:
+        A = rng.standard_normal((4, rng.integers(1, 5))) * rng.uniform(0.2, 3.0, 4)[:, None]
+        C = A @ A.T
+        if rng.random() < 0.3:
+            f = rng.integers(0, 4, 4)
+            C = C[np.ix_(f, f)]
+        noise = rng.uniform(0.2, 3.0, 4) * np.diag(C).mean()
+        for _ in range(80):
+            d = np.sqrt(np.diag(C) + noise)
+            low = np.linalg.eigvalsh((C + np.diag(noise)) / np.outer(d, d))[0]
+            noise *= (bound / low) ** 0.8
+        if 1.0 <= low / bound < 1.02:
+            return np.ascontiguousarray(C), noise
+
+
+def test_smoothed_rules_meet_their_bound():
+    """`SMOOTHED_RULES`: at random smoothed factors' correlations with smallest eigenvalue at
+    each declared bound, the declared rule's four-field orthant probability within 1e-12 of
+    the 200-node rule (its declaration), and the rule `smoothed_orthant4` picks from the
+    bound it computes is the declared one or a larger."""
+    from gaugedyn.training._orthant import (
+        SMOOTHED_RULES,
+        legendre_rule,
+        orthant4_rule,
+        smoothed_orthant4,
+    )
+
+    rng = np.random.default_rng(46)
+    reference = legendre_rule(200)
+    for bound, nodes in SMOOTHED_RULES:
+        rule = legendre_rule(nodes)
+        for _ in range(150):
+            C, noise = _smoothed(rng, bound)
+            d = np.sqrt(np.diag(C) + noise)
+            R = (C + np.diag(noise)) / np.outer(d, d)
+            exact = orthant4_rule(R, *reference)
+            assert abs(orthant4_rule(R, *rule) - exact) <= 1e-12
+            got = smoothed_orthant4(C, np.arange(4), noise, np.empty((4, 4)))
+            assert abs(got - exact) <= 1e-12
+
+
+def test_smoothed_moment_equals_the_general_moment_and_ignores_the_factors_order():
+    """`smoothed_relu_moment` with `smoothed_orthant4` is `relu_moment` of the smoothed
+    covariance (to the rules' error), and `smoothed_orthant4` gives the same bits for any
+    order of the same four factors (what lets the compiled control store it by its factors)."""
+    from gaugedyn.training._orthant import relu_moment, smoothed_orthant4, smoothed_relu_moment
+
+    rng = np.random.default_rng(7)
+    work = np.empty((4, 4))
+    for bound in (0.1, 0.3, 0.6):
+        for _ in range(40):
+            C, noise = _smoothed(rng, bound)
+            key = rng.permutation(4)
+            p4 = smoothed_orthant4(C, key, noise, work)
+            got = smoothed_relu_moment(C, noise, p4)
+            general = relu_moment(np.ascontiguousarray(C + np.diag(noise)), 0, 1, 2, 3)
+            assert got == pytest.approx(general, rel=1e-10, abs=1e-12)
+            order = rng.permutation(4)
+            Cp = np.ascontiguousarray(C[np.ix_(order, order)])
+            assert smoothed_orthant4(Cp, key[order], noise[order], work) == p4

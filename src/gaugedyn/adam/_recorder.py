@@ -11,6 +11,7 @@ from .._errors import InputError
 from ._decomposition import PARTS, bias_corrections, shares, split_update
 from ._native import BACKENDS
 from ._notify import StateChange, watch_state
+from ._state import _RowClock, row_steps
 
 NORM_NAMES: tuple[str, ...] = (*PARTS, "residual", "update")
 SAMPLE_FIELDS: tuple[str, ...] = ("grad", "m", "v", "w", *PARTS, "update", "param")
@@ -40,7 +41,10 @@ class AdamRecorder:
     ``compile=True`` computes the same sums in one fused ``torch.compile`` kernel per parameter
     (one pass over memory; needs a working inductor backend and pays a one-off compilation).
     The native kernel computes them in one compiled C++ sweep per parameter (contiguous
-    float32/float64 CPU tensors; ``w`` updated in the same sweep), built once per machine with
+    float32/float64 CPU tensors; ``w`` updated in the same sweep; the roots $1/\sqrt{v}$ and
+    $1/(\sqrt{v} + \epsilon c)$ by a square root and two divisions in the tensors' dtype, within
+    one and two of its epsilons, ``gaugedyn.adam._native.ROOT_BOUNDS``; the sums added in the
+    dtype within blocks of 2,048 entries, in double across blocks), built once per machine with
     ``torch.utils.cpp_extension`` (g++ and ninja; see ``gaugedyn.adam._native.BUILD_TIME``, said
     on stderr when it starts, then cached); other tensors, and every tensor when the build fails
     (logged once, no warning) or ``GAUGEDYN_NATIVE=0`` is set, take the eager path. Its fast
@@ -71,6 +75,9 @@ class AdamRecorder:
     given a closure, the first step (torch makes its state), a group whose parameters are at
     two step counts and rows with their own step counts go through torch's update and the
     hooks, recording the same.
+    A recorded step keeps its raw sums; they become norms when first read (`norms()`,
+    `latest()`, `export()`, `state_dict()`), so the hooks do no more per step than the sweep
+    and one copy of its sums.
     ``every = k`` computes the aggregates only at steps ``t`` divisible by ``k`` (``w`` is still
     updated every step). Closures that compute gradients inside ``step(closure)`` are not seen by
     the pre-hook and are not supported. Attach before the first step for exact ``w``; attached
@@ -129,13 +136,15 @@ class AdamRecorder:
         self._backend, self._native = resolve_backend(wanted, self.compile, params)
         self._seed = int(seed)
         self._w: dict[torch.Tensor, torch.Tensor] = {}
-        self._g: dict[torch.Tensor, torch.Tensor] = {}
-        self._prev: dict[torch.Tensor, int] = {}
+        # this step's effective gradient and step count before it, by id(parameter) (a tensor
+        # key hashes through Python; an id does not), set by the pre-hook, read by the post-hook
+        self._g: dict[int, tuple[torch.Tensor, int]] = {}
         self._buffers: dict = {}
         self._sample_idx: list[list[tuple[torch.Tensor, torch.Tensor, np.ndarray]]] | None = None
         self._steps: list[int] = []
-        self._norms: list[np.ndarray] = []
-        self._trans: list[np.ndarray] = []
+        self._pending: list[tuple[dict, list]] = []  # recorded, not yet settled (_finish)
+        self._norm_rows: list[np.ndarray] = []
+        self._trans_rows: list[np.ndarray] = []
         self._samples: list[dict[str, list[np.ndarray]]] = []
         self._counts = np.array(
             [sum(p.numel() for p in g["params"]) for g in optimizer.param_groups]
@@ -215,22 +224,26 @@ class AdamRecorder:
     def _pre(self, optimizer, args, kwargs):
         self._g.clear()
         scale = getattr(optimizer, "grad_scale", None)
-        for group in optimizer.param_groups:
+        state = optimizer.state
+        for group in optimizer.param_groups:  # the group's options read once, not per parameter
             wd = group["weight_decay"]
+            negate = group.get("maximize", False)
+            unscale = bool(group.get("fused")) and scale is not None
+            coupled = wd != 0 and not self._decoupled(optimizer, group)
             for p in group["params"]:
-                if p.grad is None:
-                    continue
                 g = p.grad
-                if group.get("maximize", False):
+                if g is None:
+                    continue
+                if negate:
                     g = -g
-                if group.get("fused") and scale is not None:
+                if unscale:
                     g = g / scale.to(g.device)
-                if wd != 0 and not self._decoupled(optimizer, group):
+                if coupled:
                     g = g.add(p, alpha=wd)
-                self._g[p] = g
-                st = optimizer.state.get(p, {})
-                self._prev[p] = int(st["step"]) if "step" in st else 0
-                if self._prev[p] > 0 and p not in self._w:
+                st = state.get(p, {})
+                prev = int(st["step"]) if "step" in st else 0
+                self._g[id(p)] = (g, prev)
+                if prev > 0 and p not in self._w:
                     self._late_w(p, st, group)
         return None
 
@@ -245,8 +258,6 @@ class AdamRecorder:
         r"""The ``w`` a recorder attached now would take: $m (1 - \beta_2^t)/(1 - \beta_1^t)$ with each
         entry's step count ``t`` (rows reset with ``restart=True`` keep their own), 0 at
         ``t = 0``."""
-        from ._state import row_steps
-
         m = st["exp_avg"]
         counts = row_steps(self.optimizer, p)
         if counts is None:
@@ -304,9 +315,7 @@ class AdamRecorder:
     def _post(self, optimizer, args, kwargs):
         if self.sample and self._sample_idx is None:
             self._init_samples()
-        from ._state import row_steps
-
-        clocked = row_steps is not None and _has_clock(optimizer)
+        clocked = _has_clock(optimizer)
         n_groups = len(optimizer.param_groups)
         advanced = False
         samp = {f: [[] for _ in range(n_groups)] for f in SAMPLE_FIELDS} if self.sample else None
@@ -320,12 +329,15 @@ class AdamRecorder:
             live = []
             lerp_w, lerp_g = [], []
             for p in group["params"]:
-                g = self._g.get(p)
-                st = optimizer.state.get(p)
-                if g is None or not st or "step" not in st:
+                seen = self._g.get(id(p))
+                if seen is None:
                     continue
+                st = optimizer.state.get(p)
+                if not st or "step" not in st:
+                    continue
+                g, prev = seen
                 step = int(st["step"])
-                if step == self._prev.get(p, 0):
+                if step == prev:
                     continue
                 m, v = st["exp_avg"], st["exp_avg_sq"]
                 if tied:
@@ -367,21 +379,19 @@ class AdamRecorder:
         self._finish(jobs, step_seen, samp)
 
     def _finish(self, jobs, step_seen: int, samp) -> None:
-        """Scale and add the step's sums (``jobs``) into the norms of each group; record them."""
-        sq = np.zeros((len(self.optimizer.param_groups), len(NORM_NAMES) + 1))
-        for sc in {id(j[0]): j[0] for j in jobs}.values():
-            rows = sc.acc[: sc.n].double().cpu().numpy()
-            for s, j, gi, scale in jobs:
-                if s is sc:  # a zero scale marks a part that is exactly 0 (lag when tied, eps
-                    live = scale != 0.0  # without eps): its raw sum is not read, even if inf
-                    sq[gi, live] += rows[j, live] * scale[live]
-            sc.n = 0
-        norms = np.sqrt(sq[:, : len(NORM_NAMES)])
-        t2, t1 = sq[:, 2], sq[:, -1]  # sum t^2 = n1 + 4 n2, sum |t| = n1 + 2 n2
-        trans = (t1 - (t2 - t1) / 2) / np.maximum(self._counts, 1)
+        """Record the step: its raw sums (each scratch table's rows, copied as Python floats)
+        and ``jobs``, turned into norms only when they are read (`_settle()`). Every step pays
+        one copy per table; the scaling, square roots and arrays, which cost more than the sweep's
+        own Python after sweeps that leave the interpreter's caches cold, are paid once per
+        read, for all steps since the last."""
+        rows = {}
+        for s, *_ in jobs:
+            if id(s) not in rows:
+                rows[id(s)] = s.taken()
+        self._pending.append((rows, [(id(s), j, gi, scale) for s, j, gi, scale in jobs]))
         self._steps.append(step_seen)
-        self._norms.append(norms)
-        self._trans.append(trans)
+        if len(self._pending) >= _SETTLE_EVERY:  # a run that never reads keeps norms, not rows
+            self._settle()
         if samp is not None:
             self._samples.append(
                 {
@@ -453,7 +463,7 @@ class AdamRecorder:
             if record:
                 sc = self._scratch(items[0][0], torch.float64)
                 j = sc.slot()
-                out = sc.acc[j]
+                out = sc.row(j)
             else:
                 out = torch.empty(8, dtype=torch.float64)
             ms = [st["exp_avg"] for _, st in items]
@@ -481,7 +491,7 @@ class AdamRecorder:
             # written in place, as torch's in-place update would count them for autograd
             torch.autograd.graph.increment_version([p for p, _ in items] + ms)
             if record:
-                jobs.append((sc, j, gi, sum_scale(bc1, bc2, c, eps, tied)))
+                jobs.append((sc, j, gi, _scale_factors(bc1, bc2, c, eps, tied)))
                 step_seen = max(step_seen, step)
             for p, _ in items:
                 stash.append((p, p.grad))
@@ -528,13 +538,68 @@ class AdamRecorder:
             eps * c,
             None if tied else 1 - b2,
             tied,
-            sc.acc[j],
+            sc.row(j),
         )
         if not done:
             sc.n -= 1
             return False
-        jobs.append((sc, j, gi, sum_scale(bc1, bc2, c, eps, tied)))
+        jobs.append((sc, j, gi, _scale_factors(bc1, bc2, c, eps, tied)))
         return True
+
+    def _settle(self) -> None:
+        """Turn the pending steps' raw sums into norms and transition fractions, a run of steps
+        with the same jobs at a time in arrays: per group, the jobs' scaled sums added in job
+        order (the double operations of the per-step code before, in the same order), then the
+        square roots."""
+        names, pending = len(NORM_NAMES), self._pending
+        counts = np.maximum(self._counts, 1)
+        i = 0
+        while i < len(pending):
+            shape = [job[:3] for job in pending[i][1]]
+            k = i + 1
+            while k < len(pending) and [job[:3] for job in pending[k][1]] == shape:
+                k += 1
+            run = pending[i:k]
+            raw = np.array([[rows[key][j] for key, j, _, _ in jobs] for rows, jobs in run])
+            scale = np.array([[job[3] for job in jobs] for _, jobs in run])
+            sq = np.zeros((k - i, len(counts), names + 1))
+            with np.errstate(invalid="ignore", over="ignore"):
+                # a zero scale marks a part that is exactly 0 (lag when tied, eps without eps):
+                # its raw sum is not read, even if inf
+                part = np.where(scale != 0.0, raw * scale, 0.0)
+                for col, (_, _, gi) in enumerate(shape):
+                    sq[:, gi] += part[:, col]
+                norms = np.sqrt(sq[..., :names])
+            # sum t^2 = n1 + 4 n2, sum |t| = n1 + 2 n2
+            trans = (sq[..., -1] - (sq[..., 2] - sq[..., -1]) / 2) / counts
+            self._norm_rows.extend(norms)
+            self._trans_rows.extend(trans)
+            i = k
+        pending.clear()
+
+    @property
+    def _norms(self) -> list[np.ndarray]:
+        """Per recorded step, the ``(G, len(NORM_NAMES))`` norms (pending steps settled first)."""
+        if self._pending:
+            self._settle()
+        return self._norm_rows
+
+    @_norms.setter
+    def _norms(self, rows: list[np.ndarray]) -> None:
+        self._pending.clear()
+        self._norm_rows = rows
+
+    @property
+    def _trans(self) -> list[np.ndarray]:
+        """Per recorded step, the ``(G,)`` transition fractions (pending steps settled first)."""
+        if self._pending:
+            self._settle()
+        return self._trans_rows
+
+    @_trans.setter
+    def _trans(self, rows: list[np.ndarray]) -> None:
+        self._pending.clear()
+        self._trans_rows = rows
 
     def __len__(self) -> int:
         return len(self._steps)
@@ -732,6 +797,11 @@ class AdamRecorder:
         }
 
 
+_SETTLE_EVERY = 256
+"""Recorded steps kept as raw sums before they are settled into norms unread (`_finish()`): a
+pending step takes about 1.6 times the memory of a settled one (1,150 against 720 bytes, one
+group of two parameters), and settling 256 steps at once about 1 ms."""
+
 FUSED_SUPPORT = (
     "fuse_step=True supports torch.optim.Adam and AdamW with weight_decay=0 on the single-tensor "
     "path (foreach and fused not True), a float lr, capturable and differentiable False, "
@@ -826,6 +896,8 @@ class _Scratch:
         self.device, self.dtype = device, dtype
         self._rows = None
         self.acc = torch.empty(16, len(NORM_NAMES) + 1, device=device, dtype=dtype)
+        self._row_views: list[torch.Tensor] | None = None
+        self._view: np.ndarray | None = None  # see taken()
         self.n = 0
 
     @property
@@ -841,8 +913,27 @@ class _Scratch:
             )
             grown[: self.n] = self.acc
             self.acc = grown
+            self._row_views = None
+            self._view = None
         self.n += 1
         return self.n - 1
+
+    def taken(self) -> np.ndarray:
+        """A float64 copy of this step's rows, the table emptied for the next step (a CPU
+        float64 table through a numpy view of it made once per table: one copy, no torch
+        call)."""
+        n, self.n = self.n, 0
+        if self._view is None:
+            if self.acc.device.type != "cpu" or self.acc.dtype != torch.float64:
+                return self.acc[:n].double().cpu().numpy()
+            self._view = self.acc.numpy()
+        return self._view[:n].copy()
+
+    def row(self, j: int) -> torch.Tensor:
+        """Row ``j`` of the table (a view made once per table, not once per step)."""
+        if self._row_views is None:
+            self._row_views = list(self.acc.unbind(0))
+        return self._row_views[j]
 
 
 class _Packer:
@@ -864,7 +955,7 @@ class _Packer:
             if nat.eligible(m, v, w, gg):
                 sc = self.rec._scratch(m, torch.float64)  # native sums are double on the CPU
                 j = sc.slot()
-                nat.adam_sums(m, v, w, gg, bc1 / bc2, c / bc2, eps * c, lerp, self.tied, sc.acc[j])
+                nat.adam_sums(m, v, w, gg, bc1 / bc2, c / bc2, eps * c, lerp, self.tied, sc.row(j))
                 self._job(sc, j, bc1, bc2, c, eps)
                 return
         if lerp is not None and (n < _PACK or not w.is_contiguous()):
@@ -909,7 +1000,7 @@ class _Packer:
         j = sc.slot()
         m, v, w, g = ins
         if self.rec.compile:
-            _fused_sums(m, v, w, g, bc1 / bc2, c / bc2, eps * c, sc.acc[j])
+            _fused_sums(m, v, w, g, bc1 / bc2, c / bc2, eps * c, sc.row(j))
         else:
             _chunk_sums(
                 m,
@@ -920,21 +1011,26 @@ class _Packer:
                 c / bc2,
                 eps * c,
                 sc.rows[:5, : m.numel()],
-                sc.acc[j],
+                sc.row(j),
             )
         self._job(sc, j, bc1, bc2, c, eps)
 
     def _job(self, sc, j, bc1, bc2, c, eps) -> None:
-        self.jobs.append((sc, j, self.gi, sum_scale(bc1, bc2, c, eps, self.tied)))
+        self.jobs.append((sc, j, self.gi, _scale_factors(bc1, bc2, c, eps, self.tied)))
 
 
 def sum_scale(bc1: float, bc2: float, c: float, eps: float, tied: bool) -> np.ndarray:
     """Factors that turn the unscaled sums of `_chunk_sums()` (and of `_sums_expr()` and
     the native kernel) into the squared norms of ``NORM_NAMES`` (then ``sum |t|``); a zero marks
     a part that is exactly 0 (the lag when tied, the eps part without eps)."""
+    return np.array(_scale_factors(bc1, bc2, c, eps, tied))
+
+
+def _scale_factors(bc1: float, bc2: float, c: float, eps: float, tied: bool) -> tuple:
+    """`sum_scale()` as a tuple of floats (what the recorder's per-step path reads)."""
     u = (c / bc1) ** 2
     lag = 0.0 if tied else u
-    return np.array([1.0, lag, 1.0, 1.0, (eps * c * c / bc2) ** 2, 1.0, u, 1.0])
+    return (1.0, lag, 1.0, 1.0, (eps * c * c / bc2) ** 2, 1.0, u, 1.0)
 
 
 def _chunk_sums(m, v, w, g, k, alpha, epsc, rows, out) -> None:
@@ -1025,8 +1121,6 @@ def _fused_sums(m, v, w, g, k, alpha, epsc, out) -> None:
 
 
 def _has_clock(optimizer) -> bool:
-    from ._state import _RowClock
-
     clock = _RowClock._clocks.get(optimizer)
     return clock is not None and bool(clock.rows)
 

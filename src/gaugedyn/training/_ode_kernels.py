@@ -41,7 +41,7 @@ import numba
 import numpy as np
 
 from ._online_kernels import _INV_SQRT2, _SQRT_2_OVER_PI, erf_i4, g, g_prime, g_second
-from ._orthant import piecewise_noise, relu_moment
+from ._orthant import piecewise_noise, smoothed_orthant4, smoothed_relu_moment
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
@@ -298,40 +298,103 @@ def mixture_noise(C, c, K, control, E):
             E[i, k] += s
 
 
+@numba.njit(inline="always", cache=True)
+def _multiset_index(k0, k1, k2, k3):
+    """The combinatorial number of the multiset ``{k0, k1, k2, k3}`` (non-negative integers)
+    among the multisets of four: that of the set ``{a, b + 1, c + 2, d + 3}`` of its sorted
+    members ``a <= b <= c <= d``."""
+    # a sorting network of five exchanges
+    if k0 > k1:
+        k0, k1 = k1, k0
+    if k2 > k3:
+        k2, k3 = k3, k2
+    if k0 > k2:
+        k0, k2 = k2, k0
+    if k1 > k3:
+        k1, k3 = k3, k1
+    if k1 > k2:
+        k1, k2 = k2, k1
+    b, c, d = k1 + 1, k2 + 2, k3 + 3
+    return (
+        k0 + b * (b - 1) // 2 + c * (c - 1) * (c - 2) // 6 + d * (d - 1) * (d - 2) * (d - 3) // 24
+    )
+
+
+MIXTURE_STORE_LIMIT = 1 << 22
+"""The most multisets of four (field, scale) factors whose orthant probabilities
+`relu_mixture_noise()` stores (an array of this many floats and flags, 36 MiB at the limit: up to
+P J = 98 factors, so K = M = 24 with a two-term mixture); beyond it each is computed afresh
+(at K = M = 64 the store would take 1.7 GB)."""
+
+
 @numba.njit(cache=True)
 def relu_mixture_noise(C, c, K, control, E):
+    """`mixture_sums()` storing the orthant probabilities where their multisets number at most
+    `MIXTURE_STORE_LIMIT` (its docstring)."""
+    items = C.shape[0] * control.shape[1]
+    size = (items + 3) * (items + 2) * (items + 1) * items // 24
+    mixture_sums(C, c, K, control, E, size <= MIXTURE_STORE_LIMIT)
+
+
+@numba.njit(cache=True)
+def mixture_sums(C, c, K, control, E, store):
     """``E_ik += E[h'(u_i) h'(u_k) (sum_p c_p h(u_p))^2]`` (``i <= k``) exactly for the mixture
     of Gaussian-smoothed ReLUs ``h = sum_j w_j S_{s_j}`` of ``control (3, J)`` (family 1,
     `mixture()`): ``S_s' = E_z[theta(x + s z)]`` and ``S_s = E_z[relu(x + s z)]``, so each term
     ``E[S'(u_i) S'(u_k) S(u_p) S(u_q)]`` is ReLU's orthant moment
-    ``E[theta(v_0) theta(v_1) relu(v_2) relu(v_3)]`` (`gaugedyn.training._orthant.relu_moment()`)
-    of the fields ``v = (u_i, u_k, u_p, u_q) + (s_1 z_1, ..., s_4 z_4)``, each factor with its
-    own independent smoothing (also where two factors read one field): covariance
-    ``C[(i, k, p, q)][:, (i, k, p, q)] + diag(s_1^2, ..., s_4^2)``."""
+    ``E[theta(v_0) theta(v_1) relu(v_2) relu(v_3)]``
+    (`gaugedyn.training._orthant.smoothed_relu_moment()`) of the fields
+    ``v = (u_i, u_k, u_p, u_q) + (s_1 z_1, ..., s_4 z_4)``, each factor with its own independent
+    smoothing (also where two factors read one field): covariance
+    ``C[(i, k, p, q)][:, (i, k, p, q)] + diag(s_1^2, ..., s_4^2)``. Two pieces of work are
+    shared: where ``i = k`` the moment is symmetric in the first two factors' scales, where
+    ``p = q`` in the last two, so each unordered pair of scales is evaluated once, twice
+    weighted where they differ (at J = 2, 12 or 9 of the 16 terms of such a quadruple); and
+    the four fields' orthant probability (`smoothed_orthant4()`, most of a moment's cost) is a
+    symmetric function of its four (field, scale) factors, computed once per multiset of them
+    and stored where ``store`` (at K = M = 4, J = 2: 2,586 for 4,896 moments), else afresh for
+    each moment (the same bits: `smoothed_orthant4()` takes the factors in their keys' order)."""
     P, J = C.shape[0], control.shape[1]
-    f = np.empty(4, dtype=np.int64)
-    sj = np.empty(4, dtype=np.int64)
+    key = np.empty(4, dtype=np.int64)
     Cs = np.empty((4, 4))
+    R = np.empty((4, 4))
+    noise = np.empty(4)
+    items = P * J
+    size = (items + 3) * (items + 2) * (items + 1) * items // 24 if store else 1
+    cache = np.empty(size)
+    known = np.zeros(size, dtype=np.bool_)
     for i in range(K):
         for k in range(i, K):
             s = 0.0
-            f[0], f[1] = i, k
             for p in range(P):
                 for q in range(p, P):
-                    f[2], f[3] = p, q
+                    f = (i, k, p, q)
+                    for x in range(4):
+                        for y in range(4):
+                            Cs[x, y] = C[f[x], f[y]]
                     cpq = c[p] * c[q] * (1.0 if p == q else 2.0)
-                    for index in range(J**4):
-                        rest = index
-                        wt = cpq
-                        for m in range(4):
-                            sj[m] = rest % J
-                            rest //= J
-                            wt *= control[0, sj[m]]
-                        for x in range(4):
-                            for y in range(4):
-                                Cs[x, y] = C[f[x], f[y]]
-                            Cs[x, x] += control[1, sj[x]] ** 2
-                        s += wt * relu_moment(Cs, 0, 1, 2, 3)
+                    # each unordered pair of scales once where the two factors read one field
+                    for j0 in range(J):
+                        noise[0], key[0] = control[1, j0] ** 2, i * J + j0
+                        for j1 in range(j0 if i == k else 0, J):
+                            noise[1], key[1] = control[1, j1] ** 2, k * J + j1
+                            w01 = control[0, j0] * control[0, j1]
+                            if i == k and j1 != j0:
+                                w01 *= 2.0
+                            for j2 in range(J):
+                                noise[2], key[2] = control[1, j2] ** 2, p * J + j2
+                                for j3 in range(j2 if p == q else 0, J):
+                                    noise[3], key[3] = control[1, j3] ** 2, q * J + j3
+                                    wt = cpq * w01 * control[0, j2] * control[0, j3]
+                                    if p == q and j3 != j2:
+                                        wt *= 2.0
+                                    slot = 0
+                                    if store:
+                                        slot = _multiset_index(key[0], key[1], key[2], key[3])
+                                    if not (store and known[slot]):
+                                        cache[slot] = smoothed_orthant4(Cs, key, noise, R)
+                                        known[slot] = True
+                                    s += wt * smoothed_relu_moment(Cs, noise, cache[slot])
             E[i, k] += s
 
 

@@ -59,8 +59,13 @@ softplus; no erf mixture grows like it), whose noise term is exact: $S_s' = \Phi
 \mathbb{E}_z[\theta(x + s z)]$, so each of its four-point terms is ReLU's orthant moment at the
 four factors' fields plus independent noise of variance $s_j^2$ each
 (`relu_mixture_noise()`). That exact term is $16 \times 360$ four-field orthant moments at
-K = M = 4, about 17 ms per right-hand side: far more accurate than the four-point rule late in
-a run, but a run to t = 1000 costs tens of CPU seconds, not one. `online_ode()` checks a noise term by a rule (the
+K = M = 4; the compiled kernel evaluates 4,896 of them (the mirror terms where two factors read
+one field folded), their orthant probabilities once per multiset of (field, scale) factors
+(2,586) by a Gauss-Legendre rule sized by a bound on the smoothed fields' conditioning
+(`gaugedyn.training._orthant.SMOOTHED_RULES`): about 3 ms per right-hand side, the Sobol
+rule's nodes about 2 ms more, far more accurate than the four-point rule late in a run; a run
+to t = 1000 at rtol 1e-8 (about 1,200 right-hand sides) costs 6 to 7 CPU seconds, not one
+(``benchmarks/bench_online_ode.py``; load about 3, 2026-12-07). `online_ode()` checks a noise term by a rule (the
 four-point quadrature or the Sobol rule) while it integrates (``noise_check``; `NoiseWatch`, declared by `NOISE_CHECK`):
 against Monte Carlo at the start and at each eighth of the horizon within 10% of the run's CPU
 time, warning once (`gaugedyn.NoiseTermWarning`) or raising where it is off by more than 10%.
@@ -257,12 +262,15 @@ def rule_control(method: str, activation) -> np.ndarray:
 def relu_mixture_noise(control, a, b, C) -> np.ndarray:
     """``E_ik = E[h'(u_i) h'(u_k) (sum_p c_p h(u_p))^2]`` (``(K, K)``, ``c = (a, -b)``) of the
     smoothed-ReLU mixture ``h`` of ``control (3, J)`` (`RELU_MIXTURES`) exactly: each term ReLU's
-    orthant moment (`gaugedyn.training._orthant.relu_moment()`) of the four factors' fields
+    orthant moment (`gaugedyn.training._orthant.smoothed_relu_moment()`, its orthant
+    probability `gaugedyn.training._orthant.smoothed_orthant4()`) of the four factors' fields
     with covariance ``C[f][:, f] + diag(s_1^2, ..., s_4^2)``, one independent smoothing per
-    factor; the numpy twin of `gaugedyn.training._ode_kernels.relu_mixture_noise()`."""
+    factor; the numpy twin of `gaugedyn.training._ode_kernels.relu_mixture_noise()`, every one
+    of the ``J^4`` terms and every orthant probability computed afresh (where the compiled
+    kernel folds the mirror terms and stores each probability by its factors)."""
     import itertools
 
-    from ._orthant import relu_moment
+    from ._orthant import smoothed_orthant4, smoothed_relu_moment
 
     K, P = a.shape[0], C.shape[0]
     c = np.concatenate([a, -b])
@@ -273,10 +281,14 @@ def relu_mixture_noise(control, a, b, C) -> np.ndarray:
         for p, q in itertools.combinations_with_replacement(range(P), 2):
             f[2], f[3] = p, q
             sub = C[np.ix_(f, f)]
+            sub = np.ascontiguousarray(sub)
+            work = np.empty((4, 4))
             for js in itertools.product(range(w.size), repeat=4):
-                Cs = np.ascontiguousarray(sub + np.diag(s[list(js)] ** 2))
+                noise = np.ascontiguousarray(s[list(js)] ** 2)
+                key = np.array(f, dtype=np.int64) * w.size + np.array(js, dtype=np.int64)
                 weight = float(np.prod(w[list(js)])) * c[p] * c[q] * (1 if p == q else 2)
-                E[i, k] += weight * relu_moment(Cs, 0, 1, 2, 3)
+                p4 = smoothed_orthant4(sub, key, noise, work)
+                E[i, k] += weight * smoothed_relu_moment(sub, noise, p4)
     return np.triu(E) + np.triu(E, 1).T
 
 
@@ -1161,8 +1173,8 @@ def online_ode(
     of a high-precision reference at every state of a run to t = 1000, about 0.3 ms per
     compiled right-hand side at ``K = M = 4``, a run to t = 1000 at rtol 1e-8 under a CPU
     second); for softplus the same rule at $2^{12}$ nodes with a mixture of Gaussian-smoothed
-    ReLUs as control, its noise term exact by orthant moments (`RELU_MIXTURES`; about 17 ms
-    per compiled right-hand side at ``K = M = 4``, most of it the control's exact term); for
+    ReLUs as control, its noise term exact by orthant moments (`RELU_MIXTURES`; about 5 ms
+    per compiled right-hand side at ``K = M = 4``, 3 of them the control's exact term); for
     another smooth activation whose fields
     have rank above 4 it is hundreds of four-point Gauss-Hermite integrals of $10^4$ nodes each
     (compiled, about 0.07 CPU s per right-hand side there; the reference: seconds), whose

@@ -13,7 +13,6 @@ from ._freeze import censored_delay, first_at_edge
 from ._protocol import (
     CURVATURE_BAND,
     EDGE_FRACTION,
-    EXPONENT_MARGIN,
     FINDING_MEASURES,
     LANCZOS_TOL,
     REVERSAL_COS,
@@ -21,6 +20,7 @@ from ._protocol import (
     SEPARATION,
     STARTUP,
     STAY_BAND,
+    exponent_thresholds,
 )
 
 
@@ -95,9 +95,14 @@ def _j(seed, fid, form, *values, threshold, direction=None):
     return stats.judge(rule, *values, threshold=threshold, direction=direction, rng=rng)
 
 
-def _finding(fid: str, statement: str, j, **extra) -> Claim:
+def _finding(fid: str, statement: str, j, readings=None, **extra) -> Claim:
     return judged(
-        fid, statement, j, measure=stats.measure_of(FINDING_MEASURES, fid), extra=extra or None
+        fid,
+        statement,
+        j,
+        measure=stats.measure_of(FINDING_MEASURES, fid),
+        readings=readings,
+        extra=extra or None,
     )
 
 
@@ -181,28 +186,35 @@ def _cell_findings(cell: str, ws, seed) -> list[Claim]:
 def _exponent_finding(cell: str, values: np.ndarray, wall, seed) -> Claim:
     """``core_wall_exponent:cell``: per seed, the median effective exponent of the loss along
     the Adam update in the edge window; a cross-entropy loss: median > 2; a mean-squared one:
-    median < 2 + EXPONENT_MARGIN (``median_threshold``). Beside it, the median over seeds of
-    the distance to the wall (in updates; ``inf`` where the local exponent never reached
+    median does not exceed 2 (``median_threshold``), each judged at both thresholds of
+    `_protocol.exponent_thresholds` (the declared one the primary reading; the verdict
+    "depends on the reading" where they disagree). Beside it, the median over seeds of the
+    distance to the wall (in updates; ``inf`` where the local exponent never reached
     ``gaugedyn.adam.WALL_EXPONENT`` within one update)."""
     w = np.asarray(wall if wall is not None else [], float)
     w = w[~np.isnan(w)]
     wall_med = float(np.median(w)) if w.size else math.nan
     ce = cell.startswith("ce")
-    thr, direction = (2.0, ">") if ce else (2.0 + EXPONENT_MARGIN, "<")
+    direction = ">" if ce else "<"
     fid = f"adam_edge.core_wall_exponent:{cell}"
-    j = _j(seed, fid, "threshold", values, threshold=thr, direction=direction)
-    claim = (
-        "exceeds 2 (superquadratic at the scale of an update)"
-        if ce
-        else (f"does not exceed 2 (below {thr:g})")
-    )
+    js = {
+        f"threshold {thr:g}": _j(seed, fid, "threshold", values, threshold=thr,
+                                  direction=direction)
+        for thr in exponent_thresholds(ce)
+    }  # fmt: skip
+    primary = next(iter(js))
+    j = js[primary]
+    claim = "exceeds 2 (superquadratic at the scale of an update)" if ce else "does not exceed 2"
+    beside = "; ".join(f"{k}: {v.verdict}" for k, v in js.items())
     return _finding(
         fid,
         f"{cell}: effective exponent of the loss along the Adam update, fitted over 1/32 to 1 "
         f"update around the line minimum (per seed the median over the edge window): median "
         f"{j.estimate:.3g} (95% [{j.low:.3g}, {j.high:.3g}], {j.n} seeds; median distance "
-        f"to the wall {wall_med:.3g} updates); claim: it {claim}",
+        f"to the wall {wall_med:.3g} updates); claim: it {claim}, judged {direction} each "
+        f"threshold ({beside}; the first declared)",
         j,
+        readings=js,
         wall=wall_med,
     )
 

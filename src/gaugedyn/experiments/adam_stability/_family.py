@@ -101,6 +101,30 @@ WALL_CANDIDATES: dict[str, dict[str, Any]] = {
         "eps": 1e-30,
         "weight_decay": 1.0,
     },
+    "digits_ce_wd01": {
+        "task": "digits_ce",
+        "hidden": 32,
+        "n_samples": 64,
+        "lr": 1e-2,
+        "eps": 1e-30,
+        "weight_decay": 0.1,
+    },
+    "digits_ce_wd001": {
+        "task": "digits_ce",
+        "hidden": 32,
+        "n_samples": 64,
+        "lr": 1e-2,
+        "eps": 1e-30,
+        "weight_decay": 0.01,
+    },
+    "digits_ce_wd01_lr3": {
+        "task": "digits_ce",
+        "hidden": 32,
+        "n_samples": 64,
+        "lr": 1e-3,
+        "eps": 1e-30,
+        "weight_decay": 0.1,
+    },
 }
 """The core-wall candidates (issue 42, Build 5), declared before their pilot on the cheap
 diagnostics of ``docs/adam-stability.md`` ("What a confident cross-entropy task needs"): a
@@ -112,11 +136,47 @@ the loss about 10-12 decades down, far above the float's resolution, with every 
 ``digits_ce_wd``: ``digits_ce``'s network, data and step size with weight decay 1 and
 ``eps = 1e-30`` (below every gradient of the settled regime, so the level is the weight
 decay's, not ``eps``'s). In their own tuple so that `CANDIDATES`' order (the family pilot's)
-is not touched."""
+is not touched.
+
+``digits_ce_wd`` failed its property (stored pilot, ``wall_pilot.json``). Declared after that
+pilot and its diagnostics, before any run of theirs (session 15), three more, tried in this
+order. The reason, from the stored diagnostics: at weight decay 1 the settled runs are quiet
+with largest rises of 0.0-0.2 decades at ``1 - beta2 >= 0.03`` and hold the loss at 1e-10 ...
+1e-12. A decoupled weight decay's stationary point has ``m / sqrt(v) = -wd theta`` per
+coordinate; a gradient of steady sign gives ``|m / sqrt(v)| = 1``, so at ``wd = 1`` the
+weights sit where ``|theta|`` is of order ``1 / wd`` and Adam moves like sign descent, pulled
+back by the decay at a rate ``lr wd`` a step: no core to overshoot. A smaller decay lets the
+weights and the margins grow (the level falls) and asks for ``|E g| / rms(g) = wd |theta|``
+well below 1 at the stationary point: the gradient must change sign along the run, the iterate
+crossing the valley's floor, the regime of the core-wall picture and of the teachers'
+collapse-and-spike cycle:
+
+- ``digits_ce_wd01``: weight decay 0.1, otherwise ``digits_ce_wd``;
+- ``digits_ce_wd001``: weight decay 0.01 (a lower level still; ``eps = 1e-30`` may set it
+  where the gradient meets ``eps``: the diagnostics show which);
+- ``digits_ce_wd01_lr3``: weight decay 0.1 at ``lr = 1e-3``: the same stationary weights (the
+  decay per step is ``lr wd``, the balance ``wd theta`` does not involve ``lr``) with a ten
+  times smaller step against the valley's width, the fallback if the first two sit too near
+  the divergence line.
+
+Their rows are scanned only below `WALL_TOP` (declared with them)."""
 WALL_ROWS = (0.3, 0.2, 0.1)
 """The core-wall candidates' declared rows: those of `ROWS` whose edges the diagnostics place
 inside `COLUMNS` at a cost the session's two cores can pay (the row 0.3's edge lies between
 ``1 - beta2`` = 0.0316, quiet, and 0.01, half its seeds spiky)."""
+WALL_TOP = 1.0
+"""The core-wall pilot scans a row ``1 - beta1 = a`` only over the columns ``1 - beta2 <=
+WALL_TOP * a`` (declared after ``digits_ce_wd``'s pilot, before any run of the later
+candidates; `wall_columns()`). Adam's moments grow without bound beyond ``beta1 = sqrt(beta2)``,
+``1 - beta2 = 2a - a^2``; the stored pilot's rows 0.2 and 0.1 were spiky or diverged at their
+top cells, ``beta1 / sqrt(beta2)`` 0.97 and 0.99, and the downward scan stopped there, while
+the stored diagnostics read the cells below them (row 0.2 at 0.1, row 0.1 at 0.1 and 0.01)
+quiet: spikes of the divergence line, not of a settled edge. Half the line's ``1 - beta2``
+(about ``a``) keeps the scan clear of it and keeps a teacher-like edge ``1 - beta2 = C a``
+(``C`` about 0.04-0.06) inside by a factor above 15. ``digits_ce_wd``'s stored rows were scanned
+over every column, before this was declared (`WALL_UNCAPPED`)."""
+WALL_UNCAPPED = ("digits_ce_wd",)
+"""The core-wall candidates piloted before `WALL_TOP` was declared: scanned over every column."""
 WALL_MIN_ROWS = 2
 """The defining property of a core-wall candidate (declared before its pilot): confident (every
 run's settled median loss below `confident_level()`: every image's loss below ``log 2``, so
@@ -215,6 +275,26 @@ def candidate(name: str) -> dict[str, Any]:
         f"family task {name!r} is not allowed; choose one of "
         f"{list(CANDIDATES) + list(WALL_CANDIDATES)}"
     )
+
+
+def wall_columns(name: str, a: float) -> list[float]:
+    """The ascending columns the core-wall pilot scans on row ``a`` of candidate ``name``:
+    every column of `COLUMNS` for those of `WALL_UNCAPPED`, those with ``1 - beta2 <=
+    WALL_TOP * a`` for the later candidates.
+
+    Raises
+    ------
+    InputError
+        When ``name`` is not a core-wall candidate.
+    """
+    if name not in WALL_CANDIDATES:
+        raise InputError(
+            f"core-wall candidate {name!r} is not allowed; choose one of {list(WALL_CANDIDATES)}"
+        )
+    cols = sorted(COLUMNS)
+    if name in WALL_UNCAPPED:
+        return cols
+    return [c for c in cols if c <= WALL_TOP * a * (1 + 1e-9)]
 
 
 def seed_index(name: str) -> int:

@@ -61,13 +61,14 @@ def cell_seed(name: str, a: float, c: float) -> np.random.SeedSequence:
     return np.random.SeedSequence([SEED, seed_index(name), SEED_ROWS.index(a), column_index(c)])
 
 
-def add_row(candidates: dict, name: str, a: float) -> dict[str, Any]:
-    """Scan row ``a`` of candidate ``name`` (`scan_row()`), stamp it with the 1-minute load at
-    its start and the date, and put it into ``candidates`` (a stored pilot's
-    ``{name: {"rows": [...]}}``, rows in `ROWS` order, an earlier entry of the row replaced);
-    returns the row's entry. The family pilot and the core-wall pilot store their rows so."""
+def add_row(candidates: dict, name: str, a: float, cols=None) -> dict[str, Any]:
+    """Scan row ``a`` of candidate ``name`` (`scan_row()`, over ``cols`` when given), stamp
+    it with the 1-minute load at its start and the date, and put it into ``candidates`` (a
+    stored pilot's ``{name: {"rows": [...]}}``, rows in `ROWS` order, an earlier entry of the
+    row replaced); returns the row's entry. The family pilot and the core-wall pilot store
+    their rows so."""
     load = os.getloadavg()[0]
-    entry = scan_row(name, ROWS.index(a))
+    entry = scan_row(name, ROWS.index(a), cols=cols)
     entry["load"] = round(load, 2)
     entry["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     mine = {r["row"]: r for r in candidates.get(name, {}).get("rows", [])}
@@ -76,18 +77,19 @@ def add_row(candidates: dict, name: str, a: float) -> dict[str, Any]:
     return entry
 
 
-def scan_row(name: str, i: int, spikes=None) -> dict[str, Any]:
-    """Row ``ROWS[i]`` of candidate ``name``: the downward scan's evaluated cells, their status
-    codes ``(cells, seeds, windows)`` at the primary rise and ``(cells, seeds, windows, rises)``
-    at the rises of `_scan.rise_readings`, the settled median ``log10`` loss per seed, and the
-    CPU seconds and steps of each cell."""
+def scan_row(name: str, i: int, spikes=None, cols=None) -> dict[str, Any]:
+    """Row ``ROWS[i]`` of candidate ``name`` (over ``cols``, a subset of `COLUMNS`, when
+    given: the core-wall pilot's `_family.wall_columns`): the downward scan's evaluated cells,
+    their status codes ``(cells, seeds, windows)`` at the primary rise and ``(cells, seeds,
+    windows, rises)`` at the rises of `_scan.rise_readings`, the settled median ``log10`` loss
+    per seed, and the CPU seconds and steps of each cell."""
     from ...adam import SPIKE_SAMPLING
     from ._bisect import scan_rows
     from ._family import family_task
     from ._scan import _run_task
 
     spikes = list(SPIKE_SAMPLING[:3]) if spikes is None else list(spikes)
-    cols = sorted(COLUMNS)
+    cols = sorted(COLUMNS) if cols is None else sorted(cols)
     cells: list[dict[str, Any]] = []
 
     def evaluate(rows: np.ndarray, cs: np.ndarray) -> np.ndarray:
