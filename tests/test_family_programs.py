@@ -126,6 +126,19 @@ def test_tied_autoencoder_hand_gradient_equals_autograd_and_its_minimum_is_exact
         _batched.DigitsTiedAutoencoder("digits_tied_ae", 1, [0], 8)
 
 
+def test_the_quartic_autoencoder_is_the_fourth_power_with_its_exact_gradient():
+    m = _batched.task_model("digits_tied_ae4", 2, [4, 5], 20, hidden=2)
+    g = torch.Generator().manual_seed(1)
+    far = [(torch.randn(2, 64, 2, generator=g, dtype=torch.float64) / 8).requires_grad_(True)]
+    (want,) = torch.autograd.grad(m.losses(far).sum(), far)
+    L, (got,) = m.losses_and_grads(far)
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-18)
+    X = _batched.lowrank_digits(20, 2).numpy()
+    W = far[0].detach()[0].numpy()
+    r = X @ W @ W.T - X
+    np.testing.assert_allclose(L[0].item(), (r**4).sum() / 4 / 20, rtol=1e-12)
+
+
 @pytest.mark.parametrize(
     "task,hidden", [("digits_lowrank", 2), ("digits_white_mse", 8), ("digits_tied_ae", 2)]
 )

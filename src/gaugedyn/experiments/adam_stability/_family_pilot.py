@@ -348,6 +348,35 @@ DETECTOR_CELLS: tuple[dict[str, Any], ...] = (
         for h in (1, 2)
         for a, c in ((0.5, 10**-1.5), (0.3, 0.01), (0.1, 10**-2.5), (0.05, 10**-2.75))
     )
+    + tuple(
+        # added after the eight above ran (quiet: the loss falls smoothly by about 55 decades),
+        # declared before they run: neither smooth realizable task spikes, the teacher tasks
+        # have ReLU kinks inside their data; so digits ReLU networks under the squared error
+        # with fewer parameters than targets that can still fit every one-hot label exactly
+        # (a unit per class, active on that class's images at one level: `digits_mse` width
+        # 12 or 16 on 128 images, 910 or 1,210 parameters for 1,280 targets; width 16 on 256)
+        {"task": "digits_mse", "hidden": h, "a": a, "c": c, "n_samples": n}
+        for h, n in ((12, 128), (16, 128), (16, 256))
+        for a, c in ((0.5, 10**-1.5), (0.3, 0.01), (0.1, 10**-2.5))
+    )
+    + tuple(
+        # added after the nine above ran (most copies untrained: stuck a decade or two down,
+        # unable to fit; the one width-16 copy that fit, to 10^-5.3, spiky with a rise of 2.5
+        # decades), declared before they run: wider networks on 256 images, still fewer
+        # parameters than targets (widths 20, 24, 32: 1,510, 1,810, 2,410 for 2,560), so that
+        # more copies fit
+        {"task": "digits_mse", "hidden": h, "a": a, "c": c, "n_samples": 256}
+        for h in (20, 24, 32)
+        for a, c in ((0.3, 0.01), (0.1, 10**-2.5))
+    )
+    + tuple(
+        # added after the six above ran (19 of 24 copies fit, to 10^-3.3-10^-5.4; one spiky,
+        # the one that fit deepest), declared before they run: width 24 on 256 images at
+        # smaller step sizes, whether a deeper fit brings the spikes
+        {"task": "digits_mse", "hidden": 24, "a": a, "c": c, "n_samples": 256, "lr": lr}
+        for lr in (3e-3, 1e-3)
+        for a, c in ((0.3, 0.01), (0.1, 10**-2.5))
+    )
 )
 """A short reading by the pilot's own detector (declared before it runs, after the block
 diagnostics of `DIAGNOSTIC_CELLS`; 64 images unless a cell names ``n_samples``): the factorisation at ranks 1, 2 and 4 and ``digits_mse``
@@ -379,7 +408,7 @@ def detector_reading(cells=DETECTOR_CELLS, done=()) -> list[dict[str, Any]]:
             "a": [cell["a"]],
             "c": [cell["c"]],
             "seeds": DIAGNOSTIC_SEEDS,
-            "lr": 1e-2,
+            "lr": cell.get("lr", 1e-2),
             "n_samples": cell.get("n_samples", 64),
             "hidden": cell["hidden"],
             "eps": cell.get("eps", 1e-8),
@@ -402,10 +431,11 @@ def detector_reading(cells=DETECTOR_CELLS, done=()) -> list[dict[str, Any]]:
     return out
 
 
-def _task_words(cell: dict[str, Any]) -> str:
+def _task_words(cell: dict[str, Any], lr: bool = False) -> str:
     task = cell.get("task", "digits_mse")
     n = f" on {cell['n_samples']} images" if "n_samples" in cell else ""
     n += f", eps {cell['eps']:g}" if "eps" in cell else ""
+    n += f", lr {cell['lr']:g}" if lr and "lr" in cell else ""
     if task in ("digits_lowrank", "digits_tied_ae", "digits_tied_ae4"):
         return f"`{task}` rank {cell['hidden']}{n}"
     return f"`{task}` width {cell['hidden']}{n}"
@@ -449,7 +479,7 @@ def detector_markdown(cells: list[dict[str, Any]]) -> list[str]:
     names = {v: k for k, v in CODES.items()}
     lines = [
         "A reading by the pilot's own program and detector (`detector_reading()`, declared in "
-        f"`DETECTOR_CELLS` before it ran, stored with it): 64 images unless named, lr 0.01, "
+        f"`DETECTOR_CELLS` before it ran, stored with it): 64 images, lr 0.01 and "
         "Adam eps 1e-8 unless named, "
         f"{DIAGNOSTIC_SEEDS} seeds a cell, rise 2 decades, settled window:",
         "",
@@ -464,7 +494,7 @@ def detector_markdown(cells: list[dict[str, Any]]) -> list[str]:
         rise = np.asarray(z["max_rise"], float)
         top = f"{np.nanmax(rise):.2f}" if np.isfinite(rise).any() else "-"
         lines.append(
-            f"| {_task_words(z)} | {z['a']:g} | {z['c']:.3g} | {counts} | {top} | "
+            f"| {_task_words(z, lr=True)} | {z['a']:g} | {z['c']:.3g} | {counts} | {top} | "
             f"{np.nanmin(lv):.1f} to {np.nanmax(lv):.1f} | {z['steps']:,} | "
             f"{z['cpu_seconds']:.0f} |"
         )
