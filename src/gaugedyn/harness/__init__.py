@@ -47,6 +47,7 @@ from ._protocol import CLAIM_KINDS as CLAIM_KINDS
 from ._protocol import Claim as Claim
 from ._protocol import Experiment as Experiment
 from ._protocol import Param as Param
+from ._protocol import combined_verdict as combined_verdict
 from ._protocol import configuration_label as configuration_label
 from ._protocol import finding as finding
 from ._protocol import judged as judged
@@ -105,6 +106,7 @@ __all__ = [
     "caption_of",
     "configuration_label",
     "checked",
+    "combined_verdict",
     "deterministic",
     "execute",
     "field_key",

@@ -103,10 +103,10 @@ class Claim:
                 raise ValueError(f"claim {self.id}: only findings carry a verdict")
             if self.verdict not in VERDICTS:
                 raise ValueError(f"claim {self.id}: verdict {self.verdict!r} not in {VERDICTS}")
-            if self.readings is not None and self.verdict != _combined(self.readings):
+            if self.readings is not None and self.verdict != combined_verdict(self.readings):
                 raise ValueError(
                     f"claim {self.id}: verdict {self.verdict!r} is not the one its "
-                    f"readings give ({_combined(self.readings)!r})"
+                    f"readings give ({combined_verdict(self.readings)!r})"
                 )
             if bool(self.passed) != (self.verdict == "HELD"):
                 raise ValueError(f"claim {self.id}: passed must be verdict == 'HELD'")
@@ -136,7 +136,20 @@ class Claim:
         return plain(d)
 
 
-def _combined(readings: dict) -> str:
+def combined_verdict(readings: dict) -> str:
+    """The verdict of a finding judged under several readings: their common verdict when they
+    all agree, "depends on the reading" otherwise.
+
+    Parameters
+    ----------
+    readings : dict
+        Each reading's verdict (one of `VERDICTS`), by the reading's label.
+
+    Returns
+    -------
+    str
+        The one verdict every reading gave, or ``"depends on the reading"``.
+    """
     words = set(readings.values())
     return words.pop() if len(words) == 1 else VERDICTS[3]
 

@@ -461,7 +461,7 @@ def findings(wall: dict[str, Any], pilot: dict[str, Any]) -> dict[str, Any]:
     distance to the wall, the family's ``C`` (rows ``<= 0.1`` with an edge) and the 1-D
     ``C`` at the spiky side's exponent, with whether it lies in the family's interval."""
     from ... import stats
-    from ...harness._protocol import _combined  # the readings' verdict, as every finding's
+    from ...harness import combined_verdict  # the readings' verdict, as every finding's
     from ._family_pilot import candidate_summary
     from ._protocol import BETA1_ROWS, FINDING_MEASURES, exponent_thresholds
     from ._spike_analysis import task_C
@@ -489,7 +489,7 @@ def findings(wall: dict[str, Any], pilot: dict[str, Any]) -> dict[str, Any]:
         w = np.concatenate([np.asarray(z["wall"], float)[interior(z)] for z in wall["cells"]
                             if z["side"] == side])  # fmt: skip
         out[side] = {
-            "verdict": _combined({k: x.verdict for k, x in js.items()}),
+            "verdict": combined_verdict({k: x.verdict for k, x in js.items()}),
             "readings": {k: x.verdict for k, x in js.items()},
             "estimate": j.estimate,
             "low": j.low,
@@ -499,7 +499,7 @@ def findings(wall: dict[str, Any], pilot: dict[str, Any]) -> dict[str, Any]:
             "wall_share": float(np.isfinite(w).mean()) if w.size else math.nan,
             "core_share": float(core.mean()) if core.size else math.nan,
             "all_measurements": [ja.verdict, ja.estimate, ja.low, ja.high, ja.n],
-            "within": _combined({k: x.verdict for k, x in jm.items()}),
+            "within": combined_verdict({k: x.verdict for k, x in jm.items()}),
             "within_readings": {k: x.verdict for k, x in jm.items()},
         }
     s = candidate_summary(wall["candidate"], pilot)
@@ -543,7 +543,6 @@ def wall_pilot_markdown(p: dict[str, Any]) -> list[str]:
         WALL_CANDIDATES,
         WALL_MIN_ROWS,
         WALL_ROWS,
-        WALL_STOPPED,
         WALL_TOP,
         WALL_UNCAPPED,
         confident_level,
@@ -607,6 +606,17 @@ def wall_pilot_markdown(p: dict[str, Any]) -> list[str]:
             + f" (highest settled log10 loss {_fmt(s['highest_log10_loss'])}).",
             "",
         ]
+    lines += stopped_markdown(p)
+    return lines
+
+
+def stopped_markdown(p: dict[str, Any]) -> list[str]:
+    """Markdown lines of the core-wall candidates stopped before a pilot
+    (`_family.WALL_STOPPED`): per candidate its set-up, why it was stopped and what its stored
+    diagnostic cells show (runs spiky, the settled log10 loss range, the largest settled rise)."""
+    from ._family import WALL_CANDIDATES, WALL_STOPPED
+
+    lines: list[str] = []
     for name, why in WALL_STOPPED.items():
         cand = WALL_CANDIDATES[name]
         mine = [z for z in p.get("diagnostics", []) if z.get("task") == cand["task"]]
