@@ -205,3 +205,20 @@ def test_the_stored_readings_are_drawn_on_the_page():
     assert len(fp.diagnostics_markdown(p["diagnostics"])) == 4 + len(fp.DIAGNOSTIC_CELLS)
     z = p["detector_reading"][0]
     assert [z[k] for k in ("task", "hidden", "a", "c")] == list(fp.DETECTOR_CELLS[0].values())
+
+
+def test_a_detector_cell_runs_the_seeds_it_names():
+    """A cell of `DETECTOR_CELLS` that names ``seeds`` runs that many copies (one status, rise
+    and level each, the steps of one copy's settled run), one that does not runs
+    `DIAGNOSTIC_SEEDS`, and the table says which."""
+    from gaugedyn.experiments.adam_stability import _family_pilot as fp
+    from gaugedyn.experiments.adam_stability._protocol import run_steps
+
+    cell = {"task": "digits_mse", "hidden": 4, "a": 0.5, "c": 10**-0.5, "n_samples": 16}
+    (named,) = fp.detector_reading(cells=(cell | {"seeds": 2},))
+    assert [len(named[k]) for k in ("status", "max_rise", "settled_median_log10_loss")] == [2] * 3
+    assert named["steps"] == int(run_steps(0.5, 10**-0.5))
+    assert "width 4 on 16 images, 2 seeds |" in fp.detector_markdown([named])[-1]
+    stored = [z for z in fp.stored()["detector_reading"] if "seeds" not in z]
+    assert stored and all(len(z["status"]) == fp.DIAGNOSTIC_SEEDS for z in stored)
+    assert "seeds |" not in fp.detector_markdown(stored[:1])[-1]
