@@ -72,6 +72,7 @@ from ._space import specifications as specifications
 from ._store import ResultStore as ResultStore
 from ._store import atomic_write as atomic_write
 from ._store import task_key as task_key
+from ._store import write_strict_json as write_strict_json
 from ._verdicts import checked as checked
 from ._verdicts import deterministic as deterministic
 
@@ -100,6 +101,7 @@ __all__ = [
     "RunConfig",
     "RunOutcome",
     "atomic_write",
+    "write_strict_json",
     "available_experiments",
     "caption_array",
     "caption_key",

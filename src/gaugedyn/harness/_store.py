@@ -36,7 +36,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from .._json import plain
+from .._json import plain, strict
 
 FORMAT = 2
 MARK = ".gaugedyn-store"
@@ -119,6 +119,26 @@ def atomic_write(path: Path, data: bytes, sync_dir: bool = True) -> None:
         raise
     if sync_dir:
         fsync_dir(path.parent)
+
+
+def write_strict_json(path: Path, x: Any) -> None:
+    """Write ``x`` as strict, indented JSON (`gaugedyn._json.strict`: non-finite floats as
+    strings; one space of indent and a final newline) through `atomic_write`, so that a reader,
+    or a run interrupted while writing, sees the old file or the whole new one. The stored
+    pilots of the package's experiments write through it.
+
+    Parameters
+    ----------
+    path : Path
+        The file to write (replaced when it exists); its folder must exist.
+    x : Any
+        The value to write (dicts, lists, numbers, numpy values, strings).
+
+    Returns
+    -------
+    None
+    """
+    atomic_write(Path(path), (json.dumps(strict(x), indent=1) + "\n").encode())
 
 
 def fsync_dir(path: Path) -> None:

@@ -680,8 +680,8 @@ def main(argv: list[str] | None = None) -> None:
     entry), with the date, command, machine and the load at each row's start."""
     import argparse
 
-    from ..._json import strict
     from ..._meta import cpu_model
+    from ...harness import write_strict_json
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--candidate", help="a candidate of _family.CANDIDATES")
@@ -697,19 +697,19 @@ def main(argv: list[str] | None = None) -> None:
     if args.detector_reading:
         old = stored()
         old["detector_reading"] = detector_reading(done=old.get("detector_reading", ()))
-        STORED.write_text(json.dumps(strict(old), indent=1) + "\n")
+        write_strict_json(STORED, old)
         print(f"wrote {STORED}: detector reading", flush=True)
         return
     if args.diagnose:
         old = stored()
         old["diagnostics"] = diagnose(done=old.get("diagnostics", ()))
-        STORED.write_text(json.dumps(strict(old), indent=1) + "\n")
+        write_strict_json(STORED, old)
         print(f"wrote {STORED}: diagnostics", flush=True)
         return
     if args.eps_reading:
         old = stored()
         old["eps_reading"] = eps_reading()
-        STORED.write_text(json.dumps(strict(old), indent=1) + "\n")
+        write_strict_json(STORED, old)
         print(f"wrote {STORED}: eps reading", flush=True)
         return
     if args.candidate not in CANDIDATES:
@@ -736,7 +736,7 @@ def main(argv: list[str] | None = None) -> None:
         for key in ("eps_reading", "diagnostics", "detector_reading"):
             if key in old:
                 out[key] = old[key]
-        STORED.write_text(json.dumps(strict(out), indent=1) + "\n")
+        write_strict_json(STORED, out)
         cpu = sum(z["cpu_seconds"] for z in entry["cells"])
         print(f"wrote {STORED}: {args.candidate} row {a} ({cpu:.0f} CPU s)", flush=True)
         old = out

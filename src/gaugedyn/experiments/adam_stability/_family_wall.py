@@ -266,8 +266,8 @@ def pilot_main(argv: list[str] | None = None) -> None:
     command, machine and load at each row's start."""
     import argparse
 
-    from ..._json import strict
     from ..._meta import cpu_model
+    from ...harness import write_strict_json
     from ._family import SEEDS, WALL_CANDIDATES, WALL_ROWS, wall_columns
     from ._family_pilot import add_row
 
@@ -294,7 +294,7 @@ def pilot_main(argv: list[str] | None = None) -> None:
             "seeds": SEEDS,
             "candidates": old["candidates"],
         } | {k: v for k, v in old.items() if k == "diagnostics"}
-        WALL_PILOT.write_text(json.dumps(strict(old), indent=1) + "\n")
+        write_strict_json(WALL_PILOT, old)
         cpu = sum(z["cpu_seconds"] for z in entry["cells"])
         print(f"wrote {WALL_PILOT}: {args.candidate} row {a} ({cpu:.0f} CPU s)", flush=True)
 
@@ -740,7 +740,7 @@ def main(argv: list[str] | None = None) -> None:
     import argparse
     import os
 
-    from ..._json import strict
+    from ...harness import write_strict_json
     from ._family import ROWS, WALL_CANDIDATES
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -784,7 +784,7 @@ def main(argv: list[str] | None = None) -> None:
             "seed": RULE_SEED,
             "cells": sorted(cells.values(), key=lambda v: (-v["row"], v["c"])),
         }
-        STORED.write_text(json.dumps(strict(out), indent=1) + "\n")
+        write_strict_json(STORED, out)
         print(f"wrote {STORED}: row {z['row']} c {z['c']:.3g} ({z['cpu_seconds']:.0f} CPU s)",
               flush=True)  # fmt: skip
 
@@ -795,13 +795,13 @@ if __name__ == "__main__":
     if "--pilot" in sys.argv[1:]:
         pilot_main([v for v in sys.argv[1:] if v != "--pilot"])
     elif sys.argv[1:2] == ["--diagnostics"]:
-        from ..._json import strict
+        from ...harness import write_strict_json
 
         # optional places in DIAGNOSTICS: run only those of the cells not stored
         only = {int(v) for v in sys.argv[2:]} if sys.argv[2:] else None
         old = json.loads(WALL_PILOT.read_text()) if WALL_PILOT.exists() else {"candidates": {}}
         old["diagnostics"] = diagnostics(old.get("diagnostics"), only)
-        WALL_PILOT.write_text(json.dumps(strict(old), indent=1) + "\n")
+        write_strict_json(WALL_PILOT, old)
         print(f"wrote {WALL_PILOT}: diagnostics", flush=True)
     else:
         main()

@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
     import argparse
     import os
 
-    from ..._json import strict
+    from ...harness import write_strict_json
     from .spike_boundary import EXPERIMENT
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> None:
         "rises": [h for h in RISES if h in entries],
         "by_rise": [entries[h] for h in RISES if h in entries],
     }
-    STORED.write_text(json.dumps(strict(out), indent=1) + "\n")
+    write_strict_json(STORED, out)
     print(f"wrote {STORED}: rises {out['rises']}")
 
 

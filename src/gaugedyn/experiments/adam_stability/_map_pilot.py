@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..._meta import cpu_model
+from ...harness import atomic_write
 
 GRID = tuple(float(v) for v in 10 ** np.arange(-2.5, -0.25 + 1e-9, 1 / 32))
 """The pilot's ``1 - beta2``: a thirty-second of a decade apart, ``10^-2.5`` to ``10^-0.25`` (the
@@ -239,7 +240,7 @@ def main(argv: list[str] | None = None) -> None:
         old["design_check_command"] = (
             "python -m gaugedyn.experiments.adam_stability._map_pilot --design"
         )
-        STORED.write_text(_compact(json.dumps(old, indent=1)) + "\n")
+        atomic_write(STORED, (_compact(json.dumps(old, indent=1)) + "\n").encode())
         print(f"wrote the design check into {STORED}")
         return
     load = os.getloadavg()[0]
@@ -257,7 +258,7 @@ def main(argv: list[str] | None = None) -> None:
     text = json.dumps(out, indent=1)
     # one row of counts a line: the file stays readable and small
     text = _compact(text)
-    STORED.write_text(text + "\n")
+    atomic_write(STORED, (text + "\n").encode())
     print(f"wrote {STORED}")
 
 
