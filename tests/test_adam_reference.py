@@ -71,7 +71,7 @@ def test_fast_path_norms_equal_the_reference_split(path, step, betas, eps):
         w = m
     bc1, bc2, c = bias_corrections(step, b1, b2)
     sums = path(m, v, w, g, bc1 / bc2, c / bc2, eps * c, tied)
-    scale = sum_scale(bc1, bc2, c, eps, tied)
+    scale = np.array(sum_scale(bc1, bc2, c, eps, tied))
     got = np.sqrt(np.where(scale != 0, sums * scale, 0.0))[: len(NORM_NAMES)]
     m_hat, w_hat = m / bc1, (m / bc1 if tied else w / bc2)
     ref = part_norms(

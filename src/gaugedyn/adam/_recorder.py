@@ -491,7 +491,7 @@ class AdamRecorder:
             # written in place, as torch's in-place update would count them for autograd
             torch.autograd.graph.increment_version([p for p, _ in items] + ms)
             if record:
-                jobs.append((sc, j, gi, _scale_factors(bc1, bc2, c, eps, tied)))
+                jobs.append((sc, j, gi, sum_scale(bc1, bc2, c, eps, tied)))
                 step_seen = max(step_seen, step)
             for p, _ in items:
                 stash.append((p, p.grad))
@@ -543,7 +543,7 @@ class AdamRecorder:
         if not done:
             sc.n -= 1
             return False
-        jobs.append((sc, j, gi, _scale_factors(bc1, bc2, c, eps, tied)))
+        jobs.append((sc, j, gi, sum_scale(bc1, bc2, c, eps, tied)))
         return True
 
     def _settle(self) -> None:
@@ -1016,18 +1016,14 @@ class _Packer:
         self._job(sc, j, bc1, bc2, c, eps)
 
     def _job(self, sc, j, bc1, bc2, c, eps) -> None:
-        self.jobs.append((sc, j, self.gi, _scale_factors(bc1, bc2, c, eps, self.tied)))
+        self.jobs.append((sc, j, self.gi, sum_scale(bc1, bc2, c, eps, self.tied)))
 
 
-def sum_scale(bc1: float, bc2: float, c: float, eps: float, tied: bool) -> np.ndarray:
-    """Factors that turn the unscaled sums of `_chunk_sums()` (and of `_sums_expr()` and
-    the native kernel) into the squared norms of ``NORM_NAMES`` (then ``sum |t|``); a zero marks
-    a part that is exactly 0 (the lag when tied, the eps part without eps)."""
-    return np.array(_scale_factors(bc1, bc2, c, eps, tied))
-
-
-def _scale_factors(bc1: float, bc2: float, c: float, eps: float, tied: bool) -> tuple:
-    """`sum_scale()` as a tuple of floats (what the recorder's per-step path reads)."""
+def sum_scale(bc1: float, bc2: float, c: float, eps: float, tied: bool) -> tuple:
+    """Factors (a tuple of floats) that turn the unscaled sums of `_chunk_sums()` (and of
+    `_sums_expr()` and the native kernel) into the squared norms of ``NORM_NAMES`` (then
+    ``sum |t|``); a zero marks a part that is exactly 0 (the lag when tied, the eps part without
+    eps)."""
     u = (c / bc1) ** 2
     lag = 0.0 if tied else u
     return (1.0, lag, 1.0, 1.0, (eps * c * c / bc2) ** 2, 1.0, u, 1.0)
