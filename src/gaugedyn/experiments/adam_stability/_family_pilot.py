@@ -36,6 +36,7 @@ from ._family import (
     LOSSES,
     LOW_ROW,
     MIN_ROWS,
+    NETWORKS,
     ROWS,
     SEED_ROWS,
     SEEDS,
@@ -642,7 +643,7 @@ def pilot_markdown(pilot: dict[str, Any] | None = None) -> list[str]:
         s = candidate_summary(name, p)
         lines += [
             "",
-            f"`{name}`: MLP 64-{cand['hidden']}-10 on {cand['n_samples']} digits, "
+            f"`{name}`: {NETWORKS[cand['task']].format(**cand)}, "
             f"{LOSSES[cand['task']]}, $\\mathrm{{lr}} = {cand['lr']:g}$, Adam's eps {cand['eps']:g} - "
             f"{s['with_edge']} of {_rows(len(s['rows']))} run with a settled edge (of "
             f"{len(ROWS)} declared; the settled median log10 loss over the row's seeds and "
