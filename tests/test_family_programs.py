@@ -141,15 +141,22 @@ def test_the_quartic_autoencoder_is_the_fourth_power_with_its_exact_gradient():
 
 @pytest.mark.parametrize(
     "task,hidden",
-    [("digits_lowrank", 2), ("digits_white_mse", 8), ("digits_tied_ae", 2), ("gauss_memo", 8)],
+    [
+        ("digits_lowrank", 2),
+        ("digits_white_mse", 8),
+        ("digits_tied_ae", 2),
+        ("gauss_memo", 8),
+        ("digits_pc_memo", 8),
+    ],
 )
 def test_a_copys_run_does_not_depend_on_the_copies_beside_it(task, hidden):
     seeds = [5, 6, 7]
     betas = (np.array([0.8, 0.9, 0.95]), np.array([0.99, 0.9, 0.999]))
-    together = _batched.task_model(task, 3, seeds, 16, hidden=hidden)
+    n = 24 if task == "digits_pc_memo" else 16  # more images than its 20 components
+    together = _batched.task_model(task, 3, seeds, n, hidden=hidden)
     blocks, _ = _batched.adam_steps(together, 1e-2, *betas, 40, 1)
     for i in range(3):
-        alone = _batched.task_model(task, 1, seeds[i : i + 1], 16, hidden=hidden)
+        alone = _batched.task_model(task, 1, seeds[i : i + 1], n, hidden=hidden)
         own, _ = _batched.adam_steps(alone, 1e-2, betas[0][i], betas[1][i], 40, 1)
         np.testing.assert_allclose(own[0].median, blocks[i].median, rtol=0, atol=1e-9)
         for p, q in zip(alone.params, together.params):
@@ -272,3 +279,36 @@ def test_memorisation_task_is_the_students_squared_error_on_random_targets():
         _batched.GaussianMemorisationMLP("gauss_memo", 1, [0], 8)
     with pytest.raises(InputError, match="n_samples=0 is not allowed"):
         _batched.memorisation_data(0, 1)
+
+
+def test_the_digits_memorisation_task_is_gauss_memo_on_whitened_principal_components():
+    """``digits_pc_memo``: `gauss_memo`'s student, initialisation and targets, its inputs the
+    digits' top 20 principal components whitened (Gram matrix n times the identity, the
+    centred images' top directions); its hand-written gradient is autograd's."""
+    X = _batched.digit_components(40).numpy()
+    assert X.shape == (40, 20)
+    np.testing.assert_allclose(X.T @ X, 40 * np.eye(20), atol=1e-9)
+    raw = load_digits()[0][:40]
+    raw = raw - raw.mean(0)
+    U = np.linalg.svd(raw, full_matrices=False)[0][:, :20]
+    np.testing.assert_allclose(X @ X.T / 40, U @ U.T, atol=1e-10)  # the same subspace
+    m = _batched.task_model("digits_pc_memo", 2, [1, 2], 40, data_seed=5, hidden=8)
+    ref = _batched.task_model("gauss_memo", 2, [1, 2], 40, data_seed=5, hidden=8)
+    assert isinstance(m, _batched.DigitsMemorisationMLP)
+    torch.testing.assert_close(m.X, torch.as_tensor(X))
+    torch.testing.assert_close(m.y, ref.y)  # the same random targets
+    for p, q in zip(m.params, ref.params):
+        torch.testing.assert_close(p, q)
+    g = torch.Generator().manual_seed(2)
+    far = [torch.randn(p.shape, generator=g, dtype=torch.float64) for p in m.params]
+    mine = [p.clone().requires_grad_(True) for p in far]
+    want = torch.autograd.grad(m.losses(mine).sum(), mine)
+    _, got = m.losses_and_grads(far)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-15)
+    with pytest.raises(InputError, match="n_samples=20 is not allowed"):
+        _batched.digit_components(20)
+    with pytest.raises(InputError, match="task='gauss_memo' is not allowed"):
+        _batched.DigitsMemorisationMLP("gauss_memo", 1, [0], 40, hidden=8)
+    with pytest.raises(InputError, match="hidden=None is not allowed"):
+        _batched.DigitsMemorisationMLP("digits_pc_memo", 1, [0], 40)

@@ -687,11 +687,55 @@ class GaussianMemorisationMLP(BatchedMLP):
         self.X, self.y = X.to(device), y.to(device)
 
 
+DIGITS_MEMO_TASKS = ("digits_pc_memo",)
+"""The memorisation task on real inputs (`DigitsMemorisationMLP`)."""
+
+
+def digit_components(n_samples: int, dtype=torch.float64) -> torch.Tensor:
+    """The first ``n_samples`` digits images (`gaugedyn.training.load_digits()`), centred over
+    those images, projected on their top `MEMORISATION_DIM` principal components and whitened:
+    with the centred images ``X = U S V^T`` (thin SVD), ``sqrt(n) U[:, :20]``, shape ``(n,
+    20)``, whose Gram matrix over the images is ``n`` times the identity (every component of
+    unit variance over the images): real inputs as well conditioned as isotropic Gaussians."""
+    n, k = int(n_samples), MEMORISATION_DIM
+    X, _ = load_digits()
+    if not k < n <= len(X):
+        raise InputError(f"n_samples={n_samples!r} is not allowed; give {k} < n <= {len(X)}")
+    Xc = X[:n] - X[:n].mean(0)
+    U, s, _ = np.linalg.svd(Xc, full_matrices=False)
+    if s[k - 1] <= 1e-8 * s[0]:
+        raise InputError(
+            f"n_samples={n_samples!r} is not allowed: the images span fewer than {k} directions"
+        )
+    return torch.as_tensor(math.sqrt(n) * U[:, :k], dtype=dtype)
+
+
+class DigitsMemorisationMLP(BatchedMLP):
+    """``digits_pc_memo``: `GaussianMemorisationMLP` with its inputs replaced by real ones, the
+    digits' top principal components whitened (`digit_components()`): the same student and
+    initialisation, and the same targets (`memorisation_data()`'s, drawn from ``data_seed``),
+    i.i.d. standard normal, one per image."""
+
+    def __init__(self, task: str, B: int, seeds, n_samples: int = 64, dtype=torch.float64,
+                 data_seed: int = 0, hidden: int | None = None, device: str = "cpu"):  # fmt: skip
+        if task not in DIGITS_MEMO_TASKS:
+            raise InputError(
+                f"task={task!r} is not allowed; choose one of {list(DIGITS_MEMO_TASKS)}"
+            )
+        if hidden is None:
+            raise InputError("hidden=None is not allowed; give the student's width")
+        super().__init__("teacher_mse", B, seeds, 1, dtype, data_seed, hidden, device)
+        self.task = task
+        _, y = memorisation_data(n_samples, data_seed, dtype)
+        self.X, self.y = digit_components(n_samples, dtype).to(device), y.to(device)
+
+
 def task_model(task: str, *args, **kwargs):
     """The batched model of ``task``: `WhitenedDigitsMLP` for `WHITENED_TASKS`,
     `DigitsFactorisation` for `FACTORISATION_TASKS`, `DigitsTiedAutoencoder` for
     `TIED_TASKS`, `SmoothedDigitsMLP` for `SMOOTHED_TASKS`, `GaussianMemorisationMLP` for
-    `MEMORISATION_TASKS`, else `BatchedMLP` (same arguments)."""
+    `MEMORISATION_TASKS`, `DigitsMemorisationMLP` for `DIGITS_MEMO_TASKS`, else `BatchedMLP`
+    (same arguments)."""
     if task in WHITENED_TASKS:
         return WhitenedDigitsMLP(task, *args, **kwargs)
     if task in FACTORISATION_TASKS:
@@ -702,4 +746,6 @@ def task_model(task: str, *args, **kwargs):
         return SmoothedDigitsMLP(task, *args, **kwargs)
     if task in MEMORISATION_TASKS:
         return GaussianMemorisationMLP(task, *args, **kwargs)
+    if task in DIGITS_MEMO_TASKS:
+        return DigitsMemorisationMLP(task, *args, **kwargs)
     return BatchedMLP(task, *args, **kwargs)
