@@ -419,6 +419,32 @@ def test_linear_on_tasks_and_C_between_tasks_are_judged_under_both_windows():
     assert np.isnan(task_C(a[:1], a[:1])[1])  # one row: no interval
 
 
+def test_C_between_tasks_judges_every_pair_of_the_comparison_set():
+    """Three tasks: each later task against the first is a reading (the first pair primary);
+    the finding depends on the reading when only one pair differs, and a pair left out of
+    the set (the comparison set's planted bug) would hide that."""
+    from gaugedyn._errors import InputError
+    from gaugedyn.experiments.adam_stability._spike_analysis import _tasks_C_claim, task_pairs
+
+    a = np.array([0.5, 0.4, 0.3, 0.2, 0.15, 0.1])
+    wig = 1 + 0.03 * np.array([1, -1, 1, -1, 1, -1])
+    edges = {}
+    for name, c in (("t", 0.5), ("u", 0.5), ("m", 0.05)):
+        for w in ("settled", "transient"):
+            edges[(name, w, "init")] = c * a * (wig if name == "t" else wig[::-1])
+    a_of = {n: a for n in "tum"}
+    claim = _tasks_C_claim(["t", "u", "m"], a_of, edges, 41)
+    assert set(claim.readings) == {f"{w}, {p}" for w in ("settled", "transient")
+                                   for p in ("u vs t", "m vs t")}  # fmt: skip
+    assert claim.readings["settled, u vs t"] == "NOT HELD"
+    assert claim.readings["settled, m vs t"] == "HELD"
+    assert claim.verdict == "depends on the reading"
+    assert "log C(u) - log C(t)" in claim.statement
+    assert task_pairs(["t", "u", "m"]) == {"u vs t": "u", "m vs t": "m"}
+    with pytest.raises(InputError, match="at least two"):
+        task_pairs(["t"])
+
+
 def test_linear_on_tasks_is_judged_over_the_declared_rise_thresholds():
     """Edges under each rise reading (the configured threshold first): the finding holds when
     every threshold gives a linear edge and depends on the reading when one does not."""

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from ... import stats
+from ..._errors import InputError
 from ...adam import spiral_ratio
 from ...harness import Claim, judged
 from ._bisect import row_edges, significance
@@ -304,31 +305,58 @@ def task_C(a, cb) -> list[float]:
 
 
 def _tasks_C_claim(names, a_of, edges, seed):
-    """``C_differs_between_tasks``: per row, ``log C`` of the second task minus the first's
-    outside [-C_SHIFT, C_SHIFT] (``relevant_difference``), under both windows."""
-    first, second = names[0], names[1]
+    """``C_differs_between_tasks``: per row, ``log C`` of another task minus the first's outside
+    [-C_SHIFT, C_SHIFT] (``relevant_difference``), judged under every window and every pair of
+    the comparison set (`task_pairs()`: each later task against the first; the first pair, the
+    finding's first declaration, primary)."""
+    first = names[0]
     a = a_of[first]
+    pairs = task_pairs(names)
 
     fid = "spike_boundary.C_differs_between_tasks"
 
-    def one(window):
+    def one(window, pair):
+        second = pairs[pair]
         d = np.log(edges[(second, window, "init")] / edges[(first, window, "init")])
+        # the first pair's generator is the one it had before the comparison set was a reading
+        labels = (window,) if pair == next(iter(pairs)) else (window, pair)
         return stats.judge(
-            _rule(fid, "outside"), d, threshold=(-C_SHIFT, C_SHIFT), rng=_rng(seed, fid, window)
+            _rule(fid, "outside"), d, threshold=(-C_SHIFT, C_SHIFT), rng=_rng(seed, fid, *labels)
         )
 
-    primary, js = readings(one, {"window": WINDOWS})
+    primary, js = readings(one, {"window": WINDOWS, "pair": tuple(pairs)})
     j = js[primary]
+    second = pairs[primary.split(", ")[1]]
     return judged(
         fid,
         f"per row 1 - beta1 ({', '.join(f'{v:g}' for v in a)}), log C({second}) - "
         f"log C({first}) = {j.estimate:.3g} (95% [{j.low:.3g}, {j.high:.3g}], {j.n} "
         f"rows with an edge on both, {primary}); claim: C depends on the task, "
-        f"outside [-{C_SHIFT:g}, {C_SHIFT:g}]",
+        f"outside [-{C_SHIFT:g}, {C_SHIFT:g}]; the comparison set is a reading (every later "
+        f"task against {first})",
         j,
         measure=stats.measure_of(FINDING_MEASURES, fid),
         readings=js,
     )
+
+
+def task_pairs(names) -> dict[str, str]:
+    """The comparison set of ``C_differs_between_tasks``: reading name ``"<task> vs <first>"``
+    -> task, for each task after the first (in the run's order; the first pair primary).
+
+    Parameters
+    ----------
+    names : sequence of str
+        The run's network tasks, at least two, the reference first.
+
+    Returns
+    -------
+    dict
+        Reading name to the task compared with ``names[0]``.
+    """
+    if len(names) < 2:
+        raise InputError(f"names={list(names)!r}: the comparison needs at least two tasks")
+    return {f"{n} vs {names[0]}": n for n in names[1:]}
 
 
 def _level(a_of, edges) -> float:
