@@ -325,12 +325,18 @@ def test_the_stored_family_pilot_reruns_its_cheapest_cell():
     from gaugedyn.experiments.adam_stability._scan import _run_task
 
     p = _family_pilot.stored()
-    name = next(iter(p["candidates"]))
-    row = p["candidates"][name]["rows"][0]
-    top = row["cells"][-1]
-    task = _family.family_task(name, [2.0, 24, 200], _family.SEEDS, [row["row"]], [top["c"]])
-    r = _run_task(task, _family_pilot.cell_seed(name, row["row"], top["c"]))
-    assert r["status"][0, 0].tolist() == top["status"]
+    # the first stored candidate, and the chosen one (the memorisation task's program)
+    for name in dict.fromkeys([next(iter(p["candidates"])), _family_pilot.choose(p)]):
+        if name is None:
+            continue
+        row = p["candidates"][name]["rows"][0]
+        top = row["cells"][-1]
+        task = _family.family_task(name, [2.0, 24, 200], _family.SEEDS, [row["row"]], [top["c"]])
+        r = _run_task(task, _family_pilot.cell_seed(name, row["row"], top["c"]))
+        assert r["status"][0, 0].tolist() == top["status"], name
+        np.testing.assert_allclose(
+            r["settled_median_log10_loss"][0, 0], top["settled_median_log10_loss"], atol=0.011
+        )
 
 
 def test_a_task_runs_at_its_own_adam_eps_and_the_default_without_one():
