@@ -44,9 +44,12 @@ def _gram(Q, R, T):
 
 def _compiled(name, a, b, C, control=None):
     """The compiled kernel's Sobol rule for activation ``name`` (any code) with the control
-    variate ``control`` (``None``: the package's, `rule_control`): ``E`` whole."""
+    variate ``control`` (``None``: the package's, `rule_control`, with its field table): ``E``
+    whole."""
+    table = np.zeros((0, 4, 1))
     if control is None:
         control = _online_ode.rule_control("sobol", name)
+        table = _online_ode.field_table("sobol", name)
     E = np.zeros((a.shape[0], a.shape[0]))
     one = np.zeros((1, 1))
     _ode_kernels.noise_expectation(
@@ -63,6 +66,7 @@ def _compiled(name, a, b, C, control=None):
         np.ones(1, dtype=np.int64),
         sobol_nodes(C.shape[0], _online_ode.sobol_log2(name)),
         np.ascontiguousarray(control, dtype=np.float64),
+        table,
         E,
     )
     return np.triu(E) + np.triu(E, 1).T
