@@ -101,7 +101,7 @@ def compiled(name: str, method: str, a, C, b, control=None) -> np.ndarray:
         n,
         _online_ode.rule_nodes(method, C.shape[0], name),
         control,
-        _online_ode.field_table(method, name) if own else np.zeros((0, 4, 1)),
+        _online_ode.field_table(method, name) if own else np.zeros((0, 1, 4)),
         E,
     )
     return np.triu(E) + np.triu(E, 1).T

@@ -227,45 +227,40 @@ FIELD_TABLE_WIDTH = 0.125
 = 192`` of them)."""
 FIELD_TABLE_DEGREE = 8
 """The degree of the field table's polynomial on each interval: its Chebyshev interpolant at
-``FIELD_TABLE_DEGREE + 1`` points, within 2e-14 of each function on ``[-12, 12]`` (softplus,
+``FIELD_TABLE_DEGREE + 1`` points, within 3e-14 of each function on ``[-12, 12]`` (softplus,
 the logistic and their smoothed-ReLU mixture; tanh, its slope and their erf mixture:
 `gaugedyn.training._online_ode.field_table()`, tested)."""
 
 
 @numba.njit(inline="always", cache=True)
-def _table_poly(table, m, f, v):
-    """Row ``f`` of the field table's interval ``m`` at the local variable ``v`` in [-1, 1]
-    (Horner)."""
-    d = table.shape[2] - 1
-    s = table[m, f, d]
-    for j in range(d - 1, -1, -1):
-        s = s * v + table[m, f, j]
-    return s
-
-
-@numba.njit(inline="always", cache=True)
 def field_values(act, control, table, x, student):
     """``(g(x), g'(x), h(x), h'(x))`` of activation code ``act`` and the mixture ``control``
-    (`mixture()`; ``h = h' = 0`` without one): from ``table (n, 4, degree + 1)``
+    (`mixture()`; ``h = h' = 0`` without one): from ``table (n, degree + 1, 4)``
     (`gaugedyn.training._online_ode.field_table()`: on interval ``m`` of ``FIELD_TABLE_WIDTH``
-    from ``-FIELD_TABLE_REACH``, the four functions' polynomials in ``v = 2 (x - x_m) /
-    FIELD_TABLE_WIDTH - 1``) where ``x`` is inside its reach and the table is not empty, else
-    from the functions themselves (`g_pair()`, `mixture()`); ``g'`` and ``h'`` only for a
-    ``student`` field (0 otherwise)."""
+    from ``-FIELD_TABLE_REACH``, the monomial coefficients of the four functions' polynomials
+    in ``v = 2 (x - x_m) / FIELD_TABLE_WIDTH - 1``, evaluated together by Horner's rule) where
+    ``x`` is inside its reach and the table is not empty, else from the functions themselves
+    (`g_pair()`, `mixture()`); ``g'`` and ``h'`` only for a ``student`` field (0 otherwise)."""
     n = table.shape[0]
     if n:
         y = (x + FIELD_TABLE_REACH) * (1.0 / FIELD_TABLE_WIDTH)
         if y > 0.0 and y < n:
             m = int(y)
             v = 2.0 * (y - m) - 1.0
+            d = table.shape[1] - 1
+            s0, s2 = table[m, d, 0], table[m, d, 2]
             if student:
-                return (
-                    _table_poly(table, m, 0, v),
-                    _table_poly(table, m, 1, v),
-                    _table_poly(table, m, 2, v),
-                    _table_poly(table, m, 3, v),
-                )
-            return _table_poly(table, m, 0, v), 0.0, _table_poly(table, m, 2, v), 0.0
+                s1, s3 = table[m, d, 1], table[m, d, 3]
+                for j in range(d - 1, -1, -1):
+                    s0 = s0 * v + table[m, j, 0]
+                    s1 = s1 * v + table[m, j, 1]
+                    s2 = s2 * v + table[m, j, 2]
+                    s3 = s3 * v + table[m, j, 3]
+                return s0, s1, s2, s3
+            for j in range(d - 1, -1, -1):
+                s0 = s0 * v + table[m, j, 0]
+                s2 = s2 * v + table[m, j, 2]
+            return s0, 0.0, s2, 0.0
     gx, gpx = g_pair(act, x)
     h, hp = 0.0, 0.0
     if control.shape[1]:
@@ -730,7 +725,7 @@ def flow_given(y, K, M, b, T, eta, wd, lr2, act, homogeneous, u, v, C, c, A, S, 
         np.zeros((3, 0)),
         np.zeros((0, P)),
         np.zeros((3, 0)),
-        np.zeros((0, 4, 1)),
+        np.zeros((0, 1, 4)),
         C,
         c,
         A,

@@ -315,18 +315,18 @@ _FIELD_TABLES: dict[tuple[str, bytes], np.ndarray] = {}
 
 def field_table(method: str, activation) -> np.ndarray:
     """The compiled Sobol rule's field table for ``method`` and ``activation``
-    (`gaugedyn.training._ode_kernels.field_values()`): for ``"sobol"``, ``(n, 4, degree + 1)``
+    (`gaugedyn.training._ode_kernels.field_values()`): for ``"sobol"``, ``(n, degree + 1, 4)``
     monomial coefficients, on each interval ``[x_m, x_m + w]`` of ``w = FIELD_TABLE_WIDTH`` from
     ``-FIELD_TABLE_REACH`` to ``FIELD_TABLE_REACH``, in ``v = 2 (x - x_m) / w - 1``, of the
     Chebyshev interpolants at ``FIELD_TABLE_DEGREE + 1`` points of ``g``, ``g'`` (the
     activation's own function and derivative) and of the control's ``h``, ``h'``
-    (`mixture_values()` of `rule_control()`; 0 without one); else an empty ``(0, 4, 1)``
+    (`mixture_values()` of `rule_control()`; 0 without one); else an empty ``(0, 1, 4)``
     (unused).
 
     Why: a node of the rule evaluates these four at each field, and from the functions
     themselves softplus's control (two smoothed ReLUs: an ``erfc`` and an ``exp`` each) made
     the rule 1.9 ms of a right-hand side's 4.9 (K = M = 4, 2^12 nodes); from the table, 0.7 ms.
-    The interpolants are within 2e-14 of the functions on the table's reach (tested), so the
+    The interpolants are within 3e-14 of the functions on the table's reach (tested), so the
     rule is the numpy twin's (`sobol_expectation()`, the functions themselves) to round-off,
     and a continuous function of the fields to the same round-off."""
     from numpy.polynomial import chebyshev
@@ -335,7 +335,7 @@ def field_table(method: str, activation) -> np.ndarray:
 
     act = activation_of(activation)
     if method != "sobol" or act.code is None:
-        return np.zeros((0, 4, 1))
+        return np.zeros((0, 1, 4))
     control = rule_control(method, act)
     key = (act.name, control.tobytes())
     if key not in _FIELD_TABLES:
@@ -345,11 +345,11 @@ def field_table(method: str, activation) -> np.ndarray:
         x = -FIELD_TABLE_REACH + FIELD_TABLE_WIDTH * (np.arange(n)[:, None] + 0.5 * (v + 1.0))
         rows = [on_numpy(act.function)(x), on_numpy(act.derivative)(x)]
         rows += list(mixture_values(control, x)) if control.shape[1] else [0 * x, 0 * x]
-        table = np.zeros((n, 4, deg + 1))
+        table = np.zeros((n, deg + 1, 4))
         for f, values in enumerate(rows):
             for m in range(n):
                 coef = chebyshev.cheb2poly(chebyshev.chebfit(v, values[m], deg))
-                table[m, f, : coef.size] = coef  # cheb2poly drops trailing zeros
+                table[m, : coef.size, f] = coef  # cheb2poly drops trailing zeros
         _FIELD_TABLES[key] = table
     return _FIELD_TABLES[key]
 
