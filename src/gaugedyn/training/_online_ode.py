@@ -61,11 +61,14 @@ four factors' fields plus independent noise of variance $s_j^2$ each
 (`relu_mixture_noise()`). That exact term is $16 \times 360$ four-field orthant moments at
 K = M = 4; the compiled kernel evaluates 4,896 of them (the mirror terms where two factors read
 one field folded), their orthant probabilities once per multiset of (field, scale) factors
-(2,586) by a Gauss-Legendre rule sized by a bound on the smoothed fields' conditioning
-(`gaugedyn.training._orthant.SMOOTHED_RULES`): about 3 ms per right-hand side, the Sobol
-rule's nodes about 2 ms more, far more accurate than the four-point rule late in a run; a run
-to t = 1000 at rtol 1e-8 (about 1,200 right-hand sides) costs 6 to 7 CPU seconds, not one
-(``benchmarks/bench_online_ode.py``; load about 3, 2026-12-07). `online_ode()` checks a noise term by a rule (the
+(2,586) by a Gauss-Legendre rule sized by a bound on the smoothed fields' conditioning and
+by what the term needs (`gaugedyn.training._orthant.SMOOTHED_RULES`, 7 nodes along the run):
+about 2.5 ms per right-hand side; the Sobol rule's nodes, each field's four functions read
+from a table of piecewise polynomials (`field_table()`), about 0.8 ms more; far more accurate
+than the four-point rule late in a run. A run to t = 1000 at rtol 1e-8 (about 1,270
+right-hand sides) costs 5.0 CPU seconds, not one (``benchmarks/bench_online_ode.py``; load
+1.1, 2026-12-07): the floor is the control's exact term (2,586 four-field orthant
+probabilities, one one-dimensional integral each, no closed form). `online_ode()` checks a noise term by a rule (the
 four-point quadrature or the Sobol rule) while it integrates (``noise_check``; `NoiseWatch`, declared by `NOISE_CHECK`):
 against Monte Carlo at the start and at each eighth of the horizon within 10% of the run's CPU
 time, warning once (`gaugedyn.NoiseTermWarning`) or raising where it is off by more than 10%.
@@ -442,8 +445,8 @@ disagreement underestimated the error (at t = 0 of ``bench_online_noise_accuracy
 16 nodes per axis against 10 disagreed by 2.4% where Monte Carlo found 3.8%).
 With ``2**18`` draws the standard error is below 1% of the noise term at that problem's states
 (0.3 to 0.7%), and one check costs about 0.07 CPU s with its sums compiled
-(`monte_carlo_noise`, load 8, 2026-12-07): a few right-hand sides of softplus's Sobol rule at
-K = M = 4 (about 18 ms each), a few hundred of tanh's: the budget's unit. The
+(`monte_carlo_noise`, load 8, 2026-12-07): about twenty right-hand sides of softplus's Sobol
+rule at K = M = 4 (about 3.5 ms each), a few hundred of tanh's: the budget's unit. The
 tolerance of 10% asks the noise term to one significant digit: softplus's Sobol rule
 agrees within the standard error at every state to t = 1000, and tanh's Sobol rule within 3%
 (the four-point rule it replaced failed from t = 100 on: 16% there, 26% at 300;
@@ -1220,8 +1223,8 @@ def online_ode(
     of a high-precision reference at every state of a run to t = 1000, about 0.3 ms per
     compiled right-hand side at ``K = M = 4``, a run to t = 1000 at rtol 1e-8 under a CPU
     second); for softplus the same rule at $2^{12}$ nodes with a mixture of Gaussian-smoothed
-    ReLUs as control, its noise term exact by orthant moments (`RELU_MIXTURES`; about 5 ms
-    per compiled right-hand side at ``K = M = 4``, 3 of them the control's exact term); for
+    ReLUs as control, its noise term exact by orthant moments (`RELU_MIXTURES`; about 3.5 ms
+    per compiled right-hand side at ``K = M = 4``, 2.5 of them the control's exact term); for
     another smooth activation whose fields
     have rank above 4 it is hundreds of four-point Gauss-Hermite integrals of $10^4$ nodes each
     (compiled, about 0.07 CPU s per right-hand side there; the reference: seconds), whose
