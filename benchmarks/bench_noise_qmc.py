@@ -84,7 +84,8 @@ def compiled(name: str, method: str, a, C, b, control=None) -> np.ndarray:
     K = a.shape[0]
     E = np.zeros((K, K))
     z, w, n = _online_ode._grids(_online_ode.rule_sizes())
-    if control is None:
+    own = control is None
+    if own:
         control = _online_ode.rule_control(method, name)
     _ode_kernels.noise_expectation(
         int(activation_of(name).code),
@@ -100,6 +101,7 @@ def compiled(name: str, method: str, a, C, b, control=None) -> np.ndarray:
         n,
         _online_ode.rule_nodes(method, C.shape[0], name),
         control,
+        _online_ode.field_table(method, name) if own else np.zeros((0, 1, 4)),
         E,
     )
     return np.triu(E) + np.triu(E, 1).T

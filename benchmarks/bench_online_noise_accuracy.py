@@ -81,6 +81,7 @@ def noise(name: str, a, C, b, n: int):
         sizes,
         np.zeros((0, 8)),
         np.zeros((2, 0)),
+        np.zeros((0, 1, 4)),
         E,
     )
     return E

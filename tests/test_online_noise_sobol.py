@@ -44,9 +44,12 @@ def _gram(Q, R, T):
 
 def _compiled(name, a, b, C, control=None):
     """The compiled kernel's Sobol rule for activation ``name`` (any code) with the control
-    variate ``control`` (``None``: the package's, `rule_control`): ``E`` whole."""
+    variate ``control`` (``None``: the package's, `rule_control`, with its field table): ``E``
+    whole."""
+    table = np.zeros((0, 1, 4))
     if control is None:
         control = _online_ode.rule_control("sobol", name)
+        table = _online_ode.field_table("sobol", name)
     E = np.zeros((a.shape[0], a.shape[0]))
     one = np.zeros((1, 1))
     _ode_kernels.noise_expectation(
@@ -63,6 +66,7 @@ def _compiled(name, a, b, C, control=None):
         np.ones(1, dtype=np.int64),
         sobol_nodes(C.shape[0], _online_ode.sobol_log2(name)),
         np.ascontiguousarray(control, dtype=np.float64),
+        table,
         E,
     )
     return np.triu(E) + np.triu(E, 1).T
@@ -246,3 +250,32 @@ def test_the_trajectory_of_both_paths_agrees_at_k_m_4():
     ref = online_ode(problem, 1.0, times, method="reference", **kw)
     for key in ("a", "Q", "R"):
         np.testing.assert_allclose(fast[key], ref[key], rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["tanh", "softplus"])
+def test_the_field_table_is_the_functions(name):
+    """`_ode_kernels.field_values` from `field_table` is ``g``, ``g'`` and the control's ``h``,
+    ``h'`` to 3e-14 (the declaration of ``FIELD_TABLE_DEGREE``) inside the table's reach and
+    outside it (the functions themselves), a teacher's field ``g`` and ``h`` alone; the table
+    of another activation is caught."""
+    from gaugedyn.theory import on_numpy
+    from gaugedyn.training._online_ode import field_table, mixture_values
+
+    act = activation_of(name)
+    control = _online_ode.rule_control("sobol", name)
+    x = np.concatenate([np.linspace(-13.0, 13.0, 20_001), [-12.0, 12.0, 0.0]])
+    h, dh = mixture_values(control, x)
+    want = np.stack([on_numpy(act.function)(x), on_numpy(act.derivative)(x), h, dh], 1)
+
+    def got(table, student=True):
+        return np.array(
+            [_ode_kernels.field_values(act.code, control, table, v, student) for v in x]
+        )
+
+    table = field_table("sobol", name)
+    assert table.shape == (192, 9, 4)
+    np.testing.assert_allclose(got(table), want, rtol=0, atol=3e-14)
+    np.testing.assert_allclose(got(table, False)[:, [0, 2]], want[:, [0, 2]], rtol=0, atol=3e-14)
+    assert not np.any(got(table, False)[:, [1, 3]])
+    other = field_table("sobol", "softplus" if name == "tanh" else "tanh")
+    assert np.abs(got(other) - want).max() > 1e-3

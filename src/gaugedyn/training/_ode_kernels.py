@@ -219,32 +219,82 @@ def mixture(control, x):
     return h, d
 
 
+FIELD_TABLE_REACH = 12.0
+"""The Sobol rule's field table (`field_values()`) covers ``-FIELD_TABLE_REACH < x <
+FIELD_TABLE_REACH``; a field outside it is evaluated by the functions themselves."""
+FIELD_TABLE_WIDTH = 0.125
+"""The width of each of the field table's intervals (``2 FIELD_TABLE_REACH / FIELD_TABLE_WIDTH
+= 192`` of them)."""
+FIELD_TABLE_DEGREE = 8
+"""The degree of the field table's polynomial on each interval: its Chebyshev interpolant at
+``FIELD_TABLE_DEGREE + 1`` points, within 3e-14 of each function on ``[-12, 12]`` (softplus,
+the logistic and their smoothed-ReLU mixture; tanh, its slope and their erf mixture:
+`gaugedyn.training._online_ode.field_table()`, tested)."""
+
+
+@numba.njit(inline="always", cache=True)
+def field_values(act, control, table, x, student):
+    """``(g(x), g'(x), h(x), h'(x))`` of activation code ``act`` and the mixture ``control``
+    (`mixture()`; ``h = h' = 0`` without one): from ``table (n, degree + 1, 4)``
+    (`gaugedyn.training._online_ode.field_table()`: on interval ``m`` of ``FIELD_TABLE_WIDTH``
+    from ``-FIELD_TABLE_REACH``, the monomial coefficients of the four functions' polynomials
+    in ``v = 2 (x - x_m) / FIELD_TABLE_WIDTH - 1``, evaluated together by Horner's rule) where
+    ``x`` is inside its reach and the table is not empty, else from the functions themselves
+    (`g_pair()`, `mixture()`); ``g'`` and ``h'`` only for a ``student`` field (0 otherwise)."""
+    n = table.shape[0]
+    if n:
+        y = (x + FIELD_TABLE_REACH) * (1.0 / FIELD_TABLE_WIDTH)
+        if y > 0.0 and y < n:
+            m = int(y)
+            v = 2.0 * (y - m) - 1.0
+            d = table.shape[1] - 1
+            s0, s2 = table[m, d, 0], table[m, d, 2]
+            if student:
+                s1, s3 = table[m, d, 1], table[m, d, 3]
+                for j in range(d - 1, -1, -1):
+                    s0 = s0 * v + table[m, j, 0]
+                    s1 = s1 * v + table[m, j, 1]
+                    s2 = s2 * v + table[m, j, 2]
+                    s3 = s3 * v + table[m, j, 3]
+                return s0, s1, s2, s3
+            for j in range(d - 1, -1, -1):
+                s0 = s0 * v + table[m, j, 0]
+                s2 = s2 * v + table[m, j, 2]
+            return s0, 0.0, s2, 0.0
+    gx, gpx = g_pair(act, x)
+    h, hp = 0.0, 0.0
+    if control.shape[1]:
+        h, hp = mixture(control, x)
+    if student:
+        return gx, gpx, h, hp
+    return gx, 0.0, h, 0.0
+
+
 @numba.njit(cache=True)
-def sobol_noise(act, a, b, A, nodes, control, E):
+def sobol_noise(act, a, b, A, nodes, control, table, E):
     """``E_ik += E[g'(u_i) g'(u_k) e^2]`` (``i <= k``) by the equal-weight rule of the rows of
     ``nodes (N, r)`` on the factor ``A (P, r)``, ``u = A z``, with the mixture ``control
     (3, J)`` (`mixture()`) as a control variate (``J = 0``: none): the rule's mean of the difference of the
     integrand and the mixture network's (`mixture()`), to which `noise_expectation()` adds the
     mixture's own expectation exactly (`mixture_noise()`, `relu_mixture_noise()`)
-    (`gaugedyn.training._online_ode.sobol_expectation()` in numpy)."""
+    (`gaugedyn.training._online_ode.sobol_expectation()` in numpy). Each field's ``g``,
+    ``g'``, ``h`` and ``h'`` come from the field table ``table`` (`field_values()`; empty:
+    from the functions themselves)."""
     K, P = a.shape[0], A.shape[0]
     N = nodes.shape[0]
     u, gp, hp = np.empty(P), np.empty(K), np.zeros(K)
     F = np.zeros((K, K))
-    J = control.shape[1]
     for n in range(N):
         fields_at(A, nodes[n], u)
         e, eh = 0.0, 0.0
         for i in range(K):
-            gi, gp[i] = g_pair(act, u[i])
+            gi, gp[i], h, hp[i] = field_values(act, control, table, u[i], True)
             e += a[i] * gi
-            if J:
-                h, hp[i] = mixture(control, u[i])
-                eh += a[i] * h
+            eh += a[i] * h
         for t in range(P - K):
-            e -= b[t] * g(act, u[K + t])
-            if J:
-                eh -= b[t] * mixture(control, u[K + t])[0]
+            gt, _, h, _ = field_values(act, control, table, u[K + t], False)
+            e -= b[t] * gt
+            eh -= b[t] * h
         ee, hh = e * e, eh * eh
         for i in range(K):
             x = ee * gp[i]
@@ -458,13 +508,27 @@ def four_point(act, Csub, z, w, n):
 
 @numba.njit(cache=True)
 def noise_expectation(
-    act, homogeneous, method, slopes, a, b, C, c, grids_z, grids_w, grids_n, nodes, control, E
+    act,
+    homogeneous,
+    method,
+    slopes,
+    a,
+    b,
+    C,
+    c,
+    grids_z,
+    grids_w,
+    grids_n,
+    nodes,
+    control,
+    table,
+    E,
 ):
     """``E_ik = E[g'(u_i) g'(u_k) e^2]`` (``i <= k``, the upper triangle), as `noise_term()`
     by ``method`` (``NOISE_METHODS``' code: 0 quadrature, 1 orthant moments with the rows
     ``(lo, jump, h0)`` of ``slopes (3, P)``, 2 closed, 3 the scrambled-Sobol rule of the rows of
     ``nodes (N, P)`` on `sobol_factor()` with the mixture ``control (3, J)`` as its control
-    variate, `sobol_noise()` and, by the mixture's family, `mixture_noise()` or
+    variate and the field table ``table`` (`field_values()`), `sobol_noise()` and, by the mixture's family, `mixture_noise()` or
     `relu_mixture_noise()`)."""
     K, P = a.shape[0], C.shape[0]
     for i in range(K):
@@ -474,7 +538,7 @@ def noise_expectation(
         piecewise_noise(C, K, c, slopes[0], slopes[1], slopes[2], E)
         return
     if method == 3:
-        sobol_noise(act, a, b, sobol_factor(C), nodes, control, E)
+        sobol_noise(act, a, b, sobol_factor(C), nodes, control, table, E)
         if control.shape[1] and control[2, 0] == 0.0:
             mixture_noise(C, c, K, control, E)
         elif control.shape[1]:
@@ -587,13 +651,15 @@ def quadrature_rhs(
     slopes,
     nodes,
     control,
+    table,
     out,
 ):
     """The online ODE's right-hand side (``OnlineODE``'s layout and options) for activation code
     ``act``; ``u = up^2 + down^2``, ``v = 2 up down`` of a homogeneous ``g``; ``(z, w,
     basis_t)`` the smooth rule's coefficient rule; ``grids_*`` the noise term's one-dimensional
     Gauss-Hermite rules (row 0: the four-point rule, row ``r``: the direct rule of rank ``r``);
-    ``method``, ``slopes``, ``nodes`` and ``control`` the noise term's (`noise_expectation()`)."""
+    ``method``, ``slopes``, ``nodes``, ``control`` and ``table`` the noise term's
+    (`noise_expectation()`)."""
     P = K + M
     C, c = state_gram(y, K, M, b, T)
     S, dS = np.empty(P), np.empty(P)
@@ -622,6 +688,7 @@ def quadrature_rhs(
         slopes,
         nodes,
         control,
+        table,
         C,
         c,
         A,
@@ -658,6 +725,7 @@ def flow_given(y, K, M, b, T, eta, wd, lr2, act, homogeneous, u, v, C, c, A, S, 
         np.zeros((3, 0)),
         np.zeros((0, P)),
         np.zeros((3, 0)),
+        np.zeros((0, 1, 4)),
         C,
         c,
         A,
@@ -728,6 +796,7 @@ def rhs_given(
     slopes,
     nodes,
     control,
+    table,
     C,
     c,
     A,
@@ -790,6 +859,7 @@ def rhs_given(
             grids_n,
             nodes,
             control,
+            table,
             E,
         )
         for i in range(K):

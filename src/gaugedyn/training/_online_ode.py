@@ -61,11 +61,14 @@ four factors' fields plus independent noise of variance $s_j^2$ each
 (`relu_mixture_noise()`). That exact term is $16 \times 360$ four-field orthant moments at
 K = M = 4; the compiled kernel evaluates 4,896 of them (the mirror terms where two factors read
 one field folded), their orthant probabilities once per multiset of (field, scale) factors
-(2,586) by a Gauss-Legendre rule sized by a bound on the smoothed fields' conditioning
-(`gaugedyn.training._orthant.SMOOTHED_RULES`): about 3 ms per right-hand side, the Sobol
-rule's nodes about 2 ms more, far more accurate than the four-point rule late in a run; a run
-to t = 1000 at rtol 1e-8 (about 1,200 right-hand sides) costs 6 to 7 CPU seconds, not one
-(``benchmarks/bench_online_ode.py``; load about 3, 2026-12-07). `online_ode()` checks a noise term by a rule (the
+(2,586) by a Gauss-Legendre rule sized by a bound on the smoothed fields' conditioning and
+by what the term needs (`gaugedyn.training._orthant.SMOOTHED_RULES`, 7 nodes along the run):
+about 2.5 ms per right-hand side; the Sobol rule's nodes, each field's four functions read
+from a table of piecewise polynomials (`field_table()`), about 0.8 ms more; far more accurate
+than the four-point rule late in a run. A run to t = 1000 at rtol 1e-8 (about 1,270
+right-hand sides) costs 5.0 CPU seconds, not one (``benchmarks/bench_online_ode.py``; load
+1.1, 2026-12-07): the floor is the control's exact term (2,586 four-field orthant
+probabilities, one one-dimensional integral each, no closed form). `online_ode()` checks a noise term by a rule (the
 four-point quadrature or the Sobol rule) while it integrates (``noise_check``; `NoiseWatch`, declared by `NOISE_CHECK`):
 against Monte Carlo at the start and at each eighth of the horizon within 10% of the run's CPU
 time, warning once (`gaugedyn.NoiseTermWarning`) or raising where it is off by more than 10%.
@@ -310,6 +313,50 @@ def mixture_values(control, x):
     return h, d
 
 
+_FIELD_TABLES: dict[tuple[str, bytes], np.ndarray] = {}
+
+
+def field_table(method: str, activation) -> np.ndarray:
+    """The compiled Sobol rule's field table for ``method`` and ``activation``
+    (`gaugedyn.training._ode_kernels.field_values()`): for ``"sobol"``, ``(n, degree + 1, 4)``
+    monomial coefficients, on each interval ``[x_m, x_m + w]`` of ``w = FIELD_TABLE_WIDTH`` from
+    ``-FIELD_TABLE_REACH`` to ``FIELD_TABLE_REACH``, in ``v = 2 (x - x_m) / w - 1``, of the
+    Chebyshev interpolants at ``FIELD_TABLE_DEGREE + 1`` points of ``g``, ``g'`` (the
+    activation's own function and derivative) and of the control's ``h``, ``h'``
+    (`mixture_values()` of `rule_control()`; 0 without one); else an empty ``(0, 1, 4)``
+    (unused).
+
+    Why: a node of the rule evaluates these four at each field, and from the functions
+    themselves softplus's control (two smoothed ReLUs: an ``erfc`` and an ``exp`` each) made
+    the rule 1.9 ms of a right-hand side's 4.9 (K = M = 4, 2^12 nodes); from the table, 0.7 ms.
+    The interpolants are within 3e-14 of the functions on the table's reach (tested), so the
+    rule is the numpy twin's (`sobol_expectation()`, the functions themselves) to round-off,
+    and a continuous function of the fields to the same round-off."""
+    from numpy.polynomial import chebyshev
+
+    from ._ode_kernels import FIELD_TABLE_DEGREE, FIELD_TABLE_REACH, FIELD_TABLE_WIDTH
+
+    act = activation_of(activation)
+    if method != "sobol" or act.code is None:
+        return np.zeros((0, 1, 4))
+    control = rule_control(method, act)
+    key = (act.name, control.tobytes())
+    if key not in _FIELD_TABLES:
+        n = int(round(2.0 * FIELD_TABLE_REACH / FIELD_TABLE_WIDTH))
+        deg = FIELD_TABLE_DEGREE
+        v = np.cos(np.pi * (np.arange(deg + 1) + 0.5) / (deg + 1))
+        x = -FIELD_TABLE_REACH + FIELD_TABLE_WIDTH * (np.arange(n)[:, None] + 0.5 * (v + 1.0))
+        rows = [on_numpy(act.function)(x), on_numpy(act.derivative)(x)]
+        rows += list(mixture_values(control, x)) if control.shape[1] else [0 * x, 0 * x]
+        table = np.zeros((n, deg + 1, 4))
+        for f, values in enumerate(rows):
+            for m in range(n):
+                coef = chebyshev.cheb2poly(chebyshev.chebfit(v, values[m], deg))
+                table[m, : coef.size, f] = coef  # cheb2poly drops trailing zeros
+        _FIELD_TABLES[key] = table
+    return _FIELD_TABLES[key]
+
+
 def control_noise(control, a, b, C) -> np.ndarray:
     """The exact noise term of the mixture ``control (3, J)``: `mixture_noise()` (erf) or
     `relu_mixture_noise()` (smoothed ReLU) by its family (row 2)."""
@@ -398,8 +445,8 @@ disagreement underestimated the error (at t = 0 of ``bench_online_noise_accuracy
 16 nodes per axis against 10 disagreed by 2.4% where Monte Carlo found 3.8%).
 With ``2**18`` draws the standard error is below 1% of the noise term at that problem's states
 (0.3 to 0.7%), and one check costs about 0.07 CPU s with its sums compiled
-(`monte_carlo_noise`, load 8, 2026-12-07): a few right-hand sides of softplus's Sobol rule at
-K = M = 4 (about 18 ms each), a few hundred of tanh's: the budget's unit. The
+(`monte_carlo_noise`, load 8, 2026-12-07): about twenty right-hand sides of softplus's Sobol
+rule at K = M = 4 (about 3.5 ms each), a few hundred of tanh's: the budget's unit. The
 tolerance of 10% asks the noise term to one significant digit: softplus's Sobol rule
 agrees within the standard error at every state to t = 1000, and tanh's Sobol rule within 3%
 (the four-point rule it replaced failed from t = 100 on: 16% there, 26% at 300;
@@ -748,6 +795,7 @@ def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label
     )
     nodes = rule_nodes(NOISE_METHODS[method], K + M, act)
     control = rule_control(NOISE_METHODS[method], act)
+    table = field_table(NOISE_METHODS[method], act)
 
     def f(t, y):
         return rhs(
@@ -775,6 +823,7 @@ def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label
             slopes,
             nodes,
             control,
+            table,
             np.empty(size),
         )
 
@@ -819,6 +868,7 @@ def quadrature_noise(activation, teacher_activation, a, Q, R, b, T) -> np.ndarra
         grids_n,
         rule_nodes(kind, C.shape[0], act),
         rule_control(kind, act),
+        field_table(kind, act),
         E,
     )
     E = np.triu(E) + np.triu(E, 1).T
@@ -1173,8 +1223,8 @@ def online_ode(
     of a high-precision reference at every state of a run to t = 1000, about 0.3 ms per
     compiled right-hand side at ``K = M = 4``, a run to t = 1000 at rtol 1e-8 under a CPU
     second); for softplus the same rule at $2^{12}$ nodes with a mixture of Gaussian-smoothed
-    ReLUs as control, its noise term exact by orthant moments (`RELU_MIXTURES`; about 5 ms
-    per compiled right-hand side at ``K = M = 4``, 3 of them the control's exact term); for
+    ReLUs as control, its noise term exact by orthant moments (`RELU_MIXTURES`; about 3.5 ms
+    per compiled right-hand side at ``K = M = 4``, 2.5 of them the control's exact term); for
     another smooth activation whose fields
     have rank above 4 it is hundreds of four-point Gauss-Hermite integrals of $10^4$ nodes each
     (compiled, about 0.07 CPU s per right-hand side there; the reference: seconds), whose
